@@ -1,0 +1,62 @@
+# Silt's front door. `make test` and `make run` work from a fresh clone.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PROTOS := $(shell find protos -name '*.proto')
+PROTO_STAMP := silt/.proto-stamp
+
+.PHONY: all venv proto test lint format bench bench-kv bench-graveler bench-auth cassandra clean
+
+all: proto
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $@
+
+venv: $(STAMP)
+
+# Generated code lands beside the library (silt/<service>/v1/*_pb2*.py), never committed.
+$(PROTO_STAMP): $(STAMP) $(PROTOS)
+	$(PY) -m grpc_tools.protoc -Iprotos --python_out=. --pyi_out=. --grpc_python_out=. $(PROTOS)
+	@for d in $$(find protos -name '*.proto' -exec dirname {} \; | sort -u | sed 's|^protos/||'); do \
+		p=$$d; while [ "$$p" != "silt" ] && [ "$$p" != "." ]; do touch $$p/__init__.py; p=$$(dirname $$p); done; \
+	done
+	@touch $@
+
+proto: $(PROTO_STAMP)
+
+# Starts what the tests need itself: Apache Cassandra (scripts/cassandra.sh, once per run)
+# and moto_server, from pytest session fixtures.
+test: proto
+	@scripts/ensure-system-deps.sh
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: bench-kv bench-graveler bench-auth
+
+bench-kv: proto
+	$(PY) -m bench.kv $(BENCH_ARGS)
+
+bench-graveler: proto
+	$(PY) -m bench.graveler $(BENCH_ARGS)
+
+bench-auth: proto
+	$(PY) -m bench.auth $(BENCH_ARGS)
+
+# A Cassandra in the foreground for manual use: scripts/cassandra.sh run
+cassandra:
+	scripts/cassandra.sh run
+
+clean:
+	rm -rf $(VENV) .cache $(PROTO_STAMP) .pytest_cache .ruff_cache
+	find silt -name '*_pb2*.py*' -delete

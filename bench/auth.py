@@ -1,0 +1,165 @@
+"""`python -m bench.auth`: what authentication and authorization cost per call, one JSON object per line.
+
+* ``auth.authorize.cached`` — a decision served by the interceptor's cache (the hot path);
+  target: well under 1 ms.
+* ``auth.admission.cached`` — everything the interceptor does before a handler runs, with
+  warm caches: read the metadata, hash the request, check the HMAC signature, decide.
+* ``auth.authorize.uncached_local_kv`` — a decision computed from the `local` KV store
+  (what a cache miss costs inside auth).
+* ``auth.graveler_call.p50_{with,without}_auth`` — a GetRepository round trip over gRPC,
+  with graveler asking a real auth service (warm caches), and with no interceptor at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import grpc
+from pydantic import SecretStr
+
+from services.auth import actions as a
+from services.auth.authority import LocalAuthority, local_interceptor
+from services.auth.model import IamModel
+from services.auth.secrets import SecretBox
+from services.auth.server import start as start_auth
+from services.auth.setup import DEVELOPERS, setup
+from services.graveler.committed.cache import CommittedCache
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.graveler import Graveler
+from services.graveler.permissions import RULES
+from services.graveler.server import start as start_graveler
+from silt.block.local import LocalAdapter
+from silt.config import AuthConfig, Config, CredentialsConfig, DatabaseConfig, LocalDatabaseConfig
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
+from silt.kv import open_store
+from silt.rpc.auth import (
+    ACCESS_KEY_HEADER,
+    DATE_HEADER,
+    SIGNATURE_HEADER,
+    AuthInterceptor,
+    CachedAuthority,
+    Credentials,
+    payload_digest,
+    remote_interceptor,
+    sign,
+    signed_channel,
+)
+
+METHOD = "/silt.graveler.v1.GravelerService/GetRepository"
+
+
+def emit(name: str, value: float, unit: str, target: float | None) -> None:
+    print(json.dumps({"name": name, "value": round(value, 3), "unit": unit, "target": target}), flush=True)
+
+
+def per_call_us(count: int, body: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    for _ in range(count):
+        body()
+    return (time.perf_counter() - started) / count * 1e6
+
+
+class _Metadatum(NamedTuple):
+    key: str
+    value: str
+
+
+def run(workdir: Path, count: int, calls: int) -> None:
+    store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(workdir / "kv.db"))))
+    model = IamModel(store, SecretBox(SecretStr("bench-encryption-key-0123")))
+    keys = setup(model, services=["graveler"])
+    assert keys is not None
+    model.create_user("dev")
+    model.add_member(DEVELOPERS, "dev")
+    issued = model.create_credentials("dev")
+    dev = Credentials(issued.credential.access_key_id, issued.secret)
+    admin = Credentials(keys.admin.access_key_id, SecretStr(keys.admin.secret_access_key))
+
+    # In-process: the interceptor's own work, caches warm.
+    cached = CachedAuthority(LocalAuthority(model), ttl=3600)
+    cached.allowed("dev", a.READ_REPO, "bench-repo")
+    emit(
+        "auth.authorize.cached",
+        per_call_us(count, lambda: cached.allowed("dev", a.READ_REPO, "bench-repo")),
+        "us",
+        1000,
+    )
+
+    interceptor = AuthInterceptor(cached, RULES)
+    request = api.GetRepositoryRequest(name="bench-repo")
+    date = str(int(time.time()))
+    signature = sign(dev.secret_access_key, date, METHOD, dev.access_key_id, payload_digest(request))
+    metadata = [
+        _Metadatum(ACCESS_KEY_HEADER, dev.access_key_id),
+        _Metadatum(DATE_HEADER, date),
+        _Metadatum(SIGNATURE_HEADER, signature),
+    ]
+    rule = RULES[METHOD]
+    interceptor._admit(METHOD, metadata, request, rule)
+    admission = per_call_us(count, lambda: interceptor._admit(METHOD, metadata, request, rule))
+    emit("auth.admission.cached", admission, "us", 1000)
+
+    uncached = LocalAuthority(model)
+    emit(
+        "auth.authorize.uncached_local_kv",
+        per_call_us(max(count // 100, 10), lambda: uncached.allowed_many("dev", a.READ_REPO, ["bench-repo"])) / 1000,
+        "ms",
+        None,
+    )
+
+    # Over the network: graveler asking a real auth service.
+    graveler = Graveler(store, CommittedManager(LocalAdapter(workdir / "data"), CommittedCache()))
+    auth_server, auth_port = start_auth(model, "127.0.0.1:0", [local_interceptor(model, 60)])
+    service = keys.services["graveler"]
+    config = Config(
+        auth=AuthConfig(endpoint=f"127.0.0.1:{auth_port}", cache_ttl_seconds=60),
+        credentials=CredentialsConfig(
+            access_key_id=service.access_key_id, secret_access_key=SecretStr(service.secret_access_key)
+        ),
+    )
+    guarded = remote_interceptor(config, RULES)
+    servers: list[Any] = [auth_server]
+    try:
+        with_auth, port = start_graveler(graveler, "127.0.0.1:0", [guarded])
+        without_auth, open_port = start_graveler(graveler, "127.0.0.1:0")
+        servers += [with_auth, without_auth]
+        admin_stub = api_grpc.GravelerServiceStub(signed_channel(f"127.0.0.1:{port}", admin))
+        admin_stub.CreateRepository(api.CreateRepositoryRequest(name="bench-repo", storage_namespace="local://bench"))
+        for name, stub in (
+            ("with_auth", api_grpc.GravelerServiceStub(signed_channel(f"127.0.0.1:{port}", dev))),
+            ("without_auth", api_grpc.GravelerServiceStub(grpc.insecure_channel(f"127.0.0.1:{open_port}"))),
+        ):
+            stub.GetRepository(request)
+            samples = []
+            for _ in range(calls):
+                started = time.perf_counter()
+                stub.GetRepository(request)
+                samples.append((time.perf_counter() - started) * 1000)
+            emit(f"auth.graveler_call.p50_{name}", statistics.median(samples), "ms", None)
+    finally:
+        for server in servers:
+            server.stop(None)
+        guarded.close()
+        graveler.close()
+        store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=200_000, help="in-process iterations")
+    parser.add_argument("--calls", type=int, default=2_000, help="gRPC round trips per variant")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="silt-bench-auth-") as tmp:
+        run(Path(tmp), args.count, args.calls)
+
+
+if __name__ == "__main__":
+    main()

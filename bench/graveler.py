@@ -1,0 +1,251 @@
+"""`make bench-graveler`: graveler through its gRPC API on the `local` driver, one JSON object per line.
+
+Auth and graveler run as their own processes (as in production) and every call is signed
+and authorized; this process is the client, calling as the admin user.
+Bulk setup (hundreds of thousands of staged or committed entries) goes through the same
+Graveler code in-process, on the same SQLite file and data directory, because staging
+them one RPC at a time would dominate the run without measuring anything asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+from pydantic import SecretStr
+
+from services.graveler.committed.cache import CommittedCache
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.committed.model import Record
+from services.graveler.graveler import Graveler
+from services.graveler.values import entry_value
+from silt.block.local import LocalAdapter
+from silt.config import DatabaseConfig, LocalDatabaseConfig
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
+from silt.graveler.v1 import model_pb2 as pb
+from silt.kv import open_store
+from silt.rpc.auth import Credentials, signed_channel
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def emit(name: str, value: float, unit: str, target: float | None) -> None:
+    print(json.dumps({"name": name, "value": round(value, 3), "unit": unit, "target": target}), flush=True)
+
+
+def entry_for(i: int) -> pb.Entry:
+    return pb.Entry(
+        physical_address=f"data/{i:012d}", size=1024 + i % 4096, etag=f"{i:032x}", content_type="application/parquet"
+    )
+
+
+def key_for(i: int) -> str:
+    return f"tables/events/date=2026-01-{i % 28 + 1:02d}/part-{i:08d}.parquet"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def stack(workdir: Path) -> Iterator[api_grpc.GravelerServiceStub]:
+    """Set up auth, start auth and graveler as processes, and yield a stub signed as admin."""
+    auth_port, graveler_port = free_port(), free_port()
+    env = dict(
+        os.environ,
+        SILT_DATABASE_TYPE="local",
+        SILT_DATABASE_LOCAL_PATH=str(workdir / "kv.db"),
+        SILT_BLOCKSTORE_TYPE="local",
+        SILT_BLOCKSTORE_LOCAL_PATH=str(workdir / "data"),
+        SILT_AUTH_LISTEN_ADDRESS=f"127.0.0.1:{auth_port}",
+        SILT_AUTH_ENDPOINT=f"127.0.0.1:{auth_port}",
+        SILT_AUTH_ENCRYPT_SECRET_KEY=secrets.token_urlsafe(24),
+        SILT_GRAVELER_LISTEN_ADDRESS=f"127.0.0.1:{graveler_port}",
+        SILT_LOGGING_LEVEL="WARN",
+    )
+    setup = subprocess.run(
+        [sys.executable, "-m", "services.auth.setup", "--json", "--service", "graveler"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    keys = json.loads(setup.stdout)
+    service = keys["services"]["graveler"]
+    graveler_env = dict(
+        env,
+        SILT_CREDENTIALS_ACCESS_KEY_ID=service["access_key_id"],
+        SILT_CREDENTIALS_SECRET_ACCESS_KEY=service["secret_access_key"],
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "services.auth.server"], env=env),
+        subprocess.Popen([sys.executable, "-m", "services.graveler.server"], env=graveler_env),
+    ]
+    admin = Credentials(keys["admin"]["access_key_id"], SecretStr(keys["admin"]["secret_access_key"]))
+    channel = signed_channel(f"127.0.0.1:{graveler_port}", admin)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=60)
+        yield api_grpc.GravelerServiceStub(channel)
+    finally:
+        channel.close()
+        for proc in procs:
+            proc.terminate()
+            proc.wait(30)
+
+
+def stage_in_process(graveler: Graveler, repo: str, branch: str, count: int, offset: int = 0) -> None:
+    def stage(i: int) -> None:
+        graveler.stage_entry(repo, branch, key_for(i), entry_for(i))
+
+    with ThreadPoolExecutor(8) as pool:
+        for _ in pool.map(stage, range(offset, offset + count), chunksize=1000):
+            pass
+
+
+def range_files(root: Path) -> set[str]:
+    return {p.name for p in root.rglob("*") if p.is_file() and _HEX64.match(p.name) and "ranges" in p.parent.name}
+
+
+def bench_list(stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: int) -> None:
+    repo = "bench-list"
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    stage_in_process(graveler, repo, "main", count)
+    started = time.perf_counter()
+    listed, after = 0, ""
+    while True:
+        page = stub.ListEntries(api.ListEntriesRequest(repository=repo, ref="main", after=after, amount=1000))
+        listed += len(page.items)
+        if not page.has_more:
+            break
+        after = page.items[-1].key
+    elapsed = time.perf_counter() - started
+    assert listed == count, (listed, count)
+    emit(f"graveler.list_staged_{count // 1000}k", elapsed, "s", 4.0)
+
+
+def bench_commit(stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: int) -> None:
+    repo = "bench-commit"
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    stage_in_process(graveler, repo, "main", count)
+    started = time.perf_counter()
+    stub.Commit(api.CommitRequest(repository=repo, branch="main", message=f"{count} entries"))
+    emit(f"graveler.commit_staged_{count // 1000}k", time.perf_counter() - started, "s", 10.0)
+
+
+def bench_commit_one_on_large(
+    stub: api_grpc.GravelerServiceStub, graveler: Graveler, committed: CommittedManager, count: int, data_root: Path
+) -> None:
+    repo = "bench-large"
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    # Import-style setup: write the metarange of `count` entries and point main at a commit of it.
+    metarange = committed.write_metarange(
+        f"local://{repo}",
+        (Record(key_for(i).encode(), *entry_value(entry_for(i))[:2]) for i in sorted(range(count), key=key_for)),
+    )
+    handle = graveler.refs.get_repository(repo)
+    branch = graveler.refs.get_branch(handle, "main")
+    base = graveler.refs.get_commit(handle, branch.branch.commit_id)
+    commit = graveler._make_commit(handle, "import", {}, "bench", metarange, [base.id], base.generation + 1)
+    graveler.refs.put_commit(handle, commit)
+    updated = pb.Branch()
+    updated.CopyFrom(branch.branch)
+    updated.commit_id = commit.id
+    graveler.refs.set_branch_if(handle, updated, branch.predicate)
+
+    before = range_files(data_root / repo)
+    changed = pb.Entry(physical_address="data/changed", size=1, etag="changed")
+    stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=key_for(count // 2), entry=changed))
+    started = time.perf_counter()
+    stub.Commit(api.CommitRequest(repository=repo, branch="main", message="one change"))
+    elapsed = time.perf_counter() - started
+    written = len(range_files(data_root / repo) - before)
+    emit(f"graveler.commit_one_change_on_{count // 1000}k", elapsed, "s", 0.5)
+    emit(f"graveler.commit_one_change_on_{count // 1000}k.ranges_written", written, "ranges", 2)
+
+
+def p99(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=100)[98]
+
+
+def bench_staging_during_commit(stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: int) -> None:
+    repo = "bench-longcommit"
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+
+    def timed_write(i: int) -> float:
+        started = time.perf_counter()
+        stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=f"live/{i:08d}", entry=entry_for(i)))
+        return time.perf_counter() - started
+
+    idle = [timed_write(i) for i in range(1000)]
+    stage_in_process(graveler, repo, "main", count)
+    done = threading.Event()
+    commit_time: list[float] = []
+
+    def commit() -> None:
+        started = time.perf_counter()
+        stub.Commit(api.CommitRequest(repository=repo, branch="main", message="long"))
+        commit_time.append(time.perf_counter() - started)
+        done.set()
+
+    thread = threading.Thread(target=commit)
+    thread.start()
+    busy: list[float] = []
+    i = 1000
+    while not done.is_set():
+        busy.append(timed_write(i))
+        i += 1
+    thread.join()
+    emit("graveler.stage_p99_idle", p99(idle) * 1000, "ms", None)
+    emit(f"graveler.stage_p99_during_{count // 1000}k_commit", p99(busy) * 1000, "ms", None)
+    emit("graveler.stage_p99_ratio_during_commit", p99(busy) / p99(idle), "ratio", 2.0)
+    emit("graveler.stage_writes_during_commit", len(busy), "writes", None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--list-count", type=int, default=240_000)
+    parser.add_argument("--commit-count", type=int, default=100_000)
+    parser.add_argument("--large-count", type=int, default=1_000_000)
+    parser.add_argument("--only", default="list,commit,large,longcommit")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    with tempfile.TemporaryDirectory(prefix="silt-bench-") as tmp:
+        workdir = Path(tmp)
+        kv = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(workdir / "kv.db"))))
+        committed = CommittedManager(LocalAdapter(workdir / "data"), CommittedCache())
+        graveler = Graveler(kv, committed)
+        try:
+            with stack(workdir) as stub:
+                if "list" in only:
+                    bench_list(stub, graveler, args.list_count)
+                if "commit" in only:
+                    bench_commit(stub, graveler, args.commit_count)
+                if "large" in only:
+                    bench_commit_one_on_large(stub, graveler, committed, args.large_count, workdir / "data")
+                if "longcommit" in only:
+                    bench_staging_during_commit(stub, graveler, args.commit_count)
+        finally:
+            graveler.close()
+            kv.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Spark pipelines, run through PySpark."""

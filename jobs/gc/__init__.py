@@ -1,0 +1,1 @@
+"""Offline garbage collection of unreachable objects (seed 003)."""

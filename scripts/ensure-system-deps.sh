@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs outside Python when it is missing: Java 17 (to run the
+# test Cassandra) and npm (to fetch it). Uses Debian's packages; does nothing when present.
+set -euo pipefail
+
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "ensure-system-deps: missing ${missing[*]} and no apt-get to install them; install them and rerun" >&2
+  exit 1
+fi
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+echo "ensure-system-deps: installing ${missing[*]}" >&2
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,1 @@
+"""Silt services, each its own process talking gRPC."""

@@ -1,0 +1,1 @@
+"""Auth: users, groups, policies and credentials on KV; authorizes every request."""

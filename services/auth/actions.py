@@ -1,0 +1,91 @@
+"""Every action a policy can name, and the resources they apply to.
+
+Repository actions are seed 002's four, on resources named by the repository. The IAM actions
+(`iam:*`) manage users, groups, policies and credentials, on resources `users/<id>`,
+`groups/<id>` and `policies/<id>`; listing a whole collection is an action on its prefix
+(`users/`), so `users/*` grants it and `users/alice` does not. The `auth:*` actions are for
+services that verify other principals' requests. Attaching or detaching a policy needs the
+action on both ends: the user or group, and the policy. Repository names never contain `/`, so a
+repository pattern such as `prod-*` cannot match an IAM resource.
+"""
+
+from __future__ import annotations
+
+from silt.errors import InvalidArgument
+
+CREATE_REPO = "CreateRepo"
+DELETE_REPO = "DeleteRepo"
+READ_REPO = "ReadRepo"
+WRITE_REPO = "WriteRepo"
+REPO_ACTIONS = (CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO)
+
+CREATE_USER = "iam:CreateUser"
+READ_USER = "iam:ReadUser"
+DELETE_USER = "iam:DeleteUser"
+CREATE_GROUP = "iam:CreateGroup"
+READ_GROUP = "iam:ReadGroup"
+DELETE_GROUP = "iam:DeleteGroup"
+ADD_GROUP_MEMBER = "iam:AddGroupMember"
+REMOVE_GROUP_MEMBER = "iam:RemoveGroupMember"
+CREATE_POLICY = "iam:CreatePolicy"
+READ_POLICY = "iam:ReadPolicy"
+DELETE_POLICY = "iam:DeletePolicy"
+ATTACH_POLICY = "iam:AttachPolicy"
+DETACH_POLICY = "iam:DetachPolicy"
+CREATE_CREDENTIALS = "iam:CreateCredentials"
+READ_CREDENTIALS = "iam:ReadCredentials"
+DELETE_CREDENTIALS = "iam:DeleteCredentials"
+IAM_ACTIONS = (
+    CREATE_USER,
+    READ_USER,
+    DELETE_USER,
+    CREATE_GROUP,
+    READ_GROUP,
+    DELETE_GROUP,
+    ADD_GROUP_MEMBER,
+    REMOVE_GROUP_MEMBER,
+    CREATE_POLICY,
+    READ_POLICY,
+    DELETE_POLICY,
+    ATTACH_POLICY,
+    DETACH_POLICY,
+    CREATE_CREDENTIALS,
+    READ_CREDENTIALS,
+    DELETE_CREDENTIALS,
+)
+
+# Ask for decisions about other users, and read the secret of any access key.
+AUTHORIZE = "auth:Authorize"
+READ_SECRET = "auth:ReadSecret"
+SERVICE_ACTIONS = (AUTHORIZE, READ_SECRET)
+
+ALL_ACTIONS = (*REPO_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
+_KNOWN = frozenset(ALL_ACTIONS)
+
+
+def user_resource(user_id: str) -> str:
+    return f"users/{user_id}"
+
+
+def group_resource(group_id: str) -> str:
+    return f"groups/{group_id}"
+
+
+def policy_resource(policy_id: str) -> str:
+    return f"policies/{policy_id}"
+
+
+def credential_resource(access_key_id: str) -> str:
+    return f"credentials/{access_key_id}"
+
+
+USERS = "users/"
+GROUPS = "groups/"
+POLICIES = "policies/"
+
+
+def check_action(action: str) -> str:
+    """A concrete action, as a request names it."""
+    if action not in _KNOWN:
+        raise InvalidArgument(f"unknown action {action!r}")
+    return action

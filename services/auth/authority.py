@@ -1,0 +1,34 @@
+"""Answers to the interceptor's two questions (who holds this key, may they do this) from KV.
+
+The auth service's own interceptor uses this through a CachedAuthority; its Authorize
+and GetCredentialSecret calls use it uncached, so that another service's cache is the only
+one between a change and its effect (one TTL, not two).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from services.auth.model import IamModel
+from services.auth.permissions import RULES
+from services.auth.policies import compile_statements, is_allowed
+from silt.rpc.auth import DEFAULT_MAX_SKEW_SECONDS, AuthInterceptor, CachedAuthority, KeyOwner
+
+
+class LocalAuthority:
+    def __init__(self, model: IamModel) -> None:
+        self.model = model
+
+    def key_owner(self, access_key_id: str) -> KeyOwner:
+        return self.model.key_owner(access_key_id)
+
+    def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
+        statements = compile_statements(self.model.effective_policies(user_id))
+        return [is_allowed(statements, action, resource) for resource in resources]
+
+
+def local_interceptor(
+    model: IamModel, cache_ttl_seconds: float, max_skew_seconds: float = DEFAULT_MAX_SKEW_SECONDS
+) -> AuthInterceptor:
+    authority = CachedAuthority(LocalAuthority(model), ttl=cache_ttl_seconds)
+    return AuthInterceptor(authority, RULES, max_skew_seconds=max_skew_seconds)

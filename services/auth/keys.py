@@ -1,0 +1,107 @@
+"""The IAM key schema in the `auth` KV partition (seed 000, "Data Modeling: IAM").
+
+    iam/users/<user>                          User
+    iam/groups/<group>                        Group
+    iam/policies/<policy>                     Policy
+    iam/user_groups/<user>/<group>            Membership
+    iam/user_policies/<user>/<policy>         Attachment
+    iam/group_policies/<group>/<policy>       Attachment
+    iam/credentials/<access key id>           Credential (secret encrypted)
+    iam/user_credentials/<user>/<key id>      UserCredential
+    iam/setup                                 SetupRecord
+
+Ids never contain `/`, so every relation of one entity is one contiguous prefix. Reverse
+lookups (a group's members, a policy's attachments) scan and filter: the IAM keyspace is
+small (seed 000), and one index per relation keeps writes single-key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TypeVar
+
+from silt.errors import InvalidArgument
+from silt.kv.store import Entry, Store, scan_prefix
+
+PARTITION = b"auth"
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+=-]{0,127}$")
+
+_T = TypeVar("_T")
+
+
+def check_id(kind: str, value: str) -> str:
+    if not _ID_RE.match(value or ""):
+        raise InvalidArgument(
+            f"invalid {kind} id {value[:64]!r}: 1 to 128 letters, digits and _.@+=-, starting with a letter or digit"
+        )
+    return value
+
+
+def key(*parts: str) -> bytes:
+    return "/".join(("iam", *parts)).encode()
+
+
+def prefix(*parts: str) -> bytes:
+    return key(*parts) + b"/"
+
+
+USERS = prefix("users")
+GROUPS = prefix("groups")
+POLICIES = prefix("policies")
+USER_GROUPS = prefix("user_groups")
+USER_POLICIES = prefix("user_policies")
+GROUP_POLICIES = prefix("group_policies")
+CREDENTIALS = prefix("credentials")
+USER_CREDENTIALS = prefix("user_credentials")
+SETUP = key("setup")
+
+
+def last_part(entry_key: bytes) -> str:
+    return entry_key.rsplit(b"/", 1)[1].decode()
+
+
+def scan_after(store: Store, partition: bytes, under: bytes, after: str) -> Iterator[Entry]:
+    """Entries whose key starts with `under`, strictly after the id `after` (last path element)."""
+    start = under + after.encode() + b"\x00" if after else under
+    for entry in store.scan(partition, start):
+        if not entry.key.startswith(under):
+            return
+        yield entry
+
+
+def scan_relations_after(store: Store, partition: bytes, under: bytes, after: str) -> Iterator[Entry]:
+    """Two-level keys `under<first>/<second>`: entries after every key of first id `after`.
+
+    `0` is the byte after `/`, so `under + after + "0"` is the smallest key beyond all of
+    `under + after + "/..."`.
+    """
+    start = under + after.encode() + b"0" if after else under
+    for entry in store.scan(partition, start):
+        if not entry.key.startswith(under):
+            return
+        yield entry
+
+
+def scan_all(store: Store, partition: bytes, under: bytes) -> Iterator[Entry]:
+    return scan_prefix(store, partition, under)
+
+
+def page_size(amount: int) -> int:
+    if amount < 0:
+        raise InvalidArgument(f"amount must not be negative, got {amount}")
+    return min(amount or DEFAULT_PAGE, MAX_PAGE)
+
+
+def take_page(items: Iterator[_T], amount: int) -> tuple[list[_T], bool]:
+    """The first page of items and whether more follow."""
+    size = page_size(amount)
+    page: list[_T] = []
+    for item in items:
+        if len(page) == size:
+            return page, True
+        page.append(item)
+    return page, False

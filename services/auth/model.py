@@ -1,0 +1,348 @@
+"""Users, groups, policies and credentials on the KV store (key schema in keys.py).
+
+Consistency without transactions, following seed 000:
+
+* an entity's relations (memberships, attachments, credentials) are removed before the
+  entity, and a credential's own record (what grants access) before its index entry, so an
+  interrupted delete never leaves a grant pointing at nothing;
+* a relation is written only after both ends were seen, and both are re-read after the
+  write; if one vanished meanwhile the relation is removed again;
+* creating an entity first sweeps relations left under its id by an earlier entity of the
+  same name, so a re-created user never inherits the old one's groups or keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple, TypeVar
+
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+from pydantic import SecretStr
+
+from services.auth import keys
+from services.auth.keys import check_id, key, last_part, prefix
+from services.auth.policies import check_statements
+from services.auth.secrets import SecretBox, check_access_key_id, new_access_key_id, new_secret
+from silt.auth.v1 import model_pb2 as pb
+from silt.errors import AlreadyExists, InvalidArgument, NotFound, PredicateFailed
+from silt.kv.store import Store
+from silt.rpc.auth import KeyOwner
+
+_M = TypeVar("_M", bound=Message)
+
+
+class IssuedCredential(NamedTuple):
+    credential: pb.Credential
+    secret: SecretStr
+
+
+def _now() -> Timestamp:
+    stamp = Timestamp()
+    stamp.GetCurrentTime()
+    return stamp
+
+
+def _without_secret(credential: pb.Credential) -> pb.Credential:
+    return pb.Credential(
+        access_key_id=credential.access_key_id, user_id=credential.user_id, creation_date=credential.creation_date
+    )
+
+
+class IamModel:
+    def __init__(self, store: Store, box: SecretBox, partition: bytes = keys.PARTITION) -> None:
+        self.kv = store
+        self.box = box
+        self.partition = partition
+
+    # --- primitives ---------------------------------------------------------------------
+
+    def _get(self, k: bytes, cls: type[_M], what: str) -> _M:
+        try:
+            value, _ = self.kv.get(self.partition, k)
+        except NotFound:
+            raise NotFound(f"{what} not found") from None
+        return cls.FromString(value)
+
+    def _exists(self, k: bytes) -> bool:
+        try:
+            self.kv.get(self.partition, k)
+        except NotFound:
+            return False
+        return True
+
+    def _create(self, k: bytes, message: Message, what: str) -> None:
+        try:
+            self.kv.set_if(self.partition, k, message.SerializeToString(), None)
+        except PredicateFailed:
+            raise AlreadyExists(f"{what} already exists") from None
+
+    def _delete_all(self, entry_keys: Iterable[bytes]) -> None:
+        # Materialized first: deleting under a live scan is not something every driver promises.
+        for k in list(entry_keys):
+            self.kv.delete(self.partition, k)
+
+    def _scan(self, under: bytes) -> Iterator[tuple[bytes, bytes]]:
+        for entry in keys.scan_all(self.kv, self.partition, under):
+            yield entry.key, entry.value
+
+    def _relate(self, k: bytes, message: Message, ends: Iterable[tuple[bytes, str]]) -> None:
+        ends = list(ends)
+        for end, what in ends:
+            if not self._exists(end):
+                raise NotFound(f"{what} not found")
+        self.kv.set(self.partition, k, message.SerializeToString())
+        for end, what in ends:
+            if not self._exists(end):
+                self.kv.delete(self.partition, k)
+                raise NotFound(f"{what} not found")
+
+    def _unrelate(self, k: bytes, what: str) -> None:
+        if not self._exists(k):
+            raise NotFound(f"{what} not found")
+        self.kv.delete(self.partition, k)
+
+    def _records(self, ids: Iterable[str], collection: str, cls: type[_M]) -> list[_M]:
+        """The records of ids that still exist (relations may outlive a concurrent delete briefly)."""
+        out: list[_M] = []
+        for entity_id in ids:
+            try:
+                out.append(self._get(key(collection, entity_id), cls, collection))
+            except NotFound:
+                continue
+        return out
+
+    # --- users --------------------------------------------------------------------------
+
+    def create_user(self, user_id: str, description: str = "") -> pb.User:
+        check_id("user", user_id)
+        if self._exists(key("users", user_id)):
+            raise AlreadyExists(f"user {user_id!r} already exists")
+        self._remove_user_relations(user_id)
+        user = pb.User(id=user_id, creation_date=_now(), description=description)
+        self._create(key("users", user_id), user, f"user {user_id!r}")
+        return user
+
+    def get_user(self, user_id: str) -> pb.User:
+        return self._get(key("users", check_id("user", user_id)), pb.User, f"user {user_id!r}")
+
+    def list_users(self, after: str = "", amount: int = 0) -> tuple[list[pb.User], bool]:
+        entries = keys.scan_after(self.kv, self.partition, keys.USERS, after)
+        return keys.take_page((pb.User.FromString(e.value) for e in entries), amount)
+
+    def delete_user(self, user_id: str) -> None:
+        self.get_user(user_id)
+        self._remove_user_relations(user_id)
+        self.kv.delete(self.partition, key("users", user_id))
+
+    def _remove_user_relations(self, user_id: str) -> None:
+        for index_key, _ in list(self._scan(prefix("user_credentials", user_id))):
+            self.kv.delete(self.partition, key("credentials", last_part(index_key)))
+            self.kv.delete(self.partition, index_key)
+        self._delete_all(k for k, _ in self._scan(prefix("user_groups", user_id)))
+        self._delete_all(k for k, _ in self._scan(prefix("user_policies", user_id)))
+
+    # --- groups -------------------------------------------------------------------------
+
+    def create_group(self, group_id: str, description: str = "") -> pb.Group:
+        check_id("group", group_id)
+        if self._exists(key("groups", group_id)):
+            raise AlreadyExists(f"group {group_id!r} already exists")
+        self._remove_group_relations(group_id)
+        group = pb.Group(id=group_id, creation_date=_now(), description=description)
+        self._create(key("groups", group_id), group, f"group {group_id!r}")
+        return group
+
+    def get_group(self, group_id: str) -> pb.Group:
+        return self._get(key("groups", check_id("group", group_id)), pb.Group, f"group {group_id!r}")
+
+    def list_groups(self, after: str = "", amount: int = 0) -> tuple[list[pb.Group], bool]:
+        entries = keys.scan_after(self.kv, self.partition, keys.GROUPS, after)
+        return keys.take_page((pb.Group.FromString(e.value) for e in entries), amount)
+
+    def delete_group(self, group_id: str) -> None:
+        self.get_group(group_id)
+        self._remove_group_relations(group_id)
+        self.kv.delete(self.partition, key("groups", group_id))
+
+    def _remove_group_relations(self, group_id: str) -> None:
+        self._delete_all(k for k, _ in self._scan(prefix("group_policies", group_id)))
+        self._delete_all(k for k, v in self._scan(keys.USER_GROUPS) if pb.Membership.FromString(v).group_id == group_id)
+
+    def add_member(self, group_id: str, user_id: str) -> None:
+        check_id("group", group_id)
+        check_id("user", user_id)
+        self._relate(
+            key("user_groups", user_id, group_id),
+            pb.Membership(user_id=user_id, group_id=group_id),
+            [(key("users", user_id), f"user {user_id!r}"), (key("groups", group_id), f"group {group_id!r}")],
+        )
+
+    def remove_member(self, group_id: str, user_id: str) -> None:
+        check_id("group", group_id)
+        check_id("user", user_id)
+        self._unrelate(key("user_groups", user_id, group_id), f"user {user_id!r} in group {group_id!r}")
+
+    def list_members(self, group_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.User], bool]:
+        self.get_group(group_id)
+        entries = keys.scan_relations_after(self.kv, self.partition, keys.USER_GROUPS, after)
+        members = (m.user_id for m in (pb.Membership.FromString(e.value) for e in entries) if m.group_id == group_id)
+        ids, more = keys.take_page(members, amount)
+        return self._records(ids, "users", pb.User), more
+
+    def group_ids_of(self, user_id: str) -> list[str]:
+        return [last_part(k) for k, _ in self._scan(prefix("user_groups", check_id("user", user_id)))]
+
+    def list_user_groups(self, user_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Group], bool]:
+        self.get_user(user_id)
+        entries = keys.scan_after(self.kv, self.partition, prefix("user_groups", user_id), after)
+        ids, more = keys.take_page((last_part(e.key) for e in entries), amount)
+        return self._records(ids, "groups", pb.Group), more
+
+    # --- policies -----------------------------------------------------------------------
+
+    def create_policy(self, policy_id: str, statements: Iterable[pb.Statement], description: str = "") -> pb.Policy:
+        check_id("policy", policy_id)
+        statements = list(statements)
+        check_statements(statements)
+        if self._exists(key("policies", policy_id)):
+            raise AlreadyExists(f"policy {policy_id!r} already exists")
+        self._remove_policy_relations(policy_id)
+        policy = pb.Policy(id=policy_id, creation_date=_now(), description=description, statements=statements)
+        self._create(key("policies", policy_id), policy, f"policy {policy_id!r}")
+        return policy
+
+    def get_policy(self, policy_id: str) -> pb.Policy:
+        return self._get(key("policies", check_id("policy", policy_id)), pb.Policy, f"policy {policy_id!r}")
+
+    def list_policies(self, after: str = "", amount: int = 0) -> tuple[list[pb.Policy], bool]:
+        entries = keys.scan_after(self.kv, self.partition, keys.POLICIES, after)
+        return keys.take_page((pb.Policy.FromString(e.value) for e in entries), amount)
+
+    def delete_policy(self, policy_id: str) -> None:
+        self.get_policy(policy_id)
+        self._remove_policy_relations(policy_id)
+        self.kv.delete(self.partition, key("policies", policy_id))
+
+    def _remove_policy_relations(self, policy_id: str) -> None:
+        for under in (keys.USER_POLICIES, keys.GROUP_POLICIES):
+            self._delete_all(k for k, v in self._scan(under) if pb.Attachment.FromString(v).policy_id == policy_id)
+
+    def _attachment_key(self, policy_id: str, user_id: str, group_id: str) -> tuple[bytes, bytes, str]:
+        check_id("policy", policy_id)
+        if bool(user_id) == bool(group_id):
+            raise InvalidArgument("name exactly one of user_id and group_id")
+        if user_id:
+            check_id("user", user_id)
+            return key("user_policies", user_id, policy_id), key("users", user_id), f"user {user_id!r}"
+        return (
+            key("group_policies", check_id("group", group_id), policy_id),
+            key("groups", group_id),
+            f"group {group_id!r}",
+        )
+
+    def attach_policy(self, policy_id: str, user_id: str = "", group_id: str = "") -> None:
+        attachment_key, principal_key, what = self._attachment_key(policy_id, user_id, group_id)
+        self._relate(
+            attachment_key,
+            pb.Attachment(principal_id=user_id or group_id, policy_id=policy_id),
+            [(principal_key, what), (key("policies", policy_id), f"policy {policy_id!r}")],
+        )
+
+    def detach_policy(self, policy_id: str, user_id: str = "", group_id: str = "") -> None:
+        attachment_key, _, what = self._attachment_key(policy_id, user_id, group_id)
+        self._unrelate(attachment_key, f"policy {policy_id!r} attached to {what}")
+
+    def _policy_ids(self, under: bytes) -> list[str]:
+        return [last_part(k) for k, _ in self._scan(under)]
+
+    def effective_policy_ids(self, user_id: str) -> list[str]:
+        ids = set(self._policy_ids(prefix("user_policies", check_id("user", user_id))))
+        for group_id in self.group_ids_of(user_id):
+            ids.update(self._policy_ids(prefix("group_policies", group_id)))
+        return sorted(ids)
+
+    def effective_policies(self, user_id: str) -> list[pb.Policy]:
+        """Every policy that applies to the user: attached directly or through a group."""
+        return self._records(self.effective_policy_ids(user_id), "policies", pb.Policy)
+
+    def list_user_policies(
+        self, user_id: str, effective: bool = False, after: str = "", amount: int = 0
+    ) -> tuple[list[pb.Policy], bool]:
+        self.get_user(user_id)
+        if effective:
+            candidates: Iterable[str] = (p for p in self.effective_policy_ids(user_id) if p > after)
+        else:
+            entries = keys.scan_after(self.kv, self.partition, prefix("user_policies", user_id), after)
+            candidates = (last_part(e.key) for e in entries)
+        ids, more = keys.take_page(iter(candidates), amount)
+        return self._records(ids, "policies", pb.Policy), more
+
+    def list_group_policies(self, group_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Policy], bool]:
+        self.get_group(group_id)
+        entries = keys.scan_after(self.kv, self.partition, prefix("group_policies", group_id), after)
+        ids, more = keys.take_page((last_part(e.key) for e in entries), amount)
+        return self._records(ids, "policies", pb.Policy), more
+
+    # --- credentials --------------------------------------------------------------------
+
+    def create_credentials(self, user_id: str) -> IssuedCredential:
+        self.get_user(user_id)
+        access_key_id = new_access_key_id()
+        secret = new_secret()
+        credential = pb.Credential(
+            access_key_id=access_key_id,
+            user_id=user_id,
+            creation_date=_now(),
+            encrypted_secret=self.box.seal(access_key_id, secret),
+        )
+        # Index first: every credential record is then reachable from its user for deletion.
+        index = pb.UserCredential(user_id=user_id, access_key_id=access_key_id)
+        self.kv.set(self.partition, key("user_credentials", user_id, access_key_id), index.SerializeToString())
+        self._create(key("credentials", access_key_id), credential, f"access key {access_key_id}")
+        if not self._exists(key("users", user_id)):
+            self._delete_credential(user_id, access_key_id)
+            raise NotFound(f"user {user_id!r} not found")
+        return IssuedCredential(_without_secret(credential), secret)
+
+    def list_credentials(self, user_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Credential], bool]:
+        self.get_user(user_id)
+        entries = keys.scan_after(self.kv, self.partition, prefix("user_credentials", user_id), after)
+        ids, more = keys.take_page((last_part(e.key) for e in entries), amount)
+        # Never hand out the sealed secret, not even encrypted.
+        public = [_without_secret(c) for c in self._records(ids, "credentials", pb.Credential)]
+        return public, more
+
+    def delete_credentials(self, user_id: str, access_key_id: str) -> None:
+        check_id("user", user_id)
+        credential = self._credential(access_key_id)
+        if credential.user_id != user_id:
+            raise NotFound(f"access key {access_key_id} of user {user_id!r} not found")
+        self._delete_credential(user_id, access_key_id)
+
+    def _delete_credential(self, user_id: str, access_key_id: str) -> None:
+        self.kv.delete(self.partition, key("credentials", access_key_id))
+        self.kv.delete(self.partition, key("user_credentials", user_id, access_key_id))
+
+    def _credential(self, access_key_id: str) -> pb.Credential:
+        check_access_key_id(access_key_id)
+        return self._get(key("credentials", access_key_id), pb.Credential, f"access key {access_key_id}")
+
+    def key_owner(self, access_key_id: str) -> KeyOwner:
+        """Who holds an access key, and its secret (decrypted) for checking a signature."""
+        credential = self._credential(access_key_id)
+        if not self._exists(key("users", credential.user_id)):
+            raise NotFound(f"access key {access_key_id} not found")
+        return KeyOwner(credential.user_id, self.box.open(access_key_id, credential.encrypted_secret))
+
+    # --- setup --------------------------------------------------------------------------
+
+    def setup_record(self) -> pb.SetupRecord | None:
+        try:
+            return self._get(keys.SETUP, pb.SetupRecord, "setup record")
+        except NotFound:
+            return None
+
+    def mark_setup_done(self, admin_user_id: str) -> None:
+        record = pb.SetupRecord(admin_user_id=admin_user_id, completed=_now())
+        self._create(keys.SETUP, record, "setup record")

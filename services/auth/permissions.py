@@ -1,0 +1,78 @@
+"""What each AuthService call needs (see services/auth/actions.py for the resources).
+
+A user may always read about itself, without any policy: its record, groups, policies,
+access keys (never their secrets), and decisions about itself. In those requests an empty
+user id means the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from services.auth import actions as a
+from silt.rpc.auth import Authenticated, Require, Rule
+
+SERVICE = "silt.auth.v1.AuthService"
+
+
+def _user(name: str) -> Callable[[Any], str]:
+    return lambda request: a.user_resource(getattr(request, name))
+
+
+def _group(name: str) -> Callable[[Any], str]:
+    return lambda request: a.group_resource(getattr(request, name))
+
+
+def _policy(name: str) -> Callable[[Any], str]:
+    return lambda request: a.policy_resource(getattr(request, name))
+
+
+def _const(resource: str) -> Callable[[Any], str]:
+    return lambda _request: resource
+
+
+def _attachment(request: Any) -> tuple[str, str]:
+    """Both ends: whoever may attach to a user must also hold the action on the policy."""
+    if request.WhichOneof("principal") == "group_id":
+        target = a.group_resource(request.group_id)
+    else:
+        target = a.user_resource(request.user_id)
+    return target, a.policy_resource(request.policy_id)
+
+
+def _self(name: str) -> Callable[[Any], str]:
+    return lambda request: getattr(request, name)
+
+
+_RULES: dict[str, Rule] = {
+    "CreateUser": Require(a.CREATE_USER, _user("id")),
+    "GetUser": Require(a.READ_USER, _user("id"), unless_self=_self("id")),
+    "ListUsers": Require(a.READ_USER, _const(a.USERS)),
+    "DeleteUser": Require(a.DELETE_USER, _user("id")),
+    "CreateGroup": Require(a.CREATE_GROUP, _group("id")),
+    "GetGroup": Require(a.READ_GROUP, _group("id")),
+    "ListGroups": Require(a.READ_GROUP, _const(a.GROUPS)),
+    "DeleteGroup": Require(a.DELETE_GROUP, _group("id")),
+    "AddGroupMember": Require(a.ADD_GROUP_MEMBER, _group("group_id")),
+    "RemoveGroupMember": Require(a.REMOVE_GROUP_MEMBER, _group("group_id")),
+    "ListGroupMembers": Require(a.READ_GROUP, _group("group_id")),
+    "ListUserGroups": Require(a.READ_USER, _user("user_id"), unless_self=_self("user_id")),
+    "CreatePolicy": Require(a.CREATE_POLICY, _policy("id")),
+    "GetPolicy": Require(a.READ_POLICY, _policy("id")),
+    "ListPolicies": Require(a.READ_POLICY, _const(a.POLICIES)),
+    "DeletePolicy": Require(a.DELETE_POLICY, _policy("id")),
+    "AttachPolicy": Require(a.ATTACH_POLICY, _attachment),
+    "DetachPolicy": Require(a.DETACH_POLICY, _attachment),
+    "ListUserPolicies": Require(a.READ_USER, _user("user_id"), unless_self=_self("user_id")),
+    "ListGroupPolicies": Require(a.READ_GROUP, _group("group_id")),
+    "CreateCredentials": Require(a.CREATE_CREDENTIALS, _user("user_id")),
+    "ListCredentials": Require(a.READ_CREDENTIALS, _user("user_id"), unless_self=_self("user_id")),
+    "DeleteCredentials": Require(a.DELETE_CREDENTIALS, _user("user_id")),
+    "Authorize": Require(a.AUTHORIZE, _user("user_id"), unless_self=_self("user_id")),
+    "AuthorizeMany": Require(a.AUTHORIZE, _user("user_id"), unless_self=_self("user_id")),
+    "WhoAmI": Authenticated(),
+    "GetCredentialSecret": Require(a.READ_SECRET, lambda request: a.credential_resource(request.access_key_id)),
+}
+
+RULES: dict[str, Rule] = {f"/{SERVICE}/{method}": rule for method, rule in _RULES.items()}

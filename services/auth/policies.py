@@ -1,0 +1,118 @@
+"""Policy statements: validation, wildcard matching and the decision rule.
+
+A request (action, resource) is allowed when some statement of the principal's effective
+policies allows it and none denies it: deny wins over allow, and no statement means deny.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from services.auth.actions import ALL_ACTIONS
+from silt.auth.v1 import model_pb2 as pb
+from silt.errors import InvalidArgument
+
+Matcher = Callable[[str], bool]
+
+MAX_STATEMENTS = 100
+MAX_RESOURCE_CHARS = 1024
+_ACTION_CHARS = re.compile(r"^[A-Za-z:*]+$")
+_RESOURCE_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
+
+
+def _always(_: str) -> bool:
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_pattern(pattern: str) -> Matcher:
+    """`*` matches any run of characters (also none, also `/`); everything else is literal."""
+    if pattern == "*":
+        return _always
+    if "*" not in pattern:
+        return pattern.__eq__
+    regex = re.compile("".join(".*" if part == "*" else re.escape(part) for part in re.split(r"(\*)", pattern)))
+    return lambda value: regex.fullmatch(value) is not None
+
+
+@dataclass(frozen=True)
+class CompiledStatement:
+    deny: bool
+    actions: tuple[Matcher, ...]
+    resources: tuple[Matcher, ...]
+
+    def matches(self, action: str, resource: str) -> bool:
+        return any(m(action) for m in self.actions) and any(m(resource) for m in self.resources)
+
+
+def compile_statements(policies: Iterable[pb.Policy]) -> tuple[CompiledStatement, ...]:
+    return tuple(
+        CompiledStatement(
+            deny=statement.effect == pb.EFFECT_DENY,
+            actions=tuple(compile_pattern(a) for a in statement.actions),
+            resources=tuple(compile_pattern(r) for r in statement.resources),
+        )
+        for policy in policies
+        for statement in policy.statements
+        # An unspecified effect never passes validation; ignoring it keeps a corrupt record
+        # from granting anything.
+        if statement.effect in (pb.EFFECT_ALLOW, pb.EFFECT_DENY)
+    )
+
+
+def is_allowed(statements: Sequence[CompiledStatement], action: str, resource: str) -> bool:
+    allowed = False
+    for statement in statements:
+        if statement.matches(action, resource):
+            if statement.deny:
+                return False
+            allowed = True
+    return allowed
+
+
+def check_action_pattern(pattern: str) -> str:
+    """A known action, or a `*` pattern matching at least one.
+
+    Rejecting patterns that match nothing catches typos (`ReadRepos`) that would otherwise
+    silently grant or deny nothing.
+    """
+    if not _ACTION_CHARS.match(pattern or ""):
+        raise InvalidArgument(f"invalid action {pattern!r}: letters, ':' and '*' only")
+    matcher = compile_pattern(pattern)
+    if not any(matcher(action) for action in ALL_ACTIONS):
+        raise InvalidArgument(f"action {pattern!r} matches no known action")
+    return pattern
+
+
+def check_resource_pattern(pattern: str) -> str:
+    if not pattern or len(pattern) > MAX_RESOURCE_CHARS or _RESOURCE_FORBIDDEN.search(pattern):
+        raise InvalidArgument(
+            f"invalid resource {pattern[:64]!r}: "
+            f"1 to {MAX_RESOURCE_CHARS} characters without spaces or control characters"
+        )
+    return pattern
+
+
+def check_statements(statements: Sequence[pb.Statement]) -> None:
+    if not statements:
+        raise InvalidArgument("a policy needs at least one statement")
+    if len(statements) > MAX_STATEMENTS:
+        raise InvalidArgument(f"a policy has at most {MAX_STATEMENTS} statements")
+    for n, statement in enumerate(statements, 1):
+        if statement.effect not in (pb.EFFECT_ALLOW, pb.EFFECT_DENY):
+            raise InvalidArgument(f"statement {n}: effect must be EFFECT_ALLOW or EFFECT_DENY")
+        if not statement.actions:
+            raise InvalidArgument(f"statement {n}: needs at least one action")
+        if not statement.resources:
+            raise InvalidArgument(f"statement {n}: needs at least one resource")
+        for action in statement.actions:
+            check_action_pattern(action)
+        for resource in statement.resources:
+            check_resource_pattern(resource)
+
+
+def statement(effect: int, actions: Iterable[str], resources: Iterable[str] = ("*",)) -> pb.Statement:
+    return pb.Statement(effect=effect, actions=list(actions), resources=list(resources))  # type: ignore[arg-type]

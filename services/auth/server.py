@@ -1,0 +1,236 @@
+"""gRPC wiring of auth: request messages in, IamModel calls, response messages out.
+
+Permissions are checked before any of these handlers runs (services/auth/permissions.py,
+enforced by silt.rpc.auth.AuthInterceptor); handlers only do the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from collections.abc import Sequence
+
+import grpc
+
+from services.auth.actions import check_action
+from services.auth.authority import LocalAuthority, local_interceptor
+from services.auth.model import IamModel
+from services.auth.secrets import SecretBox
+from silt.auth.v1 import auth_pb2 as api
+from silt.auth.v1 import auth_pb2_grpc as api_grpc
+from silt.auth.v1 import model_pb2 as pb
+from silt.config import load_config
+from silt.errors import InvalidArgument
+from silt.kv import open_store
+from silt.rpc.auth import current_principal
+from silt.rpc.server import bind, build_server
+
+log = logging.getLogger(__name__)
+
+MAX_AUTHORIZE_MANY = 1000
+
+
+def _credential_info(credential: pb.Credential) -> api.CredentialInfo:
+    return api.CredentialInfo(
+        access_key_id=credential.access_key_id, user_id=credential.user_id, creation_date=credential.creation_date
+    )
+
+
+def _subject(user_id: str) -> str:
+    """Requests about a user name the caller itself when they name nobody."""
+    return user_id or current_principal().user_id
+
+
+class AuthServicer(api_grpc.AuthServiceServicer):
+    def __init__(self, model: IamModel) -> None:
+        self.model = model
+        # Uncached on purpose: the caller (another service's interceptor) caches the answer.
+        self.authority = LocalAuthority(model)
+
+    # users
+    def CreateUser(self, request: api.CreateUserRequest, context: grpc.ServicerContext) -> pb.User:
+        user = self.model.create_user(request.id, request.description)
+        log.info("user %r created by %r", user.id, current_principal().user_id)
+        return user
+
+    def GetUser(self, request: api.GetUserRequest, context: grpc.ServicerContext) -> pb.User:
+        return self.model.get_user(_subject(request.id))
+
+    def ListUsers(self, request: api.ListUsersRequest, context: grpc.ServicerContext) -> api.ListUsersResponse:
+        users, more = self.model.list_users(request.after, request.amount)
+        return api.ListUsersResponse(users=users, has_more=more)
+
+    def DeleteUser(self, request: api.DeleteUserRequest, context: grpc.ServicerContext) -> api.DeleteUserResponse:
+        self.model.delete_user(request.id)
+        log.info("user %r deleted by %r", request.id, current_principal().user_id)
+        return api.DeleteUserResponse()
+
+    # groups
+    def CreateGroup(self, request: api.CreateGroupRequest, context: grpc.ServicerContext) -> pb.Group:
+        return self.model.create_group(request.id, request.description)
+
+    def GetGroup(self, request: api.GetGroupRequest, context: grpc.ServicerContext) -> pb.Group:
+        return self.model.get_group(request.id)
+
+    def ListGroups(self, request: api.ListGroupsRequest, context: grpc.ServicerContext) -> api.ListGroupsResponse:
+        groups, more = self.model.list_groups(request.after, request.amount)
+        return api.ListGroupsResponse(groups=groups, has_more=more)
+
+    def DeleteGroup(self, request: api.DeleteGroupRequest, context: grpc.ServicerContext) -> api.DeleteGroupResponse:
+        self.model.delete_group(request.id)
+        return api.DeleteGroupResponse()
+
+    def AddGroupMember(self, request: api.GroupMemberRequest, context: grpc.ServicerContext) -> api.GroupMemberResponse:
+        self.model.add_member(request.group_id, request.user_id)
+        return api.GroupMemberResponse()
+
+    def RemoveGroupMember(
+        self, request: api.GroupMemberRequest, context: grpc.ServicerContext
+    ) -> api.GroupMemberResponse:
+        self.model.remove_member(request.group_id, request.user_id)
+        return api.GroupMemberResponse()
+
+    def ListGroupMembers(
+        self, request: api.ListGroupMembersRequest, context: grpc.ServicerContext
+    ) -> api.ListUsersResponse:
+        users, more = self.model.list_members(request.group_id, request.after, request.amount)
+        return api.ListUsersResponse(users=users, has_more=more)
+
+    def ListUserGroups(
+        self, request: api.ListUserGroupsRequest, context: grpc.ServicerContext
+    ) -> api.ListGroupsResponse:
+        groups, more = self.model.list_user_groups(_subject(request.user_id), request.after, request.amount)
+        return api.ListGroupsResponse(groups=groups, has_more=more)
+
+    # policies
+    def CreatePolicy(self, request: api.CreatePolicyRequest, context: grpc.ServicerContext) -> pb.Policy:
+        return self.model.create_policy(request.id, request.statements, request.description)
+
+    def GetPolicy(self, request: api.GetPolicyRequest, context: grpc.ServicerContext) -> pb.Policy:
+        return self.model.get_policy(request.id)
+
+    def ListPolicies(self, request: api.ListPoliciesRequest, context: grpc.ServicerContext) -> api.ListPoliciesResponse:
+        policies, more = self.model.list_policies(request.after, request.amount)
+        return api.ListPoliciesResponse(policies=policies, has_more=more)
+
+    def DeletePolicy(self, request: api.DeletePolicyRequest, context: grpc.ServicerContext) -> api.DeletePolicyResponse:
+        self.model.delete_policy(request.id)
+        return api.DeletePolicyResponse()
+
+    def AttachPolicy(
+        self, request: api.PolicyAttachmentRequest, context: grpc.ServicerContext
+    ) -> api.PolicyAttachmentResponse:
+        self.model.attach_policy(request.policy_id, user_id=request.user_id, group_id=request.group_id)
+        return api.PolicyAttachmentResponse()
+
+    def DetachPolicy(
+        self, request: api.PolicyAttachmentRequest, context: grpc.ServicerContext
+    ) -> api.PolicyAttachmentResponse:
+        self.model.detach_policy(request.policy_id, user_id=request.user_id, group_id=request.group_id)
+        return api.PolicyAttachmentResponse()
+
+    def ListUserPolicies(
+        self, request: api.ListUserPoliciesRequest, context: grpc.ServicerContext
+    ) -> api.ListPoliciesResponse:
+        policies, more = self.model.list_user_policies(
+            _subject(request.user_id), request.effective, request.after, request.amount
+        )
+        return api.ListPoliciesResponse(policies=policies, has_more=more)
+
+    def ListGroupPolicies(
+        self, request: api.ListGroupPoliciesRequest, context: grpc.ServicerContext
+    ) -> api.ListPoliciesResponse:
+        policies, more = self.model.list_group_policies(request.group_id, request.after, request.amount)
+        return api.ListPoliciesResponse(policies=policies, has_more=more)
+
+    # credentials
+    def CreateCredentials(
+        self, request: api.CreateCredentialsRequest, context: grpc.ServicerContext
+    ) -> api.CreateCredentialsResponse:
+        issued = self.model.create_credentials(request.user_id)
+        log.info(
+            "access key %s issued to user %r by %r",
+            issued.credential.access_key_id,
+            request.user_id,
+            current_principal().user_id,
+        )
+        return api.CreateCredentialsResponse(
+            credential=_credential_info(issued.credential), secret_access_key=issued.secret.get_secret_value()
+        )
+
+    def ListCredentials(
+        self, request: api.ListCredentialsRequest, context: grpc.ServicerContext
+    ) -> api.ListCredentialsResponse:
+        credentials, more = self.model.list_credentials(_subject(request.user_id), request.after, request.amount)
+        return api.ListCredentialsResponse(credentials=[_credential_info(c) for c in credentials], has_more=more)
+
+    def DeleteCredentials(
+        self, request: api.DeleteCredentialsRequest, context: grpc.ServicerContext
+    ) -> api.DeleteCredentialsResponse:
+        self.model.delete_credentials(request.user_id, request.access_key_id)
+        log.info("access key %s of user %r deleted", request.access_key_id, request.user_id)
+        return api.DeleteCredentialsResponse()
+
+    # decisions
+    def Authorize(self, request: api.AuthorizeRequest, context: grpc.ServicerContext) -> api.AuthorizeResponse:
+        allowed = self.authority.allowed_many(
+            _subject(request.user_id), check_action(request.action), [request.resource]
+        )
+        return api.AuthorizeResponse(allowed=allowed[0])
+
+    def AuthorizeMany(
+        self, request: api.AuthorizeManyRequest, context: grpc.ServicerContext
+    ) -> api.AuthorizeManyResponse:
+        if len(request.resources) > MAX_AUTHORIZE_MANY:
+            raise InvalidArgument(f"at most {MAX_AUTHORIZE_MANY} resources per call")
+        allowed = self.authority.allowed_many(
+            _subject(request.user_id), check_action(request.action), list(request.resources)
+        )
+        return api.AuthorizeManyResponse(allowed=allowed)
+
+    def WhoAmI(self, request: api.WhoAmIRequest, context: grpc.ServicerContext) -> api.WhoAmIResponse:
+        principal = current_principal()
+        return api.WhoAmIResponse(user=self.model.get_user(principal.user_id), access_key_id=principal.access_key_id)
+
+    def GetCredentialSecret(
+        self, request: api.GetCredentialSecretRequest, context: grpc.ServicerContext
+    ) -> api.GetCredentialSecretResponse:
+        owner = self.model.key_owner(request.access_key_id)
+        return api.GetCredentialSecretResponse(user_id=owner.user_id, secret_access_key=owner.secret.get_secret_value())
+
+
+def start(
+    model: IamModel, address: str, interceptors: Sequence[grpc.ServerInterceptor] = ()
+) -> tuple[grpc.Server, int]:
+    server = build_server(interceptors)
+    api_grpc.add_AuthServiceServicer_to_server(AuthServicer(model), server)
+    port = bind(server, address)
+    server.start()
+    return server, port
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run the auth gRPC service.")
+    parser.add_argument("--config", help="YAML configuration file")
+    args = parser.parse_args(argv)
+    config = load_config(args.config)
+    logging.basicConfig(level=getattr(logging, config.logging.level.replace("WARN", "WARNING"), logging.INFO))
+    store = open_store(config.database)
+    model = IamModel(store, SecretBox(config.auth.encrypt_secret_key))
+    if model.setup_record() is None:
+        log.warning("auth is not set up yet: run `python -m services.auth.setup` to create the admin user")
+    interceptor = local_interceptor(model, config.auth.cache_ttl_seconds, config.auth.max_clock_skew_seconds)
+    server, port = start(model, config.auth.listen_address, [interceptor])
+    log.info("auth listening on port %d", port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    server.stop(grace=5).wait()
+    store.close()
+
+
+if __name__ == "__main__":
+    main()

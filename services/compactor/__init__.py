@@ -1,0 +1,1 @@
+"""The staging-compaction Sensor and Compactor (seed 004)."""

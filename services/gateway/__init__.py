@@ -1,0 +1,1 @@
+"""The S3 gateway: the S3 HTTP API over Silt."""

@@ -1,0 +1,1 @@
+"""Graveler: the versioning engine (repositories, branches, commits, staging)."""

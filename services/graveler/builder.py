@@ -1,0 +1,97 @@
+"""Building a commit's metarange from sealed staging tokens: in this process, or in worker processes.
+
+Building is CPU-bound Python (merging staged values, cutting and encoding ranges). In the
+serving process it competes for the GIL with every request, so staging writes slow down
+while a large commit runs (seed 001's long-commit-with-staging scenario). A service whose
+KV store and object store are reachable from another process (every driver but `mem`)
+builds in a small pool of worker processes instead, each with its own connections.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from typing import Protocol
+
+from services.graveler.committed.cache import CommittedCache
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.committed.model import ApplyResult, Change, MetaRangeId, Record
+from services.graveler.iterators import combined
+from services.graveler.staging import StagingStore
+from silt.block import open_adapter
+from silt.config import Config
+from silt.kv import open_store
+
+
+class MetaRangeBuilder(Protocol):
+    def apply_tokens(
+        self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None
+    ) -> ApplyResult:
+        """Apply the staged values of tokens (newest first) onto base; only keys under prefixes, if given."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def staged_changes(
+    staging: StagingStore, tokens: list[str], start: bytes = b"", prefixes: list[bytes] | None = None
+) -> Iterator[Change]:
+    """The changes held by tokens (newest first) from key start on, newest value per key,
+    tombstones as deletes; only keys under one of prefixes, if given."""
+    for kv in combined([staging.scan(token, start) for token in tokens]):
+        if prefixes and not kv.key.startswith(tuple(prefixes)):
+            continue
+        if kv.value.tombstone:
+            yield Change.delete(kv.key)
+        else:
+            yield Change.upsert(Record(kv.key, kv.value.identity, kv.value.data))
+
+
+class InProcessBuilder:
+    def __init__(self, staging: StagingStore, committed: CommittedManager) -> None:
+        self._staging = staging
+        self._committed = committed
+
+    def apply_tokens(
+        self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None
+    ) -> ApplyResult:
+        return self._committed.apply(namespace, base, staged_changes(self._staging, tokens, prefixes=prefixes))
+
+    def close(self) -> None:
+        pass
+
+
+_worker: InProcessBuilder | None = None
+
+
+def _init_worker(config: Config) -> None:
+    global _worker
+    staging = StagingStore(open_store(config.database))
+    _worker = InProcessBuilder(staging, CommittedManager(open_adapter(config.blockstore), CommittedCache()))
+
+
+def _apply_in_worker(namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None) -> ApplyResult:
+    assert _worker is not None, "worker not initialised"
+    return _worker.apply_tokens(namespace, base, tokens, prefixes)
+
+
+class ProcessPoolBuilder:
+    def __init__(self, config: Config, workers: int = 2) -> None:
+        if config.database.type == "mem":
+            raise ValueError("the mem KV driver lives in one process; build in-process instead")
+        # spawn, not fork: a forked gRPC server process is not safe to use in the child.
+        self._pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(config,),  # pickled whole: secrets reach the worker, masked JSON would not
+        )
+
+    def apply_tokens(
+        self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None
+    ) -> ApplyResult:
+        return self._pool.submit(_apply_in_worker, namespace, base, tokens, prefixes).result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)

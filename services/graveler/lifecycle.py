@@ -1,0 +1,179 @@
+"""Whole repositories: deletion with a to-delete list (seed 001), and dump / restore of refs.
+
+Deleting: the repository's partition is first recorded in the `graveler` partition under
+`to_delete/<partition>`, then the repository record is deleted — from that moment nothing
+can reach the repository's partitions — and only then are the partitions cleaned. A failure
+at any step leaves nothing reachable, and a recreated repository of the same name gets a new
+unique id, hence new partitions. The cleaner finishes whatever a failed deletion left.
+
+Dumping writes every commit, branch and tag to `_silt/refs/<dump id>/` in the repository's
+storage namespace; restoring reads them into a new, bare repository on the same storage.
+Commit ids are content hashes, checked on restore, so the round trip preserves them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, TypeVar
+
+from google.protobuf.internal.decoder import _DecodeVarint32
+from google.protobuf.internal.encoder import _VarintBytes
+from google.protobuf.message import Message
+
+from services.graveler.refs import GRAVELER_PARTITION, RepoHandle
+from services.graveler.staging import new_token
+from silt.errors import FailedPrecondition, InvalidArgument, NotFound
+from silt.graveler.v1 import model_pb2 as pb
+
+if TYPE_CHECKING:
+    from services.graveler.graveler import Graveler
+
+log = logging.getLogger(__name__)
+
+TO_DELETE = b"to_delete/"
+DUMPS_PREFIX = "_silt/refs/"
+
+
+def _delimited(messages: Iterable[Message]) -> Iterator[bytes]:
+    for message in messages:
+        data = message.SerializeToString(deterministic=True)
+        yield _VarintBytes(len(data)) + data
+
+
+_M = TypeVar("_M", bound=Message)
+
+
+def _read_delimited(data: bytes, kind: type[_M]) -> Iterator[_M]:
+    pos = 0
+    while pos < len(data):
+        size, pos = _DecodeVarint32(data, pos)
+        message = kind()
+        message.ParseFromString(data[pos : pos + size])
+        pos += size
+        yield message
+
+
+def commit_id_of(commit: pb.Commit) -> str:
+    """The content hash a commit's id must equal (the id field itself excluded)."""
+    copy = pb.Commit()
+    copy.CopyFrom(commit)
+    copy.id = ""
+    return hashlib.sha256(copy.SerializeToString(deterministic=True)).hexdigest()
+
+
+class LifecycleMixin:
+    """Operations of Graveler on whole repositories (mixed into Graveler)."""
+
+    # --- deletion -----------------------------------------------------------------------------
+
+    def delete_repository(self: Graveler, name: str) -> None:
+        repo = self.refs.get_repository(name)
+        self.refs.kv.set(GRAVELER_PARTITION, TO_DELETE + repo.partition, repo.record.SerializeToString())
+        # The record goes next: from then on nothing can reach the partitions (seed 001).
+        self.refs.delete_repository_record(name)
+        self._cleanup.submit(self._clean_deleted, repo)
+
+    def clean_deleted_repositories(self: Graveler) -> int:
+        """Finish every deletion recorded in the to-delete list; return how many were finished."""
+        finished = 0
+        for entry in list(self.refs.kv.scan(GRAVELER_PARTITION, TO_DELETE)):
+            if not entry.key.startswith(TO_DELETE):
+                break
+            record = pb.Repository()
+            record.ParseFromString(entry.value)
+            if self._clean_deleted(RepoHandle(record)):
+                finished += 1
+        return finished
+
+    def _clean_deleted(self: Graveler, repo: RepoHandle) -> bool:
+        try:
+            for branch in list(self.refs.list_branches(repo)):
+                for token in [branch.staging_token, *branch.sealed_tokens]:
+                    self.staging.drop(token)
+                # Each branch goes after its tokens, so a retry still finds the tokens to drop.
+                self.refs.delete_branch(repo, branch.name)
+            for key in list(self.refs.scan_partition(repo)):
+                self.refs.kv.delete(repo.partition, key)
+            self.refs.kv.delete(GRAVELER_PARTITION, TO_DELETE + repo.partition)
+            return True
+        except Exception:  # left on the to-delete list; the next cleaner run resumes it
+            log.warning("could not finish deleting repository partition %s", repo.partition.decode(), exc_info=True)
+            return False
+
+    # --- dump / restore -----------------------------------------------------------------------
+
+    def dump_refs(self: Graveler, repository: str) -> tuple[str, int, int, int]:
+        repo = self._repo(repository)
+        commits = self._all_commits(repo)
+        branches = [pb.Branch(name=b.name, commit_id=b.commit_id) for b in self.refs.list_branches(repo)]
+        tags = list(self.refs.list_tags(repo))
+        location = f"{DUMPS_PREFIX}{uuid.uuid4().hex}/"
+        adapter = self.committed.adapter
+        for name, messages in (("commits", commits), ("branches", branches), ("tags", tags)):
+            adapter.put(repo.namespace, location + name, io.BytesIO(b"".join(_delimited(messages))))
+        manifest = {
+            "repository": repo.name,
+            "default_branch": repo.record.default_branch,
+            "commits": len(commits),
+            "branches": len(branches),
+            "tags": len(tags),
+        }
+        adapter.put(repo.namespace, location + "manifest.json", io.BytesIO(json.dumps(manifest).encode()))
+        return location + "manifest.json", len(commits), len(branches), len(tags)
+
+    def _all_commits(self: Graveler, repo: RepoHandle) -> list[pb.Commit]:
+        heads = [b.commit_id for b in self.refs.list_branches(repo)] + [t.commit_id for t in self.refs.list_tags(repo)]
+        seen: set[str] = set()
+        found: list[pb.Commit] = []
+        stack = list(heads)
+        while stack:
+            commit_id = stack.pop()
+            if commit_id in seen:
+                continue
+            seen.add(commit_id)
+            commit = self.refs.get_commit(repo, commit_id)
+            found.append(commit)
+            stack.extend(commit.parents)
+        # Parents before children, so a restore never holds a commit whose parent is missing.
+        return sorted(found, key=lambda c: (c.generation, c.id))
+
+    def restore_refs(self: Graveler, repository: str, location: str) -> tuple[int, int, int]:
+        repo = self._repo(repository)
+        if next(iter(self.refs.list_branches(repo)), None) is not None:
+            raise FailedPrecondition(
+                f"repository {repository!r} is not bare: restore needs a repository without branches"
+            )
+        if not location.startswith(DUMPS_PREFIX) or not location.endswith("/manifest.json") or ".." in location:
+            raise InvalidArgument(f"invalid dump location {location!r}")
+        folder = location[: -len("manifest.json")]
+        adapter = self.committed.adapter
+
+        def read(name: str) -> bytes:
+            with adapter.get(repo.namespace, folder + name) as stream:
+                return stream.read()
+
+        try:
+            json.loads(read("manifest.json"))
+            commits = list(_read_delimited(read("commits"), pb.Commit))
+            branches = list(_read_delimited(read("branches"), pb.Branch))
+            tags = list(_read_delimited(read("tags"), pb.Tag))
+        except NotFound:
+            raise NotFound(f"no dump at {location!r} in {repo.namespace}") from None
+        for commit in commits:
+            if commit_id_of(commit) != commit.id:
+                raise InvalidArgument(f"dump is corrupt: commit {commit.id[:12]} does not match its content")
+            self.refs.put_commit(repo, commit)
+        for tag in tags:
+            self.refs.create_tag(repo, tag)
+        for branch in branches:
+            name = branch.name
+            self.refs.create_branch(
+                repo,
+                pb.Branch(name=name, commit_id=branch.commit_id, staging_token=new_token(repo.partition, name)),
+            )
+        return len(commits), len(branches), len(tags)

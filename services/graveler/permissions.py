@@ -1,0 +1,93 @@
+"""What each GravelerService call needs: an action of seed 002 on the repository it names.
+
+The table maps a method to (action, request field holding the repository name).
+ListRepositories needs no permission up front; its answer is narrowed to the repositories
+the caller may read, so a caller never learns the names of the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from services.auth.actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.rpc.auth import MayFn, Narrowed, Require, Rule, field
+
+SERVICE = "silt.graveler.v1.GravelerService"
+
+TABLE: dict[str, tuple[str, str]] = {
+    "CreateRepository": (CREATE_REPO, "name"),
+    "GetRepository": (READ_REPO, "name"),
+    "DeleteRepository": (DELETE_REPO, "name"),
+    "CreateBranch": (WRITE_REPO, "repository"),
+    "GetBranch": (READ_REPO, "repository"),
+    "ListBranches": (READ_REPO, "repository"),
+    "DeleteBranch": (WRITE_REPO, "repository"),
+    "CreateTag": (WRITE_REPO, "repository"),
+    "GetTag": (READ_REPO, "repository"),
+    "ListTags": (READ_REPO, "repository"),
+    "DeleteTag": (WRITE_REPO, "repository"),
+    "Commit": (WRITE_REPO, "repository"),
+    "GetCommit": (READ_REPO, "repository"),
+    "Log": (READ_REPO, "repository"),
+    "StatEntry": (READ_REPO, "repository"),
+    "ListEntries": (READ_REPO, "repository"),
+    "StageEntry": (WRITE_REPO, "repository"),
+    "DeleteEntry": (WRITE_REPO, "repository"),
+    "ResolveRef": (READ_REPO, "repository"),
+    "Diff": (READ_REPO, "repository"),
+    "DiffBranch": (READ_REPO, "repository"),
+    "FindMergeBase": (READ_REPO, "repository"),
+    "Merge": (WRITE_REPO, "repository"),
+    "Revert": (WRITE_REPO, "repository"),
+    "CherryPick": (WRITE_REPO, "repository"),
+    "ResetBranch": (WRITE_REPO, "repository"),
+    # A dump writes into the repository's storage namespace; a restore rewrites its refs.
+    "DumpRefs": (WRITE_REPO, "repository"),
+    "RestoreRefs": (WRITE_REPO, "repository"),
+}
+
+# Graveler's own page limits for ListRepositories (services/graveler/graveler.py).
+_DEFAULT_PAGE = 100
+_MAX_PAGE = 1000
+
+
+def list_readable_repositories(
+    call: Callable[[api.ListRepositoriesRequest], api.ListRepositoriesResponse],
+    request: api.ListRepositoriesRequest,
+    may: MayFn,
+) -> api.ListRepositoriesResponse:
+    """A page of up to `amount` repositories the caller may read, after `request.after`.
+
+    Pages of graveler's listing are read until enough readable ones are found, so that a
+    caller who may read few repositories among many still gets full pages and a cursor
+    (`after` = the last name returned) that moves forward.
+    """
+    amount = min(request.amount if request.amount > 0 else _DEFAULT_PAGE, _MAX_PAGE)
+    found: list[api.RepositoryInfo] = []
+    after = request.after
+    while True:
+        page = call(api.ListRepositoriesRequest(after=after, amount=amount))
+        repositories = list(page.repositories)
+        decisions = may(READ_REPO, [r.name for r in repositories]) if repositories else []
+        readable = [r for r, ok in zip(repositories, decisions, strict=True) if ok]
+        room = amount - len(found)
+        found.extend(readable[:room])
+        if len(readable) > room:
+            return api.ListRepositoriesResponse(repositories=found, has_more=True)
+        if not page.has_more or not repositories:
+            return api.ListRepositoriesResponse(repositories=found, has_more=False)
+        if len(found) == amount:
+            return api.ListRepositoriesResponse(repositories=found, has_more=True)
+        after = repositories[-1].name
+
+
+def _rules() -> dict[str, Rule]:
+    rules: dict[str, Rule] = {
+        f"/{SERVICE}/{method}": Require(action, field(name)) for method, (action, name) in TABLE.items()
+    }
+    rules[f"/{SERVICE}/ListRepositories"] = Narrowed(list_readable_repositories)
+    return rules
+
+
+RULES: dict[str, Rule] = _rules()

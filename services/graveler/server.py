@@ -1,0 +1,358 @@
+"""gRPC wiring of graveler: request messages in, Graveler facade calls, response messages out."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+import grpc
+
+from services.graveler.branching import MergeOutcome
+from services.graveler.builder import ProcessPoolBuilder
+from services.graveler.committed.cache import CommittedCache
+from services.graveler.committed.diff import Difference
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.committed.model import Record
+from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.paging import CommonPrefix, Page
+from services.graveler.permissions import RULES
+from silt.block import open_adapter
+from silt.config import Config, load_config
+from silt.errors import InvalidArgument
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
+from silt.graveler.v1 import model_pb2 as pb
+from silt.kv import open_store
+from silt.rpc.auth import remote_interceptor
+from silt.rpc.server import bind, build_server
+
+log = logging.getLogger(__name__)
+
+
+def _repo_info(record: pb.Repository) -> api.RepositoryInfo:
+    return api.RepositoryInfo(
+        name=record.name,
+        storage_namespace=record.storage_namespace,
+        default_branch=record.default_branch,
+        creation_date=record.creation_date,
+    )
+
+
+def _commit_info(commit: pb.Commit) -> api.CommitInfo:
+    return api.CommitInfo(
+        id=commit.id,
+        committer=commit.committer,
+        message=commit.message,
+        metarange_id=commit.metarange_id,
+        creation_date=commit.creation_date,
+        parents=list(commit.parents),
+        metadata=dict(commit.metadata),
+        generation=commit.generation,
+    )
+
+
+class GravelerServicer(api_grpc.GravelerServiceServicer):
+    def __init__(self, graveler: Graveler) -> None:
+        self.g = graveler
+
+    # repositories
+    def CreateRepository(
+        self, request: api.CreateRepositoryRequest, context: grpc.ServicerContext
+    ) -> api.RepositoryInfo:
+        return _repo_info(
+            self.g.create_repository(request.name, request.storage_namespace, request.default_branch, request.bare)
+        )
+
+    def GetRepository(self, request: api.GetRepositoryRequest, context: grpc.ServicerContext) -> api.RepositoryInfo:
+        return _repo_info(self.g.get_repository(request.name))
+
+    def ListRepositories(
+        self, request: api.ListRepositoriesRequest, context: grpc.ServicerContext
+    ) -> api.ListRepositoriesResponse:
+        repos, more = self.g.list_repositories(request.after, request.amount)
+        return api.ListRepositoriesResponse(repositories=[_repo_info(r) for r in repos], has_more=more)
+
+    def DeleteRepository(
+        self, request: api.DeleteRepositoryRequest, context: grpc.ServicerContext
+    ) -> api.DeleteRepositoryResponse:
+        self.g.delete_repository(request.name)
+        return api.DeleteRepositoryResponse()
+
+    # branches
+    def CreateBranch(self, request: api.CreateBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
+        branch = self.g.create_branch(request.repository, request.name, request.source_ref)
+        return api.BranchInfo(name=branch.name, commit_id=branch.commit_id)
+
+    def GetBranch(self, request: api.GetBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
+        branch = self.g.get_branch(request.repository, request.name)
+        return api.BranchInfo(name=branch.name, commit_id=branch.commit_id)
+
+    def ListBranches(self, request: api.ListBranchesRequest, context: grpc.ServicerContext) -> api.ListBranchesResponse:
+        branches, more = self.g.list_branches(request.repository, request.after, request.amount)
+        return api.ListBranchesResponse(
+            branches=[api.BranchInfo(name=b.name, commit_id=b.commit_id) for b in branches], has_more=more
+        )
+
+    def DeleteBranch(self, request: api.DeleteBranchRequest, context: grpc.ServicerContext) -> api.DeleteBranchResponse:
+        self.g.delete_branch(request.repository, request.name)
+        return api.DeleteBranchResponse()
+
+    # tags
+    def CreateTag(self, request: api.CreateTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
+        tag = self.g.create_tag(request.repository, request.id, request.ref)
+        return api.TagInfo(id=tag.id, commit_id=tag.commit_id)
+
+    def GetTag(self, request: api.GetTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
+        tag = self.g.get_tag(request.repository, request.id)
+        return api.TagInfo(id=tag.id, commit_id=tag.commit_id)
+
+    def ListTags(self, request: api.ListTagsRequest, context: grpc.ServicerContext) -> api.ListTagsResponse:
+        tags, more = self.g.list_tags(request.repository, request.after, request.amount)
+        return api.ListTagsResponse(tags=[api.TagInfo(id=t.id, commit_id=t.commit_id) for t in tags], has_more=more)
+
+    def DeleteTag(self, request: api.DeleteTagRequest, context: grpc.ServicerContext) -> api.DeleteTagResponse:
+        self.g.delete_tag(request.repository, request.id)
+        return api.DeleteTagResponse()
+
+    # commits
+    def Commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
+        commit = self.g.commit(
+            request.repository,
+            request.branch,
+            request.message,
+            dict(request.metadata),
+            request.committer,
+            request.allow_empty,
+            list(request.prefixes),
+        )
+        return _commit_info(commit)
+
+    def GetCommit(self, request: api.GetCommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
+        return _commit_info(self.g.get_commit(request.repository, request.commit_id))
+
+    def Log(self, request: api.LogRequest, context: grpc.ServicerContext) -> api.LogResponse:
+        commits, more = self.g.log(
+            request.repository,
+            request.ref,
+            request.after,
+            request.amount,
+            objects=list(request.objects),
+            prefixes=list(request.prefixes),
+            first_parent=request.first_parent,
+            limit=request.limit,
+            since_nanos=request.since.ToNanoseconds() if request.HasField("since") else 0,
+            stop_at=request.stop_at,
+        )
+        return api.LogResponse(commits=[_commit_info(c) for c in commits], has_more=more)
+
+    # entries
+    def StatEntry(self, request: api.StatEntryRequest, context: grpc.ServicerContext) -> api.EntryInfo:
+        return api.EntryInfo(key=request.key, entry=self.g.stat_entry(request.repository, request.ref, request.key))
+
+    def ListEntries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> api.ListEntriesResponse:
+        page = self.g.list_entries(
+            request.repository, request.ref, request.prefix, request.delimiter, request.after, request.amount
+        )
+        items = [
+            api.ListItem(key=key.decode(), common_prefix=True)
+            if entry is None
+            else api.ListItem(key=key.decode(), entry=entry)
+            for key, entry in page.items
+        ]
+        return api.ListEntriesResponse(items=items, has_more=page.has_more)
+
+    def StageEntry(self, request: api.StageEntryRequest, context: grpc.ServicerContext) -> api.StageEntryResponse:
+        self.g.stage_entry(request.repository, request.branch, request.key, request.entry)
+        return api.StageEntryResponse()
+
+    def DeleteEntry(self, request: api.DeleteEntryRequest, context: grpc.ServicerContext) -> api.DeleteEntryResponse:
+        self.g.delete_entry(request.repository, request.branch, request.key)
+        return api.DeleteEntryResponse()
+
+    # refs
+    def ResolveRef(self, request: api.ResolveRefRequest, context: grpc.ServicerContext) -> api.ResolveRefResponse:
+        resolved = self.g.resolve_ref(request.repository, request.ref)
+        kinds = {
+            "branch": api.ResolveRefResponse.REF_TYPE_BRANCH,
+            "tag": api.ResolveRefResponse.REF_TYPE_TAG,
+            "commit": api.ResolveRefResponse.REF_TYPE_COMMIT,
+        }
+        return api.ResolveRefResponse(
+            type=kinds[resolved.kind],
+            commit_id=resolved.commit_id,
+            branch=resolved.branch.branch.name if resolved.branch else "",
+        )
+
+    # branching
+    def Diff(self, request: api.DiffRequest, context: grpc.ServicerContext) -> api.DiffResponse:
+        page = self.g.diff(
+            request.repository,
+            request.left_ref,
+            request.right_ref,
+            request.three_dot,
+            request.prefix,
+            request.delimiter,
+            request.after,
+            request.amount,
+        )
+        return _diff_response(page)
+
+    def DiffBranch(self, request: api.DiffBranchRequest, context: grpc.ServicerContext) -> api.DiffResponse:
+        page = self.g.diff_branch(
+            request.repository, request.branch, request.prefix, request.delimiter, request.after, request.amount
+        )
+        return _diff_response(page)
+
+    def Merge(self, request: api.MergeRequest, context: grpc.ServicerContext) -> api.MergeResponse:
+        outcome = self.g.merge(
+            request.repository,
+            request.source_ref,
+            request.destination_branch,
+            _STRATEGY[request.strategy],
+            [(p.pattern, _STRATEGY[p.strategy]) for p in request.path_strategies],
+            request.squash,
+            request.allow_empty,
+            request.message,
+            dict(request.metadata),
+            request.committer,
+        )
+        return _merge_response(outcome)
+
+    def Revert(self, request: api.RevertRequest, context: grpc.ServicerContext) -> api.MergeResponse:
+        outcome = self.g.revert(
+            request.repository,
+            request.branch,
+            request.ref,
+            request.parent_number,
+            request.message,
+            dict(request.metadata),
+            request.committer,
+        )
+        return _merge_response(outcome)
+
+    def CherryPick(self, request: api.CherryPickRequest, context: grpc.ServicerContext) -> api.MergeResponse:
+        outcome = self.g.cherry_pick(
+            request.repository, request.branch, request.ref, request.parent_number, request.committer
+        )
+        return _merge_response(outcome)
+
+    def ResetBranch(self, request: api.ResetBranchRequest, context: grpc.ServicerContext) -> api.ResetBranchResponse:
+        target = request.WhichOneof("target")
+        if target is None or (target == "all" and not request.all):
+            raise InvalidArgument("reset needs one of: all, key, prefix, hard_ref")
+        branch = self.g.reset_branch(
+            request.repository,
+            request.branch,
+            key=request.key if target == "key" else None,
+            prefix=request.prefix if target == "prefix" else None,
+            hard_ref=request.hard_ref if target == "hard_ref" else None,
+        )
+        return api.ResetBranchResponse(branch=api.BranchInfo(name=branch.name, commit_id=branch.commit_id))
+
+    def FindMergeBase(
+        self, request: api.FindMergeBaseRequest, context: grpc.ServicerContext
+    ) -> api.FindMergeBaseResponse:
+        base = self.g.find_merge_base(request.repository, request.left_ref, request.right_ref)
+        return api.FindMergeBaseResponse(commit_id=base)
+
+    def DumpRefs(self, request: api.DumpRefsRequest, context: grpc.ServicerContext) -> api.DumpRefsResponse:
+        location, commits, branches, tags = self.g.dump_refs(request.repository)
+        return api.DumpRefsResponse(location=location, commits=commits, branches=branches, tags=tags)
+
+    def RestoreRefs(self, request: api.RestoreRefsRequest, context: grpc.ServicerContext) -> api.RestoreRefsResponse:
+        commits, branches, tags = self.g.restore_refs(request.repository, request.location)
+        return api.RestoreRefsResponse(commits=commits, branches=branches, tags=tags)
+
+
+_STRATEGY = {
+    api.MERGE_STRATEGY_FAIL: "fail",
+    api.MERGE_STRATEGY_SOURCE_WINS: "source-wins",
+    api.MERGE_STRATEGY_DEST_WINS: "dest-wins",
+}
+_DIFF_TYPE = {
+    "added": api.DIFF_TYPE_ADDED,
+    "removed": api.DIFF_TYPE_REMOVED,
+    "changed": api.DIFF_TYPE_CHANGED,
+}
+
+
+def _entry(record: Record | None) -> pb.Entry | None:
+    if record is None:
+        return None
+    entry = pb.Entry()
+    entry.ParseFromString(record.value)
+    return entry
+
+
+def _diff_response(page: Page[Difference]) -> api.DiffResponse:
+    items = []
+    for item in page.items:
+        if isinstance(item, CommonPrefix):
+            items.append(api.DiffItem(key=item.key.decode(), type=api.DIFF_TYPE_PREFIX_CHANGED))
+        else:
+            items.append(
+                api.DiffItem(
+                    key=item.key.decode(), type=_DIFF_TYPE[item.kind], left=_entry(item.left), right=_entry(item.right)
+                )
+            )
+    return api.DiffResponse(items=items, has_more=page.has_more)
+
+
+def _merge_response(outcome: MergeOutcome) -> api.MergeResponse:
+    if outcome.commit is not None:
+        return api.MergeResponse(commit=_commit_info(outcome.commit))
+    return api.MergeResponse(
+        conflicts=[
+            api.Conflict(key=c.key.decode(), base=_entry(c.base), source=_entry(c.source), destination=_entry(c.dest))
+            for c in outcome.conflicts
+        ]
+    )
+
+
+def build_graveler(config: Config, options: GravelerOptions | None = None) -> Graveler:
+    kv = open_store(config.database)
+    adapter = open_adapter(config.blockstore)
+    # Commits build in worker processes so that serving never waits on them for the GIL.
+    builder = ProcessPoolBuilder(config) if config.database.type != "mem" else None
+    return Graveler(kv, CommittedManager(adapter, CommittedCache()), options, builder)
+
+
+def start(
+    graveler: Graveler, address: str, interceptors: Sequence[grpc.ServerInterceptor] = ()
+) -> tuple[grpc.Server, int]:
+    server = build_server(interceptors)
+    api_grpc.add_GravelerServiceServicer_to_server(GravelerServicer(graveler), server)
+    port = bind(server, address)
+    server.start()
+    return server, port
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run the graveler gRPC service.")
+    parser.add_argument("--config", help="YAML configuration file")
+    args = parser.parse_args(argv)
+    config = load_config(args.config)
+    # Commits are CPU-bound Python; a short GIL switch interval keeps staging writes served
+    # in between (seed 001's long-commit-with-staging scenario).
+    sys.setswitchinterval(0.0005)
+    logging.basicConfig(level=getattr(logging, config.logging.level.replace("WARN", "WARNING"), logging.INFO))
+    graveler = build_graveler(config)
+    # Every call is authenticated and authorized by auth; nothing is served without it.
+    interceptor = remote_interceptor(config, RULES)
+    server, port = start(graveler, config.graveler.listen_address, [interceptor])
+    log.info("graveler listening on port %d", port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    server.stop(grace=5).wait()
+    interceptor.close()
+    graveler.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Names graveler accepts: repositories as S3 buckets, branches and tags as git refs, UTF-8 keys."""
+
+from __future__ import annotations
+
+import re
+
+from silt.errors import InvalidArgument
+
+MAX_KEY_BYTES = 1024
+
+# S3 bucket rules, minus dots: a repository is addressed as a bucket, also virtual-host style,
+# where dots would break TLS wildcard certificates.
+_REPO_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
+# Git's check-ref-format rules for one path component, plus: no "/" at all, since the ref is
+# the first path element of an S3 key (`s3://repo/<ref>/<key>`) and must not swallow a key segment.
+_REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\/]")
+_COMMIT_ID_LIKE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def validate_repository_name(name: str) -> str:
+    if not _REPO_RE.match(name or ""):
+        raise InvalidArgument(
+            f"invalid repository name {name!r}: 3 to 63 characters of lowercase letters, digits and hyphens, "
+            "starting and ending with a letter or digit"
+        )
+    return name
+
+
+def validate_ref_name(name: str, kind: str = "branch") -> str:
+    """Branch and tag names follow git's rules (git check-ref-format), without '/'."""
+    problem = None
+    if not name:
+        problem = "it is empty"
+    elif len(name.encode()) > 256:
+        problem = "it is longer than 256 bytes"
+    elif _REF_FORBIDDEN.search(name):
+        problem = "it contains a space, a control character, '/' or one of ~^:?*[\\"
+    elif name.startswith(("-", ".")):
+        problem = "it starts with '-' or '.'"
+    elif name.endswith((".", ".lock")):
+        problem = "it ends with '.' or '.lock'"
+    elif ".." in name or "@{" in name or name == "@" or "@" in name:
+        problem = "it contains '..', or '@' (which marks a committed-only ref)"
+    elif _COMMIT_ID_LIKE.match(name):
+        problem = "it looks like a commit id"
+    if problem:
+        raise InvalidArgument(f"invalid {kind} name {name!r}: {problem}")
+    return name
+
+
+def validate_key(key: str) -> bytes:
+    """Object keys are non-empty UTF-8 strings of at most 1,024 bytes (S3's limit)."""
+    if not key:
+        raise InvalidArgument("object key must not be empty")
+    try:
+        encoded = key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument("object key must be valid UTF-8") from None
+    if len(encoded) > MAX_KEY_BYTES:
+        raise InvalidArgument(f"object key is {len(encoded)} bytes; at most {MAX_KEY_BYTES} are allowed")
+    return encoded

@@ -1,0 +1,36 @@
+"""Block adapters: where object bytes live (seed 002, "Block Adapter").
+
+``open_adapter`` picks the adapter named by ``blockstore.type``; the adapters themselves
+live in silt/block/local.py and silt/block/s3.py, the interface in silt/block/adapter.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+from silt.block.adapter import CHUNK_SIZE, BlockAdapter, ObjectStat, PartInfo, PutResult
+from silt.config import BlockstoreConfig
+from silt.errors import ConfigError
+
+__all__ = [
+    "CHUNK_SIZE",
+    "BlockAdapter",
+    "ObjectStat",
+    "PartInfo",
+    "PutResult",
+    "open_adapter",
+]
+
+
+def open_adapter(config: BlockstoreConfig) -> BlockAdapter:
+    """The adapter for the blockstore section of the configuration."""
+    # Imported here: a local-only process need not pay for importing boto3.
+    if config.type == "local":
+        from silt.block.local import LocalAdapter
+
+        return LocalAdapter(os.path.expanduser(config.local.path))
+    if config.type == "s3":
+        from silt.block.s3 import S3Adapter
+
+        return S3Adapter(config.s3)
+    raise ConfigError(f"blockstore.type: unknown blockstore type {config.type!r}")

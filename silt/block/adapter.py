@@ -1,0 +1,102 @@
+"""The block adapter interface (seed 002, "Block Adapter"): where object bytes live.
+
+An object is addressed by a storage namespace and a key inside it. A storage namespace is
+a URI whose scheme names the adapter:
+
+* ``local://<name>[/<prefix>]`` — a directory under the configured ``blockstore.local.path``;
+* ``s3://<bucket>[/<prefix>]`` — a bucket and optional prefix.
+
+Bytes are always streamed: ``put`` reads from a file-like object in chunks and ``get``
+returns a file-like object; no adapter reads a whole object into memory.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from datetime import datetime
+from typing import BinaryIO
+
+# Streams are copied in pieces of this size: large enough for throughput, small enough
+# that many concurrent transfers stay within a bounded amount of memory.
+CHUNK_SIZE = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ObjectStat:
+    size: int
+    etag: str  # hex MD5 of the bytes, or "<md5 of part md5s>-<parts>" after a multipart upload
+    mtime: datetime
+
+
+@dataclass(frozen=True)
+class PutResult:
+    size: int
+    etag: str
+
+
+@dataclass(frozen=True)
+class PartInfo:
+    part_number: int
+    etag: str
+
+
+class BlockAdapter(abc.ABC):
+    """Stores and streams object bytes. Every method may raise NotFound, InvalidArgument or Unavailable."""
+
+    scheme: str
+
+    @abc.abstractmethod
+    def put(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
+        """Write the whole stream as the object; atomically replaces any previous object."""
+
+    @abc.abstractmethod
+    def get(self, namespace: str, key: str) -> BinaryIO:
+        """Open the object for streaming reads. The caller closes it."""
+
+    @abc.abstractmethod
+    def get_range(self, namespace: str, key: str, start: int, end: int) -> BinaryIO:
+        """Open bytes start..end (both inclusive, like an HTTP Range) for streaming reads."""
+
+    @abc.abstractmethod
+    def stat(self, namespace: str, key: str) -> ObjectStat:
+        """Size, ETag and modification time of the object."""
+
+    @abc.abstractmethod
+    def delete(self, namespace: str, key: str) -> None:
+        """Remove the object; removing a missing object is not an error."""
+
+    @abc.abstractmethod
+    def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
+        """Copy an object inside the store, without passing its bytes through this process if possible."""
+
+    @abc.abstractmethod
+    def create_multipart_upload(self, namespace: str, key: str) -> str:
+        """Start a multipart upload; return its upload id."""
+
+    @abc.abstractmethod
+    def upload_part(
+        self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
+    ) -> PartInfo:
+        """Store one part (numbers 1..10000); re-uploading a part number replaces it."""
+
+    @abc.abstractmethod
+    def upload_part_copy(
+        self,
+        namespace: str,
+        key: str,
+        upload_id: str,
+        part_number: int,
+        src_namespace: str,
+        src_key: str,
+        src_range: tuple[int, int] | None = None,
+    ) -> PartInfo:
+        """Store a part whose bytes are (a byte range, inclusive, of) an existing object."""
+
+    @abc.abstractmethod
+    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
+        """Join the listed parts, in order, into the object. The ETag has the S3 ``<md5>-<N>`` form."""
+
+    @abc.abstractmethod
+    def abort_multipart_upload(self, namespace: str, key: str, upload_id: str) -> None:
+        """Discard an upload and its parts."""

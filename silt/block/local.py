@@ -1,0 +1,556 @@
+"""The local-disk block adapter: objects are plain files under ``blockstore.local.path``.
+
+Layout under the root::
+
+    <name>/<prefix...>/<key...>          an object's bytes, exactly as written
+    <same directory>/.silt-etag-<file>   the object's ETag record (below)
+    <same directory>/.silt-tmp-*         files being written
+    .silt-uploads/<upload id>/           multipart uploads in progress
+
+Objects are stored as their raw bytes, with nothing embedded, so other tools (Spark
+reading committed Parquet ranges, for one) can read the files directly. Every name that
+starts with ``.silt-`` is out of reach of keys and namespaces (see silt/block/rules.py).
+
+Path safety. Keys and namespaces are validated component by component (no ``..``, ``.``,
+empty components, absolute paths, NUL bytes or backslashes), then every existing
+component of the path is checked not to be a symbolic link and the resolved path must lie
+inside the root. Final components are opened with O_NOFOLLOW, so a link planted between
+the check and the open is refused too.
+
+Atomicity. Bytes are written to a temporary file in the object's own directory, fsynced,
+and renamed over the object, so a reader sees the old object or the new one, whole; a put
+that fails or crashes leaves at most a ``.silt-tmp-*`` file behind, which no key names.
+
+ETag records. A multipart ETag cannot be recomputed from the bytes, so each object's ETag
+is kept in a small record beside it. A rename cannot move two files at once, so the record
+names the exact file it describes — inode number, size and mtime in nanoseconds — and is
+written before the data is renamed into place. A record that does not describe the
+current file (a crash between the two renames, two writers racing on one key, a file put
+there by hand or restored from a copy) is ignored and the ETag is recomputed as the MD5 of
+the bytes. So stat can report a plain MD5 where the last writer's multipart ETag was lost,
+but never another object's ETag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import io
+import json
+import os
+import re
+import secrets
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, BinaryIO
+
+from silt.block.adapter import CHUNK_SIZE, BlockAdapter, ObjectStat, PartInfo, PutResult
+from silt.block.rules import (
+    RESERVED_PREFIX,
+    check_part_number,
+    check_parts_list,
+    check_range,
+    multipart_etag,
+    normalize_etag,
+    split_key,
+    split_namespace,
+)
+from silt.errors import ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
+
+_TMP_PREFIX = RESERVED_PREFIX + "tmp-"
+_ETAG_PREFIX = RESERVED_PREFIX + "etag-"
+_UPLOADS = RESERVED_PREFIX + "uploads"
+_UPLOAD_TARGET = "target.json"
+_UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
+# The ETag record's name is the object's with a prefix; both must fit in NAME_MAX (255).
+MAX_COMPONENT_BYTES = 255 - len(_ETAG_PREFIX)
+# Readers buffer small reads only; large reads go straight into the caller's buffer, so
+# many concurrent downloads do not each pin a CHUNK_SIZE buffer.
+_READ_BUFFER = 64 * 1024
+# O_NONBLOCK: opening a FIFO planted in the tree must not hang; it is then refused as
+# "not a regular file". The flag has no effect on regular files.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _error(exc: OSError, what: str) -> SiltError:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return NotFound(f"{what}: no such object")
+    if exc.errno == errno.ELOOP:
+        return InvalidArgument(f"{what}: refusing to follow a symbolic link")
+    if exc.errno in (errno.EISDIR, errno.ENAMETOOLONG):
+        return InvalidArgument(f"{what}: {exc.strerror}")
+    return Unavailable(f"local blockstore: {what}: {exc.strerror or exc}")
+
+
+@contextlib.contextmanager
+def _mapped(what: str) -> Iterator[None]:
+    """Turn OSErrors of file-system calls into Silt errors."""
+    try:
+        yield
+    except OSError as exc:
+        raise _error(exc, what) from None
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _copy_stream(stream: BinaryIO, fd: int, size: int | None, what: str) -> tuple[int, bytes]:
+    """Copy stream into fd in CHUNK_SIZE pieces; return (bytes copied, binary MD5).
+
+    Exceptions raised by the caller's stream propagate unchanged: they are the caller's.
+    """
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+        raise InvalidArgument(f"{what}: size must be a non-negative integer, got {size!r}")
+    md5 = hashlib.md5(usedforsecurity=False)
+    total = 0
+    while size is None or total < size:
+        chunk = stream.read(CHUNK_SIZE if size is None else min(CHUNK_SIZE, size - total))
+        if not chunk:
+            break
+        md5.update(chunk)
+        with _mapped(what):
+            _write_all(fd, chunk)
+        total += len(chunk)
+    if size is not None and total != size:
+        raise InvalidArgument(f"{what}: stream ended after {total} of {size} bytes")
+    return total, md5.digest()
+
+
+def _copy_fd_range(src: int, dst: int, start: int, length: int, md5: Any = None) -> None:
+    """Append bytes start..start+length of src at dst's position, feeding md5 if given."""
+    offset, end = start, start + length
+    if md5 is None and hasattr(os, "copy_file_range"):
+        # The kernel copies (or reflinks) without passing the bytes through this process.
+        try:
+            while offset < end:
+                copied = os.copy_file_range(src, dst, end - offset, offset)
+                if copied == 0:
+                    raise OSError(errno.EIO, "source file is shorter than expected")
+                offset += copied
+            return
+        except OSError as exc:
+            unsupported = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP)
+            if exc.errno not in unsupported or offset != start:
+                raise
+    while offset < end:
+        chunk = os.pread(src, min(CHUNK_SIZE, end - offset), offset)
+        if not chunk:
+            raise OSError(errno.EIO, "source file is shorter than expected")
+        if md5 is not None:
+            md5.update(chunk)
+        _write_all(dst, chunk)
+        offset += len(chunk)
+
+
+def _md5_of_fd(fd: int, size: int) -> str:
+    md5 = hashlib.md5(usedforsecurity=False)
+    offset = 0
+    while offset < size:
+        chunk = os.pread(fd, min(CHUNK_SIZE, size - offset), offset)
+        if not chunk:
+            raise OSError(errno.EIO, "file is shorter than its size")
+        md5.update(chunk)
+        offset += len(chunk)
+    return md5.hexdigest()
+
+
+def _fsync_dir(path: str) -> None:
+    # Makes the renames and unlinks in the directory durable, not only the file contents.
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fingerprint(st: os.stat_result) -> list[int]:
+    # Inode and mtime tell apart two files of the same size written in one mtime tick;
+    # st_dev is left out because it can change across remounts of the same file system.
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+class _FileReader(io.RawIOBase):
+    """Bytes offset..offset+length of an open file; closing it closes the file."""
+
+    def __init__(self, fd: int, offset: int, length: int, what: str) -> None:
+        super().__init__()
+        self._file = io.FileIO(fd, "rb", closefd=True)
+        self._remaining = length
+        self._what = what
+        try:
+            self._file.seek(offset)
+        except OSError as exc:
+            self._file.close()
+            raise _error(exc, what) from None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._remaining <= 0:
+            return 0
+        view = memoryview(buffer).cast("B")
+        want = min(len(view), self._remaining)
+        if want == 0:
+            return 0
+        try:
+            count = self._file.readinto(view[:want]) or 0
+        except OSError as exc:
+            raise Unavailable(f"local blockstore: reading {self._what}: {exc.strerror or exc}") from None
+        if count == 0:
+            # Objects are replaced by rename, never rewritten in place; this file was
+            # truncated behind our back. Handing out fewer bytes silently would be worse.
+            raise Unavailable(f"local blockstore: {self._what} was truncated while being read")
+        self._remaining -= count
+        return count
+
+    def readall(self) -> bytes:
+        chunks = []
+        while chunk := self.read(CHUNK_SIZE):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._file.close()
+        super().close()
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where an object lives on disk, after validation."""
+
+    path: str
+    directory: str
+    name: str
+    relpath: str  # from the root; identifies the object inside multipart upload records
+    what: str  # names the object in error messages
+
+    @property
+    def etag_path(self) -> str:
+        return os.path.join(self.directory, _ETAG_PREFIX + self.name)
+
+
+class _TempFile:
+    """A temporary file in a directory: renamed into place by publish, removed otherwise."""
+
+    def __init__(self, directory: str, what: str) -> None:
+        self.directory = directory
+        self.what = what
+        with _mapped(what):
+            self.fd, self.path = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=directory)
+        self._published = False
+
+    def __enter__(self) -> _TempFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # The bytes were fsynced before publishing; a failing close changes nothing then.
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        if not self._published:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+
+    def publish(self, path: str, etag_path: str | None = None, etag: str | None = None) -> None:
+        """fsync, write the ETag record (if any), rename over path, make the renames durable."""
+        with _mapped(self.what):
+            os.fsync(self.fd)
+            if etag_path is not None:
+                record = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
+                with _TempFile(self.directory, self.what) as rec:
+                    _write_all(rec.fd, record)
+                    os.fsync(rec.fd)
+                    os.replace(rec.path, etag_path)
+                    rec._published = True
+            os.replace(self.path, path)
+            self._published = True
+            _fsync_dir(self.directory)
+
+
+def _read_etag_record(target: _Target, st: os.stat_result) -> str | None:
+    try:
+        with open(target.etag_path, "rb") as f:
+            record = json.loads(f.read(4096))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("file") != _fingerprint(st):
+        return None
+    etag = record.get("etag")
+    return etag if isinstance(etag, str) else None
+
+
+class LocalAdapter(BlockAdapter):
+    scheme = "local"
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        path = os.path.expanduser(os.fspath(root))
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create blockstore.local.path {path}: {exc.strerror}") from None
+        # Resolved once: everything below is checked against the real root.
+        self._root = os.path.realpath(path)
+        self._uploads = os.path.join(self._root, _UPLOADS)
+
+    @property
+    def root(self) -> str:
+        return self._root
+
+    # --- paths ---------------------------------------------------------------------
+
+    def _target(self, namespace: str, key: str) -> _Target:
+        name, prefix = split_namespace(namespace, self.scheme)
+        parts = [name, *prefix, *split_key(key)]
+        what = f"{namespace} {key!r}"
+        for part in parts:
+            if len(part.encode("utf-8")) > MAX_COMPONENT_BYTES:
+                raise InvalidArgument(
+                    f"{what}: path components are limited to {MAX_COMPONENT_BYTES} bytes on a local blockstore"
+                )
+        path = os.path.join(self._root, *parts)
+        directory, base = os.path.split(path)
+        target = _Target(path, directory, base, "/".join(parts), what)
+        self._check_contained(target)
+        return target
+
+    def _check_contained(self, target: _Target) -> None:
+        """Refuse a path that passes through a symbolic link or resolves outside the root."""
+        current = self._root
+        with _mapped(target.what):
+            for part in target.relpath.split("/"):
+                current = os.path.join(current, part)
+                try:
+                    st = os.lstat(current)
+                except (FileNotFoundError, NotADirectoryError):
+                    break  # nothing exists below a missing component
+                if stat.S_ISLNK(st.st_mode):
+                    raise InvalidArgument(f"{target.what}: path passes through a symbolic link; refused")
+        real = os.path.realpath(target.path)
+        if os.path.commonpath([self._root, real]) != self._root:
+            raise InvalidArgument(f"{target.what}: path resolves outside the blockstore root; refused")
+
+    def _make_directory(self, target: _Target) -> None:
+        try:
+            os.makedirs(target.directory, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise InvalidArgument(f"{target.what}: a leading part of the key is an existing object") from None
+        except OSError as exc:
+            raise _error(exc, target.what) from None
+        # Again after creating: a directory may have been swapped for a link meanwhile.
+        self._check_contained(target)
+
+    def _open(self, target: _Target) -> tuple[int, os.stat_result]:
+        """Open the object's file for reading; NotFound unless it is a regular file."""
+        with _mapped(target.what):
+            fd = os.open(target.path, _OPEN_FLAGS)
+        try:
+            with _mapped(target.what):
+                st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotFound(f"{target.what}: no such object")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, st
+
+    def _etag(self, target: _Target, fd: int, st: os.stat_result) -> str:
+        etag = _read_etag_record(target, st)
+        if etag is None:
+            with _mapped(target.what):
+                etag = _md5_of_fd(fd, st.st_size)
+        return etag
+
+    # --- objects -------------------------------------------------------------------
+
+    def put(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
+        target = self._target(namespace, key)
+        self._make_directory(target)
+        with _TempFile(target.directory, target.what) as tmp:
+            total, digest = _copy_stream(stream, tmp.fd, size, target.what)
+            etag = digest.hex()
+            tmp.publish(target.path, target.etag_path, etag)
+        return PutResult(size=total, etag=etag)
+
+    def get(self, namespace: str, key: str) -> BinaryIO:
+        target = self._target(namespace, key)
+        fd, st = self._open(target)
+        return io.BufferedReader(_FileReader(fd, 0, st.st_size, target.what), _READ_BUFFER)
+
+    def get_range(self, namespace: str, key: str, start: int, end: int) -> BinaryIO:
+        check_range(start, end)
+        target = self._target(namespace, key)
+        fd, st = self._open(target)
+        if start >= st.st_size:
+            os.close(fd)
+            raise InvalidArgument(f"{target.what}: range {start}-{end} starts beyond the object's {st.st_size} bytes")
+        # Like HTTP, a range that runs past the end is cut at the end.
+        end = min(end, st.st_size - 1)
+        return io.BufferedReader(_FileReader(fd, start, end - start + 1, target.what), _READ_BUFFER)
+
+    def stat(self, namespace: str, key: str) -> ObjectStat:
+        target = self._target(namespace, key)
+        fd, st = self._open(target)
+        try:
+            etag = self._etag(target, fd, st)
+        finally:
+            os.close(fd)
+        return ObjectStat(size=st.st_size, etag=etag, mtime=datetime.fromtimestamp(st.st_mtime_ns / 1e9, tz=UTC))
+
+    def delete(self, namespace: str, key: str) -> None:
+        target = self._target(namespace, key)
+        with _mapped(target.what):
+            try:
+                st = os.lstat(target.path)
+            except (FileNotFoundError, NotADirectoryError):
+                return
+            if not stat.S_ISREG(st.st_mode):
+                return  # a directory (or anything else) is not an object: nothing to delete
+            # The record goes first: a crash in between leaves bytes without a record, whose
+            # ETag is then recomputed, rather than a record that could outlive its file.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target.etag_path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target.path)
+            _fsync_dir(target.directory)
+
+    def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
+        src = self._target(src_namespace, src_key)
+        dst = self._target(dst_namespace, dst_key)
+        fd, st = self._open(src)
+        try:
+            # The copy has the same bytes, so it keeps the source's ETag (multipart form
+            # included); unlike S3, which gives a copied multipart object its plain MD5.
+            etag = self._etag(src, fd, st)
+            self._make_directory(dst)
+            with _TempFile(dst.directory, dst.what) as tmp:
+                with _mapped(f"copying {src.what} to {dst.what}"):
+                    _copy_fd_range(fd, tmp.fd, 0, st.st_size)
+                tmp.publish(dst.path, dst.etag_path, etag)
+        finally:
+            os.close(fd)
+        return PutResult(size=st.st_size, etag=etag)
+
+    # --- multipart uploads -----------------------------------------------------------
+
+    def _upload_dir(self, target: _Target, upload_id: str) -> str:
+        """The directory of a multipart upload of target; NotFound if there is none."""
+        if not isinstance(upload_id, str) or not _UPLOAD_ID.fullmatch(upload_id):
+            raise NotFound(f"{target.what}: no multipart upload {upload_id!r}")
+        path = os.path.join(self._uploads, upload_id)
+        try:
+            with open(os.path.join(path, _UPLOAD_TARGET), "rb") as f:
+                record = json.loads(f.read(64 * 1024))
+        except FileNotFoundError:
+            raise NotFound(f"{target.what}: no multipart upload {upload_id!r}") from None
+        except (OSError, ValueError) as exc:
+            raise Unavailable(f"local blockstore: reading multipart upload {upload_id}: {exc}") from None
+        if not isinstance(record, dict) or record.get("path") != target.relpath:
+            raise NotFound(f"{target.what}: no multipart upload {upload_id!r} for this key")
+        return path
+
+    def create_multipart_upload(self, namespace: str, key: str) -> str:
+        target = self._target(namespace, key)
+        upload_id = secrets.token_hex(16)
+        path = os.path.join(self._uploads, upload_id)
+        with _mapped(target.what):
+            os.makedirs(path)
+            # A directory without its record (a crash right here) is not an upload.
+            with _TempFile(path, target.what) as tmp:
+                _write_all(tmp.fd, json.dumps({"path": target.relpath}).encode())
+                tmp.publish(os.path.join(path, _UPLOAD_TARGET))
+        return upload_id
+
+    def upload_part(
+        self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
+    ) -> PartInfo:
+        check_part_number(part_number)
+        target = self._target(namespace, key)
+        path = self._upload_dir(target, upload_id)
+        with _TempFile(path, target.what) as tmp:
+            _, digest = _copy_stream(stream, tmp.fd, size, target.what)
+            tmp.publish(os.path.join(path, f"part-{part_number:05d}"))
+        return PartInfo(part_number=part_number, etag=digest.hex())
+
+    def upload_part_copy(
+        self,
+        namespace: str,
+        key: str,
+        upload_id: str,
+        part_number: int,
+        src_namespace: str,
+        src_key: str,
+        src_range: tuple[int, int] | None = None,
+    ) -> PartInfo:
+        check_part_number(part_number)
+        if src_range is not None:
+            check_range(*src_range)
+        target = self._target(namespace, key)
+        src = self._target(src_namespace, src_key)
+        path = self._upload_dir(target, upload_id)
+        fd, st = self._open(src)
+        try:
+            start, end = (0, st.st_size - 1) if src_range is None else src_range
+            # Unlike get_range, and like S3's UploadPartCopy, the range must lie inside the source.
+            if src_range is not None and end >= st.st_size:
+                raise InvalidArgument(
+                    f"{src.what}: copy range {start}-{end} is outside the object's {st.st_size} bytes"
+                )
+            md5 = hashlib.md5(usedforsecurity=False)
+            with _TempFile(path, target.what) as tmp:
+                with _mapped(f"copying {src.what}"):
+                    _copy_fd_range(fd, tmp.fd, start, end - start + 1, md5)
+                tmp.publish(os.path.join(path, f"part-{part_number:05d}"))
+        finally:
+            os.close(fd)
+        return PartInfo(part_number=part_number, etag=md5.hexdigest())
+
+    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
+        check_parts_list(parts)
+        target = self._target(namespace, key)
+        path = self._upload_dir(target, upload_id)
+        self._make_directory(target)
+        digests: list[bytes] = []
+        total = 0
+        with _TempFile(target.directory, target.what) as tmp:
+            for part in parts:
+                part_path = os.path.join(path, f"part-{part.part_number:05d}")
+                try:
+                    fd = os.open(part_path, _OPEN_FLAGS)
+                except FileNotFoundError:
+                    raise InvalidArgument(f"{target.what}: part {part.part_number} was not uploaded") from None
+                except OSError as exc:
+                    raise _error(exc, target.what) from None
+                md5 = hashlib.md5(usedforsecurity=False)
+                try:
+                    with _mapped(target.what):
+                        size = os.fstat(fd).st_size
+                        _copy_fd_range(fd, tmp.fd, 0, size, md5)
+                finally:
+                    os.close(fd)
+                # Checked against the bytes themselves: no part metadata can go stale.
+                if md5.hexdigest() != normalize_etag(part.etag):
+                    raise InvalidArgument(f"{target.what}: part {part.part_number} does not have ETag {part.etag}")
+                digests.append(md5.digest())
+                total += size
+            etag = multipart_etag(digests)
+            tmp.publish(target.path, target.etag_path, etag)
+        shutil.rmtree(path, ignore_errors=True)
+        return PutResult(size=total, etag=etag)
+
+    def abort_multipart_upload(self, namespace: str, key: str, upload_id: str) -> None:
+        target = self._target(namespace, key)
+        path = self._upload_dir(target, upload_id)
+        # The record goes first, so a half-removed upload is already unknown to every call.
+        with _mapped(target.what):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(path, _UPLOAD_TARGET))
+            shutil.rmtree(path, ignore_errors=True)

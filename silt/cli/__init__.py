@@ -1,0 +1,1 @@
+"""The `silt` command."""

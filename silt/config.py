@@ -1,0 +1,284 @@
+"""Silt's configuration: one YAML file, every key overridable by an environment variable.
+
+The file is shaped like seed 002's example. A key's environment variable is ``SILT_``
+followed by its path in upper case joined by ``_``: ``database.cassandra.port`` is
+``SILT_DATABASE_CASSANDRA_PORT``. Lists are written comma-separated
+(``SILT_DATABASE_CASSANDRA_CONTACT_POINTS=10.0.0.1,10.0.0.2``) and maps as
+``key:value`` pairs (``SILT_DATABASE_CASSANDRA_DATACENTERS=dc1:3,dc2:3``).
+
+Validation happens once, at start-up; an invalid file or value raises ConfigError with a
+one-line message naming the key, where it came from, and what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from silt.errors import ConfigError
+
+ENV_PREFIX = "SILT_"
+CONFIG_PATH_ENV = "SILT_CONFIG"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+def _check_listen_address(value: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected <host>:<port> with a port from 0 to 65535, got {value!r}")
+    return value
+
+
+class LoggingConfig(_Section):
+    format: Literal["text", "json"] = "text"
+    level: Literal["DEBUG", "INFO", "WARN", "ERROR", "NONE"] = "INFO"
+    output: str = Field("-", description='"-" for stdout, otherwise a file path')
+
+
+class LocalDatabaseConfig(_Section):
+    path: str = "~/silt/metadata.db"
+    # NORMAL survives a crash of any process; FULL also survives power loss (fsync per commit).
+    synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    busy_timeout_ms: int = Field(30_000, ge=0)
+    scan_page_size: int = Field(1000, ge=1)
+
+
+class CassandraConfig(_Section):
+    contact_points: list[str] = Field(default_factory=lambda: ["127.0.0.1"], min_length=1)
+    port: int = Field(9042, ge=1, le=65535)
+    keyspace: str = Field("silt", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+    replication_strategy: Literal["SimpleStrategy", "NetworkTopologyStrategy"] = "SimpleStrategy"
+    replication_factor: int = Field(1, ge=1, description="with SimpleStrategy")
+    datacenters: dict[str, int] = Field(
+        default_factory=dict, description="datacenter -> replicas, with NetworkTopologyStrategy"
+    )
+    local_datacenter: str | None = None
+    consistency: Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"] = (
+        "LOCAL_QUORUM"
+    )
+    serial_consistency: Literal["SERIAL", "LOCAL_SERIAL"] = "LOCAL_SERIAL"
+    username: str | None = None
+    password: SecretStr | None = None
+    protocol_version: int | None = Field(None, ge=3, le=5)
+    connect_timeout_s: float = Field(5.0, gt=0)
+    request_timeout_s: float = Field(10.0, gt=0)
+    page_size: int = Field(1000, ge=1)
+    create_schema: bool = True
+
+
+class DatabaseConfig(_Section):
+    type: Literal["local", "mem", "cassandra"] = "local"
+    local: LocalDatabaseConfig = Field(default_factory=LocalDatabaseConfig)
+    cassandra: CassandraConfig = Field(default_factory=CassandraConfig)
+
+
+class LocalBlockstoreConfig(_Section):
+    path: str = "~/silt/data"
+
+
+class S3CredentialsConfig(_Section):
+    access_key_id: str | None = None
+    secret_access_key: SecretStr | None = None
+    session_token: SecretStr | None = None
+
+
+class S3BlockstoreConfig(_Section):
+    region: str = "us-east-1"
+    endpoint_url: str | None = None
+    profile: str | None = None
+    credentials_file: str | None = None
+    credentials: S3CredentialsConfig = Field(default_factory=S3CredentialsConfig)
+    force_path_style: bool = False
+    max_retries: int = Field(5, ge=0)
+
+
+class BlockstoreConfig(_Section):
+    type: Literal["local", "s3"] = "local"
+    local: LocalBlockstoreConfig = Field(default_factory=LocalBlockstoreConfig)
+    s3: S3BlockstoreConfig = Field(default_factory=S3BlockstoreConfig)
+
+
+class S3GatewayConfig(_Section):
+    listen_address: str = "0.0.0.0:8000"
+    domain_name: str = "s3.local"
+    region: str = "us-east-1"
+
+    _listen = field_validator("listen_address")(_check_listen_address)
+
+
+class GatewaysConfig(_Section):
+    s3: S3GatewayConfig = Field(default_factory=S3GatewayConfig)
+
+
+class ServiceConfig(_Section):
+    listen_address: str
+
+    _listen = field_validator("listen_address")(_check_listen_address)
+
+
+class AuthConfig(ServiceConfig):
+    # A default here too, so that setting only some auth.* keys keeps the others' defaults.
+    listen_address: str = "127.0.0.1:8101"
+    endpoint: str = Field("127.0.0.1:8101", description="where the other services reach auth")
+    # No length constraint here: a failed constraint's message would echo the value. The auth
+    # service checks it (services/auth/secrets.py).
+    encrypt_secret_key: SecretStr | None = Field(
+        None, description="encrypts credential secrets at rest; required by the auth service"
+    )
+    cache_ttl_seconds: float = Field(5.0, ge=0, description="how long key lookups and decisions are cached")
+    max_clock_skew_seconds: float = Field(300.0, gt=0, description="accepted age of a signed call")
+
+    _endpoint = field_validator("endpoint")(_check_listen_address)
+
+
+class CredentialsConfig(_Section):
+    """The access key this process signs its calls to other Silt services with."""
+
+    access_key_id: str | None = None
+    secret_access_key: SecretStr | None = None
+
+
+class Config(_Section):
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    database: DatabaseConfig = Field(default_factory=DatabaseConfig)
+    blockstore: BlockstoreConfig = Field(default_factory=BlockstoreConfig)
+    gateways: GatewaysConfig = Field(default_factory=GatewaysConfig)
+    auth: AuthConfig = Field(default_factory=lambda: AuthConfig(listen_address="127.0.0.1:8101"))
+    graveler: ServiceConfig = Field(default_factory=lambda: ServiceConfig(listen_address="127.0.0.1:8102"))
+    compactor: ServiceConfig = Field(default_factory=lambda: ServiceConfig(listen_address="127.0.0.1:8103"))
+    credentials: CredentialsConfig = Field(default_factory=CredentialsConfig)
+
+
+# --- environment overrides -------------------------------------------------------------
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _leaf_paths(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> dict[str, tuple[tuple[str, ...], Any]]:
+    """Map every leaf key's environment variable name to (path, annotation)."""
+    out: dict[str, tuple[tuple[str, ...], Any]] = {}
+    for name, field in model.model_fields.items():
+        path = (*prefix, name)
+        if _is_model(field.annotation):
+            out.update(_leaf_paths(field.annotation, path))  # type: ignore[arg-type]
+        else:
+            out[ENV_PREFIX + "_".join(path).upper()] = (path, field.annotation)
+    return out
+
+
+def _container_kind(annotation: Any) -> type | None:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            kind = _container_kind(arg)
+            if kind is not None:
+                return kind
+        return None
+    return origin if origin in (list, dict) else None
+
+
+def _parse_env_value(raw: str, annotation: Any) -> Any:
+    kind = _container_kind(annotation)
+    if kind is list:
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    if kind is dict:
+        pairs: dict[str, str] = {}
+        for item in filter(None, (part.strip() for part in raw.split(","))):
+            key, sep, value = item.partition(":")
+            if not sep:
+                raise ValueError(f"expected key:value pairs separated by commas, got {raw!r}")
+            pairs[key.strip()] = value.strip()
+        return pairs
+    return raw
+
+
+_ENV_KEYS = _leaf_paths(Config)
+
+
+def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    """Write SILT_* overrides into data; return {dotted key: variable name} of those applied."""
+    applied: dict[str, str] = {}
+    for var, (path, annotation) in _ENV_KEYS.items():
+        if var not in env:
+            continue
+        try:
+            value = _parse_env_value(env[var], annotation)
+        except ValueError as exc:
+            raise ConfigError(f"invalid configuration: {'.'.join(path)} (from {var}): {exc}") from None
+        node = data
+        for part in path[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        node[path[-1]] = value
+        applied[".".join(path)] = var
+    return applied
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+# A rejected value is echoed to help the user, except where it may be a secret.
+_SECRET_WORDS = ("password", "secret", "token")
+
+
+def _format_error(exc: ValidationError, source: str, applied: dict[str, str]) -> str:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    origin = f" (from {applied[key]})" if key in applied else f" (in {source})"
+    if err["type"] == "extra_forbidden":
+        return f"invalid configuration: {key}{origin}: unknown key"
+    got = err.get("input")
+    secret = any(word in key for word in _SECRET_WORDS)
+    shown = "" if secret or isinstance(got, dict) or got is None else f", got {got!r}"
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"invalid configuration: {key}{origin}: {err['msg']}{shown}{more}"
+
+
+def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Read the YAML file at path (or $SILT_CONFIG, or none), apply SILT_* overrides, validate."""
+    env = os.environ if env is None else env
+    path = path if path is not None else env.get(CONFIG_PATH_ENV)
+    data: dict[str, Any] = {}
+    source = "defaults"
+    if path:
+        source = str(path)
+        try:
+            text = Path(path).expanduser().read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read configuration file {path}: {exc.strerror}") from None
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"configuration file {path} is not valid YAML{where}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"configuration file {path} must hold a mapping at the top level")
+        data = loaded
+    applied = _apply_env(data, env)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_error(exc, source, applied)) from None
+
+
+def env_keys() -> dict[str, str]:
+    """Every configuration key (dotted) and its environment variable, for documentation."""
+    return {".".join(path): var for var, (path, _) in _ENV_KEYS.items()}

@@ -1,0 +1,159 @@
+"""Embedded KV driver: one SQLite file in WAL mode, shared safely by many threads and processes.
+
+Every operation is a single SQL statement in autocommit mode, so each is its own atomic
+transaction; `set_if` is one conditional UPDATE (or INSERT .. DO NOTHING) whose row count
+says whether the predicate held. WAL lets readers proceed while a writer commits, and the
+busy timeout makes concurrent writers from other processes wait rather than fail.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from silt.config import DatabaseConfig, LocalDatabaseConfig
+from silt.errors import NotFound, PredicateFailed, Unavailable
+from silt.kv.store import Entry, Predicate, Store, ValueWithPredicate, check_key, check_value, register_driver
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv (
+    partition_key BLOB NOT NULL,
+    key BLOB NOT NULL,
+    value BLOB NOT NULL,
+    PRIMARY KEY (partition_key, key)
+) WITHOUT ROWID
+"""
+
+_GET = "SELECT value FROM kv WHERE partition_key = ? AND key = ?"
+_SET = (
+    "INSERT INTO kv (partition_key, key, value) VALUES (?, ?, ?) "
+    "ON CONFLICT (partition_key, key) DO UPDATE SET value = excluded.value"
+)
+_INSERT_IF_ABSENT = "INSERT INTO kv (partition_key, key, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+_UPDATE_IF = "UPDATE kv SET value = ? WHERE partition_key = ? AND key = ? AND value = ?"
+_DELETE = "DELETE FROM kv WHERE partition_key = ? AND key = ?"
+_SCAN_FIRST = "SELECT key, value FROM kv WHERE partition_key = ? AND key >= ? ORDER BY key LIMIT ?"
+_SCAN_NEXT = "SELECT key, value FROM kv WHERE partition_key = ? AND key > ? ORDER BY key LIMIT ?"
+
+
+class LocalStore(Store):
+    def __init__(self, config: LocalDatabaseConfig) -> None:
+        self._path = Path(config.path).expanduser()
+        self._config = config
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._closed = False
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise Unavailable(f"local KV: cannot create directory {self._path.parent}: {exc.strerror}") from None
+        conn = self._conn()
+        with self._errors():
+            conn.execute(_SCHEMA)
+
+    @classmethod
+    def from_config(cls, config: DatabaseConfig) -> LocalStore:
+        return cls(config.local)
+
+    def _conn(self) -> sqlite3.Connection:
+        # sqlite3 connections are not shareable between threads in flight; one per thread
+        # keeps concurrent readers from serialising on a lock.
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise Unavailable("local KV: store is closed")
+        with self._errors():
+            conn = sqlite3.connect(
+                self._path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self._config.busy_timeout_ms / 1000,
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._config.synchronous}")
+            conn.execute(f"PRAGMA busy_timeout={self._config.busy_timeout_ms}")
+        with self._connections_lock:
+            self._connections.append(conn)
+        self._local.conn = conn
+        return conn
+
+    def _errors(self) -> _SqliteErrors:
+        return _SqliteErrors(self._path)
+
+    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
+        check_key(partition, key)
+        with self._errors():
+            row = self._conn().execute(_GET, (partition, key)).fetchone()
+        if row is None:
+            raise NotFound(f"key {key!r} not found")
+        value = bytes(row[0])
+        return ValueWithPredicate(value, Predicate(value))
+
+    def set(self, partition: bytes, key: bytes, value: bytes) -> None:
+        check_key(partition, key)
+        check_value(value)
+        with self._errors():
+            self._conn().execute(_SET, (partition, key, value))
+
+    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
+        check_key(partition, key)
+        check_value(value)
+        with self._errors():
+            if predicate is None:
+                changed = self._conn().execute(_INSERT_IF_ABSENT, (partition, key, value)).rowcount
+            else:
+                changed = self._conn().execute(_UPDATE_IF, (value, partition, key, bytes(predicate))).rowcount
+        if changed != 1:
+            reason = "exists already" if predicate is None else "changed since it was read"
+            raise PredicateFailed(f"key {key!r} {reason}")
+
+    def delete(self, partition: bytes, key: bytes) -> None:
+        check_key(partition, key)
+        with self._errors():
+            self._conn().execute(_DELETE, (partition, key))
+
+    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
+        check_key(partition, b"-")
+        page_size = self._config.scan_page_size
+        # Each page is its own short read so a slow consumer never pins a WAL snapshot.
+        query, cursor = _SCAN_FIRST, bytes(start)
+        while True:
+            with self._errors():
+                rows = self._conn().execute(query, (partition, cursor, page_size)).fetchall()
+            for key, value in rows:
+                yield Entry(bytes(key), bytes(value))
+            if len(rows) < page_size:
+                return
+            query, cursor = _SCAN_NEXT, bytes(rows[-1][0])
+
+    def close(self) -> None:
+        self._closed = True
+        with self._connections_lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+        self._local = threading.local()
+
+
+class _SqliteErrors:
+    """Turns sqlite3 exceptions into Silt's typed errors."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if exc is None or not isinstance(exc, sqlite3.Error):
+            return
+        if isinstance(exc, sqlite3.ProgrammingError) and "closed" in str(exc):
+            raise Unavailable("local KV: store is closed") from None
+        raise Unavailable(f"local KV {self._path}: {exc}") from None
+
+
+register_driver("local", LocalStore.from_config)

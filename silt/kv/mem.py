@@ -1,0 +1,94 @@
+"""In-process KV driver for unit tests: sorted keys per partition behind one lock."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Iterator
+
+from silt.errors import NotFound, PredicateFailed
+from silt.kv.store import Entry, Predicate, Store, ValueWithPredicate, check_key, check_value, register_driver
+
+_PAGE_SIZE = 1000
+
+
+class _Partition:
+    __slots__ = ("keys", "values")
+
+    def __init__(self) -> None:
+        self.keys: list[bytes] = []
+        self.values: dict[bytes, bytes] = {}
+
+
+class MemStore(Store):
+    def __init__(self, page_size: int = _PAGE_SIZE) -> None:
+        self._lock = threading.Lock()
+        self._partitions: dict[bytes, _Partition] = {}
+        self._page_size = page_size
+
+    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
+        check_key(partition, key)
+        with self._lock:
+            part = self._partitions.get(bytes(partition))
+            value = part.values.get(bytes(key)) if part else None
+        if value is None:
+            raise NotFound(f"key {key!r} not found")
+        return ValueWithPredicate(value, Predicate(value))
+
+    def _put(self, partition: bytes, key: bytes, value: bytes) -> None:
+        part = self._partitions.setdefault(partition, _Partition())
+        if key not in part.values:
+            bisect.insort(part.keys, key)
+        part.values[key] = value
+
+    def set(self, partition: bytes, key: bytes, value: bytes) -> None:
+        check_key(partition, key)
+        check_value(value)
+        with self._lock:
+            self._put(bytes(partition), bytes(key), bytes(value))
+
+    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
+        check_key(partition, key)
+        check_value(value)
+        with self._lock:
+            part = self._partitions.get(bytes(partition))
+            current = part.values.get(bytes(key)) if part else None
+            if predicate is None:
+                if current is not None:
+                    raise PredicateFailed(f"key {key!r} exists already")
+            elif current is None or current != predicate:
+                raise PredicateFailed(f"key {key!r} changed since it was read")
+            self._put(bytes(partition), bytes(key), bytes(value))
+
+    def delete(self, partition: bytes, key: bytes) -> None:
+        check_key(partition, key)
+        with self._lock:
+            part = self._partitions.get(bytes(partition))
+            if part is None or part.values.pop(bytes(key), None) is None:
+                return
+            del part.keys[bisect.bisect_left(part.keys, bytes(key))]
+
+    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
+        check_key(partition, b"-")
+        cursor = bytes(start)
+        while True:
+            # Copy one page under the lock so writers are never blocked by a slow reader.
+            with self._lock:
+                part = self._partitions.get(bytes(partition))
+                if part is None:
+                    return
+                i = bisect.bisect_left(part.keys, cursor)
+                page = [Entry(k, part.values[k]) for k in part.keys[i : i + self._page_size]]
+            yield from page
+            if len(page) < self._page_size:
+                return
+            cursor = page[-1].key + b"\x00"  # the smallest key after the last one seen
+
+    def close(self) -> None:
+        with self._lock:
+            self._partitions.clear()
+
+
+register_driver("mem", lambda config: MemStore())
+
+__all__ = ["MemStore"]

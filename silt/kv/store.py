@@ -1,0 +1,123 @@
+"""The KV Store interface of seed 000 and the registry of its drivers.
+
+Semantics every driver must honour (checked by tests/integration/kv/test_conformance.py):
+
+* keys, partitions and values are bytes; keys and partitions are non-empty;
+* ``get`` returns the value together with an opaque predicate for ``set_if``;
+* ``set_if(.., predicate=None)`` succeeds only if the key does not exist;
+* ``scan`` yields entries of one partition in ascending byte order of key, starting at
+  or after ``start``, fetched lazily page by page so a scan never holds a whole
+  partition in memory;
+* a successful write is visible to every read that starts after it returns.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NamedTuple, NewType
+
+from silt.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from silt.config import DatabaseConfig
+
+# The value a driver compares against in set_if. Callers must treat it as opaque:
+# they get it from `get` and hand it back unchanged.
+Predicate = NewType("Predicate", bytes)
+
+
+class ValueWithPredicate(NamedTuple):
+    value: bytes
+    predicate: Predicate
+
+
+class Entry(NamedTuple):
+    key: bytes
+    value: bytes
+
+
+class Store(abc.ABC):
+    """A partitioned, byte-ordered key/value store with compare-and-set."""
+
+    @abc.abstractmethod
+    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
+        """Return the value of key; raise NotFound if it does not exist."""
+
+    @abc.abstractmethod
+    def set(self, partition: bytes, key: bytes, value: bytes) -> None:
+        """Store value under key, replacing any existing value."""
+
+    @abc.abstractmethod
+    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
+        """Store value only if the current value matches predicate (None: key must be absent).
+
+        Raise PredicateFailed otherwise.
+        """
+
+    @abc.abstractmethod
+    def delete(self, partition: bytes, key: bytes) -> None:
+        """Delete key if it exists; deleting a missing key is not an error."""
+
+    @abc.abstractmethod
+    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
+        """Yield the entries of partition with key >= start, in ascending byte order."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections and files. The store is unusable afterwards."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def check_key(partition: bytes, key: bytes) -> None:
+    """Reject what no driver can store: non-bytes or empty partitions and keys."""
+    if not isinstance(partition, bytes | bytearray) or not partition:
+        raise InvalidArgument("KV partition must be non-empty bytes")
+    if not isinstance(key, bytes | bytearray) or not key:
+        raise InvalidArgument("KV key must be non-empty bytes")
+
+
+def check_value(value: bytes) -> None:
+    if not isinstance(value, bytes | bytearray):
+        raise InvalidArgument("KV value must be bytes")
+
+
+def scan_prefix(store: Store, partition: bytes, prefix: bytes) -> Iterator[Entry]:
+    """Yield the entries of partition whose key starts with prefix."""
+    for entry in store.scan(partition, prefix):
+        if not entry.key.startswith(prefix):
+            return
+        yield entry
+
+
+DriverFactory = Callable[["DatabaseConfig"], Store]
+_drivers: dict[str, DriverFactory] = {}
+
+
+def register_driver(name: str, factory: DriverFactory) -> None:
+    _drivers[name] = factory
+
+
+# Built-in drivers are imported on first use so that a `mem` or `local` user never
+# pays for importing cassandra-driver.
+_BUILTIN_DRIVERS = {"mem": "silt.kv.mem", "local": "silt.kv.local", "cassandra": "silt.kv.cassandra"}
+
+
+def open_store(config: DatabaseConfig) -> Store:
+    """Open the driver named by config.type."""
+    if config.type not in _drivers and config.type in _BUILTIN_DRIVERS:
+        import importlib
+
+        importlib.import_module(_BUILTIN_DRIVERS[config.type])
+    try:
+        factory = _drivers[config.type]
+    except KeyError:
+        raise InvalidArgument(
+            f"database.type: unknown KV driver {config.type!r} (expected one of {sorted(_BUILTIN_DRIVERS)})"
+        ) from None
+    return factory(config)

@@ -1,0 +1,1 @@
+"""gRPC plumbing shared by every service: server construction and error mapping."""

@@ -1,0 +1,40 @@
+"""Session-wide servers and stores shared by every test that needs them.
+
+One real Apache Cassandra and one moto_server per test run, each started on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from silt.config import DatabaseConfig, LocalDatabaseConfig
+from silt.kv import Store, open_store
+from tests.support.cassandra import cassandra_server  # noqa: F401
+from tests.support.moto import moto_server  # noqa: F401
+
+# Every KV-backed suite runs on each driver; the Cassandra leg is marked so it can be selected.
+KV_DRIVERS = ["mem", "local", pytest.param("cassandra", marks=pytest.mark.cassandra)]
+
+
+@pytest.fixture(scope="session")
+def cassandra_store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    # One store (one keyspace) per run: Cassandra schema changes cost seconds, so tests get
+    # isolation from fresh partitions (and fresh repository ids) instead.
+    server = request.getfixturevalue("cassandra_server")
+    store = open_store(server.database_config(keyspace="silt_tests"))
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=KV_DRIVERS)
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """A KV Store of each driver in turn: fresh for mem and local, the shared one for Cassandra."""
+    if request.param == "cassandra":
+        yield request.getfixturevalue("cassandra_store")
+        return
+    path = tmp_path_factory.mktemp("kv") / "metadata.db"
+    opened = open_store(DatabaseConfig(type=request.param, local=LocalDatabaseConfig(path=str(path))))
+    yield opened
+    opened.close()

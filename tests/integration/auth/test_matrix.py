@@ -1,0 +1,222 @@
+"""Every preset group x every action, through real gRPC calls to graveler and auth."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import grpc
+import pytest
+
+from services.auth import actions as a
+from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS, PRESET_GROUPS, SERVICES
+from silt.auth.v1 import auth_pb2 as auth_api
+from silt.auth.v1 import model_pb2 as pb
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.rpc.auth import Credentials
+from tests.integration.auth.support import Stack, code_of, details_of, remember, unique
+
+NO_GROUP = "(no group)"
+
+EXPECTED: dict[str, set[str]] = {
+    ADMINS: set(a.ALL_ACTIONS),
+    DEVELOPERS: {a.READ_REPO, a.WRITE_REPO},
+    ANALYSTS: {a.READ_REPO},
+    SERVICES: {a.AUTHORIZE, a.READ_SECRET, a.READ_REPO, a.WRITE_REPO},
+    NO_GROUP: set(),
+}
+
+# A probe prepares what its call needs (as admin) and returns the call, made as `creds`.
+Probe = Callable[[Stack, Credentials], Callable[[], object]]
+
+
+def _victim(stack: Stack, with_key: bool = False) -> tuple[str, str]:
+    user_id, creds = stack.new_user(prefix="victim")
+    if not with_key:
+        stack.auth(stack.admin).DeleteCredentials(
+            auth_api.DeleteCredentialsRequest(user_id=user_id, access_key_id=creds.access_key_id)
+        )
+        return user_id, ""
+    return user_id, creds.access_key_id
+
+
+def _group(stack: Stack) -> str:
+    group_id = unique("group")
+    stack.auth(stack.admin).CreateGroup(auth_api.CreateGroupRequest(id=group_id))
+    return group_id
+
+
+def _policy(stack: Stack) -> str:
+    policy_id = unique("policy")
+    stack.auth(stack.admin).CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id, statements=[_READ_ALL]))
+    return policy_id
+
+
+_READ_ALL = pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.READ_REPO], resources=["*"])
+
+
+def _create_repo(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    name = unique("new")
+    request = api.CreateRepositoryRequest(name=name, storage_namespace=f"local://{name}")
+    return lambda: stack.gv(creds).CreateRepository(request)
+
+
+def _delete_repo(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    repo = stack.new_repo()
+    return lambda: stack.gv(creds).DeleteRepository(api.DeleteRepositoryRequest(name=repo))
+
+
+def _read_repo(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    repo = stack.new_repo()
+    return lambda: stack.gv(creds).ListBranches(api.ListBranchesRequest(repository=repo))
+
+
+def _write_repo(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    repo = stack.new_repo()
+    request = api.CreateBranchRequest(repository=repo, name="feature", source_ref="main")
+    return lambda: stack.gv(creds).CreateBranch(request)
+
+
+def _auth_call(method: str, request: object) -> Probe:
+    def probe(stack: Stack, creds: Credentials) -> Callable[[], object]:
+        return lambda: getattr(stack.auth(creds), method)(request)
+
+    return probe
+
+
+def _on_victim(method: str, build: Callable[[str, str], object], with_key: bool = False) -> Probe:
+    def probe(stack: Stack, creds: Credentials) -> Callable[[], object]:
+        user_id, key_id = _victim(stack, with_key)
+        return lambda: getattr(stack.auth(creds), method)(build(user_id, key_id))
+
+    return probe
+
+
+def _on_group(method: str, build: Callable[[str], object]) -> Probe:
+    def probe(stack: Stack, creds: Credentials) -> Callable[[], object]:
+        group_id = _group(stack)
+        return lambda: getattr(stack.auth(creds), method)(build(group_id))
+
+    return probe
+
+
+def _add_member(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    group_id, (user_id, _) = _group(stack), _victim(stack)
+    request = auth_api.GroupMemberRequest(group_id=group_id, user_id=user_id)
+    return lambda: stack.auth(creds).AddGroupMember(request)
+
+
+def _remove_member(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    group_id, (user_id, _) = _group(stack), _victim(stack)
+    request = auth_api.GroupMemberRequest(group_id=group_id, user_id=user_id)
+    stack.auth(stack.admin).AddGroupMember(request)
+    return lambda: stack.auth(creds).RemoveGroupMember(request)
+
+
+def _delete_policy(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    policy_id = _policy(stack)
+    return lambda: stack.auth(creds).DeletePolicy(auth_api.DeletePolicyRequest(id=policy_id))
+
+
+def _attach(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    user_id, _ = _victim(stack)
+    request = auth_api.PolicyAttachmentRequest(policy_id="RepoReadAll", user_id=user_id)
+    return lambda: stack.auth(creds).AttachPolicy(request)
+
+
+def _detach(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    group_id = _group(stack)
+    request = auth_api.PolicyAttachmentRequest(policy_id="RepoReadAll", group_id=group_id)
+    stack.auth(stack.admin).AttachPolicy(request)
+    return lambda: stack.auth(creds).DetachPolicy(request)
+
+
+def _create_credentials(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    user_id, _ = _victim(stack)
+
+    def call() -> object:
+        reply = stack.auth(creds).CreateCredentials(auth_api.CreateCredentialsRequest(user_id=user_id))
+        return remember(reply.secret_access_key)
+
+    return call
+
+
+def _read_secret(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    _, key_id = _victim(stack, with_key=True)
+
+    def call() -> object:
+        reply = stack.auth(creds).GetCredentialSecret(auth_api.GetCredentialSecretRequest(access_key_id=key_id))
+        return remember(reply.secret_access_key)
+
+    return call
+
+
+PROBES: dict[str, Probe] = {
+    a.CREATE_REPO: _create_repo,
+    a.DELETE_REPO: _delete_repo,
+    a.READ_REPO: _read_repo,
+    a.WRITE_REPO: _write_repo,
+    a.CREATE_USER: lambda s, c: _auth_call("CreateUser", auth_api.CreateUserRequest(id=unique("new")))(s, c),
+    a.READ_USER: _on_victim("GetUser", lambda u, _: auth_api.GetUserRequest(id=u)),
+    a.DELETE_USER: _on_victim("DeleteUser", lambda u, _: auth_api.DeleteUserRequest(id=u)),
+    a.CREATE_GROUP: lambda s, c: _auth_call("CreateGroup", auth_api.CreateGroupRequest(id=unique("new")))(s, c),
+    a.READ_GROUP: _on_group("GetGroup", lambda g: auth_api.GetGroupRequest(id=g)),
+    a.DELETE_GROUP: _on_group("DeleteGroup", lambda g: auth_api.DeleteGroupRequest(id=g)),
+    a.ADD_GROUP_MEMBER: _add_member,
+    a.REMOVE_GROUP_MEMBER: _remove_member,
+    a.CREATE_POLICY: lambda s, c: _auth_call(
+        "CreatePolicy", auth_api.CreatePolicyRequest(id=unique("new"), statements=[_READ_ALL])
+    )(s, c),
+    a.READ_POLICY: _auth_call("GetPolicy", auth_api.GetPolicyRequest(id="RepoReadAll")),
+    a.DELETE_POLICY: _delete_policy,
+    a.ATTACH_POLICY: _attach,
+    a.DETACH_POLICY: _detach,
+    a.CREATE_CREDENTIALS: _create_credentials,
+    a.READ_CREDENTIALS: _on_victim("ListCredentials", lambda u, _: auth_api.ListCredentialsRequest(user_id=u)),
+    a.DELETE_CREDENTIALS: _on_victim(
+        "DeleteCredentials", lambda u, k: auth_api.DeleteCredentialsRequest(user_id=u, access_key_id=k), True
+    ),
+    a.AUTHORIZE: _on_victim(
+        "Authorize", lambda u, _: auth_api.AuthorizeRequest(user_id=u, action=a.READ_REPO, resource="some-repo")
+    ),
+    a.READ_SECRET: _read_secret,
+}
+
+GROUPS = [*PRESET_GROUPS, NO_GROUP]
+
+
+@pytest.fixture(scope="module")
+def members(stack: Stack) -> dict[str, Credentials]:
+    """One user per preset group (and one in none), with a key."""
+    return {
+        group: stack.new_user([] if group == NO_GROUP else [group], prefix=group.lower().strip("()").replace(" ", "-"))[
+            1
+        ]
+        for group in GROUPS
+    }
+
+
+def test_every_action_has_a_probe_and_an_expectation() -> None:
+    assert set(PROBES) == set(a.ALL_ACTIONS)
+    assert set(EXPECTED) == set(GROUPS)
+
+
+@pytest.mark.parametrize("action", a.ALL_ACTIONS)
+@pytest.mark.parametrize("group", GROUPS)
+def test_group_action_matrix(stack: Stack, members: dict[str, Credentials], group: str, action: str) -> None:
+    call = PROBES[action](stack, members[group])
+    if action in EXPECTED[group]:
+        assert code_of(call) == grpc.StatusCode.OK
+    else:
+        assert code_of(call) == grpc.StatusCode.PERMISSION_DENIED
+        assert action in details_of(call)
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_authorize_answers_the_same_matrix(stack: Stack, members: dict[str, Credentials], group: str) -> None:
+    """The decision API agrees with enforcement, for every action, on repositories and IAM resources."""
+    me = stack.auth(members[group]).WhoAmI(auth_api.WhoAmIRequest()).user.id
+    admin = stack.auth(stack.admin)
+    for action in a.ALL_ACTIONS:
+        resource = "some-repo" if action in a.REPO_ACTIONS else a.user_resource("someone")
+        reply = admin.Authorize(auth_api.AuthorizeRequest(user_id=me, action=action, resource=resource))
+        assert reply.allowed == (action in EXPECTED[group]), (group, action)

@@ -1,0 +1,69 @@
+"""Fixtures of the block adapter suites: one adapter of each kind with a fresh namespace.
+
+``moto_server`` (the S3 endpoint) comes from tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from silt.block import BlockAdapter
+from silt.block.local import LocalAdapter
+from silt.block.s3 import S3Adapter
+from tests.support.moto import s3_blockstore_config
+
+ADAPTERS = ["local", pytest.param("s3", marks=pytest.mark.s3)]
+
+
+@dataclass
+class Blocks:
+    """An adapter under test and a storage namespace of its own."""
+
+    kind: str
+    adapter: BlockAdapter
+    namespace: str
+    root: Path | None = None  # the local adapter's root directory
+
+
+def _empty_bucket(client: Any, bucket: str) -> None:
+    # moto keeps objects in memory for the whole run; drop each test's bytes.
+    for page in client.get_paginator("list_multipart_uploads").paginate(Bucket=bucket):
+        for upload in page.get("Uploads", []):
+            client.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for obj in page.get("Contents", []):
+            client.delete_object(Bucket=bucket, Key=obj["Key"])
+    client.delete_bucket(Bucket=bucket)
+
+
+@pytest.fixture(scope="session")
+def s3_adapter(request: pytest.FixtureRequest) -> S3Adapter:
+    # One for the run: building a boto3 client loads the service model, a few hundred ms.
+    # No retries: moto on loopback does not fail transiently, and a retried 5xx would
+    # only slow down the tests that expect one.
+    endpoint_url = request.getfixturevalue("moto_server")
+    return S3Adapter(s3_blockstore_config(endpoint_url, max_retries=0))
+
+
+@pytest.fixture
+def s3_bucket(s3_adapter: S3Adapter) -> Iterator[str]:
+    bucket = f"silt-test-{uuid.uuid4().hex[:20]}"
+    s3_adapter.client.create_bucket(Bucket=bucket)
+    yield bucket
+    _empty_bucket(s3_adapter.client, bucket)
+
+
+@pytest.fixture(params=ADAPTERS)
+def blocks(request: pytest.FixtureRequest, tmp_path: Path) -> Blocks:
+    if request.param == "local":
+        root = tmp_path / "blocks"
+        return Blocks("local", LocalAdapter(root), "local://repo-ns/some/prefix", root)
+    adapter = request.getfixturevalue("s3_adapter")
+    bucket = request.getfixturevalue("s3_bucket")
+    return Blocks("s3", adapter, f"s3://{bucket}/some/prefix")

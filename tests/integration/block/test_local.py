@@ -1,0 +1,394 @@
+"""The local adapter only: path safety, atomic writes, ETag records, on-disk layout."""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from silt.block import open_adapter
+from silt.block.local import MAX_COMPONENT_BYTES, LocalAdapter
+from silt.config import BlockstoreConfig, LocalBlockstoreConfig
+from silt.errors import InvalidArgument, NotFound
+from tests.integration.block.streams import GeneratorStream, MiB, md5_hex, multipart_etag, pattern_chunks
+
+NS = "local://repo-ns"
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Path:
+    """A directory holding the root and, beside it, what a key must never reach."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret").write_bytes(b"top secret")
+    return tmp_path
+
+
+@pytest.fixture
+def adapter(sandbox: Path) -> LocalAdapter:
+    return LocalAdapter(sandbox / "root")
+
+
+def ns_dir(adapter: LocalAdapter, namespace: str = NS) -> Path:
+    return Path(adapter.root) / namespace.removeprefix("local://")
+
+
+def put(adapter: LocalAdapter, key: str, data: bytes, namespace: str = NS) -> None:
+    adapter.put(namespace, key, io.BytesIO(data))
+
+
+def read(adapter: LocalAdapter, key: str, namespace: str = NS) -> bytes:
+    with adapter.get(namespace, key) as stream:
+        return stream.read()
+
+
+def tree_outside_root(sandbox: Path) -> dict[str, bytes | None]:
+    """Every path under the sandbox but outside the root, with file contents."""
+    found: dict[str, bytes | None] = {}
+    for path in sorted(sandbox.rglob("*")):
+        if path.is_relative_to(sandbox / "root"):
+            continue
+        found[str(path)] = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    return found
+
+
+def every_operation(adapter: LocalAdapter, namespace: str, key: str) -> Iterator[Callable[[], Any]]:
+    """Each adapter call that takes this namespace and key, with otherwise valid arguments."""
+    upload = adapter.create_multipart_upload(NS, "ok")
+    yield lambda: adapter.put(namespace, key, io.BytesIO(b"pwned"))
+    yield lambda: adapter.get(namespace, key)
+    yield lambda: adapter.get_range(namespace, key, 0, 1)
+    yield lambda: adapter.stat(namespace, key)
+    yield lambda: adapter.delete(namespace, key)
+    yield lambda: adapter.copy(NS, "ok", namespace, key)
+    yield lambda: adapter.copy(namespace, key, NS, "copy")
+    yield lambda: adapter.create_multipart_upload(namespace, key)
+    yield lambda: adapter.upload_part(namespace, key, upload, 1, io.BytesIO(b"pwned"))
+    yield lambda: adapter.upload_part_copy(NS, "ok", upload, 1, namespace, key)
+
+
+# --- path safety ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("namespace", "key"),
+    [
+        (NS, "../x"),
+        (NS, "../../outside/secret"),
+        (NS, "a/../../x"),
+        (NS, "/etc/passwd"),
+        (NS, "a\x00b"),
+        (NS, "..\\..\\outside\\secret"),
+        (NS, "a/./b"),
+        (NS, ".silt-uploads"),
+        ("local://../outside", "secret"),
+        ("local://..", "outside/secret"),
+        ("local://a/../../outside", "secret"),
+        ("local:///etc", "passwd"),
+        ("local://a\x00b", "x"),
+        ("local://", "x"),
+        ("local://.silt-uploads", "x"),
+        ("file:///etc", "passwd"),
+    ],
+)
+def test_escape_attempts_are_refused_and_write_nothing_outside_the_root(
+    adapter: LocalAdapter, sandbox: Path, namespace: str, key: str
+) -> None:
+    put(adapter, "ok", b"fine")
+    before = tree_outside_root(sandbox)
+    for operation in every_operation(adapter, namespace, key):
+        with pytest.raises(InvalidArgument):
+            operation()
+    assert tree_outside_root(sandbox) == before
+
+
+def _link(link: Path, target: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+
+
+@pytest.mark.parametrize(
+    ("link", "namespace", "key"),
+    [
+        ("repo-ns/door", NS, "door/secret"),  # a directory link inside the namespace
+        ("repo-ns/door", NS, "door/new/deeper"),  # ... that put would create directories under
+        ("evil-ns", "local://evil-ns", "secret"),  # the namespace directory itself
+        ("repo-ns/a/b", NS, "a/b/secret"),  # a deeper directory
+    ],
+)
+def test_symlinked_directories_pointing_outside_are_refused(
+    adapter: LocalAdapter, sandbox: Path, link: str, namespace: str, key: str
+) -> None:
+    put(adapter, "ok", b"fine")
+    _link(Path(adapter.root) / link, sandbox / "outside")
+    before = tree_outside_root(sandbox)
+    for operation in every_operation(adapter, namespace, key):
+        with pytest.raises(InvalidArgument):
+            operation()
+    assert tree_outside_root(sandbox) == before
+    assert (sandbox / "outside" / "secret").read_bytes() == b"top secret"
+
+
+def test_a_symlinked_object_is_refused(adapter: LocalAdapter, sandbox: Path) -> None:
+    put(adapter, "ok", b"fine")
+    _link(ns_dir(adapter) / "alias", sandbox / "outside" / "secret")
+    before = tree_outside_root(sandbox)
+    for operation in every_operation(adapter, NS, "alias"):
+        with pytest.raises(InvalidArgument):
+            operation()
+    assert tree_outside_root(sandbox) == before
+
+
+def test_symlinks_inside_the_root_are_refused_too(adapter: LocalAdapter) -> None:
+    # Objects are regular files reached through real directories, with no exceptions.
+    put(adapter, "real/object", b"bytes")
+    _link(ns_dir(adapter) / "alias", ns_dir(adapter) / "real")
+    with pytest.raises(InvalidArgument):
+        read(adapter, "alias/object")
+
+
+def test_a_root_behind_a_symlink_is_fine(sandbox: Path) -> None:
+    (sandbox / "real-root").mkdir()
+    (sandbox / "root-link").symlink_to(sandbox / "real-root")
+    adapter = LocalAdapter(sandbox / "root-link")
+    put(adapter, "k", b"through the configured link")
+    assert read(adapter, "k") == b"through the configured link"
+    assert (sandbox / "real-root" / "repo-ns" / "k").exists()
+
+
+def test_a_fifo_is_not_an_object_and_does_not_hang(adapter: LocalAdapter) -> None:
+    ns_dir(adapter).mkdir(parents=True)
+    os.mkfifo(ns_dir(adapter) / "pipe")
+    with pytest.raises(NotFound):
+        adapter.get(NS, "pipe")
+    with pytest.raises(NotFound):
+        adapter.stat(NS, "pipe")
+
+
+def test_key_components_are_limited_by_the_file_system(adapter: LocalAdapter) -> None:
+    put(adapter, "n" * MAX_COMPONENT_BYTES, b"longest")
+    assert read(adapter, "n" * MAX_COMPONENT_BYTES) == b"longest"
+    with pytest.raises(InvalidArgument):
+        put(adapter, "n" * (MAX_COMPONENT_BYTES + 1), b"too long")
+
+
+def test_a_key_cannot_be_both_an_object_and_a_directory(adapter: LocalAdapter) -> None:
+    put(adapter, "a/b", b"inner")
+    with pytest.raises(InvalidArgument):
+        put(adapter, "a", b"outer")
+    with pytest.raises(NotFound):
+        adapter.stat(NS, "a")
+    adapter.delete(NS, "a")  # a directory is no object: nothing to delete
+    assert read(adapter, "a/b") == b"inner"
+    put(adapter, "c", b"file")
+    with pytest.raises(InvalidArgument):
+        put(adapter, "c/d", b"below a file")
+
+
+@pytest.mark.parametrize("upload", ["../../repo-ns", "..", "", "0" * 31, "0" * 32 + "/..", "G" * 32])
+def test_upload_ids_are_never_paths(adapter: LocalAdapter, upload: str) -> None:
+    with pytest.raises(NotFound):
+        adapter.upload_part(NS, "k", upload, 1, io.BytesIO(b"x"))
+    with pytest.raises(NotFound):
+        adapter.abort_multipart_upload(NS, "k", upload)
+
+
+def test_an_upload_id_belongs_to_its_key(adapter: LocalAdapter) -> None:
+    upload = adapter.create_multipart_upload(NS, "mine")
+    with pytest.raises(NotFound):
+        adapter.upload_part(NS, "someone-else", upload, 1, io.BytesIO(b"x"))
+    with pytest.raises(NotFound):
+        adapter.abort_multipart_upload("local://other-ns", "mine", upload)
+    adapter.abort_multipart_upload(NS, "mine", upload)
+
+
+# --- atomicity -----------------------------------------------------------------------
+
+
+def files_under(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if not p.is_dir())
+
+
+def failing_chunks(good_bytes: int) -> Iterator[bytes]:
+    yield from pattern_chunks(good_bytes)
+    raise ConnectionResetError("client went away")
+
+
+def test_a_put_whose_stream_fails_leaves_nothing(adapter: LocalAdapter) -> None:
+    with pytest.raises(ConnectionResetError):
+        adapter.put(NS, "dir/broken", GeneratorStream(failing_chunks(3 * MiB)))
+    with pytest.raises(NotFound):
+        adapter.stat(NS, "dir/broken")
+    assert files_under(ns_dir(adapter)) == []
+
+
+def test_a_failed_overwrite_keeps_the_old_object(adapter: LocalAdapter) -> None:
+    put(adapter, "k", b"old and whole")
+    with pytest.raises(ConnectionResetError):
+        adapter.put(NS, "k", GeneratorStream(failing_chunks(2 * MiB)))
+    assert read(adapter, "k") == b"old and whole"
+    assert adapter.stat(NS, "k").etag == md5_hex(b"old and whole")
+    assert files_under(ns_dir(adapter)) == [".silt-etag-k", "k"]
+
+
+class _StallingStream(io.RawIOBase):
+    """Hands out `before_stall` bytes, signals through a file, then blocks forever."""
+
+    def __init__(self, before_stall: int, signal_path: str) -> None:
+        super().__init__()
+        self._left = before_stall
+        self._signal_path = signal_path
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._left <= 0:
+            Path(self._signal_path).touch()
+            time.sleep(600)
+        count = min(len(buffer), self._left)
+        buffer[:count] = b"x" * count
+        self._left -= count
+        return count
+
+
+def _put_until_killed(root: str, signal_path: str) -> None:
+    LocalAdapter(root).put(NS, "crashed", _StallingStream(3 * MiB, signal_path))  # type: ignore[arg-type]
+
+
+def test_a_put_killed_midway_leaves_no_object(adapter: LocalAdapter, tmp_path: Path) -> None:
+    put(adapter, "crashed", b"previous version")
+    signal_path = tmp_path / "stalled"
+    process = multiprocessing.get_context("spawn").Process(
+        target=_put_until_killed, args=(adapter.root, str(signal_path))
+    )
+    process.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not signal_path.exists():
+            assert process.is_alive() and time.monotonic() < deadline, "the writer never got going"
+            time.sleep(0.02)
+    finally:
+        process.kill()  # SIGKILL: no cleanup code runs, like a crash
+        process.join()
+    assert read(adapter, "crashed") == b"previous version"
+    leftovers = [name for name in os.listdir(ns_dir(adapter)) if name not in ("crashed", ".silt-etag-crashed")]
+    assert len(leftovers) == 1 and leftovers[0].startswith(".silt-tmp-"), leftovers
+    # The leftover is no object: no key can name it.
+    with pytest.raises(InvalidArgument):
+        adapter.stat(NS, leftovers[0])
+    put(adapter, "crashed", b"next version")
+    assert read(adapter, "crashed") == b"next version"
+
+
+def test_readers_during_overwrites_see_one_version_whole(adapter: LocalAdapter) -> None:
+    versions = [b"".join(pattern_chunks(MiB + 17, seed=s)) for s in range(3)]
+    etags = {md5_hex(v) for v in versions}
+    put(adapter, "hot", versions[0])
+    done = threading.Event()
+    problems: list[str] = []
+    reads = [0]
+
+    def reader() -> None:
+        while not done.is_set():
+            data = read(adapter, "hot")
+            if md5_hex(data) not in etags:
+                problems.append(f"torn read of {len(data)} bytes")
+            info = adapter.stat(NS, "hot")
+            if info.etag not in etags or info.size != MiB + 17:
+                problems.append(f"stat showed {info}")
+            reads[0] += 1
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        for i in range(30):
+            put(adapter, "hot", versions[i % 3])
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+    assert problems == []
+    assert reads[0] > 10
+
+
+# --- ETag records and layout ---------------------------------------------------------
+
+
+def test_objects_are_plain_files_under_the_root(adapter: LocalAdapter) -> None:
+    put(adapter, "dir/data.parquet", b"PAR1...PAR1", namespace="local://repo-ns/prefix")
+    assert (Path(adapter.root) / "repo-ns" / "prefix" / "dir" / "data.parquet").read_bytes() == b"PAR1...PAR1"
+
+
+def _multipart(adapter: LocalAdapter, key: str, parts: list[bytes]) -> str:
+    upload = adapter.create_multipart_upload(NS, key)
+    infos = [adapter.upload_part(NS, key, upload, n, io.BytesIO(p)) for n, p in enumerate(parts, start=1)]
+    return adapter.complete_multipart_upload(NS, key, upload, infos).etag
+
+
+def test_a_multipart_etag_outlives_the_adapter(adapter: LocalAdapter) -> None:
+    parts = [b"first part", b"second part"]
+    etag = _multipart(adapter, "mp", parts)
+    assert LocalAdapter(adapter.root).stat(NS, "mp").etag == etag == multipart_etag(parts)
+
+
+def test_uploads_leave_nothing_behind(adapter: LocalAdapter) -> None:
+    _multipart(adapter, "done", [b"a", b"b"])
+    aborted = adapter.create_multipart_upload(NS, "aborted")
+    adapter.upload_part(NS, "aborted", aborted, 1, io.BytesIO(b"x"))
+    adapter.abort_multipart_upload(NS, "aborted", aborted)
+    assert os.listdir(Path(adapter.root) / ".silt-uploads") == []
+    assert files_under(ns_dir(adapter)) == [".silt-etag-done", "done"]
+
+
+def test_a_copy_keeps_a_multipart_etag(adapter: LocalAdapter) -> None:
+    etag = _multipart(adapter, "mp", [b"one", b"two"])
+    assert adapter.copy(NS, "mp", NS, "copy").etag == etag
+    assert adapter.stat(NS, "copy").etag == etag
+
+
+def _replace_behind_the_adapters_back(adapter: LocalAdapter, key: str, data: bytes) -> None:
+    # What a crash between the record's rename and the data's rename leaves: bytes the
+    # record does not describe.
+    tmp = ns_dir(adapter) / "by-hand"
+    tmp.write_bytes(data)
+    os.replace(tmp, ns_dir(adapter) / key)
+
+
+def test_a_record_of_other_bytes_is_never_reported(adapter: LocalAdapter) -> None:
+    _multipart(adapter, "k", [b"abc", b"def"])
+    _replace_behind_the_adapters_back(adapter, "k", b"ABCDEF")  # same size, other bytes
+    assert adapter.stat(NS, "k").etag == md5_hex(b"ABCDEF")
+    with adapter.get(NS, "k") as stream:
+        assert stream.read() == b"ABCDEF"
+
+
+def test_a_missing_or_corrupt_record_falls_back_to_the_md5(adapter: LocalAdapter) -> None:
+    put(adapter, "k", b"bytes")
+    record = ns_dir(adapter) / ".silt-etag-k"
+    record.write_bytes(b"{not json")
+    assert adapter.stat(NS, "k").etag == md5_hex(b"bytes")
+    record.unlink()
+    assert adapter.stat(NS, "k").etag == md5_hex(b"bytes")
+    (ns_dir(adapter) / "foreign").write_bytes(b"dropped in by hand")
+    assert adapter.stat(NS, "foreign").etag == md5_hex(b"dropped in by hand")
+
+
+def test_delete_removes_the_record_too(adapter: LocalAdapter) -> None:
+    put(adapter, "k", b"bytes")
+    adapter.delete(NS, "k")
+    assert files_under(ns_dir(adapter)) == []
+
+
+def test_open_adapter_builds_a_local_adapter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    adapter = open_adapter(BlockstoreConfig(type="local", local=LocalBlockstoreConfig(path="~/silt-data")))
+    assert isinstance(adapter, LocalAdapter)
+    assert adapter.root == os.path.realpath(tmp_path / "silt-data")

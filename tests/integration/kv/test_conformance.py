@@ -1,0 +1,242 @@
+"""Seed 000's Store semantics, checked identically on every driver (mem, local, cassandra)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import tracemalloc
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from silt.errors import InvalidArgument, NotFound, PredicateFailed
+from silt.kv import Store
+from silt.kv.store import scan_prefix
+
+
+def keys_of(store: Store, partition: bytes, start: bytes = b"") -> list[bytes]:
+    return [entry.key for entry in store.scan(partition, start)]
+
+
+def bulk_set(store: Store, partition: bytes, items: list[tuple[bytes, bytes]], workers: int = 16) -> None:
+    # Networked drivers answer one request per round trip; writing in parallel keeps setup short.
+    with ThreadPoolExecutor(workers) as pool:
+        for _ in pool.map(lambda kv: store.set(partition, kv[0], kv[1]), items):
+            pass
+
+
+def test_get_missing_raises_not_found(store: Store, partition: bytes) -> None:
+    with pytest.raises(NotFound):
+        store.get(partition, b"missing")
+
+
+def test_read_after_write_and_overwrite(store: Store, partition: bytes) -> None:
+    store.set(partition, b"k", b"v1")
+    assert store.get(partition, b"k").value == b"v1"
+    store.set(partition, b"k", b"v2")
+    assert store.get(partition, b"k").value == b"v2"
+
+
+def test_empty_value_is_a_value(store: Store, partition: bytes) -> None:
+    store.set(partition, b"empty", b"")
+    assert store.get(partition, b"empty").value == b""
+    assert [(e.key, e.value) for e in store.scan(partition)] == [(b"empty", b"")]
+
+
+def test_one_mebibyte_value_round_trips(store: Store, partition: bytes) -> None:
+    big = bytes(range(256)) * 4096
+    assert len(big) == 1024 * 1024
+    store.set(partition, b"big", big)
+    assert store.get(partition, b"big").value == big
+    assert next(iter(store.scan(partition))).value == big
+
+
+def test_scan_is_in_byte_order_including_nul_and_ff(store: Store, partition: bytes) -> None:
+    keys = [b"\xff", b"a\xff", b"\x00", b"a", b"\x00\x00", b"b", b"a\x00", b"\xff\xff", b"\x7f", b"\x80", b"A"]
+    for i, key in enumerate(keys):
+        store.set(partition, key, str(i).encode())
+    assert keys_of(store, partition) == sorted(keys)
+    values = {e.key: e.value for e in store.scan(partition)}
+    assert values == {key: str(i).encode() for i, key in enumerate(keys)}
+
+
+def test_scan_from_start_key(store: Store, partition: bytes) -> None:
+    for key in (b"a", b"b", b"c", b"d"):
+        store.set(partition, key, key)
+    assert keys_of(store, partition, b"b") == [b"b", b"c", b"d"]  # start key present: included
+    assert keys_of(store, partition, b"bb") == [b"c", b"d"]  # absent: the next key on
+    assert keys_of(store, partition, b"\x00") == [b"a", b"b", b"c", b"d"]
+    assert keys_of(store, partition, b"e") == []
+
+
+def test_scan_of_empty_partition(store: Store, partition: bytes) -> None:
+    assert keys_of(store, partition) == []
+
+
+def test_partitions_are_isolated(store: Store, partition: bytes) -> None:
+    other = partition + b"x"  # shares a prefix: must still be a different partition
+    store.set(partition, b"k", b"mine")
+    store.set(other, b"k", b"theirs")
+    store.set(other, b"only-there", b"1")
+    assert store.get(partition, b"k").value == b"mine"
+    assert store.get(other, b"k").value == b"theirs"
+    assert keys_of(store, partition) == [b"k"]
+    with pytest.raises(NotFound):
+        store.get(partition, b"only-there")
+    store.delete(other, b"k")
+    assert store.get(partition, b"k").value == b"mine"
+
+
+def test_scan_prefix_stops_at_prefix_end(store: Store, partition: bytes) -> None:
+    for key in (b"a/1", b"a/2", b"a0", b"b/1", b"a/"):
+        store.set(partition, key, b"")
+    assert [e.key for e in scan_prefix(store, partition, b"a/")] == [b"a/", b"a/1", b"a/2"]
+
+
+def test_set_if_absent_predicate(store: Store, partition: bytes) -> None:
+    store.set_if(partition, b"k", b"first", None)
+    assert store.get(partition, b"k").value == b"first"
+    with pytest.raises(PredicateFailed):
+        store.set_if(partition, b"k", b"second", None)
+    assert store.get(partition, b"k").value == b"first"
+
+
+def test_set_if_with_current_predicate_succeeds_and_stale_fails(store: Store, partition: bytes) -> None:
+    store.set(partition, b"k", b"v1")
+    seen = store.get(partition, b"k")
+    store.set_if(partition, b"k", b"v2", seen.predicate)
+    assert store.get(partition, b"k").value == b"v2"
+    with pytest.raises(PredicateFailed):
+        store.set_if(partition, b"k", b"v3", seen.predicate)  # stale: still expects v1
+    assert store.get(partition, b"k").value == b"v2"
+
+
+def test_set_if_on_deleted_key_fails(store: Store, partition: bytes) -> None:
+    store.set(partition, b"k", b"v1")
+    seen = store.get(partition, b"k")
+    store.delete(partition, b"k")
+    with pytest.raises(PredicateFailed):
+        store.set_if(partition, b"k", b"v2", seen.predicate)
+    with pytest.raises(NotFound):
+        store.get(partition, b"k")
+    store.set_if(partition, b"k", b"v3", None)
+    assert store.get(partition, b"k").value == b"v3"
+
+
+def test_set_if_same_value_with_current_predicate_succeeds(store: Store, partition: bytes) -> None:
+    store.set(partition, b"k", b"same")
+    store.set_if(partition, b"k", b"same", store.get(partition, b"k").predicate)
+    assert store.get(partition, b"k").value == b"same"
+
+
+def race(threads: int, attempt: Callable[[int], None]) -> tuple[list[int], list[int]]:
+    """Start attempt(worker) on all threads at once; return (winners, losers) by PredicateFailed."""
+    barrier = threading.Barrier(threads)
+    won: list[int] = []
+    lost: list[int] = []
+    errors: list[BaseException] = []
+
+    def run(worker: int) -> None:
+        barrier.wait()
+        try:
+            attempt(worker)
+            won.append(worker)
+        except PredicateFailed:
+            lost.append(worker)
+        except BaseException as exc:  # surfaced below: a driver error is a test failure
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(w,)) for w in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert not errors, errors
+    return won, lost
+
+
+def test_racing_set_if_has_exactly_one_winner_each_round(store: Store, partition: bytes) -> None:
+    threads, rounds = 8, 15
+    store.set_if(partition, b"counter", b"round-0", None)
+    for round_no in range(rounds):
+        predicate = store.get(partition, b"counter").predicate
+        value_of = lambda w, r=round_no: f"round-{r + 1}-w{w}".encode()  # noqa: E731
+        won, lost = race(threads, lambda w, p=predicate, v=value_of: store.set_if(partition, b"counter", v(w), p))
+        assert len(won) == 1, f"round {round_no}: winners {won}"
+        assert len(lost) == threads - 1
+        assert store.get(partition, b"counter").value == value_of(won[0])
+
+
+def test_racing_create_if_absent_has_exactly_one_winner(store: Store, partition: bytes) -> None:
+    threads = 8
+    for round_no in range(10):
+        key = f"new-{round_no}".encode()
+        won, lost = race(threads, lambda w, k=key: store.set_if(partition, k, str(w).encode(), None))
+        assert len(won) == 1 and len(lost) == threads - 1
+        assert store.get(partition, key).value == str(won[0]).encode()
+
+
+def test_delete_then_get(store: Store, partition: bytes) -> None:
+    store.set(partition, b"a", b"1")
+    store.set(partition, b"b", b"2")
+    store.delete(partition, b"a")
+    with pytest.raises(NotFound):
+        store.get(partition, b"a")
+    assert keys_of(store, partition) == [b"b"]
+    store.delete(partition, b"a")  # deleting a missing key is not an error
+    store.delete(partition + b"-never-written", b"x")
+
+
+def test_empty_keys_and_partitions_are_refused(store: Store, partition: bytes) -> None:
+    with pytest.raises(InvalidArgument):
+        store.set(partition, b"", b"v")
+    with pytest.raises(InvalidArgument):
+        store.set(b"", b"k", b"v")
+    with pytest.raises(InvalidArgument):
+        store.get(partition, b"")
+
+
+def test_scan_survives_writes_during_iteration(store: Store, partition: bytes) -> None:
+    keys = [f"k{i:05d}".encode() for i in range(3000)]
+    bulk_set(store, partition, [(k, b"v") for k in keys])
+    seen: list[bytes] = []
+    for i, entry in enumerate(store.scan(partition)):
+        seen.append(entry.key)
+        if i == 10:
+            # Delete keys far ahead (past any page boundary) and add one behind the cursor.
+            for k in keys[2000:2100]:
+                store.delete(partition, k)
+            store.set(partition, b"k0000", b"behind")
+    assert seen == sorted(set(seen)), "scan must stay strictly ascending without duplicates"
+    assert set(seen) == set(keys) - set(keys[2000:2100])
+
+
+@pytest.mark.slow
+def test_scan_of_100k_keys_is_complete_ordered_and_bounded_in_memory(store: Store, partition: bytes) -> None:
+    count = 100_000
+    value = b"x" * 100
+    # Inserted in shuffled order so ordering comes from the store, not from insertion.
+    keys = [f"key/{i:08d}/{uuid.UUID(int=i * 7919).hex[:8]}".encode() for i in range(count)]
+    shuffled = keys[::2] + keys[1::2]
+    bulk_set(store, partition, [(k, value) for k in shuffled], workers=32)
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        previous = b""
+        seen = 0
+        for entry in store.scan(partition):
+            assert entry.key > previous
+            previous = entry.key
+            seen += 1
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert seen == count
+    assert previous == max(keys)
+    held_all = count * (len(value) + len(keys[0]))
+    # All keys and values together weigh ~13 MB raw (far more as Python objects);
+    # a paged scan holds one page at a time.
+    assert peak < held_all / 3, f"scan peaked at {peak} bytes; all data is {held_all} bytes"

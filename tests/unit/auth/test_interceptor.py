@@ -1,0 +1,178 @@
+"""AuthInterceptor on a tiny real gRPC server: admission, refusals, and the caller's identity."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf.wrappers_pb2 import StringValue
+from pydantic import SecretStr
+
+from silt.errors import NotFound, Unavailable
+from silt.rpc.auth import (
+    Authenticated,
+    AuthInterceptor,
+    CachedAuthority,
+    Credentials,
+    KeyOwner,
+    Require,
+    Rule,
+    Unauthenticated,
+    current_principal,
+    field,
+    signed_channel,
+)
+from silt.rpc.server import bind, build_server
+
+SECRET = SecretStr("A" * 40)
+ALICE = Credentials("AKIAALICEALICEALICE2", SECRET)
+FLAKY = Credentials("AKIAFLAKYFLAKYFLAKY2", SECRET)
+
+RULES: dict[str, Rule] = {
+    "/test.Svc/Echo": Require("ReadRepo", field("value")),
+    "/test.Svc/Stream": Require("ReadRepo", field("value")),
+    "/test.Svc/Upload": Authenticated(),
+}
+
+
+class FakeAuthority:
+    def key_owner(self, access_key_id: str) -> KeyOwner:
+        if access_key_id == FLAKY.access_key_id:
+            raise Unavailable("auth is down")
+        if access_key_id != ALICE.access_key_id:
+            raise NotFound("no such key")
+        return KeyOwner("alice", SECRET)
+
+    def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
+        return [r.startswith("open-") for r in resources]
+
+
+class Env:
+    def __init__(self, clock_offset: float = 0.0) -> None:
+        self.reached: list[str] = []
+        interceptor = AuthInterceptor(
+            CachedAuthority(FakeAuthority(), ttl=60),
+            RULES,
+            max_skew_seconds=60,
+            clock=lambda: time.time() + clock_offset,
+        )
+        self.server = build_server([interceptor])
+        self.server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("test.Svc", self._handlers())])
+        self.address = f"127.0.0.1:{bind(self.server, '127.0.0.1:0')}"
+        self.server.start()
+        self.channels: list[grpc.Channel] = []
+
+    def _handlers(self) -> dict[str, grpc.RpcMethodHandler]:
+        def echo(request: StringValue, context: Any) -> StringValue:
+            self.reached.append("Echo")
+            return StringValue(value=current_principal().user_id)
+
+        def stream(request: StringValue, context: Any) -> Iterator[StringValue]:
+            self.reached.append("Stream")
+            yield StringValue(value=current_principal().user_id)
+            yield StringValue(value=request.value)
+
+        def upload(requests: Iterator[StringValue], context: Any) -> StringValue:
+            self.reached.append("Upload")
+            return StringValue()
+
+        unruled = grpc.unary_unary_rpc_method_handler(
+            echo, request_deserializer=StringValue.FromString, response_serializer=StringValue.SerializeToString
+        )
+        return {
+            "Echo": unruled,
+            "Unruled": unruled,
+            "Stream": grpc.unary_stream_rpc_method_handler(
+                stream, request_deserializer=StringValue.FromString, response_serializer=StringValue.SerializeToString
+            ),
+            "Upload": grpc.stream_unary_rpc_method_handler(
+                upload, request_deserializer=StringValue.FromString, response_serializer=StringValue.SerializeToString
+            ),
+        }
+
+    def channel(self, credentials: Credentials | None) -> grpc.Channel:
+        channel = signed_channel(self.address, credentials) if credentials else grpc.insecure_channel(self.address)
+        self.channels.append(channel)
+        return channel
+
+    def echo(self, credentials: Credentials | None, value: str, method: str = "Echo") -> str:
+        call = self.channel(credentials).unary_unary(
+            f"/test.Svc/{method}",
+            request_serializer=StringValue.SerializeToString,
+            response_deserializer=StringValue.FromString,
+        )
+        return call(StringValue(value=value), timeout=10).value
+
+    def close(self) -> None:
+        for channel in self.channels:
+            channel.close()
+        self.server.stop(None)
+
+
+@pytest.fixture
+def env() -> Iterator[Env]:
+    running = Env()
+    yield running
+    running.close()
+
+
+def status(call: Any) -> grpc.StatusCode:
+    with pytest.raises(grpc.RpcError) as err:
+        call()
+    return err.value.code()
+
+
+def test_admitted_call_sees_its_caller(env: Env) -> None:
+    assert env.echo(ALICE, "open-1") == "alice"
+    assert env.reached == ["Echo"]
+
+
+def test_refusals_never_reach_the_handler(env: Env) -> None:
+    wrong = Credentials(ALICE.access_key_id, SecretStr("B" * 40))
+    unknown = Credentials("AKIAUNKNOWNUNKNOWN22", SECRET)
+    assert status(lambda: env.echo(None, "open-1")) == grpc.StatusCode.UNAUTHENTICATED
+    assert status(lambda: env.echo(wrong, "open-1")) == grpc.StatusCode.UNAUTHENTICATED
+    assert status(lambda: env.echo(unknown, "open-1")) == grpc.StatusCode.UNAUTHENTICATED
+    assert status(lambda: env.echo(ALICE, "closed-1")) == grpc.StatusCode.PERMISSION_DENIED
+    assert status(lambda: env.echo(ALICE, "open-1", method="Unruled")) == grpc.StatusCode.PERMISSION_DENIED
+    assert status(lambda: env.echo(FLAKY, "open-1")) == grpc.StatusCode.UNAVAILABLE
+    assert env.reached == []
+
+
+def test_streams_are_guarded_too(env: Env) -> None:
+    stream = env.channel(ALICE).unary_stream(
+        "/test.Svc/Stream",
+        request_serializer=StringValue.SerializeToString,
+        response_deserializer=StringValue.FromString,
+    )
+    assert [m.value for m in stream(StringValue(value="open-s"))] == ["alice", "open-s"]
+    with pytest.raises(grpc.RpcError) as err:
+        list(stream(StringValue(value="closed-s")))
+    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    upload = env.channel(ALICE).stream_unary(
+        "/test.Svc/Upload",
+        request_serializer=StringValue.SerializeToString,
+        response_deserializer=StringValue.FromString,
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        upload(iter([StringValue(value="x")]))
+    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED  # streamed requests: refused, not open
+    assert env.reached == ["Stream"]
+
+
+@pytest.mark.parametrize("offset", [-3600.0, 3600.0])
+def test_clock_skew_is_bounded(offset: float) -> None:
+    skewed = Env(clock_offset=offset)
+    try:
+        assert status(lambda: skewed.echo(ALICE, "open-1")) == grpc.StatusCode.UNAUTHENTICATED
+        assert skewed.reached == []
+    finally:
+        skewed.close()
+
+
+def test_no_principal_outside_a_guarded_call() -> None:
+    with pytest.raises(Unauthenticated):
+        current_principal()

@@ -1,0 +1,99 @@
+"""Every method of every service has a rule, and the rules say what seed 002 says."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from services.auth import actions as a
+from services.auth.permissions import RULES as AUTH_RULES
+from services.graveler.permissions import RULES as GRAVELER_RULES
+from services.graveler.permissions import TABLE, list_readable_repositories
+from silt.auth.v1 import auth_pb2
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.rpc.auth import Authenticated, Narrowed, Require
+
+
+def methods(module: object, service: str) -> set[str]:
+    descriptor = module.DESCRIPTOR.services_by_name[service]  # type: ignore[attr-defined]
+    return {f"/{descriptor.full_name}/{m.name}" for m in descriptor.methods}
+
+
+def test_every_graveler_method_has_a_rule() -> None:
+    assert set(GRAVELER_RULES) == methods(api, "GravelerService")
+
+
+def test_every_auth_method_has_a_rule() -> None:
+    assert set(AUTH_RULES) == methods(auth_pb2, "AuthService")
+    assert isinstance(AUTH_RULES["/silt.auth.v1.AuthService/WhoAmI"], Authenticated)
+    open_ones = [m for m, r in AUTH_RULES.items() if not isinstance(r, Require)]
+    assert open_ones == ["/silt.auth.v1.AuthService/WhoAmI"]
+
+
+WRITES = {
+    "StageEntry",
+    "DeleteEntry",
+    "Commit",
+    "CreateBranch",
+    "DeleteBranch",
+    "CreateTag",
+    "DeleteTag",
+    "Merge",
+    "Revert",
+    "CherryPick",
+    "ResetBranch",
+    "DumpRefs",
+    "RestoreRefs",
+}
+
+
+@pytest.mark.parametrize("method", sorted(TABLE))
+def test_graveler_actions_follow_seed_002(method: str) -> None:
+    action, field_name = TABLE[method]
+    expected = {"CreateRepository": a.CREATE_REPO, "DeleteRepository": a.DELETE_REPO}.get(
+        method, a.WRITE_REPO if method in WRITES else a.READ_REPO
+    )
+    assert action == expected
+    request_type = getattr(api, f"{method}Request")
+    assert field_name in request_type.DESCRIPTOR.fields_by_name
+    rule = GRAVELER_RULES[f"/silt.graveler.v1.GravelerService/{method}"]
+    assert isinstance(rule, Require)
+    assert rule.resource(request_type(**{field_name: "the-repo"})) == "the-repo"
+
+
+def test_list_repositories_is_narrowed() -> None:
+    assert isinstance(GRAVELER_RULES["/silt.graveler.v1.GravelerService/ListRepositories"], Narrowed)
+
+
+ALL = [f"r{i:02d}" for i in range(20)]
+
+
+def fake_listing(request: api.ListRepositoriesRequest) -> api.ListRepositoriesResponse:
+    rest = [n for n in ALL if n > request.after]
+    page = rest[: request.amount]
+    return api.ListRepositoriesResponse(
+        repositories=[api.RepositoryInfo(name=n) for n in page], has_more=len(rest) > len(page)
+    )
+
+
+def paginate(readable: set[str], amount: int) -> list[list[str]]:
+    def may(action: str, names: Sequence[str]) -> list[bool]:
+        assert action == a.READ_REPO
+        return [n in readable for n in names]
+
+    pages, after = [], ""
+    while True:
+        reply = list_readable_repositories(fake_listing, api.ListRepositoriesRequest(after=after, amount=amount), may)
+        pages.append([r.name for r in reply.repositories])
+        if not reply.has_more:
+            return pages
+        after = reply.repositories[-1].name
+
+
+def test_narrowed_listing_fills_pages_and_moves_forward() -> None:
+    readable = {"r01", "r07", "r08", "r13", "r19"}
+    assert paginate(readable, 2) == [["r01", "r07"], ["r08", "r13"], ["r19"]]
+    assert paginate(set(ALL), 7) == [ALL[:7], ALL[7:14], ALL[14:]]
+    assert paginate(set(), 3) == [[]]
+    assert [name for page in paginate(readable, 0) for name in page] == sorted(readable)

@@ -1,0 +1,99 @@
+"""Wildcards, the decision rule (deny wins, nothing means deny) and statement validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.auth import actions as a
+from services.auth.policies import (
+    check_action_pattern,
+    check_statements,
+    compile_pattern,
+    compile_statements,
+    is_allowed,
+    statement,
+)
+from silt.auth.v1 import model_pb2 as pb
+from silt.errors import InvalidArgument
+
+ALLOW, DENY = pb.EFFECT_ALLOW, pb.EFFECT_DENY
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "matches"),
+    [
+        ("*", "anything/at all", True),
+        ("*", "", True),
+        ("ReadRepo", "ReadRepo", True),
+        ("ReadRepo", "ReadRepository", False),
+        ("Read*", "ReadRepo", True),
+        ("*Repo", "WriteRepo", True),
+        ("iam:*", "iam:CreateUser", True),
+        ("iam:*", "ReadRepo", False),
+        ("prod-*", "prod-", True),
+        ("prod-*", "production", False),
+        ("a*b*c", "a-x-b-y-c", True),
+        ("a*b*c", "a-x-c", False),
+        ("users/*", "users/", True),
+        ("users/*", "groups/x", False),
+        ("repo.x", "repoXx", False),  # regex characters are literal
+        ("[ab]", "a", False),
+    ],
+)
+def test_wildcards(pattern: str, value: str, matches: bool) -> None:
+    assert compile_pattern(pattern)(value) is matches
+
+
+def decide(statements: list[pb.Statement], action: str, resource: str) -> bool:
+    return is_allowed(compile_statements([pb.Policy(id="p", statements=statements)]), action, resource)
+
+
+def test_no_statement_means_deny() -> None:
+    assert not decide([], a.READ_REPO, "r")
+    assert not decide([statement(ALLOW, [a.WRITE_REPO])], a.READ_REPO, "r")
+    assert not decide([statement(ALLOW, [a.READ_REPO], ["other"])], a.READ_REPO, "r")
+
+
+def test_deny_wins_over_allow_in_any_order() -> None:
+    allow = statement(ALLOW, ["*"])
+    deny = statement(DENY, [a.WRITE_REPO], ["prod-*"])
+    for statements in ([allow, deny], [deny, allow]):
+        assert not decide(statements, a.WRITE_REPO, "prod-1")
+        assert decide(statements, a.WRITE_REPO, "dev-1")
+        assert decide(statements, a.READ_REPO, "prod-1")
+
+
+def test_deny_across_policies() -> None:
+    policies = [
+        pb.Policy(id="a", statements=[statement(ALLOW, [a.READ_REPO])]),
+        pb.Policy(id="b", statements=[statement(DENY, [a.READ_REPO], ["secret"])]),
+    ]
+    compiled = compile_statements(policies)
+    assert is_allowed(compiled, a.READ_REPO, "public")
+    assert not is_allowed(compiled, a.READ_REPO, "secret")
+
+
+def test_statement_without_effect_grants_nothing() -> None:
+    assert not decide([pb.Statement(actions=["*"], resources=["*"])], a.READ_REPO, "r")
+
+
+def test_action_patterns() -> None:
+    for good in ("*", "ReadRepo", "iam:*", "*Repo", "auth:ReadSecret"):
+        assert check_action_pattern(good) == good
+    for bad in ("ReadRepos", "", "iam:Nope*", "Read Repo", "fs:*"):
+        with pytest.raises(InvalidArgument):
+            check_action_pattern(bad)
+
+
+def test_statement_validation_names_the_statement() -> None:
+    with pytest.raises(InvalidArgument, match="statement 2"):
+        check_statements([statement(ALLOW, ["*"]), pb.Statement(effect=ALLOW, actions=["*"])])
+    with pytest.raises(InvalidArgument, match="at most"):
+        check_statements([statement(ALLOW, ["*"])] * 101)
+
+
+def test_every_action_is_known_to_check_action() -> None:
+    for action in a.ALL_ACTIONS:
+        assert a.check_action(action) == action
+    with pytest.raises(InvalidArgument):
+        a.check_action("Read*")
