@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 PROTOS := $(shell find protos -name '*.proto')
 PROTO_STAMP := silt/.proto-stamp
 
-.PHONY: all venv proto test lint format bench bench-kv bench-graveler bench-auth cassandra clean
+.PHONY: all venv clients proto run test lint format bench bench-kv bench-graveler bench-auth bench-gateway cassandra clean
 
 all: proto
 
@@ -18,6 +18,17 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# S3 client tools for the gateway tests, in their own venv: awscli and s3fs (aiobotocore) pin
+# botocore versions that conflict with our boto3 pin. Tests call them by path.
+CLIENTS_VENV  := .venv-clients
+CLIENTS_STAMP := $(CLIENTS_VENV)/.installed-stamp
+$(CLIENTS_STAMP):
+	@test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/python -m pip install -q awscli==1.46.2 s3cmd==2.4.0 s3fs==2026.9.0
+	@touch $@
+
+clients: $(CLIENTS_STAMP)
+
 # Generated code lands beside the library (silt/<service>/v1/*_pb2*.py), never committed.
 $(PROTO_STAMP): $(STAMP) $(PROTOS)
 	$(PY) -m grpc_tools.protoc -Iprotos --python_out=. --pyi_out=. --grpc_python_out=. $(PROTOS)
@@ -28,9 +39,15 @@ $(PROTO_STAMP): $(STAMP) $(PROTOS)
 
 proto: $(PROTO_STAMP)
 
+# The whole stack in the foreground (auth, graveler, gateway when present), all state in
+# $(SILT_DATA_DIR); Ctrl-C stops it. The first run prints the admin credentials once.
+SILT_DATA_DIR ?= .silt-data
+run: proto
+	SILT_DATA_DIR=$(SILT_DATA_DIR) $(PY) -m silt.cli.main run
+
 # Starts what the tests need itself: Apache Cassandra (scripts/cassandra.sh, once per run)
 # and moto_server, from pytest session fixtures.
-test: proto
+test: proto clients
 	@scripts/ensure-system-deps.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -42,7 +59,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-graveler bench-auth
+bench: bench-kv bench-graveler bench-auth bench-gateway
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -53,10 +70,15 @@ bench-graveler: proto
 bench-auth: proto
 	$(PY) -m bench.auth $(BENCH_ARGS)
 
+# nginx (installed from Debian's packages when missing) is the reference for the GET/PUT ratios.
+bench-gateway: proto clients
+	@scripts/ensure-system-deps.sh bench
+	PATH="$$PATH:/usr/sbin" $(PY) -m bench.gateway $(BENCH_ARGS)
+
 # A Cassandra in the foreground for manual use: scripts/cassandra.sh run
 cassandra:
 	scripts/cassandra.sh run
 
 clean:
-	rm -rf $(VENV) .cache $(PROTO_STAMP) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(CLIENTS_VENV) .cache $(PROTO_STAMP) .pytest_cache .ruff_cache
 	find silt -name '*_pb2*.py*' -delete

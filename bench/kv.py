@@ -58,12 +58,13 @@ def open_driver(driver: str, workdir: Path) -> Iterator[Store]:
     if driver == "cassandra":
         from tests.support.cassandra import CassandraServer
 
-        with CassandraServer.started() as server:
-            store = open_store(server.database_config(keyspace="silt_bench"))
-            try:
-                yield store
-            finally:
-                store.close()
+        server = CassandraServer.from_env() or CassandraServer.start()
+        store = open_store(server.database_config(keyspace="silt_bench"))
+        try:
+            yield store
+        finally:
+            store.close()
+            server.stop()
         return
     config = DatabaseConfig(type=driver, local=LocalDatabaseConfig(path=str(workdir / "bench.db")))
     store = open_store(config)

@@ -112,6 +112,10 @@ class S3GatewayConfig(_Section):
     listen_address: str = "0.0.0.0:8000"
     domain_name: str = "s3.local"
     region: str = "us-east-1"
+    workers: int = Field(1, ge=1, le=64, description="gateway processes sharing the listen address")
+    storage_namespace_template: str | None = Field(
+        None, description="storage namespace of repositories created by CreateBucket, e.g. local://{repo}"
+    )
 
     _listen = field_validator("listen_address")(_check_listen_address)
 
@@ -141,6 +145,19 @@ class AuthConfig(ServiceConfig):
     _endpoint = field_validator("endpoint")(_check_listen_address)
 
 
+class CommittedCacheConfig(_Section):
+    memory_bytes: int = Field(256 * 1024 * 1024, ge=0, description="decoded ranges and metaranges kept in memory")
+    disk_dir: str | None = Field(None, description="where ranges fetched from a remote object store are kept")
+    disk_bytes: int = Field(4 * 1024 * 1024 * 1024, ge=0)
+
+
+class GravelerConfig(ServiceConfig):
+    listen_address: str = "127.0.0.1:8102"
+    cache: CommittedCacheConfig = Field(default_factory=CommittedCacheConfig)
+    # Commits build their metaranges in this many worker processes (not with the mem driver).
+    commit_workers: int = Field(2, ge=1)
+
+
 class CredentialsConfig(_Section):
     """The access key this process signs its calls to other Silt services with."""
 
@@ -154,7 +171,7 @@ class Config(_Section):
     blockstore: BlockstoreConfig = Field(default_factory=BlockstoreConfig)
     gateways: GatewaysConfig = Field(default_factory=GatewaysConfig)
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig(listen_address="127.0.0.1:8101"))
-    graveler: ServiceConfig = Field(default_factory=lambda: ServiceConfig(listen_address="127.0.0.1:8102"))
+    graveler: GravelerConfig = Field(default_factory=GravelerConfig)
     compactor: ServiceConfig = Field(default_factory=lambda: ServiceConfig(listen_address="127.0.0.1:8103"))
     credentials: CredentialsConfig = Field(default_factory=CredentialsConfig)
 

@@ -6,10 +6,7 @@ enforced by silt.rpc.auth.AuthInterceptor); handlers only do the work.
 
 from __future__ import annotations
 
-import argparse
 import logging
-import signal
-import threading
 from collections.abc import Sequence
 
 import grpc
@@ -21,11 +18,10 @@ from services.auth.secrets import SecretBox
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
 from silt.auth.v1 import model_pb2 as pb
-from silt.config import load_config
 from silt.errors import InvalidArgument
 from silt.kv import open_store
 from silt.rpc.auth import current_principal
-from silt.rpc.server import bind, build_server
+from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
 
 log = logging.getLogger(__name__)
 
@@ -212,22 +208,16 @@ def start(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Run the auth gRPC service.")
-    parser.add_argument("--config", help="YAML configuration file")
-    args = parser.parse_args(argv)
-    config = load_config(args.config)
-    logging.basicConfig(level=getattr(logging, config.logging.level.replace("WARN", "WARNING"), logging.INFO))
-    store = open_store(config.database)
-    model = IamModel(store, SecretBox(config.auth.encrypt_secret_key))
+    config = service_config("Run the auth gRPC service.", argv, "auth")
+    with startup_errors("auth"):
+        store = open_store(config.database)
+        model = IamModel(store, SecretBox(config.auth.encrypt_secret_key))
     if model.setup_record() is None:
         log.warning("auth is not set up yet: run `python -m services.auth.setup` to create the admin user")
     interceptor = local_interceptor(model, config.auth.cache_ttl_seconds, config.auth.max_clock_skew_seconds)
     server, port = start(model, config.auth.listen_address, [interceptor])
     log.info("auth listening on port %d", port)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
+    wait_for_shutdown()
     server.stop(grace=5).wait()
     store.close()
 

@@ -48,6 +48,13 @@ PRESET_POLICIES: dict[str, tuple[str, list[pb.Statement]]] = {
         [statement(pb.EFFECT_ALLOW, [a.AUTHORIZE, a.READ_SECRET, a.READ_REPO, a.WRITE_REPO])],
     ),
 }
+# The S3 gateway creates and deletes repositories for S3 callers (CreateBucket, DeleteBucket)
+# after auth has allowed that caller CreateRepo/DeleteRepo: its own user needs them too.
+GATEWAY_POLICY = "GatewayRepoLifecycle"
+GATEWAY_POLICY_SPEC = (
+    "the S3 gateway: create and delete repositories on behalf of callers auth has authorized",
+    [statement(pb.EFFECT_ALLOW, [a.CREATE_REPO, a.DELETE_REPO])],
+)
 PRESET_GROUPS: dict[str, tuple[str, str]] = {
     ADMINS: ("administrators: everything", "FullAccess"),
     DEVELOPERS: ("ReadRepo and WriteRepo on all repositories", "RepoReadWriteAll"),
@@ -116,6 +123,10 @@ def setup(
     issued = {
         service: _fresh_key(model, service_user_id(service), SERVICES, f"the {service} service") for service in services
     }
+    if "gateway" in issued:
+        description, statements = GATEWAY_POLICY_SPEC
+        _ensure(lambda: model.create_policy(GATEWAY_POLICY, statements, description))
+        model.attach_policy(GATEWAY_POLICY, user_id=service_user_id("gateway"))
     result = SetupResult(admin, issued)
     announce(result)
     model.mark_setup_done(admin_user_id)

@@ -16,7 +16,7 @@ from services.graveler.committed.diff import Difference
 from services.graveler.committed.merge import Conflict, Resolver, by_pattern
 from services.graveler.history import find_merge_base
 from services.graveler.paging import CommonPrefix, Page, paginate
-from services.graveler.refs import BranchRecord, RepoHandle
+from services.graveler.refs import BranchRecord, RepoHandle, set_tokens
 from services.graveler.staging import new_token
 from services.graveler.validation import validate_key
 from silt.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed
@@ -24,6 +24,7 @@ from silt.graveler.v1 import model_pb2 as pb
 
 if TYPE_CHECKING:
     from services.graveler.graveler import Graveler, Resolved
+
 
 STRATEGIES = {"fail", "source-wins", "dest-wins"}
 
@@ -270,22 +271,16 @@ class BranchingMixin:
                         self.staging.drop_key(token, kv)
             return self.refs.get_branch(repo, branch_name).branch
         target = self._resolve(repo, hard_ref).commit_id if hard_ref else None
-        for _ in range(self.options.max_retries):
-            current = self.refs.get_branch(repo, branch_name)
-            updated = pb.Branch()
-            updated.CopyFrom(current.branch)
-            updated.staging_token = new_token(repo.partition, branch_name)
-            del updated.sealed_tokens[:]
+
+        def reset(branch: pb.Branch) -> None:
+            set_tokens(branch, new_token(repo.partition, branch_name), [])
             if target is not None:
-                updated.commit_id = target
-            try:
-                self.refs.set_branch_if(repo, updated, current.predicate)
-            except PredicateFailed:
-                continue
-            for token in [current.branch.staging_token, *current.branch.sealed_tokens]:
-                self._cleanup.submit(self._drop_token, token)
-            return updated
-        raise Aborted(f"reset of {branch_name!r} raced with other changes {self.options.max_retries} times; retry")
+                branch.commit_id = target
+
+        current, updated = self._update_branch(repo, branch_name, reset, "reset")
+        for token in [current.branch.staging_token, *current.branch.sealed_tokens]:
+            self._cleanup.submit(self._drop_token, token)
+        return updated
 
     def _staged_under(self: Graveler, token: str, prefix: bytes) -> Iterator[bytes]:
         for kv in self.staging.scan(token, prefix):

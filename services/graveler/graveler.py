@@ -36,7 +36,7 @@ from services.graveler.history import LogFilter, ancestors
 from services.graveler.iterators import combined, live
 from services.graveler.lifecycle import LifecycleMixin
 from services.graveler.paging import CommonPrefix, paginate
-from services.graveler.refs import BranchRecord, RefStore, RepoHandle
+from services.graveler.refs import BranchRecord, RefStore, RepoHandle, set_tokens
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.validation import validate_key, validate_ref_name, validate_repository_name
 from services.graveler.values import TOMBSTONE, KeyValue, Value, decode_entry, entry_value
@@ -419,36 +419,41 @@ class Graveler(BranchingMixin, LifecycleMixin):
         except Exception:  # best effort: the values left behind are harmless duplicates
             log.warning("could not tidy sealed tokens of %s after a partial commit", branch_name, exc_info=True)
 
-    def _seal(self, repo: RepoHandle, branch_name: str) -> BranchRecord:
+    def _update_branch(
+        self, repo: RepoHandle, name: str, change: Callable[[pb.Branch], None], what: str
+    ) -> tuple[BranchRecord, pb.Branch]:
+        """Apply change to a fresh copy of the branch record and set_if it; re-read and redo on a race.
+
+        Returns the record it replaced and the new branch.
+        """
         for _ in range(self.options.max_retries):
-            current = self.refs.get_branch(repo, branch_name)
+            current = self.refs.get_branch(repo, name)
             updated = pb.Branch()
             updated.CopyFrom(current.branch)
-            updated.staging_token = new_token(repo.partition, branch_name)
-            del updated.sealed_tokens[:]
-            updated.sealed_tokens.extend([current.branch.staging_token, *current.branch.sealed_tokens])
+            change(updated)
             try:
                 self.refs.set_branch_if(repo, updated, current.predicate)
             except PredicateFailed:
                 continue
-            return BranchRecord(updated, current.predicate)
-        raise Aborted(f"could not seal branch {branch_name!r}: it changed {self.options.max_retries} times; retry")
+            return current, updated
+        raise Aborted(f"{what} of branch {name!r} raced with other changes {self.options.max_retries} times; retry")
+
+    def _seal(self, repo: RepoHandle, branch_name: str) -> BranchRecord:
+        def seal(branch: pb.Branch) -> None:
+            set_tokens(branch, new_token(repo.partition, branch_name), [branch.staging_token, *branch.sealed_tokens])
+
+        current, updated = self._update_branch(repo, branch_name, seal, "sealing")
+        return BranchRecord(updated, current.predicate)
 
     def _unseal(self, repo: RepoHandle, branch_name: str, tokens: list[str]) -> None:
-        """Drop sealed tokens that held nothing to commit (a refused empty commit)."""
-        for _ in range(self.options.max_retries):
-            current = self.refs.get_branch(repo, branch_name)
-            updated = pb.Branch()
-            updated.CopyFrom(current.branch)
-            del updated.sealed_tokens[:]
-            updated.sealed_tokens.extend(t for t in current.branch.sealed_tokens if t not in tokens)
-            try:
-                self.refs.set_branch_if(repo, updated, current.predicate)
-            except PredicateFailed:
-                continue
-            for token in tokens:
-                self._cleanup.submit(self._drop_token, token)
-            return
+        """Drop sealed tokens that hold nothing left to commit."""
+
+        def unseal(branch: pb.Branch) -> None:
+            set_tokens(branch, branch.staging_token, [t for t in branch.sealed_tokens if t not in tokens])
+
+        self._update_branch(repo, branch_name, unseal, "unsealing")
+        for token in tokens:
+            self._cleanup.submit(self._drop_token, token)
 
     def _drop_token(self, token: str) -> None:
         try:

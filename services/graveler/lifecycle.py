@@ -144,12 +144,12 @@ class LifecycleMixin:
 
     def restore_refs(self: Graveler, repository: str, location: str) -> tuple[int, int, int]:
         repo = self._repo(repository)
+        if not location.startswith(DUMPS_PREFIX) or not location.endswith("/manifest.json") or ".." in location:
+            raise InvalidArgument(f"invalid dump location {location!r}")
         if next(iter(self.refs.list_branches(repo)), None) is not None:
             raise FailedPrecondition(
                 f"repository {repository!r} is not bare: restore needs a repository without branches"
             )
-        if not location.startswith(DUMPS_PREFIX) or not location.endswith("/manifest.json") or ".." in location:
-            raise InvalidArgument(f"invalid dump location {location!r}")
         folder = location[: -len("manifest.json")]
         adapter = self.committed.adapter
 

@@ -53,6 +53,13 @@ class BranchRecord:
     predicate: Predicate
 
 
+def set_tokens(branch: pb.Branch, staging_token: str, sealed_tokens: list[str]) -> None:
+    """Give a branch record a staging token and sealed tokens (newest first)."""
+    branch.staging_token = staging_token
+    del branch.sealed_tokens[:]
+    branch.sealed_tokens.extend(sealed_tokens)
+
+
 _M = TypeVar("_M", pb.Repository, pb.Branch, pb.Tag, pb.Commit)
 
 

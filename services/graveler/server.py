@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 
 import grpc
@@ -21,16 +18,17 @@ from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import RULES
 from silt.block import open_adapter
-from silt.config import Config, load_config
-from silt.errors import InvalidArgument
+from silt.config import Config
+from silt.errors import InvalidArgument, SiltError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
-from silt.rpc.auth import remote_interceptor
-from silt.rpc.server import bind, build_server
+from silt.rpc.auth import current_principal, remote_interceptor
+from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
 
 log = logging.getLogger(__name__)
+CLEANER_INTERVAL_SECONDS = 60.0
 
 
 def _repo_info(record: pb.Repository) -> api.RepositoryInfo:
@@ -53,6 +51,16 @@ def _commit_info(commit: pb.Commit) -> api.CommitInfo:
         metadata=dict(commit.metadata),
         generation=commit.generation,
     )
+
+
+def _committer(requested: str) -> str:
+    """Who a new commit is by: as requested, else the authenticated caller."""
+    if requested:
+        return requested
+    try:
+        return current_principal().user_id
+    except SiltError:  # served without the auth interceptor (embedded use, tests)
+        return ""
 
 
 class GravelerServicer(api_grpc.GravelerServiceServicer):
@@ -125,7 +133,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             request.branch,
             request.message,
             dict(request.metadata),
-            request.committer,
+            _committer(request.committer),
             request.allow_empty,
             list(request.prefixes),
         )
@@ -218,7 +226,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             request.allow_empty,
             request.message,
             dict(request.metadata),
-            request.committer,
+            _committer(request.committer),
         )
         return _merge_response(outcome)
 
@@ -230,13 +238,13 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             request.parent_number,
             request.message,
             dict(request.metadata),
-            request.committer,
+            _committer(request.committer),
         )
         return _merge_response(outcome)
 
     def CherryPick(self, request: api.CherryPickRequest, context: grpc.ServicerContext) -> api.MergeResponse:
         outcome = self.g.cherry_pick(
-            request.repository, request.branch, request.ref, request.parent_number, request.committer
+            request.repository, request.branch, request.ref, request.parent_number, _committer(request.committer)
         )
         return _merge_response(outcome)
 
@@ -317,8 +325,10 @@ def build_graveler(config: Config, options: GravelerOptions | None = None) -> Gr
     kv = open_store(config.database)
     adapter = open_adapter(config.blockstore)
     # Commits build in worker processes so that serving never waits on them for the GIL.
-    builder = ProcessPoolBuilder(config) if config.database.type != "mem" else None
-    return Graveler(kv, CommittedManager(adapter, CommittedCache()), options, builder)
+    builder = ProcessPoolBuilder(config, config.graveler.commit_workers) if config.database.type != "mem" else None
+    cache_config = config.graveler.cache
+    cache = CommittedCache(cache_config.memory_bytes, cache_config.disk_dir, cache_config.disk_bytes)
+    return Graveler(kv, CommittedManager(adapter, cache), options, builder)
 
 
 def start(
@@ -332,23 +342,18 @@ def start(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Run the graveler gRPC service.")
-    parser.add_argument("--config", help="YAML configuration file")
-    args = parser.parse_args(argv)
-    config = load_config(args.config)
+    config = service_config("Run the graveler gRPC service.", argv, "graveler")
     # Commits are CPU-bound Python; a short GIL switch interval keeps staging writes served
     # in between (seed 001's long-commit-with-staging scenario).
     sys.setswitchinterval(0.0005)
-    logging.basicConfig(level=getattr(logging, config.logging.level.replace("WARN", "WARNING"), logging.INFO))
-    graveler = build_graveler(config)
+    with startup_errors("graveler"):
+        graveler = build_graveler(config)
     # Every call is authenticated and authorized by auth; nothing is served without it.
     interceptor = remote_interceptor(config, RULES)
     server, port = start(graveler, config.graveler.listen_address, [interceptor])
     log.info("graveler listening on port %d", port)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
+    # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted.
+    wait_for_shutdown(CLEANER_INTERVAL_SECONDS, graveler.clean_deleted_repositories)
     server.stop(grace=5).wait()
     interceptor.close()
     graveler.close()

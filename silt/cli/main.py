@@ -13,6 +13,14 @@ from typing import Any
 
 import click
 
+from silt.cli.branch import branch, tag
+from silt.cli.common import SiltGroup, State, json_option
+from silt.cli.doctor import doctor
+from silt.cli.fs import fs
+from silt.cli.history import commit, diff, log, merge, show_commit
+from silt.cli.iam import auth
+from silt.cli.repo import repo
+from silt.cli.run import run
 from silt.config import Config, load_config
 from silt.errors import ConfigError, SiltError
 
@@ -38,17 +46,36 @@ def _one_line_errors(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-@click.group()
+@click.group(cls=SiltGroup)
 @click.option("--config", "config_path", envvar="SILT_CONFIG", help="YAML configuration file.")
+@click.option("--graveler", metavar="HOST:PORT", help="Graveler endpoint (default: saved by `silt run`, or config).")
+@click.option("--auth", "auth_endpoint", metavar="HOST:PORT", help="Auth endpoint.")
+@click.option("--s3-endpoint", metavar="URL", help="S3 gateway URL, for object bytes.")
+@json_option
 @click.pass_context
-def cli(ctx: click.Context, config_path: str | None) -> None:
-    """Silt: git-like version control for data lakes."""
-    ctx.ensure_object(dict)
-    ctx.obj["config_path"] = config_path
+def cli(
+    ctx: click.Context,
+    config_path: str | None,
+    graveler: str | None,
+    auth_endpoint: str | None,
+    s3_endpoint: str | None,
+) -> None:
+    """Silt: git-like version control for data lakes.
+
+    \b
+    Objects are named by URIs: silt://REPOSITORY/REF/PATH
+    Exit codes: 0 ok, 1 failure, 2 usage or configuration, 3 unavailable,
+    4 not found, 5 conflict, 6 permission denied or not authenticated.
+    """
+    state = ctx.ensure_object(State)
+    state.config_path = config_path
+    state.graveler = graveler
+    state.auth = auth_endpoint
+    state.s3_endpoint = s3_endpoint
 
 
 def _config(ctx: click.Context) -> Config:
-    return load_config(ctx.obj["config_path"])
+    return load_config(ctx.find_root().ensure_object(State).config_path)
 
 
 @cli.group()
@@ -87,8 +114,12 @@ def check(ctx: click.Context) -> None:
     click.echo(f"blockstore: {loaded.blockstore.type} ok")
 
 
+for command in (repo, branch, tag, commit, log, diff, merge, show_commit, fs, auth, run, doctor):
+    cli.add_command(command)
+
+
 def main() -> None:
-    cli(obj={})
+    cli(obj=State())
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ Consistency decisions (see DESIGN.md, "KV layer"):
 from __future__ import annotations
 
 import errno
+import logging
 import socket
 import threading
 import time
@@ -281,12 +282,19 @@ class CassandraStore(Store):
         )
 
     def _connect(self) -> Session:
+        # The driver logs each failed first attempt with a traceback; the Unavailable raised
+        # below says the same in one line, so those records are held back during the attempt.
+        cluster_log = logging.getLogger("cassandra.cluster")
+        previous = cluster_log.level
+        cluster_log.setLevel(logging.CRITICAL)
         try:
             session = self._cluster.connect()
         except Exception as exc:
             raise Unavailable(
                 f"cassandra: cannot reach {self._contacts}: {_reason(exc, self._config.connect_timeout_s)}"
             ) from exc
+        finally:
+            cluster_log.setLevel(previous)
         session.default_fetch_size = self._config.page_size
         return session
 

@@ -3,12 +3,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import argparse
+import contextlib
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
+from silt.config import Config, load_config
+from silt.errors import ConfigError, SiltError
+from silt.logs import configure_logging
 from silt.rpc.errors import ErrorMappingInterceptor
+
+log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
@@ -31,3 +42,43 @@ def bind(server: grpc.Server, address: str) -> int:
     if port == 0:
         raise OSError(f"cannot listen on {address}")
     return port
+
+
+def service_config(description: str, argv: list[str] | None, service: str) -> Config:
+    """Parse a service's command line, load and validate its configuration, set up logging.
+
+    A bad configuration ends the process with one line naming the key (exit code 2).
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--config", help="YAML configuration file (default: $SILT_CONFIG, then defaults)")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"silt {service}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    configure_logging(config.logging, service)
+    return config
+
+
+def wait_for_shutdown(every: float | None = None, tick: Callable[[], None] | None = None) -> None:
+    """Block until SIGTERM or SIGINT; call tick every `every` seconds meanwhile."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    while not stop.wait(every):
+        if tick is not None:
+            try:
+                tick()
+            except Exception:
+                log.warning("periodic task failed; will retry", exc_info=True)
+
+
+@contextlib.contextmanager
+def startup_errors(service: str) -> Iterator[None]:
+    """A store that cannot be reached at start-up ends the process with one line (exit code 3)."""
+    try:
+        yield
+    except SiltError as exc:
+        print(f"silt {service}: cannot start: {exc}", file=sys.stderr)
+        raise SystemExit(3) from None

@@ -14,6 +14,7 @@ from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import model_pb2 as pb
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
+from silt.graveler.v1 import model_pb2 as gpb
 from silt.rpc.auth import ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, Credentials, payload_digest, sign
 from tests.integration.auth.support import Stack, code_of, details_of, unique
 
@@ -263,3 +264,13 @@ def test_delegated_admin_cannot_attach_policies_it_was_not_given(stack: Stack) -
 def test_authorize_wants_a_concrete_action(stack: Stack, action: str) -> None:
     call = lambda: stack.auth(stack.admin).Authorize(auth_api.AuthorizeRequest(action=action, resource="x"))  # noqa: E731
     assert code_of(call) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_commits_are_by_the_authenticated_caller(stack: Stack) -> None:
+    user, creds = stack.new_user(groups=["Developers"], prefix="author")
+    repo = stack.new_repo("authored")
+    graveler = stack.gv(creds)
+    entry = gpb.Entry(etag="e")
+    graveler.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key="k", entry=entry))
+    commit = graveler.Commit(api.CommitRequest(repository=repo, branch="main", message="mine"))
+    assert commit.committer == user

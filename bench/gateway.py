@@ -1,0 +1,298 @@
+"""`make bench-gateway`: the S3 gateway as a real server process, one JSON object per line.
+
+Auth, graveler and the gateway run as processes (tests/support/gateway_stack.py). Large
+transfers use curl against both the gateway and nginx (a loopback nginx with a temporary
+config, when `nginx` is installed), so that the ratio compares the servers, not the clients.
+Small-object rates use 32 client threads over keep-alive connections with presigned URLs
+made before the clock starts, so that client-side signing does not count against the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import boto3
+import botocore.session
+import requests
+from botocore.config import Config as BotoConfig
+
+from bench.graveler import emit, free_port
+from tests.support.gateway_stack import GatewayStack, gateway_stack
+
+MIB = 1024 * 1024
+NGINX_CONF = """
+worker_processes 1;
+{user}
+daemon off;
+pid {root}/nginx.pid;
+error_log {root}/error.log;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    sendfile on;
+    client_body_temp_path {root}/body;
+    client_max_body_size 0;
+    server {{
+        listen 127.0.0.1:{port};
+        root {root}/www;
+        location / {{ dav_methods PUT; create_full_put_path on; }}
+    }}
+}}
+"""
+
+
+def curl(*args: str) -> float:
+    """Seconds curl took for one transfer."""
+    done = subprocess.run(
+        ["curl", "-sS", "--fail", "-o", "/dev/null", "-w", "%{time_total}", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(done.stdout)
+
+
+def best_of(n: int, fn: Callable[[], float]) -> float:
+    return min(fn() for _ in range(n))
+
+
+class Nginx:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "www").mkdir(parents=True)
+        (root / "body").mkdir()
+        self.port = free_port()
+        conf = root / "nginx.conf"
+        # As root, nginx's workers would drop to `nobody`, who cannot write into our temp dir.
+        user = "user root;" if os.geteuid() == 0 else ""
+        conf.write_text(NGINX_CONF.format(root=root, port=self.port, user=user))
+        self.proc = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(root)], stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def bench_large(gw: GatewayStack, workdir: Path, size_mib: int) -> None:
+    path = workdir / "large.bin"
+    with open(path, "wb") as f:
+        block = os.urandom(MIB)
+        for _ in range(size_mib):
+            f.write(block)
+    user = f"{gw.admin.access_key_id}:{gw.admin.secret_access_key.get_secret_value()}"
+    sign = ["--aws-sigv4", f"aws:amz:{gw.region}:s3", "--user", user, "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+    url = f"{gw.endpoint}/bench/main/large.bin"
+    gw_put = best_of(3, lambda: curl(*sign, "-T", str(path), url))
+    gw_get = best_of(3, lambda: curl(*sign, url))
+    size = size_mib * MIB
+    emit(f"gateway.put_{size_mib}mib", size / gw_put / MIB, "MiB/s", None)
+    emit(f"gateway.get_{size_mib}mib", size / gw_get / MIB, "MiB/s", None)
+    if shutil.which("nginx") is None:
+        print(json.dumps({"note": "nginx not installed: no GET/PUT ratios"}), flush=True)
+        return
+    nginx = Nginx(workdir / "nginx")
+    try:
+        nginx_put = best_of(3, lambda: curl("-T", str(path), f"{nginx.url}/large.bin"))
+        nginx_get = best_of(3, lambda: curl(f"{nginx.url}/large.bin"))
+    finally:
+        nginx.stop()
+    emit(f"nginx.put_{size_mib}mib", size / nginx_put / MIB, "MiB/s", None)
+    emit(f"nginx.get_{size_mib}mib", size / nginx_get / MIB, "MiB/s", None)
+    emit(f"gateway.get_{size_mib}mib_vs_nginx", nginx_get / gw_get, "ratio", 0.5)
+    emit(f"gateway.put_{size_mib}mib_vs_nginx", nginx_put / gw_put, "ratio", None)
+    path.unlink()
+
+
+def _hammer(urls: list[tuple[str, str]], body: bytes, threads: int) -> float:
+    """Requests per second for (method, url) pairs spread over `threads` keep-alive connections."""
+    local = threading.local()
+    failures: list[int] = []
+
+    def one(item: tuple[str, str]) -> None:
+        method, url = item
+        parts = urlsplit(url)
+        conn = getattr(local, "conn", None)
+        if conn is None:
+            conn = local.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+        conn.request(method, f"{parts.path}?{parts.query}", body=body if method == "PUT" else None)
+        response = conn.getresponse()
+        response.read()
+        if response.status != 200:
+            failures.append(response.status)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(one, urls))
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise RuntimeError(f"{len(failures)} requests failed, e.g. HTTP {failures[0]}")
+    return len(urls) / elapsed
+
+
+def bench_small(gw: GatewayStack, count: int, threads: int) -> None:
+    s3 = gw.client()
+    body = os.urandom(4096)
+
+    def presign(method: str, i: int) -> tuple[str, str]:
+        op = "put_object" if method == "PUT" else "get_object"
+        params = {"Bucket": "bench", "Key": f"main/small/{i:06d}"}
+        return method, s3.generate_presigned_url(op, Params=params, ExpiresIn=3600)
+
+    puts = [presign("PUT", i) for i in range(count)]
+    gets = [presign("GET", i) for i in range(count)]
+    emit("gateway.put_4kib_32_clients", _hammer(puts, body, threads), "req/s", 400)
+    emit("gateway.get_4kib_32_clients", _hammer(gets, body, threads), "req/s", 1000)
+
+
+def bench_list(gw: GatewayStack, count: int) -> None:
+    from bench.graveler import stage_in_process
+    from services.graveler.committed.cache import CommittedCache
+    from services.graveler.committed.manager import CommittedManager
+    from services.graveler.graveler import Graveler
+    from silt.block.local import LocalAdapter
+    from silt.kv import open_store
+
+    assert gw.stack.config is not None
+    s3 = gw.client()
+    s3.create_bucket(Bucket="bench-list")
+    config = gw.stack.config
+    kv = open_store(config.database)
+    graveler = Graveler(kv, CommittedManager(LocalAdapter(config.blockstore.local.path), CommittedCache()))
+    try:
+        # Staging 240,000 entries one request at a time would measure PutObject, not listing.
+        stage_in_process(graveler, "bench-list", "main", count)
+    finally:
+        graveler.close()
+        kv.close()
+    # The server's share: the same pages over plain HTTP, without botocore's XML parsing.
+    session = requests.Session()
+    started = time.perf_counter()
+    listed, token = 0, None
+    while True:
+        params = {"Bucket": "bench-list", "Prefix": "main/", **({"ContinuationToken": token} if token else {})}
+        body = session.get(s3.generate_presigned_url("list_objects_v2", Params=params), timeout=60).content
+        listed += body.count(b"<Contents>")
+        match = re.search(rb"<NextContinuationToken>(.*?)</NextContinuationToken>", body)
+        if match is None:
+            break
+        token = match.group(1).decode()
+    assert listed == count, (listed, count)
+    emit(f"gateway.list_v2_{count // 1000}k_staged.raw_http", time.perf_counter() - started, "s", 8.0)
+    for name, client in (("", s3), (".fast_timestamps", _fast_timestamp_client(gw))):
+        started = time.perf_counter()
+        listed = 0
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket="bench-list", Prefix="main/"):
+            listed += page["KeyCount"]
+        elapsed = time.perf_counter() - started
+        assert listed == count, (listed, count)
+        emit(f"gateway.list_v2_paginator_{count // 1000}k_staged{name}", elapsed, "s", 8.0)
+
+
+def _fast_timestamp_client(gw: GatewayStack) -> Any:
+    """boto3 with botocore's documented timestamp-parser hook set to datetime.fromisoformat.
+
+    By default botocore parses every LastModified with dateutil (~75 us each), which alone
+    costs ~18 s of client CPU for 240,000 keys; this variant shows what the server does.
+    """
+    session = botocore.session.Session()
+    session.get_component("response_parser_factory").set_parser_defaults(
+        timestamp_parser=lambda value: datetime.fromisoformat(value.replace("Z", "+00:00"))
+    )
+    return boto3.Session(botocore_session=session).client(
+        "s3",
+        endpoint_url=gw.endpoint,
+        aws_access_key_id=gw.admin.access_key_id,
+        aws_secret_access_key=gw.admin.secret_access_key.get_secret_value(),
+        region_name=gw.region,
+        config=BotoConfig(s3={"addressing_style": "path"}),
+    )
+
+
+def bench_memory(gw: GatewayStack, workdir: Path, size_mib: int) -> None:
+    path = workdir / "huge.bin"
+    with open(path, "wb") as f:
+        f.truncate(size_mib * MIB)  # sparse: the disk is not what is measured
+    user = f"{gw.admin.access_key_id}:{gw.admin.secret_access_key.get_secret_value()}"
+    sign = ["--aws-sigv4", f"aws:amz:{gw.region}:s3", "--user", user, "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+    pid = gw.stack.pid("gateway")
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_kib(pid))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        curl(*sign, "-T", str(path), f"{gw.endpoint}/bench/main/huge.bin")
+    finally:
+        done.set()
+        sampler.join()
+        path.unlink()
+    emit(f"gateway.peak_rss_during_{size_mib // 1024}gib_upload", peak[0] / 1024, "MiB", 200)
+
+
+def _rss_kib(pid: int | None) -> int:
+    """The largest RSS among the gateway and its worker processes (the upload runs in one of them)."""
+    pids = [pid]
+    with contextlib.suppress(OSError):
+        pids += [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    peak = 0
+    for one in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{one}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    peak = max(peak, int(line.split()[1]))
+    return peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--large-mib", type=int, default=256)
+    parser.add_argument("--small-count", type=int, default=5000)
+    parser.add_argument("--threads", type=int, default=32)
+    parser.add_argument("--list-count", type=int, default=240_000)
+    parser.add_argument("--memory-mib", type=int, default=2048)
+    parser.add_argument("--only", default="large,small,list,memory")
+    parser.add_argument("--workers", type=int, default=2, help="gateways.s3.workers")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    with tempfile.TemporaryDirectory(prefix="silt-bench-gw-") as tmp:
+        workdir = Path(tmp)
+        with gateway_stack(workdir / "stack", workers=args.workers) as gw:
+            gw.client().create_bucket(Bucket="bench")
+            if "large" in only:
+                bench_large(gw, workdir, args.large_mib)
+            if "small" in only:
+                bench_small(gw, args.small_count, args.threads)
+            if "memory" in only:
+                bench_memory(gw, workdir, args.memory_mib)
+            if "list" in only:
+                bench_list(gw, args.list_count)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The S3 gateway as an ASGI application: route, authenticate, dispatch, answer S3-style."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from services.gateway.authn import authenticate
+from services.gateway.backend import Backend
+from services.gateway.errors import S3Error, error_body
+from services.gateway.operations import dispatch
+from services.gateway.operations.common import Context, Response
+from services.gateway.request import Receive, from_scope
+from services.gateway.routing import route
+from silt.config import Config
+from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
+
+log = logging.getLogger(__name__)
+
+
+def _from_silt(exc: SiltError) -> S3Error:
+    """Errors raised by the block adapter or KV, as S3 errors."""
+    if isinstance(exc, Unavailable):
+        return S3Error("ServiceUnavailable", str(exc))
+    if isinstance(exc, NotFound):
+        return S3Error("NoSuchKey", str(exc))
+    if isinstance(exc, InvalidArgument):
+        return S3Error("InvalidArgument", str(exc))
+    return S3Error("InternalError", str(exc))
+
+
+class GatewayApp:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.backend: Backend | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        assert self.backend is not None
+        request = from_scope(scope, receive)
+        ctx = Context(request, self.backend, self.config.gateways.s3)
+        try:
+            route(request, self.config.gateways.s3.domain_name)
+            await authenticate(ctx)
+            handler = dispatch(ctx)
+            response = await handler(ctx)
+        except S3Error as exc:
+            response = self._error(ctx, exc)
+        except SiltError as exc:
+            response = self._error(ctx, _from_silt(exc))
+        except Exception:
+            log.exception("%s %s failed", request.method, request.raw_path)
+            response = self._error(ctx, S3Error("InternalError"))
+        await self._send(ctx, response, send)
+
+    def _error(self, ctx: Context, exc: S3Error) -> Response:
+        request = ctx.request
+        if exc.status >= 500 or exc.code in ("SignatureDoesNotMatch", "InvalidAccessKeyId"):
+            log.info("%s %s: %s %s", request.method, request.raw_path, exc.code, exc.message)
+        if exc.status == 304:
+            return Response(304)
+        body = b"" if request.method == "HEAD" else error_body(exc, request.resource, request.request_id)
+        headers = [("Content-Type", "application/xml")]
+        if exc.code in ("ServiceUnavailable", "SlowDown"):
+            headers.append(("Retry-After", "1"))
+        return Response(exc.status, headers, body)
+
+    async def _send(self, ctx: Context, response: Response, send: Any) -> None:
+        headers = [(k.encode("latin-1"), v.encode("latin-1", "replace")) for k, v in response.headers]
+        headers.append((b"x-amz-request-id", ctx.request.request_id.encode()))
+        headers.append((b"server", b"Silt"))
+        if self._unread_body(ctx):
+            # A client that sent Expect: 100-continue may still send the body we refused;
+            # closing is the only way to keep it from being parsed as the next request.
+            headers.append((b"connection", b"close"))
+        if response.stream is not None:
+            headers.append((b"content-length", str(response.length).encode()))
+        elif not any(k.lower() == b"content-length" for k, _ in headers):
+            headers.append((b"content-length", str(len(response.body)).encode()))
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
+        if response.stream is None:
+            await send({"type": "http.response.body", "body": response.body if ctx.request.method != "HEAD" else b""})
+            return
+        try:
+            async for chunk in response.stream:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        finally:
+            await response.stream.aclose()  # type: ignore[attr-defined]
+        await send({"type": "http.response.body", "body": b""})
+
+    @staticmethod
+    def _unread_body(ctx: Context) -> bool:
+        headers = ctx.request.headers
+        sent = headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in headers
+        return sent and not ctx.request.body.finished
+
+    async def _lifespan(self, receive: Receive, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self.backend = Backend(self.config)
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self.backend is not None:
+                    await self.backend.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return

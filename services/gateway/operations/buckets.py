@@ -1,0 +1,85 @@
+"""Bucket operations: a bucket is a repository."""
+
+from __future__ import annotations
+
+from services.auth.actions import CREATE_REPO, DELETE_REPO, READ_REPO
+from services.gateway.errors import S3Error
+from services.gateway.operations.common import Context, Response, iso_time, x, xml_response
+from services.gateway.operations.listing import branches
+from silt.graveler.v1 import graveler_pb2 as api
+
+_XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
+
+
+async def list_buckets(ctx: Context) -> Response:
+    backend = ctx.backend
+    repositories: list[api.RepositoryInfo] = []
+    after = ""
+    while True:
+        page = await backend.call(
+            backend.graveler.ListRepositories, api.ListRepositoriesRequest(after=after, amount=1000), "NoSuchBucket"
+        )
+        repositories += page.repositories
+        if not page.has_more or not page.repositories:
+            break
+        after = page.repositories[-1].name
+    allowed = await backend.allowed_many(ctx.user_id, READ_REPO, [r.name for r in repositories])
+    buckets = "".join(
+        f"<Bucket><Name>{x(r.name)}</Name><CreationDate>{iso_time(r.creation_date.ToDatetime())}</CreationDate></Bucket>"
+        for r, ok in zip(repositories, allowed, strict=True)
+        if ok
+    )
+    owner = f"<Owner><ID>{x(ctx.user_id)}</ID><DisplayName>{x(ctx.user_id)}</DisplayName></Owner>"
+    return xml_response(
+        f"<ListAllMyBucketsResult {_XMLNS}>{owner}<Buckets>{buckets}</Buckets></ListAllMyBucketsResult>"
+    )
+
+
+async def head_bucket(ctx: Context) -> Response:
+    await ctx.authorize(READ_REPO, ctx.request.bucket)
+    await ctx.backend.namespace(ctx.request.bucket)
+    return Response(200, [("x-amz-bucket-region", ctx.config.region)])
+
+
+async def get_bucket_location(ctx: Context) -> Response:
+    await head_bucket(ctx)
+    # S3 answers an empty constraint for us-east-1.
+    region = "" if ctx.config.region == "us-east-1" else x(ctx.config.region)
+    return xml_response(f"<LocationConstraint {_XMLNS}>{region}</LocationConstraint>")
+
+
+async def get_bucket_versioning(ctx: Context) -> Response:
+    await head_bucket(ctx)
+    # Versions are commits, not S3 object versions: S3 versioning is never enabled.
+    return xml_response(f"<VersioningConfiguration {_XMLNS}/>")
+
+
+async def create_bucket(ctx: Context) -> Response:
+    repository = ctx.request.bucket
+    template = ctx.config.storage_namespace_template
+    if not template:
+        raise S3Error(
+            "NotImplemented",
+            "creating buckets needs gateways.s3.storage_namespace_template; create repositories with the silt CLI",
+        )
+    await ctx.authorize(CREATE_REPO, repository)
+    await ctx.request.body.read_all()  # a CreateBucketConfiguration, if any: the region is ours
+    request = api.CreateRepositoryRequest(name=repository, storage_namespace=template.format(repo=repository))
+    await ctx.backend.call(ctx.backend.graveler.CreateRepository, request, "NoSuchBucket")
+    return Response(200, [("Location", f"/{repository}")])
+
+
+async def delete_bucket(ctx: Context) -> Response:
+    repository = ctx.request.bucket
+    await ctx.authorize(DELETE_REPO, repository)
+    backend = ctx.backend
+    await backend.namespace(repository)
+    for branch in await branches(ctx, repository):
+        page = await backend.call(
+            backend.graveler.ListEntries, api.ListEntriesRequest(repository=repository, ref=branch, amount=1)
+        )
+        if page.items:
+            raise S3Error("BucketNotEmpty", f"branch {branch} of {repository} has objects")
+    await backend.call(backend.graveler.DeleteRepository, api.DeleteRepositoryRequest(name=repository), "NoSuchBucket")
+    backend.forget_namespace(repository)
+    return Response(204)

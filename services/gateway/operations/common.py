@@ -1,0 +1,158 @@
+"""What every operation shares: the request context, responses, authorization, XML and entry helpers."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import format_datetime
+from typing import Any
+from xml.sax.saxutils import escape
+
+from services.auth.actions import READ_REPO, WRITE_REPO
+from services.gateway.backend import Backend
+from services.gateway.errors import S3Error
+from services.gateway.request import Request
+from silt.config import S3GatewayConfig
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
+
+XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
+XML_DECL = '<?xml version="1.0" encoding="UTF-8"?>\n'
+# Standard headers kept with an object and returned on GET/HEAD, besides x-amz-meta-*.
+STORED_HEADERS = ("cache-control", "content-disposition", "content-encoding", "content-language", "expires")
+
+
+@dataclass
+class Response:
+    status: int = 200
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    stream: AsyncIterator[bytes] | None = None
+    length: int | None = None  # Content-Length of a streamed body
+
+
+@dataclass
+class Context:
+    request: Request
+    backend: Backend
+    config: S3GatewayConfig
+    user_id: str = ""
+    access_key_id: str = ""
+    # (signing key, claim) of a SigV4-signed request: aws-chunked bodies verify each chunk with them.
+    v4: tuple[bytes, Any] | None = None
+
+    async def authorize(self, action: str, repository: str) -> None:
+        if not await self.backend.allowed(self.user_id, action, repository):
+            raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
+
+
+def xml_response(body: str, status: int = 200) -> Response:
+    return Response(status, [("Content-Type", "application/xml")], (XML_DECL + body).encode())
+
+
+def x(value: str) -> str:
+    return escape(value)
+
+
+def iso_time(when: datetime) -> str:
+    # Milliseconds matter: `aws s3 sync` re-uploads files whose local mtime is newer than this.
+    when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+def http_time(when: datetime) -> str:
+    return format_datetime(when.astimezone(UTC), usegmt=True)
+
+
+def entry_time(entry: pb.Entry) -> datetime:
+    if entry.HasField("last_modified"):
+        return entry.last_modified.ToDatetime(tzinfo=UTC)
+    return datetime.fromtimestamp(0, UTC)
+
+
+def quoted_etag(etag: str) -> str:
+    etag = etag.strip('"')
+    return f'"{etag}"'
+
+
+def new_physical_address() -> str:
+    # Never reused: an object's bytes are immutable once staged, so readers of older commits keep theirs.
+    return f"data/{uuid.uuid4().hex}"
+
+
+def split_address(namespace: str, physical_address: str) -> tuple[str, str]:
+    """(namespace, key) for the block adapter: addresses are relative to the namespace unless a full URI."""
+    if "://" in physical_address:
+        scheme, _, rest = physical_address.partition("://")
+        root, _, key = rest.partition("/")
+        return f"{scheme}://{root}", key
+    return namespace, physical_address
+
+
+def user_metadata(request: Request) -> dict[str, str]:
+    headers = request.headers
+    out = {k: v for k, v in headers.items() if k.startswith("x-amz-meta-")}
+    for name in STORED_HEADERS:
+        value = headers.get(name)
+        if value and not (name == "content-encoding" and value.strip() == "aws-chunked"):
+            out[name] = value.replace("aws-chunked,", "").strip() if name == "content-encoding" else value
+    return out
+
+
+async def ensure_branch(ctx: Context, repository: str, ref: str) -> None:
+    """Writes go to branches only; anything else gets a clear refusal rather than a graveler error."""
+    if ctx.backend.known_branch(repository, ref):
+        return
+    resolved = await resolve(ctx, repository, ref, missing_ok=True)
+    if resolved is None:
+        await ctx.backend.namespace(repository)  # NoSuchBucket if the repository itself is missing
+        raise S3Error("NoSuchBucket", f"repository {repository} has no branch {ref!r}")
+    if resolved.type != api.ResolveRefResponse.REF_TYPE_BRANCH:
+        raise S3Error("MethodNotAllowed", f"{ref!r} is not a branch of {repository}: only branches can be written")
+    ctx.backend.remember_branch(repository, ref)
+
+
+async def resolve(ctx: Context, repository: str, ref: str, missing_ok: bool = False) -> api.ResolveRefResponse | None:
+    try:
+        return await ctx.backend.call(
+            ctx.backend.graveler.ResolveRef, api.ResolveRefRequest(repository=repository, ref=ref), "NoSuchKey"
+        )
+    except S3Error as exc:
+        if missing_ok and exc.code in ("NoSuchKey", "InvalidArgument"):
+            return None
+        raise
+
+
+async def stat_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.Entry:
+    await ctx.authorize(READ_REPO, repository)
+    if not key:
+        raise S3Error("NoSuchKey")
+    backend = ctx.backend
+    try:
+        info = await backend.call(
+            backend.graveler.StatEntry, api.StatEntryRequest(repository=repository, ref=ref, key=key), "NoSuchKey"
+        )
+    except S3Error as exc:
+        if exc.code == "NoSuchKey":
+            # Tell a missing repository from a missing key: clients treat them differently.
+            await backend.namespace(repository)
+        raise
+    return info.entry
+
+
+async def stage(ctx: Context, repository: str, branch: str, key: str, entry: pb.Entry) -> None:
+    backend = ctx.backend
+    request = api.StageEntryRequest(repository=repository, branch=branch, key=key, entry=entry)
+    await backend.call(backend.graveler.StageEntry, request, "NoSuchBucket")
+
+
+async def write_target(ctx: Context, repository: str, ref: str, key: str) -> str:
+    """Authorize a write of ref/key and return the repository's storage namespace."""
+    await ctx.authorize(WRITE_REPO, repository)
+    if not key:
+        raise S3Error("InvalidArgument", "an object key needs a branch and a name: <branch>/<key>")
+    namespace = await ctx.backend.namespace(repository)
+    await ensure_branch(ctx, repository, ref)
+    return namespace

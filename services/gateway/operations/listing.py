@@ -1,0 +1,181 @@
+"""ListObjects (v1) and ListObjectsV2: a repository's refs at its root, a ref's objects below it.
+
+A bucket key is `<ref>/<key>`. A prefix naming a ref (`main/...`) lists that ref through
+graveler; a prefix without `/` is at the repository root, where the branches are common
+prefixes (with delimiter `/`), or are listed one after another (without one).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from services.auth.actions import READ_REPO
+from services.gateway.errors import S3Error
+from services.gateway.operations.common import (
+    Context,
+    Response,
+    entry_time,
+    iso_time,
+    quoted_etag,
+    x,
+    xml_response,
+)
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
+
+MAX_KEYS = 1000
+GRAVELER_MAX_PAGE = 10000
+
+
+@dataclass(frozen=True)
+class Item:
+    key: str
+    entry: pb.Entry | None  # None for a common prefix
+
+
+async def branches(ctx: Context, repository: str) -> list[str]:
+    backend = ctx.backend
+    names: list[str] = []
+    after = ""
+    while True:
+        page = await backend.call(
+            backend.graveler.ListBranches,
+            api.ListBranchesRequest(repository=repository, after=after, amount=1000),
+            "NoSuchBucket",
+        )
+        names += [b.name for b in page.branches]
+        if not page.has_more or not page.branches:
+            return names
+        after = page.branches[-1].name
+
+
+async def collect(
+    ctx: Context, repository: str, prefix: str, delimiter: str, after: str, limit: int
+) -> tuple[list[Item], bool]:
+    """Up to `limit` items strictly after `after`, and whether more follow."""
+    if limit <= 0:
+        return [], False
+    if "/" in prefix:
+        ref, inner = prefix.split("/", 1)
+        segments = [(ref, inner)]
+    else:
+        refs = sorted((b for b in await branches(ctx, repository) if b.startswith(prefix)), key=lambda b: b + "/")
+        if delimiter:
+            prefixes = [Item(b + "/", None) for b in refs if b + "/" > after]
+            return prefixes[:limit], len(prefixes) > limit
+        segments = [(b, "") for b in refs]
+    items: list[Item] = []
+    backend = ctx.backend
+    for ref, inner in segments:
+        base = ref + "/"
+        if after.startswith(base):
+            inner_after = after[len(base) :]
+        elif after > base:
+            continue  # every key of this ref sorts before the marker
+        else:
+            inner_after = ""
+        while len(items) <= limit:
+            request = api.ListEntriesRequest(
+                repository=repository,
+                ref=ref,
+                prefix=inner,
+                delimiter=delimiter,
+                after=inner_after,
+                amount=min(limit + 1 - len(items), GRAVELER_MAX_PAGE),
+            )
+            try:
+                page = await backend.call(backend.graveler.ListEntries, request, "NoSuchKey")
+            except S3Error as exc:
+                if exc.code == "NoSuchKey":  # no such ref: nothing under this prefix
+                    break
+                raise
+            items += [Item(base + i.key, None if i.common_prefix else i.entry) for i in page.items]
+            if not page.has_more or not page.items:
+                break
+            inner_after = page.items[-1].key
+        if len(items) > limit:
+            break
+    return items[:limit], len(items) > limit
+
+
+def _max_keys(ctx: Context) -> int:
+    raw = ctx.request.arg("max-keys", str(MAX_KEYS)) or ""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise S3Error("InvalidArgument", "max-keys must be an integer", ArgumentName="max-keys") from None
+    if value < 0:
+        raise S3Error("InvalidArgument", "max-keys must not be negative", ArgumentName="max-keys")
+    return min(value, MAX_KEYS)
+
+
+def encode_token(key: str) -> str:
+    return base64.urlsafe_b64encode(key.encode()).decode()
+
+
+def decode_token(token: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(token.encode()).decode()
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise S3Error("InvalidArgument", "The continuation token provided is incorrect") from None
+
+
+async def list_objects(ctx: Context, v2: bool) -> Response:
+    request = ctx.request
+    repository = request.bucket
+    await ctx.authorize(READ_REPO, repository)
+    await ctx.backend.namespace(repository)
+    prefix = request.arg("prefix", "") or ""
+    delimiter = request.arg("delimiter", "") or ""
+    if delimiter not in ("", "/"):
+        raise S3Error("InvalidArgument", "only the delimiter '/' is supported", ArgumentName="delimiter")
+    encoding = request.arg("encoding-type")
+    if encoding not in (None, "url"):
+        raise S3Error("InvalidArgument", "encoding-type must be url", ArgumentName="encoding-type")
+    limit = _max_keys(ctx)
+    token = request.arg("continuation-token")
+    start_after = request.arg("start-after", "") or ""
+    marker = request.arg("marker", "") or ""
+    after = (decode_token(token) if token else start_after) if v2 else marker
+    items, truncated = await collect(ctx, repository, prefix, delimiter, after, limit)
+
+    def enc(value: str) -> str:
+        return x(quote(value, safe="/") if encoding == "url" else value)
+
+    owner = f"<Owner><ID>{x(ctx.user_id)}</ID><DisplayName>{x(ctx.user_id)}</DisplayName></Owner>"
+    with_owner = not v2 or request.arg("fetch-owner") == "true"
+    parts = [f'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>{x(repository)}</Name>']
+    parts.append(f"<Prefix>{enc(prefix)}</Prefix>")
+    if v2:
+        parts.append(f"<KeyCount>{len(items)}</KeyCount>")
+        if token:
+            parts.append(f"<ContinuationToken>{x(token)}</ContinuationToken>")
+        if start_after:
+            parts.append(f"<StartAfter>{enc(start_after)}</StartAfter>")
+        if truncated and items:
+            parts.append(f"<NextContinuationToken>{encode_token(items[-1].key)}</NextContinuationToken>")
+    else:
+        parts.append(f"<Marker>{enc(marker)}</Marker>")
+        if truncated and items:
+            parts.append(f"<NextMarker>{enc(items[-1].key)}</NextMarker>")
+    parts.append(f"<MaxKeys>{limit}</MaxKeys>")
+    if delimiter:
+        parts.append(f"<Delimiter>{enc(delimiter)}</Delimiter>")
+    if encoding:
+        parts.append("<EncodingType>url</EncodingType>")
+    parts.append(f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>")
+    for item in items:
+        entry = item.entry
+        if entry is None:
+            parts.append(f"<CommonPrefixes><Prefix>{enc(item.key)}</Prefix></CommonPrefixes>")
+            continue
+        parts.append(
+            f"<Contents><Key>{enc(item.key)}</Key><LastModified>{iso_time(entry_time(entry))}</LastModified>"
+            f"<ETag>{x(quoted_etag(entry.etag))}</ETag><Size>{entry.size}</Size>"
+            f"{owner if with_owner else ''}<StorageClass>STANDARD</StorageClass></Contents>"
+        )
+    parts.append("</ListBucketResult>")
+    return xml_response("".join(parts))

@@ -1,0 +1,305 @@
+"""Multipart uploads.
+
+**Persistence.** The bytes of parts live in the block adapter's own multipart upload at the
+object's final physical address (local: a directory under the store; S3: a real S3 multipart
+upload). What S3 clients need besides (upload id -> repository, branch, key, physical address,
+the adapter's upload id; and each part's ETag and size, for ListParts and for validating
+Complete) is kept in KV, partition `gateway-multipart`, so uploads survive gateway restarts
+and any gateway replica can continue an upload another one started:
+
+    u/<repository>/<upload id>        the upload (JSON)
+    p/<upload id>/<part number:05d>   one part (JSON)
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import secrets
+from datetime import UTC, datetime
+from xml.etree import ElementTree
+
+from services.auth.actions import READ_REPO, WRITE_REPO
+from services.gateway.errors import S3Error
+from services.gateway.operations.common import (
+    Context,
+    Response,
+    iso_time,
+    new_physical_address,
+    quoted_etag,
+    split_address,
+    stage,
+    stat_entry,
+    user_metadata,
+    write_target,
+    x,
+    xml_response,
+)
+from services.gateway.operations.objects import now_timestamp, parse_copy_source, receive_into
+from services.gateway.routing import split_path
+from silt.block import PartInfo
+from silt.graveler.v1 import model_pb2 as pb
+
+PARTITION = b"gateway-multipart"
+MIN_PART_SIZE = 5 * 1024 * 1024
+MAX_PART_NUMBER = 10000
+_XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
+_COPY_RANGE = re.compile(r"^bytes=(\d+)-(\d+)$")
+
+
+def _upload_key(repository: str, upload_id: str) -> bytes:
+    return f"u/{repository}/{upload_id}".encode()
+
+
+def _part_key(upload_id: str, number: int) -> bytes:
+    return f"p/{upload_id}/{number:05d}".encode()
+
+
+async def _upload(ctx: Context, action: str) -> tuple[str, dict]:
+    request = ctx.request
+    repository = request.bucket
+    await ctx.authorize(action, repository)
+    upload_id = request.arg("uploadId") or ""
+    record = None
+    if re.fullmatch(r"[0-9a-f]{32}", upload_id):
+        record = await ctx.backend.run(ctx.backend.kv_get, PARTITION, _upload_key(repository, upload_id))
+    if record is None or record["path"] != request.path:
+        raise S3Error("NoSuchUpload", UploadId=upload_id)
+    return upload_id, record
+
+
+def _part_number(ctx: Context) -> int:
+    raw = ctx.request.arg("partNumber") or ""
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PART_NUMBER:
+        raise S3Error(
+            "InvalidArgument", "Part number must be an integer between 1 and 10000", ArgumentName="partNumber"
+        )
+    return int(raw)
+
+
+async def create(ctx: Context) -> Response:
+    request = ctx.request
+    repository = request.bucket
+    ref, key = split_path(request.path)
+    namespace = await write_target(ctx, repository, ref, key)
+    address = new_physical_address()
+    block_id = await ctx.backend.run(ctx.backend.adapter.create_multipart_upload, namespace, address)
+    upload_id = secrets.token_hex(16)
+    record = {
+        "path": request.path,
+        "branch": ref,
+        "key": key,
+        "namespace": namespace,
+        "address": address,
+        "block_id": block_id,
+        "initiated": datetime.now(UTC).isoformat(),
+        "content_type": request.headers.get("content-type", "application/octet-stream"),
+        "metadata": user_metadata(request),
+        "initiator": ctx.user_id,
+    }
+    await ctx.backend.run(ctx.backend.kv_put, PARTITION, _upload_key(repository, upload_id), record)
+    return xml_response(
+        f"<InitiateMultipartUploadResult {_XMLNS}><Bucket>{x(repository)}</Bucket><Key>{x(request.path)}</Key>"
+        f"<UploadId>{upload_id}</UploadId></InitiateMultipartUploadResult>"
+    )
+
+
+async def upload_part(ctx: Context) -> Response:
+    number = _part_number(ctx)
+    upload_id, record = await _upload(ctx, WRITE_REPO)
+    adapter = ctx.backend.adapter
+    if "x-amz-copy-source" in ctx.request.headers:
+        return await _upload_part_copy(ctx, upload_id, record, number)
+    size, etag = await receive_into(
+        ctx, adapter.upload_part, record["namespace"], record["address"], record["block_id"], number
+    )
+    await _save_part(ctx, upload_id, number, etag, size)
+    return Response(200, [("ETag", quoted_etag(etag))])
+
+
+async def _save_part(ctx: Context, upload_id: str, number: int, etag: str, size: int) -> str:
+    modified = datetime.now(UTC)
+    part = {"etag": etag, "size": size, "last_modified": modified.isoformat()}
+    await ctx.backend.run(ctx.backend.kv_put, PARTITION, _part_key(upload_id, number), part)
+    return iso_time(modified)
+
+
+async def _upload_part_copy(ctx: Context, upload_id: str, record: dict, number: int) -> Response:
+    headers = ctx.request.headers
+    src_repo, src_ref, src_key = parse_copy_source(headers["x-amz-copy-source"])
+    source = await stat_entry(ctx, src_repo, src_ref, src_key)
+    src_range = None
+    size = source.size
+    if "x-amz-copy-source-range" in headers:
+        match = _COPY_RANGE.match(headers["x-amz-copy-source-range"].strip())
+        if not match:
+            raise S3Error("InvalidArgument", "x-amz-copy-source-range must be bytes=<first>-<last>")
+        start, end = int(match.group(1)), int(match.group(2))
+        if start > end or end >= source.size:
+            raise S3Error("InvalidRange", ActualObjectSize=str(source.size))
+        src_range = (start, end)
+        size = end - start + 1
+    src_ns, src_address = split_address(await ctx.backend.namespace(src_repo), source.physical_address)
+    info = await ctx.backend.run(
+        ctx.backend.adapter.upload_part_copy,
+        record["namespace"],
+        record["address"],
+        record["block_id"],
+        number,
+        src_ns,
+        src_address,
+        src_range,
+    )
+    modified = await _save_part(ctx, upload_id, number, info.etag, size)
+    return xml_response(
+        f"<CopyPartResult {_XMLNS}><LastModified>{modified}</LastModified>"
+        f"<ETag>{x(quoted_etag(info.etag))}</ETag></CopyPartResult>"
+    )
+
+
+def _requested_parts(raw: bytes) -> list[tuple[int, str]]:
+    try:
+        root = ElementTree.fromstring(raw)
+    except ElementTree.ParseError:
+        raise S3Error("MalformedXML") from None
+    ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+    parts = []
+    for part in root.findall(f"{ns}Part"):
+        number, etag = part.findtext(f"{ns}PartNumber"), part.findtext(f"{ns}ETag")
+        if number is None or etag is None or not number.strip().isdigit():
+            raise S3Error("MalformedXML")
+        parts.append((int(number), etag.strip().strip('"')))
+    if not parts:
+        raise S3Error("MalformedXML", "The XML you provided lists no parts")
+    return parts
+
+
+async def complete(ctx: Context) -> Response:
+    upload_id, record = await _upload(ctx, WRITE_REPO)
+    requested = _requested_parts(await ctx.request.body.read_all())
+    numbers = [n for n, _ in requested]
+    if any(b <= a for a, b in itertools.pairwise(numbers)):
+        raise S3Error("InvalidPartOrder")
+    backend = ctx.backend
+    stored = dict(await backend.run(backend.kv_scan, PARTITION, f"p/{upload_id}/".encode()))
+    for i, (number, etag) in enumerate(requested):
+        part = stored.get(_part_key(upload_id, number))
+        if part is None or part["etag"] != etag:
+            raise S3Error("InvalidPart", f"part {number} was not uploaded with ETag {etag}", PartNumber=str(number))
+        if i < len(requested) - 1 and part["size"] < MIN_PART_SIZE:
+            raise S3Error("EntityTooSmall", ProposedSize=str(part["size"]), MinSizeAllowed=str(MIN_PART_SIZE))
+    infos = [PartInfo(part_number=n, etag=e) for n, e in requested]
+    result = await backend.run(
+        backend.adapter.complete_multipart_upload, record["namespace"], record["address"], record["block_id"], infos
+    )
+    entry = pb.Entry(
+        physical_address=record["address"],
+        size=result.size,
+        etag=result.etag,
+        last_modified=now_timestamp(),
+        content_type=record["content_type"],
+        metadata=record["metadata"],
+    )
+    repository = ctx.request.bucket
+    await stage(ctx, repository, record["branch"], record["key"], entry)
+    await _forget(ctx, repository, upload_id, stored)
+    return xml_response(
+        f"<CompleteMultipartUploadResult {_XMLNS}><Location>/{x(repository)}/{x(ctx.request.path)}</Location>"
+        f"<Bucket>{x(repository)}</Bucket><Key>{x(ctx.request.path)}</Key>"
+        f"<ETag>{x(quoted_etag(result.etag))}</ETag></CompleteMultipartUploadResult>"
+    )
+
+
+async def _forget(ctx: Context, repository: str, upload_id: str, parts: dict) -> None:
+    backend = ctx.backend
+    for key in parts:
+        await backend.run(backend.kv_delete, PARTITION, key)
+    await backend.run(backend.kv_delete, PARTITION, _upload_key(repository, upload_id))
+
+
+async def abort(ctx: Context) -> Response:
+    upload_id, record = await _upload(ctx, WRITE_REPO)
+    backend = ctx.backend
+    await backend.run(
+        backend.adapter.abort_multipart_upload, record["namespace"], record["address"], record["block_id"]
+    )
+    stored = dict(await backend.run(backend.kv_scan, PARTITION, f"p/{upload_id}/".encode()))
+    await _forget(ctx, ctx.request.bucket, upload_id, stored)
+    return Response(204)
+
+
+def _int_arg(ctx: Context, name: str, default: int) -> int:
+    raw = ctx.request.arg(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit():
+        raise S3Error("InvalidArgument", f"{name} must be a non-negative integer", ArgumentName=name)
+    return int(raw)
+
+
+async def list_parts(ctx: Context) -> Response:
+    upload_id, _ = await _upload(ctx, READ_REPO)
+    marker = _int_arg(ctx, "part-number-marker", 0)
+    limit = min(_int_arg(ctx, "max-parts", 1000), 1000)
+    backend = ctx.backend
+    stored = await backend.run(backend.kv_scan, PARTITION, f"p/{upload_id}/".encode())
+    parts = [(int(k.decode().rsplit("/", 1)[1]), v) for k, v in stored]
+    parts = [p for p in parts if p[0] > marker]
+    page, truncated = parts[:limit], len(parts) > limit
+    body = "".join(
+        f"<Part><PartNumber>{n}</PartNumber><LastModified>{iso_time(datetime.fromisoformat(p['last_modified']))}"
+        f"</LastModified><ETag>{x(quoted_etag(p['etag']))}</ETag><Size>{p['size']}</Size></Part>"
+        for n, p in page
+    )
+    next_marker = page[-1][0] if page else marker
+    return xml_response(
+        f"<ListPartsResult {_XMLNS}><Bucket>{x(ctx.request.bucket)}</Bucket><Key>{x(ctx.request.path)}</Key>"
+        f"<UploadId>{upload_id}</UploadId><PartNumberMarker>{marker}</PartNumberMarker>"
+        f"<NextPartNumberMarker>{next_marker}</NextPartNumberMarker><MaxParts>{limit}</MaxParts>"
+        f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>{body}</ListPartsResult>"
+    )
+
+
+async def list_uploads(ctx: Context) -> Response:
+    repository = ctx.request.bucket
+    await ctx.authorize(READ_REPO, repository)
+    await ctx.backend.namespace(repository)
+    prefix = ctx.request.arg("prefix", "") or ""
+    limit = min(_int_arg(ctx, "max-uploads", 1000), 1000)
+    backend = ctx.backend
+    stored = await backend.run(backend.kv_scan, PARTITION, f"u/{repository}/".encode())
+    # S3's order: by key, then by initiation time.
+    uploads = sorted(
+        (
+            (v["path"], v["initiated"], k.decode().rsplit("/", 1)[1], v)
+            for k, v in stored
+            if v["path"].startswith(prefix)
+        ),
+        key=lambda u: u[:3],
+    )
+    key_marker = ctx.request.arg("key-marker") or ""
+    id_marker = ctx.request.arg("upload-id-marker") or ""
+    if key_marker:
+        # With an upload-id marker, later uploads of the marker's own key follow too.
+        position = {(u[0], u[2]): u[:3] for u in uploads}
+        after = position.get((key_marker, id_marker)) if id_marker else None
+        uploads = [u for u in uploads if u[0] > key_marker or (after is not None and u[:3] > after)]
+    page, truncated = uploads[:limit], len(uploads) > limit
+    markers = (
+        f"<NextKeyMarker>{x(page[-1][0])}</NextKeyMarker><NextUploadIdMarker>{page[-1][2]}</NextUploadIdMarker>"
+        if truncated
+        else ""
+    )
+    body = "".join(
+        f"<Upload><Key>{x(path)}</Key><UploadId>{uid}</UploadId>"
+        f"<Initiator><ID>{x(v['initiator'])}</ID></Initiator><Owner><ID>{x(v['initiator'])}</ID></Owner>"
+        f"<StorageClass>STANDARD</StorageClass><Initiated>{iso_time(datetime.fromisoformat(initiated))}</Initiated>"
+        f"</Upload>"
+        for path, initiated, uid, v in page
+    )
+    return xml_response(
+        f"<ListMultipartUploadsResult {_XMLNS}><Bucket>{x(repository)}</Bucket><Prefix>{x(prefix)}</Prefix>"
+        f"<KeyMarker>{x(key_marker)}</KeyMarker><UploadIdMarker>{x(id_marker)}</UploadIdMarker>{markers}"
+        f"<MaxUploads>{limit}</MaxUploads><IsTruncated>{'true' if truncated else 'false'}</IsTruncated>"
+        f"{body}</ListMultipartUploadsResult>"
+    )

@@ -1,0 +1,404 @@
+"""Object operations: Get, Head, Put, Copy, Delete and DeleteObjects."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import io
+import re
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, BinaryIO
+from urllib.parse import unquote
+from xml.etree import ElementTree
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from services.auth.actions import WRITE_REPO
+from services.gateway import sigv4
+from services.gateway.errors import S3Error
+from services.gateway.operations.common import (
+    Context,
+    Response,
+    entry_time,
+    http_time,
+    iso_time,
+    new_physical_address,
+    quoted_etag,
+    split_address,
+    stage,
+    stat_entry,
+    user_metadata,
+    write_target,
+    x,
+    xml_response,
+)
+from services.gateway.payload import AwsChunked, Sha256Checked, Source, SyncReader
+from services.gateway.routing import split_path
+from silt.block import CHUNK_SIZE
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
+
+# Bodies up to this size are taken whole, and objects up to it are read in one piece.
+SMALL_BODY = 256 * 1024
+_SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_OVERRIDES = {
+    "response-content-type": "Content-Type",
+    "response-content-language": "Content-Language",
+    "response-expires": "Expires",
+    "response-cache-control": "Cache-Control",
+    "response-content-disposition": "Content-Disposition",
+    "response-content-encoding": "Content-Encoding",
+}
+
+
+def now_timestamp() -> Timestamp:
+    stamp = Timestamp()
+    stamp.GetCurrentTime()
+    return stamp
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def _parse_range(header: str, size: int) -> tuple[int, int] | None:
+    """(start, end) inclusive, None to serve the whole object (no or unsupported Range)."""
+    match = _RANGE.match(header.strip().replace(" ", ""))
+    if not match or (not match.group(1) and not match.group(2)):
+        return None  # multiple ranges or garbage: S3 ignores them and serves the whole object
+    first, last = match.group(1), match.group(2)
+    if first:
+        start = int(first)
+        end = min(int(last), size - 1) if last else size - 1
+        if last and int(last) < start:
+            return None
+    else:
+        start, end = max(size - int(last), 0), size - 1
+        if int(last) == 0:
+            raise S3Error("InvalidRange", ActualObjectSize=str(size))
+    if start >= size:
+        raise S3Error("InvalidRange", ActualObjectSize=str(size))
+    return start, end
+
+
+def _http_date(value: str) -> datetime | None:
+    try:
+        return parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_conditions(ctx: Context, entry: pb.Entry) -> None:
+    headers = ctx.request.headers
+    etag = entry.etag.strip('"')
+    modified = entry_time(entry).replace(microsecond=0)
+
+    def matches(header: str) -> bool:
+        tags = [t.strip().strip('"') for t in header.split(",")]
+        return "*" in tags or etag in tags
+
+    if_match = headers.get("if-match")
+    if if_match is not None and not matches(if_match):
+        raise S3Error("PreconditionFailed", Condition="If-Match")
+    if_unmodified = headers.get("if-unmodified-since")
+    if if_match is None and if_unmodified:
+        when = _http_date(if_unmodified)
+        if when is not None and modified > when:
+            raise S3Error("PreconditionFailed", Condition="If-Unmodified-Since")
+    if_none_match = headers.get("if-none-match")
+    if if_none_match is not None and matches(if_none_match):
+        if ctx.request.method in ("GET", "HEAD"):
+            raise S3Error("NotModified")
+        raise S3Error("PreconditionFailed", Condition="If-None-Match")
+    if_modified = headers.get("if-modified-since")
+    if if_none_match is None and if_modified:
+        when = _http_date(if_modified)
+        if when is not None and modified <= when:
+            raise S3Error("NotModified")
+
+
+def _object_headers(ctx: Context, entry: pb.Entry) -> list[tuple[str, str]]:
+    headers = [
+        ("ETag", quoted_etag(entry.etag)),
+        ("Last-Modified", http_time(entry_time(entry))),
+        ("Content-Type", entry.content_type or "application/octet-stream"),
+        ("Accept-Ranges", "bytes"),
+    ]
+    headers += [(k, v) for k, v in entry.metadata.items() if k.startswith("x-amz-meta-") or k in _STORED]
+    overrides = {header: ctx.request.arg(param) for param, header in _OVERRIDES.items() if ctx.request.has(param)}
+    if overrides:
+        headers = [(k, v) for k, v in headers if k not in overrides] + [(k, v or "") for k, v in overrides.items()]
+    return headers
+
+
+_STORED = frozenset(("cache-control", "content-disposition", "content-encoding", "content-language", "expires"))
+
+
+async def _stream(ctx: Context, reader: BinaryIO) -> AsyncIterator[bytes]:
+    try:
+        while True:
+            data = await ctx.backend.run(reader.read, CHUNK_SIZE)
+            if not data:
+                return
+            yield data
+    finally:
+        await ctx.backend.run(reader.close)
+
+
+async def get_object(ctx: Context, head: bool = False) -> Response:
+    repository = ctx.request.bucket
+    ref, key = split_path(ctx.request.path)
+    entry = await stat_entry(ctx, repository, ref, key)
+    try:
+        _check_conditions(ctx, entry)
+    except S3Error as exc:
+        if exc.code == "NotModified":
+            return Response(304, [("ETag", quoted_etag(entry.etag))])
+        raise
+    headers = _object_headers(ctx, entry)
+    size = entry.size
+    byte_range = _parse_range(ctx.request.headers["range"], size) if "range" in ctx.request.headers else None
+    status = 200
+    if byte_range is not None:
+        status = 206
+        start, end = byte_range
+        headers.append(("Content-Range", f"bytes {start}-{end}/{size}"))
+        length = end - start + 1
+    else:
+        length = size
+    if head:
+        return Response(status, [*headers, ("Content-Length", str(length))])
+    namespace = await ctx.backend.namespace(repository)
+    ns, address = split_address(namespace, entry.physical_address)
+    adapter = ctx.backend.adapter
+    if size == 0:
+        return Response(status, headers, b"")
+    if length <= SMALL_BODY:
+        data = await ctx.backend.run(_read_whole, adapter, ns, address, byte_range)
+        return Response(status, headers, data)
+    if byte_range is not None:
+        reader = await ctx.backend.run(adapter.get_range, ns, address, byte_range[0], byte_range[1])
+    else:
+        reader = await ctx.backend.run(adapter.get, ns, address)
+    return Response(status, headers, stream=_stream(ctx, reader), length=length)
+
+
+def _read_whole(adapter: Any, namespace: str, address: str, byte_range: tuple[int, int] | None) -> bytes:
+    """A small object (or range) in one piece: one worker-thread trip instead of three."""
+    if byte_range is not None:
+        reader = adapter.get_range(namespace, address, byte_range[0], byte_range[1])
+    else:
+        reader = adapter.get(namespace, address)
+    with reader:
+        return reader.read()
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def body_source(ctx: Context) -> Source:
+    """The decoded, checked body of a write, by how the request was signed."""
+    request = ctx.request
+    payload = request.headers.get("x-amz-content-sha256", "")
+    auth = ctx.v4
+    decoded = request.headers.get("x-amz-decoded-content-length")
+    decoded_length = int(decoded) if decoded and decoded.isdigit() else None
+    if payload in (sigv4.STREAMING, sigv4.STREAMING_TRAILER):
+        if auth is None:
+            raise S3Error("InvalidRequest", f"{payload} bodies need SigV4 in the Authorization header")
+        key, claim = auth
+
+        def sign(previous: str, digest: str) -> str:
+            return sigv4.chunk_signature(key, claim, previous, digest)
+
+        return AwsChunked(request.body, sign, claim.signature, decoded_length)
+    if payload == sigv4.STREAMING_UNSIGNED_TRAILER:
+        return AwsChunked(request.body, None, "", decoded_length)
+    if _SHA256_HEX.match(payload):
+        return Sha256Checked(request.body, payload)
+    return request.body
+
+
+def _content_md5(ctx: Context) -> bytes | None:
+    value = ctx.request.headers.get("content-md5")
+    if value is None:
+        return None
+    try:
+        digest = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise S3Error("InvalidDigest") from None
+    if len(digest) != 16:
+        raise S3Error("InvalidDigest")
+    return digest
+
+
+async def receive_into(ctx: Context, put: Callable[..., Any], *args: object) -> tuple[int, str]:
+    """Run a block adapter write fed from the request body: (size, hex MD5) of what was written."""
+    expected_md5 = _content_md5(ctx)
+    source = body_source(ctx)
+    length = ctx.request.headers.get("x-amz-decoded-content-length") or ctx.request.headers.get("content-length")
+    size = int(length) if length and length.isdigit() else None
+    stream: BinaryIO | SyncReader
+    if size is not None and size <= SMALL_BODY:
+        # Small bodies are read here at once: one trip to a worker thread instead of one per read.
+        data = await source.read(size)
+        if len(data) != size:
+            raise S3Error("IncompleteBody")
+        stream, written = io.BytesIO(data), size
+        result = await ctx.backend.run(put, *args, stream, size)
+    else:
+        stream = SyncReader(source, asyncio.get_running_loop())
+        result = await ctx.backend.run(put, *args, stream, size)
+        written = stream.size
+    # Adapters stop at `size` bytes; reading on to the end runs the checks that need the whole
+    # body (payload SHA-256, the final chunk signature) before anything is staged.
+    if await source.read(1):
+        raise S3Error("IncompleteBody", "the body is longer than its declared length")
+    etag = result.etag.strip('"')
+    if expected_md5 is not None and etag != expected_md5.hex():
+        raise S3Error("BadDigest")
+    return written, etag
+
+
+async def put_object(ctx: Context) -> Response:
+    request = ctx.request
+    repository = request.bucket
+    ref, key = split_path(request.path)
+    if "x-amz-copy-source" in request.headers:
+        return await copy_object(ctx)
+    namespace = await write_target(ctx, repository, ref, key)
+    address = new_physical_address()
+    adapter = ctx.backend.adapter
+    try:
+        size, etag = await receive_into(ctx, adapter.put, namespace, address)
+    except BaseException:
+        await ctx.backend.run(adapter.delete, namespace, address)
+        raise
+    entry = pb.Entry(
+        physical_address=address,
+        size=size,
+        etag=etag,
+        last_modified=now_timestamp(),
+        content_type=request.headers.get("content-type", "application/octet-stream"),
+        metadata=user_metadata(request),
+    )
+    await stage(ctx, repository, ref, key, entry)
+    return Response(200, [("ETag", quoted_etag(etag))])
+
+
+def parse_copy_source(value: str) -> tuple[str, str, str]:
+    """(repository, ref, key) of an x-amz-copy-source header."""
+    source = unquote(value.partition("?")[0]).lstrip("/")
+    repository, _, path = source.partition("/")
+    ref, key = split_path(path)
+    if not repository or not ref or not key:
+        raise S3Error("InvalidArgument", f"invalid x-amz-copy-source {value!r}: expected /<repository>/<ref>/<key>")
+    return repository, ref, key
+
+
+async def copy_object(ctx: Context) -> Response:
+    request = ctx.request
+    repository = request.bucket
+    ref, key = split_path(request.path)
+    src_repo, src_ref, src_key = parse_copy_source(request.headers["x-amz-copy-source"])
+    source = await stat_entry(ctx, src_repo, src_ref, src_key)
+    namespace = await write_target(ctx, repository, ref, key)
+    directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
+    if directive not in ("COPY", "REPLACE"):
+        raise S3Error("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE")
+    if directive == "COPY" and (src_repo, src_ref, src_key) == (repository, ref, key):
+        raise S3Error(
+            "InvalidRequest",
+            "This copy request is illegal because it is trying to copy an object to itself without changing "
+            "the object's metadata.",
+        )
+    entry = pb.Entry()
+    entry.CopyFrom(source)
+    entry.last_modified.CopyFrom(now_timestamp())
+    if directive == "REPLACE":
+        entry.content_type = request.headers.get("content-type", "application/octet-stream")
+        entry.ClearField("metadata")
+        entry.metadata.update(user_metadata(request))
+    if src_repo != repository:
+        # Another repository has its own storage namespace (and garbage collection): copy the bytes.
+        src_namespace = await ctx.backend.namespace(src_repo)
+        src_ns, src_address = split_address(src_namespace, source.physical_address)
+        address = new_physical_address()
+        await ctx.backend.run(ctx.backend.adapter.copy, src_ns, src_address, namespace, address)
+        entry.physical_address = address
+    # Within one repository the new entry shares the source's bytes: objects are immutable.
+    await stage(ctx, repository, ref, key, entry)
+    body = (
+        f"<CopyObjectResult><LastModified>{iso_time(entry_time(entry))}</LastModified>"
+        f"<ETag>{x(quoted_etag(entry.etag))}</ETag></CopyObjectResult>"
+    )
+    return xml_response(body)
+
+
+# --- deleting ------------------------------------------------------------------------------
+
+
+async def _delete(ctx: Context, repository: str, ref: str, key: str) -> None:
+    backend = ctx.backend
+    request = api.DeleteEntryRequest(repository=repository, branch=ref, key=key)
+    try:
+        await backend.call(backend.graveler.DeleteEntry, request, "NoSuchKey")
+    except S3Error as exc:
+        if exc.code != "NoSuchKey":
+            raise
+        # S3 deletes are idempotent: deleting a missing key succeeds (a missing branch does not).
+
+
+async def delete_object(ctx: Context) -> Response:
+    repository = ctx.request.bucket
+    ref, key = split_path(ctx.request.path)
+    await write_target(ctx, repository, ref, key)
+    await _delete(ctx, repository, ref, key)
+    return Response(204)
+
+
+async def delete_objects(ctx: Context) -> Response:
+    repository = ctx.request.bucket
+    raw = await ctx.request.body.read_all()
+    try:
+        root = ElementTree.fromstring(raw)
+    except ElementTree.ParseError:
+        raise S3Error("MalformedXML") from None
+    ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+    quiet = (root.findtext(f"{ns}Quiet") or "").strip().lower() == "true"
+    keys = [(obj.findtext(f"{ns}Key") or "") for obj in root.findall(f"{ns}Object")]
+    if not keys or len(keys) > 1000:
+        raise S3Error("MalformedXML", "DeleteObjects takes 1 to 1000 keys")
+    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.backend.namespace(repository)
+    deleted, errors = [], []
+    checked: dict[str, S3Error | None] = {}
+    for path in keys:
+        ref, key = split_path(path)
+        try:
+            if not key:
+                raise S3Error("InvalidArgument", "a key needs a branch and a name")
+            if ref not in checked:
+                try:
+                    await write_target(ctx, repository, ref, key)
+                    checked[ref] = None
+                except S3Error as exc:
+                    checked[ref] = exc
+            if checked[ref] is not None:
+                raise checked[ref]  # type: ignore[misc]
+            await _delete(ctx, repository, ref, key)
+            deleted.append(path)
+        except S3Error as exc:
+            if exc.code in ("ServiceUnavailable", "SlowDown"):
+                raise
+            errors.append((path, exc))
+    parts = [] if quiet else [f"<Deleted><Key>{x(k)}</Key></Deleted>" for k in deleted]
+    parts += [
+        f"<Error><Key>{x(k)}</Key><Code>{e.code}</Code><Message>{x(e.message)}</Message></Error>" for k, e in errors
+    ]
+    return xml_response(
+        f'<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{"".join(parts)}</DeleteResult>'
+    )

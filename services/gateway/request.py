@@ -1,0 +1,121 @@
+"""One S3 request as the operations see it, built from the ASGI scope, and its streamed body."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from services.gateway.errors import S3Error
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+
+class Body:
+    """The request body as it arrives: read in pieces, never collected whole unless asked."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._buffer = bytearray()
+        self._done = False
+
+    async def _more(self) -> bool:
+        if self._done:
+            return False
+        message = await self._receive()
+        if message["type"] == "http.disconnect":
+            raise S3Error("IncompleteBody", "the client went away before sending the whole body")
+        self._buffer += message.get("body", b"")
+        self._done = not message.get("more_body", False)
+        return True
+
+    @property
+    def finished(self) -> bool:
+        return self._done and not self._buffer
+
+    async def read(self, n: int) -> bytes:
+        """Up to n bytes; fewer only at the end of the body, b"" after it."""
+        while len(self._buffer) < n and await self._more():
+            pass
+        data = bytes(self._buffer[:n])
+        del self._buffer[:n]
+        return data
+
+    async def readline(self, limit: int = 8192) -> bytes:
+        """Bytes up to and including the next CRLF (or the end of the body)."""
+        while True:
+            end = self._buffer.find(b"\r\n")
+            if end >= 0:
+                return await self.read(end + 2)
+            if len(self._buffer) > limit:
+                raise S3Error("InvalidRequest", "malformed chunked body: a chunk header is too long")
+            if not await self._more():
+                return await self.read(len(self._buffer))
+
+    async def read_all(self, limit: int = 4 * 1024 * 1024) -> bytes:
+        """The whole body, for the small XML documents some operations take."""
+        out = bytearray()
+        while chunk := await self.read(64 * 1024):
+            out += chunk
+            if len(out) > limit:
+                raise S3Error("MalformedXML", "the request body is too large")
+        return bytes(out)
+
+
+@dataclass
+class Request:
+    method: str
+    raw_path: str  # percent-encoded, as the client sent it (signatures cover this form)
+    query_string: str
+    query: list[tuple[str, str]]  # decoded, in the order sent
+    headers: dict[str, str]  # lower-case names; repeated headers joined with ","
+    host: str
+    body: Body
+    request_id: str = field(default_factory=lambda: secrets.token_hex(8).upper())
+    bucket: str = ""
+    path: str = ""  # the decoded object path after the bucket: "<ref>/<key>"
+    virtual_host: bool = False
+
+    def arg(self, name: str, default: str | None = None) -> str | None:
+        for key, value in self.query:
+            if key == name:
+                return value
+        return default
+
+    def has(self, name: str) -> bool:
+        return any(key == name for key, _ in self.query)
+
+    @property
+    def resource(self) -> str:
+        return "/" + self.bucket + ("/" + self.path if self.path else "") if self.bucket else "/"
+
+
+def parse_query(query_string: str) -> list[tuple[str, str]]:
+    pairs = []
+    for part in query_string.split("&"):
+        if not part:
+            continue
+        key, _, value = part.partition("=")
+        pairs.append((unquote(key), unquote(value)))
+    return pairs
+
+
+def from_scope(scope: dict[str, Any], receive: Receive) -> Request:
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        headers[name] = f"{headers[name]},{value}" if name in headers else value
+    raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1").split("?", 1)[0]
+    query_string = scope.get("query_string", b"").decode("latin-1")
+    return Request(
+        method=scope["method"],
+        raw_path=raw_path,
+        query_string=query_string,
+        query=parse_query(query_string),
+        headers=headers,
+        host=headers.get("host", ""),
+        body=Body(receive),
+    )

@@ -1,0 +1,64 @@
+"""The S3 gateway process: `python -m services.gateway.server [--config FILE]`.
+
+Server choice: a plain ASGI application (no framework) on uvicorn with uvloop and httptools:
+the C HTTP parser and libuv loop keep per-request overhead low for small objects, and ASGI's
+`receive`/`send` give the explicit back-pressure that lets bodies stream in bounded memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+import uvicorn
+
+from services.gateway.app import GatewayApp
+from silt.config import CONFIG_PATH_ENV, load_config
+from silt.errors import SiltError
+
+
+def create_app() -> GatewayApp:
+    """The app in a worker process; the configuration comes from the environment (SILT_CONFIG)."""
+    return GatewayApp(load_config())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Silt's S3 gateway")
+    parser.add_argument("--config", help="YAML configuration file")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except SiltError as exc:
+        print(f"silt gateway: {exc}", file=sys.stderr)
+        return 2
+    if args.config:
+        os.environ[CONFIG_PATH_ENV] = args.config  # for worker processes, which read it again
+    level = config.logging.level.replace("WARN", "WARNING").replace("NONE", "CRITICAL")
+    logging.basicConfig(level=getattr(logging, level, logging.INFO), format="%(asctime)s %(name)s %(message)s")
+    host, _, port = config.gateways.s3.listen_address.rpartition(":")
+    workers = config.gateways.s3.workers
+    uvicorn.run(
+        # With several workers uvicorn imports the app in each process: a factory, by name.
+        "services.gateway.server:create_app" if workers > 1 else GatewayApp(config),
+        factory=workers > 1,
+        workers=workers,
+        host=host.strip("[]"),
+        port=int(port),
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        access_log=False,
+        log_level="warning",
+        # Clients such as the AWS CLI keep connections open between requests.
+        timeout_keep_alive=30,
+        server_header=False,
+        # Stop within the launcher's grace period even if a client keeps a request open.
+        timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

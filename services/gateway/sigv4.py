@@ -1,0 +1,187 @@
+"""AWS Signature Version 4 for S3: the Authorization header, presigned URLs, and aws-chunked bodies.
+
+Only verification lives here; the secret comes from auth through the caller (services/gateway/auth.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import quote, unquote
+
+from services.gateway.errors import S3Error
+from services.gateway.request import Request
+
+ALGORITHM = "AWS4-HMAC-SHA256"
+UNSIGNED = "UNSIGNED-PAYLOAD"
+STREAMING = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+STREAMING_TRAILER = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+STREAMING_UNSIGNED_TRAILER = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+MAX_PRESIGNED_EXPIRY = 7 * 24 * 3600
+
+_HEADER_RE = re.compile(r"AWS4-HMAC-SHA256\s+(.*)")
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class V4Request:
+    """What a V4 signature claims, parsed before the secret is known."""
+
+    access_key_id: str
+    date: str  # yyyymmdd of the scope
+    region: str
+    service: str
+    amz_date: str  # yyyymmddThhmmssZ
+    signed_headers: list[str]
+    signature: str
+    payload_hash: str
+    presigned: bool
+    expires: int = 0
+
+    @property
+    def scope(self) -> str:
+        return f"{self.date}/{self.region}/{self.service}/aws4_request"
+
+
+def parse_time(amz_date: str) -> datetime:
+    try:
+        return datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        raise S3Error("AccessDenied", f"invalid X-Amz-Date {amz_date!r}") from None
+
+
+def _credential(value: str) -> tuple[str, str, str, str]:
+    parts = value.split("/")
+    if len(parts) != 5 or parts[4] != "aws4_request":
+        raise S3Error("AuthorizationHeaderMalformed", f"malformed credential {value!r}")
+    return parts[0], parts[1], parts[2], parts[3]
+
+
+def parse_header(request: Request) -> V4Request:
+    match = _HEADER_RE.match(request.headers.get("authorization", ""))
+    if not match:
+        raise S3Error("InvalidArgument", "malformed AWS4-HMAC-SHA256 Authorization header")
+    fields = {}
+    for item in match.group(1).split(","):
+        name, _, value = item.strip().partition("=")
+        fields[name] = value
+    try:
+        key, date, region, service = _credential(fields["Credential"])
+        signed = fields["SignedHeaders"].split(";")
+        signature = fields["Signature"]
+    except KeyError as exc:
+        raise S3Error("InvalidArgument", f"the Authorization header lacks {exc.args[0]}") from None
+    amz_date = request.headers.get("x-amz-date") or ""
+    if not amz_date:
+        raise S3Error("AccessDenied", "AWS authentication requires a valid X-Amz-Date header")
+    payload = request.headers.get("x-amz-content-sha256", "")
+    if not payload:
+        raise S3Error("InvalidRequest", "missing required header for this request: x-amz-content-sha256")
+    return V4Request(key, date, region, service, amz_date, signed, signature, payload, presigned=False)
+
+
+def parse_query(request: Request) -> V4Request:
+    def need(name: str) -> str:
+        value = request.arg(name)
+        if value is None:
+            raise S3Error("AccessDenied", f"the presigned URL lacks {name}")
+        return value
+
+    if need("X-Amz-Algorithm") != ALGORITHM:
+        raise S3Error("InvalidArgument", "X-Amz-Algorithm must be AWS4-HMAC-SHA256")
+    key, date, region, service = _credential(need("X-Amz-Credential"))
+    try:
+        expires = int(need("X-Amz-Expires"))
+    except ValueError:
+        raise S3Error("InvalidArgument", "bad X-Amz-Expires") from None
+    if not 0 < expires <= MAX_PRESIGNED_EXPIRY:
+        raise S3Error("InvalidArgument", "X-Amz-Expires must be between 1 second and 7 days")
+    return V4Request(
+        key,
+        date,
+        region,
+        service,
+        need("X-Amz-Date"),
+        need("X-Amz-SignedHeaders").split(";"),
+        need("X-Amz-Signature"),
+        request.arg("X-Amz-Content-Sha256") or UNSIGNED,
+        presigned=True,
+        expires=expires,
+    )
+
+
+def _encode(value: str) -> str:
+    return quote(value, safe="-_.~")
+
+
+def canonical_request(request: Request, claim: V4Request, uri: str) -> str:
+    query = sorted(
+        (_encode(k), _encode(v)) for k, v in request.query if not (claim.presigned and k == "X-Amz-Signature")
+    )
+    canonical_query = "&".join(f"{k}={v}" for k, v in query)
+    headers = []
+    for name in claim.signed_headers:
+        value = request.headers.get(name)
+        if value is None:
+            raise S3Error("SignatureDoesNotMatch", f"signed header {name!r} is missing from the request")
+        headers.append(f"{name}:{_SPACES.sub(' ', value.strip())}\n")
+    return "\n".join(
+        (request.method, uri, canonical_query, "".join(headers), ";".join(claim.signed_headers), claim.payload_hash)
+    )
+
+
+def signing_key(secret: str, claim: V4Request) -> bytes:
+    key = ("AWS4" + secret).encode()
+    for part in (claim.date, claim.region, claim.service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return key
+
+
+def _sign(key: bytes, text: str) -> str:
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def verify(request: Request, claim: V4Request, secret: str, region: str, now: datetime, max_skew: float) -> bytes:
+    """Check the signature and its time; return the signing key (chunk signatures need it)."""
+    when = parse_time(claim.amz_date)
+    if claim.date != claim.amz_date[:8]:
+        raise S3Error("SignatureDoesNotMatch", "the credential scope date does not match X-Amz-Date")
+    if claim.presigned:
+        if (now - when).total_seconds() > claim.expires:
+            raise S3Error("AccessDenied", "Request has expired")
+        if (when - now).total_seconds() > max_skew:
+            raise S3Error("AccessDenied", "Request is not yet valid")
+    elif abs((now - when).total_seconds()) > max_skew:
+        raise S3Error(
+            "RequestTimeTooSkewed",
+            RequestTime=claim.amz_date,
+            ServerTime=now.strftime("%Y%m%dT%H%M%SZ"),
+            MaxAllowedSkewMilliseconds=str(int(max_skew * 1000)),
+        )
+    if claim.region != region and claim.region not in ("us-east-1", "auto"):
+        # Clients that do not know our region sign for us-east-1 (S3's global endpoint); others must match.
+        raise S3Error("AuthorizationHeaderMalformed", f"the region is wrong; expecting {region!r}", Region=region)
+    key = signing_key(secret, claim)
+    # Clients differ in how they encode the path; S3 accepts the form the client signed.
+    candidates = [request.raw_path, quote(unquote(request.raw_path), safe="/~")]
+    for uri in dict.fromkeys(candidates):
+        text = "\n".join(
+            (
+                ALGORITHM,
+                claim.amz_date,
+                claim.scope,
+                hashlib.sha256(canonical_request(request, claim, uri).encode()).hexdigest(),
+            )
+        )
+        if hmac.compare_digest(_sign(key, text), claim.signature):
+            return key
+    raise S3Error("SignatureDoesNotMatch")
+
+
+def chunk_signature(key: bytes, claim: V4Request, previous: str, data_sha256: str) -> str:
+    text = "\n".join(("AWS4-HMAC-SHA256-PAYLOAD", claim.amz_date, claim.scope, previous, EMPTY_SHA256, data_sha256))
+    return _sign(key, text)

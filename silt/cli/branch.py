@@ -1,0 +1,164 @@
+"""`silt branch` and `silt tag`: refs, and undoing with reset, revert and cherry-pick."""
+
+from __future__ import annotations
+
+import click
+
+from silt.cli.common import as_dict, client, json_option, output, table
+from silt.cli.history import print_merge_result
+from silt.client import ClientError, paged, parse_uri
+from silt.graveler.v1 import graveler_pb2 as api
+
+
+def _repo_and_name(uri: str, what: str) -> tuple[str, str]:
+    repo, name, path = parse_uri(uri)
+    if path:
+        raise ClientError(f"expected silt://<repository>/<{what}>, got {uri!r}", 2)
+    return repo, name
+
+
+@click.group()
+def branch() -> None:
+    """Branches."""
+
+
+@branch.command("create")
+@click.argument("uri", metavar="silt://REPO/BRANCH")
+@click.option("--source", "-s", required=True, help="Ref to branch from (branch, tag, commit, expression).")
+@json_option
+def branch_create(uri: str, source: str) -> None:
+    """Create a branch pointing at SOURCE."""
+    repo, name = _repo_and_name(uri, "branch")
+    info = client().graveler.CreateBranch(api.CreateBranchRequest(repository=repo, name=name, source_ref=source))
+    output(as_dict(info), lambda: click.echo(f"Branch {name} created at {info.commit_id[:12]}"))
+
+
+@branch.command("list")
+@click.argument("uri", metavar="silt://REPO")
+@json_option
+def branch_list(uri: str) -> None:
+    """The branches of a repository."""
+    repo, _, _ = parse_uri(uri, need_ref=False)
+    g = client().graveler
+    items = list(
+        paged(
+            lambda after: g.ListBranches(api.ListBranchesRequest(repository=repo, after=after, amount=1000)),
+            "branches",
+            lambda b: b.name,
+        )
+    )
+    output([as_dict(b) for b in items], lambda: table(["branch", "commit"], [(b.name, b.commit_id) for b in items]))
+
+
+@branch.command("delete")
+@click.argument("uri", metavar="silt://REPO/BRANCH")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def branch_delete(uri: str, yes: bool) -> None:
+    """Delete a branch (its commits stay reachable from other refs)."""
+    repo, name = _repo_and_name(uri, "branch")
+    if not yes:
+        click.confirm(f"Delete branch {name} of {repo}, with its uncommitted changes?", abort=True)
+    client().graveler.DeleteBranch(api.DeleteBranchRequest(repository=repo, name=name))
+    click.echo(f"Branch {name} deleted")
+
+
+@branch.command("reset")
+@click.argument("uri", metavar="silt://REPO/BRANCH[/PATH]")
+@click.option("--prefix", is_flag=True, help="Treat PATH as a prefix: drop every change under it.")
+@click.option("--hard", "hard_ref", metavar="REF", help="Point the branch at REF, dropping uncommitted changes.")
+@json_option
+def branch_reset(uri: str, prefix: bool, hard_ref: str | None) -> None:
+    """Drop uncommitted changes: all of them, one object's (PATH), or under a prefix."""
+    repo, name, path = parse_uri(uri)
+    req = api.ResetBranchRequest(repository=repo, branch=name)
+    if hard_ref:
+        req.hard_ref = hard_ref
+    elif path and prefix:
+        req.prefix = path
+    elif path:
+        req.key = path
+    else:
+        req.all = True
+    resp = client().graveler.ResetBranch(req)
+    output(as_dict(resp.branch), lambda: click.echo(f"Branch {name} reset (at {resp.branch.commit_id[:12]})"))
+
+
+@branch.command("revert")
+@click.argument("uri", metavar="silt://REPO/BRANCH")
+@click.argument("ref")
+@click.option("--parent-number", "-m", type=int, default=0, help="For merge commits: the parent to keep (1-based).")
+@click.option("--message", default="", help="Commit message (default: Revert <commit>).")
+@json_option
+def branch_revert(uri: str, ref: str, parent_number: int, message: str) -> None:
+    """Undo the changes of commit REF on the branch, as a new commit."""
+    repo, name = _repo_and_name(uri, "branch")
+    resp = client().graveler.Revert(
+        api.RevertRequest(repository=repo, branch=name, ref=ref, parent_number=parent_number, message=message)
+    )
+    print_merge_result(resp, f"Reverted {ref} on {name}")
+
+
+@branch.command("cherry-pick")
+@click.argument("uri", metavar="silt://REPO/BRANCH")
+@click.argument("ref")
+@click.option("--parent-number", "-m", type=int, default=0, help="For merge commits: the parent to diff against.")
+@json_option
+def branch_cherry_pick(uri: str, ref: str, parent_number: int) -> None:
+    """Apply the changes of commit REF to the branch, as a new commit."""
+    repo, name = _repo_and_name(uri, "branch")
+    resp = client().graveler.CherryPick(
+        api.CherryPickRequest(repository=repo, branch=name, ref=ref, parent_number=parent_number)
+    )
+    print_merge_result(resp, f"Cherry-picked {ref} onto {name}")
+
+
+@click.group()
+def tag() -> None:
+    """Tags: immutable names for commits."""
+
+
+@tag.command("create")
+@click.argument("uri", metavar="silt://REPO/TAG")
+@click.argument("ref")
+@json_option
+def tag_create(uri: str, ref: str) -> None:
+    """Create tag TAG at REF."""
+    repo, name = _repo_and_name(uri, "tag")
+    info = client().graveler.CreateTag(api.CreateTagRequest(repository=repo, id=name, ref=ref))
+    output(as_dict(info), lambda: click.echo(f"Tag {info.id} created at {info.commit_id[:12]}"))
+
+
+@tag.command("list")
+@click.argument("uri", metavar="silt://REPO")
+@json_option
+def tag_list(uri: str) -> None:
+    """The tags of a repository."""
+    repo, _, _ = parse_uri(uri, need_ref=False)
+    g = client().graveler
+    items = list(
+        paged(
+            lambda after: g.ListTags(api.ListTagsRequest(repository=repo, after=after, amount=1000)),
+            "tags",
+            lambda t: t.id,
+        )
+    )
+    output([as_dict(t) for t in items], lambda: table(["tag", "commit"], [(t.id, t.commit_id) for t in items]))
+
+
+@tag.command("show")
+@click.argument("uri", metavar="silt://REPO/TAG")
+@json_option
+def tag_show(uri: str) -> None:
+    """The commit a tag points at."""
+    repo, name = _repo_and_name(uri, "tag")
+    info = client().graveler.GetTag(api.GetTagRequest(repository=repo, id=name))
+    output(as_dict(info), lambda: click.echo(f"{info.id} {info.commit_id}"))
+
+
+@tag.command("delete")
+@click.argument("uri", metavar="silt://REPO/TAG")
+def tag_delete(uri: str) -> None:
+    """Delete a tag."""
+    repo, name = _repo_and_name(uri, "tag")
+    client().graveler.DeleteTag(api.DeleteTagRequest(repository=repo, id=name))
+    click.echo(f"Tag {name} deleted")

@@ -1,0 +1,334 @@
+"""`silt auth`: users, groups, policies and credentials."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from silt.auth.v1 import auth_pb2 as api
+from silt.auth.v1 import model_pb2 as pb
+from silt.cli.common import as_dict, client, json_option, output, table, when
+from silt.client import EXIT_USAGE, ClientError, paged
+
+_EFFECTS = {"allow": pb.EFFECT_ALLOW, "deny": pb.EFFECT_DENY}
+
+
+def _all(call: Callable[[str], Any], items: str, key: Callable[[Any], str]) -> list[Any]:
+    return list(paged(call, items, key))
+
+
+def _show_ids(kind: str, items: list[Any]) -> None:
+    output(
+        [as_dict(i) for i in items],
+        lambda: table([kind, "created", "description"], [(i.id, when(i.creation_date), i.description) for i in items]),
+    )
+
+
+@click.group("auth")
+def auth() -> None:
+    """Users, groups, policies and credentials."""
+
+
+@auth.command("whoami")
+@json_option
+def whoami() -> None:
+    """The user your credentials belong to."""
+    resp = client().auth.WhoAmI(api.WhoAmIRequest())
+    output(as_dict(resp), lambda: click.echo(f"{resp.user.id} (access key {resp.access_key_id})"))
+
+
+# --- users --------------------------------------------------------------------------------
+
+
+@auth.group()
+def users() -> None:
+    """Users."""
+
+
+@users.command("create")
+@click.argument("user_id")
+@click.option("--description", default="")
+@json_option
+def user_create(user_id: str, description: str) -> None:
+    user = client().auth.CreateUser(api.CreateUserRequest(id=user_id, description=description))
+    output(as_dict(user), lambda: click.echo(f"User {user.id} created"))
+
+
+@users.command("list")
+@json_option
+def user_list() -> None:
+    a = client().auth
+    _show_ids("user", _all(lambda after: a.ListUsers(api.ListUsersRequest(after=after)), "users", lambda u: u.id))
+
+
+@users.command("show")
+@click.argument("user_id")
+@json_option
+def user_show(user_id: str) -> None:
+    """A user with its groups and effective policies."""
+    a = client().auth
+    user = a.GetUser(api.GetUserRequest(id=user_id))
+    groups = _all(
+        lambda after: a.ListUserGroups(api.ListUserGroupsRequest(user_id=user_id, after=after)),
+        "groups",
+        lambda g: g.id,
+    )
+    policies = _all(
+        lambda after: a.ListUserPolicies(api.ListUserPoliciesRequest(user_id=user_id, effective=True, after=after)),
+        "policies",
+        lambda p: p.id,
+    )
+    data = {**as_dict(user), "groups": [g.id for g in groups], "policies": [p.id for p in policies]}
+
+    def human() -> None:
+        click.echo(f"user:     {user.id}")
+        click.echo(f"created:  {when(user.creation_date)}")
+        click.echo(f"groups:   {', '.join(g.id for g in groups) or '-'}")
+        click.echo(f"policies: {', '.join(p.id for p in policies) or '-'}")
+
+    output(data, human)
+
+
+@users.command("delete")
+@click.argument("user_id")
+def user_delete(user_id: str) -> None:
+    client().auth.DeleteUser(api.DeleteUserRequest(id=user_id))
+    click.echo(f"User {user_id} deleted")
+
+
+# --- groups -------------------------------------------------------------------------------
+
+
+@auth.group()
+def groups() -> None:
+    """Groups (preset: Admins, Developers, Analysts, Services)."""
+
+
+@groups.command("create")
+@click.argument("group_id")
+@click.option("--description", default="")
+@json_option
+def group_create(group_id: str, description: str) -> None:
+    group = client().auth.CreateGroup(api.CreateGroupRequest(id=group_id, description=description))
+    output(as_dict(group), lambda: click.echo(f"Group {group.id} created"))
+
+
+@groups.command("list")
+@json_option
+def group_list() -> None:
+    a = client().auth
+    _show_ids("group", _all(lambda after: a.ListGroups(api.ListGroupsRequest(after=after)), "groups", lambda g: g.id))
+
+
+@groups.command("delete")
+@click.argument("group_id")
+def group_delete(group_id: str) -> None:
+    client().auth.DeleteGroup(api.DeleteGroupRequest(id=group_id))
+    click.echo(f"Group {group_id} deleted")
+
+
+@groups.command("add-member")
+@click.argument("group_id")
+@click.argument("user_id")
+def group_add(group_id: str, user_id: str) -> None:
+    client().auth.AddGroupMember(api.GroupMemberRequest(group_id=group_id, user_id=user_id))
+    click.echo(f"User {user_id} added to {group_id}")
+
+
+@groups.command("remove-member")
+@click.argument("group_id")
+@click.argument("user_id")
+def group_remove(group_id: str, user_id: str) -> None:
+    client().auth.RemoveGroupMember(api.GroupMemberRequest(group_id=group_id, user_id=user_id))
+    click.echo(f"User {user_id} removed from {group_id}")
+
+
+@groups.command("members")
+@click.argument("group_id")
+@json_option
+def group_members(group_id: str) -> None:
+    a = client().auth
+    members = _all(
+        lambda after: a.ListGroupMembers(api.ListGroupMembersRequest(group_id=group_id, after=after)),
+        "users",
+        lambda u: u.id,
+    )
+    _show_ids("user", members)
+
+
+# --- policies -----------------------------------------------------------------------------
+
+
+@auth.group()
+def policies() -> None:
+    """Policies: statements of {effect, actions, resources}; deny wins, no match means deny."""
+
+
+def _statements(raw: str) -> list[pb.Statement]:
+    """A JSON list of {"effect": "allow"|"deny", "actions": [...], "resources": [...]}."""
+    text = Path(raw[1:]).read_text() if raw.startswith("@") else raw
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        raise ClientError(f"statements are not valid JSON: {exc}", EXIT_USAGE) from None
+    if isinstance(parsed, dict):
+        parsed = parsed.get("statements", [parsed])
+    out = []
+    for s in parsed:
+        effect = _EFFECTS.get(str(s.get("effect", "allow")).lower())
+        if effect is None or not s.get("actions"):
+            raise ClientError('each statement needs "effect" (allow|deny) and "actions"', EXIT_USAGE)
+        out.append(pb.Statement(effect=effect, actions=s["actions"], resources=s.get("resources", ["*"])))
+    return out
+
+
+@policies.command("create")
+@click.argument("policy_id")
+@click.option(
+    "--statements",
+    "raw",
+    required=True,
+    help='JSON list (or @file): [{"effect": "allow", "actions": ["ReadRepo"], "resources": ["prod-*"]}]',
+)
+@click.option("--description", default="")
+@json_option
+def policy_create(policy_id: str, raw: str, description: str) -> None:
+    policy = client().auth.CreatePolicy(
+        api.CreatePolicyRequest(id=policy_id, description=description, statements=_statements(raw))
+    )
+    output(as_dict(policy), lambda: click.echo(f"Policy {policy.id} created"))
+
+
+@policies.command("list")
+@json_option
+def policy_list() -> None:
+    a = client().auth
+    _show_ids(
+        "policy", _all(lambda after: a.ListPolicies(api.ListPoliciesRequest(after=after)), "policies", lambda p: p.id)
+    )
+
+
+@policies.command("show")
+@click.argument("policy_id")
+@json_option
+def policy_show(policy_id: str) -> None:
+    policy = client().auth.GetPolicy(api.GetPolicyRequest(id=policy_id))
+
+    def human() -> None:
+        click.echo(f"policy: {policy.id}  ({policy.description})")
+        table(
+            ["effect", "actions", "resources"],
+            [
+                (pb.Effect.Name(s.effect).removeprefix("EFFECT_").lower(), ",".join(s.actions), ",".join(s.resources))
+                for s in policy.statements
+            ],
+        )
+
+    output(as_dict(policy), human)
+
+
+@policies.command("delete")
+@click.argument("policy_id")
+def policy_delete(policy_id: str) -> None:
+    client().auth.DeletePolicy(api.DeletePolicyRequest(id=policy_id))
+    click.echo(f"Policy {policy_id} deleted")
+
+
+def _attachment(policy_id: str, user: str | None, group: str | None) -> api.PolicyAttachmentRequest:
+    if bool(user) == bool(group):
+        raise ClientError("give exactly one of --user and --group", EXIT_USAGE)
+    if user:
+        return api.PolicyAttachmentRequest(policy_id=policy_id, user_id=user)
+    return api.PolicyAttachmentRequest(policy_id=policy_id, group_id=group)
+
+
+@policies.command("attach")
+@click.argument("policy_id")
+@click.option("--user")
+@click.option("--group")
+def policy_attach(policy_id: str, user: str | None, group: str | None) -> None:
+    client().auth.AttachPolicy(_attachment(policy_id, user, group))
+    click.echo(f"Policy {policy_id} attached to {user or group}")
+
+
+@policies.command("detach")
+@click.argument("policy_id")
+@click.option("--user")
+@click.option("--group")
+def policy_detach(policy_id: str, user: str | None, group: str | None) -> None:
+    client().auth.DetachPolicy(_attachment(policy_id, user, group))
+    click.echo(f"Policy {policy_id} detached from {user or group}")
+
+
+# --- credentials --------------------------------------------------------------------------
+
+
+@auth.group()
+def credentials() -> None:
+    """Access keys (for the CLI, gRPC and S3 clients alike)."""
+
+
+@credentials.command("create")
+@click.option("--user", "user_id", required=True)
+@json_option
+def credentials_create(user_id: str) -> None:
+    """Issue a key; its secret is shown only this once."""
+    resp = client().auth.CreateCredentials(api.CreateCredentialsRequest(user_id=user_id))
+    data = {
+        "user_id": resp.credential.user_id,
+        "access_key_id": resp.credential.access_key_id,
+        "secret_access_key": resp.secret_access_key,
+    }
+
+    def human() -> None:
+        click.echo(f"Access key for {user_id} (the secret is shown only this once):")
+        click.echo(f"  access_key_id:     {data['access_key_id']}")
+        click.echo(f"  secret_access_key: {data['secret_access_key']}")
+
+    output(data, human)
+
+
+@credentials.command("list")
+@click.option("--user", "user_id", default="", help="Default: yourself.")
+@json_option
+def credentials_list(user_id: str) -> None:
+    a = client().auth
+    items = _all(
+        lambda after: a.ListCredentials(api.ListCredentialsRequest(user_id=user_id, after=after)),
+        "credentials",
+        lambda c: c.access_key_id,
+    )
+    output(
+        [as_dict(c) for c in items],
+        lambda: table(
+            ["access key", "user", "created"], [(c.access_key_id, c.user_id, when(c.creation_date)) for c in items]
+        ),
+    )
+
+
+@credentials.command("delete")
+@click.option("--user", "user_id", required=True)
+@click.argument("access_key_id")
+def credentials_delete(user_id: str, access_key_id: str) -> None:
+    client().auth.DeleteCredentials(api.DeleteCredentialsRequest(user_id=user_id, access_key_id=access_key_id))
+    click.echo(f"Access key {access_key_id} deleted")
+
+
+@auth.command("env")
+def env() -> None:
+    """Shell exports for the AWS CLI and SDKs with your Silt key: eval "$(silt auth env)"."""
+    c = client()
+    creds = c.credentials()
+    s = c.settings
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", creds.access_key_id),
+        ("AWS_SECRET_ACCESS_KEY", creds.secret_access_key.get_secret_value()),
+        ("AWS_DEFAULT_REGION", s.region),
+        ("AWS_ENDPOINT_URL", s.s3_endpoint),
+    ):
+        click.echo(f"export {name}={shlex.quote(value)}")

@@ -1,0 +1,86 @@
+"""`silt repo`: create, list, show, delete repositories."""
+
+from __future__ import annotations
+
+import click
+
+from silt.cli.common import as_dict, client, json_option, output, table, when
+from silt.client import paged
+from silt.graveler.v1 import graveler_pb2 as api
+
+
+@click.group()
+def repo() -> None:
+    """Repositories."""
+
+
+def _repo_name(uri: str) -> str:
+    # Both `silt://name` and a bare name are accepted: a repository is a single word.
+    return uri.removeprefix("silt://").strip("/")
+
+
+@repo.command("create")
+@click.argument("repository")
+@click.option(
+    "--storage-namespace", "-s", help="Where its objects go (default: local://<name> on the local-disk object store)."
+)
+@click.option("--default-branch", default="main", show_default=True)
+@json_option
+def create(repository: str, storage_namespace: str | None, default_branch: str) -> None:
+    """Create REPOSITORY (silt://name or name) with an initial commit on the default branch."""
+    name = _repo_name(repository)
+    info = client().graveler.CreateRepository(
+        api.CreateRepositoryRequest(
+            name=name, storage_namespace=storage_namespace or f"local://{name}", default_branch=default_branch
+        )
+    )
+    output(as_dict(info), lambda: click.echo(f"Repository {info.name} created (default branch {info.default_branch})"))
+
+
+@repo.command("list")
+@json_option
+def list_() -> None:
+    """The repositories you may read."""
+    g = client().graveler
+    repos = list(
+        paged(
+            lambda after: g.ListRepositories(api.ListRepositoriesRequest(after=after, amount=1000)),
+            "repositories",
+            lambda r: r.name,
+        )
+    )
+    output(
+        [as_dict(r) for r in repos],
+        lambda: table(
+            ["name", "default branch", "storage namespace", "created"],
+            [(r.name, r.default_branch, r.storage_namespace, when(r.creation_date)) for r in repos],
+        ),
+    )
+
+
+@repo.command("show")
+@click.argument("repository")
+@json_option
+def show(repository: str) -> None:
+    """One repository's details."""
+    info = client().graveler.GetRepository(api.GetRepositoryRequest(name=_repo_name(repository)))
+
+    def human() -> None:
+        click.echo(f"name:              {info.name}")
+        click.echo(f"default branch:    {info.default_branch}")
+        click.echo(f"storage namespace: {info.storage_namespace}")
+        click.echo(f"created:           {when(info.creation_date)}")
+
+    output(as_dict(info), human)
+
+
+@repo.command("delete")
+@click.argument("repository")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def delete(repository: str, yes: bool) -> None:
+    """Delete a repository with all its branches, tags and history."""
+    name = _repo_name(repository)
+    if not yes:
+        click.confirm(f"Delete repository {name} and all its history?", abort=True)
+    client().graveler.DeleteRepository(api.DeleteRepositoryRequest(name=name))
+    click.echo(f"Repository {name} deleted")

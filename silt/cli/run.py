@@ -1,0 +1,90 @@
+"""`silt run`: the whole stack in the foreground until Ctrl-C (what `make run` calls)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from silt.launcher import Stack, default_data_dir
+
+
+def _hint_data_dir(data_dir: Path) -> str | None:
+    """How the CLI finds this stack's credentials, when it would not by itself."""
+    if data_dir == default_data_dir() or data_dir == Path(".silt-data").resolve():
+        return None
+    return f"export SILT_DATA_DIR={data_dir}"
+
+
+@click.command("run")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="SILT_DATA_DIR",
+    help="Where all state lives (default: $SILT_DATA_DIR, else ~/.silt).",
+)
+@click.option("--auth-port", type=int, help="Override auth's port from <data-dir>/config.yaml.")
+@click.option("--graveler-port", type=int, help="Override graveler's port.")
+@click.option("--gateway-port", type=int, help="Override the S3 gateway's port.")
+def run(data_dir: Path | None, auth_port: int | None, graveler_port: int | None, gateway_port: int | None) -> None:
+    """Start auth, graveler and the S3 gateway locally; restart what crashes; stop on Ctrl-C."""
+    ports = {k: v for k, v in {"auth": auth_port, "graveler": graveler_port, "gateway": gateway_port}.items() if v}
+    stack = Stack(data_dir, ports=ports, on_event=lambda line: click.echo(f"silt: {line}", err=True))
+    stop = threading.Event()
+    # Ctrl-C and SIGTERM both end in an orderly stop of every service.
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    click.echo(f"Starting Silt (data in {stack.data_dir}) ...")
+    with stack:
+        _announce(stack)
+        stop.wait()
+        click.echo("Stopping Silt ...")
+    click.echo("Stopped.")
+
+
+def _silt_command() -> str:
+    """`silt` if that is on PATH and is this installation, else a path to this one's."""
+    ours = Path(sys.executable).parent / "silt"
+    found = shutil.which("silt")
+    if found and Path(found).resolve() == ours.resolve():
+        return "silt"
+    try:
+        return os.path.relpath(ours) if not os.path.relpath(ours).startswith("..") else str(ours)
+    except ValueError:
+        return str(ours)
+
+
+def _announce(stack: Stack) -> None:
+    endpoints = stack.endpoints
+    s3 = endpoints.get("gateway")
+    click.echo("Silt is running.")
+    click.echo(f"  S3 endpoint:  {s3 or '(gateway not installed yet)'}")
+    for name in ("graveler", "auth", "compactor"):
+        if name in endpoints:
+            click.echo(f"  {name + ':':13} {endpoints[name]} (gRPC)")
+    click.echo(f"  logs:         {stack.logs_dir}")
+    assert stack.admin is not None
+    if stack.first_run:
+        click.echo("\nAdmin credentials (shown only this once; saved for the silt CLI in")
+        click.echo(f"{stack.credentials_path}, mode 0600):")
+        click.echo(f"  access_key_id:     {stack.admin.access_key_id}")
+        click.echo(f"  secret_access_key: {stack.admin.secret_access_key.get_secret_value()}")
+    else:
+        click.echo(f"\nAdmin credentials: in {stack.credentials_path} (from the first run).")
+    hint = _hint_data_dir(stack.data_dir)
+    click.echo("\nTry, in another terminal:")
+    if hint:
+        click.echo(f"  {hint}")
+    silt = _silt_command()
+    click.echo(f"  {silt} repo create quickstart")
+    if s3:
+        click.echo(f"  aws --endpoint-url {s3} s3 cp README.md s3://quickstart/main/README.md")
+    else:
+        click.echo(f"  {silt} branch create silt://quickstart/dev --source main")
+    click.echo(f"  {silt} fs ls silt://quickstart/main/")
+    click.echo("\nPress Ctrl-C to stop.")

@@ -1,0 +1,268 @@
+"""A small client for Silt's services, as the `silt` CLI and scripts use it.
+
+Where it connects and as whom, first match wins:
+
+- arguments (the CLI's `--graveler`, `--auth`, `--s3-endpoint` flags);
+- `SILT_ACCESS_KEY_ID` / `SILT_SECRET_ACCESS_KEY` for the key;
+- the credentials file the launcher writes, which holds the admin key and the endpoints:
+  `$SILT_CLIENT_CREDENTIALS_FILE`, else `$SILT_DATA_DIR/credentials.json`, else the first of
+  `./.silt-data/credentials.json` (`make run`) and `~/.silt/credentials.json` that exists;
+- the configuration (`graveler.listen_address`, `auth.endpoint`, `gateways.s3.listen_address`).
+
+Failed calls raise ClientError: one readable line and the CLI exit code that goes with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+from pydantic import SecretStr
+
+from silt.auth.v1 import auth_pb2_grpc
+from silt.config import Config
+from silt.errors import ConfigError, SiltError
+from silt.graveler.v1 import graveler_pb2 as gapi
+from silt.graveler.v1 import graveler_pb2_grpc
+from silt.rpc.auth import Credentials, signed_channel
+
+CREDENTIALS_FILE_ENV = "SILT_CLIENT_CREDENTIALS_FILE"
+ACCESS_KEY_ENV = "SILT_ACCESS_KEY_ID"
+SECRET_KEY_ENV = "SILT_SECRET_ACCESS_KEY"
+CALL_TIMEOUT_SECONDS = 60.0
+
+# Exit codes of the CLI (documented in README "CLI").
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+EXIT_NOT_FOUND = 4
+EXIT_CONFLICT = 5
+EXIT_DENIED = 6
+
+_EXIT_OF_STATUS = {
+    grpc.StatusCode.INVALID_ARGUMENT: EXIT_USAGE,
+    grpc.StatusCode.OUT_OF_RANGE: EXIT_USAGE,
+    grpc.StatusCode.UNAVAILABLE: EXIT_UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED: EXIT_UNAVAILABLE,
+    grpc.StatusCode.NOT_FOUND: EXIT_NOT_FOUND,
+    grpc.StatusCode.ALREADY_EXISTS: EXIT_CONFLICT,
+    grpc.StatusCode.ABORTED: EXIT_CONFLICT,
+    grpc.StatusCode.PERMISSION_DENIED: EXIT_DENIED,
+    grpc.StatusCode.UNAUTHENTICATED: EXIT_DENIED,
+}
+
+_WORDS_OF_STATUS = {
+    grpc.StatusCode.PERMISSION_DENIED: "permission denied",
+    grpc.StatusCode.UNAUTHENTICATED: "not authenticated",
+    grpc.StatusCode.NOT_FOUND: "not found",
+    grpc.StatusCode.ALREADY_EXISTS: "already exists",
+}
+
+
+class ClientError(SiltError):
+    """A failed operation: a one-line message and the exit code for it."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def error_of_rpc(exc: grpc.RpcError, service: str, target: str) -> ClientError:
+    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+    details = (exc.details() if hasattr(exc, "details") else None) or ""
+    if code == grpc.StatusCode.UNAVAILABLE and ("connect" in details.lower() or not details):
+        return ClientError(f"{service} unavailable at {target} (is the stack running? `silt run`)", EXIT_UNAVAILABLE)
+    words = _WORDS_OF_STATUS.get(code)
+    message = details if not words or words in details.lower() else f"{words}: {details}"
+    return ClientError(message or code.name.lower(), _EXIT_OF_STATUS.get(code, EXIT_FAILURE))
+
+
+_T = TypeVar("_T")
+
+
+class _Calls:
+    """A stub whose every call has a timeout and raises ClientError instead of grpc.RpcError."""
+
+    def __init__(self, stub: Any, service: str, target: str) -> None:
+        self._stub, self._service, self._target = stub, service, target
+
+    def __getattr__(self, method: str) -> Callable[[Any], Any]:
+        call = getattr(self._stub, method)
+
+        def invoke(request: Any, timeout: float = CALL_TIMEOUT_SECONDS) -> Any:
+            try:
+                return call(request, timeout=timeout)
+            except grpc.RpcError as exc:
+                raise error_of_rpc(exc, self._service, self._target) from None
+
+        return invoke
+
+
+@dataclass
+class Settings:
+    graveler: str
+    auth: str
+    s3_endpoint: str
+    region: str
+    credentials: Credentials | None
+    credentials_source: str
+
+
+def credentials_file_candidates() -> list[Path]:
+    if os.environ.get(CREDENTIALS_FILE_ENV):
+        return [Path(os.environ[CREDENTIALS_FILE_ENV]).expanduser()]
+    if os.environ.get("SILT_DATA_DIR"):
+        return [Path(os.environ["SILT_DATA_DIR"]).expanduser() / "credentials.json"]
+    # `make run` keeps its data in ./.silt-data, `silt run` in ~/.silt.
+    return [Path(".silt-data/credentials.json"), Path("~/.silt/credentials.json").expanduser()]
+
+
+def _saved() -> tuple[dict[str, Any], str]:
+    for path in credentials_file_candidates():
+        if path.is_file():
+            try:
+                return json.loads(path.read_text()), str(path)
+            except (OSError, ValueError) as exc:
+                raise ClientError(f"cannot read credentials file {path}: {exc}", EXIT_USAGE) from None
+    return {}, ""
+
+
+def _loopback(address: str) -> str:
+    host, _, port = address.rpartition(":")
+    return f"127.0.0.1:{port}" if host in ("0.0.0.0", "::", "[::]") else address
+
+
+def resolve_settings(
+    config: Config, graveler: str | None = None, auth: str | None = None, s3_endpoint: str | None = None
+) -> Settings:
+    saved, source = _saved()
+    credentials = None
+    if os.environ.get(ACCESS_KEY_ENV) and os.environ.get(SECRET_KEY_ENV):
+        credentials = Credentials(os.environ[ACCESS_KEY_ENV], SecretStr(os.environ[SECRET_KEY_ENV]))
+        source = f"{ACCESS_KEY_ENV}/{SECRET_KEY_ENV}"
+    elif saved.get("access_key_id") and saved.get("secret_access_key"):
+        credentials = Credentials(saved["access_key_id"], SecretStr(saved["secret_access_key"]))
+    return Settings(
+        graveler=graveler or saved.get("graveler") or _loopback(config.graveler.listen_address),
+        auth=auth or saved.get("auth") or config.auth.endpoint,
+        s3_endpoint=s3_endpoint or saved.get("gateway") or f"http://{_loopback(config.gateways.s3.listen_address)}",
+        region=saved.get("region") or config.gateways.s3.region,
+        credentials=credentials,
+        credentials_source=source,
+    )
+
+
+class Client:
+    """Signed channels to graveler and auth (opened on first use), and an S3 client for bytes."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._channels: list[grpc.Channel] = []
+        self._graveler: _Calls | None = None
+        self._auth: _Calls | None = None
+        self._s3: Any = None
+
+    def credentials(self) -> Credentials:
+        if self.settings.credentials is None:
+            raise ClientError(
+                f"no credentials: set {ACCESS_KEY_ENV} and {SECRET_KEY_ENV}, or start the stack with `silt run` "
+                f"(it saves them to {credentials_file_candidates()[-1]} or $SILT_DATA_DIR/credentials.json)",
+                EXIT_USAGE,
+            )
+        return self.settings.credentials
+
+    def _channel(self, target: str) -> grpc.Channel:
+        # Short reconnect backoff: a long-lived client should find a restarted service at once.
+        options = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 2000)]
+        channel = signed_channel(target, self.credentials(), options)
+        self._channels.append(channel)
+        return channel
+
+    @property
+    def graveler(self) -> Any:
+        if self._graveler is None:
+            stub = graveler_pb2_grpc.GravelerServiceStub(self._channel(self.settings.graveler))
+            self._graveler = _Calls(stub, "graveler", self.settings.graveler)
+        return self._graveler
+
+    @property
+    def auth(self) -> Any:
+        if self._auth is None:
+            stub = auth_pb2_grpc.AuthServiceStub(self._channel(self.settings.auth))
+            self._auth = _Calls(stub, "auth", self.settings.auth)
+        return self._auth
+
+    @property
+    def s3(self) -> Any:
+        """boto3 S3 client on the gateway: object bytes never go through graveler."""
+        if self._s3 is None:
+            import boto3
+            from botocore.config import Config as BotoConfig
+
+            creds = self.credentials()
+            self._s3 = boto3.client(
+                "s3",
+                endpoint_url=self.settings.s3_endpoint,
+                region_name=self.settings.region,
+                aws_access_key_id=creds.access_key_id,
+                aws_secret_access_key=creds.secret_access_key.get_secret_value(),
+                config=BotoConfig(s3={"addressing_style": "path"}, retries={"max_attempts": 3}),
+            )
+        return self._s3
+
+    def close(self) -> None:
+        for channel in self._channels:
+            channel.close()
+        self._channels.clear()
+
+    # --- paging helpers -----------------------------------------------------------------
+
+    def entries(
+        self, repo: str, ref: str, prefix: str = "", delimiter: str = "", page: int = 1000
+    ) -> Iterator[gapi.ListItem]:
+        after = ""
+        while True:
+            resp = self.graveler.ListEntries(
+                gapi.ListEntriesRequest(
+                    repository=repo, ref=ref, prefix=prefix, delimiter=delimiter, after=after, amount=page
+                )
+            )
+            yield from resp.items
+            if not resp.has_more or not resp.items:
+                return
+            after = resp.items[-1].key
+
+
+def paged(fetch: Callable[[str], Any], items: str, key: Callable[[Any], str]) -> Iterator[Any]:
+    """Every item of a list call paged by `after`: fetch(after) returns a response with `has_more`."""
+    after = ""
+    while True:
+        resp = fetch(after)
+        batch = list(getattr(resp, items))
+        yield from batch
+        if not resp.has_more or not batch:
+            return
+        after = key(batch[-1])
+
+
+def parse_uri(uri: str, need_ref: bool = True) -> tuple[str, str, str]:
+    """`silt://repo/ref/path` -> (repo, ref, path); path may be empty."""
+    scheme = "silt://"
+    if not uri.startswith(scheme):
+        raise ClientError(f"expected a URI like silt://<repository>/<ref>/<path>, got {uri!r}", EXIT_USAGE)
+    repo, _, rest = uri[len(scheme) :].partition("/")
+    ref, _, path = rest.partition("/")
+    if not repo or (need_ref and not ref):
+        what = "silt://<repository>/<ref>[/<path>]" if need_ref else "silt://<repository>"
+        raise ClientError(f"expected a URI like {what}, got {uri!r}", EXIT_USAGE)
+    return repo, ref, path
+
+
+def config_error(exc: ConfigError) -> ClientError:
+    return ClientError(str(exc), EXIT_USAGE)

@@ -1,0 +1,43 @@
+"""RBAC as a user meets it: an Analysts member reads, and every write is refused (exit code 6)."""
+
+from __future__ import annotations
+
+from silt.launcher import Stack
+from tests.e2e.conftest import Silt, stage_tree
+
+REPO = "e2e-rbac"
+
+
+def test_analyst_reads_but_cannot_write(stack: Stack, silt: Silt) -> None:
+    silt("repo", "create", REPO)
+    stage_tree(stack, REPO, "main", ["reports/q1.csv"])
+    silt("commit", f"silt://{REPO}/main", "-m", "q1")
+
+    silt.proc("auth", "users", "create", "ana")
+    silt("auth", "groups", "add-member", "Analysts", "ana")
+    key = silt("auth", "credentials", "create", "--user", "ana", "--json").json()
+    assert silt("auth", "users", "show", "ana", "--json").json()["groups"] == ["Analysts"]  # type: ignore[index]
+    ana = silt.as_user(key["access_key_id"], key["secret_access_key"])  # type: ignore[index]
+
+    assert ana("auth", "whoami").out.startswith("ana ")
+    assert REPO in [r["name"] for r in ana("repo", "list", "--json").json()]  # type: ignore[union-attr,index]
+    assert [i["path"] for i in ana("fs", "ls", f"silt://{REPO}/main/reports/", "--json").json()] == [  # type: ignore[union-attr,index]
+        "reports/q1.csv"
+    ]
+    assert ana("log", f"silt://{REPO}/main", "--oneline").out.splitlines()[0].endswith("q1")
+
+    for args in (
+        ("branch", "create", f"silt://{REPO}/mine", "--source", "main"),
+        ("fs", "rm", f"silt://{REPO}/main/reports/q1.csv"),
+        ("commit", f"silt://{REPO}/main", "-m", "x", "--allow-empty"),
+        ("repo", "create", "ana-repo"),
+        ("repo", "delete", REPO, "--yes"),
+        ("auth", "users", "list"),
+    ):
+        denied = ana.proc(*args, ok=False) if args[0] == "branch" else ana(*args, ok=False)
+        assert denied.code == 6, (args, denied)
+        assert "permission denied" in denied.err.lower() and denied.err.count("\n") == 1, denied.err
+
+    wrong = silt.as_user(key["access_key_id"], "x" * 40)  # type: ignore[index]
+    refused = wrong("repo", "list", ok=False)
+    assert refused.code == 6 and "authenticated" in refused.err

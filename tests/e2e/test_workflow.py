@@ -1,0 +1,102 @@
+"""A user's day, through the `silt` CLI against the running stack: import a tree, branch,
+change and delete on the branch, diff, commit, merge, read an old version, revert."""
+
+from __future__ import annotations
+
+import pytest
+
+from silt.launcher import Stack
+from tests.e2e.conftest import Silt, stage_tree
+
+REPO = "e2e-flow"
+TREE = [f"tables/t{t}/part-{i:03d}.csv" for t in range(3) for i in range(100)]
+
+
+@pytest.fixture(scope="module")
+def imported(stack: Stack, silt: Silt) -> str:
+    """A repository with 300 objects committed on main; returns that commit's id."""
+    silt.proc("repo", "create", REPO)
+    # Object bytes arrive through the S3 gateway (test_gateway.py); here only their metadata is staged.
+    stage_tree(stack, REPO, "main", TREE)
+    done = silt("commit", f"silt://{REPO}/main", "-m", "initial import", "--meta", "source=e2e", "--json")
+    return str(done.json()["id"])  # type: ignore[index]
+
+
+def test_branch_change_diff_commit_merge_revert(stack: Stack, silt: Silt, imported: str) -> None:
+    silt.proc("branch", "create", f"silt://{REPO}/dev", "--source", "main")
+    assert {b["name"] for b in silt("branch", "list", f"silt://{REPO}", "--json").json()} == {"dev", "main"}  # type: ignore[union-attr]
+
+    changed = TREE[:5]
+    stage_tree(stack, REPO, "dev", changed, version="v2")
+    silt("fs", "rm", f"silt://{REPO}/dev/{TREE[10]}")
+    removed = silt("fs", "rm", "-r", f"silt://{REPO}/dev/tables/t2")
+    assert "Removed 100 object(s)" in removed.out
+
+    uncommitted = silt.proc("diff", f"silt://{REPO}/dev")
+    lines = uncommitted.out.splitlines()
+    assert f"~ {TREE[0]}" in lines and f"- {TREE[10]}" in lines and f"- {TREE[250]}" in lines
+    assert len(lines) == 5 + 1 + 100
+
+    commit = silt("commit", f"silt://{REPO}/dev", "-m", "change and delete", "--json").json()
+    assert silt("diff", f"silt://{REPO}/dev", "--json").json() == []
+    diff = silt("diff", f"silt://{REPO}/main", f"silt://{REPO}/dev", "--json").json()
+    assert {d["type"] for d in diff} == {"changed", "removed"} and len(diff) == 106  # type: ignore[union-attr,arg-type]
+
+    merged = silt("merge", f"silt://{REPO}/dev", "main", "-m", "merge dev", "--json").json()
+    assert merged["parents"][1] == commit["id"]  # type: ignore[index]
+
+    stat = silt("fs", "stat", f"silt://{REPO}/main/{TREE[0]}", "--json").json()
+    assert stat["etag"] == f"v2-{TREE[0]}"  # type: ignore[index]
+    gone = silt.proc("fs", "stat", f"silt://{REPO}/main/{TREE[10]}", ok=False)
+    assert gone.code == 4 and gone.err.count("\n") == 1 and "not found" in gone.err
+
+    # The old version stays readable by commit id (and by ref expression).
+    old = silt("fs", "stat", f"silt://{REPO}/{imported}/{TREE[0]}", "--json").json()
+    assert old["etag"] == f"v1-{TREE[0]}"  # type: ignore[index]
+    assert silt("fs", "stat", f"silt://{REPO}/main~1/{TREE[10]}").code == 0
+
+    listing = silt("fs", "ls", f"silt://{REPO}/main/tables/", "--json").json()
+    assert [i["path"] for i in listing] == ["tables/t0/", "tables/t1/"]  # type: ignore[union-attr,index]
+
+    silt("tag", "create", f"silt://{REPO}/before-revert", "main")
+    reverted = silt("branch", "revert", f"silt://{REPO}/main", "main", "--parent-number", "1", "--json").json()
+    assert reverted["id"]  # type: ignore[index]
+    back = silt("fs", "stat", f"silt://{REPO}/main/{TREE[250]}", "--json").json()
+    assert back["etag"] == f"v1-{TREE[250]}"  # type: ignore[index]
+    assert silt("diff", f"silt://{REPO}/main", imported, "--json").json() == []
+
+    log = silt("log", f"silt://{REPO}/main", "--json").json()
+    messages = [c["message"] for c in log]  # type: ignore[union-attr,index]
+    assert messages[1] == "merge dev" and "initial import" in messages
+    assert silt("tag", "list", f"silt://{REPO}", "--json").json()[0]["id"] == "before-revert"  # type: ignore[index]
+
+
+def test_merge_conflicts_are_listed_with_exit_code_5(stack: Stack, silt: Silt, imported: str) -> None:
+    key = TREE[42]
+    for branch in ("left", "right"):
+        silt("branch", "create", f"silt://{REPO}/{branch}", "--source", imported)
+        stage_tree(stack, REPO, branch, [key], version=branch)
+        silt("commit", f"silt://{REPO}/{branch}", "-m", f"{branch} edit")
+    stopped = silt.proc("merge", f"silt://{REPO}/left", "right", ok=False)
+    assert stopped.code == 5
+    assert f"conflict: {key}" in stopped.out and "1 conflict(s)" in stopped.err
+    assert stopped.err.count("\n") == 1
+    silt("merge", f"silt://{REPO}/left", "right", "--strategy", "source-wins")
+    assert silt("fs", "stat", f"silt://{REPO}/right/{key}", "--json").json()["etag"] == f"left-{key}"  # type: ignore[index]
+
+
+def test_reset_and_cherry_pick(stack: Stack, silt: Silt, imported: str) -> None:
+    silt("branch", "create", f"silt://{REPO}/scratch", "--source", imported)
+    stage_tree(stack, REPO, "scratch", TREE[:3], version="junk")
+    silt("branch", "reset", f"silt://{REPO}/scratch/{TREE[0]}")
+    assert len(silt("diff", f"silt://{REPO}/scratch", "--json").json()) == 2  # type: ignore[arg-type]
+    silt("branch", "reset", f"silt://{REPO}/scratch")
+    assert silt("diff", f"silt://{REPO}/scratch", "--json").json() == []
+
+    stage_tree(stack, REPO, "scratch", ["extra/new.csv"], version="pick")
+    picked = silt("commit", f"silt://{REPO}/scratch", "-m", "add extra", "--json").json()
+    silt("branch", "create", f"silt://{REPO}/target", "--source", imported)
+    silt("branch", "cherry-pick", f"silt://{REPO}/target", picked["id"])  # type: ignore[index]
+    assert silt("fs", "stat", f"silt://{REPO}/target/extra/new.csv").code == 0
+    silt("branch", "delete", f"silt://{REPO}/target", "--yes")
+    assert silt("branch", "list", f"silt://{REPO}", "--json", ok=False).code == 0

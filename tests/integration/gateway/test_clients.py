@@ -1,0 +1,114 @@
+"""Real S3 clients against the gateway: the AWS CLI, s3cmd (SigV2) and s3fs/fsspec.
+
+They live in .venv-clients (`make clients`): their botocore pins conflict with ours.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.support.gateway_stack import CLIENTS_BIN, GatewayStack
+
+MIB = 1024 * 1024
+
+
+def aws(gw: GatewayStack, *args: str) -> str:
+    done = subprocess.run(
+        [str(CLIENTS_BIN / "aws"), "--endpoint-url", gw.endpoint, *args],
+        env=gw.client_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_aws_cli(gw: GatewayStack, s3: Any, bucket: str, tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(24 * MIB))  # above the CLI's 8 MiB multipart threshold
+    aws(gw, "s3", "cp", str(big), f"s3://{bucket}/main/big.bin")
+    aws(gw, "s3", "cp", f"s3://{bucket}/main/big.bin", str(tmp_path / "back.bin"))
+    assert (tmp_path / "back.bin").read_bytes() == big.read_bytes()
+
+    tree = tmp_path / "tree"
+    for rel in ("a.txt", "d/b.txt", "d/e/c.txt", "z z.txt"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(rel)
+    aws(gw, "s3", "sync", str(tree), f"s3://{bucket}/main/tree/")
+    listing = aws(gw, "s3", "ls", "--recursive", f"s3://{bucket}/main/tree/")
+    # Lines are "<date> <time> <size> <key>"; keys may hold spaces.
+    keys = sorted(line.split(None, 3)[3] for line in listing.splitlines() if line.strip())
+    assert keys == ["main/tree/a.txt", "main/tree/d/b.txt", "main/tree/d/e/c.txt", "main/tree/z z.txt"]
+    # A second sync has nothing to do.
+    assert aws(gw, "s3", "sync", str(tree), f"s3://{bucket}/main/tree/").strip() == ""
+    top = aws(gw, "s3", "ls", f"s3://{bucket}/")
+    assert "PRE main/" in top
+
+    head = json.loads(aws(gw, "s3api", "head-object", "--bucket", bucket, "--key", "main/tree/a.txt"))
+    assert head["ContentLength"] == len("a.txt")
+    listed = json.loads(aws(gw, "s3api", "list-objects-v2", "--bucket", bucket, "--prefix", "main/tree/d/"))
+    assert [o["Key"] for o in listed["Contents"]] == ["main/tree/d/b.txt", "main/tree/d/e/c.txt"]
+    aws(gw, "s3api", "put-object", "--bucket", bucket, "--key", "main/api.txt", "--body", str(tree / "a.txt"))
+    aws(gw, "s3", "rm", "--recursive", f"s3://{bucket}/main/tree/")
+    left = s3.list_objects_v2(Bucket=bucket, Prefix="main/")
+    assert sorted(o["Key"] for o in left["Contents"]) == ["main/api.txt", "main/big.bin"]
+
+
+def test_s3cmd_with_signature_v2(gw: GatewayStack, s3: Any, bucket: str, tmp_path: Path) -> None:
+    host = gw.endpoint.removeprefix("http://")
+    config = tmp_path / "s3cfg"
+    config.write_text(
+        "[default]\n"
+        f"access_key = {gw.admin.access_key_id}\n"
+        f"secret_key = {gw.admin.secret_access_key.get_secret_value()}\n"
+        f"host_base = {host}\nhost_bucket = {host}\n"
+        "use_https = False\nsignature_v2 = True\n"
+    )
+
+    def s3cmd(*args: str) -> str:
+        done = subprocess.run(
+            [str(CLIENTS_BIN / "s3cmd"), "-c", str(config), "--signature-v2", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr + done.stdout
+        return done.stdout
+
+    source = tmp_path / "f.txt"
+    source.write_text("via s3cmd")
+    s3cmd("put", str(source), f"s3://{bucket}/main/s3cmd/f.txt")
+    assert s3.get_object(Bucket=bucket, Key="main/s3cmd/f.txt")["Body"].read() == b"via s3cmd"
+    assert f"s3://{bucket}/main/s3cmd/f.txt" in s3cmd("ls", "-r", f"s3://{bucket}/main/")
+    s3cmd("get", f"s3://{bucket}/main/s3cmd/f.txt", str(tmp_path / "g.txt"))
+    assert (tmp_path / "g.txt").read_text() == "via s3cmd"
+    s3cmd("del", f"s3://{bucket}/main/s3cmd/f.txt")
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket, Prefix="main/s3cmd/")
+
+
+def test_s3fs(gw: GatewayStack, s3: Any, bucket: str) -> None:
+    script = f"""
+import s3fs
+fs = s3fs.S3FileSystem(key={gw.admin.access_key_id!r}, secret={gw.admin.secret_access_key.get_secret_value()!r},
+                       client_kwargs={{"endpoint_url": {gw.endpoint!r}, "region_name": "us-east-1"}})
+with fs.open("{bucket}/main/fs/a.csv", "wb") as f:
+    f.write(b"x,y\\n1,2\\n")
+fs.pipe("{bucket}/main/fs/sub/b.bin", b"b" * 1000)
+assert fs.cat("{bucket}/main/fs/a.csv") == b"x,y\\n1,2\\n"
+assert sorted(fs.ls("{bucket}/main/fs/")) == ["{bucket}/main/fs/a.csv", "{bucket}/main/fs/sub"]
+assert fs.find("{bucket}/main/fs/") == ["{bucket}/main/fs/a.csv", "{bucket}/main/fs/sub/b.bin"]
+assert fs.info("{bucket}/main/fs/sub/b.bin")["size"] == 1000
+fs.rm("{bucket}/main/fs/", recursive=True)
+fs.invalidate_cache()
+assert fs.find("{bucket}/main/fs/") == []
+print("ok")
+"""
+    done = subprocess.run(
+        [str(CLIENTS_BIN / "python"), "-c", script], capture_output=True, text=True, timeout=120, env=gw.client_env()
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -1,0 +1,119 @@
+"""Repository deletion (with failures between its steps) and dump / restore of refs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+from services.graveler.lifecycle import TO_DELETE
+from services.graveler.refs import GRAVELER_PARTITION
+from silt.errors import Unavailable
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.kv import Entry, Predicate, Store, ValueWithPredicate
+from tests.integration.graveler.conftest import GravelerEnv
+from tests.integration.graveler.test_api import code_of
+from tests.integration.graveler.test_branching import contents, merge
+
+
+class FailingDeletes(Store):
+    """Wraps a store; while armed, every delete outside the `graveler` partition fails."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.armed = False
+
+    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
+        return self.inner.get(partition, key)
+
+    def set(self, partition: bytes, key: bytes, value: bytes) -> None:
+        self.inner.set(partition, key, value)
+
+    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
+        self.inner.set_if(partition, key, value, predicate)
+
+    def delete(self, partition: bytes, key: bytes) -> None:
+        if self.armed and partition != GRAVELER_PARTITION:
+            raise Unavailable("injected: KV went away mid-deletion")
+        self.inner.delete(partition, key)
+
+    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
+        return self.inner.scan(partition, start)
+
+    def close(self) -> None:
+        pass
+
+
+def repo_partition_keys(store: Store, env: GravelerEnv, name: str) -> list[bytes]:
+    handle = env.graveler.refs.get_repository(name)
+    return [e.key for e in store.scan(handle.partition)]
+
+
+def test_deletion_interrupted_after_the_record_leaves_nothing_reachable(env: GravelerEnv) -> None:
+    store = env.graveler.refs.kv
+    repo = env.new_repo("del")
+    env.put(repo, "main", "committed")
+    env.commit(repo, "main")
+    env.put(repo, "main", "staged")
+    old = env.graveler.refs.get_repository(repo)
+    staging_token = env.graveler.refs.get_branch(old, "main").branch.staging_token
+
+    failing = FailingDeletes(store)
+    env.graveler.refs.kv = failing
+    env.graveler.staging.kv = failing
+    failing.armed = True
+    env.stub.DeleteRepository(api.DeleteRepositoryRequest(name=repo))
+    env.graveler._cleanup.submit(lambda: None).result()  # the background cleaning ran, and failed
+
+    # The record went first: the repository is gone although its partitions are not.
+    request = api.GetRepositoryRequest(name=repo)
+    assert code_of(lambda: env.stub.GetRepository(request)) == grpc.StatusCode.NOT_FOUND
+    assert list(store.scan(old.partition)), "the injected failure should have left the partition"
+    assert store.get(GRAVELER_PARTITION, TO_DELETE + old.partition)
+
+    # A new repository of the same name never sees the leftovers.
+    env.stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}-new"))
+    assert env.list_all(repo, "main") == []
+
+    # The cleaner finishes the job once the store works again.
+    failing.armed = False
+    assert env.graveler.clean_deleted_repositories() >= 1
+    assert list(store.scan(old.partition)) == []
+    assert list(store.scan(staging_token.encode())) == []
+    assert env.list_all(repo, "main") == []  # the new repository is untouched
+    with pytest.raises(Exception, match="not found"):
+        store.get(GRAVELER_PARTITION, TO_DELETE + old.partition)
+
+
+def test_dump_and_restore_preserve_every_commit_id(env: GravelerEnv) -> None:
+    repo = env.new_repo("dump")
+    env.put(repo, "main", "a", "1")
+    env.commit(repo, "main", "one")
+    env.stub.CreateBranch(api.CreateBranchRequest(repository=repo, name="feature", source_ref="main"))
+    env.put(repo, "feature", "b", "2")
+    env.commit(repo, "feature", "two")
+    merge(env, repo, "feature", "main")
+    env.stub.CreateTag(api.CreateTagRequest(repository=repo, id="v1", ref="main~1"))
+    dump = env.stub.DumpRefs(api.DumpRefsRequest(repository=repo))
+    assert (dump.commits, dump.branches, dump.tags) == (4, 2, 1)
+
+    info = env.stub.GetRepository(api.GetRepositoryRequest(name=repo))
+    restored = f"{repo}-r"
+    env.stub.CreateRepository(
+        api.CreateRepositoryRequest(name=restored, storage_namespace=info.storage_namespace, bare=True)
+    )
+    counts = env.stub.RestoreRefs(api.RestoreRefsRequest(repository=restored, location=dump.location))
+    assert (counts.commits, counts.branches, counts.tags) == (4, 2, 1)
+
+    def log_ids(name: str, ref: str) -> list[str]:
+        return [c.id for c in env.stub.Log(api.LogRequest(repository=name, ref=ref)).commits]
+
+    for ref in ("main", "feature", "v1"):
+        assert log_ids(restored, ref) == log_ids(repo, ref)
+        assert contents(env, restored, ref) == contents(env, repo, ref)
+
+    again = api.RestoreRefsRequest(repository=restored, location=dump.location)
+    assert code_of(lambda: env.stub.RestoreRefs(again)) == grpc.StatusCode.FAILED_PRECONDITION
+    bad = api.RestoreRefsRequest(repository=restored, location="../../etc/passwd")
+    assert code_of(lambda: env.stub.RestoreRefs(bad)) == grpc.StatusCode.INVALID_ARGUMENT

@@ -1,0 +1,197 @@
+"""Model-based test: random writes, deletes, commits, branches, merges, reverts and resets,
+checked after every step against plain dictionaries."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+
+import grpc
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from silt.graveler.v1 import graveler_pb2 as api
+from tests.integration.graveler.conftest import GravelerEnv
+from tests.integration.graveler.test_branching import contents
+
+KEYS = st.sampled_from(["a", "b/c", "b/d", "e", "f/g/h"])
+Snapshot = dict[str, str]
+
+
+def three_way(base: Snapshot, source: Snapshot, dest: Snapshot) -> Snapshot:
+    """Merge with source winning conflicts."""
+    merged: Snapshot = {}
+    for key in set(base) | set(source) | set(dest):
+        b, s, d = base.get(key), source.get(key), dest.get(key)
+        value = d if s == b else s
+        if value is not None:
+            merged[key] = value
+    return merged
+
+
+def check_failed(call: object, code: grpc.StatusCode) -> None:
+    try:
+        call()  # type: ignore[operator]
+    except grpc.RpcError as exc:
+        assert exc.code() == code, exc
+        return
+    raise AssertionError(f"expected {code}")
+
+
+class GravelerModel(RuleBasedStateMachine):
+    env: GravelerEnv
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values = itertools.count()
+        self.snapshots: dict[str, Snapshot] = {}
+        self.parents: dict[str, list[str]] = {}
+        self.heads: dict[str, str] = {}
+        self.staged: dict[str, dict[str, str | None]] = {}
+
+    @initialize()
+    def create_repository(self) -> None:
+        self.repo = f"model-{uuid.uuid4().hex[:12]}"
+        self.env.stub.CreateRepository(
+            api.CreateRepositoryRequest(name=self.repo, storage_namespace=f"local://{self.repo}")
+        )
+        head = self.env.stub.GetBranch(api.GetBranchRequest(repository=self.repo, name="main")).commit_id
+        self.snapshots[head], self.parents[head] = {}, []
+        self.heads["main"], self.staged["main"] = head, {}
+
+    # --- the model -------------------------------------------------------------------------
+
+    def visible(self, branch: str) -> Snapshot:
+        view = dict(self.snapshots[self.heads[branch]])
+        for key, value in self.staged[branch].items():
+            if value is None:
+                view.pop(key, None)
+            else:
+                view[key] = value
+        return view
+
+    def dirty(self, branch: str) -> bool:
+        return self.visible(branch) != self.snapshots[self.heads[branch]]
+
+    def moved(self, branch: str, commit: api.CommitInfo, snapshot: Snapshot) -> None:
+        self.snapshots[commit.id] = snapshot
+        self.parents[commit.id] = list(commit.parents)
+        self.heads[branch] = commit.id
+
+    def pick(self, data: st.DataObject, label: str) -> str:
+        return data.draw(st.sampled_from(sorted(self.heads)), label=label)
+
+    # --- rules ------------------------------------------------------------------------------
+
+    @rule(data=st.data(), key=KEYS)
+    def write(self, data: st.DataObject, key: str) -> None:
+        branch = self.pick(data, "branch")
+        value = f"v{next(self.values)}"
+        self.env.put(self.repo, branch, key, value)
+        self.staged[branch][key] = value
+
+    @rule(data=st.data(), key=KEYS)
+    def delete(self, data: st.DataObject, key: str) -> None:
+        branch = self.pick(data, "branch")
+        request = api.DeleteEntryRequest(repository=self.repo, branch=branch, key=key)
+        if key in self.visible(branch):
+            self.env.stub.DeleteEntry(request)
+            self.staged[branch][key] = None
+        else:
+            check_failed(lambda: self.env.stub.DeleteEntry(request), grpc.StatusCode.NOT_FOUND)
+
+    @rule(data=st.data())
+    def commit(self, data: st.DataObject) -> None:
+        branch = self.pick(data, "branch")
+        if not self.dirty(branch):
+            check_failed(lambda: self.env.commit(self.repo, branch), grpc.StatusCode.FAILED_PRECONDITION)
+        else:
+            self.moved(branch, self.env.commit(self.repo, branch), self.visible(branch))
+        self.staged[branch] = {}
+
+    @precondition(lambda self: 0 < len(self.heads) < 3)
+    @rule(data=st.data())
+    def create_branch(self, data: st.DataObject) -> None:
+        name = "dev" if "dev" not in self.heads else "exp"
+        source = self.pick(data, "source")
+        self.env.stub.CreateBranch(api.CreateBranchRequest(repository=self.repo, name=name, source_ref=source))
+        self.heads[name], self.staged[name] = self.heads[source], {}
+
+    @precondition(lambda self: len(self.heads) > 1)
+    @rule(data=st.data())
+    def merge(self, data: st.DataObject) -> None:
+        source = self.pick(data, "source")
+        dest = data.draw(st.sampled_from(sorted(set(self.heads) - {source})), label="dest")
+        request = api.MergeRequest(
+            repository=self.repo,
+            source_ref=source,
+            destination_branch=dest,
+            strategy=api.MERGE_STRATEGY_SOURCE_WINS,
+        )
+        if self.dirty(dest):
+            check_failed(lambda: self.env.stub.Merge(request), grpc.StatusCode.FAILED_PRECONDITION)
+            # Commit both sides, so that merges happen often and meet conflicting changes.
+            for branch in (source, dest):
+                if self.dirty(branch):
+                    self.moved(branch, self.env.commit(self.repo, branch), self.visible(branch))
+                self.staged[branch] = {}
+        base = self.env.stub.FindMergeBase(
+            api.FindMergeBaseRequest(repository=self.repo, left_ref=self.heads[source], right_ref=self.heads[dest])
+        ).commit_id
+        if base == self.heads[source]:
+            check_failed(lambda: self.env.stub.Merge(request), grpc.StatusCode.FAILED_PRECONDITION)
+            return
+        result = self.env.stub.Merge(request)
+        assert not result.conflicts
+        expected = three_way(self.snapshots[base], self.snapshots[self.heads[source]], self.snapshots[self.heads[dest]])
+        assert list(result.commit.parents) == [self.heads[dest], self.heads[source]]
+        self.moved(dest, result.commit, expected)
+
+    @rule(data=st.data())
+    def revert_head(self, data: st.DataObject) -> None:
+        branch = self.pick(data, "branch")
+        if len(self.parents[self.heads[branch]]) != 1:
+            return
+        head = self.heads[branch]
+        request = api.RevertRequest(repository=self.repo, branch=branch, ref=head)
+        parent_snapshot = self.snapshots[self.parents[head][0]]
+        if self.dirty(branch) or parent_snapshot == self.snapshots[head]:
+            check_failed(lambda: self.env.stub.Revert(request), grpc.StatusCode.FAILED_PRECONDITION)
+            return
+        result = self.env.stub.Revert(request)
+        assert not result.conflicts
+        self.moved(branch, result.commit, dict(parent_snapshot))
+
+    @rule(data=st.data())
+    def reset(self, data: st.DataObject) -> None:
+        branch = self.pick(data, "branch")
+        self.env.stub.ResetBranch(api.ResetBranchRequest(repository=self.repo, branch=branch, all=True))
+        self.staged[branch] = {}
+
+    # --- what must hold after every step ---------------------------------------------------
+
+    @invariant()
+    def reads_match_the_model(self) -> None:
+        if not self.heads:
+            return
+        for branch in self.heads:
+            assert contents(self.env, self.repo, branch) == self.visible(branch), branch
+            assert contents(self.env, self.repo, f"{branch}@") == self.snapshots[self.heads[branch]], branch
+
+
+def test_graveler_matches_a_dictionary_model(env: GravelerEnv) -> None:
+    class Bound(GravelerModel):
+        pass
+
+    Bound.env = env
+    run_state_machine_as_test(
+        Bound, settings=settings(max_examples=20, stateful_step_count=40, deadline=None, database=None)
+    )

@@ -1,0 +1,126 @@
+"""The CLI's client layer without a server: URIs, error mapping, where settings come from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import grpc
+import pytest
+from click.testing import CliRunner
+
+from silt.cli.common import State
+from silt.cli.main import cli
+from silt.client import (
+    EXIT_CONFLICT,
+    EXIT_DENIED,
+    EXIT_NOT_FOUND,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    ClientError,
+    error_of_rpc,
+    parse_uri,
+    resolve_settings,
+)
+from silt.config import load_config
+
+
+class FakeRpcError(grpc.RpcError):
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        self._code, self._details = code, details
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        ("silt://repo/main/a/b.csv", ("repo", "main", "a/b.csv")),
+        ("silt://repo/main/", ("repo", "main", "")),
+        ("silt://repo/main", ("repo", "main", "")),
+        ("silt://repo/main~2/dir/", ("repo", "main~2", "dir/")),
+    ],
+)
+def test_parse_uri(uri: str, expected: tuple[str, str, str]) -> None:
+    assert parse_uri(uri) == expected
+
+
+@pytest.mark.parametrize("uri", ["s3://repo/main/x", "silt://", "silt://repo", "repo/main"])
+def test_parse_uri_rejects(uri: str) -> None:
+    with pytest.raises(ClientError) as err:
+        parse_uri(uri)
+    assert err.value.exit_code == EXIT_USAGE
+
+
+def test_repository_only_uri() -> None:
+    assert parse_uri("silt://repo", need_ref=False) == ("repo", "", "")
+
+
+@pytest.mark.parametrize(
+    ("code", "details", "exit_code", "words"),
+    [
+        (grpc.StatusCode.NOT_FOUND, "repository 'x' not found", EXIT_NOT_FOUND, "repository 'x' not found"),
+        (grpc.StatusCode.ALREADY_EXISTS, "branch 'b'", EXIT_CONFLICT, "already exists: branch 'b'"),
+        (grpc.StatusCode.PERMISSION_DENIED, "WriteRepo on r", EXIT_DENIED, "permission denied: WriteRepo on r"),
+        (grpc.StatusCode.UNAUTHENTICATED, "unknown access key", EXIT_DENIED, "not authenticated: unknown access key"),
+        (grpc.StatusCode.INVALID_ARGUMENT, "bad name", EXIT_USAGE, "bad name"),
+        (grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses", EXIT_UNAVAILABLE, "graveler unavailable"),
+    ],
+)
+def test_rpc_errors_become_one_line_and_an_exit_code(
+    code: grpc.StatusCode, details: str, exit_code: int, words: str
+) -> None:
+    err = error_of_rpc(FakeRpcError(code, details), "graveler", "127.0.0.1:1")
+    assert err.exit_code == exit_code
+    assert words in str(err) and "\n" not in str(err)
+
+
+def _credentials_file(path: Path, key: str, graveler: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"access_key_id": key, "secret_access_key": "s" * 40, "graveler": graveler}))
+    return path
+
+
+def test_settings_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("SILT_ACCESS_KEY_ID", "SILT_SECRET_ACCESS_KEY", "SILT_CLIENT_CREDENTIALS_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SILT_DATA_DIR", str(tmp_path / "data"))
+    config = load_config(env={})
+    assert resolve_settings(config).credentials is None
+    assert resolve_settings(config).graveler == "127.0.0.1:8102"  # the configuration's, last
+
+    _credentials_file(tmp_path / "data" / "credentials.json", "AKIAFROMDATADIR00000", "127.0.0.1:9102")
+    settings = resolve_settings(config)
+    assert settings.credentials is not None and settings.credentials.access_key_id == "AKIAFROMDATADIR00000"
+    assert settings.graveler == "127.0.0.1:9102"
+    assert resolve_settings(config, graveler="10.0.0.1:1").graveler == "10.0.0.1:1"  # flags first
+
+    monkeypatch.setenv("SILT_ACCESS_KEY_ID", "AKIAFROMENVIRONMENT0")
+    monkeypatch.setenv("SILT_SECRET_ACCESS_KEY", "e" * 40)
+    assert resolve_settings(config).credentials.access_key_id == "AKIAFROMENVIRONMENT0"  # type: ignore[union-attr]
+
+
+def test_make_run_data_dir_is_found_from_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("SILT_ACCESS_KEY_ID", "SILT_SECRET_ACCESS_KEY", "SILT_CLIENT_CREDENTIALS_FILE", "SILT_DATA_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+    _credentials_file(tmp_path / ".silt-data" / "credentials.json", "AKIAMAKERUN000000000", "127.0.0.1:7102")
+    settings = resolve_settings(load_config(env={}))
+    assert settings.graveler == "127.0.0.1:7102"
+
+
+def test_cli_without_credentials_says_so_in_one_line(tmp_path: Path) -> None:
+    env = {"SILT_DATA_DIR": str(tmp_path), "SILT_ACCESS_KEY_ID": None, "SILT_SECRET_ACCESS_KEY": None}
+    result = CliRunner().invoke(cli, ["repo", "list"], obj=State(), env=env)
+    assert result.exit_code == EXIT_USAGE
+    assert result.stderr.startswith("silt: no credentials") and result.stderr.count("\n") == 1
+
+
+def test_cli_usage_errors_exit_2() -> None:
+    result = CliRunner().invoke(cli, ["merge", "silt://r/a", "b", "--strategy", "ours"], obj=State())
+    assert result.exit_code == 2
