@@ -26,7 +26,7 @@ from pydantic import SecretStr
 
 from silt.auth.v1 import auth_pb2_grpc
 from silt.config import Config
-from silt.errors import ConfigError, SiltError
+from silt.errors import ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
 from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.graveler.v1 import graveler_pb2_grpc
 from silt.rpc.auth import Credentials, signed_channel
@@ -44,6 +44,18 @@ EXIT_UNAVAILABLE = 3
 EXIT_NOT_FOUND = 4
 EXIT_CONFLICT = 5
 EXIT_DENIED = 6
+
+
+def exit_code_of(exc: SiltError) -> int:
+    """The exit code for a typed error raised in the CLI process itself (not over gRPC)."""
+    if isinstance(exc, Unavailable):
+        return EXIT_UNAVAILABLE
+    if isinstance(exc, NotFound):
+        return EXIT_NOT_FOUND
+    if isinstance(exc, InvalidArgument):
+        return EXIT_USAGE
+    return EXIT_FAILURE
+
 
 _EXIT_OF_STATUS = {
     grpc.StatusCode.INVALID_ARGUMENT: EXIT_USAGE,

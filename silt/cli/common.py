@@ -13,7 +13,7 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from silt.client import EXIT_FAILURE, EXIT_USAGE, Client, ClientError, resolve_settings
+from silt.client import EXIT_FAILURE, EXIT_USAGE, Client, ClientError, exit_code_of, resolve_settings
 from silt.config import Config, load_config
 from silt.errors import ConfigError, SiltError
 
@@ -61,7 +61,7 @@ class SiltGroup(click.Group):
             ctx.exit(EXIT_USAGE)
         except SiltError as exc:
             click.echo(f"silt: {exc}", err=True)
-            ctx.exit(EXIT_FAILURE)
+            ctx.exit(exit_code_of(exc))
         except KeyboardInterrupt:
             click.echo("silt: interrupted", err=True)
             ctx.exit(130)

@@ -5,11 +5,7 @@ Errors are one readable line on stderr and a non-zero exit code, never a traceba
 
 from __future__ import annotations
 
-import sys
 import uuid
-from collections.abc import Callable
-from functools import wraps
-from typing import Any
 
 import click
 
@@ -22,28 +18,6 @@ from silt.cli.iam import auth
 from silt.cli.repo import repo
 from silt.cli.run import run
 from silt.config import Config, load_config
-from silt.errors import ConfigError, SiltError
-
-EXIT_CONFIG = 2
-EXIT_UNAVAILABLE = 3
-
-
-def _one_line_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except ConfigError as exc:
-            click.echo(f"silt: {exc}", err=True)
-            sys.exit(EXIT_CONFIG)
-        except SiltError as exc:
-            click.echo(f"silt: {exc}", err=True)
-            sys.exit(EXIT_UNAVAILABLE)
-        except Exception as exc:  # a bug: still one line for the user, details in the logs
-            click.echo(f"silt: internal error: {type(exc).__name__}: {exc}", err=True)
-            sys.exit(1)
-
-    return wrapper
 
 
 @click.group(cls=SiltGroup)
@@ -85,7 +59,6 @@ def config() -> None:
 
 @config.command("check")
 @click.pass_context
-@_one_line_errors
 def config_check(ctx: click.Context) -> None:
     """Validate the configuration file and SILT_* overrides, then print the result."""
     loaded = _config(ctx.find_root())
@@ -94,7 +67,6 @@ def config_check(ctx: click.Context) -> None:
 
 @cli.command("check")
 @click.pass_context
-@_one_line_errors
 def check(ctx: click.Context) -> None:
     """Validate the configuration and reach the KV store and the object store."""
     from silt.block import open_adapter
