@@ -7,16 +7,13 @@ the C HTTP parser and libuv loop keep per-request overhead low for small objects
 
 from __future__ import annotations
 
-import argparse
-import logging
-import os
 import sys
 
 import uvicorn
 
 from services.gateway.app import GatewayApp
-from silt.config import CONFIG_PATH_ENV, load_config
-from silt.errors import SiltError
+from silt.config import load_config
+from silt.rpc.server import service_config
 
 
 def create_app() -> GatewayApp:
@@ -25,18 +22,7 @@ def create_app() -> GatewayApp:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Silt's S3 gateway")
-    parser.add_argument("--config", help="YAML configuration file")
-    args = parser.parse_args(argv)
-    try:
-        config = load_config(args.config)
-    except SiltError as exc:
-        print(f"silt gateway: {exc}", file=sys.stderr)
-        return 2
-    if args.config:
-        os.environ[CONFIG_PATH_ENV] = args.config  # for worker processes, which read it again
-    level = config.logging.level.replace("WARN", "WARNING").replace("NONE", "CRITICAL")
-    logging.basicConfig(level=getattr(logging, level, logging.INFO), format="%(asctime)s %(name)s %(message)s")
+    config = service_config("Silt's S3 gateway", argv, "gateway")
     host, _, port = config.gateways.s3.listen_address.rpartition(":")
     workers = config.gateways.s3.workers
     uvicorn.run(

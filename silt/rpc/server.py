@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -14,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from silt.config import Config, load_config
+from silt.config import CONFIG_PATH_ENV, Config, load_config
 from silt.errors import ConfigError, SiltError
 from silt.logs import configure_logging
 from silt.rpc.errors import ErrorMappingInterceptor
@@ -57,6 +58,9 @@ def service_config(description: str, argv: list[str] | None, service: str) -> Co
     except ConfigError as exc:
         print(f"silt {service}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    if args.config:
+        # Worker processes the service starts read the same file.
+        os.environ[CONFIG_PATH_ENV] = args.config
     configure_logging(config.logging, service)
     return config
 
