@@ -11,13 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import secrets
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -27,7 +22,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
-from pydantic import SecretStr
 
 from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.manager import CommittedManager
@@ -40,7 +34,8 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
-from silt.rpc.auth import Credentials, signed_channel
+from silt.launcher import Stack
+from silt.rpc.auth import signed_channel
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -59,56 +54,17 @@ def key_for(i: int) -> str:
     return f"tables/events/date=2026-01-{i % 28 + 1:02d}/part-{i:08d}.parquet"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def stack(workdir: Path) -> Iterator[api_grpc.GravelerServiceStub]:
-    """Set up auth, start auth and graveler as processes, and yield a stub signed as admin."""
-    auth_port, graveler_port = free_port(), free_port()
-    env = dict(
-        os.environ,
-        SILT_DATABASE_TYPE="local",
-        SILT_DATABASE_LOCAL_PATH=str(workdir / "kv.db"),
-        SILT_BLOCKSTORE_TYPE="local",
-        SILT_BLOCKSTORE_LOCAL_PATH=str(workdir / "data"),
-        SILT_AUTH_LISTEN_ADDRESS=f"127.0.0.1:{auth_port}",
-        SILT_AUTH_ENDPOINT=f"127.0.0.1:{auth_port}",
-        SILT_AUTH_ENCRYPT_SECRET_KEY=secrets.token_urlsafe(24),
-        SILT_GRAVELER_LISTEN_ADDRESS=f"127.0.0.1:{graveler_port}",
-        SILT_LOGGING_LEVEL="WARN",
-    )
-    setup = subprocess.run(
-        [sys.executable, "-m", "services.auth.setup", "--json", "--service", "graveler"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    keys = json.loads(setup.stdout)
-    service = keys["services"]["graveler"]
-    graveler_env = dict(
-        env,
-        SILT_CREDENTIALS_ACCESS_KEY_ID=service["access_key_id"],
-        SILT_CREDENTIALS_SECRET_ACCESS_KEY=service["secret_access_key"],
-    )
-    procs = [
-        subprocess.Popen([sys.executable, "-m", "services.auth.server"], env=env),
-        subprocess.Popen([sys.executable, "-m", "services.graveler.server"], env=graveler_env),
-    ]
-    admin = Credentials(keys["admin"]["access_key_id"], SecretStr(keys["admin"]["secret_access_key"]))
-    channel = signed_channel(f"127.0.0.1:{graveler_port}", admin)
-    try:
-        grpc.channel_ready_future(channel).result(timeout=60)
-        yield api_grpc.GravelerServiceStub(channel)
-    finally:
-        channel.close()
-        for proc in procs:
-            proc.terminate()
-            proc.wait(30)
+    """Auth and graveler as processes (as `make run` starts them), and a stub signed as the admin."""
+    with Stack(workdir, ports={"auth": 0, "graveler": 0}, services=["auth", "graveler"], log_level="WARN") as s:
+        assert s.admin is not None
+        channel = signed_channel(s.endpoints["graveler"], s.admin)
+        try:
+            grpc.channel_ready_future(channel).result(timeout=60)
+            yield api_grpc.GravelerServiceStub(channel)
+        finally:
+            channel.close()
 
 
 def stage_in_process(graveler: Graveler, repo: str, branch: str, count: int, offset: int = 0) -> None:
@@ -229,7 +185,7 @@ def main() -> None:
     only = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="silt-bench-") as tmp:
         workdir = Path(tmp)
-        kv = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(workdir / "kv.db"))))
+        kv = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(workdir / "metadata.db"))))
         committed = CommittedManager(LocalAdapter(workdir / "data"), CommittedCache())
         graveler = Graveler(kv, committed)
         try:

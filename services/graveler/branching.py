@@ -15,7 +15,7 @@ from services.graveler.builder import staged_changes
 from services.graveler.committed.diff import Difference
 from services.graveler.committed.merge import Conflict, Resolver, by_pattern
 from services.graveler.history import find_merge_base
-from services.graveler.paging import CommonPrefix, Page, paginate
+from services.graveler.paging import CommonPrefix, Page, delimiter_bytes, page_amount, paginate
 from services.graveler.refs import BranchRecord, RepoHandle, set_tokens
 from services.graveler.staging import new_token
 from services.graveler.validation import validate_key
@@ -71,9 +71,9 @@ class BranchingMixin:
             lambda start: self.committed.diff(repo.namespace, left.metarange_id, right.metarange_id, start),
             _difference_key,
             prefix.encode(),
-            _delimiter(delimiter),
+            delimiter_bytes(delimiter),
             after.encode(),
-            _amount(amount),
+            page_amount(amount),
         )
 
     def diff_branch(
@@ -89,9 +89,9 @@ class BranchingMixin:
                 lambda start: self._uncommitted(repo, branch, start),
                 _difference_key,
                 prefix.encode(),
-                _delimiter(delimiter),
+                delimiter_bytes(delimiter),
                 after.encode(),
-                _amount(amount),
+                page_amount(amount),
             )
 
         return self._read(repo, self._plain_branch(repo, branch_name), body)
@@ -302,16 +302,6 @@ def _parent_of(commit: pb.Commit, parent_number: int) -> str:
 
 def _difference_key(difference: Difference) -> bytes:
     return difference.key
-
-
-def _delimiter(delimiter: str) -> bytes:
-    if delimiter not in ("", "/"):
-        raise InvalidArgument("delimiter must be empty or '/'")
-    return delimiter.encode()
-
-
-def _amount(amount: int) -> int:
-    return min(amount or 1000, 10_000)
 
 
 __all__ = ["BranchingMixin", "CommonPrefix", "MergeOutcome"]

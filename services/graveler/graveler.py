@@ -35,7 +35,7 @@ from services.graveler.committed.manager import CommittedManager
 from services.graveler.history import LogFilter, ancestors
 from services.graveler.iterators import combined, live
 from services.graveler.lifecycle import LifecycleMixin
-from services.graveler.paging import CommonPrefix, paginate
+from services.graveler.paging import CommonPrefix, delimiter_bytes, page_amount, paginate
 from services.graveler.refs import BranchRecord, RefStore, RepoHandle, set_tokens
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.validation import validate_key, validate_ref_name, validate_repository_name
@@ -49,7 +49,6 @@ _T = TypeVar("_T")
 
 COMMIT_VERSION = 1
 DEFAULT_BRANCH = "main"
-MAX_PAGE = 10_000
 
 
 @dataclass
@@ -464,17 +463,16 @@ class Graveler(BranchingMixin, LifecycleMixin):
     # --- entries: writer flow ------------------------------------------------------------
 
     def stage_entry(self, repository: str, branch_name: str, key: str, entry: pb.Entry) -> None:
-        self._write(repository, branch_name, validate_key(key), entry_value(entry))
+        self._write(self._repo(repository), branch_name, validate_key(key), entry_value(entry))
 
     def delete_entry(self, repository: str, branch_name: str, key: str) -> None:
         encoded = validate_key(key)
         repo = self._repo(repository)
         if self._get(repo, branch_name, encoded) is None:
             raise NotFound(f"key {key!r} not found on branch {branch_name!r}")
-        self._write(repository, branch_name, encoded, TOMBSTONE)
+        self._write(repo, branch_name, encoded, TOMBSTONE)
 
-    def _write(self, repository: str, branch_name: str, key: bytes, value: Value) -> None:
-        repo = self._repo(repository)
+    def _write(self, repo: RepoHandle, branch_name: str, key: bytes, value: Value) -> None:
         use_cache = True
         for _ in range(self.options.max_retries):
             branch = self._branch_for_io(repo, branch_name, use_cache)
@@ -507,9 +505,7 @@ class Graveler(BranchingMixin, LifecycleMixin):
         value = self._read(repo, ref, lambda resolved: self._get_resolved(repo, resolved, encoded))
         if value is None:
             raise NotFound(f"key {key!r} not found in {ref!r}")
-        entry = pb.Entry()
-        entry.ParseFromString(value.data)
-        return entry
+        return decode_entry(value.data)
 
     def _get(self, repo: RepoHandle, branch_name: str, key: bytes) -> Value | None:
         return self._read(repo, branch_name, lambda resolved: self._get_resolved(repo, resolved, key))
@@ -526,14 +522,12 @@ class Graveler(BranchingMixin, LifecycleMixin):
         return None if record is None else Value(record.identity, record.value)
 
     def list_entries(self, repository: str, ref: str, prefix: str, delimiter: str, after: str, amount: int) -> ListPage:
-        if delimiter not in ("", "/"):
-            raise InvalidArgument("delimiter must be empty or '/'")
-        amount = min(amount or 1000, MAX_PAGE)
+        separator, size = delimiter_bytes(delimiter), page_amount(amount)
         repo = self._repo(repository)
         return self._read(
             repo,
             ref,
-            lambda resolved: self._list(repo, resolved, prefix.encode(), delimiter.encode(), after.encode(), amount),
+            lambda resolved: self._list(repo, resolved, prefix.encode(), separator, after.encode(), size),
         )
 
     def _list(
@@ -541,7 +535,7 @@ class Graveler(BranchingMixin, LifecycleMixin):
     ) -> ListPage:
         page = paginate(lambda start: self._iterate(repo, resolved, start), _key_of, prefix, delimiter, after, amount)
         items: list[tuple[bytes, pb.Entry | None]] = [
-            (item.key, None) if isinstance(item, CommonPrefix) else (item.key, decode_entry(item.value))
+            (item.key, None) if isinstance(item, CommonPrefix) else (item.key, decode_entry(item.value.data))
             for item in page.items
         ]
         return ListPage(items, page.has_more)

@@ -47,10 +47,6 @@ def find_merge_base(get_commit: GetCommit, left: str, right: str) -> str | None:
     return None
 
 
-def is_ancestor(get_commit: GetCommit, ancestor: str, descendant: str) -> bool:
-    return find_merge_base(get_commit, ancestor, descendant) == ancestor
-
-
 @dataclass
 class LogFilter:
     first_parent: bool = False

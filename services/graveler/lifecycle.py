@@ -109,9 +109,10 @@ class LifecycleMixin:
 
     def dump_refs(self: Graveler, repository: str) -> tuple[str, int, int, int]:
         repo = self._repo(repository)
-        commits = self._all_commits(repo)
+        # Branches and tags are read once: the commits dumped are exactly those they reach.
         branches = [pb.Branch(name=b.name, commit_id=b.commit_id) for b in self.refs.list_branches(repo)]
         tags = list(self.refs.list_tags(repo))
+        commits = self._reachable_commits(repo, [b.commit_id for b in branches] + [t.commit_id for t in tags])
         location = f"{DUMPS_PREFIX}{uuid.uuid4().hex}/"
         adapter = self.committed.adapter
         for name, messages in (("commits", commits), ("branches", branches), ("tags", tags)):
@@ -126,8 +127,7 @@ class LifecycleMixin:
         adapter.put(repo.namespace, location + "manifest.json", io.BytesIO(json.dumps(manifest).encode()))
         return location + "manifest.json", len(commits), len(branches), len(tags)
 
-    def _all_commits(self: Graveler, repo: RepoHandle) -> list[pb.Commit]:
-        heads = [b.commit_id for b in self.refs.list_branches(repo)] + [t.commit_id for t in self.refs.list_tags(repo)]
+    def _reachable_commits(self: Graveler, repo: RepoHandle, heads: list[str]) -> list[pb.Commit]:
         seen: set[str] = set()
         found: list[pb.Commit] = []
         stack = list(heads)

@@ -5,7 +5,24 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Generic, NamedTuple, TypeVar
 
+from silt.errors import InvalidArgument
+
 _T = TypeVar("_T")
+
+
+MAX_PAGE = 10_000
+
+
+def delimiter_bytes(delimiter: str) -> bytes:
+    """Only "/" rolls keys up into common prefixes (seed 002); anything else is refused."""
+    if delimiter not in ("", "/"):
+        raise InvalidArgument("delimiter must be empty or '/'")
+    return delimiter.encode()
+
+
+def page_amount(amount: int) -> int:
+    """A page size: 1,000 when unset, at most MAX_PAGE."""
+    return min(amount or 1000, MAX_PAGE)
 
 
 class CommonPrefix(NamedTuple):

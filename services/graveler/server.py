@@ -17,6 +17,7 @@ from services.graveler.committed.model import Record
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import RULES
+from services.graveler.values import decode_entry
 from silt.block import open_adapter
 from silt.config import Config
 from silt.errors import InvalidArgument, SiltError
@@ -289,11 +290,7 @@ _DIFF_TYPE = {
 
 
 def _entry(record: Record | None) -> pb.Entry | None:
-    if record is None:
-        return None
-    entry = pb.Entry()
-    entry.ParseFromString(record.value)
-    return entry
+    return None if record is None else decode_entry(record.value)
 
 
 def _diff_response(page: Page[Difference]) -> api.DiffResponse:

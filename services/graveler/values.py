@@ -28,7 +28,8 @@ def entry_value(entry: pb.Entry) -> Value:
 TOMBSTONE = Value(b"", b"", True)
 
 
-def decode_entry(value: Value) -> pb.Entry:
+def decode_entry(data: bytes) -> pb.Entry:
+    """The entry serialized in a staged or committed value."""
     entry = pb.Entry()
-    entry.ParseFromString(value.data)
+    entry.ParseFromString(data)
     return entry

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from silt.config import CassandraConfig, DatabaseConfig
+from silt.launcher import free_port
 
 EXTERNAL_ENV = "SILT_TEST_CASSANDRA"
 START_TIMEOUT_ENV = "SILT_TEST_CASSANDRA_START_TIMEOUT"
@@ -41,12 +42,6 @@ LOG_TAIL_LINES = 40
 
 class CassandraStartError(RuntimeError):
     pass
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # Resolved before any fork: dlopen/dlsym in a forked child of a threaded process can deadlock.

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import pytest
 from pydantic import SecretStr
 
 from silt.config import S3BlockstoreConfig, S3CredentialsConfig
+from silt.launcher import free_port
 
 EXTERNAL_ENV = "SILT_TEST_S3_ENDPOINT"
 START_TIMEOUT_S = 30.0
@@ -42,12 +42,6 @@ SECRET_ACCESS_KEY = "silt-test-secret"
 
 class MotoStartError(RuntimeError):
     pass
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def moto_server_executable() -> Path:
