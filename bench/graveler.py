@@ -141,38 +141,67 @@ def p99(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=100)[98]
 
 
-def bench_staging_during_commit(stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: int) -> None:
+def bench_staging_during_commit(
+    stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: int, rounds: int
+) -> None:
+    """Seed 001's long commit with staging: p99 of staging writes while a commit runs vs idle.
+
+    Each round stages `count` entries, then measures an idle window (nothing else running),
+    a busy window (the commit of those entries) and an after window (the commit has returned
+    and its sealed token is being dropped in the background), and waits for that drop to
+    finish. Rounds repeat so that idle and busy samples see the same machine.
+    """
     repo = "bench-longcommit"
     stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    written = 0
 
-    def timed_write(i: int) -> float:
+    def timed_write() -> float:
+        nonlocal written
+        written += 1
+        key = f"live/{written:08d}"
         started = time.perf_counter()
-        stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=f"live/{i:08d}", entry=entry_for(i)))
+        stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=key, entry=entry_for(written)))
         return time.perf_counter() - started
 
-    idle = [timed_write(i) for i in range(1000)]
-    stage_in_process(graveler, repo, "main", count)
-    done = threading.Event()
-    commit_time: list[float] = []
-
-    def commit() -> None:
-        started = time.perf_counter()
-        stub.Commit(api.CommitRequest(repository=repo, branch="main", message="long"))
-        commit_time.append(time.perf_counter() - started)
-        done.set()
-
-    thread = threading.Thread(target=commit)
-    thread.start()
+    for _ in range(200):  # warm-up: connections, caches, the branch record
+        timed_write()
+    idle: list[float] = []
     busy: list[float] = []
-    i = 1000
-    while not done.is_set():
-        busy.append(timed_write(i))
-        i += 1
-    thread.join()
+    after: list[float] = []
+    commit_times: list[float] = []
+    drop_times: list[float] = []
+    for round_number in range(rounds):
+        stage_in_process(graveler, repo, "main", count, offset=round_number * count)
+        idle += [timed_write() for _ in range(1000)]
+        token = graveler.get_branch(repo, "main").staging_token
+        done = threading.Event()
+
+        def commit(done: threading.Event) -> None:
+            started = time.perf_counter()
+            stub.Commit(api.CommitRequest(repository=repo, branch="main", message="long"))
+            commit_times.append(time.perf_counter() - started)
+            done.set()
+
+        thread = threading.Thread(target=commit, args=(done,))
+        thread.start()
+        while not done.is_set():
+            busy.append(timed_write())
+        thread.join()
+        committed = time.perf_counter()
+        after += [timed_write() for _ in range(1000)]
+        while not graveler.staging.is_empty(token):
+            time.sleep(0.05)
+        drop_times.append(time.perf_counter() - committed)
+    emit("graveler.stage_median_idle", statistics.median(idle) * 1000, "ms", None)
+    emit(f"graveler.stage_median_during_{count // 1000}k_commit", statistics.median(busy) * 1000, "ms", None)
     emit("graveler.stage_p99_idle", p99(idle) * 1000, "ms", None)
     emit(f"graveler.stage_p99_during_{count // 1000}k_commit", p99(busy) * 1000, "ms", None)
     emit("graveler.stage_p99_ratio_during_commit", p99(busy) / p99(idle), "ratio", 2.0)
     emit("graveler.stage_writes_during_commit", len(busy), "writes", None)
+    emit(f"graveler.long_commit_{count // 1000}k_median", statistics.median(commit_times), "s", None)
+    # After the commit returns, its sealed token is dropped in the background.
+    emit("graveler.stage_p99_ratio_while_dropping_token", p99(after) / p99(idle), "ratio", None)
+    emit(f"graveler.token_drop_{count // 1000}k_median", statistics.median(drop_times), "s", None)
 
 
 def main() -> None:
@@ -181,6 +210,7 @@ def main() -> None:
     parser.add_argument("--commit-count", type=int, default=100_000)
     parser.add_argument("--large-count", type=int, default=1_000_000)
     parser.add_argument("--only", default="list,commit,large,longcommit")
+    parser.add_argument("--rounds", type=int, default=3, help="commits in the long-commit scenario")
     args = parser.parse_args()
     only = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="silt-bench-") as tmp:
@@ -197,7 +227,7 @@ def main() -> None:
                 if "large" in only:
                     bench_commit_one_on_large(stub, graveler, committed, args.large_count, workdir / "data")
                 if "longcommit" in only:
-                    bench_staging_during_commit(stub, graveler, args.commit_count)
+                    bench_staging_during_commit(stub, graveler, args.commit_count, args.rounds)
         finally:
             graveler.close()
             kv.close()

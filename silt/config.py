@@ -156,6 +156,30 @@ class GravelerConfig(ServiceConfig):
     cache: CommittedCacheConfig = Field(default_factory=CommittedCacheConfig)
     # Commits build their metaranges in this many worker processes (not with the mem driver).
     commit_workers: int = Field(2, ge=1)
+    # CPUs the commit workers may run on: "auto" (the upper half of this process's CPUs, so a
+    # large commit never runs on the CPU that is answering a staging write), "all", or a list
+    # such as "2,3" or "4-7".
+    commit_worker_cpus: str = "auto"
+
+    @field_validator("commit_worker_cpus")
+    @classmethod
+    def _cpu_list(cls, value: str) -> str:
+        parse_cpu_list(value)
+        return value
+
+
+def parse_cpu_list(spec: str) -> set[int] | None:
+    """CPU ids of "3", "0,2", "4-7" (or a mix); None for "auto" and "all"."""
+    spec = spec.strip()
+    if spec in ("auto", "all"):
+        return None
+    cpus: set[int] = set()
+    for part in spec.split(","):
+        first, sep, last = part.strip().partition("-")
+        if not (first.isdigit() and (not sep or last.isdigit())) or (sep and int(last) < int(first)):
+            raise ValueError('expected "auto", "all" or CPU ids such as "1" or "2,3" or "4-7"')
+        cpus.update(range(int(first), int(last if sep else first) + 1))
+    return cpus
 
 
 class CredentialsConfig(_Section):

@@ -1,4 +1,5 @@
-"""Building a commit's metarange from sealed staging tokens: in this process, or in worker processes.
+"""Building a commit's metarange from sealed staging tokens, and dropping committed tokens:
+in this process, or in worker processes.
 
 Building is CPU-bound Python (merging staged values, cutting and encoding ranges). In the
 serving process it competes for the GIL with every request, so staging writes slow down
@@ -22,7 +23,7 @@ from services.graveler.committed.model import ApplyResult, Change, MetaRangeId, 
 from services.graveler.iterators import combined
 from services.graveler.staging import StagingStore
 from silt.block import open_adapter
-from silt.config import Config
+from silt.config import Config, parse_cpu_list
 from silt.kv import open_store
 
 
@@ -31,6 +32,10 @@ class MetaRangeBuilder(Protocol):
         self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None
     ) -> ApplyResult:
         """Apply the staged values of tokens (newest first) onto base; only keys under prefixes, if given."""
+        ...
+
+    def drop_token(self, token: str) -> None:
+        """Delete every staged value of a token that no branch refers to any more."""
         ...
 
     def close(self) -> None: ...
@@ -60,11 +65,33 @@ class InProcessBuilder:
     ) -> ApplyResult:
         return self._committed.apply(namespace, base, staged_changes(self._staging, tokens, prefixes=prefixes))
 
+    def drop_token(self, token: str, pace: float = 0.0) -> None:
+        self._staging.drop(token, pace)
+
     def close(self) -> None:
         pass
 
 
 _worker: InProcessBuilder | None = None
+
+
+def worker_cpus(spec: str, available: set[int]) -> set[int] | None:
+    """The CPUs commit workers are pinned to, or None to leave them unpinned.
+
+    Measured on a 2-vCPU VM: an unpinned CPU-bound process at SCHED_IDLE still raised the
+    p99 of staging writes from 1.2 to 7 ms, the same process pinned to one CPU left it at
+    1.2 ms. Pinning the workers to the upper half of the CPUs leaves the rest to the
+    processes that answer requests, and the workers still use any idle cycle there.
+    """
+    if spec.strip() == "all":
+        return None
+    if spec.strip() == "auto":
+        if len(available) < 2:
+            return None
+        ordered = sorted(available)
+        return set(ordered[len(ordered) // 2 :])
+    chosen = (parse_cpu_list(spec) or set()) & available
+    return chosen or None
 
 
 def _init_worker(config: Config, niceness: int) -> None:
@@ -76,6 +103,11 @@ def _init_worker(config: Config, niceness: int) -> None:
     if hasattr(os, "SCHED_IDLE"):
         with contextlib.suppress(OSError):
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    if hasattr(os, "sched_setaffinity"):
+        cpus = worker_cpus(config.graveler.commit_worker_cpus, os.sched_getaffinity(0))
+        if cpus is not None:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, cpus)
     staging = StagingStore(open_store(config.database))
     _worker = InProcessBuilder(staging, CommittedManager(open_adapter(config.blockstore), CommittedCache()))
 
@@ -83,6 +115,15 @@ def _init_worker(config: Config, niceness: int) -> None:
 def _apply_in_worker(namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None) -> ApplyResult:
     assert _worker is not None, "worker not initialised"
     return _worker.apply_tokens(namespace, base, tokens, prefixes)
+
+
+# Background drops alternate about 1 ms of deletes with as long a rest (see StagingStore.drop).
+DROP_PACE_SECONDS = 0.001
+
+
+def _drop_in_worker(token: str) -> None:
+    assert _worker is not None, "worker not initialised"
+    _worker.drop_token(token, pace=DROP_PACE_SECONDS)
 
 
 class ProcessPoolBuilder:
@@ -101,6 +142,11 @@ class ProcessPoolBuilder:
         self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None
     ) -> ApplyResult:
         return self._pool.submit(_apply_in_worker, namespace, base, tokens, prefixes).result()
+
+    def drop_token(self, token: str) -> None:
+        # Dropping a committed token is one KV delete per staged key: after a 100,000-entry
+        # commit, seconds of Python that would otherwise hold the serving process's GIL.
+        self._pool.submit(_drop_in_worker, token).result()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

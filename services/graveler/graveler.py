@@ -456,7 +456,7 @@ class Graveler(BranchingMixin, LifecycleMixin):
 
     def _drop_token(self, token: str) -> None:
         try:
-            self.staging.drop(token)
+            self.builder.drop_token(token)
         except Exception:  # best effort: leftovers are unreachable and collected later
             log.warning("could not clean staging token %s", token, exc_info=True)
 

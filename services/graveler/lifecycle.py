@@ -94,7 +94,7 @@ class LifecycleMixin:
         try:
             for branch in list(self.refs.list_branches(repo)):
                 for token in [branch.staging_token, *branch.sealed_tokens]:
-                    self.staging.drop(token)
+                    self.builder.drop_token(token)
                 # Each branch goes after its tokens, so a retry still finds the tokens to drop.
                 self.refs.delete_branch(repo, branch.name)
             for key in list(self.refs.scan_partition(repo)):

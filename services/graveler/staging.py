@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -44,10 +45,21 @@ class StagingStore:
     def drop_key(self, token: str, key: bytes) -> None:
         self.kv.delete(token.encode(), KEY_PREFIX + key)
 
-    def drop(self, token: str) -> None:
-        """Delete every staged value of token (the KV interface has no drop-partition)."""
+    def drop(self, token: str, pace: float = 0.0) -> None:
+        """Delete every staged value of token (the KV interface has no drop-partition).
+
+        pace > 0 rests as long as each burst of deletes took, a burst lasting about pace
+        seconds: on the embedded driver every delete takes the database's write lock, and a
+        tight loop of them makes staging writes queue behind it for tens of milliseconds.
+        """
+        burst_started = time.perf_counter()
         for entry in scan_prefix(self.kv, token.encode(), KEY_PREFIX):
             self.kv.delete(token.encode(), entry.key)
+            if pace > 0:
+                spent = time.perf_counter() - burst_started
+                if spent >= pace:
+                    time.sleep(spent)
+                    burst_started = time.perf_counter()
 
     def is_empty(self, token: str) -> bool:
         return next(iter(self.kv.scan(token.encode(), KEY_PREFIX)), None) is None

@@ -87,23 +87,41 @@ class TcpProxy:
                     _reset(upstream)
                     return
                 self._sockets.update((client, upstream))
+            # Each direction closes its half on EOF; the pair is closed when both are done.
+            # Resetting both sockets on the first EOF would discard a response the client
+            # has not read yet (an RST flushes the peer's receive queue).
+            pending = [2]
             for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), name="tcp-proxy-pump", daemon=True).start()
+                threading.Thread(
+                    target=self._pump, args=(src, dst, pending), name="tcp-proxy-pump", daemon=True
+                ).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, pending: list[int]) -> None:
+        orderly = False
         try:
             while True:
                 data = src.recv(_CHUNK)
                 if not data:
+                    orderly = True
                     break
                 self._flowing.wait()
                 dst.sendall(data)
         except OSError:
             pass
-        finally:
+        if orderly:
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
             with self._lock:
-                self._sockets.discard(src)
-                self._sockets.discard(dst)
+                pending[0] -= 1
+                if pending[0] > 0:
+                    return  # the other direction is still flowing
+        with self._lock:
+            self._sockets.discard(src)
+            self._sockets.discard(dst)
+        if orderly:
+            src.close()
+            dst.close()
+        else:
             _reset(src)
             _reset(dst)
 

@@ -100,6 +100,8 @@ def test_every_key_has_an_environment_variable() -> None:
         ({}, "gateways:\n  s3:\n    listen_address: nowhere\n", "gateways.s3.listen_address"),
         ({}, "database: [1, 2]\n", "database (in "),
         ({"SILT_DATABASE_CASSANDRA_DATACENTERS": "dc1"}, "", "expected key:value pairs"),
+        ({"SILT_GRAVELER_COMMIT_WORKER_CPUS": "3-1"}, "", "graveler.commit_worker_cpus (from SILT_GRAVELER"),
+        ({}, "graveler:\n  commit_worker_cpus: some\n", 'expected "auto", "all" or CPU ids'),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, env: dict[str, str], text: str, expected: str) -> None:

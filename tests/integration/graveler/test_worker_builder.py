@@ -1,0 +1,62 @@
+"""Commits built in worker processes (as the graveler service runs them), on the local driver."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from services.graveler.builder import ProcessPoolBuilder, worker_cpus
+from services.graveler.committed.cache import CommittedCache
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.graveler import Graveler
+from silt.block import open_adapter
+from silt.config import Config, load_config
+from silt.graveler.v1 import model_pb2 as pb
+from silt.kv import open_store
+
+
+def local_config(root: Path, cpus: str) -> Config:
+    return load_config(
+        env={
+            "SILT_DATABASE_TYPE": "local",
+            "SILT_DATABASE_LOCAL_PATH": str(root / "kv.db"),
+            "SILT_BLOCKSTORE_TYPE": "local",
+            "SILT_BLOCKSTORE_LOCAL_PATH": str(root / "data"),
+            "SILT_GRAVELER_COMMIT_WORKER_CPUS": cpus,
+        }
+    )
+
+
+@pytest.mark.parametrize("cpus", ["auto", "all"])
+def test_a_commit_built_by_workers_is_complete_and_its_token_is_dropped(tmp_path: Path, cpus: str) -> None:
+    config = local_config(tmp_path, cpus)
+    kv = open_store(config.database)
+    builder = ProcessPoolBuilder(config, workers=1)
+    graveler = Graveler(kv, CommittedManager(open_adapter(config.blockstore), CommittedCache()), builder=builder)
+    try:
+        graveler.create_repository("workers", "local://workers", "main")
+        keys = [f"k/{i:05d}" for i in range(3000)]
+        for key in keys:
+            graveler.stage_entry("workers", "main", key, pb.Entry(physical_address=f"p/{key}", size=1, etag=key))
+        token = graveler.get_branch("workers", "main").staging_token
+        graveler.commit("workers", "main", "by workers")
+
+        listed = graveler.list_entries("workers", "main@", "", "", "", 10_000)
+        assert [key.decode() for key, _ in listed.items] == keys
+
+        # The sealed token is dropped in the background, by a worker, in paced bursts.
+        deadline = time.monotonic() + 60
+        while not graveler.staging.is_empty(token):
+            assert time.monotonic() < deadline, "the committed token was never dropped"
+            time.sleep(0.05)
+
+        pids = list(builder._pool._processes or {})  # the workers' pids
+        assert pids, "the commit ran in no worker process"
+        expected = worker_cpus(cpus, os.sched_getaffinity(0)) or os.sched_getaffinity(0)
+        assert all(os.sched_getaffinity(pid) == expected for pid in pids)
+    finally:
+        graveler.close()
+        kv.close()

@@ -1,0 +1,45 @@
+"""Dropping a staging token, at full speed and paced."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.graveler import staging as staging_module
+from services.graveler.staging import StagingStore
+from services.graveler.values import Value
+from silt.config import DatabaseConfig
+from silt.kv import open_store
+
+
+def filled() -> StagingStore:
+    staging = StagingStore(open_store(DatabaseConfig(type="mem")))
+    for i in range(2000):
+        staging.set("doomed", f"k{i:05d}".encode(), Value(b"id", b"data", False))
+    staging.set("kept", b"k", Value(b"id", b"data", False))
+    return staging
+
+
+def test_drop_deletes_every_staged_value_of_the_token_only() -> None:
+    staging = filled()
+    staging.drop("doomed")
+    assert staging.is_empty("doomed")
+    assert [kv.key for kv in staging.scan("kept")] == [b"k"]
+
+
+def test_a_paced_drop_rests_as_long_as_each_burst_worked(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    rests: list[float] = []
+
+    def perf_counter() -> float:
+        clock[0] += 0.0001  # every reading of the clock: 0.1 ms of work
+        return clock[0]
+
+    monkeypatch.setattr(staging_module.time, "perf_counter", perf_counter)
+    monkeypatch.setattr(staging_module.time, "sleep", rests.append)
+    staging = filled()
+    staging.drop("doomed", pace=0.001)
+    assert staging.is_empty("doomed")
+    assert [kv.key for kv in staging.scan("kept")] == [b"k"]
+    # 2,000 deletes at 0.1 ms each, in bursts of about 1 ms, each followed by an equal rest.
+    assert 150 <= len(rests) <= 250
+    assert all(0.001 <= rest < 0.0015 for rest in rests)
