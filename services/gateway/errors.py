@@ -20,6 +20,7 @@ CODES: dict[str, tuple[int, str]] = {
     "InvalidBucketName": (400, "The specified bucket is not valid."),
     "InvalidDigest": (400, "The Content-MD5 you specified is not valid."),
     "InvalidPart": (400, "One or more of the specified parts could not be found."),
+    "InvalidPartNumber": (416, "The requested partnumber is not satisfiable"),
     "InvalidPartOrder": (400, "The list of parts was not in ascending order."),
     "InvalidRange": (416, "The requested range is not satisfiable"),
     "InvalidRequest": (400, "Invalid Request"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Protocol
@@ -41,13 +42,23 @@ class AwsChunked:
     """Decodes ``Content-Encoding: aws-chunked``: ``<hex size>[;chunk-signature=<sig>]\\r\\n<data>\\r\\n``...
 
     With `sign` set, every chunk must carry the signature of its bytes chained from the
-    previous one (the seed is the request's own signature); trailers after the last chunk
-    are read and ignored.
+    previous one (the seed is the request's own signature). Trailers after the last chunk
+    (``name:value`` lines) are kept in `trailers`; with `sign_trailer` set they must end with
+    an ``x-amz-trailer-signature`` line signing them, chained from the last chunk's signature.
     """
 
-    def __init__(self, body: Body, sign: Callable[[str, str], str] | None, seed: str, decoded_length: int | None):
+    def __init__(
+        self,
+        body: Body,
+        sign: Callable[[str, str], str] | None,
+        seed: str,
+        decoded_length: int | None,
+        sign_trailer: Callable[[str, str], str] | None = None,
+    ):
         self._body = body
         self._sign = sign
+        self._sign_trailer = sign_trailer
+        self.trailers: dict[str, str] = {}
         self._previous = seed
         self._left = 0  # bytes left in the current chunk
         self._chunk_hash: hashlib._Hash | None = None
@@ -74,10 +85,30 @@ class AwsChunked:
         if size == 0:
             self._finish_chunk()
             self._done = True
-            while (await self._body.readline()).strip():  # trailers, then the final CRLF
-                pass
+            await self._read_trailers()
             if self._expected is not None and self._total != self._expected:
                 raise S3Error("IncompleteBody")
+
+    async def _read_trailers(self) -> None:
+        signature: str | None = None
+        canonical = ""
+        while line := (await self._body.readline()).strip():  # trailers, then the final CRLF
+            name, sep, value = line.decode("latin-1").partition(":")
+            if not sep:
+                raise S3Error("InvalidRequest", "malformed aws-chunked body: a trailer is not name:value")
+            name, value = name.strip().lower(), value.strip()
+            if name == "x-amz-trailer-signature":
+                signature = value
+                continue
+            self.trailers[name] = value
+            canonical += f"{name}:{value}\n"
+        if self._sign_trailer is None:
+            return
+        if signature is None:
+            raise S3Error("SignatureDoesNotMatch", "the aws-chunked trailers carry no x-amz-trailer-signature")
+        expected = self._sign_trailer(self._previous, hashlib.sha256(canonical.encode()).hexdigest())
+        if not hmac.compare_digest(expected, signature):
+            raise S3Error("SignatureDoesNotMatch", "the trailer signature of the aws-chunked body does not match")
 
     def _finish_chunk(self) -> None:
         if self._sign is None or self._chunk_hash is None:

@@ -185,3 +185,9 @@ def verify(request: Request, claim: V4Request, secret: str, region: str, now: da
 def chunk_signature(key: bytes, claim: V4Request, previous: str, data_sha256: str) -> str:
     text = "\n".join(("AWS4-HMAC-SHA256-PAYLOAD", claim.amz_date, claim.scope, previous, EMPTY_SHA256, data_sha256))
     return _sign(key, text)
+
+
+def trailer_signature(key: bytes, claim: V4Request, previous: str, trailers_sha256: str) -> str:
+    """The signature of an aws-chunked body's trailers ("name:value\\n" each, hashed)."""
+    text = "\n".join(("AWS4-HMAC-SHA256-TRAILER", claim.amz_date, claim.scope, previous, trailers_sha256))
+    return _sign(key, text)

@@ -11,13 +11,15 @@ _T = TypeVar("_T")
 
 
 MAX_PAGE = 10_000
+MAX_DELIMITER = 1024  # bytes
 
 
 def delimiter_bytes(delimiter: str) -> bytes:
-    """Only "/" rolls keys up into common prefixes (seed 002); anything else is refused."""
-    if delimiter not in ("", "/"):
-        raise InvalidArgument("delimiter must be empty or '/'")
-    return delimiter.encode()
+    """Any delimiter rolls keys up into common prefixes, as in S3; "" lists every key."""
+    encoded = delimiter.encode()
+    if len(encoded) > MAX_DELIMITER:
+        raise InvalidArgument(f"delimiter must be at most {MAX_DELIMITER} bytes")
+    return encoded
 
 
 def page_amount(amount: int) -> int:
@@ -42,9 +44,20 @@ def successor(prefix: bytes) -> bytes:
     return trimmed[:-1] + bytes([trimmed[-1] + 1])
 
 
-def start_after(after: bytes, delimiter: bytes) -> bytes:
-    # A page that ended on a common prefix continues past everything under it.
-    if delimiter and after.endswith(delimiter):
+def common_prefix(key: bytes, prefix: bytes, delimiter: bytes) -> bytes | None:
+    """The common prefix key rolls up into: up to the first delimiter at or after len(prefix)."""
+    if not delimiter:
+        return None
+    cut = key.find(delimiter, len(prefix))
+    return None if cut < 0 else key[: cut + len(delimiter)]
+
+
+def start_after(after: bytes, prefix: bytes, delimiter: bytes) -> bytes:
+    """Where a walk resumes after `after`, an item or a common prefix of a listing under prefix."""
+    # A page that ended on a common prefix continues past everything under it. `after` is one
+    # only if it is its own common prefix: a key such as "p/x/" under the prefix "p/x/" ends
+    # with the delimiter but is an ordinary item (nothing follows the prefix to roll it up).
+    if after.startswith(prefix) and common_prefix(after, prefix, delimiter) == after:
         return successor(after)
     return after + b"\x00"
 
@@ -62,7 +75,7 @@ def paginate(
     walk(start) must yield items in key order from start on; it is restarted past each common
     prefix so that a "directory" of a million keys costs one step, not a million.
     """
-    start = max(prefix, start_after(after, delimiter)) if after else prefix
+    start = max(prefix, start_after(after, prefix, delimiter)) if after else prefix
     items: list[_T | CommonPrefix] = []
     walker = walk(start)
     while True:
@@ -74,10 +87,10 @@ def paginate(
             return Page(items, False)
         if len(items) == amount:
             return Page(items, True)
-        cut = key.find(delimiter, len(prefix)) if delimiter else -1
-        if cut < 0:
+        common = common_prefix(key, prefix, delimiter)
+        if common is None:
             items.append(item)
             continue
-        common = key[: cut + len(delimiter)]
+        # Every key starting with common rolls up into it (no earlier delimiter fits inside it).
         items.append(CommonPrefix(common))
         walker = walk(successor(common))

@@ -13,6 +13,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
+
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.errors import NotFound, PredicateFailed, Unavailable
 from silt.kv.store import Entry, Predicate, Store, ValueWithPredicate, check_key, check_value, register_driver
@@ -67,18 +69,36 @@ class LocalStore(Store):
         if self._closed:
             raise Unavailable("local KV: store is closed")
         with self._errors():
-            conn = sqlite3.connect(
-                self._path,
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=self._config.busy_timeout_ms / 1000,
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={self._config.synchronous}")
-            conn.execute(f"PRAGMA busy_timeout={self._config.busy_timeout_ms}")
+            # Switching a new file to WAL takes an exclusive lock for which SQLite does not
+            # wait (SQLITE_BUSY at once, busy timeout or not): when several processes open a
+            # fresh database together (`make run` starts three), all but one must retry.
+            for attempt in Retrying(
+                retry=retry_if_exception(_is_lock_contention),
+                stop=stop_after_delay(self._config.busy_timeout_ms / 1000),
+                wait=wait_random_exponential(multiplier=0.005, max=0.1),
+                reraise=True,
+            ):
+                with attempt:
+                    conn = self._connect()
         with self._connections_lock:
             self._connections.append(conn)
         self._local.conn = conn
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._path,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=self._config.busy_timeout_ms / 1000,
+        )
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._config.synchronous}")
+            conn.execute(f"PRAGMA busy_timeout={self._config.busy_timeout_ms}")
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _errors(self) -> _SqliteErrors:
@@ -137,6 +157,10 @@ class LocalStore(Store):
         for conn in connections:
             conn.close()
         self._local = threading.local()
+
+
+def _is_lock_contention(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
 
 
 class _SqliteErrors:

@@ -1,8 +1,9 @@
 """ListObjects (v1) and ListObjectsV2: a repository's refs at its root, a ref's objects below it.
 
 A bucket key is `<ref>/<key>`. A prefix naming a ref (`main/...`) lists that ref through
-graveler; a prefix without `/` is at the repository root, where the branches are common
-prefixes (with delimiter `/`), or are listed one after another (without one).
+graveler; a prefix without `/` is at the repository root, where the branches are listed one
+after another, each collapsing into a common prefix when the delimiter occurs in `<ref>/`
+(with delimiter `/`, every branch is the common prefix `<ref>/`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from silt.graveler.v1 import model_pb2 as pb
 
 MAX_KEYS = 1000
 GRAVELER_MAX_PAGE = 10000
+MAX_DELIMITER = 1024  # bytes, as graveler's paging accepts
 
 
 @dataclass(frozen=True)
@@ -58,18 +60,35 @@ async def collect(
     """Up to `limit` items strictly after `after`, and whether more follow."""
     if limit <= 0:
         return [], False
+    # A segment is a ref listed through graveler (with an inner prefix), or None for a common
+    # prefix that a whole ref collapses into.
+    segments: list[tuple[str, str, str | None]]
     if "/" in prefix:
         ref, inner = prefix.split("/", 1)
-        segments = [(ref, inner)]
+        segments = [(ref, inner, None)]
     else:
+        # At the root, every key of ref r is r + "/" + inner key. If the delimiter occurs in r + "/"
+        # at or after len(prefix), all of them roll up into the same common prefix, listed whether
+        # or not the ref holds any key (a ref is a "directory" of the bucket). Otherwise the
+        # delimiter can only occur in the inner key, and graveler finds it there with the inner
+        # prefix "". Not handled exactly: a delimiter of several characters that starts inside
+        # r + "/" and ends inside the inner key (say "n/a" with "main/abc"); such keys are listed
+        # as they are rather than rolled up into "main/a".
         refs = sorted((b for b in await branches(ctx, repository) if b.startswith(prefix)), key=lambda b: b + "/")
-        if delimiter:
-            prefixes = [Item(b + "/", None) for b in refs if b + "/" > after]
-            return prefixes[:limit], len(prefixes) > limit
-        segments = [(b, "") for b in refs]
+        segments = []
+        for b in refs:
+            cut = (b + "/").find(delimiter, len(prefix)) if delimiter else -1
+            segments.append((b, "", None if cut < 0 else (b + "/")[: cut + len(delimiter)]))
     items: list[Item] = []
     backend = ctx.backend
-    for ref, inner in segments:
+    for ref, inner, collapsed in segments:
+        if collapsed is not None:
+            # Refs collapsing into one common prefix are neighbours in key order: report it once.
+            if collapsed > after and not (items and items[-1].key == collapsed):
+                items.append(Item(collapsed, None))
+            if len(items) > limit:
+                break
+            continue
         base = ref + "/"
         if after.startswith(base):
             inner_after = after[len(base) :]
@@ -130,8 +149,10 @@ async def list_objects(ctx: Context, v2: bool) -> Response:
     await ctx.backend.namespace(repository)
     prefix = request.arg("prefix", "") or ""
     delimiter = request.arg("delimiter", "") or ""
-    if delimiter not in ("", "/"):
-        raise S3Error("InvalidArgument", "only the delimiter '/' is supported", ArgumentName="delimiter")
+    if len(delimiter.encode()) > MAX_DELIMITER:
+        raise S3Error(
+            "InvalidArgument", f"the delimiter must be at most {MAX_DELIMITER} bytes", ArgumentName="delimiter"
+        )
     encoding = request.arg("encoding-type")
     if encoding not in (None, "url"):
         raise S3Error("InvalidArgument", "encoding-type must be url", ArgumentName="encoding-type")

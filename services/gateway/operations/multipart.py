@@ -16,10 +16,13 @@ from __future__ import annotations
 import itertools
 import re
 import secrets
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from urllib.parse import quote
 from xml.etree import ElementTree
 
 from services.auth.actions import READ_REPO, WRITE_REPO
+from services.gateway import checksums
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
     Context,
@@ -35,7 +38,14 @@ from services.gateway.operations.common import (
     x,
     xml_response,
 )
-from services.gateway.operations.objects import now_timestamp, parse_copy_source, receive_into
+from services.gateway.operations.objects import (
+    PART_SIZES,
+    check_copy_source_conditions,
+    encode_part_sizes,
+    now_timestamp,
+    parse_copy_source,
+    receive_into,
+)
 from services.gateway.routing import split_path
 from silt.block import PartInfo
 from silt.graveler.v1 import model_pb2 as pb
@@ -82,6 +92,7 @@ async def create(ctx: Context) -> Response:
     repository = request.bucket
     ref, key = split_path(request.path)
     namespace = await write_target(ctx, repository, ref, key)
+    algorithm = checksums.upload_algorithm(request.headers)
     address = new_physical_address()
     block_id = await ctx.backend.run(ctx.backend.adapter.create_multipart_upload, namespace, address)
     upload_id = secrets.token_hex(16)
@@ -96,12 +107,16 @@ async def create(ctx: Context) -> Response:
         "content_type": request.headers.get("content-type", "application/octet-stream"),
         "metadata": user_metadata(request),
         "initiator": ctx.user_id,
+        "checksum_algorithm": algorithm,
     }
     await ctx.backend.run(ctx.backend.kv_put, PARTITION, _upload_key(repository, upload_id), record)
-    return xml_response(
+    response = xml_response(
         f"<InitiateMultipartUploadResult {_XMLNS}><Bucket>{x(repository)}</Bucket><Key>{x(request.path)}</Key>"
         f"<UploadId>{upload_id}</UploadId></InitiateMultipartUploadResult>"
     )
+    if algorithm:
+        response.headers += [("x-amz-checksum-algorithm", algorithm.upper()), ("x-amz-checksum-type", "COMPOSITE")]
+    return response
 
 
 async def upload_part(ctx: Context) -> Response:
@@ -110,16 +125,26 @@ async def upload_part(ctx: Context) -> Response:
     adapter = ctx.backend.adapter
     if "x-amz-copy-source" in ctx.request.headers:
         return await _upload_part_copy(ctx, upload_id, record, number)
-    size, etag = await receive_into(
-        ctx, adapter.upload_part, record["namespace"], record["address"], record["block_id"], number
+    received = await receive_into(
+        ctx,
+        adapter.upload_part,
+        record["namespace"],
+        record["address"],
+        record["block_id"],
+        number,
+        upload_algorithm=record.get("checksum_algorithm"),
     )
-    await _save_part(ctx, upload_id, number, etag, size)
-    return Response(200, [("ETag", quoted_etag(etag))])
+    await _save_part(ctx, upload_id, number, received.etag, received.size, received.checksum)
+    return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
 
 
-async def _save_part(ctx: Context, upload_id: str, number: int, etag: str, size: int) -> str:
+async def _save_part(
+    ctx: Context, upload_id: str, number: int, etag: str, size: int, checksum: tuple[str, str] | None = None
+) -> str:
     modified = datetime.now(UTC)
     part = {"etag": etag, "size": size, "last_modified": modified.isoformat()}
+    if checksum is not None:
+        part["checksum"] = list(checksum)
     await ctx.backend.run(ctx.backend.kv_put, PARTITION, _part_key(upload_id, number), part)
     return iso_time(modified)
 
@@ -128,6 +153,7 @@ async def _upload_part_copy(ctx: Context, upload_id: str, record: dict, number: 
     headers = ctx.request.headers
     src_repo, src_ref, src_key = parse_copy_source(headers["x-amz-copy-source"])
     source = await stat_entry(ctx, src_repo, src_ref, src_key)
+    check_copy_source_conditions(ctx, source)
     src_range = None
     size = source.size
     if "x-amz-copy-source-range" in headers:
@@ -157,7 +183,23 @@ async def _upload_part_copy(ctx: Context, upload_id: str, record: dict, number: 
     )
 
 
-def _requested_parts(raw: bytes) -> list[tuple[int, str]]:
+@dataclass(frozen=True)
+class RequestedPart:
+    number: int
+    etag: str
+    checksums: dict[str, str]  # x-amz-checksum-<algorithm> -> base64, as the client listed them
+
+
+_CHECKSUM_ELEMENTS = {
+    "ChecksumCRC32": "crc32",
+    "ChecksumCRC32C": "crc32c",
+    "ChecksumSHA1": "sha1",
+    "ChecksumSHA256": "sha256",
+    "ChecksumCRC64NVME": "crc64nvme",
+}
+
+
+def _requested_parts(raw: bytes) -> list[RequestedPart]:
     try:
         root = ElementTree.fromstring(raw)
     except ElementTree.ParseError:
@@ -168,7 +210,12 @@ def _requested_parts(raw: bytes) -> list[tuple[int, str]]:
         number, etag = part.findtext(f"{ns}PartNumber"), part.findtext(f"{ns}ETag")
         if number is None or etag is None or not number.strip().isdigit():
             raise S3Error("MalformedXML")
-        parts.append((int(number), etag.strip().strip('"')))
+        listed = {
+            checksums.HEADER_PREFIX + algorithm: (part.findtext(f"{ns}{element}") or "").strip()
+            for element, algorithm in _CHECKSUM_ELEMENTS.items()
+            if part.find(f"{ns}{element}") is not None
+        }
+        parts.append(RequestedPart(int(number), etag.strip().strip('"'), listed))
     if not parts:
         raise S3Error("MalformedXML", "The XML you provided lists no parts")
     return parts
@@ -177,18 +224,36 @@ def _requested_parts(raw: bytes) -> list[tuple[int, str]]:
 async def complete(ctx: Context) -> Response:
     upload_id, record = await _upload(ctx, WRITE_REPO)
     requested = _requested_parts(await ctx.request.body.read_all())
-    numbers = [n for n, _ in requested]
+    numbers = [p.number for p in requested]
     if any(b <= a for a, b in itertools.pairwise(numbers)):
         raise S3Error("InvalidPartOrder")
     backend = ctx.backend
     stored = dict(await backend.run(backend.kv_scan, PARTITION, f"p/{upload_id}/".encode()))
-    for i, (number, etag) in enumerate(requested):
-        part = stored.get(_part_key(upload_id, number))
-        if part is None or part["etag"] != etag:
-            raise S3Error("InvalidPart", f"part {number} was not uploaded with ETag {etag}", PartNumber=str(number))
+    algorithm = record.get("checksum_algorithm")
+    part_checksums: list[str] | None = [] if algorithm else None
+    for i, want in enumerate(requested):
+        part = stored.get(_part_key(upload_id, want.number))
+        if part is None or part["etag"] != want.etag:
+            raise S3Error(
+                "InvalidPart", f"part {want.number} was not uploaded with ETag {want.etag}", PartNumber=str(want.number)
+            )
         if i < len(requested) - 1 and part["size"] < MIN_PART_SIZE:
             raise S3Error("EntityTooSmall", ProposedSize=str(part["size"]), MinSizeAllowed=str(MIN_PART_SIZE))
-    infos = [PartInfo(part_number=n, etag=e) for n, e in requested]
+        # A checksum the client lists for a part must be the one the part was uploaded with.
+        uploaded = dict([part["checksum"]]) if part.get("checksum") else {}
+        for header, value in want.checksums.items():
+            if uploaded.get(header) != value:
+                raise S3Error(
+                    "InvalidPart",
+                    f"part {want.number} was not uploaded with {header.removeprefix(checksums.HEADER_PREFIX).upper()}"
+                    f" {value}",
+                    PartNumber=str(want.number),
+                )
+        if part_checksums is not None:
+            # UploadPartCopy parts carry none: such an object gets no composite checksum.
+            value = uploaded.get(checksums.HEADER_PREFIX + (algorithm or ""))
+            part_checksums = [*part_checksums, value] if value else None
+    infos = [PartInfo(part_number=p.number, etag=p.etag) for p in requested]
     result = await backend.run(
         backend.adapter.complete_multipart_upload, record["namespace"], record["address"], record["block_id"], infos
     )
@@ -200,14 +265,30 @@ async def complete(ctx: Context) -> Response:
         content_type=record["content_type"],
         metadata=record["metadata"],
     )
+    sizes = [stored[_part_key(upload_id, number)]["size"] for number in numbers]
+    entry.metadata[PART_SIZES] = encode_part_sizes(sizes)  # for GET/HEAD ?partNumber=
+    checksum_xml = ""
+    if algorithm and part_checksums:
+        value = checksums.composite(algorithm, part_checksums)
+        entry.metadata[checksums.HEADER_PREFIX + algorithm] = value
+        element = next(e for e, a in _CHECKSUM_ELEMENTS.items() if a == algorithm)
+        checksum_xml = f"<{element}>{value}</{element}><ChecksumType>COMPOSITE</ChecksumType>"
     repository = ctx.request.bucket
     await stage(ctx, repository, record["branch"], record["key"], entry)
     await _forget(ctx, repository, upload_id, stored)
     return xml_response(
         f"<CompleteMultipartUploadResult {_XMLNS}><Location>/{x(repository)}/{x(ctx.request.path)}</Location>"
         f"<Bucket>{x(repository)}</Bucket><Key>{x(ctx.request.path)}</Key>"
-        f"<ETag>{x(quoted_etag(result.etag))}</ETag></CompleteMultipartUploadResult>"
+        f"<ETag>{x(quoted_etag(result.etag))}</ETag>{checksum_xml}</CompleteMultipartUploadResult>"
     )
+
+
+def _part_checksum_xml(part: dict) -> str:
+    if not part.get("checksum"):
+        return ""
+    header, value = part["checksum"]
+    element = next(e for e, a in _CHECKSUM_ELEMENTS.items() if checksums.HEADER_PREFIX + a == header)
+    return f"<{element}>{value}</{element}>"
 
 
 async def _forget(ctx: Context, repository: str, upload_id: str, parts: dict) -> None:
@@ -248,7 +329,7 @@ async def list_parts(ctx: Context) -> Response:
     page, truncated = parts[:limit], len(parts) > limit
     body = "".join(
         f"<Part><PartNumber>{n}</PartNumber><LastModified>{iso_time(datetime.fromisoformat(p['last_modified']))}"
-        f"</LastModified><ETag>{x(quoted_etag(p['etag']))}</ETag><Size>{p['size']}</Size></Part>"
+        f"</LastModified><ETag>{x(quoted_etag(p['etag']))}</ETag><Size>{p['size']}</Size>{_part_checksum_xml(p)}</Part>"
         for n, p in page
     )
     next_marker = page[-1][0] if page else marker
@@ -279,27 +360,59 @@ async def list_uploads(ctx: Context) -> Response:
     )
     key_marker = ctx.request.arg("key-marker") or ""
     id_marker = ctx.request.arg("upload-id-marker") or ""
+    delimiter = ctx.request.arg("delimiter") or ""
+    encoding = ctx.request.arg("encoding-type")
+    if encoding not in (None, "url"):
+        raise S3Error("InvalidArgument", "encoding-type must be url", ArgumentName="encoding-type")
+
+    def enc(value: str) -> str:
+        return x(quote(value, safe="/") if encoding == "url" else value)
+
+    def common_prefix(path: str) -> str | None:
+        cut = path.find(delimiter, len(prefix)) if delimiter else -1
+        return path[: cut + len(delimiter)] if cut >= 0 else None
+
     if key_marker:
-        # With an upload-id marker, later uploads of the marker's own key follow too.
-        position = {(u[0], u[2]): u[:3] for u in uploads}
-        after = position.get((key_marker, id_marker)) if id_marker else None
-        uploads = [u for u in uploads if u[0] > key_marker or (after is not None and u[:3] > after)]
-    page, truncated = uploads[:limit], len(uploads) > limit
-    markers = (
-        f"<NextKeyMarker>{x(page[-1][0])}</NextKeyMarker><NextUploadIdMarker>{page[-1][2]}</NextUploadIdMarker>"
-        if truncated
-        else ""
-    )
+        if common_prefix(key_marker) == key_marker:
+            # A page that ended on a common prefix continues after everything under it.
+            uploads = [u for u in uploads if u[0] > key_marker and not u[0].startswith(key_marker)]
+        else:
+            # With an upload-id marker, later uploads of the marker's own key follow too.
+            position = {(u[0], u[2]): u[:3] for u in uploads}
+            after = position.get((key_marker, id_marker)) if id_marker else None
+            uploads = [u for u in uploads if u[0] > key_marker or (after is not None and u[:3] > after)]
+    items: list[tuple[str, tuple | None]] = []  # (common prefix, None) or (key, upload)
+    for upload in uploads:
+        shared = common_prefix(upload[0])
+        if shared is None:
+            items.append((upload[0], upload))
+        elif not items or items[-1] != (shared, None):
+            items.append((shared, None))
+    page, truncated = items[:limit], len(items) > limit
+    markers = ""
+    if truncated:
+        last_key, last = page[-1]
+        markers = (
+            f"<NextKeyMarker>{enc(last_key)}</NextKeyMarker>"
+            f"<NextUploadIdMarker>{last[2] if last else ''}</NextUploadIdMarker>"
+        )
     body = "".join(
-        f"<Upload><Key>{x(path)}</Key><UploadId>{uid}</UploadId>"
+        f"<Upload><Key>{enc(path)}</Key><UploadId>{uid}</UploadId>"
         f"<Initiator><ID>{x(v['initiator'])}</ID></Initiator><Owner><ID>{x(v['initiator'])}</ID></Owner>"
         f"<StorageClass>STANDARD</StorageClass><Initiated>{iso_time(datetime.fromisoformat(initiated))}</Initiated>"
         f"</Upload>"
-        for path, initiated, uid, v in page
+        for _, upload in page
+        if upload is not None
+        for path, initiated, uid, v in [upload]
     )
+    prefixes = "".join(
+        f"<CommonPrefixes><Prefix>{enc(key)}</Prefix></CommonPrefixes>" for key, upload in page if upload is None
+    )
+    extra = f"<Delimiter>{enc(delimiter)}</Delimiter>" if delimiter else ""
+    extra += "<EncodingType>url</EncodingType>" if encoding == "url" else ""
     return xml_response(
-        f"<ListMultipartUploadsResult {_XMLNS}><Bucket>{x(repository)}</Bucket><Prefix>{x(prefix)}</Prefix>"
-        f"<KeyMarker>{x(key_marker)}</KeyMarker><UploadIdMarker>{x(id_marker)}</UploadIdMarker>{markers}"
+        f"<ListMultipartUploadsResult {_XMLNS}><Bucket>{x(repository)}</Bucket><Prefix>{enc(prefix)}</Prefix>"
+        f"<KeyMarker>{enc(key_marker)}</KeyMarker><UploadIdMarker>{x(id_marker)}</UploadIdMarker>{markers}{extra}"
         f"<MaxUploads>{limit}</MaxUploads><IsTruncated>{'true' if truncated else 'false'}</IsTruncated>"
-        f"{body}</ListMultipartUploadsResult>"
+        f"{body}{prefixes}</ListMultipartUploadsResult>"
     )

@@ -8,6 +8,7 @@ import binascii
 import io
 import re
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO
@@ -17,7 +18,7 @@ from xml.etree import ElementTree
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.auth.actions import WRITE_REPO
-from services.gateway import sigv4
+from services.gateway import checksums, sigv4
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
     Context,
@@ -91,8 +92,61 @@ def _http_date(value: str) -> datetime | None:
         return None
 
 
+# Entry metadata Silt keeps for itself; never a header of its own, kept through copies.
+PART_SIZES = "x-silt-part-sizes"
+MAX_PART_NUMBER = 10_000
+
+
+def encode_part_sizes(sizes: list[int]) -> str:
+    """Part sizes of a multipart object: "<count>x<size>+<last>" when all but the last are equal
+    (what every SDK uploads), else the sizes separated by commas."""
+    if len(set(sizes[:-1])) <= 1:
+        return f"{len(sizes) - 1}x{sizes[0] if len(sizes) > 1 else 0}+{sizes[-1]}"
+    return ",".join(map(str, sizes))
+
+
+def decode_part_sizes(text: str) -> list[int]:
+    if "x" in text:
+        count, _, rest = text.partition("x")
+        size, _, last = rest.partition("+")
+        return [int(size)] * int(count) + [int(last)]
+    return [int(size) for size in text.split(",")]
+
+
+def _part_range(ctx: Context, entry: pb.Entry) -> tuple[tuple[int, int] | None, int | None]:
+    """GET/HEAD ?partNumber=N: the byte range of part N, and the object's part count (None
+    unless it was uploaded in parts). A single-part object has one part: all of it."""
+    raw = ctx.request.arg("partNumber") or ""
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PART_NUMBER:
+        raise S3Error(
+            "InvalidArgument", "Part number must be an integer between 1 and 10000", ArgumentName="partNumber"
+        )
+    if "range" in ctx.request.headers:
+        raise S3Error("InvalidRequest", "Cannot specify both Range header and partNumber query parameter")
+    number = int(raw)
+    layout = entry.metadata.get(PART_SIZES)
+    sizes = decode_part_sizes(layout) if layout else [entry.size]
+    if number > len(sizes):
+        raise S3Error("InvalidPartNumber")
+    start = sum(sizes[: number - 1])
+    if sizes[number - 1] == 0:
+        return None, len(sizes) if layout else None
+    return (start, start + sizes[number - 1] - 1), len(sizes) if layout else None
+
+
 def _check_conditions(ctx: Context, entry: pb.Entry) -> None:
-    headers = ctx.request.headers
+    """GET/HEAD preconditions: PreconditionFailed (412) or NotModified (304)."""
+    check_conditions(ctx.request.headers, entry, "", ctx.request.method in ("GET", "HEAD"))
+
+
+def check_copy_source_conditions(ctx: Context, source: pb.Entry) -> None:
+    """CopyObject / UploadPartCopy preconditions on the source: every failure is a 412."""
+    check_conditions(ctx.request.headers, source, "x-amz-copy-source-", reading=False)
+
+
+def check_conditions(headers: dict[str, str], entry: pb.Entry, prefix: str, reading: bool) -> None:
+    """RFC 7232 as S3 applies it: If-Match wins over If-Unmodified-Since, If-None-Match over
+    If-Modified-Since; a failed If-None-Match or If-Modified-Since is NotModified when reading."""
     etag = entry.etag.strip('"')
     modified = entry_time(entry).replace(microsecond=0)
 
@@ -100,24 +154,25 @@ def _check_conditions(ctx: Context, entry: pb.Entry) -> None:
         tags = [t.strip().strip('"') for t in header.split(",")]
         return "*" in tags or etag in tags
 
-    if_match = headers.get("if-match")
+    def not_modified(condition: str) -> S3Error:
+        return S3Error("NotModified") if reading else S3Error("PreconditionFailed", Condition=condition)
+
+    if_match = headers.get(prefix + "if-match")
     if if_match is not None and not matches(if_match):
-        raise S3Error("PreconditionFailed", Condition="If-Match")
-    if_unmodified = headers.get("if-unmodified-since")
+        raise S3Error("PreconditionFailed", Condition=prefix + "If-Match")
+    if_unmodified = headers.get(prefix + "if-unmodified-since")
     if if_match is None and if_unmodified:
         when = _http_date(if_unmodified)
         if when is not None and modified > when:
-            raise S3Error("PreconditionFailed", Condition="If-Unmodified-Since")
-    if_none_match = headers.get("if-none-match")
+            raise S3Error("PreconditionFailed", Condition=prefix + "If-Unmodified-Since")
+    if_none_match = headers.get(prefix + "if-none-match")
     if if_none_match is not None and matches(if_none_match):
-        if ctx.request.method in ("GET", "HEAD"):
-            raise S3Error("NotModified")
-        raise S3Error("PreconditionFailed", Condition="If-None-Match")
-    if_modified = headers.get("if-modified-since")
+        raise not_modified(prefix + "If-None-Match")
+    if_modified = headers.get(prefix + "if-modified-since")
     if if_none_match is None and if_modified:
         when = _http_date(if_modified)
         if when is not None and modified <= when:
-            raise S3Error("NotModified")
+            raise not_modified(prefix + "If-Modified-Since")
 
 
 def _object_headers(ctx: Context, entry: pb.Entry) -> list[tuple[str, str]]:
@@ -160,7 +215,14 @@ async def get_object(ctx: Context, head: bool = False) -> Response:
         raise
     headers = _object_headers(ctx, entry)
     size = entry.size
-    byte_range = _parse_range(ctx.request.headers["range"], size) if "range" in ctx.request.headers else None
+    if ctx.request.has("partNumber"):
+        byte_range, parts_count = _part_range(ctx, entry)
+        if parts_count is not None:
+            headers.append(("x-amz-mp-parts-count", str(parts_count)))
+    elif "range" in ctx.request.headers:
+        byte_range = _parse_range(ctx.request.headers["range"], size)
+    else:
+        byte_range = None
     status = 200
     if byte_range is not None:
         status = 206
@@ -169,6 +231,13 @@ async def get_object(ctx: Context, head: bool = False) -> Response:
         length = end - start + 1
     else:
         length = size
+        if ctx.request.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":
+            # Only for the whole object: a checksum of the whole answering a range would fail
+            # every client that validates it.
+            stored = [(k, v) for k, v in entry.metadata.items() if k.startswith(checksums.HEADER_PREFIX)]
+            if stored:
+                kind = "COMPOSITE" if "-" in stored[0][1] else "FULL_OBJECT"
+                headers += [*stored, ("x-amz-checksum-type", kind)]
     if head:
         return Response(status, [*headers, ("Content-Length", str(length))])
     namespace = await ctx.backend.namespace(repository)
@@ -214,7 +283,11 @@ def body_source(ctx: Context) -> Source:
         def sign(previous: str, digest: str) -> str:
             return sigv4.chunk_signature(key, claim, previous, digest)
 
-        return AwsChunked(request.body, sign, claim.signature, decoded_length)
+        def sign_trailer(previous: str, digest: str) -> str:
+            return sigv4.trailer_signature(key, claim, previous, digest)
+
+        trailer_signer = sign_trailer if payload == sigv4.STREAMING_TRAILER else None
+        return AwsChunked(request.body, sign, claim.signature, decoded_length, trailer_signer)
     if payload == sigv4.STREAMING_UNSIGNED_TRAILER:
         return AwsChunked(request.body, None, "", decoded_length)
     if _SHA256_HEX.match(payload):
@@ -235,10 +308,31 @@ def _content_md5(ctx: Context) -> bytes | None:
     return digest
 
 
-async def receive_into(ctx: Context, put: Callable[..., Any], *args: object) -> tuple[int, str]:
-    """Run a block adapter write fed from the request body: (size, hex MD5) of what was written."""
+@dataclass(frozen=True)
+class Received:
+    size: int
+    etag: str  # hex MD5
+    checksum: tuple[str, str] | None  # (x-amz-checksum-<algorithm>, base64) when one was asked for
+
+    def checksum_headers(self) -> list[tuple[str, str]]:
+        return [self.checksum] if self.checksum else []
+
+
+async def receive_into(
+    ctx: Context, put: Callable[..., Any], *args: object, upload_algorithm: str | None = None
+) -> Received:
+    """Run a block adapter write fed from the request body, with every check S3 makes on it.
+
+    upload_algorithm: the checksum algorithm of the multipart upload a part belongs to.
+    """
     expected_md5 = _content_md5(ctx)
     source = body_source(ctx)
+    chunked = isinstance(source, AwsChunked)
+    wanted = checksums.for_part(ctx.request.headers, chunked, upload_algorithm)
+    checked: checksums.ChecksumComputed | None = None
+    if wanted is not None:
+        trailers = source.trailers if isinstance(source, AwsChunked) else {}
+        source = checked = checksums.ChecksumComputed(source, wanted, lambda: trailers)
     length = ctx.request.headers.get("x-amz-decoded-content-length") or ctx.request.headers.get("content-length")
     size = int(length) if length and length.isdigit() else None
     stream: BinaryIO | SyncReader
@@ -254,13 +348,17 @@ async def receive_into(ctx: Context, put: Callable[..., Any], *args: object) -> 
         result = await ctx.backend.run(put, *args, stream, size)
         written = stream.size
     # Adapters stop at `size` bytes; reading on to the end runs the checks that need the whole
-    # body (payload SHA-256, the final chunk signature) before anything is staged.
+    # body (payload SHA-256, the final chunk and trailer signatures, the checksum) before
+    # anything is staged.
     if await source.read(1):
         raise S3Error("IncompleteBody", "the body is longer than its declared length")
     etag = result.etag.strip('"')
     if expected_md5 is not None and etag != expected_md5.hex():
         raise S3Error("BadDigest")
-    return written, etag
+    checksum = None
+    if checked is not None and wanted is not None and checked.value is not None:
+        checksum = (wanted.header, checked.value)
+    return Received(written, etag, checksum)
 
 
 async def put_object(ctx: Context) -> Response:
@@ -273,20 +371,23 @@ async def put_object(ctx: Context) -> Response:
     address = new_physical_address()
     adapter = ctx.backend.adapter
     try:
-        size, etag = await receive_into(ctx, adapter.put, namespace, address)
+        received = await receive_into(ctx, adapter.put, namespace, address)
     except BaseException:
         await ctx.backend.run(adapter.delete, namespace, address)
         raise
     entry = pb.Entry(
         physical_address=address,
-        size=size,
-        etag=etag,
+        size=received.size,
+        etag=received.etag,
         last_modified=now_timestamp(),
         content_type=request.headers.get("content-type", "application/octet-stream"),
         metadata=user_metadata(request),
     )
+    # The checksum of the whole object is kept with its metadata, for GET/HEAD with
+    # x-amz-checksum-mode: ENABLED.
+    entry.metadata.update(received.checksum_headers())
     await stage(ctx, repository, ref, key, entry)
-    return Response(200, [("ETag", quoted_etag(etag))])
+    return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
 
 
 def parse_copy_source(value: str) -> tuple[str, str, str]:
@@ -305,6 +406,7 @@ async def copy_object(ctx: Context) -> Response:
     ref, key = split_path(request.path)
     src_repo, src_ref, src_key = parse_copy_source(request.headers["x-amz-copy-source"])
     source = await stat_entry(ctx, src_repo, src_ref, src_key)
+    check_copy_source_conditions(ctx, source)
     namespace = await write_target(ctx, repository, ref, key)
     directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
@@ -320,8 +422,10 @@ async def copy_object(ctx: Context) -> Response:
     entry.last_modified.CopyFrom(now_timestamp())
     if directive == "REPLACE":
         entry.content_type = request.headers.get("content-type", "application/octet-stream")
+        kept = {k: v for k, v in source.metadata.items() if k.startswith((checksums.HEADER_PREFIX, "x-silt-"))}
         entry.ClearField("metadata")
         entry.metadata.update(user_metadata(request))
+        entry.metadata.update(kept)  # the same bytes: their checksum still holds
     if src_repo != repository:
         # Another repository has its own storage namespace (and garbage collection): copy the bytes.
         src_namespace = await ctx.backend.namespace(src_repo)

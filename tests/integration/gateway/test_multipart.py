@@ -139,3 +139,71 @@ def test_list_multipart_uploads_pages(s3: Any, bucket: str) -> None:
     assert len(seen) == 4
     for key, upload in started:
         s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
+
+
+def test_list_multipart_uploads_with_a_delimiter(s3: Any, bucket: str) -> None:
+    keys = ["main/d/a/1", "main/d/a/2", "main/d/b", "main/d/c/1", "main/d/e f"]
+    started = [(key, s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]) for key in keys]
+    try:
+        page = s3.list_multipart_uploads(Bucket=bucket, Prefix="main/d/", Delimiter="/")
+        assert [p["Prefix"] for p in page["CommonPrefixes"]] == ["main/d/a/", "main/d/c/"]
+        assert [u["Key"] for u in page["Uploads"]] == ["main/d/b", "main/d/e f"]
+        assert page["Delimiter"] == "/"
+
+        # One item per page: a common prefix counts once, and the next page starts after it.
+        seen: list[str] = []
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": "main/d/", "Delimiter": "/", "MaxUploads": 1}
+        for _ in range(10):
+            page = s3.list_multipart_uploads(**kwargs)
+            seen += [p["Prefix"] for p in page.get("CommonPrefixes", [])] + [u["Key"] for u in page.get("Uploads", [])]
+            if not page["IsTruncated"]:
+                break
+            kwargs.update(KeyMarker=page["NextKeyMarker"], UploadIdMarker=page["NextUploadIdMarker"])
+        assert seen == ["main/d/a/", "main/d/b", "main/d/c/", "main/d/e f"]
+
+        encoded = s3.list_multipart_uploads(Bucket=bucket, Prefix="main/d/e", EncodingType="url")
+        # boto3 decodes url-encoded keys of ListObjects only: here the key arrives as sent.
+        assert [u["Key"] for u in encoded["Uploads"]] == ["main/d/e%20f"]
+    finally:
+        for key, upload in started:
+            s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
+
+
+def test_get_and_head_by_part_number(s3: Any, bucket: str) -> None:
+    mib = 1024 * 1024
+    parts = [os.urandom(5 * mib), os.urandom(5 * mib), os.urandom(mib + 7)]
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/parts")["UploadId"]
+    done = [
+        {
+            "PartNumber": n,
+            "ETag": s3.upload_part(Bucket=bucket, Key="main/parts", UploadId=upload, PartNumber=n, Body=p)["ETag"],
+        }
+        for n, p in enumerate(parts, 1)
+    ]
+    s3.complete_multipart_upload(Bucket=bucket, Key="main/parts", UploadId=upload, MultipartUpload={"Parts": done})
+    total = sum(map(len, parts))
+    start = 0
+    for number, data in enumerate(parts, 1):
+        got = s3.get_object(Bucket=bucket, Key="main/parts", PartNumber=number)
+        assert got["Body"].read() == data
+        assert got["PartsCount"] == 3
+        assert got["ContentRange"] == f"bytes {start}-{start + len(data) - 1}/{total}"
+        head = s3.head_object(Bucket=bucket, Key="main/parts", PartNumber=number)
+        assert head["ContentLength"] == len(data) and head["PartsCount"] == 3
+        start += len(data)
+    with pytest.raises(ClientError) as caught:
+        s3.get_object(Bucket=bucket, Key="main/parts", PartNumber=4)
+    assert caught.value.response["Error"]["Code"] == "InvalidPartNumber"
+    with pytest.raises(ClientError) as caught:
+        s3.get_object(Bucket=bucket, Key="main/parts", PartNumber=1, Range="bytes=0-1")
+    assert caught.value.response["Error"]["Code"] == "InvalidRequest"
+
+    # Copies keep the layout; a single-part object is its own part 1.
+    s3.copy_object(Bucket=bucket, Key="main/parts-copy", CopySource={"Bucket": bucket, "Key": "main/parts"})
+    assert s3.get_object(Bucket=bucket, Key="main/parts-copy", PartNumber=2)["Body"].read() == parts[1]
+    s3.put_object(Bucket=bucket, Key="main/single", Body=b"one part")
+    single = s3.get_object(Bucket=bucket, Key="main/single", PartNumber=1)
+    assert single["Body"].read() == b"one part" and "PartsCount" not in single
+    with pytest.raises(ClientError) as caught:
+        s3.head_object(Bucket=bucket, Key="main/single", PartNumber=2)
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 416

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
 import io
 from typing import Any
@@ -212,3 +213,54 @@ def test_large_streamed_put_and_get(s3: Any, bucket: str) -> None:
     s3.put_object(Bucket=bucket, Key="main/large", Body=data)
     got = s3.get_object(Bucket=bucket, Key="main/large")["Body"].read()
     assert got == data.getvalue()
+
+
+def test_copy_source_conditions(s3: Any, bucket: str) -> None:
+    etag = s3.put_object(Bucket=bucket, Key="main/cond-src", Body=b"conditional")["ETag"]
+    source = {"Bucket": bucket, "Key": "main/cond-src"}
+    past = datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC)
+    future = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1)
+    refused = [
+        {"CopySourceIfMatch": '"0123456789abcdef0123456789abcdef"'},
+        {"CopySourceIfNoneMatch": etag},
+        {"CopySourceIfModifiedSince": future},
+        {"CopySourceIfUnmodifiedSince": past},
+        # If-None-Match decides over If-Modified-Since, and fails here.
+        {"CopySourceIfNoneMatch": etag, "CopySourceIfModifiedSince": past},
+    ]
+    for conditions in refused:
+        with pytest.raises(ClientError) as caught:
+            s3.copy_object(Bucket=bucket, Key="main/cond-dst", CopySource=source, **conditions)
+        assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412, conditions
+        assert code(caught) == "PreconditionFailed"
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="main/cond-dst")
+
+    accepted = [
+        {"CopySourceIfMatch": etag},
+        {"CopySourceIfNoneMatch": '"0123456789abcdef0123456789abcdef"'},
+        {"CopySourceIfModifiedSince": past},
+        {"CopySourceIfUnmodifiedSince": future},
+        # If-Match decides over If-Unmodified-Since, and holds here.
+        {"CopySourceIfMatch": etag, "CopySourceIfUnmodifiedSince": past},
+    ]
+    for i, conditions in enumerate(accepted):
+        s3.copy_object(Bucket=bucket, Key=f"main/cond-dst-{i}", CopySource=source, **conditions)
+        assert s3.get_object(Bucket=bucket, Key=f"main/cond-dst-{i}")["Body"].read() == b"conditional"
+
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/cond-mp")["UploadId"]
+    with pytest.raises(ClientError) as caught:
+        s3.upload_part_copy(
+            Bucket=bucket,
+            Key="main/cond-mp",
+            UploadId=upload,
+            PartNumber=1,
+            CopySource=source,
+            CopySourceIfNoneMatch=etag,
+        )
+    assert code(caught) == "PreconditionFailed"
+    part = s3.upload_part_copy(
+        Bucket=bucket, Key="main/cond-mp", UploadId=upload, PartNumber=1, CopySource=source, CopySourceIfMatch=etag
+    )
+    assert part["CopyPartResult"]["ETag"] == etag
+    s3.abort_multipart_upload(Bucket=bucket, Key="main/cond-mp", UploadId=upload)

@@ -75,6 +75,8 @@ def test_two_and_three_dot_diff(env: GravelerEnv, repo: str) -> None:
     assert three_dot == [("a/1", CHANGED), ("c", REMOVED), ("d/new", ADDED)]  # main's own change is not in it
     by_dir = diff_all(env, api.DiffRequest(repository=repo, left_ref="main", right_ref="feature", delimiter="/"))
     assert by_dir == [("a/", PREFIX), ("b/", PREFIX), ("c", REMOVED), ("d/", PREFIX)]
+    by_other = diff_all(env, api.DiffRequest(repository=repo, left_ref="main", right_ref="feature", delimiter="/n"))
+    assert by_other == [("a/1", CHANGED), ("b/1", CHANGED), ("c", REMOVED), ("d/n", PREFIX)]
     under_a = diff_all(env, api.DiffRequest(repository=repo, left_ref="main", right_ref="feature", prefix="a/"))
     assert under_a == [("a/1", CHANGED)]
     item = env.stub.Diff(api.DiffRequest(repository=repo, left_ref="main", right_ref="feature", prefix="a/")).items[0]
@@ -90,6 +92,8 @@ def test_uncommitted_changes(env: GravelerEnv, repo: str) -> None:
     env.stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key="a/2", entry=same))
     changes = diff_all(env, api.DiffBranchRequest(repository=repo, branch="main"))
     assert changes == [("a/1", CHANGED), ("b/1", REMOVED), ("z", ADDED)]
+    by_one = diff_all(env, api.DiffBranchRequest(repository=repo, branch="main", delimiter="1", amount=1))
+    assert by_one == [("a/1", PREFIX), ("b/1", PREFIX), ("z", ADDED)]
     env.commit(repo, "main")
     assert diff_all(env, api.DiffBranchRequest(repository=repo, branch="main")) == []
 

@@ -27,7 +27,7 @@ def model_list(keys: set[str], prefix: str, delimiter: str) -> list[str]:
         if not key.startswith(prefix):
             continue
         cut = key.find(delimiter, len(prefix)) if delimiter else -1
-        out.add(key if cut < 0 else key[: cut + 1])
+        out.add(key if cut < 0 else key[: cut + len(delimiter)])
     return sorted(out, key=lambda k: k.encode())
 
 
@@ -35,7 +35,7 @@ def model_list(keys: set[str], prefix: str, delimiter: str) -> list[str]:
 @given(
     ops=OPS,
     prefix=st.sampled_from(["", "a", "a/", "data/", "é/", "nope/"]),
-    delimiter=st.sampled_from(["", "/"]),
+    delimiter=st.sampled_from(["", "/", "-", "a", "a.", "/a", "é"]),
     amount=st.integers(min_value=1, max_value=4),
 )
 def test_listing_matches_model(

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -94,3 +97,24 @@ def test_unusable_path_raises_unavailable(tmp_path: Path) -> None:
         open_store(config_for(blocker / "sub" / "kv.db"))
     with pytest.raises(Unavailable, match="local KV"):
         open_store(config_for(tmp_path))  # a directory is not a database file
+
+
+def test_opening_waits_for_a_writer_on_a_fresh_file(tmp_path: Path) -> None:
+    # Another process is creating the file (a rollback-journal write in progress): switching
+    # to WAL then fails at once with "database is locked", without the busy timeout; the
+    # driver must retry instead of failing the service that opens the file second.
+    path = tmp_path / "kv.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO other VALUES (1)")
+    release = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
+    release.start()
+    started = time.monotonic()
+    store = open_store(config_for(path))
+    assert time.monotonic() - started >= 0.25
+    store.set(b"p", b"k", b"v")
+    assert store.get(b"p", b"k").value == b"v"
+    store.close()
+    release.join()
+    holder.close()
