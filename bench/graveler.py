@@ -106,12 +106,8 @@ def bench_commit(stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: 
     emit(f"graveler.commit_staged_{count // 1000}k", time.perf_counter() - started, "s", 10.0)
 
 
-def bench_commit_one_on_large(
-    stub: api_grpc.GravelerServiceStub, graveler: Graveler, committed: CommittedManager, count: int, data_root: Path
-) -> None:
-    repo = "bench-large"
-    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
-    # Import-style setup: write the metarange of `count` entries and point main at a commit of it.
+def import_entries(graveler: Graveler, committed: CommittedManager, repo: str, count: int) -> None:
+    """Import-style setup: write the metarange of `count` entries and point main at a commit of it."""
     metarange = committed.write_metarange(
         f"local://{repo}",
         (Record(key_for(i).encode(), *entry_value(entry_for(i))[:2]) for i in sorted(range(count), key=key_for)),
@@ -125,6 +121,102 @@ def bench_commit_one_on_large(
     updated.CopyFrom(branch.branch)
     updated.commit_id = commit.id
     graveler.refs.set_branch_if(handle, updated, branch.predicate)
+
+
+def changed_entry(i: int) -> pb.Entry:
+    return pb.Entry(physical_address=f"data/changed-{i:012d}", size=7, etag=f"changed-{i}")
+
+
+def bench_diff(
+    stub: api_grpc.GravelerServiceStub, graveler: Graveler, committed: CommittedManager, count: int, data_root: Path
+) -> None:
+    """Diff of two commits of `count` entries that differ in 10 keys, and the ranges it reads."""
+    repo = "bench-diff"
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    import_entries(graveler, committed, repo, count)
+    stub.CreateBranch(api.CreateBranchRequest(repository=repo, name="changed", source_ref="main"))
+    for i in range(10):
+        key = key_for(i * (count // 10) + 7)
+        stub.StageEntry(api.StageEntryRequest(repository=repo, branch="changed", key=key, entry=changed_entry(i)))
+    stub.Commit(api.CommitRequest(repository=repo, branch="changed", message="10 changes"))
+    started = time.perf_counter()
+    page = stub.Diff(api.DiffRequest(repository=repo, left_ref="main", right_ref="changed", amount=1000))
+    elapsed = time.perf_counter() - started
+    assert len(page.items) == 10 and not page.has_more, (len(page.items), page.has_more)
+    # The same diff in this process, through a cold cache, counts the range files it reads.
+    cold = Graveler(graveler.refs.kv, CommittedManager(LocalAdapter(data_root), CommittedCache()))
+    before = cold.committed.stats()
+    cold.diff(repo, "main", "changed", False, "", "", "", 1000)
+    read = cold.committed.stats().range_reads - before.range_reads
+    cold.close()
+    emit(f"graveler.diff_10_changes_of_{count // 1000}k", elapsed, "s", 0.3)
+    emit(f"graveler.diff_10_changes_of_{count // 1000}k.ranges_read", read, "ranges", None)
+
+
+def bench_merge(
+    stub: api_grpc.GravelerServiceStub, graveler: Graveler, committed: CommittedManager, count: int
+) -> None:
+    """Three-way merge of 10,000 changed keys into a branch of `count` entries that changed 11 keys."""
+    repo = "bench-merge"
+    changes = 10_000
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    import_entries(graveler, committed, repo, count)
+    stub.CreateBranch(api.CreateBranchRequest(repository=repo, name="feature", source_ref="main"))
+    step = count // changes
+
+    def change(i: int) -> None:
+        graveler.stage_entry(repo, "feature", key_for(i * step + 3), changed_entry(i))
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(change, range(changes), chunksize=500))
+    stub.Commit(api.CommitRequest(repository=repo, branch="feature", message=f"{changes} changes"))
+    # The destination moves as well, in ranges all over the key space, so that the merge is a
+    # real three-way merge and merges records in those ranges rather than taking whole ranges.
+    stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key="zz/main-only", entry=changed_entry(0)))
+    for i in range(10):
+        key = key_for(i * (count // 10) + 5)
+        stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=key, entry=changed_entry(i)))
+    stub.Commit(api.CommitRequest(repository=repo, branch="main", message="meanwhile on main"))
+    started = time.perf_counter()
+    merged = stub.Merge(api.MergeRequest(repository=repo, source_ref="feature", destination_branch="main"))
+    elapsed = time.perf_counter() - started
+    assert merged.commit.id and not merged.conflicts
+    for key, etag in ((key_for(3), "changed-0"), (key_for((changes - 1) * step + 3), f"changed-{changes - 1}")):
+        assert stub.StatEntry(api.StatEntryRequest(repository=repo, ref="main", key=key)).entry.etag == etag
+    stub.StatEntry(api.StatEntryRequest(repository=repo, ref="main", key="zz/main-only"))
+    emit(f"graveler.merge_{changes // 1000}k_changes_into_{count // 1000}k", elapsed, "s", 3.0)
+
+
+def bench_log_one_object(stub: api_grpc.GravelerServiceStub, graveler: Graveler, committed: CommittedManager) -> None:
+    """Log of one object over 1,000 commits (each changing another key; the object in 10 of them)."""
+    repo = "bench-log"
+    commits, entries = 1000, 100_000
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    import_entries(graveler, committed, repo, entries)
+    target = key_for(entries // 2)
+    for i in range(commits):
+        key = target if i % 100 == 0 else key_for((i * 7919) % entries)
+        graveler.stage_entry(repo, "main", key, changed_entry(i))
+        graveler.commit(repo, "main", f"change {i}")
+    started = time.perf_counter()
+    found, after = 0, ""
+    while True:
+        page = stub.Log(api.LogRequest(repository=repo, ref="main", objects=[target], after=after, amount=1000))
+        found += len(page.commits)
+        if not page.has_more:
+            break
+        after = page.commits[-1].id
+    elapsed = time.perf_counter() - started
+    assert found == 11, found  # 10 changes and the import that created it
+    emit(f"graveler.log_one_object_over_{commits}_commits", elapsed, "s", 1.0)
+
+
+def bench_commit_one_on_large(
+    stub: api_grpc.GravelerServiceStub, graveler: Graveler, committed: CommittedManager, count: int, data_root: Path
+) -> None:
+    repo = "bench-large"
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    import_entries(graveler, committed, repo, count)
 
     before = range_files(data_root / repo)
     changed = pb.Entry(physical_address="data/changed", size=1, etag="changed")
@@ -209,7 +301,7 @@ def main() -> None:
     parser.add_argument("--list-count", type=int, default=240_000)
     parser.add_argument("--commit-count", type=int, default=100_000)
     parser.add_argument("--large-count", type=int, default=1_000_000)
-    parser.add_argument("--only", default="list,commit,large,longcommit")
+    parser.add_argument("--only", default="list,commit,large,longcommit,diff,merge,log")
     parser.add_argument("--rounds", type=int, default=3, help="commits in the long-commit scenario")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -228,6 +320,12 @@ def main() -> None:
                     bench_commit_one_on_large(stub, graveler, committed, args.large_count, workdir / "data")
                 if "longcommit" in only:
                     bench_staging_during_commit(stub, graveler, args.commit_count, args.rounds)
+                if "diff" in only:
+                    bench_diff(stub, graveler, committed, args.large_count, workdir / "data")
+                if "merge" in only:
+                    bench_merge(stub, graveler, committed, args.large_count)
+                if "log" in only:
+                    bench_log_one_object(stub, graveler, committed)
         finally:
             graveler.close()
             kv.close()

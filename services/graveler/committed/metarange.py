@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from services.graveler.committed.hashing import content_digest
 from services.graveler.committed.model import MetaRangeId, RangeId, RangeInfo
+from services.graveler.committed.parquet import read_parquet
 
 FORMAT_TAG = b"silt.metarange.v1"
 
@@ -97,7 +98,7 @@ def encode_metarange(ranges: list[RangeInfo]) -> bytes:
 
 
 def decode_metarange(metarange_id: MetaRangeId, source: BinaryIO) -> MetaRange:
-    table = pq.read_table(source, use_threads=False)
+    table = read_parquet(source)
     ranges = [
         RangeInfo(RangeId(range_id), min_key, max_key, count, size)
         for range_id, min_key, max_key, count, size in zip(

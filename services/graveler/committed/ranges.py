@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from services.graveler.committed.hashing import content_digest
 from services.graveler.committed.model import RangeId, Record
+from services.graveler.committed.parquet import read_parquet
 
 FORMAT_TAG = b"silt.range.v1"
 
@@ -88,7 +89,7 @@ def encode_range(keys: list[bytes], identities: list[bytes], values: list[bytes]
 
 
 def decode_range(source: BinaryIO) -> RangeData:
-    table = pq.read_table(source, columns=["key", "identity", "value"], use_threads=False)
+    table = read_parquet(source, ["key", "identity", "value"])
     return RangeData.of(
         table.column("key").to_pylist(), table.column("identity").to_pylist(), table.column("value").to_pylist()
     )
