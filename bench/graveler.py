@@ -106,6 +106,14 @@ def bench_commit(stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: 
     emit(f"graveler.commit_staged_{count // 1000}k", time.perf_counter() - started, "s", 10.0)
 
 
+def imported_repository(
+    stub: api_grpc.GravelerServiceStub, graveler: Graveler, committed: CommittedManager, repo: str, count: int
+) -> None:
+    """A new repository whose main holds `count` committed entries, imported rather than staged."""
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    import_entries(graveler, committed, repo, count)
+
+
 def import_entries(graveler: Graveler, committed: CommittedManager, repo: str, count: int) -> None:
     """Import-style setup: write the metarange of `count` entries and point main at a commit of it."""
     metarange = committed.write_metarange(
@@ -132,8 +140,7 @@ def bench_diff(
 ) -> None:
     """Diff of two commits of `count` entries that differ in 10 keys, and the ranges it reads."""
     repo = "bench-diff"
-    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
-    import_entries(graveler, committed, repo, count)
+    imported_repository(stub, graveler, committed, repo, count)
     stub.CreateBranch(api.CreateBranchRequest(repository=repo, name="changed", source_ref="main"))
     for i in range(10):
         key = key_for(i * (count // 10) + 7)
@@ -156,11 +163,10 @@ def bench_diff(
 def bench_merge(
     stub: api_grpc.GravelerServiceStub, graveler: Graveler, committed: CommittedManager, count: int
 ) -> None:
-    """Three-way merge of 10,000 changed keys into a branch of `count` entries that changed 11 keys."""
+    """Three-way merge of 10,000 changed keys into a branch of `count` entries that added 11 keys."""
     repo = "bench-merge"
     changes = 10_000
-    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
-    import_entries(graveler, committed, repo, count)
+    imported_repository(stub, graveler, committed, repo, count)
     stub.CreateBranch(api.CreateBranchRequest(repository=repo, name="feature", source_ref="main"))
     step = count // changes
 
@@ -174,7 +180,7 @@ def bench_merge(
     # real three-way merge and merges records in those ranges rather than taking whole ranges.
     stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key="zz/main-only", entry=changed_entry(0)))
     for i in range(10):
-        key = key_for(i * (count // 10) + 5)
+        key = key_for(2 * count + i)  # new keys, spread over the dates, none of them the feature's
         stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=key, entry=changed_entry(i)))
     stub.Commit(api.CommitRequest(repository=repo, branch="main", message="meanwhile on main"))
     started = time.perf_counter()
@@ -191,8 +197,7 @@ def bench_log_one_object(stub: api_grpc.GravelerServiceStub, graveler: Graveler,
     """Log of one object over 1,000 commits (each changing another key; the object in 10 of them)."""
     repo = "bench-log"
     commits, entries = 1000, 100_000
-    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
-    import_entries(graveler, committed, repo, entries)
+    imported_repository(stub, graveler, committed, repo, entries)
     target = key_for(entries // 2)
     for i in range(commits):
         key = target if i % 100 == 0 else key_for((i * 7919) % entries)
@@ -215,8 +220,7 @@ def bench_commit_one_on_large(
     stub: api_grpc.GravelerServiceStub, graveler: Graveler, committed: CommittedManager, count: int, data_root: Path
 ) -> None:
     repo = "bench-large"
-    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
-    import_entries(graveler, committed, repo, count)
+    imported_repository(stub, graveler, committed, repo, count)
 
     before = range_files(data_root / repo)
     changed = pb.Entry(physical_address="data/changed", size=1, etag="changed")

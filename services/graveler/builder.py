@@ -117,6 +117,10 @@ def _apply_in_worker(namespace: str, base: MetaRangeId, tokens: list[str], prefi
     return _worker.apply_tokens(namespace, base, tokens, prefixes)
 
 
+def _warm_up() -> None:
+    assert _worker is not None, "worker not initialised"
+
+
 # Background drops alternate about 1 ms of deletes with as long a rest (see StagingStore.drop).
 DROP_PACE_SECONDS = 0.001
 
@@ -137,6 +141,9 @@ class ProcessPoolBuilder:
             initializer=_init_worker,
             initargs=(config, niceness),  # pickled whole: secrets reach the worker, masked JSON would not
         )
+        # Start a worker now: spawning one (an interpreter importing pyarrow) costs ~0.3 s,
+        # which would otherwise fall on the first commit.
+        self._pool.submit(_warm_up)
 
     def apply_tokens(
         self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None

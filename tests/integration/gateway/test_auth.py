@@ -53,13 +53,19 @@ def send(request: AWSRequest) -> requests.Response:
     )
 
 
+def signing_key(secret: str, stamp: str, region: str) -> bytes:
+    """SigV4's derived key for the day of stamp (yyyymmddThhmmssZ), region and s3."""
+    key = ("AWS4" + secret).encode()
+    for part in (stamp[:8], region, "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return key
+
+
 def chunked_body(request: AWSRequest, secret: str, region: str, chunks: list[bytes], tamper: bool = False) -> bytes:
     """The aws-chunked body for a request signed with STREAMING-AWS4-HMAC-SHA256-PAYLOAD (AWS's documented scheme)."""
     stamp = request.context["timestamp"]
     scope = f"{stamp[:8]}/{region}/s3/aws4_request"
-    key = ("AWS4" + secret).encode()
-    for part in (stamp[:8], region, "s3", "aws4_request"):
-        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    key = signing_key(secret, stamp, region)
     previous = request.headers["Authorization"].rsplit("Signature=", 1)[1]
     out = b""
     empty = hashlib.sha256(b"").hexdigest()
@@ -73,6 +79,24 @@ def chunked_body(request: AWSRequest, secret: str, region: str, chunks: list[byt
     return out
 
 
+def send_body(request: AWSRequest, body: bytes) -> requests.Response:
+    """Send a request signed before its (streaming) body was known."""
+    request.data = body
+    request.headers["Content-Length"] = str(len(body))
+    return send(request)
+
+
+def check_signed_upload(response: requests.Response, s3: Any, bucket: str, key: str, data: bytes, tampered: bool):
+    """A tampered signed upload is refused and stores nothing; an intact one stores data."""
+    if tampered:
+        assert response.status_code == 403 and b"SignatureDoesNotMatch" in response.content
+        with pytest.raises(ClientError):
+            s3.head_object(Bucket=bucket, Key=key)
+    else:
+        assert response.status_code == 200, response.content
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data
+
+
 def test_streaming_chunked_upload_verifies_every_chunk(gw: GatewayStack, s3: Any, bucket: str) -> None:
     chunks = [b"a" * 65536, b"b" * 65536, b"c" * 100]
     data = b"".join(chunks)
@@ -80,16 +104,7 @@ def test_streaming_chunked_upload_verifies_every_chunk(gw: GatewayStack, s3: Any
         headers = {"content-encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data))}
         request = signed(gw, "PUT", f"/{bucket}/main/{key}", STREAMING, **headers)
         body = chunked_body(request, gw.admin.secret_access_key.get_secret_value(), gw.region, chunks, tamper)
-        request.data = body
-        request.headers["Content-Length"] = str(len(body))
-        response = send(request)
-        if tamper:
-            assert response.status_code == 403 and b"SignatureDoesNotMatch" in response.content
-            with pytest.raises(ClientError):
-                s3.head_object(Bucket=bucket, Key=f"main/{key}")
-        else:
-            assert response.status_code == 200, response.content
-            assert s3.get_object(Bucket=bucket, Key=f"main/{key}")["Body"].read() == data
+        check_signed_upload(send_body(request, body), s3, bucket, f"main/{key}", data, tamper)
 
 
 def test_unsigned_payload_and_payload_hash(gw: GatewayStack, s3: Any, bucket: str) -> None:

@@ -11,10 +11,20 @@ from typing import Any
 
 import google_crc32c
 import pytest
+import requests
 from botocore.awsrequest import AWSRequest
 from botocore.exceptions import ClientError
 
-from tests.integration.gateway.test_auth import STREAMING, chunked_body, code, send, signed
+from tests.integration.gateway.test_auth import (
+    STREAMING,
+    check_signed_upload,
+    chunked_body,
+    code,
+    send,
+    send_body,
+    signed,
+    signing_key,
+)
 from tests.support.gateway_stack import GatewayStack
 
 DATA = b"checksummed bytes " * 1000
@@ -104,25 +114,22 @@ def unsigned_trailer_body(chunks: list[bytes], trailers: dict[str, str]) -> byte
     return out + b"".join(f"{k}:{v}\r\n".encode() for k, v in trailers.items()) + b"\r\n"
 
 
+def put_with_unsigned_trailer(gw: GatewayStack, path: str, body: bytes, trailer: str) -> requests.Response:
+    headers = {
+        "content-encoding": "aws-chunked",
+        "x-amz-decoded-content-length": str(len(DATA)),
+        "x-amz-trailer": trailer,
+    }
+    return send(signed(gw, "PUT", path, "STREAMING-UNSIGNED-PAYLOAD-TRAILER", body, **headers))
+
+
 @pytest.mark.parametrize("correct", [True, False])
 def test_unsigned_trailer_checksum(gw: GatewayStack, s3: Any, bucket: str, correct: bool) -> None:
     chunks = [DATA[:7000], DATA[7000:]]
     value = expected("CRC32C", DATA if correct else b"tampered")
     body = unsigned_trailer_body(chunks, {"x-amz-checksum-crc32c": value})
     key = f"main/unsigned-trailer-{correct}"
-    request = signed(
-        gw,
-        "PUT",
-        f"/{bucket}/{key}",
-        "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
-        body,
-        **{
-            "content-encoding": "aws-chunked",
-            "x-amz-decoded-content-length": str(len(DATA)),
-            "x-amz-trailer": "x-amz-checksum-crc32c",
-        },
-    )
-    response = send(request)
+    response = put_with_unsigned_trailer(gw, f"/{bucket}/{key}", body, "x-amz-checksum-crc32c")
     if correct:
         assert response.status_code == 200, response.content
         assert response.headers["x-amz-checksum-crc32c"] == value
@@ -135,19 +142,7 @@ def test_unsigned_trailer_checksum(gw: GatewayStack, s3: Any, bucket: str, corre
 
 def test_a_trailer_announced_but_missing_is_refused(gw: GatewayStack, s3: Any, bucket: str) -> None:
     body = unsigned_trailer_body([DATA], {})
-    request = signed(
-        gw,
-        "PUT",
-        f"/{bucket}/main/no-trailer",
-        "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
-        body,
-        **{
-            "content-encoding": "aws-chunked",
-            "x-amz-decoded-content-length": str(len(DATA)),
-            "x-amz-trailer": "x-amz-checksum-crc32",
-        },
-    )
-    response = send(request)
+    response = put_with_unsigned_trailer(gw, f"/{bucket}/main/no-trailer", body, "x-amz-checksum-crc32")
     assert response.status_code == 400 and b"InvalidRequest" in response.content
     with pytest.raises(ClientError):
         s3.head_object(Bucket=bucket, Key="main/no-trailer")
@@ -160,9 +155,7 @@ def signed_trailer_body(request: AWSRequest, secret: str, region: str, chunks: l
     final_signature = body.rsplit(b"chunk-signature=", 1)[1].split(b"\r\n", 1)[0].decode()
     stamp = request.context["timestamp"]
     scope = f"{stamp[:8]}/{region}/s3/aws4_request"
-    key = ("AWS4" + secret).encode()
-    for part in (stamp[:8], region, "s3", "aws4_request"):
-        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    key = signing_key(secret, stamp, region)
     canonical = f"x-amz-checksum-crc32:{value}\n"
     text = "\n".join(
         ("AWS4-HMAC-SHA256-TRAILER", stamp, scope, final_signature, hashlib.sha256(canonical.encode()).hexdigest())
@@ -186,16 +179,7 @@ def test_signed_trailer_checksum_and_signature(gw: GatewayStack, s3: Any, bucket
     request = signed(gw, "PUT", f"/{bucket}/{key}", STREAMING + "-TRAILER", **headers)
     secret = gw.admin.secret_access_key.get_secret_value()
     body = signed_trailer_body(request, secret, gw.region, chunks, expected("CRC32", DATA), tamper)
-    request.data = body
-    request.headers["Content-Length"] = str(len(body))
-    response = send(request)
-    if tamper:
-        assert response.status_code == 403 and b"SignatureDoesNotMatch" in response.content
-        with pytest.raises(ClientError):
-            s3.head_object(Bucket=bucket, Key=key)
-    else:
-        assert response.status_code == 200, response.content
-        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == DATA
+    check_signed_upload(send_body(request, body), s3, bucket, key, DATA, tamper)
 
 
 def test_parts_are_verified_and_copies_keep_the_checksum(s3: Any, bucket: str) -> None:
