@@ -37,6 +37,7 @@ class MemoryAdapter(BlockAdapter):
 
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str], bytes] = {}
+        self.uploads: dict[str, dict[int, bytes]] = {}
         self.gets = 0
         self.puts = 0
 
@@ -68,18 +69,33 @@ class MemoryAdapter(BlockAdapter):
         return sorted(key for ns, key in self.objects if ns == namespace and key.startswith(prefix))
 
     def get_range(self, namespace: str, key: str, start: int, end: int) -> BinaryIO:
-        raise NotImplementedError
+        with self.get(namespace, key) as stream:
+            data = stream.read()
+        return io.BufferedReader(_RemoteStream(data[start : end + 1]))
 
     def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
-        raise NotImplementedError
+        with self.get(src_namespace, src_key) as stream:
+            return self.put(dst_namespace, dst_key, stream)
+
+    # Multipart, for completeness of the interface: the committed layer writes whole objects.
 
     def create_multipart_upload(self, namespace: str, key: str) -> str:
-        raise NotImplementedError
+        upload_id = hashlib.sha256(f"{namespace}/{key}/{len(self.uploads)}".encode()).hexdigest()[:16]
+        self.uploads[upload_id] = {}
+        return upload_id
+
+    def _parts(self, upload_id: str) -> dict[int, bytes]:
+        try:
+            return self.uploads[upload_id]
+        except KeyError:
+            raise NotFound(f"upload {upload_id}") from None
 
     def upload_part(
         self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
     ) -> PartInfo:
-        raise NotImplementedError
+        data = stream.read()
+        self._parts(upload_id)[part_number] = data
+        return PartInfo(part_number, hashlib.md5(data).hexdigest())
 
     def upload_part_copy(
         self,
@@ -91,13 +107,21 @@ class MemoryAdapter(BlockAdapter):
         src_key: str,
         src_range: tuple[int, int] | None = None,
     ) -> PartInfo:
-        raise NotImplementedError
+        first, last = src_range if src_range is not None else (0, self.stat(src_namespace, src_key).size - 1)
+        with self.get_range(src_namespace, src_key, first, last) as stream:
+            return self.upload_part(namespace, key, upload_id, part_number, stream)
 
     def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
-        raise NotImplementedError
+        stored = self._parts(upload_id)
+        data = b"".join(stored[part.part_number] for part in parts)
+        self.objects[(namespace, key)] = data
+        del self.uploads[upload_id]
+        digests = b"".join(bytes.fromhex(hashlib.md5(stored[p.part_number]).hexdigest()) for p in parts)
+        return PutResult(len(data), f"{hashlib.md5(digests).hexdigest()}-{len(parts)}")
 
     def abort_multipart_upload(self, namespace: str, key: str, upload_id: str) -> None:
-        raise NotImplementedError
+        self._parts(upload_id)
+        del self.uploads[upload_id]
 
 
 def key_of(index: int) -> bytes:
