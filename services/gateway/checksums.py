@@ -168,9 +168,9 @@ def upload_algorithm(headers: Mapping[str, str]) -> str | None:
     return _algorithm(name, "x-amz-checksum-algorithm") if name else None
 
 
-def for_part(headers: Mapping[str, str], chunked: bool, upload: str | None) -> Requested | None:
-    """The checksum of an UploadPart: what it asks for, else the upload's algorithm (computed
-    here); a part must not use another algorithm than the upload was created with."""
+def wanted(headers: Mapping[str, str], chunked: bool, upload: str | None = None) -> Requested | None:
+    """The checksum of a write: what it asks for; for a part of a multipart upload created
+    with an algorithm (`upload`), that algorithm, computed here if the part names none."""
     wanted = requested(headers, chunked)
     if upload is None:
         return wanted

@@ -190,13 +190,9 @@ class RequestedPart:
     checksums: dict[str, str]  # x-amz-checksum-<algorithm> -> base64, as the client listed them
 
 
-_CHECKSUM_ELEMENTS = {
-    "ChecksumCRC32": "crc32",
-    "ChecksumCRC32C": "crc32c",
-    "ChecksumSHA1": "sha1",
-    "ChecksumSHA256": "sha256",
-    "ChecksumCRC64NVME": "crc64nvme",
-}
+def _checksum_element(header: str) -> str:
+    """The XML element of a checksum header: x-amz-checksum-crc32 -> ChecksumCRC32."""
+    return "Checksum" + header.removeprefix(checksums.HEADER_PREFIX).upper()
 
 
 def _requested_parts(raw: bytes) -> list[RequestedPart]:
@@ -211,9 +207,9 @@ def _requested_parts(raw: bytes) -> list[RequestedPart]:
         if number is None or etag is None or not number.strip().isdigit():
             raise S3Error("MalformedXML")
         listed = {
-            checksums.HEADER_PREFIX + algorithm: (part.findtext(f"{ns}{element}") or "").strip()
-            for element, algorithm in _CHECKSUM_ELEMENTS.items()
-            if part.find(f"{ns}{element}") is not None
+            checksums.HEADER_PREFIX + name.removeprefix("Checksum").lower(): (child.text or "").strip()
+            for child in part
+            if (name := child.tag.removeprefix(ns)).startswith("Checksum") and name != "ChecksumType"
         }
         parts.append(RequestedPart(int(number), etag.strip().strip('"'), listed))
     if not parts:
@@ -271,7 +267,7 @@ async def complete(ctx: Context) -> Response:
     if algorithm and part_checksums:
         value = checksums.composite(algorithm, part_checksums)
         entry.metadata[checksums.HEADER_PREFIX + algorithm] = value
-        element = next(e for e, a in _CHECKSUM_ELEMENTS.items() if a == algorithm)
+        element = _checksum_element(checksums.HEADER_PREFIX + algorithm)
         checksum_xml = f"<{element}>{value}</{element}><ChecksumType>COMPOSITE</ChecksumType>"
     repository = ctx.request.bucket
     await stage(ctx, repository, record["branch"], record["key"], entry)
@@ -287,7 +283,7 @@ def _part_checksum_xml(part: dict) -> str:
     if not part.get("checksum"):
         return ""
     header, value = part["checksum"]
-    element = next(e for e, a in _CHECKSUM_ELEMENTS.items() if checksums.HEADER_PREFIX + a == header)
+    element = _checksum_element(header)
     return f"<{element}>{value}</{element}>"
 
 

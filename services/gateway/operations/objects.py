@@ -128,10 +128,9 @@ def _part_range(ctx: Context, entry: pb.Entry) -> tuple[tuple[int, int] | None, 
     sizes = decode_part_sizes(layout) if layout else [entry.size]
     if number > len(sizes):
         raise S3Error("InvalidPartNumber")
-    start = sum(sizes[: number - 1])
-    if sizes[number - 1] == 0:
-        return None, len(sizes) if layout else None
-    return (start, start + sizes[number - 1] - 1), len(sizes) if layout else None
+    count = len(sizes) if layout else None
+    start, size = sum(sizes[: number - 1]), sizes[number - 1]
+    return ((start, start + size - 1) if size else None), count
 
 
 def _check_conditions(ctx: Context, entry: pb.Entry) -> None:
@@ -328,7 +327,7 @@ async def receive_into(
     expected_md5 = _content_md5(ctx)
     source = body_source(ctx)
     chunked = isinstance(source, AwsChunked)
-    wanted = checksums.for_part(ctx.request.headers, chunked, upload_algorithm)
+    wanted = checksums.wanted(ctx.request.headers, chunked, upload_algorithm)
     checked: checksums.ChecksumComputed | None = None
     if wanted is not None:
         trailers = source.trailers if isinstance(source, AwsChunked) else {}
