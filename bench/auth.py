@@ -6,8 +6,10 @@
   warm caches: read the metadata, hash the request, check the HMAC signature, decide.
 * ``auth.authorize.uncached_local_kv`` — a decision computed from the `local` KV store
   (what a cache miss costs inside auth).
-* ``auth.graveler_call.p50_{with,without}_auth`` — a GetRepository round trip over gRPC,
-  with graveler asking a real auth service (warm caches), and with no interceptor at all.
+* ``auth.graveler_call.p{50,99}_{with,without}_auth`` — a GetRepository round trip over gRPC,
+  with graveler asking a real auth service (warm caches), and with no interceptor at all;
+  ``auth.graveler_call.p99_added_by_auth`` — the difference of the p99s; target ≤ 1 ms.
+* ``auth.authorized_calls_per_second.{1,8}_clients`` — authorized GetRepository calls per second.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -58,6 +61,10 @@ METHOD = "/silt.graveler.v1.GravelerService/GetRepository"
 
 def emit(name: str, value: float, unit: str, target: float | None) -> None:
     print(json.dumps({"name": name, "value": round(value, 3), "unit": unit, "target": target}), flush=True)
+
+
+def p99(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=100)[98]
 
 
 def per_call_us(count: int, body: Callable[[], object]) -> float:
@@ -133,17 +140,32 @@ def run(workdir: Path, count: int, calls: int) -> None:
         servers += [with_auth, without_auth]
         admin_stub = api_grpc.GravelerServiceStub(signed_channel(f"127.0.0.1:{port}", admin))
         admin_stub.CreateRepository(api.CreateRepositoryRequest(name="bench-repo", storage_namespace="local://bench"))
-        for name, stub in (
-            ("with_auth", api_grpc.GravelerServiceStub(signed_channel(f"127.0.0.1:{port}", dev))),
-            ("without_auth", api_grpc.GravelerServiceStub(grpc.insecure_channel(f"127.0.0.1:{open_port}"))),
-        ):
-            stub.GetRepository(request)
-            samples = []
-            for _ in range(calls):
+        stubs = {
+            "with_auth": api_grpc.GravelerServiceStub(signed_channel(f"127.0.0.1:{port}", dev)),
+            "without_auth": api_grpc.GravelerServiceStub(grpc.insecure_channel(f"127.0.0.1:{open_port}")),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in stubs}
+        for stub in stubs.values():
+            stub.GetRepository(request)  # warm: connection, secret and decision caches
+        # Interleaved, so that both variants see the same machine from moment to moment.
+        for _ in range(calls):
+            for name, stub in stubs.items():
                 started = time.perf_counter()
                 stub.GetRepository(request)
-                samples.append((time.perf_counter() - started) * 1000)
-            emit(f"auth.graveler_call.p50_{name}", statistics.median(samples), "ms", None)
+                samples[name].append((time.perf_counter() - started) * 1000)
+        for name, taken in samples.items():
+            emit(f"auth.graveler_call.p50_{name}", statistics.median(taken), "ms", None)
+            emit(f"auth.graveler_call.p99_{name}", p99(taken), "ms", None)
+        added = p99(samples["with_auth"]) - p99(samples["without_auth"])
+        emit("auth.graveler_call.p99_added_by_auth", added, "ms", 1.0)
+        emit("auth.authorized_calls_per_second.1_client", 1000 / statistics.mean(samples["with_auth"]), "calls/s", None)
+        clients = 8
+        guarded_stub = stubs["with_auth"]
+        with ThreadPoolExecutor(clients) as pool:
+            started = time.perf_counter()
+            list(pool.map(lambda _: guarded_stub.GetRepository(request), range(calls * 2)))
+            elapsed = time.perf_counter() - started
+        emit(f"auth.authorized_calls_per_second.{clients}_clients", calls * 2 / elapsed, "calls/s", None)
     finally:
         for server in servers:
             server.stop(None)
