@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
@@ -27,6 +26,7 @@ from typing import Any, NamedTuple
 import grpc
 from pydantic import SecretStr
 
+from bench.report import emit, p99
 from services.auth import actions as a
 from services.auth.authority import LocalAuthority, local_interceptor
 from services.auth.model import IamModel
@@ -57,14 +57,6 @@ from silt.rpc.auth import (
 )
 
 METHOD = "/silt.graveler.v1.GravelerService/GetRepository"
-
-
-def emit(name: str, value: float, unit: str, target: float | None) -> None:
-    print(json.dumps({"name": name, "value": round(value, 3), "unit": unit, "target": target}), flush=True)
-
-
-def p99(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=100)[98]
 
 
 def per_call_us(count: int, body: Callable[[], object]) -> float:

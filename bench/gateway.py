@@ -32,7 +32,7 @@ import botocore.session
 import requests
 from botocore.config import Config as BotoConfig
 
-from bench.graveler import emit
+from bench.report import emit
 from silt.launcher import free_port
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 

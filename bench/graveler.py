@@ -10,7 +10,6 @@ them one RPC at a time would dominate the run without measuring anything asked f
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import grpc
 
+from bench.report import emit, p99
 from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import Record
@@ -38,10 +38,6 @@ from silt.launcher import Stack
 from silt.rpc.auth import signed_channel
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-
-
-def emit(name: str, value: float, unit: str, target: float | None) -> None:
-    print(json.dumps({"name": name, "value": round(value, 3), "unit": unit, "target": target}), flush=True)
 
 
 def entry_for(i: int) -> pb.Entry:
@@ -231,10 +227,6 @@ def bench_commit_one_on_large(
     written = len(range_files(data_root / repo) - before)
     emit(f"graveler.commit_one_change_on_{count // 1000}k", elapsed, "s", 0.5)
     emit(f"graveler.commit_one_change_on_{count // 1000}k.ranges_written", written, "ranges", 2)
-
-
-def p99(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=100)[98]
 
 
 def bench_staging_during_commit(

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench import report
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.kv import Store, open_store
 
@@ -23,8 +24,7 @@ TARGETS = {("local", "set"): 20_000, ("local", "get"): 50_000, ("local", "scan")
 
 
 def emit(driver: str, op: str, value: float, unit: str) -> None:
-    record = {"name": f"kv.{driver}.{op}", "value": round(value, 1), "unit": unit, "target": TARGETS.get((driver, op))}
-    print(json.dumps(record), flush=True)
+    report.emit(f"kv.{driver}.{op}", value, unit, TARGETS.get((driver, op)), digits=1)
 
 
 def rate(count: int, body: Callable[[int], object]) -> float:
