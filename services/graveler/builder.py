@@ -56,17 +56,18 @@ def staged_changes(
 
 
 class InProcessBuilder:
-    def __init__(self, staging: StagingStore, committed: CommittedManager) -> None:
+    def __init__(self, staging: StagingStore, committed: CommittedManager, drop_pace: float = 0.0) -> None:
         self._staging = staging
         self._committed = committed
+        self._drop_pace = drop_pace  # see StagingStore.drop
 
     def apply_tokens(
         self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None
     ) -> ApplyResult:
         return self._committed.apply(namespace, base, staged_changes(self._staging, tokens, prefixes=prefixes))
 
-    def drop_token(self, token: str, pace: float = 0.0) -> None:
-        self._staging.drop(token, pace)
+    def drop_token(self, token: str) -> None:
+        self._staging.drop(token, self._drop_pace)
 
     def close(self) -> None:
         pass
@@ -83,15 +84,13 @@ def worker_cpus(spec: str, available: set[int]) -> set[int] | None:
     1.2 ms. Pinning the workers to the upper half of the CPUs leaves the rest to the
     processes that answer requests, and the workers still use any idle cycle there.
     """
-    if spec.strip() == "all":
-        return None
-    if spec.strip() == "auto":
-        if len(available) < 2:
-            return None
+    chosen = parse_cpu_list(spec)
+    if chosen is None and spec.strip() == "auto" and len(available) >= 2:
         ordered = sorted(available)
-        return set(ordered[len(ordered) // 2 :])
-    chosen = (parse_cpu_list(spec) or set()) & available
-    return chosen or None
+        chosen = set(ordered[len(ordered) // 2 :])
+    if chosen is None:  # "all", or "auto" on one CPU
+        return None
+    return (chosen & available) or None  # none of them available: unpinned rather than failing
 
 
 def _init_worker(config: Config, niceness: int) -> None:
@@ -109,7 +108,8 @@ def _init_worker(config: Config, niceness: int) -> None:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, cpus)
     staging = StagingStore(open_store(config.database))
-    _worker = InProcessBuilder(staging, CommittedManager(open_adapter(config.blockstore), CommittedCache()))
+    committed = CommittedManager(open_adapter(config.blockstore), CommittedCache())
+    _worker = InProcessBuilder(staging, committed, drop_pace=DROP_PACE_SECONDS)
 
 
 def _apply_in_worker(namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None) -> ApplyResult:
@@ -127,7 +127,7 @@ DROP_PACE_SECONDS = 0.001
 
 def _drop_in_worker(token: str) -> None:
     assert _worker is not None, "worker not initialised"
-    _worker.drop_token(token, pace=DROP_PACE_SECONDS)
+    _worker.drop_token(token)
 
 
 class ProcessPoolBuilder:
