@@ -13,10 +13,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import pytest
 
+from services.graveler.builder import MetaRangeBuilder
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.graveler.conftest import GravelerEnv
@@ -182,13 +184,37 @@ def check_seed_000_guarantees(env: GravelerEnv) -> None:
     assert not missing, f"{len(missing)} acknowledged commits are not in main's history"
 
 
+class _HeldBuilder:
+    """Delegates to a real builder, but holds every build until `release` is set (or 30 s
+    passed): a commit that is still building, for as long as the test needs one."""
+
+    def __init__(self, inner: MetaRangeBuilder) -> None:
+        self.inner = inner
+        self.release = threading.Event()
+        self.building = threading.Event()
+        self.released_in_time = False
+
+    def apply_tokens(self, *args: Any, **kwargs: Any) -> Any:
+        self.building.set()
+        self.released_in_time = self.release.wait(30)
+        return self.inner.apply_tokens(*args, **kwargs)
+
+    def drop_token(self, token: str) -> None:
+        self.inner.drop_token(token)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 def test_commit_does_not_block_writers(env: GravelerEnv) -> None:
-    """Writes issued while a large commit runs complete before the commit does."""
+    """Writes issued while a commit is building complete before the commit does."""
     repo = env.new_repo("noblock")
-    for i in range(3000):
+    for i in range(300):
         env.stub.StageEntry(
             api.StageEntryRequest(repository=repo, branch="main", key=f"bulk/{i:06d}", entry=pb.Entry(etag=str(i)))
         )
+    held = _HeldBuilder(env.graveler.builder)
+    env.graveler.builder = held
     finished: dict[str, float] = {}
     errors: list[BaseException] = []
 
@@ -201,14 +227,21 @@ def test_commit_does_not_block_writers(env: GravelerEnv) -> None:
 
     thread = threading.Thread(target=commit)
     thread.start()
-    write_ends: list[float] = []
-    while "commit" not in finished:
-        env.stub.StageEntry(
-            api.StageEntryRequest(repository=repo, branch="main", key="during", entry=pb.Entry(etag="x"))
-        )
-        write_ends.append(time.monotonic())
-    thread.join()
+    try:
+        assert held.building.wait(30), "the commit never started building"
+        write_ends: list[float] = []
+        for _ in range(3):
+            # With a branch lock, these writes would wait for the commit, which waits for them.
+            env.stub.StageEntry(
+                api.StageEntryRequest(repository=repo, branch="main", key="during", entry=pb.Entry(etag="x")),
+                timeout=20,
+            )
+            write_ends.append(time.monotonic())
+    finally:
+        held.release.set()
+        thread.join()
+        env.graveler.builder = held.inner
     assert not errors, errors
-    # With a branch lock, every write would wait for the commit to end.
-    assert sum(1 for end in write_ends if end < finished["commit"]) >= 3
+    assert held.released_in_time
+    assert all(end < finished["commit"] for end in write_ends)
     assert env.etag(repo, "main", "during") == "x"
