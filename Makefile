@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+# Spark's S3A connector (hadoop-aws 3.3.1 + the AWS SDK bundle) ships as jars inside this PyPI
+# package; --no-deps because its declared pyspark pin would downgrade ours. silt/spark.py
+# finds the two jars in it.
+S3A_JARS_PACKAGE := sagemaker-pyspark==1.4.5
 PROTOS := $(shell find protos -name '*.proto')
 PROTO_STAMP := silt/.proto-stamp
 
@@ -14,6 +18,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps $(S3A_JARS_PACKAGE)
 	@touch $@
 
 venv: $(STAMP)
