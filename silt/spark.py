@@ -86,7 +86,7 @@ def spark_defaults_conf(target: S3AEndpoint) -> str:
 def builder_lines(target: S3AEndpoint) -> str:
     """The same settings as Python `SparkSession.builder` lines."""
     body = "".join(f'    .config("{k}", "{v}")\n' for k, v in spark_settings(target).items())
-    return f"spark = (\n    SparkSession.builder.appName(\"silt\")\n{body}    .getOrCreate()\n)\n"
+    return f'spark = (\n    SparkSession.builder.appName("silt")\n{body}    .getOrCreate()\n)\n'
 
 
 def local_session(
@@ -116,3 +116,14 @@ def local_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def use_endpoint_for_bucket(spark: Any, bucket: str, target: S3AEndpoint) -> None:
+    """Route `s3a://<bucket>/…` in an existing session to `target` (S3A per-bucket settings).
+
+    Lets one SparkSession talk to several endpoints (Silt and a plain S3 server, say), which
+    a JVM-wide `fs.s3a.endpoint` cannot.
+    """
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in s3a_hadoop_settings(target).items():
+        conf.set(f"fs.s3a.bucket.{bucket}.{key.removeprefix('fs.s3a.')}", value)

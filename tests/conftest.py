@@ -13,6 +13,7 @@ from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.kv import Store, open_store
 from tests.support.cassandra import cassandra_server  # noqa: F401
 from tests.support.moto import moto_server  # noqa: F401
+from tests.support.spark import spark  # noqa: F401
 
 # Every KV-backed suite runs on each driver; the Cassandra leg is marked so it can be selected.
 KV_DRIVERS = ["mem", "local", pytest.param("cassandra", marks=pytest.mark.cassandra)]

@@ -1,0 +1,29 @@
+"""One local SparkSession per test run, with the S3A connector on its classpath.
+
+Tests point a bucket at an endpoint with `silt.spark.use_endpoint_for_bucket`, so one session
+serves tests against Silt's gateway and against moto_server alike. The JVM exits with this
+process (PySpark's gateway watches its stdin).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from silt.spark import local_session
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    session = local_session(
+        None,
+        master="local[2]",
+        app_name="silt-tests",
+        # Per-bucket endpoints are read when a bucket's FileSystem is created: never reuse one.
+        extra={"spark.hadoop.fs.s3a.impl.disable.cache": "true"},
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
