@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import tempfile
 import threading
@@ -166,6 +167,74 @@ def bench_small(gw: GatewayStack, count: int, threads: int) -> None:
     emit("gateway.get_4kib_32_clients", _hammer(gets, body, threads), "req/s", 1000)
 
 
+def _small_rates(gw: GatewayStack, count: int, threads: int, round_no: int) -> tuple[float, float]:
+    """(PUT, GET) requests per second of 4 KiB objects, on fresh keys each round."""
+    s3 = gw.client()
+    body = os.urandom(4096)
+    keys = [f"main/telemetry/{round_no}/{i:06d}" for i in range(count)]
+    puts = [("PUT", s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k})) for k in keys]
+    gets = [("GET", s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k})) for k in keys]
+    return _hammer(puts, body, threads), _hammer(gets, body, threads)
+
+
+def _telemetry_overrides(mode: str) -> dict[str, Any]:
+    if mode == "off":
+        return {}
+    overrides: dict[str, Any] = {
+        "gateways": {"s3": {"metrics_listen_address": f"127.0.0.1:{free_port()}"}},
+        "auth": {"metrics_listen_address": f"127.0.0.1:{free_port()}"},
+        "graveler": {"metrics_listen_address": f"127.0.0.1:{free_port()}"},
+    }
+    if mode.startswith("tracing"):
+        overrides["telemetry"] = {"tracing": True}
+    return overrides
+
+
+def bench_telemetry(workdir: Path, count: int, threads: int, workers: int, rounds: int) -> None:
+    """Throughput of 4 KiB PUT/GET with telemetry off, metrics only, and tracing (every request
+    sampled — the target's case — or one in ten, exported over OTLP/gRPC to a receiver in this
+    process) plus metrics.
+
+    The three stacks run side by side and take turns, round after round, so that load from
+    anything else on the machine falls on all three alike; the median round counts.
+    """
+    from tests.support.otlp import OtlpReceiver, environment, otel_env
+
+    modes = ("off", "metrics", "tracing", "tracing_10pct")
+    samplers = {"tracing": "always_on", "tracing_10pct": "parentbased_traceidratio"}
+    rates: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
+    with contextlib.ExitStack() as stacks, OtlpReceiver() as receiver:
+        running = {}
+        for mode in modes:
+            # The SDK's default batching (every 5 s or 512 spans), as in production.
+            env = otel_env(receiver, sampler=samplers[mode], delay_ms=5000) if mode in samplers else {}
+            if mode == "tracing_10pct":
+                env["OTEL_TRACES_SAMPLER_ARG"] = "0.1"
+            with environment(env):
+                running[mode] = stacks.enter_context(
+                    gateway_stack(workdir / f"telemetry-{mode}", workers=workers, overrides=_telemetry_overrides(mode))
+                )
+            running[mode].client().create_bucket(Bucket="bench")
+        for mode in modes:  # warm-up: connections, caches, first files
+            _small_rates(running[mode], min(count, 500), threads, -1)
+        for round_no in range(rounds):
+            for mode in modes:
+                rates[mode].append(_small_rates(running[mode], count, threads, round_no))
+        spans = len(receiver.spans())
+    median = {
+        mode: (statistics.median(r[0] for r in rates[mode]), statistics.median(r[1] for r in rates[mode]))
+        for mode in modes
+    }
+    for mode in modes:
+        emit(f"gateway.telemetry_{mode}.put_4kib", median[mode][0], "req/s", None)
+        emit(f"gateway.telemetry_{mode}.get_4kib", median[mode][1], "req/s", None)
+    for mode, target in (("metrics", 2.0), ("tracing", 10.0), ("tracing_10pct", None)):
+        for i, op in enumerate(("put", "get")):
+            loss = 100.0 * (1.0 - median[mode][i] / median["off"][i])
+            emit(f"gateway.{mode}_overhead.{op}_4kib", loss, "% throughput lost", target, digits=1)
+    print(json.dumps({"note": f"tracing run exported {spans} spans to the local OTLP receiver"}), flush=True)
+
+
 def bench_list(gw: GatewayStack, count: int) -> None:
     from bench.graveler import stage_in_process
     from services.graveler.committed.cache import CommittedCache
@@ -277,12 +346,19 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--list-count", type=int, default=240_000)
     parser.add_argument("--memory-mib", type=int, default=2048)
-    parser.add_argument("--only", default="large,small,list,memory")
+    parser.add_argument("--only", default="large,small,list,memory,telemetry")
     parser.add_argument("--workers", type=int, default=2, help="gateways.s3.workers")
+    parser.add_argument("--telemetry-count", type=int, default=2000, help="4 KiB PUTs and GETs per telemetry round")
+    parser.add_argument("--telemetry-rounds", type=int, default=5)
     args = parser.parse_args()
     only = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="silt-bench-gw-") as tmp:
         workdir = Path(tmp)
+        if "telemetry" in only:
+            bench_telemetry(workdir, args.telemetry_count, args.threads, args.workers, args.telemetry_rounds)
+            only.discard("telemetry")
+            if not only:
+                return
         with gateway_stack(workdir / "stack", workers=args.workers) as gw:
             gw.client().create_bucket(Bucket="bench")
             if "large" in only:

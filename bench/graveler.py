@@ -232,7 +232,7 @@ def bench_commit_one_on_large(
 def bench_staging_during_commit(
     stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: int, rounds: int
 ) -> None:
-    """Seed 001's long commit with staging: p99 of staging writes while a commit runs vs idle.
+    """A long commit with staging: p99 of staging writes while a commit runs vs idle.
 
     Each round stages `count` entries, then measures an idle window (nothing else running),
     a busy window (the commit of those entries) and an after window (the commit has returned

@@ -7,7 +7,7 @@ Where it connects and as whom, first match wins:
 - the credentials file the launcher writes, which holds the admin key and the endpoints:
   `$SILT_CLIENT_CREDENTIALS_FILE`, else `$SILT_DATA_DIR/credentials.json`, else the first of
   `./.silt-data/credentials.json` (`make run`) and `~/.silt/credentials.json` that exists;
-- the configuration (`graveler.listen_address`, `auth.endpoint`, `gateways.s3.listen_address`).
+- the configuration (`graveler.endpoint`, `auth.endpoint`, `gateways.s3.listen_address`).
 
 Failed calls raise ClientError: one readable line and the CLI exit code that goes with it.
 """
@@ -25,7 +25,7 @@ import grpc
 from pydantic import SecretStr
 
 from silt.auth.v1 import auth_pb2_grpc
-from silt.config import Config
+from silt.config import Config, dialable_address
 from silt.errors import ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
 from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.graveler.v1 import graveler_pb2_grpc
@@ -135,6 +135,19 @@ def credentials_file_candidates() -> list[Path]:
     return [Path(".silt-data/credentials.json"), Path("~/.silt/credentials.json").expanduser()]
 
 
+def find_config_path(explicit: str | None) -> str | None:
+    """The configuration file every command reads: --config or SILT_CONFIG (explicit), else
+    the config.yaml beside the credentials file the CLI uses (the running stack's data
+    directory), else none (built-in defaults)."""
+    if explicit:
+        return explicit
+    for path in credentials_file_candidates():
+        candidate = path.parent / "config.yaml"
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
 def _saved() -> tuple[dict[str, Any], str]:
     for path in credentials_file_candidates():
         if path.is_file():
@@ -143,11 +156,6 @@ def _saved() -> tuple[dict[str, Any], str]:
             except (OSError, ValueError) as exc:
                 raise ClientError(f"cannot read credentials file {path}: {exc}", EXIT_USAGE) from None
     return {}, ""
-
-
-def _loopback(address: str) -> str:
-    host, _, port = address.rpartition(":")
-    return f"127.0.0.1:{port}" if host in ("0.0.0.0", "::", "[::]") else address
 
 
 def resolve_settings(
@@ -161,9 +169,11 @@ def resolve_settings(
     elif saved.get("access_key_id") and saved.get("secret_access_key"):
         credentials = Credentials(saved["access_key_id"], SecretStr(saved["secret_access_key"]))
     return Settings(
-        graveler=graveler or saved.get("graveler") or _loopback(config.graveler.listen_address),
+        graveler=graveler or saved.get("graveler") or config.graveler.dial_address,
         auth=auth or saved.get("auth") or config.auth.endpoint,
-        s3_endpoint=s3_endpoint or saved.get("gateway") or f"http://{_loopback(config.gateways.s3.listen_address)}",
+        s3_endpoint=s3_endpoint
+        or saved.get("gateway")
+        or f"http://{dialable_address(config.gateways.s3.listen_address)}",
         region=saved.get("region") or config.gateways.s3.region,
         credentials=credentials,
         credentials_source=source,
@@ -266,6 +276,8 @@ def paged(fetch: Callable[[str], Any], items: str, key: Callable[[Any], str]) ->
 def parse_uri(uri: str, need_ref: bool = True) -> tuple[str, str, str]:
     """`silt://repo/ref/path` -> (repo, ref, path); path may be empty."""
     scheme = "silt://"
+    if not need_ref and uri and "/" not in uri and not uri.startswith("silt:"):
+        uri = scheme + uri  # a bare repository name, as `silt repo show NAME` takes it
     if not uri.startswith(scheme):
         raise ClientError(f"expected a URI like silt://<repository>/<ref>/<path>, got {uri!r}", EXIT_USAGE)
     repo, _, rest = uri[len(scheme) :].partition("/")

@@ -1,6 +1,6 @@
 """Silt's configuration: one YAML file, every key overridable by an environment variable.
 
-The file is shaped like seed 002's example. A key's environment variable is ``SILT_``
+The keys are listed in README.md, "Configuration". A key's environment variable is ``SILT_``
 followed by its path in upper case joined by ``_``: ``database.cassandra.port`` is
 ``SILT_DATABASE_CASSANDRA_PORT``. Lists are written comma-separated
 (``SILT_DATABASE_CASSANDRA_CONTACT_POINTS=10.0.0.1,10.0.0.2``) and maps as
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from silt.errors import ConfigError
 
@@ -39,6 +39,41 @@ def _check_listen_address(value: str) -> str:
     return value
 
 
+def _check_optional_listen_address(value: str | None) -> str | None:
+    return None if value in (None, "") else _check_listen_address(value)  # type: ignore[arg-type]
+
+
+# Hosts that mean "every interface of this machine": fine to listen on, meaningless to dial.
+WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]", "*")
+
+
+def dialable_address(listen_address: str) -> str:
+    """Where a process on this machine reaches a service listening on listen_address.
+
+    Only valid on the same machine (the local launcher, a single-host install): in a cluster,
+    clients dial the *.endpoint keys, which name a Service, never a listen address."""
+    host, _, port = listen_address.rpartition(":")
+    return f"127.0.0.1:{port}" if host in WILDCARD_HOSTS else listen_address
+
+
+def _check_endpoint(value: str) -> str:
+    host, sep, _ = value.rpartition(":")
+    if sep and host in WILDCARD_HOSTS:
+        raise ValueError(
+            "an endpoint is an address other processes dial (e.g. graveler.silt.svc:8102), "
+            "not a wildcard listen address"
+        )
+    return _check_listen_address(value)
+
+
+def _check_optional_endpoint(value: str | None) -> str | None:
+    return None if value is None else _check_endpoint(value)
+
+
+# Where a process serves Prometheus' /metrics; unset (the default) serves none.
+_METRICS_ADDRESS_HELP = "host:port of this process's Prometheus /metrics endpoint; unset: none"
+
+
 class LoggingConfig(_Section):
     format: Literal["text", "json"] = "text"
     level: Literal["DEBUG", "INFO", "WARN", "ERROR", "NONE"] = "INFO"
@@ -49,7 +84,9 @@ class LocalDatabaseConfig(_Section):
     path: str = "~/silt/metadata.db"
     # NORMAL survives a crash of any process; FULL also survives power loss (fsync per commit).
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
-    busy_timeout_ms: int = Field(30_000, ge=0)
+    # Bounds every KV call: a writer waits this long for another process's write, then the
+    # request fails Unavailable instead of hanging (issue 16).
+    busy_timeout_ms: int = Field(5_000, ge=0)
     scan_page_size: int = Field(1000, ge=1)
 
 
@@ -71,7 +108,9 @@ class CassandraConfig(_Section):
     password: SecretStr | None = None
     protocol_version: int | None = Field(None, ge=3, le=5)
     connect_timeout_s: float = Field(5.0, gt=0)
-    request_timeout_s: float = Field(10.0, gt=0)
+    # Bounds every read, write and LWT (retries included): a frozen node fails the request
+    # Unavailable after this long instead of hanging it (issue 16).
+    request_timeout_s: float = Field(3.0, gt=0)
     page_size: int = Field(1000, ge=1)
     create_schema: bool = True
 
@@ -116,8 +155,10 @@ class S3GatewayConfig(_Section):
     storage_namespace_template: str | None = Field(
         None, description="storage namespace of repositories created by CreateBucket, e.g. local://{repo}"
     )
+    metrics_listen_address: str | None = Field(None, description=_METRICS_ADDRESS_HELP)
 
     _listen = field_validator("listen_address")(_check_listen_address)
+    _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)
 
 
 class GatewaysConfig(_Section):
@@ -126,8 +167,10 @@ class GatewaysConfig(_Section):
 
 class ServiceConfig(_Section):
     listen_address: str
+    metrics_listen_address: str | None = Field(None, description=_METRICS_ADDRESS_HELP)
 
     _listen = field_validator("listen_address")(_check_listen_address)
+    _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)
 
 
 class AuthConfig(ServiceConfig):
@@ -142,7 +185,7 @@ class AuthConfig(ServiceConfig):
     cache_ttl_seconds: float = Field(5.0, ge=0, description="how long key lookups and decisions are cached")
     max_clock_skew_seconds: float = Field(300.0, gt=0, description="accepted age of a signed call")
 
-    _endpoint = field_validator("endpoint")(_check_listen_address)
+    _endpoint = field_validator("endpoint")(_check_endpoint)
 
 
 class CommittedCacheConfig(_Section):
@@ -151,7 +194,32 @@ class CommittedCacheConfig(_Section):
     disk_bytes: int = Field(4 * 1024 * 1024 * 1024, ge=0)
 
 
-class GravelerConfig(ServiceConfig):
+class DialableServiceConfig(ServiceConfig):
+    """A service other processes call: listen_address is where it binds, endpoint where the
+    others dial it (in Kubernetes, its Service name). Unset endpoint: the listen address,
+    with a wildcard host read as this machine (single-host installs only)."""
+
+    endpoint: str | None = Field(None, description="where the other processes reach this service")
+
+    _endpoint = field_validator("endpoint")(_check_optional_endpoint)
+
+    @model_validator(mode="after")
+    def _default_endpoint(self) -> DialableServiceConfig:
+        if self.endpoint is None:
+            self.endpoint = dialable_address(self.listen_address)
+        return self
+
+    @property
+    def dial_address(self) -> str:
+        return self.endpoint or dialable_address(self.listen_address)
+
+
+class CompactorConfig(DialableServiceConfig):
+    # A default here too, so that setting only some compactor.* keys keeps the others' defaults.
+    listen_address: str = "127.0.0.1:8103"
+
+
+class GravelerConfig(DialableServiceConfig):
     listen_address: str = "127.0.0.1:8102"
     cache: CommittedCacheConfig = Field(default_factory=CommittedCacheConfig)
     # Commits build their metaranges in this many worker processes (not with the mem driver).
@@ -160,6 +228,11 @@ class GravelerConfig(ServiceConfig):
     # large commit never runs on the CPU that is answering a staging write), "all", or a list
     # such as "2,3" or "4-7".
     commit_worker_cpus: str = "auto"
+    allowed_import_prefixes: list[str] = Field(
+        default_factory=list,
+        description="absolute URIs (e.g. s3://landing/exports) that staged entries may name besides "
+        "their repository's storage namespace",
+    )
 
     @field_validator("commit_worker_cpus")
     @classmethod
@@ -189,14 +262,25 @@ class CredentialsConfig(_Section):
     secret_access_key: SecretStr | None = None
 
 
+class TelemetryConfig(_Section):
+    """Traces and health checks. Tracing itself is configured by the standard OTEL_* variables
+    (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...); this switch
+    turns it on."""
+
+    tracing: bool = Field(False, description="emit OpenTelemetry traces (exporter and sampler from OTEL_*)")
+    health_check_interval_seconds: float = Field(5.0, gt=0, description="how often KV and object store are probed")
+    health_check_timeout_seconds: float = Field(2.0, gt=0, description="a probe slower than this means NOT_SERVING")
+
+
 class Config(_Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     database: DatabaseConfig = Field(default_factory=DatabaseConfig)
     blockstore: BlockstoreConfig = Field(default_factory=BlockstoreConfig)
     gateways: GatewaysConfig = Field(default_factory=GatewaysConfig)
     auth: AuthConfig = Field(default_factory=lambda: AuthConfig(listen_address="127.0.0.1:8101"))
     graveler: GravelerConfig = Field(default_factory=GravelerConfig)
-    compactor: ServiceConfig = Field(default_factory=lambda: ServiceConfig(listen_address="127.0.0.1:8103"))
+    compactor: CompactorConfig = Field(default_factory=lambda: CompactorConfig())
     credentials: CredentialsConfig = Field(default_factory=CredentialsConfig)
 
 

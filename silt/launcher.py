@@ -41,8 +41,9 @@ from typing import Any
 import yaml
 from pydantic import SecretStr
 
-from silt.config import Config, load_config
+from silt.config import Config, dialable_address, load_config
 from silt.errors import ConfigError, SiltError
+from silt.lifeline import PARENT_PID_ENV
 from silt.rpc.auth import Credentials
 
 log = logging.getLogger(__name__)
@@ -58,8 +59,29 @@ READY_TIMEOUT_SECONDS = 60.0
 STOP_GRACE_SECONDS = 10.0
 MONITOR_INTERVAL_SECONDS = 0.2
 MAX_RESTART_DELAY_SECONDS = 30.0
+# `silt run` (make run) is someone at a terminal: a crash loop is shown at once, and a long
+# wait would only look like a hang.
+RUN_MAX_RESTART_DELAY_SECONDS = 5.0
+FIRST_RESTART_DELAY_SECONDS = 1.0
 # A service that stayed up this long is healthy again: its next crash restarts it at once.
-STABLE_AFTER_SECONDS = 60.0
+STABLE_AFTER_SECONDS = 10.0
+
+
+def restart_delay(delay: float, uptime: float, cap: float) -> tuple[float, float, str]:
+    """After a crash: (seconds to wait now, the delay for a following quick crash, why).
+
+    delay: the current backoff; uptime: how long the crashed run lasted. Only a service that
+    keeps crashing soon after starting backs off; one healthy run resets the backoff.
+    """
+    if uptime >= STABLE_AFTER_SECONDS:
+        return 0.0, FIRST_RESTART_DELAY_SECONDS, f"it had run {uptime:.0f}s, so at once"
+    wait = min(delay, cap)
+    return (
+        wait,
+        min(delay * 2, cap),
+        f"it crashed {uptime:.1f}s after starting; waiting longer after each quick crash, up to {cap:g}s",
+    )
+
 
 # In start order: everything else needs auth; the gateway and compactor call graveler.
 ALL_SERVICES = ("auth", "graveler", "compactor", "gateway")
@@ -100,8 +122,8 @@ def _split(address: str) -> tuple[str, int]:
 
 
 def _client_host(host: str) -> str:
-    # A service listening on every interface is reached over loopback.
-    return "127.0.0.1" if host in ("0.0.0.0", "::", "[::]", "") else host
+    # A service listening on every interface is reached over loopback (silt.config's one rule).
+    return _split(dialable_address(f"{host}:0"))[0]
 
 
 def _reachable(host: str, port: int) -> bool:
@@ -143,7 +165,7 @@ class _Service:
     started_at: float = 0.0
     restarts: int = 0
     next_start: float = 0.0
-    delay: float = 1.0
+    delay: float = FIRST_RESTART_DELAY_SECONDS
     log_file: Any = field(default=None, repr=False)
 
 
@@ -164,11 +186,13 @@ class Stack:
         restart: bool = True,
         on_event: Callable[[str], None] | None = None,
         log_level: str | None = None,
+        max_restart_delay: float = MAX_RESTART_DELAY_SECONDS,
     ) -> None:
         self.data_dir = Path(data_dir).expanduser().resolve() if data_dir is not None else default_data_dir()
         self.requested_ports = dict(ports or {})
         self.service_names = services if services is not None else available_services()
         self.restart = restart
+        self.max_restart_delay = max_restart_delay
         self._on_event = on_event or (lambda line: log.warning("%s", line))
         self.events: list[str] = []  # every event reported, oldest first (tests inspect it)
         self.log_level = log_level
@@ -292,9 +316,11 @@ class Stack:
         env = self._base_env(encrypt_key)
         addresses = self._addresses(self.config)
         env["SILT_AUTH_LISTEN_ADDRESS"] = addresses["auth"]
-        env["SILT_AUTH_ENDPOINT"] = f"{_client_host(_split(addresses['auth'])[0])}:{_split(addresses['auth'])[1]}"
+        env["SILT_AUTH_ENDPOINT"] = dialable_address(addresses["auth"])
         env["SILT_GRAVELER_LISTEN_ADDRESS"] = addresses["graveler"]
+        env["SILT_GRAVELER_ENDPOINT"] = dialable_address(addresses["graveler"])
         env["SILT_COMPACTOR_LISTEN_ADDRESS"] = addresses["compactor"]
+        env["SILT_COMPACTOR_ENDPOINT"] = dialable_address(addresses["compactor"])
         env["SILT_GATEWAYS_S3_LISTEN_ADDRESS"] = addresses["gateway"]
         self._run_setup(env)
         service_keys = json.loads((self.data_dir / SERVICE_KEYS_FILE).read_text())
@@ -343,7 +369,8 @@ class Stack:
         svc.log_file.flush()
         svc.proc = subprocess.Popen(
             [sys.executable, "-m", f"services.{svc.name}.server"],
-            env=svc.env,
+            # The service watches this process and stops when it dies, even by kill -9.
+            env={**svc.env, PARENT_PID_ENV: str(os.getpid())},
             stdin=subprocess.DEVNULL,
             stdout=svc.log_file,
             stderr=subprocess.STDOUT,
@@ -425,14 +452,16 @@ class Stack:
         now = time.monotonic()
         if code is None:
             if now - svc.started_at > STABLE_AFTER_SECONDS:
-                svc.delay = 1.0
+                svc.delay = FIRST_RESTART_DELAY_SECONDS
             return
         if svc.next_start == 0.0:
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
-            delay = 0.0 if now - svc.started_at > STABLE_AFTER_SECONDS else svc.delay
-            self.on_event(f"{svc.name} stopped ({how}); restarting in {delay:.0f}s (log: {self._log_path(svc.name)})")
+            delay, svc.delay, why = restart_delay(svc.delay, now - svc.started_at, self.max_restart_delay)
+            self.on_event(
+                f"{svc.name} stopped ({how}): {self._last_log_line(svc.name)}; restarting in {delay:g}s: {why}"
+                f" (log: {self._log_path(svc.name)})"
+            )
             svc.next_start = now + delay
-            svc.delay = min(svc.delay * 2, MAX_RESTART_DELAY_SECONDS)
             return
         if now >= svc.next_start:
             svc.next_start = 0.0

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from silt.config import LoggingConfig
+from silt.telemetry.requestid import RequestIdFilter
 
 _LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING, "ERROR": logging.ERROR}
 
@@ -20,9 +21,23 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        request_id = getattr(record, "request_id", None)
+        if request_id:
+            entry["request_id"] = request_id
+        # Structured lines (the access log) pass their fields as extra={"fields": {...}}.
+        entry.update(getattr(record, "fields", None) or {})
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry)
+
+
+class TextFormatter(logging.Formatter):
+    """The plain format, with the request id appended to lines logged while serving one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        request_id = getattr(record, "request_id", None)
+        return f"{line} request_id={request_id}" if request_id else line
 
 
 def configure_logging(config: LoggingConfig, service: str) -> None:
@@ -38,6 +53,7 @@ def configure_logging(config: LoggingConfig, service: str) -> None:
     if config.format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter(f"%(asctime)s {service} %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter(f"%(asctime)s {service} %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RequestIdFilter())
     root.addHandler(handler)
     root.setLevel(_LEVELS[config.level])

@@ -1,1 +1,1 @@
-"""Offline garbage collection of unreachable objects (seed 003)."""
+"""Offline garbage collection of unreachable objects (docs/design/gc.md)."""

@@ -1,6 +1,6 @@
 """Every action a policy can name, and the resources they apply to.
 
-Repository actions are seed 002's four, on resources named by the repository. The IAM actions
+Repository actions are four (docs/design/auth.md), on resources named by the repository. The IAM actions
 (`iam:*`) manage users, groups, policies and credentials, on resources `users/<id>`,
 `groups/<id>` and `policies/<id>`; listing a whole collection is an action on its prefix
 (`users/`), so `users/*` grants it and `users/alice` does not. The `auth:*` actions are for

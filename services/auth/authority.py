@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from services.auth.model import IamModel
 from services.auth.permissions import RULES
 from services.auth.policies import compile_statements, is_allowed
-from silt.rpc.auth import DEFAULT_MAX_SKEW_SECONDS, AuthInterceptor, CachedAuthority, KeyOwner
+from silt.rpc.auth import DEFAULT_MAX_SKEW_SECONDS, AuthInterceptor, CachedAuthority, KeyOwner, count_decisions
 
 
 class LocalAuthority:
@@ -24,7 +24,9 @@ class LocalAuthority:
 
     def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         statements = compile_statements(self.model.effective_policies(user_id))
-        return [is_allowed(statements, action, resource) for resource in resources]
+        decisions = [is_allowed(statements, action, resource) for resource in resources]
+        count_decisions(decisions)
+        return decisions
 
 
 def local_interceptor(

@@ -1,4 +1,4 @@
-"""The IAM key schema in the `auth` KV partition (seed 000, "Data Modeling: IAM").
+"""The IAM key schema in the `auth` KV partition (docs/design/kv.md, "Key schema").
 
     iam/users/<user>                          User
     iam/groups/<group>                        Group
@@ -12,7 +12,7 @@
 
 Ids never contain `/`, so every relation of one entity is one contiguous prefix. Reverse
 lookups (a group's members, a policy's attachments) scan and filter: the IAM keyspace is
-small (seed 000), and one index per relation keeps writes single-key.
+small (thousands of ids, not millions), and one index per relation keeps writes single-key.
 """
 
 from __future__ import annotations

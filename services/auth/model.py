@@ -1,6 +1,6 @@
 """Users, groups, policies and credentials on the KV store (key schema in keys.py).
 
-Consistency without transactions, following seed 000:
+Consistency without transactions (docs/design/auth.md):
 
 * an entity's relations (memberships, attachments, credentials) are removed before the
   entity, and a credential's own record (what grants access) before its index entry, so an

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Sequence
 
 import grpc
+from grpc_health.v1.health import HealthServicer
 
 from services.auth.actions import check_action
 from services.auth.authority import LocalAuthority, local_interceptor
@@ -22,6 +23,7 @@ from silt.errors import InvalidArgument
 from silt.kv import open_store
 from silt.rpc.auth import current_principal
 from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
+from silt.telemetry.health import HealthMonitor, kv_probe
 
 log = logging.getLogger(__name__)
 
@@ -198,9 +200,12 @@ class AuthServicer(api_grpc.AuthServiceServicer):
 
 
 def start(
-    model: IamModel, address: str, interceptors: Sequence[grpc.ServerInterceptor] = ()
+    model: IamModel,
+    address: str,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+    health: HealthServicer | None = None,
 ) -> tuple[grpc.Server, int]:
-    server = build_server(interceptors)
+    server = build_server(interceptors, health=health)
     api_grpc.add_AuthServiceServicer_to_server(AuthServicer(model), server)
     port = bind(server, address)
     server.start()
@@ -215,9 +220,17 @@ def main(argv: list[str] | None = None) -> None:
     if model.setup_record() is None:
         log.warning("auth is not set up yet: run `python -m services.auth.setup` to create the admin user")
     interceptor = local_interceptor(model, config.auth.cache_ttl_seconds, config.auth.max_clock_skew_seconds)
-    server, port = start(model, config.auth.listen_address, [interceptor])
+    monitor = HealthMonitor(
+        [api.DESCRIPTOR.services_by_name["AuthService"].full_name],
+        {"kv": kv_probe(store)},
+        config.telemetry.health_check_interval_seconds,
+        config.telemetry.health_check_timeout_seconds,
+    )
+    server, port = start(model, config.auth.listen_address, [interceptor], health=monitor.servicer)
+    monitor.start()
     log.info("auth listening on port %d", port)
     wait_for_shutdown()
+    monitor.stop()
     server.stop(grace=5).wait()
     store.close()
 

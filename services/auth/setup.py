@@ -13,6 +13,7 @@ prints the new secrets once, on stdout: they are stored only encrypted and never
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import sys
@@ -35,7 +36,7 @@ DEVELOPERS = "Developers"
 ANALYSTS = "Analysts"
 SERVICES = "Services"
 
-# Seed 002's roles as groups, each with one policy of the same spirit.
+# The preset roles as groups, each with one policy of the same spirit (docs/design/auth.md).
 PRESET_POLICIES: dict[str, tuple[str, list[pb.Statement]]] = {
     "FullAccess": ("everything, IAM included", [statement(pb.EFFECT_ALLOW, ["*"])]),
     "RepoReadWriteAll": (
@@ -115,9 +116,9 @@ def setup(
     if model.setup_record() is not None:
         return None
     for policy_id, (description, statements) in PRESET_POLICIES.items():
-        _ensure(lambda p=policy_id, s=statements, d=description: model.create_policy(p, s, d))
+        _ensure(functools.partial(model.create_policy, policy_id, statements, description))
     for group_id, (description, policy_id) in PRESET_GROUPS.items():
-        _ensure(lambda g=group_id, d=description: model.create_group(g, d))
+        _ensure(functools.partial(model.create_group, group_id, description))
         model.attach_policy(policy_id, group_id=group_id)
     admin = _fresh_key(model, admin_user_id, ADMINS, "administrator created by setup")
     issued = {

@@ -1,1 +1,1 @@
-"""The staging-compaction Sensor and Compactor (seed 004)."""
+"""The staging-compaction Sensor and Compactor (docs/design/compaction.md)."""

@@ -5,12 +5,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from services.gateway import health
 from services.gateway.authn import authenticate
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error, error_body
+from services.gateway.health import is_health_path
+from services.gateway.observe import RequestRecord, operation_name
 from services.gateway.operations import dispatch
 from services.gateway.operations.common import Context, Response
-from services.gateway.request import Receive, from_scope
+from services.gateway.request import Receive, Request, from_scope
 from services.gateway.routing import route
 from silt.config import Config
 from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
@@ -29,6 +32,14 @@ def _from_silt(exc: SiltError) -> S3Error:
     return S3Error("InternalError", str(exc))
 
 
+def _handler_for_naming(ctx: Context) -> Any:
+    """The handler a request that failed early would have had, to name its operation."""
+    try:
+        return dispatch(ctx)
+    except Exception:
+        return None
+
+
 class GatewayApp:
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -40,22 +51,63 @@ class GatewayApp:
             return
         if scope["type"] != "http":
             return
-        assert self.backend is not None
         request = from_scope(scope, receive)
+        if self._is_health_check(request):
+            await self._health(request, send)
+            return
+        assert self.backend is not None
         ctx = Context(request, self.backend, self.config.gateways.s3)
+        record = RequestRecord(request)
+        handler = None
+        error_code = ""
         try:
             route(request, self.config.gateways.s3.domain_name)
             await authenticate(ctx)
             handler = dispatch(ctx)
             response = await handler(ctx)
         except S3Error as exc:
+            error_code = exc.code
             response = self._error(ctx, exc)
         except SiltError as exc:
-            response = self._error(ctx, _from_silt(exc))
+            error = _from_silt(exc)
+            error_code = error.code
+            response = self._error(ctx, error)
         except Exception:
             log.exception("%s %s failed", request.method, request.raw_path)
+            error_code = "InternalError"
             response = self._error(ctx, S3Error("InternalError"))
-        await self._send(ctx, response, send)
+        sent = 0
+        try:
+            sent = await self._send(ctx, response, send)
+        finally:
+            record.finish(
+                operation_name(request, handler or _handler_for_naming(ctx)),
+                response.status,
+                error_code,
+                ctx.user_id,
+                request.body.received,
+                sent,
+            )
+
+    def _is_health_check(self, request: Request) -> bool:
+        # Path style only: on a virtual host the path belongs to that bucket.
+        host = request.host.rsplit(":", 1)[0].lower()
+        domain = self.config.gateways.s3.domain_name.lower()
+        virtual = bool(domain) and host.endswith("." + domain)
+        return request.method in ("GET", "HEAD") and not virtual and is_health_path(request.raw_path)
+
+    async def _health(self, request: Request, send: Any) -> None:
+        status, body = await health.answer(
+            request.raw_path, self.backend, self.config.telemetry.health_check_timeout_seconds
+        )
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"cache-control", b"no-store"),
+            (b"x-amz-request-id", request.request_id.encode()),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body if request.method == "GET" else b""})
 
     def _error(self, ctx: Context, exc: S3Error) -> Response:
         request = ctx.request
@@ -69,7 +121,8 @@ class GatewayApp:
             headers.append(("Retry-After", "1"))
         return Response(exc.status, headers, body)
 
-    async def _send(self, ctx: Context, response: Response, send: Any) -> None:
+    async def _send(self, ctx: Context, response: Response, send: Any) -> int:
+        """Send the response; return how many body bytes were sent."""
         headers = [(k.encode("latin-1"), v.encode("latin-1", "replace")) for k, v in response.headers]
         headers.append((b"x-amz-request-id", ctx.request.request_id.encode()))
         headers.append((b"server", b"Silt"))
@@ -83,14 +136,18 @@ class GatewayApp:
             headers.append((b"content-length", str(len(response.body)).encode()))
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         if response.stream is None:
-            await send({"type": "http.response.body", "body": response.body if ctx.request.method != "HEAD" else b""})
-            return
+            body = response.body if ctx.request.method != "HEAD" else b""
+            await send({"type": "http.response.body", "body": body})
+            return len(body)
+        sent = 0
         try:
             async for chunk in response.stream:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                sent += len(chunk)
         finally:
             await response.stream.aclose()  # type: ignore[attr-defined]
         await send({"type": "http.response.body", "body": b""})
+        return sent
 
     @staticmethod
     def _unread_body(ctx: Context) -> bool:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -29,15 +31,39 @@ from silt.errors import NotFound, SiltError
 from silt.graveler.v1 import graveler_pb2_grpc
 from silt.kv import open_store
 from silt.kv.store import Store, scan_prefix
-from silt.rpc.auth import Credentials, KeyOwner, TTLCache, signed_aio_channel
+from silt.rpc.auth import Credentials, KeyOwner, TTLCache, count_cache_lookup, signed_aio_channel
 
 T = TypeVar("T")
 CALL_TIMEOUT = 30.0
 UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
+# An UNAVAILABLE that took this long came from a timeout, not from a restarting graveler.
+SLOW_FAILURE_SECONDS = 1.0
 _MISS = object()
 
 # gRPC failures that mean "try again later" rather than "you asked for something wrong".
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED}
+
+
+# Answers after which graveler certainly did not apply the call: it refused it, or was never reached.
+_REFUSED = {
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.ALREADY_EXISTS,
+    grpc.StatusCode.OUT_OF_RANGE,
+}
+_NEVER_REACHED = ("failed to connect", "connection refused", "dns resolution failed")
+
+
+def not_applied(exc: grpc.aio.AioRpcError) -> bool:
+    """True when the failed call certainly changed nothing in graveler. A timeout or a
+    dropped connection may have been applied, so bytes it referred to must be kept."""
+    if exc.code() in _REFUSED:
+        return True
+    details = (exc.details() or "").lower()
+    return exc.code() == grpc.StatusCode.UNAVAILABLE and any(text in details for text in _NEVER_REACHED)
 
 
 def rpc_error(exc: grpc.aio.AioRpcError, not_found: str = "NoSuchKey") -> S3Error:
@@ -62,12 +88,6 @@ def rpc_error(exc: grpc.aio.AioRpcError, not_found: str = "NoSuchKey") -> S3Erro
     return S3Error("InternalError", details)
 
 
-def _reachable(listen_address: str) -> str:
-    """Where to reach a service listening on listen_address: a wildcard host means this machine."""
-    host, _, port = listen_address.rpartition(":")
-    return f"127.0.0.1:{port}" if host in ("0.0.0.0", "[::]", "::") else listen_address
-
-
 class Backend:
     def __init__(self, config: Config) -> None:
         credentials = Credentials.from_config(config)
@@ -78,7 +98,7 @@ class Backend:
             ("grpc.max_reconnect_backoff_ms", 1000),
         ]
         self._auth_channel = signed_aio_channel(config.auth.endpoint, credentials, options)
-        self._graveler_channel = signed_aio_channel(_reachable(config.graveler.listen_address), credentials, options)
+        self._graveler_channel = signed_aio_channel(config.graveler.dial_address, credentials, options)
         self.auth = auth_pb2_grpc.AuthServiceStub(self._auth_channel)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self._graveler_channel)
         self.adapter: BlockAdapter = open_adapter(config.blockstore)
@@ -95,23 +115,33 @@ class Backend:
         self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+        # In the request's context: its trace span and request id follow it into the thread.
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self.pool, context.run, fn, *args)
 
     async def call(self, method: Any, request: Any, not_found: str = "NoSuchKey") -> Any:
         # A restarted graveler is reachable again within moments; a short retry hides that from
         # clients, while an outage still answers ServiceUnavailable quickly.
+        # A slow failure is a dependency that timed out (a frozen KV): retrying would only
+        # multiply the client's wait, so it is answered SlowDown at once.
         for delay in (*UNAVAILABLE_RETRY_DELAYS, None):
+            started = time.monotonic()
             try:
                 return await method(request, timeout=CALL_TIMEOUT)
             except grpc.aio.AioRpcError as exc:
+                if exc.code() == grpc.StatusCode.UNAVAILABLE and time.monotonic() - started >= SLOW_FAILURE_SECONDS:
+                    raise S3Error("SlowDown", f"graveler: {exc.details() or 'unavailable'}") from None
                 if exc.code() != grpc.StatusCode.UNAVAILABLE or delay is None:
-                    raise rpc_error(exc, not_found) from None
+                    error = rpc_error(exc, not_found)
+                    error.not_applied = not_applied(exc)  # type: ignore[attr-defined]
+                    raise error from None
             await asyncio.sleep(delay)
 
     # --- auth ------------------------------------------------------------------------
 
     async def key_owner(self, access_key_id: str) -> KeyOwner:
         cached = self._owners.get(access_key_id, _MISS)
+        count_cache_lookup("key", cached is not _MISS)
         if cached is _MISS:
             try:
                 reply = await self.auth.GetCredentialSecret(
@@ -130,6 +160,7 @@ class Backend:
     async def allowed(self, user_id: str, action: str, resource: str) -> bool:
         key = (user_id, action, resource)
         decision = self._decisions.get(key)
+        count_cache_lookup("decision", decision is not None)
         if decision is None:
             request = auth_pb2.AuthorizeRequest(user_id=user_id, action=action, resource=resource)
             try:

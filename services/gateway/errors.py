@@ -23,6 +23,7 @@ CODES: dict[str, tuple[int, str]] = {
     "InvalidPartNumber": (416, "The requested partnumber is not satisfiable"),
     "InvalidPartOrder": (400, "The list of parts was not in ascending order."),
     "InvalidRange": (416, "The requested range is not satisfiable"),
+    "InvalidURI": (400, "Couldn't parse the specified URI."),
     "InvalidRequest": (400, "Invalid Request"),
     "MalformedXML": (400, "The XML you provided was not well-formed or did not validate against our published schema."),
     "MethodNotAllowed": (405, "The specified method is not allowed against this resource."),

@@ -9,12 +9,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import re
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Protocol
 
 from services.gateway.errors import S3Error
 from services.gateway.request import Body
+
+# A chunk header is "<hex size>;chunk-signature=<64 hex>": about 90 bytes. 16 hex digits
+# cover any size; anything longer is not a chunk header.
+_CHUNK_SIZE = re.compile(r"[0-9a-fA-F]{1,16}")
+_CHUNK_HEADER_LIMIT = 1024
 
 
 class Source(Protocol):
@@ -68,14 +74,15 @@ class AwsChunked:
         self._total = 0
 
     async def _next_chunk(self) -> None:
-        line = (await self._body.readline()).strip()
+        # Only the line end is stripped: a chunk header has no surrounding white space.
+        line = (await self._body.readline(limit=_CHUNK_HEADER_LIMIT)).removesuffix(b"\r\n")
         if not line:
             raise S3Error("IncompleteBody", "the aws-chunked body ended early")
         size_text, _, extension = line.decode("latin-1").partition(";")
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise S3Error("InvalidRequest", "malformed aws-chunked body") from None
+        # Strictly hex digits: int(x, 16) alone also takes "+3e8", " 3e8", "0x3e8" and "3_e8".
+        if not _CHUNK_SIZE.fullmatch(size_text):
+            raise S3Error("InvalidRequest", "malformed aws-chunked body: the chunk size is not a hex number")
+        size = int(size_text, 16)
         signature = extension.partition("chunk-signature=")[2]
         if self._sign is not None and not signature:
             raise S3Error("SignatureDoesNotMatch", "an aws-chunked chunk carries no signature")
@@ -107,14 +114,14 @@ class AwsChunked:
         if signature is None:
             raise S3Error("SignatureDoesNotMatch", "the aws-chunked trailers carry no x-amz-trailer-signature")
         expected = self._sign_trailer(self._previous, hashlib.sha256(canonical.encode()).hexdigest())
-        if not hmac.compare_digest(expected, signature):
+        if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "surrogatepass")):
             raise S3Error("SignatureDoesNotMatch", "the trailer signature of the aws-chunked body does not match")
 
     def _finish_chunk(self) -> None:
         if self._sign is None or self._chunk_hash is None:
             return
         expected = self._sign(self._previous, self._chunk_hash.hexdigest())
-        if expected != self._chunk_signature:
+        if not hmac.compare_digest(expected.encode(), self._chunk_signature.encode("utf-8", "surrogatepass")):
             raise S3Error("SignatureDoesNotMatch", "a chunk signature of the aws-chunked body does not match")
         self._previous = expected
 

@@ -6,7 +6,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote_to_bytes
 
 from services.gateway.errors import S3Error
 
@@ -20,6 +20,7 @@ class Body:
         self._receive = receive
         self._buffer = bytearray()
         self._done = False
+        self.received = 0  # bytes that arrived so far (for metrics and the access log)
 
     async def _more(self) -> bool:
         if self._done:
@@ -27,7 +28,9 @@ class Body:
         message = await self._receive()
         if message["type"] == "http.disconnect":
             raise S3Error("IncompleteBody", "the client went away before sending the whole body")
-        self._buffer += message.get("body", b"")
+        chunk = message.get("body", b"")
+        self.received += len(chunk)
+        self._buffer += chunk
         self._done = not message.get("more_body", False)
         return True
 
@@ -47,6 +50,8 @@ class Body:
         """Bytes up to and including the next CRLF (or the end of the body)."""
         while True:
             end = self._buffer.find(b"\r\n")
+            if end > limit:
+                raise S3Error("InvalidRequest", "malformed chunked body: a chunk header is too long")
             if end >= 0:
                 return await self.read(end + 2)
             if len(self._buffer) > limit:
@@ -77,6 +82,9 @@ class Request:
     bucket: str = ""
     path: str = ""  # the decoded object path after the bucket: "<ref>/<key>"
     virtual_host: bool = False
+    # A query that could not be decoded: raised by routing, inside the handler's error path,
+    # so that the client gets an S3 error with a request id rather than a broken connection.
+    malformed_query: S3Error | None = None
 
     def arg(self, name: str, default: str | None = None) -> str | None:
         for key, value in self.query:
@@ -92,13 +100,30 @@ class Request:
         return "/" + self.bucket + ("/" + self.path if self.path else "") if self.bucket else "/"
 
 
+def decode_component(text: str) -> str:
+    """Percent-decode a path or query component that must be UTF-8, refusing anything else.
+
+    Never substitutes U+FFFD: two different invalid byte strings would then name the same key.
+    The text arrives as latin-1 (one char per raw byte), so it is turned back into those bytes
+    before decoding.
+    """
+    try:
+        raw = text.encode("latin-1")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogatepass")
+    try:
+        return unquote_to_bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        raise S3Error("InvalidURI", "the request's path or query is not valid UTF-8") from None
+
+
 def parse_query(query_string: str) -> list[tuple[str, str]]:
     pairs = []
     for part in query_string.split("&"):
         if not part:
             continue
         key, _, value = part.partition("=")
-        pairs.append((unquote(key), unquote(value)))
+        pairs.append((decode_component(key), decode_component(value)))
     return pairs
 
 
@@ -110,11 +135,17 @@ def from_scope(scope: dict[str, Any], receive: Receive) -> Request:
         headers[name] = f"{headers[name]},{value}" if name in headers else value
     raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1").split("?", 1)[0]
     query_string = scope.get("query_string", b"").decode("latin-1")
+    malformed_query = None
+    try:
+        query = parse_query(query_string)
+    except S3Error as exc:
+        query, malformed_query = [], exc
     return Request(
         method=scope["method"],
         raw_path=raw_path,
         query_string=query_string,
-        query=parse_query(query_string),
+        query=query,
+        malformed_query=malformed_query,
         headers=headers,
         host=headers.get("host", ""),
         body=Body(receive),

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
 
 from services.gateway.errors import S3Error
-from services.gateway.request import Request
+from services.gateway.request import Request, decode_component
 
 # Repository names as graveler accepts them (services/graveler/validation.py): S3-compatible bucket names.
 BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
@@ -14,9 +13,11 @@ BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
 
 def route(request: Request, domain_name: str) -> None:
     """Fill request.bucket and request.path from the Host header and the path."""
+    if request.malformed_query is not None:
+        raise request.malformed_query
     host = request.host.rsplit(":", 1)[0] if not request.host.endswith("]") else request.host
     host = host.lower()
-    path = unquote(request.raw_path)
+    path = decode_component(request.raw_path)
     suffix = "." + domain_name.lower()
     if domain_name and host.endswith(suffix) and len(host) > len(suffix):
         request.bucket = host[: -len(suffix)]

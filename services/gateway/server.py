@@ -7,18 +7,28 @@ the C HTTP parser and libuv loop keep per-request overhead low for small objects
 
 from __future__ import annotations
 
+import os
 import sys
 
 import uvicorn
 
 from services.gateway.app import GatewayApp
 from silt.config import load_config
+from silt.lifeline import die_with_parent
+from silt.logs import configure_logging
 from silt.rpc.server import service_config
+from silt.telemetry.setup import setup as setup_telemetry
 
 
 def create_app() -> GatewayApp:
     """The app in a worker process; the configuration comes from the environment (SILT_CONFIG)."""
-    return GatewayApp(load_config())
+    # A worker must not outlive the gateway process that supervises it, even a kill -9 of it.
+    die_with_parent(os.getppid(), grace=5.0)
+    config = load_config()
+    configure_logging(config.logging, "gateway")
+    # Each worker traces on its own and records metrics for the endpoint its parent serves.
+    setup_telemetry(config, "gateway", metrics_in_worker=bool(config.gateways.s3.metrics_listen_address))
+    return GatewayApp(config)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,7 +96,8 @@ def verify(request: Request, claim: V2Request, secret: str, now: float, max_skew
         for empty_date in (False, True):
             text = string_to_sign(request, claim, empty_date, res)
             expected = base64.b64encode(hmac.new(secret.encode(), text.encode(), hashlib.sha1).digest()).decode()
-            if hmac.compare_digest(expected, claim.signature):
+            # Bytes, not str: compare_digest refuses non-ASCII str, and a client controls the claim.
+            if hmac.compare_digest(expected.encode(), claim.signature.encode("utf-8", "surrogatepass")):
                 return
     raise S3Error("SignatureDoesNotMatch")
 
@@ -109,7 +110,7 @@ def _check_date(request: Request, now: float, max_skew: float) -> None:
         raise S3Error("AccessDenied", "AWS authentication requires a valid Date or x-amz-date header")
     try:
         when = parsedate_to_datetime(raw).timestamp()
-    except (TypeError, ValueError):
-        raise S3Error("AccessDenied", f"invalid date {raw!r}") from None
+    except (TypeError, ValueError, OverflowError, IndexError):
+        raise S3Error("AccessDenied", "AWS authentication requires a valid Date or x-amz-date header") from None
     if abs(now - when) > max_skew:
         raise S3Error("RequestTimeTooSkewed")

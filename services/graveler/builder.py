@@ -3,7 +3,7 @@ in this process, or in worker processes.
 
 Building is CPU-bound Python (merging staged values, cutting and encoding ranges). In the
 serving process it competes for the GIL with every request, so staging writes slow down
-while a large commit runs (seed 001's long-commit-with-staging scenario). A service whose
+while a large commit runs (the long-commit-with-staging benchmark). A service whose
 KV store and object store are reachable from another process (every driver but `mem`)
 builds in a small pool of worker processes instead, each with its own connections.
 """
@@ -25,6 +25,7 @@ from services.graveler.staging import StagingStore
 from silt.block import open_adapter
 from silt.config import Config, parse_cpu_list
 from silt.kv import open_store
+from silt.lifeline import die_with_parent
 
 
 class MetaRangeBuilder(Protocol):
@@ -93,8 +94,12 @@ def worker_cpus(spec: str, available: set[int]) -> set[int] | None:
     return (chosen & available) or None  # none of them available: unpinned rather than failing
 
 
-def _init_worker(config: Config, niceness: int) -> None:
+def _init_worker(config: Config, niceness: int, parent_pid: int) -> None:
     global _worker
+    # A worker blocked on the call queue never notices its parent's death by itself: without
+    # this, every kill -9 of graveler left its workers (and, through them, multiprocessing's
+    # resource tracker) running with PPID 1.
+    die_with_parent(parent_pid)
     # Building is batch work: it should use idle cycles only and yield the CPU the moment a
     # process answering requests wakes up, so staging latency barely moves while a commit
     # builds. SCHED_IDLE does exactly that on Linux; elsewhere a high nice value comes close.
@@ -139,7 +144,7 @@ class ProcessPoolBuilder:
             max_workers=workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_init_worker,
-            initargs=(config, niceness),  # pickled whole: secrets reach the worker, masked JSON would not
+            initargs=(config, niceness, os.getpid()),  # pickled whole: secrets reach the worker, masked JSON would not
         )
         # Start a worker now: spawning one (an interpreter importing pyarrow) costs ~0.3 s,
         # which would otherwise fall on the first commit.

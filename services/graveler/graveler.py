@@ -1,4 +1,6 @@
-"""Graveler: the versioning engine, with seed 000's lock-free writer, reader and committer flows.
+"""Graveler: the versioning engine, with lock-free writer, reader and committer flows.
+
+The flows and why they need no lock: docs/design/lockfree-staging.md.
 
 No lock anywhere. The branch record (commit id, staging token, sealed tokens) is one KV value
 changed only with set_if:
@@ -29,6 +31,7 @@ from typing import TypeVar
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.graveler import refexpr
+from services.graveler.addresses import validate_namespace, validate_physical_address
 from services.graveler.branching import BranchingMixin
 from services.graveler.builder import InProcessBuilder, MetaRangeBuilder
 from services.graveler.committed.manager import CommittedManager
@@ -55,11 +58,13 @@ DEFAULT_BRANCH = "main"
 class GravelerOptions:
     # How often a flow re-runs after losing a race before it gives up with Aborted.
     max_retries: int = 50
-    # The writer/reader flows may start from a cached branch record this young (seed 000,
-    # "amortized reads"); the re-check after the write or read always reads the KV store.
+    # The writer/reader flows may start from a cached branch record this young; the re-check
+    # after the write or read always reads the KV store (docs/design/lockfree-staging.md).
     branch_cache_seconds: float = 0.05
     # Staged values of committed tokens are deleted in the background after the commit.
     cleanup_workers: int = 1
+    # Absolute physical addresses outside a repository's namespace that entries may still name.
+    allowed_import_prefixes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,10 @@ class Graveler(BranchingMixin, LifecycleMixin):
             raise AlreadyExists(f"repository {name!r} already exists")
         except NotFound:
             pass
+        # A bare repository is the target of RestoreRefs, which reads a dump in the namespace
+        # it was taken from: only those may share a namespace.
+        others = [] if bare else [(r.name, r.storage_namespace) for r in self.refs.list_repositories()]
+        validate_namespace(storage_namespace, others)
         record = pb.Repository(
             name=name,
             storage_namespace=storage_namespace,
@@ -463,7 +472,10 @@ class Graveler(BranchingMixin, LifecycleMixin):
     # --- entries: writer flow ------------------------------------------------------------
 
     def stage_entry(self, repository: str, branch_name: str, key: str, entry: pb.Entry) -> None:
-        self._write(self._repo(repository), branch_name, validate_key(key), entry_value(entry))
+        repo = self._repo(repository)
+        encoded = validate_key(key)
+        validate_physical_address(entry.physical_address, repo.namespace, self.options.allowed_import_prefixes)
+        self._write(repo, branch_name, encoded, entry_value(entry))
 
     def delete_entry(self, repository: str, branch_name: str, key: str) -> None:
         encoded = validate_key(key)

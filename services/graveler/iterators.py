@@ -1,4 +1,4 @@
-"""Merging sorted sources of values: the CombinedIterator of seed 000."""
+"""Merging sorted sources of values, newest source first (docs/design/lockfree-staging.md)."""
 
 from __future__ import annotations
 

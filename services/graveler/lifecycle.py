@@ -1,4 +1,4 @@
-"""Whole repositories: deletion with a to-delete list (seed 001), and dump / restore of refs.
+"""Whole repositories: deletion with a to-delete list (docs/design/kv.md), and dump / restore of refs.
 
 Deleting: the repository's partition is first recorded in the `graveler` partition under
 `to_delete/<partition>`, then the repository record is deleted — from that moment nothing
@@ -74,7 +74,7 @@ class LifecycleMixin:
     def delete_repository(self: Graveler, name: str) -> None:
         repo = self.refs.get_repository(name)
         self.refs.kv.set(GRAVELER_PARTITION, TO_DELETE + repo.partition, repo.record.SerializeToString())
-        # The record goes next: from then on nothing can reach the partitions (seed 001).
+        # The record goes next: from then on nothing can reach the partitions (docs/design/kv.md).
         self.refs.delete_repository_record(name)
         self._cleanup.submit(self._clean_deleted, repo)
 

@@ -1,4 +1,4 @@
-"""What each GravelerService call needs: an action of seed 002 on the repository it names.
+"""What each GravelerService call needs: a repository action (docs/design/auth.md) on the repository it names.
 
 The table maps a method to (action, request field holding the repository name).
 ListRepositories needs no permission up front; its answer is narrowed to the repositories
@@ -45,6 +45,12 @@ TABLE: dict[str, tuple[str, str]] = {
     # A dump writes into the repository's storage namespace; a restore rewrites its refs.
     "DumpRefs": (WRITE_REPO, "repository"),
     "RestoreRefs": (WRITE_REPO, "repository"),
+    # Retention rules decide what garbage collection deletes: changing them is a write.
+    "SetGCRules": (WRITE_REPO, "repository"),
+    "GetGCRules": (READ_REPO, "repository"),
+    "DeleteGCRules": (WRITE_REPO, "repository"),
+    # Writes the run's export into the storage namespace, like DumpRefs.
+    "PrepareGC": (WRITE_REPO, "repository"),
 }
 
 # Graveler's own page limits for ListRepositories (services/graveler/graveler.py).

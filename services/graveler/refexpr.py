@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from silt.errors import InvalidArgument
 
-_MODIFIER = re.compile(r"([~^])(\d*)")
+# ASCII digits only (\d also matches other scripts' digits), and few enough that int() is cheap.
+_MODIFIER = re.compile(r"([~^])([0-9]{0,9})(?![0-9])")
 MIN_COMMIT_PREFIX = 4
 
 

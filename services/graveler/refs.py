@@ -1,4 +1,4 @@
-"""Repositories, branches, tags and commits on the KV store, with seed 001's key schema.
+"""Repositories, branches, tags and commits on the KV store (key schema: docs/design/kv.md).
 
 * partition ``graveler``: ``repos/<name>`` -> Repository
 * partition ``<name>-<unique id>``: ``branches/<name>``, ``commits/<id>``, ``tags/<id>``

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from collections.abc import Sequence
 
 import grpc
+from grpc_health.v1.health import HealthServicer
 
+from services.graveler import retention, telemetry
 from services.graveler.branching import MergeOutcome
 from services.graveler.builder import ProcessPoolBuilder
 from services.graveler.committed.cache import CommittedCache
@@ -17,6 +20,7 @@ from services.graveler.committed.model import Record
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import RULES
+from services.graveler.telemetry import MeteredBuilder
 from services.graveler.values import decode_entry
 from silt.block import open_adapter
 from silt.config import Config
@@ -27,6 +31,7 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
 from silt.rpc.auth import current_principal, remote_interceptor
 from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
+from silt.telemetry.health import HealthMonitor, block_probe, kv_probe
 
 log = logging.getLogger(__name__)
 CLEANER_INTERVAL_SECONDS = 60.0
@@ -54,14 +59,22 @@ def _commit_info(commit: pb.Commit) -> api.CommitInfo:
     )
 
 
+REQUESTED_COMMITTER_KEY = "silt.requested-committer"
+
+
 def _committer(requested: str) -> str:
-    """Who a new commit is by: as requested, else the authenticated caller."""
-    if requested:
-        return requested
+    """Who a new commit is by: always the authenticated caller; the requested name only when unauthenticated."""
     try:
         return current_principal().user_id
     except SiltError:  # served without the auth interceptor (embedded use, tests)
-        return ""
+        return requested
+
+
+def _labelled(metadata: dict[str, str], requested: str) -> dict[str, str]:
+    """A caller-supplied committer name that differs from the real one is kept, labelled as such."""
+    if requested and requested != _committer(requested):
+        metadata = {**metadata, REQUESTED_COMMITTER_KEY: requested}
+    return metadata
 
 
 class GravelerServicer(api_grpc.GravelerServiceServicer):
@@ -129,16 +142,20 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
 
     # commits
     def Commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
-        commit = self.g.commit(
+        with telemetry.timed_commit():
+            commit = self._commit(request)
+        return _commit_info(commit)
+
+    def _commit(self, request: api.CommitRequest) -> pb.Commit:
+        return self.g.commit(
             request.repository,
             request.branch,
             request.message,
-            dict(request.metadata),
+            _labelled(dict(request.metadata), request.committer),
             _committer(request.committer),
             request.allow_empty,
             list(request.prefixes),
         )
-        return _commit_info(commit)
 
     def GetCommit(self, request: api.GetCommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
         return _commit_info(self.g.get_commit(request.repository, request.commit_id))
@@ -176,10 +193,12 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
 
     def StageEntry(self, request: api.StageEntryRequest, context: grpc.ServicerContext) -> api.StageEntryResponse:
         self.g.stage_entry(request.repository, request.branch, request.key, request.entry)
+        telemetry.staged("put")
         return api.StageEntryResponse()
 
     def DeleteEntry(self, request: api.DeleteEntryRequest, context: grpc.ServicerContext) -> api.DeleteEntryResponse:
         self.g.delete_entry(request.repository, request.branch, request.key)
+        telemetry.staged("delete")
         return api.DeleteEntryResponse()
 
     # refs
@@ -226,7 +245,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             request.squash,
             request.allow_empty,
             request.message,
-            dict(request.metadata),
+            _labelled(dict(request.metadata), request.committer),
             _committer(request.committer),
         )
         return _merge_response(outcome)
@@ -238,7 +257,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             request.ref,
             request.parent_number,
             request.message,
-            dict(request.metadata),
+            _labelled(dict(request.metadata), request.committer),
             _committer(request.committer),
         )
         return _merge_response(outcome)
@@ -275,6 +294,36 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
     def RestoreRefs(self, request: api.RestoreRefsRequest, context: grpc.ServicerContext) -> api.RestoreRefsResponse:
         commits, branches, tags = self.g.restore_refs(request.repository, request.location)
         return api.RestoreRefsResponse(commits=commits, branches=branches, tags=tags)
+
+    # garbage collection
+    def SetGCRules(self, request: api.SetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
+        rules = retention.set_rules(self.g, request.repository, request.rules)
+        return api.GCRulesInfo(repository=request.repository, rules=rules, is_set=True)
+
+    def GetGCRules(self, request: api.GetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
+        rules = retention.get_rules(self.g, request.repository)
+        return api.GCRulesInfo(repository=request.repository, rules=rules, is_set=rules is not None)
+
+    def DeleteGCRules(
+        self, request: api.DeleteGCRulesRequest, context: grpc.ServicerContext
+    ) -> api.DeleteGCRulesResponse:
+        retention.delete_rules(self.g, request.repository)
+        return api.DeleteGCRulesResponse()
+
+    def PrepareGC(self, request: api.PrepareGCRequest, context: grpc.ServicerContext) -> api.PrepareGCResponse:
+        run = retention.prepare_gc(self.g, request.repository)
+        return api.PrepareGCResponse(
+            run_id=run.run_id,
+            storage_namespace=run.namespace,
+            location=run.location,
+            commits_location=run.commits_location,
+            metaranges_location=run.metaranges_location,
+            staged_location=run.staged_location,
+            started=run.started,
+            commits=run.commits,
+            expired_commits=run.expired_commits,
+            staged_entries=run.staged_entries,
+        )
 
 
 _STRATEGY = {
@@ -323,15 +372,23 @@ def build_graveler(config: Config, options: GravelerOptions | None = None) -> Gr
     adapter = open_adapter(config.blockstore)
     # Commits build in worker processes so that serving never waits on them for the GIL.
     builder = ProcessPoolBuilder(config, config.graveler.commit_workers) if config.database.type != "mem" else None
+    if builder is not None:
+        builder = MeteredBuilder(builder)  # type: ignore[assignment]
     cache_config = config.graveler.cache
     cache = CommittedCache(cache_config.memory_bytes, cache_config.disk_dir, cache_config.disk_bytes)
+    options = dataclasses.replace(
+        options or GravelerOptions(), allowed_import_prefixes=tuple(config.graveler.allowed_import_prefixes)
+    )
     return Graveler(kv, CommittedManager(adapter, cache), options, builder)
 
 
 def start(
-    graveler: Graveler, address: str, interceptors: Sequence[grpc.ServerInterceptor] = ()
+    graveler: Graveler,
+    address: str,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+    health: HealthServicer | None = None,
 ) -> tuple[grpc.Server, int]:
-    server = build_server(interceptors)
+    server = build_server(interceptors, health=health)
     api_grpc.add_GravelerServiceServicer_to_server(GravelerServicer(graveler), server)
     port = bind(server, address)
     server.start()
@@ -341,16 +398,24 @@ def start(
 def main(argv: list[str] | None = None) -> None:
     config = service_config("Run the graveler gRPC service.", argv, "graveler")
     # Commits are CPU-bound Python; a short GIL switch interval keeps staging writes served
-    # in between (seed 001's long-commit-with-staging scenario).
+    # in between (the long-commit-with-staging benchmark, bench/graveler.py).
     sys.setswitchinterval(0.0005)
     with startup_errors("graveler"):
         graveler = build_graveler(config)
     # Every call is authenticated and authorized by auth; nothing is served without it.
     interceptor = remote_interceptor(config, RULES)
-    server, port = start(graveler, config.graveler.listen_address, [interceptor])
+    monitor = HealthMonitor(
+        [api.DESCRIPTOR.services_by_name["GravelerService"].full_name],
+        {"kv": kv_probe(graveler.refs.kv), "blockstore": block_probe(graveler.committed.adapter)},
+        config.telemetry.health_check_interval_seconds,
+        config.telemetry.health_check_timeout_seconds,
+    )
+    server, port = start(graveler, config.graveler.listen_address, [interceptor], health=monitor.servicer)
+    monitor.start()
     log.info("graveler listening on port %d", port)
     # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted.
     wait_for_shutdown(CLEANER_INTERVAL_SECONDS, graveler.clean_deleted_repositories)
+    monitor.stop()
     server.stop(grace=5).wait()
     interceptor.close()
     graveler.close()

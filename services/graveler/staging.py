@@ -1,4 +1,4 @@
-"""Staged writes: one KV partition per staging token, keys ``key/<object key>`` (seed 001)."""
+"""Staged writes: one KV partition per staging token, keys ``key/<object key>`` (docs/design/kv.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Block adapters: where object bytes live (seed 002, "Block Adapter").
+"""Block adapters: where object bytes live (README, "Block adapters").
 
 ``open_adapter`` picks the adapter named by ``blockstore.type``; the adapters themselves
 live in silt/block/local.py and silt/block/s3.py, the interface in silt/block/adapter.py.
@@ -23,7 +23,19 @@ __all__ = [
 
 
 def open_adapter(config: BlockstoreConfig) -> BlockAdapter:
-    """The adapter for the blockstore section of the configuration."""
+    """The adapter for the blockstore section of the configuration (traced, if this process traces)."""
+    adapter = _open_adapter(config)
+    from silt.telemetry.tracing import tracer
+
+    traced_by = tracer()
+    if traced_by is None:
+        return adapter
+    from silt.telemetry.block import TracedAdapter
+
+    return TracedAdapter(adapter, traced_by)
+
+
+def _open_adapter(config: BlockstoreConfig) -> BlockAdapter:
     # Imported here: a local-only process need not pay for importing boto3.
     if config.type == "local":
         from silt.block.local import LocalAdapter

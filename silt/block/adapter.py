@@ -1,4 +1,4 @@
-"""The block adapter interface (seed 002, "Block Adapter"): where object bytes live.
+"""The block adapter interface: where object bytes live (README, "Block adapters").
 
 An object is addressed by a storage namespace and a key inside it. A storage namespace is
 a URI whose scheme names the adapter:

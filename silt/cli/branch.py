@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from silt.cli.common import as_dict, client, json_option, output, table
+from silt.cli.common import as_dict, client, done, json_option, on_branch, output, table
 from silt.cli.history import print_merge_result
 from silt.client import ClientError, paged, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
@@ -53,13 +53,17 @@ def branch_list(uri: str) -> None:
 @branch.command("delete")
 @click.argument("uri", metavar="silt://REPO/BRANCH")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@json_option
 def branch_delete(uri: str, yes: bool) -> None:
     """Delete a branch (its commits stay reachable from other refs)."""
     repo, name = _repo_and_name(uri, "branch")
+    g = client().graveler
+    with on_branch(repo, name):  # a missing branch fails here, before anyone is asked
+        g.GetBranch(api.GetBranchRequest(repository=repo, name=name))
     if not yes:
         click.confirm(f"Delete branch {name} of {repo}, with its uncommitted changes?", abort=True)
-    client().graveler.DeleteBranch(api.DeleteBranchRequest(repository=repo, name=name))
-    click.echo(f"Branch {name} deleted")
+    g.DeleteBranch(api.DeleteBranchRequest(repository=repo, name=name))
+    done(f"Branch {name} deleted", repository=repo, branch=name)
 
 
 @branch.command("reset")
@@ -79,7 +83,8 @@ def branch_reset(uri: str, prefix: bool, hard_ref: str | None) -> None:
         req.key = path
     else:
         req.all = True
-    resp = client().graveler.ResetBranch(req)
+    with on_branch(repo, name):
+        resp = client().graveler.ResetBranch(req)
     output(as_dict(resp.branch), lambda: click.echo(f"Branch {name} reset (at {resp.branch.commit_id[:12]})"))
 
 
@@ -92,9 +97,10 @@ def branch_reset(uri: str, prefix: bool, hard_ref: str | None) -> None:
 def branch_revert(uri: str, ref: str, parent_number: int, message: str) -> None:
     """Undo the changes of commit REF on the branch, as a new commit."""
     repo, name = _repo_and_name(uri, "branch")
-    resp = client().graveler.Revert(
-        api.RevertRequest(repository=repo, branch=name, ref=ref, parent_number=parent_number, message=message)
-    )
+    with on_branch(repo, name):
+        resp = client().graveler.Revert(
+            api.RevertRequest(repository=repo, branch=name, ref=ref, parent_number=parent_number, message=message)
+        )
     print_merge_result(resp, f"Reverted {ref} on {name}")
 
 
@@ -106,9 +112,10 @@ def branch_revert(uri: str, ref: str, parent_number: int, message: str) -> None:
 def branch_cherry_pick(uri: str, ref: str, parent_number: int) -> None:
     """Apply the changes of commit REF to the branch, as a new commit."""
     repo, name = _repo_and_name(uri, "branch")
-    resp = client().graveler.CherryPick(
-        api.CherryPickRequest(repository=repo, branch=name, ref=ref, parent_number=parent_number)
-    )
+    with on_branch(repo, name):
+        resp = client().graveler.CherryPick(
+            api.CherryPickRequest(repository=repo, branch=name, ref=ref, parent_number=parent_number)
+        )
     print_merge_result(resp, f"Cherry-picked {ref} onto {name}")
 
 
@@ -157,8 +164,9 @@ def tag_show(uri: str) -> None:
 
 @tag.command("delete")
 @click.argument("uri", metavar="silt://REPO/TAG")
+@json_option
 def tag_delete(uri: str) -> None:
     """Delete a tag."""
     repo, name = _repo_and_name(uri, "tag")
     client().graveler.DeleteTag(api.DeleteTagRequest(repository=repo, id=name))
-    click.echo(f"Tag {name} deleted")
+    done(f"Tag {name} deleted", repository=repo, tag=name)

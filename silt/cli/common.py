@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import click
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from silt.client import EXIT_FAILURE, EXIT_USAGE, Client, ClientError, exit_code_of, resolve_settings
+from silt.client import (
+    EXIT_FAILURE,
+    EXIT_NOT_FOUND,
+    EXIT_USAGE,
+    Client,
+    ClientError,
+    exit_code_of,
+    find_config_path,
+    resolve_settings,
+)
 from silt.config import Config, load_config
 from silt.errors import ConfigError, SiltError
 
@@ -28,7 +39,7 @@ class State:
     _client: Client | None = field(default=None, repr=False)
 
     def config(self) -> Config:
-        return load_config(self.config_path)
+        return load_config(find_config_path(self.config_path))
 
     def client(self) -> Client:
         if self._client is None:
@@ -46,7 +57,18 @@ def client() -> Client:
 
 
 class SiltGroup(click.Group):
-    """Turns every error of a subcommand into one line on stderr and its exit code."""
+    """Turns every error of a subcommand into one line on stderr and its exit code; takes
+    `--json` anywhere on the command line, for every command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if ctx.parent is None:
+            # Taken out before click sees it, so that no command needs its own --json option
+            # (each still declares json_option, for its --help); "--" ends the options.
+            end = args.index("--") if "--" in args else len(args)
+            if "--json" in args[:end]:
+                ctx.ensure_object(State).json = True
+                args = [a for a in args[:end] if a != "--json"] + args[end:]
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -82,8 +104,46 @@ def when(ts: Timestamp) -> str:
     return datetime.fromtimestamp(ts.seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+_INT64_TYPES = {
+    FieldDescriptor.TYPE_INT64,
+    FieldDescriptor.TYPE_UINT64,
+    FieldDescriptor.TYPE_SINT64,
+    FieldDescriptor.TYPE_FIXED64,
+    FieldDescriptor.TYPE_SFIXED64,
+}
+
+
+def _numbers(message: Message, data: dict[str, Any]) -> dict[str, Any]:
+    """Proto3's JSON mapping writes 64-bit integers as strings; scripts want numbers."""
+    for descriptor in message.DESCRIPTOR.fields:
+        name = descriptor.name
+        if name not in data:
+            continue
+        value = getattr(message, name)
+        if descriptor.message_type is not None and descriptor.message_type.GetOptions().map_entry:
+            value_descriptor = descriptor.message_type.fields_by_name["value"]
+            if value_descriptor.type in _INT64_TYPES:
+                data[name] = {k: int(v) for k, v in data[name].items()}
+            elif value_descriptor.message_type is not None and isinstance(data[name], dict):
+                for k in data[name]:
+                    if isinstance(data[name][k], dict):
+                        _numbers(value[k], data[name][k])
+        elif descriptor.type in _INT64_TYPES:
+            data[name] = [int(v) for v in data[name]] if isinstance(data[name], list) else int(data[name])
+        elif descriptor.message_type is not None and descriptor.message_type.full_name.startswith("google.protobuf."):
+            continue  # well-known types (Timestamp...) have their own JSON form
+        elif descriptor.message_type is not None:
+            if isinstance(data[name], list):
+                for item, sub in zip(value, data[name], strict=True):
+                    if isinstance(sub, dict):
+                        _numbers(item, sub)
+            elif isinstance(data[name], dict):
+                _numbers(value, data[name])
+    return data
+
+
 def as_dict(message: Message) -> dict[str, Any]:
-    return MessageToDict(message, preserving_proto_field_name=True)
+    return _numbers(message, MessageToDict(message, preserving_proto_field_name=True))
 
 
 def human_size(size: int) -> str:
@@ -111,6 +171,36 @@ def output(data: Any, human: Callable[[], None]) -> None:
         click.echo(json.dumps(data, indent=2, default=str))
     else:
         human()
+
+
+@contextmanager
+def on_branch(repo: str, name: str) -> Iterator[None]:
+    """Around a call that needs a branch: when name is a tag instead, say so, not "not found"."""
+    try:
+        yield
+    except ClientError as exc:
+        if exc.exit_code == EXIT_NOT_FOUND and _is_tag(repo, name):
+            raise ClientError(
+                f"{name!r} is a tag of {repo}, not a branch: tags never change; to work on it, create a branch"
+                f" from it: silt branch create silt://{repo}/NEW-BRANCH --source {name}",
+                EXIT_USAGE,
+            ) from None
+        raise
+
+
+def _is_tag(repo: str, name: str) -> bool:
+    from silt.graveler.v1 import graveler_pb2 as api
+
+    try:
+        client().graveler.GetTag(api.GetTagRequest(repository=repo, id=name))
+    except (ClientError, SiltError):
+        return False
+    return True
+
+
+def done(message: str, **data: Any) -> None:
+    """The result of a command that changes something: a line for people, an object for --json."""
+    output({"ok": True, **data}, lambda: click.echo(message))
 
 
 def _set_json(ctx: click.Context, _: click.Parameter, value: bool) -> None:

@@ -8,7 +8,7 @@ import click
 
 from silt.auth.v1 import auth_pb2 as aapi
 from silt.cli.common import client, json_option, output, table
-from silt.client import EXIT_UNAVAILABLE, Client, ClientError
+from silt.client import EXIT_DENIED, EXIT_UNAVAILABLE, Client, ClientError
 from silt.graveler.v1 import graveler_pb2 as gapi
 
 
@@ -19,6 +19,7 @@ def doctor() -> None:
     c = client()
     s = c.settings
     checks: list[dict[str, str]] = []
+    exit_codes: list[int] = []
 
     def check(name: str, endpoint: str, probe: Callable[[], str]) -> None:
         try:
@@ -26,6 +27,7 @@ def doctor() -> None:
             checks.append({"service": name, "endpoint": endpoint, "status": "ok", "detail": str(detail)})
         except ClientError as exc:
             checks.append({"service": name, "endpoint": endpoint, "status": "FAIL", "detail": str(exc)})
+            exit_codes.append(exc.exit_code)
 
     check("credentials", s.credentials_source or "-", lambda: _credentials(c))
     check("auth", s.auth, lambda: "signed in as " + c.auth.WhoAmI(aapi.WhoAmIRequest(), timeout=5).user.id)
@@ -38,6 +40,10 @@ def doctor() -> None:
         ),
     )
     check("gateway", s.s3_endpoint, lambda: _gateway(c))
+    # The probes Kubernetes uses: each service's own view of its KV and object store.
+    check("auth health", s.auth, lambda: _grpc_health(s.auth))
+    check("graveler health", s.graveler, lambda: _grpc_health(s.graveler))
+    check("gateway health", s.s3_endpoint, lambda: _gateway_ready(s.s3_endpoint))
     output(
         checks,
         lambda: table(
@@ -47,12 +53,53 @@ def doctor() -> None:
     )
     failed = [x for x in checks if x["status"] != "ok"]
     if failed:
-        raise ClientError(f"{len(failed)} check(s) failed: {', '.join(x['service'] for x in failed)}", EXIT_UNAVAILABLE)
+        names = ", ".join(x["service"] for x in failed)
+        raise ClientError(f"{len(failed)} check(s) failed: {names}", _exit_code(exit_codes))
+
+
+def _exit_code(codes: list[int]) -> int:
+    """Refused credentials (6) explain every other failure they cause, so they win; otherwise
+    the first failure's code, as any other command would exit with it."""
+    return EXIT_DENIED if EXIT_DENIED in codes else codes[0]
 
 
 def _credentials(c: Client) -> str:
     creds = c.credentials()
     return f"access key {creds.access_key_id}"
+
+
+def _grpc_health(endpoint: str) -> str:
+    """grpc.health.v1 Check of the whole server: SERVING only while its stores answer."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with grpc.insecure_channel(endpoint) as channel:
+        try:
+            stub = health_pb2_grpc.HealthStub(channel)
+            reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=5)  # type: ignore[attr-defined]
+        except grpc.RpcError as exc:
+            raise ClientError(f"health check failed: {exc.code().name}", EXIT_UNAVAILABLE) from None
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    if reply.status != health_pb2.HealthCheckResponse.SERVING:
+        raise ClientError(f"{status}: its KV or object store does not answer (see its log)", EXIT_UNAVAILABLE)
+    return status
+
+
+def _gateway_ready(endpoint: str) -> str:
+    """The gateway's readiness endpoint: auth, graveler and the KV all answer it."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    url = endpoint.rstrip("/") + "/_silt/health/ready"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return str(json.loads(reply.read()).get("status", "ready"))
+    except urllib.error.HTTPError as exc:
+        failing = json.loads(exc.read() or b"{}").get("failing", [])
+        raise ClientError(f"not ready: {', '.join(failing) or exc.code}", EXIT_UNAVAILABLE) from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise ClientError(f"readiness check failed: {exc}", EXIT_UNAVAILABLE) from None
 
 
 def _gateway(c: Client) -> str:
@@ -61,6 +108,10 @@ def _gateway(c: Client) -> str:
 
     try:
         buckets = c.s3.list_buckets().get("Buckets", [])
-    except (BotoError, BotoCoreError) as exc:
+    except BotoError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        denied = code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403")
+        raise ClientError(f"{code}: {exc}", EXIT_DENIED if denied else EXIT_UNAVAILABLE) from None
+    except BotoCoreError as exc:
         raise ClientError(f"{type(exc).__name__}: {exc}", EXIT_UNAVAILABLE) from None
     return f"{len(buckets)} bucket(s) listed"

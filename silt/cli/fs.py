@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import click
 
-from silt.cli.common import as_dict, client, human_size, json_option, output, table, when
+from silt.cli.common import as_dict, client, done, human_size, json_option, on_branch, output, table, when
+from silt.cli.progress import TransferProgress
 from silt.client import EXIT_DENIED, EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 
@@ -122,13 +121,15 @@ def stat(uri: str) -> None:
 @fs.command("rm")
 @click.argument("uri", metavar="silt://REPO/BRANCH/PATH")
 @click.option("--recursive", "-r", is_flag=True, help="Remove every object under PATH as a prefix.")
+@json_option
 def rm(uri: str, recursive: bool) -> None:
     """Delete objects from a branch (uncommitted until `silt commit`)."""
     repo, branch, path = parse_uri(uri)
     c = client()
     if not recursive:
-        c.graveler.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch=branch, key=path))
-        click.echo(f"Removed {path}")
+        with on_branch(repo, branch):
+            c.graveler.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch=branch, key=path))
+        done(f"Removed {path}", removed=[path])
         return
     prefix = path if not path or path.endswith("/") else path + "/"
     keys = [item.key for item in c.entries(repo, branch, prefix)]
@@ -138,7 +139,7 @@ def rm(uri: str, recursive: bool) -> None:
 
     with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
         list(pool.map(delete, keys))
-    click.echo(f"Removed {len(keys)} object(s) under {prefix or '/'}")
+    done(f"Removed {len(keys)} object(s) under {prefix or '/'}", removed=keys)
 
 
 @fs.command("cat")
@@ -154,38 +155,25 @@ def cat(uri: str) -> None:
         out.flush()
 
 
-class _Progress:
-    """One bar for many concurrent transfers; boto3 reports bytes from its own threads."""
-
-    def __init__(self, total: int, label: str, show: bool) -> None:
-        self._bar: Any = click.progressbar(length=max(total, 1), label=label, file=sys.stderr) if show else None
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> _Progress:
-        if self._bar is not None:
-            self._bar.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(*exc)
-
-    def __call__(self, done: int) -> None:
-        if self._bar is not None:
-            with self._lock:
-                self._bar.update(done)
+Job = Callable[[Callable[[int], object]], None]
 
 
-def _transfer(jobs: list[Callable[[Callable[[int], None]], None]], total: int, label: str, quiet: bool) -> None:
-    with (
-        _Progress(total, label, show=not quiet and sys.stderr.isatty()) as progress,
-        ThreadPoolExecutor(TRANSFER_THREADS) as pool,
-    ):
-        for future in [pool.submit(job, progress) for job in jobs]:
-            future.result()
+def _transfer(jobs: list[tuple[str, int, Job]], verb: str, quiet: bool) -> None:
+    """Run (name, size, job) transfers concurrently; each job gets its file's progress callback."""
+    with TransferProgress(verb, [(name, size) for name, size, _ in jobs], quiet) as progress:
+
+        def run(name: str, job: Job) -> None:
+            job(progress.file(name))
+            progress.finished(name)
+
+        with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
+            for future in [pool.submit(run, name, job) for name, _, job in jobs]:
+                future.result()
 
 
-progress_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+progress_option = click.option(
+    "--quiet", "-q", is_flag=True, help="No progress (bars on a terminal, else a line every few seconds)."
+)
 
 
 @fs.command("upload")
@@ -194,6 +182,7 @@ progress_option = click.option("--quiet", "-q", is_flag=True, help="No progress 
 @click.option("--recursive", "-r", is_flag=True, help="Upload a directory tree under PATH.")
 @click.option("--content-type", help="Content type of the uploaded objects.")
 @progress_option
+@json_option
 def upload(source: Path, uri: str, recursive: bool, content_type: str | None, quiet: bool) -> None:
     """Upload a file, or a directory with -r, to a branch (uncommitted until `silt commit`)."""
     repo, branch, path = parse_uri(uri)
@@ -209,16 +198,23 @@ def upload(source: Path, uri: str, recursive: bool, content_type: str | None, qu
     s3 = client().s3
     extra = {"ContentType": content_type} if content_type else None
 
-    def job(local: Path, key: str) -> Callable[[Callable[[int], None]], None]:
-        def run(progress: Callable[[int], None]) -> None:
+    def job(local: Path, key: str) -> Job:
+        def run(progress: Callable[[int], object]) -> None:
             with _s3_errors(f"silt://{repo}/{branch}/{key}"):
                 s3.upload_file(str(local), repo, f"{branch}/{key}", ExtraArgs=extra, Callback=progress)
 
         return run
 
-    total = sum(f.stat().st_size for f, _ in pairs)
-    _transfer([job(f, k) for f, k in pairs], total, f"uploading {len(pairs)} file(s)", quiet)
-    click.echo(f"Uploaded {len(pairs)} file(s), {human_size(total)}, to silt://{repo}/{branch}/{path}")
+    sizes = [f.stat().st_size for f, _ in pairs]
+    total = sum(sizes)
+    with on_branch(repo, branch):
+        client().graveler.GetBranch(api.GetBranchRequest(repository=repo, name=branch))
+    _transfer([(k, size, job(f, k)) for (f, k), size in zip(pairs, sizes, strict=True)], "uploading", quiet)
+    done(
+        f"Uploaded {len(pairs)} file(s), {human_size(total)}, to silt://{repo}/{branch}/{path}",
+        files=[{"path": k, "size": size} for (_, k), size in zip(pairs, sizes, strict=True)],
+        bytes=total,
+    )
 
 
 @fs.command("download")
@@ -226,6 +222,7 @@ def upload(source: Path, uri: str, recursive: bool, content_type: str | None, qu
 @click.argument("destination", type=click.Path(path_type=Path))
 @click.option("--recursive", "-r", is_flag=True, help="Download every object under PATH into a directory.")
 @progress_option
+@json_option
 def download(uri: str, destination: Path, recursive: bool, quiet: bool) -> None:
     """Download an object, or every object under a prefix with -r."""
     repo, ref, path = parse_uri(uri)
@@ -240,8 +237,8 @@ def download(uri: str, destination: Path, recursive: bool, quiet: bool) -> None:
         pairs = [(path, target, info.entry.size)]
     s3 = c.s3
 
-    def job(key: str, local: Path) -> Callable[[Callable[[int], None]], None]:
-        def run(progress: Callable[[int], None]) -> None:
+    def job(key: str, local: Path) -> Job:
+        def run(progress: Callable[[int], object]) -> None:
             local.parent.mkdir(parents=True, exist_ok=True)
             with _s3_errors(f"silt://{repo}/{ref}/{key}"):
                 s3.download_file(repo, f"{ref}/{key}", str(local), Callback=progress)
@@ -249,5 +246,9 @@ def download(uri: str, destination: Path, recursive: bool, quiet: bool) -> None:
         return run
 
     total = sum(size for _, _, size in pairs)
-    _transfer([job(k, p) for k, p, _ in pairs], total, f"downloading {len(pairs)} file(s)", quiet)
-    click.echo(f"Downloaded {len(pairs)} file(s), {human_size(total)}, to {os.fspath(destination)}")
+    _transfer([(k, size, job(k, p)) for k, p, size in pairs], "downloading", quiet)
+    done(
+        f"Downloaded {len(pairs)} file(s), {human_size(total)}, to {os.fspath(destination)}",
+        files=[{"path": k, "local": os.fspath(p), "size": size} for k, p, size in pairs],
+        bytes=total,
+    )

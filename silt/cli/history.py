@@ -6,7 +6,7 @@ import json
 
 import click
 
-from silt.cli.common import as_dict, client, json_option, output, state, table, when
+from silt.cli.common import as_dict, client, json_option, on_branch, output, state, table, when
 from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 
@@ -58,16 +58,17 @@ def print_merge_result(resp: api.MergeResponse, done: str) -> None:
 def commit(uri: str, message: str, meta: tuple[str, ...], allow_empty: bool) -> None:
     """Commit a branch's uncommitted changes (only those under PREFIX when given)."""
     repo, branch, prefix = parse_uri(uri)
-    info = client().graveler.Commit(
-        api.CommitRequest(
-            repository=repo,
-            branch=branch,
-            message=message,
-            metadata=_metadata(meta),
-            allow_empty=allow_empty,
-            prefixes=[prefix] if prefix else [],
+    with on_branch(repo, branch):
+        info = client().graveler.Commit(
+            api.CommitRequest(
+                repository=repo,
+                branch=branch,
+                message=message,
+                metadata=_metadata(meta),
+                allow_empty=allow_empty,
+                prefixes=[prefix] if prefix else [],
+            )
         )
-    )
     output(as_dict(info), lambda: click.echo(f"Commit {info.id} on {branch}"))
 
 
@@ -252,6 +253,8 @@ def show_commit(uri: str) -> None:
                 ("committer", info.committer),
                 ("date", when(info.creation_date)),
                 ("parents", " ".join(info.parents)),
+                # metadata, e.g. silt.requested-committer: a name the caller asked for, not the author
+                *((f"meta {k}", v) for k, v in sorted(info.metadata.items())),
             ],
         )
 

@@ -12,7 +12,7 @@ import click
 
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import model_pb2 as pb
-from silt.cli.common import as_dict, client, json_option, output, table, when
+from silt.cli.common import as_dict, client, done, json_option, output, table, when
 from silt.client import EXIT_USAGE, ClientError, paged
 
 _EFFECTS = {"allow": pb.EFFECT_ALLOW, "deny": pb.EFFECT_DENY}
@@ -52,9 +52,10 @@ def users() -> None:
 
 @users.command("create")
 @click.argument("user_id")
-@click.option("--description", default="")
+@click.option("--description", default="", help="Free text shown by list and show.")
 @json_option
 def user_create(user_id: str, description: str) -> None:
+    """Create a user (give it access with `auth groups add-member` or `auth policies attach`)."""
     user = client().auth.CreateUser(api.CreateUserRequest(id=user_id, description=description))
     output(as_dict(user), lambda: click.echo(f"User {user.id} created"))
 
@@ -62,6 +63,7 @@ def user_create(user_id: str, description: str) -> None:
 @users.command("list")
 @json_option
 def user_list() -> None:
+    """Every user's id."""
     a = client().auth
     _show_ids("user", _all(lambda after: a.ListUsers(api.ListUsersRequest(after=after)), "users", lambda u: u.id))
 
@@ -96,9 +98,11 @@ def user_show(user_id: str) -> None:
 
 @users.command("delete")
 @click.argument("user_id")
+@json_option
 def user_delete(user_id: str) -> None:
+    """Delete a user with its access keys."""
     client().auth.DeleteUser(api.DeleteUserRequest(id=user_id))
-    click.echo(f"User {user_id} deleted")
+    done(f"User {user_id} deleted", user_id=user_id)
 
 
 # --- groups -------------------------------------------------------------------------------
@@ -111,9 +115,10 @@ def groups() -> None:
 
 @groups.command("create")
 @click.argument("group_id")
-@click.option("--description", default="")
+@click.option("--description", default="", help="Free text shown by list and show.")
 @json_option
 def group_create(group_id: str, description: str) -> None:
+    """Create a group; its members get the policies attached to it."""
     group = client().auth.CreateGroup(api.CreateGroupRequest(id=group_id, description=description))
     output(as_dict(group), lambda: click.echo(f"Group {group.id} created"))
 
@@ -121,37 +126,45 @@ def group_create(group_id: str, description: str) -> None:
 @groups.command("list")
 @json_option
 def group_list() -> None:
+    """Every group's id."""
     a = client().auth
     _show_ids("group", _all(lambda after: a.ListGroups(api.ListGroupsRequest(after=after)), "groups", lambda g: g.id))
 
 
 @groups.command("delete")
 @click.argument("group_id")
+@json_option
 def group_delete(group_id: str) -> None:
+    """Delete a group (its members stay, without its policies)."""
     client().auth.DeleteGroup(api.DeleteGroupRequest(id=group_id))
-    click.echo(f"Group {group_id} deleted")
+    done(f"Group {group_id} deleted", group_id=group_id)
 
 
 @groups.command("add-member")
 @click.argument("group_id")
 @click.argument("user_id")
+@json_option
 def group_add(group_id: str, user_id: str) -> None:
+    """Add a user to a group."""
     client().auth.AddGroupMember(api.GroupMemberRequest(group_id=group_id, user_id=user_id))
-    click.echo(f"User {user_id} added to {group_id}")
+    done(f"User {user_id} added to {group_id}", group_id=group_id, user_id=user_id)
 
 
 @groups.command("remove-member")
 @click.argument("group_id")
 @click.argument("user_id")
+@json_option
 def group_remove(group_id: str, user_id: str) -> None:
+    """Remove a user from a group."""
     client().auth.RemoveGroupMember(api.GroupMemberRequest(group_id=group_id, user_id=user_id))
-    click.echo(f"User {user_id} removed from {group_id}")
+    done(f"User {user_id} removed from {group_id}", group_id=group_id, user_id=user_id)
 
 
 @groups.command("members")
 @click.argument("group_id")
 @json_option
 def group_members(group_id: str) -> None:
+    """The users in a group."""
     a = client().auth
     members = _all(
         lambda after: a.ListGroupMembers(api.ListGroupMembersRequest(group_id=group_id, after=after)),
@@ -195,9 +208,10 @@ def _statements(raw: str) -> list[pb.Statement]:
     required=True,
     help='JSON list (or @file): [{"effect": "allow", "actions": ["ReadRepo"], "resources": ["prod-*"]}]',
 )
-@click.option("--description", default="")
+@click.option("--description", default="", help="Free text shown by list and show.")
 @json_option
 def policy_create(policy_id: str, raw: str, description: str) -> None:
+    """Create a policy from JSON statements (inline, or @FILE)."""
     policy = client().auth.CreatePolicy(
         api.CreatePolicyRequest(id=policy_id, description=description, statements=_statements(raw))
     )
@@ -207,6 +221,7 @@ def policy_create(policy_id: str, raw: str, description: str) -> None:
 @policies.command("list")
 @json_option
 def policy_list() -> None:
+    """Every policy's id."""
     a = client().auth
     _show_ids(
         "policy", _all(lambda after: a.ListPolicies(api.ListPoliciesRequest(after=after)), "policies", lambda p: p.id)
@@ -217,6 +232,7 @@ def policy_list() -> None:
 @click.argument("policy_id")
 @json_option
 def policy_show(policy_id: str) -> None:
+    """A policy's statements."""
     policy = client().auth.GetPolicy(api.GetPolicyRequest(id=policy_id))
 
     def human() -> None:
@@ -234,9 +250,11 @@ def policy_show(policy_id: str) -> None:
 
 @policies.command("delete")
 @click.argument("policy_id")
+@json_option
 def policy_delete(policy_id: str) -> None:
+    """Delete a policy (detaching it from everyone)."""
     client().auth.DeletePolicy(api.DeletePolicyRequest(id=policy_id))
-    click.echo(f"Policy {policy_id} deleted")
+    done(f"Policy {policy_id} deleted", policy_id=policy_id)
 
 
 def _attachment(policy_id: str, user: str | None, group: str | None) -> api.PolicyAttachmentRequest:
@@ -249,20 +267,24 @@ def _attachment(policy_id: str, user: str | None, group: str | None) -> api.Poli
 
 @policies.command("attach")
 @click.argument("policy_id")
-@click.option("--user")
-@click.option("--group")
+@click.option("--user", help="The user to attach it to.")
+@click.option("--group", help="The group to attach it to.")
+@json_option
 def policy_attach(policy_id: str, user: str | None, group: str | None) -> None:
+    """Attach a policy to a user or a group (exactly one)."""
     client().auth.AttachPolicy(_attachment(policy_id, user, group))
-    click.echo(f"Policy {policy_id} attached to {user or group}")
+    done(f"Policy {policy_id} attached to {user or group}", policy_id=policy_id, user_id=user, group_id=group)
 
 
 @policies.command("detach")
 @click.argument("policy_id")
-@click.option("--user")
-@click.option("--group")
+@click.option("--user", help="The user to detach it from.")
+@click.option("--group", help="The group to detach it from.")
+@json_option
 def policy_detach(policy_id: str, user: str | None, group: str | None) -> None:
+    """Detach a policy from a user or a group (exactly one)."""
     client().auth.DetachPolicy(_attachment(policy_id, user, group))
-    click.echo(f"Policy {policy_id} detached from {user or group}")
+    done(f"Policy {policy_id} detached from {user or group}", policy_id=policy_id, user_id=user, group_id=group)
 
 
 # --- credentials --------------------------------------------------------------------------
@@ -274,7 +296,7 @@ def credentials() -> None:
 
 
 @credentials.command("create")
-@click.option("--user", "user_id", required=True)
+@click.option("--user", "user_id", required=True, help="Whose key it is.")
 @json_option
 def credentials_create(user_id: str) -> None:
     """Issue a key; its secret is shown only this once."""
@@ -297,6 +319,7 @@ def credentials_create(user_id: str) -> None:
 @click.option("--user", "user_id", default="", help="Default: yourself.")
 @json_option
 def credentials_list(user_id: str) -> None:
+    """A user's access keys (never their secrets)."""
     a = client().auth
     items = _all(
         lambda after: a.ListCredentials(api.ListCredentialsRequest(user_id=user_id, after=after)),
@@ -312,23 +335,26 @@ def credentials_list(user_id: str) -> None:
 
 
 @credentials.command("delete")
-@click.option("--user", "user_id", required=True)
+@click.option("--user", "user_id", required=True, help="Whose key it is.")
 @click.argument("access_key_id")
+@json_option
 def credentials_delete(user_id: str, access_key_id: str) -> None:
+    """Revoke an access key."""
     client().auth.DeleteCredentials(api.DeleteCredentialsRequest(user_id=user_id, access_key_id=access_key_id))
-    click.echo(f"Access key {access_key_id} deleted")
+    done(f"Access key {access_key_id} deleted", user_id=user_id, access_key_id=access_key_id)
 
 
 @auth.command("env")
+@json_option
 def env() -> None:
     """Shell exports for the AWS CLI and SDKs with your Silt key: eval "$(silt auth env)"."""
     c = client()
     creds = c.credentials()
     s = c.settings
-    for name, value in (
-        ("AWS_ACCESS_KEY_ID", creds.access_key_id),
-        ("AWS_SECRET_ACCESS_KEY", creds.secret_access_key.get_secret_value()),
-        ("AWS_DEFAULT_REGION", s.region),
-        ("AWS_ENDPOINT_URL", s.s3_endpoint),
-    ):
-        click.echo(f"export {name}={shlex.quote(value)}")
+    values = {
+        "AWS_ACCESS_KEY_ID": creds.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": creds.secret_access_key.get_secret_value(),
+        "AWS_DEFAULT_REGION": s.region,
+        "AWS_ENDPOINT_URL": s.s3_endpoint,
+    }
+    output(values, lambda: click.echo("\n".join(f"export {k}={shlex.quote(v)}" for k, v in values.items())))

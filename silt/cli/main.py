@@ -5,18 +5,18 @@ Errors are one readable line on stderr and a non-zero exit code, never a traceba
 
 from __future__ import annotations
 
-import uuid
-
 import click
 
 from silt.cli.branch import branch, tag
 from silt.cli.common import SiltGroup, State, json_option
 from silt.cli.doctor import doctor
 from silt.cli.fs import fs
+from silt.cli.gc import gc
 from silt.cli.history import commit, diff, log, merge, show_commit
 from silt.cli.iam import auth
 from silt.cli.repo import repo
 from silt.cli.run import run
+from silt.client import find_config_path
 from silt.config import Config, load_config
 
 
@@ -49,7 +49,7 @@ def cli(
 
 
 def _config(ctx: click.Context) -> Config:
-    return load_config(ctx.find_root().ensure_object(State).config_path)
+    return load_config(find_config_path(ctx.find_root().ensure_object(State).config_path))
 
 
 @cli.group()
@@ -58,6 +58,7 @@ def config() -> None:
 
 
 @config.command("check")
+@json_option  # the output is JSON either way
 @click.pass_context
 def config_check(ctx: click.Context) -> None:
     """Validate the configuration file and SILT_* overrides, then print the result."""
@@ -66,27 +67,17 @@ def config_check(ctx: click.Context) -> None:
 
 
 @cli.command("check")
+@json_option
 @click.pass_context
 def check(ctx: click.Context) -> None:
-    """Validate the configuration and reach the KV store and the object store."""
-    from silt.block import open_adapter
-    from silt.kv import open_store
+    """Validate the configuration and reach the KV store and the object store; creates nothing."""
+    from silt.cli.stack_check import run_check
 
-    loaded = _config(ctx)
-    store = open_store(loaded.database)
-    try:
-        probe = uuid.uuid4().hex.encode()
-        store.set(b"silt-health", probe, b"ok")
-        store.get(b"silt-health", probe)
-        store.delete(b"silt-health", probe)
-    finally:
-        store.close()
-    click.echo(f"kv: {loaded.database.type} ok")
-    open_adapter(loaded.blockstore)
-    click.echo(f"blockstore: {loaded.blockstore.type} ok")
+    path = find_config_path(ctx.find_root().ensure_object(State).config_path)
+    run_check(load_config(path), path)
 
 
-for command in (repo, branch, tag, commit, log, diff, merge, show_commit, fs, auth, run, doctor):
+for command in (repo, branch, tag, commit, log, diff, merge, show_commit, fs, auth, run, doctor, gc):
     cli.add_command(command)
 
 

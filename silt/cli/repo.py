@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from silt.cli.common import as_dict, client, json_option, output, table, when
+from silt.cli.common import as_dict, client, done, json_option, output, table, when
 from silt.client import paged
 from silt.graveler.v1 import graveler_pb2 as api
 
@@ -24,7 +24,7 @@ def _repo_name(uri: str) -> str:
 @click.option(
     "--storage-namespace", "-s", help="Where its objects go (default: local://<name> on the local-disk object store)."
 )
-@click.option("--default-branch", default="main", show_default=True)
+@click.option("--default-branch", default="main", show_default=True, help="The branch created with it.")
 @json_option
 def create(repository: str, storage_namespace: str | None, default_branch: str) -> None:
     """Create REPOSITORY (silt://name or name) with an initial commit on the default branch."""
@@ -77,10 +77,13 @@ def show(repository: str) -> None:
 @repo.command("delete")
 @click.argument("repository")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@json_option
 def delete(repository: str, yes: bool) -> None:
     """Delete a repository with all its branches, tags and history."""
     name = _repo_name(repository)
+    g = client().graveler
+    g.GetRepository(api.GetRepositoryRequest(name=name))  # a missing one fails before anyone is asked
     if not yes:
         click.confirm(f"Delete repository {name} and all its history?", abort=True)
-    client().graveler.DeleteRepository(api.DeleteRepositoryRequest(name=name))
-    click.echo(f"Repository {name} deleted")
+    g.DeleteRepository(api.DeleteRepositoryRequest(name=name))
+    done(f"Repository {name} deleted", repository=name)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from silt.launcher import Stack, default_data_dir
+from silt.launcher import RUN_MAX_RESTART_DELAY_SECONDS, Stack, default_data_dir
 
 
 def _hint_data_dir(data_dir: Path) -> str | None:
@@ -34,7 +34,12 @@ def _hint_data_dir(data_dir: Path) -> str | None:
 def run(data_dir: Path | None, auth_port: int | None, graveler_port: int | None, gateway_port: int | None) -> None:
     """Start auth, graveler and the S3 gateway locally; restart what crashes; stop on Ctrl-C."""
     ports = {k: v for k, v in {"auth": auth_port, "graveler": graveler_port, "gateway": gateway_port}.items() if v}
-    stack = Stack(data_dir, ports=ports, on_event=lambda line: click.echo(f"silt: {line}", err=True))
+    stack = Stack(
+        data_dir,
+        ports=ports,
+        on_event=lambda line: click.echo(f"silt: {line}", err=True),
+        max_restart_delay=RUN_MAX_RESTART_DELAY_SECONDS,
+    )
     stop = threading.Event()
     # Ctrl-C and SIGTERM both end in an orderly stop of every service.
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -83,6 +88,8 @@ def _announce(stack: Stack) -> None:
     silt = _silt_command()
     click.echo(f"  {silt} repo create quickstart")
     if s3:
+        # The AWS CLI needs Silt's key (and the endpoint) in its environment.
+        click.echo(f'  eval "$({silt} auth env)"')
         click.echo(f"  aws --endpoint-url {s3} s3 cp README.md s3://quickstart/main/README.md")
     else:
         click.echo(f"  {silt} branch create silt://quickstart/dev --source main")

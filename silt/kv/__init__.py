@@ -1,4 +1,4 @@
-"""The partitioned key/value Store (seed 000) and its drivers."""
+"""The partitioned key/value Store and its drivers (docs/design/kv.md)."""
 
 from silt.kv.store import Entry, Predicate, Store, ValueWithPredicate, open_store, register_driver
 

@@ -8,7 +8,7 @@ The KV partition is the Cassandra partition and the key its clustering column, s
 is a single-partition range read in byte order. Only CQL that Cassandra 2.1 through 5.0
 all accept is used.
 
-Consistency decisions (see DESIGN.md, "KV layer"):
+Consistency decisions (see docs/design/kv.md, "Drivers"):
 
 * ``set_if`` is a lightweight transaction (Paxos at ``serial_consistency``, committed at
   ``consistency``), so compare-and-set is atomic whatever a reader saw before.
@@ -73,6 +73,7 @@ from cassandra.query import PreparedStatement, tuple_factory
 
 from silt.config import CassandraConfig, DatabaseConfig
 from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SiltError, Unavailable
+from silt.kv.durability import durability_warnings
 from silt.kv.store import Entry, Predicate, Store, ValueWithPredicate, check_key, check_value, register_driver
 
 if TYPE_CHECKING:
@@ -236,6 +237,22 @@ class CassandraStore(Store):
         except BaseException:
             self._cluster.shutdown()
             raise
+        for warning in self.durability_warnings():
+            logging.getLogger(__name__).warning("%s", warning)
+
+    def durability_warnings(self) -> list[str]:
+        """Why acknowledged writes might not survive losing one node, per the keyspace as the
+        cluster reports it (it may have been created with other settings than today's config)."""
+        replicas = self._config.replication_factor
+        keyspace = self._cluster.metadata.keyspaces.get(self._config.keyspace)
+        strategy = getattr(keyspace, "replication_strategy", None)
+        if strategy is not None and getattr(strategy, "replication_factor", None) is not None:
+            replicas = int(strategy.replication_factor)
+        elif strategy is not None and getattr(strategy, "dc_replication_factors", None):
+            replicas = min(int(n) for n in strategy.dc_replication_factors.values())
+        elif self._config.replication_strategy == "NetworkTopologyStrategy" and self._config.datacenters:
+            replicas = min(self._config.datacenters.values())
+        return durability_warnings(self._config.keyspace, replicas, self._config.consistency)
 
     @classmethod
     def from_config(cls, config: DatabaseConfig) -> CassandraStore:

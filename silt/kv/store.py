@@ -1,4 +1,4 @@
-"""The KV Store interface of seed 000 and the registry of its drivers.
+"""The KV Store interface and the registry of its drivers (docs/design/kv.md).
 
 Semantics every driver must honour (checked by tests/integration/kv/test_conformance.py):
 
@@ -120,4 +120,16 @@ def open_store(config: DatabaseConfig) -> Store:
         raise InvalidArgument(
             f"database.type: unknown KV driver {config.type!r} (expected one of {sorted(_BUILTIN_DRIVERS)})"
         ) from None
-    return factory(config)
+    return _instrumented(factory(config), config.type)
+
+
+def _instrumented(store: Store, driver: str) -> Store:
+    """The store wrapped once for every driver, if this process traces or exports metrics."""
+    from silt.telemetry.setup import metrics_enabled, tracing_enabled
+
+    if not (tracing_enabled() or metrics_enabled()):
+        return store
+    from silt.telemetry.kv import InstrumentedStore
+    from silt.telemetry.tracing import tracer
+
+    return InstrumentedStore(store, driver, tracer(), metrics_enabled())

@@ -54,6 +54,8 @@ from pydantic import SecretStr
 
 from silt.errors import ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
 from silt.rpc.errors import status_of
+from silt.telemetry.requestid import METADATA_KEY as REQUEST_ID_HEADER
+from silt.telemetry.requestid import current as current_request_id
 
 if TYPE_CHECKING:
     from silt.config import Config
@@ -64,7 +66,7 @@ ACCESS_KEY_HEADER = "x-silt-access-key-id"
 DATE_HEADER = "x-silt-date"
 SIGNATURE_HEADER = "x-silt-signature"
 ALGORITHM = "SILT-HMAC-SHA256"
-_OUR_HEADERS = frozenset((ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER))
+_OUR_HEADERS = frozenset((ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, REQUEST_ID_HEADER))
 
 DEFAULT_MAX_SKEW_SECONDS = 300.0
 DEFAULT_CACHE_TTL_SECONDS = 5.0
@@ -139,6 +141,11 @@ class SigningInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClien
         signature = sign(self._credentials.secret_access_key, date, method, key_id, payload_digest(request))
         metadata = [(k, v) for k, v in (details.metadata or ()) if k not in _OUR_HEADERS]
         metadata += [(ACCESS_KEY_HEADER, key_id), (DATE_HEADER, date), (SIGNATURE_HEADER, signature)]
+        # The S3 request this call serves, for the receiving service's logs. Added here rather
+        # than by an interceptor of its own: each grpc.aio interceptor costs a task per call.
+        request_id = current_request_id.get()
+        if request_id is not None:
+            metadata.append((REQUEST_ID_HEADER, request_id))
         return _CallDetails(
             method,
             details.timeout,
@@ -157,7 +164,11 @@ class SigningInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClien
 
 def signed_channel(target: str, credentials: Credentials, options: Sequence[tuple[str, Any]] = ()) -> grpc.Channel:
     """A channel to target whose every call is signed with credentials."""
-    return grpc.intercept_channel(grpc.insecure_channel(target, options=list(options)), SigningInterceptor(credentials))
+    from silt.telemetry.rpc import traced_channel
+
+    return traced_channel(
+        grpc.intercept_channel(grpc.insecure_channel(target, options=list(options)), SigningInterceptor(credentials))
+    )
 
 
 def _as_bytes(method: str | bytes) -> bytes:
@@ -193,7 +204,11 @@ def signed_aio_channel(
     target: str, credentials: Credentials, options: Sequence[tuple[str, Any]] = ()
 ) -> grpc.aio.Channel:
     """A grpc.aio channel to target whose every call is signed with credentials."""
-    return grpc.aio.insecure_channel(target, options=list(options), interceptors=[AioSigningInterceptor(credentials)])
+    from silt.telemetry.rpc import aio_client_interceptors
+
+    return grpc.aio.insecure_channel(
+        target, options=list(options), interceptors=[*aio_client_interceptors(), AioSigningInterceptor(credentials)]
+    )
 
 
 # --- who is asking, and what they may do ------------------------------------------------
@@ -263,6 +278,26 @@ class TTLCache(Generic[_K, _V]):
 _MISS = object()
 
 
+_cache_counters: dict[tuple[str, bool], Any] = {}
+
+
+def count_cache_lookup(cache: str, hit: bool) -> None:
+    """silt_auth_cache_lookups_total{cache, result}: the hit ratio of the caches of auth's answers."""
+    counter = _cache_counters.get((cache, hit))
+    if counter is None:
+        from silt.telemetry import metrics
+
+        counter = _cache_counters[(cache, hit)] = metrics.AUTH_CACHE.labels(cache, "hit" if hit else "miss")
+    counter.inc()
+
+
+def count_decisions(decisions: Sequence[bool]) -> None:
+    from silt.telemetry import metrics
+
+    for decision in decisions:
+        metrics.AUTH_DECISIONS.labels("allow" if decision else "deny").inc()
+
+
 class CachedAuthority:
     """Caches another Authority's answers, unknown keys included, for ttl seconds."""
 
@@ -273,6 +308,7 @@ class CachedAuthority:
 
     def key_owner(self, access_key_id: str) -> KeyOwner:
         cached = self._owners.get(access_key_id, _MISS)
+        count_cache_lookup("key", cached is not _MISS)
         if cached is _MISS:
             try:
                 cached = self.inner.key_owner(access_key_id)
@@ -292,6 +328,7 @@ class CachedAuthority:
     def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         decisions = [self._decisions.get((user_id, action, r)) for r in resources]
         missing = sorted({r for r, d in zip(resources, decisions, strict=True) if d is None})
+        count_cache_lookup("decision", not missing)
         if missing:
             fresh = dict(zip(missing, self.inner.allowed_many(user_id, action, missing), strict=True))
             for resource, decision in fresh.items():

@@ -14,27 +14,44 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
+from grpc_health.v1 import health_pb2_grpc
+from grpc_health.v1.health import HealthServicer
 
 from silt.config import CONFIG_PATH_ENV, Config, load_config
 from silt.errors import ConfigError, SiltError
+from silt.lifeline import watch_parent_from_env
 from silt.logs import configure_logging
 from silt.rpc.errors import ErrorMappingInterceptor
+from silt.telemetry.rpc import SkipHealth, server_interceptors
+from silt.telemetry.setup import setup as setup_telemetry
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
-def build_server(interceptors: Sequence[grpc.ServerInterceptor] = (), max_workers: int = 32) -> grpc.Server:
+def build_server(
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+    max_workers: int = 32,
+    health: HealthServicer | None = None,
+) -> grpc.Server:
+    """A server whose calls pass telemetry (span, request id, metrics), then interceptors.
+
+    health: served as grpc.health.v1.Health, which skips interceptors (authentication):
+    probes cannot sign calls, and the service reveals only SERVING or NOT_SERVING.
+    """
     # Error mapping is innermost so other interceptors see handlers that never raise SiltError.
-    return grpc.server(
+    server = grpc.server(
         ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
-        interceptors=[*interceptors, ErrorMappingInterceptor()],
+        interceptors=[*server_interceptors(), *(SkipHealth(i) for i in interceptors), ErrorMappingInterceptor()],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ],
     )
+    if health is not None:
+        health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    return server
 
 
 def bind(server: grpc.Server, address: str) -> int:
@@ -43,6 +60,10 @@ def bind(server: grpc.Server, address: str) -> int:
     if port == 0:
         raise OSError(f"cannot listen on {address}")
     return port
+
+
+# After its launcher died, a service gets this long to stop in order before it exits regardless.
+SHUTDOWN_GRACE_SECONDS = 10.0
 
 
 def service_config(description: str, argv: list[str] | None, service: str) -> Config:
@@ -62,7 +83,19 @@ def service_config(description: str, argv: list[str] | None, service: str) -> Co
         # Worker processes the service starts read the same file.
         os.environ[CONFIG_PATH_ENV] = args.config
     configure_logging(config.logging, service)
+    # Started by the launcher (silt run, tests): no service outlives it, even a kill -9 of it.
+    watch_parent_from_env(grace=SHUTDOWN_GRACE_SECONDS)
+    # Before any store or channel is opened: those opened later are instrumented.
+    setup_telemetry(config, service, metrics_address(config, service))
     return config
+
+
+def metrics_address(config: Config, service: str) -> str | None:
+    """Where service serves /metrics (the *.metrics_listen_address keys), if anywhere."""
+    if service == "gateway":
+        return config.gateways.s3.metrics_listen_address
+    section = getattr(config, service, None)
+    return getattr(section, "metrics_listen_address", None)
 
 
 def wait_for_shutdown(every: float | None = None, tick: Callable[[], None] | None = None) -> None:

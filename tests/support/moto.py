@@ -28,6 +28,7 @@ from pydantic import SecretStr
 
 from silt.config import S3BlockstoreConfig, S3CredentialsConfig
 from silt.launcher import free_port
+from silt.lifeline import set_parent_death_signal
 
 EXTERNAL_ENV = "SILT_TEST_S3_ENDPOINT"
 START_TIMEOUT_S = 30.0
@@ -86,6 +87,10 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
+def _die_with_parent() -> None:
+    set_parent_death_signal(signal.SIGTERM)
+
+
 def start_moto_server(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
     """Start moto_server on a free port; return the process and its endpoint URL once it answers."""
     executable = moto_server_executable()
@@ -100,6 +105,8 @@ def start_moto_server(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                # A killed test run must not leave moto_server behind (Linux: the kernel signals it).
+                preexec_fn=_die_with_parent,
             )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""Configuration: YAML shaped like seed 002, SILT_* overrides, one-line errors naming the key."""
+"""Configuration: one YAML file, SILT_* overrides, one-line errors naming the key."""
 
 from __future__ import annotations
 

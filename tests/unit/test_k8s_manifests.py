@@ -1,4 +1,5 @@
-"""deploy/k8s, validated offline: shapes, and agreement with the code and the configuration."""
+"""deploy/k8s, rendered per overlay and validated offline: schemas (kubernetes-validate), and
+agreement with the code and the configuration. tests/e2e/test_k8s_deploy.py runs them."""
 
 from __future__ import annotations
 
@@ -6,99 +7,182 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
-import yaml
 
-from silt.config import env_keys, load_config
+from silt.config import Config, env_keys, load_config
+from tests.support.k8s import (
+    NAMESPACE,
+    OVERLAYS,
+    named,
+    of_kind,
+    pod_labels,
+    pod_spec,
+    render,
+    silt_config_text,
+    workloads,
+)
 
-K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
-
-
-def documents() -> list[dict[str, Any]]:
-    docs = []
-    for path in sorted(K8S.glob("*.yaml")):
-        docs.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
-    return docs
-
-
-def of_kind(kind: str) -> list[dict[str, Any]]:
-    return [doc for doc in documents() if doc["kind"] == kind]
-
-
-def containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return doc["spec"]["template"]["spec"]["containers"]
-
-
-def workloads() -> list[dict[str, Any]]:
-    return of_kind("Deployment") + of_kind("StatefulSet") + of_kind("Job")
+KUBERNETES_VERSION = "1.32.0"
+SILT_SERVICES = {"auth": "silt-auth", "graveler": "silt-graveler", "gateway": "silt-gateway"}
+# Variables the CLI reads (silt/client.py), besides the configuration's.
+CLI_VARIABLES = {"SILT_CONFIG", "SILT_ACCESS_KEY_ID", "SILT_SECRET_ACCESS_KEY"}
+PART_OF = ("silt.io/part-of", "silt")
+# The services' own drain on SIGTERM (server.stop(grace=5), uvicorn timeout_graceful_shutdown=5).
+SERVICE_DRAIN_SECONDS = 5
 
 
-@pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    (configmap,) = of_kind("ConfigMap")
-    path = tmp_path_factory.mktemp("k8s") / "silt.yaml"
-    path.write_text(configmap["data"]["silt.yaml"])
+def config_of(docs: list[dict[str, Any]], tmp_path: Path) -> Config:
+    path = tmp_path / "silt.yaml"
+    path.write_text(silt_config_text(docs))
     return load_config(path, env={})
 
 
-def test_every_document_is_well_formed() -> None:
-    docs = documents()
-    assert {d["kind"] for d in docs} >= {"Namespace", "ConfigMap", "Service", "Deployment", "StatefulSet", "Job"}
+def service_address(docs: list[dict[str, Any]], name: str) -> str:
+    service = named(docs, "Service", name)
+    return f"{name}.{NAMESPACE}.svc.cluster.local:{service['spec']['ports'][0]['port']}"
+
+
+@pytest.fixture(params=OVERLAYS)
+def overlay(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_every_rendered_document_passes_kubernetes_validate(overlay: str) -> None:
+    docs = render(overlay)
+    assert {d["kind"] for d in docs} >= {
+        "Namespace", "ConfigMap", "Service", "Deployment", "StatefulSet", "Job", "CronJob",
+        "PodDisruptionBudget", "NetworkPolicy", "HorizontalPodAutoscaler",
+    }  # fmt: skip
     for doc in docs:
-        assert doc["apiVersion"] and doc["metadata"]["name"]
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
         if doc["kind"] != "Namespace":
-            assert doc["metadata"]["namespace"] == "silt", doc["metadata"]["name"]
+            assert doc["metadata"]["namespace"] == NAMESPACE, doc["metadata"]["name"]
 
 
-def test_the_configmap_is_a_valid_silt_configuration(config: Any) -> None:
+def test_the_configmap_is_a_valid_silt_configuration_whose_endpoints_are_services(overlay: str, tmp_path: Path) -> None:
+    docs = render(overlay)
+    config = config_of(docs, tmp_path)
     assert config.database.type == "cassandra"
     assert config.auth.encrypt_secret_key is None, "secrets belong in a Secret, not the ConfigMap"
+    assert config.auth.endpoint == service_address(docs, "auth")
+    assert config.graveler.endpoint == service_address(docs, "graveler")
+    for name, listen in [
+        ("auth", config.auth.listen_address),
+        ("graveler", config.graveler.listen_address),
+        ("gateway", config.gateways.s3.listen_address),
+    ]:
+        # Pods listen on every interface, on the port their Service forwards to.
+        host, _, port = listen.rpartition(":")
+        assert host == "0.0.0.0"
+        assert int(port) == named(docs, "Service", name)["spec"]["ports"][0]["port"]
 
 
-def test_commands_run_modules_that_exist() -> None:
-    for doc in workloads():
-        for container in containers(doc):
+def test_commands_run_modules_that_exist(overlay: str) -> None:
+    for doc in workloads(render(overlay)):
+        for container in pod_spec(doc)["containers"]:
             command = container.get("command")
             if command and command[:2] == ["python", "-m"]:
                 assert importlib.util.find_spec(command[2]) is not None, command
 
 
-def test_environment_variables_are_known_configuration_keys() -> None:
-    known = set(env_keys().values()) | {"SILT_CONFIG"}
-    for doc in workloads():
-        for container in containers(doc):
+def test_environment_variables_are_known_configuration_keys(overlay: str) -> None:
+    known = set(env_keys().values()) | CLI_VARIABLES
+    for doc in workloads(render(overlay)):
+        for container in pod_spec(doc)["containers"]:
             for var in container.get("env", []):
                 if var["name"].startswith("SILT_"):
                     assert var["name"] in known, var["name"]
 
 
-def test_services_select_pods_on_the_ports_the_configuration_listens_on(config: Any) -> None:
-    listen = {
-        "auth": config.auth.listen_address,
-        "graveler": config.graveler.listen_address,
-        "gateway": config.gateways.s3.listen_address,
-    }
-    pods = {
-        tuple(sorted(w["spec"]["template"]["metadata"]["labels"].items())): w
-        for w in workloads()
-        if "selector" in w["spec"]
-    }
-    for service in of_kind("Service"):
-        selector = tuple(sorted(service["spec"]["selector"].items()))
-        assert selector in pods, f"service {service['metadata']['name']} selects no pods"
-        ports = {p["containerPort"] for c in containers(pods[selector]) for p in c.get("ports", [])}
+def test_services_select_pods_that_expose_their_target_ports(overlay: str) -> None:
+    docs = render(overlay)
+    for service in of_kind(docs, "Service"):
+        selector = service["spec"]["selector"].items()
+        (pods,) = [w for w in workloads(docs) if selector <= pod_labels(w).items()]
+        ports = {p.get("name") for c in pod_spec(pods)["containers"] for p in c.get("ports", [])}
+        ports |= {p["containerPort"] for c in pod_spec(pods)["containers"] for p in c.get("ports", [])}
         for port in service["spec"]["ports"]:
-            assert port.get("targetPort", port["port"]) in ports
-        name = service["metadata"]["name"]
-        if name in listen:
-            assert int(listen[name].rpartition(":")[2]) == service["spec"]["ports"][0]["port"]
-    assert config.auth.endpoint == "auth.silt.svc.cluster.local:8101"
+            assert port.get("targetPort", port["port"]) in ports, service["metadata"]["name"]
 
 
-def test_cassandra_contact_points_are_statefulset_pods(config: Any) -> None:
-    (cassandra,) = of_kind("StatefulSet")
+def test_probes_use_the_health_endpoints_on_the_serving_port(overlay: str) -> None:
+    docs = render(overlay)
+    for name, deployment in SILT_SERVICES.items():
+        (container,) = pod_spec(named(docs, "Deployment", deployment))["containers"]
+        (port,) = container["ports"]
+        readiness = container["readinessProbe"]
+        if name == "gateway":
+            assert readiness["httpGet"] == {"path": "/_silt/health/ready", "port": port["name"]}
+            assert container["livenessProbe"]["httpGet"]["path"] == "/_silt/health/live"
+        else:
+            # Native gRPC probes ask grpc.health.v1.Health on the service's own port.
+            assert readiness["grpc"]["port"] == port["containerPort"]
+            assert container["livenessProbe"]["tcpSocket"]["port"] == port["containerPort"]
+
+
+def test_replicas_disruption_budgets_and_anti_affinity(overlay: str) -> None:
+    docs = render(overlay)
+    for deployment in SILT_SERVICES.values():
+        doc = named(docs, "Deployment", deployment)
+        assert doc["spec"]["replicas"] >= 2, deployment
+        assert doc["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+        anti = pod_spec(doc)["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+        assert anti[0]["podAffinityTerm"]["labelSelector"]["matchLabels"] == {"app": deployment}
+        pdb = named(docs, "PodDisruptionBudget", deployment)
+        assert pdb["spec"]["selector"]["matchLabels"] == {"app": deployment}
+        assert pdb["spec"]["maxUnavailable"] == 1
+    hpa = named(docs, "HorizontalPodAutoscaler", "silt-gateway")
+    assert hpa["spec"]["scaleTargetRef"]["name"] == "silt-gateway"
+    assert hpa["spec"]["minReplicas"] >= 2
+
+
+def test_graceful_shutdown_fits_in_the_termination_grace_period(overlay: str) -> None:
+    docs = render(overlay)
+    for deployment in SILT_SERVICES.values():
+        spec = pod_spec(named(docs, "Deployment", deployment))
+        (container,) = spec["containers"]
+        pre_stop = container["lifecycle"]["preStop"]["exec"]["command"]
+        assert pre_stop[0] == "sleep"
+        assert int(pre_stop[1]) + SERVICE_DRAIN_SECONDS < spec["terminationGracePeriodSeconds"]
+
+
+def test_network_policies_expose_only_the_gateway(overlay: str) -> None:
+    docs = render(overlay)
+    policies = {p["metadata"]["name"]: p["spec"] for p in of_kind(docs, "NetworkPolicy")}
+    assert policies["default-deny-ingress"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    (gateway_rule,) = policies["gateway-from-anywhere"]["ingress"]
+    assert "from" not in gateway_rule and gateway_rule["ports"] == [{"protocol": "TCP", "port": 8000}]
+    for name in ("auth-from-silt", "graveler-from-silt"):
+        (rule,) = policies[name]["ingress"]
+        assert rule["from"] == [{"podSelector": {"matchLabels": dict([PART_OF])}}]
+    # Every Silt pod carries the label those rules admit.
+    for doc in workloads(docs):
+        if doc["metadata"]["name"].startswith("silt-"):
+            assert PART_OF in pod_labels(doc).items(), doc["metadata"]["name"]
+
+
+def test_the_gc_cronjob_runs_silt_gc_run_on_the_configured_repository(overlay: str) -> None:
+    docs = render(overlay)
+    cron = named(docs, "CronJob", "silt-gc")
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    (container,) = pod_spec(cron)["containers"]
+    assert container["command"] == ["silt"] and container["args"][:3] == ["gc", "run", "$(GC_REPOSITORY)"]
+    (repo,) = [v for v in container["env"] if v["name"] == "GC_REPOSITORY"]
+    assert named(docs, "ConfigMap", "silt-gc")["data"][repo["valueFrom"]["configMapKeyRef"]["key"]]
+
+
+def test_prod_runs_three_cassandra_nodes_with_local_quorum(tmp_path: Path) -> None:
+    docs = render("prod")
+    config = config_of(docs, tmp_path).database.cassandra
+    cassandra = named(docs, "StatefulSet", "cassandra")
     replicas = cassandra["spec"]["replicas"]
-    service = cassandra["spec"]["serviceName"]
-    pods = {f"{cassandra['metadata']['name']}-{i}.{service}.silt.svc.cluster.local" for i in range(replicas)}
-    assert set(config.database.cassandra.contact_points) <= pods
-    assert sum(config.database.cassandra.datacenters.values()) == replicas
+    assert replicas == 3
+    pods = {f"cassandra-{i}.{cassandra['spec']['serviceName']}.{NAMESPACE}.svc.cluster.local" for i in range(replicas)}
+    assert set(config.contact_points) == pods
+    assert config.replication_strategy == "NetworkTopologyStrategy" and config.datacenters == {"dc1": 3}
+    assert (config.consistency, config.serial_consistency) == ("LOCAL_QUORUM", "LOCAL_SERIAL")
+    dc = {v["name"]: v.get("value") for v in pod_spec(cassandra)["containers"][0]["env"]}["CASSANDRA_DC"]
+    assert config.local_datacenter == dc
+    # Prod holds no Secret values: they are created out of band.
+    assert of_kind(docs, "Secret") == []

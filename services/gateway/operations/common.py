@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -146,6 +147,21 @@ async def stage(ctx: Context, repository: str, branch: str, key: str, entry: pb.
     backend = ctx.backend
     request = api.StageEntryRequest(repository=repository, branch=branch, key=key, entry=entry)
     await backend.call(backend.graveler.StageEntry, request, "NoSuchBucket")
+
+
+async def stage_new_bytes(
+    ctx: Context, repository: str, branch: str, key: str, entry: pb.Entry, namespace: str
+) -> None:
+    """Stage an entry for bytes this request just wrote; if graveler certainly did not take
+    it, delete the bytes rather than leave an object no entry refers to (the uncommitted
+    sweep of garbage collection removes what a timeout or crash leaves behind)."""
+    try:
+        await stage(ctx, repository, branch, key, entry)
+    except S3Error as exc:
+        if getattr(exc, "not_applied", False):
+            with contextlib.suppress(Exception):
+                await ctx.backend.run(ctx.backend.adapter.delete, namespace, entry.physical_address)
+        raise
 
 
 async def write_target(ctx: Context, repository: str, ref: str, key: str) -> str:

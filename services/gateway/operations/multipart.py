@@ -31,7 +31,7 @@ from services.gateway.operations.common import (
     new_physical_address,
     quoted_etag,
     split_address,
-    stage,
+    stage_new_bytes,
     stat_entry,
     user_metadata,
     write_target,
@@ -270,7 +270,14 @@ async def complete(ctx: Context) -> Response:
         element = _checksum_element(checksums.HEADER_PREFIX + algorithm)
         checksum_xml = f"<{element}>{value}</{element}><ChecksumType>COMPOSITE</ChecksumType>"
     repository = ctx.request.bucket
-    await stage(ctx, repository, record["branch"], record["key"], entry)
+    try:
+        await stage_new_bytes(ctx, repository, record["branch"], record["key"], entry, record["namespace"])
+    except S3Error as exc:
+        # The parts were consumed into the object; with its bytes deleted, the upload can
+        # never complete, so it is forgotten too (the client re-uploads after the 503).
+        if getattr(exc, "not_applied", False):
+            await _forget(ctx, repository, upload_id, stored)
+        raise
     await _forget(ctx, repository, upload_id, stored)
     return xml_response(
         f"<CompleteMultipartUploadResult {_XMLNS}><Location>/{x(repository)}/{x(ctx.request.path)}</Location>"

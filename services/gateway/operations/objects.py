@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO
-from urllib.parse import unquote
 from xml.etree import ElementTree
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -30,6 +29,7 @@ from services.gateway.operations.common import (
     quoted_etag,
     split_address,
     stage,
+    stage_new_bytes,
     stat_entry,
     user_metadata,
     write_target,
@@ -37,6 +37,7 @@ from services.gateway.operations.common import (
     xml_response,
 )
 from services.gateway.payload import AwsChunked, Sha256Checked, Source, SyncReader
+from services.gateway.request import decode_component
 from services.gateway.routing import split_path
 from silt.block import CHUNK_SIZE
 from silt.graveler.v1 import graveler_pb2 as api
@@ -70,25 +71,40 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     match = _RANGE.match(header.strip().replace(" ", ""))
     if not match or (not match.group(1) and not match.group(2)):
         return None  # multiple ranges or garbage: S3 ignores them and serves the whole object
-    first, last = match.group(1), match.group(2)
-    if first:
-        start = int(first)
-        end = min(int(last), size - 1) if last else size - 1
-        if last and int(last) < start:
+    first = _bounded_position(match.group(1))
+    last = _bounded_position(match.group(2))
+    if first is not None:
+        start = first
+        end = min(last, size - 1) if last is not None else size - 1
+        if last is not None and last < start:
             return None
     else:
-        start, end = max(size - int(last), 0), size - 1
-        if int(last) == 0:
+        assert last is not None
+        start, end = max(size - last, 0), size - 1
+        if last == 0:
             raise S3Error("InvalidRange", ActualObjectSize=str(size))
     if start >= size:
         raise S3Error("InvalidRange", ActualObjectSize=str(size))
     return start, end
 
 
+# Past any object size Silt can hold; a longer digit string means the same, without int()
+# of thousands of digits (which Python refuses with ValueError).
+_POSITION_CAP = 1 << 62
+
+
+def _bounded_position(digits: str) -> int | None:
+    """A Range bound as an int, capped at _POSITION_CAP; None when absent."""
+    if not digits:
+        return None
+    significant = digits.lstrip("0") or "0"
+    return _POSITION_CAP if len(significant) > 18 else min(int(significant), _POSITION_CAP)
+
+
 def _http_date(value: str) -> datetime | None:
     try:
         return parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError, IndexError):
         return None
 
 
@@ -385,13 +401,13 @@ async def put_object(ctx: Context) -> Response:
     # The checksum of the whole object is kept with its metadata, for GET/HEAD with
     # x-amz-checksum-mode: ENABLED.
     entry.metadata.update(received.checksum_headers())
-    await stage(ctx, repository, ref, key, entry)
+    await stage_new_bytes(ctx, repository, ref, key, entry, namespace)
     return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
 
 
 def parse_copy_source(value: str) -> tuple[str, str, str]:
     """(repository, ref, key) of an x-amz-copy-source header."""
-    source = unquote(value.partition("?")[0]).lstrip("/")
+    source = decode_component(value.partition("?")[0]).lstrip("/")
     repository, _, path = source.partition("/")
     ref, key = split_path(path)
     if not repository or not ref or not key:
@@ -432,8 +448,10 @@ async def copy_object(ctx: Context) -> Response:
         address = new_physical_address()
         await ctx.backend.run(ctx.backend.adapter.copy, src_ns, src_address, namespace, address)
         entry.physical_address = address
-    # Within one repository the new entry shares the source's bytes: objects are immutable.
-    await stage(ctx, repository, ref, key, entry)
+        await stage_new_bytes(ctx, repository, ref, key, entry, namespace)
+    else:
+        # Within one repository the new entry shares the source's bytes: objects are immutable.
+        await stage(ctx, repository, ref, key, entry)
     body = (
         f"<CopyObjectResult><LastModified>{iso_time(entry_time(entry))}</LastModified>"
         f"<ETag>{x(quoted_etag(entry.etag))}</ETag></CopyObjectResult>"

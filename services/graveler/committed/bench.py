@@ -9,6 +9,7 @@ metarange within 0.5 s writing at most 2 files.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import random
@@ -95,7 +96,7 @@ def run(workdir: Path, big: int) -> None:
     for trial in range(5):
         reader = cold(adapter)  # cold: the base metarange and the touched range come from disk
         change = Change.upsert(entries.record(random.Random(trial).randrange(big) * 2))
-        seconds, _ = timed(lambda reader=reader, change=change: reader.apply(NAMESPACE, base_id, [change]))
+        seconds, _ = timed(functools.partial(reader.apply, NAMESPACE, base_id, [change]))
         stats = reader.stats()
         single_times.append(seconds)
         files.append(stats.ranges_uploaded + stats.metaranges_uploaded)

@@ -33,7 +33,7 @@ def content_digest(
         digest.update(len(column).to_bytes(8, "little"))
         digest.update(_little_endian_u64(map(len, column)))
         digest.update(b"".join(column))
-    for column in int_columns:
-        digest.update(len(column).to_bytes(8, "little"))
-        digest.update(_little_endian_u64(column))
+    for numbers in int_columns:
+        digest.update(len(numbers).to_bytes(8, "little"))
+        digest.update(_little_endian_u64(numbers))
     return digest.hexdigest()

@@ -49,7 +49,7 @@ class RangeInfo(NamedTuple):
     id: RangeId
     min_key: bytes
     max_key: bytes
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count, which nothing here calls
     # Sum of len(key) + len(identity) + len(value): what the chunking byte cap measures,
     # not the Parquet file size (which depends on the encoder).
     estimated_bytes: int

@@ -270,7 +270,35 @@ def test_commits_are_by_the_authenticated_caller(stack: Stack) -> None:
     user, creds = stack.new_user(groups=["Developers"], prefix="author")
     repo = stack.new_repo("authored")
     graveler = stack.gv(creds)
-    entry = gpb.Entry(etag="e")
+    entry = gpb.Entry(etag="e", physical_address="data/k")
     graveler.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key="k", entry=entry))
     commit = graveler.Commit(api.CommitRequest(repository=repo, branch="main", message="mine"))
     assert commit.committer == user
+
+
+def test_a_requested_committer_is_only_a_labelled_extra(stack: Stack) -> None:
+    """Issue 16 item 4: Commit(committer="admin") by a non-admin is recorded as by the caller."""
+    user, creds = stack.new_user(groups=["Developers"], prefix="spoofer")
+    repo = stack.new_repo("spoofed")
+    graveler = stack.gv(creds)
+    entry = gpb.Entry(etag="e", physical_address="data/k")
+    graveler.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key="k", entry=entry))
+    commit = graveler.Commit(api.CommitRequest(repository=repo, branch="main", message="x", committer="admin"))
+    assert commit.committer == user
+    assert commit.metadata["silt.requested-committer"] == "admin"
+    logged = graveler.Log(api.LogRequest(repository=repo, ref="main", amount=1)).commits[0]
+    assert (logged.committer, logged.metadata["silt.requested-committer"]) == (user, "admin")
+
+
+def test_entries_cannot_name_another_repositorys_bytes(stack: Stack) -> None:
+    """Issue 16 item 1: StageEntry with an address outside the namespace is INVALID_ARGUMENT."""
+    _, creds = stack.new_user(groups=["Developers"], prefix="linker")
+    repo, victim = stack.new_repo("linker"), stack.new_repo("victim")
+    graveler = stack.gv(creds)
+    for address in (f"local://{victim}/data/x", f"local://{repo}/../{victim}/data/x", f"local://{repo}-x/data/x"):
+        entry = gpb.Entry(etag="e", physical_address=address)
+        call = lambda e=entry: graveler.StageEntry(  # noqa: E731
+            api.StageEntryRequest(repository=repo, branch="main", key="k", entry=e)
+        )
+        assert code_of(call) == grpc.StatusCode.INVALID_ARGUMENT
+        assert "outside the repository's storage namespace" in details_of(call) or ".." in details_of(call)

@@ -8,6 +8,7 @@ import grpc
 import pytest
 
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.graveler.conftest import GravelerEnv
 
 
@@ -188,7 +189,8 @@ def test_empty_commit_is_refused_unless_allowed(env: GravelerEnv) -> None:
 def test_commits_on_tags_and_commits_are_refused(env: GravelerEnv) -> None:
     repo = env.new_repo()
     head = env.stub.GetBranch(api.GetBranchRequest(repository=repo, name="main")).commit_id
-    request = api.StageEntryRequest(repository=repo, branch=head, key="k")
+    entry = pb.Entry(physical_address="data/k")
+    request = api.StageEntryRequest(repository=repo, branch=head, key="k", entry=entry)
     assert code_of(lambda: env.stub.StageEntry(request)) == grpc.StatusCode.NOT_FOUND
 
 

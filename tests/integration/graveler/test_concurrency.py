@@ -1,4 +1,4 @@
-"""Seed 000's guarantees under real concurrency: many writers and committers on one branch.
+"""The lock-free flows' guarantees under real concurrency: many writers and committers on one branch.
 
 * no lost writes: every acknowledged write ends up committed or still staged, and no key
   comes back after an acknowledged delete;

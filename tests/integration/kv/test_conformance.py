@@ -1,4 +1,4 @@
-"""Seed 000's Store semantics, checked identically on every driver (mem, local, cassandra)."""
+"""The Store semantics of docs/design/kv.md, checked identically on every driver (mem, local, cassandra)."""
 
 from __future__ import annotations
 

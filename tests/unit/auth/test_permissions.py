@@ -1,4 +1,4 @@
-"""Every method of every service has a rule, and the rules say what seed 002 says."""
+"""Every method of every service has a rule, and the rules say what docs/design/auth.md says."""
 
 from __future__ import annotations
 
@@ -45,6 +45,10 @@ WRITES = {
     "ResetBranch",
     "DumpRefs",
     "RestoreRefs",
+    # Retention rules decide what GC deletes; a GC run writes its export into the namespace.
+    "SetGCRules",
+    "DeleteGCRules",
+    "PrepareGC",
 }
 
 

@@ -50,7 +50,7 @@ def _state(slots: list[int | None]) -> State:
     return {key(index): make_record(key(index), version) for index, version in enumerate(slots) if version is not None}
 
 
-states = st.one_of(
+states: st.SearchStrategy[State] = st.one_of(
     st.just({}),
     st.lists(_SLOT, min_size=KEY_SPACE, max_size=KEY_SPACE).map(_state),
     # A dense run of keys, as a table's files are.

@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1
+# Silt's one image: auth, graveler, gateway, compactor, the GC job and the `silt` CLI.
+# Build: `make image` (docker or podman). Every process is chosen by the manifest's command,
+# e.g. `python -m services.graveler.server`.
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# --- build: generate protobuf code, build the wheel, install it into a venv ----------------
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+RUN python -m venv /opt/silt && /opt/silt/bin/pip install --upgrade pip setuptools wheel
+# The code generator lives only in this stage; the final image has no compiler or protoc.
+RUN python -m venv /opt/protoc && /opt/protoc/bin/pip install grpcio-tools==1.85.1
+COPY pyproject.toml README.md ./
+COPY protos ./protos
+COPY silt ./silt
+COPY services ./services
+COPY jobs ./jobs
+RUN /opt/protoc/bin/python -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. \
+        $(find protos -name '*.proto') \
+    && for d in $(find protos -name '*.proto' -exec dirname {} \; | sort -u | sed 's|^protos/||'); do \
+         p=$d; while [ "$p" != "silt" ] && [ "$p" != "." ]; do touch "$p/__init__.py"; p=$(dirname "$p"); done; \
+       done \
+    && /opt/silt/bin/pip install . \
+    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, services.gateway.server"
+
+# --- runtime: the venv only, as a non-root user (image silt) --------------------------------
+FROM ${PYTHON_IMAGE} AS runtime
+ENV PATH=/opt/silt/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    SILT_CONFIG=/etc/silt/silt.yaml
+RUN groupadd --system --gid 10001 silt \
+    && useradd --system --uid 10001 --gid silt --home-dir /var/lib/silt --create-home silt
+COPY --from=build /opt/silt /opt/silt
+USER 10001:10001
+WORKDIR /var/lib/silt
+# The services are installed in the venv; the manifests pick one with `python -m ...`.
+ENTRYPOINT []
+CMD ["silt", "--help"]
+
+# --- gc: runtime plus the Java runtime Spark needs, for the GC CronJob (image silt-gc) ------
+FROM runtime AS gc
+USER root
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+    && rm -rf /var/lib/apt/lists/*
+USER 10001:10001

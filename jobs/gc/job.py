@@ -1,0 +1,257 @@
+"""A garbage-collection run of one repository: prepare, mark, report, sweep, summary.
+
+Runs inside any SparkSession: `silt gc run` starts a local one, ``spark-submit
+jobs/gc/job.py REPO`` (or ``python -m jobs.gc.job REPO``) uses the cluster's. The driver
+talks to graveler over gRPC (PrepareGC), then everything proportional to the repository's
+size happens in DataFrames on the executors; the driver only collects the per-reason totals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from jobs.gc.listing import list_objects
+from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root
+from jobs.gc.mark import EXPIRED, UNREFERENCED, mark, still_referenced
+from jobs.gc.sweep import sweep
+from services.graveler.retention import GC_PREFIX, validate_run_id
+from silt.config import BlockstoreConfig
+from silt.errors import InvalidArgument
+from silt.graveler.v1 import graveler_pb2 as api
+
+DEFAULT_GRACE_SECONDS = 6 * 3600
+_GRACE_RE = re.compile(r"^(\d+)([smhd]?)$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_grace(text: str) -> int:
+    """'6h', '30m', '90s', '2d' or plain seconds."""
+    found = _GRACE_RE.match(text.strip())
+    if not found:
+        raise InvalidArgument(f"invalid grace period {text!r}: use e.g. 6h, 30m, 90s or 0")
+    return int(found.group(1)) * _UNITS[found.group(2)]
+
+
+@dataclass
+class GCOptions:
+    dry_run: bool = False
+    grace_seconds: int = DEFAULT_GRACE_SECONDS
+    sweep_only: str | None = None  # a run id whose report to sweep again
+    listing_shards: int = 8
+    sweep_partitions: int = 8
+
+
+@dataclass
+class Summary:
+    repository: str
+    run_id: str
+    dry_run: bool
+    objects: dict[str, int] = field(default_factory=dict)  # per reason
+    bytes: dict[str, int] = field(default_factory=dict)
+    deleted: int = 0
+    spared: int = 0  # reported, but referenced again by the time of the sweep (kept)
+    seconds: dict[str, float] = field(default_factory=dict)  # per phase
+    report_location: str = ""
+
+    def as_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+Progress = Callable[[str], None]
+
+
+def run_gc(
+    spark: Any,
+    graveler: Any,
+    repository: str,
+    blockstore: BlockstoreConfig,
+    options: GCOptions,
+    progress: Progress = lambda message: None,
+) -> Summary:
+    """One run; ``graveler`` is a GravelerService stub (silt.client's, with timeouts)."""
+    if options.sweep_only:
+        return _sweep_only(spark, graveler, repository, blockstore, options, progress)
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    progress(f"preparing: graveler exports the commit graph and staged entries of {repository}")
+    prepared = graveler.PrepareGC(api.PrepareGCRequest(repository=repository), timeout=3600)
+    timings["prepare"] = time.perf_counter() - started
+    progress(
+        f"run {prepared.run_id}: {prepared.commits} commits ({prepared.expired_commits} expired), "
+        f"{prepared.staged_entries} staged entries"
+    )
+    root = namespace_root(prepared.storage_namespace, blockstore)
+    configure_s3a(spark, root, blockstore)
+    started_micros = prepared.started.seconds * 1_000_000 + prepared.started.nanos // 1000
+    cutoff = started_micros - options.grace_seconds * 1_000_000
+
+    phase = time.perf_counter()
+    progress("marking: listing the namespace and reading the committed layer")
+    listing = list_objects(spark, root.namespace, blockstore, options.listing_shards)
+    report_uri = root.child(prepared.location + "report")
+    report, cached = mark(spark, root, prepared.location, listing, cutoff)
+    try:
+        report.write.mode("overwrite").parquet(report_uri)
+    finally:
+        cached.unpersist()
+    summary = _summarise(spark, repository, prepared.run_id, report_uri, options.dry_run)
+    timings["mark"] = time.perf_counter() - phase
+    progress(f"marked {sum(summary.objects.values())} objects, report at {root.namespace}/{prepared.location}report")
+
+    if not options.dry_run:
+        timings["sweep"] = _sweep(spark, graveler, root, report_uri, blockstore, options, summary, progress)
+    summary.seconds = {**timings, **summary.seconds, "total": time.perf_counter() - started}
+    write_summary(blockstore, root.namespace, summary)
+    return summary
+
+
+def _sweep_only(
+    spark: Any,
+    graveler: Any,
+    repository: str,
+    blockstore: BlockstoreConfig,
+    options: GCOptions,
+    progress: Progress,
+) -> Summary:
+    run_id = validate_run_id(options.sweep_only or "")
+    info = graveler.GetRepository(api.GetRepositoryRequest(name=repository))
+    root = namespace_root(info.storage_namespace, blockstore)
+    configure_s3a(spark, root, blockstore)
+    report_uri = root.child(f"{GC_PREFIX}{run_id}/report")
+    started = time.perf_counter()
+    try:
+        summary = _summarise(spark, repository, run_id, report_uri, dry_run=False)
+    except Exception as exc:
+        if "PATH_NOT_FOUND" in str(exc):
+            raise InvalidArgument(f"no report of GC run {run_id!r} in {info.storage_namespace}") from None
+        raise
+    summary.seconds["sweep"] = _sweep(spark, graveler, root, report_uri, blockstore, options, summary, progress)
+    summary.seconds["total"] = time.perf_counter() - started
+    write_summary(blockstore, root.namespace, summary)
+    return summary
+
+
+def _summarise(spark: Any, repository: str, run_id: str, report_uri: str, dry_run: bool) -> Summary:
+    totals = (
+        spark.read.parquet(report_uri)
+        .groupBy("reason")
+        .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
+        .collect()
+    )
+    summary = Summary(repository, run_id, dry_run, report_location=report_uri)
+    for reason in (EXPIRED, UNREFERENCED):
+        summary.objects[reason] = 0
+        summary.bytes[reason] = 0
+    for row in totals:
+        summary.objects[row.reason] = int(row.objects)
+        summary.bytes[row.reason] = int(row.bytes or 0)
+    return summary
+
+
+def _sweep(
+    spark: Any,
+    graveler: Any,
+    root: NamespaceRoot,
+    report_uri: str,
+    blockstore: BlockstoreConfig,
+    options: GCOptions,
+    summary: Summary,
+    progress: Progress,
+) -> float:
+    """Re-check the report against a fresh export, then delete; return the sweep's seconds.
+
+    Between the mark and the sweep a copy may stage an entry pointing at an address of an
+    expiring commit, a branch may be created at an expired commit, a new commit may name an
+    old address: a second export, taken now, protects all of those (docs/design/gc.md).
+    """
+    phase = time.perf_counter()
+    progress("re-checking the report against a fresh export of graveler's references")
+    fresh = graveler.PrepareGC(api.PrepareGCRequest(repository=summary.repository), timeout=3600)
+    checked_uri = f"{report_uri.rstrip('/')}-checked-{fresh.run_id}"
+    protected = still_referenced(spark, root, fresh.location)
+    spark.read.parquet(report_uri).join(protected, "address", "left_anti").write.mode("overwrite").parquet(checked_uri)
+    to_delete = spark.read.parquet(checked_uri)
+    summary.spared = sum(summary.objects.values()) - to_delete.count()
+    summary.seconds["recheck"] = time.perf_counter() - phase
+    phase = time.perf_counter()
+    progress(f"sweeping {sum(summary.objects.values()) - summary.spared} objects ({summary.spared} spared)")
+    result = sweep(to_delete, root.namespace, blockstore, options.sweep_partitions)
+    summary.deleted = result["deleted"]
+    return time.perf_counter() - phase
+
+
+def write_summary(blockstore: BlockstoreConfig, namespace: str, summary: Summary) -> None:
+    """Keep the summary beside the report, for operators and for the next run's comparison."""
+    from silt.block import open_adapter
+
+    data = summary.as_json().encode()
+    key = f"{GC_PREFIX}{summary.run_id}/summary{'-dry-run' if summary.dry_run else ''}.json"
+    open_adapter(blockstore).put(namespace, key, io.BytesIO(data), len(data))
+
+
+# --- entry point for spark-submit -------------------------------------------------------
+
+
+def _session(master: str | None) -> Any:
+    from silt.spark import local_session
+
+    if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        from pyspark.sql import SparkSession
+
+        return SparkSession.builder.appName("silt-gc").getOrCreate()  # spark-submit decided the master
+    return local_session(None, master=master or "local[*]", app_name="silt-gc")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from silt.cli.common import State
+
+    parser = argparse.ArgumentParser(prog="silt-gc", description="Garbage-collect one Silt repository.")
+    parser.add_argument("repository")
+    parser.add_argument("--dry-run", action="store_true", help="mark and report only")
+    parser.add_argument("--grace", default="6h", help="skip objects modified this long before the run (6h)")
+    parser.add_argument("--sweep-only", metavar="RUN_ID", help="sweep an earlier run's report again")
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    parser.add_argument("--config", help="Silt YAML configuration (default: $SILT_CONFIG)")
+    parser.add_argument("--graveler", metavar="HOST:PORT", help="graveler endpoint (default: as the silt CLI)")
+    args = parser.parse_args(argv)
+    state = State(config_path=args.config, graveler=args.graveler)
+    config = state.config()
+    options = GCOptions(dry_run=args.dry_run, grace_seconds=parse_grace(args.grace), sweep_only=args.sweep_only)
+    spark = _session(args.master)
+    client = state.client()
+    summary = run_gc(
+        spark,
+        client.graveler,
+        args.repository.removeprefix("silt://").strip("/"),
+        config.blockstore,
+        options,
+        lambda message: print(message, file=sys.stderr, flush=True),
+    )
+    print(summary.as_json(), flush=True)
+    return 0
+
+
+def _main_with_exit_code() -> int:
+    from silt.client import ClientError, exit_code_of
+    from silt.errors import SiltError
+
+    try:
+        return main()
+    except SiltError as exc:  # one line and the CLI's exit codes, for cron jobs and scripts
+        print(f"silt-gc: {exc}", file=sys.stderr)
+        return exc.exit_code if isinstance(exc, ClientError) else exit_code_of(exc)
+
+
+if __name__ == "__main__":
+    sys.exit(_main_with_exit_code())

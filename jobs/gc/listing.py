@@ -1,0 +1,114 @@
+"""Listing the objects physically under a storage namespace, in shards listed on the executors.
+
+The driver only builds a handful of shard descriptions; each executor task lists its shard
+and streams rows ``(key, size, mtime_micros)``, so neither the driver's memory nor its time
+grows with the number of objects.
+
+* local: each of N tasks walks the namespace's directory tree (names only, cheap) and stats
+  the files whose key hashes to its shard;
+* S3: the key space is cut at fixed boundaries into ranges ``(lo, hi]``; each task lists its
+  range with ``StartAfter=lo`` until a key passes ``hi``. The ranges cover every key whatever
+  its spelling; the boundaries only balance the physical addresses graveler hands out
+  (``data/<hex>``).
+
+Never listed: Silt's own metadata (``_silt/``) and the local adapter's reserved names
+(``.silt-*``: temporary files, ETag records, multipart uploads). S3 lists no multipart parts.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from silt.block.rules import RESERVED_PREFIX, split_namespace
+from silt.config import BlockstoreConfig
+
+SILT_PREFIX = "_silt/"
+LISTING_SCHEMA = StructType(
+    [
+        StructField("key", StringType(), False),
+        StructField("size", LongType(), False),
+        StructField("mtime_micros", LongType(), False),
+    ]
+)
+_HEX = "0123456789abcdef"
+
+
+def is_candidate_key(key: str) -> bool:
+    if key.startswith(SILT_PREFIX):
+        return False
+    return not any(part.startswith(RESERVED_PREFIX) for part in key.split("/"))
+
+
+def list_objects(spark: Any, namespace: str, blockstore: BlockstoreConfig, shards: int) -> Any:
+    """A DataFrame of (key, size, mtime_micros) of every candidate object under namespace."""
+    tasks: list[Any]
+    if namespace.startswith("local://"):
+        tasks = [(namespace, i, shards) for i in range(shards)]
+        lister = _local_lister(blockstore)
+    else:
+        tasks = _s3_ranges(namespace)
+        lister = _s3_lister(blockstore)
+    rdd = spark.sparkContext.parallelize(tasks, len(tasks)).flatMap(lister)
+    return spark.createDataFrame(rdd, LISTING_SCHEMA)
+
+
+def _local_lister(blockstore: BlockstoreConfig) -> Any:
+    root = os.path.realpath(os.path.expanduser(blockstore.local.path))
+
+    def list_shard(task: tuple[str, int, int]) -> Iterator[tuple[str, int, int]]:
+        namespace, shard, shards = task
+        name, prefix = split_namespace(namespace, "local")
+        base = os.path.join(root, name, *prefix)
+        for directory, dirs, files in os.walk(base, followlinks=False):
+            relative = os.path.relpath(directory, base)
+            relative = "" if relative == "." else relative.replace(os.sep, "/") + "/"
+            # Pruned in place: os.walk never descends into Silt's metadata or reserved names.
+            dirs[:] = [d for d in dirs if not d.startswith(RESERVED_PREFIX) and relative + d + "/" != SILT_PREFIX]
+            for file_name in files:
+                key = relative + file_name
+                if zlib.crc32(key.encode()) % shards != shard or not is_candidate_key(key):
+                    continue
+                try:
+                    st = os.lstat(os.path.join(directory, file_name))
+                except FileNotFoundError:
+                    continue  # deleted since the walk read the directory
+                if stat.S_ISREG(st.st_mode):
+                    yield key, st.st_size, st.st_mtime_ns // 1000
+
+    return list_shard
+
+
+def _s3_ranges(namespace: str) -> list[tuple[str, str | None, str | None]]:
+    _, prefix = split_namespace(namespace, "s3")
+    base = "/".join(prefix) + "/" if prefix else ""
+    bounds: list[str | None] = [None, *[f"{base}data/{a}{b}" for a in _HEX for b in "08"], None]
+    return [(namespace, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+
+
+def _s3_lister(blockstore: BlockstoreConfig) -> Any:
+    def list_range(task: tuple[str, str | None, str | None]) -> Iterator[tuple[str, int, int]]:
+        from silt.block.s3 import build_client
+
+        namespace, low, high = task
+        bucket, prefix = split_namespace(namespace, "s3")
+        base = "/".join(prefix) + "/" if prefix else ""
+        client = build_client(blockstore.s3)
+        arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": base}
+        if low is not None:
+            arguments["StartAfter"] = low
+        for page in client.get_paginator("list_objects_v2").paginate(**arguments):
+            for item in page.get("Contents", []):
+                full: str = item["Key"]
+                if high is not None and full > high:
+                    return
+                key = full[len(base) :]
+                if is_candidate_key(key):
+                    yield key, int(item["Size"]), int(item["LastModified"].timestamp() * 1_000_000)
+
+    return list_range

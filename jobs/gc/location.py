@@ -1,0 +1,50 @@
+"""Where a storage namespace is for Spark: a file: or s3a: URI, plus the S3A settings it needs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from silt.block.rules import split_namespace
+from silt.config import BlockstoreConfig
+from silt.errors import InvalidArgument
+from silt.spark import S3AEndpoint, use_endpoint_for_bucket
+
+
+@dataclass(frozen=True)
+class NamespaceRoot:
+    namespace: str  # as graveler knows it: local://name/prefix or s3://bucket/prefix
+    uri: str  # the same place for Hadoop: file:/abs/path or s3a://bucket/prefix
+    bucket: str | None  # set for S3
+
+    def child(self, key: str) -> str:
+        return f"{self.uri}/{key}"
+
+
+def namespace_root(namespace: str, blockstore: BlockstoreConfig) -> NamespaceRoot:
+    if namespace.startswith("local://"):
+        if blockstore.type != "local":
+            raise InvalidArgument(f"namespace {namespace} needs the local blockstore, configured: {blockstore.type}")
+        name, prefix = split_namespace(namespace, "local")
+        path = os.path.join(os.path.realpath(os.path.expanduser(blockstore.local.path)), name, *prefix)
+        return NamespaceRoot(namespace, "file:" + path, None)
+    if namespace.startswith("s3://"):
+        if blockstore.type != "s3":
+            raise InvalidArgument(f"namespace {namespace} needs the s3 blockstore, configured: {blockstore.type}")
+        bucket, prefix = split_namespace(namespace, "s3")
+        return NamespaceRoot(namespace, "/".join([f"s3a://{bucket}", *prefix]), bucket)
+    raise InvalidArgument(f"garbage collection does not support storage namespace {namespace!r}")
+
+
+def configure_s3a(spark: Any, root: NamespaceRoot, blockstore: BlockstoreConfig) -> None:
+    """Point the session's S3A client for the namespace's bucket at the blockstore's S3 endpoint."""
+    if root.bucket is None:
+        return
+    s3 = blockstore.s3
+    key_id = s3.credentials.access_key_id
+    secret = s3.credentials.secret_access_key
+    if not s3.endpoint_url or key_id is None or secret is None:
+        # Plain AWS: S3A's default credential chain and endpoint resolution apply.
+        return
+    use_endpoint_for_bucket(spark, root.bucket, S3AEndpoint(s3.endpoint_url, key_id, secret.get_secret_value()))

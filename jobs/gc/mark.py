@@ -1,0 +1,120 @@
+"""The mark phase: which objects of a storage namespace are garbage, as DataFrames.
+
+Inputs: graveler's export for the run (``_silt/gc/<run>/``: metaranges with an ``expired``
+flag, staged addresses), the committed layer read directly as Parquet (every metarange
+and range under ``_silt/``), and the physical listing of the namespace.
+
+* **expired-commit**: addresses in ranges that only expired metaranges name, minus every
+  address of any other range (retained commits, commits newer than the export, ranges of
+  commits in flight) and every staged address.
+* **unreferenced**: listed objects that no range at all and no staged entry names.
+
+Both exclude objects modified after ``cutoff`` (the run's start minus the grace period),
+so an upload in flight when the run starts is never touched, and both are joined with the
+listing, so only objects that exist under the namespace can ever be reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from jobs.gc.location import NamespaceRoot
+from silt.graveler.v1 import model_pb2 as pb
+
+EXPIRED = "expired-commit"
+UNREFERENCED = "unreferenced"
+RANGES_DIR = "_silt/ranges"
+METARANGES_DIR = "_silt/metaranges"
+
+
+def _physical_address(value: bytes | None) -> str | None:
+    if value is None:
+        return None
+    entry = pb.Entry()
+    entry.ParseFromString(bytes(value))
+    return entry.physical_address
+
+
+# Through a lambda: PySpark would read the hints as a request for a pandas UDF.
+physical_address = F.udf(lambda value: _physical_address(value), T.StringType())
+
+
+def relative_to(namespace: str, column: Any) -> Any:
+    """Addresses as keys in the namespace; a full URI elsewhere stays as is (and matches nothing)."""
+    full = namespace.rstrip("/") + "/"
+    return F.when(column.startswith(full), F.substring(column, len(full) + 1, 1 << 20)).otherwise(column)
+
+
+def _read_committed(spark: Any, root: NamespaceRoot, directory: str, columns: list[str], schema: str) -> DataFrame:
+    try:
+        frame = spark.read.parquet(root.child(directory))
+    except Exception as exc:  # an empty namespace has no committed layer yet
+        if "PATH_NOT_FOUND" in str(exc) or "UNABLE_TO_INFER_SCHEMA" in str(exc):
+            return spark.createDataFrame([], schema)
+        raise
+    return frame.select(F.col("_metadata.file_name").alias("object_id"), *columns)
+
+
+def _export_views(spark: Any, root: NamespaceRoot, run_location: str) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """From one export: decoded ranges (range_id, address), ranges only expired metaranges name,
+    and staged addresses."""
+    run = root.child(run_location.rstrip("/"))
+    expired_metaranges = spark.read.parquet(f"{run}/metaranges.parquet").filter(F.col("expired")).select("metarange_id")
+    staged = spark.read.parquet(f"{run}/staged.parquet").select(
+        relative_to(root.namespace, F.col("physical_address")).alias("address")
+    )
+    metarange_rows = _read_committed(
+        spark, root, METARANGES_DIR, ["range_id"], "object_id string, range_id string"
+    ).withColumnRenamed("object_id", "metarange_id")
+    in_expired = metarange_rows.join(F.broadcast(expired_metaranges), "metarange_id", "left_semi")
+    in_kept = metarange_rows.join(F.broadcast(expired_metaranges), "metarange_id", "left_anti")
+    expired_ranges = in_expired.select("range_id").distinct().join(in_kept.select("range_id"), "range_id", "left_anti")
+    entries = _read_committed(spark, root, RANGES_DIR, ["value"], "object_id string, value binary").select(
+        F.col("object_id").alias("range_id"),
+        relative_to(root.namespace, physical_address(F.col("value"))).alias("address"),
+    )
+    return entries, expired_ranges, staged
+
+
+def mark(
+    spark: Any,
+    root: NamespaceRoot,
+    run_location: str,
+    listing: DataFrame,
+    cutoff_micros: int,
+) -> tuple[DataFrame, DataFrame]:
+    """The report, (address, size, reason) of every object to delete, and the cached frame to
+    unpersist once the report is written (the decoded ranges, read by three branches of the plan)."""
+    entries, expired_ranges, staged = _export_views(spark, root, run_location)
+    entries = entries.persist()
+    expired_side = entries.join(expired_ranges, "range_id", "left_semi").select("address")
+    kept_side = entries.join(expired_ranges, "range_id", "left_anti").select("address")
+    committed = entries.select("address")
+
+    old_enough = listing.filter(F.col("mtime_micros") < F.lit(cutoff_micros)).select(
+        F.col("key").alias("address"), "size"
+    )
+    expired = (
+        old_enough.join(expired_side, "address", "left_semi")
+        .join(kept_side, "address", "left_anti")
+        .join(staged, "address", "left_anti")
+        .withColumn("reason", F.lit(EXPIRED))
+    )
+    unreferenced = (
+        old_enough.join(committed, "address", "left_anti")
+        .join(staged, "address", "left_anti")
+        .withColumn("reason", F.lit(UNREFERENCED))
+    )
+    return expired.unionByName(unreferenced), entries
+
+
+def still_referenced(spark: Any, root: NamespaceRoot, run_location: str) -> DataFrame:
+    """Addresses a fresh export protects: staged anywhere, or in a range some non-expired
+    metarange names (commits made, branches moved or copies staged since the mark)."""
+    entries, expired_ranges, staged = _export_views(spark, root, run_location)
+    kept = entries.join(expired_ranges, "range_id", "left_anti").select("address")
+    return kept.unionByName(staged)

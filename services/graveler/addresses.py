@@ -1,0 +1,83 @@
+"""Where an entry's bytes may live: inside its repository's storage namespace, or an allowed import prefix.
+
+An entry's physical address is read back with Silt's own block-store credentials, so an address
+outside the repository would let a writer of one repository read any object those credentials
+reach (another repository's data, or any bucket).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from silt.errors import InvalidArgument
+
+MAX_ADDRESS_BYTES = 2048
+
+
+def _segments_ok(path: str) -> bool:
+    """No empty, "." or ".." segment: nothing a block adapter could normalise into another place."""
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
+def _split_uri(uri: str) -> tuple[str, str] | None:
+    scheme, sep, rest = uri.partition("://")
+    if not sep or not scheme:
+        return None
+    return scheme.lower(), rest
+
+
+def _within(address: str, prefix: str) -> bool:
+    """True if an absolute address lies strictly below prefix (a namespace or import prefix URI)."""
+    parsed, base = _split_uri(address), _split_uri(prefix)
+    if parsed is None or base is None or parsed[0] != base[0]:
+        return False
+    root = base[1].rstrip("/")
+    # Requiring the separator keeps "local://repoA-evil/x" out of "local://repoA".
+    return bool(root) and parsed[1].startswith(root + "/") and len(parsed[1]) > len(root) + 1
+
+
+def validate_physical_address(address: str, namespace: str, allowed_prefixes: Sequence[str] = ()) -> None:
+    """Raise InvalidArgument unless address names a place inside namespace or an allowed prefix."""
+    if not address:
+        return  # no bytes named at all (metadata-only entries): nothing to escape with
+    if len(address.encode("utf-8", "surrogatepass")) > MAX_ADDRESS_BYTES:
+        raise InvalidArgument(f"physical address is longer than {MAX_ADDRESS_BYTES} bytes")
+    if any(ord(c) < 0x20 or c in "\\\x7f" for c in address):
+        raise InvalidArgument("physical address contains a control character or a backslash")
+    if "://" not in address:
+        # Relative to the namespace: it must stay below it.
+        if address.startswith("/") or ":" in address.split("/", 1)[0] or not _segments_ok(address):
+            raise InvalidArgument(
+                f"physical address {address!r} is not a plain path inside the repository's storage namespace"
+            )
+        return
+    _, rest = address.partition("://")[::2]
+    if not _segments_ok(rest):
+        raise InvalidArgument(f"physical address {address!r} contains an empty, '.' or '..' path segment")
+    if _within(address, namespace) or any(_within(address, p) for p in allowed_prefixes):
+        return
+    raise InvalidArgument(
+        f"physical address {address!r} is outside the repository's storage namespace {namespace!r} "
+        "and every allowed import prefix"
+    )
+
+
+def namespaces_overlap(first: str, second: str) -> bool:
+    """True if one namespace lies within (or is) the other: repositories sharing bytes could read each other's."""
+
+    def norm(uri: str) -> str:
+        parsed = _split_uri(uri)
+        return f"{parsed[0]}://{parsed[1].strip('/')}/" if parsed else uri.rstrip("/") + "/"
+
+    a, b = norm(first), norm(second)
+    return a.startswith(b) or b.startswith(a)
+
+
+def validate_namespace(namespace: str, existing: Sequence[tuple[str, str]]) -> None:
+    """A new repository's namespace is a plain URI that shares no bytes with another repository's."""
+    parsed = _split_uri(namespace)
+    if parsed is None or not parsed[1].strip("/") or not _segments_ok(parsed[1].strip("/")):
+        raise InvalidArgument(f"invalid storage namespace {namespace!r}: expected scheme://bucket[/path]")
+    for name, other in existing:
+        if namespaces_overlap(namespace, other):
+            raise InvalidArgument(f"storage namespace {namespace!r} overlaps repository {name!r}'s namespace {other!r}")

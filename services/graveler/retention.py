@@ -1,0 +1,286 @@
+"""Garbage-collection rules per repository, and the export a GC run starts from (jobs/gc).
+
+Rules live in the repository's partition under ``gc/rules``. A commit is *retained* if it
+is the HEAD of a branch, tagged, or reachable from a branch HEAD through parents that are
+all younger than that branch's retention; every other commit is *expired*.
+
+``prepare_gc`` writes, under ``_silt/gc/<run id>/`` in the storage namespace:
+
+* ``commits.parquet``: every commit of the repository with its metarange and ``expired``;
+* ``metaranges.parquet``: the metarange ids of every commit and of every branch's compaction,
+  ``expired`` when only expired commits name it;
+* ``staged.parquet``: the physical address of every staged entry of every staging token,
+  current and sealed, of every branch.
+
+The staging export is taken *before* the Spark job lists the committed layer, so an entry
+that leaves staging by a commit meanwhile is found in that commit's ranges (see jobs/gc).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from google.protobuf.message import DecodeError
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from services.graveler.refs import COMMITS, RepoHandle
+from services.graveler.values import decode_entry
+from silt.block.adapter import BlockAdapter
+from silt.errors import FailedPrecondition, InvalidArgument, NotFound
+from silt.graveler.v1 import model_pb2 as pb
+from silt.kv.store import scan_prefix
+
+if TYPE_CHECKING:
+    from services.graveler.graveler import Graveler
+
+RULES_KEY = b"gc/rules"
+GC_PREFIX = "_silt/gc/"
+MAX_RETENTION_DAYS = 36_500
+MAX_BRANCH_RULES = 1000
+_BATCH_ROWS = 50_000
+
+COMMITS_SCHEMA = pa.schema(
+    [
+        pa.field("commit_id", pa.string(), nullable=False),
+        pa.field("metarange_id", pa.string(), nullable=False),
+        pa.field("creation_seconds", pa.int64(), nullable=False),
+        pa.field("expired", pa.bool_(), nullable=False),
+    ]
+)
+METARANGES_SCHEMA = pa.schema(
+    [pa.field("metarange_id", pa.string(), nullable=False), pa.field("expired", pa.bool_(), nullable=False)]
+)
+STAGED_SCHEMA = pa.schema(
+    [
+        pa.field("staging_token", pa.string(), nullable=False),
+        pa.field("key", pa.binary(), nullable=False),
+        pa.field("physical_address", pa.string(), nullable=False),
+    ]
+)
+
+
+# --- rules ------------------------------------------------------------------------------
+
+
+def validate_rules(rules: pb.GCRules) -> pb.GCRules:
+    if not 0 <= rules.default_retention_days <= MAX_RETENTION_DAYS:
+        raise InvalidArgument(f"default retention must be 0..{MAX_RETENTION_DAYS} days")
+    if len(rules.branch_retention_days) > MAX_BRANCH_RULES:
+        raise InvalidArgument(f"at most {MAX_BRANCH_RULES} branch rules")
+    for branch, days in rules.branch_retention_days.items():
+        if not branch or len(branch) > 256:
+            raise InvalidArgument(f"invalid branch name {branch!r} in retention rules")
+        if not 0 <= days <= MAX_RETENTION_DAYS:
+            raise InvalidArgument(f"retention of branch {branch!r} must be 0..{MAX_RETENTION_DAYS} days")
+    return rules
+
+
+def set_rules(g: Graveler, repository: str, rules: pb.GCRules) -> pb.GCRules:
+    repo = g._repo(repository)
+    validate_rules(rules)
+    g.refs.kv.set(repo.partition, RULES_KEY, rules.SerializeToString(deterministic=True))
+    return rules
+
+
+def get_rules(g: Graveler, repository: str) -> pb.GCRules | None:
+    return _read_rules(g, g._repo(repository))
+
+
+def delete_rules(g: Graveler, repository: str) -> None:
+    repo = g._repo(repository)
+    g.refs.kv.delete(repo.partition, RULES_KEY)
+
+
+def _read_rules(g: Graveler, repo: RepoHandle) -> pb.GCRules | None:
+    try:
+        data = g.refs.kv.get(repo.partition, RULES_KEY).value
+    except NotFound:
+        return None
+    rules = pb.GCRules()
+    try:
+        rules.ParseFromString(data)
+    except DecodeError:
+        raise InvalidArgument("corrupt GC rules record") from None
+    return rules
+
+
+# --- expiry -----------------------------------------------------------------------------
+
+
+def _seconds(stamp: Timestamp) -> float:
+    return stamp.seconds + stamp.nanos / 1e9
+
+
+def expired_commits(
+    commits: dict[str, pb.Commit],
+    heads: dict[str, str],
+    tagged: Iterable[str],
+    rules: pb.GCRules,
+    now_seconds: float,
+) -> set[str]:
+    """Ids of the commits that no rule retains (``heads``: branch name -> commit id)."""
+    retained = {commit_id for commit_id in tagged if commit_id in commits}
+    for branch, head in heads.items():
+        if head not in commits:
+            continue
+        days = rules.branch_retention_days.get(branch, rules.default_retention_days)
+        cutoff = now_seconds - days * 86_400
+        retained.add(head)
+        stack, seen = [head], {head}
+        while stack:
+            for parent in commits[stack.pop()].parents:
+                commit = commits.get(parent)
+                # Only through young commits (age < retention): an old one ends the walk on this path.
+                if parent in seen or commit is None or _seconds(commit.creation_date) <= cutoff:
+                    continue
+                seen.add(parent)
+                retained.add(parent)
+                stack.append(parent)
+    return set(commits) - retained
+
+
+# --- export -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    run_id: str
+    namespace: str
+    location: str
+    commits_location: str
+    metaranges_location: str
+    staged_location: str
+    started: Timestamp
+    commits: int
+    expired_commits: int
+    staged_entries: int
+
+
+def new_run_id(now: dt.datetime) -> str:
+    # Sorts by time, so an operator listing `_silt/gc/` sees runs in order.
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
+
+
+def validate_run_id(run_id: str) -> str:
+    if not run_id or len(run_id) > 64 or not all(c.isalnum() or c in "-_" for c in run_id):
+        raise InvalidArgument(f"invalid GC run id {run_id!r}")
+    return run_id
+
+
+def prepare_gc(g: Graveler, repository: str) -> PreparedRun:
+    started = Timestamp()
+    started.GetCurrentTime()
+    repo = g._repo(repository)
+    rules = _read_rules(g, repo)
+    if rules is None:
+        raise FailedPrecondition(
+            f"repository {repository!r} has no GC rules: set them first with `silt gc rules set {repository}`"
+        )
+    run_id = new_run_id(started.ToDatetime(dt.UTC))
+    location = f"{GC_PREFIX}{run_id}/"
+    adapter = g.committed.adapter
+    # Staging first: whatever leaves staging afterwards is in a metarange the job lists later.
+    branches = list(g.refs.list_branches(repo))
+    staged = _write(adapter, repo.namespace, location + "staged.parquet", STAGED_SCHEMA, _staged_batches(g, branches))
+    commits = _all_commits(g, repo)
+    heads = {b.name: b.commit_id for b in branches}
+    tagged = [t.commit_id for t in g.refs.list_tags(repo)]
+    expired = expired_commits(commits, heads, tagged, rules, _seconds(started))
+    _write(adapter, repo.namespace, location + "commits.parquet", COMMITS_SCHEMA, _commit_batches(commits, expired))
+    kept = {c.metarange_id for i, c in commits.items() if i not in expired} | {
+        b.compacted_metarange_id for b in branches if b.compacted_metarange_id
+    }
+    metaranges = sorted(kept | {c.metarange_id for c in commits.values()} - {""})
+    # A metarange is expired only if every commit (and compaction) that names it is.
+    flags = [m not in kept for m in metaranges]
+    batch = pa.record_batch([pa.array(metaranges, pa.string()), pa.array(flags, pa.bool_())], schema=METARANGES_SCHEMA)
+    _write(adapter, repo.namespace, location + "metaranges.parquet", METARANGES_SCHEMA, iter([batch]))
+    return PreparedRun(
+        run_id=run_id,
+        namespace=repo.namespace,
+        location=location,
+        commits_location=location + "commits.parquet",
+        metaranges_location=location + "metaranges.parquet",
+        staged_location=location + "staged.parquet",
+        started=started,
+        commits=len(commits),
+        expired_commits=len(expired),
+        staged_entries=staged,
+    )
+
+
+def _all_commits(g: Graveler, repo: RepoHandle) -> dict[str, pb.Commit]:
+    commits: dict[str, pb.Commit] = {}
+    for entry in scan_prefix(g.refs.kv, repo.partition, COMMITS):
+        commit = pb.Commit()
+        commit.ParseFromString(entry.value)
+        commits[commit.id] = commit
+    return commits
+
+
+def _commit_batches(commits: dict[str, pb.Commit], expired: set[str]) -> Iterator[pa.RecordBatch]:
+    ids = sorted(commits)
+    for start in range(0, len(ids), _BATCH_ROWS):
+        chunk = [commits[i] for i in ids[start : start + _BATCH_ROWS]]
+        yield pa.record_batch(
+            [
+                pa.array([c.id for c in chunk], pa.string()),
+                pa.array([c.metarange_id for c in chunk], pa.string()),
+                pa.array([c.creation_date.seconds for c in chunk], pa.int64()),
+                pa.array([c.id in expired for c in chunk], pa.bool_()),
+            ],
+            schema=COMMITS_SCHEMA,
+        )
+
+
+def _staged_batches(g: Graveler, branches: list[pb.Branch]) -> Iterator[pa.RecordBatch]:
+    tokens, keys, addresses = [], [], []
+    for branch in branches:
+        for token in [branch.staging_token, *branch.sealed_tokens]:
+            if not token:
+                continue
+            for item in g.staging.scan(token):
+                if item.value.tombstone:
+                    continue
+                tokens.append(token)
+                keys.append(item.key)
+                addresses.append(decode_entry(item.value.data).physical_address)
+                if len(tokens) >= _BATCH_ROWS:
+                    yield _staged_batch(tokens, keys, addresses)
+                    tokens, keys, addresses = [], [], []
+    yield _staged_batch(tokens, keys, addresses)
+
+
+def _staged_batch(tokens: list[str], keys: list[bytes], addresses: list[str]) -> pa.RecordBatch:
+    return pa.record_batch(
+        [pa.array(tokens, pa.string()), pa.array(keys, pa.binary()), pa.array(addresses, pa.string())],
+        schema=STAGED_SCHEMA,
+    )
+
+
+def _write(
+    adapter: BlockAdapter, namespace: str, key: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]
+) -> int:
+    """Write batches as one Parquet object through a temporary file; return the row count."""
+    rows = 0
+    with tempfile.NamedTemporaryFile(prefix="silt-gc-", suffix=".parquet", delete=False) as handle:
+        path = handle.name
+    try:
+        with pq.ParquetWriter(path, schema, compression="snappy") as writer:
+            for batch in batches:
+                if batch.num_rows:
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+        with open(path, "rb") as stream:
+            adapter.put(namespace, key, stream, os.path.getsize(path))
+    finally:
+        os.unlink(path)
+    return rows

@@ -1,0 +1,127 @@
+"""A KV Store that records spans and metrics around another Store, whatever its driver."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+
+from silt.errors import NotFound, PredicateFailed
+from silt.kv.store import Entry, Predicate, Store, ValueWithPredicate
+from silt.telemetry import metrics
+
+_OPERATIONS = ("get", "set", "set_if", "delete", "scan")
+
+
+def _partition(partition: bytes) -> str:
+    # Partition names are ids (repository-unique ids, staging tokens), not user data.
+    return partition[:128].decode("utf-8", "replace")
+
+
+class InstrumentedStore(Store):
+    def __init__(self, inner: Store, driver: str, tracer: trace.Tracer | None, with_metrics: bool) -> None:
+        self.inner = inner
+        self.driver = driver
+        self._tracer = tracer
+        self._metrics = with_metrics
+        # Label children bound once: a labels() lookup per call would cost more than the counter.
+        self._count = {op: metrics.KV_OPERATIONS.labels(driver, op) for op in _OPERATIONS}
+        self._errors = {op: metrics.KV_ERRORS.labels(driver, op) for op in _OPERATIONS}
+        self._latency = {op: metrics.KV_DURATION.labels(driver, op) for op in _OPERATIONS}
+        self._conflicts = metrics.KV_CONFLICTS.labels(driver)
+
+    def _call(self, op: str, partition: bytes, fn: Any, *args: Any) -> Any:
+        started = time.perf_counter()
+        span = None
+        if self._tracer is not None:
+            span = self._tracer.start_span(
+                f"kv.{op}",
+                kind=trace.SpanKind.CLIENT,
+                attributes={
+                    "db.system.name": self.driver,
+                    "db.operation.name": op,
+                    "silt.kv.partition": _partition(partition),
+                },
+            )
+        try:
+            # The span is not made current: drivers start no spans of their own, and
+            # attaching a context costs as much as the span.
+            return fn(partition, *args)
+        except NotFound:
+            raise
+        except PredicateFailed:
+            if self._metrics:
+                self._conflicts.inc()
+            if span is not None:
+                span.set_attribute("silt.kv.conflict", True)
+            raise
+        except Exception as exc:
+            if self._metrics:
+                self._errors[op].inc()
+            if span is not None:
+                span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            raise
+        finally:
+            if self._metrics:
+                self._count[op].inc()
+                self._latency[op].observe(time.perf_counter() - started)
+            if span is not None:
+                span.end()
+
+    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
+        value: ValueWithPredicate = self._call("get", partition, self.inner.get, key)
+        return value
+
+    def set(self, partition: bytes, key: bytes, value: bytes) -> None:
+        self._call("set", partition, self.inner.set, key, value)
+
+    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
+        self._call("set_if", partition, self.inner.set_if, key, value, predicate)
+
+    def delete(self, partition: bytes, key: bytes) -> None:
+        self._call("delete", partition, self.inner.delete, key)
+
+    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
+        # A scan is lazy: its span and latency cover the whole iteration, page fetches included.
+        # The span's parent is whatever was current when the scan was asked for.
+        return self._scan(partition, start, otel_context.get_current())
+
+    def _scan(self, partition: bytes, start: bytes, parent: otel_context.Context) -> Iterator[Entry]:
+        started = time.perf_counter()
+        span = None
+        if self._tracer is not None:
+            span = self._tracer.start_span(
+                "kv.scan",
+                context=parent,
+                kind=trace.SpanKind.CLIENT,
+                attributes={
+                    "db.system.name": self.driver,
+                    "db.operation.name": "scan",
+                    "silt.kv.partition": _partition(partition),
+                },
+            )
+        try:
+            yield from self.inner.scan(partition, start)
+        except Exception as exc:
+            if self._metrics:
+                self._errors["scan"].inc()
+            if span is not None:
+                span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            raise
+        finally:
+            if self._metrics:
+                self._count["scan"].inc()
+                self._latency["scan"].observe(time.perf_counter() - started)
+            if span is not None:
+                span.end()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        # Driver-specific extras (none in the interface) stay reachable.
+        return getattr(self.inner, name)

@@ -1,0 +1,88 @@
+"""The Prometheus metrics every Silt process may expose, and the /metrics endpoint.
+
+Names follow Prometheus conventions (base units in the name, ``_total`` counters). Labels
+take values from small fixed sets only — operation names, status codes, drivers — never
+repository, branch, key or user names, so the number of series stays bounded however
+much data Silt holds. deploy/grafana/silt.json is built on these names.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, multiprocess, start_http_server
+
+# Seconds; from sub-millisecond cache hits to slow object-store transfers.
+REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+KV_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
+COMMIT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
+COUNT_BUCKETS = (0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 100)
+
+# --- S3 gateway ---------------------------------------------------------------------------
+S3_REQUESTS = Counter("silt_s3_requests", "S3 requests answered, by operation and HTTP status", ["operation", "status"])
+S3_DURATION = Histogram(
+    "silt_s3_request_duration_seconds",
+    "Time from request to the last byte of the response",
+    ["operation"],
+    buckets=REQUEST_BUCKETS,
+)
+S3_RECEIVED = Counter("silt_s3_received_bytes", "Request body bytes received", ["operation"])
+S3_SENT = Counter("silt_s3_sent_bytes", "Response body bytes sent", ["operation"])
+
+# --- gRPC (server side of every service) --------------------------------------------------
+GRPC_HANDLED = Counter(
+    "silt_grpc_server_handled",
+    "gRPC calls completed, by service, method and status code",
+    ["service", "method", "code"],
+)
+GRPC_DURATION = Histogram(
+    "silt_grpc_server_handling_seconds",
+    "gRPC call handling time",
+    ["service", "method"],
+    buckets=REQUEST_BUCKETS,
+)
+
+# --- KV ----------------------------------------------------------------------------------
+KV_OPERATIONS = Counter("silt_kv_operations", "KV operations, by driver and operation", ["driver", "operation"])
+KV_ERRORS = Counter(
+    "silt_kv_operation_errors",
+    "KV operations that failed (not counting NotFound or set_if conflicts)",
+    ["driver", "operation"],
+)
+KV_DURATION = Histogram(
+    "silt_kv_operation_duration_seconds", "KV operation latency", ["driver", "operation"], buckets=KV_BUCKETS
+)
+KV_CONFLICTS = Counter("silt_kv_set_if_conflicts", "set_if calls whose predicate did not hold", ["driver"])
+
+# --- graveler ----------------------------------------------------------------------------
+COMMITS = Counter("silt_graveler_commits", "Commits created (merges excluded)")
+COMMIT_DURATION = Histogram(
+    "silt_graveler_commit_duration_seconds", "Time to seal, build and record a commit", buckets=COMMIT_BUCKETS
+)
+COMMIT_ENTRIES = Counter("silt_graveler_commit_entries", "Entries added, changed or removed by commits")
+COMMIT_RANGES_WRITTEN = Counter("silt_graveler_commit_ranges_written", "Ranges written by commits")
+COMMIT_SEALED_TOKENS = Histogram(
+    "silt_graveler_commit_sealed_tokens",
+    "Sealed staging tokens of the branch a commit applied (per-branch backlog, no branch label)",
+    buckets=COUNT_BUCKETS,
+)
+STAGING_WRITES = Counter("silt_graveler_staging_writes", "Staged writes, by kind", ["kind"])
+
+# --- auth --------------------------------------------------------------------------------
+AUTH_DECISIONS = Counter("silt_auth_decisions", "Authorization decisions, by outcome", ["decision"])
+AUTH_CACHE = Counter(
+    "silt_auth_cache_lookups", "Lookups in the caches of keys and decisions, by result", ["cache", "result"]
+)
+
+
+def serve(address: str, multiprocess_dir: str | None = None) -> int:
+    """Serve /metrics over HTTP on address (host:port; port 0 picks one); return the port.
+
+    multiprocess_dir: serve the sum of the metrics every worker process writes there instead
+    of this process's own.
+    """
+    host, _, port = address.rpartition(":")
+    registry = REGISTRY
+    if multiprocess_dir:
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, path=multiprocess_dir)
+    server, _thread = start_http_server(int(port), addr=host.strip("[]") or "0.0.0.0", registry=registry)
+    return int(server.server_address[1])

@@ -1,0 +1,85 @@
+"""OpenTelemetry tracing set up from the standard OTEL_* environment variables.
+
+Read here: OTEL_SDK_DISABLED, OTEL_SERVICE_NAME (default ``silt-<service>``),
+OTEL_TRACES_EXPORTER (``otlp`` — the default —, ``console``, ``none``, or a comma list),
+OTEL_EXPORTER_OTLP_PROTOCOL (``grpc`` only). The SDK itself reads the rest: the sampler
+(OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG), the OTLP endpoint and headers
+(OTEL_EXPORTER_OTLP_ENDPOINT, ...), batching (OTEL_BSP_*), propagation (OTEL_PROPAGATORS:
+W3C tracecontext and baggage by default) and OTEL_RESOURCE_ATTRIBUTES.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+
+from silt.errors import ConfigError
+
+TRACER_NAME = "silt"
+_tracer: trace.Tracer | None = None
+
+
+def _exporters() -> list[SpanExporter]:
+    names = [n.strip().lower() for n in os.environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",") if n.strip()]
+    out: list[SpanExporter] = []
+    for name in names:
+        if name == "none":
+            continue
+        if name == "console":
+            out.append(ConsoleSpanExporter())
+        elif name == "otlp":
+            protocol = os.environ.get(
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+            )
+            if protocol != "grpc":
+                raise ConfigError(f"OTEL_EXPORTER_OTLP_PROTOCOL: only grpc is supported, got {protocol!r}")
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+            out.append(OTLPSpanExporter())
+        else:
+            raise ConfigError(f"OTEL_TRACES_EXPORTER: unknown exporter {name!r} (expected otlp, console or none)")
+    return out
+
+
+def configure(service: str) -> bool:
+    """Install the tracer provider for this process; False if the SDK is disabled."""
+    global _tracer
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    name = os.environ.get("OTEL_SERVICE_NAME") or f"silt-{service}"
+    provider = TracerProvider(resource=Resource.create({"service.name": name, "service.namespace": "silt"}))
+    for exporter in _exporters():
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    _tracer = trace.get_tracer(TRACER_NAME)
+    return True
+
+
+def tracer() -> trace.Tracer | None:
+    """The process's tracer, or None when tracing is off (callers then skip spans entirely)."""
+    return _tracer
+
+
+@contextlib.contextmanager
+def span(name: str, attributes: dict[str, Any] | None = None) -> Iterator[trace.Span | None]:
+    """A current span named name, or nothing at all when tracing is off."""
+    if _tracer is None:
+        yield None
+        return
+    with _tracer.start_as_current_span(name, attributes=attributes) as current:
+        yield current
+
+
+def shutdown() -> None:
+    """Flush what is still batched (the SDK also does this at interpreter exit)."""
+    provider = trace.get_tracer_provider()
+    flush = getattr(provider, "force_flush", None)
+    if flush is not None:
+        flush(5000)

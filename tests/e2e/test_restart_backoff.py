@@ -1,0 +1,34 @@
+"""The real launcher restarting a service that crashes over and over: the wait stays within the
+cap `silt run` uses, and every restart line says why it waits."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from silt.launcher import RUN_MAX_RESTART_DELAY_SECONDS, Stack
+
+CRASHES = 4
+
+
+def test_crash_loop_is_capped_and_explained(tmp_path: Path) -> None:
+    ports = {"auth": 0, "graveler": 0}
+    with Stack(
+        tmp_path,
+        ports=ports,
+        services=["auth", "graveler"],
+        on_event=lambda _: None,
+        max_restart_delay=RUN_MAX_RESTART_DELAY_SECONDS,
+    ) as stack:
+        for n in range(CRASHES):
+            stack.kill("graveler")
+            deadline = time.monotonic() + RUN_MAX_RESTART_DELAY_SECONDS + 30
+            while stack.restarts("graveler") < n + 1:
+                assert time.monotonic() < deadline, f"graveler not restarted after crash {n + 1}"
+                time.sleep(0.05)
+            stack.wait_ready("graveler")
+    stopped = [line for line in stack.events if line.startswith("graveler stopped")]
+    assert len(stopped) == CRASHES
+    waits = [float(line.split("restarting in ")[1].split("s:")[0]) for line in stopped]
+    assert waits == [1.0, 2.0, 4.0, RUN_MAX_RESTART_DELAY_SECONDS]
+    assert all("after starting; waiting longer after each quick crash" in line for line in stopped)

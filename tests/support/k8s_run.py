@@ -1,0 +1,395 @@
+"""Run rendered deploy/k8s workloads on this machine, as the manifests say.
+
+A pod becomes a local process: the container's command and args ($(VAR) expanded; `python`
+is this interpreter), its env resolved from literals, ConfigMaps and Secrets, its volumes
+materialized (a ConfigMap as files, an emptyDir as a fresh directory) and every mount path in
+env values and mounted files mapped to that directory. The only things changed, each named:
+
+- a Service's DNS name `<svc>.<ns>.svc.cluster.local:<port>` (and `<svc>:<port>`) in mounted
+  files is rewritten to a local round-robin TCP proxy standing in for that Service, or to a
+  test server for the Services of third-party images (Cassandra, MinIO);
+- each replica listens on its own loopback port: the config key whose listen port equals the
+  container port is overridden by its SILT_* variable (none found: the manifest is wrong).
+
+Probes are asked as the kubelet would: grpc (grpc.health.v1, service ""), httpGet, tcpSocket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import grpc
+from botocore.config import Config as BotoConfig
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from silt.config import Config, load_config
+from silt.launcher import free_port
+from silt.lifeline import PARENT_PID_ENV
+from tests.support.k8s import NAMESPACE, expand, named, of_kind, pod_spec, render, resolve_env
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class ServiceProxy:
+    """A Service: one local port, connections spread round-robin over the ready backends.
+    A backend that refuses a connection is skipped (as an endpoint whose pod died)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.port = free_port()
+        self.backends: list[int] = []
+        self._turn = itertools.count()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"proxy-{name}", daemon=True)
+        self._server: asyncio.base_events.Server | None = None
+
+    def start(self) -> ServiceProxy:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(asyncio.start_server(self._serve, "127.0.0.1", self.port), self._loop)
+        self._server = future.result(timeout=10)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        backends = list(self.backends)
+        start = next(self._turn)
+        for i in range(len(backends)):
+            port = backends[(start + i) % len(backends)]
+            with contextlib.suppress(OSError):
+                return await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), timeout=2)
+        raise OSError(f"service {self.name}: no backend answers")
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            upstream_reader, upstream_writer = await self._connect()
+        except OSError:
+            writer.close()
+            return
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (OSError, asyncio.IncompleteReadError):
+                pass
+            finally:
+                with contextlib.suppress(OSError, RuntimeError):
+                    dst.close()
+
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+
+@dataclass
+class Replica:
+    workload: str
+    index: int
+    port: int
+    command: list[str]
+    env: dict[str, str]
+    probes: dict[str, dict[str, Any]]
+    container_ports: dict[str, int]
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(self.command, env=self.env, cwd=REPO_ROOT, stdout=out, stderr=out)
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _port(self, value: int | str) -> int:
+        declared = self.container_ports[value] if isinstance(value, str) else value
+        assert declared in self.container_ports.values(), f"{self.workload}: probe port {value} is not a container port"
+        return self.port  # the replica's one port stands for its container port
+
+    def probe(self, kind: str) -> bool:
+        spec = self.probes.get(kind)
+        if spec is None or not self.alive():
+            return spec is None and self.alive()
+        try:
+            if "grpc" in spec:
+                port = self._port(spec["grpc"]["port"])
+                with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                    request = health_pb2.HealthCheckRequest(service=spec["grpc"].get("service", ""))
+                    answer = health_pb2_grpc.HealthStub(channel).Check(request, timeout=2)  # type: ignore[attr-defined]
+                return answer.status == health_pb2.HealthCheckResponse.SERVING
+            if "httpGet" in spec:
+                port = self._port(spec["httpGet"]["port"])
+                url = f"http://127.0.0.1:{port}{spec['httpGet'].get('path', '/')}"
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    return 200 <= response.status < 400
+            if "tcpSocket" in spec:
+                with socket.create_connection(("127.0.0.1", self._port(spec["tcpSocket"]["port"])), timeout=2):
+                    return True
+        except (grpc.RpcError, OSError):
+            return False
+        raise AssertionError(f"{self.workload}: unsupported probe {spec}")
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+            while not self.probe(kind):
+                assert self.alive(), f"{self.workload}-{self.index} exited: {self.log.read_text()[-2000:]}"
+                assert time.monotonic() < deadline, f"{self.workload}-{self.index}: {kind} never passed"
+                time.sleep(0.2)
+
+
+# The config keys a Silt container may listen on, by the SILT_* variable that overrides them.
+LISTEN_KEYS = {
+    "SILT_AUTH_LISTEN_ADDRESS": lambda c: c.auth.listen_address,
+    "SILT_GRAVELER_LISTEN_ADDRESS": lambda c: c.graveler.listen_address,
+    "SILT_GATEWAYS_S3_LISTEN_ADDRESS": lambda c: c.gateways.s3.listen_address,
+    "SILT_COMPACTOR_LISTEN_ADDRESS": lambda c: c.compactor.listen_address,
+}
+
+
+@dataclass
+class Cluster:
+    """The rendered documents, run here. substitutes: Service name -> "host:port" of a test
+    server standing in for a third-party workload (those workloads are not started)."""
+
+    docs: list[dict[str, Any]]
+    workdir: Path
+    substitutes: dict[str, str]
+    env_overrides: dict[str, str] = field(default_factory=dict)
+    secrets: dict[str, dict[str, str]] = field(default_factory=dict)
+    proxies: dict[str, ServiceProxy] = field(default_factory=dict)
+    replicas: dict[str, list[Replica]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for service in of_kind(self.docs, "Service"):
+            name = service["metadata"]["name"]
+            if name not in self.substitutes:
+                self.proxies[name] = ServiceProxy(name).start()
+
+    def service_address(self, name: str) -> str:
+        if name in self.substitutes:
+            return self.substitutes[name]
+        return f"127.0.0.1:{self.proxies[name].port}"
+
+    def _rewrite_service_names(self, text: str) -> str:
+        for service in of_kind(self.docs, "Service"):
+            name = service["metadata"]["name"]
+            local = self.service_address(name)
+            for port in service["spec"]["ports"]:
+                for dns in (f"{name}.{NAMESPACE}.svc.cluster.local", f"{name}.{NAMESPACE}.svc", name):
+                    text = re.sub(rf"(?<![\w.-]){re.escape(dns)}:{port['port']}(?![\d])", local, text)
+        return text
+
+    def _volumes(self, spec: dict[str, Any], container: dict[str, Any], where: Path) -> dict[str, Path]:
+        """mountPath -> local directory holding the volume."""
+        sources = {v["name"]: v for v in spec.get("volumes", [])}
+        mounts: dict[str, Path] = {}
+        for mount in container.get("volumeMounts", []):
+            volume = sources[mount["name"]]
+            local = where / mount["name"]
+            local.mkdir(parents=True, exist_ok=True)
+            mounts[mount["mountPath"]] = local
+            if "configMap" in volume:
+                data = named(self.docs, "ConfigMap", volume["configMap"]["name"])["data"]
+                for key, value in data.items():
+                    (local / key).write_text(self._rewrite_service_names(str(value)))
+            else:
+                assert "emptyDir" in volume, f"unsupported volume {volume}"
+        # Paths inside mounted files (e.g. a cache directory on an emptyDir) follow the mounts.
+        for local in mounts.values():
+            for file in local.iterdir():
+                if file.is_file():
+                    file.write_text(_map_paths(file.read_text(), mounts))
+        return mounts
+
+    def pod(self, workload: dict[str, Any], index: int) -> Replica:
+        spec = pod_spec(workload)
+        (container,) = spec["containers"]
+        name = workload["metadata"]["name"]
+        where = self.workdir / f"{name}-{index}"
+        mounts = self._volumes(spec, container, where)
+        declared = resolve_env(self.docs, container, self.secrets)
+        env = {k: _map_paths(v, mounts) for k, v in declared.items()}
+        command = [expand(part, declared) for part in container.get("command", []) + container.get("args", [])]
+        assert command, f"{name}: the image has no default command worth running"
+        if command[0] == "python":
+            command[0] = sys.executable
+        elif command[0] == "silt":
+            command[:1] = [sys.executable, "-m", "silt.cli.main"]
+        ports = {p.get("name", str(p["containerPort"])): p["containerPort"] for p in container.get("ports", [])}
+        port = free_port()
+        base = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(where),
+            "PYTHONPATH": str(REPO_ROOT),
+            "PYTHONUNBUFFERED": "1",
+            PARENT_PID_ENV: str(os.getpid()),
+        }
+        env = {**base, **env, **self.env_overrides}
+        if ports:
+            env[self._listen_variable(env, list(ports.values()))] = f"127.0.0.1:{port}"
+        probes = {k: container[k] for k in ("startupProbe", "readinessProbe", "livenessProbe") if k in container}
+        return Replica(name, index, port, command, env, probes, ports, where / "log.txt")
+
+    def _listen_variable(self, env: dict[str, str], container_ports: list[int]) -> str:
+        config: Config = load_config(env=env)
+        for variable, key in LISTEN_KEYS.items():
+            if int(key(config).rpartition(":")[2]) in container_ports:
+                return variable
+        raise AssertionError(f"no listen address in the configuration serves container ports {container_ports}")
+
+    def run_deployment(self, name: str) -> list[Replica]:
+        deployment = named(self.docs, "Deployment", name)
+        replicas = [self.pod(deployment, i) for i in range(deployment["spec"]["replicas"])]
+        self.replicas[name] = replicas
+        for replica in replicas:
+            replica.start()
+        for replica in replicas:
+            replica.wait_ready()
+        self._publish(name)
+        return replicas
+
+    def _publish(self, deployment: str) -> None:
+        """Point the Services selecting this Deployment's pods at its ready replicas."""
+        labels = named(self.docs, "Deployment", deployment)["spec"]["template"]["metadata"]["labels"]
+        for service in of_kind(self.docs, "Service"):
+            if service["spec"]["selector"].items() <= labels.items() and service["metadata"]["name"] in self.proxies:
+                self.proxies[service["metadata"]["name"]].backends = [r.port for r in self.replicas[deployment]]
+
+    def replace(self, deployment: str, index: int) -> Replica:
+        """The ReplicaSet's answer to a dead pod: a new one, ready before it gets traffic."""
+        old = self.replicas[deployment][index]
+        old.kill()
+        self.proxies_without(old.port)
+        new = self.pod(named(self.docs, "Deployment", deployment), index + 100)
+        new.start()
+        new.wait_ready()
+        self.replicas[deployment][index] = new
+        self._publish(deployment)
+        return new
+
+    def proxies_without(self, port: int) -> None:
+        for proxy in self.proxies.values():
+            proxy.backends = [p for p in proxy.backends if p != port]
+
+    def run_to_completion(self, kind: str, name: str, args: list[str] | None = None, timeout: float = 120) -> str:
+        """A Job's (or CronJob's) pod, optionally with other args; its stdout."""
+        replica = self.pod(named(self.docs, kind, name), 0)
+        if args is not None:
+            replica.command = replica.command[: -len(pod_spec(named(self.docs, kind, name))["containers"][0]["args"])]
+            replica.command += args
+        done = subprocess.run(
+            replica.command,
+            env=replica.env,
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        assert done.returncode == 0, f"{kind} {name} {args}: {done.stderr[-3000:]}"
+        return done.stdout
+
+    def stop(self) -> None:
+        for replicas in self.replicas.values():
+            for replica in replicas:
+                replica.kill(signal.SIGTERM)
+        for proxy in self.proxies.values():
+            proxy.stop()
+
+
+def _map_paths(text: str, mounts: dict[str, Path]) -> str:
+    """Mount paths -> local directories, in one pass (a local directory may start with /tmp)."""
+    if not mounts:
+        return text
+    alternatives = "|".join(re.escape(m) for m in sorted(mounts, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w/])({alternatives})(?=/|$|\s|\"|')", re.MULTILINE)
+    return pattern.sub(lambda match: str(mounts[match.group(1)]), text)
+
+
+@contextlib.contextmanager
+def dev_cluster(cassandra_server: Any, moto_server: str, tmp_path: Path) -> Iterator[Cluster]:
+    """The dev overlay's documents, ready to run on the test Cassandra and moto_server."""
+    moto_host = moto_server.removeprefix("http://")
+    boto3.client(
+        "s3", endpoint_url=moto_server, aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1"
+    ).create_bucket(Bucket="silt-data")
+    overrides = {
+        # The test Cassandra stands in for the StatefulSet (one node, its own port), in a keyspace
+        # of this test's own so that the setup Job runs for the first time.
+        "SILT_DATABASE_CASSANDRA_CONTACT_POINTS": cassandra_server.host,
+        "SILT_DATABASE_CASSANDRA_PORT": str(cassandra_server.port),
+        "SILT_DATABASE_CASSANDRA_KEYSPACE": f"k8s_{uuid.uuid4().hex[:12]}",
+    }
+    if cassandra_server.protocol_version:
+        overrides["SILT_DATABASE_CASSANDRA_PROTOCOL_VERSION"] = str(cassandra_server.protocol_version)
+    running = Cluster(
+        render("dev"),
+        tmp_path,
+        substitutes={"cassandra": f"{cassandra_server.host}:{cassandra_server.port}", "minio": moto_host},
+        env_overrides=overrides,
+    )
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def set_up(cluster: Cluster) -> dict[str, Any]:
+    """The auth-setup Job, then the operator's step: its keys into the credentials Secrets."""
+    keys = json.loads(cluster.run_to_completion("Job", "silt-auth-setup"))
+    for service in ("graveler", "gateway"):
+        key = keys["services"][service]
+        cluster.secrets[f"silt-{service}-credentials"] = {
+            "access-key-id": key["access_key_id"],
+            "secret-access-key": key["secret_access_key"],
+        }
+    admin = keys["admin"]
+    cluster.secrets["silt-gc-credentials"] = {
+        "access-key-id": admin["access_key_id"],
+        "secret-access-key": admin["secret_access_key"],
+    }
+    return dict(admin)
+
+
+def s3_client(cluster: Cluster, admin: dict[str, Any], endpoint: str | None = None, attempts: int = 6) -> Any:
+    """boto3 on the gateway Service (or one replica's endpoint), signed with admin's key."""
+    return boto3.client(
+        "s3",
+        endpoint_url=f"http://{endpoint or cluster.service_address('gateway')}",
+        aws_access_key_id=admin["access_key_id"],
+        aws_secret_access_key=admin["secret_access_key"],
+        region_name="us-east-1",
+        config=BotoConfig(
+            s3={"addressing_style": "path"},
+            retries={"mode": "standard", "max_attempts": attempts},
+            connect_timeout=5,
+            read_timeout=30,
+        ),
+    )

@@ -1,0 +1,89 @@
+"""Staged entries may only name bytes inside their repository's storage namespace (issue 16, item 1).
+
+Runs the engine in-process on the in-memory KV driver and a local-disk object store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from services.graveler.addresses import validate_physical_address
+from services.graveler.committed.cache import CommittedCache
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.graveler import Graveler, GravelerOptions
+from silt.block.local import LocalAdapter
+from silt.config import DatabaseConfig
+from silt.errors import InvalidArgument
+from silt.graveler.v1 import model_pb2 as pb
+from silt.kv import open_store
+
+NAMESPACE = "local://repoa"
+
+ESCAPES = [
+    "local://repob/data/0123",  # another repository
+    "local://repoa-evil/data/0123",  # a name that merely starts with the namespace
+    "local://repoa/../repob/data/0123",  # traversal out of the namespace
+    "local://repoa//data/0123",  # empty segment an adapter may collapse
+    "LOCAL://repob/data/0123",  # scheme case
+    "s3://any-bucket/secret",  # another store altogether
+    "local://repoa",  # the namespace itself, not an object in it
+    "../repob/data/0123",  # relative traversal
+    "data/../../repob/x",
+    "/etc/passwd",
+    "data\\..\\x",
+    "c:/x",
+]
+
+
+@pytest.mark.parametrize("address", ESCAPES)
+def test_addresses_outside_the_namespace_are_refused(address: str) -> None:
+    with pytest.raises(InvalidArgument):
+        validate_physical_address(address, NAMESPACE)
+
+
+@pytest.mark.parametrize("address", ["data/0123", "local://repoa/data/0123", "LOCAL://repoa/data/x"])
+def test_addresses_inside_the_namespace_are_accepted(address: str) -> None:
+    validate_physical_address(address, NAMESPACE)
+
+
+def test_an_allowed_import_prefix_admits_exactly_what_is_below_it() -> None:
+    allowed = ["s3://landing/exports/"]
+    validate_physical_address("s3://landing/exports/day1/part-0.parquet", NAMESPACE, allowed)
+    with pytest.raises(InvalidArgument):
+        validate_physical_address("s3://landing/exports-private/x", NAMESPACE, allowed)
+    with pytest.raises(InvalidArgument):
+        validate_physical_address("s3://landing/exports/../secret", NAMESPACE, allowed)
+
+
+@pytest.fixture
+def graveler(tmp_path: Path) -> Iterator[Graveler]:
+    store = open_store(DatabaseConfig(type="mem"))
+    g = Graveler(store, CommittedManager(LocalAdapter(tmp_path / "data"), CommittedCache()), GravelerOptions())
+    g.create_repository("repoa", NAMESPACE, "main")
+    g.create_repository("repob", "local://repob", "main")
+    yield g
+    g.close()
+
+
+def test_stage_entry_refuses_another_repositorys_bytes(graveler: Graveler) -> None:
+    with pytest.raises(InvalidArgument, match="outside the repository's storage namespace"):
+        graveler.stage_entry("repoa", "main", "stolen", pb.Entry(physical_address="local://repob/data/x", size=1))
+    graveler.stage_entry("repoa", "main", "own", pb.Entry(physical_address="data/x", size=1, etag="e"))
+    assert graveler.stat_entry("repoa", "main", "own").physical_address == "data/x"
+
+
+@pytest.mark.parametrize("namespace", ["local://repoa", "local://repoa/sub", "LOCAL://repoa/", "local://"])
+def test_a_new_repository_cannot_share_another_ones_namespace(graveler: Graveler, namespace: str) -> None:
+    with pytest.raises(InvalidArgument):
+        graveler.create_repository("intruder", namespace, "main")
+
+
+def test_a_sibling_namespace_with_a_longer_name_is_fine(graveler: Graveler) -> None:
+    graveler.create_repository("neighbour", "local://repoa-two", "main")
+
+
+def test_a_bare_restore_target_may_reuse_a_namespace(graveler: Graveler) -> None:
+    graveler.create_repository("restored", NAMESPACE, "main", bare=True)
