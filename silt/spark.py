@@ -86,7 +86,8 @@ def spark_defaults_conf(target: S3AEndpoint) -> str:
 def builder_lines(target: S3AEndpoint) -> str:
     """The same settings as Python `SparkSession.builder` lines."""
     body = "".join(f'    .config("{k}", "{v}")\n' for k, v in spark_settings(target).items())
-    return f'spark = (\n    SparkSession.builder.appName("silt")\n{body}    .getOrCreate()\n)\n'
+    head = 'from pyspark.sql import SparkSession\n\nspark = (\n    SparkSession.builder.appName("silt")\n'
+    return f"{head}{body}    .getOrCreate()\n)\n"
 
 
 def local_session(

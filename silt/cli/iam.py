@@ -14,6 +14,7 @@ from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import model_pb2 as pb
 from silt.cli.common import as_dict, client, done, json_option, output, table, when
 from silt.client import EXIT_USAGE, ClientError, paged
+from silt.spark import S3AEndpoint, builder_lines, spark_defaults_conf, spark_settings
 
 _EFFECTS = {"allow": pb.EFFECT_ALLOW, "deny": pb.EFFECT_DENY}
 
@@ -345,12 +346,25 @@ def credentials_delete(user_id: str, access_key_id: str) -> None:
 
 
 @auth.command("env")
+@click.option(
+    "--spark",
+    "spark_format",
+    type=click.Choice(["builder", "conf"]),
+    default=None,
+    help="Print Spark's S3A settings instead: SparkSession.builder lines or spark-defaults.conf.",
+)
 @json_option
-def env() -> None:
+def env(spark_format: str | None) -> None:
     """Shell exports for the AWS CLI and SDKs with your Silt key: eval "$(silt auth env)"."""
     c = client()
     creds = c.credentials()
     s = c.settings
+    if spark_format is not None:
+        target = S3AEndpoint(s.s3_endpoint, creds.access_key_id, creds.secret_access_key.get_secret_value())
+        settings = spark_settings(target)
+        text = builder_lines(target) if spark_format == "builder" else spark_defaults_conf(target)
+        output(settings, lambda: click.echo(text, nl=False))
+        return
     values = {
         "AWS_ACCESS_KEY_ID": creds.access_key_id,
         "AWS_SECRET_ACCESS_KEY": creds.secret_access_key.get_secret_value(),

@@ -169,6 +169,21 @@ async def write_target(ctx: Context, repository: str, ref: str, key: str) -> str
     await ctx.authorize(WRITE_REPO, repository)
     if not key:
         raise S3Error("InvalidArgument", "an object key needs a branch and a name: <branch>/<key>")
+    return await branch_target(ctx, repository, ref)
+
+
+async def branch_target(ctx: Context, repository: str, ref: str) -> str:
+    """Authorize a write on a branch as a whole (its root marker) and return the storage namespace."""
+    await ctx.authorize(WRITE_REPO, repository)
+    if not ref:
+        raise S3Error("InvalidArgument", "an object key needs a branch and a name: <branch>/<key>")
     namespace = await ctx.backend.namespace(repository)
     await ensure_branch(ctx, repository, ref)
     return namespace
+
+
+def declared_body_size(ctx: Context) -> int | None:
+    """The size of the object the request carries, as its headers declare it (aws-chunked decoded)."""
+    headers = ctx.request.headers
+    declared = headers.get("x-amz-decoded-content-length") or headers.get("content-length") or ""
+    return int(declared) if declared.isdigit() and len(declared) <= 18 else None

@@ -22,6 +22,8 @@ from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
     Context,
     Response,
+    branch_target,
+    declared_body_size,
     entry_time,
     http_time,
     iso_time,
@@ -87,6 +89,9 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None:
         raise S3Error("InvalidRange", ActualObjectSize=str(size))
     return start, end
 
+
+# The MD5 of no bytes: the ETag S3 gives an empty object.
+EMPTY_MD5 = "d41d8cd98f00b204e9800998ecf8427e"
 
 # Past any object size Silt can hold; a longer digit string means the same, without int()
 # of thousands of digits (which Python refuses with ValueError).
@@ -382,6 +387,8 @@ async def put_object(ctx: Context) -> Response:
     ref, key = split_path(request.path)
     if "x-amz-copy-source" in request.headers:
         return await copy_object(ctx)
+    if ref and not key:
+        return await _put_branch_root_marker(ctx, repository, ref)
     namespace = await write_target(ctx, repository, ref, key)
     address = new_physical_address()
     adapter = ctx.backend.adapter
@@ -403,6 +410,18 @@ async def put_object(ctx: Context) -> Response:
     entry.metadata.update(received.checksum_headers())
     await stage_new_bytes(ctx, repository, ref, key, entry, namespace)
     return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
+
+
+async def _put_branch_root_marker(ctx: Context, repository: str, ref: str) -> Response:
+    """PUT of "<branch>/": Hadoop's S3A writes this directory marker for the root of a path.
+
+    The branch itself is that directory, so an empty marker is accepted and nothing is stored;
+    S3A deletes it again later, which is equally a no-op. Anything with content is refused.
+    """
+    await branch_target(ctx, repository, ref)
+    if declared_body_size(ctx) != 0:
+        raise S3Error("InvalidArgument", "the root of a branch can only take an empty directory marker")
+    return Response(200, [("ETag", quoted_etag(EMPTY_MD5))])
 
 
 def parse_copy_source(value: str) -> tuple[str, str, str]:
@@ -476,6 +495,9 @@ async def _delete(ctx: Context, repository: str, ref: str, key: str) -> None:
 async def delete_object(ctx: Context) -> Response:
     repository = ctx.request.bucket
     ref, key = split_path(ctx.request.path)
+    if ref and not key:
+        await branch_target(ctx, repository, ref)  # the branch root marker: never stored
+        return Response(204)
     await write_target(ctx, repository, ref, key)
     await _delete(ctx, repository, ref, key)
     return Response(204)
@@ -500,17 +522,18 @@ async def delete_objects(ctx: Context) -> Response:
     for path in keys:
         ref, key = split_path(path)
         try:
-            if not key:
+            if not ref:
                 raise S3Error("InvalidArgument", "a key needs a branch and a name")
             if ref not in checked:
                 try:
-                    await write_target(ctx, repository, ref, key)
+                    await branch_target(ctx, repository, ref)
                     checked[ref] = None
                 except S3Error as exc:
                     checked[ref] = exc
             if checked[ref] is not None:
                 raise checked[ref]  # type: ignore[misc]
-            await _delete(ctx, repository, ref, key)
+            if key:  # "<branch>/" is the branch root marker, never stored: deleted as asked
+                await _delete(ctx, repository, ref, key)
             deleted.append(path)
         except S3Error as exc:
             if exc.code in ("ServiceUnavailable", "SlowDown"):
