@@ -16,13 +16,15 @@ from silt.spark import local_session
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    # Managed tables and the catalog go to the run's temp dir, never the checkout.
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = local_session(
         None,
         master="local[2]",
         app_name="silt-tests",
         # Per-bucket endpoints are read when a bucket's FileSystem is created: never reuse one.
-        extra={"spark.hadoop.fs.s3a.impl.disable.cache": "true"},
+        extra={"spark.hadoop.fs.s3a.impl.disable.cache": "true", "spark.sql.warehouse.dir": str(warehouse)},
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session
