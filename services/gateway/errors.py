@@ -25,6 +25,7 @@ CODES: dict[str, tuple[int, str]] = {
     "InvalidRange": (416, "The requested range is not satisfiable"),
     "InvalidURI": (400, "Couldn't parse the specified URI."),
     "InvalidRequest": (400, "Invalid Request"),
+    "MetadataTooLarge": (400, "Your metadata headers exceed the maximum allowed metadata size."),
     "MalformedXML": (400, "The XML you provided was not well-formed or did not validate against our published schema."),
     "MethodNotAllowed": (405, "The specified method is not allowed against this resource."),
     "MissingContentLength": (411, "You must provide the Content-Length HTTP header."),

@@ -92,9 +92,24 @@ def split_address(namespace: str, physical_address: str) -> tuple[str, str]:
     return namespace, physical_address
 
 
+# S3's limit on user-defined metadata: the bytes of every x-amz-meta-* name (without the
+# prefix) and value, added up. Entries carry it into every listing page and commit.
+MAX_USER_METADATA_BYTES = 2048
+_META_PREFIX = "x-amz-meta-"
+
+
 def user_metadata(request: Request) -> dict[str, str]:
     headers = request.headers
-    out = {k: v for k, v in headers.items() if k.startswith("x-amz-meta-")}
+    out = {k: v for k, v in headers.items() if k.startswith(_META_PREFIX)}
+    # Header values arrive as latin-1 text, one char per byte sent: len() counts bytes.
+    size = sum(len(k) - len(_META_PREFIX) + len(v) for k, v in out.items())
+    if size > MAX_USER_METADATA_BYTES:
+        raise S3Error(
+            "MetadataTooLarge",
+            f"user metadata is {size} bytes; S3 allows {MAX_USER_METADATA_BYTES}",
+            Size=str(size),
+            MaxSizeAllowed=str(MAX_USER_METADATA_BYTES),
+        )
     for name in STORED_HEADERS:
         value = headers.get(name)
         if value and not (name == "content-encoding" and value.strip() == "aws-chunked"):

@@ -390,6 +390,7 @@ async def put_object(ctx: Context) -> Response:
     if ref and not key:
         return await _put_branch_root_marker(ctx, repository, ref)
     namespace = await write_target(ctx, repository, ref, key)
+    metadata = user_metadata(request)  # refused before any byte is written
     address = new_physical_address()
     adapter = ctx.backend.adapter
     try:
@@ -403,7 +404,7 @@ async def put_object(ctx: Context) -> Response:
         etag=received.etag,
         last_modified=now_timestamp(),
         content_type=request.headers.get("content-type", "application/octet-stream"),
-        metadata=user_metadata(request),
+        metadata=metadata,
     )
     # The checksum of the whole object is kept with its metadata, for GET/HEAD with
     # x-amz-checksum-mode: ENABLED.

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from xml.etree import ElementTree
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.integration.gateway.test_auth import STREAMING, chunked_body, signed
 from tests.support.gateway_stack import GatewayStack
@@ -171,3 +172,22 @@ def test_a_long_chunk_header_line_is_refused(gw: GatewayStack, s3: Any, bucket: 
     out["Content-Length"] = str(len(body))
     status, _, content = raw_request(gw, head_bytes("PUT", f"/{bucket}/main/long", out, host_of(gw)), body)
     assert status == 400 and error_code(content) == "InvalidRequest", content
+
+
+def test_user_metadata_over_2_kib_is_refused_before_anything_is_stored(gw: GatewayStack, s3: Any, bucket: str) -> None:
+    objects = gw.stack.data_dir / "data" / bucket / "data"  # the repository's object bytes
+    for call in (
+        lambda: s3.put_object(Bucket=bucket, Key="main/m", Body=b"x", Metadata={"m": "v" * 2048}),
+        lambda: s3.create_multipart_upload(Bucket=bucket, Key="main/m", Metadata={"a": "v" * 1500, "b": "v" * 600}),
+    ):
+        with pytest.raises(ClientError) as exc:
+            call()
+        assert exc.value.response["Error"]["Code"] == "MetadataTooLarge"
+        assert exc.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert s3.list_objects_v2(Bucket=bucket, Prefix="main/m").get("KeyCount") == 0
+    # Exactly at the limit (name bytes without the prefix plus value bytes) is accepted.
+    s3.put_object(Bucket=bucket, Key="main/m", Body=b"x", Metadata={"m": "v" * 2047})
+    assert s3.head_object(Bucket=bucket, Key="main/m")["Metadata"] == {"m": "v" * 2047}
+    # Only the accepted object's bytes were written: the refused PUT left no orphan behind.
+    stored = [p for p in objects.iterdir() if not p.name.startswith(".silt-")]
+    assert len(stored) == 1
