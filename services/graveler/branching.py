@@ -74,6 +74,7 @@ class BranchingMixin:
             delimiter_bytes(delimiter),
             after.encode(),
             page_amount(amount),
+            size_of=_difference_size,
         )
 
     def diff_branch(
@@ -92,6 +93,7 @@ class BranchingMixin:
                 delimiter_bytes(delimiter),
                 after.encode(),
                 page_amount(amount),
+                size_of=_difference_size,
             )
 
         return self._read(repo, self._plain_branch(repo, branch_name), body)
@@ -302,6 +304,11 @@ def _parent_of(commit: pb.Commit, parent_number: int) -> str:
 
 def _difference_key(difference: Difference) -> bytes:
     return difference.key
+
+
+def _difference_size(difference: Difference) -> int:
+    sides = (difference.left, difference.right)
+    return len(difference.key) + sum(len(side.value) for side in sides if side is not None)
 
 
 __all__ = ["BranchingMixin", "CommonPrefix", "MergeOutcome"]

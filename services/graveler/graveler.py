@@ -41,7 +41,12 @@ from services.graveler.lifecycle import LifecycleMixin
 from services.graveler.paging import CommonPrefix, delimiter_bytes, page_amount, paginate
 from services.graveler.refs import BranchRecord, RefStore, RepoHandle, set_tokens
 from services.graveler.staging import StagingStore, new_token
-from services.graveler.validation import validate_key, validate_ref_name, validate_repository_name
+from services.graveler.validation import (
+    validate_entry_size,
+    validate_key,
+    validate_ref_name,
+    validate_repository_name,
+)
 from services.graveler.values import TOMBSTONE, KeyValue, Value, decode_entry, entry_value
 from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
@@ -474,6 +479,7 @@ class Graveler(BranchingMixin, LifecycleMixin):
     def stage_entry(self, repository: str, branch_name: str, key: str, entry: pb.Entry) -> None:
         repo = self._repo(repository)
         encoded = validate_key(key)
+        validate_entry_size(entry.ByteSize())
         validate_physical_address(entry.physical_address, repo.namespace, self.options.allowed_import_prefixes)
         self._write(repo, branch_name, encoded, entry_value(entry))
 
@@ -545,7 +551,15 @@ class Graveler(BranchingMixin, LifecycleMixin):
     def _list(
         self, repo: RepoHandle, resolved: Resolved, prefix: bytes, delimiter: bytes, after: bytes, amount: int
     ) -> ListPage:
-        page = paginate(lambda start: self._iterate(repo, resolved, start), _key_of, prefix, delimiter, after, amount)
+        page = paginate(
+            lambda start: self._iterate(repo, resolved, start),
+            _key_of,
+            prefix,
+            delimiter,
+            after,
+            amount,
+            size_of=_size_of,
+        )
         items: list[tuple[bytes, pb.Entry | None]] = [
             (item.key, None) if isinstance(item, CommonPrefix) else (item.key, decode_entry(item.value.data))
             for item in page.items
@@ -587,6 +601,10 @@ class Graveler(BranchingMixin, LifecycleMixin):
 
 def _key_of(kv: KeyValue) -> bytes:
     return kv.key
+
+
+def _size_of(kv: KeyValue) -> int:
+    return len(kv.key) + len(kv.value.data)
 
 
 def _page(items: Iterator[_T], amount: int) -> tuple[list[_T], bool]:

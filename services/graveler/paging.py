@@ -12,6 +12,9 @@ _T = TypeVar("_T")
 
 MAX_PAGE = 10_000
 MAX_DELIMITER = 1024  # bytes
+# A page also stops at this many bytes of items, well under the 64 MiB gRPC message limit:
+# MAX_PAGE entries of the largest allowed size would not fit in one answer.
+MAX_PAGE_BYTES = 8 * 1024 * 1024
 
 
 def delimiter_bytes(delimiter: str) -> bytes:
@@ -69,6 +72,8 @@ def paginate(
     delimiter: bytes,
     after: bytes,
     amount: int,
+    size_of: Callable[[_T], int] | None = None,
+    max_bytes: int = MAX_PAGE_BYTES,
 ) -> Page[_T]:
     """Collect up to amount items of walk(start) under prefix, rolling keys up to common prefixes.
 
@@ -77,6 +82,7 @@ def paginate(
     """
     start = max(prefix, start_after(after, prefix, delimiter)) if after else prefix
     items: list[_T | CommonPrefix] = []
+    size = 0  # bytes of the page so far, as size_of counts them (common prefixes: their key)
     walker = walk(start)
     while True:
         item = next(walker, None)
@@ -88,6 +94,10 @@ def paginate(
         if len(items) == amount:
             return Page(items, True)
         common = common_prefix(key, prefix, delimiter)
+        cost = len(common) if common is not None else size_of(item) if size_of is not None else len(key)
+        if items and size + cost > max_bytes:
+            return Page(items, True)  # the next page resumes after the last item, as for amount
+        size += cost
         if common is None:
             items.append(item)
             continue

@@ -7,6 +7,10 @@ import re
 from silt.errors import InvalidArgument
 
 MAX_KEY_BYTES = 1024
+# An entry is its metadata, never object bytes: S3's 2 KiB of user metadata, checksums, the
+# part layout of a multipart object and the address fit many times over. Every listing page
+# and commit carries entries, so one oversized entry must not be able to poison them.
+MAX_ENTRY_BYTES = 64 * 1024
 
 # S3 bucket rules, minus dots: a repository is addressed as a bucket, also virtual-host style,
 # where dots would break TLS wildcard certificates.
@@ -59,3 +63,8 @@ def validate_key(key: str) -> bytes:
     if len(encoded) > MAX_KEY_BYTES:
         raise InvalidArgument(f"object key is {len(encoded)} bytes; at most {MAX_KEY_BYTES} are allowed")
     return encoded
+
+
+def validate_entry_size(size: int) -> None:
+    if size > MAX_ENTRY_BYTES:
+        raise InvalidArgument(f"entry is {size} bytes; at most {MAX_ENTRY_BYTES} are allowed")
