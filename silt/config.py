@@ -152,6 +152,10 @@ class S3GatewayConfig(_Section):
     domain_name: str = "s3.local"
     region: str = "us-east-1"
     workers: int = Field(1, ge=1, le=64, description="gateway processes sharing the listen address")
+    max_header_bytes: int = Field(64 * 1024, ge=8 * 1024, le=1024 * 1024, description="request line plus headers")
+    max_header_line_bytes: int = Field(8 * 1024, ge=1024, le=64 * 1024, description="one header or the URL")
+    header_timeout_seconds: float = Field(20.0, gt=0, le=600, description="time to send a request's head")
+    max_connections: int = Field(4096, ge=1, description="open connections per gateway process")
     storage_namespace_template: str | None = Field(
         None, description="storage namespace of repositories created by CreateBucket, e.g. local://{repo}"
     )

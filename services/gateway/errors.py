@@ -43,6 +43,11 @@ CODES: dict[str, tuple[int, str]] = {
         "Check your key and signing method.",
     ),
     "SlowDown": (503, "Please reduce your request rate."),
+    "RequestHeaderSectionTooLarge": (400, "Your request header section exceeds the maximum allowed size."),
+    "RequestTimeout": (
+        400,
+        "Your socket connection to the server was not read from or written to within the timeout period.",
+    ),
     "XAmzContentSHA256Mismatch": (400, "The provided 'x-amz-content-sha256' header does not match what was computed."),
 }
 

@@ -12,12 +12,25 @@ import sys
 
 import uvicorn
 
+from services.gateway import protocol
 from services.gateway.app import GatewayApp
-from silt.config import load_config
+from services.gateway.protocol import BoundedHttpToolsProtocol
+from silt.config import S3GatewayConfig, load_config
 from silt.lifeline import die_with_parent
 from silt.logs import configure_logging
 from silt.rpc.server import service_config
 from silt.telemetry.setup import setup as setup_telemetry
+
+
+def configure_connection_limits(s3: S3GatewayConfig) -> None:
+    protocol.configure(
+        protocol.ConnectionLimits(
+            max_head_bytes=s3.max_header_bytes,
+            max_header_bytes=s3.max_header_line_bytes,
+            head_timeout_s=s3.header_timeout_seconds,
+            max_connections=s3.max_connections,
+        )
+    )
 
 
 def create_app() -> GatewayApp:
@@ -26,6 +39,7 @@ def create_app() -> GatewayApp:
     die_with_parent(os.getppid(), grace=5.0)
     config = load_config()
     configure_logging(config.logging, "gateway")
+    configure_connection_limits(config.gateways.s3)
     # Each worker traces on its own and records metrics for the endpoint its parent serves.
     setup_telemetry(config, "gateway", metrics_in_worker=bool(config.gateways.s3.metrics_listen_address))
     return GatewayApp(config)
@@ -34,6 +48,7 @@ def create_app() -> GatewayApp:
 def main(argv: list[str] | None = None) -> int:
     config = service_config("Silt's S3 gateway", argv, "gateway")
     host, _, port = config.gateways.s3.listen_address.rpartition(":")
+    configure_connection_limits(config.gateways.s3)
     workers = config.gateways.s3.workers
     uvicorn.run(
         # With several workers uvicorn imports the app in each process: a factory, by name.
@@ -43,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         host=host.strip("[]"),
         port=int(port),
         loop="uvloop",
-        http="httptools",
+        http=BoundedHttpToolsProtocol,
         lifespan="on",
         access_log=False,
         log_level="warning",

@@ -1,0 +1,150 @@
+"""uvicorn's httptools protocol with the limits an Internet-facing S3 endpoint needs.
+
+httptools buffers a request line or header of any length, and uvicorn waits forever for a
+client that opens a connection and sends nothing: one unauthenticated client could stall the
+event loop with a 128 MiB header or exhaust file descriptors with idle sockets. This protocol
+counts the bytes of each request head *before* the parser buffers them, times the head out,
+and caps the number of open connections. Refusals are S3 XML errors, then the connection closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from services.gateway.errors import S3Error, error_body
+
+
+@dataclass
+class ConnectionLimits:
+    max_head_bytes: int = 64 * 1024  # request line plus all headers
+    max_header_bytes: int = 8 * 1024  # one header line (S3's own limit)
+    head_timeout_s: float = 20.0  # from connection (or request start) to the end of the head
+    max_connections: int = 4096
+
+
+LIMITS = ConnectionLimits()
+
+
+def configure(limits: ConnectionLimits) -> None:
+    """Set the limits for every connection of this process (the main one and each worker)."""
+    global LIMITS
+    LIMITS = limits
+
+
+class _HeaderTooLarge(Exception):
+    pass
+
+
+class BoundedHttpToolsProtocol(HttpToolsProtocol):
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_bytes = 0
+        self._in_head = True
+        self._header_too_large = False
+        self._head_timer: asyncio.TimerHandle | None = None
+        if len(self.connections) > LIMITS.max_connections:
+            self._refuse(S3Error("SlowDown", "too many open connections; retry later"), status=503)
+            return
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if not self._in_head:
+            super().data_received(data)
+            return
+        # Feed at most what the head may still take; if the head is still incomplete after
+        # that, it is too large, whatever else the client has sent.
+        room = LIMITS.max_head_bytes - self._head_bytes
+        first, rest = data[:room], data[room:]
+        self._head_bytes += len(first)
+        if not self._feed(first):
+            return
+        if self._in_head and (rest or self._head_bytes >= LIMITS.max_head_bytes):
+            self._refuse(S3Error("RequestHeaderSectionTooLarge"))
+            return
+        if rest:
+            super().data_received(rest)
+
+    def _feed(self, data: bytes) -> bool:
+        """uvicorn's data_received, but a refusal is an S3 XML error, not a plain-text 400."""
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._unsupported_upgrade_warning()  # S3 has no protocol upgrades
+        except httptools.HttpParserError:
+            # A callback's exception reaches here wrapped by httptools: tell ours by the flag.
+            too_large = self._header_too_large
+            self._refuse(S3Error("RequestHeaderSectionTooLarge" if too_large else "InvalidRequest"))
+            return False
+        return not self.transport.is_closing()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._head_timer is None:  # a following request on a kept-alive connection
+            self._arm_head_timer()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        # Whatever the client sends next is the head of its next request: counted again.
+        self._in_head = True
+        self._head_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        if len(self.url) + len(url) > LIMITS.max_header_bytes:
+            self._header_too_large = True
+            raise _HeaderTooLarge
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if len(name) + len(value) > LIMITS.max_header_bytes:
+            self._header_too_large = True
+            raise _HeaderTooLarge
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._disarm_head_timer()
+        super().on_headers_complete()
+
+    def _arm_head_timer(self) -> None:
+        self._disarm_head_timer()
+        self._head_timer = self.loop.call_later(LIMITS.head_timeout_s, self._head_timed_out)
+
+    def _disarm_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self._in_head and not self.transport.is_closing():
+            self._refuse(S3Error("RequestTimeout"))
+
+    def _refuse(self, error: S3Error, status: int | None = None) -> None:
+        """Answer with an S3 XML error and close; nothing of the request reaches the app."""
+        body = error_body(error, "", secrets.token_hex(8).upper())
+        code = status or error.status
+        head = (
+            f"HTTP/1.1 {code} {_REASONS.get(code, 'Error')}\r\n"
+            "content-type: application/xml\r\n"
+            f"content-length: {len(body)}\r\n"
+            "connection: close\r\n\r\n"
+        ).encode()
+        self._in_head = False
+        self._disarm_head_timer()
+        if not self.transport.is_closing():
+            self.transport.write(head + body)
+            self.transport.close()
+
+
+_REASONS: dict[int, Any] = {400: "Bad Request", 503: "Service Unavailable"}
