@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -11,6 +12,15 @@ from urllib.parse import unquote_to_bytes
 from services.gateway.errors import S3Error
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class _BodyIdleTimeout:
+    seconds: float = 60.0
+
+
+# Set per process from gateways.s3.body_idle_timeout_seconds (services/gateway/server.py).
+BODY_IDLE_TIMEOUT = _BodyIdleTimeout()
 
 
 class Body:
@@ -25,7 +35,13 @@ class Body:
     async def _more(self) -> bool:
         if self._done:
             return False
-        message = await self._receive()
+        try:
+            # A client that stops sending mid-body must not hold the request (and its
+            # connection) forever.
+            async with asyncio.timeout(BODY_IDLE_TIMEOUT.seconds):
+                message = await self._receive()
+        except TimeoutError:
+            raise S3Error("RequestTimeout", "no body bytes arrived within the idle timeout") from None
         if message["type"] == "http.disconnect":
             raise S3Error("IncompleteBody", "the client went away before sending the whole body")
         chunk = message.get("body", b"")

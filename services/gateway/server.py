@@ -12,7 +12,7 @@ import sys
 
 import uvicorn
 
-from services.gateway import protocol
+from services.gateway import protocol, request
 from services.gateway.app import GatewayApp
 from services.gateway.protocol import BoundedHttpToolsProtocol
 from silt.config import S3GatewayConfig, load_config
@@ -31,6 +31,7 @@ def configure_connection_limits(s3: S3GatewayConfig) -> None:
             max_connections=s3.max_connections,
         )
     )
+    request.BODY_IDLE_TIMEOUT.seconds = s3.body_idle_timeout_seconds
 
 
 def create_app() -> GatewayApp:

@@ -14,16 +14,22 @@ from urllib.parse import urlsplit
 from xml.etree import ElementTree
 
 import pytest
+from botocore.awsrequest import AWSRequest
 
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 
 HEAD_TIMEOUT_S = 1.5
 MAX_CONNECTIONS = 24
+BODY_IDLE_S = 1.5
 
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
-    limits = {"header_timeout_seconds": HEAD_TIMEOUT_S, "max_connections": MAX_CONNECTIONS}
+    limits = {
+        "header_timeout_seconds": HEAD_TIMEOUT_S,
+        "max_connections": MAX_CONNECTIONS,
+        "body_idle_timeout_seconds": BODY_IDLE_S,
+    }
     with gateway_stack(tmp_path_factory.mktemp("limits"), overrides={"gateways": {"s3": limits}}) as stack:
         yield stack
 
@@ -133,3 +139,25 @@ def test_a_huge_header_on_a_kept_alive_connection_is_refused_too(gw: GatewayStac
         answer = read_answer(sock)
     assert code_of(answer) == "RequestHeaderSectionTooLarge"
     assert sent < 16 * 1024 * 1024
+
+
+def test_a_body_that_stops_arriving_times_out_and_stores_nothing(gw: GatewayStack) -> None:
+    client = gw.client()
+    client.create_bucket(Bucket="stalled")
+    # A signed PUT that promises 1,000 bytes and sends 10.
+    request = client._request_signer
+    aws = AWSRequest(
+        method="PUT",
+        url=f"{gw.endpoint}/stalled/main/k",
+        headers={"Content-Length": "1000", "x-amz-content-sha256": "UNSIGNED-PAYLOAD"},
+    )
+    signer.sign("PutObject", aws)
+    head = "".join(f"{k}: {v}\r\n" for k, v in aws.headers.items())
+    with connect(gw) as sock:
+        host = urlsplit(gw.endpoint).netloc
+        sock.sendall(f"PUT /stalled/main/k HTTP/1.1\r\nHost: {host}\r\n{head}\r\n".encode() + b"x" * 10)
+        started = time.monotonic()
+        answer = read_answer(sock)
+    assert code_of(answer) == "RequestTimeout", answer[:300]
+    assert time.monotonic() - started < BODY_IDLE_S + 5
+    assert client.list_objects_v2(Bucket="stalled", Prefix="main/")["KeyCount"] == 0
