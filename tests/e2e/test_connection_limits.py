@@ -145,7 +145,7 @@ def test_a_body_that_stops_arriving_times_out_and_stores_nothing(gw: GatewayStac
     client = gw.client()
     client.create_bucket(Bucket="stalled")
     # A signed PUT that promises 1,000 bytes and sends 10.
-    request = client._request_signer
+    signer = client._request_signer  # botocore's own signer, to sign a hand-made request
     aws = AWSRequest(
         method="PUT",
         url=f"{gw.endpoint}/stalled/main/k",
