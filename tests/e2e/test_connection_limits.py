@@ -161,3 +161,25 @@ def test_a_body_that_stops_arriving_times_out_and_stores_nothing(gw: GatewayStac
     assert code_of(answer) == "RequestTimeout", answer[:300]
     assert time.monotonic() - started < BODY_IDLE_S + 5
     assert client.list_objects_v2(Bucket="stalled", Prefix="main/")["KeyCount"] == 0
+
+
+def test_every_gateway_worker_applies_the_bounds(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With several workers each one refuses long heads and closes silent connections."""
+    limits = {"header_timeout_seconds": HEAD_TIMEOUT_S, "max_connections": MAX_CONNECTIONS}
+    overrides = {"gateways": {"s3": limits}}
+    with gateway_stack(tmp_path_factory.mktemp("limits-workers"), workers=2, overrides=overrides) as stack:
+        # Connections are spread over the workers by the kernel: enough of them reach both.
+        for _ in range(6):
+            with connect(stack) as sock:
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + b"b" * 9000 + b"\r\n\r\n")
+                answer = read_answer(sock)
+            assert answer.startswith(b"HTTP/1.1 400") and code_of(answer) == "RequestHeaderSectionTooLarge"
+        silent = [connect(stack) for _ in range(4)]
+        try:
+            started = time.monotonic()
+            answers = [read_answer(sock) for sock in silent]
+        finally:
+            for sock in silent:
+                sock.close()
+        assert [code_of(answer) for answer in answers] == ["RequestTimeout"] * 4
+        assert time.monotonic() - started < HEAD_TIMEOUT_S + 5

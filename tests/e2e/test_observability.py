@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -219,7 +220,12 @@ def test_request_id_reaches_every_services_log_and_the_access_log(observed: Obse
                 out.append(json.loads(line))
         return [x for x in out if isinstance(x, dict) and x.get("request_id") == request_id]
 
+    # The access line is written once the response has gone out, so it may trail the reply.
+    deadline = time.monotonic() + 10
     access = [x for x in lines("gateway") if x.get("logger") == "silt.access"]
+    while not access and time.monotonic() < deadline:
+        time.sleep(0.05)
+        access = [x for x in lines("gateway") if x.get("logger") == "silt.access"]
     assert len(access) == 1
     line = access[0]
     assert line["operation"] == "PutObject" and line["status"] == 200 and line["error_code"] == ""
