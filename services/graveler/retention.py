@@ -84,18 +84,18 @@ def validate_rules(rules: pb.GCRules) -> pb.GCRules:
 
 
 def set_rules(g: Graveler, repository: str, rules: pb.GCRules) -> pb.GCRules:
-    repo = g._repo(repository)
+    repo = g.refs.repository(repository)
     validate_rules(rules)
     g.refs.kv.set(repo.partition, RULES_KEY, rules.SerializeToString(deterministic=True))
     return rules
 
 
 def get_rules(g: Graveler, repository: str) -> pb.GCRules | None:
-    return _read_rules(g, g._repo(repository))
+    return _read_rules(g, g.refs.repository(repository))
 
 
 def delete_rules(g: Graveler, repository: str) -> None:
-    repo = g._repo(repository)
+    repo = g.refs.repository(repository)
     g.refs.kv.delete(repo.partition, RULES_KEY)
 
 
@@ -178,7 +178,7 @@ def validate_run_id(run_id: str) -> str:
 def prepare_gc(g: Graveler, repository: str) -> PreparedRun:
     started = Timestamp()
     started.GetCurrentTime()
-    repo = g._repo(repository)
+    repo = g.refs.repository(repository)
     rules = _read_rules(g, repo)
     if rules is None:
         raise FailedPrecondition(

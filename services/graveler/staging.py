@@ -61,6 +61,13 @@ class StagingStore:
                     time.sleep(spent)
                     burst_started = time.perf_counter()
 
+    def keys_under(self, token: str, prefix: bytes) -> Iterator[bytes]:
+        """Staged keys of token under prefix (tombstones included), in key order."""
+        for kv in self.scan(token, prefix):
+            if not kv.key.startswith(prefix):
+                return
+            yield kv.key
+
     def is_empty(self, token: str) -> bool:
         return next(iter(self.kv.scan(token.encode(), KEY_PREFIX)), None) is None
 
