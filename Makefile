@@ -66,6 +66,7 @@ lint: proto
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy --follow-imports=silent $(MYPY_CLEAN)
+	$(VENV)/bin/python -m pytest -p no:cacheprovider -q tests/unit/test_import_graph.py
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
