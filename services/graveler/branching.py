@@ -49,7 +49,7 @@ class Plan(NamedTuple):
     generation: int
 
 
-def resolver_for(strategy: str, path_strategies: list[tuple[str, str]]) -> Resolver | None:
+def resolver_for(strategy: str, path_strategies: list[tuple[str, MergeStrategy]]) -> Resolver | None:
     if strategy not in MERGE_STRATEGIES or any(s not in MERGE_STRATEGIES for _, s in path_strategies):
         raise InvalidArgument(f"merge strategy must be one of {sorted(MERGE_STRATEGIES)}")
     if not path_strategies and strategy == "fail":
@@ -131,7 +131,7 @@ class Branching:
         return self._entries.read(repo, self._plain_branch(repo, branch_name), body, deadline)
 
     def _uncommitted(self, repo: RepoHandle, branch: BranchRecord, start: bytes = b"") -> Iterator[Difference]:
-        tokens = [branch.branch.staging_token, *branch.branch.sealed_tokens]
+        tokens = branch.tokens
         head = self._refs.get_commit(repo, branch.branch.commit_id)
         return self._committed.diff_changes(
             repo.namespace, MetaRangeId(head.metarange_id), staged_changes(self._staging, tokens, start)
@@ -167,7 +167,7 @@ class Branching:
         source_ref: str,
         destination: str,
         strategy: MergeStrategy,
-        path_strategies: list[tuple[str, str]],
+        path_strategies: list[tuple[str, MergeStrategy]],
         squash: bool,
         allow_empty: bool,
         message: str,
@@ -308,7 +308,7 @@ class Branching:
         if key is not None or prefix is not None:
             under = validate_key(key) if key is not None else (prefix or "").encode()
             branch = self._refs.get_branch(repo, branch_name)
-            for token in [branch.branch.staging_token, *branch.branch.sealed_tokens]:
+            for token in branch.tokens:
                 if key is not None:
                     self._staging.drop_key(token, under)
                 else:
@@ -326,7 +326,7 @@ class Branching:
             return modify_branch(current, change)
 
         current, updated = self._updater.update(repo, branch_name, reset, "reset", deadline)
-        self._cleaner.drop_tokens([current.branch.staging_token, *current.branch.sealed_tokens])
+        self._cleaner.drop_tokens(current.tokens)
         return updated
 
 

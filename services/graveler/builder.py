@@ -23,6 +23,7 @@ from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import ApplyResult, Change, MetaRangeId, Record
 from services.graveler.deadline import NO_DEADLINE, Deadline
 from services.graveler.iterators import combined
+from services.graveler.model import StagingToken
 from services.graveler.staging import StagingStore
 from silt.block import open_adapter
 from silt.config import Config, parse_cpu_list
@@ -36,7 +37,7 @@ class MetaRangeBuilder(Protocol):
         self,
         namespace: str,
         base: MetaRangeId,
-        tokens: list[str],
+        tokens: list[StagingToken],
         prefixes: list[bytes] | None = None,
         deadline: Deadline = NO_DEADLINE,
     ) -> ApplyResult:
@@ -46,7 +47,7 @@ class MetaRangeBuilder(Protocol):
         """
         ...
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         """Delete every staged value of a token that no branch refers to any more."""
         ...
 
@@ -54,7 +55,7 @@ class MetaRangeBuilder(Protocol):
 
 
 def staged_changes(
-    staging: StagingStore, tokens: list[str], start: bytes = b"", prefixes: list[bytes] | None = None
+    staging: StagingStore, tokens: list[StagingToken], start: bytes = b"", prefixes: list[bytes] | None = None
 ) -> Iterator[Change]:
     """The changes held by tokens (newest first) from key start on, newest value per key,
     tombstones as deletes; only keys under one of prefixes, if given."""
@@ -90,14 +91,14 @@ class InProcessBuilder:
         self,
         namespace: str,
         base: MetaRangeId,
-        tokens: list[str],
+        tokens: list[StagingToken],
         prefixes: list[bytes] | None = None,
         deadline: Deadline = NO_DEADLINE,
     ) -> ApplyResult:
         changes = _until(deadline, staged_changes(self._staging, tokens, prefixes=prefixes))
         return self._committed.apply(namespace, base, changes)
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         self._staging.drop(token, self._drop_pace)
 
     def close(self) -> None:
@@ -147,7 +148,9 @@ def _init_worker(config: Config, niceness: int, parent_pid: int) -> None:
     _worker = InProcessBuilder(staging, committed, drop_pace=DROP_PACE_SECONDS)
 
 
-def _apply_in_worker(namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None) -> ApplyResult:
+def _apply_in_worker(
+    namespace: str, base: MetaRangeId, tokens: list[StagingToken], prefixes: list[bytes] | None
+) -> ApplyResult:
     assert _worker is not None, "worker not initialised"
     return _worker.apply_tokens(namespace, base, tokens, prefixes)
 
@@ -160,7 +163,7 @@ def _warm_up() -> None:
 DROP_PACE_SECONDS = 0.001
 
 
-def _drop_in_worker(token: str) -> None:
+def _drop_in_worker(token: StagingToken) -> None:
     assert _worker is not None, "worker not initialised"
     _worker.drop_token(token)
 
@@ -213,7 +216,7 @@ class ProcessPoolBuilder:
         self,
         namespace: str,
         base: MetaRangeId,
-        tokens: list[str],
+        tokens: list[StagingToken],
         prefixes: list[bytes] | None = None,
         deadline: Deadline = NO_DEADLINE,
     ) -> ApplyResult:
@@ -221,7 +224,7 @@ class ProcessPoolBuilder:
         future = self._pool.submit(_apply_in_worker, namespace, base, tokens, prefixes)
         return _wait(future, deadline, "building the commit", self._timeout)
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         # Dropping a committed token is one KV delete per staged key: after a 100,000-entry
         # commit, seconds of Python that would otherwise hold the serving process's GIL.
         _wait(self._pool.submit(_drop_in_worker, token), NO_DEADLINE, "dropping a staging token", self._timeout)

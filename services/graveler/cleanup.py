@@ -14,6 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from services.graveler.builder import MetaRangeBuilder
+from services.graveler.model import StagingToken
 
 log = logging.getLogger(__name__)
 
@@ -23,12 +24,12 @@ class Cleaner:
         self.builder = builder
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="graveler-cleanup")
 
-    def drop_tokens(self, tokens: Iterable[str]) -> None:
+    def drop_tokens(self, tokens: Iterable[StagingToken]) -> None:
         """Delete the staged values of tokens, in the background."""
         for token in tokens:
             self._pool.submit(self._drop, token)
 
-    def drop_now(self, token: str) -> None:
+    def drop_now(self, token: StagingToken) -> None:
         """Delete the staged values of token before returning (errors propagate)."""
         self.builder.drop_token(token)
 
@@ -43,7 +44,7 @@ class Cleaner:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
 
-    def _drop(self, token: str) -> None:
+    def _drop(self, token: StagingToken) -> None:
         try:
             self.builder.drop_token(token)
         except Exception:  # best effort: leftovers are unreachable and collected later

@@ -18,7 +18,7 @@ from services.graveler.builder import MetaRangeBuilder
 from services.graveler.cleanup import Cleaner
 from services.graveler.committed.model import MetaRangeId
 from services.graveler.deadline import Deadline
-from services.graveler.model import CommitId
+from services.graveler.model import CommitId, StagingToken
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, new_commit, set_tokens
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.updater import BranchUpdater, modify_branch
@@ -61,7 +61,7 @@ class Committer:
         if only is not None and not all(only):
             raise InvalidArgument("commit prefixes must not be empty")
         sealed = self._seal(repo, branch_name, deadline)
-        to_commit = list(sealed.branch.sealed_tokens)  # newest first
+        to_commit = sealed.sealed_tokens  # newest first
         base = self._refs.get_commit(repo, sealed.branch.commit_id)
         deadline.check(f"commit on branch {branch_name!r}")
         result = self.builder.apply_tokens(repo.namespace, MetaRangeId(base.metarange_id), to_commit, only, deadline)
@@ -75,7 +75,7 @@ class Committer:
 
         def move(current: BranchRecord) -> pb.Branch:
             nonlocal commit, to_commit
-            still_sealed = [t for t in current.branch.sealed_tokens if t in to_commit]
+            still_sealed = [t for t in current.sealed_tokens if t in to_commit]
             if current.branch.commit_id != commit.parents[0]:
                 # Another commit won: it holds the tokens it trimmed. Rebuild on top of it
                 # from those of ours still sealed (none left: ours becomes an empty commit).
@@ -119,7 +119,7 @@ class Committer:
         current, updated = self._updater.update(repo, branch_name, seal, "sealing", deadline)
         return BranchRecord(updated, current.predicate)
 
-    def unseal(self, repo: RepoHandle, branch_name: str, tokens: list[str], deadline: Deadline) -> None:
+    def unseal(self, repo: RepoHandle, branch_name: str, tokens: list[StagingToken], deadline: Deadline) -> None:
         """Drop sealed tokens that hold nothing left to commit."""
 
         def unseal(current: BranchRecord) -> pb.Branch:
@@ -131,7 +131,7 @@ class Committer:
         self._cleaner.drop_tokens(tokens)
 
     def _drop_committed_part(
-        self, repo: RepoHandle, branch_name: str, tokens: list[str], prefixes: list[bytes]
+        self, repo: RepoHandle, branch_name: str, tokens: list[StagingToken], prefixes: list[bytes]
     ) -> None:
         """After a partial commit: drop what it committed from the sealed tokens, unseal emptied ones.
 

@@ -69,7 +69,7 @@ class Entries:
     def _write(self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, deadline: Deadline) -> None:
         def attempt(number: int) -> None:
             branch = self._refs.branch_for_io(repo, branch_name, use_cache=number == 1)
-            self._staging.set(branch.branch.staging_token, key, value)
+            self._staging.set(branch.tokens[0], key, value)
             # Re-read (never from the cache): if a commit sealed the token meanwhile, the
             # write may have missed it; writing again is idempotent.
             if self._refs.fresh_branch(repo, branch_name).branch.staging_token != branch.branch.staging_token:
@@ -102,8 +102,7 @@ class Entries:
 
     def _get(self, repo: RepoHandle, resolved: Resolved, key: bytes) -> Value | None:
         if resolved.branch is not None:
-            branch = resolved.branch.branch
-            for token in [branch.staging_token, *branch.sealed_tokens]:
+            for token in resolved.branch.tokens:
                 value = self._staging.get(token, key)
                 if value is not None:
                     return None if value.tombstone else value
@@ -143,8 +142,7 @@ class Entries:
     def _iterate(self, repo: RepoHandle, resolved: Resolved, start: bytes) -> Iterator[KeyValue]:
         sources: list[Iterator[KeyValue]] = []
         if resolved.branch is not None:
-            branch = resolved.branch.branch
-            sources.extend(self._staging.scan(token, start) for token in [branch.staging_token, *branch.sealed_tokens])
+            sources.extend(self._staging.scan(token, start) for token in resolved.branch.tokens)
         commit = self._refs.get_commit(repo, resolved.commit_id)
         sources.append(
             KeyValue(r.key, Value(r.identity, r.value))

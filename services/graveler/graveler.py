@@ -166,9 +166,9 @@ class Graveler:
         repo = self._repo(repository, deadline)
         if name == repo.record.default_branch:
             raise FailedPrecondition(f"branch {name!r} is the default branch of {repository!r} and cannot be deleted")
-        record = self.refs.get_branch(repo, name).branch
+        record = self.refs.get_branch(repo, name)
         self.refs.delete_branch(repo, name)
-        self.cleaner.drop_tokens([record.staging_token, *record.sealed_tokens])
+        self.cleaner.drop_tokens(record.tokens)
 
     def reset_branch(
         self,
@@ -352,7 +352,7 @@ class Graveler:
         source_ref: str,
         destination: str,
         strategy: MergeStrategy = "fail",
-        path_strategies: list[tuple[str, str]] | None = None,
+        path_strategies: list[tuple[str, MergeStrategy]] | None = None,
         squash: bool = False,
         allow_empty: bool = False,
         message: str = "",

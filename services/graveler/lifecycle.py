@@ -27,14 +27,15 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
-from google.protobuf.internal.decoder import _DecodeVarint32
-from google.protobuf.internal.encoder import _VarintBytes
+# Private helpers of protobuf (absent from its stubs): the length-delimited framing protobuf itself uses.
+from google.protobuf.internal.decoder import _DecodeVarint32  # type: ignore[attr-defined]
+from google.protobuf.internal.encoder import _VarintBytes  # type: ignore[attr-defined]
 from google.protobuf.message import Message
 
 from services.graveler.addresses import validate_namespace
 from services.graveler.cleanup import Cleaner
 from services.graveler.committed.manager import CommittedManager
-from services.graveler.refs import GRAVELER_PARTITION, RefManager, RepoHandle, new_commit
+from services.graveler.refs import GRAVELER_PARTITION, RefManager, RepoHandle, branch_tokens, new_commit
 from services.graveler.refs.manager import now
 from services.graveler.staging import new_token
 from services.graveler.validation import validate_ref_name, validate_repository_name
@@ -139,7 +140,7 @@ class Lifecycle:
     def _clean_deleted(self, repo: RepoHandle) -> bool:
         try:
             for branch in list(self._refs.list_branches(repo)):
-                for token in [branch.staging_token, *branch.sealed_tokens]:
+                for token in branch_tokens(branch):
                     self._cleaner.drop_now(token)
                 # Each branch goes after its tokens, so a retry still finds the tokens to drop.
                 self._refs.delete_branch(repo, branch.name)

@@ -19,6 +19,7 @@ from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import Record
 from services.graveler.deadline import Deadline
 from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.model import DifferenceKind, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import RULES
 from services.graveler.telemetry import MeteredBuilder
@@ -368,12 +369,12 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         )
 
 
-_STRATEGY = {
+_STRATEGY: dict[int, MergeStrategy] = {
     api.MERGE_STRATEGY_FAIL: "fail",
     api.MERGE_STRATEGY_SOURCE_WINS: "source-wins",
     api.MERGE_STRATEGY_DEST_WINS: "dest-wins",
 }
-_DIFF_TYPE = {
+_DIFF_TYPE: dict[DifferenceKind, api.DiffType.ValueType] = {
     "added": api.DIFF_TYPE_ADDED,
     "removed": api.DIFF_TYPE_REMOVED,
     "changed": api.DIFF_TYPE_CHANGED,
@@ -455,8 +456,14 @@ def main(argv: list[str] | None = None) -> None:
     server, port = start(graveler, config.graveler.listen_address, [interceptor], health=monitor.servicer)
     monitor.start()
     log.info("graveler listening on port %d", port)
+
     # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted.
-    wait_for_shutdown(CLEANER_INTERVAL_SECONDS, graveler.clean_deleted_repositories)
+    def clean() -> None:
+        finished = graveler.clean_deleted_repositories()
+        if finished:
+            log.info("finished deleting %d repositories", finished)
+
+    wait_for_shutdown(CLEANER_INTERVAL_SECONDS, clean)
     monitor.stop()
     server.stop(grace=5).wait()
     interceptor.close()

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from services.graveler.builder import MetaRangeBuilder
 from services.graveler.committed.model import ApplyResult, MetaRangeId
 from services.graveler.deadline import NO_DEADLINE, Deadline
+from services.graveler.model import StagingToken
 from silt.telemetry import metrics
 from silt.telemetry.tracing import span
 
@@ -41,7 +42,7 @@ class MeteredBuilder:
         self,
         namespace: str,
         base: MetaRangeId,
-        tokens: list[str],
+        tokens: list[StagingToken],
         prefixes: list[bytes] | None = None,
         deadline: Deadline = NO_DEADLINE,
     ) -> ApplyResult:
@@ -58,7 +59,7 @@ class MeteredBuilder:
         metrics.COMMIT_RANGES_WRITTEN.inc(result.ranges_written)
         return result
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         self.inner.drop_token(token)
 
     def close(self) -> None:

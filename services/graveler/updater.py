@@ -48,13 +48,8 @@ class BranchUpdater:
     def retry(self, attempt: Callable[[int], _T], what: str, deadline: Deadline) -> _T:
         """Run attempt(attempt number, from 1) until it neither raises Raced nor PredicateFailed."""
         policy = self.policy
-
-        def out_of_time(state: tenacity.RetryCallState) -> bool:
-            remaining = deadline.remaining()
-            return deadline.expired() or (remaining is not None and remaining <= (state.upcoming_sleep or 0.0))
-
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(policy.max_attempts) | out_of_time,
+            stop=tenacity.stop_after_attempt(policy.max_attempts) | _OutOfTime(deadline),
             wait=tenacity.wait_random_exponential(multiplier=policy.first_wait, max=policy.max_wait),
             retry=tenacity.retry_if_exception_type((Raced, PredicateFailed)),
             sleep=self._sleep,
@@ -92,6 +87,19 @@ class BranchUpdater:
             return current, updated
 
         return self.retry(attempt, f"{what} of branch {name!r}", deadline)
+
+
+class _OutOfTime(tenacity.stop.stop_base):
+    """Stop when the deadline has passed or would pass during the next backoff."""
+
+    def __init__(self, deadline: Deadline) -> None:
+        self._deadline = deadline
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        remaining = self._deadline.remaining()
+        if self._deadline.expired():
+            return True
+        return remaining is not None and remaining <= (retry_state.upcoming_sleep or 0.0)
 
 
 def modify_branch(current: BranchRecord, change: Callable[[pb.Branch], None]) -> pb.Branch:

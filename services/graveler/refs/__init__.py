@@ -7,6 +7,7 @@ from services.graveler.refs.manager import (
     RefManager,
     RepoHandle,
     Resolved,
+    branch_tokens,
     new_commit,
     set_tokens,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "RefManager",
     "RepoHandle",
     "Resolved",
+    "branch_tokens",
     "new_commit",
     "set_tokens",
 ]

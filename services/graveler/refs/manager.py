@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -27,7 +27,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.graveler.committed.model import MetaRangeId
 from services.graveler.deadline import Clock
-from services.graveler.model import CommitId, RefKind
+from services.graveler.model import CommitId, RefKind, StagingToken
 from services.graveler.refs import expr as refexpr
 from silt.errors import AlreadyExists, InvalidArgument, NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
@@ -70,6 +70,20 @@ class BranchRecord:
     def commit_id(self) -> CommitId:
         return CommitId(self.branch.commit_id)
 
+    @property
+    def sealed_tokens(self) -> list[StagingToken]:
+        """Sealed staging tokens, newest first."""
+        return [StagingToken(t) for t in self.branch.sealed_tokens]
+
+    @property
+    def tokens(self) -> list[StagingToken]:
+        return branch_tokens(self.branch)
+
+
+def branch_tokens(branch: pb.Branch) -> list[StagingToken]:
+    """Every staging token of a branch, newest first: the one writers use, then the sealed ones."""
+    return [StagingToken(branch.staging_token), *(StagingToken(t) for t in branch.sealed_tokens)]
+
 
 @dataclass(frozen=True)
 class Resolved:
@@ -80,7 +94,7 @@ class Resolved:
     branch: BranchRecord | None = None  # set only for a plain branch name
 
 
-def set_tokens(branch: pb.Branch, staging_token: str, sealed_tokens: list[str]) -> None:
+def set_tokens(branch: pb.Branch, staging_token: str, sealed_tokens: Sequence[str]) -> None:
     """Give a branch record a staging token and sealed tokens (newest first)."""
     branch.staging_token = staging_token
     del branch.sealed_tokens[:]

@@ -10,6 +10,7 @@ import pytest
 from services.graveler.builder import MetaRangeBuilder
 from services.graveler.committed.model import ApplyResult, MetaRangeId
 from services.graveler.deadline import NO_DEADLINE, Deadline
+from services.graveler.model import StagingToken
 from silt.errors import DeadlineExceeded
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.integration.graveler.conftest import GravelerEnv
@@ -29,7 +30,7 @@ class _SlowBuilder:
         self,
         namespace: str,
         base: MetaRangeId,
-        tokens: list[str],
+        tokens: list[StagingToken],
         prefixes: list[bytes] | None = None,
         deadline: Deadline = NO_DEADLINE,
     ) -> ApplyResult:
@@ -45,7 +46,7 @@ class _SlowBuilder:
         finally:
             self.finished.set()
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         self.inner.drop_token(token)
 
     def close(self) -> None:
