@@ -13,7 +13,7 @@ PROTO_STAMP := silt/.proto-stamp
 PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=quiet:. \
 	--plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc --mypy_grpc_out=quiet:.
 # Packages mypy checks in `make lint`; the list widens as packages are cleaned.
-MYPY_CLEAN := services/auth services/graveler/committed silt/block tests/support tests/unit/auth \
+MYPY_CLEAN := services/auth services/graveler silt/block tests/support tests/unit/auth \
 	tests/unit/committed tests/unit/gateway tests/unit/graveler
 
 .PHONY: all venv clients proto run test lint format bench bench-kv bench-graveler bench-auth bench-gateway bench-gc cassandra clean image k8s-render
@@ -66,6 +66,7 @@ lint: proto
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy --follow-imports=silent $(MYPY_CLEAN)
+	$(VENV)/bin/python -m pytest -p no:cacheprovider -q tests/unit/test_import_graph.py
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

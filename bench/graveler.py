@@ -27,6 +27,8 @@ from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import Record
 from services.graveler.graveler import Graveler
+from services.graveler.model import CommitId
+from services.graveler.refs import new_commit
 from services.graveler.values import entry_value
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig, LocalDatabaseConfig
@@ -119,7 +121,7 @@ def import_entries(graveler: Graveler, committed: CommittedManager, repo: str, c
     handle = graveler.refs.get_repository(repo)
     branch = graveler.refs.get_branch(handle, "main")
     base = graveler.refs.get_commit(handle, branch.branch.commit_id)
-    commit = graveler._make_commit(handle, "import", {}, "bench", metarange, [base.id], base.generation + 1)
+    commit = new_commit("import", {}, "bench", metarange, [CommitId(base.id)], base.generation + 1)
     graveler.refs.put_commit(handle, commit)
     updated = pb.Branch()
     updated.CopyFrom(branch.branch)

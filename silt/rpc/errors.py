@@ -11,6 +11,7 @@ from silt.errors import (
     Aborted,
     AlreadyExists,
     ConfigError,
+    DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
@@ -26,6 +27,7 @@ STATUS_OF: list[tuple[type[SiltError], grpc.StatusCode]] = [
     (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (PredicateFailed, grpc.StatusCode.FAILED_PRECONDITION),
     (Aborted, grpc.StatusCode.ABORTED),
+    (DeadlineExceeded, grpc.StatusCode.DEADLINE_EXCEEDED),
     (Unavailable, grpc.StatusCode.UNAVAILABLE),
     (ConfigError, grpc.StatusCode.FAILED_PRECONDITION),
 ]
