@@ -44,7 +44,7 @@ from pydantic import SecretStr
 from silt.config import Config, dialable_address, load_config
 from silt.errors import ConfigError, SiltError
 from silt.lifeline import PARENT_PID_ENV
-from silt.rpc.auth import Credentials
+from silt.rpc.signing import Credentials
 
 log = logging.getLogger(__name__)
 

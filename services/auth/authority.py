@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from services.auth.model import IamModel
 from services.auth.permissions import RULES
 from services.auth.policies import compile_statements, is_allowed
-from silt.rpc.auth import DEFAULT_MAX_SKEW_SECONDS, AuthInterceptor, CachedAuthority, KeyOwner, count_decisions
+from silt.rpc.authority import CachedAuthority, KeyOwner, count_decisions
+from silt.rpc.interceptor import DEFAULT_MAX_SKEW_SECONDS, AuthInterceptor
 
 
 class LocalAuthority:

@@ -25,9 +25,9 @@ from services.auth.keys import check_id, key, last_part, prefix
 from services.auth.policies import check_statements
 from services.auth.secrets import SecretBox, check_access_key_id, new_access_key_id, new_secret
 from silt.auth.v1 import model_pb2 as pb
-from silt.errors import AlreadyExists, InvalidArgument, NotFound, PredicateFailed
+from silt.errors import AlreadyExists, InvalidArgument, NotFound, NotFoundKind, PredicateFailed
 from silt.kv.store import Store
-from silt.rpc.auth import KeyOwner
+from silt.rpc.authority import KeyOwner
 
 _M = TypeVar("_M", bound=Message)
 
@@ -49,6 +49,21 @@ def _without_secret(credential: pb.Credential) -> pb.Credential:
     )
 
 
+# The kind of entity stored under a key's collection, for NotFound.what. Relations
+# (user_groups, attachments) are not entities: a missing one names no kind.
+_KIND_OF: dict[bytes, NotFoundKind] = {
+    b"users": "user",
+    b"groups": "group",
+    b"policies": "policy",
+    b"credentials": "credential",
+}
+
+
+def _kind(entity_key: bytes) -> NotFoundKind | None:
+    parts = entity_key.split(b"/", 2)
+    return _KIND_OF.get(parts[1]) if len(parts) > 2 else None
+
+
 class IamModel:
     def __init__(self, store: Store, box: SecretBox, partition: bytes = keys.PARTITION) -> None:
         self.kv = store
@@ -61,7 +76,7 @@ class IamModel:
         try:
             value, _ = self.kv.get(self.partition, k)
         except NotFound:
-            raise NotFound(f"{what} not found") from None
+            raise NotFound(f"{what} not found", what=_kind(k)) from None
         return cls.FromString(value)
 
     def _exists(self, k: bytes) -> bool:
@@ -90,12 +105,12 @@ class IamModel:
         ends = list(ends)
         for end, what in ends:
             if not self._exists(end):
-                raise NotFound(f"{what} not found")
+                raise NotFound(f"{what} not found", what=_kind(end))
         self.kv.set(self.partition, k, message.SerializeToString())
         for end, what in ends:
             if not self._exists(end):
                 self.kv.delete(self.partition, k)
-                raise NotFound(f"{what} not found")
+                raise NotFound(f"{what} not found", what=_kind(end))
 
     def _unrelate(self, k: bytes, what: str) -> None:
         if not self._exists(k):
@@ -302,7 +317,7 @@ class IamModel:
         self._create(key("credentials", access_key_id), credential, f"access key {access_key_id}")
         if not self._exists(key("users", user_id)):
             self._delete_credential(user_id, access_key_id)
-            raise NotFound(f"user {user_id!r} not found")
+            raise NotFound(f"user {user_id!r} not found", what="user")
         return IssuedCredential(_without_secret(credential), secret)
 
     def list_credentials(self, user_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Credential], bool]:
@@ -317,7 +332,7 @@ class IamModel:
         check_id("user", user_id)
         credential = self._credential(access_key_id)
         if credential.user_id != user_id:
-            raise NotFound(f"access key {access_key_id} of user {user_id!r} not found")
+            raise NotFound(f"access key {access_key_id} of user {user_id!r} not found", what="credential")
         self._delete_credential(user_id, access_key_id)
 
     def _delete_credential(self, user_id: str, access_key_id: str) -> None:
@@ -332,7 +347,7 @@ class IamModel:
         """Who holds an access key, and its secret (decrypted) for checking a signature."""
         credential = self._credential(access_key_id)
         if not self._exists(key("users", credential.user_id)):
-            raise NotFound(f"access key {access_key_id} not found")
+            raise NotFound(f"access key {access_key_id} not found", what="credential")
         return KeyOwner(credential.user_id, self.box.open(access_key_id, credential.encrypted_secret))
 
     # --- setup --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from pydantic import SecretStr
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
-from silt.rpc.auth import Credentials, signed_channel
+from silt.rpc.signing import Credentials, signed_channel
 from tests.support.k8s_run import Cluster, dev_cluster, s3_client, set_up
 
 WRITERS = 8

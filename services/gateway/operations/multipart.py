@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 from xml.etree import ElementTree
 
-from services.auth.actions import READ_REPO, WRITE_REPO
 from services.gateway import checksums
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
@@ -47,6 +46,7 @@ from services.gateway.operations.objects import (
     receive_into,
 )
 from services.gateway.routing import split_path
+from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import PartInfo
 from silt.graveler.v1 import model_pb2 as pb
 

@@ -27,7 +27,8 @@ from silt.config import AuthConfig, Config, CredentialsConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.kv import Store
-from silt.rpc.auth import AuthInterceptor, Credentials, remote_interceptor, signed_channel
+from silt.rpc.interceptor import AuthInterceptor, remote_interceptor
+from silt.rpc.signing import Credentials, signed_channel
 
 ENCRYPT_KEY = SecretStr("integration-tests-encrypt-key")
 

@@ -8,14 +8,14 @@ import grpc
 import pytest
 from pydantic import SecretStr
 
-from services.auth import actions as a
 from services.auth.setup import ANALYSTS, DEVELOPERS
+from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import model_pb2 as pb
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as gpb
-from silt.rpc.auth import ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, Credentials, payload_digest, sign
+from silt.rpc.signing import ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, Credentials, payload_digest, sign
 from tests.integration.auth.support import Stack, code_of, details_of, unique
 
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED

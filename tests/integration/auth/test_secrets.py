@@ -12,7 +12,7 @@ from services.auth.secrets import SecretBox
 from silt.auth.v1 import auth_pb2 as api
 from silt.config import load_config
 from silt.graveler.v1 import graveler_pb2 as gapi
-from silt.rpc.auth import Credentials
+from silt.rpc.signing import Credentials
 from tests.integration.auth.support import ENCRYPT_KEY, ISSUED_SECRETS, Stack, details_of, remember
 
 

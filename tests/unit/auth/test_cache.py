@@ -8,7 +8,7 @@ import pytest
 from pydantic import SecretStr
 
 from silt.errors import NotFound
-from silt.rpc.auth import CachedAuthority, KeyOwner, TTLCache
+from silt.rpc.authority import CachedAuthority, KeyOwner, TTLCache
 
 
 class Clock:
