@@ -16,7 +16,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 MYPY_CLEAN := services/auth services/graveler/committed silt/block tests/support tests/unit/auth \
 	tests/unit/committed tests/unit/gateway tests/unit/graveler
 
-.PHONY: all venv clients proto run test lint format bench bench-kv bench-graveler bench-auth bench-gateway bench-gc cassandra clean image k8s-render
+.PHONY: all venv clients proto run test lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc cassandra clean image k8s-render
 
 all: proto
 
@@ -71,10 +71,14 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-graveler bench-auth bench-gateway bench-gc
+bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
+
+# The committed layer alone (ranges and metaranges on the local-disk adapter), no service.
+bench-committed: proto
+	$(PY) -m bench.committed $(BENCH_ARGS)
 
 bench-graveler: proto
 	$(PY) -m bench.graveler $(BENCH_ARGS)
