@@ -27,6 +27,7 @@ from services.auth.secrets import SecretBox, check_access_key_id, new_access_key
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import AlreadyExists, InvalidArgument, NotFound, NotFoundKind, PredicateFailed
 from silt.kv.store import Store
+from silt.paging import take_page
 from silt.rpc.authority import KeyOwner
 
 _M = TypeVar("_M", bound=Message)
@@ -143,7 +144,7 @@ class IamModel:
 
     def list_users(self, after: str = "", amount: int = 0) -> tuple[list[pb.User], bool]:
         entries = keys.scan_after(self.kv, self.partition, keys.USERS, after)
-        return keys.take_page((pb.User.FromString(e.value) for e in entries), amount)
+        return take_page((pb.User.FromString(e.value) for e in entries), amount)
 
     def delete_user(self, user_id: str) -> None:
         self.get_user(user_id)
@@ -173,7 +174,7 @@ class IamModel:
 
     def list_groups(self, after: str = "", amount: int = 0) -> tuple[list[pb.Group], bool]:
         entries = keys.scan_after(self.kv, self.partition, keys.GROUPS, after)
-        return keys.take_page((pb.Group.FromString(e.value) for e in entries), amount)
+        return take_page((pb.Group.FromString(e.value) for e in entries), amount)
 
     def delete_group(self, group_id: str) -> None:
         self.get_group(group_id)
@@ -202,7 +203,7 @@ class IamModel:
         self.get_group(group_id)
         entries = keys.scan_relations_after(self.kv, self.partition, keys.USER_GROUPS, after)
         members = (m.user_id for m in (pb.Membership.FromString(e.value) for e in entries) if m.group_id == group_id)
-        ids, more = keys.take_page(members, amount)
+        ids, more = take_page(members, amount)
         return self._records(ids, "users", pb.User), more
 
     def group_ids_of(self, user_id: str) -> list[str]:
@@ -211,7 +212,7 @@ class IamModel:
     def list_user_groups(self, user_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Group], bool]:
         self.get_user(user_id)
         entries = keys.scan_after(self.kv, self.partition, prefix("user_groups", user_id), after)
-        ids, more = keys.take_page((last_part(e.key) for e in entries), amount)
+        ids, more = take_page((last_part(e.key) for e in entries), amount)
         return self._records(ids, "groups", pb.Group), more
 
     # --- policies -----------------------------------------------------------------------
@@ -232,7 +233,7 @@ class IamModel:
 
     def list_policies(self, after: str = "", amount: int = 0) -> tuple[list[pb.Policy], bool]:
         entries = keys.scan_after(self.kv, self.partition, keys.POLICIES, after)
-        return keys.take_page((pb.Policy.FromString(e.value) for e in entries), amount)
+        return take_page((pb.Policy.FromString(e.value) for e in entries), amount)
 
     def delete_policy(self, policy_id: str) -> None:
         self.get_policy(policy_id)
@@ -290,13 +291,13 @@ class IamModel:
         else:
             entries = keys.scan_after(self.kv, self.partition, prefix("user_policies", user_id), after)
             candidates = (last_part(e.key) for e in entries)
-        ids, more = keys.take_page(iter(candidates), amount)
+        ids, more = take_page(iter(candidates), amount)
         return self._records(ids, "policies", pb.Policy), more
 
     def list_group_policies(self, group_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Policy], bool]:
         self.get_group(group_id)
         entries = keys.scan_after(self.kv, self.partition, prefix("group_policies", group_id), after)
-        ids, more = keys.take_page((last_part(e.key) for e in entries), amount)
+        ids, more = take_page((last_part(e.key) for e in entries), amount)
         return self._records(ids, "policies", pb.Policy), more
 
     # --- credentials --------------------------------------------------------------------
@@ -323,7 +324,7 @@ class IamModel:
     def list_credentials(self, user_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Credential], bool]:
         self.get_user(user_id)
         entries = keys.scan_after(self.kv, self.partition, prefix("user_credentials", user_id), after)
-        ids, more = keys.take_page((last_part(e.key) for e in entries), amount)
+        ids, more = take_page((last_part(e.key) for e in entries), amount)
         # Never hand out the sealed secret, not even encrypted.
         public = [_without_secret(c) for c in self._records(ids, "credentials", pb.Credential)]
         return public, more
