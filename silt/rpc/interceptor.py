@@ -24,7 +24,7 @@ import grpc
 from google.protobuf.message import Message
 
 from silt.errors import InvalidArgument, NotFound, PermissionDenied, SiltError, Unauthenticated
-from silt.rpc.authority import CachedAuthority, RemoteAuthority
+from silt.rpc.authority import CachedAuthority, Clock, RemoteAuthority
 from silt.rpc.errors import abort
 from silt.rpc.signing import (
     ACCESS_KEY_HEADER,
@@ -268,9 +268,11 @@ def _refuse(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandl
     )
 
 
-def remote_interceptor(config: Config, rules: Mapping[str, Rule]) -> AuthInterceptor:
+def remote_interceptor(
+    config: Config, rules: Mapping[str, Rule], cache_clock: Clock = time.monotonic
+) -> AuthInterceptor:
     """The interceptor for a service other than auth: asks auth at config.auth.endpoint,
     signing with config.credentials. Close it (``interceptor.close()``) on shutdown."""
     channel = signed_channel(config.auth.endpoint, Credentials.from_config(config))
-    authority = CachedAuthority(RemoteAuthority(channel), ttl=config.auth.cache_ttl_seconds)
+    authority = CachedAuthority(RemoteAuthority(channel), ttl=config.auth.cache_ttl_seconds, clock=cache_clock)
     return AuthInterceptor(authority, rules, max_skew_seconds=config.auth.max_clock_skew_seconds)

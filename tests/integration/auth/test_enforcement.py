@@ -23,10 +23,6 @@ DENIED = grpc.StatusCode.PERMISSION_DENIED
 OK = grpc.StatusCode.OK
 
 
-def _wait_past_cache(stack: Stack) -> None:
-    time.sleep(stack.ttl + 0.1)
-
-
 def _get_repo(stack: Stack, creds: Credentials | None, repo: str) -> object:
     return lambda: stack.gv(creds).GetRepository(api.GetRepositoryRequest(name=repo))
 
@@ -99,7 +95,7 @@ def test_deleted_credentials_stop_working_within_the_cache_time(stack: Stack) ->
     stack.auth(stack.admin).DeleteCredentials(
         auth_api.DeleteCredentialsRequest(user_id=user_id, access_key_id=creds.access_key_id)
     )
-    _wait_past_cache(stack)
+    stack.pass_cache_ttl()
     assert code_of(_get_repo(stack, creds, repo)) == UNAUTHENTICATED
     assert code_of(lambda: stack.auth(creds).WhoAmI(auth_api.WhoAmIRequest())) == UNAUTHENTICATED
     assert code_of(_get_repo(stack, spare, repo)) == OK
@@ -110,7 +106,7 @@ def test_deleted_user_is_locked_out(stack: Stack) -> None:
     user_id, creds = stack.new_user([DEVELOPERS])
     assert code_of(_get_repo(stack, creds, repo)) == OK
     stack.auth(stack.admin).DeleteUser(auth_api.DeleteUserRequest(id=user_id))
-    _wait_past_cache(stack)
+    stack.pass_cache_ttl()
     assert code_of(_get_repo(stack, creds, repo)) == UNAUTHENTICATED
 
 
@@ -124,12 +120,12 @@ def test_services_use_their_own_credentials(stack: Stack) -> None:
     admin = stack.auth(stack.admin)
     admin.RemoveGroupMember(auth_api.GroupMemberRequest(group_id="Services", user_id="svc-graveler"))
     try:
-        _wait_past_cache(stack)
+        stack.pass_cache_ttl()
         _, newcomer = stack.new_user([ANALYSTS])  # not in graveler's caches yet
         assert code_of(_get_repo(stack, newcomer, repo)) == grpc.StatusCode.UNAVAILABLE
     finally:
         admin.AddGroupMember(auth_api.GroupMemberRequest(group_id="Services", user_id="svc-graveler"))
-        _wait_past_cache(stack)
+        stack.pass_cache_ttl()
 
 
 # --- authorization ---------------------------------------------------------------------------
@@ -166,7 +162,7 @@ def test_explicit_deny_overrides_allow(stack: Stack) -> None:
     allow = pb.Statement(effect=pb.EFFECT_ALLOW, actions=["*"], resources=[prod])
     admin.CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id + "-allow", statements=[allow]))
     admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=policy_id + "-allow", user_id=user_id))
-    _wait_past_cache(stack)
+    stack.pass_cache_ttl()
     assert code_of(write(prod)) == DENIED
 
 
@@ -176,7 +172,7 @@ def test_removed_from_group_loses_access_after_cache_time(stack: Stack) -> None:
     stage = api.StageEntryRequest(repository=repo, branch="main", key="k", entry={"physical_address": "x"})
     assert code_of(lambda: stack.gv(creds).StageEntry(stage)) == OK
     stack.auth(stack.admin).RemoveGroupMember(auth_api.GroupMemberRequest(group_id=DEVELOPERS, user_id=user_id))
-    _wait_past_cache(stack)
+    stack.pass_cache_ttl()
     assert code_of(lambda: stack.gv(creds).StageEntry(stage)) == DENIED
     assert code_of(_get_repo(stack, creds, repo)) == DENIED
 
@@ -186,7 +182,7 @@ def test_policy_change_takes_effect_within_cache_time(stack: Stack) -> None:
     user_id, creds = stack.new_user()
     assert code_of(_get_repo(stack, creds, repo)) == DENIED
     stack.auth(stack.admin).AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id="RepoReadAll", user_id=user_id))
-    _wait_past_cache(stack)
+    stack.pass_cache_ttl()
     assert code_of(_get_repo(stack, creds, repo)) == OK
 
 
