@@ -136,8 +136,11 @@ class _Answers:
         count_cache_lookup("key", cached is not None)
         return cached
 
-    def remember_owner(self, access_key_id: str, owner: KeyOwner | str) -> KeyOwner:
+    def remember_owner(self, access_key_id: str, owner: KeyOwner | str) -> None:
         self.owners.put(access_key_id, owner)
+
+    @staticmethod
+    def owner_or_raise(owner: KeyOwner | str) -> KeyOwner:
         if isinstance(owner, str):
             raise NotFound(owner, what="credential")
         return owner
@@ -185,7 +188,8 @@ class CachedAuthority:
                 cached = self.inner.key_owner(access_key_id)
             except NotFound as exc:
                 cached = str(exc)
-        return self._answers.remember_owner(access_key_id, cached)
+            self._answers.remember_owner(access_key_id, cached)
+        return self._answers.owner_or_raise(cached)
 
     def allowed(self, user_id: str, action: str, resource: str) -> bool:
         decision = self._answers.decision(user_id, action, resource)
@@ -224,7 +228,8 @@ class AioCachedAuthority:
                 cached = await self.inner.key_owner(access_key_id)
             except NotFound as exc:
                 cached = str(exc)
-        return self._answers.remember_owner(access_key_id, cached)
+            self._answers.remember_owner(access_key_id, cached)
+        return self._answers.owner_or_raise(cached)
 
     async def allowed(self, user_id: str, action: str, resource: str) -> bool:
         decision = self._answers.decision(user_id, action, resource)

@@ -135,3 +135,14 @@ def test_the_async_cache_answers_like_the_sync_one() -> None:
         ("alice", "ReadRepo", ("r2",)),
         ("alice", "ReadRepo", ("r1",)),
     ]
+
+
+def test_a_key_in_use_still_expires() -> None:
+    """Hits do not refresh an entry: a deleted key stops working one TTL after it was looked up."""
+    clock = ManualClock()
+    inner = CountingAuthority()
+    cached = CachedAuthority(inner, ttl=5, clock=clock)
+    for _ in range(10):
+        cached.key_owner("AKIAKNOWN")
+        clock.advance(1)
+    assert inner.lookups == ["AKIAKNOWN", "AKIAKNOWN"]
