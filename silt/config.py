@@ -40,7 +40,7 @@ def _check_listen_address(value: str) -> str:
 
 
 def _check_optional_listen_address(value: str | None) -> str | None:
-    return None if value in (None, "") else _check_listen_address(value)  # type: ignore[arg-type]
+    return None if value is None or value == "" else _check_listen_address(value)
 
 
 # Hosts that mean "every interface of this machine": fine to listen on, meaningless to dial.

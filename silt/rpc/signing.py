@@ -84,7 +84,7 @@ def sign(secret: SecretStr, date: str, method: str, access_key_id: str, digest: 
 class _CallDetails(NamedTuple):
     method: str
     timeout: float | None
-    metadata: Sequence[tuple[str, str]] | None
+    metadata: Sequence[tuple[str, str | bytes]]
     credentials: grpc.CallCredentials | None
     wait_for_ready: bool | None
     compression: grpc.Compression | None
@@ -102,7 +102,9 @@ class SigningInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClien
         date = str(int(self._clock()))
         key_id = self._credentials.access_key_id
         signature = sign(self._credentials.secret_access_key, date, method, key_id, payload_digest(request))
-        metadata = [(k, v) for k, v in (details.metadata or ()) if k not in SIGNED_HEADERS]
+        metadata: list[tuple[str, str | bytes]] = [
+            (k, v) for k, v in (details.metadata or ()) if k not in SIGNED_HEADERS
+        ]
         metadata += [(ACCESS_KEY_HEADER, key_id), (DATE_HEADER, date), (SIGNATURE_HEADER, signature)]
         # The S3 request this call serves, for the receiving service's logs. Added here rather
         # than by an interceptor of its own: each grpc.aio interceptor costs a task per call.
@@ -147,9 +149,10 @@ class AioSigningInterceptor(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.Unary
 
     def _signed(self, details: Any, request: Message) -> grpc.aio.ClientCallDetails:
         signed = self._signer._signed(details, request)
-        # grpc.aio's call machinery wants the method as bytes; the signature covers it as text.
+        # grpc.aio's call machinery wants the method as bytes (its stubs say str); the signature
+        # covers it as text.
         return grpc.aio.ClientCallDetails(
-            _as_bytes(details.method),
+            _as_bytes(details.method),  # type: ignore[arg-type]
             signed.timeout,
             grpc.aio.Metadata(*signed.metadata),
             signed.credentials,

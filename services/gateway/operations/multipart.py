@@ -247,8 +247,8 @@ async def complete(ctx: Context) -> Response:
                 )
         if part_checksums is not None:
             # UploadPartCopy parts carry none: such an object gets no composite checksum.
-            value = uploaded.get(checksums.HEADER_PREFIX + (algorithm or ""))
-            part_checksums = [*part_checksums, value] if value else None
+            part_checksum = uploaded.get(checksums.HEADER_PREFIX + (algorithm or ""))
+            part_checksums = [*part_checksums, part_checksum] if part_checksum else None
     infos = [PartInfo(part_number=p.number, etag=p.etag) for p in requested]
     result = await backend.run(
         backend.adapter.complete_multipart_upload, record["namespace"], record["address"], record["block_id"], infos
