@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -48,7 +49,7 @@ class Result:
     out: str
     err: str
 
-    def json(self) -> object:
+    def json(self) -> Any:
         return json.loads(self.out)
 
 

@@ -86,7 +86,7 @@ def test_acknowledged_writes_survive_kill_9(stack: Stack, silt: Silt) -> None:
     assert any("graveler stopped (signal 9)" in line for line in stack.events)
 
     # Every acknowledged write is there: committed or still staged.
-    listed = set()
+    listed: set[str] = set()
     after = ""
     while True:
         page = stub.ListEntries(api.ListEntriesRequest(repository=REPO, ref="main", after=after, amount=10000))

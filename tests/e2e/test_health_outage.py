@@ -29,10 +29,11 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 def _status(endpoint: str) -> int:
     with grpc.insecure_channel(endpoint) as channel:
-        return int(health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5).status)
+        stub = health_pb2_grpc.HealthStub(channel)
+        return int(stub.Check(health_pb2.HealthCheckRequest(), timeout=5).status)  # type: ignore[attr-defined]
 
 
-def _ready(gateway: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+def _ready(gateway: str) -> tuple[int, dict]:
     try:
         with urllib.request.urlopen(f"{gateway}/_silt/health/ready", timeout=15) as reply:
             return reply.status, json.loads(reply.read())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import grpc.aio
@@ -96,6 +96,11 @@ def server() -> Iterator[Server]:
     running.close()
 
 
+def trailers_of(err: grpc.RpcError) -> dict[str, str | bytes]:
+    # A failed call's error is also its grpc.Call, which holds the trailing metadata.
+    return {key: value for key, value in cast(grpc.Call, err).trailing_metadata() or ()}
+
+
 @pytest.mark.parametrize("value", sorted(RAISES))
 def test_every_error_comes_back_as_its_own_type_and_message(server: Server, value: str) -> None:
     raised = RAISES[value]
@@ -108,8 +113,8 @@ def test_every_error_comes_back_as_its_own_type_and_message(server: Server, valu
 
 def test_what_travels_as_standard_rich_status(server: Server) -> None:
     """Any gRPC client (grpcio-status, Go's status.FromError) reads the same trailer."""
-    err = server.failure("object")
-    trailer = dict(err.trailing_metadata())[STATUS_DETAILS_KEY]  # type: ignore[attr-defined]
+    trailer = trailers_of(server.failure("object"))[STATUS_DETAILS_KEY]
+    assert isinstance(trailer, bytes)
     status = status_pb2.Status.FromString(trailer)
     assert status.code == grpc.StatusCode.NOT_FOUND.value[0]
     assert status.message == "object 'k' not found"
@@ -117,11 +122,11 @@ def test_what_travels_as_standard_rich_status(server: Server) -> None:
     assert len(status.details) == 1 and status.details[0].Unpack(info)
     assert info.resource_type == "object"
     # No rich status when there is nothing to add.
-    assert STATUS_DETAILS_KEY not in dict(server.failure("unsaid").trailing_metadata())  # type: ignore[attr-defined]
+    assert STATUS_DETAILS_KEY not in trailers_of(server.failure("unsaid"))
 
 
 def test_streaming_errors_carry_what(server: Server) -> None:
-    call = server.channel.unary_stream(
+    call: Any = server.channel.unary_stream(
         "/test.Errors/FailStreaming",
         request_serializer=StringValue.SerializeToString,
         response_deserializer=StringValue.FromString,
@@ -134,7 +139,7 @@ def test_streaming_errors_carry_what(server: Server) -> None:
 
 def test_unreachable_server_is_unavailable() -> None:
     with grpc.insecure_channel("127.0.0.1:1") as channel:
-        call = channel.unary_unary("/test.Errors/Fail", request_serializer=StringValue.SerializeToString)
+        call: Any = channel.unary_unary("/test.Errors/Fail", request_serializer=StringValue.SerializeToString)
         with pytest.raises(grpc.RpcError) as err:
             call(StringValue(value="x"), timeout=5)
     assert isinstance(error_from_rpc(err.value), Unavailable)

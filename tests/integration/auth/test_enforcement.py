@@ -6,6 +6,7 @@ import time
 
 import grpc
 import pytest
+from google.protobuf.message import Message
 from pydantic import SecretStr
 
 from services.auth.setup import ANALYSTS, DEVELOPERS
@@ -59,7 +60,7 @@ def test_wrong_secret_and_unknown_key(stack: Stack) -> None:
 
 def _raw_call(stack: Stack, metadata: list[tuple[str, str]], request: api.GetRepositoryRequest) -> object:
     stub = api_grpc.GravelerServiceStub(stack._channel(stack.graveler_address, None))
-    return lambda: stub.GetRepository(request, metadata=metadata)
+    return lambda: stub.GetRepository(request, metadata=tuple(metadata))
 
 
 def test_signature_binds_method_request_and_time(stack: Stack) -> None:
@@ -68,7 +69,7 @@ def test_signature_binds_method_request_and_time(stack: Stack) -> None:
     method = "/silt.graveler.v1.GravelerService/GetRepository"
     signed_for = api.GetRepositoryRequest(name=repo)
 
-    def headers(date: int, request: object = signed_for, signed_method: str = method) -> list[tuple[str, str]]:
+    def headers(date: int, request: Message = signed_for, signed_method: str = method) -> list[tuple[str, str]]:
         signature = sign(
             creds.secret_access_key, str(date), signed_method, creds.access_key_id, payload_digest(request)
         )
@@ -169,7 +170,7 @@ def test_explicit_deny_overrides_allow(stack: Stack) -> None:
 def test_removed_from_group_loses_access_after_cache_time(stack: Stack) -> None:
     repo = stack.new_repo()
     user_id, creds = stack.new_user([DEVELOPERS])
-    stage = api.StageEntryRequest(repository=repo, branch="main", key="k", entry={"physical_address": "x"})
+    stage = api.StageEntryRequest(repository=repo, branch="main", key="k", entry=gpb.Entry(physical_address="x"))
     assert code_of(lambda: stack.gv(creds).StageEntry(stage)) == OK
     stack.auth(stack.admin).RemoveGroupMember(auth_api.GroupMemberRequest(group_id=DEVELOPERS, user_id=user_id))
     stack.pass_cache_ttl()

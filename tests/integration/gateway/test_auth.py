@@ -86,7 +86,9 @@ def send_body(request: AWSRequest, body: bytes) -> requests.Response:
     return send(request)
 
 
-def check_signed_upload(response: requests.Response, s3: Any, bucket: str, key: str, data: bytes, tampered: bool):
+def check_signed_upload(
+    response: requests.Response, s3: Any, bucket: str, key: str, data: bytes, tampered: bool
+) -> None:
     """A tampered signed upload is refused and stores nothing; an intact one stores data."""
     if tampered:
         assert response.status_code == 403 and b"SignatureDoesNotMatch" in response.content
@@ -102,7 +104,7 @@ def test_streaming_chunked_upload_verifies_every_chunk(gw: GatewayStack, s3: Any
     data = b"".join(chunks)
     for tamper, key in ((False, "good"), (True, "tampered")):
         headers = {"content-encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data))}
-        request = signed(gw, "PUT", f"/{bucket}/main/{key}", STREAMING, **headers)
+        request = signed(gw, "PUT", f"/{bucket}/main/{key}", STREAMING, b"", **headers)
         body = chunked_body(request, gw.admin.secret_access_key.get_secret_value(), gw.region, chunks, tamper)
         check_signed_upload(send_body(request, body), s3, bucket, f"main/{key}", data, tamper)
 
