@@ -47,13 +47,19 @@ def _check_optional_listen_address(value: str | None) -> str | None:
 WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]", "*")
 
 
+def dialable_host(host: str) -> str:
+    """The host a process on this machine dials for a service listening on host: loopback for
+    a wildcard (every interface), else host itself."""
+    return "127.0.0.1" if host in WILDCARD_HOSTS else host
+
+
 def dialable_address(listen_address: str) -> str:
     """Where a process on this machine reaches a service listening on listen_address.
 
     Only valid on the same machine (the local launcher, a single-host install): in a cluster,
     clients dial the *.endpoint keys, which name a Service, never a listen address."""
     host, _, port = listen_address.rpartition(":")
-    return f"127.0.0.1:{port}" if host in WILDCARD_HOSTS else listen_address
+    return f"{dialable_host(host)}:{port}"
 
 
 def _check_endpoint(value: str) -> str:
