@@ -2,11 +2,12 @@
 
 **Trust model.** The gateway authenticates the S3 caller itself (SigV2/V4, with the secret
 auth returns from GetCredentialSecret), asks auth whether that user may do the action on the
-repository (Authorize with the caller's user id), and only then calls graveler with its own
+repository (AuthorizeMany with the caller's user id), and only then calls graveler with its own
 service credentials (user `svc-gateway`). Graveler therefore sees the gateway, not the end
 user: the gateway is trusted to have authorized the caller, which is why its service user
 holds ReadRepo/WriteRepo and, for CreateBucket/DeleteBucket, CreateRepo/DeleteRepo
-(services/auth/setup.py). Secrets and decisions are cached for `auth.cache_ttl_seconds`.
+(services/auth/setup.py). Secrets and decisions are cached for `auth.cache_ttl_seconds`, by
+the cached authority every service shares (silt/rpc/authority.py).
 """
 
 from __future__ import annotations
