@@ -13,10 +13,11 @@ PROTO_STAMP := silt/.proto-stamp
 PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=quiet:. \
 	--plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc --mypy_grpc_out=quiet:.
 # Packages mypy checks in `make lint`; the list widens as packages are cleaned.
-MYPY_CLEAN := services/auth services/graveler silt/block tests/support tests/unit/auth \
-	tests/unit/committed tests/unit/gateway tests/unit/graveler
+MYPY_CLEAN := silt services/auth services/gateway services/graveler jobs bench tests/conftest.py \
+	tests/support tests/unit tests/integration/auth tests/integration/block tests/integration/gateway \
+	tests/integration/gc tests/integration/kv tests/e2e
 
-.PHONY: all venv clients proto run test lint format bench bench-kv bench-graveler bench-auth bench-gateway bench-gc cassandra clean image k8s-render
+.PHONY: all venv clients proto run test lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc cassandra clean image k8s-render
 
 all: proto
 
@@ -72,10 +73,14 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-graveler bench-auth bench-gateway bench-gc
+bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
+
+# The committed layer alone (ranges and metaranges on the local-disk adapter), no service.
+bench-committed: proto
+	$(PY) -m bench.committed $(BENCH_ARGS)
 
 bench-graveler: proto
 	$(PY) -m bench.graveler $(BENCH_ARGS)

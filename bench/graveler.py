@@ -37,7 +37,7 @@ from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
 from silt.launcher import Stack
-from silt.rpc.auth import signed_channel
+from silt.rpc.signing import signed_channel
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 

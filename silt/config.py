@@ -40,11 +40,17 @@ def _check_listen_address(value: str) -> str:
 
 
 def _check_optional_listen_address(value: str | None) -> str | None:
-    return None if value in (None, "") else _check_listen_address(value)  # type: ignore[arg-type]
+    return None if value is None or value == "" else _check_listen_address(value)
 
 
 # Hosts that mean "every interface of this machine": fine to listen on, meaningless to dial.
 WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]", "*")
+
+
+def dialable_host(host: str) -> str:
+    """The host a process on this machine dials for a service listening on host: loopback for
+    a wildcard (every interface), else host itself."""
+    return "127.0.0.1" if host in WILDCARD_HOSTS else host
 
 
 def dialable_address(listen_address: str) -> str:
@@ -53,7 +59,7 @@ def dialable_address(listen_address: str) -> str:
     Only valid on the same machine (the local launcher, a single-host install): in a cluster,
     clients dial the *.endpoint keys, which name a Service, never a listen address."""
     host, _, port = listen_address.rpartition(":")
-    return f"127.0.0.1:{port}" if host in WILDCARD_HOSTS else listen_address
+    return f"{dialable_host(host)}:{port}"
 
 
 def _check_endpoint(value: str) -> str:

@@ -63,3 +63,15 @@ class DeadlineExceeded(Unavailable):
 
     Like Unavailable, the operation may or may not have taken effect.
     """
+
+
+class Unauthenticated(SiltError):
+    """Credentials are missing, unknown, or do not sign the call."""
+
+
+class PermissionDenied(SiltError):
+    """The caller is authenticated but no policy allows the action on the resource."""
+
+
+class ResourceExhausted(SiltError):
+    """The service is over a limit (requests in flight, quota); the caller slows down and retries."""

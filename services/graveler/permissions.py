@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from services.auth.actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
+from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.rpc.auth import MayFn, Narrowed, Require, Rule, field
+from silt.rpc.interceptor import MayFn, Narrowed, Require, Rule, field
 
 SERVICE = "silt.graveler.v1.GravelerService"
 

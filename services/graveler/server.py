@@ -31,7 +31,7 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
-from silt.rpc.auth import current_principal, remote_interceptor
+from silt.rpc.interceptor import current_principal, remote_interceptor
 from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
 from silt.telemetry.health import HealthMonitor, block_probe, kv_probe
 

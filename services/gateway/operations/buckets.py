@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from services.auth.actions import CREATE_REPO, DELETE_REPO, READ_REPO
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import Context, Response, iso_time, x, xml_response
 from services.gateway.operations.listing import branches
+from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 
 _XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'

@@ -11,10 +11,10 @@ from email.utils import format_datetime
 from typing import Any
 from xml.sax.saxutils import escape
 
-from services.auth.actions import READ_REPO, WRITE_REPO
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
 from services.gateway.request import Request
+from silt.actions import READ_REPO, WRITE_REPO
 from silt.config import S3GatewayConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -123,7 +123,7 @@ async def ensure_branch(ctx: Context, repository: str, ref: str) -> None:
         return
     resolved = await resolve(ctx, repository, ref, missing_ok=True)
     if resolved is None:
-        await ctx.backend.namespace(repository)  # NoSuchBucket if the repository itself is missing
+        # A missing repository is NoSuchBucket too, raised by resolve itself.
         raise S3Error("NoSuchBucket", f"repository {repository} has no branch {ref!r}")
     if resolved.type != api.ResolveRefResponse.REF_TYPE_BRANCH:
         raise S3Error("MethodNotAllowed", f"{ref!r} is not a branch of {repository}: only branches can be written")
@@ -151,8 +151,9 @@ async def stat_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.En
             backend.graveler.StatEntry, api.StatEntryRequest(repository=repository, ref=ref, key=key), "NoSuchKey"
         )
     except S3Error as exc:
-        if exc.code == "NoSuchKey":
-            # Tell a missing repository from a missing key: clients treat them differently.
+        if exc.code == "NoSuchKey" and getattr(exc, "what", None) is None:
+            # Graveler did not say what is missing; tell a missing repository from a missing key
+            # by asking, since clients treat them differently.
             await backend.namespace(repository)
         raise
     return info.entry

@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 from xml.etree import ElementTree
 
-from services.auth.actions import READ_REPO, WRITE_REPO
 from services.gateway import checksums
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
@@ -47,6 +46,7 @@ from services.gateway.operations.objects import (
     receive_into,
 )
 from services.gateway.routing import split_path
+from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import PartInfo
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -247,8 +247,8 @@ async def complete(ctx: Context) -> Response:
                 )
         if part_checksums is not None:
             # UploadPartCopy parts carry none: such an object gets no composite checksum.
-            value = uploaded.get(checksums.HEADER_PREFIX + (algorithm or ""))
-            part_checksums = [*part_checksums, value] if value else None
+            part_checksum = uploaded.get(checksums.HEADER_PREFIX + (algorithm or ""))
+            part_checksums = [*part_checksums, part_checksum] if part_checksum else None
     infos = [PartInfo(part_number=p.number, etag=p.etag) for p in requested]
     result = await backend.run(
         backend.adapter.complete_multipart_upload, record["namespace"], record["address"], record["block_id"], infos

@@ -16,7 +16,6 @@ from xml.etree import ElementTree
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.auth.actions import WRITE_REPO
 from services.gateway import checksums, sigv4
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
@@ -41,6 +40,7 @@ from services.gateway.operations.common import (
 from services.gateway.payload import AwsChunked, Sha256Checked, Source, SyncReader
 from services.gateway.request import decode_component
 from services.gateway.routing import split_path
+from silt.actions import WRITE_REPO
 from silt.block import CHUNK_SIZE
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

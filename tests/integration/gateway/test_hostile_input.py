@@ -48,7 +48,7 @@ def host_of(gw: GatewayStack) -> str:
 
 
 def signed_headers(gw: GatewayStack, method: str, path: str, **extra: str) -> dict[str, str]:
-    request = signed(gw, method, path, "UNSIGNED-PAYLOAD", **extra)
+    request = signed(gw, method, path, "UNSIGNED-PAYLOAD", b"", **extra)
     return {k: v for k, v in request.headers.items() if k.lower() != "host"}
 
 
@@ -151,7 +151,7 @@ def test_a_query_that_is_not_utf8_is_refused(gw: GatewayStack, bucket: str) -> N
 def test_chunk_sizes_must_be_plain_hex(gw: GatewayStack, s3: Any, bucket: str, size_text: str) -> None:
     data = b"abc"
     headers = {"content-encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data))}
-    request = signed(gw, "PUT", f"/{bucket}/main/chunky", STREAMING, **headers)
+    request = signed(gw, "PUT", f"/{bucket}/main/chunky", STREAMING, b"", **headers)
     secret = gw.admin.secret_access_key.get_secret_value()
     body = chunked_body(request, secret, gw.region, [data])
     body = body.replace(b"3;chunk-signature=", size_text.encode() + b";chunk-signature=", 1)
@@ -165,7 +165,7 @@ def test_chunk_sizes_must_be_plain_hex(gw: GatewayStack, s3: Any, bucket: str, s
 def test_a_long_chunk_header_line_is_refused(gw: GatewayStack, s3: Any, bucket: str) -> None:
     data = b"abc"
     headers = {"content-encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data))}
-    request = signed(gw, "PUT", f"/{bucket}/main/long", STREAMING, **headers)
+    request = signed(gw, "PUT", f"/{bucket}/main/long", STREAMING, b"", **headers)
     body = chunked_body(request, gw.admin.secret_access_key.get_secret_value(), gw.region, [data])
     body = body.replace(b";chunk-signature=", b";pad=" + b"a" * 10240 + b";chunk-signature=", 1)
     out = {k: v for k, v in request.headers.items() if k.lower() != "host"}

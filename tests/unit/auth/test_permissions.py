@@ -6,13 +6,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from services.auth import actions as a
 from services.auth.permissions import RULES as AUTH_RULES
 from services.graveler.permissions import RULES as GRAVELER_RULES
 from services.graveler.permissions import TABLE, list_readable_repositories
+from silt import actions as a
 from silt.auth.v1 import auth_pb2
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.rpc.auth import Authenticated, Narrowed, Require
+from silt.rpc.interceptor import Authenticated, Narrowed, Require
 
 
 def methods(module: object, service: str) -> set[str]:
