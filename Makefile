@@ -67,7 +67,7 @@ lint: proto
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy --follow-imports=silent $(MYPY_CLEAN)
-	$(VENV)/bin/python -m pytest -p no:cacheprovider -q tests/unit/test_import_graph.py
+	$(VENV)/bin/python -m pytest -p no:cacheprovider -q tests/unit/test_import_graph.py tests/unit/test_boundaries.py
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -27,7 +27,7 @@ from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import Record
 from services.graveler.graveler import Graveler
-from services.graveler.model import CommitId
+from services.graveler.model import CommitId, StagingToken
 from services.graveler.refs import new_commit
 from services.graveler.values import entry_value
 from silt.block.local import LocalAdapter
@@ -263,7 +263,7 @@ def bench_staging_during_commit(
     for round_number in range(rounds):
         stage_in_process(graveler, repo, "main", count, offset=round_number * count)
         idle += [timed_write() for _ in range(1000)]
-        token = graveler.get_branch(repo, "main").staging_token
+        token = StagingToken(graveler.get_branch(repo, "main").staging_token)
         done = threading.Event()
 
         def commit(done: threading.Event) -> None:

@@ -1,10 +1,7 @@
-"""The import rules of services/ and silt/, checked on the source with the standard library.
+"""No circle of imports among the modules of services/ and silt/, checked on the source.
 
-* no circle of imports among their modules (TYPE_CHECKING and function-level imports count:
-  a circle that only type hints close still ties the modules together);
-* a service package never imports another service package: services talk over gRPC, and
-  what they share lives in silt/.
-
+TYPE_CHECKING and function-level imports count: a circle that only type hints close still
+ties the modules together. (That services never import each other is test_boundaries.py.)
 Run by `make lint`.
 """
 
@@ -16,17 +13,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("services", "silt")
 
-# Edges that exist today and are removed by the boundaries part of issue 12 (another branch:
-# the RBAC action names move to silt/, so gateway and graveler stop importing services.auth).
-# This list only shrinks.
-KNOWN_CROSS_SERVICE: set[tuple[str, str]] = {
-    ("services.gateway.operations.buckets", "services.auth.actions"),
-    ("services.gateway.operations.common", "services.auth.actions"),
-    ("services.gateway.operations.listing", "services.auth.actions"),
-    ("services.gateway.operations.multipart", "services.auth.actions"),
-    ("services.gateway.operations.objects", "services.auth.actions"),
-    ("services.graveler.permissions", "services.auth.actions"),
-}
 # Import edges left out of the cycle check, each closing a circle outside graveler that is
 # known and not yet untied. open_store imports the instrumented wrapper inside the function
 # because silt.telemetry.kv wraps silt.kv.store's Store; the wrapper should move next to the
@@ -108,11 +94,6 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def _service(module: str) -> str | None:
-    parts = module.split(".")
-    return parts[1] if parts[0] == "services" and len(parts) > 1 else None
-
-
 def test_finds_a_planted_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
@@ -124,14 +105,3 @@ def test_no_import_cycles() -> None:
         graph[module].discard(target)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
-
-
-def test_services_do_not_import_each_other() -> None:
-    crossing = {
-        (module, target)
-        for module, targets in import_graph().items()
-        for target in targets
-        if _service(module) and _service(target) and _service(module) != _service(target)
-    }
-    new = sorted(crossing - KNOWN_CROSS_SERVICE)
-    assert not new, "services import each other:\n" + "\n".join(f"{a} -> {b}" for a, b in new)
