@@ -42,6 +42,7 @@ from services.graveler.validation import validate_key, validate_ref_name
 from silt.errors import FailedPrecondition, InvalidArgument
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
+from silt.paging import take_page
 
 _T = TypeVar("_T")
 
@@ -127,7 +128,7 @@ class Graveler:
         self, after: str, amount: int, *, deadline: Deadline = NO_DEADLINE
     ) -> tuple[list[pb.Repository], bool]:
         deadline.check("listing repositories")
-        return _page(self.refs.list_repositories(after), amount)
+        return take_page(self.refs.list_repositories(after), amount)
 
     def delete_repository(self, name: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         deadline.check(f"deleting repository {name!r}")
@@ -160,7 +161,7 @@ class Graveler:
     def list_branches(
         self, repository: str, after: str, amount: int, *, deadline: Deadline = NO_DEADLINE
     ) -> tuple[list[pb.Branch], bool]:
-        return _page(self.refs.list_branches(self._repo(repository, deadline), after), amount)
+        return take_page(self.refs.list_branches(self._repo(repository, deadline), after), amount)
 
     def delete_branch(self, repository: str, name: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         repo = self._repo(repository, deadline)
@@ -199,7 +200,7 @@ class Graveler:
     def list_tags(
         self, repository: str, after: str, amount: int, *, deadline: Deadline = NO_DEADLINE
     ) -> tuple[list[pb.Tag], bool]:
-        return _page(self.refs.list_tags(self._repo(repository, deadline), after), amount)
+        return take_page(self.refs.list_tags(self._repo(repository, deadline), after), amount)
 
     def delete_tag(self, repository: str, tag_id: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         repo = self._repo(repository, deadline)
@@ -247,7 +248,7 @@ class Graveler:
         if after:
             commits = itertools.dropwhile(lambda c: c.id != after, commits)
             next(commits, None)
-        return _page(commits, amount)
+        return take_page(commits, amount)
 
     def _touches(self, repo: RepoHandle, commit: pb.Commit, keys: list[bytes], prefixes: list[bytes]) -> bool:
         """Whether commit changed any of keys or anything under prefixes, against its first parent."""
@@ -407,13 +408,3 @@ class Graveler:
         """Apply a commit's change onto a branch: a three-way merge from its parent to it."""
         repo = self._repo(repository, deadline)
         return self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline)
-
-
-def _page(items: Iterator[_T], amount: int) -> tuple[list[_T], bool]:
-    amount = min(amount or 100, 1000)
-    page: list[_T] = []
-    for item in items:
-        if len(page) == amount:
-            return page, True
-        page.append(item)
-    return page, False

@@ -146,16 +146,10 @@ async def stat_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.En
     if not key:
         raise S3Error("NoSuchKey")
     backend = ctx.backend
-    try:
-        info = await backend.call(
-            backend.graveler.StatEntry, api.StatEntryRequest(repository=repository, ref=ref, key=key), "NoSuchKey"
-        )
-    except S3Error as exc:
-        if exc.code == "NoSuchKey" and getattr(exc, "what", None) is None:
-            # Graveler did not say what is missing; tell a missing repository from a missing key
-            # by asking, since clients treat them differently.
-            await backend.namespace(repository)
-        raise
+    # Graveler's NotFound says whether the repository or the key is missing (NoSuchBucket or
+    # NoSuchKey): no extra lookup.
+    request = api.StatEntryRequest(repository=repository, ref=ref, key=key)
+    info = await backend.call(backend.graveler.StatEntry, request, "NoSuchKey")
     return info.entry
 
 
