@@ -174,6 +174,8 @@ def main() -> None:
             summary = run_gc(spark, api_grpc.GravelerServiceStub(channel), REPO, blockstore, options)
             jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
             jvm_peak = _peak_rss_kib(int(jvm_pid))
+            # Read before the teardown: stopping Spark and its gateway is not part of the run.
+            driver_kib = _peak_rss_kib(os.getpid())
         finally:
             spark.stop()
             channel.close()
@@ -188,7 +190,6 @@ def main() -> None:
     emit(f"gc.mark.{label}", summary.seconds["prepare"] + summary.seconds["mark"], "s", 120.0, 1)
     emit(f"gc.recheck.{label}", summary.seconds["recheck"], "s", None, 1)
     emit(f"gc.sweep.{label}", summary.deleted / summary.seconds["sweep"], "deletes/s", 2000.0, 0)
-    driver_kib = _peak_rss_kib(os.getpid())
     emit(f"gc.driver_peak_rss.python.{label}", driver_kib / 1024, "MiB", None, 0)
     emit(f"gc.driver_peak_rss.jvm_with_local_executors.{label}", jvm_peak / 1024, "MiB", None, 0)
     if marked != expected:
