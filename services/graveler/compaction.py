@@ -49,8 +49,8 @@ DIFF_CACHE_MAX_DIFFERENCES = 100_000
 class StagingObserver(Protocol):
     """What the engine tells the compaction sensor about a branch's staging area."""
 
-    def staged(self, repository: str, branch: str, tombstone: bool) -> None:
-        """A write (tombstone: a delete) was acknowledged on the branch."""
+    def staged(self, repository: str, branch: str, tombstone: bool, sealed_tokens: int) -> None:
+        """A write (tombstone: a delete) was acknowledged on the branch, which had sealed_tokens."""
         ...
 
     def cleared(self, repository: str, branch: str) -> None:
@@ -59,7 +59,7 @@ class StagingObserver(Protocol):
 
 
 class NoObserver:
-    def staged(self, repository: str, branch: str, tombstone: bool) -> None:
+    def staged(self, repository: str, branch: str, tombstone: bool, sealed_tokens: int) -> None:
         pass
 
     def cleared(self, repository: str, branch: str) -> None:

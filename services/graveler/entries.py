@@ -72,16 +72,18 @@ class Entries:
         self._write(repo, branch_name, encoded, TOMBSTONE, deadline)
 
     def _write(self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, deadline: Deadline) -> None:
-        def attempt(number: int) -> None:
+        def attempt(number: int) -> int:
             branch = self._refs.branch_for_io(repo, branch_name, use_cache=number == 1)
             self._staging.set(branch.tokens[0], key, value)
             # Re-read (never from the cache): if a commit sealed the token meanwhile, the
             # write may have missed it; writing again is idempotent.
-            if self._refs.fresh_branch(repo, branch_name).branch.staging_token != branch.branch.staging_token:
+            fresh = self._refs.fresh_branch(repo, branch_name).branch
+            if fresh.staging_token != branch.branch.staging_token:
                 raise Raced
+            return len(fresh.sealed_tokens)
 
-        self._updater.retry(attempt, f"write to branch {branch_name!r}", deadline)
-        self.observer.staged(repo.name, branch_name, value.tombstone)
+        sealed = self._updater.retry(attempt, f"write to branch {branch_name!r}", deadline)
+        self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
 
     # --- reader flow -------------------------------------------------------------------------
 
