@@ -1,0 +1,110 @@
+"""The compactor as `make run` runs it: its own process behind the auth interceptor,
+`silt branch compact` and `silt branch show`, and a kill -9 in the middle of a compaction."""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from silt.compactor.v1 import compactor_pb2 as capi
+from silt.compactor.v1 import compactor_pb2_grpc as capi_grpc
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.launcher import Stack
+from silt.rpc.auth import Credentials, signed_channel
+from tests.e2e.conftest import Silt, graveler_stub, stage_tree
+
+
+def compactor_stub(stack: Stack, credentials: Credentials | None = None) -> capi_grpc.CompactorServiceStub:
+    options = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 500)]
+    channel = signed_channel(stack.endpoints["compactor"], credentials or stack.admin, options)  # type: ignore[arg-type]
+    return capi_grpc.CompactorServiceStub(channel)
+
+
+def listing(stack: Stack, repo: str, ref: str) -> list[str]:
+    stub = graveler_stub(stack)
+    keys: list[str] = []
+    after = ""
+    while True:
+        page = stub.ListEntries(api.ListEntriesRequest(repository=repo, ref=ref, after=after, amount=1000), timeout=30)
+        keys.extend(item.key for item in page.items)
+        if not page.has_more:
+            return keys
+        after = page.items[-1].key
+
+
+def delete_all(stack: Stack, repo: str, keys: list[str]) -> None:
+    stub = graveler_stub(stack)
+    with ThreadPoolExecutor(8) as pool:
+        list(
+            pool.map(
+                lambda k: stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="main", key=k), timeout=30),
+                keys,
+            )
+        )
+
+
+def test_compact_by_hand_and_show_the_state(stack: Stack, silt: Silt) -> None:
+    repo = f"cmp-{uuid.uuid4().hex[:8]}"
+    silt("repo", "create", repo)
+    keys = [f"k/{i:04d}" for i in range(200)]
+    stage_tree(stack, repo, "main", keys)
+    silt("commit", f"silt://{repo}/main", "-m", "base")
+    delete_all(stack, repo, keys[:150])
+
+    before = silt("branch", "show", f"silt://{repo}/main", "--json").json()
+    assert before["compaction"]["compacted_metarange_id"] is None  # type: ignore[index]
+    done = silt("branch", "compact", f"silt://{repo}/main", "--json").json()
+    assert done["tokens_compacted"] >= 1 and done["records_changed"] == 150  # type: ignore[index]
+    after = silt("branch", "show", f"silt://{repo}/main", "--json").json()
+    state = after["compaction"]  # type: ignore[index]
+    assert state["compacted_metarange_id"] and state["last_started"] and state["sealed_tokens"] == 0
+    assert "Compacted:" in silt("branch", "show", f"silt://{repo}/main").out
+    assert listing(stack, repo, "main") == keys[150:]
+    assert len(listing(stack, repo, "main@")) == 200
+
+    # The compactor authenticates: an unsigned call is refused.
+    unsigned = capi_grpc.CompactorServiceStub(grpc.insecure_channel(stack.endpoints["compactor"]))
+    try:
+        unsigned.GetStatus(capi.GetStatusRequest(repository=repo, branch="main"), timeout=10)
+        raise AssertionError("an unsigned call was served")
+    except grpc.RpcError as exc:
+        assert exc.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_compactor_killed_mid_run_leaves_the_branch_readable(stack: Stack, silt: Silt) -> None:
+    repo = f"cmp-{uuid.uuid4().hex[:8]}"
+    silt("repo", "create", repo)
+    keys = [f"k/{i:05d}" for i in range(6000)]
+    stage_tree(stack, repo, "main", keys)
+    stub = compactor_stub(stack)
+    restarts = stack.restarts("compactor")
+    # Large enough that the compaction is still building when the kill comes.
+    future = stub.Compact.future(capi.CompactRequest(repository=repo, branch="main"), timeout=120)
+    deadline = time.monotonic() + 30
+    while not stub.GetStatus(capi.GetStatusRequest(repository=repo, branch="main"), timeout=10).running:
+        assert not future.done(), "the compaction finished before it was seen running"
+        assert time.monotonic() < deadline, "the compaction never started"
+        time.sleep(0.005)
+    stack.kill("compactor", signal.SIGKILL)
+    try:
+        future.result()
+        raise AssertionError("the compaction finished although its process was killed")
+    except grpc.RpcError as exc:
+        assert exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN)
+
+    # The seal happened, the publish did not: the branch reads the same through its sealed tokens.
+    branch = graveler_stub(stack).GetBranch(api.GetBranchRequest(repository=repo, name="main"), timeout=10)
+    assert branch.commit_id
+    assert listing(stack, repo, "main") == keys
+    stack.wait_ready("compactor", timeout=60)
+    assert stack.restarts("compactor") == restarts + 1
+    result = compactor_stub(stack).Compact(capi.CompactRequest(repository=repo, branch="main"), timeout=120)
+    assert result.compacted_metarange_id and result.records_changed == len(keys)
+    status = compactor_stub(stack).GetStatus(capi.GetStatusRequest(repository=repo, branch="main"), timeout=10)
+    assert status.sealed_tokens == 0 and status.compacted_metarange_id == result.compacted_metarange_id
+    assert listing(stack, repo, "main") == keys
+    assert listing(stack, repo, "main@") == []
