@@ -16,7 +16,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 MYPY_CLEAN := services/auth services/graveler silt/block tests/support tests/unit/auth \
 	tests/unit/committed tests/unit/gateway tests/unit/graveler
 
-.PHONY: all venv clients proto run test lint format bench bench-kv bench-graveler bench-auth bench-gateway bench-gc cassandra clean image k8s-render
+.PHONY: all venv clients proto run test lint format bench bench-kv bench-graveler bench-auth bench-gateway bench-gc bench-compaction cassandra clean image k8s-render
 
 all: proto
 
@@ -72,7 +72,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-graveler bench-auth bench-gateway bench-gc
+bench: bench-kv bench-graveler bench-auth bench-gateway bench-gc bench-compaction
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -91,6 +91,10 @@ bench-gateway: proto clients
 # A GC run (jobs/gc) on Spark over 1,000,000 committed objects and 100,000 orphans.
 bench-gc: proto
 	$(PY) -m bench.gc $(BENCH_ARGS)
+
+# Staging compaction: 1,000,000 committed entries, 500,000 deleted in staging (docs/design/compaction.md).
+bench-compaction: proto
+	$(PY) -m bench.compaction $(BENCH_ARGS)
 
 # A Cassandra in the foreground for manual use: scripts/cassandra.sh run
 cassandra:
