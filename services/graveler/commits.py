@@ -74,7 +74,7 @@ class Committer:
         head = MetaRangeId(base.metarange_id)
         deadline.check(f"commit on branch {branch_name!r}")
         built = self._build(repo, sealed.branch, head, to_commit, only, deadline)
-        if not self._changes(repo, head, built) and not allow_empty:
+        if not self._changes(repo, sealed.branch, head, built) and not allow_empty:
             if only is None:
                 self.unseal(repo, branch_name, to_commit, deadline)
             raise FailedPrecondition(f"nothing to commit on branch {branch_name!r}")
@@ -87,13 +87,19 @@ class Committer:
         kept = self._kept_compaction(repo, sealed.branch, to_commit, only, deadline)
 
         def move(current: BranchRecord) -> pb.Branch:
-            nonlocal commit, to_commit, kept
+            nonlocal commit, to_commit, kept, compacted
             still_sealed = [t for t in current.sealed_tokens if t in to_commit]
-            if current.branch.commit_id != commit.parents[0] or current.branch.compacted_metarange_id != compacted:
-                # Another commit won (it holds the tokens it trimmed), or a compaction folded
-                # some of our tokens into a new compacted metarange. Rebuild from the current
-                # state: what is left of our tokens (all newer than its compacted metarange)
-                # over it; with nothing left ours becomes an empty commit.
+            if (
+                current.branch.commit_id != commit.parents[0]
+                or current.branch.compacted_metarange_id != compacted
+                or still_sealed != to_commit
+            ):
+                # Some of our tokens left the branch: another commit won (it holds the tokens
+                # it trimmed), a compaction folded them into the compacted metarange (even one
+                # whose id did not change, or none: its changes may cancel ours), or a commit
+                # that found nothing to commit unsealed them. Rebuild from the current state:
+                # what is left of our tokens (all newer than its compacted metarange) over it;
+                # with nothing left ours becomes an empty commit.
                 winner = self._refs.get_commit(repo, current.branch.commit_id)
                 winner_head = MetaRangeId(winner.metarange_id)
                 rebuilt = self._build(repo, current.branch, winner_head, still_sealed, only, deadline)
@@ -102,6 +108,7 @@ class Committer:
                 )
                 self._refs.put_commit(repo, commit)
                 to_commit = still_sealed
+                compacted = current.branch.compacted_metarange_id
                 kept = self._kept_compaction(repo, current.branch, still_sealed, only, deadline)
 
             def point(branch: pb.Branch) -> None:
@@ -163,7 +170,9 @@ class Committer:
         compacted = MetaRangeId(branch.compacted_metarange_id)
         return self.builder.apply_tokens(repo.namespace, compacted, tokens, only, deadline).metarange_id
 
-    def _changes(self, repo: RepoHandle, head: MetaRangeId, built: ApplyResult) -> bool:
+    def _changes(self, repo: RepoHandle, branch: pb.Branch, head: MetaRangeId, built: ApplyResult) -> bool:
+        if not branch.compacted_metarange_id:
+            return built.changed
         # Built over a compacted metarange, "changed" is against that, not the head: compare.
         if built.metarange_id == head:
             return False

@@ -4,6 +4,7 @@ reads, diff, commit (whole and of a prefix), merge, revert, cherry-pick, reset, 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import grpc
 import pytest
@@ -14,6 +15,7 @@ from silt.graveler.v1 import graveler_pb2 as api
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
 from tests.integration.graveler.test_branching import ADDED, CHANGED, REMOVED, branch, contents, diff_all, merge
+from tests.integration.graveler.test_concurrency import _HeldBuilder
 
 
 @pytest.fixture
@@ -246,3 +248,40 @@ def test_a_commit_that_wins_makes_the_compaction_fail_without_change(env: Gravel
     assert contents(env, repo, commit.id) == {**EXPECTED, "e": "e@staged", "f": "f@during"}
     assert record(env, repo).compacted_metarange_id == ""  # type: ignore[attr-defined]
     assert contents(env, repo, "main") == contents(env, repo, commit.id)
+
+
+class _BuiltThenHeld(_HeldBuilder):
+    """Builds at once, then holds the result: a commit that has read its tokens and not yet moved."""
+
+    def apply_tokens(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.inner.apply_tokens(*args, **kwargs)
+        self.building.set()
+        self.released_in_time = self.release.wait(30)
+        return result
+
+
+def test_a_compaction_whose_changes_cancel_a_built_commit_loses_no_delete(env: GravelerEnv) -> None:
+    """The commit seals and builds x=1; a delete of x lands in the next token; a compaction
+    folds both into nothing (the head again) before the commit moves the branch. The commit
+    must not bring x back."""
+    repo = env.new_repo("cmp")
+    env.put(repo, "main", "base", "b")
+    env.commit(repo, "main")
+    env.put(repo, "main", "x", "x@1")
+    held = _BuiltThenHeld(env.graveler.builder)
+    env.graveler.builder = held
+    env.graveler.compaction.builder_of = lambda: held.inner  # only the commit waits
+    made: list[api.CommitInfo] = []
+    thread = threading.Thread(target=lambda: made.append(env.commit(repo, "main")))
+    thread.start()
+    try:
+        assert held.building.wait(30)
+        env.stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="main", key="x"))
+        assert env.graveler.compact(repo, "main").compacted_metarange_id == ""
+    finally:
+        held.release.set()
+        thread.join(60)
+        env.graveler.builder = held.inner
+    assert held.released_in_time and made
+    assert contents(env, repo, made[0].id) == {"base": "b"}
+    assert contents(env, repo, "main") == {"base": "b"}
