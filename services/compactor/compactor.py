@@ -79,7 +79,9 @@ class Compactor:
         return record, running
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        # A compaction still running is not waited for: cut short, it leaves its tokens
+        # sealed and readable, and the next compaction or commit takes them.
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self.graveler.close()
 
     def _background(self, key: tuple[str, str]) -> None:
