@@ -1,5 +1,6 @@
 """The compactor as `make run` runs it: its own process behind the auth interceptor,
-`silt branch compact` and `silt branch show`, and a kill -9 in the middle of a compaction."""
+`silt branch compact` and `silt branch show`, a kill -9 in the middle of a compaction, and
+graveler's sensor triggering it."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import signal
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import grpc
+import pytest
 
 from silt.compactor.v1 import compactor_pb2 as capi
 from silt.compactor.v1 import compactor_pb2_grpc as capi_grpc
@@ -108,3 +111,30 @@ def test_a_compactor_killed_mid_run_leaves_the_branch_readable(stack: Stack, sil
     assert status.sealed_tokens == 0 and status.compacted_metarange_id == result.compacted_metarange_id
     assert listing(stack, repo, "main") == keys
     assert listing(stack, repo, "main@") == []
+
+
+def test_graveler_sensor_triggers_the_compactor_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Processes as `make run` starts them, with a low threshold: staged deletes alone get
+    the branch compacted (graveler's sensor claims it and calls the compactor, signed)."""
+    monkeypatch.setenv("SILT_COMPACTOR_TOMBSTONE_THRESHOLD", "40")
+    services = ["auth", "graveler", "compactor"]
+    with Stack(tmp_path, ports=dict.fromkeys(services, 0), services=services, on_event=lambda _: None) as stack:
+        graveler = graveler_stub(stack)
+        graveler.CreateRepository(
+            api.CreateRepositoryRequest(name="sensed", storage_namespace="local://sensed"), timeout=30
+        )
+        keys = [f"k/{i:03d}" for i in range(60)]
+        stage_tree(stack, "sensed", "main", keys)
+        graveler.Commit(api.CommitRequest(repository="sensed", branch="main", message="base"), timeout=60)
+        compactor = compactor_stub(stack)
+        request = capi.GetStatusRequest(repository="sensed", branch="main")
+        delete_all(stack, "sensed", keys[:39])
+        time.sleep(1.0)
+        assert not compactor.GetStatus(request, timeout=10).compacted_metarange_id  # below the threshold
+        delete_all(stack, "sensed", keys[39:45])
+        deadline = time.monotonic() + 60
+        while not (status := compactor.GetStatus(request, timeout=10)).compacted_metarange_id or status.running:
+            assert time.monotonic() < deadline, "the sensor never got the branch compacted"
+            time.sleep(0.1)
+        assert status.compaction_start_time.seconds > 0
+        assert listing(stack, "sensed", "main") == keys[45:]
