@@ -116,6 +116,9 @@ def run_workload(
                 )
                 with lock:
                     commits.append((started, result.id))
+                if compact_every is not None:
+                    # Gaps between commits, so that compactions also publish while commits run.
+                    time.sleep(compact_every / 2)
         except BaseException as exc:
             errors.append(exc)
             stop.set()
@@ -147,6 +150,12 @@ def run_workload(
         t.start()
     for t in committers:
         t.join(600)
+    if compact_every is not None:
+        # Compactions often lose to the committers; keep the writers and the compactor going
+        # until one was published, so the checks below also see a compacted branch.
+        deadline = time.monotonic() + 60
+        while compactions["published"] == 0 and not errors and time.monotonic() < deadline:
+            time.sleep(0.05)
     stop.set()
     for t in writers:
         t.join(600)
