@@ -1,5 +1,7 @@
 """Every flow on a compacted branch (docs/design/compaction.md), over gRPC on every driver:
-reads, diff, commit (whole and of a prefix), merge, revert, cherry-pick, reset, deletion."""
+reads, diff, commit (whole and of a prefix), merge, revert, cherry-pick, reset, deletion; and
+the races of a commit whose tokens leave the branch while it builds (a compaction folds them,
+or a commit with nothing to commit unseals them)."""
 
 from __future__ import annotations
 
@@ -278,6 +280,41 @@ def test_a_compaction_whose_changes_cancel_a_built_commit_loses_no_delete(env: G
         assert held.building.wait(30)
         env.stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="main", key="x"))
         assert env.graveler.compact(repo, "main").compacted_metarange_id == ""
+    finally:
+        held.release.set()
+        thread.join(60)
+        env.graveler.builder = held.inner
+    assert held.released_in_time and made
+    assert contents(env, repo, made[0].id) == {"base": "b"}
+    assert contents(env, repo, "main") == {"base": "b"}
+
+
+class _FirstBuiltThenHeld(_BuiltThenHeld):
+    """Holds only the first build; later ones (another commit's) run through."""
+
+    def apply_tokens(self, *args: Any, **kwargs: Any) -> Any:
+        if self.building.is_set():
+            return self.inner.apply_tokens(*args, **kwargs)
+        return super().apply_tokens(*args, **kwargs)
+
+
+def test_a_commit_whose_tokens_a_nothing_to_commit_unsealed_loses_no_delete(env: GravelerEnv) -> None:
+    """Commit A seals and builds x=1; x is deleted; commit B seals both tokens, finds nothing
+    to commit (x was never committed) and unseals them. A must not then commit x."""
+    repo = env.new_repo("cmp")
+    env.put(repo, "main", "base", "b")
+    env.commit(repo, "main")
+    env.put(repo, "main", "x", "x@1")
+    held = _FirstBuiltThenHeld(env.graveler.builder)
+    env.graveler.builder = held
+    made: list[api.CommitInfo] = []
+    thread = threading.Thread(target=lambda: made.append(env.commit(repo, "main")))
+    thread.start()
+    try:
+        assert held.building.wait(30)
+        env.stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="main", key="x"))
+        assert code_of(lambda: env.commit(repo, "main")) == grpc.StatusCode.FAILED_PRECONDITION
+        assert not record(env, repo).sealed_tokens  # type: ignore[attr-defined]
     finally:
         held.release.set()
         thread.join(60)
