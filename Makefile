@@ -13,11 +13,11 @@ PROTO_STAMP := silt/.proto-stamp
 PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=quiet:. \
 	--plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc --mypy_grpc_out=quiet:.
 # Packages mypy checks in `make lint`; the list widens as packages are cleaned.
-MYPY_CLEAN := silt services/auth services/gateway services/graveler jobs bench tests/conftest.py \
+MYPY_CLEAN := silt services/auth services/gateway services/graveler services/compactor jobs bench tests/conftest.py \
 	tests/support tests/unit tests/integration/auth tests/integration/block tests/integration/gateway \
 	tests/integration/gc tests/integration/kv tests/e2e
 
-.PHONY: all venv clients proto run test lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc cassandra clean image k8s-render
+.PHONY: all venv clients proto run test lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc bench-compaction cassandra clean image k8s-render
 
 all: proto
 
@@ -73,7 +73,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc
+bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc bench-compaction
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -96,6 +96,10 @@ bench-gateway: proto clients
 # A GC run (jobs/gc) on Spark over 1,000,000 committed objects and 100,000 orphans.
 bench-gc: proto
 	$(PY) -m bench.gc $(BENCH_ARGS)
+
+# Staging compaction: 1,000,000 committed entries, 500,000 deleted in staging (docs/design/compaction.md).
+bench-compaction: proto
+	$(PY) -m bench.compaction $(BENCH_ARGS)
 
 # A Cassandra in the foreground for manual use: scripts/cassandra.sh run
 cassandra:

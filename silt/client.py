@@ -25,6 +25,7 @@ import grpc
 from pydantic import SecretStr
 
 from silt.auth.v1 import auth_pb2_grpc
+from silt.compactor.v1 import compactor_pb2_grpc
 from silt.config import Config, dialable_address
 from silt.errors import (
     Aborted,
@@ -130,6 +131,7 @@ class Settings:
     region: str
     credentials: Credentials | None
     credentials_source: str
+    compactor: str = ""
 
 
 def credentials_file_candidates() -> list[Path]:
@@ -183,6 +185,7 @@ def resolve_settings(
         region=saved.get("region") or config.gateways.s3.region,
         credentials=credentials,
         credentials_source=source,
+        compactor=saved.get("compactor") or config.compactor.dial_address,
     )
 
 
@@ -194,6 +197,7 @@ class Client:
         self._channels: list[grpc.Channel] = []
         self._graveler: _Calls | None = None
         self._auth: _Calls | None = None
+        self._compactor: _Calls | None = None
         self._s3: Any = None
 
     def credentials(self) -> Credentials:
@@ -218,6 +222,14 @@ class Client:
             stub = graveler_pb2_grpc.GravelerServiceStub(self._channel(self.settings.graveler))
             self._graveler = _Calls(stub, "graveler", self.settings.graveler)
         return self._graveler
+
+    @property
+    def compactor(self) -> Any:
+        if self._compactor is None:
+            target = self.settings.compactor
+            stub = compactor_pb2_grpc.CompactorServiceStub(self._channel(target))
+            self._compactor = _Calls(stub, "compactor", target)
+        return self._compactor
 
     @property
     def auth(self) -> Any:

@@ -228,6 +228,17 @@ class DialableServiceConfig(ServiceConfig):
 class CompactorConfig(DialableServiceConfig):
     # A default here too, so that setting only some compactor.* keys keeps the others' defaults.
     listen_address: str = "127.0.0.1:8103"
+    # The sensor runs in graveler and triggers the compactor (docs/design/compaction.md).
+    sensor_enabled: bool = Field(True, description="graveler watches staged deletes and triggers compactions")
+    tombstone_threshold: int = Field(10_000, ge=1, description="staged deletes on a branch that trigger a compaction")
+    sealed_tokens_threshold: int = Field(
+        20, ge=1, description="sealed staging tokens on a branch that trigger a compaction"
+    )
+    claim_minutes: float = Field(
+        5.0, ge=0, description="a branch claimed for compaction this recently is not claimed again"
+    )
+    trigger_timeout_seconds: float = Field(2.0, gt=0, le=60, description="how long the sensor's trigger call may take")
+    compaction_timeout_seconds: float = Field(600.0, gt=0, description="how long one compaction may run")
 
 
 class GravelerConfig(DialableServiceConfig):

@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from services.graveler.builder import staged_changes
 from services.graveler.cleanup import Cleaner
 from services.graveler.committed.diff import Difference
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.merge import Conflict, Resolver, by_pattern
 from services.graveler.committed.model import MetaRangeId
+from services.graveler.compaction import CompactedState
 from services.graveler.deadline import Deadline
 from services.graveler.entries import Entries
 from services.graveler.history import find_merge_base
@@ -66,8 +66,10 @@ class Branching:
         updater: BranchUpdater,
         entries: Entries,
         cleaner: Cleaner,
+        state: CompactedState,
     ) -> None:
         self._refs = refs
+        self._state = state
         self._staging = staging
         self._committed = committed
         self._updater = updater
@@ -131,11 +133,11 @@ class Branching:
         return self._entries.read(repo, self._plain_branch(repo, branch_name), body, deadline)
 
     def _uncommitted(self, repo: RepoHandle, branch: BranchRecord, start: bytes = b"") -> Iterator[Difference]:
-        tokens = branch.tokens
-        head = self._refs.get_commit(repo, branch.branch.commit_id)
-        return self._committed.diff_changes(
-            repo.namespace, MetaRangeId(head.metarange_id), staged_changes(self._staging, tokens, start)
-        )
+        # Staged values, then what a compaction folded in (the compacted metarange against
+        # the head's): both are uncommitted.
+        head = self._state.head_metarange(repo, branch.branch)
+        changes = self._state.pending(repo, branch.branch, branch.tokens, head, start)
+        return self._committed.diff_changes(repo.namespace, head, changes)
 
     def _plain_branch(self, repo: RepoHandle, name: str) -> str:
         # A branch name, exactly: an expression like main~1 or main@ has no staging area.
@@ -285,6 +287,8 @@ class Branching:
 
             def point(branch: pb.Branch) -> None:
                 branch.commit_id = commit.id
+                # The branch was clean: a compacted metarange held the old head's content.
+                branch.compacted_metarange_id = ""
 
             # PredicateFailed: the branch moved (a commit or another merge); the updater
             # starts over on its new head.
@@ -314,12 +318,15 @@ class Branching:
                 else:
                     for staged in list(self._staging.keys_under(token, under)):
                         self._staging.drop_key(token, staged)
+            if branch.branch.compacted_metarange_id:
+                self._reset_compacted(repo, branch_name, under, key is not None, deadline)
             return self._refs.get_branch(repo, branch_name).branch
         target = self._refs.resolve(repo, hard_ref).commit_id if hard_ref else None
 
         def reset(current: BranchRecord) -> pb.Branch:
             def change(branch: pb.Branch) -> None:
                 set_tokens(branch, new_token(repo.partition, branch_name), [])
+                branch.compacted_metarange_id = ""
                 if target is not None:
                     branch.commit_id = target
 
@@ -327,7 +334,32 @@ class Branching:
 
         current, updated = self._updater.update(repo, branch_name, reset, "reset", deadline)
         self._cleaner.drop_tokens(current.tokens)
+        self._entries.observer.cleared(repo.name, branch_name)
         return updated
+
+    def _reset_compacted(
+        self, repo: RepoHandle, branch_name: str, under: bytes, exact: bool, deadline: Deadline
+    ) -> None:
+        """Give the compacted metarange the head's values at one key or under a prefix."""
+
+        def reset(current: BranchRecord) -> pb.Branch:
+            branch = current.branch
+            if not branch.compacted_metarange_id:
+                return branch
+            head = self._state.head_metarange(repo, branch)
+            compacted = MetaRangeId(branch.compacted_metarange_id)
+            changes = self._state.restoring(repo.namespace, head, compacted, under)
+            if exact:
+                changes = (c for c in changes if c.key == under)
+            result = self._committed.apply(repo.namespace, compacted, changes)
+            return modify_branch(
+                current,
+                lambda b: setattr(
+                    b, "compacted_metarange_id", "" if result.metarange_id == head else result.metarange_id
+                ),
+            )
+
+        self._updater.update(repo, branch_name, reset, "reset", deadline)
 
 
 def _parent_of(commit: pb.Commit, parent_number: int) -> CommitId:

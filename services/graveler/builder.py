@@ -25,6 +25,7 @@ from services.graveler.deadline import NO_DEADLINE, Deadline
 from services.graveler.iterators import combined
 from services.graveler.model import StagingToken
 from services.graveler.staging import StagingStore
+from services.graveler.values import KeyValue
 from silt.block import open_adapter
 from silt.config import Config, parse_cpu_list
 from silt.errors import DeadlineExceeded, Unavailable
@@ -59,7 +60,12 @@ def staged_changes(
 ) -> Iterator[Change]:
     """The changes held by tokens (newest first) from key start on, newest value per key,
     tombstones as deletes; only keys under one of prefixes, if given."""
-    for kv in combined([staging.scan(token, start) for token in tokens]):
+    return changes_of(combined([staging.scan(token, start) for token in tokens]), prefixes)
+
+
+def changes_of(values: Iterator[KeyValue], prefixes: list[bytes] | None = None) -> Iterator[Change]:
+    """Values in key order as changes, tombstones as deletes; only keys under prefixes, if given."""
+    for kv in values:
         if prefixes and not kv.key.startswith(tuple(prefixes)):
             continue
         if kv.value.tombstone:
@@ -72,7 +78,7 @@ def staged_changes(
 DEADLINE_CHECK_EVERY = 1024
 
 
-def _until(deadline: Deadline, changes: Iterator[Change]) -> Iterator[Change]:
+def until(deadline: Deadline, changes: Iterator[Change]) -> Iterator[Change]:
     """changes, raising DeadlineExceeded once the caller stopped waiting for the build."""
     for count, change in enumerate(changes):
         if count % DEADLINE_CHECK_EVERY == 0:
@@ -95,7 +101,7 @@ class InProcessBuilder:
         prefixes: list[bytes] | None = None,
         deadline: Deadline = NO_DEADLINE,
     ) -> ApplyResult:
-        changes = _until(deadline, staged_changes(self._staging, tokens, prefixes=prefixes))
+        changes = until(deadline, staged_changes(self._staging, tokens, prefixes=prefixes))
         return self._committed.apply(namespace, base, changes)
 
     def drop_token(self, token: StagingToken) -> None:

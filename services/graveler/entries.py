@@ -2,7 +2,7 @@
 
 * a **writer** writes into the staging token it read, re-reads the branch, and writes again
   if the token changed meanwhile (a commit sealed it); rewriting the same entry is idempotent;
-* a **reader** combines staging token, sealed tokens and the committed metarange (newest
+* a **reader** combines staging token, sealed tokens and the compacted or committed metarange (newest
   first, tombstones hiding older values) and reads again if the branch changed while it read.
 
 Both re-checks go through the BranchUpdater, which owns the retry policy.
@@ -17,6 +17,7 @@ from typing import TypeVar
 from services.graveler.addresses import validate_physical_address
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId
+from services.graveler.compaction import CompactedState, StagingObserver
 from services.graveler.deadline import Deadline
 from services.graveler.iterators import combined, live
 from services.graveler.paging import CommonPrefix, delimiter_bytes, page_amount, paginate
@@ -44,9 +45,13 @@ class Entries:
         staging: StagingStore,
         committed: CommittedManager,
         updater: BranchUpdater,
+        state: CompactedState,
+        observer: StagingObserver,
         allowed_import_prefixes: tuple[str, ...] = (),
     ) -> None:
         self._refs = refs
+        self._state = state
+        self.observer = observer
         self._staging = staging
         self._committed = committed
         self._updater = updater
@@ -67,15 +72,18 @@ class Entries:
         self._write(repo, branch_name, encoded, TOMBSTONE, deadline)
 
     def _write(self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, deadline: Deadline) -> None:
-        def attempt(number: int) -> None:
+        def attempt(number: int) -> int:
             branch = self._refs.branch_for_io(repo, branch_name, use_cache=number == 1)
             self._staging.set(branch.tokens[0], key, value)
             # Re-read (never from the cache): if a commit sealed the token meanwhile, the
             # write may have missed it; writing again is idempotent.
-            if self._refs.fresh_branch(repo, branch_name).branch.staging_token != branch.branch.staging_token:
+            fresh = self._refs.fresh_branch(repo, branch_name).branch
+            if fresh.staging_token != branch.branch.staging_token:
                 raise Raced
+            return len(fresh.sealed_tokens)
 
-        self._updater.retry(attempt, f"write to branch {branch_name!r}", deadline)
+        sealed = self._updater.retry(attempt, f"write to branch {branch_name!r}", deadline)
+        self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
 
     # --- reader flow -------------------------------------------------------------------------
 
@@ -106,8 +114,7 @@ class Entries:
                 value = self._staging.get(token, key)
                 if value is not None:
                     return None if value.tombstone else value
-        commit = self._refs.get_commit(repo, resolved.commit_id)
-        record = self._committed.get(repo.namespace, MetaRangeId(commit.metarange_id), key)
+        record = self._committed.get(repo.namespace, self._base(repo, resolved), key)
         return None if record is None else Value(record.identity, record.value)
 
     def list(
@@ -143,12 +150,18 @@ class Entries:
         sources: list[Iterator[KeyValue]] = []
         if resolved.branch is not None:
             sources.extend(self._staging.scan(token, start) for token in resolved.branch.tokens)
-        commit = self._refs.get_commit(repo, resolved.commit_id)
         sources.append(
             KeyValue(r.key, Value(r.identity, r.value))
-            for r in self._committed.iterate(repo.namespace, MetaRangeId(commit.metarange_id), start)
+            for r in self._committed.iterate(repo.namespace, self._base(repo, resolved), start)
         )
         return live(combined(sources))
+
+    def _base(self, repo: RepoHandle, resolved: Resolved) -> MetaRangeId:
+        # A branch's combined view ends in its compacted metarange when it has one; a
+        # committed ref (branch@, a commit, a tag) always ends in the commit's.
+        if resolved.branch is not None:
+            return self._state.base_metarange(repo, resolved.branch.branch)
+        return MetaRangeId(self._refs.get_commit(repo, resolved.commit_id).metarange_id)
 
 
 def _key_of(kv: KeyValue) -> bytes:

@@ -7,6 +7,7 @@
 * Entries (entries.py): the writer and reader flows; Committer (commits.py): the commit flow;
 * Branching (branching.py): diff, merge, revert, cherry-pick, reset;
 * Lifecycle (lifecycle.py): creating, deleting, dumping and restoring repositories;
+* Compaction, CompactedState (compaction.py): folding staged changes into a compacted metarange;
 * Cleaner (cleanup.py): background deletion of staged values nothing refers to.
 
 No lock anywhere (docs/design/lockfree-staging.md). Every public method takes the caller's
@@ -28,6 +29,7 @@ from services.graveler.commits import Committer
 from services.graveler.committed.diff import Difference
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId
+from services.graveler.compaction import CompactedState, Compaction, CompactionResult, NoObserver, StagingObserver
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
 from services.graveler.entries import Entries, ListPage
 from services.graveler.history import LogFilter, ancestors
@@ -73,6 +75,7 @@ class Graveler:
         options: GravelerOptions | None = None,
         builder: MetaRangeBuilder | None = None,
         clock: Clock = time.monotonic,
+        observer: StagingObserver | None = None,
     ) -> None:
         self.options = options = options or GravelerOptions()
         self.refs = RefManager(kv, options.branch_cache_seconds, clock)
@@ -83,10 +86,36 @@ class Graveler:
             self.refs, RetryPolicy(options.max_retries, options.retry_first_wait, options.retry_max_wait)
         )
         self.cleaner = Cleaner(builder, options.cleanup_workers)
-        self.entries = Entries(self.refs, self.staging, committed, self.updater, options.allowed_import_prefixes)
-        self.committer = Committer(self.refs, self.staging, builder, self.updater, self.cleaner)
-        self.branching = Branching(self.refs, self.staging, committed, self.updater, self.entries, self.cleaner)
+        observer = observer or NoObserver()
+        self.compacted = CompactedState(self.refs, self.staging, committed)
+        self.entries = Entries(
+            self.refs,
+            self.staging,
+            committed,
+            self.updater,
+            self.compacted,
+            observer,
+            options.allowed_import_prefixes,
+        )
+        self.committer = Committer(
+            self.refs, self.staging, builder, self.updater, self.cleaner, committed, self.compacted, observer
+        )
+        self.branching = Branching(
+            self.refs, self.staging, committed, self.updater, self.entries, self.cleaner, self.compacted
+        )
         self.lifecycle = Lifecycle(self.refs, committed, self.cleaner)
+        self.compaction = Compaction(
+            self.refs, self.compacted, lambda: self.committer.builder, self.updater, self.cleaner, observer
+        )
+
+    @property
+    def observer(self) -> StagingObserver:
+        return self.entries.observer
+
+    @observer.setter
+    def observer(self, observer: StagingObserver) -> None:
+        # The sensor is built after the engine (it rebuilds its counts from the engine's KV).
+        self.entries.observer = self.committer.observer = self.compaction.observer = observer
 
     @property
     def builder(self) -> MetaRangeBuilder:
@@ -264,6 +293,17 @@ class Graveler:
         self, repository: str, left_ref: str, right_ref: str, *, deadline: Deadline = NO_DEADLINE
     ) -> CommitId:
         return self.branching.find_merge_base(self._repo(repository, deadline), left_ref, right_ref)
+
+    # --- compaction ----------------------------------------------------------------------
+
+    def compact(self, repository: str, branch_name: str, *, deadline: Deadline = NO_DEADLINE) -> CompactionResult:
+        """Fold the branch's staged changes into its compacted metarange (docs/design/compaction.md).
+
+        Raises CompactionLost (Aborted) when a commit, reset or another compaction changed the
+        branch meanwhile; nothing changed then.
+        """
+        repo = self._repo(repository, deadline)
+        return self.compaction.compact(repo, branch_name, deadline)
 
     # --- commits -------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 import grpc
 from grpc_health.v1.health import HealthServicer
@@ -22,17 +23,21 @@ from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.model import DifferenceKind, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import RULES
+from services.graveler.sensor import Sensor, Thresholds, Trigger
 from services.graveler.telemetry import MeteredBuilder
 from services.graveler.values import decode_entry
 from silt.block import open_adapter
+from silt.compactor.v1 import compactor_pb2 as compactor_api
+from silt.compactor.v1 import compactor_pb2_grpc as compactor_grpc
 from silt.config import Config
-from silt.errors import InvalidArgument, SiltError
+from silt.errors import ConfigError, InvalidArgument, SiltError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
 from silt.rpc.interceptor import current_principal, remote_interceptor
 from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
+from silt.rpc.signing import Credentials, signed_channel
 from silt.telemetry.health import HealthMonitor, block_probe, kv_probe
 
 log = logging.getLogger(__name__)
@@ -425,6 +430,40 @@ def build_graveler(config: Config, options: GravelerOptions | None = None) -> Gr
     return Graveler(kv, CommittedManager(adapter, cache), options, builder)
 
 
+def compactor_trigger(config: Config) -> tuple[Trigger, Callable[[], None]] | None:
+    """The sensor's call to the compactor (signed with this service's key), and how to close it."""
+    try:
+        credentials = Credentials.from_config(config)
+    except ConfigError:
+        log.warning("no service credentials configured: the compaction sensor cannot call the compactor; off")
+        return None
+    channel = signed_channel(config.compactor.dial_address, credentials)
+    stub = compactor_grpc.CompactorServiceStub(channel)
+    timeout = config.compactor.trigger_timeout_seconds
+
+    def trigger(repository: str, branch: str) -> None:
+        stub.Trigger(compactor_api.TriggerRequest(repository=repository, branch=branch), timeout=timeout)
+
+    return trigger, channel.close
+
+
+def start_sensor(graveler: Graveler, config: Config, trigger: Trigger) -> Sensor:
+    """Attach a compaction sensor to graveler's write path; its counts are rebuilt from KV in the background."""
+    section = config.compactor
+    thresholds = Thresholds(section.tombstone_threshold, section.sealed_tokens_threshold, section.claim_minutes * 60)
+    sensor = Sensor(graveler.refs, graveler.staging, thresholds, trigger)
+    graveler.observer = sensor
+
+    def rebuild() -> None:
+        try:
+            log.info("compaction sensor: counted the staging areas of %d branches", sensor.rebuild())
+        except Exception:  # counts start from zero instead: compactions come later, nothing breaks
+            log.warning("compaction sensor: could not count staged deletes at start-up", exc_info=True)
+
+    threading.Thread(target=rebuild, name="compaction-sensor-rebuild", daemon=True).start()
+    return sensor
+
+
 def start(
     graveler: Graveler,
     address: str,
@@ -455,6 +494,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     server, port = start(graveler, config.graveler.listen_address, [interceptor], health=monitor.servicer)
     monitor.start()
+    sensor, close_trigger = None, None
+    wired = compactor_trigger(config) if config.compactor.sensor_enabled else None
+    if wired is not None:
+        trigger, close_trigger = wired
+        sensor = start_sensor(graveler, config, trigger)
     log.info("graveler listening on port %d", port)
 
     # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted.
@@ -466,6 +510,10 @@ def main(argv: list[str] | None = None) -> None:
     wait_for_shutdown(CLEANER_INTERVAL_SECONDS, clean)
     monitor.stop()
     server.stop(grace=5).wait()
+    if sensor is not None:
+        sensor.close()
+    if close_trigger is not None:
+        close_trigger()
     interceptor.close()
     graveler.close()
 

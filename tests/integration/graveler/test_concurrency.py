@@ -21,6 +21,7 @@ import grpc
 import pytest
 
 from services.graveler.builder import MetaRangeBuilder
+from services.graveler.compaction import CompactionLost
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.graveler.conftest import GravelerEnv
@@ -77,7 +78,9 @@ def check_holds(state: dict[str, int], histories: dict[str, KeyHistory], moment:
             )
 
 
-def run_workload(env: GravelerEnv, repo: str) -> tuple[dict[str, KeyHistory], list[tuple[float, str]]]:
+def run_workload(
+    env: GravelerEnv, repo: str, compact_every: float | None = None
+) -> tuple[dict[str, KeyHistory], list[tuple[float, str]]]:
     histories = {f"w{w}/k{k}": KeyHistory() for w in range(WRITERS) for k in range(KEYS_PER_WRITER)}
     commits: list[tuple[float, str]] = []
     stop = threading.Event()
@@ -113,12 +116,32 @@ def run_workload(env: GravelerEnv, repo: str) -> tuple[dict[str, KeyHistory], li
                 )
                 with lock:
                     commits.append((started, result.id))
+                if compact_every is not None:
+                    # Gaps between commits, so that compactions also publish while commits run.
+                    time.sleep(compact_every / 2)
+        except BaseException as exc:
+            errors.append(exc)
+            stop.set()
+
+    compactions: dict[str, int] = {"published": 0, "lost": 0}
+
+    def compactor(every: float) -> None:
+        # A compaction that loses to a commit fails without change (CompactionLost): expected.
+        try:
+            while not stop.wait(every):
+                try:
+                    env.graveler.compact(repo, "main")
+                    compactions["published"] += 1
+                except CompactionLost:
+                    compactions["lost"] += 1
         except BaseException as exc:
             errors.append(exc)
             stop.set()
 
     writers = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
     committers = [threading.Thread(target=committer, args=(c,)) for c in range(COMMITTERS)]
+    if compact_every is not None:
+        writers.append(threading.Thread(target=compactor, args=(compact_every,)))
     for t in writers:
         t.start()
     for started in going:
@@ -127,10 +150,18 @@ def run_workload(env: GravelerEnv, repo: str) -> tuple[dict[str, KeyHistory], li
         t.start()
     for t in committers:
         t.join(600)
+    if compact_every is not None:
+        # Compactions often lose to the committers; keep the writers and the compactor going
+        # until one was published, so the checks below also see a compacted branch.
+        deadline = time.monotonic() + 60
+        while compactions["published"] == 0 and not errors and time.monotonic() < deadline:
+            time.sleep(0.05)
     stop.set()
     for t in writers:
         t.join(600)
     assert not errors, errors
+    if compact_every is not None:
+        assert compactions["published"] > 0, compactions
     return histories, commits
 
 
@@ -145,7 +176,12 @@ def test_guarantees_hold_run_after_run_on_local(env: GravelerEnv, again: int) ->
     check_lockfree_guarantees(env)
 
 
-def check_lockfree_guarantees(env: GravelerEnv) -> None:
+def test_guarantees_hold_with_a_compactor_running(env: GravelerEnv) -> None:
+    """A compactor every ~100 ms alongside the writers and committers (docs/design/compaction.md)."""
+    check_lockfree_guarantees(env, compact_every=0.1)
+
+
+def check_lockfree_guarantees(env: GravelerEnv, compact_every: float | None = None) -> None:
     repo = env.new_repo("race")
     # Seed the branch so deletes of never-written keys are not NotFound.
     for w in range(WRITERS):
@@ -156,7 +192,7 @@ def check_lockfree_guarantees(env: GravelerEnv) -> None:
             )
     env.commit(repo, "main", "seed")
 
-    histories, commits = run_workload(env, repo)
+    histories, commits = run_workload(env, repo, compact_every)
     assert len(commits) == COMMITTERS * ROUNDS
     assert sum(len(h.acked) for h in histories.values()) > WRITERS * KEYS_PER_WRITER * 5
 
