@@ -66,7 +66,9 @@ def not_applied(exc: grpc.aio.AioRpcError) -> bool:
     return exc.code() == grpc.StatusCode.UNAVAILABLE and any(text in details for text in _NEVER_REACHED)
 
 
-def rpc_error(exc: grpc.aio.AioRpcError, not_found: str = "NoSuchKey") -> S3Error:
+def rpc_error(
+    exc: grpc.aio.AioRpcError, not_found: str = "NoSuchKey", failed_precondition: str = "InvalidRequest"
+) -> S3Error:
     """The S3 error for a failed graveler call."""
     code = exc.code()
     details = exc.details() or code.name
@@ -81,7 +83,7 @@ def rpc_error(exc: grpc.aio.AioRpcError, not_found: str = "NoSuchKey") -> S3Erro
     if code == grpc.StatusCode.ALREADY_EXISTS:
         return S3Error("BucketAlreadyOwnedByYou", details)
     if code == grpc.StatusCode.FAILED_PRECONDITION:
-        return S3Error("InvalidRequest", details)
+        return S3Error(failed_precondition, details)
     if code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED):
         # The caller was authorized by auth; graveler refusing the gateway is a deployment problem.
         return S3Error("AccessDenied", f"graveler refused the gateway: {details}")
@@ -119,7 +121,9 @@ class Backend:
         context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(self.pool, context.run, fn, *args)
 
-    async def call(self, method: Any, request: Any, not_found: str = "NoSuchKey") -> Any:
+    async def call(
+        self, method: Any, request: Any, not_found: str = "NoSuchKey", failed_precondition: str = "InvalidRequest"
+    ) -> Any:
         # A restarted graveler is reachable again within moments; a short retry hides that from
         # clients, while an outage still answers ServiceUnavailable quickly.
         # A slow failure is a dependency that timed out (a frozen KV): retrying would only
@@ -132,7 +136,7 @@ class Backend:
                 if exc.code() == grpc.StatusCode.UNAVAILABLE and time.monotonic() - started >= SLOW_FAILURE_SECONDS:
                     raise S3Error("SlowDown", f"graveler: {exc.details() or 'unavailable'}") from None
                 if exc.code() != grpc.StatusCode.UNAVAILABLE or delay is None:
-                    error = rpc_error(exc, not_found)
+                    error = rpc_error(exc, not_found, failed_precondition)
                     error.not_applied = not_applied(exc)  # type: ignore[attr-defined]
                     raise error from None
             await asyncio.sleep(delay)

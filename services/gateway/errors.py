@@ -8,6 +8,7 @@ from xml.sax.saxutils import escape
 CODES: dict[str, tuple[int, str]] = {
     "AccessDenied": (403, "Access Denied"),
     "AuthorizationHeaderMalformed": (400, "The authorization header is malformed."),
+    "AuthorizationQueryParametersError": (400, "Error parsing the X-Amz-Credential parameter."),
     "BadDigest": (400, "The Content-MD5 you specified did not match what we received."),
     "BucketAlreadyExists": (409, "The requested bucket name is not available."),
     "BucketAlreadyOwnedByYou": (409, "Your previous request to create the named bucket succeeded and you own it."),

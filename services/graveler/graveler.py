@@ -51,6 +51,7 @@ from services.graveler.values import TOMBSTONE, KeyValue, Value, decode_entry, e
 from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
+from silt.kv.store import Predicate
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -476,12 +477,17 @@ class Graveler(BranchingMixin, LifecycleMixin):
 
     # --- entries: writer flow ------------------------------------------------------------
 
-    def stage_entry(self, repository: str, branch_name: str, key: str, entry: pb.Entry) -> None:
+    def stage_entry(
+        self, repository: str, branch_name: str, key: str, entry: pb.Entry, condition: Condition | None = None
+    ) -> None:
         repo = self._repo(repository)
         encoded = validate_key(key)
         validate_entry_size(entry.ByteSize())
         validate_physical_address(entry.physical_address, repo.namespace, self.options.allowed_import_prefixes)
-        self._write(repo, branch_name, encoded, entry_value(entry))
+        if condition is None:
+            self._write(repo, branch_name, encoded, entry_value(entry))
+        else:
+            self._write_if(repo, branch_name, encoded, entry_value(entry), condition)
 
     def delete_entry(self, repository: str, branch_name: str, key: str) -> None:
         encoded = validate_key(key)
@@ -502,6 +508,63 @@ class Graveler(BranchingMixin, LifecycleMixin):
                 return
             use_cache = False
         raise Aborted(f"write to branch {branch_name!r} raced with commits {self.options.max_retries} times; retry")
+
+    def _write_if(self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, condition: Condition) -> None:
+        """Stage value only if condition holds for the key's current value, exactly.
+
+        The current value is read from a consistent view of the branch (staging, sealed
+        tokens, commit); the write is a set_if against the staged value that was read, so a
+        concurrent writer in between makes it fail, and the condition is checked again against
+        what that writer staged. Once the set_if succeeded the write has happened: it is never
+        reported as failed. If a commit sealed the token meanwhile (the commit may have missed
+        the write), the value is staged again in the new token, as _write does, unless a later
+        writer already replaced it.
+        """
+        written: str | None = None  # the staging token our value went into
+        for _ in range(self.options.max_retries):
+            if written is None:
+                token, current, predicate = self._read(
+                    repo, branch_name, lambda resolved: self._current_for_write(repo, resolved, key)
+                )
+                condition.check(current, key)
+                try:
+                    self.staging.set_if(token, key, value, predicate)
+                except PredicateFailed:
+                    continue  # another writer staged this key meanwhile: check against its value
+                written = token
+            else:
+                token = self._fresh_branch(repo, branch_name).branch.staging_token
+                ours = self.staging.get(written, key)
+                if ours is not None and ours != value:
+                    return  # replaced in the sealed token by a later writer
+                try:
+                    self.staging.set_if(token, key, value, None)
+                except PredicateFailed:
+                    return  # written after the seal by a later writer
+                written = token
+            if self._fresh_branch(repo, branch_name).branch.staging_token == written:
+                return
+        if written is not None:
+            raise Aborted(f"write to branch {branch_name!r} raced with commits {self.options.max_retries} times; retry")
+        raise Aborted(f"conditional write to branch {branch_name!r} raced {self.options.max_retries} times; retry")
+
+    def _current_for_write(
+        self, repo: RepoHandle, resolved: Resolved, key: bytes
+    ) -> tuple[str, Value | None, Predicate | None]:
+        """(staging token, current value of key or None, the set_if predicate of its staged value)."""
+        if resolved.branch is None or not resolved.branch.branch.staging_token:
+            raise FailedPrecondition("conditional writes go to branches only")
+        token = resolved.branch.branch.staging_token
+        staged, predicate = self.staging.get_with_predicate(token, key)
+        if staged is not None:
+            return token, (None if staged.tombstone else staged), predicate
+        for sealed in resolved.branch.branch.sealed_tokens:
+            value = self.staging.get(sealed, key)
+            if value is not None:
+                return token, (None if value.tombstone else value), None
+        commit = self.refs.get_commit(repo, resolved.commit_id)
+        record = self.committed.get(repo.namespace, commit.metarange_id, key)
+        return token, (None if record is None else Value(record.identity, record.value)), None
 
     def _branch_for_io(self, repo: RepoHandle, name: str, use_cache: bool) -> BranchRecord:
         if use_cache:
@@ -597,6 +660,24 @@ class Graveler(BranchingMixin, LifecycleMixin):
             if cached is not None:
                 return Resolved("branch", cached.branch.commit_id, cached)
         return self._resolve(repo, ref)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What a conditional write requires of the key's current value."""
+
+    if_absent: bool = False
+    if_match_etag: str = ""  # the current entry's ETag, without quotes; "*": any existing entry
+
+    def check(self, current: Value | None, key: bytes) -> None:
+        if self.if_absent and current is not None:
+            raise PredicateFailed(f"key {key.decode(errors='replace')!r} exists")
+        if self.if_match_etag:
+            if current is None:
+                raise NotFound(f"key {key.decode(errors='replace')!r} not found")
+            wanted = self.if_match_etag.strip('"')
+            if wanted != "*" and decode_entry(current.data).etag.strip('"') != wanted:
+                raise PredicateFailed(f"key {key.decode(errors='replace')!r} has another ETag")
 
 
 def _key_of(kv: KeyValue) -> bytes:

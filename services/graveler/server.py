@@ -17,7 +17,7 @@ from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.diff import Difference
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import Record
-from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.graveler import Condition, Graveler, GravelerOptions
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import RULES
 from services.graveler.telemetry import MeteredBuilder
@@ -192,7 +192,10 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         return api.ListEntriesResponse(items=items, has_more=page.has_more)
 
     def StageEntry(self, request: api.StageEntryRequest, context: grpc.ServicerContext) -> api.StageEntryResponse:
-        self.g.stage_entry(request.repository, request.branch, request.key, request.entry)
+        condition = None
+        if request.if_absent or request.if_match_etag:
+            condition = Condition(if_absent=request.if_absent, if_match_etag=request.if_match_etag)
+        self.g.stage_entry(request.repository, request.branch, request.key, request.entry, condition)
         telemetry.staged("put")
         return api.StageEntryResponse()
 

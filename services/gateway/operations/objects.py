@@ -34,6 +34,7 @@ from services.gateway.operations.common import (
     stage_new_bytes,
     stat_entry,
     user_metadata,
+    write_condition,
     write_target,
     x,
     xml_response,
@@ -42,6 +43,7 @@ from services.gateway.payload import AwsChunked, Sha256Checked, Source, SyncRead
 from services.gateway.request import decode_component
 from services.gateway.routing import split_path
 from silt.block import CHUNK_SIZE
+from silt.errors import InvalidArgument
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -365,12 +367,17 @@ async def receive_into(
         result = await ctx.backend.run(put, *args, stream, size)
     else:
         stream = SyncReader(source, asyncio.get_running_loop())
-        result = await ctx.backend.run(put, *args, stream, size)
+        try:
+            result = await ctx.backend.run(put, *args, stream, size)
+        except InvalidArgument:
+            if size is not None and stream.size < size:
+                raise S3Error("IncompleteBody") from None  # the adapter's "stream ended early"
+            raise
         written = stream.size
     # Adapters stop at `size` bytes; reading on to the end runs the checks that need the whole
     # body (payload SHA-256, the final chunk and trailer signatures, the checksum) before
     # anything is staged.
-    if await source.read(1):
+    if await source.read(1) or ctx.request.body.overrun:
         raise S3Error("IncompleteBody", "the body is longer than its declared length")
     etag = result.etag.strip('"')
     if expected_md5 is not None and etag != expected_md5.hex():
@@ -391,6 +398,7 @@ async def put_object(ctx: Context) -> Response:
         return await _put_branch_root_marker(ctx, repository, ref)
     namespace = await write_target(ctx, repository, ref, key)
     metadata = user_metadata(request)  # refused before any byte is written
+    condition = write_condition(request)
     address = new_physical_address()
     adapter = ctx.backend.adapter
     try:
@@ -409,7 +417,7 @@ async def put_object(ctx: Context) -> Response:
     # The checksum of the whole object is kept with its metadata, for GET/HEAD with
     # x-amz-checksum-mode: ENABLED.
     entry.metadata.update(received.checksum_headers())
-    await stage_new_bytes(ctx, repository, ref, key, entry, namespace)
+    await stage_new_bytes(ctx, repository, ref, key, entry, namespace, condition)
     return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
 
 
