@@ -16,7 +16,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 MYPY_CLEAN := services/auth services/graveler/committed silt/block tests/support tests/unit/auth \
 	tests/unit/committed tests/unit/gateway tests/unit/graveler
 
-.PHONY: all venv clients proto run test lint format bench bench-kv bench-graveler bench-auth bench-gateway bench-gc cassandra clean image k8s-render
+.PHONY: all venv clients proto run test lint format bench bench-kv bench-graveler bench-auth bench-gateway bench-gc bench-spark cassandra clean image k8s-render
 
 all: proto
 
@@ -71,7 +71,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-graveler bench-auth bench-gateway bench-gc
+bench: bench-kv bench-graveler bench-auth bench-gateway bench-gc bench-spark
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -90,6 +90,11 @@ bench-gateway: proto clients
 # A GC run (jobs/gc) on Spark over 1,000,000 committed objects and 100,000 orphans.
 bench-gc: proto
 	$(PY) -m bench.gc $(BENCH_ARGS)
+
+# One Spark job (3,000,000 rows to Parquet in 8 files, a filtered read, a 200-file partitioned
+# write) through Silt, moto_server and file://; BENCH_ARGS="--rows 100000" for a smoke run.
+bench-spark: proto
+	$(PY) -m bench.spark $(BENCH_ARGS)
 
 # A Cassandra in the foreground for manual use: scripts/cassandra.sh run
 cassandra:
