@@ -115,6 +115,9 @@ def _http_date(value: str) -> datetime | None:
         return None
 
 
+# Keys of one DeleteObjects deleted at the same time (each is one graveler call).
+DELETE_CONCURRENCY = 16
+
 # Entry metadata Silt keeps for itself; never a header of its own, kept through copies.
 PART_SIZES = "x-silt-part-sizes"
 MAX_PART_NUMBER = 10_000
@@ -526,28 +529,47 @@ async def delete_objects(ctx: Context) -> Response:
         raise S3Error("MalformedXML", "DeleteObjects takes 1 to 1000 keys")
     await ctx.authorize(WRITE_REPO, repository)
     await ctx.backend.namespace(repository)
-    deleted, errors = [], []
     checked: dict[str, S3Error | None] = {}
-    for path in keys:
-        ref, key = split_path(path)
+    for ref in dict.fromkeys(split_path(path)[0] for path in keys):
+        if not ref:
+            checked[ref] = S3Error("InvalidArgument", "a key needs a branch and a name")
+            continue
         try:
-            if not ref:
-                raise S3Error("InvalidArgument", "a key needs a branch and a name")
-            if ref not in checked:
-                try:
-                    await branch_target(ctx, repository, ref)
-                    checked[ref] = None
-                except S3Error as exc:
-                    checked[ref] = exc
-            if checked[ref] is not None:
-                raise checked[ref]  # type: ignore[misc]
-            if key:  # "<branch>/" is the branch root marker, never stored: deleted as asked
-                await _delete(ctx, repository, ref, key)
-            deleted.append(path)
+            await branch_target(ctx, repository, ref)
+            checked[ref] = None
         except S3Error as exc:
             if exc.code in ("ServiceUnavailable", "SlowDown"):
                 raise
-            errors.append((path, exc))
+            checked[ref] = exc
+    # Keys are deleted concurrently, a few at a time: S3A's bulk deletes of parent directory
+    # markers would otherwise wait for one graveler round trip per key in turn.
+    limit = asyncio.Semaphore(DELETE_CONCURRENCY)
+
+    async def delete_one(path: str) -> S3Error | None:
+        ref, key = split_path(path)
+        refused = checked[ref]
+        if refused is not None:
+            return refused
+        if not key:  # "<branch>/" is the branch root marker, never stored: deleted as asked
+            return None
+        try:
+            async with limit:
+                await _delete(ctx, repository, ref, key)
+        except S3Error as exc:
+            if exc.code in ("ServiceUnavailable", "SlowDown"):
+                raise
+            return exc
+        return None
+
+    try:
+        # A TaskGroup: a ServiceUnavailable from one key cancels the deletes still to come.
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(delete_one(path)) for path in keys]
+    except* S3Error as failed:
+        raise failed.exceptions[0] from None
+    outcomes = [task.result() for task in tasks]
+    deleted = [path for path, error in zip(keys, outcomes, strict=True) if error is None]
+    errors = [(path, error) for path, error in zip(keys, outcomes, strict=True) if error is not None]
     parts = [] if quiet else [f"<Deleted><Key>{x(k)}</Key></Deleted>" for k in deleted]
     parts += [
         f"<Error><Key>{x(k)}</Key><Code>{e.code}</Code><Message>{x(e.message)}</Message></Error>" for k, e in errors
