@@ -72,6 +72,10 @@ def rpc_error(
     """The S3 error for a failed graveler call."""
     code = exc.code()
     details = exc.details() or code.name
+    if code == grpc.StatusCode.ABORTED and failed_precondition == "PreconditionFailed":
+        # A conditional write that raced another writer across a commit: it may have been
+        # applied, so neither success nor PreconditionFailed; S3 answers 409 and SDKs retry.
+        return S3Error("ConditionalRequestConflict", details)
     if code == grpc.StatusCode.NOT_FOUND:
         return S3Error(not_found, details)
     if code in _RETRYABLE:

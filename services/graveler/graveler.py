@@ -515,10 +515,11 @@ class Graveler(BranchingMixin, LifecycleMixin):
         The current value is read from a consistent view of the branch (staging, sealed
         tokens, commit); the write is a set_if against the staged value that was read, so a
         concurrent writer in between makes it fail, and the condition is checked again against
-        what that writer staged. Once the set_if succeeded the write has happened: it is never
-        reported as failed. If a commit sealed the token meanwhile (the commit may have missed
-        the write), the value is staged again in the new token, as _write does, unless a later
-        writer already replaced it.
+        what that writer staged. Once the set_if succeeded the write is never reported as
+        refused. If a commit sealed the token meanwhile (the commit may have missed
+        the write), the value is staged again in the new token if it is still the current
+        value; if another writer's value is, the outcome is a conflict (Aborted), never a
+        refusal: ours may already be in a commit.
         """
         written: str | None = None  # the staging token our value went into
         for _ in range(self.options.max_retries):
@@ -533,19 +534,23 @@ class Graveler(BranchingMixin, LifecycleMixin):
                     continue  # another writer staged this key meanwhile: check against its value
                 written = token
             else:
-                token = self._fresh_branch(repo, branch_name).branch.staging_token
-                ours = self.staging.get(written, key)
-                if ours is not None and ours != value:
-                    return  # replaced in the sealed token by a later writer
+                # A commit sealed the token we wrote to: a writer that read the branch after
+                # the seal may not have seen our value. If ours is still the current value,
+                # nobody wrote after it: stage it again in the new token. Otherwise the order
+                # of the two writes cannot be told, and ours may already be in a commit: it is
+                # neither acknowledged nor refused (S3's 409 ConditionalRequestConflict).
+                token, current, predicate = self._read(
+                    repo, branch_name, lambda resolved: self._current_for_write(repo, resolved, key)
+                )
+                if current != value:
+                    raise Aborted(f"conditional write of {key!r} conflicted with a concurrent write; retry")
                 try:
-                    self.staging.set_if(token, key, value, None)
+                    self.staging.set_if(token, key, value, predicate)
                 except PredicateFailed:
-                    return  # written after the seal by a later writer
+                    continue
                 written = token
             if self._fresh_branch(repo, branch_name).branch.staging_token == written:
                 return
-        if written is not None:
-            raise Aborted(f"write to branch {branch_name!r} raced with commits {self.options.max_retries} times; retry")
         raise Aborted(f"conditional write to branch {branch_name!r} raced {self.options.max_retries} times; retry")
 
     def _current_for_write(
