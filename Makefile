@@ -17,7 +17,7 @@ MYPY_CLEAN := silt services/auth services/gateway services/graveler services/com
 	tests/support tests/unit tests/integration/auth tests/integration/block tests/integration/gateway \
 	tests/integration/gc tests/integration/kv tests/e2e
 
-.PHONY: all venv clients proto run test lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc bench-compaction cassandra clean image k8s-render
+.PHONY: all venv clients proto run test lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc bench-compaction bench-spark cassandra clean image k8s-render
 
 all: proto
 
@@ -73,7 +73,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc bench-compaction
+bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc bench-compaction bench-spark
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -100,6 +100,11 @@ bench-gc: proto
 # Staging compaction: 1,000,000 committed entries, 500,000 deleted in staging (docs/design/compaction.md).
 bench-compaction: proto
 	$(PY) -m bench.compaction $(BENCH_ARGS)
+
+# One Spark job (3,000,000 rows to Parquet in 8 files, a filtered read, a 200-file partitioned
+# write) through Silt, moto_server and file://; BENCH_ARGS="--rows 100000" for a smoke run.
+bench-spark: proto
+	$(PY) -m bench.spark $(BENCH_ARGS)
 
 # A Cassandra in the foreground for manual use: scripts/cassandra.sh run
 cassandra:

@@ -78,11 +78,17 @@ def not_applied(exc: grpc.aio.AioRpcError) -> bool:
 _NOT_FOUND_CODE: dict[str, str] = {"repository": "NoSuchBucket", "object": "NoSuchKey", "upload": "NoSuchUpload"}
 
 
-def rpc_error(exc: grpc.aio.AioRpcError, not_found: str = "NoSuchKey") -> S3Error:
+def rpc_error(
+    exc: grpc.aio.AioRpcError, not_found: str = "NoSuchKey", failed_precondition: str = "InvalidRequest"
+) -> S3Error:
     """The S3 error for a failed graveler call. For a NotFound, `error.what` is what graveler
     said is missing (None when it did not say)."""
     error = error_from_rpc(exc)
     details = str(error)
+    if isinstance(error, Aborted) and failed_precondition == "PreconditionFailed":
+        # A conditional write that raced another writer across a commit: it may have been
+        # applied, so neither success nor PreconditionFailed; S3 answers 409 and SDKs retry.
+        return S3Error("ConditionalRequestConflict", details)
     if isinstance(error, NotFound):
         s3 = S3Error(_NOT_FOUND_CODE.get(error.what or "", not_found), details)
         s3.what = error.what  # type: ignore[attr-defined]
@@ -96,7 +102,7 @@ def rpc_error(exc: grpc.aio.AioRpcError, not_found: str = "NoSuchKey") -> S3Erro
     if isinstance(error, AlreadyExists):
         return S3Error("BucketAlreadyOwnedByYou", details)
     if isinstance(error, FailedPrecondition):
-        return S3Error("InvalidRequest", details)
+        return S3Error(failed_precondition, details)
     if isinstance(error, PermissionDenied | Unauthenticated):
         # The caller was authorized by auth; graveler refusing the gateway is a deployment problem.
         return S3Error("AccessDenied", f"graveler refused the gateway: {details}")
@@ -132,7 +138,9 @@ class Backend:
         context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(self.pool, context.run, fn, *args)
 
-    async def call(self, method: Any, request: Any, not_found: str = "NoSuchKey") -> Any:
+    async def call(
+        self, method: Any, request: Any, not_found: str = "NoSuchKey", failed_precondition: str = "InvalidRequest"
+    ) -> Any:
         # A restarted graveler is reachable again within moments; a short retry hides that from
         # clients, while an outage still answers ServiceUnavailable quickly.
         # A slow failure is a dependency that timed out (a frozen KV): retrying would only
@@ -145,7 +153,7 @@ class Backend:
                 if exc.code() == grpc.StatusCode.UNAVAILABLE and time.monotonic() - started >= SLOW_FAILURE_SECONDS:
                     raise S3Error("SlowDown", f"graveler: {exc.details() or 'unavailable'}") from None
                 if exc.code() != grpc.StatusCode.UNAVAILABLE or delay is None:
-                    error = rpc_error(exc, not_found)
+                    error = rpc_error(exc, not_found, failed_precondition)
                     error.not_applied = not_applied(exc)  # type: ignore[attr-defined]
                     raise error from None
             await asyncio.sleep(delay)

@@ -20,14 +20,16 @@ from services.graveler.committed.model import MetaRangeId
 from services.graveler.compaction import CompactedState, StagingObserver
 from services.graveler.deadline import Deadline
 from services.graveler.iterators import combined, live
+from services.graveler.model import StagingToken
 from services.graveler.paging import CommonPrefix, delimiter_bytes, page_amount, paginate
 from services.graveler.refs import RefManager, RepoHandle, Resolved
 from services.graveler.staging import StagingStore
 from services.graveler.updater import BranchUpdater, Raced
 from services.graveler.validation import validate_entry_size, validate_key
 from services.graveler.values import TOMBSTONE, KeyValue, Value, decode_entry, entry_value
-from silt.errors import NotFound
+from silt.errors import Aborted, FailedPrecondition, NotFound
 from silt.graveler.v1 import model_pb2 as pb
+from silt.kv.store import Predicate
 
 _T = TypeVar("_T")
 
@@ -59,11 +61,22 @@ class Entries:
 
     # --- writer flow -------------------------------------------------------------------------
 
-    def stage(self, repo: RepoHandle, branch_name: str, key: str, entry: pb.Entry, deadline: Deadline) -> None:
+    def stage(
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        key: str,
+        entry: pb.Entry,
+        deadline: Deadline,
+        condition: Condition | None = None,
+    ) -> None:
         encoded = validate_key(key)
         validate_entry_size(entry.ByteSize())
         validate_physical_address(entry.physical_address, repo.namespace, self._allowed_import_prefixes)
-        self._write(repo, branch_name, encoded, entry_value(entry), deadline)
+        if condition is None:
+            self._write(repo, branch_name, encoded, entry_value(entry), deadline)
+        else:
+            self._write_if(repo, branch_name, encoded, entry_value(entry), condition, deadline)
 
     def delete(self, repo: RepoHandle, branch_name: str, key: str, deadline: Deadline) -> None:
         encoded = validate_key(key)
@@ -83,6 +96,50 @@ class Entries:
             return len(fresh.sealed_tokens)
 
         sealed = self._updater.retry(attempt, f"write to branch {branch_name!r}", deadline)
+        self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
+
+    def _write_if(
+        self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, condition: Condition, deadline: Deadline
+    ) -> None:
+        """Stage value only if condition holds for the key's current value, exactly
+        (docs/design/lockfree-staging.md, conditional writer flow).
+
+        The current value comes from a consistent view of the branch (staging token, sealed
+        tokens, compacted or committed metarange); the write is a set_if against the staged
+        value that was read, so a concurrent writer in between makes it fail and the condition
+        is checked again against what that writer staged. Once a set_if succeeded the write is
+        never reported as refused: if a commit sealed the token meanwhile, the value is staged
+        again in the new token while it is still the current value; if another writer's value
+        is current by then, the order of the two cannot be told and ours may already be in a
+        commit, so the outcome is a conflict (Aborted), never a refusal or a second success.
+        """
+        written = False
+
+        def current(resolved: Resolved) -> tuple[StagingToken, Value | None, Predicate | None]:
+            if resolved.branch is None:
+                raise FailedPrecondition("conditional writes go to branches only")
+            token = resolved.branch.tokens[0]
+            staged, predicate = self._staging.get_with_predicate(token, key)
+            if staged is not None:
+                return token, (None if staged.tombstone else staged), predicate
+            return token, self._get(repo, resolved, key), None
+
+        def attempt(number: int) -> int:
+            nonlocal written
+            token, value_now, predicate = self.read(repo, branch_name, current, deadline)
+            if not written:
+                condition.check(value_now, key)
+            elif value_now != value:
+                raise Aborted(f"conditional write of {key!r} conflicted with a concurrent write; retry")
+            # PredicateFailed (another writer staged the key since the read) retries the attempt.
+            self._staging.set_if(token, key, value, predicate)
+            written = True
+            fresh = self._refs.fresh_branch(repo, branch_name).branch
+            if fresh.staging_token != token:
+                raise Raced
+            return len(fresh.sealed_tokens)
+
+        sealed = self._updater.retry(attempt, f"conditional write to branch {branch_name!r}", deadline)
         self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
 
     # --- reader flow -------------------------------------------------------------------------
@@ -162,6 +219,27 @@ class Entries:
         if resolved.branch is not None:
             return self._state.base_metarange(repo, resolved.branch.branch)
         return MetaRangeId(self._refs.get_commit(repo, resolved.commit_id).metarange_id)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What a conditional write (S3's If-None-Match: * and If-Match) requires of the key's
+    current value. A failed one is FailedPrecondition, never PredicateFailed: that one means a
+    lost race, which the branch updater retries."""
+
+    if_absent: bool = False
+    if_match_etag: str = ""  # the current entry's ETag, quotes optional; "*": any existing entry
+
+    def check(self, current: Value | None, key: bytes) -> None:
+        name = key.decode(errors="replace")
+        if self.if_absent and current is not None:
+            raise FailedPrecondition(f"key {name!r} exists")
+        if self.if_match_etag:
+            if current is None:
+                raise NotFound(f"key {name!r} not found", what="object")
+            wanted = self.if_match_etag.strip('"')
+            if wanted != "*" and decode_entry(current.data).etag.strip('"') != wanted:
+                raise FailedPrecondition(f"key {name!r} has another ETag")
 
 
 def _key_of(kv: KeyValue) -> bytes:

@@ -31,7 +31,7 @@ from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId
 from services.graveler.compaction import CompactedState, Compaction, CompactionResult, NoObserver, StagingObserver
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
-from services.graveler.entries import Entries, ListPage
+from services.graveler.entries import Condition, Entries, ListPage
 from services.graveler.history import LogFilter, ancestors
 from services.graveler.lifecycle import DEFAULT_BRANCH, Lifecycle
 from services.graveler.model import CommitId, MergeStrategy
@@ -328,9 +328,17 @@ class Graveler:
     # --- entries -------------------------------------------------------------------------
 
     def stage_entry(
-        self, repository: str, branch_name: str, key: str, entry: pb.Entry, *, deadline: Deadline = NO_DEADLINE
+        self,
+        repository: str,
+        branch_name: str,
+        key: str,
+        entry: pb.Entry,
+        condition: Condition | None = None,
+        *,
+        deadline: Deadline = NO_DEADLINE,
     ) -> None:
-        self.entries.stage(self._repo(repository, deadline), branch_name, key, entry, deadline)
+        """Stage entry at key; with a condition, only if it holds for the key's current value."""
+        self.entries.stage(self._repo(repository, deadline), branch_name, key, entry, deadline, condition)
 
     def delete_entry(self, repository: str, branch_name: str, key: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         validate_key(key)

@@ -19,6 +19,7 @@ from services.graveler.committed.diff import Difference
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import Record
 from services.graveler.deadline import Deadline
+from services.graveler.entries import Condition
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.model import DifferenceKind, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page
@@ -223,7 +224,12 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         return api.ListEntriesResponse(items=items, has_more=page.has_more)
 
     def StageEntry(self, request: api.StageEntryRequest, context: grpc.ServicerContext) -> api.StageEntryResponse:
-        self.g.stage_entry(request.repository, request.branch, request.key, request.entry, deadline=_deadline(context))
+        condition = None
+        if request.if_absent or request.if_match_etag:
+            condition = Condition(if_absent=request.if_absent, if_match_etag=request.if_match_etag)
+        self.g.stage_entry(
+            request.repository, request.branch, request.key, request.entry, condition, deadline=_deadline(context)
+        )
         telemetry.staged("put")
         return api.StageEntryResponse()
 

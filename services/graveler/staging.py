@@ -11,7 +11,7 @@ from services.graveler.values import KeyValue, Value
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
-from silt.kv.store import scan_prefix
+from silt.kv.store import Predicate, scan_prefix
 
 KEY_PREFIX = b"key/"
 
@@ -26,8 +26,19 @@ class StagingStore:
         self.kv = kv
 
     def set(self, token: StagingToken, key: bytes, value: Value) -> None:
-        record = pb.StagedValue(identity=value.identity, data=value.data, tombstone=value.tombstone)
-        self.kv.set(token.encode(), KEY_PREFIX + key, record.SerializeToString())
+        self.kv.set(token.encode(), KEY_PREFIX + key, _encode(value))
+
+    def set_if(self, token: StagingToken, key: bytes, value: Value, predicate: Predicate | None) -> None:
+        """Stage value only if the staged value is still the one read with predicate (None:
+        nothing staged). PredicateFailed otherwise."""
+        self.kv.set_if(token.encode(), KEY_PREFIX + key, _encode(value), predicate)
+
+    def get_with_predicate(self, token: StagingToken, key: bytes) -> tuple[Value | None, Predicate | None]:
+        try:
+            found = self.kv.get(token.encode(), KEY_PREFIX + key)
+        except NotFound:
+            return None, None
+        return _decode(found.value), found.predicate
 
     def get(self, token: StagingToken, key: bytes) -> Value | None:
         try:
@@ -71,6 +82,11 @@ class StagingStore:
 
     def is_empty(self, token: StagingToken) -> bool:
         return next(iter(self.kv.scan(token.encode(), KEY_PREFIX)), None) is None
+
+
+def _encode(value: Value) -> bytes:
+    record = pb.StagedValue(identity=value.identity, data=value.data, tombstone=value.tombstone)
+    return record.SerializeToString()
 
 
 def _decode(data: bytes) -> Value:
