@@ -13,6 +13,7 @@ import pytest
 
 from services.graveler.compaction import CompactionLost
 from services.graveler.deadline import NO_DEADLINE
+from services.graveler.model import StagingToken
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
@@ -216,12 +217,12 @@ def test_a_commit_that_wins_makes_the_compaction_fail_without_change(env: Gravel
     started, release = threading.Event(), threading.Event()
 
     class Held:
-        def apply_tokens(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def apply_tokens(self, *args: Any, **kwargs: Any) -> Any:
             started.set()
             assert release.wait(30)
             return inner.apply_tokens(*args, **kwargs)
 
-        def drop_token(self, token):  # type: ignore[no-untyped-def]
+        def drop_token(self, token: StagingToken) -> None:
             inner.drop_token(token)
 
         def close(self) -> None:

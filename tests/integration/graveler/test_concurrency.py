@@ -23,6 +23,7 @@ import pytest
 
 from services.graveler.builder import MetaRangeBuilder
 from services.graveler.compaction import CompactionLost
+from services.graveler.model import StagingToken
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.graveler.conftest import GravelerEnv
@@ -215,7 +216,7 @@ def check_lockfree_guarantees(env: GravelerEnv, compact_every: float | None = No
     assert snapshot(env, repo, "main@") == final
 
     # Every acknowledged commit stays in the branch history.
-    history_ids = set()
+    history_ids: set[str] = set()
     after = ""
     while True:
         page = env.stub.Log(api.LogRequest(repository=repo, ref="main", after=after, amount=1000))
@@ -242,7 +243,7 @@ class _HeldBuilder:
         self.released_in_time = self.release.wait(30)
         return self.inner.apply_tokens(*args, **kwargs)
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         self.inner.drop_token(token)
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from typing import Any
 
 import grpc
 from hypothesis import settings
@@ -181,7 +182,7 @@ class GravelerModel(RuleBasedStateMachine):
     @rule(data=st.data(), prefix=PREFIXES, exact=st.booleans())
     def reset_part(self, data: st.DataObject, prefix: str, exact: bool) -> None:
         branch = self.pick(data, "branch")
-        target = {"key": prefix} if exact else {"prefix": prefix}
+        target: dict[str, Any] = {"key": prefix} if exact else {"prefix": prefix}
         self.env.stub.ResetBranch(api.ResetBranchRequest(repository=self.repo, branch=branch, **target))
         for key in list(self.staged[branch]):
             if key == prefix or (not exact and key.startswith(prefix)):
