@@ -53,7 +53,7 @@ WRITES = {
 
 
 @pytest.mark.parametrize("method", sorted(TABLE))
-def test_graveler_actions_follow_seed_002(method: str) -> None:
+def test_graveler_actions_follow_the_rbac_design(method: str) -> None:
     action, field_name = TABLE[method]
     expected = {"CreateRepository": a.CREATE_REPO, "DeleteRepository": a.DELETE_REPO}.get(
         method, a.WRITE_REPO if method in WRITES else a.READ_REPO
