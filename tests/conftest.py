@@ -13,10 +13,10 @@ from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.kv import Store, open_store
 from tests.support.cassandra import cassandra_server  # noqa: F401
 from tests.support.moto import moto_server  # noqa: F401
-from tests.support.spark import spark  # noqa: F401
 
-# Fails the run if anything it started is still running at its end (issue 16, item 10).
-pytest_plugins = ["tests.support.leaks"]
+# Fails the run if anything it started is still running at its end (issue 16, item 10); starts
+# Spark's JVM first when the run needs it.
+pytest_plugins = ["tests.support.leaks", "tests.support.spark"]
 
 # Every KV-backed suite runs on each driver; the Cassandra leg is marked so it can be selected.
 KV_DRIVERS = ["mem", "local", pytest.param("cassandra", marks=pytest.mark.cassandra)]

@@ -86,14 +86,15 @@ def run(repository: str, dry_run: bool, master: str, grace: str, sweep_only: str
 
     options = GCOptions(dry_run=dry_run, grace_seconds=parse_grace(grace), sweep_only=sweep_only)
     config = state().config()
-    graveler = client().graveler
     from pyspark.sql import SparkSession
 
     # A session this process already runs (an embedding program, a test run) is reused, not stopped.
     own_session = SparkSession.getActiveSession() is None
+    # The JVM before any gRPC channel: PySpark forks to launch it, which gRPC's threads make unreliable.
     spark = local_session(None, master=master, app_name="silt-gc")
     if own_session:
         spark.sparkContext.setLogLevel("ERROR")
+    graveler = client().graveler
     try:
         summary = run_gc(
             spark,

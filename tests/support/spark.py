@@ -29,3 +29,22 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+_WANTED = pytest.StashKey[bool]()
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[_WANTED] = any("spark" in getattr(item, "fixturenames", ()) for item in items)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _spark_before_grpc(request: pytest.FixtureRequest) -> None:
+    """Start the JVM before any test opens a gRPC channel, when the run needs Spark at all.
+
+    PySpark launches its JVM with fork and a Python preexec_fn; forking a process whose gRPC
+    threads are running can kill the child before it execs ("Java gateway process exited
+    before sending its port number"), which once failed every Spark test of a run.
+    """
+    if request.config.stash.get(_WANTED, False):
+        request.getfixturevalue("spark")
