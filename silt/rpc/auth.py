@@ -53,7 +53,7 @@ from google.protobuf.message import Message
 from pydantic import SecretStr
 
 from silt.errors import ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
-from silt.rpc.errors import status_of
+from silt.rpc.errors import details_of, status_of
 from silt.telemetry.requestid import METADATA_KEY as REQUEST_ID_HEADER
 from silt.telemetry.requestid import current as current_request_id
 
@@ -563,7 +563,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
         except SiltError as exc:
             if isinstance(exc, Unauthenticated):
                 log.info("unauthenticated call to %s: %s", method, exc)
-            context.abort(_status(exc), str(exc))
+            context.abort(_status(exc), details_of(exc))
             raise  # abort raises; this keeps type checkers and readers sure nothing follows
 
     def _guard(self, behavior: Callable[[Any, Any], Any], method: str, metadata: Any, rule: Rule | None) -> Any:
@@ -586,7 +586,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
         try:
             return rule.narrow(lambda r: behavior(r, context), request, may)
         except SiltError as exc:
-            context.abort(_status(exc), str(exc))
+            context.abort(_status(exc), details_of(exc))
 
     def _guard_stream(self, behavior: Callable[[Any, Any], Any], method: str, metadata: Any, rule: Rule | None) -> Any:
         def handle(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:

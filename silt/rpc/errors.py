@@ -32,6 +32,21 @@ STATUS_OF: list[tuple[type[SiltError], grpc.StatusCode]] = [
 _ERROR_OF = {code: cls for cls, code in reversed(STATUS_OF)}
 
 
+# A status message travels in a trailer, percent-encoded, and a peer refuses trailers over
+# 16 KiB: a message echoing a client's megabyte-long name turned a refusal (INVALID_ARGUMENT)
+# into RESOURCE_EXHAUSTED at the caller, which the gateway answers 503 SlowDown.
+MAX_DETAILS_BYTES = 1024
+
+
+def details_of(exc: BaseException) -> str:
+    """The message of exc, cut to MAX_DETAILS_BYTES of UTF-8 (at most 3 KiB once percent-encoded)."""
+    text = str(exc)
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) <= MAX_DETAILS_BYTES:
+        return text
+    return encoded[:MAX_DETAILS_BYTES].decode("utf-8", "ignore") + "… (message truncated)"
+
+
 def status_of(exc: SiltError) -> grpc.StatusCode:
     for cls, code in STATUS_OF:
         if isinstance(exc, cls):
@@ -51,7 +66,7 @@ def _wrap(behavior: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[[Any
         try:
             return behavior(request, context)
         except SiltError as exc:
-            context.abort(status_of(exc), str(exc))
+            context.abort(status_of(exc), details_of(exc))
 
     return handle
 
@@ -61,7 +76,7 @@ def _wrap_stream(behavior: Callable[[Any, grpc.ServicerContext], Any]) -> Callab
         try:
             yield from behavior(request, context)
         except SiltError as exc:
-            context.abort(status_of(exc), str(exc))
+            context.abort(status_of(exc), details_of(exc))
 
     return handle
 

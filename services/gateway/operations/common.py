@@ -14,7 +14,7 @@ from xml.sax.saxutils import escape
 from services.auth.actions import READ_REPO, WRITE_REPO
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
-from services.gateway.request import Request
+from services.gateway.request import DECIMAL_CAP, Request, decimal
 from silt.config import S3GatewayConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -200,5 +200,5 @@ async def branch_target(ctx: Context, repository: str, ref: str) -> str:
 def declared_body_size(ctx: Context) -> int | None:
     """The size of the object the request carries, as its headers declare it (aws-chunked decoded)."""
     headers = ctx.request.headers
-    declared = headers.get("x-amz-decoded-content-length") or headers.get("content-length") or ""
-    return int(declared) if declared.isdigit() and len(declared) <= 18 else None
+    declared = decimal(headers.get("x-amz-decoded-content-length") or headers.get("content-length") or "")
+    return declared if declared is not None and declared < DECIMAL_CAP else None
