@@ -27,6 +27,7 @@ import random
 import re
 import socket
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
 import pytest
-from botocore.auth import HmacV1Auth, S3SigV4QueryAuth
+from botocore.auth import HmacV1Auth, HmacV1QueryAuth, S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotoCredentials
 from hypothesis import HealthCheck, given, note, seed, settings
@@ -354,8 +355,14 @@ def semantic_request(
             body = mutate_xml(complete_xml(recipe["xml"], etag), recipe["xml_mutation"])
     if op == "get" and recipe.get("part"):
         query.append(("partNumber", recipe["part"]))
-    if op == "list":
+    if op in ("list", "bucket_get", "head_bucket", "create_bucket", "delete_bucket"):
         path = f"/{bucket}"
+    if op == "bucket_get" and recipe["sub"]:
+        query.append((recipe["sub"], ""))
+    if op == "create_bucket":
+        body = _l1(recipe["body"])
+    if op == "service":
+        path = recipe["key"]
     if op == "delete_objects":
         path = f"/{bucket}"
         query.append(("delete", ""))
@@ -366,6 +373,20 @@ def semantic_request(
         digest = hashlib.md5(body).digest() if recipe.get("md5") == "valid" else b"x" * 16
         headers["Content-MD5"] = base64.b64encode(digest).decode()
     return recipe["method"], path, query, headers, body
+
+
+def trailer_body(recipe: dict[str, Any]) -> tuple[bytes, str]:
+    """An aws-chunked body with unsigned chunks and a checksum trailer, and the trailer's name."""
+    chunks = [_l1(c) for c in recipe["chunks"]]
+    data = b"".join(chunks)
+    name, value = recipe["trailer"]
+    if value == "$CORRECT":
+        if name == "x-amz-checksum-crc32":
+            value = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        else:
+            value = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    body = b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks)
+    return body + b"0\r\n" + _l1(f"{name}:{value}") + b"\r\n\r\n", name
 
 
 def _query_string(query: list[tuple[str, str]]) -> str:
@@ -382,7 +403,22 @@ def build(target: FuzzTarget, recipe: dict[str, Any]) -> Wire:
     gw = target.gw if recipe["user"] == "admin" else dataclasses.replace(target.gw, admin=target.gw.reader)
     creds = BotoCredentials(gw.admin.access_key_id, gw.admin.secret_access_key.get_secret_value())
     sign = recipe["sign"]
-    if recipe["op"] == "put_chunked":
+    host = target.netloc
+    if recipe.get("style") == "virtual" and path.startswith(f"/{recipe['bucket']}"):
+        # Virtual-host style: the bucket is the first label of the Host (domain s3.local).
+        host = f"{recipe['bucket']}.s3.local:{target.port}"
+        url_path = url_path[len(recipe["bucket"]) + 1 :]
+        url_path = url_path if url_path.startswith("/") else "/" + url_path
+        gw = dataclasses.replace(gw, endpoint=f"http://{host}")
+    if recipe["op"] == "put_trailer":
+        body, trailer = trailer_body(recipe)
+        headers |= {
+            "content-encoding": "aws-chunked",
+            "x-amz-decoded-content-length": recipe["decoded_length"] or str(sum(len(_l1(c)) for c in recipe["chunks"])),
+            "x-amz-trailer": trailer,
+        }
+        request = signed(gw, method, url_path, "STREAMING-UNSIGNED-PAYLOAD-TRAILER", **headers)
+    elif recipe["op"] == "put_chunked":
         chunks = [_l1(c) for c in recipe["chunks"]]
         headers |= {
             "content-encoding": "aws-chunked",
@@ -398,11 +434,13 @@ def build(target: FuzzTarget, recipe: dict[str, Any]) -> Wire:
         request = AWSRequest(method=method, url=f"{gw.endpoint}{url_path}", headers=headers)
         if sign == "v2":
             HmacV1Auth(creds).add_auth(request)
+        elif sign == "v2-presigned":
+            HmacV1QueryAuth(creds, expires=300).add_auth(request)
         elif sign == "v4-presigned":
             S3SigV4QueryAuth(creds, "s3", gw.region, expires=300).add_auth(request)
     url = urlsplit(request.url)
     wire_target = url.path + (f"?{url.query}" if url.query else "")
-    wire_headers = [(b"Host", target.netloc.encode()), (b"Connection", b"close")]
+    wire_headers = [(b"Host", _l1(host)), (b"Connection", b"close")]
     wire_headers += [(_l1(k), _l1(v)) for k, v in request.headers.items() if k.lower() != "host"]
     if body or method in ("PUT", "POST"):
         wire_headers.append((b"Content-Length", str(len(body)).encode()))
@@ -463,6 +501,15 @@ def apply_mutation(wire: Wire, m: dict[str, Any]) -> None:
         }[m["op"]]
     elif kind == "chunk":
         _mutate_chunks(wire, m["op"], m["at"], value)
+    elif kind == "http_chunked":
+        # The same body in HTTP/1.1 chunked transfer coding instead of a Content-Length.
+        i = _header_index(wire, "Content-Length")
+        if i is not None:
+            del wire.headers[i]
+        wire.headers.append((b"Transfer-Encoding", b"chunked"))
+        size = max(1, m["at"])
+        pieces = [wire.body[j : j + size] for j in range(0, len(wire.body), size)]
+        wire.body = b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in pieces) + b"0\r\n\r\n"
     elif kind == "bare_lf":
         # Only in the head: the body's bytes are the object's.
         for i, (name, header_value) in enumerate(wire.headers):
@@ -674,6 +721,8 @@ HEADER_VALUES = {
     "x-amz-sdk-checksum-algorithm": ["CRC32", "SHA256", "CRC64NVME", "MD5", "crc32c", ""],
     "x-amz-checksum-algorithm": ["CRC32", "SHA1", "bogus"],
     "x-amz-metadata-directive": ["COPY", "REPLACE", "replace", "MOVE"],
+    "Expect": ["100-continue", "100-Continue", "200-ok"],
+    "Transfer-Encoding": ["chunked", "gzip, chunked", "identity", "chunked, chunked"],
     "If-Modified-Since": ["Sun, 22 Nov 2026 10:00:00 GMT", "Sun, 4294967296 Nov 2026 1:00:00 GMT", "yesterday"],
     "x-amz-copy-source-if-modified-since": ["Sun, 22 Nov 2026 10:00:00 GMT", "Sun, 99 Nov 99999999999 0:0:0 GMT"],
 }
@@ -779,6 +828,12 @@ OPS = {
     "list_parts": "GET",
     "abort": "DELETE",
     "delete": "DELETE",
+    "put_trailer": "PUT",
+    "bucket_get": "GET",
+    "head_bucket": "HEAD",
+    "create_bucket": "PUT",
+    "delete_bucket": "DELETE",
+    "service": "GET",
 }
 
 
@@ -793,16 +848,22 @@ def operations(draw: st.DrawFn) -> dict[str, Any]:
         "key": draw(st.one_of(st.just("main/obj"), keys)),
         "query": [],
         "headers": draw(semantic_headers()),
+        "style": draw(st.sampled_from(["path", "path", "path", "virtual"])),
         "sign": "v4"
-        if op == "put_chunked"
-        else draw(st.sampled_from(["v4", "v4", "v4-unsigned", "v4-presigned", "v2"])),
+        if op in ("put_chunked", "put_trailer")
+        else draw(st.sampled_from(["v4", "v4", "v4-unsigned", "v4-presigned", "v2", "v2-presigned"])),
         "user": draw(st.sampled_from(["admin", "admin", "admin", "reader"])),
     }
     if op in ("put", "upload_part"):
         recipe["body"] = draw(st.one_of(st.binary(max_size=300), st.sampled_from([b"", b"x" * 70_000]))).decode(
             "latin-1"
         )
-    if op == "put_chunked":
+    if op == "put_trailer":
+        recipe["trailer"] = [
+            draw(st.sampled_from(["x-amz-checksum-crc32", "x-amz-checksum-sha256", "x-amz-checksum-crc64nvme", "x"])),
+            draw(st.one_of(st.just("$CORRECT"), st.just("$CORRECT"), header_text)),
+        ]
+    if op in ("put_chunked", "put_trailer"):
         recipe["chunks"] = [
             c.decode("latin-1") for c in draw(st.lists(st.binary(min_size=1, max_size=200), max_size=3))
         ]
@@ -840,6 +901,22 @@ def operations(draw: st.DrawFn) -> dict[str, Any]:
     if op in ("delete_objects", "complete"):
         recipe["xml_mutation"] = draw(xml_mutations)
         recipe["md5"] = draw(st.sampled_from(["valid", "valid", "wrong", "none"]))
+    if op == "bucket_get":
+        recipe["sub"] = draw(st.sampled_from(["", "location", "versioning", "uploads", "acl", "policy", "tagging"]))
+        recipe["query"] = draw(query_pairs)
+    if op == "create_bucket":
+        recipe["bucket"] = draw(st.one_of(buckets, st.from_regex(r"\Az[a-z0-9-]{2,8}\Z")))
+        configuration = (
+            "<CreateBucketConfiguration><LocationConstraint>x</LocationConstraint></CreateBucketConfiguration>"
+        )
+        recipe["body"] = draw(st.sampled_from(["", configuration, "<x", "a" * 5_000_000]))
+    if op == "delete_bucket":
+        recipe["bucket"] = draw(st.sampled_from(["nosuch", "zfuzz", "fuzz-", "a"]))
+    if op == "service":
+        recipe["key"] = draw(
+            st.one_of(st.sampled_from(["/", "/_silt/health/live", "/_silt/health/ready", "/_silt/health", "//"]), text)
+        )
+        recipe["key"] = recipe["key"] if recipe["key"].startswith("/") else "/" + quote(recipe["key"], safe="/%")
     if op == "create":
         recipe["headers"].append(
             ["x-amz-checksum-algorithm", draw(st.sampled_from(["CRC32", "CRC32C", "SHA256", "X"]))]
@@ -976,6 +1053,7 @@ raw_mutation = st.one_of(
         }
     ),
     st.fixed_dictionaries({"k": st.just("bare_lf"), "at": st.integers(0, 1), "v": printable}),
+    st.fixed_dictionaries({"k": st.just("http_chunked"), "at": st.sampled_from([1, 7, 100, 65536])}),
 )
 
 
