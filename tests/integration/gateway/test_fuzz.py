@@ -138,7 +138,9 @@ def parse_response(data: bytes, head_request: bool) -> tuple[int, dict[str, str]
         assert colon and name and name == name.strip(), f"malformed response header {line[:200]!r}"
         headers[name.decode("latin-1").lower()] = value.strip().decode("latin-1")
     status = int(match.group(1))
-    if head_request or status in (204, 304) or 100 <= status < 200:
+    if 100 <= status < 200:  # an interim answer (100 Continue): the real one follows
+        return parse_response(rest, head_request)
+    if head_request or status in (204, 304):
         return status, headers, b"", rest
     assert "transfer-encoding" not in headers, "the gateway always sends a Content-Length"
     length = headers.get("content-length", "")
@@ -205,8 +207,16 @@ def check_reply(reply: Reply, head_request: bool, dependency_down: bool = False)
         return []
     first = parse_response(reply.data, head_request)
     assert first is not None, f"the connection closed inside a response: {reply.data[:500]!r}"
-    status, _, body, rest = first
+    status, headers, body, rest = first
     assert allowed(status, body, head_request), f"{status}: {body[:1000]!r}"
+    if status >= 300 and body:
+        # A refusal is an S3 XML error a client can parse, whatever the request echoed into it.
+        assert headers.get("content-type") == "application/xml", headers
+        try:
+            code = ElementTree.fromstring(body).findtext("Code")
+        except ElementTree.ParseError as exc:
+            raise AssertionError(f"{status} with a body that is not XML ({exc}): {body[:1000]!r}") from None
+        assert code, f"{status} without an S3 error code: {body[:1000]!r}"
     statuses = [status]
     # Pipelined answers to whatever followed (their methods are unknown: status lines only).
     for match in re.finditer(rb"(?:^|\r\n)HTTP/1\.[01] (\d{3}) ", rest):

@@ -307,3 +307,19 @@ def test_a_megabyte_name_is_refused_as_invalid_not_as_a_full_trailer(gw: Gateway
     ns = "{http://s3.amazonaws.com/doc/2006-03-01/}"
     assert [e.findtext(f"{ns}Code") for e in result.findall(f"{ns}Error")] in (["InvalidArgument"], ["NoSuchBucket"])
     assert [e.findtext(f"{ns}Key") for e in result.findall(f"{ns}Deleted")] == ["main/gone"]
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "extra", "code"),
+    [
+        ("GET", "/b%1Fb/main/k", {}, "InvalidBucketName"),
+        ("GET", "/a%01b/main/k", {}, "InvalidBucketName"),
+        ("PUT", "/a%0Bb", {}, "InvalidBucketName"),
+    ],
+)
+def test_errors_echoing_control_characters_are_still_xml(
+    gw: GatewayStack, bucket: str, method: str, target: str, extra: dict[str, str], code: str
+) -> None:
+    """XML 1.0 cannot hold most control characters: echoed as they came, the error was unparsable."""
+    status, content = _signed_raw(gw, method, target.format(bucket=bucket), **extra)
+    assert status == 400 and error_code(content) == code, content
