@@ -12,13 +12,14 @@ Recipes are JSON: a failure is written to fuzz_corpus/ and every run replays the
 re-signed (a raw capture would only replay as RequestTimeTooSkewed after 15 minutes). Each
 corpus file also keeps the raw request that failed, for reading.
 
-SILT_FUZZ_EXAMPLES sets the number of examples (the default keeps the test near a minute);
-SILT_FUZZ_SEED repeats a run, whose seed is printed.
+SILT_FUZZ_EXAMPLES and SILT_FUZZ_SECONDS bound the search (the defaults keep the module near a
+minute); SILT_FUZZ_SEED repeats a run, whose seed is printed.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -39,7 +40,8 @@ import pytest
 from botocore.auth import HmacV1Auth, HmacV1QueryAuth, S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotoCredentials
-from hypothesis import HealthCheck, given, note, seed, settings
+from botocore.exceptions import ClientError
+from hypothesis import HealthCheck, given, note, reject, seed, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
@@ -54,7 +56,11 @@ HEAD_TIMEOUT_S = 1.0
 BODY_IDLE_TIMEOUT_S = 1.0
 REPLY_WITHIN_S = max(HEAD_TIMEOUT_S, BODY_IDLE_TIMEOUT_S) + 4.0
 RSS_LIMIT_BYTES = 300 * 1024 * 1024
-EXAMPLES = int(os.environ.get("SILT_FUZZ_EXAMPLES", "300"))
+# About 40 s for the search on a 2-core machine, the whole module about a minute.
+EXAMPLES = int(os.environ.get("SILT_FUZZ_EXAMPLES", "1000"))
+# A bound on the search's time too (for a loaded machine); raise both to search longer.
+SECONDS = float(os.environ.get("SILT_FUZZ_SECONDS", "45"))
+DEPENDENCY_DOWN_EXAMPLES = max(40, EXAMPLES // 10)
 XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
 OBJECT = b"0123456789" * 100
 
@@ -1068,10 +1074,12 @@ raw_mutation = st.one_of(
 
 
 @st.composite
-def recipes(draw: st.DrawFn) -> dict[str, Any]:
+def recipes(draw: st.DrawFn, intact: int = 1) -> dict[str, Any]:
+    """intact: weight of requests without raw mutations against 1 for mutated ones (1: about a
+    third stay intact, so that the semantic parts alone reach the operations)."""
     recipe = draw(operations())
-    # About a third stay intact: mutations of the semantic parts alone must reach the operations.
-    recipe["mutations"] = draw(st.one_of(st.just([]), st.lists(raw_mutation, min_size=1, max_size=3)))
+    mutated = st.lists(raw_mutation, min_size=1, max_size=3)
+    recipe["mutations"] = draw(st.one_of(*[st.just([])] * intact, mutated))
     recipe["split_at"] = draw(st.one_of(st.none(), st.integers(1, 400)))
     return recipe
 
@@ -1121,11 +1129,37 @@ def corpus_files() -> list[Path]:
     return sorted(CORPUS.glob("*.json")) if CORPUS.is_dir() else []
 
 
+@contextlib.contextmanager
+def stopped(target: FuzzTarget, service: str | None) -> Iterator[None]:
+    """service (graveler or auth) down for the block; None: nothing stopped."""
+    if service is None:
+        yield
+        return
+    stack = target.gw.stack
+    stack.kill(service)
+    try:
+        yield
+    finally:
+        # The fixture's stack runs without the launcher's monitor (restart=False): start it by hand.
+        stack._spawn(stack._services[service])
+        stack.wait_ready(service)
+        # The gateway redials with a backoff of up to a second: it serves again soon after.
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                check_serves_a_normal_get(target)
+                break
+            except ClientError:
+                assert time.monotonic() < deadline, f"the gateway did not recover within 10 s of {service}"
+                time.sleep(0.2)
+
+
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.stem)
 def test_corpus_replays(seeded: FuzzTarget, path: Path) -> None:
     """Every request that once failed, first: re-signed now, it must meet every property."""
     recipe = json.loads(path.read_text())["recipe"]
-    run_recipe(seeded, recipe)
+    with stopped(seeded, recipe.get("down")):
+        run_recipe(seeded, recipe, dependency_down=bool(recipe.get("down")))
     check_serves_a_normal_get(seeded)
 
 
@@ -1146,19 +1180,29 @@ def _fuzz_settings(examples: int) -> settings:
     )
 
 
-def test_fuzz_the_gateway(seeded: FuzzTarget) -> None:
+def search(target: FuzzTarget, examples: int, seconds: float, down: str | None = None) -> dict[int, int]:
+    """Run the hypothesis search for up to `examples` requests or `seconds`, whichever comes
+    first; how often each status was answered first. A failure's shrunk recipe goes into the
+    corpus."""
     run_seed = int(os.environ.get("SILT_FUZZ_SEED") or random.SystemRandom().getrandbits(64))
-    print(f"fuzz seed: SILT_FUZZ_SEED={run_seed} ({EXAMPLES} examples)")
-    rss_before = check_process(seeded)
-    started = time.monotonic()
+    print(f"fuzz seed: SILT_FUZZ_SEED={run_seed} ({examples} examples{f', {down} down' if down else ''})")
     statuses: dict[int, int] = {}
+    stop_at = time.monotonic() + seconds
 
     @seed(run_seed)
-    @_fuzz_settings(EXAMPLES)
-    @given(recipe=recipes())
+    @_fuzz_settings(examples)
+    # With a service down, mostly well-formed requests: they are the ones that need it.
+    @given(recipe=recipes(intact=1 if down is None else 4))
     def fuzz(recipe: dict[str, Any]) -> None:
+        # Past the time budget the remaining examples are skipped (cheaply: nothing is sent).
+        if time.monotonic() > stop_at:
+            reject()
+        if down is not None:
+            recipe["down"] = down
+            if recipe.get("upload") == "$FRESH":  # creating one needs the stopped services
+                recipe["upload"] = "0" * 32
         note(f"recipe: {json.dumps(recipe)[:4000]}")
-        for status in run_recipe(seeded, recipe)[:1]:
+        for status in run_recipe(target, recipe, dependency_down=down is not None)[:1]:
             statuses[status] = statuses.get(status, 0) + 1
 
     _FAILURES.clear()
@@ -1169,9 +1213,17 @@ def test_fuzz_the_gateway(seeded: FuzzTarget) -> None:
             # Hypothesis replays the shrunk example last: that one goes into the corpus.
             print(f"kept in the corpus: {save_to_corpus(*_FAILURES[-1])} (seed {run_seed})")
         raise
+    return statuses
+
+
+def test_fuzz_the_gateway(seeded: FuzzTarget) -> None:
+    rss_before = check_process(seeded)
+    started = time.monotonic()
+    statuses = search(seeded, EXAMPLES, SECONDS)
     rss_after = check_process(seeded)
     print(
-        f"{EXAMPLES} examples in {time.monotonic() - started:.0f} s; statuses {sorted(statuses.items())}; "
+        f"{sum(statuses.values())} examples in {time.monotonic() - started:.0f} s; "
+        f"statuses {sorted(statuses.items())}; "
         f"gateway RSS {rss_before / 2**20:.0f} -> {rss_after / 2**20:.0f} MiB"
     )
     # The search reached the operations, not only the refusals of malformed requests.
@@ -1182,19 +1234,9 @@ def test_fuzz_the_gateway(seeded: FuzzTarget) -> None:
 @pytest.mark.parametrize("service", ["graveler", "auth"])
 def test_fuzz_with_a_dependency_down(seeded: FuzzTarget, service: str) -> None:
     """With graveler or auth stopped, valid and mutated requests get 4xx or 503 S3 errors, in time."""
-    stack = seeded.gw.stack
-    stack.kill(service)
-    try:
-
-        @_fuzz_settings(min(40, EXAMPLES))
-        @given(recipe=recipes())
-        def fuzz(recipe: dict[str, Any]) -> None:
-            recipe["upload"] = recipe.get("upload", "") if recipe.get("upload") != "$FRESH" else "0" * 32
-            run_recipe(seeded, recipe, dependency_down=True)
-
-        fuzz()
-    finally:
-        # The fixture's stack runs without the launcher's monitor (restart=False): start it by hand.
-        stack._spawn(stack._services[service])
-        stack.wait_ready(service)
+    with stopped(seeded, service):
+        statuses = search(seeded, DEPENDENCY_DOWN_EXAMPLES, SECONDS / 4, down=service)
+    print(f"{service} down: statuses {sorted(statuses.items())}")
+    # The outage was seen: some requests needed the stopped service.
+    assert 503 in statuses, statuses
     check_serves_a_normal_get(seeded)
