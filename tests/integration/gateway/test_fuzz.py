@@ -350,7 +350,7 @@ def semantic_request(
     key = recipe["key"]
     # '%' is kept: a key may name raw escapes (%ff, %00) on purpose.
     path = f"/{bucket}/" + quote(key, safe="/~%")
-    query: list[tuple[str, str]] = list(map(tuple, recipe["query"]))  # type: ignore[arg-type]
+    query: list[tuple[str, str]] = [(k, v) for k, v in recipe["query"]]
     headers = {k: v for k, v in recipe["headers"]}
     body = b""
     if op in ("put", "upload_part"):
@@ -433,14 +433,14 @@ def build(target: FuzzTarget, recipe: dict[str, Any]) -> Wire:
             "x-amz-decoded-content-length": recipe["decoded_length"] or str(sum(len(_l1(c)) for c in recipe["chunks"])),
             "x-amz-trailer": trailer,
         }
-        request = signed(gw, method, url_path, "STREAMING-UNSIGNED-PAYLOAD-TRAILER", **headers)
+        request = signed(gw, method, url_path, "STREAMING-UNSIGNED-PAYLOAD-TRAILER", b"", **headers)
     elif recipe["op"] == "put_chunked":
         chunks = [_l1(c) for c in recipe["chunks"]]
         headers |= {
             "content-encoding": "aws-chunked",
             "x-amz-decoded-content-length": recipe["decoded_length"] or str(sum(map(len, chunks))),
         }
-        request = signed(gw, method, url_path, STREAMING, **headers)
+        request = signed(gw, method, url_path, STREAMING, b"", **headers)
         body = chunked_body(request, creds.secret_key, gw.region, chunks)
     elif sign in ("v4", "v4-unsigned"):
         payload = hashlib.sha256(body).hexdigest() if sign == "v4" else "UNSIGNED-PAYLOAD"
