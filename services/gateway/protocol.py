@@ -59,7 +59,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if not self._in_head:
-            super().data_received(data)
+            # A body may be followed by a pipelined request the parser refuses: through _feed,
+            # so that the refusal is an S3 error too (uvicorn's own is plain text).
+            self._feed(data)
             return
         # Feed at most what the head may still take; if the head is still incomplete after
         # that, it is too large, whatever else the client has sent.
@@ -72,7 +74,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._refuse(S3Error("RequestHeaderSectionTooLarge"))
             return
         if rest:
-            super().data_received(rest)
+            self._feed(rest)
 
     def _feed(self, data: bytes) -> bool:
         """uvicorn's data_received, but a refusal is an S3 XML error, not a plain-text 400."""

@@ -4,8 +4,9 @@ An example is a *recipe*: one S3 operation whose semantic parts (keys, query val
 headers, XML bodies, aws-chunked payloads) hypothesis draws and which is then signed, so that
 it reaches the operation's code and not only the authentication check; then raw mutations of
 the signed bytes (request line, headers, signature and credential fields, chunk framing, any
-byte). Every answer must parse as HTTP and be below 500 (501 NotImplemented and 503 only as
-S3 XML errors), arrive within the gateway's configured head and body timeouts plus a margin,
+byte). Every answer must parse as HTTP and be below 500 (501 NotImplemented as an S3 XML
+error; 503 only as one, with graveler or auth stopped), a refusal must be an S3 XML error,
+answers must arrive within the gateway's configured head and body timeouts plus a margin,
 and the gateway must stay alive, under an RSS bound, and serve a normal signed GET afterwards.
 
 Recipes are JSON: a failure is written to fuzz_corpus/ and every run replays the corpus first,
@@ -267,11 +268,15 @@ class Wire:
     version: bytes
     headers: list[tuple[bytes, bytes]]
     body: bytes
+    flips: list[tuple[int, int]] = dataclasses.field(default_factory=list)  # (position, byte) overwritten
 
     def render(self) -> bytes:
         lines = [self.method + b" " + self.target + b" " + self.version]
         lines += [name + b": " + value for name, value in self.headers]
-        return b"\r\n".join(lines) + b"\r\n\r\n" + self.body
+        out = bytearray(b"\r\n".join(lines) + b"\r\n\r\n" + self.body)
+        for at, byte in self.flips:
+            out[at % len(out)] = byte
+        return bytes(out)
 
 
 def _l1(text: str) -> bytes:
@@ -528,6 +533,8 @@ def apply_mutation(wire: Wire, m: dict[str, Any]) -> None:
         size = max(1, m["at"])
         pieces = [wire.body[j : j + size] for j in range(0, len(wire.body), size)]
         wire.body = b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in pieces) + b"0\r\n\r\n"
+    elif kind == "byte":
+        wire.flips.append((m["at"], m["v"]))
     elif kind == "bare_lf":
         # Only in the head: the body's bytes are the object's.
         for i, (name, header_value) in enumerate(wire.headers):
@@ -1071,6 +1078,9 @@ raw_mutation = st.one_of(
         }
     ),
     st.fixed_dictionaries({"k": st.just("bare_lf"), "at": st.integers(0, 1), "v": printable}),
+    st.fixed_dictionaries(
+        {"k": st.just("byte"), "at": st.integers(0, 2000), "v": st.sampled_from([0, 10, 13, 32, 37, 58, 127, 255])}
+    ),
     st.fixed_dictionaries({"k": st.just("http_chunked"), "at": st.sampled_from([1, 7, 100, 65536])}),
 )
 
