@@ -534,7 +534,7 @@ def apply_mutation(wire: Wire, m: dict[str, Any]) -> None:
         pieces = [wire.body[j : j + size] for j in range(0, len(wire.body), size)]
         wire.body = b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in pieces) + b"0\r\n\r\n"
     elif kind == "byte":
-        wire.flips.append((m["at"], m["v"]))
+        wire.flips.append((m["at"], m["byte"]))
     elif kind == "bare_lf":
         # Only in the head: the body's bytes are the object's.
         for i, (name, header_value) in enumerate(wire.headers):
@@ -1079,7 +1079,7 @@ raw_mutation = st.one_of(
     ),
     st.fixed_dictionaries({"k": st.just("bare_lf"), "at": st.integers(0, 1), "v": printable}),
     st.fixed_dictionaries(
-        {"k": st.just("byte"), "at": st.integers(0, 2000), "v": st.sampled_from([0, 10, 13, 32, 37, 58, 127, 255])}
+        {"k": st.just("byte"), "at": st.integers(0, 2000), "byte": st.sampled_from([0, 10, 13, 32, 37, 58, 127, 255])}
     ),
     st.fixed_dictionaries({"k": st.just("http_chunked"), "at": st.sampled_from([1, 7, 100, 65536])}),
 )
