@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
+from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
 from services.auth.actions import READ_REPO, WRITE_REPO
@@ -47,6 +48,18 @@ class Context:
     async def authorize(self, action: str, repository: str) -> None:
         if not await self.backend.allowed(self.user_id, action, repository):
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
+
+
+def parse_xml(raw: bytes) -> ElementTree.Element:
+    """A request's XML document (DeleteObjects, CompleteMultipartUpload), or MalformedXML.
+
+    Not only ParseError: a declared encoding Python does not know (`encoding="U0TF-8"`) is a
+    LookupError from the parser, and once answered 500.
+    """
+    try:
+        return ElementTree.fromstring(raw)
+    except (ElementTree.ParseError, LookupError, ValueError):
+        raise S3Error("MalformedXML") from None
 
 
 def xml_response(body: str, status: int = 200) -> Response:

@@ -19,7 +19,6 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote
-from xml.etree import ElementTree
 
 from services.auth.actions import READ_REPO, WRITE_REPO
 from services.gateway import checksums
@@ -29,6 +28,7 @@ from services.gateway.operations.common import (
     Response,
     iso_time,
     new_physical_address,
+    parse_xml,
     quoted_etag,
     split_address,
     stage_new_bytes,
@@ -197,10 +197,7 @@ def _checksum_element(header: str) -> str:
 
 
 def _requested_parts(raw: bytes) -> list[RequestedPart]:
-    try:
-        root = ElementTree.fromstring(raw)
-    except ElementTree.ParseError:
-        raise S3Error("MalformedXML") from None
+    root = parse_xml(raw)
     ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     parts = []
     for part in root.findall(f"{ns}Part"):

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO
-from xml.etree import ElementTree
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -28,6 +27,7 @@ from services.gateway.operations.common import (
     http_time,
     iso_time,
     new_physical_address,
+    parse_xml,
     quoted_etag,
     split_address,
     stage,
@@ -496,10 +496,7 @@ async def delete_object(ctx: Context) -> Response:
 async def delete_objects(ctx: Context) -> Response:
     repository = ctx.request.bucket
     raw = await ctx.request.body.read_all()
-    try:
-        root = ElementTree.fromstring(raw)
-    except ElementTree.ParseError:
-        raise S3Error("MalformedXML") from None
+    root = parse_xml(raw)
     ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     quiet = (root.findtext(f"{ns}Quiet") or "").strip().lower() == "true"
     keys = [(obj.findtext(f"{ns}Key") or "") for obj in root.findall(f"{ns}Object")]

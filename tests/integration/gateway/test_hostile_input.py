@@ -338,3 +338,18 @@ def test_a_malformed_request_after_a_body_is_refused_as_xml(gw: GatewayStack, bu
     assert b"Invalid HTTP request received" not in content, content
     assert status == 400 and headers_back.get("content-type") == "application/xml", (headers_back, content)
     assert error_code(content) == "InvalidRequest", content
+
+
+@pytest.mark.parametrize("encoding", ["U0TF-8", "no-such-codec", "utf-8\x00"])
+def test_xml_declaring_an_unknown_encoding_is_malformed(gw: GatewayStack, s3: Any, bucket: str, encoding: str) -> None:
+    """expat asks Python for the declared codec: an unknown one was a LookupError, a 500."""
+    declaration = f'<?xml version="1.0" encoding="{encoding}"?>'
+    delete = f"{declaration}<Delete><Object><Key>main/k</Key></Object></Delete>".encode()
+    md5 = base64.b64encode(hashlib.md5(delete).digest()).decode()
+    status, content = _signed_raw(gw, "POST", f"/{bucket}?delete", delete, **{"Content-MD5": md5})
+    assert status == 400 and error_code(content) == "MalformedXML", content
+    upload, etag = _upload(s3, bucket, "main/parts")
+    complete = f"{declaration}<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag></Part>"
+    body = (complete + "</CompleteMultipartUpload>").encode()
+    status, content = _signed_raw(gw, "POST", f"/{bucket}/main/parts?uploadId={upload}", body)
+    assert status == 400 and error_code(content) == "MalformedXML", content
