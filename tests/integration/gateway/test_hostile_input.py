@@ -353,3 +353,9 @@ def test_xml_declaring_an_unknown_encoding_is_malformed(gw: GatewayStack, s3: An
     body = (complete + "</CompleteMultipartUpload>").encode()
     status, content = _signed_raw(gw, "POST", f"/{bucket}/main/parts?uploadId={upload}", body)
     assert status == 400 and error_code(content) == "MalformedXML", content
+
+
+@pytest.mark.parametrize("value", ["%D9%A3", "%201", "1_0", "-1", "", "%C2%B2"])
+def test_max_keys_must_be_ascii_digits(gw: GatewayStack, bucket: str, value: str) -> None:
+    status, content = _signed_raw(gw, "GET", f"/{bucket}?list-type=2&max-keys={value}")
+    assert status == 400 and error_code(content) == "InvalidArgument", content
