@@ -1132,7 +1132,8 @@ def save_to_corpus(recipe: dict[str, Any], data: bytes, failure: str) -> Path:
     text = json.dumps(recipe, sort_keys=True, ensure_ascii=True)
     path = CORPUS / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     raw = data[:4096].decode("latin-1") + ("…" if len(data) > 4096 else "")
-    saved = {"failure": failure, "found": time.strftime("%Y-%m-%d"), "recipe": recipe, "raw": raw}
+    # "cause" is for whoever fixes it: what was wrong, and where it was fixed.
+    saved = {"cause": "", "failure": failure, "found": time.strftime("%Y-%m-%d"), "recipe": recipe, "raw": raw}
     path.write_text(json.dumps(saved, indent=1, ensure_ascii=True) + "\n")
     return path
 
