@@ -27,7 +27,6 @@ import grpc
 from pydantic import SecretStr
 
 from bench.report import emit, p99
-from services.auth import actions as a
 from services.auth.authority import LocalAuthority, local_interceptor
 from services.auth.model import IamModel
 from services.auth.secrets import SecretBox
@@ -38,20 +37,20 @@ from services.graveler.committed.manager import CommittedManager
 from services.graveler.graveler import Graveler
 from services.graveler.permissions import RULES
 from services.graveler.server import start as start_graveler
+from silt import actions as a
 from silt.block.local import LocalAdapter
 from silt.config import AuthConfig, Config, CredentialsConfig, DatabaseConfig, LocalDatabaseConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.kv import open_store
-from silt.rpc.auth import (
+from silt.rpc.authority import CachedAuthority
+from silt.rpc.interceptor import AuthInterceptor, remote_interceptor
+from silt.rpc.signing import (
     ACCESS_KEY_HEADER,
     DATE_HEADER,
     SIGNATURE_HEADER,
-    AuthInterceptor,
-    CachedAuthority,
     Credentials,
     payload_digest,
-    remote_interceptor,
     sign,
     signed_channel,
 )

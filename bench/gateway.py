@@ -136,6 +136,7 @@ def _hammer(urls: list[tuple[str, str]], body: bytes, threads: int) -> float:
         parts = urlsplit(url)
         conn = getattr(local, "conn", None)
         if conn is None:
+            assert parts.hostname, url
             conn = local.conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
         conn.request(method, f"{parts.path}?{parts.query}", body=body if method == "PUT" else None)
         response = conn.getresponse()

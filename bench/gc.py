@@ -7,7 +7,8 @@ objects are garbage. Plus ``--orphans`` (100,000) uploads no entry names.
 
 Metadata is generated directly: ranges and metaranges through the committed layer, commit and
 branch records into the KV store; object files are created empty. Generation runs in a child
-process so the driver's memory figures are the GC run's own.
+process, and so does graveler (as it would in a deployment), so the driver's memory figures
+are the GC run's own.
 
 Prints mark time, the pre-sweep re-check's time, sweep deletes per second and peak driver
 memory (the Python driver's peak RSS, and the JVM's peak RSS, which in local mode includes
@@ -22,6 +23,8 @@ import multiprocessing
 import os
 import tempfile
 import time
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event
 from pathlib import Path
 
 from bench.report import emit
@@ -96,6 +99,28 @@ def _generate(root: str, commits: int, objects: int, orphans: int) -> None:
     store.close()
 
 
+def _serve_graveler(root: str, ports: Connection, stop: Event) -> None:
+    """Child process: graveler over the generated repository, on a free port sent back."""
+    from services.graveler.committed.cache import CommittedCache
+    from services.graveler.committed.manager import CommittedManager
+    from services.graveler.graveler import Graveler
+    from services.graveler.server import start
+    from silt.block.local import LocalAdapter
+    from silt.config import DatabaseConfig, LocalDatabaseConfig
+    from silt.kv import open_store
+    from silt.lifeline import die_with_parent
+
+    die_with_parent(os.getppid())
+    store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=f"{root}/kv.db")))
+    graveler = Graveler(store, CommittedManager(LocalAdapter(f"{root}/data"), CommittedCache()))
+    server, port = start(graveler, "127.0.0.1:0")
+    ports.send(port)
+    stop.wait()
+    server.stop(None)
+    graveler.close()
+    store.close()
+
+
 def _peak_rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -115,14 +140,8 @@ def main() -> None:
     import grpc
 
     from jobs.gc.job import GCOptions, run_gc
-    from services.graveler.committed.cache import CommittedCache
-    from services.graveler.committed.manager import CommittedManager
-    from services.graveler.graveler import Graveler
-    from services.graveler.server import start
-    from silt.block.local import LocalAdapter
-    from silt.config import BlockstoreConfig, DatabaseConfig, LocalBlockstoreConfig, LocalDatabaseConfig
+    from silt.config import BlockstoreConfig, LocalBlockstoreConfig
     from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
-    from silt.kv import open_store
     from silt.spark import local_session
 
     with tempfile.TemporaryDirectory(prefix="silt-bench-gc-") as root:
@@ -139,11 +158,15 @@ def main() -> None:
         # The JVM first: launching it is a fork, which gRPC's threads make unreliable.
         spark = local_session(None, master=args.master, app_name="silt-bench-gc")
         spark.sparkContext.setLogLevel("ERROR")
-        store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=f"{root}/kv.db")))
-        adapter = LocalAdapter(f"{root}/data")
-        graveler = Graveler(store, CommittedManager(adapter, CommittedCache()))
-        server, port = start(graveler, "127.0.0.1:0")
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        context = multiprocessing.get_context("spawn")
+        ports, their_end = context.Pipe(duplex=False)
+        stop = context.Event()
+        graveler = context.Process(target=_serve_graveler, args=(root, their_end, stop))
+        graveler.start()
+        if not ports.poll(120):
+            graveler.kill()
+            raise SystemExit("graveler did not start within 120 s")
+        channel = grpc.insecure_channel(f"127.0.0.1:{ports.recv()}")
         try:
             blockstore = BlockstoreConfig(type="local", local=LocalBlockstoreConfig(path=f"{root}/data"))
             # Grace 0: every generated object predates the run; the default 6 h would spare them all.
@@ -151,12 +174,15 @@ def main() -> None:
             summary = run_gc(spark, api_grpc.GravelerServiceStub(channel), REPO, blockstore, options)
             jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
             jvm_peak = _peak_rss_kib(int(jvm_pid))
+            # Read before the teardown: stopping Spark and its gateway is not part of the run.
+            driver_kib = _peak_rss_kib(os.getpid())
         finally:
             spark.stop()
             channel.close()
-            server.stop(None)
-            graveler.close()
-            store.close()
+            stop.set()
+            graveler.join(30)
+            if graveler.is_alive():
+                graveler.kill()
 
     marked = sum(summary.objects.values())
     expected = args.objects // 2 + args.orphans
@@ -164,7 +190,6 @@ def main() -> None:
     emit(f"gc.mark.{label}", summary.seconds["prepare"] + summary.seconds["mark"], "s", 120.0, 1)
     emit(f"gc.recheck.{label}", summary.seconds["recheck"], "s", None, 1)
     emit(f"gc.sweep.{label}", summary.deleted / summary.seconds["sweep"], "deletes/s", 2000.0, 0)
-    driver_kib = _peak_rss_kib(os.getpid())
     emit(f"gc.driver_peak_rss.python.{label}", driver_kib / 1024, "MiB", None, 0)
     emit(f"gc.driver_peak_rss.jvm_with_local_executors.{label}", jvm_peak / 1024, "MiB", None, 0)
     if marked != expected:

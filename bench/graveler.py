@@ -27,6 +27,8 @@ from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import Record
 from services.graveler.graveler import Graveler
+from services.graveler.model import CommitId, StagingToken
+from services.graveler.refs import new_commit
 from services.graveler.values import entry_value
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig, LocalDatabaseConfig
@@ -35,7 +37,7 @@ from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
 from silt.launcher import Stack
-from silt.rpc.auth import signed_channel
+from silt.rpc.signing import signed_channel
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -119,7 +121,7 @@ def import_entries(graveler: Graveler, committed: CommittedManager, repo: str, c
     handle = graveler.refs.get_repository(repo)
     branch = graveler.refs.get_branch(handle, "main")
     base = graveler.refs.get_commit(handle, branch.branch.commit_id)
-    commit = graveler._make_commit(handle, "import", {}, "bench", metarange, [base.id], base.generation + 1)
+    commit = new_commit("import", {}, "bench", metarange, [CommitId(base.id)], base.generation + 1)
     graveler.refs.put_commit(handle, commit)
     updated = pb.Branch()
     updated.CopyFrom(branch.branch)
@@ -261,7 +263,7 @@ def bench_staging_during_commit(
     for round_number in range(rounds):
         stage_in_process(graveler, repo, "main", count, offset=round_number * count)
         idle += [timed_write() for _ in range(1000)]
-        token = graveler.get_branch(repo, "main").staging_token
+        token = StagingToken(graveler.get_branch(repo, "main").staging_token)
         done = threading.Event()
 
         def commit(done: threading.Event) -> None:

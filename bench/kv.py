@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench import report
-from silt.config import DatabaseConfig, LocalDatabaseConfig
+from silt.config import DatabaseConfig
 from silt.kv import Store, open_store
 
 TARGETS = {("local", "set"): 20_000, ("local", "get"): 50_000, ("local", "scan"): 300_000}
@@ -66,7 +66,8 @@ def open_driver(driver: str, workdir: Path) -> Iterator[Store]:
             store.close()
             server.stop()
         return
-    config = DatabaseConfig(type=driver, local=LocalDatabaseConfig(path=str(workdir / "bench.db")))
+    # Validated like a configuration file: an unknown driver name is refused.
+    config = DatabaseConfig.model_validate({"type": driver, "local": {"path": str(workdir / "bench.db")}})
     store = open_store(config)
     try:
         yield store

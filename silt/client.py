@@ -25,11 +25,23 @@ import grpc
 from pydantic import SecretStr
 
 from silt.auth.v1 import auth_pb2_grpc
+from silt.compactor.v1 import compactor_pb2_grpc
 from silt.config import Config, dialable_address
-from silt.errors import ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
+from silt.errors import (
+    Aborted,
+    AlreadyExists,
+    ConfigError,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    SiltError,
+    Unauthenticated,
+    Unavailable,
+)
 from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.graveler.v1 import graveler_pb2_grpc
-from silt.rpc.auth import Credentials, signed_channel
+from silt.rpc.errors import error_from_rpc
+from silt.rpc.signing import Credentials, signed_channel
 
 CREDENTIALS_FILE_ENV = "SILT_CLIENT_CREDENTIALS_FILE"
 ACCESS_KEY_ENV = "SILT_ACCESS_KEY_ID"
@@ -47,34 +59,29 @@ EXIT_DENIED = 6
 
 
 def exit_code_of(exc: SiltError) -> int:
-    """The exit code for a typed error raised in the CLI process itself (not over gRPC)."""
-    if isinstance(exc, Unavailable):
-        return EXIT_UNAVAILABLE
-    if isinstance(exc, NotFound):
-        return EXIT_NOT_FOUND
-    if isinstance(exc, InvalidArgument):
-        return EXIT_USAGE
+    """The exit code for a typed error, raised in the CLI process or decoded from a failed call."""
+    for cls, code in _EXIT_OF:
+        if isinstance(exc, cls):
+            return code
     return EXIT_FAILURE
 
 
-_EXIT_OF_STATUS = {
-    grpc.StatusCode.INVALID_ARGUMENT: EXIT_USAGE,
-    grpc.StatusCode.OUT_OF_RANGE: EXIT_USAGE,
-    grpc.StatusCode.UNAVAILABLE: EXIT_UNAVAILABLE,
-    grpc.StatusCode.DEADLINE_EXCEEDED: EXIT_UNAVAILABLE,
-    grpc.StatusCode.NOT_FOUND: EXIT_NOT_FOUND,
-    grpc.StatusCode.ALREADY_EXISTS: EXIT_CONFLICT,
-    grpc.StatusCode.ABORTED: EXIT_CONFLICT,
-    grpc.StatusCode.PERMISSION_DENIED: EXIT_DENIED,
-    grpc.StatusCode.UNAUTHENTICATED: EXIT_DENIED,
-}
+_EXIT_OF: list[tuple[type[SiltError], int]] = [
+    (InvalidArgument, EXIT_USAGE),
+    (Unavailable, EXIT_UNAVAILABLE),
+    (NotFound, EXIT_NOT_FOUND),
+    (AlreadyExists, EXIT_CONFLICT),
+    (Aborted, EXIT_CONFLICT),
+    (PermissionDenied, EXIT_DENIED),
+    (Unauthenticated, EXIT_DENIED),
+]
 
-_WORDS_OF_STATUS = {
-    grpc.StatusCode.PERMISSION_DENIED: "permission denied",
-    grpc.StatusCode.UNAUTHENTICATED: "not authenticated",
-    grpc.StatusCode.NOT_FOUND: "not found",
-    grpc.StatusCode.ALREADY_EXISTS: "already exists",
-}
+_WORDS_OF: list[tuple[type[SiltError], str]] = [
+    (PermissionDenied, "permission denied"),
+    (Unauthenticated, "not authenticated"),
+    (NotFound, "not found"),
+    (AlreadyExists, "already exists"),
+]
 
 
 class ClientError(SiltError):
@@ -86,13 +93,13 @@ class ClientError(SiltError):
 
 
 def error_of_rpc(exc: grpc.RpcError, service: str, target: str) -> ClientError:
-    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
-    details = (exc.details() if hasattr(exc, "details") else None) or ""
-    if code == grpc.StatusCode.UNAVAILABLE and ("connect" in details.lower() or not details):
+    error = error_from_rpc(exc)
+    details = str(error)
+    if isinstance(error, Unavailable) and ("connect" in details.lower() or details == "UNAVAILABLE"):
         return ClientError(f"{service} unavailable at {target} (is the stack running? `silt run`)", EXIT_UNAVAILABLE)
-    words = _WORDS_OF_STATUS.get(code)
+    words = next((w for cls, w in _WORDS_OF if isinstance(error, cls)), None)
     message = details if not words or words in details.lower() else f"{words}: {details}"
-    return ClientError(message or code.name.lower(), _EXIT_OF_STATUS.get(code, EXIT_FAILURE))
+    return ClientError(message, exit_code_of(error))
 
 
 _T = TypeVar("_T")
@@ -124,6 +131,7 @@ class Settings:
     region: str
     credentials: Credentials | None
     credentials_source: str
+    compactor: str = ""
 
 
 def credentials_file_candidates() -> list[Path]:
@@ -177,6 +185,7 @@ def resolve_settings(
         region=saved.get("region") or config.gateways.s3.region,
         credentials=credentials,
         credentials_source=source,
+        compactor=saved.get("compactor") or config.compactor.dial_address,
     )
 
 
@@ -188,6 +197,7 @@ class Client:
         self._channels: list[grpc.Channel] = []
         self._graveler: _Calls | None = None
         self._auth: _Calls | None = None
+        self._compactor: _Calls | None = None
         self._s3: Any = None
 
     def credentials(self) -> Credentials:
@@ -212,6 +222,14 @@ class Client:
             stub = graveler_pb2_grpc.GravelerServiceStub(self._channel(self.settings.graveler))
             self._graveler = _Calls(stub, "graveler", self.settings.graveler)
         return self._graveler
+
+    @property
+    def compactor(self) -> Any:
+        if self._compactor is None:
+            target = self.settings.compactor
+            stub = compactor_pb2_grpc.CompactorServiceStub(self._channel(target))
+            self._compactor = _Calls(stub, "compactor", target)
+        return self._compactor
 
     @property
     def auth(self) -> Any:

@@ -40,11 +40,17 @@ def _check_listen_address(value: str) -> str:
 
 
 def _check_optional_listen_address(value: str | None) -> str | None:
-    return None if value in (None, "") else _check_listen_address(value)  # type: ignore[arg-type]
+    return None if value is None or value == "" else _check_listen_address(value)
 
 
 # Hosts that mean "every interface of this machine": fine to listen on, meaningless to dial.
 WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]", "*")
+
+
+def dialable_host(host: str) -> str:
+    """The host a process on this machine dials for a service listening on host: loopback for
+    a wildcard (every interface), else host itself."""
+    return "127.0.0.1" if host in WILDCARD_HOSTS else host
 
 
 def dialable_address(listen_address: str) -> str:
@@ -53,7 +59,7 @@ def dialable_address(listen_address: str) -> str:
     Only valid on the same machine (the local launcher, a single-host install): in a cluster,
     clients dial the *.endpoint keys, which name a Service, never a listen address."""
     host, _, port = listen_address.rpartition(":")
-    return f"127.0.0.1:{port}" if host in WILDCARD_HOSTS else listen_address
+    return f"{dialable_host(host)}:{port}"
 
 
 def _check_endpoint(value: str) -> str:
@@ -222,6 +228,17 @@ class DialableServiceConfig(ServiceConfig):
 class CompactorConfig(DialableServiceConfig):
     # A default here too, so that setting only some compactor.* keys keeps the others' defaults.
     listen_address: str = "127.0.0.1:8103"
+    # The sensor runs in graveler and triggers the compactor (docs/design/compaction.md).
+    sensor_enabled: bool = Field(True, description="graveler watches staged deletes and triggers compactions")
+    tombstone_threshold: int = Field(10_000, ge=1, description="staged deletes on a branch that trigger a compaction")
+    sealed_tokens_threshold: int = Field(
+        20, ge=1, description="sealed staging tokens on a branch that trigger a compaction"
+    )
+    claim_minutes: float = Field(
+        5.0, ge=0, description="a branch claimed for compaction this recently is not claimed again"
+    )
+    trigger_timeout_seconds: float = Field(2.0, gt=0, le=60, description="how long the sensor's trigger call may take")
+    compaction_timeout_seconds: float = Field(600.0, gt=0, description="how long one compaction may run")
 
 
 class GravelerConfig(DialableServiceConfig):

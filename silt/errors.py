@@ -6,13 +6,24 @@ sqlite3, cassandra-driver or botocore exception types.
 
 from __future__ import annotations
 
+from typing import Literal
+
 
 class SiltError(Exception):
     """Base of every error Silt raises on purpose."""
 
 
+NotFoundKind = Literal[
+    "repository", "branch", "tag", "commit", "ref", "object", "upload", "user", "group", "policy", "credential"
+]
+
+
 class NotFound(SiltError):
-    """The key, object or entity does not exist."""
+    """The key, object or entity does not exist; `what` names the kind of thing when it is known."""
+
+    def __init__(self, message: str = "", *, what: NotFoundKind | None = None) -> None:
+        super().__init__(message)
+        self.what: NotFoundKind | None = what
 
 
 class AlreadyExists(SiltError):
@@ -45,3 +56,22 @@ class FailedPrecondition(SiltError):
 
 class Aborted(SiltError):
     """A lock-free operation lost its race too many times; retrying later may succeed."""
+
+
+class DeadlineExceeded(Unavailable):
+    """The caller's deadline passed, or the caller went away, before the operation finished.
+
+    Like Unavailable, the operation may or may not have taken effect.
+    """
+
+
+class Unauthenticated(SiltError):
+    """Credentials are missing, unknown, or do not sign the call."""
+
+
+class PermissionDenied(SiltError):
+    """The caller is authenticated but no policy allows the action on the resource."""
+
+
+class ResourceExhausted(SiltError):
+    """The service is over a limit (requests in flight, quota); the caller slows down and retries."""

@@ -41,10 +41,10 @@ from typing import Any
 import yaml
 from pydantic import SecretStr
 
-from silt.config import Config, dialable_address, load_config
+from silt.config import Config, dialable_address, dialable_host, load_config
 from silt.errors import ConfigError, SiltError
 from silt.lifeline import PARENT_PID_ENV
-from silt.rpc.auth import Credentials
+from silt.rpc.signing import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -121,14 +121,9 @@ def _split(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _client_host(host: str) -> str:
-    # A service listening on every interface is reached over loopback (silt.config's one rule).
-    return _split(dialable_address(f"{host}:0"))[0]
-
-
 def _reachable(host: str, port: int) -> bool:
     try:
-        with socket.create_connection((_client_host(host), port), timeout=0.5):
+        with socket.create_connection((dialable_host(host), port), timeout=0.5):
             return True
     except OSError:
         return False
@@ -261,7 +256,7 @@ class Stack:
         for name, address in configured.items():
             host, port = _split(address)
             if name in self.requested_ports:
-                port = self.requested_ports[name] or free_port(_client_host(host))
+                port = self.requested_ports[name] or free_port(dialable_host(host))
             out[name] = f"{host}:{port}"
         return out
 
@@ -340,7 +335,7 @@ class Stack:
     def endpoints(self) -> dict[str, str]:
         out = {}
         for name, svc in self._services.items():
-            address = f"{_client_host(svc.host)}:{svc.port}"
+            address = f"{dialable_host(svc.host)}:{svc.port}"
             out[name] = f"http://{address}" if name == "gateway" else address
         return out
 

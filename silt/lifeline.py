@@ -50,6 +50,10 @@ def _wait_gone(parent_pid: int) -> None:
 def _exit_when_gone(parent_pid: int, grace: float | None) -> None:
     _wait_gone(parent_pid)
     if grace is not None:
+        # The kernel ends the process when the grace runs out (SIGALRM's default action), even
+        # if the orderly shutdown is stuck in interpreter finalization, where this daemon
+        # thread would never run again to reach os._exit.
+        signal.setitimer(signal.ITIMER_REAL, grace)
         os.kill(os.getpid(), signal.SIGTERM)  # the process's own orderly shutdown
         threading.Event().wait(grace)
     os._exit(1)

@@ -42,8 +42,8 @@ class TextFormatter(logging.Formatter):
 
 def configure_logging(config: LoggingConfig, service: str) -> None:
     root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
+    for old in list(root.handlers):
+        root.removeHandler(old)
     if config.level == "NONE":
         root.addHandler(logging.NullHandler())
         return

@@ -7,12 +7,14 @@ one between a change and its effect (one TTL, not two).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from services.auth.model import IamModel
 from services.auth.permissions import RULES
 from services.auth.policies import compile_statements, is_allowed
-from silt.rpc.auth import DEFAULT_MAX_SKEW_SECONDS, AuthInterceptor, CachedAuthority, KeyOwner, count_decisions
+from silt.rpc.authority import CachedAuthority, Clock, KeyOwner, count_decisions
+from silt.rpc.interceptor import DEFAULT_MAX_SKEW_SECONDS, AuthInterceptor
 
 
 class LocalAuthority:
@@ -30,7 +32,10 @@ class LocalAuthority:
 
 
 def local_interceptor(
-    model: IamModel, cache_ttl_seconds: float, max_skew_seconds: float = DEFAULT_MAX_SKEW_SECONDS
+    model: IamModel,
+    cache_ttl_seconds: float,
+    max_skew_seconds: float = DEFAULT_MAX_SKEW_SECONDS,
+    cache_clock: Clock = time.monotonic,
 ) -> AuthInterceptor:
-    authority = CachedAuthority(LocalAuthority(model), ttl=cache_ttl_seconds)
+    authority = CachedAuthority(LocalAuthority(model), ttl=cache_ttl_seconds, clock=cache_clock)
     return AuthInterceptor(authority, RULES, max_skew_seconds=max_skew_seconds)

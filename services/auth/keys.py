@@ -19,18 +19,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TypeVar
 
 from silt.errors import InvalidArgument
 from silt.kv.store import Entry, Store, scan_prefix
 
 PARTITION = b"auth"
-DEFAULT_PAGE = 100
-MAX_PAGE = 1000
 
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+=-]{0,127}$")
-
-_T = TypeVar("_T")
 
 
 def check_id(kind: str, value: str) -> str:
@@ -88,20 +83,3 @@ def scan_relations_after(store: Store, partition: bytes, under: bytes, after: st
 
 def scan_all(store: Store, partition: bytes, under: bytes) -> Iterator[Entry]:
     return scan_prefix(store, partition, under)
-
-
-def page_size(amount: int) -> int:
-    if amount < 0:
-        raise InvalidArgument(f"amount must not be negative, got {amount}")
-    return min(amount or DEFAULT_PAGE, MAX_PAGE)
-
-
-def take_page(items: Iterator[_T], amount: int) -> tuple[list[_T], bool]:
-    """The first page of items and whether more follow."""
-    size = page_size(amount)
-    page: list[_T] = []
-    for item in items:
-        if len(page) == size:
-            return page, True
-        page.append(item)
-    return page, False

@@ -25,9 +25,10 @@ from services.auth.keys import check_id, key, last_part, prefix
 from services.auth.policies import check_statements
 from services.auth.secrets import SecretBox, check_access_key_id, new_access_key_id, new_secret
 from silt.auth.v1 import model_pb2 as pb
-from silt.errors import AlreadyExists, InvalidArgument, NotFound, PredicateFailed
+from silt.errors import AlreadyExists, InvalidArgument, NotFound, NotFoundKind, PredicateFailed
 from silt.kv.store import Store
-from silt.rpc.auth import KeyOwner
+from silt.paging import take_page
+from silt.rpc.authority import KeyOwner
 
 _M = TypeVar("_M", bound=Message)
 
@@ -49,6 +50,21 @@ def _without_secret(credential: pb.Credential) -> pb.Credential:
     )
 
 
+# The kind of entity stored under a key's collection, for NotFound.what. Relations
+# (user_groups, attachments) are not entities: a missing one names no kind.
+_KIND_OF: dict[bytes, NotFoundKind] = {
+    b"users": "user",
+    b"groups": "group",
+    b"policies": "policy",
+    b"credentials": "credential",
+}
+
+
+def _kind(entity_key: bytes) -> NotFoundKind | None:
+    parts = entity_key.split(b"/", 2)
+    return _KIND_OF.get(parts[1]) if len(parts) > 2 else None
+
+
 class IamModel:
     def __init__(self, store: Store, box: SecretBox, partition: bytes = keys.PARTITION) -> None:
         self.kv = store
@@ -61,7 +77,7 @@ class IamModel:
         try:
             value, _ = self.kv.get(self.partition, k)
         except NotFound:
-            raise NotFound(f"{what} not found") from None
+            raise NotFound(f"{what} not found", what=_kind(k)) from None
         return cls.FromString(value)
 
     def _exists(self, k: bytes) -> bool:
@@ -90,12 +106,12 @@ class IamModel:
         ends = list(ends)
         for end, what in ends:
             if not self._exists(end):
-                raise NotFound(f"{what} not found")
+                raise NotFound(f"{what} not found", what=_kind(end))
         self.kv.set(self.partition, k, message.SerializeToString())
         for end, what in ends:
             if not self._exists(end):
                 self.kv.delete(self.partition, k)
-                raise NotFound(f"{what} not found")
+                raise NotFound(f"{what} not found", what=_kind(end))
 
     def _unrelate(self, k: bytes, what: str) -> None:
         if not self._exists(k):
@@ -128,7 +144,7 @@ class IamModel:
 
     def list_users(self, after: str = "", amount: int = 0) -> tuple[list[pb.User], bool]:
         entries = keys.scan_after(self.kv, self.partition, keys.USERS, after)
-        return keys.take_page((pb.User.FromString(e.value) for e in entries), amount)
+        return take_page((pb.User.FromString(e.value) for e in entries), amount)
 
     def delete_user(self, user_id: str) -> None:
         self.get_user(user_id)
@@ -158,7 +174,7 @@ class IamModel:
 
     def list_groups(self, after: str = "", amount: int = 0) -> tuple[list[pb.Group], bool]:
         entries = keys.scan_after(self.kv, self.partition, keys.GROUPS, after)
-        return keys.take_page((pb.Group.FromString(e.value) for e in entries), amount)
+        return take_page((pb.Group.FromString(e.value) for e in entries), amount)
 
     def delete_group(self, group_id: str) -> None:
         self.get_group(group_id)
@@ -187,7 +203,7 @@ class IamModel:
         self.get_group(group_id)
         entries = keys.scan_relations_after(self.kv, self.partition, keys.USER_GROUPS, after)
         members = (m.user_id for m in (pb.Membership.FromString(e.value) for e in entries) if m.group_id == group_id)
-        ids, more = keys.take_page(members, amount)
+        ids, more = take_page(members, amount)
         return self._records(ids, "users", pb.User), more
 
     def group_ids_of(self, user_id: str) -> list[str]:
@@ -196,7 +212,7 @@ class IamModel:
     def list_user_groups(self, user_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Group], bool]:
         self.get_user(user_id)
         entries = keys.scan_after(self.kv, self.partition, prefix("user_groups", user_id), after)
-        ids, more = keys.take_page((last_part(e.key) for e in entries), amount)
+        ids, more = take_page((last_part(e.key) for e in entries), amount)
         return self._records(ids, "groups", pb.Group), more
 
     # --- policies -----------------------------------------------------------------------
@@ -217,7 +233,7 @@ class IamModel:
 
     def list_policies(self, after: str = "", amount: int = 0) -> tuple[list[pb.Policy], bool]:
         entries = keys.scan_after(self.kv, self.partition, keys.POLICIES, after)
-        return keys.take_page((pb.Policy.FromString(e.value) for e in entries), amount)
+        return take_page((pb.Policy.FromString(e.value) for e in entries), amount)
 
     def delete_policy(self, policy_id: str) -> None:
         self.get_policy(policy_id)
@@ -275,13 +291,13 @@ class IamModel:
         else:
             entries = keys.scan_after(self.kv, self.partition, prefix("user_policies", user_id), after)
             candidates = (last_part(e.key) for e in entries)
-        ids, more = keys.take_page(iter(candidates), amount)
+        ids, more = take_page(iter(candidates), amount)
         return self._records(ids, "policies", pb.Policy), more
 
     def list_group_policies(self, group_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Policy], bool]:
         self.get_group(group_id)
         entries = keys.scan_after(self.kv, self.partition, prefix("group_policies", group_id), after)
-        ids, more = keys.take_page((last_part(e.key) for e in entries), amount)
+        ids, more = take_page((last_part(e.key) for e in entries), amount)
         return self._records(ids, "policies", pb.Policy), more
 
     # --- credentials --------------------------------------------------------------------
@@ -302,13 +318,13 @@ class IamModel:
         self._create(key("credentials", access_key_id), credential, f"access key {access_key_id}")
         if not self._exists(key("users", user_id)):
             self._delete_credential(user_id, access_key_id)
-            raise NotFound(f"user {user_id!r} not found")
+            raise NotFound(f"user {user_id!r} not found", what="user")
         return IssuedCredential(_without_secret(credential), secret)
 
     def list_credentials(self, user_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Credential], bool]:
         self.get_user(user_id)
         entries = keys.scan_after(self.kv, self.partition, prefix("user_credentials", user_id), after)
-        ids, more = keys.take_page((last_part(e.key) for e in entries), amount)
+        ids, more = take_page((last_part(e.key) for e in entries), amount)
         # Never hand out the sealed secret, not even encrypted.
         public = [_without_secret(c) for c in self._records(ids, "credentials", pb.Credential)]
         return public, more
@@ -317,7 +333,7 @@ class IamModel:
         check_id("user", user_id)
         credential = self._credential(access_key_id)
         if credential.user_id != user_id:
-            raise NotFound(f"access key {access_key_id} of user {user_id!r} not found")
+            raise NotFound(f"access key {access_key_id} of user {user_id!r} not found", what="credential")
         self._delete_credential(user_id, access_key_id)
 
     def _delete_credential(self, user_id: str, access_key_id: str) -> None:
@@ -332,7 +348,7 @@ class IamModel:
         """Who holds an access key, and its secret (decrypted) for checking a signature."""
         credential = self._credential(access_key_id)
         if not self._exists(key("users", credential.user_id)):
-            raise NotFound(f"access key {access_key_id} not found")
+            raise NotFound(f"access key {access_key_id} not found", what="credential")
         return KeyOwner(credential.user_id, self.box.open(access_key_id, credential.encrypted_secret))
 
     # --- setup --------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""What each AuthService call needs (see services/auth/actions.py for the resources).
+"""What each AuthService call needs (see silt/actions.py for the resources).
 
 A user may always read about itself, without any policy: its record, groups, policies,
 access keys (never their secrets), and decisions about itself. In those requests an empty
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from services.auth import actions as a
-from silt.rpc.auth import Authenticated, Require, Rule
+from silt import actions as a
+from silt.rpc.interceptor import Authenticated, Require, Rule
 
 SERVICE = "silt.auth.v1.AuthService"
 

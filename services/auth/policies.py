@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from services.auth.actions import ALL_ACTIONS
+from silt.actions import ALL_ACTIONS
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
 

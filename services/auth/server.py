@@ -1,7 +1,7 @@
 """gRPC wiring of auth: request messages in, IamModel calls, response messages out.
 
 Permissions are checked before any of these handlers runs (services/auth/permissions.py,
-enforced by silt.rpc.auth.AuthInterceptor); handlers only do the work.
+enforced by silt.rpc.interceptor.AuthInterceptor); handlers only do the work.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from collections.abc import Sequence
 import grpc
 from grpc_health.v1.health import HealthServicer
 
-from services.auth.actions import check_action
 from services.auth.authority import LocalAuthority, local_interceptor
 from services.auth.model import IamModel
 from services.auth.secrets import SecretBox
+from silt.actions import check_action
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
 from silt.kv import open_store
-from silt.rpc.auth import current_principal
+from silt.rpc.interceptor import current_principal
 from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
 from silt.telemetry.health import HealthMonitor, kv_probe
 

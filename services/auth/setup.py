@@ -20,10 +20,10 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from services.auth import actions as a
 from services.auth.model import IamModel
 from services.auth.policies import statement
 from services.auth.secrets import SecretBox
+from silt import actions as a
 from silt.auth.v1 import model_pb2 as pb
 from silt.config import load_config
 from silt.errors import AlreadyExists, SiltError

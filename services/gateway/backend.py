@@ -2,11 +2,12 @@
 
 **Trust model.** The gateway authenticates the S3 caller itself (SigV2/V4, with the secret
 auth returns from GetCredentialSecret), asks auth whether that user may do the action on the
-repository (Authorize with the caller's user id), and only then calls graveler with its own
+repository (AuthorizeMany with the caller's user id), and only then calls graveler with its own
 service credentials (user `svc-gateway`). Graveler therefore sees the gateway, not the end
 user: the gateway is trusted to have authorized the caller, which is why its service user
 holds ReadRepo/WriteRepo and, for CreateBucket/DeleteBucket, CreateRepo/DeleteRepo
-(services/auth/setup.py). Secrets and decisions are cached for `auth.cache_ttl_seconds`.
+(services/auth/setup.py). Secrets and decisions are cached for `auth.cache_ttl_seconds`, by
+the cached authority every service shares (silt/rpc/authority.py).
 """
 
 from __future__ import annotations
@@ -21,28 +22,34 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import grpc
-from pydantic import SecretStr
 
 from services.gateway.errors import S3Error
-from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.block import BlockAdapter, open_adapter
 from silt.config import Config
-from silt.errors import NotFound, SiltError
+from silt.errors import (
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    SiltError,
+    Unauthenticated,
+    Unavailable,
+)
 from silt.graveler.v1 import graveler_pb2_grpc
 from silt.kv import open_store
 from silt.kv.store import Store, scan_prefix
-from silt.rpc.auth import Credentials, KeyOwner, TTLCache, count_cache_lookup, signed_aio_channel
+from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, KeyOwner, TTLCache
+from silt.rpc.errors import error_from_rpc
+from silt.rpc.signing import Credentials, signed_aio_channel
 
 T = TypeVar("T")
 CALL_TIMEOUT = 30.0
 UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
 # An UNAVAILABLE that took this long came from a timeout, not from a restarting graveler.
 SLOW_FAILURE_SECONDS = 1.0
-_MISS = object()
-
-# gRPC failures that mean "try again later" rather than "you asked for something wrong".
-_RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED}
-
 
 # Answers after which graveler certainly did not apply the call: it refused it, or was never reached.
 _REFUSED = {
@@ -66,30 +73,44 @@ def not_applied(exc: grpc.aio.AioRpcError) -> bool:
     return exc.code() == grpc.StatusCode.UNAVAILABLE and any(text in details for text in _NEVER_REACHED)
 
 
-def rpc_error(exc: grpc.aio.AioRpcError, not_found: str = "NoSuchKey") -> S3Error:
-    """The S3 error for a failed graveler call."""
-    code = exc.code()
-    details = exc.details() or code.name
-    if code == grpc.StatusCode.NOT_FOUND:
-        return S3Error(not_found, details)
-    if code in _RETRYABLE:
+# The S3 code for a NotFound that says what is missing; other kinds (a branch, a commit) take
+# the caller's default, which depends on the operation.
+_NOT_FOUND_CODE: dict[str, str] = {"repository": "NoSuchBucket", "object": "NoSuchKey", "upload": "NoSuchUpload"}
+
+
+def rpc_error(
+    exc: grpc.aio.AioRpcError, not_found: str = "NoSuchKey", failed_precondition: str = "InvalidRequest"
+) -> S3Error:
+    """The S3 error for a failed graveler call. For a NotFound, `error.what` is what graveler
+    said is missing (None when it did not say)."""
+    error = error_from_rpc(exc)
+    details = str(error)
+    if isinstance(error, Aborted) and failed_precondition == "PreconditionFailed":
+        # A conditional write that raced another writer across a commit: it may have been
+        # applied, so neither success nor PreconditionFailed; S3 answers 409 and SDKs retry.
+        return S3Error("ConditionalRequestConflict", details)
+    if isinstance(error, NotFound):
+        s3 = S3Error(_NOT_FOUND_CODE.get(error.what or "", not_found), details)
+        s3.what = error.what  # type: ignore[attr-defined]
+        return s3
+    if isinstance(error, Unavailable | Aborted):
         return S3Error("ServiceUnavailable", f"graveler: {details}")
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+    if isinstance(error, ResourceExhausted):
         return S3Error("SlowDown", details)
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
+    if isinstance(error, InvalidArgument):
         return S3Error("InvalidArgument", details)
-    if code == grpc.StatusCode.ALREADY_EXISTS:
+    if isinstance(error, AlreadyExists):
         return S3Error("BucketAlreadyOwnedByYou", details)
-    if code == grpc.StatusCode.FAILED_PRECONDITION:
-        return S3Error("InvalidRequest", details)
-    if code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED):
+    if isinstance(error, FailedPrecondition):
+        return S3Error(failed_precondition, details)
+    if isinstance(error, PermissionDenied | Unauthenticated):
         # The caller was authorized by auth; graveler refusing the gateway is a deployment problem.
         return S3Error("AccessDenied", f"graveler refused the gateway: {details}")
     return S3Error("InternalError", details)
 
 
 class Backend:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, clock: Clock = time.monotonic) -> None:
         credentials = Credentials.from_config(config)
         options = [
             ("grpc.max_receive_message_length", 64 * 1024 * 1024),
@@ -99,7 +120,6 @@ class Backend:
         ]
         self._auth_channel = signed_aio_channel(config.auth.endpoint, credentials, options)
         self._graveler_channel = signed_aio_channel(config.graveler.dial_address, credentials, options)
-        self.auth = auth_pb2_grpc.AuthServiceStub(self._auth_channel)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self._graveler_channel)
         self.adapter: BlockAdapter = open_adapter(config.blockstore)
         self.kv: Store = open_store(config.database)
@@ -107,19 +127,20 @@ class Backend:
         # never stalls the event loop that serves every other request.
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="gateway-io")
         ttl = config.auth.cache_ttl_seconds
-        self._owners: TTLCache[str, Any] = TTLCache(ttl)
-        self._decisions: TTLCache[tuple[str, str, str], bool] = TTLCache(ttl)
-        self._namespaces: TTLCache[str, str] = TTLCache(ttl)
+        self.authority = AioCachedAuthority(AioRemoteAuthority(self._auth_channel, CALL_TIMEOUT), ttl, clock)
+        self._namespaces: TTLCache[str, str] = TTLCache(ttl, clock=clock)
         # Refs known to be branches, so that a write costs no extra ResolveRef. Briefly: a
         # deleted branch is then refused by graveler itself when the entry is staged.
-        self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl)
+        self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl, clock=clock)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         # In the request's context: its trace span and request id follow it into the thread.
         context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(self.pool, context.run, fn, *args)
 
-    async def call(self, method: Any, request: Any, not_found: str = "NoSuchKey") -> Any:
+    async def call(
+        self, method: Any, request: Any, not_found: str = "NoSuchKey", failed_precondition: str = "InvalidRequest"
+    ) -> Any:
         # A restarted graveler is reachable again within moments; a short retry hides that from
         # clients, while an outage still answers ServiceUnavailable quickly.
         # A slow failure is a dependency that timed out (a frozen KV): retrying would only
@@ -132,7 +153,7 @@ class Backend:
                 if exc.code() == grpc.StatusCode.UNAVAILABLE and time.monotonic() - started >= SLOW_FAILURE_SECONDS:
                     raise S3Error("SlowDown", f"graveler: {exc.details() or 'unavailable'}") from None
                 if exc.code() != grpc.StatusCode.UNAVAILABLE or delay is None:
-                    error = rpc_error(exc, not_found)
+                    error = rpc_error(exc, not_found, failed_precondition)
                     error.not_applied = not_applied(exc)  # type: ignore[attr-defined]
                     raise error from None
             await asyncio.sleep(delay)
@@ -140,46 +161,26 @@ class Backend:
     # --- auth ------------------------------------------------------------------------
 
     async def key_owner(self, access_key_id: str) -> KeyOwner:
-        cached = self._owners.get(access_key_id, _MISS)
-        count_cache_lookup("key", cached is not _MISS)
-        if cached is _MISS:
-            try:
-                reply = await self.auth.GetCredentialSecret(
-                    auth_pb2.GetCredentialSecretRequest(access_key_id=access_key_id), timeout=CALL_TIMEOUT
-                )
-                cached = KeyOwner(reply.user_id, SecretStr(reply.secret_access_key))
-            except grpc.aio.AioRpcError as exc:
-                if exc.code() not in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
-                    raise S3Error("ServiceUnavailable", f"auth: {exc.details()}") from None
-                cached = None
-            self._owners.put(access_key_id, cached)
-        if cached is None:
-            raise S3Error("InvalidAccessKeyId")
-        return cached
+        try:
+            return await self.authority.key_owner(access_key_id)
+        except NotFound:
+            raise S3Error("InvalidAccessKeyId") from None
+        except Unavailable as exc:
+            raise S3Error("ServiceUnavailable", f"auth: {exc}") from None
 
     async def allowed(self, user_id: str, action: str, resource: str) -> bool:
-        key = (user_id, action, resource)
-        decision = self._decisions.get(key)
-        count_cache_lookup("decision", decision is not None)
-        if decision is None:
-            request = auth_pb2.AuthorizeRequest(user_id=user_id, action=action, resource=resource)
-            try:
-                reply = await self.auth.Authorize(request, timeout=CALL_TIMEOUT)
-            except grpc.aio.AioRpcError as exc:
-                raise S3Error("ServiceUnavailable", f"auth: {exc.details()}") from None
-            decision = reply.allowed
-            self._decisions.put(key, decision)
-        return decision
+        try:
+            return await self.authority.allowed(user_id, action, resource)
+        except Unavailable as exc:
+            raise S3Error("ServiceUnavailable", f"auth: {exc}") from None
 
     async def allowed_many(self, user_id: str, action: str, resources: list[str]) -> list[bool]:
         if not resources:
             return []
-        request = auth_pb2.AuthorizeManyRequest(user_id=user_id, action=action, resources=resources)
         try:
-            reply = await self.auth.AuthorizeMany(request, timeout=CALL_TIMEOUT)
-        except grpc.aio.AioRpcError as exc:
-            raise S3Error("ServiceUnavailable", f"auth: {exc.details()}") from None
-        return list(reply.allowed)
+            return await self.authority.allowed_many(user_id, action, resources)
+        except Unavailable as exc:
+            raise S3Error("ServiceUnavailable", f"auth: {exc}") from None
 
     # --- repositories ----------------------------------------------------------------
 

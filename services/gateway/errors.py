@@ -9,10 +9,16 @@ from xml.sax.saxutils import escape
 CODES: dict[str, tuple[int, str]] = {
     "AccessDenied": (403, "Access Denied"),
     "AuthorizationHeaderMalformed": (400, "The authorization header is malformed."),
+    "AuthorizationQueryParametersError": (400, "Error parsing the X-Amz-Credential parameter."),
     "BadDigest": (400, "The Content-MD5 you specified did not match what we received."),
     "BucketAlreadyExists": (409, "The requested bucket name is not available."),
     "BucketAlreadyOwnedByYou": (409, "Your previous request to create the named bucket succeeded and you own it."),
     "BucketNotEmpty": (409, "The bucket you tried to delete is not empty."),
+    "ConditionalRequestConflict": (
+        409,
+        "A conflicting operation occurred. If using PutObject you can retry the request. "
+        "If using multipart upload you should initiate another CreateMultipartUpload request and re-upload each part.",
+    ),
     "EntityTooSmall": (400, "Your proposed upload is smaller than the minimum allowed object size."),
     "IncompleteBody": (400, "You did not provide the number of bytes specified by the Content-Length HTTP header."),
     "InternalError": (500, "We encountered an internal error. Please try again."),

@@ -18,6 +18,7 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from services.gateway.errors import S3Error, error_body
+from services.gateway.request import BODY_STATE
 
 
 @dataclass
@@ -57,6 +58,18 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._disarm_head_timer()
         super().connection_lost(exc)
 
+    def eof_received(self) -> bool | None:  # type: ignore[override]
+        """A client that half-closes mid-body sent fewer bytes than its Content-Length: the
+        body ends there, the operation answers IncompleteBody over the still-open write side,
+        and the connection closes after that answer. Otherwise the transport closes as usual."""
+        cycle = self.cycle
+        if cycle is None or self._in_head or cycle.response_complete or not cycle.more_body:
+            return None
+        cycle.more_body = False
+        cycle.keep_alive = False
+        cycle.message_event.set()
+        return True
+
     def data_received(self, data: bytes) -> None:
         if not self._in_head:
             # A body may be followed by a pipelined request the parser refuses: through _feed,
@@ -85,10 +98,34 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._unsupported_upgrade_warning()  # S3 has no protocol upgrades
         except httptools.HttpParserError:
             # A callback's exception reaches here wrapped by httptools: tell ours by the flag.
-            too_large = self._header_too_large
-            self._refuse(S3Error("RequestHeaderSectionTooLarge" if too_large else "InvalidRequest"))
+            if self._header_too_large:
+                self._refuse(S3Error("RequestHeaderSectionTooLarge"))
+            elif self._body_overrun():
+                self._refuse(S3Error("IncompleteBody", "the body is longer than its Content-Length"))
+            else:
+                self._refuse(S3Error("InvalidRequest"))
             return False
         return not self.transport.is_closing()
+
+    def _body_overrun(self) -> bool:
+        """Bytes that are not HTTP arrived right after a body, before it was answered: the
+        client sent more than its Content-Length. The request must not take effect either:
+        its body reports the overrun when the operation reaches its end (request.Body)."""
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete or cycle.more_body:
+            return False
+        state = cycle.scope.get(BODY_STATE)
+        if not isinstance(state, dict) or not state.get("declared"):
+            return False
+        state["overrun"] = True
+        return True
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._disarm_head_timer()
+        declared = any(name.lower() == b"content-length" and value.strip() != b"0" for name, value in self.headers)
+        self.scope[BODY_STATE] = {"declared": declared, "overrun": False}  # type: ignore[literal-required]
+        super().on_headers_complete()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -112,11 +149,6 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._header_too_large = True
             raise _HeaderTooLarge
         super().on_header(name, value)
-
-    def on_headers_complete(self) -> None:
-        self._in_head = False
-        self._disarm_head_timer()
-        super().on_headers_complete()
 
     def _arm_head_timer(self) -> None:
         self._disarm_head_timer()

@@ -23,11 +23,17 @@ class _BodyIdleTimeout:
 BODY_IDLE_TIMEOUT = _BodyIdleTimeout()
 
 
+# The scope key under which the connection protocol (services/gateway/protocol.py) marks a
+# body the client overran: {"declared": bool, "overrun": bool}.
+BODY_STATE = "silt.body"
+
+
 class Body:
     """The request body as it arrives: read in pieces, never collected whole unless asked."""
 
-    def __init__(self, receive: Receive) -> None:
+    def __init__(self, receive: Receive, state: dict[str, bool] | None = None) -> None:
         self._receive = receive
+        self._state = state or {}
         self._buffer = bytearray()
         self._done = False
         self.received = 0  # bytes that arrived so far (for metrics and the access log)
@@ -48,7 +54,14 @@ class Body:
         self.received += len(chunk)
         self._buffer += chunk
         self._done = not message.get("more_body", False)
+        if self._done and self._state.get("overrun"):
+            raise S3Error("IncompleteBody", "the body is longer than its Content-Length")
         return True
+
+    @property
+    def overrun(self) -> bool:
+        """The client sent bytes past the end of this body (see services/gateway/protocol.py)."""
+        return bool(self._state.get("overrun"))
 
     @property
     def finished(self) -> bool:
@@ -181,5 +194,5 @@ def from_scope(scope: dict[str, Any], receive: Receive) -> Request:
         malformed_query=malformed_query,
         headers=headers,
         host=headers.get("host", ""),
-        body=Body(receive),
+        body=Body(receive, scope.get(BODY_STATE)),
     )

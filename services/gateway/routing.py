@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 from services.gateway.errors import S3Error
 from services.gateway.request import Request, decode_component
-
-# Repository names as graveler accepts them (services/graveler/validation.py): S3-compatible bucket names.
-BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
+from silt.names import is_repository_name
 
 
 def route(request: Request, domain_name: str) -> None:
@@ -27,7 +23,7 @@ def route(request: Request, domain_name: str) -> None:
         bucket, _, rest = path.lstrip("/").partition("/") if path.startswith("/") else ("", "", "")
         request.bucket = bucket
         request.path = rest
-    if request.bucket and not BUCKET_NAME.match(request.bucket):
+    if request.bucket and not is_repository_name(request.bucket):
         raise S3Error(
             "InvalidBucketName", f"the bucket name {request.bucket!r} is not valid", BucketName=request.bucket
         )

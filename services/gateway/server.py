@@ -16,7 +16,7 @@ from services.gateway import protocol, request
 from services.gateway.app import GatewayApp
 from services.gateway.protocol import BoundedHttpToolsProtocol
 from silt.config import S3GatewayConfig, load_config
-from silt.lifeline import die_with_parent
+from silt.lifeline import PARENT_PID_ENV, watch_parent_from_env
 from silt.logs import configure_logging
 from silt.rpc.server import service_config
 from silt.telemetry.setup import setup as setup_telemetry
@@ -37,7 +37,9 @@ def configure_connection_limits(s3: S3GatewayConfig) -> None:
 def create_app() -> GatewayApp:
     """The app in a worker process; the configuration comes from the environment (SILT_CONFIG)."""
     # A worker must not outlive the gateway process that supervises it, even a kill -9 of it.
-    die_with_parent(os.getppid(), grace=5.0)
+    # The supervisor's pid comes from the environment, not getppid(): a worker still importing
+    # when the supervisor died has been reparented, and would watch the wrong process.
+    watch_parent_from_env(grace=5.0)
     config = load_config()
     configure_logging(config.logging, "gateway")
     configure_connection_limits(config.gateways.s3)
@@ -51,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     host, _, port = config.gateways.s3.listen_address.rpartition(":")
     configure_connection_limits(config.gateways.s3)
     workers = config.gateways.s3.workers
+    if workers > 1:
+        os.environ[PARENT_PID_ENV] = str(os.getpid())  # what each worker watches
     uvicorn.run(
         # With several workers uvicorn imports the app in each process: a factory, by name.
         "services.gateway.server:create_app" if workers > 1 else GatewayApp(config),
@@ -59,9 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         host=host.strip("[]"),
         port=int(port),
         loop="uvloop",
-        # Bounded heads, head timeout and connection cap. Not yet with several workers: there a
-        # killed gateway's workers took longer than their shutdown grace to exit (under study).
-        http=BoundedHttpToolsProtocol if workers == 1 else "httptools",
+        # Bounded heads, head timeout and connection cap, in every worker.
+        http=BoundedHttpToolsProtocol,
         lifespan="on",
         access_log=False,
         log_level="warning",

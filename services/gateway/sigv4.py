@@ -10,6 +10,7 @@ import hmac
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from urllib.parse import quote, unquote
 
 from services.gateway.errors import S3Error
@@ -54,6 +55,20 @@ def parse_time(amz_date: str) -> datetime:
         raise S3Error("AccessDenied", f"invalid X-Amz-Date {amz_date!r}") from None
 
 
+def _from_date_header(value: str) -> str:
+    """The X-Amz-Date form of an HTTP Date header: SigV4 signs with either (botocore sends Date
+    when the caller set one); "" if there is none or it cannot be read."""
+    if not value or len(value) > 64:
+        return ""
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, OverflowError, IndexError):
+        return ""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
 def _credential(value: str) -> tuple[str, str, str, str]:
     parts = value.split("/")
     if len(parts) != 5 or parts[4] != "aws4_request":
@@ -75,9 +90,9 @@ def parse_header(request: Request) -> V4Request:
         signature = fields["Signature"]
     except KeyError as exc:
         raise S3Error("InvalidArgument", f"the Authorization header lacks {exc.args[0]}") from None
-    amz_date = request.headers.get("x-amz-date") or ""
+    amz_date = request.headers.get("x-amz-date") or _from_date_header(request.headers.get("date", ""))
     if not amz_date:
-        raise S3Error("AccessDenied", "AWS authentication requires a valid X-Amz-Date header")
+        raise S3Error("AccessDenied", "AWS authentication requires a valid Date or X-Amz-Date header")
     payload = request.headers.get("x-amz-content-sha256", "")
     if not payload:
         raise S3Error("InvalidRequest", "missing required header for this request: x-amz-content-sha256")
@@ -94,12 +109,14 @@ def parse_query(request: Request) -> V4Request:
     if need("X-Amz-Algorithm") != ALGORITHM:
         raise S3Error("InvalidArgument", "X-Amz-Algorithm must be AWS4-HMAC-SHA256")
     key, date, region, service = _credential(need("X-Amz-Credential"))
-    try:
-        expires = int(need("X-Amz-Expires"))
-    except ValueError:
-        raise S3Error("InvalidArgument", "bad X-Amz-Expires") from None
-    if not 0 < expires <= MAX_PRESIGNED_EXPIRY:
-        raise S3Error("InvalidArgument", "X-Amz-Expires must be between 1 second and 7 days")
+    raw_expires = need("X-Amz-Expires")
+    if not raw_expires.isdigit() or len(raw_expires) > 12:
+        raise S3Error("AuthorizationQueryParametersError", "X-Amz-Expires must be non-negative")
+    expires = int(raw_expires)
+    if expires > MAX_PRESIGNED_EXPIRY:
+        raise S3Error(
+            "AuthorizationQueryParametersError", "X-Amz-Expires must be less than a week (in seconds) that is 604800"
+        )
     return V4Request(
         key,
         date,
@@ -134,6 +151,17 @@ def canonical_request(request: Request, claim: V4Request, uri: str) -> str:
     )
 
 
+def _wire_bytes(text: str) -> bytes:
+    """The canonical request as the bytes the client hashed. Header values arrive decoded as
+    latin-1 (one char per byte), so latin-1 gives back the bytes sent: a UTF-8 value such as
+    x-amz-meta-x: café is signed over its UTF-8 bytes, as every SDK signs it. Everything else
+    in the canonical request is ASCII (the URI and query are percent-encoded)."""
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 def signing_key(secret: str, claim: V4Request) -> bytes:
     key = ("AWS4" + secret).encode()
     for part in (claim.date, claim.region, claim.service, "aws4_request"):
@@ -151,7 +179,8 @@ def verify(request: Request, claim: V4Request, secret: str, region: str, now: da
     if claim.date != claim.amz_date[:8]:
         raise S3Error("SignatureDoesNotMatch", "the credential scope date does not match X-Amz-Date")
     if claim.presigned:
-        if (now - when).total_seconds() > claim.expires:
+        # Expired once the age reaches X-Amz-Expires: a URL presigned for 0 seconds never works.
+        if claim.expires == 0 or (now - when).total_seconds() > claim.expires:
             raise S3Error("AccessDenied", "Request has expired")
         if (when - now).total_seconds() > max_skew:
             raise S3Error("AccessDenied", "Request is not yet valid")
@@ -174,7 +203,7 @@ def verify(request: Request, claim: V4Request, secret: str, region: str, now: da
                 ALGORITHM,
                 claim.amz_date,
                 claim.scope,
-                hashlib.sha256(canonical_request(request, claim, uri).encode()).hexdigest(),
+                hashlib.sha256(_wire_bytes(canonical_request(request, claim, uri))).hexdigest(),
             )
         )
         # Bytes, not str: compare_digest refuses non-ASCII str, and a client controls the claim.

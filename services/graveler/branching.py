@@ -1,32 +1,33 @@
-"""Comparing, combining and undoing: diff, merge, revert, cherry-pick and reset.
+"""Branching: comparing, combining and undoing — diff, merge, revert, cherry-pick and reset.
 
 Everything here works on metaranges through the committed layer, whose walks skip ranges
 with equal ids, so the cost follows the size of the change, not of the repository. Branch
-moves use the same set_if-and-retry discipline as commits: no lock anywhere.
+moves go through the BranchUpdater, like commits: no lock anywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
-from services.graveler.builder import staged_changes
+from services.graveler.cleanup import Cleaner
 from services.graveler.committed.diff import Difference
+from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.merge import Conflict, Resolver, by_pattern
+from services.graveler.committed.model import MetaRangeId
+from services.graveler.compaction import CompactedState
+from services.graveler.deadline import Deadline
+from services.graveler.entries import Entries
 from services.graveler.history import find_merge_base
+from services.graveler.model import MERGE_STRATEGIES, CommitId, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page, delimiter_bytes, page_amount, paginate
-from services.graveler.refs import BranchRecord, RepoHandle, set_tokens
-from services.graveler.staging import new_token
+from services.graveler.refs import BranchRecord, RefManager, RepoHandle, Resolved, new_commit, set_tokens
+from services.graveler.staging import StagingStore, new_token
+from services.graveler.updater import BranchUpdater, modify_branch
 from services.graveler.validation import validate_key
-from silt.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed
+from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
-
-if TYPE_CHECKING:
-    from services.graveler.graveler import Graveler, Resolved
-
-
-STRATEGIES = {"fail", "source-wins", "dest-wins"}
 
 
 @dataclass
@@ -37,22 +38,49 @@ class MergeOutcome:
     conflicts: list[Conflict] = field(default_factory=list)
 
 
-def resolver_for(strategy: str, path_strategies: list[tuple[str, str]]) -> Resolver | None:
-    if strategy not in STRATEGIES or any(s not in STRATEGIES for _, s in path_strategies):
-        raise InvalidArgument(f"merge strategy must be one of {sorted(STRATEGIES)}")
+class Plan(NamedTuple):
+    """A three-way merge onto a branch's head, and the commit that records it."""
+
+    base: MetaRangeId
+    source: MetaRangeId
+    dest: MetaRangeId
+    parents: list[CommitId]
+    message: str
+    generation: int
+
+
+def resolver_for(strategy: str, path_strategies: list[tuple[str, MergeStrategy]]) -> Resolver | None:
+    if strategy not in MERGE_STRATEGIES or any(s not in MERGE_STRATEGIES for _, s in path_strategies):
+        raise InvalidArgument(f"merge strategy must be one of {sorted(MERGE_STRATEGIES)}")
     if not path_strategies and strategy == "fail":
         return None
     return by_pattern(path_strategies, strategy)
 
 
-class BranchingMixin:
-    """Operations of Graveler that compare or combine refs (mixed into Graveler)."""
+class Branching:
+    def __init__(
+        self,
+        refs: RefManager,
+        staging: StagingStore,
+        committed: CommittedManager,
+        updater: BranchUpdater,
+        entries: Entries,
+        cleaner: Cleaner,
+        state: CompactedState,
+    ) -> None:
+        self._refs = refs
+        self._state = state
+        self._staging = staging
+        self._committed = committed
+        self._updater = updater
+        self._entries = entries
+        self._cleaner = cleaner
 
     # --- diff --------------------------------------------------------------------------------
 
     def diff(
-        self: Graveler,
-        repository: str,
+        self,
+        repo: RepoHandle,
         left_ref: str,
         right_ref: str,
         three_dot: bool,
@@ -61,14 +89,14 @@ class BranchingMixin:
         after: str,
         amount: int,
     ) -> Page[Difference]:
-        repo = self._repo(repository)
-        left = self.refs.get_commit(repo, self._resolve(repo, left_ref).commit_id)
-        right = self.refs.get_commit(repo, self._resolve(repo, right_ref).commit_id)
+        left = self._refs.get_commit(repo, self._refs.resolve(repo, left_ref).commit_id)
+        right = self._refs.get_commit(repo, self._refs.resolve(repo, right_ref).commit_id)
         if three_dot:
-            base_id = self.merge_base_of(repo, left.id, right.id)
-            left = self.refs.get_commit(repo, base_id)
+            base_id = self.merge_base_of(repo, CommitId(left.id), CommitId(right.id))
+            left = self._refs.get_commit(repo, base_id)
+        left_mr, right_mr = MetaRangeId(left.metarange_id), MetaRangeId(right.metarange_id)
         return paginate(
-            lambda start: self.committed.diff(repo.namespace, left.metarange_id, right.metarange_id, start),
+            lambda start: self._committed.diff(repo.namespace, left_mr, right_mr, start),
             _difference_key,
             prefix.encode(),
             delimiter_bytes(delimiter),
@@ -78,10 +106,16 @@ class BranchingMixin:
         )
 
     def diff_branch(
-        self: Graveler, repository: str, branch_name: str, prefix: str, delimiter: str, after: str, amount: int
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        prefix: str,
+        delimiter: str,
+        after: str,
+        amount: int,
+        deadline: Deadline,
     ) -> Page[Difference]:
         """The uncommitted changes of a branch: staged values against its head commit."""
-        repo = self._repo(repository)
 
         def body(resolved: Resolved) -> Page[Difference]:
             branch = resolved.branch
@@ -96,210 +130,247 @@ class BranchingMixin:
                 size_of=_difference_size,
             )
 
-        return self._read(repo, self._plain_branch(repo, branch_name), body)
+        return self._entries.read(repo, self._plain_branch(repo, branch_name), body, deadline)
 
-    def _uncommitted(
-        self: Graveler, repo: RepoHandle, branch: BranchRecord, start: bytes = b""
-    ) -> Iterator[Difference]:
-        tokens = [branch.branch.staging_token, *branch.branch.sealed_tokens]
-        head = self.refs.get_commit(repo, branch.branch.commit_id)
-        return self.committed.diff_changes(
-            repo.namespace, head.metarange_id, staged_changes(self.staging, tokens, start)
-        )
+    def _uncommitted(self, repo: RepoHandle, branch: BranchRecord, start: bytes = b"") -> Iterator[Difference]:
+        # Staged values, then what a compaction folded in (the compacted metarange against
+        # the head's): both are uncommitted.
+        head = self._state.head_metarange(repo, branch.branch)
+        changes = self._state.pending(repo, branch.branch, branch.tokens, head, start)
+        return self._committed.diff_changes(repo.namespace, head, changes)
 
-    def _plain_branch(self: Graveler, repo: RepoHandle, name: str) -> str:
+    def _plain_branch(self, repo: RepoHandle, name: str) -> str:
         # A branch name, exactly: an expression like main~1 or main@ has no staging area.
-        self.refs.get_branch(repo, name)
+        self._refs.get_branch(repo, name)
         return name
 
-    def _require_clean(self: Graveler, repo: RepoHandle, branch: BranchRecord, what: str) -> None:
+    def _require_clean(self, repo: RepoHandle, branch: BranchRecord, what: str) -> None:
         if next(self._uncommitted(repo, branch), None) is not None:
             raise FailedPrecondition(
                 f"branch {branch.branch.name!r} has uncommitted changes; commit or reset them before {what}"
             )
 
-    def merge_base_of(self: Graveler, repo: RepoHandle, left: str, right: str) -> str:
-        base = find_merge_base(lambda cid: self.refs.get_commit(repo, cid), left, right)
+    def merge_base_of(self, repo: RepoHandle, left: CommitId, right: CommitId) -> CommitId:
+        base = find_merge_base(lambda cid: self._refs.get_commit(repo, cid), left, right)
         if base is None:
             raise FailedPrecondition(f"commits {left[:12]} and {right[:12]} have no common ancestor")
-        return base
+        return CommitId(base)
 
-    def find_merge_base(self: Graveler, repository: str, left_ref: str, right_ref: str) -> str:
-        repo = self._repo(repository)
+    def find_merge_base(self, repo: RepoHandle, left_ref: str, right_ref: str) -> CommitId:
         return self.merge_base_of(
-            repo, self._resolve(repo, left_ref).commit_id, self._resolve(repo, right_ref).commit_id
+            repo, self._refs.resolve(repo, left_ref).commit_id, self._refs.resolve(repo, right_ref).commit_id
         )
 
     # --- merge, revert, cherry-pick -----------------------------------------------------------
 
     def merge(
-        self: Graveler,
-        repository: str,
+        self,
+        repo: RepoHandle,
         source_ref: str,
         destination: str,
-        strategy: str = "fail",
-        path_strategies: list[tuple[str, str]] | None = None,
-        squash: bool = False,
-        allow_empty: bool = False,
-        message: str = "",
-        metadata: dict[str, str] | None = None,
-        committer: str = "",
+        strategy: MergeStrategy,
+        path_strategies: list[tuple[str, MergeStrategy]],
+        squash: bool,
+        allow_empty: bool,
+        message: str,
+        metadata: dict[str, str],
+        committer: str,
+        deadline: Deadline,
     ) -> MergeOutcome:
-        repo = self._repo(repository)
-        resolver = resolver_for(strategy, path_strategies or [])
-        source_id = self._resolve(repo, source_ref).commit_id
-        source = self.refs.get_commit(repo, source_id)
+        resolver = resolver_for(strategy, path_strategies)
+        source_id = self._refs.resolve(repo, source_ref).commit_id
+        source = self._refs.get_commit(repo, source_id)
 
-        def plan(dest: BranchRecord) -> tuple[str, str, str, list[str], str, int] | None:
-            dest_head = self.refs.get_commit(repo, dest.branch.commit_id)
-            base_id = self.merge_base_of(repo, source_id, dest_head.id)
+        def plan(dest: BranchRecord) -> Plan:
+            dest_head = self._refs.get_commit(repo, dest.branch.commit_id)
+            base_id = self.merge_base_of(repo, source_id, CommitId(dest_head.id))
             if base_id == source_id and not allow_empty:
                 raise FailedPrecondition(f"nothing to merge: {source_ref!r} is already in {destination!r}")
-            base = self.refs.get_commit(repo, base_id)
-            parents = [dest_head.id] if squash else [dest_head.id, source_id]
+            base = self._refs.get_commit(repo, base_id)
+            parents = [CommitId(dest_head.id)] if squash else [CommitId(dest_head.id), source_id]
             generation = max(dest_head.generation, source.generation) + 1
             text = message or f"Merge {source_ref!r} into {destination!r}"
-            return base.metarange_id, source.metarange_id, dest_head.metarange_id, parents, text, generation
+            return Plan(
+                MetaRangeId(base.metarange_id),
+                MetaRangeId(source.metarange_id),
+                MetaRangeId(dest_head.metarange_id),
+                parents,
+                text,
+                generation,
+            )
 
         # A merge records the source's history even when the content ends up unchanged (e.g.
         # dest-wins on every conflict); "nothing to merge" is decided by ancestry above.
-        return self._combine(repo, destination, "merging", plan, resolver, True, metadata, committer)
+        return self._combine(repo, destination, "merging", plan, resolver, True, metadata, committer, deadline)
 
     def revert(
-        self: Graveler,
-        repository: str,
+        self,
+        repo: RepoHandle,
         branch_name: str,
         ref: str,
-        parent_number: int = 0,
-        message: str = "",
-        metadata: dict[str, str] | None = None,
-        committer: str = "",
+        parent_number: int,
+        message: str,
+        metadata: dict[str, str],
+        committer: str,
+        deadline: Deadline,
     ) -> MergeOutcome:
         """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
-        repo = self._repo(repository)
-        target = self.refs.get_commit(repo, self._resolve(repo, ref).commit_id)
-        parent = self.refs.get_commit(repo, _parent_of(target, parent_number))
+        target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
+        parent = self._refs.get_commit(repo, _parent_of(target, parent_number))
 
-        def plan(dest: BranchRecord) -> tuple[str, str, str, list[str], str, int]:
-            head = self.refs.get_commit(repo, dest.branch.commit_id)
+        def plan(dest: BranchRecord) -> Plan:
+            head = self._refs.get_commit(repo, dest.branch.commit_id)
             text = message or f"Revert {target.id}"
-            return target.metarange_id, parent.metarange_id, head.metarange_id, [head.id], text, head.generation + 1
+            return Plan(
+                MetaRangeId(target.metarange_id),
+                MetaRangeId(parent.metarange_id),
+                MetaRangeId(head.metarange_id),
+                [CommitId(head.id)],
+                text,
+                head.generation + 1,
+            )
 
-        return self._combine(repo, branch_name, "reverting", plan, None, False, metadata, committer)
+        return self._combine(repo, branch_name, "reverting", plan, None, False, metadata, committer, deadline)
 
     def cherry_pick(
-        self: Graveler, repository: str, branch_name: str, ref: str, parent_number: int = 0, committer: str = ""
+        self, repo: RepoHandle, branch_name: str, ref: str, parent_number: int, committer: str, deadline: Deadline
     ) -> MergeOutcome:
         """Apply a commit's change onto a branch: a three-way merge from its parent to it."""
-        repo = self._repo(repository)
-        target = self.refs.get_commit(repo, self._resolve(repo, ref).commit_id)
-        parent = self.refs.get_commit(repo, _parent_of(target, parent_number))
+        target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
+        parent = self._refs.get_commit(repo, _parent_of(target, parent_number))
         metadata = {**target.metadata, "cherry-picked-from": target.id}
 
-        def plan(dest: BranchRecord) -> tuple[str, str, str, list[str], str, int]:
-            head = self.refs.get_commit(repo, dest.branch.commit_id)
-            return (
-                parent.metarange_id,
-                target.metarange_id,
-                head.metarange_id,
-                [head.id],
+        def plan(dest: BranchRecord) -> Plan:
+            head = self._refs.get_commit(repo, dest.branch.commit_id)
+            return Plan(
+                MetaRangeId(parent.metarange_id),
+                MetaRangeId(target.metarange_id),
+                MetaRangeId(head.metarange_id),
+                [CommitId(head.id)],
                 target.message,
                 head.generation + 1,
             )
 
         return self._combine(
-            repo, branch_name, "cherry-picking", plan, None, False, metadata, committer or target.committer
+            repo, branch_name, "cherry-picking", plan, None, False, metadata, committer or target.committer, deadline
         )
 
     def _combine(
-        self: Graveler,
+        self,
         repo: RepoHandle,
         branch_name: str,
         what: str,
-        plan: Callable[[BranchRecord], tuple[str, str, str, list[str], str, int] | None],
+        plan: Callable[[BranchRecord], Plan],
         resolver: Resolver | None,
         allow_empty: bool,
-        metadata: dict[str, str] | None,
+        metadata: dict[str, str],
         committer: str,
+        deadline: Deadline,
     ) -> MergeOutcome:
         """Three-way merge onto a branch's head, committed and moved with set_if; redone if the branch moved."""
-        for _ in range(self.options.max_retries):
-            dest = self.refs.get_branch(repo, branch_name)
+
+        def attempt(_: int) -> MergeOutcome:
+            dest = self._refs.get_branch(repo, branch_name)
             self._require_clean(repo, dest, what)
             planned = plan(dest)
-            assert planned is not None
-            base_mr, source_mr, dest_mr, parents, text, generation = planned
-            result = self.committed.merge(repo.namespace, base_mr, source_mr, dest_mr, resolver)
+            result = self._committed.merge(repo.namespace, planned.base, planned.source, planned.dest, resolver)
             if not result.succeeded:
                 return MergeOutcome(conflicts=list(result.conflicts))
             assert result.metarange_id is not None
-            if result.metarange_id == dest_mr and not allow_empty:
+            if result.metarange_id == planned.dest and not allow_empty:
                 raise FailedPrecondition(f"{what} changes nothing on branch {branch_name!r}")
-            commit = self._make_commit(
-                repo, text, dict(metadata or {}), committer, result.metarange_id, parents, generation
+            deadline.check(f"{what} onto {branch_name!r}")
+            commit = new_commit(
+                planned.message, dict(metadata), committer, result.metarange_id, planned.parents, planned.generation
             )
-            self.refs.put_commit(repo, commit)
-            updated = pb.Branch()
-            updated.CopyFrom(dest.branch)
-            updated.commit_id = commit.id
-            try:
-                self.refs.set_branch_if(repo, updated, dest.predicate)
-            except PredicateFailed:
-                continue  # the branch moved (a commit or another merge): start over on its new head
+            self._refs.put_commit(repo, commit)
+
+            def point(branch: pb.Branch) -> None:
+                branch.commit_id = commit.id
+                # The branch was clean: a compacted metarange held the old head's content.
+                branch.compacted_metarange_id = ""
+
+            # PredicateFailed: the branch moved (a commit or another merge); the updater
+            # starts over on its new head.
+            self._refs.set_branch_if(repo, modify_branch(dest, point), dest.predicate)
             return MergeOutcome(commit=commit)
-        raise Aborted(f"{what} onto {branch_name!r} raced with other changes {self.options.max_retries} times; retry")
+
+        return self._updater.retry(attempt, f"{what} onto {branch_name!r}", deadline)
 
     # --- reset ---------------------------------------------------------------------------------
 
     def reset_branch(
-        self: Graveler,
-        repository: str,
+        self,
+        repo: RepoHandle,
         branch_name: str,
-        *,
-        key: str | None = None,
-        prefix: str | None = None,
-        hard_ref: str | None = None,
+        key: str | None,
+        prefix: str | None,
+        hard_ref: str | None,
+        deadline: Deadline,
     ) -> pb.Branch:
         """Drop uncommitted changes: all of them, one key's, a prefix's; or move the branch to a ref."""
-        repo = self._repo(repository)
         if key is not None or prefix is not None:
             under = validate_key(key) if key is not None else (prefix or "").encode()
-            branch = self.refs.get_branch(repo, branch_name)
-            for token in [branch.branch.staging_token, *branch.branch.sealed_tokens]:
+            branch = self._refs.get_branch(repo, branch_name)
+            for token in branch.tokens:
                 if key is not None:
-                    self.staging.drop_key(token, under)
+                    self._staging.drop_key(token, under)
                 else:
-                    for kv in list(self._staged_under(token, under)):
-                        self.staging.drop_key(token, kv)
-            return self.refs.get_branch(repo, branch_name).branch
-        target = self._resolve(repo, hard_ref).commit_id if hard_ref else None
+                    for staged in list(self._staging.keys_under(token, under)):
+                        self._staging.drop_key(token, staged)
+            if branch.branch.compacted_metarange_id:
+                self._reset_compacted(repo, branch_name, under, key is not None, deadline)
+            return self._refs.get_branch(repo, branch_name).branch
+        target = self._refs.resolve(repo, hard_ref).commit_id if hard_ref else None
 
-        def reset(branch: pb.Branch) -> None:
-            set_tokens(branch, new_token(repo.partition, branch_name), [])
-            if target is not None:
-                branch.commit_id = target
+        def reset(current: BranchRecord) -> pb.Branch:
+            def change(branch: pb.Branch) -> None:
+                set_tokens(branch, new_token(repo.partition, branch_name), [])
+                branch.compacted_metarange_id = ""
+                if target is not None:
+                    branch.commit_id = target
 
-        current, updated = self._update_branch(repo, branch_name, reset, "reset")
-        for token in [current.branch.staging_token, *current.branch.sealed_tokens]:
-            self._cleanup.submit(self._drop_token, token)
+            return modify_branch(current, change)
+
+        current, updated = self._updater.update(repo, branch_name, reset, "reset", deadline)
+        self._cleaner.drop_tokens(current.tokens)
+        self._entries.observer.cleared(repo.name, branch_name)
         return updated
 
-    def _staged_under(self: Graveler, token: str, prefix: bytes) -> Iterator[bytes]:
-        for kv in self.staging.scan(token, prefix):
-            if not kv.key.startswith(prefix):
-                return
-            yield kv.key
+    def _reset_compacted(
+        self, repo: RepoHandle, branch_name: str, under: bytes, exact: bool, deadline: Deadline
+    ) -> None:
+        """Give the compacted metarange the head's values at one key or under a prefix."""
+
+        def reset(current: BranchRecord) -> pb.Branch:
+            branch = current.branch
+            if not branch.compacted_metarange_id:
+                return branch
+            head = self._state.head_metarange(repo, branch)
+            compacted = MetaRangeId(branch.compacted_metarange_id)
+            changes = self._state.restoring(repo.namespace, head, compacted, under)
+            if exact:
+                changes = (c for c in changes if c.key == under)
+            result = self._committed.apply(repo.namespace, compacted, changes)
+            return modify_branch(
+                current,
+                lambda b: setattr(
+                    b, "compacted_metarange_id", "" if result.metarange_id == head else result.metarange_id
+                ),
+            )
+
+        self._updater.update(repo, branch_name, reset, "reset", deadline)
 
 
-def _parent_of(commit: pb.Commit, parent_number: int) -> str:
+def _parent_of(commit: pb.Commit, parent_number: int) -> CommitId:
     if not commit.parents:
         raise FailedPrecondition(f"commit {commit.id[:12]} has no parent")
     if len(commit.parents) > 1 and parent_number == 0:
         raise InvalidArgument(f"commit {commit.id[:12]} is a merge commit: choose a parent number (1-based)")
     number = parent_number or 1
     if not 1 <= number <= len(commit.parents):
-        raise NotFound(f"commit {commit.id[:12]} has no parent number {number}")
-    return commit.parents[number - 1]
+        raise NotFound(f"commit {commit.id[:12]} has no parent number {number}", what="commit")
+    return CommitId(commit.parents[number - 1])
 
 
 def _difference_key(difference: Difference) -> bytes:
@@ -311,4 +382,4 @@ def _difference_size(difference: Difference) -> int:
     return len(difference.key) + sum(len(side.value) for side in sides if side is not None)
 
 
-__all__ = ["BranchingMixin", "CommonPrefix", "MergeOutcome"]
+__all__ = ["Branching", "CommonPrefix", "MergeOutcome"]

@@ -14,28 +14,41 @@ import contextlib
 import multiprocessing
 import os
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from typing import Protocol
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import wait as wait_for
+from typing import Protocol, TypeVar
 
 from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import ApplyResult, Change, MetaRangeId, Record
+from services.graveler.deadline import NO_DEADLINE, Deadline
 from services.graveler.iterators import combined
+from services.graveler.model import StagingToken
 from services.graveler.staging import StagingStore
+from services.graveler.values import KeyValue
 from silt.block import open_adapter
 from silt.config import Config, parse_cpu_list
+from silt.errors import DeadlineExceeded, Unavailable
 from silt.kv import open_store
 from silt.lifeline import die_with_parent
 
 
 class MetaRangeBuilder(Protocol):
     def apply_tokens(
-        self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None
+        self,
+        namespace: str,
+        base: MetaRangeId,
+        tokens: list[StagingToken],
+        prefixes: list[bytes] | None = None,
+        deadline: Deadline = NO_DEADLINE,
     ) -> ApplyResult:
-        """Apply the staged values of tokens (newest first) onto base; only keys under prefixes, if given."""
+        """Apply the staged values of tokens (newest first) onto base; only keys under prefixes, if given.
+
+        Gives up with DeadlineExceeded once deadline passes (the caller stopped waiting).
+        """
         ...
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         """Delete every staged value of a token that no branch refers to any more."""
         ...
 
@@ -43,17 +56,35 @@ class MetaRangeBuilder(Protocol):
 
 
 def staged_changes(
-    staging: StagingStore, tokens: list[str], start: bytes = b"", prefixes: list[bytes] | None = None
+    staging: StagingStore, tokens: list[StagingToken], start: bytes = b"", prefixes: list[bytes] | None = None
 ) -> Iterator[Change]:
     """The changes held by tokens (newest first) from key start on, newest value per key,
     tombstones as deletes; only keys under one of prefixes, if given."""
-    for kv in combined([staging.scan(token, start) for token in tokens]):
+    return changes_of(combined([staging.scan(token, start) for token in tokens]), prefixes)
+
+
+def changes_of(values: Iterator[KeyValue], prefixes: list[bytes] | None = None) -> Iterator[Change]:
+    """Values in key order as changes, tombstones as deletes; only keys under prefixes, if given."""
+    for kv in values:
         if prefixes and not kv.key.startswith(tuple(prefixes)):
             continue
         if kv.value.tombstone:
             yield Change.delete(kv.key)
         else:
             yield Change.upsert(Record(kv.key, kv.value.identity, kv.value.data))
+
+
+# How many changes a build applies between two looks at its deadline.
+DEADLINE_CHECK_EVERY = 1024
+
+
+def until(deadline: Deadline, changes: Iterator[Change]) -> Iterator[Change]:
+    """changes, raising DeadlineExceeded once the caller stopped waiting for the build."""
+    for count, change in enumerate(changes):
+        if count % DEADLINE_CHECK_EVERY == 0:
+            deadline.check("building the commit")
+        yield change
+    deadline.check("building the commit")
 
 
 class InProcessBuilder:
@@ -63,11 +94,17 @@ class InProcessBuilder:
         self._drop_pace = drop_pace  # see StagingStore.drop
 
     def apply_tokens(
-        self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None
+        self,
+        namespace: str,
+        base: MetaRangeId,
+        tokens: list[StagingToken],
+        prefixes: list[bytes] | None = None,
+        deadline: Deadline = NO_DEADLINE,
     ) -> ApplyResult:
-        return self._committed.apply(namespace, base, staged_changes(self._staging, tokens, prefixes=prefixes))
+        changes = until(deadline, staged_changes(self._staging, tokens, prefixes=prefixes))
+        return self._committed.apply(namespace, base, changes)
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         self._staging.drop(token, self._drop_pace)
 
     def close(self) -> None:
@@ -117,7 +154,9 @@ def _init_worker(config: Config, niceness: int, parent_pid: int) -> None:
     _worker = InProcessBuilder(staging, committed, drop_pace=DROP_PACE_SECONDS)
 
 
-def _apply_in_worker(namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None) -> ApplyResult:
+def _apply_in_worker(
+    namespace: str, base: MetaRangeId, tokens: list[StagingToken], prefixes: list[bytes] | None
+) -> ApplyResult:
     assert _worker is not None, "worker not initialised"
     return _worker.apply_tokens(namespace, base, tokens, prefixes)
 
@@ -130,13 +169,42 @@ def _warm_up() -> None:
 DROP_PACE_SECONDS = 0.001
 
 
-def _drop_in_worker(token: str) -> None:
+def _drop_in_worker(token: StagingToken) -> None:
     assert _worker is not None, "worker not initialised"
     _worker.drop_token(token)
 
 
+# A build or drop in a worker that takes longer than this is taken as stuck, deadline or not.
+WORKER_TIMEOUT_SECONDS = 600.0
+# How often a wait on a worker looks whether the caller went away.
+_POLL_SECONDS = 0.05
+_R = TypeVar("_R")
+
+
+def _wait(future: Future[_R], deadline: Deadline, what: str, limit: float) -> _R:
+    """The future's result, waiting at most until deadline and never longer than limit."""
+    remaining = deadline.remaining()
+    budget = limit if remaining is None else min(limit, remaining)
+    ends = deadline.clock() + budget
+    while True:
+        left = ends - deadline.clock()
+        done, _ = wait_for([future], timeout=max(0.0, min(_POLL_SECONDS, left)))
+        if done:
+            return future.result()
+        if deadline.expired() or left <= 0:
+            # A running build cannot be interrupted; its result (content-addressed ranges
+            # nobody names) is simply dropped, and garbage collection removes the objects.
+            future.cancel()
+            if deadline.expired():
+                raise DeadlineExceeded(f"{what}: deadline exceeded while waiting for a commit worker")
+            raise Unavailable(f"{what}: no commit worker answered within {limit:.0f} s")
+
+
 class ProcessPoolBuilder:
-    def __init__(self, config: Config, workers: int = 2, niceness: int = 10) -> None:
+    def __init__(
+        self, config: Config, workers: int = 2, niceness: int = 10, timeout: float = WORKER_TIMEOUT_SECONDS
+    ) -> None:
+        self._timeout = timeout
         if config.database.type == "mem":
             raise ValueError("the mem KV driver lives in one process; build in-process instead")
         # spawn, not fork: a forked gRPC server process is not safe to use in the child.
@@ -151,14 +219,21 @@ class ProcessPoolBuilder:
         self._pool.submit(_warm_up)
 
     def apply_tokens(
-        self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None
+        self,
+        namespace: str,
+        base: MetaRangeId,
+        tokens: list[StagingToken],
+        prefixes: list[bytes] | None = None,
+        deadline: Deadline = NO_DEADLINE,
     ) -> ApplyResult:
-        return self._pool.submit(_apply_in_worker, namespace, base, tokens, prefixes).result()
+        deadline.check("building the commit")
+        future = self._pool.submit(_apply_in_worker, namespace, base, tokens, prefixes)
+        return _wait(future, deadline, "building the commit", self._timeout)
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         # Dropping a committed token is one KV delete per staged key: after a 100,000-entry
         # commit, seconds of Python that would otherwise hold the serving process's GIL.
-        self._pool.submit(_drop_in_worker, token).result()
+        _wait(self._pool.submit(_drop_in_worker, token), NO_DEADLINE, "dropping a staging token", self._timeout)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

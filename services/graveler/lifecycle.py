@@ -1,4 +1,10 @@
-"""Whole repositories: deletion with a to-delete list (docs/design/kv.md), and dump / restore of refs.
+"""Lifecycle: whole repositories — creation, deletion with a to-delete list, dump / restore of refs.
+
+Key schema and the to-delete list: docs/design/kv.md.
+
+Creating: everything the repository needs (empty metarange, first commit, default branch)
+is written into its fresh partition first; the repository record, written last, is what
+makes it exist.
 
 Deleting: the repository's partition is first recorded in the `graveler` partition under
 `to_delete/<partition>`, then the repository record is deleted — from that moment nothing
@@ -19,24 +25,28 @@ import json
 import logging
 import uuid
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-from google.protobuf.internal.decoder import _DecodeVarint32
-from google.protobuf.internal.encoder import _VarintBytes
+# Private helpers of protobuf (absent from its stubs): the length-delimited framing protobuf itself uses.
+from google.protobuf.internal.decoder import _DecodeVarint32  # type: ignore[attr-defined]
+from google.protobuf.internal.encoder import _VarintBytes  # type: ignore[attr-defined]
 from google.protobuf.message import Message
 
-from services.graveler.refs import GRAVELER_PARTITION, RepoHandle
+from services.graveler.addresses import validate_namespace
+from services.graveler.cleanup import Cleaner
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.refs import GRAVELER_PARTITION, RefManager, RepoHandle, branch_tokens, new_commit
+from services.graveler.refs.manager import now
 from services.graveler.staging import new_token
-from silt.errors import FailedPrecondition, InvalidArgument, NotFound
+from services.graveler.validation import validate_ref_name, validate_repository_name
+from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
-
-if TYPE_CHECKING:
-    from services.graveler.graveler import Graveler
 
 log = logging.getLogger(__name__)
 
 TO_DELETE = b"to_delete/"
 DUMPS_PREFIX = "_silt/refs/"
+DEFAULT_BRANCH = "main"
 
 
 def _delimited(messages: Iterable[Message]) -> Iterator[bytes]:
@@ -66,22 +76,59 @@ def commit_id_of(commit: pb.Commit) -> str:
     return hashlib.sha256(copy.SerializeToString(deterministic=True)).hexdigest()
 
 
-class LifecycleMixin:
-    """Operations of Graveler on whole repositories (mixed into Graveler)."""
+class Lifecycle:
+    def __init__(self, refs: RefManager, committed: CommittedManager, cleaner: Cleaner) -> None:
+        self._refs = refs
+        self._committed = committed
+        self._cleaner = cleaner
+
+    # --- creation -----------------------------------------------------------------------------
+
+    def create_repository(self, name: str, storage_namespace: str, default_branch: str, bare: bool) -> pb.Repository:
+        """Create a repository with an initial empty commit on its default branch (bare: neither)."""
+        validate_repository_name(name)
+        default_branch = validate_ref_name(default_branch or DEFAULT_BRANCH)
+        if not storage_namespace:
+            raise InvalidArgument("storage namespace must not be empty")
+        try:
+            self._refs.get_repository(name)
+            raise AlreadyExists(f"repository {name!r} already exists")
+        except NotFound:
+            pass
+        # A bare repository is the target of RestoreRefs, which reads a dump in the namespace
+        # it was taken from: only those may share a namespace.
+        others = [] if bare else [(r.name, r.storage_namespace) for r in self._refs.list_repositories()]
+        validate_namespace(storage_namespace, others)
+        record = pb.Repository(
+            name=name,
+            storage_namespace=storage_namespace,
+            default_branch=default_branch,
+            creation_date=now(),
+            unique_id=uuid.uuid4().hex,
+        )
+        repo = RepoHandle(record)
+        if not bare:
+            empty = self._committed.write_metarange(repo.namespace, iter(()))
+            first = new_commit("Repository created", {}, "", empty, [], 1)
+            self._refs.put_commit(repo, first)
+            token = new_token(repo.partition, default_branch)
+            self._refs.create_branch(repo, pb.Branch(name=default_branch, commit_id=first.id, staging_token=token))
+        self._refs.create_repository(record)
+        return record
 
     # --- deletion -----------------------------------------------------------------------------
 
-    def delete_repository(self: Graveler, name: str) -> None:
-        repo = self.refs.get_repository(name)
-        self.refs.kv.set(GRAVELER_PARTITION, TO_DELETE + repo.partition, repo.record.SerializeToString())
+    def delete_repository(self, name: str) -> None:
+        repo = self._refs.get_repository(name)
+        self._refs.kv.set(GRAVELER_PARTITION, TO_DELETE + repo.partition, repo.record.SerializeToString())
         # The record goes next: from then on nothing can reach the partitions (docs/design/kv.md).
-        self.refs.delete_repository_record(name)
-        self._cleanup.submit(self._clean_deleted, repo)
+        self._refs.delete_repository_record(name)
+        self._cleaner.submit(self._clean_deleted, repo)
 
-    def clean_deleted_repositories(self: Graveler) -> int:
+    def clean_deleted_repositories(self) -> int:
         """Finish every deletion recorded in the to-delete list; return how many were finished."""
         finished = 0
-        for entry in list(self.refs.kv.scan(GRAVELER_PARTITION, TO_DELETE)):
+        for entry in list(self._refs.kv.scan(GRAVELER_PARTITION, TO_DELETE)):
             if not entry.key.startswith(TO_DELETE):
                 break
             record = pb.Repository()
@@ -90,16 +137,16 @@ class LifecycleMixin:
                 finished += 1
         return finished
 
-    def _clean_deleted(self: Graveler, repo: RepoHandle) -> bool:
+    def _clean_deleted(self, repo: RepoHandle) -> bool:
         try:
-            for branch in list(self.refs.list_branches(repo)):
-                for token in [branch.staging_token, *branch.sealed_tokens]:
-                    self.builder.drop_token(token)
+            for branch in list(self._refs.list_branches(repo)):
+                for token in branch_tokens(branch):
+                    self._cleaner.drop_now(token)
                 # Each branch goes after its tokens, so a retry still finds the tokens to drop.
-                self.refs.delete_branch(repo, branch.name)
-            for key in list(self.refs.scan_partition(repo)):
-                self.refs.kv.delete(repo.partition, key)
-            self.refs.kv.delete(GRAVELER_PARTITION, TO_DELETE + repo.partition)
+                self._refs.delete_branch(repo, branch.name)
+            for key in list(self._refs.scan_partition(repo)):
+                self._refs.kv.delete(repo.partition, key)
+            self._refs.kv.delete(GRAVELER_PARTITION, TO_DELETE + repo.partition)
             return True
         except Exception:  # left on the to-delete list; the next cleaner run resumes it
             log.warning("could not finish deleting repository partition %s", repo.partition.decode(), exc_info=True)
@@ -107,14 +154,13 @@ class LifecycleMixin:
 
     # --- dump / restore -----------------------------------------------------------------------
 
-    def dump_refs(self: Graveler, repository: str) -> tuple[str, int, int, int]:
-        repo = self._repo(repository)
+    def dump_refs(self, repo: RepoHandle) -> tuple[str, int, int, int]:
         # Branches and tags are read once: the commits dumped are exactly those they reach.
-        branches = [pb.Branch(name=b.name, commit_id=b.commit_id) for b in self.refs.list_branches(repo)]
-        tags = list(self.refs.list_tags(repo))
+        branches = [pb.Branch(name=b.name, commit_id=b.commit_id) for b in self._refs.list_branches(repo)]
+        tags = list(self._refs.list_tags(repo))
         commits = self._reachable_commits(repo, [b.commit_id for b in branches] + [t.commit_id for t in tags])
         location = f"{DUMPS_PREFIX}{uuid.uuid4().hex}/"
-        adapter = self.committed.adapter
+        adapter = self._committed.adapter
         for name, messages in (("commits", commits), ("branches", branches), ("tags", tags)):
             adapter.put(repo.namespace, location + name, io.BytesIO(b"".join(_delimited(messages))))
         manifest = {
@@ -127,7 +173,7 @@ class LifecycleMixin:
         adapter.put(repo.namespace, location + "manifest.json", io.BytesIO(json.dumps(manifest).encode()))
         return location + "manifest.json", len(commits), len(branches), len(tags)
 
-    def _reachable_commits(self: Graveler, repo: RepoHandle, heads: list[str]) -> list[pb.Commit]:
+    def _reachable_commits(self, repo: RepoHandle, heads: list[str]) -> list[pb.Commit]:
         seen: set[str] = set()
         found: list[pb.Commit] = []
         stack = list(heads)
@@ -136,22 +182,21 @@ class LifecycleMixin:
             if commit_id in seen:
                 continue
             seen.add(commit_id)
-            commit = self.refs.get_commit(repo, commit_id)
+            commit = self._refs.get_commit(repo, commit_id)
             found.append(commit)
             stack.extend(commit.parents)
         # Parents before children, so a restore never holds a commit whose parent is missing.
         return sorted(found, key=lambda c: (c.generation, c.id))
 
-    def restore_refs(self: Graveler, repository: str, location: str) -> tuple[int, int, int]:
-        repo = self._repo(repository)
+    def restore_refs(self, repo: RepoHandle, location: str) -> tuple[int, int, int]:
         if not location.startswith(DUMPS_PREFIX) or not location.endswith("/manifest.json") or ".." in location:
             raise InvalidArgument(f"invalid dump location {location!r}")
-        if next(iter(self.refs.list_branches(repo)), None) is not None:
+        if next(iter(self._refs.list_branches(repo)), None) is not None:
             raise FailedPrecondition(
-                f"repository {repository!r} is not bare: restore needs a repository without branches"
+                f"repository {repo.name!r} is not bare: restore needs a repository without branches"
             )
         folder = location[: -len("manifest.json")]
-        adapter = self.committed.adapter
+        adapter = self._committed.adapter
 
         def read(name: str) -> bytes:
             with adapter.get(repo.namespace, folder + name) as stream:
@@ -163,16 +208,16 @@ class LifecycleMixin:
             branches = list(_read_delimited(read("branches"), pb.Branch))
             tags = list(_read_delimited(read("tags"), pb.Tag))
         except NotFound:
-            raise NotFound(f"no dump at {location!r} in {repo.namespace}") from None
+            raise NotFound(f"no dump at {location!r} in {repo.namespace}", what="object") from None
         for commit in commits:
             if commit_id_of(commit) != commit.id:
                 raise InvalidArgument(f"dump is corrupt: commit {commit.id[:12]} does not match its content")
-            self.refs.put_commit(repo, commit)
+            self._refs.put_commit(repo, commit)
         for tag in tags:
-            self.refs.create_tag(repo, tag)
+            self._refs.create_tag(repo, tag)
         for branch in branches:
             name = branch.name
-            self.refs.create_branch(
+            self._refs.create_branch(
                 repo,
                 pb.Branch(name=name, commit_id=branch.commit_id, staging_token=new_token(repo.partition, name)),
             )

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from services.auth.actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
+from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.rpc.auth import MayFn, Narrowed, Require, Rule, field
+from silt.paging import page_size
+from silt.rpc.interceptor import MayFn, Narrowed, Require, Rule, field
 
 SERVICE = "silt.graveler.v1.GravelerService"
 
@@ -53,10 +54,6 @@ TABLE: dict[str, tuple[str, str]] = {
     "PrepareGC": (WRITE_REPO, "repository"),
 }
 
-# Graveler's own page limits for ListRepositories (services/graveler/graveler.py).
-_DEFAULT_PAGE = 100
-_MAX_PAGE = 1000
-
 
 def list_readable_repositories(
     call: Callable[[api.ListRepositoriesRequest], api.ListRepositoriesResponse],
@@ -69,7 +66,7 @@ def list_readable_repositories(
     caller who may read few repositories among many still gets full pages and a cursor
     (`after` = the last name returned) that moves forward.
     """
-    amount = min(request.amount if request.amount > 0 else _DEFAULT_PAGE, _MAX_PAGE)
+    amount = page_size(request.amount)
     found: list[api.RepositoryInfo] = []
     after = request.after
     while True:

@@ -22,7 +22,7 @@ import datetime as dt
 import os
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler.refs import COMMITS, RepoHandle
+from services.graveler.refs import COMMITS, RepoHandle, branch_tokens
 from services.graveler.values import decode_entry
 from silt.block.adapter import BlockAdapter
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -84,18 +84,18 @@ def validate_rules(rules: pb.GCRules) -> pb.GCRules:
 
 
 def set_rules(g: Graveler, repository: str, rules: pb.GCRules) -> pb.GCRules:
-    repo = g._repo(repository)
+    repo = g.refs.repository(repository)
     validate_rules(rules)
     g.refs.kv.set(repo.partition, RULES_KEY, rules.SerializeToString(deterministic=True))
     return rules
 
 
 def get_rules(g: Graveler, repository: str) -> pb.GCRules | None:
-    return _read_rules(g, g._repo(repository))
+    return _read_rules(g, g.refs.repository(repository))
 
 
 def delete_rules(g: Graveler, repository: str) -> None:
-    repo = g._repo(repository)
+    repo = g.refs.repository(repository)
     g.refs.kv.delete(repo.partition, RULES_KEY)
 
 
@@ -178,7 +178,7 @@ def validate_run_id(run_id: str) -> str:
 def prepare_gc(g: Graveler, repository: str) -> PreparedRun:
     started = Timestamp()
     started.GetCurrentTime()
-    repo = g._repo(repository)
+    repo = g.refs.repository(repository)
     rules = _read_rules(g, repo)
     if rules is None:
         raise FailedPrecondition(
@@ -244,7 +244,7 @@ def _commit_batches(commits: dict[str, pb.Commit], expired: set[str]) -> Iterato
 def _staged_batches(g: Graveler, branches: list[pb.Branch]) -> Iterator[pa.RecordBatch]:
     tokens, keys, addresses = [], [], []
     for branch in branches:
-        for token in [branch.staging_token, *branch.sealed_tokens]:
+        for token in branch_tokens(branch):
             if not token:
                 continue
             for item in g.staging.scan(token):
@@ -259,7 +259,7 @@ def _staged_batches(g: Graveler, branches: list[pb.Branch]) -> Iterator[pa.Recor
     yield _staged_batch(tokens, keys, addresses)
 
 
-def _staged_batch(tokens: list[str], keys: list[bytes], addresses: list[str]) -> pa.RecordBatch:
+def _staged_batch(tokens: Sequence[str], keys: list[bytes], addresses: list[str]) -> pa.RecordBatch:
     return pa.record_batch(
         [pa.array(tokens, pa.string()), pa.array(keys, pa.binary()), pa.array(addresses, pa.string())],
         schema=STAGED_SCHEMA,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 import grpc
 from grpc_health.v1.health import HealthServicer
@@ -17,20 +18,27 @@ from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.diff import Difference
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import Record
+from services.graveler.deadline import Deadline
+from services.graveler.entries import Condition
 from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.model import DifferenceKind, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import RULES
+from services.graveler.sensor import Sensor, Thresholds, Trigger
 from services.graveler.telemetry import MeteredBuilder
 from services.graveler.values import decode_entry
 from silt.block import open_adapter
+from silt.compactor.v1 import compactor_pb2 as compactor_api
+from silt.compactor.v1 import compactor_pb2_grpc as compactor_grpc
 from silt.config import Config
-from silt.errors import InvalidArgument, SiltError
+from silt.errors import ConfigError, InvalidArgument, SiltError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
-from silt.rpc.auth import current_principal, remote_interceptor
+from silt.rpc.interceptor import current_principal, remote_interceptor
 from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
+from silt.rpc.signing import Credentials, signed_channel
 from silt.telemetry.health import HealthMonitor, block_probe, kv_probe
 
 log = logging.getLogger(__name__)
@@ -57,6 +65,11 @@ def _commit_info(commit: pb.Commit) -> api.CommitInfo:
         metadata=dict(commit.metadata),
         generation=commit.generation,
     )
+
+
+def _deadline(context: grpc.ServicerContext) -> Deadline:
+    """The call's deadline, and whether its client still waits: engine work stops when it no longer does."""
+    return Deadline.after(context.time_remaining(), is_active=context.is_active)
 
 
 REQUESTED_COMMITTER_KEY = "silt.requested-committer"
@@ -86,67 +99,75 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         self, request: api.CreateRepositoryRequest, context: grpc.ServicerContext
     ) -> api.RepositoryInfo:
         return _repo_info(
-            self.g.create_repository(request.name, request.storage_namespace, request.default_branch, request.bare)
+            self.g.create_repository(
+                request.name,
+                request.storage_namespace,
+                request.default_branch,
+                request.bare,
+                deadline=_deadline(context),
+            )
         )
 
     def GetRepository(self, request: api.GetRepositoryRequest, context: grpc.ServicerContext) -> api.RepositoryInfo:
-        return _repo_info(self.g.get_repository(request.name))
+        return _repo_info(self.g.get_repository(request.name, deadline=_deadline(context)))
 
     def ListRepositories(
         self, request: api.ListRepositoriesRequest, context: grpc.ServicerContext
     ) -> api.ListRepositoriesResponse:
-        repos, more = self.g.list_repositories(request.after, request.amount)
+        repos, more = self.g.list_repositories(request.after, request.amount, deadline=_deadline(context))
         return api.ListRepositoriesResponse(repositories=[_repo_info(r) for r in repos], has_more=more)
 
     def DeleteRepository(
         self, request: api.DeleteRepositoryRequest, context: grpc.ServicerContext
     ) -> api.DeleteRepositoryResponse:
-        self.g.delete_repository(request.name)
+        self.g.delete_repository(request.name, deadline=_deadline(context))
         return api.DeleteRepositoryResponse()
 
     # branches
     def CreateBranch(self, request: api.CreateBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
-        branch = self.g.create_branch(request.repository, request.name, request.source_ref)
+        branch = self.g.create_branch(request.repository, request.name, request.source_ref, deadline=_deadline(context))
         return api.BranchInfo(name=branch.name, commit_id=branch.commit_id)
 
     def GetBranch(self, request: api.GetBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
-        branch = self.g.get_branch(request.repository, request.name)
+        branch = self.g.get_branch(request.repository, request.name, deadline=_deadline(context))
         return api.BranchInfo(name=branch.name, commit_id=branch.commit_id)
 
     def ListBranches(self, request: api.ListBranchesRequest, context: grpc.ServicerContext) -> api.ListBranchesResponse:
-        branches, more = self.g.list_branches(request.repository, request.after, request.amount)
+        branches, more = self.g.list_branches(
+            request.repository, request.after, request.amount, deadline=_deadline(context)
+        )
         return api.ListBranchesResponse(
             branches=[api.BranchInfo(name=b.name, commit_id=b.commit_id) for b in branches], has_more=more
         )
 
     def DeleteBranch(self, request: api.DeleteBranchRequest, context: grpc.ServicerContext) -> api.DeleteBranchResponse:
-        self.g.delete_branch(request.repository, request.name)
+        self.g.delete_branch(request.repository, request.name, deadline=_deadline(context))
         return api.DeleteBranchResponse()
 
     # tags
     def CreateTag(self, request: api.CreateTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
-        tag = self.g.create_tag(request.repository, request.id, request.ref)
+        tag = self.g.create_tag(request.repository, request.id, request.ref, deadline=_deadline(context))
         return api.TagInfo(id=tag.id, commit_id=tag.commit_id)
 
     def GetTag(self, request: api.GetTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
-        tag = self.g.get_tag(request.repository, request.id)
+        tag = self.g.get_tag(request.repository, request.id, deadline=_deadline(context))
         return api.TagInfo(id=tag.id, commit_id=tag.commit_id)
 
     def ListTags(self, request: api.ListTagsRequest, context: grpc.ServicerContext) -> api.ListTagsResponse:
-        tags, more = self.g.list_tags(request.repository, request.after, request.amount)
+        tags, more = self.g.list_tags(request.repository, request.after, request.amount, deadline=_deadline(context))
         return api.ListTagsResponse(tags=[api.TagInfo(id=t.id, commit_id=t.commit_id) for t in tags], has_more=more)
 
     def DeleteTag(self, request: api.DeleteTagRequest, context: grpc.ServicerContext) -> api.DeleteTagResponse:
-        self.g.delete_tag(request.repository, request.id)
+        self.g.delete_tag(request.repository, request.id, deadline=_deadline(context))
         return api.DeleteTagResponse()
 
     # commits
     def Commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
         with telemetry.timed_commit():
-            commit = self._commit(request)
+            commit = self._commit(request, context)
         return _commit_info(commit)
 
-    def _commit(self, request: api.CommitRequest) -> pb.Commit:
+    def _commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> pb.Commit:
         return self.g.commit(
             request.repository,
             request.branch,
@@ -155,10 +176,11 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             _committer(request.committer),
             request.allow_empty,
             list(request.prefixes),
+            deadline=_deadline(context),
         )
 
     def GetCommit(self, request: api.GetCommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
-        return _commit_info(self.g.get_commit(request.repository, request.commit_id))
+        return _commit_info(self.g.get_commit(request.repository, request.commit_id, deadline=_deadline(context)))
 
     def Log(self, request: api.LogRequest, context: grpc.ServicerContext) -> api.LogResponse:
         commits, more = self.g.log(
@@ -172,16 +194,26 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             limit=request.limit,
             since_nanos=request.since.ToNanoseconds() if request.HasField("since") else 0,
             stop_at=request.stop_at,
+            deadline=_deadline(context),
         )
         return api.LogResponse(commits=[_commit_info(c) for c in commits], has_more=more)
 
     # entries
     def StatEntry(self, request: api.StatEntryRequest, context: grpc.ServicerContext) -> api.EntryInfo:
-        return api.EntryInfo(key=request.key, entry=self.g.stat_entry(request.repository, request.ref, request.key))
+        return api.EntryInfo(
+            key=request.key,
+            entry=self.g.stat_entry(request.repository, request.ref, request.key, deadline=_deadline(context)),
+        )
 
     def ListEntries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> api.ListEntriesResponse:
         page = self.g.list_entries(
-            request.repository, request.ref, request.prefix, request.delimiter, request.after, request.amount
+            request.repository,
+            request.ref,
+            request.prefix,
+            request.delimiter,
+            request.after,
+            request.amount,
+            deadline=_deadline(context),
         )
         items = [
             api.ListItem(key=key.decode(), common_prefix=True)
@@ -192,18 +224,23 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         return api.ListEntriesResponse(items=items, has_more=page.has_more)
 
     def StageEntry(self, request: api.StageEntryRequest, context: grpc.ServicerContext) -> api.StageEntryResponse:
-        self.g.stage_entry(request.repository, request.branch, request.key, request.entry)
+        condition = None
+        if request.if_absent or request.if_match_etag:
+            condition = Condition(if_absent=request.if_absent, if_match_etag=request.if_match_etag)
+        self.g.stage_entry(
+            request.repository, request.branch, request.key, request.entry, condition, deadline=_deadline(context)
+        )
         telemetry.staged("put")
         return api.StageEntryResponse()
 
     def DeleteEntry(self, request: api.DeleteEntryRequest, context: grpc.ServicerContext) -> api.DeleteEntryResponse:
-        self.g.delete_entry(request.repository, request.branch, request.key)
+        self.g.delete_entry(request.repository, request.branch, request.key, deadline=_deadline(context))
         telemetry.staged("delete")
         return api.DeleteEntryResponse()
 
     # refs
     def ResolveRef(self, request: api.ResolveRefRequest, context: grpc.ServicerContext) -> api.ResolveRefResponse:
-        resolved = self.g.resolve_ref(request.repository, request.ref)
+        resolved = self.g.resolve_ref(request.repository, request.ref, deadline=_deadline(context))
         kinds = {
             "branch": api.ResolveRefResponse.REF_TYPE_BRANCH,
             "tag": api.ResolveRefResponse.REF_TYPE_TAG,
@@ -226,12 +263,19 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             request.delimiter,
             request.after,
             request.amount,
+            deadline=_deadline(context),
         )
         return _diff_response(page)
 
     def DiffBranch(self, request: api.DiffBranchRequest, context: grpc.ServicerContext) -> api.DiffResponse:
         page = self.g.diff_branch(
-            request.repository, request.branch, request.prefix, request.delimiter, request.after, request.amount
+            request.repository,
+            request.branch,
+            request.prefix,
+            request.delimiter,
+            request.after,
+            request.amount,
+            deadline=_deadline(context),
         )
         return _diff_response(page)
 
@@ -247,6 +291,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             request.message,
             _labelled(dict(request.metadata), request.committer),
             _committer(request.committer),
+            deadline=_deadline(context),
         )
         return _merge_response(outcome)
 
@@ -259,12 +304,18 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             request.message,
             _labelled(dict(request.metadata), request.committer),
             _committer(request.committer),
+            deadline=_deadline(context),
         )
         return _merge_response(outcome)
 
     def CherryPick(self, request: api.CherryPickRequest, context: grpc.ServicerContext) -> api.MergeResponse:
         outcome = self.g.cherry_pick(
-            request.repository, request.branch, request.ref, request.parent_number, _committer(request.committer)
+            request.repository,
+            request.branch,
+            request.ref,
+            request.parent_number,
+            _committer(request.committer),
+            deadline=_deadline(context),
         )
         return _merge_response(outcome)
 
@@ -278,21 +329,24 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             key=request.key if target == "key" else None,
             prefix=request.prefix if target == "prefix" else None,
             hard_ref=request.hard_ref if target == "hard_ref" else None,
+            deadline=_deadline(context),
         )
         return api.ResetBranchResponse(branch=api.BranchInfo(name=branch.name, commit_id=branch.commit_id))
 
     def FindMergeBase(
         self, request: api.FindMergeBaseRequest, context: grpc.ServicerContext
     ) -> api.FindMergeBaseResponse:
-        base = self.g.find_merge_base(request.repository, request.left_ref, request.right_ref)
+        base = self.g.find_merge_base(
+            request.repository, request.left_ref, request.right_ref, deadline=_deadline(context)
+        )
         return api.FindMergeBaseResponse(commit_id=base)
 
     def DumpRefs(self, request: api.DumpRefsRequest, context: grpc.ServicerContext) -> api.DumpRefsResponse:
-        location, commits, branches, tags = self.g.dump_refs(request.repository)
+        location, commits, branches, tags = self.g.dump_refs(request.repository, deadline=_deadline(context))
         return api.DumpRefsResponse(location=location, commits=commits, branches=branches, tags=tags)
 
     def RestoreRefs(self, request: api.RestoreRefsRequest, context: grpc.ServicerContext) -> api.RestoreRefsResponse:
-        commits, branches, tags = self.g.restore_refs(request.repository, request.location)
+        commits, branches, tags = self.g.restore_refs(request.repository, request.location, deadline=_deadline(context))
         return api.RestoreRefsResponse(commits=commits, branches=branches, tags=tags)
 
     # garbage collection
@@ -326,12 +380,12 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         )
 
 
-_STRATEGY = {
+_STRATEGY: dict[int, MergeStrategy] = {
     api.MERGE_STRATEGY_FAIL: "fail",
     api.MERGE_STRATEGY_SOURCE_WINS: "source-wins",
     api.MERGE_STRATEGY_DEST_WINS: "dest-wins",
 }
-_DIFF_TYPE = {
+_DIFF_TYPE: dict[DifferenceKind, api.DiffType.ValueType] = {
     "added": api.DIFF_TYPE_ADDED,
     "removed": api.DIFF_TYPE_REMOVED,
     "changed": api.DIFF_TYPE_CHANGED,
@@ -382,6 +436,40 @@ def build_graveler(config: Config, options: GravelerOptions | None = None) -> Gr
     return Graveler(kv, CommittedManager(adapter, cache), options, builder)
 
 
+def compactor_trigger(config: Config) -> tuple[Trigger, Callable[[], None]] | None:
+    """The sensor's call to the compactor (signed with this service's key), and how to close it."""
+    try:
+        credentials = Credentials.from_config(config)
+    except ConfigError:
+        log.warning("no service credentials configured: the compaction sensor cannot call the compactor; off")
+        return None
+    channel = signed_channel(config.compactor.dial_address, credentials)
+    stub = compactor_grpc.CompactorServiceStub(channel)
+    timeout = config.compactor.trigger_timeout_seconds
+
+    def trigger(repository: str, branch: str) -> None:
+        stub.Trigger(compactor_api.TriggerRequest(repository=repository, branch=branch), timeout=timeout)
+
+    return trigger, channel.close
+
+
+def start_sensor(graveler: Graveler, config: Config, trigger: Trigger) -> Sensor:
+    """Attach a compaction sensor to graveler's write path; its counts are rebuilt from KV in the background."""
+    section = config.compactor
+    thresholds = Thresholds(section.tombstone_threshold, section.sealed_tokens_threshold, section.claim_minutes * 60)
+    sensor = Sensor(graveler.refs, graveler.staging, thresholds, trigger)
+    graveler.observer = sensor
+
+    def rebuild() -> None:
+        try:
+            log.info("compaction sensor: counted the staging areas of %d branches", sensor.rebuild())
+        except Exception:  # counts start from zero instead: compactions come later, nothing breaks
+            log.warning("compaction sensor: could not count staged deletes at start-up", exc_info=True)
+
+    threading.Thread(target=rebuild, name="compaction-sensor-rebuild", daemon=True).start()
+    return sensor
+
+
 def start(
     graveler: Graveler,
     address: str,
@@ -412,11 +500,26 @@ def main(argv: list[str] | None = None) -> None:
     )
     server, port = start(graveler, config.graveler.listen_address, [interceptor], health=monitor.servicer)
     monitor.start()
+    sensor, close_trigger = None, None
+    wired = compactor_trigger(config) if config.compactor.sensor_enabled else None
+    if wired is not None:
+        trigger, close_trigger = wired
+        sensor = start_sensor(graveler, config, trigger)
     log.info("graveler listening on port %d", port)
+
     # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted.
-    wait_for_shutdown(CLEANER_INTERVAL_SECONDS, graveler.clean_deleted_repositories)
+    def clean() -> None:
+        finished = graveler.clean_deleted_repositories()
+        if finished:
+            log.info("finished deleting %d repositories", finished)
+
+    wait_for_shutdown(CLEANER_INTERVAL_SECONDS, clean)
     monitor.stop()
     server.stop(grace=5).wait()
+    if sensor is not None:
+        sensor.close()
+    if close_trigger is not None:
+        close_trigger()
     interceptor.close()
     graveler.close()
 

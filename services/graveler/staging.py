@@ -6,46 +6,58 @@ import time
 import uuid
 from collections.abc import Iterator
 
+from services.graveler.model import StagingToken
 from services.graveler.values import KeyValue, Value
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
-from silt.kv.store import scan_prefix
+from silt.kv.store import Predicate, scan_prefix
 
 KEY_PREFIX = b"key/"
 
 
-def new_token(repo_partition: bytes, branch: str) -> str:
+def new_token(repo_partition: bytes, branch: str) -> StagingToken:
     # Names the repository and branch so an operator can tell whose partition it is.
-    return f"{repo_partition.decode()}_{branch}_{uuid.uuid4().hex}"
+    return StagingToken(f"{repo_partition.decode()}_{branch}_{uuid.uuid4().hex}")
 
 
 class StagingStore:
     def __init__(self, kv: Store) -> None:
         self.kv = kv
 
-    def set(self, token: str, key: bytes, value: Value) -> None:
-        record = pb.StagedValue(identity=value.identity, data=value.data, tombstone=value.tombstone)
-        self.kv.set(token.encode(), KEY_PREFIX + key, record.SerializeToString())
+    def set(self, token: StagingToken, key: bytes, value: Value) -> None:
+        self.kv.set(token.encode(), KEY_PREFIX + key, _encode(value))
 
-    def get(self, token: str, key: bytes) -> Value | None:
+    def set_if(self, token: StagingToken, key: bytes, value: Value, predicate: Predicate | None) -> None:
+        """Stage value only if the staged value is still the one read with predicate (None:
+        nothing staged). PredicateFailed otherwise."""
+        self.kv.set_if(token.encode(), KEY_PREFIX + key, _encode(value), predicate)
+
+    def get_with_predicate(self, token: StagingToken, key: bytes) -> tuple[Value | None, Predicate | None]:
+        try:
+            found = self.kv.get(token.encode(), KEY_PREFIX + key)
+        except NotFound:
+            return None, None
+        return _decode(found.value), found.predicate
+
+    def get(self, token: StagingToken, key: bytes) -> Value | None:
         try:
             data = self.kv.get(token.encode(), KEY_PREFIX + key).value
         except NotFound:
             return None
         return _decode(data)
 
-    def scan(self, token: str, start: bytes = b"") -> Iterator[KeyValue]:
+    def scan(self, token: StagingToken, start: bytes = b"") -> Iterator[KeyValue]:
         """Staged values of token from key start on, in key order (tombstones included)."""
         for entry in self.kv.scan(token.encode(), KEY_PREFIX + start):
             if not entry.key.startswith(KEY_PREFIX):
                 return
             yield KeyValue(entry.key[len(KEY_PREFIX) :], _decode(entry.value))
 
-    def drop_key(self, token: str, key: bytes) -> None:
+    def drop_key(self, token: StagingToken, key: bytes) -> None:
         self.kv.delete(token.encode(), KEY_PREFIX + key)
 
-    def drop(self, token: str, pace: float = 0.0) -> None:
+    def drop(self, token: StagingToken, pace: float = 0.0) -> None:
         """Delete every staged value of token (the KV interface has no drop-partition).
 
         pace > 0 rests as long as each burst of deletes took, a burst lasting about pace
@@ -61,8 +73,20 @@ class StagingStore:
                     time.sleep(spent)
                     burst_started = time.perf_counter()
 
-    def is_empty(self, token: str) -> bool:
+    def keys_under(self, token: StagingToken, prefix: bytes) -> Iterator[bytes]:
+        """Staged keys of token under prefix (tombstones included), in key order."""
+        for kv in self.scan(token, prefix):
+            if not kv.key.startswith(prefix):
+                return
+            yield kv.key
+
+    def is_empty(self, token: StagingToken) -> bool:
         return next(iter(self.kv.scan(token.encode(), KEY_PREFIX)), None) is None
+
+
+def _encode(value: Value) -> bytes:
+    record = pb.StagedValue(identity=value.identity, data=value.data, tombstone=value.tombstone)
+    return record.SerializeToString()
 
 
 def _decode(data: bytes) -> Value:

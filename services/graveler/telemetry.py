@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 from services.graveler.builder import MetaRangeBuilder
 from services.graveler.committed.model import ApplyResult, MetaRangeId
+from services.graveler.deadline import NO_DEADLINE, Deadline
+from services.graveler.model import StagingToken
 from silt.telemetry import metrics
 from silt.telemetry.tracing import span
 
@@ -37,11 +39,16 @@ class MeteredBuilder:
         self.inner = inner
 
     def apply_tokens(
-        self, namespace: str, base: MetaRangeId, tokens: list[str], prefixes: list[bytes] | None = None
+        self,
+        namespace: str,
+        base: MetaRangeId,
+        tokens: list[StagingToken],
+        prefixes: list[bytes] | None = None,
+        deadline: Deadline = NO_DEADLINE,
     ) -> ApplyResult:
         metrics.COMMIT_SEALED_TOKENS.observe(len(tokens))
         with span("graveler.commit.build", {"silt.commit.tokens": len(tokens)}) as current:
-            result = self.inner.apply_tokens(namespace, base, tokens, prefixes)
+            result = self.inner.apply_tokens(namespace, base, tokens, prefixes, deadline)
             if current is not None:
                 current.set_attribute("silt.commit.ranges_written", result.ranges_written)
                 current.set_attribute("silt.commit.ranges_reused", result.ranges_reused)
@@ -52,7 +59,7 @@ class MeteredBuilder:
         metrics.COMMIT_RANGES_WRITTEN.inc(result.ranges_written)
         return result
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         self.inner.drop_token(token)
 
     def close(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from silt.errors import InvalidArgument
+from silt.names import validate_repository_name as validate_repository_name  # graveler's rule is the shared one
 
 MAX_KEY_BYTES = 1024
 # An entry is its metadata, never object bytes: S3's 2 KiB of user metadata, checksums, the
@@ -12,22 +13,10 @@ MAX_KEY_BYTES = 1024
 # and commit carries entries, so one oversized entry must not be able to poison them.
 MAX_ENTRY_BYTES = 64 * 1024
 
-# S3 bucket rules, minus dots: a repository is addressed as a bucket, also virtual-host style,
-# where dots would break TLS wildcard certificates.
-_REPO_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
 # Git's check-ref-format rules for one path component, plus: no "/" at all, since the ref is
 # the first path element of an S3 key (`s3://repo/<ref>/<key>`) and must not swallow a key segment.
 _REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\/]")
 _COMMIT_ID_LIKE = re.compile(r"^[0-9a-f]{64}$")
-
-
-def validate_repository_name(name: str) -> str:
-    if not _REPO_RE.match(name or ""):
-        raise InvalidArgument(
-            f"invalid repository name {name!r}: 3 to 63 characters of lowercase letters, digits and hyphens, "
-            "starting and ending with a letter or digit"
-        )
-    return name
 
 
 def validate_ref_name(name: str, kind: str = "branch") -> str:

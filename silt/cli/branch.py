@@ -6,7 +6,8 @@ import click
 
 from silt.cli.common import as_dict, client, done, json_option, on_branch, output, table
 from silt.cli.history import print_merge_result
-from silt.client import ClientError, paged, parse_uri
+from silt.client import EXIT_UNAVAILABLE, ClientError, paged, parse_uri
+from silt.compactor.v1 import compactor_pb2 as capi
 from silt.graveler.v1 import graveler_pb2 as api
 
 
@@ -48,6 +49,65 @@ def branch_list(uri: str) -> None:
         )
     )
     output([as_dict(b) for b in items], lambda: table(["branch", "commit"], [(b.name, b.commit_id) for b in items]))
+
+
+@branch.command("show")
+@click.argument("uri", metavar="silt://REPO/BRANCH")
+@json_option
+def branch_show(uri: str) -> None:
+    """A branch's head commit and its staging compaction state (docs/design/compaction.md)."""
+    repo, name = _repo_and_name(uri, "branch")
+    c = client()
+    with on_branch(repo, name):
+        info = c.graveler.GetBranch(api.GetBranchRequest(repository=repo, name=name))
+    data: dict[str, object] = {"name": name, "commit_id": info.commit_id}
+    try:
+        status = c.compactor.GetStatus(capi.GetStatusRequest(repository=repo, branch=name))
+    except ClientError as exc:
+        if exc.exit_code != EXIT_UNAVAILABLE:
+            raise
+        data["compaction"] = None  # the compactor is not running: its state is unknown
+    else:
+        started = status.compaction_start_time.ToJsonString() if status.HasField("compaction_start_time") else None
+        data["compaction"] = {
+            "compacted_metarange_id": status.compacted_metarange_id or None,
+            "last_started": started,
+            "sealed_tokens": status.sealed_tokens,
+            "running": status.running,
+        }
+
+    def human() -> None:
+        click.echo(f"Branch:     {name}")
+        click.echo(f"Commit:     {info.commit_id}")
+        state = data["compaction"]
+        if not isinstance(state, dict):
+            click.echo("Compaction: unknown (compactor unavailable)")
+            return
+        compacted = state["compacted_metarange_id"]
+        click.echo(f"Compacted:  {compacted if compacted else 'no (reads go to the head commit)'}")
+        click.echo(f"Last claim: {state['last_started'] or 'never'}")
+        click.echo(f"Sealed:     {state['sealed_tokens']} staging tokens")
+        click.echo(f"Running:    {'yes' if state['running'] else 'no'}")
+
+    output(data, human)
+
+
+@branch.command("compact")
+@click.argument("uri", metavar="silt://REPO/BRANCH")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds to wait for the compaction.")
+@json_option
+def branch_compact(uri: str, timeout: float) -> None:
+    """Fold the branch's staged changes into a compacted metarange now (no commit is made)."""
+    repo, name = _repo_and_name(uri, "branch")
+    with on_branch(repo, name):
+        resp = client().compactor.Compact(capi.CompactRequest(repository=repo, branch=name), timeout=timeout)
+    output(
+        as_dict(resp),
+        lambda: click.echo(
+            f"Branch {name} compacted: {resp.tokens_compacted} staging tokens folded, "
+            f"{resp.records_changed} records changed, in {resp.seconds:.2f}s"
+        ),
+    )
 
 
 @branch.command("delete")

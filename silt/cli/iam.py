@@ -263,6 +263,7 @@ def _attachment(policy_id: str, user: str | None, group: str | None) -> api.Poli
         raise ClientError("give exactly one of --user and --group", EXIT_USAGE)
     if user:
         return api.PolicyAttachmentRequest(policy_id=policy_id, user_id=user)
+    assert group  # exactly one of the two is given
     return api.PolicyAttachmentRequest(policy_id=policy_id, group_id=group)
 
 

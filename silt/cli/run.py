@@ -31,9 +31,17 @@ def _hint_data_dir(data_dir: Path) -> str | None:
 @click.option("--auth-port", type=int, help="Override auth's port from <data-dir>/config.yaml.")
 @click.option("--graveler-port", type=int, help="Override graveler's port.")
 @click.option("--gateway-port", type=int, help="Override the S3 gateway's port.")
-def run(data_dir: Path | None, auth_port: int | None, graveler_port: int | None, gateway_port: int | None) -> None:
+@click.option("--compactor-port", type=int, help="Override the compactor's port.")
+def run(
+    data_dir: Path | None,
+    auth_port: int | None,
+    graveler_port: int | None,
+    gateway_port: int | None,
+    compactor_port: int | None,
+) -> None:
     """Start auth, graveler and the S3 gateway locally; restart what crashes; stop on Ctrl-C."""
-    ports = {k: v for k, v in {"auth": auth_port, "graveler": graveler_port, "gateway": gateway_port}.items() if v}
+    requested = {"auth": auth_port, "graveler": graveler_port, "gateway": gateway_port, "compactor": compactor_port}
+    ports = {k: v for k, v in requested.items() if v}
     stack = Stack(
         data_dir,
         ports=ports,

@@ -455,6 +455,7 @@ class CassandraStore(Store):
         check_value(value)
         if predicate is not None:
             check_value(predicate)
+        params: tuple[bytes, ...]
         if predicate is None:
             statement, params = self._insert_if_absent, (bytes(partition), bytes(key), bytes(value))
         else:

@@ -80,6 +80,7 @@ class LocalStore(Store):
             ):
                 with attempt:
                     conn = self._connect()
+        assert conn is not None  # Retrying connected, or re-raised the last failure
         with self._connections_lock:
             self._connections.append(conn)
         self._local.conn = conn

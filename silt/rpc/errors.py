@@ -1,23 +1,41 @@
-"""Silt's typed errors <-> gRPC status codes, in one place for every service."""
+"""Silt's typed errors <-> gRPC status codes, in one place for every service and client.
+
+Servers turn a SiltError into its status code and message (``ErrorMappingInterceptor``,
+``abort``); a NotFound's ``what`` travels as a ``google.rpc.ResourceInfo`` in the standard
+rich status (``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer, as
+grpcio-status writes it), so any gRPC client can read it. Clients turn a failed call back
+into the typed error with ``error_from_rpc``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn, cast, get_args
 
 import grpc
+from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2, status_pb2
 
 from silt.errors import (
     Aborted,
     AlreadyExists,
     ConfigError,
+    DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    NotFoundKind,
+    PermissionDenied,
     PredicateFailed,
+    ResourceExhausted,
     SiltError,
+    Unauthenticated,
     Unavailable,
 )
+
+# The trailer grpcio-status and the other languages' gRPC libraries read rich status from.
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
 STATUS_OF: list[tuple[type[SiltError], grpc.StatusCode]] = [
     (NotFound, grpc.StatusCode.NOT_FOUND),
@@ -26,10 +44,18 @@ STATUS_OF: list[tuple[type[SiltError], grpc.StatusCode]] = [
     (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (PredicateFailed, grpc.StatusCode.FAILED_PRECONDITION),
     (Aborted, grpc.StatusCode.ABORTED),
+    (DeadlineExceeded, grpc.StatusCode.DEADLINE_EXCEEDED),
     (Unavailable, grpc.StatusCode.UNAVAILABLE),
     (ConfigError, grpc.StatusCode.FAILED_PRECONDITION),
+    (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
+    (ResourceExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
 ]
-_ERROR_OF = {code: cls for cls, code in reversed(STATUS_OF)}
+# The first class listed for a code is the one a client raises for it.
+_ERROR_OF: dict[grpc.StatusCode, type[SiltError]] = {code: cls for cls, code in reversed(STATUS_OF)}
+# Codes with no class of their own.
+_ERROR_OF[grpc.StatusCode.OUT_OF_RANGE] = InvalidArgument
+_KINDS: frozenset[str] = frozenset(get_args(NotFoundKind))
 
 
 # A status message travels in a trailer, percent-encoded, and a peer refuses trailers over
@@ -54,11 +80,55 @@ def status_of(exc: SiltError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+def rich_status(code: grpc.StatusCode, message: str, what: str | None = None) -> bytes:
+    """The serialized google.rpc.Status for a failure; `what` becomes a ResourceInfo detail."""
+    status = status_pb2.Status(code=code.value[0], message=message)
+    if what is not None:
+        detail = any_pb2.Any()
+        detail.Pack(error_details_pb2.ResourceInfo(resource_type=what, description=message))
+        status.details.append(detail)
+    return status.SerializeToString()
+
+
+def abort(context: grpc.ServicerContext, exc: SiltError) -> NoReturn:
+    """End the call with exc's status code and message, and its `what` in the rich status."""
+    code = status_of(exc)
+    message = details_of(exc)
+    if isinstance(exc, NotFound) and exc.what is not None:
+        context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, exc.what)),))
+    context.abort(code, message)
+    raise AssertionError("grpc's abort returned")  # it raises; this keeps the NoReturn honest
+
+
+def _what(exc: grpc.RpcError) -> NotFoundKind | None:
+    trailing = getattr(exc, "trailing_metadata", None)
+    for key, value in (trailing() if callable(trailing) else None) or ():
+        if key != STATUS_DETAILS_KEY or not isinstance(value, bytes):
+            continue
+        status = status_pb2.Status()
+        try:
+            status.ParseFromString(value)
+        except DecodeError:  # a malformed trailer from a foreign server: no details
+            return None
+        for detail in status.details:
+            info = error_details_pb2.ResourceInfo()
+            if detail.Unpack(info) and info.resource_type in _KINDS:
+                return cast(NotFoundKind, info.resource_type)
+    return None
+
+
 def error_from_rpc(exc: grpc.RpcError) -> SiltError:
-    """The typed error a client raises for a failed call (UNAVAILABLE when the server is unreachable)."""
-    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
-    details = exc.details() if hasattr(exc, "details") else str(exc)
-    return _ERROR_OF.get(code, SiltError)(details or code.name)
+    """The typed error for a failed call, sync or grpc.aio: the class follows the status code
+    (UNAVAILABLE when the server is unreachable), NotFound carries `what` when the server sent it.
+    Codes without a Silt meaning (UNKNOWN, INTERNAL, CANCELLED, ...) give a plain SiltError."""
+    code_of = getattr(exc, "code", None)
+    code = code_of() if callable(code_of) else grpc.StatusCode.UNKNOWN
+    details_of = getattr(exc, "details", None)
+    details = (details_of() if callable(details_of) else str(exc)) or code.name
+    cls = _ERROR_OF.get(code, SiltError)
+    if cls is NotFound:
+        return NotFound(details, what=_what(exc))
+    return cls(details)
 
 
 def _wrap(behavior: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[[Any, grpc.ServicerContext], Any]:
@@ -66,7 +136,7 @@ def _wrap(behavior: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[[Any
         try:
             return behavior(request, context)
         except SiltError as exc:
-            context.abort(status_of(exc), details_of(exc))
+            abort(context, exc)
 
     return handle
 
@@ -76,7 +146,7 @@ def _wrap_stream(behavior: Callable[[Any, grpc.ServicerContext], Any]) -> Callab
         try:
             yield from behavior(request, context)
         except SiltError as exc:
-            context.abort(status_of(exc), details_of(exc))
+            abort(context, exc)
 
     return handle
 

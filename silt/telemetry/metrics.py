@@ -66,6 +66,24 @@ COMMIT_SEALED_TOKENS = Histogram(
 )
 STAGING_WRITES = Counter("silt_graveler_staging_writes", "Staged writes, by kind", ["kind"])
 
+# --- compactor (docs/design/compaction.md) ------------------------------------------------
+COMPACTION_DURATION = Histogram(
+    "silt_compactor_compaction_duration_seconds",
+    "Time to seal, build and publish one compaction (successful or not)",
+    buckets=COMMIT_BUCKETS,
+)
+COMPACTIONS = Counter(
+    "silt_compactor_compactions",
+    "Compactions finished, by result: published, lost (a commit or reset won), failed",
+    ["result"],
+)
+COMPACTION_SEALED_TOKENS = Counter(
+    "silt_compactor_sealed_tokens_compacted", "Sealed staging tokens folded into compacted metaranges"
+)
+COMPACTION_TRIGGERS = Counter(
+    "silt_compactor_triggers", "Sensor triggers received, by whether they were accepted", ["accepted"]
+)
+
 # --- auth --------------------------------------------------------------------------------
 AUTH_DECISIONS = Counter("silt_auth_decisions", "Authorization decisions, by outcome", ["decision"])
 AUTH_CACHE = Counter(

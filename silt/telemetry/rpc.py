@@ -161,7 +161,7 @@ def traced_channel(channel: grpc.Channel) -> grpc.Channel:
 def aio_client_interceptors() -> list[Any]:
     """For grpc.aio channels, outermost first: a client span per call and the W3C traceparent
     in its metadata, when tracing (none otherwise: each grpc.aio interceptor costs per call).
-    The request id travels with the signature (silt.rpc.auth)."""
+    The request id travels with the signature (silt.rpc.signing)."""
     if not tracing_enabled():
         return []
     from opentelemetry.instrumentation.grpc import aio_client_interceptors as otel_aio

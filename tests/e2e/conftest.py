@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,7 +23,7 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.launcher import Stack, available_services
-from silt.rpc.auth import Credentials, signed_channel
+from silt.rpc.signing import Credentials, signed_channel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # `make test` installs the AWS CLI here (its botocore pin conflicts with ours); else the PATH's.
@@ -48,7 +49,7 @@ class Result:
     out: str
     err: str
 
-    def json(self) -> object:
+    def json(self) -> Any:
         return json.loads(self.out)
 
 

@@ -6,6 +6,7 @@ legitimate client that must keep being served.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import pytest
 from botocore.awsrequest import AWSRequest
 
 from tests.support.gateway_stack import GatewayStack, gateway_stack
+from tests.support.wait import eventually
 
 HEAD_TIMEOUT_S = 1.5
 MAX_CONNECTIONS = 24
@@ -37,6 +39,13 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
 def connect(gw: GatewayStack) -> socket.socket:
     url = urlsplit(gw.endpoint)
     return socket.create_connection((url.hostname, url.port), timeout=30)
+
+
+def _served(gw: GatewayStack) -> bool:
+    """A new connection gets an answer other than the cap's 503."""
+    with connect(gw) as sock:
+        sock.sendall(b"GET /_silt/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        return read_answer(sock).startswith(b"HTTP/1.1 200")
 
 
 def read_answer(sock: socket.socket) -> bytes:
@@ -107,18 +116,20 @@ def test_connections_beyond_the_cap_are_refused_and_the_rest_keep_working(gw: Ga
     with ExitStack() as held:
         # The attacker holds the cap's worth of connections open (sending headers slowly).
         idle = [held.enter_context(connect(gw)) for _ in range(MAX_CONNECTIONS + 4)]
-        time.sleep(0.2)
-        refused = 0
+        answered: dict[int, bytes] = {}
         for sock in idle:
             sock.setblocking(False)
-            try:
-                data = sock.recv(65536)
-            except BlockingIOError:
-                continue
-            refused += bool(data) and b"503" in data.split(b"\r\n", 1)[0]
-        assert refused >= 4
-    # Once the attacker's connections are gone, service is back at once.
-    time.sleep(0.2)
+
+        def refused() -> int:
+            for i, sock in enumerate(idle):
+                if i not in answered:
+                    with contextlib.suppress(BlockingIOError):
+                        answered[i] = sock.recv(65536)
+            return sum(b"503" in data.split(b"\r\n", 1)[0] for data in answered.values())
+
+        eventually(lambda: refused() >= 4, 10, "503 for the connections beyond the cap")
+    # Once the attacker's connections are gone (the gateway has seen them close), service is back.
+    eventually(lambda: _served(gw), 10, "the gateway under its cap again")
     client.put_object(Bucket="capped", Key="main/k", Body=b"v")
     assert client.get_object(Bucket="capped", Key="main/k")["Body"].read() == b"v"
 
@@ -161,3 +172,25 @@ def test_a_body_that_stops_arriving_times_out_and_stores_nothing(gw: GatewayStac
     assert code_of(answer) == "RequestTimeout", answer[:300]
     assert time.monotonic() - started < BODY_IDLE_S + 5
     assert client.list_objects_v2(Bucket="stalled", Prefix="main/")["KeyCount"] == 0
+
+
+def test_every_gateway_worker_applies_the_bounds(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With several workers each one refuses long heads and closes silent connections."""
+    limits = {"header_timeout_seconds": HEAD_TIMEOUT_S, "max_connections": MAX_CONNECTIONS}
+    overrides = {"gateways": {"s3": limits}}
+    with gateway_stack(tmp_path_factory.mktemp("limits-workers"), workers=2, overrides=overrides) as stack:
+        # Connections are spread over the workers by the kernel: enough of them reach both.
+        for _ in range(6):
+            with connect(stack) as sock:
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + b"b" * 9000 + b"\r\n\r\n")
+                answer = read_answer(sock)
+            assert answer.startswith(b"HTTP/1.1 400") and code_of(answer) == "RequestHeaderSectionTooLarge"
+        silent = [connect(stack) for _ in range(4)]
+        try:
+            started = time.monotonic()
+            answers = [read_answer(sock) for sock in silent]
+        finally:
+            for sock in silent:
+                sock.close()
+        assert [code_of(answer) for answer in answers] == ["RequestTimeout"] * 4
+        assert time.monotonic() - started < HEAD_TIMEOUT_S + 5

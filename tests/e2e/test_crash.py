@@ -23,7 +23,15 @@ def test_acknowledged_writes_survive_kill_9(stack: Stack, silt: Silt) -> None:
     acked_commits: list[str] = []
     failures = 0
     lock = threading.Lock()
+    progress = threading.Condition(lock)  # notified on every acknowledged write
     stop = threading.Event()
+
+    def wait_for_writes(more_than: int) -> int:
+        with progress:
+            assert progress.wait_for(lambda: len(acked) > more_than, timeout=60), (
+                f"writers stalled at {len(acked)} acknowledged writes"
+            )
+            return len(acked)
 
     def writer(n: int) -> None:
         nonlocal failures
@@ -40,8 +48,9 @@ def test_acknowledged_writes_survive_kill_9(stack: Stack, silt: Silt) -> None:
                     failures += 1
                 time.sleep(0.02)
                 continue
-            with lock:
+            with progress:
                 acked.append(key)
+                progress.notify_all()
 
     def committer() -> None:
         while not stop.is_set():
@@ -58,13 +67,14 @@ def test_acknowledged_writes_survive_kill_9(stack: Stack, silt: Silt) -> None:
     for t in threads:
         t.start()
     try:
-        time.sleep(1.5)
-        before_kill = len(acked)
+        before_kill = wait_for_writes(50)  # the writers are busy
         restarts = stack.restarts("graveler")
         stack.kill("graveler", signal.SIGKILL)
         stack.wait_ready("graveler", timeout=60)
         assert stack.restarts("graveler") == restarts + 1
-        time.sleep(1.5)  # writers reconnect and go on
+        with lock:
+            at_restart = len(acked)
+        wait_for_writes(at_restart + 20)  # writers reconnect and go on
     finally:
         stop.set()
         for t in threads:
@@ -76,7 +86,7 @@ def test_acknowledged_writes_survive_kill_9(stack: Stack, silt: Silt) -> None:
     assert any("graveler stopped (signal 9)" in line for line in stack.events)
 
     # Every acknowledged write is there: committed or still staged.
-    listed = set()
+    listed: set[str] = set()
     after = ""
     while True:
         page = stub.ListEntries(api.ListEntriesRequest(repository=REPO, ref="main", after=after, amount=10000))

@@ -47,8 +47,8 @@ def test_upload_branch_merge_and_read_old_versions(stack: Stack, silt: Silt, tmp
     _aws(silt, "s3", "cp", "--recursive", "--only-show-errors", str(src), f"s3://{REPO}/main/aws/")
     silt.proc("fs", "upload", "-r", "-q", str(src), f"silt://{REPO}/main/cli/")
     listed = silt("fs", "ls", "-r", f"silt://{REPO}/main/", "--json").json()
-    assert len(listed) == 600  # type: ignore[arg-type]
-    first = silt("commit", f"silt://{REPO}/main", "-m", "import", "--json").json()["id"]  # type: ignore[index]
+    assert len(listed) == 600
+    first = silt("commit", f"silt://{REPO}/main", "-m", "import", "--json").json()["id"]
 
     silt("branch", "create", f"silt://{REPO}/dev", "--source", "main")
     (tmp_path / "new.txt").write_text("version 2\n")
@@ -78,7 +78,7 @@ def test_analyst_gets_access_denied_on_s3_write(silt: Silt, tmp_path: Path) -> N
     silt("auth", "users", "create", "s3-analyst")
     silt("auth", "groups", "add-member", "Analysts", "s3-analyst")
     key = silt("auth", "credentials", "create", "--user", "s3-analyst", "--json").json()
-    env = {"AWS_ACCESS_KEY_ID": key["access_key_id"], "AWS_SECRET_ACCESS_KEY": key["secret_access_key"]}  # type: ignore[index]
+    env = {"AWS_ACCESS_KEY_ID": key["access_key_id"], "AWS_SECRET_ACCESS_KEY": key["secret_access_key"]}
     (tmp_path / "f.txt").write_text("x")
     silt("fs", "upload", str(tmp_path / "f.txt"), "silt://e2e-bytes-ro/main/f.txt")
     silt("commit", "silt://e2e-bytes-ro/main", "-m", "f")
@@ -87,6 +87,6 @@ def test_analyst_gets_access_denied_on_s3_write(silt: Silt, tmp_path: Path) -> N
     assert read.stdout == "x"
     write = _aws(silt, "s3", "cp", str(tmp_path / "f.txt"), "s3://e2e-bytes-ro/main/g.txt", env=env, ok=False)
     assert write.returncode != 0 and "AccessDenied" in write.stderr
-    ana = silt.as_user(key["access_key_id"], key["secret_access_key"])  # type: ignore[index]
+    ana = silt.as_user(key["access_key_id"], key["secret_access_key"])
     denied = ana.proc("fs", "upload", str(tmp_path / "f.txt"), "silt://e2e-bytes-ro/main/h.txt", ok=False)
     assert denied.code == 6 and "permission denied" in denied.err

@@ -33,18 +33,18 @@ def test_gc_rules_and_run(spark: Any, stack: Stack, silt: Silt) -> None:
     s3.put_object(Bucket=REPO, Key="main/t/a", Body=b"version 2")
     cli("commit", f"silt://{REPO}/main", "-m", "two")
     s3.put_object(Bucket=REPO, Key="main/t/b", Body=b"staged")
-    old = cli("fs", "stat", f"silt://{REPO}/main~1/t/a", "--json").json()["physical_address"]  # type: ignore[index]
-    current = cli("fs", "stat", f"silt://{REPO}/main/t/a", "--json").json()["physical_address"]  # type: ignore[index]
+    old = cli("fs", "stat", f"silt://{REPO}/main~1/t/a", "--json").json()["physical_address"]
+    current = cli("fs", "stat", f"silt://{REPO}/main/t/a", "--json").json()["physical_address"]
 
     refused = cli("gc", "run", REPO, "--grace", "0", ok=False)
     assert refused.code != 0 and "no GC rules" in refused.err
     cli("gc", "rules", "set", REPO, "--default-days", "0", "--branch", "main=0")
     shown = cli("gc", "rules", "show", REPO, "--json").json()
-    assert shown["is_set"] and shown["rules"]["branch_retention_days"] == {"main": 0}  # type: ignore[index]
+    assert shown["is_set"] and shown["rules"]["branch_retention_days"] == {"main": 0}
 
     root = Path(os.path.expanduser(stack.config.blockstore.local.path)) / REPO  # type: ignore[union-attr]
     dry = cli("gc", "run", REPO, "--grace", "0", "--dry-run", "--json").json()
-    assert dry["objects"] == {"expired-commit": 1, "unreferenced": 0} and dry["deleted"] == 0  # type: ignore[index]
+    assert dry["objects"] == {"expired-commit": 1, "unreferenced": 0} and dry["deleted"] == 0
     assert (root / old).is_file()
 
     done = cli("gc", "run", REPO, "--grace", "0")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.gateway_stack import gateway_stack
+from tests.support.wait import eventually
 
 CHUNK = 64 * 1024
 CHUNKS = 24  # 1.5 MiB sent over about 1.2 s
@@ -60,16 +61,19 @@ def test_sigterm_finishes_the_upload_in_flight_and_refuses_new_connections(tmp_p
         host, port = env.endpoint.removeprefix("http://").rsplit(":", 1)
         terminated = time.monotonic()
         env.stack._services["gateway"].proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
-        time.sleep(0.3)
-        # Draining: the listener is closed, so a new client is refused.
-        refused = False
-        try:
-            socket.create_connection((host, int(port)), timeout=1).close()
-        except OSError:
-            refused = True
+
+        # Draining: the listener is closed, so a new client is refused while the upload goes on.
+        def refused() -> bool:
+            try:
+                socket.create_connection((host, int(port)), timeout=1).close()
+            except OSError:
+                return True
+            return False
+
+        eventually(refused, 5, "refusing new connections")
+        assert uploader.is_alive(), "the upload ended before the gateway stopped accepting connections"
         uploader.join(30)
         assert "error" not in result, result.get("error")
         assert result["put"]["ETag"].strip('"') == hashlib.md5(data).hexdigest()
-        assert refused, "the gateway accepted a new connection after SIGTERM"
         env.stack._services["gateway"].proc.wait(10)  # type: ignore[union-attr]
         assert time.monotonic() - terminated < 10

@@ -5,11 +5,9 @@ NOT_SERVING and the gateway is not ready; when it is back, they serve again."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -21,6 +19,7 @@ from silt.launcher import initial_config
 from tests.support.cassandra import CassandraServer
 from tests.support.gateway_stack import gateway_stack
 from tests.support.tcp_proxy import TcpProxy
+from tests.support.wait import eventually
 
 pytestmark = pytest.mark.cassandra
 
@@ -30,23 +29,16 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 def _status(endpoint: str) -> int:
     with grpc.insecure_channel(endpoint) as channel:
-        return int(health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5).status)
+        stub = health_pb2_grpc.HealthStub(channel)
+        return int(stub.Check(health_pb2.HealthCheckRequest(), timeout=5).status)  # type: ignore[attr-defined]
 
 
-def _ready(gateway: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+def _ready(gateway: str) -> tuple[int, dict]:
     try:
         with urllib.request.urlopen(f"{gateway}/_silt/health/ready", timeout=15) as reply:
             return reply.status, json.loads(reply.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
-
-
-def _eventually(check: Callable[[], bool], within: float, what: str) -> float:
-    started = time.monotonic()
-    while not check():
-        assert time.monotonic() - started < within, f"{what} not within {within:.0f} s"
-        time.sleep(0.2)
-    return time.monotonic() - started
 
 
 def test_health_flips_with_the_kv_and_back(cassandra_server: CassandraServer, tmp_path: Path) -> None:
@@ -74,11 +66,11 @@ def test_health_flips_with_the_kv_and_back(cassandra_server: CassandraServer, tm
         with gateway_stack(data_dir, overrides=overrides) as stack:
             endpoints = stack.stack.endpoints
             auth, graveler, gateway = endpoints["auth"], endpoints["graveler"], endpoints["gateway"]
-            _eventually(lambda: _status(auth) == _status(graveler) == SERVING, 10, "SERVING at start")
+            eventually(lambda: _status(auth) == _status(graveler) == SERVING, 10, "SERVING at start")
             assert _ready(gateway) == (200, {"status": "ready"})
 
             proxy.stop()  # Cassandra goes away for these services
-            _eventually(lambda: _status(auth) == _status(graveler) == NOT_SERVING, 15, "NOT_SERVING")
+            eventually(lambda: _status(auth) == _status(graveler) == NOT_SERVING, 15, "NOT_SERVING")
             status, body = _ready(gateway)
             assert status == 503 and {"auth", "graveler", "kv"} <= set(body["failing"])
             # Liveness is not readiness: the process itself is fine and must not be restarted.
@@ -86,8 +78,8 @@ def test_health_flips_with_the_kv_and_back(cassandra_server: CassandraServer, tm
                 assert reply.status == 200
 
             proxy.start()  # and comes back on the same address
-            _eventually(lambda: _status(auth) == _status(graveler) == SERVING, 60, "SERVING again")
-            _eventually(lambda: _ready(gateway)[0] == 200, 30, "gateway ready again")
+            eventually(lambda: _status(auth) == _status(graveler) == SERVING, 60, "SERVING again")
+            eventually(lambda: _ready(gateway)[0] == 200, 30, "gateway ready again")
             s3 = stack.client()
             s3.create_bucket(Bucket="after-outage")
             s3.put_object(Bucket="after-outage", Key="main/k", Body=b"v")

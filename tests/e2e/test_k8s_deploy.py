@@ -1,6 +1,6 @@
 """deploy/k8s (the dev overlay) run here as the manifests say, on the test Cassandra.
 
-The auth-setup Job, then auth, graveler and the gateway with the replica counts, commands,
+The auth-setup Job, then auth, graveler, the compactor and the gateway with the replica counts, commands,
 env, ConfigMaps and Secrets of the rendered manifests (tests/support/k8s_run.py says what is
 substituted: Service names -> local round-robin proxies, Cassandra and MinIO -> the test
 servers). Waits for every declared probe, drives S3 (boto3) and CLI traffic (the GC CronJob's
@@ -21,7 +21,7 @@ import pytest
 from tests.support.k8s_run import Cluster, dev_cluster, s3_client, set_up
 
 # The services in the order a cluster brings them up (each needs the ones before it).
-DEPLOYMENTS = ("silt-auth", "silt-graveler", "silt-gateway")
+DEPLOYMENTS = ("silt-auth", "silt-graveler", "silt-compactor", "silt-gateway")
 REPOSITORY = "example"  # the GC CronJob's repository (ConfigMap silt-gc)
 
 
@@ -95,6 +95,11 @@ def test_the_dev_overlay_runs_as_written_and_survives_losing_a_replica_of_each_s
         assert reader.get_object(Bucket=REPOSITORY, Key=key)["Body"].read() == body, key
     # Clients retry a request cut by a dying replica; at most one per kill gets through failed.
     assert len(writer.failed) <= len(DEPLOYMENTS), writer.failed
+    # The compactor Deployment, reached through its Service by the CLI in the CronJob's container.
+    s3.delete_object(Bucket=REPOSITORY, Key="main/hello.txt")
+    assert "compacted" in cli("branch", "compact", f"silt://{REPOSITORY}/main")
+    assert "Compacted:  " in cli("branch", "show", f"silt://{REPOSITORY}/main")
+    assert "no (reads go" not in cli("branch", "show", f"silt://{REPOSITORY}/main")
     cli("commit", f"silt://{REPOSITORY}/main", "-m", "after the kills")
     log = cli("log", f"silt://{REPOSITORY}/main")
     assert "after the kills" in log and "first commit through the manifests" in log

@@ -16,14 +16,12 @@ def test_analyst_reads_but_cannot_write(stack: Stack, silt: Silt) -> None:
     silt.proc("auth", "users", "create", "ana")
     silt("auth", "groups", "add-member", "Analysts", "ana")
     key = silt("auth", "credentials", "create", "--user", "ana", "--json").json()
-    assert silt("auth", "users", "show", "ana", "--json").json()["groups"] == ["Analysts"]  # type: ignore[index]
-    ana = silt.as_user(key["access_key_id"], key["secret_access_key"])  # type: ignore[index]
+    assert silt("auth", "users", "show", "ana", "--json").json()["groups"] == ["Analysts"]
+    ana = silt.as_user(key["access_key_id"], key["secret_access_key"])
 
     assert ana("auth", "whoami").out.startswith("ana ")
-    assert REPO in [r["name"] for r in ana("repo", "list", "--json").json()]  # type: ignore[union-attr,index]
-    assert [i["path"] for i in ana("fs", "ls", f"silt://{REPO}/main/reports/", "--json").json()] == [  # type: ignore[union-attr,index]
-        "reports/q1.csv"
-    ]
+    assert REPO in [r["name"] for r in ana("repo", "list", "--json").json()]
+    assert [i["path"] for i in ana("fs", "ls", f"silt://{REPO}/main/reports/", "--json").json()] == ["reports/q1.csv"]
     assert ana("log", f"silt://{REPO}/main", "--oneline").out.splitlines()[0].endswith("q1")
 
     for args in (
@@ -38,6 +36,6 @@ def test_analyst_reads_but_cannot_write(stack: Stack, silt: Silt) -> None:
         assert denied.code == 6, (args, denied)
         assert "permission denied" in denied.err.lower() and denied.err.count("\n") == 1, denied.err
 
-    wrong = silt.as_user(key["access_key_id"], "x" * 40)  # type: ignore[index]
+    wrong = silt.as_user(key["access_key_id"], "x" * 40)
     refused = wrong("repo", "list", ok=False)
     assert refused.code == 6 and "authenticated" in refused.err

@@ -28,7 +28,7 @@ from pydantic import SecretStr
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
-from silt.rpc.auth import Credentials, signed_channel
+from silt.rpc.signing import Credentials, signed_channel
 from tests.support.k8s_run import Cluster, dev_cluster, s3_client, set_up
 
 WRITERS = 8
@@ -148,6 +148,7 @@ def test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothin
     stop = threading.Event()
     errors: list[BaseException] = []
     lock = threading.Lock()
+    writing = threading.Event()  # some write was acknowledged: committers have something to race
 
     def writer(w: int) -> None:
         client = running.gateway(w % 2)  # writers alternate between the two gateways
@@ -162,6 +163,7 @@ def test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothin
                         histories.ops[key][hashlib.md5(body(key, op)).hexdigest()] = op
                         client.put_object(Bucket=repo, Key=f"main/{key}", Body=body(key, op))
                     histories.acked[key].append((op, time.monotonic()))
+                    writing.set()
                 op += 1
         except BaseException as exc:
             errors.append(exc)
@@ -188,7 +190,7 @@ def test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothin
     began = time.monotonic()
     for t in writers:
         t.start()
-    time.sleep(0.3)
+    assert writing.wait(60) or errors, "no write was acknowledged"
     for t in committers:
         t.start()
     for t in committers:

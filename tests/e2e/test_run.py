@@ -53,7 +53,7 @@ def _closed(port: int) -> bool:
 
 def test_silt_run_first_run_ctrl_c_and_reuse(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    ports = {"auth": free_port(), "graveler": free_port(), "gateway": free_port()}
+    ports = {"auth": free_port(), "graveler": free_port(), "gateway": free_port(), "compactor": free_port()}
     proc, banner = _start(data_dir, ports)
     try:
         saved = json.loads((data_dir / "credentials.json").read_text())
@@ -76,7 +76,7 @@ def test_silt_run_first_run_ctrl_c_and_reuse(tmp_path: Path) -> None:
     try:
         assert saved["secret_access_key"] not in banner and "from the first run" in banner
         listed = user.proc("repo", "list", "--json").json()
-        assert [r["name"] for r in listed] == ["kept"]  # type: ignore[union-attr,index]
+        assert [r["name"] for r in listed] == ["kept"]
     finally:
         _stop(proc)
 

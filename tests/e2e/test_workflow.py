@@ -19,12 +19,12 @@ def imported(stack: Stack, silt: Silt) -> str:
     # Object bytes arrive through the S3 gateway (test_gateway.py); here only their metadata is staged.
     stage_tree(stack, REPO, "main", TREE)
     done = silt("commit", f"silt://{REPO}/main", "-m", "initial import", "--meta", "source=e2e", "--json")
-    return str(done.json()["id"])  # type: ignore[index]
+    return str(done.json()["id"])
 
 
 def test_branch_change_diff_commit_merge_revert(stack: Stack, silt: Silt, imported: str) -> None:
     silt.proc("branch", "create", f"silt://{REPO}/dev", "--source", "main")
-    assert {b["name"] for b in silt("branch", "list", f"silt://{REPO}", "--json").json()} == {"dev", "main"}  # type: ignore[union-attr]
+    assert {b["name"] for b in silt("branch", "list", f"silt://{REPO}", "--json").json()} == {"dev", "main"}
 
     changed = TREE[:5]
     stage_tree(stack, REPO, "dev", changed, version="v2")
@@ -40,35 +40,35 @@ def test_branch_change_diff_commit_merge_revert(stack: Stack, silt: Silt, import
     commit = silt("commit", f"silt://{REPO}/dev", "-m", "change and delete", "--json").json()
     assert silt("diff", f"silt://{REPO}/dev", "--json").json() == []
     diff = silt("diff", f"silt://{REPO}/main", f"silt://{REPO}/dev", "--json").json()
-    assert {d["type"] for d in diff} == {"changed", "removed"} and len(diff) == 106  # type: ignore[union-attr,arg-type]
+    assert {d["type"] for d in diff} == {"changed", "removed"} and len(diff) == 106
 
     merged = silt("merge", f"silt://{REPO}/dev", "main", "-m", "merge dev", "--json").json()
-    assert merged["parents"][1] == commit["id"]  # type: ignore[index]
+    assert merged["parents"][1] == commit["id"]
 
     stat = silt("fs", "stat", f"silt://{REPO}/main/{TREE[0]}", "--json").json()
-    assert stat["etag"] == f"v2-{TREE[0]}"  # type: ignore[index]
+    assert stat["etag"] == f"v2-{TREE[0]}"
     gone = silt.proc("fs", "stat", f"silt://{REPO}/main/{TREE[10]}", ok=False)
     assert gone.code == 4 and gone.err.count("\n") == 1 and "not found" in gone.err
 
     # The old version stays readable by commit id (and by ref expression).
     old = silt("fs", "stat", f"silt://{REPO}/{imported}/{TREE[0]}", "--json").json()
-    assert old["etag"] == f"v1-{TREE[0]}"  # type: ignore[index]
+    assert old["etag"] == f"v1-{TREE[0]}"
     assert silt("fs", "stat", f"silt://{REPO}/main~1/{TREE[10]}").code == 0
 
     listing = silt("fs", "ls", f"silt://{REPO}/main/tables/", "--json").json()
-    assert [i["path"] for i in listing] == ["tables/t0/", "tables/t1/"]  # type: ignore[union-attr,index]
+    assert [i["path"] for i in listing] == ["tables/t0/", "tables/t1/"]
 
     silt("tag", "create", f"silt://{REPO}/before-revert", "main")
     reverted = silt("branch", "revert", f"silt://{REPO}/main", "main", "--parent-number", "1", "--json").json()
-    assert reverted["id"]  # type: ignore[index]
+    assert reverted["id"]
     back = silt("fs", "stat", f"silt://{REPO}/main/{TREE[250]}", "--json").json()
-    assert back["etag"] == f"v1-{TREE[250]}"  # type: ignore[index]
+    assert back["etag"] == f"v1-{TREE[250]}"
     assert silt("diff", f"silt://{REPO}/main", imported, "--json").json() == []
 
     log = silt("log", f"silt://{REPO}/main", "--json").json()
-    messages = [c["message"] for c in log]  # type: ignore[union-attr,index]
+    messages = [c["message"] for c in log]
     assert messages[1] == "merge dev" and "initial import" in messages
-    assert silt("tag", "list", f"silt://{REPO}", "--json").json()[0]["id"] == "before-revert"  # type: ignore[index]
+    assert silt("tag", "list", f"silt://{REPO}", "--json").json()[0]["id"] == "before-revert"
 
 
 def test_merge_conflicts_are_listed_with_exit_code_5(stack: Stack, silt: Silt, imported: str) -> None:
@@ -82,21 +82,21 @@ def test_merge_conflicts_are_listed_with_exit_code_5(stack: Stack, silt: Silt, i
     assert f"conflict: {key}" in stopped.out and "1 conflict(s)" in stopped.err
     assert stopped.err.count("\n") == 1
     silt("merge", f"silt://{REPO}/left", "right", "--strategy", "source-wins")
-    assert silt("fs", "stat", f"silt://{REPO}/right/{key}", "--json").json()["etag"] == f"left-{key}"  # type: ignore[index]
+    assert silt("fs", "stat", f"silt://{REPO}/right/{key}", "--json").json()["etag"] == f"left-{key}"
 
 
 def test_reset_and_cherry_pick(stack: Stack, silt: Silt, imported: str) -> None:
     silt("branch", "create", f"silt://{REPO}/scratch", "--source", imported)
     stage_tree(stack, REPO, "scratch", TREE[:3], version="junk")
     silt("branch", "reset", f"silt://{REPO}/scratch/{TREE[0]}")
-    assert len(silt("diff", f"silt://{REPO}/scratch", "--json").json()) == 2  # type: ignore[arg-type]
+    assert len(silt("diff", f"silt://{REPO}/scratch", "--json").json()) == 2
     silt("branch", "reset", f"silt://{REPO}/scratch")
     assert silt("diff", f"silt://{REPO}/scratch", "--json").json() == []
 
     stage_tree(stack, REPO, "scratch", ["extra/new.csv"], version="pick")
     picked = silt("commit", f"silt://{REPO}/scratch", "-m", "add extra", "--json").json()
     silt("branch", "create", f"silt://{REPO}/target", "--source", imported)
-    silt("branch", "cherry-pick", f"silt://{REPO}/target", picked["id"])  # type: ignore[index]
+    silt("branch", "cherry-pick", f"silt://{REPO}/target", picked["id"])
     assert silt("fs", "stat", f"silt://{REPO}/target/extra/new.csv").code == 0
     silt("branch", "delete", f"silt://{REPO}/target", "--yes")
     assert silt("branch", "list", f"silt://{REPO}", "--json", ok=False).code == 0

@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.graveler.v1 import graveler_pb2_grpc
 from silt.launcher import Stack
-from silt.rpc.auth import Credentials, signed_channel
+from silt.rpc.signing import Credentials, signed_channel
 
 CLIENTS_BIN = Path(__file__).resolve().parents[2] / ".venv-clients" / "bin"
 DOMAIN = "s3.local"

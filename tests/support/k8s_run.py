@@ -364,7 +364,7 @@ def dev_cluster(cassandra_server: Any, moto_server: str, tmp_path: Path) -> Iter
 def set_up(cluster: Cluster) -> dict[str, Any]:
     """The auth-setup Job, then the operator's step: its keys into the credentials Secrets."""
     keys = json.loads(cluster.run_to_completion("Job", "silt-auth-setup"))
-    for service in ("graveler", "gateway"):
+    for service in ("graveler", "compactor", "gateway"):
         key = keys["services"][service]
         cluster.secrets[f"silt-{service}-credentials"] = {
             "access-key-id": key["access_key_id"],

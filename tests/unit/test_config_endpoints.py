@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from silt.config import dialable_address, load_config
+from silt.config import dialable_address, dialable_host, load_config
 from silt.errors import ConfigError
 
 
@@ -19,6 +19,8 @@ from silt.errors import ConfigError
 )
 def test_a_wildcard_listen_address_is_dialled_on_this_machine(listen: str, dial: str) -> None:
     assert dialable_address(listen) == dial
+    host, _, port = listen.rpartition(":")
+    assert f"{dialable_host(host)}:{port}" == dial  # the launcher dials hosts alone by the same rule
 
 
 def test_the_endpoint_defaults_to_the_dialable_listen_address() -> None:

@@ -24,7 +24,12 @@ from tests.support.k8s import (
 )
 
 KUBERNETES_VERSION = "1.32.0"
-SILT_SERVICES = {"auth": "silt-auth", "graveler": "silt-graveler", "gateway": "silt-gateway"}
+SILT_SERVICES = {
+    "auth": "silt-auth",
+    "graveler": "silt-graveler",
+    "compactor": "silt-compactor",
+    "gateway": "silt-gateway",
+}
 # Variables the CLI reads (silt/client.py), besides the configuration's.
 CLI_VARIABLES = {"SILT_CONFIG", "SILT_ACCESS_KEY_ID", "SILT_SECRET_ACCESS_KEY"}
 PART_OF = ("silt.io/part-of", "silt")
@@ -67,9 +72,11 @@ def test_the_configmap_is_a_valid_silt_configuration_whose_endpoints_are_service
     assert config.auth.encrypt_secret_key is None, "secrets belong in a Secret, not the ConfigMap"
     assert config.auth.endpoint == service_address(docs, "auth")
     assert config.graveler.endpoint == service_address(docs, "graveler")
+    assert config.compactor.endpoint == service_address(docs, "compactor")
     for name, listen in [
         ("auth", config.auth.listen_address),
         ("graveler", config.graveler.listen_address),
+        ("compactor", config.compactor.listen_address),
         ("gateway", config.gateways.s3.listen_address),
     ]:
         # Pods listen on every interface, on the port their Service forwards to.
@@ -153,7 +160,7 @@ def test_network_policies_expose_only_the_gateway(overlay: str) -> None:
     assert policies["default-deny-ingress"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
     (gateway_rule,) = policies["gateway-from-anywhere"]["ingress"]
     assert "from" not in gateway_rule and gateway_rule["ports"] == [{"protocol": "TCP", "port": 8000}]
-    for name in ("auth-from-silt", "graveler-from-silt"):
+    for name in ("auth-from-silt", "graveler-from-silt", "compactor-from-silt"):
         (rule,) = policies[name]["ingress"]
         assert rule["from"] == [{"podSelector": {"matchLabels": dict([PART_OF])}}]
     # Every Silt pod carries the label those rules admit.

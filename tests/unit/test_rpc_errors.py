@@ -1,22 +1,181 @@
-"""Status messages stay under gRPC's trailer limit whatever a client named."""
+"""Typed errors across a real gRPC server: the server maps them (ErrorMappingInterceptor), the
+client decodes them (error_from_rpc), and NotFound's `what` survives in the standard rich status."""
 
 from __future__ import annotations
 
-from urllib.parse import quote
+import asyncio
+from collections.abc import Iterator
+from typing import Any, cast
 
-from silt.errors import InvalidArgument
-from silt.rpc.errors import MAX_DETAILS_BYTES, details_of
+import grpc
+import grpc.aio
+import pytest
+from google.protobuf.wrappers_pb2 import StringValue
+from google.rpc import error_details_pb2, status_pb2
+
+from services.gateway.backend import rpc_error
+from silt.errors import (
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    SiltError,
+    Unauthenticated,
+    Unavailable,
+)
+from silt.rpc.errors import STATUS_DETAILS_KEY, error_from_rpc
+from silt.rpc.server import bind, build_server
+
+# What the handler raises, by request value.
+RAISES: dict[str, SiltError] = {
+    "repository": NotFound("repository 'r' not found", what="repository"),
+    "object": NotFound("object 'k' not found", what="object"),
+    "upload": NotFound("upload 'u' not found", what="upload"),
+    "branch": NotFound("branch 'b' not found", what="branch"),
+    "credential": NotFound("access key AKIA not found", what="credential"),
+    "unsaid": NotFound("something not found"),
+    "exists": AlreadyExists("branch 'b' already exists"),
+    "invalid": InvalidArgument("bad name"),
+    "precondition": FailedPrecondition("nothing to commit"),
+    "aborted": Aborted("lost the race"),
+    "unavailable": Unavailable("KV is down"),
+    "denied": PermissionDenied("may not"),
+    "unauthenticated": Unauthenticated("who are you"),
+    "exhausted": ResourceExhausted("too many requests"),
+}
 
 
-def test_short_messages_are_kept_whole() -> None:
-    assert details_of(InvalidArgument("invalid branch name 'x'")) == "invalid branch name 'x'"
+class Server:
+    def __init__(self) -> None:
+        self.server = build_server()
+
+        def fail(request: StringValue, context: Any) -> StringValue:
+            raise RAISES[request.value]
+
+        def fail_streaming(request: StringValue, context: Any) -> Iterator[StringValue]:
+            yield StringValue(value="first")
+            raise RAISES[request.value]
+
+        handlers = {
+            "Fail": grpc.unary_unary_rpc_method_handler(
+                fail, request_deserializer=StringValue.FromString, response_serializer=StringValue.SerializeToString
+            ),
+            "FailStreaming": grpc.unary_stream_rpc_method_handler(
+                fail_streaming,
+                request_deserializer=StringValue.FromString,
+                response_serializer=StringValue.SerializeToString,
+            ),
+        }
+        self.server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("test.Errors", handlers)])
+        self.address = f"127.0.0.1:{bind(self.server, '127.0.0.1:0')}"
+        self.server.start()
+        self.channel = grpc.insecure_channel(self.address)
+
+    def failure(self, value: str) -> grpc.RpcError:
+        call = self.channel.unary_unary(
+            "/test.Errors/Fail",
+            request_serializer=StringValue.SerializeToString,
+            response_deserializer=StringValue.FromString,
+        )
+        with pytest.raises(grpc.RpcError) as err:
+            call(StringValue(value=value), timeout=10)
+        return err.value
+
+    def close(self) -> None:
+        self.channel.close()
+        self.server.stop(None)
 
 
-def test_long_messages_are_cut_below_the_trailer_limit() -> None:
-    for name in ("k" * 1_100_000, "é" * 600_000, "\U0001f600" * 300_000):
-        details = details_of(InvalidArgument(f"invalid branch name {name!r}"))
-        assert details.startswith("invalid branch name '")
-        assert details.endswith("… (message truncated)")
-        assert len(details.encode()) <= MAX_DETAILS_BYTES + 30
-        # gRPC percent-encodes the message into its grpc-message trailer; peers refuse 16 KiB.
-        assert len(quote(details)) < 8 * 1024
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    running = Server()
+    yield running
+    running.close()
+
+
+def trailers_of(err: grpc.RpcError) -> dict[str, str | bytes]:
+    # A failed call's error is also its grpc.Call, which holds the trailing metadata.
+    return {key: value for key, value in cast(grpc.Call, err).trailing_metadata() or ()}
+
+
+@pytest.mark.parametrize("value", sorted(RAISES))
+def test_every_error_comes_back_as_its_own_type_and_message(server: Server, value: str) -> None:
+    raised = RAISES[value]
+    decoded = error_from_rpc(server.failure(value))
+    assert type(decoded) is type(raised)
+    assert str(decoded) == str(raised)
+    if isinstance(raised, NotFound):
+        assert isinstance(decoded, NotFound) and decoded.what == raised.what
+
+
+def test_what_travels_as_standard_rich_status(server: Server) -> None:
+    """Any gRPC client (grpcio-status, Go's status.FromError) reads the same trailer."""
+    trailer = trailers_of(server.failure("object"))[STATUS_DETAILS_KEY]
+    assert isinstance(trailer, bytes)
+    status = status_pb2.Status.FromString(trailer)
+    assert status.code == grpc.StatusCode.NOT_FOUND.value[0]
+    assert status.message == "object 'k' not found"
+    info = error_details_pb2.ResourceInfo()
+    assert len(status.details) == 1 and status.details[0].Unpack(info)
+    assert info.resource_type == "object"
+    # No rich status when there is nothing to add.
+    assert STATUS_DETAILS_KEY not in trailers_of(server.failure("unsaid"))
+
+
+def test_streaming_errors_carry_what(server: Server) -> None:
+    call: Any = server.channel.unary_stream(
+        "/test.Errors/FailStreaming",
+        request_serializer=StringValue.SerializeToString,
+        response_deserializer=StringValue.FromString,
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        list(call(StringValue(value="branch"), timeout=10))
+    decoded = error_from_rpc(err.value)
+    assert isinstance(decoded, NotFound) and decoded.what == "branch"
+
+
+def test_unreachable_server_is_unavailable() -> None:
+    with grpc.insecure_channel("127.0.0.1:1") as channel:
+        call: Any = channel.unary_unary("/test.Errors/Fail", request_serializer=StringValue.SerializeToString)
+        with pytest.raises(grpc.RpcError) as err:
+            call(StringValue(value="x"), timeout=5)
+    assert isinstance(error_from_rpc(err.value), Unavailable)
+
+
+async def _aio_failure(address: str, value: str) -> grpc.aio.AioRpcError:
+    async with grpc.aio.insecure_channel(address) as channel:
+        call = channel.unary_unary(
+            "/test.Errors/Fail",
+            request_serializer=StringValue.SerializeToString,
+            response_deserializer=StringValue.FromString,
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await call(StringValue(value=value), timeout=10)
+        return err.value
+
+
+@pytest.mark.parametrize(
+    ("value", "default", "s3_code"),
+    [
+        ("repository", "NoSuchKey", "NoSuchBucket"),
+        ("object", "NoSuchBucket", "NoSuchKey"),
+        ("upload", "NoSuchKey", "NoSuchUpload"),
+        ("branch", "NoSuchBucket", "NoSuchBucket"),  # a kind without an S3 code of its own: the caller's
+        ("branch", "NoSuchKey", "NoSuchKey"),
+        ("unsaid", "NoSuchKey", "NoSuchKey"),
+        ("unavailable", "NoSuchKey", "ServiceUnavailable"),
+        ("aborted", "NoSuchKey", "ServiceUnavailable"),
+        ("exhausted", "NoSuchKey", "SlowDown"),
+        ("invalid", "NoSuchKey", "InvalidArgument"),
+        ("denied", "NoSuchKey", "AccessDenied"),
+    ],
+)
+def test_gateway_maps_the_decoded_error(server: Server, value: str, default: str, s3_code: str) -> None:
+    err = asyncio.run(_aio_failure(server.address, value))
+    s3 = rpc_error(err, default)
+    assert s3.code == s3_code
+    expected_what = RAISES[value].what if isinstance(RAISES[value], NotFound) else None  # type: ignore[attr-defined]
+    assert getattr(s3, "what", None) == expected_what

@@ -19,7 +19,6 @@ from services.gateway.request import from_scope
 from silt.config import DatabaseConfig
 from silt.errors import ConfigError, InvalidArgument, PredicateFailed, Unavailable
 from silt.kv import open_store
-from silt.kv.store import Predicate
 from silt.telemetry import metrics, requestid, tracing
 from silt.telemetry.health import HealthMonitor
 from silt.telemetry.kv import InstrumentedStore
@@ -178,4 +177,3 @@ def test_metric_label_sets_are_fixed() -> None:
         labels = getattr(collector, "_labelnames", None)
         if labels is not None:
             assert not forbidden & set(labels), collector
-    assert Predicate  # imported for the store's signature

@@ -2,36 +2,68 @@
 
 from __future__ import annotations
 
-from services.auth.actions import CREATE_REPO, DELETE_REPO, READ_REPO
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import Context, Response, iso_time, x, xml_response
-from services.gateway.operations.listing import branches
+from services.gateway.operations.listing import branches, decode_token, encode_token
+from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 
 _XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
 
 
+# S3's page size when ListBuckets is asked for a page (max-buckets, prefix or a token).
+MAX_BUCKETS = 10_000
+
+
+def _max_buckets(ctx: Context) -> int:
+    raw = ctx.request.arg("max-buckets")
+    if raw is None:
+        return MAX_BUCKETS
+    if not raw.isdigit() or len(raw) > 5 or not 1 <= int(raw) <= MAX_BUCKETS:
+        raise S3Error("InvalidArgument", "max-buckets must be between 1 and 10000", ArgumentName="max-buckets")
+    return int(raw)
+
+
 async def list_buckets(ctx: Context) -> Response:
+    """ListBuckets, in pages when asked: max-buckets, continuation-token and prefix."""
+    request = ctx.request
+    limit = _max_buckets(ctx)
+    prefix = request.arg("prefix") or ""
+    token = request.arg("continuation-token")
+    paged = any(request.has(name) for name in ("max-buckets", "prefix", "continuation-token"))
+    after = decode_token(token) if token else ""
+    if token and encode_token(after) != token:
+        raise S3Error("InvalidArgument", "The continuation token provided is incorrect")
     backend = ctx.backend
-    repositories: list[api.RepositoryInfo] = []
-    after = ""
-    while True:
+    listed: list[api.RepositoryInfo] = []
+    has_more = True
+    # Repository pages are filtered by the caller's permissions, so a page may take several.
+    while has_more and len(listed) <= limit:
         page = await backend.call(
             backend.graveler.ListRepositories, api.ListRepositoriesRequest(after=after, amount=1000), "NoSuchBucket"
         )
-        repositories += page.repositories
-        if not page.has_more or not page.repositories:
-            break
-        after = page.repositories[-1].name
-    allowed = await backend.allowed_many(ctx.user_id, READ_REPO, [r.name for r in repositories])
+        has_more = page.has_more and bool(page.repositories)
+        if page.repositories:
+            after = page.repositories[-1].name
+        candidates = [r for r in page.repositories if r.name.startswith(prefix)]
+        if prefix and after > prefix and not after.startswith(prefix):
+            has_more = False  # names are listed in order: none further has the prefix
+        allowed = await backend.allowed_many(ctx.user_id, READ_REPO, [r.name for r in candidates])
+        listed += [r for r, ok in zip(candidates, allowed, strict=True) if ok]
+    more = len(listed) > limit
+    listed = listed[:limit]
     buckets = "".join(
         f"<Bucket><Name>{x(r.name)}</Name><CreationDate>{iso_time(r.creation_date.ToDatetime())}</CreationDate></Bucket>"
-        for r, ok in zip(repositories, allowed, strict=True)
-        if ok
+        for r in listed
     )
     owner = f"<Owner><ID>{x(ctx.user_id)}</ID><DisplayName>{x(ctx.user_id)}</DisplayName></Owner>"
+    extra = ""
+    if paged and more and listed:
+        extra += f"<ContinuationToken>{encode_token(listed[-1].name)}</ContinuationToken>"
+    if request.has("prefix"):
+        extra += f"<Prefix>{x(prefix)}</Prefix>"
     return xml_response(
-        f"<ListAllMyBucketsResult {_XMLNS}>{owner}<Buckets>{buckets}</Buckets></ListAllMyBucketsResult>"
+        f"<ListAllMyBucketsResult {_XMLNS}>{owner}<Buckets>{buckets}</Buckets>{extra}</ListAllMyBucketsResult>"
     )
 
 

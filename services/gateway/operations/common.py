@@ -12,10 +12,10 @@ from typing import Any
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
-from services.auth.actions import READ_REPO, WRITE_REPO
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
 from services.gateway.request import DECIMAL_CAP, Request, decimal
+from silt.actions import READ_REPO, WRITE_REPO
 from silt.config import S3GatewayConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -125,8 +125,11 @@ def user_metadata(request: Request) -> dict[str, str]:
         )
     for name in STORED_HEADERS:
         value = headers.get(name)
-        if value and not (name == "content-encoding" and value.strip() == "aws-chunked"):
-            out[name] = value.replace("aws-chunked,", "").strip() if name == "content-encoding" else value
+        if value and name == "content-encoding":
+            # aws-chunked describes how this request's body was framed, not the object.
+            value = ",".join(c for c in (c.strip() for c in value.split(",")) if c and c.lower() != "aws-chunked")
+        if value:
+            out[name] = value
     return out
 
 
@@ -134,9 +137,14 @@ async def ensure_branch(ctx: Context, repository: str, ref: str) -> None:
     """Writes go to branches only; anything else gets a clear refusal rather than a graveler error."""
     if ctx.backend.known_branch(repository, ref):
         return
+    if any(mark in ref for mark in "~^@"):
+        # A ref expression (an ancestor, or a branch's committed state) names a commit, which
+        # is immutable; no branch name contains these characters.
+        await ctx.backend.namespace(repository)
+        raise S3Error("MethodNotAllowed", f"{ref!r} is a ref expression, not a branch: only branches can be written")
     resolved = await resolve(ctx, repository, ref, missing_ok=True)
     if resolved is None:
-        await ctx.backend.namespace(repository)  # NoSuchBucket if the repository itself is missing
+        # A missing repository is NoSuchBucket too, raised by resolve itself.
         raise S3Error("NoSuchBucket", f"repository {repository} has no branch {ref!r}")
     if resolved.type != api.ResolveRefResponse.REF_TYPE_BRANCH:
         raise S3Error("MethodNotAllowed", f"{ref!r} is not a branch of {repository}: only branches can be written")
@@ -159,32 +167,86 @@ async def stat_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.En
     if not key:
         raise S3Error("NoSuchKey")
     backend = ctx.backend
-    try:
-        info = await backend.call(
-            backend.graveler.StatEntry, api.StatEntryRequest(repository=repository, ref=ref, key=key), "NoSuchKey"
-        )
-    except S3Error as exc:
-        if exc.code == "NoSuchKey":
-            # Tell a missing repository from a missing key: clients treat them differently.
-            await backend.namespace(repository)
-        raise
+    # Graveler's NotFound says whether the repository or the key is missing (NoSuchBucket or
+    # NoSuchKey): no extra lookup.
+    request = api.StatEntryRequest(repository=repository, ref=ref, key=key)
+    info = await backend.call(backend.graveler.StatEntry, request, "NoSuchKey")
     return info.entry
 
 
-async def stage(ctx: Context, repository: str, branch: str, key: str, entry: pb.Entry) -> None:
+@dataclass(frozen=True)
+class WriteCondition:
+    """S3's conditional write headers (PutObject, CompleteMultipartUpload)."""
+
+    if_absent: bool = False  # If-None-Match: *
+    if_match_etag: str = ""  # If-Match: <etag>
+
+    @property
+    def any(self) -> bool:
+        return self.if_absent or bool(self.if_match_etag)
+
+
+def write_condition(request: Request) -> WriteCondition:
+    """The condition a write's headers ask for; checked by graveler as it stages the entry."""
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None and if_none_match.strip() != "*":
+        raise S3Error("NotImplemented", "If-None-Match on a write takes only *", Header="If-None-Match")
+    if_match = (request.headers.get("if-match") or "").strip().strip('"')  # "*": any existing version
+    return WriteCondition(if_absent=if_none_match is not None, if_match_etag=if_match)
+
+
+async def precheck_write_condition(
+    ctx: Context, repository: str, branch: str, key: str, condition: WriteCondition
+) -> None:
+    """Refuse a conditional write that certainly fails before it consumes anything (the parts
+    of a multipart upload); the exact check is still the one graveler makes as it stages."""
+    if not condition.any:
+        return
+    try:
+        current: pb.Entry | None = await stat_entry(ctx, repository, branch, key)
+    except S3Error as exc:
+        if exc.code != "NoSuchKey":
+            raise
+        current = None
+    if condition.if_absent and current is not None:
+        raise S3Error("PreconditionFailed", Condition="If-None-Match")
+    if condition.if_match_etag:
+        if current is None:
+            raise S3Error("NoSuchKey")
+        if condition.if_match_etag != "*" and current.etag.strip('"') != condition.if_match_etag:
+            raise S3Error("PreconditionFailed", Condition="If-Match")
+
+
+async def stage(
+    ctx: Context, repository: str, branch: str, key: str, entry: pb.Entry, condition: WriteCondition | None = None
+) -> None:
     backend = ctx.backend
     request = api.StageEntryRequest(repository=repository, branch=branch, key=key, entry=entry)
+    if condition is not None and condition.any:
+        request.if_absent = condition.if_absent
+        request.if_match_etag = condition.if_match_etag
+        # Graveler answers FAILED_PRECONDITION for a condition that does not hold, NOT_FOUND
+        # for If-Match on a missing key (the branch was checked before the bytes were written).
+        await backend.call(backend.graveler.StageEntry, request, "NoSuchKey", "PreconditionFailed")
+        return
     await backend.call(backend.graveler.StageEntry, request, "NoSuchBucket")
 
 
 async def stage_new_bytes(
-    ctx: Context, repository: str, branch: str, key: str, entry: pb.Entry, namespace: str
+    ctx: Context,
+    repository: str,
+    branch: str,
+    key: str,
+    entry: pb.Entry,
+    namespace: str,
+    condition: WriteCondition | None = None,
 ) -> None:
     """Stage an entry for bytes this request just wrote; if graveler certainly did not take
-    it, delete the bytes rather than leave an object no entry refers to (the uncommitted
-    sweep of garbage collection removes what a timeout or crash leaves behind)."""
+    it (a refusal, or a condition that did not hold), delete the bytes rather than leave an
+    object no entry refers to (the uncommitted sweep of garbage collection removes what a
+    timeout or crash leaves behind)."""
     try:
-        await stage(ctx, repository, branch, key, entry)
+        await stage(ctx, repository, branch, key, entry, condition)
     except S3Error as exc:
         if getattr(exc, "not_applied", False):
             with contextlib.suppress(Exception):

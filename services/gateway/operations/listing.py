@@ -13,7 +13,6 @@ import binascii
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from services.auth.actions import READ_REPO
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
     Context,
@@ -25,6 +24,7 @@ from services.gateway.operations.common import (
     xml_response,
 )
 from services.gateway.request import decimal
+from silt.actions import READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 

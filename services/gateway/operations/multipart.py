@@ -9,19 +9,26 @@ and any gateway replica can continue an upload another one started:
 
     u/<repository>/<upload id>        the upload (JSON)
     p/<upload id>/<part number:05d>   one part (JSON)
+    c/<repository>/<upload id>        a completed upload's answer, for a retried Complete (JSON)
+
+SDKs retry CompleteMultipartUpload when its response was lost; S3 answers the retry with the
+same result. A completed upload therefore leaves its answer (not its parts) for
+COMPLETED_REPLAY_SECONDS; each later Complete in the repository prunes a few expired ones.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote
 
-from services.auth.actions import READ_REPO, WRITE_REPO
 from services.gateway import checksums
+from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
     Context,
@@ -29,11 +36,13 @@ from services.gateway.operations.common import (
     iso_time,
     new_physical_address,
     parse_xml,
+    precheck_write_condition,
     quoted_etag,
     split_address,
     stage_new_bytes,
     stat_entry,
     user_metadata,
+    write_condition,
     write_target,
     x,
     xml_response,
@@ -48,10 +57,14 @@ from services.gateway.operations.objects import (
 )
 from services.gateway.request import decimal
 from services.gateway.routing import split_path
+from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import PartInfo
 from silt.graveler.v1 import model_pb2 as pb
+from silt.kv.store import scan_prefix
 
 PARTITION = b"gateway-multipart"
+COMPLETED_REPLAY_SECONDS = 3600
+_PRUNE_BATCH = 64
 MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PART_NUMBER = 10000
 _XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
@@ -60,6 +73,10 @@ _COPY_RANGE = re.compile(r"^bytes=([0-9]+)-([0-9]+)$")
 
 def _upload_key(repository: str, upload_id: str) -> bytes:
     return f"u/{repository}/{upload_id}".encode()
+
+
+def _completed_key(repository: str, upload_id: str) -> bytes:
+    return f"c/{repository}/{upload_id}".encode()
 
 
 def _part_key(upload_id: str, number: int) -> bytes:
@@ -220,7 +237,13 @@ def _requested_parts(raw: bytes) -> list[RequestedPart]:
 
 
 async def complete(ctx: Context) -> Response:
-    upload_id, record = await _upload(ctx, WRITE_REPO)
+    condition = write_condition(ctx.request)
+    try:
+        upload_id, record = await _upload(ctx, WRITE_REPO)
+    except S3Error as exc:
+        if exc.code != "NoSuchUpload":
+            raise
+        return await _replay_complete(ctx, exc)
     requested = _requested_parts(await ctx.request.body.read_all())
     numbers = [p.number for p in requested]
     if any(b <= a for a, b in itertools.pairwise(numbers)):
@@ -249,8 +272,9 @@ async def complete(ctx: Context) -> Response:
                 )
         if part_checksums is not None:
             # UploadPartCopy parts carry none: such an object gets no composite checksum.
-            value = uploaded.get(checksums.HEADER_PREFIX + (algorithm or ""))
-            part_checksums = [*part_checksums, value] if value else None
+            part_checksum = uploaded.get(checksums.HEADER_PREFIX + (algorithm or ""))
+            part_checksums = [*part_checksums, part_checksum] if part_checksum else None
+    await precheck_write_condition(ctx, ctx.request.bucket, record["branch"], record["key"], condition)
     infos = [PartInfo(part_number=p.number, etag=p.etag) for p in requested]
     result = await backend.run(
         backend.adapter.complete_multipart_upload, record["namespace"], record["address"], record["block_id"], infos
@@ -273,19 +297,59 @@ async def complete(ctx: Context) -> Response:
         checksum_xml = f"<{element}>{value}</{element}><ChecksumType>COMPOSITE</ChecksumType>"
     repository = ctx.request.bucket
     try:
-        await stage_new_bytes(ctx, repository, record["branch"], record["key"], entry, record["namespace"])
+        await stage_new_bytes(ctx, repository, record["branch"], record["key"], entry, record["namespace"], condition)
     except S3Error as exc:
         # The parts were consumed into the object; with its bytes deleted, the upload can
         # never complete, so it is forgotten too (the client re-uploads after the 503).
         if getattr(exc, "not_applied", False):
             await _forget(ctx, repository, upload_id, stored)
         raise
+    answer = {
+        "path": ctx.request.path,
+        "parts": [[p.number, p.etag] for p in requested],
+        "etag": result.etag,
+        "checksum_xml": checksum_xml,
+        "completed_at": time.time(),
+    }
+    await backend.run(backend.kv_put, PARTITION, _completed_key(repository, upload_id), answer)
     await _forget(ctx, repository, upload_id, stored)
+    await backend.run(_prune_completed, backend, repository)
+    return _complete_result(ctx, result.etag, checksum_xml)
+
+
+def _complete_result(ctx: Context, etag: str, checksum_xml: str) -> Response:
+    repository = ctx.request.bucket
     return xml_response(
         f"<CompleteMultipartUploadResult {_XMLNS}><Location>/{x(repository)}/{x(ctx.request.path)}</Location>"
         f"<Bucket>{x(repository)}</Bucket><Key>{x(ctx.request.path)}</Key>"
-        f"<ETag>{x(quoted_etag(result.etag))}</ETag>{checksum_xml}</CompleteMultipartUploadResult>"
+        f"<ETag>{x(quoted_etag(etag))}</ETag>{checksum_xml}</CompleteMultipartUploadResult>"
     )
+
+
+async def _replay_complete(ctx: Context, missing: S3Error) -> Response:
+    """A retried Complete of an upload that completed: the same answer, for the same parts."""
+    backend = ctx.backend
+    upload_id = ctx.request.arg("uploadId") or ""
+    answer = None
+    if re.fullmatch(r"[0-9a-f]{32}", upload_id):
+        answer = await backend.run(backend.kv_get, PARTITION, _completed_key(ctx.request.bucket, upload_id))
+    if answer is None or answer["path"] != ctx.request.path:
+        raise missing
+    if time.time() - answer["completed_at"] > COMPLETED_REPLAY_SECONDS:
+        raise missing
+    requested = _requested_parts(await ctx.request.body.read_all())
+    if [[p.number, p.etag] for p in requested] != answer["parts"]:
+        raise missing
+    return _complete_result(ctx, answer["etag"], answer["checksum_xml"])
+
+
+def _prune_completed(backend: Backend, repository: str) -> None:
+    """Forget a few expired completed-upload answers (bounded work per Complete)."""
+    horizon = time.time() - COMPLETED_REPLAY_SECONDS
+    prefix = f"c/{repository}/".encode()
+    for entry in itertools.islice(scan_prefix(backend.kv, PARTITION, prefix), _PRUNE_BATCH):
+        if json.loads(entry.value).get("completed_at", 0) < horizon:
+            backend.kv_delete(PARTITION, entry.key)
 
 
 def _part_checksum_xml(part: dict) -> str:

@@ -15,7 +15,6 @@ from typing import Any, BinaryIO
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.auth.actions import WRITE_REPO
 from services.gateway import checksums, sigv4
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
@@ -34,6 +33,7 @@ from services.gateway.operations.common import (
     stage_new_bytes,
     stat_entry,
     user_metadata,
+    write_condition,
     write_target,
     x,
     xml_response,
@@ -41,7 +41,9 @@ from services.gateway.operations.common import (
 from services.gateway.payload import AwsChunked, Sha256Checked, Source, SyncReader
 from services.gateway.request import decimal, decode_component
 from services.gateway.routing import split_path
+from silt.actions import WRITE_REPO
 from silt.block import CHUNK_SIZE
+from silt.errors import InvalidArgument
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -100,6 +102,9 @@ def _http_date(value: str) -> datetime | None:
     except (TypeError, ValueError, OverflowError, IndexError):
         return None
 
+
+# Keys of one DeleteObjects deleted at the same time (each is one graveler call).
+DELETE_CONCURRENCY = 16
 
 # Entry metadata Silt keeps for itself; never a header of its own, kept through copies.
 PART_SIZES = "x-silt-part-sizes"
@@ -354,12 +359,17 @@ async def receive_into(
         result = await ctx.backend.run(put, *args, stream, size)
     else:
         stream = SyncReader(source, asyncio.get_running_loop())
-        result = await ctx.backend.run(put, *args, stream, size)
+        try:
+            result = await ctx.backend.run(put, *args, stream, size)
+        except InvalidArgument:
+            if size is not None and stream.size < size:
+                raise S3Error("IncompleteBody") from None  # the adapter's "stream ended early"
+            raise
         written = stream.size
     # Adapters stop at `size` bytes; reading on to the end runs the checks that need the whole
     # body (payload SHA-256, the final chunk and trailer signatures, the checksum) before
     # anything is staged.
-    if await source.read(1):
+    if await source.read(1) or ctx.request.body.overrun:
         raise S3Error("IncompleteBody", "the body is longer than its declared length")
     etag = result.etag.strip('"')
     if expected_md5 is not None and etag != expected_md5.hex():
@@ -380,6 +390,7 @@ async def put_object(ctx: Context) -> Response:
         return await _put_branch_root_marker(ctx, repository, ref)
     namespace = await write_target(ctx, repository, ref, key)
     metadata = user_metadata(request)  # refused before any byte is written
+    condition = write_condition(request)
     address = new_physical_address()
     adapter = ctx.backend.adapter
     try:
@@ -398,7 +409,7 @@ async def put_object(ctx: Context) -> Response:
     # The checksum of the whole object is kept with its metadata, for GET/HEAD with
     # x-amz-checksum-mode: ENABLED.
     entry.metadata.update(received.checksum_headers())
-    await stage_new_bytes(ctx, repository, ref, key, entry, namespace)
+    await stage_new_bytes(ctx, repository, ref, key, entry, namespace, condition)
     return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
 
 
@@ -504,28 +515,47 @@ async def delete_objects(ctx: Context) -> Response:
         raise S3Error("MalformedXML", "DeleteObjects takes 1 to 1000 keys")
     await ctx.authorize(WRITE_REPO, repository)
     await ctx.backend.namespace(repository)
-    deleted, errors = [], []
     checked: dict[str, S3Error | None] = {}
-    for path in keys:
-        ref, key = split_path(path)
+    for ref in dict.fromkeys(split_path(path)[0] for path in keys):
+        if not ref:
+            checked[ref] = S3Error("InvalidArgument", "a key needs a branch and a name")
+            continue
         try:
-            if not ref:
-                raise S3Error("InvalidArgument", "a key needs a branch and a name")
-            if ref not in checked:
-                try:
-                    await branch_target(ctx, repository, ref)
-                    checked[ref] = None
-                except S3Error as exc:
-                    checked[ref] = exc
-            if checked[ref] is not None:
-                raise checked[ref]  # type: ignore[misc]
-            if key:  # "<branch>/" is the branch root marker, never stored: deleted as asked
-                await _delete(ctx, repository, ref, key)
-            deleted.append(path)
+            await branch_target(ctx, repository, ref)
+            checked[ref] = None
         except S3Error as exc:
             if exc.code in ("ServiceUnavailable", "SlowDown"):
                 raise
-            errors.append((path, exc))
+            checked[ref] = exc
+    # Keys are deleted concurrently, a few at a time: S3A's bulk deletes of parent directory
+    # markers would otherwise wait for one graveler round trip per key in turn.
+    limit = asyncio.Semaphore(DELETE_CONCURRENCY)
+
+    async def delete_one(path: str) -> S3Error | None:
+        ref, key = split_path(path)
+        refused = checked[ref]
+        if refused is not None:
+            return refused
+        if not key:  # "<branch>/" is the branch root marker, never stored: deleted as asked
+            return None
+        try:
+            async with limit:
+                await _delete(ctx, repository, ref, key)
+        except S3Error as exc:
+            if exc.code in ("ServiceUnavailable", "SlowDown"):
+                raise
+            return exc
+        return None
+
+    try:
+        # A TaskGroup: a ServiceUnavailable from one key cancels the deletes still to come.
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(delete_one(path)) for path in keys]
+    except* S3Error as failed:
+        raise failed.exceptions[0] from None
+    outcomes = [task.result() for task in tasks]
+    deleted = [path for path, error in zip(keys, outcomes, strict=True) if error is None]
+    errors = [(path, error) for path, error in zip(keys, outcomes, strict=True) if error is not None]
     parts = [] if quiet else [f"<Deleted><Key>{x(k)}</Key></Deleted>" for k in deleted]
     parts += [
         f"<Error><Key>{x(k)}</Key><Code>{e.code}</Code><Message>{x(e.message)}</Message></Error>" for k, e in errors

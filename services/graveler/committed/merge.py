@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, NamedTuple
 
 from services.graveler.committed.apply import apply_changes
@@ -261,7 +261,7 @@ def glob_regex(pattern: str) -> re.Pattern[bytes]:
     return re.compile(b"".join(parts), re.DOTALL)
 
 
-def by_pattern(rules: list[tuple[str, str]], default: str = "fail") -> Resolver:
+def by_pattern(rules: Sequence[tuple[str, str]], default: str = "fail") -> Resolver:
     """A resolver choosing a strategy by the first rule whose glob matches the conflict's key.
 
     Strategies: ``source``/``source-wins``, ``dest``/``dest-wins``, ``fail``. Rules are

@@ -147,7 +147,8 @@ class ObjectStore:
         try:
             stream = self._adapter.get(namespace, key)
         except NotFound as exc:
-            raise NotFound(f"{kind} {object_id} not found in {namespace}") from exc
+            # A range or metarange file missing from the object store: an object, to clients.
+            raise NotFound(f"{kind} {object_id} not found in {namespace}", what="object") from exc
         self._count(f"{kind}_reads")
         with stream:
             if self._spill_to is not None:

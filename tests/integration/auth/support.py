@@ -27,7 +27,9 @@ from silt.config import AuthConfig, Config, CredentialsConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.kv import Store
-from silt.rpc.auth import AuthInterceptor, Credentials, remote_interceptor, signed_channel
+from silt.rpc.interceptor import AuthInterceptor, remote_interceptor
+from silt.rpc.signing import Credentials, signed_channel
+from tests.support.clock import ManualClock
 
 ENCRYPT_KEY = SecretStr("integration-tests-encrypt-key")
 
@@ -66,6 +68,8 @@ class Stack:
     model: IamModel
     graveler: Graveler
     ttl: float
+    # The caches' clock: tests pass a TTL with pass_cache_ttl() instead of sleeping through it.
+    clock: ManualClock
     admin: Credentials
     services: dict[str, Credentials]
     auth_address: str = ""
@@ -73,6 +77,10 @@ class Stack:
     _servers: list[grpc.Server] = field(default_factory=list)
     _channels: dict[tuple[str, Credentials | None], grpc.Channel] = field(default_factory=dict)
     _interceptors: list[AuthInterceptor] = field(default_factory=list)
+
+    def pass_cache_ttl(self) -> None:
+        """Every cached key and decision, in auth and in graveler, is stale from now on."""
+        self.clock.advance(self.ttl + 0.1)
 
     def _channel(self, address: str, credentials: Credentials | None) -> grpc.Channel:
         cache_key = (address, credentials)
@@ -129,8 +137,10 @@ def start_stack(store: Store, data_dir: Path, ttl: float) -> Stack:
         return Credentials(key.access_key_id, SecretStr(key.secret_access_key))  # type: ignore[attr-defined]
 
     graveler = Graveler(store, CommittedManager(LocalAdapter(data_dir), CommittedCache()), GravelerOptions())
-    stack = Stack(store, model, graveler, ttl, creds(result.admin), {s: creds(k) for s, k in result.services.items()})
-    auth_interceptor = local_interceptor(model, ttl)
+    clock = ManualClock()
+    services = {s: creds(k) for s, k in result.services.items()}
+    stack = Stack(store, model, graveler, ttl, clock, creds(result.admin), services)
+    auth_interceptor = local_interceptor(model, ttl, cache_clock=clock)
     auth_server, auth_port = start_auth(model, "127.0.0.1:0", [auth_interceptor])
     stack._servers.append(auth_server)
     stack._interceptors.append(auth_interceptor)
@@ -144,7 +154,7 @@ def start_stack(store: Store, data_dir: Path, ttl: float) -> Stack:
             access_key_id=service_key.access_key_id, secret_access_key=service_key.secret_access_key
         ),
     )
-    graveler_interceptor = remote_interceptor(config, GRAVELER_RULES)
+    graveler_interceptor = remote_interceptor(config, GRAVELER_RULES, cache_clock=clock)
     graveler_server, graveler_port = start_graveler(graveler, "127.0.0.1:0", [graveler_interceptor])
     stack._servers.append(graveler_server)
     stack._interceptors.append(graveler_interceptor)

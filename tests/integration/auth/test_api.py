@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from services.auth import actions as a
+from silt import actions as a
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import model_pb2 as pb
 from tests.integration.auth.support import Stack, code_of, remember, unique

@@ -6,25 +6,22 @@ import time
 
 import grpc
 import pytest
+from google.protobuf.message import Message
 from pydantic import SecretStr
 
-from services.auth import actions as a
 from services.auth.setup import ANALYSTS, DEVELOPERS
+from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import model_pb2 as pb
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as gpb
-from silt.rpc.auth import ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, Credentials, payload_digest, sign
+from silt.rpc.signing import ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, Credentials, payload_digest, sign
 from tests.integration.auth.support import Stack, code_of, details_of, unique
 
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
 DENIED = grpc.StatusCode.PERMISSION_DENIED
 OK = grpc.StatusCode.OK
-
-
-def _wait_past_cache(stack: Stack) -> None:
-    time.sleep(stack.ttl + 0.1)
 
 
 def _get_repo(stack: Stack, creds: Credentials | None, repo: str) -> object:
@@ -63,7 +60,7 @@ def test_wrong_secret_and_unknown_key(stack: Stack) -> None:
 
 def _raw_call(stack: Stack, metadata: list[tuple[str, str]], request: api.GetRepositoryRequest) -> object:
     stub = api_grpc.GravelerServiceStub(stack._channel(stack.graveler_address, None))
-    return lambda: stub.GetRepository(request, metadata=metadata)
+    return lambda: stub.GetRepository(request, metadata=tuple(metadata))
 
 
 def test_signature_binds_method_request_and_time(stack: Stack) -> None:
@@ -72,7 +69,7 @@ def test_signature_binds_method_request_and_time(stack: Stack) -> None:
     method = "/silt.graveler.v1.GravelerService/GetRepository"
     signed_for = api.GetRepositoryRequest(name=repo)
 
-    def headers(date: int, request: object = signed_for, signed_method: str = method) -> list[tuple[str, str]]:
+    def headers(date: int, request: Message = signed_for, signed_method: str = method) -> list[tuple[str, str]]:
         signature = sign(
             creds.secret_access_key, str(date), signed_method, creds.access_key_id, payload_digest(request)
         )
@@ -99,7 +96,7 @@ def test_deleted_credentials_stop_working_within_the_cache_time(stack: Stack) ->
     stack.auth(stack.admin).DeleteCredentials(
         auth_api.DeleteCredentialsRequest(user_id=user_id, access_key_id=creds.access_key_id)
     )
-    _wait_past_cache(stack)
+    stack.pass_cache_ttl()
     assert code_of(_get_repo(stack, creds, repo)) == UNAUTHENTICATED
     assert code_of(lambda: stack.auth(creds).WhoAmI(auth_api.WhoAmIRequest())) == UNAUTHENTICATED
     assert code_of(_get_repo(stack, spare, repo)) == OK
@@ -110,7 +107,7 @@ def test_deleted_user_is_locked_out(stack: Stack) -> None:
     user_id, creds = stack.new_user([DEVELOPERS])
     assert code_of(_get_repo(stack, creds, repo)) == OK
     stack.auth(stack.admin).DeleteUser(auth_api.DeleteUserRequest(id=user_id))
-    _wait_past_cache(stack)
+    stack.pass_cache_ttl()
     assert code_of(_get_repo(stack, creds, repo)) == UNAUTHENTICATED
 
 
@@ -124,12 +121,12 @@ def test_services_use_their_own_credentials(stack: Stack) -> None:
     admin = stack.auth(stack.admin)
     admin.RemoveGroupMember(auth_api.GroupMemberRequest(group_id="Services", user_id="svc-graveler"))
     try:
-        _wait_past_cache(stack)
+        stack.pass_cache_ttl()
         _, newcomer = stack.new_user([ANALYSTS])  # not in graveler's caches yet
         assert code_of(_get_repo(stack, newcomer, repo)) == grpc.StatusCode.UNAVAILABLE
     finally:
         admin.AddGroupMember(auth_api.GroupMemberRequest(group_id="Services", user_id="svc-graveler"))
-        _wait_past_cache(stack)
+        stack.pass_cache_ttl()
 
 
 # --- authorization ---------------------------------------------------------------------------
@@ -166,17 +163,17 @@ def test_explicit_deny_overrides_allow(stack: Stack) -> None:
     allow = pb.Statement(effect=pb.EFFECT_ALLOW, actions=["*"], resources=[prod])
     admin.CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id + "-allow", statements=[allow]))
     admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=policy_id + "-allow", user_id=user_id))
-    _wait_past_cache(stack)
+    stack.pass_cache_ttl()
     assert code_of(write(prod)) == DENIED
 
 
 def test_removed_from_group_loses_access_after_cache_time(stack: Stack) -> None:
     repo = stack.new_repo()
     user_id, creds = stack.new_user([DEVELOPERS])
-    stage = api.StageEntryRequest(repository=repo, branch="main", key="k", entry={"physical_address": "x"})
+    stage = api.StageEntryRequest(repository=repo, branch="main", key="k", entry=gpb.Entry(physical_address="x"))
     assert code_of(lambda: stack.gv(creds).StageEntry(stage)) == OK
     stack.auth(stack.admin).RemoveGroupMember(auth_api.GroupMemberRequest(group_id=DEVELOPERS, user_id=user_id))
-    _wait_past_cache(stack)
+    stack.pass_cache_ttl()
     assert code_of(lambda: stack.gv(creds).StageEntry(stage)) == DENIED
     assert code_of(_get_repo(stack, creds, repo)) == DENIED
 
@@ -186,7 +183,7 @@ def test_policy_change_takes_effect_within_cache_time(stack: Stack) -> None:
     user_id, creds = stack.new_user()
     assert code_of(_get_repo(stack, creds, repo)) == DENIED
     stack.auth(stack.admin).AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id="RepoReadAll", user_id=user_id))
-    _wait_past_cache(stack)
+    stack.pass_cache_ttl()
     assert code_of(_get_repo(stack, creds, repo)) == OK
 
 

@@ -7,12 +7,12 @@ from collections.abc import Callable
 import grpc
 import pytest
 
-from services.auth import actions as a
 from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS, PRESET_GROUPS, SERVICES
+from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import model_pb2 as pb
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.rpc.auth import Credentials
+from silt.rpc.signing import Credentials
 from tests.integration.auth.support import Stack, code_of, details_of, remember, unique
 
 NO_GROUP = "(no group)"

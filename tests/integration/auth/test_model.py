@@ -7,9 +7,9 @@ import uuid
 import pytest
 from pydantic import SecretStr
 
-from services.auth import actions as a
 from services.auth.model import IamModel
 from services.auth.secrets import SecretBox
+from silt import actions as a
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.kv import Store

@@ -12,7 +12,8 @@ from services.auth.secrets import SecretBox
 from silt.auth.v1 import auth_pb2 as api
 from silt.config import load_config
 from silt.graveler.v1 import graveler_pb2 as gapi
-from silt.rpc.auth import Credentials
+from silt.graveler.v1 import model_pb2 as gpb
+from silt.rpc.signing import Credentials
 from tests.integration.auth.support import ENCRYPT_KEY, ISSUED_SECRETS, Stack, details_of, remember
 
 
@@ -35,7 +36,7 @@ def test_a_full_session_logs_no_secret(stack: Stack, caplog: pytest.LogCaptureFi
     user_id, creds = stack.new_user(["Developers"], prefix="logged")
     repo = stack.new_repo()
     stack.gv(creds).StageEntry(
-        gapi.StageEntryRequest(repository=repo, branch="main", key="k", entry={"physical_address": "p"})
+        gapi.StageEntryRequest(repository=repo, branch="main", key="k", entry=gpb.Entry(physical_address="p"))
     )
     stack.gv(creds).Commit(gapi.CommitRequest(repository=repo, branch="main", message="m"))
     wrong = Credentials(creds.access_key_id, SecretStr(remember("W" * 40)))

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from services.auth import actions as a
 from services.auth import setup as auth_setup
 from services.auth.model import IamModel
 from services.auth.policies import compile_statements, is_allowed
 from services.auth.secrets import SecretBox
 from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS, SERVICES, SetupResult
+from silt import actions as a
 from silt.kv import Store
 from tests.integration.auth.support import ENCRYPT_KEY, remember
 

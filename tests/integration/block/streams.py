@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 MiB = 1024 * 1024
 
@@ -35,6 +35,10 @@ class GeneratorStream(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def binary(self) -> BinaryIO:
+        """This stream as the adapters' signature names it (they only read())."""
+        return cast(BinaryIO, self)
 
     def readinto(self, buffer: Any) -> int:
         if not self._pending:

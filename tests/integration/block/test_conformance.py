@@ -83,7 +83,7 @@ def _peak_while(action: Callable[[], object]) -> int:
 def test_put_and_get_stream_without_holding_the_object_in_memory(blocks: Blocks) -> None:
     stream = GeneratorStream(pattern_chunks(BIG, seed=7))
     results = []
-    peak_put = _peak_while(lambda: results.append(blocks.adapter.put(blocks.namespace, "big", stream)))
+    peak_put = _peak_while(lambda: results.append(blocks.adapter.put(blocks.namespace, "big", stream.binary())))
     assert stream.size == BIG
     assert results[0].size == BIG
 

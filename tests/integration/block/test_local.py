@@ -222,7 +222,7 @@ def failing_chunks(good_bytes: int) -> Iterator[bytes]:
 
 def test_a_put_whose_stream_fails_leaves_nothing(adapter: LocalAdapter) -> None:
     with pytest.raises(ConnectionResetError):
-        adapter.put(NS, "dir/broken", GeneratorStream(failing_chunks(3 * MiB)))
+        adapter.put(NS, "dir/broken", GeneratorStream(failing_chunks(3 * MiB)).binary())
     with pytest.raises(NotFound):
         adapter.stat(NS, "dir/broken")
     assert files_under(ns_dir(adapter)) == []
@@ -231,7 +231,7 @@ def test_a_put_whose_stream_fails_leaves_nothing(adapter: LocalAdapter) -> None:
 def test_a_failed_overwrite_keeps_the_old_object(adapter: LocalAdapter) -> None:
     put(adapter, "k", b"old and whole")
     with pytest.raises(ConnectionResetError):
-        adapter.put(NS, "k", GeneratorStream(failing_chunks(2 * MiB)))
+        adapter.put(NS, "k", GeneratorStream(failing_chunks(2 * MiB)).binary())
     assert read(adapter, "k") == b"old and whole"
     assert adapter.stat(NS, "k").etag == md5_hex(b"old and whole")
     assert files_under(ns_dir(adapter)) == [".silt-etag-k", "k"]

@@ -70,7 +70,7 @@ def test_a_connection_dropped_midway_through_a_get_is_unavailable(
 ) -> None:
     adapter, proxy = proxied
     namespace = f"s3://{s3_bucket}"
-    adapter.put(namespace, "big", GeneratorStream(pattern_chunks(24 * MiB)))
+    adapter.put(namespace, "big", GeneratorStream(pattern_chunks(24 * MiB)).binary())
     with adapter.get(namespace, "big") as stream:
         assert len(stream.read(64 * 1024)) == 64 * 1024
         proxy.stop()
@@ -143,7 +143,7 @@ def test_put_switches_to_multipart_above_one_part(
 ) -> None:
     data = b"".join(pattern_chunks(size, seed=size))
     stream = GeneratorStream(pattern_chunks(size, seed=size))
-    result = s3_adapter.put(f"s3://{s3_bucket}", "k", stream, size if sized else None)
+    result = s3_adapter.put(f"s3://{s3_bucket}", "k", stream.binary(), size if sized else None)
     chunks = [data[i : i + PART_SIZE] for i in range(0, size, PART_SIZE)]
     assert result.etag == (md5_hex(data) if parts == 1 else multipart_etag(chunks))
     assert result.size == size
@@ -159,7 +159,7 @@ def _failing_chunks(good_bytes: int) -> Iterator[bytes]:
 
 def test_a_failed_multipart_put_aborts_its_upload(s3_adapter: S3Adapter, s3_bucket: str) -> None:
     with pytest.raises(ConnectionResetError):
-        s3_adapter.put(f"s3://{s3_bucket}", "broken", GeneratorStream(_failing_chunks(PART_SIZE + MiB)))
+        s3_adapter.put(f"s3://{s3_bucket}", "broken", GeneratorStream(_failing_chunks(PART_SIZE + MiB)).binary())
     with pytest.raises(NotFound):
         s3_adapter.stat(f"s3://{s3_bucket}", "broken")
     assert s3_adapter.client.list_multipart_uploads(Bucket=s3_bucket).get("Uploads", []) == []

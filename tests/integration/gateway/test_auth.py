@@ -12,7 +12,7 @@ from unittest import mock
 
 import pytest
 import requests
-from botocore.auth import S3SigV4Auth
+from botocore.auth import HmacV1QueryAuth, S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotoCredentials
 from botocore.exceptions import ClientError
@@ -86,7 +86,9 @@ def send_body(request: AWSRequest, body: bytes) -> requests.Response:
     return send(request)
 
 
-def check_signed_upload(response: requests.Response, s3: Any, bucket: str, key: str, data: bytes, tampered: bool):
+def check_signed_upload(
+    response: requests.Response, s3: Any, bucket: str, key: str, data: bytes, tampered: bool
+) -> None:
     """A tampered signed upload is refused and stores nothing; an intact one stores data."""
     if tampered:
         assert response.status_code == 403 and b"SignatureDoesNotMatch" in response.content
@@ -102,7 +104,7 @@ def test_streaming_chunked_upload_verifies_every_chunk(gw: GatewayStack, s3: Any
     data = b"".join(chunks)
     for tamper, key in ((False, "good"), (True, "tampered")):
         headers = {"content-encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data))}
-        request = signed(gw, "PUT", f"/{bucket}/main/{key}", STREAMING, **headers)
+        request = signed(gw, "PUT", f"/{bucket}/main/{key}", STREAMING, b"", **headers)
         body = chunked_body(request, gw.admin.secret_access_key.get_secret_value(), gw.region, chunks, tamper)
         check_signed_upload(send_body(request, body), s3, bucket, f"main/{key}", data, tamper)
 
@@ -128,8 +130,12 @@ def test_sigv2_with_boto3(gw: GatewayStack, bucket: str) -> None:
 
 def test_presigned_url_expires(s3: Any, bucket: str) -> None:
     s3.put_object(Bucket=bucket, Key="main/e", Body=b"x")
-    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "main/e"}, ExpiresIn=1)
-    time.sleep(2.1)
+    # A URL that expired 9 s ago (boto3 presigns with SigV2: Expires is an epoch second),
+    # rather than waiting for a fresh one to expire.
+    expired = str(int(time.time()) - 9)
+    with mock.patch.object(HmacV1QueryAuth, "_get_date", return_value=expired):
+        url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "main/e"}, ExpiresIn=1)
+    assert f"Expires={expired}" in url
     response = requests.get(url, timeout=30)
     assert response.status_code == 403 and b"AccessDenied" in response.content and b"expired" in response.content
 

@@ -148,7 +148,9 @@ def test_a_trailer_announced_but_missing_is_refused(gw: GatewayStack, s3: Any, b
         s3.head_object(Bucket=bucket, Key="main/no-trailer")
 
 
-def signed_trailer_body(request: AWSRequest, secret: str, region: str, chunks: list[bytes], value: str, tamper: bool):
+def signed_trailer_body(
+    request: AWSRequest, secret: str, region: str, chunks: list[bytes], value: str, tamper: bool
+) -> bytes:
     """AWS's STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER body: signed chunks, then the trailer
     and its signature, chained from the final chunk's signature."""
     body = chunked_body(request, secret, region, chunks)
@@ -176,7 +178,7 @@ def test_signed_trailer_checksum_and_signature(gw: GatewayStack, s3: Any, bucket
         "x-amz-decoded-content-length": str(len(DATA)),
         "x-amz-trailer": "x-amz-checksum-crc32",
     }
-    request = signed(gw, "PUT", f"/{bucket}/{key}", STREAMING + "-TRAILER", **headers)
+    request = signed(gw, "PUT", f"/{bucket}/{key}", STREAMING + "-TRAILER", b"", **headers)
     secret = gw.admin.secret_access_key.get_secret_value()
     body = signed_trailer_body(request, secret, gw.region, chunks, expected("CRC32", DATA), tamper)
     check_signed_upload(send_body(request, body), s3, bucket, key, DATA, tamper)

@@ -88,7 +88,7 @@ def test_raw_errors(gw: GatewayStack, s3: Any, bucket: str) -> None:
 
 
 def test_authentication_errors(gw: GatewayStack, bucket: str) -> None:
-    from silt.rpc.auth import Credentials
+    from silt.rpc.signing import Credentials
 
     unknown = gw.client(Credentials("AKIDONOTEXIST000000", gw.admin.secret_access_key))
     fails(lambda: unknown.list_objects_v2(Bucket=bucket), "InvalidAccessKeyId", 403)

@@ -38,6 +38,7 @@ class GCEnv:
     stub: api_grpc.GravelerServiceStub
     adapter: LocalAdapter
     blockstore: BlockstoreConfig
+    graveler: Graveler  # for what has no gRPC call on graveler (compaction)
 
     def new_repo(self, default_days: int | None = 0) -> str:
         name = f"gc-{uuid.uuid4().hex[:10]}"
@@ -83,7 +84,7 @@ def gc_env(tmp_path: Path) -> Iterator[GCEnv]:
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
-        yield GCEnv(api_grpc.GravelerServiceStub(channel), adapter, blockstore)
+        yield GCEnv(api_grpc.GravelerServiceStub(channel), adapter, blockstore, graveler)
     finally:
         channel.close()
         server.stop(None)

@@ -1,8 +1,8 @@
 """Writers keep uploading, staging and committing while a GC run marks and sweeps.
 
 The grace period is what protects an upload between its bytes landing and its entry being
-staged (seed 003's commit-vs-write races); it must exceed that gap, here a few milliseconds,
-so the test uses 30 s. Garbage from before the run (backdated an hour) must still go.
+staged (docs/design/gc.md, "Races the design must close"); it must exceed that gap, here a
+few milliseconds, so the test uses 30 s. Garbage from before the run (backdated an hour) must still go.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -43,7 +44,7 @@ class GravelerEnv:
     def etag(self, repo: str, ref: str, key: str) -> str:
         return self.stub.StatEntry(api.StatEntryRequest(repository=repo, ref=ref, key=key)).entry.etag
 
-    def commit(self, repo: str, branch: str, message: str = "commit", **kwargs: object) -> api.CommitInfo:
+    def commit(self, repo: str, branch: str, message: str = "commit", **kwargs: Any) -> api.CommitInfo:
         return self.stub.Commit(api.CommitRequest(repository=repo, branch=branch, message=message, **kwargs))
 
     def list_all(self, repo: str, ref: str, prefix: str = "", delimiter: str = "", amount: int = 0) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -23,17 +25,16 @@ def branch(env: GravelerEnv, repo: str, name: str, source: str = "main") -> None
 
 
 def diff_all(env: GravelerEnv, request: api.DiffRequest | api.DiffBranchRequest) -> list[tuple[str, int]]:
-    call = env.stub.Diff if isinstance(request, api.DiffRequest) else env.stub.DiffBranch
     out: list[tuple[str, int]] = []
     while True:
-        page = call(request)
+        page = env.stub.Diff(request) if isinstance(request, api.DiffRequest) else env.stub.DiffBranch(request)
         out.extend((item.key, item.type) for item in page.items)
         if not page.has_more:
             return out
         request.after = page.items[-1].key
 
 
-def merge(env: GravelerEnv, repo: str, source: str, dest: str, **kwargs: object) -> api.MergeResponse:
+def merge(env: GravelerEnv, repo: str, source: str, dest: str, **kwargs: Any) -> api.MergeResponse:
     return env.stub.Merge(api.MergeRequest(repository=repo, source_ref=source, destination_branch=dest, **kwargs))
 
 
@@ -150,7 +151,7 @@ def test_merge_strategies(
     env.put(repo, "main", "a/1", "main")
     env.stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="main", key="c"))
     env.commit(repo, "main")
-    path_strategies = [api.PathStrategy(pattern=p, strategy=s) for p, s in paths]
+    path_strategies = [api.PathStrategy(pattern=p, strategy=api.MergeStrategy.ValueType(s)) for p, s in paths]
     result = merge(env, repo, "feature", "main", strategy=strategy, path_strategies=path_strategies)
     assert not result.conflicts
     merged = contents(env, repo, "main")
@@ -267,7 +268,7 @@ def test_log_filters(env: GravelerEnv, repo: str) -> None:
         env.put(repo, "main", key, f"v{i}")
         ids[key] = env.commit(repo, "main", f"touch {key}").id
 
-    def messages(**kwargs: object) -> list[str]:
+    def messages(**kwargs: Any) -> list[str]:
         return [c.message for c in env.stub.Log(api.LogRequest(repository=repo, ref="main", **kwargs)).commits]
 
     assert messages(objects=["a/1"]) == ["touch a/1", "base"]

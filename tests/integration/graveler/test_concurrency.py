@@ -1,5 +1,7 @@
 """The lock-free flows' guarantees under real concurrency: many writers and committers on one branch.
 
+The flows and their guarantees: docs/design/lockfree-staging.md.
+
 * no lost writes: every acknowledged write ends up committed or still staged, and no key
   comes back after an acknowledged delete;
 * causality: a commit holds every write acknowledged before the commit started.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +22,8 @@ import grpc
 import pytest
 
 from services.graveler.builder import MetaRangeBuilder
+from services.graveler.compaction import CompactionLost
+from services.graveler.model import StagingToken
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.graveler.conftest import GravelerEnv
@@ -75,12 +80,16 @@ def check_holds(state: dict[str, int], histories: dict[str, KeyHistory], moment:
             )
 
 
-def run_workload(env: GravelerEnv, repo: str) -> tuple[dict[str, KeyHistory], list[tuple[float, str]]]:
+def run_workload(
+    env: GravelerEnv, repo: str, compact_every: float | None = None
+) -> tuple[dict[str, KeyHistory], list[tuple[float, str]]]:
     histories = {f"w{w}/k{k}": KeyHistory() for w in range(WRITERS) for k in range(KEYS_PER_WRITER)}
     commits: list[tuple[float, str]] = []
     stop = threading.Event()
     errors: list[BaseException] = []
     lock = threading.Lock()
+    # Set by each writer once all its keys were written once: commits then have something to do.
+    going = [threading.Event() for _ in range(WRITERS)]
 
     def writer(w: int) -> None:
         op = 0
@@ -94,6 +103,7 @@ def run_workload(env: GravelerEnv, repo: str) -> tuple[dict[str, KeyHistory], li
                         entry = pb.Entry(physical_address=f"{key}/{op}", etag=f"{key}#{op}", size=op)
                         env.stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=key, entry=entry))
                     histories[key].acked.append((op, time.monotonic()))
+                going[w].set()
                 op += 1
         except BaseException as exc:
             errors.append(exc)
@@ -108,38 +118,72 @@ def run_workload(env: GravelerEnv, repo: str) -> tuple[dict[str, KeyHistory], li
                 )
                 with lock:
                     commits.append((started, result.id))
+                if compact_every is not None:
+                    # Gaps between commits, so that compactions also publish while commits run.
+                    time.sleep(compact_every / 2)
+        except BaseException as exc:
+            errors.append(exc)
+            stop.set()
+
+    compactions: dict[str, int] = {"published": 0, "lost": 0}
+
+    def compactor(every: float) -> None:
+        # A compaction that loses to a commit fails without change (CompactionLost): expected.
+        try:
+            while not stop.wait(every):
+                try:
+                    env.graveler.compact(repo, "main")
+                    compactions["published"] += 1
+                except CompactionLost:
+                    compactions["lost"] += 1
         except BaseException as exc:
             errors.append(exc)
             stop.set()
 
     writers = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
     committers = [threading.Thread(target=committer, args=(c,)) for c in range(COMMITTERS)]
+    if compact_every is not None:
+        writers.append(threading.Thread(target=compactor, args=(compact_every,)))
     for t in writers:
         t.start()
-    time.sleep(0.2)  # let the writers get going so the first commits have something to do
+    for started in going:
+        assert started.wait(60) or errors, "a writer never got going"
     for t in committers:
         t.start()
     for t in committers:
         t.join(600)
+    if compact_every is not None:
+        # Compactions often lose to the committers; keep the writers and the compactor going
+        # until one was published, so the checks below also see a compacted branch.
+        deadline = time.monotonic() + 60
+        while compactions["published"] == 0 and not errors and time.monotonic() < deadline:
+            time.sleep(0.05)
     stop.set()
     for t in writers:
         t.join(600)
     assert not errors, errors
+    if compact_every is not None:
+        assert compactions["published"] > 0, compactions
     return histories, commits
 
 
-def test_writers_and_committers_keep_seed_000_guarantees(env: GravelerEnv) -> None:
-    check_seed_000_guarantees(env)
+def test_writers_and_committers_keep_the_lockfree_guarantees(env: GravelerEnv) -> None:
+    check_lockfree_guarantees(env)
 
 
 # Races are probabilistic: on the embedded driver the whole scenario runs five times per CI run.
 @pytest.mark.parametrize("store", ["local"], indirect=True)
 @pytest.mark.parametrize("again", range(4))
 def test_guarantees_hold_run_after_run_on_local(env: GravelerEnv, again: int) -> None:
-    check_seed_000_guarantees(env)
+    check_lockfree_guarantees(env)
 
 
-def check_seed_000_guarantees(env: GravelerEnv) -> None:
+def test_guarantees_hold_with_a_compactor_running(env: GravelerEnv) -> None:
+    """A compactor every ~100 ms alongside the writers and committers (docs/design/compaction.md)."""
+    check_lockfree_guarantees(env, compact_every=0.1)
+
+
+def check_lockfree_guarantees(env: GravelerEnv, compact_every: float | None = None) -> None:
     repo = env.new_repo("race")
     # Seed the branch so deletes of never-written keys are not NotFound.
     for w in range(WRITERS):
@@ -150,7 +194,7 @@ def check_seed_000_guarantees(env: GravelerEnv) -> None:
             )
     env.commit(repo, "main", "seed")
 
-    histories, commits = run_workload(env, repo)
+    histories, commits = run_workload(env, repo, compact_every)
     assert len(commits) == COMMITTERS * ROUNDS
     assert sum(len(h.acked) for h in histories.values()) > WRITERS * KEYS_PER_WRITER * 5
 
@@ -172,7 +216,7 @@ def check_seed_000_guarantees(env: GravelerEnv) -> None:
     assert snapshot(env, repo, "main@") == final
 
     # Every acknowledged commit stays in the branch history.
-    history_ids = set()
+    history_ids: set[str] = set()
     after = ""
     while True:
         page = env.stub.Log(api.LogRequest(repository=repo, ref="main", after=after, amount=1000))
@@ -199,7 +243,7 @@ class _HeldBuilder:
         self.released_in_time = self.release.wait(30)
         return self.inner.apply_tokens(*args, **kwargs)
 
-    def drop_token(self, token: str) -> None:
+    def drop_token(self, token: StagingToken) -> None:
         self.inner.drop_token(token)
 
     def close(self) -> None:
@@ -245,3 +289,85 @@ def test_commit_does_not_block_writers(env: GravelerEnv) -> None:
     assert held.released_in_time
     assert all(end < finished["commit"] for end in write_ends)
     assert env.etag(repo, "main", "during") == "x"
+
+
+def _conditional(env: GravelerEnv, repo: str, key: str, etag: str, **condition: Any) -> str:
+    """Stage key conditionally: "ok", or the status code name of the refusal. Every write has
+    its own physical address, as at the gateway: two writes are never the same entry."""
+    entry = pb.Entry(etag=etag, physical_address=f"data/{uuid.uuid4().hex}")
+    request = api.StageEntryRequest(repository=repo, branch="main", key=key, entry=entry, **condition)
+    try:
+        env.stub.StageEntry(request, timeout=30)
+        return "ok"
+    except grpc.RpcError as exc:
+        return exc.code().name
+
+
+def test_conditional_writes_are_exact_while_commits_seal_tokens(env: GravelerEnv) -> None:
+    """If-absent creates each key once and If-Match increments a counter without losing an
+    update, with commits sealing the staging token under the writers all along."""
+    repo = env.new_repo("cas")
+    env.put(repo, "main", "counter", "0")
+    stop = threading.Event()
+    commit_errors: list[BaseException] = []
+
+    def committer() -> None:
+        while not stop.is_set():
+            try:
+                env.commit(repo, "main", allow_empty=True)
+            except grpc.RpcError as exc:
+                if exc.code() != grpc.StatusCode.ABORTED:
+                    commit_errors.append(exc)
+
+    def creator(writer: int) -> list[str]:
+        return [_conditional(env, repo, f"once/{k}", f"w{writer}", if_absent=True) for k in range(10)]
+
+    increments: list[int] = []
+    conflicts: list[int] = []  # ABORTED: a write raced across a commit, applied or not
+
+    def incrementer() -> None:
+        for _ in range(15):
+            for _attempt in range(200):
+                current = env.etag(repo, "main", "counter")
+                outcome = _conditional(env, repo, "counter", str(int(current) + 1), if_match_etag=current)
+                if outcome == "ok":
+                    increments.append(1)
+                    break
+                assert outcome in ("FAILED_PRECONDITION", "ABORTED"), outcome
+                if outcome == "ABORTED":
+                    conflicts.append(1)
+
+    threads = [threading.Thread(target=committer) for _ in range(COMMITTERS)]
+    for thread in threads:
+        thread.start()
+    results: list[list[str]] = [[] for _ in range(6)]
+    try:
+        workers = [threading.Thread(target=lambda i=i: results[i].extend(creator(i))) for i in range(6)]
+        workers += [threading.Thread(target=incrementer) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(120)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+    assert not commit_errors, commit_errors
+    for k in range(10):
+        outcomes = [results[w][k] for w in range(6)]
+        winners = [w for w, o in enumerate(outcomes) if o == "ok"]
+        # Never two successes. A writer whose token a commit sealed under it, with another
+        # writer's value current by then, gets ABORTED: its write may or may not stand.
+        assert len(winners) <= 1, outcomes
+        assert set(outcomes) - {"ok"} <= {"FAILED_PRECONDITION", "ABORTED"}
+        undecided = [f"w{w}" for w, o in enumerate(outcomes) if o == "ABORTED"]
+        final = env.etag(repo, "main", f"once/{k}")
+        assert final == f"w{winners[0]}" if winners else final in undecided, (outcomes, final)
+    # Every acknowledged increment counted, none lost to a concurrent writer or a commit; a
+    # conflict may or may not have counted.
+    assert len(increments) == 60
+    assert 60 <= int(env.etag(repo, "main", "counter")) <= 60 + len(conflicts)
+    # Once committed, a key is still present for If-absent; If-Match of a missing key is NOT_FOUND.
+    env.commit(repo, "main", allow_empty=True)
+    assert _conditional(env, repo, "once/0", "late", if_absent=True) == "FAILED_PRECONDITION"
+    assert _conditional(env, repo, "missing", "x", if_match_etag="y") == "NOT_FOUND"

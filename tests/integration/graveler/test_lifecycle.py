@@ -64,7 +64,7 @@ def test_deletion_interrupted_after_the_record_leaves_nothing_reachable(env: Gra
     env.graveler.staging.kv = failing
     failing.armed = True
     env.stub.DeleteRepository(api.DeleteRepositoryRequest(name=repo))
-    env.graveler._cleanup.submit(lambda: None).result()  # the background cleaning ran, and failed
+    env.graveler.cleaner.flush(30)  # the background cleaning ran, and failed
 
     # The record went first: the repository is gone although its partitions are not.
     request = api.GetRepositoryRequest(name=repo)

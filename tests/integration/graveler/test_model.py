@@ -1,10 +1,12 @@
-"""Model-based test: random writes, deletes, commits, branches, merges, reverts and resets,
-checked after every step against plain dictionaries."""
+"""Model-based test: random writes, deletes, commits (whole or of a prefix), branches, merges,
+reverts, resets (whole, of a key, of a prefix) and compactions, checked after every step
+against plain dictionaries."""
 
 from __future__ import annotations
 
 import itertools
 import uuid
+from typing import Any
 
 import grpc
 from hypothesis import settings
@@ -23,6 +25,7 @@ from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_branching import contents
 
 KEYS = st.sampled_from(["a", "b/c", "b/d", "e", "f/g/h"])
+PREFIXES = st.sampled_from(["b/", "f/", "a", "e"])
 Snapshot = dict[str, str]
 
 
@@ -175,6 +178,36 @@ class GravelerModel(RuleBasedStateMachine):
         branch = self.pick(data, "branch")
         self.env.stub.ResetBranch(api.ResetBranchRequest(repository=self.repo, branch=branch, all=True))
         self.staged[branch] = {}
+
+    @rule(data=st.data(), prefix=PREFIXES, exact=st.booleans())
+    def reset_part(self, data: st.DataObject, prefix: str, exact: bool) -> None:
+        branch = self.pick(data, "branch")
+        target: dict[str, Any] = {"key": prefix} if exact else {"prefix": prefix}
+        self.env.stub.ResetBranch(api.ResetBranchRequest(repository=self.repo, branch=branch, **target))
+        for key in list(self.staged[branch]):
+            if key == prefix or (not exact and key.startswith(prefix)):
+                del self.staged[branch][key]
+
+    @rule(data=st.data(), prefix=PREFIXES)
+    def commit_prefix(self, data: st.DataObject, prefix: str) -> None:
+        branch = self.pick(data, "branch")
+        head = self.snapshots[self.heads[branch]]
+        visible = self.visible(branch)
+        expected = {k: v for k, v in head.items() if not k.startswith(prefix)}
+        expected.update({k: v for k, v in visible.items() if k.startswith(prefix)})
+        if expected == head:
+            check_failed(
+                lambda: self.env.commit(self.repo, branch, prefixes=[prefix]), grpc.StatusCode.FAILED_PRECONDITION
+            )
+            return
+        self.moved(branch, self.env.commit(self.repo, branch, prefixes=[prefix]), expected)
+        self.staged[branch] = {k: v for k, v in self.staged[branch].items() if not k.startswith(prefix)}
+
+    @rule(data=st.data())
+    def compact(self, data: st.DataObject) -> None:
+        # Compaction changes no read: the model stays as it is, the invariant checks that.
+        branch = self.pick(data, "branch")
+        self.env.graveler.compact(self.repo, branch)
 
     # --- what must hold after every step ---------------------------------------------------
 

@@ -12,6 +12,7 @@ import pytest
 from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.chunking import ChunkingPolicy
 from services.graveler.committed.manager import CommittedManager
+from services.graveler.committed.model import MetaRangeId
 from services.graveler.graveler import Graveler
 from services.graveler.server import start
 from silt.block.local import LocalAdapter
@@ -68,7 +69,9 @@ def test_diff_and_merge_read_only_touched_ranges(setup: Setup) -> None:
     total = len(
         s.graveler.committed.ranges(
             f"local://{s.repo}",
-            s.stub.GetCommit(api.GetCommitRequest(repository=s.repo, commit_id=head.commit_id)).metarange_id,
+            MetaRangeId(
+                s.stub.GetCommit(api.GetCommitRequest(repository=s.repo, commit_id=head.commit_id)).metarange_id
+            ),
         )
     )
     assert total > 40, f"setup should produce many ranges, got {total}"

@@ -12,6 +12,7 @@ from services.graveler.builder import ProcessPoolBuilder, worker_cpus
 from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.graveler import Graveler
+from services.graveler.model import StagingToken
 from silt.block import open_adapter
 from silt.config import Config, load_config
 from silt.graveler.v1 import model_pb2 as pb
@@ -41,7 +42,7 @@ def test_a_commit_built_by_workers_is_complete_and_its_token_is_dropped(tmp_path
         keys = [f"k/{i:05d}" for i in range(3000)]
         for key in keys:
             graveler.stage_entry("workers", "main", key, pb.Entry(physical_address=f"p/{key}", size=1, etag=key))
-        token = graveler.get_branch("workers", "main").staging_token
+        token = StagingToken(graveler.get_branch("workers", "main").staging_token)
         graveler.commit("workers", "main", "by workers")
 
         listed = graveler.list_entries("workers", "main@", "", "", "", 10_000)

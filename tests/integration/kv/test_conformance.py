@@ -13,7 +13,7 @@ import pytest
 
 from silt.errors import InvalidArgument, NotFound, PredicateFailed
 from silt.kv import Store
-from silt.kv.store import scan_prefix
+from silt.kv.store import Predicate, scan_prefix
 
 
 def keys_of(store: Store, partition: bytes, start: bytes = b"") -> list[bytes]:
@@ -162,8 +162,14 @@ def test_racing_set_if_has_exactly_one_winner_each_round(store: Store, partition
     store.set_if(partition, b"counter", b"round-0", None)
     for round_no in range(rounds):
         predicate = store.get(partition, b"counter").predicate
-        value_of = lambda w, r=round_no: f"round-{r + 1}-w{w}".encode()  # noqa: E731
-        won, lost = race(threads, lambda w, p=predicate, v=value_of: store.set_if(partition, b"counter", v(w), p))
+
+        def value_of(w: int, r: int = round_no) -> bytes:
+            return f"round-{r + 1}-w{w}".encode()
+
+        def attempt(w: int, p: Predicate = predicate) -> None:
+            store.set_if(partition, b"counter", value_of(w), p)
+
+        won, lost = race(threads, attempt)
         assert len(won) == 1, f"round {round_no}: winners {won}"
         assert len(lost) == threads - 1
         assert store.get(partition, b"counter").value == value_of(won[0])
@@ -173,7 +179,11 @@ def test_racing_create_if_absent_has_exactly_one_winner(store: Store, partition:
     threads = 8
     for round_no in range(10):
         key = f"new-{round_no}".encode()
-        won, lost = race(threads, lambda w, k=key: store.set_if(partition, k, str(w).encode(), None))
+
+        def create(w: int, k: bytes = key) -> None:
+            store.set_if(partition, k, str(w).encode(), None)
+
+        won, lost = race(threads, create)
         assert len(won) == 1 and len(lost) == threads - 1
         assert store.get(partition, key).value == str(won[0]).encode()
 

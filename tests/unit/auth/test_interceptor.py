@@ -11,21 +11,11 @@ import pytest
 from google.protobuf.wrappers_pb2 import StringValue
 from pydantic import SecretStr
 
-from silt.errors import NotFound, Unavailable
-from silt.rpc.auth import (
-    Authenticated,
-    AuthInterceptor,
-    CachedAuthority,
-    Credentials,
-    KeyOwner,
-    Require,
-    Rule,
-    Unauthenticated,
-    current_principal,
-    field,
-    signed_channel,
-)
+from silt.errors import NotFound, Unauthenticated, Unavailable
+from silt.rpc.authority import CachedAuthority, KeyOwner
+from silt.rpc.interceptor import Authenticated, AuthInterceptor, Require, Rule, current_principal, field
 from silt.rpc.server import bind, build_server
+from silt.rpc.signing import Credentials, signed_channel
 
 SECRET = SecretStr("A" * 40)
 ALICE = Credentials("AKIAALICEALICEALICE2", SECRET)

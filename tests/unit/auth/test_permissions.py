@@ -6,13 +6,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from services.auth import actions as a
 from services.auth.permissions import RULES as AUTH_RULES
 from services.graveler.permissions import RULES as GRAVELER_RULES
 from services.graveler.permissions import TABLE, list_readable_repositories
+from silt import actions as a
 from silt.auth.v1 import auth_pb2
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.rpc.auth import Authenticated, Narrowed, Require
+from silt.rpc.interceptor import Authenticated, Narrowed, Require
 
 
 def methods(module: object, service: str) -> set[str]:
@@ -53,7 +53,7 @@ WRITES = {
 
 
 @pytest.mark.parametrize("method", sorted(TABLE))
-def test_graveler_actions_follow_seed_002(method: str) -> None:
+def test_graveler_actions_follow_the_rbac_design(method: str) -> None:
     action, field_name = TABLE[method]
     expected = {"CreateRepository": a.CREATE_REPO, "DeleteRepository": a.DELETE_REPO}.get(
         method, a.WRITE_REPO if method in WRITES else a.READ_REPO

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from services.auth import actions as a
 from services.auth.policies import (
     check_action_pattern,
     check_statements,
@@ -13,6 +12,7 @@ from services.auth.policies import (
     is_allowed,
     statement,
 )
+from silt import actions as a
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
 

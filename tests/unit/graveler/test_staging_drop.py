@@ -5,25 +5,29 @@ from __future__ import annotations
 import pytest
 
 from services.graveler import staging as staging_module
+from services.graveler.model import StagingToken
 from services.graveler.staging import StagingStore
 from services.graveler.values import Value
 from silt.config import DatabaseConfig
 from silt.kv import open_store
 
+DOOMED = StagingToken("doomed")
+KEPT = StagingToken("kept")
+
 
 def filled() -> StagingStore:
     staging = StagingStore(open_store(DatabaseConfig(type="mem")))
     for i in range(2000):
-        staging.set("doomed", f"k{i:05d}".encode(), Value(b"id", b"data", False))
-    staging.set("kept", b"k", Value(b"id", b"data", False))
+        staging.set(DOOMED, f"k{i:05d}".encode(), Value(b"id", b"data", False))
+    staging.set(KEPT, b"k", Value(b"id", b"data", False))
     return staging
 
 
 def test_drop_deletes_every_staged_value_of_the_token_only() -> None:
     staging = filled()
-    staging.drop("doomed")
-    assert staging.is_empty("doomed")
-    assert [kv.key for kv in staging.scan("kept")] == [b"k"]
+    staging.drop(DOOMED)
+    assert staging.is_empty(DOOMED)
+    assert [kv.key for kv in staging.scan(KEPT)] == [b"k"]
 
 
 def test_a_paced_drop_rests_as_long_as_each_burst_worked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -37,9 +41,9 @@ def test_a_paced_drop_rests_as_long_as_each_burst_worked(monkeypatch: pytest.Mon
     monkeypatch.setattr(staging_module.time, "perf_counter", perf_counter)
     monkeypatch.setattr(staging_module.time, "sleep", rests.append)
     staging = filled()
-    staging.drop("doomed", pace=0.001)
-    assert staging.is_empty("doomed")
-    assert [kv.key for kv in staging.scan("kept")] == [b"k"]
+    staging.drop(DOOMED, pace=0.001)
+    assert staging.is_empty(DOOMED)
+    assert [kv.key for kv in staging.scan(KEPT)] == [b"k"]
     # 2,000 deletes at 0.1 ms each, in bursts of about 1 ms, each followed by an equal rest.
     assert 150 <= len(rests) <= 250
     assert all(0.001 <= rest < 0.0015 for rest in rests)

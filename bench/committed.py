@@ -1,4 +1,4 @@
-"""Committed-layer benchmarks, one JSON object per line: ``python -m services.graveler.committed.bench``.
+"""Committed-layer benchmarks, one JSON object per line: ``python -m bench.committed`` (`make bench-committed`).
 
 Runs on the local-disk block adapter (fsync on every object, like production on local
 disk) in a temporary directory. Targets are this layer's share of graveler's: a commit of

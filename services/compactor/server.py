@@ -1,0 +1,121 @@
+"""gRPC wiring of the compactor service: its own process, with its own KV and object-store
+connections, running graveler's engine (docs/design/compaction.md).
+
+Compaction is batch work: the process lowers its own scheduling priority, so on a machine
+it shares with graveler the staging writes graveler answers keep their latency.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Sequence
+
+import grpc
+from grpc_health.v1.health import HealthServicer
+
+from services.compactor.compactor import Compactor
+from services.compactor.permissions import RULES
+from services.graveler.committed.cache import CommittedCache
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.deadline import Deadline
+from services.graveler.graveler import Graveler, GravelerOptions
+from silt.block import open_adapter
+from silt.compactor.v1 import compactor_pb2 as api
+from silt.compactor.v1 import compactor_pb2_grpc as api_grpc
+from silt.config import Config
+from silt.kv import open_store
+from silt.rpc.interceptor import remote_interceptor
+from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
+from silt.telemetry.health import HealthMonitor, block_probe, kv_probe
+
+log = logging.getLogger(__name__)
+
+# Compactions share the CPU with request serving: let the scheduler prefer the latter.
+NICENESS = 10
+
+
+class CompactorServicer(api_grpc.CompactorServiceServicer):
+    def __init__(self, compactor: Compactor) -> None:
+        self._compactor = compactor
+
+    def Compact(self, request: api.CompactRequest, context: grpc.ServicerContext) -> api.CompactResponse:
+        started = time.perf_counter()
+        deadline = Deadline.after(context.time_remaining(), is_active=context.is_active)
+        result = self._compactor.compact(request.repository, request.branch, deadline)
+        return api.CompactResponse(
+            compacted_metarange_id=result.compacted_metarange_id,
+            tokens_compacted=result.tokens_compacted,
+            records_changed=result.records_changed,
+            seconds=time.perf_counter() - started,
+        )
+
+    def GetStatus(self, request: api.GetStatusRequest, context: grpc.ServicerContext) -> api.GetStatusResponse:
+        branch, running = self._compactor.status(request.repository, request.branch)
+        response = api.GetStatusResponse(
+            commit_id=branch.commit_id,
+            compacted_metarange_id=branch.compacted_metarange_id,
+            sealed_tokens=len(branch.sealed_tokens),
+            running=running,
+        )
+        if branch.HasField("compaction_start_time"):
+            response.compaction_start_time.CopyFrom(branch.compaction_start_time)
+        return response
+
+    def Trigger(self, request: api.TriggerRequest, context: grpc.ServicerContext) -> api.TriggerResponse:
+        return api.TriggerResponse(accepted=self._compactor.trigger(request.repository, request.branch))
+
+
+def build_compactor(config: Config) -> Compactor:
+    kv = open_store(config.database)
+    adapter = open_adapter(config.blockstore)
+    cache_config = config.graveler.cache
+    cache = CommittedCache(cache_config.memory_bytes, cache_config.disk_dir, cache_config.disk_bytes)
+    options = GravelerOptions(allowed_import_prefixes=tuple(config.graveler.allowed_import_prefixes))
+    # Builds run in this process: it is the compactor's worker already, apart from graveler's.
+    graveler = Graveler(kv, CommittedManager(adapter, cache), options)
+    return Compactor(graveler, config.compactor.compaction_timeout_seconds)
+
+
+def start(
+    compactor: Compactor,
+    address: str,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+    health: HealthServicer | None = None,
+) -> tuple[grpc.Server, int]:
+    server = build_server(interceptors, health=health)
+    api_grpc.add_CompactorServiceServicer_to_server(CompactorServicer(compactor), server)
+    port = bind(server, address)
+    server.start()
+    return server, port
+
+
+def main(argv: list[str] | None = None) -> None:
+    config = service_config("Run the compactor gRPC service.", argv, "compactor")
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
+    with startup_errors("compactor"):
+        compactor = build_compactor(config)
+    # Every call is authenticated and authorized by auth; nothing is served without it.
+    interceptor = remote_interceptor(config, RULES)
+    graveler = compactor.graveler
+    monitor = HealthMonitor(
+        [api.DESCRIPTOR.services_by_name["CompactorService"].full_name],
+        {"kv": kv_probe(graveler.refs.kv), "blockstore": block_probe(graveler.committed.adapter)},
+        config.telemetry.health_check_interval_seconds,
+        config.telemetry.health_check_timeout_seconds,
+    )
+    server, port = start(compactor, config.compactor.listen_address, [interceptor], health=monitor.servicer)
+    monitor.start()
+    log.info("compactor listening on port %d", port)
+    wait_for_shutdown()
+    monitor.stop()
+    server.stop(grace=5).wait()
+    interceptor.close()
+    compactor.close()
+
+
+if __name__ == "__main__":
+    main()

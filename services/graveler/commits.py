@@ -1,0 +1,224 @@
+"""Committer: the commit flow — seal, build, move the branch (docs/design/lockfree-staging.md).
+
+1. Seal the staging token (set_if): from then on writers go to a fresh token.
+2. Build the new metarange from the sealed tokens over the base commit and store the commit.
+3. Move the branch to it with set_if, trimming the sealed tokens it committed. When another
+   commit won the race, rebuild on top of the winner from the tokens still sealed, so every
+   acknowledged commit stays in history.
+
+Each step first checks the caller's deadline: a commit whose client gave up stops building.
+The tokens it sealed stay sealed, so their changes stay visible and the next commit takes them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from services.graveler.builder import MetaRangeBuilder, until
+from services.graveler.cleanup import Cleaner
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.committed.model import ApplyResult, MetaRangeId
+from services.graveler.compaction import CompactedState, StagingObserver
+from services.graveler.deadline import Deadline
+from services.graveler.model import CommitId, StagingToken
+from services.graveler.refs import BranchRecord, RefManager, RepoHandle, new_commit, set_tokens
+from services.graveler.staging import StagingStore, new_token
+from services.graveler.updater import BranchUpdater, modify_branch
+from silt.errors import FailedPrecondition, InvalidArgument
+from silt.graveler.v1 import model_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+
+class Committer:
+    def __init__(
+        self,
+        refs: RefManager,
+        staging: StagingStore,
+        builder: MetaRangeBuilder,
+        updater: BranchUpdater,
+        cleaner: Cleaner,
+        committed: CommittedManager,
+        state: CompactedState,
+        observer: StagingObserver,
+    ) -> None:
+        self._refs = refs
+        self._committed = committed
+        self._state = state
+        self.observer = observer
+        self._staging = staging
+        self.builder = builder
+        self._updater = updater
+        self._cleaner = cleaner
+
+    def commit(
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        message: str,
+        metadata: dict[str, str],
+        committer: str,
+        allow_empty: bool,
+        prefixes: list[str],
+        deadline: Deadline,
+    ) -> pb.Commit:
+        """Commit the staged changes of a branch (only those under prefixes, if given)."""
+        if not message:
+            raise InvalidArgument("commit message must not be empty")
+        only = [p.encode() for p in prefixes] or None
+        if only is not None and not all(only):
+            raise InvalidArgument("commit prefixes must not be empty")
+        sealed = self._seal(repo, branch_name, deadline)
+        to_commit = sealed.sealed_tokens  # newest first
+        base = self._refs.get_commit(repo, sealed.branch.commit_id)
+        head = MetaRangeId(base.metarange_id)
+        deadline.check(f"commit on branch {branch_name!r}")
+        built = self._build(repo, sealed.branch, head, to_commit, only, deadline)
+        if not self._changes(repo, sealed.branch, head, built) and not allow_empty:
+            if only is None:
+                self.unseal(repo, branch_name, to_commit, deadline)
+            raise FailedPrecondition(f"nothing to commit on branch {branch_name!r}")
+        deadline.check(f"commit on branch {branch_name!r}")
+        commit = new_commit(message, metadata, committer, built.metarange_id, [CommitId(base.id)], base.generation + 1)
+        self._refs.put_commit(repo, commit)
+        compacted = sealed.branch.compacted_metarange_id
+        # A prefix commit keeps the compaction, with the committed prefixes brought up to date
+        # (see _kept_compaction); a full commit folds it in and clears it.
+        kept = self._kept_compaction(repo, sealed.branch, to_commit, only, deadline)
+
+        def move(current: BranchRecord) -> pb.Branch:
+            nonlocal commit, to_commit, kept, compacted
+            still_sealed = [t for t in current.sealed_tokens if t in to_commit]
+            if (
+                current.branch.commit_id != commit.parents[0]
+                or current.branch.compacted_metarange_id != compacted
+                or still_sealed != to_commit
+            ):
+                # Some of our tokens left the branch: another commit won (it holds the tokens
+                # it trimmed), a compaction folded them into the compacted metarange (even one
+                # whose id did not change, or none: its changes may cancel ours), or a commit
+                # that found nothing to commit unsealed them. Rebuild from the current state:
+                # what is left of our tokens (all newer than its compacted metarange) over it;
+                # with nothing left ours becomes an empty commit.
+                winner = self._refs.get_commit(repo, current.branch.commit_id)
+                winner_head = MetaRangeId(winner.metarange_id)
+                rebuilt = self._build(repo, current.branch, winner_head, still_sealed, only, deadline)
+                commit = new_commit(
+                    message, metadata, committer, rebuilt.metarange_id, [CommitId(winner.id)], winner.generation + 1
+                )
+                self._refs.put_commit(repo, commit)
+                to_commit = still_sealed
+                compacted = current.branch.compacted_metarange_id
+                kept = self._kept_compaction(repo, current.branch, still_sealed, only, deadline)
+
+            def point(branch: pb.Branch) -> None:
+                branch.commit_id = commit.id
+                branch.compacted_metarange_id = kept
+                if only is None:
+                    # A partial commit keeps its tokens sealed: they still hold the changes it left out.
+                    set_tokens(
+                        branch, branch.staging_token, [t for t in current.branch.sealed_tokens if t not in to_commit]
+                    )
+
+            return modify_branch(current, point)
+
+        self._updater.update(repo, branch_name, move, "commit", deadline)
+        if only is None:
+            self._cleaner.drop_tokens(to_commit)
+            self.observer.cleared(repo.name, branch_name)
+        else:
+            self._cleaner.submit(self._drop_committed_part, repo, branch_name, to_commit, only)
+        return commit
+
+    def _build(
+        self,
+        repo: RepoHandle,
+        branch: pb.Branch,
+        head: MetaRangeId,
+        tokens: list[StagingToken],
+        only: list[bytes] | None,
+        deadline: Deadline,
+    ) -> ApplyResult:
+        """The metarange a commit of tokens (and of the branch's compaction) makes over head."""
+        if not branch.compacted_metarange_id:
+            return self.builder.apply_tokens(repo.namespace, head, tokens, only, deadline)
+        if only is None:
+            # The compacted metarange is the branch's content below its sealed tokens.
+            compacted = MetaRangeId(branch.compacted_metarange_id)
+            return self.builder.apply_tokens(repo.namespace, compacted, tokens, None, deadline)
+        # Only the prefixes: the tokens' changes and the compaction's under them, onto the head.
+        changes = self._state.pending(repo, branch, tokens, head, prefixes=only)
+        return self._committed.apply(repo.namespace, head, until(deadline, changes))
+
+    def _kept_compaction(
+        self,
+        repo: RepoHandle,
+        branch: pb.Branch,
+        tokens: list[StagingToken],
+        only: list[bytes] | None,
+        deadline: Deadline,
+    ) -> str:
+        """The compacted metarange a commit leaves on the branch.
+
+        A full commit holds all of it: none. A prefix commit leaves the tokens sealed (their
+        committed part is dropped later): bring the compacted metarange's prefixes up to the
+        tokens' values, so that it still shows the branch's content below the tokens once
+        that part is gone, and keeps the changes outside the prefixes.
+        """
+        if only is None or not branch.compacted_metarange_id:
+            return ""
+        compacted = MetaRangeId(branch.compacted_metarange_id)
+        return self.builder.apply_tokens(repo.namespace, compacted, tokens, only, deadline).metarange_id
+
+    def _changes(self, repo: RepoHandle, branch: pb.Branch, head: MetaRangeId, built: ApplyResult) -> bool:
+        if not branch.compacted_metarange_id:
+            return built.changed
+        # Built over a compacted metarange, "changed" is against that, not the head: compare.
+        if built.metarange_id == head:
+            return False
+        return next(iter(self._committed.diff(repo.namespace, head, built.metarange_id)), None) is not None
+
+    def _seal(self, repo: RepoHandle, branch_name: str, deadline: Deadline) -> BranchRecord:
+        def seal(current: BranchRecord) -> pb.Branch:
+            branch = current.branch
+            return modify_branch(
+                current,
+                lambda b: set_tokens(
+                    b, new_token(repo.partition, branch_name), [branch.staging_token, *branch.sealed_tokens]
+                ),
+            )
+
+        current, updated = self._updater.update(repo, branch_name, seal, "sealing", deadline)
+        return BranchRecord(updated, current.predicate)
+
+    def unseal(self, repo: RepoHandle, branch_name: str, tokens: list[StagingToken], deadline: Deadline) -> None:
+        """Drop sealed tokens that hold nothing left to commit."""
+
+        def unseal(current: BranchRecord) -> pb.Branch:
+            return modify_branch(
+                current, lambda b: set_tokens(b, b.staging_token, [t for t in b.sealed_tokens if t not in tokens])
+            )
+
+        self._updater.update(repo, branch_name, unseal, "unsealing", deadline)
+        self._cleaner.drop_tokens(tokens)
+
+    def _drop_committed_part(
+        self, repo: RepoHandle, branch_name: str, tokens: list[StagingToken], prefixes: list[bytes]
+    ) -> None:
+        """After a partial commit: drop what it committed from the sealed tokens, unseal emptied ones.
+
+        Safe at any time: a dropped value equals the committed one (or a newer token hides it).
+        Runs in the background, after the call that made the commit returned: no deadline.
+        """
+        try:
+            emptied = []
+            for token in tokens:
+                for prefix in prefixes:
+                    for key in list(self._staging.keys_under(token, prefix)):
+                        self._staging.drop_key(token, key)
+                if self._staging.is_empty(token):
+                    emptied.append(token)
+            if emptied:
+                self.unseal(repo, branch_name, emptied, Deadline())
+        except Exception:  # best effort: the values left behind are harmless duplicates
+            log.warning("could not tidy sealed tokens of %s after a partial commit", branch_name, exc_info=True)

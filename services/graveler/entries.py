@@ -1,0 +1,250 @@
+"""Entries: the writer and reader flows on a branch's staging and committed layers (docs/design/lockfree-staging.md).
+
+* a **writer** writes into the staging token it read, re-reads the branch, and writes again
+  if the token changed meanwhile (a commit sealed it); rewriting the same entry is idempotent;
+* a **reader** combines staging token, sealed tokens and the compacted or committed metarange (newest
+  first, tombstones hiding older values) and reads again if the branch changed while it read.
+
+Both re-checks go through the BranchUpdater, which owns the retry policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from services.graveler.addresses import validate_physical_address
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.committed.model import MetaRangeId
+from services.graveler.compaction import CompactedState, StagingObserver
+from services.graveler.deadline import Deadline
+from services.graveler.iterators import combined, live
+from services.graveler.model import StagingToken
+from services.graveler.paging import CommonPrefix, delimiter_bytes, page_amount, paginate
+from services.graveler.refs import RefManager, RepoHandle, Resolved
+from services.graveler.staging import StagingStore
+from services.graveler.updater import BranchUpdater, Raced
+from services.graveler.validation import validate_entry_size, validate_key
+from services.graveler.values import TOMBSTONE, KeyValue, Value, decode_entry, entry_value
+from silt.errors import Aborted, FailedPrecondition, NotFound
+from silt.graveler.v1 import model_pb2 as pb
+from silt.kv.store import Predicate
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class ListPage:
+    items: list[tuple[bytes, pb.Entry | None]] = field(default_factory=list)  # entry None = common prefix
+    has_more: bool = False
+
+
+class Entries:
+    def __init__(
+        self,
+        refs: RefManager,
+        staging: StagingStore,
+        committed: CommittedManager,
+        updater: BranchUpdater,
+        state: CompactedState,
+        observer: StagingObserver,
+        allowed_import_prefixes: tuple[str, ...] = (),
+    ) -> None:
+        self._refs = refs
+        self._state = state
+        self.observer = observer
+        self._staging = staging
+        self._committed = committed
+        self._updater = updater
+        self._allowed_import_prefixes = allowed_import_prefixes
+
+    # --- writer flow -------------------------------------------------------------------------
+
+    def stage(
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        key: str,
+        entry: pb.Entry,
+        deadline: Deadline,
+        condition: Condition | None = None,
+    ) -> None:
+        encoded = validate_key(key)
+        validate_entry_size(entry.ByteSize())
+        validate_physical_address(entry.physical_address, repo.namespace, self._allowed_import_prefixes)
+        if condition is None:
+            self._write(repo, branch_name, encoded, entry_value(entry), deadline)
+        else:
+            self._write_if(repo, branch_name, encoded, entry_value(entry), condition, deadline)
+
+    def delete(self, repo: RepoHandle, branch_name: str, key: str, deadline: Deadline) -> None:
+        encoded = validate_key(key)
+        if self.read(repo, branch_name, lambda resolved: self._get(repo, resolved, encoded), deadline) is None:
+            raise NotFound(f"key {key!r} not found on branch {branch_name!r}", what="object")
+        self._write(repo, branch_name, encoded, TOMBSTONE, deadline)
+
+    def _write(self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, deadline: Deadline) -> None:
+        def attempt(number: int) -> int:
+            branch = self._refs.branch_for_io(repo, branch_name, use_cache=number == 1)
+            self._staging.set(branch.tokens[0], key, value)
+            # Re-read (never from the cache): if a commit sealed the token meanwhile, the
+            # write may have missed it; writing again is idempotent.
+            fresh = self._refs.fresh_branch(repo, branch_name).branch
+            if fresh.staging_token != branch.branch.staging_token:
+                raise Raced
+            return len(fresh.sealed_tokens)
+
+        sealed = self._updater.retry(attempt, f"write to branch {branch_name!r}", deadline)
+        self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
+
+    def _write_if(
+        self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, condition: Condition, deadline: Deadline
+    ) -> None:
+        """Stage value only if condition holds for the key's current value, exactly
+        (docs/design/lockfree-staging.md, conditional writer flow).
+
+        The current value comes from a consistent view of the branch (staging token, sealed
+        tokens, compacted or committed metarange); the write is a set_if against the staged
+        value that was read, so a concurrent writer in between makes it fail and the condition
+        is checked again against what that writer staged. Once a set_if succeeded the write is
+        never reported as refused: if a commit sealed the token meanwhile, the value is staged
+        again in the new token while it is still the current value; if another writer's value
+        is current by then, the order of the two cannot be told and ours may already be in a
+        commit, so the outcome is a conflict (Aborted), never a refusal or a second success.
+        """
+        written = False
+
+        def current(resolved: Resolved) -> tuple[StagingToken, Value | None, Predicate | None]:
+            if resolved.branch is None:
+                raise FailedPrecondition("conditional writes go to branches only")
+            token = resolved.branch.tokens[0]
+            staged, predicate = self._staging.get_with_predicate(token, key)
+            if staged is not None:
+                return token, (None if staged.tombstone else staged), predicate
+            return token, self._get(repo, resolved, key), None
+
+        def attempt(number: int) -> int:
+            nonlocal written
+            token, value_now, predicate = self.read(repo, branch_name, current, deadline)
+            if not written:
+                condition.check(value_now, key)
+            elif value_now != value:
+                raise Aborted(f"conditional write of {key!r} conflicted with a concurrent write; retry")
+            # PredicateFailed (another writer staged the key since the read) retries the attempt.
+            self._staging.set_if(token, key, value, predicate)
+            written = True
+            fresh = self._refs.fresh_branch(repo, branch_name).branch
+            if fresh.staging_token != token:
+                raise Raced
+            return len(fresh.sealed_tokens)
+
+        sealed = self._updater.retry(attempt, f"conditional write to branch {branch_name!r}", deadline)
+        self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
+
+    # --- reader flow -------------------------------------------------------------------------
+
+    def read(self, repo: RepoHandle, ref: str, body: Callable[[Resolved], _T], deadline: Deadline) -> _T:
+        """Run body on a consistent view of ref: run it again while a branch changes under it."""
+
+        def attempt(number: int) -> _T:
+            resolved = self._refs.resolve_cached(repo, ref, use_cache=number == 1)
+            result = body(resolved)
+            if resolved.branch is None:
+                return result  # tags and commits are immutable
+            if self._refs.fresh_branch(repo, resolved.branch.branch.name).predicate != resolved.branch.predicate:
+                raise Raced
+            return result
+
+        return self._updater.retry(attempt, f"read of {ref!r}", deadline)
+
+    def stat(self, repo: RepoHandle, ref: str, key: str, deadline: Deadline) -> pb.Entry:
+        encoded = validate_key(key)
+        value = self.read(repo, ref, lambda resolved: self._get(repo, resolved, encoded), deadline)
+        if value is None:
+            raise NotFound(f"key {key!r} not found in {ref!r}", what="object")
+        return decode_entry(value.data)
+
+    def _get(self, repo: RepoHandle, resolved: Resolved, key: bytes) -> Value | None:
+        if resolved.branch is not None:
+            for token in resolved.branch.tokens:
+                value = self._staging.get(token, key)
+                if value is not None:
+                    return None if value.tombstone else value
+        record = self._committed.get(repo.namespace, self._base(repo, resolved), key)
+        return None if record is None else Value(record.identity, record.value)
+
+    def list(
+        self, repo: RepoHandle, ref: str, prefix: str, delimiter: str, after: str, amount: int, deadline: Deadline
+    ) -> ListPage:
+        separator, size = delimiter_bytes(delimiter), page_amount(amount)
+        return self.read(
+            repo,
+            ref,
+            lambda resolved: self._list(repo, resolved, prefix.encode(), separator, after.encode(), size),
+            deadline,
+        )
+
+    def _list(
+        self, repo: RepoHandle, resolved: Resolved, prefix: bytes, delimiter: bytes, after: bytes, amount: int
+    ) -> ListPage:
+        page = paginate(
+            lambda start: self._iterate(repo, resolved, start),
+            _key_of,
+            prefix,
+            delimiter,
+            after,
+            amount,
+            size_of=_size_of,
+        )
+        items: list[tuple[bytes, pb.Entry | None]] = [
+            (item.key, None) if isinstance(item, CommonPrefix) else (item.key, decode_entry(item.value.data))
+            for item in page.items
+        ]
+        return ListPage(items, page.has_more)
+
+    def _iterate(self, repo: RepoHandle, resolved: Resolved, start: bytes) -> Iterator[KeyValue]:
+        sources: list[Iterator[KeyValue]] = []
+        if resolved.branch is not None:
+            sources.extend(self._staging.scan(token, start) for token in resolved.branch.tokens)
+        sources.append(
+            KeyValue(r.key, Value(r.identity, r.value))
+            for r in self._committed.iterate(repo.namespace, self._base(repo, resolved), start)
+        )
+        return live(combined(sources))
+
+    def _base(self, repo: RepoHandle, resolved: Resolved) -> MetaRangeId:
+        # A branch's combined view ends in its compacted metarange when it has one; a
+        # committed ref (branch@, a commit, a tag) always ends in the commit's.
+        if resolved.branch is not None:
+            return self._state.base_metarange(repo, resolved.branch.branch)
+        return MetaRangeId(self._refs.get_commit(repo, resolved.commit_id).metarange_id)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What a conditional write (S3's If-None-Match: * and If-Match) requires of the key's
+    current value. A failed one is FailedPrecondition, never PredicateFailed: that one means a
+    lost race, which the branch updater retries."""
+
+    if_absent: bool = False
+    if_match_etag: str = ""  # the current entry's ETag, quotes optional; "*": any existing entry
+
+    def check(self, current: Value | None, key: bytes) -> None:
+        name = key.decode(errors="replace")
+        if self.if_absent and current is not None:
+            raise FailedPrecondition(f"key {name!r} exists")
+        if self.if_match_etag:
+            if current is None:
+                raise NotFound(f"key {name!r} not found", what="object")
+            wanted = self.if_match_etag.strip('"')
+            if wanted != "*" and decode_entry(current.data).etag.strip('"') != wanted:
+                raise FailedPrecondition(f"key {name!r} has another ETag")
+
+
+def _key_of(kv: KeyValue) -> bytes:
+    return kv.key
+
+
+def _size_of(kv: KeyValue) -> int:
+    return len(kv.key) + len(kv.value.data)

@@ -1,0 +1,49 @@
+"""Graveler's NotFound errors say what is missing (silt.errors.NotFound.what)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from services.graveler.committed.cache import CommittedCache
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.graveler import Graveler
+from silt.block.local import LocalAdapter
+from silt.errors import NotFound
+from silt.graveler.v1 import model_pb2 as pb
+from silt.kv.mem import MemStore
+
+REPO = "kinds"
+
+
+@pytest.fixture
+def graveler(tmp_path: Path) -> Iterator[Graveler]:
+    g = Graveler(MemStore(), CommittedManager(LocalAdapter(tmp_path), CommittedCache()))
+    g.create_repository(REPO, "local://kinds")
+    g.stage_entry(REPO, "main", "present", pb.Entry(physical_address="data/x", etag="x"))
+    g.create_tag(REPO, "v1", "main")
+    yield g
+    g.close()
+
+
+CASES: list[tuple[str, Callable[[Graveler], object]]] = [
+    ("repository", lambda g: g.get_repository("absent")),
+    ("repository", lambda g: g.get_branch("absent", "main")),
+    ("branch", lambda g: g.get_branch(REPO, "absent")),
+    ("branch", lambda g: g.commit(REPO, "absent", "message")),
+    ("tag", lambda g: g.get_tag(REPO, "absent")),
+    ("ref", lambda g: g.resolve_ref(REPO, "absent")),
+    ("ref", lambda g: g.resolve_ref(REPO, "main~5")),
+    ("ref", lambda g: g.get_commit(REPO, "abcdef0123")),
+    ("object", lambda g: g.stat_entry(REPO, "main", "absent")),
+    ("object", lambda g: g.delete_entry(REPO, "main", "absent")),
+]
+
+
+@pytest.mark.parametrize(("what", "call"), CASES)
+def test_not_found_names_the_kind(graveler: Graveler, what: str, call: Callable[[Graveler], object]) -> None:
+    with pytest.raises(NotFound) as raised:
+        call(graveler)
+    assert raised.value.what == what
