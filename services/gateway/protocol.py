@@ -72,6 +72,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if not self._in_head:
+            # A body may be followed by a pipelined request the parser refuses: through _feed,
+            # so that the refusal is an S3 error too (uvicorn's own is plain text).
             self._feed(data)
             return
         # Feed at most what the head may still take; if the head is still incomplete after

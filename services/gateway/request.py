@@ -129,6 +129,23 @@ class Request:
         return "/" + self.bucket + ("/" + self.path if self.path else "") if self.bucket else "/"
 
 
+# Past any size, count or position Silt handles: a longer digit string means the same.
+DECIMAL_CAP = 1 << 62
+
+
+def decimal(text: str) -> int | None:
+    """A non-negative integer written in ASCII digits, capped at DECIMAL_CAP; None for anything else.
+
+    Client text must not reach int() on the strength of str.isdigit(): that also takes "²"
+    (which int() refuses) and "٣" (which int() reads as 3), and int() refuses more than 4,300
+    digits. Each is a ValueError, a 500, where S3 answers a 4xx.
+    """
+    if not text or not text.isascii() or not text.isdigit():
+        return None
+    significant = text.lstrip("0") or "0"
+    return DECIMAL_CAP if len(significant) > 18 else int(significant)
+
+
 def decode_component(text: str) -> str:
     """Percent-decode a path or query component that must be UTF-8, refusing anything else.
 

@@ -58,6 +58,21 @@ _ERROR_OF[grpc.StatusCode.OUT_OF_RANGE] = InvalidArgument
 _KINDS: frozenset[str] = frozenset(get_args(NotFoundKind))
 
 
+# A status message travels in a trailer, percent-encoded, and a peer refuses trailers over
+# 16 KiB: a message echoing a client's megabyte-long name turned a refusal (INVALID_ARGUMENT)
+# into RESOURCE_EXHAUSTED at the caller, which the gateway answers 503 SlowDown.
+MAX_DETAILS_BYTES = 1024
+
+
+def details_of(exc: BaseException) -> str:
+    """The message of exc, cut to MAX_DETAILS_BYTES of UTF-8 (at most 3 KiB once percent-encoded)."""
+    text = str(exc)
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) <= MAX_DETAILS_BYTES:
+        return text
+    return encoded[:MAX_DETAILS_BYTES].decode("utf-8", "ignore") + "… (message truncated)"
+
+
 def status_of(exc: SiltError) -> grpc.StatusCode:
     for cls, code in STATUS_OF:
         if isinstance(exc, cls):
@@ -78,7 +93,7 @@ def rich_status(code: grpc.StatusCode, message: str, what: str | None = None) ->
 def abort(context: grpc.ServicerContext, exc: SiltError) -> NoReturn:
     """End the call with exc's status code and message, and its `what` in the rich status."""
     code = status_of(exc)
-    message = str(exc)
+    message = details_of(exc)
     if isinstance(exc, NotFound) and exc.what is not None:
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, exc.what)),))
     context.abort(code, message)

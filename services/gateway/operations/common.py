@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
+from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
-from services.gateway.request import Request
+from services.gateway.request import DECIMAL_CAP, Request, decimal
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.config import S3GatewayConfig
 from silt.graveler.v1 import graveler_pb2 as api
@@ -47,6 +48,18 @@ class Context:
     async def authorize(self, action: str, repository: str) -> None:
         if not await self.backend.allowed(self.user_id, action, repository):
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
+
+
+def parse_xml(raw: bytes) -> ElementTree.Element:
+    """A request's XML document (DeleteObjects, CompleteMultipartUpload), or MalformedXML.
+
+    Not only ParseError: a declared encoding Python does not know (`encoding="U0TF-8"`) is a
+    LookupError from the parser, and once answered 500.
+    """
+    try:
+        return ElementTree.fromstring(raw)
+    except (ElementTree.ParseError, LookupError, ValueError):
+        raise S3Error("MalformedXML") from None
 
 
 def xml_response(body: str, status: int = 200) -> Response:
@@ -262,5 +275,5 @@ async def branch_target(ctx: Context, repository: str, ref: str) -> str:
 def declared_body_size(ctx: Context) -> int | None:
     """The size of the object the request carries, as its headers declare it (aws-chunked decoded)."""
     headers = ctx.request.headers
-    declared = headers.get("x-amz-decoded-content-length") or headers.get("content-length") or ""
-    return int(declared) if declared.isdigit() and len(declared) <= 18 else None
+    declared = decimal(headers.get("x-amz-decoded-content-length") or headers.get("content-length") or "")
+    return declared if declared is not None and declared < DECIMAL_CAP else None

@@ -23,6 +23,7 @@ from services.gateway.operations.common import (
     x,
     xml_response,
 )
+from services.gateway.request import decimal
 from silt.actions import READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -121,13 +122,10 @@ async def collect(
 
 
 def _max_keys(ctx: Context) -> int:
-    raw = ctx.request.arg("max-keys", str(MAX_KEYS)) or ""
-    try:
-        value = int(raw)
-    except ValueError:
-        raise S3Error("InvalidArgument", "max-keys must be an integer", ArgumentName="max-keys") from None
-    if value < 0:
-        raise S3Error("InvalidArgument", "max-keys must not be negative", ArgumentName="max-keys")
+    # ASCII digits only: int() would also take "٣", " 5" and "1_0".
+    value = decimal(ctx.request.arg("max-keys", str(MAX_KEYS)) or "")
+    if value is None:
+        raise S3Error("InvalidArgument", "max-keys must be a non-negative integer", ArgumentName="max-keys")
     return min(value, MAX_KEYS)
 
 

@@ -26,7 +26,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote
-from xml.etree import ElementTree
 
 from services.gateway import checksums
 from services.gateway.backend import Backend
@@ -36,6 +35,7 @@ from services.gateway.operations.common import (
     Response,
     iso_time,
     new_physical_address,
+    parse_xml,
     precheck_write_condition,
     quoted_etag,
     split_address,
@@ -55,6 +55,7 @@ from services.gateway.operations.objects import (
     parse_copy_source,
     receive_into,
 )
+from services.gateway.request import decimal
 from services.gateway.routing import split_path
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import PartInfo
@@ -67,7 +68,7 @@ _PRUNE_BATCH = 64
 MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PART_NUMBER = 10000
 _XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
-_COPY_RANGE = re.compile(r"^bytes=(\d+)-(\d+)$")
+_COPY_RANGE = re.compile(r"^bytes=([0-9]+)-([0-9]+)$")
 
 
 def _upload_key(repository: str, upload_id: str) -> bytes:
@@ -96,12 +97,12 @@ async def _upload(ctx: Context, action: str) -> tuple[str, dict]:
 
 
 def _part_number(ctx: Context) -> int:
-    raw = ctx.request.arg("partNumber") or ""
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PART_NUMBER:
+    number = decimal(ctx.request.arg("partNumber") or "")
+    if number is None or not 1 <= number <= MAX_PART_NUMBER:
         raise S3Error(
             "InvalidArgument", "Part number must be an integer between 1 and 10000", ArgumentName="partNumber"
         )
-    return int(raw)
+    return number
 
 
 async def create(ctx: Context) -> Response:
@@ -177,7 +178,7 @@ async def _upload_part_copy(ctx: Context, upload_id: str, record: dict, number: 
         match = _COPY_RANGE.match(headers["x-amz-copy-source-range"].strip())
         if not match:
             raise S3Error("InvalidArgument", "x-amz-copy-source-range must be bytes=<first>-<last>")
-        start, end = int(match.group(1)), int(match.group(2))
+        start, end = decimal(match.group(1)) or 0, decimal(match.group(2)) or 0
         if start > end or end >= source.size:
             raise S3Error("InvalidRange", ActualObjectSize=str(source.size))
         src_range = (start, end)
@@ -213,22 +214,23 @@ def _checksum_element(header: str) -> str:
 
 
 def _requested_parts(raw: bytes) -> list[RequestedPart]:
-    try:
-        root = ElementTree.fromstring(raw)
-    except ElementTree.ParseError:
-        raise S3Error("MalformedXML") from None
+    root = parse_xml(raw)
     ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     parts = []
     for part in root.findall(f"{ns}Part"):
-        number, etag = part.findtext(f"{ns}PartNumber"), part.findtext(f"{ns}ETag")
-        if number is None or etag is None or not number.strip().isdigit():
+        number, etag = decimal((part.findtext(f"{ns}PartNumber") or "").strip()), part.findtext(f"{ns}ETag")
+        if number is None or etag is None:
             raise S3Error("MalformedXML")
+        if not 1 <= number <= MAX_PART_NUMBER:
+            raise S3Error(
+                "InvalidArgument", "Part number must be an integer between 1 and 10000", ArgumentName="PartNumber"
+            )
         listed = {
             checksums.HEADER_PREFIX + name.removeprefix("Checksum").lower(): (child.text or "").strip()
             for child in part
             if (name := child.tag.removeprefix(ns)).startswith("Checksum") and name != "ChecksumType"
         }
-        parts.append(RequestedPart(int(number), etag.strip().strip('"'), listed))
+        parts.append(RequestedPart(number, etag.strip().strip('"'), listed))
     if not parts:
         raise S3Error("MalformedXML", "The XML you provided lists no parts")
     return parts
@@ -380,9 +382,10 @@ def _int_arg(ctx: Context, name: str, default: int) -> int:
     raw = ctx.request.arg(name)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit():
+    value = decimal(raw)
+    if value is None:
         raise S3Error("InvalidArgument", f"{name} must be a non-negative integer", ArgumentName=name)
-    return int(raw)
+    return value
 
 
 async def list_parts(ctx: Context) -> Response:

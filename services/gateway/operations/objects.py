@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO
-from xml.etree import ElementTree
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -27,6 +26,7 @@ from services.gateway.operations.common import (
     http_time,
     iso_time,
     new_physical_address,
+    parse_xml,
     quoted_etag,
     split_address,
     stage,
@@ -39,7 +39,7 @@ from services.gateway.operations.common import (
     xml_response,
 )
 from services.gateway.payload import AwsChunked, Sha256Checked, Source, SyncReader
-from services.gateway.request import decode_component
+from services.gateway.request import decimal, decode_component
 from services.gateway.routing import split_path
 from silt.actions import WRITE_REPO
 from silt.block import CHUNK_SIZE
@@ -50,7 +50,7 @@ from silt.graveler.v1 import model_pb2 as pb
 # Bodies up to this size are taken whole, and objects up to it are read in one piece.
 SMALL_BODY = 256 * 1024
 _SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)$")
 _OVERRIDES = {
     "response-content-type": "Content-Type",
     "response-content-language": "Content-Language",
@@ -75,8 +75,8 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None:
     match = _RANGE.match(header.strip().replace(" ", ""))
     if not match or (not match.group(1) and not match.group(2)):
         return None  # multiple ranges or garbage: S3 ignores them and serves the whole object
-    first = _bounded_position(match.group(1))
-    last = _bounded_position(match.group(2))
+    first = decimal(match.group(1))
+    last = decimal(match.group(2))
     if first is not None:
         start = first
         end = min(last, size - 1) if last is not None else size - 1
@@ -94,18 +94,6 @@ def _parse_range(header: str, size: int) -> tuple[int, int] | None:
 
 # The MD5 of no bytes: the ETag S3 gives an empty object.
 EMPTY_MD5 = "d41d8cd98f00b204e9800998ecf8427e"
-
-# Past any object size Silt can hold; a longer digit string means the same, without int()
-# of thousands of digits (which Python refuses with ValueError).
-_POSITION_CAP = 1 << 62
-
-
-def _bounded_position(digits: str) -> int | None:
-    """A Range bound as an int, capped at _POSITION_CAP; None when absent."""
-    if not digits:
-        return None
-    significant = digits.lstrip("0") or "0"
-    return _POSITION_CAP if len(significant) > 18 else min(int(significant), _POSITION_CAP)
 
 
 def _http_date(value: str) -> datetime | None:
@@ -142,14 +130,13 @@ def decode_part_sizes(text: str) -> list[int]:
 def _part_range(ctx: Context, entry: pb.Entry) -> tuple[tuple[int, int] | None, int | None]:
     """GET/HEAD ?partNumber=N: the byte range of part N, and the object's part count (None
     unless it was uploaded in parts). A single-part object has one part: all of it."""
-    raw = ctx.request.arg("partNumber") or ""
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PART_NUMBER:
+    number = decimal(ctx.request.arg("partNumber") or "")
+    if number is None or not 1 <= number <= MAX_PART_NUMBER:
         raise S3Error(
             "InvalidArgument", "Part number must be an integer between 1 and 10000", ArgumentName="partNumber"
         )
     if "range" in ctx.request.headers:
         raise S3Error("InvalidRequest", "Cannot specify both Range header and partNumber query parameter")
-    number = int(raw)
     layout = entry.metadata.get(PART_SIZES)
     sizes = decode_part_sizes(layout) if layout else [entry.size]
     if number > len(sizes):
@@ -298,8 +285,10 @@ def body_source(ctx: Context) -> Source:
     request = ctx.request
     payload = request.headers.get("x-amz-content-sha256", "")
     auth = ctx.v4
-    decoded = request.headers.get("x-amz-decoded-content-length")
-    decoded_length = int(decoded) if decoded and decoded.isdigit() else None
+    declared = request.headers.get("x-amz-decoded-content-length")
+    decoded_length = decimal(declared) if declared is not None else None
+    if declared is not None and decoded_length is None:
+        raise S3Error("InvalidArgument", "x-amz-decoded-content-length must be a number of bytes")
     if payload in (sigv4.STREAMING, sigv4.STREAMING_TRAILER):
         if auth is None:
             raise S3Error("InvalidRequest", f"{payload} bodies need SigV4 in the Authorization header")
@@ -359,7 +348,7 @@ async def receive_into(
         trailers = source.trailers if isinstance(source, AwsChunked) else {}
         source = checked = checksums.ChecksumComputed(source, wanted, lambda: trailers)
     length = ctx.request.headers.get("x-amz-decoded-content-length") or ctx.request.headers.get("content-length")
-    size = int(length) if length and length.isdigit() else None
+    size = decimal(length or "")
     stream: BinaryIO | SyncReader
     if size is not None and size <= SMALL_BODY:
         # Small bodies are read here at once: one trip to a worker thread instead of one per read.
@@ -518,10 +507,7 @@ async def delete_object(ctx: Context) -> Response:
 async def delete_objects(ctx: Context) -> Response:
     repository = ctx.request.bucket
     raw = await ctx.request.body.read_all()
-    try:
-        root = ElementTree.fromstring(raw)
-    except ElementTree.ParseError:
-        raise S3Error("MalformedXML") from None
+    root = parse_xml(raw)
     ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     quiet = (root.findtext(f"{ns}Quiet") or "").strip().lower() == "true"
     keys = [(obj.findtext(f"{ns}Key") or "") for obj in root.findall(f"{ns}Object")]
