@@ -3,15 +3,26 @@
 # Build: `make image` (docker or podman). Every process is chosen by the manifest's command,
 # e.g. `python -m services.graveler.server`.
 
-ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+# The base image, pinned by digest: a tag moves (and could be repointed), a digest names exactly
+# one multi-platform image index. This one is python:3.11-slim-bookworm (Python 3.11.16) as the
+# Docker Official Images' repo-info records it. To move on, resolve the tag's new index digest
+# (`docker buildx imagetools inspect python:3.11-slim-bookworm`) and replace it here. Offline, pass
+# a local stand-in: `docker build --build-arg PYTHON_IMAGE=my-python:3.11 .`
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:0bee7276f83efd4a1ee05bbbf4281d95ed28e079220a9457f25a93e3f1e3c31b
 
 # --- build: generate protobuf code, build the wheel, install it into a venv ----------------
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-RUN python -m venv /opt/silt && /opt/silt/bin/pip install --upgrade pip setuptools wheel
+# Every package comes from the hash-pinned locks (`make lock`); pip refuses any other file.
+# Sdists (pyspark) and Silt itself build against the locked setuptools: no unpinned build env.
+COPY requirements ./requirements
+RUN python -m venv /opt/silt \
+    && /opt/silt/bin/pip install --require-hashes --no-build-isolation -r requirements/build.txt \
+    && /opt/silt/bin/pip install --require-hashes --no-build-isolation -r requirements/runtime.txt
 # The code generator lives only in this stage; the final image has no compiler or protoc.
-RUN python -m venv /opt/protoc && /opt/protoc/bin/pip install grpcio-tools==1.85.1
+RUN python -m venv /opt/protoc \
+    && /opt/protoc/bin/pip install --require-hashes --no-build-isolation -r requirements/protoc.txt
 COPY pyproject.toml README.md ./
 COPY protos ./protos
 COPY silt ./silt
@@ -22,7 +33,7 @@ RUN /opt/protoc/bin/python -m grpc_tools.protoc -Iprotos --python_out=. --grpc_p
     && for d in $(find protos -name '*.proto' -exec dirname {} \; | sort -u | sed 's|^protos/||'); do \
          p=$d; while [ "$p" != "silt" ] && [ "$p" != "." ]; do touch "$p/__init__.py"; p=$(dirname "$p"); done; \
        done \
-    && /opt/silt/bin/pip install . \
+    && /opt/silt/bin/pip install --no-deps --no-build-isolation . \
     && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, services.gateway.server"
 
 # --- runtime: the venv only, as a non-root user (image silt) --------------------------------

@@ -3,10 +3,15 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-# Spark's S3A connector (hadoop-aws 3.3.1 + the AWS SDK bundle) ships as jars inside this PyPI
-# package; --no-deps because its declared pyspark pin would downgrade ours. silt/spark.py
-# finds the two jars in it.
-S3A_JARS_PACKAGE := sagemaker-pyspark==1.4.5
+# Every package any venv here (and the image) installs is pinned with the hashes of all its
+# files in requirements/*.txt, compiled by `make lock` from pyproject.toml and requirements/*.in;
+# pip refuses anything unlisted or whose hash differs. Sdists (pyspark) build against the
+# pinned setuptools (--no-build-isolation), so nothing unpinned is fetched to build them either.
+LOCKS       := requirements
+PIP_LOCKED  := -m pip install -q --require-hashes --no-build-isolation
+# Spark's S3A connector (hadoop-aws 3.3.1 + the AWS SDK bundle) ships as jars inside
+# requirements/s3a-jars.in's package; --no-deps because its declared pyspark pin would downgrade
+# ours. silt/spark.py finds the two jars in it.
 PROTOS := $(shell find protos -name '*.proto')
 PROTO_STAMP := silt/.proto-stamp
 # Typed stubs (.pyi) for the messages and the gRPC stubs, so mypy checks protobuf use.
@@ -15,15 +20,16 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench tests
 
-.PHONY: all venv clients proto run test lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc bench-compaction bench-spark cassandra clean image k8s-render
+.PHONY: all venv clients lock proto run test lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-gc bench-compaction bench-spark cassandra clean image k8s-render
 
 all: proto
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCKS)/build.txt $(LOCKS)/dev.txt $(LOCKS)/s3a-jars.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
-	$(PY) -m pip install -q --no-deps $(S3A_JARS_PACKAGE)
+	$(PY) $(PIP_LOCKED) -r $(LOCKS)/build.txt
+	$(PY) $(PIP_LOCKED) -r $(LOCKS)/dev.txt
+	$(PY) $(PIP_LOCKED) --no-deps -r $(LOCKS)/s3a-jars.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	@touch $@
 
 venv: $(STAMP)
@@ -32,12 +38,26 @@ venv: $(STAMP)
 # botocore versions that conflict with our boto3 pin. Tests call them by path.
 CLIENTS_VENV  := .venv-clients
 CLIENTS_STAMP := $(CLIENTS_VENV)/.installed-stamp
-$(CLIENTS_STAMP):
+$(CLIENTS_STAMP): $(LOCKS)/clients.txt
 	@test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)
-	$(CLIENTS_VENV)/bin/python -m pip install -q awscli==1.46.2 s3cmd==2.4.0 s3fs==2026.9.0
+	$(CLIENTS_VENV)/bin/python $(PIP_LOCKED) -r $(LOCKS)/clients.txt
 	@touch $@
 
 clients: $(CLIENTS_STAMP)
+
+# Recompiles requirements/*.txt after a change to pyproject.toml or requirements/*.in, for
+# Linux x86_64 and Python 3.11 (hashes of every file of each version: aarch64 wheels too).
+# Pins already in a lock are kept where they still fit; LOCK_ARGS=--upgrade (or
+# "--upgrade-package NAME") moves them to the newest releases.
+UV_COMPILE := $(VENV)/bin/uv pip compile --quiet --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-unknown-linux-gnu --custom-compile-command "make lock" $(LOCK_ARGS)
+lock: $(STAMP)
+	$(UV_COMPILE) pyproject.toml $(LOCKS)/build.in --extra dev -o $(LOCKS)/dev.txt
+	$(UV_COMPILE) $(LOCKS)/build.in -c $(LOCKS)/dev.txt -o $(LOCKS)/build.txt
+	$(UV_COMPILE) pyproject.toml $(LOCKS)/build.in -c $(LOCKS)/dev.txt -o $(LOCKS)/runtime.txt
+	$(UV_COMPILE) $(LOCKS)/protoc.in -c $(LOCKS)/dev.txt -o $(LOCKS)/protoc.txt
+	$(UV_COMPILE) --no-deps $(LOCKS)/s3a-jars.in -o $(LOCKS)/s3a-jars.txt
+	$(UV_COMPILE) $(LOCKS)/clients.in -o $(LOCKS)/clients.txt
 
 # Generated code lands beside the library (silt/<service>/v1/*_pb2*.py), never committed.
 $(PROTO_STAMP): $(STAMP) $(PROTOS)

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import secrets
 import statistics
 import tempfile
 import time
@@ -48,8 +49,13 @@ from silt.rpc.interceptor import AuthInterceptor, remote_interceptor
 from silt.rpc.signing import (
     ACCESS_KEY_HEADER,
     DATE_HEADER,
+    GRAVELER_AUDIENCE,
+    NONCE_HEADER,
+    SCOPE_HEADER,
     SIGNATURE_HEADER,
     Credentials,
+    day_of,
+    derive_call_key,
     payload_digest,
     sign,
     signed_channel,
@@ -72,7 +78,7 @@ class _Metadatum(NamedTuple):
 
 def run(workdir: Path, count: int, calls: int) -> None:
     store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(workdir / "kv.db"))))
-    model = IamModel(store, SecretBox(SecretStr("bench-encryption-key-0123")))
+    model = IamModel(store, SecretBox(SecretStr("h-Ha9f77tfRzLv484y7UIHGuADgj68xfXqzGMjS3srM")))
     keys = setup(model, services=["graveler"])
     assert keys is not None
     model.create_user("dev")
@@ -91,18 +97,28 @@ def run(workdir: Path, count: int, calls: int) -> None:
         1000,
     )
 
-    interceptor = AuthInterceptor(cached, RULES)
+    interceptor = AuthInterceptor(cached, RULES, audience=GRAVELER_AUDIENCE)
     request = api.GetRepositoryRequest(name="bench-repo")
-    date = str(int(time.time()))
-    signature = sign(dev.secret_access_key, date, METHOD, dev.access_key_id, payload_digest(request))
-    metadata = [
-        _Metadatum(ACCESS_KEY_HEADER, dev.access_key_id),
-        _Metadatum(DATE_HEADER, date),
-        _Metadatum(SIGNATURE_HEADER, signature),
-    ]
+    now = int(time.time())
+    date, scope = str(now), f"{day_of(now)}/{GRAVELER_AUDIENCE}"
+    key = derive_call_key(dev.secret_access_key, day_of(now), GRAVELER_AUDIENCE)
+
+    def signed_metadata() -> list[_Metadatum]:
+        # Every call has its own nonce: the interceptor refuses one it has seen (a replay).
+        nonce = secrets.token_hex(16)
+        signature = sign(key, date, scope, nonce, METHOD, dev.access_key_id, payload_digest(request))
+        return [
+            _Metadatum(ACCESS_KEY_HEADER, dev.access_key_id),
+            _Metadatum(DATE_HEADER, date),
+            _Metadatum(SCOPE_HEADER, scope),
+            _Metadatum(NONCE_HEADER, nonce),
+            _Metadatum(SIGNATURE_HEADER, signature),
+        ]
+
     rule = RULES[METHOD]
-    interceptor._admit(METHOD, metadata, request, rule)
-    admission = per_call_us(count, lambda: interceptor._admit(METHOD, metadata, request, rule))
+    interceptor._admit(METHOD, signed_metadata(), request, rule)
+    calls_metadata = iter([signed_metadata() for _ in range(count)])
+    admission = per_call_us(count, lambda: interceptor._admit(METHOD, next(calls_metadata), request, rule))
     emit("auth.admission.cached", admission, "us", 1000)
 
     uncached = LocalAuthority(model)
@@ -123,7 +139,7 @@ def run(workdir: Path, count: int, calls: int) -> None:
             access_key_id=service.access_key_id, secret_access_key=SecretStr(service.secret_access_key)
         ),
     )
-    guarded = remote_interceptor(config, RULES)
+    guarded = remote_interceptor(config, RULES, GRAVELER_AUDIENCE)
     servers: list[Any] = [auth_server]
     try:
         with_auth, port = start_graveler(graveler, "127.0.0.1:0", [guarded])

@@ -13,6 +13,9 @@
 #   SILT_CASSANDRA_NATIVE_PORT   CQL port (default 9042)
 #   SILT_CASSANDRA_STORAGE_PORT  internode port (default 7000); give each instance its own
 #   SILT_CASSANDRA_HEAP          JVM heap (default 1G)
+#   SILT_CASSANDRA_CONFIGURE     a bash script run as `bash SCRIPT DATA/cassandra.yaml` after the
+#                                file is written and before Cassandra starts, to change settings
+#                                (the tests run deploy/k8s's script that turns authentication on)
 #
 # The tests start their own (tests/support/cassandra.py) on free ports. On a 2-core box it
 # serves CQL ~3 s after start (~7 s on the first run, which downloads and unpacks ~25 MB).
@@ -189,6 +192,9 @@ run() {
 	mkdir -p "$data"
 	data="$(cd "$data" && pwd)"
 	write_config "$data" "$native_port" "$storage_port"
+	if [[ -n "${SILT_CASSANDRA_CONFIGURE:-}" ]]; then
+		bash "$SILT_CASSANDRA_CONFIGURE" "$data/cassandra.yaml" || die "$SILT_CASSANDRA_CONFIGURE failed on $data/cassandra.yaml"
+	fi
 
 	local opens=()
 	local pkg

@@ -1,6 +1,8 @@
 """Every action a policy can name, and the resources they apply to.
 
-Repository actions are four (docs/design/auth.md), on resources named by the repository. The IAM actions
+Repository actions are four (docs/design/auth.md), on resources named by the repository, and
+five administrative ones on the same resources (REPO_ADMIN_ACTIONS: GC rules and runs, refs
+dump and restore) that writers do not hold. The IAM actions
 (`iam:*`) manage users, groups, policies and credentials, on resources `users/<id>`,
 `groups/<id>` and `policies/<id>`; listing a whole collection is an action on its prefix
 (`users/`), so `users/*` grants it and `users/alice` does not. The `auth:*` actions are for
@@ -18,6 +20,17 @@ DELETE_REPO = "DeleteRepo"
 READ_REPO = "ReadRepo"
 WRITE_REPO = "WriteRepo"
 REPO_ACTIONS = (CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO)
+
+# Administration of one repository that a writer must not have, also on the repository name:
+# retention rules decide what garbage collection deletes (0 days: every commit but the
+# heads), PrepareGC starts a run, a dump copies every ref out, a restore rewrites them all.
+# Only policies naming them (or `*`, the Admins preset) hold them; WriteRepo does not.
+SET_GC_RULES = "SetGCRules"
+DELETE_GC_RULES = "DeleteGCRules"
+PREPARE_GC = "PrepareGC"
+DUMP_REFS = "DumpRefs"
+RESTORE_REFS = "RestoreRefs"
+REPO_ADMIN_ACTIONS = (SET_GC_RULES, DELETE_GC_RULES, PREPARE_GC, DUMP_REFS, RESTORE_REFS)
 
 CREATE_USER = "iam:CreateUser"
 READ_USER = "iam:ReadUser"
@@ -54,13 +67,20 @@ IAM_ACTIONS = (
     DELETE_CREDENTIALS,
 )
 
-# Ask for decisions about other users, and read the secret of any access key.
+# Ask for decisions about other users. Verify signatures addressed to an audience, on
+# `audiences/<audience>`: S3 requests (audience `s3`, the gateway) or gRPC calls to one service
+# (`auth`, `graveler`, `compactor`). Whoever verifies for an audience learns keys that act as
+# any signer toward that audience, so each service user holds it for its own audience only.
+# No action reads a secret: none is ever returned after CreateCredentials.
 AUTHORIZE = "auth:Authorize"
-READ_SECRET = "auth:ReadSecret"
-SERVICE_ACTIONS = (AUTHORIZE, READ_SECRET)
+VERIFY_SIGNATURE = "auth:VerifySignature"
+SERVICE_ACTIONS = (AUTHORIZE, VERIFY_SIGNATURE)
 
-ALL_ACTIONS = (*REPO_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
+ALL_ACTIONS = (*REPO_ACTIONS, *REPO_ADMIN_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
 _KNOWN = frozenset(ALL_ACTIONS)
+
+# The longest resource a policy may name or a decision may be asked about (characters).
+MAX_RESOURCE_LENGTH = 1024
 
 
 def user_resource(user_id: str) -> str:
@@ -75,8 +95,12 @@ def policy_resource(policy_id: str) -> str:
     return f"policies/{policy_id}"
 
 
-def credential_resource(access_key_id: str) -> str:
-    return f"credentials/{access_key_id}"
+# The audience of S3 requests: what the gateway verifies.
+S3_AUDIENCE = "s3"
+
+
+def audience_resource(audience: str) -> str:
+    return f"audiences/{audience}"
 
 
 USERS = "users/"

@@ -5,9 +5,15 @@ Where it connects and as whom, first match wins:
 - arguments (the CLI's `--graveler`, `--auth`, `--s3-endpoint` flags);
 - `SILT_ACCESS_KEY_ID` / `SILT_SECRET_ACCESS_KEY` for the key;
 - the credentials file the launcher writes, which holds the admin key and the endpoints:
-  `$SILT_CLIENT_CREDENTIALS_FILE`, else `$SILT_DATA_DIR/credentials.json`, else the first of
-  `./.silt-data/credentials.json` (`make run`) and `~/.silt/credentials.json` that exists;
+  `$SILT_CLIENT_CREDENTIALS_FILE`, else `$SILT_DATA_DIR/credentials.json`, else
+  `~/.silt/credentials.json`. Never the current directory unless named so
+  (`SILT_DATA_DIR=.silt-data` for `make run`'s stack): a checkout someone else controls could
+  otherwise choose the endpoints that receive requests signed with the user's key;
 - the configuration (`graveler.endpoint`, `auth.endpoint`, `gateways.s3.listen_address`).
+
+Over TLS when the configuration says so: `tls.*` for the gRPC services (the CA, and this
+client's certificate where servers require one), `gateways.s3.tls` for the gateway (https,
+verified against `gateways.s3.tls.ca_file` or the system's trust store).
 
 Failed calls raise ClientError: one readable line and the CLI exit code that goes with it.
 """
@@ -40,8 +46,9 @@ from silt.errors import (
 )
 from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.graveler.v1 import graveler_pb2_grpc
+from silt.rpc.channels import ClientTLS, client_tls
 from silt.rpc.errors import error_from_rpc
-from silt.rpc.signing import Credentials, signed_channel
+from silt.rpc.signing import AUTH_AUDIENCE, COMPACTOR_AUDIENCE, GRAVELER_AUDIENCE, Credentials, signed_channel
 
 CREDENTIALS_FILE_ENV = "SILT_CLIENT_CREDENTIALS_FILE"
 ACCESS_KEY_ENV = "SILT_ACCESS_KEY_ID"
@@ -132,6 +139,10 @@ class Settings:
     credentials: Credentials | None
     credentials_source: str
     compactor: str = ""
+    # tls.*: how the gRPC channels reach the services (None: plaintext).
+    tls: ClientTLS | None = None
+    # gateways.s3.tls.ca_file: the CA bundle boto3 verifies the gateway with (None: the system's).
+    s3_ca_file: str | None = None
 
 
 def credentials_file_candidates() -> list[Path]:
@@ -139,8 +150,9 @@ def credentials_file_candidates() -> list[Path]:
         return [Path(os.environ[CREDENTIALS_FILE_ENV]).expanduser()]
     if os.environ.get("SILT_DATA_DIR"):
         return [Path(os.environ["SILT_DATA_DIR"]).expanduser() / "credentials.json"]
-    # `make run` keeps its data in ./.silt-data, `silt run` in ~/.silt.
-    return [Path(".silt-data/credentials.json"), Path("~/.silt/credentials.json").expanduser()]
+    # Only the home directory by default (`silt run`'s stack); `make run`'s ./.silt-data needs
+    # SILT_DATA_DIR, as does anything else found relative to the current directory.
+    return [Path("~/.silt/credentials.json").expanduser()]
 
 
 def find_config_path(explicit: str | None) -> str | None:
@@ -176,17 +188,27 @@ def resolve_settings(
         source = f"{ACCESS_KEY_ENV}/{SECRET_KEY_ENV}"
     elif saved.get("access_key_id") and saved.get("secret_access_key"):
         credentials = Credentials(saved["access_key_id"], SecretStr(saved["secret_access_key"]))
+    s3_scheme = "https" if config.gateways.s3.tls.enabled else "http"
     return Settings(
         graveler=graveler or saved.get("graveler") or config.graveler.dial_address,
         auth=auth or saved.get("auth") or config.auth.endpoint,
         s3_endpoint=s3_endpoint
         or saved.get("gateway")
-        or f"http://{dialable_address(config.gateways.s3.listen_address)}",
+        or f"{s3_scheme}://{dialable_address(config.gateways.s3.listen_address)}",
         region=saved.get("region") or config.gateways.s3.region,
         credentials=credentials,
         credentials_source=source,
         compactor=saved.get("compactor") or config.compactor.dial_address,
+        tls=_client_tls(config),
+        s3_ca_file=config.gateways.s3.tls.ca_file,
     )
+
+
+def _client_tls(config: Config) -> ClientTLS | None:
+    try:
+        return client_tls(config.tls)
+    except ConfigError as exc:
+        raise ClientError(str(exc), EXIT_USAGE) from None
 
 
 class Client:
@@ -204,22 +226,23 @@ class Client:
         if self.settings.credentials is None:
             raise ClientError(
                 f"no credentials: set {ACCESS_KEY_ENV} and {SECRET_KEY_ENV}, or start the stack with `silt run` "
-                f"(it saves them to {credentials_file_candidates()[-1]} or $SILT_DATA_DIR/credentials.json)",
+                f"(it saves them to {credentials_file_candidates()[-1]} or $SILT_DATA_DIR/credentials.json; "
+                "for `make run`'s stack: export SILT_DATA_DIR=$PWD/.silt-data)",
                 EXIT_USAGE,
             )
         return self.settings.credentials
 
-    def _channel(self, target: str) -> grpc.Channel:
+    def _channel(self, target: str, audience: str) -> grpc.Channel:
         # Short reconnect backoff: a long-lived client should find a restarted service at once.
         options = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 2000)]
-        channel = signed_channel(target, self.credentials(), options)
+        channel = signed_channel(target, self.credentials(), options, self.settings.tls, audience=audience)
         self._channels.append(channel)
         return channel
 
     @property
     def graveler(self) -> Any:
         if self._graveler is None:
-            stub = graveler_pb2_grpc.GravelerServiceStub(self._channel(self.settings.graveler))
+            stub = graveler_pb2_grpc.GravelerServiceStub(self._channel(self.settings.graveler, GRAVELER_AUDIENCE))
             self._graveler = _Calls(stub, "graveler", self.settings.graveler)
         return self._graveler
 
@@ -227,14 +250,14 @@ class Client:
     def compactor(self) -> Any:
         if self._compactor is None:
             target = self.settings.compactor
-            stub = compactor_pb2_grpc.CompactorServiceStub(self._channel(target))
+            stub = compactor_pb2_grpc.CompactorServiceStub(self._channel(target, COMPACTOR_AUDIENCE))
             self._compactor = _Calls(stub, "compactor", target)
         return self._compactor
 
     @property
     def auth(self) -> Any:
         if self._auth is None:
-            stub = auth_pb2_grpc.AuthServiceStub(self._channel(self.settings.auth))
+            stub = auth_pb2_grpc.AuthServiceStub(self._channel(self.settings.auth, AUTH_AUDIENCE))
             self._auth = _Calls(stub, "auth", self.settings.auth)
         return self._auth
 
@@ -253,6 +276,7 @@ class Client:
                 aws_access_key_id=creds.access_key_id,
                 aws_secret_access_key=creds.secret_access_key.get_secret_value(),
                 config=BotoConfig(s3={"addressing_style": "path"}, retries={"max_attempts": 3}),
+                verify=self.settings.s3_ca_file,
             )
         return self._s3
 

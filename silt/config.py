@@ -22,7 +22,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from silt.errors import ConfigError
+from silt.errors import ConfigError, InvalidArgument
+from silt.namespaces import parse_roots
 
 ENV_PREFIX = "SILT_"
 CONFIG_PATH_ENV = "SILT_CONFIG"
@@ -153,6 +154,54 @@ class BlockstoreConfig(_Section):
     s3: S3BlockstoreConfig = Field(default_factory=S3BlockstoreConfig)
 
 
+def _check_pem_pair(enabled: bool, cert_file: str | None, key_file: str | None, section: str) -> None:
+    if enabled and bool(cert_file) != bool(key_file):
+        raise ValueError(f"{section}.cert_file and {section}.key_file go together: set both or neither")
+
+
+class HttpTLSConfig(_Section):
+    """HTTPS on the S3 gateway's listener. Its clients are S3 clients, which present no
+    certificate: this is server-side TLS only. The certificate may come from a public CA
+    (what S3 clients trust by default) or from Silt's own (clients then need ca_file)."""
+
+    enabled: bool = Field(False, description="serve HTTPS instead of HTTP on gateways.s3.listen_address")
+    cert_file: str | None = Field(None, description="PEM certificate chain of the gateway")
+    key_file: str | None = Field(None, description="PEM private key of cert_file")
+    ca_file: str | None = Field(
+        None, description="for Silt's clients (CLI, tests): the CA bundle that verifies the gateway; unset: system"
+    )
+
+    @model_validator(mode="after")
+    def _pair(self) -> HttpTLSConfig:
+        _check_pem_pair(self.enabled, self.cert_file, self.key_file, "gateways.s3.tls")
+        if self.enabled and not self.cert_file:
+            raise ValueError("gateways.s3.tls.cert_file and key_file must be set when gateways.s3.tls.enabled")
+        return self
+
+
+class TLSConfig(_Section):
+    """TLS on every gRPC connection between Silt's processes: servers (auth, graveler,
+    compactor) and clients (every service, the CLI, the GC job) alike. See silt/rpc/channels.py."""
+
+    enabled: bool = Field(False, description="gRPC over TLS, as servers and as clients")
+    cert_file: str | None = Field(None, description="PEM certificate chain this process presents (server and client)")
+    key_file: str | None = Field(None, description="PEM private key of cert_file")
+    ca_file: str | None = Field(
+        None, description="PEM CA bundle: verifies servers, and clients' certificates; unset: system trust store"
+    )
+    require_client_cert: bool = Field(
+        True, description="servers accept only clients presenting a certificate signed by ca_file (mutual TLS)"
+    )
+    server_name: str | None = Field(
+        None, description="name expected in servers' certificates instead of the endpoint's host"
+    )
+
+    @model_validator(mode="after")
+    def _pair(self) -> TLSConfig:
+        _check_pem_pair(self.enabled, self.cert_file, self.key_file, "tls")
+        return self
+
+
 class S3GatewayConfig(_Section):
     listen_address: str = "0.0.0.0:8000"
     domain_name: str = "s3.local"
@@ -167,6 +216,17 @@ class S3GatewayConfig(_Section):
         None, description="storage namespace of repositories created by CreateBucket, e.g. local://{repo}"
     )
     metrics_listen_address: str | None = Field(None, description=_METRICS_ADDRESS_HELP)
+    tls: HttpTLSConfig = Field(default_factory=HttpTLSConfig)
+    multipart_upload_max_age_seconds: int = Field(
+        7 * 24 * 3600, ge=1, description="multipart uploads neither completed nor aborted by this age are aborted"
+    )
+    multipart_expiry_interval_seconds: float = Field(
+        3600.0, gt=0, le=86400, description="how often each gateway process aborts expired multipart uploads"
+    )
+    # Off by default: SigV2 is HMAC-SHA1, and its presigned URLs carry no signing time.
+    sigv2_enabled: bool = Field(
+        False, description="also accept AWS Signature Version 2 (header and presigned, at most 7 days ahead)"
+    )
 
     _listen = field_validator("listen_address")(_check_listen_address)
     _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)
@@ -179,9 +239,15 @@ class GatewaysConfig(_Section):
 class ServiceConfig(_Section):
     listen_address: str
     metrics_listen_address: str | None = Field(None, description=_METRICS_ADDRESS_HELP)
+    # Kubernetes' native gRPC probe speaks plaintext only, so with tls.enabled it needs a port
+    # of its own; that port answers grpc.health.v1.Health/Check and nothing else.
+    health_listen_address: str | None = Field(
+        None, description="host:port of a plaintext port serving only the gRPC health Check; unset: none"
+    )
 
     _listen = field_validator("listen_address")(_check_listen_address)
     _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)
+    _health_listen = field_validator("health_listen_address")(_check_optional_listen_address)
 
 
 class AuthConfig(ServiceConfig):
@@ -255,11 +321,30 @@ class GravelerConfig(DialableServiceConfig):
         description="absolute URIs (e.g. s3://landing/exports) that staged entries may name besides "
         "their repository's storage namespace",
     )
+    # Unset resolves by blockstore.type (services/graveler/server.py: namespace_roots): local://
+    # (the local adapter's whole root) for the local store, nothing for S3, whose bucket is the
+    # operator's to name. Nothing allowed means every CreateRepository is refused.
+    allowed_namespace_roots: list[str] | None = Field(
+        None,
+        description="URIs under which repositories' storage namespaces must lie (e.g. local://, "
+        "s3://bucket/prefix/); the first is where unnamed namespaces go. Unset: local:// with the "
+        "local blockstore, none with s3",
+    )
 
     @field_validator("commit_worker_cpus")
     @classmethod
     def _cpu_list(cls, value: str) -> str:
         parse_cpu_list(value)
+        return value
+
+    @field_validator("allowed_namespace_roots")
+    @classmethod
+    def _namespace_roots(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            try:
+                parse_roots(value)
+            except InvalidArgument as exc:
+                raise ValueError(str(exc)) from None
         return value
 
 
@@ -304,6 +389,7 @@ class Config(_Section):
     graveler: GravelerConfig = Field(default_factory=GravelerConfig)
     compactor: CompactorConfig = Field(default_factory=lambda: CompactorConfig())
     credentials: CredentialsConfig = Field(default_factory=CredentialsConfig)
+    tls: TLSConfig = Field(default_factory=TLSConfig)
 
 
 # --- environment overrides -------------------------------------------------------------

@@ -334,9 +334,10 @@ class Stack:
     @property
     def endpoints(self) -> dict[str, str]:
         out = {}
+        scheme = "https" if self.config is not None and self.config.gateways.s3.tls.enabled else "http"
         for name, svc in self._services.items():
             address = f"{dialable_host(svc.host)}:{svc.port}"
-            out[name] = f"http://{address}" if name == "gateway" else address
+            out[name] = f"{scheme}://{address}" if name == "gateway" else address
         return out
 
     def env_for_clients(self) -> dict[str, str]:
@@ -353,6 +354,8 @@ class Stack:
         if "gateway" in self._services:
             env["AWS_ENDPOINT_URL"] = self.endpoints["gateway"]
             env["AWS_ENDPOINT_URL_S3"] = self.endpoints["gateway"]
+            if self.config is not None and self.config.gateways.s3.tls.ca_file:
+                env["AWS_CA_BUNDLE"] = self.config.gateways.s3.tls.ca_file
         return env
 
     # --- processes ----------------------------------------------------------------------

@@ -1,8 +1,8 @@
-"""Answers to the interceptor's two questions (who holds this key, may they do this) from KV.
+"""Answers to the interceptor's two questions (whose signing key is this, may they do this) from KV.
 
-The auth service's own interceptor uses this through a CachedAuthority; its Authorize
-and GetCredentialSecret calls use it uncached, so that another service's cache is the only
-one between a change and its effect (one TTL, not two).
+The auth service's own interceptor uses this through a CachedAuthority; its Authorize and
+GetCallSigningKey calls use it uncached, so that another service's cache is the only one
+between a change and its effect (one TTL, not two).
 """
 
 from __future__ import annotations
@@ -13,16 +13,18 @@ from collections.abc import Sequence
 from services.auth.model import IamModel
 from services.auth.permissions import RULES
 from services.auth.policies import compile_statements, is_allowed
-from silt.rpc.authority import CachedAuthority, Clock, KeyOwner, count_decisions
+from silt.rpc.authority import CachedAuthority, CallKey, Clock, count_decisions
 from silt.rpc.interceptor import DEFAULT_MAX_SKEW_SECONDS, AuthInterceptor
+from silt.rpc.signing import AUTH_AUDIENCE, derive_call_key
 
 
 class LocalAuthority:
     def __init__(self, model: IamModel) -> None:
         self.model = model
 
-    def key_owner(self, access_key_id: str) -> KeyOwner:
-        return self.model.key_owner(access_key_id)
+    def call_key(self, access_key_id: str, day: str, audience: str) -> CallKey:
+        owner = self.model.key_owner(access_key_id)
+        return CallKey(owner.user_id, derive_call_key(owner.secret, day, audience))
 
     def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         statements = compile_statements(self.model.effective_policies(user_id))
@@ -38,4 +40,4 @@ def local_interceptor(
     cache_clock: Clock = time.monotonic,
 ) -> AuthInterceptor:
     authority = CachedAuthority(LocalAuthority(model), ttl=cache_ttl_seconds, clock=cache_clock)
-    return AuthInterceptor(authority, RULES, max_skew_seconds=max_skew_seconds)
+    return AuthInterceptor(authority, RULES, max_skew_seconds=max_skew_seconds, audience=AUTH_AUDIENCE)

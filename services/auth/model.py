@@ -23,18 +23,26 @@ from pydantic import SecretStr
 from services.auth import keys
 from services.auth.keys import check_id, key, last_part, prefix
 from services.auth.policies import check_statements
-from services.auth.secrets import SecretBox, check_access_key_id, new_access_key_id, new_secret
+from services.auth.secrets import SecretBox, new_access_key_id, new_secret
+from silt.access_keys import check_access_key_id
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import AlreadyExists, InvalidArgument, NotFound, NotFoundKind, PredicateFailed
 from silt.kv.store import Store
 from silt.paging import take_page
-from silt.rpc.authority import KeyOwner
 
 _M = TypeVar("_M", bound=Message)
 
 
 class IssuedCredential(NamedTuple):
     credential: pb.Credential
+    secret: SecretStr
+
+
+class KeyOwner(NamedTuple):
+    """Who holds an access key, and its secret: never leaves the auth service (services
+    get signing keys derived from it, services/auth/signatures.py)."""
+
+    user_id: str
     secret: SecretStr
 
 
@@ -228,6 +236,30 @@ class IamModel:
         self._create(key("policies", policy_id), policy, f"policy {policy_id!r}")
         return policy
 
+    def put_preset_policy(self, policy_id: str, statements: Iterable[pb.Statement], description: str = "") -> bool:
+        """Create the policy, or rewrite its statements and description to these; True if written.
+
+        For setup's presets only: Silt owns them, so an upgrade can change what they hold. The
+        record keeps its creation date and its attachments (it is the same policy).
+        """
+        check_id("policy", policy_id)
+        statements = list(statements)
+        check_statements(statements)
+        k = key("policies", policy_id)
+        try:
+            value, predicate = self.kv.get(self.partition, k)
+        except NotFound:
+            self.create_policy(policy_id, statements, description)
+            return True
+        current = pb.Policy.FromString(value)
+        if list(current.statements) == statements and current.description == description:
+            return False
+        updated = pb.Policy(
+            id=policy_id, creation_date=current.creation_date, description=description, statements=statements
+        )
+        self.kv.set_if(self.partition, k, updated.SerializeToString(), predicate)
+        return True
+
     def get_policy(self, policy_id: str) -> pb.Policy:
         return self._get(key("policies", check_id("policy", policy_id)), pb.Policy, f"policy {policy_id!r}")
 
@@ -271,6 +303,11 @@ class IamModel:
 
     def _policy_ids(self, under: bytes) -> list[str]:
         return [last_part(k) for k, _ in self._scan(under)]
+
+    def group_policies(self, group_id: str) -> list[pb.Policy]:
+        """Every policy attached to the group (what each member gains through it)."""
+        ids = self._policy_ids(prefix("group_policies", check_id("group", group_id)))
+        return self._records(ids, "policies", pb.Policy)
 
     def effective_policy_ids(self, user_id: str) -> list[str]:
         ids = set(self._policy_ids(prefix("user_policies", check_id("user", user_id))))

@@ -1,8 +1,12 @@
 """What each AuthService call needs (see silt/actions.py for the resources).
 
+Calls that give someone more (creating, attaching or detaching a policy, changing group
+membership, issuing a key for another user, deleting a policy or group) are checked again in
+the handler: the caller must hold what it grants (services/auth/grants.py).
+
 A user may always read about itself, without any policy: its record, groups, policies,
-access keys (never their secrets), and decisions about itself. In those requests an empty
-user id means the caller.
+access keys (never their secrets: no call returns one after CreateCredentials), and decisions
+about itself. In those requests an empty user id means the caller.
 """
 
 from __future__ import annotations
@@ -41,6 +45,12 @@ def _attachment(request: Any) -> tuple[str, str]:
     return target, a.policy_resource(request.policy_id)
 
 
+def _membership(request: Any) -> tuple[str, str]:
+    """Both ends: a membership changes what the user may do, so the user is acted on as much as
+    the group (a helpdesk limited to some users cannot change the groups of others)."""
+    return a.group_resource(request.group_id), a.user_resource(request.user_id)
+
+
 def _self(name: str) -> Callable[[Any], str]:
     return lambda request: getattr(request, name)
 
@@ -54,8 +64,8 @@ _RULES: dict[str, Rule] = {
     "GetGroup": Require(a.READ_GROUP, _group("id")),
     "ListGroups": Require(a.READ_GROUP, _const(a.GROUPS)),
     "DeleteGroup": Require(a.DELETE_GROUP, _group("id")),
-    "AddGroupMember": Require(a.ADD_GROUP_MEMBER, _group("group_id")),
-    "RemoveGroupMember": Require(a.REMOVE_GROUP_MEMBER, _group("group_id")),
+    "AddGroupMember": Require(a.ADD_GROUP_MEMBER, _membership),
+    "RemoveGroupMember": Require(a.REMOVE_GROUP_MEMBER, _membership),
     "ListGroupMembers": Require(a.READ_GROUP, _group("group_id")),
     "ListUserGroups": Require(a.READ_USER, _user("user_id"), unless_self=_self("user_id")),
     "CreatePolicy": Require(a.CREATE_POLICY, _policy("id")),
@@ -72,7 +82,10 @@ _RULES: dict[str, Rule] = {
     "Authorize": Require(a.AUTHORIZE, _user("user_id"), unless_self=_self("user_id")),
     "AuthorizeMany": Require(a.AUTHORIZE, _user("user_id"), unless_self=_self("user_id")),
     "WhoAmI": Authenticated(),
-    "GetCredentialSecret": Require(a.READ_SECRET, lambda request: a.credential_resource(request.access_key_id)),
+    # Whoever verifies for an audience can act as any signer toward it: each service user holds
+    # auth:VerifySignature on its own audience only (services/auth/setup.py).
+    "VerifyS3Signature": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.S3_AUDIENCE))),
+    "GetCallSigningKey": Require(a.VERIFY_SIGNATURE, lambda request: a.audience_resource(request.audience)),
 }
 
 RULES: dict[str, Rule] = {f"/{SERVICE}/{method}": rule for method, rule in _RULES.items()}

@@ -12,17 +12,23 @@ from collections.abc import Sequence
 import grpc
 from grpc_health.v1.health import HealthServicer
 
+from services.auth import signatures
 from services.auth.authority import LocalAuthority, local_interceptor
+from services.auth.grants import Grants
 from services.auth.model import IamModel
+from services.auth.policies import check_resource
 from services.auth.secrets import SecretBox
+from silt.access_keys import check_access_key_id
 from silt.actions import check_action
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
 from silt.kv import open_store
+from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import current_principal
-from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
+from silt.rpc.limits import AUTH_LIMITS
+from silt.rpc.server import bind, build_server, service_config, start_health_port, startup_errors, wait_for_shutdown
 from silt.telemetry.health import HealthMonitor, kv_probe
 
 log = logging.getLogger(__name__)
@@ -46,6 +52,9 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         self.model = model
         # Uncached on purpose: the caller (another service's interceptor) caches the answer.
         self.authority = LocalAuthority(model)
+        # The interceptor decided whether the caller may use a call; this, whether what the call
+        # would give someone is something the caller holds itself (services/auth/grants.py).
+        self.grants = Grants(model)
 
     # users
     def CreateUser(self, request: api.CreateUserRequest, context: grpc.ServicerContext) -> pb.User:
@@ -77,16 +86,19 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         return api.ListGroupsResponse(groups=groups, has_more=more)
 
     def DeleteGroup(self, request: api.DeleteGroupRequest, context: grpc.ServicerContext) -> api.DeleteGroupResponse:
+        self.grants.delete_group(current_principal().user_id, request.id)
         self.model.delete_group(request.id)
         return api.DeleteGroupResponse()
 
     def AddGroupMember(self, request: api.GroupMemberRequest, context: grpc.ServicerContext) -> api.GroupMemberResponse:
+        self.grants.add_member(current_principal().user_id, request.group_id)
         self.model.add_member(request.group_id, request.user_id)
         return api.GroupMemberResponse()
 
     def RemoveGroupMember(
         self, request: api.GroupMemberRequest, context: grpc.ServicerContext
     ) -> api.GroupMemberResponse:
+        self.grants.remove_member(current_principal().user_id, request.group_id)
         self.model.remove_member(request.group_id, request.user_id)
         return api.GroupMemberResponse()
 
@@ -104,6 +116,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
 
     # policies
     def CreatePolicy(self, request: api.CreatePolicyRequest, context: grpc.ServicerContext) -> pb.Policy:
+        self.grants.create_policy(current_principal().user_id, request.statements)
         return self.model.create_policy(request.id, request.statements, request.description)
 
     def GetPolicy(self, request: api.GetPolicyRequest, context: grpc.ServicerContext) -> pb.Policy:
@@ -114,18 +127,21 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         return api.ListPoliciesResponse(policies=policies, has_more=more)
 
     def DeletePolicy(self, request: api.DeletePolicyRequest, context: grpc.ServicerContext) -> api.DeletePolicyResponse:
+        self.grants.delete_policy(current_principal().user_id, request.id)
         self.model.delete_policy(request.id)
         return api.DeletePolicyResponse()
 
     def AttachPolicy(
         self, request: api.PolicyAttachmentRequest, context: grpc.ServicerContext
     ) -> api.PolicyAttachmentResponse:
+        self.grants.attach_policy(current_principal().user_id, request.policy_id)
         self.model.attach_policy(request.policy_id, user_id=request.user_id, group_id=request.group_id)
         return api.PolicyAttachmentResponse()
 
     def DetachPolicy(
         self, request: api.PolicyAttachmentRequest, context: grpc.ServicerContext
     ) -> api.PolicyAttachmentResponse:
+        self.grants.detach_policy(current_principal().user_id, request.policy_id)
         self.model.detach_policy(request.policy_id, user_id=request.user_id, group_id=request.group_id)
         return api.PolicyAttachmentResponse()
 
@@ -147,6 +163,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     def CreateCredentials(
         self, request: api.CreateCredentialsRequest, context: grpc.ServicerContext
     ) -> api.CreateCredentialsResponse:
+        self.grants.issue_key(current_principal().user_id, request.user_id)
         issued = self.model.create_credentials(request.user_id)
         log.info(
             "access key %s issued to user %r by %r",
@@ -174,7 +191,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     # decisions
     def Authorize(self, request: api.AuthorizeRequest, context: grpc.ServicerContext) -> api.AuthorizeResponse:
         allowed = self.authority.allowed_many(
-            _subject(request.user_id), check_action(request.action), [request.resource]
+            _subject(request.user_id), check_action(request.action), [check_resource(request.resource)]
         )
         return api.AuthorizeResponse(allowed=allowed[0])
 
@@ -183,20 +200,43 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     ) -> api.AuthorizeManyResponse:
         if len(request.resources) > MAX_AUTHORIZE_MANY:
             raise InvalidArgument(f"at most {MAX_AUTHORIZE_MANY} resources per call")
-        allowed = self.authority.allowed_many(
-            _subject(request.user_id), check_action(request.action), list(request.resources)
-        )
+        # Checked before any decision: a caller cannot make auth match patterns over megabytes.
+        resources = [check_resource(resource) for resource in request.resources]
+        allowed = self.authority.allowed_many(_subject(request.user_id), check_action(request.action), resources)
         return api.AuthorizeManyResponse(allowed=allowed)
 
     def WhoAmI(self, request: api.WhoAmIRequest, context: grpc.ServicerContext) -> api.WhoAmIResponse:
         principal = current_principal()
         return api.WhoAmIResponse(user=self.model.get_user(principal.user_id), access_key_id=principal.access_key_id)
 
-    def GetCredentialSecret(
-        self, request: api.GetCredentialSecretRequest, context: grpc.ServicerContext
-    ) -> api.GetCredentialSecretResponse:
-        owner = self.model.key_owner(request.access_key_id)
-        return api.GetCredentialSecretResponse(user_id=owner.user_id, secret_access_key=owner.secret.get_secret_value())
+    # signatures: checked here, with the secret, which never leaves (services/auth/signatures.py)
+    def VerifyS3Signature(
+        self, request: api.VerifyS3SignatureRequest, context: grpc.ServicerContext
+    ) -> api.VerifyS3SignatureResponse:
+        strings, signature = list(request.strings_to_sign), request.signature
+        if request.version == api.S3_SIGNATURE_VERSION_V4:
+            signatures.check_v4_scope(request.date, request.region, request.service, signatures.utc_now())
+            owner = self.model.key_owner(check_access_key_id(request.access_key_id))
+            key = signatures.verify_v4(
+                owner.secret, strings, signature, request.date, request.region, request.service, signatures.utc_now()
+            )
+            if key is None:
+                return api.VerifyS3SignatureResponse(valid=False)
+            return api.VerifyS3SignatureResponse(valid=True, user_id=owner.user_id, signing_key=key)
+        if request.version == api.S3_SIGNATURE_VERSION_V2:
+            signatures.check_strings(strings, signature)
+            owner = self.model.key_owner(check_access_key_id(request.access_key_id))
+            if not signatures.verify_v2(owner.secret, strings, signature):
+                return api.VerifyS3SignatureResponse(valid=False)
+            return api.VerifyS3SignatureResponse(valid=True, user_id=owner.user_id)
+        raise InvalidArgument("version must be S3_SIGNATURE_VERSION_V2 or S3_SIGNATURE_VERSION_V4")
+
+    def GetCallSigningKey(
+        self, request: api.GetCallSigningKeyRequest, context: grpc.ServicerContext
+    ) -> api.GetCallSigningKeyResponse:
+        signatures.check_call_scope(request.day, request.audience, signatures.utc_now())
+        found = self.authority.call_key(check_access_key_id(request.access_key_id), request.day, request.audience)
+        return api.GetCallSigningKeyResponse(user_id=found.user_id, signing_key=found.key)
 
 
 def start(
@@ -204,10 +244,11 @@ def start(
     address: str,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     health: HealthServicer | None = None,
+    tls: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.Server, int]:
-    server = build_server(interceptors, health=health)
+    server = build_server(interceptors, health=health, limits=AUTH_LIMITS)
     api_grpc.add_AuthServiceServicer_to_server(AuthServicer(model), server)
-    port = bind(server, address)
+    port = bind(server, address, tls)
     server.start()
     return server, port
 
@@ -217,6 +258,7 @@ def main(argv: list[str] | None = None) -> None:
     with startup_errors("auth"):
         store = open_store(config.database)
         model = IamModel(store, SecretBox(config.auth.encrypt_secret_key))
+        tls = server_credentials(config.tls)
     if model.setup_record() is None:
         log.warning("auth is not set up yet: run `python -m services.auth.setup` to create the admin user")
     interceptor = local_interceptor(model, config.auth.cache_ttl_seconds, config.auth.max_clock_skew_seconds)
@@ -226,12 +268,15 @@ def main(argv: list[str] | None = None) -> None:
         config.telemetry.health_check_interval_seconds,
         config.telemetry.health_check_timeout_seconds,
     )
-    server, port = start(model, config.auth.listen_address, [interceptor], health=monitor.servicer)
+    server, port = start(model, config.auth.listen_address, [interceptor], health=monitor.servicer, tls=tls)
+    health_port = start_health_port(config.auth.health_listen_address, monitor.servicer)
     monitor.start()
-    log.info("auth listening on port %d", port)
+    log.info("auth listening on port %d%s", port, " (TLS)" if tls else "")
     wait_for_shutdown()
     monitor.stop()
     server.stop(grace=5).wait()
+    if health_port is not None:
+        health_port.stop(None)
     store.close()
 
 

@@ -1,9 +1,11 @@
 """First-run setup: preset policies and groups, the admin user and service users, their keys.
 
 Writes straight to KV (there is nobody to authenticate yet). Once it has completed it
-leaves `iam/setup` behind, and every later run changes nothing. An interrupted run is
-simply run again: each step is idempotent, and users whose keys were issued by the
-interrupted run (and possibly never shown) get new ones.
+leaves `iam/setup` behind, and every later run issues no key: it only brings Silt's own
+policies, the preset groups and the service users up to this version's definitions (so an
+upgrade reaches installations set up before it). An interrupted run is simply run again:
+each step is idempotent, and users whose keys were issued by the interrupted run (and
+possibly never shown) get new ones.
 
     python -m services.auth.setup [--config FILE] [--admin admin] [--service graveler ...] [--json]
 
@@ -46,7 +48,7 @@ PRESET_POLICIES: dict[str, tuple[str, list[pb.Statement]]] = {
     "RepoReadAll": ("read every repository", [statement(pb.EFFECT_ALLOW, [a.READ_REPO])]),
     "ServiceAccess": (
         "what Silt's own services need: verify callers, and read and write repositories",
-        [statement(pb.EFFECT_ALLOW, [a.AUTHORIZE, a.READ_SECRET, a.READ_REPO, a.WRITE_REPO])],
+        [statement(pb.EFFECT_ALLOW, [a.AUTHORIZE, a.READ_REPO, a.WRITE_REPO])],
     ),
 }
 # The S3 gateway creates and deletes repositories for S3 callers (CreateBucket, DeleteBucket)
@@ -56,6 +58,42 @@ GATEWAY_POLICY_SPEC = (
     "the S3 gateway: create and delete repositories on behalf of callers auth has authorized",
     [statement(pb.EFFECT_ALLOW, [a.CREATE_REPO, a.DELETE_REPO])],
 )
+# Garbage collection (`silt gc run`, the GC CronJob) runs as its own user, not an admin: it
+# reads repositories (GetRepository; PrepareGC reads the retention rules itself) and exports a
+# run. Its sweep deletes through the object store's own credentials, never through Silt.
+GC_SERVICE = "gc"
+GC_POLICY = "GarbageCollection"
+GC_POLICY_SPEC = (
+    "garbage-collection runs: read repositories and export what a run marks (PrepareGC)",
+    [statement(pb.EFFECT_ALLOW, [a.READ_REPO, a.PREPARE_GC])],
+)
+# Verifying signatures addressed to an audience (auth:VerifySignature on `audiences/<name>`)
+# hands out keys that act as any signer toward it: each service verifies for itself only, so
+# a compromised gateway cannot forge calls to graveler, nor graveler to auth. (auth verifies
+# calls to itself from KV.)
+VERIFIER_POLICIES: dict[str, tuple[str, tuple[str, list[pb.Statement]]]] = {
+    service: (
+        policy_id,
+        (
+            f"the {service} service: verify signatures addressed to {audience!r}",
+            [statement(pb.EFFECT_ALLOW, [a.VERIFY_SIGNATURE], [a.audience_resource(audience)])],
+        ),
+    )
+    for service, policy_id, audience in (
+        ("graveler", "GravelerCallVerifier", "graveler"),
+        ("compactor", "CompactorCallVerifier", "compactor"),
+        ("gateway", "S3SignatureVerifier", a.S3_AUDIENCE),
+    )
+}
+# Every policy Silt defines. Setup rewrites them to these definitions on every run, so an
+# upgrade that changes what a preset holds reaches installations set up before it; make
+# policies of your own to hold anything else.
+SILT_POLICIES: dict[str, tuple[str, list[pb.Statement]]] = {
+    **PRESET_POLICIES,
+    GATEWAY_POLICY: GATEWAY_POLICY_SPEC,
+    GC_POLICY: GC_POLICY_SPEC,
+    **dict(VERIFIER_POLICIES.values()),
+}
 PRESET_GROUPS: dict[str, tuple[str, str]] = {
     ADMINS: ("administrators: everything", "FullAccess"),
     DEVELOPERS: ("ReadRepo and WriteRepo on all repositories", "RepoReadWriteAll"),
@@ -63,7 +101,7 @@ PRESET_GROUPS: dict[str, tuple[str, str]] = {
     SERVICES: ("Silt's own services", "ServiceAccess"),
 }
 DEFAULT_ADMIN = "admin"
-DEFAULT_SERVICES = ("graveler", "compactor", "gateway")
+DEFAULT_SERVICES = ("graveler", "compactor", "gateway", GC_SERVICE)
 
 
 def service_user_id(service: str) -> str:
@@ -92,9 +130,44 @@ def _ensure(create: Callable[[], object]) -> bool:
     return True
 
 
-def _fresh_key(model: IamModel, user_id: str, group_id: str, description: str) -> IssuedKey:
-    _ensure(lambda: model.create_user(user_id, description))
-    model.add_member(group_id, user_id)
+def service_rights(service: str) -> tuple[list[str], list[str]]:
+    """The groups a service's user is in and the policies attached to it directly."""
+    verifier = [VERIFIER_POLICIES[service][0]] if service in VERIFIER_POLICIES else []
+    if service == GC_SERVICE:
+        return [], [GC_POLICY]
+    if service == "gateway":
+        return [SERVICES], [GATEWAY_POLICY, *verifier]
+    return [SERVICES], verifier
+
+
+def _sync_presets(model: IamModel, services: Sequence[str]) -> None:
+    """Silt's policies as this version defines them, the preset groups with their policy, and
+    each named service's user with its rights. Creates what is missing and rewrites Silt's own
+    policies where they differ; deletes nothing and issues no key."""
+    for policy_id, (description, statements) in SILT_POLICIES.items():
+        if model.put_preset_policy(policy_id, statements, description):
+            log.info("preset policy %r written", policy_id)
+    for group_id, (description, policy_id) in PRESET_GROUPS.items():
+        _ensure(functools.partial(model.create_group, group_id, description))
+        model.attach_policy(policy_id, group_id=group_id)
+    for service in services:
+        user_id = service_user_id(service)
+        if _ensure(functools.partial(model.create_user, user_id, f"the {service} service")):
+            log.info("service user %r created", user_id)
+        groups, policies = service_rights(service)
+        for group_id in groups:
+            model.add_member(group_id, user_id)
+        for policy_id in policies:
+            model.attach_policy(policy_id, user_id=user_id)
+
+
+def keyless_service_users(model: IamModel, services: Sequence[str]) -> list[str]:
+    """Service users without an access key: created by a setup run after the first one (an
+    upgrade), they wait for an administrator to issue their key."""
+    return [service_user_id(s) for s in services if not model.list_credentials(service_user_id(s), amount=1)[0]]
+
+
+def _fresh_key(model: IamModel, user_id: str) -> IssuedKey:
     old, _ = model.list_credentials(user_id, amount=1000)
     for credential in old:  # issued by an interrupted run: never confirmed shown
         model.delete_credentials(user_id, credential.access_key_id)
@@ -108,26 +181,22 @@ def setup(
     services: Sequence[str] = DEFAULT_SERVICES,
     announce: Callable[[SetupResult], None] = lambda _: None,
 ) -> SetupResult | None:
-    """Set auth up unless done already (then return None, having changed nothing).
+    """Set auth up, issuing keys, unless done already (then return None, having issued none).
 
-    `announce` receives the new keys before setup is marked complete, so that a crash
-    can never leave keys that were issued but never shown.
+    Every run, the first or a later one, brings Silt's own policies, the preset groups and
+    the named services' users (with their rights) up to this version's definitions: an
+    installation set up by an older version gains what was added since (e.g. the gc
+    service's user, without a key: see keyless_service_users). `announce` receives the new
+    keys before setup is marked complete, so that a crash can never leave keys that were
+    issued but never shown.
     """
+    _sync_presets(model, services)
     if model.setup_record() is not None:
         return None
-    for policy_id, (description, statements) in PRESET_POLICIES.items():
-        _ensure(functools.partial(model.create_policy, policy_id, statements, description))
-    for group_id, (description, policy_id) in PRESET_GROUPS.items():
-        _ensure(functools.partial(model.create_group, group_id, description))
-        model.attach_policy(policy_id, group_id=group_id)
-    admin = _fresh_key(model, admin_user_id, ADMINS, "administrator created by setup")
-    issued = {
-        service: _fresh_key(model, service_user_id(service), SERVICES, f"the {service} service") for service in services
-    }
-    if "gateway" in issued:
-        description, statements = GATEWAY_POLICY_SPEC
-        _ensure(lambda: model.create_policy(GATEWAY_POLICY, statements, description))
-        model.attach_policy(GATEWAY_POLICY, user_id=service_user_id("gateway"))
+    _ensure(functools.partial(model.create_user, admin_user_id, "administrator created by setup"))
+    model.add_member(ADMINS, admin_user_id)
+    admin = _fresh_key(model, admin_user_id)
+    issued = {service: _fresh_key(model, service_user_id(service)) for service in services}
     result = SetupResult(admin, issued)
     announce(result)
     model.mark_setup_done(admin_user_id)
@@ -141,9 +210,11 @@ def _print_text(result: SetupResult) -> None:
     print(f"  access_key_id:     {result.admin.access_key_id}")
     print(f"  secret_access_key: {result.admin.secret_access_key}")
     for service, key in result.services.items():
+        # The services read config.credentials; GC runs the CLI, which reads the CLI's variables.
+        prefix = "SILT" if service == GC_SERVICE else "SILT_CREDENTIALS"
         print(f"\n{service} (user {key.user_id!r}), in that service's environment:")
-        print(f"  SILT_CREDENTIALS_ACCESS_KEY_ID={key.access_key_id}")
-        print(f"  SILT_CREDENTIALS_SECRET_ACCESS_KEY={key.secret_access_key}")
+        print(f"  {prefix}_ACCESS_KEY_ID={key.access_key_id}")
+        print(f"  {prefix}_SECRET_ACCESS_KEY={key.secret_access_key}")
     sys.stdout.flush()
 
 
@@ -177,7 +248,13 @@ def main(argv: list[str] | None = None) -> int:
             if result is None:
                 record = model.setup_record()
                 admin = record.admin_user_id if record else "?"
-                print(f"Silt auth was set up already (admin user {admin!r}); nothing changed.", file=sys.stderr)
+                print(f"Silt auth was set up already (admin user {admin!r}); no key was issued.", file=sys.stderr)
+                for user_id in keyless_service_users(model, services):
+                    print(
+                        f"user {user_id!r} has no access key yet (added by this version): issue one with"
+                        f" `silt auth credentials create --user {user_id}`",
+                        file=sys.stderr,
+                    )
     except SiltError as exc:
         print(f"silt auth setup: {exc}", file=sys.stderr)
         return 2

@@ -5,7 +5,7 @@ reading the branch needs (graveler's table, docs/design/auth.md)."""
 from __future__ import annotations
 
 from services.graveler.permissions import TABLE as GRAVELER_TABLE
-from silt.rpc.interceptor import Require, Rule, field
+from silt.rpc.interceptor import Require, Rule, repository_field
 
 SERVICE = "silt.compactor.v1.CompactorService"
 
@@ -16,5 +16,5 @@ TABLE: dict[str, tuple[str, str]] = {
 }
 
 RULES: dict[str, Rule] = {
-    f"/{SERVICE}/{method}": Require(action, field(name)) for method, (action, name) in TABLE.items()
+    f"/{SERVICE}/{method}": Require(action, repository_field(name)) for method, (action, name) in TABLE.items()
 }

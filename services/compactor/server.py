@@ -27,8 +27,11 @@ from silt.compactor.v1 import compactor_pb2 as api
 from silt.compactor.v1 import compactor_pb2_grpc as api_grpc
 from silt.config import Config
 from silt.kv import open_store
+from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import remote_interceptor
-from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
+from silt.rpc.limits import COMPACTOR_LIMITS
+from silt.rpc.server import bind, build_server, service_config, start_health_port, startup_errors, wait_for_shutdown
+from silt.rpc.signing import COMPACTOR_AUDIENCE
 from silt.telemetry.health import HealthMonitor, block_probe, kv_probe
 
 log = logging.getLogger(__name__)
@@ -84,10 +87,11 @@ def start(
     address: str,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     health: HealthServicer | None = None,
+    tls: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.Server, int]:
-    server = build_server(interceptors, health=health)
+    server = build_server(interceptors, health=health, limits=COMPACTOR_LIMITS)
     api_grpc.add_CompactorServiceServicer_to_server(CompactorServicer(compactor), server)
-    port = bind(server, address)
+    port = bind(server, address, tls)
     server.start()
     return server, port
 
@@ -98,8 +102,9 @@ def main(argv: list[str] | None = None) -> None:
         os.nice(NICENESS)
     with startup_errors("compactor"):
         compactor = build_compactor(config)
+        tls = server_credentials(config.tls)
     # Every call is authenticated and authorized by auth; nothing is served without it.
-    interceptor = remote_interceptor(config, RULES)
+    interceptor = remote_interceptor(config, RULES, COMPACTOR_AUDIENCE)
     graveler = compactor.graveler
     monitor = HealthMonitor(
         [api.DESCRIPTOR.services_by_name["CompactorService"].full_name],
@@ -107,12 +112,15 @@ def main(argv: list[str] | None = None) -> None:
         config.telemetry.health_check_interval_seconds,
         config.telemetry.health_check_timeout_seconds,
     )
-    server, port = start(compactor, config.compactor.listen_address, [interceptor], health=monitor.servicer)
+    server, port = start(compactor, config.compactor.listen_address, [interceptor], health=monitor.servicer, tls=tls)
+    health_port = start_health_port(config.compactor.health_listen_address, monitor.servicer)
     monitor.start()
-    log.info("compactor listening on port %d", port)
+    log.info("compactor listening on port %d%s", port, " (TLS)" if tls else "")
     wait_for_shutdown()
     monitor.stop()
     server.stop(grace=5).wait()
+    if health_port is not None:
+        health_port.stop(None)
     interceptor.close()
     compactor.close()
 

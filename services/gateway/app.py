@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -13,6 +15,7 @@ from services.gateway.health import is_health_path
 from services.gateway.observe import RequestRecord, operation_name
 from services.gateway.operations import dispatch
 from services.gateway.operations.common import Context, Response
+from services.gateway.operations.multipart import expire_uploads
 from services.gateway.request import Receive, Request, from_scope
 from services.gateway.routing import route
 from silt.config import Config
@@ -44,6 +47,9 @@ class GatewayApp:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.backend: Backend | None = None
+        self._expiry_task: asyncio.Task[None] | None = None
+        self.readiness = health.Readiness()
+        self._readiness_task: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -97,9 +103,7 @@ class GatewayApp:
         return request.method in ("GET", "HEAD") and not virtual and is_health_path(request.raw_path)
 
     async def _health(self, request: Request, send: Any) -> None:
-        status, body = await health.answer(
-            request.raw_path, self.backend, self.config.telemetry.health_check_timeout_seconds
-        )
+        status, body = health.answer(request.raw_path, self.readiness)
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
@@ -155,13 +159,32 @@ class GatewayApp:
         sent = headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in headers
         return sent and not ctx.request.body.finished
 
+    async def _start_readiness(self, backend: Backend) -> None:
+        # The first check before the port serves (bounded by the timeout), so that readiness
+        # is known from the first probe on; then one check per interval, never one per probe.
+        telemetry = self.config.telemetry
+        await self.readiness.check(backend, telemetry.health_check_timeout_seconds)
+        self._readiness_task = asyncio.create_task(
+            self.readiness.run(backend, telemetry.health_check_interval_seconds, telemetry.health_check_timeout_seconds)
+        )
+
     async def _lifespan(self, receive: Receive, send: Any) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self.backend = Backend(self.config)
+                self._expiry_task = asyncio.create_task(expire_uploads(self.backend, self.config.gateways.s3))
+                await self._start_readiness(self.backend)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self._readiness_task is not None:
+                    self._readiness_task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await self._readiness_task
+                if self._expiry_task is not None:
+                    self._expiry_task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await self._expiry_task
                 if self.backend is not None:
                     await self.backend.close()
                 await send({"type": "lifespan.shutdown.complete"})

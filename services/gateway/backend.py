@@ -1,13 +1,15 @@
 """What the gateway talks to: auth and graveler over grpc.aio, the block adapter and KV in worker threads.
 
-**Trust model.** The gateway authenticates the S3 caller itself (SigV2/V4, with the secret
-auth returns from GetCredentialSecret), asks auth whether that user may do the action on the
-repository (AuthorizeMany with the caller's user id), and only then calls graveler with its own
-service credentials (user `svc-gateway`). Graveler therefore sees the gateway, not the end
+**Trust model.** The gateway authenticates the S3 caller (SigV2/V4: auth checks the signature
+with the secret, which never leaves it, and returns SigV4's scoped signing key; identity.py),
+asks auth whether that user may do the action on the repository (AuthorizeMany with the
+caller's user id), and only then calls graveler with its own service credentials (user
+`svc-gateway`). Graveler therefore sees the gateway, not the end
 user: the gateway is trusted to have authorized the caller, which is why its service user
 holds ReadRepo/WriteRepo and, for CreateBucket/DeleteBucket, CreateRepo/DeleteRepo
-(services/auth/setup.py). Secrets and decisions are cached for `auth.cache_ttl_seconds`, by
-the cached authority every service shares (silt/rpc/authority.py).
+(services/auth/setup.py). Scoped signing keys and decisions are cached for
+`auth.cache_ttl_seconds` (identity.py, and the cached authority every service shares,
+silt/rpc/authority.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, TypeVar
 import grpc
 
 from services.gateway.errors import S3Error
+from services.gateway.identity import S3Identities
 from silt.block import BlockAdapter, open_adapter
 from silt.config import Config
 from silt.errors import (
@@ -41,9 +44,10 @@ from silt.errors import (
 from silt.graveler.v1 import graveler_pb2_grpc
 from silt.kv import open_store
 from silt.kv.store import Store, scan_prefix
-from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, KeyOwner, TTLCache
+from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
+from silt.rpc.channels import client_tls
 from silt.rpc.errors import error_from_rpc
-from silt.rpc.signing import Credentials, signed_aio_channel
+from silt.rpc.signing import AUTH_AUDIENCE, GRAVELER_AUDIENCE, Credentials, signed_aio_channel
 
 T = TypeVar("T")
 CALL_TIMEOUT = 30.0
@@ -118,8 +122,11 @@ class Backend:
             ("grpc.initial_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 1000),
         ]
-        self._auth_channel = signed_aio_channel(config.auth.endpoint, credentials, options)
-        self._graveler_channel = signed_aio_channel(config.graveler.dial_address, credentials, options)
+        tls = client_tls(config.tls)
+        self._auth_channel = signed_aio_channel(config.auth.endpoint, credentials, options, tls, audience=AUTH_AUDIENCE)
+        self._graveler_channel = signed_aio_channel(
+            config.graveler.dial_address, credentials, options, tls, audience=GRAVELER_AUDIENCE
+        )
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self._graveler_channel)
         self.adapter: BlockAdapter = open_adapter(config.blockstore)
         self.kv: Store = open_store(config.database)
@@ -128,6 +135,7 @@ class Backend:
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="gateway-io")
         ttl = config.auth.cache_ttl_seconds
         self.authority = AioCachedAuthority(AioRemoteAuthority(self._auth_channel, CALL_TIMEOUT), ttl, clock)
+        self.identities = S3Identities(self._auth_channel, ttl, clock, CALL_TIMEOUT)
         self._namespaces: TTLCache[str, str] = TTLCache(ttl, clock=clock)
         # Refs known to be branches, so that a write costs no extra ResolveRef. Briefly: a
         # deleted branch is then refused by graveler itself when the entry is staged.
@@ -159,14 +167,6 @@ class Backend:
             await asyncio.sleep(delay)
 
     # --- auth ------------------------------------------------------------------------
-
-    async def key_owner(self, access_key_id: str) -> KeyOwner:
-        try:
-            return await self.authority.key_owner(access_key_id)
-        except NotFound:
-            raise S3Error("InvalidAccessKeyId") from None
-        except Unavailable as exc:
-            raise S3Error("ServiceUnavailable", f"auth: {exc}") from None
 
     async def allowed(self, user_id: str, action: str, resource: str) -> bool:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import uvicorn
 
@@ -32,6 +33,20 @@ def configure_connection_limits(s3: S3GatewayConfig) -> None:
         )
     )
     request.BODY_IDLE_TIMEOUT.seconds = s3.body_idle_timeout_seconds
+
+
+def https_options(s3: S3GatewayConfig) -> dict[str, Any]:
+    """uvicorn's TLS settings for gateways.s3.tls: server-side only, S3 clients present no
+    certificate. Unreadable files end the process with one line, as other configuration errors."""
+    tls = s3.tls
+    if not tls.enabled:
+        return {}
+    assert tls.cert_file and tls.key_file  # the configuration requires them when enabled
+    for key, path in (("cert_file", tls.cert_file), ("key_file", tls.key_file)):
+        if not os.access(os.path.expanduser(path), os.R_OK):
+            print(f"silt gateway: gateways.s3.tls.{key}: cannot read {path}", file=sys.stderr)
+            raise SystemExit(2)
+    return {"ssl_certfile": os.path.expanduser(tls.cert_file), "ssl_keyfile": os.path.expanduser(tls.key_file)}
 
 
 def create_app() -> GatewayApp:
@@ -73,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         server_header=False,
         # Stop within the launcher's grace period even if a client keeps a request open.
         timeout_graceful_shutdown=5,
+        **https_options(config.gateways.s3),
     )
     return 0
 

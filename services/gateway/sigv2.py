@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 from dataclasses import dataclass
 
 from services.gateway.errors import S3Error
@@ -40,6 +37,12 @@ SUB_RESOURCES = frozenset(
         "website",
     )
 )
+
+
+MAX_PRESIGNED_EXPIRY = 7 * 24 * 3600
+
+# S3's answer to SigV2 where only SigV4 is accepted (gateways.s3.sigv2_enabled: false).
+V2_DISABLED_MESSAGE = "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256."
 
 
 @dataclass(frozen=True)
@@ -80,26 +83,30 @@ def string_to_sign(request: Request, claim: V2Request, empty_date: bool, resourc
     )
 
 
-def verify(request: Request, claim: V2Request, secret: str, now: float, max_skew: float) -> None:
+def check_claim(request: Request, claim: V2Request, now: float, max_skew: float) -> None:
+    """What a claim must satisfy before its signature is worth checking: its time."""
     if claim.presigned:
         if now > claim.expires:
             raise S3Error("AccessDenied", "Request has expired")
+        # A V2 URL carries only its end, not when it was signed: without this cap a URL could
+        # be made to last for ever. A week, as SigV4's X-Amz-Expires allows.
+        if claim.expires - now > MAX_PRESIGNED_EXPIRY:
+            raise S3Error("AccessDenied", "a presigned URL may expire at most 7 days (604800 seconds) from now")
     else:
         _check_date(request, now, max_skew)
+
+
+def strings_to_sign(request: Request, claim: V2Request) -> list[bytes]:
+    """The strings to sign (at most 4) the request may have been signed over, as bytes. SigV2
+    signs with the secret itself, so auth computes the HMAC (services/gateway/identity.py)."""
     resource = "/" + request.bucket + request.raw_path if request.virtual_host else request.raw_path
     resources = [resource]
     if request.bucket and not request.path:
         # A bucket is signed as "/bucket" by some clients and "/bucket/" by others (botocore).
         resources.append(resource.rstrip("/") if resource.endswith("/") else resource + "/")
     # Clients also disagree on whether the Date line is empty when x-amz-date is sent.
-    for res in resources:
-        for empty_date in (False, True):
-            text = string_to_sign(request, claim, empty_date, res)
-            expected = base64.b64encode(hmac.new(secret.encode(), text.encode(), hashlib.sha1).digest()).decode()
-            # Bytes, not str: compare_digest refuses non-ASCII str, and a client controls the claim.
-            if hmac.compare_digest(expected.encode(), claim.signature.encode("utf-8", "surrogatepass")):
-                return
-    raise S3Error("SignatureDoesNotMatch")
+    texts = (string_to_sign(request, claim, empty_date, res) for res in resources for empty_date in (False, True))
+    return [text.encode("utf-8", "surrogatepass") for text in dict.fromkeys(texts)]
 
 
 def _check_date(request: Request, now: float, max_skew: float) -> None:

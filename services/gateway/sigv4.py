@@ -1,6 +1,7 @@
 """AWS Signature Version 4 for S3: the Authorization header, presigned URLs, and aws-chunked bodies.
 
-Only verification lives here; the secret comes from auth through the caller (services/gateway/auth.py).
+Parsing and the strings to sign live here. The secret never reaches the gateway: auth checks a
+request's first signature and returns the signing key of its scope (services/gateway/identity.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ MAX_PRESIGNED_EXPIRY = 7 * 24 * 3600
 
 _HEADER_RE = re.compile(r"AWS4-HMAC-SHA256\s+(.*)")
 _SPACES = re.compile(r"\s+")
+
+# The one x-amz-* header S3 lets a request carry unsigned: for a header signature its value is
+# the payload hash the canonical request ends with (so it is bound anyway); a presigned URL
+# cannot sign it, and its value must then agree with the URL's X-Amz-Content-Sha256.
+_MAY_BE_UNSIGNED = frozenset(("x-amz-content-sha256",))
+NOT_SIGNED_MESSAGE = "There were headers present in the request which were not signed"
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,21 @@ def _credential(value: str) -> tuple[str, str, str, str]:
     return parts[0], parts[1], parts[2], parts[3]
 
 
+def require_signed_headers(request: Request, signed_headers: list[str]) -> None:
+    """S3's rule for SigV4, header and presigned alike: `host` and every ``x-amz-*`` header the
+    request carries must be among the signed headers. Otherwise whoever holds a signed request
+    (a presigned upload link) could add headers the signer never saw and that change what the
+    request does: ``x-amz-copy-source`` turns an upload into a copy of anything the signer
+    may read, ``x-amz-decoded-content-length`` changes how the body is read."""
+    signed = {name.lower() for name in signed_headers}
+    missing = [] if "host" in signed else ["host"]
+    missing += sorted(
+        name for name in request.headers if name.startswith("x-amz-") and name not in signed | _MAY_BE_UNSIGNED
+    )
+    if missing:
+        raise S3Error("AccessDenied", NOT_SIGNED_MESSAGE, HeadersNotSigned=", ".join(missing))
+
+
 def parse_header(request: Request) -> V4Request:
     match = _HEADER_RE.match(request.headers.get("authorization", ""))
     if not match:
@@ -96,6 +118,7 @@ def parse_header(request: Request) -> V4Request:
     payload = request.headers.get("x-amz-content-sha256", "")
     if not payload:
         raise S3Error("InvalidRequest", "missing required header for this request: x-amz-content-sha256")
+    require_signed_headers(request, signed)
     return V4Request(key, date, region, service, amz_date, signed, signature, payload, presigned=False)
 
 
@@ -117,15 +140,26 @@ def parse_query(request: Request) -> V4Request:
         raise S3Error(
             "AuthorizationQueryParametersError", "X-Amz-Expires must be less than a week (in seconds) that is 604800"
         )
+    signed = need("X-Amz-SignedHeaders").split(";")
+    require_signed_headers(request, signed)
+    # The payload hash is the URL's (signed) X-Amz-Content-Sha256, UNSIGNED-PAYLOAD without
+    # one. A header cannot be signed here, so it may not say anything else: it would otherwise
+    # choose how the body is checked (UNSIGNED-PAYLOAD skipping the signed hash).
+    payload = request.arg("X-Amz-Content-Sha256") or UNSIGNED
+    header = request.headers.get("x-amz-content-sha256")
+    if header is not None and header != payload:
+        raise S3Error(
+            "InvalidRequest", "the x-amz-content-sha256 header differs from the presigned URL's X-Amz-Content-Sha256"
+        )
     return V4Request(
         key,
         date,
         region,
         service,
         need("X-Amz-Date"),
-        need("X-Amz-SignedHeaders").split(";"),
+        signed,
         need("X-Amz-Signature"),
-        request.arg("X-Amz-Content-Sha256") or UNSIGNED,
+        payload,
         presigned=True,
         expires=expires,
     )
@@ -162,19 +196,12 @@ def _wire_bytes(text: str) -> bytes:
         return text.encode("utf-8", "surrogatepass")
 
 
-def signing_key(secret: str, claim: V4Request) -> bytes:
-    key = ("AWS4" + secret).encode()
-    for part in (claim.date, claim.region, claim.service, "aws4_request"):
-        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-    return key
-
-
 def _sign(key: bytes, text: str) -> str:
     return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
-def verify(request: Request, claim: V4Request, secret: str, region: str, now: datetime, max_skew: float) -> bytes:
-    """Check the signature and its time; return the signing key (chunk signatures need it)."""
+def check_claim(claim: V4Request, region: str, now: datetime, max_skew: float) -> None:
+    """What a claim must satisfy before its signature is worth checking: its time and scope."""
     when = parse_time(claim.amz_date)
     if claim.date != claim.amz_date[:8]:
         raise S3Error("SignatureDoesNotMatch", "the credential scope date does not match X-Amz-Date")
@@ -194,22 +221,34 @@ def verify(request: Request, claim: V4Request, secret: str, region: str, now: da
     if claim.region != region and claim.region not in ("us-east-1", "auto"):
         # Clients that do not know our region sign for us-east-1 (S3's global endpoint); others must match.
         raise S3Error("AuthorizationHeaderMalformed", f"the region is wrong; expecting {region!r}", Region=region)
-    key = signing_key(secret, claim)
-    # Clients differ in how they encode the path; S3 accepts the form the client signed.
+
+
+def strings_to_sign(request: Request, claim: V4Request) -> list[bytes]:
+    """The strings to sign the request may have been signed over, as bytes: clients differ in
+    how they encode the path, and S3 accepts the form the client signed. The HMAC itself is
+    computed where the key is (services/gateway/identity.py)."""
     candidates = [request.raw_path, quote(unquote(request.raw_path), safe="/~")]
-    for uri in dict.fromkeys(candidates):
-        text = "\n".join(
+    return [
+        "\n".join(
             (
                 ALGORITHM,
                 claim.amz_date,
                 claim.scope,
                 hashlib.sha256(_wire_bytes(canonical_request(request, claim, uri))).hexdigest(),
             )
-        )
-        # Bytes, not str: compare_digest refuses non-ASCII str, and a client controls the claim.
-        if hmac.compare_digest(_sign(key, text).encode(), claim.signature.encode("utf-8", "surrogatepass")):
-            return key
-    raise S3Error("SignatureDoesNotMatch")
+        ).encode("utf-8", "surrogatepass")
+        for uri in dict.fromkeys(candidates)
+    ]
+
+
+def signature_matches(key: bytes, strings: list[bytes], signature: str) -> bool:
+    """Whether signature signs one of strings under the scope's signing key."""
+    # Bytes, not str: compare_digest refuses non-ASCII str, and a client controls the claim.
+    claimed = signature.encode("utf-8", "surrogatepass")
+    matched = False
+    for text in strings:
+        matched |= hmac.compare_digest(hmac.new(key, text, hashlib.sha256).hexdigest().encode(), claimed)
+    return matched
 
 
 def chunk_signature(key: bytes, claim: V4Request, previous: str, data_sha256: str) -> str:

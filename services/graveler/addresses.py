@@ -60,24 +60,3 @@ def validate_physical_address(address: str, namespace: str, allowed_prefixes: Se
         f"physical address {address!r} is outside the repository's storage namespace {namespace!r} "
         "and every allowed import prefix"
     )
-
-
-def namespaces_overlap(first: str, second: str) -> bool:
-    """True if one namespace lies within (or is) the other: repositories sharing bytes could read each other's."""
-
-    def norm(uri: str) -> str:
-        parsed = _split_uri(uri)
-        return f"{parsed[0]}://{parsed[1].strip('/')}/" if parsed else uri.rstrip("/") + "/"
-
-    a, b = norm(first), norm(second)
-    return a.startswith(b) or b.startswith(a)
-
-
-def validate_namespace(namespace: str, existing: Sequence[tuple[str, str]]) -> None:
-    """A new repository's namespace is a plain URI that shares no bytes with another repository's."""
-    parsed = _split_uri(namespace)
-    if parsed is None or not parsed[1].strip("/") or not _segments_ok(parsed[1].strip("/")):
-        raise InvalidArgument(f"invalid storage namespace {namespace!r}: expected scheme://bucket[/path]")
-    for name, other in existing:
-        if namespaces_overlap(namespace, other):
-            raise InvalidArgument(f"storage namespace {namespace!r} overlaps repository {name!r}'s namespace {other!r}")

@@ -16,9 +16,7 @@ Deadline; the gRPC layer (server.py) passes the call's.
 
 from __future__ import annotations
 
-import itertools
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -32,21 +30,25 @@ from services.graveler.committed.model import MetaRangeId
 from services.graveler.compaction import CompactedState, Compaction, CompactionResult, NoObserver, StagingObserver
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
 from services.graveler.entries import Condition, Entries, ListPage
-from services.graveler.history import LogFilter, ancestors
+from services.graveler.history import LogFilter, LogPage, log_page
 from services.graveler.lifecycle import DEFAULT_BRANCH, Lifecycle
 from services.graveler.model import CommitId, MergeStrategy
 from services.graveler.paging import Page
+from services.graveler.placement import Placement, ShareCheck, nobody
 from services.graveler.refs import RefManager, RepoHandle, Resolved
 from services.graveler.refs import expr as refexpr
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.updater import BranchUpdater, RetryPolicy
-from services.graveler.validation import validate_key, validate_ref_name
+from services.graveler.validation import validate_key, validate_prefix, validate_ref_name
 from silt.errors import FailedPrecondition, InvalidArgument
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
-from silt.paging import take_page
+from silt.paging import page_size, take_page
 
 _T = TypeVar("_T")
+
+# Objects and prefixes one log may filter by: each commit of the walk is compared on all of them.
+MAX_LOG_PATHS = 100
 
 __all__ = ["DEFAULT_BRANCH", "Graveler", "GravelerOptions", "ListPage", "Resolved"]
 
@@ -65,6 +67,8 @@ class GravelerOptions:
     cleanup_workers: int = 1
     # Absolute physical addresses outside a repository's namespace that entries may still name.
     allowed_import_prefixes: tuple[str, ...] = ()
+    # Where repositories' storage namespaces may lie; the first root is where unnamed ones go.
+    allowed_namespace_roots: tuple[str, ...] = ("local://",)
 
 
 class Graveler:
@@ -103,7 +107,7 @@ class Graveler:
         self.branching = Branching(
             self.refs, self.staging, committed, self.updater, self.entries, self.cleaner, self.compacted
         )
-        self.lifecycle = Lifecycle(self.refs, committed, self.cleaner)
+        self.lifecycle = Lifecycle(self.refs, committed, self.cleaner, Placement(options.allowed_namespace_roots))
         self.compaction = Compaction(
             self.refs, self.compacted, lambda: self.committer.builder, self.updater, self.cleaner, observer
         )
@@ -144,10 +148,11 @@ class Graveler:
         default_branch: str = "",
         bare: bool = False,
         *,
+        may_share: ShareCheck = nobody,
         deadline: Deadline = NO_DEADLINE,
     ) -> pb.Repository:
         deadline.check(f"creating repository {name!r}")
-        return self.lifecycle.create_repository(name, storage_namespace, default_branch, bare)
+        return self.lifecycle.create_repository(name, storage_namespace, default_branch, bare, may_share)
 
     def get_repository(self, name: str, *, deadline: Deadline = NO_DEADLINE) -> pb.Repository:
         deadline.check(f"reading repository {name!r}")
@@ -261,7 +266,14 @@ class Graveler:
         stop_at: str = "",
         *,
         deadline: Deadline = NO_DEADLINE,
-    ) -> tuple[list[pb.Commit], bool]:
+    ) -> LogPage:
+        """A page of the history of ref (see history.log_page: bounded work per call)."""
+        size = page_size(amount)
+        if limit < 0:
+            raise InvalidArgument(f"limit must not be negative, got {limit}")
+        paths = len(objects or ()) + len(prefixes or ())
+        if paths > MAX_LOG_PATHS:
+            raise InvalidArgument(f"a log filters by at most {MAX_LOG_PATHS} objects and prefixes, got {paths}")
         repo = self._repo(repository, deadline)
         head = self.refs.resolve(repo, ref).commit_id
         filters = LogFilter(first_parent=first_parent, since_nanos=since_nanos)
@@ -269,15 +281,9 @@ class Graveler:
             filters.stop_at = self.refs.resolve(repo, stop_at).commit_id
         if objects or prefixes:
             keys = [validate_key(k) for k in objects or []]
-            under = [p.encode() for p in prefixes or []]
+            under = [validate_prefix(p) for p in prefixes or []]
             filters.touches = lambda commit: self._touches(repo, commit, keys, under)
-        commits: Iterator[pb.Commit] = ancestors(lambda cid: self.refs.get_commit(repo, cid), head, filters)
-        if limit:
-            commits = itertools.islice(commits, limit)
-        if after:
-            commits = itertools.dropwhile(lambda c: c.id != after, commits)
-            next(commits, None)
-        return take_page(commits, amount)
+        return log_page(lambda cid: self.refs.get_commit(repo, cid), head, filters, after, size, limit, deadline)
 
     def _touches(self, repo: RepoHandle, commit: pb.Commit, keys: list[bytes], prefixes: list[bytes]) -> bool:
         """Whether commit changed any of keys or anything under prefixes, against its first parent."""

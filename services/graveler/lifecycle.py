@@ -2,9 +2,10 @@
 
 Key schema and the to-delete list: docs/design/kv.md.
 
-Creating: everything the repository needs (empty metarange, first commit, default branch)
-is written into its fresh partition first; the repository record, written last, is what
-makes it exist.
+Creating: the storage namespace must lie below an allowed root and overlap no other live
+repository's (placement.py). Everything the repository needs (empty metarange, first commit,
+default branch) is written into its fresh partition first; the repository record, written
+last, is what makes it exist.
 
 Deleting: the repository's partition is first recorded in the `graveler` partition under
 `to_delete/<partition>`, then the repository record is deleted — from that moment nothing
@@ -13,7 +14,8 @@ at any step leaves nothing reachable, and a recreated repository of the same nam
 unique id, hence new partitions. The cleaner finishes whatever a failed deletion left.
 
 Dumping writes every commit, branch and tag to `_silt/refs/<dump id>/` in the repository's
-storage namespace; restoring reads them into a new, bare repository on the same storage.
+storage namespace; restoring reads them into a new, bare repository on the same storage
+(the original deleted, or kept by an administrator: placement.py).
 Commit ids are content hashes, checked on restore, so the round trip preserves them.
 """
 
@@ -32,15 +34,16 @@ from google.protobuf.internal.decoder import _DecodeVarint32  # type: ignore[att
 from google.protobuf.internal.encoder import _VarintBytes  # type: ignore[attr-defined]
 from google.protobuf.message import Message
 
-from services.graveler.addresses import validate_namespace
 from services.graveler.cleanup import Cleaner
 from services.graveler.committed.manager import CommittedManager
+from services.graveler.placement import Placement, ShareCheck, nobody
 from services.graveler.refs import GRAVELER_PARTITION, RefManager, RepoHandle, branch_tokens, new_commit
 from services.graveler.refs.manager import now
 from services.graveler.staging import new_token
 from services.graveler.validation import validate_ref_name, validate_repository_name
 from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
+from silt.namespaces import parse_recorded
 
 log = logging.getLogger(__name__)
 
@@ -77,31 +80,41 @@ def commit_id_of(commit: pb.Commit) -> str:
 
 
 class Lifecycle:
-    def __init__(self, refs: RefManager, committed: CommittedManager, cleaner: Cleaner) -> None:
+    def __init__(self, refs: RefManager, committed: CommittedManager, cleaner: Cleaner, placement: Placement) -> None:
         self._refs = refs
         self._committed = committed
         self._cleaner = cleaner
+        self.placement = placement
 
     # --- creation -----------------------------------------------------------------------------
 
-    def create_repository(self, name: str, storage_namespace: str, default_branch: str, bare: bool) -> pb.Repository:
-        """Create a repository with an initial empty commit on its default branch (bare: neither)."""
+    def create_repository(
+        self, name: str, storage_namespace: str, default_branch: str, bare: bool, may_share: ShareCheck = nobody
+    ) -> pb.Repository:
+        """Create a repository with an initial empty commit on its default branch (bare: neither).
+
+        An empty storage_namespace is derived from the first allowed root (services/graveler/placement.py).
+        may_share answers whether the caller may put a bare repository on exactly the namespace
+        of the named one (to restore its dump there).
+        """
         validate_repository_name(name)
         default_branch = validate_ref_name(default_branch or DEFAULT_BRANCH)
-        if not storage_namespace:
-            raise InvalidArgument("storage namespace must not be empty")
         try:
             self._refs.get_repository(name)
             raise AlreadyExists(f"repository {name!r} already exists")
         except NotFound:
             pass
-        # A bare repository is the target of RestoreRefs, which reads a dump in the namespace
-        # it was taken from: only those may share a namespace.
-        others = [] if bare else [(r.name, r.storage_namespace) for r in self._refs.list_repositories()]
-        validate_namespace(storage_namespace, others)
+        others = [(r.name, parse_recorded(r.storage_namespace)) for r in self._refs.list_repositories()]
+        if storage_namespace:
+            namespace = self.placement.requested(storage_namespace)
+        else:
+            namespace = self.placement.derived(name, [other for _, other in others])
+        # Bare ones too: a bare repository is collected like any other, and a GC run on it
+        # would sweep whatever its namespace holds.
+        self.placement.check_new(namespace, others, bare, may_share)
         record = pb.Repository(
             name=name,
-            storage_namespace=storage_namespace,
+            storage_namespace=str(namespace),
             default_branch=default_branch,
             creation_date=now(),
             unique_id=uuid.uuid4().hex,
@@ -115,6 +128,11 @@ class Lifecycle:
             self._refs.create_branch(repo, pb.Branch(name=default_branch, commit_id=first.id, staging_token=token))
         self._refs.create_repository(record)
         return record
+
+    def check_collectable(self, repo: RepoHandle) -> None:
+        """Refuse garbage collection of a repository whose namespace another live repository shares."""
+        others = [r.storage_namespace for r in self._refs.list_repositories() if r.unique_id != repo.record.unique_id]
+        self.placement.check_collectable(repo.namespace, others)
 
     # --- deletion -----------------------------------------------------------------------------
 

@@ -26,7 +26,10 @@ def delimiter_bytes(delimiter: str) -> bytes:
 
 
 def page_amount(amount: int) -> int:
-    """A page size: 1,000 when unset, at most MAX_PAGE."""
+    """A page size: 1,000 when unset, at most MAX_PAGE; a negative one is refused (it would
+    never equal a page's length, so it would never end a page)."""
+    if amount < 0:
+        raise InvalidArgument(f"amount must not be negative, got {amount}")
     return min(amount or 1000, MAX_PAGE)
 
 

@@ -1,5 +1,8 @@
 """What each GravelerService call needs: a repository action (docs/design/auth.md) on the repository it names.
 
+Reading and writing need ReadRepo and WriteRepo; GC rules and runs, refs dump and restore
+need their own administrative actions, which writers (the Developers preset) do not hold.
+
 The table maps a method to (action, request field holding the repository name).
 ListRepositories needs no permission up front; its answer is narrowed to the repositories
 the caller may read, so a caller never learns the names of the others.
@@ -9,10 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
+from silt.actions import (
+    CREATE_REPO,
+    DELETE_GC_RULES,
+    DELETE_REPO,
+    DUMP_REFS,
+    PREPARE_GC,
+    READ_REPO,
+    RESTORE_REFS,
+    SET_GC_RULES,
+    WRITE_REPO,
+)
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.paging import page_size
-from silt.rpc.interceptor import MayFn, Narrowed, Require, Rule, field
+from silt.rpc.interceptor import MayFn, Narrowed, Require, Rule, repository_field
 
 SERVICE = "silt.graveler.v1.GravelerService"
 
@@ -43,15 +56,15 @@ TABLE: dict[str, tuple[str, str]] = {
     "Revert": (WRITE_REPO, "repository"),
     "CherryPick": (WRITE_REPO, "repository"),
     "ResetBranch": (WRITE_REPO, "repository"),
-    # A dump writes into the repository's storage namespace; a restore rewrites its refs.
-    "DumpRefs": (WRITE_REPO, "repository"),
-    "RestoreRefs": (WRITE_REPO, "repository"),
-    # Retention rules decide what garbage collection deletes: changing them is a write.
-    "SetGCRules": (WRITE_REPO, "repository"),
+    # Administration beyond writing (silt/actions.py, REPO_ADMIN_ACTIONS): a dump copies every
+    # ref into the storage namespace, a restore rewrites them all; retention rules decide what
+    # garbage collection deletes (0 days drops every old commit), and PrepareGC starts a run.
+    "DumpRefs": (DUMP_REFS, "repository"),
+    "RestoreRefs": (RESTORE_REFS, "repository"),
+    "SetGCRules": (SET_GC_RULES, "repository"),
     "GetGCRules": (READ_REPO, "repository"),
-    "DeleteGCRules": (WRITE_REPO, "repository"),
-    # Writes the run's export into the storage namespace, like DumpRefs.
-    "PrepareGC": (WRITE_REPO, "repository"),
+    "DeleteGCRules": (DELETE_GC_RULES, "repository"),
+    "PrepareGC": (PREPARE_GC, "repository"),
 }
 
 
@@ -87,7 +100,7 @@ def list_readable_repositories(
 
 def _rules() -> dict[str, Rule]:
     rules: dict[str, Rule] = {
-        f"/{SERVICE}/{method}": Require(action, field(name)) for method, (action, name) in TABLE.items()
+        f"/{SERVICE}/{method}": Require(action, repository_field(name)) for method, (action, name) in TABLE.items()
     }
     rules[f"/{SERVICE}/ListRepositories"] = Narrowed(list_readable_repositories)
     return rules

@@ -12,6 +12,10 @@ all younger than that branch's retention; every other commit is *expired*.
 * ``staged.parquet``: the physical address of every staged entry of every staging token,
   current and sealed, of every branch.
 
+An export is refused (FailedPrecondition) when another live repository's namespace overlaps
+this one's, or it lies outside the allowed roots: the run would delete what is not this
+repository's (services/graveler/placement.py).
+
 The staging export is taken *before* the Spark job lists the committed layer, so an entry
 that leaves staging by a commit meanwhile is found in that commit's ranges (see jobs/gc).
 """
@@ -179,6 +183,9 @@ def prepare_gc(g: Graveler, repository: str) -> PreparedRun:
     started = Timestamp()
     started.GetCurrentTime()
     repo = g.refs.repository(repository)
+    # Checked on every export, the sweep's re-check included: a repository put on this
+    # namespace while a run marks still stops the run before it deletes anything.
+    g.lifecycle.check_collectable(repo)
     rules = _read_rules(g, repo)
     if rules is None:
         raise FailedPrecondition(

@@ -23,7 +23,7 @@ from services.graveler.entries import Condition
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.model import DifferenceKind, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page
-from services.graveler.permissions import RULES
+from services.graveler.permissions import RULES, TABLE
 from services.graveler.sensor import Sensor, Thresholds, Trigger
 from services.graveler.telemetry import MeteredBuilder
 from services.graveler.values import decode_entry
@@ -36,9 +36,12 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
-from silt.rpc.interceptor import current_principal, remote_interceptor
-from silt.rpc.server import bind, build_server, service_config, startup_errors, wait_for_shutdown
-from silt.rpc.signing import Credentials, signed_channel
+from silt.namespaces import parse_recorded, parse_roots
+from silt.rpc.channels import client_tls, server_credentials
+from silt.rpc.interceptor import AuthInterceptor, current_principal, remote_interceptor
+from silt.rpc.limits import GRAVELER_LIMITS
+from silt.rpc.server import bind, build_server, service_config, start_health_port, startup_errors, wait_for_shutdown
+from silt.rpc.signing import COMPACTOR_AUDIENCE, GRAVELER_AUDIENCE, Credentials, signed_channel
 from silt.telemetry.health import HealthMonitor, block_probe, kv_probe
 
 log = logging.getLogger(__name__)
@@ -90,9 +93,30 @@ def _labelled(metadata: dict[str, str], requested: str) -> dict[str, str]:
     return metadata
 
 
+CallerMay = Callable[[str, str], bool]
+
+
+def caller_may(interceptors: Sequence[grpc.ServerInterceptor]) -> CallerMay:
+    """Whether the current call's caller holds an action on a resource, as the auth interceptor
+    decides; served without one (embedded use, tests), nobody holds anything."""
+    auth = next((i for i in interceptors if isinstance(i, AuthInterceptor)), None)
+
+    def may(action: str, resource: str) -> bool:
+        return auth is not None and auth.authority.allowed(current_principal().user_id, action, resource)
+
+    return may
+
+
 class GravelerServicer(api_grpc.GravelerServiceServicer):
-    def __init__(self, graveler: Graveler) -> None:
+    def __init__(self, graveler: Graveler, may: CallerMay | None = None) -> None:
         self.g = graveler
+        self._may = may or caller_may(())
+
+    def _may_restore(self, repository: str) -> bool:
+        # A bare repository on exactly another's namespace is where that one's dump is
+        # restored: it needs what RestoreRefs needs, on the repository whose namespace it shares.
+        action, _ = TABLE["RestoreRefs"]
+        return self._may(action, repository)
 
     # repositories
     def CreateRepository(
@@ -104,6 +128,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
                 request.storage_namespace,
                 request.default_branch,
                 request.bare,
+                may_share=self._may_restore,
                 deadline=_deadline(context),
             )
         )
@@ -183,7 +208,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         return _commit_info(self.g.get_commit(request.repository, request.commit_id, deadline=_deadline(context)))
 
     def Log(self, request: api.LogRequest, context: grpc.ServicerContext) -> api.LogResponse:
-        commits, more = self.g.log(
+        page = self.g.log(
             request.repository,
             request.ref,
             request.after,
@@ -196,7 +221,9 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             stop_at=request.stop_at,
             deadline=_deadline(context),
         )
-        return api.LogResponse(commits=[_commit_info(c) for c in commits], has_more=more)
+        return api.LogResponse(
+            commits=[_commit_info(c) for c in page.commits], has_more=bool(page.next_after), next_after=page.next_after
+        )
 
     # entries
     def StatEntry(self, request: api.StatEntryRequest, context: grpc.ServicerContext) -> api.EntryInfo:
@@ -421,6 +448,24 @@ def _merge_response(outcome: MergeOutcome) -> api.MergeResponse:
     )
 
 
+def namespace_roots(config: Config) -> tuple[str, ...]:
+    """graveler.allowed_namespace_roots, or by default the local adapter's whole store (none for S3).
+
+    An import prefix inside a root would let any writer name the bytes of repositories below it.
+    """
+    roots = config.graveler.allowed_namespace_roots
+    if roots is None:
+        roots = ["local://"] if config.blockstore.type == "local" else []
+    parsed = parse_roots(roots)
+    for prefix in config.graveler.allowed_import_prefixes:
+        if any(parse_recorded(prefix).overlaps(root) for root in parsed):
+            raise ConfigError(
+                f"graveler.allowed_import_prefixes: {prefix!r} overlaps graveler.allowed_namespace_roots, "
+                "so entries could name other repositories' bytes"
+            )
+    return tuple(roots)
+
+
 def build_graveler(config: Config, options: GravelerOptions | None = None) -> Graveler:
     kv = open_store(config.database)
     adapter = open_adapter(config.blockstore)
@@ -431,7 +476,9 @@ def build_graveler(config: Config, options: GravelerOptions | None = None) -> Gr
     cache_config = config.graveler.cache
     cache = CommittedCache(cache_config.memory_bytes, cache_config.disk_dir, cache_config.disk_bytes)
     options = dataclasses.replace(
-        options or GravelerOptions(), allowed_import_prefixes=tuple(config.graveler.allowed_import_prefixes)
+        options or GravelerOptions(),
+        allowed_import_prefixes=tuple(config.graveler.allowed_import_prefixes),
+        allowed_namespace_roots=namespace_roots(config),
     )
     return Graveler(kv, CommittedManager(adapter, cache), options, builder)
 
@@ -443,7 +490,9 @@ def compactor_trigger(config: Config) -> tuple[Trigger, Callable[[], None]] | No
     except ConfigError:
         log.warning("no service credentials configured: the compaction sensor cannot call the compactor; off")
         return None
-    channel = signed_channel(config.compactor.dial_address, credentials)
+    channel = signed_channel(
+        config.compactor.dial_address, credentials, tls=client_tls(config.tls), audience=COMPACTOR_AUDIENCE
+    )
     stub = compactor_grpc.CompactorServiceStub(channel)
     timeout = config.compactor.trigger_timeout_seconds
 
@@ -475,10 +524,11 @@ def start(
     address: str,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     health: HealthServicer | None = None,
+    tls: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.Server, int]:
-    server = build_server(interceptors, health=health)
-    api_grpc.add_GravelerServiceServicer_to_server(GravelerServicer(graveler), server)
-    port = bind(server, address)
+    server = build_server(interceptors, health=health, limits=GRAVELER_LIMITS)
+    api_grpc.add_GravelerServiceServicer_to_server(GravelerServicer(graveler, caller_may(interceptors)), server)
+    port = bind(server, address, tls)
     server.start()
     return server, port
 
@@ -490,22 +540,24 @@ def main(argv: list[str] | None = None) -> None:
     sys.setswitchinterval(0.0005)
     with startup_errors("graveler"):
         graveler = build_graveler(config)
+        tls = server_credentials(config.tls)
     # Every call is authenticated and authorized by auth; nothing is served without it.
-    interceptor = remote_interceptor(config, RULES)
+    interceptor = remote_interceptor(config, RULES, GRAVELER_AUDIENCE)
     monitor = HealthMonitor(
         [api.DESCRIPTOR.services_by_name["GravelerService"].full_name],
         {"kv": kv_probe(graveler.refs.kv), "blockstore": block_probe(graveler.committed.adapter)},
         config.telemetry.health_check_interval_seconds,
         config.telemetry.health_check_timeout_seconds,
     )
-    server, port = start(graveler, config.graveler.listen_address, [interceptor], health=monitor.servicer)
+    server, port = start(graveler, config.graveler.listen_address, [interceptor], health=monitor.servicer, tls=tls)
+    health_port = start_health_port(config.graveler.health_listen_address, monitor.servicer)
     monitor.start()
     sensor, close_trigger = None, None
     wired = compactor_trigger(config) if config.compactor.sensor_enabled else None
     if wired is not None:
         trigger, close_trigger = wired
         sensor = start_sensor(graveler, config, trigger)
-    log.info("graveler listening on port %d", port)
+    log.info("graveler listening on port %d%s", port, " (TLS)" if tls else "")
 
     # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted.
     def clean() -> None:
@@ -516,6 +568,8 @@ def main(argv: list[str] | None = None) -> None:
     wait_for_shutdown(CLEANER_INTERVAL_SECONDS, clean)
     monitor.stop()
     server.stop(grace=5).wait()
+    if health_port is not None:
+        health_port.stop(None)
     if sensor is not None:
         sensor.close()
     if close_trigger is not None:

@@ -54,6 +54,14 @@ def validate_key(key: str) -> bytes:
     return encoded
 
 
+def validate_prefix(prefix: str) -> bytes:
+    """A key prefix (possibly empty): at most as long as a key."""
+    encoded = prefix.encode()
+    if len(encoded) > MAX_KEY_BYTES:
+        raise InvalidArgument(f"prefix is {len(encoded)} bytes; at most {MAX_KEY_BYTES} are allowed")
+    return encoded
+
+
 def validate_entry_size(size: int) -> None:
     if size > MAX_ENTRY_BYTES:
         raise InvalidArgument(f"entry is {size} bytes; at most {MAX_ENTRY_BYTES} are allowed")

@@ -10,6 +10,7 @@ from silt.auth.v1 import auth_pb2 as aapi
 from silt.cli.common import client, json_option, output, table
 from silt.client import EXIT_DENIED, EXIT_UNAVAILABLE, Client, ClientError
 from silt.graveler.v1 import graveler_pb2 as gapi
+from silt.rpc.channels import ClientTLS
 
 
 @click.command("doctor")
@@ -41,9 +42,9 @@ def doctor() -> None:
     )
     check("gateway", s.s3_endpoint, lambda: _gateway(c))
     # The probes Kubernetes uses: each service's own view of its KV and object store.
-    check("auth health", s.auth, lambda: _grpc_health(s.auth))
-    check("graveler health", s.graveler, lambda: _grpc_health(s.graveler))
-    check("gateway health", s.s3_endpoint, lambda: _gateway_ready(s.s3_endpoint))
+    check("auth health", s.auth, lambda: _grpc_health(s.auth, s.tls))
+    check("graveler health", s.graveler, lambda: _grpc_health(s.graveler, s.tls))
+    check("gateway health", s.s3_endpoint, lambda: _gateway_ready(s.s3_endpoint, s.s3_ca_file))
     output(
         checks,
         lambda: table(
@@ -68,12 +69,14 @@ def _credentials(c: Client) -> str:
     return f"access key {creds.access_key_id}"
 
 
-def _grpc_health(endpoint: str) -> str:
+def _grpc_health(endpoint: str, tls: ClientTLS | None) -> str:
     """grpc.health.v1 Check of the whole server: SERVING only while its stores answer."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(endpoint) as channel:
+    from silt.rpc.channels import open_channel
+
+    with open_channel(endpoint, tls) as channel:
         try:
             stub = health_pb2_grpc.HealthStub(channel)
             reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=5)  # type: ignore[attr-defined]
@@ -85,15 +88,18 @@ def _grpc_health(endpoint: str) -> str:
     return status
 
 
-def _gateway_ready(endpoint: str) -> str:
+def _gateway_ready(endpoint: str, ca_file: str | None) -> str:
     """The gateway's readiness endpoint: auth, graveler and the KV all answer it."""
     import json
+    import ssl
     import urllib.error
     import urllib.request
 
     url = endpoint.rstrip("/") + "/_silt/health/ready"
+    # https: verified against gateways.s3.tls.ca_file, else the system's trust store.
+    context = ssl.create_default_context(cafile=ca_file) if url.startswith("https://") else None
     try:
-        with urllib.request.urlopen(url, timeout=5) as reply:
+        with urllib.request.urlopen(url, timeout=5, context=context) as reply:
             return str(json.loads(reply.read()).get("status", "ready"))
     except urllib.error.HTTPError as exc:
         failing = json.loads(exc.read() or b"{}").get("failing", [])

@@ -1,4 +1,10 @@
-"""`silt gc`: retention rules, and garbage-collection runs on Spark (jobs/gc)."""
+"""`silt gc`: retention rules, and garbage-collection runs on Spark (jobs/gc).
+
+Changing rules and running GC are administration, not writing (silt/actions.py): setting and
+deleting rules need SetGCRules and DeleteGCRules, a run needs PrepareGC and ReadRepo. The
+Admins preset holds them all; the user svc-gc, which auth setup creates for scheduled runs,
+holds only what a run needs. Showing rules needs ReadRepo.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +41,7 @@ def _branch_rule(text: str) -> tuple[str, int]:
 @click.option("--default-days", type=click.IntRange(0), required=True, help="Retention of every branch, in days.")
 @click.option("--branch", "branches", multiple=True, metavar="BRANCH=DAYS", help="A branch's own retention.")
 def rules_set(repository: str, default_days: int, branches: tuple[str, ...]) -> None:
-    """Replace REPOSITORY's retention rules."""
+    """Replace REPOSITORY's retention rules (needs SetGCRules: administrators)."""
     overrides = dict(_branch_rule(b) for b in branches)
     request = api.SetGCRulesRequest(
         repository=_repo_name(repository),
@@ -66,7 +72,7 @@ def rules_show(repository: str) -> None:
 @rules.command("delete")
 @click.argument("repository")
 def rules_delete(repository: str) -> None:
-    """Remove REPOSITORY's retention rules (GC then refuses to run on it)."""
+    """Remove REPOSITORY's retention rules; GC then refuses to run on it (needs DeleteGCRules)."""
     name = _repo_name(repository)
     client().graveler.DeleteGCRules(api.DeleteGCRulesRequest(repository=name))
     click.echo(f"GC rules of {name} deleted")
@@ -79,7 +85,10 @@ def rules_delete(repository: str) -> None:
 @click.option("--grace", default="6h", show_default=True, help="Skip objects modified this long before the run.")
 @click.option("--sweep-only", metavar="RUN_ID", help="Sweep an earlier run's report again (resume).")
 def run(repository: str, dry_run: bool, master: str, grace: str, sweep_only: str | None) -> None:
-    """Collect REPOSITORY's garbage with a Spark job (local mode by default)."""
+    """Collect REPOSITORY's garbage with a Spark job (local mode by default).
+
+    Needs PrepareGC and ReadRepo on REPOSITORY: an administrator, or the svc-gc user's key.
+    """
     # Imported here: pyspark and the job are heavy, and only this command needs them.
     from jobs.gc.job import GCOptions, parse_grace, run_gc
     from silt.spark import local_session

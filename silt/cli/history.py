@@ -97,9 +97,10 @@ def log(uri: str, limit: int, first_parent: bool, oneline: bool) -> None:
             )
         )
         commits += resp.commits
-        if not resp.has_more or not resp.commits or (limit and len(commits) >= limit):
+        # A page may be short or empty while more history follows: graveler bounds each call.
+        if not resp.has_more or (limit and len(commits) >= limit):
             break
-        after = resp.commits[-1].id
+        after = resp.next_after
     if limit:
         commits = commits[:limit]
 

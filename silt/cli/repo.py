@@ -22,7 +22,10 @@ def _repo_name(uri: str) -> str:
 @repo.command("create")
 @click.argument("repository")
 @click.option(
-    "--storage-namespace", "-s", help="Where its objects go (default: local://<name> on the local-disk object store)."
+    "--storage-namespace",
+    "-s",
+    help="Where its objects go, below one of graveler.allowed_namespace_roots "
+    "(default: assigned by graveler, the first root plus the name).",
 )
 @click.option("--default-branch", default="main", show_default=True, help="The branch created with it.")
 @json_option
@@ -30,11 +33,14 @@ def create(repository: str, storage_namespace: str | None, default_branch: str) 
     """Create REPOSITORY (silt://name or name) with an initial commit on the default branch."""
     name = _repo_name(repository)
     info = client().graveler.CreateRepository(
-        api.CreateRepositoryRequest(
-            name=name, storage_namespace=storage_namespace or f"local://{name}", default_branch=default_branch
-        )
+        api.CreateRepositoryRequest(name=name, storage_namespace=storage_namespace or "", default_branch=default_branch)
     )
-    output(as_dict(info), lambda: click.echo(f"Repository {info.name} created (default branch {info.default_branch})"))
+    output(
+        as_dict(info),
+        lambda: click.echo(
+            f"Repository {info.name} created in {info.storage_namespace} (default branch {info.default_branch})"
+        ),
+    )
 
 
 @repo.command("list")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -11,14 +12,15 @@ from pathlib import Path
 
 import click
 
-from silt.launcher import RUN_MAX_RESTART_DELAY_SECONDS, Stack, default_data_dir
+from silt.launcher import DEFAULT_DATA_DIR, RUN_MAX_RESTART_DELAY_SECONDS, Stack
 
 
 def _hint_data_dir(data_dir: Path) -> str | None:
-    """How the CLI finds this stack's credentials, when it would not by itself."""
-    if data_dir == default_data_dir() or data_dir == Path(".silt-data").resolve():
+    """How the CLI finds this stack's credentials, when it would not by itself: it looks in
+    the home directory only (`make run`'s ./.silt-data too needs SILT_DATA_DIR)."""
+    if data_dir.resolve() == Path(DEFAULT_DATA_DIR).expanduser().resolve():
         return None
-    return f"export SILT_DATA_DIR={data_dir}"
+    return f"export SILT_DATA_DIR={shlex.quote(str(data_dir))}"
 
 
 @click.command("run")

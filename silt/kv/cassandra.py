@@ -315,18 +315,6 @@ class CassandraStore(Store):
         session.default_fetch_size = self._config.page_size
         return session
 
-    def _replication(self) -> str:
-        config = self._config
-        if config.replication_strategy == "SimpleStrategy":
-            return f"{{'class': 'SimpleStrategy', 'replication_factor': {config.replication_factor}}}"
-        if not config.datacenters:
-            raise ConfigError(
-                "invalid configuration: database.cassandra.datacenters: NetworkTopologyStrategy needs at least"
-                " one datacenter: replicas entry"
-            )
-        dcs = ", ".join(f"'{_cql_string(dc)}': {replicas}" for dc, replicas in config.datacenters.items())
-        return f"{{'class': 'NetworkTopologyStrategy', {dcs}}}"
-
     def _create_schema(self) -> None:
         keyspace = self._config.keyspace
         # Unquoted CQL names are case-insensitive and stored in lower case.
@@ -335,7 +323,7 @@ class CassandraStore(Store):
         # processes starting together is how older clusters end up in schema disagreement.
         if metadata is None:
             self._ddl(
-                f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {self._replication()}",
+                f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {replication(self._config)}",
                 "create keyspace",
             )
             metadata = self._cluster.metadata.keyspaces.get(keyspace.lower())
@@ -513,6 +501,19 @@ class CassandraStore(Store):
 
     def __repr__(self) -> str:
         return f"CassandraStore({self._contacts}, keyspace={self._config.keyspace})"
+
+
+def replication(config: CassandraConfig) -> str:
+    """The CQL replication map the configuration asks for (of Silt's keyspace, and of system_auth)."""
+    if config.replication_strategy == "SimpleStrategy":
+        return f"{{'class': 'SimpleStrategy', 'replication_factor': {config.replication_factor}}}"
+    if not config.datacenters:
+        raise ConfigError(
+            "invalid configuration: database.cassandra.datacenters: NetworkTopologyStrategy needs at least"
+            " one datacenter: replicas entry"
+        )
+    dcs = ", ".join(f"'{_cql_string(dc)}': {replicas}" for dc, replicas in config.datacenters.items())
+    return f"{{'class': 'NetworkTopologyStrategy', {dcs}}}"
 
 
 def _cql_string(text: str) -> str:

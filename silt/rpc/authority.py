@@ -2,10 +2,16 @@
 (``RemoteAuthority``, ``AioRemoteAuthority``) and cached (``CachedAuthority``,
 ``AioCachedAuthority``). Design: docs/design/auth.md.
 
-**Caching.** Key lookups and decisions are cached for ``auth.cache_ttl_seconds``, so a call
+**No secrets.** A service never sees the secret of an access key: to check a signed call it
+gets the caller's signing key for one day and for calls to itself only (``call_key``, auth's
+GetCallSigningKey; silt/rpc/signing.py).
+
+**Caching.** Signing keys and decisions are cached for ``auth.cache_ttl_seconds``, so a call
 costs a dictionary lookup and one HMAC on the hot path; a change to users, groups, policies
-or keys takes effect within that time. Unknown keys are cached too, so that a caller
-retrying with a bad key costs auth nothing.
+or keys takes effect within that time. Every cache is bounded in entries, and nothing a caller
+makes up reaches one unchecked: an access key id must have the issued shape before it is
+looked up (silt/access_keys.py), unknown keys are cached apart from known ones (so a flood of
+made-up ids cannot push a real key out), and a decision about a long resource is not cached.
 """
 
 from __future__ import annotations
@@ -13,13 +19,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 
 import grpc
 import grpc.aio
-from pydantic import SecretStr
 
+from silt.access_keys import check_access_key_id, is_access_key_id
 from silt.errors import InvalidArgument, NotFound, PermissionDenied, SiltError, Unauthenticated, Unavailable
 from silt.rpc.errors import error_from_rpc
 
@@ -27,21 +34,32 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CACHE_TTL_SECONDS = 5.0
 AUTH_CALL_TIMEOUT_SECONDS = 10.0
+# Known keys are bounded by the keys auth issued; unknown ones by whatever callers make up,
+# so they get a room of their own.
+MAX_KNOWN_KEYS = 100_000
+MAX_UNKNOWN_KEYS = 10_000
+MAX_DECISIONS = 100_000
+# Decisions about longer resources are asked each time: at most this many characters per entry.
+MAX_CACHED_RESOURCE = 256
 
 # Seconds, monotonic; tests pass a clock they move themselves.
 Clock = Callable[[], float]
 
 
-class KeyOwner(NamedTuple):
+@dataclass(frozen=True)
+class CallKey:
+    """The key an access key signs calls with, for one day and audience, and whose key it is.
+    The repr leaves the key out."""
+
     user_id: str
-    secret: SecretStr
+    key: bytes = field(repr=False)
 
 
 class Authority(Protocol):
     """What the interceptor needs from auth: auth serves it from KV, other services over gRPC."""
 
-    def key_owner(self, access_key_id: str) -> KeyOwner:
-        """The user holding the key and its secret; NotFound if the key does not exist."""
+    def call_key(self, access_key_id: str, day: str, audience: str) -> CallKey:
+        """The signing key of access_key_id for day and audience; NotFound if the key does not exist."""
         ...
 
     def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
@@ -51,6 +69,7 @@ class Authority(Protocol):
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
+_S = TypeVar("_S", bound=Hashable)
 
 
 class TTLCache(Generic[_K, _V]):
@@ -113,44 +132,62 @@ def count_decisions(decisions: Sequence[bool]) -> None:
         metrics.AUTH_DECISIONS.labels("allow" if decision else "deny").inc()
 
 
-class AsyncAuthority(Protocol):
-    """Authority for grpc.aio callers (the gateway)."""
+class KeyCache(Generic[_S, _V]):
+    """Auth's answers about access keys, by key id and a scope (a day and audience, an S3
+    credential scope): known keys, and unknown key ids in a room of their own, so that made-up
+    ids can never push a known key out. Only ids of the issued shape are ever stored."""
 
-    async def key_owner(self, access_key_id: str) -> KeyOwner: ...
-
-    async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]: ...
-
-
-class _Answers:
-    """The cached answers of an authority: key owners (unknown keys included) and decisions.
-    Shared by the sync and the async cached authority, which differ only in how they ask."""
-
-    def __init__(self, ttl: float, clock: Clock) -> None:
+    def __init__(
+        self,
+        ttl: float,
+        clock: Clock = time.monotonic,
+        max_known: int = MAX_KNOWN_KEYS,
+        max_unknown: int = MAX_UNKNOWN_KEYS,
+    ) -> None:
+        self.known: TTLCache[tuple[str, _S], _V] = TTLCache(ttl, max_known, clock)
         # An unknown key is cached as the message of its NotFound.
-        self.owners: TTLCache[str, KeyOwner | str] = TTLCache(ttl, clock=clock)
-        self.decisions: TTLCache[tuple[str, str, str], bool] = TTLCache(ttl, clock=clock)
+        self.unknown: TTLCache[str, str] = TTLCache(ttl, max_unknown, clock)
 
-    def owner(self, access_key_id: str) -> KeyOwner | str | None:
-        """The cached owner, the message of a cached NotFound, or None on a miss."""
-        cached = self.owners.get(access_key_id)
+    def check_known(self, access_key_id: str) -> None:
+        """NotFound if the key is cached as unknown."""
+        missing = self.unknown.get(access_key_id)
+        if missing is not None:
+            count_cache_lookup("key", True)
+            raise NotFound(missing, what="credential")
+
+    def get(self, access_key_id: str, scope: _S) -> _V | None:
+        """The cached answer, None on a miss; NotFound for a key cached as unknown."""
+        self.check_known(access_key_id)
+        cached: _V | None = self.known.get((access_key_id, scope))
         count_cache_lookup("key", cached is not None)
         return cached
 
-    def remember_owner(self, access_key_id: str, owner: KeyOwner | str) -> None:
-        self.owners.put(access_key_id, owner)
+    def put(self, access_key_id: str, scope: _S, value: _V) -> None:
+        if is_access_key_id(access_key_id):
+            self.known.put((access_key_id, scope), value)
 
-    @staticmethod
-    def owner_or_raise(owner: KeyOwner | str) -> KeyOwner:
-        if isinstance(owner, str):
-            raise NotFound(owner, what="credential")
-        return owner
+    def put_unknown(self, access_key_id: str, message: str) -> None:
+        if is_access_key_id(access_key_id):
+            self.unknown.put(access_key_id, message[:200])
+
+    def clear(self) -> None:
+        self.known.clear()
+        self.unknown.clear()
+
+
+class _Decisions:
+    """Cached decisions, shared by the sync and the async cached authority, which differ only
+    in how they ask."""
+
+    def __init__(self, ttl: float, clock: Clock) -> None:
+        self.cache: TTLCache[tuple[str, str, str], bool] = TTLCache(ttl, MAX_DECISIONS, clock)
 
     def decision(self, user_id: str, action: str, resource: str) -> bool | None:
-        return self.decisions.get((user_id, action, resource))
+        return self.cache.get((user_id, action, resource))
 
     def lookup(self, user_id: str, action: str, resources: Sequence[str]) -> tuple[list[bool | None], list[str]]:
         """The cached decisions (None where missing) and the distinct resources to ask about."""
-        decisions = [self.decisions.get((user_id, action, r)) for r in resources]
+        decisions = [self.cache.get((user_id, action, r)) for r in resources]
         missing = sorted({r for r, d in zip(resources, decisions, strict=True) if d is None})
         count_cache_lookup("decision", not missing)
         return decisions, missing
@@ -166,12 +203,12 @@ class _Answers:
     ) -> list[bool]:
         fresh = dict(zip(missing, answers, strict=True))
         for resource, decision in fresh.items():
-            self.decisions.put((user_id, action, resource), decision)
+            if len(resource) <= MAX_CACHED_RESOURCE:
+                self.cache.put((user_id, action, resource), decision)
         return [bool(fresh.get(r, d)) for r, d in zip(resources, decisions, strict=True)]
 
     def clear(self) -> None:
-        self.owners.clear()
-        self.decisions.clear()
+        self.cache.clear()
 
 
 class CachedAuthority:
@@ -179,32 +216,37 @@ class CachedAuthority:
 
     def __init__(self, inner: Authority, ttl: float = DEFAULT_CACHE_TTL_SECONDS, clock: Clock = time.monotonic) -> None:
         self.inner = inner
-        self._answers = _Answers(ttl, clock)
+        self.keys: KeyCache[tuple[str, str], CallKey] = KeyCache(ttl, clock)
+        self._decisions = _Decisions(ttl, clock)
 
-    def key_owner(self, access_key_id: str) -> KeyOwner:
-        cached = self._answers.owner(access_key_id)
+    def call_key(self, access_key_id: str, day: str, audience: str) -> CallKey:
+        """InvalidArgument for an id that auth never issues, before anything is looked up."""
+        check_access_key_id(access_key_id)
+        cached = self.keys.get(access_key_id, (day, audience))
         if cached is None:
             try:
-                cached = self.inner.key_owner(access_key_id)
+                cached = self.inner.call_key(access_key_id, day, audience)
             except NotFound as exc:
-                cached = str(exc)
-            self._answers.remember_owner(access_key_id, cached)
-        return self._answers.owner_or_raise(cached)
+                self.keys.put_unknown(access_key_id, str(exc))
+                raise
+            self.keys.put(access_key_id, (day, audience), cached)
+        return cached
 
     def allowed(self, user_id: str, action: str, resource: str) -> bool:
-        decision = self._answers.decision(user_id, action, resource)
+        decision = self._decisions.decision(user_id, action, resource)
         if decision is None:
             return self.allowed_many(user_id, action, [resource])[0]
         return decision
 
     def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
-        decisions, missing = self._answers.lookup(user_id, action, resources)
+        decisions, missing = self._decisions.lookup(user_id, action, resources)
         answers = self.inner.allowed_many(user_id, action, missing) if missing else []
-        return self._answers.merge(user_id, action, resources, decisions, missing, answers)
+        return self._decisions.merge(user_id, action, resources, decisions, missing, answers)
 
     def forget(self) -> None:
         """Drop everything cached (tests, and after a change made by this very process)."""
-        self._answers.clear()
+        self.keys.clear()
+        self._decisions.clear()
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)
@@ -212,46 +254,45 @@ class CachedAuthority:
             close()
 
 
+class AsyncAuthority(Protocol):
+    """The decisions of auth for grpc.aio callers (the gateway)."""
+
+    async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]: ...
+
+
 class AioCachedAuthority:
-    """CachedAuthority for grpc.aio callers: the same caches in front of an AsyncAuthority."""
+    """CachedAuthority's decisions for grpc.aio callers: the same cache in front of an AsyncAuthority."""
 
     def __init__(
         self, inner: AsyncAuthority, ttl: float = DEFAULT_CACHE_TTL_SECONDS, clock: Clock = time.monotonic
     ) -> None:
         self.inner = inner
-        self._answers = _Answers(ttl, clock)
-
-    async def key_owner(self, access_key_id: str) -> KeyOwner:
-        cached = self._answers.owner(access_key_id)
-        if cached is None:
-            try:
-                cached = await self.inner.key_owner(access_key_id)
-            except NotFound as exc:
-                cached = str(exc)
-            self._answers.remember_owner(access_key_id, cached)
-        return self._answers.owner_or_raise(cached)
+        self._decisions = _Decisions(ttl, clock)
 
     async def allowed(self, user_id: str, action: str, resource: str) -> bool:
-        decision = self._answers.decision(user_id, action, resource)
+        decision = self._decisions.decision(user_id, action, resource)
         if decision is None:
             return (await self.allowed_many(user_id, action, [resource]))[0]
         return decision
 
     async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
-        decisions, missing = self._answers.lookup(user_id, action, resources)
+        decisions, missing = self._decisions.lookup(user_id, action, resources)
         answers = await self.inner.allowed_many(user_id, action, missing) if missing else []
-        return self._answers.merge(user_id, action, resources, decisions, missing, answers)
+        return self._decisions.merge(user_id, action, resources, decisions, missing, answers)
 
     def forget(self) -> None:
-        self._answers.clear()
+        self._decisions.clear()
 
 
-def _auth_failure(exc: grpc.RpcError, doing: str, access_key_id: str | None = None) -> SiltError:
-    """The error for a failed call to auth: NotFound for an unknown key, else Unavailable (the
-    caller cannot tell whether its own caller may proceed)."""
+def auth_failure(exc: grpc.RpcError, doing: str, access_key_id: str | None = None) -> SiltError:
+    """The error for a failed call to auth: NotFound for an unknown key, InvalidArgument for a
+    request auth refused as such, else Unavailable (the caller cannot tell whether its own
+    caller may proceed)."""
     error = error_from_rpc(exc)
-    if access_key_id is not None and isinstance(error, NotFound | InvalidArgument):
+    if access_key_id is not None and isinstance(error, NotFound):
         return NotFound(f"access key {access_key_id[:32]} not found", what="credential")
+    if isinstance(error, InvalidArgument):
+        return error
     if isinstance(error, Unauthenticated | PermissionDenied):
         log.error("auth refused this service's own credentials while trying to %s: %s", doing, error)
         return Unavailable(f"cannot {doing}: auth refused this service's credentials")
@@ -271,20 +312,20 @@ class RemoteAuthority:
         self._channel = channel
         self._timeout = timeout
 
-    def key_owner(self, access_key_id: str) -> KeyOwner:
-        request = self._api.GetCredentialSecretRequest(access_key_id=access_key_id)
+    def call_key(self, access_key_id: str, day: str, audience: str) -> CallKey:
+        request = self._api.GetCallSigningKeyRequest(access_key_id=access_key_id, day=day, audience=audience)
         try:
-            reply = self._stub.GetCredentialSecret(request, timeout=self._timeout)
+            reply = self._stub.GetCallSigningKey(request, timeout=self._timeout)
         except grpc.RpcError as exc:
-            raise _auth_failure(exc, "look up an access key", access_key_id) from None
-        return KeyOwner(reply.user_id, SecretStr(reply.secret_access_key))
+            raise auth_failure(exc, "look up an access key", access_key_id) from None
+        return CallKey(reply.user_id, reply.signing_key)
 
     def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         request = self._api.AuthorizeManyRequest(user_id=user_id, action=action, resources=list(resources))
         try:
             reply = self._stub.AuthorizeMany(request, timeout=self._timeout)
         except grpc.RpcError as exc:
-            raise _auth_failure(exc, "authorize") from None
+            raise auth_failure(exc, "authorize") from None
         return list(reply.allowed)
 
     def close(self) -> None:
@@ -292,7 +333,7 @@ class RemoteAuthority:
 
 
 class AioRemoteAuthority:
-    """RemoteAuthority over a grpc.aio channel; the channel's owner closes it."""
+    """RemoteAuthority's decisions over a grpc.aio channel; the channel's owner closes it."""
 
     def __init__(self, channel: grpc.aio.Channel, timeout: float = AUTH_CALL_TIMEOUT_SECONDS) -> None:
         from silt.auth.v1 import auth_pb2, auth_pb2_grpc
@@ -301,18 +342,10 @@ class AioRemoteAuthority:
         self._stub = auth_pb2_grpc.AuthServiceStub(channel)
         self._timeout = timeout
 
-    async def key_owner(self, access_key_id: str) -> KeyOwner:
-        request = self._api.GetCredentialSecretRequest(access_key_id=access_key_id)
-        try:
-            reply = await self._stub.GetCredentialSecret(request, timeout=self._timeout)
-        except grpc.aio.AioRpcError as exc:
-            raise _auth_failure(exc, "look up an access key", access_key_id) from None
-        return KeyOwner(reply.user_id, SecretStr(reply.secret_access_key))
-
     async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         request = self._api.AuthorizeManyRequest(user_id=user_id, action=action, resources=list(resources))
         try:
             reply = await self._stub.AuthorizeMany(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as exc:
-            raise _auth_failure(exc, "authorize") from None
+            raise auth_failure(exc, "authorize") from None
         return list(reply.allowed)

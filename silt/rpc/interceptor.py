@@ -23,15 +23,26 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from google.protobuf.message import Message
 
+from silt.access_keys import is_access_key_id
+from silt.actions import MAX_RESOURCE_LENGTH
 from silt.errors import InvalidArgument, NotFound, PermissionDenied, SiltError, Unauthenticated
+from silt.names import validate_repository_name
 from silt.rpc.authority import CachedAuthority, Clock, RemoteAuthority
+from silt.rpc.channels import client_tls
 from silt.rpc.errors import abort
+from silt.rpc.replay import ReplayCache
 from silt.rpc.signing import (
     ACCESS_KEY_HEADER,
+    AUTH_AUDIENCE,
     DATE_HEADER,
+    NONCE_HEADER,
+    REQUIRED_HEADERS,
+    SCOPE_HEADER,
     SIGNATURE_HEADER,
     SIGNED_HEADERS,
     Credentials,
+    day_of,
+    is_nonce,
     payload_digest,
     sign,
     signed_channel,
@@ -94,6 +105,24 @@ def field(name: str) -> Callable[[Any], str]:
     return read
 
 
+def repository_field(name: str) -> Callable[[Any], str]:
+    """A resource function reading a repository name, refusing names no repository can have."""
+
+    def read(request: Any) -> str:
+        return validate_repository_name(str(getattr(request, name)))
+
+    read.__name__ = f"repository_{name}"
+    return read
+
+
+def check_resource_length(resource: str) -> str:
+    if len(resource) > MAX_RESOURCE_LENGTH:
+        raise InvalidArgument(
+            f"resource {resource[:64]!r}... is {len(resource)} characters; at most {MAX_RESOURCE_LENGTH} are allowed"
+        )
+    return resource
+
+
 # --- the interceptor ---------------------------------------------------------------------
 
 
@@ -123,11 +152,16 @@ class AuthInterceptor(grpc.ServerInterceptor):
         rules: Mapping[str, Rule],
         max_skew_seconds: float = DEFAULT_MAX_SKEW_SECONDS,
         clock: Callable[[], float] = time.time,
+        *,
+        audience: str,
     ) -> None:
+        """audience: this service's name (silt/rpc/signing.py), which every call to it must be signed for."""
         self.authority = authority
+        self.audience = audience
         self._rules = dict(rules)
         self._max_skew = max_skew_seconds
         self._clock = clock
+        self.replays = ReplayCache(max_skew_seconds, clock=clock)
 
     def close(self) -> None:
         self.authority.close()
@@ -136,30 +170,45 @@ class AuthInterceptor(grpc.ServerInterceptor):
 
     def _authenticate(self, method: str, metadata: Sequence[Any], request: Message) -> Principal:
         headers = {m.key: m.value for m in metadata or () if m.key in SIGNED_HEADERS}
-        key_id = headers.get(ACCESS_KEY_HEADER)
-        date = headers.get(DATE_HEADER)
-        signature = headers.get(SIGNATURE_HEADER)
-        if not key_id or not date or not signature:
+        missing = [name for name in REQUIRED_HEADERS if not headers.get(name)]
+        if missing:
             raise Unauthenticated(
-                f"missing credentials: sign calls with an access key ({ACCESS_KEY_HEADER}, {DATE_HEADER}, "
-                f"{SIGNATURE_HEADER}; see silt.rpc.signing.signed_channel)"
+                f"missing credentials ({', '.join(missing)}): sign calls with an access key "
+                "(see silt.rpc.signing.signed_channel)"
             )
-        try:
-            skew = abs(self._clock() - int(date))
-        except (ValueError, OverflowError):
-            raise Unauthenticated(f"{DATE_HEADER} must be whole seconds since the epoch") from None
+        names = (ACCESS_KEY_HEADER, DATE_HEADER, SCOPE_HEADER, NONCE_HEADER, SIGNATURE_HEADER)
+        key_id, date, scope, nonce, signature = (str(headers[name]) for name in names)
+        # The shape of everything the caller sent is checked before anything is looked up,
+        # asked of auth or remembered: a made-up key id of any size costs nothing.
+        if not is_access_key_id(key_id):
+            raise Unauthenticated(f"malformed access key id {key_id[:32]!r}: 20 upper-case letters and digits")
+        if not (date.isascii() and date.isdigit() and len(date) <= 12):
+            raise Unauthenticated(f"{DATE_HEADER} must be whole seconds since the epoch")
+        seconds = int(date)
+        skew = abs(self._clock() - seconds)
         if skew > self._max_skew:
             raise Unauthenticated(
                 f"request date is {skew:.0f} s away from the server's clock (at most {self._max_skew:.0f} s allowed)"
             )
+        day = day_of(seconds)
+        if scope != f"{day}/{self.audience}":
+            raise Unauthenticated(
+                f"{SCOPE_HEADER} {scope[:40]!r} is not {day}/{self.audience}: calls to the {self.audience} "
+                "service are signed for it, on the day of their date"
+            )
+        if not is_nonce(nonce):
+            raise Unauthenticated(f"{NONCE_HEADER} must be 32 lower-case hex digits")
         try:
-            owner = self.authority.key_owner(key_id)
+            key = self.authority.call_key(key_id, day, self.audience)
         except (NotFound, InvalidArgument):
-            raise Unauthenticated(f"unknown access key id {key_id[:32]!r}") from None
-        expected = sign(owner.secret, date, method, key_id, payload_digest(request))
+            raise Unauthenticated(f"unknown access key id {key_id!r}") from None
+        expected = sign(key.key, date, scope, nonce, method, key_id, payload_digest(request))
         if not hmac.compare_digest(expected.encode(), signature.encode(errors="replace")):
             raise Unauthenticated(f"signature does not match for access key {key_id}: wrong secret?")
-        return Principal(owner.user_id, key_id)
+        # Only a call whose signature holds is remembered: nobody else can fill the cache.
+        if not self.replays.admit(key_id, nonce, seconds):
+            raise Unauthenticated(f"replayed call: access key {key_id} already made a call with this nonce")
+        return Principal(key.user_id, key_id)
 
     def _authorize(self, rule: Rule | None, method: str, principal: Principal, request: Any) -> None:
         if rule is None:
@@ -168,8 +217,13 @@ class AuthInterceptor(grpc.ServerInterceptor):
             return
         if rule.unless_self is not None and rule.unless_self(request) in ("", principal.user_id):
             return
-        resources = rule.resource(request)
-        for resource in (resources,) if isinstance(resources, str) else resources:
+        # Every resource is checked before auth is asked about any: the request's fields are the
+        # caller's, and a name no service accepts must cost auth nothing (InvalidArgument).
+        found = rule.resource(request)
+        resources = (found,) if isinstance(found, str) else found
+        for resource in resources:
+            check_resource_length(resource)
+        for resource in resources:
             if not self.authority.allowed(principal.user_id, rule.action, resource):
                 raise PermissionDenied(f"user {principal.user_id!r} may not {rule.action} on {resource!r}")
 
@@ -269,10 +323,12 @@ def _refuse(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandl
 
 
 def remote_interceptor(
-    config: Config, rules: Mapping[str, Rule], cache_clock: Clock = time.monotonic
+    config: Config, rules: Mapping[str, Rule], audience: str, cache_clock: Clock = time.monotonic
 ) -> AuthInterceptor:
-    """The interceptor for a service other than auth: asks auth at config.auth.endpoint,
-    signing with config.credentials. Close it (``interceptor.close()``) on shutdown."""
-    channel = signed_channel(config.auth.endpoint, Credentials.from_config(config))
+    """The interceptor for the service `audience`, other than auth: asks auth at
+    config.auth.endpoint, signing with config.credentials, for the signing keys of calls to
+    `audience`. Close it (``interceptor.close()``) on shutdown."""
+    credentials = Credentials.from_config(config)
+    channel = signed_channel(config.auth.endpoint, credentials, tls=client_tls(config.tls), audience=AUTH_AUDIENCE)
     authority = CachedAuthority(RemoteAuthority(channel), ttl=config.auth.cache_ttl_seconds, clock=cache_clock)
-    return AuthInterceptor(authority, rules, max_skew_seconds=config.auth.max_clock_skew_seconds)
+    return AuthInterceptor(authority, rules, max_skew_seconds=config.auth.max_clock_skew_seconds, audience=audience)

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
-from grpc_health.v1 import health_pb2_grpc
 from grpc_health.v1.health import HealthServicer
 
 from silt.config import CONFIG_PATH_ENV, Config, load_config
@@ -22,44 +21,68 @@ from silt.errors import ConfigError, SiltError
 from silt.lifeline import watch_parent_from_env
 from silt.logs import configure_logging
 from silt.rpc.errors import ErrorMappingInterceptor
+from silt.rpc.interceptor import AuthInterceptor
+from silt.rpc.limits import (
+    DEFAULT_LIMITS,
+    HEALTH_PORT_LIMITS,
+    AdmissionInterceptor,
+    ServerLimits,
+    health_check_handler,
+)
+from silt.rpc.signing import REQUIRED_HEADERS
 from silt.telemetry.rpc import SkipHealth, server_interceptors
 from silt.telemetry.setup import setup as setup_telemetry
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-
 
 def build_server(
     interceptors: Sequence[grpc.ServerInterceptor] = (),
-    max_workers: int = 32,
     health: HealthServicer | None = None,
+    limits: ServerLimits = DEFAULT_LIMITS,
 ) -> grpc.Server:
-    """A server whose calls pass telemetry (span, request id, metrics), then interceptors.
+    """A server whose calls pass admission (silt/rpc/limits.py), telemetry (span, request id,
+    metrics), then interceptors, within limits.
 
-    health: served as grpc.health.v1.Health, which skips interceptors (authentication):
-    probes cannot sign calls, and the service reveals only SERVING or NOT_SERVING.
+    health: served as grpc.health.v1.Health, Check only, around which no interceptor runs but
+    admission: probes cannot sign calls, and the service reveals only SERVING or NOT_SERVING.
     """
+    # A server that authenticates calls refuses unsigned ones before waiting for their request.
+    authenticates = any(isinstance(i, AuthInterceptor) for i in interceptors)
+    required = REQUIRED_HEADERS if authenticates else ()
+    admission = AdmissionInterceptor(limits.receive_timeout_seconds, required)
     # Error mapping is innermost so other interceptors see handlers that never raise SiltError.
+    inner = [*server_interceptors(), *interceptors, ErrorMappingInterceptor()]
     server = grpc.server(
-        ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
-        interceptors=[*server_interceptors(), *(SkipHealth(i) for i in interceptors), ErrorMappingInterceptor()],
-        options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ],
+        ThreadPoolExecutor(max_workers=limits.max_workers, thread_name_prefix="grpc"),
+        interceptors=[admission, *(SkipHealth(i) for i in inner)],
+        options=limits.options(),
+        maximum_concurrent_rpcs=limits.max_concurrent_rpcs,
     )
     if health is not None:
-        health_pb2_grpc.add_HealthServicer_to_server(health, server)
+        server.add_generic_rpc_handlers([health_check_handler(health.Check)])
     return server
 
 
-def bind(server: grpc.Server, address: str) -> int:
-    """Listen on address (host:port; port 0 picks a free one) and return the port."""
-    port = server.add_insecure_port(address)
+def bind(server: grpc.Server, address: str, tls: grpc.ServerCredentials | None = None) -> int:
+    """Listen on address (host:port; port 0 picks a free one), over TLS when tls is given;
+    return the port."""
+    port = server.add_insecure_port(address) if tls is None else server.add_secure_port(address, tls)
     if port == 0:
         raise OSError(f"cannot listen on {address}")
     return port
+
+
+def start_health_port(address: str | None, health: HealthServicer) -> grpc.Server | None:
+    """A plaintext server on address answering grpc.health.v1.Health/Check only (for probes
+    that cannot speak TLS, as Kubernetes' gRPC probe); None when address is unset."""
+    if not address:
+        return None
+    server = build_server(health=health, limits=HEALTH_PORT_LIMITS)
+    port = bind(server, address)
+    server.start()
+    log.info("health checks on port %d", port)
+    return server
 
 
 # After its launcher died, a service gets this long to stop in order before it exits regardless.

@@ -1,27 +1,33 @@
 """Signing every gRPC call with an access key, on the client side; the server checks it
 (silt/rpc/interceptor.py). Design: docs/design/auth.md, "Signed calls between services".
 
-**Scheme: HMAC-signed calls.** A caller holds an access key (id + secret, issued by auth)
-and signs every call; the secret itself never travels. Three metadata entries go with
-each call:
+**Scheme: HMAC-signed calls under a derived, scoped key.** A caller holds an access key (id +
+secret, issued by auth). It never signs with the secret itself but with a key derived from it
+for one UTC day and one *audience*, the service called (``auth``, ``graveler``,
+``compactor``; by default the ``silt.<audience>.v1`` package of the method)::
+
+    signing key = HMAC-SHA256 chain over ("SILT2" + secret) of: day, audience, "silt2_request"
+
+Five metadata entries go with each call:
 
     x-silt-access-key-id   AKIA...
     x-silt-date            the caller's clock, in whole seconds since the epoch
-    x-silt-signature       hex HMAC-SHA256(secret, string-to-sign)
+    x-silt-scope           <yyyymmdd of that date, UTC>/<audience>
+    x-silt-nonce           32 hex digits, random for every call
+    x-silt-signature       hex HMAC-SHA256(signing key, string-to-sign)
 
-    string-to-sign = "SILT-HMAC-SHA256" \\n date \\n full method name \\n access key id \\n
-                     hex SHA-256 of the request message, serialized deterministically
+    string-to-sign = "SILT2-HMAC-SHA256" \\n date \\n scope \\n nonce \\n full method name \\n
+                     access key id \\n hex SHA-256 of the request message, serialized deterministically
 
-The server looks the access key up (``Authority.key_owner``: the owner's user id and the
-secret), recomputes the signature, and accepts the call if it matches and the date is
-within ``auth.max_clock_skew_seconds`` of its own clock. Because the signature covers the
-method and the request, a captured call can only be replayed unchanged, and only briefly.
-Payloads themselves are not encrypted: across untrusted networks run gRPC over TLS.
+The server gets the signing key of (key id, day, its own audience) from auth
+(``GetCallSigningKey``; auth derives it itself), recomputes the signature, accepts the call
+if it matches and the date is within ``auth.max_clock_skew_seconds`` of its own clock, and
+refuses a (key id, nonce) it has seen before (silt/rpc/replay.py). So no service holds a
+user's secret, and a service that leaks the keys it was given can forge calls only to itself.
 
 Why not bearer tokens: a token is as good as a password until it expires, must be fetched
 and refreshed by every client, and needs a signing key shared by all services. Signing
-with the access key works the same for users and services and reuses what the S3 gateway
-needs anyway (auth's GetCredentialSecret).
+with the access key works the same for users and services.
 
 Secrets are ``SecretStr`` throughout: no repr, log line or error message shows them.
 """
@@ -30,9 +36,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import grpc
@@ -41,6 +50,7 @@ from google.protobuf.message import Message
 from pydantic import SecretStr
 
 from silt.errors import ConfigError
+from silt.rpc.channels import ClientTLS, open_aio_channel, open_channel
 from silt.telemetry.requestid import METADATA_KEY as REQUEST_ID_HEADER
 from silt.telemetry.requestid import current as current_request_id
 
@@ -49,9 +59,23 @@ if TYPE_CHECKING:
 
 ACCESS_KEY_HEADER = "x-silt-access-key-id"
 DATE_HEADER = "x-silt-date"
+SCOPE_HEADER = "x-silt-scope"
+NONCE_HEADER = "x-silt-nonce"
 SIGNATURE_HEADER = "x-silt-signature"
-ALGORITHM = "SILT-HMAC-SHA256"
-SIGNED_HEADERS = frozenset((ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, REQUEST_ID_HEADER))
+# What a signed call must carry; a server refuses a call without them before reading it.
+REQUIRED_HEADERS = (ACCESS_KEY_HEADER, DATE_HEADER, SCOPE_HEADER, NONCE_HEADER, SIGNATURE_HEADER)
+SIGNED_HEADERS = frozenset((*REQUIRED_HEADERS, REQUEST_ID_HEADER))
+ALGORITHM = "SILT2-HMAC-SHA256"
+NONCE_BYTES = 16
+
+# The services that verify signed calls, each for calls to itself.
+AUTH_AUDIENCE = "auth"
+GRAVELER_AUDIENCE = "graveler"
+COMPACTOR_AUDIENCE = "compactor"
+AUDIENCES = (AUTH_AUDIENCE, GRAVELER_AUDIENCE, COMPACTOR_AUDIENCE)
+_AUDIENCE_RE = re.compile(r"[a-z][a-z0-9-]{0,31}")
+_DAY_RE = re.compile(r"[0-9]{8}")
+_NONCE_RE = re.compile(f"[0-9a-f]{{{2 * NONCE_BYTES}}}")
 
 
 @dataclass(frozen=True)
@@ -76,9 +100,46 @@ def payload_digest(request: Message) -> str:
     return hashlib.sha256(request.SerializeToString(deterministic=True)).hexdigest()
 
 
-def sign(secret: SecretStr, date: str, method: str, access_key_id: str, digest: str) -> str:
-    text = "\n".join((ALGORITHM, date, method, access_key_id, digest))
-    return hmac.new(secret.get_secret_value().encode(), text.encode(), hashlib.sha256).hexdigest()
+def is_audience(value: str) -> bool:
+    return _AUDIENCE_RE.fullmatch(value) is not None
+
+
+def is_day(value: str) -> bool:
+    return _DAY_RE.fullmatch(value) is not None
+
+
+def is_nonce(value: str) -> bool:
+    return _NONCE_RE.fullmatch(value) is not None
+
+
+def day_of(date: int) -> str:
+    """The UTC day (yyyymmdd) of a call's date (seconds since the epoch)."""
+    return datetime.fromtimestamp(date, UTC).strftime("%Y%m%d")
+
+
+def audience_of(method: str) -> str:
+    """The audience of a call to a Silt service: <audience> of /silt.<audience>.v1.Service/Method."""
+    package = method.lstrip("/").split("/", 1)[0].split(".")
+    if len(package) < 3 or package[0] != "silt" or not is_audience(package[1]):
+        raise ValueError(f"{method!r} is not a method of a Silt service: pass the audience to sign it")
+    return package[1]
+
+
+def derive_call_key(secret: SecretStr, day: str, audience: str) -> bytes:
+    """The key that signs calls with this secret on day (yyyymmdd, UTC) to audience.
+
+    The same construction as SigV4's signing key, under another prefix and terminator, so
+    that no SigV4 key is ever a call key or the reverse. Knowing it reveals neither the
+    secret nor the key of any other day or audience."""
+    key = ("SILT2" + secret.get_secret_value()).encode()
+    for part in (day, audience, "silt2_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return key
+
+
+def sign(key: bytes, date: str, scope: str, nonce: str, method: str, access_key_id: str, digest: str) -> str:
+    text = "\n".join((ALGORITHM, date, scope, nonce, method, access_key_id, digest))
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
 class _CallDetails(NamedTuple):
@@ -93,19 +154,42 @@ class _CallDetails(NamedTuple):
 class SigningInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
     """Client side: signs every call with the caller's access key."""
 
-    def __init__(self, credentials: Credentials, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, credentials: Credentials, clock: Callable[[], float] = time.time, audience: str | None = None
+    ) -> None:
         self._credentials = credentials
         self._clock = clock
+        self._audience = audience
+        # (day, audience) -> signing key: a channel signs for one or two days at a time.
+        self._keys: dict[tuple[str, str], bytes] = {}
+
+    def _key(self, day: str, audience: str) -> bytes:
+        key = self._keys.get((day, audience))
+        if key is None:
+            if len(self._keys) >= 8:
+                self._keys.clear()
+            key = self._keys[(day, audience)] = derive_call_key(self._credentials.secret_access_key, day, audience)
+        return key
 
     def _signed(self, details: grpc.ClientCallDetails, request: Message) -> _CallDetails:
         method = details.method.decode() if isinstance(details.method, bytes) else details.method
-        date = str(int(self._clock()))
+        seconds = int(self._clock())
+        date, day = str(seconds), day_of(seconds)
+        audience = self._audience or audience_of(method)
+        scope = f"{day}/{audience}"
+        nonce = secrets.token_hex(NONCE_BYTES)
         key_id = self._credentials.access_key_id
-        signature = sign(self._credentials.secret_access_key, date, method, key_id, payload_digest(request))
+        signature = sign(self._key(day, audience), date, scope, nonce, method, key_id, payload_digest(request))
         metadata: list[tuple[str, str | bytes]] = [
             (k, v) for k, v in (details.metadata or ()) if k not in SIGNED_HEADERS
         ]
-        metadata += [(ACCESS_KEY_HEADER, key_id), (DATE_HEADER, date), (SIGNATURE_HEADER, signature)]
+        metadata += [
+            (ACCESS_KEY_HEADER, key_id),
+            (DATE_HEADER, date),
+            (SCOPE_HEADER, scope),
+            (NONCE_HEADER, nonce),
+            (SIGNATURE_HEADER, signature),
+        ]
         # The S3 request this call serves, for the receiving service's logs. Added here rather
         # than by an interceptor of its own: each grpc.aio interceptor costs a task per call.
         request_id = current_request_id.get()
@@ -127,13 +211,20 @@ class SigningInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClien
         return continuation(self._signed(client_call_details, request), request)
 
 
-def signed_channel(target: str, credentials: Credentials, options: Sequence[tuple[str, Any]] = ()) -> grpc.Channel:
-    """A channel to target whose every call is signed with credentials."""
+def signed_channel(
+    target: str,
+    credentials: Credentials,
+    options: Sequence[tuple[str, Any]] = (),
+    tls: ClientTLS | None = None,
+    *,
+    audience: str | None = None,
+) -> grpc.Channel:
+    """A channel to target whose every call is signed with credentials; over TLS with tls.
+    audience: the service at target (default: the package of each method called)."""
     from silt.telemetry.rpc import traced_channel
 
-    return traced_channel(
-        grpc.intercept_channel(grpc.insecure_channel(target, options=list(options)), SigningInterceptor(credentials))
-    )
+    signer = SigningInterceptor(credentials, audience=audience)
+    return traced_channel(grpc.intercept_channel(open_channel(target, tls, options), signer))
 
 
 def _as_bytes(method: str | bytes) -> bytes:
@@ -143,9 +234,11 @@ def _as_bytes(method: str | bytes) -> bytes:
 class AioSigningInterceptor(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
     """Client side for grpc.aio channels: the same signature as SigningInterceptor."""
 
-    def __init__(self, credentials: Credentials, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, credentials: Credentials, clock: Callable[[], float] = time.time, audience: str | None = None
+    ) -> None:
         # Reuses the sync interceptor's signing so that both kinds of channel stay identical.
-        self._signer = SigningInterceptor(credentials, clock)
+        self._signer = SigningInterceptor(credentials, clock, audience)
 
     def _signed(self, details: Any, request: Message) -> grpc.aio.ClientCallDetails:
         signed = self._signer._signed(details, request)
@@ -167,11 +260,16 @@ class AioSigningInterceptor(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.Unary
 
 
 def signed_aio_channel(
-    target: str, credentials: Credentials, options: Sequence[tuple[str, Any]] = ()
+    target: str,
+    credentials: Credentials,
+    options: Sequence[tuple[str, Any]] = (),
+    tls: ClientTLS | None = None,
+    *,
+    audience: str | None = None,
 ) -> grpc.aio.Channel:
-    """A grpc.aio channel to target whose every call is signed with credentials."""
+    """A grpc.aio channel to target whose every call is signed with credentials; over TLS with tls.
+    audience: the service at target (default: the package of each method called)."""
     from silt.telemetry.rpc import aio_client_interceptors
 
-    return grpc.aio.insecure_channel(
-        target, options=list(options), interceptors=[*aio_client_interceptors(), AioSigningInterceptor(credentials)]
-    )
+    signer = AioSigningInterceptor(credentials, audience=audience)
+    return open_aio_channel(target, tls, options, interceptors=[*aio_client_interceptors(), signer])

@@ -8,7 +8,7 @@ much data Silt holds. deploy/grafana/silt.json is built on these names.
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, multiprocess, start_http_server
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, multiprocess, start_http_server
 
 # Seconds; from sub-millisecond cache hits to slow object-store transfers.
 REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -26,6 +26,13 @@ S3_DURATION = Histogram(
 )
 S3_RECEIVED = Counter("silt_s3_received_bytes", "Request body bytes received", ["operation"])
 S3_SENT = Counter("silt_s3_sent_bytes", "Response body bytes sent", ["operation"])
+# Labels: auth, graveler, kv. With several gateway workers, the lowest of the live ones.
+GATEWAY_DEPENDENCY_UP = Gauge(
+    "silt_gateway_dependency_up",
+    "1 if the gateway's last readiness check found the dependency answering, else 0",
+    ["dependency"],
+    multiprocess_mode="livemin",
+)
 
 # --- gRPC (server side of every service) --------------------------------------------------
 GRPC_HANDLED = Counter(

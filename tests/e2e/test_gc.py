@@ -1,18 +1,20 @@
 """`silt gc` against the running stack: rules, a dry run, a run, and the bytes left behind.
 
 Object bytes go through the S3 gateway; the run reuses the test run's SparkSession (the CLI
-never stops a session it did not start).
+never stops a session it did not start). The admin sets the rules; the runs use the key of
+svc-gc, the non-admin user auth setup creates for scheduled GC runs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 import boto3
 
-from silt.launcher import Stack
+from silt.launcher import SERVICE_KEYS_FILE, Stack
 from tests.e2e.conftest import Silt
 
 REPO = "e2e-gc"
@@ -42,12 +44,19 @@ def test_gc_rules_and_run(spark: Any, stack: Stack, silt: Silt) -> None:
     shown = cli("gc", "rules", "show", REPO, "--json").json()
     assert shown["is_set"] and shown["rules"]["branch_retention_days"] == {"main": 0}
 
+    gc_key = json.loads((stack.data_dir / SERVICE_KEYS_FILE).read_text())["gc"]
+    assert gc_key["user_id"] == "svc-gc"
+    gc_user = cli.as_user(gc_key["access_key_id"], gc_key["secret_access_key"])
+    # It runs GC, and administers nothing else: rules stay the admin's.
+    refused = gc_user("gc", "rules", "set", REPO, "--default-days", "7", ok=False)
+    assert refused.code == 6 and "SetGCRules" in refused.err, refused
+
     root = Path(os.path.expanduser(stack.config.blockstore.local.path)) / REPO  # type: ignore[union-attr]
-    dry = cli("gc", "run", REPO, "--grace", "0", "--dry-run", "--json").json()
+    dry = gc_user("gc", "run", REPO, "--grace", "0", "--dry-run", "--json").json()
     assert dry["objects"] == {"expired-commit": 1, "unreferenced": 0} and dry["deleted"] == 0
     assert (root / old).is_file()
 
-    done = cli("gc", "run", REPO, "--grace", "0")
+    done = gc_user("gc", "run", REPO, "--grace", "0")
     assert "expired-commit" in done.out and "deleted: 1" in done.out
     assert not (root / old).is_file() and (root / current).is_file()
     assert s3.get_object(Bucket=REPO, Key="main/t/a")["Body"].read() == b"version 2"

@@ -67,12 +67,13 @@ def test_health_flips_with_the_kv_and_back(cassandra_server: CassandraServer, tm
             endpoints = stack.stack.endpoints
             auth, graveler, gateway = endpoints["auth"], endpoints["graveler"], endpoints["gateway"]
             eventually(lambda: _status(auth) == _status(graveler) == SERVING, 10, "SERVING at start")
-            assert _ready(gateway) == (200, {"status": "ready"})
+            # The gateway answers from its own periodic check, at most one interval behind.
+            eventually(lambda: _ready(gateway) == (200, {"status": "ready"}), 10, "gateway ready at start")
 
             proxy.stop()  # Cassandra goes away for these services
             eventually(lambda: _status(auth) == _status(graveler) == NOT_SERVING, 15, "NOT_SERVING")
-            status, body = _ready(gateway)
-            assert status == 503 and {"auth", "graveler", "kv"} <= set(body["failing"])
+            # Not ready, without saying why to an anonymous caller: the log says it.
+            eventually(lambda: _ready(gateway) == (503, {"status": "not ready"}), 15, "gateway not ready")
             # Liveness is not readiness: the process itself is fine and must not be restarted.
             with urllib.request.urlopen(f"{gateway}/_silt/health/live", timeout=5) as reply:
                 assert reply.status == 200

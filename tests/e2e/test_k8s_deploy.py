@@ -1,11 +1,16 @@
-"""deploy/k8s (the dev overlay) run here as the manifests say, on the test Cassandra.
+"""deploy/k8s (the dev overlay) run here as the manifests say, on a Cassandra configured as
+the StatefulSet configures its own (password authentication and authorization on).
 
-The auth-setup Job, then auth, graveler, the compactor and the gateway with the replica counts, commands,
-env, ConfigMaps and Secrets of the rendered manifests (tests/support/k8s_run.py says what is
-substituted: Service names -> local round-robin proxies, Cassandra and MinIO -> the test
-servers). Waits for every declared probe, drives S3 (boto3) and CLI traffic (the GC CronJob's
-container, with CLI args), and kills one replica of each service mid-traffic: every
-acknowledged write must survive. A wrong endpoint, env name or config key fails here.
+The auth-setup Job (its init container creating Cassandra's logins, then auth setup writing the
+keys into Secrets through a stand-in API server), then auth, graveler, the compactor and the
+gateway with the replica counts, commands, env, ConfigMaps and Secrets of the rendered
+manifests (tests/support/k8s_run.py says what is substituted: Service names -> local
+round-robin proxies, Cassandra and MinIO -> test servers). Checks that Cassandra refuses
+anonymous and built-in logins and confines each service's login to its keyspace, that no
+secret reaches the Job's log and that the keys land in the Secrets the manifest names. Waits
+for every declared probe, drives S3 (boto3) and CLI traffic (the GC CronJob's container, with
+CLI args), and kills one replica of each service mid-traffic: every acknowledged write must
+survive. A wrong endpoint, env name or config key fails here.
 """
 
 from __future__ import annotations
@@ -17,18 +22,96 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cassandra import Unauthorized
+from cassandra.auth import PlainTextAuthProvider
+from cassandra.cluster import Cluster as CqlCluster
+from cassandra.cluster import NoHostAvailable
 
-from tests.support.k8s_run import Cluster, dev_cluster, s3_client, set_up
+from tests.support.k8s import named, pod_spec, resolve_env
+from tests.support.k8s_run import BUILT_IN_SUPERUSER, Cluster, dev_cluster, s3_client, set_up
 
 # The services in the order a cluster brings them up (each needs the ones before it).
 DEPLOYMENTS = ("silt-auth", "silt-graveler", "silt-compactor", "silt-gateway")
 REPOSITORY = "example"  # the GC CronJob's repository (ConfigMap silt-gc)
+# The Secrets the setup Job's --secret arguments name, by who gets the key.
+KEY_SECRETS = {name: f"silt-{name}-credentials" for name in ("admin", "graveler", "compactor", "gateway", "gc")}
+
+pytestmark = pytest.mark.cassandra
 
 
 @pytest.fixture
-def cluster(cassandra_server: Any, moto_server: str, tmp_path: Path) -> Iterator[Cluster]:
-    with dev_cluster(cassandra_server, moto_server, tmp_path) as running:
+def cluster(moto_server: str, tmp_path: Path) -> Iterator[Cluster]:
+    with dev_cluster(moto_server, tmp_path) as running:
         yield running
+
+
+def cql(cluster: Cluster, login: tuple[str, str] | None) -> CqlCluster:
+    assert cluster.cassandra is not None
+    return CqlCluster(
+        [cluster.cassandra.host],
+        port=cluster.cassandra.port,
+        protocol_version=3,
+        auth_provider=PlainTextAuthProvider(*login) if login else None,
+        connect_timeout=5,
+    )
+
+
+def refused(cluster: Cluster, login: tuple[str, str] | None) -> bool:
+    session = cql(cluster, login)
+    try:
+        session.connect()
+    except NoHostAvailable as exc:
+        return "authenticat" in str(exc).lower() or "credentials" in str(exc).lower()
+    finally:
+        session.shutdown()
+    return False
+
+
+def cassandra_login(cluster: Cluster, deployment: str) -> tuple[str, str]:
+    """The login a Deployment's pods use, from their resolved environment."""
+    (container,) = pod_spec(named(cluster.docs, "Deployment", deployment))["containers"]
+    env = resolve_env(cluster.docs, container, cluster.secrets)
+    return env["SILT_DATABASE_CASSANDRA_USERNAME"], env["SILT_DATABASE_CASSANDRA_PASSWORD"]
+
+
+def check_setup_job(cluster: Cluster) -> None:
+    """Keys in the Secrets the manifest names, written by the Job's ServiceAccount only; no
+    secret in its log; Cassandra with no anonymous or built-in login, one login per service."""
+    log = cluster.logs["silt-auth-setup"]
+    for name, secret in KEY_SECRETS.items():
+        key = cluster.secrets[secret]
+        assert key["access-key-id"] and key["secret-access-key"], name
+        assert key["secret-access-key"] not in log, f"{name}'s secret key is in the Job's log"
+        assert f"Secret {secret}" in log, log
+    assert cluster.secrets["silt-gc-credentials"] != cluster.secrets["silt-admin-credentials"], "GC runs as admin"
+    patched = {(r.account, r.verb, r.path.rpartition("/")[2], r.status) for r in cluster.kube_api.requests}
+    assert patched == {("silt-auth-setup", "patch", secret, 200) for secret in KEY_SECRETS.values()}
+    cassandra_secrets = [s for s in cluster.secrets if s.startswith("silt-cassandra-")]
+    assert len(cassandra_secrets) == 5, cassandra_secrets
+    for secret in cassandra_secrets:
+        assert cluster.secrets[secret]["password"] not in log, f"{secret}'s password is in the Job's log"
+
+    assert refused(cluster, None), "Cassandra accepts a connection without credentials"
+    assert refused(cluster, BUILT_IN_SUPERUSER), "the built-in superuser cassandra/cassandra still logs in"
+    # Each service's login does its KV work in its keyspace and nothing else.
+    for deployment, keyspace, other in [
+        ("silt-graveler", "silt", "silt_gateway"),
+        ("silt-gateway", "silt_gateway", "silt"),
+    ]:
+        session = cql(cluster, cassandra_login(cluster, deployment))
+        try:
+            connected = session.connect()
+            connected.execute(f"SELECT key FROM {keyspace}.kv LIMIT 1")
+            for statement in (
+                f"SELECT key FROM {other}.kv LIMIT 1",
+                f"INSERT INTO {other}.kv (partition_key, key, value) VALUES (0x00, 0x00, 0x00)",
+                f"CREATE TABLE {keyspace}.intruder (k int PRIMARY KEY)",
+                "SELECT * FROM system_auth.credentials",
+            ):
+                with pytest.raises(Unauthorized):
+                    connected.execute(statement)
+        finally:
+            session.shutdown()
 
 
 class Writer(threading.Thread):
@@ -62,6 +145,7 @@ class Writer(threading.Thread):
 
 def test_the_dev_overlay_runs_as_written_and_survives_losing_a_replica_of_each_service(cluster: Cluster) -> None:
     admin = set_up(cluster)
+    check_setup_job(cluster)
     for deployment in DEPLOYMENTS:
         replicas = cluster.run_deployment(deployment)
         assert len(replicas) >= 2, f"{deployment}: the manifest asks for {len(replicas)} replicas"
@@ -70,8 +154,10 @@ def test_the_dev_overlay_runs_as_written_and_survives_losing_a_replica_of_each_s
     s3.create_bucket(Bucket=REPOSITORY)
     s3.put_object(Bucket=REPOSITORY, Key="main/hello.txt", Body=b"hello from k8s")
 
-    # CLI traffic in the GC CronJob's container (its env, config and credentials), other args.
-    cli = lambda *args: cluster.run_to_completion("CronJob", "silt-gc", list(args))  # noqa: E731
+    # CLI traffic in the GC CronJob's container (its env and config), other args, the admin's key
+    # (GC's own user may do only what GC needs).
+    as_admin = {"SILT_ACCESS_KEY_ID": admin["access_key_id"], "SILT_SECRET_ACCESS_KEY": admin["secret_access_key"]}
+    cli = lambda *args: cluster.run_to_completion("CronJob", "silt-gc", list(args), env=as_admin)  # noqa: E731
     cli("gc", "rules", "set", REPOSITORY, "--default-days", "7")
     assert "default retention: 7 days" in cli("gc", "rules", "show", REPOSITORY)
     cli("commit", f"silt://{REPOSITORY}/main", "-m", "first commit through the manifests")

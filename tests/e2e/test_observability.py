@@ -263,6 +263,10 @@ def test_health_answers_unauthenticated_probes(observed: Observed, tmp_path: Pat
     gateway = endpoints["gateway"]
     assert _http(f"{gateway}/_silt/health/live") == (200, {"status": "live"})
     assert _http(f"{gateway}/_silt/health/ready") == (200, {"status": "ready"})
+    # What each dependency's state was is for the operator's metrics, not the anonymous answer.
+    scraped = _scrape(observed.metrics["gateway"])
+    for dependency in ("auth", "graveler", "kv"):
+        assert scraped[("silt_gateway_dependency_up", (("dependency", dependency),))] == 1.0
     # Only health is open: the S3 API next to it still wants a signature.
     status, _ = _http_raw(f"{gateway}/")
     assert status == 403

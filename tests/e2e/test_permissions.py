@@ -39,3 +39,28 @@ def test_analyst_reads_but_cannot_write(stack: Stack, silt: Silt) -> None:
     wrong = silt.as_user(key["access_key_id"], "x" * 40)
     refused = wrong("repo", "list", ok=False)
     assert refused.code == 6 and "authenticated" in refused.err
+
+
+GC_REPO = "e2e-gc-admin"
+
+
+def test_writers_do_not_administer_retention(stack: Stack, silt: Silt) -> None:
+    """A Developers member writes, but GC rules (0 days deletes history) are the admins'."""
+    silt("repo", "create", GC_REPO)
+    silt("auth", "users", "create", "dev")
+    silt("auth", "groups", "add-member", "Developers", "dev")
+    key = silt("auth", "credentials", "create", "--user", "dev", "--json").json()
+    dev = silt.as_user(key["access_key_id"], key["secret_access_key"])
+
+    dev("branch", "create", f"silt://{GC_REPO}/dev-work", "--source", "main")
+    for args, action in (
+        (("gc", "rules", "set", GC_REPO, "--default-days", "0"), "SetGCRules"),
+        (("gc", "rules", "delete", GC_REPO), "DeleteGCRules"),
+    ):
+        denied = dev(*args, ok=False)
+        assert denied.code == 6 and action in denied.err, (args, denied)
+    assert not dev("gc", "rules", "show", GC_REPO, "--json").json().get("is_set")
+
+    silt("gc", "rules", "set", GC_REPO, "--default-days", "30")
+    assert dev("gc", "rules", "show", GC_REPO, "--json").json()["rules"]["default_retention_days"] == 30
+    silt("gc", "rules", "delete", GC_REPO)

@@ -1,5 +1,6 @@
 """Several replicas, one truth: the dev overlay's 2 auth, 2 graveler and 2 gateway processes
-(run as the manifests say, tests/support/k8s_run.py) on one Cassandra.
+(run as the manifests say, tests/support/k8s_run.py) on one Cassandra, as the manifests
+configure it (authentication on, a login per service).
 
 * the concurrency torture test of tests/integration/graveler/test_concurrency.py across
   processes: 8 writers spread over both gateways (S3 PUT/DELETE), 2 committers, one per
@@ -40,6 +41,8 @@ KEYS_PER_WRITER = 4
 CACHE_TTL_SECONDS = 5.0
 REVOCATION_BOUND_SECONDS = 2 * CACHE_TTL_SECONDS + 1.0
 
+pytestmark = pytest.mark.cassandra
+
 
 class Running:
     def __init__(self, cluster: Cluster, admin: dict[str, Any]) -> None:
@@ -67,8 +70,8 @@ class Running:
 
 
 @pytest.fixture(scope="module")
-def running(cassandra_server: Any, moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    with dev_cluster(cassandra_server, moto_server, Path(tmp_path_factory.mktemp("replicas"))) as cluster:
+def running(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    with dev_cluster(moto_server, Path(tmp_path_factory.mktemp("replicas"))) as cluster:
         admin = set_up(cluster)
         for deployment in ("silt-auth", "silt-graveler", "silt-gateway"):
             assert len(cluster.run_deployment(deployment)) == 2
@@ -229,7 +232,7 @@ def test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothin
         history.update(c.id for c in page.commits)
         if not page.has_more:
             break
-        after = page.commits[-1].id
+        after = page.next_after
     assert not [cid for _, cid in commits if cid not in history], "acknowledged commits missing from main's history"
 
 

@@ -67,9 +67,10 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:]) or f"({path} is empty)"
 
 
-def _query_release_version(host: str, port: int) -> str:
+def _query_release_version(host: str, port: int, credentials: tuple[str, str] | None = None) -> str:
     """The node's release_version, over native protocol v3 (spoken by 2.1 through 5.0)."""
     # Imported here so that collecting tests never pays for cassandra-driver.
+    from cassandra.auth import PlainTextAuthProvider
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
     from cassandra.policies import RoundRobinPolicy
 
@@ -77,6 +78,7 @@ def _query_release_version(host: str, port: int) -> str:
         [host],
         port=port,
         protocol_version=3,
+        auth_provider=PlainTextAuthProvider(*credentials) if credentials else None,
         execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())},
         connect_timeout=5,
         control_connection_timeout=5,
@@ -96,15 +98,15 @@ def _release_version(host: str, port: int) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("-")[0].split(".") if p.isdigit())
 
 
-def _cql_ready(host: str, port: int) -> bool:
-    """True once a driver session can query the node."""
+def _cql_ready(host: str, port: int, credentials: tuple[str, str] | None = None) -> bool:
+    """True once a driver session can query the node (logged in with credentials, if given)."""
     try:
         with socket.create_connection((host, port), timeout=1.0):
             pass
     except OSError:
         return False
     try:
-        _query_release_version(host, port)
+        _query_release_version(host, port, credentials)
     except Exception:
         return False
     return True
@@ -143,7 +145,22 @@ class CassandraServer:
         return cls(host, int(port), protocol_version=3 if version < (2, 2) else None)
 
     @classmethod
-    def start(cls, timeout_s: float | None = None) -> CassandraServer:
+    def start(
+        cls,
+        timeout_s: float | None = None,
+        *,
+        configure: Path | None = None,
+        credentials: tuple[str, str] | None = None,
+        heap: str | None = None,
+    ) -> CassandraServer:
+        """A fresh node. configure: a script that edits its cassandra.yaml before it starts
+        (scripts/cassandra.sh's SILT_CASSANDRA_CONFIGURE); credentials: the login that proves it
+        ready (with authentication on, an anonymous session is refused)."""
+        env = dict(os.environ)
+        if configure is not None:
+            env["SILT_CASSANDRA_CONFIGURE"] = str(configure)
+        if heap is not None:
+            env["SILT_CASSANDRA_HEAP"] = heap
         if timeout_s is None:
             timeout_s = float(os.environ.get(START_TIMEOUT_ENV, DEFAULT_START_TIMEOUT_S))
         data_dir = Path(tempfile.mkdtemp(prefix="silt-cassandra-"))
@@ -153,6 +170,7 @@ class CassandraServer:
             process = subprocess.Popen(
                 [str(SCRIPT), "run", str(data_dir), str(port), str(storage_port)],
                 stdin=subprocess.DEVNULL,
+                env=env,
                 stdout=out_file,
                 stderr=subprocess.STDOUT,
                 # Its own process group, so that stopping it reaches the JVM and whatever
@@ -164,14 +182,14 @@ class CassandraServer:
         # driver's protocol negotiation (and its warnings).
         server = cls("127.0.0.1", port, process=process, data_dir=data_dir, protocol_version=3)
         try:
-            server._wait_ready(timeout_s, out)
+            server._wait_ready(timeout_s, out, credentials)
         except BaseException:
             # The data directory stays for a post-mortem: the error names its logs.
             server.stop(remove_data=False)
             raise
         return server
 
-    def _wait_ready(self, timeout_s: float, out: Path) -> None:
+    def _wait_ready(self, timeout_s: float, out: Path, credentials: tuple[str, str] | None = None) -> None:
         assert self._process is not None and self._data_dir is not None
         started = time.monotonic()
         deadline = started + timeout_s
@@ -179,7 +197,7 @@ class CassandraServer:
             code = self._process.poll()
             if code is not None:
                 raise CassandraStartError(self._failure(f"exited with status {code} before serving CQL", out))
-            if _cql_ready(self.host, self.port):
+            if _cql_ready(self.host, self.port, credentials):
                 self.start_seconds = time.monotonic() - started
                 return
             if time.monotonic() > deadline:

@@ -36,7 +36,14 @@ class GatewayStack:
 
     def client(self, credentials: Credentials | None = None, **config: Any) -> Any:
         creds = credentials or self.admin
-        options = {"s3": {"addressing_style": "path"}, "retries": {"max_attempts": 1}, **config}
+        # SigV4 for presigned URLs too: botocore presigns with SigV2 unless told otherwise,
+        # and the gateway accepts SigV2 only with gateways.s3.sigv2_enabled.
+        options = {
+            "s3": {"addressing_style": "path"},
+            "retries": {"max_attempts": 1},
+            "signature_version": "s3v4",
+            **config,
+        }
         return boto3.client(
             "s3",
             endpoint_url=self.endpoint,

@@ -72,7 +72,8 @@ def resolve_env(
     docs: list[dict[str, Any]], container: dict[str, Any], secrets: dict[str, dict[str, str]]
 ) -> dict[str, str]:
     """A container's environment as the kubelet builds it: literal values, ConfigMap and Secret
-    keys (Secrets from the documents, else from `secrets`), $(VAR) references to earlier ones.
+    keys (Secrets from `secrets`, the live ones, else from the documents), $(VAR) references to
+    earlier ones.
     A reference to a missing ConfigMap, Secret or key fails, as the pod would not start."""
     env: dict[str, str] = {}
     for var in container.get("env", []):
@@ -94,6 +95,8 @@ def resolve_env(
 
 
 def secret_value(docs: list[dict[str, Any]], name: str, key: str, extra: dict[str, dict[str, str]]) -> str:
+    if name in extra and key in extra[name]:
+        return extra[name][key]
     for doc in of_kind(docs, "Secret"):
         if doc["metadata"]["name"] == name:
             if key in doc.get("stringData", {}):
@@ -120,3 +123,59 @@ def expand(text: str, env: dict[str, str]) -> str:
             out.append(text[i])
             i += 1
     return "".join(out)
+
+
+def rbac_allows(docs: list[dict[str, Any]], account: str, verb: str, resource: str, name: str) -> bool:
+    """Kubernetes RBAC over the documents: does a Role bound to ServiceAccount `account` allow
+    verb on the core-group resource `resource` named `name`? (Cluster-wide bindings are refused.)"""
+    assert not of_kind(docs, "ClusterRoleBinding") and not of_kind(docs, "ClusterRole"), "cluster-wide RBAC"
+    for binding in of_kind(docs, "RoleBinding"):
+        if not any(
+            s["kind"] == "ServiceAccount"
+            and s["name"] == account
+            and s.get("namespace", binding["metadata"]["namespace"]) == NAMESPACE
+            for s in binding.get("subjects", [])
+        ):
+            continue
+        assert binding["roleRef"]["kind"] == "Role", "only namespaced Roles are modelled"
+        role = named(docs, "Role", binding["roleRef"]["name"])
+        for rule in role.get("rules", []):
+            if (
+                set(rule.get("apiGroups", [])) & {"", "*"}
+                and set(rule.get("resources", [])) & {resource, "*"}
+                and set(rule.get("verbs", [])) & {verb, "*"}
+                and (not rule.get("resourceNames") or name in rule["resourceNames"])
+            ):
+                return True
+    return False
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    assert set(selector) <= {"matchLabels"}, f"unsupported selector {selector}"
+    return dict(selector.get("matchLabels", {})).items() <= labels.items()
+
+
+def ingress_allowed(
+    docs: list[dict[str, Any]], source: dict[str, str] | None, target: dict[str, str], port: int
+) -> bool:
+    """NetworkPolicy semantics for a TCP connection to `port` of a pod labelled `target` in the
+    namespace, from a pod labelled `source` in the namespace (None: from outside it)."""
+    policies = [
+        p["spec"]
+        for p in of_kind(docs, "NetworkPolicy")
+        if "Ingress" in p["spec"].get("policyTypes", ["Ingress"]) and _selects(p["spec"]["podSelector"], target)
+    ]
+    if not policies:
+        return True  # a pod no policy selects is not isolated
+    for policy in policies:
+        for rule in policy.get("ingress", []):
+            peers = rule.get("from")
+            if peers is not None:
+                for peer in peers:
+                    assert set(peer) == {"podSelector"}, f"unsupported peer {peer}"
+                if source is None or not any(_selects(peer["podSelector"], source) for peer in peers):
+                    continue
+            ports = rule.get("ports")
+            if ports is None or any(p.get("protocol", "TCP") == "TCP" and p["port"] == port for p in ports):
+                return True
+    return False

@@ -2,8 +2,13 @@
 
 A pod becomes a local process: the container's command and args ($(VAR) expanded; `python`
 is this interpreter), its env resolved from literals, ConfigMaps and Secrets, its volumes
-materialized (a ConfigMap as files, an emptyDir as a fresh directory) and every mount path in
-env values and mounted files mapped to that directory. The only things changed, each named:
+materialized (a ConfigMap as files, an emptyDir as a fresh directory, a projected volume as its
+ServiceAccount token, ConfigMap keys and namespace) and every mount path in env values, args
+and mounted files mapped to that directory. A Job's init containers run first, in order.
+The API server is tests/support/kube_api.py's (Secrets and RBAC from the documents), named in
+every container's KUBERNETES_SERVICE_HOST and _PORT as the kubelet does. Cassandra is the real
+one of scripts/cassandra.sh, started with the script the StatefulSet runs on its
+cassandra.yaml. The only things changed, each named:
 
 - a Service's DNS name `<svc>.<ns>.svc.cluster.local:<port>` (and `<svc>:<port>`) in mounted
   files is rewritten to a local round-robin TCP proxy standing in for that Service, or to a
@@ -19,9 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -29,7 +34,6 @@ import sys
 import threading
 import time
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,9 +47,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from silt.config import Config, load_config
 from silt.launcher import free_port
 from silt.lifeline import PARENT_PID_ENV
+from tests.support.cassandra import CassandraServer
 from tests.support.k8s import NAMESPACE, expand, named, of_kind, pod_spec, render, resolve_env
+from tests.support.kube_api import KubeApiServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# What a new Cassandra with PasswordAuthenticator lets in, until the setup Job drops it.
+BUILT_IN_SUPERUSER = ("cassandra", "cassandra")
 
 
 class ServiceProxy:
@@ -185,12 +193,16 @@ class Cluster:
     secrets: dict[str, dict[str, str]] = field(default_factory=dict)
     proxies: dict[str, ServiceProxy] = field(default_factory=dict)
     replicas: dict[str, list[Replica]] = field(default_factory=dict)
+    # Each run Job's (or CronJob's) pod log: the stdout and stderr of all its containers.
+    logs: dict[str, str] = field(default_factory=dict)
+    cassandra: CassandraServer | None = None
 
     def __post_init__(self) -> None:
         for service in of_kind(self.docs, "Service"):
             name = service["metadata"]["name"]
             if name not in self.substitutes:
                 self.proxies[name] = ServiceProxy(name).start()
+        self.kube_api = KubeApiServer(self.docs, self.secrets, self.workdir).start()
 
     def service_address(self, name: str) -> str:
         if name in self.substitutes:
@@ -206,6 +218,28 @@ class Cluster:
                     text = re.sub(rf"(?<![\w.-]){re.escape(dns)}:{port['port']}(?![\d])", local, text)
         return text
 
+    def _config_map(self, name: str) -> dict[str, str]:
+        # Kubernetes publishes the cluster's CA in every namespace under this name.
+        if name == "kube-root-ca.crt":
+            return {"ca.crt": self.kube_api.ca_pem}
+        return {k: str(v) for k, v in named(self.docs, "ConfigMap", name)["data"].items()}
+
+    def _projected(self, sources: list[dict[str, Any]], spec: dict[str, Any], local: Path) -> None:
+        for source in sources:
+            if "serviceAccountToken" in source:
+                account = spec.get("serviceAccountName", "default")
+                (local / source["serviceAccountToken"]["path"]).write_text(self.kube_api.token_for(account))
+            elif "configMap" in source:
+                data = self._config_map(source["configMap"]["name"])
+                for item in source["configMap"].get("items") or [{"key": k, "path": k} for k in data]:
+                    (local / item["path"]).write_text(data[item["key"]])
+            elif "downwardAPI" in source:
+                for item in source["downwardAPI"]["items"]:
+                    assert item["fieldRef"]["fieldPath"] == "metadata.namespace", f"unsupported {item}"
+                    (local / item["path"]).write_text(NAMESPACE)
+            else:
+                raise AssertionError(f"unsupported projected source {source}")
+
     def _volumes(self, spec: dict[str, Any], container: dict[str, Any], where: Path) -> dict[str, Path]:
         """mountPath -> local directory holding the volume."""
         sources = {v["name"]: v for v in spec.get("volumes", [])}
@@ -216,9 +250,10 @@ class Cluster:
             local.mkdir(parents=True, exist_ok=True)
             mounts[mount["mountPath"]] = local
             if "configMap" in volume:
-                data = named(self.docs, "ConfigMap", volume["configMap"]["name"])["data"]
-                for key, value in data.items():
-                    (local / key).write_text(self._rewrite_service_names(str(value)))
+                for key, value in self._config_map(volume["configMap"]["name"]).items():
+                    (local / key).write_text(self._rewrite_service_names(value))
+            elif "projected" in volume:
+                self._projected(volume["projected"]["sources"], spec, local)
             else:
                 assert "emptyDir" in volume, f"unsupported volume {volume}"
         # Paths inside mounted files (e.g. a cache directory on an emptyDir) follow the mounts.
@@ -228,15 +263,20 @@ class Cluster:
                     file.write_text(_map_paths(file.read_text(), mounts))
         return mounts
 
-    def pod(self, workload: dict[str, Any], index: int) -> Replica:
+    def pod(self, workload: dict[str, Any], index: int, container: dict[str, Any] | None = None) -> Replica:
+        """A replica of the workload's one container (or of the container given: an init container)."""
         spec = pod_spec(workload)
-        (container,) = spec["containers"]
+        if container is None:
+            (container,) = spec["containers"]
         name = workload["metadata"]["name"]
         where = self.workdir / f"{name}-{index}"
         mounts = self._volumes(spec, container, where)
         declared = resolve_env(self.docs, container, self.secrets)
         env = {k: _map_paths(v, mounts) for k, v in declared.items()}
-        command = [expand(part, declared) for part in container.get("command", []) + container.get("args", [])]
+        command = [
+            _map_paths(expand(part, declared), mounts)
+            for part in container.get("command", []) + container.get("args", [])
+        ]
         assert command, f"{name}: the image has no default command worth running"
         if command[0] == "python":
             command[0] = sys.executable
@@ -250,6 +290,9 @@ class Cluster:
             "PYTHONPATH": str(REPO_ROOT),
             "PYTHONUNBUFFERED": "1",
             PARENT_PID_ENV: str(os.getpid()),
+            # The kubelet names the API server (Service kubernetes.default) in every container.
+            "KUBERNETES_SERVICE_HOST": self.kube_api.host,
+            "KUBERNETES_SERVICE_PORT": str(self.kube_api.port),
         }
         env = {**base, **env, **self.env_overrides}
         if ports:
@@ -298,23 +341,38 @@ class Cluster:
         for proxy in self.proxies.values():
             proxy.backends = [p for p in proxy.backends if p != port]
 
-    def run_to_completion(self, kind: str, name: str, args: list[str] | None = None, timeout: float = 120) -> str:
-        """A Job's (or CronJob's) pod, optionally with other args; its stdout."""
-        replica = self.pod(named(self.docs, kind, name), 0)
-        if args is not None:
-            replica.command = replica.command[: -len(pod_spec(named(self.docs, kind, name))["containers"][0]["args"])]
-            replica.command += args
-        done = subprocess.run(
-            replica.command,
-            env=replica.env,
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        assert done.returncode == 0, f"{kind} {name} {args}: {done.stderr[-3000:]}"
-        return done.stdout
+    def run_to_completion(
+        self,
+        kind: str,
+        name: str,
+        args: list[str] | None = None,
+        timeout: float = 120,
+        env: dict[str, str] | None = None,
+    ) -> str:
+        """A Job's (or CronJob's) pod: its init containers, then its container, optionally with
+        other args and env; the container's stdout. The pod's whole log is in self.logs[name]."""
+        workload = named(self.docs, kind, name)
+        spec = pod_spec(workload)
+        log: list[str] = []
+        stdout = ""
+        for container in [*spec.get("initContainers", []), *spec["containers"]]:
+            replica = self.pod(workload, 0, container)
+            if args is not None and container is spec["containers"][-1]:
+                replica.command = replica.command[: -len(container["args"])] + args
+            done = subprocess.run(
+                replica.command,
+                env={**replica.env, **(env or {})},
+                cwd=REPO_ROOT,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+            log += [done.stdout, done.stderr]
+            self.logs[name] = "".join(log)
+            assert done.returncode == 0, f"{kind} {name} {container['name']} {args}: {done.stderr[-3000:]}"
+            stdout = done.stdout
+        return stdout
 
     def stop(self) -> None:
         for replicas in self.replicas.values():
@@ -322,6 +380,7 @@ class Cluster:
                 replica.kill(signal.SIGTERM)
         for proxy in self.proxies.values():
             proxy.stop()
+        self.kube_api.stop()
 
 
 def _map_paths(text: str, mounts: dict[str, Path]) -> str:
@@ -333,49 +392,69 @@ def _map_paths(text: str, mounts: dict[str, Path]) -> str:
     return pattern.sub(lambda match: str(mounts[match.group(1)]), text)
 
 
+def cassandra_configure_script(docs: list[dict[str, Any]], workdir: Path) -> Path:
+    """The script the Cassandra StatefulSet runs on its cassandra.yaml before the image's
+    entrypoint (`bash SCRIPT .../cassandra.yaml && exec docker-entrypoint.sh ...`), copied out of
+    the ConfigMap mounted there."""
+    (container,) = pod_spec(named(docs, "StatefulSet", "cassandra"))["containers"]
+    assert container["command"] == ["bash", "-c"], container["command"]
+    words = shlex.split(container["args"][0])
+    assert words[0] == "bash" and words[2].endswith("/cassandra.yaml"), words
+    assert words[3:6] == ["&&", "exec", "docker-entrypoint.sh"], words
+    script = words[1]
+    volumes = {v["name"]: v for v in pod_spec(named(docs, "StatefulSet", "cassandra")).get("volumes", [])}
+    for mount in container["volumeMounts"]:
+        prefix = mount["mountPath"].rstrip("/") + "/"
+        if script.startswith(prefix):
+            config_map = named(docs, "ConfigMap", volumes[mount["name"]]["configMap"]["name"])
+            local = workdir / "cassandra-configure.sh"
+            local.write_text(config_map["data"][script[len(prefix) :]])
+            return local
+    raise AssertionError(f"{script} is not in a mounted ConfigMap")
+
+
 @contextlib.contextmanager
-def dev_cluster(cassandra_server: Any, moto_server: str, tmp_path: Path) -> Iterator[Cluster]:
-    """The dev overlay's documents, ready to run on the test Cassandra and moto_server."""
+def dev_cluster(moto_server: str, tmp_path: Path) -> Iterator[Cluster]:
+    """The dev overlay's documents, ready to run on a Cassandra of their own and moto_server.
+
+    The Cassandra is new (the setup Job meets the built-in superuser and creates everything) and
+    runs the StatefulSet's configuration: authentication and authorization on."""
     moto_host = moto_server.removeprefix("http://")
     boto3.client(
         "s3", endpoint_url=moto_server, aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1"
     ).create_bucket(Bucket="silt-data")
-    overrides = {
-        # The test Cassandra stands in for the StatefulSet (one node, its own port), in a keyspace
-        # of this test's own so that the setup Job runs for the first time.
-        "SILT_DATABASE_CASSANDRA_CONTACT_POINTS": cassandra_server.host,
-        "SILT_DATABASE_CASSANDRA_PORT": str(cassandra_server.port),
-        "SILT_DATABASE_CASSANDRA_KEYSPACE": f"k8s_{uuid.uuid4().hex[:12]}",
-    }
-    if cassandra_server.protocol_version:
-        overrides["SILT_DATABASE_CASSANDRA_PROTOCOL_VERSION"] = str(cassandra_server.protocol_version)
-    running = Cluster(
-        render("dev"),
-        tmp_path,
-        substitutes={"cassandra": f"{cassandra_server.host}:{cassandra_server.port}", "minio": moto_host},
-        env_overrides=overrides,
+    docs = render("dev")
+    cassandra = CassandraServer.start(
+        configure=cassandra_configure_script(docs, tmp_path), credentials=BUILT_IN_SUPERUSER, heap="512M"
     )
+    # The test Cassandra stands in for the StatefulSet: one node, on its own port.
+    overrides = {
+        "SILT_DATABASE_CASSANDRA_CONTACT_POINTS": cassandra.host,
+        "SILT_DATABASE_CASSANDRA_PORT": str(cassandra.port),
+    }
+    if cassandra.protocol_version:
+        overrides["SILT_DATABASE_CASSANDRA_PROTOCOL_VERSION"] = str(cassandra.protocol_version)
     try:
-        yield running
+        running = Cluster(
+            docs,
+            tmp_path,
+            substitutes={"cassandra": f"{cassandra.host}:{cassandra.port}", "minio": moto_host},
+            env_overrides=overrides,
+        )
+        running.cassandra = cassandra
+        try:
+            yield running
+        finally:
+            running.stop()
     finally:
-        running.stop()
+        cassandra.stop()
 
 
 def set_up(cluster: Cluster) -> dict[str, Any]:
-    """The auth-setup Job, then the operator's step: its keys into the credentials Secrets."""
-    keys = json.loads(cluster.run_to_completion("Job", "silt-auth-setup"))
-    for service in ("graveler", "compactor", "gateway"):
-        key = keys["services"][service]
-        cluster.secrets[f"silt-{service}-credentials"] = {
-            "access-key-id": key["access_key_id"],
-            "secret-access-key": key["secret_access_key"],
-        }
-    admin = keys["admin"]
-    cluster.secrets["silt-gc-credentials"] = {
-        "access-key-id": admin["access_key_id"],
-        "secret-access-key": admin["secret_access_key"],
-    }
-    return dict(admin)
+    """The auth-setup Job, as Kubernetes runs it; the admin's key, from the Secret it wrote."""
+    cluster.run_to_completion("Job", "silt-auth-setup")
+    admin = cluster.secrets["silt-admin-credentials"]
+    return {"access_key_id": admin["access-key-id"], "secret_access_key": admin["secret-access-key"]}
 
 
 def s3_client(cluster: Cluster, admin: dict[str, Any], endpoint: str | None = None, attempts: int = 6) -> Any:

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from silt.cli.common import State
 from silt.cli.main import cli
+from silt.cli.run import _hint_data_dir
 from silt.client import (
     EXIT_CONFLICT,
     EXIT_DENIED,
@@ -19,6 +20,7 @@ from silt.client import (
     EXIT_USAGE,
     ClientError,
     error_of_rpc,
+    find_config_path,
     parse_uri,
     resolve_settings,
 )
@@ -105,13 +107,52 @@ def test_settings_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert resolve_settings(config).credentials.access_key_id == "AKIAFROMENVIRONMENT0"  # type: ignore[union-attr]
 
 
-def test_make_run_data_dir_is_found_from_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _hostile_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A home with the user's own stack, and a current directory (a repository someone else
+    controls) whose .silt-data names the attacker's endpoints and configuration."""
     for var in ("SILT_ACCESS_KEY_ID", "SILT_SECRET_ACCESS_KEY", "SILT_CLIENT_CREDENTIALS_FILE", "SILT_DATA_DIR"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("SILT_CONFIG", raising=False)
+    home, checkout = tmp_path / "home", tmp_path / "checkout"
+    monkeypatch.setenv("HOME", str(home))
+    _credentials_file(home / ".silt" / "credentials.json", "AKIAHOMEUSER00000000", "127.0.0.1:8102")
+    (home / ".silt" / "config.yaml").write_text("auth:\n  endpoint: 127.0.0.1:8101\n")
+    _credentials_file(checkout / ".silt-data" / "credentials.json", "AKIAATTACKER00000000", "evil.example:443")
+    (checkout / ".silt-data" / "config.yaml").write_text("auth:\n  endpoint: evil.example:443\n")
+    monkeypatch.chdir(checkout)
+    return home, checkout
+
+
+def test_the_current_directory_is_never_read_unasked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home, _ = _hostile_checkout(tmp_path, monkeypatch)
+    config_path = find_config_path(None)
+    assert config_path == str(home / ".silt" / "config.yaml")
+    settings = resolve_settings(load_config(config_path, env={}))
+    assert settings.graveler == "127.0.0.1:8102" and settings.auth == "127.0.0.1:8101"
+    assert settings.credentials is not None and settings.credentials.access_key_id == "AKIAHOMEUSER00000000"
+
+    # The user's own key from the environment is not sent to the checkout's endpoints either.
+    monkeypatch.setenv("SILT_ACCESS_KEY_ID", "AKIAFROMENVIRONMENT0")
+    monkeypatch.setenv("SILT_SECRET_ACCESS_KEY", "e" * 40)
+    (home / ".silt" / "credentials.json").unlink()
+    settings = resolve_settings(load_config(find_config_path(None), env={}))
+    assert "evil" not in settings.graveler + settings.auth + settings.s3_endpoint
+
+
+def test_the_current_directory_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, checkout = _hostile_checkout(tmp_path, monkeypatch)
+    monkeypatch.setenv("SILT_DATA_DIR", ".silt-data")  # `make run`'s stack, named explicitly
+    assert find_config_path(None) == ".silt-data/config.yaml"
+    settings = resolve_settings(load_config(find_config_path(None), env={}))
+    assert settings.graveler == "evil.example:443" and settings.auth == "evil.example:443"
+    assert (checkout / ".silt-data").is_dir()
+
+
+def test_make_run_tells_how_to_reach_its_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
-    _credentials_file(tmp_path / ".silt-data" / "credentials.json", "AKIAMAKERUN000000000", "127.0.0.1:7102")
-    settings = resolve_settings(load_config(env={}))
-    assert settings.graveler == "127.0.0.1:7102"
+    assert _hint_data_dir((tmp_path / "home" / ".silt").resolve()) is None
+    assert _hint_data_dir(Path(".silt-data").resolve()) == f"export SILT_DATA_DIR={tmp_path / '.silt-data'}"
 
 
 def test_cli_without_credentials_says_so_in_one_line(tmp_path: Path) -> None:

@@ -87,7 +87,7 @@ def test_the_configmap_is_a_valid_silt_configuration_whose_endpoints_are_service
 
 def test_commands_run_modules_that_exist(overlay: str) -> None:
     for doc in workloads(render(overlay)):
-        for container in pod_spec(doc)["containers"]:
+        for container in pod_spec(doc)["containers"] + pod_spec(doc).get("initContainers", []):
             command = container.get("command")
             if command and command[:2] == ["python", "-m"]:
                 assert importlib.util.find_spec(command[2]) is not None, command
@@ -96,7 +96,7 @@ def test_commands_run_modules_that_exist(overlay: str) -> None:
 def test_environment_variables_are_known_configuration_keys(overlay: str) -> None:
     known = set(env_keys().values()) | CLI_VARIABLES
     for doc in workloads(render(overlay)):
-        for container in pod_spec(doc)["containers"]:
+        for container in pod_spec(doc)["containers"] + pod_spec(doc).get("initContainers", []):
             for var in container.get("env", []):
                 if var["name"].startswith("SILT_"):
                     assert var["name"] in known, var["name"]
@@ -113,19 +113,73 @@ def test_services_select_pods_that_expose_their_target_ports(overlay: str) -> No
             assert port.get("targetPort", port["port"]) in ports, service["metadata"]["name"]
 
 
-def test_probes_use_the_health_endpoints_on_the_serving_port(overlay: str) -> None:
+def test_probes_use_the_health_endpoints_of_each_service(overlay: str, tmp_path: Path) -> None:
     docs = render(overlay)
+    config = config_of(docs, tmp_path)
     for name, deployment in SILT_SERVICES.items():
         (container,) = pod_spec(named(docs, "Deployment", deployment))["containers"]
         (port,) = container["ports"]
         readiness = container["readinessProbe"]
         if name == "gateway":
-            assert readiness["httpGet"] == {"path": "/_silt/health/ready", "port": port["name"]}
-            assert container["livenessProbe"]["httpGet"]["path"] == "/_silt/health/live"
+            scheme = {"scheme": "HTTPS"} if config.gateways.s3.tls.enabled else {}
+            assert readiness["httpGet"] == {"path": "/_silt/health/ready", "port": port["name"], **scheme}
+            assert container["livenessProbe"]["httpGet"] == {
+                "path": "/_silt/health/live",
+                "port": port["name"],
+                **scheme,
+            }
+            assert container["startupProbe"]["httpGet"] == {
+                "path": "/_silt/health/live",
+                "port": port["name"],
+                **scheme,
+            }
         else:
-            # Native gRPC probes ask grpc.health.v1.Health on the service's own port.
-            assert readiness["grpc"]["port"] == port["containerPort"]
+            # Native gRPC probes ask grpc.health.v1.Health: on the service's own port, or, with
+            # TLS (which the kubelet's gRPC probe cannot speak), on its plaintext health port.
+            section = getattr(config, name)
+            health_port = port["containerPort"]
+            if config.tls.enabled:
+                assert section.health_listen_address, f"{name}: TLS needs a health_listen_address for probes"
+            if section.health_listen_address:
+                health_port = int(section.health_listen_address.rpartition(":")[2])
+            assert readiness["grpc"]["port"] == health_port
             assert container["livenessProbe"]["tcpSocket"]["port"] == port["containerPort"]
+
+
+def _mounted_file(spec: dict[str, Any], container: dict[str, Any], path: str) -> str:
+    """The Secret a file path lies in, through the container's volume mounts."""
+    for mount in container.get("volumeMounts", []):
+        if path.startswith(mount["mountPath"].rstrip("/") + "/"):
+            (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+            assert "secret" in volume, f"{path} is not in a Secret"
+            return str(volume["secret"]["secretName"])
+    raise AssertionError(f"{path} is not mounted in {container['name']}")
+
+
+def test_prod_runs_mutual_tls_between_services_and_https_at_the_gateway(tmp_path: Path) -> None:
+    docs = render("prod")
+    config = config_of(docs, tmp_path)
+    tls = config.tls
+    assert tls.enabled and tls.require_client_cert
+    assert tls.cert_file and tls.key_file and tls.ca_file
+    # Every Silt process, the GC job too, finds its certificate, key and CA in the Secret silt-tls.
+    for doc in [named(docs, "Deployment", d) for d in SILT_SERVICES.values()] + [named(docs, "CronJob", "silt-gc")]:
+        spec = pod_spec(doc)
+        (container,) = spec["containers"]
+        for path in (tls.cert_file, tls.key_file, tls.ca_file):
+            assert _mounted_file(spec, container, path) == "silt-tls", doc["metadata"]["name"]
+        # The non-root user reads the files through its group.
+        assert spec["securityContext"]["fsGroup"] == spec["securityContext"]["runAsGroup"]
+    s3 = config.gateways.s3.tls
+    assert s3.enabled and s3.cert_file and s3.key_file
+    spec = pod_spec(named(docs, "Deployment", "silt-gateway"))
+    for path in (s3.cert_file, s3.key_file):
+        assert _mounted_file(spec, spec["containers"][0], path) == "silt-gateway-tls"
+
+
+def test_dev_runs_without_tls(tmp_path: Path) -> None:
+    config = config_of(render("dev"), tmp_path)
+    assert not config.tls.enabled and not config.gateways.s3.tls.enabled
 
 
 def test_replicas_disruption_budgets_and_anti_affinity(overlay: str) -> None:
@@ -191,5 +245,6 @@ def test_prod_runs_three_cassandra_nodes_with_local_quorum(tmp_path: Path) -> No
     assert (config.consistency, config.serial_consistency) == ("LOCAL_QUORUM", "LOCAL_SERIAL")
     dc = {v["name"]: v.get("value") for v in pod_spec(cassandra)["containers"][0]["env"]}["CASSANDRA_DC"]
     assert config.local_datacenter == dc
-    # Prod holds no Secret values: they are created out of band.
-    assert of_kind(docs, "Secret") == []
+    # Prod holds no Secret values: they are created out of band, or written by the setup Job.
+    for secret in of_kind(docs, "Secret"):
+        assert not secret.get("data") and not secret.get("stringData"), secret["metadata"]["name"]

@@ -5,11 +5,15 @@ object's final physical address (local: a directory under the store; S3: a real 
 upload). What S3 clients need besides (upload id -> repository, branch, key, physical address,
 the adapter's upload id; and each part's ETag and size, for ListParts and for validating
 Complete) is kept in KV, partition `gateway-multipart`, so uploads survive gateway restarts
-and any gateway replica can continue an upload another one started:
+and any gateway replica can continue an upload another one started. The records of uploads
+and their indexes are services/gateway/uploads.py's; besides them:
 
-    u/<repository>/<upload id>        the upload (JSON)
-    p/<upload id>/<part number:05d>   one part (JSON)
     c/<repository>/<upload id>        a completed upload's answer, for a retried Complete (JSON)
+
+**Expiry.** An upload never completed nor aborted is aborted once it is older than
+`gateways.s3.multipart_upload_max_age_seconds` (7 days by default): from then on it is
+unknown to every call, and each gateway process's sweep (every
+`gateways.s3.multipart_expiry_interval_seconds`) aborts it in the block adapter and forgets it.
 
 SDKs retry CompleteMultipartUpload when its response was lost; S3 answers the retry with the
 same result. A completed upload therefore leaves its answer (not its parts) for
@@ -18,8 +22,10 @@ COMPLETED_REPLAY_SECONDS; each later Complete in the repository prunes a few exp
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import logging
 import re
 import secrets
 import time
@@ -27,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote
 
-from services.gateway import checksums
+from services.gateway import checksums, uploads
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
@@ -59,10 +65,13 @@ from services.gateway.request import decimal
 from services.gateway.routing import split_path
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import PartInfo
+from silt.config import S3GatewayConfig
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import scan_prefix
 
-PARTITION = b"gateway-multipart"
+log = logging.getLogger(__name__)
+
+PARTITION = uploads.PARTITION
 COMPLETED_REPLAY_SECONDS = 3600
 _PRUNE_BATCH = 64
 MIN_PART_SIZE = 5 * 1024 * 1024
@@ -71,16 +80,12 @@ _XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
 _COPY_RANGE = re.compile(r"^bytes=([0-9]+)-([0-9]+)$")
 
 
-def _upload_key(repository: str, upload_id: str) -> bytes:
-    return f"u/{repository}/{upload_id}".encode()
-
-
 def _completed_key(repository: str, upload_id: str) -> bytes:
     return f"c/{repository}/{upload_id}".encode()
 
 
 def _part_key(upload_id: str, number: int) -> bytes:
-    return f"p/{upload_id}/{number:05d}".encode()
+    return uploads.part_prefix(upload_id) + f"{number:05d}".encode()
 
 
 async def _upload(ctx: Context, action: str) -> tuple[str, dict]:
@@ -90,9 +95,11 @@ async def _upload(ctx: Context, action: str) -> tuple[str, dict]:
     upload_id = request.arg("uploadId") or ""
     record = None
     if re.fullmatch(r"[0-9a-f]{32}", upload_id):
-        record = await ctx.backend.run(ctx.backend.kv_get, PARTITION, _upload_key(repository, upload_id))
+        record = await ctx.backend.run(ctx.backend.kv_get, PARTITION, uploads.upload_key(repository, upload_id))
     if record is None or record["path"] != request.path:
         raise S3Error("NoSuchUpload", UploadId=upload_id)
+    if uploads.is_expired(record, ctx.config.multipart_upload_max_age_seconds):
+        raise S3Error("NoSuchUpload", "the upload expired", UploadId=upload_id)  # the sweep aborts it
     return upload_id, record
 
 
@@ -114,6 +121,7 @@ async def create(ctx: Context) -> Response:
     address = new_physical_address()
     block_id = await ctx.backend.run(ctx.backend.adapter.create_multipart_upload, namespace, address)
     upload_id = secrets.token_hex(16)
+    initiated_ns = time.time_ns()
     record = {
         "path": request.path,
         "branch": ref,
@@ -121,13 +129,14 @@ async def create(ctx: Context) -> Response:
         "namespace": namespace,
         "address": address,
         "block_id": block_id,
-        "initiated": datetime.now(UTC).isoformat(),
+        "initiated": datetime.fromtimestamp(initiated_ns / 1e9, UTC).isoformat(),
+        "initiated_ns": initiated_ns,
         "content_type": request.headers.get("content-type", "application/octet-stream"),
         "metadata": user_metadata(request),
         "initiator": ctx.user_id,
         "checksum_algorithm": algorithm,
     }
-    await ctx.backend.run(ctx.backend.kv_put, PARTITION, _upload_key(repository, upload_id), record)
+    await ctx.backend.run(uploads.save, ctx.backend.kv, repository, upload_id, record)
     response = xml_response(
         f"<InitiateMultipartUploadResult {_XMLNS}><Bucket>{x(repository)}</Bucket><Key>{x(request.path)}</Key>"
         f"<UploadId>{upload_id}</UploadId></InitiateMultipartUploadResult>"
@@ -249,7 +258,7 @@ async def complete(ctx: Context) -> Response:
     if any(b <= a for a, b in itertools.pairwise(numbers)):
         raise S3Error("InvalidPartOrder")
     backend = ctx.backend
-    stored = dict(await backend.run(backend.kv_scan, PARTITION, f"p/{upload_id}/".encode()))
+    stored = dict(await backend.run(backend.kv_scan, PARTITION, uploads.part_prefix(upload_id)))
     algorithm = record.get("checksum_algorithm")
     part_checksums: list[str] | None = [] if algorithm else None
     for i, want in enumerate(requested):
@@ -302,7 +311,7 @@ async def complete(ctx: Context) -> Response:
         # The parts were consumed into the object; with its bytes deleted, the upload can
         # never complete, so it is forgotten too (the client re-uploads after the 503).
         if getattr(exc, "not_applied", False):
-            await _forget(ctx, repository, upload_id, stored)
+            await _forget(ctx, repository, upload_id, record, stored)
         raise
     answer = {
         "path": ctx.request.path,
@@ -312,7 +321,7 @@ async def complete(ctx: Context) -> Response:
         "completed_at": time.time(),
     }
     await backend.run(backend.kv_put, PARTITION, _completed_key(repository, upload_id), answer)
-    await _forget(ctx, repository, upload_id, stored)
+    await _forget(ctx, repository, upload_id, record, stored)
     await backend.run(_prune_completed, backend, repository)
     return _complete_result(ctx, result.etag, checksum_xml)
 
@@ -360,11 +369,9 @@ def _part_checksum_xml(part: dict) -> str:
     return f"<{element}>{value}</{element}>"
 
 
-async def _forget(ctx: Context, repository: str, upload_id: str, parts: dict) -> None:
+async def _forget(ctx: Context, repository: str, upload_id: str, record: dict, parts: dict) -> None:
     backend = ctx.backend
-    for key in parts:
-        await backend.run(backend.kv_delete, PARTITION, key)
-    await backend.run(backend.kv_delete, PARTITION, _upload_key(repository, upload_id))
+    await backend.run(uploads.forget, backend.kv, repository, upload_id, record, list(parts))
 
 
 async def abort(ctx: Context) -> Response:
@@ -373,8 +380,8 @@ async def abort(ctx: Context) -> Response:
     await backend.run(
         backend.adapter.abort_multipart_upload, record["namespace"], record["address"], record["block_id"]
     )
-    stored = dict(await backend.run(backend.kv_scan, PARTITION, f"p/{upload_id}/".encode()))
-    await _forget(ctx, ctx.request.bucket, upload_id, stored)
+    stored = dict(await backend.run(backend.kv_scan, PARTITION, uploads.part_prefix(upload_id)))
+    await _forget(ctx, ctx.request.bucket, upload_id, record, stored)
     return Response(204)
 
 
@@ -393,7 +400,7 @@ async def list_parts(ctx: Context) -> Response:
     marker = _int_arg(ctx, "part-number-marker", 0)
     limit = min(_int_arg(ctx, "max-parts", 1000), 1000)
     backend = ctx.backend
-    stored = await backend.run(backend.kv_scan, PARTITION, f"p/{upload_id}/".encode())
+    stored = await backend.run(backend.kv_scan, PARTITION, uploads.part_prefix(upload_id))
     parts = [(int(k.decode().rsplit("/", 1)[1]), v) for k, v in stored]
     parts = [p for p in parts if p[0] > marker]
     page, truncated = parts[:limit], len(parts) > limit
@@ -416,18 +423,7 @@ async def list_uploads(ctx: Context) -> Response:
     await ctx.authorize(READ_REPO, repository)
     await ctx.backend.namespace(repository)
     prefix = ctx.request.arg("prefix", "") or ""
-    limit = min(_int_arg(ctx, "max-uploads", 1000), 1000)
-    backend = ctx.backend
-    stored = await backend.run(backend.kv_scan, PARTITION, f"u/{repository}/".encode())
-    # S3's order: by key, then by initiation time.
-    uploads = sorted(
-        (
-            (v["path"], v["initiated"], k.decode().rsplit("/", 1)[1], v)
-            for k, v in stored
-            if v["path"].startswith(prefix)
-        ),
-        key=lambda u: u[:3],
-    )
+    limit = min(_int_arg(ctx, "max-uploads", uploads.MAX_UPLOADS), uploads.MAX_UPLOADS)
     key_marker = ctx.request.arg("key-marker") or ""
     id_marker = ctx.request.arg("upload-id-marker") or ""
     delimiter = ctx.request.arg("delimiter") or ""
@@ -438,45 +434,39 @@ async def list_uploads(ctx: Context) -> Response:
     def enc(value: str) -> str:
         return x(quote(value, safe="/") if encoding == "url" else value)
 
-    def common_prefix(path: str) -> str | None:
-        cut = path.find(delimiter, len(prefix)) if delimiter else -1
-        return path[: cut + len(delimiter)] if cut >= 0 else None
-
-    if key_marker:
-        if common_prefix(key_marker) == key_marker:
-            # A page that ended on a common prefix continues after everything under it.
-            uploads = [u for u in uploads if u[0] > key_marker and not u[0].startswith(key_marker)]
-        else:
-            # With an upload-id marker, later uploads of the marker's own key follow too.
-            position = {(u[0], u[2]): u[:3] for u in uploads}
-            after = position.get((key_marker, id_marker)) if id_marker else None
-            uploads = [u for u in uploads if u[0] > key_marker or (after is not None and u[:3] > after)]
-    items: list[tuple[str, tuple | None]] = []  # (common prefix, None) or (key, upload)
-    for upload in uploads:
-        shared = common_prefix(upload[0])
-        if shared is None:
-            items.append((upload[0], upload))
-        elif not items or items[-1] != (shared, None):
-            items.append((shared, None))
-    page, truncated = items[:limit], len(items) > limit
+    backend = ctx.backend
+    # S3's order (by key, then by initiation time), read a page at a time from the index.
+    page, truncated = await backend.run(
+        uploads.list_page,
+        backend.kv,
+        repository,
+        prefix,
+        delimiter,
+        key_marker,
+        id_marker if re.fullmatch(r"[0-9a-f]{32}", id_marker) else "",
+        limit,
+        ctx.config.multipart_upload_max_age_seconds,
+    )
     markers = ""
     if truncated:
-        last_key, last = page[-1]
-        markers = (
-            f"<NextKeyMarker>{enc(last_key)}</NextKeyMarker>"
-            f"<NextUploadIdMarker>{last[2] if last else ''}</NextUploadIdMarker>"
-        )
+        last = page[-1]
+        if isinstance(last, uploads.Upload):
+            next_key, next_id = last.path, last.upload_id
+        else:
+            next_key, next_id = last.prefix, ""
+        markers = f"<NextKeyMarker>{enc(next_key)}</NextKeyMarker><NextUploadIdMarker>{next_id}</NextUploadIdMarker>"
     body = "".join(
-        f"<Upload><Key>{enc(path)}</Key><UploadId>{uid}</UploadId>"
-        f"<Initiator><ID>{x(v['initiator'])}</ID></Initiator><Owner><ID>{x(v['initiator'])}</ID></Owner>"
-        f"<StorageClass>STANDARD</StorageClass><Initiated>{iso_time(datetime.fromisoformat(initiated))}</Initiated>"
+        f"<Upload><Key>{enc(item.path)}</Key><UploadId>{item.upload_id}</UploadId>"
+        f"<Initiator><ID>{x(item.initiator)}</ID></Initiator><Owner><ID>{x(item.initiator)}</ID></Owner>"
+        f"<StorageClass>STANDARD</StorageClass><Initiated>{iso_time(datetime.fromisoformat(item.initiated))}</Initiated>"
         f"</Upload>"
-        for _, upload in page
-        if upload is not None
-        for path, initiated, uid, v in [upload]
+        for item in page
+        if isinstance(item, uploads.Upload)
     )
     prefixes = "".join(
-        f"<CommonPrefixes><Prefix>{enc(key)}</Prefix></CommonPrefixes>" for key, upload in page if upload is None
+        f"<CommonPrefixes><Prefix>{enc(item.prefix)}</Prefix></CommonPrefixes>"
+        for item in page
+        if isinstance(item, uploads.CommonPrefix)
     )
     extra = f"<Delimiter>{enc(delimiter)}</Delimiter>" if delimiter else ""
     extra += "<EncodingType>url</EncodingType>" if encoding == "url" else ""
@@ -486,3 +476,24 @@ async def list_uploads(ctx: Context) -> Response:
         f"<MaxUploads>{limit}</MaxUploads><IsTruncated>{'true' if truncated else 'false'}</IsTruncated>"
         f"{body}{prefixes}</ListMultipartUploadsResult>"
     )
+
+
+async def expire_uploads(backend: Backend, config: S3GatewayConfig) -> None:
+    """Abort expired uploads now and every multipart_expiry_interval_seconds, until cancelled.
+
+    Every gateway process runs it: the sweeps of replicas overlap harmlessly (each step is
+    idempotent), and a deployment with any gateway running expires its uploads.
+    """
+    while True:
+        try:
+            while True:  # a full batch: more expired uploads may be waiting
+                aborted = await backend.run(
+                    uploads.expire, backend.kv, backend.adapter, config.multipart_upload_max_age_seconds
+                )
+                if aborted:
+                    log.info("aborted %d expired multipart uploads", aborted)
+                if aborted < uploads.EXPIRE_BATCH:
+                    break
+        except Exception:  # KV or store unavailable: the next sweep tries again
+            log.warning("could not abort expired multipart uploads", exc_info=True)
+        await asyncio.sleep(config.multipart_expiry_interval_seconds)

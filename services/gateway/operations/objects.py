@@ -283,8 +283,10 @@ def _read_whole(adapter: Any, namespace: str, address: str, byte_range: tuple[in
 def body_source(ctx: Context) -> Source:
     """The decoded, checked body of a write, by how the request was signed."""
     request = ctx.request
-    payload = request.headers.get("x-amz-content-sha256", "")
     auth = ctx.v4
+    # What the signature covers: for SigV4 the claim's payload hash (the header's value, or a
+    # presigned URL's X-Amz-Content-Sha256), never an unsigned header; SigV2 signs the header.
+    payload = auth[1].payload_hash if auth is not None else request.headers.get("x-amz-content-sha256", "")
     declared = request.headers.get("x-amz-decoded-content-length")
     decoded_length = decimal(declared) if declared is not None else None
     if declared is not None and decoded_length is None:

@@ -1,13 +1,17 @@
 """Local caches for committed objects: decoded objects in memory, fetched files on disk.
 
 Ranges and metaranges are immutable and named by content, so an entry never goes stale
-and needs no invalidation; entries are keyed by kind and id alone, which lets repositories
-that hold the same range share one cached copy. Both caches are bounded by bytes and evict
-the least recently used entries. Both are safe to share between threads and managers.
+and needs no invalidation. Entries are keyed by kind, storage namespace and id: an id is
+only a name that a repository's commits (or a restored dump) give, not proof that the
+object is in that repository's namespace, so a cache shared by repositories must never
+answer one repository's read with an object another repository stored. Both caches are
+bounded by bytes and evict the least recently used entries. Both are safe to share between
+threads and managers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -18,7 +22,15 @@ from typing import BinaryIO
 
 from silt.block.adapter import CHUNK_SIZE
 
-CacheKey = tuple[str, str]  # (kind, id)
+CacheKey = tuple[str, str]  # (kind, name): see cache_key
+
+
+def cache_key(kind: str, namespace: str, object_id: str) -> CacheKey:
+    """The key of an object of a namespace: the namespace as a digest keeps the disk cache's
+    file names short and free of the namespace's own characters."""
+    scope = hashlib.sha256(namespace.encode()).hexdigest()[:32]
+    return kind, f"{scope}-{object_id}"
+
 
 DEFAULT_MEMORY_BYTES = 256 * 1024 * 1024
 DEFAULT_DISK_BYTES = 4 * 1024 * 1024 * 1024

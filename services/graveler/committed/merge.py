@@ -21,7 +21,6 @@ canonical metarange (see apply.py).
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, NamedTuple
@@ -29,6 +28,7 @@ from typing import Literal, NamedTuple
 from services.graveler.committed.apply import apply_changes
 from services.graveler.committed.chunking import ChunkingPolicy
 from services.graveler.committed.diff import Difference, diff_metaranges
+from services.graveler.committed.globs import check_rules, glob_regex
 from services.graveler.committed.metarange import MetaRange
 from services.graveler.committed.model import Change, MetaRangeId, Record
 from services.graveler.committed.ranges import RangeData
@@ -232,41 +232,14 @@ def _strategy(name: str) -> Resolution:
         raise InvalidArgument(f"unknown merge strategy {name!r}: expected one of {sorted(_STRATEGIES)}") from None
 
 
-def glob_regex(pattern: str) -> re.Pattern[bytes]:
-    """Compile a key glob: ``*`` matches within one path segment, ``**`` across segments.
-
-    ``**/`` may match no segment at all, so ``a/**/b`` matches ``a/b``; every other
-    character is literal. Matching is against the whole key.
-    """
-    raw = pattern.encode()
-    parts: list[bytes] = []
-    position = 0
-    while position < len(raw):
-        if raw.startswith(b"**", position):
-            after = position + 2
-            starts_segment = position == 0 or raw[position - 1 : position] == b"/"
-            if starts_segment and raw.startswith(b"/", after):
-                parts.append(b"(?:.*/)?")
-                position = after + 1
-            else:
-                parts.append(b".*")
-                position = after
-        elif raw.startswith(b"*", position):
-            parts.append(b"[^/]*")
-            position += 1
-        else:
-            parts.append(re.escape(raw[position : position + 1]))
-            position += 1
-    # DOTALL: keys are arbitrary bytes, newlines included.
-    return re.compile(b"".join(parts), re.DOTALL)
-
-
 def by_pattern(rules: Sequence[tuple[str, str]], default: str = "fail") -> Resolver:
     """A resolver choosing a strategy by the first rule whose glob matches the conflict's key.
 
     Strategies: ``source``/``source-wins``, ``dest``/``dest-wins``, ``fail``. Rules are
-    checked when the resolver is built, so a typo fails before any merge starts.
+    checked when the resolver is built, so a typo fails before any merge starts. Globs are
+    matched in linear time and bounded in number and size (globs.py).
     """
+    check_rules([pattern for pattern, _ in rules])
     compiled = [(glob_regex(pattern), _strategy(strategy)) for pattern, strategy in rules]
     fallback = _strategy(default)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol, TypeVar
 
-from services.graveler.committed.cache import CommittedCache, DiskCache
+from services.graveler.committed.cache import CommittedCache, DiskCache, cache_key
 from services.graveler.committed.metarange import MetaRange, decode_metarange, encode_metarange, metarange_id
 from services.graveler.committed.model import MetaRangeId, RangeId, RangeInfo, metarange_key, range_key
 from services.graveler.committed.ranges import RangeData, decode_range, encode_range, range_id
@@ -90,7 +90,7 @@ class ObjectStore:
             self._count("ranges_uploaded")
         # Freshly committed ranges are the ones read next (reads of the new commit, the next apply).
         data = RangeData.of(keys, identities, values)
-        self._cache.memory.put((RANGE, new_id), data, data.memory_size)
+        self._cache.memory.put(cache_key(RANGE, namespace, new_id), data, data.memory_size)
         return RangeInfo(new_id, keys[0], keys[-1], len(keys), estimated_bytes)
 
     def write_metarange(self, namespace: str, ranges: list[RangeInfo]) -> MetaRangeId:
@@ -98,7 +98,7 @@ class ObjectStore:
         if self._upload_if_absent(namespace, metarange_key(new_id), lambda: encode_metarange(ranges)):
             self._count("metaranges_uploaded")
         decoded = MetaRange.of(new_id, ranges)
-        self._cache.memory.put((METARANGE, new_id), decoded, decoded.memory_size)
+        self._cache.memory.put(cache_key(METARANGE, namespace, new_id), decoded, decoded.memory_size)
         return new_id
 
     def _upload_if_absent(self, namespace: str, key: str, encode: Callable[[], bytes]) -> bool:
@@ -128,19 +128,19 @@ class ObjectStore:
     def _load(
         self, namespace: str, kind: str, object_id: str, key: str, decode: Callable[[BinaryIO], _Decoded]
     ) -> _Decoded:
-        cache_key = (kind, object_id)
-        cached = self._cache.memory.get(cache_key)
+        key_in_cache = cache_key(kind, namespace, object_id)
+        cached = self._cache.memory.get(key_in_cache)
         if cached is not None:
             self._count(f"{kind}_memory_hits")
             return cached  # type: ignore[return-value]  # kind decides the type stored
-        stream = self._cache.disk.open(cache_key) if self._cache.disk is not None else None
+        stream = self._cache.disk.open(key_in_cache) if self._cache.disk is not None else None
         if stream is not None:
             self._count(f"{kind}_disk_hits")
         else:
             stream = self._fetch(namespace, kind, object_id, key)
         with stream:
             decoded = decode(stream)
-        self._cache.memory.put(cache_key, decoded, decoded.memory_size)
+        self._cache.memory.put(key_in_cache, decoded, decoded.memory_size)
         return decoded
 
     def _fetch(self, namespace: str, kind: str, object_id: str, key: str) -> BinaryIO:
@@ -152,6 +152,6 @@ class ObjectStore:
         self._count(f"{kind}_reads")
         with stream:
             if self._spill_to is not None:
-                return self._spill_to.store((kind, object_id), stream)
+                return self._spill_to.store(cache_key(kind, namespace, object_id), stream)
             # Parquet readers seek (the footer comes first), and adapter streams need not.
             return io.BytesIO(stream.read())

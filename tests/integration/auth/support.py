@@ -28,10 +28,11 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.kv import Store
 from silt.rpc.interceptor import AuthInterceptor, remote_interceptor
-from silt.rpc.signing import Credentials, signed_channel
+from silt.rpc.signing import GRAVELER_AUDIENCE, Credentials, signed_channel
 from tests.support.clock import ManualClock
 
-ENCRYPT_KEY = SecretStr("integration-tests-encrypt-key")
+# 32 random bytes, base64: the only form of key auth accepts (`openssl rand -base64 32`).
+ENCRYPT_KEY = SecretStr("HQg+1A96j3CSJzyOeWVoVlMl+ODbGmjKAyOtOOeEvLw=")
 
 # Every secret these tests were given, so that the log check knows what to look for.
 ISSUED_SECRETS: set[str] = set()
@@ -154,7 +155,7 @@ def start_stack(store: Store, data_dir: Path, ttl: float) -> Stack:
             access_key_id=service_key.access_key_id, secret_access_key=service_key.secret_access_key
         ),
     )
-    graveler_interceptor = remote_interceptor(config, GRAVELER_RULES, cache_clock=clock)
+    graveler_interceptor = remote_interceptor(config, GRAVELER_RULES, GRAVELER_AUDIENCE, cache_clock=clock)
     graveler_server, graveler_port = start_graveler(graveler, "127.0.0.1:0", [graveler_interceptor])
     stack._servers.append(graveler_server)
     stack._interceptors.append(graveler_interceptor)

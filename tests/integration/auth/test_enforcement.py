@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 
 import grpc
@@ -16,7 +17,18 @@ from silt.auth.v1 import model_pb2 as pb
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as gpb
-from silt.rpc.signing import ACCESS_KEY_HEADER, DATE_HEADER, SIGNATURE_HEADER, Credentials, payload_digest, sign
+from silt.rpc.signing import (
+    ACCESS_KEY_HEADER,
+    DATE_HEADER,
+    NONCE_HEADER,
+    SCOPE_HEADER,
+    SIGNATURE_HEADER,
+    Credentials,
+    day_of,
+    derive_call_key,
+    payload_digest,
+    sign,
+)
 from tests.integration.auth.support import Stack, code_of, details_of, unique
 
 UNAUTHENTICATED = grpc.StatusCode.UNAUTHENTICATED
@@ -69,23 +81,38 @@ def test_signature_binds_method_request_and_time(stack: Stack) -> None:
     method = "/silt.graveler.v1.GravelerService/GetRepository"
     signed_for = api.GetRepositoryRequest(name=repo)
 
-    def headers(date: int, request: Message = signed_for, signed_method: str = method) -> list[tuple[str, str]]:
-        signature = sign(
-            creds.secret_access_key, str(date), signed_method, creds.access_key_id, payload_digest(request)
-        )
-        return [(ACCESS_KEY_HEADER, creds.access_key_id), (DATE_HEADER, str(date)), (SIGNATURE_HEADER, signature)]
+    def headers(
+        date: int, request: Message = signed_for, signed_method: str = method, audience: str = "graveler"
+    ) -> list[tuple[str, str]]:
+        scope, nonce = f"{day_of(date)}/{audience}", secrets.token_hex(16)
+        key = derive_call_key(creds.secret_access_key, day_of(date), audience)
+        signature = sign(key, str(date), scope, nonce, signed_method, creds.access_key_id, payload_digest(request))
+        return [
+            (ACCESS_KEY_HEADER, creds.access_key_id),
+            (DATE_HEADER, str(date)),
+            (SCOPE_HEADER, scope),
+            (NONCE_HEADER, nonce),
+            (SIGNATURE_HEADER, signature),
+        ]
 
     now = int(time.time())
     assert code_of(_raw_call(stack, headers(now), signed_for)) == OK
-    # Replayed with another request, another method, or long after: refused.
+    # Replayed with another request, another method, another audience, or long after: refused.
     assert code_of(_raw_call(stack, headers(now), api.GetRepositoryRequest(name=other))) == UNAUTHENTICATED
     other_method = "/silt.graveler.v1.GravelerService/DeleteRepository"
     assert code_of(_raw_call(stack, headers(now, signed_method=other_method), signed_for)) == UNAUTHENTICATED
+    assert code_of(_raw_call(stack, headers(now, audience="auth"), signed_for)) == UNAUTHENTICATED
     stale = _raw_call(stack, headers(now - 3600), signed_for)
     assert code_of(stale) == UNAUTHENTICATED
     assert "away from the server's clock" in details_of(stale)
-    garbled = [(ACCESS_KEY_HEADER, creds.access_key_id), (DATE_HEADER, "yesterday"), (SIGNATURE_HEADER, "00")]
+    garbled = [(name, "yesterday" if name == DATE_HEADER else value) for name, value in headers(now)]
     assert code_of(_raw_call(stack, garbled, signed_for)) == UNAUTHENTICATED
+    # The very same call, sent twice: the second is a replay.
+    once = headers(now)
+    assert code_of(_raw_call(stack, once, signed_for)) == OK
+    replayed = _raw_call(stack, once, signed_for)
+    assert code_of(replayed) == UNAUTHENTICATED
+    assert "replayed" in details_of(replayed)
 
 
 def test_deleted_credentials_stop_working_within_the_cache_time(stack: Stack) -> None:
@@ -245,7 +272,9 @@ def test_delegated_admin_cannot_attach_policies_it_was_not_given(stack: Stack) -
     grant = pb.Statement(
         effect=pb.EFFECT_ALLOW, actions=[a.ATTACH_POLICY], resources=["users/*", "policies/RepoReadAll"]
     )
-    admin.CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id, statements=[grant]))
+    # What RepoReadAll gives, the delegate holds itself (services/auth/grants.py).
+    reads = pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.READ_REPO], resources=["*"])
+    admin.CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id, statements=[grant, reads]))
     admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=policy_id, user_id=delegate_id))
     me = stack.auth(delegate)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import grpc
 import pytest
@@ -12,6 +13,7 @@ from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import model_pb2 as pb
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as gpb
 from silt.rpc.signing import Credentials
 from tests.integration.auth.support import Stack, code_of, details_of, remember, unique
 
@@ -21,7 +23,8 @@ EXPECTED: dict[str, set[str]] = {
     ADMINS: set(a.ALL_ACTIONS),
     DEVELOPERS: {a.READ_REPO, a.WRITE_REPO},
     ANALYSTS: {a.READ_REPO},
-    SERVICES: {a.AUTHORIZE, a.READ_SECRET, a.READ_REPO, a.WRITE_REPO},
+    # Verifying signatures is held by each service's own user, for its audience, not the group.
+    SERVICES: {a.AUTHORIZE, a.READ_REPO, a.WRITE_REPO},
     NO_GROUP: set(),
 }
 
@@ -74,6 +77,46 @@ def _write_repo(stack: Stack, creds: Credentials) -> Callable[[], object]:
     repo = stack.new_repo()
     request = api.CreateBranchRequest(repository=repo, name="feature", source_ref="main")
     return lambda: stack.gv(creds).CreateBranch(request)
+
+
+def _repo_with_rules(stack: Stack) -> str:
+    repo = stack.new_repo()
+    rules = gpb.GCRules(default_retention_days=7)
+    stack.gv(stack.admin).SetGCRules(api.SetGCRulesRequest(repository=repo, rules=rules))
+    return repo
+
+
+def _set_gc_rules(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    request = api.SetGCRulesRequest(repository=stack.new_repo(), rules=gpb.GCRules(default_retention_days=0))
+    return lambda: stack.gv(creds).SetGCRules(request)
+
+
+def _delete_gc_rules(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    request = api.DeleteGCRulesRequest(repository=_repo_with_rules(stack))
+    return lambda: stack.gv(creds).DeleteGCRules(request)
+
+
+def _prepare_gc(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    request = api.PrepareGCRequest(repository=_repo_with_rules(stack))
+    return lambda: stack.gv(creds).PrepareGC(request)
+
+
+def _dump_refs(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    request = api.DumpRefsRequest(repository=stack.new_repo())
+    return lambda: stack.gv(creds).DumpRefs(request)
+
+
+def _restore_refs(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    """A bare repository on the namespace of a dumped and then deleted one, as in a recovery."""
+    admin = stack.gv(stack.admin)
+    source = stack.new_repo()
+    namespace = admin.GetRepository(api.GetRepositoryRequest(name=source)).storage_namespace
+    dump = admin.DumpRefs(api.DumpRefsRequest(repository=source))
+    admin.DeleteRepository(api.DeleteRepositoryRequest(name=source))
+    restored = unique("restored")
+    admin.CreateRepository(api.CreateRepositoryRequest(name=restored, storage_namespace=namespace, bare=True))
+    request = api.RestoreRefsRequest(repository=restored, location=dump.location)
+    return lambda: stack.gv(creds).RestoreRefs(request)
 
 
 def _auth_call(method: str, request: object) -> Probe:
@@ -140,14 +183,11 @@ def _create_credentials(stack: Stack, creds: Credentials) -> Callable[[], object
     return call
 
 
-def _read_secret(stack: Stack, creds: Credentials) -> Callable[[], object]:
+def _verify_signature(stack: Stack, creds: Credentials) -> Callable[[], object]:
     _, key_id = _victim(stack, with_key=True)
-
-    def call() -> object:
-        reply = stack.auth(creds).GetCredentialSecret(auth_api.GetCredentialSecretRequest(access_key_id=key_id))
-        return remember(reply.secret_access_key)
-
-    return call
+    today = datetime.now(UTC).strftime("%Y%m%d")
+    request = auth_api.GetCallSigningKeyRequest(access_key_id=key_id, day=today, audience="graveler")
+    return lambda: stack.auth(creds).GetCallSigningKey(request)
 
 
 PROBES: dict[str, Probe] = {
@@ -155,6 +195,11 @@ PROBES: dict[str, Probe] = {
     a.DELETE_REPO: _delete_repo,
     a.READ_REPO: _read_repo,
     a.WRITE_REPO: _write_repo,
+    a.SET_GC_RULES: _set_gc_rules,
+    a.DELETE_GC_RULES: _delete_gc_rules,
+    a.PREPARE_GC: _prepare_gc,
+    a.DUMP_REFS: _dump_refs,
+    a.RESTORE_REFS: _restore_refs,
     a.CREATE_USER: lambda s, c: _auth_call("CreateUser", auth_api.CreateUserRequest(id=unique("new")))(s, c),
     a.READ_USER: _on_victim("GetUser", lambda u, _: auth_api.GetUserRequest(id=u)),
     a.DELETE_USER: _on_victim("DeleteUser", lambda u, _: auth_api.DeleteUserRequest(id=u)),
@@ -178,7 +223,7 @@ PROBES: dict[str, Probe] = {
     a.AUTHORIZE: _on_victim(
         "Authorize", lambda u, _: auth_api.AuthorizeRequest(user_id=u, action=a.READ_REPO, resource="some-repo")
     ),
-    a.READ_SECRET: _read_secret,
+    a.VERIFY_SIGNATURE: _verify_signature,
 }
 
 GROUPS = [*PRESET_GROUPS, NO_GROUP]
@@ -217,6 +262,7 @@ def test_authorize_answers_the_same_matrix(stack: Stack, members: dict[str, Cred
     me = stack.auth(members[group]).WhoAmI(auth_api.WhoAmIRequest()).user.id
     admin = stack.auth(stack.admin)
     for action in a.ALL_ACTIONS:
-        resource = "some-repo" if action in a.REPO_ACTIONS else a.user_resource("someone")
+        on_repository = action in a.REPO_ACTIONS or action in a.REPO_ADMIN_ACTIONS
+        resource = "some-repo" if on_repository else a.user_resource("someone")
         reply = admin.Authorize(auth_api.AuthorizeRequest(user_id=me, action=action, resource=resource))
         assert reply.allowed == (action in EXPECTED[group]), (group, action)

@@ -189,7 +189,7 @@ def test_credentials_are_aws_shaped_and_encrypted_at_rest(iam: IamModel) -> None
     assert [c.access_key_id for c in listed] == [key_id]
     assert not listed[0].encrypted_secret
 
-    other_box = IamModel(iam.kv, SecretBox(SecretStr("another-key-entirely")), iam.partition)
+    other_box = IamModel(iam.kv, SecretBox(SecretStr("AVv2ep7lS3/OcLJY9IN0wzsD2f103ZwWkMcXz3CAHUo=")), iam.partition)
     with pytest.raises(FailedPrecondition, match="encrypt_secret_key"):
         other_box.key_owner(key_id)
 

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from services.auth import keys
 from services.auth import setup as auth_setup
 from services.auth.model import IamModel
 from services.auth.policies import compile_statements, is_allowed
 from services.auth.secrets import SecretBox
 from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS, SERVICES, SetupResult
 from silt import actions as a
+from silt.auth.v1 import model_pb2 as pb
 from silt.kv import Store
 from tests.integration.auth.support import ENCRYPT_KEY, remember
 
@@ -47,17 +49,112 @@ def test_setup_creates_presets_admin_and_services(iam: IamModel) -> None:
         return is_allowed(compile_statements(iam.effective_policies(user)), action, resource)
 
     assert all(may("admin", action) for action in a.ALL_ACTIONS)
-    assert may("svc-graveler", a.READ_SECRET) and not may("svc-graveler", a.CREATE_USER)
+    assert may("svc-graveler", a.AUTHORIZE) and not may("svc-graveler", a.CREATE_USER)
+    assert may("svc-graveler", a.VERIFY_SIGNATURE, a.audience_resource("graveler"))
+
+
+def test_each_service_verifies_signatures_for_itself_only(iam: IamModel) -> None:
+    """What a service learns by verifying (signing keys) acts toward its own audience only."""
+    result = run_setup(iam, services=["graveler", "compactor", "gateway", "gc"])
+    assert result is not None
+    for key in (result.admin, *result.services.values()):
+        remember(key.secret_access_key)
+    audiences = ("auth", "graveler", "compactor", a.S3_AUDIENCE)
+    verifies = {
+        service: {x for x in audiences if _may(iam, f"svc-{service}", a.VERIFY_SIGNATURE, a.audience_resource(x))}
+        for service in ("graveler", "compactor", "gateway", "gc")
+    }
+    assert verifies == {"graveler": {"graveler"}, "compactor": {"compactor"}, "gateway": {a.S3_AUDIENCE}, "gc": set()}
+
+
+def test_an_upgrade_replaces_the_secret_reading_service_policy(iam: IamModel) -> None:
+    """Installations set up before signatures were verified in auth: their Services policy names
+    auth:ReadSecret and no service user verifies anything. A later setup run fixes both, and the
+    stored old action never broke a decision meanwhile."""
+    first = run_setup(iam, services=["graveler", "gateway"])
+    assert first is not None
+    for key in (first.admin, *first.services.values()):
+        remember(key.secret_access_key)
+    old = pb.Statement(
+        effect=pb.EFFECT_ALLOW, actions=[a.AUTHORIZE, "auth:ReadSecret", a.READ_REPO, a.WRITE_REPO], resources=["*"]
+    )
+    # Written as the older version stored it: today's validation refuses the retired action.
+    stored = pb.Policy(id="ServiceAccess", description="an older version's", statements=[old])
+    iam.kv.set(iam.partition, keys.key("policies", "ServiceAccess"), stored.SerializeToString())
+    assert "auth:ReadSecret" in iam.get_policy("ServiceAccess").statements[0].actions
+    for service in ("graveler", "gateway"):
+        policy_id = auth_setup.VERIFIER_POLICIES[service][0]
+        iam.detach_policy(policy_id, user_id=f"svc-{service}")
+        iam.delete_policy(policy_id)
+    assert _may(iam, "svc-graveler", a.WRITE_REPO)
+    assert not _may(iam, "svc-graveler", a.VERIFY_SIGNATURE, a.audience_resource("graveler"))
+
+    assert run_setup(iam, services=["graveler", "gateway"]) is None
+    assert [list(s.actions) for s in iam.get_policy("ServiceAccess").statements] == [
+        [a.AUTHORIZE, a.READ_REPO, a.WRITE_REPO]
+    ]
+    assert _may(iam, "svc-graveler", a.VERIFY_SIGNATURE, a.audience_resource("graveler"))
+    assert _may(iam, "svc-gateway", a.VERIFY_SIGNATURE, a.audience_resource(a.S3_AUDIENCE))
+    assert not _may(iam, "svc-gateway", a.VERIFY_SIGNATURE, a.audience_resource("graveler"))
 
 
 def test_second_run_changes_nothing(iam: IamModel) -> None:
-    first = run_setup(iam, services=[])
+    first = run_setup(iam, services=["graveler"])
     assert first is not None
     remember(first.admin.secret_access_key)
+    remember(first.services["graveler"].secret_access_key)
     before = snapshot(iam)
     shown: list[SetupResult] = []
     assert run_setup(iam, services=["graveler"], announce=shown.append) is None
     assert shown == []
+    assert snapshot(iam) == before
+
+
+def _may(iam: IamModel, user: str, action: str, resource: str = "any-repo") -> bool:
+    return is_allowed(compile_statements(iam.effective_policies(user)), action, resource)
+
+
+def test_gc_runs_as_a_user_that_may_only_run_gc(iam: IamModel) -> None:
+    result = run_setup(iam, services=["gc"])
+    assert result is not None
+    remember(result.admin.secret_access_key)
+    key = result.services["gc"]
+    remember(key.secret_access_key)
+    assert key.user_id == "svc-gc" and iam.key_owner(key.access_key_id).user_id == "svc-gc"
+    assert iam.list_user_groups("svc-gc")[0] == []
+    held = {action for action in a.ALL_ACTIONS if _may(iam, "svc-gc", action)}
+    assert held == {a.READ_REPO, a.PREPARE_GC}
+    assert _may(iam, "admin", a.PREPARE_GC)
+
+
+def test_a_later_run_brings_an_older_setup_up_to_date(iam: IamModel) -> None:
+    """An installation set up by an older version: presets as they were then, no svc-gc."""
+    first = run_setup(iam, services=["graveler"])
+    assert first is not None
+    remember(first.admin.secret_access_key)
+    remember(first.services["graveler"].secret_access_key)
+    assert "svc-gc" not in {u.id for u in iam.list_users()[0]}
+    iam.delete_policy(auth_setup.GC_POLICY)
+    old = [pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.READ_REPO, a.WRITE_REPO, a.CREATE_REPO], resources=["*"])]
+    iam.put_preset_policy("RepoReadWriteAll", old, "an older version's")
+    assert _may(iam, "admin", a.PREPARE_GC)
+
+    shown: list[SetupResult] = []
+    assert run_setup(iam, services=["graveler", "gc"], announce=shown.append) is None
+    assert shown == []  # no key is issued after the first run
+    assert [c.access_key_id for c in iam.list_credentials("admin")[0]] == [first.admin.access_key_id]
+    assert auth_setup.keyless_service_users(iam, ["graveler", "gc"]) == ["svc-gc"]
+    assert {action for action in a.ALL_ACTIONS if _may(iam, "svc-gc", action)} == {a.READ_REPO, a.PREPARE_GC}
+    statements = iam.get_policy("RepoReadWriteAll").statements
+    assert [list(s.actions) for s in statements] == [[a.READ_REPO, a.WRITE_REPO]]
+    developer = "dev-" + uuid.uuid4().hex[:6]
+    iam.create_user(developer)
+    iam.add_member(DEVELOPERS, developer)
+    assert not any(_may(iam, developer, action) for action in a.REPO_ADMIN_ACTIONS)
+    assert not _may(iam, developer, a.CREATE_REPO)
+    # And a run with nothing to change writes nothing.
+    before = snapshot(iam)
+    assert run_setup(iam, services=["graveler", "gc"]) is None
     assert snapshot(iam) == before
 
 

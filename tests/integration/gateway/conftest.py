@@ -18,6 +18,14 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
 
 
 @pytest.fixture(scope="session")
+def gw_sigv2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
+    """A stack that also accepts SigV2 (off by default), for the tests of SigV2 clients."""
+    overrides = {"gateways": {"s3": {"sigv2_enabled": True}}}
+    with gateway_stack(tmp_path_factory.mktemp("gateway-stack-sigv2"), overrides=overrides) as stack:
+        yield stack
+
+
+@pytest.fixture(scope="session")
 def s3(gw: GatewayStack) -> Any:
     return gw.client()
 

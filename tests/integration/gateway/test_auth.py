@@ -119,8 +119,10 @@ def test_unsigned_payload_and_payload_hash(gw: GatewayStack, s3: Any, bucket: st
     assert response.status_code == 400 and b"XAmzContentSHA256Mismatch" in response.content
 
 
-def test_sigv2_with_boto3(gw: GatewayStack, bucket: str) -> None:
-    v2 = gw.client(signature_version="s3")
+def test_sigv2_with_boto3(gw_sigv2: GatewayStack) -> None:
+    bucket = "sigv2-boto3"
+    gw_sigv2.client().create_bucket(Bucket=bucket)
+    v2 = gw_sigv2.client(signature_version="s3")
     v2.put_object(Bucket=bucket, Key="main/v2 key", Body=b"two", Metadata={"m": "1"})
     assert v2.get_object(Bucket=bucket, Key="main/v2 key")["Body"].read() == b"two"
     assert [o["Key"] for o in v2.list_objects(Bucket=bucket, Prefix="main/")["Contents"]] == ["main/v2 key"]
@@ -128,10 +130,13 @@ def test_sigv2_with_boto3(gw: GatewayStack, bucket: str) -> None:
     assert requests.get(url, timeout=30).content == b"two"
 
 
-def test_presigned_url_expires(s3: Any, bucket: str) -> None:
+def test_presigned_url_expires(gw_sigv2: GatewayStack) -> None:
+    bucket = "sigv2-expires"
+    s3 = gw_sigv2.client(signature_version="s3")
+    s3.create_bucket(Bucket=bucket)
     s3.put_object(Bucket=bucket, Key="main/e", Body=b"x")
-    # A URL that expired 9 s ago (boto3 presigns with SigV2: Expires is an epoch second),
-    # rather than waiting for a fresh one to expire.
+    # A URL that expired 9 s ago (SigV2: Expires is an epoch second), rather than waiting for
+    # a fresh one to expire.
     expired = str(int(time.time()) - 9)
     with mock.patch.object(HmacV1QueryAuth, "_get_date", return_value=expired):
         url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "main/e"}, ExpiresIn=1)

@@ -1,4 +1,4 @@
-"""Real S3 clients against the gateway: the AWS CLI, s3cmd (SigV2) and s3fs/fsspec.
+"""Real S3 clients against the gateway: the AWS CLI, s3cmd (SigV4, and SigV2 where enabled) and s3fs/fsspec.
 
 They live in .venv-clients (`make clients`): their botocore pins conflict with ours.
 """
@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.support.gateway_stack import CLIENTS_BIN, GatewayStack
 
@@ -59,20 +62,26 @@ def test_aws_cli(gw: GatewayStack, s3: Any, bucket: str, tmp_path: Path) -> None
     assert sorted(o["Key"] for o in left["Contents"]) == ["main/api.txt", "main/big.bin"]
 
 
-def test_s3cmd_with_signature_v2(gw: GatewayStack, s3: Any, bucket: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signature_v2", [False, True], ids=["sigv4", "sigv2"])
+def test_s3cmd(request: pytest.FixtureRequest, signature_v2: bool, tmp_path: Path) -> None:
+    # SigV2 only against a gateway that enables it (gateways.s3.sigv2_enabled).
+    gw: GatewayStack = request.getfixturevalue("gw_sigv2" if signature_v2 else "gw")
+    s3 = gw.client()
+    bucket = f"s3cmd-{'v2' if signature_v2 else 'v4'}-{secrets.token_hex(4)}"
+    s3.create_bucket(Bucket=bucket)
     host = gw.endpoint.removeprefix("http://")
     config = tmp_path / "s3cfg"
     config.write_text(
         "[default]\n"
         f"access_key = {gw.admin.access_key_id}\n"
         f"secret_key = {gw.admin.secret_access_key.get_secret_value()}\n"
-        f"host_base = {host}\nhost_bucket = {host}\n"
-        "use_https = False\nsignature_v2 = True\n"
+        f"host_base = {host}\nhost_bucket = {host}\nbucket_location = {gw.region}\n"
+        f"use_https = False\nsignature_v2 = {signature_v2}\n"
     )
 
     def s3cmd(*args: str) -> str:
         done = subprocess.run(
-            [str(CLIENTS_BIN / "s3cmd"), "-c", str(config), "--signature-v2", *args],
+            [str(CLIENTS_BIN / "s3cmd"), "-c", str(config), *(["--signature-v2"] if signature_v2 else []), *args],
             capture_output=True,
             text=True,
             timeout=120,

@@ -30,6 +30,8 @@ import random
 import re
 import socket
 import time
+import urllib.error
+import urllib.request
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,6 +51,7 @@ from hypothesis.control import currently_in_test_context
 
 from tests.integration.gateway.test_auth import STREAMING, chunked_body, signed
 from tests.support.gateway_stack import GatewayStack, gateway_stack
+from tests.support.wait import eventually
 
 CORPUS = Path(__file__).parent / "fuzz_corpus"
 BUCKET = "fuzz"
@@ -96,9 +99,15 @@ class FuzzTarget:
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
-    overrides = {
-        "gateways": {"s3": {"header_timeout_seconds": HEAD_TIMEOUT_S, "body_idle_timeout_seconds": BODY_IDLE_TIMEOUT_S}}
+    s3_overrides = {
+        "header_timeout_seconds": HEAD_TIMEOUT_S,
+        "body_idle_timeout_seconds": BODY_IDLE_TIMEOUT_S,
+        # The recipes sign with SigV2 too: its parsers are fuzzed where it is enabled.
+        "sigv2_enabled": True,
     }
+    # Readiness (a periodic check) follows a stopped dependency and its return within a second.
+    telemetry = {"health_check_interval_seconds": 0.5}
+    overrides = {"gateways": {"s3": s3_overrides}, "telemetry": telemetry}
     with gateway_stack(tmp_path_factory.mktemp("fuzz-stack"), overrides=overrides) as gw:
         s3 = gw.client()
         s3.create_bucket(Bucket=BUCKET)
@@ -1148,6 +1157,14 @@ def corpus_files() -> list[Path]:
     return sorted(CORPUS.glob("*.json")) if CORPUS.is_dir() else []
 
 
+def gateway_ready(target: FuzzTarget) -> bool:
+    try:
+        with urllib.request.urlopen(f"{target.gw.endpoint}/_silt/health/ready", timeout=5) as reply:
+            return bool(reply.status == 200)
+    except urllib.error.HTTPError:
+        return False
+
+
 @contextlib.contextmanager
 def stopped(target: FuzzTarget, service: str | None) -> Iterator[None]:
     """service (graveler or auth) down for the block; None: nothing stopped."""
@@ -1171,6 +1188,9 @@ def stopped(target: FuzzTarget, service: str | None) -> Iterator[None]:
             except ClientError:
                 assert time.monotonic() < deadline, f"the gateway did not recover within 10 s of {service}"
                 time.sleep(0.2)
+        # Readiness comes from a periodic check: wait for it too, so that a later example
+        # asking /_silt/health/ready with everything up gets 200.
+        eventually(lambda: gateway_ready(target), 10, f"readiness after {service} came back")
 
 
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.stem)
@@ -1272,7 +1292,7 @@ def test_fuzz_with_a_dependency_down(seeded: FuzzTarget, service: str) -> None:
             "mutations": [],
             "down": service,
         }
-        assert run_recipe(seeded, ready, dependency_down=True) == [503]
+        eventually(lambda: run_recipe(seeded, ready, dependency_down=True) == [503], 10, f"not ready without {service}")
     print(f"{service} down: statuses {sorted(statuses.items())}")
     # The outage was seen: some requests needed the stopped service.
     assert 503 in statuses, statuses

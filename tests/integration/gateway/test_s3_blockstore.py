@@ -36,6 +36,7 @@ def s3gw(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                 "credentials": {"access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY},
             },
         },
+        "graveler": {"allowed_namespace_roots": ["s3://silt-gateway-data/"]},
         "gateways": {"s3": {"storage_namespace_template": "s3://silt-gateway-data/{repo}"}},
     }
     with gateway_stack(Path(tmp_path_factory.mktemp("gateway-s3")), overrides=overrides) as stack:

@@ -33,7 +33,8 @@ def s3_env(moto_server: str, tmp_path: Path) -> Iterator[tuple[api_grpc.Graveler
     bucket = f"silt-gc-{uuid.uuid4().hex[:16]}"
     adapter.client.create_bucket(Bucket=bucket)
     store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(tmp_path / "kv.db"))))
-    graveler = Graveler(store, CommittedManager(adapter, CommittedCache()), GravelerOptions())
+    options = GravelerOptions(allowed_namespace_roots=(f"s3://{bucket}/repos/",))
+    graveler = Graveler(store, CommittedManager(adapter, CommittedCache()), options)
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:

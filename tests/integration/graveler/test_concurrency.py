@@ -223,7 +223,7 @@ def check_lockfree_guarantees(env: GravelerEnv, compact_every: float | None = No
         history_ids.update(c.id for c in page.commits)
         if not page.has_more:
             break
-        after = page.commits[-1].id
+        after = page.next_after
     missing = [cid for _, cid in commits if cid not in history_ids]
     assert not missing, f"{len(missing)} acknowledged commits are not in main's history"
 

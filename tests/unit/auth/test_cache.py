@@ -1,16 +1,22 @@
-"""TTL caching of key lookups and decisions."""
+"""TTL caching of signing keys and decisions, and the bounds that keep made-up key ids out."""
 
 from __future__ import annotations
 
 import asyncio
+import secrets
+import string
+import tracemalloc
 from collections.abc import Sequence
 
 import pytest
-from pydantic import SecretStr
 
-from silt.errors import NotFound
-from silt.rpc.authority import AioCachedAuthority, CachedAuthority, KeyOwner, TTLCache
+from silt.errors import InvalidArgument, NotFound
+from silt.rpc.authority import MAX_CACHED_RESOURCE, AioCachedAuthority, CachedAuthority, CallKey, KeyCache, TTLCache
 from tests.support.clock import ManualClock
+
+KNOWN = "AKIAKNOWNKNOWNKNOWN2"
+UNKNOWN = "AKIAUNKNOWNUNKNOWN22"
+DAY = "20250101"
 
 
 def test_entries_expire_after_ttl() -> None:
@@ -44,11 +50,11 @@ class CountingAuthority:
         self.asked: list[tuple[str, str, tuple[str, ...]]] = []
         self.allow: set[str] = {"r1"}
 
-    def key_owner(self, access_key_id: str) -> KeyOwner:
+    def call_key(self, access_key_id: str, day: str, audience: str) -> CallKey:
         self.lookups.append(access_key_id)
-        if access_key_id != "AKIAKNOWN":
+        if access_key_id != KNOWN:
             raise NotFound(f"access key {access_key_id} not found")
-        return KeyOwner("alice", SecretStr("s" * 40))
+        return CallKey("alice", f"{day}/{audience}".encode())
 
     def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         self.asked.append((user_id, action, tuple(resources)))
@@ -59,10 +65,17 @@ def test_lookups_are_cached_known_or_not() -> None:
     inner = CountingAuthority()
     cached = CachedAuthority(inner, ttl=60)
     for _ in range(3):
-        assert cached.key_owner("AKIAKNOWN").user_id == "alice"
+        assert cached.call_key(KNOWN, DAY, "graveler").user_id == "alice"
         with pytest.raises(NotFound):
-            cached.key_owner("AKIAUNKNOWN")
-    assert inner.lookups == ["AKIAKNOWN", "AKIAUNKNOWN"]
+            cached.call_key(UNKNOWN, DAY, "graveler")
+    assert inner.lookups == [KNOWN, UNKNOWN]
+    # A key's signing key is per day and audience: another scope is another question.
+    assert cached.call_key(KNOWN, "20250102", "graveler").key == b"20250102/graveler"
+    assert inner.lookups == [KNOWN, UNKNOWN, KNOWN]
+
+
+def test_the_repr_of_a_call_key_hides_the_key() -> None:
+    assert "secret-bytes" not in repr(CallKey("alice", b"secret-bytes"))
 
 
 def test_decisions_are_cached_and_misses_batched() -> None:
@@ -82,29 +95,35 @@ def test_decisions_are_cached_and_misses_batched() -> None:
     assert not cached.allowed("alice", "ReadRepo", "r1")
 
 
+def test_decisions_about_long_resources_are_not_cached() -> None:
+    inner = CountingAuthority()
+    cached = CachedAuthority(inner, ttl=60)
+    long = "r" * (MAX_CACHED_RESOURCE + 1)
+    for _ in range(2):
+        assert not cached.allowed("alice", "ReadRepo", long)
+    assert len(inner.asked) == 2
+
+
 def test_answers_expire_on_the_injected_clock() -> None:
     clock = ManualClock()
     inner = CountingAuthority()
     cached = CachedAuthority(inner, ttl=5, clock=clock)
     assert cached.allowed("alice", "ReadRepo", "r1")
-    assert cached.key_owner("AKIAKNOWN").user_id == "alice"
+    assert cached.call_key(KNOWN, DAY, "graveler").user_id == "alice"
     inner.allow = set()
     clock.advance(4.9)
     assert cached.allowed("alice", "ReadRepo", "r1")  # still the cached answer
     clock.advance(0.2)
     assert not cached.allowed("alice", "ReadRepo", "r1")
-    cached.key_owner("AKIAKNOWN")
-    assert inner.lookups == ["AKIAKNOWN", "AKIAKNOWN"]
+    cached.call_key(KNOWN, DAY, "graveler")
+    assert inner.lookups == [KNOWN, KNOWN]
 
 
 class AsyncCountingAuthority:
-    """The same answers, for grpc.aio callers (the gateway)."""
+    """The same decisions, for grpc.aio callers (the gateway)."""
 
     def __init__(self) -> None:
         self.sync = CountingAuthority()
-
-    async def key_owner(self, access_key_id: str) -> KeyOwner:
-        return self.sync.key_owner(access_key_id)
 
     async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         return self.sync.allowed_many(user_id, action, resources)
@@ -116,11 +135,6 @@ def test_the_async_cache_answers_like_the_sync_one() -> None:
     cached = AioCachedAuthority(inner, ttl=5, clock=clock)
 
     async def scenario() -> None:
-        for _ in range(3):
-            assert (await cached.key_owner("AKIAKNOWN")).user_id == "alice"
-            with pytest.raises(NotFound) as unknown:
-                await cached.key_owner("AKIAUNKNOWN")
-            assert unknown.value.what == "credential"
         assert await cached.allowed("alice", "ReadRepo", "r1")
         assert await cached.allowed_many("alice", "ReadRepo", ["r2", "r1", "r2"]) == [False, True, False]
         inner.sync.allow = set()
@@ -129,7 +143,6 @@ def test_the_async_cache_answers_like_the_sync_one() -> None:
         assert not await cached.allowed("alice", "ReadRepo", "r1")
 
     asyncio.run(scenario())
-    assert inner.sync.lookups == ["AKIAKNOWN", "AKIAUNKNOWN"]
     assert inner.sync.asked == [
         ("alice", "ReadRepo", ("r1",)),
         ("alice", "ReadRepo", ("r2",)),
@@ -143,6 +156,54 @@ def test_a_key_in_use_still_expires() -> None:
     inner = CountingAuthority()
     cached = CachedAuthority(inner, ttl=5, clock=clock)
     for _ in range(10):
-        cached.key_owner("AKIAKNOWN")
+        cached.call_key(KNOWN, DAY, "graveler")
         clock.advance(1)
-    assert inner.lookups == ["AKIAKNOWN", "AKIAKNOWN"]
+    assert inner.lookups == [KNOWN, KNOWN]
+
+
+def _random_key_id(size: int) -> str:
+    return "".join(secrets.choice(string.ascii_uppercase + string.digits) for _ in range(size))
+
+
+def test_huge_made_up_key_ids_are_refused_before_any_lookup_and_never_cached() -> None:
+    """10,000 random 8 KiB key ids: no lookup, no cache entry, no memory kept; the known key stays cached."""
+    inner = CountingAuthority()
+    cached = CachedAuthority(inner, ttl=60)
+    cached.call_key(KNOWN, DAY, "graveler")
+    hostile = [secrets.token_hex(4096).upper() for _ in range(10_000)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for key_id in hostile:
+            with pytest.raises(InvalidArgument):
+                cached.call_key(key_id, DAY, "graveler")
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert inner.lookups == [KNOWN]
+    assert len(cached.keys.known) == 1 and len(cached.keys.unknown) == 0
+    assert grown < 256 * 1024, f"the cache kept {grown} bytes for refused key ids"
+    assert cached.call_key(KNOWN, DAY, "graveler").user_id == "alice"
+    assert inner.lookups == [KNOWN]
+
+
+def test_made_up_key_ids_of_the_right_shape_cannot_push_a_known_key_out() -> None:
+    inner = CountingAuthority()
+    cached = CachedAuthority(inner, ttl=60)
+    cached.keys = KeyCache(60, max_known=1000, max_unknown=100)
+    cached.call_key(KNOWN, DAY, "graveler")
+    for _ in range(5_000):
+        with pytest.raises(NotFound):
+            cached.call_key("AKIA" + _random_key_id(16), DAY, "graveler")
+    assert len(cached.keys.unknown) <= 100
+    assert cached.call_key(KNOWN, DAY, "graveler").user_id == "alice"
+    assert inner.lookups.count(KNOWN) == 1
+
+
+def test_the_key_cache_stores_only_issued_shapes() -> None:
+    keys: KeyCache[str, int] = KeyCache(60)
+    keys.put("x" * 8192, "scope", 1)
+    keys.put_unknown("y" * 8192, "not found")
+    keys.put(KNOWN, "scope", 2)
+    assert len(keys.known) == 1 and len(keys.unknown) == 0
+    assert keys.get(KNOWN, "scope") == 2

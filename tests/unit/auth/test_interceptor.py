@@ -1,4 +1,4 @@
-"""AuthInterceptor on a tiny real gRPC server: admission, refusals, and the caller's identity."""
+"""AuthInterceptor on a tiny real gRPC server: admission, refusals, replays, and the caller's identity."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from google.protobuf.wrappers_pb2 import StringValue
 from pydantic import SecretStr
 
 from silt.errors import NotFound, Unauthenticated, Unavailable
-from silt.rpc.authority import CachedAuthority, KeyOwner
+from silt.rpc.authority import CachedAuthority, CallKey
 from silt.rpc.interceptor import Authenticated, AuthInterceptor, Require, Rule, current_principal, field
 from silt.rpc.server import bind, build_server
-from silt.rpc.signing import Credentials, signed_channel
+from silt.rpc.signing import ACCESS_KEY_HEADER, Credentials, SigningInterceptor, derive_call_key, signed_channel
+
+AUDIENCE = "test"
 
 SECRET = SecretStr("A" * 40)
 ALICE = Credentials("AKIAALICEALICEALICE2", SECRET)
@@ -29,12 +31,16 @@ RULES: dict[str, Rule] = {
 
 
 class FakeAuthority:
-    def key_owner(self, access_key_id: str) -> KeyOwner:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def call_key(self, access_key_id: str, day: str, audience: str) -> CallKey:
+        self.asked.append(access_key_id)
         if access_key_id == FLAKY.access_key_id:
             raise Unavailable("auth is down")
         if access_key_id != ALICE.access_key_id:
             raise NotFound("no such key")
-        return KeyOwner("alice", SECRET)
+        return CallKey("alice", derive_call_key(SECRET, day, audience))
 
     def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         return [r.startswith("open-") for r in resources]
@@ -43,12 +49,15 @@ class FakeAuthority:
 class Env:
     def __init__(self, clock_offset: float = 0.0) -> None:
         self.reached: list[str] = []
-        interceptor = AuthInterceptor(
-            CachedAuthority(FakeAuthority(), ttl=60),
+        self.authority = FakeAuthority()
+        self.interceptor = AuthInterceptor(
+            CachedAuthority(self.authority, ttl=60),
             RULES,
             max_skew_seconds=60,
             clock=lambda: time.time() + clock_offset,
+            audience=AUDIENCE,
         )
+        interceptor = self.interceptor
         self.server = build_server([interceptor])
         self.server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("test.Svc", self._handlers())])
         self.address = f"127.0.0.1:{bind(self.server, '127.0.0.1:0')}"
@@ -83,18 +92,28 @@ class Env:
             ),
         }
 
-    def channel(self, credentials: Credentials | None) -> grpc.Channel:
-        channel = signed_channel(self.address, credentials) if credentials else grpc.insecure_channel(self.address)
+    def channel(self, credentials: Credentials | None, audience: str = AUDIENCE) -> grpc.Channel:
+        if credentials is None:
+            channel = grpc.insecure_channel(self.address)
+        else:
+            channel = signed_channel(self.address, credentials, audience=audience)
         self.channels.append(channel)
         return channel
 
-    def echo(self, credentials: Credentials | None, value: str, method: str = "Echo") -> str:
-        call = self.channel(credentials).unary_unary(
+    def echo(
+        self,
+        credentials: Credentials | None,
+        value: str,
+        method: str = "Echo",
+        audience: str = AUDIENCE,
+        metadata: Sequence[tuple[str, str]] | None = None,
+    ) -> str:
+        call = self.channel(credentials, audience).unary_unary(
             f"/test.Svc/{method}",
             request_serializer=StringValue.SerializeToString,
             response_deserializer=StringValue.FromString,
         )
-        return call(StringValue(value=value), timeout=10).value
+        return call(StringValue(value=value), timeout=10, metadata=tuple(metadata) if metadata else None).value
 
     def close(self) -> None:
         for channel in self.channels:
@@ -166,3 +185,63 @@ def test_clock_skew_is_bounded(offset: float) -> None:
 def test_no_principal_outside_a_guarded_call() -> None:
     with pytest.raises(Unauthenticated):
         current_principal()
+
+
+def test_calls_signed_for_another_audience_are_refused(env: Env) -> None:
+    """A key signed for one service (its scope names it) is worthless to any other."""
+    assert status(lambda: env.echo(ALICE, "open-1", audience="graveler")) == grpc.StatusCode.UNAUTHENTICATED
+    assert env.reached == []
+
+
+class _Recorder(grpc.UnaryUnaryClientInterceptor):
+    """Keeps the metadata of every call, as someone on the network would see it."""
+
+    def __init__(self) -> None:
+        self.metadata: list[list[tuple[str, str]]] = []
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        self.metadata.append(list(details.metadata or ()))
+        return continuation(details, request)
+
+
+def _recorded_channel(env: Env, recorder: _Recorder) -> grpc.Channel:
+    """A channel signing as alice, whose recorder sits between the signer and the wire: it sees
+    each call exactly as it is sent."""
+    raw = grpc.intercept_channel(grpc.insecure_channel(env.address), recorder)
+    channel = grpc.intercept_channel(raw, SigningInterceptor(ALICE, audience=AUDIENCE))
+    env.channels.append(channel)
+    return channel
+
+
+def test_a_captured_call_sent_again_is_refused(env: Env) -> None:
+    recorder = _Recorder()
+    channel = _recorded_channel(env, recorder)
+    call = channel.unary_unary(
+        "/test.Svc/Echo", request_serializer=StringValue.SerializeToString, response_deserializer=StringValue.FromString
+    )
+    assert call(StringValue(value="open-1"), timeout=10).value == "alice"
+    captured = [(k, v) for k, v in recorder.metadata[0] if k.startswith("x-silt-")]
+    assert len(captured) == 5
+    assert status(lambda: env.echo(None, "open-1", metadata=captured)) == grpc.StatusCode.UNAUTHENTICATED
+    assert env.reached == ["Echo"]
+    # A new call (new nonce) of the same request goes through.
+    assert env.echo(ALICE, "open-1") == "alice"
+    assert env.reached == ["Echo", "Echo"]
+
+
+def test_huge_key_ids_never_reach_the_authority(env: Env) -> None:
+    """A made-up key id of any size is refused for its shape: no lookup, no cache entry."""
+    recorder = _Recorder()
+    channel = _recorded_channel(env, recorder)
+    call = channel.unary_unary(
+        "/test.Svc/Echo", request_serializer=StringValue.SerializeToString, response_deserializer=StringValue.FromString
+    )
+    call(StringValue(value="open-1"), timeout=10)
+    signed = [(k, v) for k, v in recorder.metadata[0] if k.startswith("x-silt-") and k != ACCESS_KEY_HEADER]
+    assert len(signed) == 4
+    for size in (19, 21, 1024, 4096, 8192):
+        hostile = [(ACCESS_KEY_HEADER, "AKIA" + "X" * (size - 4)), *signed]
+        assert status(lambda h=hostile: env.echo(None, "open-1", metadata=h)) == grpc.StatusCode.UNAUTHENTICATED
+    keys = env.interceptor.authority.keys
+    assert env.authority.asked == [ALICE.access_key_id]
+    assert len(keys.known) == 1 and len(keys.unknown) == 0

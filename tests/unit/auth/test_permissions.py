@@ -43,19 +43,21 @@ WRITES = {
     "Revert",
     "CherryPick",
     "ResetBranch",
-    "DumpRefs",
-    "RestoreRefs",
-    # Retention rules decide what GC deletes; a GC run writes its export into the namespace.
-    "SetGCRules",
-    "DeleteGCRules",
-    "PrepareGC",
+}
+# Destructive administration: its own actions, not WriteRepo (writers must not hold them).
+ADMINISTRATION = {
+    "DumpRefs": a.DUMP_REFS,
+    "RestoreRefs": a.RESTORE_REFS,
+    "SetGCRules": a.SET_GC_RULES,
+    "DeleteGCRules": a.DELETE_GC_RULES,
+    "PrepareGC": a.PREPARE_GC,
 }
 
 
 @pytest.mark.parametrize("method", sorted(TABLE))
 def test_graveler_actions_follow_the_rbac_design(method: str) -> None:
     action, field_name = TABLE[method]
-    expected = {"CreateRepository": a.CREATE_REPO, "DeleteRepository": a.DELETE_REPO}.get(
+    expected = {"CreateRepository": a.CREATE_REPO, "DeleteRepository": a.DELETE_REPO, **ADMINISTRATION}.get(
         method, a.WRITE_REPO if method in WRITES else a.READ_REPO
     )
     assert action == expected

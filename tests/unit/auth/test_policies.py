@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import fnmatch
+import time
+
 import pytest
 
 from services.auth.policies import (
+    MAX_RESOURCE_CHARS,
     check_action_pattern,
     check_statements,
     compile_pattern,
@@ -78,11 +82,20 @@ def test_statement_without_effect_grants_nothing() -> None:
 
 
 def test_action_patterns() -> None:
-    for good in ("*", "ReadRepo", "iam:*", "*Repo", "auth:ReadSecret"):
+    for good in ("*", "ReadRepo", "iam:*", "*Repo", "auth:VerifySignature"):
         assert check_action_pattern(good) == good
-    for bad in ("ReadRepos", "", "iam:Nope*", "Read Repo", "fs:*"):
+    # auth:ReadSecret is gone: no action reads a secret any more.
+    for bad in ("ReadRepos", "", "iam:Nope*", "Read Repo", "fs:*", "auth:ReadSecret"):
         with pytest.raises(InvalidArgument):
             check_action_pattern(bad)
+
+
+def test_a_stored_policy_naming_a_retired_action_still_decides() -> None:
+    """Policies written by an older version may name auth:ReadSecret: it grants nothing and
+    breaks no decision about the actions that exist."""
+    old = [statement(ALLOW, [a.AUTHORIZE, "auth:ReadSecret", a.READ_REPO])]
+    assert decide(old, a.READ_REPO, "r") and decide(old, a.AUTHORIZE, "users/x")
+    assert not decide(old, a.VERIFY_SIGNATURE, "audiences/s3")
 
 
 def test_statement_validation_names_the_statement() -> None:
@@ -97,3 +110,49 @@ def test_every_action_is_known_to_check_action() -> None:
         assert a.check_action(action) == action
     with pytest.raises(InvalidArgument):
         a.check_action("Read*")
+
+
+# --- hostile patterns: linear matching, bounded resources --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "matches"),
+    [
+        ("*a" * 500 + "*b", "a" * 1024, False),
+        ("*a" * 500 + "*b", "a" * 1023 + "b", True),
+        ("a*" * 300 + "c", "a" * 1024, False),
+        ("*ab" * 300 + "*", "ab" * 299 + "a" * 426, False),
+        ("*ab" * 300 + "*", "ab" * 300, True),
+        ("x*y*z", "x" + "y" * 1000 + "z", True),
+        ("*aa*", "a" * 1024, True),
+        ("a*a", "a", False),  # the two literal ends may not overlap
+        ("ab*ba", "aba", False),
+        ("ab*ba", "abba", True),
+    ],
+)
+def test_wildcards_match_in_linear_time(pattern: str, value: str, matches: bool) -> None:
+    matcher = compile_pattern(pattern)
+    started = time.monotonic()
+    for _ in range(10):
+        assert matcher(value) is matches
+    assert time.monotonic() - started < 0.1
+
+
+def test_wildcards_agree_with_a_reference_on_small_cases() -> None:
+    """Leftmost matching of the literal pieces is exact: compare with fnmatch over every small case."""
+    alphabet = "ab"
+    values = [""] + [
+        a + b + c + d for a in alphabet for b in ["", *alphabet] for c in ["", *alphabet] for d in ["", "a"]
+    ]
+    patterns = {v[:i] + "*" + v[i:] for v in values for i in range(len(v) + 1)} | {"a*b*a", "*a*", "**", "b**a"}
+    for pattern in patterns:
+        matcher = compile_pattern(pattern)
+        for value in values:
+            assert matcher(value) is fnmatch.fnmatchcase(value, pattern), (pattern, value)
+
+
+def test_decisions_refuse_resources_longer_than_patterns_may_be() -> None:
+    statements = compile_statements([pb.Policy(id="p", statements=[statement(ALLOW, ["*"], ["*a*a*a*b"])])])
+    assert not is_allowed(statements, a.READ_REPO, "a" * MAX_RESOURCE_CHARS)
+    with pytest.raises(InvalidArgument, match="at most 1024"):
+        is_allowed(statements, a.READ_REPO, "a" * (MAX_RESOURCE_CHARS + 1))

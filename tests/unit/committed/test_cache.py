@@ -6,8 +6,12 @@ import io
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from services.graveler.committed import CommittedCache, CommittedManager, DiskCache, MemoryCache
+from services.graveler.committed.cache import cache_key
 from silt.block.local import LocalAdapter
+from silt.errors import NotFound
 from tests.unit.committed.conftest import MEM_NAMESPACE, NAMESPACE, SMALL_POLICY
 from tests.unit.committed.support import MemoryAdapter, key_of, records
 
@@ -139,3 +143,31 @@ def test_concurrent_readers_share_one_manager(memory_adapter: MemoryAdapter, tmp
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert all(pool.map(read, [0, 700, 1400, 2100] * 3))
+
+
+def test_one_namespace_never_reads_anothers_cached_objects(memory_adapter: MemoryAdapter, tmp_path: Path) -> None:
+    """A metarange id is only a name: a repository that names another repository's metarange
+    (a restored dump can) must not be served that repository's cached ranges."""
+    other = "mem://other-repo"
+    for cache in (CommittedCache(), CommittedCache(disk_directory=tmp_path / "cache")):
+        manager = CommittedManager(memory_adapter, cache, SMALL_POLICY)
+        metarange_id = manager.write_metarange(MEM_NAMESPACE, iter(RECORDS))
+        assert list(manager.iterate(MEM_NAMESPACE, metarange_id)) == RECORDS  # cached now, memory and disk
+        with pytest.raises(NotFound):
+            list(manager.iterate(other, metarange_id))
+        range_id = manager.ranges(MEM_NAMESPACE, metarange_id)[0].id
+        with pytest.raises(NotFound):
+            manager._store.read_range(other, range_id)
+
+        # The same bytes stored in both namespaces are two cache entries, each read from its own.
+        for (namespace, key), data in list(memory_adapter.objects.items()):
+            if namespace == MEM_NAMESPACE:
+                memory_adapter.objects[(other, key)] = data
+        assert list(manager.iterate(other, metarange_id)) == RECORDS
+        memory_adapter.objects = {k: v for k, v in memory_adapter.objects.items() if k[0] != other}
+
+
+def test_cache_keys_name_the_namespace() -> None:
+    assert cache_key("range", "s3://a", "f" * 64) != cache_key("range", "s3://b", "f" * 64)
+    kind, name = cache_key("range", "local://x/../y", "f" * 64)
+    assert kind == "range" and "/" not in name and name.endswith("f" * 64)

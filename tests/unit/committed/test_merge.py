@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -24,6 +25,7 @@ from services.graveler.committed import (
     fail,
     source_wins,
 )
+from services.graveler.committed.globs import MAX_PATH_RULES, MAX_PATTERN_BYTES, MAX_PATTERN_WILDCARDS
 from services.graveler.committed.merge import glob_regex
 from silt.errors import InvalidArgument
 from tests.unit.committed.conftest import MEM_NAMESPACE, SMALL_POLICY
@@ -353,3 +355,44 @@ def test_many_conflicts_are_all_reported(big: Big) -> None:
     assert [c.key for c in result.conflicts] == [key_of(index) for index in indices][1:]
     assert all(c.dest is None and c.source is not None for c in result.conflicts)
     assert (result.metarange_id, result.conflicts_resolved) == (None, 1)
+
+
+# --- hostile globs: linear time, bounded size ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "key", "matches"),
+    [
+        ("*a*a*a*a*a*a*a*b", "a" * 100 * 1024, False),
+        ("*a*a*a*a*a*a*a*b", "a" * 100 * 1024 + "b", True),
+        ("**a**a**a**a**a**a**a**b", "a/" * 50 * 1024, False),
+        ("**/" * 10 + "b", "a/" * 50 * 1024 + "b", True),
+        ("*a" * 16 + "/b", "a" * 100 * 1024 + "/c", False),
+    ],
+)
+def test_a_hostile_glob_over_a_100_kib_key_is_matched_in_linear_time(pattern: str, key: str, matches: bool) -> None:
+    regex = glob_regex(pattern)
+    started = time.monotonic()
+    assert (regex.fullmatch(key.encode()) is not None) is matches
+    assert time.monotonic() - started < 0.5
+
+
+def test_globs_match_bytes_that_are_not_utf8_and_newlines() -> None:
+    assert glob_regex("logs/*").fullmatch(b"logs/\xff\x00\n")
+    assert glob_regex("**").fullmatch(b"\n/\xfe/")
+    assert not glob_regex("*").fullmatch(b"a/\xff")
+    assert glob_regex("\u00e9/*").fullmatch("\u00e9/x".encode())
+
+
+@pytest.mark.parametrize(
+    ("rules", "message"),
+    [
+        ([("x" * (MAX_PATTERN_BYTES + 1), "source")], "bytes"),
+        ([("*/" * (MAX_PATTERN_WILDCARDS + 1), "source")], "wildcards"),
+        ([("a", "source")] * (MAX_PATH_RULES + 1), "path strategies"),
+        ([("", "source")], "empty"),
+    ],
+)
+def test_globs_are_bounded(rules: list[tuple[str, str]], message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        by_pattern(rules)

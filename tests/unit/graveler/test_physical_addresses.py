@@ -16,7 +16,7 @@ from services.graveler.committed.manager import CommittedManager
 from services.graveler.graveler import Graveler, GravelerOptions
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig
-from silt.errors import InvalidArgument
+from silt.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
 
@@ -85,5 +85,27 @@ def test_a_sibling_namespace_with_a_longer_name_is_fine(graveler: Graveler) -> N
     graveler.create_repository("neighbour", "local://repoa-two", "main")
 
 
-def test_a_bare_restore_target_may_reuse_a_namespace(graveler: Graveler) -> None:
-    graveler.create_repository("restored", NAMESPACE, "main", bare=True)
+def test_a_bare_restore_target_may_reuse_a_namespace_only_when_allowed(graveler: Graveler) -> None:
+    with pytest.raises(PermissionDenied):
+        graveler.create_repository("restored", NAMESPACE, "main", bare=True)
+    asked: list[str] = []
+
+    def may_share(repository: str) -> bool:
+        asked.append(repository)
+        return True
+
+    graveler.create_repository("restored", NAMESPACE, "main", bare=True, may_share=may_share)
+    assert asked == ["repoa"]  # the permission is checked on the repository whose namespace is shared
+
+
+@pytest.mark.parametrize("namespace", ["local://repoa/sub", "local://"])
+def test_a_bare_repository_never_sits_above_or_below_another(graveler: Graveler, namespace: str) -> None:
+    with pytest.raises(InvalidArgument):
+        graveler.create_repository("restored", namespace, "main", bare=True, may_share=lambda r: True)
+
+
+def test_no_namespace_is_derived_below_a_repository_holding_the_whole_root(graveler: Graveler) -> None:
+    # A record from before these rules: its namespace is the local store itself.
+    graveler.refs.create_repository(pb.Repository(name="everything", storage_namespace="local://", unique_id="u"))
+    with pytest.raises(FailedPrecondition):
+        graveler.create_repository("late", "", "main")

@@ -1,0 +1,198 @@
+"""Nobody grants what they do not hold: delegated IAM cannot escalate (docs/design/auth.md).
+
+The interceptor's rules say whether a caller may use an IAM call at all (e.g. iam:AttachPolicy
+on the user and on the policy). That alone lets a delegate with iam:CreatePolicy and
+iam:AttachPolicy write "Allow * *" and attach it to itself, or one with iam:AddGroupMember join
+Admins. So every IAM change that lets some principal do more is also checked against what
+the caller itself may do:
+
+* creating a policy: its Allow statements (once a policy exists, anyone allowed to attach it
+  can hand it out);
+* attaching a policy to a user or group: the policy's Allow statements;
+* adding a user to a group: the Allow statements of every policy attached to the group;
+* issuing an access key for another user: the Allow statements of that user's effective
+  policies (whoever holds the key acts as that user);
+* lifting a Deny, which frees what it denied: detaching a policy, deleting a policy, removing
+  a member from a group, deleting a group, for the Deny statements of the policies involved.
+
+A statement is granted as every pair (action pattern, resource pattern) of its actions x
+resources, and the caller must *hold* each pair:
+
+    the caller holds (A, R) when one of its Allow statements has an action pattern that
+    covers A and a resource pattern that covers R, and none of its Deny statements has an
+    action pattern that overlaps A together with a resource pattern that overlaps R.
+
+`p` covers `q` when every string `q` matches is matched by `p` (so `*` covers everything,
+`prod-*` covers `prod-a*` and `prod-x`, and `ReadRepo` covers only `ReadRepo`); `p` overlaps
+`q` when some string matches both. Both are decided exactly for `*` patterns over arbitrary
+strings, which is conservative for the strings Silt accepts as names. Coverage by a single
+statement is also conservative: `prod-*` granted by a caller holding `prod-a*` and `prod-[^a]*`
+through two statements is refused. Actions are matched as patterns, not expanded over today's
+vocabulary, so `Read*` is not held through ReadRepo alone: it would grant actions added later.
+Deny statements granted are never checked (a Deny cannot give anything). An administrator
+(the Admins preset, Allow * * and no Deny) holds every pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from services.auth.model import IamModel
+from services.auth.policies import check_statements, compile_pattern
+from silt.auth.v1 import model_pb2 as pb
+from silt.errors import PermissionDenied
+
+
+def covers(outer: str, inner: str) -> bool:
+    """Whether every string `inner` matches is also matched by `outer` (`*` patterns).
+
+    Exactly when `outer` matches the text of `inner` with `inner`'s stars as characters that
+    only `outer`'s stars may absorb: a literal piece of `outer` never contains `*`, so matching
+    `inner`'s text with compile_pattern does just that. If it matches, each way of filling
+    `inner`'s stars is absorbed by the star of `outer` that took it. If it does not, filling
+    each star of `inner` with a character that `outer` never names gives a string `inner`
+    matches and `outer` does not (only `outer`'s stars could absorb that character).
+    """
+    return compile_pattern(outer)(inner)
+
+
+def _head(pattern: str) -> str:
+    return pattern.partition("*")[0]
+
+
+def _tail(pattern: str) -> str:
+    return pattern.rpartition("*")[2]
+
+
+def overlaps(p: str, q: str) -> bool:
+    """Whether some string matches both `*` patterns.
+
+    Without a star a pattern is one string. With stars in both, the literal starts must agree
+    (one a prefix of the other) and so must the literal ends; then the longer start, every
+    middle piece of `p`, every middle piece of `q` and the longer end, in that order, is a
+    string both match.
+    """
+    if "*" not in p:
+        return compile_pattern(q)(p)
+    if "*" not in q:
+        return compile_pattern(p)(q)
+    hp, hq, tp, tq = _head(p), _head(q), _tail(p), _tail(q)
+    return (hp.startswith(hq) or hq.startswith(hp)) and (tp.endswith(tq) or tq.endswith(tp))
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+
+
+def _by_effect(statements: Iterable[pb.Statement], effect: int) -> list[pb.Statement]:
+    return [s for s in statements if s.effect == effect]
+
+
+def _statements(policies: Iterable[pb.Policy], effect: int) -> list[pb.Statement]:
+    return _by_effect((s for policy in policies for s in policy.statements), effect)
+
+
+def _actions(patterns: _Patterns) -> tuple[str, ...]:
+    return patterns.actions
+
+
+def _resources(patterns: _Patterns) -> tuple[str, ...]:
+    return patterns.resources
+
+
+class Holdings:
+    """What one principal holds, from its effective policies."""
+
+    def __init__(self, policies: Iterable[pb.Policy]) -> None:
+        policies = list(policies)
+        self._allows = [_Patterns(tuple(s.actions), tuple(s.resources)) for s in _statements(policies, pb.EFFECT_ALLOW)]
+        self._denies = [_Patterns(tuple(s.actions), tuple(s.resources)) for s in _statements(policies, pb.EFFECT_DENY)]
+
+    def _mask(self, pattern: str, side: Callable[[_Patterns], tuple[str, ...]]) -> tuple[int, int]:
+        """Which Allow statements cover `pattern` and which Deny statements overlap it, as bits."""
+        allow = deny = 0
+        for i, held in enumerate(self._allows):
+            if any(covers(p, pattern) for p in side(held)):
+                allow |= 1 << i
+        for i, denied in enumerate(self._denies):
+            if any(overlaps(p, pattern) for p in side(denied)):
+                deny |= 1 << i
+        return allow, deny
+
+    def first_not_held(self, statement: pb.Statement) -> tuple[str, str] | None:
+        """A pair (action, resource) of the statement this principal does not hold, if any.
+
+        Patterns with the same bits are interchangeable, so only distinct bit patterns are
+        paired: the work follows the statement's length and the caller's own statements, not
+        the product of the statement's actions and resources.
+        """
+        actions: dict[tuple[int, int], str] = {}
+        for action in statement.actions:
+            actions.setdefault(self._mask(action, _actions), action)
+        resources: dict[tuple[int, int], str] = {}
+        for resource in statement.resources:
+            resources.setdefault(self._mask(resource, _resources), resource)
+        for (action_allow, action_deny), action in actions.items():
+            for (resource_allow, resource_deny), resource in resources.items():
+                if not action_allow & resource_allow or action_deny & resource_deny:
+                    return action, resource
+        return None
+
+
+class Grants:
+    """The checks of the module docstring, for the auth service's handlers (PermissionDenied)."""
+
+    def __init__(self, model: IamModel) -> None:
+        self.model = model
+
+    def _require(self, caller: str, statements: Sequence[pb.Statement], doing: str) -> None:
+        if not statements:
+            return
+        holdings = Holdings(self.model.effective_policies(caller))
+        for statement in statements:
+            missing = holdings.first_not_held(statement)
+            if missing is not None:
+                action, resource = missing
+                raise PermissionDenied(
+                    f"user {caller!r} may not {doing}: it grants {action!r} on {resource!r}, "
+                    "which that user does not hold itself"
+                )
+
+    def create_policy(self, caller: str, statements: Sequence[pb.Statement]) -> None:
+        check_statements(statements)  # bounded and well-formed before any matching
+        self._require(caller, _by_effect(statements, pb.EFFECT_ALLOW), "create this policy")
+
+    def attach_policy(self, caller: str, policy_id: str) -> None:
+        policy = self.model.get_policy(policy_id)
+        self._require(caller, _statements([policy], pb.EFFECT_ALLOW), f"attach policy {policy_id!r}")
+
+    def add_member(self, caller: str, group_id: str) -> None:
+        policies = self.model.group_policies(group_id)
+        self._require(caller, _statements(policies, pb.EFFECT_ALLOW), f"add members to group {group_id!r}")
+
+    def issue_key(self, caller: str, user_id: str) -> None:
+        if user_id == caller:
+            return  # a key of one's own gives nothing one does not have
+        policies = self.model.effective_policies(user_id)
+        self._require(caller, _statements(policies, pb.EFFECT_ALLOW), f"issue an access key for user {user_id!r}")
+
+    def detach_policy(self, caller: str, policy_id: str) -> None:
+        policy = self.model.get_policy(policy_id)
+        self._require(caller, _statements([policy], pb.EFFECT_DENY), f"detach policy {policy_id!r} (lifts its denials)")
+
+    def delete_policy(self, caller: str, policy_id: str) -> None:
+        policy = self.model.get_policy(policy_id)
+        self._require(caller, _statements([policy], pb.EFFECT_DENY), f"delete policy {policy_id!r} (lifts its denials)")
+
+    def remove_member(self, caller: str, group_id: str) -> None:
+        policies = self.model.group_policies(group_id)
+        self._require(
+            caller, _statements(policies, pb.EFFECT_DENY), f"remove members of group {group_id!r} (lifts its denials)"
+        )
+
+    def delete_group(self, caller: str, group_id: str) -> None:
+        policies = self.model.group_policies(group_id)
+        self._require(caller, _statements(policies, pb.EFFECT_DENY), f"delete group {group_id!r} (lifts its denials)")

@@ -1,0 +1,215 @@
+"""The KV records of multipart uploads: by id, in S3's listing order, and by age.
+
+Partition `gateway-multipart`:
+
+    u/<repository>/<upload id>                                the upload (JSON)
+    l/<repository>/<path>\\0\\0<initiated ns:020d>/<upload id>  listing index: by key, then initiation
+    t/<initiated ns:020d>/<repository>/<upload id>            age index: oldest first (the whole record)
+    p/<upload id>/<part number:05d>                           one part (JSON)
+
+In `l/`, a NUL inside the path is written `\\0\\xff` and the path ends with `\\0\\0`, so the
+byte order of the index is S3's order of the paths, and every path under a prefix follows
+`l/<repository>/<prefix>`. ListMultipartUploads therefore reads one page (and one item past
+it) from where its markers point, never every upload of the repository. The age index lets
+the expiry sweep read only uploads that are too old, and holds what aborting the upload in
+the block adapter needs even when the other records are gone.
+
+Writes are ordered so that a crash leaves nothing the sweep cannot find: an upload is
+written age index first, record last, and forgotten record first, age index last.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from silt.block import BlockAdapter
+from silt.errors import NotFound
+from silt.kv.store import Store, scan_prefix
+
+PARTITION = b"gateway-multipart"
+MAX_UPLOADS = 1000  # S3's cap on max-uploads
+EXPIRE_BATCH = 1000  # uploads one expiry step aborts
+_END = b"\x00\x00"  # ends an escaped path; below every escaped byte that can follow it
+
+
+def _escaped(path: str) -> bytes:
+    return path.encode().replace(b"\x00", b"\x00\xff")
+
+
+def upload_key(repository: str, upload_id: str) -> bytes:
+    return f"u/{repository}/{upload_id}".encode()
+
+
+def part_prefix(upload_id: str) -> bytes:
+    return f"p/{upload_id}/".encode()
+
+
+def _listing_base(repository: str) -> bytes:
+    return f"l/{repository}/".encode()
+
+
+def _listing_key(repository: str, path: str, initiated_ns: int, upload_id: str) -> bytes:
+    return _listing_base(repository) + _escaped(path) + _END + f"{initiated_ns:020d}/{upload_id}".encode()
+
+
+def _age_key(initiated_ns: int, repository: str, upload_id: str) -> bytes:
+    return f"t/{initiated_ns:020d}/{repository}/{upload_id}".encode()
+
+
+def _successor(prefix: bytes) -> bytes:
+    """The smallest key greater than every key starting with prefix."""
+    trimmed = prefix.rstrip(b"\xff")
+    if not trimmed:
+        return b"\xff" * (len(prefix) + 1)
+    return trimmed[:-1] + bytes([trimmed[-1] + 1])
+
+
+def _put(kv: Store, key: bytes, value: dict[str, Any]) -> None:
+    kv.set(PARTITION, key, json.dumps(value).encode())
+
+
+def _delete(kv: Store, key: bytes) -> None:
+    with contextlib.suppress(NotFound):
+        kv.delete(PARTITION, key)
+
+
+def save(kv: Store, repository: str, upload_id: str, record: dict[str, Any]) -> None:
+    """Store a new upload; `record` holds at least path, initiated (ISO), initiated_ns and the
+    adapter's namespace, address and block_id."""
+    initiated_ns = record["initiated_ns"]
+    _put(kv, _age_key(initiated_ns, repository, upload_id), {**record, "repository": repository, "id": upload_id})
+    listed = {"path": record["path"], "initiated": record["initiated"], "initiator": record["initiator"]}
+    _put(kv, _listing_key(repository, record["path"], initiated_ns, upload_id), listed)
+    _put(kv, upload_key(repository, upload_id), record)
+
+
+def forget(kv: Store, repository: str, upload_id: str, record: dict[str, Any], part_keys: list[bytes]) -> None:
+    """Remove every record of an upload (its bytes in the block adapter are the caller's)."""
+    _delete(kv, upload_key(repository, upload_id))
+    for key in part_keys:
+        _delete(kv, key)
+    initiated_ns = record.get("initiated_ns")
+    if initiated_ns is not None:  # uploads started before the indexes existed have none
+        _delete(kv, _listing_key(repository, record["path"], initiated_ns, upload_id))
+        _delete(kv, _age_key(initiated_ns, repository, upload_id))
+
+
+def is_expired(record: dict[str, Any], max_age_seconds: float, now: float | None = None) -> bool:
+    initiated_ns = record.get("initiated_ns")
+    if initiated_ns is None:
+        return False
+    return (time.time() if now is None else now) - initiated_ns / 1e9 > max_age_seconds
+
+
+# --- listing ----------------------------------------------------------------------------------
+
+
+class Upload(NamedTuple):
+    path: str
+    upload_id: str
+    initiated: str  # ISO 8601
+    initiator: str
+
+
+class CommonPrefix(NamedTuple):
+    prefix: str
+
+
+class UploadPage(NamedTuple):
+    items: list[Upload | CommonPrefix]
+    truncated: bool
+
+
+def _start(kv: Store, repository: str, prefix: str, key_marker: str, id_marker: str, delimiter: str) -> bytes:
+    """Where a page starts: after the markers (S3's semantics), and never before the prefix."""
+    base = _listing_base(repository)
+    start = base + _escaped(prefix)
+    if not key_marker:
+        return start
+    cut = key_marker.find(delimiter, len(prefix)) if delimiter else -1
+    if cut >= 0 and cut + len(delimiter) == len(key_marker):
+        # A page that ended on a common prefix continues after everything under it.
+        return max(start, _successor(base + _escaped(key_marker)))
+    after_key = base + _escaped(key_marker) + b"\x00\x01"  # after every upload of the marker's key
+    if id_marker:
+        # With an upload-id marker, later uploads of the marker's own key follow too.
+        try:
+            record = json.loads(kv.get(PARTITION, upload_key(repository, id_marker)).value)
+        except NotFound:
+            record = None
+        if record is not None and record["path"] == key_marker and "initiated_ns" in record:
+            after_key = _listing_key(repository, key_marker, record["initiated_ns"], id_marker) + b"\x00"
+    return max(start, after_key)
+
+
+def list_page(
+    kv: Store,
+    repository: str,
+    prefix: str,
+    delimiter: str,
+    key_marker: str,
+    id_marker: str,
+    limit: int,
+    max_age_seconds: float,
+) -> UploadPage:
+    """One page of ListMultipartUploads: at most `limit` uploads and common prefixes.
+
+    Reads the page and one item past it, plus expired uploads the sweep has not removed yet
+    (skipped: they are as good as aborted).
+    """
+    base = _listing_base(repository)
+    under = base + _escaped(prefix)
+    limit = min(max(limit, 0), MAX_UPLOADS)
+    items: list[Upload | CommonPrefix] = []
+    horizon_ns = int((time.time() - max_age_seconds) * 1e9)
+
+    def entries(start: bytes) -> Iterator[tuple[bytes, dict[str, Any]]]:
+        for entry in kv.scan(PARTITION, start):
+            if not entry.key.startswith(under):
+                return
+            yield entry.key, json.loads(entry.value)
+
+    walk = entries(_start(kv, repository, prefix, key_marker, id_marker, delimiter))
+    while True:
+        found = next(walk, None)
+        if found is None:
+            return UploadPage(items, False)
+        key, listed = found
+        initiated_ns = int(key[-(20 + 1 + 32) : -(1 + 32)])
+        if initiated_ns < horizon_ns:
+            continue
+        if len(items) == limit:
+            return UploadPage(items, True)
+        path = listed["path"]
+        cut = path.find(delimiter, len(prefix)) if delimiter else -1
+        if cut < 0:
+            items.append(Upload(path, key[-32:].decode(), listed["initiated"], listed["initiator"]))
+            continue
+        common = path[: cut + len(delimiter)]
+        items.append(CommonPrefix(common))
+        walk = entries(_successor(base + _escaped(common)))
+
+
+# --- expiry -----------------------------------------------------------------------------------
+
+
+def expire(kv: Store, adapter: BlockAdapter, max_age_seconds: float, batch: int = EXPIRE_BATCH) -> int:
+    """Abort up to `batch` uploads older than max_age_seconds, oldest first; return how many."""
+    horizon_ns = int((time.time() - max_age_seconds) * 1e9)
+    aborted = 0
+    for entry in scan_prefix(kv, PARTITION, b"t/"):
+        if aborted >= batch or int(entry.key[2:22]) >= horizon_ns:
+            break
+        record = json.loads(entry.value)
+        # Unknown to clients first, so that no part is added while the bytes go.
+        _delete(kv, upload_key(record["repository"], record["id"]))
+        with contextlib.suppress(NotFound):  # completed or aborted meanwhile
+            adapter.abort_multipart_upload(record["namespace"], record["address"], record["block_id"])
+        parts = [part.key for part in scan_prefix(kv, PARTITION, part_prefix(record["id"]))]
+        forget(kv, record["repository"], record["id"], record, parts)
+        aborted += 1
+    return aborted
