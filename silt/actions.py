@@ -1,8 +1,8 @@
 """Every action a policy can name, and the resources they apply to.
 
 Repository actions are four (docs/design/auth.md), on resources named by the repository, and
-five administrative ones on the same resources (REPO_ADMIN_ACTIONS: GC rules and runs, refs
-dump and restore) that writers do not hold. The IAM actions
+six administrative ones on the same resources (REPO_ADMIN_ACTIONS: GC rules and runs, refs
+dump and restore, branch protection rules) that writers do not hold. The IAM actions
 (`iam:*`) manage users, groups, policies and credentials, on resources `users/<id>`,
 `groups/<id>` and `policies/<id>`; listing a whole collection is an action on its prefix
 (`users/`), so `users/*` grants it and `users/alice` does not. The `auth:*` actions are for
@@ -30,7 +30,10 @@ DELETE_GC_RULES = "DeleteGCRules"
 PREPARE_GC = "PrepareGC"
 DUMP_REFS = "DumpRefs"
 RESTORE_REFS = "RestoreRefs"
-REPO_ADMIN_ACTIONS = (SET_GC_RULES, DELETE_GC_RULES, PREPARE_GC, DUMP_REFS, RESTORE_REFS)
+# Branch protection rules decide who may change a branch at all (services/graveler/protection.py):
+# a writer who could set them could lift the protection meant to bind them.
+SET_BRANCH_PROTECTION = "SetBranchProtection"
+REPO_ADMIN_ACTIONS = (SET_GC_RULES, DELETE_GC_RULES, PREPARE_GC, DUMP_REFS, RESTORE_REFS, SET_BRANCH_PROTECTION)
 
 CREATE_USER = "iam:CreateUser"
 READ_USER = "iam:ReadUser"
@@ -97,6 +100,8 @@ def policy_resource(policy_id: str) -> str:
 
 # The audience of S3 requests: what the gateway verifies.
 S3_AUDIENCE = "s3"
+# The audience of REST API requests (Basic credentials and session tokens): what the API verifies.
+API_AUDIENCE = "api"
 
 
 def audience_resource(audience: str) -> str:

@@ -261,6 +261,9 @@ class AuthConfig(ServiceConfig):
     )
     cache_ttl_seconds: float = Field(5.0, ge=0, description="how long key lookups and decisions are cached")
     max_clock_skew_seconds: float = Field(300.0, gt=0, description="accepted age of a signed call")
+    session_ttl_seconds: float = Field(
+        12 * 3600.0, gt=0, le=7 * 86400, description="lifetime of a REST API login session token"
+    )
 
     _endpoint = field_validator("endpoint")(_check_endpoint)
 
@@ -369,6 +372,24 @@ class CredentialsConfig(_Section):
     secret_access_key: SecretStr | None = None
 
 
+class ApiConfig(_Section):
+    """lakeFS's REST API (services/api). It answers on the S3 gateway's port (requests without
+    an AWS signature under /api/v1/) and, run as `python -m services.api.server`, on its own."""
+
+    enabled: bool = Field(True, description="serve the REST API on the S3 gateway's listen address too")
+    listen_address: str = Field("127.0.0.1:8001", description="where `python -m services.api.server` listens")
+    metrics_listen_address: str | None = Field(None, description=_METRICS_ADDRESS_HELP)
+    max_body_bytes: int = Field(
+        1024 * 1024, ge=1024, le=64 * 1024 * 1024, description="largest JSON request body of the REST API"
+    )
+    # The API signs its calls to auth and graveler with its own service user (svc-api) when
+    # these are set, else with the process's `credentials` (its own process sets those).
+    credentials: CredentialsConfig = Field(default_factory=lambda: CredentialsConfig())
+
+    _listen = field_validator("listen_address")(_check_listen_address)
+    _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)
+
+
 class TelemetryConfig(_Section):
     """Traces and health checks. Tracing itself is configured by the standard OTEL_* variables
     (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...); this switch
@@ -390,6 +411,7 @@ class Config(_Section):
     compactor: CompactorConfig = Field(default_factory=lambda: CompactorConfig())
     credentials: CredentialsConfig = Field(default_factory=CredentialsConfig)
     tls: TLSConfig = Field(default_factory=TLSConfig)
+    api: ApiConfig = Field(default_factory=ApiConfig)
 
 
 # --- environment overrides -------------------------------------------------------------

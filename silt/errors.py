@@ -73,5 +73,11 @@ class PermissionDenied(SiltError):
     """The caller is authenticated but no policy allows the action on the resource."""
 
 
+# Graveler refuses a write to a protected branch (services/graveler/protection.py) as
+# PermissionDenied with this text, which lakeFS clients match on; the gateway and the REST API
+# tell it from a refusal of the caller by this text (S3 AccessDenied, HTTP 403).
+PROTECTED_BRANCH = "cannot write to protected branch"
+
+
 class ResourceExhausted(SiltError):
     """The service is over a limit (requests in flight, quota); the caller slows down and retries."""

@@ -91,6 +91,10 @@ class StackError(SiltError):
     """The stack could not be prepared or a service did not come up."""
 
 
+# Variables the launcher sets for each service; the caller's must not leak into them.
+_LAUNCHER_OWNED = ("SILT_CREDENTIALS_", "SILT_API_CREDENTIALS_", "SILT_CONFIG")
+
+
 def default_data_dir() -> Path:
     return Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR).expanduser()
 
@@ -229,11 +233,11 @@ class Stack:
             self.config_path.write_text(yaml.safe_dump(initial_config(self.data_dir), sort_keys=False))
         # The launcher owns these; a stray SILT_CONFIG or credentials in the caller's
         # environment must not leak into the services.
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SILT_CREDENTIALS_", "SILT_CONFIG"))}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_OWNED)}
         return load_config(self.config_path, env=env)
 
     def _base_env(self, encrypt_key: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SILT_CREDENTIALS_", "SILT_CONFIG"))}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_LAUNCHER_OWNED)}
         # Through the environment rather than --config, which every service reads the same way.
         env["SILT_CONFIG"] = str(self.config_path)
         env["SILT_AUTH_ENCRYPT_SECRET_KEY"] = encrypt_key
@@ -325,6 +329,11 @@ class Stack:
             if key is not None:
                 service_env["SILT_CREDENTIALS_ACCESS_KEY_ID"] = key["access_key_id"]
                 service_env["SILT_CREDENTIALS_SECRET_ACCESS_KEY"] = key["secret_access_key"]
+            api_key = service_keys.get("api")
+            if name == "gateway" and api_key is not None:
+                # The REST API on the gateway's port signs as its own user, svc-api.
+                service_env["SILT_API_CREDENTIALS_ACCESS_KEY_ID"] = api_key["access_key_id"]
+                service_env["SILT_API_CREDENTIALS_SECRET_ACCESS_KEY"] = api_key["secret_access_key"]
             host, port = _split(addresses[name])
             self._services[name] = _Service(name, service_env, host, port)
         self._save_client_credentials()

@@ -86,6 +86,10 @@ _RULES: dict[str, Rule] = {
     # auth:VerifySignature on its own audience only (services/auth/setup.py).
     "VerifyS3Signature": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.S3_AUDIENCE))),
     "GetCallSigningKey": Require(a.VERIFY_SIGNATURE, lambda request: a.audience_resource(request.audience)),
+    # Checking a secret, or a session opened with one, is verifying for the REST API's audience.
+    "VerifySecret": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),
+    "CreateSession": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),
+    "VerifySession": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),
 }
 
 RULES: dict[str, Rule] = {f"/{SERVICE}/{method}": rule for method, rule in _RULES.items()}

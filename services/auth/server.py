@@ -18,12 +18,13 @@ from services.auth.grants import Grants
 from services.auth.model import IamModel
 from services.auth.policies import check_resource
 from services.auth.secrets import SecretBox
+from services.auth.sessions import SessionTokens, secrets_match
 from silt.access_keys import check_access_key_id
 from silt.actions import check_action
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
 from silt.auth.v1 import model_pb2 as pb
-from silt.errors import InvalidArgument
+from silt.errors import InvalidArgument, NotFound
 from silt.kv import open_store
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import current_principal
@@ -34,6 +35,8 @@ from silt.telemetry.health import HealthMonitor, kv_probe
 log = logging.getLogger(__name__)
 
 MAX_AUTHORIZE_MANY = 1000
+# A secret auth issues is 40 characters; Basic credentials carry whatever a client sends.
+MAX_SECRET_LENGTH = 128
 
 
 def _credential_info(credential: pb.Credential) -> api.CredentialInfo:
@@ -48,8 +51,9 @@ def _subject(user_id: str) -> str:
 
 
 class AuthServicer(api_grpc.AuthServiceServicer):
-    def __init__(self, model: IamModel) -> None:
+    def __init__(self, model: IamModel, sessions: SessionTokens | None = None) -> None:
         self.model = model
+        self.sessions = sessions or SessionTokens.ephemeral()
         # Uncached on purpose: the caller (another service's interceptor) caches the answer.
         self.authority = LocalAuthority(model)
         # The interceptor decided whether the caller may use a call; this, whether what the call
@@ -238,6 +242,49 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         found = self.authority.call_key(check_access_key_id(request.access_key_id), request.day, request.audience)
         return api.GetCallSigningKeyResponse(user_id=found.user_id, signing_key=found.key)
 
+    # REST API credentials: the API sends what its caller sent and learns only who that is.
+    def _owner_if_secret(self, access_key_id: str, secret: str) -> pb.User | None:
+        if len(secret) > MAX_SECRET_LENGTH:
+            raise InvalidArgument(f"a secret access key has at most {MAX_SECRET_LENGTH} characters")
+        owner = self.model.key_owner(check_access_key_id(access_key_id))
+        if not secrets_match(owner.secret, secret):
+            return None
+        return self.model.get_user(owner.user_id)
+
+    def VerifySecret(self, request: api.VerifySecretRequest, context: grpc.ServicerContext) -> api.VerifySecretResponse:
+        user = self._owner_if_secret(request.access_key_id, request.secret_access_key)
+        return api.VerifySecretResponse(valid=user is not None, user=user)
+
+    def CreateSession(
+        self, request: api.CreateSessionRequest, context: grpc.ServicerContext
+    ) -> api.CreateSessionResponse:
+        user = self._owner_if_secret(request.access_key_id, request.secret_access_key)
+        if user is None:
+            return api.CreateSessionResponse(valid=False)
+        token, expires = self.sessions.issue(request.access_key_id, user.id)
+        reply = api.CreateSessionResponse(valid=True, token=token, user=user)
+        reply.expires.FromSeconds(expires)
+        log.info("session opened for user %r (key %s)", user.id, request.access_key_id)
+        return reply
+
+    def VerifySession(
+        self, request: api.VerifySessionRequest, context: grpc.ServicerContext
+    ) -> api.VerifySessionResponse:
+        session = self.sessions.check(request.token)
+        if session is None:
+            return api.VerifySessionResponse(valid=False)
+        try:
+            # The key (and its user) must still exist: deleting either ends its sessions.
+            owner = self.model.key_owner(session.access_key_id)
+            user = self.model.get_user(session.user_id)
+        except NotFound:
+            return api.VerifySessionResponse(valid=False)
+        if owner.user_id != session.user_id:
+            return api.VerifySessionResponse(valid=False)
+        reply = api.VerifySessionResponse(valid=True, user=user, access_key_id=session.access_key_id)
+        reply.expires.FromSeconds(session.expires)
+        return reply
+
 
 def start(
     model: IamModel,
@@ -245,9 +292,10 @@ def start(
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     health: HealthServicer | None = None,
     tls: grpc.ServerCredentials | None = None,
+    sessions: SessionTokens | None = None,
 ) -> tuple[grpc.Server, int]:
     server = build_server(interceptors, health=health, limits=AUTH_LIMITS)
-    api_grpc.add_AuthServiceServicer_to_server(AuthServicer(model), server)
+    api_grpc.add_AuthServiceServicer_to_server(AuthServicer(model, sessions), server)
     port = bind(server, address, tls)
     server.start()
     return server, port
@@ -259,6 +307,8 @@ def main(argv: list[str] | None = None) -> None:
         store = open_store(config.database)
         model = IamModel(store, SecretBox(config.auth.encrypt_secret_key))
         tls = server_credentials(config.tls)
+        assert config.auth.encrypt_secret_key is not None  # SecretBox refused to start without it
+        sessions = SessionTokens.from_encrypt_key(config.auth.encrypt_secret_key, config.auth.session_ttl_seconds)
     if model.setup_record() is None:
         log.warning("auth is not set up yet: run `python -m services.auth.setup` to create the admin user")
     interceptor = local_interceptor(model, config.auth.cache_ttl_seconds, config.auth.max_clock_skew_seconds)
@@ -268,7 +318,9 @@ def main(argv: list[str] | None = None) -> None:
         config.telemetry.health_check_interval_seconds,
         config.telemetry.health_check_timeout_seconds,
     )
-    server, port = start(model, config.auth.listen_address, [interceptor], health=monitor.servicer, tls=tls)
+    server, port = start(
+        model, config.auth.listen_address, [interceptor], health=monitor.servicer, tls=tls, sessions=sessions
+    )
     health_port = start_health_port(config.auth.health_listen_address, monitor.servicer)
     monitor.start()
     log.info("auth listening on port %d%s", port, " (TLS)" if tls else "")

@@ -55,7 +55,7 @@ PRESET_POLICIES: dict[str, tuple[str, list[pb.Statement]]] = {
 # after auth has allowed that caller CreateRepo/DeleteRepo: its own user needs them too.
 GATEWAY_POLICY = "GatewayRepoLifecycle"
 GATEWAY_POLICY_SPEC = (
-    "the S3 gateway: create and delete repositories on behalf of callers auth has authorized",
+    "the S3 gateway and the REST API: create and delete repositories on behalf of callers auth has authorized",
     [statement(pb.EFFECT_ALLOW, [a.CREATE_REPO, a.DELETE_REPO])],
 )
 # Garbage collection (`silt gc run`, the GC CronJob) runs as its own user, not an admin: it
@@ -83,6 +83,7 @@ VERIFIER_POLICIES: dict[str, tuple[str, tuple[str, list[pb.Statement]]]] = {
         ("graveler", "GravelerCallVerifier", "graveler"),
         ("compactor", "CompactorCallVerifier", "compactor"),
         ("gateway", "S3SignatureVerifier", a.S3_AUDIENCE),
+        ("api", "ApiCredentialVerifier", a.API_AUDIENCE),
     )
 }
 # Every policy Silt defines. Setup rewrites them to these definitions on every run, so an
@@ -101,7 +102,7 @@ PRESET_GROUPS: dict[str, tuple[str, str]] = {
     SERVICES: ("Silt's own services", "ServiceAccess"),
 }
 DEFAULT_ADMIN = "admin"
-DEFAULT_SERVICES = ("graveler", "compactor", "gateway", GC_SERVICE)
+DEFAULT_SERVICES = ("graveler", "compactor", "gateway", "api", GC_SERVICE)
 
 
 def service_user_id(service: str) -> str:
@@ -135,7 +136,8 @@ def service_rights(service: str) -> tuple[list[str], list[str]]:
     verifier = [VERIFIER_POLICIES[service][0]] if service in VERIFIER_POLICIES else []
     if service == GC_SERVICE:
         return [], [GC_POLICY]
-    if service == "gateway":
+    if service in ("gateway", "api"):
+        # The REST API creates and deletes repositories for its callers as the gateway does.
         return [SERVICES], [GATEWAY_POLICY, *verifier]
     return [SERVICES], verifier
 

@@ -30,6 +30,7 @@ from services.gateway.identity import S3Identities
 from silt.block import BlockAdapter, open_adapter
 from silt.config import Config
 from silt.errors import (
+    PROTECTED_BRANCH,
     Aborted,
     AlreadyExists,
     FailedPrecondition,
@@ -107,6 +108,8 @@ def rpc_error(
         return S3Error("BucketAlreadyOwnedByYou", details)
     if isinstance(error, FailedPrecondition):
         return S3Error(failed_precondition, details)
+    if isinstance(error, PermissionDenied) and PROTECTED_BRANCH in details:
+        return S3Error("AccessDenied", details)  # the branch's protection rules refuse the write
     if isinstance(error, PermissionDenied | Unauthenticated):
         # The caller was authorized by auth; graveler refusing the gateway is a deployment problem.
         return S3Error("AccessDenied", f"graveler refused the gateway: {details}")

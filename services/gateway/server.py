@@ -7,6 +7,7 @@ the C HTTP parser and libuv loop keep per-request overhead low for small objects
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import Any
@@ -16,11 +17,14 @@ import uvicorn
 from services.gateway import protocol, request
 from services.gateway.app import GatewayApp
 from services.gateway.protocol import BoundedHttpToolsProtocol
-from silt.config import S3GatewayConfig, load_config
+from silt.asgi import ASGIApp, Dispatcher, load_app
+from silt.config import Config, S3GatewayConfig, load_config
 from silt.lifeline import PARENT_PID_ENV, watch_parent_from_env
 from silt.logs import configure_logging
 from silt.rpc.server import service_config
 from silt.telemetry.setup import setup as setup_telemetry
+
+log = logging.getLogger(__name__)
 
 
 def configure_connection_limits(s3: S3GatewayConfig) -> None:
@@ -49,7 +53,22 @@ def https_options(s3: S3GatewayConfig) -> dict[str, Any]:
     return {"ssl_certfile": os.path.expanduser(tls.cert_file), "ssl_keyfile": os.path.expanduser(tls.key_file)}
 
 
-def create_app() -> GatewayApp:
+def serving_app(config: Config) -> ASGIApp:
+    """The gateway, and with api.enabled the REST API on the same port (silt/asgi.py decides
+    per request: an AWS signature is S3, otherwise /api/v1/... is the API)."""
+    gateway = GatewayApp(config)
+    if not config.api.enabled:
+        return gateway
+    if not config.api.credentials.access_key_id:
+        # svc-gateway may not verify REST API credentials: every API call would answer 503.
+        log.warning(
+            "api.enabled without api.credentials: the REST API on this port signs as the gateway's "
+            "own user; give it svc-api's key (SILT_API_CREDENTIALS_*), or set api.enabled false"
+        )
+    return Dispatcher(gateway, load_app("api", config))
+
+
+def create_app() -> ASGIApp:
     """The app in a worker process; the configuration comes from the environment (SILT_CONFIG)."""
     # A worker must not outlive the gateway process that supervises it, even a kill -9 of it.
     # The supervisor's pid comes from the environment, not getppid(): a worker still importing
@@ -60,7 +79,7 @@ def create_app() -> GatewayApp:
     configure_connection_limits(config.gateways.s3)
     # Each worker traces on its own and records metrics for the endpoint its parent serves.
     setup_telemetry(config, "gateway", metrics_in_worker=bool(config.gateways.s3.metrics_listen_address))
-    return GatewayApp(config)
+    return serving_app(config)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[PARENT_PID_ENV] = str(os.getpid())  # what each worker watches
     uvicorn.run(
         # With several workers uvicorn imports the app in each process: a factory, by name.
-        "services.gateway.server:create_app" if workers > 1 else GatewayApp(config),
+        "services.gateway.server:create_app" if workers > 1 else serving_app(config),
         factory=workers > 1,
         workers=workers,
         host=host.strip("[]"),

@@ -7,6 +7,9 @@
 * Entries (entries.py): the writer and reader flows; Committer (commits.py): the commit flow;
 * Branching (branching.py): diff, merge, revert, cherry-pick, reset;
 * Lifecycle (lifecycle.py): creating, deleting, dumping and restoring repositories;
+* Protection (protection.py): branch protection rules, checked by every write to a branch here;
+* PullRequests (pulls.py): pull requests, comments and reviews; the one way into a branch
+  whose protection requires approvals;
 * Compaction, CompactedState (compaction.py): folding staged changes into a compacted metarange;
 * Cleaner (cleanup.py): background deletion of staged values nothing refers to.
 
@@ -31,10 +34,12 @@ from services.graveler.compaction import CompactedState, Compaction, CompactionR
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
 from services.graveler.entries import Condition, Entries, ListPage
 from services.graveler.history import LogFilter, LogPage, log_page
-from services.graveler.lifecycle import DEFAULT_BRANCH, Lifecycle
+from services.graveler.lifecycle import DEFAULT_BRANCH, Dumped, Lifecycle, Restored
 from services.graveler.model import CommitId, MergeStrategy
 from services.graveler.paging import Page
 from services.graveler.placement import Placement, ShareCheck, nobody
+from services.graveler.protection import Protection
+from services.graveler.pulls import PullRequests, Standing
 from services.graveler.refs import RefManager, RepoHandle, Resolved
 from services.graveler.refs import expr as refexpr
 from services.graveler.staging import StagingStore, new_token
@@ -107,7 +112,16 @@ class Graveler:
         self.branching = Branching(
             self.refs, self.staging, committed, self.updater, self.entries, self.cleaner, self.compacted
         )
-        self.lifecycle = Lifecycle(self.refs, committed, self.cleaner, Placement(options.allowed_namespace_roots))
+        self.protection = Protection(kv, self.updater, options.branch_cache_seconds, clock)
+        self.pulls = PullRequests(self.refs, self.updater, self.branching, self.protection)
+        self.lifecycle = Lifecycle(
+            self.refs,
+            committed,
+            self.cleaner,
+            Placement(options.allowed_namespace_roots),
+            self.pulls,
+            self.protection,
+        )
         self.compaction = Compaction(
             self.refs, self.compacted, lambda: self.committer.builder, self.updater, self.cleaner, observer
         )
@@ -171,10 +185,10 @@ class Graveler:
     def clean_deleted_repositories(self) -> int:
         return self.lifecycle.clean_deleted_repositories()
 
-    def dump_refs(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> tuple[str, int, int, int]:
+    def dump_refs(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> Dumped:
         return self.lifecycle.dump_refs(self._repo(repository, deadline))
 
-    def restore_refs(self, repository: str, location: str, *, deadline: Deadline = NO_DEADLINE) -> tuple[int, int, int]:
+    def restore_refs(self, repository: str, location: str, *, deadline: Deadline = NO_DEADLINE) -> Restored:
         return self.lifecycle.restore_refs(self._repo(repository, deadline), location)
 
     # --- branches ------------------------------------------------------------------------
@@ -201,6 +215,7 @@ class Graveler:
         repo = self._repo(repository, deadline)
         if name == repo.record.default_branch:
             raise FailedPrecondition(f"branch {name!r} is the default branch of {repository!r} and cannot be deleted")
+        self.protection.check_direct_write(repo, name, "deleting the branch")
         record = self.refs.get_branch(repo, name)
         self.refs.delete_branch(repo, name)
         self.cleaner.drop_tokens(record.tokens)
@@ -217,6 +232,7 @@ class Graveler:
     ) -> pb.Branch:
         """Drop uncommitted changes: all of them, one key's, a prefix's; or move the branch to a ref."""
         repo = self._repo(repository, deadline)
+        self.protection.check_direct_write(repo, branch_name, "reset")
         return self.branching.reset_branch(repo, branch_name, key, prefix, hard_ref, deadline)
 
     # --- tags ----------------------------------------------------------------------------
@@ -327,6 +343,7 @@ class Graveler:
     ) -> pb.Commit:
         """Commit the staged changes of a branch (only those under prefixes, if given)."""
         repo = self._repo(repository, deadline)
+        self.protection.check_direct_write(repo, branch_name, "commit")
         return self.committer.commit(
             repo, branch_name, message, dict(metadata or {}), committer, allow_empty, prefixes or [], deadline
         )
@@ -344,11 +361,15 @@ class Graveler:
         deadline: Deadline = NO_DEADLINE,
     ) -> None:
         """Stage entry at key; with a condition, only if it holds for the key's current value."""
-        self.entries.stage(self._repo(repository, deadline), branch_name, key, entry, deadline, condition)
+        repo = self._repo(repository, deadline)
+        self.protection.check_direct_write(repo, branch_name, "writing an object")
+        self.entries.stage(repo, branch_name, key, entry, deadline, condition)
 
     def delete_entry(self, repository: str, branch_name: str, key: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         validate_key(key)
-        self.entries.delete(self._repo(repository, deadline), branch_name, key, deadline)
+        repo = self._repo(repository, deadline)
+        self.protection.check_direct_write(repo, branch_name, "deleting an object")
+        self.entries.delete(repo, branch_name, key, deadline)
 
     def stat_entry(self, repository: str, ref: str, key: str, *, deadline: Deadline = NO_DEADLINE) -> pb.Entry:
         validate_key(key)
@@ -417,6 +438,7 @@ class Graveler:
         deadline: Deadline = NO_DEADLINE,
     ) -> MergeOutcome:
         repo = self._repo(repository, deadline)
+        self.protection.check_direct_merge(repo, destination)
         return self.branching.merge(
             repo,
             source_ref,
@@ -445,6 +467,7 @@ class Graveler:
     ) -> MergeOutcome:
         """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
         repo = self._repo(repository, deadline)
+        self.protection.check_direct_write(repo, branch_name, "revert")
         return self.branching.revert(
             repo, branch_name, ref, parent_number, message, dict(metadata or {}), committer, deadline
         )
@@ -461,4 +484,118 @@ class Graveler:
     ) -> MergeOutcome:
         """Apply a commit's change onto a branch: a three-way merge from its parent to it."""
         repo = self._repo(repository, deadline)
+        self.protection.check_direct_write(repo, branch_name, "cherry-pick")
         return self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline)
+
+    # --- branch protection ---------------------------------------------------------------
+
+    def get_branch_protection(
+        self, repository: str, *, deadline: Deadline = NO_DEADLINE
+    ) -> tuple[pb.BranchProtectionRules, str]:
+        """The rules and their etag."""
+        return self.protection.get(self._repo(repository, deadline))
+
+    def set_branch_protection(
+        self,
+        repository: str,
+        rules: list[pb.BranchProtectionRule],
+        if_match: str = "",
+        *,
+        deadline: Deadline = NO_DEADLINE,
+    ) -> tuple[pb.BranchProtectionRules, str]:
+        """Replace every rule (only if they still have etag if_match, when given)."""
+        return self.protection.set(self._repo(repository, deadline), rules, if_match, deadline)
+
+    # --- pull requests -------------------------------------------------------------------
+
+    def create_pull_request(
+        self,
+        repository: str,
+        title: str,
+        description: str,
+        source_branch: str,
+        destination_branch: str,
+        author: str,
+        *,
+        deadline: Deadline = NO_DEADLINE,
+    ) -> pb.PullRequest:
+        repo = self._repo(repository, deadline)
+        return self.pulls.create(repo, title, description, source_branch, destination_branch, author)
+
+    def get_pull_request(
+        self, repository: str, pull_id: str, *, deadline: Deadline = NO_DEADLINE
+    ) -> tuple[pb.PullRequest, Standing]:
+        """A pull request, and where it stands against its destination's protection."""
+        repo = self._repo(repository, deadline)
+        pull = self.pulls.get(repo, pull_id)
+        return pull, self.pulls.standing(repo, pull)
+
+    def pull_request_standings(
+        self, repository: str, pulls: list[pb.PullRequest], *, deadline: Deadline = NO_DEADLINE
+    ) -> list[Standing]:
+        """Where each pull request stands against its destination's protection (one repository read)."""
+        repo = self._repo(repository, deadline)
+        return [self.pulls.standing(repo, pull) for pull in pulls]
+
+    def list_pull_requests(
+        self,
+        repository: str,
+        status: pb.PullRequestStatus.ValueType,
+        after: str,
+        amount: int,
+        *,
+        deadline: Deadline = NO_DEADLINE,
+    ) -> tuple[list[pb.PullRequest], bool]:
+        return self.pulls.list_page(self._repo(repository, deadline), status, after, amount)
+
+    def update_pull_request(
+        self,
+        repository: str,
+        pull_id: str,
+        title: str | None = None,
+        description: str | None = None,
+        status: pb.PullRequestStatus.ValueType = pb.PULL_REQUEST_STATUS_UNSPECIFIED,
+        *,
+        deadline: Deadline = NO_DEADLINE,
+    ) -> pb.PullRequest:
+        repo = self._repo(repository, deadline)
+        return self.pulls.update(repo, pull_id, title, description, status, deadline)
+
+    def merge_pull_request(
+        self,
+        repository: str,
+        pull_id: str,
+        strategy: MergeStrategy = "fail",
+        message: str = "",
+        metadata: dict[str, str] | None = None,
+        committer: str = "",
+        *,
+        deadline: Deadline = NO_DEADLINE,
+    ) -> tuple[pb.PullRequest, MergeOutcome]:
+        """Merge a pull request's source into its destination: refused (ProtectedBranch) while
+        the destination's protection is not satisfied; conflicts leave it open."""
+        repo = self._repo(repository, deadline)
+        return self.pulls.merge(repo, pull_id, strategy, message, dict(metadata or {}), committer, deadline)
+
+    def add_pull_request_comment(
+        self, repository: str, pull_id: str, author: str, body: str, *, deadline: Deadline = NO_DEADLINE
+    ) -> pb.PullRequestComment:
+        return self.pulls.comment(self._repo(repository, deadline), pull_id, author, body)
+
+    def list_pull_request_comments(
+        self, repository: str, pull_id: str, after: str, amount: int, *, deadline: Deadline = NO_DEADLINE
+    ) -> tuple[list[pb.PullRequestComment], bool]:
+        return self.pulls.comments(self._repo(repository, deadline), pull_id, after, amount)
+
+    def submit_pull_request_review(
+        self,
+        repository: str,
+        pull_id: str,
+        author: str,
+        verdict: pb.ReviewVerdict.ValueType,
+        body: str = "",
+        *,
+        deadline: Deadline = NO_DEADLINE,
+    ) -> pb.PullRequest:
+        repo = self._repo(repository, deadline)
+        return self.pulls.review(repo, pull_id, author, verdict, body, deadline)

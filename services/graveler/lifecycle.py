@@ -13,9 +13,10 @@ can reach the repository's partitions — and only then are the partitions clean
 at any step leaves nothing reachable, and a recreated repository of the same name gets a new
 unique id, hence new partitions. The cleaner finishes whatever a failed deletion left.
 
-Dumping writes every commit, branch and tag to `_silt/refs/<dump id>/` in the repository's
-storage namespace; restoring reads them into a new, bare repository on the same storage
-(the original deleted, or kept by an administrator: placement.py).
+Dumping writes every commit, branch and tag, and the repository metadata graveler keeps
+beside them (pull requests with their comments and reviews, branch protection rules), to
+`_silt/refs/<dump id>/` in the repository's storage namespace; restoring reads them into a
+new, bare repository on the same storage (the original deleted, or kept by an administrator: placement.py).
 Commit ids are content hashes, checked on restore, so the round trip preserves them.
 """
 
@@ -26,17 +27,19 @@ import io
 import json
 import logging
 import uuid
-from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple, TypeVar
 
 # Private helpers of protobuf (absent from its stubs): the length-delimited framing protobuf itself uses.
 from google.protobuf.internal.decoder import _DecodeVarint32  # type: ignore[attr-defined]
 from google.protobuf.internal.encoder import _VarintBytes  # type: ignore[attr-defined]
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from services.graveler.cleanup import Cleaner
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.placement import Placement, ShareCheck, nobody
+from services.graveler.protection import Protection
+from services.graveler.pulls import PullRequests
 from services.graveler.refs import GRAVELER_PARTITION, RefManager, RepoHandle, branch_tokens, new_commit
 from services.graveler.refs.manager import now
 from services.graveler.staging import new_token
@@ -71,6 +74,35 @@ def _read_delimited(data: bytes, kind: type[_M]) -> Iterator[_M]:
         yield message
 
 
+def _framed(chunks: Iterable[bytes]) -> bytes:
+    return b"".join(_VarintBytes(len(chunk)) + chunk for chunk in chunks)
+
+
+def _unframed(data: bytes) -> Iterator[bytes]:
+    pos = 0
+    while pos < len(data):
+        size, pos = _DecodeVarint32(data, pos)
+        yield data[pos : pos + size]
+        pos += size
+
+
+class Dumped(NamedTuple):
+    location: str
+    commits: int
+    branches: int
+    tags: int
+    pull_requests: int
+    branch_protection: bool
+
+
+class Restored(NamedTuple):
+    commits: int
+    branches: int
+    tags: int
+    pull_requests: int
+    branch_protection: bool
+
+
 def commit_id_of(commit: pb.Commit) -> str:
     """The content hash a commit's id must equal (the id field itself excluded)."""
     copy = pb.Commit()
@@ -80,11 +112,21 @@ def commit_id_of(commit: pb.Commit) -> str:
 
 
 class Lifecycle:
-    def __init__(self, refs: RefManager, committed: CommittedManager, cleaner: Cleaner, placement: Placement) -> None:
+    def __init__(
+        self,
+        refs: RefManager,
+        committed: CommittedManager,
+        cleaner: Cleaner,
+        placement: Placement,
+        pulls: PullRequests,
+        protection: Protection,
+    ) -> None:
         self._refs = refs
         self._committed = committed
         self._cleaner = cleaner
         self.placement = placement
+        self._pulls = pulls
+        self._protection = protection
 
     # --- creation -----------------------------------------------------------------------------
 
@@ -172,7 +214,7 @@ class Lifecycle:
 
     # --- dump / restore -----------------------------------------------------------------------
 
-    def dump_refs(self, repo: RepoHandle) -> tuple[str, int, int, int]:
+    def dump_refs(self, repo: RepoHandle) -> Dumped:
         # Branches and tags are read once: the commits dumped are exactly those they reach.
         branches = [pb.Branch(name=b.name, commit_id=b.commit_id) for b in self._refs.list_branches(repo)]
         tags = list(self._refs.list_tags(repo))
@@ -181,15 +223,23 @@ class Lifecycle:
         adapter = self._committed.adapter
         for name, messages in (("commits", commits), ("branches", branches), ("tags", tags)):
             adapter.put(repo.namespace, location + name, io.BytesIO(b"".join(_delimited(messages))))
+        # Pull requests and comments as (key, value) frames: comments are keyed by their pull request.
+        records = list(self._pulls.dump(repo))
+        pulls = sum(1 for key, _ in records if key.startswith(b"pulls/"))
+        adapter.put(repo.namespace, location + "pulls", io.BytesIO(_framed(c for pair in records for c in pair)))
+        protection, _ = self._protection.get(repo)
+        adapter.put(repo.namespace, location + "branch_protection", io.BytesIO(protection.SerializeToString()))
         manifest = {
             "repository": repo.name,
             "default_branch": repo.record.default_branch,
             "commits": len(commits),
             "branches": len(branches),
             "tags": len(tags),
+            "pull_requests": pulls,
+            "branch_protection_rules": len(protection.rules),
         }
         adapter.put(repo.namespace, location + "manifest.json", io.BytesIO(json.dumps(manifest).encode()))
-        return location + "manifest.json", len(commits), len(branches), len(tags)
+        return Dumped(location + "manifest.json", len(commits), len(branches), len(tags), pulls, bool(protection.rules))
 
     def _reachable_commits(self, repo: RepoHandle, heads: list[str]) -> list[pb.Commit]:
         seen: set[str] = set()
@@ -206,7 +256,7 @@ class Lifecycle:
         # Parents before children, so a restore never holds a commit whose parent is missing.
         return sorted(found, key=lambda c: (c.generation, c.id))
 
-    def restore_refs(self, repo: RepoHandle, location: str) -> tuple[int, int, int]:
+    def restore_refs(self, repo: RepoHandle, location: str) -> Restored:
         if not location.startswith(DUMPS_PREFIX) or not location.endswith("/manifest.json") or ".." in location:
             raise InvalidArgument(f"invalid dump location {location!r}")
         if next(iter(self._refs.list_branches(repo)), None) is not None:
@@ -227,6 +277,7 @@ class Lifecycle:
             tags = list(_read_delimited(read("tags"), pb.Tag))
         except NotFound:
             raise NotFound(f"no dump at {location!r} in {repo.namespace}", what="object") from None
+        pulls_data, protection_data = self._read_optional(read, "pulls"), self._read_optional(read, "branch_protection")
         for commit in commits:
             if commit_id_of(commit) != commit.id:
                 raise InvalidArgument(f"dump is corrupt: commit {commit.id[:12]} does not match its content")
@@ -239,4 +290,25 @@ class Lifecycle:
                 repo,
                 pb.Branch(name=name, commit_id=branch.commit_id, staging_token=new_token(repo.partition, name)),
             )
-        return len(commits), len(branches), len(tags)
+        chunks = list(_unframed(pulls_data))
+        if len(chunks) % 2:
+            raise InvalidArgument("dump is corrupt: the pull request records are truncated")
+        protection = pb.BranchProtectionRules()
+        try:
+            pulls = sum(
+                self._pulls.restore(repo, key, value) for key, value in zip(chunks[::2], chunks[1::2], strict=True)
+            )
+            protection.ParseFromString(protection_data)
+        except DecodeError:
+            raise InvalidArgument("dump is corrupt: a pull request or protection record does not decode") from None
+        if protection.rules:
+            self._protection.restore(repo, protection)
+        return Restored(len(commits), len(branches), len(tags), pulls, bool(protection.rules))
+
+    @staticmethod
+    def _read_optional(read: Callable[[str], bytes], name: str) -> bytes:
+        """A part of the dump that older dumps lack: empty when absent."""
+        try:
+            return read(name)
+        except NotFound:
+            return b""

@@ -1,7 +1,7 @@
 """What each GravelerService call needs: a repository action (docs/design/auth.md) on the repository it names.
 
-Reading and writing need ReadRepo and WriteRepo; GC rules and runs, refs dump and restore
-need their own administrative actions, which writers (the Developers preset) do not hold.
+Reading and writing need ReadRepo and WriteRepo; GC rules and runs, refs dump and restore,
+branch protection rules need their own administrative actions, which writers (the Developers preset) do not hold.
 
 The table maps a method to (action, request field holding the repository name).
 ListRepositories needs no permission up front; its answer is narrowed to the repositories
@@ -20,6 +20,7 @@ from silt.actions import (
     PREPARE_GC,
     READ_REPO,
     RESTORE_REFS,
+    SET_BRANCH_PROTECTION,
     SET_GC_RULES,
     WRITE_REPO,
 )
@@ -65,6 +66,21 @@ TABLE: dict[str, tuple[str, str]] = {
     "GetGCRules": (READ_REPO, "repository"),
     "DeleteGCRules": (DELETE_GC_RULES, "repository"),
     "PrepareGC": (PREPARE_GC, "repository"),
+    # Protection rules bind writers, so only administrators set them; anyone who reads sees them.
+    "GetBranchProtection": (READ_REPO, "repository"),
+    "SetBranchProtection": (SET_BRANCH_PROTECTION, "repository"),
+    # Pull requests are how writers propose changes: opening, commenting, reviewing and merging
+    # one is writing. Whether a merge may go ahead is the destination's protection, checked by
+    # graveler (protection.py, pulls.py), not a permission.
+    "CreatePullRequest": (WRITE_REPO, "repository"),
+    "GetPullRequest": (READ_REPO, "repository"),
+    "ListPullRequests": (READ_REPO, "repository"),
+    "UpdatePullRequest": (WRITE_REPO, "repository"),
+    "MergePullRequest": (WRITE_REPO, "repository"),
+    "AddPullRequestComment": (WRITE_REPO, "repository"),
+    "ListPullRequestComments": (READ_REPO, "repository"),
+    "SubmitPullRequestReview": (WRITE_REPO, "repository"),
+    "ListPullRequestReviews": (READ_REPO, "repository"),
 }
 
 

@@ -27,6 +27,7 @@ from services.graveler.permissions import RULES, TABLE
 from services.graveler.sensor import Sensor, Thresholds, Trigger
 from services.graveler.telemetry import MeteredBuilder
 from services.graveler.values import decode_entry
+from silt.actions import AUTHORIZE, user_resource
 from silt.block import open_adapter
 from silt.compactor.v1 import compactor_pb2 as compactor_api
 from silt.compactor.v1 import compactor_pb2_grpc as compactor_grpc
@@ -369,12 +370,11 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         return api.FindMergeBaseResponse(commit_id=base)
 
     def DumpRefs(self, request: api.DumpRefsRequest, context: grpc.ServicerContext) -> api.DumpRefsResponse:
-        location, commits, branches, tags = self.g.dump_refs(request.repository, deadline=_deadline(context))
-        return api.DumpRefsResponse(location=location, commits=commits, branches=branches, tags=tags)
+        return api.DumpRefsResponse(**self.g.dump_refs(request.repository, deadline=_deadline(context))._asdict())
 
     def RestoreRefs(self, request: api.RestoreRefsRequest, context: grpc.ServicerContext) -> api.RestoreRefsResponse:
-        commits, branches, tags = self.g.restore_refs(request.repository, request.location, deadline=_deadline(context))
-        return api.RestoreRefsResponse(commits=commits, branches=branches, tags=tags)
+        restored = self.g.restore_refs(request.repository, request.location, deadline=_deadline(context))
+        return api.RestoreRefsResponse(**restored._asdict())
 
     # garbage collection
     def SetGCRules(self, request: api.SetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
@@ -405,6 +405,151 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             expired_commits=run.expired_commits,
             staged_entries=run.staged_entries,
         )
+
+    # branch protection
+    def GetBranchProtection(
+        self, request: api.GetBranchProtectionRequest, context: grpc.ServicerContext
+    ) -> api.BranchProtectionInfo:
+        record, etag = self.g.get_branch_protection(request.repository, deadline=_deadline(context))
+        return api.BranchProtectionInfo(rules=record.rules, etag=etag)
+
+    def SetBranchProtection(
+        self, request: api.SetBranchProtectionRequest, context: grpc.ServicerContext
+    ) -> api.BranchProtectionInfo:
+        record, etag = self.g.set_branch_protection(
+            request.repository, list(request.rules), request.if_match, deadline=_deadline(context)
+        )
+        return api.BranchProtectionInfo(rules=record.rules, etag=etag)
+
+    # pull requests
+    def _user(self, requested: str) -> str:
+        """Who opens, reviews or comments: the caller; or the user a trusted service (the REST
+        API) names, when the caller may decide for that user (auth:Authorize on users/<id>)."""
+        caller = _committer(requested)
+        if requested and requested != caller and self._may(AUTHORIZE, user_resource(requested)):
+            return requested
+        return caller
+
+    def _pull_infos(
+        self, repository: str, pulls: list[pb.PullRequest], context: grpc.ServicerContext
+    ) -> list[api.PullRequestInfo]:
+        standings = self.g.pull_request_standings(repository, pulls, deadline=_deadline(context))
+        infos = []
+        for pull, standing in zip(pulls, standings, strict=True):
+            shown = pb.PullRequest()
+            shown.CopyFrom(pull)
+            shown.ClearField("merge_claim")  # the claim token is the merging call's own
+            infos.append(
+                api.PullRequestInfo(
+                    pull_request=shown,
+                    approvals=standing.approvals,
+                    required_approvals=standing.required,
+                    merge_blocked_reason=standing.blocked_reason,
+                )
+            )
+        return infos
+
+    def _pull_info(self, repository: str, pull: pb.PullRequest, context: grpc.ServicerContext) -> api.PullRequestInfo:
+        return self._pull_infos(repository, [pull], context)[0]
+
+    def CreatePullRequest(
+        self, request: api.CreatePullRequestRequest, context: grpc.ServicerContext
+    ) -> api.PullRequestInfo:
+        pull = self.g.create_pull_request(
+            request.repository,
+            request.title,
+            request.description,
+            request.source_branch,
+            request.destination_branch,
+            self._user(request.author),
+            deadline=_deadline(context),
+        )
+        return self._pull_info(request.repository, pull, context)
+
+    def GetPullRequest(self, request: api.GetPullRequestRequest, context: grpc.ServicerContext) -> api.PullRequestInfo:
+        pull, _ = self.g.get_pull_request(request.repository, request.id, deadline=_deadline(context))
+        return self._pull_info(request.repository, pull, context)
+
+    def ListPullRequests(
+        self, request: api.ListPullRequestsRequest, context: grpc.ServicerContext
+    ) -> api.ListPullRequestsResponse:
+        pulls, more = self.g.list_pull_requests(
+            request.repository, request.status, request.after, request.amount, deadline=_deadline(context)
+        )
+        return api.ListPullRequestsResponse(
+            pull_requests=self._pull_infos(request.repository, pulls, context), has_more=more
+        )
+
+    def UpdatePullRequest(
+        self, request: api.UpdatePullRequestRequest, context: grpc.ServicerContext
+    ) -> api.PullRequestInfo:
+        pull = self.g.update_pull_request(
+            request.repository,
+            request.id,
+            request.title if request.HasField("title") else None,
+            request.description if request.HasField("description") else None,
+            request.status,
+            deadline=_deadline(context),
+        )
+        return self._pull_info(request.repository, pull, context)
+
+    def MergePullRequest(
+        self, request: api.MergePullRequestRequest, context: grpc.ServicerContext
+    ) -> api.MergePullRequestResponse:
+        # Like the author of a review, the committer may be the user a trusted service acts for.
+        committer = self._user(request.committer)
+        metadata = dict(request.metadata)
+        if request.committer and request.committer != committer:
+            metadata[REQUESTED_COMMITTER_KEY] = request.committer
+        strategy = _STRATEGY.get(request.strategy)
+        if strategy is None:
+            raise InvalidArgument(f"unknown merge strategy {request.strategy}")
+        pull, outcome = self.g.merge_pull_request(
+            request.repository,
+            request.id,
+            strategy,
+            request.message,
+            metadata,
+            committer,
+            deadline=_deadline(context),
+        )
+        return api.MergePullRequestResponse(
+            pull_request=self._pull_info(request.repository, pull, context), merge=_merge_response(outcome)
+        )
+
+    def AddPullRequestComment(
+        self, request: api.AddPullRequestCommentRequest, context: grpc.ServicerContext
+    ) -> pb.PullRequestComment:
+        return self.g.add_pull_request_comment(
+            request.repository, request.id, self._user(request.author), request.body, deadline=_deadline(context)
+        )
+
+    def ListPullRequestComments(
+        self, request: api.ListPullRequestCommentsRequest, context: grpc.ServicerContext
+    ) -> api.ListPullRequestCommentsResponse:
+        comments, more = self.g.list_pull_request_comments(
+            request.repository, request.id, request.after, request.amount, deadline=_deadline(context)
+        )
+        return api.ListPullRequestCommentsResponse(comments=comments, has_more=more)
+
+    def SubmitPullRequestReview(
+        self, request: api.SubmitPullRequestReviewRequest, context: grpc.ServicerContext
+    ) -> api.PullRequestInfo:
+        pull = self.g.submit_pull_request_review(
+            request.repository,
+            request.id,
+            self._user(request.author),
+            request.verdict,
+            request.body,
+            deadline=_deadline(context),
+        )
+        return self._pull_info(request.repository, pull, context)
+
+    def ListPullRequestReviews(
+        self, request: api.ListPullRequestReviewsRequest, context: grpc.ServicerContext
+    ) -> api.ListPullRequestReviewsResponse:
+        pull, _ = self.g.get_pull_request(request.repository, request.id, deadline=_deadline(context))
+        return api.ListPullRequestReviewsResponse(reviews=pull.reviews)
 
 
 _STRATEGY: dict[int, MergeStrategy] = {

@@ -79,6 +79,9 @@ def _announce(stack: Stack) -> None:
     s3 = endpoints.get("gateway")
     click.echo("Silt is running.")
     click.echo(f"  S3 endpoint:  {s3 or '(gateway not installed yet)'}")
+    if s3 and stack.config is not None and stack.config.api.enabled:
+        # One endpoint for both, as lakeFS: give lakeFS clients (lakefs-sdk, lakectl) this one.
+        click.echo(f"  lakeFS API:   {s3} (REST API under {s3}/api/v1; same access key)")
     for name in ("graveler", "auth", "compactor"):
         if name in endpoints:
             click.echo(f"  {name + ':':13} {endpoints[name]} (gRPC)")

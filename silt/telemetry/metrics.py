@@ -16,6 +16,17 @@ KV_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 COMMIT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 COUNT_BUCKETS = (0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 100)
 
+# --- REST API -----------------------------------------------------------------------------
+API_REQUESTS = Counter(
+    "silt_api_requests", "REST API requests answered, by operation and HTTP status", ["operation", "status"]
+)
+API_DURATION = Histogram(
+    "silt_api_request_duration_seconds",
+    "Time from a REST API request to the last byte of its response",
+    ["operation"],
+    buckets=REQUEST_BUCKETS,
+)
+
 # --- S3 gateway ---------------------------------------------------------------------------
 S3_REQUESTS = Counter("silt_s3_requests", "S3 requests answered, by operation and HTTP status", ["operation", "status"])
 S3_DURATION = Histogram(

@@ -8,7 +8,7 @@ import itertools
 import grimp
 import pytest
 
-SERVICES = ("services.auth", "services.graveler", "services.gateway", "services.compactor")
+SERVICES = ("services.auth", "services.graveler", "services.gateway", "services.compactor", "services.api")
 # The one import across services by design: the compactor runs graveler's engine (the "shared
 # graveler core" of DESIGN.md) in its own process, with its own KV and object store
 # connections. Graveler reaches the compactor only over gRPC.

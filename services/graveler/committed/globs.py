@@ -62,21 +62,20 @@ def _tokens(raw: bytes) -> list[bytes]:
     return parts
 
 
-def check_glob(pattern: str) -> list[bytes]:
+def check_glob(pattern: str, what: str = "merge path pattern") -> list[bytes]:
     """The glob as RE2 pieces, if it is within the caps; InvalidArgument naming the cap if not."""
     raw = pattern.encode()
     if not raw:
-        raise InvalidArgument("a merge path pattern must not be empty")
+        raise InvalidArgument(f"a {what} must not be empty")
     if len(raw) > MAX_PATTERN_BYTES:
         raise InvalidArgument(
-            f"merge path pattern is {len(raw)} bytes; at most {MAX_PATTERN_BYTES} are allowed ({pattern[:64]!r}...)"
+            f"{what} is {len(raw)} bytes; at most {MAX_PATTERN_BYTES} are allowed ({pattern[:64]!r}...)"
         )
     tokens = _tokens(raw)
     wildcards = sum(token in _WILDCARDS for token in tokens)
     if wildcards > MAX_PATTERN_WILDCARDS:
         raise InvalidArgument(
-            f"merge path pattern {pattern[:64]!r} has {wildcards} wildcards; "
-            f"at most {MAX_PATTERN_WILDCARDS} are allowed"
+            f"{what} {pattern[:64]!r} has {wildcards} wildcards; at most {MAX_PATTERN_WILDCARDS} are allowed"
         )
     return tokens
 
@@ -88,14 +87,14 @@ def check_rules(patterns: Sequence[str]) -> None:
         check_glob(pattern)
 
 
-def glob_regex(pattern: str) -> Glob:
+def glob_regex(pattern: str, what: str = "merge path pattern") -> Glob:
     """Compile a key glob: ``*`` matches within one path segment, ``**`` across segments.
 
     ``**/`` may match no segment at all, so ``a/**/b`` matches ``a/b``; every other
     character is literal. Match with ``fullmatch``: a glob is about the whole key.
     """
-    parts = check_glob(pattern)
+    parts = check_glob(pattern, what)
     try:
         return re2.compile(b"".join(parts), _OPTIONS)
     except re2.error as exc:  # within the caps this does not happen; never a 500 if it does
-        raise InvalidArgument(f"merge path pattern {pattern[:64]!r} is too complex: {exc}") from None
+        raise InvalidArgument(f"{what} {pattern[:64]!r} is too complex: {exc}") from None

@@ -101,6 +101,12 @@ def _prepare_gc(stack: Stack, creds: Credentials) -> Callable[[], object]:
     return lambda: stack.gv(creds).PrepareGC(request)
 
 
+def _set_branch_protection(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    rule = gpb.BranchProtectionRule(pattern="main", block_direct_writes=True)
+    request = api.SetBranchProtectionRequest(repository=stack.new_repo(), rules=[rule])
+    return lambda: stack.gv(creds).SetBranchProtection(request)
+
+
 def _dump_refs(stack: Stack, creds: Credentials) -> Callable[[], object]:
     request = api.DumpRefsRequest(repository=stack.new_repo())
     return lambda: stack.gv(creds).DumpRefs(request)
@@ -200,6 +206,7 @@ PROBES: dict[str, Probe] = {
     a.PREPARE_GC: _prepare_gc,
     a.DUMP_REFS: _dump_refs,
     a.RESTORE_REFS: _restore_refs,
+    a.SET_BRANCH_PROTECTION: _set_branch_protection,
     a.CREATE_USER: lambda s, c: _auth_call("CreateUser", auth_api.CreateUserRequest(id=unique("new")))(s, c),
     a.READ_USER: _on_victim("GetUser", lambda u, _: auth_api.GetUserRequest(id=u)),
     a.DELETE_USER: _on_victim("DeleteUser", lambda u, _: auth_api.DeleteUserRequest(id=u)),

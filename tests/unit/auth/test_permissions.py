@@ -43,6 +43,12 @@ WRITES = {
     "Revert",
     "CherryPick",
     "ResetBranch",
+    # Proposing, discussing and merging changes is writing; protection decides merges, not RBAC.
+    "CreatePullRequest",
+    "UpdatePullRequest",
+    "MergePullRequest",
+    "AddPullRequestComment",
+    "SubmitPullRequestReview",
 }
 # Destructive administration: its own actions, not WriteRepo (writers must not hold them).
 ADMINISTRATION = {
@@ -51,6 +57,7 @@ ADMINISTRATION = {
     "SetGCRules": a.SET_GC_RULES,
     "DeleteGCRules": a.DELETE_GC_RULES,
     "PrepareGC": a.PREPARE_GC,
+    "SetBranchProtection": a.SET_BRANCH_PROTECTION,
 }
 
 

@@ -1,0 +1,91 @@
+"""The REST API as an ASGI app: lakeFS's `/api/v1` routes over graveler and auth.
+
+Shape (DESIGN.md, "Models to learn from"): each route is a small typed function; the caller,
+the backend and `authorize` come in by dependency injection (context.py); errors are raised
+as typed exceptions (errors.py) and become lakeFS's JSON `{"message": ...}` here, in one place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from services.api.backend import Backend
+from services.api.errors import ApiError, from_silt
+from services.api.observe import Observed
+from services.api.routes import branches, commits, repositories, setup
+from silt.asgi import API_PREFIX, ASGIApp
+from silt.config import Config
+from silt.errors import SiltError
+
+log = logging.getLogger(__name__)
+
+
+def _message(status: int, message: str) -> JSONResponse:
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return JSONResponse({"message": message}, status_code=status, headers=headers)
+
+
+async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    if exc.status >= 500:
+        log.warning("%s %s: %d %s", request.method, request.url.path, exc.status, exc.message)
+    return _message(exc.status, exc.message)
+
+
+async def _silt_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, SiltError)
+    return await _api_error(request, from_silt(exc))
+
+
+async def _invalid_parameters(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p not in ("query", "path", "header"))
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return _message(400, "invalid parameters: " + "; ".join(parts))
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    return _message(exc.status_code, str(exc.detail))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("%s %s failed", request.method, request.url.path)
+    return _message(500, "internal error")
+
+
+def create_app(config: Config) -> ASGIApp:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.backend = Backend(config)
+        try:
+            yield
+        finally:
+            await app.state.backend.close()
+
+    app = FastAPI(
+        title="Silt: lakeFS REST API",
+        lifespan=lifespan,
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.config = config
+    app.state.max_body_bytes = config.api.max_body_bytes
+    for router in (setup.router, repositories.router, branches.router, commits.router):
+        app.include_router(router, prefix=API_PREFIX)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(SiltError, _silt_error)
+    app.add_exception_handler(RequestValidationError, _invalid_parameters)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)
+    return Observed(app)

@@ -1,0 +1,187 @@
+"""What the REST API talks to: graveler and auth over grpc.aio, signed as its own service user.
+
+**Trust model** (as the gateway's, services/gateway/backend.py). The API never reads a
+secret: auth checks Basic credentials (VerifySecret) and session tokens (VerifySession) and
+names the user; the API asks auth whether that user may do the action (AuthorizeMany, the
+same RBAC as S3 and gRPC) and only then calls graveler as `svc-api`. Answers of auth are
+cached for `auth.cache_ttl_seconds` (silt/rpc/authority.py): a credential is remembered by a
+keyed digest of the secret, never the secret itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from services.api.errors import ApiError, from_rpc, unauthorized
+from silt.access_keys import is_access_key_id
+from silt.auth.v1 import auth_pb2, auth_pb2_grpc
+from silt.config import Config
+from silt.errors import InvalidArgument, NotFound, Unavailable
+from silt.graveler.v1 import graveler_pb2_grpc
+from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, KeyCache, TTLCache
+from silt.rpc.channels import client_tls
+from silt.rpc.errors import error_from_rpc
+from silt.rpc.signing import AUTH_AUDIENCE, GRAVELER_AUDIENCE, Credentials, signed_aio_channel
+
+CALL_TIMEOUT = 30.0
+UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
+MAX_SECRET_LENGTH = 128
+MAX_TOKEN_LENGTH = 1024
+MAX_SESSIONS = 100_000
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a request, as auth named them."""
+
+    user_id: str
+    creation_date: int  # Unix seconds, for GET /user
+    access_key_id: str = ""
+
+
+def service_credentials(config: Config) -> Credentials:
+    """api.credentials (svc-api) when set, else the process's own `credentials`."""
+    own = config.api.credentials
+    if own.access_key_id and own.secret_access_key is not None:
+        return Credentials(own.access_key_id, own.secret_access_key)
+    return Credentials.from_config(config)
+
+
+def _caller(user: Any, access_key_id: str) -> Caller:
+    return Caller(user.id, int(user.creation_date.seconds), access_key_id)
+
+
+class Backend:
+    def __init__(self, config: Config, clock: Clock = time.monotonic) -> None:
+        credentials = service_credentials(config)
+        options = [
+            ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+        ]
+        tls = client_tls(config.tls)
+        self.auth_channel = signed_aio_channel(config.auth.endpoint, credentials, options, tls, audience=AUTH_AUDIENCE)
+        self.graveler_channel = signed_aio_channel(
+            config.graveler.dial_address, credentials, options, tls, audience=GRAVELER_AUDIENCE
+        )
+        self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
+        self._auth = auth_pb2_grpc.AuthServiceStub(self.auth_channel)
+        ttl = config.auth.cache_ttl_seconds
+        self.authority = AioCachedAuthority(AioRemoteAuthority(self.auth_channel, CALL_TIMEOUT), ttl, clock)
+        # (access key id, keyed digest of the secret) -> Caller; unknown ids in a room of their own.
+        self._secrets: KeyCache[bytes, Caller] = KeyCache(ttl, clock)
+        self._digest_key = os.urandom(32)
+        self._sessions: TTLCache[bytes, Caller] = TTLCache(ttl, MAX_SESSIONS, clock)
+        self._own_user_id = ""
+
+    async def call(self, method: Any, request: Any, deadline: float | None = None) -> Any:
+        """A graveler call within the request's deadline (time.monotonic()); a restarting
+        graveler is retried briefly, as the gateway does."""
+        deadline = deadline if deadline is not None else time.monotonic() + CALL_TIMEOUT
+        for delay in (*UNAVAILABLE_RETRY_DELAYS, None):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ApiError(503, "graveler did not answer within the request's deadline")
+            try:
+                return await method(request, timeout=remaining)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() != grpc.StatusCode.UNAVAILABLE or delay is None:
+                    raise from_rpc(exc, "graveler") from None
+            await asyncio.sleep(delay)
+
+    async def own_user_id(self) -> str:
+        """The API's own service user (svc-api), as auth knows it; asked once."""
+        if not self._own_user_id:
+            reply = await self._ask_auth(self._auth.WhoAmI, auth_pb2.WhoAmIRequest(), None)
+            self._own_user_id = reply.user.id
+        return self._own_user_id
+
+    # --- who is calling -------------------------------------------------------------------
+
+    def _digest(self, secret: str) -> bytes:
+        return hmac.new(self._digest_key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+
+    async def verify_secret(self, access_key_id: str, secret: str) -> Caller:
+        if not is_access_key_id(access_key_id) or not secret or len(secret) > MAX_SECRET_LENGTH:
+            raise unauthorized()
+        digest = self._digest(secret)
+        try:
+            cached = self._secrets.get(access_key_id, digest)
+        except NotFound:
+            raise unauthorized() from None
+        if cached is not None:
+            return cached
+        request = auth_pb2.VerifySecretRequest(access_key_id=access_key_id, secret_access_key=secret)
+        reply = await self._ask_auth(self._auth.VerifySecret, request, access_key_id)
+        if not reply.valid:
+            raise unauthorized()
+        caller = _caller(reply.user, access_key_id)
+        self._secrets.put(access_key_id, digest, caller)
+        return caller
+
+    async def create_session(self, access_key_id: str, secret: str) -> tuple[Caller, str, int]:
+        """(caller, token, expiry in Unix seconds) for a login."""
+        if not is_access_key_id(access_key_id) or not secret or len(secret) > MAX_SECRET_LENGTH:
+            raise unauthorized()
+        request = auth_pb2.CreateSessionRequest(access_key_id=access_key_id, secret_access_key=secret)
+        reply = await self._ask_auth(self._auth.CreateSession, request, access_key_id)
+        if not reply.valid:
+            raise unauthorized()
+        return _caller(reply.user, access_key_id), reply.token, int(reply.expires.seconds)
+
+    async def verify_session(self, token: str) -> Caller:
+        if not token or len(token) > MAX_TOKEN_LENGTH:
+            raise unauthorized()
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        cached: Caller | None = self._sessions.get(digest)
+        if cached is not None:
+            return cached
+        reply = await self._ask_auth(self._auth.VerifySession, auth_pb2.VerifySessionRequest(token=token), None)
+        if not reply.valid:
+            raise unauthorized()
+        caller = _caller(reply.user, reply.access_key_id)
+        # Cached at most until the token expires.
+        if reply.expires.seconds - time.time() > self._sessions.ttl:
+            self._sessions.put(digest, caller)
+        return caller
+
+    async def _ask_auth(self, method: Any, request: Any, access_key_id: str | None) -> Any:
+        try:
+            return await method(request, timeout=CALL_TIMEOUT)
+        except grpc.aio.AioRpcError as exc:
+            error = error_from_rpc(exc)
+            if isinstance(error, NotFound) and access_key_id is not None:
+                self._secrets.put_unknown(access_key_id, str(error))
+                raise unauthorized() from None
+            if isinstance(error, InvalidArgument):
+                raise unauthorized() from None
+            raise from_rpc(exc, "auth") from None
+
+    async def allowed(self, user_id: str, action: str, resource: str) -> bool:
+        try:
+            return await self.authority.allowed(user_id, action, resource)
+        except Unavailable as exc:
+            raise ApiError(503, f"auth: {exc}") from None
+        except InvalidArgument as exc:
+            raise ApiError(400, str(exc)) from None
+
+    async def allowed_many(self, user_id: str, action: str, resources: list[str]) -> list[bool]:
+        if not resources:
+            return []
+        try:
+            return await self.authority.allowed_many(user_id, action, resources)
+        except Unavailable as exc:
+            raise ApiError(503, f"auth: {exc}") from None
+
+    async def close(self) -> None:
+        await self.auth_channel.close()
+        await self.graveler_channel.close()

@@ -1,0 +1,81 @@
+"""Per-request context by dependency injection: the backend, the authenticated caller, and
+`authorize`, the one way a route asks whether its caller may do something."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+
+from services.api.backend import CALL_TIMEOUT, Backend, Caller
+from services.api.errors import forbidden, unauthorized
+
+# lakeFS's name for the login session cookie (swagger: securitySchemes.cookie_auth).
+SESSION_COOKIE = "internal_auth_session"
+# An Authorization header longer than this is not one of ours (a token, or id:secret).
+MAX_AUTHORIZATION_LENGTH = 2048
+
+
+def backend_of(request: Request) -> Backend:
+    backend: Backend | None = getattr(request.app.state, "backend", None)
+    if backend is None:
+        raise RuntimeError("the REST API's lifespan has not started")
+    return backend
+
+
+def basic_credentials(header: str) -> tuple[str, str]:
+    """(access key id, secret) of an `Authorization: Basic ...` value."""
+    try:
+        decoded = base64.b64decode(header[len("Basic ") :].strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise unauthorized("malformed Basic credentials") from None
+    access_key_id, sep, secret = decoded.partition(":")
+    if not sep:
+        raise unauthorized("malformed Basic credentials")
+    return access_key_id, secret
+
+
+async def authenticate(request: Request) -> Caller:
+    """The caller: HTTP Basic (access key and secret), or a login session token as Bearer or cookie."""
+    backend = backend_of(request)
+    header = request.headers.get("authorization", "")
+    if len(header) > MAX_AUTHORIZATION_LENGTH:
+        raise unauthorized()
+    if header[:6].lower() == "basic ":
+        return await backend.verify_secret(*basic_credentials(header))
+    if header[:7].lower() == "bearer ":
+        return await backend.verify_session(header[7:].strip())
+    if header:
+        raise unauthorized("unsupported authorization scheme: use Basic or Bearer")
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        return await backend.verify_session(token)
+    raise unauthorized("missing credentials: send an access key and secret (Basic) or a session token")
+
+
+@dataclass
+class Context:
+    backend: Backend
+    caller: Caller
+    # Every call a request makes shares one deadline (time.monotonic()).
+    deadline: float = field(default_factory=lambda: time.monotonic() + CALL_TIMEOUT)
+
+    async def call(self, method: Any, request: Any) -> Any:
+        """A graveler call within this request's deadline."""
+        return await self.backend.call(method, request, self.deadline)
+
+    async def authorize(self, action: str, resource: str) -> None:
+        if not await self.backend.allowed(self.caller.user_id, action, resource):
+            raise forbidden(f"user {self.caller.user_id} may not {action} on {resource}")
+
+
+async def context(request: Request, caller: Annotated[Caller, Depends(authenticate)]) -> Context:
+    request.state.user_id = caller.user_id  # for the access log
+    return Context(backend_of(request), caller)
+
+
+Ctx = Annotated[Context, Depends(context)]

@@ -1,0 +1,75 @@
+"""The API's typed errors and the one place they become lakeFS-style JSON (`{"message": ...}`)."""
+
+from __future__ import annotations
+
+import grpc
+import grpc.aio
+
+from silt.errors import (
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    SiltError,
+    Unauthenticated,
+    Unavailable,
+)
+from silt.rpc.errors import error_from_rpc
+
+
+class ApiError(Exception):
+    """An answer other than success: its HTTP status and the message clients see."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, message)
+
+
+def unauthorized(message: str = "error authenticating request") -> ApiError:
+    return ApiError(401, message)
+
+
+def forbidden(message: str = "insufficient permissions") -> ApiError:
+    return ApiError(403, message)
+
+
+def not_found(message: str = "not found") -> ApiError:
+    return ApiError(404, message)
+
+
+# Most specific first: DeadlineExceeded is an Unavailable.
+_STATUS: tuple[tuple[type[SiltError], int], ...] = (
+    (NotFound, 404),
+    (AlreadyExists, 409),
+    (InvalidArgument, 400),
+    (FailedPrecondition, 400),
+    (PermissionDenied, 403),
+    (Unauthenticated, 401),
+    (ResourceExhausted, 429),
+    (Aborted, 503),
+    (Unavailable, 503),
+)
+
+
+def from_silt(exc: SiltError) -> ApiError:
+    for kind, status in _STATUS:
+        if isinstance(exc, kind):
+            return ApiError(status, str(exc) or kind.__name__)
+    return ApiError(500, str(exc) or "internal error")
+
+
+def from_rpc(exc: grpc.aio.AioRpcError, service: str) -> ApiError:
+    """A failed call to graveler or auth. The caller was authorized before the call, so a
+    service refusing the API itself is a deployment problem, answered 503, never 401/403."""
+    error = error_from_rpc(exc)
+    if isinstance(error, PermissionDenied | Unauthenticated):
+        return ApiError(503, f"{service} refused the REST API's service credentials: {error}")
+    return from_silt(error)

@@ -1,0 +1,112 @@
+"""Repositories: list, create, get, delete, metadata."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from lakefs_sdk.models import RepositoryCreation, RepositoryList
+
+from services.api import convert
+from services.api.bodies import json_object, validate
+from services.api.context import Ctx
+from services.api.errors import ApiError
+from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from services.api.responses import model_response, no_content
+from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.paging import MAX_PAGE
+
+router = APIRouter()
+
+# A listing filtered by search or by what the caller may read stops after this many
+# repositories examined, and says where to go on (has_more, next_offset): bounded work.
+MAX_EXAMINED = 10 * MAX_PAGE
+
+
+@router.get("/repositories")
+async def list_repositories(
+    ctx: Ctx,
+    prefix: Prefix = "",
+    after: After = "",
+    amount: Amount = 100,
+    search: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
+) -> Response:
+    size = page_size(amount)
+    # Graveler lists names strictly after its `after`; every name with the prefix is after prefix[:-1].
+    cursor = max(after, prefix[:-1])
+    found: list[api.RepositoryInfo] = []
+    examined = 0
+    exhausted = False
+    while len(found) <= size and examined < MAX_EXAMINED and not exhausted:
+        request = api.ListRepositoriesRequest(after=cursor, amount=MAX_PAGE)
+        reply = await ctx.call(ctx.backend.graveler.ListRepositories, request)
+        exhausted = not reply.has_more
+        candidates = []
+        for info in reply.repositories:
+            if prefix and not info.name.startswith(prefix) and info.name > prefix:
+                exhausted = True  # past every name with the prefix
+                break
+            examined += 1
+            cursor = info.name
+            if info.name.startswith(prefix) and search in info.name:
+                candidates.append(info)
+        allowed = await ctx.backend.allowed_many(ctx.caller.user_id, READ_REPO, [i.name for i in candidates])
+        found.extend(info for info, ok in zip(candidates, allowed, strict=True) if ok)
+    page = found[:size]
+    if len(found) > size:
+        has_more, next_offset = True, page[-1].name
+    else:
+        # Out of budget before the end: a short page, and where to go on.
+        has_more, next_offset = not exhausted, cursor
+    body = RepositoryList(
+        pagination=pagination(has_more, next_offset, len(page), size),
+        results=[convert.repository(i) for i in page],
+    )
+    return model_response(body)
+
+
+@router.post("/repositories", status_code=201)
+async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> Response:
+    data = await json_object(request, request.app.state.max_body_bytes)
+    # storage_namespace is optional here (lakeFS requires it): graveler places an unnamed
+    # repository under the first of graveler.allowed_namespace_roots.
+    derived = "storage_namespace" not in data
+    if derived:
+        data = {**data, "storage_namespace": "local://placeholder"}
+    body = validate(RepositoryCreation, data)
+    await ctx.authorize(CREATE_REPO, body.name)
+    if body.read_only or body.sample_data or body.storage_id:
+        raise ApiError(400, "read-only repositories, sample data and storage ids are not supported")
+    request_pb = api.CreateRepositoryRequest(
+        name=body.name,
+        storage_namespace="" if derived else body.storage_namespace,
+        default_branch=body.default_branch or "main",
+        bare=bare,
+    )
+    info = await ctx.call(ctx.backend.graveler.CreateRepository, request_pb)
+    return model_response(convert.repository(info), 201)
+
+
+async def get_info(ctx: Ctx, repository: str) -> api.RepositoryInfo:
+    await ctx.authorize(READ_REPO, repository)
+    return await ctx.call(ctx.backend.graveler.GetRepository, api.GetRepositoryRequest(name=repository))
+
+
+@router.get("/repositories/{repository}")
+async def get_repository(ctx: Ctx, repository: str) -> Response:
+    return model_response(convert.repository(await get_info(ctx, repository)))
+
+
+@router.delete("/repositories/{repository}", status_code=204)
+async def delete_repository(ctx: Ctx, repository: str) -> Response:
+    await ctx.authorize(DELETE_REPO, repository)
+    await ctx.call(ctx.backend.graveler.DeleteRepository, api.DeleteRepositoryRequest(name=repository))
+    return no_content()
+
+
+@router.get("/repositories/{repository}/metadata")
+async def get_repository_metadata(ctx: Ctx, repository: str) -> Response:
+    # Graveler keeps no free-form repository metadata yet: an existing repository has none.
+    await get_info(ctx, repository)
+    return Response("{}", media_type="application/json")

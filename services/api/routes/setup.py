@@ -1,0 +1,87 @@
+"""Setup and identity: health, configuration, the current user, login and logout."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from lakefs_sdk.models import AuthenticationToken, CurrentUser, LoginInformation, StorageConfig, User, VersionConfig
+from lakefs_sdk.models import Config as LakeFSConfig
+
+from services.api.backend import Caller
+from services.api.bodies import json_body
+from services.api.context import SESSION_COOKIE, authenticate, backend_of
+from services.api.responses import model_response
+from silt import __version__ as silt_version
+
+router = APIRouter()
+
+# The lakeFS API version whose behaviour this API implements: the lakefs-sdk it is tested
+# with. Clients gate features on it, so it is lakeFS's number, not Silt's (version_context).
+LAKEFS_API_VERSION = "1.88.0"
+
+_NAMESPACE_EXAMPLES = {"local": "local://example-repo", "s3": "s3://example-bucket/example-repo"}
+
+
+@router.get("/healthcheck", status_code=204)
+async def health_check() -> Response:
+    return Response(status_code=204)
+
+
+def storage_config(request: Request) -> StorageConfig:
+    config = request.app.state.config
+    blockstore = config.blockstore.type
+    roots = config.graveler.allowed_namespace_roots
+    if roots is None:
+        roots = ["local://"] if blockstore == "local" else []
+    return StorageConfig(
+        blockstore_type=blockstore,
+        blockstore_namespace_example=_NAMESPACE_EXAMPLES.get(blockstore, f"{blockstore}://example"),
+        blockstore_namespace_ValidityRegex=f"^{blockstore}://",
+        default_namespace_prefix=roots[0] if roots else None,
+        pre_sign_support=False,
+        pre_sign_support_ui=False,
+        import_support=False,
+        import_validity_regex=f"^{blockstore}://",
+        pre_sign_multipart_upload=False,
+    )
+
+
+@router.get("/config")
+async def get_config(request: Request, caller: Annotated[Caller, Depends(authenticate)]) -> Response:
+    storage = storage_config(request)
+    version = VersionConfig(version=LAKEFS_API_VERSION, version_context=f"silt {silt_version}")
+    return model_response(LakeFSConfig(version_config=version, storage_config=storage, storage_config_list=[storage]))
+
+
+@router.get("/user")
+async def get_current_user(caller: Annotated[Caller, Depends(authenticate)]) -> Response:
+    return model_response(
+        CurrentUser(user=User(id=caller.user_id, creation_date=caller.creation_date, friendly_name=None, email=None))
+    )
+
+
+@router.post("/auth/login")
+async def login(request: Request) -> Response:
+    body = await json_body(request, LoginInformation)
+    _, token, expires = await backend_of(request).create_session(body.access_key_id, body.secret_access_key)
+    response = model_response(AuthenticationToken(token=token, token_expiration=expires))
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=max(0, expires - int(time.time())),
+        path="/",
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+@router.post("/auth/logout", status_code=204)
+async def logout() -> Response:
+    # Tokens are stateless (services/auth/sessions.py): logging out drops the cookie.
+    response = Response(status_code=204)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response

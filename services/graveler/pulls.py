@@ -1,0 +1,409 @@
+"""Pull requests, their comments and reviews: repository metadata in the repository's partition.
+
+Key schema (partition ``<repo>-<unique id>``):
+
+* ``pulls/<id>`` -> PullRequest, with its reviews (one current verdict per reviewer);
+* ``pull_comments/<pull id>/<comment id>`` -> PullRequestComment.
+
+Ids are ``<creation time in ns, 16 hex digits><8 random hex digits>``: unique without a
+counter that every creator would contend on (each creation is a set_if on its own fresh key,
+retried with a new id in the astronomically rare collision), and sorted by creation time, so
+listing in key order is listing oldest first (across replicas, as ordered as their clocks).
+
+Every change of a pull request is a set_if on its record, retried by BranchUpdater.retry. A
+merge first *claims* the record (status stays OPEN, merge_claim set), deciding on the reviews
+it holds at that moment; reviews, updates and other merges are refused while the claim is live,
+so a review either lands before the claim and counts, or after it and is refused — never counted
+by one and lost by the other. The claim lapses after the merge's deadline (a crashed merge does
+not block the pull request forever). Comments are their own keys and never contend.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from services.graveler.branching import Branching, MergeOutcome
+from services.graveler.deadline import Deadline
+from services.graveler.model import MergeStrategy
+from services.graveler.protection import PROTECTED, BranchPolicy, ProtectedBranch, Protection
+from services.graveler.refs import RefManager, RepoHandle
+from services.graveler.refs.manager import now
+from services.graveler.updater import BranchUpdater
+from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed
+from silt.graveler.v1 import model_pb2 as pb
+from silt.kv import Predicate
+from silt.kv.store import scan_prefix
+from silt.paging import page_size, take_page
+
+PULLS = b"pulls/"
+COMMENTS = b"pull_comments/"
+MAX_TITLE_BYTES = 1024
+MAX_DESCRIPTION_BYTES = 64 * 1024
+MAX_COMMENT_BYTES = 64 * 1024
+MAX_REVIEW_BYTES = 4 * 1024
+MAX_REVIEWERS = 100  # bounds the record: 100 reviews of 4 KiB
+MAX_ID_BYTES = 64
+# A merge claim lasts until the merge's deadline (the merge itself stops there) plus a margin;
+# a call without a deadline (gRPC reports one centuries away) holds it at most MAX_CLAIM_SECONDS.
+MAX_CLAIM_SECONDS = 3600.0
+CLAIM_MARGIN_SECONDS = 30.0
+
+OPEN = pb.PULL_REQUEST_STATUS_OPEN
+CLOSED = pb.PULL_REQUEST_STATUS_CLOSED
+MERGED = pb.PULL_REQUEST_STATUS_MERGED
+APPROVE = pb.REVIEW_VERDICT_APPROVE
+REQUEST_CHANGES = pb.REVIEW_VERDICT_REQUEST_CHANGES
+
+
+def new_id() -> str:
+    return f"{time.time_ns():016x}{secrets.token_hex(4)}"
+
+
+def _bounded(value: str, limit: int, what: str) -> str:
+    size = len(value.encode())
+    if size > limit:
+        raise InvalidArgument(f"{what} is {size} bytes; at most {limit} are allowed")
+    return value
+
+
+def _check_id(pull_id: str) -> bytes:
+    if not pull_id or len(pull_id.encode()) > MAX_ID_BYTES or "/" in pull_id:
+        raise InvalidArgument(f"invalid pull request id {pull_id[:MAX_ID_BYTES]!r}")
+    return pull_id.encode()
+
+
+def _stamp_after(seconds: float) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromNanoseconds(time.time_ns() + int(seconds * 1e9))
+    return stamp
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a pull request stands against its destination's protection."""
+
+    approvals: int
+    required: int
+    blocked_reason: str
+
+
+def standing(pull: pb.PullRequest, policy: BranchPolicy) -> Standing:
+    approvers = [r.author for r in pull.reviews if r.verdict == APPROVE and r.author != pull.author]
+    objectors = [r.author for r in pull.reviews if r.verdict == REQUEST_CHANGES]
+    required = policy.required_approvals
+    reason = ""
+    if required > 0:
+        where = f"{PROTECTED} {pull.destination_branch!r}"
+        if objectors:
+            reason = f"{where}: changes requested by {', '.join(objectors)}"
+        elif len(approvers) < required:
+            reason = f"{where}: the pull request has {len(approvers)} of {required} required approval(s)"
+    return Standing(len(approvers), required, reason)
+
+
+class PullRequests:
+    def __init__(self, refs: RefManager, updater: BranchUpdater, branching: Branching, protection: Protection) -> None:
+        self._refs = refs
+        self._kv = refs.kv
+        self._updater = updater
+        self._branching = branching
+        self._protection = protection
+
+    # --- records -------------------------------------------------------------------------
+
+    def _read(self, repo: RepoHandle, pull_id: str) -> tuple[pb.PullRequest, Predicate]:
+        key = PULLS + _check_id(pull_id)
+        try:
+            got = self._kv.get(repo.partition, key)
+        except NotFound:
+            raise NotFound(f"pull request {pull_id!r} not found in repository {repo.name!r}") from None
+        pull = pb.PullRequest()
+        pull.ParseFromString(got.value)
+        return pull, got.predicate
+
+    def get(self, repo: RepoHandle, pull_id: str) -> pb.PullRequest:
+        return self._read(repo, pull_id)[0]
+
+    def standing(self, repo: RepoHandle, pull: pb.PullRequest) -> Standing:
+        return standing(pull, self._protection.policy(repo, pull.destination_branch))
+
+    def _change(
+        self,
+        repo: RepoHandle,
+        pull_id: str,
+        change: Callable[[pb.PullRequest], None],
+        what: str,
+        deadline: Deadline,
+    ) -> pb.PullRequest:
+        """set_if change(copy of the record) over the record; re-read and redo on a race."""
+
+        def attempt(_: int) -> pb.PullRequest:
+            current, predicate = self._read(repo, pull_id)
+            updated = pb.PullRequest()
+            updated.CopyFrom(current)
+            change(updated)
+            self._kv.set_if(repo.partition, PULLS + pull_id.encode(), updated.SerializeToString(), predicate)
+            return updated
+
+        return self._updater.retry(attempt, f"{what} of pull request {pull_id!r}", deadline)
+
+    # --- pull requests -------------------------------------------------------------------
+
+    def create(
+        self, repo: RepoHandle, title: str, description: str, source: str, destination: str, author: str
+    ) -> pb.PullRequest:
+        if not title.strip():
+            raise InvalidArgument("a pull request needs a title")
+        _bounded(title, MAX_TITLE_BYTES, "title")
+        _bounded(description, MAX_DESCRIPTION_BYTES, "description")
+        if source == destination:
+            raise InvalidArgument("a pull request's source and destination branches must differ")
+        for name in (source, destination):
+            self._refs.get_branch(repo, name)  # NotFound names the missing branch
+        for _ in range(5):
+            pull = pb.PullRequest(
+                id=new_id(),
+                status=OPEN,
+                title=title,
+                description=description,
+                source_branch=source,
+                destination_branch=destination,
+                author=author,
+                creation_date=now(),
+            )
+            try:
+                self._kv.set_if(repo.partition, PULLS + pull.id.encode(), pull.SerializeToString(), None)
+                return pull
+            except PredicateFailed:  # two creations in one nanosecond with the same random part
+                continue
+        raise AlreadyExists("could not find a free pull request id; retry")
+
+    def list_page(
+        self, repo: RepoHandle, status: pb.PullRequestStatus.ValueType, after: str, amount: int
+    ) -> tuple[list[pb.PullRequest], bool]:
+        """Oldest first; status 0 lists every one. Filtering reads past other statuses' records."""
+        page_size(amount)  # refuses a negative amount before any read
+
+        def matching() -> Iterator[pb.PullRequest]:
+            start = PULLS + (_check_id(after) + b"\x00" if after else b"")
+            for entry in self._kv.scan(repo.partition, start):
+                if not entry.key.startswith(PULLS):
+                    return
+                pull = pb.PullRequest()
+                pull.ParseFromString(entry.value)
+                if not status or pull.status == status:
+                    yield pull
+
+        return take_page(matching(), amount)
+
+    def update(
+        self,
+        repo: RepoHandle,
+        pull_id: str,
+        title: str | None,
+        description: str | None,
+        status: pb.PullRequestStatus.ValueType,
+        deadline: Deadline,
+    ) -> pb.PullRequest:
+        if title is not None and not title.strip():
+            raise InvalidArgument("a pull request needs a title")
+        _bounded(title or "", MAX_TITLE_BYTES, "title")
+        _bounded(description or "", MAX_DESCRIPTION_BYTES, "description")
+        if status not in (0, OPEN, CLOSED):
+            raise InvalidArgument("a pull request's status changes only to open or closed (merging: MergePullRequest)")
+
+        def change(pull: pb.PullRequest) -> None:
+            if title is not None:
+                pull.title = title
+            if description is not None:
+                pull.description = description
+            if status and status != pull.status:
+                if pull.status == MERGED:
+                    raise FailedPrecondition(f"pull request {pull_id!r} is merged; it cannot be reopened or closed")
+                _refuse_while_claimed(pull)
+                pull.status = status
+                if status == CLOSED:
+                    pull.closed_date.CopyFrom(now())
+                else:
+                    pull.ClearField("closed_date")
+
+        return self._change(repo, pull_id, change, "update", deadline)
+
+    # --- reviews -------------------------------------------------------------------------
+
+    def review(
+        self,
+        repo: RepoHandle,
+        pull_id: str,
+        author: str,
+        verdict: pb.ReviewVerdict.ValueType,
+        body: str,
+        deadline: Deadline,
+    ) -> pb.PullRequest:
+        if verdict not in (APPROVE, REQUEST_CHANGES):
+            raise InvalidArgument("a review's verdict is approve or request_changes")
+        _bounded(body, MAX_REVIEW_BYTES, "review body")
+        if not author:
+            raise InvalidArgument("a review needs an author")
+
+        def change(pull: pb.PullRequest) -> None:
+            _require_open(pull)
+            _refuse_while_claimed(pull)
+            if author == pull.author:
+                raise FailedPrecondition(f"{author!r} opened pull request {pull_id!r} and cannot review it")
+            review = pb.PullRequestReview(author=author, verdict=verdict, body=body, created=now())
+            for index, existing in enumerate(pull.reviews):
+                if existing.author == author:
+                    pull.reviews[index].CopyFrom(review)
+                    return
+            if len(pull.reviews) >= MAX_REVIEWERS:
+                raise FailedPrecondition(f"pull request {pull_id!r} has {MAX_REVIEWERS} reviewers already")
+            pull.reviews.append(review)
+
+        return self._change(repo, pull_id, change, "review", deadline)
+
+    # --- comments ------------------------------------------------------------------------
+
+    def comment(self, repo: RepoHandle, pull_id: str, author: str, body: str) -> pb.PullRequestComment:
+        if not body.strip():
+            raise InvalidArgument("a comment needs a body")
+        _bounded(body, MAX_COMMENT_BYTES, "comment body")
+        self._read(repo, pull_id)  # the pull request exists (comments on closed and merged ones are fine)
+        prefix = COMMENTS + pull_id.encode() + b"/"
+        for _ in range(5):
+            comment = pb.PullRequestComment(id=new_id(), author=author, body=body, created=now())
+            try:
+                self._kv.set_if(repo.partition, prefix + comment.id.encode(), comment.SerializeToString(), None)
+                return comment
+            except PredicateFailed:
+                continue
+        raise AlreadyExists("could not find a free comment id; retry")
+
+    def comments(
+        self, repo: RepoHandle, pull_id: str, after: str, amount: int
+    ) -> tuple[list[pb.PullRequestComment], bool]:
+        page_size(amount)
+        self._read(repo, pull_id)
+        prefix = COMMENTS + pull_id.encode() + b"/"
+
+        def walk() -> Iterator[pb.PullRequestComment]:
+            start = prefix + (_check_id(after) + b"\x00" if after else b"")
+            for entry in self._kv.scan(repo.partition, start):
+                if not entry.key.startswith(prefix):
+                    return
+                comment = pb.PullRequestComment()
+                comment.ParseFromString(entry.value)
+                yield comment
+
+        return take_page(walk(), amount)
+
+    # --- merging -------------------------------------------------------------------------
+
+    def merge(
+        self,
+        repo: RepoHandle,
+        pull_id: str,
+        strategy: MergeStrategy,
+        message: str,
+        metadata: dict[str, str],
+        committer: str,
+        deadline: Deadline,
+    ) -> tuple[pb.PullRequest, MergeOutcome]:
+        """Merge source into destination through the merge path, once, if protection allows it."""
+        claim = secrets.token_hex(16)
+        remaining = deadline.remaining()
+        lease = min(MAX_CLAIM_SECONDS if remaining is None else remaining, MAX_CLAIM_SECONDS) + CLAIM_MARGIN_SECONDS
+
+        def take(pull: pb.PullRequest) -> None:
+            _require_open(pull)
+            _refuse_while_claimed(pull)
+            reason = self.standing(repo, pull).blocked_reason
+            if reason:
+                raise ProtectedBranch(reason)
+            pull.merge_claim = claim
+            pull.merge_claim_expires.CopyFrom(_stamp_after(lease))
+
+        claimed = self._change(repo, pull_id, take, "merge", deadline)
+        try:
+            outcome = self._branching.merge(
+                repo,
+                claimed.source_branch,
+                claimed.destination_branch,
+                strategy,
+                [],
+                False,
+                False,
+                message or f"Merge pull request {pull_id}: {claimed.title}",
+                metadata,
+                committer,
+                deadline,
+            )
+        except BaseException:
+            self._release(repo, pull_id, claim, deadline)
+            raise
+        if outcome.commit is None:  # conflicts: the pull request stays open
+            return self._release(repo, pull_id, claim, deadline), outcome
+        merged_id = outcome.commit.id
+
+        def finish(pull: pb.PullRequest) -> None:
+            if pull.status == MERGED:  # a takeover after this claim lapsed merged it too
+                return
+            pull.status = MERGED
+            pull.merged_commit_id = merged_id
+            pull.closed_date.CopyFrom(now())
+            pull.ClearField("merge_claim")
+            pull.ClearField("merge_claim_expires")
+
+        return self._change(repo, pull_id, finish, "recording the merge", deadline), outcome
+
+    def _release(self, repo: RepoHandle, pull_id: str, claim: str, deadline: Deadline) -> pb.PullRequest:
+        def release(pull: pb.PullRequest) -> None:
+            if pull.merge_claim == claim:
+                pull.ClearField("merge_claim")
+                pull.ClearField("merge_claim_expires")
+
+        return self._change(repo, pull_id, release, "releasing the merge claim", deadline)
+
+    # --- dump / restore ------------------------------------------------------------------
+
+    def dump(self, repo: RepoHandle) -> Iterator[tuple[bytes, bytes]]:
+        """Every pull request and comment record, as (key, value)."""
+        for prefix in (PULLS, COMMENTS):
+            for entry in scan_prefix(self._kv, repo.partition, prefix):
+                yield entry.key, entry.value
+
+    def restore(self, repo: RepoHandle, key: bytes, value: bytes) -> bool:
+        """Write one dumped record; True for a pull request, False for a comment."""
+        if key.startswith(PULLS):
+            pull = pb.PullRequest()
+            pull.ParseFromString(value)
+            _check_id(pull.id)
+            if key != PULLS + pull.id.encode():
+                raise InvalidArgument("dump is corrupt: a pull request is stored under another id")
+            pull.ClearField("merge_claim")  # a merge in flight at dump time did not finish here
+            pull.ClearField("merge_claim_expires")
+            self._kv.set(repo.partition, key, pull.SerializeToString())
+            return True
+        if key.startswith(COMMENTS):
+            comment = pb.PullRequestComment()
+            comment.ParseFromString(value)
+            self._kv.set(repo.partition, key, comment.SerializeToString())
+            return False
+        raise InvalidArgument(f"dump is corrupt: unexpected pull request key {key[:64]!r}")
+
+
+def _require_open(pull: pb.PullRequest) -> None:
+    if pull.status == MERGED:
+        raise FailedPrecondition(f"pull request {pull.id!r} is already merged")
+    if pull.status != OPEN:
+        raise FailedPrecondition(f"pull request {pull.id!r} is closed")
+
+
+def _refuse_while_claimed(pull: pb.PullRequest) -> None:
+    if pull.merge_claim and pull.merge_claim_expires.ToNanoseconds() > time.time_ns():
+        raise FailedPrecondition(f"pull request {pull.id!r} is being merged")

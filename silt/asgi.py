@@ -1,0 +1,149 @@
+"""One HTTP port, several ASGI apps: the S3 gateway, the REST API (and later the web UI).
+
+lakeFS users configure one endpoint for S3 and the API, so the gateway's port serves both:
+a request carrying an AWS signature (an `Authorization: AWS4-HMAC-SHA256 ...` or `AWS ...`
+header, or presigned query parameters) is S3; otherwise a path under `/api/v1` goes to the API;
+everything else stays S3 (the UI will take it later).
+
+Services never import each other, so the apps are found by name in a registry (as fsspec
+finds filesystems by protocol): `register(name, "module:factory")`; the factory takes the
+Config and returns an ASGI app. The built-in names point at services/ as strings and are
+imported only when a process asks for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from silt.config import Config
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+# Loose on purpose: apps type their scope and callables each their own way.
+ASGIApp = Callable[..., Awaitable[None]]
+
+API_PREFIX = "/api/v1"
+
+_REGISTRY: dict[str, str] = {"api": "services.api.app:create_app"}
+
+
+def register(name: str, target: str) -> None:
+    """Make `name` load the app factory at `target` ("package.module:function")."""
+    if ":" not in target:
+        raise ValueError(f"an app factory is named module:function, got {target!r}")
+    _REGISTRY[name] = target
+
+
+def load_app(name: str, config: Config) -> ASGIApp:
+    """The app registered as `name`, built for config."""
+    module, _, function = _REGISTRY[name].partition(":")
+    factory = getattr(importlib.import_module(module), function)
+    app: ASGIApp = factory(config)
+    return app
+
+
+def _query_has(query: bytes, *names: bytes) -> bool:
+    return any(pair.partition(b"=")[0] in names for pair in query.split(b"&"))
+
+
+def is_s3_request(scope: Scope) -> bool:
+    """Whether an HTTP request is signed the AWS way (header or presigned URL)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            return value.startswith((b"AWS4-HMAC-SHA256", b"AWS "))
+    query = scope.get("query_string", b"")
+    return bool(query) and _query_has(query, b"X-Amz-Algorithm", b"AWSAccessKeyId")
+
+
+def is_api_path(path: str) -> bool:
+    return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+class Dispatcher:
+    """Routes each request to the S3 app or the API app, and runs both apps' lifespans."""
+
+    def __init__(self, s3: ASGIApp, api: ASGIApp | None) -> None:
+        self.s3 = s3
+        self.api = api
+
+    def pick(self, scope: Scope) -> ASGIApp:
+        if self.api is not None and not is_s3_request(scope) and is_api_path(scope.get("path", "")):
+            return self.api
+        return self.s3
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            apps = [self.s3] if self.api is None else [self.s3, self.api]
+            await Lifespans(apps).run(scope, receive, send)
+            return
+        await self.pick(scope)(scope, receive, send)
+
+
+class _AppLifespan:
+    """One app's lifespan protocol, driven by the dispatcher."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.inbox: asyncio.Queue[Message] = asyncio.Queue()
+        self.outbox: asyncio.Queue[Message] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self, scope: Scope) -> None:
+        async def run() -> None:
+            await self.app(scope, self.inbox.get, self.outbox.put)
+
+        self.task = asyncio.create_task(run())
+
+    async def step(self, message: Message) -> Message:
+        """Send one event; the app's answer (`*.complete` or `*.failed`)."""
+        await self.inbox.put(message)
+        assert self.task is not None
+        answer = asyncio.ensure_future(self.outbox.get())
+        done, _ = await asyncio.wait({answer, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        if answer in done:
+            return answer.result()
+        answer.cancel()
+        error = self.task.exception()
+        # An app that ends its lifespan without answering does not support it: that is fine.
+        if error is None:
+            return {"type": message["type"] + ".complete"}
+        return {"type": message["type"] + ".failed", "message": repr(error)}
+
+
+class Lifespans:
+    """Fans one lifespan out to several apps, in order; shuts them down in reverse order."""
+
+    def __init__(self, apps: list[ASGIApp]) -> None:
+        self.apps = [_AppLifespan(app) for app in apps]
+
+    async def run(self, scope: Scope, receive: Receive, send: Send) -> None:
+        for app in self.apps:
+            app.start(scope)
+        started: list[_AppLifespan] = []
+        while True:
+            message = await receive()
+            kind = message["type"]
+            if kind == "lifespan.startup":
+                for app in self.apps:
+                    answer = await app.step(message)
+                    if answer["type"].endswith(".failed"):
+                        await send({"type": "lifespan.startup.failed", "message": answer.get("message", "")})
+                        return
+                    started.append(app)
+                await send({"type": "lifespan.startup.complete"})
+            elif kind == "lifespan.shutdown":
+                failures = []
+                for app in reversed(started):
+                    answer = await app.step(message)
+                    if answer["type"].endswith(".failed"):
+                        failures.append(answer.get("message", ""))
+                if failures:
+                    await send({"type": "lifespan.shutdown.failed", "message": "; ".join(failures)})
+                else:
+                    await send({"type": "lifespan.shutdown.complete"})
+                return

@@ -1,0 +1,63 @@
+"""One stack (auth, graveler, the gateway serving S3 and the REST API on one port) for the API
+suite, and lakefs-sdk clients signed in as the admin and as a read-only user."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import lakefs_sdk
+import pytest
+import urllib3
+
+from silt.rpc.signing import Credentials
+from tests.support.gateway_stack import GatewayStack, gateway_stack
+
+
+@dataclass
+class Api:
+    stack: GatewayStack
+    http: urllib3.PoolManager
+
+    @property
+    def base(self) -> str:
+        return self.stack.endpoint + "/api/v1"
+
+    def sdk(self, credentials: Credentials | None = None) -> lakefs_sdk.ApiClient:
+        creds = credentials or self.stack.admin
+        config = lakefs_sdk.Configuration(
+            host=self.base, username=creds.access_key_id, password=creds.secret_access_key.get_secret_value()
+        )
+        return lakefs_sdk.ApiClient(config)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        """A raw request, Basic-authenticated as the admin unless headers say otherwise."""
+        headers = kwargs.pop("headers", None)
+        if headers is None:
+            admin = self.stack.admin
+            headers = urllib3.make_headers(
+                basic_auth=f"{admin.access_key_id}:{admin.secret_access_key.get_secret_value()}"
+            )
+        return self.http.request(method, self.base + path, headers=headers, retries=False, timeout=30, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    with gateway_stack(tmp_path_factory.mktemp("api-stack")) as stack:
+        yield Api(stack, urllib3.PoolManager())
+
+
+@pytest.fixture(scope="session")
+def client(api: Api) -> lakefs_sdk.ApiClient:
+    return api.sdk()
+
+
+@pytest.fixture
+def repo(client: lakefs_sdk.ApiClient) -> str:
+    """A fresh repository (default branch main) per test."""
+    name = f"r-{secrets.token_hex(5)}"
+    creation = lakefs_sdk.RepositoryCreation(name=name, storage_namespace=f"local://{name}")
+    lakefs_sdk.RepositoriesApi(client).create_repository(creation)
+    return name

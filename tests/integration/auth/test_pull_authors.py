@@ -1,0 +1,74 @@
+"""Who opens, reviews and comments on a pull request is the authenticated caller; a service that
+decides for users itself (auth:Authorize on users/<id>, the REST API's service user) may name
+the user it acts for. Through real, authenticated gRPC."""
+
+from __future__ import annotations
+
+import grpc
+
+from services.auth.setup import ANALYSTS, DEVELOPERS, SERVICES
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as gpb
+from tests.integration.auth.support import Stack, code_of
+
+
+def test_authors_are_callers_unless_a_trusted_service_names_them(stack: Stack) -> None:
+    repo = stack.new_repo()
+    admin = stack.gv(stack.admin)
+    for branch in ("feature", "second"):
+        admin.CreateBranch(api.CreateBranchRequest(repository=repo, name=branch, source_ref="main"))
+        entry = gpb.Entry(physical_address=f"data/{branch}", size=1, etag=branch)
+        admin.StageEntry(api.StageEntryRequest(repository=repo, branch=branch, key=branch, entry=entry))
+        admin.Commit(api.CommitRequest(repository=repo, branch=branch, message=branch))
+    dev_id, dev = stack.new_user([DEVELOPERS], prefix="dev")
+    other_id, other = stack.new_user([DEVELOPERS], prefix="other")
+    _, service = stack.new_user([SERVICES], prefix="svc")
+    _, analyst = stack.new_user([ANALYSTS], prefix="analyst")
+
+    # A developer naming someone else is still the author.
+    created = stack.gv(dev).CreatePullRequest(
+        api.CreatePullRequestRequest(
+            repository=repo, title="t", source_branch="feature", destination_branch="main", author=other_id
+        )
+    )
+    pull = created.pull_request
+    assert pull.author == dev_id
+    # So the developer cannot approve their own pull request by naming another reviewer.
+    own = api.SubmitPullRequestReviewRequest(
+        repository=repo, id=pull.id, verdict=gpb.REVIEW_VERDICT_APPROVE, author=other_id
+    )
+    assert code_of(lambda: stack.gv(dev).SubmitPullRequestReview(own)) == grpc.StatusCode.FAILED_PRECONDITION
+    # The REST API's kind of caller acts for the user it authenticated.
+    info = stack.gv(service).SubmitPullRequestReview(own)
+    assert [(r.author, r.verdict) for r in info.pull_request.reviews] == [(other_id, gpb.REVIEW_VERDICT_APPROVE)]
+    comment = stack.gv(other).AddPullRequestComment(
+        api.AddPullRequestCommentRequest(repository=repo, id=pull.id, body="hi", author=dev_id)
+    )
+    assert comment.author == other_id
+
+    # Reading is ReadRepo; taking part is WriteRepo.
+    reader = stack.gv(analyst)
+    assert reader.GetPullRequest(api.GetPullRequestRequest(repository=repo, id=pull.id)).pull_request.id == pull.id
+    comment_request = api.AddPullRequestCommentRequest(repository=repo, id=pull.id, body="no")
+    assert code_of(lambda: reader.AddPullRequestComment(comment_request)) == grpc.StatusCode.PERMISSION_DENIED
+    merge_request = api.MergePullRequestRequest(repository=repo, id=pull.id)
+    assert code_of(lambda: reader.MergePullRequest(merge_request)) == grpc.StatusCode.PERMISSION_DENIED
+    # The merge commit is by the user the service names, or else by the caller.
+    merged = stack.gv(service).MergePullRequest(
+        api.MergePullRequestRequest(repository=repo, id=pull.id, committer=dev_id)
+    )
+    assert merged.merge.commit.committer == dev_id
+    assert merged.pull_request.pull_request.status == gpb.PULL_REQUEST_STATUS_MERGED
+    second = stack.gv(dev).CreatePullRequest(
+        api.CreatePullRequestRequest(repository=repo, title="t2", source_branch="second", destination_branch="main")
+    )
+    by_dev = stack.gv(dev).MergePullRequest(
+        api.MergePullRequestRequest(repository=repo, id=second.pull_request.id, committer=other_id)
+    )
+    assert by_dev.merge.commit.committer == dev_id
+    assert by_dev.merge.commit.metadata["silt.requested-committer"] == other_id
+
+    # Writers may not set protection rules that bind them.
+    rule = gpb.BranchProtectionRule(pattern="main", block_direct_writes=True)
+    protect = api.SetBranchProtectionRequest(repository=repo, rules=[rule])
+    assert code_of(lambda: stack.gv(dev).SetBranchProtection(protect)) == grpc.StatusCode.PERMISSION_DENIED

@@ -1,0 +1,83 @@
+"""silt/asgi.py: which app a request goes to, and lifespans run for every app."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import MutableMapping
+from typing import Any
+
+import pytest
+
+from silt.asgi import Dispatcher, is_s3_request
+
+
+def _scope(path: str, headers: list[tuple[bytes, bytes]] | None = None, query: bytes = b"") -> dict[str, Any]:
+    return {"type": "http", "path": path, "headers": headers or [], "query_string": query}
+
+
+@pytest.mark.parametrize(
+    ("scope", "s3"),
+    [
+        (_scope("/api/v1/repositories", [(b"authorization", b"AWS4-HMAC-SHA256 Credential=x")]), True),
+        (_scope("/api/v1/repositories", [(b"authorization", b"AWS key:sig")]), True),
+        (_scope("/api/v1/x", query=b"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=1"), True),
+        (_scope("/api/v1/x", query=b"AWSAccessKeyId=a&Signature=b&Expires=1"), True),
+        (_scope("/api/v1/repositories", [(b"authorization", b"Basic YTpi")]), False),
+        (_scope("/api/v1/repositories", [(b"authorization", b"Bearer t")]), False),
+        (_scope("/api/v1/x", query=b"amount=5&after=X-Amz-Algorithm"), False),
+    ],
+)
+def test_an_aws_signature_makes_a_request_s3(scope: dict[str, Any], s3: bool) -> None:
+    assert is_s3_request(scope) is s3
+
+
+class _Recorder:
+    def __init__(self, name: str, events: list[str]) -> None:
+        self.name = name
+        self.events = events
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                self.events.append(f"{self.name} {message['type']}")
+                await send({"type": message["type"] + ".complete"})
+                if message["type"] == "lifespan.shutdown":
+                    return
+        self.events.append(f"{self.name} {scope['path']}")
+
+
+def test_requests_are_routed_and_both_lifespans_run() -> None:
+    events: list[str] = []
+    dispatcher = Dispatcher(_Recorder("s3", events), _Recorder("api", events))
+
+    async def run() -> list[str]:
+        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        sent: list[str] = []
+        started = asyncio.Event()
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            sent.append(message["type"])
+            started.set()
+
+        lifespan = asyncio.create_task(dispatcher({"type": "lifespan"}, inbox.get, send))
+        await inbox.put({"type": "lifespan.startup"})
+        await asyncio.wait_for(started.wait(), 5)
+        for path in ("/api/v1/user", "/bucket/key", "/api/v10", "/api/v1"):
+            await dispatcher(_scope(path), inbox.get, send)
+        await inbox.put({"type": "lifespan.shutdown"})
+        await asyncio.wait_for(lifespan, 5)
+        return sent
+
+    sent = asyncio.run(run())
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert events == [
+        "s3 lifespan.startup",
+        "api lifespan.startup",
+        "api /api/v1/user",
+        "s3 /bucket/key",
+        "s3 /api/v10",
+        "api /api/v1",
+        "api lifespan.shutdown",
+        "s3 lifespan.shutdown",
+    ]
