@@ -71,13 +71,19 @@ IAM_ACTIONS = (
 )
 
 # Ask for decisions about other users. Verify signatures addressed to an audience, on
-# `audiences/<audience>`: S3 requests (audience `s3`, the gateway) or gRPC calls to one service
-# (`auth`, `graveler`, `compactor`). Whoever verifies for an audience learns keys that act as
-# any signer toward that audience, so each service user holds it for its own audience only.
+# `audiences/<audience>`: S3 requests (audience `s3`, the gateway) or gRPC calls to graveler
+# or the compactor (`graveler`, `compactor`; auth verifies calls to itself and never hands out
+# their keys). Whoever verifies for an audience learns keys that act as any signer toward
+# that audience, so each service user holds it for its own audience only.
 # No action reads a secret: none is ever returned after CreateCredentials.
 AUTHORIZE = "auth:Authorize"
 VERIFY_SIGNATURE = "auth:VerifySignature"
 SERVICE_ACTIONS = (AUTHORIZE, VERIFY_SIGNATURE)
+# Actions only a statement naming them literally allows: a wildcard (`*`, `auth:*`,
+# `auth:Verify*`) never does, though it still denies. Verifying signatures is impersonation,
+# meant for Silt's own service users (setup writes their statements), never a side effect of
+# "Allow *" (services/auth/policies.py decides, services/auth/grants.py delegates alike).
+LITERAL_ONLY_ACTIONS = frozenset((VERIFY_SIGNATURE,))
 
 ALL_ACTIONS = (*REPO_ACTIONS, *REPO_ADMIN_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
 _KNOWN = frozenset(ALL_ACTIONS)

@@ -125,18 +125,24 @@ def _sweep_only(
     progress: Progress,
 ) -> Summary:
     run_id = validate_run_id(options.sweep_only or "")
-    info = graveler.GetRepository(api.GetRepositoryRequest(name=repository))
-    root = namespace_root(info.storage_namespace, blockstore)
+    started = time.perf_counter()
+    # The sweep's fresh export comes first, and with it PrepareGC's refusals (a namespace that
+    # overlaps another live repository's, or lies outside the allowed roots): a sweep-only run
+    # stops there, as a full run does, before Spark reads or deletes anything.
+    progress("re-checking: graveler exports its references again (and checks the namespace is the repository's own)")
+    fresh = graveler.PrepareGC(api.PrepareGCRequest(repository=repository), timeout=3600)
+    root = namespace_root(fresh.storage_namespace, blockstore)
     configure_s3a(spark, root, blockstore)
     report_uri = root.child(f"{GC_PREFIX}{run_id}/report")
-    started = time.perf_counter()
     try:
         summary = _summarise(spark, repository, run_id, report_uri, dry_run=False)
     except Exception as exc:
         if "PATH_NOT_FOUND" in str(exc):
-            raise InvalidArgument(f"no report of GC run {run_id!r} in {info.storage_namespace}") from None
+            raise InvalidArgument(f"no report of GC run {run_id!r} in {fresh.storage_namespace}") from None
         raise
-    summary.seconds["sweep"] = _sweep(spark, graveler, root, report_uri, blockstore, options, summary, progress)
+    summary.seconds["sweep"] = _sweep(
+        spark, graveler, root, report_uri, blockstore, options, summary, progress, fresh=fresh
+    )
     summary.seconds["total"] = time.perf_counter() - started
     write_summary(blockstore, root.namespace, summary)
     return summary
@@ -168,16 +174,20 @@ def _sweep(
     options: GCOptions,
     summary: Summary,
     progress: Progress,
+    fresh: Any = None,
 ) -> float:
     """Re-check the report against a fresh export, then delete; return the sweep's seconds.
 
     Between the mark and the sweep a copy may stage an entry pointing at an address of an
     expiring commit, a branch may be created at an expired commit, a new commit may name an
-    old address: a second export, taken now, protects all of those (docs/design/gc.md).
+    old address: a second export, taken now (or just before, by a sweep-only run: ``fresh``),
+    protects all of those (docs/design/gc.md). PrepareGC refuses an overlapping namespace,
+    so no mode deletes without that check.
     """
     phase = time.perf_counter()
-    progress("re-checking the report against a fresh export of graveler's references")
-    fresh = graveler.PrepareGC(api.PrepareGCRequest(repository=summary.repository), timeout=3600)
+    if fresh is None:
+        progress("re-checking the report against a fresh export of graveler's references")
+        fresh = graveler.PrepareGC(api.PrepareGCRequest(repository=summary.repository), timeout=3600)
     checked_uri = f"{report_uri.rstrip('/')}-checked-{fresh.run_id}"
     protected = still_referenced(spark, root, fresh.location)
     spark.read.parquet(report_uri).join(protected, "address", "left_anti").write.mode("overwrite").parquet(checked_uri)

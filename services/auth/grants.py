@@ -30,7 +30,18 @@ statement is also conservative: `prod-*` granted by a caller holding `prod-a*` a
 through two statements is refused. Actions are matched as patterns, not expanded over today's
 vocabulary, so `Read*` is not held through ReadRepo alone: it would grant actions added later.
 Deny statements granted are never checked (a Deny cannot give anything). An administrator
-(the Admins preset, Allow * * and no Deny) holds every pair.
+(the Admins preset, Allow * * and no Deny) holds every pair but one kind:
+
+**auth:VerifySignature is held only literally.** It is allowed only by a statement that names
+it (silt.actions.LITERAL_ONLY_ACTIONS, services/auth/policies.py), so it is held only through
+an Allow statement naming `auth:VerifySignature` itself: `*` does not cover it here either.
+Since only setup writes such statements (the verifier presets of Silt's service users,
+straight to KV), nobody can create or attach a policy naming it, add a user to a group holding
+it, or mint a key for a user holding it (whoever holds the key acts as that user). The one
+exception is that last case for an *unrestricted* caller (an Allow of `*` on `*` and no Deny at
+all), so that an administrator can rotate a service's key: such a caller already holds every
+other action on every resource, so impersonating users toward graveler or the compactor gives it
+nothing it could not do as itself (auth never hands out keys for calls to auth).
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ from dataclasses import dataclass
 
 from services.auth.model import IamModel
 from services.auth.policies import check_statements, compile_pattern
+from silt.actions import LITERAL_ONLY_ACTIONS
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import PermissionDenied
 
@@ -111,11 +123,18 @@ class Holdings:
         self._allows = [_Patterns(tuple(s.actions), tuple(s.resources)) for s in _statements(policies, pb.EFFECT_ALLOW)]
         self._denies = [_Patterns(tuple(s.actions), tuple(s.resources)) for s in _statements(policies, pb.EFFECT_DENY)]
 
+    @property
+    def unrestricted(self) -> bool:
+        """Allow * * and no Deny at all: every action on every resource, but the literal-only ones."""
+        return not self._denies and any("*" in held.actions and "*" in held.resources for held in self._allows)
+
     def _mask(self, pattern: str, side: Callable[[_Patterns], tuple[str, ...]]) -> tuple[int, int]:
-        """Which Allow statements cover `pattern` and which Deny statements overlap it, as bits."""
+        """Which Allow statements cover `pattern` and which Deny statements overlap it, as bits.
+        A literal-only action is covered only by an Allow statement naming it."""
+        literal = side is _actions and pattern in LITERAL_ONLY_ACTIONS
         allow = deny = 0
         for i, held in enumerate(self._allows):
-            if any(covers(p, pattern) for p in side(held)):
+            if pattern in side(held) if literal else any(covers(p, pattern) for p in side(held)):
                 allow |= 1 << i
         for i, denied in enumerate(self._denies):
             if any(overlaps(p, pattern) for p in side(denied)):
@@ -148,10 +167,14 @@ class Grants:
     def __init__(self, model: IamModel) -> None:
         self.model = model
 
-    def _require(self, caller: str, statements: Sequence[pb.Statement], doing: str) -> None:
+    def _require(
+        self, caller: str, statements: Sequence[pb.Statement], doing: str, unrestricted_suffices: bool = False
+    ) -> None:
         if not statements:
             return
         holdings = Holdings(self.model.effective_policies(caller))
+        if unrestricted_suffices and holdings.unrestricted:
+            return
         for statement in statements:
             missing = holdings.first_not_held(statement)
             if missing is not None:
@@ -177,7 +200,13 @@ class Grants:
         if user_id == caller:
             return  # a key of one's own gives nothing one does not have
         policies = self.model.effective_policies(user_id)
-        self._require(caller, _statements(policies, pb.EFFECT_ALLOW), f"issue an access key for user {user_id!r}")
+        # An unrestricted caller may rotate a service user's key (module docstring).
+        self._require(
+            caller,
+            _statements(policies, pb.EFFECT_ALLOW),
+            f"issue an access key for user {user_id!r}",
+            unrestricted_suffices=True,
+        )
 
     def detach_policy(self, caller: str, policy_id: str) -> None:
         policy = self.model.get_policy(policy_id)

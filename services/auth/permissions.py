@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from services.auth.signatures import check_call_key_audience
 from silt import actions as a
 from silt.rpc.interceptor import Authenticated, Require, Rule
 
@@ -55,6 +56,12 @@ def _self(name: str) -> Callable[[Any], str]:
     return lambda request: getattr(request, name)
 
 
+def _call_key_audience(request: Any) -> str:
+    """Only graveler's and the compactor's: refused before any decision for `auth`, `s3` or
+    anything else (InvalidArgument), whoever asks (services/auth/signatures.py)."""
+    return a.audience_resource(check_call_key_audience(request.audience))
+
+
 _RULES: dict[str, Rule] = {
     "CreateUser": Require(a.CREATE_USER, _user("id")),
     "GetUser": Require(a.READ_USER, _user("id"), unless_self=_self("id")),
@@ -83,9 +90,10 @@ _RULES: dict[str, Rule] = {
     "AuthorizeMany": Require(a.AUTHORIZE, _user("user_id"), unless_self=_self("user_id")),
     "WhoAmI": Authenticated(),
     # Whoever verifies for an audience can act as any signer toward it: each service user holds
-    # auth:VerifySignature on its own audience only (services/auth/setup.py).
+    # auth:VerifySignature on its own audience only (services/auth/setup.py), and only a
+    # statement naming the action allows it (`*` does not: silt.actions.LITERAL_ONLY_ACTIONS).
     "VerifyS3Signature": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.S3_AUDIENCE))),
-    "GetCallSigningKey": Require(a.VERIFY_SIGNATURE, lambda request: a.audience_resource(request.audience)),
+    "GetCallSigningKey": Require(a.VERIFY_SIGNATURE, _call_key_audience),
     # Checking a secret, or a session opened with one, is verifying for the REST API's audience.
     "VerifySecret": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),
     "CreateSession": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),

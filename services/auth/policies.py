@@ -2,6 +2,8 @@
 
 A request (action, resource) is allowed when some statement of the principal's effective
 policies allows it and none denies it: deny wins over allow, and no statement means deny.
+An action of silt.actions.LITERAL_ONLY_ACTIONS (auth:VerifySignature) is allowed only by a
+statement that names it literally: `*` and `auth:*` never grant it, though they deny it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from silt.actions import ALL_ACTIONS, MAX_RESOURCE_LENGTH
+from silt.actions import ALL_ACTIONS, LITERAL_ONLY_ACTIONS, MAX_RESOURCE_LENGTH
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
 
@@ -81,9 +83,15 @@ class CompiledStatement:
     deny: bool
     actions: tuple[Matcher, ...]
     resources: tuple[Matcher, ...]
+    # The actions the statement names without a wildcard: the only way to allow a literal-only one.
+    literal_actions: frozenset[str] = frozenset()
 
     def matches(self, action: str, resource: str) -> bool:
-        return any(m(action) for m in self.actions) and any(m(resource) for m in self.resources)
+        if action in LITERAL_ONLY_ACTIONS and not self.deny:
+            named = action in self.literal_actions
+        else:
+            named = any(m(action) for m in self.actions)
+        return named and any(m(resource) for m in self.resources)
 
 
 def compile_statements(policies: Iterable[pb.Policy]) -> tuple[CompiledStatement, ...]:
@@ -92,6 +100,7 @@ def compile_statements(policies: Iterable[pb.Policy]) -> tuple[CompiledStatement
             deny=statement.effect == pb.EFFECT_DENY,
             actions=tuple(compile_pattern(a) for a in statement.actions),
             resources=tuple(compile_pattern(r) for r in statement.resources),
+            literal_actions=frozenset(a for a in statement.actions if "*" not in a),
         )
         for policy in policies
         for statement in policy.statements

@@ -6,8 +6,14 @@ request and the signature the request carried; auth recomputes the HMAC with the
 says whose key it is. For SigV4 it also returns the signing key of the request's credential
 scope (AWS's kSigning: the secret's HMAC chain over date, region and service), which the
 gateway needs for aws-chunked chunk signatures and uses to check later requests of the same
-key and scope itself. That key signs for that day, region and service only, and is handed out
-only for a request that proved it holds it: for a scope its signer already used.
+key and scope itself. That key signs for that day, region and service only (the service is
+always `s3`), and is handed out only for a request that proved it holds it: for a scope its
+signer already used.
+
+Call keys (GetCallSigningKey) are handed out for the audiences of CALL_KEY_AUDIENCES only:
+graveler and the compactor. Never for `auth`: auth checks calls to itself from KV, and a key
+for calls to auth would let its holder sign IAM calls as anyone. Never for `s3` either: S3
+requests are checked here (VerifyS3Signature), with SigV4's keys, not call keys.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from datetime import UTC, date, datetime
 from pydantic import SecretStr
 
 from silt.errors import InvalidArgument
-from silt.rpc.signing import is_audience, is_day
+from silt.rpc.signing import COMPACTOR_AUDIENCE, GRAVELER_AUDIENCE, is_day
 
 # Clients build the string to sign in ways S3 accepts alike (the gateway tries each).
 MAX_STRINGS_TO_SIGN = 4
@@ -33,6 +39,11 @@ V4_ALGORITHM = "AWS4-HMAC-SHA256"
 # A SigV4 scope's date may be up to a week old (a presigned URL lives up to 7 days), and a day
 # ahead of ours (clients in other time zones sign with their own UTC date, skewed).
 MAX_SCOPE_AGE_DAYS = 8
+# The only service a SigV4 credential scope may name: Silt speaks S3 only, and a signature for
+# another service's scope is not a signature for an S3 request.
+S3_SERVICE = "s3"
+# The audiences whose call keys auth hands out (to the service users verifying for them).
+CALL_KEY_AUDIENCES = (GRAVELER_AUDIENCE, COMPACTOR_AUDIENCE)
 _SCOPE_PART_RE = re.compile(r"[A-Za-z0-9-]{1,32}")
 _HEX64_RE = re.compile(r"[0-9a-f]{64}")
 
@@ -46,13 +57,22 @@ def _day(value: str) -> date:
         raise InvalidArgument(f"invalid day {value!r}: yyyymmdd") from None
 
 
+def check_call_key_audience(audience: str) -> str:
+    """An audience whose call keys may be handed out (CALL_KEY_AUDIENCES); InvalidArgument otherwise."""
+    if audience not in CALL_KEY_AUDIENCES:
+        raise InvalidArgument(
+            f"no call keys for audience {audience[:40]!r}: only for {', '.join(CALL_KEY_AUDIENCES)}"
+            " (auth verifies calls to itself; S3 requests are verified with VerifyS3Signature)"
+        )
+    return audience
+
+
 def check_call_scope(day: str, audience: str, now: datetime) -> None:
     """A call key is handed out for yesterday, today or tomorrow (UTC) only: a call's date is
     within minutes of the clock, so no other day's key can sign a call that is accepted."""
+    check_call_key_audience(audience)
     if abs((_day(day) - now.date()).days) > 1:
         raise InvalidArgument(f"day {day} is not yesterday, today or tomorrow ({now:%Y%m%d})")
-    if not is_audience(audience):
-        raise InvalidArgument(f"invalid audience {audience[:40]!r}")
 
 
 def check_strings(strings: Sequence[bytes], signature: bytes) -> None:
@@ -69,9 +89,10 @@ def check_v4_scope(scope_date: str, region: str, service: str, now: datetime) ->
     age = (now.date() - _day(scope_date)).days
     if not -1 <= age <= MAX_SCOPE_AGE_DAYS:
         raise InvalidArgument(f"credential scope date {scope_date} is too far from today ({now:%Y%m%d})")
-    for name, part in (("region", region), ("service", service)):
-        if not _SCOPE_PART_RE.fullmatch(part):
-            raise InvalidArgument(f"invalid credential scope {name} {part[:40]!r}")
+    if not _SCOPE_PART_RE.fullmatch(region):
+        raise InvalidArgument(f"invalid credential scope region {region[:40]!r}")
+    if service != S3_SERVICE:
+        raise InvalidArgument(f"credential scope service {service[:40]!r} is not {S3_SERVICE!r}")
     return f"{scope_date}/{region}/{service}/aws4_request"
 
 

@@ -30,8 +30,6 @@ from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.errors import InvalidArgument, NotFound
 from silt.rpc.authority import AUTH_CALL_TIMEOUT_SECONDS, Clock, KeyCache, auth_failure
 
-# A scope names a region and a service: short tokens (the region is checked against ours before).
-_SCOPE_PART_RE = re.compile(r"[A-Za-z0-9-]{1,32}")
 _DAY_RE = re.compile(r"[0-9]{8}")
 
 
@@ -54,7 +52,8 @@ class S3Identities:
     async def verify_v4(self, claim: sigv4.V4Request, strings: list[bytes]) -> V4Identity:
         """The signer of a V4 request whose time and scope were checked (sigv4.check_claim)."""
         _check_key_id(claim.access_key_id)
-        if not (_DAY_RE.fullmatch(claim.date) and _SCOPE_PART_RE.fullmatch(claim.service)):
+        sigv4.check_service(claim)  # (checked with the claim already; the key cache relies on it)
+        if not _DAY_RE.fullmatch(claim.date):
             raise S3Error("AuthorizationHeaderMalformed", f"malformed credential scope {claim.scope[:80]!r}")
         scope = (claim.date, claim.region, claim.service)
         cached = self._cached(claim.access_key_id, scope)

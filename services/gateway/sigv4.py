@@ -24,6 +24,9 @@ STREAMING_TRAILER = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
 STREAMING_UNSIGNED_TRAILER = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 MAX_PRESIGNED_EXPIRY = 7 * 24 * 3600
+# The service a credential scope must name: a signature scoped to another service (iam, sts)
+# is not an S3 signature, and auth refuses to check one (services/auth/signatures.py).
+SERVICE = "s3"
 
 _HEADER_RE = re.compile(r"AWS4-HMAC-SHA256\s+(.*)")
 _SPACES = re.compile(r"\s+")
@@ -200,8 +203,21 @@ def _sign(key: bytes, text: str) -> str:
     return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
+def check_service(claim: V4Request) -> None:
+    """The credential scope's service is `s3`, with S3's answer otherwise: the header's or the
+    presigned URL's parameter is malformed (AuthorizationHeaderMalformed or
+    AuthorizationQueryParametersError, 400), naming the service it expected."""
+    if claim.service == SERVICE:
+        return
+    incorrect = f'incorrect service "{claim.service[:32]}". This endpoint belongs to "{SERVICE}".'
+    if claim.presigned:
+        raise S3Error("AuthorizationQueryParametersError", f"Error parsing the X-Amz-Credential parameter; {incorrect}")
+    raise S3Error("AuthorizationHeaderMalformed", f"The authorization header is malformed; {incorrect}")
+
+
 def check_claim(claim: V4Request, region: str, now: datetime, max_skew: float) -> None:
-    """What a claim must satisfy before its signature is worth checking: its time and scope."""
+    """What a claim must satisfy before its signature is worth checking: its scope and time."""
+    check_service(claim)
     when = parse_time(claim.amz_date)
     if claim.date != claim.amz_date[:8]:
         raise S3Error("SignatureDoesNotMatch", "the credential scope date does not match X-Amz-Date")

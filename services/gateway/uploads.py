@@ -33,6 +33,12 @@ from silt.kv.store import Store, scan_prefix
 PARTITION = b"gateway-multipart"
 MAX_UPLOADS = 1000  # S3's cap on max-uploads
 EXPIRE_BATCH = 1000  # uploads one expiry step aborts
+# Expired uploads the sweep has not removed yet that one listing page skips before it stops
+# with a truncated page: a prefix full of them costs each page this many reads, not all.
+MAX_SKIPPED_PER_PAGE = 1000
+# The NextUploadIdMarker of a page that stopped at an expired upload: its initiation (20
+# digits) and id, so that the next page starts right after it even once the sweep removed it.
+SKIP_MARKER_LENGTH = 20 + 32
 _END = b"\x00\x00"  # ends an escaped path; below every escaped byte that can follow it
 
 
@@ -122,6 +128,10 @@ class CommonPrefix(NamedTuple):
 class UploadPage(NamedTuple):
     items: list[Upload | CommonPrefix]
     truncated: bool
+    # Where the next page starts (NextKeyMarker, NextUploadIdMarker), set when truncated: the
+    # last item listed, or the last expired upload skipped when a page stopped at the scan cap.
+    next_key_marker: str = ""
+    next_upload_id_marker: str = ""
 
 
 def _start(kv: Store, repository: str, prefix: str, key_marker: str, id_marker: str, delimiter: str) -> bytes:
@@ -130,6 +140,11 @@ def _start(kv: Store, repository: str, prefix: str, key_marker: str, id_marker: 
     start = base + _escaped(prefix)
     if not key_marker:
         return start
+    if len(id_marker) == SKIP_MARKER_LENGTH:
+        # Our own marker after a skipped expired upload: its place, exactly, with no lookup
+        # (also inside what would be a common prefix: that is listed if a live upload follows).
+        initiated_ns, skipped_id = int(id_marker[:20]), id_marker[20:]
+        return max(start, _listing_key(repository, key_marker, initiated_ns, skipped_id) + b"\x00")
     cut = key_marker.find(delimiter, len(prefix)) if delimiter else -1
     if cut >= 0 and cut + len(delimiter) == len(key_marker):
         # A page that ended on a common prefix continues after everything under it.
@@ -146,6 +161,11 @@ def _start(kv: Store, repository: str, prefix: str, key_marker: str, id_marker: 
     return max(start, after_key)
 
 
+def initiated_ns_text(listing_key: bytes) -> str:
+    """The 20 digits of initiation time in a listing index key."""
+    return listing_key[-(20 + 1 + 32) : -(1 + 32)].decode()
+
+
 def list_page(
     kv: Store,
     repository: str,
@@ -155,17 +175,20 @@ def list_page(
     id_marker: str,
     limit: int,
     max_age_seconds: float,
+    max_skipped: int = MAX_SKIPPED_PER_PAGE,
 ) -> UploadPage:
     """One page of ListMultipartUploads: at most `limit` uploads and common prefixes.
 
     Reads the page and one item past it, plus expired uploads the sweep has not removed yet
-    (skipped: they are as good as aborted).
+    (skipped: they are as good as aborted), at most `max_skipped` of those: past that the page
+    ends there, truncated, with markers after the last one skipped (possibly with no item).
     """
     base = _listing_base(repository)
     under = base + _escaped(prefix)
     limit = min(max(limit, 0), MAX_UPLOADS)
     items: list[Upload | CommonPrefix] = []
     horizon_ns = int((time.time() - max_age_seconds) * 1e9)
+    skipped = 0
 
     def entries(start: bytes) -> Iterator[tuple[bytes, dict[str, Any]]]:
         for entry in kv.scan(PARTITION, start):
@@ -173,18 +196,31 @@ def list_page(
                 return
             yield entry.key, json.loads(entry.value)
 
+    def truncated_after_items() -> UploadPage:
+        if not items:  # limit 0: nothing was asked for, the markers stay
+            return UploadPage(items, True, key_marker, id_marker)
+        last = items[-1]
+        if isinstance(last, Upload):
+            return UploadPage(items, True, last.path, last.upload_id)
+        return UploadPage(items, True, last.prefix, "")
+
     walk = entries(_start(kv, repository, prefix, key_marker, id_marker, delimiter))
     while True:
         found = next(walk, None)
         if found is None:
             return UploadPage(items, False)
         key, listed = found
-        initiated_ns = int(key[-(20 + 1 + 32) : -(1 + 32)])
-        if initiated_ns < horizon_ns:
-            continue
-        if len(items) == limit:
-            return UploadPage(items, True)
         path = listed["path"]
+        if int(initiated_ns_text(key)) < horizon_ns:
+            if skipped < max_skipped:
+                skipped += 1
+                continue
+            if len(items) == limit:
+                return truncated_after_items()
+            # The scan cap: the page ends here, and the next one right after this upload.
+            return UploadPage(items, True, path, initiated_ns_text(key) + key[-32:].decode())
+        if len(items) == limit:
+            return truncated_after_items()
         cut = path.find(delimiter, len(prefix)) if delimiter else -1
         if cut < 0:
             items.append(Upload(path, key[-32:].decode(), listed["initiated"], listed["initiator"]))

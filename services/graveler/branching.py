@@ -36,6 +36,7 @@ class MergeOutcome:
 
     commit: pb.Commit | None = None
     conflicts: list[Conflict] = field(default_factory=list)
+    conflicts_truncated: bool = False  # more conflicts may follow those listed (merge.py)
 
 
 class Plan(NamedTuple):
@@ -273,9 +274,11 @@ class Branching:
             dest = self._refs.get_branch(repo, branch_name)
             self._require_clean(repo, dest, what)
             planned = plan(dest)
-            result = self._committed.merge(repo.namespace, planned.base, planned.source, planned.dest, resolver)
+            result = self._committed.merge(
+                repo.namespace, planned.base, planned.source, planned.dest, resolver, deadline
+            )
             if not result.succeeded:
-                return MergeOutcome(conflicts=list(result.conflicts))
+                return MergeOutcome(conflicts=list(result.conflicts), conflicts_truncated=result.conflicts_truncated)
             assert result.metarange_id is not None
             if result.metarange_id == planned.dest and not allow_empty:
                 raise FailedPrecondition(f"{what} changes nothing on branch {branch_name!r}")

@@ -3,9 +3,11 @@
 Key schema and the to-delete list: docs/design/kv.md.
 
 Creating: the storage namespace must lie below an allowed root and overlap no other live
-repository's (placement.py). Everything the repository needs (empty metarange, first commit,
-default branch) is written into its fresh partition first; the repository record, written
-last, is what makes it exist.
+repository's (placement.py): checked against a listing of the repositories, then claimed in
+KV and checked against the other claims (claims.py), which is what stops two racing
+creations. Everything the repository needs (empty metarange, first commit, default branch)
+is written into its fresh partition next; the repository record, written last, is what
+makes it exist. A creation that fails after its claim removes it.
 
 Deleting: the repository's partition is first recorded in the `graveler` partition under
 `to_delete/<partition>`, then the repository record is deleted — from that moment nothing
@@ -26,6 +28,7 @@ import hashlib
 import io
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple, TypeVar
@@ -35,6 +38,7 @@ from google.protobuf.internal.decoder import _DecodeVarint32  # type: ignore[att
 from google.protobuf.internal.encoder import _VarintBytes  # type: ignore[attr-defined]
 from google.protobuf.message import DecodeError, Message
 
+from services.graveler.claims import NamespaceClaims, record_claim_key
 from services.graveler.cleanup import Cleaner
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.placement import Placement, ShareCheck, nobody
@@ -44,7 +48,7 @@ from services.graveler.refs import GRAVELER_PARTITION, RefManager, RepoHandle, b
 from services.graveler.refs.manager import now
 from services.graveler.staging import new_token
 from services.graveler.validation import validate_ref_name, validate_repository_name
-from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.namespaces import parse_recorded
 
@@ -127,6 +131,7 @@ class Lifecycle:
         self.placement = placement
         self._pulls = pulls
         self._protection = protection
+        self.claims = NamespaceClaims(refs)
 
     # --- creation -----------------------------------------------------------------------------
 
@@ -146,13 +151,15 @@ class Lifecycle:
             raise AlreadyExists(f"repository {name!r} already exists")
         except NotFound:
             pass
-        others = [(r.name, parse_recorded(r.storage_namespace)) for r in self._refs.list_repositories()]
+        listed = list(self._refs.list_repositories())
+        others = [(r.name, parse_recorded(r.storage_namespace)) for r in listed]
         if storage_namespace:
             namespace = self.placement.requested(storage_namespace)
         else:
             namespace = self.placement.derived(name, [other for _, other in others])
         # Bare ones too: a bare repository is collected like any other, and a GC run on it
-        # would sweep whatever its namespace holds.
+        # would sweep whatever its namespace holds. The listing finds repositories created
+        # before claims existed; the claims find creations racing with this one.
         self.placement.check_new(namespace, others, bare, may_share)
         record = pb.Repository(
             name=name,
@@ -161,14 +168,30 @@ class Lifecycle:
             creation_date=now(),
             unique_id=uuid.uuid4().hex,
         )
-        repo = RepoHandle(record)
-        if not bare:
-            empty = self._committed.write_metarange(repo.namespace, iter(()))
-            first = new_commit("Repository created", {}, "", empty, [], 1)
-            self._refs.put_commit(repo, first)
-            token = new_token(repo.partition, default_branch)
-            self._refs.create_branch(repo, pb.Branch(name=default_branch, commit_id=first.id, staging_token=token))
-        self._refs.create_repository(record)
+        claimed = time.monotonic()
+        claim = self.claims.claim(namespace, record)
+        try:
+            checked = {r.unique_id for r in listed}  # live repositories the listing check passed
+            claimants = [
+                (c.record.name, c.namespace)
+                for c in self.claims.overlapping(namespace, claim)
+                if c.record.unique_id not in checked
+            ]
+            self.placement.check_new(namespace, claimants, bare, may_share)
+            repo = RepoHandle(record)
+            if not bare:
+                empty = self._committed.write_metarange(repo.namespace, iter(()))
+                first = new_commit("Repository created", {}, "", empty, [], 1)
+                self._refs.put_commit(repo, first)
+                token = new_token(repo.partition, default_branch)
+                self._refs.create_branch(repo, pb.Branch(name=default_branch, commit_id=first.id, staging_token=token))
+            if self.claims.too_late(claimed):
+                raise Aborted(f"creating repository {name!r} took too long; retry")
+            self._refs.create_repository(record)
+        except BaseException:
+            # Its partition's keys, if any, are unreachable garbage: no record names them.
+            self.claims.release(claim)
+            raise
         return record
 
     def check_collectable(self, repo: RepoHandle) -> None:
@@ -183,6 +206,9 @@ class Lifecycle:
         self._refs.kv.set(GRAVELER_PARTITION, TO_DELETE + repo.partition, repo.record.SerializeToString())
         # The record goes next: from then on nothing can reach the partitions (docs/design/kv.md).
         self._refs.delete_repository_record(name)
+        # Then its namespace claim (only its own: a restore next to it keeps its claim). If
+        # this fails, the cleaner removes it with the partitions.
+        self.claims.release(record_claim_key(repo.record))
         self._cleaner.submit(self._clean_deleted, repo)
 
     def clean_deleted_repositories(self) -> int:
@@ -206,6 +232,7 @@ class Lifecycle:
                 self._refs.delete_branch(repo, branch.name)
             for key in list(self._refs.scan_partition(repo)):
                 self._refs.kv.delete(repo.partition, key)
+            self._refs.kv.delete(GRAVELER_PARTITION, record_claim_key(repo.record))
             self._refs.kv.delete(GRAVELER_PARTITION, TO_DELETE + repo.partition)
             return True
         except Exception:  # left on the to-delete list; the next cleaner run resumes it

@@ -589,7 +589,8 @@ def _merge_response(outcome: MergeOutcome) -> api.MergeResponse:
         conflicts=[
             api.Conflict(key=c.key.decode(), base=_entry(c.base), source=_entry(c.source), destination=_entry(c.dest))
             for c in outcome.conflicts
-        ]
+        ],
+        conflicts_truncated=outcome.conflicts_truncated,
     )
 
 

@@ -38,12 +38,13 @@ def print_merge_result(resp: api.MergeResponse, done: str) -> None:
     if resp.conflicts:
         conflicts = [c.key for c in resp.conflicts]
         if state().json:
-            click.echo(json.dumps({"conflicts": conflicts}, indent=2))
+            click.echo(json.dumps({"conflicts": conflicts, "truncated": resp.conflicts_truncated}, indent=2))
         else:
             for key in conflicts:
                 click.echo(f"conflict: {key}")
+        more = " (the first ones; there may be more)" if resp.conflicts_truncated else ""
         raise ClientError(
-            f"{len(conflicts)} conflict(s), nothing changed; resolve with --strategy source-wins or dest-wins",
+            f"{len(conflicts)} conflict(s){more}, nothing changed; resolve with --strategy source-wins or dest-wins",
             EXIT_CONFLICT,
         )
     output(as_dict(resp.commit), lambda: click.echo(f"{done}: commit {resp.commit.id}"))

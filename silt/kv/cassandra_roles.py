@@ -15,7 +15,8 @@ Then, at every run:
   hold no DDL permission);
 * each role is created, or its password set to the one in PASSWORD_VARIABLE (which is how a
   password is rotated), and granted SELECT and MODIFY on its keyspace: nothing else, no other
-  keyspace, no schema changes.
+  keyspace, no schema changes. Any other permission the role holds directly (a keyspace it
+  was given before: auth's login had graveler's keyspace until auth got its own) is revoked.
 
 Only the USER statements are used: Cassandra 2.1 knows no roles, and 2.2 through 5.0 keep
 CREATE/ALTER/DROP USER as synonyms of the role statements (a user is a role with LOGIN).
@@ -89,6 +90,52 @@ def _run(session: Session, cql: str, password: str | None = None) -> None:
     except Exception as exc:
         detail = type(exc).__name__ if password is not None else f"{type(exc).__name__}: {exc}"
         raise Unavailable(f"cassandra: {cql!r} failed: {detail}") from None
+
+
+_GRANTED = ("SELECT", "MODIFY")
+_IDENTIFIER = r"([A-Za-z0-9_]{1,48})"
+# A resource as LIST PERMISSIONS names it (2.1 through 5.0) -> as GRANT and REVOKE name it.
+_RESOURCES = [
+    (re.compile(r"<all keyspaces>"), "ALL KEYSPACES"),
+    (re.compile(rf"<keyspace {_IDENTIFIER}>"), 'KEYSPACE "{0}"'),
+    (re.compile(rf"<table {_IDENTIFIER}\.{_IDENTIFIER}>"), 'TABLE "{0}"."{1}"'),
+    (re.compile(r"<all roles>"), "ALL ROLES"),
+    (re.compile(rf"<role {_IDENTIFIER}>"), 'ROLE "{0}"'),
+    (re.compile(r"<all functions>"), "ALL FUNCTIONS"),
+    (re.compile(rf"<all functions in {_IDENTIFIER}>"), 'ALL FUNCTIONS IN KEYSPACE "{0}"'),
+    (re.compile(r"<all mbeans>"), "ALL MBEANS"),
+]
+
+
+def _resource_cql(resource: str) -> str | None:
+    for pattern, cql in _RESOURCES:
+        match = pattern.fullmatch(resource)
+        if match:
+            return cql.format(*match.groups())
+    return None
+
+
+def revoke_other_grants(session: Session, role: Role, say: Callable[[str], None]) -> None:
+    """Revoke every permission the role holds directly but SELECT and MODIFY on its keyspace."""
+    keep = f"<keyspace {role.keyspace}>"
+    try:
+        rows = list(session.execute(f"LIST ALL PERMISSIONS OF {role.name} NORECURSIVE"))
+    except Exception as exc:
+        raise Unavailable(
+            f"cassandra: listing the permissions of {role.name} failed: {type(exc).__name__}: {exc}"
+        ) from None
+    for row in rows:
+        resource, permission = str(row.resource), str(row.permission).upper()
+        if resource == keep and permission in _GRANTED:
+            continue
+        target = _resource_cql(resource)
+        if target is None or not permission.isalpha():
+            raise Unavailable(
+                f"cassandra: login {role.name} holds {permission} on {resource}, which this step cannot revoke;"
+                f" revoke it by hand (cqlsh as the superuser), then run it again"
+            )
+        _run(session, f"REVOKE {permission} ON {target} FROM {role.name}")
+        say(f"cassandra: login {role.name}: revoked {permission} on {resource}")
 
 
 def _superuser(config: CassandraConfig) -> tuple[str, str]:
@@ -224,8 +271,9 @@ def provision(config: CassandraConfig, roles: list[Role], wait_s: float, say: Ca
             _run(session, f"CREATE USER IF NOT EXISTS {role.name} WITH PASSWORD %s NOSUPERUSER", password)
             # Sets the password of a user that existed already: rotation is a new Secret value.
             _run(session, f"ALTER USER {role.name} WITH PASSWORD %s", password)
-            for permission in ("SELECT", "MODIFY"):
+            for permission in _GRANTED:
                 _run(session, f"GRANT {permission} ON KEYSPACE {role.keyspace} TO {role.name}")
+            revoke_other_grants(session, role, say)
             say(f"cassandra: login {role.name}: SELECT and MODIFY on keyspace {role.keyspace}, nothing else")
     finally:
         cluster.shutdown()

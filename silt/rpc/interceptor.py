@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import grpc
 from google.protobuf.message import Message
@@ -43,6 +43,7 @@ from silt.rpc.signing import (
     Credentials,
     day_of,
     is_nonce,
+    is_signature,
     payload_digest,
     sign,
     signed_channel,
@@ -126,6 +127,16 @@ def check_resource_length(resource: str) -> str:
 # --- the interceptor ---------------------------------------------------------------------
 
 
+class SignatureHeaders(NamedTuple):
+    access_key_id: str
+    date: str
+    seconds: int
+    day: str
+    scope: str
+    nonce: str
+    signature: str
+
+
 @dataclass(frozen=True)
 class Principal:
     user_id: str
@@ -168,7 +179,13 @@ class AuthInterceptor(grpc.ServerInterceptor):
 
     # -- admission
 
-    def _authenticate(self, method: str, metadata: Sequence[Any], request: Message) -> Principal:
+    def check_headers(self, metadata: Sequence[Any]) -> SignatureHeaders:
+        """A call's signature headers, if they could belong to a valid signed call: present, of
+        the right shape, dated within the skew, scoped to that day and this service.
+        Unauthenticated otherwise.
+
+        It uses nothing but the headers and the clock, so admission (silt/rpc/limits.py) runs it
+        on gRPC's polling thread before the request is read: such a call never waits."""
         headers = {m.key: m.value for m in metadata or () if m.key in SIGNED_HEADERS}
         missing = [name for name in REQUIRED_HEADERS if not headers.get(name)]
         if missing:
@@ -198,14 +215,21 @@ class AuthInterceptor(grpc.ServerInterceptor):
             )
         if not is_nonce(nonce):
             raise Unauthenticated(f"{NONCE_HEADER} must be 32 lower-case hex digits")
+        if not is_signature(signature):
+            raise Unauthenticated(f"{SIGNATURE_HEADER} must be 64 lower-case hex digits")
+        return SignatureHeaders(key_id, date, seconds, day, scope, nonce, signature)
+
+    def _authenticate(self, method: str, metadata: Sequence[Any], request: Message) -> Principal:
+        key_id, date, seconds, day, scope, nonce, signature = self.check_headers(metadata)
         try:
             key = self.authority.call_key(key_id, day, self.audience)
         except (NotFound, InvalidArgument):
             raise Unauthenticated(f"unknown access key id {key_id!r}") from None
         expected = sign(key.key, date, scope, nonce, method, key_id, payload_digest(request))
-        if not hmac.compare_digest(expected.encode(), signature.encode(errors="replace")):
+        if not hmac.compare_digest(expected.encode(), signature.encode()):
             raise Unauthenticated(f"signature does not match for access key {key_id}: wrong secret?")
-        # Only a call whose signature holds is remembered: nobody else can fill the cache.
+        # Only a call whose signature holds is remembered, under its own key: the cache holds
+        # issued keys only, and a key that floods it locks out only itself (silt/rpc/replay.py).
         if not self.replays.admit(key_id, nonce, seconds):
             raise Unauthenticated(f"replayed call: access key {key_id} already made a call with this nonce")
         return Principal(key.user_id, key_id)

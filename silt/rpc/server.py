@@ -21,15 +21,9 @@ from silt.errors import ConfigError, SiltError
 from silt.lifeline import watch_parent_from_env
 from silt.logs import configure_logging
 from silt.rpc.errors import ErrorMappingInterceptor
+from silt.rpc.health_port import HealthPort
 from silt.rpc.interceptor import AuthInterceptor
-from silt.rpc.limits import (
-    DEFAULT_LIMITS,
-    HEALTH_PORT_LIMITS,
-    AdmissionInterceptor,
-    ServerLimits,
-    health_check_handler,
-)
-from silt.rpc.signing import REQUIRED_HEADERS
+from silt.rpc.limits import DEFAULT_LIMITS, AdmissionInterceptor, ServerLimits, health_check_handler
 from silt.telemetry.rpc import SkipHealth, server_interceptors
 from silt.telemetry.setup import setup as setup_telemetry
 
@@ -47,10 +41,10 @@ def build_server(
     health: served as grpc.health.v1.Health, Check only, around which no interceptor runs but
     admission: probes cannot sign calls, and the service reveals only SERVING or NOT_SERVING.
     """
-    # A server that authenticates calls refuses unsigned ones before waiting for their request.
-    authenticates = any(isinstance(i, AuthInterceptor) for i in interceptors)
-    required = REQUIRED_HEADERS if authenticates else ()
-    admission = AdmissionInterceptor(limits.receive_timeout_seconds, required)
+    # A server that authenticates calls refuses those whose signature headers cannot be valid
+    # before waiting for their request.
+    auth = next((i for i in interceptors if isinstance(i, AuthInterceptor)), None)
+    admission = AdmissionInterceptor(limits, auth.check_headers if auth is not None else None)
     # Error mapping is innermost so other interceptors see handlers that never raise SiltError.
     inner = [*server_interceptors(), *interceptors, ErrorMappingInterceptor()]
     server = grpc.server(
@@ -73,14 +67,14 @@ def bind(server: grpc.Server, address: str, tls: grpc.ServerCredentials | None =
     return port
 
 
-def start_health_port(address: str | None, health: HealthServicer) -> grpc.Server | None:
+def start_health_port(address: str | None, health: HealthServicer) -> HealthPort | None:
     """A plaintext server on address answering grpc.health.v1.Health/Check only (for probes
-    that cannot speak TLS, as Kubernetes' gRPC probe); None when address is unset."""
+    that cannot speak TLS, as Kubernetes' gRPC probe); None when address is unset. It runs on
+    grpc.aio (silt/rpc/health_port.py): calls waiting for their request hold no thread."""
     if not address:
         return None
-    server = build_server(health=health, limits=HEALTH_PORT_LIMITS)
-    port = bind(server, address)
-    server.start()
+    server = HealthPort(health)
+    port = server.start(address)
     log.info("health checks on port %d", port)
     return server
 

@@ -76,6 +76,7 @@ AUDIENCES = (AUTH_AUDIENCE, GRAVELER_AUDIENCE, COMPACTOR_AUDIENCE)
 _AUDIENCE_RE = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _DAY_RE = re.compile(r"[0-9]{8}")
 _NONCE_RE = re.compile(f"[0-9a-f]{{{2 * NONCE_BYTES}}}")
+_SIGNATURE_RE = re.compile("[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,11 @@ def is_day(value: str) -> bool:
 
 def is_nonce(value: str) -> bool:
     return _NONCE_RE.fullmatch(value) is not None
+
+
+def is_signature(value: str) -> bool:
+    """A hex HMAC-SHA256, as sign() writes it."""
+    return _SIGNATURE_RE.fullmatch(value) is not None
 
 
 def day_of(date: int) -> str:

@@ -6,8 +6,10 @@ keys into Secrets through a stand-in API server), then auth, graveler, the compa
 gateway with the replica counts, commands, env, ConfigMaps and Secrets of the rendered
 manifests (tests/support/k8s_run.py says what is substituted: Service names -> local
 round-robin proxies, Cassandra and MinIO -> test servers). Checks that Cassandra refuses
-anonymous and built-in logins and confines each service's login to its keyspace, that no
-secret reaches the Job's log and that the keys land in the Secrets the manifest names. Waits
+anonymous and built-in logins and confines each service's login to its keyspace (auth's IAM
+records in a keyspace of their own, which graveler's and the compactor's logins can neither read
+nor write; a grant beyond that, as an older layout left it, revoked when the Job runs again),
+that no secret reaches the Job's log and that the keys land in the Secrets the manifest names. Waits
 for every declared probe, drives S3 (boto3) and CLI traffic (the GC CronJob's container, with
 CLI args), and kills one replica of each service mid-traffic: every acknowledged write must
 survive. A wrong endpoint, env name or config key fails here.
@@ -22,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from cassandra import Unauthorized
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import Cluster as CqlCluster
 from cassandra.cluster import NoHostAvailable
 
-from tests.support.k8s import named, pod_spec, resolve_env
+from tests.support.k8s import named, pod_spec, resolve_env, silt_config_text
 from tests.support.k8s_run import BUILT_IN_SUPERUSER, Cluster, dev_cluster, s3_client, set_up
 
 # The services in the order a cluster brings them up (each needs the ones before it).
@@ -35,6 +38,15 @@ DEPLOYMENTS = ("silt-auth", "silt-graveler", "silt-compactor", "silt-gateway")
 REPOSITORY = "example"  # the GC CronJob's repository (ConfigMap silt-gc)
 # The Secrets the setup Job's --secret arguments name, by who gets the key.
 KEY_SECRETS = {name: f"silt-{name}-credentials" for name in ("admin", "graveler", "compactor", "gateway", "gc")}
+# Each KV client's keyspace: auth's alone, graveler's shared with the compactor (which runs
+# graveler's core on graveler's branches), the gateway's alone.
+KEYSPACES = {
+    "silt-auth": "silt_auth",
+    "silt-graveler": "silt",
+    "silt-compactor": "silt",
+    "silt-gateway": "silt_gateway",
+}
+AUTH_PARTITION = "0x" + b"auth".hex()  # services/auth/keys.py PARTITION: users, groups, policies, keys
 
 pytestmark = pytest.mark.cassandra
 
@@ -67,11 +79,33 @@ def refused(cluster: Cluster, login: tuple[str, str] | None) -> bool:
     return False
 
 
-def cassandra_login(cluster: Cluster, deployment: str) -> tuple[str, str]:
-    """The login a Deployment's pods use, from their resolved environment."""
+def cassandra_login(cluster: Cluster, deployment: str) -> tuple[tuple[str, str], str]:
+    """The login a Deployment's pods use and the keyspace they open, from their resolved
+    environment (the keyspace: its variable, else the ConfigMap's silt.yaml)."""
     (container,) = pod_spec(named(cluster.docs, "Deployment", deployment))["containers"]
     env = resolve_env(cluster.docs, container, cluster.secrets)
+    configured = yaml.safe_load(silt_config_text(cluster.docs))["database"]["cassandra"]["keyspace"]
+    keyspace = env.get("SILT_DATABASE_CASSANDRA_KEYSPACE", configured)
+    return (env["SILT_DATABASE_CASSANDRA_USERNAME"], env["SILT_DATABASE_CASSANDRA_PASSWORD"]), keyspace
+
+
+def superuser(cluster: Cluster) -> tuple[str, str]:
+    """The superuser the setup Job's roles step logs in as (Secret silt-cassandra-superuser)."""
+    (roles,) = pod_spec(named(cluster.docs, "Job", "silt-auth-setup"))["initContainers"]
+    env = resolve_env(cluster.docs, roles, cluster.secrets)
     return env["SILT_DATABASE_CASSANDRA_USERNAME"], env["SILT_DATABASE_CASSANDRA_PASSWORD"]
+
+
+def check_auth_records_only_in_auths_keyspace(cluster: Cluster) -> None:
+    session = cql(cluster, superuser(cluster))
+    try:
+        connected = session.connect()
+        where = f"WHERE partition_key = {AUTH_PARTITION} LIMIT 1"
+        assert list(connected.execute(f"SELECT key FROM silt_auth.kv {where}")), "auth wrote no IAM record"
+        for keyspace in ("silt", "silt_gateway"):
+            assert not list(connected.execute(f"SELECT key FROM {keyspace}.kv {where}")), f"IAM records in {keyspace}"
+    finally:
+        session.shutdown()
 
 
 def check_setup_job(cluster: Cluster) -> None:
@@ -93,25 +127,60 @@ def check_setup_job(cluster: Cluster) -> None:
 
     assert refused(cluster, None), "Cassandra accepts a connection without credentials"
     assert refused(cluster, BUILT_IN_SUPERUSER), "the built-in superuser cassandra/cassandra still logs in"
-    # Each service's login does its KV work in its keyspace and nothing else.
-    for deployment, keyspace, other in [
-        ("silt-graveler", "silt", "silt_gateway"),
-        ("silt-gateway", "silt_gateway", "silt"),
-    ]:
-        session = cql(cluster, cassandra_login(cluster, deployment))
+
+
+def check_logins(cluster: Cluster) -> None:
+    """Each service's login does its KV work in its keyspace and nothing else: graveler's and
+    the compactor's cannot read auth's keyspace nor write a user or membership into it (nor can
+    the gateway's), auth's cannot touch graveler's refs; none may change schema or read logins."""
+    check_auth_records_only_in_auths_keyspace(cluster)
+    for deployment, keyspace in KEYSPACES.items():
+        login, configured = cassandra_login(cluster, deployment)
+        assert configured == keyspace, f"{deployment} opens keyspace {configured}"
+        session = cql(cluster, login)
         try:
             connected = session.connect()
             connected.execute(f"SELECT key FROM {keyspace}.kv LIMIT 1")
-            for statement in (
-                f"SELECT key FROM {other}.kv LIMIT 1",
-                f"INSERT INTO {other}.kv (partition_key, key, value) VALUES (0x00, 0x00, 0x00)",
-                f"CREATE TABLE {keyspace}.intruder (k int PRIMARY KEY)",
+            statements = [
                 "SELECT * FROM system_auth.credentials",
-            ):
+                f"CREATE TABLE {keyspace}.intruder (k int PRIMARY KEY)",
+            ]
+            for other in set(KEYSPACES.values()) - {keyspace}:
+                statements += [
+                    f"SELECT key FROM {other}.kv WHERE partition_key = {AUTH_PARTITION} LIMIT 1",
+                    f"INSERT INTO {other}.kv (partition_key, key, value) VALUES ({AUTH_PARTITION}, 0x00, 0x00)",
+                    f"DELETE FROM {other}.kv WHERE partition_key = {AUTH_PARTITION}",
+                ]
+            for statement in statements:
                 with pytest.raises(Unauthorized):
                     connected.execute(statement)
+                    pytest.fail(f"{deployment}'s login may: {statement}")
         finally:
             session.shutdown()
+
+
+def check_rerun_revokes_other_grants(cluster: Cluster) -> None:
+    """Grants beyond a login's keyspace (auth's login on graveler's keyspace, as the first
+    per-service layout left it; graveler's on auth's) are revoked when the Job runs again."""
+    session = cql(cluster, superuser(cluster))
+    try:
+        connected = session.connect()
+        connected.execute("GRANT SELECT ON KEYSPACE silt TO silt_auth")
+        connected.execute("GRANT MODIFY ON KEYSPACE silt_auth TO silt_graveler")
+        cluster.run_to_completion("Job", "silt-auth-setup")
+        log = cluster.logs["silt-auth-setup"]
+        assert "silt_auth: revoked SELECT on <keyspace silt>" in log, log
+        assert "silt_graveler: revoked MODIFY on <keyspace silt_auth>" in log, log
+        for secret in [s for s in cluster.secrets if s.startswith("silt-cassandra-")]:
+            assert cluster.secrets[secret]["password"] not in log, f"{secret}'s password is in the Job's log"
+        for login, keyspace in [("silt_auth", "silt_auth"), ("silt_graveler", "silt")]:
+            rows = connected.execute(f"LIST ALL PERMISSIONS OF {login} NORECURSIVE")
+            assert {(row.resource, row.permission) for row in rows} == {
+                (f"<keyspace {keyspace}>", "SELECT"),
+                (f"<keyspace {keyspace}>", "MODIFY"),
+            }, login
+    finally:
+        session.shutdown()
 
 
 class Writer(threading.Thread):
@@ -146,6 +215,8 @@ class Writer(threading.Thread):
 def test_the_dev_overlay_runs_as_written_and_survives_losing_a_replica_of_each_service(cluster: Cluster) -> None:
     admin = set_up(cluster)
     check_setup_job(cluster)
+    check_rerun_revokes_other_grants(cluster)
+    check_logins(cluster)
     for deployment in DEPLOYMENTS:
         replicas = cluster.run_deployment(deployment)
         assert len(replicas) >= 2, f"{deployment}: the manifest asks for {len(replicas)} replicas"
@@ -189,3 +260,4 @@ def test_the_dev_overlay_runs_as_written_and_survives_losing_a_replica_of_each_s
     cli("commit", f"silt://{REPOSITORY}/main", "-m", "after the kills")
     log = cli("log", f"silt://{REPOSITORY}/main")
     assert "after the kills" in log and "first commit through the manifests" in log
+    check_auth_records_only_in_auths_keyspace(cluster)

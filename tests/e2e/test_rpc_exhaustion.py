@@ -1,24 +1,39 @@
 """A gRPC port cannot be hung by a caller without credentials: a real auth process keeps
-answering signed calls promptly while anonymous peers hold health streams and stalled calls
-open, and refuses requests larger than its API needs before parsing them."""
+answering signed calls and probes promptly while anonymous peers hold health streams, stalled
+health checks and stalled calls with forged signature headers open (from the same machine,
+renewed as the server cancels them), its plaintext health port keeps answering probes under the
+same flood, and it refuses requests larger than its API needs before parsing them."""
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
-from silt.launcher import Stack
-from silt.rpc.signing import REQUIRED_HEADERS, signed_channel
+from silt.launcher import Stack, free_port, initial_config
+from silt.rpc.limits import DEFAULT_LIMITS
+from silt.rpc.signing import (
+    ACCESS_KEY_HEADER,
+    DATE_HEADER,
+    NONCE_HEADER,
+    REQUIRED_HEADERS,
+    SCOPE_HEADER,
+    SIGNATURE_HEADER,
+    day_of,
+    signed_channel,
+)
 
 WHO_AM_I = "/silt.auth.v1.AuthService/WhoAmI"
+CHECK = "/grpc.health.v1.Health/Check"
 AUTHORIZE_MANY = "/silt.auth.v1.AuthService/AuthorizeMany"
 # More than the server's worker threads (32), as an attacker would open.
 HOSTILE_STREAMS = 64
@@ -28,6 +43,9 @@ PROMPT_SECONDS = 3.0
 @pytest.fixture(scope="module")
 def auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     data_dir: Path = tmp_path_factory.mktemp("silt-exhaustion")
+    config = initial_config(data_dir)
+    config["auth"]["health_listen_address"] = f"127.0.0.1:{free_port()}"
+    (data_dir / "config.yaml").write_text(yaml.safe_dump(config))
     with Stack(data_dir, ports={"auth": 0}, services=["auth"], restart=False, on_event=lambda _: None) as stack:
         yield stack
 
@@ -98,6 +116,194 @@ def test_an_oversized_request_is_refused_before_it_is_parsed(auth: Stack) -> Non
         )
         started = time.monotonic()
         with pytest.raises(grpc.RpcError) as refused:
-            call(request, metadata=forged_metadata(), timeout=10)
+            # Headers that pass every check made before the request, which is then too large.
+            call(request, metadata=well_formed_forgery(), timeout=10)
     assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, refused.value.details()
     assert time.monotonic() - started < PROMPT_SECONDS
+
+
+def well_formed_forgery() -> tuple[tuple[str, str | bytes], ...]:
+    """Signature headers of the right shape, date and scope for auth, signed with no key: they
+    pass every check that can be made before the request, so such a call waits for it."""
+    now = int(time.time())
+    return (
+        (ACCESS_KEY_HEADER, "AKIA" + secrets.token_hex(8).upper()),
+        (DATE_HEADER, str(now)),
+        (SCOPE_HEADER, f"{day_of(now)}/auth"),
+        (NONCE_HEADER, secrets.token_hex(16)),
+        (SIGNATURE_HEADER, secrets.token_hex(32)),
+    )
+
+
+class Flood:
+    """Keeps `size` calls to `method` open that never send their request, over `connections`
+    connections from this machine, opening a new one whenever the server ends one; counts how
+    the server ended them."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        method: str,
+        size: int,
+        connections: int,
+        metadata: Callable[[], tuple[tuple[str, str | bytes], ...]] = tuple,
+    ) -> None:
+        self.method = method
+        self.size = size
+        self.metadata = metadata
+        self.channels = [grpc.insecure_channel(endpoint) for _ in range(connections)]
+        self.ended: dict[grpc.StatusCode, int] = {}
+        self.opened = 0
+        self._calls: list[grpc.Future] = []
+        self._release = threading.Event()
+        self._stop = threading.Event()
+        self._filled = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _never_sends(self) -> Iterator[bytes]:
+        self._release.wait(60)
+        return
+        yield b""
+
+    def _open(self) -> grpc.Future:
+        channel = self.channels[self.opened % len(self.channels)]
+        self.opened += 1
+        call = channel.stream_unary(self.method, request_serializer=bytes, response_deserializer=bytes)
+        return call.future(self._never_sends(), metadata=self.metadata(), timeout=60)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            live = []
+            for call in self._calls:
+                if not call.done():
+                    live.append(call)
+                    continue
+                error = call.exception()
+                code = error.code() if isinstance(error, grpc.RpcError) else grpc.StatusCode.OK
+                self.ended[code] = self.ended.get(code, 0) + 1
+            while len(live) < self.size:
+                live.append(self._open())
+            self._calls = live
+            self._filled.set()
+            self._stop.wait(0.05)
+
+    def start(self) -> None:
+        self._thread.start()
+        assert self._filled.wait(30)
+
+    def stop(self) -> list[grpc.Future]:
+        """Stop renewing; the calls still open."""
+        self._stop.set()
+        self._thread.join(30)
+        return [call for call in self._calls if not call.done()]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._release.set()
+        for call in self._calls:
+            call.cancel()
+        for channel in self.channels:
+            channel.close()
+
+
+def ended_by_the_server(calls: Sequence[grpc.Future]) -> set[grpc.StatusCode]:
+    """How the server ended the calls it was left with, none of which ever sends its request:
+    it must end them itself, well before the client's own 60 s deadline."""
+    within = DEFAULT_LIMITS.receive_timeout_seconds + PROMPT_SECONDS
+    codes = set()
+    for call in calls:
+        error = call.exception(timeout=within)
+        assert isinstance(error, grpc.RpcError)
+        codes.add(error.code())
+    return codes
+
+
+def answered(call: Callable[[], Any]) -> Any:
+    """call's answer, retrying RESOURCE_EXHAUSTED (the server is at its limit of calls in flight
+    for a moment; Silt's gateway turns it into 503 SlowDown, which S3 clients retry) for up to
+    PROMPT_SECONDS."""
+    give_up = time.monotonic() + PROMPT_SECONDS
+    while True:
+        try:
+            return call()
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > give_up:
+                raise
+        time.sleep(0.05)
+
+
+def prompt_answers(endpoint: str, auth: Stack, seconds: float) -> list[float]:
+    """Signed WhoAmI calls and health checks, one after the other for `seconds`: how long each took."""
+    assert auth.admin is not None
+    took: list[float] = []
+    with signed_channel(endpoint, auth.admin) as signed, grpc.insecure_channel(endpoint) as probe:
+        stub, health = auth_pb2_grpc.AuthServiceStub(signed), health_pb2_grpc.HealthStub(probe)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            started = time.monotonic()
+            who = answered(lambda: stub.WhoAmI(auth_pb2.WhoAmIRequest(), timeout=10))
+            assert who.user.id == auth.admin_user_id
+            status = answered(lambda: health.Check(health_pb2.HealthCheckRequest(), timeout=10))  # type: ignore[attr-defined]
+            assert status.status == health_pb2.HealthCheckResponse.SERVING
+            took.append(time.monotonic() - started)
+            time.sleep(0.1)
+    return took
+
+
+def test_a_renewed_flood_of_stalled_checks_and_forged_calls_leaves_signed_calls_and_probes_prompt(
+    auth: Stack,
+) -> None:
+    """The reviewer's attack, kept up: 130 health checks that never send their request, each on
+    a connection of its own (more than the server's 128 calls in flight), plus stalled calls
+    with well-formed forged signature headers and with garbage ones, all from this machine, and
+    renewed as soon as the server ends them, for longer than the receive timeout."""
+    endpoint = auth.endpoints["auth"]
+    checks = Flood(endpoint, CHECK, 130, connections=130)
+    forged = Flood(endpoint, WHO_AM_I, 40, connections=8, metadata=well_formed_forgery)
+    garbage = Flood(endpoint, WHO_AM_I, 20, connections=4, metadata=forged_metadata)
+    floods = (checks, forged, garbage)
+    try:
+        for flood in floods:
+            flood.start()
+        time.sleep(1.0)  # every stalled call has reached the server
+
+        took = prompt_answers(endpoint, auth, seconds=2 * DEFAULT_LIMITS.receive_timeout_seconds + 1)
+        assert max(took) < PROMPT_SECONDS, f"signed calls and probes took up to {max(took):.1f}s under the flood"
+
+        left = [flood.stop() for flood in floods]
+        # The server ended the stalled calls itself, over and over (the flood renewed them).
+        assert ended_by_the_server(left[0] + left[1]) <= {grpc.StatusCode.CANCELLED}
+        assert checks.ended.get(grpc.StatusCode.CANCELLED, 0) >= checks.size
+        assert forged.ended.get(grpc.StatusCode.CANCELLED, 0) >= forged.size
+        # Headers that no signed call can carry are refused before anything is read (or, in
+        # the moments the flood has the server at its limit of calls in flight, not started).
+        assert garbage.ended.get(grpc.StatusCode.UNAUTHENTICATED, 0) >= garbage.size
+        assert set(garbage.ended) <= {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+    finally:
+        for flood in floods:
+            flood.close()
+
+
+def test_the_health_port_answers_probes_under_a_flood_of_stalled_checks(auth: Stack) -> None:
+    """The plaintext health port (Kubernetes' probes) under stalled checks from this machine,
+    far more than its old limit of 16 calls in flight."""
+    assert auth.config is not None and auth.config.auth.health_listen_address
+    address = auth.config.auth.health_listen_address
+    flood = Flood(address, CHECK, 300, connections=30)
+    try:
+        flood.start()
+        time.sleep(1.0)
+        with grpc.insecure_channel(address) as probe:
+            health = health_pb2_grpc.HealthStub(probe)
+            for _ in range(10):
+                started = time.monotonic()
+                status = health.Check(health_pb2.HealthCheckRequest(), timeout=10)  # type: ignore[attr-defined]
+                assert status.status == health_pb2.HealthCheckResponse.SERVING
+                assert time.monotonic() - started < PROMPT_SECONDS
+                time.sleep(0.1)
+        left = flood.stop()
+        assert ended_by_the_server(left) <= {grpc.StatusCode.CANCELLED, grpc.StatusCode.RESOURCE_EXHAUSTED}
+        # Past its peer's budget, a stalled check made room for newer ones at once.
+        assert flood.ended.get(grpc.StatusCode.RESOURCE_EXHAUSTED, 0) > 0
+    finally:
+        flood.close()

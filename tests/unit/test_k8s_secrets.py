@@ -1,5 +1,6 @@
 """deploy/k8s's secrets, rendered per overlay: Cassandra runs with authentication and every KV
-client logs in as itself, on its own keyspace; only those clients reach Cassandra; the setup
+client logs in as itself, on its own keyspace (auth's and the gateway's reached by no other
+login; graveler and the compactor share graveler's); only those clients reach Cassandra; the setup
 Job writes the keys it issues into Secrets that its ServiceAccount alone may patch (and
 nothing else), has a TTL and prints no secret. tests/e2e/test_k8s_deploy.py runs all of it."""
 
@@ -132,7 +133,7 @@ def _class(value: Any) -> str:
     return str(value["class_name"] if isinstance(value, dict) else value)
 
 
-def test_each_kv_client_logs_in_to_cassandra_as_itself_on_its_own_keyspace(
+def test_each_kv_client_logs_in_to_cassandra_as_itself_and_auths_keyspace_is_its_alone(
     docs: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     (tmp_path / "silt.yaml").write_text(silt_config_text(docs))
@@ -166,13 +167,20 @@ def test_each_kv_client_logs_in_to_cassandra_as_itself_on_its_own_keyspace(
         logins[deployment], keyspaces[deployment] = name, keyspace
     assert len(set(logins.values())) == len(logins), "two services share a Cassandra login"
     assert set(roles) == set(logins.values()), "a login nobody uses, or one the Job does not create"
+    # auth's users, groups, policies and credentials live in a keyspace no other login reaches:
+    # a compromised graveler or compactor cannot write itself into Admins through Cassandra.
+    others = {keyspaces[d] for d in KV_CLIENTS if d != "silt-auth"}
+    assert keyspaces["silt-auth"] not in others, "another service's login reaches auth's keyspace"
     # The internet-facing gateway keeps its multipart uploads in a keyspace of its own: its
     # login cannot read or rewrite auth's users and policies or graveler's refs.
-    assert keyspaces["silt-gateway"] != config.keyspace
-    assert {keyspaces[d] for d in ("silt-auth", "silt-graveler", "silt-compactor")} == {config.keyspace}
-    # auth's data is written by the setup container, as auth.
-    assert env_of(setup)[USERNAME]["value"] == logins["silt-auth"]
-    assert secret_ref(env_of(setup)[PASSWORD]) == secret_ref(
+    assert keyspaces["silt-gateway"] not in {keyspaces[d] for d in KV_CLIENTS if d != "silt-gateway"}
+    # Graveler and the compactor (graveler's core, compacting its branches) share the configured one.
+    assert keyspaces["silt-graveler"] == keyspaces["silt-compactor"] == config.keyspace
+    # auth's data is written by the setup container, as auth, in auth's keyspace.
+    setup_env = env_of(setup)
+    assert setup_env[USERNAME]["value"] == logins["silt-auth"]
+    assert setup_env[KEYSPACE]["value"] == keyspaces["silt-auth"]
+    assert secret_ref(setup_env[PASSWORD]) == secret_ref(
         env_of(pod_spec(named(docs, "Deployment", "silt-auth"))["containers"][0])[PASSWORD]
     )
     # Anything else (the GC CronJob) works through graveler, with no Cassandra login.

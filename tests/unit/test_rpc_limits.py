@@ -1,6 +1,8 @@
 """Server limits (silt/rpc/limits.py) on a real gRPC server: a call whose request never comes
 is cancelled after the receive timeout, so stalled callers cannot keep the workers; calls past
-max_concurrent_rpcs are refused at once instead of queueing."""
+max_concurrent_rpcs are refused at once instead of queueing; stalled calls beyond their peer's
+budget are cancelled after the grace, and sooner from a peer that stalls calls; the plaintext
+health port (grpc.aio) answers probes whatever other peers hold open."""
 
 from __future__ import annotations
 
@@ -12,11 +14,15 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf.wrappers_pb2 import StringValue
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import HealthServicer
 
-from silt.rpc.limits import ServerLimits
+from silt.rpc.health_port import HealthPort
+from silt.rpc.limits import Budget, ServerLimits, Suspects, peer_address
 from silt.rpc.server import bind, build_server
 
 ECHO = "/test.Limits/Echo"
+CHECK = "/grpc.health.v1.Health/Check"
 
 
 class Running:
@@ -108,3 +114,158 @@ def test_calls_past_the_concurrency_limit_are_refused_at_once(running: Running) 
 @pytest.mark.parametrize("running", [ServerLimits()], indirect=True)
 def test_requests_arriving_normally_are_served(running: Running) -> None:
     assert [running.echo(str(i), timeout=5) for i in range(20)] == [str(i) for i in range(20)]
+
+
+# --- who waits for a request, and how long ---------------------------------------------------
+
+
+def test_a_peer_is_its_address_without_the_port() -> None:
+    # One machine opens connections from as many ports as it likes: they are one peer.
+    assert peer_address("ipv4:10.1.2.3:51234") == peer_address("ipv4:10.1.2.3:40000") == "10.1.2.3"
+    # An IPv6 host is usually given a /64; a mapped IPv4 address is that address.
+    assert peer_address("ipv6:[2001:db8:1:2:aaaa::1]:443") == "2001:db8:1:2::/64"
+    assert peer_address("ipv6:[2001:db8:1:2:bbbb::9]:80") == "2001:db8:1:2::/64"
+    assert peer_address("ipv6:[::ffff:10.1.2.3]:5") == "10.1.2.3"
+    assert peer_address("unix:/run/silt.sock") == "unix"
+
+
+class _Call:
+    def __init__(self, peer: str) -> None:
+        self.peer = peer
+
+
+def test_a_full_budget_cancels_the_oldest_slow_call_of_the_peer_holding_the_most() -> None:
+    budget: Budget[_Call] = Budget(per_peer=2, total=3)
+    a1, a2, a3, b1, c1 = _Call("a"), _Call("a"), _Call("a"), _Call("b"), _Call("c")
+    assert budget.admit(a1) is None and budget.admit(a2) is None
+    assert budget.admit(a3) is a1  # a holds its two: its oldest makes room
+    assert budget.admit(b1) is None  # three in all
+    assert budget.admit(c1) is a2  # the server is full: the oldest of a, which holds the most
+    assert (budget.held_by("a"), budget.held_by("b"), budget.held_by("c"), budget.count) == (1, 1, 1, 3)
+    budget.release(b1)
+    assert budget.held_by("b") == 0 and budget.count == 2
+
+
+def test_a_peer_stalling_calls_is_suspect_unless_its_late_calls_authenticate() -> None:
+    suspects = Suspects(stalls=3, window=10)
+    for _ in range(2):
+        suspects.stalled("mallory", 0)
+    assert not suspects.suspect("mallory", 1)
+    suspects.stalled("mallory", 1)
+    assert suspects.suspect("mallory", 2)
+    assert suspects.suspect("mallory", 15)  # the window before counts too
+    assert not suspects.suspect("mallory", 25)  # forgotten two windows later
+    assert not suspects.suspect("nobody", 25)
+    # A peer overloading the server with large requests: some were cancelled, but its late
+    # calls that arrived were authenticated.
+    for _ in range(5):
+        suspects.stalled("gateway", 30)
+    suspects.vouched("gateway", 30)
+    assert not suspects.suspect("gateway", 31)
+
+
+STALLING = ServerLimits(
+    max_workers=4,
+    max_concurrent_rpcs=64,
+    receive_grace_seconds=0.2,
+    receive_timeout_seconds=30,
+    slow_calls_per_peer=1,
+    slow_calls=1,
+    stalls_to_suspect=1000,
+)
+
+
+@pytest.mark.parametrize("running", [STALLING], indirect=True)
+def test_stalled_calls_past_the_budget_are_cancelled_after_the_grace_and_free_their_workers(
+    running: Running,
+) -> None:
+    stalled = running.stall(6)  # more than the workers, from one peer with one slow slot
+    time.sleep(1.5)  # the grace, twice over, and then some
+    ended = [call for call in stalled if call.done()]
+    assert len(ended) == 5, "one stalled call keeps the peer's slot until the receive timeout"
+    for call in ended:
+        error = call.exception()
+        assert isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.CANCELLED
+    started = time.monotonic()
+    assert running.echo("still served", timeout=5) == "still served"
+    assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize(
+    "running", [ServerLimits(receive_grace_seconds=0.1, receive_timeout_seconds=10)], indirect=True
+)
+def test_a_request_arriving_after_the_grace_is_served_while_its_peer_has_a_slot(running: Running) -> None:
+    def late() -> Iterator[StringValue]:
+        time.sleep(0.6)
+        yield StringValue(value="late")
+
+    call = running.channel().stream_unary(
+        ECHO, request_serializer=StringValue.SerializeToString, response_deserializer=StringValue.FromString
+    )
+    assert call(late(), timeout=5).value == "late"
+
+
+SUSPICIOUS = ServerLimits(
+    max_workers=8,
+    receive_grace_seconds=1.0,
+    suspect_grace_seconds=0.05,
+    stalls_to_suspect=2,
+    receive_timeout_seconds=30,
+    slow_calls_per_peer=1,
+    slow_calls=1,
+)
+
+
+@pytest.mark.parametrize("running", [SUSPICIOUS], indirect=True)
+def test_a_peer_whose_calls_stalled_gets_the_short_grace(running: Running) -> None:
+    first = running.stall(3)
+    time.sleep(1.6)  # past the long grace: one holds the slot, two were cancelled
+    assert sum(call.done() for call in first) == 2
+    opened = time.monotonic()
+    second = running.stall(2)  # the peer is suspect now: 50 ms for its requests to arrive
+    time.sleep(0.4)
+    assert time.monotonic() - opened < 1.0, "the long grace would still be running"
+    assert sum(call.done() for call in first + second) == 4
+
+
+def test_the_health_port_answers_probes_while_others_stall_checks() -> None:
+    health = HealthServicer()
+    port = HealthPort(health, ServerLimits(receive_grace_seconds=0.2, slow_calls_per_peer=2, slow_calls=8))
+    address = f"127.0.0.1:{port.start('127.0.0.1:0')}"
+    release = threading.Event()
+
+    def never_sends() -> Iterator[bytes]:
+        release.wait(30)
+        return
+        yield b""
+
+    channels = [grpc.insecure_channel(address) for _ in range(10)]
+    try:
+        stalled = [
+            channels[i % 10]
+            .stream_unary(CHECK, request_serializer=bytes, response_deserializer=bytes)
+            .future(never_sends(), timeout=30)
+            for i in range(100)
+        ]
+        time.sleep(1.0)
+        with grpc.insecure_channel(address) as probe:
+            stub = health_pb2_grpc.HealthStub(probe)
+            started = time.monotonic()
+            reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=2)  # type: ignore[attr-defined]
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            assert time.monotonic() - started < 1.0
+            with pytest.raises(grpc.RpcError) as unknown:
+                stub.Check(health_pb2.HealthCheckRequest(service="nope"), timeout=2)  # type: ignore[attr-defined]
+            assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+            other: Any = probe.unary_unary("/silt.auth.v1.AuthService/WhoAmI")
+            with pytest.raises(grpc.RpcError) as unimplemented:
+                other(b"", timeout=2)
+            assert unimplemented.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        # Past the peer's two slots, stalled checks were refused as soon as newer ones needed room.
+        codes = [getattr(call.exception(timeout=0), "code", lambda: None)() for call in stalled if call.done()]
+        assert len(codes) == 98 and set(codes) == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+    finally:
+        release.set()
+        for channel in channels:
+            channel.close()
+        assert port.stop(None).wait(5)

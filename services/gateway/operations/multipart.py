@@ -436,36 +436,36 @@ async def list_uploads(ctx: Context) -> Response:
 
     backend = ctx.backend
     # S3's order (by key, then by initiation time), read a page at a time from the index.
-    page, truncated = await backend.run(
+    page = await backend.run(
         uploads.list_page,
         backend.kv,
         repository,
         prefix,
         delimiter,
         key_marker,
-        id_marker if re.fullmatch(r"[0-9a-f]{32}", id_marker) else "",
+        # An upload id, or the marker of a page that stopped at an expired upload (uploads.py).
+        id_marker if re.fullmatch(r"([0-9]{20})?[0-9a-f]{32}", id_marker) else "",
         limit,
         ctx.config.multipart_upload_max_age_seconds,
     )
+    truncated = page.truncated
     markers = ""
     if truncated:
-        last = page[-1]
-        if isinstance(last, uploads.Upload):
-            next_key, next_id = last.path, last.upload_id
-        else:
-            next_key, next_id = last.prefix, ""
-        markers = f"<NextKeyMarker>{enc(next_key)}</NextKeyMarker><NextUploadIdMarker>{next_id}</NextUploadIdMarker>"
+        markers = (
+            f"<NextKeyMarker>{enc(page.next_key_marker)}</NextKeyMarker>"
+            f"<NextUploadIdMarker>{page.next_upload_id_marker}</NextUploadIdMarker>"
+        )
     body = "".join(
         f"<Upload><Key>{enc(item.path)}</Key><UploadId>{item.upload_id}</UploadId>"
         f"<Initiator><ID>{x(item.initiator)}</ID></Initiator><Owner><ID>{x(item.initiator)}</ID></Owner>"
         f"<StorageClass>STANDARD</StorageClass><Initiated>{iso_time(datetime.fromisoformat(item.initiated))}</Initiated>"
         f"</Upload>"
-        for item in page
+        for item in page.items
         if isinstance(item, uploads.Upload)
     )
     prefixes = "".join(
         f"<CommonPrefixes><Prefix>{enc(item.prefix)}</Prefix></CommonPrefixes>"
-        for item in page
+        for item in page.items
         if isinstance(item, uploads.CommonPrefix)
     )
     extra = f"<Delimiter>{enc(delimiter)}</Delimiter>" if delimiter else ""

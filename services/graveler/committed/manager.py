@@ -13,6 +13,7 @@ from services.graveler.committed.merge import MergeResult, Resolver, merge_metar
 from services.graveler.committed.model import ApplyResult, Change, MetaRangeId, RangeId, RangeInfo, Record
 from services.graveler.committed.store import CommittedStats, ObjectStore
 from services.graveler.committed.writer import MetaRangeWriter
+from services.graveler.deadline import NO_DEADLINE, Deadline
 from silt.block.adapter import BlockAdapter
 
 
@@ -95,11 +96,13 @@ class CommittedManager:
         source: MetaRangeId,
         dest: MetaRangeId,
         resolve: Resolver | None = None,
+        deadline: Deadline = NO_DEADLINE,
     ) -> MergeResult:
         """Three-way merge of ``source`` into ``dest`` from their common ancestor ``base``.
 
         Conflicts go to ``resolve`` (see merge.py for ready resolvers); None fails them all.
-        If any fails, the result has no metarange and lists every failed conflict.
+        If any fails, the result has no metarange and lists the failed conflicts (all, unless
+        ``conflicts_truncated``). DeadlineExceeded once ``deadline`` passes, checked per conflict.
         """
         read = self._store.read_metarange
         return merge_metaranges(
@@ -110,6 +113,7 @@ class CommittedManager:
             read(namespace, source),
             read(namespace, dest),
             resolve,
+            deadline,
         )
 
     def changed_paths(

@@ -17,6 +17,13 @@ The walked side is the one with fewer ranges that are not in base — a count ta
 the metaranges alone — so a branch merged into a dest that barely moved keeps the
 branch's new ranges by id instead of rebuilding them. Either way the result is the same
 canonical metarange (see apply.py).
+
+Bounded work: the caller's deadline is checked at every conflict (and every
+``DEADLINE_CHECK_EVERY`` differences), so a merge whose client gave up stops. Once a
+conflict has failed, the merge has failed and the rest of the walk only reports: it stops
+after ``MAX_REPORTED_CONFLICTS`` conflicts from the first failure on (resolved or failed),
+so a failed merge asks the resolver at most that many more times and its answer stays small;
+``conflicts_truncated`` then says that more may follow.
 """
 
 from __future__ import annotations
@@ -28,12 +35,19 @@ from typing import Literal, NamedTuple
 from services.graveler.committed.apply import apply_changes
 from services.graveler.committed.chunking import ChunkingPolicy
 from services.graveler.committed.diff import Difference, diff_metaranges
-from services.graveler.committed.globs import check_rules, glob_regex
+from services.graveler.committed.globs import GlobSet
+from services.graveler.committed.globs import glob_regex as glob_regex  # re-exported for tests of single globs
 from services.graveler.committed.metarange import MetaRange
 from services.graveler.committed.model import Change, MetaRangeId, Record
 from services.graveler.committed.ranges import RangeData
 from services.graveler.committed.store import ObjectStore
+from services.graveler.deadline import NO_DEADLINE, Deadline
 from silt.errors import InvalidArgument
+
+# From the first failed conflict on, how many conflicts a failed merge still examines (and
+# reports the failed ones of): the rest of the walk only serves the answer.
+MAX_REPORTED_CONFLICTS = 100
+DEADLINE_CHECK_EVERY = 1024  # differences between deadline checks away from conflicts
 
 Resolution = Literal["source", "dest", "fail"]
 Side = Literal["source", "dest"]
@@ -55,13 +69,16 @@ class MergeResult(NamedTuple):
     # None exactly when some conflict failed; then nothing was committed to any branch and
     # ranges already written for the aborted result are unreferenced garbage.
     metarange_id: MetaRangeId | None
-    conflicts: list[Conflict]  # every conflict that failed, in key order
+    # The conflicts that failed, in key order: all of them, unless conflicts_truncated (then
+    # those among the MAX_REPORTED_CONFLICTS conflicts from the first failure on).
+    conflicts: list[Conflict]
     conflicts_resolved: int  # conflicts the resolver settled for a side
     applied_onto: Side  # the side whose metarange the other side's changes were applied to
     differences_examined: int  # keys the walked side changed from base
     changes_applied: int
     ranges_written: int
     ranges_reused: int
+    conflicts_truncated: bool = False  # the walk stopped at the report cap with differences left
 
     @property
     def succeeded(self) -> bool:
@@ -107,16 +124,24 @@ class _Failed(Exception):
 
 class _Merger:
     def __init__(
-        self, differences: Iterator[Difference], lookup: _KeptLookup, walked: Side, resolve: Resolver | None
+        self,
+        differences: Iterator[Difference],
+        lookup: _KeptLookup,
+        walked: Side,
+        resolve: Resolver | None,
+        deadline: Deadline,
     ) -> None:
         self._differences = differences
         self._lookup = lookup
         self._walked = walked
         self._resolve = resolve
+        self._deadline = deadline
         self.conflicts: list[Conflict] = []
         self.resolved = 0
         self.examined = 0
         self.applied = 0
+        self.truncated = False
+        self._after_failure = 0  # conflicts examined from the first failed one on
 
     def changes(self) -> Iterator[Change]:
         for difference in self._differences:
@@ -130,23 +155,33 @@ class _Merger:
     def collect_remaining_conflicts(self) -> None:
         # The diff walk is still where _Failed left it, so no difference is examined twice.
         for difference in self._differences:
+            if self._after_failure >= MAX_REPORTED_CONFLICTS:
+                self.truncated = True
+                return
             self._decide(difference)
 
     def _decide(self, difference: Difference) -> Change | None:
         """The change to the kept side that the merge rules make at this key, if any."""
         self.examined += 1
+        if self.examined % DEADLINE_CHECK_EVERY == 0:
+            self._deadline.check("merging")
         key, base_record, walked_record = difference.key, difference.left, difference.right
         kept_record = self._lookup.get(key, base_record)
         if _same(kept_record, base_record):
             return Change(key, walked_record)
         if _same(kept_record, walked_record):
             return None
+        self._deadline.check("merging")  # every conflict: the resolver may be what takes the time
         if self._walked == "source":
             conflict = Conflict(key, base_record, walked_record, kept_record)
         else:
             conflict = Conflict(key, base_record, kept_record, walked_record)
+        if self.conflicts:
+            self._after_failure += 1
         resolution = self._resolve(conflict) if self._resolve is not None else "fail"
         if resolution == "fail":
+            if not self.conflicts:
+                self._after_failure = 1
             self.conflicts.append(conflict)
             return None
         if resolution not in ("source", "dest"):
@@ -167,6 +202,7 @@ def merge_metaranges(
     source: MetaRange,
     dest: MetaRange,
     resolve: Resolver | None,
+    deadline: Deadline = NO_DEADLINE,
 ) -> MergeResult:
     # Whole-metarange cases first: one side has nothing to contribute.
     if source.id in (base.id, dest.id):
@@ -182,13 +218,24 @@ def merge_metaranges(
         _KeptLookup(store, namespace, kept, base_ids),
         "source" if walk_source else "dest",
         resolve,
+        deadline,
     )
     applied_onto: Side = "dest" if walk_source else "source"
     try:
         result = apply_changes(store, namespace, policy, kept, merger.changes())
     except _Failed:
         merger.collect_remaining_conflicts()
-        return MergeResult(None, merger.conflicts, merger.resolved, applied_onto, merger.examined, merger.applied, 0, 0)
+        return MergeResult(
+            None,
+            merger.conflicts,
+            merger.resolved,
+            applied_onto,
+            merger.examined,
+            merger.applied,
+            0,
+            0,
+            merger.truncated,
+        )
     return MergeResult(
         result.metarange_id,
         [],
@@ -236,17 +283,16 @@ def by_pattern(rules: Sequence[tuple[str, str]], default: str = "fail") -> Resol
     """A resolver choosing a strategy by the first rule whose glob matches the conflict's key.
 
     Strategies: ``source``/``source-wins``, ``dest``/``dest-wins``, ``fail``. Rules are
-    checked when the resolver is built, so a typo fails before any merge starts. Globs are
-    matched in linear time and bounded in number and size (globs.py).
+    checked when the resolver is built, so a typo fails before any merge starts. The globs
+    are bounded in number and size and compiled once into one automaton, which each
+    conflict's key goes through once (globs.py).
     """
-    check_rules([pattern for pattern, _ in rules])
-    compiled = [(glob_regex(pattern), _strategy(strategy)) for pattern, strategy in rules]
+    globs = GlobSet([pattern for pattern, _ in rules])
+    strategies = [_strategy(strategy) for _, strategy in rules]
     fallback = _strategy(default)
 
     def resolve(conflict: Conflict) -> Resolution:
-        for regex, strategy in compiled:
-            if regex.fullmatch(conflict.key):
-                return strategy
-        return fallback
+        index = globs.first_match(conflict.key)
+        return fallback if index is None else strategies[index]
 
     return resolve

@@ -7,7 +7,10 @@ lifting a Deny or minting another user's key counts as granting too.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import grpc
+from pydantic import SecretStr
 
 from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS
 from silt import actions as a
@@ -224,3 +227,47 @@ def test_issuing_a_key_for_another_user_is_acting_as_that_user(stack: Stack) -> 
     for user_id in ("admin", "svc-gateway", developer_id):
         assert code_of(issue(user_id)) == DENIED, user_id
     assert code_of(issue(analyst_id)) == OK
+
+
+def test_nobody_grants_verifying_signatures_through_the_api(stack: Stack) -> None:
+    """auth:VerifySignature (handing out keys that act as anyone toward a service) is held only
+    through a statement naming it, and only setup writes one: the administrator's `*` cannot
+    create or attach such a policy, nor add a user to a group holding it."""
+    admin = stack.auth(stack.admin)
+    user_id, _ = stack.new_user(prefix="would-verify")
+    verifier = _allow([a.VERIFY_SIGNATURE], [a.audience_resource("graveler")])
+    create = auth_api.CreatePolicyRequest(id=unique("verifier"), statements=[verifier])
+    assert code_of(lambda: admin.CreatePolicy(create)) == DENIED
+    assert a.VERIFY_SIGNATURE in details_of(lambda: admin.CreatePolicy(create))
+    attach = auth_api.PolicyAttachmentRequest(policy_id="GravelerCallVerifier", user_id=user_id)
+    assert code_of(lambda: admin.AttachPolicy(attach)) == DENIED
+    # A group holding it (as setup would write it, straight to KV): joining it is granting it.
+    group_id = unique("verifiers")
+    admin.CreateGroup(auth_api.CreateGroupRequest(id=group_id))
+    stack.model.attach_policy("GravelerCallVerifier", group_id=group_id)
+    join = auth_api.GroupMemberRequest(group_id=group_id, user_id=user_id)
+    assert code_of(lambda: admin.AddGroupMember(join)) == DENIED
+    # Wider patterns are fine: they never allow the action (services/auth/policies.py).
+    wide = auth_api.CreatePolicyRequest(id=unique("wide"), statements=[_allow(["auth:*"], ["audiences/*"])])
+    assert code_of(lambda: admin.CreatePolicy(wide)) == OK
+    attach_wide = auth_api.PolicyAttachmentRequest(policy_id=wide.id, user_id=user_id)
+    assert code_of(lambda: admin.AttachPolicy(attach_wide)) == OK
+    may = auth_api.AuthorizeRequest(
+        user_id=user_id, action=a.VERIFY_SIGNATURE, resource=a.audience_resource("graveler")
+    )
+    assert not admin.Authorize(may).allowed
+
+
+def test_only_an_unrestricted_administrator_rotates_a_verifier_services_key(stack: Stack) -> None:
+    """A key of svc-graveler fetches graveler call keys of anyone: a caller allowed `*` but
+    denied anything (here DeleteRepo) cannot mint one and delete repositories as the admin. An
+    unrestricted administrator, who already may do everything that key could, can (rotation)."""
+    _, partial = _delegate(stack, "almost-admin", ALLOW_ALL, _deny([a.DELETE_REPO], ["*"]))
+    mint = auth_api.CreateCredentialsRequest(user_id="svc-graveler")
+    assert code_of(lambda: stack.auth(partial).CreateCredentials(mint)) == DENIED
+    issued = stack.auth(stack.admin).CreateCredentials(mint)
+    remember(issued.secret_access_key)
+    rotated = Credentials(issued.credential.access_key_id, SecretStr(issued.secret_access_key))
+    today = datetime.now(UTC).strftime("%Y%m%d")
+    request = auth_api.GetCallSigningKeyRequest(access_key_id=stack.admin.access_key_id, day=today, audience="graveler")
+    assert stack.auth(rotated).GetCallSigningKey(request).user_id == "admin"

@@ -14,16 +14,21 @@ import grpc
 import pytest
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.wrappers_pb2 import StringValue
+from pydantic import SecretStr
 
+from services.auth.setup import ADMINS
 from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
+from silt.auth.v1 import model_pb2 as pb
+from silt.auth.v1.auth_pb2_grpc import AuthServiceStub
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.rpc.signing import Credentials, SigningInterceptor, derive_call_key, signed_channel
-from tests.integration.auth.support import ISSUED_SECRETS, Stack, code_of, details_of
+from tests.integration.auth.support import ISSUED_SECRETS, Stack, code_of, details_of, unique
 
 OK = grpc.StatusCode.OK
 DENIED = grpc.StatusCode.PERMISSION_DENIED
+INVALID = grpc.StatusCode.INVALID_ARGUMENT
 
 
 def _today(offset: int = 0) -> str:
@@ -134,6 +139,24 @@ def test_the_gateway_learns_who_signed_and_the_scope_key_never_the_secret(stack:
     assert code_of(lambda: gateway.VerifyS3Signature(stale)) == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_auth_checks_s3_signatures_scoped_to_s3_only(stack: Stack) -> None:
+    """A SigV4 signature scoped to another service (iam, sts) is not an S3 request's: auth
+    refuses to check it, so no key for that scope is ever handed out."""
+    _, user = stack.new_user(prefix="s3user")
+    gateway = stack.auth(stack.services["gateway"])
+    day = _today()
+    for service in ("iam", "sts", "S3"):
+        text = _v4_string(day).replace(b"/s3/", f"/{service}/".encode())
+        key = ("AWS4" + user.secret_access_key.get_secret_value()).encode()
+        for part in (day, "us-east-1", service, "aws4_request"):
+            key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+        request = _v4_request(user.access_key_id, text, hmac.new(key, text, hashlib.sha256).hexdigest().encode(), day)
+        request.service = service
+        call = lambda r=request: gateway.VerifyS3Signature(r)  # noqa: E731
+        assert code_of(call) == INVALID, service
+        assert "is not 's3'" in details_of(call)
+
+
 def test_call_keys_are_derived_per_day_and_audience(stack: Stack) -> None:
     _, user = stack.new_user(prefix="caller")
     graveler = stack.auth(stack.services["graveler"])
@@ -155,12 +178,17 @@ def test_call_keys_are_derived_per_day_and_audience(stack: Stack) -> None:
 )
 def test_a_service_gets_keys_for_its_own_audience_only(stack: Stack, service: str, allowed: set[str]) -> None:
     """A compromised graveler can forge calls to graveler, not to auth or the compactor; a
-    compromised gateway, S3 requests only."""
+    compromised gateway, S3 requests only. Keys for calls to auth, or call keys for `s3`, go
+    to nobody."""
     me = stack.auth(stack.services[service])
     _, victim = stack.new_user(prefix="victim")
-    for audience in ("auth", "graveler", "compactor"):
+    for audience in ("graveler", "compactor"):
         call = lambda x=audience: me.GetCallSigningKey(_key_request(victim.access_key_id, x))  # noqa: E731
         assert code_of(call) == (OK if audience in allowed else DENIED), audience
+    for audience in ("auth", a.S3_AUDIENCE, "nonexistent"):
+        call = lambda x=audience: me.GetCallSigningKey(_key_request(victim.access_key_id, x))  # noqa: E731
+        assert code_of(call) == INVALID, audience
+        assert "no call keys for audience" in details_of(call)
     day = _today()
     text = _v4_string(day)
     _, signature = _sigv4(victim.secret_access_key.get_secret_value(), day, text)
@@ -168,6 +196,96 @@ def test_a_service_gets_keys_for_its_own_audience_only(stack: Stack, service: st
     assert code_of(s3) == (OK if a.S3_AUDIENCE in allowed else DENIED)
     if a.S3_AUDIENCE not in allowed:
         assert a.audience_resource(a.S3_AUDIENCE) in details_of(s3)
+
+
+class _Forger(SigningInterceptor):
+    """Signs calls with a call key it was handed, as if it held that key's secret."""
+
+    def __init__(self, access_key_id: str, key: bytes) -> None:
+        super().__init__(Credentials(access_key_id, SecretStr("unknown")))
+        self._handed = key
+
+    def _key(self, day: str, audience: str) -> bytes:
+        return self._handed
+
+
+def _power_user(stack: Stack) -> tuple[str, Credentials]:
+    """The finding's user: "Allow * *, Deny iam:* *", so it holds auth:* through the wildcard."""
+    user_id, creds = stack.new_user(prefix="power")
+    admin = stack.auth(stack.admin)
+    policy_id = unique("PowerUser")
+    statements = [
+        pb.Statement(effect=pb.EFFECT_ALLOW, actions=["*"], resources=["*"]),
+        pb.Statement(effect=pb.EFFECT_DENY, actions=["iam:*"], resources=["*"]),
+    ]
+    admin.CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id, statements=statements))
+    admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=policy_id, user_id=user_id))
+    return user_id, creds
+
+
+def _groups_of(stack: Stack, user_id: str) -> list[str]:
+    reply = stack.auth(stack.admin).ListUserGroups(auth_api.ListUserGroupsRequest(user_id=user_id))
+    return [g.id for g in reply.groups]
+
+
+def test_a_wildcard_user_cannot_fetch_the_admins_key_for_auth_and_sign_iam_calls(stack: Stack) -> None:
+    """The finding's exploit: a user allowed `*` but denied iam:* fetched the admin's call key
+    for audience `auth` and signed AddGroupMember(Admins, itself) as the admin."""
+    user_id, creds = _power_user(stack)
+    me = stack.auth(creds)
+    join = auth_api.GroupMemberRequest(group_id=ADMINS, user_id=user_id)
+    assert code_of(lambda: me.AddGroupMember(join)) == DENIED
+    for audience in ("auth", a.S3_AUDIENCE):
+        call = lambda x=audience: me.GetCallSigningKey(_key_request(stack.admin.access_key_id, x))  # noqa: E731
+        assert code_of(call) == INVALID, audience
+    # Nor for graveler or the compactor: `*` never allows auth:VerifySignature.
+    for audience in ("graveler", "compactor"):
+        call = lambda x=audience: me.GetCallSigningKey(_key_request(stack.admin.access_key_id, x))  # noqa: E731
+        assert code_of(call) == DENIED, audience
+        assert a.VERIFY_SIGNATURE in details_of(call)
+    day = _today()
+    text = _v4_string(day)
+    _, signature = _sigv4(stack.admin.secret_access_key.get_secret_value(), day, text)
+    s3 = lambda: me.VerifyS3Signature(_v4_request(stack.admin.access_key_id, text, signature, day))  # noqa: E731
+    assert code_of(s3) == DENIED
+
+    # Had it got a key by other means: one derived for any audience but auth's own is refused
+    # by auth, so no key it can be handed signs a call to auth.
+    for audience in ("graveler", "compactor", a.S3_AUDIENCE):
+        handed = derive_call_key(stack.admin.secret_access_key, day, audience)
+        channel = grpc.intercept_channel(
+            grpc.insecure_channel(stack.auth_address), _Forger(stack.admin.access_key_id, handed)
+        )
+        try:
+            forged = lambda c=channel: AuthServiceStub(c).AddGroupMember(join, timeout=10)  # noqa: E731
+            assert code_of(forged) == grpc.StatusCode.UNAUTHENTICATED, audience
+        finally:
+            channel.close()
+    assert ADMINS not in _groups_of(stack, user_id)
+
+
+def test_only_the_verifier_service_users_get_call_keys(stack: Stack) -> None:
+    """An administrator (Allow * *, no Deny) is refused call keys and S3 verification too, and
+    auth's decision API says so: only a statement naming auth:VerifySignature allows it, and
+    only setup writes one (the verifier presets of svc-graveler, svc-compactor, svc-gateway)."""
+    _, victim = stack.new_user(prefix="victim")
+    admin = stack.auth(stack.admin)
+    for audience in ("graveler", "compactor"):
+        call = lambda x=audience: admin.GetCallSigningKey(_key_request(victim.access_key_id, x))  # noqa: E731
+        assert code_of(call) == DENIED, audience
+    day = _today()
+    text = _v4_string(day)
+    _, signature = _sigv4(victim.secret_access_key.get_secret_value(), day, text)
+    s3 = lambda: admin.VerifyS3Signature(_v4_request(victim.access_key_id, text, signature, day))  # noqa: E731
+    assert code_of(s3) == DENIED
+    verifiers = {"graveler": "graveler", "compactor": "compactor", "gateway": a.S3_AUDIENCE}
+    for user_id in ("admin", *(f"svc-{service}" for service in verifiers)):
+        for audience in ("auth", "graveler", "compactor", a.S3_AUDIENCE):
+            request = auth_api.AuthorizeRequest(
+                user_id=user_id, action=a.VERIFY_SIGNATURE, resource=a.audience_resource(audience)
+            )
+            expected = verifiers.get(user_id.removeprefix("svc-")) == audience
+            assert admin.Authorize(request).allowed == expected, (user_id, audience)
 
 
 class _Recorder(grpc.UnaryUnaryClientInterceptor):

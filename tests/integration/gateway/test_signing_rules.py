@@ -159,6 +159,40 @@ def test_a_presigned_urls_signed_payload_hash_is_checked(gw: GatewayStack, s3: A
     assert s3.get_object(Bucket=bucket, Key="main/p")["Body"].read() == agreed
 
 
+# --- the credential scope's service --------------------------------------------------------
+
+
+@pytest.mark.parametrize("service", ["iam", "sts", "S3"])
+def test_a_signature_scoped_to_another_service_is_refused(gw: GatewayStack, s3: Any, bucket: str, service: str) -> None:
+    """A signature whose credential scope names another service is not an S3 signature: S3
+    answers 400 AuthorizationHeaderMalformed (header) or AuthorizationQueryParametersError
+    (presigned URL), naming the service it expected."""
+    s3.put_object(Bucket=bucket, Key="main/k", Body=b"data")
+    url = f"{gw.endpoint}/{bucket}/main/k"
+    request = AWSRequest(method="GET", url=url)
+    S3SigV4Auth(_credentials(gw), service, gw.region).add_auth(request)
+    assert f"/{gw.region}/{service}/aws4_request" in request.headers["Authorization"]
+    prepared = request.prepare()
+    response = requests.get(prepared.url, headers=dict(prepared.headers), timeout=30)
+    assert response.status_code == 400, response.content
+    assert error(response)["Code"] == "AuthorizationHeaderMalformed"
+    assert f'incorrect service "{service}". This endpoint belongs to "s3".' in error(response)["Message"]
+
+    signed = presigned(gw, "GET", f"/{bucket}/main/k", S3SigV4QueryAuth(_credentials(gw), service, gw.region, 300))
+    response = requests.get(signed, timeout=30)
+    assert response.status_code == 400, response.content
+    assert error(response)["Code"] == "AuthorizationQueryParametersError"
+    assert error(response)["Message"].startswith("Error parsing the X-Amz-Credential parameter; incorrect service")
+
+    # The same requests scoped to s3 are fine.
+    request = AWSRequest(method="GET", url=url)
+    S3SigV4Auth(_credentials(gw), "s3", gw.region).add_auth(request)
+    prepared = request.prepare()
+    assert requests.get(prepared.url, headers=dict(prepared.headers), timeout=30).content == b"data"
+    signed = presigned(gw, "GET", f"/{bucket}/main/k", S3SigV4QueryAuth(_credentials(gw), "s3", gw.region, 300))
+    assert requests.get(signed, timeout=30).content == b"data"
+
+
 # --- SigV2 -------------------------------------------------------------------------------
 
 

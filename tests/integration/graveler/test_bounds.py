@@ -12,6 +12,7 @@ import pytest
 
 from services.graveler import history
 from services.graveler.committed import globs
+from services.graveler.committed.merge import MAX_REPORTED_CONFLICTS
 from services.graveler.deadline import Deadline
 from silt.errors import DeadlineExceeded
 from silt.graveler.v1 import graveler_pb2 as api
@@ -71,6 +72,8 @@ def test_a_hostile_glob_over_a_long_conflicting_key_is_answered_at_once(env: Gra
         (["*x" * (globs.MAX_PATTERN_WILDCARDS + 1)], "wildcards"),
         (["k/*"] * (globs.MAX_PATH_RULES + 1), "path strategies"),
         ([""], "empty"),
+        # Each within its own caps; together more than one automaton may hold.
+        (["*a" * 16 + "x" * 990] * 5, "together"),
     ],
 )
 def test_merge_globs_are_capped(env: GravelerEnv, patterns: list[str], words: str) -> None:
@@ -82,6 +85,37 @@ def test_merge_globs_are_capped(env: GravelerEnv, patterns: list[str], words: st
     # The caps themselves are allowed.
     allowed = rules("x" * globs.MAX_PATTERN_BYTES, "*x" * globs.MAX_PATTERN_WILDCARDS, *["k/*"] * 98)
     assert merge_by(env, repo, allowed).HasField("commit")
+
+
+def many_conflicts(env: GravelerEnv, count: int) -> str:
+    """A repository where feature and main both changed `count` long keys since they forked."""
+    repo = env.new_repo("conflicts")
+    keys = [f"{index:04d}/" + "a" * 1000 for index in range(count)]
+    for side in ("main", "feature", "main"):
+        if side == "feature":
+            branch(env, repo, "feature")
+        for key in keys:
+            env.put(repo, side, key, side)
+        env.commit(repo, side, side)
+    return repo
+
+
+def test_a_failed_merge_examines_and_answers_a_bounded_number_of_conflicts(env: GravelerEnv) -> None:
+    repo = many_conflicts(env, MAX_REPORTED_CONFLICTS + 50)
+    # The costliest rules a merge may bring, none matching: every conflict fails.
+    hostile = [("a" * 30 + "*") * 31 + "b" + str(index) for index in range(globs.MAX_RULES_BYTES // 1024)]
+    started = time.monotonic()
+    result = merge_by(env, repo, rules(*hostile))
+    assert time.monotonic() - started < 5.0
+    # Before: all 150 conflicts listed, each tried against every rule.
+    assert len(result.conflicts) == MAX_REPORTED_CONFLICTS and result.conflicts_truncated
+    assert [c.key[:4] for c in result.conflicts] == [f"{index:04d}" for index in range(MAX_REPORTED_CONFLICTS)]
+    assert not result.HasField("commit")
+
+    # Fewer conflicts than the cap: all of them, not truncated.
+    small = many_conflicts(env, 3)
+    result = merge_by(env, small, rules("nothing/**"))
+    assert len(result.conflicts) == 3 and not result.conflicts_truncated
 
 
 # --- page sizes ----------------------------------------------------------------------------------

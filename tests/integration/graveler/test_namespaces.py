@@ -4,13 +4,18 @@ namespace, bare repositories included; refusals name no other repository."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 
+from services.graveler.claims import STALE_AFTER_SECONDS, claim_key
 from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.graveler import Graveler, GravelerOptions
@@ -18,7 +23,10 @@ from services.graveler.server import start
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
+from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
+from silt.kv.store import scan_prefix
+from silt.namespaces import parse_namespace
 from tests.integration.graveler.conftest import GravelerEnv
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
@@ -147,3 +155,81 @@ def test_a_deleted_repositorys_namespace_may_be_taken_again(lake: GravelerEnv) -
     namespace = _create(lake, name, "").storage_namespace
     lake.stub.DeleteRepository(api.DeleteRepositoryRequest(name=name))
     assert _create(lake, _name(), namespace, bare=True).storage_namespace == namespace
+
+
+# --- racing creations: claims ---------------------------------------------------------------
+
+
+def _race(env: GravelerEnv, namespaces: list[str]) -> list[str | grpc.RpcError]:
+    """CreateRepository for every namespace at once, from as many threads; each one's outcome."""
+    start = threading.Barrier(len(namespaces))
+
+    def create(namespace: str) -> str | grpc.RpcError:
+        name = _name("racer")
+        start.wait()
+        try:
+            _create(env, name, namespace)
+        except grpc.RpcError as error:
+            return error
+        return name
+
+    with ThreadPoolExecutor(len(namespaces)) as pool:
+        return list(pool.map(create, namespaces))
+
+
+def test_racing_creations_of_overlapping_namespaces_succeed_at_most_once_per_group(lake: GravelerEnv) -> None:
+    root = _root(lake)
+    groups = 5
+    # Each group: the same place twice (once in other letters' case), a child, a grandchild,
+    # a second child: every two of them overlap except the two children.
+    members = ["g{g}", "G{g}", "g{g}/a", "g{g}/a/b", "g{g}/a/b"]
+    for _ in range(3):
+        run = uuid.uuid4().hex[:6]
+        namespaces = [root + run + "-" + member.format(g=g) for g in range(groups) for member in members]
+        outcomes = _race(lake, namespaces)
+        for g in range(groups):
+            mine = outcomes[g * len(members) : (g + 1) * len(members)]
+            created = [o for o in mine if isinstance(o, str)]
+            # Before: several creations of a group passed the listing check before any record
+            # was written, and GC of the outer one would have swept the inner ones' objects.
+            assert len(created) <= 1, f"group {g}: {len(created)} overlapping repositories were created"
+            for refused in (o for o in mine if not isinstance(o, str)):
+                assert refused.code() in (INVALID, grpc.StatusCode.ABORTED), refused
+            # Whoever refused released its claim: a group nobody won is free for one creation.
+            if not created:
+                _create(lake, _name(), f"{root}{run}-g{g}/a")
+
+
+def test_a_claim_counts_until_it_goes_stale_and_only_its_own_is_released(lake: GravelerEnv) -> None:
+    kv = lake.graveler.refs.kv
+    root = _root(lake)
+
+    def plant(namespace: str, age: float) -> bytes:
+        """A claim with no repository record: a creation in progress, or one that crashed."""
+        stamp = Timestamp()
+        stamp.FromNanoseconds(int((time.time() - age) * 1e9))
+        record = pb.Repository(name=_name("ghost"), storage_namespace=namespace, unique_id=uuid.uuid4().hex)
+        record.creation_date.CopyFrom(stamp)
+        key = claim_key(parse_namespace(namespace), record.unique_id)
+        kv.set_if(b"graveler", key, record.SerializeToString(), None)
+        return key
+
+    in_progress = plant(f"{root}busy", 5)
+    assert _refusal(lake, _name(), f"{root}busy/below").code() == INVALID
+    crashed = plant(f"{root}left", STALE_AFTER_SECONDS + 60)
+    _create(lake, _name(), f"{root}left/below")  # a stale leftover does not count; it is removed
+    assert [e.key for e in scan_prefix(kv, b"graveler", crashed)] == []
+    assert [e.key for e in scan_prefix(kv, b"graveler", in_progress)] == [in_progress]
+
+    # The administrators' restore next to the original: two claims on one place. Deleting
+    # either keeps the other's, and the place stays taken until both are gone.
+    original, restored = _name("original"), _name("restored")
+    namespace = _create(lake, original, f"{root}shared").storage_namespace
+    lake.graveler.create_repository(restored, namespace, bare=True, may_share=lambda name: name == original)
+    lake.stub.DeleteRepository(api.DeleteRepositoryRequest(name=original))
+    assert _refusal(lake, _name(), f"{namespace}/sub").code() == INVALID
+    prefix = claim_key(parse_namespace(namespace), "")
+    assert len(list(scan_prefix(kv, b"graveler", prefix))) == 1
+    lake.stub.DeleteRepository(api.DeleteRepositoryRequest(name=restored))
+    assert list(scan_prefix(kv, b"graveler", prefix)) == []
+    _create(lake, _name(), f"{namespace}/sub")

@@ -84,6 +84,30 @@ def test_a_delegate_holds_only_what_its_patterns_cover() -> None:
     assert held(statement(ALLOW, [a.READ_REPO], ["team-prod"])) is None
 
 
+def test_verify_signature_is_held_only_literally() -> None:
+    """Nobody grants auth:VerifySignature through `*`: an administrator cannot create or attach a
+    policy naming it, nor add anyone to a group holding it; only a literal statement holds it."""
+    graveler = a.audience_resource("graveler")
+    verifier = statement(ALLOW, [a.VERIFY_SIGNATURE], [graveler])
+    for wildcard in ("*", "auth:*", "auth:Verify*"):
+        holder = _holdings(statement(ALLOW, [wildcard]))
+        assert holder.first_not_held(verifier) == (a.VERIFY_SIGNATURE, graveler), wildcard
+        # What the wildcard grants itself is held: it never allows the literal-only action.
+        assert holder.first_not_held(statement(ALLOW, [wildcard])) is None
+    literal = _holdings(statement(ALLOW, [a.VERIFY_SIGNATURE], ["audiences/*"]))
+    assert literal.first_not_held(verifier) is None
+    assert literal.first_not_held(statement(ALLOW, ["auth:*"], [graveler])) == ("auth:*", graveler)
+    denied = _holdings(statement(ALLOW, [a.VERIFY_SIGNATURE], ["*"]), statement(DENY, ["auth:*"], [graveler]))
+    assert denied.first_not_held(verifier) == (a.VERIFY_SIGNATURE, graveler)
+
+
+def test_unrestricted_means_allow_all_and_no_deny() -> None:
+    assert _holdings(statement(ALLOW, ["*"])).unrestricted
+    assert not _holdings(statement(ALLOW, ["*"]), statement(DENY, [a.DELETE_REPO], ["x"])).unrestricted
+    assert not _holdings(statement(ALLOW, ["*"], ["repo-*"])).unrestricted
+    assert not _holdings(statement(ALLOW, ["iam:*", a.READ_REPO])).unrestricted
+
+
 def test_nothing_is_held_without_policies() -> None:
     assert _holdings().first_not_held(statement(ALLOW, [a.READ_REPO], ["x"])) == (a.READ_REPO, "x")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -14,14 +15,27 @@ from pydantic import SecretStr
 from silt.errors import NotFound, Unauthenticated, Unavailable
 from silt.rpc.authority import CachedAuthority, CallKey
 from silt.rpc.interceptor import Authenticated, AuthInterceptor, Require, Rule, current_principal, field
+from silt.rpc.replay import ReplayCache
 from silt.rpc.server import bind, build_server
-from silt.rpc.signing import ACCESS_KEY_HEADER, Credentials, SigningInterceptor, derive_call_key, signed_channel
+from silt.rpc.signing import (
+    ACCESS_KEY_HEADER,
+    DATE_HEADER,
+    NONCE_HEADER,
+    SCOPE_HEADER,
+    SIGNATURE_HEADER,
+    Credentials,
+    SigningInterceptor,
+    day_of,
+    derive_call_key,
+    signed_channel,
+)
 
 AUDIENCE = "test"
 
 SECRET = SecretStr("A" * 40)
 ALICE = Credentials("AKIAALICEALICEALICE2", SECRET)
 FLAKY = Credentials("AKIAFLAKYFLAKYFLAKY2", SECRET)
+MALLORY = Credentials("AKIAMALLORYMALLORY02", SECRET)
 
 RULES: dict[str, Rule] = {
     "/test.Svc/Echo": Require("ReadRepo", field("value")),
@@ -38,6 +52,8 @@ class FakeAuthority:
         self.asked.append(access_key_id)
         if access_key_id == FLAKY.access_key_id:
             raise Unavailable("auth is down")
+        if access_key_id == MALLORY.access_key_id:
+            return CallKey("mallory", derive_call_key(SECRET, day, audience))
         if access_key_id != ALICE.access_key_id:
             raise NotFound("no such key")
         return CallKey("alice", derive_call_key(SECRET, day, audience))
@@ -245,3 +261,71 @@ def test_huge_key_ids_never_reach_the_authority(env: Env) -> None:
     keys = env.interceptor.authority.keys
     assert env.authority.asked == [ALICE.access_key_id]
     assert len(keys.known) == 1 and len(keys.unknown) == 0
+
+
+def test_a_key_flooding_the_replay_cache_locks_out_only_itself(env: Env) -> None:
+    """Calls signed at the far edge of the clock window, more than a key may have remembered:
+    that key's later calls are refused (its floor rose), another key's are admitted."""
+    env.interceptor.replays = ReplayCache(60, max_entries=1_000, max_entries_per_key=20)
+    ahead = SigningInterceptor(MALLORY, clock=lambda: time.time() + 55, audience=AUDIENCE)
+    flood = grpc.intercept_channel(grpc.insecure_channel(env.address), ahead)
+    env.channels.append(flood)
+    call = flood.unary_unary(
+        "/test.Svc/Echo", request_serializer=StringValue.SerializeToString, response_deserializer=StringValue.FromString
+    )
+    for _ in range(21):
+        assert call(StringValue(value="open-1"), timeout=10).value == "mallory"
+    assert status(lambda: env.echo(MALLORY, "open-1")) == grpc.StatusCode.UNAUTHENTICATED
+    for _ in range(15):  # (within alice's own limit of 20)
+        assert env.echo(ALICE, "open-1") == "alice"
+
+
+def test_calls_whose_signature_headers_cannot_be_valid_are_refused_before_their_request(env: Env) -> None:
+    """The headers alone are checked before anything waits for the request (admission,
+    silt/rpc/limits.py): none of these calls ever sends its request, and each is refused at once."""
+    now = int(time.time())
+    well_formed = {
+        ACCESS_KEY_HEADER: ALICE.access_key_id,
+        DATE_HEADER: str(now),
+        SCOPE_HEADER: f"{day_of(now)}/{AUDIENCE}",
+        NONCE_HEADER: "0" * 32,
+        SIGNATURE_HEADER: "0" * 64,
+    }
+    malformed = {
+        ACCESS_KEY_HEADER: "alice",
+        DATE_HEADER: str(now - 3600),  # beyond the 60 s of skew
+        SCOPE_HEADER: f"{day_of(now)}/graveler",
+        NONCE_HEADER: "NONCE",
+        SIGNATURE_HEADER: "0" * 63,
+    }
+    release = threading.Event()
+
+    def never_sends() -> Iterator[StringValue]:
+        release.wait(10)
+        return
+        yield StringValue()
+
+    call = env.channel(None).stream_unary(
+        "/test.Svc/Echo", request_serializer=StringValue.SerializeToString, response_deserializer=StringValue.FromString
+    )
+    try:
+        for header, value in malformed.items():
+            metadata = tuple({**well_formed, header: value}.items())
+            started = time.monotonic()
+            with pytest.raises(grpc.RpcError) as refused:
+                call(never_sends(), metadata=metadata, timeout=5)
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED, header
+            assert time.monotonic() - started < 1.0, f"{header}: the call waited for its request"
+    finally:
+        release.set()
+
+    # Headers that pass are only a shape: the call is read, and its signature decides.
+    def late() -> Iterator[StringValue]:
+        time.sleep(0.2)
+        yield StringValue(value="open-1")
+
+    with pytest.raises(grpc.RpcError) as forged:
+        call(late(), metadata=tuple(well_formed.items()), timeout=5)
+    assert forged.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert "signature does not match" in (forged.value.details() or "")
+    assert env.reached == []

@@ -98,6 +98,24 @@ def test_a_stored_policy_naming_a_retired_action_still_decides() -> None:
     assert not decide(old, a.VERIFY_SIGNATURE, "audiences/s3")
 
 
+def test_verify_signature_is_allowed_only_by_a_statement_naming_it() -> None:
+    """Verifying signatures is impersonation: "Allow *" (or auth:*, auth:Verify*) never allows
+    it, though a wildcard Deny still denies it."""
+    audience = a.audience_resource("graveler")
+    for wildcard in ("*", "auth:*", "auth:Verify*", "*Signature"):
+        assert not decide([statement(ALLOW, [wildcard])], a.VERIFY_SIGNATURE, audience), wildcard
+        assert decide([statement(ALLOW, [wildcard])], a.AUTHORIZE, "users/x") is (wildcard in ("*", "auth:*"))
+    named = statement(ALLOW, [a.READ_REPO, a.VERIFY_SIGNATURE], [audience])
+    assert decide([named], a.VERIFY_SIGNATURE, audience)
+    assert not decide([named], a.VERIFY_SIGNATURE, a.audience_resource("auth"))
+    assert not decide([named, statement(DENY, ["*"])], a.VERIFY_SIGNATURE, audience)
+    assert not decide([named, statement(DENY, ["auth:*"], ["audiences/*"])], a.VERIFY_SIGNATURE, audience)
+    # The finding's policy: Allow * *, Deny iam:* *.
+    power = [statement(ALLOW, ["*"]), statement(DENY, ["iam:*"])]
+    assert not decide(power, a.VERIFY_SIGNATURE, a.audience_resource("auth"))
+    assert decide(power, a.AUTHORIZE, "users/x") and not decide(power, a.ADD_GROUP_MEMBER, "groups/Admins")
+
+
 def test_statement_validation_names_the_statement() -> None:
     with pytest.raises(InvalidArgument, match="statement 2"):
         check_statements([statement(ALLOW, ["*"]), pb.Statement(effect=ALLOW, actions=["*"])])

@@ -69,3 +69,18 @@ def test_call_keys_are_for_yesterday_today_or_tomorrow_only() -> None:
     for day, audience in (("20130522", "graveler"), ("20130526", "graveler"), ("20130524", "Graveler/x")):
         with pytest.raises(InvalidArgument):
             signatures.check_call_scope(day, audience, WHEN)
+
+
+def test_call_keys_are_for_graveler_and_the_compactor_only() -> None:
+    """Never for auth (its holder would sign IAM calls as anyone) nor for s3."""
+    signatures.check_call_scope("20130524", "compactor", WHEN)
+    for audience in ("auth", "s3", "gateway", ""):
+        with pytest.raises(InvalidArgument, match="no call keys"):
+            signatures.check_call_scope("20130524", audience, WHEN)
+
+
+def test_v4_scopes_name_the_s3_service_only() -> None:
+    assert signatures.check_v4_scope("20130524", "us-east-1", "s3", WHEN) == "20130524/us-east-1/s3/aws4_request"
+    for service in ("iam", "sts", "S3", "s3x"):
+        with pytest.raises(InvalidArgument, match="is not 's3'"):
+            signatures.check_v4_scope("20130524", "us-east-1", service, WHEN)

@@ -1,12 +1,14 @@
 """The auth-setup Job's key publishing (services/auth/setup_k8s.py, kube_secrets.py) against a
 stand-in API server that applies the rendered RBAC: keys land in the Secrets named, a refused
 or missing Secret fails with a typed error that shows no key, and every issued key needs a
-Secret. And the argument checks of the Cassandra roles step (silt/kv/cassandra_roles.py)."""
+Secret. And the argument checks of the Cassandra roles step (silt/kv/cassandra_roles.py), and
+how it takes back every grant a login holds beyond its own keyspace."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,8 +18,8 @@ from services.auth.kube_secrets import KubeApi
 from services.auth.setup import IssuedKey, SetupResult
 from services.auth.setup_k8s import parse_targets, publish
 from silt.config import CassandraConfig
-from silt.errors import ConfigError, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
-from silt.kv.cassandra_roles import _superuser, parse_role
+from silt.errors import ConfigError, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, Unavailable
+from silt.kv.cassandra_roles import _superuser, parse_role, revoke_other_grants
 from tests.support.k8s import render
 from tests.support.kube_api import KubeApiServer
 
@@ -106,3 +108,51 @@ def test_cassandra_roles_refuse_unsafe_arguments() -> None:
         config = CassandraConfig(username=username, password=SecretStr(password) if password else None)
         with pytest.raises(ConfigError):
             _superuser(config)
+
+
+class PermissionsSession:
+    """Answers LIST ALL PERMISSIONS with the given (resource, permission) rows; records the rest."""
+
+    def __init__(self, grants: list[tuple[str, str]]) -> None:
+        self.grants = grants
+        self.statements: list[str] = []
+
+    def execute(self, cql: str, parameters: Any = None) -> list[SimpleNamespace]:
+        if cql.startswith("LIST ALL PERMISSIONS OF "):
+            return [SimpleNamespace(username="x", resource=r, permission=p) for r, p in self.grants]
+        self.statements.append(cql)
+        return []
+
+
+def test_the_roles_step_revokes_every_grant_but_select_and_modify_on_the_logins_own_keyspace() -> None:
+    # auth's login as the first per-service layout left it (on graveler's keyspace), plus strays.
+    session = PermissionsSession(
+        [
+            ("<keyspace silt_auth>", "SELECT"),
+            ("<keyspace silt_auth>", "MODIFY"),
+            ("<keyspace silt>", "SELECT"),
+            ("<keyspace silt>", "MODIFY"),
+            ("<keyspace silt_auth>", "ALTER"),
+            ("<table silt_gateway.kv>", "SELECT"),
+            ("<all keyspaces>", "SELECT"),
+            ("<role silt_admin>", "AUTHORIZE"),
+        ]
+    )
+    said: list[str] = []
+    revoke_other_grants(session, parse_role("silt_auth:silt_auth:P", {"P": "pw"}), said.append)
+    assert session.statements == [
+        'REVOKE SELECT ON KEYSPACE "silt" FROM silt_auth',
+        'REVOKE MODIFY ON KEYSPACE "silt" FROM silt_auth',
+        'REVOKE ALTER ON KEYSPACE "silt_auth" FROM silt_auth',
+        'REVOKE SELECT ON TABLE "silt_gateway"."kv" FROM silt_auth',
+        "REVOKE SELECT ON ALL KEYSPACES FROM silt_auth",
+        'REVOKE AUTHORIZE ON ROLE "silt_admin" FROM silt_auth',
+    ]
+    assert len(said) == 6 and all("revoked" in line for line in said)
+    # A grant it cannot name in CQL stops the Job rather than being left in place silently.
+    with pytest.raises(Unavailable, match="revoke it by hand"):
+        revoke_other_grants(
+            PermissionsSession([("<mbean org.apache.cassandra.db:type=Tables>", "EXECUTE")]),
+            parse_role("silt_graveler:silt:P", {"P": "pw"}),
+            said.append,
+        )

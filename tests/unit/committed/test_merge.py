@@ -25,9 +25,16 @@ from services.graveler.committed import (
     fail,
     source_wins,
 )
-from services.graveler.committed.globs import MAX_PATH_RULES, MAX_PATTERN_BYTES, MAX_PATTERN_WILDCARDS
-from services.graveler.committed.merge import glob_regex
-from silt.errors import InvalidArgument
+from services.graveler.committed.globs import (
+    MAX_PATH_RULES,
+    MAX_PATTERN_BYTES,
+    MAX_PATTERN_WILDCARDS,
+    MAX_RULES_BYTES,
+    GlobSet,
+)
+from services.graveler.committed.merge import MAX_REPORTED_CONFLICTS, glob_regex
+from services.graveler.deadline import Deadline
+from silt.errors import DeadlineExceeded, InvalidArgument
 from tests.unit.committed.conftest import MEM_NAMESPACE, SMALL_POLICY
 from tests.unit.committed.models import (
     State,
@@ -391,8 +398,121 @@ def test_globs_match_bytes_that_are_not_utf8_and_newlines() -> None:
         ([("*/" * (MAX_PATTERN_WILDCARDS + 1), "source")], "wildcards"),
         ([("a", "source")] * (MAX_PATH_RULES + 1), "path strategies"),
         ([("", "source")], "empty"),
+        # Each within its own caps, too many bytes together: one automaton for all of them.
+        (
+            [("*a" * 16 + "x" * (MAX_PATTERN_BYTES - 33), "source")] * (MAX_RULES_BYTES // MAX_PATTERN_BYTES + 1),
+            "together",
+        ),
     ],
 )
 def test_globs_are_bounded(rules: list[tuple[str, str]], message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         by_pattern(rules)
+
+
+# --- all rules in one automaton; bounded work per merge ----------------------------------------
+
+GLOB_PIECES = st.sampled_from(["*", "**", "**/", "a", "b", "/", "ab", "a/"])
+KEYS = st.lists(st.sampled_from([b"a", b"b", b"/", b"ab"]), max_size=12).map(b"".join)
+
+
+@SETTINGS
+@given(patterns=st.lists(st.lists(GLOB_PIECES, min_size=1, max_size=6).map("".join), max_size=6), key=KEYS)
+def test_a_glob_set_answers_the_first_glob_that_matches(patterns: list[str], key: bytes) -> None:
+    singles = [glob_regex(pattern) for pattern in patterns]
+    first = next((index for index, regex in enumerate(singles) if regex.fullmatch(key)), None)
+    assert GlobSet(patterns).first_match(key) == first
+
+
+def hostile_rules() -> list[str]:
+    """As many bytes of the costliest glob shape as a merge may bring: long literal runs
+    between many wildcards keep RE2's automaton building states over a key of a's."""
+    count = MAX_RULES_BYTES // MAX_PATTERN_BYTES
+    rules = []
+    for index in range(count):
+        run = MAX_PATTERN_BYTES // MAX_PATTERN_WILDCARDS - 1 - index
+        rules.append((("a" * run + "*") * MAX_PATTERN_WILDCARDS)[: MAX_PATTERN_BYTES - 1] + "b")
+    return rules
+
+
+def test_the_largest_hostile_rule_set_costs_milliseconds_per_long_key() -> None:
+    # Before: 100 such rules of 1 KiB were accepted and tried one after the other, ~60 ms a key.
+    rules = hostile_rules()
+    assert sum(len(rule) for rule in rules) <= MAX_RULES_BYTES
+    globs = GlobSet(rules)
+    keys = [b"a" * 1024, b"a" * 1023 + b"b", (b"a" * 31 + b"/") * 32]
+    started = time.monotonic()
+    answers = [globs.first_match(key) for key in keys * 10]
+    per_key = (time.monotonic() - started) / len(answers)
+    assert per_key < 0.025, f"{per_key * 1000:.1f} ms per key"
+    # first match, whatever order RE2 reports them in
+    assert answers[:3] == [None, 0, None]
+
+
+def conflicting_states(manager: CommittedManager, count: int) -> tuple[MetaRangeId, MetaRangeId, MetaRangeId]:
+    """base, source and dest where every one of count keys changed differently on each side."""
+    base, source, dest = ids(manager, records(range(count)), records(range(count), 1), records(range(count), 2))
+    return base, source, dest
+
+
+def test_a_failed_merge_stops_asking_after_the_report_cap(manager: CommittedManager) -> None:
+    base, source, dest = conflicting_states(manager, MAX_REPORTED_CONFLICTS * 5)
+    asked = Recorder(fail)
+    result = manager.merge(NS, base, source, dest, asked)
+    # Before: the resolver was asked about all 500 conflicts and all were listed.
+    assert len(asked.seen) == MAX_REPORTED_CONFLICTS
+    assert [c.key for c in result.conflicts] == [key_of(index) for index in range(MAX_REPORTED_CONFLICTS)]
+    assert result.conflicts_truncated and result.metarange_id is None
+
+    # Conflicts the resolver settles after the failure count too: it is asked at most the cap.
+    asked = Recorder(lambda c: "fail" if c.key in (key_of(3), key_of(7)) else "source")
+    result = manager.merge(NS, base, source, dest, asked)
+    assert len(asked.seen) == 3 + MAX_REPORTED_CONFLICTS
+    assert [c.key for c in result.conflicts] == [key_of(3), key_of(7)]
+    assert result.conflicts_truncated
+
+    # Without a resolver every conflict fails; the same cap.
+    result = manager.merge(NS, base, source, dest)
+    assert len(result.conflicts) == MAX_REPORTED_CONFLICTS and result.conflicts_truncated
+
+
+def test_a_failed_merge_below_the_cap_reports_everything(manager: CommittedManager) -> None:
+    base, source, dest = conflicting_states(manager, MAX_REPORTED_CONFLICTS)
+    result = manager.merge(NS, base, source, dest)
+    assert len(result.conflicts) == MAX_REPORTED_CONFLICTS and not result.conflicts_truncated
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_merge_checks_its_deadline_at_every_conflict(manager: CommittedManager) -> None:
+    base, source, dest = conflicting_states(manager, 1000)
+    clock = FakeClock()
+
+    def slow_source(conflict: Conflict) -> Resolution:
+        clock.now += 1.0  # each conflict "takes" a second
+        return "source"
+
+    asked = Recorder(slow_source)
+    with pytest.raises(DeadlineExceeded):
+        manager.merge(NS, base, source, dest, asked, Deadline.after(10.0, clock))
+    # Before: no deadline reached the merge and all 1,000 conflicts were resolved.
+    assert len(asked.seen) == 10
+
+    # A cancelled call stops as well, resolving or reporting.
+    calls = 0
+
+    def cancelled_after_five() -> bool:
+        nonlocal calls
+        calls += 1
+        return calls <= 5
+
+    asked = Recorder(fail)
+    with pytest.raises(DeadlineExceeded, match="cancelled"):
+        manager.merge(NS, base, source, dest, asked, Deadline(is_active=cancelled_after_five))
+    assert len(asked.seen) == 5

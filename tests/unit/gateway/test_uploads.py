@@ -130,3 +130,57 @@ def test_the_sweep_survives_uploads_already_gone_from_the_block_store() -> None:
 
 def keys(kv: MemStore) -> list[bytes]:
     return [entry.key for entry in kv.scan(uploads.PARTITION)]
+
+
+def all_pages(
+    kv: MemStore, prefix: str = "", delimiter: str = "", limit: int = 1000
+) -> tuple[list[Any], list[uploads.UploadPage]]:
+    """Every page of a listing, following each page's markers as an S3 client does."""
+    items: list[Any] = []
+    pages: list[uploads.UploadPage] = []
+    key_marker = id_marker = ""
+    for _ in range(100):
+        page = uploads.list_page(kv, REPO, prefix, delimiter, key_marker, id_marker, limit, 7 * DAY)
+        pages.append(page)
+        items += listed(page)
+        if not page.truncated:
+            return items, pages
+        key_marker, id_marker = page.next_key_marker, page.next_upload_id_marker
+    raise AssertionError("the listing never ended")
+
+
+def test_a_prefix_full_of_expired_uploads_costs_a_page_a_bounded_scan() -> None:
+    kv = CountingStore()
+    now = time.time_ns()
+    expired_ns = now - 8 * DAY * 10**9
+    skip = uploads.MAX_SKIPPED_PER_PAGE
+    # 2.5 caps of expired-but-unswept uploads, with live ones before, between and after them.
+    for n in range(skip * 5 // 2):
+        uploads.save(kv, REPO, upload_id(10_000 + n), record(f"main/b/{n:05d}", expired_ns + n))
+    live = [("main/a", upload_id(1)), ("main/b/01000x", upload_id(2)), ("main/c", upload_id(3))]
+    for n, (path, uid) in enumerate(live):
+        uploads.save(kv, REPO, uid, record(path, now + n))
+
+    kv.scanned = 0
+    first = uploads.list_page(kv, REPO, "main/", "", "", "", 1000, 7 * DAY)
+    # Before: one call read all 2,500 expired uploads to answer three live ones.
+    assert kv.scanned <= skip + 2 * 8
+    assert first.truncated and listed(first) == [live[0]]
+    assert first.next_key_marker == f"main/b/{skip:05d}"  # the upload the page stopped at
+
+    items, pages = all_pages(kv, "main/")
+    assert items == live  # each live upload once, in order, across pages with markers
+    assert len(pages) == 3 and [p.truncated for p in pages] == [True, True, False]
+
+    # A page may stop with nothing listed yet: truncated, markers still move on.
+    kv.scanned = 0
+    only_expired = uploads.list_page(kv, REPO, "main/b/", "", "", "", 1000, 7 * DAY)
+    assert only_expired.truncated and only_expired.items == [] and only_expired.next_key_marker
+    assert kv.scanned <= skip + 2 * 8
+    assert all_pages(kv, "main/b/")[0] == [live[1]]
+
+    # With a delimiter: a common prefix is listed once, and only because a live upload is under it.
+    items, _ = all_pages(kv, "main/", "/")
+    assert items == [live[0], "main/b/", live[2]]
+    uploads.forget(kv, REPO, live[1][1], record(live[1][0], now + 1), [])
+    assert all_pages(kv, "main/", "/")[0] == [live[0], live[2]]  # under main/b/ only expired ones
