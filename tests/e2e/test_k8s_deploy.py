@@ -10,15 +10,19 @@ anonymous and built-in logins and confines each service's login to its keyspace 
 records in a keyspace of their own, which graveler's and the compactor's logins can neither read
 nor write; a grant beyond that, as an older layout left it, revoked when the Job runs again),
 that no secret reaches the Job's log and that the keys land in the Secrets the manifest names. Waits
-for every declared probe, drives S3 (boto3) and CLI traffic (the GC CronJob's container, with
+for every declared probe, asks the REST API on each gateway pod's port who the admin is (HTTP
+Basic), drives S3 (boto3) and CLI traffic (the GC CronJob's container, with
 CLI args), and kills one replica of each service mid-traffic: every acknowledged write must
 survive. A wrong endpoint, env name or config key fails here.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,13 +35,13 @@ from cassandra.cluster import Cluster as CqlCluster
 from cassandra.cluster import NoHostAvailable
 
 from tests.support.k8s import named, pod_spec, resolve_env, silt_config_text
-from tests.support.k8s_run import BUILT_IN_SUPERUSER, Cluster, dev_cluster, s3_client, set_up
+from tests.support.k8s_run import BUILT_IN_SUPERUSER, Cluster, Replica, dev_cluster, s3_client, set_up
 
 # The services in the order a cluster brings them up (each needs the ones before it).
 DEPLOYMENTS = ("silt-auth", "silt-graveler", "silt-compactor", "silt-gateway")
 REPOSITORY = "example"  # the GC CronJob's repository (ConfigMap silt-gc)
 # The Secrets the setup Job's --secret arguments name, by who gets the key.
-KEY_SECRETS = {name: f"silt-{name}-credentials" for name in ("admin", "graveler", "compactor", "gateway", "gc")}
+KEY_SECRETS = {name: f"silt-{name}-credentials" for name in ("admin", "graveler", "compactor", "gateway", "api", "gc")}
 # Each KV client's keyspace: auth's alone, graveler's shared with the compactor (which runs
 # graveler's core on graveler's branches), the gateway's alone.
 KEYSPACES = {
@@ -118,6 +122,7 @@ def check_setup_job(cluster: Cluster) -> None:
         assert key["secret-access-key"] not in log, f"{name}'s secret key is in the Job's log"
         assert f"Secret {secret}" in log, log
     assert cluster.secrets["silt-gc-credentials"] != cluster.secrets["silt-admin-credentials"], "GC runs as admin"
+    assert cluster.secrets["silt-api-credentials"] != cluster.secrets["silt-gateway-credentials"], "one key for two"
     patched = {(r.account, r.verb, r.path.rpartition("/")[2], r.status) for r in cluster.kube_api.requests}
     assert patched == {("silt-auth-setup", "patch", secret, 200) for secret in KEY_SECRETS.values()}
     cassandra_secrets = [s for s in cluster.secrets if s.startswith("silt-cassandra-")]
@@ -183,6 +188,20 @@ def check_rerun_revokes_other_grants(cluster: Cluster) -> None:
         session.shutdown()
 
 
+def check_rest_api(replica: Replica, admin: dict[str, Any]) -> None:
+    """The REST API answers on a gateway pod's port (no AWS signature, /api/v1/...), signing its
+    calls as svc-api with the key from silt-api-credentials: without it every call is a 503."""
+    basic = base64.b64encode(f"{admin['access_key_id']}:{admin['secret_access_key']}".encode()).decode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{replica.port}/api/v1/user", headers={"Authorization": f"Basic {basic}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+        assert response.headers.get_content_type() == "application/json"
+        body = json.loads(response.read(64 * 1024))
+    assert body["user"]["id"] == "admin", body
+
+
 class Writer(threading.Thread):
     """Puts objects through the gateway Service until stopped; remembers what was acknowledged."""
 
@@ -220,6 +239,9 @@ def test_the_dev_overlay_runs_as_written_and_survives_losing_a_replica_of_each_s
     for deployment in DEPLOYMENTS:
         replicas = cluster.run_deployment(deployment)
         assert len(replicas) >= 2, f"{deployment}: the manifest asks for {len(replicas)} replicas"
+        if deployment == "silt-gateway":
+            for replica in replicas:
+                check_rest_api(replica, admin)
 
     s3 = s3_client(cluster, admin)
     s3.create_bucket(Bucket=REPOSITORY)

@@ -85,6 +85,21 @@ def test_the_configmap_is_a_valid_silt_configuration_whose_endpoints_are_service
         assert int(port) == named(docs, "Service", name)["spec"]["ports"][0]["port"]
 
 
+def test_the_gateway_serves_the_rest_api_with_a_key_of_its_own(overlay: str, tmp_path: Path) -> None:
+    # api.enabled: the REST API answers on the gateway's port; without api.credentials it would
+    # answer 503 (services/gateway/server.py), so the gateway's pods get svc-api's key too.
+    docs = render(overlay)
+    assert config_of(docs, tmp_path).api.enabled
+    (container,) = pod_spec(named(docs, "Deployment", "silt-gateway"))["containers"]
+    refs = {v["name"]: v["valueFrom"]["secretKeyRef"] for v in container["env"] if "valueFrom" in v}
+    assert refs["SILT_API_CREDENTIALS_ACCESS_KEY_ID"] == {"name": "silt-api-credentials", "key": "access-key-id"}
+    assert refs["SILT_API_CREDENTIALS_SECRET_ACCESS_KEY"] == {
+        "name": "silt-api-credentials",
+        "key": "secret-access-key",
+    }
+    assert named(docs, "Secret", "silt-api-credentials")
+
+
 def test_commands_run_modules_that_exist(overlay: str) -> None:
     for doc in workloads(render(overlay)):
         for container in pod_spec(doc)["containers"] + pod_spec(doc).get("initContainers", []):

@@ -212,7 +212,7 @@ def test_the_setup_job_writes_the_keys_into_secrets_and_is_deleted_after_a_while
     assert 0 < job["spec"]["ttlSecondsAfterFinished"] <= 24 * 3600
     assert setup["command"] == ["python", "-m", "services.auth.setup_k8s"], "the key-printing setup runs"
     targets = dict(spec.split("=", 1) for spec in flag_values(setup["args"], "--secret"))
-    assert set(targets) == {"admin", "graveler", "compactor", "gateway", "gc"}
+    assert set(targets) == {"admin", "graveler", "compactor", "gateway", "api", "gc"}
     # The Secrets are declared without data: the Job fills them, nobody ships keys.
     declared = {s["metadata"]["name"]: s for s in of_kind(docs, "Secret")}
     for secret in targets.values():
@@ -224,6 +224,11 @@ def test_the_setup_job_writes_the_keys_into_secrets_and_is_deleted_after_a_while
         env = env_of(pod_spec(named(docs, "Deployment", deployment))["containers"][0])
         assert secret_ref(env["SILT_CREDENTIALS_ACCESS_KEY_ID"]) == (targets[service], "access-key-id")
         assert secret_ref(env["SILT_CREDENTIALS_SECRET_ACCESS_KEY"]) == (targets[service], "secret-access-key")
+    # The REST API in the gateway's pods signs as svc-api, with a key of its own.
+    gateway = env_of(pod_spec(named(docs, "Deployment", "silt-gateway"))["containers"][0])
+    assert secret_ref(gateway["SILT_API_CREDENTIALS_ACCESS_KEY_ID"]) == (targets["api"], "access-key-id")
+    assert secret_ref(gateway["SILT_API_CREDENTIALS_SECRET_ACCESS_KEY"]) == (targets["api"], "secret-access-key")
+    assert targets["api"] != targets["gateway"]
     gc = env_of(pod_spec(named(docs, "CronJob", "silt-gc"))["containers"][0])
     assert secret_ref(gc["SILT_ACCESS_KEY_ID"]) == (targets["gc"], "access-key-id")
     assert secret_ref(gc["SILT_SECRET_ACCESS_KEY"]) == (targets["gc"], "secret-access-key")

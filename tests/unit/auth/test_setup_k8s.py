@@ -54,12 +54,16 @@ def key(user: str) -> IssuedKey:
 
 def test_keys_land_in_the_secrets_named(api_server: KubeApiServer, tmp_path: Path) -> None:
     api = client(api_server, tmp_path)
-    targets = parse_targets(["admin=silt-admin-credentials", "gateway=silt-gateway-credentials"])
-    publish(api, targets, SetupResult(key("admin"), {"gateway": key("svc-gateway")}))
-    assert api_server.secrets["silt-gateway-credentials"] == {
-        "access-key-id": key("svc-gateway").access_key_id,
-        "secret-access-key": SECRET_KEY,
-    }
+    # The gateway's pods get two keys: svc-gateway's for S3, svc-api's for the REST API.
+    targets = parse_targets(
+        ["admin=silt-admin-credentials", "gateway=silt-gateway-credentials", "api=silt-api-credentials"]
+    )
+    publish(api, targets, SetupResult(key("admin"), {"gateway": key("svc-gateway"), "api": key("svc-api")}))
+    for service in ("gateway", "api"):
+        assert api_server.secrets[f"silt-{service}-credentials"] == {
+            "access-key-id": key(f"svc-{service}").access_key_id,
+            "secret-access-key": SECRET_KEY,
+        }
     assert api_server.secrets["silt-admin-credentials"]["access-key-id"] == key("admin").access_key_id
 
 
