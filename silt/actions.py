@@ -78,12 +78,15 @@ IAM_ACTIONS = (
 # No action reads a secret: none is ever returned after CreateCredentials.
 AUTHORIZE = "auth:Authorize"
 VERIFY_SIGNATURE = "auth:VerifySignature"
-SERVICE_ACTIONS = (AUTHORIZE, VERIFY_SIGNATURE)
+# Naming another user as the author of a pull request, review or comment, or as a merge's
+# committer (graveler), on `users/<id>`: only the REST API, which authenticated that user itself.
+ACT_FOR_USER = "auth:ActForUser"
+SERVICE_ACTIONS = (AUTHORIZE, VERIFY_SIGNATURE, ACT_FOR_USER)
 # Actions only a statement naming them literally allows: a wildcard (`*`, `auth:*`,
 # `auth:Verify*`) never does, though it still denies. Verifying signatures is impersonation,
 # meant for Silt's own service users (setup writes their statements), never a side effect of
 # "Allow *" (services/auth/policies.py decides, services/auth/grants.py delegates alike).
-LITERAL_ONLY_ACTIONS = frozenset((VERIFY_SIGNATURE,))
+LITERAL_ONLY_ACTIONS = frozenset((VERIFY_SIGNATURE, ACT_FOR_USER))
 
 ALL_ACTIONS = (*REPO_ACTIONS, *REPO_ADMIN_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
 _KNOWN = frozenset(ALL_ACTIONS)

@@ -382,6 +382,10 @@ class ApiConfig(_Section):
     max_body_bytes: int = Field(
         1024 * 1024, ge=1024, le=64 * 1024 * 1024, description="largest JSON request body of the REST API"
     )
+    # Behind a proxy that ends TLS the API sees http: set true there so the cookie is still Secure.
+    secure_cookies: bool | None = Field(
+        None, description="mark the session cookie Secure; unset: when the request's scheme is https"
+    )
     # The API signs its calls to auth and graveler with its own service user (svc-api) when
     # these are set, else with the process's `credentials` (its own process sets those).
     credentials: CredentialsConfig = Field(default_factory=lambda: CredentialsConfig())

@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from services.api.backend import Backend
 from services.api.errors import ApiError, from_silt
@@ -55,7 +56,27 @@ async def _invalid_parameters(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
-    return _message(exc.status_code, str(exc.detail))
+    response = _message(exc.status_code, str(exc.detail))
+    if exc.headers:
+        response.headers.update(exc.headers)
+    if exc.status_code == 405:
+        # Starlette names only the first route matching the path; each method is its own route.
+        response.headers["Allow"] = ", ".join(_allowed_methods(request))
+    return response
+
+
+_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """The methods some route takes at this path: asked of the router itself, method by method,
+    so that included routers (however FastAPI wraps them) answer too."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
+    ]
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

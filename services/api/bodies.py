@@ -48,7 +48,17 @@ def _describe(exc: ValidationError) -> str:
     return "invalid request body: " + "; ".join(parts)
 
 
+def require_json(request: Request) -> None:
+    """Refuse a body not declared `application/json` (a charset parameter is fine). A browser
+    sends a cross-site form or a text/plain fetch without asking first (no CORS preflight); it
+    must preflight `application/json`, which this API never grants, so the check stops CSRF."""
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type != "application/json":
+        raise ApiError(415, "unsupported Content-Type: the request body must be application/json")
+
+
 async def json_object(request: Request, limit: int) -> dict[str, Any]:
+    require_json(request)
     raw = await read_body(request, limit)
     if not raw.strip():
         raise bad_request("request body is missing: expected a JSON object")

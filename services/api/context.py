@@ -8,6 +8,7 @@ import binascii
 import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
 
@@ -18,6 +19,8 @@ from services.api.errors import forbidden, unauthorized
 SESSION_COOKIE = "internal_auth_session"
 # An Authorization header longer than this is not one of ours (a token, or id:secret).
 MAX_AUTHORIZATION_LENGTH = 2048
+# Methods that change nothing, so a forged cross-site one gains nothing.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def backend_of(request: Request) -> Backend:
@@ -39,6 +42,21 @@ def basic_credentials(header: str) -> tuple[str, str]:
     return access_key_id, secret
 
 
+def _refuse_cross_site(request: Request) -> None:
+    """A browser sends the session cookie with any request to this host, so a state-changing
+    request authenticated by the cookie alone must come from this host's own pages: its Origin
+    (or else Referer), when the browser sends one, must name the request's host. Basic and Bearer
+    are never sent by a browser on its own, so they need no such check."""
+    if request.method in SAFE_METHODS:
+        return
+    source = request.headers.get("origin") or request.headers.get("referer")
+    if not source:
+        return  # non-browser clients send neither; SameSite=Lax still keeps cross-site POSTs out
+    host = request.headers.get("host", "")
+    if source == "null" or urlsplit(source).netloc.lower() != host.lower():
+        raise forbidden("cross-site request refused: Origin or Referer does not match the host")
+
+
 async def authenticate(request: Request) -> Caller:
     """The caller: HTTP Basic (access key and secret), or a login session token as Bearer or cookie."""
     backend = backend_of(request)
@@ -53,6 +71,7 @@ async def authenticate(request: Request) -> Caller:
         raise unauthorized("unsupported authorization scheme: use Basic or Bearer")
     token = request.cookies.get(SESSION_COOKIE)
     if token:
+        _refuse_cross_site(request)
         return await backend.verify_session(token)
     raise unauthorized("missing credentials: send an access key and secret (Basic) or a session token")
 

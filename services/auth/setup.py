@@ -58,6 +58,14 @@ GATEWAY_POLICY_SPEC = (
     "the S3 gateway and the REST API: create and delete repositories on behalf of callers auth has authorized",
     [statement(pb.EFFECT_ALLOW, [a.CREATE_REPO, a.DELETE_REPO])],
 )
+# The REST API authenticates its callers itself and then names them to graveler as the authors
+# of pull requests, reviews and comments and the committers of merges. Only its own user may
+# name another user (literally, so no admin's `*` can submit approvals under many names).
+API_ACTOR_POLICY = "ApiActsForUsers"
+API_ACTOR_POLICY_SPEC = (
+    "the REST API: name the user it authenticated as the author of pull requests, reviews and comments",
+    [statement(pb.EFFECT_ALLOW, [a.ACT_FOR_USER], [a.user_resource("*")])],
+)
 # Garbage collection (`silt gc run`, the GC CronJob) runs as its own user, not an admin: it
 # reads repositories (GetRepository; PrepareGC reads the retention rules itself) and exports a
 # run. Its sweep deletes through the object store's own credentials, never through Silt.
@@ -93,6 +101,7 @@ SILT_POLICIES: dict[str, tuple[str, list[pb.Statement]]] = {
     **PRESET_POLICIES,
     GATEWAY_POLICY: GATEWAY_POLICY_SPEC,
     GC_POLICY: GC_POLICY_SPEC,
+    API_ACTOR_POLICY: API_ACTOR_POLICY_SPEC,
     **dict(VERIFIER_POLICIES.values()),
 }
 PRESET_GROUPS: dict[str, tuple[str, str]] = {
@@ -136,8 +145,10 @@ def service_rights(service: str) -> tuple[list[str], list[str]]:
     verifier = [VERIFIER_POLICIES[service][0]] if service in VERIFIER_POLICIES else []
     if service == GC_SERVICE:
         return [], [GC_POLICY]
-    if service in ("gateway", "api"):
+    if service == "api":
         # The REST API creates and deletes repositories for its callers as the gateway does.
+        return [SERVICES], [GATEWAY_POLICY, API_ACTOR_POLICY, *verifier]
+    if service == "gateway":
         return [SERVICES], [GATEWAY_POLICY, *verifier]
     return [SERVICES], verifier
 

@@ -10,6 +10,7 @@ and caps the number of open connections. Refusals are S3 XML errors, then the co
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from services.gateway.errors import S3Error, error_body
 from services.gateway.request import BODY_STATE
+from silt.asgi import is_api_path
 
 
 @dataclass
@@ -165,12 +167,18 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._refuse(S3Error("RequestTimeout"))
 
     def _refuse(self, error: S3Error, status: int | None = None) -> None:
-        """Answer with an S3 XML error and close; nothing of the request reaches the app."""
-        body = error_body(error, "", secrets.token_hex(8).upper())
+        """Answer with an error and close; nothing of the request reaches the app. The error is
+        S3 XML, or lakeFS's JSON `{"message"}` when the request line named the REST API."""
         code = status or error.status
+        if self._for_rest_api():
+            body = json.dumps({"message": error.message or error.code}).encode()
+            content_type = "application/json"
+        else:
+            body = error_body(error, "", secrets.token_hex(8).upper())
+            content_type = "application/xml"
         head = (
             f"HTTP/1.1 {code} {_REASONS.get(code, 'Error')}\r\n"
-            "content-type: application/xml\r\n"
+            f"content-type: {content_type}\r\n"
             f"content-length: {len(body)}\r\n"
             "connection: close\r\n\r\n"
         ).encode()
@@ -179,6 +187,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             self.transport.write(head + body)
             self.transport.close()
+
+    def _for_rest_api(self) -> bool:
+        # uvicorn keeps the request target read so far in `url` (empty before the first byte).
+        target = bytes(getattr(self, "url", b"") or b"").split(b"?", 1)[0]
+        return is_api_path(target.decode("latin-1"))
 
 
 _REASONS: dict[int, Any] = {400: "Bad Request", 503: "Service Unavailable"}

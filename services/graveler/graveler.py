@@ -517,10 +517,11 @@ class Graveler:
         destination_branch: str,
         author: str,
         *,
+        submitted_by: str = "",
         deadline: Deadline = NO_DEADLINE,
     ) -> pb.PullRequest:
         repo = self._repo(repository, deadline)
-        return self.pulls.create(repo, title, description, source_branch, destination_branch, author)
+        return self.pulls.create(repo, title, description, source_branch, destination_branch, author, submitted_by)
 
     def get_pull_request(
         self, repository: str, pull_id: str, *, deadline: Deadline = NO_DEADLINE
@@ -545,8 +546,10 @@ class Graveler:
         amount: int,
         *,
         deadline: Deadline = NO_DEADLINE,
-    ) -> tuple[list[pb.PullRequest], bool]:
-        return self.pulls.list_page(self._repo(repository, deadline), status, after, amount)
+    ) -> tuple[list[pb.PullRequest], bool, str]:
+        """(page, has_more, next_after): continue from next_after (a filter examines a bounded
+        number of records per call, so a page may be short yet have more)."""
+        return self.pulls.list_page(self._repo(repository, deadline), status, after, amount, deadline)
 
     def update_pull_request(
         self,
@@ -578,9 +581,16 @@ class Graveler:
         return self.pulls.merge(repo, pull_id, strategy, message, dict(metadata or {}), committer, deadline)
 
     def add_pull_request_comment(
-        self, repository: str, pull_id: str, author: str, body: str, *, deadline: Deadline = NO_DEADLINE
+        self,
+        repository: str,
+        pull_id: str,
+        author: str,
+        body: str,
+        *,
+        submitted_by: str = "",
+        deadline: Deadline = NO_DEADLINE,
     ) -> pb.PullRequestComment:
-        return self.pulls.comment(self._repo(repository, deadline), pull_id, author, body)
+        return self.pulls.comment(self._repo(repository, deadline), pull_id, author, body, submitted_by)
 
     def list_pull_request_comments(
         self, repository: str, pull_id: str, after: str, amount: int, *, deadline: Deadline = NO_DEADLINE
@@ -595,7 +605,8 @@ class Graveler:
         verdict: pb.ReviewVerdict.ValueType,
         body: str = "",
         *,
+        submitted_by: str = "",
         deadline: Deadline = NO_DEADLINE,
     ) -> pb.PullRequest:
         repo = self._repo(repository, deadline)
-        return self.pulls.review(repo, pull_id, author, verdict, body, deadline)
+        return self.pulls.review(repo, pull_id, author, verdict, body, deadline, submitted_by)

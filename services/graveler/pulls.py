@@ -16,6 +16,12 @@ it holds at that moment; reviews, updates and other merges are refused while the
 so a review either lands before the claim and counts, or after it and is refused — never counted
 by one and lost by the other. The claim lapses after the merge's deadline (a crashed merge does
 not block the pull request forever). Comments are their own keys and never contend.
+
+Reviews are of a commit: each records the source branch's head when submitted. A merge resolves
+the source head once, when it claims, counts only the reviews of that commit (a push after an
+approval leaves it stale: it stays listed but no longer counts, where GitHub would dismiss it),
+and merges that commit id, not the branch, so commits pushed during the merge are not merged
+unreviewed. Reopening a closed pull request drops its reviews: it is reviewed afresh.
 """
 
 from __future__ import annotations
@@ -52,6 +58,9 @@ MAX_ID_BYTES = 64
 # a call without a deadline (gRPC reports one centuries away) holds it at most MAX_CLAIM_SECONDS.
 MAX_CLAIM_SECONDS = 3600.0
 CLAIM_MARGIN_SECONDS = 30.0
+# A status filter may skip many records of other statuses: one call examines at most this
+# many and then returns what it found with a cursor (a short, even empty, page that has more).
+MAX_LIST_EXAMINED = 10_000
 
 OPEN = pb.PULL_REQUEST_STATUS_OPEN
 CLOSED = pb.PULL_REQUEST_STATUS_CLOSED
@@ -92,9 +101,11 @@ class Standing:
     blocked_reason: str
 
 
-def standing(pull: pb.PullRequest, policy: BranchPolicy) -> Standing:
-    approvers = [r.author for r in pull.reviews if r.verdict == APPROVE and r.author != pull.author]
-    objectors = [r.author for r in pull.reviews if r.verdict == REQUEST_CHANGES]
+def standing(pull: pb.PullRequest, policy: BranchPolicy, head: str) -> Standing:
+    """Counting only the reviews of head, the source branch's head commit ("" if it is gone)."""
+    current = [r for r in pull.reviews if head and r.commit_id == head]
+    approvers = [r.author for r in current if r.verdict == APPROVE and r.author != pull.author]
+    objectors = [r.author for r in current if r.verdict == REQUEST_CHANGES]
     required = policy.required_approvals
     reason = ""
     if required > 0:
@@ -102,7 +113,10 @@ def standing(pull: pb.PullRequest, policy: BranchPolicy) -> Standing:
         if objectors:
             reason = f"{where}: changes requested by {', '.join(objectors)}"
         elif len(approvers) < required:
-            reason = f"{where}: the pull request has {len(approvers)} of {required} required approval(s)"
+            reason = (
+                f"{where}: the pull request has {len(approvers)} of {required} required approval(s)"
+                f" of the source's head commit {head[:16] or '(none)'}"
+            )
     return Standing(len(approvers), required, reason)
 
 
@@ -129,8 +143,15 @@ class PullRequests:
     def get(self, repo: RepoHandle, pull_id: str) -> pb.PullRequest:
         return self._read(repo, pull_id)[0]
 
+    def _head(self, repo: RepoHandle, branch: str) -> str:
+        return str(self._refs.resolve(repo, branch).commit_id)
+
     def standing(self, repo: RepoHandle, pull: pb.PullRequest) -> Standing:
-        return standing(pull, self._protection.policy(repo, pull.destination_branch))
+        try:
+            head = self._head(repo, pull.source_branch)
+        except NotFound:  # the source branch was deleted: no review is of anything that remains
+            head = ""
+        return standing(pull, self._protection.policy(repo, pull.destination_branch), head)
 
     def _change(
         self,
@@ -155,7 +176,14 @@ class PullRequests:
     # --- pull requests -------------------------------------------------------------------
 
     def create(
-        self, repo: RepoHandle, title: str, description: str, source: str, destination: str, author: str
+        self,
+        repo: RepoHandle,
+        title: str,
+        description: str,
+        source: str,
+        destination: str,
+        author: str,
+        submitted_by: str = "",
     ) -> pb.PullRequest:
         if not title.strip():
             raise InvalidArgument("a pull request needs a title")
@@ -175,6 +203,7 @@ class PullRequests:
                 destination_branch=destination,
                 author=author,
                 creation_date=now(),
+                submitted_by=submitted_by or author,
             )
             try:
                 self._kv.set_if(repo.partition, PULLS + pull.id.encode(), pull.SerializeToString(), None)
@@ -184,22 +213,33 @@ class PullRequests:
         raise AlreadyExists("could not find a free pull request id; retry")
 
     def list_page(
-        self, repo: RepoHandle, status: pb.PullRequestStatus.ValueType, after: str, amount: int
-    ) -> tuple[list[pb.PullRequest], bool]:
-        """Oldest first; status 0 lists every one. Filtering reads past other statuses' records."""
-        page_size(amount)  # refuses a negative amount before any read
-
-        def matching() -> Iterator[pb.PullRequest]:
-            start = PULLS + (_check_id(after) + b"\x00" if after else b"")
-            for entry in self._kv.scan(repo.partition, start):
-                if not entry.key.startswith(PULLS):
-                    return
-                pull = pb.PullRequest()
-                pull.ParseFromString(entry.value)
-                if not status or pull.status == status:
-                    yield pull
-
-        return take_page(matching(), amount)
+        self,
+        repo: RepoHandle,
+        status: pb.PullRequestStatus.ValueType,
+        after: str,
+        amount: int,
+        deadline: Deadline,
+    ) -> tuple[list[pb.PullRequest], bool, str]:
+        """Oldest first; status 0 lists every one. Returns (page, has_more, next_after): filtering
+        reads past other statuses' records, at most MAX_LIST_EXAMINED of them per call."""
+        wanted = page_size(amount)  # refuses a negative amount before any read
+        max_examined = MAX_LIST_EXAMINED
+        start = PULLS + (_check_id(after) + b"\x00" if after else b"")
+        page: list[pb.PullRequest] = []
+        last = ""
+        for examined, entry in enumerate(self._kv.scan(repo.partition, start)):
+            if not entry.key.startswith(PULLS):
+                return page, False, ""
+            if len(page) == wanted or examined == max_examined:
+                return page, True, last
+            if examined % 256 == 255:
+                deadline.check("listing pull requests")
+            pull = pb.PullRequest()
+            pull.ParseFromString(entry.value)
+            last = pull.id
+            if not status or pull.status == status:
+                page.append(pull)
+        return page, False, ""
 
     def update(
         self,
@@ -229,8 +269,9 @@ class PullRequests:
                 pull.status = status
                 if status == CLOSED:
                     pull.closed_date.CopyFrom(now())
-                else:
+                else:  # reopened: reviewed afresh, whatever happened to the branches meanwhile
                     pull.ClearField("closed_date")
+                    del pull.reviews[:]
 
         return self._change(repo, pull_id, change, "update", deadline)
 
@@ -244,6 +285,7 @@ class PullRequests:
         verdict: pb.ReviewVerdict.ValueType,
         body: str,
         deadline: Deadline,
+        submitted_by: str = "",
     ) -> pb.PullRequest:
         if verdict not in (APPROVE, REQUEST_CHANGES):
             raise InvalidArgument("a review's verdict is approve or request_changes")
@@ -256,7 +298,16 @@ class PullRequests:
             _refuse_while_claimed(pull)
             if author == pull.author:
                 raise FailedPrecondition(f"{author!r} opened pull request {pull_id!r} and cannot review it")
-            review = pb.PullRequestReview(author=author, verdict=verdict, body=body, created=now())
+            # Resolved on every attempt, inside the set_if: the review is of the head it saw.
+            head = self._head(repo, pull.source_branch)
+            review = pb.PullRequestReview(
+                author=author,
+                verdict=verdict,
+                body=body,
+                created=now(),
+                commit_id=head,
+                submitted_by=submitted_by or author,
+            )
             for index, existing in enumerate(pull.reviews):
                 if existing.author == author:
                     pull.reviews[index].CopyFrom(review)
@@ -269,14 +320,18 @@ class PullRequests:
 
     # --- comments ------------------------------------------------------------------------
 
-    def comment(self, repo: RepoHandle, pull_id: str, author: str, body: str) -> pb.PullRequestComment:
+    def comment(
+        self, repo: RepoHandle, pull_id: str, author: str, body: str, submitted_by: str = ""
+    ) -> pb.PullRequestComment:
         if not body.strip():
             raise InvalidArgument("a comment needs a body")
         _bounded(body, MAX_COMMENT_BYTES, "comment body")
         self._read(repo, pull_id)  # the pull request exists (comments on closed and merged ones are fine)
         prefix = COMMENTS + pull_id.encode() + b"/"
         for _ in range(5):
-            comment = pb.PullRequestComment(id=new_id(), author=author, body=body, created=now())
+            comment = pb.PullRequestComment(
+                id=new_id(), author=author, body=body, created=now(), submitted_by=submitted_by or author
+            )
             try:
                 self._kv.set_if(repo.partition, prefix + comment.id.encode(), comment.SerializeToString(), None)
                 return comment
@@ -319,20 +374,27 @@ class PullRequests:
         remaining = deadline.remaining()
         lease = min(MAX_CLAIM_SECONDS if remaining is None else remaining, MAX_CLAIM_SECONDS) + CLAIM_MARGIN_SECONDS
 
+        heads: list[str] = []  # the source head the winning attempt decided on
+
         def take(pull: pb.PullRequest) -> None:
             _require_open(pull)
             _refuse_while_claimed(pull)
-            reason = self.standing(repo, pull).blocked_reason
+            head = self._head(repo, pull.source_branch)  # once per attempt: decide and merge on it
+            policy = self._protection.policy(repo, pull.destination_branch)
+            reason = standing(pull, policy, head).blocked_reason
             if reason:
                 raise ProtectedBranch(reason)
+            heads[:] = [head]
             pull.merge_claim = claim
             pull.merge_claim_expires.CopyFrom(_stamp_after(lease))
 
         claimed = self._change(repo, pull_id, take, "merge", deadline)
         try:
+            # The commit id the reviews were counted for, never the branch: a push after the
+            # claim is not merged unreviewed.
             outcome = self._branching.merge(
                 repo,
-                claimed.source_branch,
+                heads[0],
                 claimed.destination_branch,
                 strategy,
                 [],

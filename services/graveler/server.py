@@ -27,7 +27,7 @@ from services.graveler.permissions import RULES, TABLE
 from services.graveler.sensor import Sensor, Thresholds, Trigger
 from services.graveler.telemetry import MeteredBuilder
 from services.graveler.values import decode_entry
-from silt.actions import AUTHORIZE, user_resource
+from silt.actions import ACT_FOR_USER, user_resource
 from silt.block import open_adapter
 from silt.compactor.v1 import compactor_pb2 as compactor_api
 from silt.compactor.v1 import compactor_pb2_grpc as compactor_grpc
@@ -87,8 +87,14 @@ def _committer(requested: str) -> str:
         return requested
 
 
+def _unreserved(metadata: dict[str, str]) -> dict[str, str]:
+    """Caller metadata without the key graveler reserves: only graveler says who was requested."""
+    return {k: v for k, v in metadata.items() if k != REQUESTED_COMMITTER_KEY}
+
+
 def _labelled(metadata: dict[str, str], requested: str) -> dict[str, str]:
     """A caller-supplied committer name that differs from the real one is kept, labelled as such."""
+    metadata = _unreserved(metadata)
     if requested and requested != _committer(requested):
         metadata = {**metadata, REQUESTED_COMMITTER_KEY: requested}
     return metadata
@@ -422,13 +428,14 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         return api.BranchProtectionInfo(rules=record.rules, etag=etag)
 
     # pull requests
-    def _user(self, requested: str) -> str:
-        """Who opens, reviews or comments: the caller; or the user a trusted service (the REST
-        API) names, when the caller may decide for that user (auth:Authorize on users/<id>)."""
+    def _user(self, requested: str) -> tuple[str, str]:
+        """(who opens, reviews, comments or merges; who really called): the caller, or the user
+        the REST API names (it holds auth:ActForUser on users/<id>, granted literally to its
+        service user alone, so neither admins nor other services can review under N names)."""
         caller = _committer(requested)
-        if requested and requested != caller and self._may(AUTHORIZE, user_resource(requested)):
-            return requested
-        return caller
+        if requested and requested != caller and self._may(ACT_FOR_USER, user_resource(requested)):
+            return requested, caller
+        return caller, caller
 
     def _pull_infos(
         self, repository: str, pulls: list[pb.PullRequest], context: grpc.ServicerContext
@@ -455,13 +462,15 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
     def CreatePullRequest(
         self, request: api.CreatePullRequestRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
+        author, caller = self._user(request.author)
         pull = self.g.create_pull_request(
             request.repository,
             request.title,
             request.description,
             request.source_branch,
             request.destination_branch,
-            self._user(request.author),
+            author,
+            submitted_by=caller,
             deadline=_deadline(context),
         )
         return self._pull_info(request.repository, pull, context)
@@ -473,11 +482,11 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
     def ListPullRequests(
         self, request: api.ListPullRequestsRequest, context: grpc.ServicerContext
     ) -> api.ListPullRequestsResponse:
-        pulls, more = self.g.list_pull_requests(
+        pulls, more, next_after = self.g.list_pull_requests(
             request.repository, request.status, request.after, request.amount, deadline=_deadline(context)
         )
         return api.ListPullRequestsResponse(
-            pull_requests=self._pull_infos(request.repository, pulls, context), has_more=more
+            pull_requests=self._pull_infos(request.repository, pulls, context), has_more=more, next_after=next_after
         )
 
     def UpdatePullRequest(
@@ -497,8 +506,8 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         self, request: api.MergePullRequestRequest, context: grpc.ServicerContext
     ) -> api.MergePullRequestResponse:
         # Like the author of a review, the committer may be the user a trusted service acts for.
-        committer = self._user(request.committer)
-        metadata = dict(request.metadata)
+        committer, _ = self._user(request.committer)
+        metadata = _unreserved(dict(request.metadata))
         if request.committer and request.committer != committer:
             metadata[REQUESTED_COMMITTER_KEY] = request.committer
         strategy = _STRATEGY.get(request.strategy)
@@ -520,8 +529,9 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
     def AddPullRequestComment(
         self, request: api.AddPullRequestCommentRequest, context: grpc.ServicerContext
     ) -> pb.PullRequestComment:
+        author, caller = self._user(request.author)
         return self.g.add_pull_request_comment(
-            request.repository, request.id, self._user(request.author), request.body, deadline=_deadline(context)
+            request.repository, request.id, author, request.body, submitted_by=caller, deadline=_deadline(context)
         )
 
     def ListPullRequestComments(
@@ -535,12 +545,14 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
     def SubmitPullRequestReview(
         self, request: api.SubmitPullRequestReviewRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
+        author, caller = self._user(request.author)
         pull = self.g.submit_pull_request_review(
             request.repository,
             request.id,
-            self._user(request.author),
+            author,
             request.verdict,
             request.body,
+            submitted_by=caller,
             deadline=_deadline(context),
         )
         return self._pull_info(request.repository, pull, context)

@@ -36,18 +36,21 @@ async def list_branches(
     examined = 0
     exhausted = False
     while len(found) <= size and examined < MAX_EXAMINED and not exhausted:
-        request = api.ListBranchesRequest(repository=repository, after=cursor, amount=size + 1)
+        # With a prefix, names before it are skipped: ask for full pages to pass them quickly.
+        want = MAX_PAGE if prefix else size + 1
+        request = api.ListBranchesRequest(repository=repository, after=cursor, amount=want)
         reply = await ctx.call(ctx.backend.graveler.ListBranches, request)
         exhausted = not reply.has_more
         for info in reply.branches:
-            if not info.name.startswith(prefix):
-                if info.name > prefix:
-                    exhausted = True
-                    break
-                continue
+            if not info.name.startswith(prefix) and info.name > prefix:
+                exhausted = True  # past every name with the prefix
+                break
+            # Every name seen moves the cursor and counts, even one skipped before the prefix:
+            # otherwise the next call would ask for the same page again, until the deadline.
             examined += 1
             cursor = info.name
-            found.append(info)
+            if info.name.startswith(prefix):
+                found.append(info)
     page = found[:size]
     has_more = len(found) > size or not exhausted
     next_offset = page[-1].name if len(found) > size else cursor

@@ -74,14 +74,20 @@ async def login(request: Request) -> Response:
         path="/",
         httponly=True,
         samesite="lax",
-        secure=request.url.scheme == "https",
+        secure=_secure_cookies(request),
     )
     return response
 
 
+def _secure_cookies(request: Request) -> bool:
+    configured: bool | None = request.app.state.config.api.secure_cookies
+    return request.url.scheme == "https" if configured is None else configured
+
+
 @router.post("/auth/logout", status_code=204)
-async def logout() -> Response:
-    # Tokens are stateless (services/auth/sessions.py): logging out drops the cookie.
+async def logout(request: Request) -> Response:
+    # Tokens are stateless (services/auth/sessions.py): logging out drops the cookie, with the
+    # attributes it was set with.
     response = Response(status_code=204)
-    response.delete_cookie(SESSION_COOKIE, path="/")
+    response.delete_cookie(SESSION_COOKIE, path="/", secure=_secure_cookies(request), httponly=True, samesite="lax")
     return response

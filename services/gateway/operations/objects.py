@@ -198,9 +198,12 @@ def _object_headers(ctx: Context, entry: pb.Entry) -> list[tuple[str, str]]:
     overrides = {header: ctx.request.arg(param) for param, header in _OVERRIDES.items() if ctx.request.has(param)}
     if overrides:
         headers = [(k, v) for k, v in headers if k not in overrides] + [(k, v or "") for k, v in overrides.items()]
-    return headers
+    # Objects are served on the origin of the cookie-authenticated REST API: a browser must
+    # never sniff a type or run an uploaded page's scripts with that origin's rights.
+    return headers + _ACTIVE_CONTENT_GUARDS
 
 
+_ACTIVE_CONTENT_GUARDS = [("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", "sandbox")]
 _STORED = frozenset(("cache-control", "content-disposition", "content-encoding", "content-language", "expires"))
 
 

@@ -22,7 +22,7 @@ NO_GROUP = "(no group)"
 EXPECTED: dict[str, set[str]] = {
     # Everything but verifying signatures: only a statement naming auth:VerifySignature allows
     # it (FullAccess's `*` does not), and only the verifier service users have one.
-    ADMINS: set(a.ALL_ACTIONS) - {a.VERIFY_SIGNATURE},
+    ADMINS: set(a.ALL_ACTIONS) - set(a.LITERAL_ONLY_ACTIONS),
     DEVELOPERS: {a.READ_REPO, a.WRITE_REPO},
     ANALYSTS: {a.READ_REPO},
     # Verifying signatures is held by each service's own user, for its audience, not the group.
@@ -198,6 +198,40 @@ def _verify_signature(stack: Stack, creds: Credentials) -> Callable[[], object]:
     return lambda: stack.auth(creds).GetCallSigningKey(request)
 
 
+class _NotHonoured(grpc.RpcError):
+    """Naming another author is never refused, only ignored: the probe reports it as denied."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.PERMISSION_DENIED
+
+    def details(self) -> str:
+        return f"{a.ACT_FOR_USER} not held: the named author was not used"
+
+
+def _act_for_user(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    victim, _ = _victim(stack)
+    repo = stack.new_repo()
+    admin = stack.gv(stack.admin)
+    admin.CreateBranch(api.CreateBranchRequest(repository=repo, name="feature", source_ref="main"))
+    pull = admin.CreatePullRequest(
+        api.CreatePullRequestRequest(repository=repo, title="t", source_branch="feature", destination_branch="main")
+    ).pull_request
+    request = api.AddPullRequestCommentRequest(repository=repo, id=pull.id, body="hi", author=victim)
+
+    def call() -> object:
+        try:
+            comment = stack.gv(creds).AddPullRequestComment(request)
+        except grpc.RpcError as exc:  # a caller who may not comment at all cannot name anyone either
+            if exc.code() != grpc.StatusCode.PERMISSION_DENIED:
+                raise
+            raise _NotHonoured() from exc
+        if comment.author != victim:
+            raise _NotHonoured()
+        return comment
+
+    return call
+
+
 PROBES: dict[str, Probe] = {
     a.CREATE_REPO: _create_repo,
     a.DELETE_REPO: _delete_repo,
@@ -233,6 +267,7 @@ PROBES: dict[str, Probe] = {
         "Authorize", lambda u, _: auth_api.AuthorizeRequest(user_id=u, action=a.READ_REPO, resource="some-repo")
     ),
     a.VERIFY_SIGNATURE: _verify_signature,
+    a.ACT_FOR_USER: _act_for_user,
 }
 
 GROUPS = [*PRESET_GROUPS, NO_GROUP]

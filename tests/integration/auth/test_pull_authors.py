@@ -1,6 +1,6 @@
-"""Who opens, reviews and comments on a pull request is the authenticated caller; a service that
-decides for users itself (auth:Authorize on users/<id>, the REST API's service user) may name
-the user it acts for. Through real, authenticated gRPC."""
+"""Who opens, reviews and comments on a pull request is the authenticated caller; only the REST
+API's service user (auth:ActForUser on users/<id>, granted literally by setup) may name the user
+it acts for, and the real caller is recorded beside that name. Through real, authenticated gRPC."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def test_authors_are_callers_unless_a_trusted_service_names_them(stack: Stack) -
         admin.Commit(api.CommitRequest(repository=repo, branch=branch, message=branch))
     dev_id, dev = stack.new_user([DEVELOPERS], prefix="dev")
     other_id, other = stack.new_user([DEVELOPERS], prefix="other")
-    _, service = stack.new_user([SERVICES], prefix="svc")
+    _, other_service = stack.new_user([SERVICES], prefix="svc")
+    service = stack.services["api"]
     _, analyst = stack.new_user([ANALYSTS], prefix="analyst")
 
     # A developer naming someone else is still the author.
@@ -38,13 +39,24 @@ def test_authors_are_callers_unless_a_trusted_service_names_them(stack: Stack) -
         repository=repo, id=pull.id, verdict=gpb.REVIEW_VERDICT_APPROVE, author=other_id
     )
     assert code_of(lambda: stack.gv(dev).SubmitPullRequestReview(own)) == grpc.StatusCode.FAILED_PRECONDITION
-    # The REST API's kind of caller acts for the user it authenticated.
+    # Neither another service (auth:Authorize) nor an admin (`*`) may name reviewers: one
+    # caller must not approve under many names.
+    for caller in (other_service, stack.admin):
+        info = stack.gv(caller).SubmitPullRequestReview(own)
+        assert other_id not in [r.author for r in info.pull_request.reviews]
+    # The REST API's own user acts for the user it authenticated; the real caller is kept.
     info = stack.gv(service).SubmitPullRequestReview(own)
-    assert [(r.author, r.verdict) for r in info.pull_request.reviews] == [(other_id, gpb.REVIEW_VERDICT_APPROVE)]
+    mine = [(r.author, r.verdict, r.submitted_by) for r in info.pull_request.reviews if r.author == other_id]
+    assert mine == [(other_id, gpb.REVIEW_VERDICT_APPROVE, "svc-api")]
+    assert pull.submitted_by == dev_id
     comment = stack.gv(other).AddPullRequestComment(
         api.AddPullRequestCommentRequest(repository=repo, id=pull.id, body="hi", author=dev_id)
     )
-    assert comment.author == other_id
+    assert (comment.author, comment.submitted_by) == (other_id, other_id)
+    named = stack.gv(service).AddPullRequestComment(
+        api.AddPullRequestCommentRequest(repository=repo, id=pull.id, body="via api", author=dev_id)
+    )
+    assert (named.author, named.submitted_by) == (dev_id, "svc-api")
 
     # Reading is ReadRepo; taking part is WriteRepo.
     reader = stack.gv(analyst)

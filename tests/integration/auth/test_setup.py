@@ -48,11 +48,25 @@ def test_setup_creates_presets_admin_and_services(iam: IamModel) -> None:
     def may(user: str, action: str, resource: str = "any-repo") -> bool:
         return is_allowed(compile_statements(iam.effective_policies(user)), action, resource)
 
-    assert all(may("admin", action) for action in a.ALL_ACTIONS if action != a.VERIFY_SIGNATURE)
+    assert all(may("admin", action) for action in a.ALL_ACTIONS if action not in a.LITERAL_ONLY_ACTIONS)
     # FullAccess's `*` does not allow verifying signatures: only the verifier service users may.
     assert not may("admin", a.VERIFY_SIGNATURE, a.audience_resource("graveler"))
     assert may("svc-graveler", a.AUTHORIZE) and not may("svc-graveler", a.CREATE_USER)
     assert may("svc-graveler", a.VERIFY_SIGNATURE, a.audience_resource("graveler"))
+
+
+def test_only_the_rest_api_may_act_for_users(iam: IamModel) -> None:
+    """Naming the author of a review is the REST API's alone: not admins' (`*`), not other services'."""
+    result = run_setup(iam, services=["graveler", "gateway", "api"])
+    assert result is not None
+    for key in (result.admin, *result.services.values()):
+        remember(key.secret_access_key)
+    holders = {
+        user
+        for user in ("admin", "svc-graveler", "svc-gateway", "svc-api")
+        if _may(iam, user, a.ACT_FOR_USER, a.user_resource("anyone"))
+    }
+    assert holders == {"svc-api"}
 
 
 def test_each_service_verifies_signatures_for_itself_only(iam: IamModel) -> None:

@@ -264,3 +264,19 @@ def test_copy_source_conditions(s3: Any, bucket: str) -> None:
     )
     assert part["CopyPartResult"]["ETag"] == etag
     s3.abort_multipart_upload(Bucket=bucket, Key="main/cond-mp", UploadId=upload)
+
+
+def test_objects_are_served_inert_to_browsers(s3: Any, bucket: str) -> None:
+    """An uploaded HTML page shares the REST API's origin (and its session cookie): the browser
+    must neither sniff a type nor run the page's scripts with that origin's rights."""
+    page = b"<html><script>fetch('/api/v1/repositories')</script></html>"
+    s3.put_object(Bucket=bucket, Key="main/evil.html", Body=page, ContentType="text/html")
+    for answer in (
+        s3.get_object(Bucket=bucket, Key="main/evil.html"),
+        s3.head_object(Bucket=bucket, Key="main/evil.html"),
+        s3.get_object(Bucket=bucket, Key="main/evil.html", Range="bytes=0-5", ResponseContentType="text/html"),
+    ):
+        headers = answer["ResponseMetadata"]["HTTPHeaders"]
+        assert headers["content-type"] == "text/html"
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["content-security-policy"] == "sandbox"

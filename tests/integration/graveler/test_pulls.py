@@ -131,7 +131,7 @@ def test_list_by_status_with_paging(env: GravelerEnv) -> None:
             out.extend(p.pull_request.id for p in page.pull_requests)
             if not page.has_more:
                 return out
-            after = page.pull_requests[-1].pull_request.id
+            after = page.next_after
 
     assert listed(0, 2) == ids
     assert listed(pb.PULL_REQUEST_STATUS_OPEN, 1) == [ids[0], ids[3], ids[4]]
@@ -364,3 +364,106 @@ def test_dump_restore_and_deletion_carry_pull_requests_and_protection(env: Grave
     env.stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}-again"))
     assert not env.stub.ListPullRequests(api.ListPullRequestsRequest(repository=repo)).pull_requests
     assert not env.stub.GetBranchProtection(api.GetBranchProtectionRequest(repository=repo)).rules
+
+
+def head_of(env: GravelerEnv, repo: str, branch: str) -> str:
+    return env.stub.GetBranch(api.GetBranchRequest(repository=repo, name=branch)).commit_id
+
+
+def test_approvals_are_of_a_commit_and_a_push_makes_them_stale(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    feature(env, repo)
+    protect(env, repo, pb.BranchProtectionRule(pattern="main", required_approvals=1))
+    pull = open_pull(env, repo)
+    approved = head_of(env, repo, "feature")
+    info = review(env, repo, pull.id, "bob", APPROVE)
+    assert [(r.commit_id, r.submitted_by) for r in info.pull_request.reviews] == [(approved, "bob")]
+    assert info.approvals == 1
+    # A push to the (unprotected) source after the approval: the approval no longer counts.
+    env.put(repo, "feature", "unreviewed", "x")
+    env.commit(repo, "feature", "sneaked in")
+    info = get(env, repo, pull.id)
+    assert info.approvals == 0 and "0 of 1" in info.merge_blocked_reason
+    assert code_of(lambda: merge_pull(env, repo, pull.id)) == grpc.StatusCode.PERMISSION_DENIED
+    # An objection is of a commit too: one on an older head does not block the new one.
+    review(env, repo, pull.id, "carol", REQUEST_CHANGES)
+    env.put(repo, "feature", "fixed", "y")
+    env.commit(repo, "feature", "addressed carol")
+    reviewed = head_of(env, repo, "feature")
+    assert review(env, repo, pull.id, "bob", APPROVE).merge_blocked_reason == ""
+    done = merge_pull(env, repo, pull.id)
+    assert done.pull_request.pull_request.status == pb.PULL_REQUEST_STATUS_MERGED
+    assert list(done.merge.commit.parents)[1] == reviewed
+
+
+def test_a_push_after_the_merge_claim_is_not_merged(env: GravelerEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = env.new_repo()
+    feature(env, repo)
+    protect(env, repo, pb.BranchProtectionRule(pattern="main", required_approvals=1))
+    pull = open_pull(env, repo)
+    reviewed = head_of(env, repo, "feature")
+    review(env, repo, pull.id, "bob", APPROVE)
+    branching = env.graveler.pulls._branching
+    real_merge = branching.merge
+
+    def push_then_merge(*args: object, **kwargs: object) -> object:
+        # Runs after the claim decided on the reviewed head: a push that lands now must not be merged.
+        env.put(repo, "feature", "late", "z")
+        env.commit(repo, "feature", "pushed during the merge")
+        return real_merge(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(branching, "merge", push_then_merge)
+    done = merge_pull(env, repo, pull.id)
+    assert list(done.merge.commit.parents)[1] == reviewed != head_of(env, repo, "feature")
+    assert env.etag(repo, "main", "f") == "1"
+    missing = api.StatEntryRequest(repository=repo, ref="main", key="late")
+    assert code_of(lambda: env.stub.StatEntry(missing)) == grpc.StatusCode.NOT_FOUND
+
+
+def test_reopening_drops_earlier_reviews(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    feature(env, repo)
+    protect(env, repo, pb.BranchProtectionRule(pattern="main", required_approvals=1))
+    pull = open_pull(env, repo)
+    assert review(env, repo, pull.id, "bob", APPROVE).approvals == 1
+    for status in (pb.PULL_REQUEST_STATUS_CLOSED, pb.PULL_REQUEST_STATUS_OPEN):
+        env.stub.UpdatePullRequest(api.UpdatePullRequestRequest(repository=repo, id=pull.id, status=status))
+    info = get(env, repo, pull.id)
+    assert (list(info.pull_request.reviews), info.approvals) == ([], 0)
+    assert code_of(lambda: merge_pull(env, repo, pull.id)) == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_callers_cannot_supply_the_reserved_requested_committer(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    feature(env, repo)
+    forged = {"silt.requested-committer": "mallory", "team": "data"}
+    env.put(repo, "main", "m", "1")
+    commit = env.commit(repo, "main", "forged", metadata=forged)
+    assert dict(commit.metadata) == {"team": "data"}
+    pull = open_pull(env, repo)
+    merged = merge_pull(env, repo, pull.id, metadata=forged).merge.commit
+    assert "silt.requested-committer" not in merged.metadata and merged.metadata["team"] == "data"
+
+
+def test_a_status_filter_examines_a_bounded_number_of_records_per_call(
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.graveler import pulls
+
+    monkeypatch.setattr(pulls, "MAX_LIST_EXAMINED", 2)
+    repo = env.new_repo()
+    feature(env, repo)
+    ids = [open_pull(env, repo, title=f"pr {i}").id for i in range(5)]
+    env.stub.UpdatePullRequest(
+        api.UpdatePullRequestRequest(repository=repo, id=ids[4], status=pb.PULL_REQUEST_STATUS_CLOSED)
+    )
+    request = api.ListPullRequestsRequest(repository=repo, status=pb.PULL_REQUEST_STATUS_CLOSED, amount=10)
+    pages = []
+    while True:
+        page = env.stub.ListPullRequests(request)
+        pages.append([p.pull_request.id for p in page.pull_requests])
+        if not page.has_more:
+            break
+        request.after = page.next_after
+    # Two records examined per call: short (empty) pages that say there is more, then the match.
+    assert pages == [[], [], [ids[4]]]
