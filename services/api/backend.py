@@ -28,9 +28,8 @@ from silt.config import Config
 from silt.errors import InvalidArgument, NotFound, Unavailable
 from silt.graveler.v1 import graveler_pb2_grpc
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, KeyCache, TTLCache
-from silt.rpc.channels import client_tls
 from silt.rpc.errors import error_from_rpc
-from silt.rpc.signing import AUTH_AUDIENCE, GRAVELER_AUDIENCE, Credentials, signed_aio_channel
+from silt.rpc.signing import Credentials, service_aio_channels
 
 CALL_TIMEOUT = 30.0
 UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
@@ -63,16 +62,7 @@ def _caller(user: Any, access_key_id: str) -> Caller:
 class Backend:
     def __init__(self, config: Config, clock: Clock = time.monotonic) -> None:
         credentials = service_credentials(config)
-        options = [
-            ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-            ("grpc.initial_reconnect_backoff_ms", 100),
-            ("grpc.max_reconnect_backoff_ms", 1000),
-        ]
-        tls = client_tls(config.tls)
-        self.auth_channel = signed_aio_channel(config.auth.endpoint, credentials, options, tls, audience=AUTH_AUDIENCE)
-        self.graveler_channel = signed_aio_channel(
-            config.graveler.dial_address, credentials, options, tls, audience=GRAVELER_AUDIENCE
-        )
+        self.auth_channel, self.graveler_channel = service_aio_channels(config, credentials)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
         self._auth = auth_pb2_grpc.AuthServiceStub(self.auth_channel)
         ttl = config.auth.cache_ttl_seconds

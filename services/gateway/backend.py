@@ -46,9 +46,8 @@ from silt.graveler.v1 import graveler_pb2_grpc
 from silt.kv import open_store
 from silt.kv.store import Store, scan_prefix
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
-from silt.rpc.channels import client_tls
 from silt.rpc.errors import error_from_rpc
-from silt.rpc.signing import AUTH_AUDIENCE, GRAVELER_AUDIENCE, Credentials, signed_aio_channel
+from silt.rpc.signing import Credentials, service_aio_channels
 
 T = TypeVar("T")
 CALL_TIMEOUT = 30.0
@@ -119,17 +118,7 @@ def rpc_error(
 class Backend:
     def __init__(self, config: Config, clock: Clock = time.monotonic) -> None:
         credentials = Credentials.from_config(config)
-        options = [
-            ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-            # Reconnect soon after a service restarts instead of backing off for up to two minutes.
-            ("grpc.initial_reconnect_backoff_ms", 100),
-            ("grpc.max_reconnect_backoff_ms", 1000),
-        ]
-        tls = client_tls(config.tls)
-        self._auth_channel = signed_aio_channel(config.auth.endpoint, credentials, options, tls, audience=AUTH_AUDIENCE)
-        self._graveler_channel = signed_aio_channel(
-            config.graveler.dial_address, credentials, options, tls, audience=GRAVELER_AUDIENCE
-        )
+        self._auth_channel, self._graveler_channel = service_aio_channels(config, credentials)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self._graveler_channel)
         self.adapter: BlockAdapter = open_adapter(config.blockstore)
         self.kv: Store = open_store(config.database)

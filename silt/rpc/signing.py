@@ -50,7 +50,7 @@ from google.protobuf.message import Message
 from pydantic import SecretStr
 
 from silt.errors import ConfigError
-from silt.rpc.channels import ClientTLS, open_aio_channel, open_channel
+from silt.rpc.channels import ClientTLS, client_tls, open_aio_channel, open_channel
 from silt.telemetry.requestid import METADATA_KEY as REQUEST_ID_HEADER
 from silt.telemetry.requestid import current as current_request_id
 
@@ -279,3 +279,28 @@ def signed_aio_channel(
 
     signer = AioSigningInterceptor(credentials, audience=audience)
     return open_aio_channel(target, tls, options, interceptors=[*aio_client_interceptors(), signer])
+
+
+# Reconnect soon after a service restarts instead of backing off for up to two minutes.
+_HTTP_FACING_OPTIONS = (
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+
+
+class ServiceChannels(NamedTuple):
+    auth: grpc.aio.Channel
+    graveler: grpc.aio.Channel
+
+
+def service_aio_channels(config: Config, credentials: Credentials) -> ServiceChannels:
+    """The signed grpc.aio channels to auth and graveler of an HTTP-facing process (the S3
+    gateway, the REST API), over TLS when config.tls says so; their owner closes them."""
+    tls = client_tls(config.tls)
+    return ServiceChannels(
+        signed_aio_channel(config.auth.endpoint, credentials, _HTTP_FACING_OPTIONS, tls, audience=AUTH_AUDIENCE),
+        signed_aio_channel(
+            config.graveler.dial_address, credentials, _HTTP_FACING_OPTIONS, tls, audience=GRAVELER_AUDIENCE
+        ),
+    )
