@@ -7,6 +7,7 @@ same flood, and it refuses requests larger than its API needs before parsing the
 from __future__ import annotations
 
 import secrets
+import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +39,11 @@ AUTHORIZE_MANY = "/silt.auth.v1.AuthService/AuthorizeMany"
 # More than the server's worker threads (32), as an attacker would open.
 HOSTILE_STREAMS = 64
 PROMPT_SECONDS = 3.0
+# What a hung port looks like: a call waits for the hostile calls' own 60 s deadline, or its
+# 10 s timeout. Bounds between "prompt" and that absorb this shared machine's noise (a CI run
+# once saw one call of hundreds take 3.9 s) while any hang still fails the test.
+WORST_SECONDS = 8.0
+TYPICAL_SECONDS = 1.0
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +90,10 @@ def test_open_health_watches_and_stalled_unsigned_calls_leave_signed_calls_promp
             reply = auth_pb2_grpc.AuthServiceStub(channel).WhoAmI(auth_pb2.WhoAmIRequest(), timeout=10)
             elapsed = time.monotonic() - started
         assert reply.user.id == auth.admin_user_id
-        assert elapsed < PROMPT_SECONDS, f"a signed call took {elapsed:.1f}s while anonymous calls were open"
+        assert elapsed < WORST_SECONDS, f"a signed call took {elapsed:.1f}s while anonymous calls were open"
         # Probes still get their answer.
         with grpc.insecure_channel(endpoint) as probe:
-            status = health_pb2_grpc.HealthStub(probe).Check(health_pb2.HealthCheckRequest(), timeout=PROMPT_SECONDS)  # type: ignore[attr-defined]
+            status = health_pb2_grpc.HealthStub(probe).Check(health_pb2.HealthCheckRequest(), timeout=WORST_SECONDS)  # type: ignore[attr-defined]
         assert status.status == health_pb2.HealthCheckResponse.SERVING
         # Watch is not served at all; the stalled calls were refused without being read.
         with pytest.raises(grpc.RpcError) as watch_error:
@@ -221,8 +227,8 @@ def ended_by_the_server(calls: Sequence[grpc.Future]) -> set[grpc.StatusCode]:
 def answered(call: Callable[[], Any]) -> Any:
     """call's answer, retrying RESOURCE_EXHAUSTED (the server is at its limit of calls in flight
     for a moment; Silt's gateway turns it into 503 SlowDown, which S3 clients retry) for up to
-    PROMPT_SECONDS."""
-    give_up = time.monotonic() + PROMPT_SECONDS
+    WORST_SECONDS."""
+    give_up = time.monotonic() + WORST_SECONDS
     while True:
         try:
             return call()
@@ -268,7 +274,10 @@ def test_a_renewed_flood_of_stalled_checks_and_forged_calls_leaves_signed_calls_
         time.sleep(1.0)  # every stalled call has reached the server
 
         took = prompt_answers(endpoint, auth, seconds=2 * DEFAULT_LIMITS.receive_timeout_seconds + 1)
-        assert max(took) < PROMPT_SECONDS, f"signed calls and probes took up to {max(took):.1f}s under the flood"
+        assert max(took) < WORST_SECONDS, f"signed calls and probes took up to {max(took):.1f}s under the flood"
+        assert statistics.median(took) < TYPICAL_SECONDS, (
+            f"signed calls and probes took {statistics.median(took):.1f}s typically under the flood"
+        )
 
         left = [flood.stop() for flood in floods]
         # The server ended the stalled calls itself, over and over (the flood renewed them).
@@ -299,7 +308,7 @@ def test_the_health_port_answers_probes_under_a_flood_of_stalled_checks(auth: St
                 started = time.monotonic()
                 status = health.Check(health_pb2.HealthCheckRequest(), timeout=10)  # type: ignore[attr-defined]
                 assert status.status == health_pb2.HealthCheckResponse.SERVING
-                assert time.monotonic() - started < PROMPT_SECONDS
+                assert time.monotonic() - started < WORST_SECONDS
                 time.sleep(0.1)
         left = flood.stop()
         assert ended_by_the_server(left) <= {grpc.StatusCode.CANCELLED, grpc.StatusCode.RESOURCE_EXHAUSTED}
