@@ -20,7 +20,7 @@ from starlette.routing import Match
 from services.api.backend import Backend
 from services.api.errors import ApiError, from_silt
 from services.api.observe import Observed
-from services.api.routes import branches, commits, repositories, setup
+from services.api.routes import branches, commits, iam, objects, pulls, refs, repositories, settings, setup, tags
 from silt.asgi import API_PREFIX, ASGIApp
 from silt.config import Config
 from silt.errors import SiltError
@@ -102,7 +102,19 @@ def create_app(config: Config) -> ASGIApp:
     )
     app.state.config = config
     app.state.max_body_bytes = config.api.max_body_bytes
-    for router in (setup.router, repositories.router, branches.router, commits.router):
+    routers = (
+        setup.router,
+        repositories.router,
+        settings.router,
+        branches.router,
+        commits.router,
+        refs.router,
+        tags.router,
+        objects.router,
+        pulls.router,
+        iam.router,
+    )
+    for router in routers:
         app.include_router(router, prefix=API_PREFIX)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(SiltError, _silt_error)

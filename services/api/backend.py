@@ -64,7 +64,7 @@ class Backend:
         credentials = service_credentials(config)
         self.auth_channel, self.graveler_channel = service_aio_channels(config, credentials)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
-        self._auth = auth_pb2_grpc.AuthServiceStub(self.auth_channel)
+        self.auth = auth_pb2_grpc.AuthServiceStub(self.auth_channel)
         ttl = config.auth.cache_ttl_seconds
         self.authority = AioCachedAuthority(AioRemoteAuthority(self.auth_channel, CALL_TIMEOUT), ttl, clock)
         # (access key id, keyed digest of the secret) -> Caller; unknown ids in a room of their own.
@@ -91,7 +91,7 @@ class Backend:
     async def own_user_id(self) -> str:
         """The API's own service user (svc-api), as auth knows it; asked once."""
         if not self._own_user_id:
-            reply = await self._ask_auth(self._auth.WhoAmI, auth_pb2.WhoAmIRequest(), None)
+            reply = await self._ask_auth(self.auth.WhoAmI, auth_pb2.WhoAmIRequest(), None)
             self._own_user_id = reply.user.id
         return self._own_user_id
 
@@ -111,7 +111,7 @@ class Backend:
         if cached is not None:
             return cached
         request = auth_pb2.VerifySecretRequest(access_key_id=access_key_id, secret_access_key=secret)
-        reply = await self._ask_auth(self._auth.VerifySecret, request, access_key_id)
+        reply = await self._ask_auth(self.auth.VerifySecret, request, access_key_id)
         if not reply.valid:
             raise unauthorized()
         caller = _caller(reply.user, access_key_id)
@@ -123,7 +123,7 @@ class Backend:
         if not is_access_key_id(access_key_id) or not secret or len(secret) > MAX_SECRET_LENGTH:
             raise unauthorized()
         request = auth_pb2.CreateSessionRequest(access_key_id=access_key_id, secret_access_key=secret)
-        reply = await self._ask_auth(self._auth.CreateSession, request, access_key_id)
+        reply = await self._ask_auth(self.auth.CreateSession, request, access_key_id)
         if not reply.valid:
             raise unauthorized()
         return _caller(reply.user, access_key_id), reply.token, int(reply.expires.seconds)
@@ -135,7 +135,7 @@ class Backend:
         cached: Caller | None = self._sessions.get(digest)
         if cached is not None:
             return cached
-        reply = await self._ask_auth(self._auth.VerifySession, auth_pb2.VerifySessionRequest(token=token), None)
+        reply = await self._ask_auth(self.auth.VerifySession, auth_pb2.VerifySessionRequest(token=token), None)
         if not reply.valid:
             raise unauthorized()
         caller = _caller(reply.user, reply.access_key_id)
