@@ -49,7 +49,8 @@ async def _invalid_parameters(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     parts = []
     for error in exc.errors()[:5]:
-        where = ".".join(str(p) for p in error.get("loc", ()) if p not in ("query", "path", "header"))
+        # loc is (where it came from, name...): the name of a parameter may itself be "path".
+        where = ".".join(str(p) for p in tuple(error.get("loc", ()))[1:])
         parts.append(f"{where}: {error.get('msg', 'invalid')}")
     return _message(400, "invalid parameters: " + "; ".join(parts))
 

@@ -11,12 +11,15 @@ keyed digest of the secret, never the secret itself.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import hmac
 import os
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
@@ -24,13 +27,16 @@ import grpc.aio
 from services.api.errors import ApiError, from_rpc, unauthorized
 from silt.access_keys import is_access_key_id
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
+from silt.block import BlockAdapter, open_adapter
 from silt.config import Config
 from silt.errors import InvalidArgument, NotFound, Unavailable
+from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, KeyCache, TTLCache
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import Credentials, service_aio_channels
 
+T = TypeVar("T")
 CALL_TIMEOUT = 30.0
 UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
 MAX_SECRET_LENGTH = 128
@@ -72,6 +78,35 @@ class Backend:
         self._digest_key = os.urandom(32)
         self._sessions: TTLCache[bytes, Caller] = TTLCache(ttl, MAX_SESSIONS, clock)
         self._own_user_id = ""
+        # Object bytes go straight between the client and the object store, as in the gateway;
+        # the adapter is blocking, so it runs in threads of its own, never on the event loop.
+        self.adapter: BlockAdapter = open_adapter(config.blockstore)
+        self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="api-io")
+        self._namespaces: TTLCache[str, str] = TTLCache(ttl, clock=clock)
+        # Refs known to be branches, so that an upload costs no extra call. Briefly: a deleted
+        # branch is then refused by graveler itself when the entry is staged.
+        self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl, clock=clock)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """A blocking call (the block adapter) in a worker thread, in the request's context (its
+        trace span and request id follow it)."""
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self.pool, context.run, fn, *args)
+
+    async def namespace(self, repository: str, deadline: float | None = None) -> str:
+        """The storage namespace of a repository (404 if there is none); remembered briefly."""
+        cached = self._namespaces.get(repository)
+        if cached is None:
+            info = await self.call(self.graveler.GetRepository, api.GetRepositoryRequest(name=repository), deadline)
+            cached = info.storage_namespace
+            self._namespaces.put(repository, cached)
+        return cached
+
+    def known_branch(self, repository: str, branch: str) -> bool:
+        return bool(self._branches.get((repository, branch)))
+
+    def remember_branch(self, repository: str, branch: str) -> None:
+        self._branches.put((repository, branch), True)
 
     async def call(self, method: Any, request: Any, deadline: float | None = None) -> Any:
         """A graveler call within the request's deadline (time.monotonic()); a restarting
@@ -175,3 +210,4 @@ class Backend:
     async def close(self) -> None:
         await self.auth_channel.close()
         await self.graveler_channel.close()
+        self.pool.shutdown(wait=False)

@@ -25,7 +25,8 @@ def repository(info: api.RepositoryInfo) -> Repository:
         creation_date=seconds(info.creation_date),
         default_branch=info.default_branch,
         storage_namespace=info.storage_namespace,
-        storage_id=None,
+        # lakeFS answers "" for the single (default) storage; clients compare it to "".
+        storage_id="",
         read_only=False,
     )
 
@@ -58,11 +59,15 @@ def ref(name: str, commit_id: str) -> Ref:
     return Ref(id=name, commit_id=commit_id)
 
 
-def diff(item: api.DiffItem) -> Diff:
+def diff(item: api.DiffItem, uncommitted: bool = False) -> Diff:
+    """A diff row. Between refs a removed object has the size it had; among a branch's
+    uncommitted changes it is a deletion marker, of size 0 as lakeFS reports it."""
     prefix = item.type == api.DIFF_TYPE_PREFIX_CHANGED
     size = None
     side = item.left if item.type == api.DIFF_TYPE_REMOVED else item.right
-    if not prefix and side.ByteSize():
+    if uncommitted and item.type == api.DIFF_TYPE_REMOVED:
+        size = 0
+    elif not prefix and side.ByteSize():
         size = int(side.size)
     return Diff(
         type=_DIFF_TYPES.get(item.type, "changed"),

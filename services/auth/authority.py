@@ -10,11 +10,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from services.auth.acting import ActingInterceptor
 from services.auth.model import IamModel
 from services.auth.permissions import RULES
 from services.auth.policies import compile_statements, is_allowed
 from silt.rpc.authority import CachedAuthority, CallKey, Clock, count_decisions
-from silt.rpc.interceptor import DEFAULT_MAX_SKEW_SECONDS, AuthInterceptor
+from silt.rpc.interceptor import DEFAULT_MAX_SKEW_SECONDS
 from silt.rpc.signing import AUTH_AUDIENCE, derive_call_key
 
 
@@ -38,6 +39,7 @@ def local_interceptor(
     cache_ttl_seconds: float,
     max_skew_seconds: float = DEFAULT_MAX_SKEW_SECONDS,
     cache_clock: Clock = time.monotonic,
-) -> AuthInterceptor:
+) -> ActingInterceptor:
+    """Auth's interceptor: calls may be made for an end user (services/auth/acting.py)."""
     authority = CachedAuthority(LocalAuthority(model), ttl=cache_ttl_seconds, clock=cache_clock)
-    return AuthInterceptor(authority, RULES, max_skew_seconds=max_skew_seconds, audience=AUTH_AUDIENCE)
+    return ActingInterceptor(authority, RULES, max_skew_seconds=max_skew_seconds, audience=AUTH_AUDIENCE)

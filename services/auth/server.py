@@ -13,6 +13,7 @@ import grpc
 from grpc_health.v1.health import HealthServicer
 
 from services.auth import signatures
+from services.auth.acting import describe_caller
 from services.auth.authority import LocalAuthority, local_interceptor
 from services.auth.grants import Grants
 from services.auth.model import IamModel
@@ -63,7 +64,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     # users
     def CreateUser(self, request: api.CreateUserRequest, context: grpc.ServicerContext) -> pb.User:
         user = self.model.create_user(request.id, request.description)
-        log.info("user %r created by %r", user.id, current_principal().user_id)
+        log.info("user %r created by %s", user.id, describe_caller())
         return user
 
     def GetUser(self, request: api.GetUserRequest, context: grpc.ServicerContext) -> pb.User:
@@ -75,12 +76,14 @@ class AuthServicer(api_grpc.AuthServiceServicer):
 
     def DeleteUser(self, request: api.DeleteUserRequest, context: grpc.ServicerContext) -> api.DeleteUserResponse:
         self.model.delete_user(request.id)
-        log.info("user %r deleted by %r", request.id, current_principal().user_id)
+        log.info("user %r deleted by %s", request.id, describe_caller())
         return api.DeleteUserResponse()
 
     # groups
     def CreateGroup(self, request: api.CreateGroupRequest, context: grpc.ServicerContext) -> pb.Group:
-        return self.model.create_group(request.id, request.description)
+        group = self.model.create_group(request.id, request.description)
+        log.info("group %r created by %s", group.id, describe_caller())
+        return group
 
     def GetGroup(self, request: api.GetGroupRequest, context: grpc.ServicerContext) -> pb.Group:
         return self.model.get_group(request.id)
@@ -92,11 +95,13 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     def DeleteGroup(self, request: api.DeleteGroupRequest, context: grpc.ServicerContext) -> api.DeleteGroupResponse:
         self.grants.delete_group(current_principal().user_id, request.id)
         self.model.delete_group(request.id)
+        log.info("group %r deleted by %s", request.id, describe_caller())
         return api.DeleteGroupResponse()
 
     def AddGroupMember(self, request: api.GroupMemberRequest, context: grpc.ServicerContext) -> api.GroupMemberResponse:
         self.grants.add_member(current_principal().user_id, request.group_id)
         self.model.add_member(request.group_id, request.user_id)
+        log.info("user %r added to group %r by %s", request.user_id, request.group_id, describe_caller())
         return api.GroupMemberResponse()
 
     def RemoveGroupMember(
@@ -104,6 +109,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     ) -> api.GroupMemberResponse:
         self.grants.remove_member(current_principal().user_id, request.group_id)
         self.model.remove_member(request.group_id, request.user_id)
+        log.info("user %r removed from group %r by %s", request.user_id, request.group_id, describe_caller())
         return api.GroupMemberResponse()
 
     def ListGroupMembers(
@@ -121,7 +127,9 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     # policies
     def CreatePolicy(self, request: api.CreatePolicyRequest, context: grpc.ServicerContext) -> pb.Policy:
         self.grants.create_policy(current_principal().user_id, request.statements)
-        return self.model.create_policy(request.id, request.statements, request.description)
+        policy = self.model.create_policy(request.id, request.statements, request.description)
+        log.info("policy %r created by %s", policy.id, describe_caller())
+        return policy
 
     def GetPolicy(self, request: api.GetPolicyRequest, context: grpc.ServicerContext) -> pb.Policy:
         return self.model.get_policy(request.id)
@@ -133,6 +141,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     def DeletePolicy(self, request: api.DeletePolicyRequest, context: grpc.ServicerContext) -> api.DeletePolicyResponse:
         self.grants.delete_policy(current_principal().user_id, request.id)
         self.model.delete_policy(request.id)
+        log.info("policy %r deleted by %s", request.id, describe_caller())
         return api.DeletePolicyResponse()
 
     def AttachPolicy(
@@ -140,6 +149,12 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     ) -> api.PolicyAttachmentResponse:
         self.grants.attach_policy(current_principal().user_id, request.policy_id)
         self.model.attach_policy(request.policy_id, user_id=request.user_id, group_id=request.group_id)
+        log.info(
+            "policy %r attached to %r by %s",
+            request.policy_id,
+            request.user_id or request.group_id,
+            describe_caller(),
+        )
         return api.PolicyAttachmentResponse()
 
     def DetachPolicy(
@@ -147,6 +162,12 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     ) -> api.PolicyAttachmentResponse:
         self.grants.detach_policy(current_principal().user_id, request.policy_id)
         self.model.detach_policy(request.policy_id, user_id=request.user_id, group_id=request.group_id)
+        log.info(
+            "policy %r detached from %r by %s",
+            request.policy_id,
+            request.user_id or request.group_id,
+            describe_caller(),
+        )
         return api.PolicyAttachmentResponse()
 
     def ListUserPolicies(
@@ -170,10 +191,10 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         self.grants.issue_key(current_principal().user_id, request.user_id)
         issued = self.model.create_credentials(request.user_id)
         log.info(
-            "access key %s issued to user %r by %r",
+            "access key %s issued to user %r by %s",
             issued.credential.access_key_id,
             request.user_id,
-            current_principal().user_id,
+            describe_caller(),
         )
         return api.CreateCredentialsResponse(
             credential=_credential_info(issued.credential), secret_access_key=issued.secret.get_secret_value()
@@ -189,7 +210,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         self, request: api.DeleteCredentialsRequest, context: grpc.ServicerContext
     ) -> api.DeleteCredentialsResponse:
         self.model.delete_credentials(request.user_id, request.access_key_id)
-        log.info("access key %s of user %r deleted", request.access_key_id, request.user_id)
+        log.info("access key %s of user %r deleted by %s", request.access_key_id, request.user_id, describe_caller())
         return api.DeleteCredentialsResponse()
 
     # decisions

@@ -59,12 +59,21 @@ GATEWAY_POLICY_SPEC = (
     [statement(pb.EFFECT_ALLOW, [a.CREATE_REPO, a.DELETE_REPO])],
 )
 # The REST API authenticates its callers itself and then names them to graveler as the authors
-# of pull requests, reviews and comments and the committers of merges. Only its own user may
-# name another user (literally, so no admin's `*` can submit approvals under many names).
+# of pull requests, reviews and comments and the committers of merges, and to auth as the user
+# its IAM calls are made for (services/auth/acting.py). Only its own user may name another user
+# (literally, so no admin's `*` can submit approvals or make IAM calls under many names).
 API_ACTOR_POLICY = "ApiActsForUsers"
 API_ACTOR_POLICY_SPEC = (
-    "the REST API: name the user it authenticated as the author of pull requests, reviews and comments",
+    "the REST API: name the user it authenticated as the author of pull requests, reviews and comments, "
+    "and as the caller of the IAM calls it makes for that user",
     [statement(pb.EFFECT_ALLOW, [a.ACT_FOR_USER], [a.user_resource("*")])],
+)
+# Repository settings through the REST API (GC rules, branch protection): it asks auth whether
+# its caller may change them, then calls graveler as itself, which must hold them too.
+API_SETTINGS_POLICY = "ApiRepoSettings"
+API_SETTINGS_POLICY_SPEC = (
+    "the REST API: change GC rules and branch protection on behalf of callers auth has authorized",
+    [statement(pb.EFFECT_ALLOW, [a.SET_GC_RULES, a.DELETE_GC_RULES, a.SET_BRANCH_PROTECTION])],
 )
 # Garbage collection (`silt gc run`, the GC CronJob) runs as its own user, not an admin: it
 # reads repositories (GetRepository; PrepareGC reads the retention rules itself) and exports a
@@ -102,6 +111,7 @@ SILT_POLICIES: dict[str, tuple[str, list[pb.Statement]]] = {
     GATEWAY_POLICY: GATEWAY_POLICY_SPEC,
     GC_POLICY: GC_POLICY_SPEC,
     API_ACTOR_POLICY: API_ACTOR_POLICY_SPEC,
+    API_SETTINGS_POLICY: API_SETTINGS_POLICY_SPEC,
     **dict(VERIFIER_POLICIES.values()),
 }
 PRESET_GROUPS: dict[str, tuple[str, str]] = {
@@ -147,7 +157,7 @@ def service_rights(service: str) -> tuple[list[str], list[str]]:
         return [], [GC_POLICY]
     if service == "api":
         # The REST API creates and deletes repositories for its callers as the gateway does.
-        return [SERVICES], [GATEWAY_POLICY, API_ACTOR_POLICY, *verifier]
+        return [SERVICES], [GATEWAY_POLICY, API_ACTOR_POLICY, API_SETTINGS_POLICY, *verifier]
     if service == "gateway":
         return [SERVICES], [GATEWAY_POLICY, *verifier]
     return [SERVICES], verifier

@@ -20,7 +20,7 @@ from services.graveler.compaction import CompactedState
 from services.graveler.deadline import Deadline
 from services.graveler.entries import Entries
 from services.graveler.history import find_merge_base
-from services.graveler.model import MERGE_STRATEGIES, CommitId, MergeStrategy
+from services.graveler.model import MERGE_STRATEGIES, RESERVED_METADATA_KEYS, CommitId, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page, delimiter_bytes, page_amount, paginate
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, Resolved, new_commit, set_tokens
 from services.graveler.staging import StagingStore, new_token
@@ -28,6 +28,20 @@ from services.graveler.updater import BranchUpdater, modify_branch
 from services.graveler.validation import validate_key
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
+
+# lakeFS's metadata keys on a cherry-picked commit: the commit it came from, and who picked it.
+CHERRY_PICK_ORIGIN_KEY = "cherry-pick-origin"
+CHERRY_PICK_COMMITTER_KEY = "cherry-pick-committer"
+
+
+@dataclass(frozen=True)
+class CherryPickOverrides:
+    """What a cherry-pick may change of the picked commit, and who the picker is named as."""
+
+    message: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    allow_empty: bool = False
+    picked_by: str = ""  # the user named as picker; the committer when empty
 
 
 @dataclass
@@ -214,6 +228,7 @@ class Branching:
         metadata: dict[str, str],
         committer: str,
         deadline: Deadline,
+        allow_empty: bool = False,
     ) -> MergeOutcome:
         """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
         target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
@@ -231,15 +246,33 @@ class Branching:
                 head.generation + 1,
             )
 
-        return self._combine(repo, branch_name, "reverting", plan, None, False, metadata, committer, deadline)
+        return self._combine(repo, branch_name, "reverting", plan, None, allow_empty, metadata, committer, deadline)
 
     def cherry_pick(
-        self, repo: RepoHandle, branch_name: str, ref: str, parent_number: int, committer: str, deadline: Deadline
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        ref: str,
+        parent_number: int,
+        committer: str,
+        deadline: Deadline,
+        pick: CherryPickOverrides | None = None,
     ) -> MergeOutcome:
-        """Apply a commit's change onto a branch: a three-way merge from its parent to it."""
+        """Apply a commit's change onto a branch: a three-way merge from its parent to it. The
+        new commit keeps the picked one's message and metadata (unless overridden), says where
+        it came from and who picked it, under lakeFS's keys, and is by the picker."""
+        pick = pick or CherryPickOverrides()
         target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
         parent = self._refs.get_commit(repo, _parent_of(target, parent_number))
-        metadata = {**target.metadata, "cherry-picked-from": target.id}
+        # What named the picked commit's own committer is not carried over: it is the picker's now.
+        kept = {k: v for k, v in target.metadata.items() if k not in RESERVED_METADATA_KEYS}
+        metadata = {
+            **kept,
+            **pick.metadata,
+            CHERRY_PICK_ORIGIN_KEY: target.id,
+            CHERRY_PICK_COMMITTER_KEY: pick.picked_by or committer,
+        }
+        message = pick.message or target.message
 
         def plan(dest: BranchRecord) -> Plan:
             head = self._refs.get_commit(repo, dest.branch.commit_id)
@@ -248,12 +281,12 @@ class Branching:
                 MetaRangeId(target.metarange_id),
                 MetaRangeId(head.metarange_id),
                 [CommitId(head.id)],
-                target.message,
+                message,
                 head.generation + 1,
             )
 
         return self._combine(
-            repo, branch_name, "cherry-picking", plan, None, False, metadata, committer or target.committer, deadline
+            repo, branch_name, "cherry-picking", plan, None, pick.allow_empty, metadata, committer, deadline
         )
 
     def _combine(

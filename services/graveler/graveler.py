@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import TypeVar
 
-from services.graveler.branching import Branching, MergeOutcome
+from services.graveler.branching import Branching, CherryPickOverrides, MergeOutcome
 from services.graveler.builder import InProcessBuilder, MetaRangeBuilder
 from services.graveler.cleanup import Cleaner
 from services.graveler.commits import Committer
@@ -42,6 +42,7 @@ from services.graveler.protection import Protection
 from services.graveler.pulls import PullRequests, Standing
 from services.graveler.refs import RefManager, RepoHandle, Resolved
 from services.graveler.refs import expr as refexpr
+from services.graveler.repo_metadata import RepositoryMetadata
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.updater import BranchUpdater, RetryPolicy
 from services.graveler.validation import validate_key, validate_prefix, validate_ref_name
@@ -113,6 +114,7 @@ class Graveler:
             self.refs, self.staging, committed, self.updater, self.entries, self.cleaner, self.compacted
         )
         self.protection = Protection(kv, self.updater, options.branch_cache_seconds, clock)
+        self.repo_metadata = RepositoryMetadata(kv, self.updater)
         self.pulls = PullRequests(self.refs, self.updater, self.branching, self.protection)
         self.lifecycle = Lifecycle(
             self.refs,
@@ -172,6 +174,12 @@ class Graveler:
         deadline.check(f"reading repository {name!r}")
         return self.refs.get_repository(name).record
 
+    def update_repository_metadata(
+        self, name: str, set_keys: dict[str, str], delete_keys: list[str], *, deadline: Deadline = NO_DEADLINE
+    ) -> pb.Repository:
+        deadline.check(f"updating the metadata of repository {name!r}")
+        return self.repo_metadata.update(name, set_keys, delete_keys, deadline)
+
     def list_repositories(
         self, after: str, amount: int, *, deadline: Deadline = NO_DEADLINE
     ) -> tuple[list[pb.Repository], bool]:
@@ -194,12 +202,14 @@ class Graveler:
     # --- branches ------------------------------------------------------------------------
 
     def create_branch(
-        self, repository: str, name: str, source_ref: str, *, deadline: Deadline = NO_DEADLINE
+        self, repository: str, name: str, source_ref: str, *, hidden: bool = False, deadline: Deadline = NO_DEADLINE
     ) -> pb.Branch:
         repo = self._repo(repository, deadline)
         validate_ref_name(name)
         source = self.refs.resolve(repo, source_ref or repo.record.default_branch)
-        branch = pb.Branch(name=name, commit_id=source.commit_id, staging_token=new_token(repo.partition, name))
+        branch = pb.Branch(
+            name=name, commit_id=source.commit_id, staging_token=new_token(repo.partition, name), hidden=hidden
+        )
         self.refs.create_branch(repo, branch)
         return branch
 
@@ -463,13 +473,14 @@ class Graveler:
         metadata: dict[str, str] | None = None,
         committer: str = "",
         *,
+        allow_empty: bool = False,
         deadline: Deadline = NO_DEADLINE,
     ) -> MergeOutcome:
         """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, "revert")
         return self.branching.revert(
-            repo, branch_name, ref, parent_number, message, dict(metadata or {}), committer, deadline
+            repo, branch_name, ref, parent_number, message, dict(metadata or {}), committer, deadline, allow_empty
         )
 
     def cherry_pick(
@@ -480,12 +491,13 @@ class Graveler:
         parent_number: int = 0,
         committer: str = "",
         *,
+        pick: CherryPickOverrides | None = None,
         deadline: Deadline = NO_DEADLINE,
     ) -> MergeOutcome:
         """Apply a commit's change onto a branch: a three-way merge from its parent to it."""
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, "cherry-pick")
-        return self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline)
+        return self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline, pick)
 
     # --- branch protection ---------------------------------------------------------------
 

@@ -19,3 +19,9 @@ MergeStrategy = Literal["fail", "source-wins", "dest-wins"]
 MERGE_STRATEGIES: tuple[MergeStrategy, ...] = ("fail", "source-wins", "dest-wins")
 
 __all__ = ["MERGE_STRATEGIES", "CommitId", "DifferenceKind", "MergeStrategy", "MetaRangeId", "RefKind", "StagingToken"]
+
+
+# A committer name a caller asked for that is not the authenticated caller, kept in a commit's
+# metadata under this key (services/graveler/server.py); only graveler writes it.
+REQUESTED_COMMITTER_KEY = "silt.requested-committer"
+RESERVED_METADATA_KEYS = frozenset({REQUESTED_COMMITTER_KEY})

@@ -34,6 +34,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "CreateRepository": (CREATE_REPO, "name"),
     "GetRepository": (READ_REPO, "name"),
     "DeleteRepository": (DELETE_REPO, "name"),
+    # lakeFS's repository metadata: free-form labels, changed by those who write the repository.
+    "UpdateRepositoryMetadata": (WRITE_REPO, "repository"),
     "CreateBranch": (WRITE_REPO, "repository"),
     "GetBranch": (READ_REPO, "repository"),
     "ListBranches": (READ_REPO, "repository"),

@@ -12,7 +12,7 @@ import grpc
 from grpc_health.v1.health import HealthServicer
 
 from services.graveler import retention, telemetry
-from services.graveler.branching import MergeOutcome
+from services.graveler.branching import CherryPickOverrides, MergeOutcome
 from services.graveler.builder import ProcessPoolBuilder
 from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.diff import Difference
@@ -21,7 +21,7 @@ from services.graveler.committed.model import Record
 from services.graveler.deadline import Deadline
 from services.graveler.entries import Condition
 from services.graveler.graveler import Graveler, GravelerOptions
-from services.graveler.model import DifferenceKind, MergeStrategy
+from services.graveler.model import REQUESTED_COMMITTER_KEY, DifferenceKind, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import RULES, TABLE
 from services.graveler.sensor import Sensor, Thresholds, Trigger
@@ -49,12 +49,17 @@ log = logging.getLogger(__name__)
 CLEANER_INTERVAL_SECONDS = 60.0
 
 
+def _branch_info(branch: pb.Branch) -> api.BranchInfo:
+    return api.BranchInfo(name=branch.name, commit_id=branch.commit_id, hidden=branch.hidden)
+
+
 def _repo_info(record: pb.Repository) -> api.RepositoryInfo:
     return api.RepositoryInfo(
         name=record.name,
         storage_namespace=record.storage_namespace,
         default_branch=record.default_branch,
         creation_date=record.creation_date,
+        metadata=dict(record.metadata),
     )
 
 
@@ -74,9 +79,6 @@ def _commit_info(commit: pb.Commit) -> api.CommitInfo:
 def _deadline(context: grpc.ServicerContext) -> Deadline:
     """The call's deadline, and whether its client still waits: engine work stops when it no longer does."""
     return Deadline.after(context.time_remaining(), is_active=context.is_active)
-
-
-REQUESTED_COMMITTER_KEY = "silt.requested-committer"
 
 
 def _committer(requested: str) -> str:
@@ -155,22 +157,30 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         self.g.delete_repository(request.name, deadline=_deadline(context))
         return api.DeleteRepositoryResponse()
 
+    def UpdateRepositoryMetadata(
+        self, request: api.UpdateRepositoryMetadataRequest, context: grpc.ServicerContext
+    ) -> api.RepositoryInfo:
+        record = self.g.update_repository_metadata(
+            request.repository, dict(request.set), list(request.delete), deadline=_deadline(context)
+        )
+        return _repo_info(record)
+
     # branches
     def CreateBranch(self, request: api.CreateBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
-        branch = self.g.create_branch(request.repository, request.name, request.source_ref, deadline=_deadline(context))
-        return api.BranchInfo(name=branch.name, commit_id=branch.commit_id)
+        branch = self.g.create_branch(
+            request.repository, request.name, request.source_ref, hidden=request.hidden, deadline=_deadline(context)
+        )
+        return _branch_info(branch)
 
     def GetBranch(self, request: api.GetBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
         branch = self.g.get_branch(request.repository, request.name, deadline=_deadline(context))
-        return api.BranchInfo(name=branch.name, commit_id=branch.commit_id)
+        return _branch_info(branch)
 
     def ListBranches(self, request: api.ListBranchesRequest, context: grpc.ServicerContext) -> api.ListBranchesResponse:
         branches, more = self.g.list_branches(
             request.repository, request.after, request.amount, deadline=_deadline(context)
         )
-        return api.ListBranchesResponse(
-            branches=[api.BranchInfo(name=b.name, commit_id=b.commit_id) for b in branches], has_more=more
-        )
+        return api.ListBranchesResponse(branches=[_branch_info(b) for b in branches], has_more=more)
 
     def DeleteBranch(self, request: api.DeleteBranchRequest, context: grpc.ServicerContext) -> api.DeleteBranchResponse:
         self.g.delete_branch(request.repository, request.name, deadline=_deadline(context))
@@ -338,17 +348,26 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             request.message,
             _labelled(dict(request.metadata), request.committer),
             _committer(request.committer),
+            allow_empty=request.allow_empty,
             deadline=_deadline(context),
         )
         return _merge_response(outcome)
 
     def CherryPick(self, request: api.CherryPickRequest, context: grpc.ServicerContext) -> api.MergeResponse:
+        picked_by, _ = self._user(request.committer)
+        pick = CherryPickOverrides(
+            message=request.message,
+            metadata=_labelled(dict(request.metadata), request.committer),
+            allow_empty=request.allow_empty,
+            picked_by=picked_by,
+        )
         outcome = self.g.cherry_pick(
             request.repository,
             request.branch,
             request.ref,
             request.parent_number,
             _committer(request.committer),
+            pick=pick,
             deadline=_deadline(context),
         )
         return _merge_response(outcome)
@@ -365,7 +384,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             hard_ref=request.hard_ref if target == "hard_ref" else None,
             deadline=_deadline(context),
         )
-        return api.ResetBranchResponse(branch=api.BranchInfo(name=branch.name, commit_id=branch.commit_id))
+        return api.ResetBranchResponse(branch=_branch_info(branch))
 
     def FindMergeBase(
         self, request: api.FindMergeBaseRequest, context: grpc.ServicerContext

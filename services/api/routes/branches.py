@@ -1,73 +1,62 @@
-"""Branches: list, create, get, delete, commit, uncommitted changes, reset."""
+"""Branches: list, create, get, delete, commit, uncommitted changes, reset, revert, cherry-pick."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from lakefs_sdk.models import BranchCreation, CommitCreation, DiffList, RefList, ResetCreation
+from lakefs_sdk.models import (
+    BranchCreation,
+    CherryPickCreation,
+    CommitCreation,
+    DiffList,
+    ResetCreation,
+    RevertCreation,
+)
 
 from services.api import convert
 from services.api.bodies import json_body
 from services.api.context import Ctx
-from services.api.errors import bad_request
+from services.api.errors import ApiError, bad_request
 from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from services.api.refs_listing import Named, list_refs
+from services.api.refs_merge import commit_of, conflict_message, lakefs_call
 from services.api.responses import model_response, no_content, text_response
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.paging import MAX_PAGE
 
 router = APIRouter()
 
 BRANCHES = "/repositories/{repository}/branches"
 BRANCH = BRANCHES + "/{branch}"
-# A listing with a prefix stops after this many branches examined (bounded work per call).
-MAX_EXAMINED = 10 * MAX_PAGE
 
 
 @router.get(BRANCHES)
 async def list_branches(
-    ctx: Ctx, repository: str, prefix: Prefix = "", after: After = "", amount: Amount = 100
+    ctx: Ctx,
+    repository: str,
+    prefix: Prefix = "",
+    after: After = "",
+    amount: Amount = 100,
+    show_hidden: bool = False,
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
-    size = page_size(amount)
-    cursor = max(after, prefix[:-1])
-    found: list[api.BranchInfo] = []
-    examined = 0
-    exhausted = False
-    while len(found) <= size and examined < MAX_EXAMINED and not exhausted:
-        # With a prefix, names before it are skipped: ask for full pages to pass them quickly.
-        want = MAX_PAGE if prefix else size + 1
+
+    async def fetch(cursor: str, want: int) -> tuple[list[Named], bool]:
         request = api.ListBranchesRequest(repository=repository, after=cursor, amount=want)
         reply = await ctx.call(ctx.backend.graveler.ListBranches, request)
-        exhausted = not reply.has_more
-        for info in reply.branches:
-            if not info.name.startswith(prefix) and info.name > prefix:
-                exhausted = True  # past every name with the prefix
-                break
-            # Every name seen moves the cursor and counts, even one skipped before the prefix:
-            # otherwise the next call would ask for the same page again, until the deadline.
-            examined += 1
-            cursor = info.name
-            if info.name.startswith(prefix):
-                found.append(info)
-    page = found[:size]
-    has_more = len(found) > size or not exhausted
-    next_offset = page[-1].name if len(found) > size else cursor
-    body = RefList(
-        pagination=pagination(has_more, next_offset, len(page), size),
-        results=[convert.ref(b.name, b.commit_id) for b in page],
-    )
-    return model_response(body)
+        return [Named(b.name, b.commit_id, b.hidden) for b in reply.branches], reply.has_more
+
+    return model_response(await list_refs(fetch, prefix, after, page_size(amount), show_hidden))
 
 
 @router.post(BRANCHES, status_code=201)
 async def create_branch(ctx: Ctx, request: Request, repository: str) -> Response:
     body = await json_body(request, BranchCreation)
     await ctx.authorize(WRITE_REPO, repository)
-    if body.hidden:
-        raise bad_request("hidden branches are not supported")
-    created = api.CreateBranchRequest(repository=repository, name=body.name, source_ref=body.source)
+    created = api.CreateBranchRequest(
+        repository=repository, name=body.name, source_ref=body.source, hidden=bool(body.hidden)
+    )
     info = await ctx.call(ctx.backend.graveler.CreateBranch, created)
     # lakeFS answers the new branch's commit id as text.
     return text_response(info.commit_id, 201)
@@ -102,7 +91,7 @@ async def commit(ctx: Ctx, request: Request, repository: str, branch: str) -> Re
         committer=ctx.caller.user_id,
         allow_empty=bool(body.allow_empty),
     )
-    info = await ctx.call(ctx.backend.graveler.Commit, created)
+    info = await lakefs_call(ctx.call(ctx.backend.graveler.Commit, created))
     return model_response(convert.commit(info, await ctx.backend.own_user_id()), 201)
 
 
@@ -125,7 +114,7 @@ async def diff_branch(
     items = list(reply.items)
     body = DiffList(
         pagination=pagination(reply.has_more, items[-1].key if items else "", len(items), size),
-        results=[convert.diff(i) for i in items],
+        results=[convert.diff(i, uncommitted=True) for i in items],
     )
     return model_response(body)
 
@@ -145,3 +134,51 @@ async def reset_branch(ctx: Ctx, request: Request, repository: str, branch: str)
         reset.prefix = body.path
     await ctx.call(ctx.backend.graveler.ResetBranch, reset)
     return no_content()
+
+
+@router.post(BRANCH + "/revert", status_code=204)
+async def revert_branch(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
+    body = await json_body(request, RevertCreation)
+    await ctx.authorize(WRITE_REPO, repository)
+    # `force`, as everywhere in lakeFS, is for read-only repositories, which Silt does not have.
+    target = await commit_of(ctx, repository, body.ref, body.parent_number, merge_needs=409)
+    overrides = body.commit_overrides
+    revert = api.RevertRequest(
+        repository=repository,
+        branch=branch,
+        ref=target,
+        parent_number=body.parent_number,
+        # lakeFS's message names the ref as given; overrides replace message and metadata.
+        message=(overrides.message if overrides and overrides.message else "") or f"Revert {body.ref}",
+        metadata=(overrides.metadata if overrides and overrides.metadata is not None else {}),
+        committer=ctx.caller.user_id,
+        allow_empty=bool(body.allow_empty),
+    )
+    reply = await lakefs_call(ctx.call(ctx.backend.graveler.Revert, revert))
+    if not reply.HasField("commit"):
+        raise ApiError(409, conflict_message(reply))
+    return no_content()
+
+
+@router.post(BRANCH + "/cherry-pick", status_code=201)
+async def cherry_pick(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
+    body = await json_body(request, CherryPickCreation)
+    await ctx.authorize(WRITE_REPO, repository)
+    if body.parent_number is not None and body.parent_number < 1:
+        raise bad_request("parent_number must be 1 or more")
+    target = await commit_of(ctx, repository, body.ref, body.parent_number, merge_needs=400)
+    overrides = body.commit_overrides
+    pick = api.CherryPickRequest(
+        repository=repository,
+        branch=branch,
+        ref=target,
+        parent_number=body.parent_number or 0,
+        committer=ctx.caller.user_id,
+        # Overrides replace the message and are set over the picked commit's metadata.
+        message=(overrides.message or "") if overrides else "",
+        metadata=(overrides.metadata or {}) if overrides else {},
+    )
+    reply = await lakefs_call(ctx.call(ctx.backend.graveler.CherryPick, pick))
+    if not reply.HasField("commit"):
+        raise ApiError(409, conflict_message(reply))
+    return model_response(convert.commit(reply.commit, await ctx.backend.own_user_id()), 201)

@@ -1,7 +1,366 @@
-"""(being written)"""
+"""Objects: get (with Range), head, stat, list, upload, delete, bulk delete, copy, user metadata.
+
+Bytes go straight between the client and the block adapter, as in the S3 gateway, and are laid
+out as the gateway lays them out (silt/objects.py): an object uploaded here is read over S3 and
+the other way round. Only metadata goes through graveler.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, BinaryIO
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from lakefs_sdk.models import (
+    ObjectCopyCreation,
+    ObjectError,
+    ObjectErrorList,
+    ObjectStatsList,
+    PathList,
+    UpdateObjectUserMetadata,
+)
+
+from services.api.backend import Backend
+from services.api.bodies import json_body
+from services.api.context import Ctx
+from services.api.errors import ApiError, bad_request, from_silt
+from services.api.objects_ranges import RangeNotSatisfiable, parse_range
+from services.api.objects_stats import common_prefix, object_headers, object_stats
+from services.api.objects_write import (
+    SMALL_BODY,
+    checked_path,
+    checked_user_metadata,
+    ensure_branch,
+    header_metadata,
+    now,
+    receive,
+    stage_new_bytes,
+    typed_call,
+)
+from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from services.api.responses import model_response, no_content
+from silt.actions import READ_REPO, WRITE_REPO
+from silt.block import CHUNK_SIZE
+from silt.errors import FailedPrecondition, NotFound, SiltError
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
+from silt.objects import new_physical_address, split_address, with_user_metadata
 
 router = APIRouter()
+
+REF_OBJECTS = "/repositories/{repository}/refs/{ref}/objects"
+BRANCH_OBJECTS = "/repositories/{repository}/branches/{branch}/objects"
+# lakeFS's cap on one bulk delete.
+MAX_DELETE_PATHS = 1000
+# Paths of one bulk delete deleted at the same time (each is one graveler call).
+DELETE_CONCURRENCY = 16
+
+# Checked by checked_path (bytes, not characters, and a message that names the parameter).
+ObjectPath = Annotated[str | None, Query(description="the object's path in the ref")]
+Delimiter = Annotated[str, Query(max_length=MAX_TOKEN, description="group paths by this delimiter")]
+
+
+async def _entry(ctx: Ctx, repository: str, ref: str, path: str | None) -> pb.Entry:
+    request = api.StatEntryRequest(repository=repository, ref=ref, key=checked_path(path))
+    info = await ctx.call(ctx.backend.graveler.StatEntry, request)
+    return info.entry
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def _range_refused(size: int, message: str) -> Response:
+    return JSONResponse({"message": message}, status_code=416, headers={"Content-Range": f"bytes */{size}"})
+
+
+def _byte_range(request: Request, size: int) -> tuple[int, int] | None:
+    header = request.headers.get("range")
+    return None if header is None else parse_range(header, size)
+
+
+async def _stream(backend: Backend, reader: BinaryIO) -> AsyncIterator[bytes]:
+    try:
+        while data := await backend.run(reader.read, CHUNK_SIZE):
+            yield data
+    finally:
+        await backend.run(reader.close)
+
+
+def _read_whole(adapter: Any, namespace: str, address: str, byte_range: tuple[int, int] | None) -> bytes:
+    """A small object (or range) in one piece: one worker-thread trip instead of three."""
+    if byte_range is None:
+        reader = adapter.get(namespace, address)
+    else:
+        reader = adapter.get_range(namespace, address, *byte_range)
+    with reader:
+        data: bytes = reader.read()
+        return data
+
+
+@router.get(REF_OBJECTS)
+async def get_object(
+    ctx: Ctx, request: Request, repository: str, ref: str, path: ObjectPath = None, presign: bool = False
+) -> Response:
+    # presign: pre_sign_support is false in /config; the bytes are served here instead.
+    await ctx.authorize(READ_REPO, repository)
+    entry = await _entry(ctx, repository, ref, path)
+    headers = object_headers(entry)
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None and if_none_match.strip().strip('"') == entry.etag.strip('"'):
+        return Response(status_code=304, headers={"ETag": headers["ETag"]})
+    try:
+        byte_range = _byte_range(request, entry.size)
+    except RangeNotSatisfiable as exc:
+        return _range_refused(entry.size, str(exc))
+    status, length = 200, entry.size
+    if byte_range is not None:
+        status, length = 206, byte_range[1] - byte_range[0] + 1
+        headers["Content-Range"] = f"bytes {byte_range[0]}-{byte_range[1]}/{entry.size}"
+    headers["Content-Length"] = str(length)
+    if length == 0:
+        return Response(b"", status_code=status, headers=headers)
+    backend = ctx.backend
+    namespace, address = split_address(await backend.namespace(repository, ctx.deadline), entry.physical_address)
+    if length <= SMALL_BODY:
+        data = await backend.run(_read_whole, backend.adapter, namespace, address, byte_range)
+        return Response(data, status_code=status, headers=headers)
+    if byte_range is None:
+        reader = await backend.run(backend.adapter.get, namespace, address)
+    else:
+        reader = await backend.run(backend.adapter.get_range, namespace, address, *byte_range)
+    return StreamingResponse(_stream(backend, reader), status_code=status, headers=headers)
+
+
+@router.head(REF_OBJECTS)
+async def head_object(ctx: Ctx, request: Request, repository: str, ref: str, path: ObjectPath = None) -> Response:
+    await ctx.authorize(READ_REPO, repository)
+    entry = await _entry(ctx, repository, ref, path)
+    headers = object_headers(entry)
+    try:
+        byte_range = _byte_range(request, entry.size)
+    except RangeNotSatisfiable:
+        return Response(status_code=416, headers={"Content-Range": f"bytes */{entry.size}"})
+    if byte_range is None:
+        headers["Content-Length"] = str(entry.size)
+        return Response(status_code=200, headers=headers)
+    headers["Content-Range"] = f"bytes {byte_range[0]}-{byte_range[1]}/{entry.size}"
+    headers["Content-Length"] = str(byte_range[1] - byte_range[0] + 1)
+    return Response(status_code=206, headers=headers)
+
+
+@router.get(REF_OBJECTS + "/stat")
+async def stat_object(
+    ctx: Ctx, repository: str, ref: str, path: ObjectPath = None, user_metadata: bool = True, presign: bool = False
+) -> Response:
+    await ctx.authorize(READ_REPO, repository)
+    entry = await _entry(ctx, repository, ref, path)
+    namespace = await ctx.backend.namespace(repository, ctx.deadline)
+    return model_response(object_stats(checked_path(path), entry, namespace, user_metadata))
+
+
+@router.get(REF_OBJECTS + "/ls")
+async def list_objects(
+    ctx: Ctx,
+    repository: str,
+    ref: str,
+    prefix: Prefix = "",
+    after: After = "",
+    amount: Amount = 100,
+    delimiter: Delimiter = "",
+    user_metadata: bool = True,
+    presign: bool = False,
+) -> Response:
+    await ctx.authorize(READ_REPO, repository)
+    size = page_size(amount)
+    namespace = await ctx.backend.namespace(repository, ctx.deadline)
+    request = api.ListEntriesRequest(
+        repository=repository, ref=ref, prefix=prefix, delimiter=delimiter, after=after, amount=size
+    )
+    reply = await ctx.call(ctx.backend.graveler.ListEntries, request)
+    items = list(reply.items)
+    results = [
+        common_prefix(item.key) if item.common_prefix else object_stats(item.key, item.entry, namespace, user_metadata)
+        for item in items
+    ]
+    if not user_metadata:
+        for row in results:
+            row.metadata = None  # lakeFS leaves it out of listings when not asked for
+    # A page that says "more" must name where they start, or clients ask for it forever.
+    has_more = reply.has_more and bool(items)
+    body = ObjectStatsList(
+        pagination=pagination(has_more, items[-1].key if items else "", len(items), size), results=results
+    )
+    return model_response(body)
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+@router.post(BRANCH_OBJECTS, status_code=201)
+async def upload_object(
+    ctx: Ctx,
+    request: Request,
+    repository: str,
+    branch: str,
+    path: ObjectPath = None,
+    force: bool = False,
+    storage_class: Annotated[str | None, Query(alias="storageClass", max_length=64)] = None,
+) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)
+    key = checked_path(path)
+    metadata = header_metadata(request.headers)  # refused before any byte is written
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None and if_none_match.strip() != "*":
+        raise ApiError(501, "If-None-Match on an upload takes only *")
+    if_match = (request.headers.get("if-match") or "").strip().strip('"')
+    backend = ctx.backend
+    namespace = await backend.namespace(repository, ctx.deadline)
+    await ensure_branch(ctx, repository, branch)
+    if if_none_match is not None and await _exists(ctx, repository, branch, key):
+        raise ApiError(412, "path already exists")  # before the body is read; graveler checks again
+    address = new_physical_address()
+    try:
+        received = await receive(backend, request, namespace, address)
+    except ApiError as exc:
+        if exc.status not in (408, 413):
+            raise
+        # The rest of the body is not read: the connection cannot carry another request.
+        return JSONResponse({"message": exc.message}, status_code=exc.status, headers={"Connection": "close"})
+    entry = pb.Entry(
+        physical_address=address,
+        size=received.size,
+        etag=received.etag,
+        last_modified=now(),
+        content_type=received.content_type,
+        metadata=with_user_metadata({}, metadata),
+    )
+    staged = api.StageEntryRequest(
+        repository=repository,
+        branch=branch,
+        key=key,
+        entry=entry,
+        if_absent=if_none_match is not None,
+        if_match_etag=if_match,
+    )
+    await stage_new_bytes(ctx, staged, namespace)
+    return model_response(object_stats(key, entry, namespace), 201)
+
+
+async def _exists(ctx: Ctx, repository: str, branch: str, key: str) -> bool:
+    request = api.StatEntryRequest(repository=repository, ref=branch, key=key)
+    try:
+        await typed_call(ctx, ctx.backend.graveler.StatEntry, request)
+    except NotFound as exc:
+        if exc.what not in (None, "object"):
+            raise
+        return False
+    return True
+
+
+async def _delete(ctx: Ctx, repository: str, branch: str, key: str) -> None:
+    request = api.DeleteEntryRequest(repository=repository, branch=branch, key=key)
+    try:
+        await typed_call(ctx, ctx.backend.graveler.DeleteEntry, request)
+    except NotFound as exc:
+        if exc.what != "object":
+            raise
+        # Deleting a missing object succeeds, as in lakeFS and S3 (a missing branch does not).
+
+
+@router.delete(BRANCH_OBJECTS, status_code=204)
+async def delete_object(
+    ctx: Ctx,
+    repository: str,
+    branch: str,
+    path: ObjectPath = None,
+    force: bool = False,
+    no_tombstone: bool = False,
+) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)
+    key = checked_path(path)
+    await ensure_branch(ctx, repository, branch)
+    await _delete(ctx, repository, branch, key)
+    return no_content()
+
+
+@router.post(BRANCH_OBJECTS + "/delete")
+async def delete_objects(
+    ctx: Ctx, request: Request, repository: str, branch: str, force: bool = False, no_tombstone: bool = False
+) -> Response:
+    body = await json_body(request, PathList)
+    if len(body.paths) > MAX_DELETE_PATHS:
+        raise bad_request(f"a bulk delete takes at most {MAX_DELETE_PATHS} paths; {len(body.paths)} were given")
+    await ctx.authorize(WRITE_REPO, repository)
+    await ensure_branch(ctx, repository, branch)
+    limit = asyncio.Semaphore(DELETE_CONCURRENCY)
+
+    async def delete_one(path: str) -> ObjectError | None:
+        if not path:
+            return None  # the branch itself (Spark deletes "main/"): nothing to delete, as lakeFS answers
+        try:
+            async with limit:
+                await _delete(ctx, repository, branch, checked_path(path))
+        except (ApiError, SiltError) as exc:
+            error = exc if isinstance(exc, ApiError) else from_silt(exc)
+            if error.status >= 500:
+                raise
+            return ObjectError(status_code=error.status, message=error.message, path=path)
+        return None
+
+    # A TaskGroup: an unavailable graveler fails the whole request and cancels what is left.
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(delete_one(path)) for path in body.paths]
+    except* Exception as failed:
+        raise failed.exceptions[0] from None
+    errors = [error for task in tasks if (error := task.result()) is not None]
+    return model_response(ObjectErrorList(errors=errors))
+
+
+@router.post(BRANCH_OBJECTS + "/copy", status_code=201)
+async def copy_object(
+    ctx: Ctx, request: Request, repository: str, branch: str, dest_path: ObjectPath = None
+) -> Response:
+    body = await json_body(request, ObjectCopyCreation)
+    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(WRITE_REPO, repository)
+    destination = checked_path(dest_path, "dest_path")
+    source_ref = body.src_ref or branch
+    namespace = await ctx.backend.namespace(repository, ctx.deadline)
+    await ensure_branch(ctx, repository, branch)
+    source = await _entry(ctx, repository, source_ref, checked_path(body.src_path, "src_path"))
+    # Within one repository the copy shares the source's bytes, as the gateway's CopyObject
+    # does: bytes are immutable, and garbage collection keeps them while any entry refers to them.
+    entry = pb.Entry()
+    entry.CopyFrom(source)
+    entry.last_modified.CopyFrom(now())
+    staged = api.StageEntryRequest(repository=repository, branch=branch, key=destination, entry=entry)
+    await ctx.call(ctx.backend.graveler.StageEntry, staged)
+    return model_response(object_stats(destination, entry, namespace), 201)
+
+
+@router.put(BRANCH_OBJECTS + "/stat/user_metadata", status_code=204)
+async def update_object_user_metadata(
+    ctx: Ctx, request: Request, repository: str, branch: str, path: ObjectPath = None
+) -> Response:
+    body = await json_body(request, UpdateObjectUserMetadata)
+    await ctx.authorize(WRITE_REPO, repository)
+    key = checked_path(path)
+    metadata = checked_user_metadata(dict(body.set))
+    await ensure_branch(ctx, repository, branch)
+    current = await _entry(ctx, repository, branch, key)
+    entry = pb.Entry()
+    entry.CopyFrom(current)
+    entry.ClearField("metadata")
+    entry.metadata.update(with_user_metadata(current.metadata, metadata))
+    # Only over the version just read: an upload landing meanwhile is not replaced by old bytes.
+    staged = api.StageEntryRequest(
+        repository=repository, branch=branch, key=key, entry=entry, if_match_etag=current.etag.strip('"') or "*"
+    )
+    try:
+        await typed_call(ctx, ctx.backend.graveler.StageEntry, staged)
+    except FailedPrecondition:
+        raise ApiError(409, "the object changed while its metadata was updated; try again") from None
+    return no_content()

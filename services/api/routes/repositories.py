@@ -1,19 +1,20 @@
-"""Repositories: list, create, get, delete, metadata."""
+"""Repositories: list, create, get, delete, metadata (labels kept on graveler's repository record)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from lakefs_sdk.models import RepositoryCreation, RepositoryList
+from fastapi.responses import JSONResponse
+from lakefs_sdk.models import RepositoryCreation, RepositoryList, RepositoryMetadataKeys, RepositoryMetadataSet
 
 from services.api import convert
-from services.api.bodies import json_object, validate
-from services.api.context import Ctx
+from services.api.bodies import json_body, json_object, validate
+from services.api.context import Context, Ctx
 from services.api.errors import ApiError
 from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
 from services.api.responses import model_response, no_content
-from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO
+from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.paging import MAX_PAGE
 
@@ -66,6 +67,16 @@ async def list_repositories(
     return model_response(body)
 
 
+async def _refuse_existing(ctx: Context, name: str) -> None:
+    try:
+        await ctx.call(ctx.backend.graveler.GetRepository, api.GetRepositoryRequest(name=name))
+    except ApiError as exc:
+        if exc.status == 404:
+            return
+        raise
+    raise ApiError(409, f"repository {name!r} already exists")
+
+
 @router.post("/repositories", status_code=201)
 async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> Response:
     data = await json_object(request, request.app.state.max_body_bytes)
@@ -77,6 +88,9 @@ async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> R
     body = validate(RepositoryCreation, data)
     await ctx.authorize(CREATE_REPO, body.name)
     if body.read_only or body.sample_data or body.storage_id:
+        # An existing name is a conflict whatever was asked for (lakeFS's `exist_ok` callers
+        # send sample_data and expect 409 for a repository that is there).
+        await _refuse_existing(ctx, body.name)
         raise ApiError(400, "read-only repositories, sample data and storage ids are not supported")
     request_pb = api.CreateRepositoryRequest(
         name=body.name,
@@ -105,8 +119,30 @@ async def delete_repository(ctx: Ctx, repository: str) -> Response:
     return no_content()
 
 
-@router.get("/repositories/{repository}/metadata")
+METADATA = "/repositories/{repository}/metadata"
+
+
+@router.get(METADATA)
 async def get_repository_metadata(ctx: Ctx, repository: str) -> Response:
-    # Graveler keeps no free-form repository metadata yet: an existing repository has none.
-    await get_info(ctx, repository)
-    return Response("{}", media_type="application/json")
+    info = await get_info(ctx, repository)
+    return JSONResponse(dict(sorted(info.metadata.items())))
+
+
+@router.post(METADATA, status_code=204)
+async def set_repository_metadata(ctx: Ctx, request: Request, repository: str) -> Response:
+    """Add or replace the given keys, keeping the others (lakeFS)."""
+    body = await json_body(request, RepositoryMetadataSet)
+    await ctx.authorize(WRITE_REPO, repository)
+    update = api.UpdateRepositoryMetadataRequest(repository=repository, set=body.metadata)
+    await ctx.call(ctx.backend.graveler.UpdateRepositoryMetadata, update)
+    return no_content()
+
+
+@router.delete(METADATA, status_code=204)
+async def delete_repository_metadata(ctx: Ctx, request: Request, repository: str) -> Response:
+    """Remove the given keys; absent ones are no error (lakeFS)."""
+    body = await json_body(request, RepositoryMetadataKeys)
+    await ctx.authorize(WRITE_REPO, repository)
+    update = api.UpdateRepositoryMetadataRequest(repository=repository, delete=body.keys)
+    await ctx.call(ctx.backend.graveler.UpdateRepositoryMetadata, update)
+    return no_content()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +18,11 @@ from silt.actions import READ_REPO, WRITE_REPO
 from silt.config import S3GatewayConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.objects import MAX_USER_METADATA_BYTES, USER_METADATA_PREFIX
+
+# Shared with the REST API (one layout of objects in a namespace); operations import them from here.
+from silt.objects import new_physical_address as new_physical_address
+from silt.objects import split_address as split_address
 
 XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
 XML_DECL = '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -91,24 +95,7 @@ def quoted_etag(etag: str) -> str:
     return f'"{etag}"'
 
 
-def new_physical_address() -> str:
-    # Never reused: an object's bytes are immutable once staged, so readers of older commits keep theirs.
-    return f"data/{uuid.uuid4().hex}"
-
-
-def split_address(namespace: str, physical_address: str) -> tuple[str, str]:
-    """(namespace, key) for the block adapter: addresses are relative to the namespace unless a full URI."""
-    if "://" in physical_address:
-        scheme, _, rest = physical_address.partition("://")
-        root, _, key = rest.partition("/")
-        return f"{scheme}://{root}", key
-    return namespace, physical_address
-
-
-# S3's limit on user-defined metadata: the bytes of every x-amz-meta-* name (without the
-# prefix) and value, added up. Entries carry it into every listing page and commit.
-MAX_USER_METADATA_BYTES = 2048
-_META_PREFIX = "x-amz-meta-"
+_META_PREFIX = USER_METADATA_PREFIX
 
 
 def user_metadata(request: Request) -> dict[str, str]:

@@ -57,7 +57,9 @@ def test_a_body_over_the_limit_is_413(api: Api) -> None:
     "query", ["amount=1000000000", "amount=1001", "amount=-2", "amount=ten", "after=" + "a" * 2000]
 )
 def test_paging_parameters_out_of_range_are_400(api: Api, query: str) -> None:
-    assert "invalid parameters" in _error(api.request("GET", f"/repositories?{query}"), 400)
+    message = _error(api.request("GET", f"/repositories?{query}"), 400)
+    # The message names the parameter.
+    assert message.startswith(f"invalid parameters: {query.partition('=')[0]}: "), message
 
 
 def test_unknown_things_are_404(api: Api, repo: str) -> None:

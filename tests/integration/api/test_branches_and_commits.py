@@ -38,6 +38,22 @@ def test_branch_create_list_get_delete(client: lakefs_sdk.ApiClient, repo: str) 
     with pytest.raises(ApiException) as gone:
         branches.get_branch(repo, "feature-1")
     assert gone.value.status == 404
+
+
+def test_hidden_branches_are_listed_only_when_asked_for(client: lakefs_sdk.ApiClient, repo: str, s3: Any) -> None:
+    """lakeFS's hidden branches (the `lakefs` client's transactions use them): usable by name,
+    left out of listings unless `show_hidden`."""
+    branches = lakefs_sdk.BranchesApi(client)
+    branches.create_branch(repo, lakefs_sdk.BranchCreation(name="tx-1", source="main", hidden=True))
+    branches.create_branch(repo, lakefs_sdk.BranchCreation(name="visible", source="main"))
+    assert [r.id for r in branches.list_branches(repo).results] == ["main", "visible"]
+    assert [r.id for r in branches.list_branches(repo, show_hidden=True).results] == ["main", "tx-1", "visible"]
+    # A page that holds only hidden names still moves the cursor past them.
+    first = branches.list_branches(repo, amount=1, after="main")
+    assert [r.id for r in first.results] == ["visible"]
+    s3.put_object(Bucket=repo, Key="tx-1/a", Body=b"x")
+    commit = lakefs_sdk.CommitsApi(client).commit(repo, "tx-1", lakefs_sdk.CommitCreation(message="in tx"))
+    assert branches.get_branch(repo, "tx-1").commit_id == commit.id
     with pytest.raises(ApiException) as unknown_source:
         branches.create_branch(repo, lakefs_sdk.BranchCreation(name="x1", source="no-such-ref"))
     assert unknown_source.value.status == 404
@@ -70,8 +86,13 @@ def test_diff_commit_log_and_get_commit(client: lakefs_sdk.ApiClient, s3: Any, r
     assert commits.get_commit(repo, "main~1").message == "Repository created"
     with pytest.raises(ApiException) as no_changes:
         commits.commit(repo, "main", lakefs_sdk.CommitCreation(message="empty"))
-    assert no_changes.value.status == 400
+    assert no_changes.value.status == 400 and "no changes" in str(no_changes.value.body)
     empty = commits.commit(repo, "main", lakefs_sdk.CommitCreation(message="empty", allow_empty=True))
+    # An uncommitted deletion is a marker of size 0 (lakeFS's client tests check it).
+    s3.delete_object(Bucket=repo, Key="main/b.txt")
+    removed = branches.diff_branch(repo, "main").results
+    assert [(d.type, d.path, d.size_bytes) for d in removed] == [("removed", "b.txt", 0)]
+    branches.reset_branch(repo, "main", lakefs_sdk.ResetCreation(type="object", path="b.txt"))
 
     log = lakefs_sdk.RefsApi(client).log_commits(repo, "main")
     assert [c.message for c in log.results] == ["empty", "first data", "Repository created"]

@@ -193,7 +193,7 @@ def test_revert_and_cherry_pick(env: GravelerEnv, repo: str) -> None:
     branch(env, repo, "other", second.id + "~1")
     picked = env.stub.CherryPick(api.CherryPickRequest(repository=repo, branch="other", ref=second.id))
     assert picked.commit.message == "second"
-    assert picked.commit.metadata["cherry-picked-from"] == second.id
+    assert picked.commit.metadata["cherry-pick-origin"] == second.id
     assert contents(env, repo, "other")["a/1"] == "second"
     assert contents(env, repo, "other")["b/1"] == "b/1@base"
 

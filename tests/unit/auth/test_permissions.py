@@ -43,6 +43,7 @@ WRITES = {
     "Revert",
     "CherryPick",
     "ResetBranch",
+    "UpdateRepositoryMetadata",
     # Proposing, discussing and merging changes is writing; protection decides merges, not RBAC.
     "CreatePullRequest",
     "UpdatePullRequest",

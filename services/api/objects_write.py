@@ -1,0 +1,179 @@
+"""Writing objects as the S3 gateway's PutObject does: new bytes at a fresh physical address in
+the repository's storage namespace, then one StageEntry; bytes graveler certainly refused are
+deleted again (the uncommitted sweep of garbage collection removes what a crash leaves)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import grpc.aio
+from google.protobuf.timestamp_pb2 import Timestamp
+from starlette.datastructures import Headers
+from starlette.requests import Request
+
+from services.api.backend import Backend
+from services.api.context import Context
+from services.api.errors import ApiError, bad_request, from_rpc
+from services.api.objects_body import (
+    MAX_UPLOAD_BYTES,
+    MultipartContent,
+    RawBody,
+    RawChunks,
+    Source,
+    ThreadReader,
+    multipart_boundary,
+)
+from services.api.objects_stats import DEFAULT_CONTENT_TYPE
+from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.objects import MAX_USER_METADATA_BYTES, user_metadata_size
+from silt.rpc.errors import error_from_rpc
+
+# Bodies declared this small are read whole: one trip to a worker thread instead of one per read.
+SMALL_BODY = 256 * 1024
+# Longest object path, in UTF-8 bytes (S3's and graveler's key limit).
+MAX_PATH_BYTES = 1024
+# lakeFS's user metadata headers: `X-Lakefs-Meta-<name>: <value>`.
+METADATA_HEADER_PREFIX = "x-lakefs-meta-"
+# Graveler answers these only when it did not apply the call.
+_REFUSED = {
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.ALREADY_EXISTS,
+}
+
+
+def checked_path(path: str | None, name: str = "path") -> str:
+    if path is None:
+        raise bad_request(f"invalid parameters: {name} is required")
+    if not path:
+        raise bad_request(f"{name} must not be empty")
+    size = len(path.encode("utf-8", "surrogatepass"))
+    if size > MAX_PATH_BYTES:
+        raise bad_request(f"{name} is {size} bytes; at most {MAX_PATH_BYTES} are allowed")
+    return path
+
+
+def checked_user_metadata(metadata: dict[str, str]) -> dict[str, str]:
+    size = user_metadata_size(metadata)
+    if size > MAX_USER_METADATA_BYTES:
+        raise bad_request(f"user metadata is {size} bytes; at most {MAX_USER_METADATA_BYTES} are allowed")
+    if any(not name for name in metadata):
+        raise bad_request("user metadata names must not be empty")
+    return metadata
+
+
+def header_metadata(headers: Headers) -> dict[str, str]:
+    """User metadata from `X-Lakefs-Meta-*` headers: names lower-cased (as HTTP header names
+    are compared), everything after the prefix kept, underscores included."""
+    n = len(METADATA_HEADER_PREFIX)
+    found = {k[n:]: v for k, v in headers.items() if k.startswith(METADATA_HEADER_PREFIX)}
+    return checked_user_metadata(found)
+
+
+def now() -> Timestamp:
+    stamp = Timestamp()
+    stamp.GetCurrentTime()
+    return stamp
+
+
+async def typed_call(ctx: Context, method: Any, request: Any) -> Any:
+    """One graveler call whose refusals stay typed (NotFound says what is missing), so a route
+    can tell a missing object from a missing branch; other failures as ctx.call answers them."""
+    remaining = ctx.deadline - time.monotonic()
+    if remaining <= 0:
+        raise ApiError(503, "graveler did not answer within the request's deadline")
+    try:
+        return await method(request, timeout=remaining)
+    except grpc.aio.AioRpcError as exc:
+        error = error_from_rpc(exc)
+        if isinstance(error, NotFound | FailedPrecondition | InvalidArgument | AlreadyExists):
+            raise error from None
+        raise from_rpc(exc, "graveler") from None
+
+
+async def ensure_branch(ctx: Context, repository: str, branch: str) -> None:
+    """Writes go to existing branches only: checked before any byte is written."""
+    backend = ctx.backend
+    if backend.known_branch(repository, branch):
+        return
+    await ctx.call(backend.graveler.GetBranch, api.GetBranchRequest(repository=repository, name=branch))
+    backend.remember_branch(repository, branch)
+
+
+@dataclass(frozen=True)
+class Received:
+    size: int
+    etag: str  # hex MD5, as the block adapter computed it while writing (S3's ETag)
+    content_type: str
+
+
+async def receive(backend: Backend, request: Request, namespace: str, address: str) -> Received:
+    """Write the upload's bytes at `address`, streamed; nothing is left there if it fails."""
+    chunks = RawChunks(request, MAX_UPLOAD_BYTES)
+    header_type = request.headers.get("content-type", "")
+    boundary = multipart_boundary(header_type)
+    source: Source
+    declared: int | None = None
+    if boundary is not None:
+        form = MultipartContent(chunks, boundary)
+        await form.start()
+        source, content_type = form, form.content_type or DEFAULT_CONTENT_TYPE
+    else:
+        source, content_type = RawBody(chunks), header_type or DEFAULT_CONTENT_TYPE
+        length = request.headers.get("content-length", "")
+        declared = int(length) if length.isdigit() else None
+    adapter = backend.adapter
+    try:
+        if declared is not None and declared <= SMALL_BODY:
+            data = await _read_all(source)
+            result = await backend.run(adapter.put, namespace, address, io.BytesIO(data), len(data))
+        else:
+            reader = ThreadReader(source, asyncio.get_running_loop())
+            try:
+                result = await backend.run(adapter.put, namespace, address, reader, declared)
+            except Exception:
+                if reader.error is not None:
+                    raise reader.error from None  # the body's own error (413, 408, 400)
+                raise
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await backend.run(adapter.delete, namespace, address)
+        raise
+    return Received(result.size, result.etag.strip('"'), content_type)
+
+
+async def _read_all(source: Source) -> bytes:
+    parts = []
+    while data := await source.read(SMALL_BODY):
+        parts.append(data)
+    return b"".join(parts)
+
+
+async def stage_new_bytes(ctx: Context, request: api.StageEntryRequest, namespace: str) -> None:
+    """Stage an entry for bytes this request wrote. A condition that does not hold is 412; if
+    graveler certainly did not take the entry, its bytes are deleted."""
+    remaining = ctx.deadline - time.monotonic()
+    try:
+        if remaining <= 0:
+            raise ApiError(503, "graveler did not answer within the request's deadline")
+        await ctx.backend.graveler.StageEntry(request, timeout=remaining)
+    except grpc.aio.AioRpcError as exc:
+        if exc.code() in _REFUSED:
+            with contextlib.suppress(Exception):
+                await ctx.backend.run(ctx.backend.adapter.delete, namespace, request.entry.physical_address)
+        conditional = request.if_absent or request.if_match_etag
+        if conditional and exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+            raise ApiError(412, "path already exists" if request.if_absent else "object changed") from None
+        if conditional and exc.code() == grpc.StatusCode.ABORTED:
+            raise ApiError(409, f"a concurrent write raced this conditional upload: {exc.details()}") from None
+        raise from_rpc(exc, "graveler") from None

@@ -1,0 +1,54 @@
+"""How an object's bytes and description are laid out, for every front end that writes or
+reads objects (the S3 gateway and the REST API): where new bytes go in a repository's storage
+namespace, and how an entry's metadata holds the user's own metadata beside Silt's."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+# S3's limit on user-defined metadata: the bytes of every name (without the prefix) and value,
+# added up. Entries carry it into every listing page and commit.
+MAX_USER_METADATA_BYTES = 2048
+# User metadata is kept in an entry's metadata under S3's header names, so that what one front
+# end stored the other shows: `x-amz-meta-<name>` over S3 is `<name>` in the REST API.
+USER_METADATA_PREFIX = "x-amz-meta-"
+
+
+def new_physical_address() -> str:
+    # Never reused: an object's bytes are immutable once staged, so readers of older commits keep theirs.
+    return f"data/{uuid.uuid4().hex}"
+
+
+def split_address(namespace: str, physical_address: str) -> tuple[str, str]:
+    """(namespace, key) for the block adapter: addresses are relative to the namespace unless a full URI."""
+    if "://" in physical_address:
+        scheme, _, rest = physical_address.partition("://")
+        root, _, key = rest.partition("/")
+        return f"{scheme}://{root}", key
+    return namespace, physical_address
+
+
+def full_address(namespace: str, physical_address: str) -> str:
+    """The object's address as a URI of the object store (`local://ns/data/...`, `s3://bucket/...`)."""
+    if "://" in physical_address:
+        return physical_address
+    return namespace.rstrip("/") + "/" + physical_address
+
+
+def user_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
+    """The user's own metadata in an entry's metadata, by the names the user gave (without the prefix)."""
+    n = len(USER_METADATA_PREFIX)
+    return {k[n:]: v for k, v in metadata.items() if k.startswith(USER_METADATA_PREFIX)}
+
+
+def user_metadata_size(user: Mapping[str, str]) -> int:
+    """What counts against MAX_USER_METADATA_BYTES: names and values in bytes."""
+    return sum(len(k.encode()) + len(v.encode()) for k, v in user.items())
+
+
+def with_user_metadata(metadata: Mapping[str, str], user: Mapping[str, str]) -> dict[str, str]:
+    """An entry's metadata with its user metadata replaced by `user`; what Silt keeps for itself
+    (checksums, part layout, stored headers) stays."""
+    kept = {k: v for k, v in metadata.items() if not k.startswith(USER_METADATA_PREFIX)}
+    return {**kept, **{USER_METADATA_PREFIX + k: v for k, v in user.items()}}
