@@ -28,7 +28,7 @@ from services.gateway.errors import S3Error
 from silt.access_keys import is_access_key_id
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.errors import InvalidArgument, NotFound
-from silt.rpc.authority import AUTH_CALL_TIMEOUT_SECONDS, Clock, KeyCache, auth_failure
+from silt.rpc.authority import AUTH_CALL_TIMEOUT_SECONDS, Clock, KeyCache, auth_failure, retry_unavailable
 
 _DAY_RE = re.compile(r"[0-9]{8}")
 
@@ -99,7 +99,7 @@ class S3Identities:
 
     async def _ask(self, request: auth_pb2.VerifyS3SignatureRequest) -> auth_pb2.VerifyS3SignatureResponse:
         try:
-            reply = await self._stub.VerifyS3Signature(request, timeout=self._timeout)
+            reply = await retry_unavailable(lambda: self._stub.VerifyS3Signature(request, timeout=self._timeout))
         except grpc.aio.AioRpcError as exc:
             error = auth_failure(exc, "verify a signature", request.access_key_id)
             if isinstance(error, NotFound):

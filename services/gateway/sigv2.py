@@ -112,12 +112,18 @@ def strings_to_sign(request: Request, claim: V2Request) -> list[bytes]:
 def _check_date(request: Request, now: float, max_skew: float) -> None:
     from email.utils import parsedate_to_datetime
 
-    raw = request.headers.get("x-amz-date") or request.headers.get("date")
+    # x-amz-date, when sent, is the request's date even if empty (S3 then refuses the request
+    # rather than falling back to Date, which the client may not have meant to sign).
+    headers = request.headers
+    raw = headers.get("x-amz-date") if "x-amz-date" in headers else headers.get("date")
     if not raw:
         raise S3Error("AccessDenied", "AWS authentication requires a valid Date or x-amz-date header")
     try:
         when = parsedate_to_datetime(raw).timestamp()
     except (TypeError, ValueError, OverflowError, IndexError):
         raise S3Error("AccessDenied", "AWS authentication requires a valid Date or x-amz-date header") from None
+    if when < 0:
+        # Not a time a request was sent at: a malformed date, as S3 answers it.
+        raise S3Error("AccessDenied", "AWS authentication requires a valid Date or x-amz-date header")
     if abs(now - when) > max_skew:
         raise S3Error("RequestTimeTooSkewed")

@@ -19,12 +19,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 import grpc
 import grpc.aio
+import tenacity
 
 from silt.access_keys import check_access_key_id, is_access_key_id
 from silt.errors import InvalidArgument, NotFound, PermissionDenied, SiltError, Unauthenticated, Unavailable
@@ -38,6 +39,12 @@ AUTH_CALL_TIMEOUT_SECONDS = 10.0
 # so they get a room of their own.
 MAX_KNOWN_KEYS = 100_000
 MAX_UNKNOWN_KEYS = 10_000
+# A restarting auth is back within moments (the launcher restarts a crashed service after 1 s;
+# it starts in about half a second), and a channel that saw it go then waits out its reconnect
+# backoff (at most 1 s, silt/rpc/signing.py), failing calls at once meanwhile. Retrying
+# UNAVAILABLE for this long hides a restart from callers; an outage is still answered
+# (ServiceUnavailable) within this bound.
+UNAVAILABLE_RETRY_SECONDS = 3.0
 MAX_DECISIONS = 100_000
 # Decisions about longer resources are asked each time: at most this many characters per entry.
 MAX_CACHED_RESOURCE = 256
@@ -299,6 +306,27 @@ def auth_failure(exc: grpc.RpcError, doing: str, access_key_id: str | None = Non
     return Unavailable(f"cannot {doing}: auth answered {type(error).__name__}: {error}")
 
 
+R = TypeVar("R")
+
+
+def _unavailable(exc: BaseException) -> bool:
+    return isinstance(exc, grpc.aio.AioRpcError) and exc.code() == grpc.StatusCode.UNAVAILABLE
+
+
+async def retry_unavailable(call: Callable[[], Awaitable[R]], within: float = UNAVAILABLE_RETRY_SECONDS) -> R:
+    """call's answer, retrying UNAVAILABLE (auth restarting) for up to `within` seconds; any
+    other failure, or UNAVAILABLE past that, is raised as it came."""
+    async for attempt in tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception(_unavailable),
+        wait=tenacity.wait_exponential(multiplier=0.1, max=1.0),
+        stop=tenacity.stop_after_delay(within),
+        reraise=True,
+    ):
+        with attempt:
+            return await call()
+    raise AssertionError("tenacity ends with an answer or an exception")
+
+
 class RemoteAuthority:
     """Asks the auth service, signing with this service's own credentials."""
 
@@ -345,7 +373,7 @@ class AioRemoteAuthority:
     async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         request = self._api.AuthorizeManyRequest(user_id=user_id, action=action, resources=list(resources))
         try:
-            reply = await self._stub.AuthorizeMany(request, timeout=self._timeout)
+            reply = await retry_unavailable(lambda: self._stub.AuthorizeMany(request, timeout=self._timeout))
         except grpc.aio.AioRpcError as exc:
             raise auth_failure(exc, "authorize") from None
         return list(reply.allowed)

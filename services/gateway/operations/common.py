@@ -70,8 +70,18 @@ def xml_response(body: str, status: int = 200) -> Response:
     return Response(status, [("Content-Type", "application/xml")], (XML_DECL + body).encode())
 
 
+# Characters an XML parser would not give back as they are: a CR is normalized to LF, and the
+# C0 controls other than TAB, LF and CR are not XML 1.0 text at all. S3 writes every C0 control
+# as a character reference (a client that cannot parse those asks for encoding-type=url, as
+# the SDKs do by default).
+_CONTROL_REFERENCES = {c: f"&#x{c:X};" for c in range(0x00, 0x20)}
+
+
 def x(value: str) -> str:
-    return escape(value)
+    escaped = escape(value)
+    if any(ord(c) < 0x20 for c in escaped):
+        escaped = escaped.translate(_CONTROL_REFERENCES)
+    return escaped
 
 
 def iso_time(when: datetime) -> str:
@@ -113,8 +123,11 @@ def user_metadata(request: Request) -> dict[str, str]:
     for name in STORED_HEADERS:
         value = headers.get(name)
         if value and name == "content-encoding":
-            # aws-chunked describes how this request's body was framed, not the object.
-            value = ",".join(c for c in (c.strip() for c in value.split(",")) if c and c.lower() != "aws-chunked")
+            # aws-chunked describes how this request's body was framed, not the object. Anything
+            # else is kept exactly as sent (S3 returns "deflate, gzip" as it came).
+            codings = [c.strip() for c in value.split(",")]
+            if any(c.lower() == "aws-chunked" for c in codings):
+                value = ",".join(c for c in codings if c and c.lower() != "aws-chunked")
         if value:
             out[name] = value
     return out

@@ -170,7 +170,7 @@ async def list_objects(ctx: Context, v2: bool) -> Response:
     parts.append(f"<Prefix>{enc(prefix)}</Prefix>")
     if v2:
         parts.append(f"<KeyCount>{len(items)}</KeyCount>")
-        if token:
+        if token is not None:  # echoed even when empty, as S3 does
             parts.append(f"<ContinuationToken>{x(token)}</ContinuationToken>")
         if start_after:
             parts.append(f"<StartAfter>{enc(start_after)}</StartAfter>")
