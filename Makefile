@@ -81,10 +81,13 @@ test: proto clients
 	@scripts/ensure-system-deps.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The import rules are pyproject.toml's [tool.importlinter] contracts (lint-imports), then the
+# two tests for what those contracts cannot say.
 lint: proto
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy --follow-imports=silent $(MYPY_CLEAN)
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/python -m pytest -p no:cacheprovider -q tests/unit/test_import_graph.py tests/unit/test_boundaries.py
 
 format: $(STAMP)

@@ -2,7 +2,7 @@
 (docs/design/compaction.md).
 
 A branch of 1,000,000 committed entries whose first 500,000 (in key order) are deleted in
-staging — the lakeFS#2092 shape, where every listing walks the tombstones before it reaches
+staging — the shape that hurts lakeFS's listings too, where every listing walks the tombstones before it reaches
 a live entry. Prints the first 1,000-entry page and a whole listing before and after a
 compaction, the compaction itself (through the compactor service), the p99 of staging
 writes while it runs against idle, and a stat of a missing key with 20 sealed tokens before

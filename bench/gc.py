@@ -42,7 +42,6 @@ def _generate(root: str, commits: int, objects: int, orphans: int) -> None:
     from services.graveler.committed.manager import CommittedManager
     from services.graveler.committed.store import ObjectStore
     from services.graveler.graveler import Graveler
-    from services.graveler.retention import set_rules
     from silt.block.local import LocalAdapter
     from silt.config import DatabaseConfig, LocalDatabaseConfig
     from silt.graveler.v1 import model_pb2 as pb
@@ -52,7 +51,7 @@ def _generate(root: str, commits: int, objects: int, orphans: int) -> None:
     adapter = LocalAdapter(f"{root}/data")
     graveler = Graveler(store, CommittedManager(adapter, CommittedCache(memory_bytes=0)))
     repo_record = graveler.create_repository(REPO, f"local://{REPO}")
-    set_rules(graveler, REPO, pb.GCRules(default_retention_days=RETENTION_DAYS))
+    graveler.set_gc_rules(REPO, pb.GCRules(default_retention_days=RETENTION_DAYS))
     repo = graveler.refs.get_repository(REPO)
     objects_dir = Path(root) / "data" / REPO / "data"
     objects_dir.mkdir(parents=True, exist_ok=True)

@@ -118,7 +118,7 @@ authenticator: AllowAllAuthenticator
 authorizer: AllowAllAuthorizer
 
 # batch: a write is acknowledged only after its commit log entry is fsynced, so tests that
-# kill the node prove durability; periodic lost acknowledged writes (issue 16). Cassandra 2.1
+# kill the node prove durability; with periodic sync a killed node lost acknowledged writes. Cassandra 2.1
 # requires the window; it groups fsyncs of concurrent writes.
 commitlog_sync: batch
 commitlog_sync_batch_window_in_ms: 2

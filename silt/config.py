@@ -92,7 +92,7 @@ class LocalDatabaseConfig(_Section):
     # NORMAL survives a crash of any process; FULL also survives power loss (fsync per commit).
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     # Bounds every KV call: a writer waits this long for another process's write, then the
-    # request fails Unavailable instead of hanging (issue 16).
+    # request fails Unavailable instead of hanging.
     busy_timeout_ms: int = Field(5_000, ge=0)
     scan_page_size: int = Field(1000, ge=1)
 
@@ -116,7 +116,7 @@ class CassandraConfig(_Section):
     protocol_version: int | None = Field(None, ge=3, le=5)
     connect_timeout_s: float = Field(5.0, gt=0)
     # Bounds every read, write and LWT (retries included): a frozen node fails the request
-    # Unavailable after this long instead of hanging it (issue 16).
+    # Unavailable after this long instead of hanging it.
     request_timeout_s: float = Field(3.0, gt=0)
     page_size: int = Field(1000, ge=1)
     create_schema: bool = True

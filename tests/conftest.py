@@ -14,7 +14,8 @@ from silt.kv import Store, open_store
 from tests.support.cassandra import cassandra_server  # noqa: F401
 from tests.support.moto import moto_server  # noqa: F401
 
-# Fails the run if anything it started is still running at its end (issue 16, item 10); starts
+# Fails the run if anything it started is still running at its end (a leaked process or
+# thread outlives the test that started it and skews every later one); starts
 # Spark's JVM first when the run needs it.
 pytest_plugins = ["tests.support.leaks", "tests.support.spark"]
 

@@ -25,9 +25,9 @@ from jobs.gc.listing import list_objects
 from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root
 from jobs.gc.mark import EXPIRED, UNREFERENCED, mark, still_referenced
 from jobs.gc.sweep import sweep
-from services.graveler.retention import GC_PREFIX, validate_run_id
 from silt.config import BlockstoreConfig
 from silt.errors import InvalidArgument
+from silt.gc_runs import GC_PREFIX, validate_run_id
 from silt.graveler.v1 import graveler_pb2 as api
 
 DEFAULT_GRACE_SECONDS = 6 * 3600

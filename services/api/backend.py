@@ -27,14 +27,22 @@ import grpc.aio
 from services.api.errors import ApiError, from_rpc, unauthorized
 from silt.access_keys import is_access_key_id
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
-from silt.block import BlockAdapter, open_adapter
+from silt.block import BlockAdapter
 from silt.config import Config
 from silt.errors import InvalidArgument, NotFound, Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc
-from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, KeyCache, TTLCache
+from silt.rpc.authority import (
+    AioCachedAuthority,
+    AioRemoteAuthority,
+    Clock,
+    KeyCache,
+    TTLCache,
+    retry_unavailable,
+)
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import Credentials, service_aio_channels
+from silt.telemetry.stores import open_observed_adapter
 
 T = TypeVar("T")
 CALL_TIMEOUT = 30.0
@@ -80,7 +88,7 @@ class Backend:
         self._own_user_id = ""
         # Object bytes go straight between the client and the object store, as in the gateway;
         # the adapter is blocking, so it runs in threads of its own, never on the event loop.
-        self.adapter: BlockAdapter = open_adapter(config.blockstore)
+        self.adapter: BlockAdapter = open_observed_adapter(config.blockstore)
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="api-io")
         self._namespaces: TTLCache[str, str] = TTLCache(ttl, clock=clock)
         # Refs known to be branches, so that an upload costs no extra call. Briefly: a deleted
@@ -181,7 +189,8 @@ class Backend:
 
     async def _ask_auth(self, method: Any, request: Any, access_key_id: str | None) -> Any:
         try:
-            return await method(request, timeout=CALL_TIMEOUT)
+            # Through an auth restart, as the gateway does (silt/rpc/authority.py).
+            return await retry_unavailable(lambda: method(request, timeout=CALL_TIMEOUT))
         except grpc.aio.AioRpcError as exc:
             error = error_from_rpc(exc)
             if isinstance(error, NotFound) and access_key_id is not None:

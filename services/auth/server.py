@@ -26,12 +26,12 @@ from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument, NotFound
-from silt.kv import open_store
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import current_principal
 from silt.rpc.limits import AUTH_LIMITS
 from silt.rpc.server import bind, build_server, service_config, start_health_port, startup_errors, wait_for_shutdown
 from silt.telemetry.health import HealthMonitor, kv_probe
+from silt.telemetry.stores import open_observed_store
 
 log = logging.getLogger(__name__)
 
@@ -325,7 +325,7 @@ def start(
 def main(argv: list[str] | None = None) -> None:
     config = service_config("Run the auth gRPC service.", argv, "auth")
     with startup_errors("auth"):
-        store = open_store(config.database)
+        store = open_observed_store(config.database)
         model = IamModel(store, SecretBox(config.auth.encrypt_secret_key))
         tls = server_credentials(config.tls)
         assert config.auth.encrypt_secret_key is not None  # SecretBox refused to start without it

@@ -22,17 +22,16 @@ from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.deadline import Deadline
 from services.graveler.graveler import Graveler, GravelerOptions
-from silt.block import open_adapter
 from silt.compactor.v1 import compactor_pb2 as api
 from silt.compactor.v1 import compactor_pb2_grpc as api_grpc
 from silt.config import Config
-from silt.kv import open_store
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import remote_interceptor
 from silt.rpc.limits import COMPACTOR_LIMITS
 from silt.rpc.server import bind, build_server, service_config, start_health_port, startup_errors, wait_for_shutdown
 from silt.rpc.signing import COMPACTOR_AUDIENCE
 from silt.telemetry.health import HealthMonitor, block_probe, kv_probe
+from silt.telemetry.stores import open_observed_adapter, open_observed_store
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +71,8 @@ class CompactorServicer(api_grpc.CompactorServiceServicer):
 
 
 def build_compactor(config: Config) -> Compactor:
-    kv = open_store(config.database)
-    adapter = open_adapter(config.blockstore)
+    kv = open_observed_store(config.database)
+    adapter = open_observed_adapter(config.blockstore)
     cache_config = config.graveler.cache
     cache = CommittedCache(cache_config.memory_bytes, cache_config.disk_dir, cache_config.disk_bytes)
     options = GravelerOptions(allowed_import_prefixes=tuple(config.graveler.allowed_import_prefixes))

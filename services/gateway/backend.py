@@ -27,7 +27,7 @@ import grpc
 
 from services.gateway.errors import S3Error
 from services.gateway.identity import S3Identities
-from silt.block import BlockAdapter, open_adapter
+from silt.block import BlockAdapter
 from silt.config import Config
 from silt.errors import (
     PROTECTED_BRANCH,
@@ -43,11 +43,11 @@ from silt.errors import (
     Unavailable,
 )
 from silt.graveler.v1 import graveler_pb2_grpc
-from silt.kv import open_store
 from silt.kv.store import Store, scan_prefix
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import Credentials, service_aio_channels
+from silt.telemetry.stores import open_observed_adapter, open_observed_store
 
 T = TypeVar("T")
 CALL_TIMEOUT = 30.0
@@ -120,8 +120,8 @@ class Backend:
         credentials = Credentials.from_config(config)
         self._auth_channel, self._graveler_channel = service_aio_channels(config, credentials)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self._graveler_channel)
-        self.adapter: BlockAdapter = open_adapter(config.blockstore)
-        self.kv: Store = open_store(config.database)
+        self.adapter: BlockAdapter = open_observed_adapter(config.blockstore)
+        self.kv: Store = open_observed_store(config.database)
         # Block adapters and KV are blocking; they get their own threads so that a slow disk
         # never stalls the event loop that serves every other request.
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="gateway-io")

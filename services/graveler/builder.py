@@ -26,11 +26,10 @@ from services.graveler.iterators import combined
 from services.graveler.model import StagingToken
 from services.graveler.staging import StagingStore
 from services.graveler.values import KeyValue
-from silt.block import open_adapter
 from silt.config import Config, parse_cpu_list
 from silt.errors import DeadlineExceeded, Unavailable
-from silt.kv import open_store
 from silt.lifeline import die_with_parent
+from silt.telemetry.stores import open_observed_adapter, open_observed_store
 
 
 class MetaRangeBuilder(Protocol):
@@ -149,8 +148,8 @@ def _init_worker(config: Config, niceness: int, parent_pid: int) -> None:
         if cpus is not None:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, cpus)
-    staging = StagingStore(open_store(config.database))
-    committed = CommittedManager(open_adapter(config.blockstore), CommittedCache())
+    staging = StagingStore(open_observed_store(config.database))
+    committed = CommittedManager(open_observed_adapter(config.blockstore), CommittedCache())
     _worker = InProcessBuilder(staging, committed, drop_pace=DROP_PACE_SECONDS)
 
 

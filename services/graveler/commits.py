@@ -1,10 +1,14 @@
 """Committer: the commit flow — seal, build, move the branch (docs/design/lockfree-staging.md).
 
 1. Seal the staging token (set_if): from then on writers go to a fresh token.
-2. Build the new metarange from the sealed tokens over the base commit and store the commit.
-3. Move the branch to it with set_if, trimming the sealed tokens it committed. When another
-   commit won the race, rebuild on top of the winner from the tokens still sealed, so every
-   acknowledged commit stays in history.
+2. Plan: build the new metarange from the sealed tokens over the base commit and store the commit.
+3. Move the branch to it with set_if, trimming the sealed tokens it committed.
+
+Steps 2 and 3 are one attempt of the branch updater's retry loop, like a merge's: the set_if
+only computes, and an attempt that finds the branch moved since its plan (another commit won
+and holds the tokens it trimmed, a compaction folded some in, a commit with nothing to commit
+unsealed them) plans again on top of what it finds, from the tokens still sealed, so every
+acknowledged commit stays in history.
 
 Each step first checks the caller's deadline: a commit whose client gave up stops building.
 The tokens it sealed stay sealed, so their changes stay visible and the next commit takes them.
@@ -13,6 +17,7 @@ The tokens it sealed stay sealed, so their changes stay visible and the next com
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from services.graveler.builder import MetaRangeBuilder, until
 from services.graveler.cleanup import Cleaner
@@ -28,6 +33,54 @@ from silt.errors import FailedPrecondition, InvalidArgument
 from silt.graveler.v1 import model_pb2 as pb
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Message:
+    message: str
+    metadata: dict[str, str]
+    committer: str
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A stored commit, built for one state of the branch: its head, its compacted metarange
+    and the sealed tokens the commit holds (newest first)."""
+
+    commit: pb.Commit
+    tokens: list[StagingToken]
+    compacted: str
+    kept: str  # the compacted metarange the branch keeps after the commit
+    message: _Message
+
+    def still_sealed(self, current: BranchRecord) -> list[StagingToken]:
+        return [t for t in current.sealed_tokens if t in self.tokens]
+
+    def fits(self, current: BranchRecord) -> bool:
+        """Whether the branch is still in the state this plan was built for.
+
+        If not, some of the plan's tokens left the branch: another commit won (it holds the
+        tokens it trimmed), a compaction folded them into the compacted metarange (even one
+        whose id did not change, or none: its changes may cancel ours), or a commit that found
+        nothing to commit unsealed them. The commit is then planned again (Committer._replan).
+        """
+        return (
+            current.branch.commit_id == self.commit.parents[0]
+            and current.branch.compacted_metarange_id == self.compacted
+            and self.still_sealed(current) == self.tokens
+        )
+
+    def moved(self, current: BranchRecord, partial: bool) -> pb.Branch:
+        """The branch pointed at the commit, without the sealed tokens it holds."""
+
+        def point(branch: pb.Branch) -> None:
+            branch.commit_id = self.commit.id
+            branch.compacted_metarange_id = self.kept
+            if not partial:
+                # A partial commit keeps its tokens sealed: they still hold the changes it left out.
+                set_tokens(branch, branch.staging_token, [t for t in branch.sealed_tokens if t not in self.tokens])
+
+        return modify_branch(current, point)
 
 
 class Committer:
@@ -79,56 +132,62 @@ class Committer:
                 self.unseal(repo, branch_name, to_commit, deadline)
             raise FailedPrecondition(f"nothing to commit on branch {branch_name!r}")
         deadline.check(f"commit on branch {branch_name!r}")
-        commit = new_commit(message, metadata, committer, built.metarange_id, [CommitId(base.id)], base.generation + 1)
-        self._refs.put_commit(repo, commit)
-        compacted = sealed.branch.compacted_metarange_id
-        # A prefix commit keeps the compaction, with the committed prefixes brought up to date
-        # (see _kept_compaction); a full commit folds it in and clears it.
-        kept = self._kept_compaction(repo, sealed.branch, to_commit, only, deadline)
+        plan = self._plan(
+            repo, sealed.branch, base, built, to_commit, only, _Message(message, metadata, committer), deadline
+        )
 
-        def move(current: BranchRecord) -> pb.Branch:
-            nonlocal commit, to_commit, kept, compacted
-            still_sealed = [t for t in current.sealed_tokens if t in to_commit]
-            if (
-                current.branch.commit_id != commit.parents[0]
-                or current.branch.compacted_metarange_id != compacted
-                or still_sealed != to_commit
-            ):
-                # Some of our tokens left the branch: another commit won (it holds the tokens
-                # it trimmed), a compaction folded them into the compacted metarange (even one
-                # whose id did not change, or none: its changes may cancel ours), or a commit
-                # that found nothing to commit unsealed them. Rebuild from the current state:
-                # what is left of our tokens (all newer than its compacted metarange) over it;
-                # with nothing left ours becomes an empty commit.
-                winner = self._refs.get_commit(repo, current.branch.commit_id)
-                winner_head = MetaRangeId(winner.metarange_id)
-                rebuilt = self._build(repo, current.branch, winner_head, still_sealed, only, deadline)
-                commit = new_commit(
-                    message, metadata, committer, rebuilt.metarange_id, [CommitId(winner.id)], winner.generation + 1
-                )
-                self._refs.put_commit(repo, commit)
-                to_commit = still_sealed
-                compacted = current.branch.compacted_metarange_id
-                kept = self._kept_compaction(repo, current.branch, still_sealed, only, deadline)
+        def attempt(_: int) -> None:
+            nonlocal plan
+            current = self._refs.get_branch(repo, branch_name)
+            if not plan.fits(current):
+                plan = self._replan(repo, current, plan, only, deadline)
+            # PredicateFailed: the branch moved since it was read; the updater runs the attempt again.
+            self._refs.set_branch_if(repo, plan.moved(current, partial=only is not None), current.predicate)
 
-            def point(branch: pb.Branch) -> None:
-                branch.commit_id = commit.id
-                branch.compacted_metarange_id = kept
-                if only is None:
-                    # A partial commit keeps its tokens sealed: they still hold the changes it left out.
-                    set_tokens(
-                        branch, branch.staging_token, [t for t in current.branch.sealed_tokens if t not in to_commit]
-                    )
-
-            return modify_branch(current, point)
-
-        self._updater.update(repo, branch_name, move, "commit", deadline)
+        self._updater.retry(attempt, f"commit of branch {branch_name!r}", deadline)
+        to_commit = plan.tokens
         if only is None:
             self._cleaner.drop_tokens(to_commit)
             self.observer.cleared(repo.name, branch_name)
         else:
             self._cleaner.submit(self._drop_committed_part, repo, branch_name, to_commit, only)
-        return commit
+        return plan.commit
+
+    def _plan(
+        self,
+        repo: RepoHandle,
+        branch: pb.Branch,
+        base: pb.Commit,
+        built: ApplyResult,
+        tokens: list[StagingToken],
+        only: list[bytes] | None,
+        message: _Message,
+        deadline: Deadline,
+    ) -> _Plan:
+        """Store the commit of built over base, and what the branch keeps of its compaction."""
+        commit = new_commit(
+            message.message,
+            message.metadata,
+            message.committer,
+            built.metarange_id,
+            [CommitId(base.id)],
+            base.generation + 1,
+        )
+        self._refs.put_commit(repo, commit)
+        # A prefix commit keeps the compaction, with the committed prefixes brought up to date
+        # (see _kept_compaction); a full commit folds it in and clears it.
+        kept = self._kept_compaction(repo, branch, tokens, only, deadline)
+        return _Plan(commit, tokens, branch.compacted_metarange_id, kept, message)
+
+    def _replan(
+        self, repo: RepoHandle, current: BranchRecord, plan: _Plan, only: list[bytes] | None, deadline: Deadline
+    ) -> _Plan:
+        """Plan again on the branch as it is now: what is left of the plan's tokens (all newer
+        than its compacted metarange) over its head; with nothing left, an empty commit."""
+        still_sealed = plan.still_sealed(current)
+        winner = self._refs.get_commit(repo, current.branch.commit_id)
+        rebuilt = self._build(repo, current.branch, MetaRangeId(winner.metarange_id), still_sealed, only, deadline)
+        return self._plan(repo, current.branch, winner, rebuilt, still_sealed, only, plan.message, deadline)
 
     def _build(
         self,

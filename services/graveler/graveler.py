@@ -11,6 +11,7 @@
 * PullRequests (pulls.py): pull requests, comments and reviews; the one way into a branch
   whose protection requires approvals;
 * Compaction, CompactedState (compaction.py): folding staged changes into a compacted metarange;
+* Retention (retention.py): garbage-collection rules and the export a GC run starts from;
 * Cleaner (cleanup.py): background deletion of staged values nothing refers to.
 
 No lock anywhere (docs/design/lockfree-staging.md). Every public method takes the caller's
@@ -43,6 +44,7 @@ from services.graveler.pulls import PullRequests, Standing
 from services.graveler.refs import RefManager, RepoHandle, Resolved
 from services.graveler.refs import expr as refexpr
 from services.graveler.repo_metadata import RepositoryMetadata
+from services.graveler.retention import PreparedRun, Retention
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.updater import BranchUpdater, RetryPolicy
 from services.graveler.validation import validate_key, validate_prefix, validate_ref_name
@@ -127,6 +129,7 @@ class Graveler:
         self.compaction = Compaction(
             self.refs, self.compacted, lambda: self.committer.builder, self.updater, self.cleaner, observer
         )
+        self.retention = Retention(self.refs, kv, self.staging, committed.adapter, self.lifecycle)
 
     @property
     def observer(self) -> StagingObserver:
@@ -622,3 +625,18 @@ class Graveler:
     ) -> pb.PullRequest:
         repo = self._repo(repository, deadline)
         return self.pulls.review(repo, pull_id, author, verdict, body, deadline, submitted_by)
+
+    # --- garbage collection --------------------------------------------------------------
+
+    def set_gc_rules(self, repository: str, rules: pb.GCRules, *, deadline: Deadline = NO_DEADLINE) -> pb.GCRules:
+        return self.retention.set_rules(self._repo(repository, deadline), rules)
+
+    def get_gc_rules(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> pb.GCRules | None:
+        return self.retention.get_rules(self._repo(repository, deadline))
+
+    def delete_gc_rules(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> None:
+        self.retention.delete_rules(self._repo(repository, deadline))
+
+    def prepare_gc(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> PreparedRun:
+        """Export what a GC run of the repository starts from (services/graveler/retention.py)."""
+        return self.retention.prepare(self._repo(repository, deadline), deadline)

@@ -4,7 +4,7 @@ Rules live in the repository's partition under ``gc/rules``. A commit is *retain
 is the HEAD of a branch, tagged, or reachable from a branch HEAD through parents that are
 all younger than that branch's retention; every other commit is *expired*.
 
-``prepare_gc`` writes, under ``_silt/gc/<run id>/`` in the storage namespace:
+``Retention.prepare`` writes, under ``_silt/gc/<run id>/`` in the storage namespace:
 
 * ``commits.parquet``: every commit of the repository with its metarange and ``expired``;
 * ``metaranges.parquet``: the metarange ids of every commit and of every branch's compaction,
@@ -25,28 +25,26 @@ from __future__ import annotations
 import datetime as dt
 import os
 import tempfile
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler.refs import COMMITS, RepoHandle, branch_tokens
+from services.graveler.deadline import Deadline
+from services.graveler.lifecycle import Lifecycle
+from services.graveler.refs import RefManager, RepoHandle, branch_tokens
+from services.graveler.staging import StagingStore
 from services.graveler.values import decode_entry
 from silt.block.adapter import BlockAdapter
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
+from silt.gc_runs import GC_PREFIX, new_run_id
 from silt.graveler.v1 import model_pb2 as pb
-from silt.kv.store import scan_prefix
-
-if TYPE_CHECKING:
-    from services.graveler.graveler import Graveler
+from silt.kv import Store
 
 RULES_KEY = b"gc/rules"
-GC_PREFIX = "_silt/gc/"
 MAX_RETENTION_DAYS = 36_500
 MAX_BRANCH_RULES = 1000
 _BATCH_ROWS = 50_000
@@ -84,35 +82,6 @@ def validate_rules(rules: pb.GCRules) -> pb.GCRules:
             raise InvalidArgument(f"invalid branch name {branch!r} in retention rules")
         if not 0 <= days <= MAX_RETENTION_DAYS:
             raise InvalidArgument(f"retention of branch {branch!r} must be 0..{MAX_RETENTION_DAYS} days")
-    return rules
-
-
-def set_rules(g: Graveler, repository: str, rules: pb.GCRules) -> pb.GCRules:
-    repo = g.refs.repository(repository)
-    validate_rules(rules)
-    g.refs.kv.set(repo.partition, RULES_KEY, rules.SerializeToString(deterministic=True))
-    return rules
-
-
-def get_rules(g: Graveler, repository: str) -> pb.GCRules | None:
-    return _read_rules(g, g.refs.repository(repository))
-
-
-def delete_rules(g: Graveler, repository: str) -> None:
-    repo = g.refs.repository(repository)
-    g.refs.kv.delete(repo.partition, RULES_KEY)
-
-
-def _read_rules(g: Graveler, repo: RepoHandle) -> pb.GCRules | None:
-    try:
-        data = g.refs.kv.get(repo.partition, RULES_KEY).value
-    except NotFound:
-        return None
-    rules = pb.GCRules()
-    try:
-        rules.ParseFromString(data)
-    except DecodeError:
-        raise InvalidArgument("corrupt GC rules record") from None
     return rules
 
 
@@ -168,69 +137,126 @@ class PreparedRun:
     staged_entries: int
 
 
-def new_run_id(now: dt.datetime) -> str:
-    # Sorts by time, so an operator listing `_silt/gc/` sees runs in order.
-    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
+class Retention:
+    """The rules of each repository (in its partition) and the export of a GC run."""
 
+    def __init__(
+        self, refs: RefManager, kv: Store, staging: StagingStore, adapter: BlockAdapter, lifecycle: Lifecycle
+    ) -> None:
+        self._refs = refs
+        self._kv = kv
+        self._staging = staging
+        self._adapter = adapter
+        self._lifecycle = lifecycle
 
-def validate_run_id(run_id: str) -> str:
-    if not run_id or len(run_id) > 64 or not all(c.isalnum() or c in "-_" for c in run_id):
-        raise InvalidArgument(f"invalid GC run id {run_id!r}")
-    return run_id
+    def set_rules(self, repo: RepoHandle, rules: pb.GCRules) -> pb.GCRules:
+        validate_rules(rules)
+        self._kv.set(repo.partition, RULES_KEY, rules.SerializeToString(deterministic=True))
+        return rules
 
+    def get_rules(self, repo: RepoHandle) -> pb.GCRules | None:
+        try:
+            data = self._kv.get(repo.partition, RULES_KEY).value
+        except NotFound:
+            return None
+        rules = pb.GCRules()
+        try:
+            rules.ParseFromString(data)
+        except DecodeError:
+            raise InvalidArgument("corrupt GC rules record") from None
+        return rules
 
-def prepare_gc(g: Graveler, repository: str) -> PreparedRun:
-    started = Timestamp()
-    started.GetCurrentTime()
-    repo = g.refs.repository(repository)
-    # Checked on every export, the sweep's re-check included: a repository put on this
-    # namespace while a run marks still stops the run before it deletes anything.
-    g.lifecycle.check_collectable(repo)
-    rules = _read_rules(g, repo)
-    if rules is None:
-        raise FailedPrecondition(
-            f"repository {repository!r} has no GC rules: set them first with `silt gc rules set {repository}`"
+    def delete_rules(self, repo: RepoHandle) -> None:
+        self._kv.delete(repo.partition, RULES_KEY)
+
+    def prepare(self, repo: RepoHandle, deadline: Deadline) -> PreparedRun:
+        """Write the run's export; stops between batches once the caller no longer waits."""
+        what = f"preparing GC of repository {repo.name!r}"
+        started = Timestamp()
+        started.GetCurrentTime()
+        # Checked on every export, the sweep's re-check included: a repository put on this
+        # namespace while a run marks still stops the run before it deletes anything.
+        self._lifecycle.check_collectable(repo)
+        rules = self.get_rules(repo)
+        if rules is None:
+            raise FailedPrecondition(
+                f"repository {repo.name!r} has no GC rules: set them first with `silt gc rules set {repo.name}`"
+            )
+        run_id = new_run_id(started.ToDatetime(dt.UTC))
+        location = f"{GC_PREFIX}{run_id}/"
+        # Staging first: whatever leaves staging afterwards is in a metarange the job lists later.
+        branches = list(self._refs.list_branches(repo))
+        staged = self._write(repo, location + "staged.parquet", STAGED_SCHEMA, self._staged_batches(branches), deadline)
+        deadline.check(what)
+        commits = {commit.id: commit for commit in self._refs.list_commits(repo)}
+        heads = {b.name: b.commit_id for b in branches}
+        tagged = [t.commit_id for t in self._refs.list_tags(repo)]
+        expired = expired_commits(commits, heads, tagged, rules, _seconds(started))
+        self._write(repo, location + "commits.parquet", COMMITS_SCHEMA, _commit_batches(commits, expired), deadline)
+        kept = {c.metarange_id for i, c in commits.items() if i not in expired} | {
+            b.compacted_metarange_id for b in branches if b.compacted_metarange_id
+        }
+        metaranges = sorted(kept | {c.metarange_id for c in commits.values()} - {""})
+        # A metarange is expired only if every commit (and compaction) that names it is.
+        flags = [m not in kept for m in metaranges]
+        batch = pa.record_batch(
+            [pa.array(metaranges, pa.string()), pa.array(flags, pa.bool_())], schema=METARANGES_SCHEMA
         )
-    run_id = new_run_id(started.ToDatetime(dt.UTC))
-    location = f"{GC_PREFIX}{run_id}/"
-    adapter = g.committed.adapter
-    # Staging first: whatever leaves staging afterwards is in a metarange the job lists later.
-    branches = list(g.refs.list_branches(repo))
-    staged = _write(adapter, repo.namespace, location + "staged.parquet", STAGED_SCHEMA, _staged_batches(g, branches))
-    commits = _all_commits(g, repo)
-    heads = {b.name: b.commit_id for b in branches}
-    tagged = [t.commit_id for t in g.refs.list_tags(repo)]
-    expired = expired_commits(commits, heads, tagged, rules, _seconds(started))
-    _write(adapter, repo.namespace, location + "commits.parquet", COMMITS_SCHEMA, _commit_batches(commits, expired))
-    kept = {c.metarange_id for i, c in commits.items() if i not in expired} | {
-        b.compacted_metarange_id for b in branches if b.compacted_metarange_id
-    }
-    metaranges = sorted(kept | {c.metarange_id for c in commits.values()} - {""})
-    # A metarange is expired only if every commit (and compaction) that names it is.
-    flags = [m not in kept for m in metaranges]
-    batch = pa.record_batch([pa.array(metaranges, pa.string()), pa.array(flags, pa.bool_())], schema=METARANGES_SCHEMA)
-    _write(adapter, repo.namespace, location + "metaranges.parquet", METARANGES_SCHEMA, iter([batch]))
-    return PreparedRun(
-        run_id=run_id,
-        namespace=repo.namespace,
-        location=location,
-        commits_location=location + "commits.parquet",
-        metaranges_location=location + "metaranges.parquet",
-        staged_location=location + "staged.parquet",
-        started=started,
-        commits=len(commits),
-        expired_commits=len(expired),
-        staged_entries=staged,
-    )
+        self._write(repo, location + "metaranges.parquet", METARANGES_SCHEMA, iter([batch]), deadline)
+        return PreparedRun(
+            run_id=run_id,
+            namespace=repo.namespace,
+            location=location,
+            commits_location=location + "commits.parquet",
+            metaranges_location=location + "metaranges.parquet",
+            staged_location=location + "staged.parquet",
+            started=started,
+            commits=len(commits),
+            expired_commits=len(expired),
+            staged_entries=staged,
+        )
 
+    def _staged_batches(self, branches: list[pb.Branch]) -> Iterator[pa.RecordBatch]:
+        tokens, keys, addresses = [], [], []
+        for branch in branches:
+            for token in branch_tokens(branch):
+                if not token:
+                    continue
+                for item in self._staging.scan(token):
+                    if item.value.tombstone:
+                        continue
+                    tokens.append(token)
+                    keys.append(item.key)
+                    addresses.append(decode_entry(item.value.data).physical_address)
+                    if len(tokens) >= _BATCH_ROWS:
+                        yield _staged_batch(tokens, keys, addresses)
+                        tokens, keys, addresses = [], [], []
+        yield _staged_batch(tokens, keys, addresses)
 
-def _all_commits(g: Graveler, repo: RepoHandle) -> dict[str, pb.Commit]:
-    commits: dict[str, pb.Commit] = {}
-    for entry in scan_prefix(g.refs.kv, repo.partition, COMMITS):
-        commit = pb.Commit()
-        commit.ParseFromString(entry.value)
-        commits[commit.id] = commit
-    return commits
+    def _write(
+        self,
+        repo: RepoHandle,
+        key: str,
+        schema: pa.Schema,
+        batches: Iterator[pa.RecordBatch],
+        deadline: Deadline,
+    ) -> int:
+        """Write batches as one Parquet object through a temporary file; return the row count."""
+        rows = 0
+        with tempfile.NamedTemporaryFile(prefix="silt-gc-", suffix=".parquet", delete=False) as handle:
+            path = handle.name
+        try:
+            with pq.ParquetWriter(path, schema, compression="snappy") as writer:
+                for batch in batches:
+                    deadline.check(f"preparing GC of repository {repo.name!r}")
+                    if batch.num_rows:
+                        writer.write_batch(batch)
+                        rows += batch.num_rows
+            with open(path, "rb") as stream:
+                self._adapter.put(repo.namespace, key, stream, os.path.getsize(path))
+        finally:
+            os.unlink(path)
+        return rows
 
 
 def _commit_batches(commits: dict[str, pb.Commit], expired: set[str]) -> Iterator[pa.RecordBatch]:
@@ -248,46 +274,8 @@ def _commit_batches(commits: dict[str, pb.Commit], expired: set[str]) -> Iterato
         )
 
 
-def _staged_batches(g: Graveler, branches: list[pb.Branch]) -> Iterator[pa.RecordBatch]:
-    tokens, keys, addresses = [], [], []
-    for branch in branches:
-        for token in branch_tokens(branch):
-            if not token:
-                continue
-            for item in g.staging.scan(token):
-                if item.value.tombstone:
-                    continue
-                tokens.append(token)
-                keys.append(item.key)
-                addresses.append(decode_entry(item.value.data).physical_address)
-                if len(tokens) >= _BATCH_ROWS:
-                    yield _staged_batch(tokens, keys, addresses)
-                    tokens, keys, addresses = [], [], []
-    yield _staged_batch(tokens, keys, addresses)
-
-
 def _staged_batch(tokens: Sequence[str], keys: list[bytes], addresses: list[str]) -> pa.RecordBatch:
     return pa.record_batch(
         [pa.array(tokens, pa.string()), pa.array(keys, pa.binary()), pa.array(addresses, pa.string())],
         schema=STAGED_SCHEMA,
     )
-
-
-def _write(
-    adapter: BlockAdapter, namespace: str, key: str, schema: pa.Schema, batches: Iterator[pa.RecordBatch]
-) -> int:
-    """Write batches as one Parquet object through a temporary file; return the row count."""
-    rows = 0
-    with tempfile.NamedTemporaryFile(prefix="silt-gc-", suffix=".parquet", delete=False) as handle:
-        path = handle.name
-    try:
-        with pq.ParquetWriter(path, schema, compression="snappy") as writer:
-            for batch in batches:
-                if batch.num_rows:
-                    writer.write_batch(batch)
-                    rows += batch.num_rows
-        with open(path, "rb") as stream:
-            adapter.put(namespace, key, stream, os.path.getsize(path))
-    finally:
-        os.unlink(path)
-    return rows

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import grpc
 from grpc_health.v1.health import HealthServicer
 
-from services.graveler import retention, telemetry
+from services.graveler import telemetry
 from services.graveler.branching import CherryPickOverrides, MergeOutcome
 from services.graveler.builder import ProcessPoolBuilder
 from services.graveler.committed.cache import CommittedCache
@@ -28,7 +28,6 @@ from services.graveler.sensor import Sensor, Thresholds, Trigger
 from services.graveler.telemetry import MeteredBuilder
 from services.graveler.values import decode_entry
 from silt.actions import ACT_FOR_USER, user_resource
-from silt.block import open_adapter
 from silt.compactor.v1 import compactor_pb2 as compactor_api
 from silt.compactor.v1 import compactor_pb2_grpc as compactor_grpc
 from silt.config import Config
@@ -36,7 +35,6 @@ from silt.errors import ConfigError, InvalidArgument, SiltError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
-from silt.kv import open_store
 from silt.namespaces import parse_recorded, parse_roots
 from silt.rpc.channels import client_tls, server_credentials
 from silt.rpc.interceptor import AuthInterceptor, current_principal, remote_interceptor
@@ -44,6 +42,7 @@ from silt.rpc.limits import GRAVELER_LIMITS
 from silt.rpc.server import bind, build_server, service_config, start_health_port, startup_errors, wait_for_shutdown
 from silt.rpc.signing import COMPACTOR_AUDIENCE, GRAVELER_AUDIENCE, Credentials, signed_channel
 from silt.telemetry.health import HealthMonitor, block_probe, kv_probe
+from silt.telemetry.stores import open_observed_adapter, open_observed_store
 
 log = logging.getLogger(__name__)
 CLEANER_INTERVAL_SECONDS = 60.0
@@ -403,21 +402,21 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
 
     # garbage collection
     def SetGCRules(self, request: api.SetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
-        rules = retention.set_rules(self.g, request.repository, request.rules)
+        rules = self.g.set_gc_rules(request.repository, request.rules, deadline=_deadline(context))
         return api.GCRulesInfo(repository=request.repository, rules=rules, is_set=True)
 
     def GetGCRules(self, request: api.GetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
-        rules = retention.get_rules(self.g, request.repository)
+        rules = self.g.get_gc_rules(request.repository, deadline=_deadline(context))
         return api.GCRulesInfo(repository=request.repository, rules=rules, is_set=rules is not None)
 
     def DeleteGCRules(
         self, request: api.DeleteGCRulesRequest, context: grpc.ServicerContext
     ) -> api.DeleteGCRulesResponse:
-        retention.delete_rules(self.g, request.repository)
+        self.g.delete_gc_rules(request.repository, deadline=_deadline(context))
         return api.DeleteGCRulesResponse()
 
     def PrepareGC(self, request: api.PrepareGCRequest, context: grpc.ServicerContext) -> api.PrepareGCResponse:
-        run = retention.prepare_gc(self.g, request.repository)
+        run = self.g.prepare_gc(request.repository, deadline=_deadline(context))
         return api.PrepareGCResponse(
             run_id=run.run_id,
             storage_namespace=run.namespace,
@@ -644,8 +643,8 @@ def namespace_roots(config: Config) -> tuple[str, ...]:
 
 
 def build_graveler(config: Config, options: GravelerOptions | None = None) -> Graveler:
-    kv = open_store(config.database)
-    adapter = open_adapter(config.blockstore)
+    kv = open_observed_store(config.database)
+    adapter = open_observed_adapter(config.blockstore)
     # Commits build in worker processes so that serving never waits on them for the GIL.
     builder = ProcessPoolBuilder(config, config.graveler.commit_workers) if config.database.type != "mem" else None
     if builder is not None:

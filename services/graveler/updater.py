@@ -6,6 +6,13 @@ its attempt here. An attempt that lost a race (set_if failed, or the re-check sa
 record) is run again after an exponential, fully jittered backoff, so racing committers
 spread out instead of colliding in lockstep; after max_attempts it gives up with Aborted,
 and it never runs past the caller's deadline (DeadlineExceeded).
+
+One rule for what runs inside an attempt: update's change callback only computes (it gets
+the record read and returns the new branch; it runs again on every attempt). A flow that must
+do I/O for each attempt — a commit or a merge building a metarange and storing a commit on the
+head it found — runs its whole attempt through retry: read the branch, build and store what
+the new record points at, then set_if against the record it read. Those writes are immutable
+and content-addressed, so an attempt that loses leaves only unreferenced objects behind.
 """
 
 from __future__ import annotations
@@ -76,8 +83,8 @@ class BranchUpdater:
         """Read the branch, set_if change(record) over it; on a race re-read and redo.
 
         change gets the current record and returns the new branch (modify_branch builds one);
-        it runs again on every attempt, so it must only compute. Returns the record replaced
-        and the new branch.
+        it must only compute (see the module's rule). Returns the record replaced and the new
+        branch.
         """
 
         def attempt(_: int) -> tuple[BranchRecord, pb.Branch]:

@@ -23,19 +23,8 @@ __all__ = [
 
 
 def open_adapter(config: BlockstoreConfig) -> BlockAdapter:
-    """The adapter for the blockstore section of the configuration (traced, if this process traces)."""
-    adapter = _open_adapter(config)
-    from silt.telemetry.tracing import tracer
-
-    traced_by = tracer()
-    if traced_by is None:
-        return adapter
-    from silt.telemetry.block import TracedAdapter
-
-    return TracedAdapter(adapter, traced_by)
-
-
-def _open_adapter(config: BlockstoreConfig) -> BlockAdapter:
+    """The adapter for the blockstore section of the configuration, bare: a service opens its
+    adapter through silt.telemetry.stores.open_observed_adapter, which traces it when the process traces."""
     # Imported here: a local-only process need not pay for importing boto3.
     if config.type == "local":
         from silt.block.local import LocalAdapter

@@ -8,11 +8,21 @@ holds only what a run needs. Showing rules needs ReadRepo.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
 import click
 
 from silt.cli.common import as_dict, client, human_size, output, state, table
+from silt.client import ClientError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+
+# The GC job's entry point (jobs/gc/job.py), the one the CronJob runs too.
+GC_JOB = "jobs.gc.job"
 
 
 @click.group()
@@ -89,41 +99,52 @@ def run(repository: str, dry_run: bool, master: str, grace: str, sweep_only: str
 
     Needs PrepareGC and ReadRepo on REPOSITORY: an administrator, or the svc-gc user's key.
     """
-    # Imported here: pyspark and the job are heavy, and only this command needs them.
-    from jobs.gc.job import GCOptions, parse_grace, run_gc
-    from silt.spark import local_session
-
-    options = GCOptions(dry_run=dry_run, grace_seconds=parse_grace(grace), sweep_only=sweep_only)
-    config = state().config()
-    from pyspark.sql import SparkSession
-
-    # A session this process already runs (an embedding program, a test run) is reused, not stopped.
-    own_session = SparkSession.getActiveSession() is None
-    # The JVM before any gRPC channel: PySpark forks to launch it, which gRPC's threads make unreliable.
-    spark = local_session(None, master=master, app_name="silt-gc")
-    if own_session:
-        spark.sparkContext.setLogLevel("ERROR")
-    graveler = client().graveler
-    try:
-        summary = run_gc(
-            spark,
-            graveler,
-            _repo_name(repository),
-            config.blockstore,
-            options,
-            lambda message: click.echo(message, err=True),
-        )
-    finally:
-        if own_session:
-            spark.stop()
+    args = [_repo_name(repository), "--master", master, "--grace", grace]
+    args += ["--dry-run"] if dry_run else []
+    args += ["--sweep-only", sweep_only] if sweep_only else []
+    settings = state()
+    args += ["--config", settings.config_path] if settings.config_path else []
+    args += ["--graveler", settings.graveler] if settings.graveler else []
+    summary = submit(args)
 
     def human() -> None:
-        click.echo(f"GC run {summary.run_id} of {summary.repository}{' (dry run)' if summary.dry_run else ''}")
+        click.echo(f"GC run {summary['run_id']} of {summary['repository']}{' (dry run)' if summary['dry_run'] else ''}")
         table(
             ["reason", "objects", "bytes"],
-            [(r, summary.objects[r], human_size(summary.bytes[r])) for r in summary.objects],
+            [(r, count, human_size(summary["bytes"][r])) for r, count in summary["objects"].items()],
         )
-        click.echo(f"deleted: {summary.deleted}, spared (referenced again before the sweep): {summary.spared}")
-        table(["phase", "seconds"], [(p, f"{s:.1f}") for p, s in summary.seconds.items()])
+        click.echo(f"deleted: {summary['deleted']}, spared (referenced again before the sweep): {summary['spared']}")
+        table(["phase", "seconds"], [(p, f"{s:.1f}") for p, s in summary["seconds"].items()])
 
-    output(summary.__dict__, human)
+    output(summary, human)
+
+
+def submit(args: list[str]) -> dict[str, Any]:
+    """Run the GC job as its own process, as the CronJob does, and return its summary.
+
+    The CLI submits the job rather than importing it: Spark, the job and what it depends on
+    stay out of the CLI's process and out of the shared library's imports. The job prints its
+    progress on stderr (passed on as it comes) and its summary as JSON on stdout; a failure is
+    its last stderr line ("silt-gc: ...") and the CLI's exit codes.
+    """
+    command = [sys.executable, "-m", GC_JOB, *args]
+    with tempfile.TemporaryFile("w+") as out:
+        # stdout to a file: the JVM may write there too, and a full pipe nobody reads would stall it.
+        with subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, text=True) as job:
+            assert job.stderr is not None
+            last = ""
+            for line in job.stderr:
+                if last:
+                    click.echo(last, err=True)
+                last = line.rstrip("\n")
+            code = job.wait()
+        if code != 0:
+            raise ClientError(last.removeprefix("silt-gc: ") or f"the GC job exited with {code}", code)
+        if last:
+            click.echo(last, err=True)
+        out.seek(0)
+        lines = [line for line in out.read().splitlines() if line.strip()]
+    if not lines:
+        raise ClientError("the GC job printed no summary")
+    summary: dict[str, Any] = json.loads(lines[-1])
+    return summary

@@ -109,7 +109,8 @@ _BUILTIN_DRIVERS = {"mem": "silt.kv.mem", "local": "silt.kv.local", "cassandra":
 
 
 def open_store(config: DatabaseConfig) -> Store:
-    """Open the driver named by config.type."""
+    """Open the driver named by config.type, bare: a service opens its stores through
+    silt.telemetry.kv.open_observed_store, which wraps this one when the process is observed."""
     if config.type not in _drivers and config.type in _BUILTIN_DRIVERS:
         import importlib
 
@@ -120,16 +121,4 @@ def open_store(config: DatabaseConfig) -> Store:
         raise InvalidArgument(
             f"database.type: unknown KV driver {config.type!r} (expected one of {sorted(_BUILTIN_DRIVERS)})"
         ) from None
-    return _instrumented(factory(config), config.type)
-
-
-def _instrumented(store: Store, driver: str) -> Store:
-    """The store wrapped once for every driver, if this process traces or exports metrics."""
-    from silt.telemetry.setup import metrics_enabled, tracing_enabled
-
-    if not (tracing_enabled() or metrics_enabled()):
-        return store
-    from silt.telemetry.kv import InstrumentedStore
-    from silt.telemetry.tracing import tracer
-
-    return InstrumentedStore(store, driver, tracer(), metrics_enabled())
+    return factory(config)

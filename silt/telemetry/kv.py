@@ -1,4 +1,5 @@
-"""A KV Store that records spans and metrics around another Store, whatever its driver."""
+"""A KV Store that records spans and metrics around another Store, whatever its driver
+(chosen by silt.telemetry.stores where services open their stores)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CLI as a new user meets it (issue 16, items 15-18): --json anywhere for every command,
+"""The CLI as a new user meets it: --json anywhere for every command,
 numbers as numbers, progress when not on a terminal, exit codes, prompts, messages, and
 `silt check` reading the running stack's configuration without creating anything."""
 

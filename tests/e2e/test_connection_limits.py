@@ -1,4 +1,4 @@
-"""Anonymous clients cannot stall or exhaust the gateway (issue 16, items 2 and 3).
+"""Anonymous clients cannot stall or exhaust the gateway.
 
 A real gateway process with small limits; raw sockets play the attacker, boto3 the
 legitimate client that must keep being served.

@@ -1,8 +1,9 @@
-"""`silt gc` against the running stack: rules, a dry run, a run, and the bytes left behind.
+"""`silt gc run` against the running stack: rules, a dry run, a run, and the bytes left behind.
 
-Object bytes go through the S3 gateway; the run reuses the test run's SparkSession (the CLI
-never stops a session it did not start). The admin sets the rules; the runs use the key of
-svc-gc, the non-admin user auth setup creates for scheduled GC runs.
+Object bytes go through the S3 gateway; `silt gc run` submits the GC job as its own process
+(python -m jobs.gc.job, on a local Spark of its own), as the CronJob runs it. The admin sets
+the rules; the runs use the key of svc-gc, the non-admin user auth setup creates for scheduled
+GC runs.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import boto3
 
@@ -20,7 +20,7 @@ from tests.e2e.conftest import Silt
 REPO = "e2e-gc"
 
 
-def test_gc_rules_and_run(spark: Any, stack: Stack, silt: Silt) -> None:
+def test_gc_rules_and_run(stack: Stack, silt: Silt) -> None:
     cli = Silt({**silt.env, "SILT_CONFIG": str(stack.config_path)}, silt.cwd)
     cli("repo", "create", REPO)
     s3 = boto3.client(

@@ -3,8 +3,8 @@
 In a cluster every pod's configuration says graveler listens on 0.0.0.0:8102 (its own pod), and
 the gateway must dial the graveler Service instead. Here the gateway's configuration says
 graveler listens on a wildcard address whose port nothing serves on this machine, and the
-endpoint names the real graveler: S3 requests must work (before issue 15 the gateway dialled
-127.0.0.1:<listen port> and every request failed)."""
+endpoint names the real graveler: S3 requests must work (a gateway that dialled
+127.0.0.1:<listen port> would fail every request)."""
 
 from __future__ import annotations
 

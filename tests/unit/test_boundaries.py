@@ -1,33 +1,49 @@
-"""Services never import each other, and the shared library imports none of them: what two
-services share (action names, paging, names, the auth client) lives in silt/."""
+"""The import rules live in pyproject.toml's [tool.importlinter] contracts, run by `make lint`
+(lint-imports): services never import each other (the compactor's use of graveler's engine is
+the one exception), the shared library imports no service, job or benchmark, services and
+jobs import no benchmark and not each other, and sibling packages form no circle.
+
+What those contracts cannot say about themselves is checked here: that they name every
+service and every top-level package, so a new one is not left outside the rules."""
 
 from __future__ import annotations
 
-import itertools
+import tomllib
+from pathlib import Path
+from typing import Any
 
-import grimp
-import pytest
-
-SERVICES = ("services.auth", "services.graveler", "services.gateway", "services.compactor", "services.api")
-# The one import across services by design: the compactor runs graveler's engine (the "shared
-# graveler core" of DESIGN.md) in its own process, with its own KV and object store
-# connections. Graveler reaches the compactor only over gRPC.
-ALLOWED = {("services.compactor", "services.graveler")}
+ROOT = Path(__file__).resolve().parents[2]
+# Packages the rules do not govern: the tests may import anything.
+UNGOVERNED = {"tests"}
 
 
-@pytest.fixture(scope="module")
-def graph() -> grimp.ImportGraph:
-    return grimp.build_graph("services", "silt", cache_dir=None)
+def _config() -> dict[str, Any]:
+    config: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return config
 
 
-@pytest.mark.parametrize(
-    ("importer", "imported"), [pair for pair in itertools.permutations(SERVICES, 2) if pair not in ALLOWED]
-)
-def test_services_do_not_import_each_other(graph: grimp.ImportGraph, importer: str, imported: str) -> None:
-    chains = graph.find_shortest_chains(importer=importer, imported=imported, as_packages=True)
-    assert not chains, f"{importer} imports {imported}: {sorted(chains)}"
+def _contract(contract_type: str) -> dict[str, Any]:
+    (found,) = [c for c in _config()["contracts"] if c["type"] == contract_type]
+    return found
 
 
-def test_the_shared_library_imports_no_service(graph: grimp.ImportGraph) -> None:
-    chains = graph.find_shortest_chains(importer="silt", imported="services", as_packages=True)
-    assert not chains, sorted(chains)
+def _packages(directory: Path) -> set[str]:
+    return {p.parent.name for p in directory.glob("*/__init__.py")}
+
+
+def test_every_top_level_package_is_governed() -> None:
+    assert set(_config()["root_packages"]) == _packages(ROOT) - UNGOVERNED
+
+
+def test_every_top_level_package_has_its_layer() -> None:
+    layered = {name.strip() for layer in _contract("layers")["layers"] for name in layer.split("|")}
+    assert layered == set(_config()["root_packages"])
+
+
+def test_every_service_is_in_the_independence_contract() -> None:
+    services = {f"services.{name}" for name in _packages(ROOT / "services")}
+    assert set(_contract("independence")["modules"]) == services
+
+
+def test_every_top_level_package_is_checked_for_circles() -> None:
+    assert set(_contract("acyclic_siblings")["ancestors"]) == set(_config()["root_packages"])

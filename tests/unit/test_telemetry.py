@@ -20,8 +20,10 @@ from silt.config import DatabaseConfig
 from silt.errors import ConfigError, InvalidArgument, PredicateFailed, Unavailable
 from silt.kv import open_store
 from silt.telemetry import metrics, requestid, tracing
+from silt.telemetry import setup as telemetry_setup
 from silt.telemetry.health import HealthMonitor
 from silt.telemetry.kv import InstrumentedStore
+from silt.telemetry.stores import open_observed_store
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "silt.json"
 
@@ -112,6 +114,18 @@ def test_instrumented_store_counts_operations_conflicts_and_errors() -> None:
         store.get(b"", b"k")
     assert _sample("silt_kv_operation_errors_total", driver="mem", operation="get") - errors == 1
     store.close()
+
+
+def test_services_open_bare_stores_unless_the_process_is_observed(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = DatabaseConfig(type="mem")
+    assert not isinstance(open_store(config), InstrumentedStore)  # the KV layer never wraps
+    monkeypatch.setitem(telemetry_setup._state, "metrics", False)
+    monkeypatch.setitem(telemetry_setup._state, "tracing", False)
+    assert not isinstance(open_observed_store(config), InstrumentedStore)
+    monkeypatch.setitem(telemetry_setup._state, "metrics", True)
+    observed = open_observed_store(config)
+    assert isinstance(observed, InstrumentedStore) and observed.driver == "mem"
+    assert not isinstance(observed.inner, InstrumentedStore)  # wrapped once
 
 
 def test_health_is_not_serving_while_a_probe_fails_or_hangs_and_serving_after() -> None:

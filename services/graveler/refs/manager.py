@@ -284,6 +284,11 @@ class RefManager:
             raise NotFound(f"commit {commit_id!r} not found in repository {repo.name!r}", what="commit") from None
         return _decode(pb.Commit(), data, "commit")
 
+    def list_commits(self, repo: RepoHandle) -> Iterator[pb.Commit]:
+        """Every commit of the repository, reachable or not, in id order."""
+        for entry in scan_prefix(self.kv, repo.partition, COMMITS):
+            yield _decode(pb.Commit(), entry.value, "commit")
+
     def commits_with_prefix(self, repo: RepoHandle, prefix: str, limit: int = 2) -> list[CommitId]:
         found = []
         for entry in scan_prefix(self.kv, repo.partition, COMMITS + prefix.encode()):

@@ -303,7 +303,7 @@ def test_commits_are_by_the_authenticated_caller(stack: Stack) -> None:
 
 
 def test_a_requested_committer_is_only_a_labelled_extra(stack: Stack) -> None:
-    """Issue 16 item 4: Commit(committer="admin") by a non-admin is recorded as by the caller."""
+    """Commit(committer="admin") by a non-admin is recorded as by the caller."""
     user, creds = stack.new_user(groups=["Developers"], prefix="spoofer")
     repo = stack.new_repo("spoofed")
     graveler = stack.gv(creds)
@@ -317,7 +317,7 @@ def test_a_requested_committer_is_only_a_labelled_extra(stack: Stack) -> None:
 
 
 def test_entries_cannot_name_another_repositorys_bytes(stack: Stack) -> None:
-    """Issue 16 item 1: StageEntry with an address outside the namespace is INVALID_ARGUMENT."""
+    """StageEntry with an address outside the namespace is INVALID_ARGUMENT."""
     _, creds = stack.new_user(groups=["Developers"], prefix="linker")
     repo, victim = stack.new_repo("linker"), stack.new_repo("victim")
     graveler = stack.gv(creds)

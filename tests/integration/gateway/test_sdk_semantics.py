@@ -1,4 +1,4 @@
-"""S3 behaviours real SDKs depend on (issue 10, item 3), each through boto3 and through raw
+"""S3 behaviours real SDKs depend on, each through boto3 and through raw
 signed requests against the gateway process: conditional writes, SigV4 with a Date header,
 UTF-8 header values, retried CompleteMultipartUpload, Content-Encoding with aws-chunked,
 presigned expiry bounds, ListBuckets paging, writes to ref expressions, and bodies that do not

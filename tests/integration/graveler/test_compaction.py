@@ -323,3 +323,31 @@ def test_a_commit_whose_tokens_a_nothing_to_commit_unsealed_loses_no_delete(env:
     assert held.released_in_time and made
     assert contents(env, repo, made[0].id) == {"base": "b"}
     assert contents(env, repo, "main") == {"base": "b"}
+
+
+def test_a_commit_that_loses_to_another_commit_plans_again_on_the_winner(env: GravelerEnv) -> None:
+    """Commit A seals and builds x; y is written; commit B seals both tokens and moves the
+    branch first. A's set_if fails; its next attempt finds its token committed by B and makes
+    an empty commit on top of B: both stay in history, nothing is lost."""
+    repo = env.new_repo("cmp")
+    env.put(repo, "main", "base", "b")
+    env.commit(repo, "main")
+    env.put(repo, "main", "x", "x@1")
+    held = _FirstBuiltThenHeld(env.graveler.builder)
+    env.graveler.builder = held
+    made: list[api.CommitInfo] = []
+    thread = threading.Thread(target=lambda: made.append(env.commit(repo, "main", "A")))
+    thread.start()
+    try:
+        assert held.building.wait(30)
+        env.put(repo, "main", "y", "y@1")
+        winner = env.commit(repo, "main", "B")
+    finally:
+        held.release.set()
+        thread.join(60)
+        env.graveler.builder = held.inner
+    assert held.released_in_time and made
+    assert list(made[0].parents) == [winner.id]
+    assert contents(env, repo, winner.id) == {"base": "b", "x": "x@1", "y": "y@1"}
+    assert contents(env, repo, "main") == contents(env, repo, made[0].id) == contents(env, repo, winner.id)
+    assert not record(env, repo).sealed_tokens  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""Staged entries may only name bytes inside their repository's storage namespace (issue 16, item 1).
+"""Staged entries may only name bytes inside their repository's storage namespace.
 
 Runs the engine in-process on the in-memory KV driver and a local-disk object store.
 """

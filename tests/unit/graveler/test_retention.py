@@ -1,13 +1,22 @@
-"""Which commits a GC run treats as expired (services/graveler/retention.py)."""
+"""Which commits a GC run treats as expired, and the export through the facade (services/graveler/retention.py)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler.retention import expired_commits, validate_rules, validate_run_id
-from silt.errors import InvalidArgument
+from services.graveler.committed.cache import CommittedCache
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.deadline import Deadline
+from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.retention import expired_commits, validate_rules
+from silt.block.local import LocalAdapter
+from silt.errors import DeadlineExceeded, FailedPrecondition, InvalidArgument
+from silt.gc_runs import validate_run_id
 from silt.graveler.v1 import model_pb2 as pb
+from silt.kv.mem import MemStore
 
 DAY = 86_400
 NOW = 1_000 * DAY
@@ -60,3 +69,23 @@ def test_rules_and_run_ids_are_validated() -> None:
     with pytest.raises(InvalidArgument):
         validate_run_id("../../etc")
     assert validate_run_id("20261122T104519Z-4a810362") == "20261122T104519Z-4a810362"
+
+
+def test_the_export_goes_through_the_facade_and_stops_when_its_caller_gives_up(tmp_path: Path) -> None:
+    adapter = LocalAdapter(tmp_path / "data")
+    graveler = Graveler(MemStore(), CommittedManager(adapter, CommittedCache()), GravelerOptions())
+    try:
+        graveler.create_repository("repo", "local://repo")
+        with pytest.raises(FailedPrecondition):  # no rules yet
+            graveler.prepare_gc("repo")
+        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=7))
+        assert graveler.get_gc_rules("repo") == pb.GCRules(default_retention_days=7)
+        with pytest.raises(DeadlineExceeded):
+            graveler.prepare_gc("repo", deadline=Deadline(is_active=lambda: False))
+        run = graveler.prepare_gc("repo", deadline=Deadline.after(60))
+        assert run.commits == 1 and run.expired_commits == 0
+        assert (tmp_path / "data" / "repo" / run.commits_location).is_file()
+        graveler.delete_gc_rules("repo")
+        assert graveler.get_gc_rules("repo") is None
+    finally:
+        graveler.close()
