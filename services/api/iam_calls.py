@@ -24,10 +24,8 @@ from services.api.context import Context
 from services.api.errors import ApiError, from_silt
 from silt.errors import PermissionDenied, Unauthenticated
 from silt.rpc.errors import error_from_rpc
+from silt.rpc.signing import ACTING_USER_HEADER
 
-# The header auth reads (services/auth/acting.py ACTING_USER_HEADER; services do not import
-# each other, tests/integration/api/test_iam_acting.py checks that the two agree).
-ACTING_USER_HEADER = "x-silt-acting-user"
 # What auth says when it refuses the header itself (services/auth/acting.py REFUSED_ACTING).
 REFUSED_ACTING = "cannot make IAM calls for other users"
 

@@ -32,10 +32,10 @@ from services.auth.permissions import SERVICE
 from silt.actions import ACT_FOR_USER, user_resource
 from silt.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from silt.rpc.interceptor import AuthInterceptor, Principal, Rule, current_principal
+from silt.rpc.signing import ACTING_USER_HEADER
 
 log = logging.getLogger(__name__)
 
-ACTING_USER_HEADER = "x-silt-acting-user"
 # The end of auth's refusal of the header: the REST API tells it (its own fault, 503) from the
 # end user's refusals (403) by it.
 REFUSED_ACTING = "cannot make IAM calls for other users"

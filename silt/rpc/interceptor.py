@@ -41,6 +41,7 @@ from silt.rpc.signing import (
     SIGNATURE_HEADER,
     SIGNED_HEADERS,
     Credentials,
+    acting_user_of,
     day_of,
     is_nonce,
     is_signature,
@@ -225,7 +226,8 @@ class AuthInterceptor(grpc.ServerInterceptor):
             key = self.authority.call_key(key_id, day, self.audience)
         except (NotFound, InvalidArgument):
             raise Unauthenticated(f"unknown access key id {key_id!r}") from None
-        expected = sign(key.key, date, scope, nonce, method, key_id, payload_digest(request))
+        acting = acting_user_of(metadata)
+        expected = sign(key.key, date, scope, nonce, method, key_id, payload_digest(request), acting)
         if not hmac.compare_digest(expected.encode(), signature.encode()):
             raise Unauthenticated(f"signature does not match for access key {key_id}: wrong secret?")
         # Only a call whose signature holds is remembered, under its own key: the cache holds

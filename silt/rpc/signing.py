@@ -18,6 +18,11 @@ Five metadata entries go with each call:
 
     string-to-sign = "SILT2-HMAC-SHA256" \\n date \\n scope \\n nonce \\n full method name \\n
                      access key id \\n hex SHA-256 of the request message, serialized deterministically
+                     [\\n acting user, when the call carries x-silt-acting-user]
+
+The acting-user header (an IAM call the REST API makes for the user it authenticated,
+services/auth/acting.py) changes whose rights the call is judged by, so it is signed with the
+call: nobody on the way can add it to, or change it in, a call signed without it.
 
 The server gets the signing key of (key id, day, its own audience) from auth
 (``GetCallSigningKey``; auth derives it itself), recomputes the signature, accepts the call
@@ -65,6 +70,8 @@ SIGNATURE_HEADER = "x-silt-signature"
 # What a signed call must carry; a server refuses a call without them before reading it.
 REQUIRED_HEADERS = (ACCESS_KEY_HEADER, DATE_HEADER, SCOPE_HEADER, NONCE_HEADER, SIGNATURE_HEADER)
 SIGNED_HEADERS = frozenset((*REQUIRED_HEADERS, REQUEST_ID_HEADER))
+# The user an IAM call is made for; part of the signature when present.
+ACTING_USER_HEADER = "x-silt-acting-user"
 ALGORITHM = "SILT2-HMAC-SHA256"
 NONCE_BYTES = 16
 
@@ -143,9 +150,18 @@ def derive_call_key(secret: SecretStr, day: str, audience: str) -> bytes:
     return key
 
 
-def sign(key: bytes, date: str, scope: str, nonce: str, method: str, access_key_id: str, digest: str) -> str:
-    text = "\n".join((ALGORITHM, date, scope, nonce, method, access_key_id, digest))
-    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+def sign(
+    key: bytes, date: str, scope: str, nonce: str, method: str, access_key_id: str, digest: str, acting: str = ""
+) -> str:
+    parts = (ALGORITHM, date, scope, nonce, method, access_key_id, digest) + ((acting,) if acting else ())
+    return hmac.new(key, "\n".join(parts).encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
+def acting_user_of(metadata: Sequence[Any] | None) -> str:
+    """The acting-user header's values as signed: joined by "," when repeated (auth refuses a
+    repeated one anyway), "" when absent."""
+    values = [v.decode() if isinstance(v, bytes) else str(v) for k, v in (metadata or ()) if k == ACTING_USER_HEADER]
+    return ",".join(values)
 
 
 class _CallDetails(NamedTuple):
@@ -185,7 +201,10 @@ class SigningInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClien
         scope = f"{day}/{audience}"
         nonce = secrets.token_hex(NONCE_BYTES)
         key_id = self._credentials.access_key_id
-        signature = sign(self._key(day, audience), date, scope, nonce, method, key_id, payload_digest(request))
+        acting = acting_user_of(details.metadata)
+        signature = sign(
+            self._key(day, audience), date, scope, nonce, method, key_id, payload_digest(request), acting
+        )
         metadata: list[tuple[str, str | bytes]] = [
             (k, v) for k, v in (details.metadata or ()) if k not in SIGNED_HEADERS
         ]

@@ -7,13 +7,17 @@ that user's, the rule and the grants check alike. Nobody without the literal aut
 
 from __future__ import annotations
 
-import grpc
+from typing import Any
 
-from services.auth.acting import ACTING_USER_HEADER
+import grpc
+import pytest
+
 from services.auth.setup import ADMINS
 from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
+from silt.auth.v1 import auth_pb2_grpc as auth_grpc
 from silt.auth.v1 import model_pb2 as pb
+from silt.rpc.signing import ACTING_USER_HEADER, SigningInterceptor
 from tests.integration.auth.conftest import _Recorder
 from tests.integration.auth.support import Stack, code_of, details_of, unique
 
@@ -116,3 +120,35 @@ def test_a_malformed_or_repeated_header_is_refused(stack: Stack) -> None:
         assert code_of(lambda v=value: api.ListUsers(request, metadata=_for(v))) == grpc.StatusCode.INVALID_ARGUMENT
     twice = ((ACTING_USER_HEADER, "admin"), (ACTING_USER_HEADER, "admin"))
     assert code_of(lambda: api.ListUsers(request, metadata=twice)) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+class _AddedAfterSigning(grpc.UnaryUnaryClientInterceptor):
+    """Sits between the signer and the wire, as someone on the way would: sets the acting header
+    on a call signed without it, or changes the one it was signed with."""
+
+    def __init__(self, user_id: str) -> None:
+        self.user_id = user_id
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        metadata = [(k, v) for k, v in (details.metadata or ()) if k != ACTING_USER_HEADER]
+        metadata.append((ACTING_USER_HEADER, self.user_id))
+        return continuation(details._replace(metadata=metadata), request)
+
+
+@pytest.mark.parametrize("signed_for", [None, "plain"], ids=["added", "changed"])
+def test_the_acting_user_is_part_of_the_signature(stack: Stack, signed_for: str | None) -> None:
+    """svc-api's call for a plain user (or for nobody) made into one for the admin on the way."""
+    plain_id, _ = stack.new_user(prefix="signed-for")
+    signer = SigningInterceptor(stack.services["api"])
+    channel = grpc.intercept_channel(grpc.insecure_channel(stack.auth_address), signer, _AddedAfterSigning("admin"))
+    new_id = unique("tampered")
+    metadata = _for(plain_id) if signed_for else None
+    with channel:
+        api = auth_grpc.AuthServiceStub(channel)
+
+        def call() -> object:
+            return api.CreateUser(auth_api.CreateUserRequest(id=new_id), metadata=metadata)
+
+        assert code_of(call) == grpc.StatusCode.UNAUTHENTICATED
+        assert "signature does not match" in details_of(call)
+    assert not _exists(stack, new_id)
