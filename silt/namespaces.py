@@ -94,6 +94,11 @@ def _parse(uri: str, what: str, root: bool) -> Namespace:
         raise InvalidArgument(f"invalid {what} {uri!r}: expected {shape}")
     # "s3://bucket/prefix/" is a common way to spell a prefix: one trailing slash is accepted.
     rest = rest.removesuffix("/")
+    if scheme == "local" and not root:
+        # The local store has no authority part, so "local:///x" (file-URL spelling, and what
+        # lakeFS clients make of the prefix "local://" plus "/" plus a name) names "local://x".
+        # One slash only: "local:////x" still has an empty component and is refused.
+        rest = rest.removeprefix("/")
     parts = tuple(rest.split("/")) if rest else ()
     if not parts and not root:
         raise InvalidArgument(f"invalid {what} {uri!r}: expected {shape}")

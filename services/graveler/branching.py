@@ -20,7 +20,13 @@ from services.graveler.compaction import CompactedState
 from services.graveler.deadline import Deadline
 from services.graveler.entries import Entries
 from services.graveler.history import find_merge_base
-from services.graveler.model import MERGE_STRATEGIES, RESERVED_METADATA_KEYS, CommitId, MergeStrategy
+from services.graveler.model import (
+    MERGE_STRATEGIES,
+    REQUESTED_COMMITTER_KEY,
+    RESERVED_METADATA_KEYS,
+    CommitId,
+    MergeStrategy,
+)
 from services.graveler.paging import CommonPrefix, Page, delimiter_bytes, page_amount, paginate
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, Resolved, new_commit, set_tokens
 from services.graveler.staging import StagingStore, new_token
@@ -29,19 +35,18 @@ from services.graveler.validation import validate_key
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 
-# lakeFS's metadata keys on a cherry-picked commit: the commit it came from, and who picked it.
+# lakeFS's metadata keys on a cherry-picked commit: the commit it came from, and who made that one.
 CHERRY_PICK_ORIGIN_KEY = "cherry-pick-origin"
 CHERRY_PICK_COMMITTER_KEY = "cherry-pick-committer"
 
 
 @dataclass(frozen=True)
 class CherryPickOverrides:
-    """What a cherry-pick may change of the picked commit, and who the picker is named as."""
+    """What a cherry-pick may change of the picked commit."""
 
     message: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
     allow_empty: bool = False
-    picked_by: str = ""  # the user named as picker; the committer when empty
 
 
 @dataclass
@@ -260,17 +265,20 @@ class Branching:
     ) -> MergeOutcome:
         """Apply a commit's change onto a branch: a three-way merge from its parent to it. The
         new commit keeps the picked one's message and metadata (unless overridden), says where
-        it came from and who picked it, under lakeFS's keys, and is by the picker."""
+        it came from and who made that, under lakeFS's keys, and is by the picker."""
         pick = pick or CherryPickOverrides()
         target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
         parent = self._refs.get_commit(repo, _parent_of(target, parent_number))
-        # What named the picked commit's own committer is not carried over: it is the picker's now.
+        # The name the picked commit was made under (the user the REST API named, else its
+        # committer) is recorded; the key that named it is not carried over: the new commit is
+        # the picker's, labelled by the caller's own metadata.
+        original = target.metadata.get(REQUESTED_COMMITTER_KEY) or target.committer
         kept = {k: v for k, v in target.metadata.items() if k not in RESERVED_METADATA_KEYS}
         metadata = {
             **kept,
             **pick.metadata,
             CHERRY_PICK_ORIGIN_KEY: target.id,
-            CHERRY_PICK_COMMITTER_KEY: pick.picked_by or committer,
+            CHERRY_PICK_COMMITTER_KEY: original,
         }
         message = pick.message or target.message
 

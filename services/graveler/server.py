@@ -353,12 +353,10 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         return _merge_response(outcome)
 
     def CherryPick(self, request: api.CherryPickRequest, context: grpc.ServicerContext) -> api.MergeResponse:
-        picked_by, _ = self._user(request.committer)
         pick = CherryPickOverrides(
             message=request.message,
             metadata=_labelled(dict(request.metadata), request.committer),
             allow_empty=request.allow_empty,
-            picked_by=picked_by,
         )
         outcome = self.g.cherry_pick(
             request.repository,

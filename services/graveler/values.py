@@ -20,9 +20,20 @@ class KeyValue(NamedTuple):
 
 
 def entry_value(entry: pb.Entry) -> Value:
-    """Identity is the hash of the entry's canonical bytes, so rewriting the same entry is a no-op."""
+    """An entry and its identity: what the object is, not where or when its bytes were written.
+
+    The identity hashes the entry without its physical address and modification time, as
+    lakeFS's does (size, ETag, content type, metadata): writing the same bytes and metadata
+    again is then no change to diff, commit or merge (a commit keeps the entry it had; the new
+    copy of the bytes is left to GC's sweep of uncommitted objects), and two branches that wrote
+    the same object independently do not conflict.
+    """
     data = entry.SerializeToString(deterministic=True)
-    return Value(hashlib.sha256(data).digest(), data)
+    what = pb.Entry()
+    what.CopyFrom(entry)
+    what.ClearField("physical_address")
+    what.ClearField("last_modified")
+    return Value(hashlib.sha256(what.SerializeToString(deterministic=True)).digest(), data)
 
 
 TOMBSTONE = Value(b"", b"", True)

@@ -16,6 +16,8 @@ ROOTS = (parse_root("local://"), parse_root("s3://lake/silt/"))
     [
         ("local://repo", "local://repo"),
         ("LOCAL://repo/", "local://repo"),
+        # The file-URL spelling (no authority), what lakeFS clients build from the prefix "local://".
+        ("local:///repo", "local://repo"),
         ("s3://lake/silt/repo", "s3://lake/silt/repo"),
         ("S3://lake/silt/repo/", "s3://lake/silt/repo"),
     ],
@@ -34,7 +36,8 @@ def test_spellings_of_one_place_are_one_namespace(uri: str, canonical: str) -> N
         "s3://lake/silt/./repo",
         "s3://lake//silt/repo",  # an empty segment an adapter may collapse
         "local://repo//x",
-        "local:///repo",
+        "local:////repo",
+        "s3:///lake/repo",  # no bucket
         "local://repo\\..\\x",
         "local://repo/\x00",
         "local://repo/a\nb",

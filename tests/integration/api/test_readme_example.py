@@ -1,4 +1,6 @@
-"""The README's lakeFS-client example, run as written against the API stack."""
+"""The README's lakeFS-client examples (one per client: lakefs-sdk, lakefs, lakefs-spec with
+pandas), each run as written against the API stack, with only the endpoint, the credentials and
+the repository name swapped in."""
 
 from __future__ import annotations
 
@@ -11,21 +13,39 @@ import pytest
 from tests.integration.api.conftest import Api
 
 README = Path(__file__).resolve().parents[3] / "README.md"
+README_ENDPOINT = "http://127.0.0.1:8000"
+
+# Which example: a line only its code has -> the repository it creates, and what it prints.
+EXAMPLES = {
+    "import lakefs_sdk": ("sdk-demo", ["Repository created"]),
+    "from lakefs.client import Client": ("hl-demo", ["Hello from dev", "Merge"]),
+    "from lakefs_spec import LakeFSFileSystem": ("spec-demo", ["Oslo", "19.0"]),
+}
 
 
-def _example() -> str:
-    text = README.read_text()
-    section = text[text.index("### lakeFS clients") :]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "the README's lakeFS clients section has no python example"
-    return match.group(1)
+def examples(text: str) -> list[str]:
+    """The python blocks of the "lakeFS clients" section, in order."""
+    start = text.index("### lakeFS clients")
+    end = text.find("\n## ", start)
+    section = text[start : end if end >= 0 else len(text)]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
-def test_the_readme_example_runs_against_the_api(api: Api, capsys: pytest.CaptureFixture[str]) -> None:
-    name = f"sdk-demo-{secrets.token_hex(4)}"
-    code = _example().replace("http://127.0.0.1:8000/api/v1", api.base).replace('"sdk-demo"', repr(name))
-    code = code.replace("local://sdk-demo", f"local://{name}")
+def example(text: str, marker: str) -> str:
+    found = [code for code in examples(text) if marker in code]
+    assert len(found) == 1, f"the README's lakeFS clients section has {len(found)} examples with {marker!r}"
+    return found[0]
+
+
+@pytest.mark.parametrize("marker", list(EXAMPLES))
+def test_the_readme_example_runs_against_the_api(api: Api, capsys: pytest.CaptureFixture[str], marker: str) -> None:
+    repo, expected = EXAMPLES[marker]
+    name = f"{repo}-{secrets.token_hex(4)}"
+    code = example(README.read_text(), marker)
+    assert repo in code and README_ENDPOINT in code
+    code = code.replace(README_ENDPOINT, api.stack.endpoint).replace(repo, name)
     admin = api.stack.admin
     exec(code, {"KEY_ID": admin.access_key_id, "SECRET": admin.secret_access_key.get_secret_value()})
     printed = capsys.readouterr().out
-    assert "Repository created" in printed
+    for text in expected:
+        assert text in printed, printed

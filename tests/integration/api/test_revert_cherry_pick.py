@@ -178,7 +178,7 @@ def test_cherry_pick_applies_a_commit(api: Api, client: lakefs_sdk.ApiClient, s3
     # dev~1 (a ref expression) is "add x": only x.txt comes over.
     commit = branches.cherry_pick(repo, "main", lakefs_sdk.CherryPickCreation(ref="dev~1"))
     assert commit.message == "add x" and commit.parents == [main_head]
-    # lakeFS's keys: where it came from, who picked it.
+    # lakeFS's keys: where it came from, who made that commit.
     assert commit.metadata == {"origin": "add x", "cherry-pick-origin": picked.id, "cherry-pick-committer": "admin"}
     assert lakefs_sdk.CommitsApi(client).get_commit(repo, "main") == commit
     assert _read(s3, repo, "main", "x.txt") == b"x" and _read(s3, repo, "main", "y.txt") is None
@@ -304,6 +304,7 @@ def test_a_cherry_pick_is_by_the_picker_with_overrides(
         "origin": "replaced",
         "extra": "1",
         "cherry-pick-origin": picked.id,
-        "cherry-pick-committer": picker,
+        # As lakeFS: who made the picked commit.
+        "cherry-pick-committer": "admin",
     }
     assert lakefs_sdk.CommitsApi(client).get_commit(repo, picked.id).committer == "admin"

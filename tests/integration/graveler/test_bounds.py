@@ -91,12 +91,12 @@ def many_conflicts(env: GravelerEnv, count: int) -> str:
     """A repository where feature and main both changed `count` long keys since they forked."""
     repo = env.new_repo("conflicts")
     keys = [f"{index:04d}/" + "a" * 1000 for index in range(count)]
-    for side in ("main", "feature", "main"):
+    for side, content in (("main", "main"), ("feature", "feature"), ("main", "main again")):
         if side == "feature":
             branch(env, repo, "feature")
         for key in keys:
-            env.put(repo, side, key, side)
-        env.commit(repo, side, side)
+            env.put(repo, side, key, content)
+        env.commit(repo, side, content)
     return repo
 
 
