@@ -17,7 +17,6 @@ from lakefs_sdk.models import (
     ObjectCopyCreation,
     ObjectError,
     ObjectErrorList,
-    ObjectStatsList,
     PathList,
     UpdateObjectUserMetadata,
 )
@@ -27,7 +26,7 @@ from services.api.bodies import json_body
 from services.api.context import Ctx
 from services.api.errors import ApiError, bad_request, from_silt
 from services.api.objects_ranges import RangeNotSatisfiable, parse_range
-from services.api.objects_stats import common_prefix, object_headers, object_stats
+from services.api.objects_stats import common_prefix_row, object_headers, object_row, object_stats
 from services.api.objects_write import (
     SMALL_BODY,
     checked_path,
@@ -180,19 +179,18 @@ async def list_objects(
     )
     reply = await ctx.call(ctx.backend.graveler.ListEntries, request)
     items = list(reply.items)
+    # Rows built as the model would serialize them (objects_stats.object_row); without user
+    # metadata asked for, lakeFS leaves the field out of listing rows.
     results = [
-        common_prefix(item.key) if item.common_prefix else object_stats(item.key, item.entry, namespace, user_metadata)
+        common_prefix_row(item.key)
+        if item.common_prefix
+        else object_row(item.key, item.entry, namespace, user_metadata)
         for item in items
     ]
-    if not user_metadata:
-        for row in results:
-            row.metadata = None  # lakeFS leaves it out of listings when not asked for
     # A page that says "more" must name where they start, or clients ask for it forever.
     has_more = reply.has_more and bool(items)
-    body = ObjectStatsList(
-        pagination=pagination(has_more, items[-1].key if items else "", len(items), size), results=results
-    )
-    return model_response(body)
+    page = pagination(has_more, items[-1].key if items else "", len(items), size)
+    return JSONResponse({"pagination": page.to_dict(), "results": results})
 
 
 # --- writing -------------------------------------------------------------------------------
