@@ -14,6 +14,15 @@ from services.api.errors import ApiError, bad_request
 
 M = TypeVar("M", bound=BaseModel)
 
+# Per-route caps below api.max_body_bytes, for routes that read their body before they can
+# authorize (the resource is named in the body) or before anyone is authenticated: such a body
+# is parsed for whoever sends it, so it is kept to what the route could ever need.
+# Ids, names, a login, a repository's creation: a few short strings.
+SMALL_BODY_BYTES = 16 * 1024
+# A policy: iam_policies bounds statements and actions; this bounds the document as a whole,
+# several times the largest real policy.
+POLICY_BODY_BYTES = 128 * 1024
+
 # The longest pause inside a request body: a client that stops sending is cut off (408)
 # rather than holding a connection and its buffer.
 BODY_IDLE_TIMEOUT_SECONDS = 60.0
@@ -78,6 +87,11 @@ def validate(model: type[M], data: dict[str, Any]) -> M:
         raise bad_request(_describe(exc)) from None
 
 
-async def json_body(request: Request, model: type[M]) -> M:
+def body_limit(request: Request, cap: int | None = None) -> int:
+    """The configured body limit, lowered to a route's own cap if it has one."""
     limit: int = request.app.state.max_body_bytes
-    return validate(model, await json_object(request, limit))
+    return limit if cap is None else min(limit, cap)
+
+
+async def json_body(request: Request, model: type[M], cap: int | None = None) -> M:
+    return validate(model, await json_object(request, body_limit(request, cap)))

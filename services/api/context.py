@@ -42,16 +42,21 @@ def basic_credentials(header: str) -> tuple[str, str]:
     return access_key_id, secret
 
 
-def _refuse_cross_site(request: Request) -> None:
+def refuse_cross_site(request: Request) -> None:
     """A browser sends the session cookie with any request to this host, so a state-changing
-    request authenticated by the cookie alone must come from this host's own pages: its Origin
-    (or else Referer), when the browser sends one, must name the request's host. Basic and Bearer
-    are never sent by a browser on its own, so they need no such check."""
+    request carrying the cookie must prove it comes from this host's own pages: its Origin (or
+    else Referer) must name the request's host. Browsers send Origin on every POST, PUT, PATCH
+    and DELETE, from fetch and forms alike, so a request with neither is refused rather than
+    trusted: whatever strips both headers cannot be told apart from a forgery. Basic and Bearer
+    are never sent by a browser on its own, so callers check only cookie-authenticated requests."""
     if request.method in SAFE_METHODS:
         return
     source = request.headers.get("origin") or request.headers.get("referer")
     if not source:
-        return  # non-browser clients send neither; SameSite=Lax still keeps cross-site POSTs out
+        raise forbidden(
+            "cross-site request refused: a request authenticated by the session cookie must send Origin "
+            "(or Referer) naming this host; other clients use Basic or Bearer"
+        )
     host = request.headers.get("host", "")
     if source == "null" or urlsplit(source).netloc.lower() != host.lower():
         raise forbidden("cross-site request refused: Origin or Referer does not match the host")
@@ -71,7 +76,7 @@ async def authenticate(request: Request) -> Caller:
         raise unauthorized("unsupported authorization scheme: use Basic or Bearer")
     token = request.cookies.get(SESSION_COOKIE)
     if token:
-        _refuse_cross_site(request)
+        refuse_cross_site(request)
         return await backend.verify_session(token)
     raise unauthorized("missing credentials: send an access key and secret (Basic) or a session token")
 

@@ -22,6 +22,7 @@ A policy read back is shown in Silt's vocabulary, whichever was sent: that is wh
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -31,10 +32,14 @@ from services.api.errors import bad_request
 from silt import actions as a
 from silt.auth.v1 import model_pb2 as pb
 
-# Bounds on a policy body (auth bounds the statements again once translated).
+# Bounds on a policy body, far above any real policy (lakeFS's own are a few statements of a
+# few actions) yet keeping translation to milliseconds. Auth stores at most MAX_STATEMENTS too,
+# and bounds a resource by the same length; the body as a whole is bounded by the route.
 MAX_STATEMENTS = 100
-MAX_ACTIONS = 100
-MAX_ACTION_LENGTH = 128
+MAX_ACTIONS = 50  # per statement (lakeFS's statement has one resource)
+MAX_POLICY_ACTIONS = 1000  # over all statements
+MAX_ACTION_LENGTH = 64  # the longest action, Silt's or lakeFS's, is under 50
+MAX_ACTION_STARS = 4
 MAX_RESOURCE_LENGTH = a.MAX_RESOURCE_LENGTH
 
 REPOSITORY_ARN = "arn:lakefs:fs:::repository/"
@@ -167,6 +172,17 @@ def _is_lakefs(statement: Statement) -> bool:
     return statement.resource.startswith("arn:") or any(_is_lakefs_action(x) for x in statement.action)
 
 
+def _check_bounds(policy: Policy) -> None:
+    """Refuse (400) a policy over the bounds, before any translation work."""
+    if len(policy.statement) > MAX_STATEMENTS:
+        raise bad_request(f"a policy has at most {MAX_STATEMENTS} statements")
+    total = sum(len(statement.action) for statement in policy.statement)
+    if total > MAX_POLICY_ACTIONS:
+        raise bad_request(f"a policy names at most {MAX_POLICY_ACTIONS} actions over all its statements")
+    for n, statement in enumerate(policy.statement, 1):
+        _check_shape(n, statement)
+
+
 def _check_shape(n: int, statement: Statement) -> None:
     if statement.condition:
         raise bad_request(f"statement {n}: conditions are not supported")
@@ -177,11 +193,22 @@ def _check_shape(n: int, statement: Statement) -> None:
     for action in statement.action:
         if not action or len(action) > MAX_ACTION_LENGTH:
             raise bad_request(f"statement {n}: an action is 1 to {MAX_ACTION_LENGTH} characters")
+        if action.count("*") > MAX_ACTION_STARS:
+            raise bad_request(f"statement {n}: an action has at most {MAX_ACTION_STARS} '*'")
 
 
-def _named(patterns: Iterable[str]) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _named_one(pattern: str) -> frozenset[str]:
+    """The concrete lakeFS actions one pattern matches. Cached: a policy repeats its patterns
+    across statements, and so do policies (`fs:*`, `fs:Read*`)."""
+    if "*" not in pattern:
+        return frozenset({pattern}) & LAKEFS_ACTIONS
+    return frozenset(x for x in LAKEFS_ACTIONS if glob(pattern, x))
+
+
+def _named(patterns: Iterable[str]) -> frozenset[str]:
     """The concrete lakeFS actions some pattern matches."""
-    return {x for x in LAKEFS_ACTIONS if any(glob(p, x) for p in patterns)}
+    return frozenset().union(*(_named_one(p) for p in patterns))
 
 
 @dataclass(frozen=True)
@@ -216,24 +243,48 @@ def _allow_scope(resource: str) -> _Scope | None:
     return None
 
 
-def _translate_allow(n: int, statement: Statement, partners: dict[str, list[Statement]]) -> list[pb.Statement]:
+@dataclass(frozen=True)
+class _Pair:
+    """The Allow statements on one repository's `.../repository/<name>` and `<name>/*`: what
+    they all name (a Silt action needs all of them to cover it), and whether both forms occur."""
+
+    covered: frozenset[str]
+    both_forms: bool
+
+
+def _pairs(statements: Sequence[Statement]) -> dict[str, _Pair]:
+    """Each repository's pair, computed once for the policy, so each statement's translation
+    costs the same whatever the number of its partners."""
+    covered: dict[str, frozenset[str]] = {}
+    resources: dict[str, set[str]] = {}
+    for statement in statements:
+        name = _pair_name(statement.resource)
+        if name is None or statement.effect != "allow":
+            continue
+        named = _named(statement.action)
+        covered[name] = covered[name] & named if name in covered else named
+        resources.setdefault(name, set()).add(statement.resource)
+    return {name: _Pair(covered[name], len(resources[name]) >= 2) for name in covered}
+
+
+def _translate_allow(n: int, statement: Statement, pairs: dict[str, _Pair]) -> list[pb.Statement]:
     scope = _allow_scope(statement.resource)
-    covering: list[list[str]] = [statement.action]
+    covered = _named(statement.action)
     if scope is None:
         name = _pair_name(statement.resource)
-        pair = partners.get(name or "", [])
-        if name is None or len({s.resource for s in pair}) < 2:
+        pair = pairs.get(name or "")
+        if name is None or pair is None or not pair.both_forms:
             raise bad_request(_not_whole(n, statement))
         scope = _Scope(name, everything=False)
-        covering = [s.action for s in pair]
+        covered = pair.covered
     candidates = EQUIVALENT if scope.everything else REPO_EQUIVALENT
-    granted = [silt for silt, lakefs in candidates.items() if all(lakefs <= _named(actions) for actions in covering)]
+    granted = [silt for silt, lakefs in candidates.items() if lakefs <= covered]
     accounted = set(NO_COUNTERPART).union(*(EQUIVALENT[x] for x in granted))
     if not scope.everything:
         # lakeFS checks its auth: actions on auth: resources only: on a repository they allow nothing.
         accounted = accounted.union(*IAM_EQUIVALENT.values())
     for action in statement.action:
-        named = _named([action])
+        named = _named_one(action)
         if not named:
             raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
         missing = sorted(named - accounted)
@@ -289,7 +340,7 @@ def _translate_deny(n: int, statement: Statement) -> list[pb.Statement]:
         return [_statement(pb.EFFECT_DENY, ["*"], repository)]
     named: set[str] = set()
     for action in statement.action:
-        found = _named([action])
+        found = _named_one(action)
         if not found:
             raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
         named |= found
@@ -308,17 +359,15 @@ def _statement(effect: int, actions: Sequence[str], resource: str) -> pb.Stateme
 
 
 def to_silt(policy: Policy) -> list[pb.Statement]:
-    """The statements auth stores for a lakeFS policy body (400 for what cannot be translated)."""
-    if len(policy.statement) > MAX_STATEMENTS:
-        raise bad_request(f"a policy has at most {MAX_STATEMENTS} statements")
-    partners: dict[str, list[Statement]] = {}
-    for statement in policy.statement:
-        name = _pair_name(statement.resource)
-        if name is not None and statement.effect == "allow":
-            partners.setdefault(name, []).append(statement)
+    """The statements auth stores for a lakeFS policy body (400 for what cannot be translated).
+
+    Linear in the policy: each distinct action pattern is matched once against lakeFS's
+    actions (_named_one), and each statement then costs a few set operations."""
+    _check_bounds(policy)
+    pairs = _pairs(policy.statement)
     out: list[pb.Statement] = []
+    seen: set[bytes] = set()
     for n, statement in enumerate(policy.statement, 1):
-        _check_shape(n, statement)
         effect = _EFFECTS[statement.effect]
         if not _is_lakefs(statement):
             out.append(_statement(effect, statement.action, statement.resource))
@@ -329,13 +378,17 @@ def to_silt(policy: Policy) -> list[pb.Statement]:
         if "?" in statement.resource or any("?" in x for x in statement.action):
             raise bad_request(f"statement {n}: '?' wildcards are not supported")
         translated = (
-            _translate_allow(n, statement, partners) if effect == pb.EFFECT_ALLOW else _translate_deny(n, statement)
+            _translate_allow(n, statement, pairs) if effect == pb.EFFECT_ALLOW else _translate_deny(n, statement)
         )
         for silt_statement in translated:
-            if silt_statement not in out:  # the two halves of a pair translate alike
+            key = silt_statement.SerializeToString(deterministic=True)
+            if key not in seen:  # the two halves of a pair translate alike
+                seen.add(key)
                 out.append(silt_statement)
     if not out:
         raise bad_request("the policy allows or denies nothing Silt has")
+    if len(out) > MAX_STATEMENTS:
+        raise bad_request(f"the policy translates into {len(out)} Silt statements; at most {MAX_STATEMENTS} are stored")
     return out
 
 

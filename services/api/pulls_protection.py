@@ -99,6 +99,10 @@ def to_rule(body: RuleBody, current: Rules) -> pb.BranchProtectionRule:
     return rule
 
 
+# Graveler's own limit (services/graveler/protection.py MAX_RULES; services do not import each other).
+MAX_RULES = 100
+
+
 async def rule_list(request: Request) -> list[RuleBody]:
     """A JSON array of rules (the body of lakeFS's PUT settings/branch_protection)."""
     require_json(request)
@@ -109,6 +113,9 @@ async def rule_list(request: Request) -> list[RuleBody]:
         raise bad_request("request body is not valid JSON") from None
     if not isinstance(data, list):
         raise bad_request("request body must be a JSON array of branch protection rules")
+    if len(data) > MAX_RULES:
+        # Graveler refuses more anyway; refused here before each is validated.
+        raise bad_request(f"at most {MAX_RULES} branch protection rules are allowed, got {len(data)}")
     rules = []
     for item in data:
         if not isinstance(item, dict):

@@ -52,8 +52,8 @@ async def list_branches(
 
 @router.post(BRANCHES, status_code=201)
 async def create_branch(ctx: Ctx, request: Request, repository: str) -> Response:
-    body = await json_body(request, BranchCreation)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, BranchCreation)
     created = api.CreateBranchRequest(
         repository=repository, name=body.name, source_ref=body.source, hidden=bool(body.hidden)
     )
@@ -79,8 +79,8 @@ async def delete_branch(ctx: Ctx, repository: str, branch: str, force: bool = Fa
 
 @router.post(BRANCH + "/commits", status_code=201)
 async def commit(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
-    body = await json_body(request, CommitCreation)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, CommitCreation)
     if body.var_date is not None:
         raise bad_request("setting a commit's date is not supported")
     created = api.CommitRequest(
@@ -121,8 +121,8 @@ async def diff_branch(
 
 @router.put(BRANCH, status_code=204)
 async def reset_branch(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
-    body = await json_body(request, ResetCreation)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, ResetCreation)
     reset = api.ResetBranchRequest(repository=repository, branch=branch)
     if body.type == "reset":
         reset.all = True
@@ -138,8 +138,8 @@ async def reset_branch(ctx: Ctx, request: Request, repository: str, branch: str)
 
 @router.post(BRANCH + "/revert", status_code=204)
 async def revert_branch(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
-    body = await json_body(request, RevertCreation)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, RevertCreation)
     # `force`, as everywhere in lakeFS, is for read-only repositories, which Silt does not have.
     target = await commit_of(ctx, repository, body.ref, body.parent_number, merge_needs=409)
     overrides = body.commit_overrides
@@ -162,8 +162,8 @@ async def revert_branch(ctx: Ctx, request: Request, repository: str, branch: str
 
 @router.post(BRANCH + "/cherry-pick", status_code=201)
 async def cherry_pick(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
-    body = await json_body(request, CherryPickCreation)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, CherryPickCreation)
     if body.parent_number is not None and body.parent_number < 1:
         raise bad_request("parent_number must be 1 or more")
     target = await commit_of(ctx, repository, body.ref, body.parent_number, merge_needs=400)

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Path, Request, Response
 from lakefs_sdk.models import CredentialsList, GroupCreation, GroupList, Policy, PolicyList, UserCreation, UserList
 
 from services.api import iam_models
-from services.api.bodies import json_body
+from services.api.bodies import POLICY_BODY_BYTES, SMALL_BODY_BYTES, json_body
 from services.api.context import Context, Ctx
 from services.api.errors import not_found
 from services.api.iam_calls import iam_call
@@ -69,7 +69,8 @@ async def list_users(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: A
 
 @router.post("/auth/users", status_code=201)
 async def create_user(ctx: Ctx, request: Request) -> Response:
-    body = await json_body(request, UserCreation)
+    # The resource to authorize is the id in the body, so the body (kept small) is read first.
+    body = await json_body(request, UserCreation, SMALL_BODY_BYTES)
     await ctx.authorize(a.CREATE_USER, a.user_resource(body.id))
     created = await iam_call(ctx, ctx.backend.auth.CreateUser, auth_api.CreateUserRequest(id=body.id))
     return model_response(iam_models.user(created), 201)
@@ -209,7 +210,7 @@ async def list_groups(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: 
 
 @router.post("/auth/groups", status_code=201)
 async def create_group(ctx: Ctx, request: Request) -> Response:
-    body = await json_body(request, GroupCreation)
+    body = await json_body(request, GroupCreation, SMALL_BODY_BYTES)
     await ctx.authorize(a.CREATE_GROUP, a.group_resource(body.id))
     created = auth_api.CreateGroupRequest(id=body.id, description=body.description or "")
     group = await iam_call(ctx, ctx.backend.auth.CreateGroup, created)
@@ -311,7 +312,7 @@ async def list_policies(ctx: Ctx, prefix: Prefix = "", after: After = "", amount
 
 @router.post("/auth/policies", status_code=201)
 async def create_policy(ctx: Ctx, request: Request) -> Response:
-    body = await json_body(request, Policy)
+    body = await json_body(request, Policy, POLICY_BODY_BYTES)
     await ctx.authorize(a.CREATE_POLICY, a.policy_resource(body.id))
     created = auth_api.CreatePolicyRequest(id=body.id, statements=to_silt(body))
     policy = await iam_call(ctx, ctx.backend.auth.CreatePolicy, created)

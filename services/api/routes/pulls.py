@@ -105,8 +105,8 @@ async def list_pull_requests(
 
 @router.post(PULLS, status_code=201)
 async def create_pull_request(ctx: Ctx, request: Request, repository: str) -> Response:
-    body = await json_body(request, PullRequestCreation)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, PullRequestCreation)
     created = api.CreatePullRequestRequest(
         repository=repository,
         title=body.title,
@@ -130,8 +130,8 @@ async def get_pull_request(ctx: Ctx, repository: str, pull_request: str) -> Resp
 
 @router.patch(PULL, status_code=204)
 async def update_pull_request(ctx: Ctx, request: Request, repository: str, pull_request: str) -> Response:
-    body = await json_body(request, PullRequestBasic)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, PullRequestBasic)
     update = api.UpdatePullRequestRequest(repository=repository, id=pull_request)
     if body.title is not None:
         update.title = body.title
@@ -203,8 +203,8 @@ async def list_pull_request_reviews(ctx: Ctx, repository: str, pull_request: str
 
 @router.post(PULL + "/reviews", status_code=201)
 async def submit_pull_request_review(ctx: Ctx, request: Request, repository: str, pull_request: str) -> Response:
-    body = validate(ReviewCreation, await json_object(request, request.app.state.max_body_bytes))
     await ctx.authorize(WRITE_REPO, repository)
+    body = validate(ReviewCreation, await json_object(request, request.app.state.max_body_bytes))
     submitted = api.SubmitPullRequestReviewRequest(
         repository=repository,
         id=pull_request,
@@ -235,8 +235,8 @@ async def list_pull_request_comments(
 
 @router.post(PULL + "/comments", status_code=201)
 async def add_pull_request_comment(ctx: Ctx, request: Request, repository: str, pull_request: str) -> Response:
-    body = validate(CommentCreation, await json_object(request, request.app.state.max_body_bytes))
     await ctx.authorize(WRITE_REPO, repository)
+    body = validate(CommentCreation, await json_object(request, request.app.state.max_body_bytes))
     added = api.AddPullRequestCommentRequest(
         repository=repository, id=pull_request, body=body.body, author=ctx.caller.user_id
     )

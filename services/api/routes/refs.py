@@ -81,8 +81,8 @@ async def merge_into_branch(
     source_ref: Annotated[str, Path(alias="sourceRef", max_length=MAX_TOKEN)],
     destination: Annotated[str, Path(alias="destinationBranch", max_length=MAX_TOKEN)],
 ) -> Response:
-    body = await optional_body(request, Merge)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await optional_body(request, Merge)
     strategy = strategy_of(body.strategy)
     metadata = {**(body.metadata or {}), STRATEGY_METADATA_KEY: STRATEGY_LABELS[body.strategy or ""]}
     merge = api.MergeRequest(

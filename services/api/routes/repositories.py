@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from lakefs_sdk.models import RepositoryCreation, RepositoryList, RepositoryMetadataKeys, RepositoryMetadataSet
 
 from services.api import convert
-from services.api.bodies import json_body, json_object, validate
+from services.api.bodies import SMALL_BODY_BYTES, body_limit, json_body, json_object, validate
 from services.api.context import Context, Ctx
 from services.api.errors import ApiError
 from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
@@ -79,7 +79,8 @@ async def _refuse_existing(ctx: Context, name: str) -> None:
 
 @router.post("/repositories", status_code=201)
 async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> Response:
-    data = await json_object(request, request.app.state.max_body_bytes)
+    # The repository to authorize is named in the body: read it, kept small, first.
+    data = await json_object(request, body_limit(request, SMALL_BODY_BYTES))
     # storage_namespace is optional here (lakeFS requires it): graveler places an unnamed
     # repository under the first of graveler.allowed_namespace_roots.
     derived = "storage_namespace" not in data
@@ -131,8 +132,8 @@ async def get_repository_metadata(ctx: Ctx, repository: str) -> Response:
 @router.post(METADATA, status_code=204)
 async def set_repository_metadata(ctx: Ctx, request: Request, repository: str) -> Response:
     """Add or replace the given keys, keeping the others (lakeFS)."""
-    body = await json_body(request, RepositoryMetadataSet)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, RepositoryMetadataSet)
     update = api.UpdateRepositoryMetadataRequest(repository=repository, set=body.metadata)
     await ctx.call(ctx.backend.graveler.UpdateRepositoryMetadata, update)
     return no_content()
@@ -141,8 +142,8 @@ async def set_repository_metadata(ctx: Ctx, request: Request, repository: str) -
 @router.delete(METADATA, status_code=204)
 async def delete_repository_metadata(ctx: Ctx, request: Request, repository: str) -> Response:
     """Remove the given keys; absent ones are no error (lakeFS)."""
-    body = await json_body(request, RepositoryMetadataKeys)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, RepositoryMetadataKeys)
     update = api.UpdateRepositoryMetadataRequest(repository=repository, delete=body.keys)
     await ctx.call(ctx.backend.graveler.UpdateRepositoryMetadata, update)
     return no_content()

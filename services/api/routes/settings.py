@@ -60,8 +60,8 @@ async def internal_get_branch_protection_rules(ctx: Ctx, repository: str) -> Res
 async def set_branch_protection_rules(
     ctx: Ctx, request: Request, repository: str, if_match: IfMatch = None
 ) -> Response:
-    bodies = await protection.rule_list(request)
     await ctx.authorize(SET_BRANCH_PROTECTION, repository)
+    bodies = await protection.rule_list(request)
     patterns = [b.pattern for b in bodies]
     if len(set(patterns)) != len(patterns):
         raise bad_request("a branch protection pattern appears twice")
@@ -76,8 +76,8 @@ async def set_branch_protection_rules(
 
 @router.post(OLD_PROTECTION, status_code=204)
 async def internal_create_branch_protection_rule(ctx: Ctx, request: Request, repository: str) -> Response:
-    body = validate(protection.RuleBody, await json_object(request, request.app.state.max_body_bytes))
     await ctx.authorize(SET_BRANCH_PROTECTION, repository)
+    body = validate(protection.RuleBody, await json_object(request, request.app.state.max_body_bytes))
 
     def rewrite(current: protection.Rules) -> protection.Rules:
         others = [r for r in current if r.pattern != body.pattern]
@@ -93,8 +93,8 @@ class PatternBody(BaseModel):
 
 @router.delete(OLD_PROTECTION, status_code=204)
 async def internal_delete_branch_protection_rule(ctx: Ctx, request: Request, repository: str) -> Response:
-    body = validate(PatternBody, await json_object(request, request.app.state.max_body_bytes))
     await ctx.authorize(SET_BRANCH_PROTECTION, repository)
+    body = validate(PatternBody, await json_object(request, request.app.state.max_body_bytes))
 
     def rewrite(current: protection.Rules) -> protection.Rules:
         if not any(r.pattern == body.pattern for r in current):
@@ -140,8 +140,8 @@ async def internal_get_garbage_collection_rules(ctx: Ctx, repository: str) -> Re
 
 
 async def _set_gc_rules(ctx: Ctx, request: Request, repository: str) -> Response:
-    body = await json_body(request, GarbageCollectionRules)
     await ctx.authorize(SET_GC_RULES, repository)
+    body = await json_body(request, GarbageCollectionRules)
     per_branch: dict[str, int] = {}
     for rule in body.branches:
         if rule.branch_id in per_branch:

@@ -10,8 +10,8 @@ from lakefs_sdk.models import AuthenticationToken, CurrentUser, LoginInformation
 from lakefs_sdk.models import Config as LakeFSConfig
 
 from services.api.backend import Caller
-from services.api.bodies import json_body
-from services.api.context import SESSION_COOKIE, authenticate, backend_of
+from services.api.bodies import SMALL_BODY_BYTES, json_body
+from services.api.context import SESSION_COOKIE, authenticate, backend_of, refuse_cross_site
 from services.api.responses import model_response
 from silt import __version__ as silt_version
 
@@ -64,7 +64,8 @@ async def get_current_user(caller: Annotated[Caller, Depends(authenticate)]) -> 
 
 @router.post("/auth/login")
 async def login(request: Request) -> Response:
-    body = await json_body(request, LoginInformation)
+    # Anyone may send this: the body is kept to what a key id and secret need.
+    body = await json_body(request, LoginInformation, SMALL_BODY_BYTES)
     _, token, expires = await backend_of(request).create_session(body.access_key_id, body.secret_access_key)
     response = model_response(AuthenticationToken(token=token, token_expiration=expires))
     response.set_cookie(
@@ -87,7 +88,11 @@ def _secure_cookies(request: Request) -> bool:
 @router.post("/auth/logout", status_code=204)
 async def logout(request: Request) -> Response:
     # Tokens are stateless (services/auth/sessions.py): logging out drops the cookie, with the
-    # attributes it was set with.
+    # attributes it was set with. Dropping it is a change a foreign page must not force on the
+    # user, so a request carrying the cookie passes the same-origin check; one without has
+    # nothing to drop.
+    if SESSION_COOKIE in request.cookies:
+        refuse_cross_site(request)
     response = Response(status_code=204)
     response.delete_cookie(SESSION_COOKIE, path="/", secure=_secure_cookies(request), httponly=True, samesite="lax")
     return response

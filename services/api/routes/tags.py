@@ -42,8 +42,8 @@ async def list_tags(
 async def create_tag(ctx: Ctx, request: Request, repository: str) -> Response:
     # `force` lets lakeFS write to a read-only repository; Silt has none, so it changes nothing
     # (it never replaces an existing tag, in lakeFS either).
-    body = await json_body(request, TagCreation)
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, TagCreation)
     await _refuse_branch_name(ctx, repository, body.id)
     created = api.CreateTagRequest(repository=repository, id=body.id, ref=body.ref)
     try:

@@ -10,10 +10,11 @@ from typing import Any
 
 import lakefs_sdk
 import pytest
+import urllib3
 from lakefs_sdk.exceptions import ApiException
 from pydantic import SecretStr
 
-from services.api import iam_calls
+from services.api import iam_calls, iam_policies
 from services.api.errors import ApiError
 from services.api.iam_policies import EQUIVALENT, LAKEFS_ACTIONS, from_silt, glob, to_silt
 from services.auth import acting
@@ -123,6 +124,86 @@ def test_glob_is_lakefs_star_matching() -> None:
     assert glob("fs:*", "fs:ReadObject") and glob("*Object", "fs:ReadObject") and glob("*", "")
     assert glob("a*b*c", "aXbYc") and not glob("a*b*c", "acb") and not glob("ab*ba", "aba")
     assert not glob("fs:Read*", "fs:ListObjects")
+
+
+EVERY_PREFIX = ["fs:*", "auth:*", "pr:*", "retention:*", "branches:*", "ci:*", "catalog:*"]
+
+
+def _variants() -> list[str]:
+    """Distinct patterns, each matching some lakeFS action: one letter of it starred."""
+    return sorted({x[:i] + "*" + x[i + 1 :] for x in LAKEFS_ACTIONS for i in range(x.index(":") + 1, len(x))})
+
+
+def _counting_globs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the pattern matching translation does, from a cold cache."""
+    calls = [0]
+
+    def counted(pattern: str, value: str) -> bool:
+        calls[0] += 1
+        return glob(pattern, value)
+
+    iam_policies._named_one.cache_clear()
+    monkeypatch.setattr(iam_policies, "glob", counted)
+    return calls
+
+
+def test_the_largest_allowed_policy_matches_each_pattern_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each distinct pattern is matched against lakeFS's actions once, whatever the number of
+    statements repeating it (it used to be once per Silt action and statement: ~13 s for such a
+    policy, on the event loop)."""
+    per_statement = iam_policies.MAX_ACTIONS - len(EVERY_PREFIX)
+    count = iam_policies.MAX_POLICY_ACTIONS // iam_policies.MAX_ACTIONS
+    variants = _variants()[: per_statement * count]
+    statements = [
+        ("allow", EVERY_PREFIX + variants[i * per_statement : (i + 1) * per_statement], "*") for i in range(count)
+    ]
+    policy = _policy(*statements)
+    assert sum(len(s.action) for s in policy.statement) == iam_policies.MAX_POLICY_ACTIONS
+    calls = _counting_globs(monkeypatch)
+    translated = to_silt(policy)
+    assert {a for s in translated for a in s.actions} == set(EQUIVALENT)
+    distinct = {a for s in policy.statement for a in s.action}
+    assert 0 < calls[0] <= len(distinct) * len(LAKEFS_ACTIONS)
+    # Translating it again matches nothing anew.
+    before = calls[0]
+    to_silt(policy)
+    assert calls[0] == before
+
+
+@pytest.mark.parametrize(
+    ("statements", "says"),
+    [
+        ([("allow", ["fs:ReadObject"], "*")] * 101, "at most 100 statements"),
+        ([("allow", [f"fs:*{i}" for i in range(51)], "*")], "at most 50 actions"),
+        ([("allow", ["fs:*"] * 50, "*")] * 21, "at most 1000 actions over all its statements"),
+        ([("allow", ["fs:" + "R" * 62], "*")], "1 to 64 characters"),
+        ([("allow", ["fs:*R*e*a*d*"], "*")], "at most 4 '*'"),
+        ([("allow", ["fs:ReadObject"], "*" * 1025)], "resource must be 1 to 1024 characters"),
+    ],
+    ids=["statements", "actions", "total-actions", "action-length", "stars", "resource-length"],
+)
+def test_a_policy_over_the_bounds_is_refused_before_translation(
+    monkeypatch: pytest.MonkeyPatch, statements: list[tuple[str, list[str], str]], says: str
+) -> None:
+    calls = _counting_globs(monkeypatch)
+    assert says in _refusal(*statements)
+    assert calls[0] == 0
+
+
+def test_an_over_bounds_policy_is_400_through_the_api(api: Api) -> None:
+    policy_id = f"big-{secrets.token_hex(4)}"
+    body = {"id": policy_id, "statement": [{"effect": "allow", "action": ["fs:*"] * 51, "resource": "*"}]}
+    response = api.request("POST", "/auth/policies", body=json.dumps(body), headers=_admin_json(api))
+    assert response.status == 400, response.data
+    assert json.loads(response.data) == {"message": "statement 1: at most 50 actions"}
+    assert api.request("GET", f"/auth/policies/{policy_id}").status == 404
+
+
+def _admin_json(api: Api) -> dict[str, str]:
+    admin = api.stack.admin
+    headers = urllib3.make_headers(basic_auth=f"{admin.access_key_id}:{admin.secret_access_key.get_secret_value()}")
+    headers["Content-Type"] = "application/json"
+    return headers
 
 
 def test_read_back_in_the_sdk_model() -> None:

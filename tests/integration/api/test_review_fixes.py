@@ -109,17 +109,54 @@ def test_cookie_authenticated_writes_must_come_from_this_host(api: Api, repo: st
     assert "cross-site" in _message(create("x1", Origin="https://evil.example"), 403)
     assert "cross-site" in _message(create("x2", Referer="https://evil.example/page"), 403)
     _message(create("x3", Origin="null"), 403)
-    # Reads are not refused; this host's own pages, and clients sending neither header, may write.
+    # Neither header: browsers always send Origin on a write, so this one cannot be trusted.
+    assert "must send Origin" in _message(create("x4"), 403)
+    # Reads are not refused; this host's own pages may write.
     reading = api.request("GET", path, headers={"Cookie": cookie, "Origin": "https://evil.example"})
     assert reading.status == 200
     assert create("y1", Origin=api.stack.endpoint).status == 201
     assert create("y2", Referer=api.stack.endpoint + "/repositories").status == 201
-    assert create("y3").status == 201
-    # Basic credentials are never sent by a browser on its own: no Origin check.
+    # Basic credentials are never sent by a browser on its own: no Origin check, with or without one.
     basic = {**_basic(api), "Content-Type": "application/json", "Origin": "https://elsewhere.example"}
+    assert api.request("POST", path, body=b'{"name": "y3", "source": "main"}', headers=basic).status == 201
+    del basic["Origin"]
     assert api.request("POST", path, body=b'{"name": "y4", "source": "main"}', headers=basic).status == 201
     names = {r["id"] for r in json.loads(api.request("GET", path).data)["results"]}
-    assert {"y1", "y2", "y3", "y4"} <= names and not names & {"x1", "x2", "x3"}
+    assert {"y1", "y2", "y3", "y4"} <= names and not names & {"x1", "x2", "x3", "x4"}
+
+
+def test_a_cookie_authenticated_write_without_a_body_needs_origin_too(api: Api) -> None:
+    """Routes with no JSON body (so no 415 rule) rely on the Origin check alone."""
+    cookie = _admin_cookie(api)
+    path = "/auth/users/reader/credentials"
+    before = json.loads(api.request("GET", path).data)["results"]
+    assert "must send Origin" in _message(api.request("POST", path, headers={"Cookie": cookie}), 403)
+    form = {"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"}
+    _message(api.request("POST", path, headers=form, body=b"a=1"), 403)
+    assert json.loads(api.request("GET", path).data)["results"] == before
+    created = api.request("POST", path, headers={"Cookie": cookie, "Origin": api.stack.endpoint})
+    assert created.status == 201, created.data
+    api.request("DELETE", f"{path}/{json.loads(created.data)['access_key_id']}")
+
+
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [({}, 403), ({"Origin": "https://evil.example"}, 403), ({"Origin": "ORIGIN"}, 204), ({"Referer": "ORIGIN/x"}, 204)],
+    ids=["no-origin", "cross-site", "same-origin", "same-origin-referer"],
+)
+def test_logout_with_the_cookie_must_come_from_this_host(api: Api, extra: dict[str, str], status: int) -> None:
+    headers = {"Cookie": _admin_cookie(api), **{k: v.replace("ORIGIN", api.stack.endpoint) for k, v in extra.items()}}
+    response = api.request("POST", "/auth/logout", headers=headers)
+    if status == 403:
+        assert "cross-site" in _message(response, 403)
+        assert "set-cookie" not in response.headers
+    else:
+        assert response.status == 204 and "Max-Age=0" in response.headers["set-cookie"]
+
+
+def test_logout_without_the_cookie_needs_no_origin(api: Api) -> None:
+    response = api.request("POST", "/auth/logout", headers={})
+    assert response.status == 204
 
 
 def test_a_wrong_method_is_405_with_allow(api: Api) -> None:
@@ -147,5 +184,6 @@ def test_the_session_cookie_is_secure_when_configured(api: Api, tmp_path: Path) 
         behind_a_proxy = Api(stack, urllib3.PoolManager())
         attributes = [a.strip().lower() for a in _login(behind_a_proxy).headers["set-cookie"].split(";")]
         assert "secure" in attributes and "httponly" in attributes
-        logout = behind_a_proxy.request("POST", "/auth/logout", headers={"Cookie": _admin_cookie(behind_a_proxy)})
+        same_origin = {"Cookie": _admin_cookie(behind_a_proxy), "Origin": stack.endpoint}
+        logout = behind_a_proxy.request("POST", "/auth/logout", headers=same_origin)
         assert logout.status == 204 and "secure" in logout.headers["set-cookie"].lower()
