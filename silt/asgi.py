@@ -28,6 +28,9 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]
 
 API_PREFIX = "/api/v1"
+# Scope key of the state the gateway's HTTP protocol keeps for a request's body (its reader and
+# whether the client stopped sending mid-body): both apps on the port read it.
+BODY_STATE = "silt.body"
 
 _REGISTRY: dict[str, str] = {"api": "services.api.app:create_app"}
 

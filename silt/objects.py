@@ -52,3 +52,41 @@ def with_user_metadata(metadata: Mapping[str, str], user: Mapping[str, str]) -> 
     (checksums, part layout, stored headers) stays."""
     kept = {k: v for k, v in metadata.items() if not k.startswith(USER_METADATA_PREFIX)}
     return {**kept, **{USER_METADATA_PREFIX + k: v for k, v in user.items()}}
+
+
+# What an entry's content type and user metadata may hold: both are sent back as HTTP headers
+# (Content-Type, x-amz-meta-<name>) by every front end, so a stored CR, LF or other control
+# character would make the object unreadable, or split a response on a laxer server.
+MAX_CONTENT_TYPE_BYTES = 255
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _field_value_ok(value: str) -> bool:
+    """RFC 9110 field-value: visible ASCII, space, tab and obs-text (the rest of latin-1, which
+    is how header bytes are read and written); no control characters."""
+    return all(c == "\t" or " " <= c <= "~" or "\x80" <= c <= "\xff" for c in value)
+
+
+def content_type_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as an object's content type (`type/subtype[; params]`),
+    None when it can."""
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_CONTENT_TYPE_BYTES:
+        return f"content type is longer than {MAX_CONTENT_TYPE_BYTES} bytes"
+    media_type, _, params = value.partition(";")
+    kind, slash, subtype = media_type.strip().partition("/")
+    if not slash or not kind or not subtype or not set(kind + subtype) <= _TOKEN:
+        return "content type must be type/subtype, each an HTTP token"
+    if not all(" " <= c <= "~" or c == "\t" for c in params):
+        return "content type parameters must be visible ASCII"
+    return None
+
+
+def user_metadata_problem(user: Mapping[str, str]) -> str | None:
+    """Why user metadata cannot be stored (names must be HTTP header-name tokens, values HTTP
+    field values), None when it can."""
+    for name, value in user.items():
+        if not name or not set(name) <= _TOKEN:
+            return f"user metadata name {name!r} is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)"
+        if not _field_value_ok(value):
+            return f"user metadata value of {name!r} holds a control character or a character outside latin-1"
+    return None

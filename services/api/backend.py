@@ -11,12 +11,13 @@ keyed digest of the secret, never the secret itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import hashlib
 import hmac
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -50,6 +51,33 @@ UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
 MAX_SECRET_LENGTH = 128
 MAX_TOKEN_LENGTH = 1024
 MAX_SESSIONS = 100_000
+# Threads for reads and other short block-store calls (GET, delete, a small upload's one write).
+IO_THREADS = 32
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """How many uploads a process takes at once and how fast their bodies must arrive.
+
+    A streamed upload holds a worker thread while its body arrives; uploads therefore have a
+    pool of their own, `in_flight` threads, and past that are refused (503, Retry-After) rather
+    than queued: slow or many uploads can never take the threads reads need. A slot is held
+    only while the body moves, so a trickle is ended too: by `idle_seconds` without a byte, or
+    once the average rate since `grace_seconds` after the start falls under `min_bytes_per_second`.
+    """
+
+    # Enough for many parallel writers (Spark tasks, lakectl fs upload -r) on one process;
+    # well under IO_THREADS, so a process keeps most of its threads for everything else.
+    in_flight: int = 16
+    # What a client is told to wait before it retries a refused upload.
+    retry_after_seconds: int = 5
+    # Silence between two chunks of a body: shorter than any client's own timeout, long enough
+    # for a congested link or a paused producer.
+    idle_seconds: float = 15.0
+    # 8 KiB/s is a 64 kbit/s link, far below any real client; a body dripping slower than
+    # that is holding a slot, not uploading. The grace covers TCP slow start and TLS.
+    min_bytes_per_second: float = 8 * 1024
+    grace_seconds: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -89,7 +117,10 @@ class Backend:
         # Object bytes go straight between the client and the object store, as in the gateway;
         # the adapter is blocking, so it runs in threads of its own, never on the event loop.
         self.adapter: BlockAdapter = open_observed_adapter(config.blockstore)
-        self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="api-io")
+        self.pool = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="api-io")
+        self.upload_limits = UploadLimits()
+        self.upload_pool = ThreadPoolExecutor(max_workers=self.upload_limits.in_flight, thread_name_prefix="api-up")
+        self._uploads = 0
         self._namespaces: TTLCache[str, str] = TTLCache(ttl, clock=clock)
         # Refs known to be branches, so that an upload costs no extra call. Briefly: a deleted
         # branch is then refused by graveler itself when the entry is staged.
@@ -100,6 +131,23 @@ class Backend:
         trace span and request id follow it)."""
         context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(self.pool, context.run, fn, *args)
+
+    async def run_upload(self, fn: Callable[..., T], *args: Any) -> T:
+        """A blocking call that reads an upload's body, in the uploads' own threads."""
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self.upload_pool, context.run, fn, *args)
+
+    @contextlib.contextmanager
+    def upload_slot(self) -> Iterator[None]:
+        """One of the process's upload slots for the block, or 503 when all are taken. Only the
+        event loop counts, so no lock is needed."""
+        if self._uploads >= self.upload_limits.in_flight:
+            raise ApiError(503, f"too many uploads in progress (at most {self.upload_limits.in_flight}); retry later")
+        self._uploads += 1
+        try:
+            yield
+        finally:
+            self._uploads -= 1
 
     async def namespace(self, repository: str, deadline: float | None = None) -> str:
         """The storage namespace of a repository (404 if there is none); remembered briefly."""
@@ -220,3 +268,4 @@ class Backend:
         await self.auth_channel.close()
         await self.graveler_channel.close()
         self.pool.shutdown(wait=False)
+        self.upload_pool.shutdown(wait=False)

@@ -2,32 +2,35 @@
 
 Two shapes arrive (lakeFS's uploadObject): a raw body (`application/octet-stream` or any other
 type, often chunked with no Content-Length), and `multipart/form-data` whose part named
-`content` is the object. Both are read chunk by chunk under one size limit and an idle timeout;
+`content` is the object. Both are read chunk by chunk under one size limit and a least pace;
 `ThreadReader` lets a block adapter, running in a worker thread, pull them as a blocking file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from concurrent.futures import Future
 from typing import Protocol
 
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
-from services.api.bodies import BODY_IDLE_TIMEOUT_SECONDS
+from services.api.backend import UploadLimits
 from services.api.errors import ApiError, bad_request
+from silt.asgi import BODY_STATE
 
 # S3's limit on one PUT: bigger objects go through S3 multipart uploads.
 MAX_UPLOAD_BYTES = 5 * 1024**3
 # A multipart/form-data part's headers: a few short lines each.
 MAX_PART_HEADERS = 16
 MAX_PART_HEADER_BYTES = 8 * 1024
-# A worker thread waits at most this long for the next piece of the body: a request that the
-# event loop no longer serves must not pin a thread forever.
-THREAD_WAIT_SECONDS = BODY_IDLE_TIMEOUT_SECONDS + 30
+# A worker thread waits at most this long for the next piece of the body (which the request
+# itself times out sooner, UploadLimits): a request that the event loop no longer serves must
+# not pin a thread forever.
+THREAD_WAIT_SECONDS = UploadLimits.idle_seconds + 30
 
 
 def too_large(limit: int) -> ApiError:
@@ -41,30 +44,64 @@ class Source(Protocol):
 
 
 class RawChunks:
-    """The request body as it arrives, within the size limit and the idle timeout."""
+    """The request body as it arrives, within the size limit and the upload's pace (idle time
+    between chunks, least average rate; see UploadLimits). A body that ends short of its
+    declared Content-Length is an error, never an object."""
 
-    def __init__(self, request: Request, limit: int) -> None:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+    def __init__(self, request: Request, limit: int, pace: UploadLimits) -> None:
+        header = request.headers.get("content-length")
+        self.declared = int(header) if header is not None and header.isdigit() else None
+        if self.declared is not None and self.declared > limit:
             raise too_large(limit)
         self._stream: AsyncIterator[bytes] = request.stream().__aiter__()
+        # Marked by the connection protocol when the client half-closed inside the body.
+        self._state = request.scope.get(BODY_STATE)
         self._limit = limit
+        self._pace = pace
+        self._started = time.monotonic()
         self.received = 0
+
+    def _wait(self) -> tuple[float, bool]:
+        """How long the next chunk may take, and whether the rate (not idleness) sets that."""
+        pace = self._pace
+        # The moment the average rate since the grace period falls under the least allowed.
+        behind_at = self._started + pace.grace_seconds + self.received / pace.min_bytes_per_second
+        by_rate = behind_at - time.monotonic()
+        return (by_rate, True) if by_rate < pace.idle_seconds else (pace.idle_seconds, False)
 
     async def next(self) -> bytes | None:
         """The next chunk of the body, None at its end."""
         while True:
+            wait, by_rate = self._wait()
             try:
-                chunk = await asyncio.wait_for(self._stream.__anext__(), BODY_IDLE_TIMEOUT_SECONDS)
+                if wait <= 0:
+                    raise TimeoutError
+                chunk = await asyncio.wait_for(self._stream.__anext__(), wait)
             except StopAsyncIteration:
+                self._check_complete()
                 return None
+            except ClientDisconnect:
+                raise bad_request(self._short_message()) from None
             except TimeoutError:
-                raise ApiError(408, "request body stalled: nothing received for a minute") from None
+                if by_rate:
+                    rate = int(self._pace.min_bytes_per_second)
+                    raise ApiError(408, f"request body too slow: under {rate} bytes a second") from None
+                idle = self._pace.idle_seconds
+                raise ApiError(408, f"request body stalled: nothing received for {idle:g} seconds") from None
             self.received += len(chunk)
             if self.received > self._limit:
                 raise too_large(self._limit)
             if chunk:
                 return chunk
+
+    def _check_complete(self) -> None:
+        cut = isinstance(self._state, dict) and self._state.get("cut")
+        if cut or (self.declared is not None and self.received != self.declared):
+            raise bad_request(self._short_message())
+
+    def _short_message(self) -> str:
+        declared = "" if self.declared is None else f" of the {self.declared} its Content-Length declares"
+        return f"incomplete body: the request ended after {self.received} bytes{declared}"
 
 
 class RawBody:

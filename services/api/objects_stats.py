@@ -8,7 +8,7 @@ from email.utils import format_datetime
 from lakefs_sdk.models import ObjectStats
 
 from silt.graveler.v1 import model_pb2 as pb
-from silt.objects import full_address, user_metadata
+from silt.objects import content_type_problem, full_address, user_metadata
 
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
 # Objects are served on the origin of the cookie-authenticated API and web UI: a browser must
@@ -64,10 +64,15 @@ def object_headers(entry: pb.Entry) -> dict[str, str]:
         if entry.HasField("last_modified")
         else datetime.fromtimestamp(0, UTC)
     )
+    content_type = entry.content_type or DEFAULT_CONTENT_TYPE
+    if content_type_problem(content_type) is not None:
+        # Stored before writes were checked (or by another writer): served as bytes rather
+        # than failing every read of the object.
+        content_type = DEFAULT_CONTENT_TYPE
     return {
         "ETag": '"' + entry.etag.strip('"') + '"',
         "Last-Modified": format_datetime(when, usegmt=True),
-        "Content-Type": entry.content_type or DEFAULT_CONTENT_TYPE,
+        "Content-Type": content_type,
         "Accept-Ranges": "bytes",
         # Private data: neither the browser nor a proxy keeps a copy (lakeFS does the same).
         "Cache-Control": "no-store, must-revalidate",

@@ -32,7 +32,12 @@ from services.api.objects_body import (
 from services.api.objects_stats import DEFAULT_CONTENT_TYPE
 from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.objects import MAX_USER_METADATA_BYTES, user_metadata_size
+from silt.objects import (
+    MAX_USER_METADATA_BYTES,
+    content_type_problem,
+    user_metadata_problem,
+    user_metadata_size,
+)
 from silt.rpc.errors import error_from_rpc
 
 # Bodies declared this small are read whole: one trip to a worker thread instead of one per read.
@@ -67,9 +72,17 @@ def checked_user_metadata(metadata: dict[str, str]) -> dict[str, str]:
     size = user_metadata_size(metadata)
     if size > MAX_USER_METADATA_BYTES:
         raise bad_request(f"user metadata is {size} bytes; at most {MAX_USER_METADATA_BYTES} are allowed")
-    if any(not name for name in metadata):
-        raise bad_request("user metadata names must not be empty")
+    problem = user_metadata_problem(metadata)
+    if problem is not None:
+        raise bad_request(problem)
     return metadata
+
+
+def checked_content_type(content_type: str) -> str:
+    problem = content_type_problem(content_type)
+    if problem is not None:
+        raise bad_request(problem)
+    return content_type
 
 
 def header_metadata(headers: Headers) -> dict[str, str]:
@@ -119,7 +132,7 @@ class Received:
 
 async def receive(backend: Backend, request: Request, namespace: str, address: str) -> Received:
     """Write the upload's bytes at `address`, streamed; nothing is left there if it fails."""
-    chunks = RawChunks(request, MAX_UPLOAD_BYTES)
+    chunks = RawChunks(request, MAX_UPLOAD_BYTES, backend.upload_limits)
     header_type = request.headers.get("content-type", "")
     boundary = multipart_boundary(header_type)
     source: Source
@@ -130,17 +143,17 @@ async def receive(backend: Backend, request: Request, namespace: str, address: s
         source, content_type = form, form.content_type or DEFAULT_CONTENT_TYPE
     else:
         source, content_type = RawBody(chunks), header_type or DEFAULT_CONTENT_TYPE
-        length = request.headers.get("content-length", "")
-        declared = int(length) if length.isdigit() else None
+        declared = chunks.declared
+    checked_content_type(content_type)  # before any byte is written
     adapter = backend.adapter
     try:
         if declared is not None and declared <= SMALL_BODY:
-            data = await _read_all(source)
+            data = await _read_all(source)  # on the event loop; RawChunks refuses a short body
             result = await backend.run(adapter.put, namespace, address, io.BytesIO(data), len(data))
         else:
             reader = ThreadReader(source, asyncio.get_running_loop())
             try:
-                result = await backend.run(adapter.put, namespace, address, reader, declared)
+                result = await backend.run_upload(adapter.put, namespace, address, reader, declared)
             except Exception:
                 if reader.error is not None:
                     raise reader.error from None  # the body's own error (413, 408, 400)

@@ -19,8 +19,7 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from services.gateway.errors import S3Error, error_body
-from services.gateway.request import BODY_STATE
-from silt.asgi import is_api_path
+from silt.asgi import BODY_STATE, is_api_path
 
 
 @dataclass
@@ -69,6 +68,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             return None
         cycle.more_body = False
         cycle.keep_alive = False
+        state = cycle.scope.get(BODY_STATE)
+        if isinstance(state, dict):
+            state["cut"] = True  # for a body with no Content-Length (chunked), the only sign
         cycle.message_event.set()
         return True
 

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from services.gateway.errors import S3Error
+from silt.asgi import BODY_STATE
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
@@ -23,11 +24,9 @@ class _BodyIdleTimeout:
 BODY_IDLE_TIMEOUT = _BodyIdleTimeout()
 
 
-# The scope key under which the connection protocol (services/gateway/protocol.py) marks a
-# body the client overran: {"declared": bool, "overrun": bool}.
-BODY_STATE = "silt.body"
-
-
+# The connection protocol (services/gateway/protocol.py) keeps under silt.asgi.BODY_STATE
+# {"declared": bool, "overrun": bool, "cut": bool}: whether the body had a length, was overrun,
+# or ended mid-body.
 class Body:
     """The request body as it arrives: read in pieces, never collected whole unless asked."""
 

@@ -202,9 +202,7 @@ class SigningInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClien
         nonce = secrets.token_hex(NONCE_BYTES)
         key_id = self._credentials.access_key_id
         acting = acting_user_of(details.metadata)
-        signature = sign(
-            self._key(day, audience), date, scope, nonce, method, key_id, payload_digest(request), acting
-        )
+        signature = sign(self._key(day, audience), date, scope, nonce, method, key_id, payload_digest(request), acting)
         metadata: list[tuple[str, str | bytes]] = [
             (k, v) for k, v in (details.metadata or ()) if k not in SIGNED_HEADERS
         ]

@@ -220,12 +220,14 @@ async def upload_object(
         raise ApiError(412, "path already exists")  # before the body is read; graveler checks again
     address = new_physical_address()
     try:
-        received = await receive(backend, request, namespace, address)
+        with backend.upload_slot():
+            received = await receive(backend, request, namespace, address)
     except ApiError as exc:
-        if exc.status not in (408, 413):
-            raise
         # The rest of the body is not read: the connection cannot carry another request.
-        return JSONResponse({"message": exc.message}, status_code=exc.status, headers={"Connection": "close"})
+        headers = {"Connection": "close"}
+        if exc.status == 503:  # all upload slots taken
+            headers["Retry-After"] = str(backend.upload_limits.retry_after_seconds)
+        return JSONResponse({"message": exc.message}, status_code=exc.status, headers=headers)
     entry = pb.Entry(
         physical_address=address,
         size=received.size,
@@ -287,10 +289,10 @@ async def delete_object(
 async def delete_objects(
     ctx: Ctx, request: Request, repository: str, branch: str, force: bool = False, no_tombstone: bool = False
 ) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)  # before the body is read
     body = await json_body(request, PathList)
     if len(body.paths) > MAX_DELETE_PATHS:
         raise bad_request(f"a bulk delete takes at most {MAX_DELETE_PATHS} paths; {len(body.paths)} were given")
-    await ctx.authorize(WRITE_REPO, repository)
     await ensure_branch(ctx, repository, branch)
     limit = asyncio.Semaphore(DELETE_CONCURRENCY)
 
@@ -321,9 +323,9 @@ async def delete_objects(
 async def copy_object(
     ctx: Ctx, request: Request, repository: str, branch: str, dest_path: ObjectPath = None
 ) -> Response:
-    body = await json_body(request, ObjectCopyCreation)
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REPO, repository)  # before the body is read
     await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, ObjectCopyCreation)
     destination = checked_path(dest_path, "dest_path")
     source_ref = body.src_ref or branch
     namespace = await ctx.backend.namespace(repository, ctx.deadline)
@@ -343,8 +345,8 @@ async def copy_object(
 async def update_object_user_metadata(
     ctx: Ctx, request: Request, repository: str, branch: str, path: ObjectPath = None
 ) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)  # before the body is read
     body = await json_body(request, UpdateObjectUserMetadata)
-    await ctx.authorize(WRITE_REPO, repository)
     key = checked_path(path)
     metadata = checked_user_metadata(dict(body.set))
     await ensure_branch(ctx, repository, branch)

@@ -36,6 +36,9 @@ WRITE_ROUTES = [
     ("POST", "/pulls/some-id/comments"),
     ("POST", "/metadata"),
     ("DELETE", "/metadata"),
+    ("POST", "/branches/main/objects/delete"),
+    ("POST", "/branches/main/objects/copy?dest_path=c"),
+    ("PUT", "/branches/main/objects/stat/user_metadata?path=a"),
 ]
 
 

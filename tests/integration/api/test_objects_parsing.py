@@ -1,6 +1,7 @@
 """The pieces of the objects endpoints that parse what clients send, on their own: Range headers,
 multipart/form-data split anywhere across chunks, the upload size limit while streaming, and
-lakeFS's metadata headers."""
+lakeFS's metadata headers, what content types and metadata may be stored, and the pace and
+length of upload bodies."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import urllib3
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
+from services.api.backend import UploadLimits
 from services.api.errors import ApiError
 from services.api.objects_body import MultipartContent, RawBody, RawChunks, multipart_boundary
 from services.api.objects_ranges import RangeNotSatisfiable, parse_range
 from services.api.objects_write import header_metadata
+from silt.objects import content_type_problem, user_metadata_problem
 
 
 @pytest.mark.parametrize(
@@ -57,10 +60,14 @@ def test_an_empty_object_has_no_range() -> None:
         parse_range("bytes=0-", 0)
 
 
-def _request(chunks: list[bytes], headers: dict[str, str]) -> Request:
+PACE = UploadLimits()
+
+
+def _request(chunks: list[bytes], headers: dict[str, str], delay: float = 0.0) -> Request:
     messages = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1} for i, c in enumerate(chunks)]
 
     async def receive() -> dict[str, Any]:
+        await asyncio.sleep(delay)
         return messages.pop(0)
 
     scope = {
@@ -95,7 +102,7 @@ def test_multipart_content_split_anywhere(piece: int) -> None:
     assert boundary is not None
 
     async def run() -> tuple[bytes, str]:
-        form = MultipartContent(RawChunks(_request(chunks, {}), 1 << 20), boundary)
+        form = MultipartContent(RawChunks(_request(chunks, {}), 1 << 20, PACE), boundary)
         await form.start()
         return await _read_all(form, 1000), form.content_type
 
@@ -104,7 +111,7 @@ def test_multipart_content_split_anywhere(piece: int) -> None:
 
 def test_streamed_body_over_the_limit() -> None:
     async def run() -> None:
-        chunks = RawChunks(_request([b"a" * 600, b"b" * 600], {}), 1000)  # no Content-Length: chunked
+        chunks = RawChunks(_request([b"a" * 600, b"b" * 600], {}), 1000, PACE)  # no Content-Length: chunked
         await _read_all(RawBody(chunks), 256)
 
     with pytest.raises(ApiError) as refused:
@@ -114,8 +121,43 @@ def test_streamed_body_over_the_limit() -> None:
 
 def test_declared_body_over_the_limit() -> None:
     with pytest.raises(ApiError) as refused:
-        RawChunks(_request([b""], {"Content-Length": "1001"}), 1000)
+        RawChunks(_request([b""], {"Content-Length": "1001"}), 1000, PACE)
     assert refused.value.status == 413
+
+
+@pytest.mark.parametrize(
+    ("pace", "message"),
+    [
+        # Idle longer than allowed between two chunks.
+        (UploadLimits(idle_seconds=0.05, grace_seconds=10), "request body stalled: nothing received for 0.05 seconds"),
+        # Chunks keep coming, but slower on average than the least rate once the grace is over.
+        (
+            UploadLimits(min_bytes_per_second=1000, grace_seconds=0.1),
+            "request body too slow: under 1000 bytes a second",
+        ),
+    ],
+)
+def test_slow_bodies_are_ended(pace: UploadLimits, message: str) -> None:
+    async def run() -> None:
+        chunks = RawChunks(_request([b"a"] * 20, {}, delay=0.1), 1000, pace)
+        await _read_all(RawBody(chunks), 256)
+
+    with pytest.raises(ApiError) as refused:
+        asyncio.run(run())
+    assert (refused.value.status, refused.value.message) == (408, message)
+
+
+def test_body_shorter_than_declared() -> None:
+    async def run() -> bytes:
+        chunks = RawChunks(_request([b"a" * 10, b"b" * 5], {"Content-Length": str(length)}), 1000, PACE)
+        return await _read_all(RawBody(chunks), 256)
+
+    length = 15
+    assert asyncio.run(run()) == b"a" * 10 + b"b" * 5
+    length = 16
+    with pytest.raises(ApiError) as refused:
+        asyncio.run(run())
+    assert refused.value.status == 400 and "ended after 15 bytes of the 16" in refused.value.message
 
 
 def test_multipart_needs_a_usable_boundary() -> None:
@@ -130,3 +172,42 @@ def test_lakefs_metadata_headers() -> None:
     assert header_metadata(headers) == {"owner_team": "a", "k": "b"}
     with pytest.raises(ApiError):
         header_metadata(Headers({"X-Lakefs-Meta-Big": "v" * 3000}))
+    # Header names are tokens already; values arrive as latin-1, obs-text included.
+    assert header_metadata(Headers({"X-Lakefs-Meta-K": "caf\xe9"})) == {"k": "caf\xe9"}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "valid"),
+    [
+        ({"Team_1": "a b\tc", "x.y~z": "caf\xe9"}, True),
+        ({"": "v"}, False),
+        ({"a b": "v"}, False),
+        ({"a:b": "v"}, False),
+        ({"a\r\nSet-Cookie: x": "v"}, False),
+        ({"k": "x\ny"}, False),
+        ({"k": "\x00"}, False),
+        ({"k": "\x7f"}, False),
+        ({"k": "\u65e5"}, False),  # outside latin-1: no header can carry it
+    ],
+)
+def test_user_metadata_must_be_headers(metadata: dict[str, str], valid: bool) -> None:
+    assert (user_metadata_problem(metadata) is None) == valid
+
+
+@pytest.mark.parametrize(
+    ("content_type", "valid"),
+    [
+        ("text/csv", True),
+        ("text/plain; charset=utf-8", True),
+        ("application/vnd.api+json", True),
+        ("text", False),
+        ("/x", False),
+        ("a b/c", False),
+        ("text/html\nX-Injected: yes", False),
+        ("text/plain; q=\x01", False),
+        ("text/plain; q=\xe9", False),
+        ("a/" + "b" * 254, False),
+    ],
+)
+def test_content_type_must_be_a_media_type(content_type: str, valid: bool) -> None:
+    assert (content_type_problem(content_type) is None) == valid
