@@ -13,7 +13,7 @@ Consistency without transactions (docs/design/auth.md):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple, TypeVar
 
 from google.protobuf.message import Message
@@ -126,6 +126,38 @@ class IamModel:
             raise NotFound(f"{what} not found")
         self.kv.delete(self.partition, k)
 
+    def _create_entity(
+        self, kind: str, collection: str, entity_id: str, record: _M, remove_relations: Callable[[str], None]
+    ) -> _M:
+        """Store a new user, group or policy, first sweeping relations an earlier one of its id left."""
+        entity_key = key(collection, entity_id)
+        if self._exists(entity_key):
+            raise AlreadyExists(f"{kind} {entity_id!r} already exists")
+        remove_relations(entity_id)
+        self._create(entity_key, record, f"{kind} {entity_id!r}")
+        return record
+
+    def _delete_entity(
+        self, collection: str, entity_id: str, get: Callable[[str], Message], remove_relations: Callable[[str], None]
+    ) -> None:
+        """Delete a user, group or policy (NotFound if there is none), its relations first."""
+        get(entity_id)
+        remove_relations(entity_id)
+        self.kv.delete(self.partition, key(collection, entity_id))
+
+    def _entity_page(self, under: bytes, cls: type[_M], after: str, amount: int) -> tuple[list[_M], bool]:
+        """A page of the records stored under a collection, after the id `after`."""
+        entries = keys.scan_after(self.kv, self.partition, under, after)
+        return take_page((cls.FromString(e.value) for e in entries), amount)
+
+    def _related_page(
+        self, under: bytes, after: str, amount: int, collection: str, cls: type[_M]
+    ) -> tuple[list[_M], bool]:
+        """A page of the records a relation prefix names by the last part of its keys."""
+        entries = keys.scan_after(self.kv, self.partition, under, after)
+        ids, more = take_page((last_part(e.key) for e in entries), amount)
+        return self._records(ids, collection, cls), more
+
     def _records(self, ids: Iterable[str], collection: str, cls: type[_M]) -> list[_M]:
         """The records of ids that still exist (relations may outlive a concurrent delete briefly)."""
         out: list[_M] = []
@@ -140,24 +172,17 @@ class IamModel:
 
     def create_user(self, user_id: str, description: str = "") -> pb.User:
         check_id("user", user_id)
-        if self._exists(key("users", user_id)):
-            raise AlreadyExists(f"user {user_id!r} already exists")
-        self._remove_user_relations(user_id)
         user = pb.User(id=user_id, creation_date=_now(), description=description)
-        self._create(key("users", user_id), user, f"user {user_id!r}")
-        return user
+        return self._create_entity("user", "users", user_id, user, self._remove_user_relations)
 
     def get_user(self, user_id: str) -> pb.User:
         return self._get(key("users", check_id("user", user_id)), pb.User, f"user {user_id!r}")
 
     def list_users(self, after: str = "", amount: int = 0) -> tuple[list[pb.User], bool]:
-        entries = keys.scan_after(self.kv, self.partition, keys.USERS, after)
-        return take_page((pb.User.FromString(e.value) for e in entries), amount)
+        return self._entity_page(keys.USERS, pb.User, after, amount)
 
     def delete_user(self, user_id: str) -> None:
-        self.get_user(user_id)
-        self._remove_user_relations(user_id)
-        self.kv.delete(self.partition, key("users", user_id))
+        self._delete_entity("users", user_id, self.get_user, self._remove_user_relations)
 
     def _remove_user_relations(self, user_id: str) -> None:
         for index_key, _ in list(self._scan(prefix("user_credentials", user_id))):
@@ -170,24 +195,17 @@ class IamModel:
 
     def create_group(self, group_id: str, description: str = "") -> pb.Group:
         check_id("group", group_id)
-        if self._exists(key("groups", group_id)):
-            raise AlreadyExists(f"group {group_id!r} already exists")
-        self._remove_group_relations(group_id)
         group = pb.Group(id=group_id, creation_date=_now(), description=description)
-        self._create(key("groups", group_id), group, f"group {group_id!r}")
-        return group
+        return self._create_entity("group", "groups", group_id, group, self._remove_group_relations)
 
     def get_group(self, group_id: str) -> pb.Group:
         return self._get(key("groups", check_id("group", group_id)), pb.Group, f"group {group_id!r}")
 
     def list_groups(self, after: str = "", amount: int = 0) -> tuple[list[pb.Group], bool]:
-        entries = keys.scan_after(self.kv, self.partition, keys.GROUPS, after)
-        return take_page((pb.Group.FromString(e.value) for e in entries), amount)
+        return self._entity_page(keys.GROUPS, pb.Group, after, amount)
 
     def delete_group(self, group_id: str) -> None:
-        self.get_group(group_id)
-        self._remove_group_relations(group_id)
-        self.kv.delete(self.partition, key("groups", group_id))
+        self._delete_entity("groups", group_id, self.get_group, self._remove_group_relations)
 
     def _remove_group_relations(self, group_id: str) -> None:
         self._delete_all(k for k, _ in self._scan(prefix("group_policies", group_id)))
@@ -219,9 +237,7 @@ class IamModel:
 
     def list_user_groups(self, user_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Group], bool]:
         self.get_user(user_id)
-        entries = keys.scan_after(self.kv, self.partition, prefix("user_groups", user_id), after)
-        ids, more = take_page((last_part(e.key) for e in entries), amount)
-        return self._records(ids, "groups", pb.Group), more
+        return self._related_page(prefix("user_groups", user_id), after, amount, "groups", pb.Group)
 
     # --- policies -----------------------------------------------------------------------
 
@@ -229,12 +245,8 @@ class IamModel:
         check_id("policy", policy_id)
         statements = list(statements)
         check_statements(statements)
-        if self._exists(key("policies", policy_id)):
-            raise AlreadyExists(f"policy {policy_id!r} already exists")
-        self._remove_policy_relations(policy_id)
         policy = pb.Policy(id=policy_id, creation_date=_now(), description=description, statements=statements)
-        self._create(key("policies", policy_id), policy, f"policy {policy_id!r}")
-        return policy
+        return self._create_entity("policy", "policies", policy_id, policy, self._remove_policy_relations)
 
     def put_preset_policy(self, policy_id: str, statements: Iterable[pb.Statement], description: str = "") -> bool:
         """Create the policy, or rewrite its statements and description to these; True if written.
@@ -264,13 +276,10 @@ class IamModel:
         return self._get(key("policies", check_id("policy", policy_id)), pb.Policy, f"policy {policy_id!r}")
 
     def list_policies(self, after: str = "", amount: int = 0) -> tuple[list[pb.Policy], bool]:
-        entries = keys.scan_after(self.kv, self.partition, keys.POLICIES, after)
-        return take_page((pb.Policy.FromString(e.value) for e in entries), amount)
+        return self._entity_page(keys.POLICIES, pb.Policy, after, amount)
 
     def delete_policy(self, policy_id: str) -> None:
-        self.get_policy(policy_id)
-        self._remove_policy_relations(policy_id)
-        self.kv.delete(self.partition, key("policies", policy_id))
+        self._delete_entity("policies", policy_id, self.get_policy, self._remove_policy_relations)
 
     def _remove_policy_relations(self, policy_id: str) -> None:
         for under in (keys.USER_POLICIES, keys.GROUP_POLICIES):
@@ -323,19 +332,14 @@ class IamModel:
         self, user_id: str, effective: bool = False, after: str = "", amount: int = 0
     ) -> tuple[list[pb.Policy], bool]:
         self.get_user(user_id)
-        if effective:
-            candidates: Iterable[str] = (p for p in self.effective_policy_ids(user_id) if p > after)
-        else:
-            entries = keys.scan_after(self.kv, self.partition, prefix("user_policies", user_id), after)
-            candidates = (last_part(e.key) for e in entries)
-        ids, more = take_page(iter(candidates), amount)
+        if not effective:
+            return self._related_page(prefix("user_policies", user_id), after, amount, "policies", pb.Policy)
+        ids, more = take_page((p for p in self.effective_policy_ids(user_id) if p > after), amount)
         return self._records(ids, "policies", pb.Policy), more
 
     def list_group_policies(self, group_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Policy], bool]:
         self.get_group(group_id)
-        entries = keys.scan_after(self.kv, self.partition, prefix("group_policies", group_id), after)
-        ids, more = take_page((last_part(e.key) for e in entries), amount)
-        return self._records(ids, "policies", pb.Policy), more
+        return self._related_page(prefix("group_policies", group_id), after, amount, "policies", pb.Policy)
 
     # --- credentials --------------------------------------------------------------------
 
@@ -360,11 +364,11 @@ class IamModel:
 
     def list_credentials(self, user_id: str, after: str = "", amount: int = 0) -> tuple[list[pb.Credential], bool]:
         self.get_user(user_id)
-        entries = keys.scan_after(self.kv, self.partition, prefix("user_credentials", user_id), after)
-        ids, more = take_page((last_part(e.key) for e in entries), amount)
+        page, more = self._related_page(
+            prefix("user_credentials", user_id), after, amount, "credentials", pb.Credential
+        )
         # Never hand out the sealed secret, not even encrypted.
-        public = [_without_secret(c) for c in self._records(ids, "credentials", pb.Credential)]
-        return public, more
+        return [_without_secret(c) for c in page], more
 
     def delete_credentials(self, user_id: str, access_key_id: str) -> None:
         check_id("user", user_id)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 
 from silt.cli.common import as_dict, client, done, json_option, on_branch, output, table
@@ -10,12 +13,32 @@ from silt.client import EXIT_UNAVAILABLE, ClientError, paged, parse_uri
 from silt.compactor.v1 import compactor_pb2 as capi
 from silt.graveler.v1 import graveler_pb2 as api
 
+_LIST_PAGE = 1000
+
+
+def _branch_name(b: api.BranchInfo) -> str:
+    return b.name
+
+
+def _tag_id(t: api.TagInfo) -> str:
+    return t.id
+
 
 def _repo_and_name(uri: str, what: str) -> tuple[str, str]:
     repo, name, path = parse_uri(uri)
     if path:
         raise ClientError(f"expected silt://<repository>/<{what}>, got {uri!r}", 2)
     return repo, name
+
+
+def _ref_created(kind: str, name: str, info: Any) -> None:
+    """Answer a created branch or tag: its record, or a line naming the commit it points at."""
+    output(as_dict(info), lambda: click.echo(f"{kind} {name} created at {info.commit_id[:12]}"))
+
+
+def _ref_table(column: str, refs: list[Any], key: Callable[[Any], str]) -> None:
+    """Answer a listing of branches or tags: their records, or a table of name and commit."""
+    output([as_dict(r) for r in refs], lambda: table([column, "commit"], [(key(r), r.commit_id) for r in refs]))
 
 
 @click.group()
@@ -31,7 +54,7 @@ def branch_create(uri: str, source: str) -> None:
     """Create a branch pointing at SOURCE."""
     repo, name = _repo_and_name(uri, "branch")
     info = client().graveler.CreateBranch(api.CreateBranchRequest(repository=repo, name=name, source_ref=source))
-    output(as_dict(info), lambda: click.echo(f"Branch {name} created at {info.commit_id[:12]}"))
+    _ref_created("Branch", name, info)
 
 
 @branch.command("list")
@@ -41,14 +64,11 @@ def branch_list(uri: str) -> None:
     """The branches of a repository."""
     repo, _, _ = parse_uri(uri, need_ref=False)
     g = client().graveler
-    items = list(
-        paged(
-            lambda after: g.ListBranches(api.ListBranchesRequest(repository=repo, after=after, amount=1000)),
-            "branches",
-            lambda b: b.name,
-        )
-    )
-    output([as_dict(b) for b in items], lambda: table(["branch", "commit"], [(b.name, b.commit_id) for b in items]))
+
+    def page(after: str) -> Any:
+        return g.ListBranches(api.ListBranchesRequest(repository=repo, after=after, amount=_LIST_PAGE))
+
+    _ref_table("branch", list(paged(page, "branches", _branch_name)), _branch_name)
 
 
 @branch.command("show")
@@ -192,7 +212,7 @@ def tag_create(uri: str, ref: str) -> None:
     """Create tag TAG at REF."""
     repo, name = _repo_and_name(uri, "tag")
     info = client().graveler.CreateTag(api.CreateTagRequest(repository=repo, id=name, ref=ref))
-    output(as_dict(info), lambda: click.echo(f"Tag {info.id} created at {info.commit_id[:12]}"))
+    _ref_created("Tag", info.id, info)
 
 
 @tag.command("list")
@@ -202,14 +222,11 @@ def tag_list(uri: str) -> None:
     """The tags of a repository."""
     repo, _, _ = parse_uri(uri, need_ref=False)
     g = client().graveler
-    items = list(
-        paged(
-            lambda after: g.ListTags(api.ListTagsRequest(repository=repo, after=after, amount=1000)),
-            "tags",
-            lambda t: t.id,
-        )
-    )
-    output([as_dict(t) for t in items], lambda: table(["tag", "commit"], [(t.id, t.commit_id) for t in items]))
+
+    def page(after: str) -> Any:
+        return g.ListTags(api.ListTagsRequest(repository=repo, after=after, amount=_LIST_PAGE))
+
+    _ref_table("tag", list(paged(page, "tags", _tag_id)), _tag_id)
 
 
 @tag.command("show")

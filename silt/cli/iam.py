@@ -23,6 +23,18 @@ def _all(call: Callable[[str], Any], items: str, key: Callable[[Any], str]) -> l
     return list(paged(call, items, key))
 
 
+_description_option = click.option("--description", default="", help="Free text shown by list and show.")
+
+
+def _created(kind: str, record: Any) -> None:
+    """Answer a created user, group or policy: its record, or a line naming it."""
+    output(as_dict(record), lambda: click.echo(f"{kind} {record.id} created"))
+
+
+def _id_of(record: Any) -> str:
+    return str(record.id)
+
+
 def _show_ids(kind: str, items: list[Any]) -> None:
     output(
         [as_dict(i) for i in items],
@@ -53,12 +65,11 @@ def users() -> None:
 
 @users.command("create")
 @click.argument("user_id")
-@click.option("--description", default="", help="Free text shown by list and show.")
+@_description_option
 @json_option
 def user_create(user_id: str, description: str) -> None:
     """Create a user (give it access with `auth groups add-member` or `auth policies attach`)."""
-    user = client().auth.CreateUser(api.CreateUserRequest(id=user_id, description=description))
-    output(as_dict(user), lambda: click.echo(f"User {user.id} created"))
+    _created("User", client().auth.CreateUser(api.CreateUserRequest(id=user_id, description=description)))
 
 
 @users.command("list")
@@ -66,7 +77,7 @@ def user_create(user_id: str, description: str) -> None:
 def user_list() -> None:
     """Every user's id."""
     a = client().auth
-    _show_ids("user", _all(lambda after: a.ListUsers(api.ListUsersRequest(after=after)), "users", lambda u: u.id))
+    _show_ids("user", _all(lambda after: a.ListUsers(api.ListUsersRequest(after=after)), "users", _id_of))
 
 
 @users.command("show")
@@ -116,12 +127,11 @@ def groups() -> None:
 
 @groups.command("create")
 @click.argument("group_id")
-@click.option("--description", default="", help="Free text shown by list and show.")
+@_description_option
 @json_option
 def group_create(group_id: str, description: str) -> None:
     """Create a group; its members get the policies attached to it."""
-    group = client().auth.CreateGroup(api.CreateGroupRequest(id=group_id, description=description))
-    output(as_dict(group), lambda: click.echo(f"Group {group.id} created"))
+    _created("Group", client().auth.CreateGroup(api.CreateGroupRequest(id=group_id, description=description)))
 
 
 @groups.command("list")
@@ -129,7 +139,7 @@ def group_create(group_id: str, description: str) -> None:
 def group_list() -> None:
     """Every group's id."""
     a = client().auth
-    _show_ids("group", _all(lambda after: a.ListGroups(api.ListGroupsRequest(after=after)), "groups", lambda g: g.id))
+    _show_ids("group", _all(lambda after: a.ListGroups(api.ListGroupsRequest(after=after)), "groups", _id_of))
 
 
 @groups.command("delete")
@@ -209,14 +219,12 @@ def _statements(raw: str) -> list[pb.Statement]:
     required=True,
     help='JSON list (or @file): [{"effect": "allow", "actions": ["ReadRepo"], "resources": ["prod-*"]}]',
 )
-@click.option("--description", default="", help="Free text shown by list and show.")
+@_description_option
 @json_option
 def policy_create(policy_id: str, raw: str, description: str) -> None:
     """Create a policy from JSON statements (inline, or @FILE)."""
-    policy = client().auth.CreatePolicy(
-        api.CreatePolicyRequest(id=policy_id, description=description, statements=_statements(raw))
-    )
-    output(as_dict(policy), lambda: click.echo(f"Policy {policy.id} created"))
+    request = api.CreatePolicyRequest(id=policy_id, description=description, statements=_statements(raw))
+    _created("Policy", client().auth.CreatePolicy(request))
 
 
 @policies.command("list")
@@ -224,9 +232,7 @@ def policy_create(policy_id: str, raw: str, description: str) -> None:
 def policy_list() -> None:
     """Every policy's id."""
     a = client().auth
-    _show_ids(
-        "policy", _all(lambda after: a.ListPolicies(api.ListPoliciesRequest(after=after)), "policies", lambda p: p.id)
-    )
+    _show_ids("policy", _all(lambda after: a.ListPolicies(api.ListPoliciesRequest(after=after)), "policies", _id_of))
 
 
 @policies.command("show")

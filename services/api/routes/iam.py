@@ -8,10 +8,20 @@ own. Reading about oneself needs no policy, as in auth.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Path, Request, Response
-from lakefs_sdk.models import CredentialsList, GroupCreation, GroupList, Policy, PolicyList, UserCreation, UserList
+from lakefs_sdk.models import (
+    CredentialsList,
+    GroupCreation,
+    GroupList,
+    Pagination,
+    Policy,
+    PolicyList,
+    UserCreation,
+    UserList,
+)
 
 from services.api import iam_models
 from services.api.bodies import POLICY_BODY_BYTES, SMALL_BODY_BYTES, json_body
@@ -52,18 +62,50 @@ def _created() -> Response:
     return Response(status_code=201)
 
 
+class _ListRequest(Protocol):
+    """What every auth list request has: it pages by id from an exclusive `after`."""
+
+    after: str
+    amount: int
+
+
+def _id_of(record: Any) -> str:
+    return str(record.id)
+
+
+def _access_key_id_of(credential: Any) -> str:
+    return str(credential.access_key_id)
+
+
+async def _listing(
+    ctx: Context,
+    method: Any,
+    request: _ListRequest,
+    items: str,
+    prefix: str,
+    after: str,
+    amount: int,
+    id_of: Callable[[Any], str] = _id_of,
+) -> tuple[list[Any], Pagination]:
+    """A lakeFS page (prefix, after, amount) of an auth list call made for the caller; items
+    names the reply's repeated field."""
+
+    async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
+        request.after, request.amount = cursor, want  # one call at a time: the request is reused
+        reply = await iam_call(ctx, method, request)
+        return getattr(reply, items), reply.has_more
+
+    return await id_page(fetch, id_of, prefix, after, amount)
+
+
 # --- users --------------------------------------------------------------------------------
 
 
 @router.get("/auth/users")
 async def list_users(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: Amount = 100) -> Response:
     await ctx.authorize(a.READ_USER, a.USERS)
-
-    async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
-        reply = await iam_call(ctx, ctx.backend.auth.ListUsers, auth_api.ListUsersRequest(after=cursor, amount=want))
-        return reply.users, reply.has_more
-
-    page, paging = await id_page(fetch, lambda u: u.id, prefix, after, amount)
+    request = auth_api.ListUsersRequest()
+    page, paging = await _listing(ctx, ctx.backend.auth.ListUsers, request, "users", prefix, after, amount)
     return model_response(UserList(pagination=paging, results=[iam_models.user(u) for u in page]))
 
 
@@ -95,13 +137,8 @@ async def list_user_groups(
     ctx: Ctx, user_id: UserId, prefix: Prefix = "", after: After = "", amount: Amount = 100
 ) -> Response:
     await _authorize_about(ctx, a.READ_USER, user_id)
-
-    async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
-        request = auth_api.ListUserGroupsRequest(user_id=user_id, after=cursor, amount=want)
-        reply = await iam_call(ctx, ctx.backend.auth.ListUserGroups, request)
-        return reply.groups, reply.has_more
-
-    page, paging = await id_page(fetch, lambda g: g.id, prefix, after, amount)
+    request = auth_api.ListUserGroupsRequest(user_id=user_id)
+    page, paging = await _listing(ctx, ctx.backend.auth.ListUserGroups, request, "groups", prefix, after, amount)
     return model_response(GroupList(pagination=paging, results=[iam_models.group(g) for g in page]))
 
 
@@ -115,13 +152,8 @@ async def list_user_policies(
     effective: bool = False,
 ) -> Response:
     await _authorize_about(ctx, a.READ_USER, user_id)
-
-    async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
-        request = auth_api.ListUserPoliciesRequest(user_id=user_id, effective=effective, after=cursor, amount=want)
-        reply = await iam_call(ctx, ctx.backend.auth.ListUserPolicies, request)
-        return reply.policies, reply.has_more
-
-    page, paging = await id_page(fetch, lambda p: p.id, prefix, after, amount)
+    request = auth_api.ListUserPoliciesRequest(user_id=user_id, effective=effective)
+    page, paging = await _listing(ctx, ctx.backend.auth.ListUserPolicies, request, "policies", prefix, after, amount)
     return model_response(PolicyList(pagination=paging, results=[from_silt(p) for p in page]))
 
 
@@ -154,13 +186,9 @@ async def list_user_credentials(
     ctx: Ctx, user_id: UserId, prefix: Prefix = "", after: After = "", amount: Amount = 100
 ) -> Response:
     await _authorize_about(ctx, a.READ_CREDENTIALS, user_id)
-
-    async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
-        request = auth_api.ListCredentialsRequest(user_id=user_id, after=cursor, amount=want)
-        reply = await iam_call(ctx, ctx.backend.auth.ListCredentials, request)
-        return reply.credentials, reply.has_more
-
-    page, paging = await id_page(fetch, lambda c: c.access_key_id, prefix, after, amount)
+    request = auth_api.ListCredentialsRequest(user_id=user_id)
+    method = ctx.backend.auth.ListCredentials
+    page, paging = await _listing(ctx, method, request, "credentials", prefix, after, amount, _access_key_id_of)
     return model_response(CredentialsList(pagination=paging, results=[iam_models.credentials(c) for c in page]))
 
 
@@ -199,12 +227,8 @@ async def delete_credentials(ctx: Ctx, user_id: UserId, access_key_id: AccessKey
 @router.get("/auth/groups")
 async def list_groups(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: Amount = 100) -> Response:
     await ctx.authorize(a.READ_GROUP, a.GROUPS)
-
-    async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
-        reply = await iam_call(ctx, ctx.backend.auth.ListGroups, auth_api.ListGroupsRequest(after=cursor, amount=want))
-        return reply.groups, reply.has_more
-
-    page, paging = await id_page(fetch, lambda g: g.id, prefix, after, amount)
+    request = auth_api.ListGroupsRequest()
+    page, paging = await _listing(ctx, ctx.backend.auth.ListGroups, request, "groups", prefix, after, amount)
     return model_response(GroupList(pagination=paging, results=[iam_models.group(g) for g in page]))
 
 
@@ -236,13 +260,8 @@ async def list_group_members(
     ctx: Ctx, group_id: GroupId, prefix: Prefix = "", after: After = "", amount: Amount = 100
 ) -> Response:
     await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
-
-    async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
-        request = auth_api.ListGroupMembersRequest(group_id=group_id, after=cursor, amount=want)
-        reply = await iam_call(ctx, ctx.backend.auth.ListGroupMembers, request)
-        return reply.users, reply.has_more
-
-    page, paging = await id_page(fetch, lambda u: u.id, prefix, after, amount)
+    request = auth_api.ListGroupMembersRequest(group_id=group_id)
+    page, paging = await _listing(ctx, ctx.backend.auth.ListGroupMembers, request, "users", prefix, after, amount)
     return model_response(UserList(pagination=paging, results=[iam_models.user(u) for u in page]))
 
 
@@ -270,13 +289,8 @@ async def list_group_policies(
     ctx: Ctx, group_id: GroupId, prefix: Prefix = "", after: After = "", amount: Amount = 100
 ) -> Response:
     await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
-
-    async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
-        request = auth_api.ListGroupPoliciesRequest(group_id=group_id, after=cursor, amount=want)
-        reply = await iam_call(ctx, ctx.backend.auth.ListGroupPolicies, request)
-        return reply.policies, reply.has_more
-
-    page, paging = await id_page(fetch, lambda p: p.id, prefix, after, amount)
+    request = auth_api.ListGroupPoliciesRequest(group_id=group_id)
+    page, paging = await _listing(ctx, ctx.backend.auth.ListGroupPolicies, request, "policies", prefix, after, amount)
     return model_response(PolicyList(pagination=paging, results=[from_silt(p) for p in page]))
 
 
@@ -300,13 +314,8 @@ async def detach_policy_from_group(ctx: Ctx, group_id: GroupId, policy_id: Polic
 @router.get("/auth/policies")
 async def list_policies(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: Amount = 100) -> Response:
     await ctx.authorize(a.READ_POLICY, a.POLICIES)
-
-    async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
-        request = auth_api.ListPoliciesRequest(after=cursor, amount=want)
-        reply = await iam_call(ctx, ctx.backend.auth.ListPolicies, request)
-        return reply.policies, reply.has_more
-
-    page, paging = await id_page(fetch, lambda p: p.id, prefix, after, amount)
+    request = auth_api.ListPoliciesRequest()
+    page, paging = await _listing(ctx, ctx.backend.auth.ListPolicies, request, "policies", prefix, after, amount)
     return model_response(PolicyList(pagination=paging, results=[from_silt(p) for p in page]))
 
 
