@@ -36,9 +36,8 @@ import urllib3
 
 from bench.graveler import stage_in_process
 from bench.report import emit
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
 from services.graveler.graveler import Graveler
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.kv import open_store
 from tests.support.gateway_stack import GatewayStack, gateway_stack
@@ -141,7 +140,7 @@ def _graveler(gw: GatewayStack) -> Iterator[Graveler]:
     config = gw.stack.config
     assert config is not None
     kv = open_store(config.database)
-    graveler = Graveler(kv, CommittedManager(LocalAdapter(config.blockstore.local.path), CommittedCache()))
+    graveler = open_graveler(kv, LocalAdapter(config.blockstore.local.path))
     try:
         yield graveler
     finally:

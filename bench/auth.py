@@ -33,11 +33,9 @@ from services.auth.model import IamModel
 from services.auth.secrets import SecretBox
 from services.auth.server import start as start_auth
 from services.auth.setup import DEVELOPERS, setup
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.graveler import Graveler
 from services.graveler.permissions import RULES
 from services.graveler.server import start as start_graveler
+from services.graveler.wiring import open_graveler
 from silt import actions as a
 from silt.block.local import LocalAdapter
 from silt.config import AuthConfig, Config, CredentialsConfig, DatabaseConfig, LocalDatabaseConfig
@@ -130,7 +128,7 @@ def run(workdir: Path, count: int, calls: int) -> None:
     )
 
     # Over the network: graveler asking a real auth service.
-    graveler = Graveler(store, CommittedManager(LocalAdapter(workdir / "data"), CommittedCache()))
+    graveler = open_graveler(store, LocalAdapter(workdir / "data"))
     auth_server, auth_port = start_auth(model, "127.0.0.1:0", [local_interceptor(model, 60)])
     service = keys.services["graveler"]
     config = Config(

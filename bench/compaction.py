@@ -29,12 +29,11 @@ import grpc
 
 from bench.graveler import entry_for, import_entries, key_for
 from bench.report import emit, p99
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
 from services.graveler.deadline import NO_DEADLINE
 from services.graveler.graveler import Graveler
 from services.graveler.model import StagingToken
 from services.graveler.values import TOMBSTONE
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.compactor.v1 import compactor_pb2 as capi
 from silt.compactor.v1 import compactor_pb2_grpc as capi_grpc
@@ -154,7 +153,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="silt-bench-") as tmp:
         workdir = Path(tmp)
         kv = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(workdir / "metadata.db"))))
-        engine = Graveler(kv, CommittedManager(LocalAdapter(workdir / "data"), CommittedCache()))
+        engine = open_graveler(kv, LocalAdapter(workdir / "data"))
         try:
             with stack(workdir) as (stub, compactor):
                 run(args, engine, stub, compactor)

@@ -238,9 +238,7 @@ def bench_telemetry(workdir: Path, count: int, threads: int, workers: int, round
 
 def bench_list(gw: GatewayStack, count: int) -> None:
     from bench.graveler import stage_in_process
-    from services.graveler.committed.cache import CommittedCache
-    from services.graveler.committed.manager import CommittedManager
-    from services.graveler.graveler import Graveler
+    from services.graveler.wiring import open_graveler
     from silt.block.local import LocalAdapter
     from silt.kv import open_store
 
@@ -249,7 +247,7 @@ def bench_list(gw: GatewayStack, count: int) -> None:
     s3.create_bucket(Bucket="bench-list")
     config = gw.stack.config
     kv = open_store(config.database)
-    graveler = Graveler(kv, CommittedManager(LocalAdapter(config.blockstore.local.path), CommittedCache()))
+    graveler = open_graveler(kv, LocalAdapter(config.blockstore.local.path))
     try:
         # Staging 240,000 entries one request at a time would measure PutObject, not listing.
         stage_in_process(graveler, "bench-list", "main", count)

@@ -39,9 +39,8 @@ def _generate(root: str, commits: int, objects: int, orphans: int) -> None:
     from google.protobuf.timestamp_pb2 import Timestamp
 
     from services.graveler.committed.cache import CommittedCache
-    from services.graveler.committed.manager import CommittedManager
     from services.graveler.committed.store import ObjectStore
-    from services.graveler.graveler import Graveler
+    from services.graveler.wiring import open_graveler
     from silt.block.local import LocalAdapter
     from silt.config import DatabaseConfig, LocalDatabaseConfig
     from silt.graveler.v1 import model_pb2 as pb
@@ -49,7 +48,7 @@ def _generate(root: str, commits: int, objects: int, orphans: int) -> None:
 
     store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=f"{root}/kv.db")))
     adapter = LocalAdapter(f"{root}/data")
-    graveler = Graveler(store, CommittedManager(adapter, CommittedCache(memory_bytes=0)))
+    graveler = open_graveler(store, adapter, cache=CommittedCache(memory_bytes=0))
     repo_record = graveler.create_repository(REPO, f"local://{REPO}")
     graveler.set_gc_rules(REPO, pb.GCRules(default_retention_days=RETENTION_DAYS))
     repo = graveler.refs.get_repository(REPO)
@@ -100,10 +99,8 @@ def _generate(root: str, commits: int, objects: int, orphans: int) -> None:
 
 def _serve_graveler(root: str, ports: Connection, stop: Event) -> None:
     """Child process: graveler over the generated repository, on a free port sent back."""
-    from services.graveler.committed.cache import CommittedCache
-    from services.graveler.committed.manager import CommittedManager
-    from services.graveler.graveler import Graveler
     from services.graveler.server import start
+    from services.graveler.wiring import open_graveler
     from silt.block.local import LocalAdapter
     from silt.config import DatabaseConfig, LocalDatabaseConfig
     from silt.kv import open_store
@@ -111,7 +108,7 @@ def _serve_graveler(root: str, ports: Connection, stop: Event) -> None:
 
     die_with_parent(os.getppid())
     store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=f"{root}/kv.db")))
-    graveler = Graveler(store, CommittedManager(LocalAdapter(f"{root}/data"), CommittedCache()))
+    graveler = open_graveler(store, LocalAdapter(f"{root}/data"))
     server, port = start(graveler, "127.0.0.1:0")
     ports.send(port)
     stop.wait()

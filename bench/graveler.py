@@ -23,13 +23,13 @@ from pathlib import Path
 import grpc
 
 from bench.report import emit, p99
-from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import Record
 from services.graveler.graveler import Graveler
 from services.graveler.model import CommitId, StagingToken
 from services.graveler.refs import new_commit
 from services.graveler.values import entry_value
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.graveler.v1 import graveler_pb2 as api
@@ -149,7 +149,7 @@ def bench_diff(
     elapsed = time.perf_counter() - started
     assert len(page.items) == 10 and not page.has_more, (len(page.items), page.has_more)
     # The same diff in this process, through a cold cache, counts the range files it reads.
-    cold = Graveler(graveler.refs.kv, CommittedManager(LocalAdapter(data_root), CommittedCache()))
+    cold = open_graveler(graveler.refs.kv, LocalAdapter(data_root))
     before = cold.committed.stats()
     cold.diff(repo, "main", "changed", False, "", "", "", 1000)
     read = cold.committed.stats().range_reads - before.range_reads
@@ -306,8 +306,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="silt-bench-") as tmp:
         workdir = Path(tmp)
         kv = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(workdir / "metadata.db"))))
-        committed = CommittedManager(LocalAdapter(workdir / "data"), CommittedCache())
-        graveler = Graveler(kv, committed)
+        graveler = open_graveler(kv, LocalAdapter(workdir / "data"))
+        committed = graveler.committed
         try:
             with stack(workdir) as stub:
                 if "list" in only:

@@ -324,7 +324,7 @@ class GravelerConfig(DialableServiceConfig):
         description="absolute URIs (e.g. s3://landing/exports) that staged entries may name besides "
         "their repository's storage namespace",
     )
-    # Unset resolves by blockstore.type (services/graveler/server.py: namespace_roots): local://
+    # Unset resolves by blockstore.type (services/graveler/wiring.py: namespace_roots): local://
     # (the local adapter's whole root) for the local store, nothing for S3, whose bucket is the
     # operator's to name. Nothing allowed means every CreateRepository is refused.
     allowed_namespace_roots: list[str] | None = Field(

@@ -32,7 +32,7 @@ def repository(info: api.RepositoryInfo) -> Repository:
 
 
 # Graveler records the authenticated caller as committer and keeps a different requested name
-# under this key (services/graveler/server.py). For commits the API made (committer: the
+# under this key (services/graveler/servicer.py). For commits the API made (committer: the
 # API's own service user) that name is the user the API authenticated: lakeFS's committer.
 REQUESTED_COMMITTER_KEY = "silt.requested-committer"
 

@@ -8,29 +8,15 @@ from __future__ import annotations
 
 import sys
 
-import uvicorn
-
 from services.api.app import create_app
-from silt.rpc.server import service_config
+from silt.http_server import serve_http
+from silt.service import service_config
 
 
 def main(argv: list[str] | None = None) -> int:
     # Logging, the launcher's lifeline and telemetry (api.metrics_listen_address) too.
     config = service_config("Silt's lakeFS-compatible REST API", argv, "api")
-    host, _, port = config.api.listen_address.rpartition(":")
-    uvicorn.run(
-        create_app(config),
-        host=host.strip("[]"),
-        port=int(port),
-        loop="uvloop",
-        http="httptools",
-        lifespan="on",
-        access_log=False,
-        log_level="warning",
-        timeout_keep_alive=30,
-        server_header=False,
-        timeout_graceful_shutdown=5,
-    )
+    serve_http(create_app(config), config.api.listen_address)
     return 0
 
 

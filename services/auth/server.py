@@ -29,8 +29,10 @@ from silt.errors import InvalidArgument, NotFound
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import current_principal
 from silt.rpc.limits import AUTH_LIMITS
-from silt.rpc.server import bind, build_server, service_config, start_health_port, startup_errors, wait_for_shutdown
-from silt.telemetry.health import HealthMonitor, kv_probe
+from silt.rpc.serve import serve
+from silt.rpc.server import bind, build_server
+from silt.service import service_config, startup_errors
+from silt.telemetry.health import kv_probe
 from silt.telemetry.stores import open_observed_store
 
 log = logging.getLogger(__name__)
@@ -333,24 +335,18 @@ def main(argv: list[str] | None = None) -> None:
     if model.setup_record() is None:
         log.warning("auth is not set up yet: run `python -m services.auth.setup` to create the admin user")
     interceptor = local_interceptor(model, config.auth.cache_ttl_seconds, config.auth.max_clock_skew_seconds)
-    monitor = HealthMonitor(
-        [api.DESCRIPTOR.services_by_name["AuthService"].full_name],
-        {"kv": kv_probe(store)},
-        config.telemetry.health_check_interval_seconds,
-        config.telemetry.health_check_timeout_seconds,
+    serve(
+        "auth",
+        lambda health: start(
+            model, config.auth.listen_address, [interceptor], health=health, tls=tls, sessions=sessions
+        ),
+        config=config,
+        grpc_service=api.DESCRIPTOR.services_by_name["AuthService"],
+        probes={"kv": kv_probe(store)},
+        health_address=config.auth.health_listen_address,
+        tls=tls is not None,
+        close=[store.close],
     )
-    server, port = start(
-        model, config.auth.listen_address, [interceptor], health=monitor.servicer, tls=tls, sessions=sessions
-    )
-    health_port = start_health_port(config.auth.health_listen_address, monitor.servicer)
-    monitor.start()
-    log.info("auth listening on port %d%s", port, " (TLS)" if tls else "")
-    wait_for_shutdown()
-    monitor.stop()
-    server.stop(grace=5).wait()
-    if health_port is not None:
-        health_port.stop(None)
-    store.close()
 
 
 if __name__ == "__main__":

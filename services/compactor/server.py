@@ -18,20 +18,19 @@ from grpc_health.v1.health import HealthServicer
 
 from services.compactor.compactor import Compactor
 from services.compactor.permissions import RULES
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
 from services.graveler.deadline import Deadline
-from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.wiring import build_graveler
 from silt.compactor.v1 import compactor_pb2 as api
 from silt.compactor.v1 import compactor_pb2_grpc as api_grpc
 from silt.config import Config
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import remote_interceptor
 from silt.rpc.limits import COMPACTOR_LIMITS
-from silt.rpc.server import bind, build_server, service_config, start_health_port, startup_errors, wait_for_shutdown
+from silt.rpc.serve import serve
+from silt.rpc.server import bind, build_server
 from silt.rpc.signing import COMPACTOR_AUDIENCE
-from silt.telemetry.health import HealthMonitor, block_probe, kv_probe
-from silt.telemetry.stores import open_observed_adapter, open_observed_store
+from silt.service import service_config, startup_errors
+from silt.telemetry.health import block_probe, kv_probe
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +70,8 @@ class CompactorServicer(api_grpc.CompactorServiceServicer):
 
 
 def build_compactor(config: Config) -> Compactor:
-    kv = open_observed_store(config.database)
-    adapter = open_observed_adapter(config.blockstore)
-    cache_config = config.graveler.cache
-    cache = CommittedCache(cache_config.memory_bytes, cache_config.disk_dir, cache_config.disk_bytes)
-    options = GravelerOptions(allowed_import_prefixes=tuple(config.graveler.allowed_import_prefixes))
     # Builds run in this process: it is the compactor's worker already, apart from graveler's.
-    graveler = Graveler(kv, CommittedManager(adapter, cache), options)
+    graveler = build_graveler(config, commit_workers=False)
     return Compactor(graveler, config.compactor.compaction_timeout_seconds)
 
 
@@ -105,23 +99,16 @@ def main(argv: list[str] | None = None) -> None:
     # Every call is authenticated and authorized by auth; nothing is served without it.
     interceptor = remote_interceptor(config, RULES, COMPACTOR_AUDIENCE)
     graveler = compactor.graveler
-    monitor = HealthMonitor(
-        [api.DESCRIPTOR.services_by_name["CompactorService"].full_name],
-        {"kv": kv_probe(graveler.refs.kv), "blockstore": block_probe(graveler.committed.adapter)},
-        config.telemetry.health_check_interval_seconds,
-        config.telemetry.health_check_timeout_seconds,
+    serve(
+        "compactor",
+        lambda health: start(compactor, config.compactor.listen_address, [interceptor], health=health, tls=tls),
+        config=config,
+        grpc_service=api.DESCRIPTOR.services_by_name["CompactorService"],
+        probes={"kv": kv_probe(graveler.refs.kv), "blockstore": block_probe(graveler.committed.adapter)},
+        health_address=config.compactor.health_listen_address,
+        tls=tls is not None,
+        close=[interceptor.close, compactor.close],
     )
-    server, port = start(compactor, config.compactor.listen_address, [interceptor], health=monitor.servicer, tls=tls)
-    health_port = start_health_port(config.compactor.health_listen_address, monitor.servicer)
-    monitor.start()
-    log.info("compactor listening on port %d%s", port, " (TLS)" if tls else "")
-    wait_for_shutdown()
-    monitor.stop()
-    server.stop(grace=5).wait()
-    if health_port is not None:
-        health_port.stop(None)
-    interceptor.close()
-    compactor.close()
 
 
 if __name__ == "__main__":

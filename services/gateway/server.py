@@ -12,16 +12,15 @@ import os
 import sys
 from typing import Any
 
-import uvicorn
-
 from services.gateway import protocol, request
 from services.gateway.app import GatewayApp
 from services.gateway.protocol import BoundedHttpToolsProtocol
 from silt.asgi import ASGIApp, Dispatcher, load_app
 from silt.config import Config, S3GatewayConfig, load_config
+from silt.http_server import serve_http
 from silt.lifeline import PARENT_PID_ENV, watch_parent_from_env
 from silt.logs import configure_logging
-from silt.rpc.server import service_config
+from silt.service import service_config
 from silt.telemetry.setup import setup as setup_telemetry
 
 log = logging.getLogger(__name__)
@@ -84,29 +83,18 @@ def create_app() -> ASGIApp:
 
 def main(argv: list[str] | None = None) -> int:
     config = service_config("Silt's S3 gateway", argv, "gateway")
-    host, _, port = config.gateways.s3.listen_address.rpartition(":")
     configure_connection_limits(config.gateways.s3)
     workers = config.gateways.s3.workers
     if workers > 1:
         os.environ[PARENT_PID_ENV] = str(os.getpid())  # what each worker watches
-    uvicorn.run(
+    serve_http(
         # With several workers uvicorn imports the app in each process: a factory, by name.
         "services.gateway.server:create_app" if workers > 1 else serving_app(config),
+        config.gateways.s3.listen_address,
         factory=workers > 1,
         workers=workers,
-        host=host.strip("[]"),
-        port=int(port),
-        loop="uvloop",
         # Bounded heads, head timeout and connection cap, in every worker.
         http=BoundedHttpToolsProtocol,
-        lifespan="on",
-        access_log=False,
-        log_level="warning",
-        # Clients such as the AWS CLI keep connections open between requests.
-        timeout_keep_alive=30,
-        server_header=False,
-        # Stop within the launcher's grace period even if a client keeps a request open.
-        timeout_graceful_shutdown=5,
         **https_options(config.gateways.s3),
     )
     return 0

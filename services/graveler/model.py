@@ -22,6 +22,6 @@ __all__ = ["MERGE_STRATEGIES", "CommitId", "DifferenceKind", "MergeStrategy", "M
 
 
 # A committer name a caller asked for that is not the authenticated caller, kept in a commit's
-# metadata under this key (services/graveler/server.py); only graveler writes it.
+# metadata under this key (services/graveler/servicer.py); only graveler writes it.
 REQUESTED_COMMITTER_KEY = "silt.requested-committer"
 RESERVED_METADATA_KEYS = frozenset({REQUESTED_COMMITTER_KEY})

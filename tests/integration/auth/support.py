@@ -15,11 +15,10 @@ from services.auth.model import IamModel
 from services.auth.secrets import SecretBox
 from services.auth.server import start as start_auth
 from services.auth.setup import setup as run_setup
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.graveler import Graveler
 from services.graveler.permissions import RULES as GRAVELER_RULES
 from services.graveler.server import start as start_graveler
+from services.graveler.wiring import open_graveler
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import auth_pb2_grpc as auth_grpc
 from silt.block.local import LocalAdapter
@@ -137,7 +136,7 @@ def start_stack(store: Store, data_dir: Path, ttl: float) -> Stack:
     def creds(key: object) -> Credentials:
         return Credentials(key.access_key_id, SecretStr(key.secret_access_key))  # type: ignore[attr-defined]
 
-    graveler = Graveler(store, CommittedManager(LocalAdapter(data_dir), CommittedCache()), GravelerOptions())
+    graveler = open_graveler(store, LocalAdapter(data_dir))
     clock = ManualClock()
     services = {s: creds(k) for s, k in result.services.items()}
     stack = Stack(store, model, graveler, ttl, clock, creds(result.admin), services)

@@ -17,10 +17,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.graveler import Graveler
 from services.graveler.server import start
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import BlockstoreConfig, DatabaseConfig, LocalBlockstoreConfig, LocalDatabaseConfig
 from silt.graveler.v1 import graveler_pb2 as api
@@ -80,7 +79,7 @@ def gc_env(tmp_path: Path) -> Iterator[GCEnv]:
     store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(tmp_path / "kv.db"))))
     blockstore = BlockstoreConfig(type="local", local=LocalBlockstoreConfig(path=str(tmp_path / "data")))
     adapter = LocalAdapter(tmp_path / "data")
-    graveler = Graveler(store, CommittedManager(adapter, CommittedCache()), GravelerOptions())
+    graveler = open_graveler(store, adapter)
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:

@@ -13,10 +13,9 @@ import grpc
 import pytest
 
 from jobs.gc.job import GCOptions, run_gc
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.graveler import GravelerOptions
 from services.graveler.server import start
+from services.graveler.wiring import open_graveler
 from silt.block.s3 import S3Adapter
 from silt.config import BlockstoreConfig, DatabaseConfig, LocalDatabaseConfig
 from silt.graveler.v1 import graveler_pb2 as api
@@ -34,7 +33,7 @@ def s3_env(moto_server: str, tmp_path: Path) -> Iterator[tuple[api_grpc.Graveler
     adapter.client.create_bucket(Bucket=bucket)
     store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(tmp_path / "kv.db"))))
     options = GravelerOptions(allowed_namespace_roots=(f"s3://{bucket}/repos/",))
-    graveler = Graveler(store, CommittedManager(adapter, CommittedCache()), options)
+    graveler = open_graveler(store, adapter, options)
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:

@@ -11,10 +11,9 @@ from typing import Any
 import grpc
 import pytest
 
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.graveler import Graveler
 from services.graveler.server import start
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
@@ -65,7 +64,7 @@ class GravelerEnv:
 @pytest.fixture
 def env(store: Store, tmp_path: Path) -> Iterator[GravelerEnv]:
     adapter = LocalAdapter(tmp_path / "data")
-    graveler = Graveler(store, CommittedManager(adapter, CommittedCache()), GravelerOptions())
+    graveler = open_graveler(store, adapter)
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:

@@ -16,10 +16,9 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.graveler.claims import STALE_AFTER_SECONDS, claim_key
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.graveler import GravelerOptions
 from services.graveler.server import start
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
@@ -40,7 +39,7 @@ def lake(store: Store, tmp_path: Path) -> Iterator[GravelerEnv]:
     root = f"local://lake-{uuid.uuid4().hex[:8]}/"
     adapter = LocalAdapter(tmp_path / "data")
     options = GravelerOptions(allowed_namespace_roots=(root,))
-    graveler = Graveler(store, CommittedManager(adapter, CommittedCache()), options)
+    graveler = open_graveler(store, adapter, options)
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:

@@ -9,12 +9,11 @@ from pathlib import Path
 import grpc
 import pytest
 
-from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.chunking import ChunkingPolicy
-from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId
 from services.graveler.graveler import Graveler
 from services.graveler.server import start
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
@@ -37,7 +36,7 @@ class Setup:
 def setup(store: Store, tmp_path: Path) -> Iterator[Setup]:
     # Small ranges (about 80 for 5,000 entries) so that "touched" and "all" differ widely.
     policy = ChunkingPolicy(boundary_modulus=48, min_records=16, max_records=1024)
-    graveler = Graveler(store, CommittedManager(LocalAdapter(tmp_path / "data"), CommittedCache(), policy))
+    graveler = open_graveler(store, LocalAdapter(tmp_path / "data"), policy=policy)
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     stub = api_grpc.GravelerServiceStub(channel)

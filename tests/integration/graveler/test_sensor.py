@@ -10,11 +10,9 @@ import pytest
 
 from services.compactor.compactor import Compactor
 from services.compactor.server import start as start_compactor
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
 from services.graveler.deadline import NO_DEADLINE
-from services.graveler.graveler import Graveler
 from services.graveler.sensor import Sensor, Thresholds, Trigger
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.compactor.v1 import compactor_pb2 as capi
 from silt.compactor.v1 import compactor_pb2_grpc as capi_grpc
@@ -28,7 +26,7 @@ THRESHOLDS = Thresholds(tombstones=20, sealed_tokens=4, claim_seconds=60)
 @pytest.fixture
 def compactor(env: GravelerEnv, store: Store) -> Iterator[capi_grpc.CompactorServiceStub]:
     """A compactor service on the same KV and object store, with its own engine."""
-    engine = Graveler(store, CommittedManager(LocalAdapter(env.data_root), CommittedCache()))
+    engine = open_graveler(store, LocalAdapter(env.data_root))
     service = Compactor(engine, timeout=60)
     server, port = start_compactor(service, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")

@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 
 from services.graveler.builder import ProcessPoolBuilder, worker_cpus
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.graveler import Graveler
 from services.graveler.model import StagingToken
+from services.graveler.wiring import open_graveler
 from silt.block import open_adapter
 from silt.config import Config, load_config
 from silt.graveler.v1 import model_pb2 as pb
@@ -36,7 +34,7 @@ def test_a_commit_built_by_workers_is_complete_and_its_token_is_dropped(tmp_path
     config = local_config(tmp_path, cpus)
     kv = open_store(config.database)
     builder = ProcessPoolBuilder(config, workers=1)
-    graveler = Graveler(kv, CommittedManager(open_adapter(config.blockstore), CommittedCache()), builder=builder)
+    graveler = open_graveler(kv, open_adapter(config.blockstore), builder=builder)
     try:
         graveler.create_repository("workers", "local://workers", "main")
         keys = [f"k/{i:05d}" for i in range(3000)]

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.graveler import Graveler
 from services.graveler.paging import MAX_PAGE, MAX_PAGE_BYTES, CommonPrefix, paginate
 from services.graveler.validation import MAX_ENTRY_BYTES
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig
 from silt.errors import InvalidArgument
@@ -27,7 +26,7 @@ from silt.kv import open_store
 @pytest.fixture
 def graveler(tmp_path: Path) -> Iterator[Graveler]:
     store = open_store(DatabaseConfig(type="mem"))
-    g = Graveler(store, CommittedManager(LocalAdapter(tmp_path / "data"), CommittedCache()), GravelerOptions())
+    g = open_graveler(store, LocalAdapter(tmp_path / "data"))
     g.create_repository("repo", "local://repo", "main")
     yield g
     g.close()

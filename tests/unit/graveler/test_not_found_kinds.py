@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
 from services.graveler.graveler import Graveler
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
@@ -20,7 +19,7 @@ REPO = "kinds"
 
 @pytest.fixture
 def graveler(tmp_path: Path) -> Iterator[Graveler]:
-    g = Graveler(MemStore(), CommittedManager(LocalAdapter(tmp_path), CommittedCache()))
+    g = open_graveler(MemStore(), LocalAdapter(tmp_path))
     g.create_repository(REPO, "local://kinds")
     g.stage_entry(REPO, "main", "present", pb.Entry(physical_address="data/x", etag="x"))
     g.create_tag(REPO, "v1", "main")

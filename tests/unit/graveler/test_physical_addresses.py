@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from services.graveler.addresses import validate_physical_address
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.graveler import Graveler
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig
 from silt.errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -61,7 +60,7 @@ def test_an_allowed_import_prefix_admits_exactly_what_is_below_it() -> None:
 @pytest.fixture
 def graveler(tmp_path: Path) -> Iterator[Graveler]:
     store = open_store(DatabaseConfig(type="mem"))
-    g = Graveler(store, CommittedManager(LocalAdapter(tmp_path / "data"), CommittedCache()), GravelerOptions())
+    g = open_graveler(store, LocalAdapter(tmp_path / "data"))
     g.create_repository("repoa", NAMESPACE, "main")
     g.create_repository("repob", "local://repob", "main")
     yield g

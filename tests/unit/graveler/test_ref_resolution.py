@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
 from services.graveler.graveler import Graveler
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig
 from silt.errors import InvalidArgument, NotFound
@@ -47,8 +46,7 @@ def _commit(graveler: Graveler, branch: str, key: str) -> str:
 
 @pytest.fixture
 def history(tmp_path: Path) -> Iterator[History]:
-    committed = CommittedManager(LocalAdapter(tmp_path / "data"), CommittedCache())
-    graveler = Graveler(open_store(DatabaseConfig(type="mem")), committed)
+    graveler = open_graveler(open_store(DatabaseConfig(type="mem")), LocalAdapter(tmp_path / "data"))
     try:
         graveler.create_repository(REPO, f"local://{REPO}")
         root = graveler.get_branch(REPO, "main").commit_id

@@ -7,11 +7,9 @@ from pathlib import Path
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
 from services.graveler.deadline import Deadline
-from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.retention import expired_commits, validate_rules
+from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import DeadlineExceeded, FailedPrecondition, InvalidArgument
 from silt.gc_runs import validate_run_id
@@ -73,7 +71,7 @@ def test_rules_and_run_ids_are_validated() -> None:
 
 def test_the_export_goes_through_the_facade_and_stops_when_its_caller_gives_up(tmp_path: Path) -> None:
     adapter = LocalAdapter(tmp_path / "data")
-    graveler = Graveler(MemStore(), CommittedManager(adapter, CommittedCache()), GravelerOptions())
+    graveler = open_graveler(MemStore(), adapter)
     try:
         graveler.create_repository("repo", "local://repo")
         with pytest.raises(FailedPrecondition):  # no rules yet

@@ -1,0 +1,599 @@
+"""gRPC handlers of graveler: request messages in, Graveler facade calls, response messages out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import grpc
+
+from services.graveler import telemetry
+from services.graveler.branching import CherryPickOverrides, MergeOutcome
+from services.graveler.committed.diff import Difference
+from services.graveler.committed.model import Record
+from services.graveler.deadline import Deadline
+from services.graveler.entries import Condition
+from services.graveler.graveler import Graveler
+from services.graveler.model import REQUESTED_COMMITTER_KEY, DifferenceKind, MergeStrategy
+from services.graveler.paging import CommonPrefix, Page
+from services.graveler.permissions import TABLE
+from services.graveler.values import decode_entry
+from silt.actions import ACT_FOR_USER, user_resource
+from silt.errors import InvalidArgument, SiltError
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
+from silt.graveler.v1 import model_pb2 as pb
+from silt.rpc.interceptor import AuthInterceptor, current_principal
+
+
+def _branch_info(branch: pb.Branch) -> api.BranchInfo:
+    return api.BranchInfo(name=branch.name, commit_id=branch.commit_id, hidden=branch.hidden)
+
+
+def _repo_info(record: pb.Repository) -> api.RepositoryInfo:
+    return api.RepositoryInfo(
+        name=record.name,
+        storage_namespace=record.storage_namespace,
+        default_branch=record.default_branch,
+        creation_date=record.creation_date,
+        metadata=dict(record.metadata),
+    )
+
+
+def _commit_info(commit: pb.Commit) -> api.CommitInfo:
+    return api.CommitInfo(
+        id=commit.id,
+        committer=commit.committer,
+        message=commit.message,
+        metarange_id=commit.metarange_id,
+        creation_date=commit.creation_date,
+        parents=list(commit.parents),
+        metadata=dict(commit.metadata),
+        generation=commit.generation,
+    )
+
+
+def _deadline(context: grpc.ServicerContext) -> Deadline:
+    """The call's deadline, and whether its client still waits: engine work stops when it no longer does."""
+    return Deadline.after(context.time_remaining(), is_active=context.is_active)
+
+
+def _committer(requested: str) -> str:
+    """Who a new commit is by: always the authenticated caller; the requested name only when unauthenticated."""
+    try:
+        return current_principal().user_id
+    except SiltError:  # served without the auth interceptor (embedded use, tests)
+        return requested
+
+
+def _unreserved(metadata: dict[str, str]) -> dict[str, str]:
+    """Caller metadata without the key graveler reserves: only graveler says who was requested."""
+    return {k: v for k, v in metadata.items() if k != REQUESTED_COMMITTER_KEY}
+
+
+def _labelled(metadata: dict[str, str], requested: str) -> dict[str, str]:
+    """A caller-supplied committer name that differs from the real one is kept, labelled as such."""
+    metadata = _unreserved(metadata)
+    if requested and requested != _committer(requested):
+        metadata = {**metadata, REQUESTED_COMMITTER_KEY: requested}
+    return metadata
+
+
+CallerMay = Callable[[str, str], bool]
+
+
+def caller_may(interceptors: Sequence[grpc.ServerInterceptor]) -> CallerMay:
+    """Whether the current call's caller holds an action on a resource, as the auth interceptor
+    decides; served without one (embedded use, tests), nobody holds anything."""
+    auth = next((i for i in interceptors if isinstance(i, AuthInterceptor)), None)
+
+    def may(action: str, resource: str) -> bool:
+        return auth is not None and auth.authority.allowed(current_principal().user_id, action, resource)
+
+    return may
+
+
+class GravelerServicer(api_grpc.GravelerServiceServicer):
+    def __init__(self, graveler: Graveler, may: CallerMay | None = None) -> None:
+        self.g = graveler
+        self._may = may or caller_may(())
+
+    def _may_restore(self, repository: str) -> bool:
+        # A bare repository on exactly another's namespace is where that one's dump is
+        # restored: it needs what RestoreRefs needs, on the repository whose namespace it shares.
+        action, _ = TABLE["RestoreRefs"]
+        return self._may(action, repository)
+
+    # repositories
+    def CreateRepository(
+        self, request: api.CreateRepositoryRequest, context: grpc.ServicerContext
+    ) -> api.RepositoryInfo:
+        return _repo_info(
+            self.g.create_repository(
+                request.name,
+                request.storage_namespace,
+                request.default_branch,
+                request.bare,
+                may_share=self._may_restore,
+                deadline=_deadline(context),
+            )
+        )
+
+    def GetRepository(self, request: api.GetRepositoryRequest, context: grpc.ServicerContext) -> api.RepositoryInfo:
+        return _repo_info(self.g.get_repository(request.name, deadline=_deadline(context)))
+
+    def ListRepositories(
+        self, request: api.ListRepositoriesRequest, context: grpc.ServicerContext
+    ) -> api.ListRepositoriesResponse:
+        repos, more = self.g.list_repositories(request.after, request.amount, deadline=_deadline(context))
+        return api.ListRepositoriesResponse(repositories=[_repo_info(r) for r in repos], has_more=more)
+
+    def DeleteRepository(
+        self, request: api.DeleteRepositoryRequest, context: grpc.ServicerContext
+    ) -> api.DeleteRepositoryResponse:
+        self.g.delete_repository(request.name, deadline=_deadline(context))
+        return api.DeleteRepositoryResponse()
+
+    def UpdateRepositoryMetadata(
+        self, request: api.UpdateRepositoryMetadataRequest, context: grpc.ServicerContext
+    ) -> api.RepositoryInfo:
+        record = self.g.update_repository_metadata(
+            request.repository, dict(request.set), list(request.delete), deadline=_deadline(context)
+        )
+        return _repo_info(record)
+
+    # branches
+    def CreateBranch(self, request: api.CreateBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
+        branch = self.g.create_branch(
+            request.repository, request.name, request.source_ref, hidden=request.hidden, deadline=_deadline(context)
+        )
+        return _branch_info(branch)
+
+    def GetBranch(self, request: api.GetBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
+        branch = self.g.get_branch(request.repository, request.name, deadline=_deadline(context))
+        return _branch_info(branch)
+
+    def ListBranches(self, request: api.ListBranchesRequest, context: grpc.ServicerContext) -> api.ListBranchesResponse:
+        branches, more = self.g.list_branches(
+            request.repository, request.after, request.amount, deadline=_deadline(context)
+        )
+        return api.ListBranchesResponse(branches=[_branch_info(b) for b in branches], has_more=more)
+
+    def DeleteBranch(self, request: api.DeleteBranchRequest, context: grpc.ServicerContext) -> api.DeleteBranchResponse:
+        self.g.delete_branch(request.repository, request.name, deadline=_deadline(context))
+        return api.DeleteBranchResponse()
+
+    # tags
+    def CreateTag(self, request: api.CreateTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
+        tag = self.g.create_tag(request.repository, request.id, request.ref, deadline=_deadline(context))
+        return api.TagInfo(id=tag.id, commit_id=tag.commit_id)
+
+    def GetTag(self, request: api.GetTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
+        tag = self.g.get_tag(request.repository, request.id, deadline=_deadline(context))
+        return api.TagInfo(id=tag.id, commit_id=tag.commit_id)
+
+    def ListTags(self, request: api.ListTagsRequest, context: grpc.ServicerContext) -> api.ListTagsResponse:
+        tags, more = self.g.list_tags(request.repository, request.after, request.amount, deadline=_deadline(context))
+        return api.ListTagsResponse(tags=[api.TagInfo(id=t.id, commit_id=t.commit_id) for t in tags], has_more=more)
+
+    def DeleteTag(self, request: api.DeleteTagRequest, context: grpc.ServicerContext) -> api.DeleteTagResponse:
+        self.g.delete_tag(request.repository, request.id, deadline=_deadline(context))
+        return api.DeleteTagResponse()
+
+    # commits
+    def Commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
+        with telemetry.timed_commit():
+            commit = self._commit(request, context)
+        return _commit_info(commit)
+
+    def _commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> pb.Commit:
+        return self.g.commit(
+            request.repository,
+            request.branch,
+            request.message,
+            _labelled(dict(request.metadata), request.committer),
+            _committer(request.committer),
+            request.allow_empty,
+            list(request.prefixes),
+            deadline=_deadline(context),
+        )
+
+    def GetCommit(self, request: api.GetCommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
+        return _commit_info(self.g.get_commit(request.repository, request.commit_id, deadline=_deadline(context)))
+
+    def Log(self, request: api.LogRequest, context: grpc.ServicerContext) -> api.LogResponse:
+        page = self.g.log(
+            request.repository,
+            request.ref,
+            request.after,
+            request.amount,
+            objects=list(request.objects),
+            prefixes=list(request.prefixes),
+            first_parent=request.first_parent,
+            limit=request.limit,
+            since_nanos=request.since.ToNanoseconds() if request.HasField("since") else 0,
+            stop_at=request.stop_at,
+            deadline=_deadline(context),
+        )
+        return api.LogResponse(
+            commits=[_commit_info(c) for c in page.commits], has_more=bool(page.next_after), next_after=page.next_after
+        )
+
+    # entries
+    def StatEntry(self, request: api.StatEntryRequest, context: grpc.ServicerContext) -> api.EntryInfo:
+        return api.EntryInfo(
+            key=request.key,
+            entry=self.g.stat_entry(request.repository, request.ref, request.key, deadline=_deadline(context)),
+        )
+
+    def ListEntries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> api.ListEntriesResponse:
+        page = self.g.list_entries(
+            request.repository,
+            request.ref,
+            request.prefix,
+            request.delimiter,
+            request.after,
+            request.amount,
+            deadline=_deadline(context),
+        )
+        items = [
+            api.ListItem(key=key.decode(), common_prefix=True)
+            if entry is None
+            else api.ListItem(key=key.decode(), entry=entry)
+            for key, entry in page.items
+        ]
+        return api.ListEntriesResponse(items=items, has_more=page.has_more)
+
+    def StageEntry(self, request: api.StageEntryRequest, context: grpc.ServicerContext) -> api.StageEntryResponse:
+        condition = None
+        if request.if_absent or request.if_match_etag:
+            condition = Condition(if_absent=request.if_absent, if_match_etag=request.if_match_etag)
+        self.g.stage_entry(
+            request.repository, request.branch, request.key, request.entry, condition, deadline=_deadline(context)
+        )
+        telemetry.staged("put")
+        return api.StageEntryResponse()
+
+    def DeleteEntry(self, request: api.DeleteEntryRequest, context: grpc.ServicerContext) -> api.DeleteEntryResponse:
+        self.g.delete_entry(request.repository, request.branch, request.key, deadline=_deadline(context))
+        telemetry.staged("delete")
+        return api.DeleteEntryResponse()
+
+    # refs
+    def ResolveRef(self, request: api.ResolveRefRequest, context: grpc.ServicerContext) -> api.ResolveRefResponse:
+        resolved = self.g.resolve_ref(request.repository, request.ref, deadline=_deadline(context))
+        kinds = {
+            "branch": api.ResolveRefResponse.REF_TYPE_BRANCH,
+            "tag": api.ResolveRefResponse.REF_TYPE_TAG,
+            "commit": api.ResolveRefResponse.REF_TYPE_COMMIT,
+        }
+        return api.ResolveRefResponse(
+            type=kinds[resolved.kind],
+            commit_id=resolved.commit_id,
+            branch=resolved.branch.branch.name if resolved.branch else "",
+        )
+
+    # branching
+    def Diff(self, request: api.DiffRequest, context: grpc.ServicerContext) -> api.DiffResponse:
+        page = self.g.diff(
+            request.repository,
+            request.left_ref,
+            request.right_ref,
+            request.three_dot,
+            request.prefix,
+            request.delimiter,
+            request.after,
+            request.amount,
+            deadline=_deadline(context),
+        )
+        return _diff_response(page)
+
+    def DiffBranch(self, request: api.DiffBranchRequest, context: grpc.ServicerContext) -> api.DiffResponse:
+        page = self.g.diff_branch(
+            request.repository,
+            request.branch,
+            request.prefix,
+            request.delimiter,
+            request.after,
+            request.amount,
+            deadline=_deadline(context),
+        )
+        return _diff_response(page)
+
+    def Merge(self, request: api.MergeRequest, context: grpc.ServicerContext) -> api.MergeResponse:
+        outcome = self.g.merge(
+            request.repository,
+            request.source_ref,
+            request.destination_branch,
+            _STRATEGY[request.strategy],
+            [(p.pattern, _STRATEGY[p.strategy]) for p in request.path_strategies],
+            request.squash,
+            request.allow_empty,
+            request.message,
+            _labelled(dict(request.metadata), request.committer),
+            _committer(request.committer),
+            deadline=_deadline(context),
+        )
+        return _merge_response(outcome)
+
+    def Revert(self, request: api.RevertRequest, context: grpc.ServicerContext) -> api.MergeResponse:
+        outcome = self.g.revert(
+            request.repository,
+            request.branch,
+            request.ref,
+            request.parent_number,
+            request.message,
+            _labelled(dict(request.metadata), request.committer),
+            _committer(request.committer),
+            allow_empty=request.allow_empty,
+            deadline=_deadline(context),
+        )
+        return _merge_response(outcome)
+
+    def CherryPick(self, request: api.CherryPickRequest, context: grpc.ServicerContext) -> api.MergeResponse:
+        pick = CherryPickOverrides(
+            message=request.message,
+            metadata=_labelled(dict(request.metadata), request.committer),
+            allow_empty=request.allow_empty,
+        )
+        outcome = self.g.cherry_pick(
+            request.repository,
+            request.branch,
+            request.ref,
+            request.parent_number,
+            _committer(request.committer),
+            pick=pick,
+            deadline=_deadline(context),
+        )
+        return _merge_response(outcome)
+
+    def ResetBranch(self, request: api.ResetBranchRequest, context: grpc.ServicerContext) -> api.ResetBranchResponse:
+        target = request.WhichOneof("target")
+        if target is None or (target == "all" and not request.all):
+            raise InvalidArgument("reset needs one of: all, key, prefix, hard_ref")
+        branch = self.g.reset_branch(
+            request.repository,
+            request.branch,
+            key=request.key if target == "key" else None,
+            prefix=request.prefix if target == "prefix" else None,
+            hard_ref=request.hard_ref if target == "hard_ref" else None,
+            deadline=_deadline(context),
+        )
+        return api.ResetBranchResponse(branch=_branch_info(branch))
+
+    def FindMergeBase(
+        self, request: api.FindMergeBaseRequest, context: grpc.ServicerContext
+    ) -> api.FindMergeBaseResponse:
+        base = self.g.find_merge_base(
+            request.repository, request.left_ref, request.right_ref, deadline=_deadline(context)
+        )
+        return api.FindMergeBaseResponse(commit_id=base)
+
+    def DumpRefs(self, request: api.DumpRefsRequest, context: grpc.ServicerContext) -> api.DumpRefsResponse:
+        return api.DumpRefsResponse(**self.g.dump_refs(request.repository, deadline=_deadline(context))._asdict())
+
+    def RestoreRefs(self, request: api.RestoreRefsRequest, context: grpc.ServicerContext) -> api.RestoreRefsResponse:
+        restored = self.g.restore_refs(request.repository, request.location, deadline=_deadline(context))
+        return api.RestoreRefsResponse(**restored._asdict())
+
+    # garbage collection
+    def SetGCRules(self, request: api.SetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
+        rules = self.g.set_gc_rules(request.repository, request.rules, deadline=_deadline(context))
+        return api.GCRulesInfo(repository=request.repository, rules=rules, is_set=True)
+
+    def GetGCRules(self, request: api.GetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
+        rules = self.g.get_gc_rules(request.repository, deadline=_deadline(context))
+        return api.GCRulesInfo(repository=request.repository, rules=rules, is_set=rules is not None)
+
+    def DeleteGCRules(
+        self, request: api.DeleteGCRulesRequest, context: grpc.ServicerContext
+    ) -> api.DeleteGCRulesResponse:
+        self.g.delete_gc_rules(request.repository, deadline=_deadline(context))
+        return api.DeleteGCRulesResponse()
+
+    def PrepareGC(self, request: api.PrepareGCRequest, context: grpc.ServicerContext) -> api.PrepareGCResponse:
+        run = self.g.prepare_gc(request.repository, deadline=_deadline(context))
+        return api.PrepareGCResponse(
+            run_id=run.run_id,
+            storage_namespace=run.namespace,
+            location=run.location,
+            commits_location=run.commits_location,
+            metaranges_location=run.metaranges_location,
+            staged_location=run.staged_location,
+            started=run.started,
+            commits=run.commits,
+            expired_commits=run.expired_commits,
+            staged_entries=run.staged_entries,
+        )
+
+    # branch protection
+    def GetBranchProtection(
+        self, request: api.GetBranchProtectionRequest, context: grpc.ServicerContext
+    ) -> api.BranchProtectionInfo:
+        record, etag = self.g.get_branch_protection(request.repository, deadline=_deadline(context))
+        return api.BranchProtectionInfo(rules=record.rules, etag=etag)
+
+    def SetBranchProtection(
+        self, request: api.SetBranchProtectionRequest, context: grpc.ServicerContext
+    ) -> api.BranchProtectionInfo:
+        record, etag = self.g.set_branch_protection(
+            request.repository, list(request.rules), request.if_match, deadline=_deadline(context)
+        )
+        return api.BranchProtectionInfo(rules=record.rules, etag=etag)
+
+    # pull requests
+    def _user(self, requested: str) -> tuple[str, str]:
+        """(who opens, reviews, comments or merges; who really called): the caller, or the user
+        the REST API names (it holds auth:ActForUser on users/<id>, granted literally to its
+        service user alone, so neither admins nor other services can review under N names)."""
+        caller = _committer(requested)
+        if requested and requested != caller and self._may(ACT_FOR_USER, user_resource(requested)):
+            return requested, caller
+        return caller, caller
+
+    def _pull_infos(
+        self, repository: str, pulls: list[pb.PullRequest], context: grpc.ServicerContext
+    ) -> list[api.PullRequestInfo]:
+        standings = self.g.pull_request_standings(repository, pulls, deadline=_deadline(context))
+        infos = []
+        for pull, standing in zip(pulls, standings, strict=True):
+            shown = pb.PullRequest()
+            shown.CopyFrom(pull)
+            shown.ClearField("merge_claim")  # the claim token is the merging call's own
+            infos.append(
+                api.PullRequestInfo(
+                    pull_request=shown,
+                    approvals=standing.approvals,
+                    required_approvals=standing.required,
+                    merge_blocked_reason=standing.blocked_reason,
+                )
+            )
+        return infos
+
+    def _pull_info(self, repository: str, pull: pb.PullRequest, context: grpc.ServicerContext) -> api.PullRequestInfo:
+        return self._pull_infos(repository, [pull], context)[0]
+
+    def CreatePullRequest(
+        self, request: api.CreatePullRequestRequest, context: grpc.ServicerContext
+    ) -> api.PullRequestInfo:
+        author, caller = self._user(request.author)
+        pull = self.g.create_pull_request(
+            request.repository,
+            request.title,
+            request.description,
+            request.source_branch,
+            request.destination_branch,
+            author,
+            submitted_by=caller,
+            deadline=_deadline(context),
+        )
+        return self._pull_info(request.repository, pull, context)
+
+    def GetPullRequest(self, request: api.GetPullRequestRequest, context: grpc.ServicerContext) -> api.PullRequestInfo:
+        pull, _ = self.g.get_pull_request(request.repository, request.id, deadline=_deadline(context))
+        return self._pull_info(request.repository, pull, context)
+
+    def ListPullRequests(
+        self, request: api.ListPullRequestsRequest, context: grpc.ServicerContext
+    ) -> api.ListPullRequestsResponse:
+        pulls, more, next_after = self.g.list_pull_requests(
+            request.repository, request.status, request.after, request.amount, deadline=_deadline(context)
+        )
+        return api.ListPullRequestsResponse(
+            pull_requests=self._pull_infos(request.repository, pulls, context), has_more=more, next_after=next_after
+        )
+
+    def UpdatePullRequest(
+        self, request: api.UpdatePullRequestRequest, context: grpc.ServicerContext
+    ) -> api.PullRequestInfo:
+        pull = self.g.update_pull_request(
+            request.repository,
+            request.id,
+            request.title if request.HasField("title") else None,
+            request.description if request.HasField("description") else None,
+            request.status,
+            deadline=_deadline(context),
+        )
+        return self._pull_info(request.repository, pull, context)
+
+    def MergePullRequest(
+        self, request: api.MergePullRequestRequest, context: grpc.ServicerContext
+    ) -> api.MergePullRequestResponse:
+        # Like the author of a review, the committer may be the user a trusted service acts for.
+        committer, _ = self._user(request.committer)
+        metadata = _unreserved(dict(request.metadata))
+        if request.committer and request.committer != committer:
+            metadata[REQUESTED_COMMITTER_KEY] = request.committer
+        strategy = _STRATEGY.get(request.strategy)
+        if strategy is None:
+            raise InvalidArgument(f"unknown merge strategy {request.strategy}")
+        pull, outcome = self.g.merge_pull_request(
+            request.repository,
+            request.id,
+            strategy,
+            request.message,
+            metadata,
+            committer,
+            deadline=_deadline(context),
+        )
+        return api.MergePullRequestResponse(
+            pull_request=self._pull_info(request.repository, pull, context), merge=_merge_response(outcome)
+        )
+
+    def AddPullRequestComment(
+        self, request: api.AddPullRequestCommentRequest, context: grpc.ServicerContext
+    ) -> pb.PullRequestComment:
+        author, caller = self._user(request.author)
+        return self.g.add_pull_request_comment(
+            request.repository, request.id, author, request.body, submitted_by=caller, deadline=_deadline(context)
+        )
+
+    def ListPullRequestComments(
+        self, request: api.ListPullRequestCommentsRequest, context: grpc.ServicerContext
+    ) -> api.ListPullRequestCommentsResponse:
+        comments, more = self.g.list_pull_request_comments(
+            request.repository, request.id, request.after, request.amount, deadline=_deadline(context)
+        )
+        return api.ListPullRequestCommentsResponse(comments=comments, has_more=more)
+
+    def SubmitPullRequestReview(
+        self, request: api.SubmitPullRequestReviewRequest, context: grpc.ServicerContext
+    ) -> api.PullRequestInfo:
+        author, caller = self._user(request.author)
+        pull = self.g.submit_pull_request_review(
+            request.repository,
+            request.id,
+            author,
+            request.verdict,
+            request.body,
+            submitted_by=caller,
+            deadline=_deadline(context),
+        )
+        return self._pull_info(request.repository, pull, context)
+
+    def ListPullRequestReviews(
+        self, request: api.ListPullRequestReviewsRequest, context: grpc.ServicerContext
+    ) -> api.ListPullRequestReviewsResponse:
+        pull, _ = self.g.get_pull_request(request.repository, request.id, deadline=_deadline(context))
+        return api.ListPullRequestReviewsResponse(reviews=pull.reviews)
+
+
+_STRATEGY: dict[int, MergeStrategy] = {
+    api.MERGE_STRATEGY_FAIL: "fail",
+    api.MERGE_STRATEGY_SOURCE_WINS: "source-wins",
+    api.MERGE_STRATEGY_DEST_WINS: "dest-wins",
+}
+_DIFF_TYPE: dict[DifferenceKind, api.DiffType.ValueType] = {
+    "added": api.DIFF_TYPE_ADDED,
+    "removed": api.DIFF_TYPE_REMOVED,
+    "changed": api.DIFF_TYPE_CHANGED,
+}
+
+
+def _entry(record: Record | None) -> pb.Entry | None:
+    return None if record is None else decode_entry(record.value)
+
+
+def _diff_response(page: Page[Difference]) -> api.DiffResponse:
+    items = []
+    for item in page.items:
+        if isinstance(item, CommonPrefix):
+            items.append(api.DiffItem(key=item.key.decode(), type=api.DIFF_TYPE_PREFIX_CHANGED))
+        else:
+            items.append(
+                api.DiffItem(
+                    key=item.key.decode(), type=_DIFF_TYPE[item.kind], left=_entry(item.left), right=_entry(item.right)
+                )
+            )
+    return api.DiffResponse(items=items, has_more=page.has_more)
+
+
+def _merge_response(outcome: MergeOutcome) -> api.MergeResponse:
+    if outcome.commit is not None:
+        return api.MergeResponse(commit=_commit_info(outcome.commit))
+    return api.MergeResponse(
+        conflicts=[
+            api.Conflict(key=c.key.decode(), base=_entry(c.base), source=_entry(c.source), destination=_entry(c.dest))
+            for c in outcome.conflicts
+        ],
+        conflicts_truncated=outcome.conflicts_truncated,
+    )

@@ -1,0 +1,71 @@
+"""Putting a Graveler together: the one place its parts (KV store, object store, committed
+cache, metarange builder, options) are wired, for the services, tests and benchmarks alike."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from services.graveler.builder import MetaRangeBuilder, ProcessPoolBuilder
+from services.graveler.committed.cache import CommittedCache
+from services.graveler.committed.chunking import ChunkingPolicy
+from services.graveler.committed.manager import CommittedManager
+from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.telemetry import MeteredBuilder
+from silt.block.adapter import BlockAdapter
+from silt.config import Config
+from silt.errors import ConfigError
+from silt.kv.store import Store
+from silt.namespaces import parse_recorded, parse_roots
+from silt.telemetry.stores import open_observed_adapter, open_observed_store
+
+
+def open_graveler(
+    kv: Store,
+    adapter: BlockAdapter,
+    options: GravelerOptions | None = None,
+    *,
+    cache: CommittedCache | None = None,
+    policy: ChunkingPolicy | None = None,
+    builder: MetaRangeBuilder | None = None,
+) -> Graveler:
+    """A Graveler over kv and adapter; by default with a fresh memory cache, the standard
+    range chunking and commits built in this process."""
+    return Graveler(kv, CommittedManager(adapter, cache, policy), options, builder)
+
+
+def build_graveler(config: Config, options: GravelerOptions | None = None, *, commit_workers: bool = True) -> Graveler:
+    """A Graveler as a service runs it: instrumented stores, the configured cache, import
+    prefixes and namespace roots. With commit_workers, commits build in worker processes so
+    that serving never waits on them for the GIL (not on the mem KV driver, which lives in
+    this process)."""
+    kv = open_observed_store(config.database)
+    adapter = open_observed_adapter(config.blockstore)
+    builder: MetaRangeBuilder | None = None
+    if commit_workers and config.database.type != "mem":
+        builder = MeteredBuilder(ProcessPoolBuilder(config, config.graveler.commit_workers))
+    cache_config = config.graveler.cache
+    cache = CommittedCache(cache_config.memory_bytes, cache_config.disk_dir, cache_config.disk_bytes)
+    options = dataclasses.replace(
+        options or GravelerOptions(),
+        allowed_import_prefixes=tuple(config.graveler.allowed_import_prefixes),
+        allowed_namespace_roots=namespace_roots(config),
+    )
+    return open_graveler(kv, adapter, options, cache=cache, builder=builder)
+
+
+def namespace_roots(config: Config) -> tuple[str, ...]:
+    """graveler.allowed_namespace_roots, or by default the local adapter's whole store (none for S3).
+
+    An import prefix inside a root would let any writer name the bytes of repositories below it.
+    """
+    roots = config.graveler.allowed_namespace_roots
+    if roots is None:
+        roots = ["local://"] if config.blockstore.type == "local" else []
+    parsed = parse_roots(roots)
+    for prefix in config.graveler.allowed_import_prefixes:
+        if any(parse_recorded(prefix).overlaps(root) for root in parsed):
+            raise ConfigError(
+                f"graveler.allowed_import_prefixes: {prefix!r} overlaps graveler.allowed_namespace_roots, "
+                "so entries could name other repositories' bytes"
+            )
+    return tuple(roots)

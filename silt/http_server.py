@@ -1,0 +1,32 @@
+"""Serving an ASGI app (the S3 gateway, the REST API) on uvicorn the same way for every HTTP
+service: uvloop and httptools, no access log or server header, and a bounded graceful stop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import uvicorn
+
+from silt.service import STOP_GRACE_SECONDS
+
+
+def serve_http(app: Any, listen_address: str, **options: Any) -> None:
+    """Serve app (an ASGI app, or with factory=True an import path to a factory) on
+    listen_address (host:port, [v6]:port) until SIGTERM or SIGINT; options override or add to
+    uvicorn's settings (workers, http, TLS files)."""
+    host, _, port = listen_address.rpartition(":")
+    settings: dict[str, Any] = {
+        "host": host.strip("[]"),
+        "port": int(port),
+        "loop": "uvloop",
+        "http": "httptools",
+        "lifespan": "on",
+        "access_log": False,
+        "log_level": "warning",
+        # Clients such as the AWS CLI keep connections open between requests.
+        "timeout_keep_alive": 30,
+        "server_header": False,
+        # Stop within the launcher's grace period even if a client keeps a request open.
+        "timeout_graceful_shutdown": int(STOP_GRACE_SECONDS),
+    }
+    uvicorn.run(app, **{**settings, **options})
