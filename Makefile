@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench tests
 
-.PHONY: all venv clients lock proto run test lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-gc bench-compaction bench-spark cassandra clean image k8s-render
+.PHONY: all venv clients lock proto run test test-fast lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-gc bench-compaction bench-spark cassandra clean image k8s-render
 
 all: proto
 
@@ -80,6 +80,13 @@ run: proto
 test: proto clients
 	@scripts/ensure-system-deps.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The quick part, for the edit-test loop (under 2 minutes on 2 cores): no whole stack (e2e),
+# Spark, Cassandra, large data sets or fuzzing, so no Java either. The marks are pyproject.toml's;
+# tests/conftest.py applies most by directory and fixture. `make test` still runs everything.
+FAST_MARKS := not (e2e or spark or cassandra or slow or fuzz)
+test-fast: proto clients
+	$(PY) -m pytest -m "$(FAST_MARKS)" $(PYTEST_ARGS)
 
 # The import rules are pyproject.toml's [tool.importlinter] contracts (lint-imports), then the
 # two tests for what those contracts cannot say.

@@ -43,3 +43,28 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     opened = open_store(DatabaseConfig(type=request.param, local=LocalDatabaseConfig(path=str(path))))
     yield opened
     opened.close()
+
+
+# Marks that follow from where a test lives or what it needs, so `-m` selects them without
+# every module remembering to say so (a module marks itself only where no rule can tell).
+_MARK_BY_DIRECTORY = [
+    (("tests", "e2e"), "e2e"),
+    # The gateway and API suites run the services as processes too, driven by real clients.
+    (("tests", "integration", "gateway"), "e2e"),
+    (("tests", "integration", "api"), "e2e"),
+    (("tests", "integration", "api"), "api"),
+    (("tests", "unit", "api"), "api"),
+]
+_MARK_BY_FIXTURE = {"spark": "spark", "cassandra_server": "cassandra", "cassandra_store": "cassandra"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.relative_to(config.rootpath).parts
+        for prefix, mark in _MARK_BY_DIRECTORY:
+            if parts[: len(prefix)] == prefix:
+                item.add_marker(mark)
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in _MARK_BY_FIXTURE:
+                item.add_marker(_MARK_BY_FIXTURE[fixture])

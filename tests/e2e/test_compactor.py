@@ -19,6 +19,7 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.launcher import Stack
 from silt.rpc.signing import Credentials, signed_channel
 from tests.e2e.conftest import Silt, graveler_stub, stage_tree
+from tests.support.wait import wait_until
 
 
 def compactor_stub(stack: Stack, credentials: Credentials | None = None) -> capi_grpc.CompactorServiceStub:
@@ -87,11 +88,12 @@ def test_a_compactor_killed_mid_run_leaves_the_branch_readable(stack: Stack, sil
     restarts = stack.restarts("compactor")
     # Large enough that the compaction is still building when the kill comes.
     future = stub.Compact.future(capi.CompactRequest(repository=repo, branch="main"), timeout=120)
-    deadline = time.monotonic() + 30
-    while not stub.GetStatus(capi.GetStatusRequest(repository=repo, branch="main"), timeout=10).running:
+
+    def running() -> bool:
         assert not future.done(), "the compaction finished before it was seen running"
-        assert time.monotonic() < deadline, "the compaction never started"
-        time.sleep(0.005)
+        return stub.GetStatus(capi.GetStatusRequest(repository=repo, branch="main"), timeout=10).running
+
+    wait_until(running, 30, "the compaction running", interval=0.005)
     stack.kill("compactor", signal.SIGKILL)
     try:
         future.result()
@@ -129,12 +131,14 @@ def test_graveler_sensor_triggers_the_compactor_process(tmp_path: Path, monkeypa
         compactor = compactor_stub(stack)
         request = capi.GetStatusRequest(repository="sensed", branch="main")
         delete_all(stack, "sensed", keys[:39])
-        time.sleep(1.0)
+        time.sleep(1.0)  # the scenario: time for a compaction that must not come
         assert not compactor.GetStatus(request, timeout=10).compacted_metarange_id  # below the threshold
         delete_all(stack, "sensed", keys[39:45])
-        deadline = time.monotonic() + 60
-        while not (status := compactor.GetStatus(request, timeout=10)).compacted_metarange_id or status.running:
-            assert time.monotonic() < deadline, "the sensor never got the branch compacted"
-            time.sleep(0.1)
+
+        def compacted() -> capi.GetStatusResponse | None:
+            status = compactor.GetStatus(request, timeout=10)
+            return status if status.compacted_metarange_id and not status.running else None
+
+        status = wait_until(compacted, 60, "the sensor getting the branch compacted", interval=0.1)
         assert status.compaction_start_time.seconds > 0
         assert listing(stack, "sensed", "main") == keys[45:]

@@ -18,7 +18,7 @@ import pytest
 from botocore.awsrequest import AWSRequest
 
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.wait import eventually
+from tests.support.wait import wait_until
 
 HEAD_TIMEOUT_S = 1.5
 MAX_CONNECTIONS = 24
@@ -127,9 +127,9 @@ def test_connections_beyond_the_cap_are_refused_and_the_rest_keep_working(gw: Ga
                         answered[i] = sock.recv(65536)
             return sum(b"503" in data.split(b"\r\n", 1)[0] for data in answered.values())
 
-        eventually(lambda: refused() >= 4, 10, "503 for the connections beyond the cap")
+        wait_until(lambda: refused() >= 4, 10, "503 for the connections beyond the cap")
     # Once the attacker's connections are gone (the gateway has seen them close), service is back.
-    eventually(lambda: _served(gw), 10, "the gateway under its cap again")
+    wait_until(lambda: _served(gw), 10, "the gateway under its cap again")
     client.put_object(Bucket="capped", Key="main/k", Body=b"v")
     assert client.get_object(Bucket="capped", Key="main/k")["Body"].read() == b"v"
 

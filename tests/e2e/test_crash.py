@@ -46,7 +46,7 @@ def test_acknowledged_writes_survive_kill_9(stack: Stack, silt: Silt) -> None:
             except grpc.RpcError:
                 with lock:
                     failures += 1
-                time.sleep(0.02)
+                time.sleep(0.02)  # the scenario: a client's pause before it tries again
                 continue
             with progress:
                 acked.append(key)
@@ -59,7 +59,7 @@ def test_acknowledged_writes_survive_kill_9(stack: Stack, silt: Silt) -> None:
                 acked_commits.append(done.id)
             except grpc.RpcError:
                 pass
-            time.sleep(0.2)
+            time.sleep(0.2)  # the scenario: commits now and then while the writers write
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)] + [
         threading.Thread(target=committer)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.gateway_stack import gateway_stack
-from tests.support.wait import eventually
+from tests.support.wait import wait_until
 
 CHUNK = 64 * 1024
 CHUNKS = 24  # 1.5 MiB sent over about 1.2 s
@@ -36,7 +36,7 @@ class SlowBody(io.BytesIO):
         if _on_the_wire():
             if self.tell() > 0:
                 self.sending.set()
-            time.sleep(0.05)
+            time.sleep(0.05)  # the scenario: a slow client, so the upload is still in flight at SIGTERM
         return super().read(CHUNK if size is None or size < 0 or size > CHUNK else size)
 
 
@@ -57,7 +57,7 @@ def test_sigterm_finishes_the_upload_in_flight_and_refuses_new_connections(tmp_p
         uploader = threading.Thread(target=upload)
         uploader.start()
         assert body.sending.wait(10), "the upload never started"
-        time.sleep(0.2)
+        time.sleep(0.2)  # the scenario: some of the body has reached the gateway
         host, port = env.endpoint.removeprefix("http://").rsplit(":", 1)
         terminated = time.monotonic()
         env.stack._services["gateway"].proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
@@ -70,7 +70,7 @@ def test_sigterm_finishes_the_upload_in_flight_and_refuses_new_connections(tmp_p
                 return True
             return False
 
-        eventually(refused, 5, "refusing new connections")
+        wait_until(refused, 5, "refusing new connections")
         assert uploader.is_alive(), "the upload ended before the gateway stopped accepting connections"
         uploader.join(30)
         assert "error" not in result, result.get("error")

@@ -19,7 +19,7 @@ from silt.launcher import initial_config
 from tests.support.cassandra import CassandraServer
 from tests.support.gateway_stack import gateway_stack
 from tests.support.tcp_proxy import TcpProxy
-from tests.support.wait import eventually
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.cassandra
 
@@ -66,21 +66,21 @@ def test_health_flips_with_the_kv_and_back(cassandra_server: CassandraServer, tm
         with gateway_stack(data_dir, overrides=overrides) as stack:
             endpoints = stack.stack.endpoints
             auth, graveler, gateway = endpoints["auth"], endpoints["graveler"], endpoints["gateway"]
-            eventually(lambda: _status(auth) == _status(graveler) == SERVING, 10, "SERVING at start")
+            wait_until(lambda: _status(auth) == _status(graveler) == SERVING, 10, "SERVING at start")
             # The gateway answers from its own periodic check, at most one interval behind.
-            eventually(lambda: _ready(gateway) == (200, {"status": "ready"}), 10, "gateway ready at start")
+            wait_until(lambda: _ready(gateway) == (200, {"status": "ready"}), 10, "gateway ready at start")
 
             proxy.stop()  # Cassandra goes away for these services
-            eventually(lambda: _status(auth) == _status(graveler) == NOT_SERVING, 15, "NOT_SERVING")
+            wait_until(lambda: _status(auth) == _status(graveler) == NOT_SERVING, 15, "NOT_SERVING")
             # Not ready, without saying why to an anonymous caller: the log says it.
-            eventually(lambda: _ready(gateway) == (503, {"status": "not ready"}), 15, "gateway not ready")
+            wait_until(lambda: _ready(gateway) == (503, {"status": "not ready"}), 15, "gateway not ready")
             # Liveness is not readiness: the process itself is fine and must not be restarted.
             with urllib.request.urlopen(f"{gateway}/_silt/health/live", timeout=5) as reply:
                 assert reply.status == 200
 
             proxy.start()  # and comes back on the same address
-            eventually(lambda: _status(auth) == _status(graveler) == SERVING, 60, "SERVING again")
-            eventually(lambda: _ready(gateway)[0] == 200, 30, "gateway ready again")
+            wait_until(lambda: _status(auth) == _status(graveler) == SERVING, 60, "SERVING again")
+            wait_until(lambda: _ready(gateway)[0] == 200, 30, "gateway ready again")
             s3 = stack.client()
             s3.create_bucket(Bucket="after-outage")
             s3.put_object(Bucket="after-outage", Key="main/k", Body=b"v")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from silt.launcher import free_port
 from tests.e2e.conftest import Silt
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 from tests.support.otlp import OtlpReceiver, ReceivedSpan, environment, otel_env
+from tests.support.wait import wait_until
 
 SERVER, CLIENT = 2, 3  # OTLP span kinds
 
@@ -226,11 +226,9 @@ def test_request_id_reaches_every_services_log_and_the_access_log(observed: Obse
         return [x for x in out if isinstance(x, dict) and x.get("request_id") == request_id]
 
     # The access line is written once the response has gone out, so it may trail the reply.
-    deadline = time.monotonic() + 10
-    access = [x for x in lines("gateway") if x.get("logger") == "silt.access"]
-    while not access and time.monotonic() < deadline:
-        time.sleep(0.05)
-        access = [x for x in lines("gateway") if x.get("logger") == "silt.access"]
+    access = wait_until(
+        lambda: [x for x in lines("gateway") if x.get("logger") == "silt.access"], 10, "the access line written"
+    )
     assert len(access) == 1
     line = access[0]
     assert line["operation"] == "PutObject" and line["status"] == 200 and line["error_code"] == ""

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from silt.graveler.v1 import graveler_pb2 as api
@@ -17,6 +16,7 @@ from silt.launcher import Stack
 from tests.e2e.conftest import entry, graveler_stub
 from tests.support.gateway_stack import gateway_stack
 from tests.support.leaks import leftovers
+from tests.support.wait import wait_until
 
 GONE_WITHIN_SECONDS = 5.0
 
@@ -32,6 +32,18 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state not in ("Z", "X")
+
+
+def _all_gone(pids: list[int], within: float, what: str) -> None:
+    """Wait for every pid to exit; else kill the survivors (so one failure leaks nothing) and
+    fail naming them."""
+    try:
+        wait_until(lambda: not any(_alive(p) for p in pids), within, what, interval=0.1)
+    except AssertionError:
+        survivors = [p for p in pids if _alive(p)]
+        for pid in survivors:
+            os.kill(pid, signal.SIGKILL)
+        raise AssertionError(f"{what}: {survivors}") from None
 
 
 def test_commit_workers_die_with_killed_graveler(tmp_path: Path) -> None:
@@ -50,13 +62,7 @@ def test_commit_workers_die_with_killed_graveler(tmp_path: Path) -> None:
         children = _descendants(graveler)
         assert children, "graveler started no commit workers"
         os.kill(graveler, signal.SIGKILL)
-        deadline = time.monotonic() + GONE_WITHIN_SECONDS
-        while time.monotonic() < deadline and any(_alive(p) for p in children):
-            time.sleep(0.1)
-        survivors = [p for p in children if _alive(p)]
-        for pid in survivors:  # clean up what the bug left, so one failure does not leak
-            os.kill(pid, signal.SIGKILL)
-        assert not survivors, f"graveler's children outlived it: {survivors}"
+        _all_gone(children, GONE_WITHIN_SECONDS, "graveler's children outlived it")
 
 
 LAUNCHER = """
@@ -84,13 +90,7 @@ def test_services_die_with_killed_launcher(tmp_path: Path) -> None:
         assert len(services) >= 4  # auth, graveler (and its workers), gateway
         launcher.kill()
         launcher.wait()
-        deadline = time.monotonic() + 15  # each service stops in order first
-        while time.monotonic() < deadline and any(_alive(p) for p in services):
-            time.sleep(0.1)
-        survivors = [p for p in services if _alive(p)]
-        for pid in survivors:
-            os.kill(pid, signal.SIGKILL)
-        assert not survivors, f"services outlived their launcher: {survivors}"
+        _all_gone(services, 15, "services outlived their launcher")  # each service stops in order first
     finally:
         if launcher.poll() is None:
             launcher.kill()
@@ -118,12 +118,7 @@ def test_moto_server_dies_with_a_killed_test_run(tmp_path: Path) -> None:
     moto = int(parent.stdout.readline())
     parent.kill()
     parent.wait()
-    deadline = time.monotonic() + GONE_WITHIN_SECONDS
-    while time.monotonic() < deadline and _alive(moto):
-        time.sleep(0.1)
-    if _alive(moto):
-        os.kill(moto, signal.SIGKILL)
-        raise AssertionError("moto_server outlived the test run that started it")
+    _all_gone([moto], GONE_WITHIN_SECONDS, "moto_server outlived the test run that started it")
 
 
 def test_gateway_workers_die_with_killed_gateway(tmp_path: Path) -> None:
@@ -133,10 +128,5 @@ def test_gateway_workers_die_with_killed_gateway(tmp_path: Path) -> None:
         workers = _descendants(gateway)
         assert len(workers) >= 2, workers
         os.kill(gateway, signal.SIGKILL)
-        deadline = time.monotonic() + GONE_WITHIN_SECONDS + 5  # a worker gets 5 s to stop in order
-        while time.monotonic() < deadline and any(_alive(p) for p in workers):
-            time.sleep(0.1)
-        survivors = [p for p in workers if _alive(p)]
-        for pid in survivors:
-            os.kill(pid, signal.SIGKILL)
-        assert not survivors, f"gateway workers outlived it: {survivors}"
+        # A worker gets 5 s to stop in order.
+        _all_gone(workers, GONE_WITHIN_SECONDS + 5, "gateway workers outlived it")

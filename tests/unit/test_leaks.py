@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from tests.support.leaks import RUN_MARKER_ENV, leftovers
-from tests.support.wait import eventually
+from tests.support.wait import wait_until
 
 # The sleep must not hold our pipes open, or run() would wait for it.
 ORPHAN = (
@@ -42,6 +42,6 @@ def test_finds_live_descendants() -> None:
     finally:
         child.kill()
         child.wait()
-    eventually(
+    wait_until(
         lambda: child.pid not in {p.pid for p in leftovers(os.getpid(), "unrelated")}, 5, "the reaped child gone"
     )

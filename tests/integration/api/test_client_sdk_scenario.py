@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from pydantic import SecretStr
 
 from silt.rpc.signing import Credentials
 from tests.integration.api.conftest import Api
+from tests.support.wait import wait_until
 
 
 def _upload(client: lakefs_sdk.ApiClient, tmp: Path, repo: str, branch: str, path: str, data: bytes) -> None:
@@ -33,14 +33,14 @@ def _read(client: lakefs_sdk.ApiClient, repo: str, ref: str, path: str) -> bytes
 
 
 def _refused_within(call: Callable[[], object], seconds: float) -> int:
-    deadline = time.monotonic() + seconds
-    while True:
+    def status() -> int | None:
         try:
             call()
         except ApiException as refused:
             return int(refused.status)
-        assert time.monotonic() < deadline, "still accepted"
-        time.sleep(0.25)
+        return None
+
+    return wait_until(status, seconds, "a refusal", interval=0.25)
 
 
 def test_objects_upload_stat_read_and_list_with_paging(client: lakefs_sdk.ApiClient, repo: str, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import urllib3
 
 from silt.launcher import SERVICE_KEYS_FILE, free_port
 from tests.integration.api.conftest import Api
-from tests.support.wait import eventually
+from tests.support.wait import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -47,7 +47,7 @@ def own_api(api: Api) -> Iterator[str]:
             return False
 
     try:
-        eventually(up, within=30, what="the API process answers")
+        wait_until(up, timeout=30, message="the API process answers")
         yield endpoint
     finally:
         proc.terminate()

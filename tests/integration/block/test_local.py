@@ -18,6 +18,7 @@ from silt.block.local import MAX_COMPONENT_BYTES, LocalAdapter
 from silt.config import BlockstoreConfig, LocalBlockstoreConfig
 from silt.errors import InvalidArgument, NotFound
 from tests.integration.block.streams import GeneratorStream, MiB, md5_hex, multipart_etag, pattern_chunks
+from tests.support.wait import wait_until
 
 NS = "local://repo-ns"
 
@@ -251,7 +252,7 @@ class _StallingStream(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         if self._left <= 0:
             Path(self._signal_path).touch()
-            time.sleep(600)
+            time.sleep(600)  # the scenario: the stream stalls until the process is killed
         count = min(len(buffer), self._left)
         buffer[:count] = b"x" * count
         self._left -= count
@@ -268,12 +269,14 @@ def test_a_put_killed_midway_leaves_no_object(adapter: LocalAdapter, tmp_path: P
     process = multiprocessing.get_context("spawn").Process(
         target=_put_until_killed, args=(adapter.root, str(signal_path))
     )
+
+    def stalled() -> bool:
+        assert process.is_alive(), "the writer died before it stalled"
+        return signal_path.exists()
+
     process.start()
     try:
-        deadline = time.monotonic() + 60
-        while not signal_path.exists():
-            assert process.is_alive() and time.monotonic() < deadline, "the writer never got going"
-            time.sleep(0.02)
+        wait_until(stalled, 60, "the writer under way", interval=0.02)
     finally:
         process.kill()  # SIGKILL: no cleanup code runs, like a crash
         process.join()

@@ -79,6 +79,7 @@ def test_a_connection_dropped_midway_through_a_get_is_unavailable(
                 pass
 
 
+@pytest.mark.slow  # waits out timeouts
 def test_a_hung_store_is_unavailable_after_the_read_timeout(
     proxied: tuple[S3Adapter, TcpProxy], s3_bucket: str
 ) -> None:

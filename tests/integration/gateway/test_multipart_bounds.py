@@ -18,6 +18,7 @@ from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.kv import open_store
 from silt.kv.store import scan_prefix
 from tests.support.gateway_stack import GatewayStack, gateway_stack
+from tests.support.wait import wait_until
 
 MAX_AGE_SECONDS = 3
 
@@ -99,9 +100,12 @@ def test_uploads_left_open_expire(expiring: GatewayStack) -> None:
     assert [u["UploadId"] for u in s3.list_multipart_uploads(Bucket=bucket)["Uploads"]] == [upload]
     assert _open_block_uploads(expiring) and _records(expiring)
 
-    deadline = time.monotonic() + MAX_AGE_SECONDS + 15
-    while (_records(expiring) or _open_block_uploads(expiring)) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(
+        lambda: not (_records(expiring) or _open_block_uploads(expiring)),
+        MAX_AGE_SECONDS + 15,
+        "the forgotten upload swept",
+        interval=0.2,
+    )
     # The sweep aborted it in the block store and forgot every record (upload, indexes, parts).
     assert _open_block_uploads(expiring) == []
     assert _records(expiring) == []
@@ -113,7 +117,7 @@ def test_uploads_left_open_expire(expiring: GatewayStack) -> None:
     # A young upload is untouched by the sweep and completes.
     fresh = s3.create_multipart_upload(Bucket=bucket, Key="main/kept")["UploadId"]
     etag = s3.upload_part(Bucket=bucket, Key="main/kept", UploadId=fresh, PartNumber=1, Body=b"z")["ETag"]
-    time.sleep(1.0)  # two sweeps
+    time.sleep(1.0)  # the scenario: two sweeps pass over the young upload
     s3.complete_multipart_upload(
         Bucket=bucket, Key="main/kept", UploadId=fresh, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
     )

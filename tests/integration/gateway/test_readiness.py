@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.wait import eventually
+from tests.support.wait import wait_until
 
 HEALTH_TIMEOUT_S = 1.0
 
@@ -36,14 +36,14 @@ def ready(gw: GatewayStack) -> tuple[int, dict[str, str]]:
 
 
 def test_readiness_says_only_ready_and_costs_no_call_per_probe(quick: GatewayStack) -> None:
-    eventually(lambda: ready(quick)[0] == 200, 10, "ready at start")
+    wait_until(lambda: ready(quick)[0] == 200, 10, "ready at start")
     assert ready(quick) == (200, {"status": "ready"})
     graveler = quick.stack.pid("graveler")
     assert graveler is not None
     # Paused, not stopped: a call to it hangs until its timeout instead of failing at once.
     os.kill(graveler, signal.SIGSTOP)
     try:
-        eventually(lambda: ready(quick)[0] == 503, 10, "not ready with graveler paused")
+        wait_until(lambda: ready(quick)[0] == 503, 10, "not ready with graveler paused")
         started = time.monotonic()
         answers = [ready(quick) for _ in range(20)]
         # A probe that asked graveler would wait HEALTH_TIMEOUT_S for it, every time.
@@ -51,7 +51,7 @@ def test_readiness_says_only_ready_and_costs_no_call_per_probe(quick: GatewaySta
         assert answers == [(503, {"status": "not ready"})] * 20
     finally:
         os.kill(graveler, signal.SIGCONT)
-    eventually(lambda: ready(quick) == (200, {"status": "ready"}), 15, "ready again")
+    wait_until(lambda: ready(quick) == (200, {"status": "ready"}), 15, "ready again")
     # Which dependency failed is for the operator: the gateway's log says it.
     log = (quick.stack.logs_dir / "gateway.log").read_text()
     assert "not ready: graveler not answering" in log

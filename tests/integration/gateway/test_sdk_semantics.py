@@ -498,7 +498,7 @@ def test_a_body_longer_than_content_length(gw: GatewayStack, s3: Any, bucket: st
         with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
             for piece in pieces:
                 sock.sendall(piece)
-                time.sleep(0.05)
+                time.sleep(0.05)  # the scenario: each piece arrives in a read of its own
             received = b""
             while chunk := sock.recv(65536):
                 received += chunk

@@ -169,6 +169,7 @@ def messages(env: GravelerEnv, **request: Any) -> list[str]:
     return [c.message for page in log_pages(env, **request) for c in page.commits]
 
 
+@pytest.mark.slow  # waits on purpose
 def test_a_filtered_log_stops_when_its_client_gives_up(env: GravelerEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = linear_history(env, 40)
     compared = []
@@ -176,7 +177,7 @@ def test_a_filtered_log_stops_when_its_client_gives_up(env: GravelerEnv, monkeyp
 
     def slow_touches(*args: Any) -> bool:
         compared.append(1)
-        time.sleep(0.05)
+        time.sleep(0.05)  # the scenario: a slow comparison, so the deadline passes mid-walk
         return touches(*args)
 
     monkeypatch.setattr(env.graveler, "_touches", slow_touches)

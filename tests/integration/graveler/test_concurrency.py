@@ -27,6 +27,10 @@ from services.graveler.model import StagingToken
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.graveler.conftest import GravelerEnv
+from tests.support.wait import wait_until
+
+# Races, run again and again: seconds each.
+pytestmark = pytest.mark.slow
 
 WRITERS = 8
 COMMITTERS = 2
@@ -119,7 +123,7 @@ def run_workload(
                 with lock:
                     commits.append((started, result.id))
                 if compact_every is not None:
-                    # Gaps between commits, so that compactions also publish while commits run.
+                    # The scenario: gaps between commits, so that compactions also publish while commits run.
                     time.sleep(compact_every / 2)
         except BaseException as exc:
             errors.append(exc)
@@ -152,15 +156,15 @@ def run_workload(
         t.start()
     for t in committers:
         t.join(600)
-    if compact_every is not None:
-        # Compactions often lose to the committers; keep the writers and the compactor going
-        # until one was published, so the checks below also see a compacted branch.
-        deadline = time.monotonic() + 60
-        while compactions["published"] == 0 and not errors and time.monotonic() < deadline:
-            time.sleep(0.05)
-    stop.set()
-    for t in writers:
-        t.join(600)
+    try:
+        if compact_every is not None:
+            # Compactions often lose to the committers; keep the writers and the compactor going
+            # until one was published, so the checks below also see a compacted branch.
+            wait_until(lambda: compactions["published"] or errors, 60, "a compaction published")
+    finally:
+        stop.set()
+        for t in writers:
+            t.join(600)
     assert not errors, errors
     if compact_every is not None:
         assert compactions["published"] > 0, compactions

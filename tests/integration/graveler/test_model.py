@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import grpc
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -23,6 +24,9 @@ from hypothesis.stateful import (
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_branching import contents
+
+# A search of operation sequences against a model: seconds per driver.
+pytestmark = pytest.mark.slow
 
 KEYS = st.sampled_from(["a", "b/c", "b/d", "e", "f/g/h"])
 PREFIXES = st.sampled_from(["b/", "f/", "a", "e"])

@@ -273,7 +273,7 @@ def _race(calls: list[Callable[[], object]]) -> list[grpc.StatusCode]:
 
 
 def _after(delay: float | None, call: Callable[..., object], *args: object) -> object:
-    if delay is not None:  # even sleep(0) lets the other thread run first
+    if delay is not None:  # the scenario's ordering: even sleep(0) lets the other thread run first
         time.sleep(delay)
     return call(*args)
 

@@ -20,6 +20,9 @@ from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
 
+# Histories of thousands of entries per test.
+pytestmark = pytest.mark.slow
+
 ENTRIES = 5000
 REPO = "skip"
 

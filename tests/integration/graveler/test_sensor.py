@@ -19,6 +19,7 @@ from silt.compactor.v1 import compactor_pb2_grpc as capi_grpc
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.kv import Store
 from tests.integration.graveler.conftest import GravelerEnv
+from tests.support.wait import wait_until
 
 THRESHOLDS = Thresholds(tombstones=20, sealed_tokens=4, claim_seconds=60)
 
@@ -65,13 +66,11 @@ def delete(env: GravelerEnv, repo: str, *keys: str) -> None:
 
 
 def wait_compacted(compactor: capi_grpc.CompactorServiceStub, repo: str, timeout: float = 30) -> capi.GetStatusResponse:
-    ends = time.monotonic() + timeout
-    while True:
+    def compacted() -> capi.GetStatusResponse | None:
         status = compactor.GetStatus(capi.GetStatusRequest(repository=repo, branch="main"))
-        if status.compacted_metarange_id and not status.running:
-            return status
-        assert time.monotonic() < ends, "the branch was never compacted"
-        time.sleep(0.02)
+        return status if status.compacted_metarange_id and not status.running else None
+
+    return wait_until(compacted, timeout, "the branch compacted", interval=0.02)
 
 
 def test_staged_deletes_past_the_threshold_trigger_a_compaction(

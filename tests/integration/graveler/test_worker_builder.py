@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,10 @@ from silt.block import open_adapter
 from silt.config import Config, load_config
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
+from tests.support.wait import wait_until
+
+# Pools of worker processes, started and stopped per test.
+pytestmark = pytest.mark.slow
 
 
 def local_config(root: Path, cpus: str) -> Config:
@@ -47,10 +50,7 @@ def test_a_commit_built_by_workers_is_complete_and_its_token_is_dropped(tmp_path
         assert [key.decode() for key, _ in listed.items] == keys
 
         # The sealed token is dropped in the background, by a worker, in paced bursts.
-        deadline = time.monotonic() + 60
-        while not graveler.staging.is_empty(token):
-            assert time.monotonic() < deadline, "the committed token was never dropped"
-            time.sleep(0.05)
+        wait_until(lambda: graveler.staging.is_empty(token), 60, "the committed token dropped")
 
         pids = list(builder._pool._processes or {})  # the workers' pids
         assert pids, "the commit ran in no worker process"

@@ -321,7 +321,7 @@ def test_calls_whose_signature_headers_cannot_be_valid_are_refused_before_their_
 
     # Headers that pass are only a shape: the call is read, and its signature decides.
     def late() -> Iterator[StringValue]:
-        time.sleep(0.2)
+        time.sleep(0.2)  # the scenario: the request comes after the headers
         yield StringValue(value="open-1")
 
     with pytest.raises(grpc.RpcError) as forged:

@@ -52,6 +52,7 @@ def changes_of(left: State, right: State) -> list[Change]:
 # --- properties against the dict model ------------------------------------------------------
 
 
+@pytest.mark.slow  # a search against a model
 @SETTINGS
 @given(policy=policies(), left=states, edit=edits, other=st.none() | states, start=st.integers(0, KEY_SPACE))
 def test_diff_equals_the_model(
@@ -103,6 +104,7 @@ def test_diff_changes_equals_the_model(
     assert list(manager.diff_changes(NS, left_id, iter(ordered))) == model_diff(left, right)
 
 
+@pytest.mark.slow  # a search against a model
 @SETTINGS
 @given(
     policy=policies(),

@@ -90,6 +90,7 @@ def swapped(resolve: Resolver | None) -> Resolver | None:
 # --- properties against the dict model ------------------------------------------------------
 
 
+@pytest.mark.slow  # a search against a model
 @SETTINGS
 @given(
     policy=policies(),

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.graveler.committed import Change, ChunkingPolicy, CommittedCache, CommittedManager, Record
 from tests.unit.committed.conftest import MEM_NAMESPACE
 from tests.unit.committed.support import MemoryAdapter, make_record, merged
+
+# Searches against a model: seconds each.
+pytestmark = pytest.mark.slow
 
 # A small key space, so changes often hit base keys, range ends and gaps alike.
 KEY_SPACE = 400
