@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import time
 import uuid
@@ -58,7 +59,8 @@ def test_gc_on_s3(spark: Any, s3_env: tuple[api_grpc.GravelerServiceStub, S3Adap
 
     def stage(key: str, content: bytes) -> str:
         address = upload(content)
-        entry = pb.Entry(physical_address=address, size=len(content))
+        # The ETag makes "new a" a change of "a" (an entry's identity is its content, not its address).
+        entry = pb.Entry(physical_address=address, size=len(content), etag=hashlib.md5(content).hexdigest())
         stub.StageEntry(api.StageEntryRequest(repository="repo1", branch="main", key=key, entry=entry))
         return address
 
