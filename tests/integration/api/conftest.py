@@ -3,6 +3,7 @@ suite, and lakefs-sdk clients signed in as the admin and as a read-only user."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -61,3 +62,20 @@ def repo(client: lakefs_sdk.ApiClient) -> str:
     creation = lakefs_sdk.RepositoryCreation(name=name, storage_namespace=f"local://{name}")
     lakefs_sdk.RepositoriesApi(client).create_repository(creation)
     return name
+
+
+def error_message(response: urllib3.BaseHTTPResponse, status: int) -> str:
+    """The lakeFS error message of a response that must have this status and a JSON body."""
+    assert response.status == status, (response.status, response.data)
+    assert response.headers["content-type"].startswith("application/json")
+    message: str = json.loads(response.data)["message"]
+    assert message
+    return message
+
+
+def json_post(api: Api, path: str, body: dict[str, Any], creds: Any = None) -> urllib3.BaseHTTPResponse:
+    """A JSON POST, Basic-authenticated as creds (the admin by default)."""
+    creds = creds or api.stack.admin
+    headers = urllib3.make_headers(basic_auth=f"{creds.access_key_id}:{creds.secret_access_key.get_secret_value()}")
+    headers["Content-Type"] = "application/json"
+    return api.request("POST", path, body=json.dumps(body).encode(), headers=headers)

@@ -17,6 +17,7 @@ from lakefs_sdk.exceptions import ApiException
 from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.api.conftest import Api
+from tests.integration.api.conftest import error_message as _message
 
 
 @pytest.fixture(scope="module")
@@ -55,14 +56,6 @@ def _post(api: Api, path: str, body: bytes, content_type: str | None = "applicat
     if content_type:
         headers["Content-Type"] = content_type
     return api.request("POST", path, body=body, headers=headers)
-
-
-def _message(response: urllib3.BaseHTTPResponse, status: int) -> str:
-    assert response.status == status, (response.status, response.data)
-    assert response.headers["content-type"].startswith("application/json")
-    message: str = json.loads(response.data)["message"]
-    assert message
-    return message
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from typing import Any
 import lakefs
 import lakefs_sdk
 import pytest
-import urllib3
 from botocore.exceptions import ClientError
 from lakefs_sdk.exceptions import ApiException
 from pydantic import SecretStr
@@ -18,6 +17,8 @@ from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.graveler.v1 import model_pb2 as pb
 from silt.rpc.signing import Credentials
 from tests.integration.api.conftest import Api
+from tests.integration.api.conftest import error_message as _message
+from tests.integration.api.conftest import json_post as _post
 
 
 @pytest.fixture(scope="module")
@@ -48,21 +49,6 @@ def _commit(client: lakefs_sdk.ApiClient, repo: str, branch: str, message: str) 
 def _head(client: lakefs_sdk.ApiClient, repo: str, branch: str) -> lakefs_sdk.Commit:
     head: lakefs_sdk.Commit = lakefs_sdk.CommitsApi(client).get_commit(repo, branch)
     return head
-
-
-def _post(api: Api, path: str, body: dict[str, Any], creds: Any = None) -> urllib3.BaseHTTPResponse:
-    creds = creds or api.stack.admin
-    headers = urllib3.make_headers(basic_auth=f"{creds.access_key_id}:{creds.secret_access_key.get_secret_value()}")
-    headers["Content-Type"] = "application/json"
-    return api.request("POST", path, body=json.dumps(body).encode(), headers=headers)
-
-
-def _message(response: urllib3.BaseHTTPResponse, status: int) -> str:
-    assert response.status == status, (response.status, response.data)
-    assert response.headers["content-type"].startswith("application/json")
-    message: str = json.loads(response.data)["message"]
-    assert message
-    return message
 
 
 @pytest.fixture

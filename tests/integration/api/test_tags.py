@@ -9,11 +9,12 @@ from typing import Any
 import lakefs
 import lakefs_sdk
 import pytest
-import urllib3
 from lakefs.exceptions import ConflictException, NotFoundException
 from lakefs_sdk.exceptions import ApiException
 
 from tests.integration.api.conftest import Api
+from tests.integration.api.conftest import error_message as _message
+from tests.integration.api.conftest import json_post as _json_post
 
 
 @pytest.fixture(scope="module")
@@ -27,21 +28,6 @@ def _commit(client: lakefs_sdk.ApiClient, s3: Any, repo: str, key: str, message:
         repo, "main", lakefs_sdk.CommitCreation(message=message)
     )
     return commit.id
-
-
-def _json_post(api: Api, path: str, body: dict[str, Any], credentials: Any = None) -> urllib3.BaseHTTPResponse:
-    creds = credentials or api.stack.admin
-    headers = urllib3.make_headers(basic_auth=f"{creds.access_key_id}:{creds.secret_access_key.get_secret_value()}")
-    headers["Content-Type"] = "application/json"
-    return api.request("POST", path, body=json.dumps(body).encode(), headers=headers)
-
-
-def _message(response: urllib3.BaseHTTPResponse, status: int) -> str:
-    assert response.status == status, (response.status, response.data)
-    assert response.headers["content-type"].startswith("application/json")
-    message: str = json.loads(response.data)["message"]
-    assert message
-    return message
 
 
 def test_tag_create_list_get_delete(client: lakefs_sdk.ApiClient, s3: Any, repo: str) -> None:
