@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench tests
 
-.PHONY: all venv clients lock proto run test test-fast lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-gc bench-compaction bench-spark cassandra clean image k8s-render
+.PHONY: all venv clients lock proto run test test-fast lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-gc bench-compaction bench-spark bench-events cassandra clean image k8s-render
 
 all: proto
 
@@ -101,7 +101,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-gc bench-compaction bench-spark
+bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-gc bench-compaction bench-spark bench-events
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -125,6 +125,10 @@ bench-gateway: proto clients
 # downloads at 32 clients, and listing staged objects; BENCH_API_LIST_COUNT=10000 for a quick run.
 bench-api: proto
 	$(PY) -m bench.api $(BENCH_ARGS)
+
+# What history events cost a request: emit time, and 4 KiB PUT/GET with events on against off.
+bench-events: proto
+	$(PY) -m bench.events $(BENCH_ARGS)
 
 # A GC run (jobs/gc) on Spark over 1,000,000 committed objects and 100,000 orphans.
 bench-gc: proto

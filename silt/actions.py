@@ -81,12 +81,16 @@ VERIFY_SIGNATURE = "auth:VerifySignature"
 # Naming another user as the author of a pull request, review or comment, or as a merge's
 # committer (graveler), on `users/<id>`: only the REST API, which authenticated that user itself.
 ACT_FOR_USER = "auth:ActForUser"
-SERVICE_ACTIONS = (AUTHORIZE, VERIFY_SIGNATURE, ACT_FOR_USER)
+# Recording history events (reads, writes, deletes) in a repository, as the user named in each
+# event: only the services that saw those requests (the gateway and the REST API), so that no
+# one can write another user's accesses into the audit trail (docs/design/journal.md).
+RECORD_EVENTS = "auth:RecordEvents"
+SERVICE_ACTIONS = (AUTHORIZE, VERIFY_SIGNATURE, ACT_FOR_USER, RECORD_EVENTS)
 # Actions only a statement naming them literally allows: a wildcard (`*`, `auth:*`,
 # `auth:Verify*`) never does, though it still denies. Verifying signatures is impersonation,
 # meant for Silt's own service users (setup writes their statements), never a side effect of
 # "Allow *" (services/auth/policies.py decides, services/auth/grants.py delegates alike).
-LITERAL_ONLY_ACTIONS = frozenset((VERIFY_SIGNATURE, ACT_FOR_USER))
+LITERAL_ONLY_ACTIONS = frozenset((VERIFY_SIGNATURE, ACT_FOR_USER, RECORD_EVENTS))
 
 ALL_ACTIONS = (*REPO_ACTIONS, *REPO_ADMIN_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
 _KNOWN = frozenset(ALL_ACTIONS)

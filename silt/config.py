@@ -274,6 +274,18 @@ class CommittedCacheConfig(_Section):
     disk_bytes: int = Field(4 * 1024 * 1024 * 1024, ge=0)
 
 
+class HistoryEventsConfig(_Section):
+    """History events (docs/design/journal.md, "History events")."""
+
+    enabled: bool = Field(
+        True, description="whether the gateway, the REST API and graveler emit history events (off: none are recorded)"
+    )
+    retention_days: float = Field(30.0, gt=0, description="hours of history events older than this are deleted")
+    retention_interval_seconds: float = Field(
+        3600.0, gt=0, description="how often each repository's history is pruned (by one graveler replica)"
+    )
+
+
 class DialableServiceConfig(ServiceConfig):
     """A service other processes call: listen_address is where it binds, endpoint where the
     others dial it (in Kubernetes, its Service name). Unset endpoint: the listen address,
@@ -313,6 +325,7 @@ class CompactorConfig(DialableServiceConfig):
 class GravelerConfig(DialableServiceConfig):
     listen_address: str = "127.0.0.1:8102"
     cache: CommittedCacheConfig = Field(default_factory=CommittedCacheConfig)
+    history: HistoryEventsConfig = Field(default_factory=HistoryEventsConfig)
     # Commits build their metaranges in this many worker processes (not with the mem driver).
     commit_workers: int = Field(2, ge=1)
     # CPUs the commit workers may run on: "auto" (the upper half of this process's CPUs, so a

@@ -13,6 +13,8 @@ from silt.errors import InvalidArgument
 
 # Every run's files lie under this prefix of the repository's storage namespace.
 GC_PREFIX = "_silt/gc/"
+# Last-access runs (jobs/retention) keep their export, report and summary under this one.
+RETENTION_PREFIX = "_silt/retention/"
 
 
 def new_run_id(now: dt.datetime) -> str:

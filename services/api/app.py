@@ -20,7 +20,19 @@ from starlette.routing import Match
 from services.api.backend import Backend
 from services.api.errors import ApiError, from_silt
 from services.api.observe import Observed
-from services.api.routes import branches, commits, iam, objects, pulls, refs, repositories, settings, setup, tags
+from services.api.routes import (
+    branches,
+    commits,
+    events,
+    iam,
+    objects,
+    pulls,
+    refs,
+    repositories,
+    settings,
+    setup,
+    tags,
+)
 from silt.asgi import API_PREFIX, ASGIApp
 from silt.config import Config
 from silt.errors import SiltError
@@ -89,6 +101,7 @@ def create_app(config: Config) -> ASGIApp:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.backend = Backend(config)
+        app.state.backend.history.start()
         try:
             yield
         finally:
@@ -112,6 +125,7 @@ def create_app(config: Config) -> ASGIApp:
         refs.router,
         tags.router,
         objects.router,
+        events.router,
         pulls.router,
         iam.router,
     )

@@ -31,8 +31,10 @@ from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.block import BlockAdapter
 from silt.config import Config
 from silt.errors import InvalidArgument, NotFound, Unavailable
+from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc
+from silt.history.emitter import EventEmitter
 from silt.rpc.authority import (
     AioCachedAuthority,
     AioRemoteAuthority,
@@ -106,6 +108,9 @@ class Backend:
         credentials = service_credentials(config)
         self.auth_channel, self.graveler_channel = service_aio_channels(config, credentials)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
+        # Object reads, writes and deletes served, queued for graveler off the request path
+        # (started by the app's lifespan, on its event loop).
+        self.history = EventEmitter(ev.API, self.graveler, enabled=config.graveler.history.enabled)
         self.auth = auth_pb2_grpc.AuthServiceStub(self.auth_channel)
         ttl = config.auth.cache_ttl_seconds
         self.authority = AioCachedAuthority(AioRemoteAuthority(self.auth_channel, CALL_TIMEOUT), ttl, clock)
@@ -265,6 +270,7 @@ class Backend:
             raise ApiError(503, f"auth: {exc}") from None
 
     async def close(self) -> None:
+        await self.history.close()  # its last flush still needs the graveler channel
         await self.auth_channel.close()
         await self.graveler_channel.close()
         self.pool.shutdown(wait=False)

@@ -14,6 +14,7 @@ from fastapi import Depends, Request
 
 from services.api.backend import CALL_TIMEOUT, Backend, Caller
 from services.api.errors import forbidden, unauthorized
+from silt.graveler.v1 import events_pb2 as ev
 
 # lakeFS's name for the login session cookie (swagger: securitySchemes.cookie_auth).
 SESSION_COOKIE = "internal_auth_session"
@@ -95,6 +96,12 @@ class Context:
     async def authorize(self, action: str, resource: str) -> None:
         if not await self.backend.allowed(self.caller.user_id, action, resource):
             raise forbidden(f"user {self.caller.user_id} may not {action} on {resource}")
+
+    def record(
+        self, event_type: ev.HistoryEventType.ValueType, repository: str, ref: str, path: str, size: int = 0
+    ) -> None:
+        """A history event for what this request did (queued, never waited for)."""
+        self.backend.history.emit(event_type, repository, ref, path, self.caller.user_id, size)
 
 
 async def context(request: Request, caller: Annotated[Caller, Depends(authenticate)]) -> Context:

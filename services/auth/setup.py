@@ -75,6 +75,13 @@ API_SETTINGS_POLICY_SPEC = (
     "the REST API: change GC rules and branch protection on behalf of callers auth has authorized",
     [statement(pb.EFFECT_ALLOW, [a.SET_GC_RULES, a.DELETE_GC_RULES, a.SET_BRANCH_PROTECTION])],
 )
+# History events: the gateway and the REST API record the reads, writes and deletes they served,
+# naming their callers; nobody else may (a literal-only action, silt/actions.py).
+EVENT_RECORDER_POLICY = "HistoryEventRecorder"
+EVENT_RECORDER_POLICY_SPEC = (
+    "the S3 gateway and the REST API: record history events of the requests they served",
+    [statement(pb.EFFECT_ALLOW, [a.RECORD_EVENTS], ["*"])],
+)
 # Garbage collection (`silt gc run`, the GC CronJob) runs as its own user, not an admin: it
 # reads repositories (GetRepository; PrepareGC reads the retention rules itself) and exports a
 # run. Its sweep deletes through the object store's own credentials, never through Silt.
@@ -112,6 +119,7 @@ SILT_POLICIES: dict[str, tuple[str, list[pb.Statement]]] = {
     GC_POLICY: GC_POLICY_SPEC,
     API_ACTOR_POLICY: API_ACTOR_POLICY_SPEC,
     API_SETTINGS_POLICY: API_SETTINGS_POLICY_SPEC,
+    EVENT_RECORDER_POLICY: EVENT_RECORDER_POLICY_SPEC,
     **dict(VERIFIER_POLICIES.values()),
 }
 PRESET_GROUPS: dict[str, tuple[str, str]] = {
@@ -157,9 +165,9 @@ def service_rights(service: str) -> tuple[list[str], list[str]]:
         return [], [GC_POLICY]
     if service == "api":
         # The REST API creates and deletes repositories for its callers as the gateway does.
-        return [SERVICES], [GATEWAY_POLICY, API_ACTOR_POLICY, API_SETTINGS_POLICY, *verifier]
+        return [SERVICES], [GATEWAY_POLICY, API_ACTOR_POLICY, API_SETTINGS_POLICY, EVENT_RECORDER_POLICY, *verifier]
     if service == "gateway":
-        return [SERVICES], [GATEWAY_POLICY, *verifier]
+        return [SERVICES], [GATEWAY_POLICY, EVENT_RECORDER_POLICY, *verifier]
     return [SERVICES], verifier
 
 

@@ -173,6 +173,7 @@ class GatewayApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self.backend = Backend(self.config)
+                self.backend.history.start()
                 self._expiry_task = asyncio.create_task(expire_uploads(self.backend, self.config.gateways.s3))
                 await self._start_readiness(self.backend)
                 await send({"type": "lifespan.startup.complete"})

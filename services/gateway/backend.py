@@ -42,7 +42,9 @@ from silt.errors import (
     Unauthenticated,
     Unavailable,
 )
+from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2_grpc
+from silt.history.emitter import EventEmitter
 from silt.kv.store import Store, scan_prefix
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
 from silt.rpc.errors import error_from_rpc
@@ -132,6 +134,9 @@ class Backend:
         # Refs known to be branches, so that a write costs no extra ResolveRef. Briefly: a
         # deleted branch is then refused by graveler itself when the entry is staged.
         self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl, clock=clock)
+        # Reads, writes and deletes served, queued for graveler off the request path (started by
+        # the app's lifespan, on its event loop).
+        self.history = EventEmitter(ev.S3, self.graveler, enabled=config.graveler.history.enabled)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         # In the request's context: its trace span and request id follow it into the thread.
@@ -217,6 +222,7 @@ class Backend:
         return [(e.key, json.loads(e.value)) for e in scan_prefix(self.kv, partition, prefix)]
 
     async def close(self) -> None:
+        await self.history.close()  # its last flush still needs the graveler channel
         await self._auth_channel.close()
         await self._graveler_channel.close()
         self.pool.shutdown(wait=False)

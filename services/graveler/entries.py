@@ -84,6 +84,10 @@ class Entries:
             raise NotFound(f"key {key!r} not found on branch {branch_name!r}", what="object")
         self._write(repo, branch_name, encoded, TOMBSTONE, deadline)
 
+    def delete_if(self, repo: RepoHandle, branch_name: str, key: str, condition: Condition, deadline: Deadline) -> None:
+        """Stage a delete of key only while condition holds for its current value."""
+        self._write_if(repo, branch_name, validate_key(key), TOMBSTONE, condition, deadline)
+
     def _write(self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, deadline: Deadline) -> None:
         def attempt(number: int) -> int:
             branch = self._refs.branch_for_io(repo, branch_name, use_cache=number == 1)
@@ -229,17 +233,27 @@ class Condition:
 
     if_absent: bool = False
     if_match_etag: str = ""  # the current entry's ETag, quotes optional; "*": any existing entry
+    # Expiry by last access (last_access.py): the entry the run judged, and only while it is old.
+    if_match_address: str = ""
+    if_modified_before_us: int = 0
 
     def check(self, current: Value | None, key: bytes) -> None:
         name = key.decode(errors="replace")
         if self.if_absent and current is not None:
             raise FailedPrecondition(f"key {name!r} exists")
-        if self.if_match_etag:
+        if self.if_match_etag or self.if_match_address or self.if_modified_before_us:
             if current is None:
                 raise NotFound(f"key {name!r} not found", what="object")
+            entry = decode_entry(current.data)
             wanted = self.if_match_etag.strip('"')
-            if wanted != "*" and decode_entry(current.data).etag.strip('"') != wanted:
+            if wanted and wanted != "*" and entry.etag.strip('"') != wanted:
                 raise FailedPrecondition(f"key {name!r} has another ETag")
+            if self.if_match_address and entry.physical_address != self.if_match_address:
+                raise FailedPrecondition(f"key {name!r} names another object")
+            # An entry without a modification time has an unknown age: never old enough.
+            modified = entry.last_modified.ToMicroseconds() if entry.HasField("last_modified") else None
+            if self.if_modified_before_us and (modified is None or modified >= self.if_modified_before_us):
+                raise FailedPrecondition(f"key {name!r} was modified too recently")
 
 
 def _key_of(kv: KeyValue) -> bytes:

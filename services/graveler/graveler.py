@@ -12,6 +12,7 @@
   whose protection requires approvals;
 * Compaction, CompactedState (compaction.py): folding staged changes into a compacted metarange;
 * Retention (retention.py): garbage-collection rules and the export a GC run starts from;
+* LastAccess (last_access.py): the export a last-access run reads, and the expiries it asks for;
 * Cleaner (cleanup.py): background deletion of staged values nothing refers to.
 
 No lock anywhere (docs/design/lockfree-staging.md). Every public method takes the caller's
@@ -24,6 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import TypeVar
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from services.graveler.branching import Branching, CherryPickOverrides, MergeOutcome
 from services.graveler.builder import InProcessBuilder, MetaRangeBuilder
 from services.graveler.cleanup import Cleaner
@@ -35,6 +38,7 @@ from services.graveler.compaction import CompactedState, Compaction, CompactionR
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
 from services.graveler.entries import Condition, Entries, ListPage
 from services.graveler.history import LogFilter, LogPage, log_page
+from services.graveler.last_access import Expiry, LastAccess, PreparedLastAccess
 from services.graveler.lifecycle import DEFAULT_BRANCH, Dumped, Lifecycle, Restored
 from services.graveler.model import CommitId, MergeStrategy
 from services.graveler.paging import Page
@@ -130,6 +134,9 @@ class Graveler:
             self.refs, self.compacted, lambda: self.committer.builder, self.updater, self.cleaner, observer
         )
         self.retention = Retention(self.refs, kv, self.staging, committed.adapter, self.lifecycle)
+        self.last_access = LastAccess(
+            self.refs, kv, self.entries, self.retention, self.committer, self.protection, committed.adapter
+        )
 
     @property
     def observer(self) -> StagingObserver:
@@ -628,8 +635,15 @@ class Graveler:
 
     # --- garbage collection --------------------------------------------------------------
 
-    def set_gc_rules(self, repository: str, rules: pb.GCRules, *, deadline: Deadline = NO_DEADLINE) -> pb.GCRules:
-        return self.retention.set_rules(self._repo(repository, deadline), rules)
+    def set_gc_rules(
+        self,
+        repository: str,
+        rules: pb.GCRules,
+        keep_last_access_rules: bool = False,
+        *,
+        deadline: Deadline = NO_DEADLINE,
+    ) -> pb.GCRules:
+        return self.retention.set_rules(self._repo(repository, deadline), rules, keep_last_access_rules)
 
     def get_gc_rules(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> pb.GCRules | None:
         return self.retention.get_rules(self._repo(repository, deadline))
@@ -640,3 +654,25 @@ class Graveler:
     def prepare_gc(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> PreparedRun:
         """Export what a GC run of the repository starts from (services/graveler/retention.py)."""
         return self.retention.prepare(self._repo(repository, deadline), deadline)
+
+    def prepare_last_access(
+        self, repository: str, branch: str, *, deadline: Deadline = NO_DEADLINE
+    ) -> PreparedLastAccess:
+        """Export what a last-access run of the branch reads (services/graveler/last_access.py)."""
+        return self.last_access.prepare(self._repo(repository, deadline), branch, deadline)
+
+    def expire_entries(
+        self,
+        repository: str,
+        branch: str,
+        rule: pb.LastAccessRule,
+        batch: list[tuple[str, str]],
+        since: Timestamp,
+        run_id: str,
+        requested_by: str = "",
+        *,
+        deadline: Deadline = NO_DEADLINE,
+    ) -> Expiry:
+        """Delete one batch of a last-access run's findings and commit it as the system user."""
+        repo = self._repo(repository, deadline)
+        return self.last_access.expire(repo, branch, rule, batch, since, run_id, requested_by, deadline)

@@ -41,6 +41,7 @@ from google.protobuf.message import DecodeError, Message
 from services.graveler.claims import NamespaceClaims, record_claim_key
 from services.graveler.cleanup import Cleaner
 from services.graveler.committed.manager import CommittedManager
+from services.graveler.events.retention import drop_history
 from services.graveler.placement import Placement, ShareCheck, nobody
 from services.graveler.protection import Protection
 from services.graveler.pulls import PullRequests
@@ -230,6 +231,8 @@ class Lifecycle:
                     self._cleaner.drop_now(token)
                 # Each branch goes after its tokens, so a retry still finds the tokens to drop.
                 self._refs.delete_branch(repo, branch.name)
+            # History partitions are found through index keys in the repository partition: first.
+            drop_history(self._refs.kv, repo.partition)
             for key in list(self._refs.scan_partition(repo)):
                 self._refs.kv.delete(repo.partition, key)
             self._refs.kv.delete(GRAVELER_PARTITION, record_claim_key(repo.record))

@@ -19,11 +19,13 @@ from silt.actions import (
     DUMP_REFS,
     PREPARE_GC,
     READ_REPO,
+    RECORD_EVENTS,
     RESTORE_REFS,
     SET_BRANCH_PROTECTION,
     SET_GC_RULES,
     WRITE_REPO,
 )
+from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.paging import page_size
 from silt.rpc.interceptor import MayFn, Narrowed, Require, Rule, repository_field
@@ -68,6 +70,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "GetGCRules": (READ_REPO, "repository"),
     "DeleteGCRules": (DELETE_GC_RULES, "repository"),
     "PrepareGC": (PREPARE_GC, "repository"),
+    # Expiry by last access deletes only what the rules (set with SetGCRules) expire, in
+    # commits by the system user: the same authority as a GC run, which frees the bytes.
+    "PrepareLastAccess": (PREPARE_GC, "repository"),
+    "ExpireEntries": (PREPARE_GC, "repository"),
     # Protection rules bind writers, so only administrators set them; anyone who reads sees them.
     "GetBranchProtection": (READ_REPO, "repository"),
     "SetBranchProtection": (SET_BRANCH_PROTECTION, "repository"),
@@ -83,6 +89,9 @@ TABLE: dict[str, tuple[str, str]] = {
     "ListPullRequestComments": (READ_REPO, "repository"),
     "SubmitPullRequestReview": (WRITE_REPO, "repository"),
     "ListPullRequestReviews": (READ_REPO, "repository"),
+    # History events are read like the refs they are about.
+    "ListEvents": (READ_REPO, "repository"),
+    "WatchEvents": (READ_REPO, "repository"),
 }
 
 
@@ -116,11 +125,18 @@ def list_readable_repositories(
         after = repositories[-1].name
 
 
+def event_repositories(request: ev.RecordEventsRequest) -> tuple[str, ...]:
+    """Every repository a batch of history events names: recording needs the action on each."""
+    read = repository_field("repository")
+    return tuple(sorted({read(event) for event in request.events}))
+
+
 def _rules() -> dict[str, Rule]:
     rules: dict[str, Rule] = {
         f"/{SERVICE}/{method}": Require(action, repository_field(name)) for method, (action, name) in TABLE.items()
     }
     rules[f"/{SERVICE}/ListRepositories"] = Narrowed(list_readable_repositories)
+    rules[f"/{SERVICE}/RecordEvents"] = Require(RECORD_EVENTS, event_repositories)
     return rules
 
 

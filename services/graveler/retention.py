@@ -34,20 +34,23 @@ from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.graveler.deadline import Deadline
+from services.graveler.last_access_rules import validate_last_access_rules
 from services.graveler.lifecycle import Lifecycle
 from services.graveler.refs import RefManager, RepoHandle, branch_tokens
 from services.graveler.staging import StagingStore
 from services.graveler.values import decode_entry
 from silt.block.adapter import BlockAdapter
-from silt.errors import FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed
 from silt.gc_runs import GC_PREFIX, new_run_id
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
+from silt.kv.store import Predicate
 
 RULES_KEY = b"gc/rules"
 MAX_RETENTION_DAYS = 36_500
 MAX_BRANCH_RULES = 1000
 _BATCH_ROWS = 50_000
+_SET_ATTEMPTS = 10
 
 COMMITS_SCHEMA = pa.schema(
     [
@@ -82,6 +85,7 @@ def validate_rules(rules: pb.GCRules) -> pb.GCRules:
             raise InvalidArgument(f"invalid branch name {branch!r} in retention rules")
         if not 0 <= days <= MAX_RETENTION_DAYS:
             raise InvalidArgument(f"retention of branch {branch!r} must be 0..{MAX_RETENTION_DAYS} days")
+    validate_last_access_rules(rules.last_access_rules)
     return rules
 
 
@@ -149,10 +153,33 @@ class Retention:
         self._adapter = adapter
         self._lifecycle = lifecycle
 
-    def set_rules(self, repo: RepoHandle, rules: pb.GCRules) -> pb.GCRules:
+    def set_rules(self, repo: RepoHandle, rules: pb.GCRules, keep_last_access_rules: bool = False) -> pb.GCRules:
         validate_rules(rules)
-        self._kv.set(repo.partition, RULES_KEY, rules.SerializeToString(deterministic=True))
-        return rules
+        if not keep_last_access_rules:
+            self._kv.set(repo.partition, RULES_KEY, rules.SerializeToString(deterministic=True))
+            return rules
+        # Compare-and-set on the record read, so that a concurrent change of the last-access
+        # rules is either kept or makes this write read again, never lost.
+        for _ in range(_SET_ATTEMPTS):
+            kept: Sequence[pb.LastAccessRule] = []
+            predicate: Predicate | None = None
+            try:
+                stored, predicate = self._kv.get(repo.partition, RULES_KEY)
+                kept = pb.GCRules.FromString(stored).last_access_rules
+            except NotFound:
+                pass
+            except DecodeError:
+                raise InvalidArgument("corrupt GC rules record") from None
+            merged = pb.GCRules()
+            merged.CopyFrom(rules)
+            merged.ClearField("last_access_rules")
+            merged.last_access_rules.extend(kept)
+            try:
+                self._kv.set_if(repo.partition, RULES_KEY, merged.SerializeToString(deterministic=True), predicate)
+            except PredicateFailed:
+                continue
+            return merged
+        raise Aborted(f"the GC rules of repository {repo.name!r} kept changing; try again")
 
     def get_rules(self, repo: RepoHandle) -> pb.GCRules | None:
         try:
@@ -242,21 +269,36 @@ class Retention:
         deadline: Deadline,
     ) -> int:
         """Write batches as one Parquet object through a temporary file; return the row count."""
-        rows = 0
-        with tempfile.NamedTemporaryFile(prefix="silt-gc-", suffix=".parquet", delete=False) as handle:
-            path = handle.name
-        try:
-            with pq.ParquetWriter(path, schema, compression="snappy") as writer:
-                for batch in batches:
-                    deadline.check(f"preparing GC of repository {repo.name!r}")
-                    if batch.num_rows:
-                        writer.write_batch(batch)
-                        rows += batch.num_rows
-            with open(path, "rb") as stream:
-                self._adapter.put(repo.namespace, key, stream, os.path.getsize(path))
-        finally:
-            os.unlink(path)
-        return rows
+        return write_parquet(
+            self._adapter, repo.namespace, key, schema, batches, deadline, f"preparing GC of repository {repo.name!r}"
+        )
+
+
+def write_parquet(
+    adapter: BlockAdapter,
+    namespace: str,
+    key: str,
+    schema: pa.Schema,
+    batches: Iterator[pa.RecordBatch],
+    deadline: Deadline,
+    what: str,
+) -> int:
+    """Write batches as one Parquet object through a temporary file; return the row count."""
+    rows = 0
+    with tempfile.NamedTemporaryFile(prefix="silt-export-", suffix=".parquet", delete=False) as handle:
+        path = handle.name
+    try:
+        with pq.ParquetWriter(path, schema, compression="snappy") as writer:
+            for batch in batches:
+                deadline.check(what)
+                if batch.num_rows:
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+        with open(path, "rb") as stream:
+            adapter.put(namespace, key, stream, os.path.getsize(path))
+    finally:
+        os.unlink(path)
+    return rows
 
 
 def _commit_batches(commits: dict[str, pb.Commit], expired: set[str]) -> Iterator[pa.RecordBatch]:

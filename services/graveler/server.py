@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 import grpc
 from grpc_health.v1.health import HealthServicer
 
+from services.graveler.events.manager import HistoryEvents
+from services.graveler.events.retention import RetentionPolicy
 from services.graveler.graveler import Graveler
 from services.graveler.permissions import RULES
 from services.graveler.sensor import Sensor, Thresholds, Trigger
@@ -78,9 +80,11 @@ def start(
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     health: HealthServicer | None = None,
     tls: grpc.ServerCredentials | None = None,
+    history: HistoryEvents | None = None,
 ) -> tuple[grpc.Server, int]:
     server = build_server(interceptors, health=health, limits=GRAVELER_LIMITS)
-    api_grpc.add_GravelerServiceServicer_to_server(GravelerServicer(graveler, caller_may(interceptors)), server)
+    servicer = GravelerServicer(graveler, caller_may(interceptors), history)
+    api_grpc.add_GravelerServiceServicer_to_server(servicer, server)
     port = bind(server, address, tls)
     server.start()
     return server, port
@@ -102,15 +106,29 @@ def main(argv: list[str] | None = None) -> None:
         trigger, close_trigger = wired
         closing += [start_sensor(graveler, config, trigger).close, close_trigger]
 
-    # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted.
+    section = config.graveler.history
+    history = HistoryEvents(
+        graveler.refs,
+        RetentionPolicy(section.retention_days, section.retention_interval_seconds),
+        enabled=section.enabled,
+    ).start()
+    closing.append(history.close)
+
+    # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted,
+    # and history hours past their retention are deleted (each repository once per interval).
     def clean() -> None:
         finished = graveler.clean_deleted_repositories()
         if finished:
             log.info("finished deleting %d repositories", finished)
+        pruned = history.retention.prune_all()
+        if pruned.hours:
+            log.info("history retention: deleted %d hours (%d events)", pruned.hours, pruned.events)
 
     serve(
         "graveler",
-        lambda health: start(graveler, config.graveler.listen_address, [interceptor], health=health, tls=tls),
+        lambda health: start(
+            graveler, config.graveler.listen_address, [interceptor], health=health, tls=tls, history=history
+        ),
         config=config,
         grpc_service=api.DESCRIPTOR.services_by_name["GravelerService"],
         probes={"kv": kv_probe(graveler.refs.kv), "blockstore": block_probe(graveler.committed.adapter)},

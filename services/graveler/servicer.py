@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 import grpc
@@ -12,6 +13,8 @@ from services.graveler.committed.diff import Difference
 from services.graveler.committed.model import Record
 from services.graveler.deadline import Deadline
 from services.graveler.entries import Condition
+from services.graveler.events.handlers import MAX_FOLLOWERS, HistoryHandlers
+from services.graveler.events.manager import HistoryEvents
 from services.graveler.graveler import Graveler
 from services.graveler.model import REQUESTED_COMMITTER_KEY, DifferenceKind, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page
@@ -19,6 +22,7 @@ from services.graveler.permissions import TABLE
 from services.graveler.values import decode_entry
 from silt.actions import ACT_FOR_USER, user_resource
 from silt.errors import InvalidArgument, SiltError
+from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
@@ -92,10 +96,51 @@ def caller_may(interceptors: Sequence[grpc.ServerInterceptor]) -> CallerMay:
     return may
 
 
-class GravelerServicer(api_grpc.GravelerServiceServicer):
-    def __init__(self, graveler: Graveler, may: CallerMay | None = None) -> None:
+class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
+    def __init__(self, graveler: Graveler, may: CallerMay | None = None, history: HistoryEvents | None = None) -> None:
         self.g = graveler
         self._may = may or caller_may(())
+        self.history = history or HistoryEvents(graveler.refs).start()
+        self._followers = threading.BoundedSemaphore(MAX_FOLLOWERS)
+
+    def _ref_event(
+        self,
+        event_type: ev.HistoryEventType.ValueType,
+        repository: str,
+        branch: str,
+        requested: str = "",
+        *,
+        commit_id: str = "",
+        message: str = "",
+        path: str = "",
+    ) -> None:
+        """Queue a history event for a ref change that succeeded; never delays the call. The user
+        is the caller, or the one the REST API acts for (as for pull requests, `_user`)."""
+        try:
+            user, _ = self._user(requested)
+        except SiltError:  # auth unreachable: the change stands, the event names the caller
+            user = _committer(requested)
+        self.history.own.emit(event_type, repository, branch, user, commit_id=commit_id, message=message, path=path)
+
+    def _merge_event(
+        self,
+        event_type: ev.HistoryEventType.ValueType,
+        repository: str,
+        branch: str,
+        requested: str,
+        outcome: MergeOutcome,
+    ) -> None:
+        if outcome.commit is not None:  # conflicts changed nothing
+            commit = outcome.commit
+            self._ref_event(event_type, repository, branch, requested, commit_id=commit.id, message=commit.message)
+
+    def _tag_event(self, event_type: ev.HistoryEventType.ValueType, repository: str, tag: str) -> None:
+        # Tags belong to no branch: their events go to the repository's default branch.
+        try:
+            branch = self.g.get_repository(repository).default_branch
+        except SiltError:  # deleted meanwhile, or KV away: the tag change stands, the event is lost
+            return
+        self._ref_event(event_type, repository, branch, path=tag)
 
     def _may_restore(self, repository: str) -> bool:
         # A bare repository on exactly another's namespace is where that one's dump is
@@ -146,6 +191,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
         branch = self.g.create_branch(
             request.repository, request.name, request.source_ref, hidden=request.hidden, deadline=_deadline(context)
         )
+        self._ref_event(ev.BRANCH_CREATED, request.repository, request.name, path=request.source_ref)
         return _branch_info(branch)
 
     def GetBranch(self, request: api.GetBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
@@ -160,11 +206,13 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
 
     def DeleteBranch(self, request: api.DeleteBranchRequest, context: grpc.ServicerContext) -> api.DeleteBranchResponse:
         self.g.delete_branch(request.repository, request.name, deadline=_deadline(context))
+        self._ref_event(ev.BRANCH_DELETED, request.repository, request.name)
         return api.DeleteBranchResponse()
 
     # tags
     def CreateTag(self, request: api.CreateTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
         tag = self.g.create_tag(request.repository, request.id, request.ref, deadline=_deadline(context))
+        self._tag_event(ev.TAG_CREATED, request.repository, request.id)
         return api.TagInfo(id=tag.id, commit_id=tag.commit_id)
 
     def GetTag(self, request: api.GetTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
@@ -177,12 +225,21 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
 
     def DeleteTag(self, request: api.DeleteTagRequest, context: grpc.ServicerContext) -> api.DeleteTagResponse:
         self.g.delete_tag(request.repository, request.id, deadline=_deadline(context))
+        self._tag_event(ev.TAG_DELETED, request.repository, request.id)
         return api.DeleteTagResponse()
 
     # commits
     def Commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
         with telemetry.timed_commit():
             commit = self._commit(request, context)
+        self._ref_event(
+            ev.COMMIT,
+            request.repository,
+            request.branch,
+            request.committer,
+            commit_id=commit.id,
+            message=commit.message,
+        )
         return _commit_info(commit)
 
     def _commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> pb.Commit:
@@ -313,6 +370,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             _committer(request.committer),
             deadline=_deadline(context),
         )
+        self._merge_event(ev.MERGE, request.repository, request.destination_branch, request.committer, outcome)
         return _merge_response(outcome)
 
     def Revert(self, request: api.RevertRequest, context: grpc.ServicerContext) -> api.MergeResponse:
@@ -327,6 +385,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             allow_empty=request.allow_empty,
             deadline=_deadline(context),
         )
+        self._merge_event(ev.REVERT, request.repository, request.branch, request.committer, outcome)
         return _merge_response(outcome)
 
     def CherryPick(self, request: api.CherryPickRequest, context: grpc.ServicerContext) -> api.MergeResponse:
@@ -344,6 +403,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             pick=pick,
             deadline=_deadline(context),
         )
+        self._merge_event(ev.CHERRY_PICK, request.repository, request.branch, request.committer, outcome)
         return _merge_response(outcome)
 
     def ResetBranch(self, request: api.ResetBranchRequest, context: grpc.ServicerContext) -> api.ResetBranchResponse:
@@ -358,6 +418,8 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             hard_ref=request.hard_ref if target == "hard_ref" else None,
             deadline=_deadline(context),
         )
+        reset = request.key if target == "key" else request.prefix if target == "prefix" else ""
+        self._ref_event(ev.RESET, request.repository, request.branch, commit_id=branch.commit_id, path=reset)
         return api.ResetBranchResponse(branch=_branch_info(branch))
 
     def FindMergeBase(
@@ -377,7 +439,9 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
 
     # garbage collection
     def SetGCRules(self, request: api.SetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
-        rules = self.g.set_gc_rules(request.repository, request.rules, deadline=_deadline(context))
+        rules = self.g.set_gc_rules(
+            request.repository, request.rules, request.keep_last_access_rules, deadline=_deadline(context)
+        )
         return api.GCRulesInfo(repository=request.repository, rules=rules, is_set=True)
 
     def GetGCRules(self, request: api.GetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
@@ -404,6 +468,38 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             expired_commits=run.expired_commits,
             staged_entries=run.staged_entries,
         )
+
+    # retention by last access
+    def PrepareLastAccess(
+        self, request: api.PrepareLastAccessRequest, context: grpc.ServicerContext
+    ) -> api.PrepareLastAccessResponse:
+        run = self.g.prepare_last_access(request.repository, request.branch, deadline=_deadline(context))
+        return api.PrepareLastAccessResponse(
+            run_id=run.run_id,
+            storage_namespace=run.namespace,
+            location=run.location,
+            listing_location=run.listing_location,
+            events_location=run.events_location,
+            started=run.started,
+            rules=run.rules,
+            entries=run.entries,
+            events=run.events,
+        )
+
+    def ExpireEntries(
+        self, request: api.ExpireEntriesRequest, context: grpc.ServicerContext
+    ) -> api.ExpireEntriesResponse:
+        expiry = self.g.expire_entries(
+            request.repository,
+            request.branch,
+            request.rule,
+            [(e.key, e.physical_address) for e in request.entries],
+            request.since,
+            request.run_id,
+            _committer(""),  # who asked, recorded beside the system user's commit
+            deadline=_deadline(context),
+        )
+        return api.ExpireEntriesResponse(commit_id=expiry.commit_id, expired=expiry.expired, spared=expiry.spared)
 
     # branch protection
     def GetBranchProtection(
@@ -515,6 +611,7 @@ class GravelerServicer(api_grpc.GravelerServiceServicer):
             committer,
             deadline=_deadline(context),
         )
+        self._merge_event(ev.MERGE, request.repository, pull.destination_branch, request.committer, outcome)
         return api.MergePullRequestResponse(
             pull_request=self._pull_info(request.repository, pull, context), merge=_merge_response(outcome)
         )

@@ -1,14 +1,16 @@
-"""`silt gc`: retention rules, and garbage-collection runs on Spark (jobs/gc).
+"""`silt gc`: retention rules, garbage-collection runs (jobs/gc) and last-access expiry
+runs (jobs/retention) on Spark.
 
 Changing rules and running GC are administration, not writing (silt/actions.py): setting and
-deleting rules need SetGCRules and DeleteGCRules, a run needs PrepareGC and ReadRepo. The
-Admins preset holds them all; the user svc-gc, which auth setup creates for scheduled runs,
-holds only what a run needs. Showing rules needs ReadRepo.
+deleting rules need SetGCRules and DeleteGCRules, a run needs PrepareGC and ReadRepo, and so
+does an expiry run. The Admins preset holds them all; the user svc-gc, which auth setup
+creates for scheduled runs, holds only what a run needs. Showing rules needs ReadRepo.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -23,6 +25,9 @@ from silt.graveler.v1 import model_pb2 as pb
 
 # The GC job's entry point (jobs/gc/job.py), the one the CronJob runs too.
 GC_JOB = "jobs.gc.job"
+LAST_ACCESS_JOB = "jobs.retention.last_access"
+# How a job names itself at the start of its failure line.
+_JOB_PREFIX = re.compile(r"^silt-[a-z-]+: ")
 
 
 @click.group()
@@ -39,6 +44,21 @@ def _repo_name(uri: str) -> str:
     return uri.removeprefix("silt://").strip("/")
 
 
+def _last_access_rules(texts: tuple[str, ...]) -> list[pb.LastAccessRule]:
+    """BRANCH=DAYS:PREFIX options as rules: those with the same branch and days are one rule
+    with several prefixes, in the order first given. graveler checks the bounds."""
+    rules: dict[tuple[str, int], pb.LastAccessRule] = {}
+    for text in texts:
+        branch, sep, rest = text.partition("=")
+        days, colon, prefix = rest.partition(":")
+        if not sep or not colon or not branch or not days.isdigit():
+            raise click.BadParameter(f"{text!r}: expected BRANCH=DAYS:PREFIX", param_hint="--last-access")
+        rule = rules.setdefault((branch, int(days)), pb.LastAccessRule(branch=branch, days=int(days)))
+        if prefix not in rule.prefixes:
+            rule.prefixes.append(prefix)
+    return list(rules.values())
+
+
 def _branch_rule(text: str) -> tuple[str, int]:
     name, sep, days = text.rpartition("=")
     if not sep or not name or not days.isdigit():
@@ -50,15 +70,28 @@ def _branch_rule(text: str) -> tuple[str, int]:
 @click.argument("repository")
 @click.option("--default-days", type=click.IntRange(0), required=True, help="Retention of every branch, in days.")
 @click.option("--branch", "branches", multiple=True, metavar="BRANCH=DAYS", help="A branch's own retention.")
-def rules_set(repository: str, default_days: int, branches: tuple[str, ...]) -> None:
+@click.option(
+    "--last-access",
+    "last_access",
+    multiple=True,
+    metavar="BRANCH=DAYS:PREFIX",
+    help="Expire objects under PREFIX of BRANCH not read or written for DAYS (an empty PREFIX: the whole branch).",
+)
+def rules_set(repository: str, default_days: int, branches: tuple[str, ...], last_access: tuple[str, ...]) -> None:
     """Replace REPOSITORY's retention rules (needs SetGCRules: administrators)."""
     overrides = dict(_branch_rule(b) for b in branches)
+    expiring = _last_access_rules(last_access)
     request = api.SetGCRulesRequest(
         repository=_repo_name(repository),
-        rules=pb.GCRules(default_retention_days=default_days, branch_retention_days=overrides),
+        rules=pb.GCRules(
+            default_retention_days=default_days, branch_retention_days=overrides, last_access_rules=expiring
+        ),
     )
     client().graveler.SetGCRules(request)
-    click.echo(f"GC rules of {request.repository} set: {default_days} days by default, {len(overrides)} branch rules")
+    click.echo(
+        f"GC rules of {request.repository} set: {default_days} days by default, {len(overrides)} branch rules, "
+        f"{len(expiring)} last-access rules"
+    )
 
 
 @rules.command("show")
@@ -75,6 +108,11 @@ def rules_show(repository: str) -> None:
         overrides = sorted(info.rules.branch_retention_days.items())
         if overrides:
             table(["branch", "retention days"], overrides)
+        expiring = info.rules.last_access_rules
+        if expiring:
+            click.echo("expire by last access (`silt gc expire`):")
+            rows = [(n, r.branch, r.days, " ".join(repr(p) for p in r.prefixes)) for n, r in enumerate(expiring, 1)]
+            table(["rule", "branch", "days", "prefixes"], rows)
 
     output(as_dict(info), human)
 
@@ -105,7 +143,7 @@ def run(repository: str, dry_run: bool, master: str, grace: str, sweep_only: str
     settings = state()
     args += ["--config", settings.config_path] if settings.config_path else []
     args += ["--graveler", settings.graveler] if settings.graveler else []
-    summary = submit(args)
+    summary = submit(args, GC_JOB)
 
     def human() -> None:
         click.echo(f"GC run {summary['run_id']} of {summary['repository']}{' (dry run)' if summary['dry_run'] else ''}")
@@ -119,15 +157,62 @@ def run(repository: str, dry_run: bool, master: str, grace: str, sweep_only: str
     output(summary, human)
 
 
-def submit(args: list[str]) -> dict[str, Any]:
-    """Run the GC job as its own process, as the CronJob does, and return its summary.
+@gc.command("expire")
+@click.argument("repository")
+@click.argument("branch")
+@click.option("--dry-run", is_flag=True, help="Write the report and list what would expire; change nothing.")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master: local[N] or spark://HOST:PORT.")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 1000),
+    default=1000,
+    show_default=True,
+    help="Objects deleted per commit.",
+)
+def expire(repository: str, branch: str, dry_run: bool, master: str, batch_size: int) -> None:
+    """Expire BRANCH's objects by its last-access rules with a Spark job (local mode by default).
+
+    Objects under a rule's prefixes not read or written for its days are deleted from the
+    branch in commits by the system user; `silt gc run` then frees their bytes. Needs
+    PrepareGC on REPOSITORY: an administrator, or the svc-gc user's key.
+    """
+    args = [_repo_name(repository), branch, "--master", master, "--batch-size", str(batch_size)]
+    args += ["--dry-run"] if dry_run else []
+    settings = state()
+    args += ["--config", settings.config_path] if settings.config_path else []
+    args += ["--graveler", settings.graveler] if settings.graveler else []
+    summary = submit(args, LAST_ACCESS_JOB)
+
+    def human() -> None:
+        mode = " (dry run: nothing changed)" if summary["dry_run"] else ""
+        click.echo(f"last-access run {summary['run_id']} of {summary['repository']}/{summary['branch']}{mode}")
+        rows = [
+            (n, r["rule"], r["objects"], human_size(r["bytes"]), r["expired"], r["spared"])
+            for n, r in enumerate(summary["rules"], 1)
+        ]
+        table(["rule", "expires", "objects", "bytes", "deleted", "spared"], rows)
+        for path in summary["paths"]:
+            click.echo(f"  {path}")
+        if summary["paths_truncated"]:
+            click.echo(f"  ... (all of them in {summary['report_location']})")
+        for warning in summary.get("warnings", []):
+            click.echo(f"warning: {warning}", err=True)
+        if summary["commits"]:
+            click.echo(f"commits by the system user: {' '.join(summary['commits'])}")
+
+    output(summary, human)
+
+
+def submit(args: list[str], module: str) -> dict[str, Any]:
+    """Run a Spark job (module: GC_JOB or LAST_ACCESS_JOB) as its own process, as the CronJob
+    does, and return its summary.
 
     The CLI submits the job rather than importing it: Spark, the job and what it depends on
     stay out of the CLI's process and out of the shared library's imports. The job prints its
     progress on stderr (passed on as it comes) and its summary as JSON on stdout; a failure is
-    its last stderr line ("silt-gc: ...") and the CLI's exit codes.
+    its last stderr line ("silt-gc: ...", "silt-last-access: ...") and the CLI's exit codes.
     """
-    command = [sys.executable, "-m", GC_JOB, *args]
+    command = [sys.executable, "-m", module, *args]
     with tempfile.TemporaryFile("w+") as out:
         # stdout to a file: the JVM may write there too, and a full pipe nobody reads would stall it.
         with subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, text=True) as job:
@@ -139,7 +224,7 @@ def submit(args: list[str]) -> dict[str, Any]:
                 last = line.rstrip("\n")
             code = job.wait()
         if code != 0:
-            raise ClientError(last.removeprefix("silt-gc: ") or f"the GC job exited with {code}", code)
+            raise ClientError(_JOB_PREFIX.sub("", last) or f"the job {module} exited with {code}", code)
         if last:
             click.echo(last, err=True)
         out.seek(0)

@@ -10,6 +10,7 @@ import click
 from silt.cli.branch import branch, tag
 from silt.cli.common import SiltGroup, State, json_option
 from silt.cli.doctor import doctor
+from silt.cli.events import events
 from silt.cli.fs import fs
 from silt.cli.gc import gc
 from silt.cli.history import commit, diff, log, merge, show_commit
@@ -77,7 +78,7 @@ def check(ctx: click.Context) -> None:
     run_check(load_config(path), path)
 
 
-for command in (repo, branch, tag, commit, log, diff, merge, show_commit, fs, auth, run, doctor, gc):
+for command in (repo, branch, tag, commit, log, diff, merge, show_commit, events, fs, auth, run, doctor, gc):
     cli.add_command(command)
 
 

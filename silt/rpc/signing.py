@@ -281,6 +281,21 @@ class AioSigningInterceptor(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.Unary
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
         return await continuation(self._signed(client_call_details, request), request)
 
+    def for_streams(self) -> AioStreamSigningInterceptor:
+        return AioStreamSigningInterceptor(self)
+
+
+class AioStreamSigningInterceptor(grpc.aio.UnaryStreamClientInterceptor):
+    """The same signature on server-streaming calls. grpc.aio files each interceptor under the
+    first kind it implements only (unary-unary for AioSigningInterceptor), so streaming calls
+    need an interceptor that is of that kind alone."""
+
+    def __init__(self, signer: AioSigningInterceptor) -> None:
+        self._signer = signer
+
+    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await self._signer.intercept_unary_stream(continuation, client_call_details, request)
+
 
 def signed_aio_channel(
     target: str,
@@ -295,7 +310,8 @@ def signed_aio_channel(
     from silt.telemetry.rpc import aio_client_interceptors
 
     signer = AioSigningInterceptor(credentials, audience=audience)
-    return open_aio_channel(target, tls, options, interceptors=[*aio_client_interceptors(), signer])
+    interceptors = [*aio_client_interceptors(), signer, signer.for_streams()]
+    return open_aio_channel(target, tls, options, interceptors=interceptors)
 
 
 # Reconnect soon after a service restarts instead of backing off for up to two minutes.

@@ -84,6 +84,15 @@ COMMIT_SEALED_TOKENS = Histogram(
 )
 STAGING_WRITES = Counter("silt_graveler_staging_writes", "Staged writes, by kind", ["kind"])
 
+# --- history events (docs/design/journal.md, "History events") ----------------------------
+HISTORY_EVENTS_DROPPED = Counter(
+    "silt_history_events_dropped",
+    "History events lost by the process that emitted them: queue_full (never waiting for room), send_failed, "
+    "or invalid (a name protobuf cannot carry)",
+    ["reason"],
+)
+HISTORY_EVENTS_SENT = Counter("silt_history_events_sent", "History events delivered to their store, in batches")
+
 # --- compactor (docs/design/compaction.md) ------------------------------------------------
 COMPACTION_DURATION = Histogram(
     "silt_compactor_compaction_duration_seconds",

@@ -43,6 +43,7 @@ from services.api.responses import model_response, no_content
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import CHUNK_SIZE
 from silt.errors import FailedPrecondition, NotFound, SiltError
+from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.objects import new_physical_address, split_address, with_user_metadata
@@ -109,6 +110,7 @@ async def get_object(
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None and if_none_match.strip().strip('"') == entry.etag.strip('"'):
         return Response(status_code=304, headers={"ETag": headers["ETag"]})
+    ctx.record(ev.READ, repository, ref, checked_path(path), entry.size)
     try:
         byte_range = _byte_range(request, entry.size)
     except RangeNotSatisfiable as exc:
@@ -136,6 +138,7 @@ async def get_object(
 async def head_object(ctx: Ctx, request: Request, repository: str, ref: str, path: ObjectPath = None) -> Response:
     await ctx.authorize(READ_REPO, repository)
     entry = await _entry(ctx, repository, ref, path)
+    ctx.record(ev.READ, repository, ref, checked_path(path), entry.size)
     headers = object_headers(entry)
     try:
         byte_range = _byte_range(request, entry.size)
@@ -155,6 +158,7 @@ async def stat_object(
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
     entry = await _entry(ctx, repository, ref, path)
+    ctx.record(ev.READ, repository, ref, checked_path(path), entry.size)
     namespace = await ctx.backend.namespace(repository, ctx.deadline)
     return model_response(object_stats(checked_path(path), entry, namespace, user_metadata))
 
@@ -245,6 +249,7 @@ async def upload_object(
         if_match_etag=if_match,
     )
     await stage_new_bytes(ctx, staged, namespace)
+    ctx.record(ev.WRITE, repository, branch, key, entry.size)
     return model_response(object_stats(key, entry, namespace), 201)
 
 
@@ -267,6 +272,8 @@ async def _delete(ctx: Ctx, repository: str, branch: str, key: str) -> None:
         if exc.what != "object":
             raise
         # Deleting a missing object succeeds, as in lakeFS and S3 (a missing branch does not).
+        return
+    ctx.record(ev.DELETE, repository, branch, key)
 
 
 @router.delete(BRANCH_OBJECTS, status_code=204)
@@ -338,6 +345,7 @@ async def copy_object(
     entry.last_modified.CopyFrom(now())
     staged = api.StageEntryRequest(repository=repository, branch=branch, key=destination, entry=entry)
     await ctx.call(ctx.backend.graveler.StageEntry, staged)
+    ctx.record(ev.WRITE, repository, branch, destination, entry.size)
     return model_response(object_stats(destination, entry, namespace), 201)
 
 

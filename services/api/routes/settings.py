@@ -15,8 +15,9 @@ from fastapi.responses import JSONResponse
 from lakefs_sdk.models import GarbageCollectionRule, GarbageCollectionRules
 from pydantic.v1 import BaseModel, StrictStr
 
+from services.api import last_access_rules as last_access
 from services.api import pulls_protection as protection
-from services.api.bodies import json_body, json_object, validate
+from services.api.bodies import body_limit, json_object, validate
 from services.api.context import Ctx
 from services.api.errors import bad_request, not_found
 from services.api.responses import model_response, no_content
@@ -126,7 +127,9 @@ async def _get_gc_rules(ctx: Ctx, repository: str) -> Response:
         for branch, days in sorted(info.rules.branch_retention_days.items())
     ]
     rules = GarbageCollectionRules(default_retention_days=info.rules.default_retention_days, branches=branches)
-    return model_response(rules)
+    if not info.rules.last_access_rules:
+        return model_response(rules)
+    return JSONResponse(rules.to_dict() | {last_access.FIELD: last_access.rules_as_json(info.rules)})
 
 
 @router.get(GC_RULES)
@@ -141,14 +144,21 @@ async def internal_get_garbage_collection_rules(ctx: Ctx, repository: str) -> Re
 
 async def _set_gc_rules(ctx: Ctx, request: Request, repository: str) -> Response:
     await ctx.authorize(SET_GC_RULES, repository)
-    body = await json_body(request, GarbageCollectionRules)
+    raw = await json_object(request, body_limit(request))
+    body = validate(GarbageCollectionRules, raw)
     per_branch: dict[str, int] = {}
     for rule in body.branches:
         if rule.branch_id in per_branch:
             raise bad_request(f"branch {rule.branch_id!r} has two retention rules")
         per_branch[rule.branch_id] = rule.retention_days
-    rules = pb.GCRules(default_retention_days=body.default_retention_days, branch_retention_days=per_branch)
-    await ctx.call(ctx.backend.graveler.SetGCRules, api.SetGCRulesRequest(repository=repository, rules=rules))
+    expiring = last_access.rules_in_body(raw)
+    rules = pb.GCRules(
+        default_retention_days=body.default_retention_days,
+        branch_retention_days=per_branch,
+        last_access_rules=expiring or [],
+    )
+    change = api.SetGCRulesRequest(repository=repository, rules=rules, keep_last_access_rules=expiring is None)
+    await ctx.call(ctx.backend.graveler.SetGCRules, change)
     return no_content()
 
 

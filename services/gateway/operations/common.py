@@ -16,6 +16,7 @@ from services.gateway.errors import S3Error
 from services.gateway.request import DECIMAL_CAP, Request, decimal
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.config import S3GatewayConfig
+from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.objects import MAX_USER_METADATA_BYTES, USER_METADATA_PREFIX
@@ -52,6 +53,12 @@ class Context:
     async def authorize(self, action: str, repository: str) -> None:
         if not await self.backend.allowed(self.user_id, action, repository):
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
+
+    def record(
+        self, event_type: ev.HistoryEventType.ValueType, repository: str, ref: str, key: str, size: int = 0
+    ) -> None:
+        """A history event for what this request did (queued, never waited for)."""
+        self.backend.history.emit(event_type, repository, ref, key, self.user_id, size)
 
 
 def parse_xml(raw: bytes) -> ElementTree.Element:

@@ -66,6 +66,7 @@ from services.gateway.routing import split_path
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import PartInfo
 from silt.config import S3GatewayConfig
+from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import scan_prefix
 
@@ -323,6 +324,7 @@ async def complete(ctx: Context) -> Response:
     await backend.run(backend.kv_put, PARTITION, _completed_key(repository, upload_id), answer)
     await _forget(ctx, repository, upload_id, record, stored)
     await backend.run(_prune_completed, backend, repository)
+    ctx.record(ev.WRITE, repository, record["branch"], record["key"], result.size)
     return _complete_result(ctx, result.etag, checksum_xml)
 
 

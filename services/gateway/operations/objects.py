@@ -44,6 +44,7 @@ from services.gateway.routing import split_path
 from silt.actions import WRITE_REPO
 from silt.block import CHUNK_SIZE
 from silt.errors import InvalidArgument
+from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -230,6 +231,7 @@ async def get_object(ctx: Context, head: bool = False) -> Response:
         raise
     headers = _object_headers(ctx, entry)
     size = entry.size
+    ctx.record(ev.READ, repository, ref, key, size)
     if ctx.request.has("partNumber"):
         byte_range, parts_count = _part_range(ctx, entry)
         if parts_count is not None:
@@ -415,6 +417,7 @@ async def put_object(ctx: Context) -> Response:
     # x-amz-checksum-mode: ENABLED.
     entry.metadata.update(received.checksum_headers())
     await stage_new_bytes(ctx, repository, ref, key, entry, namespace, condition)
+    ctx.record(ev.WRITE, repository, ref, key, received.size)
     return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
 
 
@@ -477,6 +480,7 @@ async def copy_object(ctx: Context) -> Response:
     else:
         # Within one repository the new entry shares the source's bytes: objects are immutable.
         await stage(ctx, repository, ref, key, entry)
+    ctx.record(ev.WRITE, repository, ref, key, entry.size)
     body = (
         f"<CopyObjectResult><LastModified>{iso_time(entry_time(entry))}</LastModified>"
         f"<ETag>{x(quoted_etag(entry.etag))}</ETag></CopyObjectResult>"
@@ -496,6 +500,8 @@ async def _delete(ctx: Context, repository: str, ref: str, key: str) -> None:
         if exc.code != "NoSuchKey":
             raise
         # S3 deletes are idempotent: deleting a missing key succeeds (a missing branch does not).
+        return
+    ctx.record(ev.DELETE, repository, ref, key)
 
 
 async def delete_object(ctx: Context) -> Response:

@@ -32,6 +32,8 @@ NO_BODY = "no body"
 TEXT = "text"  # create branch: the commit id as text/html, as lakeFS answers
 BYTES = "bytes"  # object contents, in the object's content type
 STRING_MAP = "Dict[str, str]"  # repository metadata
+EVENT_STREAM = "text/event-stream"  # a branch's history events (Silt's own, docs/design/api.md)
+EVENT_FIELDS = {"id", "timestamp_us", "type", "path", "user", "source", "commit_id", "message", "size"}
 
 
 class SiltReview(BaseModel, extra=Extra.forbid):
@@ -144,6 +146,7 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("PUT", "/repositories/{}/branches/{}/objects/stat/user_metadata"): Contract(
         "updateObjectUserMetadata", 204, NO_BODY
     ),
+    ("GET", "/repositories/{}/branches/{}/events"): Contract("silt:watchBranchEvents", 200, EVENT_STREAM),
     ("GET", "/repositories/{}/pulls"): Contract("listPullRequests", 200, "PullRequestsList"),
     ("POST", "/repositories/{}/pulls"): Contract("createPullRequest", 201, "PullRequestCreationResponse"),
     ("GET", "/repositories/{}/pulls/{}"): Contract("getPullRequest", 200, "PullRequest"),
@@ -260,6 +263,7 @@ def _steps() -> list[Step]:
         Step("DELETE", MAIN + "/objects", query={"path": "data/b.csv"}),
         Step("POST", MAIN + "/objects", query={"path": "data/c.csv"}, content=b"c", headers=OCTETS),
         Step("POST", MAIN + "/objects/delete", json={"paths": ["data/c.csv"]}),
+        Step("GET", MAIN + "/events", query={"follow": "false"}),
         # branches, commits, refs
         Step("GET", MAIN + "/diff"),
         Step("POST", MAIN + "/commits", json={"message": "a.csv"}, keep={"first": "id"}),
@@ -389,6 +393,23 @@ def _unknown_fields(model: type[BaseModel], data: Any, where: str) -> list[str]:
     return found
 
 
+def _event_stream_problems(content_type: str, data: bytes) -> list[str]:
+    """Server-Sent Events: comments, or `id`, `event: history` and one JSON `data` line per event."""
+    if not content_type.startswith("text/event-stream"):
+        return [f"content type {content_type!r}, expected text/event-stream"]
+    problems = []
+    for block in data.decode().split("\n\n"):
+        lines = [line for line in block.split("\n") if line and not line.startswith(":")]
+        if not lines:
+            continue
+        fields = dict(line.split(": ", 1) for line in lines)
+        if set(fields) != {"id", "event", "data"} or fields["event"] != "history":
+            problems.append(f"not a history event: {block!r}")
+        elif set(json.loads(fields["data"])) != EVENT_FIELDS:
+            problems.append(f"event fields {sorted(json.loads(fields['data']))}, expected {sorted(EVENT_FIELDS)}")
+    return problems
+
+
 def check_body(contract: Contract, response: urllib3.BaseHTTPResponse) -> list[str]:
     """What is wrong with a response for its contract (nothing: an empty list)."""
     problems: list[str] = []
@@ -400,6 +421,8 @@ def check_body(contract: Contract, response: urllib3.BaseHTTPResponse) -> list[s
         return [f"a body where none is expected: {data[:100]!r}"] if data else []
     if contract.body == BYTES:
         return [] if data else ["no object contents"]
+    if contract.body == EVENT_STREAM:
+        return problems + _event_stream_problems(content_type, data)
     if contract.body == TEXT:
         ok = content_type.startswith("text/") and data.decode().strip() != ""
         return [] if ok else [f"expected text, got {content_type!r} {data[:100]!r}"]

@@ -237,3 +237,35 @@ def test_concurrent_writers_with_one_etag_one_wins(api: Api, repo: str) -> None:
     assert statuses == [204, 412, 412, 412]
     winner = next(n for n, a in enumerate(answers) if a.status == 204)
     assert [r["pattern"] for r in _rules(api, repo)[0]] == [f"w{winner}"]
+
+
+def test_gc_rules_carry_silts_last_access_rules(api: Api, client: lakefs_sdk.ApiClient, repo: str) -> None:
+    """`last_access_rules` is Silt's extension: lakeFS clients ignore it and never drop it."""
+    repositories = lakefs_sdk.RepositoriesApi(client)
+    path = f"/repositories/{repo}/settings/gc_rules"
+    expiring = [{"branch": "main", "prefixes": ["logs/", ""], "days": 30}]
+    assert (
+        _send(api, "PUT", path, {"default_retention_days": 5, "branches": [], "last_access_rules": expiring}).status
+        == 204
+    )
+    assert json.loads(api.request("GET", path).data)["last_access_rules"] == expiring
+    # A lakeFS client reads the rules and writes retention back: the extension stays.
+    got = repositories.get_gc_rules(repo)
+    assert got == lakefs_sdk.GarbageCollectionRules(default_retention_days=5, branches=[])
+    repositories.set_gc_rules(repo, lakefs_sdk.GarbageCollectionRules(default_retention_days=9, branches=[]))
+    stored = json.loads(api.request("GET", path).data)
+    assert stored["default_retention_days"] == 9 and stored["last_access_rules"] == expiring
+
+    for bad in (
+        "not a list",
+        [{"branch": "main", "prefixes": ["x"]}],
+        [{"branch": "main", "prefixes": ["x"], "days": 0}],
+        [{"branch": "main", "prefixes": ["x"], "days": 1, "extra": True}],
+        [{"branch": "main", "prefixes": ["x" * 1025], "days": 1}],
+        [{"branch": "main", "prefixes": ["x"], "days": 1}] * 101,
+    ):
+        body = {"default_retention_days": 1, "branches": [], "last_access_rules": bad}
+        assert _send(api, "PUT", path, body).status == 400, bad
+    assert json.loads(api.request("GET", path).data)["last_access_rules"] == expiring
+    assert _send(api, "PUT", path, {"default_retention_days": 9, "branches": [], "last_access_rules": []}).status == 204
+    assert "last_access_rules" not in json.loads(api.request("GET", path).data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -12,6 +13,7 @@ from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS, PRESET_GROUPS, SER
 from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import model_pb2 as pb
+from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as gpb
 from silt.rpc.signing import Credentials
@@ -232,6 +234,14 @@ def _act_for_user(stack: Stack, creds: Credentials) -> Callable[[], object]:
     return call
 
 
+def _record_events(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    repo = stack.new_repo()
+    event = ev.HistoryEvent(
+        timestamp_us=time.time_ns() // 1000, repository=repo, branch="main", type=ev.WRITE, path="k", user="someone"
+    )
+    return lambda: stack.gv(creds).RecordEvents(ev.RecordEventsRequest(events=[event]))
+
+
 PROBES: dict[str, Probe] = {
     a.CREATE_REPO: _create_repo,
     a.DELETE_REPO: _delete_repo,
@@ -268,6 +278,7 @@ PROBES: dict[str, Probe] = {
     ),
     a.VERIFY_SIGNATURE: _verify_signature,
     a.ACT_FOR_USER: _act_for_user,
+    a.RECORD_EVENTS: _record_events,
 }
 
 GROUPS = [*PRESET_GROUPS, NO_GROUP]

@@ -25,7 +25,7 @@ from silt.config import BlockstoreConfig, DatabaseConfig, LocalBlockstoreConfig,
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
-from silt.kv import open_store
+from silt.kv import Store, open_store
 
 # Objects written by a test are backdated by this much, so a GC run with grace 0 sees them
 # as older than its start (file times have whole-second granularity on some filesystems).
@@ -38,6 +38,8 @@ class GCEnv:
     adapter: LocalAdapter
     blockstore: BlockstoreConfig
     graveler: Graveler  # for what has no gRPC call on graveler (compaction)
+    store: Store  # graveler's KV, for history events written with old timestamps
+    target: str  # graveler's address, for clients of its own (the CLI)
 
     def new_repo(self, default_days: int | None = 0) -> str:
         name = f"gc-{uuid.uuid4().hex[:10]}"
@@ -83,7 +85,7 @@ def gc_env(tmp_path: Path) -> Iterator[GCEnv]:
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
-        yield GCEnv(api_grpc.GravelerServiceStub(channel), adapter, blockstore, graveler)
+        yield GCEnv(api_grpc.GravelerServiceStub(channel), adapter, blockstore, graveler, store, f"127.0.0.1:{port}")
     finally:
         channel.close()
         server.stop(None)

@@ -1,0 +1,33 @@
+"""History events in one graveler process: the writer every stored event goes through, the
+recorder of callers' batches and of graveler's own events, the reader, and retention."""
+
+from __future__ import annotations
+
+from services.graveler.events.reading import EventReader
+from services.graveler.events.recorder import EventRecorder, OwnEvents
+from services.graveler.events.retention import HistoryRetention, RetentionPolicy
+from services.graveler.events.writer import EventWriter
+from services.graveler.refs import RefManager
+
+
+class HistoryEvents:
+    def __init__(
+        self,
+        refs: RefManager,
+        policy: RetentionPolicy | None = None,
+        flush_interval: float = 0.2,
+        enabled: bool = True,
+    ) -> None:
+        """enabled: False (graveler.history.enabled) records no ref events of graveler's own."""
+        self.writer = EventWriter(refs.kv)
+        self.recorder = EventRecorder(refs, self.writer)
+        self.own = OwnEvents(self.recorder, interval=flush_interval, enabled=enabled)
+        self.reader = EventReader(refs)
+        self.retention = HistoryRetention(refs, self.writer, policy or RetentionPolicy())
+
+    def start(self) -> HistoryEvents:
+        self.own.start()
+        return self
+
+    def close(self) -> None:
+        self.own.close()

@@ -1,0 +1,135 @@
+"""The emitting side of history events: the bounded queue never blocks and counts what it
+drops; flushers send in batches and count batches they could not deliver."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+
+from prometheus_client import REGISTRY
+
+from silt.graveler.v1 import events_pb2 as ev
+from silt.history.emitter import EventEmitter
+from silt.history.flush import ThreadFlusher, flush_async, run_async_flusher
+from silt.history.queue import EventQueue
+
+
+def _event(n: int = 0) -> ev.HistoryEvent:
+    return ev.HistoryEvent(timestamp_us=n, repository="r", branch="main", type=ev.WRITE, path=f"k{n}")
+
+
+def _dropped(reason: str) -> float:
+    return REGISTRY.get_sample_value("silt_history_events_dropped_total", {"reason": reason}) or 0.0
+
+
+def test_a_full_queue_drops_and_counts_without_waiting() -> None:
+    queue = EventQueue(capacity=100)
+    before = _dropped("queue_full")
+    started = time.perf_counter()
+    accepted = sum(queue.emit(_event(n)) for n in range(10_000))
+    elapsed = time.perf_counter() - started
+    assert accepted == 100 and len(queue) == 100
+    assert queue.dropped == 9_900
+    assert _dropped("queue_full") - before == 9_900
+    # 10,000 emits, most of them refused: far under a millisecond each.
+    assert elapsed < 1.0, elapsed
+    assert [e.path for e in queue.take(3)] == ["k0", "k1", "k2"]  # the oldest are kept, in order
+
+
+def test_emit_never_blocks_while_the_flusher_is_stuck() -> None:
+    """A send that hangs (graveler away) holds the flusher, never the emitting threads."""
+    queue = EventQueue(capacity=1_000)
+    release = threading.Event()
+    sent: list[int] = []
+
+    def stuck_send(batch: list[ev.HistoryEvent]) -> None:
+        release.wait(10)
+        sent.append(len(batch))
+
+    flusher = ThreadFlusher(queue, stuck_send, interval=0.01, batch_size=500).start()
+
+    def emit_many() -> None:
+        for n in range(5_000):
+            queue.emit(_event(n))
+
+    try:
+        threads = [threading.Thread(target=emit_many) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        # Every emitting thread finished while the send was still stuck.
+        assert not release.is_set() and not any(thread.is_alive() for thread in threads), "an emit blocked"
+        assert queue.dropped > 0  # 20,000 emitted into 1,000 places while nothing drained
+    finally:
+        release.set()
+        flusher.close()
+    assert sum(sent) + queue.dropped == 20_000
+
+
+def test_an_event_protobuf_cannot_carry_is_counted_not_raised() -> None:
+    """An S3 key is any string the client sent; one that is not UTF-8 costs the event, never the request."""
+    emitter = EventEmitter(ev.S3, graveler=None)
+    before = _dropped("invalid")
+    emitter.emit(ev.READ, "r", "main", "bad-\udc80-key", "alice")
+    emitter.emit(ev.READ, "r", "main", "good-key", "alice")
+    assert _dropped("invalid") - before == 1
+    assert [e.path for e in emitter.queue.take()] == ["good-key"]
+
+
+def test_the_async_flusher_sends_in_batches_of_at_most_batch_size() -> None:
+    queue = EventQueue()
+    batches: list[list[str]] = []
+
+    async def send(batch: list[ev.HistoryEvent]) -> None:
+        batches.append([e.path for e in batch])
+
+    for n in range(1_250):
+        queue.emit(_event(n))
+    asyncio.run(flush_async(queue, send, batch_size=500, timeout=1.0))
+    assert [len(b) for b in batches] == [500, 500, 250]
+    assert [p for b in batches for p in b] == [f"k{n}" for n in range(1_250)]  # order kept
+    assert len(queue) == 0
+
+
+def test_a_failed_or_slow_delivery_drops_the_batch_and_counts_it() -> None:
+    queue = EventQueue()
+    before = _dropped("send_failed")
+
+    async def hangs(batch: list[ev.HistoryEvent]) -> None:
+        await asyncio.sleep(60)
+
+    for n in range(30):
+        queue.emit(_event(n))
+    started = time.monotonic()
+    asyncio.run(flush_async(queue, hangs, batch_size=10, timeout=0.1))
+    assert time.monotonic() - started < 5
+    # The first batch timed out and was dropped; the rest waits for the next flush.
+    assert _dropped("send_failed") - before == 10
+    assert len(queue) == 20
+
+
+def test_the_running_flusher_delivers_within_an_interval_and_flushes_on_stop() -> None:
+    queue = EventQueue()
+    delivered: list[str] = []
+
+    async def send(batch: list[ev.HistoryEvent]) -> None:
+        delivered.extend(e.path for e in batch)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(run_async_flusher(queue, send, interval=0.05))
+        queue.emit(_event(1))
+        for _ in range(100):  # the flusher's own interval, 50 ms, bounds this wait
+            if delivered:
+                break
+            await asyncio.sleep(0.01)
+        assert delivered == ["k1"]
+        queue.emit(_event(2))
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    assert delivered == ["k1", "k2"]  # the last one went out on cancellation
