@@ -20,7 +20,19 @@ from starlette.routing import Match
 from services.api.backend import Backend
 from services.api.errors import ApiError, from_silt
 from services.api.observe import Observed
-from services.api.routes import branches, commits, iam, objects, pulls, refs, repositories, settings, setup, tags
+from services.api.routes import (
+    branches,
+    commits,
+    iam,
+    objects,
+    preview,
+    pulls,
+    refs,
+    repositories,
+    settings,
+    setup,
+    tags,
+)
 from silt.asgi import API_PREFIX, ASGIApp
 from silt.config import Config
 from silt.errors import SiltError
@@ -111,6 +123,7 @@ def create_app(config: Config) -> ASGIApp:
         commits.router,
         refs.router,
         tags.router,
+        preview.router,
         objects.router,
         pulls.router,
         iam.router,
