@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # Silt's one image: auth, graveler, gateway, compactor, the GC job and the `silt` CLI.
-# Build: `make image` (docker or podman). Every process is chosen by the manifest's command,
-# e.g. `python -m services.graveler.server`.
+# Build: `make image` (docker or podman), which builds the web UI's bundle first (`make ui`, into
+# services/ui/static/dist/, carried by the wheel as package data). Every process is chosen by the
+# manifest's command, e.g. `python -m services.graveler.server`.
 
 # The base image, pinned by digest: a tag moves (and could be repointed), a digest names exactly
 # one multi-platform image index. This one is python:3.11-slim-bookworm (Python 3.11.16) as the
@@ -28,13 +29,16 @@ COPY protos ./protos
 COPY silt ./silt
 COPY services ./services
 COPY jobs ./jobs
-RUN /opt/protoc/bin/python -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. \
+RUN { test -f services/ui/static/dist/index.html \
+      || { echo "the web UI bundle is missing: run make ui first (make image does)" >&2; exit 1; }; } \
+    && /opt/protoc/bin/python -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. \
         $(find protos -name '*.proto') \
     && for d in $(find protos -name '*.proto' -exec dirname {} \; | sort -u | sed 's|^protos/||'); do \
          p=$d; while [ "$p" != "silt" ] && [ "$p" != "." ]; do touch "$p/__init__.py"; p=$(dirname "$p"); done; \
        done \
     && /opt/silt/bin/pip install --no-deps --no-build-isolation . \
-    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, services.gateway.server"
+    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, services.gateway.server" \
+    && test -f /opt/silt/lib/python3.11/site-packages/services/ui/static/dist/index.html
 
 # --- runtime: the venv only, as a non-root user (image silt) --------------------------------
 FROM ${PYTHON_IMAGE} AS runtime

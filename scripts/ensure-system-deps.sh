@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs outside Python when it is missing: Java 17 (to run the
-# test Cassandra) and npm (to fetch it); with `bench`, also nginx and curl (the gateway
-# benchmark's reference server and client). Uses Debian's packages; does nothing when present.
+# test Cassandra), npm (to fetch it and to build the web UI) and Chromium (the UI's browser
+# tests); with `bench`, also nginx and curl (the gateway benchmark's reference server and
+# client); with `ui`, only npm (`make ui`). Uses Debian's packages; does nothing when present.
 set -euo pipefail
 
 missing=()
-command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ "${1:-}" != ui ]; then
+  command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+  # The web UI's browser tests drive Debian's Chromium (Playwright's own download is not used).
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+fi
 if [ "${1:-}" = bench ]; then
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
   command -v curl >/dev/null 2>&1 || missing+=(curl)

@@ -1,9 +1,11 @@
-"""One HTTP port, several ASGI apps: the S3 gateway, the REST API (and later the web UI).
+"""One HTTP port, several ASGI apps: the S3 gateway, the REST API and the web UI.
 
-lakeFS users configure one endpoint for S3 and the API, so the gateway's port serves both:
+lakeFS users configure one endpoint for S3 and the API, so the gateway's port serves all three:
 a request carrying an AWS signature (an `Authorization: AWS4-HMAC-SHA256 ...` or `AWS ...`
-header, or presigned query parameters) is S3; otherwise a path under `/api/v1` goes to the API;
-everything else stays S3 (the UI will take it later).
+header, or presigned query parameters) is S3; otherwise a path under `/api/v1` goes to the API,
+a path under `/ui` to the web UI (no bucket is called `ui`: repository names have at least 3
+characters), and an unsigned browser `GET /` (it accepts text/html) to the UI, which redirects
+it to `/ui/`; everything else stays S3.
 
 Services never import each other, so the apps are found by name in a registry (as fsspec
 finds filesystems by protocol): `register(name, "module:factory")`; the factory takes the
@@ -28,11 +30,12 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]
 
 API_PREFIX = "/api/v1"
+UI_PREFIX = "/ui"
 # Scope key of the state the gateway's HTTP protocol keeps for a request's body (its reader and
 # whether the client stopped sending mid-body): both apps on the port read it.
 BODY_STATE = "silt.body"
 
-_REGISTRY: dict[str, str] = {"api": "services.api.app:create_app"}
+_REGISTRY: dict[str, str] = {"api": "services.api.app:create_app", "ui": "services.ui.app:create_app"}
 
 
 def register(name: str, target: str) -> None:
@@ -67,21 +70,48 @@ def is_api_path(path: str) -> bool:
     return path == API_PREFIX or path.startswith(API_PREFIX + "/")
 
 
-class Dispatcher:
-    """Routes each request to the S3 app or the API app, and runs both apps' lifespans."""
+def is_ui_path(path: str) -> bool:
+    return path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
 
-    def __init__(self, s3: ASGIApp, api: ASGIApp | None) -> None:
+
+def _header(scope: Scope, name: bytes) -> bytes:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value)
+    return b""
+
+
+def is_browser_root(scope: Scope) -> bool:
+    """A browser opening the endpoint itself: `GET /` asking for a page. S3's ListBuckets is
+    also `GET /`, but its clients sign it and do not ask for text/html."""
+    return (
+        scope.get("method") in ("GET", "HEAD")
+        and scope.get("path") == "/"
+        and b"text/html" in _header(scope, b"accept").lower()
+    )
+
+
+class Dispatcher:
+    """Routes each request to the S3 app, the API app or the UI app, and runs their lifespans."""
+
+    def __init__(self, s3: ASGIApp, api: ASGIApp | None, ui: ASGIApp | None = None) -> None:
         self.s3 = s3
         self.api = api
+        self.ui = ui
 
     def pick(self, scope: Scope) -> ASGIApp:
-        if self.api is not None and not is_s3_request(scope) and is_api_path(scope.get("path", "")):
+        if is_s3_request(scope):
+            return self.s3
+        path = scope.get("path", "")
+        if self.api is not None and is_api_path(path):
             return self.api
+        if self.ui is not None and (is_ui_path(path) or is_browser_root(scope)):
+            return self.ui
         return self.s3
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            apps = [self.s3] if self.api is None else [self.s3, self.api]
+            apps = [app for app in (self.s3, self.api, self.ui) if app is not None]
             await Lifespans(apps).run(scope, receive, send)
             return
         await self.pick(scope)(scope, receive, send)

@@ -54,6 +54,9 @@ _MARK_BY_DIRECTORY = [
     (("tests", "integration", "api"), "e2e"),
     (("tests", "integration", "api"), "api"),
     (("tests", "unit", "api"), "api"),
+    # The web UI in a real browser, over the services as processes.
+    (("tests", "browser"), "browser"),
+    (("tests", "browser"), "e2e"),
 ]
 _MARK_BY_FIXTURE = {"spark": "spark", "cassandra_server": "cassandra", "cassandra_store": "cassandra"}
 

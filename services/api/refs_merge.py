@@ -55,6 +55,32 @@ def conflict_message(reply: api.MergeResponse) -> str:
     return f"{CONFLICT_FOUND}: conflicting paths: {listed}"
 
 
+def conflict_body(reply: api.MergeResponse) -> dict[str, object]:
+    """A merge's 409: lakeFS's `message` and `reference` (valid as `MergeResult` and `Error`), and
+    Silt's `conflicts`, every examined conflicting path with what each side did to it, so a
+    client need not parse paths out of the text (a path may hold ", ")."""
+    return {
+        "message": conflict_message(reply),
+        "reference": "",
+        "conflicts": [
+            {
+                "path": c.key[:MAX_PATH_SHOWN],
+                "source": _side_change(c, c.HasField("source")),
+                "destination": _side_change(c, c.HasField("destination")),
+            }
+            for c in reply.conflicts
+        ],
+        "conflicts_truncated": reply.conflicts_truncated,
+    }
+
+
+def _side_change(conflict: api.Conflict, present: bool) -> str:
+    """What one side of a conflict did to its path since the merge base."""
+    if not present:
+        return "removed"
+    return "changed" if conflict.HasField("base") else "added"
+
+
 def in_lakefs_terms(exc: ApiError) -> ApiError:
     """Graveler's 400s for a dirty branch or an empty result, with lakeFS's text in front (clients
     match "dirty branch" and "no changes"); graveler's own explanation follows it."""

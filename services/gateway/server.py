@@ -53,8 +53,9 @@ def https_options(s3: S3GatewayConfig) -> dict[str, Any]:
 
 
 def serving_app(config: Config) -> ASGIApp:
-    """The gateway, and with api.enabled the REST API on the same port (silt/asgi.py decides
-    per request: an AWS signature is S3, otherwise /api/v1/... is the API)."""
+    """The gateway, and with api.enabled the REST API and the web UI on the same port
+    (silt/asgi.py decides per request: an AWS signature is S3, otherwise /api/v1/... is the
+    API and /ui/... the UI)."""
     gateway = GatewayApp(config)
     if not config.api.enabled:
         return gateway
@@ -64,7 +65,8 @@ def serving_app(config: Config) -> ASGIApp:
             "api.enabled without api.credentials: the REST API on this port signs as the gateway's "
             "own user; give it svc-api's key (SILT_API_CREDENTIALS_*), or set api.enabled false"
         )
-    return Dispatcher(gateway, load_app("api", config))
+    # The web UI is a client of the API on the same origin: it is served wherever the API is.
+    return Dispatcher(gateway, load_app("api", config), load_app("ui", config))
 
 
 def create_app() -> ASGIApp:

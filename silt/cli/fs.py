@@ -51,7 +51,9 @@ def _s3_error(exc: Exception, what: str) -> ClientError:
         ("(404)", EXIT_NOT_FOUND, "not found"),
     ):
         if code in text:
-            return ClientError(f"{words}: {what}: {text.rpartition(': ')[2]}", exit_code)
+            # "... when calling the PutObject operation: <message>"; the message may hold ": " too.
+            message = text.partition(" operation: ")[2] or text.rpartition(": ")[2]
+            return ClientError(f"{words}: {what}: {message}", exit_code)
     return ClientError(f"{what}: {text}")
 
 

@@ -82,6 +82,7 @@ def _announce(stack: Stack) -> None:
     if s3 and stack.config is not None and stack.config.api.enabled:
         # One endpoint for both, as lakeFS: give lakeFS clients (lakefs-sdk, lakectl) this one.
         click.echo(f"  lakeFS API:   {s3} (REST API under {s3}/api/v1; same access key)")
+        click.echo(f"  web UI:       {s3}/ui/ (open it in a browser; sign in with an access key)")
     for name in ("graveler", "auth", "compactor"):
         if name in endpoints:
             click.echo(f"  {name + ':':13} {endpoints[name]} (gRPC)")

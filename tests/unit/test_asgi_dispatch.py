@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from silt.asgi import Dispatcher, is_s3_request
+from silt.asgi import Dispatcher, is_browser_root, is_s3_request
 
 
 def _scope(path: str, headers: list[tuple[bytes, bytes]] | None = None, query: bytes = b"") -> dict[str, Any]:
@@ -81,3 +81,60 @@ def test_requests_are_routed_and_both_lifespans_run() -> None:
         "api lifespan.shutdown",
         "s3 lifespan.shutdown",
     ]
+
+
+def _browser(
+    path: str, method: str = "GET", accept: bytes = b"text/html,application/xhtml+xml,*/*;q=0.8"
+) -> dict[str, Any]:
+    return {**_scope(path, [(b"accept", accept)]), "method": method}
+
+
+@pytest.mark.parametrize(
+    ("scope", "browser"),
+    [
+        (_browser("/"), True),
+        (_browser("/", method="HEAD"), True),
+        (_browser("/", accept=b"*/*"), False),  # an S3 client's ListBuckets (if unsigned)
+        (_browser("/", method="PUT"), False),
+        (_browser("/bucket"), False),
+        ({**_scope("/"), "method": "GET"}, False),
+    ],
+)
+def test_a_browser_root_is_get_slash_asking_for_a_page(scope: dict[str, Any], browser: bool) -> None:
+    assert is_browser_root(scope) is browser
+
+
+def test_ui_paths_and_browser_root_go_to_the_ui_signed_requests_stay_s3() -> None:
+    events: list[str] = []
+    dispatcher = Dispatcher(_Recorder("s3", events), _Recorder("api", events), _Recorder("ui", events))
+    signed = [(b"authorization", b"AWS4-HMAC-SHA256 Credential=x"), (b"accept", b"text/html")]
+    scopes = [
+        _browser("/ui/repositories/x"),
+        _browser("/ui"),
+        _browser("/"),
+        {**_scope("/", signed), "method": "GET"},
+        {**_scope("/ui/x", signed), "method": "GET"},
+        _browser("/uix"),
+        _browser("/bucket/ui/key"),
+        _browser("/api/v1/user"),
+    ]
+
+    async def run() -> None:
+        for scope in scopes:
+            await dispatcher(scope, _never, _never)
+
+    asyncio.run(run())
+    assert events == [
+        "ui /ui/repositories/x",
+        "ui /ui",
+        "ui /",
+        "s3 /",
+        "s3 /ui/x",
+        "s3 /uix",
+        "s3 /bucket/ui/key",
+        "api /api/v1/user",
+    ]
+
+
+async def _never(*args: Any) -> Any:
+    raise AssertionError("the recorder neither receives nor sends")

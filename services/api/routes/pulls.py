@@ -19,6 +19,7 @@ from services.api.bodies import json_body, json_object, validate
 from services.api.context import Ctx
 from services.api.errors import ApiError, bad_request
 from services.api.paging import After, Amount, Prefix, page_size, pagination
+from services.api.refs_merge import optional_body, strategy_of
 from services.api.responses import model_response, no_content
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
@@ -155,11 +156,24 @@ def _conflicts(merge: api.MergeResponse) -> str:
     return text
 
 
+class PullRequestMergeOptions(BaseModel):
+    """Silt's optional body of a pull request's merge (lakeFS's has none): the strategy, by
+    the names of a direct merge's `Merge.strategy`."""
+
+    strategy: StrictStr | None = None
+
+
 @router.put(PULL + "/merge")
-async def merge_pull_request(ctx: Ctx, repository: str, pull_request: str) -> Response:
+async def merge_pull_request(ctx: Ctx, request: Request, repository: str, pull_request: str) -> Response:
     await ctx.authorize(WRITE_REPO, repository)
-    request = api.MergePullRequestRequest(repository=repository, id=pull_request, committer=ctx.caller.user_id)
-    reply = await ctx.call(ctx.backend.graveler.MergePullRequest, request)
+    options = await optional_body(request, PullRequestMergeOptions)
+    merge = api.MergePullRequestRequest(
+        repository=repository,
+        id=pull_request,
+        strategy=strategy_of(options.strategy),
+        committer=ctx.caller.user_id,
+    )
+    reply = await ctx.call(ctx.backend.graveler.MergePullRequest, merge)
     if not reply.merge.HasField("commit"):
         # lakeFS's schema names MergeResult for 409 and says it becomes Error: this body is both.
         return JSONResponse({"message": _conflicts(reply.merge), "reference": ""}, status_code=409)

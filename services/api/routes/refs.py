@@ -14,7 +14,7 @@ from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pag
 from services.api.refs_merge import (
     STRATEGY_LABELS,
     STRATEGY_METADATA_KEY,
-    conflict_message,
+    conflict_body,
     lakefs_call,
     optional_body,
     strategy_of,
@@ -101,7 +101,7 @@ async def merge_into_branch(
     reply = await lakefs_call(ctx.call(ctx.backend.graveler.Merge, merge))
     if not reply.HasField("commit"):
         # The schema names MergeResult for a 409 and lakeFS plans the Error model: both fit.
-        return JSONResponse({"message": conflict_message(reply), "reference": ""}, status_code=409)
+        return JSONResponse(conflict_body(reply), status_code=409)
     return model_response(MergeResult(reference=reply.commit.id))
 
 

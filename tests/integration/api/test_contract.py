@@ -9,6 +9,7 @@ but no request below fails `test_every_contract_is_exercised`."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import secrets
@@ -17,9 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import lakefs_sdk.models
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import urllib3
-from pydantic.v1 import BaseModel, Extra, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic.v1 import BaseModel, Extra, Field, StrictBool, StrictInt, StrictStr, ValidationError
 from pydantic.v1.fields import SHAPE_SINGLETON
 
 from services.api.app import create_app
@@ -63,11 +66,27 @@ class SiltCommentList(BaseModel, extra=Extra.forbid):
     results: list[SiltComment]
 
 
-# Silt's own models, for the routes lakeFS does not have (pull request reviews and comments).
+class SiltPreviewField(BaseModel, extra=Extra.forbid):
+    name: StrictStr
+    type: StrictStr
+
+
+class SiltObjectPreview(BaseModel, extra=Extra.forbid):
+    path: StrictStr
+    schema_: list[SiltPreviewField] = Field(alias="schema")
+    rows: list[list[Any]]
+    total_rows: StrictInt
+    row_groups: StrictInt
+    bytes_read: StrictInt
+
+
+# Silt's own models, for the routes lakeFS does not have (pull request reviews and comments,
+# the web UI's Parquet preview).
 SILT_MODELS: dict[str, type[BaseModel]] = {
     "SiltReviewList": SiltReviewList,
     "SiltComment": SiltComment,
     "SiltCommentList": SiltCommentList,
+    "SiltObjectPreview": SiltObjectPreview,
 }
 # Fields Silt adds to a lakeFS model (documented in docs/design/api.md); the SDK ignores them.
 EXTENSIONS: dict[str, frozenset[str]] = {
@@ -138,6 +157,7 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("HEAD", "/repositories/{}/refs/{}/objects"): Contract("headObject", 200, NO_BODY),
     ("GET", "/repositories/{}/refs/{}/objects/stat"): Contract("statObject", 200, "ObjectStats"),
     ("GET", "/repositories/{}/refs/{}/objects/ls"): Contract("listObjects", 200, "ObjectStatsList"),
+    ("GET", "/repositories/{}/refs/{}/objects/preview"): Contract("silt:previewObject", 200, "SiltObjectPreview"),
     ("POST", "/repositories/{}/branches/{}/objects"): Contract("uploadObject", 201, "ObjectStats"),
     ("DELETE", "/repositories/{}/branches/{}/objects"): Contract("deleteObject", 204, NO_BODY),
     ("POST", "/repositories/{}/branches/{}/objects/delete"): Contract("deleteObjects", 200, "ObjectErrorList"),
@@ -233,6 +253,13 @@ class Step:
     as_user: bool = False  # signed with the credentials issued to {user}, not the admin's
 
 
+def _parquet_bytes() -> bytes:
+    out = io.BytesIO()
+    pq.write_table(pa.table({"id": [1, 2], "name": ["a", "b"]}), out)
+    return out.getvalue()
+
+
+_PARQUET = _parquet_bytes()
 REPO = "/repositories/{repo}"
 MAIN = REPO + "/branches/main"
 OCTETS = {"Content-Type": "application/octet-stream"}
@@ -258,6 +285,8 @@ def _steps() -> list[Step]:
         Step("HEAD", REPO + "/refs/main/objects", query={"path": "data/a.csv"}),
         Step("GET", REPO + "/refs/main/objects/stat", query={"path": "data/a.csv"}),
         Step("GET", REPO + "/refs/main/objects/ls", query={"prefix": "data/"}),
+        Step("POST", MAIN + "/objects", query={"path": "data/t.parquet"}, content=_PARQUET, headers=OCTETS),
+        Step("GET", REPO + "/refs/main/objects/preview", query={"path": "data/t.parquet"}),
         Step("POST", MAIN + "/objects/copy", query={"dest_path": "data/b.csv"}, json={"src_path": "data/a.csv"}),
         Step("PUT", MAIN + "/objects/stat/user_metadata", query={"path": "data/a.csv"}, json={"set": {"k": "v"}}),
         Step("DELETE", MAIN + "/objects", query={"path": "data/b.csv"}),

@@ -229,6 +229,25 @@ def test_merge_conflict_is_409_and_stays_open(client: lakefs_sdk.ApiClient, s3: 
     assert pulls.get_pull_request(repo, pull_id).status == "open"
 
 
+def test_merge_with_a_strategy_resolves_conflicts(api: Api, client: lakefs_sdk.ApiClient, s3: Any, repo: str) -> None:
+    """Silt's optional merge body: a strategy, named as for a direct merge."""
+    pulls = lakefs_sdk.PullsApi(client)
+    _feature(client, s3, repo, "feature", "same.txt", b"feature side")
+    s3.put_object(Bucket=repo, Key="main/same.txt", Body=b"main side")
+    lakefs_sdk.CommitsApi(client).commit(repo, "main", lakefs_sdk.CommitCreation(message="main side"))
+    creation = lakefs_sdk.PullRequestCreation(title="clash", source_branch="feature", destination_branch="main")
+    pull_id = pulls.create_pull_request(repo, creation).id
+    merge = f"/repositories/{repo}/pulls/{pull_id}/merge"
+    invalid = _json(api, "PUT", merge, {"strategy": "theirs"})
+    assert invalid.status == 400 and "strategy" in json.loads(invalid.data)["message"]
+    assert _json(api, "PUT", merge, {"strategy": 3}).status == 400
+    assert pulls.get_pull_request(repo, pull_id).status == "open"
+    merged = _json(api, "PUT", merge, {"strategy": "source-wins"})
+    assert merged.status == 200, merged.data
+    assert pulls.get_pull_request(repo, pull_id).merged_commit_id == json.loads(merged.data)["reference"]
+    assert s3.get_object(Bucket=repo, Key="main/same.txt")["Body"].read() == b"feature side"
+
+
 def test_bad_input(api: Api, client: lakefs_sdk.ApiClient, repo: str) -> None:
     pulls = lakefs_sdk.PullsApi(client)
     lakefs_sdk.BranchesApi(client).create_branch(repo, lakefs_sdk.BranchCreation(name="dev", source="main"))

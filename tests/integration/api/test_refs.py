@@ -231,6 +231,37 @@ def test_a_conflict_message_names_at_most_ten_paths(api: Api, client: lakefs_sdk
     message = _message(_post(api, f"/repositories/{repo}/refs/dev/merge/main", b"{}"), 409)
     assert all(key in message for key in keys[:10]) and not any(key in message for key in keys[10:])
     assert message.endswith(", ...")
+    # The structured list is not cut to the message's ten.
+    response = _post(api, f"/repositories/{repo}/refs/dev/merge/main", b"{}")
+    assert [c["path"] for c in json.loads(response.data)["conflicts"]] == keys
+
+
+def test_a_conflict_lists_every_path_with_what_each_side_did(
+    api: Api, client: lakefs_sdk.ApiClient, s3: Any, forked: str
+) -> None:
+    repo = forked
+    # dev changed a.txt, removed b.txt and added c/1.txt; main does otherwise with each of them,
+    # and both add a path whose name holds the message's separator.
+    _put(s3, repo, "main", "a.txt", b"main's")
+    _put(s3, repo, "main", "b.txt", b"main's")
+    _put(s3, repo, "main", "c/1.txt", b"main's")
+    _put(s3, repo, "main", "d, e.txt", b"main's")
+    _commit(client, repo, "main", "main changes")
+    _put(s3, repo, "dev", "d, e.txt", b"dev's")
+    _commit(client, repo, "dev", "dev adds d, e")
+    response = _post(api, f"/repositories/{repo}/refs/dev/merge/main", b"{}")
+    assert response.status == 409
+    body = json.loads(response.data)
+    assert body["conflicts"] == [
+        {"path": "a.txt", "source": "changed", "destination": "changed"},
+        {"path": "b.txt", "source": "removed", "destination": "changed"},
+        {"path": "c/1.txt", "source": "added", "destination": "added"},
+        {"path": "d, e.txt", "source": "added", "destination": "added"},
+    ]
+    assert body["conflicts_truncated"] is False
+    # The additions leave the body what lakeFS's clients read.
+    assert lakefs_sdk.MergeResult.from_dict(body).reference == ""
+    assert lakefs_sdk.Error.from_dict(body).message.startswith("conflict found")
 
 
 @pytest.mark.parametrize(("strategy", "wins"), [("source-wins", b"changed"), ("dest-wins", b"main's")])

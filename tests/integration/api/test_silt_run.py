@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import lakefs_sdk
+import urllib3
 
 from silt.launcher import free_port
 
@@ -54,6 +55,12 @@ def test_silt_run_prints_the_lakefs_endpoint_and_it_serves_the_sdk(tmp_path: Pat
             lakefs_sdk.RepositoryCreation(name="quickstart", storage_namespace="local://quickstart")
         )
         assert created.default_branch == "main"
+        # The web UI on the same endpoint: the bundle's page (200), or the page saying to build it.
+        ui = re.search(r"web UI:\s+(\S+)", banner)
+        assert ui and ui.group(1) == endpoint + "/ui/", banner
+        page = urllib3.request("GET", ui.group(1), timeout=30, retries=False)
+        assert page.status in (200, 503) and page.headers["Content-Type"].startswith("text/html")
+        assert page.headers["Content-Security-Policy"].startswith("default-src 'self'")
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)

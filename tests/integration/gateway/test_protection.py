@@ -44,6 +44,17 @@ def test_protected_branch_refuses_s3_put_and_delete(
             Bucket=bucket, Key="main/copy.txt", CopySource={"Bucket": bucket, "Key": "main/kept.txt"}
         )
     )
+    # A multipart upload's parts are not the branch's yet; its completion is the write refused.
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/parts.bin")["UploadId"]
+    part = s3.upload_part(Bucket=bucket, Key="main/parts.bin", UploadId=upload, PartNumber=1, Body=b"p")
+    _refused(
+        lambda: s3.complete_multipart_upload(
+            Bucket=bucket,
+            Key="main/parts.bin",
+            UploadId=upload,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+        )
+    )
     assert s3.get_object(Bucket=bucket, Key="main/kept.txt")["Body"].read() == b"before"
     listed = s3.list_objects_v2(Bucket=bucket, Prefix="main/")
     assert [o["Key"] for o in listed.get("Contents", [])] == ["main/kept.txt"]

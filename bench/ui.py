@@ -1,0 +1,116 @@
+"""`make bench-ui`: the web UI's page times in Chromium (Playwright), one JSON object per line.
+
+A repository with 240,000 objects staged on main (staged in process, as bench.api does: staging
+is not what is measured), 1,000 of them in one directory. Measured, median of --rounds fresh
+page loads each, signed in (the session cookie) and with the bundle cached as a returning user
+has it:
+
+- `load`: the navigation's loadEventEnd (the browser `load` event). Target 500 ms.
+- `ready`: until the page shows its data (the listing's rows), which comes after `load` as the
+  page calls the API. Also held to 500 ms.
+- `listing_call`: of that, the API's `/objects/ls` call alone.
+
+Pages: the repository page (its root directory on main) and the 1,000-entry directory page.
+Needs the bundle (`make ui`) and Debian's chromium.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import Page, sync_playwright
+
+from bench.api import _graveler
+from bench.graveler import entry_for, stage_in_process
+from bench.report import emit
+from services.ui.app import DIST
+from silt.graveler.v1 import model_pb2 as pb
+from tests.support.gateway_stack import GatewayStack, gateway_stack
+
+REPO = "bench-ui"
+DIRECTORY = "dir1000/"
+DIRECTORY_SIZE = 1_000
+CHROMIUM = "/usr/bin/chromium"
+TARGET_S = 0.5
+TIMEOUT_MS = 60_000
+
+
+def _stage(gw: GatewayStack, count: int) -> None:
+    gw.client().create_bucket(Bucket=REPO)
+    with _graveler(gw) as graveler:
+        stage_in_process(graveler, REPO, "main", count - DIRECTORY_SIZE)
+        for i in range(DIRECTORY_SIZE):
+            entry: pb.Entry = entry_for(i)
+            graveler.stage_entry(REPO, "main", f"{DIRECTORY}part-{i:05d}.parquet", entry)
+
+
+def _login(page: Page, gw: GatewayStack) -> None:
+    page.goto(gw.endpoint + "/ui/")
+    page.get_by_label("Access key ID").fill(gw.admin.access_key_id)
+    page.get_by_label("Secret access key").fill(gw.admin.secret_access_key.get_secret_value())
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_test_id("whoami").wait_for()
+
+
+def _measure(page: Page, url: str, rows: int) -> tuple[float, float, float]:
+    """(load, ready, the listing call) in seconds for one fresh navigation to url."""
+    page.goto("about:blank")
+    page.goto(url, wait_until="load")
+    page.wait_for_function(
+        "n => document.querySelectorAll('[data-testid=entry]').length >= n", arg=rows, timeout=TIMEOUT_MS
+    )
+    ready_ms = page.evaluate("performance.now()")
+    load_ms = page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
+    listing_ms = page.evaluate(
+        "Math.max(...performance.getEntriesByType('resource')"
+        ".filter(e => e.name.includes('/objects/ls')).map(e => e.duration))"
+    )
+    return load_ms / 1000, ready_ms / 1000, listing_ms / 1000
+
+
+def bench_pages(gw: GatewayStack, rounds: int) -> None:
+    pages = {
+        "repository_page": (f"{gw.endpoint}/ui/repositories/{REPO}/objects?ref=main", 2),
+        "directory_1000_page": (
+            f"{gw.endpoint}/ui/repositories/{REPO}/objects?ref=main&path={DIRECTORY}",
+            DIRECTORY_SIZE,
+        ),
+    }
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.set_default_timeout(TIMEOUT_MS)
+            page = context.new_page()
+            _login(page, gw)
+            for name, (url, rows) in pages.items():
+                _measure(page, url, rows)  # warm: the bundle in the cache, the connection open
+                samples = [_measure(page, url, rows) for _ in range(rounds)]
+                emit(f"ui.{name}_load", statistics.median(s[0] for s in samples), "s", TARGET_S)
+                emit(f"ui.{name}_ready", statistics.median(s[1] for s in samples), "s", TARGET_S)
+                # Of which the API's listing call (what the page waits for after `load`).
+                emit(f"ui.{name}_listing_call", statistics.median(s[2] for s in samples), "s", None)
+        finally:
+            browser.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=240_000, help="objects staged on main")
+    parser.add_argument("--rounds", type=int, default=5, help="page loads per page; the median counts")
+    args = parser.parse_args()
+    if not (DIST / "index.html").is_file():
+        parser.error(f"the web UI is not built ({DIST}): run `make ui`")
+    with (
+        tempfile.TemporaryDirectory(prefix="silt-bench-ui-") as tmp,
+        gateway_stack(Path(tmp) / "stack") as gw,
+    ):
+        _stage(gw, args.count)
+        bench_pages(gw, args.rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""Silt's own object preview for the web UI: a Parquet object's schema and first rows
+(parquet_preview.py), so the browser never downloads a whole file to show it."""
+
+from __future__ import annotations
+
+from typing import Any, BinaryIO
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from services.api import parquet_preview
+from services.api.context import Ctx
+from services.api.objects_write import checked_path
+from services.api.routes.objects import REF_OBJECTS, ObjectPath
+from silt.actions import READ_REPO
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.objects import split_address
+
+router = APIRouter()
+
+
+@router.get(REF_OBJECTS + "/preview")
+async def preview_object(ctx: Ctx, repository: str, ref: str, path: ObjectPath = None) -> JSONResponse:
+    await ctx.authorize(READ_REPO, repository)
+    key = checked_path(path)
+    info = await ctx.call(ctx.backend.graveler.StatEntry, api.StatEntryRequest(repository=repository, ref=ref, key=key))
+    entry = info.entry
+    backend = ctx.backend
+    namespace, address = split_address(await backend.namespace(repository, ctx.deadline), entry.physical_address)
+
+    def read_range(start: int, end: int) -> BinaryIO:
+        return backend.adapter.get_range(namespace, address, start, end)
+
+    answer: dict[str, Any] = await backend.run(parquet_preview.preview, read_range, int(entry.size))
+    return JSONResponse({"path": key, **answer})

@@ -1,0 +1,1 @@
+"""The web UI: serves the single-page app built from webui/ under /ui/ (docs/design/ui.md)."""

@@ -1,0 +1,309 @@
+// The object browser at any ref: a directory (one page of up to 1,000 entries at a time, the
+// API's cursor in the URL, so 100,000 entries are as quick as 1,000), and one object's page
+// with details, preview, download and delete.
+import { useState } from "preact/hooks";
+import { ApiError, type Page, api, apiUrl, seg } from "../api";
+import { ConfirmDialog } from "../components/confirm_dialog";
+import { ErrorPage, Loading } from "../components/error_page";
+import { formatBytes, formatTime } from "../components/format";
+import { repoHref } from "../components/layout";
+import { RefPicker } from "../components/ref_picker";
+import { Link, navigate } from "../components/router";
+import { useAsync } from "../components/use_async";
+import { Preview, objectUrlPath } from "./objects_preview";
+import { UploadForm } from "./objects_upload";
+import type { Repository } from "./repos";
+
+export const DIRECTORY_PAGE = 1000;
+
+export interface ObjectStats {
+  path: string;
+  path_type: "object" | "common_prefix";
+  physical_address?: string;
+  checksum?: string;
+  size_bytes?: number;
+  mtime?: number;
+  content_type?: string;
+  metadata?: Record<string, string>;
+}
+
+/** The ref in the URL, or else the repository's default branch. */
+function useRef(repo: string, wanted: string | null) {
+  return useAsync(
+    async (signal) => wanted || (await api.get<Repository>(`/repositories/${seg(repo)}`, {}, signal)).default_branch,
+    [repo, wanted],
+  );
+}
+
+/** Whether the ref is a branch (only branches take uploads and deletes); asked beside the
+ * page's own calls, never before them. */
+function useIsBranch(repo: string, ref: string) {
+  return useAsync(async (signal) => {
+    try {
+      await api.get(`/repositories/${seg(repo)}/branches/${seg(ref)}`, {}, signal);
+      return true;
+    } catch (error) {
+      if (error instanceof ApiError && (error.status === 404 || error.status === 400)) return false;
+      throw error;
+    }
+  }, [repo, ref]).data;
+}
+
+function objectsHref(repo: string, ref: string, path: string, after?: string, page?: number): string {
+  return repoHref(repo, "objects", { ref, path: path || undefined, after, page: page && page > 1 ? String(page) : undefined });
+}
+
+function objectHref(repo: string, ref: string, path: string): string {
+  return repoHref(repo, "object", { ref, path });
+}
+
+/** The directory holding a path ("a/b/c.csv" -> "a/b/"). */
+function parentOf(path: string): string {
+  const trimmed = path.endsWith("/") ? path.slice(0, -1) : path;
+  const slash = trimmed.lastIndexOf("/");
+  return slash < 0 ? "" : trimmed.slice(0, slash + 1);
+}
+
+function Breadcrumbs({ repo, ref, path }: { repo: string; ref: string; path: string }) {
+  const parts = path.split("/").filter(Boolean);
+  const isDirectory = path === "" || path.endsWith("/");
+  return (
+    <nav class="breadcrumbs" aria-label="path" data-testid="breadcrumbs">
+      <Link href={objectsHref(repo, ref, "")}>{repo}</Link>
+      {parts.map((part, index) => {
+        const last = index === parts.length - 1;
+        const prefix = parts.slice(0, index + 1).join("/") + "/";
+        return (
+          <span key={prefix}>
+            {" / "}
+            {last && !isDirectory ? <strong>{part}</strong> : <Link href={objectsHref(repo, ref, prefix)}>{part}</Link>}
+          </span>
+        );
+      })}
+    </nav>
+  );
+}
+
+export function ObjectsPage({ repo, query }: { repo: string; query: URLSearchParams }) {
+  const ref = useRef(repo, query.get("ref"));
+  if (ref.loading) return <Loading what="ref" />;
+  if (ref.error || !ref.data) return <ErrorPage error={ref.error} />;
+  return <Directory repo={repo} ref_={ref.data} path={query.get("path") ?? ""} after={query.get("after") ?? ""} page={Number(query.get("page") ?? "1") || 1} />;
+}
+
+function Directory(props: { repo: string; ref_: string; path: string; after: string; page: number }) {
+  const { repo, ref_: ref, path, after } = props;
+  const branch = useIsBranch(repo, ref);
+  const [uploading, setUploading] = useState(false);
+  const listing = useAsync(
+    (signal) =>
+      api.page<ObjectStats>(`${objectUrlPath(repo, ref)}/ls`, { prefix: path, delimiter: "/", user_metadata: false }, after, DIRECTORY_PAGE, signal),
+    [repo, ref, path, after],
+  );
+  return (
+    <section class="objects">
+      <div class="toolbar">
+        <RefPicker repo={repo} current={ref} onSelect={(next) => navigate(objectsHref(repo, next, path))} />
+        <Breadcrumbs repo={repo} ref={ref} path={path} />
+        <span class="spacer" />
+        {branch === true && (
+          <button type="button" onClick={() => setUploading(!uploading)}>
+            Upload
+          </button>
+        )}
+        {branch === false && <span class="note">read-only: not a branch</span>}
+      </div>
+      {uploading && (
+        <UploadForm
+          repo={repo}
+          branch={ref}
+          prefix={path}
+          onUploaded={() => {
+            setUploading(false);
+            listing.reload();
+          }}
+        />
+      )}
+      {listing.loading && <Loading what="objects" />}
+      {listing.error !== undefined && <ErrorPage error={listing.error} />}
+      {listing.data && <DirectoryTable {...props} listing={listing.data} />}
+    </section>
+  );
+}
+
+function DirectoryTable(props: { repo: string; ref_: string; path: string; after: string; page: number; listing: Page<ObjectStats> }) {
+  const { repo, ref_: ref, path, listing, page } = props;
+  const { has_more: more, next_offset: next } = listing.pagination;
+  return (
+    <div data-testid="directory">
+      <table class="listing">
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Size</th>
+            <th>Modified</th>
+            <th class="row-actions" />
+          </tr>
+        </thead>
+        <tbody>
+          {path && props.after === "" && (
+            <tr>
+              <td colSpan={4}>
+                <Link href={objectsHref(repo, ref, parentOf(path))}>..</Link>
+              </td>
+            </tr>
+          )}
+          {listing.results.map((item) =>
+            item.path_type === "common_prefix" ? (
+              <tr key={item.path} class="directory-row">
+                <td>
+                  <Link href={objectsHref(repo, ref, item.path)} class="entry-name" data-testid="entry">
+                    {item.path.slice(path.length)}
+                  </Link>
+                </td>
+                <td />
+                <td />
+                <td />
+              </tr>
+            ) : (
+              <tr key={item.path}>
+                <td>
+                  <Link href={objectHref(repo, ref, item.path)} class="entry-name" data-testid="entry">
+                    {item.path.slice(path.length)}
+                  </Link>
+                </td>
+                <td>{formatBytes(item.size_bytes ?? 0)}</td>
+                <td>{formatTime(item.mtime)}</td>
+                <td class="row-actions">
+                  <a href={apiUrl(objectUrlPath(repo, ref), { path: item.path })} download={item.path.slice(path.length)}>
+                    Download
+                  </a>
+                </td>
+              </tr>
+            ),
+          )}
+        </tbody>
+      </table>
+      {listing.results.length === 0 && <p class="empty">This directory is empty.</p>}
+      <p class="table-footer">
+        <span data-testid="page-info">
+          Page {page}: {listing.results.length} entries{more ? ", more on the next page" : ""}
+        </span>
+        {props.after !== "" && <Link href={objectsHref(repo, ref, path)}>First page</Link>}
+        {more && (
+          <Link href={objectsHref(repo, ref, path, next, page + 1)} data-testid="next-page">
+            Next page
+          </Link>
+        )}
+      </p>
+    </div>
+  );
+}
+
+export function ObjectPage({ repo, query }: { repo: string; query: URLSearchParams }) {
+  const ref = useRef(repo, query.get("ref"));
+  if (ref.loading) return <Loading what="ref" />;
+  if (ref.error || !ref.data) return <ErrorPage error={ref.error} />;
+  return <ObjectDetails repo={repo} ref_={ref.data} path={query.get("path") ?? ""} />;
+}
+
+function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; path: string }) {
+  const branch = useIsBranch(repo, ref) === true;
+  const [deleting, setDeleting] = useState(false);
+  const stat = useAsync(
+    (signal) => api.get<ObjectStats>(`${objectUrlPath(repo, ref)}/stat`, { path, user_metadata: true }, signal),
+    [repo, ref, path],
+  );
+  const url = apiUrl(objectUrlPath(repo, ref), { path });
+  const name = path.slice(path.lastIndexOf("/") + 1);
+  return (
+    <section class="object">
+      <div class="toolbar">
+        <RefPicker repo={repo} current={ref} onSelect={(next) => navigate(objectHref(repo, next, path))} />
+        <Breadcrumbs repo={repo} ref={ref} path={path} />
+      </div>
+      {stat.loading && <Loading what="object" />}
+      {stat.error !== undefined && <ErrorPage error={stat.error} />}
+      {stat.data && (
+        <>
+          <div class="toolbar">
+            <h2 class="object-name" data-testid="object-name">
+              {name}
+            </h2>
+            <a href={url} download={name} class="button" data-testid="download">
+              Download
+            </a>
+            {branch && (
+              <button type="button" class="danger" onClick={() => setDeleting(true)}>
+                Delete
+              </button>
+            )}
+          </div>
+          <table class="details" data-testid="object-details">
+            <tbody>
+              <tr>
+                <th>Path</th>
+                <td>
+                  <code>{stat.data.path}</code>
+                </td>
+              </tr>
+              <tr>
+                <th>Size</th>
+                <td>
+                  {formatBytes(stat.data.size_bytes ?? 0)} ({stat.data.size_bytes ?? 0} bytes)
+                </td>
+              </tr>
+              <tr>
+                <th>Checksum</th>
+                <td>
+                  <code>{stat.data.checksum}</code>
+                </td>
+              </tr>
+              <tr>
+                <th>Content type</th>
+                <td>{stat.data.content_type}</td>
+              </tr>
+              <tr>
+                <th>Modified</th>
+                <td>{formatTime(stat.data.mtime)}</td>
+              </tr>
+              {stat.data.physical_address && (
+                <tr>
+                  <th>Physical address</th>
+                  <td>
+                    <code>{stat.data.physical_address}</code>
+                  </td>
+                </tr>
+              )}
+              {Object.entries(stat.data.metadata ?? {}).map(([key, value]) => (
+                <tr key={key}>
+                  <th>
+                    metadata <code>{key}</code>
+                  </th>
+                  <td>{value}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <h3>Preview</h3>
+          <Preview repo={repo} ref={ref} path={path} size={stat.data.size_bytes ?? 0} contentType={stat.data.content_type ?? ""} url={url} />
+        </>
+      )}
+      {deleting && (
+        <ConfirmDialog
+          title={`Delete ${name}?`}
+          confirmLabel="Delete object"
+          onConfirm={async () => {
+            await api.del(`/repositories/${seg(repo)}/branches/${seg(ref)}/objects`, { path });
+            navigate(objectsHref(repo, ref, parentOf(path)), true);
+          }}
+          onClose={() => setDeleting(false)}
+        >
+          <p>
+            Deletes <code>{path}</code> from branch {ref} (an uncommitted change until the next commit).
+          </p>
+        </ConfirmDialog>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,67 @@
+// Branches: the list with each head commit, create from any ref, delete (confirmed).
+import { useState } from "preact/hooks";
+import { api, call, seg } from "../../api";
+import { ErrorPage, Loading } from "../../components/error_page";
+import { repoHref } from "../../components/layout";
+import { PagedTable } from "../../components/paged_table";
+import { Link } from "../../components/router";
+import { useAsync } from "../../components/use_async";
+import { type NamedRef, PAGE_SIZE, refOrDefault, repoPath } from "./model";
+import { CreateRefForm, DeleteRefButton, HeadCommit } from "./ref_forms";
+
+export function BranchesPage({ repo }: { repo: string }) {
+  const defaultBranch = useAsync((signal) => refOrDefault(repo, null, signal), [repo]);
+  const [generation, setGeneration] = useState(0);
+  if (defaultBranch.error) return <ErrorPage error={defaultBranch.error} />;
+  if (!defaultBranch.data) return <Loading what="branches" />;
+  const changed = () => setGeneration((n) => n + 1);
+  const branches = `${repoPath(repo)}/branches`;
+  return (
+    <div class="refs-page" data-testid="branches-page">
+      <CreateRefForm
+        repo={repo}
+        kind="branch"
+        defaultSource={defaultBranch.data}
+        create={async (name, source) => {
+          // Answered as text (the new branch's commit id), not JSON.
+          await call(branches, { method: "POST", json: { name, source } });
+          changed();
+        }}
+      />
+      <PagedTable<NamedRef>
+        load={(after, signal) => api.page<NamedRef>(branches, {}, after, PAGE_SIZE, signal)}
+        columns={[
+          {
+            title: "Branch",
+            cell: (branch) => (
+              <Link href={repoHref(repo, "objects", { ref: branch.id })}>
+                <strong>{branch.id}</strong>
+              </Link>
+            ),
+          },
+          { title: "Head commit", cell: (branch) => <HeadCommit repo={repo} commitId={branch.commit_id} /> },
+          {
+            title: "",
+            className: "row-actions",
+            cell: (branch) => (
+              <>
+                <Link href={repoHref(repo, "commits", { ref: branch.id })}>History</Link>{" "}
+                <Link href={repoHref(repo, "changes", { ref: branch.id })}>Changes</Link>{" "}
+                <DeleteRefButton
+                  kind="branch"
+                  name={branch.id}
+                  remove={() => api.del(`${branches}/${seg(branch.id)}`)}
+                  onDeleted={changed}
+                />
+              </>
+            ),
+          },
+        ]}
+        rowKey={(branch) => branch.id}
+        resetKey={String(generation)}
+        empty="No branches."
+        testId="branches-table"
+      />
+    </div>
+  );
+}

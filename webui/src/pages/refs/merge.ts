@@ -1,0 +1,55 @@
+// Merging one ref into a branch. A conflict is an answer the page shows path by path (the API's
+// 409 lists them in `conflicts`), not only an error message, so this call reads the answer's
+// body itself instead of going through api.ts, which keeps only the message of a failure.
+import { ApiError, apiUrl, seg } from "../../api";
+import { repoPath } from "./model";
+
+export type Strategy = "" | "dest-wins" | "source-wins";
+
+export interface Conflict {
+  path: string;
+  source: string;
+  destination: string;
+}
+
+export type MergeOutcome =
+  | { kind: "merged"; commitId: string }
+  | { kind: "conflicts"; message: string; conflicts: Conflict[]; truncated: boolean };
+
+interface MergeAnswer {
+  reference?: string;
+  message?: string;
+  conflicts?: Conflict[];
+  conflicts_truncated?: boolean;
+}
+
+export async function mergeRefs(
+  repo: string,
+  source: string,
+  destination: string,
+  strategy: Strategy,
+  message: string,
+): Promise<MergeOutcome> {
+  const path = `${repoPath(repo)}/refs/${seg(source)}/merge/${seg(destination)}`;
+  let response: Response;
+  try {
+    response = await fetch(apiUrl(path), {
+      method: "POST",
+      headers: { Accept: "application/json", "Content-Type": "application/json" },
+      body: JSON.stringify({ strategy: strategy || undefined, message: message || undefined }),
+      credentials: "same-origin",
+    });
+  } catch {
+    throw new ApiError(0, "the server could not be reached");
+  }
+  let answer: MergeAnswer = {};
+  try {
+    answer = (await response.json()) as MergeAnswer;
+  } catch {
+    // Not JSON (a proxy's page, say): the status line is the best message there is.
+  }
+  if (response.ok) return { kind: "merged", commitId: answer.reference ?? "" };
+  const text = answer.message ?? `${response.status} ${response.statusText}`.trim();
+  if (response.status !== 409) throw new ApiError(response.status, text);
+  return { kind: "conflicts", message: text, conflicts: answer.conflicts ?? [], truncated: answer.conflicts_truncated ?? false };
+}

@@ -1,0 +1,112 @@
+// The REST API of pull requests as the review pages use it: lakeFS's `pulls` endpoints plus
+// Silt's reviews and comments, and the fields that say why a merge is blocked.
+import { api, type Page, seg } from "../../api";
+
+export type PullStatus = "open" | "closed" | "merged";
+export type Verdict = "approve" | "request_changes";
+export type MergeStrategy = "" | "source-wins" | "dest-wins";
+
+export interface PullRequest {
+  id: string;
+  status: PullStatus;
+  title: string;
+  description: string;
+  author: string;
+  source_branch: string;
+  destination_branch: string;
+  creation_date: string;
+  closed_date?: string | null;
+  merged_commit_id?: string | null;
+  /** Silt's standing of the source's current head against the destination's protection. */
+  approvals: number;
+  required_approvals: number;
+  merge_blocked_reason: string;
+}
+
+export interface Review {
+  author: string;
+  verdict: Verdict;
+  body: string;
+  creation_date: string;
+  commit_id: string;
+  /** Of the source's current head: only current reviews count. */
+  current: boolean;
+}
+
+export interface Reviews {
+  results: Review[];
+  approvals: number;
+  required_approvals: number;
+}
+
+export interface Comment {
+  id: string;
+  author: string;
+  body: string;
+  creation_date: string;
+}
+
+export interface DiffRow {
+  type: string;
+  path: string;
+  path_type: string;
+  size_bytes?: number | null;
+}
+
+export interface Branch {
+  id: string;
+  commit_id: string;
+}
+
+const pulls = (repo: string) => `/repositories/${seg(repo)}/pulls`;
+const pull = (repo: string, id: string) => `${pulls(repo)}/${seg(id)}`;
+
+export const pullsApi = {
+  list(repo: string, status: string, after: string, amount: number, signal: AbortSignal): Promise<Page<PullRequest>> {
+    return api.page<PullRequest>(pulls(repo), { status }, after, amount, signal);
+  },
+  create(repo: string, body: { title: string; description: string; source_branch: string; destination_branch: string }) {
+    return api.post<{ id: string }>(pulls(repo), body);
+  },
+  get(repo: string, id: string, signal?: AbortSignal): Promise<PullRequest> {
+    return api.get<PullRequest>(pull(repo, id), undefined, signal);
+  },
+  update(repo: string, id: string, body: { status?: "open" | "closed"; title?: string; description?: string }) {
+    return api.patch<void>(pull(repo, id), body);
+  },
+  /** `strategy`: "" (conflicts fail the merge), "source-wins" or "dest-wins". */
+  merge(repo: string, id: string, strategy: MergeStrategy): Promise<{ reference: string }> {
+    return api.put<{ reference: string }>(pull(repo, id) + "/merge", { strategy });
+  },
+  reviews(repo: string, id: string, signal?: AbortSignal): Promise<Reviews> {
+    return api.get<Reviews>(pull(repo, id) + "/reviews", undefined, signal);
+  },
+  review(repo: string, id: string, verdict: Verdict, body: string): Promise<PullRequest> {
+    return api.post<PullRequest>(pull(repo, id) + "/reviews", { verdict, body });
+  },
+  comments(repo: string, id: string, after: string, signal: AbortSignal): Promise<Page<Comment>> {
+    return api.page<Comment>(pull(repo, id) + "/comments", {}, after, 100, signal);
+  },
+  comment(repo: string, id: string, body: string): Promise<Comment> {
+    return api.post<Comment>(pull(repo, id) + "/comments", { body });
+  },
+  /** What the pull request changes: the source against its merge base with the destination
+   * while open; the merge commit against its first parent once merged. */
+  diff(repo: string, pr: PullRequest, after: string, signal: AbortSignal): Promise<Page<DiffRow>> {
+    const merged = pr.status === "merged" && pr.merged_commit_id;
+    const left = merged ? `${pr.merged_commit_id}~1` : pr.destination_branch;
+    const right = merged ? (pr.merged_commit_id as string) : pr.source_branch;
+    const type = merged ? "two_dot" : "three_dot";
+    return api.page<DiffRow>(`/repositories/${seg(repo)}/refs/${seg(left)}/diff/${seg(right)}`, { type }, after, 100, signal);
+  },
+  branches(repo: string, prefix: string, signal?: AbortSignal): Promise<Page<Branch>> {
+    return api.page<Branch>(`/repositories/${seg(repo)}/branches`, { prefix }, "", 100, signal);
+  },
+};
+
+/** An RFC 3339 date as local date and time. */
+export function formatDate(value: string | null | undefined): string {
+  if (!value) return "";
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? value : date.toLocaleString();
+}
