@@ -12,6 +12,7 @@ import grpc
 from grpc_health.v1.health import HealthServicer
 
 from services.graveler.graveler import Graveler
+from services.graveler.journaling import JournalContextInterceptor
 from services.graveler.permissions import RULES
 from services.graveler.sensor import Sensor, Thresholds, Trigger
 from services.graveler.servicer import GravelerServicer, caller_may
@@ -79,7 +80,8 @@ def start(
     health: HealthServicer | None = None,
     tls: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.Server, int]:
-    server = build_server(interceptors, health=health, limits=GRAVELER_LIMITS)
+    # After authentication, so the journal names the authenticated caller.
+    server = build_server([*interceptors, JournalContextInterceptor()], health=health, limits=GRAVELER_LIMITS)
     api_grpc.add_GravelerServiceServicer_to_server(GravelerServicer(graveler, caller_may(interceptors)), server)
     port = bind(server, address, tls)
     server.start()
