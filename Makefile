@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench tests
 
-.PHONY: all venv clients lock proto ui run test test-fast lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events cassandra clean image k8s-render
+.PHONY: all venv clients lock proto ui run test test-fast lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render
 
 all: proto
 
@@ -116,7 +116,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events
+bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -163,6 +163,11 @@ bench-compaction: proto
 # write) through Silt, moto_server and file://; BENCH_ARGS="--rows 100000" for a smoke run.
 bench-spark: proto
 	$(PY) -m bench.spark $(BENCH_ARGS)
+
+# The metadata journal: 4 KiB PUT rate and commit time with and without journaling, and rebuild's
+# replay rate into local and Cassandra (docs/design/journal.md); BENCH_ARGS="--drivers local" skips Cassandra.
+bench-journal: proto
+	$(PY) -m bench.journal $(BENCH_ARGS)
 
 # A Cassandra in the foreground for manual use: scripts/cassandra.sh run
 cassandra:

@@ -286,6 +286,14 @@ class HistoryEventsConfig(_Section):
     )
 
 
+class JournalConfig(_Section):
+    enabled: bool = Field(
+        True,
+        description="journal every graveler KV mutation in its own partition (docs/design/journal.md); "
+        "off only to measure what journaling costs",
+    )
+
+
 class DialableServiceConfig(ServiceConfig):
     """A service other processes call: listen_address is where it binds, endpoint where the
     others dial it (in Kubernetes, its Service name). Unset endpoint: the listen address,
@@ -320,12 +328,18 @@ class CompactorConfig(DialableServiceConfig):
     )
     trigger_timeout_seconds: float = Field(2.0, gt=0, le=60, description="how long the sensor's trigger call may take")
     compaction_timeout_seconds: float = Field(600.0, gt=0, description="how long one compaction may run")
+    journal_ship_interval_seconds: float = Field(
+        60.0,
+        ge=0,
+        description="the compactor ships every repository's journal to its namespace this often; 0: only on demand",
+    )
 
 
 class GravelerConfig(DialableServiceConfig):
     listen_address: str = "127.0.0.1:8102"
     cache: CommittedCacheConfig = Field(default_factory=CommittedCacheConfig)
     history: HistoryEventsConfig = Field(default_factory=HistoryEventsConfig)
+    journal: JournalConfig = Field(default_factory=JournalConfig)
     # Commits build their metaranges in this many worker processes (not with the mem driver).
     commit_workers: int = Field(2, ge=1)
     # CPUs the commit workers may run on: "auto" (the upper half of this process's CPUs, so a

@@ -18,11 +18,14 @@ from grpc_health.v1.health import HealthServicer
 
 from services.compactor.compactor import Compactor
 from services.compactor.permissions import RULES
+from services.compactor.shipping import ShippingLoop
 from services.graveler.deadline import Deadline
 from services.graveler.wiring import build_graveler
 from silt.compactor.v1 import compactor_pb2 as api
 from silt.compactor.v1 import compactor_pb2_grpc as api_grpc
 from silt.config import Config
+from silt.journal.shipper import Shipper
+from silt.journal.store import JournaledStore
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import remote_interceptor
 from silt.rpc.limits import COMPACTOR_LIMITS
@@ -75,6 +78,14 @@ def build_compactor(config: Config) -> Compactor:
     return Compactor(graveler, config.compactor.compaction_timeout_seconds)
 
 
+def build_shipping(compactor: Compactor, config: Config) -> ShippingLoop:
+    kv = compactor.graveler.refs.kv
+    # The shipper sees and deletes journal rows, which the journaled view hides.
+    raw = kv.raw if isinstance(kv, JournaledStore) else kv
+    shipper = Shipper(raw, compactor.graveler.committed.adapter)
+    return ShippingLoop(shipper, config.compactor.journal_ship_interval_seconds)
+
+
 def start(
     compactor: Compactor,
     address: str,
@@ -95,10 +106,12 @@ def main(argv: list[str] | None = None) -> None:
         os.nice(NICENESS)
     with startup_errors("compactor"):
         compactor = build_compactor(config)
+        shipping = build_shipping(compactor, config)
         tls = server_credentials(config.tls)
     # Every call is authenticated and authorized by auth; nothing is served without it.
     interceptor = remote_interceptor(config, RULES, COMPACTOR_AUDIENCE)
     graveler = compactor.graveler
+    shipping.start()
     serve(
         "compactor",
         lambda health: start(compactor, config.compactor.listen_address, [interceptor], health=health, tls=tls),
@@ -107,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         probes={"kv": kv_probe(graveler.refs.kv), "blockstore": block_probe(graveler.committed.adapter)},
         health_address=config.compactor.health_listen_address,
         tls=tls is not None,
-        close=[interceptor.close, compactor.close],
+        close=[interceptor.close, shipping.close, compactor.close],
     )
 
 

@@ -28,8 +28,9 @@ from services.graveler.staging import StagingStore
 from services.graveler.values import KeyValue
 from silt.config import Config, parse_cpu_list
 from silt.errors import DeadlineExceeded, Unavailable
+from silt.journal.store import open_graveler_store
 from silt.lifeline import die_with_parent
-from silt.telemetry.stores import open_observed_adapter, open_observed_store
+from silt.telemetry.stores import open_observed_adapter
 
 
 class MetaRangeBuilder(Protocol):
@@ -148,7 +149,7 @@ def _init_worker(config: Config, niceness: int, parent_pid: int) -> None:
         if cpus is not None:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(0, cpus)
-    staging = StagingStore(open_observed_store(config.database))
+    staging = StagingStore(open_graveler_store(config))
     committed = CommittedManager(open_observed_adapter(config.blockstore), CommittedCache())
     _worker = InProcessBuilder(staging, committed, drop_pace=DROP_PACE_SECONDS)
 

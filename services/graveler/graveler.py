@@ -54,6 +54,7 @@ from services.graveler.updater import BranchUpdater, RetryPolicy
 from services.graveler.validation import validate_key, validate_prefix, validate_ref_name
 from silt.errors import FailedPrecondition, InvalidArgument
 from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.context import background_context
 from silt.kv import Store
 from silt.paging import page_size, take_page
 
@@ -344,8 +345,10 @@ class Graveler:
         Raises CompactionLost (Aborted) when a commit, reset or another compaction changed the
         branch meanwhile; nothing changed then.
         """
-        repo = self._repo(repository, deadline)
-        return self.compaction.compact(repo, branch_name, deadline)
+        # The compactor service calls this in its own process, outside any gRPC call.
+        with background_context("compaction", repository):
+            repo = self._repo(repository, deadline)
+            return self.compaction.compact(repo, branch_name, deadline)
 
     # --- commits -------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from silt.gc_runs import RETENTION_PREFIX, new_run_id, validate_run_id
 from silt.graveler.v1 import events_pb2
 from silt.graveler.v1 import model_pb2 as pb
 from silt.history.reader import scan_partition_events
+from silt.journal.store import raw_store
 from silt.kv import Store
 
 # Commits of expiries are by this user: no real user id can contain ':' (services/auth/keys.py).
@@ -157,7 +158,7 @@ class LastAccess:
     ) -> Iterator[pa.RecordBatch]:
         keys: list[str] = []
         stamps: list[int] = []
-        for event in scan_partition_events(self._kv, repo.partition, branch, since_us=since_us):
+        for event in scan_partition_events(raw_store(self._kv), repo.partition, branch, since_us=since_us):
             if event.type not in _ACCESS_EVENTS or not event.path:
                 continue
             keys.append(event.path)
@@ -242,7 +243,7 @@ class LastAccess:
         self, repo: RepoHandle, branch: str, keys: set[str], since_us: int, deadline: Deadline
     ) -> set[str]:
         touched: set[str] = set()
-        for seen, event in enumerate(scan_partition_events(self._kv, repo.partition, branch, since_us=since_us)):
+        for seen, event in enumerate(scan_partition_events(raw_store(self._kv), repo.partition, branch, since_us=since_us)):
             if seen % 10_000 == 0:
                 deadline.check(f"reading the history of branch {branch!r}")
             if event.type in _ACCESS_EVENTS and event.path in keys:

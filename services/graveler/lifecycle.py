@@ -51,6 +51,8 @@ from services.graveler.staging import new_token
 from services.graveler.validation import validate_ref_name, validate_repository_name
 from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.context import background_context, note_repository_partition
+from silt.journal.store import raw_store
 from silt.namespaces import parse_recorded
 
 log = logging.getLogger(__name__)
@@ -169,6 +171,8 @@ class Lifecycle:
             creation_date=now(),
             unique_id=uuid.uuid4().hex,
         )
+        # Every record of this creation names the partition it is creating.
+        note_repository_partition(name, RepoHandle(record).partition)
         claimed = time.monotonic()
         claim = self.claims.claim(namespace, record)
         try:
@@ -226,17 +230,23 @@ class Lifecycle:
 
     def _clean_deleted(self, repo: RepoHandle) -> bool:
         try:
+            # Journal rows go with the rest, unjournaled: the journaled deletion of the
+            # repository record makes every record of its partitions moot (docs/design/journal.md).
+            raw = raw_store(self._refs.kv)
             for branch in list(self._refs.list_branches(repo)):
                 for token in branch_tokens(branch):
                     self._cleaner.drop_now(token)
+                    for key in [entry.key for entry in raw.scan(token.encode())]:
+                        raw.delete(token.encode(), key)
                 # Each branch goes after its tokens, so a retry still finds the tokens to drop.
                 self._refs.delete_branch(repo, branch.name)
             # History partitions are found through index keys in the repository partition: first.
-            drop_history(self._refs.kv, repo.partition)
-            for key in list(self._refs.scan_partition(repo)):
-                self._refs.kv.delete(repo.partition, key)
-            self._refs.kv.delete(GRAVELER_PARTITION, record_claim_key(repo.record))
-            self._refs.kv.delete(GRAVELER_PARTITION, TO_DELETE + repo.partition)
+            drop_history(raw, repo.partition)
+            for key in [entry.key for entry in raw.scan(repo.partition)]:
+                raw.delete(repo.partition, key)
+            with background_context("repository_cleanup", repo.name):
+                self._refs.kv.delete(GRAVELER_PARTITION, record_claim_key(repo.record))
+                self._refs.kv.delete(GRAVELER_PARTITION, TO_DELETE + repo.partition)
             return True
         except Exception:  # left on the to-delete list; the next cleaner run resumes it
             log.warning("could not finish deleting repository partition %s", repo.partition.decode(), exc_info=True)

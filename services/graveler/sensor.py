@@ -28,6 +28,7 @@ from services.graveler.refs import RefManager, branch_tokens
 from services.graveler.staging import StagingStore
 from silt.errors import NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.context import background_context
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,10 @@ class Sensor:
 
     def claim(self, repository: str, branch_name: str) -> bool:
         """Stamp compaction_start_time with set_if, unless a claim younger than claim_seconds exists."""
+        with background_context("compaction_claim", repository):
+            return self._claim(repository, branch_name)
+
+    def _claim(self, repository: str, branch_name: str) -> bool:
         repo = self._refs.repository(repository)
         record = self._refs.get_branch(repo, branch_name)
         now = self._clock()

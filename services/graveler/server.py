@@ -14,6 +14,7 @@ from grpc_health.v1.health import HealthServicer
 from services.graveler.events.manager import HistoryEvents
 from services.graveler.events.retention import RetentionPolicy
 from services.graveler.graveler import Graveler
+from services.graveler.journaling import JournalContextInterceptor
 from services.graveler.permissions import RULES
 from services.graveler.sensor import Sensor, Thresholds, Trigger
 from services.graveler.servicer import GravelerServicer, caller_may
@@ -82,7 +83,8 @@ def start(
     tls: grpc.ServerCredentials | None = None,
     history: HistoryEvents | None = None,
 ) -> tuple[grpc.Server, int]:
-    server = build_server(interceptors, health=health, limits=GRAVELER_LIMITS)
+    # After authentication, so the journal names the authenticated caller.
+    server = build_server([*interceptors, JournalContextInterceptor()], health=health, limits=GRAVELER_LIMITS)
     servicer = GravelerServicer(graveler, caller_may(interceptors), history)
     api_grpc.add_GravelerServiceServicer_to_server(servicer, server)
     port = bind(server, address, tls)

@@ -10,6 +10,7 @@ from services.graveler.model import StagingToken
 from services.graveler.values import KeyValue, Value
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.store import raw_store
 from silt.kv import Store
 from silt.kv.store import Predicate, scan_prefix
 
@@ -58,15 +59,22 @@ class StagingStore:
         self.kv.delete(token.encode(), KEY_PREFIX + key)
 
     def drop(self, token: StagingToken, pace: float = 0.0) -> None:
-        """Delete every staged value of token (the KV interface has no drop-partition).
+        """Delete the staged values of an unreachable token, unjournaled (the KV interface has
+        no drop-partition), and leave its journal rows to the shipper.
 
+        Only called once the branch update that made the token unreachable (commit, reset,
+        branch deletion) is itself journaled, so replaying that update makes the deletions
+        irrelevant; the token's journal rows still record every acknowledged write, and the
+        shipper (which finds dropped tokens through the branch records it ships) moves them
+        to the bucket and then deletes them, emptying the partition (docs/design/journal.md).
         pace > 0 rests as long as each burst of deletes took, a burst lasting about pace
         seconds: on the embedded driver every delete takes the database's write lock, and a
         tight loop of them makes staging writes queue behind it for tens of milliseconds.
         """
+        raw = raw_store(self.kv)
         burst_started = time.perf_counter()
-        for entry in scan_prefix(self.kv, token.encode(), KEY_PREFIX):
-            self.kv.delete(token.encode(), entry.key)
+        for entry in scan_prefix(raw, token.encode(), KEY_PREFIX):
+            raw.delete(token.encode(), entry.key)
             if pace > 0:
                 spent = time.perf_counter() - burst_started
                 if spent >= pace:

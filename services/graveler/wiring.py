@@ -14,9 +14,10 @@ from services.graveler.telemetry import MeteredBuilder
 from silt.block.adapter import BlockAdapter
 from silt.config import Config
 from silt.errors import ConfigError
+from silt.journal.store import journaled, open_graveler_store
 from silt.kv.store import Store
 from silt.namespaces import parse_recorded, parse_roots
-from silt.telemetry.stores import open_observed_adapter, open_observed_store
+from silt.telemetry.stores import open_observed_adapter
 
 
 def open_graveler(
@@ -27,10 +28,13 @@ def open_graveler(
     cache: CommittedCache | None = None,
     policy: ChunkingPolicy | None = None,
     builder: MetaRangeBuilder | None = None,
+    journal: bool = True,
 ) -> Graveler:
     """A Graveler over kv and adapter; by default with a fresh memory cache, the standard
-    range chunking and commits built in this process."""
-    return Graveler(kv, CommittedManager(adapter, cache, policy), options, builder)
+    range chunking and commits built in this process. Every graveler reads and writes its KV
+    through a JournaledStore (docs/design/journal.md); journal=False writes as before the
+    journal existed, for measuring its cost."""
+    return Graveler(journaled(kv, journal), CommittedManager(adapter, cache, policy), options, builder)
 
 
 def build_graveler(config: Config, options: GravelerOptions | None = None, *, commit_workers: bool = True) -> Graveler:
@@ -38,7 +42,7 @@ def build_graveler(config: Config, options: GravelerOptions | None = None, *, co
     prefixes and namespace roots. With commit_workers, commits build in worker processes so
     that serving never waits on them for the GIL (not on the mem KV driver, which lives in
     this process)."""
-    kv = open_observed_store(config.database)
+    kv = open_graveler_store(config)
     adapter = open_observed_adapter(config.blockstore)
     builder: MetaRangeBuilder | None = None
     if commit_workers and config.database.type != "mem":

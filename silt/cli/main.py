@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import click
 
+from silt.cli.admin import admin
 from silt.cli.branch import branch, tag
 from silt.cli.common import SiltGroup, State, json_option
 from silt.cli.doctor import doctor
@@ -78,7 +79,7 @@ def check(ctx: click.Context) -> None:
     run_check(load_config(path), path)
 
 
-for command in (repo, branch, tag, commit, log, diff, merge, show_commit, events, fs, auth, run, doctor, gc):
+for command in (repo, branch, tag, commit, log, diff, merge, show_commit, events, fs, auth, run, doctor, gc, admin):
     cli.add_command(command)
 
 

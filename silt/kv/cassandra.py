@@ -37,6 +37,11 @@ Consistency decisions (see docs/design/kv.md, "Drivers"):
   a server plain writes carry the driver's microsecond client timestamps instead, and an
   LWT waits, if needed, for the millisecond after this process's last plain write so that
   its ballot sorts after it.
+* ``apply`` is one single-partition ``UNLOGGED BATCH``: applied as one mutation, atomic and
+  isolated, no batch log; with a condition, one Paxos round for the whole batch. An
+  unconditional apply given a timestamp writes every row ``USING TIMESTAMP`` it: the
+  metadata journal's logical clock, so that of two blind writes to one key the one the
+  journal orders last is the one kept, whatever the writers' clocks (docs/design/journal.md).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from cassandra import (
@@ -69,12 +74,22 @@ from cassandra.policies import (
     RetryPolicy,
     TokenAwarePolicy,
 )
-from cassandra.query import PreparedStatement, tuple_factory
+from cassandra.query import BatchStatement, BatchType, PreparedStatement, tuple_factory
 
 from silt.config import CassandraConfig, DatabaseConfig
 from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SiltError, Unavailable
 from silt.kv.durability import durability_warnings
-from silt.kv.store import Entry, Predicate, Store, ValueWithPredicate, check_key, check_value, register_driver
+from silt.kv.store import (
+    Condition,
+    Entry,
+    Predicate,
+    Store,
+    ValueWithPredicate,
+    check_apply,
+    check_key,
+    check_value,
+    register_driver,
+)
 
 if TYPE_CHECKING:
     from cassandra.query import Statement
@@ -355,6 +370,10 @@ class CassandraStore(Store):
             ),
             "_update_if": (f"UPDATE {table} SET value = ? WHERE partition_key = ? AND key = ? IF value = ?", False),
             "_delete": (f"DELETE FROM {table} WHERE partition_key = ? AND key = ?", True),
+            # For apply: rows written at a caller's timestamp, and a conditional delete.
+            "_set_at": (f"INSERT INTO {table} (partition_key, key, value) VALUES (?, ?, ?) USING TIMESTAMP ?", True),
+            "_delete_at": (f"DELETE FROM {table} USING TIMESTAMP ? WHERE partition_key = ? AND key = ?", True),
+            "_delete_if": (f"DELETE FROM {table} WHERE partition_key = ? AND key = ? IF value = ?", False),
             "_scan_all": (f"SELECT key, value FROM {table} WHERE partition_key = ?", True),
             # An empty blob as a slice bound is not accepted by every version, hence two scans.
             "_scan_from": (f"SELECT key, value FROM {table} WHERE partition_key = ? AND key >= ?", True),
@@ -387,6 +406,9 @@ class CassandraStore(Store):
     _insert_if_absent: PreparedStatement
     _update_if: PreparedStatement
     _delete: PreparedStatement
+    _set_at: PreparedStatement
+    _delete_at: PreparedStatement
+    _delete_if: PreparedStatement
     _scan_all: PreparedStatement
     _scan_from: PreparedStatement
 
@@ -400,7 +422,7 @@ class CassandraStore(Store):
         reason = _reason(exc, self._config.request_timeout_s)
         raise Unavailable(f"cassandra: {what or op} on {self._contacts} failed: {reason}") from exc
 
-    def _execute(self, op: str, statement: PreparedStatement, params: tuple[bytes, ...]) -> Any:
+    def _execute(self, op: str, statement: Statement, params: tuple[bytes, ...] | None) -> Any:
         if self._closed:
             raise Unavailable("cassandra: the store is closed")
         try:
@@ -408,18 +430,13 @@ class CassandraStore(Store):
         except Exception as exc:
             self._raise(op, exc)
 
-    def _write(self, op: str, statement: PreparedStatement, params: tuple[bytes, ...]) -> Any:
+    def _write(self, op: str, statement: Statement, params: tuple[bytes, ...] | None) -> Any:
         if self._fence is None:
             return self._execute(op, statement, params)
         try:
             return self._execute(op, statement, params)
         finally:
             self._fence.after_plain_write()
-
-    def _lwt(self, statement: PreparedStatement, params: tuple[bytes, ...]) -> Any:
-        if self._fence is not None:
-            self._fence.before_lwt()
-        return self._execute("set_if", statement, params)
 
     # --- Store ---------------------------------------------------------------------------
 
@@ -448,8 +465,14 @@ class CassandraStore(Store):
             statement, params = self._insert_if_absent, (bytes(partition), bytes(key), bytes(value))
         else:
             statement, params = self._update_if, (bytes(value), bytes(partition), bytes(key), bytes(predicate))
+        self._conditional("set_if", statement, params)
+
+    def _conditional(self, op: str, statement: Statement, params: tuple[bytes, ...] | None) -> None:
+        """Run an LWT (one statement or a conditional batch); PredicateFailed if not applied."""
+        if self._fence is not None:
+            self._fence.before_lwt()
         try:
-            result = self._lwt(statement, params)
+            result = self._execute(op, statement, params)
         except Unavailable as exc:
             cause = exc.__cause__
             # The server refusing up front (not enough replicas, no node to ask) means the
@@ -457,13 +480,52 @@ class CassandraStore(Store):
             if isinstance(cause, DriverUnavailable | NoHostAvailable) or cause is None:
                 raise
             raise Unavailable(
-                f"cassandra: set_if on {self._contacts}: outcome unknown, the write may or may not have been"
+                f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been"
                 f" applied: {_reason(cause, self._config.request_timeout_s)}"
             ) from cause
         row = result.one()
         # The first column of an LWT's result is always [applied].
         if row is None or not row[0]:
-            raise PredicateFailed("KV set_if: the current value does not match the predicate")
+            raise PredicateFailed(f"KV {op}: the current value does not match the predicate")
+
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        check_apply(partition, puts, deletes, condition, timestamp)
+        partition = bytes(partition)
+        # One partition: Cassandra applies the batch as a single mutation, atomic and isolated,
+        # so no batch log is needed; with a condition the whole batch is one Paxos round.
+        batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+        cond_key, predicate = (bytes(condition[0]), condition[1]) if condition is not None else (None, None)
+        for key, value in puts:
+            key, value = bytes(key), bytes(value)
+            if key == cond_key and predicate is None:
+                batch.add(self._insert_if_absent, (partition, key, value))
+            elif key == cond_key:
+                batch.add(self._update_if, (value, partition, key, bytes(predicate or b"")))
+            elif timestamp is not None:
+                batch.add(self._set_at, (partition, key, value, timestamp))
+            else:
+                batch.add(self._set, (partition, key, value))
+        for key in deletes:
+            key = bytes(key)
+            if key == cond_key:
+                batch.add(self._delete_if, (partition, key, bytes(predicate or b"")))
+            elif timestamp is not None:
+                batch.add(self._delete_at, (timestamp, partition, key))
+            else:
+                batch.add(self._delete, (partition, key))
+        if condition is not None:
+            self._conditional("apply", batch, None)
+            return
+        # Every statement of an unconditional batch is idempotent: retrying it is safe.
+        batch.is_idempotent = True
+        self._write("apply", batch, None)
 
     def delete(self, partition: bytes, key: bytes) -> None:
         check_key(partition, key)

@@ -1,40 +1,65 @@
 """Embedded KV driver: one SQLite file in WAL mode, shared safely by many threads and processes.
 
-Every operation is a single SQL statement in autocommit mode, so each is its own atomic
-transaction; `set_if` is one conditional UPDATE (or INSERT .. DO NOTHING) whose row count
-says whether the predicate held. WAL lets readers proceed while a writer commits, and the
-busy timeout makes concurrent writers from other processes wait rather than fail.
+Every operation but `apply` is a single SQL statement in autocommit mode, so each is its
+own atomic transaction; `set_if` is one conditional UPDATE (or INSERT .. DO NOTHING) whose
+row count says whether the predicate held; `apply` is one explicit transaction. WAL lets
+readers proceed while a writer commits, and the busy timeout makes concurrent writers from
+other processes wait rather than fail.
 """
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.errors import NotFound, PredicateFailed, Unavailable
-from silt.kv.store import Entry, Predicate, Store, ValueWithPredicate, check_key, check_value, register_driver
+from silt.kv.store import (
+    Condition,
+    Entry,
+    Predicate,
+    Store,
+    ValueWithPredicate,
+    check_apply,
+    check_key,
+    check_value,
+    register_driver,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (
     partition_key BLOB NOT NULL,
     key BLOB NOT NULL,
     value BLOB NOT NULL,
+    ts INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (partition_key, key)
 ) WITHOUT ROWID
 """
+# Four parameters a row, within the 999 that SQLite before 3.32 allows in one statement.
+_MAX_ROWS_PER_INSERT = 200
+# ts: the write timestamp of a row last written by a timestamped apply, 0 otherwise. Files
+# made before it existed gain the column on open.
+_ADD_TS = "ALTER TABLE kv ADD COLUMN ts INTEGER NOT NULL DEFAULT 0"
 
 _GET = "SELECT value FROM kv WHERE partition_key = ? AND key = ?"
 _SET = (
     "INSERT INTO kv (partition_key, key, value) VALUES (?, ?, ?) "
-    "ON CONFLICT (partition_key, key) DO UPDATE SET value = excluded.value"
+    "ON CONFLICT (partition_key, key) DO UPDATE SET value = excluded.value, ts = 0"
 )
+# Last write wins by timestamp, as in Cassandra: an older write arriving late is lost.
+_SET_AT = (
+    "INSERT INTO kv (partition_key, key, value, ts) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (partition_key, key) DO UPDATE SET value = excluded.value, ts = excluded.ts "
+    "WHERE excluded.ts > kv.ts"
+)
+_DELETE_AT = "DELETE FROM kv WHERE partition_key = ? AND key = ? AND ts <= ?"
 _INSERT_IF_ABSENT = "INSERT INTO kv (partition_key, key, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
-_UPDATE_IF = "UPDATE kv SET value = ? WHERE partition_key = ? AND key = ? AND value = ?"
+_UPDATE_IF = "UPDATE kv SET value = ?, ts = 0 WHERE partition_key = ? AND key = ? AND value = ?"
 _DELETE = "DELETE FROM kv WHERE partition_key = ? AND key = ?"
 _SCAN_FIRST = "SELECT key, value FROM kv WHERE partition_key = ? AND key >= ? ORDER BY key LIMIT ?"
 _SCAN_NEXT = "SELECT key, value FROM kv WHERE partition_key = ? AND key > ? ORDER BY key LIMIT ?"
@@ -55,6 +80,19 @@ class LocalStore(Store):
         conn = self._conn()
         with self._errors():
             conn.execute(_SCHEMA)
+            self._add_ts_column(conn)
+
+    @staticmethod
+    def _add_ts_column(conn: sqlite3.Connection) -> None:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(kv)")}
+        if "ts" in columns:
+            return
+        try:
+            conn.execute(_ADD_TS)
+        except sqlite3.OperationalError as exc:
+            # Another process opening the same file added it first.
+            if "duplicate column" not in str(exc):
+                raise
 
     @classmethod
     def from_config(cls, config: DatabaseConfig) -> LocalStore:
@@ -137,6 +175,53 @@ class LocalStore(Store):
         with self._errors():
             self._conn().execute(_DELETE, (partition, key))
 
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        check_apply(partition, puts, deletes, condition, timestamp)
+        conn = self._conn()
+        if condition is None and not deletes and len(puts) <= _MAX_ROWS_PER_INSERT:
+            # The common case (a value and its journal row): one multi-row statement, which in
+            # autocommit mode is its own transaction, costs a third of an explicit one.
+            with self._errors():
+                conn.execute(*_upsert_rows(partition, puts, timestamp))
+            return
+        with self._errors():
+            # IMMEDIATE takes the write lock up front, so the condition read and the writes
+            # are one serialised step; readers in WAL mode see the transaction whole or not at all.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if condition is not None:
+                    self._check_condition(conn, partition, condition)
+                if puts and timestamp is None:
+                    conn.executemany(_SET, [(partition, key, value) for key, value in puts])
+                elif puts:
+                    conn.executemany(_SET_AT, [(partition, key, value, timestamp) for key, value in puts])
+                if deletes and timestamp is None:
+                    conn.executemany(_DELETE, [(partition, key) for key in deletes])
+                elif deletes:
+                    conn.executemany(_DELETE_AT, [(partition, key, timestamp) for key in deletes])
+                conn.execute("COMMIT")
+            except BaseException:
+                # Some errors (a full disk, an I/O error) end the transaction themselves.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _check_condition(conn: sqlite3.Connection, partition: bytes, condition: Condition) -> None:
+        key, predicate = condition
+        row = conn.execute(_GET, (partition, key)).fetchone()
+        if predicate is None and row is not None:
+            raise PredicateFailed(f"key {key!r} exists already")
+        if predicate is not None and (row is None or bytes(row[0]) != bytes(predicate)):
+            raise PredicateFailed(f"key {key!r} changed since it was read")
+
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         check_key(partition, b"-")
         page_size = self._config.scan_page_size
@@ -158,6 +243,25 @@ class LocalStore(Store):
         for conn in connections:
             conn.close()
         self._local = threading.local()
+
+
+def _upsert_rows(
+    partition: bytes, puts: Sequence[tuple[bytes, bytes]], timestamp: int | None
+) -> tuple[str, list[object]]:
+    """One INSERT of every row, replacing existing ones as _SET (or, timestamped, _SET_AT) does."""
+    params: list[object] = []
+    for key, value in puts:
+        params += [partition, key, value, timestamp or 0]
+    return _upsert_sql(len(puts), timestamp is not None), params
+
+
+@functools.cache
+def _upsert_sql(rows: int, timestamped: bool) -> str:
+    values = ", ".join(["(?, ?, ?, ?)"] * rows)
+    sql = f"INSERT INTO kv (partition_key, key, value, ts) VALUES {values} ON CONFLICT (partition_key, key) DO UPDATE "
+    if timestamped:
+        return sql + "SET value = excluded.value, ts = excluded.ts WHERE excluded.ts > kv.ts"
+    return sql + "SET value = excluded.value, ts = 0"
 
 
 def _is_lock_contention(exc: BaseException) -> bool:

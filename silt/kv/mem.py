@@ -4,20 +4,32 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from silt.errors import NotFound, PredicateFailed
-from silt.kv.store import Entry, Predicate, Store, ValueWithPredicate, check_key, check_value, register_driver
+from silt.kv.store import (
+    Condition,
+    Entry,
+    Predicate,
+    Store,
+    ValueWithPredicate,
+    check_apply,
+    check_key,
+    check_value,
+    register_driver,
+)
 
 _PAGE_SIZE = 1000
 
 
 class _Partition:
-    __slots__ = ("keys", "values")
+    __slots__ = ("keys", "stamps", "values")
 
     def __init__(self) -> None:
         self.keys: list[bytes] = []
         self.values: dict[bytes, bytes] = {}
+        # Write timestamps of rows last written by a timestamped apply (see Store.apply).
+        self.stamps: dict[bytes, int] = {}
 
 
 class MemStore(Store):
@@ -35,8 +47,15 @@ class MemStore(Store):
             raise NotFound(f"key {key!r} not found")
         return ValueWithPredicate(value, Predicate(value))
 
-    def _put(self, partition: bytes, key: bytes, value: bytes) -> None:
+    def _put(self, partition: bytes, key: bytes, value: bytes, timestamp: int | None = None) -> None:
         part = self._partitions.setdefault(partition, _Partition())
+        if timestamp is not None:
+            # Last write wins by timestamp, as in Cassandra: an older write arriving late is lost.
+            if key in part.values and part.stamps.get(key, 0) >= timestamp:
+                return
+            part.stamps[key] = timestamp
+        else:
+            part.stamps.pop(key, None)
         if key not in part.values:
             bisect.insort(part.keys, key)
         part.values[key] = value
@@ -60,13 +79,45 @@ class MemStore(Store):
                 raise PredicateFailed(f"key {key!r} changed since it was read")
             self._put(bytes(partition), bytes(key), bytes(value))
 
+    def _remove(self, partition: bytes, key: bytes, timestamp: int | None = None) -> None:
+        part = self._partitions.get(partition)
+        if part is None or key not in part.values:
+            return
+        if timestamp is not None and part.stamps.get(key, 0) > timestamp:
+            return
+        del part.values[key]
+        part.stamps.pop(key, None)
+        del part.keys[bisect.bisect_left(part.keys, key)]
+
     def delete(self, partition: bytes, key: bytes) -> None:
         check_key(partition, key)
         with self._lock:
-            part = self._partitions.get(bytes(partition))
-            if part is None or part.values.pop(bytes(key), None) is None:
-                return
-            del part.keys[bisect.bisect_left(part.keys, bytes(key))]
+            self._remove(bytes(partition), bytes(key))
+
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        check_apply(partition, puts, deletes, condition, timestamp)
+        partition = bytes(partition)
+        # Under the one lock: a scan copies its page under it too, so it sees all or none.
+        with self._lock:
+            if condition is not None:
+                key, predicate = condition
+                part = self._partitions.get(partition)
+                current = part.values.get(bytes(key)) if part else None
+                if predicate is None and current is not None:
+                    raise PredicateFailed(f"key {key!r} exists already")
+                if predicate is not None and current != predicate:
+                    raise PredicateFailed(f"key {key!r} changed since it was read")
+            for key, value in puts:
+                self._put(partition, bytes(key), bytes(value), timestamp)
+            for key in deletes:
+                self._remove(partition, bytes(key), timestamp)
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         check_key(partition, b"-")

@@ -8,13 +8,15 @@ Semantics every driver must honour (checked by tests/integration/kv/test_conform
 * ``scan`` yields entries of one partition in ascending byte order of key, starting at
   or after ``start``, fetched lazily page by page so a scan never holds a whole
   partition in memory;
-* a successful write is visible to every read that starts after it returns.
+* a successful write is visible to every read that starts after it returns;
+* ``apply`` writes and deletes several rows of one partition atomically and in isolation:
+  all or none, and no reader sees some of them without the others.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, NewType
 
 from silt.errors import InvalidArgument
@@ -35,6 +37,14 @@ class ValueWithPredicate(NamedTuple):
 class Entry(NamedTuple):
     key: bytes
     value: bytes
+
+
+# Rows one apply may touch: a journaled mutation is a handful; the bound keeps a batch far
+# from what Cassandra will take in one mutation.
+MAX_APPLY_ROWS = 1000
+
+# (key, predicate): apply only if key's current value matches predicate (None: key absent).
+Condition = tuple[bytes, Predicate | None]
 
 
 class Store(abc.ABC):
@@ -58,6 +68,25 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def delete(self, partition: bytes, key: bytes) -> None:
         """Delete key if it exists; deleting a missing key is not an error."""
+
+    @abc.abstractmethod
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        """Write puts and delete deletes in partition, atomically: all rows or none.
+
+        With a condition (key, predicate), only if that key's current value matches predicate
+        (None: the key must be absent); PredicateFailed otherwise, and nothing is written. The
+        condition's key must be one of the rows written or deleted. timestamp (microseconds)
+        is the write time of every row of an unconditional apply, last write wins: a row
+        stored with a newer timestamp is left as it is (every driver; Cassandra natively).
+        It cannot be combined with a condition. See check_apply.
+        """
 
     @abc.abstractmethod
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
@@ -85,6 +114,42 @@ def check_key(partition: bytes, key: bytes) -> None:
 def check_value(value: bytes) -> None:
     if not isinstance(value, bytes | bytearray):
         raise InvalidArgument("KV value must be bytes")
+
+
+def check_apply(
+    partition: bytes,
+    puts: Sequence[tuple[bytes, bytes]],
+    deletes: Sequence[bytes],
+    condition: Condition | None,
+    timestamp: int | None,
+) -> None:
+    """Reject an apply no driver can do atomically or that would be ambiguous."""
+    keys: set[bytes] = set()
+    for key, value in puts:
+        check_key(partition, key)
+        check_value(value)
+        keys.add(bytes(key))
+    for key in deletes:
+        check_key(partition, key)
+        keys.add(bytes(key))
+    if len(keys) != len(puts) + len(deletes):
+        raise InvalidArgument("KV apply: a key may appear only once among puts and deletes")
+    if not keys:
+        raise InvalidArgument("KV apply: nothing to write")
+    if len(keys) > MAX_APPLY_ROWS:
+        raise InvalidArgument(f"KV apply: at most {MAX_APPLY_ROWS} rows at once")
+    if condition is not None:
+        key, predicate = condition
+        if bytes(key) not in keys:
+            raise InvalidArgument("KV apply: the condition's key must be one of the rows written")
+        if predicate is not None:
+            check_value(predicate)
+        if predicate is None and bytes(key) in {bytes(k) for k in deletes}:
+            raise InvalidArgument("KV apply: deleting a key on condition that it is absent")
+        if timestamp is not None:
+            raise InvalidArgument("KV apply: a conditional apply cannot carry a write timestamp")
+    if timestamp is not None and (not isinstance(timestamp, int) or timestamp <= 0 or timestamp >= 2**63):
+        raise InvalidArgument("KV apply: timestamp must be a positive 64-bit integer of microseconds")
 
 
 def scan_prefix(store: Store, partition: bytes, prefix: bytes) -> Iterator[Entry]:

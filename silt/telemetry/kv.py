@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -12,10 +12,10 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from silt.errors import NotFound, PredicateFailed
-from silt.kv.store import Entry, Predicate, Store, ValueWithPredicate
+from silt.kv.store import Condition, Entry, Predicate, Store, ValueWithPredicate
 from silt.telemetry import metrics
 
-_OPERATIONS = ("get", "set", "set_if", "delete", "scan")
+_OPERATIONS = ("get", "set", "set_if", "delete", "apply", "scan")
 
 
 def _partition(partition: bytes) -> str:
@@ -85,6 +85,16 @@ class InstrumentedStore(Store):
 
     def delete(self, partition: bytes, key: bytes) -> None:
         self._call("delete", partition, self.inner.delete, key)
+
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        self._call("apply", partition, self.inner.apply, puts, deletes, condition, timestamp)
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         # A scan is lazy: its span and latency cover the whole iteration, page fetches included.

@@ -8,6 +8,7 @@ from services.graveler.events.recorder import EventRecorder, OwnEvents
 from services.graveler.events.retention import HistoryRetention, RetentionPolicy
 from services.graveler.events.writer import EventWriter
 from services.graveler.refs import RefManager
+from silt.journal.store import raw_store
 
 
 class HistoryEvents:
@@ -19,7 +20,7 @@ class HistoryEvents:
         enabled: bool = True,
     ) -> None:
         """enabled: False (graveler.history.enabled) records no ref events of graveler's own."""
-        self.writer = EventWriter(refs.kv)
+        self.writer = EventWriter(raw_store(refs.kv))
         self.recorder = EventRecorder(refs, self.writer)
         self.own = OwnEvents(self.recorder, interval=flush_interval, enabled=enabled)
         self.reader = EventReader(refs)

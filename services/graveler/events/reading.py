@@ -14,6 +14,7 @@ from silt.errors import InvalidArgument
 from silt.graveler.v1 import events_pb2 as ev
 from silt.history import layout
 from silt.history.reader import scan_partition_events
+from silt.journal.store import raw_store
 from silt.paging import take_page
 
 # How often a followed stream looks for new events in the current hour's partition: well
@@ -55,7 +56,7 @@ class EventReader:
         if until_us < 0:
             raise InvalidArgument("until_us must not be negative")
         repo = self._refs.repository(repository)
-        events = scan_partition_events(self._refs.kv, repo.partition, branch, since_us, until_us or None, after)
+        events = scan_partition_events(raw_store(self._refs.kv), repo.partition, branch, since_us, until_us or None, after)
         return EventPage(*take_page(events, amount))
 
     def watch(
@@ -65,7 +66,7 @@ class EventReader:
         they are stored, until the deadline passes or the client goes away."""
         _check(branch, since_us, after)
         repo = self._refs.repository(repository)
-        kv = self._refs.kv
+        kv = raw_store(self._refs.kv)
         ends = time.monotonic() + MAX_FOLLOW_SECONDS
         sent: dict[str, int] = {}  # id -> timestamp of what was sent within the lookback window
         events = scan_partition_events(kv, repo.partition, branch, since_us, None, after)

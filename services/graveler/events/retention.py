@@ -22,6 +22,7 @@ from services.graveler.refs.manager import RepoHandle
 from silt.errors import NotFound, PredicateFailed
 from silt.history import layout
 from silt.history.reader import all_event_hours
+from silt.journal.store import raw_store
 from silt.kv.store import Store
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class HistoryRetention:
         """Delete the hours of repo that ended before the cutoff."""
         stats = stats or PruneStats()
         cutoff_us = int((self._clock() - self.policy.retention_days * 86400) * 1_000_000)
-        kv = self._refs.kv
+        kv = raw_store(self._refs.kv)
         for branch, hour in list(all_event_hours(kv, repo.partition)):
             if layout.hour_start_us(hour) + layout.HOUR_US > cutoff_us:
                 continue
@@ -90,7 +91,7 @@ class HistoryRetention:
 
     def _claim(self, repo: RepoHandle) -> bool:
         """Take this interval's claim on pruning repo; False if another replica holds it."""
-        kv = self._refs.kv
+        kv = raw_store(self._refs.kv)
         now = self._clock()
         value = _CLAIM.pack(now)
         try:

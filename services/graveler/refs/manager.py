@@ -31,6 +31,7 @@ from services.graveler.model import CommitId, RefKind, StagingToken
 from services.graveler.refs import expr as refexpr
 from silt.errors import AlreadyExists, InvalidArgument, NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.context import note_repository_partition
 from silt.kv import Predicate, Store
 from silt.kv.store import scan_prefix
 
@@ -177,18 +178,22 @@ class RefManager:
         return self.get_repository(name)
 
     def create_repository(self, record: pb.Repository) -> RepoHandle:
+        handle = RepoHandle(record)
+        note_repository_partition(record.name, handle.partition)
         try:
             self.kv.set_if(GRAVELER_PARTITION, REPOS + record.name.encode(), record.SerializeToString(), None)
         except PredicateFailed:
             raise AlreadyExists(f"repository {record.name!r} already exists") from None
-        return RepoHandle(record)
+        return handle
 
     def get_repository(self, name: str) -> RepoHandle:
         try:
             data = self.kv.get(GRAVELER_PARTITION, REPOS + name.encode()).value
         except NotFound:
             raise NotFound(f"repository {name!r} not found", what="repository") from None
-        return RepoHandle(_decode(pb.Repository(), data, "repository"))
+        handle = RepoHandle(_decode(pb.Repository(), data, "repository"))
+        note_repository_partition(name, handle.partition)
+        return handle
 
     def list_repositories(self, after: str = "") -> Iterator[pb.Repository]:
         start = REPOS + after.encode() + (b"\x00" if after else b"")
@@ -304,11 +309,6 @@ class RefManager:
         if len(found) > 1:
             raise InvalidArgument(f"commit id prefix {prefix!r} is ambiguous in repository {repo.name!r}")
         return found[0]
-
-    def scan_partition(self, repo: RepoHandle) -> Iterator[bytes]:
-        """Every key of the repository partition (for deletion)."""
-        for entry in self.kv.scan(repo.partition):
-            yield entry.key
 
     # --- ref expressions -----------------------------------------------------------------
 

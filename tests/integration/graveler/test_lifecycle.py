@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import grpc
 import pytest
@@ -11,7 +11,9 @@ from services.graveler.lifecycle import TO_DELETE
 from services.graveler.refs import GRAVELER_PARTITION
 from silt.errors import Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.journal.store import JournaledStore, raw_store
 from silt.kv import Entry, Predicate, Store, ValueWithPredicate
+from silt.kv.store import Condition
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
 from tests.integration.graveler.test_branching import contents, merge
@@ -38,6 +40,18 @@ class FailingDeletes(Store):
             raise Unavailable("injected: KV went away mid-deletion")
         self.inner.delete(partition, key)
 
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        if self.armed and deletes and partition != GRAVELER_PARTITION:
+            raise Unavailable("injected: KV went away mid-deletion")
+        self.inner.apply(partition, puts, deletes, condition, timestamp)
+
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         return self.inner.scan(partition, start)
 
@@ -59,9 +73,9 @@ def test_deletion_interrupted_after_the_record_leaves_nothing_reachable(env: Gra
     old = env.graveler.refs.get_repository(repo)
     staging_token = env.graveler.refs.get_branch(old, "main").branch.staging_token
 
-    failing = FailingDeletes(store)
-    env.graveler.refs.kv = failing
-    env.graveler.staging.kv = failing
+    failing = FailingDeletes(raw_store(store))
+    # Graveler reads and writes through the journal, whatever store is underneath.
+    env.graveler.refs.kv = env.graveler.staging.kv = JournaledStore(failing)
     failing.armed = True
     env.stub.DeleteRepository(api.DeleteRepositoryRequest(name=repo))
     env.graveler.cleaner.flush(30)  # the background cleaning ran, and failed
@@ -79,8 +93,9 @@ def test_deletion_interrupted_after_the_record_leaves_nothing_reachable(env: Gra
     # The cleaner finishes the job once the store works again.
     failing.armed = False
     assert env.graveler.clean_deleted_repositories() >= 1
-    assert list(store.scan(old.partition)) == []
-    assert list(store.scan(staging_token.encode())) == []
+    # Journal rows included: nothing of the deleted repository's partitions is left.
+    assert list(raw_store(store).scan(old.partition)) == []
+    assert list(raw_store(store).scan(staging_token.encode())) == []
     assert env.list_all(repo, "main") == []  # the new repository is untouched
     with pytest.raises(Exception, match="not found"):
         store.get(GRAVELER_PARTITION, TO_DELETE + old.partition)

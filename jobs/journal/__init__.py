@@ -1,0 +1,1 @@
+"""PySpark jobs over the metadata journal."""

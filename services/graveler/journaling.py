@@ -1,0 +1,77 @@
+"""Names every graveler call for the journal: event type, caller and repository.
+
+One interceptor around every unary call sets the JournalContext (silt.journal.context) that
+graveler's JournaledStore reads for each KV mutation the call makes, so no RPC can forget to.
+The event type is the method's name in snake case (``CreateBranch`` -> ``create_branch``),
+except where lakeFS's vocabulary names the operation differently.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from silt.errors import SiltError
+from silt.journal.context import SYSTEM_CLIENT, journal_context
+from silt.rpc.interceptor import current_principal
+
+_EVENT_TYPES = {
+    "StageEntry": "object_write",
+    "DeleteEntry": "object_delete",
+    "ResetBranch": "reset",
+    "CherryPick": "cherry_pick",
+}
+
+
+def event_type(method: str) -> str:
+    """The journal event type of a gRPC method, given its full name or its bare name."""
+    name = method.rsplit("/", 1)[-1]
+    # A word starts at a capital after a small letter, or at the last capital of an acronym
+    # (SetGCRules -> set_gc_rules).
+    return _EVENT_TYPES.get(name) or re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def caller_id() -> str:
+    """The authenticated caller; "system" when served without authentication (embedded use)."""
+    try:
+        return current_principal().user_id
+    except SiltError:
+        return SYSTEM_CLIENT
+
+
+def repository_of(request: Any) -> str:
+    """The repository a request is about: its `repository` field, or `name` for repository calls."""
+    fields = request.DESCRIPTOR.fields_by_name
+    if "repository" in fields:
+        return str(request.repository)
+    if "name" in fields and request.DESCRIPTOR.name.endswith("RepositoryRequest"):
+        return str(request.name)
+    return ""
+
+
+class JournalContextInterceptor(grpc.ServerInterceptor):
+    """Runs each unary call inside the JournalContext naming it (after authentication)."""
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        behavior = handler.unary_unary
+        event = event_type(handler_call_details.method)
+
+        def handle(request: Any, context: grpc.ServicerContext) -> Any:
+            with journal_context(event, caller_id(), repository_of(request)):
+                return behavior(request, context)
+
+        return grpc.unary_unary_rpc_method_handler(
+            handle,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )

@@ -1,0 +1,1 @@
+"""The metadata journal: every graveler KV mutation recorded beside it (docs/design/journal.md)."""

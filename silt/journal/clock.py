@@ -1,0 +1,70 @@
+"""The hybrid logical clock that stamps journal records and the values they write.
+
+Microseconds of wall time, never going backwards and always past every timestamp this
+process has observed (read from a stored value): ``now() = max(wall, last + 1, observed + 1)``.
+A compare-and-set therefore gets a timestamp after the value it replaces, whatever the
+clocks of the processes that wrote it. The writer id is random per process start, so
+(timestamp, writer id, sequence) is unique without any coordination.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+
+def wall_micros() -> int:
+    return time.time_ns() // 1000
+
+
+class HybridLogicalClock:
+    def __init__(self, wall: Callable[[], int] = wall_micros, writer_id: str | None = None) -> None:
+        self._wall = wall
+        self._lock = threading.Lock()
+        self._last = 0
+        self._sequence = itertools.count()
+        self.writer_id = writer_id or uuid.uuid4().hex
+
+    def now(self) -> int:
+        """A timestamp greater than every one handed out or observed before."""
+        wall = self._wall()
+        with self._lock:
+            self._last = max(wall, self._last + 1)
+            return self._last
+
+    def observe(self, timestamp: int) -> None:
+        """Make every later now() exceed timestamp (read from a stored value)."""
+        if timestamp <= self._last:  # the common case, without the lock
+            return
+        with self._lock:
+            self._last = max(self._last, timestamp)
+
+    def next_sequence(self) -> int:
+        # itertools.count's __next__ is atomic under the GIL (it is implemented in C).
+        return next(self._sequence)
+
+
+_process_clock: HybridLogicalClock | None = None
+_process_clock_lock = threading.Lock()
+
+
+def process_clock() -> HybridLogicalClock:
+    """The clock every journaled store of this process shares."""
+    global _process_clock
+    with _process_clock_lock:
+        if _process_clock is None:
+            _process_clock = HybridLogicalClock()
+        return _process_clock
+
+
+def _forget_after_fork() -> None:
+    # A forked child is another writer: sharing the parent's id could repeat its row keys.
+    global _process_clock
+    _process_clock = None
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)

@@ -1,0 +1,236 @@
+"""Rebuild: a repository's metadata, from the journal batches in its storage namespace alone.
+
+Records are replayed in their total order (logical timestamp, writer id, sequence), each
+change written back raw: the stored value exactly as the journal holds it (envelope
+included), on Cassandra with the record's logical timestamp as write time. The final state
+of a key is its last change, so the replay only has to keep each key's changes in order.
+
+Order across batches: a batch is filed under the hour of its oldest record, so every batch of
+a later hour holds only records at or after that hour's start. Once all batches of one hour
+are read, every record older than the next hour present is known and is applied; the rest
+waits in a heap. Memory is one hour's batches plus what spills past it.
+
+Changes are grouped per partition into one ``apply`` of up to MAX_APPLY_ROWS rows (a key
+changed twice in a group keeps its later change), which is what makes replay fast on SQLite.
+
+Resumable: after each flush the position of the last applied record is checkpointed in the
+target KV (``rebuild/<repository>`` in the ``graveler`` partition); a second run skips
+every record at or before it. The repository record itself (``repos/<name>``) is held back
+and written last, as graveler writes it last on creation: until then the repository does
+not exist for graveler, and a run that finds it refuses.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import itertools
+import json
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from silt.block.adapter import BlockAdapter
+from silt.errors import AlreadyExists, InvalidArgument, NotFound
+from silt.journal.batch import REPLAY_ORDER, Position, ReplayRecord, batch_range, decode_batch, decode_for_replay
+from silt.journal.bucket import JournalBucket
+from silt.kv.store import MAX_APPLY_ROWS, Store
+
+GRAVELER_PARTITION = b"graveler"
+REPOS = b"repos/"
+CHECKPOINT_PREFIX = b"rebuild/"
+# Records applied between two checkpoints: bounds what a resumed run applies again.
+CHECKPOINT_RECORDS = 50_000
+
+
+@dataclass
+class RebuildProgress:
+    batches_total: int = 0
+    batches_read: int = 0
+    batches_skipped: int = 0  # already applied by an interrupted run
+    records_applied: int = 0
+    records_other: int = 0  # of other repositories that used the same namespace
+    hour: str = ""
+    resumed: bool = False
+    deleted: bool = False  # the journal ends with the repository's deletion: nothing exposed
+
+
+class Rebuild:
+    def __init__(
+        self,
+        kv: Store,
+        adapter: BlockAdapter,
+        namespace: str,
+        repository: str,
+        report: Callable[[RebuildProgress], None] = lambda progress: None,
+        checkpoint_records: int = CHECKPOINT_RECORDS,
+    ) -> None:
+        if not repository:
+            raise InvalidArgument("rebuild needs the repository's name")
+        self._kv = kv  # bare: writes go in as they are, not journaled again
+        self._bucket = JournalBucket(adapter, namespace)
+        self._repository = repository
+        self._report = report
+        self._checkpoint_records = checkpoint_records
+        self._repo_key = REPOS + repository.encode()
+        self._checkpoint_key = CHECKPOINT_PREFIX + repository.encode()
+        self.progress = RebuildProgress()
+        self._pending: dict[bytes, dict[bytes, tuple[bytes | None, int]]] = {}
+        self._since_checkpoint = 0
+        self._applied: Position | None = None
+        self._held: bytes | None = None  # the repos/<name> value, written last; None: absent
+
+    def run(self) -> RebuildProgress:
+        self._start()
+        keys = self._bucket.batches()
+        self.progress.batches_total = len(keys)
+        waiting: list[ReplayRecord] = []  # read, not yet known to be next
+        hours = [(hour, list(group)) for hour, group in itertools.groupby(keys, key=_hour_of_key)]
+        for index, (hour, group) in enumerate(hours):
+            self.progress.hour = hour
+            for key in group:
+                waiting.extend(self._records(key))
+            # Each batch is sorted already: sorting their concatenation is a merge of runs.
+            waiting.sort(key=_order)
+            later = _hour_start(hours[index + 1][0]) if index + 1 < len(hours) else None
+            ready = len(waiting) if later is None else bisect.bisect_left(waiting, later, key=_timestamp)
+            for record in waiting[:ready]:
+                self._replay(record)
+            del waiting[:ready]
+            self._report(self.progress)
+        self._flush()
+        self._finish()
+        self._report(self.progress)
+        return self.progress
+
+    # --- start and finish --------------------------------------------------------------------
+
+    def _start(self) -> None:
+        try:
+            self._kv.get(GRAVELER_PARTITION, self._repo_key)
+            raise AlreadyExists(
+                f"repository {self._repository!r} exists in the target KV; rebuild refuses to overwrite it"
+            )
+        except NotFound:
+            pass
+        try:
+            checkpoint = json.loads(self._kv.get(GRAVELER_PARTITION, self._checkpoint_key).value)
+        except NotFound:
+            self._save_checkpoint()  # marks the rebuild as started, before anything is written
+            return
+        except ValueError:
+            raise InvalidArgument(f"unreadable rebuild checkpoint {self._checkpoint_key!r}") from None
+        if checkpoint.get("namespace") != self._bucket.namespace:
+            raise InvalidArgument(
+                f"an interrupted rebuild of {self._repository!r} from {checkpoint.get('namespace')!r} is in the "
+                "target KV; resume it with that namespace"
+            )
+        at = checkpoint.get("position")
+        self._applied = (int(at[0]), str(at[1]), int(at[2])) if at else None
+        held = checkpoint.get("held")
+        self._held = base64.b64decode(held) if held is not None else None
+        self.progress.resumed = True
+
+    def _finish(self) -> None:
+        if self._held is None:
+            self.progress.deleted = self._applied is not None
+        else:
+            self._kv.set(GRAVELER_PARTITION, self._repo_key, self._held)
+        self._kv.delete(GRAVELER_PARTITION, self._checkpoint_key)
+
+    def _save_checkpoint(self) -> None:
+        state = {
+            "namespace": self._bucket.namespace,
+            "position": list(self._applied) if self._applied else None,
+            "held": base64.b64encode(self._held).decode() if self._held is not None else None,
+        }
+        self._kv.set(GRAVELER_PARTITION, self._checkpoint_key, json.dumps(state).encode())
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def _records(self, key: str) -> list[ReplayRecord]:
+        data = self._bucket.read(key)
+        self.progress.batches_read += 1
+        if self._applied is not None and batch_range(data)[1] <= self._applied:
+            self.progress.batches_skipped += 1
+            return []
+        records = []
+        for record in decode_for_replay(data):
+            if record[3] != self._repository:
+                self.progress.records_other += 1
+            elif self._applied is None or _order(record) > self._applied:
+                records.append(record)
+        return records
+
+    # --- applying ----------------------------------------------------------------------------
+
+    def _replay(self, record: ReplayRecord) -> None:
+        at = _order(record)
+        if self._applied is not None and at <= self._applied:
+            return  # shipped twice (a shipper crashed between writing a batch and deleting its rows)
+        timestamp, changes = record[0], record[4]
+        for partition, key, value in changes:
+            if partition == GRAVELER_PARTITION and key == self._repo_key:
+                self._held = value
+                continue
+            rows = self._pending.get(partition)
+            if rows is None:
+                rows = self._pending[partition] = {}
+            rows[key] = (value, timestamp)
+            if len(rows) >= MAX_APPLY_ROWS:
+                self._flush_partition(partition)
+        self._applied = at
+        self.progress.records_applied += 1
+        self._since_checkpoint += 1
+        if self._since_checkpoint >= self._checkpoint_records:
+            self._flush()
+
+    def _flush(self) -> None:
+        for partition in list(self._pending):
+            self._flush_partition(partition)
+        self._save_checkpoint()
+        self._since_checkpoint = 0
+
+    def _flush_partition(self, partition: bytes) -> None:
+        rows = self._pending.pop(partition, {})
+        if not rows:
+            return
+        puts = [(key, value) for key, (value, _) in rows.items() if value is not None]
+        deletes = [key for key, (value, _) in rows.items() if value is None]
+        # Cassandra orders cells by write time: the group's newest record stamps it, never
+        # later than the graveler that takes over afterwards (its clock is past every record).
+        timestamp = max(stamp for _, stamp in rows.values()) or None
+        self._kv.apply(partition, puts, deletes, timestamp=timestamp)
+
+
+_order: Callable[[ReplayRecord], Position] = REPLAY_ORDER
+_timestamp: Callable[[ReplayRecord], int] = operator.itemgetter(0)
+
+
+def _hour_of_key(key: str) -> str:
+    for part in key.split("/"):
+        if part.startswith("hour="):
+            return part[len("hour=") :]
+    raise InvalidArgument(f"journal batch {key!r} is not under an hour= folder")
+
+
+def _hour_start(hour: str) -> int:
+    try:
+        start = datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=UTC)
+    except ValueError:
+        raise InvalidArgument(f"journal hour folder {hour!r} is not yyyy-mm-ddThh") from None
+    return int((start - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
+
+
+def repository_of(adapter: BlockAdapter, namespace: str) -> str:
+    """The repository whose journal the namespace holds; InvalidArgument if none, or if the
+    oldest and newest batches name different ones (a namespace reused after a deletion)."""
+    bucket = JournalBucket(adapter, namespace)
+    keys = bucket.batches()
+    if not keys:
+        raise NotFound(f"no journal batches under {namespace}/_silt/journal/v1/")
+    names = {record.repository for key in {keys[0], keys[-1]} for record in decode_batch(bucket.read(key))}
+    if len(names) != 1:
+        raise InvalidArgument(f"{namespace} holds the journals of {sorted(names)}: name one with --repository")
+    return names.pop()

@@ -1,0 +1,181 @@
+"""JournaledStore: the one choke point through which graveler's KV mutations are journaled.
+
+Every write made inside a JournalContext (silt.journal.context) becomes one atomic
+``Store.apply`` in its partition: the mutation itself plus a journal row recording it
+(silt.journal.record), so the row exists exactly when the mutation happened. Every value is
+stored in an envelope carrying the logical timestamp of its write (silt.journal.envelope):
+reads unwrap it and feed it to the hybrid logical clock, so a compare-and-set is stamped
+after the value it replaces; blind writes of staged values hand the timestamp to the driver
+as the write time, so the value a driver keeps is the one the journal orders last. Scans hide
+journal rows.
+
+``raw`` is the store underneath: stored bytes as they are, writes not journaled. It is for
+the cleaner dropping unreachable staging tokens, the shipper deleting shipped rows and
+rebuild writing stored values back (docs/design/journal.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from silt.errors import InvalidArgument
+from silt.journal import envelope
+from silt.journal.clock import HybridLogicalClock, process_clock
+from silt.journal.context import JournalContext, current_context
+from silt.journal.record import AFTER_JOURNAL, STAGED_KIND, encode_record, is_journal_key, key_kind, record_key
+from silt.journal.v1.journal_pb2 import Change, Record
+from silt.kv.store import Condition, Entry, Predicate, Store, ValueWithPredicate, check_apply
+from silt.telemetry.stores import open_observed_store
+
+if TYPE_CHECKING:
+    from silt.config import Config
+
+
+class JournaledStore(Store):
+    def __init__(self, inner: Store, clock: HybridLogicalClock | None = None, enabled: bool = True) -> None:
+        self._inner = inner
+        self.clock = clock or process_clock()
+        self.enabled = enabled
+
+    @property
+    def raw(self) -> Store:
+        """The store underneath: no envelopes removed, journal rows visible, nothing journaled."""
+        return self._inner
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
+        found = self._inner.get(partition, key)
+        timestamp, value = envelope.unwrap(found.value)
+        self.clock.observe(timestamp)
+        # The predicate stays the stored bytes: a later set_if compares what is stored.
+        return ValueWithPredicate(value, found.predicate)
+
+    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
+        for entry in self._inner.scan(partition, start):
+            if is_journal_key(entry.key):
+                # Jump over the journal rows rather than read them: a partition may hold many
+                # unshipped ones, and a prefix scan ending near them would page through all.
+                yield from self._unwrapped(self._inner.scan(partition, AFTER_JOURNAL))
+                return
+            yield self._unwrap(entry)
+
+    def _unwrapped(self, entries: Iterator[Entry]) -> Iterator[Entry]:
+        for entry in entries:
+            yield self._unwrap(entry)
+
+    def _unwrap(self, entry: Entry) -> Entry:
+        timestamp, value = envelope.unwrap(entry.value)
+        self.clock.observe(timestamp)
+        return Entry(entry.key, value)
+
+    # --- writes --------------------------------------------------------------------------
+
+    def set(self, partition: bytes, key: bytes, value: bytes) -> None:
+        if not self.enabled:
+            self._inner.set(partition, key, value)
+            return
+        self.apply(partition, [(key, value)])
+
+    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
+        if not self.enabled:
+            self._inner.set_if(partition, key, value, predicate)
+            return
+        self.apply(partition, [(key, value)], condition=(key, predicate))
+
+    def delete(self, partition: bytes, key: bytes) -> None:
+        if not self.enabled:
+            self._inner.delete(partition, key)
+            return
+        self.apply(partition, [], [key])
+
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        """Apply puts and deletes (values unwrapped) with their journal row; the logical
+        timestamp is this store's to choose, so timestamp must be None."""
+        if timestamp is not None:
+            raise InvalidArgument("JournaledStore.apply: the logical clock chooses the write timestamp")
+        check_apply(partition, puts, deletes, condition, None)
+        for key in [*(k for k, _ in puts), *deletes]:
+            if is_journal_key(key):
+                raise InvalidArgument("KV keys under journal/ are the journal's own")
+        if not self.enabled:
+            self._inner.apply(partition, puts, deletes, condition)
+            return
+        logical = self.clock.now()
+        stored = [(bytes(key), envelope.wrap(logical, bytes(value))) for key, value in puts]
+        rows = list(stored)
+        context = current_context()
+        if context is not None:
+            record = self._record(context, logical, partition, stored, deletes)
+            rows.append((record_key(logical, self.clock.writer_id, record.sequence), encode_record(record)))
+        self._inner.apply(partition, rows, deletes, condition, self._write_time(logical, puts, deletes, condition))
+
+    @staticmethod
+    def _write_time(
+        logical: int, puts: Sequence[tuple[bytes, bytes]], deletes: Sequence[bytes], condition: Condition | None
+    ) -> int | None:
+        """The write time to give the driver: the logical timestamp for blind writes of staged
+        values, None (the store's own clock) otherwise.
+
+        Staged values are written blindly by many writers, so only the write time can make the
+        value kept the one the journal orders last. Every other key changes by compare-and-set,
+        ordered by what the writer read; a plain write or delete of such a key (deleting a
+        branch) must sort after the last compare-and-set, whose write time on Cassandra is its
+        Paxos ballot from the coordinator's clock, so it takes the coordinator's clock too.
+        """
+        if condition is not None:
+            return None
+        if all(key_kind(key) == STAGED_KIND for key in [*(k for k, _ in puts), *deletes]):
+            return logical
+        return None
+
+    def _record(
+        self,
+        context: JournalContext,
+        logical: int,
+        partition: bytes,
+        stored: list[tuple[bytes, bytes]],
+        deletes: Sequence[bytes],
+    ) -> Record:
+        changes = [
+            Change(partition=partition, key=key, op=Change.PUT, value=value, kind=key_kind(key))
+            for key, value in stored
+        ]
+        changes += [Change(partition=partition, key=key, op=Change.DELETE, kind=key_kind(key)) for key in deletes]
+        return Record(
+            logical_timestamp=logical,
+            writer_id=self.clock.writer_id,
+            sequence=self.clock.next_sequence(),
+            client_id=context.client_id,
+            repository=context.repository,
+            repository_partition=context.repository_partition,
+            event_type=context.event_type,
+            changes=changes,
+        )
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def raw_store(store: Store) -> Store:
+    """The unjournaled store under store (store itself when it is not journaled)."""
+    return store.raw if isinstance(store, JournaledStore) else store
+
+
+def journaled(store: Store, enabled: bool = True) -> JournaledStore:
+    """store journaled with this process's clock (store itself if it is journaled already)."""
+    return store if isinstance(store, JournaledStore) else JournaledStore(store, enabled=enabled)
+
+
+def open_graveler_store(config: Config) -> JournaledStore:
+    """Graveler's KV as every process reading or writing graveler keys must open it: values
+    unwrapped, mutations journaled unless graveler.journal.enabled is false."""
+    return JournaledStore(open_observed_store(config.database), enabled=config.graveler.journal.enabled)

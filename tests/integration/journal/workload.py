@@ -1,0 +1,145 @@
+"""A mixed graveler workload and a complete dump of a repository, for the rebuild tests."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import uuid
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+
+from services.graveler.graveler import Graveler
+from silt.block.adapter import BlockAdapter
+from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.context import journal_context
+from silt.journal.record import JOURNAL_PREFIX
+from silt.kv.store import Store, scan_prefix
+
+SHIPPER_KEYS = b"journal_ship/"
+
+
+class InCalls:
+    """A Graveler whose every method runs inside a JournalContext, as each gRPC call of graveler
+    does (services/graveler/journaling.py): writes outside one are not journaled."""
+
+    def __init__(self, graveler: Graveler, repository: str) -> None:
+        self._graveler = graveler
+        self._repository = repository
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._graveler, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with journal_context(name, "tester", self._repository):
+                return method(*args, **kwargs)
+
+        return call
+
+
+def put(graveler: Any, adapter: BlockAdapter, repo: str, branch: str, key: str) -> None:
+    """Write an object's bytes to the namespace and stage it, as the gateway does."""
+    data = f"{key} {uuid.uuid4().hex}".encode()
+    address = f"data/{uuid.uuid4().hex}"
+    namespace = graveler.get_repository(repo).storage_namespace
+    adapter.put(namespace, address, io.BytesIO(data), len(data))
+    entry = pb.Entry(physical_address=address, size=len(data), etag=hashlib.md5(data).hexdigest())
+    graveler.stage_entry(repo, branch, key, entry)
+
+
+def mixed_workload(graveler: Any, adapter: BlockAdapter, repo: str) -> None:
+    """Writes, deletes, commits, merges, reverts, resets, tags, branch deletes, a compaction,
+    pull requests and settings."""
+    for i in range(20):
+        put(graveler, adapter, repo, "main", f"data/{i:03d}")
+    graveler.commit(repo, "main", "first")
+    graveler.create_branch(repo, "dev", "main")
+    for i in range(5):
+        put(graveler, adapter, repo, "dev", f"dev/{i}")
+    graveler.delete_entry(repo, "dev", "data/001")
+    graveler.commit(repo, "dev", "dev work")
+    graveler.merge(repo, "dev", "main", message="merge dev")
+    put(graveler, adapter, repo, "dev", "dev/regret")
+    regret = graveler.commit(repo, "dev", "a commit to revert")
+    graveler.revert(repo, "dev", regret.id)
+    graveler.create_tag(repo, "v1", "main")
+    graveler.create_branch(repo, "scratch", "main")
+    put(graveler, adapter, repo, "scratch", "tmp/x")
+    graveler.create_tag(repo, "gone", "main")
+    graveler.delete_tag(repo, "gone")
+    graveler.delete_branch(repo, "scratch")
+    put(graveler, adapter, repo, "dev", "dev/reset-me")
+    graveler.reset_branch(repo, "dev", key="dev/reset-me")
+    graveler.create_branch(repo, "feature", "main")
+    put(graveler, adapter, repo, "feature", "feature/a")
+    graveler.commit(repo, "feature", "feature work")
+    pull = graveler.create_pull_request(repo, "add feature", "please", "feature", "dev", "alice")
+    graveler.add_pull_request_comment(repo, pull.id, "bob", "looks good")
+    other = graveler.create_pull_request(repo, "second", "", "feature", "main", "alice")
+    graveler.merge_pull_request(repo, other.id)
+    graveler.set_gc_rules(repo, pb.GCRules(default_retention_days=7))
+    graveler.set_branch_protection(repo, [pb.BranchProtectionRule(pattern="main", required_approvals=0)])
+    graveler.update_repository_metadata(repo, {"team": "data"}, [])
+    put(graveler, adapter, repo, "dev", "dev/uncommitted")
+    graveler.delete_entry(repo, "dev", "dev/0")
+    for i in range(2, 12):  # data/001 went with the merge of dev
+        graveler.delete_entry(repo, "dev", f"data/{i:03d}")
+    graveler.compact(repo, "dev")
+    put(graveler, adapter, repo, "dev", "after/compaction")
+
+
+def raw_dump(kv: Store, graveler: Graveler, repo: str) -> dict[str, Any]:
+    """Every stored row of the repository that graveler reads: its record, its partition, and
+    the staging tokens its branches name (envelopes included)."""
+    record = graveler.get_repository(repo)
+    partition = f"{record.name}-{record.unique_id}".encode()
+    rows: dict[bytes, dict[bytes, bytes]] = {b"graveler": {}}
+    rows[b"graveler"][b"repos/" + repo.encode()] = kv.get(b"graveler", b"repos/" + repo.encode()).value
+    rows[partition] = _partition(kv, partition)
+    for entry in scan_prefix(kv, partition, b"branches/"):
+        branch = graveler.get_branch(repo, entry.key[len(b"branches/") :].decode())
+        for token in (branch.staging_token, *branch.sealed_tokens):
+            rows[token.encode()] = _partition(kv, token.encode())
+    return {partition.decode(): sorted(values.items()) for partition, values in rows.items()}
+
+
+def _partition(kv: Store, partition: bytes) -> dict[bytes, bytes]:
+    return {
+        entry.key: entry.value
+        for entry in kv.scan(partition)
+        if not entry.key.startswith(JOURNAL_PREFIX) and not entry.key.startswith(SHIPPER_KEYS)
+    }
+
+
+def api_dump(graveler: Graveler, adapter: BlockAdapter, repo: str) -> dict[str, Any]:
+    """What a client sees: branches, tags, history, every object's bytes on every ref,
+    pull requests with comments, settings."""
+    record = graveler.get_repository(repo)
+    branches, _ = graveler.list_branches(repo, "", 1000)
+    tags, _ = graveler.list_tags(repo, "", 1000)
+    refs = [branch.name for branch in branches] + [tag.id for tag in tags]
+    pulls, _, _ = graveler.list_pull_requests(repo, pb.PullRequestStatus.PULL_REQUEST_STATUS_UNSPECIFIED, "", 1000)
+    return {
+        "repository": MessageToDict(record),
+        "branches": [MessageToDict(branch) for branch in branches],
+        "tags": [MessageToDict(tag) for tag in tags],
+        "log": {ref: [c.id for c in graveler.log(repo, ref, amount=1000).commits] for ref in refs},
+        "objects": {ref: _objects(graveler, adapter, repo, record.storage_namespace, ref) for ref in refs},
+        "pulls": [MessageToDict(pull) for pull in pulls],
+        "comments": {
+            pull.id: [MessageToDict(c) for c in graveler.list_pull_request_comments(repo, pull.id, "", 1000)[0]]
+            for pull in pulls
+        },
+        "gc_rules": MessageToDict(graveler.get_gc_rules(repo) or pb.GCRules()),
+        "protection": MessageToDict(graveler.get_branch_protection(repo)[0]),
+    }
+
+
+def _objects(graveler: Graveler, adapter: BlockAdapter, repo: str, namespace: str, ref: str) -> dict[str, str]:
+    found = {}
+    page = graveler.list_entries(repo, ref, "", "", "", 10_000)
+    for key, entry in page.items:
+        assert entry is not None  # no delimiter: no common prefixes
+        with adapter.get(namespace, entry.physical_address) as stream:
+            found[key.decode()] = hashlib.sha256(stream.read()).hexdigest()
+    return found
