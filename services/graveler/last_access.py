@@ -243,7 +243,9 @@ class LastAccess:
         self, repo: RepoHandle, branch: str, keys: set[str], since_us: int, deadline: Deadline
     ) -> set[str]:
         touched: set[str] = set()
-        for seen, event in enumerate(scan_partition_events(raw_store(self._kv), repo.partition, branch, since_us=since_us)):
+        for seen, event in enumerate(
+            scan_partition_events(raw_store(self._kv), repo.partition, branch, since_us=since_us)
+        ):
             if seen % 10_000 == 0:
                 deadline.check(f"reading the history of branch {branch!r}")
             if event.type in _ACCESS_EVENTS and event.path in keys:

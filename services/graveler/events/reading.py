@@ -56,7 +56,9 @@ class EventReader:
         if until_us < 0:
             raise InvalidArgument("until_us must not be negative")
         repo = self._refs.repository(repository)
-        events = scan_partition_events(raw_store(self._refs.kv), repo.partition, branch, since_us, until_us or None, after)
+        events = scan_partition_events(
+            raw_store(self._refs.kv), repo.partition, branch, since_us, until_us or None, after
+        )
         return EventPage(*take_page(events, amount))
 
     def watch(
