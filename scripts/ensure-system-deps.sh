@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs outside Python when it is missing: Java 17 (to run the
-# test Cassandra) and npm (to fetch it); with `bench`, also nginx and curl (the gateway
-# benchmark's reference server and client). Uses Debian's packages; does nothing when present.
+# test Cassandra), npm (to fetch it) and podman (tests/e2e/test_images_podman.py); with `bench`,
+# also nginx and curl (the gateway benchmark's reference server and client). Uses Debian's packages; does nothing when present.
 set -euo pipefail
 
 missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# Container images and the podman-marked test (scripts/images/): podman with runc, and
+# debootstrap for the local base image when no registry answers.
+command -v podman >/dev/null 2>&1 || missing+=(podman buildah runc debootstrap uidmap fuse-overlayfs slirp4netns)
 if [ "${1:-}" = bench ]; then
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
   command -v curl >/dev/null 2>&1 || missing+=(curl)
