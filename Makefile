@@ -52,9 +52,10 @@ clients: $(CLIENTS_STAMP)
 UV_COMPILE := $(VENV)/bin/uv pip compile --quiet --generate-hashes --python-version 3.11 \
 	--python-platform x86_64-unknown-linux-gnu --custom-compile-command "make lock" $(LOCK_ARGS)
 lock: $(STAMP)
-	$(UV_COMPILE) pyproject.toml $(LOCKS)/build.in --extra dev -o $(LOCKS)/dev.txt
+	$(UV_COMPILE) pyproject.toml $(LOCKS)/build.in --extra dev --extra spark -o $(LOCKS)/dev.txt
 	$(UV_COMPILE) $(LOCKS)/build.in -c $(LOCKS)/dev.txt -o $(LOCKS)/build.txt
 	$(UV_COMPILE) pyproject.toml $(LOCKS)/build.in -c $(LOCKS)/dev.txt -o $(LOCKS)/runtime.txt
+	$(UV_COMPILE) pyproject.toml $(LOCKS)/build.in --extra spark -c $(LOCKS)/dev.txt -o $(LOCKS)/gc.txt
 	$(UV_COMPILE) $(LOCKS)/protoc.in -c $(LOCKS)/dev.txt -o $(LOCKS)/protoc.txt
 	$(UV_COMPILE) --no-deps $(LOCKS)/s3a-jars.in -o $(LOCKS)/s3a-jars.txt
 	$(UV_COMPILE) $(LOCKS)/clients.in -o $(LOCKS)/clients.txt
@@ -174,18 +175,11 @@ cassandra:
 	scripts/cassandra.sh run
 
 # The container images deploy/k8s runs: silt (every service, the web UI's bundle included: built
-# here first) and silt-gc (plus Java, for the GC CronJob). Uses docker, else podman; fails with a message when neither engine answers.
+# here first) and silt-gc (plus Spark and Java, for the GC CronJob). Uses docker, else podman
+# (scripts/images/build.sh); with no registry in reach it first builds a local base from Debian's
+# packages, cached in ~/.cache/silt-images.
 IMAGE_TAG ?= 0.1.0
 image: ui
-	@engine=""; for e in docker podman; do \
-		if command -v $$e >/dev/null 2>&1 && $$e info >/dev/null 2>&1; then engine=$$e; break; fi; \
-	done; \
-	if [ -z "$$engine" ]; then \
-		echo "make image: no container engine available (docker or podman, with a running daemon); nothing built" >&2; \
-		exit 1; \
-	fi; \
-	$$engine build --target runtime -t silt:$(IMAGE_TAG) . && \
-	$$engine build --target gc -t silt-gc:$(IMAGE_TAG) .
 
 # deploy/k8s rendered per overlay (kustomize, or kubectl's embedded copy) into build/k8s/.
 k8s-render:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs outside Python when it is missing: Java 17 (to run the
-# test Cassandra), npm (to fetch it and to build the web UI) and Chromium (the UI's browser
-# tests); with `bench`, also nginx and curl (the gateway benchmark's reference server and
-# client); with `ui`, only npm (`make ui`). Uses Debian's packages; does nothing when present.
+# test Cassandra), npm (to fetch it and to build the web UI), Chromium (the UI's browser
+# tests) and podman (tests/e2e/test_images_podman.py); with `bench`, also nginx and curl (the
+# gateway benchmark's reference server and client); with `ui`, only npm (`make ui`). Uses
+# Debian's packages; does nothing when present.
 set -euo pipefail
 
 missing=()
@@ -11,6 +12,9 @@ if [ "${1:-}" != ui ]; then
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
   # The web UI's browser tests drive Debian's Chromium (Playwright's own download is not used).
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  # Container images and the podman-marked test (scripts/images/): podman with runc, and
+  # debootstrap for the local base image when no registry answers.
+  command -v podman >/dev/null 2>&1 || missing+=(podman buildah runc debootstrap uidmap fuse-overlayfs slirp4netns)
 fi
 if [ "${1:-}" = bench ]; then
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)

@@ -42,6 +42,10 @@ def test_every_stage_starts_from_an_earlier_stage_or_a_digest_pinned_image() -> 
 def test_the_base_is_a_build_argument() -> None:
     (line,) = [line for line in _instructions() if line.startswith("ARG PYTHON_IMAGE=")]
     assert DIGEST_PINNED.fullmatch(line.partition("=")[2]), line
-    assert all(
-        line.split()[1] in ("${PYTHON_IMAGE}", "runtime") for line in _instructions() if line.startswith("FROM ")
-    )
+    stages: set[str] = set()
+    for line in _instructions():
+        if line.startswith("FROM "):
+            parts = line.split()
+            assert parts[1] == "${PYTHON_IMAGE}" or parts[1] in stages, line
+            if len(parts) == 4:
+                stages.add(parts[3])

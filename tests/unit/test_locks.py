@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCKS = ROOT / "requirements"
-LOCK_NAMES = ("build", "dev", "runtime", "protoc", "s3a-jars", "clients")
+LOCK_NAMES = ("build", "dev", "runtime", "gc", "protoc", "s3a-jars", "clients")
 _PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 _HASH_RE = re.compile(r"--hash=sha256:[0-9a-f]{64}\b")
 
@@ -65,7 +65,9 @@ def test_every_lock_pins_every_package_with_hashes(name: str) -> None:
     read_lock(name)
 
 
-@pytest.mark.parametrize(("group", "locks"), [("runtime", ("runtime", "dev")), ("dev", ("dev",))])
+@pytest.mark.parametrize(
+    ("group", "locks"), [("runtime", ("runtime", "gc", "dev")), ("spark", ("gc", "dev")), ("dev", ("dev",))]
+)
 def test_every_declared_dependency_is_locked_at_its_version(group: str, locks: tuple[str, ...]) -> None:
     for lock in locks:
         pins = read_lock(lock)
@@ -80,7 +82,7 @@ def test_every_declared_dependency_is_locked_at_its_version(group: str, locks: t
 @pytest.mark.parametrize(
     ("source", "locks"),
     [
-        ("build.in", ("build", "dev", "runtime")),
+        ("build.in", ("build", "dev", "runtime", "gc")),
         ("protoc.in", ("protoc",)),
         ("s3a-jars.in", ("s3a-jars",)),
         ("clients.in", ("clients",)),
@@ -100,12 +102,22 @@ def test_every_lock_input_is_locked_at_its_version(source: str, locks: tuple[str
 
 def test_locks_that_share_packages_agree_with_the_dev_lock() -> None:
     dev = read_lock("dev")
-    for lock in ("build", "runtime", "protoc"):
+    for lock in ("build", "runtime", "gc", "protoc"):
         for name, (version, _) in read_lock(lock).items():
             assert dev.get(name, ("",))[0] == version, f"requirements/{lock}.txt pins {name}=={version}, dev another"
     # The image's code generator is the one `make proto` uses.
     (grpc_tools,) = [r for r in _declared("dev") if canonicalize_name(r.name) == "grpcio-tools"]
     assert read_lock("protoc")["grpcio-tools"][0] == _exact(grpc_tools)
+
+
+def test_the_runtime_lock_leaves_spark_to_the_gc_lock() -> None:
+    # The services' image installs requirements/runtime.txt; Spark (and so Java) is the GC image's.
+    spark = {canonicalize_name(r.name) for r in _declared("spark")}
+    assert spark, "pyproject.toml declares no spark extra"
+    assert not spark & set(read_lock("runtime")), (
+        "requirements/runtime.txt pins Spark: the runtime image would carry it"
+    )
+    assert spark <= set(read_lock("gc"))
 
 
 def test_the_build_backend_is_locked() -> None:
