@@ -147,7 +147,8 @@ bench-events: proto
 	$(PY) -m bench.events $(BENCH_ARGS)
 
 # The web UI in Chromium: the repository page and a 1,000-entry directory page with 240,000 objects
-# on the branch (load event and data shown, target 500 ms); BENCH_ARGS="--count 20000" for a quick run.
+# on the branch (load event and data shown, target 500 ms) and a pull request with a 10,000-path diff
+# (target 1 s); BENCH_ARGS="--count 20000" for a quick run.
 bench-ui: proto ui
 	@scripts/ensure-system-deps.sh
 	$(PY) -m bench.ui $(BENCH_ARGS)

@@ -10,8 +10,9 @@ has it:
   page calls the API. Also held to 500 ms.
 - `listing_call`: of that, the API's `/objects/ls` call alone.
 
-Pages: the repository page (its root directory on main) and the 1,000-entry directory page.
-Needs the bundle (`make ui`) and Debian's chromium.
+Pages: the repository page (its root directory on main), the 1,000-entry directory page, and a
+pull request whose diff has 10,000 paths (target 1 s; the page shows its first 100 and the
+merge status). Needs the bundle (`make ui`) and Debian's chromium.
 """
 
 from __future__ import annotations
@@ -33,18 +34,29 @@ from tests.support.gateway_stack import GatewayStack, gateway_stack
 REPO = "bench-ui"
 DIRECTORY = "dir1000/"
 DIRECTORY_SIZE = 1_000
+PULL_SOURCE = "pr-10k"
+PULL_PATHS = 10_000
+PULL_ROWS_SHOWN = 100
+PULL_TARGET_S = 1.0
 CHROMIUM = "/usr/bin/chromium"
 TARGET_S = 0.5
 TIMEOUT_MS = 60_000
 
 
-def _stage(gw: GatewayStack, count: int) -> None:
+def _stage(gw: GatewayStack, count: int) -> str:
+    """Stage the objects; return the id of a pull request whose diff has PULL_PATHS paths."""
     gw.client().create_bucket(Bucket=REPO)
     with _graveler(gw) as graveler:
+        # The pull request's source branches off main's first commit and changes PULL_PATHS keys.
+        graveler.create_branch(REPO, PULL_SOURCE, "main")
+        stage_in_process(graveler, REPO, PULL_SOURCE, PULL_PATHS, offset=count)
+        graveler.commit(REPO, PULL_SOURCE, f"{PULL_PATHS} new objects", committer="bench")
+        pull = graveler.create_pull_request(REPO, f"{PULL_PATHS} paths", "bench", PULL_SOURCE, "main", "admin")
         stage_in_process(graveler, REPO, "main", count - DIRECTORY_SIZE)
         for i in range(DIRECTORY_SIZE):
             entry: pb.Entry = entry_for(i)
             graveler.stage_entry(REPO, "main", f"{DIRECTORY}part-{i:05d}.parquet", entry)
+        return str(pull.id)
 
 
 def _login(page: Page, gw: GatewayStack) -> None:
@@ -55,28 +67,49 @@ def _login(page: Page, gw: GatewayStack) -> None:
     page.get_by_test_id("whoami").wait_for()
 
 
-def _measure(page: Page, url: str, rows: int) -> tuple[float, float, float]:
-    """(load, ready, the listing call) in seconds for one fresh navigation to url."""
+def _measure(page: Page, url: str, rows: int, row_id: str = "entry", call: str = "/objects/ls") -> tuple[float, ...]:
+    """(load, ready, the data call) in seconds for one fresh navigation to url: ready when rows
+    elements with data-testid row_id are shown; the data call is the slowest request with call
+    in its URL."""
     page.goto("about:blank")
     page.goto(url, wait_until="load")
     page.wait_for_function(
-        "n => document.querySelectorAll('[data-testid=entry]').length >= n", arg=rows, timeout=TIMEOUT_MS
+        "([id, n]) => document.querySelectorAll(`[data-testid=${id}]`).length >= n",
+        arg=[row_id, rows],
+        timeout=TIMEOUT_MS,
     )
     ready_ms = page.evaluate("performance.now()")
     load_ms = page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
-    listing_ms = page.evaluate(
-        "Math.max(...performance.getEntriesByType('resource')"
-        ".filter(e => e.name.includes('/objects/ls')).map(e => e.duration))"
+    call_ms = page.evaluate(
+        "c => Math.max(...performance.getEntriesByType('resource')"
+        ".filter(e => e.name.includes(c)).map(e => e.duration))",
+        call,
     )
-    return load_ms / 1000, ready_ms / 1000, listing_ms / 1000
+    return load_ms / 1000, ready_ms / 1000, call_ms / 1000
 
 
-def bench_pages(gw: GatewayStack, rounds: int) -> None:
-    pages = {
-        "repository_page": (f"{gw.endpoint}/ui/repositories/{REPO}/objects?ref=main", 2),
+def bench_pages(gw: GatewayStack, rounds: int, pull_id: str) -> None:
+    pages: dict[str, tuple[str, int, str, str, float]] = {
+        "repository_page": (
+            f"{gw.endpoint}/ui/repositories/{REPO}/objects?ref=main",
+            2,
+            "entry",
+            "/objects/ls",
+            TARGET_S,
+        ),
         "directory_1000_page": (
             f"{gw.endpoint}/ui/repositories/{REPO}/objects?ref=main&path={DIRECTORY}",
             DIRECTORY_SIZE,
+            "entry",
+            "/objects/ls",
+            TARGET_S,
+        ),
+        "pull_request_10000_paths_page": (
+            f"{gw.endpoint}/ui/repositories/{REPO}/pulls/{pull_id}",
+            PULL_ROWS_SHOWN,
+            "diff-path",
+            "/diff",
+            PULL_TARGET_S,
         ),
     }
     with sync_playwright() as playwright:
@@ -86,13 +119,13 @@ def bench_pages(gw: GatewayStack, rounds: int) -> None:
             context.set_default_timeout(TIMEOUT_MS)
             page = context.new_page()
             _login(page, gw)
-            for name, (url, rows) in pages.items():
-                _measure(page, url, rows)  # warm: the bundle in the cache, the connection open
-                samples = [_measure(page, url, rows) for _ in range(rounds)]
-                emit(f"ui.{name}_load", statistics.median(s[0] for s in samples), "s", TARGET_S)
-                emit(f"ui.{name}_ready", statistics.median(s[1] for s in samples), "s", TARGET_S)
-                # Of which the API's listing call (what the page waits for after `load`).
-                emit(f"ui.{name}_listing_call", statistics.median(s[2] for s in samples), "s", None)
+            for name, (url, rows, row_id, call, target) in pages.items():
+                _measure(page, url, rows, row_id, call)  # warm: the bundle cached, the connection open
+                samples = [_measure(page, url, rows, row_id, call) for _ in range(rounds)]
+                emit(f"ui.{name}_load", statistics.median(s[0] for s in samples), "s", target)
+                emit(f"ui.{name}_ready", statistics.median(s[1] for s in samples), "s", target)
+                # Of which the API's data call (what the page waits for after `load`).
+                emit(f"ui.{name}_data_call", statistics.median(s[2] for s in samples), "s", None)
         finally:
             browser.close()
 
@@ -108,8 +141,8 @@ def main() -> None:
         tempfile.TemporaryDirectory(prefix="silt-bench-ui-") as tmp,
         gateway_stack(Path(tmp) / "stack") as gw,
     ):
-        _stage(gw, args.count)
-        bench_pages(gw, args.rounds)
+        pull_id = _stage(gw, args.count)
+        bench_pages(gw, args.rounds, pull_id)
 
 
 if __name__ == "__main__":
