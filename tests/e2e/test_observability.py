@@ -116,7 +116,14 @@ def test_one_put_is_one_trace_from_gateway_through_auth_and_graveler_to_kv(obser
     ]
     assert kv_in_stage, "graveler's KV calls for the staged write are not in the trace"
     assert {s.attributes["db.system.name"] for s in kv_in_stage} == {"local"}
-    assert {s.attributes["db.operation.name"] for s in kv_in_stage} <= {"get", "set", "set_if", "delete", "scan"}
+    assert {s.attributes["db.operation.name"] for s in kv_in_stage} <= {
+        "get",
+        "set",
+        "set_if",
+        "delete",
+        "scan",
+        "apply",
+    }
     assert any(s.service == "silt-auth" and s.name.startswith("kv.") for s in spans)
     assert any(s.service == "silt-gateway" and s.name == "block.put" for s in spans)
 
@@ -187,7 +194,9 @@ def test_metrics_count_exactly_what_was_done(observed: Observed) -> None:
     assert _delta(gv_before, gv_after, "silt_graveler_commit_entries_total") == 3
     assert _delta(gv_before, gv_after, "silt_graveler_commit_ranges_written_total") >= 1
     assert _delta(gv_before, gv_after, "silt_graveler_commit_sealed_tokens_count") == 1
-    assert _delta(gv_before, gv_after, "silt_kv_operations_total", driver="local", operation="set_if") >= 1
+    assert (
+        _delta(gv_before, gv_after, "silt_kv_operations_total", driver="local", operation="apply") >= 1
+    )  # journaled: a write and its record in one apply
 
     au_before, au_after = before["auth"], after["auth"]
     # At least one AuthorizeMany per S3 request that reached authorization (cache TTL 0 at the
