@@ -416,6 +416,13 @@ class ApiConfig(_Section):
     # The API signs its calls to auth and graveler with its own service user (svc-api) when
     # these are set, else with the process's `credentials` (its own process sets those).
     credentials: CredentialsConfig = Field(default_factory=lambda: CredentialsConfig())
+    # The live feed (GET .../branches/{branch}/events): open streams per process and per user,
+    # and how often an open stream checks its caller's credential and permission again.
+    max_live_feeds: int = Field(64, ge=1, le=10_000, description="open live-feed streams per API process")
+    max_live_feeds_per_user: int = Field(4, ge=1, le=1000, description="open live-feed streams per user")
+    live_feed_reauthorize_seconds: float = Field(
+        30.0, ge=0.1, le=3600, description="how often an open live feed re-checks its caller's access"
+    )
 
     _listen = field_validator("listen_address")(_check_listen_address)
     _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)

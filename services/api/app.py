@@ -117,6 +117,7 @@ def create_app(config: Config) -> ASGIApp:
     )
     app.state.config = config
     app.state.max_body_bytes = config.api.max_body_bytes
+    app.state.feed_reauthorize_seconds = config.api.live_feed_reauthorize_seconds
     routers = (
         setup.router,
         repositories.router,

@@ -1,5 +1,10 @@
 """A Parquet object's schema and first rows, read within a byte budget: the footer and the first
-row group, never the whole file. The web UI's object page shows them (docs/design/api.md)."""
+row group, never the whole file. The web UI's object page shows them (docs/design/api.md).
+
+What the footer claims is checked before any data is read (its own size, the first row group's
+compressed and uncompressed sizes), only the first MAX_COLUMNS columns are read, and they are
+decoded one batch of at most MAX_ROWS rows at a time, so a small file that decodes into a huge
+row group (a decompression bomb) costs one batch of memory, not the row group."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from services.api.errors import bad_request
@@ -21,6 +27,15 @@ MAX_BYTES_READ = 16 * 1024 * 1024
 TAIL_BYTES = 64 * 1024
 # A cell longer than this (a big string or blob) is cut: a preview is for looking at.
 MAX_CELL_CHARS = 1000
+# Columns shown: the rest are counted ("N more columns"), never read.
+MAX_COLUMNS = 200
+# A footer (the file's metadata) larger than this is refused before it is read or parsed.
+MAX_FOOTER_BYTES = 1024 * 1024
+# The first row group's columns to be read may claim at most this much once decompressed.
+MAX_UNCOMPRESSED_BYTES = 256 * 1024 * 1024
+# A value Python cannot represent (a timestamp past year 9999), shown when even Arrow's own
+# text cast fails.
+UNREPRESENTABLE = "<unrepresentable>"
 
 ReadRange = Callable[[int, int], BinaryIO]  # (start, end inclusive) -> a reader of those bytes
 
@@ -104,32 +119,95 @@ def _cell(value: Any) -> Any:
     return str(value)[:MAX_CELL_CHARS]
 
 
+def _leaves(field: pa.Field) -> int:
+    """How many Parquet leaf columns an Arrow field is stored as."""
+    kind = field.type
+    if pa.types.is_struct(kind):
+        return sum(_leaves(kind.field(i)) for i in range(kind.num_fields))
+    if pa.types.is_map(kind):
+        return _leaves(kind.key_field) + _leaves(kind.item_field)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _leaves(kind.value_field)
+    return 1
+
+
+def _column_cells(column: pa.Array) -> list[Any]:
+    """A column's values as JSON cells; values Python cannot represent (OverflowError and the
+    like) come as Arrow's text for them."""
+    try:
+        return [_cell(value) for value in column.to_pylist()]
+    except (OverflowError, ValueError, pa.ArrowException):
+        pass
+    try:
+        return [_cell(value) for value in pc.cast(column, pa.string()).to_pylist()]
+    except (OverflowError, ValueError, pa.ArrowException):
+        return [None if valid is False else UNREPRESENTABLE for valid in column.is_valid().to_pylist()]
+
+
+def _check_footer(source: RangedFile, size: int) -> None:
+    if size < 12:
+        raise ValueError("too short for a Parquet file")
+    source.seek(size - 8)
+    tail = source.read(8)
+    if tail[4:] != b"PAR1":
+        raise ValueError("no Parquet magic at the end")
+    footer = int.from_bytes(tail[:4], "little")
+    if footer > size - 12:
+        raise ValueError(f"a footer of {footer} bytes in a file of {size}")
+    if footer > MAX_FOOTER_BYTES:
+        raise BudgetExceeded(f"its footer is {footer} bytes, more than {MAX_FOOTER_BYTES}")
+    source.seek(0)
+
+
+def _first_rows(parquet: pq.ParquetFile, fields: list[pa.Field], rows: int, budget: int, used: int) -> list[pa.Array]:
+    """The first `rows` rows of the first len(fields) columns, one batch of the first row group."""
+    metadata = parquet.metadata
+    if metadata.num_row_groups == 0:
+        return [pa.array([], field.type) for field in fields]
+    first = metadata.row_group(0)
+    leaves = list(range(sum(_leaves(field) for field in fields)))
+    compressed = sum(first.column(i).total_compressed_size for i in leaves)
+    uncompressed = sum(first.column(i).total_uncompressed_size for i in leaves)
+    if compressed < 0 or compressed + used > budget:
+        raise BudgetExceeded(f"its first row group needs more than {budget // (1024 * 1024)} MiB")
+    if uncompressed < 0 or uncompressed > MAX_UNCOMPRESSED_BYTES:
+        raise BudgetExceeded(f"its first row group decompresses to {uncompressed} bytes")
+    if first.num_rows < 0:
+        raise ValueError("a row group with a negative row count")
+    batches = parquet.reader.iter_batches(rows, row_groups=[0], column_indices=leaves, use_threads=False)
+    batch = next(iter(batches), None)
+    if batch is None:
+        return [pa.array([], field.type) for field in fields]
+    return [batch.column(i).slice(0, rows) for i in range(batch.num_columns)]
+
+
 def preview(read_range: ReadRange, size: int, rows: int = MAX_ROWS, budget: int = MAX_BYTES_READ) -> dict[str, Any]:
-    """{schema: [{name, type}], rows: [[cell, ...]], total_rows, row_groups, bytes_read}.
-    Blocking (ranged reads): run it in a worker thread. Bad input raises the API's 400."""
+    """{schema: [{name, type}], rows: [[cell, ...]], total_rows, row_groups, columns,
+    columns_shown, bytes_read}. Blocking (ranged reads): run it in a worker thread. Bad input
+    raises the API's 400."""
+    rows = max(1, min(rows, MAX_ROWS))
     source = RangedFile(read_range, size, budget)
     try:
+        _check_footer(source, size)
         parquet = pq.ParquetFile(source)
         schema = parquet.schema_arrow
         metadata = parquet.metadata
-        if metadata.num_row_groups == 0:
-            table = schema.empty_table()
-        else:
-            first = metadata.row_group(0)
-            compressed = sum(first.column(i).total_compressed_size for i in range(first.num_columns))
-            if compressed + source.bytes_read > budget:
-                raise BudgetExceeded
-            table = parquet.read_row_group(0).slice(0, rows)
-    except BudgetExceeded:
-        raise bad_request(
-            f"too large to preview: the footer and first row group need more than {budget // (1024 * 1024)} MiB"
-        ) from None
-    except (pa.ArrowException, OSError, ValueError) as exc:
+        fields = list(schema)[:MAX_COLUMNS]
+        columns = _first_rows(parquet, fields, rows, budget, source.bytes_read)
+        cells = [_column_cells(column) for column in columns]
+    except BudgetExceeded as exc:
+        reason = str(exc) or f"the footer and first row group need more than {budget // (1024 * 1024)} MiB"
+        raise bad_request(f"too large to preview: {reason}") from None
+    except (pa.ArrowException, OSError, ValueError, OverflowError) as exc:
         raise bad_request(f"not a Parquet file: {exc}") from None
+    # Column-wise, then zipped: repeated column names each keep their own values.
+    shown = len(cells[0]) if cells else 0
     return {
-        "schema": [{"name": field.name, "type": str(field.type)} for field in schema],
-        "rows": [[_cell(value) for value in row.values()] for row in table.to_pylist()],
+        "schema": [{"name": field.name, "type": str(field.type)} for field in fields],
+        "rows": [[column[row] for column in cells] for row in range(shown)],
         "total_rows": metadata.num_rows,
         "row_groups": metadata.num_row_groups,
+        "columns": len(schema),
+        "columns_shown": len(fields),
         "bytes_read": source.bytes_read,
     }

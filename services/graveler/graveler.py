@@ -25,8 +25,6 @@ import time
 from dataclasses import dataclass
 from typing import TypeVar
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from services.graveler.branching import Branching, CherryPickOverrides, MergeOutcome
 from services.graveler.builder import InProcessBuilder, MetaRangeBuilder
 from services.graveler.cleanup import Cleaner
@@ -670,7 +668,6 @@ class Graveler:
         branch: str,
         rule: pb.LastAccessRule,
         batch: list[tuple[str, str]],
-        since: Timestamp,
         run_id: str,
         requested_by: str = "",
         *,
@@ -678,4 +675,4 @@ class Graveler:
     ) -> Expiry:
         """Delete one batch of a last-access run's findings and commit it as the system user."""
         repo = self._repo(repository, deadline)
-        return self.last_access.expire(repo, branch, rule, batch, since, run_id, requested_by, deadline)
+        return self.last_access.expire(repo, branch, rule, batch, run_id, requested_by, deadline)

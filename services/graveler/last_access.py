@@ -50,6 +50,13 @@ _BATCH_ROWS = 50_000
 _LIST_PAGE = 1000
 _ACCESS_EVENTS = (events_pb2.READ, events_pb2.WRITE)
 _MICROS_PER_DAY = 86_400 * 1_000_000
+# Each prepared run's start, in the repository partition: ExpireEntries judges by the start
+# graveler recorded, never by a time the caller names.
+RUNS_PREFIX = b"last-access-runs/"
+# Events are stamped when they happen but stored up to a flush, a send timeout and a queue
+# drain later: a read just before the run's start may be stored after the export. ExpireEntries
+# re-reads history from this long before the start, so such a read still spares its object.
+LATE_EVENTS_SLACK_US = 60_000_000
 
 LISTING_SCHEMA = pa.schema(
     [
@@ -120,6 +127,7 @@ class LastAccess:
         rules = self._branch_rules(repo, branch)
         run_id = new_run_id(started.ToDatetime(dt.UTC))
         location = f"{RETENTION_PREFIX}{run_id}/"
+        self._kv.set(repo.partition, _run_key(run_id), str(started.ToMicroseconds()).encode())
         # Events older than the longest rule cannot keep anything alive: skip them.
         since_us = started.ToMicroseconds() - max(r.days for r in rules) * _MICROS_PER_DAY
         events = write_parquet(
@@ -194,12 +202,12 @@ class LastAccess:
         branch: str,
         rule: pb.LastAccessRule,
         batch: Sequence[tuple[str, str]],
-        since: Timestamp,
         run_id: str,
         requested_by: str,
         deadline: Deadline,
     ) -> Expiry:
-        """Delete the (key, physical address) pairs still expired by rule; commit them as the system user."""
+        """Delete the (key, physical address) pairs still expired by rule; commit them as the
+        system user. The run's start is the one PrepareLastAccess recorded for run_id."""
         if not 1 <= len(batch) <= MAX_EXPIRE_BATCH:
             raise InvalidArgument(f"an expiry batch holds 1..{MAX_EXPIRE_BATCH} entries, got {len(batch)}")
         validate_run_id(run_id)
@@ -211,14 +219,12 @@ class LastAccess:
         outside = [key for key, _ in batch if not key.startswith(tuple(rule.prefixes))]
         if outside:
             raise InvalidArgument(f"key {outside[0][:200]!r} is not under the prefixes of rule {number}")
-        since_us = since.ToMicroseconds()
-        now_us = Timestamp()
-        now_us.GetCurrentTime()
-        if since_us <= 0 or since_us > now_us.ToMicroseconds():
-            raise InvalidArgument("since must be the run's start: a time in the past")
+        started_us = self._run_start(repo, run_id)
         self._protection.check_direct_write(repo, branch, "expiring objects")
-        touched = self._touched_since(repo, branch, {key for key, _ in batch}, since_us, deadline)
-        old_before = since_us - rule.days * _MICROS_PER_DAY
+        touched = self._touched_since(
+            repo, branch, {key for key, _ in batch}, started_us - LATE_EVENTS_SLACK_US, deadline
+        )
+        old_before = started_us - rule.days * _MICROS_PER_DAY
         expired: list[str] = []
         for key, address in batch:
             if key in touched:
@@ -238,6 +244,14 @@ class LastAccess:
             # deleting it changed nothing against the head. No empty commit says so.
             commit_id = ""
         return Expiry(commit_id, len(expired), len(batch) - len(expired))
+
+    def _run_start(self, repo: RepoHandle, run_id: str) -> int:
+        try:
+            return int(self._kv.get(repo.partition, _run_key(run_id)).value)
+        except NotFound:
+            raise FailedPrecondition(
+                f"no last-access run {run_id!r} was prepared in repository {repo.name!r}"
+            ) from None
 
     def _touched_since(
         self, repo: RepoHandle, branch: str, keys: set[str], since_us: int, deadline: Deadline
@@ -266,6 +280,10 @@ class LastAccess:
         message = f"Expire objects {describe(rule)} (last-access rule {number})"
         metadata = {RUN_METADATA_KEY: run_id, REQUESTED_BY_METADATA_KEY: requested_by}
         return self._committer.commit(repo, branch, message, metadata, SYSTEM_COMMITTER, False, keys, deadline)
+
+
+def _run_key(run_id: str) -> bytes:
+    return RUNS_PREFIX + run_id.encode()
 
 
 def _listing_batch(rows: list[tuple[str, pb.Entry]]) -> pa.RecordBatch:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 
 import grpc
@@ -13,8 +12,9 @@ from services.graveler.committed.diff import Difference
 from services.graveler.committed.model import Record
 from services.graveler.deadline import Deadline
 from services.graveler.entries import Condition
-from services.graveler.events.handlers import MAX_FOLLOWERS, HistoryHandlers
+from services.graveler.events.handlers import HistoryHandlers
 from services.graveler.events.manager import HistoryEvents
+from services.graveler.events.streams import StreamSlots
 from services.graveler.graveler import Graveler
 from services.graveler.model import REQUESTED_COMMITTER_KEY, DifferenceKind, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page
@@ -101,7 +101,7 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
         self.g = graveler
         self._may = may or caller_may(())
         self.history = history or HistoryEvents(graveler.refs).start()
-        self._followers = threading.BoundedSemaphore(MAX_FOLLOWERS)
+        self._streams = StreamSlots()
 
     def _ref_event(
         self,
@@ -494,7 +494,6 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
             request.branch,
             request.rule,
             [(e.key, e.physical_address) for e in request.entries],
-            request.since,
             request.run_id,
             _committer(""),  # who asked, recorded beside the system user's commit
             deadline=_deadline(context),

@@ -73,6 +73,8 @@ def test_every_ui_path_is_the_index_never_cached(dist: Path, path: str) -> None:
     assert headers["content-type"].startswith("text/html") and headers["cache-control"] == "no-cache"
     _has_security_headers(headers)
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    for directive in ("base-uri 'none'", "form-action 'self'", "object-src 'none'"):
+        assert directive in headers["content-security-policy"]
 
 
 def test_hashed_assets_are_immutable_and_missing_ones_404(dist: Path) -> None:

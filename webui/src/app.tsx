@@ -62,7 +62,7 @@ export function App() {
       <LoginPage
         onLogin={(user) => {
           setSession({ kind: "signed-in", user });
-          if (location.path === "/login") navigate(location.query.get("next") || href("/"), true);
+          if (location.path === "/login") navigate(safeNext(location.query.get("next")), true);
         }}
       />
     );
@@ -82,9 +82,21 @@ export function App() {
   );
 }
 
+/** Where to go after signing in: a path of this UI only (never another origin or scheme). */
+export function safeNext(next: string | null): string {
+  const home = href("/");
+  if (!next || !next.startsWith(home) || next.startsWith("//") || next.includes("\\")) return home;
+  try {
+    const target = new URL(next, window.location.origin);
+    return target.origin === window.location.origin && target.pathname.startsWith(home) ? next : home;
+  } catch {
+    return home;
+  }
+}
+
 function Routed({ path, query, user }: { path: string; query: URLSearchParams; user: CurrentUser }) {
   if (path === "/login") {
-    navigate(query.get("next") || href("/"), true);
+    navigate(safeNext(query.get("next")), true);
     return null;
   }
   for (const route of ROUTES) {

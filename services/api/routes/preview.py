@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from fastapi import APIRouter
@@ -10,6 +13,7 @@ from fastapi.responses import JSONResponse
 
 from services.api import parquet_preview
 from services.api.context import Ctx
+from services.api.errors import ApiError
 from services.api.objects_write import checked_path
 from services.api.routes.objects import REF_OBJECTS, ObjectPath
 from silt.actions import READ_REPO
@@ -17,6 +21,29 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.objects import split_address
 
 router = APIRouter()
+
+# Previews decoding at once in this process: each may read 16 MiB and decode a batch, on the
+# worker threads that also serve object reads. Beyond this many, 503 (retry shortly).
+MAX_PREVIEWS = 4
+
+
+class PreviewGate:
+    """At most `limit` previews at once; a preview beyond them is refused, never queued."""
+
+    def __init__(self, limit: int = MAX_PREVIEWS) -> None:
+        self._slots = threading.BoundedSemaphore(limit)
+
+    @contextlib.contextmanager
+    def enter(self) -> Iterator[None]:
+        if not self._slots.acquire(blocking=False):
+            raise ApiError(503, f"{MAX_PREVIEWS} previews are running on this server: retry shortly")
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+
+gate = PreviewGate()
 
 
 @router.get(REF_OBJECTS + "/preview")
@@ -31,5 +58,6 @@ async def preview_object(ctx: Ctx, repository: str, ref: str, path: ObjectPath =
     def read_range(start: int, end: int) -> BinaryIO:
         return backend.adapter.get_range(namespace, address, start, end)
 
-    answer: dict[str, Any] = await backend.run(parquet_preview.preview, read_range, int(entry.size))
+    with gate.enter():
+        answer: dict[str, Any] = await backend.run(parquet_preview.preview, read_range, int(entry.size))
     return JSONResponse({"path": key, **answer})

@@ -3,24 +3,29 @@ and the REST API's batches), ListEvents (pages) and WatchEvents (a stream, optio
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import grpc
 
 from services.graveler.deadline import Deadline
 from services.graveler.events.manager import HistoryEvents
-from silt.errors import ResourceExhausted
+from services.graveler.events.streams import WRITE_TIMEOUT_SECONDS, StreamSlots, sent_within_deadline
+from silt.errors import SiltError
 from silt.graveler.v1 import events_pb2 as ev
+from silt.rpc.interceptor import current_principal
 
-# Each followed stream holds one of graveler's worker threads while it polls: a few at a time,
-# so that watchers can never take the threads serving reads and writes.
-MAX_FOLLOWERS = 8
+
+def _caller() -> str:
+    try:
+        return current_principal().user_id
+    except SiltError:  # served without the auth interceptor (embedded use, tests): one caller
+        return ""
 
 
 class HistoryHandlers:
     history: HistoryEvents
-    _followers: threading.BoundedSemaphore
+    _streams: StreamSlots
+    stream_write_timeout: float = WRITE_TIMEOUT_SECONDS
 
     def RecordEvents(self, request: ev.RecordEventsRequest, context: grpc.ServicerContext) -> ev.RecordEventsResponse:
         recorded, skipped = self.history.recorder.record(list(request.events))
@@ -33,16 +38,11 @@ class HistoryHandlers:
         return ev.ListEventsResponse(events=page.events, has_more=page.has_more, next_after=page.next_after)
 
     def WatchEvents(self, request: ev.WatchEventsRequest, context: grpc.ServicerContext) -> Iterator[ev.HistoryEvent]:
+        """Every stream, followed or not, holds a slot (services/graveler/events/streams.py) and
+        is cancelled when its client stops reading."""
         deadline = Deadline.after(context.time_remaining(), is_active=context.is_active)
         watch = self.history.reader.watch(
             request.repository, request.branch, request.since_us, request.after, request.follow, deadline
         )
-        if not request.follow:
-            yield from watch
-            return
-        if not self._followers.acquire(blocking=False):
-            raise ResourceExhausted(f"more than {MAX_FOLLOWERS} followed event streams at once; retry later")
-        try:
-            yield from watch
-        finally:
-            self._followers.release()
+        with self._streams.hold(_caller()):
+            yield from sent_within_deadline(watch, context.cancel, self.stream_write_timeout)

@@ -26,6 +26,8 @@ MAX_FOLLOW_SECONDS = 3600.0
 # Events are stamped by the process that saw them and stored up to a flush (and a send timeout)
 # later, so they do not arrive in id order: each poll reads this far back and skips ids it sent.
 FOLLOW_LOOKBACK_US = 10_000_000
+# A `since` further ahead than this names no event that can exist (and past year 9999, no hour).
+MAX_SINCE_AHEAD_US = 3_600_000_000
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ def _check(branch: str, since_us: int, after: str) -> None:
     validate_ref_name(branch)
     if since_us < 0:
         raise InvalidArgument("since_us must not be negative")
+    if since_us > time.time_ns() // 1000 + MAX_SINCE_AHEAD_US:
+        raise InvalidArgument(f"since_us {since_us} is more than an hour in the future")
     if after:
         layout.timestamp_of_id(after)
 

@@ -77,6 +77,8 @@ class SiltObjectPreview(BaseModel, extra=Extra.forbid):
     rows: list[list[Any]]
     total_rows: StrictInt
     row_groups: StrictInt
+    columns: StrictInt
+    columns_shown: StrictInt
     bytes_read: StrictInt
 
 

@@ -3,6 +3,7 @@ for anything else), and objects served so an uploaded page never runs in the UI'
 
 from __future__ import annotations
 
+import concurrent.futures
 import io
 import json
 import os
@@ -12,6 +13,9 @@ import pyarrow.parquet as pq
 import urllib3
 
 from tests.integration.api.conftest import Api, error_message
+from tests.support.wait import wait_until
+
+BURST = 32
 
 
 def _auth(api: Api, creds: object = None) -> dict[str, str]:
@@ -71,3 +75,31 @@ def test_an_uploaded_page_is_served_sandboxed(api: Api, repo: str) -> None:
     # A sandboxed document has an opaque origin and runs no script; nosniff keeps types as sent.
     assert got.headers["Content-Security-Policy"] == "sandbox"
     assert got.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_previews_beyond_the_process_cap_are_refused_with_503(api: Api, repo: str) -> None:
+    # A first row group of 15 MiB of random bytes: each preview reads all of it.
+    blob = pa.table({"blob": pa.array([os.urandom(1024 * 1024) for _ in range(15)], pa.binary())})
+    _upload(api, repo, "heavy.parquet", _parquet(blob, 100), "application/octet-stream")
+    pool = urllib3.PoolManager(maxsize=BURST)
+
+    def burst() -> list[int] | None:
+        with concurrent.futures.ThreadPoolExecutor(BURST) as workers:
+            answers = list(
+                workers.map(
+                    lambda _: pool.request(
+                        "GET",
+                        f"{api.base}/repositories/{repo}/refs/main/objects/preview?path=heavy.parquet",
+                        headers=_auth(api),
+                        timeout=60,
+                    ),
+                    range(BURST),
+                )
+            )
+        statuses = [answer.status for answer in answers]
+        assert set(statuses) <= {200, 503}, statuses
+        busy = [a for a in answers if a.status == 503]
+        assert all("retry shortly" in json.loads(a.data)["message"] for a in busy)
+        return statuses if busy and 200 in statuses else None
+
+    wait_until(burst, 60, "a burst of previews meeting the cap")

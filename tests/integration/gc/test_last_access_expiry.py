@@ -13,7 +13,8 @@ from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.gc.conftest import GCEnv
-from tests.integration.gc.test_last_access import RULE, _present, put_aged, record, with_rule
+from tests.integration.gc.test_last_access import DAY, RULE, _present, put_aged, record, with_rule
+from tests.support.wait import wait_until
 
 
 def _prepare(env: GCEnv, repo: str) -> api.PrepareLastAccessResponse:
@@ -88,13 +89,34 @@ def test_bad_requests_are_refused(gc_env: GCEnv) -> None:
         with pytest.raises(grpc.RpcError) as refused:
             _expire(env, repo, prepared, entries, **fields)
         assert refused.value.code() == code, (entries[:1], fields)
-    future = api.ExpireEntriesRequest(repository=repo, branch="main", rule=RULE, run_id=prepared.run_id)
-    future.entries.add(key="logs/a", physical_address=address)
-    future.since.FromSeconds(int(time.time()) + 3600)
+    unknown = api.ExpireEntriesRequest(repository=repo, branch="main", rule=RULE, run_id="20200101T000000Z-0000")
+    unknown.entries.add(key="logs/a", physical_address=address)
     with pytest.raises(grpc.RpcError) as refused:
-        env.stub.ExpireEntries(future)
-    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        env.stub.ExpireEntries(unknown)
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert _present(env, repo, "logs/a")
+
+
+def test_the_runs_start_is_gravelers_not_the_callers(gc_env: GCEnv) -> None:
+    """A caller naming a later `since` cannot expire an object read after the run started, and
+    a read stamped just before the start but stored after the export still spares its object."""
+    env = gc_env
+    repo = with_rule(env, RULE)
+    read_after = put_aged(env, repo, "logs/read-after-start", b"a", age_days=60)
+    read_late = put_aged(env, repo, "logs/read-late", b"b", age_days=60)
+    prepared = _prepare(env, repo)
+    started = prepared.started.seconds + prepared.started.nanos / 1e9
+    # Both stored after the export: one stamped just after the start, one 5 s before it (a late flush).
+    record(env, repo, "logs/read-after-start", ev.READ, age_days=(time.time() - started - 0.001) / DAY)
+    record(env, repo, "logs/read-late", ev.READ, age_days=(time.time() - started + 5) / DAY)
+    wait_until(lambda: time.time() > started + 0.1, timeout=5, message="the clock to pass the reads")
+    request = api.ExpireEntriesRequest(repository=repo, branch="main", rule=RULE, run_id=prepared.run_id)
+    request.entries.add(key="logs/read-after-start", physical_address=read_after)
+    request.entries.add(key="logs/read-late", physical_address=read_late)
+    request.since.GetCurrentTime()  # a start of the caller's choosing, after the read: ignored
+    done = env.stub.ExpireEntries(request)
+    assert (done.expired, done.spared) == (0, 2)
+    assert _present(env, repo, "logs/read-after-start") and _present(env, repo, "logs/read-late")
 
 
 def test_rules_are_validated_and_round_trip(gc_env: GCEnv) -> None:

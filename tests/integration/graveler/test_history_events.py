@@ -13,6 +13,7 @@ import pytest
 
 from services.graveler.events.manager import HistoryEvents
 from services.graveler.events.retention import RetentionPolicy
+from services.graveler.events.streams import MAX_STREAMS_PER_CALLER, WRITE_TIMEOUT_SECONDS
 from services.graveler.server import start
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
@@ -210,3 +211,52 @@ def test_retention_and_repository_deletion_drop_history(
     env.stub.DeleteRepository(api.DeleteRepositoryRequest(name=repo))
     env.graveler.clean_deleted_repositories()
     assert list(store.scan(layout.events_partition(partition, "main", hour))) == []
+
+
+def test_far_future_since_is_an_invalid_argument(history_env: tuple[GravelerEnv, HistoryEvents]) -> None:
+    env, _ = history_env
+    repo = env.new_repo()
+    far = 253402300800000000  # year 10000: no hour can hold it
+    with pytest.raises(grpc.RpcError) as refused:
+        env.stub.ListEvents(ev.ListEventsRequest(repository=repo, branch="main", since_us=far))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as refused:
+        list(env.stub.WatchEvents(ev.WatchEventsRequest(repository=repo, branch="main", since_us=far), timeout=10))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+@pytest.mark.slow
+def test_unread_streams_are_bounded_and_released(history_env: tuple[GravelerEnv, HistoryEvents]) -> None:
+    """Streams without follow that are opened and never read hold a bounded number of graveler's
+    workers, and each is cancelled once its client has taken nothing for the write timeout."""
+    env, _ = history_env
+    repo = env.new_repo()
+    for batch in range(30):  # 30,000 events of about 1 KiB: far more than flow control buffers
+        events = [_event(repo, f"{batch:02d}/{n:04d}/" + "x" * 1000) for n in range(1000)]
+        env.stub.RecordEvents(ev.RecordEventsRequest(events=events))
+    request = ev.WatchEventsRequest(repository=repo, branch="main")
+    unread = [env.stub.WatchEvents(request, timeout=120) for _ in range(MAX_STREAMS_PER_CALLER)]
+    for stream in unread:
+        next(stream)  # started on the server; then never read again
+
+    def another_refused() -> bool:
+        try:
+            list(env.stub.WatchEvents(ev.WatchEventsRequest(repository=repo, branch="empty"), timeout=5))
+        except grpc.RpcError as exc:
+            return exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        return False
+
+    try:
+        wait_until(another_refused, 10, "a stream beyond the caller's share refused")
+        started = time.monotonic()
+        env.stub.GetRepository(api.GetRepositoryRequest(name=repo), timeout=5)
+        assert time.monotonic() - started < 1.0
+        # The write timeout cancels the unread streams; their slots serve new streams again.
+        wait_until(lambda: not another_refused(), 3 * WRITE_TIMEOUT_SECONDS, "the unread streams released")
+        with pytest.raises(grpc.RpcError) as cancelled:
+            for _ in unread[0]:
+                pass
+        assert cancelled.value.code() == grpc.StatusCode.CANCELLED
+    finally:
+        for stream in unread:
+            stream.cancel()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime
 import io
+from collections.abc import Callable
 from typing import BinaryIO
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -73,3 +75,57 @@ def test_not_parquet_is_a_bad_request(data: bytes) -> None:
     with pytest.raises(ApiError) as refused:
         parquet_preview.preview(Reads(data), len(data))
     assert refused.value.status == 400 and "not a Parquet file" in refused.value.message
+
+
+def _write(table: pa.Table, **options: object) -> bytes:
+    out = io.BytesIO()
+    pq.write_table(table, out, **options)
+    return out.getvalue()
+
+
+def test_a_decompression_bomb_is_decoded_one_batch_at_a_time() -> None:
+    # 20M int64 zeros in one row group: a few hundred KiB on disk, 160 MB decoded.
+    zeros = pa.table({"z": pa.array(np.zeros(20_000_000, dtype=np.int64))})
+    data = _write(zeros, row_group_size=20_000_000, compression="zstd")
+    assert len(data) < 2 * 1024 * 1024
+    tracemalloc_peak = _peak_arrow_bytes(lambda: parquet_preview.preview(Reads(data), len(data)))
+    assert tracemalloc_peak < 40 * 1024 * 1024, tracemalloc_peak
+
+
+def _peak_arrow_bytes(run: Callable[[], object]) -> int:
+    pool = pa.default_memory_pool()
+    before = pool.max_memory()
+    answer = run()
+    assert isinstance(answer, dict) and len(answer["rows"]) == parquet_preview.MAX_ROWS
+    return pool.max_memory() - before
+
+
+def test_only_the_first_columns_are_shown_and_counted() -> None:
+    wide = pa.table({f"c{i}": pa.array([i, i + 1]) for i in range(parquet_preview.MAX_COLUMNS + 50)})
+    data = _write(wide)
+    answer = parquet_preview.preview(Reads(data), len(data))
+    assert answer["columns"] == parquet_preview.MAX_COLUMNS + 50
+    assert answer["columns_shown"] == len(answer["schema"]) == parquet_preview.MAX_COLUMNS
+    assert answer["rows"][1][-1] == parquet_preview.MAX_COLUMNS
+
+
+def test_repeated_column_names_keep_their_own_values() -> None:
+    table = pa.Table.from_arrays([pa.array([1, 2]), pa.array(["x", "y"]), pa.array([3.5, 4.5])], names=["a", "b", "a"])
+    data = _write(table)
+    answer = parquet_preview.preview(Reads(data), len(data))
+    assert [f["name"] for f in answer["schema"]] == ["a", "b", "a"]
+    assert answer["rows"] == [[1, "x", 3.5], [2, "y", 4.5]]
+
+
+def test_values_python_cannot_hold_are_shown_as_text() -> None:
+    table = pa.table(
+        {
+            "ts": pa.array([10**15, None], pa.timestamp("ms")),
+            "day": pa.array([2**31 - 1, 0], pa.date32()),
+        }
+    )
+    data = _write(table)
+    answer = parquet_preview.preview(Reads(data), len(data))
+    first, second = answer["rows"]
+    assert isinstance(first[0], str) and first[0] and second[0] is None
+    assert isinstance(first[1], str) and second[1] == "1970-01-01"

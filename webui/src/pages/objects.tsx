@@ -10,6 +10,7 @@ import { repoHref } from "../components/layout";
 import { RefPicker } from "../components/ref_picker";
 import { Link, navigate } from "../components/router";
 import { useAsync } from "../components/use_async";
+import { useIsAdmin } from "../components/user";
 import { Preview, objectUrlPath } from "./objects_preview";
 import { UploadForm } from "./objects_upload";
 import type { Repository } from "./repos";
@@ -208,6 +209,7 @@ export function ObjectPage({ repo, query }: { repo: string; query: URLSearchPara
 }
 
 function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; path: string }) {
+  const admin = useIsAdmin();
   const branch = useIsBranch(repo, ref) === true;
   const [deleting, setDeleting] = useState(false);
   const stat = useAsync(
@@ -267,7 +269,7 @@ function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; 
                 <th>Modified</th>
                 <td>{formatTime(stat.data.mtime)}</td>
               </tr>
-              {stat.data.physical_address && (
+              {admin && stat.data.physical_address && (
                 <tr>
                   <th>Physical address</th>
                   <td>

@@ -112,6 +112,8 @@ interface ParquetPreviewAnswer {
   total_rows: number;
   row_groups: number;
   bytes_read: number;
+  /** How many columns the file has; the schema lists the first of them only. */
+  columns?: number;
 }
 
 function cellText(value: unknown): string {
@@ -127,7 +129,8 @@ function ParquetPreview(props: { repo: string; ref: string; path: string }) {
   );
   if (preview.loading) return <Loading what="preview" />;
   if (preview.error || !preview.data) return <ErrorNote error={preview.error} />;
-  const { schema, rows, total_rows: total, row_groups: groups } = preview.data;
+  const { schema, rows, total_rows: total, row_groups: groups, columns } = preview.data;
+  const hidden = (columns ?? schema.length) - schema.length;
   return (
     <div class="preview" data-testid="preview-parquet">
       <h4>Schema</h4>
@@ -139,8 +142,8 @@ function ParquetPreview(props: { repo: string; ref: string; path: string }) {
           </tr>
         </thead>
         <tbody>
-          {schema.map((field) => (
-            <tr key={field.name}>
+          {schema.map((field, column) => (
+            <tr key={column}>
               <td>{field.name}</td>
               <td>
                 <code>{field.type}</code>
@@ -149,12 +152,13 @@ function ParquetPreview(props: { repo: string; ref: string; path: string }) {
           ))}
         </tbody>
       </table>
+      {hidden > 0 && <p data-testid="preview-more-columns">{hidden} more columns not shown</p>}
       <h4>
         First {rows.length} of {total} rows ({groups} row group{groups === 1 ? "" : "s"})
       </h4>
       <table>
         <thead>
-          <tr>{schema.map((field) => <th key={field.name}>{field.name}</th>)}</tr>
+          <tr>{schema.map((field, column) => <th key={column}>{field.name}</th>)}</tr>
         </thead>
         <tbody>
           {rows.map((row, index) => (
