@@ -164,8 +164,15 @@ class Shipper:
         # Only now, with the batch durable in the bucket, do the rows leave KV.
         partition = records[0].source_partition
         keys = [item.row_key for item in records]
+        # A journal row carries its record's logical timestamp as its write time when it came
+        # with a blind staged write (Cassandra: USING TIMESTAMP), and that clock may run ahead
+        # of the one this delete would otherwise take: a delete stamped earlier than the row
+        # is ignored. Row keys are never written twice, so a delete stamped after every row
+        # of the batch is always safe.
+        after_rows = max(item.record.logical_timestamp for item in records) + 1
+        delete_time = max(time.time_ns() // 1000, after_rows)
         for start in range(0, len(keys), MAX_APPLY_ROWS):
-            self._kv.apply(partition, [], keys[start : start + MAX_APPLY_ROWS])
+            self._kv.apply(partition, [], keys[start : start + MAX_APPLY_ROWS], timestamp=delete_time)
 
     # --- tokens ----------------------------------------------------------------------
 
