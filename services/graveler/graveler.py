@@ -22,6 +22,7 @@ Deadline; the gRPC layer (server.py) passes the call's.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -93,6 +94,8 @@ class Graveler:
         observer: StagingObserver | None = None,
     ) -> None:
         self.options = options = options or GravelerOptions()
+        # What must stop before the engine does (and before whoever opened the store closes it).
+        self._on_close: list[Callable[[], None]] = []
         self.refs = RefManager(kv, options.branch_cache_seconds, clock)
         self.staging = StagingStore(kv)
         self.committed = committed
@@ -156,7 +159,13 @@ class Graveler:
         self.committer.builder = builder
         self.cleaner.builder = builder
 
+    def on_close(self, stop: Callable[[], None]) -> None:
+        """Run stop when the engine closes, before its own workers (latest registered first)."""
+        self._on_close.append(stop)
+
     def close(self) -> None:
+        while self._on_close:
+            self._on_close.pop()()
         self.cleaner.close()
         self.builder.close()
 

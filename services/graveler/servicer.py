@@ -100,7 +100,12 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
     def __init__(self, graveler: Graveler, may: CallerMay | None = None, history: HistoryEvents | None = None) -> None:
         self.g = graveler
         self._may = may or caller_may(())
-        self.history = history or HistoryEvents(graveler.refs).start()
+        if history is None:
+            # Its own recorder (in-process uses, tests): its flusher writes to the engine's store,
+            # so it must stop with the engine, before the store is closed under it.
+            history = HistoryEvents(graveler.refs).start()
+            graveler.on_close(history.close)
+        self.history = history
         self._streams = StreamSlots()
 
     def _ref_event(
