@@ -36,6 +36,7 @@ from silt.rpc.signing import (
     AUTH_AUDIENCE,
     DATE_HEADER,
     NONCE_HEADER,
+    RECONNECT_SOON,
     REQUIRED_HEADERS,
     SCOPE_HEADER,
     SIGNATURE_HEADER,
@@ -355,6 +356,8 @@ def remote_interceptor(
     config.auth.endpoint, signing with config.credentials, for the signing keys of calls to
     `audience`. Close it (``interceptor.close()``) on shutdown."""
     credentials = Credentials.from_config(config)
-    channel = signed_channel(config.auth.endpoint, credentials, tls=client_tls(config.tls), audience=AUTH_AUDIENCE)
+    channel = signed_channel(
+        config.auth.endpoint, credentials, RECONNECT_SOON, tls=client_tls(config.tls), audience=AUTH_AUDIENCE
+    )
     authority = CachedAuthority(RemoteAuthority(channel), ttl=config.auth.cache_ttl_seconds, clock=cache_clock)
     return AuthInterceptor(authority, rules, max_skew_seconds=config.auth.max_clock_skew_seconds, audience=audience)

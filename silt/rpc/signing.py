@@ -314,12 +314,14 @@ def signed_aio_channel(
     return open_aio_channel(target, tls, options, interceptors=interceptors)
 
 
-# Reconnect soon after a service restarts instead of backing off for up to two minutes.
-_HTTP_FACING_OPTIONS = (
-    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+# Reconnect soon after a service restarts instead of backing off for up to two minutes: calls
+# keep coming while it is down (history events every 200 ms, health checks), and gRPC's default
+# backoff grows with each failed connect, so a restarted auth would stay unreachable long after.
+RECONNECT_SOON = (
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
 )
+_HTTP_FACING_OPTIONS = (("grpc.max_receive_message_length", 64 * 1024 * 1024), *RECONNECT_SOON)
 
 
 class ServiceChannels(NamedTuple):
