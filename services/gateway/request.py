@@ -70,7 +70,9 @@ class Body:
         """Up to n bytes; fewer only at the end of the body, b"" after it."""
         while len(self._buffer) < n and await self._more():
             pass
-        data = bytes(self._buffer[:n])
+        # One copy out of the buffer (a slice of a bytearray would be a second one).
+        with memoryview(self._buffer) as view:
+            data = bytes(view[:n])
         del self._buffer[:n]
         return data
 

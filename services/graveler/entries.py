@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from services.graveler.addresses import validate_physical_address
 from services.graveler.committed.manager import CommittedManager
@@ -32,6 +32,18 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import Predicate
 
 _T = TypeVar("_T")
+
+# Keys one delete_entries call takes: S3's DeleteObjects limit.
+MAX_DELETE_KEYS = 1000
+
+
+@dataclass(frozen=True)
+class DeleteOutcome:
+    """What deleting one key of a delete_entries call did."""
+
+    key: str
+    result: Literal["deleted", "not_found", "invalid"]
+    message: str = ""
 
 
 @dataclass

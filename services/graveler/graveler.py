@@ -22,7 +22,7 @@ Deadline; the gRPC layer (server.py) passes the call's.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -35,7 +35,7 @@ from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId
 from services.graveler.compaction import CompactedState, Compaction, CompactionResult, NoObserver, StagingObserver
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
-from services.graveler.entries import Condition, Entries, ListPage
+from services.graveler.entries import MAX_DELETE_KEYS, Condition, DeleteOutcome, Entries, ListPage
 from services.graveler.history import LogFilter, LogPage, log_page
 from services.graveler.last_access import Expiry, LastAccess, PreparedLastAccess
 from services.graveler.lifecycle import DEFAULT_BRANCH, Dumped, Lifecycle, Restored
@@ -51,7 +51,7 @@ from services.graveler.retention import PreparedRun, Retention
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.updater import BranchUpdater, RetryPolicy
 from services.graveler.validation import validate_key, validate_prefix, validate_ref_name
-from silt.errors import FailedPrecondition, InvalidArgument
+from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import background_context
 from silt.kv import Store
@@ -400,6 +400,34 @@ class Graveler:
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, "deleting an object")
         self.entries.delete(repo, branch_name, key, deadline)
+
+    def delete_entries(
+        self, repository: str, branch_name: str, keys: Sequence[str], *, deadline: Deadline = NO_DEADLINE
+    ) -> list[DeleteOutcome]:
+        """Delete each key from the branch's staging area, one outcome per key in order.
+
+        The repository and the branch's protection are looked up once for all the keys. A key
+        that is not there or is not a valid key has that outcome; anything else (a missing
+        branch, a refused write, an unavailable store) fails the call, as for one delete.
+        """
+        if len(keys) > MAX_DELETE_KEYS:
+            raise InvalidArgument(f"at most {MAX_DELETE_KEYS} keys per call, got {len(keys)}")
+        repo = self._repo(repository, deadline)
+        self.protection.check_direct_write(repo, branch_name, "deleting an object")
+        outcomes: list[DeleteOutcome] = []
+        for key in keys:
+            try:
+                validate_key(key)
+                self.entries.delete(repo, branch_name, key, deadline)
+            except InvalidArgument as exc:
+                outcomes.append(DeleteOutcome(key, "invalid", str(exc)))
+            except NotFound as exc:
+                if exc.what != "object":
+                    raise
+                outcomes.append(DeleteOutcome(key, "not_found", str(exc)))
+            else:
+                outcomes.append(DeleteOutcome(key, "deleted"))
+        return outcomes
 
     def stat_entry(self, repository: str, ref: str, key: str, *, deadline: Deadline = NO_DEADLINE) -> pb.Entry:
         validate_key(key)

@@ -21,6 +21,7 @@ from silt.rpc.interceptor import current_principal
 _EVENT_TYPES = {
     "StageEntry": "object_write",
     "DeleteEntry": "object_delete",
+    "DeleteEntries": "objects_delete",
     "ResetBranch": "reset",
     "CherryPick": "cherry_pick",
 }

@@ -53,6 +53,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "ListEntries": (READ_REPO, "repository"),
     "StageEntry": (WRITE_REPO, "repository"),
     "DeleteEntry": (WRITE_REPO, "repository"),
+    "DeleteEntries": (WRITE_REPO, "repository"),
     "ResolveRef": (READ_REPO, "repository"),
     "Diff": (READ_REPO, "repository"),
     "DiffBranch": (READ_REPO, "repository"),

@@ -56,6 +56,13 @@ def _commit_info(commit: pb.Commit) -> api.CommitInfo:
     )
 
 
+_DELETE_RESULTS = {
+    "deleted": api.DeleteEntryOutcome.RESULT_DELETED,
+    "not_found": api.DeleteEntryOutcome.RESULT_NOT_FOUND,
+    "invalid": api.DeleteEntryOutcome.RESULT_INVALID_KEY,
+}
+
+
 def _deadline(context: grpc.ServicerContext) -> Deadline:
     """The call's deadline, and whether its client still waits: engine work stops when it no longer does."""
     return Deadline.after(context.time_remaining(), is_active=context.is_active)
@@ -319,6 +326,19 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
         self.g.delete_entry(request.repository, request.branch, request.key, deadline=_deadline(context))
         telemetry.staged("delete")
         return api.DeleteEntryResponse()
+
+    def DeleteEntries(
+        self, request: api.DeleteEntriesRequest, context: grpc.ServicerContext
+    ) -> api.DeleteEntriesResponse:
+        outcomes = self.g.delete_entries(
+            request.repository, request.branch, list(request.keys), deadline=_deadline(context)
+        )
+        response = api.DeleteEntriesResponse()
+        for outcome in outcomes:
+            if outcome.result == "deleted":
+                telemetry.staged("delete")
+            response.outcomes.add(key=outcome.key, result=_DELETE_RESULTS[outcome.result], message=outcome.message)
+        return response
 
     # refs
     def ResolveRef(self, request: api.ResolveRefRequest, context: grpc.ServicerContext) -> api.ResolveRefResponse:

@@ -265,10 +265,12 @@ class _TempFile:
         with _mapped(self.what):
             os.fsync(self.fd)
             if etag_path is not None:
+                # The record only saves reading the file again for its MD5, and names the file it
+                # describes: one lost or torn in a crash is ignored and the MD5 recomputed, so it
+                # needs no fsync of its own (the directory's, below, covers its rename).
                 record = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
                 with _TempFile(self.directory, self.what) as rec:
                     _write_all(rec.fd, record)
-                    os.fsync(rec.fd)
                     os.replace(rec.path, etag_path)
                     rec._published = True
             os.replace(self.path, path)

@@ -14,7 +14,7 @@ from xml.sax.saxutils import escape
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
 from services.gateway.request import DECIMAL_CAP, Request, decimal
-from silt.actions import READ_REPO, WRITE_REPO
+from silt.actions import READ_REPO
 from silt.config import S3GatewayConfig
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
@@ -170,7 +170,10 @@ async def resolve(ctx: Context, repository: str, ref: str, missing_ok: bool = Fa
 
 
 async def stat_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.Entry:
-    await ctx.authorize(READ_REPO, repository)
+    """The entry at ref/key, in one graveler call that resolves the ref and reads the entry.
+
+    The caller has authorized ReadRepo on the repository.
+    """
     if not key:
         raise S3Error("NoSuchKey")
     backend = ctx.backend
@@ -209,6 +212,8 @@ async def precheck_write_condition(
     of a multipart upload); the exact check is still the one graveler makes as it stages."""
     if not condition.any:
         return
+    # Reading the current entry is a read: a writer without ReadRepo learns nothing from it.
+    await ctx.authorize(READ_REPO, repository)
     try:
         current: pb.Entry | None = await stat_entry(ctx, repository, branch, key)
     except S3Error as exc:
@@ -261,17 +266,18 @@ async def stage_new_bytes(
         raise
 
 
-async def write_target(ctx: Context, repository: str, ref: str, key: str) -> str:
-    """Authorize a write of ref/key and return the repository's storage namespace."""
-    await ctx.authorize(WRITE_REPO, repository)
-    if not key:
+def object_key_required(ref: str, key: str) -> None:
+    """An object write names a branch and a key: <branch>/<key>."""
+    if not ref or not key:
         raise S3Error("InvalidArgument", "an object key needs a branch and a name: <branch>/<key>")
-    return await branch_target(ctx, repository, ref)
 
 
-async def branch_target(ctx: Context, repository: str, ref: str) -> str:
-    """Authorize a write on a branch as a whole (its root marker) and return the storage namespace."""
-    await ctx.authorize(WRITE_REPO, repository)
+async def writable_branch(ctx: Context, repository: str, ref: str) -> str:
+    """The storage namespace of a repository whose ref is a branch (a write target).
+
+    Authorization is the caller's, once, before this: this only resolves. Both lookups are
+    cached, so a write to a known branch costs no graveler call here.
+    """
     if not ref:
         raise S3Error("InvalidArgument", "an object key needs a branch and a name: <branch>/<key>")
     namespace = await ctx.backend.namespace(repository)

@@ -41,6 +41,7 @@ from services.gateway.operations.common import (
     Response,
     iso_time,
     new_physical_address,
+    object_key_required,
     parse_xml,
     precheck_write_condition,
     quoted_etag,
@@ -48,8 +49,8 @@ from services.gateway.operations.common import (
     stage_new_bytes,
     stat_entry,
     user_metadata,
+    writable_branch,
     write_condition,
-    write_target,
     x,
     xml_response,
 )
@@ -117,7 +118,9 @@ async def create(ctx: Context) -> Response:
     request = ctx.request
     repository = request.bucket
     ref, key = split_path(request.path)
-    namespace = await write_target(ctx, repository, ref, key)
+    await ctx.authorize(WRITE_REPO, repository)
+    object_key_required(ref, key)
+    namespace = await writable_branch(ctx, repository, ref)
     algorithm = checksums.upload_algorithm(request.headers)
     address = new_physical_address()
     block_id = await ctx.backend.run(ctx.backend.adapter.create_multipart_upload, namespace, address)
@@ -180,6 +183,7 @@ async def _save_part(
 async def _upload_part_copy(ctx: Context, upload_id: str, record: dict, number: int) -> Response:
     headers = ctx.request.headers
     src_repo, src_ref, src_key = parse_copy_source(headers["x-amz-copy-source"])
+    await ctx.authorize(READ_REPO, src_repo)
     source = await stat_entry(ctx, src_repo, src_ref, src_key)
     check_copy_source_conditions(ctx, source)
     src_range = None

@@ -18,14 +18,15 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from services.gateway import checksums, sigv4
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
+    XMLNS,
     Context,
     Response,
-    branch_target,
     declared_body_size,
     entry_time,
     http_time,
     iso_time,
     new_physical_address,
+    object_key_required,
     parse_xml,
     quoted_etag,
     split_address,
@@ -33,15 +34,15 @@ from services.gateway.operations.common import (
     stage_new_bytes,
     stat_entry,
     user_metadata,
+    writable_branch,
     write_condition,
-    write_target,
     x,
     xml_response,
 )
 from services.gateway.payload import AwsChunked, Sha256Checked, Source, SyncReader
 from services.gateway.request import decimal, decode_component
 from services.gateway.routing import split_path
-from silt.actions import WRITE_REPO
+from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import CHUNK_SIZE
 from silt.errors import InvalidArgument
 from silt.graveler.v1 import events_pb2 as ev
@@ -104,8 +105,8 @@ def _http_date(value: str) -> datetime | None:
         return None
 
 
-# Keys of one DeleteObjects deleted at the same time (each is one graveler call).
-DELETE_CONCURRENCY = 16
+# Keys one DeleteObjects takes (S3's limit, and graveler's for one DeleteEntries call).
+MAX_DELETE_KEYS = 1000
 
 # Entry metadata Silt keeps for itself; never a header of its own, kept through copies.
 PART_SIZES = "x-silt-part-sizes"
@@ -222,6 +223,7 @@ async def _stream(ctx: Context, reader: BinaryIO) -> AsyncIterator[bytes]:
 async def get_object(ctx: Context, head: bool = False) -> Response:
     repository = ctx.request.bucket
     ref, key = split_path(ctx.request.path)
+    await ctx.authorize(READ_REPO, repository)
     entry = await stat_entry(ctx, repository, ref, key)
     try:
         _check_conditions(ctx, entry)
@@ -365,13 +367,15 @@ async def receive_into(
         stream, written = io.BytesIO(data), size
         result = await ctx.backend.run(put, *args, stream, size)
     else:
-        stream = SyncReader(source, asyncio.get_running_loop())
+        stream = SyncReader(source, asyncio.get_running_loop(), size)
         try:
             result = await ctx.backend.run(put, *args, stream, size)
         except InvalidArgument:
             if size is not None and stream.size < size:
                 raise S3Error("IncompleteBody") from None  # the adapter's "stream ended early"
             raise
+        finally:
+            stream.close()
         written = stream.size
     # Adapters stop at `size` bytes; reading on to the end runs the checks that need the whole
     # body (payload SHA-256, the final chunk and trailer signatures, the checksum) before
@@ -388,23 +392,22 @@ async def receive_into(
 
 
 async def put_object(ctx: Context) -> Response:
+    """PutObject, one way down: parse, authorize once, resolve the target branch, stream the
+    body to the object store, stage the entry, answer."""
     request = ctx.request
-    repository = request.bucket
-    ref, key = split_path(request.path)
     if "x-amz-copy-source" in request.headers:
         return await copy_object(ctx)
+    repository = request.bucket
+    ref, key = split_path(request.path)
+    await ctx.authorize(WRITE_REPO, repository)
     if ref and not key:
         return await _put_branch_root_marker(ctx, repository, ref)
-    namespace = await write_target(ctx, repository, ref, key)
+    object_key_required(ref, key)
     metadata = user_metadata(request)  # refused before any byte is written
     condition = write_condition(request)
+    namespace = await writable_branch(ctx, repository, ref)
     address = new_physical_address()
-    adapter = ctx.backend.adapter
-    try:
-        received = await receive_into(ctx, adapter.put, namespace, address)
-    except BaseException:
-        await ctx.backend.run(adapter.delete, namespace, address)
-        raise
+    received = await _receive_object(ctx, namespace, address)
     entry = pb.Entry(
         physical_address=address,
         size=received.size,
@@ -421,13 +424,24 @@ async def put_object(ctx: Context) -> Response:
     return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
 
 
+async def _receive_object(ctx: Context, namespace: str, address: str) -> Received:
+    """The request body written at address; nothing is left there if that fails."""
+    adapter = ctx.backend.adapter
+    try:
+        return await receive_into(ctx, adapter.put, namespace, address)
+    except BaseException:
+        await ctx.backend.run(adapter.delete, namespace, address)
+        raise
+
+
 async def _put_branch_root_marker(ctx: Context, repository: str, ref: str) -> Response:
     """PUT of "<branch>/": Hadoop's S3A writes this directory marker for the root of a path.
 
     The branch itself is that directory, so an empty marker is accepted and nothing is stored;
     S3A deletes it again later, which is equally a no-op. Anything with content is refused.
+    The caller has authorized WriteRepo.
     """
-    await branch_target(ctx, repository, ref)
+    await writable_branch(ctx, repository, ref)
     if declared_body_size(ctx) != 0:
         raise S3Error("InvalidArgument", "the root of a branch can only take an empty directory marker")
     return Response(200, [("ETag", quoted_etag(EMPTY_MD5))])
@@ -448,9 +462,12 @@ async def copy_object(ctx: Context) -> Response:
     repository = request.bucket
     ref, key = split_path(request.path)
     src_repo, src_ref, src_key = parse_copy_source(request.headers["x-amz-copy-source"])
+    await ctx.authorize(READ_REPO, src_repo)
     source = await stat_entry(ctx, src_repo, src_ref, src_key)
     check_copy_source_conditions(ctx, source)
-    namespace = await write_target(ctx, repository, ref, key)
+    await ctx.authorize(WRITE_REPO, repository)
+    object_key_required(ref, key)
+    namespace = await writable_branch(ctx, repository, ref)
     directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
         raise S3Error("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE")
@@ -507,70 +524,72 @@ async def _delete(ctx: Context, repository: str, ref: str, key: str) -> None:
 async def delete_object(ctx: Context) -> Response:
     repository = ctx.request.bucket
     ref, key = split_path(ctx.request.path)
-    if ref and not key:
-        await branch_target(ctx, repository, ref)  # the branch root marker: never stored
-        return Response(204)
-    await write_target(ctx, repository, ref, key)
-    await _delete(ctx, repository, ref, key)
+    await ctx.authorize(WRITE_REPO, repository)
+    await writable_branch(ctx, repository, ref)
+    if key:  # "<branch>/" is the branch root marker, never stored: deleted as asked
+        await _delete(ctx, repository, ref, key)
     return Response(204)
 
 
 async def delete_objects(ctx: Context) -> Response:
+    """DeleteObjects: parse, authorize once, then one graveler call per branch named (S3A's
+    bulk deletes of directory markers name one), each key with its own outcome."""
     repository = ctx.request.bucket
     raw = await ctx.request.body.read_all()
     root = parse_xml(raw)
     ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     quiet = (root.findtext(f"{ns}Quiet") or "").strip().lower() == "true"
-    keys = [(obj.findtext(f"{ns}Key") or "") for obj in root.findall(f"{ns}Object")]
-    if not keys or len(keys) > 1000:
-        raise S3Error("MalformedXML", "DeleteObjects takes 1 to 1000 keys")
+    paths = [(obj.findtext(f"{ns}Key") or "") for obj in root.findall(f"{ns}Object")]
+    if not paths or len(paths) > MAX_DELETE_KEYS:
+        raise S3Error("MalformedXML", f"DeleteObjects takes 1 to {MAX_DELETE_KEYS} keys")
     await ctx.authorize(WRITE_REPO, repository)
     await ctx.backend.namespace(repository)
-    checked: dict[str, S3Error | None] = {}
-    for ref in dict.fromkeys(split_path(path)[0] for path in keys):
-        if not ref:
-            checked[ref] = S3Error("InvalidArgument", "a key needs a branch and a name")
-            continue
-        try:
-            await branch_target(ctx, repository, ref)
-            checked[ref] = None
-        except S3Error as exc:
-            if exc.code in ("ServiceUnavailable", "SlowDown"):
-                raise
-            checked[ref] = exc
-    # Keys are deleted concurrently, a few at a time: S3A's bulk deletes of parent directory
-    # markers would otherwise wait for one graveler round trip per key in turn.
-    limit = asyncio.Semaphore(DELETE_CONCURRENCY)
-
-    async def delete_one(path: str) -> S3Error | None:
+    keys_by_ref: dict[str, list[str]] = {}
+    for path in paths:
         ref, key = split_path(path)
-        refused = checked[ref]
-        if refused is not None:
-            return refused
-        if not key:  # "<branch>/" is the branch root marker, never stored: deleted as asked
-            return None
-        try:
-            async with limit:
-                await _delete(ctx, repository, ref, key)
-        except S3Error as exc:
-            if exc.code in ("ServiceUnavailable", "SlowDown"):
-                raise
-            return exc
-        return None
-
-    try:
-        # A TaskGroup: a ServiceUnavailable from one key cancels the deletes still to come.
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(delete_one(path)) for path in keys]
-    except* S3Error as failed:
-        raise failed.exceptions[0] from None
-    outcomes = [task.result() for task in tasks]
-    deleted = [path for path, error in zip(keys, outcomes, strict=True) if error is None]
-    errors = [(path, error) for path, error in zip(keys, outcomes, strict=True) if error is not None]
+        keys_by_ref.setdefault(ref, []).append(key)
+    outcomes: dict[tuple[str, str], S3Error | None] = {}
+    for ref, keys in keys_by_ref.items():
+        for key, error in zip(keys, await _delete_on_branch(ctx, repository, ref, keys), strict=True):
+            outcomes[(ref, key)] = error
+    deleted = [path for path in paths if outcomes[split_path(path)] is None]
+    errors = [(path, error) for path in paths if (error := outcomes[split_path(path)]) is not None]
     parts = [] if quiet else [f"<Deleted><Key>{x(k)}</Key></Deleted>" for k in deleted]
     parts += [
         f"<Error><Key>{x(k)}</Key><Code>{e.code}</Code><Message>{x(e.message)}</Message></Error>" for k, e in errors
     ]
-    return xml_response(
-        f'<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{"".join(parts)}</DeleteResult>'
-    )
+    return xml_response(f'<DeleteResult xmlns="{XMLNS}">{"".join(parts)}</DeleteResult>')
+
+
+async def _delete_on_branch(ctx: Context, repository: str, ref: str, keys: list[str]) -> list[S3Error | None]:
+    """Delete keys of one branch in one graveler call; the error of each key, None if deleted.
+
+    A missing key counts as deleted (S3 deletes are idempotent), and so does "<branch>/", the
+    branch root marker, which is never stored. Only an unavailable graveler fails the request.
+    """
+    if not ref:
+        return [S3Error("InvalidArgument", "a key needs a branch and a name")] * len(keys)
+    stored = list(dict.fromkeys(key for key in keys if key))
+    backend = ctx.backend
+    request = api.DeleteEntriesRequest(repository=repository, branch=ref, keys=stored)
+    try:
+        await writable_branch(ctx, repository, ref)
+    except S3Error as exc:
+        if exc.code in ("ServiceUnavailable", "SlowDown"):
+            raise
+        return [exc] * len(keys)  # not a branch of this repository: every key refused alike
+    try:
+        reply = await backend.call(backend.graveler.DeleteEntries, request, "NoSuchKey") if stored else None
+    except S3Error as exc:
+        if exc.code in ("ServiceUnavailable", "SlowDown"):
+            raise
+        return [None if exc.code == "NoSuchKey" else exc] * len(keys)
+    errors: dict[str, S3Error | None] = {}
+    for outcome in reply.outcomes if reply is not None else ():
+        if outcome.result == api.DeleteEntryOutcome.RESULT_INVALID_KEY:
+            errors[outcome.key] = S3Error("InvalidArgument", outcome.message)
+            continue
+        errors[outcome.key] = None
+        if outcome.result == api.DeleteEntryOutcome.RESULT_DELETED:
+            ctx.record(ev.DELETE, repository, ref, outcome.key)
+    return [errors.get(key) if key else None for key in keys]

@@ -35,6 +35,7 @@ def test_every_auth_method_has_a_rule() -> None:
 WRITES = {
     "StageEntry",
     "DeleteEntry",
+    "DeleteEntries",
     "Commit",
     "CreateBranch",
     "DeleteBranch",

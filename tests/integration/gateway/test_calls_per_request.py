@@ -1,0 +1,154 @@
+"""Each S3 object operation asks auth once per repository it touches, and costs the graveler
+calls its answer needs: a gateway app served in this process (uvicorn, the real Backend against
+the stack's auth and graveler processes) with its authorizer and graveler stub counted."""
+
+from __future__ import annotations
+
+import collections
+import secrets
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+import uvicorn
+from botocore.config import Config as BotoConfig
+
+from services.gateway.app import GatewayApp
+from services.gateway.backend import Backend
+from silt.config import load_config
+from silt.launcher import free_port
+from tests.support.gateway_stack import GatewayStack
+from tests.support.wait import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+class Counted:
+    """A served gateway whose Backend counts authorize calls (action, resource) and graveler calls."""
+
+    def __init__(self, app: GatewayApp, endpoint: str) -> None:
+        self.app = app
+        self.endpoint = endpoint
+        self.authorized: list[tuple[str, str]] = []
+        self.graveler: collections.Counter[str] = collections.Counter()
+
+    def instrument(self, backend: Backend) -> None:
+        real_allowed = backend.allowed
+        real_call = backend.call
+
+        async def allowed(user_id: str, action: str, resource: str) -> bool:
+            self.authorized.append((action, resource))
+            return await real_allowed(user_id, action, resource)
+
+        async def call(method: Any, request: Any, *args: Any) -> Any:
+            self.graveler[type(request).__name__.removesuffix("Request")] += 1
+            return await real_call(method, request, *args)
+
+        backend.allowed = allowed  # type: ignore[method-assign]
+        backend.call = call  # type: ignore[method-assign,assignment]
+
+    def reset(self) -> None:
+        self.authorized.clear()
+        self.graveler.clear()
+
+
+@pytest.fixture(scope="module")
+def counted(gw: GatewayStack) -> Iterator[Counted]:
+    gateway_env = gw.stack._services["gateway"].env
+    config = load_config(gw.stack.config_path, env=gateway_env)
+    app = GatewayApp(config)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, 30, "the in-process gateway to start")
+        served = Counted(app, f"http://127.0.0.1:{port}")
+        assert app.backend is not None
+        served.instrument(app.backend)
+        yield served
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def _client(gw: GatewayStack, endpoint: str) -> Any:
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=gw.admin.access_key_id,
+        aws_secret_access_key=gw.admin.secret_access_key.get_secret_value(),
+        region_name=gw.region,
+        config=BotoConfig(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version="s3v4"),
+    )
+
+
+def test_put_authorizes_once_and_stages_with_one_graveler_call(gw: GatewayStack, counted: Counted) -> None:
+    s3 = _client(gw, counted.endpoint)
+    bucket = f"t-{secrets.token_hex(5)}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"caches the namespace and the branch")
+    counted.reset()
+    s3.put_object(Bucket=bucket, Key="main/a.txt", Body=b"x" * 4096)
+    assert counted.authorized == [("WriteRepo", bucket)]
+    assert counted.graveler == {"StageEntry": 1}
+    counted.reset()
+    # The branch root marker S3A writes is a PUT too: authorized once as well.
+    s3.put_object(Bucket=bucket, Key="main/", Body=b"")
+    assert counted.authorized == [("WriteRepo", bucket)]
+    assert counted.graveler == {}
+
+
+def test_reads_and_copies_authorize_each_repository_once(gw: GatewayStack, counted: Counted) -> None:
+    s3 = _client(gw, counted.endpoint)
+    bucket = f"t-{secrets.token_hex(5)}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="main/a.txt", Body=b"payload")
+    counted.reset()
+    assert s3.get_object(Bucket=bucket, Key="main/a.txt")["Body"].read() == b"payload"
+    s3.head_object(Bucket=bucket, Key="main/a.txt")
+    # HEAD and GET are one graveler call each: the ref is resolved where the entry is read.
+    assert counted.authorized == [("ReadRepo", bucket), ("ReadRepo", bucket)]
+    assert counted.graveler == {"StatEntry": 2}
+    counted.reset()
+    s3.copy_object(Bucket=bucket, Key="main/b.txt", CopySource={"Bucket": bucket, "Key": "main/a.txt"})
+    assert counted.authorized == [("ReadRepo", bucket), ("WriteRepo", bucket)]
+    assert s3.get_object(Bucket=bucket, Key="main/b.txt")["Body"].read() == b"payload"
+
+
+def test_a_refused_put_writes_nothing_and_asks_once(gw: GatewayStack, counted: Counted) -> None:
+    s3 = _client(gw, counted.endpoint)
+    bucket = f"t-{secrets.token_hex(5)}"
+    s3.create_bucket(Bucket=bucket)
+    reader = boto3.client(
+        "s3",
+        endpoint_url=counted.endpoint,
+        aws_access_key_id=gw.reader.access_key_id,
+        aws_secret_access_key=gw.reader.secret_access_key.get_secret_value(),
+        region_name=gw.region,
+        config=BotoConfig(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version="s3v4"),
+    )
+    counted.reset()
+    with pytest.raises(reader.exceptions.ClientError) as refused:
+        reader.put_object(Bucket=bucket, Key="main/nope", Body=b"x")
+    assert refused.value.response["Error"]["Code"] == "AccessDenied"
+    assert counted.authorized == [("WriteRepo", bucket)]
+    assert counted.graveler == {}  # refused before the target was resolved or a byte was written
+
+
+def test_delete_objects_is_one_graveler_call_per_branch(gw: GatewayStack, counted: Counted) -> None:
+    s3 = _client(gw, counted.endpoint)
+    bucket = f"t-{secrets.token_hex(5)}"
+    s3.create_bucket(Bucket=bucket)
+    for name in ("a", "b", "c"):
+        s3.put_object(Bucket=bucket, Key=f"main/dir/{name}", Body=name.encode())
+    counted.reset()
+    keys = ["main/dir/a", "main/dir/b", "main/dir/c", "main/dir/missing", "main/", "main/dir/a"]
+    answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys]})
+    assert counted.authorized == [("WriteRepo", bucket)]
+    assert counted.graveler == {"DeleteEntries": 1}
+    assert sorted(d["Key"] for d in answer["Deleted"]) == sorted(keys)
+    assert "Errors" not in answer
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket, Prefix="main/dir/")
