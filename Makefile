@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench tests
 
-.PHONY: all venv clients lock proto ui run test test-fast lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render
+.PHONY: all venv clients lock proto ui run test test-fast lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -181,6 +181,17 @@ cassandra:
 # packages, cached in ~/.cache/silt-images.
 IMAGE_TAG ?= 0.1.0
 image: ui
+
+# deploy/k8s's dev overlay in containers on this machine with `podman kube play` (silt/kube_podman;
+# docs/operations.md): the images, local stand-ins for Cassandra and MinIO, the pods in dependency
+# order, each ready through its manifest's probes. Endpoints and the admin's key land in
+# build/k8s-podman/stack.json; K8S_ARGS="--max-replicas 1" for a small machine. k8s-down removes
+# every pod, secret, volume and the network.
+k8s-up: image venv
+	$(PY) -m silt.kube_podman up $(K8S_ARGS)
+
+k8s-down: venv
+	$(PY) -m silt.kube_podman down
 
 # deploy/k8s rendered per overlay (kustomize, or kubectl's embedded copy) into build/k8s/.
 k8s-render:
