@@ -434,6 +434,9 @@ class TelemetryConfig(_Section):
     turns it on."""
 
     tracing: bool = Field(False, description="emit OpenTelemetry traces (exporter and sampler from OTEL_*)")
+    trace_storage_calls: bool = Field(
+        False, description="with tracing, also a span per KV and object-store call (several per request)"
+    )
     health_check_interval_seconds: float = Field(5.0, gt=0, description="how often KV and object store are probed")
     health_check_timeout_seconds: float = Field(2.0, gt=0, description="a probe slower than this means NOT_SERVING")
 

@@ -74,8 +74,10 @@ class RequestRecord:
         self._otel_token: object | None = None
         traced_by = tracer()
         if traced_by is not None:
-            # A caller's traceparent continues its trace; otherwise this span is the root.
-            parent = propagate.extract(request.headers)
+            # A caller's traceparent continues its trace; otherwise this span is the root, and
+            # the sampling decision made here travels with every call the request makes.
+            headers = request.headers
+            parent = propagate.extract(headers) if "traceparent" in headers or "baggage" in headers else None
             self.span = traced_by.start_span(
                 "S3",
                 context=parent,
@@ -102,16 +104,17 @@ class RequestRecord:
         request = self.request
         ref, _, key = request.path.partition("/")
         try:
-            if self.span is not None:
+            if self.span is not None and self.span.is_recording():
                 self.span.update_name(f"S3 {operation}")
-                self.span.set_attribute("s3.operation", operation)
-                self.span.set_attribute("http.response.status_code", status)
+                # Known only now, and set in one call: each call takes the span's lock.
+                attributes: dict[str, str | int] = {"s3.operation": operation, "http.response.status_code": status}
                 if request.bucket:
-                    self.span.set_attribute("s3.bucket", request.bucket)
+                    attributes["s3.bucket"] = request.bucket
                 if ref:
-                    self.span.set_attribute("silt.ref", ref)
+                    attributes["silt.ref"] = ref
                 if error_code:
-                    self.span.set_attribute("s3.error_code", error_code)
+                    attributes["s3.error_code"] = error_code
+                self.span.set_attributes(attributes)
                 if status >= 500:
                     self.span.set_status(Status(StatusCode.ERROR, error_code))
             if metrics_enabled():

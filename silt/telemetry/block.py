@@ -1,4 +1,4 @@
-"""A block adapter that records a span around each call of another adapter (when tracing)."""
+"""A block adapter that records a span around each call of another adapter (telemetry.trace_storage_calls)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 # metrics in files there, and one endpoint adds them up.
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
-_state = {"tracing": False, "metrics": False}
+_state = {"tracing": False, "metrics": False, "storage_spans": False}
 
 
 def setup(config: Config, service: str, metrics_address: str | None = None, *, metrics_in_worker: bool = False) -> None:
@@ -30,6 +30,7 @@ def setup(config: Config, service: str, metrics_address: str | None = None, *, m
 
     if config.telemetry.tracing and tracing.configure(service):
         _state["tracing"] = True
+        _state["storage_spans"] = config.telemetry.trace_storage_calls
     if metrics_in_worker and os.environ.get(MULTIPROCESS_ENV):
         _state["metrics"] = True
     if metrics_address:
@@ -58,3 +59,8 @@ def tracing_enabled() -> bool:
 
 def metrics_enabled() -> bool:
     return _state["metrics"]
+
+
+def storage_spans_enabled() -> bool:
+    """A span per KV and object-store call as well (telemetry.trace_storage_calls)."""
+    return _state["storage_spans"]

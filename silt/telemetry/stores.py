@@ -12,26 +12,29 @@ from __future__ import annotations
 from silt.block import BlockAdapter, open_adapter
 from silt.config import BlockstoreConfig, DatabaseConfig
 from silt.kv.store import Store, open_store
-from silt.telemetry.setup import metrics_enabled, tracing_enabled
+from silt.telemetry.setup import metrics_enabled, storage_spans_enabled
 
 # The wrappers are imported inside the functions, as late as they are needed: the gateway must
 # not load prometheus_client before it prepares multiprocess metrics.
 
 
 def open_observed_store(config: DatabaseConfig) -> Store:
-    """The store of config's driver, wrapped once if this process traces or exports metrics."""
+    """The store of config's driver, wrapped once if this process traces its storage calls or
+    exports metrics."""
     store = open_store(config)
-    if not (tracing_enabled() or metrics_enabled()):
+    if not (storage_spans_enabled() or metrics_enabled()):
         return store
     from silt.telemetry.kv import InstrumentedStore
     from silt.telemetry.tracing import tracer
 
-    return InstrumentedStore(store, config.type, tracer(), metrics_enabled())
+    return InstrumentedStore(store, config.type, tracer() if storage_spans_enabled() else None, metrics_enabled())
 
 
 def open_observed_adapter(config: BlockstoreConfig) -> BlockAdapter:
-    """The adapter of config's blockstore, traced if this process traces."""
+    """The adapter of config's blockstore, traced if this process traces its storage calls."""
     adapter = open_adapter(config)
+    if not storage_spans_enabled():
+        return adapter
     from silt.telemetry.tracing import tracer
 
     traced_by = tracer()

@@ -39,7 +39,8 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Observed]:
     ports = {name: free_port() for name in ("auth", "graveler", "gateway")}
     overrides = {
         "logging": {"format": "json"},
-        "telemetry": {"tracing": True, "health_check_interval_seconds": 0.5},
+        # Storage calls traced too: these tests follow a request down to its KV and block calls.
+        "telemetry": {"tracing": True, "trace_storage_calls": True, "health_check_interval_seconds": 0.5},
         # Uncached: every request then calls auth, so its trace and log must show it.
         "auth": {"cache_ttl_seconds": 0, "metrics_listen_address": f"127.0.0.1:{ports['auth']}"},
         "graveler": {"metrics_listen_address": f"127.0.0.1:{ports['graveler']}"},
@@ -133,6 +134,55 @@ def test_one_put_is_one_trace_from_gateway_through_auth_and_graveler_to_kv(obser
         for value in span.attributes.values():
             # "Signature=" (an Authorization header or a presigned query), not the RPC name VerifyS3Signature.
             assert secret not in str(value) and "Signature=" not in str(value)
+
+
+def _trace_of(receiver: OtlpReceiver, root: ReceivedSpan) -> list[ReceivedSpan]:
+    # Spans arrive in batches per process: wait for graveler's server span too.
+    def arrived(spans: list[ReceivedSpan]) -> bool:
+        return any(s.trace_id == root.trace_id and s.service == "silt-graveler" and s.kind == SERVER for s in spans)
+
+    return [s for s in receiver.wait_for(arrived) if s.trace_id == root.trace_id]
+
+
+def test_by_default_a_traced_request_is_a_handful_of_spans_in_one_trace(tmp_path: Path) -> None:
+    with OtlpReceiver() as receiver:
+        overrides = {"telemetry": {"tracing": True}}
+        with environment(otel_env(receiver)), gateway_stack(tmp_path / "data", overrides=overrides) as stack:
+            s3 = stack.client(request_checksum_calculation="when_required")
+            s3.create_bucket(Bucket="lean")
+            s3.put_object(Bucket="lean", Key="main/a", Body=b"a")
+            s3.put_object(Bucket="lean", Key="main/b", Body=b"b")
+            for _ in range(2):
+                assert s3.get_object(Bucket="lean", Key="main/a")["Body"].read() == b"a"
+
+            def roots(spans: list[ReceivedSpan]) -> list[ReceivedSpan]:
+                return [s for s in spans if s.name in ("S3 PutObject", "S3 GetObject")]
+
+            traced = sorted(
+                roots(receiver.wait_for(lambda ss: len(roots(ss)) == 4)), key=lambda s: s.attributes["silt.request_id"]
+            )
+            for root in traced:
+                spans = _trace_of(receiver, root)
+                by_id = {s.span_id: s for s in spans}
+                shape = [(s.service, s.name) for s in spans]
+                assert root.parent_span_id == "" and root.service == "silt-gateway"
+                # The S3 span and a client and a server span per gRPC call, each hanging off
+                # the span that made the call: no span per KV or object-store call unless
+                # telemetry.trace_storage_calls asks for them.
+                for span in spans:
+                    if span is root:
+                        continue
+                    assert span.attributes["rpc.system"] == "grpc", shape
+                    parent = by_id[span.parent_span_id]
+                    if span.kind == SERVER:
+                        assert parent.kind == CLIENT and parent.name == span.name, shape
+                        assert span.attributes["rpc.grpc.status_code"] == 0
+                    else:
+                        assert span.kind == CLIENT and (parent is root or parent.kind == SERVER), shape
+                assert {s.service for s in spans if s.kind == SERVER} >= {"silt-graveler"}, shape
+                # Nothing else: one span per request, two per gRPC call it causes.
+                clients = [s for s in spans if s.kind == CLIENT]
+                assert len(spans) == 1 + 2 * len(clients), shape
 
 
 def test_a_commit_traces_the_build(observed: Observed) -> None:
