@@ -1,15 +1,14 @@
 """gRPC wiring of the compactor service: its own process, with its own KV and object-store
 connections, running graveler's engine (docs/design/compaction.md).
 
-Compaction is batch work: the process lowers its own scheduling priority, so on a machine
-it shares with graveler the staging writes graveler answers keep their latency.
+Compaction is batch work: the process lowers its own scheduling priority and keeps to the
+commit workers' CPUs (priority.py), and drops compacted tokens at a pace, so on a machine it
+shares with graveler the staging writes graveler answers keep their latency.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import time
 from collections.abc import Sequence
 
@@ -18,7 +17,9 @@ from grpc_health.v1.health import HealthServicer
 
 from services.compactor.compactor import Compactor
 from services.compactor.permissions import RULES
+from services.compactor.priority import yield_cpu
 from services.compactor.shipping import ShippingLoop
+from services.graveler.builder import DROP_PACE_SECONDS, InProcessBuilder
 from services.graveler.deadline import Deadline
 from services.graveler.wiring import build_graveler
 from silt.compactor.v1 import compactor_pb2 as api
@@ -36,9 +37,6 @@ from silt.service import service_config, startup_errors
 from silt.telemetry.health import block_probe, kv_probe
 
 log = logging.getLogger(__name__)
-
-# Compactions share the CPU with request serving: let the scheduler prefer the latter.
-NICENESS = 10
 
 
 class CompactorServicer(api_grpc.CompactorServiceServicer):
@@ -75,6 +73,9 @@ class CompactorServicer(api_grpc.CompactorServiceServicer):
 def build_compactor(config: Config) -> Compactor:
     # Builds run in this process: it is the compactor's worker already, apart from graveler's.
     graveler = build_graveler(config, commit_workers=False)
+    # A compacted token is dropped one KV delete at a time; on the embedded driver each takes
+    # the database's write lock, so the drop rests between bursts as commit workers' drops do.
+    graveler.builder = InProcessBuilder(graveler.staging, graveler.committed, drop_pace=DROP_PACE_SECONDS)
     return Compactor(graveler, config.compactor.compaction_timeout_seconds)
 
 
@@ -102,8 +103,7 @@ def start(
 
 def main(argv: list[str] | None = None) -> None:
     config = service_config("Run the compactor gRPC service.", argv, "compactor")
-    with contextlib.suppress(OSError):
-        os.nice(NICENESS)
+    yield_cpu(config.graveler.commit_worker_cpus)
     with startup_errors("compactor"):
         compactor = build_compactor(config)
         shipping = build_shipping(compactor, config)

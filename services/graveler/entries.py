@@ -52,6 +52,15 @@ class ListPage:
     has_more: bool = False
 
 
+@dataclass
+class StoredListPage:
+    """A ListPage with each entry as stored (a serialized pb.Entry): what a caller that only
+    passes entries on, such as the gRPC answer, takes without parsing them."""
+
+    items: list[tuple[bytes, bytes | None]] = field(default_factory=list)  # None = common prefix
+    has_more: bool = False
+
+
 class Entries:
     def __init__(
         self,
@@ -193,6 +202,13 @@ class Entries:
     def list(
         self, repo: RepoHandle, ref: str, prefix: str, delimiter: str, after: str, amount: int, deadline: Deadline
     ) -> ListPage:
+        stored = self.list_stored(repo, ref, prefix, delimiter, after, amount, deadline)
+        items = [(key, None if data is None else decode_entry(data)) for key, data in stored.items]
+        return ListPage(items, stored.has_more)
+
+    def list_stored(
+        self, repo: RepoHandle, ref: str, prefix: str, delimiter: str, after: str, amount: int, deadline: Deadline
+    ) -> StoredListPage:
         separator, size = delimiter_bytes(delimiter), page_amount(amount)
         return self.read(
             repo,
@@ -203,7 +219,7 @@ class Entries:
 
     def _list(
         self, repo: RepoHandle, resolved: Resolved, prefix: bytes, delimiter: bytes, after: bytes, amount: int
-    ) -> ListPage:
+    ) -> StoredListPage:
         page = paginate(
             lambda start: self._iterate(repo, resolved, start),
             _key_of,
@@ -213,11 +229,10 @@ class Entries:
             amount,
             size_of=_size_of,
         )
-        items: list[tuple[bytes, pb.Entry | None]] = [
-            (item.key, None) if isinstance(item, CommonPrefix) else (item.key, decode_entry(item.value.data))
-            for item in page.items
+        items: list[tuple[bytes, bytes | None]] = [
+            (item.key, None) if isinstance(item, CommonPrefix) else (item.key, item.value.data) for item in page.items
         ]
-        return ListPage(items, page.has_more)
+        return StoredListPage(items, page.has_more)
 
     def _iterate(self, repo: RepoHandle, resolved: Resolved, start: bytes) -> Iterator[KeyValue]:
         sources: list[Iterator[KeyValue]] = []

@@ -35,7 +35,7 @@ from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId
 from services.graveler.compaction import CompactedState, Compaction, CompactionResult, NoObserver, StagingObserver
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
-from services.graveler.entries import MAX_DELETE_KEYS, Condition, DeleteOutcome, Entries, ListPage
+from services.graveler.entries import MAX_DELETE_KEYS, Condition, DeleteOutcome, Entries, ListPage, StoredListPage
 from services.graveler.history import LogFilter, LogPage, log_page
 from services.graveler.last_access import Expiry, LastAccess, PreparedLastAccess
 from services.graveler.lifecycle import DEFAULT_BRANCH, Dumped, Lifecycle, Restored
@@ -446,6 +446,21 @@ class Graveler:
     ) -> ListPage:
         repo = self._repo(repository, deadline)
         return self.entries.list(repo, ref, prefix, delimiter, after, amount, deadline)
+
+    def list_stored_entries(
+        self,
+        repository: str,
+        ref: str,
+        prefix: str,
+        delimiter: str,
+        after: str,
+        amount: int,
+        *,
+        deadline: Deadline = NO_DEADLINE,
+    ) -> StoredListPage:
+        """list_entries with each entry as stored (serialized), for callers that pass them on."""
+        repo = self._repo(repository, deadline)
+        return self.entries.list_stored(repo, ref, prefix, delimiter, after, amount, deadline)
 
     # --- comparing and combining ---------------------------------------------------------
 

@@ -15,18 +15,30 @@ def combined(sources: Iterable[Iterator[KeyValue]]) -> Iterator[KeyValue]:
     newest value of each key comes out, tombstones included: the caller decides whether a
     tombstone hides the key (reads) or deletes it (commits).
     """
-    tagged = [_ranked(rank, source) for rank, source in enumerate(sources)]
-    last: bytes | None = None
-    for (key, _rank), kv in heapq.merge(*tagged, key=lambda item: item[0]):
-        if key == last:
-            continue
-        last = key
+    # A heap of (key, rank, value, source): equal keys pop in rank order, newest first.
+    heap: list[tuple[bytes, int, KeyValue, Iterator[KeyValue]]] = []
+    for rank, source in enumerate(sources):
+        first = next(source, None)
+        if first is not None:
+            heap.append((first.key, rank, first, source))
+    heapq.heapify(heap)
+    while len(heap) > 1:
+        key, rank, kv, source = heap[0]
         yield kv
-
-
-def _ranked(rank: int, source: Iterator[KeyValue]) -> Iterator[tuple[tuple[bytes, int], KeyValue]]:
-    for kv in source:
-        yield (kv.key, rank), kv
+        # Advance the winner and every older source holding the same key.
+        while heap and heap[0][0] == key:
+            _, rank, _, source = heap[0]
+            following = next(source, None)
+            if following is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, (following.key, rank, following, source))
+    if heap:
+        # One source left (often the only one, as on a branch with nothing committed or
+        # nothing staged): its values pass through without a comparison each.
+        _, _, kv, source = heap[0]
+        yield kv
+        yield from source
 
 
 def live(values: Iterator[KeyValue]) -> Iterator[KeyValue]:

@@ -96,7 +96,7 @@ def paginate(
             return Page(items, False)
         if len(items) == amount:
             return Page(items, True)
-        common = common_prefix(key, prefix, delimiter)
+        common = common_prefix(key, prefix, delimiter) if delimiter else None
         cost = len(common) if common is not None else size_of(item) if size_of is not None else len(key)
         if items and size + cost > max_bytes:
             return Page(items, True)  # the next page resumes after the last item, as for amount

@@ -16,6 +16,7 @@ from services.graveler.events.handlers import HistoryHandlers
 from services.graveler.events.manager import HistoryEvents
 from services.graveler.events.streams import StreamSlots
 from services.graveler.graveler import Graveler
+from services.graveler.list_answer import list_response
 from services.graveler.model import REQUESTED_COMMITTER_KEY, DifferenceKind, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import TABLE
@@ -295,7 +296,7 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
         )
 
     def ListEntries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> api.ListEntriesResponse:
-        page = self.g.list_entries(
+        page = self.g.list_stored_entries(
             request.repository,
             request.ref,
             request.prefix,
@@ -304,13 +305,7 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
             request.amount,
             deadline=_deadline(context),
         )
-        items = [
-            api.ListItem(key=key.decode(), common_prefix=True)
-            if entry is None
-            else api.ListItem(key=key.decode(), entry=entry)
-            for key, entry in page.items
-        ]
-        return api.ListEntriesResponse(items=items, has_more=page.has_more)
+        return list_response(page)
 
     def StageEntry(self, request: api.StageEntryRequest, context: grpc.ServicerContext) -> api.StageEntryResponse:
         condition = None

@@ -50,10 +50,15 @@ class StagingStore:
 
     def scan(self, token: StagingToken, start: bytes = b"") -> Iterator[KeyValue]:
         """Staged values of token from key start on, in key order (tombstones included)."""
+        # The hot loop of every listing: one message parsed into again and again, no calls.
+        record = pb.StagedValue()
+        skip = len(KEY_PREFIX)
         for entry in self.kv.scan(token.encode(), KEY_PREFIX + start):
-            if not entry.key.startswith(KEY_PREFIX):
+            key = entry.key
+            if not key.startswith(KEY_PREFIX):
                 return
-            yield KeyValue(entry.key[len(KEY_PREFIX) :], _decode(entry.value))
+            record.ParseFromString(entry.value)
+            yield KeyValue(key[skip:], Value(record.identity, record.data, record.tombstone))
 
     def drop_key(self, token: StagingToken, key: bytes) -> None:
         self.kv.delete(token.encode(), KEY_PREFIX + key)

@@ -53,13 +53,17 @@ class JournaledStore(Store):
         return ValueWithPredicate(value, found.predicate)
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
+        # Every listing runs through this loop once per key: unwrap and observe in line.
+        unwrap, observe = envelope.unwrap, self.clock.observe
         for entry in self._inner.scan(partition, start):
             if is_journal_key(entry.key):
                 # Jump over the journal rows rather than read them: a partition may hold many
                 # unshipped ones, and a prefix scan ending near them would page through all.
                 yield from self._unwrapped(self._inner.scan(partition, AFTER_JOURNAL))
                 return
-            yield self._unwrap(entry)
+            timestamp, value = unwrap(entry.value)
+            observe(timestamp)
+            yield Entry(entry.key, value)
 
     def _unwrapped(self, entries: Iterator[Entry]) -> Iterator[Entry]:
         for entry in entries:

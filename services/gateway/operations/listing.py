@@ -11,18 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
-from urllib.parse import quote
 
 from services.gateway.errors import S3Error
-from services.gateway.operations.common import (
-    Context,
-    Response,
-    entry_time,
-    iso_time,
-    quoted_etag,
-    x,
-    xml_response,
-)
+from services.gateway.operations.common import Context, Response, quoted_etag, x, xml_response
+from services.gateway.operations.listing_xml import TimeFormat, url_text, xml_text
 from services.gateway.request import decimal
 from silt.actions import READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
@@ -161,8 +153,7 @@ async def list_objects(ctx: Context, v2: bool) -> Response:
     after = (decode_token(token) if token else start_after) if v2 else marker
     items, truncated = await collect(ctx, repository, prefix, delimiter, after, limit)
 
-    def enc(value: str) -> str:
-        return x(quote(value, safe="/") if encoding == "url" else value)
+    enc = url_text if encoding == "url" else xml_text
 
     owner = f"<Owner><ID>{x(ctx.user_id)}</ID><DisplayName>{x(ctx.user_id)}</DisplayName></Owner>"
     with_owner = not v2 or request.arg("fetch-owner") == "true"
@@ -186,15 +177,16 @@ async def list_objects(ctx: Context, v2: bool) -> Response:
     if encoding:
         parts.append("<EncodingType>url</EncodingType>")
     parts.append(f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>")
+    times = TimeFormat()
+    tail = f"{owner if with_owner else ''}<StorageClass>STANDARD</StorageClass></Contents>"
     for item in items:
         entry = item.entry
         if entry is None:
             parts.append(f"<CommonPrefixes><Prefix>{enc(item.key)}</Prefix></CommonPrefixes>")
             continue
         parts.append(
-            f"<Contents><Key>{enc(item.key)}</Key><LastModified>{iso_time(entry_time(entry))}</LastModified>"
-            f"<ETag>{x(quoted_etag(entry.etag))}</ETag><Size>{entry.size}</Size>"
-            f"{owner if with_owner else ''}<StorageClass>STANDARD</StorageClass></Contents>"
+            f"<Contents><Key>{enc(item.key)}</Key><LastModified>{times.last_modified(entry)}</LastModified>"
+            f"<ETag>{xml_text(quoted_etag(entry.etag))}</ETag><Size>{entry.size}</Size>{tail}"
         )
     parts.append("</ListBucketResult>")
     return xml_response("".join(parts))
