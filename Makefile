@@ -181,6 +181,7 @@ cassandra:
 # packages, cached in ~/.cache/silt-images.
 IMAGE_TAG ?= 0.1.0
 image: ui
+	scripts/images/build.sh $(IMAGE_TAG)
 
 # deploy/k8s's dev overlay in containers on this machine with `podman kube play` (silt/kube_podman;
 # docs/operations.md): the images, local stand-ins for Cassandra and MinIO, the pods in dependency

@@ -1,36 +1,24 @@
-"""The container images `make image` builds, run with podman as the manifests run them.
+"""The container images `make image` builds, checked with podman.
 
 Builds silt and silt-gc with scripts/images/build.sh (the command `make image` runs; the base
-and layers come from the engine's cache and ~/.cache/silt-images after the first run), checks
-what each image carries (no Spark or Java in the services' image, under its size budget; Spark,
-Java and the S3A jars in the GC image), then runs the whole stack in one container of the
-services' image under the manifests' security context (uid 10001, read-only root file system,
-every capability dropped, no privilege escalation): boto3 and the AWS CLI's multipart upload
-through the published gateway port, the container killed and replaced on the same data, every
-acknowledged object still there. Skipped, with the reason, where podman cannot run containers.
+and layers come from the engine's cache and ~/.cache/silt-images after the first run) and checks
+what each carries under the manifests' security context (uid 10001, read-only root file system,
+every capability dropped, no privilege escalation): no Spark or Java in the services' image,
+under its size budget; Spark, Java and the S3A jars in the GC image. The images running the
+dev overlay as pods (clients, kills, the GC CronJob) is tests/e2e/test_k8s_podman.py. Skipped,
+with the reason, where podman cannot run containers.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
-import urllib.request
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import boto3
 import pytest
-import yaml
-from botocore.config import Config as BotoConfig
-
-from silt.launcher import CREDENTIALS_FILE, free_port, initial_config
-from tests.e2e.conftest import aws_cli
-from tests.support.wait import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.podman]
 
@@ -132,169 +120,3 @@ def test_the_gc_image_carries_spark_java_and_the_s3a_jars(podman: Podman, images
     java = podman.run_once("--network", "none", *SECURITY, gc, "java", "-version")
     assert 'version "17' in java.stderr
     assert image_size(podman, gc) > image_size(podman, images["runtime"])
-
-
-@dataclass
-class StackContainer:
-    """`silt run` (auth, graveler, compactor, gateway) in one container of the services' image,
-    its state in a host directory; the gateway's and graveler's ports published on loopback."""
-
-    podman: Podman
-    image: str
-    data: Path
-    ports: dict[str, int]
-    name: str = ""
-
-    @property
-    def s3_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.ports['gateway']}"
-
-    def start(self) -> None:
-        self.name = f"silt-e2e-{uuid.uuid4().hex[:8]}"
-        published = [f"--publish=127.0.0.1:{port}:{port}" for port in self.ports.values()]
-        self.podman.run(
-            "run", "-d", "--name", self.name, *SECURITY, "-v", f"{self.data}:/data:Z", *published,
-            "-e", "SILT_DATA_DIR=/data", self.image, "silt", "run",
-        )  # fmt: skip
-        self.wait_ready()
-
-    def wait_ready(self) -> None:
-        wait_until(self._ready, timeout=RUN_TIMEOUT_S, message=f"the gateway in {self.name} ready", interval=0.5)
-
-    def _ready(self) -> bool:
-        state = self.podman.run("inspect", "--format", "{{.State.Running}}", self.name, check=False).stdout.strip()
-        assert state != "false", f"{self.name} exited:\n{self.logs()}"
-        try:
-            with urllib.request.urlopen(f"{self.s3_endpoint}/_silt/health/ready", timeout=2) as answer:
-                return bool(answer.status == 200)
-        except OSError:
-            return False
-
-    def kill_service(self, module: str) -> int:
-        """SIGKILL the process running `python -m module` in the container; its pid."""
-        find_and_kill = (
-            "import os, signal, sys\n"
-            "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
-            "    try: argv = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')\n"
-            "    except OSError: continue\n"
-            "    if sys.argv[1].encode() in argv:\n"
-            "        os.kill(int(pid), signal.SIGKILL); print(pid); break\n"
-        )
-        return int(self.podman.run("exec", self.name, "python", "-c", find_and_kill, module).stdout)
-
-    def logs(self) -> str:
-        return self.podman.run("logs", self.name, check=False).stderr[-4000:]
-
-    def keys(self) -> dict[str, str]:
-        saved = json.loads((self.data / CREDENTIALS_FILE).read_text())
-        return {"SILT_ACCESS_KEY_ID": saved["access_key_id"], "SILT_SECRET_ACCESS_KEY": saved["secret_access_key"]}
-
-    def kill(self) -> None:
-        if self.name:
-            self.podman.run("rm", "--force", "--time", "0", self.name, check=False)
-            self.name = ""
-
-
-@pytest.fixture
-def stack(podman: Podman, images: dict[str, str], tmp_path: Path) -> Iterator[StackContainer]:
-    data = tmp_path / "data"
-    data.mkdir()
-    ports = {"gateway": free_port(), "graveler": free_port()}
-    config: dict[str, Any] = initial_config(Path("/data"))
-    config["gateways"]["s3"]["listen_address"] = f"0.0.0.0:{ports['gateway']}"
-    config["graveler"]["listen_address"] = f"0.0.0.0:{ports['graveler']}"
-    (data / "config.yaml").write_text(yaml.safe_dump(config))
-    for path in (data, data / "config.yaml"):
-        os.chown(path, int(UID), int(UID))
-    container = StackContainer(podman, images["runtime"], data, ports)
-    try:
-        container.start()
-        yield container
-    finally:
-        container.kill()
-
-
-def s3(stack: StackContainer) -> Any:
-    keys = stack.keys()
-    return boto3.client(
-        "s3",
-        endpoint_url=stack.s3_endpoint,
-        aws_access_key_id=keys["SILT_ACCESS_KEY_ID"],
-        aws_secret_access_key=keys["SILT_SECRET_ACCESS_KEY"],
-        region_name="us-east-1",
-        config=BotoConfig(s3={"addressing_style": "path"}, retries={"max_attempts": 8, "mode": "standard"}),
-    )
-
-
-def host_cli(stack: StackContainer, *args: str) -> str:
-    """The host's `silt` CLI against the container, as `silt run`'s user would call it; its output."""
-    env = {**os.environ, "SILT_DATA_DIR": str(stack.data)}
-    done = subprocess.run(
-        [str(REPO_ROOT / ".venv" / "bin" / "silt"), *args],
-        env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-    )  # fmt: skip
-    assert done.returncode == 0, f"silt {' '.join(args)}: {done.stderr[-2000:]}"
-    return done.stdout
-
-
-def test_the_stack_in_a_container_serves_clients_survives_kills_and_is_collected(
-    podman: Podman, images: dict[str, str], stack: StackContainer, tmp_path: Path
-) -> None:
-    client = s3(stack)
-    client.create_bucket(Bucket="images")
-    written = {f"small/{i}.txt": f"object {i}".encode() for i in range(10)}
-    for key, body in written.items():
-        client.put_object(Bucket="images", Key=f"main/{key}", Body=body)
-    # The AWS CLI splits anything over 8 MiB into parts: a multipart upload through the container.
-    big = tmp_path / "big.bin"
-    big.write_bytes(os.urandom(20 * 2**20))
-    keys = stack.keys()
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": keys["SILT_ACCESS_KEY_ID"],
-        "AWS_SECRET_ACCESS_KEY": keys["SILT_SECRET_ACCESS_KEY"],
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    subprocess.run(
-        [aws_cli(), "--endpoint-url", stack.s3_endpoint, "s3", "cp", str(big), "s3://images/main/big.bin"],
-        env=env, check=True, capture_output=True, timeout=RUN_TIMEOUT_S,
-    )  # fmt: skip
-    head = client.head_object(Bucket="images", Key="main/big.bin")
-    assert head["ContentLength"] == big.stat().st_size
-    assert head["ETag"].strip('"').endswith("-3"), head["ETag"]  # 8 + 8 + 4 MiB parts
-    written["big.bin"] = big.read_bytes()
-
-    # A commit with the CLI from the host, through the published graveler port.
-    commit = json.loads(host_cli(stack, "--json", "commit", "silt://images/main", "-m", "through the container"))
-    assert commit["id"]
-
-    # Each service killed in turn: the stack restarts it, and a write after it is acknowledged.
-    for module in ("services.gateway.server", "services.graveler.server", "services.auth.server"):
-        stack.kill_service(module)
-        stack.wait_ready()
-        key = f"after-kill/{module}"
-        written[key] = module.encode()
-        client.put_object(Bucket="images", Key=f"main/{key}", Body=written[key])
-
-    # And the whole container replaced on the same data: every acknowledged write is there.
-    stack.kill()
-    stack.start()
-    client = s3(stack)
-    for key, body in written.items():
-        assert client.get_object(Bucket="images", Key=f"main/{key}")["Body"].read() == body, key
-
-    # The GC image run once against the repository, as the CronJob runs it (its user, no more),
-    # with the retention rules a run needs set from the host.
-    assert "7 days" in host_cli(stack, "gc", "rules", "set", "images", "--default-days", "7")
-    # The configuration where the CronJob mounts its ConfigMap, the key in its environment.
-    keys = stack.keys()
-    gc = podman.run_once(
-        "--network", f"container:{stack.name}", "--user", f"{UID}:{UID}",
-        "-v", f"{stack.data}:/data:Z", "-v", f"{stack.data / 'config.yaml'}:/etc/silt/silt.yaml:ro,Z",
-        "-e", f"SILT_ACCESS_KEY_ID={keys['SILT_ACCESS_KEY_ID']}",
-        "-e", f"SILT_SECRET_ACCESS_KEY={keys['SILT_SECRET_ACCESS_KEY']}",
-        images["gc"], "silt", "--json", "gc", "run", "images", "--master", "local[1]",
-        timeout=600,
-    )  # fmt: skip
-    summary = json.loads(gc.stdout)
-    assert summary["repository"] == "images" and summary["run_id"], summary
