@@ -9,9 +9,7 @@ size happens in DataFrames on the executors; the driver only collects the per-re
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import os
 import re
 import sys
 import time
@@ -21,6 +19,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from jobs.entry_point import add_job_options, exit_code_of_main, job_session, print_progress, write_summary
 from jobs.gc.listing import list_objects
 from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root
 from jobs.gc.mark import EXPIRED, UNREFERENCED, mark, still_referenced
@@ -112,7 +111,7 @@ def run_gc(
     if not options.dry_run:
         timings["sweep"] = _sweep(spark, graveler, root, report_uri, blockstore, options, summary, progress)
     summary.seconds = {**timings, **summary.seconds, "total": time.perf_counter() - started}
-    write_summary(blockstore, root.namespace, summary)
+    _write_summary(blockstore, root.namespace, summary)
     return summary
 
 
@@ -144,7 +143,7 @@ def _sweep_only(
         spark, graveler, root, report_uri, blockstore, options, summary, progress, fresh=fresh
     )
     summary.seconds["total"] = time.perf_counter() - started
-    write_summary(blockstore, root.namespace, summary)
+    _write_summary(blockstore, root.namespace, summary)
     return summary
 
 
@@ -201,26 +200,13 @@ def _sweep(
     return time.perf_counter() - phase
 
 
-def write_summary(blockstore: BlockstoreConfig, namespace: str, summary: Summary) -> None:
-    """Keep the summary beside the report, for operators and for the next run's comparison."""
-    from silt.block import open_adapter
-
-    data = summary.as_json().encode()
+def _write_summary(blockstore: BlockstoreConfig, namespace: str, summary: Summary) -> None:
+    """Beside the report, for operators and for the next run's comparison."""
     key = f"{GC_PREFIX}{summary.run_id}/summary{'-dry-run' if summary.dry_run else ''}.json"
-    open_adapter(blockstore).put(namespace, key, io.BytesIO(data), len(data))
+    write_summary(blockstore, namespace, key, summary.as_json())
 
 
 # --- entry point for spark-submit -------------------------------------------------------
-
-
-def _session(master: str | None) -> Any:
-    from silt.spark import local_session
-
-    if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
-        from pyspark.sql import SparkSession
-
-        return SparkSession.builder.appName("silt-gc").getOrCreate()  # spark-submit decided the master
-    return local_session(None, master=master or "local[*]", app_name="silt-gc")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,14 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="mark and report only")
     parser.add_argument("--grace", default="6h", help="skip objects modified this long before the run (6h)")
     parser.add_argument("--sweep-only", metavar="RUN_ID", help="sweep an earlier run's report again")
-    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
-    parser.add_argument("--config", help="Silt YAML configuration (default: $SILT_CONFIG)")
-    parser.add_argument("--graveler", metavar="HOST:PORT", help="graveler endpoint (default: as the silt CLI)")
+    add_job_options(parser)
     args = parser.parse_args(argv)
     state = State(config_path=args.config, graveler=args.graveler)
     config = state.config()
     options = GCOptions(dry_run=args.dry_run, grace_seconds=parse_grace(args.grace), sweep_only=args.sweep_only)
-    spark = _session(args.master)
+    spark = job_session(args.master, "silt-gc")
     client = state.client()
     summary = run_gc(
         spark,
@@ -246,22 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         args.repository.removeprefix("silt://").strip("/"),
         config.blockstore,
         options,
-        lambda message: print(message, file=sys.stderr, flush=True),
+        print_progress,
     )
     print(summary.as_json(), flush=True)
     return 0
 
 
-def _main_with_exit_code() -> int:
-    from silt.client import ClientError, exit_code_of
-    from silt.errors import SiltError
-
-    try:
-        return main()
-    except SiltError as exc:  # one line and the CLI's exit codes, for cron jobs and scripts
-        print(f"silt-gc: {exc}", file=sys.stderr)
-        return exc.exit_code if isinstance(exc, ClientError) else exit_code_of(exc)
-
-
 if __name__ == "__main__":
-    sys.exit(_main_with_exit_code())
+    sys.exit(exit_code_of_main("silt-gc", main))

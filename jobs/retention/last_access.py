@@ -14,9 +14,7 @@ rule; the bytes stay until `silt gc run` frees them like any other deleted objec
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +23,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from jobs.entry_point import add_job_options, exit_code_of_main, job_session, print_progress, write_summary
 from jobs.gc.location import configure_s3a, namespace_root
 from jobs.retention.expired import expired, last_access
 from silt.config import BlockstoreConfig
@@ -145,7 +144,8 @@ def run_last_access(
         _expire(graveler, prepared, report, options.batch_size, summary, progress)
         summary.seconds["expire"] = time.perf_counter() - phase
     summary.seconds["total"] = time.perf_counter() - started
-    write_summary(blockstore, prepared.storage_namespace, prepared.location, summary)
+    key = f"{prepared.location}summary{'-dry-run' if summary.dry_run else ''}.json"
+    write_summary(blockstore, prepared.storage_namespace, key, summary.as_json())
     return summary
 
 
@@ -181,26 +181,7 @@ def _expire(graveler: Any, prepared: Any, report: Any, size: int, summary: Summa
         progress(f"rule {number}: expired {done.expired}, spared {done.spared} (commit {done.commit_id or '-'})")
 
 
-def write_summary(blockstore: BlockstoreConfig, namespace: str, location: str, summary: Summary) -> None:
-    """Keep the summary beside the report, for operators."""
-    from silt.block import open_adapter
-
-    data = summary.as_json().encode()
-    key = f"{location}summary{'-dry-run' if summary.dry_run else ''}.json"
-    open_adapter(blockstore).put(namespace, key, io.BytesIO(data), len(data))
-
-
 # --- entry point for spark-submit -------------------------------------------------------
-
-
-def _session(master: str | None) -> Any:
-    from silt.spark import local_session
-
-    if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
-        from pyspark.sql import SparkSession
-
-        return SparkSession.builder.appName("silt-last-access").getOrCreate()  # spark-submit decided the master
-    return local_session(None, master=master or "local[*]", app_name="silt-last-access")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,9 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("branch")
     parser.add_argument("--dry-run", action="store_true", help="report only; change nothing")
     parser.add_argument("--batch-size", type=int, default=MAX_BATCH, help=f"objects per commit (1..{MAX_BATCH})")
-    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
-    parser.add_argument("--config", help="Silt YAML configuration (default: $SILT_CONFIG)")
-    parser.add_argument("--graveler", metavar="HOST:PORT", help="graveler endpoint (default: as the silt CLI)")
+    add_job_options(parser)
     args = parser.parse_args(argv)
     state = State(config_path=args.config, graveler=args.graveler)
     config = state.config()
@@ -222,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         batch_size=args.batch_size,
         history_retention_days=config.graveler.history.retention_days,
     )
-    spark = _session(args.master)
+    spark = job_session(args.master, "silt-last-access")
     summary = run_last_access(
         spark,
         state.client().graveler,
@@ -230,22 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         args.branch,
         config.blockstore,
         options,
-        lambda message: print(message, file=sys.stderr, flush=True),
+        print_progress,
     )
     print(summary.as_json(), flush=True)
     return 0
 
 
-def _main_with_exit_code() -> int:
-    from silt.client import ClientError, exit_code_of
-    from silt.errors import SiltError
-
-    try:
-        return main()
-    except SiltError as exc:  # one line and the CLI's exit codes, for cron jobs and scripts
-        print(f"silt-last-access: {exc}", file=sys.stderr)
-        return exc.exit_code if isinstance(exc, ClientError) else exit_code_of(exc)
-
-
 if __name__ == "__main__":
-    sys.exit(_main_with_exit_code())
+    sys.exit(exit_code_of_main("silt-last-access", main))

@@ -53,6 +53,11 @@ def _subject(user_id: str) -> str:
     return user_id or current_principal().user_id
 
 
+def _log_attachment(request: api.PolicyAttachmentRequest, change: str) -> None:
+    principal = request.user_id or request.group_id
+    log.info("policy %r %s %r by %s", request.policy_id, change, principal, describe_caller())
+
+
 class AuthServicer(api_grpc.AuthServiceServicer):
     def __init__(self, model: IamModel, sessions: SessionTokens | None = None) -> None:
         self.model = model
@@ -151,12 +156,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     ) -> api.PolicyAttachmentResponse:
         self.grants.attach_policy(current_principal().user_id, request.policy_id)
         self.model.attach_policy(request.policy_id, user_id=request.user_id, group_id=request.group_id)
-        log.info(
-            "policy %r attached to %r by %s",
-            request.policy_id,
-            request.user_id or request.group_id,
-            describe_caller(),
-        )
+        _log_attachment(request, "attached to")
         return api.PolicyAttachmentResponse()
 
     def DetachPolicy(
@@ -164,12 +164,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     ) -> api.PolicyAttachmentResponse:
         self.grants.detach_policy(current_principal().user_id, request.policy_id)
         self.model.detach_policy(request.policy_id, user_id=request.user_id, group_id=request.group_id)
-        log.info(
-            "policy %r detached from %r by %s",
-            request.policy_id,
-            request.user_id or request.group_id,
-            describe_caller(),
-        )
+        _log_attachment(request, "detached from")
         return api.PolicyAttachmentResponse()
 
     def ListUserPolicies(

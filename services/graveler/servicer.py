@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import grpc
 
@@ -16,10 +18,12 @@ from services.graveler.events.handlers import HistoryHandlers
 from services.graveler.events.manager import HistoryEvents
 from services.graveler.events.streams import StreamSlots
 from services.graveler.graveler import Graveler
+from services.graveler.last_access import PreparedLastAccess
 from services.graveler.list_answer import list_response
 from services.graveler.model import REQUESTED_COMMITTER_KEY, DifferenceKind, MergeStrategy
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import TABLE
+from services.graveler.retention import PreparedRun
 from services.graveler.values import decode_entry
 from silt.actions import ACT_FOR_USER, user_resource
 from silt.errors import InvalidArgument, SiltError
@@ -62,6 +66,14 @@ _DELETE_RESULTS = {
     "not_found": api.DeleteEntryOutcome.RESULT_NOT_FOUND,
     "invalid": api.DeleteEntryOutcome.RESULT_INVALID_KEY,
 }
+
+
+def _prepared_run_fields(run: PreparedRun | PreparedLastAccess) -> dict[str, Any]:
+    """A prepared GC or last-access run as its Prepare*Response's fields: the same names, but
+    the namespace is storage_namespace on the wire (a field the message lacks raises ValueError)."""
+    fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
+    fields["storage_namespace"] = fields.pop("namespace")
+    return fields
 
 
 def _deadline(context: grpc.ServicerContext) -> Deadline:
@@ -476,35 +488,14 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
 
     def PrepareGC(self, request: api.PrepareGCRequest, context: grpc.ServicerContext) -> api.PrepareGCResponse:
         run = self.g.prepare_gc(request.repository, deadline=_deadline(context))
-        return api.PrepareGCResponse(
-            run_id=run.run_id,
-            storage_namespace=run.namespace,
-            location=run.location,
-            commits_location=run.commits_location,
-            metaranges_location=run.metaranges_location,
-            staged_location=run.staged_location,
-            started=run.started,
-            commits=run.commits,
-            expired_commits=run.expired_commits,
-            staged_entries=run.staged_entries,
-        )
+        return api.PrepareGCResponse(**_prepared_run_fields(run))
 
     # retention by last access
     def PrepareLastAccess(
         self, request: api.PrepareLastAccessRequest, context: grpc.ServicerContext
     ) -> api.PrepareLastAccessResponse:
         run = self.g.prepare_last_access(request.repository, request.branch, deadline=_deadline(context))
-        return api.PrepareLastAccessResponse(
-            run_id=run.run_id,
-            storage_namespace=run.namespace,
-            location=run.location,
-            listing_location=run.listing_location,
-            events_location=run.events_location,
-            started=run.started,
-            rules=run.rules,
-            entries=run.entries,
-            events=run.events,
-        )
+        return api.PrepareLastAccessResponse(**_prepared_run_fields(run))
 
     def ExpireEntries(
         self, request: api.ExpireEntriesRequest, context: grpc.ServicerContext

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO
 
+from silt.block.rules import check_part_number, check_range
+from silt.errors import InvalidArgument
+
 # Streams are copied in pieces of this size: large enough for throughput, small enough
 # that many concurrent transfers stay within a bounded amount of memory.
 CHUNK_SIZE = 1024 * 1024
@@ -39,6 +42,25 @@ class PutResult:
 class PartInfo:
     part_number: int
     etag: str
+
+
+@dataclass(frozen=True)
+class UploadPart:
+    """Where a part goes: part `number` of multipart upload `upload_id` of an object."""
+
+    namespace: str
+    key: str
+    upload_id: str
+    number: int
+
+
+@dataclass(frozen=True)
+class CopySource:
+    """The bytes a part is copied from: an object, or the inclusive byte range of it."""
+
+    namespace: str
+    key: str
+    byte_range: tuple[int, int] | None
 
 
 class BlockAdapter(abc.ABC):
@@ -80,7 +102,6 @@ class BlockAdapter(abc.ABC):
     ) -> PartInfo:
         """Store one part (numbers 1..10000); re-uploading a part number replaces it."""
 
-    @abc.abstractmethod
     def upload_part_copy(
         self,
         namespace: str,
@@ -91,7 +112,28 @@ class BlockAdapter(abc.ABC):
         src_key: str,
         src_range: tuple[int, int] | None = None,
     ) -> PartInfo:
-        """Store a part whose bytes are (a byte range, inclusive, of) an existing object."""
+        """Store a part whose bytes are (a byte range, inclusive, of) an existing object.
+
+        Like S3's UploadPartCopy, the range must lie inside the source (InvalidArgument if not).
+        Checks what it can without I/O, then copies with _copy_part.
+        """
+        check_part_number(part_number)
+        if src_range is not None:
+            check_range(*src_range)
+        part = UploadPart(namespace, key, upload_id, part_number)
+        return self._copy_part(part, CopySource(src_namespace, src_key, src_range))
+
+    def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
+        """Copy a checked part by streaming the source through this process; an adapter whose
+        store can copy a part itself overrides this."""
+        size = self.stat(source.namespace, source.key).size
+        first, last = (0, size - 1) if source.byte_range is None else source.byte_range
+        if last >= size:
+            raise InvalidArgument(
+                f"{source.namespace} {source.key}: copy range {first}-{last} is outside the object's {size} bytes"
+            )
+        with self.get_range(source.namespace, source.key, first, last) as stream:
+            return self.upload_part(part.namespace, part.key, part.upload_id, part.number, stream, last - first + 1)
 
     @abc.abstractmethod
     def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
-from silt.block.adapter import CHUNK_SIZE, BlockAdapter, ObjectStat, PartInfo, PutResult
+from silt.block.adapter import CHUNK_SIZE, BlockAdapter, CopySource, ObjectStat, PartInfo, PutResult, UploadPart
 from silt.block.rules import (
     RESERVED_PREFIX,
     check_part_number,
@@ -482,27 +482,15 @@ class LocalAdapter(BlockAdapter):
             tmp.publish(os.path.join(path, f"part-{part_number:05d}"))
         return PartInfo(part_number=part_number, etag=digest.hex())
 
-    def upload_part_copy(
-        self,
-        namespace: str,
-        key: str,
-        upload_id: str,
-        part_number: int,
-        src_namespace: str,
-        src_key: str,
-        src_range: tuple[int, int] | None = None,
-    ) -> PartInfo:
-        check_part_number(part_number)
-        if src_range is not None:
-            check_range(*src_range)
-        target = self._target(namespace, key)
-        src = self._target(src_namespace, src_key)
-        path = self._upload_dir(target, upload_id)
+    def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
+        target = self._target(part.namespace, part.key)
+        src = self._target(source.namespace, source.key)
+        path = self._upload_dir(target, part.upload_id)
         fd, st = self._open(src)
         try:
-            start, end = (0, st.st_size - 1) if src_range is None else src_range
+            start, end = (0, st.st_size - 1) if source.byte_range is None else source.byte_range
             # Unlike get_range, and like S3's UploadPartCopy, the range must lie inside the source.
-            if src_range is not None and end >= st.st_size:
+            if source.byte_range is not None and end >= st.st_size:
                 raise InvalidArgument(
                     f"{src.what}: copy range {start}-{end} is outside the object's {st.st_size} bytes"
                 )
@@ -510,10 +498,10 @@ class LocalAdapter(BlockAdapter):
             with _TempFile(path, target.what) as tmp:
                 with _mapped(f"copying {src.what}"):
                     _copy_fd_range(fd, tmp.fd, start, end - start + 1, md5)
-                tmp.publish(os.path.join(path, f"part-{part_number:05d}"))
+                tmp.publish(os.path.join(path, f"part-{part.number:05d}"))
         finally:
             os.close(fd)
-        return PartInfo(part_number=part_number, etag=md5.hexdigest())
+        return PartInfo(part_number=part.number, etag=md5.hexdigest())
 
     def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
         check_parts_list(parts)

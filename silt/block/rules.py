@@ -14,8 +14,9 @@ stores. Key rules are stricter than S3's own:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from typing import Protocol
 
-from silt.block.adapter import PartInfo
 from silt.errors import InvalidArgument
 
 RESERVED_PREFIX = ".silt-"
@@ -104,7 +105,15 @@ def check_part_number(part_number: int) -> None:
         raise InvalidArgument(f"part number {part_number} is outside {MIN_PART_NUMBER}..{MAX_PART_NUMBER}")
 
 
-def check_parts_list(parts: list[PartInfo]) -> None:
+class NumberedPart(Protocol):
+    """A part as a complete lists it (silt.block.adapter.PartInfo; this module is below the
+    adapter interface, which checks its arguments with these rules)."""
+
+    @property
+    def part_number(self) -> int: ...
+
+
+def check_parts_list(parts: Sequence[NumberedPart]) -> None:
     """The list given to complete: non-empty, valid numbers, strictly ascending."""
     if not parts:
         raise InvalidArgument("a multipart upload needs at least one part to complete")

@@ -40,7 +40,7 @@ import urllib3.exceptions
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from silt.block.adapter import CHUNK_SIZE, BlockAdapter, ObjectStat, PartInfo, PutResult
+from silt.block.adapter import CHUNK_SIZE, BlockAdapter, CopySource, ObjectStat, PartInfo, PutResult, UploadPart
 from silt.block.rules import (
     MAX_KEY_BYTES,
     check_part_number,
@@ -438,23 +438,12 @@ class S3Adapter(BlockAdapter):
             etag = self._send_part(bucket, name, what, upload_id, part_number, spool)
         return PartInfo(part_number=part_number, etag=etag)
 
-    def upload_part_copy(
-        self,
-        namespace: str,
-        key: str,
-        upload_id: str,
-        part_number: int,
-        src_namespace: str,
-        src_key: str,
-        src_range: tuple[int, int] | None = None,
-    ) -> PartInfo:
-        check_part_number(part_number)
-        bucket, name, what = self._locate(namespace, key)
-        src_bucket, src_name, src_what = self._locate(src_namespace, src_key)
+    def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
+        bucket, name, what = self._locate(part.namespace, part.key)
+        src_bucket, src_name, src_what = self._locate(source.namespace, source.key)
         extra: dict[str, str] = {}
-        if src_range is not None:
-            start, end = src_range
-            check_range(start, end)
+        if source.byte_range is not None:
+            start, end = source.byte_range
             # S3 refuses a range past the source's end, but not every S3-compatible store
             # does (some copy a shorter part); check it here so every store behaves alike,
             # and copy only the version that was checked.
@@ -468,12 +457,12 @@ class S3Adapter(BlockAdapter):
             response = self._client.upload_part_copy(
                 Bucket=bucket,
                 Key=name,
-                UploadId=upload_id,
-                PartNumber=part_number,
+                UploadId=part.upload_id,
+                PartNumber=part.number,
                 CopySource={"Bucket": src_bucket, "Key": src_name},
                 **extra,
             )
-        return PartInfo(part_number=part_number, etag=normalize_etag(response["CopyPartResult"]["ETag"]))
+        return PartInfo(part_number=part.number, etag=normalize_etag(response["CopyPartResult"]["ETag"]))
 
     def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
         check_parts_list(parts)

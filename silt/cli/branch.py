@@ -36,8 +36,14 @@ def _ref_created(kind: str, name: str, info: Any) -> None:
     output(as_dict(info), lambda: click.echo(f"{kind} {name} created at {info.commit_id[:12]}"))
 
 
-def _ref_table(column: str, refs: list[Any], key: Callable[[Any], str]) -> None:
-    """Answer a listing of branches or tags: their records, or a table of name and commit."""
+def _list_refs(uri: str, column: str, items: str, key: Callable[[Any], str], page: Callable[..., Any]) -> None:
+    """Answer a listing of branches or tags: their records, or a table of name and commit.
+
+    page(graveler stub, repository, after, amount) returns one page, the refs under the field items.
+    """
+    repo, _, _ = parse_uri(uri, need_ref=False)
+    g = client().graveler
+    refs = list(paged(lambda after: page(g, repo, after, _LIST_PAGE), items, key))
     output([as_dict(r) for r in refs], lambda: table([column, "commit"], [(key(r), r.commit_id) for r in refs]))
 
 
@@ -62,13 +68,15 @@ def branch_create(uri: str, source: str) -> None:
 @json_option
 def branch_list(uri: str) -> None:
     """The branches of a repository."""
-    repo, _, _ = parse_uri(uri, need_ref=False)
-    g = client().graveler
-
-    def page(after: str) -> Any:
-        return g.ListBranches(api.ListBranchesRequest(repository=repo, after=after, amount=_LIST_PAGE))
-
-    _ref_table("branch", list(paged(page, "branches", _branch_name)), _branch_name)
+    _list_refs(
+        uri,
+        "branch",
+        "branches",
+        _branch_name,
+        lambda g, repo, after, amount: g.ListBranches(
+            api.ListBranchesRequest(repository=repo, after=after, amount=amount)
+        ),
+    )
 
 
 @branch.command("show")
@@ -220,13 +228,13 @@ def tag_create(uri: str, ref: str) -> None:
 @json_option
 def tag_list(uri: str) -> None:
     """The tags of a repository."""
-    repo, _, _ = parse_uri(uri, need_ref=False)
-    g = client().graveler
-
-    def page(after: str) -> Any:
-        return g.ListTags(api.ListTagsRequest(repository=repo, after=after, amount=_LIST_PAGE))
-
-    _ref_table("tag", list(paged(page, "tags", _tag_id)), _tag_id)
+    _list_refs(
+        uri,
+        "tag",
+        "tags",
+        _tag_id,
+        lambda g, repo, after, amount: g.ListTags(api.ListTagsRequest(repository=repo, after=after, amount=amount)),
+    )
 
 
 @tag.command("show")

@@ -42,6 +42,43 @@ def _show_ids(kind: str, items: list[Any]) -> None:
     )
 
 
+# Users, groups and policies are managed alike, so their create, list and delete commands are
+# made once for all three. Auth's calls follow one naming (CreateUser/CreateUserRequest,
+# ListPolicies/ListPoliciesRequest, ...), which is how a kind names its calls here.
+
+
+def _call(kind: str, verb: str, **fields: Any) -> Any:
+    """Auth's <Verb><Kind> call with a <Verb><Kind>Request of these fields, e.g. ("User", "Delete", id=...)."""
+    request = getattr(api, f"{verb}{kind}Request")(**fields)
+    return getattr(client().auth, f"{verb}{kind}")(request)
+
+
+def _entity_commands(group: click.Group, kind: str, plural: str, create_help: str | None, delete_help: str) -> None:
+    """Add `list` and `delete` (and, given create_help, `create`) commands for a kind ("user", "users") to group."""
+    kind_name, metavar = kind.capitalize(), f"{kind.upper()}_ID"
+
+    if create_help is not None:
+
+        @group.command("create", help=create_help)
+        @click.argument("entity_id", metavar=metavar)
+        @_description_option
+        @json_option
+        def create_entity(entity_id: str, description: str) -> None:
+            _created(kind_name, _call(kind_name, "Create", id=entity_id, description=description))
+
+    @group.command("list", help=f"Every {kind}'s id.")
+    @json_option
+    def list_entities() -> None:
+        _show_ids(kind, _all(lambda after: _call(plural.capitalize(), "List", after=after), plural, _id_of))
+
+    @group.command("delete", help=delete_help)
+    @click.argument("entity_id", metavar=metavar)
+    @json_option
+    def delete_entity(entity_id: str) -> None:
+        _call(kind_name, "Delete", id=entity_id)
+        done(f"{kind_name} {entity_id} deleted", **{f"{kind}_id": entity_id})
+
+
 @click.group("auth")
 def auth() -> None:
     """Users, groups, policies and credentials."""
@@ -63,21 +100,13 @@ def users() -> None:
     """Users."""
 
 
-@users.command("create")
-@click.argument("user_id")
-@_description_option
-@json_option
-def user_create(user_id: str, description: str) -> None:
-    """Create a user (give it access with `auth groups add-member` or `auth policies attach`)."""
-    _created("User", client().auth.CreateUser(api.CreateUserRequest(id=user_id, description=description)))
-
-
-@users.command("list")
-@json_option
-def user_list() -> None:
-    """Every user's id."""
-    a = client().auth
-    _show_ids("user", _all(lambda after: a.ListUsers(api.ListUsersRequest(after=after)), "users", _id_of))
+_entity_commands(
+    users,
+    "user",
+    "users",
+    create_help="Create a user (give it access with `auth groups add-member` or `auth policies attach`).",
+    delete_help="Delete a user with its access keys.",
+)
 
 
 @users.command("show")
@@ -108,15 +137,6 @@ def user_show(user_id: str) -> None:
     output(data, human)
 
 
-@users.command("delete")
-@click.argument("user_id")
-@json_option
-def user_delete(user_id: str) -> None:
-    """Delete a user with its access keys."""
-    client().auth.DeleteUser(api.DeleteUserRequest(id=user_id))
-    done(f"User {user_id} deleted", user_id=user_id)
-
-
 # --- groups -------------------------------------------------------------------------------
 
 
@@ -125,30 +145,13 @@ def groups() -> None:
     """Groups (preset: Admins, Developers, Analysts, Services)."""
 
 
-@groups.command("create")
-@click.argument("group_id")
-@_description_option
-@json_option
-def group_create(group_id: str, description: str) -> None:
-    """Create a group; its members get the policies attached to it."""
-    _created("Group", client().auth.CreateGroup(api.CreateGroupRequest(id=group_id, description=description)))
-
-
-@groups.command("list")
-@json_option
-def group_list() -> None:
-    """Every group's id."""
-    a = client().auth
-    _show_ids("group", _all(lambda after: a.ListGroups(api.ListGroupsRequest(after=after)), "groups", _id_of))
-
-
-@groups.command("delete")
-@click.argument("group_id")
-@json_option
-def group_delete(group_id: str) -> None:
-    """Delete a group (its members stay, without its policies)."""
-    client().auth.DeleteGroup(api.DeleteGroupRequest(id=group_id))
-    done(f"Group {group_id} deleted", group_id=group_id)
+_entity_commands(
+    groups,
+    "group",
+    "groups",
+    create_help="Create a group; its members get the policies attached to it.",
+    delete_help="Delete a group (its members stay, without its policies).",
+)
 
 
 @groups.command("add-member")
@@ -227,12 +230,9 @@ def policy_create(policy_id: str, raw: str, description: str) -> None:
     _created("Policy", client().auth.CreatePolicy(request))
 
 
-@policies.command("list")
-@json_option
-def policy_list() -> None:
-    """Every policy's id."""
-    a = client().auth
-    _show_ids("policy", _all(lambda after: a.ListPolicies(api.ListPoliciesRequest(after=after)), "policies", _id_of))
+_entity_commands(
+    policies, "policy", "policies", create_help=None, delete_help="Delete a policy (detaching it from everyone)."
+)
 
 
 @policies.command("show")
@@ -253,15 +253,6 @@ def policy_show(policy_id: str) -> None:
         )
 
     output(as_dict(policy), human)
-
-
-@policies.command("delete")
-@click.argument("policy_id")
-@json_option
-def policy_delete(policy_id: str) -> None:
-    """Delete a policy (detaching it from everyone)."""
-    client().auth.DeletePolicy(api.DeletePolicyRequest(id=policy_id))
-    done(f"Policy {policy_id} deleted", policy_id=policy_id)
 
 
 def _attachment(policy_id: str, user: str | None, group: str | None) -> api.PolicyAttachmentRequest:

@@ -496,26 +496,23 @@ class CassandraStore(Store):
         condition: Condition | None = None,
         timestamp: int | None = None,
     ) -> None:
-        check_apply(partition, puts, deletes, condition, timestamp)
-        partition = bytes(partition)
+        partition, puts, deletes, condition, timestamp = check_apply(partition, puts, deletes, condition, timestamp)
         # One partition: Cassandra applies the batch as a single mutation, atomic and isolated,
         # so no batch log is needed; with a condition the whole batch is one Paxos round.
         batch = BatchStatement(batch_type=BatchType.UNLOGGED)
-        cond_key, predicate = (bytes(condition[0]), condition[1]) if condition is not None else (None, None)
+        cond_key, predicate = condition or (None, None)
         for key, value in puts:
-            key, value = bytes(key), bytes(value)
             if key == cond_key and predicate is None:
                 batch.add(self._insert_if_absent, (partition, key, value))
             elif key == cond_key:
-                batch.add(self._update_if, (value, partition, key, bytes(predicate or b"")))
+                batch.add(self._update_if, (value, partition, key, predicate))
             elif timestamp is not None:
                 batch.add(self._set_at, (partition, key, value, timestamp))
             else:
                 batch.add(self._set, (partition, key, value))
         for key in deletes:
-            key = bytes(key)
             if key == cond_key:
-                batch.add(self._delete_if, (partition, key, bytes(predicate or b"")))
+                batch.add(self._delete_if, (partition, key, predicate))
             elif timestamp is not None:
                 batch.add(self._delete_at, (timestamp, partition, key))
             else:

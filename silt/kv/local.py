@@ -183,7 +183,7 @@ class LocalStore(Store):
         condition: Condition | None = None,
         timestamp: int | None = None,
     ) -> None:
-        check_apply(partition, puts, deletes, condition, timestamp)
+        partition, puts, deletes, condition, timestamp = check_apply(partition, puts, deletes, condition, timestamp)
         conn = self._conn()
         if condition is None and not deletes and len(puts) <= _MAX_ROWS_PER_INSERT:
             # The common case (a value and its journal row): one multi-row statement, which in

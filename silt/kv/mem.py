@@ -102,22 +102,21 @@ class MemStore(Store):
         condition: Condition | None = None,
         timestamp: int | None = None,
     ) -> None:
-        check_apply(partition, puts, deletes, condition, timestamp)
-        partition = bytes(partition)
+        partition, puts, deletes, condition, timestamp = check_apply(partition, puts, deletes, condition, timestamp)
         # Under the one lock: a scan copies its page under it too, so it sees all or none.
         with self._lock:
             if condition is not None:
                 key, predicate = condition
                 part = self._partitions.get(partition)
-                current = part.values.get(bytes(key)) if part else None
+                current = part.values.get(key) if part else None
                 if predicate is None and current is not None:
                     raise PredicateFailed(f"key {key!r} exists already")
                 if predicate is not None and current != predicate:
                     raise PredicateFailed(f"key {key!r} changed since it was read")
             for key, value in puts:
-                self._put(partition, bytes(key), bytes(value), timestamp)
+                self._put(partition, key, value, timestamp)
             for key in deletes:
-                self._remove(partition, bytes(key), timestamp)
+                self._remove(partition, key, timestamp)
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         check_key(partition, b"-")

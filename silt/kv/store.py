@@ -116,14 +116,25 @@ def check_value(value: bytes) -> None:
         raise InvalidArgument("KV value must be bytes")
 
 
+class Mutation(NamedTuple):
+    """A checked apply, every partition, key, value and predicate as bytes (callers may pass
+    bytearrays; drivers compare and store bytes)."""
+
+    partition: bytes
+    puts: list[tuple[bytes, bytes]]
+    deletes: list[bytes]
+    condition: Condition | None
+    timestamp: int | None
+
+
 def check_apply(
     partition: bytes,
     puts: Sequence[tuple[bytes, bytes]],
     deletes: Sequence[bytes],
     condition: Condition | None,
     timestamp: int | None,
-) -> None:
-    """Reject an apply no driver can do atomically or that would be ambiguous."""
+) -> Mutation:
+    """Reject an apply no driver can do atomically or that would be ambiguous; the checked apply."""
     keys: set[bytes] = set()
     for key, value in puts:
         check_key(partition, key)
@@ -150,6 +161,11 @@ def check_apply(
             raise InvalidArgument("KV apply: a conditional apply cannot carry a write timestamp")
     if timestamp is not None and (not isinstance(timestamp, int) or timestamp <= 0 or timestamp >= 2**63):
         raise InvalidArgument("KV apply: timestamp must be a positive 64-bit integer of microseconds")
+    if condition is not None:
+        key, predicate = condition
+        condition = (bytes(key), None if predicate is None else Predicate(bytes(predicate)))
+    rows = [(bytes(key), bytes(value)) for key, value in puts]
+    return Mutation(bytes(partition), rows, [bytes(key) for key in deletes], condition, timestamp)
 
 
 def scan_prefix(store: Store, partition: bytes, prefix: bytes) -> Iterator[Entry]:

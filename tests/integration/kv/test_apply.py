@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -36,6 +37,25 @@ def test_apply_on_predicate_is_a_compare_and_set_of_every_row(store: Store, part
     # The same predicate is stale now: nothing of the second apply may land.
     with pytest.raises(PredicateFailed):
         store.apply(partition, [(b"ref", b"v3"), (b"log/2", b"r2")], [b"log/1"], condition=(b"ref", read.predicate))
+    assert rows(store, partition) == {b"ref": b"v2", b"log/1": b"r1"}
+
+
+def _mutable(data: bytes) -> Any:
+    """A bytearray where the interface says bytes: callers may hand one in (a buffer they filled)."""
+    return bytearray(data)
+
+
+def test_apply_takes_bytearrays_and_stores_bytes(store: Store, partition: bytes) -> None:
+    store.set(partition, b"ref", b"v1")
+    predicate = _mutable(store.get(partition, b"ref").predicate)
+    store.apply(
+        _mutable(partition),
+        [(_mutable(b"ref"), _mutable(b"v2")), (_mutable(b"log/1"), _mutable(b"r1"))],
+        [_mutable(b"gone")],
+        condition=(_mutable(b"ref"), predicate),
+    )
+    stored = store.get(partition, b"ref")
+    assert type(stored.value) is bytes and stored.value == b"v2"
     assert rows(store, partition) == {b"ref": b"v2", b"log/1": b"r1"}
 
 

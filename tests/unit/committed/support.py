@@ -97,19 +97,7 @@ class MemoryAdapter(BlockAdapter):
         self._parts(upload_id)[part_number] = data
         return PartInfo(part_number, hashlib.md5(data).hexdigest())
 
-    def upload_part_copy(
-        self,
-        namespace: str,
-        key: str,
-        upload_id: str,
-        part_number: int,
-        src_namespace: str,
-        src_key: str,
-        src_range: tuple[int, int] | None = None,
-    ) -> PartInfo:
-        first, last = src_range if src_range is not None else (0, self.stat(src_namespace, src_key).size - 1)
-        with self.get_range(src_namespace, src_key, first, last) as stream:
-            return self.upload_part(namespace, key, upload_id, part_number, stream)
+    # upload_part_copy: the interface's own, streaming the source through upload_part.
 
     def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
         stored = self._parts(upload_id)

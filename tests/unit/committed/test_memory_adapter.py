@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from silt.errors import NotFound
+from silt.errors import InvalidArgument, NotFound
 from tests.unit.committed.support import MemoryAdapter
 
 
@@ -30,3 +30,19 @@ def test_ranges_copies_and_multipart_behave_like_a_store() -> None:
     adapter.abort_multipart_upload("ns", "gone", aborted)
     with pytest.raises(NotFound):
         adapter.upload_part("ns", "gone", aborted, 1, io.BytesIO(b"x"))
+
+
+def test_the_interfaces_part_copy_streams_a_checked_range_of_the_source() -> None:
+    """MemoryAdapter has no copy of its own: this is BlockAdapter's default, as any adapter gets it."""
+    adapter = MemoryAdapter()
+    adapter.put("ns", "src", io.BytesIO(b"0123456789"))
+    upload = adapter.create_multipart_upload("ns", "t")
+    whole = adapter.upload_part_copy("ns", "t", upload, 1, "ns", "src")
+    assert whole.etag == hashlib.md5(b"0123456789").hexdigest()
+    for bad_range in [(5, 10), (4, 3)]:  # past the source's end; reversed
+        with pytest.raises(InvalidArgument):
+            adapter.upload_part_copy("ns", "t", upload, 2, "ns", "src", bad_range)
+    with pytest.raises(InvalidArgument):
+        adapter.upload_part_copy("ns", "t", upload, 0, "ns", "src")  # part numbers start at 1
+    with pytest.raises(NotFound):
+        adapter.upload_part_copy("ns", "t", upload, 2, "ns", "missing")

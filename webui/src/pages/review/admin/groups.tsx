@@ -1,67 +1,28 @@
 // Groups: list, create (id and description), delete; and one group's page with its members and
 // attached policies.
-import { useState } from "preact/hooks";
-import { ConfirmDialog } from "../../../components/confirm_dialog";
 import { ErrorNote } from "../../../components/error_page";
-import { formatTime } from "../../../components/format";
-import { PagedTable } from "../../../components/paged_table";
-import { Link } from "../../../components/router";
 import { useAsync } from "../../../components/use_async";
-import { AdminFrame, adminHref, InlineForm } from "./admin_frame";
+import { AdminFrame } from "./admin_frame";
 import { type Group, iamApi, type User } from "./iam_api";
-import { PoliciesTable } from "./user_page";
+import { PrincipalList } from "./principal_list";
+import { AttachedPolicies, RelatedTable, usePageAction } from "./related_table";
 
 export function GroupsPage() {
-  const [version, setVersion] = useState(0);
-  const [deleting, setDeleting] = useState<string | null>(null);
   return (
     <AdminFrame section="groups" probe={(signal) => iamApi.groups("", signal)} probeKey="groups">
       <h2>Groups</h2>
-      <InlineForm
-        testId="create-group"
-        fields={[
+      <PrincipalList<Group>
+        kind="group"
+        createFields={[
           { name: "group_id", label: "New group ID" },
           { name: "description", label: "Description", optional: true },
         ]}
-        button="Create group"
-        onSubmit={async ({ group_id, description }) => {
-          await iamApi.createGroup(group_id, description);
-          setVersion((n) => n + 1);
-        }}
-      />
-      <PagedTable<Group>
-        testId="groups-table"
-        resetKey={String(version)}
+        create={({ group_id, description }) => iamApi.createGroup(group_id, description)}
         load={(after, signal) => iamApi.groups(after, signal)}
-        rowKey={(g) => g.id}
-        empty="No groups."
-        columns={[
-          { title: "Group", cell: (g) => <Link href={adminHref("groups", g.id)}>{g.id}</Link> },
-          { title: "Description", cell: (g) => g.description ?? "" },
-          { title: "Created", cell: (g) => formatTime(g.creation_date) },
-          {
-            title: "",
-            cell: (g) => (
-              <button type="button" class="danger" onClick={() => setDeleting(g.id)} data-testid="delete-group">
-                Delete
-              </button>
-            ),
-          },
-        ]}
+        columns={[{ title: "Description", cell: (g) => g.description ?? "" }]}
+        remove={(groupId) => iamApi.deleteGroup(groupId)}
+        removeNote="Its members lose the rights its policies gave them."
       />
-      {deleting !== null && (
-        <ConfirmDialog
-          title={`Delete group ${deleting}?`}
-          confirmLabel="Delete group"
-          onConfirm={async () => {
-            await iamApi.deleteGroup(deleting);
-            setVersion((n) => n + 1);
-          }}
-          onClose={() => setDeleting(null)}
-        >
-          <p>Its members lose the rights its policies gave them.</p>
-        </ConfirmDialog>
-      )}
     </AdminFrame>
   );
 }
@@ -76,18 +37,7 @@ export function GroupPage({ groupId }: { groupId: string }) {
 
 function GroupDetails({ groupId }: { groupId: string }) {
   const group = useAsync((signal) => iamApi.getGroup(groupId, signal), [groupId]);
-  const [membersVersion, setMembersVersion] = useState(0);
-  const [policiesVersion, setPoliciesVersion] = useState(0);
-  const [error, setError] = useState<unknown>(undefined);
-  const run = async (action: () => Promise<unknown>, after: () => void) => {
-    setError(undefined);
-    try {
-      await action();
-      after();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+  const { error, run } = usePageAction();
   return (
     <div class="group-page" data-testid="group-page">
       <h2>
@@ -95,49 +45,37 @@ function GroupDetails({ groupId }: { groupId: string }) {
       </h2>
       {group.data?.description && <p class="description">{group.data.description}</p>}
       <ErrorNote error={error} />
-      <h3>Members</h3>
-      <InlineForm
-        testId="add-member"
-        fields={[{ name: "user_id", label: "User" }]}
-        button="Add member"
-        onSubmit={async ({ user_id }) => {
-          await iamApi.addMember(groupId, user_id);
-          setMembersVersion((n) => n + 1);
+      <RelatedTable<User>
+        heading="Members"
+        ownerId={groupId}
+        add={{
+          testId: "add-member",
+          field: "user_id",
+          label: "User",
+          button: "Add member",
+          action: (userId) => iamApi.addMember(groupId, userId),
         }}
-      />
-      <PagedTable<User>
         testId="group-members"
-        resetKey={`${groupId}/${membersVersion}`}
         load={(after, signal) => iamApi.members(groupId, after, signal)}
-        rowKey={(u) => u.id}
+        section="users"
+        column="User"
         empty="No members."
-        columns={[
-          { title: "User", cell: (u) => <Link href={adminHref("users", u.id)}>{u.id}</Link> },
-          {
-            title: "",
-            cell: (u) => (
-              <button type="button" onClick={() => run(() => iamApi.removeMember(groupId, u.id), () => setMembersVersion((n) => n + 1))} data-testid="remove-member">
-                Remove
-              </button>
-            ),
-          },
-        ]}
-      />
-      <h3>Policies attached to the group</h3>
-      <InlineForm
-        testId="attach-group-policy"
-        fields={[{ name: "policy_id", label: "Policy" }]}
-        button="Attach policy"
-        onSubmit={async ({ policy_id }) => {
-          await iamApi.attachToGroup(groupId, policy_id);
-          setPoliciesVersion((n) => n + 1);
+        remove={{
+          testId: "remove-member",
+          label: "Remove",
+          action: (userId) => iamApi.removeMember(groupId, userId),
         }}
+        run={run}
       />
-      <PoliciesTable
+      <AttachedPolicies
+        heading="Policies attached to the group"
+        ownerId={groupId}
+        formTestId="attach-group-policy"
         testId="group-policies"
-        resetKey={`${groupId}/${policiesVersion}`}
         load={(after, signal) => iamApi.groupPolicies(groupId, after, signal)}
-        onDetach={(policyId) => run(() => iamApi.detachFromGroup(groupId, policyId), () => setPoliciesVersion((n) => n + 1))}
+        attach={(policyId) => iamApi.attachToGroup(groupId, policyId)}
+        detach={(policyId) => iamApi.detachFromGroup(groupId, policyId)}
+        run={run}
       />
     </div>
   );

@@ -1,0 +1,57 @@
+"""What the jobs' spark-submit entry points share: the session, the client options, the
+summary file and the exit codes (``python -m jobs.gc.job``, ``python -m jobs.retention.last_access``)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from silt.config import BlockstoreConfig
+
+
+def job_session(master: str | None, app_name: str) -> Any:
+    """spark-submit's session when spark-submit started the job (it chose the master), else a
+    local one on `master` (default local[*])."""
+    from silt.spark import local_session
+
+    if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        from pyspark.sql import SparkSession
+
+        return SparkSession.builder.appName(app_name).getOrCreate()
+    return local_session(None, master=master or "local[*]", app_name=app_name)
+
+
+def add_job_options(parser: argparse.ArgumentParser) -> None:
+    """The options every job takes: where Spark runs, and how to reach Silt (as the CLI does)."""
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    parser.add_argument("--config", help="Silt YAML configuration (default: $SILT_CONFIG)")
+    parser.add_argument("--graveler", metavar="HOST:PORT", help="graveler endpoint (default: as the silt CLI)")
+
+
+def print_progress(message: str) -> None:
+    """Progress goes to stderr: stdout carries only the summary, for scripts."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def write_summary(blockstore: BlockstoreConfig, namespace: str, key: str, summary_json: str) -> None:
+    """Keep a run's summary beside its report, for operators."""
+    from silt.block import open_adapter
+
+    data = summary_json.encode()
+    open_adapter(blockstore).put(namespace, key, io.BytesIO(data), len(data))
+
+
+def exit_code_of_main(prog: str, main: Callable[[], int]) -> int:
+    """Run a job's main; a Silt error is one line and the CLI's exit codes, for cron jobs and scripts."""
+    from silt.client import ClientError, exit_code_of
+    from silt.errors import SiltError
+
+    try:
+        return main()
+    except SiltError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return exc.exit_code if isinstance(exc, ClientError) else exit_code_of(exc)
