@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench tests
 
-.PHONY: all venv clients lock proto ui run test test-fast lint format bench bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients lock proto ui run test test-fast lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -117,7 +117,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal
+bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -136,6 +136,11 @@ bench-auth: proto
 bench-gateway: proto clients
 	@scripts/ensure-system-deps.sh bench
 	PATH="$$PATH:/usr/sbin" $(PY) -m bench.gateway $(BENCH_ARGS)
+
+# What uvicorn (the gateway's HTTP server) and grpcio (graveler's server, the gateway's client)
+# cost per request with no Silt code at all: the floor under bench-gateway's CPU per request.
+bench-floor: proto
+	$(PY) -m bench.floor $(BENCH_ARGS)
 
 # The lakeFS REST API against the S3 gateway on the same port, in the same run: 4 KiB uploads and
 # downloads at 32 clients, and listing staged objects; BENCH_API_LIST_COUNT=10000 for a quick run.

@@ -59,8 +59,13 @@ class V4Request:
 
 
 def parse_time(amz_date: str) -> datetime:
+    """An X-Amz-Date (yyyymmddThhmmssZ, exactly): read by position rather than by strptime,
+    which costs every signed request several times as much."""
+    d = amz_date
+    if len(d) != 16 or d[8] != "T" or d[15] != "Z" or not (d[:8] + d[9:15]).isdecimal() or not d.isascii():
+        raise S3Error("AccessDenied", f"invalid X-Amz-Date {amz_date[:32]!r}")
     try:
-        return datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+        return datetime(int(d[0:4]), int(d[4:6]), int(d[6:8]), int(d[9:11]), int(d[11:13]), int(d[13:15]), tzinfo=UTC)
     except ValueError:
         raise S3Error("AccessDenied", f"invalid X-Amz-Date {amz_date!r}") from None
 

@@ -8,6 +8,7 @@ except where lakeFS's vocabulary names the operation differently.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,7 @@ _EVENT_TYPES = {
 }
 
 
+@functools.lru_cache(maxsize=256)
 def event_type(method: str) -> str:
     """The journal event type of a gRPC method, given its full name or its bare name."""
     name = method.rsplit("/", 1)[-1]

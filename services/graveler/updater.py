@@ -17,6 +17,7 @@ and content-addressed, so an attempt that loses leaves only unreferenced objects
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,10 +55,29 @@ class BranchUpdater:
 
     def retry(self, attempt: Callable[[int], _T], what: str, deadline: Deadline) -> _T:
         """Run attempt(attempt number, from 1) until it neither raises Raced nor PredicateFailed."""
+        # Nearly every read and write wins its first attempt: it runs here directly, and only a
+        # race pays for tenacity's machinery, which cost a staged read a fifth of its time.
+        deadline.check(what)
+        try:
+            return attempt(1)
+        except (Raced, PredicateFailed):
+            if self.policy.max_attempts <= 1:
+                raise Aborted(f"{what} raced with other changes once; retry") from None
+        return self._retry_after_race(attempt, what, deadline)
+
+    def _retry_after_race(self, attempt: Callable[[int], _T], what: str, deadline: Deadline) -> _T:
+        """Attempts 2 onwards, after an exponential, fully jittered backoff each."""
         policy = self.policy
+        first_wait = random.uniform(0, min(policy.max_wait, policy.first_wait))
+        remaining = deadline.remaining()
+        if deadline.expired() or (remaining is not None and remaining <= first_wait):
+            raise DeadlineExceeded(f"{what}: deadline exceeded while racing with other changes")
+        self._sleep(first_wait)
+        # Tenacity numbers these attempts from 1 again: the doubled multiplier keeps the wait
+        # after attempt n at up to first_wait * 2**(n-1), as if it had counted from the start.
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(policy.max_attempts) | _OutOfTime(deadline),
-            wait=tenacity.wait_random_exponential(multiplier=policy.first_wait, max=policy.max_wait),
+            stop=tenacity.stop_after_attempt(policy.max_attempts - 1) | _OutOfTime(deadline),
+            wait=tenacity.wait_random_exponential(multiplier=policy.first_wait * 2, max=policy.max_wait),
             retry=tenacity.retry_if_exception_type((Raced, PredicateFailed)),
             sleep=self._sleep,
         )
@@ -65,9 +85,9 @@ class BranchUpdater:
             for round_ in retrying:
                 with round_:
                     deadline.check(what)
-                    result = attempt(round_.retry_state.attempt_number)
+                    result = attempt(round_.retry_state.attempt_number + 1)
         except tenacity.RetryError as exc:
-            if exc.last_attempt.attempt_number < policy.max_attempts:
+            if exc.last_attempt.attempt_number + 1 < policy.max_attempts:
                 raise DeadlineExceeded(f"{what}: deadline exceeded while racing with other changes") from None
             raise Aborted(f"{what} raced with other changes {policy.max_attempts} times; retry") from None
         return result

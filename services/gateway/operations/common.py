@@ -6,7 +6,6 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import format_datetime
 from typing import Any
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
@@ -97,8 +96,17 @@ def iso_time(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
 def http_time(when: datetime) -> str:
-    return format_datetime(when.astimezone(UTC), usegmt=True)
+    """An HTTP date (RFC 9110 IMF-fixdate), written directly: every object response carries one."""
+    t = when.astimezone(UTC)
+    return (
+        f"{_WEEKDAYS[t.weekday()]}, {t.day:02d} {_MONTHS[t.month - 1]} {t.year:04d} "
+        f"{t.hour:02d}:{t.minute:02d}:{t.second:02d} GMT"
+    )
 
 
 def entry_time(entry: pb.Entry) -> datetime:

@@ -197,7 +197,11 @@ def _object_headers(ctx: Context, entry: pb.Entry) -> list[tuple[str, str]]:
         ("Accept-Ranges", "bytes"),
     ]
     headers += [(k, v) for k, v in entry.metadata.items() if k.startswith("x-amz-meta-") or k in _STORED]
-    overrides = {header: ctx.request.arg(param) for param, header in _OVERRIDES.items() if ctx.request.has(param)}
+    overrides: dict[str, str | None] = {}
+    for param, value in ctx.request.query:
+        header = _OVERRIDES.get(param)
+        if header is not None:
+            overrides.setdefault(header, value)  # the first one given, as Request.arg reads it
     if overrides:
         headers = [(k, v) for k, v in headers if k not in overrides] + [(k, v or "") for k, v in overrides.items()]
     # Objects are served on the origin of the cookie-authenticated REST API: a browser must
