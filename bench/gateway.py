@@ -380,11 +380,8 @@ def bench_memory(gw: GatewayStack, workdir: Path, size_mib: int) -> None:
 
 def _rss_kib(pid: int | None) -> int:
     """The largest RSS among the gateway and its worker processes (the upload runs in one of them)."""
-    pids = [pid]
-    with contextlib.suppress(OSError):
-        pids += [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     peak = 0
-    for one in pids:
+    for one in _process_tree(pid) if pid is not None else []:
         with contextlib.suppress(OSError):
             for line in Path(f"/proc/{one}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
