@@ -5,6 +5,9 @@ transfers use curl against both the gateway and nginx (a loopback nginx with a t
 config, when `nginx` is installed), so that the ratio compares the servers, not the clients.
 Small-object rates use 32 client threads over keep-alive connections with presigned URLs
 made before the clock starts, so that client-side signing does not count against the server.
+The latency section sends the requests S3A's committer makes one after another (HEAD of an
+object, HEAD of a missing key, a one-key LIST, a 4 KiB PUT) from one keep-alive connection to
+Silt and to moto_server in turn: what a Spark job's sequential metadata calls wait for.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from botocore.config import Config as BotoConfig
 from bench.report import emit
 from silt.launcher import free_port
 from tests.support.gateway_stack import GatewayStack, gateway_stack
+from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, _stop, start_moto_server
 
 MIB = 1024 * 1024
 NGINX_CONF = """
@@ -175,6 +179,96 @@ def bench_small(gw: GatewayStack, count: int, threads: int) -> None:
         # no amount of concurrency gets past, whatever the machine's load.
         ceiling = (os.cpu_count() or 1) * len(urls) / sum(used.values())
         emit(f"gateway.{name}_4kib.cpu_bound_ceiling", ceiling, "req/s", None)
+
+
+LATENCY_PROBES = ("head_object", "head_missing", "list_one", "put_4kib")
+
+
+def _probe_urls(s3: Any, bucket: str, prefix: str, count: int) -> dict[str, list[tuple[str, str]]]:
+    """Presigned (method, url) pairs per probe, count of each."""
+
+    def url(method: str, op: str, **params: Any) -> tuple[str, str]:
+        return method, s3.generate_presigned_url(op, Params={"Bucket": bucket, **params}, ExpiresIn=3600)
+
+    return {
+        "head_object": [url("HEAD", "head_object", Key=f"{prefix}lat/object") for _ in range(count)],
+        "head_missing": [url("HEAD", "head_object", Key=f"{prefix}lat/missing-{i}") for i in range(count)],
+        "list_one": [
+            url("GET", "list_objects_v2", Prefix=f"{prefix}lat/dir-{i}/", Delimiter="/", MaxKeys=1)
+            for i in range(count)
+        ],
+        "put_4kib": [url("PUT", "put_object", Key=f"{prefix}lat/put-{i}") for i in range(count)],
+    }
+
+
+def _sequential_ms(urls: list[tuple[str, str]], body: bytes) -> list[float]:
+    """Milliseconds of each request, sent one after another on one keep-alive connection."""
+    parts = urlsplit(urls[0][1])
+    assert parts.hostname, urls[0][1]
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    took = []
+    try:
+        for method, url in urls:
+            target = urlsplit(url)
+            started = time.perf_counter()
+            conn.request(method, f"{target.path}?{target.query}", body=body if method == "PUT" else None)
+            response = conn.getresponse()
+            response.read()
+            took.append((time.perf_counter() - started) * 1000)
+            if response.status not in (200, 404):
+                raise RuntimeError(f"{method} {target.path}: HTTP {response.status}")
+    finally:
+        conn.close()
+    return took
+
+
+def bench_latency(gw: GatewayStack, workdir: Path, count: int, rounds: int) -> None:
+    """p50 of sequential requests per probe, Silt against moto_server, rounds interleaved; and the
+    CPU each Silt process spends per request, which is most of the wait on an idle machine."""
+    body = os.urandom(4096)
+    moto_process, moto_endpoint = start_moto_server(workdir / "moto.log")
+    try:
+        moto = boto3.client(
+            "s3",
+            endpoint_url=moto_endpoint,
+            aws_access_key_id=ACCESS_KEY_ID,
+            aws_secret_access_key=SECRET_ACCESS_KEY,
+            region_name="us-east-1",
+        )
+        moto.create_bucket(Bucket="bench-moto")
+        moto.put_object(Bucket="bench-moto", Key="lat/object", Body=body)
+        silt = gw.client()
+        silt.put_object(Bucket="bench", Key="main/lat/object", Body=body)
+        p50: dict[tuple[str, str], list[float]] = {}
+        cpu: dict[tuple[str, str], list[float]] = {}
+        for round_no in range(rounds):
+            targets = (("silt", silt, "bench", f"main/r{round_no}/"), ("moto", moto, "bench-moto", f"r{round_no}/"))
+            for name, client, bucket, prefix in targets:
+                for probe, urls in _probe_urls(client, bucket, prefix, count).items():
+                    _sequential_ms(urls[: count // 10], body)  # warm up
+                    before = _service_cpu(gw)
+                    took = _sequential_ms(urls, body)
+                    p50.setdefault((name, probe), []).append(statistics.median(took))
+                    if name == "silt":
+                        for service, seconds in _service_cpu(gw).items():
+                            per_request = (seconds - before[service]) * 1000 / len(urls)
+                            cpu.setdefault((service, probe), []).append(per_request)
+        for probe in LATENCY_PROBES:
+            for name in ("silt", "moto"):
+                emit(f"gateway.latency.{probe}.{name}_p50", statistics.median(p50[name, probe]), "ms", None)
+            ratios = [s / m for s, m in zip(p50["silt", probe], p50["moto", probe], strict=True)]
+            emit(f"gateway.latency.{probe}.silt_over_moto_min", min(ratios), "ratio", None)
+            emit(f"gateway.latency.{probe}.silt_over_moto_median", statistics.median(ratios), "ratio", 0.7)
+            emit(f"gateway.latency.{probe}.silt_over_moto_max", max(ratios), "ratio", None)
+            for service in ("gateway", "graveler", "auth"):
+                emit(
+                    f"gateway.latency.{probe}.cpu_ms_per_request.{service}",
+                    statistics.median(cpu[service, probe]),
+                    "ms",
+                    None,
+                )
+    finally:
+        _stop(moto_process)
 
 
 def _process_tree(pid: int) -> list[int]:
@@ -396,7 +490,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--list-count", type=int, default=240_000)
     parser.add_argument("--memory-mib", type=int, default=2048)
-    parser.add_argument("--only", default="large,small,list,memory,telemetry")
+    parser.add_argument("--only", default="large,small,latency,list,memory,telemetry")
+    parser.add_argument("--latency-count", type=int, default=500, help="sequential requests per probe and round")
+    parser.add_argument("--latency-rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2, help="gateways.s3.workers")
     parser.add_argument("--telemetry-count", type=int, default=2000, help="4 KiB PUTs and GETs per telemetry round")
     parser.add_argument("--telemetry-rounds", type=int, default=5)
@@ -421,6 +517,8 @@ def main() -> None:
                 bench_large(gw, workdir, args.large_mib)
             if "small" in only:
                 bench_small(gw, args.small_count, args.threads)
+            if "latency" in only:
+                bench_latency(gw, workdir, args.latency_count, args.latency_rounds)
             if "memory" in only:
                 bench_memory(gw, workdir, args.memory_mib)
             if "list" in only:

@@ -11,20 +11,25 @@ moto as `moto_server` (tests/support/moto.py).
 Printed: seconds per step and target (the best of `--repeat` rounds, which take the targets in
 turn), the totals, and the ratios silt/moto (target: at most 0.7) and silt/file (at most 2.0).
 `--requests` adds the number of S3 requests the gateway answered per operation during Silt's
-first timed round (from its access log), to tell request count from per-request cost.
+first timed round (from its access log), to tell request count from per-request cost, and the
+graveler calls they cost (from graveler's own /metrics, per method and per S3 request; target:
+at most 1.5 graveler calls per S3 request on average).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import socket
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import boto3
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.report import emit
 from silt.spark import S3AEndpoint, local_session, use_endpoint_for_bucket
@@ -107,6 +112,27 @@ def gateway_requests(log: Path, since: int) -> dict[str, tuple[int, float]]:
     return counts
 
 
+def graveler_calls(metrics_url: str) -> dict[str, float]:
+    """gRPC calls graveler has completed so far, per method, from its /metrics."""
+    with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    calls: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name != "silt_grpc_server_handled":
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_total"):
+                method = sample.labels["method"]
+                calls[method] = calls.get(method, 0.0) + sample.value
+    return calls
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=3_000_000, help="rows of the job (smaller for a smoke run)")
@@ -120,7 +146,11 @@ def main() -> None:
         moto_process, moto_endpoint = start_moto_server(workdir / "moto.log")
         try:
             # The access log (INFO) only when asked for: it costs the gateway time per request.
-            with gateway_stack(workdir / "stack", log_level="INFO" if args.requests else "WARN") as gw:
+            metrics_address = f"127.0.0.1:{_free_port()}"
+            overrides = {"graveler": {"metrics_listen_address": metrics_address}} if args.requests else None
+            with gateway_stack(
+                workdir / "stack", log_level="INFO" if args.requests else "WARN", overrides=overrides
+            ) as gw:
                 gw.client().create_bucket(Bucket="bench")
                 moto = boto3.client(
                     "s3",
@@ -158,7 +188,8 @@ def main() -> None:
                     }
                     for target in targets:
                         run_job(spark, bases[target] + "-warm-up", WARM_UP_ROWS)
-                    results = measure(spark, bases, targets, args, gw.stack.logs_dir / "gateway.log")
+                    metrics_url = f"http://{metrics_address}/metrics" if args.requests else None
+                    results = measure(spark, bases, targets, args, gw.stack.logs_dir / "gateway.log", metrics_url)
                     report_ratios(results)
                 finally:
                     spark.stop()
@@ -167,28 +198,48 @@ def main() -> None:
 
 
 def measure(
-    spark: Any, bases: dict[str, str], targets: list[str], args: argparse.Namespace, access_log: Path
+    spark: Any,
+    bases: dict[str, str],
+    targets: list[str],
+    args: argparse.Namespace,
+    access_log: Path,
+    metrics_url: str | None = None,
 ) -> dict[str, dict[str, float]]:
     """Each step's best seconds per target. Rounds go through the targets in turn, so that a
     slow spell of a shared machine hits every target alike."""
     rounds: dict[str, list[dict[str, float]]] = {target: [] for target in targets}
     for round_number in range(args.repeat):
         for target in targets:
+            counted = target == "silt" and args.requests and round_number == 0
             offset = access_log.stat().st_size if access_log.exists() else 0
+            calls_before = graveler_calls(metrics_url) if counted and metrics_url else {}
             rounds[target].append(run_job(spark, bases[target], args.rows))
+            calls_after = graveler_calls(metrics_url) if counted and metrics_url else {}
             parted = count_files(spark, bases[target] + "/parted")
             if parted != PARTITIONS:
                 raise SystemExit(f"{target}: the partitioned write made {parted} files, not {PARTITIONS}")
-            if target == "silt" and args.requests and round_number == 0 and access_log.exists():
-                for operation, (count, seconds) in sorted(gateway_requests(access_log, offset).items()):
+            if counted and access_log.exists():
+                requests = gateway_requests(access_log, offset)
+                for operation, (count, seconds) in sorted(requests.items()):
                     emit(f"spark.silt.requests.{operation}", count, "requests", None, digits=0)
                     emit(f"spark.silt.request_seconds.{operation}", seconds, "s", None)
+                report_graveler_calls(calls_before, calls_after, sum(count for count, _ in requests.values()))
     results = {target: {step: min(r[step] for r in rounds[target]) for step in STEPS} for target in targets}
     for target in targets:
         for step, seconds in results[target].items():
             emit(f"spark.{target}.{step}", seconds, "s", None)
         emit(f"spark.{target}.total", sum(results[target].values()), "s", None)
     return results
+
+
+def report_graveler_calls(before: dict[str, float], after: dict[str, float], s3_requests: int) -> None:
+    """Graveler calls made during the round, per method and per S3 request the gateway answered."""
+    calls = {method: after[method] - before.get(method, 0.0) for method in after}
+    calls = {method: count for method, count in calls.items() if count > 0}
+    for method, count in sorted(calls.items()):
+        emit(f"spark.silt.graveler_calls.{method}", count, "calls", None, digits=0)
+    if s3_requests:
+        emit("spark.silt.graveler_calls_per_s3_request", sum(calls.values()) / s3_requests, "ratio", 1.5)
 
 
 def report_ratios(results: dict[str, dict[str, float]]) -> None:
