@@ -50,6 +50,7 @@ from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
 from silt.block.adapter import CHUNK_SIZE, BlockAdapter, CopySource, ObjectStat, PartInfo, PutResult, UploadPart
+from silt.block.overlap import BackgroundMD5, EarlyFlush
 from silt.block.rules import (
     RESERVED_PREFIX,
     check_part_number,
@@ -105,20 +106,25 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
 def _copy_stream(stream: BinaryIO, fd: int, size: int | None, what: str) -> tuple[int, bytes]:
     """Copy stream into fd in CHUNK_SIZE pieces; return (bytes copied, binary MD5).
 
+    The MD5 of a large body is computed beside the writes (silt/block/overlap.py).
     Exceptions raised by the caller's stream propagate unchanged: they are the caller's.
     """
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         raise InvalidArgument(f"{what}: size must be a non-negative integer, got {size!r}")
-    md5 = hashlib.md5(usedforsecurity=False)
+    md5 = BackgroundMD5()
     total = 0
-    while size is None or total < size:
-        chunk = stream.read(CHUNK_SIZE if size is None else min(CHUNK_SIZE, size - total))
-        if not chunk:
-            break
-        md5.update(chunk)
+    with EarlyFlush(fd) as flush:
+        while size is None or total < size:
+            chunk = stream.read(CHUNK_SIZE if size is None else min(CHUNK_SIZE, size - total))
+            if not chunk:
+                break
+            md5.update(chunk)
+            with _mapped(what):
+                _write_all(fd, chunk)
+                flush.wrote(len(chunk))
+            total += len(chunk)
         with _mapped(what):
-            _write_all(fd, chunk)
-        total += len(chunk)
+            flush.finish()
     if size is not None and total != size:
         raise InvalidArgument(f"{what}: stream ended after {total} of {size} bytes")
     return total, md5.digest()
@@ -494,7 +500,7 @@ class LocalAdapter(BlockAdapter):
                 raise InvalidArgument(
                     f"{src.what}: copy range {start}-{end} is outside the object's {st.st_size} bytes"
                 )
-            md5 = hashlib.md5(usedforsecurity=False)
+            md5 = BackgroundMD5()
             with _TempFile(path, target.what) as tmp:
                 with _mapped(f"copying {src.what}"):
                     _copy_fd_range(fd, tmp.fd, start, end - start + 1, md5)
@@ -510,7 +516,7 @@ class LocalAdapter(BlockAdapter):
         self._make_directory(target)
         digests: list[bytes] = []
         total = 0
-        with _TempFile(target.directory, target.what) as tmp:
+        with _TempFile(target.directory, target.what) as tmp, EarlyFlush(tmp.fd) as flush:
             for part in parts:
                 part_path = os.path.join(path, f"part-{part.part_number:05d}")
                 try:
@@ -519,11 +525,12 @@ class LocalAdapter(BlockAdapter):
                     raise InvalidArgument(f"{target.what}: part {part.part_number} was not uploaded") from None
                 except OSError as exc:
                     raise _error(exc, target.what) from None
-                md5 = hashlib.md5(usedforsecurity=False)
+                md5 = BackgroundMD5()
                 try:
                     with _mapped(target.what):
                         size = os.fstat(fd).st_size
                         _copy_fd_range(fd, tmp.fd, 0, size, md5)
+                        flush.wrote(size)
                 finally:
                     os.close(fd)
                 # Checked against the bytes themselves: no part metadata can go stale.
@@ -532,6 +539,8 @@ class LocalAdapter(BlockAdapter):
                 digests.append(md5.digest())
                 total += size
             etag = multipart_etag(digests)
+            with _mapped(target.what):
+                flush.finish()
             tmp.publish(target.path, target.etag_path, etag)
         shutil.rmtree(path, ignore_errors=True)
         return PutResult(size=total, etag=etag)
