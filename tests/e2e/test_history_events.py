@@ -232,8 +232,14 @@ def test_commit_merge_and_reset_are_recorded(s3: Any, silt: Silt, repo: str) -> 
     feature = kinds("feature")
     assert [e["type"] for e in feature if e["source"] == "graveler"] == ["branch_created", "commit"]
     assert next(e for e in feature if e["type"] == "commit")["commit_id"] == commit["id"]
-    readable = silt("events", f"silt://{repo}/feature", "--since", "10m").out
-    assert "commit" in readable and commit["id"][:12] in readable and "f.txt" in readable
+
+    # The gateway sends its events (the write of f.txt) in batches, after the response.
+    def readable_with_write() -> str | None:
+        out = silt("events", f"silt://{repo}/feature", "--since", "10m").out
+        return out if "f.txt" in out else None
+
+    readable = wait_until(readable_with_write, 10, "the gateway's write of f.txt in the readable listing")
+    assert "commit" in readable and commit["id"][:12] in readable
 
 
 def test_reading_events_needs_read_and_recording_is_for_services(stack: Stack, silt: Silt, repo: str) -> None:
