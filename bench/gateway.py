@@ -304,12 +304,27 @@ def _own_cpu() -> float:
 
 def _small_rates(gw: GatewayStack, count: int, threads: int, round_no: int) -> tuple[float, float]:
     """(PUT, GET) requests per second of 4 KiB objects, on fresh keys each round."""
+    put_rate, get_rate, _, _ = _small_rates_and_cpu(gw, count, threads, round_no)
+    return put_rate, get_rate
+
+
+def _small_rates_and_cpu(
+    gw: GatewayStack, count: int, threads: int, round_no: int
+) -> tuple[float, float, float, float]:
+    """(PUT, GET) requests per second of 4 KiB objects, on fresh keys each round, then the CPU
+    milliseconds the stack's processes (gateway, graveler, auth) spent per PUT and per GET."""
     s3 = gw.client()
     body = os.urandom(4096)
     keys = [f"main/telemetry/{round_no}/{i:06d}" for i in range(count)]
     puts = [("PUT", s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k})) for k in keys]
     gets = [("GET", s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k})) for k in keys]
-    return _hammer(puts, body, threads), _hammer(gets, body, threads)
+    results = []
+    for urls in (puts, gets):
+        before = sum(_service_cpu(gw).values())
+        rate = _hammer(urls, body, threads)
+        results.append((rate, (sum(_service_cpu(gw).values()) - before) * 1000 / count))
+    (put_rate, put_cpu), (get_rate, get_cpu) = results
+    return put_rate, get_rate, put_cpu, get_cpu
 
 
 def _telemetry_overrides(mode: str) -> dict[str, Any]:
@@ -345,7 +360,7 @@ def bench_telemetry(
         raise ValueError(f"--telemetry-modes: off (the baseline) and any of {', '.join(TELEMETRY_MODES)}")
     # parentbased: the gateway decides once per trace; graveler and auth follow its decision.
     samplers = {"tracing": "parentbased_always_on", "tracing_10pct": "parentbased_traceidratio"}
-    rates: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
+    rates: dict[str, list[tuple[float, float, float, float]]] = {mode: [] for mode in modes}
     with contextlib.ExitStack() as stacks, OtlpReceiver() as receiver:
         running = {}
         for mode in modes:
@@ -362,11 +377,13 @@ def bench_telemetry(
             _small_rates(running[mode], min(count, 500), threads, -1)
         for round_no in range(rounds):
             for mode in modes:
-                rates[mode].append(_small_rates(running[mode], count, threads, round_no))
+                rates[mode].append(_small_rates_and_cpu(running[mode], count, threads, round_no))
         spans = len(receiver.spans())
     for mode in modes:
         for i, op in enumerate(("put", "get")):
             emit(f"gateway.telemetry_{mode}.{op}_4kib", statistics.median(r[i] for r in rates[mode]), "req/s", None)
+            cpu = statistics.median(r[i + 2] for r in rates[mode])
+            emit(f"gateway.telemetry_{mode}.{op}_4kib.cpu_ms_per_request", cpu, "ms", None)
     targets = {"metrics": 2.0, "tracing": 10.0}
     for mode in modes:
         if mode == "off":
@@ -379,6 +396,17 @@ def bench_telemetry(
                 json.dumps(
                     {"name": name, "min": round(losses[0], 1), "max": round(losses[-1], 1), "rounds": len(losses)}
                 ),
+                flush=True,
+            )
+            # The same cost as the services' own CPU per request: what tracing adds to the stack,
+            # whatever else (the load client, this process's OTLP receiver) shares the cores.
+            extra = sorted(
+                100.0 * (r[i + 2] / off[i + 2] - 1.0) for r, off in zip(rates[mode], rates["off"], strict=True)
+            )
+            cpu_name = f"gateway.{mode}_cpu_overhead.{op}_4kib"
+            emit(cpu_name, statistics.median(extra), "% more CPU per request", None, digits=1)
+            print(
+                json.dumps({"name": cpu_name, "min": round(extra[0], 1), "max": round(extra[-1], 1)}),
                 flush=True,
             )
     print(json.dumps({"note": f"the tracing runs exported {spans} spans to the local OTLP receiver"}), flush=True)
