@@ -39,7 +39,7 @@ from botocore.config import Config as BotoConfig
 from bench.report import emit
 from silt.launcher import free_port
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, _stop, start_moto_server
+from tests.support.moto import _stop, moto_client, start_moto_server
 
 MIB = 1024 * 1024
 NGINX_CONF = """
@@ -228,13 +228,7 @@ def bench_latency(gw: GatewayStack, workdir: Path, count: int, rounds: int) -> N
     body = os.urandom(4096)
     moto_process, moto_endpoint = start_moto_server(workdir / "moto.log")
     try:
-        moto = boto3.client(
-            "s3",
-            endpoint_url=moto_endpoint,
-            aws_access_key_id=ACCESS_KEY_ID,
-            aws_secret_access_key=SECRET_ACCESS_KEY,
-            region_name="us-east-1",
-        )
+        moto = moto_client(moto_endpoint)
         moto.create_bucket(Bucket="bench-moto")
         moto.put_object(Bucket="bench-moto", Key="lat/object", Body=body)
         silt = gw.client()

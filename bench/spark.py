@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import socket
 import tempfile
 import time
 import urllib.request
@@ -28,13 +27,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import boto3
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.report import emit
+from silt.launcher import free_port
 from silt.spark import S3AEndpoint, local_session, use_endpoint_for_bucket
 from tests.support.gateway_stack import gateway_stack
-from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, _stop, start_moto_server
+from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, _stop, moto_client, start_moto_server
 
 FILES = 8
 PARTITIONS = 200
@@ -127,12 +126,6 @@ def graveler_calls(metrics_url: str) -> dict[str, float]:
     return calls
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=3_000_000, help="rows of the job (smaller for a smoke run)")
@@ -146,19 +139,13 @@ def main() -> None:
         moto_process, moto_endpoint = start_moto_server(workdir / "moto.log")
         try:
             # The access log (INFO) only when asked for: it costs the gateway time per request.
-            metrics_address = f"127.0.0.1:{_free_port()}"
+            metrics_address = f"127.0.0.1:{free_port()}"
             overrides = {"graveler": {"metrics_listen_address": metrics_address}} if args.requests else None
             with gateway_stack(
                 workdir / "stack", log_level="INFO" if args.requests else "WARN", overrides=overrides
             ) as gw:
                 gw.client().create_bucket(Bucket="bench")
-                moto = boto3.client(
-                    "s3",
-                    endpoint_url=moto_endpoint,
-                    aws_access_key_id=ACCESS_KEY_ID,
-                    aws_secret_access_key=SECRET_ACCESS_KEY,
-                    region_name="us-east-1",
-                )
+                moto = moto_client(moto_endpoint)
                 moto.create_bucket(Bucket="bench-moto")
                 spark = local_session(
                     None,

@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -120,6 +121,19 @@ def start_moto_server(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
             problem = f"moto_server did not answer on {endpoint_url} within {START_TIMEOUT_S:.0f}s"
             _stop(process)
     raise MotoStartError(f"{problem}; last lines of {log_path}:\n{_tail(log_path)}")
+
+
+def moto_client(endpoint_url: str) -> Any:
+    """A boto3 S3 client for the moto_server at endpoint_url."""
+    import boto3
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint_url,
+        aws_access_key_id=ACCESS_KEY_ID,
+        aws_secret_access_key=SECRET_ACCESS_KEY,
+        region_name="us-east-1",
+    )
 
 
 def s3_blockstore_config(endpoint_url: str, *, max_retries: int = 1) -> S3BlockstoreConfig:
