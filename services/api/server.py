@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from services.api.app import create_app
+from silt.collector import tune_for_serving
 from silt.http_server import serve_http
 from silt.service import service_config
 
@@ -16,7 +17,9 @@ from silt.service import service_config
 def main(argv: list[str] | None = None) -> int:
     # Logging, the launcher's lifeline and telemetry (api.metrics_listen_address) too.
     config = service_config("Silt's lakeFS-compatible REST API", argv, "api")
-    serve_http(create_app(config), config.api.listen_address)
+    app = create_app(config)
+    tune_for_serving()
+    serve_http(app, config.api.listen_address)
     return 0
 
 

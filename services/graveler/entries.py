@@ -19,9 +19,9 @@ from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId
 from services.graveler.compaction import CompactedState, StagingObserver
 from services.graveler.deadline import Deadline
-from services.graveler.iterators import combined, live
+from services.graveler.iterators import combined, combined_chunks, live, live_chunks
 from services.graveler.model import StagingToken
-from services.graveler.paging import CommonPrefix, delimiter_bytes, page_amount, paginate
+from services.graveler.paging import CommonPrefix, delimiter_bytes, first_key, page_amount, page_of_chunks, paginate
 from services.graveler.refs import RefManager, RepoHandle, Resolved
 from services.graveler.staging import StagingStore
 from services.graveler.updater import BranchUpdater, Raced
@@ -29,9 +29,10 @@ from services.graveler.validation import validate_entry_size, validate_key
 from services.graveler.values import TOMBSTONE, KeyValue, Value, decode_entry, entry_value
 from silt.errors import Aborted, FailedPrecondition, NotFound
 from silt.graveler.v1 import model_pb2 as pb
-from silt.kv.store import Predicate
+from silt.kv.store import Predicate, chunk_size, chunked
 
 _T = TypeVar("_T")
+Chunk = list[KeyValue]  # consecutive values of a walk (named here: Entries.list shadows list)
 
 # Keys one delete_entries call takes: S3's DeleteObjects limit.
 MAX_DELETE_KEYS = 1000
@@ -220,6 +221,12 @@ class Entries:
     def _list(
         self, repo: RepoHandle, resolved: Resolved, prefix: bytes, delimiter: bytes, after: bytes, amount: int
     ) -> StoredListPage:
+        if not delimiter:
+            # Every key is its own item: the walk goes a list of values at a time.
+            start = first_key(prefix, delimiter, after)
+            chunks = live_chunks(self._iterate_chunks(repo, resolved, start, amount + 1))
+            values, has_more = page_of_chunks(chunks, _key_of, prefix, amount, _size_of)
+            return StoredListPage([(key, value.data) for key, value in values], has_more)
         page = paginate(
             lambda start: self._iterate(repo, resolved, start),
             _key_of,
@@ -243,6 +250,16 @@ class Entries:
             for r in self._committed.iterate(repo.namespace, self._base(repo, resolved), start)
         )
         return live(combined(sources))
+
+    def _iterate_chunks(self, repo: RepoHandle, resolved: Resolved, start: bytes, wanted: int) -> Iterator[Chunk]:
+        """_iterate's values, tombstones included, as lists of consecutive ones, read in lists of
+        `wanted`: as many as the caller may take."""
+        sources: list[Iterator[Chunk]] = []
+        if resolved.branch is not None:
+            sources.extend(self._staging.scan_chunks(token, start, wanted) for token in resolved.branch.tokens)
+        records = self._committed.iterate(repo.namespace, self._base(repo, resolved), start)
+        sources.append(chunked((KeyValue(r.key, Value(r.identity, r.value)) for r in records), chunk_size(wanted)))
+        return combined_chunks(sources)
 
     def _base(self, repo: RepoHandle, resolved: Resolved) -> MetaRangeId:
         # A branch's combined view ends in its compacted metarange when it has one; a

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterable, Iterator
 
 from services.graveler.values import KeyValue
+from silt.kv.store import chunked, flattened
 
 
 def combined(sources: Iterable[Iterator[KeyValue]]) -> Iterator[KeyValue]:
@@ -44,3 +46,32 @@ def combined(sources: Iterable[Iterator[KeyValue]]) -> Iterator[KeyValue]:
 def live(values: Iterator[KeyValue]) -> Iterator[KeyValue]:
     """Drop tombstones."""
     return (kv for kv in values if not kv.value.tombstone)
+
+
+def combined_chunks(sources: Iterable[Iterator[list[KeyValue]]]) -> Iterator[list[KeyValue]]:
+    """combined, over sources given as lists of consecutive values (none empty).
+
+    The lists of the only source holding values pass through as they are, as they do on a
+    branch with nothing committed or nothing staged; several sources are merged key by key.
+    """
+    primed: list[tuple[list[KeyValue], Iterator[list[KeyValue]]]] = []
+    for source in sources:
+        first = next(source, None)
+        if first is not None:
+            primed.append((first, source))
+    if len(primed) == 1:
+        first, source = primed[0]
+        yield first
+        yield from source
+    elif primed:
+        # Ranks follow the order of sources given, empty ones left out: newest first still.
+        merged = combined(itertools.chain(first, flattened(source)) for first, source in primed)
+        yield from chunked(merged, max(len(first) for first, _ in primed))
+
+
+def live_chunks(chunks: Iterator[list[KeyValue]]) -> Iterator[list[KeyValue]]:
+    """Drop tombstones, and the lists left empty."""
+    for chunk in chunks:
+        values = [kv for kv in chunk if not kv.value.tombstone]
+        if values:
+            yield values

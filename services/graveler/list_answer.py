@@ -17,6 +17,8 @@ _RESPONSE_HAS_MORE = b"\x10\x01"  # ListEntriesResponse.has_more = 2, true
 _ITEM_KEY = b"\x0a"  # ListItem.key = 1
 _ITEM_COMMON_PREFIX = b"\x10\x01"  # ListItem.common_prefix = 2, true
 _ITEM_ENTRY = b"\x1a"  # ListItem.entry = 3
+_PREFIX_TAGS = len(_ITEM_KEY) + len(_ITEM_COMMON_PREFIX)  # an item's bytes besides its key
+_ENTRY_TAGS = len(_ITEM_KEY) + len(_ITEM_ENTRY)  # and besides its key, entry and their lengths
 
 
 def varint(value: int) -> bytes:
@@ -41,13 +43,19 @@ def _length(n: int) -> bytes:
 
 
 def list_response(page: StoredListPage) -> api.ListEntriesResponse:
+    # Each item's pieces go into one list joined once: concatenating them per item made
+    # several intermediate bytes objects per entry.
     parts: list[bytes] = []
+    extend = parts.extend
     for key, data in page.items:
+        key_length = _length(len(key))
         if data is None:
-            item = _ITEM_KEY + _length(len(key)) + key + _ITEM_COMMON_PREFIX
+            size = _PREFIX_TAGS + len(key_length) + len(key)
+            extend((_RESPONSE_ITEM, _length(size), _ITEM_KEY, key_length, key, _ITEM_COMMON_PREFIX))
         else:
-            item = _ITEM_KEY + _length(len(key)) + key + _ITEM_ENTRY + _length(len(data)) + data
-        parts.append(_RESPONSE_ITEM + _length(len(item)) + item)
+            data_length = _length(len(data))
+            size = _ENTRY_TAGS + len(key_length) + len(key) + len(data_length) + len(data)
+            extend((_RESPONSE_ITEM, _length(size), _ITEM_KEY, key_length, key, _ITEM_ENTRY, data_length, data))
     if page.has_more:
         parts.append(_RESPONSE_HAS_MORE)
     return api.ListEntriesResponse.FromString(b"".join(parts))

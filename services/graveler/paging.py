@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Generic, NamedTuple, TypeVar
 
@@ -83,7 +84,7 @@ def paginate(
     walk(start) must yield items in key order from start on; it is restarted past each common
     prefix so that a "directory" of a million keys costs one step, not a million.
     """
-    start = max(prefix, start_after(after, prefix, delimiter)) if after else prefix
+    start = first_key(prefix, delimiter, after)
     items: list[_T | CommonPrefix] = []
     size = 0  # bytes of the page so far, as size_of counts them (common prefixes: their key)
     walker = walk(start)
@@ -107,3 +108,45 @@ def paginate(
         # Every key starting with common rolls up into it (no earlier delimiter fits inside it).
         items.append(CommonPrefix(common))
         walker = walk(successor(common))
+
+
+def first_key(prefix: bytes, delimiter: bytes, after: bytes) -> bytes:
+    """Where the walk of a page under prefix, after `after`, starts."""
+    return max(prefix, start_after(after, prefix, delimiter)) if after else prefix
+
+
+def page_of_chunks(
+    chunks: Iterator[list[_T]],
+    key_of: Callable[[_T], bytes],
+    prefix: bytes,
+    amount: int,
+    size_of: Callable[[_T], int],
+    max_bytes: int = MAX_PAGE_BYTES,
+) -> tuple[list[_T], bool]:
+    """paginate without a delimiter, over a walk from first_key(prefix, b"", after) given as
+    lists of consecutive items: (the page's items, whether more follow under prefix).
+
+    Every item is its own, so a whole list joins the page at once when it fits; only the list
+    that ends the page is taken item by item.
+    """
+    items: list[_T] = []
+    size = 0
+    for chunk in chunks:
+        last = not key_of(chunk[-1]).startswith(prefix)
+        if last:
+            # The walk starts at or after prefix, so the keys under it come first.
+            chunk = list(itertools.takewhile(lambda item: key_of(item).startswith(prefix), chunk))
+        sizes = [size_of(item) for item in chunk]
+        total = sum(sizes)
+        if len(items) + len(chunk) <= amount and size + total <= max_bytes:
+            items += chunk
+            size += total
+        else:
+            for item, cost in zip(chunk, sizes, strict=True):
+                if len(items) == amount or (items and size + cost > max_bytes):
+                    return items, True  # the next page resumes after the last item
+                size += cost
+                items.append(item)
+        if last:
+            return items, False
+    return items, False

@@ -12,7 +12,7 @@ from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.store import raw_store
 from silt.kv import Store
-from silt.kv.store import Predicate, scan_prefix
+from silt.kv.store import SCAN_CHUNK, Predicate, flattened, scan_prefix
 
 KEY_PREFIX = b"key/"
 
@@ -50,15 +50,23 @@ class StagingStore:
 
     def scan(self, token: StagingToken, start: bytes = b"") -> Iterator[KeyValue]:
         """Staged values of token from key start on, in key order (tombstones included)."""
+        return flattened(self.scan_chunks(token, start))
+
+    def scan_chunks(self, token: StagingToken, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[KeyValue]]:
+        """scan's values as lists of consecutive ones, none empty, of at most size."""
         # The hot loop of every listing: one message parsed into again and again, no calls.
         record = pb.StagedValue()
         skip = len(KEY_PREFIX)
-        for entry in self.kv.scan(token.encode(), KEY_PREFIX + start):
-            key = entry.key
-            if not key.startswith(KEY_PREFIX):
-                return
-            record.ParseFromString(entry.value)
-            yield KeyValue(key[skip:], Value(record.identity, record.data, record.tombstone))
+        for chunk in self.kv.scan_chunks(token.encode(), KEY_PREFIX + start, size):
+            values: list[KeyValue] = []
+            for key, stored in chunk:
+                if not key.startswith(KEY_PREFIX):
+                    if values:
+                        yield values
+                    return
+                record.ParseFromString(stored)
+                values.append(KeyValue(key[skip:], Value(record.identity, record.data, record.tombstone)))
+            yield values
 
     def drop_key(self, token: StagingToken, key: bytes) -> None:
         self.kv.delete(token.encode(), KEY_PREFIX + key)

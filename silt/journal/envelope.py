@@ -11,17 +11,17 @@ from __future__ import annotations
 import struct
 
 MAGIC = b"\x00SJ1"
-_TIMESTAMP = struct.Struct(">Q")
-_HEADER_SIZE = len(MAGIC) + _TIMESTAMP.size
+TIMESTAMP = struct.Struct(">Q")
+HEADER_SIZE = len(MAGIC) + TIMESTAMP.size
 
 
 def wrap(logical_timestamp: int, value: bytes) -> bytes:
     """The stored form of value written at logical_timestamp."""
-    return MAGIC + _TIMESTAMP.pack(logical_timestamp) + value
+    return MAGIC + TIMESTAMP.pack(logical_timestamp) + value
 
 
 def unwrap(stored: bytes) -> tuple[int, bytes]:
     """(logical timestamp, value) of a stored value; (0, stored) for a legacy value."""
-    if len(stored) >= _HEADER_SIZE and stored.startswith(MAGIC):
-        return _TIMESTAMP.unpack_from(stored, len(MAGIC))[0], stored[_HEADER_SIZE:]
+    if len(stored) >= HEADER_SIZE and stored.startswith(MAGIC):
+        return TIMESTAMP.unpack_from(stored, len(MAGIC))[0], stored[HEADER_SIZE:]
     return 0, stored

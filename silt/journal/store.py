@@ -23,9 +23,17 @@ from silt.errors import InvalidArgument
 from silt.journal import envelope
 from silt.journal.clock import HybridLogicalClock, process_clock
 from silt.journal.context import JournalContext, current_context
-from silt.journal.record import AFTER_JOURNAL, STAGED_KIND, encode_record, is_journal_key, key_kind, record_key
+from silt.journal.record import (
+    AFTER_JOURNAL,
+    JOURNAL_PREFIX,
+    STAGED_KIND,
+    encode_record,
+    is_journal_key,
+    key_kind,
+    record_key,
+)
 from silt.journal.v1.journal_pb2 import Change, Record
-from silt.kv.store import Condition, Entry, Predicate, Store, ValueWithPredicate, check_apply
+from silt.kv.store import SCAN_CHUNK, Condition, Entry, Predicate, Store, ValueWithPredicate, check_apply, flattened
 from silt.telemetry.stores import open_observed_store
 
 if TYPE_CHECKING:
@@ -53,26 +61,41 @@ class JournaledStore(Store):
         return ValueWithPredicate(value, found.predicate)
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
-        # Every listing runs through this loop once per key: unwrap and observe in line.
-        unwrap, observe = envelope.unwrap, self.clock.observe
-        for entry in self._inner.scan(partition, start):
-            if is_journal_key(entry.key):
-                # Jump over the journal rows rather than read them: a partition may hold many
-                # unshipped ones, and a prefix scan ending near them would page through all.
-                yield from self._unwrapped(self._inner.scan(partition, AFTER_JOURNAL))
-                return
-            timestamp, value = unwrap(entry.value)
-            observe(timestamp)
-            yield Entry(entry.key, value)
+        return flattened(self.scan_chunks(partition, start))
 
-    def _unwrapped(self, entries: Iterator[Entry]) -> Iterator[Entry]:
-        for entry in entries:
-            yield self._unwrap(entry)
+    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[Entry]]:
+        for chunk in self._inner.scan_chunks(partition, start, size):
+            # The journal rows are the keys from JOURNAL_PREFIX up to AFTER_JOURNAL.
+            if chunk[-1].key >= JOURNAL_PREFIX and chunk[0].key < AFTER_JOURNAL:
+                first = next((i for i, e in enumerate(chunk) if JOURNAL_PREFIX <= e.key < AFTER_JOURNAL), None)
+                if first is not None:
+                    if first:
+                        yield self._unwrapped(chunk[:first])
+                    # Jump over the journal rows rather than read them: a partition may hold many
+                    # unshipped ones, and a prefix scan ending near them would page through all.
+                    for rest in self._inner.scan_chunks(partition, AFTER_JOURNAL, size):
+                        yield self._unwrapped(rest)
+                    return
+            yield self._unwrapped(chunk)
 
-    def _unwrap(self, entry: Entry) -> Entry:
-        timestamp, value = envelope.unwrap(entry.value)
-        self.clock.observe(timestamp)
-        return Entry(entry.key, value)
+    def _unwrapped(self, chunk: list[Entry]) -> list[Entry]:
+        """The entries' values out of their envelopes, the clock past every one's timestamp.
+
+        What envelope.unwrap does, in line: every listing runs through this loop once per key.
+        """
+        magic, header, timestamp_of = envelope.MAGIC, envelope.HEADER_SIZE, envelope.TIMESTAMP
+        newest = 0
+        values: list[Entry] = []
+        for key, stored in chunk:
+            if stored.startswith(magic) and len(stored) >= header:
+                timestamp = timestamp_of.unpack_from(stored, len(magic))[0]
+                if timestamp > newest:
+                    newest = timestamp
+                values.append(Entry(key, stored[header:]))
+            else:
+                values.append(Entry(key, stored))  # written before journaling: timestamp 0
+        self.clock.observe(newest)  # before any of them is handed out, as get() does
+        return values
 
     # --- writes --------------------------------------------------------------------------
 

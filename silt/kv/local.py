@@ -20,6 +20,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.errors import NotFound, PredicateFailed, Unavailable
 from silt.kv.store import (
+    SCAN_CHUNK,
     Condition,
     Entry,
     Predicate,
@@ -28,6 +29,8 @@ from silt.kv.store import (
     check_apply,
     check_key,
     check_value,
+    chunk_size,
+    flattened,
     register_driver,
 )
 
@@ -223,15 +226,18 @@ class LocalStore(Store):
             raise PredicateFailed(f"key {key!r} changed since it was read")
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
+        return flattened(self.scan_chunks(partition, start, self._config.scan_page_size))
+
+    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[Entry]]:
         check_key(partition, b"-")
-        page_size = self._config.scan_page_size
+        page_size = chunk_size(size)
         # Each page is its own short read so a slow consumer never pins a WAL snapshot.
         query, cursor = _SCAN_FIRST, bytes(start)
         while True:
             with self._errors():
                 rows = self._conn().execute(query, (partition, cursor, page_size)).fetchall()
-            for key, value in rows:
-                yield Entry(bytes(key), bytes(value))
+            if rows:
+                yield [Entry(bytes(key), bytes(value)) for key, value in rows]
             if len(rows) < page_size:
                 return
             query, cursor = _SCAN_NEXT, bytes(rows[-1][0])

@@ -7,7 +7,8 @@ Semantics every driver must honour (checked by tests/integration/kv/test_conform
 * ``set_if(.., predicate=None)`` succeeds only if the key does not exist;
 * ``scan`` yields entries of one partition in ascending byte order of key, starting at
   or after ``start``, fetched lazily page by page so a scan never holds a whole
-  partition in memory;
+  partition in memory; ``scan_chunks`` yields the same entries as lists of consecutive
+  ones, for loops that do their per-entry work a list at a time;
 * a successful write is visible to every read that starts after it returns;
 * ``apply`` writes and deletes several rows of one partition atomically and in isolation:
   all or none, and no reader sees some of them without the others.
@@ -16,8 +17,9 @@ Semantics every driver must honour (checked by tests/integration/kv/test_conform
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple, NewType
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, NamedTuple, NewType, TypeVar
 
 from silt.errors import InvalidArgument
 
@@ -27,6 +29,16 @@ if TYPE_CHECKING:
 # The value a driver compares against in set_if. Callers must treat it as opaque:
 # they get it from `get` and hand it back unchanged.
 Predicate = NewType("Predicate", bytes)
+_T = TypeVar("_T")
+
+
+SCAN_CHUNK = 1000  # entries per list of scan_chunks, unless the caller asks for another size
+MAX_SCAN_CHUNK = 10_001  # a listing page of 10,000 and the entry that tells whether more follow
+
+
+def chunk_size(size: int) -> int:
+    """size bounded to 1..MAX_SCAN_CHUNK."""
+    return max(1, min(size, MAX_SCAN_CHUNK))
 
 
 class ValueWithPredicate(NamedTuple):
@@ -92,6 +104,17 @@ class Store(abc.ABC):
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         """Yield the entries of partition with key >= start, in ascending byte order."""
 
+    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[Entry]]:
+        """scan's entries as lists of consecutive ones, none empty, of at most size entries
+        (at most MAX_SCAN_CHUNK): a caller wanting n entries asks for lists of n, and reads no
+        more than it takes.
+
+        A loop that resumes a generator per entry, layer over layer (driver, journal, staging,
+        merge, page), spends more on the resumptions than on the work; one that takes a list at
+        a time does not. Drivers that read pages read them in lists of this size.
+        """
+        return chunked(self.scan(partition, start), chunk_size(size))
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release connections and files. The store is unusable afterwards."""
@@ -101,6 +124,19 @@ class Store(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def chunked(items: Iterable[_T], size: int = SCAN_CHUNK) -> Iterator[list[_T]]:
+    """items as consecutive lists of at most size, none empty."""
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+def flattened(chunks: Iterable[list[_T]]) -> Iterator[_T]:
+    """The items of chunks, one by one: scan in terms of scan_chunks."""
+    for chunk in chunks:
+        yield from chunk
 
 
 def check_key(partition: bytes, key: bytes) -> None:

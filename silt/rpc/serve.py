@@ -11,6 +11,7 @@ import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1.health import HealthServicer
 
+from silt.collector import tune_for_serving
 from silt.config import Config
 from silt.rpc.server import start_health_port
 from silt.service import STOP_GRACE_SECONDS, wait_for_shutdown
@@ -51,6 +52,7 @@ def serve(
     server, port = start(monitor.servicer)
     health_port = start_health_port(health_address, monitor.servicer)
     monitor.start()
+    tune_for_serving()
     log.info("%s listening on port %d%s", service, port, " (TLS)" if tls else "")
     wait_for_shutdown(every, tick)
     monitor.stop()

@@ -4,17 +4,18 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from silt.errors import NotFound, PredicateFailed
-from silt.kv.store import Condition, Entry, Predicate, Store, ValueWithPredicate
+from silt.kv.store import SCAN_CHUNK, Condition, Entry, Predicate, Store, ValueWithPredicate
 from silt.telemetry import metrics
 
+_Item = TypeVar("_Item")
 _OPERATIONS = ("get", "set", "set_if", "delete", "apply", "scan")
 
 
@@ -99,9 +100,23 @@ class InstrumentedStore(Store):
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         # A scan is lazy: its span and latency cover the whole iteration, page fetches included.
         # The span's parent is whatever was current when the scan was asked for.
-        return self._scan(partition, start, otel_context.get_current())
+        return self._scan(self.inner.scan, partition, start, otel_context.get_current())
 
-    def _scan(self, partition: bytes, start: bytes, parent: otel_context.Context) -> Iterator[Entry]:
+    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[Entry]]:
+        return self._scan(
+            lambda partition, start: self.inner.scan_chunks(partition, start, size),
+            partition,
+            start,
+            otel_context.get_current(),
+        )
+
+    def _scan(
+        self,
+        scan: Callable[[bytes, bytes], Iterator[_Item]],
+        partition: bytes,
+        start: bytes,
+        parent: otel_context.Context,
+    ) -> Iterator[_Item]:
         started = time.perf_counter()
         span = None
         if self._tracer is not None:
@@ -116,7 +131,7 @@ class InstrumentedStore(Store):
                 },
             )
         try:
-            yield from self.inner.scan(partition, start)
+            yield from scan(partition, start)
         except Exception as exc:
             if self._metrics:
                 self._errors["scan"].inc()

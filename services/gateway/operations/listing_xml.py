@@ -4,7 +4,10 @@ with a key, a time and an ETag to escape and format.
 Each function gives exactly what the general helpers in common.py give (`x`, `x(quote(...))`,
 `iso_time(entry_time(...))`); they only skip the work for the usual value that needs none:
 a key without markup or control characters is its own XML text, and the same second is
-formatted once per page, not once per object.
+formatted once per page, not once per object. The keys of a page are escaped together, in a
+few passes over the whole page, rather than one call per key: Hive-style keys
+(`date=2026-01-01/...`) all need URL-encoding, and quoting them one by one took half of a
+page's time in the gateway.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
-from services.gateway.operations.common import x
+from services.gateway.operations.common import quoted_etag, x
 from silt.graveler.v1 import model_pb2 as pb
 
 # What common.x changes: markup characters and the C0 controls.
@@ -23,6 +26,10 @@ _NEEDS_ESCAPING = re.compile(r"[&<>\x00-\x1f]")
 _URL_AS_IS = re.compile(r"[A-Za-z0-9_.~/-]*")
 _URL_ENCODED = re.compile(r"[^A-Za-z0-9_.~/-]+")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The bytes quote(value, safe="/") leaves as they are, and the line feed that joins a page's keys.
+_URL_SAFE_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
+_SEPARATOR = "\n"
+_URL_SAFE_OR_SEPARATOR = _URL_SAFE_BYTES + _SEPARATOR.encode()
 
 
 def xml_text(value: str) -> str:
@@ -38,6 +45,44 @@ def url_text(value: str) -> str:
         return value
     # quote works character by character, so quoting only the runs it changes is the same.
     return _URL_ENCODED.sub(_quoted, value)
+
+
+def xml_texts(values: list[str]) -> list[str]:
+    """[xml_text(v) for v in values], with one search of the whole page when none needs escaping."""
+    if _NEEDS_ESCAPING.search("".join(values)) is None:
+        return values
+    return [xml_text(value) for value in values]
+
+
+def url_texts(values: list[str]) -> list[str]:
+    """[url_text(v) for v in values], quoting the whole page at once.
+
+    quote() works on the UTF-8 bytes, one byte at a time; so does this, with one C-speed pass
+    per distinct byte that needs quoting over the page's keys joined by a line feed (itself
+    quoted when inside a key, so a page where a key holds one is quoted key by key instead).
+    """
+    page = _SEPARATOR.join(values).encode()
+    if page.count(_SEPARATOR.encode()) != max(len(values) - 1, 0):
+        return [url_text(value) for value in values]
+    unsafe = set(page.translate(None, _URL_SAFE_OR_SEPARATOR))
+    if not unsafe:
+        return values
+    if ord("%") in unsafe:  # first, so that the escapes written next are left alone
+        page = page.replace(b"%", b"%25")
+        unsafe.discard(ord("%"))
+    for byte in unsafe:
+        page = page.replace(bytes((byte,)), b"%%%02X" % byte)
+    # Nothing in quote()'s output needs XML escaping: it is unreserved characters, "/" and "%".
+    return page.decode("ascii").split(_SEPARATOR)
+
+
+def etag_texts(etags: list[str]) -> list[str]:
+    """[xml_text(quoted_etag(e)) for e in etags], with one look at the whole page when no ETag
+    holds a quote or anything to escape (as MD5 and multipart ETags never do)."""
+    joined = "".join(etags)
+    if '"' in joined or _NEEDS_ESCAPING.search(joined) is not None:
+        return [xml_text(quoted_etag(etag)) for etag in etags]
+    return [f'"{etag}"' for etag in etags]
 
 
 def _quoted(match: re.Match[str]) -> str:

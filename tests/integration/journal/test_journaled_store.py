@@ -263,6 +263,23 @@ def test_scans_skip_the_journal_rows_and_keep_key_order(store: Store, partition:
     assert [e.key for e in journaled.scan(partition, b"journal/0")] == [b"jz", b"pulls/1", b"tags/a"]
     assert [e.key for e in journaled.scan(partition, b"pulls/")] == [b"pulls/1", b"tags/a"]
 
+    # In lists of any size, the lists that reach into the journal rows included.
+    expected = [(e.key, e.value) for e in journaled.scan(partition)]
+    for size in (1, 2, 3, 4, 1000):
+        chunks = list(journaled.scan_chunks(partition, b"", size))
+        assert all(0 < len(chunk) <= size for chunk in chunks)
+        assert [(key, value) for chunk in chunks for key, value in chunk] == expected
+
+
+def test_a_scan_moves_the_clock_past_every_value_it_hands_out(store: Store, partition: bytes) -> None:
+    ahead = JournaledStore(store, HybridLogicalClock(SkewedWall(10_000_000)))
+    ahead.set(partition, b"branches/a", b"x")
+    store.set(partition, b"branches/b", b"legacy")  # no envelope: timestamp 0
+    stamp = envelope.unwrap(store.get(partition, b"branches/a").value)[0]
+    reader = JournaledStore(store, HybridLogicalClock())
+    assert [(e.key, e.value) for e in reader.scan(partition)] == [(b"branches/a", b"x"), (b"branches/b", b"legacy")]
+    assert reader.clock.now() > stamp
+
 
 def test_a_ref_deleted_after_a_compare_and_set_stays_deleted_whatever_the_writers_clock(
     store: Store, partition: bytes

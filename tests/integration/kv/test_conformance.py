@@ -13,7 +13,7 @@ import pytest
 
 from silt.errors import InvalidArgument, NotFound, PredicateFailed
 from silt.kv import Store
-from silt.kv.store import Predicate, scan_prefix
+from silt.kv.store import MAX_SCAN_CHUNK, Predicate, scan_prefix
 
 
 def keys_of(store: Store, partition: bytes, start: bytes = b"") -> list[bytes]:
@@ -250,3 +250,15 @@ def test_scan_of_100k_keys_is_complete_ordered_and_bounded_in_memory(store: Stor
     # All keys and values together weigh ~13 MB raw (far more as Python objects);
     # a paged scan holds one page at a time.
     assert peak < held_all / 3, f"scan peaked at {peak} bytes; all data is {held_all} bytes"
+
+
+@pytest.mark.parametrize("size", [1, 3, 1000, 10**9])
+def test_scan_chunks_are_the_scan_in_lists_of_at_most_size(store: Store, partition: bytes, size: int) -> None:
+    keys = [bytes([i]) * (1 + i % 3) for i in range(1, 40)]
+    for key in keys:
+        store.set(partition, key, key[::-1])
+    for start in (b"", b"\x05", b"\x05\x05\x05\x05", b"\xff"):
+        chunks = list(store.scan_chunks(partition, start, size))
+        assert all(0 < len(chunk) <= min(size, MAX_SCAN_CHUNK) for chunk in chunks)
+        assert [tuple(e) for chunk in chunks for e in chunk] == [tuple(e) for e in store.scan(partition, start)]
+    assert list(store.scan_chunks(partition + b"-empty", b"", size)) == []

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from urllib.parse import quote
 
 import pytest
 
-from services.gateway.operations.common import entry_time, iso_time, x
-from services.gateway.operations.listing_xml import TimeFormat, url_text, xml_text
+from services.gateway.operations.common import entry_time, iso_time, quoted_etag, x
+from services.gateway.operations.listing_xml import TimeFormat, etag_texts, url_text, url_texts, xml_text, xml_texts
 from silt.graveler.v1 import model_pb2 as pb
 
 KEYS = [
@@ -32,6 +33,38 @@ def test_xml_text_is_common_x(key: str) -> None:
 @pytest.mark.parametrize("key", KEYS)
 def test_url_text_is_quoted_then_escaped(key: str) -> None:
     assert url_text(key) == x(quote(key, safe="/"))
+
+
+PAGES = [
+    [],
+    [""],
+    ["main/a", "main/b"],
+    [f"main/tables/date=2026-01-{day:02d}/part-{day}.parquet" for day in range(1, 29)],
+    KEYS,
+    KEYS[::-1],
+    ["main/100%", "main/%25", "main/%%3D=", "main/=%"],  # "%" quoted before the escapes are written
+    ["main/line\nfeed", "main/plain"],  # the separator inside a key: quoted key by key
+    ["main/\n", "", "\n\n"],
+]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_of_url_texts_is_each_quoted(page: list[str]) -> None:
+    assert url_texts(page) == [url_text(key) for key in page] == [x(quote(key, safe="/")) for key in page]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_of_xml_texts_is_each_escaped(page: list[str]) -> None:
+    assert xml_texts(page) == [x(key) for key in page]
+
+
+def test_random_pages_quote_as_urllib_does() -> None:
+    rng = random.Random(7)
+    alphabet = "az/=%&<> +\n\r\t\x00\x7f~é中😀."
+    for _ in range(2000):
+        page = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 9))) for _ in range(rng.randint(0, 6))]
+        assert url_texts(page) == [x(quote(key, safe="/")) for key in page], page
+        assert xml_texts(page) == [x(key) for key in page], page
 
 
 @pytest.mark.parametrize(
@@ -65,3 +98,17 @@ def test_time_format_cache_stays_bounded() -> None:
         entry.last_modified.seconds = second
         assert times.last_modified(entry) == iso_time(entry_time(entry))
     assert len(times._seconds) <= TimeFormat.MAX_CACHED
+
+
+@pytest.mark.parametrize(
+    "etags",
+    [
+        [],
+        ["d41d8cd98f00b204e9800998ecf8427e", "9b2cf535f27731c974343645a3985328-3", ""],
+        ['"quoted"', "plain"],  # stored with its quotes: quoted once, as quoted_etag does
+        ["a&b", "plain"],
+        ["<x>", '"', "\x01"],
+    ],
+)
+def test_page_of_etags_is_each_quoted_and_escaped(etags: list[str]) -> None:
+    assert etag_texts(etags) == [x(quoted_etag(etag)) for etag in etags]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from services.graveler.iterators import combined
+from services.graveler.iterators import combined, combined_chunks, live_chunks
 from services.graveler.values import KeyValue, Value
 
 
@@ -36,3 +36,33 @@ def test_one_source_passes_through_and_none_is_empty() -> None:
     assert list(combined([iter(only)])) == only
     assert list(combined([])) == []
     assert list(combined([iter([]), iter(only), iter([])])) == only
+
+
+def _chunks(values: list[KeyValue], size: int) -> list[list[KeyValue]]:
+    return [values[i : i + size] for i in range(0, len(values), size)]
+
+
+def test_merging_lists_of_values_gives_what_merging_values_gives() -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        sources = [
+            _source(str(rank), [bytes([rng.randrange(40)]) for _ in range(rng.randrange(15))])
+            for rank in range(rng.randrange(5))
+        ]
+        size = rng.randint(1, 6)
+        chunks = list(combined_chunks(iter(_chunks(s, size)) for s in sources))
+        assert all(chunks), "no list is empty"
+        merged = [(kv.key, kv.value.identity) for chunk in chunks for kv in chunk]
+        assert merged == _expected(sources)
+
+
+def test_the_only_source_with_values_passes_its_lists_through() -> None:
+    only = _chunks(_source("0", [b"a", b"b", b"c"]), 2)
+    passed = list(combined_chunks([iter([]), iter(only), iter([])]))
+    assert passed == only and passed[0] is only[0]
+
+
+def test_live_lists_drop_tombstones_and_lists_left_empty() -> None:
+    tomb = Value(b"", b"", True)
+    chunks = [[KeyValue(b"a", tomb)], [KeyValue(b"b", Value(b"i", b"d")), KeyValue(b"c", tomb)]]
+    assert list(live_chunks(iter(chunks))) == [[KeyValue(b"b", Value(b"i", b"d"))]]

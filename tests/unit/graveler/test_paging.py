@@ -13,6 +13,8 @@ from services.graveler.paging import (
     MAX_DELIMITER,
     CommonPrefix,
     delimiter_bytes,
+    first_key,
+    page_of_chunks,
     paginate,
     start_after,
     successor,
@@ -164,3 +166,26 @@ _keys = st.lists(st.text(alphabet="ab/-%", min_size=1, max_size=6).map(str.encod
 )
 def test_pagination_matches_the_s3_model(keys: list[bytes], prefix: bytes, delimiter: bytes, amount: int) -> None:
     assert list_all(keys, prefix, delimiter, amount) == model(keys, prefix, delimiter)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    keys=_keys,
+    prefix=st.sampled_from([b"", b"a", b"a/", b"ab", b"-", b"%"]),
+    after=st.sampled_from([b"", b"a", b"a/", b"ab-", b"b", b"%%"]),
+    amount=st.integers(min_value=1, max_value=5),
+    chunk=st.integers(min_value=1, max_value=7),
+    max_bytes=st.integers(min_value=1, max_value=12),
+)
+def test_a_page_of_chunks_is_the_page_paginate_gives(
+    keys: list[bytes], prefix: bytes, after: bytes, amount: int, chunk: int, max_bytes: int
+) -> None:
+    """Without a delimiter, a walk taken a list at a time gives the same page, amount and byte
+    cap included."""
+    walk = Walk(keys)
+    expected = paginate(walk, lambda key: key, prefix, b"", after, amount, size_of=len, max_bytes=max_bytes)
+    start = first_key(prefix, b"", after)
+    walked = walk.keys[bisect.bisect_left(walk.keys, start) :]
+    chunks = iter([walked[i : i + chunk] for i in range(0, len(walked), chunk)])
+    items, has_more = page_of_chunks(chunks, lambda key: key, prefix, amount, len, max_bytes)
+    assert (items, has_more) == (expected.items, expected.has_more)
