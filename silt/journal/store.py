@@ -33,7 +33,17 @@ from silt.journal.record import (
     record_key,
 )
 from silt.journal.v1.journal_pb2 import Change, Record
-from silt.kv.store import SCAN_CHUNK, Condition, Entry, Predicate, Store, ValueWithPredicate, check_apply, flattened
+from silt.kv.store import (
+    SCAN_CHUNK,
+    Condition,
+    Entry,
+    Pair,
+    Predicate,
+    Store,
+    ValueWithPredicate,
+    check_apply,
+    entries_of,
+)
 from silt.telemetry.stores import open_observed_store
 
 if TYPE_CHECKING:
@@ -61,13 +71,13 @@ class JournaledStore(Store):
         return ValueWithPredicate(value, found.predicate)
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
-        return flattened(self.scan_chunks(partition, start))
+        return entries_of(self.scan_chunks(partition, start))
 
-    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[Entry]]:
+    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Sequence[Pair]]:
         for chunk in self._inner.scan_chunks(partition, start, size):
             # The journal rows are the keys from JOURNAL_PREFIX up to AFTER_JOURNAL.
-            if chunk[-1].key >= JOURNAL_PREFIX and chunk[0].key < AFTER_JOURNAL:
-                first = next((i for i, e in enumerate(chunk) if JOURNAL_PREFIX <= e.key < AFTER_JOURNAL), None)
+            if chunk[-1][0] >= JOURNAL_PREFIX and chunk[0][0] < AFTER_JOURNAL:
+                first = next((i for i, (key, _) in enumerate(chunk) if JOURNAL_PREFIX <= key < AFTER_JOURNAL), None)
                 if first is not None:
                     if first:
                         yield self._unwrapped(chunk[:first])
@@ -78,22 +88,23 @@ class JournaledStore(Store):
                     return
             yield self._unwrapped(chunk)
 
-    def _unwrapped(self, chunk: list[Entry]) -> list[Entry]:
+    def _unwrapped(self, chunk: Sequence[Pair]) -> list[Pair]:
         """The entries' values out of their envelopes, the clock past every one's timestamp.
 
         What envelope.unwrap does, in line: every listing runs through this loop once per key.
         """
         magic, header, timestamp_of = envelope.MAGIC, envelope.HEADER_SIZE, envelope.TIMESTAMP
         newest = 0
-        values: list[Entry] = []
-        for key, stored in chunk:
+        values: list[Pair] = []
+        for pair in chunk:
+            key, stored = pair
             if stored.startswith(magic) and len(stored) >= header:
                 timestamp = timestamp_of.unpack_from(stored, len(magic))[0]
                 if timestamp > newest:
                     newest = timestamp
-                values.append(Entry(key, stored[header:]))
+                values.append((key, stored[header:]))
             else:
-                values.append(Entry(key, stored))  # written before journaling: timestamp 0
+                values.append(pair)  # written before journaling: timestamp 0
         self.clock.observe(newest)  # before any of them is handed out, as get() does
         return values
 

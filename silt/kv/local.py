@@ -23,6 +23,7 @@ from silt.kv.store import (
     SCAN_CHUNK,
     Condition,
     Entry,
+    Pair,
     Predicate,
     Store,
     ValueWithPredicate,
@@ -30,7 +31,7 @@ from silt.kv.store import (
     check_key,
     check_value,
     chunk_size,
-    flattened,
+    entries_of,
     register_driver,
 )
 
@@ -226,9 +227,9 @@ class LocalStore(Store):
             raise PredicateFailed(f"key {key!r} changed since it was read")
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
-        return flattened(self.scan_chunks(partition, start, self._config.scan_page_size))
+        return entries_of(self.scan_chunks(partition, start, self._config.scan_page_size))
 
-    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[Entry]]:
+    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Sequence[Pair]]:
         check_key(partition, b"-")
         page_size = chunk_size(size)
         # Each page is its own short read so a slow consumer never pins a WAL snapshot.
@@ -237,7 +238,7 @@ class LocalStore(Store):
             with self._errors():
                 rows = self._conn().execute(query, (partition, cursor, page_size)).fetchall()
             if rows:
-                yield [Entry(bytes(key), bytes(value)) for key, value in rows]
+                yield rows  # (key, value) tuples of bytes: the columns are BLOBs
             if len(rows) < page_size:
                 return
             query, cursor = _SCAN_NEXT, bytes(rows[-1][0])

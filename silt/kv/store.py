@@ -46,6 +46,9 @@ class ValueWithPredicate(NamedTuple):
     predicate: Predicate
 
 
+Pair = tuple[bytes, bytes]  # a key and its value, as scan_chunks gives them
+
+
 class Entry(NamedTuple):
     key: bytes
     value: bytes
@@ -104,10 +107,11 @@ class Store(abc.ABC):
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         """Yield the entries of partition with key >= start, in ascending byte order."""
 
-    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[Entry]]:
-        """scan's entries as lists of consecutive ones, none empty, of at most size entries
-        (at most MAX_SCAN_CHUNK): a caller wanting n entries asks for lists of n, and reads no
-        more than it takes.
+    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Sequence[Pair]]:
+        """scan's entries as lists of consecutive (key, value) pairs, none empty, of at most size
+        entries (at most MAX_SCAN_CHUNK): a caller wanting n entries asks for lists of n, and
+        reads no more than it takes. The pairs may be plain tuples rather than Entry: a driver's
+        rows pass through as they are read.
 
         A loop that resumes a generator per entry, layer over layer (driver, journal, staging,
         merge, page), spends more on the resumptions than on the work; one that takes a list at
@@ -133,8 +137,15 @@ def chunked(items: Iterable[_T], size: int = SCAN_CHUNK) -> Iterator[list[_T]]:
         yield chunk
 
 
+def entries_of(chunks: Iterable[Sequence[Pair]]) -> Iterator[Entry]:
+    """The entries of scan_chunks one by one, as Entry: scan in terms of scan_chunks."""
+    for chunk in chunks:
+        for key, value in chunk:
+            yield Entry(key, value)
+
+
 def flattened(chunks: Iterable[list[_T]]) -> Iterator[_T]:
-    """The items of chunks, one by one: scan in terms of scan_chunks."""
+    """The items of chunks, one by one."""
     for chunk in chunks:
         yield from chunk
 

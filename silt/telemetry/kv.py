@@ -12,7 +12,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from silt.errors import NotFound, PredicateFailed
-from silt.kv.store import SCAN_CHUNK, Condition, Entry, Predicate, Store, ValueWithPredicate
+from silt.kv.store import SCAN_CHUNK, Condition, Entry, Pair, Predicate, Store, ValueWithPredicate
 from silt.telemetry import metrics
 
 _Item = TypeVar("_Item")
@@ -102,7 +102,7 @@ class InstrumentedStore(Store):
         # The span's parent is whatever was current when the scan was asked for.
         return self._scan(self.inner.scan, partition, start, otel_context.get_current())
 
-    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[Entry]]:
+    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Sequence[Pair]]:
         return self._scan(
             lambda partition, start: self.inner.scan_chunks(partition, start, size),
             partition,
