@@ -20,7 +20,6 @@ import importlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from silt.collector import tune_for_serving
 from silt.config import Config
 
 Scope = MutableMapping[str, Any]
@@ -169,7 +168,6 @@ class Lifespans:
                         await send({"type": "lifespan.startup.failed", "message": answer.get("message", "")})
                         return
                     started.append(app)
-                tune_for_serving()
                 await send({"type": "lifespan.startup.complete"})
             elif kind == "lifespan.shutdown":
                 failures = []

@@ -7,6 +7,10 @@ generations, and every full collection traversed everything built at startup (mo
 protobuf descriptors, channels), none of which ever becomes garbage. Both cost time on every
 request; neither frees anything: reference counting frees a request's objects, and the
 collector is only for cycles.
+
+Only a service's entry point calls tune_for_serving (never shared code a test or a tool may
+run in its own process). The price of freezing: a startup object that later ends up in a
+garbage cycle is never collected, a one-time cost bounded by what startup built.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from services.gateway import protocol, request
 from services.gateway.app import GatewayApp
 from services.gateway.protocol import BoundedHttpToolsProtocol
 from silt.asgi import ASGIApp, Dispatcher, load_app
+from silt.collector import tune_for_serving
 from silt.config import Config, S3GatewayConfig, load_config
 from silt.http_server import serve_http
 from silt.lifeline import PARENT_PID_ENV, watch_parent_from_env
@@ -80,7 +81,9 @@ def create_app() -> ASGIApp:
     configure_connection_limits(config.gateways.s3)
     # Each worker traces on its own and records metrics for the endpoint its parent serves.
     setup_telemetry(config, "gateway", metrics_in_worker=bool(config.gateways.s3.metrics_listen_address))
-    return serving_app(config)
+    app = serving_app(config)
+    tune_for_serving()
+    return app
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,9 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     workers = config.gateways.s3.workers
     if workers > 1:
         os.environ[PARENT_PID_ENV] = str(os.getpid())  # what each worker watches
-    serve_http(
+    if workers == 1:
+        app: ASGIApp | str = serving_app(config)
+        tune_for_serving()
+    else:
         # With several workers uvicorn imports the app in each process: a factory, by name.
-        "services.gateway.server:create_app" if workers > 1 else serving_app(config),
+        app = "services.gateway.server:create_app"
+    serve_http(
+        app,
         config.gateways.s3.listen_address,
         factory=workers > 1,
         workers=workers,

@@ -12,7 +12,7 @@ from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.store import raw_store
 from silt.kv import Store
-from silt.kv.store import SCAN_CHUNK, Predicate, flattened, scan_prefix
+from silt.kv.store import SCAN_CHUNK, Predicate, scan_prefix
 
 KEY_PREFIX = b"key/"
 
@@ -50,7 +50,16 @@ class StagingStore:
 
     def scan(self, token: StagingToken, start: bytes = b"") -> Iterator[KeyValue]:
         """Staged values of token from key start on, in key order (tombstones included)."""
-        return flattened(self.scan_chunks(token, start))
+        # One message parsed into again and again, no calls: commits and compactions walk
+        # every staged value through this loop.
+        record = pb.StagedValue()
+        skip = len(KEY_PREFIX)
+        for entry in self.kv.scan(token.encode(), KEY_PREFIX + start):
+            key = entry.key
+            if not key.startswith(KEY_PREFIX):
+                return
+            record.ParseFromString(entry.value)
+            yield KeyValue(key[skip:], Value(record.identity, record.data, record.tombstone))
 
     def scan_chunks(self, token: StagingToken, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[KeyValue]]:
         """scan's values as lists of consecutive ones, none empty, of at most size."""

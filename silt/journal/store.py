@@ -42,7 +42,6 @@ from silt.kv.store import (
     Store,
     ValueWithPredicate,
     check_apply,
-    entries_of,
 )
 from silt.telemetry.stores import open_observed_store
 
@@ -71,7 +70,25 @@ class JournaledStore(Store):
         return ValueWithPredicate(value, found.predicate)
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
-        return entries_of(self.scan_chunks(partition, start))
+        # Entry by entry over the driver's scan, at its own page size (scan_prefix stops at the
+        # end of its prefix): scan_chunks is for callers that know how many entries they want.
+        observe, magic, header, timestamp_of = (
+            self.clock.observe,
+            envelope.MAGIC,
+            envelope.HEADER_SIZE,
+            envelope.TIMESTAMP,
+        )
+        for key, stored in self._inner.scan(partition, start):
+            if key.startswith(JOURNAL_PREFIX):
+                # Jump over the journal rows rather than read them: a partition may hold many
+                # unshipped ones, and a prefix scan ending near them would page through all.
+                yield from self.scan(partition, AFTER_JOURNAL)  # no journal key sorts after it
+                return
+            if stored.startswith(magic) and len(stored) >= header:
+                observe(timestamp_of.unpack_from(stored, len(magic))[0])  # before the value is handed out
+                yield Entry(key, stored[header:])
+            else:
+                yield Entry(key, stored)  # written before journaling: timestamp 0
 
     def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Sequence[Pair]]:
         for chunk in self._inner.scan_chunks(partition, start, size):

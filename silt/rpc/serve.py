@@ -49,10 +49,10 @@ def serve(
         config.telemetry.health_check_interval_seconds,
         config.telemetry.health_check_timeout_seconds,
     )
+    tune_for_serving()  # before the first request: what is built from here on is collected as usual
     server, port = start(monitor.servicer)
     health_port = start_health_port(health_address, monitor.servicer)
     monitor.start()
-    tune_for_serving()
     log.info("%s listening on port %d%s", service, port, " (TLS)" if tls else "")
     wait_for_shutdown(every, tick)
     monitor.stop()
