@@ -17,7 +17,7 @@ from grpc_health.v1.health import HealthServicer
 
 from services.compactor.compactor import Compactor
 from services.compactor.permissions import RULES
-from services.compactor.priority import yield_cpu
+from services.compactor.priority import yield_cpu, yield_disk
 from services.compactor.shipping import ShippingLoop
 from services.graveler.builder import DROP_PACE_SECONDS, InProcessBuilder
 from services.graveler.deadline import Deadline
@@ -104,6 +104,7 @@ def start(
 def main(argv: list[str] | None = None) -> None:
     config = service_config("Run the compactor gRPC service.", argv, "compactor")
     yield_cpu(config.graveler.commit_worker_cpus)
+    yield_disk()  # before the server's threads start: they inherit the class
     with startup_errors("compactor"):
         compactor = build_compactor(config)
         shipping = build_shipping(compactor, config)
