@@ -178,13 +178,14 @@ async def list_objects(ctx: Context, v2: bool) -> Response:
     times = TimeFormat()
     tail = f"{owner if with_owner else ''}<StorageClass>STANDARD</StorageClass></Contents>"
     texts = (url_texts if encoding == "url" else xml_texts)([key for key, _ in items])
-    etags = etag_texts([entry.etag if entry is not None else "" for _, entry in items])
-    for text, etag, (_, entry) in zip(texts, etags, items, strict=True):
+    entries = [entry for _, entry in items]
+    etags = etag_texts([entry.etag if entry is not None else "" for entry in entries])
+    for text, etag, modified, entry in zip(texts, etags, times.texts(entries), entries, strict=True):
         if entry is None:
             parts.append(f"<CommonPrefixes><Prefix>{text}</Prefix></CommonPrefixes>")
             continue
         parts.append(
-            f"<Contents><Key>{text}</Key><LastModified>{times.last_modified(entry)}</LastModified>"
+            f"<Contents><Key>{text}</Key><LastModified>{modified}</LastModified>"
             f"<ETag>{etag}</ETag><Size>{entry.size}</Size>{tail}"
         )
     parts.append("</ListBucketResult>")

@@ -30,6 +30,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _URL_SAFE_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
 _SEPARATOR = "\n"
 _URL_SAFE_OR_SEPARATOR = _URL_SAFE_BYTES + _SEPARATOR.encode()
+# A time's milliseconds and its zone, looked up: formatting them was most of a time's cost.
+_MILLISECONDS = [f"{millis:03d}Z" for millis in range(1000)]
 
 
 def xml_text(value: str) -> str:
@@ -99,11 +101,31 @@ class TimeFormat:
         self._seconds: dict[int, str] = {}
 
     def last_modified(self, entry: pb.Entry) -> str:
-        if not entry.HasField("last_modified"):
-            return self._second(0) + "000Z"
-        stamp = entry.last_modified
-        # Timestamp.nanos is 0..999,999,999; entry_time keeps microseconds and iso_time milliseconds.
-        return f"{self._second(stamp.seconds)}{stamp.nanos // 1_000_000:03d}Z"
+        return self.texts([entry])[0]
+
+    def texts(self, entries: list[pb.Entry | None]) -> list[str]:
+        """[last_modified(e) for e in entries], "" where there is no entry (a common prefix).
+
+        A page's times in one loop, with one attribute read per field: per object, the calls
+        and the formatting of last_modified took 40 % of a listing page's text.
+        """
+        seconds_texts = self._seconds
+        texts: list[str] = []
+        append = texts.append
+        for entry in entries:
+            if entry is None:
+                append("")
+                continue
+            # Unset, the time reads as the epoch: what entry_time gives an entry without one.
+            stamp = entry.last_modified
+            seconds, millis = stamp.seconds, stamp.nanos // 1_000_000
+            if not 0 <= millis < 1000:
+                # Nanos outside Timestamp's range (no Silt writer makes them, a hand-made entry
+                # can): carried into the seconds, where protobuf's own conversion would refuse.
+                whole, nanos = divmod(seconds * 1_000_000_000 + stamp.nanos, 1_000_000_000)
+                seconds, millis = whole, nanos // 1_000_000
+            append((seconds_texts.get(seconds) or self._second(seconds)) + _MILLISECONDS[millis])
+        return texts
 
     def _second(self, seconds: int) -> str:
         text = self._seconds.get(seconds)

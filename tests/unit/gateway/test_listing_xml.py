@@ -91,6 +91,35 @@ def test_time_format_of_an_entry_without_time() -> None:
     assert TimeFormat().last_modified(pb.Entry()) == iso_time(entry_time(pb.Entry())) == "1970-01-01T00:00:00.000Z"
 
 
+def test_a_page_of_times_is_each_time_formatted_alone() -> None:
+    """texts() over a page: common prefixes (None) give "", every entry its own time."""
+    entries: list[pb.Entry | None] = []
+    for seconds, nanos in [(1_795_464_582, 1_000_000), (1_795_464_582, 999_999_999), (0, 0), (-86_400, 0)]:
+        entry = pb.Entry()
+        entry.last_modified.seconds = seconds
+        entry.last_modified.nanos = nanos
+        entries += [entry, None]
+    entries.append(pb.Entry())  # no time at all
+    expected = ["" if entry is None else iso_time(entry_time(entry)) for entry in entries]
+    assert TimeFormat().texts(entries) == expected
+
+
+@pytest.mark.parametrize(
+    ("nanos", "text"),
+    [
+        (-1, "2026-11-23T20:09:41.999Z"),
+        (1_000_000_000, "2026-11-23T20:09:43.000Z"),
+        (2_000_000_123, "2026-11-23T20:09:44.000Z"),
+    ],
+)
+def test_nanos_out_of_range_carry_into_the_seconds(nanos: int, text: str) -> None:
+    # protobuf's ToDatetime refuses such a Timestamp; a listing must not fail on one entry.
+    entry = pb.Entry()
+    entry.last_modified.seconds = 1_795_464_582
+    entry.last_modified.nanos = nanos
+    assert TimeFormat().texts([entry]) == [text]
+
+
 def test_time_format_cache_stays_bounded() -> None:
     times = TimeFormat()
     entry = pb.Entry()
