@@ -316,6 +316,11 @@ class LocalAdapter(BlockAdapter):
     # --- paths ---------------------------------------------------------------------
 
     def _target(self, namespace: str, key: str) -> _Target:
+        target, _ = self._located(namespace, key)
+        return target
+
+    def _located(self, namespace: str, key: str) -> tuple[_Target, bool]:
+        """The object's validated target, and whether every directory above it exists."""
         name, prefix = split_namespace(namespace, self.scheme)
         parts = [name, *prefix, *split_key(key)]
         what = f"{namespace} {key!r}"
@@ -327,26 +332,37 @@ class LocalAdapter(BlockAdapter):
         path = os.path.join(self._root, *parts)
         directory, base = os.path.split(path)
         target = _Target(path, directory, base, "/".join(parts), what)
-        self._check_contained(target)
-        return target
+        return target, self._check_contained(target)
 
-    def _check_contained(self, target: _Target) -> None:
-        """Refuse a path that passes through a symbolic link or resolves outside the root."""
+    def _check_contained(self, target: _Target) -> bool:
+        """Refuse a path that passes through a symbolic link; say whether its directories all exist.
+
+        Components are never empty, "." or "..", and the root was resolved when the adapter was
+        made, so a walk that meets no link proves the path stays under the root: resolving it
+        again (realpath) would only repeat the same lstat calls.
+        """
+        parts = target.relpath.split("/")
+        last = len(parts) - 1
         current = self._root
         with _mapped(target.what):
-            for part in target.relpath.split("/"):
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                raise InvalidArgument(f"{target.what}: the blockstore root is now a symbolic link; refused")
+            for depth, part in enumerate(parts):
                 current = os.path.join(current, part)
                 try:
                     st = os.lstat(current)
                 except (FileNotFoundError, NotADirectoryError):
-                    break  # nothing exists below a missing component
+                    return depth == last  # nothing exists below a missing component
                 if stat.S_ISLNK(st.st_mode):
                     raise InvalidArgument(f"{target.what}: path passes through a symbolic link; refused")
-        real = os.path.realpath(target.path)
-        if os.path.commonpath([self._root, real]) != self._root:
-            raise InvalidArgument(f"{target.what}: path resolves outside the blockstore root; refused")
+                if depth < last and not stat.S_ISDIR(st.st_mode):
+                    return False  # creating the directories reports the object in the way
+        return True
 
-    def _make_directory(self, target: _Target) -> None:
+    def _make_directory(self, target: _Target, exists: bool = False) -> None:
+        """Create the directories above target, unless the containment walk saw them all."""
+        if exists:
+            return
         try:
             os.makedirs(target.directory, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
@@ -380,8 +396,8 @@ class LocalAdapter(BlockAdapter):
     # --- objects -------------------------------------------------------------------
 
     def put(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
-        target = self._target(namespace, key)
-        self._make_directory(target)
+        target, exists = self._located(namespace, key)
+        self._make_directory(target, exists)
         with _TempFile(target.directory, target.what) as tmp:
             total, digest = _copy_stream(stream, tmp.fd, size, target.what)
             etag = digest.hex()
@@ -432,13 +448,13 @@ class LocalAdapter(BlockAdapter):
 
     def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
         src = self._target(src_namespace, src_key)
-        dst = self._target(dst_namespace, dst_key)
+        dst, dst_exists = self._located(dst_namespace, dst_key)
         fd, st = self._open(src)
         try:
             # The copy has the same bytes, so it keeps the source's ETag (multipart form
             # included); unlike S3, which gives a copied multipart object its plain MD5.
             etag = self._etag(src, fd, st)
-            self._make_directory(dst)
+            self._make_directory(dst, dst_exists)
             with _TempFile(dst.directory, dst.what) as tmp:
                 with _mapped(f"copying {src.what} to {dst.what}"):
                     _copy_fd_range(fd, tmp.fd, 0, st.st_size)

@@ -163,6 +163,69 @@ def test_a_root_behind_a_symlink_is_fine(sandbox: Path) -> None:
     assert (sandbox / "real-root" / "repo-ns" / "k").exists()
 
 
+def test_a_root_swapped_for_a_link_after_start_is_refused(adapter: LocalAdapter, sandbox: Path) -> None:
+    put(adapter, "k", b"before the swap")
+    (sandbox / "root").rename(sandbox / "root-moved")
+    (sandbox / "root").symlink_to(sandbox / "outside")
+    before = tree_outside_root(sandbox)
+    operations: list[Callable[[], Any]] = [
+        lambda: adapter.put(NS, "k", io.BytesIO(b"pwned")),
+        lambda: adapter.put(NS, "new/deeper", io.BytesIO(b"pwned")),
+        lambda: adapter.get(NS, "k"),
+        lambda: adapter.get_range(NS, "k", 0, 1),
+        lambda: adapter.stat(NS, "k"),
+        lambda: adapter.delete(NS, "k"),
+        lambda: adapter.copy(NS, "k", NS, "copy"),
+        lambda: adapter.create_multipart_upload(NS, "k"),
+    ]
+    for operation in operations:
+        with pytest.raises(InvalidArgument, match="symbolic link"):
+            operation()
+    assert tree_outside_root(sandbox) == before
+    assert (sandbox / "root-moved" / "repo-ns" / "k").read_bytes() == b"before the swap"
+
+
+@pytest.mark.parametrize("key", ["a/b", "a/b/c", "a/b/c/d"])
+def test_a_key_below_an_existing_object_is_refused(adapter: LocalAdapter, key: str) -> None:
+    put(adapter, "a", b"an object, not a directory")
+    with pytest.raises(InvalidArgument, match="existing object"):
+        put(adapter, key, b"x")
+    with pytest.raises(InvalidArgument, match="existing object"):
+        adapter.copy(NS, "a", NS, key)
+    assert read(adapter, "a") == b"an object, not a directory"
+
+
+def test_a_put_into_existing_directories_looks_at_each_component_once(
+    adapter: LocalAdapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The walk that proves containment also proves the directories exist, so a put into them
+    # neither creates directories nor walks again.
+    key = "year=2026/month=11/day=24/part-0.parquet"
+    put(adapter, key, b"first")
+    looked: list[str] = []
+    made: list[str] = []
+    real_lstat, real_makedirs = os.lstat, os.makedirs
+
+    def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        looked.append(os.fspath(path))
+        return real_lstat(path, *args, **kwargs)
+
+    def makedirs(path: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(os.fspath(path))
+        real_makedirs(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    monkeypatch.setattr(os, "makedirs", makedirs)
+    put(adapter, key, b"second")
+    adapter.copy(NS, key, NS, "year=2026/month=11/day=24/part-1.parquet")
+    monkeypatch.undo()
+    assert made == []
+    # Per target: the root and each of its five components (namespace, three directories, name).
+    assert len(looked) == 6 + 2 * 6
+    assert read(adapter, key) == b"second"
+    assert read(adapter, "year=2026/month=11/day=24/part-1.parquet") == b"second"
+
+
 def test_a_fifo_is_not_an_object_and_does_not_hang(adapter: LocalAdapter) -> None:
     ns_dir(adapter).mkdir(parents=True)
     os.mkfifo(ns_dir(adapter) / "pipe")
