@@ -10,6 +10,9 @@ moto as `moto_server` (tests/support/moto.py).
 
 Printed: seconds per step and target (the best of `--repeat` rounds, which take the targets in
 turn), the totals, and the ratios silt/moto (target: at most 0.7) and silt/file (at most 2.0).
+Each target's round also reports the CPU seconds its S3 server used (Silt's three services, or
+moto_server; from /proc) and what the rest used (Spark's JVM and this process): how much of a
+round's time a faster server could take away at most, whatever the machine's load.
 `--requests` adds the number of S3 requests the gateway answered per operation during Silt's
 first timed round (from its access log), to tell request count from per-request cost, and the
 graveler calls they cost (from graveler's own /metrics, per method and per S3 request; target:
@@ -19,6 +22,7 @@ at most 1.5 graveler calls per S3 request on average).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import tempfile
 import time
@@ -29,6 +33,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.gateway import _cpu_seconds, _process_tree
 from bench.report import emit
 from silt.launcher import free_port
 from silt.spark import S3AEndpoint, local_session, use_endpoint_for_bucket
@@ -126,6 +131,11 @@ def graveler_calls(metrics_url: str) -> dict[str, float]:
     return calls
 
 
+def tree_cpu(roots: list[int]) -> float:
+    """CPU seconds used so far by the processes under roots (each with its descendants)."""
+    return sum(_cpu_seconds(pid) for root in roots for pid in _process_tree(root))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=3_000_000, help="rows of the job (smaller for a smoke run)")
@@ -176,7 +186,11 @@ def main() -> None:
                     for target in targets:
                         run_job(spark, bases[target] + "-warm-up", WARM_UP_ROWS)
                     metrics_url = f"http://{metrics_address}/metrics" if args.requests else None
-                    results = measure(spark, bases, targets, args, gw.stack.logs_dir / "gateway.log", metrics_url)
+                    silt = {s: pid for s in ("gateway", "graveler", "auth") if (pid := gw.stack.pid(s)) is not None}
+                    servers = {"file": {}, "moto": {"moto_server": moto_process.pid}, "silt": silt}
+                    results = measure(
+                        spark, bases, targets, args, gw.stack.logs_dir / "gateway.log", servers, metrics_url
+                    )
                     report_ratios(results)
                 finally:
                     spark.stop()
@@ -190,17 +204,27 @@ def measure(
     targets: list[str],
     args: argparse.Namespace,
     access_log: Path,
+    servers: dict[str, dict[str, int]],
     metrics_url: str | None = None,
 ) -> dict[str, dict[str, float]]:
     """Each step's best seconds per target. Rounds go through the targets in turn, so that a
-    slow spell of a shared machine hits every target alike."""
+    slow spell of a shared machine hits every target alike. servers: each target's S3 server
+    processes by name, whose CPU per round is reported beside the CPU of everything else (the JVM)."""
     rounds: dict[str, list[dict[str, float]]] = {target: [] for target in targets}
+    every_server = [pid for named in servers.values() for pid in named.values()]
+    # CPU seconds of each server process and of everything else ("client") in each target's rounds.
+    cpu: dict[str, list[dict[str, float]]] = {target: [] for target in targets}
     for round_number in range(args.repeat):
         for target in targets:
             counted = target == "silt" and args.requests and round_number == 0
             offset = access_log.stat().st_size if access_log.exists() else 0
             calls_before = graveler_calls(metrics_url) if counted and metrics_url else {}
+            before = {name: tree_cpu([pid]) for name, pid in servers[target].items()}
+            all_before, servers_before = tree_cpu([os.getpid()]), tree_cpu(every_server)
             rounds[target].append(run_job(spark, bases[target], args.rows))
+            used = {name: tree_cpu([pid]) - before[name] for name, pid in servers[target].items()}
+            used["client"] = tree_cpu([os.getpid()]) - all_before - (tree_cpu(every_server) - servers_before)
+            cpu[target].append(used)
             calls_after = graveler_calls(metrics_url) if counted and metrics_url else {}
             parted = count_files(spark, bases[target] + "/parted")
             if parted != PARTITIONS:
@@ -216,6 +240,12 @@ def measure(
         for step, seconds in results[target].items():
             emit(f"spark.{target}.{step}", seconds, "s", None)
         emit(f"spark.{target}.total", sum(results[target].values()), "s", None)
+        # The CPU of the target's quickest round.
+        quickest = min(range(len(rounds[target])), key=lambda i: sum(rounds[target][i].values()))
+        used = cpu[target][quickest]
+        emit(f"spark.{target}.server_cpu", sum(v for name, v in used.items() if name != "client"), "s", None)
+        for name, seconds in used.items():
+            emit(f"spark.{target}.cpu.{name}", seconds, "s", None)
     return results
 
 
