@@ -13,8 +13,9 @@ starts with ``.silt-`` is out of reach of keys and namespaces (see silt/block/ru
 
 Path safety. Keys and namespaces are validated component by component (no ``..``, ``.``,
 empty components, absolute paths, NUL bytes or backslashes), then every existing
-component of the path is checked not to be a symbolic link and the resolved path must lie
-inside the root. Final components are opened with O_NOFOLLOW, so a link planted between
+component of the path, from the root (resolved when the adapter is made) down, is checked
+not to be a symbolic link: with no ``..`` to climb, a walk that meets no link stays inside
+the root. Final components are opened with O_NOFOLLOW, so a link planted between
 the check and the open is refused too.
 
 Atomicity. Bytes are written to a temporary file in the object's own directory, fsynced,
@@ -345,7 +346,11 @@ class LocalAdapter(BlockAdapter):
         last = len(parts) - 1
         current = self._root
         with _mapped(target.what):
-            if stat.S_ISLNK(os.lstat(current).st_mode):
+            try:
+                root_mode = os.lstat(current).st_mode
+            except FileNotFoundError:
+                return False  # the root was removed: creating the directories brings it back
+            if stat.S_ISLNK(root_mode):
                 raise InvalidArgument(f"{target.what}: the blockstore root is now a symbolic link; refused")
             for depth, part in enumerate(parts):
                 current = os.path.join(current, part)
@@ -448,13 +453,15 @@ class LocalAdapter(BlockAdapter):
 
     def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
         src = self._target(src_namespace, src_key)
-        dst, dst_exists = self._located(dst_namespace, dst_key)
+        dst = self._target(dst_namespace, dst_key)
         fd, st = self._open(src)
         try:
             # The copy has the same bytes, so it keeps the source's ETag (multipart form
             # included); unlike S3, which gives a copied multipart object its plain MD5.
             etag = self._etag(src, fd, st)
-            self._make_directory(dst, dst_exists)
+            # Walked again: computing the ETag may have read the whole source, time enough
+            # for a directory on the destination's path to be swapped for a link.
+            self._make_directory(dst, self._check_contained(dst))
             with _TempFile(dst.directory, dst.what) as tmp:
                 with _mapped(f"copying {src.what} to {dst.what}"):
                     _copy_fd_range(fd, tmp.fd, 0, st.st_size)

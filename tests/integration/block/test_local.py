@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from silt.block import local as local_adapter
 from silt.block import open_adapter
 from silt.block.local import MAX_COMPONENT_BYTES, LocalAdapter
 from silt.config import BlockstoreConfig, LocalBlockstoreConfig
@@ -220,10 +222,44 @@ def test_a_put_into_existing_directories_looks_at_each_component_once(
     adapter.copy(NS, key, NS, "year=2026/month=11/day=24/part-1.parquet")
     monkeypatch.undo()
     assert made == []
-    # Per target: the root and each of its five components (namespace, three directories, name).
-    assert len(looked) == 6 + 2 * 6
+    # Per walk: the root and each of the target's five components (namespace, three directories,
+    # name). The put walks once; the copy walks its source and its destination, and the
+    # destination again once the source's ETag is known.
+    assert len(looked) == 6 + 3 * 6
     assert read(adapter, key) == b"second"
     assert read(adapter, "year=2026/month=11/day=24/part-1.parquet") == b"second"
+
+
+def test_a_destination_swapped_for_a_link_while_copy_reads_the_source_is_refused(
+    adapter: LocalAdapter, sandbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With no ETag record, a copy reads its whole source for the MD5 first: for a large object
+    # that takes long enough for a destination directory to be swapped for a link meanwhile.
+    put(adapter, "source", b"bytes to copy")
+    put(adapter, "d/existing", b"makes d a real directory")
+    (ns_dir(adapter) / ".silt-etag-source").unlink()
+    real_md5 = local_adapter._md5_of_fd
+
+    def md5_then_swap(fd: int, size: int) -> str:
+        digest = real_md5(fd, size)
+        (ns_dir(adapter) / "d").rename(ns_dir(adapter) / "d-moved")
+        _link(ns_dir(adapter) / "d", sandbox / "outside")
+        return digest
+
+    monkeypatch.setattr(local_adapter, "_md5_of_fd", md5_then_swap)
+    before = tree_outside_root(sandbox)
+    with pytest.raises(InvalidArgument, match="symbolic link"):
+        adapter.copy(NS, "source", NS, "d/copy")
+    assert tree_outside_root(sandbox) == before
+
+
+def test_a_removed_root_is_made_again_by_the_next_put(adapter: LocalAdapter, sandbox: Path) -> None:
+    put(adapter, "k", b"before")
+    shutil.rmtree(sandbox / "root")
+    with pytest.raises(NotFound):
+        read(adapter, "k")
+    put(adapter, "k", b"after")
+    assert read(adapter, "k") == b"after"
 
 
 def test_a_fifo_is_not_an_object_and_does_not_hang(adapter: LocalAdapter) -> None:
