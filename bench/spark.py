@@ -11,8 +11,8 @@ moto as `moto_server` (tests/support/moto.py).
 Printed: seconds per step and target (the best of `--repeat` rounds, which take the targets in
 turn), the totals, and the ratios silt/moto (target: at most 0.7) and silt/file (at most 2.0).
 Each target's round also reports the CPU seconds its S3 server used (Silt's three services, or
-moto_server; from /proc) and what the rest used (Spark's JVM and this process): how much of a
-round's time a faster server could take away at most, whatever the machine's load.
+moto_server; from /proc) and what the rest used (Spark's JVM and this process), so that a
+round's time can be set against the CPU each side spent in it, whatever the machine's load.
 `--requests` adds the number of S3 requests the gateway answered per operation during Silt's
 first timed round (from its access log), to tell request count from per-request cost, and the
 graveler calls they cost (from graveler's own /metrics, per method and per S3 request; target:
