@@ -26,11 +26,12 @@ from services.graveler.model import (
     RESERVED_METADATA_KEYS,
     CommitId,
     MergeStrategy,
+    StagingToken,
 )
 from services.graveler.paging import CommonPrefix, Page, delimiter_bytes, page_amount, paginate
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, Resolved, new_commit, set_tokens
 from services.graveler.staging import StagingStore, new_token
-from services.graveler.updater import BranchUpdater, modify_branch
+from services.graveler.updater import BranchUpdater, Raced, modify_branch
 from services.graveler.validation import validate_key
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
@@ -309,11 +310,26 @@ class Branching:
         committer: str,
         deadline: Deadline,
     ) -> MergeOutcome:
-        """Three-way merge onto a branch's head, committed and moved with set_if; redone if the branch moved."""
+        """Three-way merge onto a branch's head, committed and moved with set_if; redone if the branch moved.
+
+        The branch must be clean, but clean is a statement about what its staged values show,
+        not that it has none: copies of committed values that a prefix commit left in its
+        sealed tokens, a staged value equal to the head's, a tombstone for a key the head does
+        not have. Staged values are read before the head, so any of them left in place would
+        hide the new head. So the move drops every token it checked, in the same set_if: the
+        sealed ones as they are (nothing writes to a sealed token and stays there: a writer
+        that finds its token sealed writes again to the new one), and a staging token that
+        holds anything is sealed first (a set_if of its own) and checked again, so that a
+        write racing with the merge lands in a token the move keeps, on top of the new head.
+        """
+        dropped: list[StagingToken] = []
 
         def attempt(_: int) -> MergeOutcome:
             dest = self._refs.get_branch(repo, branch_name)
             self._require_clean(repo, dest, what)
+            if not self._staging.is_empty(StagingToken(dest.branch.staging_token)):
+                self._seal(repo, branch_name, dest)
+                raise Raced
             planned = plan(dest)
             result = self._committed.merge(
                 repo.namespace, planned.base, planned.source, planned.dest, resolver, deadline
@@ -331,15 +347,30 @@ class Branching:
 
             def point(branch: pb.Branch) -> None:
                 branch.commit_id = commit.id
-                # The branch was clean: a compacted metarange held the old head's content.
+                # The branch was clean: a compacted metarange and the sealed tokens held only
+                # the old head's content.
                 branch.compacted_metarange_id = ""
+                set_tokens(branch, branch.staging_token, [])
 
             # PredicateFailed: the branch moved (a commit or another merge); the updater
             # starts over on its new head.
             self._refs.set_branch_if(repo, modify_branch(dest, point), dest.predicate)
+            dropped[:] = dest.sealed_tokens
             return MergeOutcome(commit=commit)
 
-        return self._updater.retry(attempt, f"{what} onto {branch_name!r}", deadline)
+        outcome = self._updater.retry(attempt, f"{what} onto {branch_name!r}", deadline)
+        if dropped:
+            self._cleaner.drop_tokens(dropped)
+            self._entries.observer.cleared(repo.name, branch_name)
+        return outcome
+
+    def _seal(self, repo: RepoHandle, branch_name: str, current: BranchRecord) -> None:
+        """Seal the staging token of the branch as read (PredicateFailed if it changed since)."""
+
+        def seal(branch: pb.Branch) -> None:
+            set_tokens(branch, new_token(repo.partition, branch_name), [branch.staging_token, *branch.sealed_tokens])
+
+        self._refs.set_branch_if(repo, modify_branch(current, seal), current.predicate)
 
     # --- reset ---------------------------------------------------------------------------------
 

@@ -1,51 +1,121 @@
 """Cleaner: background deletion of staged values nothing refers to any more.
 
-After a commit, reset or branch deletion the old staging tokens are unreachable; deleting
-their values is best effort and off the request path (leftovers are harmless and the
-garbage collector reports them). The deletion itself is the builder's job, so that with
-commit workers it runs in their processes, away from the serving process's GIL.
+After a commit, merge, reset or branch deletion the old staging tokens are unreachable, and
+after a prefix commit its sealed tokens hold copies of values it committed; deleting them runs
+off the request path. Nothing reads what it deletes (a head move drops every token it checked,
+branching.py), so a late clean-up is only storage held for longer, never a wrong read. A
+clean-up that fails is still never dropped: it is logged, counted, and tried again after a
+growing pause until it succeeds or the cleaner closes, so a KV outage delays it and no more.
+The deletion itself is the builder's job, so that with commit workers it runs in their
+processes, away from the serving process's GIL.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from services.graveler.builder import MetaRangeBuilder
 from services.graveler.model import StagingToken
+from silt.telemetry import metrics
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class RetryPacing:
+    """Pause before the n-th try of a failed clean-up: first * 2**(n-2), at most longest."""
+
+    first: float = 0.5
+    longest: float = 60.0
+
+    def pause(self, tries: int) -> float:
+        return min(self.longest, self.first * 2 ** max(0, tries - 2))
+
+
 class Cleaner:
-    def __init__(self, builder: MetaRangeBuilder, workers: int = 1) -> None:
+    def __init__(self, builder: MetaRangeBuilder, workers: int = 1, pacing: RetryPacing | None = None) -> None:
         self.builder = builder
+        self.pacing = pacing or RetryPacing()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="graveler-cleanup")
+        self._lock = threading.Lock()
+        self._waiting: set[threading.Timer] = set()
+        self._closed = False
 
     def drop_tokens(self, tokens: Iterable[StagingToken]) -> None:
         """Delete the staged values of tokens, in the background."""
         for token in tokens:
-            self._pool.submit(self._drop, token)
+            self.submit(self._drop, token)
 
     def drop_now(self, token: StagingToken) -> None:
         """Delete the staged values of token before returning (errors propagate)."""
         self.builder.drop_token(token)
 
     def submit(self, task: Callable[..., Any], *args: Any) -> Future[Any]:
-        """Run task in the background; task handles its own errors."""
-        return self._pool.submit(task, *args)
+        """Run task in the background, again after a pause whenever it raises. It must be
+        idempotent, and return normally once there is nothing left to do."""
+        return self._pool.submit(self._run, task, args, 1)
+
+    def waiting(self) -> int:
+        """How many failed clean-ups wait for their next try."""
+        with self._lock:
+            return len(self._waiting)
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait until every task submitted so far has run (one worker runs them in order)."""
+        """Wait until every task submitted so far has had its first try (one worker runs them in order)."""
         self._pool.submit(lambda: None).result(timeout)
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            waiting, self._waiting = self._waiting, set()
+        for timer in waiting:
+            timer.cancel()
+        metrics.CLEANUP_RETRIES_WAITING.dec(len(waiting))
         self._pool.shutdown(wait=True)
 
     def _drop(self, token: StagingToken) -> None:
+        self.builder.drop_token(token)
+
+    def _run(self, task: Callable[..., Any], args: tuple[Any, ...], tries: int) -> None:
         try:
-            self.builder.drop_token(token)
-        except Exception:  # best effort: leftovers are unreachable and collected later
-            log.warning("could not clean staging token %s", token, exc_info=True)
+            task(*args)
+        except Exception as exc:
+            metrics.CLEANUP_FAILURES.inc()
+            pause = self.pacing.pause(tries + 1)
+            # The traceback once; a clean-up failing again (a KV outage) says one line each time.
+            log.warning(
+                "background clean-up %s failed (try %d), trying again in %.1f s: %s",
+                getattr(task, "__name__", task),
+                tries,
+                pause,
+                exc,
+                exc_info=tries == 1,
+            )
+            self._again(task, args, tries + 1, pause)
+
+    def _again(self, task: Callable[..., Any], args: tuple[Any, ...], tries: int, pause: float) -> None:
+        def due() -> None:
+            with self._lock:
+                if timer not in self._waiting:
+                    return  # closed meanwhile
+                self._waiting.discard(timer)
+                metrics.CLEANUP_RETRIES_WAITING.dec()
+                try:
+                    self._pool.submit(self._run, task, args, tries)
+                except RuntimeError:  # the pool shut down between close's cancel and now
+                    return
+
+        timer = threading.Timer(pause, due)
+        timer.name = "graveler-cleanup-retry"
+        timer.daemon = True
+        with self._lock:
+            if self._closed:
+                return
+            self._waiting.add(timer)
+            metrics.CLEANUP_RETRIES_WAITING.inc()
+        timer.start()

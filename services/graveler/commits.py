@@ -16,7 +16,6 @@ The tokens it sealed stay sealed, so their changes stay visible and the next com
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from services.graveler.builder import MetaRangeBuilder, until
@@ -29,10 +28,8 @@ from services.graveler.model import CommitId, StagingToken
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, new_commit, set_tokens
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.updater import BranchUpdater, modify_branch
-from silt.errors import FailedPrecondition, InvalidArgument
+from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -129,7 +126,7 @@ class Committer:
         built = self._build(repo, sealed.branch, head, to_commit, only, deadline)
         if not self._changes(repo, sealed.branch, head, built) and not allow_empty:
             if only is None:
-                self.unseal(repo, branch_name, to_commit, deadline)
+                self.unseal(repo, branch_name, to_commit, deadline, settled=sealed.branch)
             raise FailedPrecondition(f"nothing to commit on branch {branch_name!r}")
         deadline.check(f"commit on branch {branch_name!r}")
         plan = self._plan(
@@ -250,13 +247,33 @@ class Committer:
         current, updated = self._updater.update(repo, branch_name, seal, "sealing", deadline)
         return BranchRecord(updated, current.predicate)
 
-    def unseal(self, repo: RepoHandle, branch_name: str, tokens: list[StagingToken], deadline: Deadline) -> None:
-        """Drop sealed tokens that hold nothing left to commit."""
+    def unseal(
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        tokens: list[StagingToken],
+        deadline: Deadline,
+        settled: pb.Branch | None = None,
+    ) -> None:
+        """Drop sealed tokens that hold nothing left to commit.
+
+        settled: the branch as it was when the tokens were found, together with its compacted
+        metarange, to show exactly its head. The compaction goes with them then (if the
+        branch still has that head and that compaction): on its own it would show changes the
+        tokens undid (a key compacted in and then deleted would come back).
+        """
 
         def unseal(current: BranchRecord) -> pb.Branch:
-            return modify_branch(
-                current, lambda b: set_tokens(b, b.staging_token, [t for t in b.sealed_tokens if t not in tokens])
-            )
+            def change(branch: pb.Branch) -> None:
+                set_tokens(branch, branch.staging_token, [t for t in branch.sealed_tokens if t not in tokens])
+                if (
+                    settled is not None
+                    and branch.commit_id == settled.commit_id
+                    and branch.compacted_metarange_id == settled.compacted_metarange_id
+                ):
+                    branch.compacted_metarange_id = ""
+
+            return modify_branch(current, change)
 
         self._updater.update(repo, branch_name, unseal, "unsealing", deadline)
         self._cleaner.drop_tokens(tokens)
@@ -266,18 +283,24 @@ class Committer:
     ) -> None:
         """After a partial commit: drop what it committed from the sealed tokens, unseal emptied ones.
 
-        Safe at any time: a dropped value equals the committed one (or a newer token hides it).
-        Runs in the background, after the call that made the commit returned: no deadline.
+        Until this runs the tokens hold copies of committed values, which reads see first.
+        They equal the head's values as long as the head stays; every operation that moves the
+        head (a commit of the tokens, merge, revert, cherry-pick, a hard reset) drops the
+        tokens it read in the same set_if, so a copy never outlives its head. That makes this
+        safe at any time, and only storage when it is late: it runs in the background, after
+        the call that made the commit returned (no deadline), and the cleaner tries it again
+        until it succeeds.
         """
-        try:
-            emptied = []
-            for token in tokens:
-                for prefix in prefixes:
-                    for key in list(self._staging.keys_under(token, prefix)):
-                        self._staging.drop_key(token, key)
-                if self._staging.is_empty(token):
-                    emptied.append(token)
-            if emptied:
+        emptied = []
+        for token in tokens:
+            for prefix in prefixes:
+                for key in list(self._staging.keys_under(token, prefix)):
+                    self._staging.drop_key(token, key)
+            if self._staging.is_empty(token):
+                emptied.append(token)
+        if emptied:
+            try:
                 self.unseal(repo, branch_name, emptied, Deadline())
-        except Exception:  # best effort: the values left behind are harmless duplicates
-            log.warning("could not tidy sealed tokens of %s after a partial commit", branch_name, exc_info=True)
+            except NotFound:
+                # The branch or its repository was deleted: their tokens go with them.
+                self._cleaner.drop_tokens(emptied)

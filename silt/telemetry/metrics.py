@@ -83,6 +83,14 @@ COMMIT_SEALED_TOKENS = Histogram(
     buckets=COUNT_BUCKETS,
 )
 STAGING_WRITES = Counter("silt_graveler_staging_writes", "Staged writes, by kind", ["kind"])
+CLEANUP_FAILURES = Counter(
+    "silt_graveler_cleanup_failures",
+    "Background clean-ups (staged values of dropped tokens, the committed part of a prefix commit) that failed "
+    "and were scheduled again",
+)
+CLEANUP_RETRIES_WAITING = Gauge(
+    "silt_graveler_cleanup_retries_waiting", "Failed background clean-ups waiting for their next try"
+)
 
 # --- history events (docs/design/journal.md, "History events") ----------------------------
 HISTORY_EVENTS_DROPPED = Counter(

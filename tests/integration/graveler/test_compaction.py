@@ -351,3 +351,16 @@ def test_a_commit_that_loses_to_another_commit_plans_again_on_the_winner(env: Gr
     assert contents(env, repo, winner.id) == {"base": "b", "x": "x@1", "y": "y@1"}
     assert contents(env, repo, "main") == contents(env, repo, made[0].id) == contents(env, repo, winner.id)
     assert not record(env, repo).sealed_tokens  # type: ignore[attr-defined]
+
+
+def test_undoing_a_compacted_change_leaves_nothing_to_commit_and_nothing_staged(env: GravelerEnv) -> None:
+    # The compaction holds a new key; a staged delete undoes it. The commit finds nothing to
+    # commit and drops the delete's token: the compaction must go with it, or the key returns.
+    repo = env.new_repo("cmp")
+    env.put(repo, "main", "a", "v0")
+    env.graveler.compact(repo, "main")
+    env.stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="main", key="a"))
+    assert code_of(lambda: env.commit(repo, "main")) == grpc.StatusCode.FAILED_PRECONDITION
+    assert contents(env, repo, "main") == {}
+    assert not env.graveler.get_branch(repo, "main").compacted_metarange_id
+    assert diff_all(env, api.DiffBranchRequest(repository=repo, branch="main")) == []

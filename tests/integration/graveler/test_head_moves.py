@@ -1,0 +1,130 @@
+"""A branch's head moves by merge, revert or cherry-pick; no staged copy may hide the new head.
+
+A commit of a prefix leaves its tokens sealed, holding copies of the values it committed until
+the background cleanup drops them. The head moves below those copies: these tests hold the
+cleanup back (a task that blocks the cleaner's worker) so that the copies are still there, and
+check that the branch then reads exactly its new head, on every KV driver.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import grpc
+import pytest
+
+from services.graveler.graveler import Graveler
+from silt.graveler.v1 import graveler_pb2 as api
+from tests.integration.graveler.conftest import GravelerEnv
+from tests.integration.graveler.test_branching import branch, contents, merge
+
+
+@contextmanager
+def cleanup_held(graveler: Graveler) -> Iterator[None]:
+    """Nothing submitted to the cleaner runs until the block ends."""
+    gate = threading.Event()
+    graveler.cleaner.submit(gate.wait, 60)
+    try:
+        yield
+    finally:
+        gate.set()
+        graveler.cleaner.flush(60)
+
+
+def test_merge_after_a_prefix_commit_shows_the_merged_value(env: GravelerEnv) -> None:
+    repo = env.new_repo("moves")
+    env.put(repo, "main", "e", "v1")
+    env.commit(repo, "main")
+    branch(env, repo, "dev")
+    env.put(repo, "dev", "e", "v7")
+    env.commit(repo, "dev")
+    with cleanup_held(env.graveler):
+        env.put(repo, "main", "e", "v4")
+        env.commit(repo, "main", prefixes=["e"])
+        result = merge(env, repo, "dev", "main", strategy=api.MERGE_STRATEGY_SOURCE_WINS)
+        assert not result.conflicts
+        assert contents(env, repo, "main@") == {"e": "v7"}
+        assert contents(env, repo, "main") == {"e": "v7"}
+        assert env.etag(repo, "main", "e") == "v7"
+    assert contents(env, repo, "main") == {"e": "v7"}
+
+
+def test_revert_after_a_prefix_commit_removes_the_reverted_key(env: GravelerEnv) -> None:
+    repo = env.new_repo("moves")
+    with cleanup_held(env.graveler):
+        env.put(repo, "main", "b/c", "v0")
+        head = env.commit(repo, "main", prefixes=["b/"])
+        env.stub.Revert(api.RevertRequest(repository=repo, branch="main", ref=head.id))
+        assert contents(env, repo, "main@") == {}
+        assert contents(env, repo, "main") == {}
+        with pytest.raises(grpc.RpcError) as raised:
+            env.etag(repo, "main", "b/c")
+        assert raised.value.code() == grpc.StatusCode.NOT_FOUND
+    assert contents(env, repo, "main") == {}
+
+
+def test_cherry_pick_after_a_prefix_commit_shows_the_picked_value(env: GravelerEnv) -> None:
+    repo = env.new_repo("moves")
+    env.put(repo, "main", "base", "b")
+    env.commit(repo, "main")
+    with cleanup_held(env.graveler):
+        env.put(repo, "main", "e", "v1")
+        env.commit(repo, "main", prefixes=["e"])
+        branch(env, repo, "dev")
+        env.put(repo, "dev", "e", "v7")
+        picked = env.commit(repo, "dev")
+        env.stub.CherryPick(api.CherryPickRequest(repository=repo, branch="main", ref=picked.id))
+        assert contents(env, repo, "main@") == {"base": "b", "e": "v7"}
+        assert contents(env, repo, "main") == {"base": "b", "e": "v7"}
+    assert contents(env, repo, "main") == {"base": "b", "e": "v7"}
+
+
+def test_a_staged_delete_of_an_uncommitted_key_does_not_hide_a_merged_one(env: GravelerEnv) -> None:
+    # Writing a key and deleting it again leaves the branch clean (a tombstone for a key its
+    # head does not have); the merge brings the key, and the branch shows it.
+    repo = env.new_repo("moves")
+    env.put(repo, "main", "base", "b")
+    env.commit(repo, "main")
+    branch(env, repo, "dev")
+    env.put(repo, "dev", "x", "v9")
+    env.commit(repo, "dev")
+    env.put(repo, "main", "x", "v1")
+    env.stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="main", key="x"))
+    merge(env, repo, "dev", "main")
+    assert contents(env, repo, "main") == {"base": "b", "x": "v9"}
+    assert env.etag(repo, "main", "x") == "v9"
+
+
+def test_a_rewritten_equal_value_does_not_hide_a_merged_one(env: GravelerEnv) -> None:
+    # Staging the value the head already has is no change: the branch is clean, and the merge
+    # is what the branch shows afterwards.
+    repo = env.new_repo("moves")
+    entry = env.put(repo, "main", "e", "v1")
+    env.commit(repo, "main")
+    branch(env, repo, "dev")
+    env.put(repo, "dev", "e", "v7")
+    env.commit(repo, "dev")
+    env.stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key="e", entry=entry))
+    merge(env, repo, "dev", "main")
+    assert contents(env, repo, "main") == {"e": "v7"}
+
+
+def test_a_write_after_the_merge_stays_on_top_of_it(env: GravelerEnv) -> None:
+    repo = env.new_repo("moves")
+    env.put(repo, "main", "e", "v1")
+    env.commit(repo, "main")
+    branch(env, repo, "dev")
+    env.put(repo, "dev", "e", "v7")
+    env.commit(repo, "dev")
+    with cleanup_held(env.graveler):
+        env.put(repo, "main", "e", "v4")
+        env.commit(repo, "main", prefixes=["e"])
+        merge(env, repo, "dev", "main", strategy=api.MERGE_STRATEGY_SOURCE_WINS)
+        env.put(repo, "main", "e", "v8")
+        assert contents(env, repo, "main") == {"e": "v8"}
+        assert contents(env, repo, "main@") == {"e": "v7"}
+    assert contents(env, repo, "main") == {"e": "v8"}
+    env.commit(repo, "main")
+    assert contents(env, repo, "main@") == {"e": "v8"}
