@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench tests
 
-.PHONY: all venv clients lock proto ui run test test-fast lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients lock proto ui run test test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -103,6 +103,14 @@ test: proto clients ui
 FAST_MARKS := not (e2e or spark or cassandra or slow or fuzz)
 test-fast: proto clients
 	$(PY) -m pytest -m "$(FAST_MARKS)" $(PYTEST_ARGS)
+
+# The model-based test of graveler (tests/integration/graveler/test_model.py) at a search size
+# for a nightly run: 300 operation sequences on every driver, Cassandra included (`make test`
+# runs 20).
+MODEL_EXAMPLES ?= 300
+test-model: proto
+	@scripts/ensure-system-deps.sh
+	SILT_MODEL_EXAMPLES=$(MODEL_EXAMPLES) $(PY) -m pytest tests/integration/graveler/test_model.py $(PYTEST_ARGS)
 
 # The import rules are pyproject.toml's [tool.importlinter] contracts (lint-imports), then the
 # two tests for what those contracts cannot say.

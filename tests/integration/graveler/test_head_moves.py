@@ -8,7 +8,9 @@ check that the branch then reads exactly its new head, on every KV driver.
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -17,8 +19,10 @@ import pytest
 
 from services.graveler.graveler import Graveler
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_branching import branch, contents, merge
+from tests.integration.graveler.test_concurrency import KeyHistory, is_delete, snapshot
 
 
 @contextmanager
@@ -128,3 +132,85 @@ def test_a_write_after_the_merge_stays_on_top_of_it(env: GravelerEnv) -> None:
     assert contents(env, repo, "main") == {"e": "v8"}
     env.commit(repo, "main")
     assert contents(env, repo, "main@") == {"e": "v8"}
+
+
+@pytest.mark.slow
+def test_writes_racing_with_merges_are_never_lost(env: GravelerEnv) -> None:
+    """Writers stage and delete on main with short random pauses; a merger commits main and at
+    once merges dev's newest commit into it (refused when a write made main dirty in between).
+    The merges seal and drop tokens under the writers: every acknowledged write must still be
+    on main at the end, and no deleted key may come back."""
+    repo = env.new_repo("moves")
+    writers, keys_per_writer = 4, 2
+    keys = [f"w{w}/k{k}" for w in range(writers) for k in range(keys_per_writer)]
+    for key in keys:
+        entry = pb.Entry(etag=f"{key}#-1")
+        env.stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=key, entry=entry))
+    env.commit(repo, "main", "seed")
+    branch(env, repo, "dev")
+    histories = {key: KeyHistory() for key in keys}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    outcomes = {"merged": 0, "refused": 0}
+    merged_dev: dict[str, int] = {}
+
+    def writer(w: int) -> None:
+        pauses = random.Random(w)
+        op = 0
+        try:
+            while not stop.is_set():
+                for k in range(keys_per_writer):
+                    key = f"w{w}/k{k}"
+                    if is_delete(op):
+                        env.stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="main", key=key))
+                    else:
+                        entry = pb.Entry(physical_address=f"{key}/{op}", etag=f"{key}#{op}", size=op)
+                        env.stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=key, entry=entry))
+                    histories[key].acked.append((op, time.monotonic()))
+                    stop.wait(pauses.uniform(0, 0.03))
+                op += 1
+        except BaseException as exc:
+            errors.append(exc)
+            stop.set()
+
+    def merger() -> None:
+        try:
+            for r in range(300):
+                if stop.is_set() or outcomes["merged"] >= 12:
+                    return
+                env.put(repo, "dev", f"d/{r % 3}", f"d#{r}")
+                env.commit(repo, "dev", f"dev {r}")
+                env.commit(repo, "main", "main", allow_empty=True)
+                try:
+                    merge(env, repo, "dev", "main")
+                    outcomes["merged"] += 1
+                    merged_dev.update(snapshot(env, repo, "dev"))  # only this thread changes dev
+                except grpc.RpcError as exc:
+                    if exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                        raise
+                    outcomes["refused"] += 1
+        except BaseException as exc:
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
+    threads.append(threading.Thread(target=merger))
+    for t in threads:
+        t.start()
+    threads[-1].join(300)
+    stop.set()
+    for t in threads:
+        t.join(300)
+    assert not errors, errors
+    assert outcomes["merged"] > 0, outcomes
+    final = snapshot(env, repo, "main")
+    for key, history in histories.items():
+        last = history.acked[-1][0]
+        if is_delete(last):
+            assert key not in final, f"{key} was deleted (op {last}) but is back as op {final.get(key)}"
+        else:
+            assert final.get(key) == last, f"{key}: last acknowledged op {last}, main shows {final.get(key)}"
+    # What the last merge brought: main never changes dev's keys.
+    assert {k: v for k, v in final.items() if k.startswith("d/")} == {
+        k: v for k, v in merged_dev.items() if k.startswith("d/")
+    }
