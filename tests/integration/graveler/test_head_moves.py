@@ -137,7 +137,9 @@ def test_a_write_after_the_merge_stays_on_top_of_it(env: GravelerEnv) -> None:
 @pytest.mark.slow
 def test_writes_racing_with_merges_are_never_lost(env: GravelerEnv) -> None:
     """Writers stage and delete on main with short random pauses; a merger commits main and at
-    once merges dev's newest commit into it (refused when a write made main dirty in between).
+    once merges dev's newest commit into it (refused when a write made main dirty in between;
+    after a few refusals in a row the writers' pauses grow, so that merges go through on a slow
+    KV too).
     The merges seal and drop tokens under the writers: every acknowledged write must still be
     on main at the end, and no deleted key may come back."""
     repo = env.new_repo("moves")
@@ -153,6 +155,7 @@ def test_writes_racing_with_merges_are_never_lost(env: GravelerEnv) -> None:
     errors: list[BaseException] = []
     outcomes = {"merged": 0, "refused": 0}
     merged_dev: dict[str, int] = {}
+    longest_pause = [0.03]
 
     def writer(w: int) -> None:
         pauses = random.Random(w)
@@ -167,7 +170,7 @@ def test_writes_racing_with_merges_are_never_lost(env: GravelerEnv) -> None:
                         entry = pb.Entry(physical_address=f"{key}/{op}", etag=f"{key}#{op}", size=op)
                         env.stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=key, entry=entry))
                     histories[key].acked.append((op, time.monotonic()))
-                    stop.wait(pauses.uniform(0, 0.03))
+                    stop.wait(pauses.uniform(0, longest_pause[0]))
                 op += 1
         except BaseException as exc:
             errors.append(exc)
@@ -175,8 +178,9 @@ def test_writes_racing_with_merges_are_never_lost(env: GravelerEnv) -> None:
 
     def merger() -> None:
         try:
+            refused_in_a_row = 0
             for r in range(300):
-                if stop.is_set() or outcomes["merged"] >= 12:
+                if stop.is_set() or outcomes["merged"] >= 8:
                     return
                 env.put(repo, "dev", f"d/{r % 3}", f"d#{r}")
                 env.commit(repo, "dev", f"dev {r}")
@@ -185,10 +189,14 @@ def test_writes_racing_with_merges_are_never_lost(env: GravelerEnv) -> None:
                     merge(env, repo, "dev", "main")
                     outcomes["merged"] += 1
                     merged_dev.update(snapshot(env, repo, "dev"))  # only this thread changes dev
+                    refused_in_a_row = 0
                 except grpc.RpcError as exc:
                     if exc.code() != grpc.StatusCode.FAILED_PRECONDITION:
                         raise
                     outcomes["refused"] += 1
+                    refused_in_a_row += 1
+                    if refused_in_a_row % 4 == 0:
+                        longest_pause[0] = min(2.0, longest_pause[0] * 2)
         except BaseException as exc:
             errors.append(exc)
             stop.set()
