@@ -2,16 +2,64 @@
 
 An entry's physical address is read back with Silt's own block-store credentials, so an address
 outside the repository would let a writer of one repository read any object those credentials
-reach (another repository's data, or any bucket).
+reach (another repository's data, or any bucket). For the same reason no address may name
+anything in a namespace's ``_silt/`` tree: ranges, metaranges, journal batches, dumps and GC
+runs would otherwise be readable, and overwritable, as an object.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
+from urllib.parse import unquote
 
 from silt.errors import InvalidArgument
 
 MAX_ADDRESS_BYTES = 2048
+METADATA_TREE = "_silt"
+# Each round of percent-decoding at least shortens the text, so a handful covers every nesting
+# an adapter or proxy could plausibly undo, while bounding the work per address.
+_MAX_DECODE_ROUNDS = 4
+
+
+def _decodings(path: str) -> list[str]:
+    """path and what percent-decoding it (repeatedly) makes of it: a store, proxy or tool that
+    decodes once more than we do must not reach a place the raw text hides."""
+    forms = [path]
+    for _ in range(_MAX_DECODE_ROUNDS):
+        decoded = unquote(forms[-1], errors="surrogateescape")
+        if decoded == forms[-1]:
+            break
+        forms.append(decoded)
+    return forms
+
+
+def _is_metadata_tree(segment: str) -> bool:
+    # Folded like the stores that fold names would: case-insensitive file systems, compatibility
+    # forms of Unicode (a fullwidth "_silt"), and Windows dropping trailing dots and spaces.
+    folded = unicodedata.normalize("NFKC", segment).casefold().rstrip(". ")
+    return folded == METADATA_TREE
+
+
+def _refuse_metadata_tree(address: str, path: str) -> None:
+    """Refuse an address any of whose path segments, in any decoding, is a ``_silt`` tree.
+
+    Anywhere in the path, not only first below this repository's namespace: an allowed
+    import prefix may hold another namespace (another repository's, or another installation's).
+    """
+    for form in _decodings(path):
+        segments = form.split("/")
+        if not all(part not in ("", ".", "..") for part in segments) or any(
+            ord(c) < 0x20 or c in "\\\x7f" for c in form
+        ):
+            raise InvalidArgument(
+                f"physical address {address!r} decodes to an empty, '.' or '..' path segment, "
+                "a control character or a backslash"
+            )
+        if any(_is_metadata_tree(part) for part in segments):
+            raise InvalidArgument(
+                f"physical address {address!r} names Silt's own metadata ({METADATA_TREE}/), which is never an object"
+            )
 
 
 def _segments_ok(path: str) -> bool:
@@ -50,10 +98,13 @@ def validate_physical_address(address: str, namespace: str, allowed_prefixes: Se
             raise InvalidArgument(
                 f"physical address {address!r} is not a plain path inside the repository's storage namespace"
             )
+        _refuse_metadata_tree(address, address)
         return
     _, rest = address.partition("://")[::2]
     if not _segments_ok(rest):
         raise InvalidArgument(f"physical address {address!r} contains an empty, '.' or '..' path segment")
+    # The first segment is the bucket or the local store's root, named by the operator, not a tree.
+    _refuse_metadata_tree(address, rest.partition("/")[2])
     if _within(address, namespace) or any(_within(address, p) for p in allowed_prefixes):
         return
     raise InvalidArgument(
