@@ -252,6 +252,8 @@ class GravelerModel(RuleBasedStateMachine):
             assert contents(self.env, self.repo, f"{branch}@") == self.snapshots[self.heads[branch]], branch
 
 
+# A search of 300 sequences on Cassandra takes over ten minutes on a loaded machine.
+@pytest.mark.timeout(max(600, EXAMPLES * STEPS // 4))
 def test_graveler_matches_a_dictionary_model(env: GravelerEnv) -> None:
     class Bound(GravelerModel):
         pass
