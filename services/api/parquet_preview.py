@@ -4,7 +4,12 @@ row group, never the whole file. The web UI's object page shows them (docs/desig
 What the footer claims is checked before any data is read (its own size, the first row group's
 compressed and uncompressed sizes), only the first MAX_COLUMNS columns are read, and they are
 decoded one batch of at most MAX_ROWS rows at a time, so a small file that decodes into a huge
-row group (a decompression bomb) costs one batch of memory, not the row group."""
+row group costs one batch of memory, not the row group.
+
+A batch can still be huge (100 copies of one dictionary value of 40 MB), and no claim of the
+footer bounds it, so the server never decodes in its own process: preview_sandbox.py runs
+`decode` in a child process with a memory limit and a deadline. `preview` is the same work in
+the calling process, for tests and tools that hold trusted files."""
 
 from __future__ import annotations
 
@@ -18,8 +23,6 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-from services.api.errors import bad_request
 
 MAX_ROWS = 100
 MAX_BYTES_READ = 16 * 1024 * 1024
@@ -42,6 +45,15 @@ ReadRange = Callable[[int, int], BinaryIO]  # (start, end inclusive) -> a reader
 
 class BudgetExceeded(Exception):
     pass
+
+
+class PreviewRefused(Exception):
+    """Why a file is not previewed: the HTTP status and the message the API answers."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 class RangedFile(io.RawIOBase):
@@ -181,10 +193,10 @@ def _first_rows(parquet: pq.ParquetFile, fields: list[pa.Field], rows: int, budg
     return [batch.column(i).slice(0, rows) for i in range(batch.num_columns)]
 
 
-def preview(read_range: ReadRange, size: int, rows: int = MAX_ROWS, budget: int = MAX_BYTES_READ) -> dict[str, Any]:
+def decode(read_range: ReadRange, size: int, rows: int = MAX_ROWS, budget: int = MAX_BYTES_READ) -> dict[str, Any]:
     """{schema: [{name, type}], rows: [[cell, ...]], total_rows, row_groups, columns,
-    columns_shown, bytes_read}. Blocking (ranged reads): run it in a worker thread. Bad input
-    raises the API's 400."""
+    columns_shown, bytes_read}. Bad input raises PreviewRefused (400); running out of memory
+    (the sandbox's limit) raises PreviewRefused (413)."""
     rows = max(1, min(rows, MAX_ROWS))
     source = RangedFile(read_range, size, budget)
     try:
@@ -197,9 +209,14 @@ def preview(read_range: ReadRange, size: int, rows: int = MAX_ROWS, budget: int 
         cells = [_column_cells(column) for column in columns]
     except BudgetExceeded as exc:
         reason = str(exc) or f"the footer and first row group need more than {budget // (1024 * 1024)} MiB"
-        raise bad_request(f"too large to preview: {reason}") from None
+        raise PreviewRefused(400, f"too large to preview: {reason}") from None
+    # Before ArrowException: pyarrow's ArrowMemoryError is both.
+    except MemoryError:
+        raise PreviewRefused(
+            413, "too large to preview: its first rows decode to more memory than a preview may use"
+        ) from None
     except (pa.ArrowException, OSError, ValueError, OverflowError) as exc:
-        raise bad_request(f"not a Parquet file: {exc}") from None
+        raise PreviewRefused(400, f"not a Parquet file: {exc}") from None
     # Column-wise, then zipped: repeated column names each keep their own values.
     shown = len(cells[0]) if cells else 0
     return {
@@ -211,3 +228,14 @@ def preview(read_range: ReadRange, size: int, rows: int = MAX_ROWS, budget: int 
         "columns_shown": len(fields),
         "bytes_read": source.bytes_read,
     }
+
+
+def preview(read_range: ReadRange, size: int, rows: int = MAX_ROWS, budget: int = MAX_BYTES_READ) -> dict[str, Any]:
+    """`decode` in this process, unbounded in memory and time: for trusted files only (the
+    server uses preview_sandbox.py). Refusals raise the API's ApiError."""
+    from services.api.errors import ApiError  # not in the sandbox's imports: it needs none of grpc
+
+    try:
+        return decode(read_range, size, rows, budget)
+    except PreviewRefused as refused:
+        raise ApiError(refused.status, refused.message) from None

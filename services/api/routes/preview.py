@@ -1,20 +1,23 @@
 """Silt's own object preview for the web UI: a Parquet object's schema and first rows
-(parquet_preview.py), so the browser never downloads a whole file to show it."""
+(parquet_preview.py), so the browser never downloads a whole file to show it. The decoding runs
+in a bounded child process (preview_sandbox.py), never in this one."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 
 from services.api import parquet_preview
 from services.api.context import Ctx
 from services.api.errors import ApiError
 from services.api.objects_write import checked_path
+from services.api.preview_sandbox import Refused, Sandbox
 from services.api.routes.objects import REF_OBJECTS, ObjectPath
 from silt.actions import READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
@@ -22,8 +25,8 @@ from silt.objects import split_address
 
 router = APIRouter()
 
-# Previews decoding at once in this process: each may read 16 MiB and decode a batch, on the
-# worker threads that also serve object reads. Beyond this many, 503 (retry shortly).
+# Previews at once in this process: each holds a worker thread (that also serves object reads)
+# waiting on its child, which may read 16 MiB and use MEMORY_BYTES. Beyond this many, 503.
 MAX_PREVIEWS = 4
 
 
@@ -44,10 +47,21 @@ class PreviewGate:
 
 
 gate = PreviewGate()
+sandbox = Sandbox()
+
+
+def _answer(key: str, read_range: Any, size: int) -> bytes:
+    """The preview as the response's JSON, built in the worker thread as well: an answer of
+    megabytes serialized on the event loop would stall it."""
+    try:
+        answer = sandbox.preview(read_range, size, parquet_preview.MAX_ROWS, parquet_preview.MAX_BYTES_READ)
+    except Refused as refused:
+        raise ApiError(refused.status, refused.message) from None
+    return json.dumps({"path": key, **answer}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @router.get(REF_OBJECTS + "/preview")
-async def preview_object(ctx: Ctx, repository: str, ref: str, path: ObjectPath = None) -> JSONResponse:
+async def preview_object(ctx: Ctx, repository: str, ref: str, path: ObjectPath = None) -> Response:
     await ctx.authorize(READ_REPO, repository)
     key = checked_path(path)
     info = await ctx.call(ctx.backend.graveler.StatEntry, api.StatEntryRequest(repository=repository, ref=ref, key=key))
@@ -59,5 +73,5 @@ async def preview_object(ctx: Ctx, repository: str, ref: str, path: ObjectPath =
         return backend.adapter.get_range(namespace, address, start, end)
 
     with gate.enter():
-        answer: dict[str, Any] = await backend.run(parquet_preview.preview, read_range, int(entry.size))
-    return JSONResponse({"path": key, **answer})
+        body = await backend.run(_answer, key, read_range, int(entry.size))
+    return Response(body, media_type="application/json")

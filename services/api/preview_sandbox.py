@@ -1,0 +1,346 @@
+"""Previews decoded in a child process that no file can make big or slow: each preview runs in a
+fresh process limited to MEMORY_BYTES of address space beyond what its imports took, killed
+when it runs past DECODE_SECONDS, and gone with the server (PR_SET_PDEATHSIG).
+
+Why a process: a few hundred bytes of Parquet can decode into gigabytes (one dictionary value
+of tens of MB repeated in every row), and nothing the footer claims bounds that. Decoded in the
+server, that memory and the seconds of work holding the GIL stall every S3 and API request,
+health checks included. A child's memory is its own, its decode holds no lock of the server's,
+and the server's thread only waits on a pipe.
+
+The child never touches the object store or the server's credentials: it starts with an almost
+empty environment and no inherited descriptors but its pipes, asks the server for byte ranges
+(served within the preview's byte budget) and answers JSON. Each child serves one preview and
+exits; one spare is kept started (importing pyarrow takes seconds on a busy machine), so a
+preview only waits for a start when previews come faster than that.
+
+Frames on the pipes: one kind byte, a 4-byte big-endian length, the payload.
+child -> server: READY; RANGE (start, end: 8 bytes each); ANSWER (JSON); REFUSED ({status, message})
+server -> child: REQUEST ({size, rows, budget}); DATA (the range's bytes); FAILED (a message)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import resource
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+log = logging.getLogger(__name__)
+
+# Address space a preview may use beyond its interpreter and pyarrow: a budget's 16 MiB read,
+# one batch decoded and its cells, many times over.
+MEMORY_BYTES = 512 * 1024 * 1024
+# From the request to the answer; the CPU limit backs it up should the server be stopped.
+DECODE_SECONDS = 10.0
+CPU_SECONDS = int(DECODE_SECONDS) + 5
+# A child's interpreter start and imports, on a machine busy with other work.
+START_SECONDS = 30.0
+# The answer's JSON: 100 rows of 200 columns of 1,000-character cells would be 20 MB; the rows
+# that fit in this are sent, so the server parses a bounded answer.
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+MAX_MESSAGE_BYTES = 64 * 1024
+
+READY, RANGE, ANSWER, REFUSED = b"R", b"G", b"A", b"E"
+REQUEST, DATA, FAILED = b"Q", b"D", b"X"
+_HEADER = 5
+_PR_SET_PDEATHSIG = 1
+_CHUNK = 1024 * 1024
+
+ReadRange = Callable[[int, int], BinaryIO]
+
+
+class Refused(Exception):
+    """A preview not given: its HTTP status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class _Gone(Exception):
+    """The other end closed its pipe or broke the protocol."""
+
+
+def _frame(kind: bytes, payload: bytes = b"") -> bytes:
+    return kind + len(payload).to_bytes(4, "big") + payload
+
+
+# --- the server's side --------------------------------------------------------------------
+
+
+def _read_exact(fd: int, size: int, deadline: float) -> bytes:
+    parts: list[bytes] = []
+    got = 0
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while got < size:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        if not poller.poll(left * 1000):
+            continue
+        chunk = os.read(fd, min(size - got, _CHUNK))
+        if not chunk:
+            raise _Gone("the preview process closed its output")
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data: bytes, deadline: float) -> None:
+    """Non-blocking writes, so that a child that stops reading cannot hold this thread."""
+    view = memoryview(data)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    while view:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        if not poller.poll(left * 1000):
+            continue
+        try:
+            view = view[os.write(fd, view[:_CHUNK]) :]
+        except BlockingIOError:
+            continue
+        except BrokenPipeError:
+            raise _Gone("the preview process closed its input") from None
+
+
+class _Child:
+    def __init__(self) -> None:
+        env = {name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "TZ") if name in os.environ}
+        # One malloc arena and one Arrow thread: threads' arenas and stacks are address space.
+        env.update(MALLOC_ARENA_MAX="1", OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "services.api.preview_sandbox", str(os.getpid())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            close_fds=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in = self.proc.stdin.fileno()
+        self._out = self.proc.stdout.fileno()
+        os.set_blocking(self._in, False)
+        self.start_by = time.monotonic() + START_SECONDS
+        self.ready = False
+
+    def _receive(self, deadline: float, limit: int) -> tuple[bytes, bytes]:
+        header = _read_exact(self._out, _HEADER, deadline)
+        size = int.from_bytes(header[1:], "big")
+        if size > limit:
+            raise _Gone(f"a frame of {size} bytes")
+        return header[:1], _read_exact(self._out, size, deadline)
+
+    def wait_ready(self) -> None:
+        if not self.ready:
+            kind, _ = self._receive(self.start_by, 0)
+            if kind != READY:
+                raise _Gone("the preview process did not start")
+            self.ready = True
+
+    def preview(self, read_range: ReadRange, size: int, rows: int, budget: int) -> dict[str, Any]:
+        deadline = time.monotonic() + DECODE_SECONDS
+        request = json.dumps({"size": size, "rows": rows, "budget": budget}).encode()
+        _write_all(self._in, _frame(REQUEST, request), deadline)
+        served = 0
+        while True:
+            kind, payload = self._receive(deadline, max(MAX_ANSWER_BYTES, MAX_MESSAGE_BYTES))
+            if kind == ANSWER:
+                answer: dict[str, Any] = json.loads(payload)
+                return answer
+            if kind == REFUSED:
+                refusal = json.loads(payload)
+                raise Refused(int(refusal["status"]), str(refusal["message"]))
+            if kind != RANGE or len(payload) != 16:
+                raise _Gone("a frame the preview process may not send")
+            start, end = int.from_bytes(payload[:8], "big"), int.from_bytes(payload[8:], "big")
+            # The child keeps to the budget itself; the server holds it to it all the same.
+            served += end - start + 1
+            if not 0 <= start <= end < size or served > budget:
+                raise _Gone(f"a range {start}-{end} outside the object or the budget")
+            try:
+                with read_range(start, end) as reader:
+                    data = reader.read()
+                reply = _frame(DATA, data)
+            except OSError as exc:
+                reply = _frame(FAILED, str(exc).encode()[:MAX_MESSAGE_BYTES])
+            _write_all(self._in, reply, deadline)
+
+    def end(self) -> int | None:
+        """Kill it (whatever it is doing) and reap it: its exit status, negative for a signal."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
+        try:
+            return self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # a process SIGKILL does not end is the kernel's
+            return None
+
+
+class Sandbox:
+    """Runs previews in children: one per preview, one spare started ahead."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spare: _Child | None = None
+        self._closed = False
+
+    def _take(self) -> _Child:
+        """A child for this preview, and a new spare behind it. Started from the caller's thread,
+        a long-lived worker thread: PR_SET_PDEATHSIG fires when the thread that started the child
+        ends, so never from a thread that ends soon."""
+        with self._lock:
+            if self._closed:
+                raise Refused(503, "the server is shutting down")
+            child, self._spare = self._spare, None
+            if child is None or child.proc.poll() is not None:
+                if child is not None:
+                    child.end()
+                child = _Child()
+            self._spare = _Child()
+        return child
+
+    def preview(self, read_range: ReadRange, size: int, rows: int, budget: int) -> dict[str, Any]:
+        """The preview's answer (parquet_preview.decode), or Refused: 413 past the memory or time
+        bound, 400 for what is no Parquet file or too large to read, 503 if no child starts.
+        Blocking: run it in a worker thread (it waits on pipes, holding no lock)."""
+        child = self._take()
+        try:
+            try:
+                child.wait_ready()
+            except (TimeoutError, _Gone) as exc:
+                raise Refused(503, f"no preview process could be started: retry shortly ({exc})") from None
+            try:
+                return child.preview(read_range, size, rows, budget)
+            except TimeoutError:
+                raise Refused(
+                    413, f"too large to preview: decoding it takes more than {DECODE_SECONDS:.0f} s"
+                ) from None
+            except _Gone as exc:
+                status = child.end()
+                log.warning("preview process ended without an answer (exit %s): %s", status, exc)
+                raise Refused(
+                    413, "too large to preview: decoding it went past the memory or time a preview may use"
+                ) from None
+        finally:
+            child.end()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.end()
+
+
+# --- the child's side ---------------------------------------------------------------------
+
+
+def _die_with(parent: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    if os.getppid() != parent:  # the parent died before the line above: nobody waits for us
+        os._exit(0)
+
+
+def _address_space() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise OSError("no VmSize in /proc/self/status")
+
+
+def _limit(memory: int) -> None:
+    """After the imports (trusted, and their size is the interpreter's, not the file's)."""
+    limit = _address_space() + memory
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 5))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _send(out: BinaryIO, kind: bytes, payload: bytes = b"") -> None:
+    out.write(_frame(kind, payload))
+    out.flush()
+
+
+def _receive(inp: BinaryIO) -> tuple[bytes, bytes]:
+    header = inp.read(_HEADER)
+    if len(header) < _HEADER:
+        raise SystemExit(0)  # the server is gone or gave up on us
+    payload = inp.read(int.from_bytes(header[1:], "big"))
+    return header[:1], payload
+
+
+def _fitting(answer: dict[str, Any]) -> bytes:
+    """The answer as JSON, with as many of its rows as fit in MAX_ANSWER_BYTES."""
+    rows = answer["rows"]
+    answer["rows"] = []
+    body = json.dumps(answer, separators=(",", ":")).encode()
+    room = MAX_ANSWER_BYTES - len(body)
+    kept: list[bytes] = []
+    for row in rows:
+        encoded = json.dumps(row, separators=(",", ":")).encode()
+        room -= len(encoded) + 1
+        if room < 0:
+            break
+        kept.append(encoded)
+    if room < 0 and not kept:
+        raise MemoryError
+    head, tail = body.split(b'"rows":[]', 1)
+    return head + b'"rows":[' + b",".join(kept) + b"]" + tail
+
+
+def child_main(parent: int) -> None:
+    _die_with(parent)
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but frames on the pipe
+    import io
+
+    import pyarrow as pa
+
+    from services.api import parquet_preview
+
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+    _limit(MEMORY_BYTES)
+    _send(out, READY)
+    kind, payload = _receive(inp)
+    if kind != REQUEST:
+        raise SystemExit(2)
+    request = json.loads(payload)
+
+    def read_range(start: int, end: int) -> BinaryIO:
+        _send(out, RANGE, start.to_bytes(8, "big") + end.to_bytes(8, "big"))
+        kind, data = _receive(inp)
+        if kind != DATA:
+            raise OSError(data.decode(errors="replace"))
+        return io.BytesIO(data)
+
+    try:
+        answer = parquet_preview.decode(read_range, int(request["size"]), int(request["rows"]), int(request["budget"]))
+        _send(out, ANSWER, _fitting(answer))
+    except parquet_preview.PreviewRefused as refused:
+        _send(out, REFUSED, json.dumps({"status": refused.status, "message": refused.message[:4096]}).encode())
+    except MemoryError:
+        message = "too large to preview: its first rows decode to more memory than a preview may use"
+        _send(out, REFUSED, json.dumps({"status": 413, "message": message}).encode())
+
+
+if __name__ == "__main__":
+    child_main(int(sys.argv[1]))
