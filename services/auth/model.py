@@ -27,6 +27,7 @@ from services.auth.secrets import SecretBox, new_access_key_id, new_secret
 from silt.access_keys import check_access_key_id
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import AlreadyExists, InvalidArgument, NotFound, NotFoundKind, PredicateFailed
+from silt.kv.conditional import delete_current
 from silt.kv.store import Store
 from silt.paging import take_page
 
@@ -143,7 +144,8 @@ class IamModel:
         """Delete a user, group or policy (NotFound if there is none), its relations first."""
         get(entity_id)
         remove_relations(entity_id)
-        self.kv.delete(self.partition, key(collection, entity_id))
+        # Entities are created (and policies updated) by compare-and-set, so deleted by one.
+        delete_current(self.kv, self.partition, key(collection, entity_id))
 
     def _entity_page(self, under: bytes, cls: type[_M], after: str, amount: int) -> tuple[list[_M], bool]:
         """A page of the records stored under a collection, after the id `after`."""
@@ -186,7 +188,7 @@ class IamModel:
 
     def _remove_user_relations(self, user_id: str) -> None:
         for index_key, _ in list(self._scan(prefix("user_credentials", user_id))):
-            self.kv.delete(self.partition, key("credentials", last_part(index_key)))
+            delete_current(self.kv, self.partition, key("credentials", last_part(index_key)))
             self.kv.delete(self.partition, index_key)
         self._delete_all(k for k, _ in self._scan(prefix("user_groups", user_id)))
         self._delete_all(k for k, _ in self._scan(prefix("user_policies", user_id)))
@@ -378,7 +380,8 @@ class IamModel:
         self._delete_credential(user_id, access_key_id)
 
     def _delete_credential(self, user_id: str, access_key_id: str) -> None:
-        self.kv.delete(self.partition, key("credentials", access_key_id))
+        # Created and re-sealed (rekey) by compare-and-set; its index entry is written plainly.
+        delete_current(self.kv, self.partition, key("credentials", access_key_id))
         self.kv.delete(self.partition, key("user_credentials", user_id, access_key_id))
 
     def _credential(self, access_key_id: str) -> pb.Credential:

@@ -47,6 +47,7 @@ from google.protobuf.message import DecodeError
 from services.graveler.refs import GRAVELER_PARTITION, RefManager
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
+from silt.kv.conditional import delete_current
 from silt.kv.store import scan_prefix
 from silt.namespaces import Namespace, parse_recorded
 
@@ -91,7 +92,7 @@ class NamespaceClaims:
     def release(self, key: bytes) -> None:
         """Remove a claim; best effort (a leftover goes stale and is removed by the next creator)."""
         with contextlib.suppress(Exception):
-            self._refs.kv.delete(GRAVELER_PARTITION, key)
+            delete_current(self._refs.kv, GRAVELER_PARTITION, key)
 
     def overlapping(self, namespace: Namespace, own_key: bytes) -> list[Claim]:
         """Other claims on the namespace, an ancestor of it or a place below it, that still count:

@@ -29,6 +29,7 @@ from services.graveler.commits import Committer
 from services.graveler.deadline import Deadline
 from services.graveler.entries import Condition, Entries
 from services.graveler.last_access_rules import covering_prefixes, describe, rules_of_branch
+from services.graveler.lifecycle import RUNS_PREFIX
 from services.graveler.protection import Protection
 from services.graveler.refs import RefManager, RepoHandle
 from services.graveler.retention import Retention, write_parquet
@@ -50,9 +51,8 @@ _BATCH_ROWS = 50_000
 _LIST_PAGE = 1000
 _ACCESS_EVENTS = (events_pb2.READ, events_pb2.WRITE)
 _MICROS_PER_DAY = 86_400 * 1_000_000
-# Each prepared run's start, in the repository partition: ExpireEntries judges by the start
-# graveler recorded, never by a time the caller names.
-RUNS_PREFIX = b"last-access-runs/"
+# Each prepared run's start, in the repository partition (RUNS_PREFIX): ExpireEntries judges
+# by the start graveler recorded, never by a time the caller names.
 # Events are stamped when they happen but stored up to a flush, a send timeout and a queue
 # drain later: a read just before the run's start may be stored after the export. ExpireEntries
 # re-reads history from this long before the start, so such a read still spares its object.

@@ -46,18 +46,29 @@ from services.graveler.placement import Placement, ShareCheck, nobody
 from services.graveler.protection import Protection
 from services.graveler.pulls import PullRequests
 from services.graveler.refs import GRAVELER_PARTITION, RefManager, RepoHandle, branch_tokens, new_commit
-from services.graveler.refs.manager import now
+from services.graveler.refs.manager import COMMITS, now
 from services.graveler.staging import new_token
 from services.graveler.validation import validate_ref_name, validate_repository_name
 from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
+from silt.history.layout import HOURS_PREFIX
 from silt.journal.context import background_context, note_repository_partition
+from silt.journal.record import JOURNAL_PREFIX
 from silt.journal.store import raw_store
+from silt.kv.conditional import delete_current
 from silt.namespaces import parse_recorded
 
 log = logging.getLogger(__name__)
 
 TO_DELETE = b"to_delete/"
+# Each last-access run's start (last_access.py, which imports it from here: it depends on this
+# module, not the reverse).
+RUNS_PREFIX = b"last-access-runs/"
+# The repository partition's keys written only by plain writes (journal rows: each written once,
+# deleted by the shipper after its write time). Every other key there is written by
+# compare-and-set, so the cleaner deletes it by one too (docs/design/kv.md, "Consistency on
+# Cassandra: statements").
+_PLAIN_FAMILIES = (COMMITS, HOURS_PREFIX, RUNS_PREFIX, JOURNAL_PREFIX)
 DUMPS_PREFIX = "_silt/refs/"
 DEFAULT_BRANCH = "main"
 
@@ -243,9 +254,12 @@ class Lifecycle:
             # History partitions are found through index keys in the repository partition: first.
             drop_history(raw, repo.partition)
             for key in [entry.key for entry in raw.scan(repo.partition)]:
-                raw.delete(repo.partition, key)
+                if key.startswith(_PLAIN_FAMILIES):
+                    raw.delete(repo.partition, key)
+                else:
+                    delete_current(raw, repo.partition, key)
             with background_context("repository_cleanup", repo.name):
-                self._refs.kv.delete(GRAVELER_PARTITION, record_claim_key(repo.record))
+                delete_current(self._refs.kv, GRAVELER_PARTITION, record_claim_key(repo.record))
                 self._refs.kv.delete(GRAVELER_PARTITION, TO_DELETE + repo.partition)
             return True
         except Exception:  # left on the to-delete list; the next cleaner run resumes it

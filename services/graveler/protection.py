@@ -36,6 +36,7 @@ from services.graveler.updater import BranchUpdater
 from silt.errors import PROTECTED_BRANCH, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Predicate, Store
+from silt.kv.conditional import replace
 
 PROTECTION_KEY = b"settings/branch_protection"
 MAX_RULES = 100
@@ -140,7 +141,8 @@ class Protection:
 
     def restore(self, repo: RepoHandle, record: pb.BranchProtectionRules) -> None:
         validate_rules(record.rules)
-        self._kv.set(repo.partition, PROTECTION_KEY, record.SerializeToString())
+        # A compare-and-set like set's, never a plain write over a key set_if guards.
+        replace(self._kv, repo.partition, PROTECTION_KEY, record.SerializeToString())
         with self._lock:
             self._cache.pop(repo.partition, None)
 

@@ -43,6 +43,7 @@ from services.graveler.updater import BranchUpdater
 from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Predicate
+from silt.kv.conditional import replace
 from silt.kv.store import scan_prefix
 from silt.paging import page_size, take_page
 
@@ -449,12 +450,13 @@ class PullRequests:
                 raise InvalidArgument("dump is corrupt: a pull request is stored under another id")
             pull.ClearField("merge_claim")  # a merge in flight at dump time did not finish here
             pull.ClearField("merge_claim_expires")
-            self._kv.set(repo.partition, key, pull.SerializeToString())
+            # Compare-and-set, as every other write of these keys: never a plain write over them.
+            replace(self._kv, repo.partition, key, pull.SerializeToString())
             return True
         if key.startswith(COMMENTS):
             comment = pb.PullRequestComment()
             comment.ParseFromString(value)
-            self._kv.set(repo.partition, key, comment.SerializeToString())
+            replace(self._kv, repo.partition, key, comment.SerializeToString())
             return False
         raise InvalidArgument(f"dump is corrupt: unexpected pull request key {key[:64]!r}")
 

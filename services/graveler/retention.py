@@ -44,6 +44,7 @@ from silt.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, 
 from silt.gc_runs import GC_PREFIX, new_run_id
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
+from silt.kv.conditional import delete_current, replace
 from silt.kv.store import Predicate
 
 RULES_KEY = b"gc/rules"
@@ -156,7 +157,8 @@ class Retention:
     def set_rules(self, repo: RepoHandle, rules: pb.GCRules, keep_last_access_rules: bool = False) -> pb.GCRules:
         validate_rules(rules)
         if not keep_last_access_rules:
-            self._kv.set(repo.partition, RULES_KEY, rules.SerializeToString(deterministic=True))
+            # The key is also written by set_if (below), so never by a plain write.
+            replace(self._kv, repo.partition, RULES_KEY, rules.SerializeToString(deterministic=True))
             return rules
         # Compare-and-set on the record read, so that a concurrent change of the last-access
         # rules is either kept or makes this write read again, never lost.
@@ -194,7 +196,7 @@ class Retention:
         return rules
 
     def delete_rules(self, repo: RepoHandle) -> None:
-        self._kv.delete(repo.partition, RULES_KEY)
+        delete_current(self._kv, repo.partition, RULES_KEY)
 
     def prepare(self, repo: RepoHandle, deadline: Deadline) -> PreparedRun:
         """Write the run's export; stops between batches once the caller no longer waits."""

@@ -33,6 +33,7 @@ from silt.errors import AlreadyExists, InvalidArgument, NotFound, PredicateFaile
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import note_repository_partition
 from silt.kv import Predicate, Store
+from silt.kv.conditional import delete_current
 from silt.kv.store import scan_prefix
 
 GRAVELER_PARTITION = b"graveler"
@@ -203,7 +204,9 @@ class RefManager:
             yield _decode(pb.Repository(), entry.value, "repository")
 
     def delete_repository_record(self, name: str) -> None:
-        self.kv.delete(GRAVELER_PARTITION, REPOS + name.encode())
+        # The record is written by compare-and-set (creation, metadata labels), so it is deleted
+        # by one: a plain delete could lose to a labels update in flight and bring it back.
+        delete_current(self.kv, GRAVELER_PARTITION, REPOS + name.encode())
 
     # --- branches ------------------------------------------------------------------------
 
@@ -242,7 +245,8 @@ class RefManager:
         self.kv.set_if(repo.partition, BRANCHES + branch.name.encode(), branch.SerializeToString(), predicate)
 
     def delete_branch(self, repo: RepoHandle, name: str) -> None:
-        self.kv.delete(repo.partition, BRANCHES + name.encode())
+        # Whatever the record is now, as a compare-and-set like every other write of it.
+        delete_current(self.kv, repo.partition, BRANCHES + name.encode())
 
     def list_branches(self, repo: RepoHandle, after: str = "") -> Iterator[pb.Branch]:
         start = BRANCHES + after.encode() + (b"\x00" if after else b"")
@@ -267,7 +271,7 @@ class RefManager:
         return _decode(pb.Tag(), data, "tag")
 
     def delete_tag(self, repo: RepoHandle, tag_id: str) -> None:
-        self.kv.delete(repo.partition, TAGS + tag_id.encode())
+        delete_current(self.kv, repo.partition, TAGS + tag_id.encode())
 
     def list_tags(self, repo: RepoHandle, after: str = "") -> Iterator[pb.Tag]:
         start = TAGS + after.encode() + (b"\x00" if after else b"")

@@ -1,0 +1,181 @@
+"""No KV key is written both by compare-and-set and by plain writes (docs/design/kv.md,
+"Consistency on Cassandra: statements").
+
+On Cassandra ``set_if`` and a conditional ``apply`` are lightweight transactions (Paxos; the
+cell's timestamp is the ballot) while ``set``, ``delete`` and an unconditional ``apply`` are
+plain writes; Cassandra does not order the two kinds on one cell, so one may silently lose.
+Every graveler manager's operations run here over a store that records, per (partition, key),
+which kinds wrote or deleted it, as the driver underneath the journal sees them; a key touched
+by both kinds fails the test, so a new plain ``set`` or ``delete`` of a key some other path
+writes by ``set_if`` (or the reverse) fails it. The auth model's test:
+tests/unit/auth/test_write_discipline.py.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from services.graveler.deadline import Deadline
+from services.graveler.graveler import Graveler
+from services.graveler.wiring import open_graveler
+from silt.block.local import LocalAdapter
+from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.record import JOURNAL_PREFIX
+from silt.kv.mem import MemStore
+from silt.kv.store import SCAN_CHUNK, Condition, Entry, Pair, Predicate, Store, ValueWithPredicate
+
+PLAIN, LWT = "plain", "lwt"
+Touch = tuple[str, str]  # (PLAIN or LWT, "write" or "delete")
+
+
+class RecordingStore(Store):
+    """inner, noting for each (partition, key) how it was written and deleted."""
+
+    def __init__(self, inner: Store) -> None:
+        self._inner = inner
+        self.touches: dict[tuple[bytes, bytes], set[Touch]] = defaultdict(set)
+
+    def _note(self, partition: bytes, keys: Sequence[bytes], kind: str, what: str) -> None:
+        for key in keys:
+            self.touches[(bytes(partition), bytes(key))].add((kind, what))
+
+    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
+        return self._inner.get(partition, key)
+
+    def set(self, partition: bytes, key: bytes, value: bytes) -> None:
+        self._inner.set(partition, key, value)
+        self._note(partition, [key], PLAIN, "write")
+
+    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
+        # Noted whether or not it applied: a refused LWT is still a Paxos round on the cell.
+        self._note(partition, [key], LWT, "write")
+        self._inner.set_if(partition, key, value, predicate)
+
+    def delete(self, partition: bytes, key: bytes) -> None:
+        self._inner.delete(partition, key)
+        self._note(partition, [key], PLAIN, "delete")
+
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        # A conditional batch is one Paxos round: every row of it takes the ballot's timestamp.
+        kind = PLAIN if condition is None else LWT
+        if condition is not None:
+            self._note(partition, [k for k, _ in puts], kind, "write")
+            self._note(partition, deletes, kind, "delete")
+        self._inner.apply(partition, puts, deletes, condition, timestamp)
+        if condition is None:
+            self._note(partition, [k for k, _ in puts], kind, "write")
+            self._note(partition, deletes, kind, "delete")
+
+    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
+        return self._inner.scan(partition, start)
+
+    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Sequence[Pair]]:
+        return self._inner.scan_chunks(partition, start, size)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def mixed(self) -> list[str]:
+        """The keys touched by both plain writes and LWTs, with how.
+
+        Journal rows are left out: each is written once, in the same batch as the mutation it
+        records (so by an LWT when that mutation is a compare-and-set), never read by a
+        condition, and deleted by the shipper at a write time after its own."""
+        found = []
+        for (partition, key), touches in sorted(self.touches.items()):
+            if key.startswith(JOURNAL_PREFIX):
+                continue
+            if len({kind for kind, _ in touches}) > 1:
+                found.append(f"{partition!r} {key!r}: {sorted(touches)}")
+        return found
+
+
+def _stage(graveler: Graveler, repository: str, branch: str, key: str) -> None:
+    graveler.stage_entry(repository, branch, key, pb.Entry(physical_address=f"data/{key}", size=1, etag="e"))
+
+
+def test_graveler_managers_never_mix_plain_writes_and_lwts_on_a_key(tmp_path: Path) -> None:
+    recorded = RecordingStore(MemStore())
+    graveler = open_graveler(recorded, LocalAdapter(tmp_path / "data"))
+    deadline = Deadline.after(60)
+    try:
+        # Repositories, their metadata labels, namespace claims.
+        graveler.create_repository("repo", "local://repo")
+        graveler.update_repository_metadata("repo", {"team": "lake", "tier": "gold"}, [])
+        graveler.update_repository_metadata("repo", {"tier": "silver"}, ["team"])
+
+        # Branches, staging, commits, tags, compaction, reset.
+        graveler.create_branch("repo", "feature", "main")
+        graveler.create_branch("repo", "doomed", "main")
+        _stage(graveler, "repo", "feature", "a.csv")
+        _stage(graveler, "repo", "feature", "b.csv")
+        graveler.delete_entry("repo", "feature", "b.csv")
+        graveler.commit("repo", "feature", "first", committer="alice")
+        _stage(graveler, "repo", "feature", "c.csv")
+        graveler.compact("repo", "feature")
+        graveler.reset_branch("repo", "feature", key="c.csv")
+        graveler.create_tag("repo", "v1", "feature")
+        graveler.create_tag("repo", "v2", "feature")
+        graveler.delete_tag("repo", "v2")
+        graveler.delete_branch("repo", "doomed")
+
+        # Branch protection: set, replaced under an etag.
+        _, etag = graveler.set_branch_protection("repo", [pb.BranchProtectionRule(pattern="rel-*")])
+        graveler.set_branch_protection(
+            "repo", [pb.BranchProtectionRule(pattern="main", required_approvals=1)], etag, deadline=deadline
+        )
+
+        # Retention rules: set, set keeping last-access rules, deleted, set again.
+        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=7))
+        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=3), keep_last_access_rules=True)
+        graveler.delete_gc_rules("repo")
+        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=5))
+        graveler.delete_gc_rules("repo")
+        last_access = pb.LastAccessRule(branch="main", prefixes=["logs/"], days=30)
+        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=1, last_access_rules=[last_access]))
+        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=2), keep_last_access_rules=True)
+        graveler.prepare_gc("repo", deadline=deadline)
+        graveler.prepare_last_access("repo", "main", deadline=deadline)
+
+        # Pull requests: created, updated, commented, reviewed, merged; another closed.
+        pull = graveler.create_pull_request("repo", "Add a", "", "feature", "main", "alice")
+        graveler.update_pull_request("repo", pull.id, title="Add a.csv", description="the first file")
+        graveler.add_pull_request_comment("repo", pull.id, "bob", "looks fine")
+        graveler.submit_pull_request_review("repo", pull.id, "bob", pb.REVIEW_VERDICT_APPROVE, deadline=deadline)
+        graveler.merge_pull_request("repo", pull.id, committer="bob", deadline=deadline)
+        _stage(graveler, "repo", "feature", "d.csv")
+        graveler.commit("repo", "feature", "second", committer="alice")
+        other = graveler.create_pull_request("repo", "Add d", "", "feature", "main", "alice")
+        graveler.add_pull_request_comment("repo", other.id, "bob", "not now")
+        graveler.update_pull_request("repo", other.id, status=pb.PULL_REQUEST_STATUS_CLOSED)
+        graveler.update_pull_request("repo", other.id, status=pb.PULL_REQUEST_STATUS_OPEN)
+        graveler.update_pull_request("repo", other.id, status=pb.PULL_REQUEST_STATUS_CLOSED)
+
+        # Dump, delete (the records, the claim and every key of the partitions, cleaned) and
+        # restore into a bare repository on the same namespace: pull requests, comments,
+        # protection rules, tags and branches written again; then changes on the copy.
+        dumped = graveler.dump_refs("repo", deadline=deadline)
+        graveler.delete_repository("repo")
+        graveler.clean_deleted_repositories()
+        graveler.create_repository("copy", "local://repo", bare=True)
+        graveler.restore_refs("copy", dumped.location, deadline=deadline)
+        graveler.set_branch_protection("copy", [], deadline=deadline)
+        restored_pull = graveler.list_pull_requests("copy", pb.PULL_REQUEST_STATUS_UNSPECIFIED, "", 10)[0][0]
+        graveler.update_pull_request("copy", restored_pull.id, title="restored")
+
+        graveler.delete_repository("copy")
+        graveler.clean_deleted_repositories()
+    finally:
+        graveler.close()
+    assert recorded.touches, "nothing was recorded"
+    mixed = recorded.mixed()
+    assert not mixed, "\n".join(mixed)
