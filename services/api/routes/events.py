@@ -30,10 +30,11 @@ from services.api.context import Ctx, authenticate
 from services.api.errors import ApiError, bad_request
 from services.api.live_feed import WRITE_TIMEOUT_SECONDS, WriteTimedStreamingResponse
 from services.api.objects_write import ensure_branch
-from silt.actions import READ_REPO
+from silt.actions import READ_REPO, READ_USER, USERS
 from silt.graveler.v1 import events_pb2 as ev
 from silt.history import layout
 from silt.history.codec import to_json
+from silt.history.visibility import shown
 
 router = APIRouter()
 
@@ -73,8 +74,11 @@ def _now_us() -> int:
 class _Feed:
     """The reading side of one stream: pages of the stored events, then polls of the recent past."""
 
-    def __init__(self, ctx: Ctx, repository: str, branch: str, since_us: int, after: str) -> None:
+    def __init__(
+        self, ctx: Ctx, repository: str, branch: str, since_us: int, after: str, viewer: str | None = None
+    ) -> None:
         self._ctx = ctx
+        self._viewer = viewer  # whose reads are sent (silt/history/visibility.py); None: all
         self.repository = repository
         self._branch = branch
         self._since_us = since_us
@@ -97,7 +101,8 @@ class _Feed:
                 continue
             if event.timestamp_us >= horizon:
                 self._sent[event.id] = event.timestamp_us
-            fresh.append(event)
+            if shown(event, self._viewer):
+                fresh.append(event)
         return fresh
 
     async def next_events(self) -> list[ev.HistoryEvent]:
@@ -184,7 +189,9 @@ async def branch_events(
         layout.timestamp_of_id(after)  # InvalidArgument (400) for anything that is not an event id
     await ensure_branch(ctx, repository, branch)  # 404 in lakeFS's shape before the stream starts
     lease = ctx.backend.feeds.take(ctx.caller.user_id)  # 429 / 503 beyond the caps
-    feed = _Feed(ctx, repository, branch, since, after)
+    # graveler answers the API every read; a caller who is no administrator gets its own.
+    admin = await ctx.backend.allowed(ctx.caller.user_id, READ_USER, USERS)
+    feed = _Feed(ctx, repository, branch, since, after, None if admin else ctx.caller.user_id)
     reauthorize: float = request.app.state.feed_reauthorize_seconds
     return WriteTimedStreamingResponse(
         _stream(ctx, request, feed, follow, reauthorize),

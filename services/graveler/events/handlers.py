@@ -12,6 +12,7 @@ from services.graveler.events.manager import HistoryEvents
 from services.graveler.events.streams import WRITE_TIMEOUT_SECONDS, StreamSlots, sent_within_deadline
 from silt.errors import SiltError
 from silt.graveler.v1 import events_pb2 as ev
+from silt.history.visibility import May, reads_viewer, shown_to
 from silt.rpc.interceptor import current_principal
 
 
@@ -24,6 +25,7 @@ def _caller() -> str:
 
 class HistoryHandlers:
     history: HistoryEvents
+    _may: May
     _streams: StreamSlots
     stream_write_timeout: float = WRITE_TIMEOUT_SECONDS
 
@@ -35,7 +37,9 @@ class HistoryHandlers:
         page = self.history.reader.list(
             request.repository, request.branch, request.since_us, request.until_us, request.after, request.amount
         )
-        return ev.ListEventsResponse(events=page.events, has_more=page.has_more, next_after=page.next_after)
+        # Others' reads are left out after paging: next_after still moves past them.
+        events = shown_to(page.events, reads_viewer(self._may, request.repository))
+        return ev.ListEventsResponse(events=events, has_more=page.has_more, next_after=page.next_after)
 
     def WatchEvents(self, request: ev.WatchEventsRequest, context: grpc.ServicerContext) -> Iterator[ev.HistoryEvent]:
         """Every stream, followed or not, holds a slot (services/graveler/events/streams.py) and
@@ -45,4 +49,5 @@ class HistoryHandlers:
             request.repository, request.branch, request.since_us, request.after, request.follow, deadline
         )
         with self._streams.hold(_caller()):
-            yield from sent_within_deadline(watch, context.cancel, self.stream_write_timeout)
+            shown = shown_to(watch, reads_viewer(self._may, request.repository))
+            yield from sent_within_deadline(shown, context.cancel, self.stream_write_timeout)
