@@ -100,7 +100,7 @@ test: proto clients ui
 # The quick part, for the edit-test loop (under 2 minutes on 2 cores): no whole stack (e2e),
 # Spark, Cassandra, large data sets or fuzzing, so no Java either. The marks are pyproject.toml's;
 # tests/conftest.py applies most by directory and fixture. `make test` still runs everything.
-FAST_MARKS := not (e2e or spark or cassandra or slow or fuzz)
+FAST_MARKS := not (e2e or spark or cassandra or cassandra_cluster or slow or fuzz)
 test-fast: proto clients
 	$(PY) -m pytest -m "$(FAST_MARKS)" $(PYTEST_ARGS)
 

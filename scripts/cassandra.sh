@@ -13,6 +13,8 @@
 #   SILT_CASSANDRA_NATIVE_PORT   CQL port (default 9042)
 #   SILT_CASSANDRA_STORAGE_PORT  internode port (default 7000); give each instance its own
 #   SILT_CASSANDRA_HEAP          JVM heap (default 1G)
+#   SILT_CASSANDRA_JVM_OPTS      more JVM options, split on spaces (the 3-node test cluster
+#                                gives each node a small young generation and C1 only)
 #   SILT_CASSANDRA_CONFIGURE     a bash script run as `bash SCRIPT DATA/cassandra.yaml` after the
 #                                file is written and before Cassandra starts, to change settings
 #                                (the tests run deploy/k8s's script that turns authentication on)
@@ -196,6 +198,10 @@ run() {
 		bash "$SILT_CASSANDRA_CONFIGURE" "$data/cassandra.yaml" || die "$SILT_CASSANDRA_CONFIGURE failed on $data/cassandra.yaml"
 	fi
 
+	local extra_opts=()
+	if [[ -n "${SILT_CASSANDRA_JVM_OPTS:-}" ]]; then
+		read -r -a extra_opts <<<"$SILT_CASSANDRA_JVM_OPTS"
+	fi
 	local opens=()
 	local pkg
 	for pkg in java.lang java.lang.reflect java.lang.ref java.util java.util.concurrent \
@@ -210,6 +216,7 @@ run() {
 	# Cassandra by signalling that pid.
 	exec java -Xms"$heap" -Xmx"$heap" -Xss512k \
 		-XX:+UseSerialGC \
+		"${extra_opts[@]}" \
 		-Djava.net.preferIPv4Stack=true \
 		-Dcassandra.config="file://$data/cassandra.yaml" \
 		-Dlogback.configurationFile="file://$data/logback.xml" \

@@ -1,6 +1,7 @@
 """Session-wide servers and stores shared by every test that needs them.
 
-One real Apache Cassandra and one moto_server per test run, each started on first use.
+One real Apache Cassandra, one 3-node Cassandra cluster and one moto_server per test run,
+each started on first use.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.kv import Store, open_store
 from tests.support.cassandra import cassandra_server  # noqa: F401
+from tests.support.cassandra_cluster import cassandra_cluster, cassandra_cluster_store  # noqa: F401
 from tests.support.moto import moto_server  # noqa: F401
 
 # Fails the run if anything it started is still running at its end (a leaked process or
@@ -58,7 +60,14 @@ _MARK_BY_DIRECTORY = [
     (("tests", "browser"), "browser"),
     (("tests", "browser"), "e2e"),
 ]
-_MARK_BY_FIXTURE = {"spark": "spark", "cassandra_server": "cassandra", "cassandra_store": "cassandra"}
+_MARK_BY_FIXTURE = {
+    "spark": "spark",
+    "cassandra_server": "cassandra",
+    "cassandra_store": "cassandra",
+    # The 3-node cluster has its own mark: it costs three JVMs, started once per run.
+    "cassandra_cluster": "cassandra_cluster",
+    "cassandra_cluster_store": "cassandra_cluster",
+}
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark

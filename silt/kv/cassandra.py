@@ -42,6 +42,20 @@ Consistency decisions (see docs/design/kv.md, "Drivers"):
   unconditional apply given a timestamp writes every row ``USING TIMESTAMP`` it: the
   metadata journal's logical clock, so that of two blind writes to one key the one the
   journal orders last is the one kept, whatever the writers' clocks (docs/design/journal.md).
+
+Riding out one lost replica of three (docs/design/kv.md, "Faults on a cluster"):
+
+* Requests a replica could not serve move to another one when that is safe (_RetryPolicy):
+  every statement after an Unavailable (nothing was attempted), reads after any error,
+  plain writes after a server write timeout (their timestamp is already fixed) and, when
+  their timestamp is fixed before sending, after a lost connection. A read not answered
+  within _SPECULATIVE_DELAY_S is also sent to the next replica.
+* A frozen node is noticed by the driver's heartbeat in about 3 s, and a node that timed
+  out a request is tried last for a few seconds (_SuspectsLastPolicy).
+* An LWT whose outcome a fault left unknown is resolved by a read at SERIAL, and sent again
+  only when that read shows it did not apply (_conditional, _resolve).
+* One warning line per node going down or coming back (_HostStates); the driver's own
+  records about it, some with tracebacks and one per reconnection attempt, are dropped.
 """
 
 from __future__ import annotations
@@ -52,7 +66,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from cassandra import (
     AuthenticationFailed,
@@ -69,10 +83,13 @@ from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
 from cassandra.connection import ConnectionException
 from cassandra.policies import (
+    ConstantSpeculativeExecutionPolicy,
     DCAwareRoundRobinPolicy,
     ExponentialReconnectionPolicy,
+    HostStateListener,
     RetryPolicy,
     TokenAwarePolicy,
+    WrapperPolicy,
 )
 from cassandra.query import BatchStatement, BatchType, PreparedStatement, tuple_factory
 
@@ -92,6 +109,7 @@ from silt.kv.store import (
 )
 
 if TYPE_CHECKING:
+    from cassandra.pool import Host
     from cassandra.query import Statement
 
 TABLE = "kv"
@@ -100,8 +118,28 @@ TABLE = "kv"
 # every 2 s: a cluster that comes back is used again within about two seconds.
 _RECONNECT_BASE_DELAY_S = 0.25
 _RECONNECT_MAX_DELAY_S = 2.0
-# Detects connections that died silently (no FIN: a crashed host, a dropped NAT entry).
-_HEARTBEAT_INTERVAL_S = 10
+# A connection that received nothing for this long is sent a heartbeat (OPTIONS); with no
+# answer within the timeout it is closed and its node marked down, so that requests go to
+# the other replicas. Together they notice a frozen node (paused, swapping, a dropped NAT
+# entry: no FIN, no RST) in about 3 s, where gossip takes ~18 s to convict it; a GC pause
+# shorter than the timeout does not trip them.
+_HEARTBEAT_INTERVAL_S = 1.0
+_HEARTBEAT_TIMEOUT_S = 2.0
+# A read not answered within this long is also sent to the next replica, and the first
+# answer wins: a replica that died or froze (before anyone noticed) costs a read this much
+# instead of the request timeout. Far above a healthy read's latency (~1 ms), so it adds
+# a duplicate only for reads that are stalled anyway.
+_SPECULATIVE_DELAY_S = 0.2
+# A node that left a request unanswered (timeout) or dropped its connection is tried last
+# for this long, so that the next requests (and the resolution of an LWT it left unknown)
+# do not wait for it again before the heartbeat has marked it down.
+_SUSPECT_FOR_S = 5.0
+# An LWT left in doubt by a fault is resolved and, if it certainly did not apply, sent again:
+# at most this many sends in all.
+_LWT_ATTEMPTS = 3
+# Retries on another replica of one request (not counting speculative executions).
+_MAX_RETRIES = 2
+_READ_PROFILE = "silt-read"
 
 # Servers from this version on give plain writes and ballots one node-wide monotonic clock
 # (see the module docstring); the change came within 2.1, all of 2.1 is treated as older.
@@ -109,18 +147,32 @@ _SHARED_BALLOT_CLOCK_SINCE = (2, 2)
 
 
 class _RetryPolicy(RetryPolicy):
-    """The driver's default policy, minus every retry that could apply a write twice.
+    """Moves a request the server could not serve to another replica, when that is safe.
 
-    The default retries any request whose connection broke on the next host. For an LWT
-    that may have been applied already, the retry would then report PredicateFailed for
-    our own write, so non-idempotent statements are never retried except when the server
-    said it did not even try (Unavailable).
+    * Unavailable (the coordinator did not have enough live replicas and did not attempt the
+      statement): any statement, LWTs included, is sent to the next host once; another
+      coordinator may see the replicas differently while gossip catches up.
+    * Read timeouts and connection errors: reads are idempotent and go to the next host.
+    * Write timeouts: a plain write or unlogged batch that a coordinator gave up on already
+      has its timestamp, so sending it again cannot reorder it; it goes to the next host. A
+      timeout of an LWT (write type CAS, or SIMPLE in its commit phase) is never retried
+      here: its outcome is unknown and ``CassandraStore._conditional`` resolves it.
+    * Connection errors and other request errors: only statements marked idempotent (reads,
+      writes whose timestamp is fixed; see ``CassandraStore._prepare``) are sent again.
     """
 
-    def on_read_timeout(self, query: Statement, consistency: int, *args: Any, **kwargs: Any) -> tuple[int, Any]:
-        if not _idempotent(query):
-            return self.RETHROW, None
-        return super().on_read_timeout(query, consistency, *args, **kwargs)
+    def on_read_timeout(
+        self,
+        query: Statement,
+        consistency: int,
+        required_responses: int,
+        received_responses: int,
+        data_retrieved: bool,
+        retry_num: int,
+    ) -> tuple[int, Any]:
+        if _idempotent(query) and retry_num < _MAX_RETRIES:
+            return self.RETRY_NEXT_HOST, None
+        return self.RETHROW, None
 
     def on_write_timeout(
         self,
@@ -131,18 +183,136 @@ class _RetryPolicy(RetryPolicy):
         received_responses: int,
         retry_num: int,
     ) -> tuple[int, Any]:
-        if write_type == WriteType.SIMPLE and _idempotent(query) and retry_num == 0:
-            return self.RETRY, consistency
+        retryable = write_type in (WriteType.SIMPLE, WriteType.BATCH, WriteType.UNLOGGED_BATCH)
+        if retryable and _plain_write(query) and retry_num < _MAX_RETRIES:
+            return self.RETRY_NEXT_HOST, None
+        return self.RETHROW, None
+
+    def on_unavailable(
+        self, query: Statement, consistency: int, required_replicas: int, alive_replicas: int, retry_num: int
+    ) -> tuple[int, Any]:
+        if retry_num == 0:
+            return self.RETRY_NEXT_HOST, None
         return self.RETHROW, None
 
     def on_request_error(self, query: Statement, consistency: int, error: Exception, retry_num: int) -> tuple[int, Any]:
-        if _idempotent(query) and retry_num == 0:
+        if _idempotent(query) and retry_num < _MAX_RETRIES:
             return self.RETRY_NEXT_HOST, None
         return self.RETHROW, None
 
 
+class _Suspects:
+    """Nodes that recently timed out a request or dropped a connection, with when."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._until: dict[Host, float] = {}
+
+    def add(self, host: Host | None) -> None:
+        if host is not None:
+            with self._lock:
+                self._until[host] = time.monotonic() + _SUSPECT_FOR_S
+
+    def clear(self, host: Host) -> None:
+        with self._lock:
+            self._until.pop(host, None)
+
+    def current(self) -> set[Host]:
+        now = time.monotonic()
+        with self._lock:
+            for host in [h for h, until in self._until.items() if until <= now]:
+                del self._until[host]
+            return set(self._until)
+
+
+class _SuspectsLastPolicy(WrapperPolicy):
+    """The child's plan (replicas first), with suspected nodes moved to its end."""
+
+    def __init__(self, child_policy: Any, suspects: _Suspects) -> None:
+        super().__init__(child_policy)
+        self._suspects = suspects
+
+    def make_query_plan(self, working_keyspace: str | None = None, query: Statement | None = None) -> Iterator[Host]:
+        suspects = self._suspects.current()
+        plan = self._child_policy.make_query_plan(working_keyspace, query)
+        if not suspects:
+            yield from plan
+            return
+        later = []
+        for host in plan:
+            if host in suspects:
+                later.append(host)
+            else:
+                yield host
+        yield from later
+
+
+class _HostStates(HostStateListener):
+    """Says once, in one line, that a node went down or came back (the driver's own records
+    about it are held back by _DriverNoise)."""
+
+    def __init__(self, suspects: _Suspects) -> None:
+        self._suspects = suspects
+
+    def on_down(self, host: Host) -> None:
+        _log.warning("cassandra: node %s is down; requests go to the other replicas until it is back", host.endpoint)
+
+    def on_up(self, host: Host) -> None:
+        self._suspects.clear(host)
+        _log.warning("cassandra: node %s is up again", host.endpoint)
+
+    def on_add(self, host: Host) -> None:
+        pass
+
+    def on_remove(self, host: Host) -> None:
+        pass
+
+
+class _DriverNoise(logging.Filter):
+    """Drops the driver's warnings about a node being unreachable: some carry a traceback,
+    and one comes per reconnection attempt (every 2 s) for as long as the node is down.
+    Silt logs the change of state once instead (_HostStates). Other records pass."""
+
+    _PREFIXES = (
+        "Host %s has been marked down",
+        "[control connection] Error connecting to",
+        "Failed to create connection pool for new host",
+        "Connection pool could not be created",
+        "Error attempting to reconnect to",
+        "Failed reconnecting",
+        "Failed to create new connection to",
+        "Failed to add new connection to pool",
+        "Heartbeat failed for connection",
+        "Failed sending heartbeat message",
+    )
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR or not str(record.msg).startswith(self._PREFIXES)
+
+
+_log = logging.getLogger(__name__)
+_NOISY_DRIVER_LOGGERS = ("cassandra.cluster", "cassandra.pool", "cassandra.connection")
+_driver_noise = _DriverNoise()
+
+
+def _quiet_driver_logs() -> None:
+    for name in _NOISY_DRIVER_LOGGERS:
+        logger = logging.getLogger(name)
+        if _driver_noise not in logger.filters:
+            logger.addFilter(_driver_noise)
+
+
 def _idempotent(query: Statement | None) -> bool:
     return query is not None and bool(query.is_idempotent)
+
+
+# Marks the statements (prepared, or a batch) that are plain writes: neither reads nor LWTs.
+_PLAIN_WRITE = "silt_plain_write"
+
+
+def _plain_write(query: Statement | None) -> bool:
+    prepared = getattr(query, "prepared_statement", None)  # a bound statement's
+    return bool(getattr(query, _PLAIN_WRITE, False) or getattr(prepared, _PLAIN_WRITE, False))
 
 
 class _LegacyBallotFence:
@@ -169,6 +339,15 @@ class _LegacyBallotFence:
         now_ms = time.time_ns() // 1_000_000
         with self._lock:
             self._last_plain_ms = max(self._last_plain_ms, now_ms)
+
+
+class _Change(NamedTuple):
+    """What an LWT changes: one key's value from before (None: absent) to after (None: deleted)."""
+
+    partition: bytes
+    key: bytes
+    before: bytes | None
+    after: bytes | None
 
 
 def _parse_version(text: str | None) -> tuple[int, ...]:
@@ -237,8 +416,10 @@ class CassandraStore(Store):
         self._closed = False
         self._close_lock = threading.Lock()
         self._fence: _LegacyBallotFence | None = None
+        self._suspects = _Suspects()
+        _quiet_driver_logs()
         try:
-            self._cluster = self._make_cluster(config)
+            self._cluster = self._make_cluster(config, self._suspects)
         except Exception as exc:
             raise Unavailable(
                 f"cassandra: cannot reach {self._contacts}: {_reason(exc, config.connect_timeout_s)}"
@@ -247,8 +428,9 @@ class CassandraStore(Store):
             self._session = self._connect()
             if config.create_schema:
                 self._create_schema()
-            self._prepare()
+            # First: whether plain writes carry client timestamps decides their retries.
             self._check_server_versions()
+            self._prepare()
         except BaseException:
             self._cluster.shutdown()
             raise
@@ -276,20 +458,34 @@ class CassandraStore(Store):
     # --- setup ---------------------------------------------------------------------------
 
     @staticmethod
-    def _make_cluster(config: CassandraConfig) -> Cluster:
-        profile = ExecutionProfile(
-            load_balancing_policy=TokenAwarePolicy(
-                # An empty local_dc makes the driver adopt the first contact point's
-                # datacenter, which is right when contact points are local.
-                DCAwareRoundRobinPolicy(local_dc=config.local_datacenter or ""),
-                shuffle_replicas=False,
+    def _make_cluster(config: CassandraConfig, suspects: _Suspects) -> Cluster:
+        def profile(**extra: Any) -> ExecutionProfile:
+            return ExecutionProfile(
+                load_balancing_policy=_SuspectsLastPolicy(
+                    TokenAwarePolicy(
+                        # An empty local_dc makes the driver adopt the first contact point's
+                        # datacenter, which is right when contact points are local.
+                        DCAwareRoundRobinPolicy(local_dc=config.local_datacenter or ""),
+                        shuffle_replicas=False,
+                    ),
+                    suspects,
+                ),
+                retry_policy=_RetryPolicy(),
+                consistency_level=ConsistencyLevel.name_to_value[config.consistency],
+                serial_consistency_level=ConsistencyLevel.name_to_value[config.serial_consistency],
+                request_timeout=config.request_timeout_s,
+                row_factory=tuple_factory,
+                **extra,
+            )
+
+        profiles = {
+            EXEC_PROFILE_DEFAULT: profile(),
+            # Reads only: a speculative duplicate of a write could reach a frozen coordinator,
+            # be given its timestamp when that node wakes, and overwrite a later write.
+            _READ_PROFILE: profile(
+                speculative_execution_policy=ConstantSpeculativeExecutionPolicy(_SPECULATIVE_DELAY_S, 1)
             ),
-            retry_policy=_RetryPolicy(),
-            consistency_level=ConsistencyLevel.name_to_value[config.consistency],
-            serial_consistency_level=ConsistencyLevel.name_to_value[config.serial_consistency],
-            request_timeout=config.request_timeout_s,
-            row_factory=tuple_factory,
-        )
+        }
         auth = None
         if config.username is not None:
             password = config.password.get_secret_value() if config.password is not None else ""
@@ -300,7 +496,7 @@ class CassandraStore(Store):
         return Cluster(
             contact_points=list(config.contact_points),
             port=config.port,
-            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+            execution_profiles=profiles,
             auth_provider=auth,
             connect_timeout=config.connect_timeout_s,
             control_connection_timeout=config.connect_timeout_s,
@@ -308,7 +504,7 @@ class CassandraStore(Store):
                 base_delay=_RECONNECT_BASE_DELAY_S, max_delay=_RECONNECT_MAX_DELAY_S, max_attempts=None
             ),
             idle_heartbeat_interval=_HEARTBEAT_INTERVAL_S,
-            idle_heartbeat_timeout=max(config.request_timeout_s, 1.0),
+            idle_heartbeat_timeout=_HEARTBEAT_TIMEOUT_S,
             max_schema_agreement_wait=max(config.request_timeout_s, 10.0),
             **extra,
         )
@@ -328,6 +524,7 @@ class CassandraStore(Store):
         finally:
             cluster_log.setLevel(previous)
         session.default_fetch_size = self._config.page_size
+        self._cluster.register_listener(_HostStates(self._suspects))
         return session
 
     def _create_schema(self) -> None:
@@ -361,15 +558,24 @@ class CassandraStore(Store):
 
     def _prepare(self) -> None:
         table = f"{self._config.keyspace}.{TABLE}"
+        # Whether a statement may be sent again at any time (a retry after a lost connection):
+        # reads, and writes whose timestamp is fixed before they leave this process (USING
+        # TIMESTAMP, or client timestamps). A plain write timestamped by its coordinator is
+        # not: a copy still queued at a frozen node would be stamped when that node wakes,
+        # after (and over) a later write of the same key. Such a write is sent again only when
+        # its coordinator answered (a timeout from replicas: it already has its timestamp).
+        plain = self._session.use_client_timestamp
         statements = {
             "_get": (f"SELECT value FROM {table} WHERE partition_key = ? AND key = ?", True),
-            "_set": (f"INSERT INTO {table} (partition_key, key, value) VALUES (?, ?, ?)", True),
+            # Resolves an LWT left in doubt (consistency set below): see _resolve.
+            "_get_serial": (f"SELECT value FROM {table} WHERE partition_key = ? AND key = ?", True),
+            "_set": (f"INSERT INTO {table} (partition_key, key, value) VALUES (?, ?, ?)", plain),
             "_insert_if_absent": (
                 f"INSERT INTO {table} (partition_key, key, value) VALUES (?, ?, ?) IF NOT EXISTS",
                 False,
             ),
             "_update_if": (f"UPDATE {table} SET value = ? WHERE partition_key = ? AND key = ? IF value = ?", False),
-            "_delete": (f"DELETE FROM {table} WHERE partition_key = ? AND key = ?", True),
+            "_delete": (f"DELETE FROM {table} WHERE partition_key = ? AND key = ?", plain),
             # For apply: rows written at a caller's timestamp, and a conditional delete.
             "_set_at": (f"INSERT INTO {table} (partition_key, key, value) VALUES (?, ?, ?) USING TIMESTAMP ?", True),
             "_delete_at": (f"DELETE FROM {table} USING TIMESTAMP ? WHERE partition_key = ? AND key = ?", True),
@@ -378,6 +584,7 @@ class CassandraStore(Store):
             # An empty blob as a slice bound is not accepted by every version, hence two scans.
             "_scan_from": (f"SELECT key, value FROM {table} WHERE partition_key = ? AND key >= ?", True),
         }
+        plain_writes = {"_set", "_delete", "_set_at", "_delete_at"}
         for attr, (cql, idempotent) in statements.items():
             try:
                 prepared = self._session.prepare(cql)
@@ -389,7 +596,9 @@ class CassandraStore(Store):
             except Exception as exc:
                 self._raise("", exc, "prepare statements")
             prepared.is_idempotent = idempotent
+            setattr(prepared, _PLAIN_WRITE, attr in plain_writes)
             setattr(self, attr, prepared)
+        self._get_serial.consistency_level = ConsistencyLevel.name_to_value[self._config.serial_consistency]
 
     def _check_server_versions(self) -> None:
         versions = [_parse_version(host.release_version) for host in self._cluster.metadata.all_hosts()]
@@ -402,6 +611,7 @@ class CassandraStore(Store):
     # --- execution -----------------------------------------------------------------------
 
     _get: PreparedStatement
+    _get_serial: PreparedStatement
     _set: PreparedStatement
     _insert_if_absent: PreparedStatement
     _update_if: PreparedStatement
@@ -422,11 +632,16 @@ class CassandraStore(Store):
         reason = _reason(exc, self._config.request_timeout_s)
         raise Unavailable(f"cassandra: {what or op} on {self._contacts} failed: {reason}") from exc
 
-    def _execute(self, op: str, statement: Statement, params: tuple[bytes, ...] | None) -> Any:
+    def _execute(
+        self, op: str, statement: Statement, params: tuple[bytes, ...] | None, profile: object = EXEC_PROFILE_DEFAULT
+    ) -> Any:
         if self._closed:
             raise Unavailable("cassandra: the store is closed")
         try:
-            return self._session.execute(statement, params)
+            return self._session.execute(statement, params, execution_profile=profile)
+        except OperationTimedOut as exc:
+            self._suspects.add(exc.last_host)
+            self._raise(op, exc)
         except Exception as exc:
             self._raise(op, exc)
 
@@ -442,7 +657,7 @@ class CassandraStore(Store):
 
     def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
         check_key(partition, key)
-        row = self._execute("get", self._get, (bytes(partition), bytes(key))).one()
+        row = self._execute("get", self._get, (bytes(partition), bytes(key)), _READ_PROFILE).one()
         # A row without a value is never written by this driver; treat it as absent, as
         # set_if does (IF NOT EXISTS would refuse it, IF value = ? never matches it).
         if row is None or row[0] is None:
@@ -465,28 +680,81 @@ class CassandraStore(Store):
             statement, params = self._insert_if_absent, (bytes(partition), bytes(key), bytes(value))
         else:
             statement, params = self._update_if, (bytes(value), bytes(partition), bytes(key), bytes(predicate))
-        self._conditional("set_if", statement, params)
+        before = None if predicate is None else bytes(predicate)
+        self._conditional("set_if", statement, params, _Change(bytes(partition), bytes(key), before, bytes(value)))
 
-    def _conditional(self, op: str, statement: Statement, params: tuple[bytes, ...] | None) -> None:
-        """Run an LWT (one statement or a conditional batch); PredicateFailed if not applied."""
-        if self._fence is not None:
-            self._fence.before_lwt()
+    def _conditional(self, op: str, statement: Statement, params: tuple[bytes, ...] | None, change: _Change) -> None:
+        """Run an LWT (one statement or a conditional batch) that makes change; PredicateFailed
+        if not applied. One whose outcome a fault left unknown is resolved (_resolve), never
+        taken as failed or done."""
+        resent = False
+        for _ in range(_LWT_ATTEMPTS):
+            if self._fence is not None:
+                self._fence.before_lwt()
+            try:
+                result = self._execute(op, statement, params)
+            except Unavailable as exc:
+                cause = exc.__cause__
+                # The server refusing up front (not enough replicas, no node to ask) means the
+                # write was not attempted; anything else may have been applied.
+                if isinstance(cause, DriverUnavailable | NoHostAvailable) or cause is None:
+                    raise
+                if self._resolve(op, change, cause):
+                    return
+                resent = True
+                continue
+            row = result.one()
+            # The first column of an LWT's result is always [applied].
+            if row is not None and row[0]:
+                return
+            if not resent:
+                raise PredicateFailed(f"KV {op}: the current value does not match the predicate")
+            # A resend that did not apply: the first send may have applied after all (its
+            # coordinator was frozen, not dead, and woke up), or another writer got in.
+            if self._resolve(op, change, None):
+                return
+            raise Unavailable(f"cassandra: {op} on {self._contacts}: outcome unknown after resending it")
+        raise Unavailable(
+            f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been applied:"
+            f" not applied after {_LWT_ATTEMPTS} attempts, each interrupted by a fault"
+        )
+
+    def _resolve(self, op: str, change: _Change, cause: BaseException | None) -> bool:
+        """Whether an LWT whose outcome is unknown applied (True), or certainly did not and may
+        be sent again (False); Unavailable when that cannot be known.
+
+        A read at SERIAL first finishes any Paxos round in progress on the key (a proposal
+        accepted by some replicas is committed or superseded), so what it returns is final:
+        the LWT's value means it applied; the value it was conditioned on means it did not,
+        and it can no longer apply behind our back except by a coordinator still holding it,
+        whose Paxos round would then find the value changed by our resend. Any other value
+        means another writer changed the key since, and whether ours applied first cannot be
+        told. Values are compared, so an LWT that writes the value a concurrent writer also
+        wrote counts as applied: Silt's conditional values (records with fresh ids, counters,
+        timestamps) do not repeat.
+        """
+        reason = "" if cause is None else f": {_reason(cause, self._config.request_timeout_s)}"
         try:
-            result = self._execute(op, statement, params)
+            row = self._execute(op, self._get_serial, (change.partition, change.key), _READ_PROFILE).one()
         except Unavailable as exc:
-            cause = exc.__cause__
-            # The server refusing up front (not enough replicas, no node to ask) means the
-            # write was not attempted; anything else may have been applied.
-            if isinstance(cause, DriverUnavailable | NoHostAvailable) or cause is None:
-                raise
             raise Unavailable(
                 f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been"
-                f" applied: {_reason(cause, self._config.request_timeout_s)}"
-            ) from cause
-        row = result.one()
-        # The first column of an LWT's result is always [applied].
-        if row is None or not row[0]:
-            raise PredicateFailed(f"KV {op}: the current value does not match the predicate")
+                f" applied{reason}; reading it back at {self._config.serial_consistency} failed too:"
+                f" {_reason(exc.__cause__ or exc, self._config.request_timeout_s)}"
+            ) from cause or exc
+        current = None if row is None or row[0] is None else bytes(row[0])
+        if current == change.after:
+            _log.info(
+                "cassandra: %s: interrupted%s; read back at %s: applied", op, reason, self._config.serial_consistency
+            )
+            return True
+        if current == change.before:
+            _log.info("cassandra: %s: interrupted%s; read back: not applied, sending it again", op, reason)
+            return False
+        raise Unavailable(
+            f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been applied"
+            f"{reason}; another writer has changed the key since"
+        ) from cause
 
     def apply(
         self,
@@ -518,10 +786,13 @@ class CassandraStore(Store):
             else:
                 batch.add(self._delete, (partition, key))
         if condition is not None:
-            self._conditional("apply", batch, None)
+            assert cond_key is not None
+            after = next((value for key, value in puts if key == cond_key), None)
+            self._conditional("apply", batch, None, _Change(partition, cond_key, predicate, after))
             return
-        # Every statement of an unconditional batch is idempotent: retrying it is safe.
-        batch.is_idempotent = True
+        # An unconditional batch is a plain write (see _prepare), with a fixed timestamp if given.
+        batch.is_idempotent = timestamp is not None or self._session.use_client_timestamp
+        setattr(batch, _PLAIN_WRITE, True)
         self._write("apply", batch, None)
 
     def delete(self, partition: bytes, key: bytes) -> None:
@@ -540,7 +811,7 @@ class CassandraStore(Store):
     def _scan(self, statement: PreparedStatement, params: tuple[bytes, ...]) -> Iterator[Entry]:
         # A generator, so that nothing is sent until the first entry is asked for and the
         # driver fetches each following page only when the previous one is consumed.
-        result = self._execute("scan", statement, params)
+        result = self._execute("scan", statement, params, _READ_PROFILE)
         rows = iter(result)
         while True:
             try:

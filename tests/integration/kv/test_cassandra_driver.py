@@ -296,7 +296,9 @@ def test_hung_node_times_out_and_conditional_outcome_is_unknown(
                 assert "\n" not in str(err.value)
             finally:
                 proxy.thaw()
-            # The frozen set_if is delivered now and applies: exactly why it was "unknown".
+            # The frozen set_if is delivered now and applies: exactly why it was "unknown". The
+            # heartbeat took the frozen node for down: it is used again once reconnected.
+            _wait_until_ok(store, partition, b"k", within_s=10.0)
             deadline = time.monotonic() + 10.0
             while store.get(partition, b"k").value != b"v2" and time.monotonic() < deadline:
                 time.sleep(0.1)

@@ -224,7 +224,13 @@ def test_scan_survives_writes_during_iteration(store: Store, partition: bytes) -
 
 
 @pytest.mark.slow
-def test_scan_of_100k_keys_is_complete_ordered_and_bounded_in_memory(store: Store, partition: bytes) -> None:
+def test_scan_of_100k_keys_is_complete_ordered_and_bounded_in_memory(
+    store: Store, partition: bytes, request: pytest.FixtureRequest
+) -> None:
+    if request.node.callspec.params.get("store") == "cassandra_cluster":
+        # Paging is the driver's, the same on one node: 300,000 replica writes on two shared
+        # cores would cost minutes of the run for nothing the single-node leg does not show.
+        pytest.skip("covered by the single-node Cassandra leg")
     count = 100_000
     value = b"x" * 100
     # Inserted in shuffled order so ordering comes from the store, not from insertion.

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Turns the cassandra.yaml that scripts/cassandra.sh writes for a single test node into one
+# node of a loopback test cluster; run by it as SILT_CASSANDRA_CONFIGURE (`bash THIS FILE.yaml`).
+#
+# Environment:
+#   SILT_CASSANDRA_NODE_ADDRESS  this node's address (listen and native), e.g. 127.0.0.2
+#   SILT_CASSANDRA_NODE_TOKEN    its one token (num_tokens stays 1): tokens evenly spaced over
+#                                the ring give each node an equal share without vnodes
+#   SILT_CASSANDRA_SEEDS         comma-separated seed addresses (default 127.0.0.1)
+#
+# Every node uses the same native and storage ports on its own address: Cassandra 2.1 dials
+# its peers on its own storage_port. auto_bootstrap is off so that all nodes can start at
+# once on empty data directories (nothing to stream), and hinted hand-off is on so that a
+# restarted node receives the writes it missed.
+#
+# Server timeouts are Cassandra's defaults (as in production), except the read timeout, not
+# the single test node's generous ones; the dynamic snitch is on, as by default. A
+# coordinator whose read waits on a replica that died (until gossip convicts it, ~18 s)
+# sends the read to another replica after the table's 99th-percentile read latency, which
+# it recomputes once per read timeout and takes as half the read timeout until then: with
+# the single node's 10 s, longer than the clients' 3 s request timeout; with 2 s, soon
+# enough even on a loaded 2-core machine.
+set -euo pipefail
+yaml="${1:?usage: cassandra-cluster-node.sh CASSANDRA_YAML}"
+address="${SILT_CASSANDRA_NODE_ADDRESS:?}"
+token="${SILT_CASSANDRA_NODE_TOKEN:?}"
+seeds="${SILT_CASSANDRA_SEEDS:-127.0.0.1}"
+[[ "$address" =~ ^[0-9.]+$ && "$token" =~ ^-?[0-9]+$ && "$seeds" =~ ^[0-9.,]+$ ]] || {
+	echo "cassandra-cluster-node.sh: bad address, token or seeds" >&2
+	exit 1
+}
+sed -i \
+	-e "s/^listen_address:.*/listen_address: $address/" \
+	-e "s/^rpc_address:.*/rpc_address: $address/" \
+	-e "s/^initial_token:.*/initial_token: $token/" \
+	-e "s/^\( *- seeds:\).*/\1 \"$seeds\"/" \
+	-e "s/^hinted_handoff_enabled:.*/hinted_handoff_enabled: true/" \
+	-e "s/^cluster_name:.*/cluster_name: silt-test-cluster/" \
+	-e "s/^dynamic_snitch:.*/dynamic_snitch: true/" \
+	-e "s/^read_request_timeout_in_ms:.*/read_request_timeout_in_ms: 2000/" \
+	-e "s/^range_request_timeout_in_ms:.*/range_request_timeout_in_ms: 10000/" \
+	-e "s/^write_request_timeout_in_ms:.*/write_request_timeout_in_ms: 2000/" \
+	-e "s/^counter_write_request_timeout_in_ms:.*/counter_write_request_timeout_in_ms: 5000/" \
+	-e "s/^cas_contention_timeout_in_ms:.*/cas_contention_timeout_in_ms: 1000/" \
+	-e "s/^request_timeout_in_ms:.*/request_timeout_in_ms: 10000/" \
+	"$yaml"
+cat >>"$yaml" <<YAML
+# Added by scripts/cassandra-cluster-node.sh
+auto_bootstrap: false
+max_hint_window_in_ms: 3600000
+YAML
