@@ -211,6 +211,12 @@ class S3GatewayConfig(_Section):
     max_header_line_bytes: int = Field(8 * 1024, ge=1024, le=64 * 1024, description="one header or the URL")
     header_timeout_seconds: float = Field(20.0, gt=0, le=600, description="time to send a request's head")
     max_connections: int = Field(4096, ge=1, description="open connections per gateway process")
+    max_connections_per_client: int = Field(
+        512, ge=0, description="open connections per client address (IPv6: /64) and gateway process; 0: no cap"
+    )
+    idle_timeout_seconds: float = Field(
+        15.0, gt=0, le=3600, description="a connection that sends no request for this long is closed"
+    )
     body_idle_timeout_seconds: float = Field(60.0, gt=0, le=3600, description="longest pause inside a body")
     storage_namespace_template: str | None = Field(
         None, description="storage namespace of repositories created by CreateBucket, e.g. local://{repo}"

@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from services.gateway import health
-from services.gateway.authn import authenticate
+from services.gateway.authn import authenticate, check_unambiguous
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error, error_body
 from services.gateway.health import is_health_path
@@ -67,6 +67,8 @@ class GatewayApp:
         handler = None
         error_code = ""
         try:
+            # Before routing: a repeated Host would otherwise name a bucket first.
+            check_unambiguous(request)
             route(request, self.config.gateways.s3.domain_name)
             await authenticate(ctx)
             handler = dispatch(ctx)

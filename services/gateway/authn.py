@@ -9,10 +9,62 @@ from datetime import UTC, datetime
 from services.gateway import sigv2, sigv4
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import Context
+from services.gateway.request import Request
 from silt.access_keys import is_access_key_id
 
 # S3's limit on the difference between the request's clock and ours.
 MAX_SKEW_SECONDS = 15 * 60
+
+# Headers read as one value: who signed (and how), the time and payload hash the signature
+# covers, which bucket is named, how long the body is and what it is checked against, what a
+# copy reads. Sent twice, their values would be joined into one that neither copy says, and a
+# proxy in front that kept only the first would disagree with the gateway about what was
+# signed, which bucket is meant, or where the body ends.
+SINGLE_VALUED_HEADERS = frozenset(
+    (
+        "authorization",
+        "host",
+        "date",
+        "x-amz-date",
+        "x-amz-content-sha256",
+        "x-amz-decoded-content-length",
+        "x-amz-security-token",
+        "content-length",
+        "content-md5",
+        "x-amz-copy-source",
+        "x-amz-copy-source-range",
+        "range",
+    )
+)
+ONE_MECHANISM_MESSAGE = (
+    "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string "
+    "parameter or the Authorization header should be specified"
+)
+_V4_QUERY = ("X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Signature")
+_V2_QUERY = ("AWSAccessKeyId", "Signature")
+
+
+def check_unambiguous(request: Request) -> None:
+    """Refuse a request that names its credentials, or a value they cover, more than once.
+
+    Each way of signing is read on its own (the header, V4 query, V2 query), so a second one
+    next to it would be ignored: whatever it says must not ride along on the first's signature.
+    """
+    if "authorization" in request.repeated:
+        raise S3Error("InvalidArgument", "Only one Authorization header is allowed", ArgumentName="Authorization")
+    repeated = sorted(request.repeated & SINGLE_VALUED_HEADERS)
+    if repeated:
+        raise S3Error("InvalidArgument", f"The {repeated[0]} header may be sent only once", ArgumentName=repeated[0])
+    mechanisms = (
+        ("authorization" in request.headers)
+        + any(request.has(name) for name in _V4_QUERY)
+        + any(request.has(name) for name in _V2_QUERY)
+    )
+    if mechanisms > 1:
+        raise S3Error("InvalidArgument", ONE_MECHANISM_MESSAGE, ArgumentName="Authorization")
+    for name in (*_V4_QUERY, *_V2_QUERY, "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders", "Expires"):
+        if sum(key == name for key, _ in request.query) > 1:
+            raise S3Error("InvalidArgument", f"The {name} query parameter may be given only once", ArgumentName=name)
 
 
 async def authenticate(ctx: Context) -> None:

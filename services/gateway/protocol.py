@@ -4,7 +4,9 @@ httptools buffers a request line or header of any length, and uvicorn waits fore
 client that opens a connection and sends nothing: one unauthenticated client could stall the
 event loop with a 128 MiB header or exhaust file descriptors with idle sockets. This protocol
 counts the bytes of each request head *before* the parser buffers them, times the head out,
-and caps the number of open connections. Refusals are S3 XML errors, then the connection closes.
+closes connections that stay silent (new, or kept alive after an answer), and caps the number
+of open connections, in all and per client address, so that one client cannot take the
+connections every other client needs. Refusals are S3 XML errors, then the connection closes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from services.gateway.errors import S3Error, error_body
 from silt.asgi import BODY_STATE, is_api_path
+from silt.rpc.limits import peer_address
 
 
 @dataclass
@@ -28,15 +31,33 @@ class ConnectionLimits:
     max_header_bytes: int = 8 * 1024  # one header line (S3's own limit)
     head_timeout_s: float = 20.0  # from connection (or request start) to the end of the head
     max_connections: int = 4096
+    max_connections_per_client: int = 512  # 0: no cap per client
+    idle_timeout_s: float = 15.0  # no byte of a request yet, on a new or a kept-alive connection
 
 
 LIMITS = ConnectionLimits()
+# Open connections of this process per client (see client_of); only those counted are here.
+_PER_CLIENT: dict[str, int] = {}
 
 
 def configure(limits: ConnectionLimits) -> None:
     """Set the limits for every connection of this process (the main one and each worker)."""
     global LIMITS
     LIMITS = limits
+
+
+def client_of(client: tuple[str, int] | None) -> str:
+    """Whom a connection counts against: its address without the port (one machine opens
+    connections from as many ports as it likes), an IPv6 address as its /64, the rule the gRPC
+    servers apply to their peers (silt/rpc/limits.py)."""
+    if client is None:
+        return "unix"
+    host, port = client[0], client[1]
+    return peer_address(f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}")
+
+
+def open_connections(client: str) -> int:
+    return _PER_CLIENT.get(client, 0)
 
 
 class _HeaderTooLarge(Exception):
@@ -50,13 +71,33 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._in_head = True
         self._header_too_large = False
         self._head_timer: asyncio.TimerHandle | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._counted_as: str | None = None
+        # uvicorn's own keep-alive timer closes a connection idle after an answer.
+        self.timeout_keep_alive = LIMITS.idle_timeout_s  # type: ignore[assignment]
         if len(self.connections) > LIMITS.max_connections:
             self._refuse(S3Error("SlowDown", "too many open connections; retry later"), status=503)
             return
+        client = client_of(self.client)
+        if LIMITS.max_connections_per_client and open_connections(client) >= LIMITS.max_connections_per_client:
+            self._refuse(S3Error("SlowDown", "too many open connections from this address; retry later"), status=503)
+            return
+        _PER_CLIENT[client] = open_connections(client) + 1
+        self._counted_as = client
         self._arm_head_timer()
+        self._idle_timer = self.loop.call_later(LIMITS.idle_timeout_s, self._idle_timed_out)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_timer()
+        self._disarm_idle_timer()
+        if self._counted_as is not None:
+            left = open_connections(self._counted_as) - 1
+            if left > 0:
+                _PER_CLIENT[self._counted_as] = left
+            else:
+                # Dropped at zero, so that the table holds only clients with open connections.
+                _PER_CLIENT.pop(self._counted_as, None)
+            self._counted_as = None
         super().connection_lost(exc)
 
     def eof_received(self) -> bool | None:  # type: ignore[override]
@@ -75,6 +116,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         return True
 
     def data_received(self, data: bytes) -> None:
+        self._disarm_idle_timer()  # from now on the head timer (and the body's own) apply
         if not self._in_head:
             # A body may be followed by a pipelined request the parser refuses: through _feed,
             # so that the refusal is an S3 error too (uvicorn's own is plain text).
@@ -162,6 +204,19 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+
+    def _disarm_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _idle_timed_out(self) -> None:
+        """Closed without an answer, as after a kept-alive connection's idle time: a client
+        that has not sent a request must not read an answer as the answer to its next one."""
+        self._idle_timer = None
+        if not self.transport.is_closing():
+            self._disarm_head_timer()
+            self.transport.close()
 
     def _head_timed_out(self) -> None:
         self._head_timer = None

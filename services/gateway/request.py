@@ -115,6 +115,8 @@ class Request:
     # A query that could not be decoded: raised by routing, inside the handler's error path,
     # so that the client gets an S3 error with a request id rather than a broken connection.
     malformed_query: S3Error | None = None
+    # Header names the client sent more than once (their values are joined in `headers`).
+    repeated: frozenset[str] = frozenset()
 
     def arg(self, name: str, default: str | None = None) -> str | None:
         for key, value in self.query:
@@ -176,10 +178,15 @@ def parse_query(query_string: str) -> list[tuple[str, str]]:
 
 def from_scope(scope: dict[str, Any], receive: Receive) -> Request:
     headers: dict[str, str] = {}
+    repeated: set[str] = set()
     for raw_name, raw_value in scope["headers"]:
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
-        headers[name] = f"{headers[name]},{value}" if name in headers else value
+        if name in headers:
+            repeated.add(name)
+            headers[name] = f"{headers[name]},{value}"
+        else:
+            headers[name] = value
     raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1").split("?", 1)[0]
     query_string = scope.get("query_string", b"").decode("latin-1")
     malformed_query = None
@@ -194,6 +201,7 @@ def from_scope(scope: dict[str, Any], receive: Receive) -> Request:
         query=query,
         malformed_query=malformed_query,
         headers=headers,
+        repeated=frozenset(repeated),
         host=headers.get("host", ""),
         body=Body(receive, scope.get(BODY_STATE)),
     )

@@ -34,6 +34,8 @@ def configure_connection_limits(s3: S3GatewayConfig) -> None:
             max_header_bytes=s3.max_header_line_bytes,
             head_timeout_s=s3.header_timeout_seconds,
             max_connections=s3.max_connections,
+            max_connections_per_client=s3.max_connections_per_client,
+            idle_timeout_s=s3.idle_timeout_seconds,
         )
     )
     request.BODY_IDLE_TIMEOUT.seconds = s3.body_idle_timeout_seconds

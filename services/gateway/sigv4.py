@@ -29,6 +29,15 @@ MAX_PRESIGNED_EXPIRY = 7 * 24 * 3600
 SERVICE = "s3"
 
 _HEADER_RE = re.compile(r"AWS4-HMAC-SHA256\s+(.*)")
+_HEADER_FIELDS = frozenset(("Credential", "SignedHeaders", "Signature"))
+# What a payload hash may be. Anything else would be read by no body check at all (the body
+# would go unverified), so it is refused where it is parsed.
+_PAYLOAD_KEYWORDS = frozenset((UNSIGNED, STREAMING, STREAMING_TRAILER, STREAMING_UNSIGNED_TRAILER))
+_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+PAYLOAD_HASH_MESSAGE = (
+    f"x-amz-content-sha256 must be {UNSIGNED}, {STREAMING_UNSIGNED_TRAILER}, {STREAMING}, "
+    f"{STREAMING_TRAILER} or a valid sha256 value."
+)
 _SPACES = re.compile(r"\s+")
 
 # The one x-amz-* header S3 lets a request carry unsigned: for a header signature its value is
@@ -106,13 +115,27 @@ def require_signed_headers(request: Request, signed_headers: list[str]) -> None:
         raise S3Error("AccessDenied", NOT_SIGNED_MESSAGE, HeadersNotSigned=", ".join(missing))
 
 
+def check_payload_hash(payload: str) -> None:
+    """A payload hash is one of the forms the body checks know, or the body would go unchecked."""
+    if payload not in _PAYLOAD_KEYWORDS and not _SHA256_HEX.fullmatch(payload):
+        raise S3Error("InvalidArgument", PAYLOAD_HASH_MESSAGE, ArgumentName="x-amz-content-sha256")
+
+
 def parse_header(request: Request) -> V4Request:
     match = _HEADER_RE.match(request.headers.get("authorization", ""))
     if not match:
         raise S3Error("InvalidArgument", "malformed AWS4-HMAC-SHA256 Authorization header")
-    fields = {}
+    fields: dict[str, str] = {}
     for item in match.group(1).split(","):
-        name, _, value = item.strip().partition("=")
+        name, sep, value = item.strip().partition("=")
+        # Exactly the three components, once each: a parser that skipped what it does not know
+        # would accept a header with anything appended to a valid signature.
+        if not sep or name not in _HEADER_FIELDS or name in fields:
+            component = item.strip()[:64]
+            raise S3Error(
+                "AuthorizationHeaderMalformed",
+                f'The authorization header is malformed; the authorization component "{component}" is malformed.',
+            )
         fields[name] = value
     try:
         key, date, region, service = _credential(fields["Credential"])
@@ -126,6 +149,7 @@ def parse_header(request: Request) -> V4Request:
     payload = request.headers.get("x-amz-content-sha256", "")
     if not payload:
         raise S3Error("InvalidRequest", "missing required header for this request: x-amz-content-sha256")
+    check_payload_hash(payload)
     require_signed_headers(request, signed)
     return V4Request(key, date, region, service, amz_date, signed, signature, payload, presigned=False)
 
@@ -154,6 +178,7 @@ def parse_query(request: Request) -> V4Request:
     # one. A header cannot be signed here, so it may not say anything else: it would otherwise
     # choose how the body is checked (UNSIGNED-PAYLOAD skipping the signed hash).
     payload = request.arg("X-Amz-Content-Sha256") or UNSIGNED
+    check_payload_hash(payload)
     header = request.headers.get("x-amz-content-sha256")
     if header is not None and header != payload:
         raise S3Error(

@@ -7,10 +7,12 @@ legitimate client that must keep being served.
 from __future__ import annotations
 
 import contextlib
+import selectors
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from typing import Any
 from urllib.parse import urlsplit
 from xml.etree import ElementTree
 
@@ -194,3 +196,104 @@ def test_every_gateway_worker_applies_the_bounds(tmp_path_factory: pytest.TempPa
                 sock.close()
         assert [code_of(answer) for answer in answers] == ["RequestTimeout"] * 4
         assert time.monotonic() - started < HEAD_TIMEOUT_S + 5
+
+
+# --- one client address must not hold every connection ------------------------------------
+
+CROWD = 1000  # the attacker's idle connections, from 127.0.0.2
+CROWD_MAX_CONNECTIONS = 1000  # as many as the crowd: without a cap per client it takes them all
+PER_CLIENT = 100
+IDLE_S = 4.0
+LATENCY_BOUND_S = 2.0  # a request that waits for nothing answers in milliseconds
+_EOF = b"\0eof"  # appended to what a connection received once the gateway closed it
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
+    limits = {
+        "max_connections": CROWD_MAX_CONNECTIONS,
+        "max_connections_per_client": PER_CLIENT,
+        "idle_timeout_seconds": IDLE_S,
+    }
+    with gateway_stack(tmp_path_factory.mktemp("crowded"), overrides={"gateways": {"s3": limits}}) as stack:
+        yield stack
+
+
+def connect_from(gw: GatewayStack, source: str) -> socket.socket:
+    url = urlsplit(gw.endpoint)
+    return socket.create_connection((url.hostname, url.port), timeout=30, source_address=(source, 0))
+
+
+def collect(socks: list[socket.socket], answers: dict[int, bytes], done: Callable[[], bool], timeout: float) -> None:
+    """Read what arrives on socks into answers (by index) until done() holds; fails after timeout."""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        for i, sock in enumerate(socks):
+            if not answers.get(i, b"").endswith(_EOF):
+                selector.register(sock, selectors.EVENT_READ, i)
+        while not done():
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"{len(answers)} of {len(socks)} connections closed by the gateway"
+            for key, _ in selector.select(remaining):
+                sock = socks[key.data]
+                received = answers.get(key.data, b"")
+                try:
+                    chunk = sock.recv(65536)
+                except ConnectionResetError:
+                    chunk = b""
+                if chunk:
+                    answers[key.data] = received + chunk  # not closed yet: read on until EOF
+                    continue
+                answers[key.data] = received + _EOF
+                selector.unregister(sock)
+
+
+def closed(answers: dict[int, bytes]) -> list[bytes]:
+    return [data[: -len(_EOF)] for data in answers.values() if data.endswith(_EOF)]
+
+
+def _timed_list(client: Any, bucket: str) -> float:
+    started = time.monotonic()
+    assert client.list_objects_v2(Bucket=bucket, Prefix="main/")["KeyCount"] == 1
+    return time.monotonic() - started
+
+
+def test_one_address_holding_many_connections_does_not_shut_out_another(crowded: GatewayStack) -> None:
+    crowded.client().create_bucket(Bucket="crowded")
+    crowded.client().put_object(Bucket="crowded", Key="main/k", Body=b"v")
+    baseline = min(_timed_list(crowded.client(), "crowded") for _ in range(3))  # a new connection each
+    with ExitStack() as held:
+        opened = time.monotonic()
+        crowd = [held.enter_context(connect_from(crowded, "127.0.0.2")) for _ in range(CROWD)]
+        answers: dict[int, bytes] = {}
+        # Past the cap the gateway answers 503 SlowDown and closes, at once, not at the idle timeout.
+        collect(crowd, answers, lambda: len(closed(answers)) >= CROWD - PER_CLIENT, timeout=IDLE_S * 0.75)
+        refused = closed(answers)
+        assert len(refused) == CROWD - PER_CLIENT
+        assert all(data.startswith(b"HTTP/1.1 503") and code_of(data) == "SlowDown" for data in refused)
+        # Another address is served while the crowd holds its share, without waiting.
+        during = _timed_list(crowded.client(), "crowded")
+        assert during < LATENCY_BOUND_S, (baseline, during)
+        # The crowd's address gets no more, even as its held connections stay silent.
+        with connect_from(crowded, "127.0.0.2") as extra:
+            assert code_of(read_answer(extra)) == "SlowDown"
+        # The held ones are closed once idle for the timeout, without an answer to a request never sent.
+        collect(crowd, answers, lambda: len(closed(answers)) == CROWD, timeout=IDLE_S + 10)
+        assert time.monotonic() - opened >= IDLE_S * 0.8
+        assert closed(answers).count(b"") == PER_CLIENT
+    # Its connections gone, the crowd's address is served again.
+    with connect_from(crowded, "127.0.0.2") as sock:
+        sock.sendall(b"GET /_silt/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert read_answer(sock).startswith(b"HTTP/1.1 200")
+
+
+def test_a_kept_alive_connection_is_closed_once_idle(crowded: GatewayStack) -> None:
+    with connect_from(crowded, "127.0.0.1") as sock:
+        sock.sendall(b"GET /_silt/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200"), first[:100]
+        answered = time.monotonic()
+        rest = read_answer(sock)  # until the gateway closes the idle connection
+        waited = time.monotonic() - answered
+    assert rest == b""
+    assert IDLE_S * 0.8 <= waited < IDLE_S + 5
