@@ -103,8 +103,11 @@ def test_a_second_authorization_header_is_refused(gw: GatewayStack, s3: Any, buc
     )
     assert "Only one Authorization header" in fields["Message"]
     # The garbage first and the valid one second is refused the same way.
-    valid = [value for name, value in headers if name == "Authorization"][0]
-    reordered = [(n, v) for n, v in headers if n != "Authorization"] + [("Authorization", "x"), ("Authorization", valid)]
+    valid = next(value for name, value in headers if name == "Authorization")
+    reordered = [(n, v) for n, v in headers if n != "Authorization"] + [
+        ("Authorization", "x"),
+        ("Authorization", valid),
+    ]
     _invalid_argument(_send(gw, "GET", _target(request), reordered), "Authorization")
 
 
@@ -139,7 +142,7 @@ def test_a_repeated_payload_hash_is_refused_not_joined(gw: GatewayStack, s3: Any
     _invalid_argument(_send(gw, "PUT", _target(request), headers, body), "x-amz-content-sha256")
     assert s3.list_objects_v2(Bucket=bucket, Prefix="main/joined")["KeyCount"] == 0
     # Signed as one header, the same value is not a payload hash either.
-    single = [(n, v) for n, v in _headers(request)]
+    single = _headers(request)
     answer = _send(gw, "PUT", _target(request), single, body)
     assert _invalid_argument(answer, "x-amz-content-sha256")["Message"].startswith("x-amz-content-sha256 must be")
     assert s3.list_objects_v2(Bucket=bucket, Prefix="main/joined")["KeyCount"] == 0
@@ -153,7 +156,7 @@ def test_repeated_host_and_date_are_refused(gw: GatewayStack, s3: Any, bucket: s
     headers = [(n, v) for n, v in _headers(request) if n.lower() != "host"] + [("Host", host), ("Host", host)]
     _invalid_argument(_send(gw, "GET", _target(request), headers), "host")
     request = _signed(gw, "GET", f"/{bucket}/main/k")
-    date = [v for n, v in _headers(request) if n.lower() == "x-amz-date"][0]
+    date = next(v for n, v in _headers(request) if n.lower() == "x-amz-date")
     _invalid_argument(_send(gw, "GET", _target(request), [*_headers(request), ("X-Amz-Date", date)]), "x-amz-date")
 
 
