@@ -248,8 +248,8 @@ class _SuspectsLastPolicy(WrapperPolicy):
 
 
 class _HostStates(HostStateListener):
-    """Says once, in one line, that a node went down or came back (the driver's own records
-    about it are held back by _DriverNoise)."""
+    """Says once, in one line, that a node went down (a warning) or came back (info); the
+    driver's own records about it are held back by _DriverNoise."""
 
     def __init__(self, suspects: _Suspects) -> None:
         self._suspects = suspects
@@ -259,7 +259,7 @@ class _HostStates(HostStateListener):
 
     def on_up(self, host: Host) -> None:
         self._suspects.clear(host)
-        _log.warning("cassandra: node %s is up again", host.endpoint)
+        _log.info("cassandra: node %s is up again", host.endpoint)
 
     def on_add(self, host: Host) -> None:
         pass
@@ -284,6 +284,7 @@ class _DriverNoise(logging.Filter):
         "Failed to add new connection to pool",
         "Heartbeat failed for connection",
         "Failed sending heartbeat message",
+        "Error trying to prepare all statements on host",
     )
 
     def filter(self, record: logging.LogRecord) -> bool:

@@ -14,6 +14,7 @@ figures each test measures.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -240,8 +241,9 @@ def run_for(seconds: float) -> tuple[float, float]:
 
 
 def test_kill_9_of_the_seed_under_load_loses_nothing_and_fails_nothing(
-    healthy: CassandraCluster, fault_store: Store
+    healthy: CassandraCluster, fault_store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO)
     victim = healthy.nodes[0]  # the seed, and the driver's first contact point
     work = Workload(fault_store)
     work.start()
@@ -280,6 +282,11 @@ def test_kill_9_of_the_seed_under_load_loses_nothing_and_fails_nothing(
     failed = [(op.kind, f"{op.started - fault_start:+.1f} s after the kill", op.error) for op in errors(work.ops)]
     assert not failed, failed[:5]
     assert p99(during) <= max(2 * p99(before), P99_FLOOR_S)
+    # The kill is told in one line per open store, not by the driver's tracebacks.
+    silt_lines = [r.getMessage() for r in caplog.records if r.name == "silt.kv.cassandra"]
+    assert [line for line in silt_lines if f"node {victim.address}:" in line and "is down" in line], silt_lines
+    tracebacks = [r.getMessage() for r in caplog.records if r.name.startswith("cassandra") and r.exc_info]
+    assert not tracebacks, tracebacks[:3]
 
 
 def test_a_paused_node_costs_at_most_the_driver_timeouts(healthy: CassandraCluster, fault_store: Store) -> None:
