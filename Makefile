@@ -105,12 +105,13 @@ test-fast: proto clients
 	$(PY) -m pytest -m "$(FAST_MARKS)" $(PYTEST_ARGS)
 
 # The model-based test of graveler (tests/integration/graveler/test_model.py) at a search size
-# for a nightly run: 300 operation sequences on every driver, Cassandra included (`make test`
-# runs 20).
+# for a nightly run: 300 operation sequences on every driver, the single Cassandra node and the
+# 3-node cluster included (`make test` runs 20, and 6 on the cluster).
 MODEL_EXAMPLES ?= 300
 test-model: proto
 	@scripts/ensure-system-deps.sh
-	SILT_MODEL_EXAMPLES=$(MODEL_EXAMPLES) $(PY) -m pytest tests/integration/graveler/test_model.py $(PYTEST_ARGS)
+	SILT_MODEL_EXAMPLES=$(MODEL_EXAMPLES) SILT_MODEL_CLUSTER_EXAMPLES=$(MODEL_EXAMPLES) \
+		$(PY) -m pytest tests/integration/graveler/test_model.py $(PYTEST_ARGS)
 
 # The import rules are pyproject.toml's [tool.importlinter] contracts (lint-imports), then the
 # two tests for what those contracts cannot say.
@@ -197,10 +198,11 @@ image: ui
 	scripts/images/build.sh $(IMAGE_TAG)
 
 # deploy/k8s's dev overlay in containers on this machine with `podman kube play` (silt/kube_podman;
-# docs/operations.md): the images, local stand-ins for Cassandra and MinIO, the pods in dependency
-# order, each ready through its manifest's probes. Endpoints and the admin's key land in
-# build/k8s-podman/stack.json; K8S_ARGS="--max-replicas 1" for a small machine. k8s-down removes
-# every pod, secret, volume and the network.
+# docs/operations.md): the images, local stand-ins for Cassandra and MinIO, the manifests' replicas
+# in dependency order, each ready through its manifest's probes, and one front pod per Service
+# holding its address. The Services' endpoints and the admin's key land in
+# build/k8s-podman/stack.json; K8S_ARGS="--max-replicas 1" runs one pod per workload. k8s-down
+# removes every pod, secret, volume and the network.
 k8s-up: image venv
 	$(PY) -m silt.kube_podman up $(K8S_ARGS)
 

@@ -63,6 +63,11 @@ class GravelerEnv:
 
 @pytest.fixture
 def env(store: Store, tmp_path: Path) -> Iterator[GravelerEnv]:
+    yield from graveler_env(store, tmp_path)
+
+
+def graveler_env(store: Store, tmp_path: Path) -> Iterator[GravelerEnv]:
+    """A graveler gRPC server on store, for as long as the generator runs."""
     adapter = LocalAdapter(tmp_path / "data")
     graveler = open_graveler(store, adapter)
     server, port = start(graveler, "127.0.0.1:0")

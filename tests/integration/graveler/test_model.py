@@ -4,8 +4,9 @@ against plain dictionaries. Graveler's background clean-up is held back and let 
 steps, so that operations meet the state it leaves behind for a while (a prefix commit's
 copies in sealed tokens), not only what it leaves once it has run.
 
-Its size is SILT_MODEL_EXAMPLES sequences of up to SILT_MODEL_STEPS steps (20 of 40 by default;
-`make test-model` runs 300)."""
+Its size is SILT_MODEL_EXAMPLES sequences of up to SILT_MODEL_STEPS steps (20 of 40 by default),
+and SILT_MODEL_CLUSTER_EXAMPLES on the 3-node Cassandra cluster (6); `make test-model` runs 300
+of each."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import itertools
 import os
 import threading
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -29,7 +32,8 @@ from hypothesis.stateful import (
 )
 
 from silt.graveler.v1 import graveler_pb2 as api
-from tests.integration.graveler.conftest import GravelerEnv
+from silt.kv import Store
+from tests.integration.graveler.conftest import GravelerEnv, graveler_env
 from tests.integration.graveler.test_branching import contents
 
 # A search of operation sequences against a model: seconds per driver.
@@ -39,6 +43,9 @@ KEYS = st.sampled_from(["a", "b/c", "b/d", "e", "f/g/h"])
 PREFIXES = st.sampled_from(["b/", "f/", "a", "e"])
 EXAMPLES = int(os.environ.get("SILT_MODEL_EXAMPLES", "20"))
 STEPS = int(os.environ.get("SILT_MODEL_STEPS", "40"))
+# The 3-node cluster's leg searches less in `make test`: its round trips are Paxos rounds on
+# three JVMs. `make test-model` sets it to the full size.
+CLUSTER_EXAMPLES = int(os.environ.get("SILT_MODEL_CLUSTER_EXAMPLES", "6"))
 Snapshot = dict[str, str]
 
 
@@ -255,10 +262,25 @@ class GravelerModel(RuleBasedStateMachine):
 # A search of 300 sequences on Cassandra takes over ten minutes on a loaded machine.
 @pytest.mark.timeout(max(600, EXAMPLES * STEPS // 4))
 def test_graveler_matches_a_dictionary_model(env: GravelerEnv) -> None:
+    search(env, EXAMPLES)
+
+
+@pytest.fixture
+def cluster_env(cassandra_cluster_store: Store, tmp_path: Path) -> Iterator[GravelerEnv]:
+    yield from graveler_env(cassandra_cluster_store, tmp_path)
+
+
+@pytest.mark.timeout(max(600, CLUSTER_EXAMPLES * STEPS // 2))
+def test_graveler_matches_a_dictionary_model_on_a_cluster(cluster_env: GravelerEnv) -> None:
+    """The same search on the 3-node cluster (RF 3, QUORUM and SERIAL)."""
+    search(cluster_env, CLUSTER_EXAMPLES)
+
+
+def search(env: GravelerEnv, examples: int) -> None:
     class Bound(GravelerModel):
         pass
 
     Bound.env = env
     run_state_machine_as_test(
-        Bound, settings=settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, database=None)
+        Bound, settings=settings(max_examples=examples, stateful_step_count=STEPS, deadline=None, database=None)
     )
