@@ -3,8 +3,15 @@
 podman 4.3 plays Pods, Deployments, ConfigMaps and PVCs only, one replica each, with no cluster
 DNS, no API server and no kubelet probes. This module rewrites, without running anything:
 
-- Services -> a bridge network with fixed pod IPs, and every Service's DNS names (and each
-  StatefulSet pod's own name under its headless Service) as hostAliases in every pod;
+- Services -> a bridge network with fixed pod IPs; a ClusterIP Service gets an address of its own,
+  served by a front pod (silt/kube_podman/service_front.py: kube-proxy's part, each Service port
+  listened on once and spread over the selected pods that are ready), a headless one names its
+  pods directly; every Service's DNS names (and each StatefulSet pod's own name under its
+  headless Service) are hostAliases in every pod;
+- containerPort -> not given to podman: podman before 4.7 publishes every containerPort on the
+  host as its hostPort, so a Deployment's second replica cannot start ("address already in
+  use"). On Kubernetes a containerPort publishes nothing; the pods are reached at their IPs on
+  the bridge, from the host too, and a hostPort the manifest sets is kept;
 - Deployments, StatefulSets and Jobs -> one Pod per replica (StatefulSet pods named NAME-i, a
   volumeClaimTemplate a named volume per pod; a Job a single Pod that is run to completion);
 - Secrets -> `podman secret create` payloads (podman reads secretKeyRef from its own secrets);
@@ -49,6 +56,7 @@ TRANSLATED_KINDS = {"Service", "Deployment", "StatefulSet", "Job", "ConfigMap", 
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 CLUSTER_DOMAIN = "cluster.local"
 STACK_LABEL = "silt.io/kube-podman"
+FRONT_LABEL = "silt.io/kube-podman-service"  # on a Service's front pod: the Service's name
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ class PodPlan:
     # container name -> its probes, as the manifest declares them (evaluated by the caller).
     probes: dict[str, dict[str, Doc]] = field(default_factory=dict)
     volumes: tuple[str, ...] = ()  # named podman volumes it uses (from volumeClaimTemplates)
+    # container name -> its ports as the manifest declares them (named probe ports resolve here).
+    ports: dict[str, list[Doc]] = field(default_factory=dict)
 
     def container(self, name: str) -> str:
         """podman's name for one of its containers."""
@@ -78,12 +88,18 @@ class Plan:
     hosts: dict[str, str]  # DNS name -> pod IP
     skipped: list[str]
     cron_jobs: dict[str, PodPlan] = field(default_factory=dict)  # CronJob name -> its Job's pod
+    # One pod per ClusterIP Service, at the Service's address (started before the workloads).
+    fronts: list[PodPlan] = field(default_factory=list)
 
     def pods(self) -> list[PodPlan]:
         return [pod for stage in self.stages for pod in stage]
 
     def secret_names(self) -> list[str]:
         return sorted(self.secrets)
+
+    def all_pods(self) -> list[PodPlan]:
+        """The workloads' pods and the Services' fronts."""
+        return [*self.fronts, *self.pods()]
 
     def volume_names(self) -> list[str]:
         """Named volumes: one per claim per pod, and the one kube play makes of each ConfigMap."""
@@ -137,8 +153,10 @@ def plan(
     credentials_dir: str,
     max_replicas: int | None = None,
     cassandra_protocol_version: int | None = None,
+    front_image: str = "silt:0.1.0",
 ) -> Plan:
-    """order: the workloads (Kind/name) stage by stage; every workload must be named once."""
+    """order: the workloads (Kind/name) stage by stage; every workload must be named once.
+    front_image: the image the Services' fronts run on (it must carry Silt's Python package)."""
     net = ipaddress.ip_network(subnet)
     hosts_iter = net.hosts()
     gateway_ip = str(next(hosts_iter))
@@ -167,6 +185,7 @@ def plan(
             placed.append((key, doc, pod_name, str(next(hosts_iter)), index))
 
     hosts: dict[str, str] = {}
+    fronts: list[PodPlan] = []
     for service in (d for d in docs if d["kind"] == "Service"):
         namespace = service["metadata"].get("namespace", "default")
         selector = service["spec"].get("selector", {})
@@ -174,12 +193,19 @@ def plan(
         if not chosen:
             raise InvalidArgument(f"{_key(service)} selects no pod")
         names = _dns_names(_name(service), namespace)
-        for name in names:
-            hosts[name] = chosen[0][1]  # no load balancing: the first replica answers for the Service
-        if service["spec"].get("clusterIP") == "None":  # headless: each pod has its own name
+        if service["spec"].get("clusterIP") == "None":
+            # Headless: no address of its own; its name is a pod's (cluster DNS would answer
+            # with all of them) and each pod has its own name under it.
+            for name in names:
+                hosts[name] = chosen[0][1]
             for pod, ip, _ in chosen:
                 for name in names:
                     hosts[f"{pod}.{name}"] = ip
+        else:
+            front = _front(service, str(next(hosts_iter)), chosen, stack=stack, image=front_image)
+            fronts.append(front)
+            for name in names:
+                hosts[name] = front.ip
 
     config_maps = [_with_protocol_version(d, cassandra_protocol_version) for d in docs if d["kind"] == "ConfigMap"]
     config_data = {_name(d): dict(d.get("data") or {}) for d in config_maps}
@@ -199,7 +225,7 @@ def plan(
         for doc in docs
         if doc["kind"] == "CronJob"
     }  # fmt: skip
-    return Plan(network, subnet, gateway_ip, config_maps, secrets, stages, hosts, skipped, cron_jobs)
+    return Plan(network, subnet, gateway_ip, config_maps, secrets, stages, hosts, skipped, cron_jobs, fronts)
 
 
 def _dns_names(service: str, namespace: str) -> list[str]:
@@ -268,9 +294,79 @@ def _pod(
         {"name": "KUBERNETES_SERVICE_HOST", "value": gateway_ip},
         {"name": "KUBERNETES_SERVICE_PORT", "value": str(api_port)},
     ]
+    ports: dict[str, list[Doc]] = {}
     for container in [*spec.get("initContainers", []), *spec.get("containers", [])]:
         probes[container["name"]] = {kind: container.pop(kind) for kind in PROBES if kind in container}
+        ports[container["name"]] = list(container.get("ports", []))
+        published = [port for port in ports[container["name"]] if "hostPort" in port]
+        if published:
+            container["ports"] = published
+        else:
+            container.pop("ports", None)
         _expand_args(container, config_maps)
         container["env"] = [*container.get("env", []), *api_env]
     manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": spec}
-    return PodPlan(name, _key(doc), ip, manifest, doc["kind"] == "Job", probes, tuple(volumes))
+    return PodPlan(name, _key(doc), ip, manifest, doc["kind"] == "Job", probes, tuple(volumes), ports)
+
+
+def _target_port(target: int | str, containers: list[Doc]) -> int:
+    if isinstance(target, int) or str(target).isdigit():
+        return int(target)
+    for container in containers:
+        for port in container.get("ports", []):
+            if port.get("name") == target:
+                return int(port["containerPort"])
+    raise InvalidArgument(f"no container port named {target!r}")
+
+
+def _front(service: Doc, ip: str, chosen: list[tuple[str, str, Doc]], *, stack: str, image: str) -> PodPlan:
+    """The pod that holds a ClusterIP Service's address: each of its ports forwarded to the
+    targetPort of the chosen pods that are ready (by their readinessProbes)."""
+    name = _name(service)
+    spec_ports = service["spec"]["ports"]
+    ports: list[Doc] = []
+    for entry in spec_ports:
+        if entry.get("protocol", "TCP") != "TCP":
+            raise InvalidArgument(f"{_key(service)}: only TCP ports can be served, not {entry['protocol']}")
+        backends = []
+        for _, pod_ip, doc in chosen:
+            containers = doc["spec"]["template"]["spec"]["containers"]
+            backends.append([pod_ip, _target_port(entry.get("targetPort", entry["port"]), containers)])
+        ports.append({"port": int(entry["port"]), "backends": backends})
+    pods = [
+        {
+            "ip": pod_ip,
+            "probes": [
+                [container["readinessProbe"], container.get("ports", [])]
+                for container in doc["spec"]["template"]["spec"]["containers"]
+                if "readinessProbe" in container
+            ],
+        }
+        for _, pod_ip, doc in chosen
+    ]
+    config = json.dumps({"service": name, "ports": ports, "pods": pods}, separators=(",", ":"))
+    pod_security: Doc = {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001}
+    if min(int(port["port"]) for port in ports) < 1024:  # a non-root process may bind it in its own netns
+        pod_security["sysctls"] = [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}]
+    container = {
+        "name": "front",
+        "image": image,
+        "command": ["python", "-m", "silt.kube_podman.service_front", config],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "resources": {"limits": {"memory": "128Mi"}},
+    }
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{name}-service", "labels": {STACK_LABEL: stack, FRONT_LABEL: name}},
+        "spec": {"restartPolicy": "Always", "securityContext": pod_security, "containers": [container]},
+    }
+    declared = [{"containerPort": port["port"]} for port in ports]
+    listening = {"readinessProbe": {"tcpSocket": {"port": ports[0]["port"]}}}
+    return PodPlan(
+        f"{name}-service", _key(service), ip, manifest, probes={"front": listening}, ports={"front": declared}
+    )

@@ -1,12 +1,14 @@
-"""deploy/k8s's dev overlay run in containers with podman (`make k8s-up`, silt/kube_podman):
-the images `make image` builds and the local stand-ins for Cassandra and the object store, every
-pod ready through its manifest's own probes, under its manifest's security context. Then real
-clients through the gateway pod (boto3, and the AWS CLI's multipart upload), a commit with the
-`silt` CLI from the host, the container of each service killed (its process, as a crash) and
-restarted by its pod with no acknowledged write lost, and the GC CronJob's Job run once against
-the repository. One replica per workload (--max-replicas 1) to fit a 2-core CI machine.
-Everything is removed at the end (`make k8s-down`), also after a failure. Skipped, with the
-reason, where podman cannot run containers.
+"""deploy/k8s's dev overlay run in containers with podman (`make k8s-up`, silt/kube_podman), as
+shipped: the manifests' replica counts (two of each Silt service), the images `make image` builds
+and the local stand-ins for Cassandra and the object store, every pod ready through its
+manifest's own probes, under its manifest's security context, each Service one address in front
+of its replicas. Then `silt doctor` from the host, an object written through one gateway replica
+and read through the other, real clients through the gateway Service (boto3, and the AWS CLI's
+multipart upload), a commit with the `silt` CLI, one replica of every service killed at once
+(its process, as a crash) while writes keep going through the Services to the other replicas,
+each restarted by its pod with no acknowledged write lost, and the GC CronJob's Job run once
+against the repository. Everything is removed at the end (`make k8s-down`), also after a
+failure. Skipped, with the reason, where podman cannot run containers.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +39,9 @@ UP_TIMEOUT_S = 3600.0  # a cold machine builds the images and the stand-ins firs
 RESTART_TIMEOUT_S = 180.0  # a restarted service waits for Cassandra and auth again
 # The whole module under one deadline: on a cold machine the fixture builds every image first.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.podman, pytest.mark.timeout(UP_TIMEOUT_S + 1800)]
-# The pods whose (only) container is crashed in turn: one of each Silt service.
+# The pods whose (only) container is crashed, all at once: one replica of each Silt service.
 KILLED = ("silt-auth-0", "silt-graveler-0", "silt-compactor-0", "silt-gateway-0")
+SILT_PODS = (*KILLED, "silt-auth-1", "silt-graveler-1", "silt-compactor-1", "silt-gateway-1")
 
 
 def podman_env() -> dict[str, str]:
@@ -83,19 +87,20 @@ def stack(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iter
     )
     assert build.returncode == 0, f"make image failed:\n{build.stderr[-4000:]}"
     try:
-        kube_podman(env, workdir, "up", "--max-replicas", "1", timeout=UP_TIMEOUT_S)
+        kube_podman(env, workdir, "up", timeout=UP_TIMEOUT_S)
         summary = json.loads((workdir / "stack.json").read_text())
-        yield summary, make_plan(render(), workdir, 0, 1), workdir
+        yield summary, make_plan(render(), workdir, 0, None), workdir
     finally:
         kube_podman(env, workdir, "down", timeout=300)
         left = podman(env, "ps", "-a", "--format", "{{.Names}}", "--filter", "label=silt.io/kube-podman")
         assert not left.split(), f"containers left after down: {left}"
 
 
-def s3_client(summary: dict[str, Any]) -> Any:
+def s3_client(summary: dict[str, Any], endpoint: str | None = None) -> Any:
+    """boto3 signed with the admin's key, on the gateway Service (or the endpoint given)."""
     return boto3.client(
         "s3",
-        endpoint_url=summary["s3_endpoint"],
+        endpoint_url=endpoint or summary["s3_endpoint"],
         aws_access_key_id=summary["admin"]["access_key_id"],
         aws_secret_access_key=summary["admin"]["secret_access_key"],
         region_name="us-east-1",
@@ -107,7 +112,7 @@ def s3_client(summary: dict[str, Any]) -> Any:
 
 
 def host_cli(summary: dict[str, Any], tmp_path: Path, *args: str) -> str:
-    """The host's `silt` CLI against graveler's pod, with the admin's key."""
+    """The host's `silt` CLI against the stack's Services, with the admin's key."""
     env = {
         **os.environ,
         "SILT_DATA_DIR": str(tmp_path / "cli"),  # no saved endpoint of a local `silt run`
@@ -115,24 +120,36 @@ def host_cli(summary: dict[str, Any], tmp_path: Path, *args: str) -> str:
         "SILT_SECRET_ACCESS_KEY": summary["admin"]["secret_access_key"],
     }
     done = subprocess.run(
-        [str(REPO_ROOT / ".venv" / "bin" / "silt"), "--graveler", summary["graveler"], *args],
+        [
+            str(REPO_ROOT / ".venv" / "bin" / "silt"), "--graveler", summary["graveler"], "--auth", summary["auth"],
+            "--s3-endpoint", summary["s3_endpoint"], *args,
+        ],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, f"silt {' '.join(args)}: {done.stderr[-2000:]}"
     return done.stdout
 
 
+def container_of(pod: PodPlan) -> str:
+    (container,) = pod.manifest["spec"]["containers"]
+    return pod.container(container["name"])
+
+
+def restart_count(env: dict[str, str], pod: PodPlan) -> int:
+    return int(podman(env, "inspect", "--format", "{{.RestartCount}}", container_of(pod)))
+
+
 def crash(env: dict[str, str], pod: PodPlan) -> None:
     """SIGKILL the main process of the pod's container from the host (a crash: podman restarts
-    it by the pod's restartPolicy, as `podman kill` would not), then wait for its probes."""
-    (container,) = pod.manifest["spec"]["containers"]
-    name = pod.container(container["name"])
-    restarts = int(podman(env, "inspect", "--format", "{{.RestartCount}}", name))
-    pid = int(podman(env, "inspect", "--format", "{{.State.Pid}}", name))
-    os.kill(pid, 9)
+    it by the pod's restartPolicy, as `podman kill` would not)."""
+    os.kill(int(podman(env, "inspect", "--format", "{{.State.Pid}}", container_of(pod))), 9)
+
+
+def recovered(env: dict[str, str], pod: PodPlan, restarts: int) -> None:
+    """The crashed container restarted by its pod and ready again through its probes."""
     wait_until(
-        lambda: int(podman(env, "inspect", "--format", "{{.RestartCount}}", name)) > restarts,
-        timeout=RESTART_TIMEOUT_S, message=f"{name} restarted", interval=0.5,
+        lambda: restart_count(env, pod) > restarts,
+        timeout=RESTART_TIMEOUT_S, message=f"{pod.name} restarted", interval=0.5,
     )  # fmt: skip
     wait_until(lambda: ready(pod), timeout=RESTART_TIMEOUT_S, message=f"{pod.name} ready again", interval=1.0)
 
@@ -142,12 +159,19 @@ def test_the_dev_overlay_runs_in_podman_serves_clients_survives_crashes_and_is_c
 ) -> None:
     summary, stack_plan, workdir = stack
     pods = {pod.name: pod for pod in stack_plan.pods() if not pod.run_to_completion}
-    assert set(summary["pods"]) == set(pods)
-    for pod in pods.values():
+    assert set(summary["pods"]) == set(pods) and set(SILT_PODS) <= set(pods)  # the manifests' replicas
+    for pod in [*stack_plan.fronts, *pods.values()]:
         assert ready(pod), pod.name
+    # Each ClusterIP Service is one address in front of its replicas; nothing on the host's ports.
+    assert set(summary["services"]) == {"auth", "graveler", "compactor", "gateway", "minio"}
+    assert summary["s3_endpoint"] == f"http://{summary['services']['gateway']['ip']}:8000"
+    published = podman(env, "ps", "--format", "{{.Names}} {{.Ports}}", "--filter", "label=silt.io/kube-podman")
+    assert "->" not in published, published
+    doctor = json.loads(host_cli(summary, tmp_path, "--json", "doctor"))
+    assert [check["status"] for check in doctor] == ["ok"] * len(doctor), doctor
     # The manifests' security context, as the container runs it: uid 10001, no capability,
     # read-only root file system, no privilege escalation.
-    for name in ("silt-auth-0", "silt-graveler-0", "silt-compactor-0", "silt-gateway-0"):
+    for name in SILT_PODS:
         (container,) = summary["pods"][name]["containers"]
         inspected = podman(env, "inspect", "--format", "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}", container)
         assert inspected.split() == ["10001:10001", "true"], (container, inspected)
@@ -156,7 +180,11 @@ def test_the_dev_overlay_runs_in_podman_serves_clients_survives_crashes_and_is_c
 
     client = s3_client(summary)
     client.create_bucket(Bucket=REPOSITORY)
-    written = {f"small/{i}.txt": f"object {i}".encode() for i in range(10)}
+    # A round trip across the gateway's replicas: written through one, read through the other.
+    replicas = [s3_client(summary, f"http://{pods[f'silt-gateway-{i}'].ip}:8000") for i in (0, 1)]
+    replicas[0].put_object(Bucket=REPOSITORY, Key="main/across.txt", Body=b"across replicas")
+    assert replicas[1].get_object(Bucket=REPOSITORY, Key="main/across.txt")["Body"].read() == b"across replicas"
+    written = {"across.txt": b"across replicas", **{f"small/{i}.txt": f"object {i}".encode() for i in range(10)}}
     for key, body in written.items():
         client.put_object(Bucket=REPOSITORY, Key=f"main/{key}", Body=body)
     # The AWS CLI splits anything over 8 MiB into parts: a multipart upload through the gateway pod.
@@ -181,10 +209,19 @@ def test_the_dev_overlay_runs_in_podman_serves_clients_survives_crashes_and_is_c
     commit = json.loads(host_cli(summary, tmp_path, "--json", "commit", f"silt://{REPOSITORY}/main", "-m", "in podman"))
     assert commit["id"]
 
-    # Each service's container crashes in turn and its pod restarts it; a write after each is
-    # acknowledged, and every acknowledged write is still there at the end.
+    # One replica of every service crashes at once: the Services send the writes meanwhile to
+    # the other replicas, and the pods restart the crashed containers; every acknowledged write
+    # is still there at the end.
+    restarts = {name: restart_count(env, pods[name]) for name in KILLED}
     for name in KILLED:
         crash(env, pods[name])
+    for i in range(10):
+        key = f"during-crash/{i}"
+        written[key] = key.encode()
+        client.put_object(Bucket=REPOSITORY, Key=f"main/{key}", Body=written[key])
+    with ThreadPoolExecutor(len(KILLED)) as pool:
+        list(pool.map(lambda name: recovered(env, pods[name], restarts[name]), KILLED))
+    for name in KILLED:
         key = f"after-crash/{name}"
         written[key] = name.encode()
         client.put_object(Bucket=REPOSITORY, Key=f"main/{key}", Body=written[key])
@@ -194,6 +231,6 @@ def test_the_dev_overlay_runs_in_podman_serves_clients_survives_crashes_and_is_c
 
     # The GC CronJob's Job, once, as its schedule would start it (its image, user and key).
     assert "7 days" in host_cli(summary, tmp_path, "gc", "rules", "set", REPOSITORY, "--default-days", "7")
-    out = kube_podman(env, workdir, "cronjob", "silt-gc", "--max-replicas", "1", timeout=900)
+    out = kube_podman(env, workdir, "cronjob", "silt-gc", timeout=900)
     # `silt gc run` ends with where its report went: the repository's own namespace.
     assert f"report at s3://silt-data/{REPOSITORY}/_silt/gc/" in out, out[-3000:]
