@@ -60,8 +60,11 @@ def test_a_start_order_that_misses_a_workload_is_refused(tmp_path: Path) -> None
 def test_service_names_resolve_through_host_aliases_in_every_pod(tmp_path: Path) -> None:
     _, translated = dev_plan(tmp_path)
     by_name = {pod.name: pod for pod in translated.pods()}
-    assert translated.hosts["graveler.silt.svc.cluster.local"] == by_name["silt-graveler-0"].ip
-    assert translated.hosts["auth"] == by_name["silt-auth-0"].ip
+    # A ClusterIP Service's name is its front's address, which spreads connections over the replicas.
+    fronts = {pod.owner: pod for pod in translated.fronts}
+    assert translated.hosts["graveler.silt.svc.cluster.local"] == fronts["Service/graveler"].ip
+    assert translated.hosts["auth"] == fronts["Service/auth"].ip
+    assert fronts["Service/graveler"].ip not in {pod.ip for pod in translated.pods()}
     # The headless Service names each StatefulSet pod: silt.yaml's contact point.
     assert translated.hosts["cassandra-0.cassandra.silt.svc.cluster.local"] == by_name["cassandra-0"].ip
     host_aliases = by_name["silt-gateway-1"].manifest["spec"]["hostAliases"]
