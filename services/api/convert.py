@@ -5,6 +5,7 @@ from __future__ import annotations
 from google.protobuf.timestamp_pb2 import Timestamp
 from lakefs_sdk.models import Commit, Diff, Ref, Repository
 
+from silt.commit_metadata import REQUESTED_COMMITTER_KEY
 from silt.graveler.v1 import graveler_pb2 as api
 
 _DIFF_TYPES = {
@@ -31,13 +32,9 @@ def repository(info: api.RepositoryInfo) -> Repository:
     )
 
 
-# Graveler records the authenticated caller as committer and keeps a different requested name
-# under this key (services/graveler/servicer.py). For commits the API made (committer: the
-# API's own service user) that name is the user the API authenticated: lakeFS's committer.
-REQUESTED_COMMITTER_KEY = "silt.requested-committer"
-
-
 def commit(info: api.CommitInfo, trusted_committer: str) -> Commit:
+    """trusted_committer: the API's own service user. A commit is by the user the API acted for;
+    an old one the API made is by its service user and names that user in metadata instead."""
     metadata = dict(info.metadata)
     committer = info.committer
     if committer == trusted_committer and REQUESTED_COMMITTER_KEY in metadata:

@@ -604,14 +604,14 @@ class Graveler:
         """A pull request, and where it stands against its destination's protection."""
         repo = self._repo(repository, deadline)
         pull = self.pulls.get(repo, pull_id)
-        return pull, self.pulls.standing(repo, pull)
+        return pull, self.pulls.standing(repo, pull, deadline)
 
     def pull_request_standings(
         self, repository: str, pulls: list[pb.PullRequest], *, deadline: Deadline = NO_DEADLINE
     ) -> list[Standing]:
         """Where each pull request stands against its destination's protection (one repository read)."""
         repo = self._repo(repository, deadline)
-        return [self.pulls.standing(repo, pull) for pull in pulls]
+        return [self.pulls.standing(repo, pull, deadline) for pull in pulls]
 
     def list_pull_requests(
         self,

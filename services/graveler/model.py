@@ -10,6 +10,7 @@ from typing import Literal, NewType
 
 from services.graveler.committed.diff import DifferenceKind
 from services.graveler.committed.model import MetaRangeId
+from silt.commit_metadata import REQUESTED_COMMITTER_KEY
 
 CommitId = NewType("CommitId", str)
 StagingToken = NewType("StagingToken", str)
@@ -18,10 +19,17 @@ RefKind = Literal["branch", "tag", "commit"]
 MergeStrategy = Literal["fail", "source-wins", "dest-wins"]
 MERGE_STRATEGIES: tuple[MergeStrategy, ...] = ("fail", "source-wins", "dest-wins")
 
-__all__ = ["MERGE_STRATEGIES", "CommitId", "DifferenceKind", "MergeStrategy", "MetaRangeId", "RefKind", "StagingToken"]
+__all__ = [
+    "MERGE_STRATEGIES",
+    "REQUESTED_COMMITTER_KEY",
+    "CommitId",
+    "DifferenceKind",
+    "MergeStrategy",
+    "MetaRangeId",
+    "RefKind",
+    "StagingToken",
+]
 
 
-# A committer name a caller asked for that is not the authenticated caller, kept in a commit's
-# metadata under this key (services/graveler/servicer.py); only graveler writes it.
-REQUESTED_COMMITTER_KEY = "silt.requested-committer"
+# Keys a caller cannot set: an old commit's may still hold them (silt/commit_metadata.py).
 RESERVED_METADATA_KEYS = frozenset({REQUESTED_COMMITTER_KEY})

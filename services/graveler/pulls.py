@@ -22,20 +22,30 @@ the source head once, when it claims, counts only the reviews of that commit (a 
 approval leaves it stale: it stays listed but no longer counts, where GitHub would dismiss it),
 and merges that commit id, not the branch, so commits pushed during the merge are not merged
 unreviewed. Reopening a closed pull request drops its reviews: it is reviewed afresh.
+
+An approval counts only from someone who wrote none of what is merged: neither the pull
+request's author nor the committer of any commit the merge brings in (reachable from the source
+head and not from the destination's, i.e. since their merge base). That is decided when the
+merge claims, from the commits as recorded, so no order of pushes and reviews gets around it; a
+commit's committer is the user it was made for on every path (services/graveler/servicer.py).
 """
 
 from __future__ import annotations
 
+import heapq
 import secrets
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.graveler.branching import Branching, MergeOutcome
-from services.graveler.deadline import Deadline
-from services.graveler.model import MergeStrategy
+from services.graveler.deadline import NO_DEADLINE, Deadline
+from services.graveler.history import GetCommit
+from services.graveler.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from services.graveler.protection import PROTECTED, BranchPolicy, ProtectedBranch, Protection
 from services.graveler.refs import RefManager, RepoHandle
 from services.graveler.refs.manager import now
@@ -62,6 +72,8 @@ CLAIM_MARGIN_SECONDS = 30.0
 # A status filter may skip many records of other statuses: one call examines at most this
 # many and then returns what it found with a cursor (a short, even empty, page that has more).
 MAX_LIST_EXAMINED = 10_000
+# Who committed between two commits never changes: remembered per (source head, destination head).
+MAX_CACHED_RANGES = 1024
 
 OPEN = pb.PULL_REQUEST_STATUS_OPEN
 CLOSED = pb.PULL_REQUEST_STATUS_CLOSED
@@ -102,10 +114,15 @@ class Standing:
     blocked_reason: str
 
 
-def standing(pull: pb.PullRequest, policy: BranchPolicy, head: str) -> Standing:
-    """Counting only the reviews of head, the source branch's head commit ("" if it is gone)."""
+def standing(
+    pull: pb.PullRequest, policy: BranchPolicy, head: str, committers: frozenset[str] = frozenset()
+) -> Standing:
+    """Counting only the reviews of head, the source branch's head commit ("" if it is gone), and
+    only approvals by neither the author nor one of the committers of what the merge brings in."""
     current = [r for r in pull.reviews if head and r.commit_id == head]
-    approvers = [r.author for r in current if r.verdict == APPROVE and r.author != pull.author]
+    approving = [r.author for r in current if r.verdict == APPROVE and r.author != pull.author]
+    approvers = [a for a in approving if a not in committers]
+    self_approved = [a for a in approving if a in committers]
     objectors = [r.author for r in current if r.verdict == REQUEST_CHANGES]
     required = policy.required_approvals
     reason = ""
@@ -118,7 +135,74 @@ def standing(pull: pb.PullRequest, policy: BranchPolicy, head: str) -> Standing:
                 f"{where}: the pull request has {len(approvers)} of {required} required approval(s)"
                 f" of the source's head commit {head[:16] or '(none)'}"
             )
+            if self_approved:
+                reason += f"; approvals by committers of the source's commits do not count ({', '.join(self_approved)})"
     return Standing(len(approvers), required, reason)
+
+
+def _committers_of(commit: pb.Commit) -> set[str]:
+    names = {commit.committer}
+    # An old commit the REST API made is its service user's and names the user in metadata; a
+    # name there can only take an approval away, so it is counted whoever wrote it.
+    legacy = commit.metadata.get(REQUESTED_COMMITTER_KEY)
+    if legacy:
+        names.add(legacy)
+    return names
+
+
+def _order(commit: pb.Commit) -> tuple[int, int, str]:
+    # As history.find_merge_base walks: newest first, so a commit comes after all its descendants.
+    return (-commit.generation, -commit.creation_date.ToNanoseconds(), commit.id)
+
+
+_SOURCE, _DESTINATION = 1, 2
+
+
+def committers_between(get_commit: GetCommit, source: str, destination: str, deadline: Deadline) -> frozenset[str]:
+    """The committers of the commits reachable from source and not from destination: what a
+    merge of source into destination brings in, since their merge base(s).
+
+    One walk of both histories, newest first, as for the merge base: a commit's flags (reached
+    from source, from destination) are final when it is taken, because every descendant has a
+    higher generation and was taken before it. The walk stops once no commit reached from source
+    alone is pending, so it reads what the merge's own merge-base walk reads, not the history.
+    """
+    flags = {source: _SOURCE}
+    flags[destination] = flags.get(destination, 0) | _DESTINATION
+    pending: dict[str, pb.Commit] = {}
+    heap: list[tuple[tuple[int, int, str], str]] = []
+
+    def push(commit_id: str) -> None:
+        commit = pending[commit_id] = get_commit(commit_id)
+        heapq.heappush(heap, (_order(commit), commit_id))
+
+    for commit_id in flags:
+        push(commit_id)
+    source_only = sum(1 for flag in flags.values() if flag == _SOURCE)
+    names: set[str] = set()
+    taken = 0
+    while source_only:
+        _, commit_id = heapq.heappop(heap)
+        commit = pending.pop(commit_id)
+        flag = flags[commit_id]
+        if flag == _SOURCE:
+            source_only -= 1
+            names |= _committers_of(commit)
+        taken += 1
+        if taken % 256 == 0:
+            deadline.check("finding who committed to a pull request's source")
+        for parent_id in commit.parents:
+            before = flags.get(parent_id, 0)
+            after = before | flag
+            if after == before:
+                continue
+            flags[parent_id] = after
+            if not before:
+                push(parent_id)
+                source_only += after == _SOURCE
+            elif before == _SOURCE:  # still pending (older than this commit): now reached from both
+                source_only -= 1
+    return frozenset(names)
 
 
 class PullRequests:
@@ -128,6 +212,8 @@ class PullRequests:
         self._updater = updater
         self._branching = branching
         self._protection = protection
+        self._ranges_lock = threading.Lock()
+        self._ranges: OrderedDict[tuple[bytes, str, str], frozenset[str]] = OrderedDict()
 
     # --- records -------------------------------------------------------------------------
 
@@ -147,12 +233,41 @@ class PullRequests:
     def _head(self, repo: RepoHandle, branch: str) -> str:
         return str(self._refs.resolve(repo, branch).commit_id)
 
-    def standing(self, repo: RepoHandle, pull: pb.PullRequest) -> Standing:
+    def committers(
+        self, repo: RepoHandle, source_head: str, destination_head: str, deadline: Deadline
+    ) -> frozenset[str]:
+        """Who committed what merging source_head into destination_head brings in."""
+        key = (repo.partition, source_head, destination_head)
+        with self._ranges_lock:
+            known = self._ranges.get(key)
+            if known is not None:
+                self._ranges.move_to_end(key)
+                return known
+        found = committers_between(
+            lambda cid: self._refs.get_commit(repo, cid), source_head, destination_head, deadline
+        )
+        with self._ranges_lock:
+            self._ranges[key] = found
+            while len(self._ranges) > MAX_CACHED_RANGES:
+                self._ranges.popitem(last=False)
+        return found
+
+    def _standing(self, repo: RepoHandle, pull: pb.PullRequest, head: str, deadline: Deadline) -> Standing:
+        policy = self._protection.policy(repo, pull.destination_branch)
+        committers: frozenset[str] = frozenset()
+        if policy.required_approvals > 0 and any(r.commit_id == head and r.verdict == APPROVE for r in pull.reviews):
+            committers = self.committers(repo, head, self._head(repo, pull.destination_branch), deadline)
+        return standing(pull, policy, head, committers)
+
+    def standing(self, repo: RepoHandle, pull: pb.PullRequest, deadline: Deadline = NO_DEADLINE) -> Standing:
         try:
             head = self._head(repo, pull.source_branch)
         except NotFound:  # the source branch was deleted: no review is of anything that remains
             head = ""
-        return standing(pull, self._protection.policy(repo, pull.destination_branch), head)
+        try:
+            return self._standing(repo, pull, head, deadline)
+        except NotFound:  # the destination was deleted: nothing can be merged into it
+            return standing(pull, self._protection.policy(repo, pull.destination_branch), "")
 
     def _change(
         self,
@@ -381,8 +496,7 @@ class PullRequests:
             _require_open(pull)
             _refuse_while_claimed(pull)
             head = self._head(repo, pull.source_branch)  # once per attempt: decide and merge on it
-            policy = self._protection.policy(repo, pull.destination_branch)
-            reason = standing(pull, policy, head).blocked_reason
+            reason = self._standing(repo, pull, head, deadline).blocked_reason
             if reason:
                 raise ProtectedBranch(reason)
             heads[:] = [head]

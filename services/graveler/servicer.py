@@ -82,7 +82,7 @@ def _deadline(context: grpc.ServicerContext) -> Deadline:
 
 
 def _committer(requested: str) -> str:
-    """Who a new commit is by: always the authenticated caller; the requested name only when unauthenticated."""
+    """The authenticated caller; the requested name only when unauthenticated."""
     try:
         return current_principal().user_id
     except SiltError:  # served without the auth interceptor (embedded use, tests)
@@ -90,16 +90,9 @@ def _committer(requested: str) -> str:
 
 
 def _unreserved(metadata: dict[str, str]) -> dict[str, str]:
-    """Caller metadata without the key graveler reserves: only graveler says who was requested."""
+    """Caller metadata without the reserved key, which on old commits names their real committer
+    (silt/commit_metadata.py): no new commit can claim to be someone else's that way."""
     return {k: v for k, v in metadata.items() if k != REQUESTED_COMMITTER_KEY}
-
-
-def _labelled(metadata: dict[str, str], requested: str) -> dict[str, str]:
-    """A caller-supplied committer name that differs from the real one is kept, labelled as such."""
-    metadata = _unreserved(metadata)
-    if requested and requested != _committer(requested):
-        metadata = {**metadata, REQUESTED_COMMITTER_KEY: requested}
-    return metadata
 
 
 CallerMay = Callable[[str, str], bool]
@@ -272,8 +265,8 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
             request.repository,
             request.branch,
             request.message,
-            _labelled(dict(request.metadata), request.committer),
-            _committer(request.committer),
+            _unreserved(dict(request.metadata)),
+            self._acting(request.committer),
             request.allow_empty,
             list(request.prefixes),
             deadline=_deadline(context),
@@ -398,8 +391,8 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
             request.squash,
             request.allow_empty,
             request.message,
-            _labelled(dict(request.metadata), request.committer),
-            _committer(request.committer),
+            _unreserved(dict(request.metadata)),
+            self._acting(request.committer),
             deadline=_deadline(context),
         )
         self._merge_event(ev.MERGE, request.repository, request.destination_branch, request.committer, outcome)
@@ -412,8 +405,8 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
             request.ref,
             request.parent_number,
             request.message,
-            _labelled(dict(request.metadata), request.committer),
-            _committer(request.committer),
+            _unreserved(dict(request.metadata)),
+            self._acting(request.committer),
             allow_empty=request.allow_empty,
             deadline=_deadline(context),
         )
@@ -423,7 +416,7 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
     def CherryPick(self, request: api.CherryPickRequest, context: grpc.ServicerContext) -> api.MergeResponse:
         pick = CherryPickOverrides(
             message=request.message,
-            metadata=_labelled(dict(request.metadata), request.committer),
+            metadata=_unreserved(dict(request.metadata)),
             allow_empty=request.allow_empty,
         )
         outcome = self.g.cherry_pick(
@@ -431,7 +424,7 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
             request.branch,
             request.ref,
             request.parent_number,
-            _committer(request.committer),
+            self._acting(request.committer),
             pick=pick,
             deadline=_deadline(context),
         )
@@ -526,6 +519,12 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
         )
         return api.BranchProtectionInfo(rules=record.rules, etag=etag)
 
+    def _acting(self, requested: str) -> str:
+        """Who a new commit is by: the user the call is made for, as for pull requests (`_user`),
+        never a service that forwarded it; a name the caller may not act for is ignored. Reviews
+        rely on it: whoever committed to a pull request's source cannot approve it."""
+        return self._user(requested)[0]
+
     # pull requests
     def _user(self, requested: str) -> tuple[str, str]:
         """(who opens, reviews, comments or merges; who really called): the caller, or the user
@@ -604,11 +603,8 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
     def MergePullRequest(
         self, request: api.MergePullRequestRequest, context: grpc.ServicerContext
     ) -> api.MergePullRequestResponse:
-        # Like the author of a review, the committer may be the user a trusted service acts for.
-        committer, _ = self._user(request.committer)
+        committer = self._acting(request.committer)
         metadata = _unreserved(dict(request.metadata))
-        if request.committer and request.committer != committer:
-            metadata[REQUESTED_COMMITTER_KEY] = request.committer
         strategy = _STRATEGY.get(request.strategy)
         if strategy is None:
             raise InvalidArgument(f"unknown merge strategy {request.strategy}")

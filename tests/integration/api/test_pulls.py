@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
 from typing import Any
 
 import lakefs_sdk
 import pytest
 import urllib3
+from click.testing import CliRunner
 from lakefs_sdk.exceptions import ApiException
 from pydantic import SecretStr
 
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
+from silt.cli.common import State
+from silt.cli.main import cli
+from silt.client import Client, Settings
+from silt.graveler.v1 import graveler_pb2 as api_pb2
 from silt.rpc.signing import Credentials, signed_channel
-from tests.integration.api.conftest import Api
+from tests.integration.api.conftest import Api, error_message
 
 ADMIN = "admin"  # the stack's admin user (services/auth/setup.py DEFAULT_ADMIN)
 
@@ -27,19 +31,30 @@ def s3(api: Api) -> Any:
     return api.stack.client()
 
 
-@pytest.fixture(scope="module")
-def developer(api: Api) -> Iterator[tuple[str, Credentials]]:
-    """A second user who may write (Developers): a reviewer other than the author."""
-    user_id = f"dev-{secrets.token_hex(3)}"
+def _new_developer(api: Api, prefix: str = "dev") -> tuple[str, Credentials]:
+    """A user who may write (Developers), with an access key."""
+    user_id = f"{prefix}-{secrets.token_hex(3)}"
     channel = signed_channel(api.stack.stack.endpoints["auth"], api.stack.admin)
     try:
         auth = auth_pb2_grpc.AuthServiceStub(channel)
         auth.CreateUser(auth_pb2.CreateUserRequest(id=user_id, description="pull request reviewer"))
         auth.AddGroupMember(auth_pb2.GroupMemberRequest(group_id="Developers", user_id=user_id))
         issued = auth.CreateCredentials(auth_pb2.CreateCredentialsRequest(user_id=user_id))
-        yield user_id, Credentials(issued.credential.access_key_id, SecretStr(issued.secret_access_key))
+        return user_id, Credentials(issued.credential.access_key_id, SecretStr(issued.secret_access_key))
     finally:
         channel.close()
+
+
+@pytest.fixture(scope="module")
+def developer(api: Api) -> tuple[str, Credentials]:
+    """A second user who may write: a reviewer other than the author."""
+    return _new_developer(api)
+
+
+@pytest.fixture(scope="module")
+def third(api: Api) -> tuple[str, Credentials]:
+    """A third writer: neither the author nor a committer to the pull requests' sources."""
+    return _new_developer(api, "third")
 
 
 def _basic(credentials: Credentials) -> dict[str, str]:
@@ -280,3 +295,125 @@ def test_bad_input(api: Api, client: lakefs_sdk.ApiClient, repo: str) -> None:
     assert _json(api, "PATCH", f"{path}/{pull_id}", {"title": "x"}, api.stack.reader).status == 403
     assert pulls.get_pull_request(repo, pull_id).title == "t"
     assert lakefs_sdk.PullsApi(api.sdk(api.stack.reader)).get_pull_request(repo, pull_id).id == pull_id
+
+
+def _push(api: Api, credentials: Credentials, repo: str, branch: str, key: str) -> lakefs_sdk.Commit:
+    """An object written through S3 and committed through the REST API, both as credentials' user."""
+    api.stack.client(credentials).put_object(Bucket=repo, Key=f"{branch}/{key}", Body=key.encode())
+    commits = lakefs_sdk.CommitsApi(api.sdk(credentials))
+    return commits.commit(repo, branch, lakefs_sdk.CommitCreation(message=f"add {key}"))
+
+
+def _protected_pull(api: Api, client: lakefs_sdk.ApiClient, s3: Any, repo: str) -> tuple[str, str]:
+    """A pull request by the admin from feature into main, which requires one approval: (id, path)."""
+    _feature(client, s3, repo, "feature", "a.csv", b"1\n")
+    rule = [{"pattern": "main", "required_approvals": 1}]
+    assert _json(api, "PUT", f"/repositories/{repo}/settings/branch_protection", rule).status == 204
+    creation = lakefs_sdk.PullRequestCreation(title="reviewed", source_branch="feature", destination_branch="main")
+    pull_id = lakefs_sdk.PullsApi(client).create_pull_request(repo, creation).id
+    return pull_id, f"/repositories/{repo}/pulls/{pull_id}"
+
+
+def _approve(api: Api, path: str, credentials: Credentials) -> Any:
+    approved = _json(api, "POST", path + "/reviews", {"verdict": "approve"}, credentials)
+    assert approved.status == 201, approved.data
+    return json.loads(approved.data)
+
+
+def _merge_as(api: Api, path: str, credentials: Credentials) -> urllib3.BaseHTTPResponse:
+    return api.request("PUT", path + "/merge", headers=_basic(credentials))
+
+
+def test_a_committer_to_the_source_cannot_approve_it(
+    api: Api,
+    client: lakefs_sdk.ApiClient,
+    s3: Any,
+    repo: str,
+    developer: tuple[str, Credentials],
+    third: tuple[str, Credentials],
+) -> None:
+    """B, not the author, pushes to A's pull request, approves and merges: refused, as B's change
+    would reach the protected branch reviewed by nobody else. C's approval then lets it through."""
+    pusher, pusher_credentials = developer
+    _, reviewer_credentials = third
+    pull_id, path = _protected_pull(api, client, s3, repo)
+    assert _push(api, pusher_credentials, repo, "feature", "b.csv").committer == pusher
+
+    standing = _approve(api, path, pusher_credentials)
+    assert standing["approvals"] == 0
+    assert "0 of 1" in standing["merge_blocked_reason"] and pusher in standing["merge_blocked_reason"]
+    for credentials in (pusher_credentials, api.stack.admin):
+        message = error_message(_merge_as(api, path, credentials), 403)
+        assert "cannot write to protected branch" in message and "do not count" in message
+    main = lakefs_sdk.BranchesApi(client).get_branch(repo, "main").commit_id
+    assert lakefs_sdk.PullsApi(client).get_pull_request(repo, pull_id).status == "open"
+
+    assert _approve(api, path, reviewer_credentials)["approvals"] == 1
+    merged = _merge_as(api, path, pusher_credentials)
+    assert merged.status == 200, merged.data
+    head = lakefs_sdk.CommitsApi(client).get_commit(repo, "main")
+    assert head.id == json.loads(merged.data)["reference"] and head.parents[0] == main
+    assert head.committer == pusher
+
+
+def test_any_push_after_an_approval_makes_it_stale(
+    api: Api,
+    client: lakefs_sdk.ApiClient,
+    s3: Any,
+    repo: str,
+    developer: tuple[str, Credentials],
+    third: tuple[str, Credentials],
+) -> None:
+    _, other_credentials = developer
+    _, reviewer_credentials = third
+    pull_id, path = _protected_pull(api, client, s3, repo)
+    for n, credentials in enumerate((other_credentials, api.stack.admin)):  # not the author, the author
+        assert _approve(api, path, reviewer_credentials)["approvals"] == 1
+        _push(api, credentials, repo, "feature", f"late-{n}.csv")
+        stale = json.loads(api.request("GET", path).data)
+        assert stale["approvals"] == 0 and "0 of 1" in stale["merge_blocked_reason"]
+        message = error_message(_merge_as(api, path, reviewer_credentials), 403)
+        assert "cannot write to protected branch" in message
+    assert _approve(api, path, reviewer_credentials)["approvals"] == 1
+    assert _merge_as(api, path, reviewer_credentials).status == 200
+    assert lakefs_sdk.PullsApi(client).get_pull_request(repo, pull_id).status == "merged"
+
+
+def test_commits_through_the_api_are_recorded_as_by_the_user(
+    api: Api, client: lakefs_sdk.ApiClient, repo: str, developer: tuple[str, Credentials]
+) -> None:
+    """As graveler records them, not only as the API shows them: the committer is the user the
+    API authenticated, for commits, merges, cherry-picks and reverts, never the API's service user."""
+    user, credentials = developer
+    made = [_push(api, credentials, repo, "main", "x.csv").id]
+    mine = api.sdk(credentials)
+    lakefs_sdk.BranchesApi(client).create_branch(repo, lakefs_sdk.BranchCreation(name="side", source="main"))
+    side = _push(api, api.stack.admin, repo, "side", "y.csv").id
+    made.append(lakefs_sdk.RefsApi(mine).merge_into_branch(repo, "side", "main").reference)
+    lakefs_sdk.BranchesApi(client).create_branch(repo, lakefs_sdk.BranchCreation(name="picks", source=made[0]))
+    made.append(lakefs_sdk.BranchesApi(mine).cherry_pick(repo, "picks", lakefs_sdk.CherryPickCreation(ref=side)).id)
+    revert = lakefs_sdk.RevertCreation(ref="picks", parent_number=0)
+    lakefs_sdk.BranchesApi(mine).revert_branch(repo, "picks", revert)
+    made.append(lakefs_sdk.BranchesApi(client).get_branch(repo, "picks").commit_id)
+    for commit_id in made:
+        recorded = api.stack.graveler.GetCommit(api_pb2.GetCommitRequest(repository=repo, commit_id=commit_id))
+        assert recorded.committer == user, (commit_id, recorded.committer)
+        assert "silt.requested-committer" not in recorded.metadata
+        shown = lakefs_sdk.CommitsApi(client).get_commit(repo, commit_id)
+        assert shown.committer == user and "silt.requested-committer" not in (shown.metadata or {})
+    logged = lakefs_sdk.RefsApi(client).log_commits(repo, "main", amount=3).results
+    assert [(c.id, c.committer) for c in logged] == [(made[1], user), (side, ADMIN), (made[0], user)]
+
+
+def test_commits_through_the_cli_are_by_its_user(api: Api, repo: str, developer: tuple[str, Credentials]) -> None:
+    user, credentials = developer
+    endpoints = api.stack.stack.endpoints
+    settings = Settings(endpoints["graveler"], endpoints["auth"], api.stack.endpoint, "us-east-1", credentials, "test")
+    api.stack.client(credentials).put_object(Bucket=repo, Key="main/cli.csv", Body=b"1")
+    result = CliRunner().invoke(
+        cli, ["--json", "commit", f"silt://{repo}/main", "-m", "from the cli"], obj=State(_client=Client(settings))
+    )
+    assert result.exit_code == 0, result.output
+    commit_id = json.loads(result.output)["id"]
+    recorded = api.stack.graveler.GetCommit(api_pb2.GetCommitRequest(repository=repo, commit_id=commit_id))
+    assert recorded.committer == user

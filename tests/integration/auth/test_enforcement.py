@@ -302,18 +302,22 @@ def test_commits_are_by_the_authenticated_caller(stack: Stack) -> None:
     assert commit.committer == user
 
 
-def test_a_requested_committer_is_only_a_labelled_extra(stack: Stack) -> None:
-    """Commit(committer="admin") by a non-admin is recorded as by the caller."""
+def test_a_requested_committer_is_ignored_unless_the_caller_may_act_for_them(stack: Stack) -> None:
+    """Commit(committer="admin") by a non-admin is recorded as by the caller, with no trace of
+    the name; the REST API's service user (auth:ActForUser) commits as the user it names."""
     user, creds = stack.new_user(groups=["Developers"], prefix="spoofer")
     repo = stack.new_repo("spoofed")
     graveler = stack.gv(creds)
     entry = gpb.Entry(etag="e", physical_address="data/k")
     graveler.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key="k", entry=entry))
     commit = graveler.Commit(api.CommitRequest(repository=repo, branch="main", message="x", committer="admin"))
-    assert commit.committer == user
-    assert commit.metadata["silt.requested-committer"] == "admin"
+    assert commit.committer == user and "silt.requested-committer" not in commit.metadata
     logged = graveler.Log(api.LogRequest(repository=repo, ref="main", amount=1)).commits[0]
-    assert (logged.committer, logged.metadata["silt.requested-committer"]) == (user, "admin")
+    assert logged.committer == user and "silt.requested-committer" not in logged.metadata
+    service = stack.gv(stack.services["api"])
+    service.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key="k2", entry=entry))
+    made_for = service.Commit(api.CommitRequest(repository=repo, branch="main", message="y", committer=user))
+    assert made_for.committer == user and "silt.requested-committer" not in made_for.metadata
 
 
 def test_entries_cannot_name_another_repositorys_bytes(stack: Stack) -> None:

@@ -396,6 +396,41 @@ def test_approvals_are_of_a_commit_and_a_push_makes_them_stale(env: GravelerEnv)
     assert list(done.merge.commit.parents)[1] == reviewed
 
 
+def test_committers_of_what_the_merge_brings_in_cannot_approve_it(env: GravelerEnv) -> None:
+    """Whoever committed between the merge base and the source head, in whatever order they pushed
+    and reviewed, does not count as a reviewer; committers of the destination's history do."""
+    repo = env.new_repo()
+    env.put(repo, "main", "base", "0")
+    env.commit(repo, "main", "on main, by dan", committer="dan")
+    env.stub.CreateBranch(api.CreateBranchRequest(repository=repo, name="other", source_ref="main"))
+    env.put(repo, "other", "o", "1")
+    env.commit(repo, "other", "on another branch, by erin", committer="erin")
+    feature(env, repo)
+    env.put(repo, "feature", "b", "2")
+    env.commit(repo, "feature", "bob's change", committer="bob")
+    protect(env, repo, pb.BranchProtectionRule(pattern="main", required_approvals=1))
+    pull = open_pull(env, repo)
+    info = review(env, repo, pull.id, "bob", APPROVE)
+    assert info.approvals == 0 and "do not count (bob)" in info.merge_blocked_reason
+    assert code_of(lambda: merge_pull(env, repo, pull.id)) == grpc.StatusCode.PERMISSION_DENIED
+    # Buried under a later commit by someone else, bob's stays in what the merge brings in.
+    env.put(repo, "feature", "c", "3")
+    env.commit(repo, "feature", "carol's change", committer="carol")
+    assert review(env, repo, pull.id, "bob", APPROVE).approvals == 0
+    # A branch merged into the source brings its commits along; erin wrote one of them.
+    merged_in = env.stub.Merge(
+        api.MergeRequest(repository=repo, source_ref="other", destination_branch="feature", committer="frank")
+    )
+    assert merged_in.HasField("commit")
+    for excluded in ("bob", "carol", "erin", "frank"):
+        assert review(env, repo, pull.id, excluded, APPROVE).approvals == 0
+    assert code_of(lambda: merge_pull(env, repo, pull.id)) == grpc.StatusCode.PERMISSION_DENIED
+    # dan's commit is already in main: what the merge brings in is none of his.
+    assert review(env, repo, pull.id, "dan", APPROVE).approvals == 1
+    done = merge_pull(env, repo, pull.id, committer="bob")
+    assert done.pull_request.pull_request.status == pb.PULL_REQUEST_STATUS_MERGED
+
+
 def test_a_push_after_the_merge_claim_is_not_merged(env: GravelerEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = env.new_repo()
     feature(env, repo)
