@@ -290,6 +290,21 @@ class HistoryEventsConfig(_Section):
     retention_interval_seconds: float = Field(
         3600.0, gt=0, description="how often each repository's history is pruned (by one graveler replica)"
     )
+    # WatchEvents streams (services/graveler/events/streams.py, docs/security.md "Event streams").
+    max_streams: int = Field(8, ge=1, le=24, description="WatchEvents streams open at once per graveler process")
+    max_streams_per_caller: int = Field(2, ge=1, le=24, description="WatchEvents streams open at once per caller")
+    stream_admin_reserve: int = Field(
+        2, ge=0, le=23, description="of max_streams, how many only administrators (iam:DeleteUser on users/*) may take"
+    )
+    stream_reauthorize_seconds: float = Field(
+        2.0, gt=0, le=300, description="how old an open stream's decision that its caller may still read can be"
+    )
+
+    @model_validator(mode="after")
+    def _reserve_below_total(self) -> HistoryEventsConfig:
+        if self.stream_admin_reserve >= self.max_streams:
+            raise ValueError("stream_admin_reserve must be below max_streams: other callers need one stream at least")
+        return self
 
 
 class JournalConfig(_Section):
@@ -427,8 +442,20 @@ class ApiConfig(_Section):
     max_live_feeds: int = Field(64, ge=1, le=10_000, description="open live-feed streams per API process")
     max_live_feeds_per_user: int = Field(4, ge=1, le=1000, description="open live-feed streams per user")
     live_feed_reauthorize_seconds: float = Field(
-        30.0, ge=0.1, le=3600, description="how often an open live feed re-checks its caller's access"
+        5.0, ge=0.1, le=3600, description="how often an open live feed re-checks its caller's access"
     )
+    live_feed_admin_reserve: int = Field(
+        8,
+        ge=0,
+        le=9_999,
+        description="of max_live_feeds, how many only administrators (iam:DeleteUser on users/*) may take",
+    )
+
+    @model_validator(mode="after")
+    def _feed_reserve_below_total(self) -> ApiConfig:
+        if self.live_feed_admin_reserve >= self.max_live_feeds:
+            raise ValueError("live_feed_admin_reserve must be below max_live_feeds: other users need one feed at least")
+        return self
 
     _listen = field_validator("listen_address")(_check_listen_address)
     _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)

@@ -26,7 +26,7 @@ import grpc
 import grpc.aio
 
 from services.api.errors import ApiError, from_rpc, unauthorized
-from services.api.live_feed import FeedSlots
+from services.api.live_feed import FeedAccess, FeedSlots
 from silt.access_keys import is_access_key_id
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.block import BlockAdapter
@@ -132,7 +132,10 @@ class Backend:
         # branch is then refused by graveler itself when the entry is staged.
         self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl, clock=clock)
         # The live feeds open in this process (routes/events.py).
-        self.feeds = FeedSlots(config.api.max_live_feeds, config.api.max_live_feeds_per_user)
+        self.feeds = FeedSlots(
+            config.api.max_live_feeds, config.api.max_live_feeds_per_user, config.api.live_feed_admin_reserve
+        )
+        self.feed_access = FeedAccess(self.authority.inner, config.api.live_feed_reauthorize_seconds, clock)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """A blocking call (the block adapter) in a worker thread, in the request's context (its

@@ -13,6 +13,7 @@ from grpc_health.v1.health import HealthServicer
 
 from services.graveler.events.manager import HistoryEvents
 from services.graveler.events.retention import RetentionPolicy
+from services.graveler.events.streams import StreamLimits, stream_authority
 from services.graveler.graveler import Graveler
 from services.graveler.journaling import JournalContextInterceptor
 from services.graveler.permissions import RULES
@@ -85,7 +86,7 @@ def start(
 ) -> tuple[grpc.Server, int]:
     # After authentication, so the journal names the authenticated caller.
     server = build_server([*interceptors, JournalContextInterceptor()], health=health, limits=GRAVELER_LIMITS)
-    servicer = GravelerServicer(graveler, caller_may(interceptors), history)
+    servicer = GravelerServicer(graveler, caller_may(interceptors), history, stream_authority(interceptors))
     api_grpc.add_GravelerServiceServicer_to_server(servicer, server)
     port = bind(server, address, tls)
     server.start()
@@ -113,6 +114,12 @@ def main(argv: list[str] | None = None) -> None:
         graveler.refs,
         RetentionPolicy(section.retention_days, section.retention_interval_seconds),
         enabled=section.enabled,
+        streams=StreamLimits(
+            section.max_streams,
+            section.max_streams_per_caller,
+            section.stream_admin_reserve,
+            section.stream_reauthorize_seconds,
+        ),
     ).start()
     closing.append(history.close)
 

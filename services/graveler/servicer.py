@@ -16,7 +16,7 @@ from services.graveler.deadline import Deadline
 from services.graveler.entries import Condition
 from services.graveler.events.handlers import HistoryHandlers
 from services.graveler.events.manager import HistoryEvents
-from services.graveler.events.streams import StreamSlots
+from services.graveler.events.streams import EventStreams
 from services.graveler.graveler import Graveler
 from services.graveler.last_access import PreparedLastAccess
 from services.graveler.list_answer import list_response
@@ -31,6 +31,7 @@ from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
+from silt.rpc.authority import Authority
 from silt.rpc.interceptor import AuthInterceptor, current_principal
 
 
@@ -110,7 +111,14 @@ def caller_may(interceptors: Sequence[grpc.ServerInterceptor]) -> CallerMay:
 
 
 class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
-    def __init__(self, graveler: Graveler, may: CallerMay | None = None, history: HistoryEvents | None = None) -> None:
+    def __init__(
+        self,
+        graveler: Graveler,
+        may: CallerMay | None = None,
+        history: HistoryEvents | None = None,
+        authority: Authority | None = None,
+    ) -> None:
+        """authority: auth's uncached answers, for re-checking open event streams (None: no auth)."""
         self.g = graveler
         self._may = may or caller_may(())
         if history is None:
@@ -119,7 +127,7 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
             history = HistoryEvents(graveler.refs).start()
             graveler.on_close(history.close)
         self.history = history
-        self._streams = StreamSlots()
+        self._streams = EventStreams(history.streams, authority)
 
     def _ref_event(
         self,

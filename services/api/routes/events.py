@@ -9,9 +9,10 @@ JSON (silt/history/codec.py), a `: keepalive` comment every 15 s, resuming after
 The stream reads graveler with ListEvents, a bounded unary call, never with a graveler stream:
 the stored events a page at a time, then the last seconds of the branch once a second. So an
 open feed, read or not, holds none of graveler's workers. Feeds are capped per process and per
-user (services/api/live_feed.py: 503 and 429), a client that stops reading is dropped, the
-caller's credential and permission are checked again every
-`api.live_feed_reauthorize_seconds`, and a
+user (services/api/live_feed.py: 503 and 429) with a reserve for administrators, a client that
+stops reading is dropped, the caller's credential is checked again every
+`api.live_feed_reauthorize_seconds` and its permission before every fetch from a decision at
+most that old, and a
 permanent failure (a deleted repository, a refused request) ends the stream with an
 `event: error` instead of retrying.
 """
@@ -27,7 +28,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request
 
 from services.api.context import Ctx, authenticate
-from services.api.errors import ApiError, bad_request
+from services.api.errors import ApiError, bad_request, forbidden
 from services.api.live_feed import WRITE_TIMEOUT_SECONDS, WriteTimedStreamingResponse
 from services.api.objects_write import ensure_branch
 from silt.actions import READ_REPO, READ_USER, USERS
@@ -126,13 +127,19 @@ class _Feed:
             after = page.events[-1].id
 
 
-async def _still_allowed(ctx: Ctx, request: Request, repository: str) -> None:
-    """ApiError (401/403) once the caller's credential is no longer valid (a logged-out or
-    expired session, a deleted key) or they may no longer read the repository."""
+async def _still_authenticated(ctx: Ctx, request: Request) -> None:
+    """ApiError (401) once the caller's credential is no longer valid (a logged-out or expired
+    session, a deleted key)."""
     caller = await authenticate(request)
     if caller.user_id != ctx.caller.user_id:
         raise ApiError(401, "the stream's credential now names another user")
-    await ctx.authorize(READ_REPO, repository)
+
+
+async def _still_allowed(ctx: Ctx, repository: str) -> None:
+    """ApiError 403 once the caller may no longer read the repository, from a decision at most
+    one re-authorization interval old (services/api/live_feed.py, FeedAccess)."""
+    if not await ctx.backend.feed_access.allowed(ctx.caller.user_id, READ_REPO, repository):
+        raise forbidden(f"user {ctx.caller.user_id} may no longer {READ_REPO} on {repository}")
 
 
 async def _stream(
@@ -147,8 +154,10 @@ async def _stream(
     while True:
         try:
             if clock() >= reauthorize_at:
-                await _still_allowed(ctx, request, feed.repository)
+                await _still_authenticated(ctx, request)
                 reauthorize_at = clock() + reauthorize_seconds
+            # Before every fetch (mostly a cache hit): nothing stored after the decision expired is sent.
+            await _still_allowed(ctx, feed.repository)
             events = await feed.next_events()
         except ApiError as error:
             if error.status not in _TRANSIENT:
@@ -188,7 +197,8 @@ async def branch_events(
     if after:
         layout.timestamp_of_id(after)  # InvalidArgument (400) for anything that is not an event id
     await ensure_branch(ctx, repository, branch)  # 404 in lakeFS's shape before the stream starts
-    lease = ctx.backend.feeds.take(ctx.caller.user_id)  # 429 / 503 beyond the caps
+    # 429 / 503 beyond the caps; administrators have a reserve of their own.
+    lease = ctx.backend.feeds.take(ctx.caller.user_id, await ctx.backend.feed_access.is_admin(ctx.caller.user_id))
     # graveler answers the API every read; a caller who is no administrator gets its own.
     admin = await ctx.backend.allowed(ctx.caller.user_id, READ_USER, USERS)
     feed = _Feed(ctx, repository, branch, since, after, None if admin else ctx.caller.user_id)

@@ -9,7 +9,8 @@ import grpc
 
 from services.graveler.deadline import Deadline
 from services.graveler.events.manager import HistoryEvents
-from services.graveler.events.streams import WRITE_TIMEOUT_SECONDS, StreamSlots, sent_within_deadline
+from services.graveler.events.streams import WRITE_TIMEOUT_SECONDS, EventStreams, sent_within_deadline
+from services.graveler.permissions import TABLE
 from silt.errors import SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.history.visibility import May, reads_viewer, shown_to
@@ -26,7 +27,7 @@ def _caller() -> str:
 class HistoryHandlers:
     history: HistoryEvents
     _may: May
-    _streams: StreamSlots
+    _streams: EventStreams
     stream_write_timeout: float = WRITE_TIMEOUT_SECONDS
 
     def RecordEvents(self, request: ev.RecordEventsRequest, context: grpc.ServicerContext) -> ev.RecordEventsResponse:
@@ -42,12 +43,16 @@ class HistoryHandlers:
         return ev.ListEventsResponse(events=events, has_more=page.has_more, next_after=page.next_after)
 
     def WatchEvents(self, request: ev.WatchEventsRequest, context: grpc.ServicerContext) -> Iterator[ev.HistoryEvent]:
-        """Every stream, followed or not, holds a slot (services/graveler/events/streams.py) and
-        is cancelled when its client stops reading."""
+        """Every stream, followed or not, holds a slot (services/graveler/events/streams.py), is
+        cancelled when its client stops reading, and ends with PERMISSION_DENIED once its caller
+        may no longer do what opening it needed."""
+        caller = _caller()
+        action, field = TABLE["WatchEvents"]
+        still_allowed = self._streams.access.checker(caller, action, getattr(request, field))
         deadline = Deadline.after(context.time_remaining(), is_active=context.is_active)
         watch = self.history.reader.watch(
-            request.repository, request.branch, request.since_us, request.after, request.follow, deadline
+            request.repository, request.branch, request.since_us, request.after, request.follow, deadline, still_allowed
         )
-        with self._streams.hold(_caller()):
+        with self._streams.slots.hold(caller, admin=self._streams.access.is_admin(caller)):
             shown = shown_to(watch, reads_viewer(self._may, request.repository))
             yield from sent_within_deadline(shown, context.cancel, self.stream_write_timeout)

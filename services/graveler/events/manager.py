@@ -6,6 +6,7 @@ from __future__ import annotations
 from services.graveler.events.reading import EventReader
 from services.graveler.events.recorder import EventRecorder, OwnEvents
 from services.graveler.events.retention import HistoryRetention, RetentionPolicy
+from services.graveler.events.streams import StreamLimits
 from services.graveler.events.writer import EventWriter
 from services.graveler.refs import RefManager
 from silt.journal.store import raw_store
@@ -18,8 +19,11 @@ class HistoryEvents:
         policy: RetentionPolicy | None = None,
         flush_interval: float = 0.2,
         enabled: bool = True,
+        streams: StreamLimits | None = None,
     ) -> None:
-        """enabled: False (graveler.history.enabled) records no ref events of graveler's own."""
+        """enabled: False (graveler.history.enabled) records no ref events of graveler's own;
+        streams: the bounds and re-authorization interval of WatchEvents (graveler.history.*)."""
+        self.streams = streams or StreamLimits()
         self.writer = EventWriter(raw_store(refs.kv))
         self.recorder = EventRecorder(refs, self.writer)
         self.own = OwnEvents(self.recorder, interval=flush_interval, enabled=enabled)

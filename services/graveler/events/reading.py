@@ -66,10 +66,20 @@ class EventReader:
         return EventPage(*take_page(events, amount))
 
     def watch(
-        self, repository: str, branch: str, since_us: int, after: str, follow: bool, deadline: Deadline
+        self,
+        repository: str,
+        branch: str,
+        since_us: int,
+        after: str,
+        follow: bool,
+        deadline: Deadline,
+        check: Callable[[], None] = lambda: None,
     ) -> Iterator[ev.HistoryEvent]:
         """Every event from since_us (or after the id `after`) on; with follow, then new ones as
-        they are stored, until the deadline passes or the client goes away."""
+        they are stored, until the deadline passes or the client goes away.
+
+        `check` runs before every event and after every poll, so that what it raises (the
+        caller's right withdrawn) ends the stream promptly even while no event comes."""
         _check(branch, since_us, after)
         repo = self._refs.repository(repository)
         kv = raw_store(self._refs.kv)
@@ -84,11 +94,13 @@ class EventReader:
                     continue
                 if event.timestamp_us >= horizon:
                     sent[event.id] = event.timestamp_us
+                check()
                 yield event
             if not follow or deadline.expired() or time.monotonic() >= ends:
                 return
             remaining = deadline.remaining()
             self._sleep(POLL_INTERVAL_SECONDS if remaining is None else min(POLL_INTERVAL_SECONDS, remaining))
+            check()
             start = max(since_us, time.time_ns() // 1000 - FOLLOW_LOOKBACK_US)
             sent = {i: t for i, t in sent.items() if t >= start}
             events = scan_partition_events(kv, repo.partition, branch, start, None, "")

@@ -1,7 +1,8 @@
 """The REST API's live feed (GET .../branches/{branch}/events) on its own stack with small caps:
 streams per user and per process are capped with lakeFS-style 429/503 errors, bad `since`
 values are typed 400s, and a stream ends with `event: error` when its repository is deleted or
-its caller loses read access, instead of retrying for ever."""
+its caller loses read access, instead of retrying for ever; users at their cap cannot keep an
+administrator from opening one."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 import urllib3
+from pydantic import SecretStr
 
 from silt.rpc.signing import Credentials
 from tests.integration.api.conftest import Api, error_message
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.e2e
 
 PER_USER = 2
 PER_PROCESS = 3
+ADMIN_RESERVE = 1  # so other users hold PER_PROCESS - ADMIN_RESERVE = PER_USER feeds together
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +37,7 @@ def feed_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
             "max_live_feeds": PER_PROCESS,
             "max_live_feeds_per_user": PER_USER,
             "live_feed_reauthorize_seconds": 0.5,
+            "live_feed_admin_reserve": ADMIN_RESERVE,
         },
         "auth": {"cache_ttl_seconds": 0.5},
     }
@@ -160,3 +164,45 @@ def test_losing_read_access_ends_the_stream(feed_api: Api) -> None:
         stream.close()
         restored = api.request("PUT", "/auth/groups/Analysts/members/reader")
         assert restored.status == 201, restored.data
+
+
+def _analyst(api: Api, prefix: str) -> Credentials:
+    """A new user in Analysts (ReadRepo everywhere) with an access key."""
+    user = f"{prefix}-{time.monotonic_ns() % 10**9}"
+    headers = {**_headers(api.stack.admin), "Content-Type": "application/json"}
+    created = api.request("POST", "/auth/users", body=json.dumps({"id": user}).encode(), headers=headers)
+    assert created.status == 201, created.data
+    joined = api.request("PUT", f"/auth/groups/Analysts/members/{user}")
+    assert joined.status == 201, joined.data
+    issued = api.request("POST", f"/auth/users/{user}/credentials")
+    assert issued.status == 201, issued.data
+    key = json.loads(issued.data)
+    return Credentials(key["access_key_id"], SecretStr(key["secret_access_key"]))
+
+
+def test_users_at_their_cap_cannot_lock_an_administrator_out(feed_api: Api) -> None:
+    api = feed_api
+    repo = _new_repo(api, "crowded-feed")
+    first, second = _analyst(api, "hog"), _analyst(api, "hog")
+    streams: list[Stream] = []
+
+    def opened(creds: Credentials) -> Stream | None:
+        status, response = _open(api, repo, creds)
+        if status != 200:
+            assert status in (429, 503), response.read()
+            return None
+        stream = Stream(response)
+        threading.Thread(target=stream.read, daemon=True).start()
+        streams.append(stream)
+        return stream
+
+    try:
+        # Earlier tests' feeds are given back as the server sees their connections close.
+        for _ in range(PER_USER):
+            wait_until(lambda: opened(first), 10, "a feed for a user below every cap")
+        refused = opened(second)  # a place beyond the shared part, if the server gives one
+        wait_until(lambda: opened(api.stack.admin), 10, "the administrator's feed, from the reserve")
+        assert refused is None, "a user got a feed beyond the part shared by those who are not administrators"
+    finally:
+        for stream in streams:
+            stream.close()

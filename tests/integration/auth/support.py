@@ -15,6 +15,8 @@ from services.auth.model import IamModel
 from services.auth.secrets import SecretBox
 from services.auth.server import start as start_auth
 from services.auth.setup import setup as run_setup
+from services.graveler.events.manager import HistoryEvents
+from services.graveler.events.streams import StreamLimits
 from services.graveler.graveler import Graveler
 from services.graveler.permissions import RULES as GRAVELER_RULES
 from services.graveler.server import start as start_graveler
@@ -126,7 +128,8 @@ class Stack:
         self.graveler.close()
 
 
-def start_stack(store: Store, data_dir: Path, ttl: float) -> Stack:
+def start_stack(store: Store, data_dir: Path, ttl: float, streams: StreamLimits | None = None) -> Stack:
+    """streams: graveler's WatchEvents bounds and re-authorization interval (default: production's)."""
     model = IamModel(store, SecretBox(ENCRYPT_KEY))
     result = run_setup(model)
     assert result is not None
@@ -155,7 +158,9 @@ def start_stack(store: Store, data_dir: Path, ttl: float) -> Stack:
         ),
     )
     graveler_interceptor = remote_interceptor(config, GRAVELER_RULES, GRAVELER_AUDIENCE, cache_clock=clock)
-    graveler_server, graveler_port = start_graveler(graveler, "127.0.0.1:0", [graveler_interceptor])
+    history = HistoryEvents(graveler.refs, streams=streams).start()
+    graveler.on_close(history.close)  # its flusher writes to the store: stopped before it closes
+    graveler_server, graveler_port = start_graveler(graveler, "127.0.0.1:0", [graveler_interceptor], history=history)
     stack._servers.append(graveler_server)
     stack._interceptors.append(graveler_interceptor)
     stack.graveler_address = f"127.0.0.1:{graveler_port}"
