@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from silt.errors import InvalidArgument
+from silt.journal.record import STAGED_KIND
 from silt.journal.v1.journal_pb2 import Change, Record
 
 BATCH_PREFIX = "_silt/journal/v1/"
@@ -159,6 +160,72 @@ def decode_for_replay(data: bytes) -> list[ReplayRecord]:
 
 
 REPLAY_ORDER = operator.itemgetter(0, 1, 2)  # a ReplayRecord's position
+
+
+class BranchChange(NamedTuple):
+    at: Position
+    repository: str
+    partition: bytes
+    key: bytes
+    value: bytes | None  # as stored; None: deleted
+
+
+@dataclass
+class TokenFacts:
+    """What a batch says about staging tokens: its changes of branch records, and the partitions
+    its staged values are in, each with the repository of its record."""
+
+    branches: list[BranchChange]
+    staged: set[tuple[str, bytes]]
+
+
+def token_facts(data: bytes) -> TokenFacts:
+    """The branch changes and the staged partitions of a batch, selected column-wise: only
+    the few branch changes become Python objects, not the staged values around them."""
+    table = _read(data)
+    changes = table.column("changes").combine_chunks()
+    flat = pc.list_flatten(changes)
+    owners = pc.list_parent_indices(changes)
+    kinds = flat.field("kind")
+    repositories = table.column("repository").combine_chunks()
+
+    is_branch = pc.equal(kinds, "branch")
+    branch = flat.filter(is_branch)
+    rows = owners.filter(is_branch)
+    positions = zip(
+        pc.take(table.column("logical_timestamp"), rows).to_pylist(),
+        pc.take(table.column("writer_id"), rows).to_pylist(),
+        pc.take(table.column("sequence"), rows).to_pylist(),
+        strict=True,
+    )
+    branches = [
+        BranchChange(at, repository, partition, key, None if op == "delete" else value)
+        for at, repository, partition, key, op, value in zip(
+            positions,
+            pc.take(repositories, rows).to_pylist(),
+            branch.field("partition").to_pylist(),
+            branch.field("key").to_pylist(),
+            branch.field("op").to_pylist(),
+            branch.field("value").to_pylist(),
+            strict=True,
+        )
+    ]
+
+    is_staged = pc.equal(kinds, STAGED_KIND)
+    staged = (
+        pa.table(
+            {
+                "repository": pc.take(repositories, owners.filter(is_staged)),
+                "partition": flat.filter(is_staged).field("partition"),
+            }
+        )
+        .group_by(["repository", "partition"])
+        .aggregate([])
+    )
+    return TokenFacts(
+        branches,
+        set(zip(staged.column("repository").to_pylist(), staged.column("partition").to_pylist(), strict=True)),
+    )
 
 
 def batch_range(data: bytes) -> tuple[Position, Position]:

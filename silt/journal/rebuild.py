@@ -13,6 +13,11 @@ waits in a heap. Memory is one hour's batches plus what spills past it.
 Changes are grouped per partition into one ``apply`` of up to MAX_APPLY_ROWS rows (a key
 changed twice in a group keeps its later change), which is what makes replay fast on SQLite.
 
+Staged values of tokens that no branch names at the journal's end (dropped by a commit, reset or
+branch deletion, their values deleted by graveler's cleaner unjournaled) are neither written nor
+kept: a first pass over the batches reads the branch changes to find those tokens, and the
+replay skips their changes.
+
 Resumable: after each flush the position of the last applied record is checkpointed in the
 target KV (``rebuild/<repository>`` in the ``graveler`` partition); a second run skips
 every record at or before it. The repository record itself (``repos/<name>``) is held back
@@ -31,10 +36,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from google.protobuf.message import DecodeError
+
 from silt.block.adapter import BlockAdapter
 from silt.errors import AlreadyExists, InvalidArgument, NotFound
-from silt.journal.batch import REPLAY_ORDER, Position, ReplayRecord, batch_range, decode_batch, decode_for_replay
+from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.batch import (
+    REPLAY_ORDER,
+    Position,
+    ReplayRecord,
+    batch_range,
+    decode_batch,
+    decode_for_replay,
+    token_facts,
+)
 from silt.journal.bucket import JournalBucket
+from silt.journal.envelope import unwrap
 from silt.kv.store import MAX_APPLY_ROWS, Store
 
 GRAVELER_PARTITION = b"graveler"
@@ -54,6 +71,8 @@ class RebuildProgress:
     hour: str = ""
     resumed: bool = False
     deleted: bool = False  # the journal ends with the repository's deletion: nothing exposed
+    dropped_tokens: int = 0  # staging tokens no branch names at the journal's end
+    dropped_changes: int = 0  # their staged values, not written
 
 
 class Rebuild:
@@ -80,11 +99,14 @@ class Rebuild:
         self._since_checkpoint = 0
         self._applied: Position | None = None
         self._held: bytes | None = None  # the repos/<name> value, written last; None: absent
+        self._dropped: set[bytes] = set()  # partitions of tokens no branch names at the end
 
     def run(self) -> RebuildProgress:
         self._start()
         keys = self._bucket.batches()
         self.progress.batches_total = len(keys)
+        self._dropped = self._dropped_tokens(keys)
+        self.progress.dropped_tokens = len(self._dropped)
         waiting: list[ReplayRecord] = []  # read, not yet known to be next
         hours = [(hour, list(group)) for hour, group in itertools.groupby(keys, key=_hour_of_key)]
         for index, (hour, group) in enumerate(hours):
@@ -133,6 +155,12 @@ class Rebuild:
         self.progress.resumed = True
 
     def _finish(self) -> None:
+        if self.progress.resumed:
+            # The interrupted run may have been one that still wrote them.
+            for partition in sorted(self._dropped):
+                keys = [entry.key for entry in self._kv.scan(partition)]
+                for start in range(0, len(keys), MAX_APPLY_ROWS):
+                    self._kv.apply(partition, [], keys[start : start + MAX_APPLY_ROWS])
         if self._held is None:
             self.progress.deleted = self._applied is not None
         else:
@@ -148,6 +176,35 @@ class Rebuild:
         self._kv.set(GRAVELER_PARTITION, self._checkpoint_key, json.dumps(state).encode())
 
     # --- reading ---------------------------------------------------------------------------
+
+    def _dropped_tokens(self, keys: list[str]) -> set[bytes]:
+        """The partitions holding staged values of tokens no branch names at the journal's end.
+
+        The cleaner deletes a dropped token's staged values unjournaled, so replaying its writes
+        would bring back rows that nothing reads and nothing deletes again. Which tokens end up
+        dropped is known only from the last change of every branch record, so every batch is
+        read once for that before the replay (only the branch changes are decoded)."""
+        branches: dict[tuple[bytes, bytes], tuple[Position, bytes | None]] = {}
+        staged: set[bytes] = set()
+        for key in keys:
+            facts = token_facts(self._bucket.read(key))
+            for change in facts.branches:
+                if change.repository != self._repository:
+                    continue
+                last = branches.get((change.partition, change.key))
+                if last is None or change.at > last[0]:
+                    branches[change.partition, change.key] = (change.at, change.value)
+            staged |= {partition for repository, partition in facts.staged if repository == self._repository}
+        named: set[bytes] = set()
+        for _, value in branches.values():
+            if value is not None:
+                branch = pb.Branch()
+                try:
+                    branch.ParseFromString(unwrap(value)[1])
+                except DecodeError:
+                    raise InvalidArgument("a journal batch holds a corrupt branch record") from None
+                named |= {token.encode() for token in (branch.staging_token, *branch.sealed_tokens) if token}
+        return staged - named
 
     def _records(self, key: str) -> list[ReplayRecord]:
         data = self._bucket.read(key)
@@ -173,6 +230,9 @@ class Rebuild:
         for partition, key, value in changes:
             if partition == GRAVELER_PARTITION and key == self._repo_key:
                 self._held = value
+                continue
+            if partition in self._dropped:
+                self.progress.dropped_changes += 1
                 continue
             rows = self._pending.get(partition)
             if rows is None:

@@ -5,17 +5,24 @@ Per repository (docs/design/journal.md, "Shipping"):
 1. take the repository's shipping lease (``set_if`` of ``journal_ship/lease`` in the
    repository partition, refused while another shipper's lease is younger than its term):
    one shipper per repository at a time, and a crashed one's lease simply expires;
-2. scan ``journal/`` of the ``graveler`` partition (rows of this repository only), of the
-   repository partition, and of every staging-token partition the repository may have
-   rows in: the tokens its branch records name now, the tokens named by the branch values
-   in its unshipped journal rows (a token sealed and dropped between two rounds), and the
-   tokens remembered from earlier rounds (a stale writer may still land a row in a token
-   after a commit dropped it; a token is forgotten a grace period after it was last seen);
-3. write the rows as Parquet batches (silt/journal/batch.py), each written once;
-4. only then delete the shipped rows, raw (deleting is not journaled).
+2. ship ``journal/`` of the ``graveler`` partition (rows of this repository only), then of the
+   repository partition, then of every staging-token partition the repository may have rows
+   in: the tokens its branch records name now, the tokens named by the branch values in its
+   journal rows (a token sealed and dropped between two rounds), and the tokens in the saved
+   list (``journal_ship/tokens``) from earlier rounds;
+3. to ship rows: write them as a Parquet batch (silt/journal/batch.py), each batch written once;
+   then add the tokens their branch values name to the saved list; only then delete the rows,
+   raw (deleting is not journaled);
+4. save the list again: every token named this round or found holding rows, with the time; a
+   token found empty and unnamed stays until a grace period has passed since it was last in
+   use (a stale writer may still land a row in a token after a commit dropped it).
 
-A crash between 3 and 4 ships the same rows again next time: a new batch holding some of the
-same records, which rebuild applies once (it replays by position and skips what it applied).
+Every deletion follows from saved state, so a crash at any point strands nothing: rows are
+deleted only once their batch is in the bucket, and a token leaves the saved list only after a
+round found it empty, so the next round still finds every token that may hold rows. A crash
+after a batch is written and before its rows are deleted ships the same rows again next
+time: a batch holding some of the same records, which rebuild applies once (it replays by
+position and skips what it applied).
 Everything here reads and writes the store raw: journal rows are invisible through graveler's
 journaled store, and the shipper's own keys must not be journaled.
 """
@@ -27,13 +34,14 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from google.protobuf.message import DecodeError
 
 from silt.block.adapter import BlockAdapter
-from silt.errors import InvalidArgument, NotFound, PredicateFailed
+from silt.errors import InvalidArgument, NotFound, PredicateFailed, Unavailable
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.batch import ShippedRecord, batch_key, encode_batch
 from silt.journal.bucket import JournalBucket
@@ -58,6 +66,8 @@ MAX_BATCH_RECORDS = 20_000
 TOKEN_GRACE_SECONDS = 3600.0
 # Remembered tokens per repository; beyond it the oldest are forgotten.
 MAX_REMEMBERED_TOKENS = 10_000
+# Compare-and-set attempts on the token list: only overlapping shippers contend for it.
+SAVE_TRIES = 20
 
 
 @dataclass
@@ -79,6 +89,7 @@ class Shipper:
         lease_seconds: float = 300.0,
         clock: Callable[[], float] = time.time,
         batch_records: int = MAX_BATCH_RECORDS,
+        step: Callable[[str], None] = lambda name: None,
     ) -> None:
         self._kv = kv  # raw: journal rows visible, writes unjournaled
         self._adapter = adapter
@@ -86,6 +97,7 @@ class Shipper:
         self._clock = clock
         self._batch_records = batch_records
         self.owner = uuid.uuid4().hex
+        self._step = step
 
     def repositories(self) -> Iterator[pb.Repository]:
         for entry in scan_prefix(self._kv, GRAVELER_PARTITION, REPOS):
@@ -114,14 +126,21 @@ class Shipper:
         if not self._take_lease(partition):
             result.skipped = "another shipper holds the lease"
             return result
+        self._step("lease taken")
         try:
             bucket = JournalBucket(self._adapter, repository.storage_namespace)
-            self._ship_partition(bucket, GRAVELER_PARTITION, result, repository)
-            branch_tokens = self._ship_partition(bucket, partition, result, None)
-            tokens = self._tokens(partition, branch_tokens)
-            for token in sorted(tokens):
-                self._ship_partition(bucket, token.encode(), result, None)
-            self._remember(partition, tokens)
+            saved = self._remembered(partition)
+            named = self._ship_partition(bucket, GRAVELER_PARTITION, partition, saved, result, repository)
+            named |= self._ship_partition(bucket, partition, partition, saved, result, None)
+            now = self._clock()
+            named |= self._branch_tokens_now(partition)
+            scanned = named | set(saved)
+            for token in sorted(scanned):
+                named |= self._ship_partition(bucket, token.encode(), partition, saved, result, None)
+            # A token found empty and unnamed is forgotten once the grace period since it was
+            # last in use has passed (a stale writer's row may still land in it until then).
+            self._save_tokens(partition, dict.fromkeys(named, now), forget=scanned - named)
+            self._step("tokens saved")
         finally:
             self._release_lease(partition)
         return result
@@ -129,10 +148,17 @@ class Shipper:
     # --- one partition ---------------------------------------------------------------
 
     def _ship_partition(
-        self, bucket: JournalBucket, partition: bytes, result: ShipResult, only: pb.Repository | None
+        self,
+        bucket: JournalBucket,
+        partition: bytes,
+        repository_partition: bytes,
+        saved: dict[str, float],
+        result: ShipResult,
+        only: pb.Repository | None,
     ) -> set[str]:
         """Ship the journal rows of partition (in the shared ``graveler`` partition, only those of
-        repository ``only``); return the staging tokens named by branch values in them."""
+        repository ``only``); return the staging tokens named by branch values in them, and a
+        staging-token partition that held rows itself (it is in use)."""
         named: set[str] = set()
         pending: list[ShippedRecord] = []
         shipped_any = False
@@ -143,24 +169,44 @@ class Shipper:
             named |= _branch_tokens(record)
             pending.append(ShippedRecord(partition, entry.key, record))
             if len(pending) >= self._batch_records:
-                self._ship_batch(bucket, pending, result)
+                self._ship_batch(bucket, pending, repository_partition, saved, result)
                 shipped_any = True
                 pending = []
         if pending:
-            self._ship_batch(bucket, pending, result)
+            self._ship_batch(bucket, pending, repository_partition, saved, result)
             shipped_any = True
         if shipped_any:
             result.partitions += 1
+        self._step("partition shipped")
+        if shipped_any and partition not in (GRAVELER_PARTITION, repository_partition):
+            named.add(partition.decode())
         return named
 
-    def _ship_batch(self, bucket: JournalBucket, records: list[ShippedRecord], result: ShipResult) -> None:
+    def _ship_batch(
+        self,
+        bucket: JournalBucket,
+        records: list[ShippedRecord],
+        repository_partition: bytes,
+        saved: dict[str, float],
+        result: ShipResult,
+    ) -> None:
         key = batch_key(records)
         if bucket.put_once(key, encode_batch(records)):
             result.batches_written += 1
         else:
             result.batches_existing += 1
+        self._step("batch written")
         result.keys.append(key)
         result.records += len(records)
+        # A branch value in these rows may be the last trace of a token that was sealed and
+        # dropped since the last round, its journal rows still waiting: once the rows are gone,
+        # only the saved token list leads the next round there, so it is saved first.
+        named = set().union(*(_branch_tokens(item.record) for item in records))
+        unsaved = named - set(saved)
+        if unsaved:
+            now = self._clock()
+            saved.update(self._save_tokens(repository_partition, dict.fromkeys(unsaved, now)))
+            self._step("batch tokens saved")
         # Only now, with the batch durable in the bucket, do the rows leave KV.
         partition = records[0].source_partition
         keys = [item.row_key for item in records]
@@ -173,38 +219,58 @@ class Shipper:
         delete_time = max(time.time_ns() // 1000, after_rows)
         for start in range(0, len(keys), MAX_APPLY_ROWS):
             self._kv.apply(partition, [], keys[start : start + MAX_APPLY_ROWS], timestamp=delete_time)
+            self._step("rows deleted")
 
     # --- tokens ----------------------------------------------------------------------
 
-    def _tokens(self, partition: bytes, from_journal: set[str]) -> dict[str, float]:
-        """Token -> the time it was last known to be in use (named, or holding rows)."""
-        now = self._clock()
-        tokens = {token: now for token in from_journal}
+    def _branch_tokens_now(self, partition: bytes) -> set[str]:
+        tokens: set[str] = set()
         for entry in scan_prefix(self._kv, partition, BRANCHES):
-            branch = _decode(pb.Branch(), entry.value)
-            for token in (branch.staging_token, *branch.sealed_tokens):
-                if token:
-                    tokens[token] = now
-        for token, seen in self._remembered(partition).items():
-            if token not in tokens and now - seen < TOKEN_GRACE_SECONDS:
-                tokens[token] = seen
+            tokens |= _tokens_of(_decode(pb.Branch(), entry.value))
         return tokens
 
     def _remembered(self, partition: bytes) -> dict[str, float]:
+        """Token -> the time it was last known to be in use (named, or holding rows)."""
         try:
             stored = self._kv.get(partition, TOKENS_KEY).value
         except NotFound:
             return {}
-        try:
-            loaded = json.loads(stored)
-            return {str(token): float(seen) for token, seen in loaded.items()}
-        except (ValueError, AttributeError, TypeError):
-            log.warning("unreadable shipped-token list in %r; starting afresh", partition)
-            return {}
+        return _parse_tokens(stored, partition)
 
-    def _remember(self, partition: bytes, tokens: dict[str, float]) -> None:
-        newest = sorted(tokens.items(), key=lambda item: item[1], reverse=True)[:MAX_REMEMBERED_TOKENS]
-        self._kv.set(partition, TOKENS_KEY, json.dumps(dict(newest)).encode())
+    def _save_tokens(
+        self, partition: bytes, seen: dict[str, float], forget: AbstractSet[str] = frozenset()
+    ) -> dict[str, float]:
+        """Merge seen into the saved token list (a token keeps its latest time) and drop the
+        tokens of forget that have been unnamed for the grace period; return the list saved.
+
+        A compare-and-set on the stored list, read again on a conflict: two shippers can
+        overlap (a lease running out under a slow one), and neither may lose the tokens the
+        other saved before deleting the rows that named them."""
+        for _ in range(SAVE_TRIES):
+            try:
+                current = self._kv.get(partition, TOKENS_KEY)
+            except NotFound:
+                current = None
+            tokens = {} if current is None else _parse_tokens(current.value, partition)
+            for token, when in seen.items():
+                tokens[token] = max(when, tokens.get(token, when))
+            now = self._clock()
+            for token in forget - set(seen):
+                if token in tokens and now - tokens[token] >= TOKEN_GRACE_SECONDS:
+                    del tokens[token]
+            # The newest first: a token that held rows this round is among them.
+            newest = dict(sorted(tokens.items(), key=lambda item: item[1], reverse=True)[:MAX_REMEMBERED_TOKENS])
+            try:
+                self._kv.set_if(
+                    partition,
+                    TOKENS_KEY,
+                    json.dumps(newest).encode(),
+                    None if current is None else current.predicate,
+                )
+            except PredicateFailed:
+                continue
+            return newest
+        raise Unavailable(f"the shipped-token list of {partition!r} kept changing under {SAVE_TRIES} tries")
 
     # --- the lease ----------------------------------------------------------------------
 
@@ -248,11 +314,24 @@ def _belongs(record: Record, repository: pb.Repository) -> bool:
 def _branch_tokens(record: Record) -> set[str]:
     tokens: set[str] = set()
     for change in record.changes:
-        if change.kind != "branch" or not change.value:
-            continue
-        branch = _decode(pb.Branch(), change.value)
-        tokens.update(token for token in (branch.staging_token, *branch.sealed_tokens) if token)
+        if change.kind == "branch" and change.value:
+            tokens |= _tokens_of(_decode(pb.Branch(), change.value))
     return tokens
+
+
+def _tokens_of(branch: pb.Branch) -> set[str]:
+    return {token for token in (branch.staging_token, *branch.sealed_tokens) if token}
+
+
+def _parse_tokens(stored: bytes, partition: bytes) -> dict[str, float]:
+    try:
+        loaded = json.loads(stored)
+        return {str(token): float(seen) for token, seen in loaded.items()}
+    except (ValueError, AttributeError, TypeError):
+        # Overwritten by the next save; the tokens it held are found again only through branch
+        # records and unshipped rows.
+        log.warning("unreadable shipped-token list in %r; starting afresh", partition)
+        return {}
 
 
 def _decode(message: _M, stored: bytes) -> _M:

@@ -1,7 +1,9 @@
 """The journal across crashes, with real processes: graveler killed -9 in the middle of a write
-workload, the shipper (`silt admin journal ship`) killed -9 in the middle of shipping. After
-recovery every acknowledged write is in the journal exactly once, and a rebuild from the
-namespace alone (`silt admin rebuild`, into a new KV file) shows what the original KV shows."""
+workload, the shipper (`silt admin journal ship`) killed -9 in the middle of shipping, and a
+shipping process killed -9 at chosen step boundaries of its round. After recovery every
+acknowledged write is in the journal exactly once, no journal row is left in KV, and a rebuild
+from the namespace alone (`silt admin rebuild`, into a new KV file) shows what the original KV
+shows."""
 
 from __future__ import annotations
 
@@ -23,12 +25,13 @@ from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.journal.batch import decode_batch
+from silt.journal.batch import decode_batch, position
 from silt.journal.bucket import JournalBucket
 from silt.journal.record import JOURNAL_PREFIX
 from silt.kv.store import Store, open_store, scan_prefix
 from silt.launcher import Stack
 from tests.e2e.conftest import Silt, entry, graveler_stub, stage_tree
+from tests.integration.journal.workload import journal_positions, repository_partitions, tokens_ever_named
 from tests.support.wait import wait_until
 
 SERVICES = ["auth", "graveler"]
@@ -226,3 +229,115 @@ def test_shipper_killed_mid_shipping(stack: Stack, silt: Silt, tmp_path: Path) -
     finally:
         rebuilt.close()
     assert len(before["main"]) == 3000 and len(before["main@"]) == 1500  # type: ignore[arg-type]
+
+
+# A shipping process that stops dead at the n-th boundary of the named step of its round: the
+# real Shipper on the stack's KV file and block store, paused there until the test kills it.
+PAUSING_SHIPPER = """
+import sys, threading
+from pathlib import Path
+from silt.block import open_adapter
+from silt.config import load_config
+from silt.journal.shipper import Shipper
+from silt.kv.store import open_store
+
+repo, step, nth, marker = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+seen = 0
+
+def pause(name):
+    global seen
+    if name == step:
+        seen += 1
+        if seen == nth:
+            marker.write_text(name)
+            threading.Event().wait()
+
+config = load_config()
+kv = open_store(config.database)
+Shipper(kv, open_adapter(config.blockstore), lease_seconds=2, batch_records=10, step=pause).ship(repo)
+"""
+
+
+def commits_and_dropped_tokens(stack: Stack, repo: str) -> None:
+    """Writes on main and on a branch, commits, a branch deletion: three tokens dropped (their
+    journal rows waiting for the shipper), and main's current token holding writes."""
+    stub = graveler_stub(stack)
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"), timeout=30)
+    stage_tree(stack, repo, "main", [f"a/{i:02d}" for i in range(15)])
+    stub.Commit(api.CommitRequest(repository=repo, branch="main", message="first"), timeout=60)
+    stub.CreateBranch(api.CreateBranchRequest(repository=repo, name="dev", source_ref="main"), timeout=30)
+    stage_tree(stack, repo, "dev", [f"d/{i:02d}" for i in range(15)])
+    stub.Commit(api.CommitRequest(repository=repo, branch="dev", message="on dev"), timeout=60)
+    stage_tree(stack, repo, "dev", ["d/uncommitted"])
+    stub.DeleteBranch(api.DeleteBranchRequest(repository=repo, name="dev"), timeout=30)
+    stage_tree(stack, repo, "main", [f"b/{i:02d}" for i in range(15)])
+    stub.Commit(api.CommitRequest(repository=repo, branch="main", message="second"), timeout=60)
+    stage_tree(stack, repo, "main", [f"c/{i:02d}" for i in range(5)])
+
+
+@pytest.mark.parametrize(
+    ("step", "nth"),
+    [
+        pytest.param("batch written", 1, id="a-batch-written-its-rows-not-deleted"),
+        pytest.param("partition shipped", 2, id="the-repository-partition-shipped"),
+        pytest.param("rows deleted", 6, id="amid-the-staging-tokens"),
+        pytest.param("tokens saved", 1, id="the-round-done-its-lease-held"),
+    ],
+)
+def test_a_shipper_killed_at_a_step_strands_nothing(
+    stack: Stack, silt: Silt, tmp_path: Path, step: str, nth: int
+) -> None:
+    repo = f"kill-{uuid.uuid4().hex[:8]}"
+    commits_and_dropped_tokens(stack, repo)
+    assert stack.config is not None
+    kv_path = Path(stack.config.database.local.path)
+    original = kv_at(kv_path)
+    graveler = open_graveler(original, LocalAdapter(stack.config.blockstore.local.path))
+    try:
+        partitions = repository_partitions(graveler, repo, tokens_ever_named(original, graveler, repo))
+        written = journal_positions(original, repo, partitions)
+    finally:
+        graveler.close()
+        original.close()
+    assert len(partitions) >= 2 + 5  # graveler's, the repository's, main's 3 tokens and dev's 2
+
+    marker = tmp_path / f"paused-{repo}"
+    shipper = subprocess.Popen(
+        [sys.executable, "-c", PAUSING_SHIPPER, repo, step, str(nth), str(marker)],
+        env=silt.process_env(),
+        cwd=silt.cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_until(lambda: marker.exists() or shipper.poll() is not None, 120, f"the shipper reaching {step!r}")
+        assert shipper.poll() is None, f"the shipper ended before {step!r} #{nth}: {shipper.stderr.read()!r}"  # type: ignore[union-attr]
+        shipper.send_signal(signal.SIGKILL)
+    finally:
+        shipper.wait(30)
+        shipper.stderr.close()  # type: ignore[union-attr]
+    assert shipper.returncode == -signal.SIGKILL
+
+    def shipped_again() -> bool:
+        # Refused while the dead shipper's lease runs; then this shipper takes over.
+        result = silt.proc("admin", "journal", "ship", "--repository", repo, "--json").json()
+        return not result["repositories"][0]["skipped"]
+
+    wait_until(shipped_again, 60, "a shipper taking over once the dead one's lease ran out", interval=0.5)
+    original = kv_at(kv_path)
+    try:
+        assert journal_positions(original, repo, partitions) == set()
+        before = view(stack, original, repo)
+    finally:
+        original.close()
+    bucket = JournalBucket(LocalAdapter(stack.config.blockstore.local.path), f"local://{repo}")
+    assert {position(r) for key in bucket.batches() for r in decode_batch(bucket.read(key))} == written
+
+    target = tmp_path / f"rebuilt-{repo}.db"
+    rebuild(silt, stack, repo, target)
+    rebuilt = kv_at(target)
+    try:
+        assert view(stack, rebuilt, repo) == before
+    finally:
+        rebuilt.close()
+    assert len(before["main"]) == 35 and len(before["main@"]) == 30  # type: ignore[arg-type]

@@ -12,8 +12,11 @@ from google.protobuf.json_format import MessageToDict
 from services.graveler.graveler import Graveler
 from silt.block.adapter import BlockAdapter
 from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.batch import Position, position
 from silt.journal.context import journal_context
-from silt.journal.record import JOURNAL_PREFIX
+from silt.journal.envelope import unwrap
+from silt.journal.record import JOURNAL_PREFIX, decode_record
+from silt.journal.store import JournaledStore
 from silt.kv.store import Store, scan_prefix
 
 SHIPPER_KEYS = b"journal_ship/"
@@ -86,6 +89,61 @@ def mixed_workload(graveler: Any, adapter: BlockAdapter, repo: str) -> None:
         graveler.delete_entry(repo, "dev", f"data/{i:03d}")
     graveler.compact(repo, "dev")
     put(graveler, adapter, repo, "dev", "after/compaction")
+
+
+def raw(graveler: Graveler) -> Store:
+    """The store under graveler's journaled one: journal rows visible, writes unjournaled."""
+    kv = graveler.refs.kv
+    assert isinstance(kv, JournaledStore)
+    return kv.raw
+
+
+def _partition_of(graveler: Graveler, repo: str) -> bytes:
+    record = graveler.get_repository(repo)
+    return f"{record.name}-{record.unique_id}".encode()
+
+
+def _tokens_of(branch: pb.Branch) -> set[str]:
+    return {token for token in (branch.staging_token, *branch.sealed_tokens) if token}
+
+
+def live_tokens(kv: Store, graveler: Graveler, repo: str) -> set[str]:
+    """The staging tokens repo's branch records name now."""
+    tokens: set[str] = set()
+    for entry in scan_prefix(kv, _partition_of(graveler, repo), b"branches/"):
+        branch = pb.Branch()
+        branch.ParseFromString(unwrap(entry.value)[1])
+        tokens |= _tokens_of(branch)
+    return tokens
+
+
+def tokens_ever_named(kv: Store, graveler: Graveler, repo: str) -> set[str]:
+    """The tokens the branch records name now and those named by branch values in the
+    repository partition's journal rows: before any shipping, every token the repository had."""
+    tokens = live_tokens(kv, graveler, repo)
+    for entry in scan_prefix(kv, _partition_of(graveler, repo), JOURNAL_PREFIX):
+        for change in decode_record(entry.value).changes:
+            if change.kind == "branch" and change.value:
+                branch = pb.Branch()
+                branch.ParseFromString(unwrap(change.value)[1])
+                tokens |= _tokens_of(branch)
+    return tokens
+
+
+def repository_partitions(graveler: Graveler, repo: str, tokens: set[str]) -> list[bytes]:
+    """Every partition repo's journal rows can be in: the shared one, its own, its tokens'."""
+    return [b"graveler", _partition_of(graveler, repo), *sorted(token.encode() for token in tokens)]
+
+
+def journal_positions(kv: Store, repo: str, partitions: list[bytes]) -> set[Position]:
+    """The positions of repo's journal rows in partitions (the shared partition holds others')."""
+    found = set()
+    for partition in partitions:
+        for entry in scan_prefix(kv, partition, JOURNAL_PREFIX):
+            record = decode_record(entry.value)
+            if record.repository == repo:
+                found.add(position(record))
+    return found
 
 
 def raw_dump(kv: Store, graveler: Graveler, repo: str) -> dict[str, Any]:
