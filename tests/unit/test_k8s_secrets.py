@@ -238,7 +238,8 @@ def test_the_setup_job_writes_the_keys_into_secrets_and_is_deleted_after_a_while
 def test_the_setup_jobs_service_account_may_patch_those_secrets_and_nothing_else(docs: list[dict[str, Any]]) -> None:
     _, _, setup = setup_job(docs)
     targets = {spec.split("=", 1)[1] for spec in flag_values(setup["args"], "--secret")}
-    secrets = {s["metadata"]["name"] for s in of_kind(docs, "Secret")} | {"silt-secrets", "silt-tls", "other"}
+    secrets = {s["metadata"]["name"] for s in of_kind(docs, "Secret")} | {"silt-secrets", "silt-ca", "other"}
+    secrets |= {c["spec"]["secretName"] for c in of_kind(docs, "Certificate")}
     verbs = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
     for secret in secrets | targets:
         for verb in verbs:
