@@ -313,6 +313,12 @@ class JournalConfig(_Section):
         description="journal every graveler KV mutation in its own partition (docs/design/journal.md); "
         "off only to measure what journaling costs",
     )
+    # No length constraint here: a failed constraint's message would echo the value.
+    hmac_key: SecretStr | None = Field(
+        None,
+        description="signs shipped journal batches (HMAC-SHA256), checked by rebuild; unset: derived from "
+        "auth.encrypt_secret_key",
+    )
 
 
 class DialableServiceConfig(ServiceConfig):

@@ -25,6 +25,7 @@ from services.graveler.wiring import build_graveler
 from silt.compactor.v1 import compactor_pb2 as api
 from silt.compactor.v1 import compactor_pb2_grpc as api_grpc
 from silt.config import Config
+from silt.journal.mac import journal_key
 from silt.journal.shipper import Shipper
 from silt.journal.store import JournaledStore
 from silt.rpc.channels import server_credentials
@@ -83,8 +84,14 @@ def build_shipping(compactor: Compactor, config: Config) -> ShippingLoop:
     kv = compactor.graveler.refs.kv
     # The shipper sees and deletes journal rows, which the journaled view hides.
     raw = kv.raw if isinstance(kv, JournaledStore) else kv
-    shipper = Shipper(raw, compactor.graveler.committed.adapter)
-    return ShippingLoop(shipper, config.compactor.journal_ship_interval_seconds)
+    key = journal_key(config)
+    interval = config.compactor.journal_ship_interval_seconds
+    if key is None:
+        # Unsigned batches would be refused by rebuild; the rows wait in KV for a configured key.
+        log.error("journal shipping is off: set graveler.journal.hmac_key (or auth.encrypt_secret_key)")
+        key, interval = b"", 0.0
+    shipper = Shipper(raw, compactor.graveler.committed.adapter, hmac_key=key)
+    return ShippingLoop(shipper, interval)
 
 
 def start(

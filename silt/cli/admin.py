@@ -12,6 +12,9 @@ import click
 
 from silt.block import open_adapter
 from silt.cli.common import done, json_option, output, state
+from silt.config import Config
+from silt.errors import ConfigError
+from silt.journal.mac import journal_key
 from silt.journal.rebuild import Rebuild, RebuildProgress, repository_of
 from silt.journal.shipper import MAX_BATCH_RECORDS, Shipper
 from silt.kv.store import open_store
@@ -51,7 +54,13 @@ def journal_ship(repository: str | None, batch_records: int, lease_seconds: floa
     """
     config = state().config()
     with open_store(config.database) as kv:
-        shipper = Shipper(kv, open_adapter(config.blockstore), lease_seconds, batch_records=batch_records)
+        shipper = Shipper(
+            kv,
+            open_adapter(config.blockstore),
+            lease_seconds,
+            batch_records=batch_records,
+            hmac_key=_journal_key(config),
+        )
         results = [shipper.ship(repository)] if repository else shipper.ship_all()
     rows = [
         {
@@ -75,13 +84,22 @@ def journal_ship(repository: str | None, batch_records: int, lease_seconds: floa
 @admin.command("rebuild")
 @click.option("--namespace", required=True, help="The repository's storage namespace, e.g. s3://bucket/repo.")
 @click.option("--repository", help="The repository to rebuild (default: the one the namespace's journal names).")
+@click.option(
+    "--accept-unsigned",
+    is_flag=True,
+    help="Also replay journal batches that have no MAC (shipped before batches were signed): a one-time "
+    "migration, for a namespace no one but Silt could write to.",
+)
 @json_option
-def rebuild(namespace: str, repository: str | None) -> None:
+def rebuild(namespace: str, repository: str | None, accept_unsigned: bool) -> None:
     """Rebuild a repository's metadata into the configured KV from its storage namespace alone.
 
     Refuses a repository that exists in the KV; run again after an interruption to resume.
+    Refuses, writing nothing, a journal with a batch whose MAC is missing or wrong, or with
+    records that change anything but the repository's own partitions and keys.
     """
     config = state().config()
+    key = _journal_key(config)
     adapter = open_adapter(config.blockstore)
     name = repository or repository_of(adapter, namespace)
     started = time.monotonic()
@@ -96,7 +114,7 @@ def rebuild(namespace: str, repository: str | None) -> None:
             )
 
     with open_store(config.database) as kv:
-        progress = Rebuild(kv, adapter, namespace, name, report).run()
+        progress = Rebuild(kv, adapter, namespace, name, report, hmac_key=key, accept_unsigned=accept_unsigned).run()
     seconds = time.monotonic() - started
     outcome = "deleted in its journal; nothing to expose" if progress.deleted else "rebuilt"
     done(
@@ -108,5 +126,13 @@ def rebuild(namespace: str, repository: str | None) -> None:
         records=progress.records_applied,
         resumed=progress.resumed,
         deleted=progress.deleted,
+        unsigned_batches=progress.unsigned_batches,
         seconds=round(seconds, 3),
     )
+
+
+def _journal_key(config: Config) -> bytes:
+    key = journal_key(config)
+    if key is None:
+        raise ConfigError("journal batches are signed: set graveler.journal.hmac_key or auth.encrypt_secret_key")
+    return key

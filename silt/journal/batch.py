@@ -62,6 +62,8 @@ _OPS_BACK = {name: op for op, name in _OPS.items()}
 FIRST_META = b"silt.journal.first"
 LAST_META = b"silt.journal.last"
 
+SHARED_PARTITION = b"graveler"  # graveler's partition shared by every repository
+
 Position = tuple[int, str, int]  # (logical timestamp, writer id, sequence): the replay order
 
 
@@ -177,9 +179,14 @@ class TokenFacts:
 
     branches: list[BranchChange]
     staged: set[tuple[str, bytes]]
+    # Of the records of the repository asked about: every partition but ``graveler`` they
+    # change, with the oldest logical timestamp and the number of changes there, and each of
+    # their changes in ``graveler`` (the shared partition, checked key by key).
+    partitions: dict[bytes, tuple[int, int]]
+    shared: list[BranchChange]
 
 
-def token_facts(data: bytes) -> TokenFacts:
+def token_facts(data: bytes, repository: str = "") -> TokenFacts:
     """The branch changes and the staged partitions of a batch, selected column-wise: only
     the few branch changes become Python objects, not the staged values around them."""
     table = _read(data)
@@ -222,9 +229,42 @@ def token_facts(data: bytes) -> TokenFacts:
         .group_by(["repository", "partition"])
         .aggregate([])
     )
+    mine = pc.equal(pc.take(repositories, owners), repository)
+    timestamps = pc.take(table.column("logical_timestamp"), owners)
+    is_shared = pc.equal(flat.field("partition"), pa.scalar(SHARED_PARTITION, pa.binary()))
+    own = pa.table({"partition": flat.field("partition"), "at": timestamps}).filter(pc.and_(mine, pc.invert(is_shared)))
+    touched = own.group_by("partition").aggregate([("at", "min"), ("at", "count")])
+    partitions = dict(
+        zip(
+            touched.column("partition").to_pylist(),
+            zip(touched.column("at_min").to_pylist(), touched.column("at_count").to_pylist(), strict=True),
+            strict=True,
+        )
+    )
+    in_shared = pc.and_(mine, is_shared)
+    shared_rows = owners.filter(in_shared)
+    shared_changes = flat.filter(in_shared)
+    shared = [
+        BranchChange(at, repository, partition, key, None if op == "delete" else value)
+        for at, partition, key, op, value in zip(
+            zip(
+                pc.take(table.column("logical_timestamp"), shared_rows).to_pylist(),
+                pc.take(table.column("writer_id"), shared_rows).to_pylist(),
+                pc.take(table.column("sequence"), shared_rows).to_pylist(),
+                strict=True,
+            ),
+            shared_changes.field("partition").to_pylist(),
+            shared_changes.field("key").to_pylist(),
+            shared_changes.field("op").to_pylist(),
+            shared_changes.field("value").to_pylist(),
+            strict=True,
+        )
+    ]
     return TokenFacts(
         branches,
         set(zip(staged.column("repository").to_pylist(), staged.column("partition").to_pylist(), strict=True)),
+        partitions,
+        shared,
     )
 
 

@@ -16,6 +16,7 @@ from silt.block.adapter import BlockAdapter
 from silt.block.rules import split_namespace
 from silt.errors import InvalidArgument, NotFound, Unavailable
 from silt.journal.batch import BATCH_PREFIX, MAX_BATCH_BYTES
+from silt.journal.mac import mac_key_of
 
 
 class JournalBucket:
@@ -23,16 +24,29 @@ class JournalBucket:
         self._adapter = adapter
         self.namespace = namespace
 
-    def put_once(self, key: str, data: bytes) -> bool:
-        """Write the batch unless an object of that name exists (then it is this very batch:
-        its name is the hash of its row keys). True if written."""
+    def put_once(self, key: str, data: bytes, mac: bytes) -> bool:
+        """Write the batch and its MAC unless an object of that name exists (then it is this
+        very batch: its name is the hash of its row keys). True if written.
+
+        The MAC goes first: a batch in the bucket without one would be refused by rebuild,
+        while a MAC without its batch is simply rewritten with it by the next round."""
         try:
             self._adapter.stat(self.namespace, key)
             return False
         except NotFound:
             pass
+        mac_key = mac_key_of(key)
+        self._adapter.put(self.namespace, mac_key, io.BytesIO(mac), len(mac))
         self._adapter.put(self.namespace, key, io.BytesIO(data), len(data))
         return True
+
+    def read_mac(self, key: str) -> bytes | None:
+        """The stored MAC of a batch; None if it has none."""
+        try:
+            with self._adapter.get(self.namespace, mac_key_of(key)) as stream:
+                return stream.read(1024)
+        except NotFound:
+            return None
 
     def read(self, key: str) -> bytes:
         size = self._adapter.stat(self.namespace, key).size

@@ -52,11 +52,17 @@ from silt.journal.batch import (
 )
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import unwrap
+from silt.journal.mac import verify
+from silt.kv.conditional import replace
 from silt.kv.store import MAX_APPLY_ROWS, Store
 
 GRAVELER_PARTITION = b"graveler"
 REPOS = b"repos/"
 CHECKPOINT_PREFIX = b"rebuild/"
+# graveler's keys of one repository in its shared partition (services/graveler/claims.py,
+# lifecycle.py), which silt/ may not import.
+CLAIMS = b"ns_claims/"
+TO_DELETE = b"to_delete/"
 # Records applied between two checkpoints: bounds what a resumed run applies again.
 CHECKPOINT_RECORDS = 50_000
 
@@ -73,6 +79,13 @@ class RebuildProgress:
     deleted: bool = False  # the journal ends with the repository's deletion: nothing exposed
     dropped_tokens: int = 0  # staging tokens no branch names at the journal's end
     dropped_changes: int = 0  # their staged values, not written
+    unsigned_batches: int = 0  # accepted without a MAC (accept_unsigned: a one-time migration)
+    refused_changes: int = 0  # changes naming what is not the repository's own: none applied
+    refused_first: str = ""  # the first of them
+
+
+class Refused(InvalidArgument):
+    """The journal holds a batch rebuild does not trust, or changes outside the repository."""
 
 
 class Rebuild:
@@ -84,6 +97,9 @@ class Rebuild:
         repository: str,
         report: Callable[[RebuildProgress], None] = lambda progress: None,
         checkpoint_records: int = CHECKPOINT_RECORDS,
+        *,
+        hmac_key: bytes,
+        accept_unsigned: bool = False,
     ) -> None:
         if not repository:
             raise InvalidArgument("rebuild needs the repository's name")
@@ -91,6 +107,8 @@ class Rebuild:
         self._bucket = JournalBucket(adapter, namespace)
         self._repository = repository
         self._report = report
+        self._hmac_key = hmac_key
+        self._accept_unsigned = accept_unsigned
         self._checkpoint_records = checkpoint_records
         self._repo_key = REPOS + repository.encode()
         self._checkpoint_key = CHECKPOINT_PREFIX + repository.encode()
@@ -100,12 +118,17 @@ class Rebuild:
         self._applied: Position | None = None
         self._held: bytes | None = None  # the repos/<name> value, written last; None: absent
         self._dropped: set[bytes] = set()  # partitions of tokens no branch names at the end
+        self._own: set[bytes] = set()  # the partitions the first pass found the repository's own
+        self._own_shared: set[bytes] = {self._repo_key}  # its keys in graveler's partition
+        self._unsigned: set[str] = set()  # batches accepted without a MAC
 
     def run(self) -> RebuildProgress:
-        self._start()
+        self._refuse_existing()
         keys = self._bucket.batches()
         self.progress.batches_total = len(keys)
+        # The first pass verifies every batch and what its records change before the first write.
         self._dropped = self._dropped_tokens(keys)
+        self._start()
         self.progress.dropped_tokens = len(self._dropped)
         waiting: list[ReplayRecord] = []  # read, not yet known to be next
         hours = [(hour, list(group)) for hour, group in itertools.groupby(keys, key=_hour_of_key)]
@@ -128,14 +151,15 @@ class Rebuild:
 
     # --- start and finish --------------------------------------------------------------------
 
-    def _start(self) -> None:
+    def _refuse_existing(self) -> None:
         try:
             self._kv.get(GRAVELER_PARTITION, self._repo_key)
-            raise AlreadyExists(
-                f"repository {self._repository!r} exists in the target KV; rebuild refuses to overwrite it"
-            )
         except NotFound:
-            pass
+            return
+        raise AlreadyExists(f"repository {self._repository!r} exists in the target KV; rebuild refuses to overwrite it")
+
+    def _start(self) -> None:
+        self._refuse_existing()
         try:
             checkpoint = json.loads(self._kv.get(GRAVELER_PARTITION, self._checkpoint_key).value)
         except NotFound:
@@ -164,7 +188,7 @@ class Rebuild:
         if self._held is None:
             self.progress.deleted = self._applied is not None
         else:
-            self._kv.set(GRAVELER_PARTITION, self._repo_key, self._held)
+            replace(self._kv, GRAVELER_PARTITION, self._repo_key, self._held)
         self._kv.delete(GRAVELER_PARTITION, self._checkpoint_key)
 
     def _save_checkpoint(self) -> None:
@@ -186,8 +210,22 @@ class Rebuild:
         read once for that before the replay (only the branch changes are decoded)."""
         branches: dict[tuple[bytes, bytes], tuple[Position, bytes | None]] = {}
         staged: set[bytes] = set()
+        touched: dict[bytes, tuple[int, int]] = {}  # partition -> (oldest timestamp, changes)
+        shared: dict[bytes, list[Position]] = {}  # key of graveler's partition -> when changed
+        uids: set[str] = set()  # every unique id the repository had in this journal
+        offending: list[tuple[int, int, str]] = []  # (timestamp, changes, what)
         for key in keys:
-            facts = token_facts(self._bucket.read(key))
+            facts = token_facts(self._read(key), self._repository)
+            for partition, (at, count) in facts.partitions.items():
+                first, total = touched.get(partition, (at, 0))
+                touched[partition] = (min(first, at), total + count)
+            for change in facts.shared:
+                if change.key == self._repo_key and change.value is not None:
+                    uids.add(_unique_id(change.value))
+                elif not change.key.startswith(REPOS):
+                    shared.setdefault(change.key, []).append(change.at)
+                elif change.key != self._repo_key:
+                    offending.append((change.at[0], 1, f"graveler {change.key!r}"))
             for change in facts.branches:
                 if change.repository != self._repository:
                     continue
@@ -204,10 +242,64 @@ class Rebuild:
                 except DecodeError:
                     raise InvalidArgument("a journal batch holds a corrupt branch record") from None
                 named |= {token.encode() for token in (branch.staging_token, *branch.sealed_tokens) if token}
+        self._check_ownership(uids, touched, shared, offending)
         return staged - named
 
-    def _records(self, key: str) -> list[ReplayRecord]:
+    def _check_ownership(
+        self,
+        uids: set[str],
+        touched: dict[bytes, tuple[int, int]],
+        shared: dict[bytes, list[Position]],
+        offending: list[tuple[int, int, str]],
+    ) -> None:
+        """Refuse the journal if a record of the repository changes anything that is not its
+        own: its repository partition ``<name>-<unique id>`` (an id its ``repos/<name>`` record
+        held in this journal), that partition's staging tokens ``<partition>_<branch>_<uuid>``,
+        and in graveler's shared partition only ``repos/<name>``, its namespace claims and its
+        deletion marker. Checked before anything is written: a batch in the namespace that
+        names the auth partition or another repository's is refused whole."""
+        own = {f"{self._repository}-{uid}".encode() for uid in uids}
+        for partition, (at, count) in touched.items():
+            if partition in own or any(partition.startswith(mine + b"_") for mine in own):
+                self._own.add(partition)
+            else:
+                offending.append((at, count, f"partition {partition!r}"))
+        claims = tuple(b"\x00" + uid.encode() for uid in uids)
+        markers = {TO_DELETE + mine for mine in own}
+        for key, when in shared.items():
+            if (key.startswith(CLAIMS) and key.endswith(claims)) or key in markers:
+                self._own_shared.add(key)
+            else:
+                offending.append((min(when)[0], len(when), f"graveler {key!r}"))
+        if not offending:
+            return
+        offending.sort()
+        self.progress.refused_changes = sum(count for _, count, _ in offending)
+        at, _, what = offending[0]
+        self.progress.refused_first = f"{what} at logical time {at}"
+        self._report(self.progress)
+        raise Refused(
+            f"the journal of {self._repository!r} holds {self.progress.refused_changes} changes outside the "
+            f"repository (the first: {self.progress.refused_first}); nothing was applied"
+        )
+
+    def _read(self, key: str) -> bytes:
+        """A batch's bytes, once its MAC verified: only a shipper holding the services' key
+        wrote it."""
         data = self._bucket.read(key)
+        mac = self._bucket.read_mac(key)
+        if mac is None and self._accept_unsigned:
+            self._unsigned.add(key)
+            self.progress.unsigned_batches = len(self._unsigned)
+            return data
+        if mac is None or not verify(self._hmac_key, key, data, mac):
+            self.progress.refused_first = f"batch {key}: {'no' if mac is None else 'an invalid'} MAC"
+            self._report(self.progress)
+            raise Refused(f"journal batch {key} has {'no' if mac is None else 'an invalid'} MAC; rebuild refuses it")
+        return data
+
+    def _records(self, key: str) -> list[ReplayRecord]:
+        data = self._read(key)
         self.progress.batches_read += 1
         if self._applied is not None and batch_range(data)[1] <= self._applied:
             self.progress.batches_skipped += 1
@@ -231,6 +323,10 @@ class Rebuild:
             if partition == GRAVELER_PARTITION and key == self._repo_key:
                 self._held = value
                 continue
+            outside = key not in self._own_shared if partition == GRAVELER_PARTITION else partition not in self._own
+            if outside:
+                # Changed since the first pass checked it (possible only for an unsigned batch).
+                raise Refused(f"journal record at {at} changes {partition!r} {key!r}, outside the repository")
             if partition in self._dropped:
                 self.progress.dropped_changes += 1
                 continue
@@ -266,6 +362,15 @@ class Rebuild:
 
 _order: Callable[[ReplayRecord], Position] = REPLAY_ORDER
 _timestamp: Callable[[ReplayRecord], int] = operator.itemgetter(0)
+
+
+def _unique_id(stored: bytes) -> str:
+    record = pb.Repository()
+    try:
+        record.ParseFromString(unwrap(stored)[1])
+    except DecodeError:
+        raise InvalidArgument("a journal batch holds a corrupt repository record") from None
+    return record.unique_id
 
 
 def _hour_of_key(key: str) -> str:

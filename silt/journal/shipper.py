@@ -46,6 +46,7 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.batch import ShippedRecord, batch_key, encode_batch
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import unwrap
+from silt.journal.mac import sign
 from silt.journal.record import JOURNAL_PREFIX, decode_record
 from silt.journal.v1.journal_pb2 import Record
 from silt.kv.store import MAX_APPLY_ROWS, Store, scan_prefix
@@ -87,12 +88,15 @@ class Shipper:
         kv: Store,
         adapter: BlockAdapter,
         lease_seconds: float = 300.0,
+        *,
+        hmac_key: bytes,
         clock: Callable[[], float] = time.time,
         batch_records: int = MAX_BATCH_RECORDS,
         step: Callable[[str], None] = lambda name: None,
     ) -> None:
         self._kv = kv  # raw: journal rows visible, writes unjournaled
         self._adapter = adapter
+        self._hmac_key = hmac_key
         self._lease_seconds = lease_seconds
         self._clock = clock
         self._batch_records = batch_records
@@ -191,7 +195,8 @@ class Shipper:
         result: ShipResult,
     ) -> None:
         key = batch_key(records)
-        if bucket.put_once(key, encode_batch(records)):
+        data = encode_batch(records)
+        if bucket.put_once(key, data, sign(self._hmac_key, key, data)):
             result.batches_written += 1
         else:
             result.batches_existing += 1
@@ -298,9 +303,11 @@ class Shipper:
         try:
             current = self._kv.get(partition, LEASE_KEY)
             if json.loads(current.value).get("owner") == self.owner:
-                self._kv.delete(partition, LEASE_KEY)
-        except (NotFound, ValueError, AttributeError):
-            pass  # gone or unreadable: nothing of ours to release; it expires anyway
+                # Conditional on the lease read: another shipper that took it over since (ours
+                # ran out) keeps its own.
+                self._kv.apply(partition, [], [LEASE_KEY], condition=(LEASE_KEY, current.predicate))
+        except (NotFound, ValueError, AttributeError, PredicateFailed):
+            pass  # gone, unreadable or no longer ours: nothing to release; it expires anyway
 
 
 def _belongs(record: Record, repository: pb.Repository) -> bool:

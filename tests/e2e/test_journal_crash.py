@@ -238,6 +238,7 @@ import sys, threading
 from pathlib import Path
 from silt.block import open_adapter
 from silt.config import load_config
+from silt.journal.mac import journal_key
 from silt.journal.shipper import Shipper
 from silt.kv.store import open_store
 
@@ -254,7 +255,8 @@ def pause(name):
 
 config = load_config()
 kv = open_store(config.database)
-Shipper(kv, open_adapter(config.blockstore), lease_seconds=2, batch_records=10, step=pause).ship(repo)
+adapter = open_adapter(config.blockstore)
+Shipper(kv, adapter, lease_seconds=2, batch_records=10, step=pause, hmac_key=journal_key(config)).ship(repo)
 """
 
 

@@ -16,6 +16,7 @@ from silt.journal.bucket import JournalBucket
 from silt.journal.rebuild import Rebuild
 from silt.journal.shipper import Shipper
 from silt.kv.mem import MemStore
+from tests.integration.journal.workload import JOURNAL_KEY
 from tests.support.moto import s3_blockstore_config
 from tests.unit.journal.test_ship_rebuild import PARTITIONS, state, workload
 
@@ -35,14 +36,15 @@ def test_batches_are_written_once_and_listed(place: tuple[BlockAdapter, str]) ->
     adapter, namespace = place
     bucket = JournalBucket(adapter, namespace)
     key = "_silt/journal/v1/hour=2026-01-01T00/abc.parquet"
-    assert bucket.put_once(key, b"first")
-    assert not bucket.put_once(key, b"second")  # same name: the same batch, never rewritten
-    bucket.put_once("_silt/journal/v1/hour=2026-01-01T00/compacted-1/_SUCCESS", b"")
-    bucket.put_once("_silt/journal/v1/hour=2026-01-01T01/compacted-1/part-0.parquet", b"p")
-    bucket.put_once("data/not-a-batch.parquet", b"x")
+    assert bucket.put_once(key, b"first", b"mac")
+    assert not bucket.put_once(key, b"second", b"mac")  # same name: the same batch, never rewritten
+    bucket.put_once("_silt/journal/v1/hour=2026-01-01T00/compacted-1/_SUCCESS", b"", b"mac")
+    bucket.put_once("_silt/journal/v1/hour=2026-01-01T01/compacted-1/part-0.parquet", b"p", b"mac")
+    bucket.put_once("data/not-a-batch.parquet", b"x", b"mac")
 
     assert bucket.batches() == [key, "_silt/journal/v1/hour=2026-01-01T01/compacted-1/part-0.parquet"]
     assert bucket.read(key) == b"first"
+    assert bucket.read_mac(key) == b"mac"  # next to the batch, out of the listing
 
 
 def test_ship_and_rebuild_through_each_adapter(place: tuple[BlockAdapter, str]) -> None:
@@ -51,11 +53,11 @@ def test_ship_and_rebuild_through_each_adapter(place: tuple[BlockAdapter, str]) 
     workload(kv)
     # The workload's repository record names a local namespace; ship into this one instead.
     before = state(kv, PARTITIONS)
-    shipper = Shipper(kv, adapter, batch_records=10)
+    shipper = Shipper(kv, adapter, batch_records=10, hmac_key=JOURNAL_KEY)
     record = next(shipper.repositories())
     record.storage_namespace = namespace
     assert shipper.ship_repository(record).records == 55
 
     fresh = MemStore()
-    Rebuild(fresh, adapter, namespace, "repo1").run()
+    Rebuild(fresh, adapter, namespace, "repo1", hmac_key=JOURNAL_KEY).run()
     assert state(fresh, PARTITIONS) == before

@@ -20,7 +20,7 @@ from silt.journal.record import JOURNAL_PREFIX, decode_record
 from silt.journal.shipper import Shipper
 from silt.journal.store import JournaledStore
 from silt.kv.store import Store, open_store, scan_prefix
-from tests.integration.journal.workload import InCalls, api_dump, mixed_workload, raw_dump
+from tests.integration.journal.workload import JOURNAL_KEY, InCalls, api_dump, mixed_workload, raw_dump
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_a_lost_kv_is_rebuilt_from_the_namespace_alone(store: Store, empty_store
         before_rows = raw_dump(raw(graveler), graveler, repo)
         before_api = api_dump(graveler, adapter, repo)
 
-        shipped = Shipper(raw(graveler), adapter).ship(repo)
+        shipped = Shipper(raw(graveler), adapter, hmac_key=JOURNAL_KEY).ship(repo)
 
         assert shipped.records > 0 and not shipped.skipped
         partitions = [p.encode() for p in before_rows]
@@ -72,7 +72,7 @@ def test_a_lost_kv_is_rebuilt_from_the_namespace_alone(store: Store, empty_store
 
     namespace = f"local://{repo}"
     assert repository_of(adapter, namespace) == repo
-    progress = Rebuild(empty_store, adapter, namespace, repo).run()
+    progress = Rebuild(empty_store, adapter, namespace, repo, hmac_key=JOURNAL_KEY).run()
     assert progress.records_applied == shipped.records
 
     rebuilt = open_graveler(empty_store, adapter)
@@ -80,6 +80,6 @@ def test_a_lost_kv_is_rebuilt_from_the_namespace_alone(store: Store, empty_store
         assert raw_dump(empty_store, rebuilt, repo) == before_rows
         assert api_dump(rebuilt, adapter, repo) == before_api
         with pytest.raises(AlreadyExists):
-            Rebuild(empty_store, adapter, namespace, repo).run()
+            Rebuild(empty_store, adapter, namespace, repo, hmac_key=JOURNAL_KEY).run()
     finally:
         rebuilt.close()

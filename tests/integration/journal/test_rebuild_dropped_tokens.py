@@ -21,6 +21,7 @@ from silt.journal.rebuild import Rebuild, RebuildProgress
 from silt.journal.shipper import Shipper
 from silt.kv.store import Store, open_store
 from tests.integration.journal.workload import (
+    JOURNAL_KEY,
     InCalls,
     api_dump,
     live_tokens,
@@ -60,7 +61,7 @@ def shipped_workload(store: Store, adapter: LocalAdapter) -> tuple[str, set[str]
         dropped = tokens_ever_named(kv, graveler, repo) - live_tokens(kv, graveler, repo)
         rows = raw_dump(kv, graveler, repo)
         seen = api_dump(graveler, adapter, repo)
-        assert Shipper(kv, adapter).ship(repo).records > 0
+        assert Shipper(kv, adapter, hmac_key=JOURNAL_KEY).ship(repo).records > 0
     finally:
         graveler.close()
     return repo, dropped, rows, seen
@@ -90,7 +91,7 @@ def test_rebuild_writes_no_staged_value_of_a_dropped_token(store: Store, empty_s
     skipped = staged_changes_in(adapter, repo, dropped)
     assert skipped > 0  # their staged writes are in the journal
 
-    progress = Rebuild(empty_store, adapter, f"local://{repo}", repo).run()
+    progress = Rebuild(empty_store, adapter, f"local://{repo}", repo, hmac_key=JOURNAL_KEY).run()
 
     assert progress.dropped_tokens == len(dropped)
     assert progress.dropped_changes == skipped
@@ -114,12 +115,12 @@ def test_a_resumed_rebuild_removes_what_an_interrupted_one_left_of_dropped_token
         raise Interrupted
 
     with pytest.raises(Interrupted):
-        Rebuild(empty_store, adapter, namespace, repo, report=interrupt).run()
+        Rebuild(empty_store, adapter, namespace, repo, report=interrupt, hmac_key=JOURNAL_KEY).run()
     # What an interrupted rebuild that still wrote dropped tokens' staged values left behind.
     for token in dropped:
         empty_store.set(token.encode(), b"key/left-behind", wrap(1, b"\x0a\x01v"))
 
-    progress = Rebuild(empty_store, adapter, namespace, repo).run()
+    progress = Rebuild(empty_store, adapter, namespace, repo, hmac_key=JOURNAL_KEY).run()
 
     assert progress.resumed
     assert rows_in(empty_store, dropped) == {}

@@ -29,6 +29,7 @@ from silt.journal.rebuild import Rebuild
 from silt.journal.shipper import TOKEN_GRACE_SECONDS, Shipper
 from silt.kv.store import Store, open_store
 from tests.integration.journal.workload import (
+    JOURNAL_KEY,
     InCalls,
     api_dump,
     journal_positions,
@@ -117,7 +118,7 @@ def scenario(store: Store, rebuilt: Store, tmp_path: Path, fault: FaultAt, recov
         graveler.cleaner.flush(30)
         tokens = tokens_ever_named(kv, graveler, repo)
         written = journal_positions(kv, repo, repository_partitions(graveler, repo, tokens))
-        first = Shipper(kv, adapter, LEASE_SECONDS).ship(repo)
+        first = Shipper(kv, adapter, LEASE_SECONDS, hmac_key=JOURNAL_KEY).ship(repo)
         assert first.records == len(written) and not first.skipped
 
         between_rounds(calls, adapter, repo)
@@ -132,11 +133,15 @@ def scenario(store: Store, rebuilt: Store, tmp_path: Path, fault: FaultAt, recov
 
         started = time.time()
         with contextlib.suppress(Killed):
-            Shipper(kv, adapter, LEASE_SECONDS, batch_records=BATCH_RECORDS, step=fault).ship(repo)
+            Shipper(kv, adapter, LEASE_SECONDS, batch_records=BATCH_RECORDS, step=fault, hmac_key=JOURNAL_KEY).ship(
+                repo
+            )
 
         later = started + recovery_delay
         for _ in range(3):
-            again = Shipper(kv, adapter, LEASE_SECONDS, clock=lambda: later, batch_records=BATCH_RECORDS).ship(repo)
+            again = Shipper(
+                kv, adapter, LEASE_SECONDS, clock=lambda: later, batch_records=BATCH_RECORDS, hmac_key=JOURNAL_KEY
+            ).ship(repo)
             assert not again.skipped
             if again.records == 0:
                 break
@@ -152,7 +157,7 @@ def scenario(store: Store, rebuilt: Store, tmp_path: Path, fault: FaultAt, recov
     bucket = JournalBucket(adapter, namespace)
     shipped = {position(record) for key in bucket.batches() for record in decode_batch(bucket.read(key))}
     assert shipped == written
-    Rebuild(rebuilt, adapter, namespace, repo).run()
+    Rebuild(rebuilt, adapter, namespace, repo, hmac_key=JOURNAL_KEY).run()
     again_opened = open_graveler(rebuilt, adapter)
     try:
         assert raw_dump(rebuilt, again_opened, repo) == before_rows

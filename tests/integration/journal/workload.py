@@ -20,6 +20,8 @@ from silt.journal.store import JournaledStore
 from silt.kv.store import Store, scan_prefix
 
 SHIPPER_KEYS = b"journal_ship/"
+# Stands for the services' journal MAC key (graveler.journal.hmac_key).
+JOURNAL_KEY = b"journal test key 0123456789abcdef"
 
 
 class InCalls:

@@ -18,6 +18,8 @@ from silt.kv.mem import MemStore
 from silt.kv.store import Store, scan_prefix
 
 NAMESPACE = "local://bucket/repo1"
+# Stands for the services' journal MAC key (graveler.journal.hmac_key).
+JOURNAL_KEY = b"journal test key 0123456789abcdef"
 PARTITION = b"repo1-u1"
 TOKEN = "repo1-u1_main_t1"
 T0 = 1_763_900_000_000_000  # microseconds, an hour boundary is crossed below
@@ -88,7 +90,7 @@ def test_ship_moves_every_row_then_rebuild_restores_the_state(tmp_path: object) 
     workload(kv)
     before = state(kv, PARTITIONS)
 
-    result = Shipper(kv, adapter, batch_records=5).ship("repo1")
+    result = Shipper(kv, adapter, batch_records=5, hmac_key=JOURNAL_KEY).ship("repo1")
 
     assert result.records == 55
     assert not any(list(scan_prefix(kv, p, JOURNAL_PREFIX)) for p in PARTITIONS)
@@ -99,12 +101,12 @@ def test_ship_moves_every_row_then_rebuild_restores_the_state(tmp_path: object) 
     assert len(shipped) == 55 and len({(r.writer_id, r.sequence) for r in shipped}) == 55
 
     fresh = MemStore()
-    progress = Rebuild(fresh, adapter, NAMESPACE, "repo1").run()
+    progress = Rebuild(fresh, adapter, NAMESPACE, "repo1", hmac_key=JOURNAL_KEY).run()
 
     assert progress.records_applied == 55
     assert state(fresh, PARTITIONS) == before
     with pytest.raises(AlreadyExists):
-        Rebuild(fresh, adapter, NAMESPACE, "repo1").run()
+        Rebuild(fresh, adapter, NAMESPACE, "repo1", hmac_key=JOURNAL_KEY).run()
 
 
 def test_reshipping_the_same_rows_names_the_same_batch(tmp_path: object) -> None:
@@ -116,8 +118,10 @@ def test_reshipping_the_same_rows_names_the_same_batch(tmp_path: object) -> None
         for entry in kv.scan(partition):
             copy.set(partition, entry.key, entry.value)
 
-    first = Shipper(kv, adapter).ship("repo1")
-    again = Shipper(copy, adapter).ship("repo1")  # a shipper that crashed before deleting the rows
+    first = Shipper(kv, adapter, hmac_key=JOURNAL_KEY).ship("repo1")
+    again = Shipper(copy, adapter, hmac_key=JOURNAL_KEY).ship(
+        "repo1"
+    )  # a shipper that crashed before deleting the rows
 
     assert again.keys == first.keys
     assert again.batches_written == 0 and again.batches_existing == len(first.keys)
@@ -128,7 +132,7 @@ def test_an_interrupted_rebuild_resumes_where_it_stopped(tmp_path: object) -> No
     kv = MemStore()
     workload(kv)
     before = state(kv, PARTITIONS)
-    Shipper(kv, adapter, batch_records=7).ship("repo1")
+    Shipper(kv, adapter, batch_records=7, hmac_key=JOURNAL_KEY).ship("repo1")
 
     class Interrupted(Exception):
         pass
@@ -139,10 +143,18 @@ def test_an_interrupted_rebuild_resumes_where_it_stopped(tmp_path: object) -> No
 
     fresh = MemStore()
     with pytest.raises(Interrupted):
-        Rebuild(fresh, adapter, NAMESPACE, "repo1", report=stop_after_first_hour, checkpoint_records=10).run()
+        Rebuild(
+            fresh,
+            adapter,
+            NAMESPACE,
+            "repo1",
+            report=stop_after_first_hour,
+            checkpoint_records=10,
+            hmac_key=JOURNAL_KEY,
+        ).run()
     assert list(scan_prefix(fresh, b"graveler", b"repos/")) == []  # not visible half-built
 
-    progress = Rebuild(fresh, adapter, NAMESPACE, "repo1").run()
+    progress = Rebuild(fresh, adapter, NAMESPACE, "repo1", hmac_key=JOURNAL_KEY).run()
 
     assert progress.resumed and 0 < progress.records_applied < 55
     assert state(fresh, PARTITIONS) == before
@@ -153,12 +165,12 @@ def test_a_second_shipper_is_refused_while_the_lease_is_held(tmp_path: object) -
     kv = MemStore()
     workload(kv)
     now = [1000.0]
-    holder = Shipper(kv, adapter, lease_seconds=60, clock=lambda: now[0])
+    holder = Shipper(kv, adapter, lease_seconds=60, clock=lambda: now[0], hmac_key=JOURNAL_KEY)
     assert holder._take_lease(PARTITION)
 
-    refused = Shipper(kv, adapter, lease_seconds=60, clock=lambda: now[0]).ship("repo1")
+    refused = Shipper(kv, adapter, lease_seconds=60, clock=lambda: now[0], hmac_key=JOURNAL_KEY).ship("repo1")
     assert refused.skipped and refused.records == 0
 
     now[0] += 61  # the holder crashed: its lease runs out
-    taken = Shipper(kv, adapter, lease_seconds=60, clock=lambda: now[0]).ship("repo1")
+    taken = Shipper(kv, adapter, lease_seconds=60, clock=lambda: now[0], hmac_key=JOURNAL_KEY).ship("repo1")
     assert taken.records == 55
