@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 import io
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,6 +61,10 @@ _OPS = {Change.PUT: "put", Change.DELETE: "delete"}
 _OPS_BACK = {name: op for op, name in _OPS.items()}
 FIRST_META = b"silt.journal.first"
 LAST_META = b"silt.journal.last"
+
+# Records decoded at a time when a batch is replayed: bounds rebuild's memory per open batch.
+REPLAY_CHUNK_ROWS = 1_000
+Source = bytes | BinaryIO  # a batch: its bytes, or a seekable file holding them
 
 SHARED_PARTITION = b"graveler"  # graveler's partition shared by every repository
 
@@ -109,7 +113,8 @@ def encode_batch(records: Sequence[ShippedRecord]) -> bytes:
     }
     table = pa.table(columns, schema=SCHEMA.with_metadata(metadata))
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd")
+    # Row groups of a chunk each: rebuild decodes one at a time, not the whole batch.
+    pq.write_table(table, sink, compression="zstd", row_group_size=REPLAY_CHUNK_ROWS)
     return sink.getvalue()
 
 
@@ -132,9 +137,34 @@ class ReplayRecord(NamedTuple):
     changes: list[tuple[bytes, bytes, bytes | None]]  # (partition, key, stored value; None: deleted)
 
 
-def decode_for_replay(data: bytes) -> list[ReplayRecord]:
+def decode_for_replay(data: Source) -> list[ReplayRecord]:
     """The records of a batch for replay, in replay order, decoded column by column."""
-    table = _read(data)
+    return _replay_records(_read(data))
+
+
+def replay_chunks(data: Source, rows: int = REPLAY_CHUNK_ROWS) -> Iterator[list[ReplayRecord]]:
+    """The records of a batch for replay, in replay order, a chunk of at most rows records at a
+    time: a batch the shipper wrote is sorted (its footer says so) and is decoded as it is
+    read; any other (the compaction job's) is read whole and sorted."""
+    try:
+        parquet = pq.ParquetFile(_source(data))
+        metadata = parquet.schema_arrow.metadata or {}
+        missing = set(SCHEMA.names) - set(parquet.schema_arrow.names)
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidArgument(f"unreadable journal batch: {exc}") from None
+    if missing:
+        raise InvalidArgument(f"journal batch lacks columns {sorted(missing)}")
+    if FIRST_META not in metadata:
+        yield decode_for_replay(data)
+        return
+    try:
+        for chunk in parquet.iter_batches(batch_size=rows):
+            yield _replay_records(pa.Table.from_batches([chunk]))
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidArgument(f"unreadable journal batch: {exc}") from None
+
+
+def _replay_records(table: pa.Table) -> list[ReplayRecord]:
     changes = table.column("changes").combine_chunks()
     flat = pc.list_flatten(changes)
     owners = pc.list_parent_indices(changes).to_pylist()
@@ -186,7 +216,7 @@ class TokenFacts:
     shared: list[BranchChange]
 
 
-def token_facts(data: bytes, repository: str = "") -> TokenFacts:
+def token_facts(data: Source, repository: str = "") -> TokenFacts:
     """The branch changes and the staged partitions of a batch, selected column-wise: only
     the few branch changes become Python objects, not the staged values around them."""
     table = _read(data)
@@ -268,11 +298,11 @@ def token_facts(data: bytes, repository: str = "") -> TokenFacts:
     )
 
 
-def batch_range(data: bytes) -> tuple[Position, Position]:
+def batch_range(data: Source) -> tuple[Position, Position]:
     """The first and last position in a batch: from its footer, or (a file the compaction job
     wrote) from its order columns."""
     try:
-        metadata = pq.ParquetFile(io.BytesIO(data)).schema_arrow.metadata or {}
+        metadata = pq.ParquetFile(_source(data)).schema_arrow.metadata or {}
     except (pa.ArrowException, OSError) as exc:
         raise InvalidArgument(f"unreadable journal batch: {exc}") from None
     if FIRST_META in metadata and LAST_META in metadata:
@@ -280,16 +310,24 @@ def batch_range(data: bytes) -> tuple[Position, Position]:
             return _decode_position(metadata[FIRST_META]), _decode_position(metadata[LAST_META])
         except ValueError:
             raise InvalidArgument("journal batch with a malformed order range in its footer") from None
-    table = pq.read_table(io.BytesIO(data), columns=["logical_timestamp", "writer_id", "sequence"])
+    table = pq.read_table(_source(data), columns=["logical_timestamp", "writer_id", "sequence"])
     positions = sorted(zip(*(table.column(name).to_pylist() for name in table.column_names), strict=True))
     if not positions:
         raise InvalidArgument("empty journal batch")
     return positions[0], positions[-1]
 
 
-def _read(data: bytes) -> pa.Table:
+def _source(data: Source) -> BinaryIO:
+    """A batch's bytes, or a seekable file holding them, as a file read from its start."""
+    if isinstance(data, bytes):
+        return io.BytesIO(data)
+    data.seek(0)
+    return data
+
+
+def _read(data: Source) -> pa.Table:
     try:
-        table = pq.read_table(io.BytesIO(data))
+        table = pq.read_table(_source(data))
     except (pa.ArrowException, OSError) as exc:
         raise InvalidArgument(f"unreadable journal batch: {exc}") from None
     missing = set(SCHEMA.names) - set(table.column_names)

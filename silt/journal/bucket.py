@@ -7,10 +7,11 @@ adapter's directory tree, or the S3 client's ListObjectsV2, like the GC job's li
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 from silt.block.adapter import BlockAdapter
 from silt.block.rules import split_namespace
@@ -39,6 +40,15 @@ class JournalBucket:
         self._adapter.put(self.namespace, mac_key, io.BytesIO(mac), len(mac))
         self._adapter.put(self.namespace, key, io.BytesIO(data), len(data))
         return True
+
+    @contextlib.contextmanager
+    def open(self, key: str) -> Iterator[BinaryIO]:
+        """A batch as a stream, to be read once."""
+        size = self._adapter.stat(self.namespace, key).size
+        if size > MAX_BATCH_BYTES:
+            raise InvalidArgument(f"journal batch {key} is {size} bytes, above the {MAX_BATCH_BYTES}-byte limit")
+        with self._adapter.get(self.namespace, key) as stream:
+            yield stream
 
     def read_mac(self, key: str) -> bytes | None:
         """The stored MAC of a batch; None if it has none."""

@@ -29,13 +29,19 @@ def mac_key_of(batch_key: str) -> str:
     return f"{folder}/_{name}{MAC_SUFFIX}" if folder else f"_{name}{MAC_SUFFIX}"
 
 
+def signer(key: bytes, batch_key: str) -> hmac.HMAC:
+    """The MAC of a batch, to be fed its bytes (as they are read)."""
+    return hmac.new(key, _DOMAIN + batch_key.encode() + b"\x00", hashlib.sha256)
+
+
 def sign(key: bytes, batch_key: str, data: bytes) -> bytes:
-    digest = hmac.new(key, _DOMAIN + batch_key.encode() + b"\x00" + data, hashlib.sha256)
+    digest = signer(key, batch_key)
+    digest.update(data)
     return digest.hexdigest().encode()
 
 
-def verify(key: bytes, batch_key: str, data: bytes, mac: bytes) -> bool:
-    return hmac.compare_digest(sign(key, batch_key, data), mac.strip())
+def matches(digest: hmac.HMAC, mac: bytes) -> bool:
+    return hmac.compare_digest(digest.hexdigest().encode(), mac.strip())
 
 
 def journal_key(config: Config) -> bytes | None:

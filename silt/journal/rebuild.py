@@ -5,10 +5,11 @@ change written back raw: the stored value exactly as the journal holds it (envel
 included), on Cassandra with the record's logical timestamp as write time. The final state
 of a key is its last change, so the replay only has to keep each key's changes in order.
 
-Order across batches: a batch is filed under the hour of its oldest record, so every batch of
-a later hour holds only records at or after that hour's start. Once all batches of one hour
-are read, every record older than the next hour present is known and is applied; the rest
-waits in a heap. Memory is one hour's batches plus what spills past it.
+Order across batches: every batch is sorted, so the batches are merged with a heap holding
+the next record of each open batch, read a chunk of rows at a time from a spooled copy; a
+batch is opened only once every open batch's next record is at or past its first position
+(from its footer, read in the first pass). Memory is a chunk per open batch, whatever the
+number of records in an hour.
 
 Changes are grouped per partition into one ``apply`` of up to MAX_APPLY_ROWS rows (a key
 changed twice in a group keeps its later change), which is what makes replay fast on SQLite.
@@ -28,13 +29,14 @@ not exist for graveler, and a run that finds it refuses.
 from __future__ import annotations
 
 import base64
-import bisect
+import contextlib
+import heapq
 import itertools
 import json
-import operator
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from typing import BinaryIO
 
 from google.protobuf.message import DecodeError
 
@@ -47,12 +49,12 @@ from silt.journal.batch import (
     ReplayRecord,
     batch_range,
     decode_batch,
-    decode_for_replay,
+    replay_chunks,
     token_facts,
 )
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import unwrap
-from silt.journal.mac import verify
+from silt.journal.mac import matches, signer
 from silt.kv.conditional import replace
 from silt.kv.store import MAX_APPLY_ROWS, Store
 
@@ -65,6 +67,7 @@ CLAIMS = b"ns_claims/"
 TO_DELETE = b"to_delete/"
 # Records applied between two checkpoints: bounds what a resumed run applies again.
 CHECKPOINT_RECORDS = 50_000
+SPOOL_BLOCK_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -121,6 +124,7 @@ class Rebuild:
         self._own: set[bytes] = set()  # the partitions the first pass found the repository's own
         self._own_shared: set[bytes] = {self._repo_key}  # its keys in graveler's partition
         self._unsigned: set[str] = set()  # batches accepted without a MAC
+        self._firsts: dict[str, Position] = {}  # batch -> its first record's position
 
     def run(self) -> RebuildProgress:
         self._refuse_existing()
@@ -130,20 +134,9 @@ class Rebuild:
         self._dropped = self._dropped_tokens(keys)
         self._start()
         self.progress.dropped_tokens = len(self._dropped)
-        waiting: list[ReplayRecord] = []  # read, not yet known to be next
-        hours = [(hour, list(group)) for hour, group in itertools.groupby(keys, key=_hour_of_key)]
-        for index, (hour, group) in enumerate(hours):
-            self.progress.hour = hour
-            for key in group:
-                waiting.extend(self._records(key))
-            # Each batch is sorted already: sorting their concatenation is a merge of runs.
-            waiting.sort(key=_order)
-            later = _hour_start(hours[index + 1][0]) if index + 1 < len(hours) else None
-            ready = len(waiting) if later is None else bisect.bisect_left(waiting, later, key=_timestamp)
-            for record in waiting[:ready]:
-                self._replay(record)
-            del waiting[:ready]
-            self._report(self.progress)
+        for record in self._merged(keys):
+            self._replay(record)
+        self._report(self.progress)  # the last hour replayed
         self._flush()
         self._finish()
         self._report(self.progress)
@@ -201,6 +194,56 @@ class Rebuild:
 
     # --- reading ---------------------------------------------------------------------------
 
+    def _merged(self, keys: list[str]) -> Iterator[ReplayRecord]:
+        """Every batch's records in replay order, merged as they are read: each batch is sorted,
+        so a heap holds the next record of every open batch, and a batch is opened only once
+        every open batch's next record is at or past its first (from its footer, read in the
+        first pass). Memory: a decoded chunk and a spooled file per open batch, and the first
+        position of every batch; not the records of an hour."""
+        waiting = sorted(keys, key=lambda key: (self._firsts[key], key), reverse=True)  # next last
+        heap: list[tuple[Position, int, ReplayRecord, Iterator[ReplayRecord]]] = []
+        tiebreak = itertools.count()  # two copies of a record shipped twice compare equal
+        while waiting or heap:
+            if waiting and (not heap or heap[0][0] >= self._firsts[waiting[-1]]):
+                key = waiting.pop()
+                hour = _hour_of_key(key)
+                if hour != self.progress.hour:
+                    if self.progress.hour:
+                        self._report(self.progress)  # every record before this hour is applied
+                    self.progress.hour = hour
+                records = self._records(key)
+                first = next(records, None)
+                if first is not None:
+                    heapq.heappush(heap, (_order(first), next(tiebreak), first, records))
+                continue
+            _, _, record, records = heapq.heappop(heap)
+            yield record
+            following = next(records, None)
+            if following is not None:
+                heapq.heappush(heap, (_order(following), next(tiebreak), following, records))
+
+    @contextlib.contextmanager
+    def _open(self, key: str) -> Iterator[BinaryIO]:
+        """A batch spooled to a temporary file (memory stays bounded whatever its size) once
+        its MAC verified on the way: only a shipper holding the services' key wrote it."""
+        mac = self._bucket.read_mac(key)
+        digest = signer(self._hmac_key, key)
+        with tempfile.TemporaryFile() as spool:
+            with self._bucket.open(key) as stream:
+                while block := stream.read(SPOOL_BLOCK_BYTES):
+                    digest.update(block)
+                    spool.write(block)
+            if mac is None and self._accept_unsigned:
+                self._unsigned.add(key)
+                self.progress.unsigned_batches = len(self._unsigned)
+            elif mac is None or not matches(digest, mac):
+                what = "no" if mac is None else "an invalid"
+                self.progress.refused_first = f"batch {key}: {what} MAC"
+                self._report(self.progress)
+                raise Refused(f"journal batch {key} has {what} MAC; rebuild refuses it")
+            spool.seek(0)
+            yield spool
+
     def _dropped_tokens(self, keys: list[str]) -> set[bytes]:
         """The partitions holding staged values of tokens no branch names at the journal's end.
 
@@ -211,11 +254,13 @@ class Rebuild:
         branches: dict[tuple[bytes, bytes], tuple[Position, bytes | None]] = {}
         staged: set[bytes] = set()
         touched: dict[bytes, tuple[int, int]] = {}  # partition -> (oldest timestamp, changes)
-        shared: dict[bytes, list[Position]] = {}  # key of graveler's partition -> when changed
+        shared: dict[bytes, tuple[int, int]] = {}  # graveler's partition: key -> (oldest, changes)
         uids: set[str] = set()  # every unique id the repository had in this journal
         offending: list[tuple[int, int, str]] = []  # (timestamp, changes, what)
         for key in keys:
-            facts = token_facts(self._read(key), self._repository)
+            with self._open(key) as source:
+                facts = token_facts(source, self._repository)
+                self._firsts[key] = batch_range(source)[0]
             for partition, (at, count) in facts.partitions.items():
                 first, total = touched.get(partition, (at, 0))
                 touched[partition] = (min(first, at), total + count)
@@ -223,7 +268,8 @@ class Rebuild:
                 if change.key == self._repo_key and change.value is not None:
                     uids.add(_unique_id(change.value))
                 elif not change.key.startswith(REPOS):
-                    shared.setdefault(change.key, []).append(change.at)
+                    oldest, count = shared.get(change.key, (change.at[0], 0))
+                    shared[change.key] = (min(oldest, change.at[0]), count + 1)
                 elif change.key != self._repo_key:
                     offending.append((change.at[0], 1, f"graveler {change.key!r}"))
             for change in facts.branches:
@@ -249,7 +295,7 @@ class Rebuild:
         self,
         uids: set[str],
         touched: dict[bytes, tuple[int, int]],
-        shared: dict[bytes, list[Position]],
+        shared: dict[bytes, tuple[int, int]],
         offending: list[tuple[int, int, str]],
     ) -> None:
         """Refuse the journal if a record of the repository changes anything that is not its
@@ -266,11 +312,11 @@ class Rebuild:
                 offending.append((at, count, f"partition {partition!r}"))
         claims = tuple(b"\x00" + uid.encode() for uid in uids)
         markers = {TO_DELETE + mine for mine in own}
-        for key, when in shared.items():
+        for key, (at, count) in shared.items():
             if (key.startswith(CLAIMS) and key.endswith(claims)) or key in markers:
                 self._own_shared.add(key)
             else:
-                offending.append((min(when)[0], len(when), f"graveler {key!r}"))
+                offending.append((at, count, f"graveler {key!r}"))
         if not offending:
             return
         offending.sort()
@@ -283,34 +329,18 @@ class Rebuild:
             f"repository (the first: {self.progress.refused_first}); nothing was applied"
         )
 
-    def _read(self, key: str) -> bytes:
-        """A batch's bytes, once its MAC verified: only a shipper holding the services' key
-        wrote it."""
-        data = self._bucket.read(key)
-        mac = self._bucket.read_mac(key)
-        if mac is None and self._accept_unsigned:
-            self._unsigned.add(key)
-            self.progress.unsigned_batches = len(self._unsigned)
-            return data
-        if mac is None or not verify(self._hmac_key, key, data, mac):
-            self.progress.refused_first = f"batch {key}: {'no' if mac is None else 'an invalid'} MAC"
-            self._report(self.progress)
-            raise Refused(f"journal batch {key} has {'no' if mac is None else 'an invalid'} MAC; rebuild refuses it")
-        return data
-
-    def _records(self, key: str) -> list[ReplayRecord]:
-        data = self._read(key)
-        self.progress.batches_read += 1
-        if self._applied is not None and batch_range(data)[1] <= self._applied:
-            self.progress.batches_skipped += 1
-            return []
-        records = []
-        for record in decode_for_replay(data):
-            if record[3] != self._repository:
-                self.progress.records_other += 1
-            elif self._applied is None or _order(record) > self._applied:
-                records.append(record)
-        return records
+    def _records(self, key: str) -> Iterator[ReplayRecord]:
+        with self._open(key) as source:
+            self.progress.batches_read += 1
+            if self._applied is not None and batch_range(source)[1] <= self._applied:
+                self.progress.batches_skipped += 1
+                return
+            for chunk in replay_chunks(source):
+                for record in chunk:
+                    if record[3] != self._repository:
+                        self.progress.records_other += 1
+                    elif self._applied is None or _order(record) > self._applied:
+                        yield record
 
     # --- applying ----------------------------------------------------------------------------
 
@@ -361,7 +391,6 @@ class Rebuild:
 
 
 _order: Callable[[ReplayRecord], Position] = REPLAY_ORDER
-_timestamp: Callable[[ReplayRecord], int] = operator.itemgetter(0)
 
 
 def _unique_id(stored: bytes) -> str:
@@ -378,14 +407,6 @@ def _hour_of_key(key: str) -> str:
         if part.startswith("hour="):
             return part[len("hour=") :]
     raise InvalidArgument(f"journal batch {key!r} is not under an hour= folder")
-
-
-def _hour_start(hour: str) -> int:
-    try:
-        start = datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=UTC)
-    except ValueError:
-        raise InvalidArgument(f"journal hour folder {hour!r} is not yyyy-mm-ddThh") from None
-    return int((start - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
 
 
 def repository_of(adapter: BlockAdapter, namespace: str) -> str:
