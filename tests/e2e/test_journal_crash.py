@@ -48,6 +48,9 @@ def silt(stack: Stack, tmp_path: Path) -> Silt:
     env: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("SILT_", "AWS_"))}
     env.update(stack.env_for_clients())
     env["SILT_CONFIG"] = str(stack.config_path)
+    # `silt admin journal ship` and `rebuild` sign and verify with the key the services derive
+    # from it, as an operator's shell on the install would have it.
+    env["SILT_AUTH_ENCRYPT_SECRET_KEY"] = (stack.data_dir / "secret.key").read_text().strip()
     return Silt(env, tmp_path)
 
 
