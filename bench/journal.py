@@ -32,6 +32,7 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.batch import ShippedRecord, batch_key, encode_batch
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import wrap
+from silt.journal.mac import sign
 from silt.journal.rebuild import Rebuild
 from silt.journal.record import record_key
 from silt.journal.v1.journal_pb2 import Change, Record
@@ -66,6 +67,10 @@ def put_rate(workdir: Path, journal: bool, count: int) -> tuple[float, float]:
     return rate, commit_seconds
 
 
+# Batches are signed as the compactor signs them, and checked on replay as rebuild checks them.
+BENCH_KEY = b"bench-journal-key"
+
+
 def write_journal(adapter: LocalAdapter, namespace: str, count: int, per_batch: int) -> None:
     """count records of one staged write each, shipped in batches of per_batch."""
     bucket = JournalBucket(adapter, namespace)
@@ -73,8 +78,13 @@ def write_journal(adapter: LocalAdapter, namespace: str, count: int, per_batch: 
     first = time.time_ns() // 1000 - 3_600_000_000
     writer = uuid.uuid4().hex
     entry = pb.Entry(physical_address="data/x" * 4, size=4096, etag="e" * 32).SerializeToString()
+    # The repository's own record first: rebuild replays only the partitions it names.
+    repository = pb.Repository(name="bench", unique_id="u1", storage_namespace=namespace).SerializeToString()
+    created = Change(partition=b"graveler", key=b"repos/bench", value=wrap(first - 1, repository), kind="repository")
+    record = Record(logical_timestamp=first - 1, writer_id=writer, sequence=count, repository="bench")
+    record.changes.append(created)
     for start in range(0, count, per_batch):
-        shipped = []
+        shipped = [ShippedRecord(b"graveler", record_key(first - 1, writer, count), record)] if start == 0 else []
         for i in range(start, min(count, start + per_batch)):
             ts = first + i
             change = Change(partition=token, key=b"key/tables/t/part-%08d" % i, value=wrap(ts, entry), kind="staged")
@@ -83,14 +93,16 @@ def write_journal(adapter: LocalAdapter, namespace: str, count: int, per_batch: 
             )
             record.changes.append(change)
             shipped.append(ShippedRecord(token, record_key(ts, writer, i), record))
-        bucket.put_once(batch_key(shipped), encode_batch(shipped))
+        key = batch_key(shipped)
+        data = encode_batch(shipped)
+        bucket.put_once(key, data, sign(BENCH_KEY, key, data))
 
 
 def replay_rate(driver: str, workdir: Path, adapter: LocalAdapter, namespace: str) -> tuple[float, float, int]:
     """(records per second of wall time, records per CPU second of this process, records)."""
     with open_driver(driver, workdir / driver) as store:
         started, cpu = time.perf_counter(), time.process_time()
-        progress = Rebuild(store, adapter, namespace, "bench").run()
+        progress = Rebuild(store, adapter, namespace, "bench", hmac_key=BENCH_KEY).run()
         wall, used = time.perf_counter() - started, time.process_time() - cpu
         return progress.records_applied / wall, progress.records_applied / used, progress.records_applied
 
@@ -128,7 +140,7 @@ def main() -> None:
             namespace = f"local://replay-{driver}"
             write_journal(adapter, namespace, count, 20_000)
             rate, cpu_rate, applied = replay_rate(driver, workdir, adapter, namespace)
-            assert applied == count
+            assert applied == count + 1  # and the repository record
             emit(f"journal.replay.{driver}", rate, "records/s", None, digits=1)
             # Replay is one thread: records per CPU second of this process (the driver's own
             # in-process work included) is the rate on one core, whatever else shares the machine.
