@@ -37,13 +37,19 @@ def cleanup_held(graveler: Graveler) -> Iterator[None]:
         graveler.cleaner.flush(60)
 
 
-def test_merge_after_a_prefix_commit_shows_the_merged_value(env: GravelerEnv) -> None:
+def diverged(env: GravelerEnv) -> str:
+    """A repository where main committed e=v1 and dev, branched from it, committed e=v7."""
     repo = env.new_repo("moves")
     env.put(repo, "main", "e", "v1")
     env.commit(repo, "main")
     branch(env, repo, "dev")
     env.put(repo, "dev", "e", "v7")
     env.commit(repo, "dev")
+    return repo
+
+
+def test_merge_after_a_prefix_commit_shows_the_merged_value(env: GravelerEnv) -> None:
+    repo = diverged(env)
     with cleanup_held(env.graveler):
         env.put(repo, "main", "e", "v4")
         env.commit(repo, "main", prefixes=["e"])
@@ -104,24 +110,15 @@ def test_a_staged_delete_of_an_uncommitted_key_does_not_hide_a_merged_one(env: G
 def test_a_rewritten_equal_value_does_not_hide_a_merged_one(env: GravelerEnv) -> None:
     # Staging the value the head already has is no change: the branch is clean, and the merge
     # is what the branch shows afterwards.
-    repo = env.new_repo("moves")
-    entry = env.put(repo, "main", "e", "v1")
-    env.commit(repo, "main")
-    branch(env, repo, "dev")
-    env.put(repo, "dev", "e", "v7")
-    env.commit(repo, "dev")
+    repo = diverged(env)
+    entry = env.stub.StatEntry(api.StatEntryRequest(repository=repo, ref="main", key="e")).entry
     env.stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key="e", entry=entry))
     merge(env, repo, "dev", "main")
     assert contents(env, repo, "main") == {"e": "v7"}
 
 
 def test_a_write_after_the_merge_stays_on_top_of_it(env: GravelerEnv) -> None:
-    repo = env.new_repo("moves")
-    env.put(repo, "main", "e", "v1")
-    env.commit(repo, "main")
-    branch(env, repo, "dev")
-    env.put(repo, "dev", "e", "v7")
-    env.commit(repo, "dev")
+    repo = diverged(env)
     with cleanup_held(env.graveler):
         env.put(repo, "main", "e", "v4")
         env.commit(repo, "main", prefixes=["e"])

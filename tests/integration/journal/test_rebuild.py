@@ -4,36 +4,20 @@ driver, the repository is the same, row for row and as clients see it."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
 
 import pytest
 
 from services.graveler.graveler import Graveler
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
-from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.errors import AlreadyExists
 from silt.journal.rebuild import Rebuild, repository_of
 from silt.journal.record import JOURNAL_PREFIX, decode_record
 from silt.journal.shipper import Shipper
 from silt.journal.store import JournaledStore
-from silt.kv.store import Store, open_store, scan_prefix
+from silt.kv.store import Store, scan_prefix
 from tests.integration.journal.workload import JOURNAL_KEY, InCalls, api_dump, mixed_workload, raw_dump
-
-
-@pytest.fixture
-def empty_store(store: Store, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A second, empty store of the same driver: the KV after its loss."""
-    if type(store).__name__ == "CassandraStore":
-        server = request.getfixturevalue("cassandra_server")
-        fresh = open_store(server.database_config(keyspace=f"rebuilt_{uuid.uuid4().hex[:8]}"))
-    else:
-        driver: Literal["mem", "local"] = "mem" if type(store).__name__ == "MemStore" else "local"
-        fresh = open_store(DatabaseConfig(type=driver, local=LocalDatabaseConfig(path=str(tmp_path / "rebuilt.db"))))
-    yield fresh
-    fresh.close()
 
 
 def raw(graveler: Graveler) -> Store:

@@ -5,21 +5,18 @@ cleaner deleted them unjournaled) are neither written nor kept by a rebuild."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
 
 import pytest
 
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
-from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.journal.batch import decode_batch
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import wrap
 from silt.journal.rebuild import Rebuild, RebuildProgress
 from silt.journal.shipper import Shipper
-from silt.kv.store import Store, open_store
+from silt.kv.store import Store
 from tests.integration.journal.workload import (
     JOURNAL_KEY,
     InCalls,
@@ -30,18 +27,6 @@ from tests.integration.journal.workload import (
     raw_dump,
     tokens_ever_named,
 )
-
-
-@pytest.fixture
-def empty_store(store: Store, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if type(store).__name__ == "CassandraStore":
-        server = request.getfixturevalue("cassandra_server")
-        fresh = open_store(server.database_config(keyspace=f"rebuilt_{uuid.uuid4().hex[:8]}"))
-    else:
-        driver: Literal["mem", "local"] = "mem" if type(store).__name__ == "MemStore" else "local"
-        fresh = open_store(DatabaseConfig(type=driver, local=LocalDatabaseConfig(path=str(tmp_path / "rebuilt.db"))))
-    yield fresh
-    fresh.close()
 
 
 class Interrupted(Exception):

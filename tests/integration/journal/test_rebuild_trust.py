@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import io
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import pytest
 
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
-from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.errors import NotFound
 from silt.journal.batch import ShippedRecord, batch_key, decode_batch, encode_batch
 from silt.journal.bucket import JournalBucket
@@ -23,7 +20,7 @@ from silt.journal.mac import mac_key_of, sign
 from silt.journal.rebuild import Rebuild, RebuildProgress, Refused
 from silt.journal.shipper import Shipper
 from silt.journal.v1.journal_pb2 import Change, Record
-from silt.kv.store import Store, open_store
+from silt.kv.store import Store
 from tests.integration.journal.workload import JOURNAL_KEY, InCalls, put, raw, raw_dump
 
 
@@ -36,18 +33,6 @@ class Shipped:
     namespace: str
     rows: dict[str, object]
     records: int
-
-
-@pytest.fixture
-def empty_store(store: Store, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if type(store).__name__ == "CassandraStore":
-        server = request.getfixturevalue("cassandra_server")
-        fresh = open_store(server.database_config(keyspace=f"rebuilt_{uuid.uuid4().hex[:8]}"))
-    else:
-        driver: Literal["mem", "local"] = "mem" if type(store).__name__ == "MemStore" else "local"
-        fresh = open_store(DatabaseConfig(type=driver, local=LocalDatabaseConfig(path=str(tmp_path / "rebuilt.db"))))
-    yield fresh
-    fresh.close()
 
 
 @pytest.fixture

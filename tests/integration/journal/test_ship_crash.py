@@ -14,20 +14,17 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
 
 import pytest
 
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
-from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.journal.batch import decode_batch, position
 from silt.journal.bucket import JournalBucket
 from silt.journal.rebuild import Rebuild
 from silt.journal.shipper import TOKEN_GRACE_SECONDS, Shipper
-from silt.kv.store import Store, open_store
+from silt.kv.store import Store
 from tests.integration.journal.workload import (
     JOURNAL_KEY,
     InCalls,
@@ -66,20 +63,6 @@ class FaultAt:
     @property
     def fired(self) -> bool:
         return bool(self.name) and self.steps.count(self.name) >= self.k
-
-
-@pytest.fixture
-def rebuilt_store(store: Store, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """An empty store of the same driver to rebuild into; every scenario rebuilds its own
-    repository there (a fresh Cassandra keyspace costs seconds, so one serves them all)."""
-    if type(store).__name__ == "CassandraStore":
-        server = request.getfixturevalue("cassandra_server")
-        fresh = open_store(server.database_config(keyspace=f"rebuilt_{uuid.uuid4().hex[:8]}"))
-    else:
-        driver: Literal["mem", "local"] = "mem" if type(store).__name__ == "MemStore" else "local"
-        fresh = open_store(DatabaseConfig(type=driver, local=LocalDatabaseConfig(path=str(tmp_path / "rebuilt.db"))))
-    yield fresh
-    fresh.close()
 
 
 def before_the_round(calls: InCalls, adapter: LocalAdapter, repo: str) -> None:
@@ -176,17 +159,17 @@ def scenario(store: Store, rebuilt: Store, tmp_path: Path, fault: FaultAt, recov
     ],
 )
 def test_a_shipper_killed_at_any_step_strands_nothing(
-    store: Store, rebuilt_store: Store, tmp_path: Path, recovery_delay: float
+    store: Store, empty_store: Store, tmp_path: Path, recovery_delay: float
 ) -> None:
     complete = FaultAt()  # never fires: learns the steps of a round of this workload
-    scenario(store, rebuilt_store, tmp_path, complete, recovery_delay)
+    scenario(store, empty_store, tmp_path, complete, recovery_delay)
     every = {"lease taken", "batch written", "batch tokens saved", "rows deleted", "partition shipped", "tokens saved"}
     assert set(complete.steps) == every, complete.steps
     faulted: set[str] = set()
     for name in sorted(every):
         for k in range(1, complete.steps.count(name) + 1):
             fault = FaultAt(name, k)
-            scenario(store, rebuilt_store, tmp_path, fault, recovery_delay)
+            scenario(store, empty_store, tmp_path, fault, recovery_delay)
             if fault.fired:
                 faulted.add(name)
             else:
