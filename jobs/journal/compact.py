@@ -10,6 +10,11 @@ every record in it is at or after that hour's start, which is all rebuild's orde
 (silt/journal/rebuild.py). The inputs are deleted only after Spark committed the output; a
 crash in between leaves both, and rebuild applies each record once whichever copy it reads.
 
+Batches are signed (silt/journal/mac.py): the job checks every input's MAC before it reads
+any, refuses the run if one is missing or wrong (unless told to accept unsigned inputs, for a
+journal shipped before batches were signed), signs each output file the same way, and deletes
+the inputs' MACs with them. So rebuild accepts the compacted journal as it accepts a shipped one.
+
 Runs inside any SparkSession: ``python -m jobs.journal.compact NAMESPACE`` starts a local one.
 """
 
@@ -29,7 +34,9 @@ from pyspark.sql import functions as F
 
 from jobs.gc.location import configure_s3a, namespace_root
 from silt.config import BlockstoreConfig
-from silt.journal.batch import BATCH_PREFIX
+from silt.errors import InvalidArgument
+from silt.journal.batch import BATCH_PREFIX, MAX_BATCH_BYTES
+from silt.journal.mac import mac_key_of, matches, sign, signer
 
 ORDER = ["logical_timestamp", "writer_id", "sequence"]
 RECORD_COLUMNS = [
@@ -54,12 +61,18 @@ class CompactionSummary:
     changes_in: int = 0
     records_out: int = 0
     changes_out: int = 0
+    unsigned_in: int = 0
     output: str = ""
     seconds: float = 0.0
 
 
 def compact_journal(
-    spark: Any, namespace: str, blockstore: BlockstoreConfig, older_than_hours: int
+    spark: Any,
+    namespace: str,
+    blockstore: BlockstoreConfig,
+    older_than_hours: int,
+    hmac_key: bytes,
+    accept_unsigned: bool = False,
 ) -> CompactionSummary:
     """Compact every hour folder that started more than older_than_hours ago."""
     started = time.monotonic()
@@ -75,11 +88,21 @@ def compact_journal(
     )
     old = [hour for hour in hours if _hour_start(hour) < cutoff]
     summary = CompactionSummary(hours=len(old))
-    inputs = [path for hour in old for path in _parquet_files(fs, jvm_path(f"{base}/hour={hour}"))]
+    batches = [
+        (f"{BATCH_PREFIX}hour={hour}/{relative}", path)
+        for hour in old
+        for relative, path in _parquet_files(fs, jvm_path(f"{base}/hour={hour}"))
+    ]
+    inputs = [path for _, path in batches]
     summary.files_in = len(inputs)
     if len(inputs) < 2:
         summary.seconds = time.monotonic() - started
         return summary  # nothing to gain
+    for name, path in batches:
+        if not _verified(fs, jvm_path, name, path, hmac_key):
+            if not accept_unsigned:
+                raise InvalidArgument(f"journal batch {name} has no valid MAC: not compacted (nothing was changed)")
+            summary.unsigned_in += 1
 
     records = spark.read.parquet(*inputs)
     changes = records.select(*RECORD_COLUMNS, F.posexplode("changes").alias("index", "change"))
@@ -98,9 +121,14 @@ def compact_journal(
     summary.records_out = written.count()
     summary.changes_out = written.select(F.explode("changes")).count()
     summary.output = output
-    # Only now, with the output committed, do the inputs go.
-    for path in inputs:
+    folder = f"{BATCH_PREFIX}hour={old[0]}/{output.rsplit('/', 1)[1]}"
+    for relative, path in _parquet_files(fs, jvm_path(output)):
+        signed = sign(hmac_key, f"{folder}/{relative}", _read(fs, jvm_path(path)))
+        _write(fs, jvm_path(_mac_path(path)), signed)
+    # Only now, with the output committed and signed, do the inputs go, each with its MAC.
+    for _, path in batches:
         fs.delete(jvm_path(path), False)
+        fs.delete(jvm_path(_mac_path(path)), False)
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -115,16 +143,49 @@ def _filesystem(spark: Any, base: str) -> tuple[Any, Any]:
     return jvm_path(base).getFileSystem(conf), jvm_path
 
 
-def _parquet_files(fs: Any, folder: Any) -> list[str]:
+def _parquet_files(fs: Any, folder: Any) -> list[tuple[str, str]]:
+    """(path below folder, full path) of each batch under folder."""
     found = []
     files = fs.listFiles(folder, True)
     while files.hasNext():
         path = files.next().getPath()
-        relative = path.toString()[len(folder.toString()) :]
-        # Spark's own bookkeeping (_temporary, _SUCCESS, .crc) is never a batch.
+        relative = path.toString()[len(folder.toString()) :].lstrip("/")
+        # Spark's own bookkeeping (_temporary, _SUCCESS, .crc) and batches' MACs are never a batch.
         if path.getName().endswith(".parquet") and not any(part[:1] in "._" for part in relative.split("/") if part):
-            found.append(path.toString())
+            found.append((relative, path.toString()))
     return sorted(found)
+
+
+def _mac_path(path: str) -> str:
+    folder, _, name = path.rpartition("/")
+    return f"{folder}/{mac_key_of(name)}"
+
+
+def _verified(fs: Any, jvm_path: Any, key: str, path: str, hmac_key: bytes) -> bool:
+    mac_path = jvm_path(_mac_path(path))
+    if not fs.exists(mac_path):
+        return False
+    digest = signer(hmac_key, key)
+    digest.update(_read(fs, jvm_path(path)))
+    return matches(digest, _read(fs, mac_path, limit=1024))
+
+
+def _read(fs: Any, path: Any, limit: int = MAX_BATCH_BYTES) -> bytes:
+    if fs.getFileStatus(path).getLen() > limit:
+        raise InvalidArgument(f"journal file {path.toString()} is above the {limit}-byte limit")
+    stream = fs.open(path)
+    try:
+        return bytes(stream.readAllBytes())
+    finally:
+        stream.close()
+
+
+def _write(fs: Any, path: Any, data: bytes) -> None:
+    stream = fs.create(path, True)
+    try:
+        stream.write(data)
+    finally:
+        stream.close()
 
 
 def _hour_start(hour: str) -> float:
@@ -135,14 +196,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="silt-journal-compact", description="Compact a repository's shipped journal.")
     parser.add_argument("namespace", help="the repository's storage namespace, e.g. s3://bucket/repo")
     parser.add_argument("--older-than-hours", type=int, default=24, help="compact hours that started this long ago")
-    parser.add_argument("--config", help="Silt configuration file (its blockstore section)")
+    parser.add_argument("--config", help="Silt configuration file (its blockstore section and the journal's key)")
+    parser.add_argument(
+        "--accept-unsigned", action="store_true", help="compact batches without a valid MAC too (and sign the output)"
+    )
     args = parser.parse_args(argv)
     from silt.config import load_config
+    from silt.journal.mac import journal_key
     from silt.spark import local_session
 
     config = load_config(args.config)
+    key = journal_key(config)
+    if key is None:
+        parser.error("no journal key: set graveler.journal.hmac_key (or auth.encrypt_secret_key)")
     spark = local_session(None, master="local[*]", app_name="silt-journal-compact")
-    summary = compact_journal(spark, args.namespace, config.blockstore, args.older_than_hours)
+    summary = compact_journal(
+        spark, args.namespace, config.blockstore, args.older_than_hours, key, accept_unsigned=args.accept_unsigned
+    )
     print(json.dumps(asdict(summary), sort_keys=True))
     return 0
 

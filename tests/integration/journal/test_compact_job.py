@@ -7,11 +7,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from jobs.journal.compact import compact_journal
 from silt.block.local import LocalAdapter
 from silt.config import BlockstoreConfig, LocalBlockstoreConfig
+from silt.errors import InvalidArgument
 from silt.journal.batch import decode_batch
 from silt.journal.bucket import JournalBucket
+from silt.journal.mac import mac_key_of
 from silt.journal.rebuild import Rebuild
 from silt.journal.shipper import Shipper
 from silt.kv.mem import MemStore
@@ -33,7 +37,7 @@ def test_compaction_keeps_the_last_change_per_key(spark: Any, tmp_path: Path) ->
     shutil.copytree(tmp_path / "data", original)
 
     blockstore = BlockstoreConfig(type="local", local=LocalBlockstoreConfig(path=str(tmp_path / "data")))
-    summary = compact_journal(spark, NAMESPACE, blockstore, older_than_hours=0)
+    summary = compact_journal(spark, NAMESPACE, blockstore, older_than_hours=0, hmac_key=JOURNAL_KEY)
 
     files_after = bucket.batches()
     assert summary.files_in == len(files_before) > len(files_after)
@@ -45,11 +49,39 @@ def test_compaction_keeps_the_last_change_per_key(spark: Any, tmp_path: Path) ->
     changed = [(c.partition, c.key) for record in records for c in record.changes]
     assert len(changed) == len(set(changed))
 
+    # The inputs went with their MACs; the output is signed as the shipper signs.
+    assert not [p for p in (tmp_path / "data").rglob("_*.hmac") if "compacted-" not in str(p)]
     compacted_rebuild = MemStore()
-    # The compaction job does not sign its output yet: its files are replayed as unsigned.
-    Rebuild(compacted_rebuild, adapter, NAMESPACE, "repo1", hmac_key=JOURNAL_KEY, accept_unsigned=True).run()
+    Rebuild(compacted_rebuild, adapter, NAMESPACE, "repo1", hmac_key=JOURNAL_KEY).run()
     assert state(compacted_rebuild, PARTITIONS) == before
 
     original_rebuild = MemStore()
     Rebuild(original_rebuild, LocalAdapter(original), NAMESPACE, "repo1", hmac_key=JOURNAL_KEY).run()
     assert state(original_rebuild, PARTITIONS) == before
+
+
+def test_compaction_refuses_a_batch_without_a_valid_mac(spark: Any, tmp_path: Path) -> None:
+    adapter = LocalAdapter(tmp_path / "data")
+    kv = MemStore()
+    journal = workload(kv)
+    for i in range(10):
+        journal.mutate(b"repo1-u1_main_t1", {b"key/a%02d" % i: b"\x0a\x01B"})
+    Shipper(kv, adapter, batch_records=8, hmac_key=JOURNAL_KEY).ship("repo1")
+    bucket = JournalBucket(adapter, NAMESPACE)
+    files_before = bucket.batches()
+    forged = files_before[-1]
+    (tmp_path / "data" / mac_path_in(NAMESPACE, forged)).write_bytes(b"0" * 64)
+    blockstore = BlockstoreConfig(type="local", local=LocalBlockstoreConfig(path=str(tmp_path / "data")))
+    with pytest.raises(InvalidArgument, match="no valid MAC"):
+        compact_journal(spark, NAMESPACE, blockstore, older_than_hours=0, hmac_key=JOURNAL_KEY)
+    assert bucket.batches() == files_before  # nothing changed
+    summary = compact_journal(
+        spark, NAMESPACE, blockstore, older_than_hours=0, hmac_key=JOURNAL_KEY, accept_unsigned=True
+    )
+    assert summary.unsigned_in == 1
+    Rebuild(MemStore(), adapter, NAMESPACE, "repo1", hmac_key=JOURNAL_KEY).run()  # the output is signed
+
+
+def mac_path_in(namespace: str, key: str) -> str:
+    name = namespace.removeprefix("local://")
+    return f"{name}/{mac_key_of(key)}"
