@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench tests
 
-.PHONY: all venv clients lock proto ui run test test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients lock proto ui run test test-all test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -93,7 +93,13 @@ run: proto ui
 
 # Starts what the tests need itself: Apache Cassandra (scripts/cassandra.sh, once per run)
 # and moto_server, from pytest session fixtures.
+# `make test` leaves out the exhaustive variants marked nightly (each has a smaller case that
+# runs here); `make test-all` runs everything, for a nightly job.
 test: proto clients ui
+	@scripts/ensure-system-deps.sh
+	$(PY) -m pytest -m "not nightly" $(PYTEST_ARGS)
+
+test-all: proto clients ui
 	@scripts/ensure-system-deps.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
