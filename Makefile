@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench tests
 
-.PHONY: all venv clients lock proto ui run test test-all test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients lock proto ui docs run test test-all test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -84,6 +84,11 @@ $(UI_INDEX): $(UI_NPM) $(UI_SOURCES)
 	node webui/build.mjs
 
 ui: $(UI_INDEX)
+
+# The manual (mkdocs.yml, docs/) into build/site/ (git-ignored), in strict mode: a broken link
+# or anchor fails. tests/unit/test_docs_site.py runs the same build under `make test`.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The whole stack in the foreground (auth, graveler, gateway when present), all state in
 # $(SILT_DATA_DIR); Ctrl-C stops it. The first run prints the admin credentials once.
