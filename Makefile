@@ -85,9 +85,11 @@ $(UI_INDEX): $(UI_NPM) $(UI_SOURCES)
 
 ui: $(UI_INDEX)
 
-# The manual (mkdocs.yml, docs/) into build/site/ (git-ignored), in strict mode: a broken link
-# or anchor fails. tests/unit/test_docs_site.py runs the same build under `make test`.
+# The manual (mkdocs.yml, docs/) into build/site/ (git-ignored): the configuration reference is
+# regenerated from silt/config.py's schema first, then mkdocs builds in strict mode (a broken link
+# or anchor fails). tests/unit/test_docs_site.py runs the same build under `make test`.
 docs: $(STAMP)
+	$(PY) -m silt.config_reference --write
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The whole stack in the foreground (auth, graveler, gateway when present), all state in

@@ -1,6 +1,7 @@
 """Silt's configuration: one YAML file, every key overridable by an environment variable.
 
-The keys are listed in README.md, "Configuration". A key's environment variable is ``SILT_``
+The keys, their variables, defaults and descriptions (each field's docstring) are rendered into
+docs/configuration.md by silt/config_reference.py. A key's environment variable is ``SILT_``
 followed by its path in upper case joined by ``_``: ``database.cassandra.port`` is
 ``SILT_DATABASE_CASSANDRA_PORT``. Lists are written comma-separated
 (``SILT_DATABASE_CASSANDRA_CONTACT_POINTS=10.0.0.1,10.0.0.2``) and maps as
@@ -30,7 +31,9 @@ CONFIG_PATH_ENV = "SILT_CONFIG"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    # A field's docstring is its description: the configuration reference (silt/config_reference.py,
+    # docs/configuration.md) is generated from them.
+    model_config = ConfigDict(extra="forbid", validate_default=True, use_attribute_docstrings=True)
 
 
 def _check_listen_address(value: str) -> str:
@@ -77,79 +80,112 @@ def _check_optional_endpoint(value: str | None) -> str | None:
     return None if value is None else _check_endpoint(value)
 
 
-# Where a process serves Prometheus' /metrics; unset (the default) serves none.
-_METRICS_ADDRESS_HELP = "host:port of this process's Prometheus /metrics endpoint; unset: none"
-
-
 class LoggingConfig(_Section):
     format: Literal["text", "json"] = "text"
+    """log lines as plain text, or one JSON object per line"""
     level: Literal["DEBUG", "INFO", "WARN", "ERROR", "NONE"] = "INFO"
-    output: str = Field("-", description='"-" for stdout, otherwise a file path')
+    """the lowest level logged; `NONE` logs nothing"""
+    output: str = "-"
+    """`-` for stdout, else a file path"""
 
 
 class LocalDatabaseConfig(_Section):
     path: str = "~/silt/metadata.db"
+    """the SQLite file (created with its directory)"""
     # NORMAL survives a crash of any process; FULL also survives power loss (fsync per commit).
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    """`NORMAL` survives process crashes; `FULL` also power loss"""
     # Bounds every KV call: a writer waits this long for another process's write, then the
     # request fails Unavailable instead of hanging.
     busy_timeout_ms: int = Field(5_000, ge=0)
+    """how long a writer waits for another process's write; then the request fails (503 SlowDown / gRPC
+    `UNAVAILABLE`) instead of hanging
+    """
     scan_page_size: int = Field(1000, ge=1)
+    """keys fetched per scan page"""
 
 
 class CassandraConfig(_Section):
     contact_points: list[str] = Field(default_factory=lambda: ["127.0.0.1"], min_length=1)
+    """hosts to bootstrap from"""
     port: int = Field(9042, ge=1, le=65535)
+    """CQL native port"""
     keyspace: str = Field("silt", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+    """keyspace holding the `kv` table"""
     replication_strategy: Literal["SimpleStrategy", "NetworkTopologyStrategy"] = "SimpleStrategy"
-    replication_factor: int = Field(1, ge=1, description="with SimpleStrategy")
-    datacenters: dict[str, int] = Field(
-        default_factory=dict, description="datacenter -> replicas, with NetworkTopologyStrategy"
-    )
+    """replication of the keyspace Silt creates (`create_schema`)"""
+    replication_factor: int = Field(1, ge=1)
+    """replicas, with `SimpleStrategy`"""
+    datacenters: dict[str, int] = Field(default_factory=dict)
+    """datacenter → replicas, with `NetworkTopologyStrategy`"""
     local_datacenter: str | None = None
+    """datacenter to route requests to"""
     consistency: Literal["ONE", "TWO", "THREE", "QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL", "LOCAL_ONE"] = (
         "LOCAL_QUORUM"
     )
+    """reads and writes"""
     serial_consistency: Literal["SERIAL", "LOCAL_SERIAL"] = "LOCAL_SERIAL"
+    """`set_if` (lightweight transactions)"""
     username: str | None = None
+    """with `password`: PasswordAuthenticator login"""
     password: SecretStr | None = None
+    """never logged"""
     protocol_version: int | None = Field(None, ge=3, le=5)
+    """pin the protocol (3 to 5); negotiated when unset"""
     connect_timeout_s: float = Field(5.0, gt=0)
+    """per connection attempt"""
     # Bounds every read, write and LWT (retries included): a frozen node fails the request
     # Unavailable after this long instead of hanging it.
     request_timeout_s: float = Field(3.0, gt=0)
+    """bounds every read, write and LWT, retries included: a frozen or overloaded node fails the request (gateway 503
+    `SlowDown`, graveler `UNAVAILABLE`) after this long, never hangs it
+    """
     page_size: int = Field(1000, ge=1)
+    """rows per scan page"""
     create_schema: bool = True
+    """create keyspace and table if missing"""
 
 
 class DatabaseConfig(_Section):
     type: Literal["local", "mem", "cassandra"] = "local"
+    """KV driver: `local` (an embedded SQLite file), `mem` (one process's memory, tests), `cassandra`"""
     local: LocalDatabaseConfig = Field(default_factory=LocalDatabaseConfig)
     cassandra: CassandraConfig = Field(default_factory=CassandraConfig)
 
 
 class LocalBlockstoreConfig(_Section):
     path: str = "~/silt/data"
+    """root directory of `local://` namespaces"""
 
 
 class S3CredentialsConfig(_Section):
     access_key_id: str | None = None
+    """static credentials"""
     secret_access_key: SecretStr | None = None
+    """never logged"""
     session_token: SecretStr | None = None
+    """never logged"""
 
 
 class S3BlockstoreConfig(_Section):
     region: str = "us-east-1"
+    """region of the object store's S3 requests"""
     endpoint_url: str | None = None
+    """for S3-compatible stores"""
     profile: str | None = None
+    """named AWS credentials profile"""
     credentials_file: str | None = None
+    """AWS shared credentials file"""
     credentials: S3CredentialsConfig = Field(default_factory=S3CredentialsConfig)
     force_path_style: bool = False
+    """path-style addressing"""
     max_retries: int = Field(5, ge=0)
+    """attempts per request"""
 
 
 class BlockstoreConfig(_Section):
     type: Literal["local", "s3"] = "local"
+    """object store adapter: `local` (a directory) or `s3` (S3 or an S3-compatible store)"""
     local: LocalBlockstoreConfig = Field(default_factory=LocalBlockstoreConfig)
     s3: S3BlockstoreConfig = Field(default_factory=S3BlockstoreConfig)
 
@@ -164,12 +200,16 @@ class HttpTLSConfig(_Section):
     certificate: this is server-side TLS only. The certificate may come from a public CA
     (what S3 clients trust by default) or from Silt's own (clients then need ca_file)."""
 
-    enabled: bool = Field(False, description="serve HTTPS instead of HTTP on gateways.s3.listen_address")
-    cert_file: str | None = Field(None, description="PEM certificate chain of the gateway")
-    key_file: str | None = Field(None, description="PEM private key of cert_file")
-    ca_file: str | None = Field(
-        None, description="for Silt's clients (CLI, tests): the CA bundle that verifies the gateway; unset: system"
-    )
+    enabled: bool = False
+    """serve HTTPS instead of HTTP on `gateways.s3.listen_address`"""
+    cert_file: str | None = None
+    """PEM certificate chain of the gateway (required when enabled)"""
+    key_file: str | None = None
+    """PEM private key of it (required when enabled)"""
+    ca_file: str | None = None
+    """for Silt's own clients (CLI, `silt run`'s `AWS_CA_BUNDLE`): the CA bundle that verifies the gateway; unset:
+    the system trust store
+    """
 
     @model_validator(mode="after")
     def _pair(self) -> HttpTLSConfig:
@@ -183,18 +223,22 @@ class TLSConfig(_Section):
     """TLS on every gRPC connection between Silt's processes: servers (auth, graveler,
     compactor) and clients (every service, the CLI, the GC job) alike. See silt/rpc/channels.py."""
 
-    enabled: bool = Field(False, description="gRPC over TLS, as servers and as clients")
-    cert_file: str | None = Field(None, description="PEM certificate chain this process presents (server and client)")
-    key_file: str | None = Field(None, description="PEM private key of cert_file")
-    ca_file: str | None = Field(
-        None, description="PEM CA bundle: verifies servers, and clients' certificates; unset: system trust store"
-    )
-    require_client_cert: bool = Field(
-        True, description="servers accept only clients presenting a certificate signed by ca_file (mutual TLS)"
-    )
-    server_name: str | None = Field(
-        None, description="name expected in servers' certificates instead of the endpoint's host"
-    )
+    enabled: bool = False
+    """gRPC over TLS for every server (auth, graveler, compactor) and every client (services, CLI, GC job)"""
+    cert_file: str | None = None
+    """PEM certificate chain this process presents, as a server and as a client to servers requiring client
+    certificates
+    """
+    key_file: str | None = None
+    """PEM private key of `tls.cert_file` (both or neither)"""
+    ca_file: str | None = None
+    """PEM CA bundle verifying servers' certificates and, on servers, clients' certificates; unset: the system trust
+    store (clients only)
+    """
+    require_client_cert: bool = True
+    """servers accept only clients presenting a certificate signed by `tls.ca_file` (mutual TLS)"""
+    server_name: str | None = None
+    """name expected in servers' certificates instead of the endpoint's host"""
 
     @model_validator(mode="after")
     def _pair(self) -> TLSConfig:
@@ -204,35 +248,57 @@ class TLSConfig(_Section):
 
 class S3GatewayConfig(_Section):
     listen_address: str = "0.0.0.0:8000"
+    """S3 endpoint"""
     domain_name: str = "s3.local"
+    """for virtual-host-style requests"""
     region: str = "us-east-1"
-    workers: int = Field(1, ge=1, le=64, description="gateway processes sharing the listen address")
-    max_header_bytes: int = Field(64 * 1024, ge=8 * 1024, le=1024 * 1024, description="request line plus headers")
-    max_header_line_bytes: int = Field(8 * 1024, ge=1024, le=64 * 1024, description="one header or the URL")
-    header_timeout_seconds: float = Field(20.0, gt=0, le=600, description="time to send a request's head")
-    max_connections: int = Field(4096, ge=1, description="open connections per gateway process")
-    max_connections_per_client: int = Field(
-        512, ge=0, description="open connections per client address (IPv6: /64) and gateway process; 0: no cap"
-    )
-    idle_timeout_seconds: float = Field(
-        15.0, gt=0, le=3600, description="a connection that sends no request for this long is closed"
-    )
-    body_idle_timeout_seconds: float = Field(60.0, gt=0, le=3600, description="longest pause inside a body")
-    storage_namespace_template: str | None = Field(
-        None, description="storage namespace of repositories created by CreateBucket, e.g. local://{repo}"
-    )
-    metrics_listen_address: str | None = Field(None, description=_METRICS_ADDRESS_HELP)
+    """region the gateway answers as"""
+    workers: int = Field(1, ge=1, le=64)
+    """gateway processes sharing the listen address (uvicorn workers); `make bench-gateway` uses 2 on a 2-core
+    machine
+    """
+    max_header_bytes: int = Field(64 * 1024, ge=8 * 1024, le=1024 * 1024)
+    """request line plus headers; more is refused with 400 `RequestHeaderSectionTooLarge` before it is buffered"""
+    max_header_line_bytes: int = Field(8 * 1024, ge=1024, le=64 * 1024)
+    """one header (name and value) or the URL, S3's own limit"""
+    header_timeout_seconds: float = Field(20.0, gt=0, le=600)
+    """time a client has to send a request's head, from connecting or from the request's first byte; then 400
+    `RequestTimeout` and the connection closes
+    """
+    max_connections: int = Field(4096, ge=1)
+    """open connections per gateway process; beyond it a new connection gets 503 `SlowDown` and is closed"""
+    max_connections_per_client: int = Field(512, ge=0)
+    """open connections per client address (an IPv6 address counts as its /64) and gateway process; beyond it that
+    address's new connections get 503 `SlowDown` and are closed, while other addresses are served; `0`: no cap.
+    Behind a proxy or NAT clients share one address: raise it (docs/security.md, "S3 gateway connections")
+    """
+    idle_timeout_seconds: float = Field(15.0, gt=0, le=3600)
+    """a connection that sends no byte of a request for this long (new, or kept alive after an answer) is closed
+    without an answer
+    """
+    body_idle_timeout_seconds: float = Field(60.0, gt=0, le=3600)
+    """longest pause inside a request body; then 400 `RequestTimeout`, and nothing of the upload is kept"""
+    storage_namespace_template: str | None = None
+    """storage namespace of repositories created by S3 CreateBucket, e.g. `local://{repo}`; unset: CreateBucket
+    answers NotImplemented
+    """
+    metrics_listen_address: str | None = None
+    """`host:port` of the gateway's Prometheus `/metrics`; unset: none"""
     tls: HttpTLSConfig = Field(default_factory=HttpTLSConfig)
-    multipart_upload_max_age_seconds: int = Field(
-        7 * 24 * 3600, ge=1, description="multipart uploads neither completed nor aborted by this age are aborted"
-    )
-    multipart_expiry_interval_seconds: float = Field(
-        3600.0, gt=0, le=86400, description="how often each gateway process aborts expired multipart uploads"
-    )
+    multipart_upload_max_age_seconds: int = Field(7 * 24 * 3600, ge=1)
+    """a multipart upload neither completed nor aborted by this age answers `NoSuchUpload` and is aborted by the
+    sweep
+    """
+    multipart_expiry_interval_seconds: float = Field(3600.0, gt=0, le=86400)
+    """how often each gateway process aborts expired multipart uploads (oldest first, 1,000 per step, until none is
+    left)
+    """
     # Off by default: SigV2 is HMAC-SHA1, and its presigned URLs carry no signing time.
-    sigv2_enabled: bool = Field(
-        False, description="also accept AWS Signature Version 2 (header and presigned, at most 7 days ahead)"
-    )
+    sigv2_enabled: bool = False
+    """also accept AWS Signature Version 2 (header `AWS key:sig` and presigned
+    `?AWSAccessKeyId=&Signature=&Expires=`, at most 7 days ahead); off: 400 `InvalidRequest` asking for
+    AWS4-HMAC-SHA256
+    """
 
     _listen = field_validator("listen_address")(_check_listen_address)
     _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)
@@ -244,12 +310,14 @@ class GatewaysConfig(_Section):
 
 class ServiceConfig(_Section):
     listen_address: str
-    metrics_listen_address: str | None = Field(None, description=_METRICS_ADDRESS_HELP)
+    metrics_listen_address: str | None = None
+    """`host:port` of this service's Prometheus `/metrics`; unset: none"""
     # Kubernetes' native gRPC probe speaks plaintext only, so with tls.enabled it needs a port
     # of its own; that port answers grpc.health.v1.Health/Check and nothing else.
-    health_listen_address: str | None = Field(
-        None, description="host:port of a plaintext port serving only the gRPC health Check; unset: none"
-    )
+    health_listen_address: str | None = None
+    """`host:port` of a plaintext port answering only gRPC health `Check` (Kubernetes' gRPC probe when TLS is on);
+    unset: none
+    """
 
     _listen = field_validator("listen_address")(_check_listen_address)
     _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)
@@ -259,46 +327,58 @@ class ServiceConfig(_Section):
 class AuthConfig(ServiceConfig):
     # A default here too, so that setting only some auth.* keys keeps the others' defaults.
     listen_address: str = "127.0.0.1:8101"
-    endpoint: str = Field("127.0.0.1:8101", description="where the other services reach auth")
+    """auth gRPC service"""
+    endpoint: str = "127.0.0.1:8101"
+    """where graveler, compactor and the gateway reach auth"""
     # No length constraint here: a failed constraint's message would echo the value. The auth
     # service checks it (services/auth/secrets.py).
-    encrypt_secret_key: SecretStr | None = Field(
-        None, description="encrypts credential secrets at rest; required by the auth service"
-    )
-    cache_ttl_seconds: float = Field(5.0, ge=0, description="how long key lookups and decisions are cached")
-    max_clock_skew_seconds: float = Field(300.0, gt=0, description="accepted age of a signed call")
-    session_ttl_seconds: float = Field(
-        12 * 3600.0, gt=0, le=7 * 86400, description="lifetime of a REST API login session token"
-    )
+    encrypt_secret_key: SecretStr | None = None
+    """encrypts credential secrets at rest (AES-256-GCM); required by auth and its setup: 32 or more random bytes
+    written as base64 or hex (`openssl rand -base64 32`), anything weaker is refused at start; never logged
+    """
+    cache_ttl_seconds: float = Field(5.0, ge=0)
+    """how long key lookups and decisions are cached; IAM changes take effect within this time (`0`: no cache)"""
+    max_clock_skew_seconds: float = Field(300.0, gt=0)
+    """how far a signed call's date may be from the server's clock"""
+    session_ttl_seconds: float = Field(12 * 3600.0, gt=0, le=7 * 86400)
+    """lifetime of a REST API login session token (`POST /api/v1/auth/login`); tokens are signed by auth and cannot
+    be revoked before they expire, except by deleting their access key
+    """
 
     _endpoint = field_validator("endpoint")(_check_endpoint)
 
 
 class CommittedCacheConfig(_Section):
-    memory_bytes: int = Field(256 * 1024 * 1024, ge=0, description="decoded ranges and metaranges kept in memory")
-    disk_dir: str | None = Field(None, description="where ranges fetched from a remote object store are kept")
+    memory_bytes: int = Field(256 * 1024 * 1024, ge=0)
+    """decoded ranges and metaranges kept in memory"""
+    disk_dir: str | None = None
+    """where ranges fetched from a remote object store are cached on disk"""
     disk_bytes: int = Field(4 * 1024 * 1024 * 1024, ge=0)
+    """size bound of that disk cache"""
 
 
 class HistoryEventsConfig(_Section):
     """History events (docs/design/journal.md, "History events")."""
 
-    enabled: bool = Field(
-        True, description="whether the gateway, the REST API and graveler emit history events (off: none are recorded)"
-    )
-    retention_days: float = Field(30.0, gt=0, description="hours of history events older than this are deleted")
-    retention_interval_seconds: float = Field(
-        3600.0, gt=0, description="how often each repository's history is pruned (by one graveler replica)"
-    )
+    enabled: bool = True
+    """whether the gateway, the REST API and graveler emit history events"""
+    retention_days: float = Field(30.0, gt=0)
+    """hours of history events older than this are deleted"""
+    retention_interval_seconds: float = Field(3600.0, gt=0)
+    """how often each repository's history is pruned (by one graveler replica)"""
     # WatchEvents streams (services/graveler/events/streams.py, docs/security.md "Event streams").
-    max_streams: int = Field(8, ge=1, le=24, description="WatchEvents streams open at once per graveler process")
-    max_streams_per_caller: int = Field(2, ge=1, le=24, description="WatchEvents streams open at once per caller")
-    stream_admin_reserve: int = Field(
-        2, ge=0, le=23, description="of max_streams, how many only administrators (iam:DeleteUser on users/*) may take"
-    )
-    stream_reauthorize_seconds: float = Field(
-        2.0, gt=0, le=300, description="how old an open stream's decision that its caller may still read can be"
-    )
+    max_streams: int = Field(8, ge=1, le=24)
+    """`WatchEvents` streams open at once per graveler process (more: `RESOURCE_EXHAUSTED`)"""
+    max_streams_per_caller: int = Field(2, ge=1, le=24)
+    """`WatchEvents` streams open at once per caller"""
+    stream_admin_reserve: int = Field(2, ge=0, le=23)
+    """of `max_streams`, how many only administrators (`iam:DeleteUser` on `users/*`) may take; must be below
+    `max_streams`
+    """
+    stream_reauthorize_seconds: float = Field(2.0, gt=0, le=300)
+    """the most an open stream's ReadRepo decision can age (asked of auth, checked before every event and poll); a
+    lost right ends the stream with `PERMISSION_DENIED`
+    """
 
     @model_validator(mode="after")
     def _reserve_below_total(self) -> HistoryEventsConfig:
@@ -310,15 +390,18 @@ class HistoryEventsConfig(_Section):
 class JournalConfig(_Section):
     enabled: bool = Field(
         True,
-        description="journal every graveler KV mutation in its own partition (docs/design/journal.md); "
-        "off only to measure what journaling costs",
     )
+    """journal every graveler KV mutation (`docs/design/journal.md`); `false` only to measure what journaling costs —
+    nothing written meanwhile can be rebuilt from the bucket
+    """
     # No length constraint here: a failed constraint's message would echo the value.
     hmac_key: SecretStr | None = Field(
         None,
-        description="signs shipped journal batches (HMAC-SHA256), checked by rebuild; unset: derived from "
-        "auth.encrypt_secret_key",
     )
+    """signs every shipped journal batch (HMAC-SHA256, a `_<batch>.parquet.hmac` object next to it); `silt admin
+    rebuild` refuses a batch without a valid MAC. Unset: derived (HKDF-SHA256) from `auth.encrypt_secret_key`; the
+    compactor, `silt admin journal ship` and `silt admin rebuild` need one of the two; never logged
+    """
 
 
 class DialableServiceConfig(ServiceConfig):
@@ -326,7 +409,11 @@ class DialableServiceConfig(ServiceConfig):
     others dial it (in Kubernetes, its Service name). Unset endpoint: the listen address,
     with a wildcard host read as this machine (single-host installs only)."""
 
-    endpoint: str | None = Field(None, description="where the other processes reach this service")
+    endpoint: str | None = None
+    """where other processes (the gateway, the CLI, graveler, the compactor) dial this service; in a cluster its
+    Service name (`graveler.silt.svc.cluster.local:8102`). Unset: the listen address, a wildcard host read as
+    `127.0.0.1`. A wildcard host (`0.0.0.0`, `::`, empty) is refused
+    """
 
     _endpoint = field_validator("endpoint")(_check_optional_endpoint)
 
@@ -344,49 +431,64 @@ class DialableServiceConfig(ServiceConfig):
 class CompactorConfig(DialableServiceConfig):
     # A default here too, so that setting only some compactor.* keys keeps the others' defaults.
     listen_address: str = "127.0.0.1:8103"
+    """compactor gRPC service"""
     # The sensor runs in graveler and triggers the compactor (docs/design/compaction.md).
-    sensor_enabled: bool = Field(True, description="graveler watches staged deletes and triggers compactions")
-    tombstone_threshold: int = Field(10_000, ge=1, description="staged deletes on a branch that trigger a compaction")
-    sealed_tokens_threshold: int = Field(
-        20, ge=1, description="sealed staging tokens on a branch that trigger a compaction"
-    )
-    claim_minutes: float = Field(
-        5.0, ge=0, description="a branch claimed for compaction this recently is not claimed again"
-    )
-    trigger_timeout_seconds: float = Field(2.0, gt=0, le=60, description="how long the sensor's trigger call may take")
-    compaction_timeout_seconds: float = Field(600.0, gt=0, description="how long one compaction may run")
+    sensor_enabled: bool = True
+    """graveler counts staged deletes per branch and triggers compactions (needs graveler's `credentials.*`)"""
+    tombstone_threshold: int = Field(10_000, ge=1)
+    """staged deletes on a branch (since its last commit, reset or triggered compaction) that trigger a compaction"""
+    sealed_tokens_threshold: int = Field(20, ge=1)
+    """sealed staging tokens a write sees on its branch that trigger a compaction"""
+    claim_minutes: float = Field(5.0, ge=0)
+    """a branch whose `compaction_start_time` is younger than this is not claimed again (replicas rarely compact the
+    same branch)
+    """
+    trigger_timeout_seconds: float = Field(2.0, gt=0, le=60)
+    """the sensor's trigger call to the compactor (in the background, never on a write)"""
+    compaction_timeout_seconds: float = Field(600.0, gt=0)
+    """how long one triggered compaction may run"""
     journal_ship_interval_seconds: float = Field(
         60.0,
         ge=0,
-        description="the compactor ships every repository's journal to its namespace this often; 0: only on demand",
     )
+    """the compactor ships every repository's journal to its namespace this often; 0: only on demand (`silt admin
+    journal ship`)
+    """
 
 
 class GravelerConfig(DialableServiceConfig):
     listen_address: str = "127.0.0.1:8102"
+    """graveler gRPC service"""
     cache: CommittedCacheConfig = Field(default_factory=CommittedCacheConfig)
     history: HistoryEventsConfig = Field(default_factory=HistoryEventsConfig)
     journal: JournalConfig = Field(default_factory=JournalConfig)
     # Commits build their metaranges in this many worker processes (not with the mem driver).
     commit_workers: int = Field(2, ge=1)
+    """worker processes that build commits, at a lower CPU priority (not with `mem`)"""
     # CPUs the commit workers may run on: "auto" (the upper half of this process's CPUs, so a
     # large commit never runs on the CPU that is answering a staging write), "all", or a list
     # such as "2,3" or "4-7".
     commit_worker_cpus: str = "auto"
+    """CPUs the commit workers are pinned to: `auto` (the upper half of the CPUs; none on a 1-CPU machine), `all`, or
+    ids such as `2,3` or `4-7`
+    """
     allowed_import_prefixes: list[str] = Field(
         default_factory=list,
-        description="absolute URIs (e.g. s3://landing/exports) that staged entries may name besides "
-        "their repository's storage namespace",
     )
+    """absolute URIs (e.g. `s3://landing/exports/`) that staged entries may name besides their repository's storage
+    namespace
+    """
     # Unset resolves by blockstore.type (services/graveler/wiring.py: namespace_roots): local://
     # (the local adapter's whole root) for the local store, nothing for S3, whose bucket is the
     # operator's to name. Nothing allowed means every CreateRepository is refused.
     allowed_namespace_roots: list[str] | None = Field(
         None,
-        description="URIs under which repositories' storage namespaces must lie (e.g. local://, "
-        "s3://bucket/prefix/); the first is where unnamed namespaces go. Unset: local:// with the "
-        "local blockstore, none with s3",
     )
+    """URIs under which repositories' storage namespaces must lie (e.g. `s3://bucket/prefix/`); the first is where a
+    namespace goes when CreateRepository names none. With `s3` it must be set, or every CreateRepository is
+    refused. An `allowed_import_prefixes` entry overlapping a root stops graveler at start-up. Unset:
+    `['local://']` with `blockstore.type: local`, none with `s3`
+    """
 
     @field_validator("commit_worker_cpus")
     @classmethod
@@ -423,39 +525,64 @@ class CredentialsConfig(_Section):
     """The access key this process signs its calls to other Silt services with."""
 
     access_key_id: str | None = None
+    """the access key this process signs its calls to other Silt services with"""
     secret_access_key: SecretStr | None = None
+    """its secret; never logged"""
+
+
+class ApiCredentialsConfig(CredentialsConfig):
+    """The REST API's own service user, svc-api, when the API runs inside another process."""
+
+    access_key_id: str | None = None
+    """the key of the API's service user `svc-api` when the API runs inside another process (the gateway); unset:
+    `credentials.*`
+    """
+    secret_access_key: SecretStr | None = None
+    """its secret; never logged"""
 
 
 class ApiConfig(_Section):
     """lakeFS's REST API (services/api). It answers on the S3 gateway's port (requests without
     an AWS signature under /api/v1/) and, run as `python -m services.api.server`, on its own."""
 
-    enabled: bool = Field(True, description="serve the REST API on the S3 gateway's listen address too")
-    listen_address: str = Field("127.0.0.1:8001", description="where `python -m services.api.server` listens")
-    metrics_listen_address: str | None = Field(None, description=_METRICS_ADDRESS_HELP)
-    max_body_bytes: int = Field(
-        1024 * 1024, ge=1024, le=64 * 1024 * 1024, description="largest JSON request body of the REST API"
-    )
+    enabled: bool = True
+    """serve lakeFS's REST API on the S3 gateway's port too: a request with an AWS signature is S3, any other under
+    `/api/v1/` is the API
+    """
+    listen_address: str = "127.0.0.1:8001"
+    """where the API listens when run as its own process (`python -m services.api.server`)"""
+    metrics_listen_address: str | None = None
+    """`host:port` of the API process's Prometheus `/metrics`; unset: none (on the gateway's port the gateway's
+    endpoint serves the API's metrics)
+    """
+    max_body_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    """largest JSON request body (larger: 413)"""
     # Behind a proxy that ends TLS the API sees http: set true there so the cookie is still Secure.
-    secure_cookies: bool | None = Field(
-        None, description="mark the session cookie Secure; unset: when the request's scheme is https"
-    )
+    secure_cookies: bool | None = None
+    """mark the login session cookie `Secure`; unset: only when the request came over https (set `true` behind a
+    proxy that ends TLS)
+    """
     # The API signs its calls to auth and graveler with its own service user (svc-api) when
     # these are set, else with the process's `credentials` (its own process sets those).
-    credentials: CredentialsConfig = Field(default_factory=lambda: CredentialsConfig())
+    credentials: ApiCredentialsConfig = Field(default_factory=lambda: ApiCredentialsConfig())
     # The live feed (GET .../branches/{branch}/events): open streams per process and per user,
     # and how often an open stream checks its caller's credential and permission again.
-    max_live_feeds: int = Field(64, ge=1, le=10_000, description="open live-feed streams per API process")
-    max_live_feeds_per_user: int = Field(4, ge=1, le=1000, description="open live-feed streams per user")
-    live_feed_reauthorize_seconds: float = Field(
-        5.0, ge=0.1, le=3600, description="how often an open live feed re-checks its caller's access"
-    )
+    max_live_feeds: int = Field(64, ge=1, le=10_000)
+    """open live-feed streams per API process (more: 503)"""
+    max_live_feeds_per_user: int = Field(4, ge=1, le=1000)
+    """open live-feed streams per user (more: 429)"""
+    live_feed_reauthorize_seconds: float = Field(5.0, ge=0.1, le=3600)
+    """how often an open live feed re-checks its caller's credential, and the most its ReadRepo decision can age
+    (checked before every fetch; a lost right ends the feed with `event: error`)
+    """
     live_feed_admin_reserve: int = Field(
         8,
         ge=0,
         le=9_999,
-        description="of max_live_feeds, how many only administrators (iam:DeleteUser on users/*) may take",
     )
+    """of `api.max_live_feeds`, how many only administrators (`iam:DeleteUser` on `users/*`) may take; must be below
+    `api.max_live_feeds`
+    """
 
     @model_validator(mode="after")
     def _feed_reserve_below_total(self) -> ApiConfig:
@@ -472,12 +599,18 @@ class TelemetryConfig(_Section):
     (OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_TRACES_SAMPLER, ...); this switch
     turns it on."""
 
-    tracing: bool = Field(False, description="emit OpenTelemetry traces (exporter and sampler from OTEL_*)")
-    trace_storage_calls: bool = Field(
-        False, description="with tracing, also a span per KV and object-store call (several per request)"
-    )
-    health_check_interval_seconds: float = Field(5.0, gt=0, description="how often KV and object store are probed")
-    health_check_timeout_seconds: float = Field(2.0, gt=0, description="a probe slower than this means NOT_SERVING")
+    tracing: bool = False
+    """emit OpenTelemetry traces; exporter, endpoint and sampler from the standard `OTEL_*` variables
+    (see "Running Silt" in the manual)
+    """
+    trace_storage_calls: bool = False
+    """with tracing, also one span per KV and object-store call (`kv.*`, `block.*`): several per request, for finding
+    a slow store
+    """
+    health_check_interval_seconds: float = Field(5.0, gt=0)
+    """how often each service probes its KV and object store for gRPC health"""
+    health_check_timeout_seconds: float = Field(2.0, gt=0)
+    """a probe slower than this means NOT_SERVING (gateway readiness: per dependency)"""
 
 
 class Config(_Section):
