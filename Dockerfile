@@ -45,6 +45,7 @@ COPY protos ./protos
 COPY silt ./silt
 COPY services ./services
 COPY jobs ./jobs
+COPY edge ./edge
 # Silt is installed under /opt/silt-root (--root): the runtime stage copies only those files
 # over the unchanged dependency layer, so a code change rebuilds a few MiB, not the venv.
 RUN { test -f services/ui/static/dist/index.html \
@@ -56,7 +57,7 @@ RUN { test -f services/ui/static/dist/index.html \
        done \
     && /opt/silt/bin/pip install --no-deps --no-build-isolation --root /opt/silt-root . \
     && cp -a /opt/silt-root/opt/silt/. /opt/silt/ \
-    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, services.gateway.server, pyarrow.parquet, pyarrow.fs" \
+    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs" \
     && test -f /opt/silt-root/opt/silt/lib/python3.11/site-packages/services/ui/static/dist/index.html
 
 # --- runtime: the venv only, as a non-root user (image silt) --------------------------------

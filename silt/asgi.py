@@ -7,20 +7,15 @@ a path under `/ui` to the web UI (no bucket is called `ui`: repository names hav
 characters), and an unsigned browser `GET /` (it accepts text/html) to the UI, which redirects
 it to `/ui/`; everything else stays S3.
 
-Services never import each other, so the apps are found by name in a registry (as fsspec
-finds filesystems by protocol): `register(name, "module:factory")`; the factory takes the
-Config and returns an ASGI app. The built-in names point at services/ as strings and are
-imported only when a process asks for them.
+Services never import each other: the apps are built by the edge process's composition root
+(edge/server.py) and handed to the Dispatcher; this module only routes between them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-
-from silt.config import Config
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -34,23 +29,6 @@ UI_PREFIX = "/ui"
 # Scope key of the state the gateway's HTTP protocol keeps for a request's body (its reader and
 # whether the client stopped sending mid-body): both apps on the port read it.
 BODY_STATE = "silt.body"
-
-_REGISTRY: dict[str, str] = {"api": "services.api.app:create_app", "ui": "services.ui.app:create_app"}
-
-
-def register(name: str, target: str) -> None:
-    """Make `name` load the app factory at `target` ("package.module:function")."""
-    if ":" not in target:
-        raise ValueError(f"an app factory is named module:function, got {target!r}")
-    _REGISTRY[name] = target
-
-
-def load_app(name: str, config: Config) -> ASGIApp:
-    """The app registered as `name`, built for config."""
-    module, _, function = _REGISTRY[name].partition(":")
-    factory = getattr(importlib.import_module(module), function)
-    app: ASGIApp = factory(config)
-    return app
 
 
 def _query_has(query: bytes, *names: bytes) -> bool:

@@ -85,6 +85,9 @@ def restart_delay(delay: float, uptime: float, cap: float) -> tuple[float, float
 
 # In start order: everything else needs auth; the gateway and compactor call graveler.
 ALL_SERVICES = ("auth", "graveler", "compactor", "gateway")
+# The module each service runs as (`python -m`): the gateway's port is the edge process, which
+# composes the S3 gateway, the REST API and the web UI.
+ENTRY_POINTS = {name: f"services.{name}.server" for name in ALL_SERVICES} | {"gateway": "edge.server"}
 
 
 class StackError(SiltError):
@@ -101,7 +104,7 @@ def default_data_dir() -> Path:
 
 def available_services() -> list[str]:
     """The services whose entry point exists in this installation (gateway and compactor are newer)."""
-    return [name for name in ALL_SERVICES if importlib.util.find_spec(f"services.{name}.server") is not None]
+    return [name for name in ALL_SERVICES if importlib.util.find_spec(ENTRY_POINTS[name]) is not None]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -375,7 +378,7 @@ class Stack:
         svc.log_file.write(f"\n--- starting {svc.name} at {time.strftime('%Y-%m-%d %H:%M:%S')} ---\n".encode())
         svc.log_file.flush()
         svc.proc = subprocess.Popen(
-            [sys.executable, "-m", f"services.{svc.name}.server"],
+            [sys.executable, "-m", ENTRY_POINTS[svc.name]],
             # The service watches this process and stops when it dies, even by kill -9.
             env={**svc.env, PARENT_PID_ENV: str(os.getpid())},
             stdin=subprocess.DEVNULL,

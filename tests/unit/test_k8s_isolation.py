@@ -34,7 +34,7 @@ CALLS: dict[str, frozenset[str]] = {
     "services.auth.server": frozenset(),
     "services.graveler.server": frozenset({"auth", "compactor"}),
     "services.compactor.server": frozenset({"auth"}),
-    "services.gateway.server": frozenset({"auth", "graveler"}),
+    "edge.server": frozenset({"auth", "graveler"}),
     "silt gc": frozenset({"graveler"}),
     # The setup Job talks to Cassandra and the Kubernetes API only.
     "silt.kv.cassandra_roles": frozenset(),

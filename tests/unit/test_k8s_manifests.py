@@ -168,7 +168,7 @@ def test_the_configmap_is_a_valid_silt_configuration_whose_endpoints_are_service
 
 def test_the_gateway_serves_the_rest_api_with_a_key_of_its_own(overlay: str, tmp_path: Path) -> None:
     # api.enabled: the REST API answers on the gateway's port; without api.credentials it would
-    # answer 503 (services/gateway/server.py), so the gateway's pods get svc-api's key too.
+    # answer 503 (edge/server.py), so the gateway's pods get svc-api's key too.
     docs = render(overlay)
     assert config_of(docs, tmp_path).api.enabled
     (container,) = pod_spec(named(docs, "Deployment", "silt-gateway"))["containers"]
