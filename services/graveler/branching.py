@@ -391,8 +391,7 @@ class Branching:
                 if key is not None:
                     self._staging.drop_key(token, under)
                 else:
-                    for staged in list(self._staging.keys_under(token, under)):
-                        self._staging.drop_key(token, staged)
+                    self._staging.drop_under(token, under)
             if branch.branch.compacted_metarange_id:
                 self._reset_compacted(repo, branch_name, under, key is not None, deadline)
             return self._refs.get_branch(repo, branch_name).branch

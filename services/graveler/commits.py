@@ -294,8 +294,7 @@ class Committer:
         emptied = []
         for token in tokens:
             for prefix in prefixes:
-                for key in list(self._staging.keys_under(token, prefix)):
-                    self._staging.drop_key(token, key)
+                self._staging.drop_under(token, prefix)
             if self._staging.is_empty(token):
                 emptied.append(token)
         if emptied:

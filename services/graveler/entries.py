@@ -23,13 +23,13 @@ from services.graveler.iterators import combined, combined_chunks, live, live_ch
 from services.graveler.model import StagingToken
 from services.graveler.paging import CommonPrefix, delimiter_bytes, first_key, page_amount, page_of_chunks, paginate
 from services.graveler.refs import RefManager, RepoHandle, Resolved
-from services.graveler.staging import StagingStore
+from services.graveler.staging import Staged, StagingStore
 from services.graveler.updater import BranchUpdater, Raced
 from services.graveler.validation import validate_entry_size, validate_key
 from services.graveler.values import TOMBSTONE, KeyValue, Value, decode_entry, entry_value
 from silt.errors import Aborted, FailedPrecondition, NotFound
 from silt.graveler.v1 import model_pb2 as pb
-from silt.kv.store import Predicate, chunk_size, chunked
+from silt.kv.store import chunk_size, chunked
 
 _T = TypeVar("_T")
 Chunk = list[KeyValue]  # consecutive values of a walk (named here: Entries.list shadows list)
@@ -131,9 +131,10 @@ class Entries:
         (docs/design/lockfree-staging.md, conditional writer flow).
 
         The current value comes from a consistent view of the branch (staging token, sealed
-        tokens, compacted or committed metarange); the write is a set_if against the staged
-        value that was read, so a concurrent writer in between makes it fail and the condition
-        is checked again against what that writer staged. Once a set_if succeeded the write is
+        tokens, compacted or committed metarange); the write is a set_if against the key's
+        guard as it was read with the staged value (StagingStore.set_if), so a concurrent
+        conditional writer in between makes it fail and the condition is checked again against
+        what that writer staged. Once a set_if succeeded the write is
         never reported as refused: if a commit sealed the token meanwhile, the value is staged
         again in the new token while it is still the current value; if another writer's value
         is current by then, the order of the two cannot be told and ours may already be in a
@@ -141,24 +142,24 @@ class Entries:
         """
         written = False
 
-        def current(resolved: Resolved) -> tuple[StagingToken, Value | None, Predicate | None]:
+        def current(resolved: Resolved) -> tuple[StagingToken, Value | None, Staged]:
             if resolved.branch is None:
                 raise FailedPrecondition("conditional writes go to branches only")
             token = resolved.branch.tokens[0]
-            staged, predicate = self._staging.get_with_predicate(token, key)
-            if staged is not None:
-                return token, (None if staged.tombstone else staged), predicate
-            return token, self._get(repo, resolved, key), None
+            staged = self._staging.read_for_write(token, key)
+            if staged.value is not None:
+                return token, (None if staged.value.tombstone else staged.value), staged
+            return token, self._get(repo, resolved, key), staged
 
         def attempt(number: int) -> int:
             nonlocal written
-            token, value_now, predicate = self.read(repo, branch_name, current, deadline)
+            token, value_now, staged = self.read(repo, branch_name, current, deadline)
             if not written:
                 condition.check(value_now, key)
             elif value_now != value:
                 raise Aborted(f"conditional write of {key!r} conflicted with a concurrent write; retry")
-            # PredicateFailed (another writer staged the key since the read) retries the attempt.
-            self._staging.set_if(token, key, value, predicate)
+            # PredicateFailed (another conditional writer got in since the read) retries the attempt.
+            self._staging.set_if(token, key, value, staged)
             written = True
             fresh = self._refs.fresh_branch(repo, branch_name).branch
             if fresh.staging_token != token:

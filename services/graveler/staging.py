@@ -1,20 +1,45 @@
-"""Staged writes: one KV partition per staging token, keys ``key/<object key>`` (docs/design/kv.md)."""
+"""Staged writes: one KV partition per staging token (docs/design/kv.md).
+
+Keys ``key/<object key>`` hold the staged values, written and deleted only by plain writes
+stamped with the journal's logical clock (unconditional and conditional writes alike). Keys
+``guard/<object key>`` are the conditional writers' guards, written and deleted only by
+compare-and-set: on Cassandra a key written both ways is unsafe (a plain write and a Paxos
+ballot are not ordered on one cell), so conditional writers exclude each other on the guard and
+then write the value plainly (docs/design/lockfree-staging.md, conditional writer flow). Every
+scan of staged values reads the ``key/`` prefix only, so guards never show in listings or
+commits.
+"""
 
 from __future__ import annotations
 
+import struct
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from services.graveler.model import StagingToken
 from services.graveler.values import KeyValue, Value
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
-from silt.journal.store import raw_store
+from silt.journal.store import JournaledStore, journaled, raw_store
 from silt.kv import Store
+from silt.kv.conditional import delete_current
 from silt.kv.store import SCAN_CHUNK, Predicate, scan_prefix
 
 KEY_PREFIX = b"key/"
+GUARD_PREFIX = b"guard/"
+# A guard's value: the logical timestamp of the write it admitted, then the staged value.
+_GUARD_TIMESTAMP = struct.Struct(">Q")
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What a conditional writer read of one key in one token: the staged value (None: nothing
+    staged; a tombstone is a value) and the predicate of the key's guard (None: no guard)."""
+
+    value: Value | None
+    guard: Predicate | None
 
 
 def new_token(repo_partition: bytes, branch: str) -> StagingToken:
@@ -24,22 +49,52 @@ def new_token(repo_partition: bytes, branch: str) -> StagingToken:
 
 class StagingStore:
     def __init__(self, kv: Store) -> None:
-        self.kv = kv
+        # Journaled (graveler's store is already): staged values carry their logical timestamp.
+        self.kv: JournaledStore = journaled(kv)
 
     def set(self, token: StagingToken, key: bytes, value: Value) -> None:
         self.kv.set(token.encode(), KEY_PREFIX + key, _encode(value))
 
-    def set_if(self, token: StagingToken, key: bytes, value: Value, predicate: Predicate | None) -> None:
-        """Stage value only if the staged value is still the one read with predicate (None:
-        nothing staged). PredicateFailed otherwise."""
-        self.kv.set_if(token.encode(), KEY_PREFIX + key, _encode(value), predicate)
+    def read_for_write(self, token: StagingToken, key: bytes) -> Staged:
+        """The staged value of key in token as a conditional write must judge it, and its guard.
 
-    def get_with_predicate(self, token: StagingToken, key: bytes) -> tuple[Value | None, Predicate | None]:
+        A guard admitting a write newer than the staged value means its writer has not written
+        yet, or died before it could: the write is finished here, with the writer's value at
+        the writer's logical timestamp, so it lands exactly as the writer's own would (same
+        bytes, same write time; a later write of the key still wins) and is the value judged.
+        """
+        partition = token.encode()
+        # The value before the guard: deleters of staged keys remove the guard first (drop_key,
+        # drop_under, drop), so a value found deleted is never brought back from a guard read
+        # before the deletion.
         try:
-            found = self.kv.get(token.encode(), KEY_PREFIX + key)
+            found, written_at = self.kv.get_stamped(partition, KEY_PREFIX + key)
+            value: Value | None = _decode(found.value)
         except NotFound:
-            return None, None
-        return _decode(found.value), found.predicate
+            value, written_at = None, -1
+        try:
+            guard = self.kv.get(partition, GUARD_PREFIX + key)
+        except NotFound:
+            return Staged(value, None)
+        admitted_at, admitted = _decode_guard(guard.value)
+        self.kv.clock.observe(admitted_at)
+        if admitted_at > written_at:
+            self.kv.apply(partition, [(KEY_PREFIX + key, _encode(admitted))], timestamp=admitted_at)
+            value = admitted
+        return Staged(value, guard.predicate)
+
+    def set_if(self, token: StagingToken, key: bytes, value: Value, read: Staged) -> None:
+        """Stage value only if no conditional writer of key in token got in since read
+        (PredicateFailed otherwise): a compare-and-set of the key's guard, admitting this write
+        at a fresh logical timestamp, then the value written plainly at that timestamp.
+
+        The timestamp is past both read (the clock observed them), so the write supersedes the
+        value judged. A writer that dies between the two steps leaves its write to the next
+        conditional writer of the key (read_for_write)."""
+        partition = token.encode()
+        at = self.kv.clock.now()
+        self.kv.set_if(partition, GUARD_PREFIX + key, _encode_guard(at, value), read.guard)
+        self.kv.apply(partition, [(KEY_PREFIX + key, _encode(value))], timestamp=at)
 
     def get(self, token: StagingToken, key: bytes) -> Value | None:
         try:
@@ -81,10 +136,22 @@ class StagingStore:
             yield values
 
     def drop_key(self, token: StagingToken, key: bytes) -> None:
+        """Delete key's staged value and guard from token. The guard goes first, by
+        compare-and-set as it is written: a conditional writer reads the value before the guard,
+        so it never finishes, from a guard read before the deletion, a write deleted since."""
+        delete_current(self.kv, token.encode(), GUARD_PREFIX + key)
         self.kv.delete(token.encode(), KEY_PREFIX + key)
 
+    def drop_under(self, token: StagingToken, prefix: bytes) -> None:
+        """drop_key of every staged key of token under prefix (all guards first)."""
+        partition = token.encode()
+        for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX + prefix)):
+            delete_current(self.kv, partition, guard.key)
+        for key in list(self.keys_under(token, prefix)):
+            self.kv.delete(partition, KEY_PREFIX + key)
+
     def drop(self, token: StagingToken, pace: float = 0.0) -> None:
-        """Delete the staged values of an unreachable token, unjournaled (the KV interface has
+        """Delete the staged values and guards of an unreachable token, unjournaled (the KV interface has
         no drop-partition), and leave its journal rows to the shipper.
 
         Only called once the branch update that made the token unreachable (commit, reset,
@@ -97,6 +164,9 @@ class StagingStore:
         tight loop of them makes staging writes queue behind it for tens of milliseconds.
         """
         raw = raw_store(self.kv)
+        # Guards before values, as drop_key; by compare-and-set, as they are written.
+        for guard in list(scan_prefix(raw, token.encode(), GUARD_PREFIX)):
+            delete_current(raw, token.encode(), guard.key)
         burst_started = time.perf_counter()
         for entry in scan_prefix(raw, token.encode(), KEY_PREFIX):
             raw.delete(token.encode(), entry.key)
@@ -126,3 +196,11 @@ def _decode(data: bytes) -> Value:
     record = pb.StagedValue()
     record.ParseFromString(data)
     return Value(record.identity, record.data, record.tombstone)
+
+
+def _encode_guard(at: int, value: Value) -> bytes:
+    return _GUARD_TIMESTAMP.pack(at) + _encode(value)
+
+
+def _decode_guard(data: bytes) -> tuple[int, Value]:
+    return _GUARD_TIMESTAMP.unpack_from(data)[0], _decode(data[_GUARD_TIMESTAMP.size :])

@@ -18,6 +18,8 @@ AFTER_JOURNAL = b"journal0"
 
 # Staged values (`key/<object key>` in a staging-token partition): the keys written blindly.
 STAGED_KIND = "staged"
+# Conditional staging writers' guards (`guard/<object key>` in a staging-token partition).
+GUARD_KIND = "staging_guard"
 
 # Keys of the `graveler` partition and of a repository partition, by prefix, most specific first.
 _KINDS_BY_PREFIX: tuple[tuple[bytes, str], ...] = (
@@ -32,6 +34,7 @@ _KINDS_BY_PREFIX: tuple[tuple[bytes, str], ...] = (
     (b"gc/rules", "gc_rules"),
     (b"settings/", "settings"),
     (b"key/", STAGED_KIND),
+    (b"guard/", GUARD_KIND),
 )
 
 

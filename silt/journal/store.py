@@ -63,11 +63,16 @@ class JournaledStore(Store):
     # --- reads ---------------------------------------------------------------------------
 
     def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
+        return self.get_stamped(partition, key)[0]
+
+    def get_stamped(self, partition: bytes, key: bytes) -> tuple[ValueWithPredicate, int]:
+        """get, and the logical timestamp of the value's write (0 for a value written before
+        journaling)."""
         found = self._inner.get(partition, key)
         timestamp, value = envelope.unwrap(found.value)
         self.clock.observe(timestamp)
         # The predicate stays the stored bytes: a later set_if compares what is stored.
-        return ValueWithPredicate(value, found.predicate)
+        return ValueWithPredicate(value, found.predicate), timestamp
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         # Entry by entry over the driver's scan, at its own page size (scan_prefix stops at the
@@ -128,7 +133,7 @@ class JournaledStore(Store):
     # --- writes --------------------------------------------------------------------------
 
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
-        if not self.enabled:
+        if not self.enabled and key_kind(key) != STAGED_KIND:
             self._inner.set(partition, key, value)
             return
         self.apply(partition, [(key, value)])
@@ -140,7 +145,7 @@ class JournaledStore(Store):
         self.apply(partition, [(key, value)], condition=(key, predicate))
 
     def delete(self, partition: bytes, key: bytes) -> None:
-        if not self.enabled:
+        if not self.enabled and key_kind(key) != STAGED_KIND:
             self._inner.delete(partition, key)
             return
         self.apply(partition, [], [key])
@@ -153,44 +158,43 @@ class JournaledStore(Store):
         condition: Condition | None = None,
         timestamp: int | None = None,
     ) -> None:
-        """Apply puts and deletes (values unwrapped) with their journal row; the logical
-        timestamp is this store's to choose, so timestamp must be None."""
-        if timestamp is not None:
-            raise InvalidArgument("JournaledStore.apply: the logical clock chooses the write timestamp")
-        check_apply(partition, puts, deletes, condition, None)
-        for key in [*(k for k, _ in puts), *deletes]:
+        """Apply puts and deletes (values unwrapped) with their journal row.
+
+        The logical timestamp is this store's to choose, with one exception: a blind write of
+        staged values may be given the logical timestamp another writer chose for it (a
+        conditional staging write finished on its owner's behalf, services/graveler/staging.py),
+        so that it lands exactly as the owner's own write would. Anything else with a timestamp
+        is InvalidArgument."""
+        check_apply(partition, puts, deletes, condition, timestamp)
+        keys = [*(k for k, _ in puts), *deletes]
+        for key in keys:
             if is_journal_key(key):
                 raise InvalidArgument("KV keys under journal/ are the journal's own")
-        if not self.enabled:
+        # Staged values are written blindly by many writers, so only the write time can make the
+        # value kept the one the journal orders last. Every other key changes by compare-and-set,
+        # ordered by what the writer read; a plain write or delete of such a key (deleting a
+        # branch) must sort after the last compare-and-set, whose write time on Cassandra is its
+        # Paxos ballot from the coordinator's clock, so it takes the coordinator's clock too.
+        blind_staged = condition is None and all(key_kind(key) == STAGED_KIND for key in keys)
+        if timestamp is not None and not blind_staged:
+            raise InvalidArgument("JournaledStore.apply: the logical clock chooses the write timestamp")
+        if not self.enabled and not blind_staged:
             self._inner.apply(partition, puts, deletes, condition)
             return
-        logical = self.clock.now()
+        # Even unjournaled, staged values keep their envelope and write time: conditional staging
+        # writes compare the timestamps of what they read (StagingStore.read_for_write).
+        if timestamp is None:
+            logical = self.clock.now()
+        else:
+            self.clock.observe(timestamp)
+            logical = timestamp
         stored = [(bytes(key), envelope.wrap(logical, bytes(value))) for key, value in puts]
         rows = list(stored)
-        context = current_context()
+        context = current_context() if self.enabled else None
         if context is not None:
             record = self._record(context, logical, partition, stored, deletes)
             rows.append((record_key(logical, self.clock.writer_id, record.sequence), encode_record(record)))
-        self._inner.apply(partition, rows, deletes, condition, self._write_time(logical, puts, deletes, condition))
-
-    @staticmethod
-    def _write_time(
-        logical: int, puts: Sequence[tuple[bytes, bytes]], deletes: Sequence[bytes], condition: Condition | None
-    ) -> int | None:
-        """The write time to give the driver: the logical timestamp for blind writes of staged
-        values, None (the store's own clock) otherwise.
-
-        Staged values are written blindly by many writers, so only the write time can make the
-        value kept the one the journal orders last. Every other key changes by compare-and-set,
-        ordered by what the writer read; a plain write or delete of such a key (deleting a
-        branch) must sort after the last compare-and-set, whose write time on Cassandra is its
-        Paxos ballot from the coordinator's clock, so it takes the coordinator's clock too.
-        """
-        if condition is not None:
-            return None
-        if all(key_kind(key) == STAGED_KIND for key in [*(k for k, _ in puts), *deletes]):
-            return logical
-        return None
+        self._inner.apply(partition, rows, deletes, condition, logical if blind_staged else None)
 
     def _record(
         self,

@@ -161,7 +161,11 @@ def test_conditional_staging_write_refused_leaves_no_record(journaled: Journaled
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     handle = journaled.graveler.refs.get_repository(repo)
     token = journaled.graveler.refs.get_branch(handle, "main").branch.staging_token.encode()
-    assert journaled.events(repo, [token]) == [("object_write", "bob", "staged")]
+    # The write that succeeded: its guard's compare-and-set and the value; the refusal: nothing.
+    assert sorted(journaled.events(repo, [token])) == [
+        ("object_write", "bob", "staged"),
+        ("object_write", "bob", "staging_guard"),
+    ]
 
 
 def ref_events(j: Journaled, repo: str) -> list[tuple[str, str, str]]:

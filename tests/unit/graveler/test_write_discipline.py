@@ -17,10 +17,14 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import pytest
+
 from services.graveler.deadline import Deadline
+from services.graveler.entries import Condition as WriteCondition
 from services.graveler.graveler import Graveler
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
+from silt.errors import FailedPrecondition
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.record import JOURNAL_PREFIX
 from silt.kv.mem import MemStore
@@ -103,6 +107,11 @@ def _stage(graveler: Graveler, repository: str, branch: str, key: str) -> None:
     graveler.stage_entry(repository, branch, key, pb.Entry(physical_address=f"data/{key}", size=1, etag="e"))
 
 
+def _stage_if(graveler: Graveler, repository: str, branch: str, key: str, condition: WriteCondition) -> None:
+    entry = pb.Entry(physical_address=f"data/{key}", size=1, etag="e")
+    graveler.stage_entry(repository, branch, key, entry, condition=condition)
+
+
 def test_graveler_managers_never_mix_plain_writes_and_lwts_on_a_key(tmp_path: Path) -> None:
     recorded = RecordingStore(MemStore())
     graveler = open_graveler(recorded, LocalAdapter(tmp_path / "data"))
@@ -123,6 +132,22 @@ def test_graveler_managers_never_mix_plain_writes_and_lwts_on_a_key(tmp_path: Pa
         _stage(graveler, "repo", "feature", "c.csv")
         graveler.compact("repo", "feature")
         graveler.reset_branch("repo", "feature", key="c.csv")
+        # Conditional staging writes (S3's If-None-Match / If-Match, expiry's conditional
+        # deletes) next to plain ones of the same keys; keys and prefixes reset, a partial commit
+        # dropping what it committed: staged values stay plain, their guards compare-and-set.
+        entries, handle = graveler.entries, graveler.refs.repository("repo")
+        for key in ("e.csv", "f/1.csv", "f/2.csv", "g/1.csv"):
+            _stage_if(graveler, "repo", "feature", key, WriteCondition(if_absent=True))
+        _stage(graveler, "repo", "feature", "e.csv")
+        _stage_if(graveler, "repo", "feature", "e.csv", WriteCondition(if_match_etag="e"))
+        with pytest.raises(FailedPrecondition):
+            _stage_if(graveler, "repo", "feature", "e.csv", WriteCondition(if_absent=True))
+        entries.delete_if(handle, "feature", "e.csv", WriteCondition(if_match_etag="*"), deadline)
+        graveler.reset_branch("repo", "feature", key="e.csv")
+        graveler.reset_branch("repo", "feature", prefix="f/")
+        graveler.commit("repo", "feature", "g only", committer="alice", prefixes=["g/"])
+        _stage_if(graveler, "repo", "feature", "e.csv", WriteCondition(if_absent=True))
+        graveler.commit("repo", "feature", "the rest", committer="alice")
         graveler.create_tag("repo", "v1", "feature")
         graveler.create_tag("repo", "v2", "feature")
         graveler.delete_tag("repo", "v2")
