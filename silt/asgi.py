@@ -26,9 +26,6 @@ ASGIApp = Callable[..., Awaitable[None]]
 
 API_PREFIX = "/api/v1"
 UI_PREFIX = "/ui"
-# Scope key of the state the gateway's HTTP protocol keeps for a request's body (its reader and
-# whether the client stopped sending mid-body): both apps on the port read it.
-BODY_STATE = "silt.body"
 
 
 def _query_has(query: bytes, *names: bytes) -> bool:

@@ -20,7 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from services.api.backend import UploadLimits
 from services.api.errors import ApiError, bad_request
-from silt.asgi import BODY_STATE
+from silt.request_body import body_end
 
 # S3's limit on one PUT: bigger objects go through S3 multipart uploads.
 MAX_UPLOAD_BYTES = 5 * 1024**3
@@ -55,7 +55,7 @@ class RawChunks:
             raise too_large(limit)
         self._stream: AsyncIterator[bytes] = request.stream().__aiter__()
         # Marked by the connection protocol when the client half-closed inside the body.
-        self._state = request.scope.get(BODY_STATE)
+        self._end = body_end(request.scope)
         self._limit = limit
         self._pace = pace
         self._started = time.monotonic()
@@ -95,8 +95,7 @@ class RawChunks:
                 return chunk
 
     def _check_complete(self) -> None:
-        cut = isinstance(self._state, dict) and self._state.get("cut")
-        if cut or (self.declared is not None and self.received != self.declared):
+        if self._end.cut or (self.declared is not None and self.received != self.declared):
             raise bad_request(self._short_message())
 
     def _short_message(self) -> str:

@@ -21,7 +21,8 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from services.gateway.errors import S3Error, error_body
-from silt.asgi import BODY_STATE, is_api_path
+from silt.asgi import is_api_path
+from silt.request_body import BodyEnd, track_body
 from silt.rpc.limits import peer_address
 
 
@@ -73,6 +74,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._head_timer: asyncio.TimerHandle | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
         self._counted_as: str | None = None
+        # The current request's, from its head on (silt/request_body.py).
+        self._body_end: BodyEnd | None = None
         # uvicorn's own keep-alive timer closes a connection idle after an answer.
         self.timeout_keep_alive = LIMITS.idle_timeout_s  # type: ignore[assignment]
         if len(self.connections) > LIMITS.max_connections:
@@ -109,9 +112,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             return None
         cycle.more_body = False
         cycle.keep_alive = False
-        state = cycle.scope.get(BODY_STATE)
-        if isinstance(state, dict):
-            state["cut"] = True  # for a body with no Content-Length (chunked), the only sign
+        if self._body_end is not None:
+            self._body_end.cut = True  # for a body with no Content-Length (chunked), the only sign
         cycle.message_event.set()
         return True
 
@@ -160,17 +162,16 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         cycle = self.cycle
         if cycle is None or cycle.response_complete or cycle.more_body:
             return False
-        state = cycle.scope.get(BODY_STATE)
-        if not isinstance(state, dict) or not state.get("declared"):
+        if self._body_end is None or not self._body_end.declared:
             return False
-        state["overrun"] = True
+        self._body_end.overrun = True
         return True
 
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._disarm_head_timer()
         declared = any(name.lower() == b"content-length" and value.strip() != b"0" for name, value in self.headers)
-        self.scope[BODY_STATE] = {"declared": declared, "overrun": False}  # type: ignore[literal-required]
+        self._body_end = track_body(self.scope, declared)  # type: ignore[arg-type]
         super().on_headers_complete()
 
     def on_message_begin(self) -> None:

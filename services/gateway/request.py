@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from services.gateway.errors import S3Error
-from silt.asgi import BODY_STATE
+from silt.request_body import BodyEnd, body_end
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
@@ -24,15 +24,13 @@ class _BodyIdleTimeout:
 BODY_IDLE_TIMEOUT = _BodyIdleTimeout()
 
 
-# The connection protocol (services/gateway/protocol.py) keeps under silt.asgi.BODY_STATE
-# {"declared": bool, "overrun": bool, "cut": bool}: whether the body had a length, was overrun,
-# or ended mid-body.
 class Body:
-    """The request body as it arrives: read in pieces, never collected whole unless asked."""
+    """The request body as it arrives: read in pieces, never collected whole unless asked.
+    `end` is what the connection saw of it (silt/request_body.py)."""
 
-    def __init__(self, receive: Receive, state: dict[str, bool] | None = None) -> None:
+    def __init__(self, receive: Receive, end: BodyEnd | None = None) -> None:
         self._receive = receive
-        self._state = state or {}
+        self._end = end or BodyEnd()
         self._buffer = bytearray()
         self._done = False
         self.received = 0  # bytes that arrived so far (for metrics and the access log)
@@ -53,14 +51,14 @@ class Body:
         self.received += len(chunk)
         self._buffer += chunk
         self._done = not message.get("more_body", False)
-        if self._done and self._state.get("overrun"):
+        if self._done and self._end.overrun:
             raise S3Error("IncompleteBody", "the body is longer than its Content-Length")
         return True
 
     @property
     def overrun(self) -> bool:
         """The client sent bytes past the end of this body (see services/gateway/protocol.py)."""
-        return bool(self._state.get("overrun"))
+        return self._end.overrun
 
     @property
     def finished(self) -> bool:
@@ -203,5 +201,5 @@ def from_scope(scope: dict[str, Any], receive: Receive) -> Request:
         headers=headers,
         repeated=frozenset(repeated),
         host=headers.get("host", ""),
-        body=Body(receive, scope.get(BODY_STATE)),
+        body=Body(receive, body_end(scope)),
     )
