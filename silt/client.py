@@ -55,7 +55,7 @@ ACCESS_KEY_ENV = "SILT_ACCESS_KEY_ID"
 SECRET_KEY_ENV = "SILT_SECRET_ACCESS_KEY"
 CALL_TIMEOUT_SECONDS = 60.0
 
-# Exit codes of the CLI (documented in README "CLI").
+# Exit codes of the CLI (documented in docs/clients/cli.md).
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2

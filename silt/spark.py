@@ -1,6 +1,6 @@
 """Spark settings for reaching Silt (or any S3 endpoint) through the Hadoop S3A connector.
 
-One place knows the S3A settings, so the README, `silt auth env --spark`, the GC job and the
+One place knows the S3A settings, so the manual (docs/clients/spark.md), `silt auth env --spark`, the GC job and the
 tests all say the same thing. The connector's jars (hadoop-aws 3.3.1 and the AWS SDK bundle
 1.11.901) come from the `sagemaker-pyspark` wheel, installed by `make` with --no-deps.
 

@@ -1,6 +1,6 @@
 """The REST API as an ASGI app: lakeFS's `/api/v1` routes over graveler and auth.
 
-Shape (DESIGN.md, "Models to learn from"): each route is a small typed function; the caller,
+Shape (docs/design/api.md, "Shape"): each route is a small typed function; the caller,
 the backend and `authorize` come in by dependency injection (context.py); errors are raised
 as typed exceptions (errors.py) and become lakeFS's JSON `{"message": ...}` here, in one place.
 """

@@ -1,4 +1,4 @@
-"""Block adapters: where object bytes live (README, "Block adapters").
+"""Block adapters: where object bytes live (docs/architecture.md, "Block adapters").
 
 ``open_adapter`` picks the adapter named by ``blockstore.type``; the adapters themselves
 live in silt/block/local.py and silt/block/s3.py, the interface in silt/block/adapter.py.

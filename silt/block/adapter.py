@@ -1,4 +1,4 @@
-"""The block adapter interface: where object bytes live (README, "Block adapters").
+"""The block adapter interface: where object bytes live (docs/architecture.md, "Block adapters").
 
 An object is addressed by a storage namespace and a key inside it. A storage namespace is
 a URI whose scheme names the adapter:

@@ -1,6 +1,6 @@
 """Whether a Cassandra keyspace and consistency level keep acknowledged writes through the loss
-of one node (README, "Durability"). Pure functions: the store feeds them what the cluster
-reports, `silt check` and service start-up print what they return."""
+of one node (docs/operations/running.md, "Durability and failures"). Pure functions: the store
+feeds them what the cluster reports, `silt check` and service start-up print what they return."""
 
 from __future__ import annotations
 

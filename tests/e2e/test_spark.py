@@ -21,7 +21,7 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.spark import S3AEndpoint, s3a_jars, use_endpoint_for_bucket
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SPARK_PAGE = Path(__file__).resolve().parents[2] / "docs" / "clients" / "spark.md"
 
 
 @pytest.fixture(scope="module")
@@ -124,13 +124,13 @@ def test_save_as_table_with_an_external_location(spark: Any, repo: str) -> None:
 
 
 def readme_spark_example() -> str:
-    match = re.search(r"<!-- spark-example -->\n```python\n(.*?)\n```", README.read_text(), re.S)
-    assert match, "README.md lost its <!-- spark-example --> block"
+    match = re.search(r"<!-- spark-example -->\n```python\n(.*?)\n```", SPARK_PAGE.read_text(), re.S)
+    assert match, "docs/clients/spark.md lost its <!-- spark-example --> block"
     return match.group(1)
 
 
 def test_the_readme_spark_example_runs_as_written(stack: GatewayStack, tmp_path: Path) -> None:
-    # Its own process and JVM, as a reader would run it: the README's code, the reader's env.
+    # Its own process and JVM, as a reader would run it: the manual's code, the reader's env.
     stack.client().create_bucket(Bucket="example")
     script = tmp_path / "example.py"
     script.write_text(readme_spark_example())

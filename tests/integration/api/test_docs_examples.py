@@ -1,6 +1,6 @@
-"""The README's lakeFS-client examples (one per client: lakefs-sdk, lakefs, lakefs-spec with
-pandas), each run as written against the API stack, with only the endpoint, the credentials and
-the repository name swapped in."""
+"""The manual's lakeFS-client examples (docs/clients/lakefs.md, one per client: lakefs-sdk, lakefs,
+lakefs-spec with pandas), each run as written against the API stack, with only the endpoint, the
+credentials and the repository name swapped in."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from tests.integration.api.conftest import Api
 
-README = Path(__file__).resolve().parents[3] / "README.md"
-README_ENDPOINT = "http://127.0.0.1:8000"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "clients" / "lakefs.md"
+DOC_ENDPOINT = "http://127.0.0.1:8000"
 
 # Which example: a line only its code has -> the repository it creates, and what it prints.
 EXAMPLES = {
@@ -24,26 +24,23 @@ EXAMPLES = {
 
 
 def examples(text: str) -> list[str]:
-    """The python blocks of the "lakeFS clients" section, in order."""
-    start = text.index("### lakeFS clients")
-    end = text.find("\n## ", start)
-    section = text[start : end if end >= 0 else len(text)]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    """The python blocks of the lakeFS clients page, in order."""
+    return re.findall(r"```python\n(.*?)```", text, re.S)
 
 
 def example(text: str, marker: str) -> str:
     found = [code for code in examples(text) if marker in code]
-    assert len(found) == 1, f"the README's lakeFS clients section has {len(found)} examples with {marker!r}"
+    assert len(found) == 1, f"docs/clients/lakefs.md has {len(found)} examples with {marker!r}"
     return found[0]
 
 
 @pytest.mark.parametrize("marker", list(EXAMPLES))
-def test_the_readme_example_runs_against_the_api(api: Api, capsys: pytest.CaptureFixture[str], marker: str) -> None:
+def test_the_manual_example_runs_against_the_api(api: Api, capsys: pytest.CaptureFixture[str], marker: str) -> None:
     repo, expected = EXAMPLES[marker]
     name = f"{repo}-{secrets.token_hex(4)}"
-    code = example(README.read_text(), marker)
-    assert repo in code and README_ENDPOINT in code
-    code = code.replace(README_ENDPOINT, api.stack.endpoint).replace(repo, name)
+    code = example(PAGE.read_text(), marker)
+    assert repo in code and DOC_ENDPOINT in code
+    code = code.replace(DOC_ENDPOINT, api.stack.endpoint).replace(repo, name)
     admin = api.stack.admin
     exec(code, {"KEY_ID": admin.access_key_id, "SECRET": admin.secret_access_key.get_secret_value()})
     printed = capsys.readouterr().out
