@@ -1,14 +1,16 @@
 """The manual (mkdocs.yml over docs/) builds in strict mode, so a broken internal link or anchor
-fails `make test`."""
+fails `make test`, and the README, its front page, stays short and links only to pages that exist."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+README_MAX_LINES = 250
 
 
 def test_the_manual_builds_strict(tmp_path: Path) -> None:
@@ -24,3 +26,15 @@ def test_the_manual_builds_strict(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "index.html").is_file()
+
+
+def test_the_readme_is_a_front_page() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; the manual (docs/) holds the rest"
+
+
+def test_the_readme_links_into_docs_resolve() -> None:
+    text = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\((docs/[^)#\s]+)(?:#[^)\s]*)?\)", text)
+    missing = [target for target in targets if not (ROOT / target).is_file()]
+    assert not missing, f"README.md links to missing files: {missing}"
