@@ -43,9 +43,11 @@ function refuseHtmlStrings() {
 }
 
 function typecheck() {
-  const tsc = join(here, "node_modules", ".bin", "tsc");
+  // TypeScript 7 (the native compiler), installed as "typescript-native": "typescript" is 6.0,
+  // whose JavaScript API typescript-eslint needs (see README.md).
+  const tsc = join(here, "node_modules", "typescript-native", "bin", "tsc");
   try {
-    execFileSync(tsc, ["--noEmit", "-p", join(here, "tsconfig.json")], { stdio: "inherit" });
+    execFileSync(process.execPath, [tsc, "--noEmit", "-p", join(here, "tsconfig.json")], { stdio: "inherit" });
   } catch {
     console.error("build refused: type errors");
     process.exit(1);

@@ -5,7 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { onUnauthenticated } from "./api";
 import { ErrorPage, Loading } from "./components/error_page";
 import { RepoLayout, Shell } from "./components/layout";
-import { href, match, navigate, useLocation } from "./components/router";
+import { href, match, navigate, safeNext, useLocation } from "./components/router";
 import type { RouteDef } from "./components/routes";
 import { UserContext } from "./components/user";
 import { ApiError } from "./api";
@@ -68,10 +68,13 @@ export function App() {
     );
   }
   const signOut = () => {
-    logout().finally(() => {
-      setSession({ kind: "signed-out" });
-      navigate(href("/login"), true);
-    });
+    // Signed out here whatever the server answers: a failed logout leaves nothing to retry.
+    void logout()
+      .catch(() => undefined)
+      .finally(() => {
+        setSession({ kind: "signed-out" });
+        navigate(href("/login"), true);
+      });
   };
   return (
     <UserContext.Provider value={session.user}>
@@ -80,18 +83,6 @@ export function App() {
       </Shell>
     </UserContext.Provider>
   );
-}
-
-/** Where to go after signing in: a path of this UI only (never another origin or scheme). */
-export function safeNext(next: string | null): string {
-  const home = href("/");
-  if (!next || !next.startsWith(home) || next.startsWith("//") || next.includes("\\")) return home;
-  try {
-    const target = new URL(next, window.location.origin);
-    return target.origin === window.location.origin && target.pathname.startsWith(home) ? next : home;
-  } catch {
-    return home;
-  }
 }
 
 function Routed({ path, query, user }: { path: string; query: URLSearchParams; user: CurrentUser }) {

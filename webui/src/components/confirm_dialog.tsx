@@ -38,7 +38,7 @@ export function ConfirmDialog(props: ConfirmDialogProps) {
   };
   return (
     <dialog ref={dialog} class="dialog" onClose={props.onClose} data-testid="confirm-dialog">
-      <form onSubmit={confirm}>
+      <form onSubmit={(event) => void confirm(event)}>
         <h3>{props.title}</h3>
         {props.children}
         {props.typeToConfirm !== undefined && (

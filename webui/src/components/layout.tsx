@@ -20,8 +20,8 @@ export const REPO_TABS: { tab: RepoTab; label: string }[] = [
 // Tabs that show one ref keep the ref the user is looking at.
 const REF_TABS = new Set<RepoTab>(["objects", "changes", "commits", "live"]);
 
-/** The URL of a repository page: a tab, or another page below the repository ("object"). */
-export function repoHref(repo: string, page: RepoTab | string, query: Record<string, string | undefined> = {}): string {
+/** The URL of a repository page: a tab (a RepoTab), or another page below the repository ("object"). */
+export function repoHref(repo: string, page: string, query: Record<string, string | undefined> = {}): string {
   return href(`/repositories/${encodeURIComponent(repo)}/${page}`, query);
 }
 

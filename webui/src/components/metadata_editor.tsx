@@ -4,12 +4,12 @@ import { useState } from "preact/hooks";
 
 export type Metadata = Record<string, string>;
 
-interface Row {
+export interface Row {
   key: string;
   value: string;
 }
 
-function toMetadata(rows: Row[]): Metadata {
+export function toMetadata(rows: Row[]): Metadata {
   const metadata: Metadata = {};
   for (const row of rows) if (row.key.trim()) metadata[row.key.trim()] = row.value;
   return metadata;

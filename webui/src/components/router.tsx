@@ -30,6 +30,18 @@ export function href(path: string, query: Record<string, string | undefined> = {
   return UI_BASE + path + (search ? "?" + search : "");
 }
 
+/** Where to go after signing in: a path of this UI only (never another origin or scheme). */
+export function safeNext(next: string | null, origin: string = window.location.origin): string {
+  const home = href("/");
+  if (!next || !next.startsWith(home) || next.startsWith("//") || next.includes("\\")) return home;
+  try {
+    const target = new URL(next, origin);
+    return target.origin === origin && target.pathname.startsWith(home) ? next : home;
+  } catch {
+    return home;
+  }
+}
+
 /** Goes to a browser URL made by href(); `replace` keeps the history entry. */
 export function navigate(url: string, replace = false): void {
   if (replace) window.history.replaceState(null, "", url);

@@ -30,7 +30,8 @@ export function useIsAdmin(): boolean {
       adminAnswers.set(user.id, asked);
     }
     let current = true;
-    asked.then((answer) => current && setAdmin(answer));
+    // Never rejects: a failed call is the answer false.
+    void asked.then((answer) => current && setAdmin(answer));
     return () => {
       current = false;
     };

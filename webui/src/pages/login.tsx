@@ -22,7 +22,7 @@ export function LoginPage({ onLogin }: { onLogin: (user: CurrentUser) => void })
   };
   return (
     <main class="login">
-      <form class="card" onSubmit={submit} data-testid="login-form">
+      <form class="card" onSubmit={(event) => void submit(event)} data-testid="login-form">
         <h1>Silt</h1>
         <p>Sign in with an access key.</p>
         <label>

@@ -6,11 +6,11 @@ import { ApiError, type Page, api, apiUrl, seg } from "../api";
 import { ConfirmDialog } from "../components/confirm_dialog";
 import { ErrorPage, Loading } from "../components/error_page";
 import { formatBytes, formatTime } from "../components/format";
-import { repoHref } from "../components/layout";
 import { RefPicker } from "../components/ref_picker";
 import { Link, navigate } from "../components/router";
 import { useAsync } from "../components/use_async";
 import { useIsAdmin } from "../components/user";
+import { crumbs, objectHref, objectsHref, parentOf } from "./objects_paths";
 import { Preview, objectUrlPath } from "./objects_preview";
 import { UploadForm } from "./objects_upload";
 import type { Repository } from "./repos";
@@ -50,37 +50,16 @@ function useIsBranch(repo: string, ref: string) {
   }, [repo, ref]).data;
 }
 
-function objectsHref(repo: string, ref: string, path: string, after?: string, page?: number): string {
-  return repoHref(repo, "objects", { ref, path: path || undefined, after, page: page && page > 1 ? String(page) : undefined });
-}
-
-function objectHref(repo: string, ref: string, path: string): string {
-  return repoHref(repo, "object", { ref, path });
-}
-
-/** The directory holding a path ("a/b/c.csv" -> "a/b/"). */
-function parentOf(path: string): string {
-  const trimmed = path.endsWith("/") ? path.slice(0, -1) : path;
-  const slash = trimmed.lastIndexOf("/");
-  return slash < 0 ? "" : trimmed.slice(0, slash + 1);
-}
-
 function Breadcrumbs({ repo, ref, path }: { repo: string; ref: string; path: string }) {
-  const parts = path.split("/").filter(Boolean);
-  const isDirectory = path === "" || path.endsWith("/");
   return (
     <nav class="breadcrumbs" aria-label="path" data-testid="breadcrumbs">
       <Link href={objectsHref(repo, ref, "")}>{repo}</Link>
-      {parts.map((part, index) => {
-        const last = index === parts.length - 1;
-        const prefix = parts.slice(0, index + 1).join("/") + "/";
-        return (
-          <span key={prefix}>
-            {" / "}
-            {last && !isDirectory ? <strong>{part}</strong> : <Link href={objectsHref(repo, ref, prefix)}>{part}</Link>}
-          </span>
-        );
-      })}
+      {crumbs(path).map(({ name, prefix, link }) => (
+        <span key={prefix}>
+          {" / "}
+          {link ? <Link href={objectsHref(repo, ref, prefix)}>{name}</Link> : <strong>{name}</strong>}
+        </span>
+      ))}
     </nav>
   );
 }

@@ -116,10 +116,12 @@ interface ParquetPreviewAnswer {
   columns?: number;
 }
 
-function cellText(value: unknown): string {
+/** A Parquet preview cell (a JSON value) as text: nested values as JSON. */
+export function cellText(value: unknown): string {
   if (value === null || value === undefined) return "null";
-  if (typeof value === "object") return JSON.stringify(value);
-  return String(value);
+  if (typeof value === "string") return value;
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return String(value);
+  return JSON.stringify(value);
 }
 
 function ParquetPreview(props: { repo: string; ref: string; path: string }) {

@@ -31,7 +31,7 @@ export function UploadForm(props: { repo: string; branch: string; prefix: string
   };
   const busy = done !== null && done < files.length && !error;
   return (
-    <form class="card upload" onSubmit={submit} data-testid="upload-form">
+    <form class="card upload" onSubmit={(event) => void submit(event)} data-testid="upload-form">
       <label>
         Files
         <input type="file" multiple name="files" onChange={(event) => setFiles(Array.from(event.currentTarget.files ?? []))} />

@@ -106,7 +106,7 @@ function CreateRepository({ onCreated }: { onCreated: () => void }) {
     }
   };
   return (
-    <form class="card create-repo" onSubmit={submit} data-testid="create-repository">
+    <form class="card create-repo" onSubmit={(event) => void submit(event)} data-testid="create-repository">
       <label>
         Name
         <input name="name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />

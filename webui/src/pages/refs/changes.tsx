@@ -57,7 +57,7 @@ function BranchChanges({ repo, branch }: { repo: string; branch: string }) {
         empty="No uncommitted changes."
         testId="changes-table"
         actions={(row) => (
-          <button type="button" onClick={() => resetPath(row)} aria-label={`Reset ${row.path}`}>
+          <button type="button" onClick={() => void resetPath(row)} aria-label={`Reset ${row.path}`}>
             Reset
           </button>
         )}
@@ -110,7 +110,7 @@ function CommitForm(props: { repo: string; branch: string; onCommitted: () => vo
   };
 
   return (
-    <form class="card commit-form" onSubmit={submit} data-testid="commit-form">
+    <form class="card commit-form" onSubmit={(event) => void submit(event)} data-testid="commit-form">
       <h2>Commit</h2>
       <label>
         Commit message

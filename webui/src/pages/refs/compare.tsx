@@ -79,7 +79,7 @@ function MergeForm(props: { repo: string; base: string; compare: string; onMerge
     }
   };
   return (
-    <form class="card merge-form" onSubmit={submit} data-testid="merge-form">
+    <form class="card merge-form" onSubmit={(event) => void submit(event)} data-testid="merge-form">
       <h2>
         Merge {props.compare} into {props.base}
       </h2>

@@ -24,8 +24,29 @@ export const MAX_EVENTS = 500;
 // The feed opens with this much of the recent past (the server keeps far more), so a page
 // opened a moment after a write still shows it; browser and server clocks may differ this much.
 const RECENT_PAST_US = 15 * 60 * 1_000_000;
-const FIRST_RETRY_MS = 1_000;
-const LAST_RETRY_MS = 30_000;
+export const FIRST_RETRY_MS = 1_000;
+export const LAST_RETRY_MS = 30_000;
+
+/** The pause before the next attempt after one that waited `pause`: doubled, at most LAST_RETRY_MS. */
+export function nextRetryPause(pause: number): number {
+  return Math.min(pause * 2, LAST_RETRY_MS);
+}
+
+/** A `history` message's data as an event, or null when it is not one (not JSON, no id). */
+export function parseHistoryEvent(data: string): HistoryEvent | null {
+  let event: HistoryEvent;
+  try {
+    event = JSON.parse(data) as HistoryEvent;
+  } catch {
+    return null; // not an event of the contract: nothing to show
+  }
+  return event && typeof event === "object" && event.id ? event : null;
+}
+
+/** The list the page shows with `event` on top, the oldest beyond MAX_EVENTS dropped. */
+export function withEvent(events: HistoryEvent[], event: HistoryEvent): HistoryEvent[] {
+  return [event, ...events].slice(0, MAX_EVENTS);
+}
 
 export function useLiveFeed(repo: string, branch: string): { events: HistoryEvent[]; state: FeedState; retryInMs: number } {
   const [events, setEvents] = useState<HistoryEvent[]>([]);
@@ -44,17 +65,12 @@ export function useLiveFeed(repo: string, branch: string): { events: HistoryEven
     let stopped = false;
 
     const receive = (message: MessageEvent<string>) => {
-      let event: HistoryEvent;
-      try {
-        event = JSON.parse(message.data) as HistoryEvent;
-      } catch {
-        return; // not an event of the contract: nothing to show
-      }
+      const event = parseHistoryEvent(message.data);
       // After a reconnect the server may repeat events the page already has.
-      if (!event.id || seen.has(event.id)) return;
+      if (!event || seen.has(event.id)) return;
       seen.add(event.id);
       since = Math.max(since, event.timestamp_us);
-      setEvents((previous) => [event, ...previous].slice(0, MAX_EVENTS));
+      setEvents((previous) => withEvent(previous, event));
     };
 
     const connect = () => {
@@ -77,7 +93,7 @@ export function useLiveFeed(repo: string, branch: string): { events: HistoryEven
         setState("unavailable");
         setRetryInMs(pause);
         timer = window.setTimeout(connect, pause);
-        pause = Math.min(pause * 2, LAST_RETRY_MS);
+        pause = nextRetryPause(pause);
       });
     };
 

@@ -36,7 +36,7 @@ export function CreateRefForm(props: CreateRefFormProps) {
     }
   };
   return (
-    <form class="card create-ref" onSubmit={submit} data-testid={`create-${props.kind}`}>
+    <form class="card create-ref" onSubmit={(event) => void submit(event)} data-testid={`create-${props.kind}`}>
       <h2>Create {props.kind}</h2>
       <label>
         New {props.kind} name

@@ -80,7 +80,7 @@ function CommentForm({ repo, id, onAdded }: { repo: string; id: string; onAdded:
     }
   };
   return (
-    <form class="comment-form" onSubmit={submit} data-testid="comment-form">
+    <form class="comment-form" onSubmit={(event) => void submit(event)} data-testid="comment-form">
       <label>
         Add a comment
         <textarea name="comment" rows={3} required value={body} onInput={(e) => setBody(e.currentTarget.value)} />

@@ -36,7 +36,7 @@ export function CreatePullPage({ repo, source, destination }: { repo: string; so
   return (
     <section class="pull-create" data-testid="pull-create-page">
       <h2>New pull request</h2>
-      <form class="card" onSubmit={submit} data-testid="pull-create-form">
+      <form class="card" onSubmit={(event) => void submit(event)} data-testid="pull-create-form">
         <datalist id="branch-names">
           {(branches.data ?? []).map((b) => (
             <option key={b.id} value={b.id} />

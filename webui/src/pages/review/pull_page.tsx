@@ -117,16 +117,16 @@ function MergeBox({ repo, pull, onChange }: { repo: string; pull: PullRequest; o
                 ))}
               </select>
             </label>
-            <button type="button" class="primary" disabled={busy} onClick={() => act(() => pullsApi.merge(repo, pull.id, strategy))} data-testid="merge">
+            <button type="button" class="primary" disabled={busy} onClick={() => void act(() => pullsApi.merge(repo, pull.id, strategy))} data-testid="merge">
               Merge
             </button>
-            <button type="button" disabled={busy} onClick={() => act(() => pullsApi.update(repo, pull.id, { status: "closed" }))} data-testid="close">
+            <button type="button" disabled={busy} onClick={() => void act(() => pullsApi.update(repo, pull.id, { status: "closed" }))} data-testid="close">
               Close
             </button>
           </>
         )}
         {pull.status === "closed" && (
-          <button type="button" disabled={busy} onClick={() => act(() => pullsApi.update(repo, pull.id, { status: "open" }))} data-testid="reopen">
+          <button type="button" disabled={busy} onClick={() => void act(() => pullsApi.update(repo, pull.id, { status: "open" }))} data-testid="reopen">
             Reopen
           </button>
         )}

@@ -59,10 +59,10 @@ function ReviewForm({ repo, pull, onChange }: { repo: string; pull: PullRequest;
       </label>
       <ErrorNote error={error} />
       <div class="actions">
-        <button type="button" class="primary" disabled={busy} onClick={() => submit("approve")} data-testid="approve">
+        <button type="button" class="primary" disabled={busy} onClick={() => void submit("approve")} data-testid="approve">
           Approve
         </button>
-        <button type="button" disabled={busy} onClick={() => submit("request_changes")} data-testid="request-changes">
+        <button type="button" disabled={busy} onClick={() => void submit("request_changes")} data-testid="request-changes">
           Request changes
         </button>
       </div>

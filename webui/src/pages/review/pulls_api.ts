@@ -58,6 +58,15 @@ export interface Branch {
   commit_id: string;
 }
 
+/** What the pull request changes: the source against its merge base with the destination
+ * while open; the merge commit against its first parent once merged. */
+export function pullDiffRange(pr: PullRequest): { left: string; right: string; type: "two_dot" | "three_dot" } {
+  if (pr.status === "merged" && pr.merged_commit_id) {
+    return { left: `${pr.merged_commit_id}~1`, right: pr.merged_commit_id, type: "two_dot" };
+  }
+  return { left: pr.destination_branch, right: pr.source_branch, type: "three_dot" };
+}
+
 const pulls = (repo: string) => `/repositories/${seg(repo)}/pulls`;
 const pull = (repo: string, id: string) => `${pulls(repo)}/${seg(id)}`;
 
@@ -90,13 +99,8 @@ export const pullsApi = {
   comment(repo: string, id: string, body: string): Promise<Comment> {
     return api.post<Comment>(pull(repo, id) + "/comments", { body });
   },
-  /** What the pull request changes: the source against its merge base with the destination
-   * while open; the merge commit against its first parent once merged. */
   diff(repo: string, pr: PullRequest, after: string, signal: AbortSignal): Promise<Page<DiffRow>> {
-    const merged = pr.status === "merged" && pr.merged_commit_id;
-    const left = merged ? `${pr.merged_commit_id}~1` : pr.destination_branch;
-    const right = merged ? (pr.merged_commit_id as string) : pr.source_branch;
-    const type = merged ? "two_dot" : "three_dot";
+    const { left, right, type } = pullDiffRange(pr);
     return api.page<DiffRow>(`/repositories/${seg(repo)}/refs/${seg(left)}/diff/${seg(right)}`, { type }, after, 100, signal);
   },
   branches(repo: string, prefix: string, signal?: AbortSignal): Promise<Page<Branch>> {

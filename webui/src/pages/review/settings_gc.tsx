@@ -149,7 +149,7 @@ export function GcSettings({ repo }: { repo: string }) {
           Add branch rule
         </button>
         {exists && (
-          <button type="button" class="danger" disabled={busy} onClick={remove} data-testid="delete-gc">
+          <button type="button" class="danger" disabled={busy} onClick={() => void remove()} data-testid="delete-gc">
             Remove all rules
           </button>
         )}

@@ -79,7 +79,7 @@ export function ProtectionSettings({ repo }: { repo: string }) {
     }
   };
   return (
-    <form class="card protection" onSubmit={save} data-testid="protection-form">
+    <form class="card protection" onSubmit={(event) => void save(event)} data-testid="protection-form">
       <h3>Branch protection</h3>
       <p class="hint">
         A pattern matches branch names (<code>*</code> is the only wildcard). Forbidding direct writes refuses uploads,

@@ -79,7 +79,7 @@ export function InlineForm(props: {
     }
   };
   return (
-    <form class="inline-form" onSubmit={submit} data-testid={props.testId}>
+    <form class="inline-form" onSubmit={(event) => void submit(event)} data-testid={props.testId}>
       {props.fields.map((field) => (
         <label key={field.name}>
           {field.label}

@@ -31,7 +31,7 @@ export function CredentialsPanel({ userId }: { userId: string }) {
       {created && <NewSecret credentials={created} onDismiss={() => setCreated(null)} />}
       <ErrorNote error={error} />
       <div class="actions">
-        <button type="button" class="primary" disabled={busy} onClick={create} data-testid="create-credentials">
+        <button type="button" class="primary" disabled={busy} onClick={() => void create()} data-testid="create-credentials">
           Create access key
         </button>
       </div>
@@ -96,7 +96,7 @@ function NewSecret({ credentials, onDismiss }: { credentials: CredentialsWithSec
         <input readOnly value={credentials.secret_access_key} onFocus={(e) => e.currentTarget.select()} data-testid="new-secret-value" />
       </label>
       <div class="actions">
-        <button type="button" onClick={copy} data-testid="copy-secret">
+        <button type="button" onClick={() => void copy()} data-testid="copy-secret">
           Copy secret
         </button>
         <button type="button" onClick={onDismiss}>

@@ -130,7 +130,7 @@ function PolicyEditor({ initialId, statements, basedOn }: { initialId: string; s
     }
   };
   return (
-    <form class="card policy-editor" onSubmit={submit} data-testid="policy-editor">
+    <form class="card policy-editor" onSubmit={(event) => void submit(event)} data-testid="policy-editor">
       <h2>New policy</h2>
       {basedOn && (
         <p class="hint">

@@ -68,7 +68,7 @@ export function RelatedTable<T extends { id: string }>(props: {
             cell: (row) => (
               <button
                 type="button"
-                onClick={() => props.run(() => remove.action(row.id), changed)}
+                onClick={() => void props.run(() => remove.action(row.id), changed)}
                 data-testid={remove.testId}
               >
                 {remove.label}
