@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench edge tests
 
-.PHONY: all venv clients lock proto ui docs run test test-all test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -85,6 +85,11 @@ $(UI_INDEX): $(UI_NPM) $(UI_SOURCES)
 
 ui: $(UI_INDEX)
 
+# The web UI's unit tests (webui/tests/, vitest in Node: no browser), before pytest in `make test`
+# so that a failure there stops the run before the long part.
+test-ui: $(UI_NPM)
+	cd webui && npm test --silent
+
 # The manual (mkdocs.yml, docs/) into build/site/ (git-ignored): the configuration reference is
 # regenerated from silt/config.py's schema first, then mkdocs builds in strict mode (a broken link
 # or anchor fails). tests/unit/test_docs_site.py runs the same build under `make test`.
@@ -102,11 +107,11 @@ run: proto ui
 # and moto_server, from pytest session fixtures.
 # `make test` leaves out the exhaustive variants marked nightly (each has a smaller case that
 # runs here); `make test-all` runs everything, for a nightly job.
-test: proto clients ui
+test: proto clients ui test-ui
 	@scripts/ensure-system-deps.sh
 	$(PY) -m pytest -m "not nightly" $(PYTEST_ARGS)
 
-test-all: proto clients ui
+test-all: proto clients ui test-ui
 	@scripts/ensure-system-deps.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -127,13 +132,14 @@ test-model: proto
 		$(PY) -m pytest tests/integration/graveler/test_model.py $(PYTEST_ARGS)
 
 # The import rules are pyproject.toml's [tool.importlinter] contracts (lint-imports), then the
-# two tests for what those contracts cannot say.
-lint: proto
+# two tests for what those contracts cannot say; then ESLint over the web UI (webui/eslint.config.js).
+lint: proto $(UI_NPM)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy --follow-imports=silent $(MYPY_CLEAN)
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/python -m pytest -p no:cacheprovider -q tests/unit/test_import_graph.py tests/unit/test_boundaries.py
+	cd webui && npm run --silent lint
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
