@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from silt.errors import InvalidArgument
-from silt.journal.record import STAGED_KIND
+from silt.journal.record import GUARD_KIND, STAGED_KIND
 from silt.journal.v1.journal_pb2 import Change, Record
 
 BATCH_PREFIX = "_silt/journal/v1/"
@@ -248,7 +248,8 @@ def token_facts(data: Source, repository: str = "") -> TokenFacts:
         )
     ]
 
-    is_staged = pc.equal(kinds, STAGED_KIND)
+    # A token's guards are its rows too: a token holding only a guard (its writer died) is staged.
+    is_staged = pc.is_in(kinds, value_set=pa.array([STAGED_KIND, GUARD_KIND]))
     staged = (
         pa.table(
             {
