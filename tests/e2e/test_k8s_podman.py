@@ -38,7 +38,16 @@ REPOSITORY = "example"  # the GC CronJob's (ConfigMap silt-gc)
 UP_TIMEOUT_S = 3600.0  # a cold machine builds the images and the stand-ins first
 RESTART_TIMEOUT_S = 180.0  # a restarted service waits for Cassandra and auth again
 # The whole module under one deadline: on a cold machine the fixture builds every image first.
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.podman, pytest.mark.timeout(UP_TIMEOUT_S + 1800)]
+# Nightly (`make test-all`): on a fresh machine the image builds alone take about ten minutes.
+# `make test` runs the same rendered overlay, replica counts included, as processes
+# (test_k8s_deploy.py); what only this test adds is the images and podman's pods.
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.podman,
+    pytest.mark.nightly,
+    pytest.mark.timeout(UP_TIMEOUT_S + 1800),
+]
 # The pods whose (only) container is crashed, all at once: one replica of each Silt service.
 KILLED = ("silt-auth-0", "silt-graveler-0", "silt-compactor-0", "silt-gateway-0")
 SILT_PODS = (*KILLED, "silt-auth-1", "silt-graveler-1", "silt-compactor-1", "silt-gateway-1")
