@@ -7,6 +7,9 @@
 #   SILT_CASSANDRA_NODE_TOKEN    its one token (num_tokens stays 1): tokens evenly spaced over
 #                                the ring give each node an equal share without vnodes
 #   SILT_CASSANDRA_SEEDS         comma-separated seed addresses (default 127.0.0.1)
+#   SILT_CASSANDRA_NODE_CONFIGURE  optional: a further script run as `bash SCRIPT FILE.yaml` on the
+#                                result (the StatefulSet's, which turns authentication on), so a
+#                                cluster node starts with what a single node would be given
 #
 # Every node uses the same native and storage ports on its own address: Cassandra 2.1 dials
 # its peers on its own storage_port. auto_bootstrap is off so that all nodes can start at
@@ -44,3 +47,6 @@ cat >>"$yaml" <<YAML
 auto_bootstrap: false
 max_hint_window_in_ms: 3600000
 YAML
+if [[ -n "${SILT_CASSANDRA_NODE_CONFIGURE:-}" ]]; then
+	bash "$SILT_CASSANDRA_NODE_CONFIGURE" "$yaml"
+fi

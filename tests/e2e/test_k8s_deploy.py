@@ -36,6 +36,7 @@ from cassandra.cluster import NoHostAvailable
 
 from tests.support.k8s import named, pod_spec, resolve_env, silt_config_text
 from tests.support.k8s_run import BUILT_IN_SUPERUSER, Cluster, Replica, dev_cluster, s3_client, set_up
+from tests.support.k8s_run import cassandra_superuser as superuser
 
 # The services in the order a cluster brings them up (each needs the ones before it).
 DEPLOYMENTS = ("silt-auth", "silt-graveler", "silt-compactor", "silt-gateway")
@@ -91,13 +92,6 @@ def cassandra_login(cluster: Cluster, deployment: str) -> tuple[tuple[str, str],
     configured = yaml.safe_load(silt_config_text(cluster.docs))["database"]["cassandra"]["keyspace"]
     keyspace = env.get("SILT_DATABASE_CASSANDRA_KEYSPACE", configured)
     return (env["SILT_DATABASE_CASSANDRA_USERNAME"], env["SILT_DATABASE_CASSANDRA_PASSWORD"]), keyspace
-
-
-def superuser(cluster: Cluster) -> tuple[str, str]:
-    """The superuser the setup Job's roles step logs in as (Secret silt-cassandra-superuser)."""
-    (roles,) = pod_spec(named(cluster.docs, "Job", "silt-auth-setup"))["initContainers"]
-    env = resolve_env(cluster.docs, roles, cluster.secrets)
-    return env["SILT_DATABASE_CASSANDRA_USERNAME"], env["SILT_DATABASE_CASSANDRA_PASSWORD"]
 
 
 def check_auth_records_only_in_auths_keyspace(cluster: Cluster) -> None:

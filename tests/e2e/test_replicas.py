@@ -1,6 +1,16 @@
 """Several replicas, one truth: the dev overlay's 2 auth, 2 graveler and 2 gateway processes
-(run as the manifests say, tests/support/k8s_run.py) on one Cassandra, as the manifests
-configure it (authentication on, a login per service).
+(run as the manifests say, tests/support/k8s_run.py) on Cassandra as the manifests configure
+it (authentication on, a login per service), in two variants of the module's stack:
+
+* node: one Cassandra node, the overlay's replication factor 1;
+* cluster (mark cassandra_cluster): three nodes of tests/support/cassandra_cluster.py, each
+  also configured by the StatefulSet's script, started for this module (the session's cluster
+  runs without authentication, and the setup Job must meet a fresh cluster's built-in
+  superuser). The setup Job replicates every keyspace, system_auth too, 3 times, and the
+  services read and write at the overlay's LOCAL_QUORUM / LOCAL_SERIAL: with one datacenter,
+  2 of 3 replicas, as in production.
+
+Both check first that the keyspaces have the replication factor meant, then:
 
 * the concurrency torture test of tests/integration/graveler/test_concurrency.py across
   processes: 8 writers spread over both gateways (S3 PUT/DELETE), 2 committers, one per
@@ -30,7 +40,7 @@ from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.rpc.signing import Credentials, signed_channel
-from tests.support.k8s_run import Cluster, dev_cluster, s3_client, set_up
+from tests.support.k8s_run import Cluster, cassandra_superuser, dev_cluster, s3_client, set_up
 
 WRITERS = 8
 COMMITTERS = 2
@@ -40,6 +50,8 @@ KEYS_PER_WRITER = 4
 # gateway's (or graveler's) cache of key owners, then auth's own. Plus one polling step.
 CACHE_TTL_SECONDS = 5.0
 REVOCATION_BOUND_SECONDS = 2 * CACHE_TTL_SECONDS + 1.0
+# What the setup Job creates (graveler's, auth's, the gateway's) and the logins' keyspace.
+KEYSPACES = ("silt", "silt_auth", "silt_gateway", "system_auth")
 
 pytestmark = pytest.mark.cassandra
 
@@ -69,10 +81,17 @@ class Running:
         return auth_pb2_grpc.AuthServiceStub(channel)
 
 
-@pytest.fixture(scope="module")
-def running(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    with dev_cluster(moto_server, Path(tmp_path_factory.mktemp("replicas"))) as cluster:
+@pytest.fixture(
+    scope="module",
+    params=["node", pytest.param("cluster", marks=pytest.mark.cassandra_cluster)],
+)
+def running(
+    request: pytest.FixtureRequest, moto_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Running]:
+    nodes = 3 if request.param == "cluster" else 1
+    with dev_cluster(moto_server, Path(tmp_path_factory.mktemp("replicas")), cassandra_nodes=nodes) as cluster:
         admin = set_up(cluster)
+        assert replication_factors(cluster) == dict.fromkeys(KEYSPACES, nodes)
         for deployment in ("silt-auth", "silt-graveler", "silt-gateway"):
             assert len(cluster.run_deployment(deployment)) == 2
         state = Running(cluster, admin)
@@ -81,6 +100,29 @@ def running(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         finally:
             for channel in state.channels:
                 channel.close()
+
+
+def replication_factors(cluster: Cluster) -> dict[str, int]:
+    """Each of KEYSPACES -> its replication factor, as Cassandra reports it to the superuser."""
+    from cassandra.auth import PlainTextAuthProvider
+    from cassandra.cluster import Cluster as CqlCluster
+
+    cql = CqlCluster(
+        cluster.env_overrides["SILT_DATABASE_CASSANDRA_CONTACT_POINTS"].split(","),
+        port=int(cluster.env_overrides["SILT_DATABASE_CASSANDRA_PORT"]),
+        protocol_version=3,
+        auth_provider=PlainTextAuthProvider(*cassandra_superuser(cluster)),
+        connect_timeout=10,
+    )
+    try:
+        cql.connect()
+        found = {}
+        for name in KEYSPACES:
+            strategy = cql.metadata.keyspaces[name].replication_strategy
+            found[name] = int(getattr(strategy, "replication_factor", 0) or 0)
+        return found
+    finally:
+        cql.shutdown()
 
 
 # --- the torture test ------------------------------------------------------------------

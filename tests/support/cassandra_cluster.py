@@ -13,6 +13,11 @@ the session, and dies with pytest if pytest is killed.
 
 Set ``SILT_TEST_CASSANDRA_CLUSTER=host1,host2,host3:port`` to use a running cluster instead;
 tests that need to kill or pause nodes are then skipped (they cannot reach its processes).
+
+The session's cluster runs without authentication. ``CassandraCluster.start(configure=...,
+credentials=...)`` starts another one whose nodes are further configured by a script, as
+``CassandraServer.start`` does for one node: tests/support/k8s_run.py starts one configured as
+the StatefulSet is (authentication on) for the whole stack on three nodes.
 """
 
 from __future__ import annotations
@@ -84,13 +89,23 @@ def _ports_free_on_all(addresses: tuple[str, ...], count: int) -> list[int]:
 class CassandraNode:
     """One node of the cluster: a scripts/cassandra.sh process in its own process group."""
 
-    def __init__(self, index: int, address: str, token: int, data_dir: Path, port: int, storage_port: int) -> None:
+    def __init__(
+        self,
+        index: int,
+        address: str,
+        token: int,
+        data_dir: Path,
+        port: int,
+        storage_port: int,
+        configure: Path | None = None,
+    ) -> None:
         self.index = index
         self.address = address
         self.token = token
         self.data_dir = data_dir
         self.port = port
         self.storage_port = storage_port
+        self.configure = configure
         self.paused = False
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -116,6 +131,8 @@ class CassandraNode:
             SILT_CASSANDRA_HEAP=HEAP,
             SILT_CASSANDRA_JVM_OPTS=JVM_OPTS,
         )
+        if self.configure is not None:
+            env["SILT_CASSANDRA_NODE_CONFIGURE"] = str(self.configure)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with (self.data_dir / "cassandra.out").open("ab") as out:
             self._process = subprocess.Popen(
@@ -129,13 +146,14 @@ class CassandraNode:
             )
         self.paused = False
 
-    def wait_serving(self, deadline: float) -> None:
-        """Until the node answers CQL on its own address; CassandraStartError past deadline."""
+    def wait_serving(self, deadline: float, credentials: tuple[str, str] | None = None) -> None:
+        """Until the node answers CQL on its own address (logged in with credentials, if given);
+        CassandraStartError past deadline."""
         while True:
             if self._process is None or self._process.poll() is not None:
                 code = None if self._process is None else self._process.returncode
                 raise CassandraStartError(self.failure(f"exited with status {code} before serving CQL"))
-            if _cql_ready(self.address, self.port):
+            if _cql_ready(self.address, self.port, credentials):
                 return
             if time.monotonic() > deadline:
                 raise CassandraStartError(self.failure("did not serve CQL in time"))
@@ -187,10 +205,19 @@ class CassandraNode:
 class CassandraCluster:
     """The cluster the tests talk to: one this module started (nodes set), or an external one."""
 
-    def __init__(self, addresses: list[str], port: int, nodes: list[CassandraNode] | None = None) -> None:
+    def __init__(
+        self,
+        addresses: list[str],
+        port: int,
+        nodes: list[CassandraNode] | None = None,
+        credentials: tuple[str, str] | None = None,
+    ) -> None:
         self.addresses = addresses
         self.port = port
         self.nodes = nodes or []
+        # The login that probes use (authentication on); whoever changes it (a setup that drops
+        # the built-in superuser) sets the new one here before a restart or heal.
+        self.credentials = credentials
         self.start_seconds = 0.0
         self._root: Path | None = None
 
@@ -213,7 +240,16 @@ class CassandraCluster:
         return cluster
 
     @classmethod
-    def start(cls, timeout_s: float | None = None) -> CassandraCluster:
+    def start(
+        cls,
+        timeout_s: float | None = None,
+        *,
+        configure: Path | None = None,
+        credentials: tuple[str, str] | None = None,
+    ) -> CassandraCluster:
+        """Three fresh nodes. configure: a script that further edits each node's cassandra.yaml
+        (scripts/cassandra-cluster-node.sh's SILT_CASSANDRA_NODE_CONFIGURE); credentials: the
+        login that proves them ready (with authentication on, an anonymous session is refused)."""
         if timeout_s is None:
             timeout_s = float(os.environ.get(START_TIMEOUT_ENV, DEFAULT_START_TIMEOUT_S))
         # The package is fetched once, before three nodes would each try to.
@@ -222,11 +258,17 @@ class CassandraCluster:
         root = Path(tempfile.mkdtemp(prefix="silt-cassandra-cluster-"))
         nodes = [
             CassandraNode(
-                i, address, -(2**63) + i * (_RING // len(ADDRESSES)), root / f"node{i + 1}", port, storage_port
+                i,
+                address,
+                -(2**63) + i * (_RING // len(ADDRESSES)),
+                root / f"node{i + 1}",
+                port,
+                storage_port,
+                configure,
             )
             for i, address in enumerate(ADDRESSES)
         ]
-        cluster = cls(list(ADDRESSES), port, nodes)
+        cluster = cls(list(ADDRESSES), port, nodes, credentials)
         cluster._root = root
         started = time.monotonic()
         try:
@@ -234,7 +276,7 @@ class CassandraCluster:
                 node.start(seeds=ADDRESSES[0])
             deadline = started + timeout_s
             for node in nodes:
-                node.wait_serving(deadline)
+                node.wait_serving(deadline, credentials)
             cluster.wait_all_see_all(deadline)
         except BaseException:
             cluster.stop(remove_data=False)  # kept for a post-mortem: the error names the logs
@@ -268,7 +310,7 @@ class CassandraCluster:
         started = time.monotonic()
         deadline = started + timeout_s
         node.start(seeds=self.addresses[0])
-        node.wait_serving(deadline)
+        node.wait_serving(deadline, self.credentials)
         self.wait_all_see_all(deadline)
         return time.monotonic() - started
 
@@ -282,13 +324,14 @@ class CassandraCluster:
                 node.start(seeds=self.addresses[0])
         deadline = time.monotonic() + timeout_s
         for node in self.nodes:
-            node.wait_serving(deadline)
+            node.wait_serving(deadline, self.credentials)
         self.wait_all_see_all(deadline)
 
     def wait_all_see_all(self, deadline: float) -> None:
         """Until a write at ALL succeeds through every node as coordinator: each node then
         takes every other for alive and reachable (gossip has settled after a (re)start)."""
         from cassandra import ConsistencyLevel
+        from cassandra.auth import PlainTextAuthProvider
         from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
         from cassandra.policies import RoundRobinPolicy
         from cassandra.query import SimpleStatement
@@ -297,6 +340,7 @@ class CassandraCluster:
             list(self.addresses),
             port=self.port,
             protocol_version=3,
+            auth_provider=PlainTextAuthProvider(*self.credentials) if self.credentials else None,
             execution_profiles={EXEC_PROFILE_DEFAULT: ExecutionProfile(load_balancing_policy=RoundRobinPolicy())},
             connect_timeout=_PROBE_TIMEOUT_S,
             control_connection_timeout=_PROBE_TIMEOUT_S,

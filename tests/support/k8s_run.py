@@ -8,7 +8,8 @@ and mounted files mapped to that directory. A Job's init containers run first, i
 The API server is tests/support/kube_api.py's (Secrets and RBAC from the documents), named in
 every container's KUBERNETES_SERVICE_HOST and _PORT as the kubelet does. Cassandra is the real
 one of scripts/cassandra.sh, started with the script the StatefulSet runs on its
-cassandra.yaml. The only things changed, each named:
+cassandra.yaml: one node, or three (tests/support/cassandra_cluster.py) with every keyspace
+replicated 3 times. The only things changed, each named:
 
 - a Service's DNS name `<svc>.<ns>.svc.cluster.local:<port>` (and `<svc>:<port>`) in mounted
   files is rewritten to a local round-robin TCP proxy standing in for that Service, or to a
@@ -48,6 +49,7 @@ from silt.config import Config, load_config
 from silt.launcher import free_port
 from silt.lifeline import PARENT_PID_ENV
 from tests.support.cassandra import CassandraServer
+from tests.support.cassandra_cluster import CassandraCluster
 from tests.support.k8s import NAMESPACE, expand, named, of_kind, pod_spec, render, resolve_env
 from tests.support.kube_api import KubeApiServer
 
@@ -128,9 +130,14 @@ class Replica:
             self.proc = subprocess.Popen(self.command, env=self.env, cwd=REPO_ROOT, stdout=out, stderr=out)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send sig; as the kubelet, SIGKILL whatever is still running after a 30 s grace."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)
-            self.proc.wait(timeout=30)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -163,8 +170,19 @@ class Replica:
             return False
         raise AssertionError(f"{self.workload}: unsupported probe {spec}")
 
-    def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
+    def startup_budget(self) -> float:
+        """How long the kubelet lets the container start before it kills it: its startupProbe's
+        initial delay plus failureThreshold periods (Kubernetes' defaults: 0, 3 and 10 s)."""
+        spec = self.probes.get("startupProbe")
+        if spec is None:
+            return 0.0
+        delay, periods = spec.get("initialDelaySeconds", 0), spec.get("failureThreshold", 3)
+        return float(delay + periods * spec.get("periodSeconds", 10))
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Until every probe passes; by default within the startup budget the manifest gives it
+        (a loaded machine imports slowly), and at least a minute."""
+        deadline = time.monotonic() + (timeout if timeout is not None else max(60.0, self.startup_budget()))
         for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
             while not self.probe(kind):
                 assert self.alive(), f"{self.workload}-{self.index} exited: {self.log.read_text()[-2000:]}"
@@ -196,6 +214,7 @@ class Cluster:
     # Each run Job's (or CronJob's) pod log: the stdout and stderr of all its containers.
     logs: dict[str, str] = field(default_factory=dict)
     cassandra: CassandraServer | None = None
+    cassandra_cluster: CassandraCluster | None = None
 
     def __post_init__(self) -> None:
         for service in of_kind(self.docs, "Service"):
@@ -414,40 +433,61 @@ def cassandra_configure_script(docs: list[dict[str, Any]], workdir: Path) -> Pat
 
 
 @contextlib.contextmanager
-def dev_cluster(moto_server: str, tmp_path: Path) -> Iterator[Cluster]:
+def dev_cluster(moto_server: str, tmp_path: Path, cassandra_nodes: int = 1) -> Iterator[Cluster]:
     """The dev overlay's documents, ready to run on a Cassandra of their own and moto_server.
 
     The Cassandra is new (the setup Job meets the built-in superuser and creates everything) and
-    runs the StatefulSet's configuration: authentication and authorization on."""
+    runs the StatefulSet's configuration: authentication and authorization on. cassandra_nodes
+    3: a cluster of three, on which the setup Job replicates every keyspace (system_auth too)
+    3 times, as in production, and the services read and write at the overlay's LOCAL_QUORUM /
+    LOCAL_SERIAL (with one datacenter, 2 of 3 replicas, as QUORUM / SERIAL)."""
+    assert cassandra_nodes in (1, 3), cassandra_nodes
     moto_host = moto_server.removeprefix("http://")
     boto3.client(
         "s3", endpoint_url=moto_server, aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1"
     ).create_bucket(Bucket="silt-data")
     docs = render("dev")
-    cassandra = CassandraServer.start(
-        configure=cassandra_configure_script(docs, tmp_path), credentials=BUILT_IN_SUPERUSER, heap="512M"
-    )
-    # The test Cassandra stands in for the StatefulSet: one node, on its own port.
-    overrides = {
-        "SILT_DATABASE_CASSANDRA_CONTACT_POINTS": cassandra.host,
-        "SILT_DATABASE_CASSANDRA_PORT": str(cassandra.port),
-    }
-    if cassandra.protocol_version:
-        overrides["SILT_DATABASE_CASSANDRA_PROTOCOL_VERSION"] = str(cassandra.protocol_version)
+    configure = cassandra_configure_script(docs, tmp_path)
+    cassandra: CassandraServer | CassandraCluster
+    # The test Cassandra stands in for the StatefulSet, on its own port(s).
+    overrides: dict[str, str] = {}
+    if cassandra_nodes == 1:
+        cassandra = CassandraServer.start(configure=configure, credentials=BUILT_IN_SUPERUSER, heap="512M")
+        hosts, port, protocol = [cassandra.host], cassandra.port, cassandra.protocol_version
+    else:
+        cassandra = CassandraCluster.start(configure=configure, credentials=BUILT_IN_SUPERUSER)
+        hosts, port, protocol = cassandra.addresses, cassandra.port, 3  # 2.1: see tests/support/cassandra.py
+        # The overlay's 1 is for its one-node StatefulSet; the setup Job creates the keyspaces and
+        # alters system_auth with it.
+        overrides["SILT_DATABASE_CASSANDRA_REPLICATION_FACTOR"] = "3"
+    overrides["SILT_DATABASE_CASSANDRA_CONTACT_POINTS"] = ",".join(hosts)
+    overrides["SILT_DATABASE_CASSANDRA_PORT"] = str(port)
+    if protocol:
+        overrides["SILT_DATABASE_CASSANDRA_PROTOCOL_VERSION"] = str(protocol)
     try:
         running = Cluster(
             docs,
             tmp_path,
-            substitutes={"cassandra": f"{cassandra.host}:{cassandra.port}", "minio": moto_host},
+            substitutes={"cassandra": f"{hosts[0]}:{port}", "minio": moto_host},
             env_overrides=overrides,
         )
-        running.cassandra = cassandra
+        if isinstance(cassandra, CassandraServer):
+            running.cassandra = cassandra
+        else:
+            running.cassandra_cluster = cassandra
         try:
             yield running
         finally:
             running.stop()
     finally:
         cassandra.stop()
+
+
+def cassandra_superuser(cluster: Cluster) -> tuple[str, str]:
+    """The superuser the setup Job's roles step logs in as (Secret silt-cassandra-superuser)."""
+    (roles,) = pod_spec(named(cluster.docs, "Job", "silt-auth-setup"))["initContainers"]
+    env = resolve_env(cluster.docs, roles, cluster.secrets)
+    return env["SILT_DATABASE_CASSANDRA_USERNAME"], env["SILT_DATABASE_CASSANDRA_PASSWORD"]
 
 
 def set_up(cluster: Cluster) -> dict[str, Any]:
