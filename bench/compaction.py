@@ -72,7 +72,7 @@ def sorted_keys(count: int) -> list[str]:
 
 def stage_tombstones(engine: Graveler, keys: list[str]) -> StagingToken:
     """Staged deletes of keys, written straight into the branch's staging token; the token."""
-    token = StagingToken(engine.get_branch(REPO, "main").staging_token)
+    token = StagingToken(engine.refs.get_branch(engine.refs.repository(REPO), "main").branch.staging_token)
     for key in keys:
         engine.staging.set(token, key.encode(), TOMBSTONE)
     return token
@@ -201,7 +201,7 @@ def run(
         idle = timed_writes(stub, f"zz-idle-{round_no}", 1000)
         writer = Writer(stub, f"zz-busy-{round_no}")
         writer.start()
-        sealing = engine.get_branch(REPO, "main")
+        sealing = engine.refs.get_branch(engine.refs.repository(REPO), "main").branch
         compacted = [StagingToken(t) for t in [sealing.staging_token, *sealing.sealed_tokens]]
         started = time.perf_counter()
         result = compactor.Compact(capi.CompactRequest(repository=REPO, branch="main"), timeout=600)
@@ -237,11 +237,11 @@ def run(
     repo = engine.refs.repository(REPO)
     for _ in range(SEALED_TOKENS):
         engine.committer._seal(repo, "main", NO_DEADLINE)
-    assert len(engine.get_branch(REPO, "main").sealed_tokens) == SEALED_TOKENS
+    assert len(engine.refs.get_branch(repo, "main").branch.sealed_tokens) == SEALED_TOKENS
     missing_stat(stub, 50)  # warm-up
     before_stat = missing_stat(stub, 500)
     compactor.Compact(capi.CompactRequest(repository=REPO, branch="main"), timeout=600)
-    assert not engine.get_branch(REPO, "main").sealed_tokens
+    assert not engine.refs.get_branch(repo, "main").branch.sealed_tokens
     after_stat = missing_stat(stub, 500)
     emit(f"compaction.stat_missing_with_{SEALED_TOKENS}_sealed_tokens", before_stat * 1000, "ms", None)
     emit(f"compaction.stat_missing_after_compacting_{SEALED_TOKENS}_tokens", after_stat * 1000, "ms", None)

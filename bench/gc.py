@@ -49,9 +49,9 @@ def _generate(root: str, commits: int, objects: int, orphans: int) -> None:
     store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=f"{root}/kv.db")))
     adapter = LocalAdapter(f"{root}/data")
     graveler = open_graveler(store, adapter, cache=CommittedCache(memory_bytes=0))
-    repo_record = graveler.create_repository(REPO, f"local://{REPO}")
-    graveler.set_gc_rules(REPO, pb.GCRules(default_retention_days=RETENTION_DAYS))
+    repo_record = graveler.lifecycle.create_repository(REPO, f"local://{REPO}", "", False)
     repo = graveler.refs.get_repository(REPO)
+    graveler.retention.set_rules(repo, pb.GCRules(default_retention_days=RETENTION_DAYS))
     objects_dir = Path(root) / "data" / REPO / "data"
     objects_dir.mkdir(parents=True, exist_ok=True)
     writer = ObjectStore(adapter, CommittedCache(memory_bytes=0))

@@ -151,7 +151,7 @@ def bench_diff(
     # The same diff in this process, through a cold cache, counts the range files it reads.
     cold = open_graveler(graveler.refs.kv, LocalAdapter(data_root))
     before = cold.committed.stats()
-    cold.diff(repo, "main", "changed", False, "", "", "", 1000)
+    cold.branching.diff(cold.refs.repository(repo), "main", "changed", False, "", "", "", 1000)
     read = cold.committed.stats().range_reads - before.range_reads
     cold.close()
     emit(f"graveler.diff_10_changes_of_{count // 1000}k", elapsed, "s", 0.3)
@@ -263,7 +263,7 @@ def bench_staging_during_commit(
     for round_number in range(rounds):
         stage_in_process(graveler, repo, "main", count, offset=round_number * count)
         idle += [timed_write() for _ in range(1000)]
-        token = StagingToken(graveler.get_branch(repo, "main").staging_token)
+        token = StagingToken(graveler.refs.get_branch(graveler.refs.repository(repo), "main").branch.staging_token)
         done = threading.Event()
 
         def commit(done: threading.Event) -> None:

@@ -50,7 +50,7 @@ def put_rate(workdir: Path, journal: bool, count: int) -> tuple[float, float]:
     graveler = open_graveler(store, adapter, journal=journal)
     try:
         repo = f"bench-{uuid.uuid4().hex[:8]}"
-        graveler.create_repository(repo, f"local://{repo}", "main")
+        graveler.lifecycle.create_repository(repo, f"local://{repo}", "main", False)
         started = time.perf_counter()
         for i in range(count):
             address = f"data/{uuid.uuid4().hex}"

@@ -51,7 +51,8 @@ def _stage(gw: GatewayStack, count: int) -> str:
         graveler.create_branch(REPO, PULL_SOURCE, "main")
         stage_in_process(graveler, REPO, PULL_SOURCE, PULL_PATHS, offset=count)
         graveler.commit(REPO, PULL_SOURCE, f"{PULL_PATHS} new objects", committer="bench")
-        pull = graveler.create_pull_request(REPO, f"{PULL_PATHS} paths", "bench", PULL_SOURCE, "main", "admin")
+        repo = graveler.refs.repository(REPO)
+        pull = graveler.pulls.create(repo, f"{PULL_PATHS} paths", "bench", PULL_SOURCE, "main", "admin")
         stage_in_process(graveler, REPO, "main", count - DIRECTORY_SIZE)
         for i in range(DIRECTORY_SIZE):
             entry: pb.Entry = entry_for(i)

@@ -73,7 +73,8 @@ class Compactor:
 
     def status(self, repository: str, branch: str) -> tuple[pb.Branch, bool]:
         key = _key(repository, branch)
-        record = self.graveler.get_branch(repository, branch)
+        refs = self.graveler.refs
+        record = refs.get_branch(refs.repository(repository), branch).branch
         with self._lock:
             running = key in self._running or key in self._queued
         return record, running

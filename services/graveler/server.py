@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted,
     # and history hours past their retention are deleted (each repository once per interval).
     def clean() -> None:
-        finished = graveler.clean_deleted_repositories()
+        finished = graveler.lifecycle.clean_deleted_repositories()
         if finished:
             log.info("finished deleting %d repositories", finished)
         pruned = history.retention.prune_all()

@@ -1,4 +1,8 @@
-"""gRPC handlers of graveler: request messages in, Graveler facade calls, response messages out."""
+"""gRPC handlers of graveler: request messages in, engine calls, response messages out.
+
+A handler calls the engine's components (refs, entries, branching, pulls, ...) directly, or
+Graveler's own operations where one spans components (a write checked against protection).
+"""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from services.graveler.model import REQUESTED_COMMITTER_KEY, DifferenceKind, Mer
 from services.graveler.paging import CommonPrefix, Page
 from services.graveler.permissions import TABLE
 from services.graveler.retention import PreparedRun
+from services.graveler.validation import validate_key
 from services.graveler.values import decode_entry
 from silt.actions import ACT_FOR_USER, user_resource
 from silt.errors import InvalidArgument, SiltError
@@ -31,6 +36,7 @@ from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
+from silt.paging import take_page
 from silt.rpc.authority import Authority
 from silt.rpc.interceptor import AuthInterceptor, current_principal
 
@@ -163,7 +169,7 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
     def _tag_event(self, event_type: ev.HistoryEventType.ValueType, repository: str, tag: str) -> None:
         # Tags belong to no branch: their events go to the repository's default branch.
         try:
-            branch = self.g.get_repository(repository).default_branch
+            branch = self.g.refs.get_repository(repository).record.default_branch
         except SiltError:  # deleted meanwhile, or KV away: the tag change stands, the event is lost
             return
         self._ref_event(event_type, repository, branch, path=tag)
@@ -178,38 +184,37 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
     def CreateRepository(
         self, request: api.CreateRepositoryRequest, context: grpc.ServicerContext
     ) -> api.RepositoryInfo:
+        _deadline(context).check(f"creating repository {request.name!r}")
         return _repo_info(
-            self.g.create_repository(
-                request.name,
-                request.storage_namespace,
-                request.default_branch,
-                request.bare,
-                may_share=self._may_restore,
-                deadline=_deadline(context),
+            self.g.lifecycle.create_repository(
+                request.name, request.storage_namespace, request.default_branch, request.bare, self._may_restore
             )
         )
 
     def GetRepository(self, request: api.GetRepositoryRequest, context: grpc.ServicerContext) -> api.RepositoryInfo:
-        return _repo_info(self.g.get_repository(request.name, deadline=_deadline(context)))
+        _deadline(context).check(f"reading repository {request.name!r}")
+        return _repo_info(self.g.refs.get_repository(request.name).record)
 
     def ListRepositories(
         self, request: api.ListRepositoriesRequest, context: grpc.ServicerContext
     ) -> api.ListRepositoriesResponse:
-        repos, more = self.g.list_repositories(request.after, request.amount, deadline=_deadline(context))
+        _deadline(context).check("listing repositories")
+        repos, more = take_page(self.g.refs.list_repositories(request.after), request.amount)
         return api.ListRepositoriesResponse(repositories=[_repo_info(r) for r in repos], has_more=more)
 
     def DeleteRepository(
         self, request: api.DeleteRepositoryRequest, context: grpc.ServicerContext
     ) -> api.DeleteRepositoryResponse:
-        self.g.delete_repository(request.name, deadline=_deadline(context))
+        _deadline(context).check(f"deleting repository {request.name!r}")
+        self.g.lifecycle.delete_repository(request.name)
         return api.DeleteRepositoryResponse()
 
     def UpdateRepositoryMetadata(
         self, request: api.UpdateRepositoryMetadataRequest, context: grpc.ServicerContext
     ) -> api.RepositoryInfo:
-        record = self.g.update_repository_metadata(
-            request.repository, dict(request.set), list(request.delete), deadline=_deadline(context)
-        )
+        deadline = _deadline(context)
+        deadline.check(f"updating the metadata of repository {request.repository!r}")
+        record = self.g.repo_metadata.update(request.repository, dict(request.set), list(request.delete), deadline)
         return _repo_info(record)
 
     # branches
@@ -221,13 +226,12 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
         return _branch_info(branch)
 
     def GetBranch(self, request: api.GetBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
-        branch = self.g.get_branch(request.repository, request.name, deadline=_deadline(context))
-        return _branch_info(branch)
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        return _branch_info(self.g.refs.get_branch(repo, request.name).branch)
 
     def ListBranches(self, request: api.ListBranchesRequest, context: grpc.ServicerContext) -> api.ListBranchesResponse:
-        branches, more = self.g.list_branches(
-            request.repository, request.after, request.amount, deadline=_deadline(context)
-        )
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        branches, more = take_page(self.g.refs.list_branches(repo, request.after), request.amount)
         return api.ListBranchesResponse(branches=[_branch_info(b) for b in branches], has_more=more)
 
     def DeleteBranch(self, request: api.DeleteBranchRequest, context: grpc.ServicerContext) -> api.DeleteBranchResponse:
@@ -242,11 +246,12 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
         return api.TagInfo(id=tag.id, commit_id=tag.commit_id)
 
     def GetTag(self, request: api.GetTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
-        tag = self.g.get_tag(request.repository, request.id, deadline=_deadline(context))
+        tag = self.g.refs.get_tag(self.g.refs.repository(request.repository, _deadline(context)), request.id)
         return api.TagInfo(id=tag.id, commit_id=tag.commit_id)
 
     def ListTags(self, request: api.ListTagsRequest, context: grpc.ServicerContext) -> api.ListTagsResponse:
-        tags, more = self.g.list_tags(request.repository, request.after, request.amount, deadline=_deadline(context))
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        tags, more = take_page(self.g.refs.list_tags(repo, request.after), request.amount)
         return api.ListTagsResponse(tags=[api.TagInfo(id=t.id, commit_id=t.commit_id) for t in tags], has_more=more)
 
     def DeleteTag(self, request: api.DeleteTagRequest, context: grpc.ServicerContext) -> api.DeleteTagResponse:
@@ -303,20 +308,16 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
 
     # entries
     def StatEntry(self, request: api.StatEntryRequest, context: grpc.ServicerContext) -> api.EntryInfo:
-        return api.EntryInfo(
-            key=request.key,
-            entry=self.g.stat_entry(request.repository, request.ref, request.key, deadline=_deadline(context)),
-        )
+        validate_key(request.key)
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        return api.EntryInfo(key=request.key, entry=self.g.entries.stat(repo, request.ref, request.key, deadline))
 
     def ListEntries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> api.ListEntriesResponse:
-        page = self.g.list_stored_entries(
-            request.repository,
-            request.ref,
-            request.prefix,
-            request.delimiter,
-            request.after,
-            request.amount,
-            deadline=_deadline(context),
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        page = self.g.entries.list_stored(
+            repo, request.ref, request.prefix, request.delimiter, request.after, request.amount, deadline
         )
         return list_response(page)
 
@@ -350,7 +351,7 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
 
     # refs
     def ResolveRef(self, request: api.ResolveRefRequest, context: grpc.ServicerContext) -> api.ResolveRefResponse:
-        resolved = self.g.resolve_ref(request.repository, request.ref, deadline=_deadline(context))
+        resolved = self.g.refs.resolve(self.g.refs.repository(request.repository, _deadline(context)), request.ref)
         kinds = {
             "branch": api.ResolveRefResponse.REF_TYPE_BRANCH,
             "tag": api.ResolveRefResponse.REF_TYPE_TAG,
@@ -364,8 +365,9 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
 
     # branching
     def Diff(self, request: api.DiffRequest, context: grpc.ServicerContext) -> api.DiffResponse:
-        page = self.g.diff(
-            request.repository,
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        page = self.g.branching.diff(
+            repo,
             request.left_ref,
             request.right_ref,
             request.three_dot,
@@ -373,19 +375,14 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
             request.delimiter,
             request.after,
             request.amount,
-            deadline=_deadline(context),
         )
         return _diff_response(page)
 
     def DiffBranch(self, request: api.DiffBranchRequest, context: grpc.ServicerContext) -> api.DiffResponse:
-        page = self.g.diff_branch(
-            request.repository,
-            request.branch,
-            request.prefix,
-            request.delimiter,
-            request.after,
-            request.amount,
-            deadline=_deadline(context),
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        page = self.g.branching.diff_branch(
+            repo, request.branch, request.prefix, request.delimiter, request.after, request.amount, deadline
         )
         return _diff_response(page)
 
@@ -458,57 +455,61 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
     def FindMergeBase(
         self, request: api.FindMergeBaseRequest, context: grpc.ServicerContext
     ) -> api.FindMergeBaseResponse:
-        base = self.g.find_merge_base(
-            request.repository, request.left_ref, request.right_ref, deadline=_deadline(context)
-        )
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        base = self.g.branching.find_merge_base(repo, request.left_ref, request.right_ref)
         return api.FindMergeBaseResponse(commit_id=base)
 
     def DumpRefs(self, request: api.DumpRefsRequest, context: grpc.ServicerContext) -> api.DumpRefsResponse:
-        return api.DumpRefsResponse(**self.g.dump_refs(request.repository, deadline=_deadline(context))._asdict())
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        return api.DumpRefsResponse(**self.g.lifecycle.dump_refs(repo)._asdict())
 
     def RestoreRefs(self, request: api.RestoreRefsRequest, context: grpc.ServicerContext) -> api.RestoreRefsResponse:
-        restored = self.g.restore_refs(request.repository, request.location, deadline=_deadline(context))
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        restored = self.g.lifecycle.restore_refs(repo, request.location)
         return api.RestoreRefsResponse(**restored._asdict())
 
     # garbage collection
     def SetGCRules(self, request: api.SetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
-        rules = self.g.set_gc_rules(
-            request.repository, request.rules, request.keep_last_access_rules, deadline=_deadline(context)
-        )
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        rules = self.g.retention.set_rules(repo, request.rules, request.keep_last_access_rules)
         return api.GCRulesInfo(repository=request.repository, rules=rules, is_set=True)
 
     def GetGCRules(self, request: api.GetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
-        rules = self.g.get_gc_rules(request.repository, deadline=_deadline(context))
+        rules = self.g.retention.get_rules(self.g.refs.repository(request.repository, _deadline(context)))
         return api.GCRulesInfo(repository=request.repository, rules=rules, is_set=rules is not None)
 
     def DeleteGCRules(
         self, request: api.DeleteGCRulesRequest, context: grpc.ServicerContext
     ) -> api.DeleteGCRulesResponse:
-        self.g.delete_gc_rules(request.repository, deadline=_deadline(context))
+        self.g.retention.delete_rules(self.g.refs.repository(request.repository, _deadline(context)))
         return api.DeleteGCRulesResponse()
 
     def PrepareGC(self, request: api.PrepareGCRequest, context: grpc.ServicerContext) -> api.PrepareGCResponse:
-        run = self.g.prepare_gc(request.repository, deadline=_deadline(context))
+        deadline = _deadline(context)
+        run = self.g.retention.prepare(self.g.refs.repository(request.repository, deadline), deadline)
         return api.PrepareGCResponse(**_prepared_run_fields(run))
 
     # retention by last access
     def PrepareLastAccess(
         self, request: api.PrepareLastAccessRequest, context: grpc.ServicerContext
     ) -> api.PrepareLastAccessResponse:
-        run = self.g.prepare_last_access(request.repository, request.branch, deadline=_deadline(context))
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        run = self.g.last_access.prepare(repo, request.branch, deadline)
         return api.PrepareLastAccessResponse(**_prepared_run_fields(run))
 
     def ExpireEntries(
         self, request: api.ExpireEntriesRequest, context: grpc.ServicerContext
     ) -> api.ExpireEntriesResponse:
-        expiry = self.g.expire_entries(
-            request.repository,
+        deadline = _deadline(context)
+        expiry = self.g.last_access.expire(
+            self.g.refs.repository(request.repository, deadline),
             request.branch,
             request.rule,
             [(e.key, e.physical_address) for e in request.entries],
             request.run_id,
             _committer(""),  # who asked, recorded beside the system user's commit
-            deadline=_deadline(context),
+            deadline,
         )
         return api.ExpireEntriesResponse(commit_id=expiry.commit_id, expired=expiry.expired, spared=expiry.spared)
 
@@ -516,15 +517,15 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
     def GetBranchProtection(
         self, request: api.GetBranchProtectionRequest, context: grpc.ServicerContext
     ) -> api.BranchProtectionInfo:
-        record, etag = self.g.get_branch_protection(request.repository, deadline=_deadline(context))
+        record, etag = self.g.protection.get(self.g.refs.repository(request.repository, _deadline(context)))
         return api.BranchProtectionInfo(rules=record.rules, etag=etag)
 
     def SetBranchProtection(
         self, request: api.SetBranchProtectionRequest, context: grpc.ServicerContext
     ) -> api.BranchProtectionInfo:
-        record, etag = self.g.set_branch_protection(
-            request.repository, list(request.rules), request.if_match, deadline=_deadline(context)
-        )
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        record, etag = self.g.protection.set(repo, list(request.rules), request.if_match, deadline)
         return api.BranchProtectionInfo(rules=record.rules, etag=etag)
 
     def _acting(self, requested: str) -> str:
@@ -546,7 +547,9 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
     def _pull_infos(
         self, repository: str, pulls: list[pb.PullRequest], context: grpc.ServicerContext
     ) -> list[api.PullRequestInfo]:
-        standings = self.g.pull_request_standings(repository, pulls, deadline=_deadline(context))
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(repository, deadline)  # one repository read for all of them
+        standings = [self.g.pulls.standing(repo, pull, deadline) for pull in pulls]
         infos = []
         for pull, standing in zip(pulls, standings, strict=True):
             shown = pb.PullRequest()
@@ -569,28 +572,27 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
         self, request: api.CreatePullRequestRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
         author, caller = self._user(request.author)
-        pull = self.g.create_pull_request(
-            request.repository,
+        pull = self.g.pulls.create(
+            self.g.refs.repository(request.repository, _deadline(context)),
             request.title,
             request.description,
             request.source_branch,
             request.destination_branch,
             author,
-            submitted_by=caller,
-            deadline=_deadline(context),
+            caller,
         )
         return self._pull_info(request.repository, pull, context)
 
     def GetPullRequest(self, request: api.GetPullRequestRequest, context: grpc.ServicerContext) -> api.PullRequestInfo:
-        pull, _ = self.g.get_pull_request(request.repository, request.id, deadline=_deadline(context))
+        pull = self.g.pulls.get(self.g.refs.repository(request.repository, _deadline(context)), request.id)
         return self._pull_info(request.repository, pull, context)
 
     def ListPullRequests(
         self, request: api.ListPullRequestsRequest, context: grpc.ServicerContext
     ) -> api.ListPullRequestsResponse:
-        pulls, more, next_after = self.g.list_pull_requests(
-            request.repository, request.status, request.after, request.amount, deadline=_deadline(context)
-        )
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        pulls, more, next_after = self.g.pulls.list_page(repo, request.status, request.after, request.amount, deadline)
         return api.ListPullRequestsResponse(
             pull_requests=self._pull_infos(request.repository, pulls, context), has_more=more, next_after=next_after
         )
@@ -598,13 +600,14 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
     def UpdatePullRequest(
         self, request: api.UpdatePullRequestRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
-        pull = self.g.update_pull_request(
-            request.repository,
+        deadline = _deadline(context)
+        pull = self.g.pulls.update(
+            self.g.refs.repository(request.repository, deadline),
             request.id,
             request.title if request.HasField("title") else None,
             request.description if request.HasField("description") else None,
             request.status,
-            deadline=_deadline(context),
+            deadline,
         )
         return self._pull_info(request.repository, pull, context)
 
@@ -616,15 +619,9 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
         strategy = _STRATEGY.get(request.strategy)
         if strategy is None:
             raise InvalidArgument(f"unknown merge strategy {request.strategy}")
-        pull, outcome = self.g.merge_pull_request(
-            request.repository,
-            request.id,
-            strategy,
-            request.message,
-            metadata,
-            committer,
-            deadline=_deadline(context),
-        )
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        pull, outcome = self.g.pulls.merge(repo, request.id, strategy, request.message, metadata, committer, deadline)
         self._merge_event(ev.MERGE, request.repository, pull.destination_branch, request.committer, outcome)
         return api.MergePullRequestResponse(
             pull_request=self._pull_info(request.repository, pull, context), merge=_merge_response(outcome)
@@ -634,37 +631,29 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
         self, request: api.AddPullRequestCommentRequest, context: grpc.ServicerContext
     ) -> pb.PullRequestComment:
         author, caller = self._user(request.author)
-        return self.g.add_pull_request_comment(
-            request.repository, request.id, author, request.body, submitted_by=caller, deadline=_deadline(context)
-        )
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        return self.g.pulls.comment(repo, request.id, author, request.body, caller)
 
     def ListPullRequestComments(
         self, request: api.ListPullRequestCommentsRequest, context: grpc.ServicerContext
     ) -> api.ListPullRequestCommentsResponse:
-        comments, more = self.g.list_pull_request_comments(
-            request.repository, request.id, request.after, request.amount, deadline=_deadline(context)
-        )
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        comments, more = self.g.pulls.comments(repo, request.id, request.after, request.amount)
         return api.ListPullRequestCommentsResponse(comments=comments, has_more=more)
 
     def SubmitPullRequestReview(
         self, request: api.SubmitPullRequestReviewRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
         author, caller = self._user(request.author)
-        pull = self.g.submit_pull_request_review(
-            request.repository,
-            request.id,
-            author,
-            request.verdict,
-            request.body,
-            submitted_by=caller,
-            deadline=_deadline(context),
-        )
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        pull = self.g.pulls.review(repo, request.id, author, request.verdict, request.body, deadline, caller)
         return self._pull_info(request.repository, pull, context)
 
     def ListPullRequestReviews(
         self, request: api.ListPullRequestReviewsRequest, context: grpc.ServicerContext
     ) -> api.ListPullRequestReviewsResponse:
-        pull, _ = self.g.get_pull_request(request.repository, request.id, deadline=_deadline(context))
+        pull = self.g.pulls.get(self.g.refs.repository(request.repository, _deadline(context)), request.id)
         return api.ListPullRequestReviewsResponse(reviews=pull.reviews)
 
 

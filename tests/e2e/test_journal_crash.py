@@ -20,6 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from services.graveler.deadline import NO_DEADLINE
 from services.graveler.graveler import Graveler
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
@@ -30,6 +31,7 @@ from silt.journal.bucket import JournalBucket
 from silt.journal.record import JOURNAL_PREFIX
 from silt.kv.store import Store, open_store, scan_prefix
 from silt.launcher import Stack
+from silt.paging import take_page
 from tests.e2e.conftest import Silt, entry, graveler_stub, stage_tree
 from tests.integration.journal.workload import journal_positions, repository_partitions, tokens_ever_named
 from tests.support.wait import wait_until
@@ -63,7 +65,7 @@ def view(stack: Stack, kv: Store, repo: str) -> dict[str, object]:
     assert stack.config is not None
     graveler = open_graveler(kv, LocalAdapter(stack.config.blockstore.local.path))
     try:
-        branches, _ = graveler.list_branches(repo, "", 100)
+        branches, _ = take_page(graveler.refs.list_branches(graveler.refs.repository(repo)), 100)
         return {
             "branches": sorted((b.name, b.commit_id) for b in branches),
             "main": listing(graveler, repo, "main"),
@@ -75,7 +77,7 @@ def view(stack: Stack, kv: Store, repo: str) -> dict[str, object]:
 
 
 def listing(graveler: Graveler, repo: str, ref: str) -> list[tuple[str, str]]:
-    page = graveler.list_entries(repo, ref, "", "", "", 100_000)
+    page = graveler.entries.list(graveler.refs.repository(repo), ref, "", "", "", 100_000, NO_DEADLINE)
     return [(key.decode(), entry.etag if entry else "") for key, entry in page.items]
 
 
@@ -85,7 +87,7 @@ def journal_rows(stack: Stack, kv: Store, repo: str) -> int:
     graveler = open_graveler(kv, LocalAdapter(stack.config.blockstore.local.path))
     try:
         partitions = [graveler.refs.get_repository(repo).partition]
-        branches, _ = graveler.list_branches(repo, "", 100)
+        branches, _ = take_page(graveler.refs.list_branches(graveler.refs.repository(repo)), 100)
         for branch in branches:
             partitions += [token.encode() for token in (branch.staging_token, *branch.sealed_tokens)]
     finally:

@@ -26,7 +26,7 @@ from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.graveler.committed.model import MetaRangeId
-from services.graveler.deadline import Clock
+from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
 from services.graveler.model import CommitId, RefKind, StagingToken
 from services.graveler.refs import expr as refexpr
 from silt.errors import AlreadyExists, InvalidArgument, NotFound, PredicateFailed
@@ -172,8 +172,10 @@ class RefManager:
 
     # --- repositories --------------------------------------------------------------------
 
-    def repository(self, name: str) -> RepoHandle:
-        """The repository a call names (an empty name is the caller's mistake, not a missing repository)."""
+    def repository(self, name: str, deadline: Deadline = NO_DEADLINE) -> RepoHandle:
+        """The repository a call names, while its caller still waits (an empty name is the caller's
+        mistake, not a missing repository)."""
+        deadline.check(f"call on repository {name!r}")
         if not name:
             raise InvalidArgument("repository name must not be empty")
         return self.get_repository(name)

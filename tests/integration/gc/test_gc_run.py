@@ -46,7 +46,7 @@ def test_gc_keeps_what_only_a_compaction_holds(spark: Any, gc_env: GCEnv) -> Non
     overwritten = env.put(repo, "main", "c", b"c1")
     kept_c = env.put(repo, "main", "c", b"c2")
     env.graveler.compact(repo, "main")
-    branch = env.graveler.get_branch(repo, "main")
+    branch = env.graveler.refs.get_branch(env.graveler.refs.repository(repo), "main").branch
     assert branch.compacted_metarange_id and not branch.sealed_tokens
     env.graveler.cleaner.flush(30)  # the folded tokens' staged values are gone
 

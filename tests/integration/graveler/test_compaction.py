@@ -37,7 +37,7 @@ def repo(env: GravelerEnv) -> str:
 
 
 def record(env: GravelerEnv, repo: str, name: str = "main") -> object:
-    return env.graveler.get_branch(repo, name)
+    return env.graveler.refs.get_branch(env.graveler.refs.repository(repo), name).branch
 
 
 EXPECTED = {"a/1": "a/1@new", "b/1": "b/1@base", "c": "c@base", "d": "d@new"}
@@ -45,7 +45,7 @@ BASE = {"a/1": "a/1@base", "a/2": "a/2@base", "b/1": "b/1@base", "c": "c@base"}
 
 
 def test_compaction_folds_the_tokens_and_changes_no_read(env: GravelerEnv, repo: str) -> None:
-    branch_record = env.graveler.get_branch(repo, "main")
+    branch_record = env.graveler.refs.get_branch(env.graveler.refs.repository(repo), "main").branch
     assert branch_record.compacted_metarange_id
     assert not branch_record.sealed_tokens
     assert branch_record.compaction_start_time.seconds > 0
@@ -362,5 +362,5 @@ def test_undoing_a_compacted_change_leaves_nothing_to_commit_and_nothing_staged(
     env.stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="main", key="a"))
     assert code_of(lambda: env.commit(repo, "main")) == grpc.StatusCode.FAILED_PRECONDITION
     assert contents(env, repo, "main") == {}
-    assert not env.graveler.get_branch(repo, "main").compacted_metarange_id
+    assert not env.graveler.refs.get_branch(env.graveler.refs.repository(repo), "main").branch.compacted_metarange_id
     assert diff_all(env, api.DiffBranchRequest(repository=repo, branch="main")) == []

@@ -209,7 +209,7 @@ def test_retention_and_repository_deletion_drop_history(
     hour = layout.hour_of(_now_us())
     assert list(store.scan(layout.events_partition(partition, "main", hour)))
     env.stub.DeleteRepository(api.DeleteRepositoryRequest(name=repo))
-    env.graveler.clean_deleted_repositories()
+    env.graveler.lifecycle.clean_deleted_repositories()
     assert list(store.scan(layout.events_partition(partition, "main", hour))) == []
 
 

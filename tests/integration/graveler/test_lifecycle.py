@@ -92,7 +92,7 @@ def test_deletion_interrupted_after_the_record_leaves_nothing_reachable(env: Gra
 
     # The cleaner finishes the job once the store works again.
     failing.armed = False
-    assert env.graveler.clean_deleted_repositories() >= 1
+    assert env.graveler.lifecycle.clean_deleted_repositories() >= 1
     # Journal rows included: nothing of the deleted repository's partitions is left.
     assert list(raw_store(store).scan(old.partition)) == []
     assert list(raw_store(store).scan(staging_token.encode())) == []

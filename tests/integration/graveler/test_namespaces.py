@@ -224,7 +224,7 @@ def test_a_claim_counts_until_it_goes_stale_and_only_its_own_is_released(lake: G
     # either keeps the other's, and the place stays taken until both are gone.
     original, restored = _name("original"), _name("restored")
     namespace = _create(lake, original, f"{root}shared").storage_namespace
-    lake.graveler.create_repository(restored, namespace, bare=True, may_share=lambda name: name == original)
+    lake.graveler.lifecycle.create_repository(restored, namespace, "", True, may_share=lambda name: name == original)
     lake.stub.DeleteRepository(api.DeleteRepositoryRequest(name=original))
     assert _refusal(lake, _name(), f"{namespace}/sub").code() == INVALID
     prefix = claim_key(parse_namespace(namespace), "")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from services.graveler.builder import ProcessPoolBuilder, worker_cpus
+from services.graveler.deadline import NO_DEADLINE
 from services.graveler.model import StagingToken
 from services.graveler.wiring import open_graveler
 from silt.block import open_adapter
@@ -39,14 +40,14 @@ def test_a_commit_built_by_workers_is_complete_and_its_token_is_dropped(tmp_path
     builder = ProcessPoolBuilder(config, workers=1)
     graveler = open_graveler(kv, open_adapter(config.blockstore), builder=builder)
     try:
-        graveler.create_repository("workers", "local://workers", "main")
+        graveler.lifecycle.create_repository("workers", "local://workers", "main", False)
         keys = [f"k/{i:05d}" for i in range(3000)]
         for key in keys:
             graveler.stage_entry("workers", "main", key, pb.Entry(physical_address=f"p/{key}", size=1, etag=key))
-        token = StagingToken(graveler.get_branch("workers", "main").staging_token)
+        token = StagingToken(graveler.refs.get_branch(graveler.refs.repository("workers"), "main").branch.staging_token)
         graveler.commit("workers", "main", "by workers")
 
-        listed = graveler.list_entries("workers", "main@", "", "", "", 10_000)
+        listed = graveler.entries.list(graveler.refs.repository("workers"), "main@", "", "", "", 10_000, NO_DEADLINE)
         assert [key.decode() for key, _ in listed.items] == keys
 
         # The sealed token is dropped in the background, by a worker, in paced bursts.

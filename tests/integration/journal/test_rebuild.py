@@ -32,7 +32,7 @@ def test_a_lost_kv_is_rebuilt_from_the_namespace_alone(store: Store, empty_store
     graveler = open_graveler(store, adapter)
     try:
         calls = InCalls(graveler, repo)
-        calls.create_repository(repo, f"local://{repo}", "main")
+        calls.lifecycle.create_repository(repo, f"local://{repo}", "main", False)
         mixed_workload(calls, adapter, repo)
         graveler.cleaner.flush(30)
         before_rows = raw_dump(raw(graveler), graveler, repo)

@@ -39,7 +39,7 @@ def shipped_workload(store: Store, adapter: LocalAdapter) -> tuple[str, set[str]
     graveler = open_graveler(store, adapter)
     try:
         calls = InCalls(graveler, repo)
-        calls.create_repository(repo, f"local://{repo}", "main")
+        calls.lifecycle.create_repository(repo, f"local://{repo}", "main", False)
         mixed_workload(calls, adapter, repo)
         graveler.cleaner.flush(30)
         kv = raw(graveler)

@@ -44,13 +44,13 @@ def shipped(store: Store, tmp_path: Path) -> Shipped:
     graveler = open_graveler(store, adapter)
     try:
         calls = InCalls(graveler, repo)
-        calls.create_repository(repo, f"local://{repo}", "main")
+        calls.lifecycle.create_repository(repo, f"local://{repo}", "main", False)
         for i in range(5):
             put(calls, adapter, repo, "main", f"data/{i}")
         calls.commit(repo, "main", "first")
         put(calls, adapter, repo, "main", "staged/x")
         other = InCalls(graveler, victim)
-        record = other.create_repository(victim, f"local://{victim}", "main")
+        record = other.lifecycle.create_repository(victim, f"local://{victim}", "main", False)
         graveler.cleaner.flush(30)
         rows = raw_dump(raw(graveler), graveler, repo)
         result = Shipper(raw(graveler), adapter, hmac_key=JOURNAL_KEY).ship(repo)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from services.graveler.deadline import NO_DEADLINE
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.journal.batch import decode_batch, position
@@ -83,7 +84,7 @@ def between_rounds(calls: InCalls, adapter: LocalAdapter, repo: str) -> None:
     put(calls, adapter, repo, "dev", "dev/gone")
     calls.delete_branch(repo, "dev")  # and another
     put(calls, adapter, repo, "main", "c/uncommitted")
-    calls.update_repository_metadata(repo, {"stage": "crash"}, [])  # a row in the shared partition
+    calls.repo_metadata.update(repo, {"stage": "crash"}, [], NO_DEADLINE)  # a row in the shared partition
 
 
 def scenario(store: Store, rebuilt: Store, tmp_path: Path, fault: FaultAt, recovery_delay: float) -> None:
@@ -95,7 +96,7 @@ def scenario(store: Store, rebuilt: Store, tmp_path: Path, fault: FaultAt, recov
     graveler = open_graveler(store, adapter)
     try:
         calls = InCalls(graveler, repo)
-        calls.create_repository(repo, namespace, "main")
+        calls.lifecycle.create_repository(repo, namespace, "main", False)
         kv = raw(graveler)
         before_the_round(calls, adapter, repo)
         graveler.cleaner.flush(30)

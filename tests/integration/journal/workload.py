@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import uuid
@@ -9,8 +10,10 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
+from services.graveler.deadline import NO_DEADLINE
 from services.graveler.graveler import Graveler
 from silt.block.adapter import BlockAdapter
+from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.batch import Position, position
 from silt.journal.context import journal_context
@@ -18,6 +21,7 @@ from silt.journal.envelope import unwrap
 from silt.journal.record import JOURNAL_PREFIX, decode_record
 from silt.journal.store import JournaledStore
 from silt.kv.store import Store, scan_prefix
+from silt.paging import take_page
 
 SHIPPER_KEYS = b"journal_ship/"
 # Stands for the services' journal MAC key (graveler.journal.hmac_key).
@@ -25,19 +29,28 @@ JOURNAL_KEY = b"journal test key 0123456789abcdef"
 
 
 class InCalls:
-    """A Graveler whose every method runs inside a JournalContext, as each gRPC call of graveler
-    does (services/graveler/journaling.py): writes outside one are not journaled."""
+    """A Graveler whose every method, and every method of its components (refs, pulls, ...),
+    runs inside a JournalContext, as each gRPC call of graveler does
+    (services/graveler/journaling.py): writes outside one are not journaled. A component's
+    method runs once the repository is resolved in that context, as the servicer resolves it
+    first: the records then name the repository's partition."""
 
-    def __init__(self, graveler: Graveler, repository: str) -> None:
+    def __init__(self, graveler: Graveler, repository: str, component: object = None) -> None:
         self._graveler = graveler
         self._repository = repository
+        self._component = component
 
     def __getattr__(self, name: str) -> Any:
-        method = getattr(self._graveler, name)
+        target = getattr(self._graveler if self._component is None else self._component, name)
+        if self._component is None and not callable(target):
+            return InCalls(self._graveler, self._repository, target)
 
         def call(*args: Any, **kwargs: Any) -> Any:
             with journal_context(name, "tester", self._repository):
-                return method(*args, **kwargs)
+                if self._component is not None:
+                    with contextlib.suppress(NotFound):  # a repository being created
+                        self._graveler.refs.repository(self._repository)
+                return target(*args, **kwargs)
 
         return call
 
@@ -46,7 +59,7 @@ def put(graveler: Any, adapter: BlockAdapter, repo: str, branch: str, key: str) 
     """Write an object's bytes to the namespace and stage it, as the gateway does."""
     data = f"{key} {uuid.uuid4().hex}".encode()
     address = f"data/{uuid.uuid4().hex}"
-    namespace = graveler.get_repository(repo).storage_namespace
+    namespace = graveler.refs.get_repository(repo).record.storage_namespace
     adapter.put(namespace, address, io.BytesIO(data), len(data))
     entry = pb.Entry(physical_address=address, size=len(data), etag=hashlib.md5(data).hexdigest())
     graveler.stage_entry(repo, branch, key, entry)
@@ -78,13 +91,14 @@ def mixed_workload(graveler: Any, adapter: BlockAdapter, repo: str) -> None:
     graveler.create_branch(repo, "feature", "main")
     put(graveler, adapter, repo, "feature", "feature/a")
     graveler.commit(repo, "feature", "feature work")
-    pull = graveler.create_pull_request(repo, "add feature", "please", "feature", "dev", "alice")
-    graveler.add_pull_request_comment(repo, pull.id, "bob", "looks good")
-    other = graveler.create_pull_request(repo, "second", "", "feature", "main", "alice")
-    graveler.merge_pull_request(repo, other.id)
-    graveler.set_gc_rules(repo, pb.GCRules(default_retention_days=7))
-    graveler.set_branch_protection(repo, [pb.BranchProtectionRule(pattern="main", required_approvals=0)])
-    graveler.update_repository_metadata(repo, {"team": "data"}, [])
+    handle = graveler.refs.repository(repo)
+    pull = graveler.pulls.create(handle, "add feature", "please", "feature", "dev", "alice")
+    graveler.pulls.comment(handle, pull.id, "bob", "looks good")
+    other = graveler.pulls.create(handle, "second", "", "feature", "main", "alice")
+    graveler.pulls.merge(handle, other.id, "fail", "", {}, "", NO_DEADLINE)
+    graveler.retention.set_rules(handle, pb.GCRules(default_retention_days=7))
+    graveler.protection.set(handle, [pb.BranchProtectionRule(pattern="main", required_approvals=0)], "", NO_DEADLINE)
+    graveler.repo_metadata.update(repo, {"team": "data"}, [], NO_DEADLINE)
     put(graveler, adapter, repo, "dev", "dev/uncommitted")
     graveler.delete_entry(repo, "dev", "dev/0")
     for i in range(2, 12):  # data/001 went with the merge of dev
@@ -101,7 +115,7 @@ def raw(graveler: Graveler) -> Store:
 
 
 def _partition_of(graveler: Graveler, repo: str) -> bytes:
-    record = graveler.get_repository(repo)
+    record = graveler.refs.get_repository(repo).record
     return f"{record.name}-{record.unique_id}".encode()
 
 
@@ -151,13 +165,14 @@ def journal_positions(kv: Store, repo: str, partitions: list[bytes]) -> set[Posi
 def raw_dump(kv: Store, graveler: Graveler, repo: str) -> dict[str, Any]:
     """Every stored row of the repository that graveler reads: its record, its partition, and
     the staging tokens its branches name (envelopes included)."""
-    record = graveler.get_repository(repo)
+    record = graveler.refs.get_repository(repo).record
     partition = f"{record.name}-{record.unique_id}".encode()
     rows: dict[bytes, dict[bytes, bytes]] = {b"graveler": {}}
     rows[b"graveler"][b"repos/" + repo.encode()] = kv.get(b"graveler", b"repos/" + repo.encode()).value
     rows[partition] = _partition(kv, partition)
+    handle = graveler.refs.repository(repo)
     for entry in scan_prefix(kv, partition, b"branches/"):
-        branch = graveler.get_branch(repo, entry.key[len(b"branches/") :].decode())
+        branch = graveler.refs.get_branch(handle, entry.key[len(b"branches/") :].decode()).branch
         for token in (branch.staging_token, *branch.sealed_tokens):
             rows[token.encode()] = _partition(kv, token.encode())
     return {partition.decode(): sorted(values.items()) for partition, values in rows.items()}
@@ -174,11 +189,14 @@ def _partition(kv: Store, partition: bytes) -> dict[bytes, bytes]:
 def api_dump(graveler: Graveler, adapter: BlockAdapter, repo: str) -> dict[str, Any]:
     """What a client sees: branches, tags, history, every object's bytes on every ref,
     pull requests with comments, settings."""
-    record = graveler.get_repository(repo)
-    branches, _ = graveler.list_branches(repo, "", 1000)
-    tags, _ = graveler.list_tags(repo, "", 1000)
+    handle = graveler.refs.repository(repo)
+    record = handle.record
+    branches, _ = take_page(graveler.refs.list_branches(handle), 1000)
+    tags, _ = take_page(graveler.refs.list_tags(handle), 1000)
     refs = [branch.name for branch in branches] + [tag.id for tag in tags]
-    pulls, _, _ = graveler.list_pull_requests(repo, pb.PullRequestStatus.PULL_REQUEST_STATUS_UNSPECIFIED, "", 1000)
+    pulls, _, _ = graveler.pulls.list_page(
+        handle, pb.PullRequestStatus.PULL_REQUEST_STATUS_UNSPECIFIED, "", 1000, NO_DEADLINE
+    )
     return {
         "repository": MessageToDict(record),
         "branches": [MessageToDict(branch) for branch in branches],
@@ -187,17 +205,16 @@ def api_dump(graveler: Graveler, adapter: BlockAdapter, repo: str) -> dict[str, 
         "objects": {ref: _objects(graveler, adapter, repo, record.storage_namespace, ref) for ref in refs},
         "pulls": [MessageToDict(pull) for pull in pulls],
         "comments": {
-            pull.id: [MessageToDict(c) for c in graveler.list_pull_request_comments(repo, pull.id, "", 1000)[0]]
-            for pull in pulls
+            pull.id: [MessageToDict(c) for c in graveler.pulls.comments(handle, pull.id, "", 1000)[0]] for pull in pulls
         },
-        "gc_rules": MessageToDict(graveler.get_gc_rules(repo) or pb.GCRules()),
-        "protection": MessageToDict(graveler.get_branch_protection(repo)[0]),
+        "gc_rules": MessageToDict(graveler.retention.get_rules(handle) or pb.GCRules()),
+        "protection": MessageToDict(graveler.protection.get(handle)[0]),
     }
 
 
 def _objects(graveler: Graveler, adapter: BlockAdapter, repo: str, namespace: str, ref: str) -> dict[str, str]:
     found = {}
-    page = graveler.list_entries(repo, ref, "", "", "", 10_000)
+    page = graveler.entries.list(graveler.refs.repository(repo), ref, "", "", "", 10_000, NO_DEADLINE)
     for key, entry in page.items:
         assert entry is not None  # no delimiter: no common prefixes
         with adapter.get(namespace, entry.physical_address) as stream:

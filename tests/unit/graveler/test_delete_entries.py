@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from services.graveler.deadline import NO_DEADLINE
 from services.graveler.entries import MAX_DELETE_KEYS, DeleteOutcome
 from services.graveler.graveler import Graveler
 from services.graveler.wiring import open_graveler
@@ -22,7 +23,7 @@ TOO_LONG = "k" * 1025  # longer than S3 allows a key
 @pytest.fixture
 def graveler(tmp_path: Path) -> Iterator[Graveler]:
     g = open_graveler(MemStore(), LocalAdapter(tmp_path))
-    g.create_repository(REPO, "local://bulk")
+    g.lifecycle.create_repository(REPO, "local://bulk", "", False)
     for key in ("a", "b", "committed"):
         g.stage_entry(REPO, "main", key, pb.Entry(physical_address=f"data/{key}", etag=key))
     g.commit(REPO, "main", "committed")
@@ -42,8 +43,8 @@ def test_each_key_has_its_outcome_in_the_order_asked(graveler: Graveler) -> None
     assert outcomes[3].message
     for key in ("staged", "committed"):
         with pytest.raises(NotFound):
-            graveler.stat_entry(REPO, "main", key)
-    assert graveler.stat_entry(REPO, "main", "a").etag == "a"  # untouched
+            graveler.entries.stat(graveler.refs.repository(REPO), "main", key, NO_DEADLINE)
+    assert graveler.entries.stat(graveler.refs.repository(REPO), "main", "a", NO_DEADLINE).etag == "a"  # untouched
 
 
 def test_deleted_keys_leave_the_next_commit(graveler: Graveler) -> None:
@@ -52,7 +53,7 @@ def test_deleted_keys_leave_the_next_commit(graveler: Graveler) -> None:
         DeleteOutcome("b", "deleted"),
     ]
     graveler.commit(REPO, "main", "without a and b")
-    page = graveler.list_entries(REPO, "main", "", "", "", 100)
+    page = graveler.entries.list(graveler.refs.repository(REPO), "main", "", "", "", 100, NO_DEADLINE)
     assert [key for key, _ in page.items] == [b"committed", b"staged"]
 
 
@@ -60,10 +61,10 @@ def test_a_missing_branch_fails_the_whole_call(graveler: Graveler) -> None:
     with pytest.raises(NotFound) as raised:
         graveler.delete_entries(REPO, "absent", ["a"])
     assert raised.value.what == "ref"  # the branch, not a key: no per-key outcome
-    assert graveler.stat_entry(REPO, "main", "a").etag == "a"
+    assert graveler.entries.stat(graveler.refs.repository(REPO), "main", "a", NO_DEADLINE).etag == "a"
 
 
 def test_too_many_keys_are_refused_before_anything_is_deleted(graveler: Graveler) -> None:
     with pytest.raises(InvalidArgument):
         graveler.delete_entries(REPO, "main", ["a"] * (MAX_DELETE_KEYS + 1))
-    assert graveler.stat_entry(REPO, "main", "a").etag == "a"
+    assert graveler.entries.stat(graveler.refs.repository(REPO), "main", "a", NO_DEADLINE).etag == "a"

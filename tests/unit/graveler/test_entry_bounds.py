@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from services.graveler.deadline import NO_DEADLINE
 from services.graveler.graveler import Graveler
 from services.graveler.paging import MAX_PAGE, MAX_PAGE_BYTES, CommonPrefix, paginate
 from services.graveler.validation import MAX_ENTRY_BYTES
@@ -27,7 +28,7 @@ from silt.kv import open_store
 def graveler(tmp_path: Path) -> Iterator[Graveler]:
     store = open_store(DatabaseConfig(type="mem"))
     g = open_graveler(store, LocalAdapter(tmp_path / "data"))
-    g.create_repository("repo", "local://repo", "main")
+    g.lifecycle.create_repository("repo", "local://repo", "main", False)
     yield g
     g.close()
 
@@ -42,7 +43,7 @@ def test_an_entry_over_the_bound_is_refused(graveler: Graveler) -> None:
     with pytest.raises(InvalidArgument):
         graveler.stage_entry("repo", "main", "over", big_entry(MAX_ENTRY_BYTES))
     graveler.stage_entry("repo", "main", "fits", big_entry(MAX_ENTRY_BYTES - 100))
-    page = graveler.list_entries("repo", "main", "", "", "", 10)
+    page = graveler.entries.list(graveler.refs.repository("repo"), "main", "", "", "", 10, NO_DEADLINE)
     assert [key for key, _ in page.items] == [b"fits"]
 
 
@@ -55,7 +56,7 @@ def test_listing_pages_stop_at_a_byte_budget_and_resume_exactly(graveler: Gravel
     after = ""
     pages = 0
     while True:
-        page = graveler.list_entries("repo", "main", "", "", after, MAX_PAGE)
+        page = graveler.entries.list(graveler.refs.repository("repo"), "main", "", "", after, MAX_PAGE, NO_DEADLINE)
         pages += 1
         size = sum(entry.ByteSize() for _, entry in page.items if entry is not None)
         assert size <= MAX_PAGE_BYTES
@@ -70,7 +71,7 @@ def test_listing_pages_stop_at_a_byte_budget_and_resume_exactly(graveler: Gravel
 def test_a_page_never_exceeds_the_budget_in_one_answer(graveler: Graveler) -> None:
     for i in range(200):
         graveler.stage_entry("repo", "main", f"k{i:04d}", big_entry(MAX_ENTRY_BYTES - 200))
-    page = graveler.list_entries("repo", "main", "", "", "", MAX_PAGE)
+    page = graveler.entries.list(graveler.refs.repository("repo"), "main", "", "", "", MAX_PAGE, NO_DEADLINE)
     assert page.has_more and 0 < len(page.items) < 200
     assert sum(len(k) + e.ByteSize() for k, e in page.items if e is not None) <= MAX_PAGE_BYTES
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from services.graveler.deadline import NO_DEADLINE
 from services.graveler.graveler import Graveler
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
@@ -20,7 +21,7 @@ REPO = "kinds"
 @pytest.fixture
 def graveler(tmp_path: Path) -> Iterator[Graveler]:
     g = open_graveler(MemStore(), LocalAdapter(tmp_path))
-    g.create_repository(REPO, "local://kinds")
+    g.lifecycle.create_repository(REPO, "local://kinds", "", False)
     g.stage_entry(REPO, "main", "present", pb.Entry(physical_address="data/x", etag="x"))
     g.create_tag(REPO, "v1", "main")
     yield g
@@ -28,15 +29,15 @@ def graveler(tmp_path: Path) -> Iterator[Graveler]:
 
 
 CASES: list[tuple[str, Callable[[Graveler], object]]] = [
-    ("repository", lambda g: g.get_repository("absent")),
-    ("repository", lambda g: g.get_branch("absent", "main")),
-    ("branch", lambda g: g.get_branch(REPO, "absent")),
+    ("repository", lambda g: g.refs.get_repository("absent").record),
+    ("repository", lambda g: g.refs.get_branch(g.refs.repository("absent"), "main").branch),
+    ("branch", lambda g: g.refs.get_branch(g.refs.repository(REPO), "absent").branch),
     ("branch", lambda g: g.commit(REPO, "absent", "message")),
-    ("tag", lambda g: g.get_tag(REPO, "absent")),
-    ("ref", lambda g: g.resolve_ref(REPO, "absent")),
-    ("ref", lambda g: g.resolve_ref(REPO, "main~5")),
+    ("tag", lambda g: g.refs.get_tag(g.refs.repository(REPO), "absent")),
+    ("ref", lambda g: g.refs.resolve(g.refs.repository(REPO), "absent")),
+    ("ref", lambda g: g.refs.resolve(g.refs.repository(REPO), "main~5")),
     ("ref", lambda g: g.get_commit(REPO, "abcdef0123")),
-    ("object", lambda g: g.stat_entry(REPO, "main", "absent")),
+    ("object", lambda g: g.entries.stat(g.refs.repository(REPO), "main", "absent", NO_DEADLINE)),
     ("object", lambda g: g.delete_entry(REPO, "main", "absent")),
 ]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from services.graveler.addresses import validate_physical_address
+from services.graveler.deadline import NO_DEADLINE
 from services.graveler.graveler import Graveler
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
@@ -61,8 +62,8 @@ def test_an_allowed_import_prefix_admits_exactly_what_is_below_it() -> None:
 def graveler(tmp_path: Path) -> Iterator[Graveler]:
     store = open_store(DatabaseConfig(type="mem"))
     g = open_graveler(store, LocalAdapter(tmp_path / "data"))
-    g.create_repository("repoa", NAMESPACE, "main")
-    g.create_repository("repob", "local://repob", "main")
+    g.lifecycle.create_repository("repoa", NAMESPACE, "main", False)
+    g.lifecycle.create_repository("repob", "local://repob", "main", False)
     yield g
     g.close()
 
@@ -71,40 +72,43 @@ def test_stage_entry_refuses_another_repositorys_bytes(graveler: Graveler) -> No
     with pytest.raises(InvalidArgument, match="outside the repository's storage namespace"):
         graveler.stage_entry("repoa", "main", "stolen", pb.Entry(physical_address="local://repob/data/x", size=1))
     graveler.stage_entry("repoa", "main", "own", pb.Entry(physical_address="data/x", size=1, etag="e"))
-    assert graveler.stat_entry("repoa", "main", "own").physical_address == "data/x"
+    assert (
+        graveler.entries.stat(graveler.refs.repository("repoa"), "main", "own", NO_DEADLINE).physical_address
+        == "data/x"
+    )
 
 
 @pytest.mark.parametrize("namespace", ["local://repoa", "local://repoa/sub", "LOCAL://repoa/", "local://"])
 def test_a_new_repository_cannot_share_another_ones_namespace(graveler: Graveler, namespace: str) -> None:
     with pytest.raises(InvalidArgument):
-        graveler.create_repository("intruder", namespace, "main")
+        graveler.lifecycle.create_repository("intruder", namespace, "main", False)
 
 
 def test_a_sibling_namespace_with_a_longer_name_is_fine(graveler: Graveler) -> None:
-    graveler.create_repository("neighbour", "local://repoa-two", "main")
+    graveler.lifecycle.create_repository("neighbour", "local://repoa-two", "main", False)
 
 
 def test_a_bare_restore_target_may_reuse_a_namespace_only_when_allowed(graveler: Graveler) -> None:
     with pytest.raises(PermissionDenied):
-        graveler.create_repository("restored", NAMESPACE, "main", bare=True)
+        graveler.lifecycle.create_repository("restored", NAMESPACE, "main", True)
     asked: list[str] = []
 
     def may_share(repository: str) -> bool:
         asked.append(repository)
         return True
 
-    graveler.create_repository("restored", NAMESPACE, "main", bare=True, may_share=may_share)
+    graveler.lifecycle.create_repository("restored", NAMESPACE, "main", True, may_share=may_share)
     assert asked == ["repoa"]  # the permission is checked on the repository whose namespace is shared
 
 
 @pytest.mark.parametrize("namespace", ["local://repoa/sub", "local://"])
 def test_a_bare_repository_never_sits_above_or_below_another(graveler: Graveler, namespace: str) -> None:
     with pytest.raises(InvalidArgument):
-        graveler.create_repository("restored", namespace, "main", bare=True, may_share=lambda r: True)
+        graveler.lifecycle.create_repository("restored", namespace, "main", True, may_share=lambda r: True)
 
 
 def test_no_namespace_is_derived_below_a_repository_holding_the_whole_root(graveler: Graveler) -> None:
     # A record from before these rules: its namespace is the local store itself.
     graveler.refs.create_repository(pb.Repository(name="everything", storage_namespace="local://", unique_id="u"))
     with pytest.raises(FailedPrecondition):
-        graveler.create_repository("late", "", "main")
+        graveler.lifecycle.create_repository("late", "", "main", False)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from services.graveler.graveler import Graveler
+from services.graveler.refs import Resolved
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig
@@ -36,7 +37,11 @@ class History:
     m3: str
 
     def resolve(self, ref: str) -> str:
-        return self.graveler.resolve_ref(REPO, ref).commit_id
+        return _resolve(self.graveler, REPO, ref).commit_id
+
+
+def _resolve(graveler: Graveler, repository: str, ref: str) -> Resolved:
+    return graveler.refs.resolve(graveler.refs.repository(repository), ref)
 
 
 def _commit(graveler: Graveler, branch: str, key: str) -> str:
@@ -48,8 +53,8 @@ def _commit(graveler: Graveler, branch: str, key: str) -> str:
 def history(tmp_path: Path) -> Iterator[History]:
     graveler = open_graveler(open_store(DatabaseConfig(type="mem")), LocalAdapter(tmp_path / "data"))
     try:
-        graveler.create_repository(REPO, f"local://{REPO}")
-        root = graveler.get_branch(REPO, "main").commit_id
+        graveler.lifecycle.create_repository(REPO, f"local://{REPO}", "", False)
+        root = graveler.refs.get_branch(graveler.refs.repository(REPO), "main").commit_id
         graveler.create_branch(REPO, "feature", "main")
         m1 = _commit(graveler, "main", "m1")
         graveler.create_tag(REPO, "v1", "main")
@@ -93,14 +98,14 @@ def test_walking_past_the_history_or_the_parents_is_not_found(history: History) 
 
 def test_committed_only_view_of_a_branch(history: History) -> None:
     g = history.graveler
-    plain = g.resolve_ref(REPO, "main")
-    committed = g.resolve_ref(REPO, "main@")
+    plain = _resolve(g, REPO, "main")
+    committed = _resolve(g, REPO, "main@")
     assert plain.kind == committed.kind == "branch"
     assert plain.commit_id == committed.commit_id == history.m3
     assert plain.branch is not None  # staged changes visible
     assert committed.branch is None  # committed state only
-    assert g.resolve_ref(REPO, "main@~1").commit_id == history.merge
-    assert g.resolve_ref(REPO, "main~1").branch is None  # an ancestor is a commit, never staged
+    assert _resolve(g, REPO, "main@~1").commit_id == history.merge
+    assert _resolve(g, REPO, "main~1").branch is None  # an ancestor is a commit, never staged
 
 
 def test_at_applies_to_branches_only(history: History) -> None:
@@ -111,10 +116,10 @@ def test_at_applies_to_branches_only(history: History) -> None:
 
 def test_tags_and_commit_ids(history: History) -> None:
     g = history.graveler
-    tag = g.resolve_ref(REPO, "v1")
+    tag = _resolve(g, REPO, "v1")
     assert (tag.kind, tag.commit_id, tag.branch) == ("tag", history.m1, None)
     assert history.resolve("v1~1") == history.root
-    full = g.resolve_ref(REPO, history.f2)
+    full = _resolve(g, REPO, history.f2)
     assert (full.kind, full.commit_id) == ("commit", history.f2)
     assert history.resolve(history.merge + "^2") == history.f2
 
@@ -156,21 +161,21 @@ def test_branch_names_win_over_tags_and_commit_prefixes(history: History) -> Non
     prefix = history.m1[:6]
     g.create_branch(REPO, prefix, history.f2)  # a branch named like a commit prefix
     g.create_tag(REPO, "feature", history.root)  # a tag named like a branch
-    assert g.resolve_ref(REPO, prefix).kind == "branch"
+    assert _resolve(g, REPO, prefix).kind == "branch"
     assert history.resolve(prefix) == history.f2
     assert history.resolve(history.m1[:7]) == history.m1  # a longer prefix is still the commit
-    assert g.resolve_ref(REPO, "feature").kind == "branch"
+    assert _resolve(g, REPO, "feature").kind == "branch"
     assert history.resolve("feature") != history.root
 
 
 def test_an_empty_repository_name_or_ref_is_rejected(history: History) -> None:
     g = history.graveler
     with pytest.raises(InvalidArgument):
-        g.resolve_ref(REPO, "")
+        _resolve(g, REPO, "")
     with pytest.raises(InvalidArgument):
-        g.resolve_ref("", "main")
+        _resolve(g, "", "main")
     with pytest.raises(NotFound):
-        g.resolve_ref("no-such-repo", "main")
+        _resolve(g, "no-such-repo", "main")
 
 
 def _is_prefix_of_any(history: History, prefix: str) -> bool:

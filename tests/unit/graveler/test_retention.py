@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler.deadline import Deadline
+from services.graveler.deadline import NO_DEADLINE, Deadline
 from services.graveler.retention import expired_commits, validate_rules
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
@@ -69,21 +69,23 @@ def test_rules_and_run_ids_are_validated() -> None:
     assert validate_run_id("20261122T104519Z-4a810362") == "20261122T104519Z-4a810362"
 
 
-def test_the_export_goes_through_the_facade_and_stops_when_its_caller_gives_up(tmp_path: Path) -> None:
+def test_the_export_of_an_engine_stops_when_its_caller_gives_up(tmp_path: Path) -> None:
     adapter = LocalAdapter(tmp_path / "data")
     graveler = open_graveler(MemStore(), adapter)
+    retention = graveler.retention
     try:
-        graveler.create_repository("repo", "local://repo")
+        graveler.lifecycle.create_repository("repo", "local://repo", "", False)
+        repo = graveler.refs.repository("repo")
         with pytest.raises(FailedPrecondition):  # no rules yet
-            graveler.prepare_gc("repo")
-        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=7))
-        assert graveler.get_gc_rules("repo") == pb.GCRules(default_retention_days=7)
+            retention.prepare(repo, NO_DEADLINE)
+        retention.set_rules(repo, pb.GCRules(default_retention_days=7))
+        assert retention.get_rules(repo) == pb.GCRules(default_retention_days=7)
         with pytest.raises(DeadlineExceeded):
-            graveler.prepare_gc("repo", deadline=Deadline(is_active=lambda: False))
-        run = graveler.prepare_gc("repo", deadline=Deadline.after(60))
+            retention.prepare(repo, Deadline(is_active=lambda: False))
+        run = retention.prepare(repo, Deadline.after(60))
         assert run.commits == 1 and run.expired_commits == 0
         assert (tmp_path / "data" / "repo" / run.commits_location).is_file()
-        graveler.delete_gc_rules("repo")
-        assert graveler.get_gc_rules("repo") is None
+        retention.delete_rules(repo)
+        assert retention.get_rules(repo) is None
     finally:
         graveler.close()
