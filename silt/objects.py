@@ -13,6 +13,8 @@ MAX_USER_METADATA_BYTES = 2048
 # User metadata is kept in an entry's metadata under S3's header names, so that what one front
 # end stored the other shows: `x-amz-meta-<name>` over S3 is `<name>` in the REST API.
 USER_METADATA_PREFIX = "x-amz-meta-"
+# An object stored without a content type is served as this, by either front end.
+DEFAULT_CONTENT_TYPE = "application/octet-stream"
 
 
 def new_physical_address() -> str:

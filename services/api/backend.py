@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import hashlib
 import hmac
 import os
@@ -29,33 +28,24 @@ from services.api.errors import ApiError, from_rpc, unauthorized
 from services.api.live_feed import FeedAccess, FeedSlots
 from silt.access_keys import is_access_key_id
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
-from silt.block import BlockAdapter
 from silt.config import Config
+from silt.edge_client import CALL_TIMEOUT, UNAVAILABLE_RETRY_DELAYS, EdgeClient
 from silt.errors import InvalidArgument, NotFound, Unavailable
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.graveler.v1 import graveler_pb2_grpc
-from silt.history.emitter import EventEmitter
 from silt.rpc.authority import (
-    AioCachedAuthority,
-    AioRemoteAuthority,
     Clock,
     KeyCache,
     TTLCache,
     retry_unavailable,
 )
 from silt.rpc.errors import error_from_rpc
-from silt.rpc.signing import Credentials, service_aio_channels
-from silt.telemetry.stores import open_observed_adapter
+from silt.rpc.signing import Credentials
 
 T = TypeVar("T")
-CALL_TIMEOUT = 30.0
-UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
 MAX_SECRET_LENGTH = 128
 MAX_TOKEN_LENGTH = 1024
 MAX_SESSIONS = 100_000
-# Threads for reads and other short block-store calls (GET, delete, a small upload's one write).
-IO_THREADS = 32
 
 
 @dataclass(frozen=True)
@@ -70,7 +60,7 @@ class UploadLimits:
     """
 
     # Enough for many parallel writers (Spark tasks, lakectl fs upload -r) on one process;
-    # well under IO_THREADS, so a process keeps most of its threads for everything else.
+    # well under the edge client's IO_THREADS, so a process keeps most of its threads for everything else.
     in_flight: int = 16
     # What a client is told to wait before it retries a refused upload.
     retry_after_seconds: int = 5
@@ -104,49 +94,31 @@ def _caller(user: Any, access_key_id: str) -> Caller:
     return Caller(user.id, int(user.creation_date.seconds), access_key_id)
 
 
-class Backend:
+class Backend(EdgeClient):
+    """The edge client (silt/edge_client.py) signed as svc-api, with lakeFS's errors, Basic and
+    session credentials, the uploads' own threads and the live feeds."""
+
     def __init__(self, config: Config, clock: Clock = time.monotonic) -> None:
-        credentials = service_credentials(config)
-        self.auth_channel, self.graveler_channel = service_aio_channels(config, credentials)
-        self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
-        # Object reads, writes and deletes served, queued for graveler off the request path
-        # (started by the app's lifespan, on its event loop).
-        self.history = EventEmitter(ev.API, self.graveler, enabled=config.graveler.history.enabled)
+        super().__init__(config, service_credentials(config), ev.API, "api-io", clock)
         self.auth = auth_pb2_grpc.AuthServiceStub(self.auth_channel)
         ttl = config.auth.cache_ttl_seconds
-        self.authority = AioCachedAuthority(AioRemoteAuthority(self.auth_channel, CALL_TIMEOUT), ttl, clock)
         # (access key id, keyed digest of the secret) -> Caller; unknown ids in a room of their own.
         self._secrets: KeyCache[bytes, Caller] = KeyCache(ttl, clock)
         self._digest_key = os.urandom(32)
         self._sessions: TTLCache[bytes, Caller] = TTLCache(ttl, MAX_SESSIONS, clock)
         self._own_user_id = ""
-        # Object bytes go straight between the client and the object store, as in the gateway;
-        # the adapter is blocking, so it runs in threads of its own, never on the event loop.
-        self.adapter: BlockAdapter = open_observed_adapter(config.blockstore)
-        self.pool = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="api-io")
         self.upload_limits = UploadLimits()
         self.upload_pool = ThreadPoolExecutor(max_workers=self.upload_limits.in_flight, thread_name_prefix="api-up")
         self._uploads = 0
-        self._namespaces: TTLCache[str, str] = TTLCache(ttl, clock=clock)
-        # Refs known to be branches, so that an upload costs no extra call. Briefly: a deleted
-        # branch is then refused by graveler itself when the entry is staged.
-        self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl, clock=clock)
         # The live feeds open in this process (routes/events.py).
         self.feeds = FeedSlots(
             config.api.max_live_feeds, config.api.max_live_feeds_per_user, config.api.live_feed_admin_reserve
         )
         self.feed_access = FeedAccess(self.authority.inner, config.api.live_feed_reauthorize_seconds, clock)
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """A blocking call (the block adapter) in a worker thread, in the request's context (its
-        trace span and request id follow it)."""
-        context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self.pool, context.run, fn, *args)
-
     async def run_upload(self, fn: Callable[..., T], *args: Any) -> T:
         """A blocking call that reads an upload's body, in the uploads' own threads."""
-        context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self.upload_pool, context.run, fn, *args)
+        return await self.run_in(self.upload_pool, fn, *args)
 
     @contextlib.contextmanager
     def upload_slot(self) -> Iterator[None]:
@@ -162,18 +134,12 @@ class Backend:
 
     async def namespace(self, repository: str, deadline: float | None = None) -> str:
         """The storage namespace of a repository (404 if there is none); remembered briefly."""
-        cached = self._namespaces.get(repository)
+        cached = self.cached_namespace(repository)
         if cached is None:
             info = await self.call(self.graveler.GetRepository, api.GetRepositoryRequest(name=repository), deadline)
             cached = info.storage_namespace
-            self._namespaces.put(repository, cached)
+            self.remember_namespace(repository, cached)
         return cached
-
-    def known_branch(self, repository: str, branch: str) -> bool:
-        return bool(self._branches.get((repository, branch)))
-
-    def remember_branch(self, repository: str, branch: str) -> None:
-        self._branches.put((repository, branch), True)
 
     async def call(self, method: Any, request: Any, deadline: float | None = None) -> Any:
         """A graveler call within the request's deadline (time.monotonic()); a restarting
@@ -276,8 +242,5 @@ class Backend:
             raise ApiError(503, f"auth: {exc}") from None
 
     async def close(self) -> None:
-        await self.history.close()  # its last flush still needs the graveler channel
-        await self.auth_channel.close()
-        await self.graveler_channel.close()
-        self.pool.shutdown(wait=False)
+        await super().close()
         self.upload_pool.shutdown(wait=False)

@@ -8,9 +8,8 @@ from email.utils import format_datetime
 from lakefs_sdk.models import ObjectStats
 
 from silt.graveler.v1 import model_pb2 as pb
-from silt.objects import content_type_problem, full_address, user_metadata
+from silt.objects import DEFAULT_CONTENT_TYPE, content_type_problem, full_address, user_metadata
 
-DEFAULT_CONTENT_TYPE = "application/octet-stream"
 # Objects are served on the origin of the cookie-authenticated API and web UI: a browser must
 # never sniff a type or run an uploaded page's scripts with that origin's rights.
 ACTIVE_CONTENT_GUARDS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox"}

@@ -1,11 +1,11 @@
-"""Writing objects as the S3 gateway's PutObject does: new bytes at a fresh physical address in
-the repository's storage namespace, then one StageEntry; bytes graveler certainly refused are
-deleted again (the uncommitted sweep of garbage collection removes what a crash leaves)."""
+"""Writing objects as the S3 gateway's PutObject does, through the same edge client
+(silt/edge_client.py): new bytes at a fresh physical address in the repository's storage
+namespace, then one StageEntry; bytes graveler certainly refused are deleted again (the
+uncommitted sweep of garbage collection removes what a crash leaves)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import time
 from dataclasses import dataclass
@@ -29,10 +29,11 @@ from services.api.objects_body import (
     ThreadReader,
     multipart_boundary,
 )
-from services.api.objects_stats import DEFAULT_CONTENT_TYPE
+from silt.edge_client import SMALL_BODY
 from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.objects import (
+    DEFAULT_CONTENT_TYPE,
     MAX_USER_METADATA_BYTES,
     content_type_problem,
     user_metadata_problem,
@@ -40,21 +41,10 @@ from silt.objects import (
 )
 from silt.rpc.errors import error_from_rpc
 
-# Bodies declared this small are read whole: one trip to a worker thread instead of one per read.
-SMALL_BODY = 256 * 1024
 # Longest object path, in UTF-8 bytes (S3's and graveler's key limit).
 MAX_PATH_BYTES = 1024
 # lakeFS's user metadata headers: `X-Lakefs-Meta-<name>: <value>`.
 METADATA_HEADER_PREFIX = "x-lakefs-meta-"
-# Graveler answers these only when it did not apply the call.
-_REFUSED = {
-    grpc.StatusCode.NOT_FOUND,
-    grpc.StatusCode.INVALID_ARGUMENT,
-    grpc.StatusCode.PERMISSION_DENIED,
-    grpc.StatusCode.UNAUTHENTICATED,
-    grpc.StatusCode.FAILED_PRECONDITION,
-    grpc.StatusCode.ALREADY_EXISTS,
-}
 
 
 def checked_path(path: str | None, name: str = "path") -> str:
@@ -145,23 +135,18 @@ async def receive(backend: Backend, request: Request, namespace: str, address: s
         source, content_type = RawBody(chunks), header_type or DEFAULT_CONTENT_TYPE
         declared = chunks.declared
     checked_content_type(content_type)  # before any byte is written
-    adapter = backend.adapter
-    try:
+    async with backend.new_bytes(namespace, address):
         if declared is not None and declared <= SMALL_BODY:
             data = await _read_all(source)  # on the event loop; RawChunks refuses a short body
-            result = await backend.run(adapter.put, namespace, address, io.BytesIO(data), len(data))
+            result = await backend.write_bytes(namespace, address, io.BytesIO(data), len(data))
         else:
             reader = ThreadReader(source, asyncio.get_running_loop())
             try:
-                result = await backend.run_upload(adapter.put, namespace, address, reader, declared)
+                result = await backend.write_bytes(namespace, address, reader, declared, backend.upload_pool)
             except Exception:
                 if reader.error is not None:
                     raise reader.error from None  # the body's own error (413, 408, 400)
                 raise
-    except BaseException:
-        with contextlib.suppress(Exception):
-            await backend.run(adapter.delete, namespace, address)
-        raise
     return Received(result.size, result.etag.strip('"'), content_type)
 
 
@@ -176,14 +161,15 @@ async def stage_new_bytes(ctx: Context, request: api.StageEntryRequest, namespac
     """Stage an entry for bytes this request wrote. A condition that does not hold is 412; if
     graveler certainly did not take the entry, its bytes are deleted."""
     remaining = ctx.deadline - time.monotonic()
-    try:
+
+    async def stage() -> None:
         if remaining <= 0:
             raise ApiError(503, "graveler did not answer within the request's deadline")
         await ctx.backend.graveler.StageEntry(request, timeout=remaining)
+
+    try:
+        await ctx.backend.stage_new_bytes(stage, namespace, request.entry.physical_address)
     except grpc.aio.AioRpcError as exc:
-        if exc.code() in _REFUSED:
-            with contextlib.suppress(Exception):
-                await ctx.backend.run(ctx.backend.adapter.delete, namespace, request.entry.physical_address)
         conditional = request.if_absent or request.if_match_etag
         if conditional and exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
             raise ApiError(412, "path already exists" if request.if_absent else "object changed") from None

@@ -16,19 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 
 from services.gateway.errors import S3Error
 from services.gateway.identity import S3Identities
-from silt.block import BlockAdapter
 from silt.config import Config
+from silt.edge_client import CALL_TIMEOUT, UNAVAILABLE_RETRY_DELAYS, EdgeClient, not_applied
 from silt.errors import (
     PROTECTED_BRANCH,
     Aborted,
@@ -43,40 +40,14 @@ from silt.errors import (
     Unavailable,
 )
 from silt.graveler.v1 import events_pb2 as ev
-from silt.graveler.v1 import graveler_pb2_grpc
-from silt.history.emitter import EventEmitter
 from silt.kv.store import Store, scan_prefix
-from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
+from silt.rpc.authority import Clock
 from silt.rpc.errors import error_from_rpc
-from silt.rpc.signing import Credentials, service_aio_channels
-from silt.telemetry.stores import open_observed_adapter, open_observed_store
+from silt.rpc.signing import Credentials
+from silt.telemetry.stores import open_observed_store
 
-T = TypeVar("T")
-CALL_TIMEOUT = 30.0
-UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
 # An UNAVAILABLE that took this long came from a timeout, not from a restarting graveler.
 SLOW_FAILURE_SECONDS = 1.0
-
-# Answers after which graveler certainly did not apply the call: it refused it, or was never reached.
-_REFUSED = {
-    grpc.StatusCode.NOT_FOUND,
-    grpc.StatusCode.INVALID_ARGUMENT,
-    grpc.StatusCode.PERMISSION_DENIED,
-    grpc.StatusCode.UNAUTHENTICATED,
-    grpc.StatusCode.FAILED_PRECONDITION,
-    grpc.StatusCode.ALREADY_EXISTS,
-    grpc.StatusCode.OUT_OF_RANGE,
-}
-_NEVER_REACHED = ("failed to connect", "connection refused", "dns resolution failed")
-
-
-def not_applied(exc: grpc.aio.AioRpcError) -> bool:
-    """True when the failed call certainly changed nothing in graveler. A timeout or a
-    dropped connection may have been applied, so bytes it referred to must be kept."""
-    if exc.code() in _REFUSED:
-        return True
-    details = (exc.details() or "").lower()
-    return exc.code() == grpc.StatusCode.UNAVAILABLE and any(text in details for text in _NEVER_REACHED)
 
 
 # The S3 code for a NotFound that says what is missing; other kinds (a branch, a commit) take
@@ -117,31 +88,14 @@ def rpc_error(
     return S3Error("InternalError", details)
 
 
-class Backend:
-    def __init__(self, config: Config, clock: Clock = time.monotonic) -> None:
-        credentials = Credentials.from_config(config)
-        self._auth_channel, self._graveler_channel = service_aio_channels(config, credentials)
-        self.graveler = graveler_pb2_grpc.GravelerServiceStub(self._graveler_channel)
-        self.adapter: BlockAdapter = open_observed_adapter(config.blockstore)
-        self.kv: Store = open_observed_store(config.database)
-        # Block adapters and KV are blocking; they get their own threads so that a slow disk
-        # never stalls the event loop that serves every other request.
-        self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="gateway-io")
-        ttl = config.auth.cache_ttl_seconds
-        self.authority = AioCachedAuthority(AioRemoteAuthority(self._auth_channel, CALL_TIMEOUT), ttl, clock)
-        self.identities = S3Identities(self._auth_channel, ttl, clock, CALL_TIMEOUT)
-        self._namespaces: TTLCache[str, str] = TTLCache(ttl, clock=clock)
-        # Refs known to be branches, so that a write costs no extra ResolveRef. Briefly: a
-        # deleted branch is then refused by graveler itself when the entry is staged.
-        self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl, clock=clock)
-        # Reads, writes and deletes served, queued for graveler off the request path (started by
-        # the app's lifespan, on its event loop).
-        self.history = EventEmitter(ev.S3, self.graveler, enabled=config.graveler.history.enabled)
+class Backend(EdgeClient):
+    """The edge client (silt/edge_client.py) signed as svc-gateway, with S3's errors, SigV2/V4
+    identities and the KV that keeps multipart uploads."""
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        # In the request's context: its trace span and request id follow it into the thread.
-        context = contextvars.copy_context()
-        return await asyncio.get_running_loop().run_in_executor(self.pool, context.run, fn, *args)
+    def __init__(self, config: Config, clock: Clock = time.monotonic) -> None:
+        super().__init__(config, Credentials.from_config(config), ev.S3, "gateway-io", clock)
+        self.kv: Store = open_observed_store(config.database)
+        self.identities = S3Identities(self.auth_channel, config.auth.cache_ttl_seconds, clock, CALL_TIMEOUT)
 
     async def call(
         self, method: Any, request: Any, not_found: str = "NoSuchKey", failed_precondition: str = "InvalidRequest"
@@ -185,23 +139,14 @@ class Backend:
         """The storage namespace of a repository (NoSuchBucket if there is none)."""
         from silt.graveler.v1 import graveler_pb2 as api
 
-        cached = self._namespaces.get(repository)
+        cached = self.cached_namespace(repository)
         if cached is None:
             info = await self.call(
                 self.graveler.GetRepository, api.GetRepositoryRequest(name=repository), "NoSuchBucket"
             )
             cached = info.storage_namespace
-            self._namespaces.put(repository, cached)
+            self.remember_namespace(repository, cached)
         return cached
-
-    def known_branch(self, repository: str, ref: str) -> bool:
-        return bool(self._branches.get((repository, ref)))
-
-    def remember_branch(self, repository: str, ref: str) -> None:
-        self._branches.put((repository, ref), True)
-
-    def forget_namespace(self, repository: str) -> None:
-        self._namespaces.put(repository, None)  # type: ignore[arg-type]
 
     # --- KV (multipart uploads) --------------------------------------------------------
 
@@ -222,9 +167,6 @@ class Backend:
         return [(e.key, json.loads(e.value)) for e in scan_prefix(self.kv, partition, prefix)]
 
     async def close(self) -> None:
-        await self.history.close()  # its last flush still needs the graveler channel
-        await self._auth_channel.close()
-        await self._graveler_channel.close()
-        self.pool.shutdown(wait=False)
+        await super().close()
         with contextlib.suppress(SiltError):
             self.kv.close()

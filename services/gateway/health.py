@@ -77,8 +77,8 @@ class Readiness:
     async def check(self, backend: Backend, timeout: float) -> None:
         """Ask every dependency at once, each bounded by timeout."""
         answers = await asyncio.gather(
-            _serving(backend, "_auth_channel", timeout),
-            _serving(backend, "_graveler_channel", timeout),
+            _serving(backend, "auth_channel", timeout),
+            _serving(backend, "graveler_channel", timeout),
             _kv_answers(backend, timeout),
         )
         failing = tuple(name for name, ok in zip(DEPENDENCIES, answers, strict=True) if not ok)

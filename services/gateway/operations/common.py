@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -265,13 +264,9 @@ async def stage_new_bytes(
     it (a refusal, or a condition that did not hold), delete the bytes rather than leave an
     object no entry refers to (the uncommitted sweep of garbage collection removes what a
     timeout or crash leaves behind)."""
-    try:
-        await stage(ctx, repository, branch, key, entry, condition)
-    except S3Error as exc:
-        if getattr(exc, "not_applied", False):
-            with contextlib.suppress(Exception):
-                await ctx.backend.run(ctx.backend.adapter.delete, namespace, entry.physical_address)
-        raise
+    await ctx.backend.stage_new_bytes(
+        lambda: stage(ctx, repository, branch, key, entry, condition), namespace, entry.physical_address
+    )
 
 
 def object_key_required(ref: str, key: str) -> None:

@@ -70,6 +70,7 @@ from silt.config import S3GatewayConfig
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import scan_prefix
+from silt.objects import DEFAULT_CONTENT_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ async def create(ctx: Context) -> Response:
         "block_id": block_id,
         "initiated": datetime.fromtimestamp(initiated_ns / 1e9, UTC).isoformat(),
         "initiated_ns": initiated_ns,
-        "content_type": request.headers.get("content-type", "application/octet-stream"),
+        "content_type": request.headers.get("content-type", DEFAULT_CONTENT_TYPE),
         "metadata": user_metadata(request),
         "initiator": ctx.user_id,
         "checksum_algorithm": algorithm,

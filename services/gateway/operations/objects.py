@@ -44,13 +44,13 @@ from services.gateway.request import decimal, decode_component
 from services.gateway.routing import split_path
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import CHUNK_SIZE
+from silt.edge_client import SMALL_BODY
 from silt.errors import InvalidArgument
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.objects import DEFAULT_CONTENT_TYPE
 
-# Bodies up to this size are taken whole, and objects up to it are read in one piece.
-SMALL_BODY = 256 * 1024
 _SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 _RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)$")
 _OVERRIDES = {
@@ -193,7 +193,7 @@ def _object_headers(ctx: Context, entry: pb.Entry) -> list[tuple[str, str]]:
     headers = [
         ("ETag", quoted_etag(entry.etag)),
         ("Last-Modified", http_time(entry_time(entry))),
-        ("Content-Type", entry.content_type or "application/octet-stream"),
+        ("Content-Type", entry.content_type or DEFAULT_CONTENT_TYPE),
         ("Accept-Ranges", "bytes"),
     ]
     headers += [(k, v) for k, v in entry.metadata.items() if k.startswith("x-amz-meta-") or k in _STORED]
@@ -417,7 +417,7 @@ async def put_object(ctx: Context) -> Response:
         size=received.size,
         etag=received.etag,
         last_modified=now_timestamp(),
-        content_type=request.headers.get("content-type", "application/octet-stream"),
+        content_type=request.headers.get("content-type", DEFAULT_CONTENT_TYPE),
         metadata=metadata,
     )
     # The checksum of the whole object is kept with its metadata, for GET/HEAD with
@@ -430,12 +430,8 @@ async def put_object(ctx: Context) -> Response:
 
 async def _receive_object(ctx: Context, namespace: str, address: str) -> Received:
     """The request body written at address; nothing is left there if that fails."""
-    adapter = ctx.backend.adapter
-    try:
-        return await receive_into(ctx, adapter.put, namespace, address)
-    except BaseException:
-        await ctx.backend.run(adapter.delete, namespace, address)
-        raise
+    async with ctx.backend.new_bytes(namespace, address):
+        return await receive_into(ctx, ctx.backend.adapter.put, namespace, address)
 
 
 async def _put_branch_root_marker(ctx: Context, repository: str, ref: str) -> Response:
@@ -485,7 +481,7 @@ async def copy_object(ctx: Context) -> Response:
     entry.CopyFrom(source)
     entry.last_modified.CopyFrom(now_timestamp())
     if directive == "REPLACE":
-        entry.content_type = request.headers.get("content-type", "application/octet-stream")
+        entry.content_type = request.headers.get("content-type", DEFAULT_CONTENT_TYPE)
         kept = {k: v for k, v in source.metadata.items() if k.startswith((checksums.HEADER_PREFIX, "x-silt-"))}
         entry.ClearField("metadata")
         entry.metadata.update(user_metadata(request))

@@ -1,0 +1,175 @@
+"""The edge's client of graveler, auth and the object store, one for the S3 gateway and the REST API.
+
+Both front ends on the edge port write objects the same way: new bytes at a fresh physical
+address in the repository's storage namespace (`write_bytes` inside `new_bytes`, which leaves
+nothing there if the write or a check on it fails), then one StageEntry (`stage_new_bytes`,
+which deletes the bytes again when graveler certainly did not take the entry; the uncommitted
+sweep of garbage collection removes what a timeout or a crash leaves); bytes nothing refers to
+are deleted with `delete_bytes`. Each front end keeps its own service user (svc-gateway,
+svc-api), its own history source and its own errors: graveler's answers are mapped to S3 codes
+or lakeFS statuses at each edge, not here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar
+
+import grpc
+import grpc.aio
+
+from silt.block import BlockAdapter
+from silt.block.adapter import PutResult
+from silt.config import Config
+from silt.graveler.v1 import events_pb2 as ev
+from silt.graveler.v1 import graveler_pb2_grpc
+from silt.history.emitter import EventEmitter
+from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
+from silt.rpc.signing import Credentials, service_aio_channels
+from silt.telemetry.stores import open_observed_adapter
+
+T = TypeVar("T")
+# One graveler or auth call's time limit, and the pauses before retrying one that found the
+# service unavailable (a restarting graveler is reachable again within moments).
+CALL_TIMEOUT = 30.0
+UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
+# Threads for the blocking block adapter (reads, deletes, a small body's one write).
+IO_THREADS = 32
+# Bodies declared this small are taken whole, and objects this small are read in one piece: one
+# trip to a worker thread instead of one per read.
+SMALL_BODY = 256 * 1024
+
+# Answers after which graveler certainly did not apply the call: it refused it, or was never reached.
+_REFUSED = {
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.ALREADY_EXISTS,
+    grpc.StatusCode.OUT_OF_RANGE,
+}
+_NEVER_REACHED = ("failed to connect", "connection refused", "dns resolution failed")
+
+
+def not_applied(exc: grpc.aio.AioRpcError) -> bool:
+    """True when the failed call certainly changed nothing in graveler. A timeout or a
+    dropped connection may have been applied, so bytes it referred to must be kept."""
+    if exc.code() in _REFUSED:
+        return True
+    details = (exc.details() or "").lower()
+    return exc.code() == grpc.StatusCode.UNAVAILABLE and any(text in details for text in _NEVER_REACHED)
+
+
+def certainly_refused(exc: BaseException) -> bool:
+    """Whether a failed StageEntry certainly changed nothing: graveler's own answer, or an edge's
+    error for it that says so (`not_applied`, set where the edge maps graveler's answer)."""
+    if isinstance(exc, grpc.aio.AioRpcError):
+        return not_applied(exc)
+    return bool(getattr(exc, "not_applied", False))
+
+
+class Readable(Protocol):
+    """What a block adapter reads an object's bytes from: a binary file, or a body's reader."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class EdgeClient:
+    """Graveler, auth's decisions and the object store, as one front end of the edge reaches them."""
+
+    def __init__(
+        self,
+        config: Config,
+        credentials: Credentials,
+        source: ev.HistoryEventSource.ValueType,
+        thread_name_prefix: str,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.auth_channel, self.graveler_channel = service_aio_channels(config, credentials)
+        self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
+        ttl = config.auth.cache_ttl_seconds
+        self.authority = AioCachedAuthority(AioRemoteAuthority(self.auth_channel, CALL_TIMEOUT), ttl, clock)
+        # Object bytes go straight between the client and the object store; the adapter is
+        # blocking, so it runs in threads of its own and a slow disk never stalls the event loop.
+        self.adapter: BlockAdapter = open_observed_adapter(config.blockstore)
+        self.pool = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix=thread_name_prefix)
+        self._namespaces: TTLCache[str, str] = TTLCache(ttl, clock=clock)
+        # Refs known to be branches, so that a write costs no extra call. Briefly: a deleted
+        # branch is then refused by graveler itself when the entry is staged.
+        self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl, clock=clock)
+        # Object reads, writes and deletes served, queued for graveler off the request path
+        # (started by the app's lifespan, on its event loop).
+        self.history = EventEmitter(source, self.graveler, enabled=config.graveler.history.enabled)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """A blocking call (the block adapter, KV) in a worker thread, in the request's context
+        (its trace span and request id follow it)."""
+        return await self.run_in(self.pool, fn, *args)
+
+    @staticmethod
+    async def run_in(pool: Executor, fn: Callable[..., T], *args: Any) -> T:
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(pool, context.run, fn, *args)
+
+    # --- what is cached ---------------------------------------------------------------------
+
+    def cached_namespace(self, repository: str) -> str | None:
+        return self._namespaces.get(repository)
+
+    def remember_namespace(self, repository: str, namespace: str) -> None:
+        self._namespaces.put(repository, namespace)
+
+    def forget_namespace(self, repository: str) -> None:
+        self._namespaces.put(repository, None)  # type: ignore[arg-type]
+
+    def known_branch(self, repository: str, branch: str) -> bool:
+        return bool(self._branches.get((repository, branch)))
+
+    def remember_branch(self, repository: str, branch: str) -> None:
+        self._branches.put((repository, branch), True)
+
+    # --- objects: write bytes, stage them, delete them -------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def new_bytes(self, namespace: str, address: str) -> AsyncIterator[None]:
+        """Bytes written at `address` inside this block, with every check on them: nothing is
+        left there if the block fails, whatever the failure (the body's own error included)."""
+        try:
+            yield
+        except BaseException:
+            await self.delete_bytes(namespace, address)
+            raise
+
+    async def write_bytes(
+        self, namespace: str, address: str, stream: Readable, size: int | None, pool: Executor | None = None
+    ) -> PutResult:
+        """Write an object's bytes at `address`, in `pool` (the I/O threads by default)."""
+        return await self.run_in(pool or self.pool, self.adapter.put, namespace, address, stream, size)
+
+    async def delete_bytes(self, namespace: str, address: str) -> None:
+        """Delete bytes no entry refers to; a failure leaves them to garbage collection."""
+        with contextlib.suppress(Exception):
+            await self.run(self.adapter.delete, namespace, address)
+
+    async def stage_new_bytes(self, stage: Callable[[], Awaitable[object]], namespace: str, address: str) -> None:
+        """Stage an entry for bytes this request just wrote at `address`, by the edge's own
+        StageEntry call; if graveler certainly did not take it (a refusal, or a condition that did
+        not hold), delete the bytes rather than leave an object no entry refers to."""
+        try:
+            await stage()
+        except BaseException as exc:
+            if certainly_refused(exc):
+                await self.delete_bytes(namespace, address)
+            raise
+
+    async def close(self) -> None:
+        await self.history.close()  # its last flush still needs the graveler channel
+        await self.auth_channel.close()
+        await self.graveler_channel.close()
+        self.pool.shutdown(wait=False)

@@ -1,0 +1,107 @@
+"""silt/edge_client.py: the one way both front ends of the edge write, stage and delete object bytes.
+
+A real local block adapter; graveler's answers are the gRPC errors its channel raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import grpc
+import grpc.aio
+import pytest
+from pydantic import SecretStr
+
+from silt.config import Config
+from silt.edge_client import EdgeClient, not_applied
+from silt.graveler.v1 import events_pb2 as ev
+from silt.rpc.signing import Credentials
+
+NAMESPACE = "local://repo"
+ADDRESS = "data/object"
+
+
+def _rpc_error(code: grpc.StatusCode, details: str = "") -> grpc.aio.AioRpcError:
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details=details)
+
+
+def _stored(client: EdgeClient) -> bool:
+    try:
+        client.adapter.stat(NAMESPACE, ADDRESS)
+    except Exception:
+        return False
+    return True
+
+
+async def _with_client(tmp_path: Path, body: Callable[[EdgeClient], Awaitable[None]]) -> None:
+    config = Config.model_validate({"blockstore": {"type": "local", "local": {"path": str(tmp_path)}}})
+    client = EdgeClient(config, Credentials("AKIAIOSFODNN7EXAMPLE", SecretStr("secret")), ev.API, "test-io")
+    try:
+        await body(client)
+    finally:
+        await client.close()
+
+
+def test_bytes_of_a_failed_write_are_deleted(tmp_path: Path) -> None:
+    async def body(client: EdgeClient) -> None:
+        with pytest.raises(ValueError, match="bad digest"):
+            async with client.new_bytes(NAMESPACE, ADDRESS):
+                await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
+                assert _stored(client)
+                raise ValueError("bad digest")  # a check after the write, as S3's Content-MD5
+        assert not _stored(client)
+        async with client.new_bytes(NAMESPACE, ADDRESS):
+            result = await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
+        assert result.size == 7
+        assert _stored(client)
+
+    asyncio.run(_with_client(tmp_path, body))
+
+
+@pytest.mark.parametrize(
+    ("error", "kept"),
+    [
+        (_rpc_error(grpc.StatusCode.FAILED_PRECONDITION, "exists"), False),
+        (_rpc_error(grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses"), False),
+        # Graveler may have staged it before the answer was lost: the bytes must stay.
+        (_rpc_error(grpc.StatusCode.DEADLINE_EXCEEDED), True),
+        (_rpc_error(grpc.StatusCode.UNAVAILABLE, "Socket closed"), True),
+    ],
+)
+def test_bytes_are_deleted_only_when_graveler_certainly_refused_them(
+    tmp_path: Path, error: grpc.aio.AioRpcError, kept: bool
+) -> None:
+    assert not_applied(error) is not kept
+
+    async def body(client: EdgeClient) -> None:
+        await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
+
+        async def stage() -> None:
+            raise error
+
+        with pytest.raises(grpc.aio.AioRpcError):
+            await client.stage_new_bytes(stage, NAMESPACE, ADDRESS)
+        assert _stored(client) is kept
+
+    asyncio.run(_with_client(tmp_path, body))
+
+
+def test_an_edge_error_that_says_not_applied_deletes_the_bytes(tmp_path: Path) -> None:
+    # The gateway maps graveler's answer to an S3 error first, keeping whether it was applied.
+    class Mapped(Exception):
+        not_applied = True
+
+    async def body(client: EdgeClient) -> None:
+        await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
+
+        async def stage() -> None:
+            raise Mapped
+
+        with pytest.raises(Mapped):
+            await client.stage_new_bytes(stage, NAMESPACE, ADDRESS)
+        assert not _stored(client)
+
+    asyncio.run(_with_client(tmp_path, body))
