@@ -15,6 +15,11 @@
 * LastAccess (last_access.py): the export a last-access run reads, and the expiries it asks for;
 * Cleaner (cleanup.py): background deletion of staged values nothing refers to.
 
+Graveler's own methods are the operations that span components or carry logic of their own
+(a write checked against protection first, a branch or tag made from a resolved ref, a log);
+an operation that only forwards to one component is called on that component (as the gRPC
+handlers in servicer.py do), never through a copy here.
+
 No lock anywhere (docs/design/lockfree-staging.md). Every public method takes the caller's
 Deadline; the gRPC layer (server.py) passes the call's.
 """
@@ -30,24 +35,22 @@ from services.graveler.branching import Branching, CherryPickOverrides, MergeOut
 from services.graveler.builder import InProcessBuilder, MetaRangeBuilder
 from services.graveler.cleanup import Cleaner
 from services.graveler.commits import Committer
-from services.graveler.committed.diff import Difference
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId
 from services.graveler.compaction import CompactedState, Compaction, CompactionResult, NoObserver, StagingObserver
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
-from services.graveler.entries import MAX_DELETE_KEYS, Condition, DeleteOutcome, Entries, ListPage, StoredListPage
+from services.graveler.entries import MAX_DELETE_KEYS, Condition, DeleteOutcome, Entries
 from services.graveler.history import LogFilter, LogPage, log_page
-from services.graveler.last_access import Expiry, LastAccess, PreparedLastAccess
-from services.graveler.lifecycle import DEFAULT_BRANCH, Dumped, Lifecycle, Restored
-from services.graveler.model import CommitId, MergeStrategy
-from services.graveler.paging import Page
-from services.graveler.placement import Placement, ShareCheck, nobody
+from services.graveler.last_access import LastAccess
+from services.graveler.lifecycle import DEFAULT_BRANCH, Lifecycle
+from services.graveler.model import MergeStrategy
+from services.graveler.placement import Placement
 from services.graveler.protection import Protection
-from services.graveler.pulls import PullRequests, Standing
-from services.graveler.refs import RefManager, RepoHandle, Resolved
+from services.graveler.pulls import PullRequests
+from services.graveler.refs import RefManager, RepoHandle
 from services.graveler.refs import expr as refexpr
 from services.graveler.repo_metadata import RepositoryMetadata
-from services.graveler.retention import PreparedRun, Retention
+from services.graveler.retention import Retention
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.updater import BranchUpdater, RetryPolicy
 from services.graveler.validation import validate_key, validate_prefix, validate_ref_name
@@ -55,14 +58,14 @@ from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import background_context
 from silt.kv import Store
-from silt.paging import page_size, take_page
+from silt.paging import page_size
 
 _T = TypeVar("_T")
 
 # Objects and prefixes one log may filter by: each commit of the walk is compared on all of them.
 MAX_LOG_PATHS = 100
 
-__all__ = ["DEFAULT_BRANCH", "Graveler", "GravelerOptions", "ListPage", "Resolved"]
+__all__ = ["DEFAULT_BRANCH", "Graveler", "GravelerOptions"]
 
 
 @dataclass
@@ -173,50 +176,6 @@ class Graveler:
         deadline.check(f"call on repository {name!r}")
         return self.refs.repository(name)
 
-    # --- repositories --------------------------------------------------------------------
-
-    def create_repository(
-        self,
-        name: str,
-        storage_namespace: str,
-        default_branch: str = "",
-        bare: bool = False,
-        *,
-        may_share: ShareCheck = nobody,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> pb.Repository:
-        deadline.check(f"creating repository {name!r}")
-        return self.lifecycle.create_repository(name, storage_namespace, default_branch, bare, may_share)
-
-    def get_repository(self, name: str, *, deadline: Deadline = NO_DEADLINE) -> pb.Repository:
-        deadline.check(f"reading repository {name!r}")
-        return self.refs.get_repository(name).record
-
-    def update_repository_metadata(
-        self, name: str, set_keys: dict[str, str], delete_keys: list[str], *, deadline: Deadline = NO_DEADLINE
-    ) -> pb.Repository:
-        deadline.check(f"updating the metadata of repository {name!r}")
-        return self.repo_metadata.update(name, set_keys, delete_keys, deadline)
-
-    def list_repositories(
-        self, after: str, amount: int, *, deadline: Deadline = NO_DEADLINE
-    ) -> tuple[list[pb.Repository], bool]:
-        deadline.check("listing repositories")
-        return take_page(self.refs.list_repositories(after), amount)
-
-    def delete_repository(self, name: str, *, deadline: Deadline = NO_DEADLINE) -> None:
-        deadline.check(f"deleting repository {name!r}")
-        self.lifecycle.delete_repository(name)
-
-    def clean_deleted_repositories(self) -> int:
-        return self.lifecycle.clean_deleted_repositories()
-
-    def dump_refs(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> Dumped:
-        return self.lifecycle.dump_refs(self._repo(repository, deadline))
-
-    def restore_refs(self, repository: str, location: str, *, deadline: Deadline = NO_DEADLINE) -> Restored:
-        return self.lifecycle.restore_refs(self._repo(repository, deadline), location)
-
     # --- branches ------------------------------------------------------------------------
 
     def create_branch(
@@ -230,14 +189,6 @@ class Graveler:
         )
         self.refs.create_branch(repo, branch)
         return branch
-
-    def get_branch(self, repository: str, name: str, *, deadline: Deadline = NO_DEADLINE) -> pb.Branch:
-        return self.refs.get_branch(self._repo(repository, deadline), name).branch
-
-    def list_branches(
-        self, repository: str, after: str, amount: int, *, deadline: Deadline = NO_DEADLINE
-    ) -> tuple[list[pb.Branch], bool]:
-        return take_page(self.refs.list_branches(self._repo(repository, deadline), after), amount)
 
     def delete_branch(self, repository: str, name: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         repo = self._repo(repository, deadline)
@@ -272,23 +223,12 @@ class Graveler:
         self.refs.create_tag(repo, tag)
         return tag
 
-    def get_tag(self, repository: str, tag_id: str, *, deadline: Deadline = NO_DEADLINE) -> pb.Tag:
-        return self.refs.get_tag(self._repo(repository, deadline), tag_id)
-
-    def list_tags(
-        self, repository: str, after: str, amount: int, *, deadline: Deadline = NO_DEADLINE
-    ) -> tuple[list[pb.Tag], bool]:
-        return take_page(self.refs.list_tags(self._repo(repository, deadline), after), amount)
-
     def delete_tag(self, repository: str, tag_id: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         repo = self._repo(repository, deadline)
         self.refs.get_tag(repo, tag_id)
         self.refs.delete_tag(repo, tag_id)
 
     # --- refs and history ----------------------------------------------------------------
-
-    def resolve_ref(self, repository: str, ref: str, *, deadline: Deadline = NO_DEADLINE) -> Resolved:
-        return self.refs.resolve(self._repo(repository, deadline), ref)
 
     def get_commit(self, repository: str, commit_id: str, *, deadline: Deadline = NO_DEADLINE) -> pb.Commit:
         repo = self._repo(repository, deadline)
@@ -338,11 +278,6 @@ class Graveler:
         return self.committed.changed_paths(
             repo.namespace, parent_metarange, MetaRangeId(commit.metarange_id), keys, prefixes
         )
-
-    def find_merge_base(
-        self, repository: str, left_ref: str, right_ref: str, *, deadline: Deadline = NO_DEADLINE
-    ) -> CommitId:
-        return self.branching.find_merge_base(self._repo(repository, deadline), left_ref, right_ref)
 
     # --- compaction ----------------------------------------------------------------------
 
@@ -429,71 +364,7 @@ class Graveler:
                 outcomes.append(DeleteOutcome(key, "deleted"))
         return outcomes
 
-    def stat_entry(self, repository: str, ref: str, key: str, *, deadline: Deadline = NO_DEADLINE) -> pb.Entry:
-        validate_key(key)
-        return self.entries.stat(self._repo(repository, deadline), ref, key, deadline)
-
-    def list_entries(
-        self,
-        repository: str,
-        ref: str,
-        prefix: str,
-        delimiter: str,
-        after: str,
-        amount: int,
-        *,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> ListPage:
-        repo = self._repo(repository, deadline)
-        return self.entries.list(repo, ref, prefix, delimiter, after, amount, deadline)
-
-    def list_stored_entries(
-        self,
-        repository: str,
-        ref: str,
-        prefix: str,
-        delimiter: str,
-        after: str,
-        amount: int,
-        *,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> StoredListPage:
-        """list_entries with each entry as stored (serialized), for callers that pass them on."""
-        repo = self._repo(repository, deadline)
-        return self.entries.list_stored(repo, ref, prefix, delimiter, after, amount, deadline)
-
     # --- comparing and combining ---------------------------------------------------------
-
-    def diff(
-        self,
-        repository: str,
-        left_ref: str,
-        right_ref: str,
-        three_dot: bool,
-        prefix: str,
-        delimiter: str,
-        after: str,
-        amount: int,
-        *,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> Page[Difference]:
-        repo = self._repo(repository, deadline)
-        return self.branching.diff(repo, left_ref, right_ref, three_dot, prefix, delimiter, after, amount)
-
-    def diff_branch(
-        self,
-        repository: str,
-        branch_name: str,
-        prefix: str,
-        delimiter: str,
-        after: str,
-        amount: int,
-        *,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> Page[Difference]:
-        """The uncommitted changes of a branch: staged values against its head commit."""
-        repo = self._repo(repository, deadline)
-        return self.branching.diff_branch(repo, branch_name, prefix, delimiter, after, amount, deadline)
 
     def merge(
         self,
@@ -561,170 +432,3 @@ class Graveler:
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, "cherry-pick")
         return self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline, pick)
-
-    # --- branch protection ---------------------------------------------------------------
-
-    def get_branch_protection(
-        self, repository: str, *, deadline: Deadline = NO_DEADLINE
-    ) -> tuple[pb.BranchProtectionRules, str]:
-        """The rules and their etag."""
-        return self.protection.get(self._repo(repository, deadline))
-
-    def set_branch_protection(
-        self,
-        repository: str,
-        rules: list[pb.BranchProtectionRule],
-        if_match: str = "",
-        *,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> tuple[pb.BranchProtectionRules, str]:
-        """Replace every rule (only if they still have etag if_match, when given)."""
-        return self.protection.set(self._repo(repository, deadline), rules, if_match, deadline)
-
-    # --- pull requests -------------------------------------------------------------------
-
-    def create_pull_request(
-        self,
-        repository: str,
-        title: str,
-        description: str,
-        source_branch: str,
-        destination_branch: str,
-        author: str,
-        *,
-        submitted_by: str = "",
-        deadline: Deadline = NO_DEADLINE,
-    ) -> pb.PullRequest:
-        repo = self._repo(repository, deadline)
-        return self.pulls.create(repo, title, description, source_branch, destination_branch, author, submitted_by)
-
-    def get_pull_request(
-        self, repository: str, pull_id: str, *, deadline: Deadline = NO_DEADLINE
-    ) -> tuple[pb.PullRequest, Standing]:
-        """A pull request, and where it stands against its destination's protection."""
-        repo = self._repo(repository, deadline)
-        pull = self.pulls.get(repo, pull_id)
-        return pull, self.pulls.standing(repo, pull, deadline)
-
-    def pull_request_standings(
-        self, repository: str, pulls: list[pb.PullRequest], *, deadline: Deadline = NO_DEADLINE
-    ) -> list[Standing]:
-        """Where each pull request stands against its destination's protection (one repository read)."""
-        repo = self._repo(repository, deadline)
-        return [self.pulls.standing(repo, pull, deadline) for pull in pulls]
-
-    def list_pull_requests(
-        self,
-        repository: str,
-        status: pb.PullRequestStatus.ValueType,
-        after: str,
-        amount: int,
-        *,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> tuple[list[pb.PullRequest], bool, str]:
-        """(page, has_more, next_after): continue from next_after (a filter examines a bounded
-        number of records per call, so a page may be short yet have more)."""
-        return self.pulls.list_page(self._repo(repository, deadline), status, after, amount, deadline)
-
-    def update_pull_request(
-        self,
-        repository: str,
-        pull_id: str,
-        title: str | None = None,
-        description: str | None = None,
-        status: pb.PullRequestStatus.ValueType = pb.PULL_REQUEST_STATUS_UNSPECIFIED,
-        *,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> pb.PullRequest:
-        repo = self._repo(repository, deadline)
-        return self.pulls.update(repo, pull_id, title, description, status, deadline)
-
-    def merge_pull_request(
-        self,
-        repository: str,
-        pull_id: str,
-        strategy: MergeStrategy = "fail",
-        message: str = "",
-        metadata: dict[str, str] | None = None,
-        committer: str = "",
-        *,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> tuple[pb.PullRequest, MergeOutcome]:
-        """Merge a pull request's source into its destination: refused (ProtectedBranch) while
-        the destination's protection is not satisfied; conflicts leave it open."""
-        repo = self._repo(repository, deadline)
-        return self.pulls.merge(repo, pull_id, strategy, message, dict(metadata or {}), committer, deadline)
-
-    def add_pull_request_comment(
-        self,
-        repository: str,
-        pull_id: str,
-        author: str,
-        body: str,
-        *,
-        submitted_by: str = "",
-        deadline: Deadline = NO_DEADLINE,
-    ) -> pb.PullRequestComment:
-        return self.pulls.comment(self._repo(repository, deadline), pull_id, author, body, submitted_by)
-
-    def list_pull_request_comments(
-        self, repository: str, pull_id: str, after: str, amount: int, *, deadline: Deadline = NO_DEADLINE
-    ) -> tuple[list[pb.PullRequestComment], bool]:
-        return self.pulls.comments(self._repo(repository, deadline), pull_id, after, amount)
-
-    def submit_pull_request_review(
-        self,
-        repository: str,
-        pull_id: str,
-        author: str,
-        verdict: pb.ReviewVerdict.ValueType,
-        body: str = "",
-        *,
-        submitted_by: str = "",
-        deadline: Deadline = NO_DEADLINE,
-    ) -> pb.PullRequest:
-        repo = self._repo(repository, deadline)
-        return self.pulls.review(repo, pull_id, author, verdict, body, deadline, submitted_by)
-
-    # --- garbage collection --------------------------------------------------------------
-
-    def set_gc_rules(
-        self,
-        repository: str,
-        rules: pb.GCRules,
-        keep_last_access_rules: bool = False,
-        *,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> pb.GCRules:
-        return self.retention.set_rules(self._repo(repository, deadline), rules, keep_last_access_rules)
-
-    def get_gc_rules(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> pb.GCRules | None:
-        return self.retention.get_rules(self._repo(repository, deadline))
-
-    def delete_gc_rules(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> None:
-        self.retention.delete_rules(self._repo(repository, deadline))
-
-    def prepare_gc(self, repository: str, *, deadline: Deadline = NO_DEADLINE) -> PreparedRun:
-        """Export what a GC run of the repository starts from (services/graveler/retention.py)."""
-        return self.retention.prepare(self._repo(repository, deadline), deadline)
-
-    def prepare_last_access(
-        self, repository: str, branch: str, *, deadline: Deadline = NO_DEADLINE
-    ) -> PreparedLastAccess:
-        """Export what a last-access run of the branch reads (services/graveler/last_access.py)."""
-        return self.last_access.prepare(self._repo(repository, deadline), branch, deadline)
-
-    def expire_entries(
-        self,
-        repository: str,
-        branch: str,
-        rule: pb.LastAccessRule,
-        batch: list[tuple[str, str]],
-        run_id: str,
-        requested_by: str = "",
-        *,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> Expiry:
-        """Delete one batch of a last-access run's findings and commit it as the system user."""
-        repo = self._repo(repository, deadline)
-        return self.last_access.expire(repo, branch, rule, batch, run_id, requested_by, deadline)

@@ -192,7 +192,8 @@ class DiesBeforeItsValue:
 
 
 def _token(env: GravelerEnv, repo: str) -> StagingToken:
-    return StagingToken(env.graveler.get_branch(repo, "main").staging_token)
+    refs = env.graveler.refs
+    return StagingToken(refs.get_branch(refs.repository(repo), "main").branch.staging_token)
 
 
 def test_the_next_conditional_writer_finishes_a_write_whose_writer_died(

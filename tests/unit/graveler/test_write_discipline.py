@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.deadline import Deadline
+from services.graveler.deadline import NO_DEADLINE, Deadline
 from services.graveler.entries import Condition as WriteCondition
 from services.graveler.graveler import Graveler
+from services.graveler.refs import RepoHandle
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import FailedPrecondition
@@ -116,11 +117,15 @@ def test_graveler_managers_never_mix_plain_writes_and_lwts_on_a_key(tmp_path: Pa
     recorded = RecordingStore(MemStore())
     graveler = open_graveler(recorded, LocalAdapter(tmp_path / "data"))
     deadline = Deadline.after(60)
+
+    def repo(name: str) -> RepoHandle:
+        return graveler.refs.repository(name)
+
     try:
         # Repositories, their metadata labels, namespace claims.
-        graveler.create_repository("repo", "local://repo")
-        graveler.update_repository_metadata("repo", {"team": "lake", "tier": "gold"}, [])
-        graveler.update_repository_metadata("repo", {"tier": "silver"}, ["team"])
+        graveler.lifecycle.create_repository("repo", "local://repo", "", False)
+        graveler.repo_metadata.update("repo", {"team": "lake", "tier": "gold"}, [], NO_DEADLINE)
+        graveler.repo_metadata.update("repo", {"tier": "silver"}, ["team"], NO_DEADLINE)
 
         # Branches, staging, commits, tags, compaction, reset.
         graveler.create_branch("repo", "feature", "main")
@@ -154,51 +159,53 @@ def test_graveler_managers_never_mix_plain_writes_and_lwts_on_a_key(tmp_path: Pa
         graveler.delete_branch("repo", "doomed")
 
         # Branch protection: set, replaced under an etag.
-        _, etag = graveler.set_branch_protection("repo", [pb.BranchProtectionRule(pattern="rel-*")])
-        graveler.set_branch_protection(
-            "repo", [pb.BranchProtectionRule(pattern="main", required_approvals=1)], etag, deadline=deadline
-        )
+        protection = graveler.protection
+        _, etag = protection.set(repo("repo"), [pb.BranchProtectionRule(pattern="rel-*")], "", NO_DEADLINE)
+        protection.set(repo("repo"), [pb.BranchProtectionRule(pattern="main", required_approvals=1)], etag, deadline)
 
         # Retention rules: set, set keeping last-access rules, deleted, set again.
-        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=7))
-        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=3), keep_last_access_rules=True)
-        graveler.delete_gc_rules("repo")
-        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=5))
-        graveler.delete_gc_rules("repo")
+        retention = graveler.retention
+        retention.set_rules(repo("repo"), pb.GCRules(default_retention_days=7))
+        retention.set_rules(repo("repo"), pb.GCRules(default_retention_days=3), keep_last_access_rules=True)
+        retention.delete_rules(repo("repo"))
+        retention.set_rules(repo("repo"), pb.GCRules(default_retention_days=5))
+        retention.delete_rules(repo("repo"))
         last_access = pb.LastAccessRule(branch="main", prefixes=["logs/"], days=30)
-        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=1, last_access_rules=[last_access]))
-        graveler.set_gc_rules("repo", pb.GCRules(default_retention_days=2), keep_last_access_rules=True)
-        graveler.prepare_gc("repo", deadline=deadline)
-        graveler.prepare_last_access("repo", "main", deadline=deadline)
+        retention.set_rules(repo("repo"), pb.GCRules(default_retention_days=1, last_access_rules=[last_access]))
+        retention.set_rules(repo("repo"), pb.GCRules(default_retention_days=2), keep_last_access_rules=True)
+        retention.prepare(repo("repo"), deadline)
+        graveler.last_access.prepare(repo("repo"), "main", deadline)
 
         # Pull requests: created, updated, commented, reviewed, merged; another closed.
-        pull = graveler.create_pull_request("repo", "Add a", "", "feature", "main", "alice")
-        graveler.update_pull_request("repo", pull.id, title="Add a.csv", description="the first file")
-        graveler.add_pull_request_comment("repo", pull.id, "bob", "looks fine")
-        graveler.submit_pull_request_review("repo", pull.id, "bob", pb.REVIEW_VERDICT_APPROVE, deadline=deadline)
-        graveler.merge_pull_request("repo", pull.id, committer="bob", deadline=deadline)
+        pulls, unspecified = graveler.pulls, pb.PULL_REQUEST_STATUS_UNSPECIFIED
+        pull = pulls.create(repo("repo"), "Add a", "", "feature", "main", "alice")
+        pulls.update(repo("repo"), pull.id, "Add a.csv", "the first file", unspecified, NO_DEADLINE)
+        pulls.comment(repo("repo"), pull.id, "bob", "looks fine")
+        pulls.review(repo("repo"), pull.id, "bob", pb.REVIEW_VERDICT_APPROVE, "", deadline)
+        pulls.merge(repo("repo"), pull.id, "fail", "", {}, "bob", deadline)
         _stage(graveler, "repo", "feature", "d.csv")
         graveler.commit("repo", "feature", "second", committer="alice")
-        other = graveler.create_pull_request("repo", "Add d", "", "feature", "main", "alice")
-        graveler.add_pull_request_comment("repo", other.id, "bob", "not now")
-        graveler.update_pull_request("repo", other.id, status=pb.PULL_REQUEST_STATUS_CLOSED)
-        graveler.update_pull_request("repo", other.id, status=pb.PULL_REQUEST_STATUS_OPEN)
-        graveler.update_pull_request("repo", other.id, status=pb.PULL_REQUEST_STATUS_CLOSED)
+        other = pulls.create(repo("repo"), "Add d", "", "feature", "main", "alice")
+        pulls.comment(repo("repo"), other.id, "bob", "not now")
+        pulls.update(repo("repo"), other.id, None, None, pb.PULL_REQUEST_STATUS_CLOSED, NO_DEADLINE)
+        pulls.update(repo("repo"), other.id, None, None, pb.PULL_REQUEST_STATUS_OPEN, NO_DEADLINE)
+        pulls.update(repo("repo"), other.id, None, None, pb.PULL_REQUEST_STATUS_CLOSED, NO_DEADLINE)
 
         # Dump, delete (the records, the claim and every key of the partitions, cleaned) and
         # restore into a bare repository on the same namespace: pull requests, comments,
         # protection rules, tags and branches written again; then changes on the copy.
-        dumped = graveler.dump_refs("repo", deadline=deadline)
-        graveler.delete_repository("repo")
-        graveler.clean_deleted_repositories()
-        graveler.create_repository("copy", "local://repo", bare=True)
-        graveler.restore_refs("copy", dumped.location, deadline=deadline)
-        graveler.set_branch_protection("copy", [], deadline=deadline)
-        restored_pull = graveler.list_pull_requests("copy", pb.PULL_REQUEST_STATUS_UNSPECIFIED, "", 10)[0][0]
-        graveler.update_pull_request("copy", restored_pull.id, title="restored")
+        lifecycle = graveler.lifecycle
+        dumped = lifecycle.dump_refs(repo("repo"))
+        lifecycle.delete_repository("repo")
+        lifecycle.clean_deleted_repositories()
+        lifecycle.create_repository("copy", "local://repo", "", True)
+        lifecycle.restore_refs(repo("copy"), dumped.location)
+        protection.set(repo("copy"), [], "", deadline)
+        restored_pull = pulls.list_page(repo("copy"), unspecified, "", 10, NO_DEADLINE)[0][0]
+        pulls.update(repo("copy"), restored_pull.id, "restored", None, unspecified, NO_DEADLINE)
 
-        graveler.delete_repository("copy")
-        graveler.clean_deleted_repositories()
+        lifecycle.delete_repository("copy")
+        lifecycle.clean_deleted_repositories()
     finally:
         graveler.close()
     assert recorded.touches, "nothing was recorded"
