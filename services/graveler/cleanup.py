@@ -75,6 +75,10 @@ class Cleaner:
             waiting, self._waiting = self._waiting, set()
         for timer in waiting:
             timer.cancel()
+        # A cancelled timer's thread still has to wake and end: wait for it, so that nothing of
+        # the cleaner outlives close (it is only waking, so this takes moments).
+        for timer in waiting:
+            timer.join(5.0)
         metrics.CLEANUP_RETRIES_WAITING.dec(len(waiting))
         self._pool.shutdown(wait=True)
 
@@ -118,4 +122,5 @@ class Cleaner:
                 return
             self._waiting.add(timer)
             metrics.CLEANUP_RETRIES_WAITING.inc()
-        timer.start()
+            # Started under the lock, so that close never finds a timer it cannot join.
+            timer.start()
