@@ -14,7 +14,7 @@ Both check first that the keyspaces have the replication factor meant, then:
 
 * the concurrency torture test of tests/integration/graveler/test_concurrency.py across
   processes: 8 writers spread over both gateways (S3 PUT/DELETE), 2 committers, one per
-  graveler, 200 rounds each: no lost or resurrected writes, every commit holds every write
+  graveler, 60 rounds each (200 in `make test-all`): no lost or resurrected writes, every commit holds every write
   acknowledged before it started;
 * read-your-writes across replicas: what one graveler (or gateway) did, the other sees on
   the next call;
@@ -44,7 +44,8 @@ from tests.support.k8s_run import Cluster, cassandra_superuser, dev_cluster, s3_
 
 WRITERS = 8
 COMMITTERS = 2
-ROUNDS = 200
+# Commits each committer makes: `make test` runs the short case, `make test-all` both.
+ROUNDS = [pytest.param(60, id="60-rounds"), pytest.param(200, id="200-rounds", marks=pytest.mark.nightly)]
 KEYS_PER_WRITER = 4
 # auth.cache_ttl_seconds (dev overlay: the default, 5 s) bounds two caches in a row: the
 # gateway's (or graveler's) cache of key owners, then auth's own. Plus one polling step.
@@ -178,8 +179,11 @@ def check_holds(state: dict[str, int], histories: Histories, moment: float, what
             )
 
 
-def test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothing(running: Running) -> None:
-    repo = "torture"
+@pytest.mark.parametrize("rounds", ROUNDS)
+def test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothing(
+    running: Running, rounds: int
+) -> None:
+    repo = f"torture-{rounds}"
     s3 = [running.gateway(0), running.gateway(1)]
     s3[0].create_bucket(Bucket=repo)
     histories = Histories()
@@ -216,7 +220,7 @@ def test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothin
 
     def committer(c: int) -> None:
         try:
-            for r in range(ROUNDS):
+            for r in range(rounds):
                 if stop.is_set():
                     return
                 started = time.monotonic()
@@ -251,7 +255,7 @@ def test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothin
         f"{writes / took:.1f} writes/s, {len(commits) / took:.2f} commits/s"
     )
     assert not errors, errors[:3]
-    assert len(commits) == COMMITTERS * ROUNDS
+    assert len(commits) == COMMITTERS * rounds
     assert sum(len(a) for a in histories.acked.values()) > WRITERS * KEYS_PER_WRITER * 3
 
     # Each commit is checked through the graveler that did not make it.

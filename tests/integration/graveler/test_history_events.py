@@ -225,7 +225,14 @@ def test_far_future_since_is_an_invalid_argument(history_env: tuple[GravelerEnv,
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
+# Flow control is the gRPC server's, whatever the KV: writing the 30,000 events to Cassandra
+# alone takes a minute, so that leg runs in `make test-all`.
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "store",
+    ["mem", "local", pytest.param("cassandra", marks=[pytest.mark.cassandra, pytest.mark.nightly])],
+    indirect=True,
+)
 def test_unread_streams_are_bounded_and_released(history_env: tuple[GravelerEnv, HistoryEvents]) -> None:
     """Streams without follow that are opened and never read hold a bounded number of graveler's
     workers, and each is cancelled once its client has taken nothing for the write timeout."""
