@@ -106,14 +106,16 @@ run: proto ui
 # Starts what the tests need itself: Apache Cassandra (scripts/cassandra.sh, once per run)
 # and moto_server, from pytest session fixtures.
 # `make test` leaves out the exhaustive variants marked nightly (each has a smaller case that
-# runs here); `make test-all` runs everything, for a nightly job.
+# runs here); `make test-all` runs everything, for a nightly job. Both run pytest in legs side
+# by side (tests/support/legs.py: the tests that need a JVM in one, the rest in the other), and
+# end with one line that adds the legs up; logs in build/test-legs/.
 test: proto clients ui test-ui
 	@scripts/ensure-system-deps.sh
-	$(PY) -m pytest -m "not nightly" $(PYTEST_ARGS)
+	$(PY) -m tests.support.legs -m "not nightly" $(PYTEST_ARGS)
 
 test-all: proto clients ui test-ui
 	@scripts/ensure-system-deps.sh
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m tests.support.legs $(PYTEST_ARGS)
 
 # The quick part, for the edit-test loop (under 2 minutes on 2 cores): no whole stack (e2e),
 # Spark, Cassandra, large data sets or fuzzing, so no Java either. The marks are pyproject.toml's;

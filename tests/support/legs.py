@@ -1,0 +1,191 @@
+"""`make test` in legs run side by side: one pytest per leg, at the same time, then one report.
+
+Most of the suite waits on other processes (servers starting, clients and services talking over
+loopback, a JVM warming up), so two pytest processes on two cores finish well before one does.
+The legs split by what their session fixtures start: the JVM leg holds every test that needs
+Cassandra, the 3-node cluster or Spark, so each of those servers is started once, in one
+process; the other leg holds the rest. Each leg is a whole pytest run of its own: its own
+session fixtures, its own leak check (tests/support/leaks.py marks each run's processes), its
+own slowest-tests list.
+
+    python -m tests.support.legs [PYTEST ARGS...]
+
+A `-m EXPR` among the arguments narrows every leg (`(EXPR) and (LEG)`); paths and other options
+go to each leg unchanged. A leg that collects nothing is not a failure unless none collects
+anything. The logs go to build/test-legs/<leg>.log; they are printed whole when both legs have
+ended, the failing leg first, then each leg's time and result, and last one closing line that
+adds the legs up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from ctypes import CDLL
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOG_DIR = REPO_ROOT / "build" / "test-legs"
+JVM_MARKS = "cassandra or cassandra_cluster or spark"
+# (name, marker expression): together they select every test exactly once.
+LEGS = (("jvm", JVM_MARKS), ("rest", f"not ({JVM_MARKS})"))
+# Far above the suite's budget and under CI's limit: a run that hangs is ended and reported.
+RUN_TIMEOUT_S = 80 * 60.0
+NO_TESTS_COLLECTED = 5
+_PR_SET_PDEATHSIG = 1
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
+# pytest's closing line, bare under -q or between rules of '=': "3 passed, 1 skipped in 2.01s".
+_SUMMARY = re.compile(r"^(no tests ran|\d+ [a-z]+(, \d+ [a-z]+)*) in [\d.]+s\b")
+
+
+@dataclass
+class Leg:
+    name: str
+    marks: str
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+    started: float = 0.0
+    seconds: float = 0.0
+    returncode: int | None = None
+
+    def counts(self) -> dict[str, int]:
+        """The leg's closing pytest line, as counts by outcome ('error' for errors)."""
+        summary = ""
+        for line in self.log.read_text(errors="replace").splitlines():
+            if _SUMMARY.match(line.strip("= ")):
+                summary = line
+        counts: dict[str, int] = {}
+        for number, word in _COUNT.findall(summary):
+            key = {"errors": "error", "warnings": "warning"}.get(word, word)
+            counts[key] = counts.get(key, 0) + int(number)
+        return counts
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode in (0, NO_TESTS_COLLECTED)
+
+
+def split_marks(args: list[str]) -> tuple[str | None, list[str]]:
+    """The last `-m EXPR` (pytest keeps the last one) and the other arguments."""
+    marks: str | None = None
+    rest: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg == "-m":
+            marks = next(it, "")
+        elif arg.startswith("-m") and len(arg) > 2 and not arg.startswith("-m="):
+            marks = arg[2:]
+        else:
+            rest.append(arg)
+    return marks, rest
+
+
+def leg_marks(user: str | None, leg: str) -> str:
+    return f"({user}) and ({leg})" if user else leg
+
+
+def _die_with_parent() -> None:
+    """The kernel ends a leg whose runner dies without ending it (Linux; elsewhere nothing)."""
+    with contextlib.suppress(OSError, AttributeError):
+        CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _start(leg: Leg, args: list[str]) -> None:
+    leg.log.parent.mkdir(parents=True, exist_ok=True)
+    with leg.log.open("wb") as out:
+        # A session of its own, so that a timeout or an interrupt ends the leg with everything
+        # it started; the leak check of each leg still fails it if a process outlives its tests.
+        leg.process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-m", leg.marks, *args],
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+    leg.started = time.monotonic()
+
+
+def _stop(legs: list[Leg], sig: int) -> None:
+    for leg in legs:
+        if leg.process is not None and leg.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(leg.process.pid, sig)
+
+
+def _wait(legs: list[Leg], timeout_s: float) -> bool:
+    """Wait for every leg; False if the time ran out first (the legs are then ended)."""
+    deadline = time.monotonic() + timeout_s
+    for leg in legs:
+        assert leg.process is not None
+        try:
+            leg.returncode = leg.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _stop(legs, signal.SIGTERM)
+            time.sleep(10)
+            _stop(legs, signal.SIGKILL)
+            for other in legs:
+                assert other.process is not None
+                other.returncode = other.process.wait()
+                other.seconds = other.seconds or time.monotonic() - other.started
+            return False
+        leg.seconds = time.monotonic() - leg.started
+    return True
+
+
+def _report(legs: list[Leg], timed_out: bool) -> int:
+    for leg in sorted(legs, key=lambda leg: leg.ok):  # a failing leg first: its lines are kept
+        print(f"\n######## leg {leg.name}: pytest -m {leg.marks!r} ########", flush=True)
+        sys.stdout.write(leg.log.read_text(errors="replace"))
+    print("\n######## legs ########")
+    total: dict[str, int] = {}
+    for leg in legs:
+        counts = leg.counts()
+        for key, value in counts.items():
+            total[key] = total.get(key, 0) + value
+        shown = ", ".join(f"{v} {k}" for k, v in counts.items()) or "no tests"
+        print(f"{leg.name}: {leg.seconds / 60:.1f} min, exit {leg.returncode}, {shown}")
+    if timed_out:
+        print(f"the legs were ended after {RUN_TIMEOUT_S / 60:.0f} min")
+    failed = total.get("failed", 0) + total.get("error", 0)
+    skipped = total.get("skipped", 0)
+    print(f"total: {total.get('passed', 0)} passed, {failed} failed, {skipped} skipped", flush=True)
+    if timed_out:
+        return 1
+    failing = [leg.returncode for leg in legs if not leg.ok]
+    if failing:
+        return failing[0] or 1
+    if all(leg.returncode == NO_TESTS_COLLECTED for leg in legs):
+        return NO_TESTS_COLLECTED
+    return 0
+
+
+def main(argv: list[str], log_dir: Path = LOG_DIR) -> int:
+    user_marks, args = split_marks(argv)
+    legs = [Leg(name, leg_marks(user_marks, marks), log_dir / f"{name}.log") for name, marks in LEGS]
+
+    def interrupted(signum: int, _frame: object) -> None:
+        _stop(legs, signal.SIGTERM)
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for leg in legs:
+            _start(leg, args)
+            print(f"leg {leg.name} started: pytest -m {leg.marks!r} (log: {leg.log})", flush=True)
+        timed_out = not _wait(legs, RUN_TIMEOUT_S)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return _report(legs, timed_out)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

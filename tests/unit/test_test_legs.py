@@ -1,0 +1,90 @@
+"""tests/support/legs.py: `make test`'s legs run as real pytest processes side by side, and their
+report adds them up, the failing leg first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support import legs
+
+SUITE = """
+import pytest
+
+
+@pytest.mark.cassandra
+def test_in_the_jvm_leg():
+    pass
+
+
+@pytest.mark.spark
+def test_also_in_the_jvm_leg():
+    pass
+
+
+def test_in_the_other_leg_and_failing():
+    assert 1 == 2, "the other leg fails"
+
+
+@pytest.mark.skip(reason="skipped on purpose")
+def test_skipped():
+    pass
+"""
+
+
+def _suite(tmp_path: Path) -> Path:
+    root = tmp_path / "suite"
+    root.mkdir()
+    # An ini of its own, so that the repository's conftest and its strict markers stay out of it.
+    (root / "pytest.ini").write_text("[pytest]\nmarkers =\n    cassandra: x\n    cassandra_cluster: x\n    spark: x\n")
+    (root / "test_sample.py").write_text(SUITE)
+    return root
+
+
+def test_the_legs_split_by_mark_run_at_once_and_add_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _suite(tmp_path)
+    code = legs.main(["-p", "no:cacheprovider", "-q", str(root)], tmp_path / "logs")
+    out = capsys.readouterr().out
+    assert code == 1
+    jvm = (tmp_path / "logs" / "jvm.log").read_text()
+    rest = (tmp_path / "logs" / "rest.log").read_text()
+    assert "2 passed" in jvm and "failed" not in jvm
+    assert "1 failed" in rest and "1 skipped" in rest
+    # The failing leg's log comes first, and the last line adds both legs up.
+    assert out.index("the other leg fails") < out.index("######## leg jvm")
+    assert out.strip().splitlines()[-1] == "total: 2 passed, 1 failed, 1 skipped"
+    # Each leg's time and result, before the closing line.
+    assert [line.split(":")[0] for line in out.splitlines() if line.startswith(("jvm:", "rest:"))] == ["jvm", "rest"]
+
+
+def test_a_selection_narrows_every_leg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _suite(tmp_path)
+    code = legs.main(["-p", "no:cacheprovider", "-m", "spark", str(root)], tmp_path / "logs")
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "pytest -m '(spark) and (cassandra or cassandra_cluster or spark)'" in out
+    assert out.strip().splitlines()[-1] == "total: 1 passed, 0 failed, 0 skipped"
+
+
+def test_nothing_collected_anywhere_is_pytests_no_tests_code(tmp_path: Path) -> None:
+    root = _suite(tmp_path)
+    assert legs.main(["-p", "no:cacheprovider", "-m", "nothing_has_this_mark", str(root)], tmp_path / "logs") == 5
+
+
+@pytest.mark.parametrize(
+    ("args", "marks", "rest"),
+    [
+        (["-m", "not nightly", "-x"], "not nightly", ["-x"]),
+        (["-m", "a", "-mb", "tests"], "b", ["tests"]),
+        (["--tb=short"], None, ["--tb=short"]),
+    ],
+)
+def test_the_last_selection_is_the_users(args: list[str], marks: str | None, rest: list[str]) -> None:
+    assert legs.split_marks(args) == (marks, rest)
+
+
+def test_the_legs_together_select_every_test_once() -> None:
+    (jvm_name, jvm), (rest_name, rest) = legs.LEGS
+    assert rest == f"not ({jvm})"
+    assert {jvm_name, rest_name} == {"jvm", "rest"}
