@@ -46,6 +46,18 @@ class Unavailable(SiltError):
     """
 
 
+class OutcomeUnknown(Unavailable):
+    """A compare-and-set (``set_if``, conditional ``apply``) was interrupted by a fault and the
+    store cannot tell whether it applied: another writer has changed the key since, or the key
+    could not be read back.
+
+    An Unavailable, so every caller that does not know better treats it as one (and a gRPC
+    call fails UNAVAILABLE). A caller that can tell from the key's current value whether its
+    write is in there resolves it: graveler does for branch records
+    (services/graveler/updater.py, docs/design/kv.md).
+    """
+
+
 class ConfigError(SiltError):
     """The configuration file or an environment override is invalid."""
 

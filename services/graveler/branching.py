@@ -31,7 +31,7 @@ from services.graveler.model import (
 from services.graveler.paging import CommonPrefix, Page, delimiter_bytes, page_amount, paginate
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, Resolved, new_commit, set_tokens
 from services.graveler.staging import StagingStore, new_token
-from services.graveler.updater import BranchUpdater, Raced, modify_branch
+from services.graveler.updater import REDO, BranchUpdater, Raced, modify_branch
 from services.graveler.validation import validate_key
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
@@ -353,8 +353,10 @@ class Branching:
                 set_tokens(branch, branch.staging_token, [])
 
             # PredicateFailed: the branch moved (a commit or another merge); the updater
-            # starts over on its new head.
-            self._refs.set_branch_if(repo, modify_branch(dest, point), dest.predicate)
+            # starts over on its new head. An unknown outcome: the commit is in the head's
+            # history (the move applied, finish as it does) or the move did not apply.
+            moved_to = self._updater.moved_to(repo, commit)
+            self._updater.set_if(repo, dest, modify_branch(dest, point), f"{what} onto {branch_name!r}", moved_to)
             dropped[:] = dest.sealed_tokens
             return MergeOutcome(commit=commit)
 
@@ -365,12 +367,14 @@ class Branching:
         return outcome
 
     def _seal(self, repo: RepoHandle, branch_name: str, current: BranchRecord) -> None:
-        """Seal the staging token of the branch as read (PredicateFailed if it changed since)."""
+        """Seal the staging token of the branch as read (PredicateFailed if it changed since;
+        Raced if its outcome was unknown: the attempt, which reads the branch again and seals
+        what it finds if need be, is run again as after either outcome)."""
 
         def seal(branch: pb.Branch) -> None:
             set_tokens(branch, new_token(repo.partition, branch_name), [branch.staging_token, *branch.sealed_tokens])
 
-        self._refs.set_branch_if(repo, modify_branch(current, seal), current.predicate)
+        self._updater.set_if(repo, current, modify_branch(current, seal), f"sealing {branch_name!r}", REDO)
 
     # --- reset ---------------------------------------------------------------------------------
 
@@ -396,6 +400,10 @@ class Branching:
                 self._reset_compacted(repo, branch_name, under, key is not None, deadline)
             return self._refs.get_branch(repo, branch_name).branch
         target = self._refs.resolve(repo, hard_ref).commit_id if hard_ref else None
+        # Every token of every record the reset was made over: once it applied, the branch holds
+        # a fresh token only, and tokens never come back, so none of them is referenced any more.
+        seen: dict[StagingToken, None] = {}
+        last: list[tuple[BranchRecord, pb.Branch]] = []
 
         def reset(current: BranchRecord) -> pb.Branch:
             def change(branch: pb.Branch) -> None:
@@ -404,10 +412,30 @@ class Branching:
                 if target is not None:
                     branch.commit_id = target
 
-            return modify_branch(current, change)
+            seen.update(dict.fromkeys(current.tokens))
+            updated = modify_branch(current, change)
+            last[:] = [(current, updated)]
+            return updated
 
-        current, updated = self._updater.update(repo, branch_name, reset, "reset", deadline)
-        self._cleaner.drop_tokens(current.tokens)
+        def applied(record: BranchRecord) -> bool | None:
+            """Whether the reset whose outcome was unknown applied, by its tokens: the fresh one
+            it gave the branch is there (it applied), or one it removed is (it did not);
+            neither, when later changes replaced them all: cannot tell."""
+            before, after = last[0]
+            if after.staging_token in record.tokens:
+                return True
+            if any(token in record.tokens for token in before.tokens):
+                return False
+            return None
+
+        # A reset of the uncommitted changes made again on the branch as it is now is right
+        # whether or not it applied: it drops what was written since, which raced with it. A
+        # hard reset made again could undo a commit made on top of it: only what its tokens
+        # tell (OutcomeUnknown when they cannot).
+        _, updated = self._updater.update(
+            repo, branch_name, reset, "reset", deadline, REDO if target is None else applied
+        )
+        self._cleaner.drop_tokens(seen)
         self._entries.observer.cleared(repo.name, branch_name)
         return updated
 
@@ -433,7 +461,9 @@ class Branching:
                 ),
             )
 
-        self._updater.update(repo, branch_name, reset, "reset", deadline)
+        # Made again on the branch as it is now, it gives the compaction the head's values there
+        # again: right whether or not it applied (what was compacted in since raced with it).
+        self._updater.update(repo, branch_name, reset, "reset", deadline, REDO)
 
 
 def _parent_of(commit: pb.Commit, parent_number: int) -> CommitId:

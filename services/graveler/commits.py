@@ -27,7 +27,7 @@ from services.graveler.deadline import Deadline
 from services.graveler.model import CommitId, StagingToken
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, new_commit, set_tokens
 from services.graveler.staging import StagingStore, new_token
-from services.graveler.updater import BranchUpdater, modify_branch
+from services.graveler.updater import REDO, BranchUpdater, modify_branch
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -139,9 +139,12 @@ class Committer:
             if not plan.fits(current):
                 plan = self._replan(repo, current, plan, only, deadline)
             # PredicateFailed: the branch moved since it was read; the updater runs the attempt again.
-            self._refs.set_branch_if(repo, plan.moved(current, partial=only is not None), current.predicate)
+            # An unknown outcome: the commit is in the head's history or the move did not apply.
+            moved = plan.moved(current, partial=only is not None)
+            self._updater.set_if(repo, current, moved, what, self._updater.moved_to(repo, plan.commit))
 
-        self._updater.retry(attempt, f"commit of branch {branch_name!r}", deadline)
+        what = f"commit of branch {branch_name!r}"
+        self._updater.retry(attempt, what, deadline)
         to_commit = plan.tokens
         if only is None:
             self._cleaner.drop_tokens(to_commit)
@@ -244,7 +247,9 @@ class Committer:
                 ),
             )
 
-        current, updated = self._updater.update(repo, branch_name, seal, "sealing", deadline)
+        # Sealing again on the branch as it is now is right whether or not an unknown outcome
+        # applied: the commit takes every token sealed then (an extra one, maybe empty, too).
+        current, updated = self._updater.update(repo, branch_name, seal, "sealing", deadline, REDO)
         return BranchRecord(updated, current.predicate)
 
     def unseal(
@@ -275,7 +280,8 @@ class Committer:
 
             return modify_branch(current, change)
 
-        self._updater.update(repo, branch_name, unseal, "unsealing", deadline)
+        # Unsealing is idempotent: made again on the branch as it is now, it removes what is left.
+        self._updater.update(repo, branch_name, unseal, "unsealing", deadline, REDO)
         self._cleaner.drop_tokens(tokens)
 
     def _drop_committed_part(

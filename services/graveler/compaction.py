@@ -33,7 +33,7 @@ from services.graveler.model import StagingToken
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, set_tokens
 from services.graveler.refs.manager import now
 from services.graveler.staging import StagingStore, new_token
-from services.graveler.updater import BranchUpdater, modify_branch
+from services.graveler.updater import REDO, BranchUpdater, modify_branch
 from services.graveler.values import TOMBSTONE, KeyValue, Value
 from silt.errors import Aborted
 from silt.graveler.v1 import model_pb2 as pb
@@ -206,7 +206,9 @@ class Compaction:
 
             return modify_branch(current, change)
 
-        _, sealed = self._updater.update(repo, branch_name, seal, "sealing for compaction", deadline)
+        # Sealing again on the branch as it is now is right whether or not an unknown outcome
+        # applied: the compaction folds every token sealed then (an extra one, maybe empty, too).
+        _, sealed = self._updater.update(repo, branch_name, seal, "sealing for compaction", deadline, REDO)
         tokens = [StagingToken(t) for t in sealed.sealed_tokens]
         head = self._state.head_metarange(repo, sealed)
         base = self._state.base_metarange(repo, sealed)
@@ -236,7 +238,19 @@ class Compaction:
 
             return modify_branch(current, change)
 
-        self._updater.update(repo, branch_name, publish, "publishing compaction", deadline)
+        def published(current: BranchRecord) -> bool | None:
+            """Whether a publish whose outcome was unknown applied: a token it folded in still on
+            the branch says it did not (nothing puts a sealed token back); all gone and its own
+            compacted metarange in place (content-addressed) say it did. Anything else (no
+            compacted metarange, or another: a commit, reset or compaction since, or one of them
+            took the tokens instead) cannot tell, and publishing again would report
+            CompactionLost even had it applied: OutcomeUnknown."""
+            if any(token in current.tokens for token in tokens):
+                return False
+            mine = compacted and current.branch.compacted_metarange_id == compacted
+            return True if mine else None
+
+        self._updater.update(repo, branch_name, publish, "publishing compaction", deadline, published)
         self._cleaner.drop_tokens(tokens)
         self.observer.cleared(repo.name, branch_name)
         changed = result.records_added + result.records_removed + result.records_changed

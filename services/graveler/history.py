@@ -50,6 +50,39 @@ def find_merge_base(get_commit: GetCommit, left: str, right: str) -> str | None:
     return None
 
 
+def descends_from(get_commit: GetCommit, head: str, commit: pb.Commit, limit: int) -> bool | None:
+    """Whether commit is head or one of its ancestors; None if that is not settled within limit
+    commits read.
+
+    Walks back from head through every parent (of merge commits too), highest generation first.
+    A commit's generation is above all of its parents', so nothing below commit's generation
+    can lead to it: the walk does not go past such commits.
+    """
+    heap: list[tuple[int, str]] = []
+    parents: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    reached = [head]
+    read = 0
+    while True:
+        for commit_id in reached:
+            if commit_id == commit.id:
+                return True
+            if commit_id in seen:
+                continue
+            seen.add(commit_id)
+            if read == limit:
+                return None
+            read += 1
+            found = get_commit(commit_id)
+            if found.generation >= commit.generation:
+                parents[commit_id] = list(found.parents)
+                heapq.heappush(heap, (-found.generation, commit_id))
+        if not heap:
+            return False
+        _, commit_id = heapq.heappop(heap)
+        reached = parents.pop(commit_id)
+
+
 @dataclass
 class LogFilter:
     first_parent: bool = False

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler.refs import RefManager, branch_tokens
+from services.graveler.refs import BranchRecord, RefManager, branch_tokens
 from services.graveler.staging import StagingStore
+from services.graveler.updater import Raced, set_branch_if
 from silt.errors import NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import background_context
@@ -173,9 +174,14 @@ class Sensor:
         claimed = pb.Branch()
         claimed.CopyFrom(record.branch)
         claimed.compaction_start_time.CopyFrom(_timestamp(now))
+
+        def applied(current: BranchRecord) -> bool:
+            # The stamp is this claim's own (its time, to the nanosecond): seals and commits keep it.
+            return current.branch.compaction_start_time == claimed.compaction_start_time
+
         try:
-            self._refs.set_branch_if(repo, claimed, record.predicate)
-        except PredicateFailed:
+            set_branch_if(self._refs, repo, record, claimed, f"compaction claim of {branch_name!r}", applied)
+        except (PredicateFailed, Raced):
             return False  # the branch changed (maybe another replica claimed it): the next delete retries
         return True
 

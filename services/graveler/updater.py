@@ -13,10 +13,20 @@ do I/O for each attempt — a commit or a merge building a metarange and storing
 head it found — runs its whole attempt through retry: read the branch, build and store what
 the new record points at, then set_if against the record it read. Those writes are immutable
 and content-addressed, so an attempt that loses leaves only unreferenced objects behind.
+
+Every set_if on a branch record goes through set_branch_if here, which also resolves a
+compare-and-set the store could not tell the outcome of (OutcomeUnknown: on Cassandra, a Paxos
+round interrupted by a fault after which another writer changed the record). The store knows
+only bytes; the branch record says more. Each caller states, with an `applied` hook, how to
+tell from the record as it is now whether its change is in: a flow that moves the branch to a
+new commit looks for that commit in the head's history (moved_to), a change that may simply be
+made again on the record as it is now (a seal, an unseal, a soft reset) passes REDO, and a
+caller that passes no hook gets the OutcomeUnknown. See docs/design/kv.md.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -26,15 +36,98 @@ from typing import TypeVar
 import tenacity
 
 from services.graveler.deadline import Deadline
+from services.graveler.history import descends_from
+from services.graveler.model import CommitId
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle
-from silt.errors import Aborted, DeadlineExceeded, PredicateFailed
+from silt.errors import Aborted, DeadlineExceeded, OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 
 _T = TypeVar("_T")
+log = logging.getLogger(__name__)
 
 
 class Raced(Exception):
     """An attempt saw the branch change under it; the updater runs it again."""
+
+
+# Whether a branch change whose outcome the store could not tell is in the branch record as it
+# is now: True (it applied), False (it did not), None (that cannot be told from the record).
+Applied = Callable[[BranchRecord], "bool | None"]
+
+# Sends of one branch change whose outcome stays unknown before OutcomeUnknown is passed on.
+UNKNOWN_SENDS = 3
+# Commits walked back from the head looking for a commit whose move's outcome was unknown.
+UNKNOWN_WALK = 1000
+
+
+def REDO(_: BranchRecord) -> bool | None:
+    """The hook of a change that may be made again on the branch as it is now, whether or not
+    it applied: an unknown outcome is treated as a lost race, and the change runs again."""
+    return False
+
+
+def set_branch_if(
+    refs: RefManager,
+    repo: RepoHandle,
+    current: BranchRecord,
+    updated: pb.Branch,
+    what: str,
+    applied: Applied | None,
+) -> None:
+    """Replace current (as read) with updated; PredicateFailed if the branch changed since.
+
+    An OutcomeUnknown from the store is resolved from the branch record as it is now, when the
+    caller gave an applied hook (without one it propagates):
+
+    * applied(record) is True: the change is in, return as if the set_if had succeeded;
+    * the record is still the one read: the change is not in, or (when the store could not read
+      its Paxos round back) still pending. It is sent again, at most UNKNOWN_SENDS times in all:
+      a compare-and-set first finishes any round pending on the key, so a PredicateFailed then
+      means the first send (or another writer) got in, and the record is looked at again;
+    * the record has changed and applied is False: the change is not in and can no longer
+      land (a later compare-and-set superseded it): Raced, and the caller's attempt runs again;
+    * applied is None (the record cannot tell): the OutcomeUnknown is passed on.
+
+    One warning line says how each unknown outcome was resolved.
+    """
+    try:
+        refs.set_branch_if(repo, updated, current.predicate)
+        return
+    except OutcomeUnknown as exc:
+        if applied is None:
+            raise
+        unknown = exc
+    sends = 1
+    while True:
+        fresh = refs.get_branch(repo, updated.name)  # NotFound: the branch was deleted meanwhile
+        verdict = applied(fresh)
+        if verdict:
+            _resolved(what, unknown, "the branch shows it applied; done")
+            return
+        if fresh.predicate != current.predicate:
+            if verdict is None:
+                raise unknown
+            if applied is REDO:
+                _resolved(what, unknown, "the branch has changed since; making the change again on it")
+            else:
+                _resolved(what, unknown, "the branch shows it did not apply; trying again as after a lost race")
+            raise Raced from None
+        if sends >= UNKNOWN_SENDS:
+            raise unknown
+        sends += 1
+        try:
+            refs.set_branch_if(repo, updated, current.predicate)
+        except PredicateFailed:
+            continue  # the first send, or another writer, got in: look again
+        except OutcomeUnknown as exc:
+            unknown = exc
+            continue
+        _resolved(what, unknown, "the branch was unchanged; sent again: applied")
+        return
+
+
+def _resolved(what: str, unknown: OutcomeUnknown, how: str) -> None:
+    log.warning("%s: %s; %s", what, unknown, how)
 
 
 @dataclass(frozen=True)
@@ -99,21 +192,54 @@ class BranchUpdater:
         change: Callable[[BranchRecord], pb.Branch],
         what: str,
         deadline: Deadline,
+        applied: Applied | None = None,
     ) -> tuple[BranchRecord, pb.Branch]:
         """Read the branch, set_if change(record) over it; on a race re-read and redo.
 
         change gets the current record and returns the new branch (modify_branch builds one);
         it must only compute (see the module's rule). Returns the record replaced and the new
-        branch.
+        branch. applied resolves a set_if whose outcome the store could not tell (see
+        set_branch_if): REDO where running change again on the record as it is now is right
+        whether or not it applied; None passes OutcomeUnknown on.
         """
 
         def attempt(_: int) -> tuple[BranchRecord, pb.Branch]:
             current = self._refs.get_branch(repo, name)
             updated = change(current)
-            self._refs.set_branch_if(repo, updated, current.predicate)
+            self.set_if(repo, current, updated, f"{what} of branch {name!r}", applied)
             return current, updated
 
         return self.retry(attempt, f"{what} of branch {name!r}", deadline)
+
+    def set_if(
+        self, repo: RepoHandle, current: BranchRecord, updated: pb.Branch, what: str, applied: Applied | None
+    ) -> None:
+        """set_branch_if (the module's function) with this updater's refs: inside an attempt,
+        PredicateFailed and Raced make the updater run the attempt again."""
+        set_branch_if(self._refs, repo, current, updated, what, applied)
+
+    def moved_to(self, repo: RepoHandle, commit: pb.Commit) -> Applied:
+        """The applied hook of a flow that moves the branch to commit (a commit, merge, revert,
+        cherry-pick): whether commit is the branch's head or in its history.
+
+        Commit ids are content hashes over parents, time and metadata, so no other flow makes
+        this commit. Had the move applied, every later compare-and-set on the branch started
+        from it, and moves only ever add commits on top of the head: the head descends from
+        it. The one exception is a hard reset (or the branch deleted and created again) in
+        between, and then making the move again on the branch as it is now is right anyway.
+        The walk goes back from the head through every parent, not below commit's generation,
+        and gives up (None: cannot tell) after UNKNOWN_WALK commits.
+        """
+
+        def applied(record: BranchRecord) -> bool | None:
+            return descends_from(
+                lambda commit_id: self._refs.get_commit(repo, CommitId(commit_id)),
+                record.commit_id,
+                commit,
+                UNKNOWN_WALK,
+            )
+
+        return applied
 
 
 class _OutOfTime(tenacity.stop.stop_base):

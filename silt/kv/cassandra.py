@@ -15,7 +15,7 @@ Consistency decisions (see docs/design/kv.md, "Drivers"):
 * ``get`` and ``scan`` read at ``consistency`` (LOCAL_QUORUM by default), not SERIAL. A
   successful write, LWT or not, is acknowledged by a quorum, so a later quorum read sees
   it. The only thing a quorum read can miss is an LWT whose outcome was reported as
-  unknown (Unavailable) and whose Paxos round is still unfinished; reading that stale
+  unknown (OutcomeUnknown) and whose Paxos round is still unfinished; reading that stale
   value costs the caller nothing worse than a PredicateFailed on its next ``set_if``,
   whose own Paxos round finishes the pending one, so the retry then reads the truth. A
   SERIAL read would close that window at the price of a Paxos round per read and of
@@ -53,7 +53,8 @@ Riding out one lost replica of three (docs/design/kv.md, "Faults on a cluster"):
 * A frozen node is noticed by the driver's heartbeat in about 3 s, and a node that timed
   out a request is tried last for a few seconds (_SuspectsLastPolicy).
 * An LWT whose outcome a fault left unknown is resolved by a read at SERIAL, and sent again
-  only when that read shows it did not apply (_conditional, _resolve).
+  only when that read shows it did not apply (_conditional, _resolve); when that cannot
+  tell, OutcomeUnknown, which graveler resolves for branch records from their content.
 * One warning line per node going down or coming back (_HostStates); the driver's own
   records about it, some with tracebacks and one per reconnection attempt, are dropped.
 """
@@ -94,7 +95,15 @@ from cassandra.policies import (
 from cassandra.query import BatchStatement, BatchType, PreparedStatement, tuple_factory
 
 from silt.config import CassandraConfig, DatabaseConfig
-from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SiltError, Unavailable
+from silt.errors import (
+    ConfigError,
+    InvalidArgument,
+    NotFound,
+    OutcomeUnknown,
+    PredicateFailed,
+    SiltError,
+    Unavailable,
+)
 from silt.kv.durability import durability_warnings
 from silt.kv.store import (
     Condition,
@@ -714,15 +723,15 @@ class CassandraStore(Store):
             # coordinator was frozen, not dead, and woke up), or another writer got in.
             if self._resolve(op, change, None):
                 return
-            raise Unavailable(f"cassandra: {op} on {self._contacts}: outcome unknown after resending it")
-        raise Unavailable(
+            raise OutcomeUnknown(f"cassandra: {op} on {self._contacts}: outcome unknown after resending it")
+        raise OutcomeUnknown(
             f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been applied:"
             f" not applied after {_LWT_ATTEMPTS} attempts, each interrupted by a fault"
         )
 
     def _resolve(self, op: str, change: _Change, cause: BaseException | None) -> bool:
         """Whether an LWT whose outcome is unknown applied (True), or certainly did not and may
-        be sent again (False); Unavailable when that cannot be known.
+        be sent again (False); OutcomeUnknown (an Unavailable) when that cannot be known.
 
         A read at SERIAL first finishes any Paxos round in progress on the key (a proposal
         accepted by some replicas is committed or superseded), so what it returns is final:
@@ -738,7 +747,7 @@ class CassandraStore(Store):
         try:
             row = self._execute(op, self._get_serial, (change.partition, change.key), _READ_PROFILE).one()
         except Unavailable as exc:
-            raise Unavailable(
+            raise OutcomeUnknown(
                 f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been"
                 f" applied{reason}; reading it back at {self._config.serial_consistency} failed too:"
                 f" {_reason(exc.__cause__ or exc, self._config.request_timeout_s)}"
@@ -752,7 +761,7 @@ class CassandraStore(Store):
         if current == change.before:
             _log.info("cassandra: %s: interrupted%s; read back: not applied, sending it again", op, reason)
             return False
-        raise Unavailable(
+        raise OutcomeUnknown(
             f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been applied"
             f"{reason}; another writer has changed the key since"
         ) from cause

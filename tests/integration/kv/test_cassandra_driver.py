@@ -18,7 +18,7 @@ import pytest
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import RoundRobinPolicy
 
-from silt.errors import NotFound, PredicateFailed, Unavailable
+from silt.errors import NotFound, OutcomeUnknown, PredicateFailed, Unavailable
 from silt.kv import Store, open_store
 from silt.kv.store import Predicate
 from tests.support.cassandra import CassandraServer, free_port
@@ -289,7 +289,7 @@ def test_hung_node_times_out_and_conditional_outcome_is_unknown(
                 assert time.monotonic() - started < request_timeout + 2.0
                 assert "no answer within 2 s" in str(err.value)
 
-                with pytest.raises(Unavailable) as err:
+                with pytest.raises(OutcomeUnknown) as err:
                     store.set_if(partition, b"k", b"v2", Predicate(b"v1"))
                 # Never success, never PredicateFailed: the LWT may or may not land.
                 assert "outcome unknown" in str(err.value)

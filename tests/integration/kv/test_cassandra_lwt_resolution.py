@@ -16,7 +16,7 @@ from cassandra import Unavailable as DriverUnavailable
 from cassandra.query import SimpleStatement
 
 from silt.config import CassandraConfig
-from silt.errors import PredicateFailed, Unavailable
+from silt.errors import OutcomeUnknown, PredicateFailed, Unavailable
 from silt.kv.cassandra import _READ_PROFILE, CassandraStore, _Suspects
 from silt.kv.store import Predicate
 
@@ -114,19 +114,19 @@ def test_a_resend_refused_because_the_first_copy_landed_meanwhile_is_success() -
 
 def test_a_resend_refused_for_another_writer_is_unknown_not_predicate_failed() -> None:
     store, _ = scripted_store([fails(TIMEOUT), value(b"old"), applied(False), value(b"theirs")])
-    with pytest.raises(Unavailable, match="outcome unknown"):
+    with pytest.raises(OutcomeUnknown, match="outcome unknown"):
         store.set_if(b"p", b"k", b"new", Predicate(b"old"))
 
 
 def test_another_writers_value_cannot_be_told_apart_so_the_outcome_stays_unknown() -> None:
     store, _ = scripted_store([fails(TIMEOUT), value(b"theirs")])
-    with pytest.raises(Unavailable, match=r"outcome unknown.*another writer has changed the key"):
+    with pytest.raises(OutcomeUnknown, match=r"outcome unknown.*another writer has changed the key"):
         store.set_if(b"p", b"k", b"new", Predicate(b"old"))
 
 
 def test_a_failed_read_back_keeps_the_outcome_unknown_and_says_why() -> None:
     store, _ = scripted_store([fails(TIMEOUT), fails(TIMEOUT)])
-    with pytest.raises(Unavailable) as err:
+    with pytest.raises(OutcomeUnknown) as err:
         store.set_if(b"p", b"k", b"new", Predicate(b"old"))
     message = str(err.value)
     assert "outcome unknown" in message and "reading it back at SERIAL failed too" in message
@@ -138,7 +138,7 @@ def test_faults_on_every_send_end_unknown_after_a_bounded_number_of_sends() -> N
     for _ in range(3):
         steps += [fails(TIMEOUT), value(b"old")]
     store, session = scripted_store(steps)
-    with pytest.raises(Unavailable, match="outcome unknown"):
+    with pytest.raises(OutcomeUnknown, match="outcome unknown"):
         store.set_if(b"p", b"k", b"new", Predicate(b"old"))
     assert [kind for kind, _ in session.calls].count("lwt") == 3
 
@@ -147,8 +147,9 @@ def test_refused_up_front_is_not_attempted_and_not_read_back() -> None:
     store, session = scripted_store(
         [fails(DriverUnavailable("no", consistency=8, required_replicas=2, alive_replicas=1))]
     )
-    with pytest.raises(Unavailable, match="not enough replicas alive for SERIAL"):
+    with pytest.raises(Unavailable, match="not enough replicas alive for SERIAL") as err:
         store.set_if(b"p", b"k", b"new", Predicate(b"old"))
+    assert not isinstance(err.value, OutcomeUnknown)  # certainly not applied: not in doubt
     assert [kind for kind, _ in session.calls] == ["lwt"]
 
 
@@ -163,3 +164,12 @@ def test_a_conditional_delete_in_doubt_is_applied_when_the_key_is_gone() -> None
     store, session = scripted_store([fails(CAS_TIMEOUT), value(None)])
     store.apply(b"p", [(b"journal", b"row")], [b"k"], condition=(b"k", Predicate(b"old")))
     assert [kind for kind, _ in session.calls] == ["lwt", "serial read"]
+
+
+def test_a_conditional_apply_overtaken_by_another_writer_is_outcome_unknown() -> None:
+    # The type that graveler resolves for branch records (services/graveler/updater.py); still
+    # an Unavailable for every other caller.
+    store, _ = scripted_store([fails(CAS_TIMEOUT), value(b"theirs")])
+    with pytest.raises(OutcomeUnknown, match=r"apply .*outcome unknown.*another writer has changed the key") as err:
+        store.apply(b"p", [(b"k", b"new"), (b"journal", b"row")], condition=(b"k", Predicate(b"old")))
+    assert isinstance(err.value, Unavailable)
