@@ -11,6 +11,7 @@ import pytest
 from silt.errors import InvalidArgument, NotFound, PredicateFailed
 from silt.kv import Store
 from silt.kv.store import MAX_APPLY_ROWS
+from tests.integration.kv.racing import race, replicated
 
 
 def rows(store: Store, partition: bytes) -> dict[bytes, bytes]:
@@ -161,27 +162,21 @@ def test_a_reader_never_sees_half_an_apply(store: Store, partition: bytes) -> No
     assert torn == []
 
 
-def test_concurrent_conditional_applies_one_wins_and_only_its_rows_land(store: Store, partition: bytes) -> None:
-    store.set(partition, b"ref", b"v0")
+def test_concurrent_conditional_applies_one_wins_and_only_its_rows_land(
+    store: Store, partition: bytes, request: pytest.FixtureRequest
+) -> None:
+    store.set(partition, b"ref", b"base")  # no contender writes it
     predicate = store.get(partition, b"ref").predicate
-    barrier = threading.Barrier(8)
-    won: list[int] = []
 
-    def race(i: int) -> None:
-        barrier.wait(timeout=10)
-        try:
-            store.apply(partition, [(b"ref", b"v%d" % i), (b"log/%d" % i, b"r")], condition=(b"ref", predicate))
-            won.append(i)
-        except PredicateFailed:
-            pass
+    def apply(i: int) -> None:
+        store.apply(partition, [(b"ref", b"v%d" % i), (b"log/%d" % i, b"r")], condition=(b"ref", predicate))
 
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(1, 9)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert len(won) == 1
-    assert rows(store, partition) == {b"ref": b"v%d" % won[0], b"log/%d" % won[0]: b"r"}
+    outcome = race(8, apply)
+    landed = rows(store, partition)
+    outcome.check(8, landed[b"ref"], lambda i: b"v%d" % i, replicated(request))
+    # Only the rows of the one batch whose condition held: a batch is whole or not at all.
+    winner = int(landed[b"ref"][1:])
+    assert landed == {b"ref": b"v%d" % winner, b"log/%d" % winner: b"r"}
 
 
 def test_the_largest_apply_lands_whole(store: Store, partition: bytes) -> None:

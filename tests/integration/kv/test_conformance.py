@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import gc
-import threading
 import tracemalloc
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,6 +13,7 @@ from silt.errors import InvalidArgument, NotFound, PredicateFailed
 from silt.kv import Store
 from silt.kv.store import MAX_SCAN_CHUNK, Predicate, scan_prefix
 from tests.conftest import KV_DRIVERS
+from tests.integration.kv.racing import race, replicated
 
 
 def keys_of(store: Store, partition: bytes, start: bytes = b"") -> list[bytes]:
@@ -132,33 +131,9 @@ def test_set_if_same_value_with_current_predicate_succeeds(store: Store, partiti
     assert store.get(partition, b"k").value == b"same"
 
 
-def race(threads: int, attempt: Callable[[int], None]) -> tuple[list[int], list[int]]:
-    """Start attempt(worker) on all threads at once; return (winners, losers) by PredicateFailed."""
-    barrier = threading.Barrier(threads)
-    won: list[int] = []
-    lost: list[int] = []
-    errors: list[BaseException] = []
-
-    def run(worker: int) -> None:
-        barrier.wait()
-        try:
-            attempt(worker)
-            won.append(worker)
-        except PredicateFailed:
-            lost.append(worker)
-        except BaseException as exc:  # surfaced below: a driver error is a test failure
-            errors.append(exc)
-
-    workers = [threading.Thread(target=run, args=(w,)) for w in range(threads)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join()
-    assert not errors, errors
-    return won, lost
-
-
-def test_racing_set_if_has_exactly_one_winner_each_round(store: Store, partition: bytes) -> None:
+def test_racing_set_if_has_exactly_one_winner_each_round(
+    store: Store, partition: bytes, request: pytest.FixtureRequest
+) -> None:
     threads, rounds = 8, 15
     store.set_if(partition, b"counter", b"round-0", None)
     for round_no in range(rounds):
@@ -170,13 +145,13 @@ def test_racing_set_if_has_exactly_one_winner_each_round(store: Store, partition
         def attempt(w: int, p: Predicate = predicate) -> None:
             store.set_if(partition, b"counter", value_of(w), p)
 
-        won, lost = race(threads, attempt)
-        assert len(won) == 1, f"round {round_no}: winners {won}"
-        assert len(lost) == threads - 1
-        assert store.get(partition, b"counter").value == value_of(won[0])
+        outcome = race(threads, attempt)
+        outcome.check(threads, store.get(partition, b"counter").value, value_of, replicated(request))
 
 
-def test_racing_create_if_absent_has_exactly_one_winner(store: Store, partition: bytes) -> None:
+def test_racing_create_if_absent_has_exactly_one_winner(
+    store: Store, partition: bytes, request: pytest.FixtureRequest
+) -> None:
     threads = 8
     for round_no in range(10):
         key = f"new-{round_no}".encode()
@@ -184,9 +159,8 @@ def test_racing_create_if_absent_has_exactly_one_winner(store: Store, partition:
         def create(w: int, k: bytes = key) -> None:
             store.set_if(partition, k, str(w).encode(), None)
 
-        won, lost = race(threads, create)
-        assert len(won) == 1 and len(lost) == threads - 1
-        assert store.get(partition, key).value == str(won[0]).encode()
+        outcome = race(threads, create)
+        outcome.check(threads, store.get(partition, key).value, lambda w: str(w).encode(), replicated(request))
 
 
 def test_delete_then_get(store: Store, partition: bytes) -> None:
