@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import boto3
+import pytest
 
 from silt.launcher import SERVICE_KEYS_FILE, Stack
 from tests.e2e.conftest import Silt
@@ -20,6 +21,7 @@ from tests.e2e.conftest import Silt
 REPO = "e2e-gc"
 
 
+@pytest.mark.spark  # a Spark job in a JVM of its own
 def test_gc_rules_and_run(stack: Stack, silt: Silt) -> None:
     cli = Silt({**silt.env, "SILT_CONFIG": str(stack.config_path)}, silt.cwd)
     cli("repo", "create", REPO)

@@ -11,6 +11,7 @@ import json
 import time
 
 import boto3
+import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from silt.graveler.v1 import events_pb2 as ev
@@ -22,6 +23,7 @@ from tests.support.wait import wait_until
 REPO = "e2e-last-access"
 
 
+@pytest.mark.spark  # a Spark job in a JVM of its own
 def test_expire_keeps_what_was_read(stack: Stack, silt: Silt) -> None:
     cli = Silt({**silt.env, "SILT_CONFIG": str(stack.config_path)}, silt.cwd)
     cli("repo", "create", REPO)

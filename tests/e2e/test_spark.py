@@ -129,6 +129,7 @@ def readme_spark_example() -> str:
     return match.group(1)
 
 
+@pytest.mark.spark  # a Spark job in a JVM of its own
 def test_the_readme_spark_example_runs_as_written(stack: GatewayStack, tmp_path: Path) -> None:
     # Its own process and JVM, as a reader would run it: the manual's code, the reader's env.
     stack.client().create_bucket(Bucket="example")

@@ -12,9 +12,9 @@ own slowest-tests list.
 
 A `-m EXPR` among the arguments narrows every leg (`(EXPR) and (LEG)`); paths and other options
 go to each leg unchanged. A leg that collects nothing is not a failure unless none collects
-anything. The logs go to build/test-legs/<leg>.log; they are printed whole when both legs have
-ended, the failing leg first, then each leg's time and result, and last one closing line that
-adds the legs up.
+anything. The logs go to build/test-legs/<leg>.log (every test's time to <leg>.xml); they are
+printed whole when both legs have ended, the failing leg first, then each leg's time and
+result, and last one closing line that adds the legs up.
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ def _start(leg: Leg, args: list[str]) -> None:
         # A session of its own, so that a timeout or an interrupt ends the leg with everything
         # it started; the leak check of each leg still fails it if a process outlives its tests.
         leg.process = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-m", leg.marks, *args],
+            # Every test's time, beside the log, for balancing the legs.
+            [sys.executable, "-m", "pytest", f"--junitxml={leg.log.with_suffix('.xml')}", "-m", leg.marks, *args],
             cwd=REPO_ROOT,
             stdin=subprocess.DEVNULL,
             stdout=out,
