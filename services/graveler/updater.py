@@ -225,19 +225,23 @@ class BranchUpdater:
         Commit ids are content hashes over parents, time and metadata, so no other flow makes
         this commit. Had the move applied, every later compare-and-set on the branch started
         from it, and moves only ever add commits on top of the head: the head descends from
-        it. The one exception is a hard reset (or the branch deleted and created again) in
-        between, and then making the move again on the branch as it is now is right anyway.
-        The walk goes back from the head through every parent, not below commit's generation,
-        and gives up (None: cannot tell) after UNKNOWN_WALK commits.
+        it. So a head that descends from the commit the move was built on (its first parent)
+        but not from commit says it did not apply. A head that descends from neither was moved
+        elsewhere meanwhile (a hard reset, the branch deleted and created again): whether the
+        move applied before that cannot be told, and making it again could undo that reset, so
+        that is None. Each walk goes back from the head through every parent, not below the
+        generation looked for, and gives up (None) after UNKNOWN_WALK commits.
         """
 
+        def get_commit(commit_id: str) -> pb.Commit:
+            return self._refs.get_commit(repo, CommitId(commit_id))
+
         def applied(record: BranchRecord) -> bool | None:
-            return descends_from(
-                lambda commit_id: self._refs.get_commit(repo, CommitId(commit_id)),
-                record.commit_id,
-                commit,
-                UNKNOWN_WALK,
-            )
+            found = descends_from(get_commit, record.commit_id, commit, UNKNOWN_WALK)
+            if found is not False or not commit.parents:
+                return found
+            on_base = descends_from(get_commit, record.commit_id, get_commit(commit.parents[0]), UNKNOWN_WALK)
+            return False if on_base else None
 
         return applied
 

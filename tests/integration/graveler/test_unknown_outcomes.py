@@ -18,24 +18,20 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.model import StagingToken
 from services.graveler.refs import BranchRecord
-from services.graveler.server import start
-from services.graveler.wiring import open_graveler
-from silt.block.local import LocalAdapter
 from silt.errors import OutcomeUnknown
-from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
 from silt.kv import Store
-from silt.kv.store import SCAN_CHUNK, Condition, Entry, Pair, Predicate, ValueWithPredicate
-from tests.integration.graveler.conftest import GravelerEnv
+from silt.kv.store import Condition, Predicate
+from tests.integration.graveler.conftest import GravelerEnv, graveler_env
 from tests.integration.graveler.test_branching import contents
+from tests.support.stores import ForwardingStore
 
 BRANCH_KEY = b"branches/main"
 
@@ -69,13 +65,13 @@ def _branch(stored: bytes) -> pb.Branch:
     return pb.Branch.FromString(envelope.unwrap(stored)[1])
 
 
-class UnknownOutcomes(Store):
+class UnknownOutcomes(ForwardingStore):
     """inner, except that the conditional write of the branch record `main` that an armed fault
     picks raises OutcomeUnknown, as Cassandra's driver does when it cannot tell; every staging
     token any branch record named is noted."""
 
     def __init__(self, inner: Store) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.fault: Fault | None = None
         self.fired = 0
         self.tokens: set[StagingToken] = set()
@@ -113,18 +109,12 @@ class UnknownOutcomes(Store):
         changed = "; another writer has changed the key since" if fault.between is not None else ""
         raise OutcomeUnknown(f"test: apply: outcome unknown, the write may or may not have been applied{changed}")
 
-    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
-        return self.inner.get(partition, key)
-
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
         self.inner.set(partition, key, value)
         self._note(key, value)
 
     def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
         self._conditional(key, value, predicate, lambda: self.inner.set_if(partition, key, value, predicate))
-
-    def delete(self, partition: bytes, key: bytes) -> None:
-        self.inner.delete(partition, key)
 
     def apply(
         self,
@@ -145,12 +135,6 @@ class UnknownOutcomes(Store):
         key, predicate = condition
         self._conditional(key, next((v for k, v in puts if k == key), None), predicate, write)
 
-    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
-        return self.inner.scan(partition, start)
-
-    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Sequence[Pair]]:
-        return self.inner.scan_chunks(partition, start, size)
-
     def close(self) -> None:
         pass  # the store fixture's to close
 
@@ -165,15 +149,7 @@ def env(faulty: UnknownOutcomes, tmp_path: Path) -> Iterator[GravelerEnv]:
     # No branch cache: a write started from a cached record lands in a token a commit has
     # already dropped before it writes again (the writer flow's rule), and would leave staged
     # values in a token nothing names, which assert_nothing_left_staged would report.
-    graveler = open_graveler(faulty, LocalAdapter(tmp_path / "data"), GravelerOptions(branch_cache_seconds=0))
-    server, port = start(graveler, "127.0.0.1:0")
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    try:
-        yield GravelerEnv(api_grpc.GravelerServiceStub(channel), graveler, tmp_path / "data")
-    finally:
-        channel.close()
-        server.stop(None)
-        graveler.close()
+    yield from graveler_env(faulty, tmp_path, GravelerOptions(branch_cache_seconds=0))
 
 
 def entry(etag: str) -> pb.Entry:
@@ -278,6 +254,32 @@ def test_a_commit_whose_move_had_an_unknown_outcome_lands_once(
     resolved = [r for r in caplog.records if "outcome unknown" in r.getMessage()]
     assert len(resolved) == 1 and resolved[0].exc_info is None
     assert ("did not apply" in resolved[0].getMessage()) == (between == "claim" and not applied)
+
+
+@pytest.mark.parametrize("applied", [True, False], ids=["applied", "not applied"])
+def test_a_move_whose_branch_was_reset_meanwhile_is_not_made_again(
+    env: GravelerEnv, faulty: UnknownOutcomes, applied: bool
+) -> None:
+    """A hard reset to an older commit between the move and its unknown outcome: the head then
+    descends from neither the new commit nor the one it was built on, so whether the move
+    applied cannot be told. Making it again could undo the reset: the unknown outcome is passed
+    on, and the branch stays where the reset put it."""
+    graveler = env.graveler
+    repo = repository(env)
+    stage(graveler, repo, "main", "a", "a@1")
+    graveler.commit(repo, "main", "second")
+    first = graveler.log(repo, "main", amount=10).commits[1].id  # "base"
+    stage(graveler, repo, "main", "b", "b@1")
+
+    def reset() -> None:
+        graveler.reset_branch(repo, "main", hard_ref=first)
+
+    faulty.arm(moves_head, applied, reset)
+    with pytest.raises(OutcomeUnknown):
+        graveler.commit(repo, "main", "ours")
+    assert faulty.fired == 1
+    assert history(graveler, repo) == ["base"]
+    assert record(graveler, repo).commit_id == first
 
 
 def test_a_commit_not_applied_while_another_commit_took_its_tokens_commits_on_top(
