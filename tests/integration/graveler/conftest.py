@@ -11,7 +11,7 @@ from typing import Any
 import grpc
 import pytest
 
-from services.graveler.graveler import Graveler
+from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.server import start
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
@@ -66,10 +66,11 @@ def env(store: Store, tmp_path: Path) -> Iterator[GravelerEnv]:
     yield from graveler_env(store, tmp_path)
 
 
-def graveler_env(store: Store, tmp_path: Path) -> Iterator[GravelerEnv]:
-    """A graveler gRPC server on store, for as long as the generator runs."""
+def graveler_env(store: Store, tmp_path: Path, options: GravelerOptions | None = None) -> Iterator[GravelerEnv]:
+    """A graveler gRPC server on store (with options, or the defaults), for as long as the
+    generator runs."""
     adapter = LocalAdapter(tmp_path / "data")
-    graveler = open_graveler(store, adapter)
+    graveler = open_graveler(store, adapter, options)
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:

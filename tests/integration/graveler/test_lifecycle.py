@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import grpc
 import pytest
@@ -12,28 +12,20 @@ from services.graveler.refs import GRAVELER_PARTITION
 from silt.errors import Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.journal.store import JournaledStore, raw_store
-from silt.kv import Entry, Predicate, Store, ValueWithPredicate
+from silt.kv import Store
 from silt.kv.store import Condition
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
 from tests.integration.graveler.test_branching import contents, merge
+from tests.support.stores import ForwardingStore
 
 
-class FailingDeletes(Store):
+class FailingDeletes(ForwardingStore):
     """Wraps a store; while armed, every delete outside the `graveler` partition fails."""
 
     def __init__(self, inner: Store) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.armed = False
-
-    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
-        return self.inner.get(partition, key)
-
-    def set(self, partition: bytes, key: bytes, value: bytes) -> None:
-        self.inner.set(partition, key, value)
-
-    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
-        self.inner.set_if(partition, key, value, predicate)
 
     def delete(self, partition: bytes, key: bytes) -> None:
         if self.armed and partition != GRAVELER_PARTITION:
@@ -51,9 +43,6 @@ class FailingDeletes(Store):
         if self.armed and deletes and partition != GRAVELER_PARTITION:
             raise Unavailable("injected: KV went away mid-deletion")
         self.inner.apply(partition, puts, deletes, condition, timestamp)
-
-    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
-        return self.inner.scan(partition, start)
 
     def close(self) -> None:
         pass

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
 from silt.errors import Aborted, NotFound, PredicateFailed
 from silt.kv import Store
 from silt.kv.conditional import delete_current, replace
-from silt.kv.store import Condition, Entry, Predicate, ValueWithPredicate
+from silt.kv.store import Condition, Predicate
+from tests.support.stores import ForwardingStore
 
 
 def test_replace_writes_whatever_is_there(store: Store, partition: bytes) -> None:
@@ -26,14 +27,8 @@ def test_delete_current_deletes_whatever_is_there(store: Store, partition: bytes
         store.get(partition, b"k")
 
 
-class _AlwaysRaced(Store):
+class _AlwaysRaced(ForwardingStore):
     """A store on which another writer always gets in between a read and a write."""
-
-    def __init__(self, inner: Store) -> None:
-        self.inner = inner
-
-    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
-        return self.inner.get(partition, key)
 
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
         raise AssertionError("a plain write")
@@ -54,12 +49,6 @@ class _AlwaysRaced(Store):
     ) -> None:
         assert condition is not None, "an unconditional apply"
         raise PredicateFailed("raced")
-
-    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
-        return self.inner.scan(partition, start)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def test_a_key_that_never_stays_put_gives_up_with_aborted(store: Store, partition: bytes) -> None:

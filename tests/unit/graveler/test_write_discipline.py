@@ -14,7 +14,7 @@ tests/unit/auth/test_write_discipline.py.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -29,37 +29,35 @@ from silt.errors import FailedPrecondition
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.record import JOURNAL_PREFIX
 from silt.kv.mem import MemStore
-from silt.kv.store import SCAN_CHUNK, Condition, Entry, Pair, Predicate, Store, ValueWithPredicate
+from silt.kv.store import Condition, Predicate, Store
+from tests.support.stores import ForwardingStore
 
 PLAIN, LWT = "plain", "lwt"
 Touch = tuple[str, str]  # (PLAIN or LWT, "write" or "delete")
 
 
-class RecordingStore(Store):
+class RecordingStore(ForwardingStore):
     """inner, noting for each (partition, key) how it was written and deleted."""
 
     def __init__(self, inner: Store) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.touches: dict[tuple[bytes, bytes], set[Touch]] = defaultdict(set)
 
     def _note(self, partition: bytes, keys: Sequence[bytes], kind: str, what: str) -> None:
         for key in keys:
             self.touches[(bytes(partition), bytes(key))].add((kind, what))
 
-    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
-        return self._inner.get(partition, key)
-
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
-        self._inner.set(partition, key, value)
+        self.inner.set(partition, key, value)
         self._note(partition, [key], PLAIN, "write")
 
     def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
         # Noted whether or not it applied: a refused LWT is still a Paxos round on the cell.
         self._note(partition, [key], LWT, "write")
-        self._inner.set_if(partition, key, value, predicate)
+        self.inner.set_if(partition, key, value, predicate)
 
     def delete(self, partition: bytes, key: bytes) -> None:
-        self._inner.delete(partition, key)
+        self.inner.delete(partition, key)
         self._note(partition, [key], PLAIN, "delete")
 
     def apply(
@@ -75,19 +73,10 @@ class RecordingStore(Store):
         if condition is not None:
             self._note(partition, [k for k, _ in puts], kind, "write")
             self._note(partition, deletes, kind, "delete")
-        self._inner.apply(partition, puts, deletes, condition, timestamp)
+        self.inner.apply(partition, puts, deletes, condition, timestamp)
         if condition is None:
             self._note(partition, [k for k, _ in puts], kind, "write")
             self._note(partition, deletes, kind, "delete")
-
-    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
-        return self._inner.scan(partition, start)
-
-    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Sequence[Pair]]:
-        return self._inner.scan_chunks(partition, start, size)
-
-    def close(self) -> None:
-        self._inner.close()
 
     def mixed(self) -> list[str]:
         """The keys touched by both plain writes and LWTs, with how.
