@@ -183,6 +183,8 @@ class Sensor:
             set_branch_if(self._refs, repo, record, claimed, f"compaction claim of {branch_name!r}", applied)
         except (PredicateFailed, Raced):
             return False  # the branch changed (maybe another replica claimed it): the next delete retries
+        except NotFound:
+            return False  # deleted while an unknown outcome was looked into: nothing to compact
         return True
 
 
