@@ -391,7 +391,9 @@ class Branching:
         if key is not None or prefix is not None:
             under = validate_key(key) if key is not None else (prefix or "").encode()
             branch = self._refs.get_branch(repo, branch_name)
-            for token in branch.tokens:
+            # Oldest token first, as a partial commit's clean-up does: until the newest copy goes,
+            # reads keep answering it, never an older staged value it had overwritten.
+            for token in reversed(branch.tokens):
                 if key is not None:
                     self._staging.drop_key(token, under)
                 else:

@@ -298,7 +298,11 @@ class Committer:
         until it succeeds.
         """
         emptied = []
-        for token in tokens:
+        # Oldest token first. Reads take a key from the newest token holding it, and the commit
+        # took each key's newest staged value: dropping from the old end keeps every copy still
+        # readable equal to the committed value. Newest first would, between two tokens, show an
+        # older copy of a key the commit had overwritten.
+        for token in reversed(tokens):  # tokens are newest first, as on the branch record
             for prefix in prefixes:
                 self._staging.drop_under(token, prefix)
             if self._staging.is_empty(token):
