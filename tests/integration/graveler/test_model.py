@@ -178,6 +178,10 @@ class GravelerModel(RuleBasedStateMachine):
         expected = three_way(self.snapshots[base], self.snapshots[self.heads[source]], self.snapshots[self.heads[dest]])
         assert list(result.commit.parents) == [self.heads[dest], self.heads[source]]
         self.moved(dest, result.commit, expected)
+        # A merge needs a clean branch: all it had staged changed nothing (a delete of a key its
+        # head lacked, a value equal to the head's), and the head move drops the tokens holding
+        # those (lockfree-staging.md, "Partial commits"), so they no longer hide what it brings.
+        self.staged[dest] = {}
 
     @rule(data=st.data())
     def revert_head(self, data: st.DataObject) -> None:
@@ -193,6 +197,7 @@ class GravelerModel(RuleBasedStateMachine):
         result = self.env.stub.Revert(request)
         assert not result.conflicts
         self.moved(branch, result.commit, dict(parent_snapshot))
+        self.staged[branch] = {}  # as after a merge: the clean branch's no-op changes are dropped
 
     @rule(data=st.data())
     def reset(self, data: st.DataObject) -> None:
