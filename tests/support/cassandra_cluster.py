@@ -367,6 +367,12 @@ class CassandraCluster:
             )
             pending = set(self.addresses)
             while pending:
+                known = {host.address for host in probe.metadata.all_hosts()}
+                if pending - known:
+                    # A node whose peers row was still incomplete when the driver first read it is
+                    # ignored ("invalid row for peer") until the topology is read again.
+                    with contextlib.suppress(Exception):
+                        probe.refresh_nodes()
                 for host in probe.metadata.all_hosts():
                     if host.address not in pending:
                         continue
