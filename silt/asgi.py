@@ -8,7 +8,7 @@ characters), and an unsigned browser `GET /` (it accepts text/html) to the UI, w
 it to `/ui/`; everything else stays S3.
 
 Services never import each other: the apps are built by the edge process's composition root
-(edge/server.py) and handed to the Dispatcher; this module only routes between them.
+(edge/app.py) and handed to the Dispatcher; this module only routes between them.
 """
 
 from __future__ import annotations

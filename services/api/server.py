@@ -1,6 +1,6 @@
 """The REST API as its own process: `python -m services.api.server [--config FILE]`.
 
-Usually the API answers on the S3 gateway's port (the edge process, edge/server.py);
+Usually the API answers on the S3 gateway's port (the edge process, edge/app.py);
 run on its own (its own Deployment) it listens on `api.listen_address`.
 """
 

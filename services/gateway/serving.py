@@ -1,6 +1,6 @@
 """The S3 port's process settings: its connection limits and its TLS options.
 
-The process that serves the port is composed in edge/server.py (the gateway, the REST API and
+The process that serves the port is composed in edge/app.py (the gateway, the REST API and
 the web UI on one port); what only the gateway knows about serving HTTP to the Internet is here.
 """
 

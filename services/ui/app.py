@@ -105,6 +105,6 @@ def build_app(dist: Path = DIST) -> ASGIApp:
 
 
 def create_app(config: Config) -> ASGIApp:
-    """The UI app as the edge process builds it (edge/server.py); it needs nothing from the configuration."""
+    """The UI app as the edge process builds it (edge/app.py); it needs nothing from the configuration."""
     del config
     return build_app()

@@ -125,8 +125,9 @@ def test_gateway_workers_die_with_killed_gateway(tmp_path: Path) -> None:
     with gateway_stack(tmp_path / "data", workers=2) as stack:
         gateway = stack.stack.pid("gateway")
         assert gateway is not None
+        # The port opens before uvicorn has started its workers.
+        wait_until(lambda: len(_descendants(gateway)) >= 2, 30.0, "the gateway's two workers started", interval=0.1)
         workers = _descendants(gateway)
-        assert len(workers) >= 2, workers
         os.kill(gateway, signal.SIGKILL)
         # A worker gets 5 s to stop in order.
         _all_gone(workers, GONE_WITHIN_SECONDS + 5, "gateway workers outlived it")
