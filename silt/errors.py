@@ -86,9 +86,31 @@ class PermissionDenied(SiltError):
 
 
 # Graveler refuses a write to a protected branch (services/graveler/protection.py) as
-# PermissionDenied with this text, which lakeFS clients match on; the gateway and the REST API
-# tell it from a refusal of the caller by this text (S3 AccessDenied, HTTP 403).
+# PermissionDenied with one of these texts, lakeFS's own: the gateway and the REST API tell it
+# from a refusal of the caller by them (S3 AccessDenied, HTTP 403). A commit has its own.
 PROTECTED_BRANCH = "cannot write to protected branch"
+PROTECTED_BRANCH_COMMIT = "cannot commit to protected branch"
+
+
+def direct_write_refusal(sentence: str, detail: str) -> str:
+    """Graveler's text for a change a protection rule forbids: lakeFS's sentence, a colon, why."""
+    return f"{sentence}: {detail}"
+
+
+def lakefs_refusal(details: str) -> str | None:
+    """lakeFS's exact sentence when details is a direct_write_refusal, which the REST API answers
+    alone: lakectl and scripts compare the whole message. Other protection refusals (a merge
+    that needs a pull request's approvals) have no lakeFS equivalent and keep their detail."""
+    for sentence in (PROTECTED_BRANCH, PROTECTED_BRANCH_COMMIT):
+        if details.startswith(sentence + ":"):
+            return sentence
+    return None
+
+
+def is_protection_refusal(details: str) -> bool:
+    """A PermissionDenied from graveler with this text is a branch protection rule's, not a
+    refusal of the caller."""
+    return PROTECTED_BRANCH in details or PROTECTED_BRANCH_COMMIT in details
 
 
 class ResourceExhausted(SiltError):

@@ -6,7 +6,6 @@ import grpc
 import grpc.aio
 
 from silt.errors import (
-    PROTECTED_BRANCH,
     Aborted,
     AlreadyExists,
     FailedPrecondition,
@@ -17,6 +16,8 @@ from silt.errors import (
     SiltError,
     Unauthenticated,
     Unavailable,
+    is_protection_refusal,
+    lakefs_refusal,
 )
 from silt.rpc.errors import error_from_rpc
 
@@ -71,10 +72,10 @@ def from_rpc(exc: grpc.aio.AioRpcError, service: str) -> ApiError:
     """A failed call to graveler or auth. The caller was authorized before the call, so a
     service refusing the API itself is a deployment problem, answered 503, never 401/403."""
     error = error_from_rpc(exc)
-    if isinstance(error, PermissionDenied) and PROTECTED_BRANCH in str(error):
+    if isinstance(error, PermissionDenied) and is_protection_refusal(str(error)):
         # A branch protection rule refused the write: the caller's problem, answered as lakeFS
-        # does (clients match the text), not the API's credentials.
-        return ApiError(403, str(error))
+        # does (lakectl and scripts compare the whole text), not the API's credentials.
+        return ApiError(403, lakefs_refusal(str(error)) or str(error))
     if isinstance(error, PermissionDenied | Unauthenticated):
         return ApiError(503, f"{service} refused the REST API's service credentials: {error}")
     return from_silt(error)

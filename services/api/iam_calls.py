@@ -22,12 +22,14 @@ import grpc.aio
 
 from services.api.context import Context
 from services.api.errors import ApiError, from_silt
-from silt.errors import PermissionDenied, Unauthenticated
+from silt.errors import AlreadyExists, NotFound, PermissionDenied, Unauthenticated
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import ACTING_USER_HEADER
 
 # What auth says when it refuses the header itself (services/auth/acting.py REFUSED_ACTING).
 REFUSED_ACTING = "cannot make IAM calls for other users"
+LAKEFS_ALREADY_EXISTS = "Already exists"
+LAKEFS_USER_NOT_FOUND = "user not found"
 
 
 async def iam_call(ctx: Context, method: Any, request: Any) -> Any:
@@ -43,4 +45,10 @@ async def iam_call(ctx: Context, method: Any, request: Any) -> Any:
             raise ApiError(403, str(error)) from None
         if isinstance(error, PermissionDenied | Unauthenticated):
             raise ApiError(503, f"auth refused the REST API's service credentials: {error}") from None
+        if isinstance(error, AlreadyExists):
+            # lakeFS's words for every IAM duplicate (user, group, policy, credentials): lakectl
+            # and scripts compare the whole message.
+            raise ApiError(409, LAKEFS_ALREADY_EXISTS) from None
+        if isinstance(error, NotFound) and error.what == "user":
+            raise ApiError(404, LAKEFS_USER_NOT_FOUND) from None
         raise from_silt(error) from None

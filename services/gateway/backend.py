@@ -27,7 +27,6 @@ from services.gateway.identity import S3Identities
 from silt.config import Config
 from silt.edge_client import CALL_TIMEOUT, UNAVAILABLE_RETRY_DELAYS, EdgeClient, not_applied
 from silt.errors import (
-    PROTECTED_BRANCH,
     Aborted,
     AlreadyExists,
     FailedPrecondition,
@@ -38,6 +37,7 @@ from silt.errors import (
     SiltError,
     Unauthenticated,
     Unavailable,
+    is_protection_refusal,
 )
 from silt.graveler.v1 import events_pb2 as ev
 from silt.kv.store import Store, scan_prefix
@@ -80,7 +80,7 @@ def rpc_error(
         return S3Error("BucketAlreadyOwnedByYou", details)
     if isinstance(error, FailedPrecondition):
         return S3Error(failed_precondition, details)
-    if isinstance(error, PermissionDenied) and PROTECTED_BRANCH in details:
+    if isinstance(error, PermissionDenied) and is_protection_refusal(details):
         return S3Error("AccessDenied", details)  # the branch's protection rules refuse the write
     if isinstance(error, PermissionDenied | Unauthenticated):
         # The caller was authorized by auth; graveler refusing the gateway is a deployment problem.

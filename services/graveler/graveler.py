@@ -45,7 +45,7 @@ from services.graveler.last_access import LastAccess
 from services.graveler.lifecycle import DEFAULT_BRANCH, Lifecycle
 from services.graveler.model import MergeStrategy
 from services.graveler.placement import Placement
-from services.graveler.protection import Protection
+from services.graveler.protection import COMMIT, Protection
 from services.graveler.pulls import PullRequests
 from services.graveler.refs import RefManager, RepoHandle
 from services.graveler.refs import expr as refexpr
@@ -308,7 +308,7 @@ class Graveler:
     ) -> pb.Commit:
         """Commit the staged changes of a branch (only those under prefixes, if given)."""
         repo = self._repo(repository, deadline)
-        self.protection.check_direct_write(repo, branch_name, "commit")
+        self.protection.check_direct_write(repo, branch_name, COMMIT)
         return self.committer.commit(
             repo, branch_name, message, dict(metadata or {}), committer, allow_empty, prefixes or [], deadline
         )

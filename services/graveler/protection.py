@@ -33,7 +33,15 @@ from services.graveler.committed.globs import Glob, glob_regex
 from services.graveler.deadline import Clock, Deadline
 from services.graveler.refs import RepoHandle
 from services.graveler.updater import BranchUpdater
-from silt.errors import PROTECTED_BRANCH, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from silt.errors import (
+    PROTECTED_BRANCH,
+    PROTECTED_BRANCH_COMMIT,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    direct_write_refusal,
+)
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Predicate, Store
 from silt.kv.conditional import replace
@@ -43,6 +51,8 @@ MAX_RULES = 100
 MAX_PATTERN_BYTES = 256  # a branch name's limit (validation.validate_ref_name)
 MAX_REQUIRED_APPROVALS = 100  # pulls.MAX_REVIEWERS: more could never be met
 PROTECTED = PROTECTED_BRANCH
+# The action named by a commit: lakeFS refuses it with its own sentence.
+COMMIT = "commit"
 
 
 class ProtectedBranch(PermissionDenied):
@@ -179,7 +189,9 @@ class Protection:
         """Refuse a change of branch other than a merge (staging, commit, reset, revert, ...)."""
         policy = self.policy(repo, branch)
         if policy.blocks_direct_writes:
-            raise ProtectedBranch(f"{PROTECTED} {branch!r}: {action} is not allowed ({_why(policy)})")
+            sentence = PROTECTED_BRANCH_COMMIT if action == COMMIT else PROTECTED
+            detail = f"{branch!r}, {action} is not allowed ({_why(policy)})"
+            raise ProtectedBranch(direct_write_refusal(sentence, detail))
 
     def check_direct_merge(self, repo: RepoHandle, branch: str) -> None:
         """Refuse a merge that is not a pull request's into a branch that requires approvals."""

@@ -8,19 +8,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from silt.client import EXIT_DENIED
+from silt.errors import is_protection_refusal
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.launcher import Stack
 from tests.e2e.conftest import Silt, graveler_stub
 
 REPO = "cli-protected"
-PROTECTED = "cannot write to protected branch"
 
 
 def _refused(silt: Silt, *args: str) -> str:
     result = silt(*args, ok=False)
     assert result.code == EXIT_DENIED, f"silt {' '.join(args)} -> {result.code}: {result.err}{result.out}"
-    assert PROTECTED in result.err, result.err
+    assert is_protection_refusal(result.err), result.err
     assert "Traceback" not in result.err
     return result.err
 

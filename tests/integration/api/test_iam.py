@@ -219,6 +219,22 @@ def test_bad_input(client: lakefs_sdk.ApiClient, call: Callable[[Any], Any], sta
     assert text.lower() in message.lower()
 
 
+@pytest.mark.parametrize(
+    ("call", "status", "message"),
+    [
+        (lambda auth: auth.delete_user("no-such-user-x2"), 404, "user not found"),
+        (lambda auth: auth.get_user("no-such-user-x2"), 404, "user not found"),
+        (lambda auth: auth.create_user(lakefs_sdk.UserCreation(id="admin")), 409, "Already exists"),
+        (lambda auth: auth.create_group(lakefs_sdk.GroupCreation(id="Admins")), 409, "Already exists"),
+    ],
+)
+def test_lakefs_words_where_lakectl_compares_them(
+    client: lakefs_sdk.ApiClient, call: Callable[[Any], Any], status: int, message: str
+) -> None:
+    """lakectl's own tests compare the whole message (`user not found`, then `404 Not Found`)."""
+    assert _status(lambda: call(_auth(client))) == (status, message)
+
+
 def test_bad_bodies_store_nothing(api: Api, client: lakefs_sdk.ApiClient) -> None:
     policy_id = _id("bad")
     bodies: list[tuple[Any, str]] = [

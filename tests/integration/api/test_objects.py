@@ -4,6 +4,7 @@ same objects over S3: one layout, whichever door the bytes came in by."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 import tempfile
@@ -15,6 +16,7 @@ import urllib3
 from lakefs.client import Client
 from lakefs_sdk.exceptions import ApiException, NotFoundException
 
+from silt.errors import PROTECTED_BRANCH
 from silt.graveler.v1 import graveler_pb2 as api_pb
 from tests.integration.api.conftest import Api
 
@@ -211,7 +213,9 @@ def test_protected_branch_refuses_uploads(api: Api, client: lakefs_sdk.ApiClient
     api.stack.graveler.SetBranchProtection(rule)
     with pytest.raises(ApiException) as refused:
         put(lakefs_sdk.ObjectsApi(client), repo, "main", "f", b"x")
-    assert refused.value.status == 403 and "cannot write to protected branch" in str(refused.value.body)
+    # lakeFS's text exactly: lakectl and scripts compare the whole message.
+    assert refused.value.status == 403
+    assert json.loads(refused.value.body or "{}") == {"message": PROTECTED_BRANCH}
     namespace = api.stack.stack.data_dir / "data" / repo / "data"
     assert not namespace.exists() or not [p for p in namespace.iterdir() if not p.name.startswith(".")]
 

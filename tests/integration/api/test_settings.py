@@ -18,10 +18,11 @@ from lakefs_sdk.exceptions import ApiException
 from pydantic import SecretStr
 
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
+from silt.errors import PROTECTED_BRANCH, PROTECTED_BRANCH_COMMIT
 from silt.rpc.signing import Credentials, signed_channel
 from tests.integration.api.conftest import Api
 
-PROTECTED = "cannot write to protected branch"
+PROTECTED = PROTECTED_BRANCH
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def test_protected_branch_refuses_s3_uploads_and_rest_commits(
     commits = lakefs_sdk.CommitsApi(client)
     with pytest.raises(ApiException) as commit:
         commits.commit(repo, "main", lakefs_sdk.CommitCreation(message="direct"))
-    assert commit.value.status == 403 and PROTECTED in json.loads(commit.value.body)["message"]
+    assert commit.value.status == 403 and json.loads(commit.value.body)["message"] == PROTECTED_BRANCH_COMMIT
     s3.put_object(Bucket=repo, Key="dev/new.txt", Body=b"fine")
     commits.commit(repo, "dev", lakefs_sdk.CommitCreation(message="unprotected"))
 
