@@ -76,6 +76,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._counted_as: str | None = None
         # The current request's, from its head on (silt/request_body.py).
         self._body_end: BodyEnd | None = None
+        # A refusal of bytes that followed complete requests, sent once those are answered.
+        self._refusal_in_turn: S3Error | None = None
         # uvicorn's own keep-alive timer closes a connection idle after an answer.
         self.timeout_keep_alive = LIMITS.idle_timeout_s  # type: ignore[assignment]
         if len(self.connections) > LIMITS.max_connections:
@@ -118,6 +120,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         return True
 
     def data_received(self, data: bytes) -> None:
+        if self._refusal_in_turn is not None:
+            return  # the parser has failed: nothing more is read, the refusal ends the connection
         self._disarm_idle_timer()  # from now on the head timer (and the body's own) apply
         if not self._in_head:
             # A body may be followed by a pipelined request the parser refuses: through _feed,
@@ -132,7 +136,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if not self._feed(first):
             return
         if self._in_head and (rest or self._head_bytes >= LIMITS.max_head_bytes):
-            self._refuse(S3Error("RequestHeaderSectionTooLarge"))
+            self._refuse_in_turn(S3Error("RequestHeaderSectionTooLarge"))
             return
         if rest:
             self._feed(rest)
@@ -147,13 +151,35 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         except httptools.HttpParserError:
             # A callback's exception reaches here wrapped by httptools: tell ours by the flag.
             if self._header_too_large:
-                self._refuse(S3Error("RequestHeaderSectionTooLarge"))
+                self._refuse_in_turn(S3Error("RequestHeaderSectionTooLarge"))
             elif self._body_overrun():
                 self._refuse(S3Error("IncompleteBody", "the body is longer than its Content-Length"))
             else:
-                self._refuse(S3Error("InvalidRequest"))
+                self._refuse_in_turn(S3Error("InvalidRequest"))
             return False
         return not self.transport.is_closing()
+
+    def _refuse_in_turn(self, error: S3Error) -> None:
+        """Refuse what the client sent after its complete requests only once those are answered:
+        HTTP answers pipelined requests in order, so the refusal must not be read as the answer
+        to a request that was whole (one sent with Content-Length 0 and then more bytes, say,
+        which S3 answers and only then refuses the rest). Nothing more is read meanwhile."""
+        cycle = self.cycle
+        # A request whose body is still arriving is the one refused (its body is what broke).
+        answering = cycle is not None and not cycle.response_complete and not cycle.more_body
+        if not answering and not self.pipeline:
+            self._refuse(error)
+            return
+        self._refusal_in_turn = error
+        self.flow.pause_reading()
+
+    def on_response_complete(self) -> None:
+        if self._refusal_in_turn is None or self.pipeline:
+            super().on_response_complete()
+            return
+        self.server_state.total_requests += 1
+        error, self._refusal_in_turn = self._refusal_in_turn, None
+        self._refuse(error)
 
     def _body_overrun(self) -> bool:
         """Bytes that are not HTTP arrived right after a body, before it was answered: the

@@ -67,9 +67,7 @@ def test_a_non_ascii_sigv4_signature_is_refused(gw: GatewayStack, bucket: str, c
 
 
 @pytest.mark.parametrize(("version", "field"), [("s3v4", "X-Amz-Signature="), ("s3", "Signature=")])
-def test_a_non_ascii_presigned_signature_is_refused(request: pytest.FixtureRequest, version: str, field: str) -> None:
-    # SigV2 is parsed only where it is enabled.
-    gw: GatewayStack = request.getfixturevalue("gw_sigv2" if version == "s3" else "gw")
+def test_a_non_ascii_presigned_signature_is_refused(gw: GatewayStack, version: str, field: str) -> None:
     bucket = f"non-ascii-{secrets.token_hex(5)}"
     s3 = gw.client()
     s3.create_bucket(Bucket=bucket)
@@ -85,8 +83,7 @@ def test_a_non_ascii_presigned_signature_is_refused(request: pytest.FixtureReque
     assert status == 403 and error_code(content) == "SignatureDoesNotMatch", content
 
 
-def test_a_non_ascii_sigv2_signature_is_refused(gw_sigv2: GatewayStack) -> None:
-    gw = gw_sigv2
+def test_a_non_ascii_sigv2_signature_is_refused(gw: GatewayStack) -> None:
     headers = {
         "Date": "Sun, 22 Nov 2026 10:00:00 GMT",
         "Authorization": f"AWS {gw.admin.access_key_id}:" + "\xe9" * 28,
@@ -98,8 +95,7 @@ def test_a_non_ascii_sigv2_signature_is_refused(gw_sigv2: GatewayStack) -> None:
 @pytest.mark.parametrize(
     "date", ["Sun, 4294967296 Nov 2026 10:00:00 GMT", "Sun, 22 Nov 99999999999 10:00:00 GMT", "Sun, 22 Nov"]
 )
-def test_an_impossible_sigv2_date_is_refused(gw_sigv2: GatewayStack, date: str) -> None:
-    gw = gw_sigv2
+def test_an_impossible_sigv2_date_is_refused(gw: GatewayStack, date: str) -> None:
     headers = {"Date": date, "Authorization": f"AWS {gw.admin.access_key_id}:c2lnbmF0dXJl"}
     status, _, content = raw_request(gw, head_bytes("GET", "/any-bucket/main/k", headers, host_of(gw)))
     assert status == 403 and error_code(content) == "AccessDenied"
@@ -371,3 +367,37 @@ def test_xml_declaring_an_unknown_encoding_is_malformed(gw: GatewayStack, s3: An
 def test_max_keys_must_be_ascii_digits(gw: GatewayStack, bucket: str, value: str) -> None:
     status, content = _signed_raw(gw, "GET", f"/{bucket}?list-type=2&max-keys={value}")
     assert status == 400 and error_code(content) == "InvalidArgument", content
+
+
+def _answers(gw: GatewayStack, sent: bytes) -> list[tuple[int, bytes]]:
+    """Every answer on one connection, in order, until the server closes it."""
+    url = urlsplit(gw.endpoint)
+    with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
+        sock.sendall(sent)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    answers = []
+    while received:
+        head, _, rest = received.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        fields = (line.partition(":") for line in lines[1:])
+        length = next(int(value) for name, _, value in fields if name.lower() == "content-length")
+        answers.append((int(lines[0].split()[1]), rest[:length]))
+        received = rest[length:]
+    return answers
+
+
+@pytest.mark.parametrize("after", [b"\x00" * 300_000, b"\x01junk\r\n\r\n", b"GET / HTTP/9\r\n\r\n"])
+def test_bytes_after_a_whole_request_are_refused_after_its_answer(gw: GatewayStack, bucket: str, after: bytes) -> None:
+    """A request sent whole (Content-Length 0) and then bytes that are not HTTP: the request is
+    answered first and the bytes refused after it, in order, as S3 does; lakeFS's python client
+    sends exactly this when its writer is bypassed. The refusal once came first, read by the
+    client as the answer to its request, which had been stored meanwhile."""
+    headers = signed_headers(gw, "PUT", f"/{bucket}/main/empty", **{"Content-Length": "0"})
+    head = head_bytes("PUT", f"/{bucket}/main/empty", headers, host_of(gw))
+    head = head.replace(b"Connection: close", b"Connection: keep-alive")
+    answers = _answers(gw, head + after)
+    assert [status for status, _ in answers] == [200, 400], answers
+    assert error_code(answers[1][1]) == "InvalidRequest", answers
+    assert gw.client().head_object(Bucket=bucket, Key="main/empty")["ContentLength"] == 0
