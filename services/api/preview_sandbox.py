@@ -86,9 +86,12 @@ def _read_exact(fd: int, size: int, deadline: float) -> bytes:
     poller.register(fd, select.POLLIN)
     while got < size:
         left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError
-        if not poller.poll(left * 1000):
+        # Polled once even past the deadline: what already waits in the pipe is read. A spare
+        # child's READY frame was sent long before the preview that takes it, often more than
+        # START_SECONDS after the child started.
+        if not poller.poll(max(left, 0.0) * 1000):
+            if left <= 0:
+                raise TimeoutError
             continue
         chunk = os.read(fd, min(size - got, _CHUNK))
         if not chunk:
