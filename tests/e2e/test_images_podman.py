@@ -20,14 +20,20 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.podman]
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 IMAGES = REPO_ROOT / "scripts" / "images"
 TAG = "0.1.0"  # the tag deploy/k8s names
 RUNTIME_BUDGET = 400 * 2**20  # the services' image, uncompressed
 BUILD_TIMEOUT_S = 3600.0  # a cold machine: debootstrap, Debian's Python, every locked wheel, Java
 RUN_TIMEOUT_S = 120.0
+# The suite's 600 s per test would end the first test inside the images' build, whose own
+# bound is BUILD_TIMEOUT_S: a changed lock rebuilds every wheel's layer, a cold machine all of them.
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.podman,
+    pytest.mark.timeout(BUILD_TIMEOUT_S + 2 * RUN_TIMEOUT_S),
+]
 UID = "10001"  # the manifests' runAsUser
 # The manifests' securityContext, as podman flags.
 SECURITY = ["--user", f"{UID}:{UID}", "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL"]

@@ -11,6 +11,7 @@ import requests
 from botocore.exceptions import ClientError
 
 from tests.support.gateway_stack import GatewayStack
+from tests.support.wait import wait_until
 
 
 def fails(call: Any, code: str, status: int) -> ClientError:
@@ -115,4 +116,14 @@ def test_service_unavailable_when_graveler_is_down(gw: GatewayStack, s3: Any, bu
         # The suite's stack runs without the launcher's monitor (restart=False): start it again by hand.
         stack._spawn(stack._services["graveler"])
         stack.wait_ready("graveler")
-    assert s3.get_object(Bucket=bucket, Key="main/k")["Body"].read() == b"x"
+
+    # Served again once the gateway's channel reconnects: its backoff is at most 1 s
+    # (silt/rpc/signing.py RECONNECT_SOON), so a request right after the restart may still get a 503.
+    def served() -> bool:
+        try:
+            return bool(s3.get_object(Bucket=bucket, Key="main/k")["Body"].read() == b"x")
+        except ClientError as exc:
+            assert exc.response["Error"]["Code"] in ("ServiceUnavailable", "SlowDown"), exc.response
+            return False
+
+    wait_until(served, 10.0, "the gateway serving again after graveler's restart", interval=0.2)
