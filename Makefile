@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench edge tests
 
-.PHONY: all venv clients lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -147,7 +147,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal
+bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -176,6 +176,16 @@ bench-floor: proto
 # downloads at 32 clients, and listing staged objects; BENCH_API_LIST_COUNT=10000 for a quick run.
 bench-api: proto
 	$(PY) -m bench.api $(BENCH_ARGS)
+
+# A presigned GET and PUT of a 256 MiB object on the local blockstore against the gateway's own,
+# both by curl (target: the GET at least 0.9 of the gateway's); BENCH_ARGS="--large-mib 64" for a quick run.
+bench-presign: proto
+	$(PY) -m bench.presign $(BENCH_ARGS)
+
+# Zero-copy import: 100,000 local files (target 20,000 objects/s), 100,000 moto S3 objects, and peak
+# RSS and rate over generated listings of 100,000 and 1,000,000 objects; BENCH_ARGS="--only local".
+bench-import: proto
+	$(PY) -m bench.imports $(BENCH_ARGS)
 
 # What history events cost a request: emit time, and 4 KiB PUT/GET with events on against off.
 bench-events: proto

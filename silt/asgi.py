@@ -5,7 +5,8 @@ a request carrying an AWS signature (an `Authorization: AWS4-HMAC-SHA256 ...` or
 header, or presigned query parameters) is S3; otherwise a path under `/api/v1` goes to the API,
 a path under `/ui` to the web UI (no bucket is called `ui`: repository names have at least 3
 characters), and an unsigned browser `GET /` (it accepts text/html) to the UI, which redirects
-it to `/ui/`; everything else stays S3.
+it to `/ui/`; a path under `/_silt/presigned/` (the local blockstore's presigned URLs, signed and
+served by the API's app; no bucket name has a `_`) goes to the API too; everything else stays S3.
 
 Services never import each other: the apps are built by the edge process's composition root
 (edge/app.py) and handed to the Dispatcher; this module only routes between them.
@@ -26,6 +27,7 @@ ASGIApp = Callable[..., Awaitable[None]]
 
 API_PREFIX = "/api/v1"
 UI_PREFIX = "/ui"
+PRESIGNED_PREFIX = "/_silt/presigned/"
 
 
 def _query_has(query: bytes, *names: bytes) -> bool:
@@ -43,6 +45,10 @@ def is_s3_request(scope: Scope) -> bool:
 
 def is_api_path(path: str) -> bool:
     return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+def is_presigned_path(path: str) -> bool:
+    return path.startswith(PRESIGNED_PREFIX)
 
 
 def is_ui_path(path: str) -> bool:
@@ -78,7 +84,7 @@ class Dispatcher:
         if is_s3_request(scope):
             return self.s3
         path = scope.get("path", "")
-        if self.api is not None and is_api_path(path):
+        if self.api is not None and (is_api_path(path) or is_presigned_path(path)):
             return self.api
         if self.ui is not None and (is_ui_path(path) or is_browser_root(scope)):
             return self.ui

@@ -153,9 +153,56 @@ class DatabaseConfig(_Section):
     cassandra: CassandraConfig = Field(default_factory=CassandraConfig)
 
 
-class LocalBlockstoreConfig(_Section):
+def _check_optional_base_url(value: str | None) -> str | None:
+    if value is None or value == "":
+        return None
+    scheme, sep, rest = value.partition("://")
+    if scheme not in ("http", "https") or not sep or not rest or any(c in rest for c in "?#@ \\"):
+        raise ValueError(f"expected an http:// or https:// URL without query, fragment or user info, got {value!r}")
+    return value.rstrip("/")
+
+
+class PreSignedConfig(_Section):
+    """Presigned URLs of a blockstore (lakeFS's keys): REST API clients read and write object bytes
+    straight at the store with them (docs/clients/lakefs.md, "Presigned URLs and the staging API")."""
+
+    disable_pre_signed: bool = False
+    """refuse `presign=true` (400) and report `pre_sign_support: false` in `/config`"""
+    disable_pre_signed_ui: bool = False
+    """report `pre_sign_support_ui: false` in `/config`"""
+    pre_signed_expiry_seconds: int = Field(900, ge=1, le=7 * 24 * 3600)
+    """how long a presigned URL stays valid (at most 7 days)"""
+    pre_signed_endpoint: str | None = None
+    """base URL put in presigned URLs when clients reach the store (`s3`) or Silt (`local`) at another address than
+    the one configured (`https://silt.example.com`); unset: `endpoint_url` (`s3`), or the scheme and host of the
+    request asking for the URL (`local`)
+    """
+
+    _endpoint = field_validator("pre_signed_endpoint")(_check_optional_base_url)
+
+
+class LocalBlockstoreConfig(PreSignedConfig):
     path: str = "~/silt/data"
     """root directory of `local://` namespaces"""
+    import_enabled: bool = False
+    """allow importing files in place from `allowed_external_prefixes` (lakeFS's key; see docs/import.md)"""
+    allowed_external_prefixes: list[str] = Field(default_factory=list)
+    """absolute directories (e.g. `/mnt/landing`) whose files may be imported as `local:///mnt/landing/...` when
+    `import_enabled`; none may overlap `path`
+    """
+
+    @field_validator("allowed_external_prefixes")
+    @classmethod
+    def _external_prefixes(cls, value: list[str]) -> list[str]:
+        # Compared as paths, component by component: an unnormalised spelling ("/a/../b", "//a")
+        # would let two checks disagree about where a file is.
+        for prefix in value:
+            trimmed = prefix.rstrip("/") or "/"
+            if not os.path.isabs(prefix) or os.path.normpath(trimmed) != trimmed or trimmed.startswith("//"):
+                raise ValueError(f"{prefix!r} is not an absolute, normalised directory path")
+            if trimmed == "/" or any(ord(c) < 0x20 or c in "\\\x7f" for c in trimmed):
+                raise ValueError(f"{prefix!r} is the whole file system or holds a control character or a backslash")
+        return [prefix.rstrip("/") for prefix in value]
 
 
 class S3CredentialsConfig(_Section):
@@ -167,7 +214,7 @@ class S3CredentialsConfig(_Section):
     """never logged"""
 
 
-class S3BlockstoreConfig(_Section):
+class S3BlockstoreConfig(PreSignedConfig):
     region: str = "us-east-1"
     """region of the object store's S3 requests"""
     endpoint_url: str | None = None
@@ -293,11 +340,12 @@ class S3GatewayConfig(_Section):
     """how often each gateway process aborts expired multipart uploads (oldest first, 1,000 per step, until none is
     left)
     """
-    # Off by default: SigV2 is HMAC-SHA1, and its presigned URLs carry no signing time.
-    sigv2_enabled: bool = False
-    """also accept AWS Signature Version 2 (header `AWS key:sig` and presigned
-    `?AWSAccessKeyId=&Signature=&Expires=`, at most 7 days ahead); off: 400 `InvalidRequest` asking for
-    AWS4-HMAC-SHA256
+    # On by default, as lakeFS and MinIO have it: boto3's and the AWS CLI's presigned URLs are SigV2
+    # unless configured otherwise. Off refuses HMAC-SHA1 and URLs that carry no signing time.
+    sigv2_enabled: bool = True
+    """accept AWS Signature Version 2 (header `AWS key:sig` and presigned `?AWSAccessKeyId=&Signature=&Expires=`,
+    at most 7 days ahead) besides SigV4; `false`: a SigV2 request gets 400 `InvalidRequest` asking for
+    AWS4-HMAC-SHA256 and naming this key
     """
 
     _listen = field_validator("listen_address")(_check_listen_address)

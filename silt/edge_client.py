@@ -25,6 +25,7 @@ import grpc.aio
 
 from silt.block import BlockAdapter
 from silt.block.adapter import PutResult
+from silt.block.external import ExternalFiles, ObjectReader, external_prefixes, source_reader
 from silt.config import Config
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2_grpc
@@ -98,6 +99,8 @@ class EdgeClient:
         # Object bytes go straight between the client and the object store; the adapter is
         # blocking, so it runs in threads of its own and a slow disk never stalls the event loop.
         self.adapter: BlockAdapter = open_observed_adapter(config.blockstore)
+        # Files of the local blockstore's import prefixes, which imported entries may name.
+        self.external_files = ExternalFiles(external_prefixes(config.blockstore))
         self.pool = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix=thread_name_prefix)
         self._namespaces: TTLCache[str, str] = TTLCache(ttl, clock=clock)
         # Refs known to be branches, so that a write costs no extra call. Briefly: a deleted
@@ -133,6 +136,12 @@ class EdgeClient:
 
     def remember_branch(self, repository: str, branch: str) -> None:
         self._branches.put((repository, branch), True)
+
+    def entry_reader(self, namespace: str, entry: Any) -> ObjectReader:
+        """What reads an entry's bytes (get, get_range, stat, or as a copy's source): the block
+        adapter, or for an imported object one that reads its source only while it is as imported
+        and answers SourceChanged otherwise (silt/block/external.py)."""
+        return source_reader(self.adapter, self.external_files, namespace, entry)
 
     # --- objects: write bytes, stage them, delete them -------------------------------------
 

@@ -26,6 +26,15 @@ class NotFound(SiltError):
         self.what: NotFoundKind | None = what
 
 
+class SourceChanged(NotFound):
+    """An imported object's source (outside the repository's namespace) changed or vanished since
+    the import: its bytes are no longer the entry's, and are never served in its place. A NotFound,
+    so that every front end answers it as missing data (the REST API with lakeFS's 410 Gone)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, what="object")
+
+
 class AlreadyExists(SiltError):
     """The entity to create exists already."""
 

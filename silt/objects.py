@@ -15,6 +15,15 @@ MAX_USER_METADATA_BYTES = 2048
 USER_METADATA_PREFIX = "x-amz-meta-"
 # An object stored without a content type is served as this, by either front end.
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
+# The S3 checksums the gateway verified as an object was written (`x-silt-checksum-crc32`, ...),
+# kept beside the user metadata and never shown as it. They describe how the bytes were
+# checked in transit, not what the object is: graveler leaves them out of an entry's identity,
+# so the same bytes written with and without a checksum are no change.
+CHECKSUM_METADATA_PREFIX = "x-silt-checksum-"
+# An imported local file's modification time (ns) when it was imported, in its entry's metadata:
+# reads compare the file with it (silt/block/external.py). Not last_modified, which a copy resets.
+# A time, like last_modified: graveler leaves it out of an entry's identity too.
+SOURCE_MTIME_KEY = "x-silt-source-mtime-ns"
 
 
 def new_physical_address() -> str:

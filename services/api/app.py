@@ -25,13 +25,16 @@ from services.api.routes import (
     commits,
     events,
     iam,
+    imports,
     objects,
+    presigned,
     preview,
     pulls,
     refs,
     repositories,
     settings,
     setup,
+    staging,
     tags,
 )
 from silt.asgi import API_PREFIX, ASGIApp
@@ -128,12 +131,16 @@ def create_app(config: Config) -> ASGIApp:
         tags.router,
         preview.router,
         objects.router,
+        staging.router,
+        imports.router,
         events.router,
         pulls.router,
         iam.router,
     )
     for router in routers:
         app.include_router(router, prefix=API_PREFIX)
+    # The local blockstore's presigned URLs: outside /api/v1, as a store's URLs are.
+    app.include_router(presigned.router)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(SiltError, _silt_error)
     app.add_exception_handler(RequestValidationError, _invalid_parameters)

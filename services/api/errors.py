@@ -14,6 +14,7 @@ from silt.errors import (
     PermissionDenied,
     ResourceExhausted,
     SiltError,
+    SourceChanged,
     Unauthenticated,
     Unavailable,
     is_protection_refusal,
@@ -49,6 +50,8 @@ def not_found(message: str = "not found") -> ApiError:
 
 # Most specific first: DeadlineExceeded is an Unavailable.
 _STATUS: tuple[tuple[type[SiltError], int], ...] = (
+    # An imported object whose source changed or vanished: lakeFS's "object gone".
+    (SourceChanged, 410),
     (NotFound, 404),
     (AlreadyExists, 409),
     (InvalidArgument, 400),

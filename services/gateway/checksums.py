@@ -1,12 +1,12 @@
-"""S3's additional checksums (CRC32, CRC32C, SHA1, SHA256) of a write's body.
+"""S3's additional checksums (CRC32, CRC32C, CRC64NVME, SHA1, SHA256) of a write's body.
 
 A client names one algorithm, by a value header (``x-amz-checksum-crc32: <base64>``), by a
 trailer announced in ``x-amz-trailer`` (the value follows the aws-chunked body), or by
 ``x-amz-sdk-checksum-algorithm`` alone (the server computes it). The checksum is computed
 while the body streams to the object store and compared when the body ends, before anything
-is staged; a mismatch is BadDigest, as on S3. CRC64NVME, which S3 also accepts, is refused
-with InvalidRequest rather than accepted unchecked: no maintained Python package computes it
-at streaming speed without replacing botocore's signer (awscrt does both).
+is staged; a mismatch is BadDigest, as on S3. A multipart object's checksum is S3's: the
+composite of its parts' checksums, or for CRC64NVME (which S3 keeps only whole) the CRC of
+the whole object, combined from its parts'.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+import anycrc
 import google_crc32c
 
 from services.gateway.errors import S3Error
+from silt.objects import CHECKSUM_METADATA_PREFIX
 
 HEADER_PREFIX = "x-amz-checksum-"
 
@@ -54,14 +56,30 @@ class _Crc32c:
         return bytes(self._checksum.digest())
 
 
+_CRC64NVME = anycrc.Model("CRC64-NVME")
+
+
+class _Crc64Nvme:
+    def __init__(self) -> None:
+        self._value = 0  # the CRC of no bytes, from which the next piece goes on
+
+    def update(self, data: bytes) -> None:
+        self._value = _CRC64NVME.calc(data, self._value)
+
+    def digest(self) -> bytes:
+        return int(self._value).to_bytes(8, "big")
+
+
 _ALGORITHMS: dict[str, tuple[Callable[[], _Digest], int]] = {
     "crc32": (_Crc32, 4),
     "crc32c": (_Crc32c, 4),
+    "crc64nvme": (_Crc64Nvme, 8),
     "sha1": (hashlib.sha1, 20),
     "sha256": (hashlib.sha256, 32),
 }
-_REFUSED = ("crc64nvme",)
-SUPPORTED = "CRC32, CRC32C, SHA1 or SHA256"
+SUPPORTED = "CRC32, CRC32C, CRC64NVME, SHA1 or SHA256"
+# Kept whole by S3 (FULL_OBJECT): a multipart object's value is the CRC of all its bytes.
+FULL_OBJECT_ONLY = frozenset(("crc64nvme",))
 
 
 @dataclass(frozen=True)
@@ -80,8 +98,6 @@ class Requested:
 
 def _algorithm(name: str, where: str) -> str:
     algorithm = name.strip().lower()
-    if algorithm in _REFUSED:
-        raise S3Error("InvalidRequest", f"Silt does not support the {algorithm.upper()} checksum; use {SUPPORTED}")
     if algorithm not in _ALGORITHMS:
         raise S3Error("InvalidRequest", f"Value for {where} is invalid: {name!r}; use {SUPPORTED}")
     return algorithm
@@ -191,3 +207,32 @@ def composite(algorithm: str, part_values: list[str]) -> str:
     for value in part_values:
         digest.update(base64.b64decode(value))
     return f"{base64.b64encode(digest.digest()).decode()}-{len(part_values)}"
+
+
+def full_object_crc64nvme(parts: list[tuple[str, int]]) -> str:
+    """The CRC64NVME of a multipart object's bytes, from each part's (base64 CRC, size)."""
+    value = 0
+    for part_value, size in parts:
+        value = _CRC64NVME.combine(value, int.from_bytes(base64.b64decode(part_value), "big"), size)
+    return base64.b64encode(int(value).to_bytes(8, "big")).decode()
+
+
+def as_metadata(checksum: tuple[str, str] | None) -> dict[str, str]:
+    """The entry metadata keeping a verified checksum ("x-amz-checksum-crc32", value): under
+    Silt's own key, never as user metadata, and left out of the entry's identity."""
+    if checksum is None:
+        return {}
+    header, value = checksum
+    return {CHECKSUM_METADATA_PREFIX + header.removeprefix(HEADER_PREFIX): value}
+
+
+def from_metadata(metadata: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The checksum headers of an entry's stored checksums; entries written before they had a
+    key of their own kept them under the header's name."""
+    found = []
+    for key, value in metadata.items():
+        if key.startswith(CHECKSUM_METADATA_PREFIX):
+            found.append((HEADER_PREFIX + key.removeprefix(CHECKSUM_METADATA_PREFIX), value))
+        elif key.startswith(HEADER_PREFIX):
+            found.append((key, value))
+    return found

@@ -27,6 +27,23 @@ class Source(Protocol):
     async def read(self, n: int) -> bytes: ...
 
 
+class DeclaredLength:
+    """A body of a declared length that must not end before it: IncompleteBody, raised where the
+    early end is read, so that no check reading past it (payload SHA-256, a checksum) takes the
+    cut body for the whole one and answers a digest mismatch instead."""
+
+    def __init__(self, inner: Source, declared: int) -> None:
+        self._inner = inner
+        self._left = declared
+
+    async def read(self, n: int) -> bytes:
+        data = await self._inner.read(n)
+        self._left -= len(data)
+        if not data and n > 0 and self._left > 0:
+            raise S3Error("IncompleteBody")
+        return data
+
+
 class Sha256Checked:
     """A body whose SHA-256 was signed: compared when the body ends."""
 

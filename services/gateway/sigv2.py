@@ -41,8 +41,12 @@ SUB_RESOURCES = frozenset(
 
 MAX_PRESIGNED_EXPIRY = 7 * 24 * 3600
 
-# S3's answer to SigV2 where only SigV4 is accepted (gateways.s3.sigv2_enabled: false).
-V2_DISABLED_MESSAGE = "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256."
+# S3's answer to SigV2 where only SigV4 is accepted, and how an operator turns SigV2 back on.
+V2_DISABLED_MESSAGE = (
+    "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256. "
+    "(SigV2 is disabled on this gateway: set gateways.s3.sigv2_enabled: true, or "
+    "SILT_GATEWAYS_S3_SIGV2_ENABLED=true, to accept it.)"
+)
 
 
 @dataclass(frozen=True)
@@ -104,8 +108,11 @@ def strings_to_sign(request: Request, claim: V2Request) -> list[bytes]:
     if request.bucket and not request.path:
         # A bucket is signed as "/bucket" by some clients and "/bucket/" by others (botocore).
         resources.append(resource.rstrip("/") if resource.endswith("/") else resource + "/")
-    # Clients also disagree on whether the Date line is empty when x-amz-date is sent.
-    texts = (string_to_sign(request, claim, empty_date, res) for res in resources for empty_date in (False, True))
+    # Clients disagree on whether the Date line is empty when x-amz-date is sent (S3 signs it
+    # empty). Without x-amz-date the Date line must be the Date header: a signature over an empty
+    # one would cover no time at all, and pass with any fresh Date added to it, for ever.
+    empty_dates = (False, True) if "x-amz-date" in request.headers else (False,)
+    texts = (string_to_sign(request, claim, empty_date, res) for res in resources for empty_date in empty_dates)
     return [text.encode("utf-8", "surrogatepass") for text in dict.fromkeys(texts)]
 
 

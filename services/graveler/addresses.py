@@ -34,7 +34,7 @@ def _decodings(path: str) -> list[str]:
     return forms
 
 
-def _is_metadata_tree(segment: str) -> bool:
+def is_metadata_tree(segment: str) -> bool:
     # Folded like the stores that fold names would: case-insensitive file systems, compatibility
     # forms of Unicode (a fullwidth "_silt"), and Windows dropping trailing dots and spaces.
     folded = unicodedata.normalize("NFKC", segment).casefold().rstrip(". ")
@@ -56,7 +56,7 @@ def _refuse_metadata_tree(address: str, path: str) -> None:
                 f"physical address {address!r} decodes to an empty, '.' or '..' path segment, "
                 "a control character or a backslash"
             )
-        if any(_is_metadata_tree(part) for part in segments):
+        if any(is_metadata_tree(part) for part in segments):
             raise InvalidArgument(
                 f"physical address {address!r} names Silt's own metadata ({METADATA_TREE}/), which is never an object"
             )
@@ -100,11 +100,14 @@ def validate_physical_address(address: str, namespace: str, allowed_prefixes: Se
             )
         _refuse_metadata_tree(address, address)
         return
-    _, rest = address.partition("://")[::2]
-    if not _segments_ok(rest):
+    scheme, rest = address.partition("://")[::2]
+    # A local file outside the store (imported from blockstore.local.allowed_external_prefixes) is
+    # lakeFS's local:// and an absolute path: its path starts after that one "/".
+    path = rest[1:] if scheme.lower() == "local" and rest.startswith("/") else rest
+    if not _segments_ok(path):
         raise InvalidArgument(f"physical address {address!r} contains an empty, '.' or '..' path segment")
     # The first segment is the bucket or the local store's root, named by the operator, not a tree.
-    _refuse_metadata_tree(address, rest.partition("/")[2])
+    _refuse_metadata_tree(address, path.partition("/")[2])
     if _within(address, namespace) or any(_within(address, p) for p in allowed_prefixes):
         return
     raise InvalidArgument(

@@ -41,6 +41,9 @@ from services.graveler.compaction import CompactedState, Compaction, CompactionR
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
 from services.graveler.entries import MAX_DELETE_KEYS, Condition, DeleteOutcome, Entries
 from services.graveler.history import LogFilter, LogPage, log_page
+from services.graveler.imports.locations import ImportRules
+from services.graveler.imports.manager import Imports
+from services.graveler.imports.runner import IngestRunner, InProcessRunner
 from services.graveler.last_access import LastAccess
 from services.graveler.lifecycle import DEFAULT_BRANCH, Lifecycle
 from services.graveler.model import MergeStrategy
@@ -54,6 +57,7 @@ from services.graveler.retention import Retention
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.updater import BranchUpdater, RetryPolicy
 from services.graveler.validation import validate_key, validate_prefix, validate_ref_name
+from silt.block.external import ExternalFiles
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import background_context
@@ -86,6 +90,16 @@ class GravelerOptions:
     allowed_namespace_roots: tuple[str, ...] = ("local://",)
 
 
+def import_rules(scheme: str, allowed_import_prefixes: Sequence[str]) -> ImportRules:
+    """What imports may read: s3:// import prefixes on the S3 blockstore, local:/// ones (the local
+    blockstore's allowed_external_prefixes, silt/block/external.py) on the local blockstore."""
+    return ImportRules(
+        "s3" if scheme == "s3" else "local",
+        tuple(p for p in allowed_import_prefixes if p.startswith("s3://")),
+        ExternalFiles([p for p in allowed_import_prefixes if p.startswith("local:///")]),
+    )
+
+
 class Graveler:
     def __init__(
         self,
@@ -95,6 +109,7 @@ class Graveler:
         builder: MetaRangeBuilder | None = None,
         clock: Clock = time.monotonic,
         observer: StagingObserver | None = None,
+        import_runner: IngestRunner | None = None,
     ) -> None:
         self.options = options = options or GravelerOptions()
         # What must stop before the engine does (and before whoever opened the store closes it).
@@ -142,6 +157,18 @@ class Graveler:
         self.last_access = LastAccess(
             self.refs, kv, self.entries, self.retention, self.committer, self.protection, committed.adapter
         )
+        self.imports = Imports(
+            self.refs,
+            self.staging,
+            committed,
+            self.updater,
+            self.cleaner,
+            self.compacted,
+            self.protection,
+            self.repo_metadata,
+            import_runner or InProcessRunner(kv, committed.adapter),
+            import_rules(committed.adapter.scheme, options.allowed_import_prefixes),
+        )
 
     @property
     def observer(self) -> StagingObserver:
@@ -169,6 +196,7 @@ class Graveler:
     def close(self) -> None:
         while self._on_close:
             self._on_close.pop()()
+        self.imports.close()
         self.cleaner.close()
         self.builder.close()
 

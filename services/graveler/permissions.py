@@ -90,6 +90,11 @@ TABLE: dict[str, tuple[str, str]] = {
     "ListPullRequestComments": (READ_REPO, "repository"),
     "SubmitPullRequestReview": (WRITE_REPO, "repository"),
     "ListPullRequestReviews": (READ_REPO, "repository"),
+    # An import commits on a branch, as a commit does; what it may read is the operator's to
+    # allow (graveler.allowed_import_prefixes, blockstore.local.allowed_external_prefixes).
+    "StartImport": (WRITE_REPO, "repository"),
+    "GetImportStatus": (READ_REPO, "repository"),
+    "CancelImport": (WRITE_REPO, "repository"),
     # History events are read like the refs they are about.
     "ListEvents": (READ_REPO, "repository"),
     "WatchEvents": (READ_REPO, "repository"),

@@ -22,6 +22,7 @@ from services.graveler.events.handlers import HistoryHandlers
 from services.graveler.events.manager import HistoryEvents
 from services.graveler.events.streams import EventStreams
 from services.graveler.graveler import Graveler
+from services.graveler.imports.handlers import ImportHandlers
 from services.graveler.last_access import PreparedLastAccess
 from services.graveler.list_answer import list_response
 from services.graveler.model import REQUESTED_COMMITTER_KEY, DifferenceKind, MergeStrategy
@@ -116,7 +117,7 @@ def caller_may(interceptors: Sequence[grpc.ServerInterceptor]) -> CallerMay:
     return may
 
 
-class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
+class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerServiceServicer):
     def __init__(
         self,
         graveler: Graveler,
@@ -134,6 +135,11 @@ class GravelerServicer(HistoryHandlers, api_grpc.GravelerServiceServicer):
             graveler.on_close(history.close)
         self.history = history
         self._streams = EventStreams(history.streams, authority)
+        # An import's commit is made in the background, after its call returned: its history
+        # event is queued from there, as a commit's is from its call.
+        graveler.imports.on_commit = lambda repository, branch, commit: self._ref_event(
+            ev.COMMIT, repository, branch, commit.committer, commit_id=commit.id, message=commit.message
+        )
 
     def _ref_event(
         self,

@@ -6,6 +6,7 @@ import hashlib
 from typing import NamedTuple
 
 from silt.graveler.v1 import model_pb2 as pb
+from silt.objects import CHECKSUM_METADATA_PREFIX, SOURCE_MTIME_KEY
 
 
 class Value(NamedTuple):
@@ -33,6 +34,12 @@ def entry_value(entry: pb.Entry) -> Value:
     what.CopyFrom(entry)
     what.ClearField("physical_address")
     what.ClearField("last_modified")
+    # Nor how its bytes were checked on the way in (silt/objects.py): an entry without such keys
+    # keeps the identity it always had.
+    for key in [k for k in what.metadata if k.startswith(CHECKSUM_METADATA_PREFIX)]:
+        del what.metadata[key]
+    # Nor when an imported source was last modified: a time, like last_modified.
+    what.metadata.pop(SOURCE_MTIME_KEY, None)
     return Value(hashlib.sha256(what.SerializeToString(deterministic=True)).digest(), data)
 
 

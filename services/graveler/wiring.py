@@ -10,8 +10,10 @@ from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.chunking import ChunkingPolicy
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.imports.runner import IngestRunner, ProcessRunner
 from services.graveler.telemetry import MeteredBuilder
 from silt.block.adapter import BlockAdapter
+from silt.block.external import check_external_prefixes, external_prefixes
 from silt.config import Config
 from silt.errors import ConfigError
 from silt.journal.store import journaled, open_graveler_store
@@ -29,12 +31,14 @@ def open_graveler(
     policy: ChunkingPolicy | None = None,
     builder: MetaRangeBuilder | None = None,
     journal: bool = True,
+    import_runner: IngestRunner | None = None,
 ) -> Graveler:
     """A Graveler over kv and adapter; by default with a fresh memory cache, the standard
     range chunking and commits built in this process. Every graveler reads and writes its KV
     through a JournaledStore (docs/design/journal.md); journal=False writes as before the
     journal existed, for measuring its cost."""
-    return Graveler(journaled(kv, journal), CommittedManager(adapter, cache, policy), options, builder)
+    committed = CommittedManager(adapter, cache, policy)
+    return Graveler(journaled(kv, journal), committed, options, builder, import_runner=import_runner)
 
 
 def build_graveler(config: Config, options: GravelerOptions | None = None, *, commit_workers: bool = True) -> Graveler:
@@ -51,10 +55,23 @@ def build_graveler(config: Config, options: GravelerOptions | None = None, *, co
     cache = CommittedCache(cache_config.memory_bytes, cache_config.disk_dir, cache_config.disk_bytes)
     options = dataclasses.replace(
         options or GravelerOptions(),
-        allowed_import_prefixes=tuple(config.graveler.allowed_import_prefixes),
+        allowed_import_prefixes=import_prefixes(config),
         allowed_namespace_roots=namespace_roots(config),
     )
-    return open_graveler(kv, adapter, options, cache=cache, builder=builder)
+    # Imports ingest in a worker process of their own, as commits build, when another process can
+    # reach the KV store.
+    import_runner = None
+    if commit_workers and config.database.type != "mem":
+        import_runner = ProcessRunner(config, warm=bool(options.allowed_import_prefixes))
+    return open_graveler(kv, adapter, options, cache=cache, builder=builder, import_runner=import_runner)
+
+
+def import_prefixes(config: Config) -> tuple[str, ...]:
+    """Where entries may name bytes besides their namespace: graveler.allowed_import_prefixes, and
+    the local blockstore's blockstore.local.allowed_external_prefixes when its import is enabled
+    (lakeFS's keys, as local:///dir; silt/block/external.py)."""
+    check_external_prefixes(config.blockstore)
+    return (*config.graveler.allowed_import_prefixes, *external_prefixes(config.blockstore))
 
 
 def namespace_roots(config: Config) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from datetime import datetime
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from silt.block.rules import check_part_number, check_range
 from silt.errors import InvalidArgument
@@ -36,6 +36,16 @@ class ObjectStat:
 class PutResult:
     size: int
     etag: str
+
+
+# What a presigned URL lets its holder do with one object.
+PresignMethod = Literal["GET", "PUT"]
+
+
+@dataclass(frozen=True)
+class PresignedURL:
+    url: str
+    expires: int  # Unix seconds
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,10 @@ class BlockAdapter(abc.ABC):
     def put(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
         """Write the whole stream as the object; atomically replaces any previous object."""
 
+    def put_if_absent(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
+        """Write the stream as the object only if there is none yet (AlreadyExists otherwise), atomically."""
+        raise InvalidArgument(f"{self.scheme} blockstore: writes that never replace an object are not supported")
+
     @abc.abstractmethod
     def get(self, namespace: str, key: str) -> BinaryIO:
         """Open the object for streaming reads. The caller closes it."""
@@ -91,6 +105,17 @@ class BlockAdapter(abc.ABC):
     @abc.abstractmethod
     def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
         """Copy an object inside the store, without passing its bytes through this process if possible."""
+
+    def presign(
+        self, namespace: str, key: str, method: PresignMethod, expires_in: int, filename: str | None = None
+    ) -> PresignedURL | None:
+        """A URL of the store's own that lets anyone holding it GET (read) or PUT (write) this one
+        object for `expires_in` seconds; `filename` asks reads to be saved under that name.
+
+        None when the store has no URLs of its own (a local disk): the edge then signs its own.
+        Computed locally, without a request to the store.
+        """
+        return None
 
     @abc.abstractmethod
     def create_multipart_upload(self, namespace: str, key: str) -> str:

@@ -62,7 +62,7 @@ from silt.block.rules import (
     split_key,
     split_namespace,
 )
-from silt.errors import ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
+from silt.errors import AlreadyExists, ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
 
 _TMP_PREFIX = RESERVED_PREFIX + "tmp-"
 _ETAG_PREFIX = RESERVED_PREFIX + "etag-"
@@ -284,6 +284,27 @@ class _TempFile:
             self._published = True
             _fsync_dir(self.directory)
 
+    def publish_new(self, path: str, etag_path: str, etag: str) -> None:
+        """fsync and link into place at path only if nothing is there (AlreadyExists otherwise);
+        then write the ETag record and make both durable."""
+        with _mapped(self.what):
+            os.fsync(self.fd)
+            try:
+                # link() never replaces: of two racing writers exactly one succeeds.
+                os.link(self.path, path, follow_symlinks=False)
+            except FileExistsError:
+                raise AlreadyExists(f"{self.what}: the object already exists") from None
+            os.unlink(self.path)
+            self._published = True
+            # Written after the link: until it lands, a reader recomputes the MD5, never reads
+            # a record that describes another file.
+            record = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
+            with _TempFile(self.directory, self.what) as rec:
+                _write_all(rec.fd, record)
+                os.replace(rec.path, etag_path)
+                rec._published = True
+            _fsync_dir(self.directory)
+
 
 def _read_etag_record(target: _Target, st: os.stat_result) -> str | None:
     try:
@@ -407,6 +428,15 @@ class LocalAdapter(BlockAdapter):
             total, digest = _copy_stream(stream, tmp.fd, size, target.what)
             etag = digest.hex()
             tmp.publish(target.path, target.etag_path, etag)
+        return PutResult(size=total, etag=etag)
+
+    def put_if_absent(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
+        target, exists = self._located(namespace, key)
+        self._make_directory(target, exists)
+        with _TempFile(target.directory, target.what) as tmp:
+            total, digest = _copy_stream(stream, tmp.fd, size, target.what)
+            etag = digest.hex()
+            tmp.publish_new(target.path, target.etag_path, etag)
         return PutResult(size=total, etag=etag)
 
     def get(self, namespace: str, key: str) -> BinaryIO:

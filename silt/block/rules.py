@@ -16,11 +16,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from typing import Protocol
+from urllib.parse import quote
 
 from silt.errors import InvalidArgument
 
 RESERVED_PREFIX = ".silt-"
 MAX_KEY_BYTES = 1024  # S3's own limit
+# SigV4's limit on a presigned URL's life, which every store's URLs keep to.
+MAX_PRESIGN_SECONDS = 7 * 24 * 3600
 
 
 def _shown(value: str) -> str:
@@ -140,3 +143,10 @@ def multipart_etag(part_md5s: list[bytes]) -> str:
     """S3's ETag of a multipart object: MD5 of the concatenated binary part MD5s, "-", part count."""
     digest = hashlib.md5(b"".join(part_md5s), usedforsecurity=False).hexdigest()
     return f"{digest}-{len(part_md5s)}"
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition that saves a download as `filename` (RFC 6266; the UTF-8 form for
+    any name, a plain ASCII fallback with the characters that could break the header dropped)."""
+    plain = "".join(c for c in filename if " " <= c <= "~" and c not in '"\\') or "download"
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"

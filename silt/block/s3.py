@@ -30,6 +30,8 @@ import hashlib
 import io
 import os
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC
 from typing import Any, BinaryIO
@@ -40,9 +42,21 @@ import urllib3.exceptions
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from silt.block.adapter import CHUNK_SIZE, BlockAdapter, CopySource, ObjectStat, PartInfo, PutResult, UploadPart
+from silt.block.adapter import (
+    CHUNK_SIZE,
+    BlockAdapter,
+    CopySource,
+    ObjectStat,
+    PartInfo,
+    PresignedURL,
+    PresignMethod,
+    PutResult,
+    UploadPart,
+)
 from silt.block.rules import (
     MAX_KEY_BYTES,
+    MAX_PRESIGN_SECONDS,
+    attachment,
     check_part_number,
     check_parts_list,
     check_range,
@@ -51,7 +65,7 @@ from silt.block.rules import (
     split_namespace,
 )
 from silt.config import S3BlockstoreConfig
-from silt.errors import ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
+from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SiltError, Unavailable
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -197,8 +211,16 @@ def _reader(body: Any, what: str) -> BinaryIO:
     return io.BufferedReader(_BodyReader(body, what), 64 * 1024)
 
 
-def build_client(config: S3BlockstoreConfig, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> Any:
-    """A boto3 S3 client for the blockstore.s3 configuration section."""
+def build_client(
+    config: S3BlockstoreConfig,
+    *,
+    connect_timeout: float = 5.0,
+    read_timeout: float = 60.0,
+    endpoint_url: str | None = None,
+    signature_version: str | None = None,
+) -> Any:
+    """A boto3 S3 client for the blockstore.s3 configuration section (at `endpoint_url` instead of
+    the configured one when given)."""
     creds = config.credentials
     if bool(creds.access_key_id) != bool(creds.secret_access_key):
         raise ConfigError("blockstore.s3.credentials: access_key_id and secret_access_key must be given together")
@@ -222,11 +244,14 @@ def build_client(config: S3BlockstoreConfig, *, connect_timeout: float = 5.0, re
             s3={"addressing_style": "path" if config.force_path_style else "auto"},
             max_pool_connections=MAX_POOL_CONNECTIONS,
             # Many S3-compatible stores reject the CRC checksums botocore adds by default
-            # since 1.36; Content-MD5 on every upload already protects the bytes.
+            # since 1.36; Content-MD5 on every upload already protects the bytes. (It also keeps
+            # checksum parameters out of presigned PUT URLs, which plain HTTP clients cannot meet.)
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
+            signature_version=signature_version,
         )
-        return session.client("s3", endpoint_url=config.endpoint_url, config=client_config, **static)
+        endpoint = endpoint_url or config.endpoint_url
+        return session.client("s3", endpoint_url=endpoint, config=client_config, **static)
     except BotoCoreError as exc:
         raise ConfigError(f"blockstore.s3: cannot create the S3 client: {_one_line(exc)}") from None
 
@@ -235,7 +260,10 @@ class S3Adapter(BlockAdapter):
     scheme = "s3"
 
     def __init__(self, config: S3BlockstoreConfig, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> None:
+        self._config = config
         self._client = build_client(config, connect_timeout=connect_timeout, read_timeout=read_timeout)
+        self._presigner: Any = None
+        self._presigner_lock = threading.Lock()
 
     @property
     def client(self) -> Any:
@@ -369,6 +397,25 @@ class S3Adapter(BlockAdapter):
             response = self._client.get_object(Bucket=bucket, Key=name, Range=f"bytes={start}-{end}")
         return _reader(response["Body"], what)
 
+    def get_if_match(self, namespace: str, key: str, etag: str, byte_range: tuple[int, int] | None = None) -> BinaryIO:
+        """get (or get_range) only while the object's ETag is `etag`: S3's If-Match in the same
+        request, so the check costs nothing and no other version's bytes can follow it.
+        PredicateFailed when the ETag differs, NotFound when the object is gone."""
+        extra: dict[str, str] = {}
+        if byte_range is not None:
+            check_range(*byte_range)
+            extra["Range"] = f"bytes={byte_range[0]}-{byte_range[1]}"
+        bucket, name, what = self._locate(namespace, key)
+        try:
+            response = self._client.get_object(Bucket=bucket, Key=name, IfMatch=f'"{normalize_etag(etag)}"', **extra)
+        except ClientError as exc:
+            if _error_code(exc) in ("PreconditionFailed", "412"):
+                raise PredicateFailed(f"{what}: its ETag is no longer {etag}") from None
+            raise _translate(exc, what) from None
+        except _STREAM_ERRORS as exc:
+            raise _translate(exc, what) from None
+        return _reader(response["Body"], what)
+
     def stat(self, namespace: str, key: str) -> ObjectStat:
         bucket, name, what = self._locate(namespace, key)
         head = self._head(bucket, name, what)
@@ -412,6 +459,35 @@ class S3Adapter(BlockAdapter):
                 raise _translate(exc, f"copying {src_what} to {dst_what}") from None
             return PutResult(size=size, etag=normalize_etag(response["CopyObjectResult"]["ETag"]))
         raise Unavailable(f"s3 copying {src_what} to {dst_what}: the source kept changing during the copy")
+
+    # --- presigned URLs ---------------------------------------------------------------
+
+    def _presigning_client(self) -> Any:
+        """A client that signs URLs with SigV4 (botocore would presign some with SigV2, which
+        not every store accepts) for the endpoint clients reach: made on first use."""
+        with self._presigner_lock:
+            if self._presigner is None:
+                self._presigner = build_client(
+                    self._config, endpoint_url=self._config.pre_signed_endpoint, signature_version="s3v4"
+                )
+            return self._presigner
+
+    def presign(
+        self, namespace: str, key: str, method: PresignMethod, expires_in: int, filename: str | None = None
+    ) -> PresignedURL:
+        bucket, name, what = self._locate(namespace, key)
+        if not 1 <= expires_in <= MAX_PRESIGN_SECONDS:
+            raise InvalidArgument(f"{what}: a presigned URL lives 1 to {MAX_PRESIGN_SECONDS} seconds, not {expires_in}")
+        params: dict[str, str] = {"Bucket": bucket, "Key": name}
+        if method == "GET" and filename:
+            params["ResponseContentDisposition"] = attachment(filename)
+        operation = "get_object" if method == "GET" else "put_object"
+        expires = int(time.time()) + expires_in
+        with _calls(f"presigning {what}"):
+            url: str = self._presigning_client().generate_presigned_url(
+                operation, Params=params, ExpiresIn=expires_in, HttpMethod=method
+            )
+        return PresignedURL(url, expires)
 
     # --- multipart uploads -----------------------------------------------------------
 

@@ -16,6 +16,7 @@ from silt.cli.fs import fs
 from silt.cli.gc import gc
 from silt.cli.history import commit, diff, log, merge, show_commit
 from silt.cli.iam import auth
+from silt.cli.imports import import_
 from silt.cli.repo import repo
 from silt.cli.run import run
 from silt.client import find_config_path
@@ -79,7 +80,8 @@ def check(ctx: click.Context) -> None:
     run_check(load_config(path), path)
 
 
-for command in (repo, branch, tag, commit, log, diff, merge, show_commit, events, fs, auth, run, doctor, gc, admin):
+COMMANDS = (repo, branch, tag, commit, log, diff, merge, show_commit, events, fs, import_, auth, run, doctor, gc, admin)
+for command in COMMANDS:
     cli.add_command(command)
 
 

@@ -6,7 +6,7 @@ from typing import Any, BinaryIO
 
 from opentelemetry import trace
 
-from silt.block.adapter import BlockAdapter, PartInfo, PutResult
+from silt.block.adapter import BlockAdapter, PartInfo, PresignedURL, PresignMethod, PutResult
 
 
 class TracedAdapter(BlockAdapter):
@@ -28,6 +28,18 @@ class TracedAdapter(BlockAdapter):
             result = self.inner.put(namespace, key, stream, size)
             span.set_attribute("silt.block.bytes", result.size)
             return result
+
+    def put_if_absent(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
+        with self._span("put_if_absent") as span:
+            result = self.inner.put_if_absent(namespace, key, stream, size)
+            span.set_attribute("silt.block.bytes", result.size)
+            return result
+
+    def presign(
+        self, namespace: str, key: str, method: PresignMethod, expires_in: int, filename: str | None = None
+    ) -> PresignedURL | None:
+        # No span: computed locally, without a call to the store.
+        return self.inner.presign(namespace, key, method, expires_in, filename)
 
     def get(self, namespace: str, key: str) -> BinaryIO:
         with self._span("get"):

@@ -114,8 +114,15 @@ def built_ui() -> Path:
 
 
 @pytest.fixture(scope="session")
-def ui_stack(tmp_path_factory: pytest.TempPathFactory, built_ui: Path) -> Iterator[GatewayStack]:
-    with gateway_stack(tmp_path_factory.mktemp("ui-stack")) as stack:
+def ui_landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory the stack imports from (docs/import.md), for the Import dialog."""
+    return tmp_path_factory.mktemp("ui-landing")
+
+
+@pytest.fixture(scope="session")
+def ui_stack(tmp_path_factory: pytest.TempPathFactory, built_ui: Path, ui_landing: Path) -> Iterator[GatewayStack]:
+    overrides = {"blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": [str(ui_landing)]}}}
+    with gateway_stack(tmp_path_factory.mktemp("ui-stack"), overrides=overrides) as stack:
         yield stack
 
 

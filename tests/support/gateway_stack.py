@@ -36,8 +36,8 @@ class GatewayStack:
 
     def client(self, credentials: Credentials | None = None, **config: Any) -> Any:
         creds = credentials or self.admin
-        # SigV4 for presigned URLs too: botocore presigns with SigV2 unless told otherwise,
-        # and the gateway accepts SigV2 only with gateways.s3.sigv2_enabled.
+        # SigV4 for presigned URLs too: botocore presigns with SigV2 unless told otherwise, and
+        # a test that means SigV2 (or botocore's default, signature_version=None) asks for it.
         options = {
             "s3": {"addressing_style": "path"},
             "retries": {"max_attempts": 1},

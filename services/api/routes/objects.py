@@ -2,7 +2,9 @@
 
 Bytes go straight between the client and the block adapter, as in the S3 gateway, and are laid
 out as the gateway lays them out (silt/objects.py): an object uploaded here is read over S3 and
-the other way round. Only metadata goes through graveler.
+the other way round. Only metadata goes through graveler. With `presign=true` (presign.py) the
+bytes do not pass here at all: get answers a redirect to a presigned URL, stat and list put one
+in `physical_address`.
 """
 
 from __future__ import annotations
@@ -39,9 +41,11 @@ from services.api.objects_write import (
     typed_call,
 )
 from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from services.api.presign import Presigner, download_name, presigner
 from services.api.responses import model_response, no_content
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import CHUNK_SIZE
+from silt.block.adapter import PresignedURL
 from silt.errors import FailedPrecondition, NotFound, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
@@ -99,17 +103,29 @@ def _read_whole(adapter: Any, namespace: str, address: str, byte_range: tuple[in
         return data
 
 
+async def _presigned_read(ctx: Ctx, request: Request, repository: str, key: str, entry: pb.Entry) -> PresignedURL:
+    signer = presigner(request)
+    signer.check_enabled()
+    namespace = await ctx.backend.namespace(repository, ctx.deadline)
+    url: PresignedURL = await ctx.backend.run(signer.sign_read, request, namespace, entry, download_name(key))
+    return url
+
+
 @router.get(REF_OBJECTS)
 async def get_object(
     ctx: Ctx, request: Request, repository: str, ref: str, path: ObjectPath = None, presign: bool = False
 ) -> Response:
-    # presign: pre_sign_support is false in /config; the bytes are served here instead.
     await ctx.authorize(READ_REPO, repository)
     entry = await _entry(ctx, repository, ref, path)
     headers = object_headers(entry)
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None and if_none_match.strip().strip('"') == entry.etag.strip('"'):
         return Response(status_code=304, headers={"ETag": headers["ETag"]})
+    if presign:
+        # As lakeFS: a redirect to the bytes at the store; the client sends its Range there.
+        url = await _presigned_read(ctx, request, repository, checked_path(path), entry)
+        ctx.record(ev.READ, repository, ref, checked_path(path), entry.size)
+        return Response(status_code=302, headers={"Location": url.url, "Cache-Control": "no-store"})
     ctx.record(ev.READ, repository, ref, checked_path(path), entry.size)
     try:
         byte_range = _byte_range(request, entry.size)
@@ -123,14 +139,16 @@ async def get_object(
     if length == 0:
         return Response(b"", status_code=status, headers=headers)
     backend = ctx.backend
-    namespace, address = split_address(await backend.namespace(repository, ctx.deadline), entry.physical_address)
+    repository_namespace = await backend.namespace(repository, ctx.deadline)
+    namespace, address = split_address(repository_namespace, entry.physical_address)
+    source = backend.entry_reader(repository_namespace, entry)
     if length <= SMALL_BODY:
-        data = await backend.run(_read_whole, backend.adapter, namespace, address, byte_range)
+        data = await backend.run(_read_whole, source, namespace, address, byte_range)
         return Response(data, status_code=status, headers=headers)
     if byte_range is None:
-        reader = await backend.run(backend.adapter.get, namespace, address)
+        reader = await backend.run(source.get, namespace, address)
     else:
-        reader = await backend.run(backend.adapter.get_range, namespace, address, *byte_range)
+        reader = await backend.run(source.get_range, namespace, address, *byte_range)
     return StreamingResponse(_stream(backend, reader), status_code=status, headers=headers)
 
 
@@ -154,18 +172,40 @@ async def head_object(ctx: Ctx, request: Request, repository: str, ref: str, pat
 
 @router.get(REF_OBJECTS + "/stat")
 async def stat_object(
-    ctx: Ctx, repository: str, ref: str, path: ObjectPath = None, user_metadata: bool = True, presign: bool = False
+    ctx: Ctx,
+    request: Request,
+    repository: str,
+    ref: str,
+    path: ObjectPath = None,
+    user_metadata: bool = True,
+    presign: bool = False,
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
     entry = await _entry(ctx, repository, ref, path)
     ctx.record(ev.READ, repository, ref, checked_path(path), entry.size)
     namespace = await ctx.backend.namespace(repository, ctx.deadline)
-    return model_response(object_stats(checked_path(path), entry, namespace, user_metadata))
+    stats = object_stats(checked_path(path), entry, namespace, user_metadata)
+    if presign:
+        url = await _presigned_read(ctx, request, repository, checked_path(path), entry)
+        stats.physical_address, stats.physical_address_expiry = url.url, url.expires
+    return model_response(stats)
+
+
+def _presign_rows(
+    signer: Presigner, request: Request, namespace: str, items: list[Any], rows: list[dict[str, object]]
+) -> None:
+    """Each object row's physical address as a presigned GET URL (in a worker thread: the store's
+    signer may take a while over a page of 1,000)."""
+    for item, row in zip(items, rows, strict=True):
+        if not item.common_prefix:
+            url = signer.sign_read(request, namespace, item.entry, download_name(item.key))
+            row["physical_address"], row["physical_address_expiry"] = url.url, url.expires
 
 
 @router.get(REF_OBJECTS + "/ls")
 async def list_objects(
     ctx: Ctx,
+    request: Request,
     repository: str,
     ref: str,
     prefix: Prefix = "",
@@ -176,12 +216,14 @@ async def list_objects(
     presign: bool = False,
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
+    if presign:
+        presigner(request).check_enabled()
     size = page_size(amount)
     namespace = await ctx.backend.namespace(repository, ctx.deadline)
-    request = api.ListEntriesRequest(
+    listing = api.ListEntriesRequest(
         repository=repository, ref=ref, prefix=prefix, delimiter=delimiter, after=after, amount=size
     )
-    reply = await ctx.call(ctx.backend.graveler.ListEntries, request)
+    reply = await ctx.call(ctx.backend.graveler.ListEntries, listing)
     items = list(reply.items)
     # Rows built as the model would serialize them (objects_stats.object_row); without user
     # metadata asked for, lakeFS leaves the field out of listing rows.
@@ -191,6 +233,8 @@ async def list_objects(
         else object_row(item.key, item.entry, namespace, user_metadata)
         for item in items
     ]
+    if presign:
+        await ctx.backend.run(_presign_rows, presigner(request), request, namespace, items, results)
     # A page that says "more" must name where they start, or clients ask for it forever.
     has_more = reply.has_more and bool(items)
     page = pagination(has_more, items[-1].key if items else "", len(items), size)

@@ -67,10 +67,12 @@ async def preview_object(ctx: Ctx, repository: str, ref: str, path: ObjectPath =
     info = await ctx.call(ctx.backend.graveler.StatEntry, api.StatEntryRequest(repository=repository, ref=ref, key=key))
     entry = info.entry
     backend = ctx.backend
-    namespace, address = split_address(await backend.namespace(repository, ctx.deadline), entry.physical_address)
+    repository_namespace = await backend.namespace(repository, ctx.deadline)
+    namespace, address = split_address(repository_namespace, entry.physical_address)
+    source = backend.entry_reader(repository_namespace, entry)
 
     def read_range(start: int, end: int) -> BinaryIO:
-        return backend.adapter.get_range(namespace, address, start, end)
+        return source.get_range(namespace, address, start, end)
 
     with gate.enter():
         body = await backend.run(_answer, key, read_range, int(entry.size))

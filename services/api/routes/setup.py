@@ -12,6 +12,7 @@ from lakefs_sdk.models import Config as LakeFSConfig
 from services.api.backend import Caller
 from services.api.bodies import SMALL_BODY_BYTES, json_body
 from services.api.context import SESSION_COOKIE, authenticate, backend_of, refuse_cross_site
+from services.api.presign import presign_settings
 from services.api.responses import model_response
 from silt import __version__ as silt_version
 
@@ -33,6 +34,7 @@ def storage_config(request: Request) -> StorageConfig:
     config = request.app.state.config
     blockstore = config.blockstore.type
     roots = config.graveler.allowed_namespace_roots
+    presigned = presign_settings(config)
     if roots is None:
         roots = ["local://"] if blockstore == "local" else []
     return StorageConfig(
@@ -40,9 +42,9 @@ def storage_config(request: Request) -> StorageConfig:
         blockstore_namespace_example=_NAMESPACE_EXAMPLES.get(blockstore, f"{blockstore}://example"),
         blockstore_namespace_ValidityRegex=f"^{blockstore}://",
         default_namespace_prefix=roots[0] if roots else None,
-        pre_sign_support=False,
-        pre_sign_support_ui=False,
-        import_support=False,
+        pre_sign_support=not presigned.disable_pre_signed,
+        pre_sign_support_ui=not (presigned.disable_pre_signed or presigned.disable_pre_signed_ui),
+        import_support=blockstore != "local" or config.blockstore.local.import_enabled,
         import_validity_regex=f"^{blockstore}://",
         pre_sign_multipart_upload=False,
     )

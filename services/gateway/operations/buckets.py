@@ -97,8 +97,24 @@ async def create_bucket(ctx: Context) -> Response:
     await ctx.authorize(CREATE_REPO, repository)
     await ctx.request.body.read_all()  # a CreateBucketConfiguration, if any: the region is ours
     request = api.CreateRepositoryRequest(name=repository, storage_namespace=template.format(repo=repository))
-    await ctx.backend.call(ctx.backend.graveler.CreateRepository, request, "NoSuchBucket")
+    try:
+        await ctx.backend.call(ctx.backend.graveler.CreateRepository, request, "NoSuchBucket")
+    except S3Error as exc:
+        if exc.code != "BucketAlreadyOwnedByYou":
+            raise
+        await _already_exists(ctx, repository)
     return Response(200, [("Location", f"/{repository}")])
+
+
+async def _already_exists(ctx: Context, repository: str) -> None:
+    """S3's answers to creating a bucket that exists: BucketAlreadyExists (409) when it is not
+    the caller's (here: one the caller may not read); the caller's own is BucketAlreadyOwnedByYou
+    (409) in every region but us-east-1, where S3 keeps its legacy answer, 200 (the repository
+    is left as it is). Returns for that 200."""
+    if not await ctx.backend.allowed(ctx.user_id, READ_REPO, repository):
+        raise S3Error("BucketAlreadyExists", BucketName=repository)
+    if ctx.config.region != "us-east-1":
+        raise S3Error("BucketAlreadyOwnedByYou", BucketName=repository)
 
 
 async def delete_bucket(ctx: Context) -> Response:

@@ -11,6 +11,7 @@ from xml.sax.saxutils import escape
 
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
+from services.gateway.metadata_values import stored_value
 from services.gateway.request import DECIMAL_CAP, Request, decimal
 from silt.actions import READ_REPO
 from silt.config import S3GatewayConfig
@@ -123,10 +124,12 @@ _META_PREFIX = USER_METADATA_PREFIX
 
 
 def user_metadata(request: Request) -> dict[str, str]:
+    """The user metadata (x-amz-meta-*) and stored headers a write sends. Nothing else is kept
+    from its headers: checksums and the other transport headers are never user metadata."""
     headers = request.headers
-    out = {k: v for k, v in headers.items() if k.startswith(_META_PREFIX)}
-    # Header values arrive as latin-1 text, one char per byte sent: len() counts bytes.
-    size = sum(len(k) - len(_META_PREFIX) + len(v) for k, v in out.items())
+    out = {k: stored_value(v) for k, v in headers.items() if k.startswith(_META_PREFIX)}
+    # S3 counts the UTF-8 bytes of names and values.
+    size = sum(len(k) - len(_META_PREFIX) + len(v.encode("utf-8", "surrogatepass")) for k, v in out.items())
     if size > MAX_USER_METADATA_BYTES:
         raise S3Error(
             "MetadataTooLarge",

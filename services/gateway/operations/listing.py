@@ -156,7 +156,9 @@ async def list_objects(ctx: Context, v2: bool) -> Response:
     owner = f"<Owner><ID>{x(ctx.user_id)}</ID><DisplayName>{x(ctx.user_id)}</DisplayName></Owner>"
     with_owner = not v2 or request.arg("fetch-owner") == "true"
     parts = [f'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>{x(repository)}</Name>']
-    parts.append(f"<Prefix>{enc(prefix)}</Prefix>")
+    # S3 URL-encodes the echoed prefix under encoding-type=url in V2 only; V1 echoes it as sent
+    # (as XML text, control characters as references), and SDKs decode it accordingly.
+    parts.append(f"<Prefix>{enc(prefix) if v2 else xml_text(prefix)}</Prefix>")
     if v2:
         parts.append(f"<KeyCount>{len(items)}</KeyCount>")
         if token is not None:  # echoed even when empty, as S3 does

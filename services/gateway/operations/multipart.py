@@ -147,7 +147,8 @@ async def create(ctx: Context) -> Response:
         f"<UploadId>{upload_id}</UploadId></InitiateMultipartUploadResult>"
     )
     if algorithm:
-        response.headers += [("x-amz-checksum-algorithm", algorithm.upper()), ("x-amz-checksum-type", "COMPOSITE")]
+        kind = "FULL_OBJECT" if algorithm in checksums.FULL_OBJECT_ONLY else "COMPOSITE"
+        response.headers += [("x-amz-checksum-algorithm", algorithm.upper()), ("x-amz-checksum-type", kind)]
     return response
 
 
@@ -198,9 +199,10 @@ async def _upload_part_copy(ctx: Context, upload_id: str, record: dict, number: 
             raise S3Error("InvalidRange", ActualObjectSize=str(source.size))
         src_range = (start, end)
         size = end - start + 1
-    src_ns, src_address = split_address(await ctx.backend.namespace(src_repo), source.physical_address)
+    src_namespace = await ctx.backend.namespace(src_repo)
+    src_ns, src_address = split_address(src_namespace, source.physical_address)
     info = await ctx.backend.run(
-        ctx.backend.adapter.upload_part_copy,
+        ctx.backend.entry_reader(src_namespace, source).upload_part_copy,
         record["namespace"],
         record["address"],
         record["block_id"],
@@ -251,6 +253,32 @@ def _requested_parts(raw: bytes) -> list[RequestedPart]:
     return parts
 
 
+def _listed_by_number(requested: list[RequestedPart]) -> dict[int, list[RequestedPart]]:
+    """The parts a Complete lists, by number: ascending, where a number may be listed again right
+    after itself (a part uploaded twice, each upload's ETag listed) but never going back."""
+    if any(b.number < a.number for a, b in itertools.pairwise(requested)):
+        raise S3Error("InvalidPartOrder")
+    listed: dict[int, list[RequestedPart]] = {}
+    for want in requested:
+        listed.setdefault(want.number, []).append(want)
+    return listed
+
+
+def _chosen_parts(listed: dict[int, list[RequestedPart]], stored: dict[int, dict | None]) -> list[RequestedPart]:
+    """The part of each number listed that makes the object: the upload of that number that
+    completed last (the one stored), as on S3, which must be one the client lists by its ETag.
+    A client that uploaded a part twice, the first upload finishing last, may list both."""
+    chosen = []
+    for number, wants in listed.items():
+        part = stored.get(number)
+        match = next((want for want in wants if part is not None and part["etag"] == want.etag), None)
+        if match is None:
+            etags = ", ".join(want.etag for want in wants)
+            raise S3Error("InvalidPart", f"part {number} was not uploaded with ETag {etags}", PartNumber=str(number))
+        chosen.append(match)
+    return chosen
+
+
 async def complete(ctx: Context) -> Response:
     condition = write_condition(ctx.request)
     try:
@@ -260,20 +288,15 @@ async def complete(ctx: Context) -> Response:
             raise
         return await _replay_complete(ctx, exc)
     requested = _requested_parts(await ctx.request.body.read_all())
-    numbers = [p.number for p in requested]
-    if any(b <= a for a, b in itertools.pairwise(numbers)):
-        raise S3Error("InvalidPartOrder")
+    listed = _listed_by_number(requested)
     backend = ctx.backend
     stored = dict(await backend.run(backend.kv_scan, PARTITION, uploads.part_prefix(upload_id)))
+    chosen = _chosen_parts(listed, {number: stored.get(_part_key(upload_id, number)) for number in listed})
     algorithm = record.get("checksum_algorithm")
     part_checksums: list[str] | None = [] if algorithm else None
-    for i, want in enumerate(requested):
-        part = stored.get(_part_key(upload_id, want.number))
-        if part is None or part["etag"] != want.etag:
-            raise S3Error(
-                "InvalidPart", f"part {want.number} was not uploaded with ETag {want.etag}", PartNumber=str(want.number)
-            )
-        if i < len(requested) - 1 and part["size"] < MIN_PART_SIZE:
+    for i, want in enumerate(chosen):
+        part = stored[_part_key(upload_id, want.number)]
+        if i < len(chosen) - 1 and part["size"] < MIN_PART_SIZE:
             raise S3Error("EntityTooSmall", ProposedSize=str(part["size"]), MinSizeAllowed=str(MIN_PART_SIZE))
         # A checksum the client lists for a part must be the one the part was uploaded with.
         uploaded = dict([part["checksum"]]) if part.get("checksum") else {}
@@ -290,7 +313,7 @@ async def complete(ctx: Context) -> Response:
             part_checksum = uploaded.get(checksums.HEADER_PREFIX + (algorithm or ""))
             part_checksums = [*part_checksums, part_checksum] if part_checksum else None
     await precheck_write_condition(ctx, ctx.request.bucket, record["branch"], record["key"], condition)
-    infos = [PartInfo(part_number=p.number, etag=p.etag) for p in requested]
+    infos = [PartInfo(part_number=p.number, etag=p.etag) for p in chosen]
     result = await backend.run(
         backend.adapter.complete_multipart_upload, record["namespace"], record["address"], record["block_id"], infos
     )
@@ -302,14 +325,17 @@ async def complete(ctx: Context) -> Response:
         content_type=record["content_type"],
         metadata=record["metadata"],
     )
-    sizes = [stored[_part_key(upload_id, number)]["size"] for number in numbers]
+    sizes = [stored[_part_key(upload_id, p.number)]["size"] for p in chosen]
     entry.metadata[PART_SIZES] = encode_part_sizes(sizes)  # for GET/HEAD ?partNumber=
     checksum_xml = ""
     if algorithm and part_checksums:
-        value = checksums.composite(algorithm, part_checksums)
-        entry.metadata[checksums.HEADER_PREFIX + algorithm] = value
+        if algorithm in checksums.FULL_OBJECT_ONLY:
+            value, kind = checksums.full_object_crc64nvme(list(zip(part_checksums, sizes, strict=True))), "FULL_OBJECT"
+        else:
+            value, kind = checksums.composite(algorithm, part_checksums), "COMPOSITE"
+        entry.metadata.update(checksums.as_metadata((checksums.HEADER_PREFIX + algorithm, value)))
         element = _checksum_element(checksums.HEADER_PREFIX + algorithm)
-        checksum_xml = f"<{element}>{value}</{element}><ChecksumType>COMPOSITE</ChecksumType>"
+        checksum_xml = f"<{element}>{value}</{element}><ChecksumType>{kind}</ChecksumType>"
     repository = ctx.request.bucket
     try:
         await stage_new_bytes(ctx, repository, record["branch"], record["key"], entry, record["namespace"], condition)

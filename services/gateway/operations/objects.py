@@ -17,6 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.gateway import checksums, sigv4
 from services.gateway.errors import S3Error
+from services.gateway.metadata_values import header_value
 from services.gateway.operations.common import (
     XMLNS,
     Context,
@@ -39,7 +40,7 @@ from services.gateway.operations.common import (
     x,
     xml_response,
 )
-from services.gateway.payload import AwsChunked, Sha256Checked, Source, SyncReader
+from services.gateway.payload import AwsChunked, DeclaredLength, Sha256Checked, Source, SyncReader
 from services.gateway.request import decimal, decode_component
 from services.gateway.routing import split_path
 from silt.actions import READ_REPO, WRITE_REPO
@@ -49,7 +50,7 @@ from silt.errors import InvalidArgument
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.objects import DEFAULT_CONTENT_TYPE
+from silt.objects import DEFAULT_CONTENT_TYPE, USER_METADATA_PREFIX
 
 _SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 _RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)$")
@@ -142,7 +143,10 @@ def _part_range(ctx: Context, entry: pb.Entry) -> tuple[tuple[int, int] | None, 
     layout = entry.metadata.get(PART_SIZES)
     sizes = decode_part_sizes(layout) if layout else [entry.size]
     if number > len(sizes):
-        raise S3Error("InvalidPartNumber")
+        # S3's answer for a part the object does not have (not InvalidPartNumber, 416).
+        raise S3Error(
+            "InvalidPart", f"the object has {len(sizes)} part{'s' if len(sizes) > 1 else ''}", PartNumber=str(number)
+        )
     count = len(sizes) if layout else None
     start, size = sum(sizes[: number - 1]), sizes[number - 1]
     return ((start, start + size - 1) if size else None), count
@@ -196,7 +200,11 @@ def _object_headers(ctx: Context, entry: pb.Entry) -> list[tuple[str, str]]:
         ("Content-Type", entry.content_type or DEFAULT_CONTENT_TYPE),
         ("Accept-Ranges", "bytes"),
     ]
-    headers += [(k, v) for k, v in entry.metadata.items() if k.startswith("x-amz-meta-") or k in _STORED]
+    for name, value in entry.metadata.items():
+        if name.startswith(USER_METADATA_PREFIX):
+            headers.append((name, header_value(value)))
+        elif name in _STORED:
+            headers.append((name, value))
     overrides: dict[str, str | None] = {}
     for param, value in ctx.request.query:
         header = _OVERRIDES.get(param)
@@ -257,7 +265,7 @@ async def get_object(ctx: Context, head: bool = False) -> Response:
         if ctx.request.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED":
             # Only for the whole object: a checksum of the whole answering a range would fail
             # every client that validates it.
-            stored = [(k, v) for k, v in entry.metadata.items() if k.startswith(checksums.HEADER_PREFIX)]
+            stored = checksums.from_metadata(entry.metadata)
             if stored:
                 kind = "COMPOSITE" if "-" in stored[0][1] else "FULL_OBJECT"
                 headers += [*stored, ("x-amz-checksum-type", kind)]
@@ -265,7 +273,7 @@ async def get_object(ctx: Context, head: bool = False) -> Response:
         return Response(status, [*headers, ("Content-Length", str(length))])
     namespace = await ctx.backend.namespace(repository)
     ns, address = split_address(namespace, entry.physical_address)
-    adapter = ctx.backend.adapter
+    adapter = ctx.backend.entry_reader(namespace, entry)
     if size == 0:
         return Response(status, headers, b"")
     if length <= SMALL_BODY:
@@ -317,9 +325,11 @@ def body_source(ctx: Context) -> Source:
         return AwsChunked(request.body, sign, claim.signature, decoded_length, trailer_signer)
     if payload == sigv4.STREAMING_UNSIGNED_TRAILER:
         return AwsChunked(request.body, None, "", decoded_length)
+    content_length = decimal(request.headers.get("content-length") or "")
+    body: Source = request.body if content_length is None else DeclaredLength(request.body, content_length)
     if _SHA256_HEX.match(payload):
-        return Sha256Checked(request.body, payload)
-    return request.body
+        return Sha256Checked(body, payload)
+    return body
 
 
 def _content_md5(ctx: Context) -> bytes | None:
@@ -422,7 +432,7 @@ async def put_object(ctx: Context) -> Response:
     )
     # The checksum of the whole object is kept with its metadata, for GET/HEAD with
     # x-amz-checksum-mode: ENABLED.
-    entry.metadata.update(received.checksum_headers())
+    entry.metadata.update(checksums.as_metadata(received.checksum))
     await stage_new_bytes(ctx, repository, ref, key, entry, namespace, condition)
     ctx.record(ev.WRITE, repository, ref, key, received.size)
     return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
@@ -491,7 +501,8 @@ async def copy_object(ctx: Context) -> Response:
         src_namespace = await ctx.backend.namespace(src_repo)
         src_ns, src_address = split_address(src_namespace, source.physical_address)
         address = new_physical_address()
-        await ctx.backend.run(ctx.backend.adapter.copy, src_ns, src_address, namespace, address)
+        copy = ctx.backend.entry_reader(src_namespace, source).copy
+        await ctx.backend.run(copy, src_ns, src_address, namespace, address)
         entry.physical_address = address
         await stage_new_bytes(ctx, repository, ref, key, entry, namespace)
     else:

@@ -11,6 +11,7 @@ from services.graveler.committed.diff import Difference, diff_changes, diff_meta
 from services.graveler.committed.iterators import iterate_records
 from services.graveler.committed.merge import MergeResult, Resolver, merge_metaranges
 from services.graveler.committed.model import ApplyResult, Change, MetaRangeId, RangeId, RangeInfo, Record
+from services.graveler.committed.replace import Region, replace_region
 from services.graveler.committed.store import CommittedStats, ObjectStore
 from services.graveler.committed.writer import MetaRangeWriter
 from services.graveler.deadline import NO_DEADLINE, Deadline
@@ -49,6 +50,13 @@ class CommittedManager:
         """
         base_metarange = self._store.read_metarange(namespace, base) if base is not None else None
         return apply_changes(self._store, namespace, self.policy, base_metarange, changes)
+
+    def replace(self, namespace: str, base: MetaRangeId, source: MetaRangeId, region: Region) -> MetaRangeId:
+        """``base`` with every key in ``region`` replaced by the records of ``source`` (all inside
+        it): an import's commit. Whole ranges of either side are reused where exact (replace.py)."""
+        base_metarange = self._store.read_metarange(namespace, base)
+        source_metarange = self._store.read_metarange(namespace, source)
+        return replace_region(self._store, namespace, self.policy, base_metarange, source_metarange, region)
 
     def iterate(self, namespace: str, metarange_id: MetaRangeId, start: bytes = b"") -> Iterator[Record]:
         """Records with key >= ``start`` in key order, read lazily range by range."""

@@ -1,6 +1,8 @@
-"""lakeFS's high-level Python client (`lakefs`) driving a whole scenario against the REST API:
-its uploads are raw chunked POSTs with `x-lakefs-meta-*` headers, its reads ranged GETs, its
-listings follow `next_offset`; it reads /config for the storage settings."""
+"""lakeFS's high-level Python client (`lakefs`) driving a whole scenario against the REST API: it
+reads /config for the storage settings, and since they say presigned URLs are supported its
+uploads go through getPhysicalAddress, a presigned PUT and linkPhysicalAddress, its reads are
+ranged GETs of presigned URLs (test_presign.py covers its raw uploads, chunked POSTs with
+`x-lakefs-meta-*` headers); its listings follow `next_offset`."""
 
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ def repository(lakefs_client: Client) -> Iterator[lakefs.Repository]:
 def test_client_reads_the_server_configuration(lakefs_client: Client) -> None:
     assert lakefs_client.version == lakefs_sdk.__version__
     storage = lakefs_client.storage_config
-    assert storage.pre_sign_support is False and storage.blockstore_type
+    # Presigned URLs are on: the client's uploads and reads below go through them by default.
+    assert storage.pre_sign_support is True and storage.blockstore_type
 
 
 def test_repository_properties_and_exist_ok(lakefs_client: Client, repository: lakefs.Repository) -> None:

@@ -9,6 +9,7 @@ but no request below fails `test_every_contract_is_exercised`."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -164,6 +165,12 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("DELETE", "/repositories/{}/branches/{}/objects"): Contract("deleteObject", 204, NO_BODY),
     ("POST", "/repositories/{}/branches/{}/objects/delete"): Contract("deleteObjects", 200, "ObjectErrorList"),
     ("POST", "/repositories/{}/branches/{}/objects/copy"): Contract("copyObject", 201, "ObjectStats"),
+    ("POST", "/repositories/{}/branches/{}/import"): Contract("importStart", 202, "ImportCreationResponse"),
+    ("GET", "/repositories/{}/branches/{}/import"): Contract("importStatus", 200, "ImportStatus"),
+    # The contract's import has completed: 409. A running one's cancel (204): graveler/test_imports.py.
+    ("DELETE", "/repositories/{}/branches/{}/import"): Contract("importCancel", 409, "Error"),
+    ("GET", "/repositories/{}/branches/{}/staging/backing"): Contract("getPhysicalAddress", 200, "StagingLocation"),
+    ("PUT", "/repositories/{}/branches/{}/staging/backing"): Contract("linkPhysicalAddress", 200, "ObjectStats"),
     # swagger says 201; lakeFS's server answers 204.
     ("PUT", "/repositories/{}/branches/{}/objects/stat/user_metadata"): Contract(
         "updateObjectUserMetadata", 204, NO_BODY
@@ -253,6 +260,7 @@ class Step:
     keep: dict[str, str] = field(default_factory=dict)  # value name -> field of the JSON answer
     anonymous: bool = False
     as_user: bool = False  # signed with the credentials issued to {user}, not the admin's
+    upload: tuple[str, bytes] | None = None  # first PUT these bytes to this (presigned) URL
 
 
 def _parquet_bytes() -> bytes:
@@ -262,6 +270,7 @@ def _parquet_bytes() -> bytes:
 
 
 _PARQUET = _parquet_bytes()
+_MD5_OF_S = hashlib.md5(b"s").hexdigest()  # the bytes the contract's staging upload sends
 REPO = "/repositories/{repo}"
 MAIN = REPO + "/branches/main"
 OCTETS = {"Content-Type": "application/octet-stream"}
@@ -292,6 +301,19 @@ def _steps() -> list[Step]:
         Step("POST", MAIN + "/objects/copy", query={"dest_path": "data/b.csv"}, json={"src_path": "data/a.csv"}),
         Step("PUT", MAIN + "/objects/stat/user_metadata", query={"path": "data/a.csv"}, json={"set": {"k": "v"}}),
         Step("DELETE", MAIN + "/objects", query={"path": "data/b.csv"}),
+        Step(
+            "GET",
+            MAIN + "/staging/backing",
+            query={"path": "data/s.csv", "presign": "true"},
+            keep={"staged": "physical_address", "upload_url": "presigned_url"},
+        ),
+        Step(
+            "PUT",
+            MAIN + "/staging/backing",
+            query={"path": "data/s.csv"},
+            json={"staging": {"physical_address": "{staged}"}, "checksum": _MD5_OF_S, "size_bytes": 1},
+            upload=("{upload_url}", b"s"),
+        ),
         Step("POST", MAIN + "/objects", query={"path": "data/c.csv"}, content=b"c", headers=OCTETS),
         Step("POST", MAIN + "/objects/delete", json={"paths": ["data/c.csv"]}),
         Step("GET", MAIN + "/events", query={"follow": "false"}),
@@ -312,6 +334,10 @@ def _steps() -> list[Step]:
         Step("POST", REPO + "/branches/dev/cherry-pick", json={"ref": "main"}),
         Step("POST", MAIN + "/objects", query={"path": "scratch"}, content=b"s", headers=OCTETS),
         Step("PUT", MAIN, json={"type": "reset"}),
+        # import: of nothing (this stack imports from nowhere), an empty commit made at once
+        Step("POST", MAIN + "/import", json={"paths": [], "commit": {"message": "none"}}, keep={"import": "id"}),
+        Step("GET", MAIN + "/import", query={"id": "{import}"}),
+        Step("DELETE", MAIN + "/import", query={"id": "{import}"}),
         # tags
         Step("POST", REPO + "/tags", json={"id": "v1", "ref": "{first}"}),
         Step("GET", REPO + "/tags"),
@@ -540,6 +566,10 @@ def test_every_route_answers_its_contract(api: Api) -> None:
         query = _fill(step.query, values)
         if query:
             path += "?" + urllib.parse.urlencode(query)
+        if step.upload is not None:
+            url, data = step.upload
+            uploaded = api.http.request("PUT", _fill(url, values), body=data, retries=False)
+            assert uploaded.status == 200, f"PUT to the presigned URL before {step.method} {path}: {uploaded.data!r}"
         response = api.request(step.method, path, headers=headers, body=body)
         problems = check_body(contract, response)
         if problems:

@@ -40,7 +40,8 @@ def test_config_names_the_lakefs_api_version_and_the_storage(client: lakefs_sdk.
     assert config.version_config.version_context and "silt" in config.version_config.version_context
     storage = config.storage_config
     assert storage.blockstore_type == "local"
-    assert storage.pre_sign_support is False and storage.import_support is False
+    assert storage.pre_sign_support is True and storage.pre_sign_support_ui is True
+    assert storage.import_support is False
     assert storage.default_namespace_prefix == "local://"
     assert re.match(storage.blockstore_namespace_validity_regex, storage.blockstore_namespace_example)
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import uvicorn
 
+from services.gateway.app import GatewayApp
+from silt.config import load_config
+from silt.launcher import free_port
 from tests.support.gateway_stack import GatewayStack, gateway_stack
+from tests.support.wait import wait_until
 
 
 @pytest.fixture(scope="session")
@@ -17,12 +24,33 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
         yield stack
 
 
+OTHER_REGION = "eu-west-1"
+
+
 @pytest.fixture(scope="session")
-def gw_sigv2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
-    """A stack that also accepts SigV2 (off by default), for the tests of SigV2 clients."""
-    overrides = {"gateways": {"s3": {"sigv2_enabled": True}}}
-    with gateway_stack(tmp_path_factory.mktemp("gateway-stack-sigv2"), overrides=overrides) as stack:
-        yield stack
+def gw_eu_sigv4_only(gw: GatewayStack) -> Iterator[GatewayStack]:
+    """The stack behind a second gateway configured otherwise than the defaults, served in this
+    process (the real app and Backend, against the stack's auth and graveler): region eu-west-1,
+    and `gateways.s3.sigv2_enabled: false`. Settings that differ cost no stack of their own."""
+    env = {
+        **gw.stack._services["gateway"].env,
+        "SILT_GATEWAYS_S3_SIGV2_ENABLED": "false",
+        "SILT_GATEWAYS_S3_REGION": OTHER_REGION,
+    }
+    config = load_config(gw.stack.config_path, env=env)
+    assert config.gateways.s3.sigv2_enabled is False and config.gateways.s3.region == OTHER_REGION
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(GatewayApp(config), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, 30, "the in-process gateway to start")
+        yield dataclasses.replace(gw, endpoint=f"http://127.0.0.1:{port}", region=OTHER_REGION)
+    finally:
+        server.should_exit = True
+        thread.join(30)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import hmac
-import time
 from typing import Any
 from unittest import mock
 
@@ -119,10 +118,8 @@ def test_unsigned_payload_and_payload_hash(gw: GatewayStack, s3: Any, bucket: st
     assert response.status_code == 400 and b"XAmzContentSHA256Mismatch" in response.content
 
 
-def test_sigv2_with_boto3(gw_sigv2: GatewayStack) -> None:
-    bucket = "sigv2-boto3"
-    gw_sigv2.client().create_bucket(Bucket=bucket)
-    v2 = gw_sigv2.client(signature_version="s3")
+def test_sigv2_with_boto3(gw: GatewayStack, bucket: str) -> None:
+    v2 = gw.client(signature_version="s3")  # SigV2 in the Authorization header: AWS key:signature
     v2.put_object(Bucket=bucket, Key="main/v2 key", Body=b"two", Metadata={"m": "1"})
     assert v2.get_object(Bucket=bucket, Key="main/v2 key")["Body"].read() == b"two"
     assert [o["Key"] for o in v2.list_objects(Bucket=bucket, Prefix="main/")["Contents"]] == ["main/v2 key"]
@@ -130,19 +127,43 @@ def test_sigv2_with_boto3(gw_sigv2: GatewayStack) -> None:
     assert requests.get(url, timeout=30).content == b"two"
 
 
-def test_presigned_url_expires(gw_sigv2: GatewayStack) -> None:
-    bucket = "sigv2-expires"
-    s3 = gw_sigv2.client(signature_version="s3")
-    s3.create_bucket(Bucket=bucket)
-    s3.put_object(Bucket=bucket, Key="main/e", Body=b"x")
-    # A URL that expired 9 s ago (SigV2: Expires is an epoch second), rather than waiting for
-    # a fresh one to expire.
-    expired = str(int(time.time()) - 9)
-    with mock.patch.object(HmacV1QueryAuth, "_get_date", return_value=expired):
-        url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "main/e"}, ExpiresIn=1)
-    assert f"Expires={expired}" in url
+def test_boto3_default_presigned_urls(gw: GatewayStack, bucket: str) -> None:
+    """boto3 with no signature configuration: botocore signs requests with SigV4 but presigns
+    with SigV2 (AWSAccessKeyId, Signature, Expires) against a custom endpoint; both work as
+    they are, downloads and uploads alike."""
+    default = gw.client(signature_version=None)
+    default.put_object(Bucket=bucket, Key="main/d", Body=b"default")
+    params = {"Bucket": bucket, "Key": "main/d"}
+    url = default.generate_presigned_url("get_object", Params=params, ExpiresIn=60)
+    assert "AWSAccessKeyId=" in url and "Signature=" in url and "Expires=" in url, url
+    assert requests.get(url, timeout=30).content == b"default"
+    upload = default.generate_presigned_url("put_object", Params={**params, "Key": "main/up"}, ExpiresIn=60)
+    assert requests.put(upload, data=b"uploaded", timeout=30).status_code == 200
+    assert default.get_object(Bucket=bucket, Key="main/up")["Body"].read() == b"uploaded"
+    v4 = gw.client(signature_version="s3v4").generate_presigned_url("get_object", Params=params, ExpiresIn=60)
+    assert "X-Amz-Signature=" in v4 and requests.get(v4, timeout=30).content == b"default"
+
+
+@pytest.mark.parametrize("version", ["s3", "s3v4"])
+def test_an_expired_presigned_url_is_access_denied(gw: GatewayStack, bucket: str, version: str) -> None:
+    """A URL signed to expire in a minute, used an hour later (rather than waiting for a fresh
+    one to expire): 403 AccessDenied, as S3 answers, in both signature versions."""
+    client = gw.client(signature_version=version)
+    client.put_object(Bucket=bucket, Key="main/e", Body=b"x")
+    params = {"Bucket": bucket, "Key": "main/e"}
+    an_hour_ago = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
+    if version == "s3":  # SigV2 signs the epoch second the URL expires at
+        expired = str(int(an_hour_ago.timestamp()) + 60)
+        with mock.patch.object(HmacV1QueryAuth, "_get_date", return_value=expired):
+            url = client.generate_presigned_url("get_object", Params=params, ExpiresIn=60)
+        assert f"Expires={expired}" in url
+    else:  # SigV4 signs when it was signed and for how long
+        with mock.patch("botocore.auth.get_current_datetime", return_value=an_hour_ago):
+            url = client.generate_presigned_url("get_object", Params=params, ExpiresIn=60)
+        assert "X-Amz-Expires=60" in url
     response = requests.get(url, timeout=30)
-    assert response.status_code == 403 and b"AccessDenied" in response.content and b"expired" in response.content
+    assert response.status_code == 403 and b"<Code>AccessDenied</Code>" in response.content
+    assert b"Request has expired" in response.content
 
 
 def test_clock_skew_of_more_than_15_minutes_is_refused(gw: GatewayStack, bucket: str) -> None:

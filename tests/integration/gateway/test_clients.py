@@ -1,18 +1,21 @@
-"""Real S3 clients against the gateway: the AWS CLI, s3cmd (SigV4, and SigV2 where enabled) and s3fs/fsspec.
+"""Real S3 clients against the gateway: the AWS CLI, s3cmd (SigV4 and SigV2) and s3fs/fsspec.
 
 They live in .venv-clients (`make clients`): their botocore pins conflict with ours.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
 import subprocess
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from tests.support.gateway_stack import CLIENTS_BIN, GatewayStack
 
@@ -62,10 +65,33 @@ def test_aws_cli(gw: GatewayStack, s3: Any, bucket: str, tmp_path: Path) -> None
     assert sorted(o["Key"] for o in left["Contents"]) == ["main/api.txt", "main/big.bin"]
 
 
+def test_aws_cli_checksums_and_default_presigned_urls(gw: GatewayStack, s3: Any, bucket: str, tmp_path: Path) -> None:
+    """The AWS CLI sends a CRC32 with every upload (botocore's when_supported default): checked,
+    answered with checksum mode, never user metadata; a wrong one is BadDigest and stores
+    nothing. Its presigned URLs are SigV2 unless configured otherwise, and work as they are."""
+    source = tmp_path / "c.txt"
+    source.write_bytes(b"checked by the CLI")
+    aws(gw, "s3api", "put-object", "--bucket", bucket, "--key", "main/cli", "--body", str(source))
+    head = s3.head_object(Bucket=bucket, Key="main/cli", ChecksumMode="ENABLED")
+    assert head["ChecksumCRC32"] == base64.b64encode(zlib.crc32(source.read_bytes()).to_bytes(4, "big")).decode()
+    assert head["Metadata"] == {}
+    put = ["s3api", "put-object", "--bucket", bucket, "--key", "main/wrong", "--body", str(source)]
+    wrong = subprocess.run(
+        [str(CLIENTS_BIN / "aws"), "--endpoint-url", gw.endpoint, *put, "--checksum-crc32", "AAAAAA=="],
+        env=gw.client_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert wrong.returncode != 0 and "BadDigest" in wrong.stderr, wrong.stderr
+    assert s3.list_objects_v2(Bucket=bucket, Prefix="main/wrong")["KeyCount"] == 0
+    url = aws(gw, "s3", "presign", f"s3://{bucket}/main/cli", "--expires-in", "60").strip()
+    assert "AWSAccessKeyId=" in url and "Signature=" in url, url  # SigV2, the CLI's default
+    assert requests.get(url, timeout=30).content == b"checked by the CLI"
+
+
 @pytest.mark.parametrize("signature_v2", [False, True], ids=["sigv4", "sigv2"])
-def test_s3cmd(request: pytest.FixtureRequest, signature_v2: bool, tmp_path: Path) -> None:
-    # SigV2 only against a gateway that enables it (gateways.s3.sigv2_enabled).
-    gw: GatewayStack = request.getfixturevalue("gw_sigv2" if signature_v2 else "gw")
+def test_s3cmd(gw: GatewayStack, signature_v2: bool, tmp_path: Path) -> None:
     s3 = gw.client()
     bucket = f"s3cmd-{'v2' if signature_v2 else 'v4'}-{secrets.token_hex(4)}"
     s3.create_bucket(Bucket=bucket)

@@ -193,7 +193,8 @@ def test_get_and_head_by_part_number(s3: Any, bucket: str) -> None:
         start += len(data)
     with pytest.raises(ClientError) as caught:
         s3.get_object(Bucket=bucket, Key="main/parts", PartNumber=4)
-    assert caught.value.response["Error"]["Code"] == "InvalidPartNumber"
+    assert caught.value.response["Error"]["Code"] == "InvalidPart"
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     with pytest.raises(ClientError) as caught:
         s3.get_object(Bucket=bucket, Key="main/parts", PartNumber=1, Range="bytes=0-1")
     assert caught.value.response["Error"]["Code"] == "InvalidRequest"
@@ -206,4 +207,7 @@ def test_get_and_head_by_part_number(s3: Any, bucket: str) -> None:
     assert single["Body"].read() == b"one part" and "PartsCount" not in single
     with pytest.raises(ClientError) as caught:
         s3.head_object(Bucket=bucket, Key="main/single", PartNumber=2)
-    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 416
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    with pytest.raises(ClientError) as caught:
+        s3.get_object(Bucket=bucket, Key="main/single", PartNumber=2)
+    assert caught.value.response["Error"]["Code"] == "InvalidPart"

@@ -26,12 +26,9 @@ CACHE_TTL = 600.0
 
 @pytest.fixture(scope="module")
 def counted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayStack, int]]:
-    """A stack whose auth serves Prometheus metrics, SigV2 on, and a long cache TTL."""
+    """A stack whose auth serves Prometheus metrics, and a long cache TTL."""
     port = free_port()
-    overrides = {
-        "auth": {"metrics_listen_address": f"127.0.0.1:{port}", "cache_ttl_seconds": CACHE_TTL},
-        "gateways": {"s3": {"sigv2_enabled": True}},
-    }
+    overrides = {"auth": {"metrics_listen_address": f"127.0.0.1:{port}", "cache_ttl_seconds": CACHE_TTL}}
     with gateway_stack(tmp_path_factory.mktemp("counted-stack"), overrides=overrides) as stack:
         yield stack, port
 

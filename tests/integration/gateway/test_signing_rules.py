@@ -1,10 +1,13 @@
 """What a signature must cover, through real clients against the real gateway: `host` and every
 x-amz-* header signed (S3's rule), a presigned URL's signed payload hash is the one checked,
-SigV2 only when enabled and its presigned URLs at most a week ahead."""
+SigV2 (on by default, refused when disabled) and its presigned URLs at most a week ahead."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
+from email.utils import formatdate
 from typing import Any
 from xml.etree import ElementTree
 
@@ -196,24 +199,30 @@ def test_a_signature_scoped_to_another_service_is_refused(gw: GatewayStack, s3: 
 # --- SigV2 -------------------------------------------------------------------------------
 
 
-def test_sigv2_is_refused_by_default(gw: GatewayStack, s3: Any, bucket: str) -> None:
+def test_sigv2_is_refused_when_disabled(gw_eu_sigv4_only: GatewayStack, s3: Any, bucket: str) -> None:
+    """gateways.s3.sigv2_enabled: false: S3's answer for a SigV4-only region, naming the key
+    that turns SigV2 on, for the header and the presigned form alike; SigV4 still works."""
     s3.put_object(Bucket=bucket, Key="main/k", Body=b"data")
-    v2 = gw.client(signature_version="s3")
+    v2 = gw_eu_sigv4_only.client(signature_version="s3")
     with pytest.raises(ClientError) as exc:
         v2.get_object(Bucket=bucket, Key="main/k")
     assert exc.value.response["Error"]["Code"] == "InvalidRequest"
     assert "AWS4-HMAC-SHA256" in exc.value.response["Error"]["Message"]
+    assert "gateways.s3.sigv2_enabled" in exc.value.response["Error"]["Message"]
     url = v2.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "main/k"}, ExpiresIn=60)
     assert "AWSAccessKeyId=" in url
     response = requests.get(url, timeout=30)
     assert response.status_code == 400 and error(response)["Code"] == "InvalidRequest"
+    assert "gateways.s3.sigv2_enabled" in error(response)["Message"]
+    v4 = gw_eu_sigv4_only.client()
+    assert v4.get_object(Bucket=bucket, Key="main/k")["Body"].read() == b"data"
 
 
-def test_sigv2_when_enabled_and_its_presigned_urls_last_at_most_a_week(gw_sigv2: GatewayStack) -> None:
-    admin = gw_sigv2.client()
+def test_sigv2_presigned_urls_last_at_most_a_week(gw: GatewayStack) -> None:
+    admin = gw.client()
     admin.create_bucket(Bucket="sigv2-expiry")
     admin.put_object(Bucket="sigv2-expiry", Key="main/k", Body=b"data")
-    v2 = gw_sigv2.client(signature_version="s3")
+    v2 = gw.client(signature_version="s3")
     assert v2.get_object(Bucket="sigv2-expiry", Key="main/k")["Body"].read() == b"data"
     params = {"Bucket": "sigv2-expiry", "Key": "main/k"}
 
@@ -223,3 +232,27 @@ def test_sigv2_when_enabled_and_its_presigned_urls_last_at_most_a_week(gw_sigv2:
         url = v2.generate_presigned_url("get_object", Params=params, ExpiresIn=too_long)
         response = requests.get(url, timeout=30)
         assert response.status_code == 403 and error(response)["Code"] == "AccessDenied", response.content
+
+
+def _v2_header(gw: GatewayStack, string_to_sign: str) -> str:
+    secret = gw.admin.secret_access_key.get_secret_value().encode()
+    signature = base64.b64encode(hmac.new(secret, string_to_sign.encode(), hashlib.sha1).digest()).decode()
+    return f"AWS {gw.admin.access_key_id}:{signature}"
+
+
+def test_a_sigv2_header_signature_must_cover_its_time(gw: GatewayStack, s3: Any, bucket: str) -> None:
+    """The Date line may be left empty only when x-amz-date is signed instead (S3's rule): a
+    signature over no time at all would pass with any fresh Date sent beside it, for ever."""
+    s3.put_object(Bucket=bucket, Key="main/k", Body=b"data")
+    url = f"{gw.endpoint}/{bucket}/main/k"
+    now = formatdate(usegmt=True)
+    timeless = {"Authorization": _v2_header(gw, f"GET\n\n\n\n/{bucket}/main/k"), "Date": now}
+    response = requests.get(url, headers=timeless, timeout=30)
+    assert response.status_code == 403 and error(response)["Code"] == "SignatureDoesNotMatch", response.content
+    signed_amz_date = {
+        "Authorization": _v2_header(gw, f"GET\n\n\n\nx-amz-date:{now}\n/{bucket}/main/k"),
+        "x-amz-date": now,
+    }
+    assert requests.get(url, headers=signed_amz_date, timeout=30).content == b"data"
+    with_date = {"Authorization": _v2_header(gw, f"GET\n\n\n{now}\n/{bucket}/main/k"), "Date": now}
+    assert requests.get(url, headers=with_date, timeout=30).content == b"data"

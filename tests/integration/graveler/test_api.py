@@ -62,7 +62,9 @@ def test_list_repositories_paginates_in_name_order(env: GravelerEnv) -> None:
     assert seen == sorted(names)
 
 
-@pytest.mark.parametrize("name", ["ab", "Upper", "-start", "end-", "has_underscore", "dots.in.name", "a" * 64, ""])
+@pytest.mark.parametrize(
+    "name", ["ab", "Upper", "-start", "end-", "has_underscore", "two..dots", "dot.-hyphen", "192.168.0.1", "a" * 64, ""]
+)
 def test_invalid_repository_names(env: GravelerEnv, name: str) -> None:
     request = api.CreateRepositoryRequest(name=name, storage_namespace="local://x")
     assert code_of(lambda: env.stub.CreateRepository(request)) == grpc.StatusCode.INVALID_ARGUMENT

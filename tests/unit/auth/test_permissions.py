@@ -52,6 +52,9 @@ WRITES = {
     "MergePullRequest",
     "AddPullRequestComment",
     "SubmitPullRequestReview",
+    # An import is one commit on the branch, as lakeFS requires of it (fs:Import... are WriteRepo's).
+    "StartImport",
+    "CancelImport",
 }
 # Destructive administration: its own actions, not WriteRepo (writers must not hold them).
 ADMINISTRATION = {

@@ -10,6 +10,7 @@ import { RefPicker } from "../components/ref_picker";
 import { Link, navigate } from "../components/router";
 import { useAsync } from "../components/use_async";
 import { useIsAdmin } from "../components/user";
+import { ImportDialog, useStorageConfig } from "./objects_import";
 import { crumbs, objectHref, objectsHref, parentOf } from "./objects_paths";
 import { Preview, objectUrlPath } from "./objects_preview";
 import { UploadForm } from "./objects_upload";
@@ -74,7 +75,9 @@ export function ObjectsPage({ repo, query }: { repo: string; query: URLSearchPar
 function Directory(props: { repo: string; ref_: string; path: string; after: string; page: number }) {
   const { repo, ref_: ref, path, after } = props;
   const branch = useIsBranch(repo, ref);
+  const storage = useStorageConfig();
   const [uploading, setUploading] = useState(false);
+  const [importing, setImporting] = useState(false);
   const listing = useAsync(
     (signal) =>
       api.page<ObjectStats>(`${objectUrlPath(repo, ref)}/ls`, { prefix: path, delimiter: "/", user_metadata: false }, after, DIRECTORY_PAGE, signal),
@@ -91,6 +94,11 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
             Upload
           </button>
         )}
+        {branch === true && storage?.import_support && (
+          <button type="button" onClick={() => setImporting(true)}>
+            Import
+          </button>
+        )}
         {branch === false && <span class="note">read-only: not a branch</span>}
       </div>
       {uploading && (
@@ -102,6 +110,16 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
             setUploading(false);
             listing.reload();
           }}
+        />
+      )}
+      {importing && storage && (
+        <ImportDialog
+          repo={repo}
+          branch={ref}
+          prefix={path}
+          blockstore={storage.blockstore_type}
+          onImported={listing.reload}
+          onClose={() => setImporting(false)}
         />
       )}
       {listing.loading && <Loading what="objects" />}

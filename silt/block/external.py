@@ -1,0 +1,355 @@
+"""Objects outside every repository's storage namespace, named by imported (or linked) entries.
+
+An entry is *external* when its physical address is a full URI outside its repository's storage
+namespace: ``s3://bucket/key`` under an allowed import prefix on the S3 blockstore, or
+``local:///absolute/path`` under ``blockstore.local.allowed_external_prefixes`` on the local
+blockstore (lakeFS's spelling: ``local://`` and an absolute path). Silt never writes or deletes
+them (garbage collection lists only the namespace); it reads them, and only as they were imported.
+
+The source may change after the import, since it is not Silt's. Every read of an external entry
+compares the source with what the entry recorded, in the read itself where the store can: S3's
+``If-Match`` on the recorded ETag (the same request, no extra stat), the opened file's size and
+modification time on a local disk. A source that changed or vanished answers SourceChanged
+naming it; different bytes are never served under the entry.
+
+``source_reader`` gives the reads of one entry: the block adapter itself for an entry inside the
+namespace (nothing changes for those), a SourceReader for an external one.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, BinaryIO, Protocol
+
+from silt.block.adapter import CHUNK_SIZE, BlockAdapter, ObjectStat, PartInfo, PutResult
+from silt.block.rules import check_part_number, check_range
+from silt.config import BlockstoreConfig
+from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SourceChanged, Unavailable
+from silt.objects import SOURCE_MTIME_KEY
+
+# How a local external file is named: "local://" followed by its absolute path.
+LOCAL_EXTERNAL = "local:///"
+# O_NONBLOCK: a FIFO planted under an import prefix must not hang the open; it is then refused
+# as not a regular file. No effect on regular files.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def external_prefixes(blockstore: BlockstoreConfig) -> tuple[str, ...]:
+    """The local blockstore's importable directories as import prefixes (``local:///mnt/x``):
+    none unless the local blockstore has ``import_enabled``."""
+    local = blockstore.local
+    if blockstore.type != "local" or not local.import_enabled:
+        return ()
+    return tuple("local://" + prefix for prefix in local.allowed_external_prefixes)
+
+
+def check_external_prefixes(blockstore: BlockstoreConfig) -> None:
+    """ConfigError if an importable directory overlaps the local blockstore's root: files there
+    are repositories' own bytes and metadata, never something to import."""
+    if blockstore.type != "local" or not blockstore.local.import_enabled:
+        return
+    root = os.path.realpath(os.path.expanduser(blockstore.local.path))
+    for prefix in blockstore.local.allowed_external_prefixes:
+        real = os.path.realpath(prefix)
+        for one, other in ((real, root), (root, real), (prefix, root), (root, prefix)):
+            if one == other or one.startswith(other.rstrip("/") + "/"):
+                raise ConfigError(
+                    f"blockstore.local.allowed_external_prefixes: {prefix!r} overlaps blockstore.local.path {root!r}"
+                )
+
+
+def is_external(namespace: str, physical_address: str) -> bool:
+    """Whether an entry's bytes lie outside its repository's namespace (a full URI elsewhere)."""
+    if "://" not in physical_address:
+        return False
+    return not physical_address.startswith(namespace.rstrip("/") + "/")
+
+
+@dataclass(frozen=True)
+class SourceVersion:
+    """What an import recorded of a source object: what a read compares the source with."""
+
+    size: int
+    etag: str
+    mtime_ns: int  # 0 when unknown
+
+
+def changed(uri: str, how: str) -> SourceChanged:
+    return SourceChanged(
+        f"imported object {uri} {how} since it was imported; Silt never serves other bytes than the import's: "
+        "restore the source, or import it again"
+    )
+
+
+class _FileRange(io.RawIOBase):
+    """Bytes offset..offset+length of an open file; closing it closes the file."""
+
+    def __init__(self, fd: int, offset: int, length: int, uri: str) -> None:
+        super().__init__()
+        self._fd = fd
+        self._offset = offset
+        self._remaining = length
+        self._uri = uri
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._remaining <= 0:
+            return 0
+        view = memoryview(buffer).cast("B")
+        want = min(len(view), self._remaining, CHUNK_SIZE)
+        try:
+            data = os.pread(self._fd, want, self._offset)
+        except OSError as exc:
+            raise Unavailable(f"reading {self._uri}: {exc.strerror or exc}") from None
+        if not data:
+            # The file was truncated after it was opened and checked: fewer bytes would be wrong bytes.
+            raise changed(self._uri, "was truncated while being read")
+        view[: len(data)] = data
+        self._offset += len(data)
+        self._remaining -= len(data)
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+
+class ExternalFiles:
+    """Files under the local blockstore's importable directories, named ``local:///abs/path``.
+
+    A path is accepted only strictly below one of the directories, with no empty, ``.`` or
+    ``..`` component, and read without following a symbolic link anywhere below the directory
+    (each component is lstat'ed, the file opened with O_NOFOLLOW): a link planted under an
+    import prefix cannot reach the rest of the disk.
+    """
+
+    def __init__(self, prefixes: Sequence[str]) -> None:
+        # Given as the import prefixes of external_prefixes: "local:///mnt/x".
+        self._roots = tuple(p.removeprefix("local://").rstrip("/") for p in prefixes)
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        return self._roots
+
+    def root_of(self, path: str) -> str:
+        """The importable directory an absolute path lies below; InvalidArgument if none."""
+        parts = path.split("/")
+        if (
+            not path.startswith("/")
+            or any(part in ("", ".", "..") for part in parts[1:])
+            or any(ord(c) < 0x20 or c in "\\\x7f" for c in path)
+        ):
+            raise InvalidArgument(f"{path!r} is not a plain absolute path")
+        for root in self._roots:
+            if path.startswith(root + "/"):
+                return root
+        if not self._roots:
+            raise InvalidArgument(
+                "importing local files is off: set blockstore.local.import_enabled and list the directories "
+                "in blockstore.local.allowed_external_prefixes"
+            )
+        raise InvalidArgument(
+            f"{path!r} is not under any of blockstore.local.allowed_external_prefixes ({', '.join(self._roots)})"
+        )
+
+    def path_of(self, address: str) -> str:
+        """The file an address names (``local:///abs/path`` -> ``/abs/path``), checked as root_of does."""
+        if not address.startswith(LOCAL_EXTERNAL):
+            raise InvalidArgument(f"{address!r} is not a local:///absolute/path address")
+        path = address[len("local://") :]
+        self.root_of(path)
+        return path
+
+    def check_links(self, path: str, root: str) -> None:
+        """Refuse a path that passes through a symbolic link below its importable directory."""
+        current = root
+        for part in path[len(root) + 1 :].split("/")[:-1]:
+            current = current + "/" + part
+            try:
+                mode = os.lstat(current).st_mode
+            except FileNotFoundError:
+                return  # the open reports the missing file
+            if stat.S_ISLNK(mode):
+                raise InvalidArgument(f"{path!r} passes through a symbolic link; refused")
+
+    def open_file(self, address: str) -> tuple[int, os.stat_result]:
+        """An open descriptor of a regular file and its stat; NotFound if there is none."""
+        path = self.path_of(address)
+        self.check_links(path, self.root_of(path))
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise NotFound(f"{address}: no such file") from None
+            if exc.errno == errno.ELOOP:
+                raise InvalidArgument(f"{address}: refusing to follow a symbolic link") from None
+            raise Unavailable(f"{address}: {exc.strerror or exc}") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise NotFound(f"{address}: not a regular file")
+        return fd, st
+
+    def open(self, address: str, version: SourceVersion, byte_range: tuple[int, int] | None) -> BinaryIO:
+        """The file's bytes (or an inclusive range of them) while it is as imported; SourceChanged if not."""
+        try:
+            fd, st = self.open_file(address)
+        except NotFound:
+            raise changed(address, "no longer exists") from None
+        if st.st_size != version.size or (version.mtime_ns and st.st_mtime_ns != version.mtime_ns):
+            os.close(fd)
+            raise changed(address, f"changed (now {st.st_size} bytes, modified at {st.st_mtime_ns} ns)")
+        start, end = (0, st.st_size - 1) if byte_range is None else (byte_range[0], min(byte_range[1], st.st_size - 1))
+        return io.BufferedReader(_FileRange(fd, start, max(0, end - start + 1), address), 64 * 1024)
+
+
+class ObjectReader(Protocol):
+    """What reading one entry's bytes needs of a block adapter (the adapter itself has all of it)."""
+
+    def get(self, namespace: str, key: str) -> BinaryIO: ...
+
+    def get_range(self, namespace: str, key: str, start: int, end: int) -> BinaryIO: ...
+
+    def stat(self, namespace: str, key: str) -> ObjectStat: ...
+
+    def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult: ...
+
+    def upload_part_copy(
+        self,
+        namespace: str,
+        key: str,
+        upload_id: str,
+        part_number: int,
+        src_namespace: str,
+        src_key: str,
+        src_range: tuple[int, int] | None = None,
+    ) -> PartInfo: ...
+
+
+def _version_of(entry: Any) -> SourceVersion:
+    recorded = entry.metadata.get(SOURCE_MTIME_KEY, "")
+    return SourceVersion(int(entry.size), str(entry.etag), int(recorded) if recorded.isdigit() else 0)
+
+
+def split_external(address: str) -> tuple[str, str]:
+    """(namespace, key) of an external address as the block adapters split it (silt/objects.py's
+    split_address): ``local:///a/b`` is ("local://", "a/b")."""
+    scheme, _, rest = address.partition("://")
+    root, _, key = rest.partition("/")
+    return f"{scheme}://{root}", key
+
+
+class SourceReader:
+    """The block adapter as the reads of one external entry see it: reads of the entry's source
+    are checked against the version the import recorded; everything else goes to the adapter.
+    Writing or deleting the source is refused: it is not Silt's."""
+
+    def __init__(self, adapter: BlockAdapter, files: ExternalFiles, address: str, version: SourceVersion) -> None:
+        self._adapter = adapter
+        self._files = files
+        self._address = address
+        self._at = split_external(address)
+        self._version = version
+
+    def _is_source(self, namespace: str, key: str) -> bool:
+        return (namespace, key) == self._at
+
+    def _open(self, byte_range: tuple[int, int] | None) -> BinaryIO:
+        address, version = self._address, self._version
+        if byte_range is not None:
+            check_range(*byte_range)
+        if address.startswith(LOCAL_EXTERNAL):
+            return self._files.open(address, version, byte_range)
+        namespace, key = self._at
+        get_if_match = getattr(self._adapter, "get_if_match", None)
+        if get_if_match is not None and version.etag:
+            try:
+                reader: BinaryIO = get_if_match(namespace, key, version.etag, byte_range)
+            except PredicateFailed:
+                raise changed(address, f"changed (its ETag is no longer {version.etag})") from None
+            except NotFound:
+                raise changed(address, "no longer exists") from None
+            return reader
+        # A store without conditional reads: compare first (a change between the two calls is
+        # the one window left).
+        try:
+            current = self._adapter.stat(namespace, key)
+        except NotFound:
+            raise changed(address, "no longer exists") from None
+        if current.size != version.size or (version.etag and current.etag != version.etag):
+            raise changed(address, f"changed (now {current.size} bytes, ETag {current.etag})")
+        if byte_range is None:
+            return self._adapter.get(namespace, key)
+        return self._adapter.get_range(namespace, key, *byte_range)
+
+    def get(self, namespace: str, key: str) -> BinaryIO:
+        if self._is_source(namespace, key):
+            return self._open(None)
+        return self._adapter.get(namespace, key)
+
+    def get_range(self, namespace: str, key: str, start: int, end: int) -> BinaryIO:
+        if self._is_source(namespace, key):
+            return self._open((start, end))
+        return self._adapter.get_range(namespace, key, start, end)
+
+    def stat(self, namespace: str, key: str) -> ObjectStat:
+        if not self._is_source(namespace, key):
+            return self._adapter.stat(namespace, key)
+        with self._open((0, 0) if self._version.size else None):
+            pass  # opened only to check the source is still as imported
+        version = self._version
+        return ObjectStat(version.size, version.etag, datetime.fromtimestamp(version.mtime_ns / 1e9, tz=UTC))
+
+    def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
+        if self._is_source(dst_namespace, dst_key):
+            raise InvalidArgument(f"{self._address} is an imported object's source: Silt never writes it")
+        if not self._is_source(src_namespace, src_key):
+            return self._adapter.copy(src_namespace, src_key, dst_namespace, dst_key)
+        # Through this process: the checked read is the copy's source, in any store.
+        with self._open(None) as stream:
+            return self._adapter.put(dst_namespace, dst_key, stream, self._version.size)
+
+    def upload_part_copy(
+        self,
+        namespace: str,
+        key: str,
+        upload_id: str,
+        part_number: int,
+        src_namespace: str,
+        src_key: str,
+        src_range: tuple[int, int] | None = None,
+    ) -> PartInfo:
+        if not self._is_source(src_namespace, src_key):
+            return self._adapter.upload_part_copy(
+                namespace, key, upload_id, part_number, src_namespace, src_key, src_range
+            )
+        check_part_number(part_number)
+        size = self._version.size
+        first, last = (0, size - 1) if src_range is None else src_range
+        if src_range is not None:
+            check_range(first, last)
+        if last >= size:
+            raise InvalidArgument(f"{self._address}: copy range {first}-{last} is outside the object's {size} bytes")
+        with self._open((first, last)) as stream:
+            return self._adapter.upload_part(namespace, key, upload_id, part_number, stream, last - first + 1)
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything else (writes elsewhere, an adapter's extras) is the adapter's.
+        return getattr(self._adapter, name)
+
+
+def source_reader(adapter: BlockAdapter, files: ExternalFiles, namespace: str, entry: Any) -> ObjectReader:
+    """The reads of `entry` (a graveler Entry) in a repository with storage namespace `namespace`:
+    the adapter itself for bytes inside the namespace, a SourceReader for an imported object."""
+    if not is_external(namespace, entry.physical_address):
+        return adapter
+    return SourceReader(adapter, files, entry.physical_address, _version_of(entry))
