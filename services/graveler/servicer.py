@@ -14,6 +14,7 @@ import grpc
 
 from services.graveler import telemetry
 from services.graveler.branching import CherryPickOverrides, MergeOutcome
+from services.graveler.commit_info import commit_info
 from services.graveler.committed.diff import Difference
 from services.graveler.committed.model import Record
 from services.graveler.deadline import Deadline
@@ -53,19 +54,6 @@ def _repo_info(record: pb.Repository) -> api.RepositoryInfo:
         default_branch=record.default_branch,
         creation_date=record.creation_date,
         metadata=dict(record.metadata),
-    )
-
-
-def _commit_info(commit: pb.Commit) -> api.CommitInfo:
-    return api.CommitInfo(
-        id=commit.id,
-        committer=commit.committer,
-        message=commit.message,
-        metarange_id=commit.metarange_id,
-        creation_date=commit.creation_date,
-        parents=list(commit.parents),
-        metadata=dict(commit.metadata),
-        generation=commit.generation,
     )
 
 
@@ -277,7 +265,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             commit_id=commit.id,
             message=commit.message,
         )
-        return _commit_info(commit)
+        return commit_info(commit)
 
     def _commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> pb.Commit:
         return self.g.commit(
@@ -292,7 +280,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         )
 
     def GetCommit(self, request: api.GetCommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
-        return _commit_info(self.g.get_commit(request.repository, request.commit_id, deadline=_deadline(context)))
+        return commit_info(self.g.get_commit(request.repository, request.commit_id, deadline=_deadline(context)))
 
     def Log(self, request: api.LogRequest, context: grpc.ServicerContext) -> api.LogResponse:
         page = self.g.log(
@@ -309,7 +297,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             deadline=_deadline(context),
         )
         return api.LogResponse(
-            commits=[_commit_info(c) for c in page.commits], has_more=bool(page.next_after), next_after=page.next_after
+            commits=[commit_info(c) for c in page.commits], has_more=bool(page.next_after), next_after=page.next_after
         )
 
     # entries
@@ -695,7 +683,7 @@ def _diff_response(page: Page[Difference]) -> api.DiffResponse:
 
 def _merge_response(outcome: MergeOutcome) -> api.MergeResponse:
     if outcome.commit is not None:
-        return api.MergeResponse(commit=_commit_info(outcome.commit))
+        return api.MergeResponse(commit=commit_info(outcome.commit))
     return api.MergeResponse(
         conflicts=[
             api.Conflict(key=c.key.decode(), base=_entry(c.base), source=_entry(c.source), destination=_entry(c.dest))

@@ -7,6 +7,7 @@ from typing import Any
 
 import grpc
 
+from services.graveler.commit_info import commit_info
 from services.graveler.deadline import Deadline
 from services.graveler.imports.locations import COMMON_PREFIX, OBJECT, Kind
 from services.graveler.imports.manager import Imports
@@ -64,22 +65,9 @@ class ImportHandlers:
             error=record.error,
         )
         if status.commit is not None:
-            info.commit.CopyFrom(_commit_info(status.commit))
+            info.commit.CopyFrom(commit_info(status.commit))
         return info
 
     def CancelImport(self, request: api.CancelImportRequest, context: grpc.ServicerContext) -> api.CancelImportResponse:
         self._imports.cancel(request.repository, request.branch, request.id, self._import_deadline(context))
         return api.CancelImportResponse()
-
-
-def _commit_info(commit: Any) -> api.CommitInfo:
-    return api.CommitInfo(
-        id=commit.id,
-        committer=commit.committer,
-        message=commit.message,
-        metarange_id=commit.metarange_id,
-        creation_date=commit.creation_date,
-        parents=list(commit.parents),
-        metadata=dict(commit.metadata),
-        generation=commit.generation,
-    )
