@@ -11,13 +11,14 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import pytest
 
-from services.graveler.graveler import Graveler
+from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.server import start
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
@@ -78,10 +79,17 @@ class GCEnv:
 
 @pytest.fixture
 def gc_env(tmp_path: Path) -> Iterator[GCEnv]:
-    store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(tmp_path / "kv.db"))))
     blockstore = BlockstoreConfig(type="local", local=LocalBlockstoreConfig(path=str(tmp_path / "data")))
-    adapter = LocalAdapter(tmp_path / "data")
-    graveler = open_graveler(store, adapter)
+    with served_gc_env(tmp_path, blockstore, GravelerOptions()) as env:
+        yield env
+
+
+@contextmanager
+def served_gc_env(tmp_path: Path, blockstore: BlockstoreConfig, options: GravelerOptions) -> Iterator[GCEnv]:
+    """Graveler on a local KV under tmp_path and the local blockstore's directory, over gRPC."""
+    store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(tmp_path / "kv.db"))))
+    adapter = LocalAdapter(Path(blockstore.local.path))
+    graveler = open_graveler(store, adapter, options)
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:

@@ -10,20 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 from jobs.gc.job import GCOptions, run_gc
 from services.graveler.graveler import GravelerOptions
-from services.graveler.server import start
-from services.graveler.wiring import open_graveler
-from silt.block.local import LocalAdapter
-from silt.config import BlockstoreConfig, DatabaseConfig, LocalBlockstoreConfig, LocalDatabaseConfig
+from silt.config import BlockstoreConfig, LocalBlockstoreConfig
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
-from silt.kv import open_store
-from tests.integration.gc.conftest import GCEnv
+from tests.integration.gc.conftest import GCEnv, served_gc_env
 
 DAY = 86_400
 RULE = pb.LastAccessRule(branch="main", prefixes=["lake/logs/"], days=30)
@@ -42,23 +36,15 @@ def landing(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def env(tmp_path: Path, landing: Path) -> Iterator[GCEnv]:
-    store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(tmp_path / "kv.db"))))
-    data = tmp_path / "data"
     blockstore = BlockstoreConfig(
         type="local",
-        local=LocalBlockstoreConfig(path=str(data), import_enabled=True, allowed_external_prefixes=[str(landing)]),
+        local=LocalBlockstoreConfig(
+            path=str(tmp_path / "data"), import_enabled=True, allowed_external_prefixes=[str(landing)]
+        ),
     )
-    adapter = LocalAdapter(data)
-    graveler = open_graveler(store, adapter, GravelerOptions(allowed_import_prefixes=(f"local://{landing}",)))
-    server, port = start(graveler, "127.0.0.1:0")
-    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    try:
-        yield GCEnv(api_grpc.GravelerServiceStub(channel), adapter, blockstore, graveler, store, f"127.0.0.1:{port}")
-    finally:
-        channel.close()
-        server.stop(None)
-        graveler.close()
-        store.close()
+    options = GravelerOptions(allowed_import_prefixes=(f"local://{landing}",))
+    with served_gc_env(tmp_path, blockstore, options) as served:
+        yield served
 
 
 def _import(env: GCEnv, repo: str, landing: Path) -> None:
