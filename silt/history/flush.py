@@ -64,6 +64,9 @@ class ThreadFlusher:
         self._interval = interval
         self._batch_size = batch_size
         self._stop = threading.Event()
+        # One flush at a time: a flush returns only once every event queued before it is stored,
+        # including a batch the thread took just before and is still storing.
+        self._flushing = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="history-flusher", daemon=True)
 
     def start(self) -> ThreadFlusher:
@@ -71,14 +74,17 @@ class ThreadFlusher:
         return self
 
     def flush(self) -> None:
-        while batch := self.queue.take(self._batch_size):
-            try:
-                self._send(batch)
-            except Exception as exc:  # any failure loses this batch only, and is counted
-                log.warning("history events: %d dropped, storing failed: %s", len(batch), exc)
-                self.queue.lost(batch)
-                return
-            metrics.HISTORY_EVENTS_SENT.inc(len(batch))
+        """Store what is queued; on return, every event queued before the call is stored (or
+        counted lost), whichever thread took it."""
+        with self._flushing:
+            while batch := self.queue.take(self._batch_size):
+                try:
+                    self._send(batch)
+                except Exception as exc:  # any failure loses this batch only, and is counted
+                    log.warning("history events: %d dropped, storing failed: %s", len(batch), exc)
+                    self.queue.lost(batch)
+                    return
+                metrics.HISTORY_EVENTS_SENT.inc(len(batch))
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):

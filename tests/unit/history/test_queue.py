@@ -69,6 +69,36 @@ def test_emit_never_blocks_while_the_flusher_is_stuck() -> None:
     assert sum(sent) + queue.dropped == 20_000
 
 
+def test_a_flush_returns_only_after_the_batch_the_thread_is_storing() -> None:
+    """A caller's flush (a test's, a shutdown's) must not return while the flusher thread still
+    holds events it took before: they would be stored after the caller looks for them."""
+    queue = EventQueue()
+    stored: list[str] = []
+    storing, release = threading.Event(), threading.Event()
+
+    def slow_send(batch: list[ev.HistoryEvent]) -> None:
+        if threading.current_thread().name == "history-flusher":
+            storing.set()
+            release.wait(10)
+        stored.extend(e.path for e in batch)
+
+    flusher = ThreadFlusher(queue, slow_send, interval=0.01).start()
+    try:
+        queue.emit(_event(1))
+        assert storing.wait(10)
+        queue.emit(_event(2))
+        flushed = threading.Thread(target=flusher.flush)
+        flushed.start()
+        flushed.join(0.3)
+        assert flushed.is_alive(), "flush returned while the thread's batch was not stored"
+        release.set()
+        flushed.join(10)
+        assert stored == ["k1", "k2"]
+    finally:
+        release.set()
+        flusher.close()
+
+
 def test_an_event_protobuf_cannot_carry_is_counted_not_raised() -> None:
     """An S3 key is any string the client sent; one that is not UTF-8 costs the event, never the request."""
     emitter = EventEmitter(ev.S3, graveler=None)
