@@ -67,13 +67,15 @@ FIRST_RESTART_DELAY_SECONDS = 1.0
 STABLE_AFTER_SECONDS = 10.0
 
 
-def restart_delay(delay: float, uptime: float, cap: float) -> tuple[float, float, str]:
+def restart_delay(
+    delay: float, uptime: float, cap: float, stable_after: float = STABLE_AFTER_SECONDS
+) -> tuple[float, float, str]:
     """After a crash: (seconds to wait now, the delay for a following quick crash, why).
 
     delay: the current backoff; uptime: how long the crashed run lasted. Only a service that
-    keeps crashing soon after starting backs off; one healthy run resets the backoff.
+    keeps crashing soon after starting backs off; one run of stable_after seconds resets it.
     """
-    if uptime >= STABLE_AFTER_SECONDS:
+    if uptime >= stable_after:
         return 0.0, FIRST_RESTART_DELAY_SECONDS, f"it had run {uptime:.0f}s, so at once"
     wait = min(delay, cap)
     return (
@@ -189,12 +191,15 @@ class Stack:
         on_event: Callable[[str], None] | None = None,
         log_level: str | None = None,
         max_restart_delay: float = MAX_RESTART_DELAY_SECONDS,
+        stable_after: float = STABLE_AFTER_SECONDS,
     ) -> None:
+        """stable_after: how long a run must last to count as healthy (resetting the backoff)."""
         self.data_dir = Path(data_dir).expanduser().resolve() if data_dir is not None else default_data_dir()
         self.requested_ports = dict(ports or {})
         self.service_names = services if services is not None else available_services()
         self.restart = restart
         self.max_restart_delay = max_restart_delay
+        self.stable_after = stable_after
         self._on_event = on_event or (lambda line: log.warning("%s", line))
         self.events: list[str] = []  # every event reported, oldest first (tests inspect it)
         self.log_level = log_level
@@ -461,12 +466,14 @@ class Stack:
         code = svc.proc.poll()
         now = time.monotonic()
         if code is None:
-            if now - svc.started_at > STABLE_AFTER_SECONDS:
+            if now - svc.started_at > self.stable_after:
                 svc.delay = FIRST_RESTART_DELAY_SECONDS
             return
         if svc.next_start == 0.0:
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
-            delay, svc.delay, why = restart_delay(svc.delay, now - svc.started_at, self.max_restart_delay)
+            delay, svc.delay, why = restart_delay(
+                svc.delay, now - svc.started_at, self.max_restart_delay, self.stable_after
+            )
             self.on_event(
                 f"{svc.name} stopped ({how}): {self._last_log_line(svc.name)}; restarting in {delay:g}s: {why}"
                 f" (log: {self._log_path(svc.name)})"
