@@ -105,6 +105,11 @@ class LocalDatabaseConfig(_Section):
     """keys fetched per scan page"""
 
 
+# CQL's speculative_retry values that Cassandra 2.1 to 5.0 all accept: a delay, a percentile, or
+# ALWAYS / NONE. The value is written into the CREATE TABLE statement, so nothing else may pass.
+_SPECULATIVE_RETRY = r"^(?i:[0-9]{1,5}ms|[0-9]{1,2}(\.[0-9]{1,3})?percentile|always|none)$"
+
+
 class CassandraConfig(_Section):
     contact_points: list[str] = Field(default_factory=lambda: ["127.0.0.1"], min_length=1)
     """hosts to bootstrap from"""
@@ -144,6 +149,11 @@ class CassandraConfig(_Section):
     """rows per scan page"""
     create_schema: bool = True
     """create keyspace and table if missing"""
+    speculative_retry: str = Field("50ms", pattern=_SPECULATIVE_RETRY)
+    """the `kv` table's `speculative_retry`, set when Silt creates it: a coordinator waiting this long on a replica asks
+    another. A fixed delay: a replica that died before gossip noticed costs a read this much, where the table's own
+    percentile grows with the stalled reads and can exceed the request timeout
+    """
 
 
 class DatabaseConfig(_Section):

@@ -552,7 +552,8 @@ class CassandraStore(Store):
         if metadata is None or TABLE not in metadata.tables:
             self._ddl(
                 f"CREATE TABLE IF NOT EXISTS {keyspace}.{TABLE} ("
-                "partition_key blob, key blob, value blob, PRIMARY KEY ((partition_key), key))",
+                "partition_key blob, key blob, value blob, PRIMARY KEY ((partition_key), key))"
+                f" WITH speculative_retry = '{self._config.speculative_retry}'",
                 "create table",
             )
 

@@ -103,6 +103,9 @@ def test_every_key_has_an_environment_variable() -> None:
         ({"SILT_DATABASE_CASSANDRA_DATACENTERS": "dc1"}, "", "expected key:value pairs"),
         ({"SILT_GRAVELER_COMMIT_WORKER_CPUS": "3-1"}, "", "graveler.commit_worker_cpus (from SILT_GRAVELER"),
         ({}, "graveler:\n  commit_worker_cpus: some\n", 'expected "auto", "all" or CPU ids'),
+        # Written into CREATE TABLE: only CQL's own forms pass, never a quote.
+        ({"SILT_DATABASE_CASSANDRA_SPECULATIVE_RETRY": "50ms' AND x=1"}, "", "database.cassandra.speculative_retry"),
+        ({"SILT_DATABASE_CASSANDRA_SPECULATIVE_RETRY": "50"}, "", "database.cassandra.speculative_retry"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, env: dict[str, str], text: str, expected: str) -> None:

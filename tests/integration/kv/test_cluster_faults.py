@@ -70,11 +70,8 @@ def healthy(cluster: CassandraCluster) -> Iterator[CassandraCluster]:
 
 @pytest.fixture
 def fault_store(cluster: CassandraCluster) -> Iterator[Store]:
-    """A store on a table of its own. A coordinator whose read waits on a dead or frozen
-    replica sends it to another after the table's 99th-percentile read latency: on the table
-    the other cluster tests share, that figure includes their 100k-row scans and the stalls of
-    earlier faults, and can exceed the request timeout (no speculation at all). This test's
-    table has only its own workload's latencies."""
+    """A store on a table of its own (Silt's, with its fixed speculative retry), so that no
+    other cluster test's scans or earlier faults shape what this one's coordinators do."""
     keyspace = f"silt_faults_{uuid.uuid4().hex[:8]}"
     store = open_store(cluster.database_config(keyspace, request_timeout_s=REQUEST_TIMEOUT_S))
     yield store
