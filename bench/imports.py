@@ -18,6 +18,7 @@ Files and objects are created before the clock starts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -25,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,10 +49,29 @@ def _config(root: Path, blockstore: dict[str, Any], graveler: dict[str, Any] | N
     )
 
 
-def _import(graveler: Any, path: str) -> tuple[float, int]:
+def _cpu_seconds() -> float:
+    """CPU time of this process (graveler's engine) and its children alive now (the import worker
+    and the commit workers), from /proc: what an import costs whatever else the machine runs."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in [os.getpid(), *(child.pid for child in multiprocessing.active_children())]:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+@dataclass(frozen=True)
+class Timed:
+    seconds: float
+    cpu_seconds: float
+    ingested: int
+
+
+def _import(graveler: Any, path: str) -> Timed:
     from services.graveler.deadline import Deadline
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu_seconds()
     locations = [("common_prefix", path, "lake/")]
     import_id = graveler.imports.start(REPO, "main", locations, "bench", {}, "", Deadline())
     while True:
@@ -60,12 +81,13 @@ def _import(graveler: Any, path: str) -> tuple[float, int]:
         time.sleep(0.02)
     if status.error:
         raise SystemExit(f"import failed: {status.error}")
-    return time.perf_counter() - started, status.ingested_objects
+    return Timed(time.perf_counter() - started, _cpu_seconds() - cpu, status.ingested_objects)
 
 
-def _timed_import(config: Any, namespace: str, path: str, warm_path: str) -> tuple[float, int]:
-    """Seconds from the start call to the completed status, and the objects ingested, on a
-    graveler that has made one import already (of nothing, at warm_path), as a running one has."""
+def _timed_import(config: Any, namespace: str, path: str, warm_path: str) -> Timed:
+    """Seconds from the start call to the completed status (and CPU seconds), and the objects
+    ingested, on a graveler that has made one import already (of nothing, at warm_path), as a
+    running one has."""
     from services.graveler.wiring import build_graveler
 
     graveler = build_graveler(config)
@@ -75,6 +97,13 @@ def _timed_import(config: Any, namespace: str, path: str, warm_path: str) -> tup
         return _import(graveler, path)
     finally:
         graveler.close()
+
+
+def _emit_import(section: str, timed: Timed, target: float | None) -> None:
+    emit(f"import.{section}.seconds", timed.seconds, "s", None)
+    emit(f"import.{section}.objects_per_s", timed.ingested / timed.seconds, "objects/s", target, 0)
+    # Load-independent: the rate one free core gives (the worker is one process).
+    emit(f"import.{section}.objects_per_cpu_s", timed.ingested / timed.cpu_seconds, "objects/CPU-s", None, 0)
 
 
 def bench_local(workdir: Path, count: int) -> None:
@@ -93,9 +122,8 @@ def bench_local(workdir: Path, count: int) -> None:
     # writing back the 100,000 files just created.
     os.sync()
     config = _config(workdir, blockstore)
-    elapsed, ingested = _timed_import(config, f"local://{REPO}", f"local://{source}", f"local://{source}/.warm")
-    emit("import.local.seconds", elapsed, "s", None)
-    emit("import.local.objects_per_s", ingested / elapsed, "objects/s", TARGET_LOCAL_RATE, 0)
+    timed = _timed_import(config, f"local://{REPO}", f"local://{source}", f"local://{source}/.warm")
+    _emit_import("local", timed, TARGET_LOCAL_RATE)
 
 
 def bench_s3(workdir: Path, count: int) -> None:
@@ -127,9 +155,8 @@ def bench_s3(workdir: Path, count: int) -> None:
         }
         config = _config(workdir, blockstore, graveler)
         landing = "s3://bench-import-landing/exports/"
-        elapsed, ingested = _timed_import(config, f"s3://bench-import-ns/{REPO}", landing, landing + "warm/")
-        emit("import.s3_moto.seconds", elapsed, "s", None)
-        emit("import.s3_moto.objects_per_s", ingested / elapsed, "objects/s", None, 0)
+        timed = _timed_import(config, f"s3://bench-import-ns/{REPO}", landing, landing + "warm/")
+        _emit_import("s3_moto", timed, None)
     finally:
         _stop(process)
 
@@ -190,17 +217,16 @@ def _memory_child(root: str, count: int, results: Any) -> None:
     from services.graveler.committed.model import MetaRangeId
     from services.graveler.committed.replace import Region
     from services.graveler.imports import ingest as ingest_module
-    from services.graveler.imports.ingest import IngestJob
+    from services.graveler.imports.ingest import INGEST_CACHE_BYTES, IngestJob
     from services.graveler.imports.locations import Source
     from services.graveler.imports.records import ImportRecords
-    from services.graveler.imports.runner import INGEST_CACHE_BYTES
     from silt.config import DatabaseConfig
     from silt.graveler.v1 import model_pb2 as pb
     from silt.kv import open_store
 
     namespace = "local://bench-memory"
     adapter: Any = _ListingAdapter(Path(root), count)
-    committed = CommittedManager(adapter, CommittedCache(INGEST_CACHE_BYTES))
+    committed = CommittedManager(adapter, CommittedCache(INGEST_CACHE_BYTES))  # for the commit step
     store = open_store(DatabaseConfig(type="mem"))
     records = ImportRecords(store)
     records.create(b"bench", pb.ImportRecord(id="bench"))
@@ -216,7 +242,7 @@ def _memory_child(root: str, count: int, results: Any) -> None:
     records.progress = progress  # type: ignore[method-assign]
     ingest_module.PROGRESS_SECONDS = 0.0  # a mark every 1,024 objects, for the rate's steadiness
     started = time.perf_counter()
-    result = ingest_module.ingest(job, committed, records)
+    result = ingest_module.ingest(job, adapter, records)
     ingested_at = time.perf_counter()
     empty = committed.write_metarange(namespace, iter(()))
     committed.replace(namespace, empty, MetaRangeId(result.metarange_id), Region((b"lake/",)))

@@ -14,16 +14,18 @@ from __future__ import annotations
 import hashlib
 import heapq
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.chunking import ChunkingPolicy
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId, Record
 from services.graveler.imports.listing import Found, check_name, list_s3, walk_local
-from services.graveler.imports.locations import Source
+from services.graveler.imports.locations import OBJECT, Source
 from services.graveler.imports.records import ImportCanceled, ImportRecords
+from services.graveler.imports.write_behind import WriteBehind
 from silt.block.adapter import BlockAdapter
 from silt.block.external import LOCAL_EXTERNAL, ExternalFiles
 from silt.errors import InvalidArgument
@@ -32,6 +34,9 @@ from silt.objects import SOURCE_MTIME_KEY
 
 # How often progress is written to the import's record (and a cancel looked for).
 PROGRESS_SECONDS = 1.0
+# An import writes ranges once and reads none back: a small cache is all it needs, and keeps a
+# long import's memory flat.
+INGEST_CACHE_BYTES = 8 * 1024 * 1024
 _CHECK_EVERY = 1024
 
 
@@ -76,17 +81,21 @@ def _listing(source: Source, adapter: BlockAdapter, files: ExternalFiles) -> Ite
 
 
 def _keyed(index: int, source: Source, found: Iterable[Found]) -> Iterator[tuple[bytes, int, str, Found]]:
-    # Sorted by destination key, later locations first on equal keys (-index).
+    # Sorted by destination key, later locations first on equal keys (-index). A local walk
+    # checks its names itself, one directory entry at a time.
+    check = source.scheme == "s3" or source.kind == OBJECT
     for item in found:
-        check_name(source, item)
+        if check:
+            check_name(source, item)
         yield source.destination_of(item.name).encode(), -index, source.address_of(item.name), item
 
 
-def records_of(sources: Iterable[Source], adapter: BlockAdapter, files: ExternalFiles) -> Iterator[Record]:
+def records_of(sources: Sequence[Source], adapter: BlockAdapter, files: ExternalFiles) -> Iterator[Record]:
     """Every source object as a record, in strictly increasing key order."""
     streams = [_keyed(index, source, _listing(source, adapter, files)) for index, source in enumerate(sources)]
+    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams)
     last: bytes | None = None
-    for key, _, address, found in heapq.merge(*streams):
+    for key, _, address, found in merged:
         if key == last:
             continue  # an earlier location's object at a key a later one also fills
         last = key
@@ -114,12 +123,16 @@ def counted(
 
 def ingest(
     job: IngestJob,
-    committed: CommittedManager,
+    adapter: BlockAdapter,
     records_store: ImportRecords,
     stopped: Callable[[], bool] = lambda: False,
+    cache_bytes: int = INGEST_CACHE_BYTES,
 ) -> IngestResult:
     """Write the job's source objects as one metarange in its namespace; ImportCanceled if canceled."""
     files = ExternalFiles(job.external_prefixes)
+    writer = WriteBehind(adapter)
+    # Its own small cache: the ranges are written once and read by nobody here.
+    committed = CommittedManager(writer, CommittedCache(cache_bytes), job.policy)  # type: ignore[arg-type]
     total = 0
 
     def report(count: int) -> None:
@@ -127,6 +140,9 @@ def ingest(
         total = count
         records_store.progress(job.partition, job.import_id, count)
 
-    stream = counted(records_of(job.sources, committed.adapter, files), report, stopped)
-    metarange_id = committed.write_metarange(job.namespace, stream)
+    try:
+        stream = counted(records_of(job.sources, adapter, files), report, stopped)
+        metarange_id = committed.write_metarange(job.namespace, stream)
+    finally:
+        writer.finish()
     return IngestResult(metarange_id, total)

@@ -153,6 +153,16 @@ def _read_run(spill: BinaryIO) -> Iterator[_Child]:
             yield _Child(encoded + (b"/" if is_dir else b""), os.fsdecode(encoded), bool(is_dir))
 
 
+def _check_local_name(directory: str, name: str) -> None:
+    # What check_name looks for, one directory entry at a time: its directory was checked on
+    # the way down, so a walk checks each name once rather than each whole path.
+    if plain_name(name):
+        return
+    problem = name_problem(name)
+    if problem:
+        raise InvalidArgument(f"cannot import {'local://' + directory + '/' + name!r}: {problem}")
+
+
 def _children(directory: str) -> Iterator[_Child]:
     """A directory's visible regular files and directories, in key order, within bounded memory."""
     runs: list[BinaryIO] = []
@@ -160,12 +170,15 @@ def _children(directory: str) -> Iterator[_Child]:
     try:
         with os.scandir(directory) as entries:
             for entry in entries:
-                if entry.name.startswith("."):
+                name = entry.name
+                if name.startswith("."):
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    batch.append(_Child(os.fsencode(entry.name) + b"/", entry.name, True))
+                    _check_local_name(directory, name)
+                    batch.append(_Child(os.fsencode(name) + b"/", name, True))
                 elif entry.is_file(follow_symlinks=False):
-                    batch.append(_Child(os.fsencode(entry.name), entry.name, False))
+                    _check_local_name(directory, name)
+                    batch.append(_Child(os.fsencode(name), name, False))
                 if len(batch) >= SORT_IN_MEMORY:
                     batch.sort()
                     runs.append(_write_run(batch))

@@ -21,8 +21,7 @@ import threading
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Protocol
 
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
+from services.graveler.committed.ranges import encode_range
 from services.graveler.imports.ingest import IngestJob, IngestResult, ingest
 from services.graveler.imports.records import ImportRecords
 from silt.block.adapter import BlockAdapter
@@ -31,10 +30,6 @@ from silt.journal.store import open_graveler_store
 from silt.kv import Store
 from silt.lifeline import die_with_parent
 from silt.telemetry.stores import open_observed_adapter
-
-# An import writes ranges once and reads none back: a small cache is all it needs, and keeps a
-# long import's memory flat.
-INGEST_CACHE_BYTES = 8 * 1024 * 1024
 
 
 class IngestRunner(Protocol):
@@ -51,8 +46,7 @@ class InProcessRunner:
         self._closing = threading.Event()
 
     def submit(self, job: IngestJob) -> Future[IngestResult]:
-        committed = CommittedManager(self._adapter, CommittedCache(INGEST_CACHE_BYTES), job.policy)
-        return self._pool.submit(ingest, job, committed, self._records, self._closing.is_set)
+        return self._pool.submit(ingest, job, self._adapter, self._records, self._closing.is_set)
 
     def close(self) -> None:
         # A running ingestion stops at its next progress check; its record, no longer beating,
@@ -73,12 +67,14 @@ def _init_worker(config: Config, niceness: int, parent_pid: int) -> None:
             os.nice(niceness)
     _records = ImportRecords(open_graveler_store(config))
     _adapter = open_observed_adapter(config.blockstore)
+    # Parquet's writer sets itself up on first use, about a second of CPU: paid here, at start-up,
+    # rather than by the first import.
+    encode_range([b"warm"], [b"warm"], [b"warm"])
 
 
 def _ingest_in_worker(job: IngestJob) -> IngestResult:
     assert _records is not None and _adapter is not None, "worker not initialised"
-    committed = CommittedManager(_adapter, CommittedCache(INGEST_CACHE_BYTES), job.policy)
-    return ingest(job, committed, _records)
+    return ingest(job, _adapter, _records)
 
 
 def _warm_up() -> None:

@@ -445,3 +445,12 @@ def test_the_local_blockstore_keys_become_import_prefixes(tmp_path: Path) -> Non
     inside = config({"import_enabled": True, "allowed_external_prefixes": [str(tmp_path / "data" / "repo")]})
     with pytest.raises(ConfigError, match=r"overlaps blockstore\.local\.path"):
         import_prefixes(inside)
+
+
+def test_a_source_name_silt_cannot_address_fails_the_import_naming_it(env: ImportEnv, landing: Path) -> None:
+    tree(landing, {"odd/fine.csv": b"1", "odd/back\\slash.csv": b"2"})
+    repo = env.new_repo()
+    import_id = start_import(env.stub, repo, Location(type=PREFIX, path=f"local://{landing}/odd", destination="x/"))
+    status = wait_for(env.stub, repo, import_id)
+    assert not status.completed and "back\\\\slash.csv" in status.error and "backslash" in status.error
+    assert entries(env.stub, repo, "main") == {}
