@@ -315,18 +315,37 @@ def paged(fetch: Callable[[str], Any], items: str, key: Callable[[Any], str]) ->
         after = key(batch[-1])
 
 
+# lakectl's scheme is taken wherever Silt's is, so that lakeFS users' scripts and habits work.
+URI_SCHEMES = ("silt://", "lakefs://")
+
+
+def is_uri(text: str) -> bool:
+    """Whether text is a repository URI (silt:// or lakefs://) rather than a bare name or ref."""
+    return text.startswith(URI_SCHEMES)
+
+
+def strip_scheme(uri: str) -> str:
+    """The URI without its silt:// or lakefs:// scheme (text that has neither, unchanged)."""
+    for scheme in URI_SCHEMES:
+        if uri.startswith(scheme):
+            return uri[len(scheme) :]
+    return uri
+
+
 def parse_uri(uri: str, need_ref: bool = True) -> tuple[str, str, str]:
-    """`silt://repo/ref/path` -> (repo, ref, path); path may be empty."""
-    scheme = "silt://"
-    if not need_ref and uri and "/" not in uri and not uri.startswith("silt:"):
-        uri = scheme + uri  # a bare repository name, as `silt repo show NAME` takes it
-    if not uri.startswith(scheme):
-        raise ClientError(f"expected a URI like silt://<repository>/<ref>/<path>, got {uri!r}", EXIT_USAGE)
-    repo, _, rest = uri[len(scheme) :].partition("/")
+    """`silt://repo/ref/path` or lakectl's `lakefs://repo/ref/path` -> (repo, ref, path); path
+    may be empty."""
+    if not need_ref and uri and "/" not in uri and ":" not in uri:
+        uri = URI_SCHEMES[0] + uri  # a bare repository name, as `silt repo show NAME` takes it
+    if not is_uri(uri):
+        raise ClientError(
+            f"expected a URI like silt://<repository>/<ref>/<path> (or lakefs://...), got {uri!r}", EXIT_USAGE
+        )
+    repo, _, rest = strip_scheme(uri).partition("/")
     ref, _, path = rest.partition("/")
     if not repo or (need_ref and not ref):
         what = "silt://<repository>/<ref>[/<path>]" if need_ref else "silt://<repository>"
-        raise ClientError(f"expected a URI like {what}, got {uri!r}", EXIT_USAGE)
+        raise ClientError(f"expected a URI like {what} (or lakefs://...), got {uri!r}", EXIT_USAGE)
     return repo, ref, path
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from silt.cli.common import as_dict, client, human_size, output, state, table
-from silt.client import ClientError
+from silt.client import ClientError, strip_scheme
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -41,7 +41,7 @@ def rules() -> None:
 
 
 def _repo_name(uri: str) -> str:
-    return uri.removeprefix("silt://").strip("/")
+    return strip_scheme(uri).strip("/")
 
 
 def _last_access_rules(texts: tuple[str, ...]) -> list[pb.LastAccessRule]:

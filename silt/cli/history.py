@@ -7,7 +7,7 @@ import json
 import click
 
 from silt.cli.common import as_dict, client, json_option, on_branch, output, state, table, when
-from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, parse_uri
+from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, is_uri, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 
 _DIFF_SIGN = {
@@ -135,7 +135,7 @@ def diff(left: str, right: str | None, three_dot: bool, delimiter: str) -> None:
     g = client().graveler
     if right is not None:
         right_ref = right
-        if right.startswith("silt://"):
+        if is_uri(right):
             right_repo, right_ref, _ = parse_uri(right)
             if right_repo != repo:
                 raise ClientError("both sides of a diff must be in the same repository", EXIT_USAGE)
@@ -211,7 +211,7 @@ def merge(
     """Merge SOURCE into the branch DESTINATION; conflicts are listed and exit with code 5."""
     repo, source_ref, _ = parse_uri(source)
     dest = destination
-    if destination.startswith("silt://"):
+    if is_uri(destination):
         dest_repo, dest, _ = parse_uri(destination)
         if dest_repo != repo:
             raise ClientError("source and destination must be in the same repository", EXIT_USAGE)

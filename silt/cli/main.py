@@ -40,7 +40,7 @@ def cli(
     """Silt: git-like version control for data lakes.
 
     \b
-    Objects are named by URIs: silt://REPOSITORY/REF/PATH
+    Objects are named by URIs: silt://REPOSITORY/REF/PATH (lakectl's lakefs://... too)
     Exit codes: 0 ok, 1 failure, 2 usage or configuration, 3 unavailable,
     4 not found, 5 conflict, 6 permission denied or not authenticated.
     """

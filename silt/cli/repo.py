@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from silt.cli.common import as_dict, client, done, json_option, output, table, when
-from silt.client import paged
+from silt.client import paged, strip_scheme
 from silt.graveler.v1 import graveler_pb2 as api
 
 
@@ -15,8 +15,8 @@ def repo() -> None:
 
 
 def _repo_name(uri: str) -> str:
-    # Both `silt://name` and a bare name are accepted: a repository is a single word.
-    return uri.removeprefix("silt://").strip("/")
+    # `silt://name`, `lakefs://name` and a bare name are accepted: a repository is a single word.
+    return strip_scheme(uri).strip("/")
 
 
 @repo.command("create")

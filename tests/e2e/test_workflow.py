@@ -3,6 +3,8 @@ change and delete on the branch, diff, commit, merge, read an old version, rever
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from silt.launcher import Stack
@@ -100,3 +102,43 @@ def test_reset_and_cherry_pick(stack: Stack, silt: Silt, imported: str) -> None:
     assert silt("fs", "stat", f"silt://{REPO}/target/extra/new.csv").code == 0
     silt("branch", "delete", f"silt://{REPO}/target", "--yes")
     assert silt("branch", "list", f"silt://{REPO}", "--json", ok=False).code == 0
+
+
+def test_lakectl_uris_work_in_every_command_group(silt: Silt, tmp_path: Path) -> None:
+    """lakectl's `lakefs://repo/ref/path` is taken wherever `silt://` is, so a lakeFS user's
+    habits and scripts carry over: repositories, branches, tags, objects, history and GC rules."""
+    repo = "e2e-lakectl-uris"
+    uri = f"lakefs://{repo}"
+    silt("repo", "create", uri)
+    assert silt("repo", "show", uri, "--json").json()["name"] == repo
+
+    silt("branch", "create", f"{uri}/dev", "--source", "main")
+    assert {b["name"] for b in silt("branch", "list", uri, "--json").json()} == {"dev", "main"}
+    data = tmp_path / "hello.txt"
+    data.write_text("hello from lakectl\n")
+    silt("fs", "upload", str(data), f"{uri}/dev/docs/hello.txt")
+    assert silt("fs", "cat", f"{uri}/dev/docs/hello.txt").out == "hello from lakectl\n"
+    assert [i["path"] for i in silt("fs", "ls", f"{uri}/dev/docs/", "--json").json()] == ["docs/hello.txt"]
+    assert silt("fs", "stat", f"{uri}/dev/docs/hello.txt", "--json").json()["size"] == len(data.read_text())
+    assert [d["key"] for d in silt("diff", f"{uri}/dev", "--json").json()] == ["docs/hello.txt"]
+
+    commit = silt("commit", f"{uri}/dev", "-m", "hello", "--json").json()
+    # The right side of a diff and a merge's destination may be URIs of either scheme too.
+    assert len(silt("diff", f"{uri}/main", f"{uri}/dev", "--json").json()) == 1
+    merged = silt("merge", f"{uri}/dev", f"{uri}/main", "-m", "merge dev", "--json").json()
+    assert merged["parents"][1] == commit["id"]
+    assert silt("log", f"{uri}/main", "--json").json()[0]["id"] == merged["id"]
+
+    silt("tag", "create", f"{uri}/v1", "main")
+    assert silt("tag", "show", f"{uri}/v1", "--json").json()["commit_id"] == merged["id"]
+    silt("fs", "rm", f"{uri}/main/docs/hello.txt")
+    silt("branch", "reset", f"{uri}/main")
+    assert silt("fs", "stat", f"silt://{repo}/main/docs/hello.txt").code == 0
+
+    silt("gc", "rules", "set", uri, "--default-days", "7")
+    assert silt("gc", "rules", "show", uri, "--json").json()["rules"]["default_retention_days"] == 7
+
+    # A scheme that is neither is refused with the usage exit code, naming both forms.
+    wrong = silt("fs", "ls", f"s3://{repo}/main/", ok=False)
+    assert wrong.code == 2 and "silt://" in wrong.err and "lakefs://" in wrong.err
+    silt("repo", "delete", uri, "--yes")

@@ -45,13 +45,17 @@ class FakeRpcError(grpc.RpcError):
         ("silt://repo/main/", ("repo", "main", "")),
         ("silt://repo/main", ("repo", "main", "")),
         ("silt://repo/main~2/dir/", ("repo", "main~2", "dir/")),
+        ("lakefs://repo/main/a/b.csv", ("repo", "main", "a/b.csv")),  # lakectl's scheme
+        ("lakefs://repo/v1", ("repo", "v1", "")),
     ],
 )
 def test_parse_uri(uri: str, expected: tuple[str, str, str]) -> None:
     assert parse_uri(uri) == expected
 
 
-@pytest.mark.parametrize("uri", ["s3://repo/main/x", "silt://", "silt://repo", "repo/main"])
+@pytest.mark.parametrize(
+    "uri", ["s3://repo/main/x", "silt://", "silt://repo", "repo/main", "lakefs://", "lakefs:/repo/main", "lakefs:repo"]
+)
 def test_parse_uri_rejects(uri: str) -> None:
     with pytest.raises(ClientError) as err:
         parse_uri(uri)
@@ -60,6 +64,8 @@ def test_parse_uri_rejects(uri: str) -> None:
 
 def test_repository_only_uri() -> None:
     assert parse_uri("silt://repo", need_ref=False) == ("repo", "", "")
+    assert parse_uri("lakefs://repo", need_ref=False) == ("repo", "", "")
+    assert parse_uri("repo", need_ref=False) == ("repo", "", "")
 
 
 @pytest.mark.parametrize(
