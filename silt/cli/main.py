@@ -8,6 +8,7 @@ from __future__ import annotations
 import click
 
 from silt.cli.admin import admin
+from silt.cli.annotate import annotate
 from silt.cli.branch import branch, tag
 from silt.cli.common import SiltGroup, State, json_option
 from silt.cli.doctor import doctor
@@ -17,6 +18,8 @@ from silt.cli.gc import gc
 from silt.cli.history import commit, diff, log, merge, show_commit
 from silt.cli.iam import auth
 from silt.cli.imports import import_
+from silt.cli.presign import presign
+from silt.cli.protect import branch_protect
 from silt.cli.repo import repo
 from silt.cli.run import run
 from silt.client import find_config_path
@@ -80,9 +83,29 @@ def check(ctx: click.Context) -> None:
     run_check(load_config(path), path)
 
 
-COMMANDS = (repo, branch, tag, commit, log, diff, merge, show_commit, events, fs, import_, auth, run, doctor, gc, admin)
+COMMANDS = (
+    repo,
+    branch,
+    branch_protect,
+    tag,
+    commit,
+    log,
+    diff,
+    merge,
+    show_commit,
+    annotate,
+    events,
+    fs,
+    import_,
+    auth,
+    run,
+    doctor,
+    gc,
+    admin,
+)
 for command in COMMANDS:
     cli.add_command(command)
+fs.add_command(presign)
 
 
 def main() -> None:

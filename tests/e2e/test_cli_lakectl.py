@@ -1,0 +1,96 @@
+"""lakectl's habits in the `silt` CLI, against the running stack: `branch-protect`, `annotate`
+(the last commit per object) and `fs presign` (a URL that reads one object without credentials)."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from silt.client import EXIT_DENIED, EXIT_NOT_FOUND, EXIT_USAGE
+from silt.errors import is_protection_refusal
+from tests.e2e.conftest import Silt
+
+
+def _upload(silt: Silt, tmp_path: Path, uri: str, text: str) -> None:
+    source = tmp_path / "upload.txt"
+    source.write_text(text)
+    silt("fs", "upload", str(source), uri, "-q")
+
+
+def test_branch_protect_add_list_delete(silt: Silt, tmp_path: Path) -> None:
+    repo = "e2e-cli-branch-protect"
+    silt("repo", "create", f"lakefs://{repo}")
+    assert silt("branch-protect", "list", f"silt://{repo}", "--json").json() == []
+    assert "no branch protection rules" in silt("branch-protect", "list", repo).out
+
+    silt("branch-protect", "add", f"lakefs://{repo}", "main")
+    silt("branch-protect", "add", f"silt://{repo}", "release-*", "--required-approvals", "2")
+    rules = silt("branch-protect", "list", f"silt://{repo}", "--json").json()
+    assert rules == [
+        {"pattern": "main", "block_direct_writes": True, "required_approvals": 0},
+        {"pattern": "release-*", "block_direct_writes": True, "required_approvals": 2},
+    ]
+    # Adding a pattern again replaces its rule rather than adding a second one.
+    silt("branch-protect", "add", f"silt://{repo}", "release-*")
+    assert [r["required_approvals"] for r in silt("branch-protect", "list", repo, "--json").json()] == [0, 0]
+
+    source = tmp_path / "x.txt"
+    source.write_text("x")
+    refused = silt("fs", "upload", str(source), f"silt://{repo}/main/x.txt", "-q", ok=False)
+    assert refused.code == EXIT_DENIED and is_protection_refusal(refused.err)
+
+    silt("branch-protect", "delete", f"silt://{repo}", "main")
+    assert [r["pattern"] for r in silt("branch-protect", "list", repo, "--json").json()] == ["release-*"]
+    _upload(silt, tmp_path, f"silt://{repo}/main/x.txt", "x")  # writable again
+
+    missing = silt("branch-protect", "delete", f"silt://{repo}", "main", ok=False)
+    assert missing.code == EXIT_NOT_FOUND and "no branch protection rule 'main'" in missing.err
+    bad = silt("branch-protect", "list", f"silt://{repo}/main", ok=False)
+    assert bad.code == EXIT_USAGE
+
+
+def test_annotate_names_the_last_commit_of_each_object(silt: Silt, tmp_path: Path) -> None:
+    repo = "e2e-cli-annotate"
+    silt("repo", "create", repo)
+    _upload(silt, tmp_path, f"silt://{repo}/main/data/a.csv", "a1")
+    _upload(silt, tmp_path, f"silt://{repo}/main/data/b.csv", "b1")
+    _upload(silt, tmp_path, f"silt://{repo}/main/data/deep/c.csv", "c1")
+    first = silt("commit", f"silt://{repo}/main", "-m", "first", "--json").json()["id"]
+    _upload(silt, tmp_path, f"silt://{repo}/main/data/b.csv", "b2")
+    second = silt("commit", f"silt://{repo}/main", "-m", "change b", "--json").json()["id"]
+    _upload(silt, tmp_path, f"silt://{repo}/main/data/new.csv", "n")  # staged, never committed
+
+    one_level = silt("annotate", f"lakefs://{repo}/main/data/", "--json").json()
+    assert [(a["path"], a["commit_id"], a["message"]) for a in one_level] == [
+        ("data/a.csv", first, "first"),
+        ("data/b.csv", second, "change b"),
+        ("data/new.csv", "", ""),
+    ]
+    everything = silt("annotate", f"silt://{repo}/main/data/", "-r", "--json").json()
+    assert {a["path"]: a["commit_id"] for a in everything}["data/deep/c.csv"] == first
+    # At the first commit, b's last change is that commit.
+    at_first = silt("annotate", f"silt://{repo}/{first}/data/b.csv", "--json").json()
+    assert [(a["path"], a["commit_id"]) for a in at_first] == [("data/b.csv", first)]
+    human = silt("annotate", f"silt://{repo}/main/data/").out
+    assert second[:12] in human and "(uncommitted)" in human
+
+
+def test_fs_presign_reads_without_credentials_and_fails_clearly(silt: Silt, tmp_path: Path) -> None:
+    repo = "e2e-cli-presign"
+    silt("repo", "create", repo)
+    _upload(silt, tmp_path, f"silt://{repo}/main/report.csv", "id,value\n1,2\n")
+    url = silt("fs", "presign", f"lakefs://{repo}/main/report.csv").out.strip()
+    assert url.startswith("http") and silt("fs", "presign", f"silt://{repo}/main/report.csv", "--json").json()["url"]
+    with urllib.request.urlopen(url, timeout=30) as answer:  # no credentials: the URL carries them
+        assert answer.read() == b"id,value\n1,2\n"
+    tampered = url.replace("report.csv", "other.csv")
+    try:
+        urllib.request.urlopen(tampered, timeout=30)
+        raise AssertionError("a tampered presigned URL was served")
+    except urllib.error.HTTPError as refused:
+        assert refused.code in (403, 404)
+
+    missing = silt("fs", "presign", f"silt://{repo}/main/nothing.csv", ok=False)
+    assert missing.code == EXIT_NOT_FOUND and missing.err.count("\n") == 1
+    assert silt("fs", "presign", f"silt://{repo}/main", ok=False).code == EXIT_USAGE
