@@ -17,6 +17,7 @@ from silt.cli.gc import gc
 from silt.cli.history import commit, diff, log, merge, show_commit
 from silt.cli.iam import auth
 from silt.cli.imports import import_
+from silt.cli.local import local
 from silt.cli.repo import repo
 from silt.cli.run import run
 from silt.client import find_config_path
@@ -80,7 +81,25 @@ def check(ctx: click.Context) -> None:
     run_check(load_config(path), path)
 
 
-COMMANDS = (repo, branch, tag, commit, log, diff, merge, show_commit, events, fs, import_, auth, run, doctor, gc, admin)
+COMMANDS = (
+    repo,
+    branch,
+    tag,
+    commit,
+    log,
+    diff,
+    merge,
+    show_commit,
+    events,
+    fs,
+    local,
+    import_,
+    auth,
+    run,
+    doctor,
+    gc,
+    admin,
+)
 for command in COMMANDS:
     cli.add_command(command)
 
