@@ -5,72 +5,20 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from silt.cli.common import as_dict, client, done, human_size, json_option, on_branch, output, table, when
-from silt.cli.progress import TransferProgress
-from silt.client import EXIT_DENIED, EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE, ClientError, parse_uri
+from silt.cli.transfer import TRANSFER_THREADS, download_job, progress_option, run_transfers, s3_errors, upload_job
+from silt.client import EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
-
-TRANSFER_THREADS = 8
 
 
 @click.group()
 def fs() -> None:
     """Objects in a repository: silt://REPO/REF/PATH."""
-
-
-def _s3_error(exc: Exception, what: str) -> ClientError:
-    from botocore.exceptions import ClientError as BotoError
-    from botocore.exceptions import EndpointConnectionError
-
-    if isinstance(exc, EndpointConnectionError):
-        endpoint = client().settings.s3_endpoint
-        return ClientError(f"S3 gateway unavailable at {endpoint} (is the stack running? `silt run`)", EXIT_UNAVAILABLE)
-    if isinstance(exc, BotoError):
-        error = exc.response.get("Error", {})
-        code = str(error.get("Code", ""))
-        message = error.get("Message") or code
-        if code in ("NoSuchKey", "NoSuchBucket", "404", "NotFound"):
-            return ClientError(f"not found: {what}", EXIT_NOT_FOUND)
-        if code in ("AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
-            return ClientError(f"permission denied: {what}: {message}", EXIT_DENIED)
-        return ClientError(f"{what}: {code}: {message}")
-    # boto3's transfer errors carry the S3 error only in their text.
-    text = str(exc)
-    for code, exit_code, words in (
-        ("(AccessDenied)", EXIT_DENIED, "permission denied"),
-        ("(NoSuchKey)", EXIT_NOT_FOUND, "not found"),
-        ("(NoSuchBucket)", EXIT_NOT_FOUND, "not found"),
-        ("(403)", EXIT_DENIED, "permission denied"),
-        ("(404)", EXIT_NOT_FOUND, "not found"),
-    ):
-        if code in text:
-            # "... when calling the PutObject operation: <message>"; the message may hold ": " too.
-            message = text.partition(" operation: ")[2] or text.rpartition(": ")[2]
-            return ClientError(f"{words}: {what}: {message}", exit_code)
-    return ClientError(f"{what}: {text}")
-
-
-@contextmanager
-def _s3_errors(what: str) -> Iterator[None]:
-    try:
-        yield
-    except ClientError:
-        raise
-    except Exception as exc:
-        from boto3.exceptions import Boto3Error
-        from botocore.exceptions import BotoCoreError
-        from botocore.exceptions import ClientError as BotoError
-
-        if isinstance(exc, BotoError | BotoCoreError | Boto3Error):
-            raise _s3_error(exc, what) from None
-        raise
 
 
 @fs.command("ls")
@@ -149,33 +97,12 @@ def rm(uri: str, recursive: bool) -> None:
 def cat(uri: str) -> None:
     """Write an object's bytes to stdout."""
     repo, ref, path = parse_uri(uri)
-    with _s3_errors(uri):
+    with s3_errors(uri):
         body = client().s3.get_object(Bucket=repo, Key=f"{ref}/{path}")["Body"]
         out = sys.stdout.buffer
         for chunk in iter(lambda: body.read(1 << 20), b""):
             out.write(chunk)
         out.flush()
-
-
-Job = Callable[[Callable[[int], object]], None]
-
-
-def _transfer(jobs: list[tuple[str, int, Job]], verb: str, quiet: bool) -> None:
-    """Run (name, size, job) transfers concurrently; each job gets its file's progress callback."""
-    with TransferProgress(verb, [(name, size) for name, size, _ in jobs], quiet) as progress:
-
-        def run(name: str, job: Job) -> None:
-            job(progress.file(name))
-            progress.finished(name)
-
-        with ThreadPoolExecutor(TRANSFER_THREADS) as pool:
-            for future in [pool.submit(run, name, job) for name, _, job in jobs]:
-                future.result()
-
-
-progress_option = click.option(
-    "--quiet", "-q", is_flag=True, help="No progress (bars on a terminal, else a line every few seconds)."
-)
 
 
 @fs.command("upload")
@@ -197,21 +124,17 @@ def upload(source: Path, uri: str, recursive: bool, content_type: str | None, qu
     else:
         key = path + source.name if not path or path.endswith("/") else path
         pairs = [(source, key)]
-    s3 = client().s3
     extra = {"ContentType": content_type} if content_type else None
-
-    def job(local: Path, key: str) -> Job:
-        def run(progress: Callable[[int], object]) -> None:
-            with _s3_errors(f"silt://{repo}/{branch}/{key}"):
-                s3.upload_file(str(local), repo, f"{branch}/{key}", ExtraArgs=extra, Callback=progress)
-
-        return run
-
+    s3 = client().s3
     sizes = [f.stat().st_size for f, _ in pairs]
     total = sum(sizes)
     with on_branch(repo, branch):
         client().graveler.GetBranch(api.GetBranchRequest(repository=repo, name=branch))
-    _transfer([(k, size, job(f, k)) for (f, k), size in zip(pairs, sizes, strict=True)], "uploading", quiet)
+    run_transfers(
+        [(k, size, upload_job(s3, repo, branch, k, f, extra)) for (f, k), size in zip(pairs, sizes, strict=True)],
+        "uploading",
+        quiet,
+    )
     done(
         f"Uploaded {len(pairs)} file(s), {human_size(total)}, to silt://{repo}/{branch}/{path}",
         files=[{"path": k, "size": size} for (_, k), size in zip(pairs, sizes, strict=True)],
@@ -237,18 +160,9 @@ def download(uri: str, destination: Path, recursive: bool, quiet: bool) -> None:
         info = c.graveler.StatEntry(api.StatEntryRequest(repository=repo, ref=ref, key=path))
         target = destination / Path(path).name if destination.is_dir() else destination
         pairs = [(path, target, info.entry.size)]
-    s3 = c.s3
-
-    def job(key: str, local: Path) -> Job:
-        def run(progress: Callable[[int], object]) -> None:
-            local.parent.mkdir(parents=True, exist_ok=True)
-            with _s3_errors(f"silt://{repo}/{ref}/{key}"):
-                s3.download_file(repo, f"{ref}/{key}", str(local), Callback=progress)
-
-        return run
-
     total = sum(size for _, _, size in pairs)
-    _transfer([(k, size, job(k, p)) for k, p, size in pairs], "downloading", quiet)
+    s3 = c.s3
+    run_transfers([(k, size, download_job(s3, repo, ref, k, p)) for k, p, size in pairs], "downloading", quiet)
     done(
         f"Downloaded {len(pairs)} file(s), {human_size(total)}, to {os.fspath(destination)}",
         files=[{"path": k, "local": os.fspath(p), "size": size} for k, p, size in pairs],

@@ -18,6 +18,7 @@ from silt.cli.gc import gc
 from silt.cli.history import commit, diff, log, merge, show_commit
 from silt.cli.iam import auth
 from silt.cli.imports import import_
+from silt.cli.local import local
 from silt.cli.presign import presign
 from silt.cli.protect import branch_protect
 from silt.cli.repo import repo
@@ -96,6 +97,7 @@ COMMANDS = (
     annotate,
     events,
     fs,
+    local,
     import_,
     auth,
     run,
