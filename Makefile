@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench edge tests
 
-.PHONY: all venv clients lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -147,7 +147,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal
+bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -215,6 +215,11 @@ bench-spark: proto
 # replay rate into local and Cassandra (docs/design/journal.md); BENCH_ARGS="--drivers local" skips Cassandra.
 bench-journal: proto
 	$(PY) -m bench.journal $(BENCH_ARGS)
+
+# What one `silt` invocation costs (scripts and completion run it thousands of times): CPU of
+# `--version`, `--help` and `repo list` against its own stack, median of 10 (target 0.15 s).
+bench-cli: proto
+	$(PY) -m bench.cli $(BENCH_ARGS)
 
 # A Cassandra in the foreground for manual use: scripts/cassandra.sh run
 cassandra:

@@ -30,8 +30,6 @@ from typing import Any, TypeVar
 import grpc
 from pydantic import SecretStr
 
-from silt.auth.v1 import auth_pb2_grpc
-from silt.compactor.v1 import compactor_pb2_grpc
 from silt.config import Config, dialable_address
 from silt.errors import (
     Aborted,
@@ -249,6 +247,8 @@ class Client:
     @property
     def compactor(self) -> Any:
         if self._compactor is None:
+            from silt.compactor.v1 import compactor_pb2_grpc  # only what a command calls is imported
+
             target = self.settings.compactor
             stub = compactor_pb2_grpc.CompactorServiceStub(self._channel(target, COMPACTOR_AUDIENCE))
             self._compactor = _Calls(stub, "compactor", target)
@@ -257,6 +257,8 @@ class Client:
     @property
     def auth(self) -> Any:
         if self._auth is None:
+            from silt.auth.v1 import auth_pb2_grpc  # only what a command calls is imported
+
             stub = auth_pb2_grpc.AuthServiceStub(self._channel(self.settings.auth, AUTH_AUDIENCE))
             self._auth = _Calls(stub, "auth", self.settings.auth)
         return self._auth

@@ -32,8 +32,10 @@ CONFIG_PATH_ENV = "SILT_CONFIG"
 
 class _Section(BaseModel):
     # A field's docstring is its description: the configuration reference (silt/config_reference.py,
-    # docs/configuration.md) is generated from them.
-    model_config = ConfigDict(extra="forbid", validate_default=True, use_attribute_docstrings=True)
+    # docs/configuration.md) is generated from them. Read from this file's source there, not here
+    # (pydantic's use_attribute_docstrings): reading and parsing it made every model cost twice as
+    # much to build, at every start of every process that loads the configuration, `silt` included.
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
 def _check_listen_address(value: str) -> str:

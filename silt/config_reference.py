@@ -10,6 +10,9 @@ default, fails until ``make docs`` (``python -m silt.config_reference --write``)
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
+import inspect
 import types
 import typing
 from pathlib import Path
@@ -19,6 +22,7 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from silt import config
 from silt.config import ENV_PREFIX, Config
 
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "snippets" / "config-keys.md"
@@ -72,6 +76,39 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+@functools.cache
+def _docstrings() -> dict[str, dict[str, str]]:
+    """class name -> field -> the docstring below the field in silt/config.py (as pydantic's
+    use_attribute_docstrings reads them; silt/config.py leaves that off, for its start-up time)."""
+    found: dict[str, dict[str, str]] = {}
+    for node in ast.walk(ast.parse(inspect.getsource(config))):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        docs = found.setdefault(node.name, {})
+        for statement, following in zip(node.body, node.body[1:], strict=False):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docs[statement.target.id] = inspect.cleandoc(following.value.value)
+    return found
+
+
+def description(model: type[BaseModel], name: str) -> str | None:
+    """A field's description: its own (Field(description=...)), else its docstring in the class
+    that declares it (a subclass inherits its parents' fields and their docstrings)."""
+    field = model.model_fields[name]
+    if field.description:
+        return field.description
+    for cls in model.__mro__:
+        if name in getattr(cls, "__annotations__", {}):
+            return _docstrings().get(cls.__name__, {}).get(name)
+    return None
+
+
 def rows(model: type[BaseModel] = Config, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """(key, variable, type, default, description) of every leaf key, in the schema's order."""
     out: list[tuple[str, ...]] = []
@@ -80,10 +117,11 @@ def rows(model: type[BaseModel] = Config, prefix: tuple[str, ...] = ()) -> list[
         if _is_model(field.annotation):
             out.extend(rows(field.annotation, path))  # type: ignore[arg-type]
             continue
-        if not field.description:
+        text = description(model, name)
+        if not text:
             raise ValueError(f"configuration key {'.'.join(path)} has no description (a docstring in silt/config.py)")
         variable = ENV_PREFIX + "_".join(path).upper()
-        out.append((".".join(path), variable, type_name(field.annotation), default_text(field), field.description))
+        out.append((".".join(path), variable, type_name(field.annotation), default_text(field), text))
     return out
 
 

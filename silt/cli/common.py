@@ -2,31 +2,31 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.json_format import MessageToDict
-from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
 
-from silt.client import (
-    EXIT_FAILURE,
-    EXIT_NOT_FOUND,
-    EXIT_USAGE,
-    Client,
-    ClientError,
-    exit_code_of,
-    find_config_path,
-    resolve_settings,
-)
-from silt.config import Config, load_config
 from silt.errors import ConfigError, SiltError
+
+# Every `silt` invocation imports this module, `silt --version` and completion included: what
+# only some commands need (gRPC, protobuf, pydantic's configuration models) is imported where used.
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+    from google.protobuf.message import Message
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    from silt.client import Client
+    from silt.config import Config
+
+
+_EXIT_FAILURE = 1  # silt.client.EXIT_FAILURE, without importing gRPC
 
 
 @dataclass
@@ -39,10 +39,15 @@ class State:
     _client: Client | None = field(default=None, repr=False)
 
     def config(self) -> Config:
+        from silt.client import find_config_path
+        from silt.config import load_config
+
         return load_config(find_config_path(self.config_path))
 
     def client(self) -> Client:
         if self._client is None:
+            from silt.client import Client, resolve_settings
+
             settings = resolve_settings(self.config(), self.graveler, self.auth, self.s3_endpoint)
             self._client = Client(settings)
         return self._client
@@ -58,7 +63,67 @@ def client() -> Client:
 
 class SiltGroup(click.Group):
     """Turns every error of a subcommand into one line on stderr and its exit code; takes
-    `--json` anywhere on the command line, for every command."""
+    `--json` anywhere on the command line, for every command.
+
+    lazy_commands: name -> ("package.module:attribute", its one-line help), commands whose
+    module is imported only when that command runs (or its --help): `silt --help`, completion
+    and `silt --version` list them from this map, without importing gRPC, pyarrow and the rest.
+    """
+
+    def __init__(self, *args: Any, lazy_commands: Mapping[str, tuple[str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy_commands:
+            self.add_command(self.load_lazy(cmd_name), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def load_lazy(self, cmd_name: str) -> click.Command:
+        module_name, _, attribute = self.lazy_commands[cmd_name][0].partition(":")
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module_name}:{attribute} is not a click command")
+        return command
+
+    def command_help(self, cmd_name: str, limit: int = 45) -> str:
+        """A command's line in `silt --help`, without importing a lazy command's module."""
+        if cmd_name in self.commands:
+            return self.commands[cmd_name].get_short_help_str(limit)
+        # Shortened exactly as the command's own would be (an empty command with the same help).
+        return click.Command(cmd_name, help=self.lazy_commands[cmd_name][1]).get_short_help_str(limit)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = [n for n in self.list_commands(ctx) if n in self.lazy_commands or not self.commands[n].hidden]
+        if names:
+            limit = formatter.width - 6 - max(len(name) for name in names)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, self.command_help(name, limit)) for name in names])
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem
+
+        results = [
+            CompletionItem(name, help=self.command_help(name))
+            for name in self.list_commands(ctx)
+            if name.startswith(incomplete) and (name in self.lazy_commands or not self.commands[name].hidden)
+        ]
+        # Options (click.Group's own completion, minus the subcommands listed above).
+        results.extend(click.Command.shell_complete(self, ctx, incomplete))
+        return results
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0]
+        known = name in self.commands or name in self.lazy_commands
+        if not known and name[:1].isalnum() and ctx.token_normalize_func is None and not ctx.resilient_parsing:
+            # click suggests from self.commands alone; the lazy ones count too ("Did you mean").
+            raise click.exceptions.NoSuchCommand(name, possibilities=self.list_commands(ctx), ctx=ctx)
+        return super().resolve_command(ctx, args)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if ctx.parent is None:
@@ -75,23 +140,21 @@ class SiltGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
-        except ClientError as exc:
-            click.echo(f"silt: {exc}", err=True)
-            ctx.exit(exc.exit_code)
-        except ConfigError as exc:
-            click.echo(f"silt: {exc}", err=True)
-            ctx.exit(EXIT_USAGE)
         except SiltError as exc:
+            from silt.client import EXIT_USAGE, ClientError, exit_code_of
+
             click.echo(f"silt: {exc}", err=True)
-            ctx.exit(exit_code_of(exc))
+            if isinstance(exc, ClientError):
+                ctx.exit(exc.exit_code)
+            ctx.exit(EXIT_USAGE if isinstance(exc, ConfigError) else exit_code_of(exc))
         except KeyboardInterrupt:
             click.echo("silt: interrupted", err=True)
             ctx.exit(130)
         except BrokenPipeError:
-            ctx.exit(EXIT_FAILURE)
+            ctx.exit(_EXIT_FAILURE)
         except Exception as exc:  # a bug: still one line for the user
             click.echo(f"silt: internal error: {type(exc).__name__}: {exc}", err=True)
-            ctx.exit(EXIT_FAILURE)
+            ctx.exit(_EXIT_FAILURE)
         finally:
             root = ctx.find_root().obj
             if isinstance(root, State) and root._client is not None and ctx.parent is None:
@@ -104,13 +167,19 @@ def when(ts: Timestamp) -> str:
     return datetime.fromtimestamp(ts.seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-_INT64_TYPES = {
-    FieldDescriptor.TYPE_INT64,
-    FieldDescriptor.TYPE_UINT64,
-    FieldDescriptor.TYPE_SINT64,
-    FieldDescriptor.TYPE_FIXED64,
-    FieldDescriptor.TYPE_SFIXED64,
-}
+@functools.cache
+def _int64_types() -> frozenset[int]:
+    from google.protobuf.descriptor import FieldDescriptor
+
+    return frozenset(
+        {
+            FieldDescriptor.TYPE_INT64,
+            FieldDescriptor.TYPE_UINT64,
+            FieldDescriptor.TYPE_SINT64,
+            FieldDescriptor.TYPE_FIXED64,
+            FieldDescriptor.TYPE_SFIXED64,
+        }
+    )
 
 
 def _numbers(message: Message, data: dict[str, Any]) -> dict[str, Any]:
@@ -122,13 +191,13 @@ def _numbers(message: Message, data: dict[str, Any]) -> dict[str, Any]:
         value = getattr(message, name)
         if descriptor.message_type is not None and descriptor.message_type.GetOptions().map_entry:
             value_descriptor = descriptor.message_type.fields_by_name["value"]
-            if value_descriptor.type in _INT64_TYPES:
+            if value_descriptor.type in _int64_types():
                 data[name] = {k: int(v) for k, v in data[name].items()}
             elif value_descriptor.message_type is not None and isinstance(data[name], dict):
                 for k in data[name]:
                     if isinstance(data[name][k], dict):
                         _numbers(value[k], data[name][k])
-        elif descriptor.type in _INT64_TYPES:
+        elif descriptor.type in _int64_types():
             data[name] = [int(v) for v in data[name]] if isinstance(data[name], list) else int(data[name])
         elif descriptor.message_type is not None and descriptor.message_type.full_name.startswith("google.protobuf."):
             continue  # well-known types (Timestamp...) have their own JSON form
@@ -143,6 +212,8 @@ def _numbers(message: Message, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def as_dict(message: Message) -> dict[str, Any]:
+    from google.protobuf.json_format import MessageToDict
+
     return _numbers(message, MessageToDict(message, preserving_proto_field_name=True))
 
 
@@ -176,6 +247,8 @@ def output(data: Any, human: Callable[[], None]) -> None:
 @contextmanager
 def on_branch(repo: str, name: str) -> Iterator[None]:
     """Around a call that needs a branch: when name is a tag instead, say so, not "not found"."""
+    from silt.client import EXIT_NOT_FOUND, EXIT_USAGE, ClientError
+
     try:
         yield
     except ClientError as exc:
@@ -189,6 +262,7 @@ def on_branch(repo: str, name: str) -> Iterator[None]:
 
 
 def _is_tag(repo: str, name: str) -> bool:
+    from silt.client import ClientError
     from silt.graveler.v1 import graveler_pb2 as api
 
     try:

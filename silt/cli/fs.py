@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from silt.cli.common import as_dict, client, done, human_size, json_option, on_branch, output, table, when
+from silt.cli.presign import presign
 from silt.cli.transfer import TRANSFER_THREADS, download_job, progress_option, run_transfers, s3_errors, upload_job
 from silt.client import EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
@@ -168,3 +169,6 @@ def download(uri: str, destination: Path, recursive: bool, quiet: bool) -> None:
         files=[{"path": k, "local": os.fspath(p), "size": size} for k, p, size in pairs],
         bytes=total,
     )
+
+
+fs.add_command(presign)  # lakectl's `fs presign`, in a module of its own (it needs lakeFS's client)

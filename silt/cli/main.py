@@ -1,33 +1,81 @@
 """Entry point of the `silt` command.
 
 Errors are one readable line on stderr and a non-zero exit code, never a traceback.
+
+Scripts and shell completion run `silt` thousands of times: this module imports no command's
+module. Each command is named in COMMANDS with its one-line help, and its module is imported
+only when it runs (or shows its --help); tests/unit/test_cli_startup.py keeps it so, and checks
+that each line here is the command's own.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from silt.cli.admin import admin
-from silt.cli.annotate import annotate
-from silt.cli.branch import branch, tag
 from silt.cli.common import SiltGroup, State, json_option
-from silt.cli.doctor import doctor
-from silt.cli.events import events
-from silt.cli.fs import fs
-from silt.cli.gc import gc
-from silt.cli.history import commit, diff, log, merge, show_commit
-from silt.cli.iam import auth
-from silt.cli.imports import import_
-from silt.cli.local import local
-from silt.cli.presign import presign
-from silt.cli.protect import branch_protect
-from silt.cli.repo import repo
-from silt.cli.run import run
-from silt.client import find_config_path
-from silt.config import Config, load_config
+
+if TYPE_CHECKING:
+    from silt.config import Config
+
+# name -> ("module:attribute", the first line of its help, as `silt --help` shows it).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "admin": (
+        "silt.cli.admin:admin",
+        "Operator commands on the KV store and the object store (configuration file, no services).",
+    ),
+    "annotate": (
+        "silt.cli.annotate:annotate",
+        "Each object under PATH with the last commit that changed it (lakectl's annotate).",
+    ),
+    "auth": ("silt.cli.iam:auth", "Users, groups, policies and credentials."),
+    "branch": ("silt.cli.branch:branch", "Branches."),
+    "branch-protect": ("silt.cli.protect:branch_protect", "Branch protection rules (lakectl's branch-protect)."),
+    "commit": (
+        "silt.cli.history:commit",
+        "Commit a branch's uncommitted changes (only those under PREFIX when given).",
+    ),
+    "diff": (
+        "silt.cli.history:diff",
+        "Differences between two refs, or a branch's uncommitted changes when only LEFT is given.",
+    ),
+    "doctor": ("silt.cli.doctor:doctor", "Check credentials and connectivity to auth, graveler and the S3 gateway."),
+    "events": (
+        "silt.cli.events:events",
+        "A branch's history events: reads, writes and deletes through S3 and the REST API,"
+        " and commits, merges, reverts, cherry-picks, resets, branch and tag changes.",
+    ),
+    "fs": ("silt.cli.fs:fs", "Objects in a repository: silt://REPO/REF/PATH."),
+    "gc": ("silt.cli.gc:gc", "Garbage collection: retention rules and runs."),
+    "import": (
+        "silt.cli.imports:import_",
+        "Import objects in place, zero-copy: entries naming them where they are, committed as one commit.",
+    ),
+    "local": (
+        "silt.cli.local:local",
+        "Local checkouts of a path of a ref, as lakectl's `local` (a `.lakefs_ref.yaml` in each).",
+    ),
+    "log": (
+        "silt.cli.history:log",
+        "History of a ref, newest first (only commits that touched PATH, a key or prefix, when given).",
+    ),
+    "merge": (
+        "silt.cli.history:merge",
+        "Merge SOURCE into the branch DESTINATION; conflicts are listed and exit with code 5.",
+    ),
+    "repo": ("silt.cli.repo:repo", "Repositories."),
+    "run": (
+        "silt.cli.run:run",
+        "Start auth, graveler and the S3 gateway locally; restart what crashes; stop on Ctrl-C.",
+    ),
+    "show": ("silt.cli.history:show_commit", "The commit a ref resolves to."),
+    "tag": ("silt.cli.branch:tag", "Tags: immutable names for commits."),
+}
 
 
-@click.group(cls=SiltGroup)
+@click.group(cls=SiltGroup, lazy_commands=COMMANDS)
+@click.version_option(package_name="silt", prog_name="silt", message="%(prog)s, version %(version)s")
 @click.option("--config", "config_path", envvar="SILT_CONFIG", help="YAML configuration file.")
 @click.option("--graveler", metavar="HOST:PORT", help="Graveler endpoint (default: saved by `silt run`, or config).")
 @click.option("--auth", "auth_endpoint", metavar="HOST:PORT", help="Auth endpoint.")
@@ -56,6 +104,9 @@ def cli(
 
 
 def _config(ctx: click.Context) -> Config:
+    from silt.client import find_config_path
+    from silt.config import load_config
+
     return load_config(find_config_path(ctx.find_root().ensure_object(State).config_path))
 
 
@@ -79,35 +130,11 @@ def config_check(ctx: click.Context) -> None:
 def check(ctx: click.Context) -> None:
     """Validate the configuration and reach the KV store and the object store; creates nothing."""
     from silt.cli.stack_check import run_check
+    from silt.client import find_config_path
+    from silt.config import load_config
 
     path = find_config_path(ctx.find_root().ensure_object(State).config_path)
     run_check(load_config(path), path)
-
-
-COMMANDS = (
-    repo,
-    branch,
-    branch_protect,
-    tag,
-    commit,
-    log,
-    diff,
-    merge,
-    show_commit,
-    annotate,
-    events,
-    fs,
-    local,
-    import_,
-    auth,
-    run,
-    doctor,
-    gc,
-    admin,
-)
-for command in COMMANDS:
-    cli.add_command(command)
-fs.add_command(presign)
 
 
 def main() -> None:

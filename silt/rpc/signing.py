@@ -252,10 +252,15 @@ def signed_channel(
 ) -> grpc.Channel:
     """A channel to target whose every call is signed with credentials; over TLS with tls.
     audience: the service at target (default: the package of each method called)."""
-    from silt.telemetry.rpc import traced_channel
+    from silt.telemetry.setup import tracing_enabled
 
     signer = SigningInterceptor(credentials, audience=audience)
-    return traced_channel(grpc.intercept_channel(open_channel(target, tls, options), signer))
+    channel = grpc.intercept_channel(open_channel(target, tls, options), signer)
+    if not tracing_enabled():  # the `silt` CLI: OpenTelemetry is not even imported
+        return channel
+    from silt.telemetry.rpc import traced_channel
+
+    return traced_channel(channel)
 
 
 def _as_bytes(method: str | bytes) -> bytes:

@@ -10,10 +10,20 @@ from silt.cli.main import cli
 
 
 def _walk(command: click.Command, path: str) -> Iterator[tuple[str, click.Command]]:
+    """Every command, the lazily loaded ones included (silt/cli/main.py's COMMANDS)."""
     yield path, command
     if isinstance(command, click.Group):
-        for name, sub in command.commands.items():
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, f"{path} {name}"
             yield from _walk(sub, f"{path} {name}")
+
+
+def test_walk_sees_every_command() -> None:
+    """The two tests below see the lazily loaded commands too, not the root's eager ones alone."""
+    seen = {path for path, _ in _walk(cli, "silt")}
+    assert {"silt repo list", "silt admin", "silt gc", "silt show", "silt config check", "silt check"} <= seen
 
 
 def test_every_command_and_option_has_help() -> None:

@@ -1,0 +1,144 @@
+"""`silt` starts fast: scripts and shell completion run it thousands of times.
+
+No timing here (bench/cli.py measures, `make bench-cli`): each test runs a fresh interpreter and
+checks which modules it imported. Importing silt.cli.main, `silt --version`, `silt --help` and
+completing a command name import no command's module, nor gRPC, protobuf, pydantic, boto3,
+pyarrow and the like; `silt repo list` imports what a gRPC call needs and nothing of the
+journal, object stores or data frames. Re-adding an eager import to silt/cli/main.py or
+silt/cli/common.py fails these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from silt.cli.common import SiltGroup
+from silt.cli.main import COMMANDS, cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Never on the way to a command's first output, whatever the command.
+NEVER = ("pyarrow", "numpy", "pandas", "pyspark", "boto3", "botocore", "silt.journal", "silt.block", "silt.kv", "rich")
+# Nor, for what needs no server (--version, --help, completion), these.
+NO_SERVER = (
+    *NEVER,
+    "grpc",
+    "google.protobuf",
+    "pydantic",
+    "yaml",
+    "silt.client",
+    "silt.config",
+    "silt.launcher",
+    *(path.partition(":")[0] for path, _ in COMMANDS.values()),
+)
+
+_PROBE = """
+import json, sys
+from silt.cli.main import main
+sys.argv = ["silt", *json.loads(sys.argv[1])]
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def _modules_after(args: list[str], env: dict[str, str] | None = None) -> set[str]:
+    """The modules a fresh `silt ARGS` process has imported when it is done."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SILT_", "AWS_", "_SILT_COMPLETE"))}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(args)],
+        env={**base, "PYTHONPATH": str(ROOT), **(env or {})},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def _imported(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
+
+
+def test_import_alone_loads_no_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import json, sys, silt.cli.main; print(json.dumps(sorted(sys.modules)))"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert _imported(set(json.loads(done.stdout)), NO_SERVER) == []
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"]], ids=" ".join)
+def test_version_and_help_load_nothing_heavy(args: list[str]) -> None:
+    modules = _modules_after(args)
+    assert "silt.cli.main" in modules
+    assert _imported(modules, NO_SERVER) == []
+
+
+def test_a_commands_help_loads_its_module_alone() -> None:
+    modules = _modules_after(["repo", "--help"])
+    assert "silt.cli.repo" in modules
+    assert _imported(modules, NEVER) == []
+    others = tuple(path.partition(":")[0] for name, (path, _) in COMMANDS.items() if name != "repo")
+    assert _imported(modules, others) == []
+
+
+def test_completing_a_command_name_loads_no_command() -> None:
+    env = {"_SILT_COMPLETE": "bash_complete", "COMP_WORDS": "silt re", "COMP_CWORD": "1"}
+    assert _imported(_modules_after([], env), NO_SERVER) == []
+
+
+def test_repo_list_loads_only_what_a_grpc_call_needs() -> None:
+    # No server listens on port 1: the call fails, after everything it needs was imported.
+    modules = _modules_after(["--graveler", "127.0.0.1:1", "repo", "list"], {"SILT_ACCESS_KEY_ID": "a"})
+    assert "silt.cli.repo" in modules
+    assert _imported(modules, NEVER) == []
+    others = tuple(path.partition(":")[0] for name, (path, _) in COMMANDS.items() if name != "repo")
+    assert _imported(modules, others) == []
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"silt, version {version('silt')}\n"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_listed_help_is_the_commands_own(name: str) -> None:
+    """The name and line `silt --help` shows without importing a command are the command's."""
+    assert isinstance(cli, SiltGroup)
+    command = cli.load_lazy(name)
+    assert command.name == name
+    assert COMMANDS[name][1] == command.get_short_help_str(limit=1_000)
+    ctx = click.Context(cli)
+    assert cli.get_command(ctx, name) is command
+
+
+def test_help_lists_every_command() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    listed = [line.split()[0] for line in result.output.split("Commands:\n")[1].splitlines() if line.strip()]
+    assert listed == sorted([*COMMANDS, "config", "check"])
+
+
+def test_unknown_command_suggests_a_lazy_one() -> None:
+    result = CliRunner().invoke(cli, ["repos"])
+    assert result.exit_code == 2
+    assert "Did you mean 'repo'?" in result.output
