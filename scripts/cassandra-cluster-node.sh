@@ -40,7 +40,7 @@ sed -i \
 	-e "s/^hinted_handoff_enabled:.*/hinted_handoff_enabled: true/" \
 	-e "s/^cluster_name:.*/cluster_name: silt-test-cluster/" \
 	-e "s/^dynamic_snitch:.*/dynamic_snitch: true/" \
-	-e "s/^read_request_timeout_in_ms:.*/read_request_timeout_in_ms: 3000/" \
+	-e "s/^read_request_timeout_in_ms:.*/read_request_timeout_in_ms: 1500/" \
 	"$yaml"
 cat >>"$yaml" <<YAML
 # Added by scripts/cassandra-cluster-node.sh
