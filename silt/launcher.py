@@ -44,6 +44,7 @@ from pydantic import SecretStr
 from silt.config import Config, dialable_address, dialable_host, load_config
 from silt.errors import ConfigError, SiltError
 from silt.lifeline import PARENT_PID_ENV
+from silt.listeners import owns_listener
 from silt.rpc.signing import Credentials
 
 log = logging.getLogger(__name__)
@@ -396,7 +397,11 @@ class Stack:
         svc.started_at = time.monotonic()
 
     def _ready(self, svc: _Service) -> bool:
-        return svc.proc is not None and svc.proc.poll() is None and _reachable(svc.host, svc.port)
+        if svc.proc is None or svc.proc.poll() is not None or not _reachable(svc.host, svc.port):
+            return False
+        # Reachable is not enough: another process may have been given the port after it was
+        # chosen, before the service bound it. The service (or its child) must hold the listener.
+        return owns_listener(svc.proc.pid, svc.port) is not False
 
     def wait_ready(self, service: str, timeout: float = READY_TIMEOUT_SECONDS) -> None:
         """Block until the service's current process accepts connections."""
