@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench edge tests
 
-.PHONY: all venv clients lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -147,7 +147,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli
+bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -158,6 +158,10 @@ bench-committed: proto
 
 bench-graveler: proto
 	$(PY) -m bench.graveler $(BENCH_ARGS)
+
+# A commit's latency with actions off, on without action files, and with one pre-commit webhook.
+bench-actions: proto
+	$(PY) -m bench.actions $(BENCH_ARGS)
 
 bench-auth: proto
 	$(PY) -m bench.auth $(BENCH_ARGS)

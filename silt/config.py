@@ -673,6 +673,56 @@ class TelemetryConfig(_Section):
     """a probe slower than this means NOT_SERVING (gateway readiness: per dependency)"""
 
 
+class ActionsEnvConfig(_Section):
+    enabled: bool = True
+    """whether hooks' secure strings (`{{ ENV.NAME }}` in webhook query params and headers) read graveler's
+    environment"""
+    prefix: str = Field("SILTACTION_", min_length=1, max_length=64)
+    """only environment variables with this prefix can be read by hooks"""
+
+
+class ActionsWebhookConfig(_Section):
+    """Where webhooks may go (services/graveler/actions/webhook.py). Link-local addresses and cloud metadata
+    endpoints are always refused."""
+
+    allowed_hosts: list[str] = Field(default_factory=list, max_length=1000)
+    """when set (with `allowed_cidrs`), webhooks may go only to these host names"""
+    allowed_cidrs: list[str] = Field(default_factory=list, max_length=1000)
+    """when set (with `allowed_hosts`), webhooks may go only to addresses in these networks (e.g. `10.0.0.0/8`)"""
+    denied_cidrs: list[str] = Field(default_factory=list, max_length=1000)
+    """networks webhooks may never reach, besides link-local and metadata addresses"""
+    allow_private: bool = True
+    """whether webhooks may reach private (RFC 1918, unique local) and loopback addresses, where on-premises
+    webhook servers usually are"""
+
+
+class ActionsLuaConfig(_Section):
+    max_memory_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024, le=1024 * 1024 * 1024)
+    """memory one Lua hook may allocate"""
+    max_instructions: int = Field(200_000_000, ge=1000)
+    """Lua VM instructions one Lua hook may run"""
+    timeout_seconds: float = Field(30.0, gt=0, le=3600)
+    """wall-clock time one Lua hook may run (within the run's own timeout)"""
+
+
+class ActionsConfig(_Section):
+    """lakeFS Actions: hooks on repository events and pull request checks (docs/actions.md)."""
+
+    enabled: bool = True
+    """whether action files run hooks at all (off: they are plain objects, as before)"""
+    run_timeout_seconds: float = Field(60.0, gt=0, le=3600)
+    """a pre-event run (all its hooks) ends by then, refusing the operation if a hook has not finished"""
+    max_runs_per_repository: int = Field(4, ge=1, le=16)
+    """pre-event runs one repository may have at once; more are refused with 429 (each holds a graveler thread)"""
+    background_workers: int = Field(4, ge=1, le=64)
+    """threads running post-event hooks and pull request checks, shared fairly by repositories"""
+    background_queue_per_repository: int = Field(100, ge=1, le=100_000)
+    """post-event runs and checks a repository may have queued; more are dropped (and logged)"""
+    env: ActionsEnvConfig = Field(default_factory=ActionsEnvConfig)
+    webhook: ActionsWebhookConfig = Field(default_factory=ActionsWebhookConfig)
+    lua: ActionsLuaConfig = Field(default_factory=ActionsLuaConfig)
+
+
 class Config(_Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
@@ -685,6 +735,7 @@ class Config(_Section):
     credentials: CredentialsConfig = Field(default_factory=CredentialsConfig)
     tls: TLSConfig = Field(default_factory=TLSConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
+    actions: ActionsConfig = Field(default_factory=ActionsConfig)
 
 
 # --- environment overrides -------------------------------------------------------------

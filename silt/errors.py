@@ -122,5 +122,18 @@ def is_protection_refusal(details: str) -> bool:
     return PROTECTED_BRANCH in details or PROTECTED_BRANCH_COMMIT in details
 
 
+# How a pre-event hook's refusal starts after its event type (lakeFS's text); the REST API answers
+# it 412 Precondition Failed, as lakeFS does, where other failed preconditions are 400.
+HOOK_ABORTED = "hook aborted, run id"
+
+
+class HookAborted(FailedPrecondition):
+    """A pre-event hook refused the operation: nothing changed (services/graveler/actions/)."""
+
+
+def is_hook_refusal(details: str) -> bool:
+    return HOOK_ABORTED in details
+
+
 class ResourceExhausted(SiltError):
     """The service is over a limit (requests in flight, quota); the caller slows down and retries."""

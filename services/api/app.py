@@ -21,6 +21,7 @@ from services.api.backend import Backend
 from services.api.errors import ApiError, from_silt
 from services.api.observe import Observed
 from services.api.routes import (
+    actions,
     branches,
     commits,
     events,
@@ -135,6 +136,7 @@ def create_app(config: Config) -> ASGIApp:
         imports.router,
         events.router,
         pulls.router,
+        actions.router,
         iam.router,
     )
     for router in routers:

@@ -17,6 +17,7 @@ from silt.errors import (
     SourceChanged,
     Unauthenticated,
     Unavailable,
+    is_hook_refusal,
     is_protection_refusal,
     lakefs_refusal,
 )
@@ -65,6 +66,8 @@ _STATUS: tuple[tuple[type[SiltError], int], ...] = (
 
 
 def from_silt(exc: SiltError) -> ApiError:
+    if isinstance(exc, FailedPrecondition) and is_hook_refusal(str(exc)):
+        return ApiError(412, str(exc))
     for kind, status in _STATUS:
         if isinstance(exc, kind):
             return ApiError(status, str(exc) or kind.__name__)

@@ -1,7 +1,8 @@
 """Graveler's pull requests, reviews and comments as the REST API shows them.
 
 A pull request is lakefs-sdk's `PullRequest`; Silt adds three fields the model does not name
-(the SDK ignores them): `approvals`, `required_approvals` and `merge_blocked_reason`, so that a
+(the SDK ignores them): `approvals`, `required_approvals`, `merge_blocked_reason`, `checks`
+(its pull request checks, services/graveler/checks.py) and `required_checks`, so that a
 UI can say why a merge is refused. Reviews and comments are Silt's own shapes (lakeFS has none).
 """
 
@@ -57,8 +58,34 @@ def pull_request(info: api.PullRequestInfo) -> dict[str, Any]:
         approvals=info.approvals,
         required_approvals=info.required_approvals,
         merge_blocked_reason=info.merge_blocked_reason,
+        checks=[check(c) for c in pull.checks],
+        required_checks=list(info.required_checks),
     )
     return body
+
+
+CHECK_STATUS_NAMES = {
+    pb.CHECK_STATUS_PENDING: "pending",
+    pb.CHECK_STATUS_RUNNING: "running",
+    pb.CHECK_STATUS_PASSED: "passed",
+    pb.CHECK_STATUS_FAILED: "failed",
+}
+
+
+def check(item: pb.PullRequestCheck) -> dict[str, Any]:
+    shown: dict[str, Any] = {
+        "name": item.name,
+        "status": CHECK_STATUS_NAMES.get(item.status, "pending"),
+        "commit_id": item.commit_id,
+        "run_id": item.run_id,
+        "hook_run_id": item.hook_run_id,
+        "error": item.error,
+    }
+    if item.HasField("started"):
+        shown["started_at"] = rfc3339(item.started)
+    if item.HasField("ended"):
+        shown["ended_at"] = rfc3339(item.ended)
+    return shown
 
 
 def review(item: pb.PullRequestReview, head: str) -> dict[str, Any]:

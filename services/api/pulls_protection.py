@@ -2,8 +2,8 @@
 
 A lakeFS rule is a pattern whose branches refuse direct writes and commits; graveler's rule
 (services/graveler/protection.py) is a pattern with `block_direct_writes` and
-`required_approvals`. The REST API shows every protecting rule as `{pattern}` plus Silt's two
-fields (lakefs-sdk ignores fields it does not know), and reads them back the same way:
+`required_approvals` and `required_checks`. The REST API shows every protecting rule as
+`{pattern}` plus Silt's three fields (lakefs-sdk ignores fields it does not know), and reads them back the same way:
 
 * a rule sent as `{pattern}` alone keeps what graveler already holds for that pattern when it
   protects (so a lakeFS client rewriting the list never drops required approvals), and is
@@ -43,10 +43,11 @@ class RuleBody(BaseModel):
     pattern: constr(strict=True, min_length=1)  # type: ignore[valid-type]
     block_direct_writes: StrictBool | None = None
     required_approvals: StrictInt | None = None
+    required_checks: list[constr(strict=True, min_length=1, max_length=512)] | None = None  # type: ignore[valid-type]
 
 
 def protects(rule: pb.BranchProtectionRule) -> bool:
-    return rule.block_direct_writes or rule.required_approvals > 0
+    return rule.block_direct_writes or rule.required_approvals > 0 or bool(rule.required_checks)
 
 
 def shown(rules: Rules) -> list[dict[str, Any]]:
@@ -55,6 +56,7 @@ def shown(rules: Rules) -> list[dict[str, Any]]:
             "pattern": r.pattern,
             "block_direct_writes": r.block_direct_writes,
             "required_approvals": r.required_approvals,
+            "required_checks": list(r.required_checks),
         }
         for r in rules
         if protects(r)
@@ -85,7 +87,7 @@ def to_rule(body: RuleBody, current: Rules) -> pb.BranchProtectionRule:
     if any(c in body.pattern for c in UNSUPPORTED):
         raise bad_request(f"pattern {body.pattern[:256]!r}: only '*' is a wildcard ('?' and '[...]' are not supported)")
     old = next((r for r in current if r.pattern == body.pattern), None)
-    if body.block_direct_writes is None and body.required_approvals is None:
+    if body.block_direct_writes is None and body.required_approvals is None and body.required_checks is None:
         if old is not None and protects(old):
             return old
         return pb.BranchProtectionRule(pattern=body.pattern, block_direct_writes=True)
@@ -93,9 +95,12 @@ def to_rule(body: RuleBody, current: Rules) -> pb.BranchProtectionRule:
         pattern=body.pattern,
         block_direct_writes=True if body.block_direct_writes is None else body.block_direct_writes,
         required_approvals=body.required_approvals or 0,
+        required_checks=body.required_checks or [],
     )
     if not protects(rule):
-        raise bad_request(f"rule {body.pattern!r} protects nothing: block direct writes or require approvals")
+        raise bad_request(
+            f"rule {body.pattern!r} protects nothing: block direct writes, require approvals or require checks"
+        )
     return rule
 
 

@@ -28,11 +28,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from services.graveler.actions.events import HookRecord, post_of
+from services.graveler.actions.manager import Actions, ActionsOptions
+from services.graveler.actions.reads import RepositoryReads
+from services.graveler.actions.runs import RunStore
 from services.graveler.branching import Branching, CherryPickOverrides, MergeOutcome
 from services.graveler.builder import InProcessBuilder, MetaRangeBuilder
+from services.graveler.checks import Checks
 from services.graveler.cleanup import Cleaner
 from services.graveler.commits import Committer
 from services.graveler.committed.manager import CommittedManager
@@ -88,6 +93,8 @@ class GravelerOptions:
     allowed_import_prefixes: tuple[str, ...] = ()
     # Where repositories' storage namespaces may lie; the first root is where unnamed ones go.
     allowed_namespace_roots: tuple[str, ...] = ("local://",)
+    # Hooks (services/graveler/actions/): their bounds, webhook targets and Lua limits.
+    actions: ActionsOptions = field(default_factory=ActionsOptions)
 
 
 def import_rules(scheme: str, allowed_import_prefixes: Sequence[str]) -> ImportRules:
@@ -157,6 +164,15 @@ class Graveler:
         self.last_access = LastAccess(
             self.refs, kv, self.entries, self.retention, self.committer, self.protection, committed.adapter
         )
+        rules = import_rules(committed.adapter.scheme, options.allowed_import_prefixes)
+        self.actions = Actions(
+            RepositoryReads(self.refs, self.entries, self.branching, committed.adapter, rules.local),
+            RunStore(kv),
+            self._tag_from_hook,
+            options.actions,
+        )
+        self.pulls.actions = self.actions
+        self.checks = Checks(self.refs, self.actions, self.pulls)
         self.imports = Imports(
             self.refs,
             self.staging,
@@ -167,7 +183,7 @@ class Graveler:
             self.protection,
             self.repo_metadata,
             import_runner or InProcessRunner(kv, committed.adapter),
-            import_rules(committed.adapter.scheme, options.allowed_import_prefixes),
+            rules,
         )
 
     @property
@@ -196,6 +212,7 @@ class Graveler:
     def close(self) -> None:
         while self._on_close:
             self._on_close.pop()()
+        self.actions.close()
         self.imports.close()
         self.cleaner.close()
         self.builder.close()
@@ -211,11 +228,17 @@ class Graveler:
     ) -> pb.Branch:
         repo = self._repo(repository, deadline)
         validate_ref_name(name)
-        source = self.refs.resolve(repo, source_ref or repo.record.default_branch)
+        source_ref = source_ref or repo.record.default_branch
+        source = self.refs.resolve(repo, source_ref)
         branch = pb.Branch(
             name=name, commit_id=source.commit_id, staging_token=new_token(repo.partition, name), hidden=hidden
         )
+        # Hidden branches are Silt's own machinery (imports), not a user's operation.
+        record = HookRecord("pre-create-branch", repository, source_ref, branch_id=name, commit_id=source.commit_id)
+        pre_run = "" if hidden else self.actions.pre(repo, record, deadline)
         self.refs.create_branch(repo, branch)
+        if not hidden:
+            self.actions.post(repo, replace(record, event_type="post-create-branch", pre_run_id=pre_run))
         return branch
 
     def delete_branch(self, repository: str, name: str, *, deadline: Deadline = NO_DEADLINE) -> None:
@@ -224,8 +247,12 @@ class Graveler:
             raise FailedPrecondition(f"branch {name!r} is the default branch of {repository!r} and cannot be deleted")
         self.protection.check_direct_write(repo, name, "deleting the branch")
         record = self.refs.get_branch(repo, name)
+        hooks = HookRecord("pre-delete-branch", repository, record.branch.commit_id, branch_id=name)
+        pre_run = "" if record.branch.hidden else self.actions.pre(repo, hooks, deadline)
         self.refs.delete_branch(repo, name)
         self.cleaner.drop_tokens(record.tokens)
+        if not record.branch.hidden:
+            self.actions.post(repo, replace(hooks, event_type="post-delete-branch", pre_run_id=pre_run))
 
     def reset_branch(
         self,
@@ -248,13 +275,24 @@ class Graveler:
         repo = self._repo(repository, deadline)
         validate_ref_name(tag_id, "tag")
         tag = pb.Tag(id=tag_id, commit_id=self.refs.resolve(repo, ref).commit_id)
+        record = HookRecord("pre-create-tag", repository, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id)
+        pre_run = self.actions.pre(repo, record, deadline)
         self.refs.create_tag(repo, tag)
+        self.actions.post(repo, replace(record, event_type="post-create-tag", pre_run_id=pre_run))
         return tag
+
+    def _tag_from_hook(self, repo: RepoHandle, tag_id: str, ref: str) -> None:
+        """A tag a Lua hook creates (lakefs.create_tag): no hooks of its own, so hooks cannot recurse."""
+        validate_ref_name(tag_id, "tag")
+        self.refs.create_tag(repo, pb.Tag(id=tag_id, commit_id=self.refs.resolve(repo, ref).commit_id))
 
     def delete_tag(self, repository: str, tag_id: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         repo = self._repo(repository, deadline)
-        self.refs.get_tag(repo, tag_id)
+        tag = self.refs.get_tag(repo, tag_id)
+        record = HookRecord("pre-delete-tag", repository, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id)
+        pre_run = self.actions.pre(repo, record, deadline)
         self.refs.delete_tag(repo, tag_id)
+        self.actions.post(repo, replace(record, event_type="post-delete-tag", pre_run_id=pre_run))
 
     # --- refs and history ----------------------------------------------------------------
 
@@ -337,9 +375,40 @@ class Graveler:
         """Commit the staged changes of a branch (only those under prefixes, if given)."""
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, COMMIT)
-        return self.committer.commit(
-            repo, branch_name, message, dict(metadata or {}), committer, allow_empty, prefixes or [], deadline
+        metadata = dict(metadata or {})
+        record = HookRecord(
+            "pre-commit",
+            repository,
+            branch_name,
+            branch_id=branch_name,
+            commit_message=message,
+            committer=committer,
+            commit_metadata=metadata,
         )
+        pre_run = self.actions.pre(repo, record, deadline)
+        commit = self.committer.commit(
+            repo, branch_name, message, metadata, committer, allow_empty, prefixes or [], deadline
+        )
+        self._after(repo, record, pre_run, commit, deadline)
+        return commit
+
+    def _after(self, repo: RepoHandle, record: HookRecord, pre_run: str, commit: pb.Commit, deadline: Deadline) -> None:
+        """What follows an operation that made a commit on a branch: its pre-event run names the
+        commit, its post-event hooks run, and the checks of pull requests from the branch re-run."""
+        if pre_run:
+            self.actions.runs.set_commit(repo, pre_run, commit.id, deadline)
+        done = replace(
+            record,
+            event_type=post_of(record.event_type),
+            source_ref=commit.id,
+            commit_id=commit.id,
+            commit_message=commit.message,
+            committer=commit.committer,
+            commit_metadata=dict(commit.metadata),
+            pre_run_id=pre_run,
+        )
+        self.actions.post(repo, done)
+        self.checks.pushed(repo, record.branch_id)
 
     # --- entries -------------------------------------------------------------------------
 
@@ -411,9 +480,22 @@ class Graveler:
     ) -> MergeOutcome:
         repo = self._repo(repository, deadline)
         self.protection.check_direct_merge(repo, destination)
-        return self.branching.merge(
+        source_commit = self.refs.resolve(repo, source_ref).commit_id
+        record = HookRecord(
+            "pre-merge",
+            repository,
+            source_commit,
+            branch_id=destination,
+            merge_source=source_ref,
+            commit_message=message,
+            committer=committer,
+            commit_metadata=dict(metadata or {}),
+        )
+        pre_run = self.actions.pre(repo, record, deadline)
+        # The commit the hooks were shown, not the ref: a push to the source meanwhile is not merged.
+        outcome = self.branching.merge(
             repo,
-            source_ref,
+            source_commit,
             destination,
             strategy,
             path_strategies or [],
@@ -424,6 +506,9 @@ class Graveler:
             committer,
             deadline,
         )
+        if outcome.commit is not None:
+            self._after(repo, record, pre_run, outcome.commit, deadline)
+        return outcome
 
     def revert(
         self,
@@ -441,9 +526,22 @@ class Graveler:
         """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, "revert")
-        return self.branching.revert(
+        record = HookRecord(
+            "pre-revert",
+            repository,
+            branch_name,
+            branch_id=branch_name,
+            commit_message=message,
+            committer=committer,
+            commit_metadata=dict(metadata or {}),
+        )
+        pre_run = self.actions.pre(repo, record, deadline)
+        outcome = self.branching.revert(
             repo, branch_name, ref, parent_number, message, dict(metadata or {}), committer, deadline, allow_empty
         )
+        if outcome.commit is not None:
+            self._after(repo, record, pre_run, outcome.commit, deadline)
+        return outcome
 
     def cherry_pick(
         self,
@@ -459,4 +557,9 @@ class Graveler:
         """Apply a commit's change onto a branch: a three-way merge from its parent to it."""
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, "cherry-pick")
-        return self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline, pick)
+        record = HookRecord("pre-cherry-pick", repository, branch_name, branch_id=branch_name, committer=committer)
+        pre_run = self.actions.pre(repo, record, deadline)
+        outcome = self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline, pick)
+        if outcome.commit is not None:
+            self._after(repo, record, pre_run, outcome.commit, deadline)
+        return outcome

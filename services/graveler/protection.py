@@ -9,7 +9,9 @@ and protects them in one or both ways:
   deletion of the branch; merging into it stays allowed (lakeFS's protected branches);
 * ``required_approvals`` N > 0: nothing changes the branch but merging a pull request with at
   least N approvals and no outstanding request for changes (services/graveler/pulls.py) — a
-  direct merge is refused too, and so is every direct write.
+  direct merge is refused too, and so is every direct write;
+* ``required_checks``: likewise, and the named pull request checks must have passed on the
+  source's head commit (services/graveler/checks.py).
 
 Several matching rules add up: the strictest of each kind applies. Refusals are
 ProtectedBranch (PERMISSION_DENIED) with "cannot write to protected branch" in the text, which
@@ -50,6 +52,8 @@ PROTECTION_KEY = b"settings/branch_protection"
 MAX_RULES = 100
 MAX_PATTERN_BYTES = 256  # a branch name's limit (validation.validate_ref_name)
 MAX_REQUIRED_APPROVALS = 100  # pulls.MAX_REVIEWERS: more could never be met
+MAX_REQUIRED_CHECKS = 32
+MAX_CHECK_NAME_BYTES = 512  # "<action name>/<hook id>": 256 bytes each
 PROTECTED = PROTECTED_BRANCH
 # The action named by a commit: lakeFS refuses it with its own sentence.
 COMMIT = "commit"
@@ -66,10 +70,16 @@ class BranchPolicy:
     block_direct_writes: bool = False
     required_approvals: int = 0
     patterns: tuple[str, ...] = ()
+    required_checks: tuple[str, ...] = ()
+
+    @property
+    def through_pulls_only(self) -> bool:
+        """Whether only a pull request's merge may change the branch (approvals or checks required)."""
+        return self.required_approvals > 0 or bool(self.required_checks)
 
     @property
     def blocks_direct_writes(self) -> bool:
-        return self.block_direct_writes or self.required_approvals > 0
+        return self.block_direct_writes or self.through_pulls_only
 
 
 UNPROTECTED = BranchPolicy()
@@ -88,6 +98,12 @@ def validate_rules(rules: Sequence[pb.BranchProtectionRule]) -> list[tuple[Glob,
         seen.add(rule.pattern)
         if not 0 <= rule.required_approvals <= MAX_REQUIRED_APPROVALS:
             raise InvalidArgument(f"required_approvals must be 0..{MAX_REQUIRED_APPROVALS}")
+        if len(rule.required_checks) > MAX_REQUIRED_CHECKS or any(
+            not name or len(name.encode()) > MAX_CHECK_NAME_BYTES for name in rule.required_checks
+        ):
+            raise InvalidArgument(
+                f"a rule requires at most {MAX_REQUIRED_CHECKS} checks, each named by 1..{MAX_CHECK_NAME_BYTES} bytes"
+            )
         compiled.append((glob_regex(rule.pattern, "branch protection pattern"), rule))
     return compiled
 
@@ -183,6 +199,7 @@ class Protection:
             block_direct_writes=any(r.block_direct_writes for r in matching),
             required_approvals=max(r.required_approvals for r in matching),
             patterns=tuple(r.pattern for r in matching),
+            required_checks=tuple(dict.fromkeys(name for r in matching for name in r.required_checks)),
         )
 
     def check_direct_write(self, repo: RepoHandle, branch: str, action: str) -> None:
@@ -196,10 +213,14 @@ class Protection:
     def check_direct_merge(self, repo: RepoHandle, branch: str) -> None:
         """Refuse a merge that is not a pull request's into a branch that requires approvals."""
         policy = self.policy(repo, branch)
-        if policy.required_approvals > 0:
+        if policy.through_pulls_only:
+            needs = []
+            if policy.required_approvals:
+                needs.append(f"{policy.required_approvals} approval(s)")
+            if policy.required_checks:
+                needs.append(f"passing check(s) {', '.join(policy.required_checks)}")
             raise ProtectedBranch(
-                f"{PROTECTED} {branch!r}: merge through a pull request with "
-                f"{policy.required_approvals} approval(s) ({_why(policy)})"
+                f"{PROTECTED} {branch!r}: merge through a pull request with {' and '.join(needs)} ({_why(policy)})"
             )
 
 
@@ -209,4 +230,6 @@ def _why(policy: BranchPolicy) -> str:
         kinds.append("direct writes are blocked")
     if policy.required_approvals:
         kinds.append(f"{policy.required_approvals} approval(s) required")
+    if policy.required_checks:
+        kinds.append(f"check(s) {', '.join(policy.required_checks)} required")
     return f"rule {', '.join(repr(p) for p in policy.patterns)}: {'; '.join(kinds)}"

@@ -32,6 +32,7 @@ commit's committer is the user it was made for on every path (services/graveler/
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import secrets
 import threading
@@ -39,9 +40,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from services.graveler.actions.events import HookRecord
 from services.graveler.branching import Branching, MergeOutcome
 from services.graveler.deadline import NO_DEADLINE, Deadline
 from services.graveler.history import GetCommit
@@ -56,6 +59,9 @@ from silt.kv import Predicate
 from silt.kv.conditional import replace
 from silt.kv.store import scan_prefix
 from silt.paging import page_size, take_page
+
+if TYPE_CHECKING:
+    from services.graveler.actions.manager import Actions
 
 PULLS = b"pulls/"
 COMMENTS = b"pull_comments/"
@@ -112,6 +118,7 @@ class Standing:
     approvals: int
     required: int
     blocked_reason: str
+    required_checks: tuple[str, ...] = ()
 
 
 def standing(
@@ -137,7 +144,15 @@ def standing(
             )
             if self_approved:
                 reason += f"; approvals by committers of the source's commits do not count ({', '.join(self_approved)})"
-    return Standing(len(approvers), required, reason)
+    if not reason and policy.required_checks:
+        passed = {c.name for c in pull.checks if c.commit_id == head and head and c.status == pb.CHECK_STATUS_PASSED}
+        missing = [name for name in policy.required_checks if name not in passed]
+        if missing:
+            reason = (
+                f"{PROTECTED} {pull.destination_branch!r}: required check(s) {', '.join(repr(m) for m in missing)}"
+                f" have not passed on the source's head commit {head[:16] or '(none)'}"
+            )
+    return Standing(len(approvers), required, reason, policy.required_checks)
 
 
 def _committers_of(commit: pb.Commit) -> set[str]:
@@ -214,6 +229,8 @@ class PullRequests:
         self._protection = protection
         self._ranges_lock = threading.Lock()
         self._ranges: OrderedDict[tuple[bytes, str, str], frozenset[str]] = OrderedDict()
+        # Hooks around a pull request's merge (pre-merge may refuse it); set by the facade.
+        self.actions: Actions | None = None
 
     # --- records -------------------------------------------------------------------------
 
@@ -251,6 +268,12 @@ class PullRequests:
             while len(self._ranges) > MAX_CACHED_RANGES:
                 self._ranges.popitem(last=False)
         return found
+
+    def set_checks(
+        self, repo: RepoHandle, pull_id: str, change: Callable[[pb.PullRequest], None], deadline: Deadline
+    ) -> pb.PullRequest:
+        """Change the checks of a pull request (services/graveler/checks.py)."""
+        return self._change(repo, pull_id, change, "recording checks", deadline)
 
     def _standing(self, repo: RepoHandle, pull: pb.PullRequest, head: str, deadline: Deadline) -> Standing:
         policy = self._protection.policy(repo, pull.destination_branch)
@@ -504,7 +527,19 @@ class PullRequests:
             pull.merge_claim_expires.CopyFrom(_stamp_after(lease))
 
         claimed = self._change(repo, pull_id, take, "merge", deadline)
+        message = message or f"Merge pull request {pull_id}: {claimed.title}"
+        record = HookRecord(
+            "pre-merge",
+            repo.name,
+            heads[0],
+            branch_id=claimed.destination_branch,
+            merge_source=claimed.source_branch,
+            commit_message=message,
+            committer=committer,
+            commit_metadata=metadata,
+        )
         try:
+            pre_run = self.actions.pre(repo, record, deadline) if self.actions is not None else ""
             # The commit id the reviews were counted for, never the branch: a push after the
             # claim is not merged unreviewed.
             outcome = self._branching.merge(
@@ -515,7 +550,7 @@ class PullRequests:
                 [],
                 False,
                 False,
-                message or f"Merge pull request {pull_id}: {claimed.title}",
+                message,
                 metadata,
                 committer,
                 deadline,
@@ -526,6 +561,20 @@ class PullRequests:
         if outcome.commit is None:  # conflicts: the pull request stays open
             return self._release(repo, pull_id, claim, deadline), outcome
         merged_id = outcome.commit.id
+        if self.actions is not None:
+            if pre_run:
+                self.actions.runs.set_commit(repo, pre_run, merged_id, deadline)
+            self.actions.post(
+                repo,
+                dataclasses.replace(
+                    record,
+                    event_type="post-merge",
+                    source_ref=merged_id,
+                    commit_id=merged_id,
+                    commit_metadata=dict(outcome.commit.metadata),
+                    pre_run_id=pre_run,
+                ),
+            )
 
         def finish(pull: pb.PullRequest) -> None:
             if pull.status == MERGED:  # a takeover after this claim lapsed merged it too

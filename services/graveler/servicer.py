@@ -555,6 +555,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
                     approvals=standing.approvals,
                     required_approvals=standing.required,
                     merge_blocked_reason=standing.blocked_reason,
+                    required_checks=standing.required_checks,
                 )
             )
         return infos
@@ -575,7 +576,10 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             author,
             caller,
         )
-        return self._pull_info(request.repository, pull, context)
+        self.g.checks.opened(self.g.refs.repository(request.repository), pull)
+        return self._pull_info(
+            request.repository, self.g.pulls.get(self.g.refs.repository(request.repository), pull.id), context
+        )
 
     def GetPullRequest(self, request: api.GetPullRequestRequest, context: grpc.ServicerContext) -> api.PullRequestInfo:
         pull = self.g.pulls.get(self.g.refs.repository(request.repository, _deadline(context)), request.id)
@@ -595,15 +599,43 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         self, request: api.UpdatePullRequestRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
         deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        was_open = self.g.pulls.get(repo, request.id).status == pb.PULL_REQUEST_STATUS_OPEN
         pull = self.g.pulls.update(
-            self.g.refs.repository(request.repository, deadline),
+            repo,
             request.id,
             request.title if request.HasField("title") else None,
             request.description if request.HasField("description") else None,
             request.status,
             deadline,
         )
+        if not was_open and pull.status == pb.PULL_REQUEST_STATUS_OPEN:  # reopened: checked afresh
+            self.g.checks.opened(repo, pull)
+            pull = self.g.pulls.get(repo, pull.id)
         return self._pull_info(request.repository, pull, context)
+
+    def RerunPullRequestCheck(
+        self, request: api.RerunPullRequestCheckRequest, context: grpc.ServicerContext
+    ) -> api.PullRequestInfo:
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        pull = self.g.checks.rerun(repo, request.id, request.name, deadline)
+        return self._pull_info(request.repository, pull, context)
+
+    # actions
+    def ListActionRuns(
+        self, request: api.ListActionRunsRequest, context: grpc.ServicerContext
+    ) -> api.ListActionRunsResponse:
+        deadline = _deadline(context)
+        repo = self.g.refs.repository(request.repository, deadline)
+        runs, more, next_after = self.g.actions.runs.list_page(
+            repo, request.branch, request.commit_id, request.after, request.amount, deadline
+        )
+        return api.ListActionRunsResponse(runs=runs, has_more=more, next_after=next_after)
+
+    def GetActionRun(self, request: api.GetActionRunRequest, context: grpc.ServicerContext) -> pb.ActionRun:
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        return self.g.actions.runs.get(repo, request.run_id)
 
     def MergePullRequest(
         self, request: api.MergePullRequestRequest, context: grpc.ServicerContext

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from services.graveler.actions.lua.runtime import LuaLimits
+from services.graveler.actions.manager import ActionsOptions
+from services.graveler.actions.webhook import EnvPolicy, WebhookPolicy
 from services.graveler.builder import MetaRangeBuilder, ProcessPoolBuilder
 from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.chunking import ChunkingPolicy
@@ -57,6 +60,7 @@ def build_graveler(config: Config, options: GravelerOptions | None = None, *, co
         options or GravelerOptions(),
         allowed_import_prefixes=import_prefixes(config),
         allowed_namespace_roots=namespace_roots(config),
+        actions=actions_options(config),
     )
     # Imports ingest in a worker process of their own, as commits build, when another process can
     # reach the KV store.
@@ -64,6 +68,34 @@ def build_graveler(config: Config, options: GravelerOptions | None = None, *, co
     if commit_workers and config.database.type != "mem":
         import_runner = ProcessRunner(config, warm=bool(options.allowed_import_prefixes))
     return open_graveler(kv, adapter, options, cache=cache, builder=builder, import_runner=import_runner)
+
+
+def actions_options(config: Config) -> ActionsOptions:
+    """The `actions` section as the engine's options; a bad network or host pattern stops graveler."""
+    actions = config.actions
+    try:
+        webhook = WebhookPolicy(
+            allow_private=actions.webhook.allow_private,
+            allowed_hosts=tuple(actions.webhook.allowed_hosts),
+            allowed_cidrs=tuple(actions.webhook.allowed_cidrs),
+            denied_cidrs=tuple(actions.webhook.denied_cidrs),
+        )
+    except ValueError as exc:
+        raise ConfigError(f"actions.webhook: {exc}") from None
+    return ActionsOptions(
+        enabled=actions.enabled,
+        run_timeout_seconds=actions.run_timeout_seconds,
+        max_runs_per_repository=actions.max_runs_per_repository,
+        background_workers=actions.background_workers,
+        background_queue_per_repository=actions.background_queue_per_repository,
+        webhook=webhook,
+        env=EnvPolicy(enabled=actions.env.enabled, prefix=actions.env.prefix),
+        lua=LuaLimits(
+            max_memory_bytes=actions.lua.max_memory_bytes,
+            max_instructions=actions.lua.max_instructions,
+            timeout_seconds=actions.lua.timeout_seconds,
+        ),
+    )
 
 
 def import_prefixes(config: Config) -> tuple[str, ...]:

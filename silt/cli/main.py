@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 # name -> ("module:attribute", the first line of its help, as `silt --help` shows it).
 COMMANDS: dict[str, tuple[str, str]] = {
+    "actions": ("silt.cli.actions:actions", "Hooks' runs (lakectl's actions)."),
     "admin": (
         "silt.cli.admin:admin",
         "Operator commands on the KV store and the object store (configuration file, no services).",

@@ -61,6 +61,7 @@ def protect_list(uri: str) -> None:
             "pattern": r.pattern,
             "block_direct_writes": r.block_direct_writes,
             "required_approvals": r.required_approvals,
+            "required_checks": list(r.required_checks),
         }
         for r in info.rules
     ]
@@ -70,9 +71,14 @@ def protect_list(uri: str) -> None:
             click.echo(f"{repo} has no branch protection rules")
             return
         table(
-            ["branch name pattern", "direct writes", "required approvals"],
+            ["branch name pattern", "direct writes", "required approvals", "required checks"],
             [
-                (r["pattern"], "blocked" if r["block_direct_writes"] else "allowed", r["required_approvals"])
+                (
+                    r["pattern"],
+                    "blocked" if r["block_direct_writes"] else "allowed",
+                    r["required_approvals"],
+                    ", ".join(r["required_checks"]) or "-",
+                )
                 for r in rules
             ],
         )
@@ -89,11 +95,23 @@ def protect_list(uri: str) -> None:
     default=0,
     help="Also require a merged pull request with this many approvals to change the branch.",
 )
+@click.option(
+    "--required-check",
+    "required_checks",
+    multiple=True,
+    metavar="ACTION/HOOK",
+    help="Also require this pull request check to pass before a merge (repeatable).",
+)
 @json_option
-def protect_add(uri: str, pattern: str, required_approvals: int) -> None:
+def protect_add(uri: str, pattern: str, required_approvals: int, required_checks: tuple[str, ...]) -> None:
     """Protect branches matching PATTERN (a glob, e.g. main or release-*) from direct writes."""
     repo = _repository(uri)
-    rule = pb.BranchProtectionRule(pattern=pattern, block_direct_writes=True, required_approvals=required_approvals)
+    rule = pb.BranchProtectionRule(
+        pattern=pattern,
+        block_direct_writes=True,
+        required_approvals=required_approvals,
+        required_checks=list(required_checks),
+    )
 
     def edit(rules: list[pb.BranchProtectionRule]) -> str:
         for n, existing in enumerate(rules):
@@ -103,7 +121,13 @@ def protect_add(uri: str, pattern: str, required_approvals: int) -> None:
         rules.append(rule)
         return f"branch protection rule {pattern!r} added to {repo}"
 
-    done(_change(repo, edit), repository=repo, pattern=pattern, required_approvals=required_approvals)
+    done(
+        _change(repo, edit),
+        repository=repo,
+        pattern=pattern,
+        required_approvals=required_approvals,
+        required_checks=list(required_checks),
+    )
 
 
 @branch_protect.command("delete")

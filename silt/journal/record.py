@@ -31,6 +31,7 @@ _KINDS_BY_PREFIX: tuple[tuple[bytes, str], ...] = (
     (b"tags/", "tag"),
     (b"pull_comments/", "pull_comment"),
     (b"pulls/", "pull"),
+    (b"actions/runs/", "action_run"),
     (b"gc/rules", "gc_rules"),
     (b"settings/", "settings"),
     (b"key/", STAGED_KIND),

@@ -180,7 +180,21 @@ async def merge_pull_request(ctx: Ctx, request: Request, repository: str, pull_r
     return model_response(MergeResult(reference=reply.merge.commit.id))
 
 
-# --- Silt's own: reviews and comments (lakeFS has neither) ---------------------------------
+# --- Silt's own: reviews, comments and checks (lakeFS has none) ----------------------------
+
+
+class CheckRerun(BaseModel):
+    name: StrictStr
+
+
+@router.post(PULL + "/checks/rerun", status_code=202)
+async def rerun_pull_request_check(ctx: Ctx, request: Request, repository: str, pull_request: str) -> Response:
+    """Run one check again on the source's current head; it runs in the background."""
+    await ctx.authorize(WRITE_REPO, repository)
+    body = validate(CheckRerun, await json_object(request, request.app.state.max_body_bytes))
+    rerun = api.RerunPullRequestCheckRequest(repository=repository, id=pull_request, name=body.name)
+    info = await ctx.call(ctx.backend.graveler.RerunPullRequestCheck, rerun)
+    return JSONResponse(convert.pull_request(info), status_code=202)
 
 
 class ReviewCreation(BaseModel):

@@ -55,9 +55,9 @@ class InCalls:
         return call
 
 
-def put(graveler: Any, adapter: BlockAdapter, repo: str, branch: str, key: str) -> None:
+def put(graveler: Any, adapter: BlockAdapter, repo: str, branch: str, key: str, data: bytes = b"") -> None:
     """Write an object's bytes to the namespace and stage it, as the gateway does."""
-    data = f"{key} {uuid.uuid4().hex}".encode()
+    data = data or f"{key} {uuid.uuid4().hex}".encode()
     address = f"data/{uuid.uuid4().hex}"
     namespace = graveler.refs.get_repository(repo).record.storage_namespace
     adapter.put(namespace, address, io.BytesIO(data), len(data))
@@ -65,9 +65,22 @@ def put(graveler: Any, adapter: BlockAdapter, repo: str, branch: str, key: str) 
     graveler.stage_entry(repo, branch, key, entry)
 
 
+# A pre-commit hook that passes: its run is repository metadata the rebuild must bring back.
+AUDIT_ACTION = b"""name: audit
+on:
+  pre-commit:
+    branches: ["feature"]
+hooks:
+  - id: audit_log
+    type: lua
+    properties:
+      script: print("committing to " .. action.branch_id)
+"""
+
+
 def mixed_workload(graveler: Any, adapter: BlockAdapter, repo: str) -> None:
     """Writes, deletes, commits, merges, reverts, resets, tags, branch deletes, a compaction,
-    pull requests and settings."""
+    pull requests, settings and an action run."""
     for i in range(20):
         put(graveler, adapter, repo, "main", f"data/{i:03d}")
     graveler.commit(repo, "main", "first")
@@ -90,8 +103,12 @@ def mixed_workload(graveler: Any, adapter: BlockAdapter, repo: str) -> None:
     graveler.reset_branch(repo, "dev", key="dev/reset-me")
     graveler.create_branch(repo, "feature", "main")
     put(graveler, adapter, repo, "feature", "feature/a")
-    graveler.commit(repo, "feature", "feature work")
+    put(graveler, adapter, repo, "feature", "_lakefs_actions/audit.yaml", AUDIT_ACTION)
+    graveler.commit(repo, "feature", "feature work")  # runs the hook: an action run to rebuild
     handle = graveler.refs.repository(repo)
+    engine = getattr(graveler, "_graveler", graveler)  # InCalls wraps only methods of components
+    runs, _, _ = engine.actions.runs.list_page(handle, "feature", "", "", 10, NO_DEADLINE)
+    assert [(r.event_type, r.failed) for r in runs] == [("pre-commit", False)]
     pull = graveler.pulls.create(handle, "add feature", "please", "feature", "dev", "alice")
     graveler.pulls.comment(handle, pull.id, "bob", "looks good")
     other = graveler.pulls.create(handle, "second", "", "feature", "main", "alice")

@@ -52,6 +52,8 @@ WRITES = {
     "MergePullRequest",
     "AddPullRequestComment",
     "SubmitPullRequestReview",
+    # Re-running a check runs the repository's hooks again: a writer's act, like pushing.
+    "RerunPullRequestCheck",
     # An import is one commit on the branch, as lakeFS requires of it (fs:Import... are WriteRepo's).
     "StartImport",
     "CancelImport",

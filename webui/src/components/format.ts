@@ -22,6 +22,13 @@ export function formatTime(seconds: number | undefined | null): string {
   return DATE_TIME.format(new Date(seconds * 1000));
 }
 
+/** An RFC 3339 time (the actions API's) as local date and time; a time that does not parse as is. */
+export function formatIsoTime(value: string | undefined | null): string {
+  if (!value) return "";
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? value : DATE_TIME.format(date);
+}
+
 /** The last segment of an object path or directory prefix ("a/b/" -> "b/"). */
 export function baseName(path: string, prefix: string): string {
   return path.startsWith(prefix) ? path.slice(prefix.length) : path;

@@ -13,6 +13,7 @@ export const REPO_TABS: { tab: RepoTab; label: string }[] = [
   { tab: "tags", label: "Tags" },
   { tab: "compare", label: "Compare" },
   { tab: "pulls", label: "Pull requests" },
+  { tab: "actions", label: "Actions" },
   { tab: "live", label: "Live feed" },
   { tab: "settings", label: "Settings" },
 ];

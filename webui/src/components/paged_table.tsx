@@ -1,7 +1,7 @@
 // A table over a lakeFS-paged list: the first page on mount, then "Load more" fetches the next
 // page with the API's cursor (next_offset) and appends it. Nothing ever loads the whole list,
 // so a directory of 100,000 entries costs one page per click.
-import type { ComponentChildren } from "preact";
+import { type ComponentChildren, Fragment } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import type { Page } from "../api";
 import { ErrorNote, Loading } from "./error_page";
@@ -21,6 +21,8 @@ export interface PagedTableProps<T> {
   resetKey: string;
   empty?: string;
   testId?: string;
+  /** What to show in a full-width row under a row (its expanded details), or nothing. */
+  detail?: (row: T) => ComponentChildren;
 }
 
 export function PagedTable<T>(props: PagedTableProps<T>) {
@@ -71,15 +73,25 @@ export function PagedTable<T>(props: PagedTableProps<T>) {
           </tr>
         </thead>
         <tbody>
-          {rows.map((row) => (
-            <tr key={props.rowKey(row)}>
-              {props.columns.map((column) => (
-                <td key={column.title} class={column.className}>
-                  {column.cell(row)}
-                </td>
-              ))}
-            </tr>
-          ))}
+          {rows.map((row) => {
+            const detail = props.detail?.(row);
+            return (
+              <Fragment key={props.rowKey(row)}>
+                <tr>
+                  {props.columns.map((column) => (
+                    <td key={column.title} class={column.className}>
+                      {column.cell(row)}
+                    </td>
+                  ))}
+                </tr>
+                {detail != null && detail !== false && (
+                  <tr class="detail-row">
+                    <td colSpan={props.columns.length}>{detail}</td>
+                  </tr>
+                )}
+              </Fragment>
+            );
+          })}
         </tbody>
       </table>
       {!loading && !error && rows.length === 0 && <p class="empty">{props.empty ?? "Nothing here."}</p>}

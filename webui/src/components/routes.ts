@@ -12,6 +12,7 @@ export type RepoTab =
   | "tags"
   | "compare"
   | "pulls"
+  | "actions"
   | "live"
   | "settings";
 

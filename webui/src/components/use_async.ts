@@ -7,6 +7,8 @@ export interface Async<T> {
   error: unknown;
   loading: boolean;
   reload: () => void;
+  /** Shows `data` as if loaded (an answer the page already has, a write's result, say). */
+  set: (data: T) => void;
 }
 
 export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, inputs: unknown[]): Async<T> {
@@ -17,6 +19,7 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, inputs: u
   });
   const [generation, setGeneration] = useState(0);
   const reload = useCallback(() => setGeneration((n) => n + 1), []);
+  const set = useCallback((data: T) => setState({ data, error: undefined, loading: false }), []);
   useEffect(() => {
     const controller = new AbortController();
     setState((previous) => ({ ...previous, loading: true, error: undefined }));
@@ -31,5 +34,5 @@ export function useAsync<T>(load: (signal: AbortSignal) => Promise<T>, inputs: u
     return () => controller.abort();
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...inputs, generation]);
-  return { ...state, reload };
+  return { ...state, reload, set };
 }

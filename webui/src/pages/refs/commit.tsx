@@ -1,10 +1,11 @@
-// One commit: its id, message, committer, date, metadata and parents, and its diff against
-// its first parent, paged.
+// One commit: its id, message, committer, date, metadata and parents, a link to the action
+// runs of the commit, and its diff against its first parent, paged.
 import { seg } from "../../api";
 import { ErrorPage, Loading } from "../../components/error_page";
 import { formatTime } from "../../components/format";
 import { Link } from "../../components/router";
 import { useAsync } from "../../components/use_async";
+import { runsHref } from "../actions/model";
 import { DiffTable } from "./diff_table";
 import { type Commit, commitHref, getCommit, repoPath, shortId } from "./model";
 
@@ -46,6 +47,14 @@ function CommitDetails({ repo, commit }: { repo: string; commit: Commit }) {
                   <code>{shortId(id)}</code>
                 </Link>
               ))}
+            </td>
+          </tr>
+          <tr>
+            <th>Actions</th>
+            <td>
+              <Link href={runsHref(repo, { commit: commit.id })} data-testid="commit-actions-link">
+                Actions runs
+              </Link>
             </td>
           </tr>
         </tbody>

@@ -1,17 +1,22 @@
-// One pull request: what it is, where its merge stands (approvals, and the API's reason when
-// the merge is blocked), merge / close / reopen, its diff, reviews and comment thread.
-import { useState } from "preact/hooks";
+// One pull request: what it is, its checks, where its merge stands (approvals, and the API's
+// reason when the merge is blocked), merge / close / reopen, its diff, reviews and comment thread.
+// While a check is pending or running the pull request is read again every few seconds.
+import { useEffect, useState } from "preact/hooks";
 import { ErrorNote, ErrorPage, Loading } from "../../components/error_page";
 import { href, Link } from "../../components/router";
 import { useAsync } from "../../components/use_async";
-import { seg } from "../../api";
+import { ApiError, seg } from "../../api";
+import { ChecksPanel } from "./pull_checks";
 import { PullDiff } from "./pull_diff";
 import { CommentThread } from "./pull_comments";
 import { ReviewsPanel } from "./pull_reviews";
-import { formatDate, type MergeStrategy, type PullRequest, pullsApi } from "./pulls_api";
+import { checksInProgress, formatDate, type MergeStrategy, type PullRequest, pullsApi } from "./pulls_api";
 import { pullsPath, StatusBadge } from "./pulls_list";
 
 const VERBS: Record<string, string> = { open: "wants to merge", merged: "merged", closed: "proposed merging" };
+
+/** How often the page reads the pull request again while a check has not finished. */
+export const CHECKS_POLL_MS = 2000;
 
 export function PullPage({ repo, id }: { repo: string; id: string }) {
   const pr = useAsync((signal) => pullsApi.get(repo, id, signal), [repo, id]);
@@ -21,6 +26,42 @@ export function PullPage({ repo, id }: { repo: string; id: string }) {
     pr.reload();
     setVersion((n) => n + 1);
   };
+  const polling = checksInProgress(pr.data?.checks);
+  const { reload, set } = pr;
+  // A re-run answers the pull request with the check pending: shown at once (a quick hook may
+  // be over before a reload), then the polling reads it again until the check is done.
+  const rerun = (answered: PullRequest | undefined) => {
+    const shown = answered && typeof answered === "object" && Array.isArray(answered.checks);
+    if (shown) set(answered);
+    if (!shown || !checksInProgress(answered.checks)) reload();
+  };
+  useEffect(() => {
+    if (!polling) return;
+    // One read at a time, the next one a while after the last answer; stopped when no check is
+    // in progress any more or the page goes. A failed read is retried if it may pass next time
+    // (the server unreachable or failing), else the page reloads to show the error.
+    const controller = new AbortController();
+    let timer = 0;
+    const tick = () => {
+      pullsApi.get(repo, id, controller.signal).then(
+        (fresh) => {
+          if (controller.signal.aborted) return;
+          set(fresh);
+          timer = window.setTimeout(tick, CHECKS_POLL_MS);
+        },
+        (failure: unknown) => {
+          if (controller.signal.aborted) return;
+          if (failure instanceof ApiError && (failure.status === 0 || failure.status >= 500)) timer = window.setTimeout(tick, CHECKS_POLL_MS);
+          else reload();
+        },
+      );
+    };
+    timer = window.setTimeout(tick, CHECKS_POLL_MS);
+    return () => {
+      controller.abort();
+      window.clearTimeout(timer);
+    };
+  }, [polling, repo, id, set, reload]);
   if (pr.error) return <ErrorPage error={pr.error} />;
   if (!pr.data) return <Loading what="pull request" />;
   const pull = pr.data;
@@ -44,6 +85,7 @@ export function PullPage({ repo, id }: { repo: string; id: string }) {
           {pull.description}
         </p>
       )}
+      <ChecksPanel repo={repo} pull={pull} onChange={rerun} />
       <MergeBox repo={repo} pull={pull} onChange={changed} />
       <ReviewsPanel repo={repo} pull={pull} version={version} onChange={changed} />
       <h3>Changes</h3>

@@ -5,6 +5,23 @@ import { api, type Page, seg } from "../../api";
 export type PullStatus = "open" | "closed" | "merged";
 export type Verdict = "approve" | "request_changes";
 export type MergeStrategy = "" | "source-wins" | "dest-wins";
+export type CheckStatus = "pending" | "running" | "passed" | "failed";
+
+/** One check of a pull request: a hook of an action on `pull-request` events, run on the
+ * source's head (Silt's; lakeFS has no checks). */
+export interface PullCheck {
+  /** "<action name>/<hook id>" */
+  name: string;
+  status: CheckStatus;
+  /** The source head the check ran (or runs) on. */
+  commit_id: string;
+  run_id?: string;
+  hook_run_id?: string;
+  started_at?: string | null;
+  ended_at?: string | null;
+  /** Why it failed, short; "" otherwise. */
+  error?: string;
+}
 
 export interface PullRequest {
   id: string;
@@ -21,6 +38,9 @@ export interface PullRequest {
   approvals: number;
   required_approvals: number;
   merge_blocked_reason: string;
+  /** The source head's checks, and the names the destination's protection requires to pass. */
+  checks?: PullCheck[];
+  required_checks?: string[];
 }
 
 export interface Review {
@@ -87,6 +107,10 @@ export const pullsApi = {
   merge(repo: string, id: string, strategy: MergeStrategy): Promise<{ reference: string }> {
     return api.put<{ reference: string }>(pull(repo, id) + "/merge", { strategy });
   },
+  /** Runs a check again on the source's current head (asynchronously: it goes back to pending). */
+  rerunCheck(repo: string, id: string, name: string): Promise<PullRequest> {
+    return api.post<PullRequest>(pull(repo, id) + "/checks/rerun", { name });
+  },
   reviews(repo: string, id: string, signal?: AbortSignal): Promise<Reviews> {
     return api.get<Reviews>(pull(repo, id) + "/reviews", undefined, signal);
   },
@@ -107,6 +131,32 @@ export const pullsApi = {
     return api.page<Branch>(`/repositories/${seg(repo)}/branches`, { prefix }, "", 100, signal);
   },
 };
+
+/** One line of the checks list: a check the pull request has, or a required one it lacks. */
+export interface CheckRow {
+  name: string;
+  check: PullCheck | null;
+  required: boolean;
+}
+
+/** The checks in the server's order, then the required names no check reported (yet). */
+export function checkRows(checks: readonly PullCheck[] | null | undefined, required: readonly string[] | null | undefined): CheckRow[] {
+  const wanted = new Set(required ?? []);
+  const rows: CheckRow[] = (checks ?? []).map((check) => ({ name: check.name, check, required: wanted.has(check.name) }));
+  const seen = new Set(rows.map((row) => row.name));
+  for (const name of required ?? []) {
+    if (!seen.has(name)) {
+      seen.add(name);
+      rows.push({ name, check: null, required: true });
+    }
+  }
+  return rows;
+}
+
+/** Whether a check is still to finish, so the page keeps refreshing the pull request. */
+export function checksInProgress(checks: readonly PullCheck[] | null | undefined): boolean {
+  return (checks ?? []).some((check) => check.status === "pending" || check.status === "running");
+}
 
 /** An RFC 3339 date as local date and time. */
 export function formatDate(value: string | null | undefined): string {

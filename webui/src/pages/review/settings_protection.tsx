@@ -1,22 +1,31 @@
 // Branch protection rules of a repository: a glob pattern over branch names, whether direct
-// writes are forbidden, and how many approvals a pull request needs to merge. The whole list is
-// saved at once with the ETag it was read with, so a concurrent change is refused (412) rather
-// than overwritten.
+// writes are forbidden, how many approvals a pull request needs to merge and which of its checks
+// ("<action name>/<hook id>") must have passed. The whole list is saved at once with the ETag it
+// was read with, so a concurrent change is refused (412) rather than overwritten.
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, call, seg } from "../../api";
 import { ErrorNote, Loading } from "../../components/error_page";
+import { formatCheckList, parseCheckList } from "../actions/model";
 
 export interface ProtectionRule {
   pattern: string;
   block_direct_writes: boolean;
   required_approvals: number;
+  required_checks: string[];
+}
+
+/** A rule as the form edits it: the required checks as the comma-separated text typed. */
+type RuleForm = Omit<ProtectionRule, "required_checks"> & { required_checks: string };
+
+function toRule(form: RuleForm): ProtectionRule {
+  return { ...form, pattern: form.pattern.trim(), required_checks: parseCheckList(form.required_checks) };
 }
 
 const MAX_RULES = 100;
 
 const path = (repo: string) => `/repositories/${seg(repo)}/settings/branch_protection`;
 
-async function readRules(repo: string, signal: AbortSignal): Promise<{ rules: ProtectionRule[]; etag: string }> {
+async function readRules(repo: string, signal: AbortSignal): Promise<{ rules: RuleForm[]; etag: string }> {
   const response = await call(path(repo), { signal });
   const rules = (await response.json()) as Partial<ProtectionRule>[];
   return {
@@ -26,12 +35,13 @@ async function readRules(repo: string, signal: AbortSignal): Promise<{ rules: Pr
       // A lakeFS rule ({pattern} alone) blocks direct writes.
       block_direct_writes: rule.block_direct_writes ?? true,
       required_approvals: rule.required_approvals ?? 0,
+      required_checks: formatCheckList(rule.required_checks),
     })),
   };
 }
 
 export function ProtectionSettings({ repo }: { repo: string }) {
-  const [rules, setRules] = useState<ProtectionRule[] | null>(null);
+  const [rules, setRules] = useState<RuleForm[] | null>(null);
   const [etag, setEtag] = useState("");
   const [error, setError] = useState<unknown>(undefined);
   const [saved, setSaved] = useState(false);
@@ -55,7 +65,7 @@ export function ProtectionSettings({ repo }: { repo: string }) {
 
   if (rules === null) return error ? <ErrorNote error={error} /> : <Loading what="branch protection" />;
 
-  const change = (index: number, update: Partial<ProtectionRule>) => {
+  const change = (index: number, update: Partial<RuleForm>) => {
     setSaved(false);
     setRules(rules.map((rule, i) => (i === index ? { ...rule, ...update } : rule)));
   };
@@ -67,7 +77,7 @@ export function ProtectionSettings({ repo }: { repo: string }) {
     try {
       const response = await call(path(repo), {
         method: "PUT",
-        json: rules.map((rule) => ({ ...rule, pattern: rule.pattern.trim() })),
+        json: rules.map(toRule),
         headers: { "If-Match": etag },
       });
       setEtag(response.headers.get("ETag") ?? etag);
@@ -85,6 +95,8 @@ export function ProtectionSettings({ repo }: { repo: string }) {
         A pattern matches branch names (<code>*</code> is the only wildcard). Forbidding direct writes refuses uploads,
         deletes, commits, resets and reverts on the branch through every client; changes then arrive by merge.
         Required approvals additionally refuse every merge but a pull request's with that many approvals.
+        Required checks, a comma-separated list of check names (an action's name, a slash and a hook's id, as a pull
+        request lists them), must all have passed on the pull request's source head before it merges.
       </p>
       <table>
         <thead>
@@ -92,6 +104,7 @@ export function ProtectionSettings({ repo }: { repo: string }) {
             <th>Pattern</th>
             <th>Forbid direct writes</th>
             <th>Required approvals</th>
+            <th>Required checks</th>
             <th />
           </tr>
         </thead>
@@ -129,6 +142,16 @@ export function ProtectionSettings({ repo }: { repo: string }) {
                 />
               </td>
               <td>
+                <input
+                  name="required_checks"
+                  aria-label="required checks"
+                  placeholder="Check/reject, Lint/schema"
+                  maxLength={4096}
+                  value={rule.required_checks}
+                  onInput={(e) => change(index, { required_checks: e.currentTarget.value })}
+                />
+              </td>
+              <td>
                 <button type="button" onClick={() => setRules(rules.filter((_, i) => i !== index))} data-testid="remove-rule">
                   Remove
                 </button>
@@ -153,7 +176,7 @@ export function ProtectionSettings({ repo }: { repo: string }) {
         <button
           type="button"
           disabled={rules.length >= MAX_RULES}
-          onClick={() => setRules([...rules, { pattern: "", block_direct_writes: true, required_approvals: 0 }])}
+          onClick={() => setRules([...rules, { pattern: "", block_direct_writes: true, required_approvals: 0, required_checks: "" }])}
           data-testid="add-rule"
         >
           Add rule

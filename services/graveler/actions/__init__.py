@@ -1,0 +1,1 @@
+"""lakeFS Actions: hooks that run on repository events (docs/design/actions.md)."""

@@ -1,0 +1,85 @@
+"""The events actions run on, and what a hook is told about one (lakeFS's event payload).
+
+A HookRecord is what graveler knows of an operation when it fires an event. Its `source_ref`
+is where the action files are read (lakeFS's choice for each event: the branch being committed
+to, the commit merged from, the ref a branch is created from, the commit a tag names, and for a
+post-event the commit the operation made). The payload a webhook receives and a Lua hook's
+`action` are built from it, with lakeFS's field names.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PRE_EVENTS = (
+    "pre-commit",
+    "pre-merge",
+    "pre-create-branch",
+    "pre-delete-branch",
+    "pre-create-tag",
+    "pre-delete-tag",
+    "pre-revert",
+    "pre-cherry-pick",
+)
+POST_EVENTS = tuple("post-" + e[len("pre-") :] for e in PRE_EVENTS)
+# Silt's own: a pull request opened or its source pushed to; runs asynchronously as a check.
+PULL_REQUEST = "pull-request"
+EVENT_TYPES = (*PRE_EVENTS, *POST_EVENTS, PULL_REQUEST)
+
+
+def is_tag_event(event_type: str) -> bool:
+    return event_type.endswith("-tag")
+
+
+def post_of(pre_event: str) -> str:
+    return "post-" + pre_event[len("pre-") :]
+
+
+@dataclass(frozen=True)
+class HookRecord:
+    event_type: str
+    repository: str
+    source_ref: str
+    branch_id: str = ""
+    tag_id: str = ""
+    commit_id: str = ""
+    commit_message: str = ""
+    committer: str = ""
+    commit_metadata: Mapping[str, str] = field(default_factory=dict)
+    merge_source: str = ""
+    pre_run_id: str = ""
+    pull_request_id: str = ""
+    pull_request_action: str = ""  # opened, updated, rerun
+
+    def payload(self, action_name: str, hook_id: str) -> dict[str, Any]:
+        """lakeFS's event information, fields that are empty left out as lakeFS does."""
+        info: dict[str, Any] = {
+            "event_type": self.event_type,
+            "event_time": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "action_name": action_name,
+            "hook_id": hook_id,
+            "repository_id": self.repository,
+        }
+        optional: dict[str, Any] = {
+            "branch_id": self.branch_id,
+            "source_ref": self.source_ref,
+            "tag_id": self.tag_id,
+            "commit_id": self.commit_id,
+            "commit_message": self.commit_message,
+            "committer": self.committer,
+            "commit_metadata": dict(self.commit_metadata),
+            "merge_source": self.merge_source,
+            "pre_run_id": self.pre_run_id,
+            "pull_request_id": self.pull_request_id,
+            "pull_request_action": self.pull_request_action,
+        }
+        info.update({k: v for k, v in optional.items() if v})
+        return info
+
+
+def payload_bytes(payload: Mapping[str, Any]) -> bytes:
+    return json.dumps(payload, separators=(",", ":")).encode()

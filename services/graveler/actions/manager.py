@@ -1,0 +1,366 @@
+"""Actions: loads the action files an event matches, runs their hooks, records the run.
+
+Where hooks run (docs/design/actions.md): inside graveler, around the operation, as lakeFS
+does. A pre-event run happens in the calling thread before the operation changes anything, so a
+refusal leaves the repository exactly as it was (staging included) and the operation fails with
+HookAborted (412 at the REST API, with the failing hook's error and output). A post-event run,
+and a pull request check, runs in the background (scheduler.FairScheduler) after the operation
+succeeded: its failure is recorded in its run and changes nothing.
+
+Bounds, so that one repository's hooks never hold up another's operations:
+* a pre-event run has a deadline (`run_timeout`, and the call's own), each hook its own timeout
+  within it; a hanging webhook or a looping script ends there;
+* a repository runs at most `max_runs_per_repository` pre-event runs at once (each holds one of
+  graveler's request threads); one more is refused at once with ResourceExhausted (429);
+* background runs share a few workers fairly (at most one per repository at a time).
+
+No action files at the source ref costs one listing of `_lakefs_actions/`; for an immutable ref
+(a commit id: every post-event's source) the parsed actions are cached.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from services.graveler.actions.events import HookRecord, payload_bytes
+from services.graveler.actions.files import (
+    ACTIONS_PREFIX,
+    MAX_FILES,
+    Action,
+    Hook,
+    InvalidActionFile,
+    check_unique_names,
+    is_action_file,
+    parse_action,
+)
+from services.graveler.actions.lua.runtime import LuaLimits, run_lua
+from services.graveler.actions.reads import RepositoryReads, ScopedCalls
+from services.graveler.actions.runs import RunStore, new_run_id
+from services.graveler.actions.scheduler import FairScheduler
+from services.graveler.actions.webhook import EnvPolicy, InvalidHook, WebhookPolicy, parse_webhook, send_webhook
+from services.graveler.deadline import NO_DEADLINE, Deadline
+from services.graveler.refs import RepoHandle
+from services.graveler.refs import expr as refexpr
+from silt.errors import HOOK_ABORTED, HookAborted, NotFound, ResourceExhausted, SiltError
+from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.context import background_context
+
+_log = logging.getLogger(__name__)
+
+MAX_HOOK_RUNS = 100  # hooks one event may run, over all its actions
+MAX_ERROR_OUTPUT = 2048  # of a failed hook's output, quoted in the refusal
+MAX_CACHED_REFS = 256
+MAX_CACHED_FILES = 1024
+
+
+@dataclass
+class ActionsOptions:
+    enabled: bool = True
+    # A pre-event run ends by then; each hook also by its own timeout (webhook `timeout`).
+    run_timeout_seconds: float = 60.0
+    max_runs_per_repository: int = 4
+    background_workers: int = 4
+    background_queue_per_repository: int = 100
+    webhook: WebhookPolicy = field(default_factory=WebhookPolicy)
+    env: EnvPolicy = field(default_factory=EnvPolicy)
+    lua: LuaLimits = field(default_factory=LuaLimits)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run: pb.ActionRun
+    failure: str  # "" when every hook passed
+
+
+def _now() -> Timestamp:
+    stamp = Timestamp()
+    stamp.GetCurrentTime()
+    return stamp
+
+
+def _excerpt(output: str) -> str:
+    data = output.encode()
+    if len(data) <= MAX_ERROR_OUTPUT:
+        return output
+    return "..." + data[-MAX_ERROR_OUTPUT:].decode(errors="ignore")
+
+
+class Actions:
+    def __init__(
+        self,
+        reads: RepositoryReads,
+        runs: RunStore,
+        create_tag: Callable[[RepoHandle, str, str], None],
+        options: ActionsOptions | None = None,
+    ) -> None:
+        self.options = options or ActionsOptions()
+        self.reads = reads
+        self.runs = runs
+        self._create_tag = create_tag
+        self._lock = threading.Lock()
+        self._in_flight: dict[bytes, int] = {}
+        self._by_commit: OrderedDict[tuple[bytes, str], list[Action]] = OrderedDict()
+        self._by_file: OrderedDict[tuple[str, str], Action] = OrderedDict()
+        self.background = FairScheduler(
+            self.options.background_workers, 1, self.options.background_queue_per_repository
+        )
+
+    def close(self) -> None:
+        self.background.close()
+
+    # --- loading -------------------------------------------------------------------------
+
+    def _parsed(self, repo: RepoHandle, path: str, entry: pb.Entry) -> Action:
+        key = (repo.namespace + "\x00" + entry.physical_address, entry.etag)
+        with self._lock:
+            hit = self._by_file.get(key)
+        if hit is not None and hit.file == path:
+            return hit
+        try:
+            data = self.reads.read(repo, entry, 256 * 1024)
+        except SiltError as exc:
+            raise InvalidActionFile(f"action file {path!r}: cannot be read: {exc}") from None
+        action = parse_action(data, path)
+        with self._lock:
+            self._by_file[key] = action
+            while len(self._by_file) > MAX_CACHED_FILES:
+                self._by_file.popitem(last=False)
+        return action
+
+    def load(self, repo: RepoHandle, source_ref: str, deadline: Deadline) -> list[Action]:
+        """Every action at source_ref; InvalidActionFile if one of them is broken."""
+        immutable = refexpr.looks_like_commit_prefix(source_ref) and len(source_ref) >= 40
+        key = (repo.partition, source_ref)
+        if immutable:
+            with self._lock:
+                cached = self._by_commit.get(key)
+            if cached is not None:
+                return cached
+        files = self.reads.files_under(repo, source_ref, ACTIONS_PREFIX, MAX_FILES, deadline)
+        if len(files) > MAX_FILES:
+            raise InvalidActionFile(f"more than {MAX_FILES} action files under {ACTIONS_PREFIX!r}")
+        actions = [self._parsed(repo, path, entry) for path, entry in files if is_action_file(path)]
+        check_unique_names(actions)
+        if immutable:
+            with self._lock:
+                self._by_commit[key] = actions
+                while len(self._by_commit) > MAX_CACHED_REFS:
+                    self._by_commit.popitem(last=False)
+        return actions
+
+    def matching(self, repo: RepoHandle, record: HookRecord, deadline: Deadline) -> list[Action]:
+        if not self.options.enabled:
+            return []
+        actions = [
+            a for a in self.load(repo, record.source_ref, deadline) if a.matches(record.event_type, record.branch_id)
+        ]
+        if sum(len(a.hooks) for a in actions) > MAX_HOOK_RUNS:
+            raise InvalidActionFile(f"event {record.event_type!r} matches more than {MAX_HOOK_RUNS} hooks")
+        return actions
+
+    # --- running -------------------------------------------------------------------------
+
+    def _script(self, repo: RepoHandle, record: HookRecord, hook: Hook, deadline: Deadline) -> str:
+        script = hook.properties.get("script")
+        path = hook.properties.get("script_path") or hook.properties.get("script_file")
+        if isinstance(script, str) and script and not path:
+            return script
+        if isinstance(path, str) and path and not script:
+            entry = self.reads.entries.stat(repo, record.source_ref, path, deadline)
+            return self.reads.read(repo, entry, 256 * 1024).decode()
+        raise InvalidHook("a lua hook needs exactly one of 'script' and 'script_path'")
+
+    def _run_hook(
+        self, repo: RepoHandle, record: HookRecord, action: Action, hook: Hook, ends_at: float, deadline: Deadline
+    ) -> tuple[bool, str, str]:
+        """(passed, output, error) of one hook, never raising for what the hook did."""
+        payload = record.payload(action.name, hook.id)
+        try:
+            if hook.type == "webhook":
+                spec = parse_webhook(hook.properties, self.options.env)
+                sent = send_webhook(spec, payload_bytes(payload), self.options.webhook, ends_at)
+                return sent.ok, sent.output, sent.error
+            script = self._script(repo, record, hook, deadline)
+            args = hook.properties.get("args") or {}
+            if not isinstance(args, dict):
+                raise InvalidHook("'args' of a lua hook must be a mapping")
+            limits = self.options.lua
+            remaining = max(0.001, ends_at - time.monotonic())
+            if remaining < limits.timeout_seconds:
+                limits = LuaLimits(
+                    max_memory_bytes=limits.max_memory_bytes,
+                    max_instructions=limits.max_instructions,
+                    timeout_seconds=remaining,
+                    max_output_bytes=limits.max_output_bytes,
+                )
+            calls = ScopedCalls(self.reads, repo, deadline, lambda tag, ref: self._create_tag(repo, tag, ref))
+            ran = run_lua(script, payload, args, calls, limits, f"{action.file}:{hook.id}")
+            return ran.ok, ran.output, ran.error
+        except (InvalidHook, SiltError, UnicodeDecodeError) as exc:
+            return False, "", str(exc)
+
+    def run(
+        self,
+        repo: RepoHandle,
+        record: HookRecord,
+        actions: list[Action],
+        run_id: str,
+        ends_at: float,
+        deadline: Deadline,
+    ) -> RunOutcome:
+        """Run every hook of actions for record, in file order, and store the run."""
+        run = pb.ActionRun(
+            run_id=run_id,
+            event_type=record.event_type,
+            branch=record.branch_id,
+            commit_id=record.commit_id,
+            source_ref=record.source_ref,
+            start_time=_now(),
+            tag_id=record.tag_id,
+            pull_request_id=record.pull_request_id,
+            pre_run_id=record.pre_run_id,
+        )
+        failure = ""
+        for action_index, action in enumerate(actions):
+            failed = False
+            for hook_index, hook in enumerate(action.hooks):
+                hook_run = run.hooks.add(
+                    hook_run_id=f"{action_index:04d}_{hook_index:04d}", action=action.name, hook_id=hook.id
+                )
+                wanted = {
+                    "": not failed,
+                    "success()": not failed,
+                    "failure()": failed,
+                    "always()": True,
+                    "true": True,
+                    "false": False,
+                }[hook.condition]
+                if not wanted:
+                    hook_run.skipped = True
+                    continue
+                hook_run.start_time.CopyFrom(_now())
+                if time.monotonic() >= ends_at:
+                    passed, output, error = False, "", "not run: the run's deadline passed"
+                else:
+                    passed, output, error = self._run_hook(repo, record, action, hook, ends_at, deadline)
+                hook_run.end_time.CopyFrom(_now())
+                hook_run.output = output if not error else f"{output}\nError: {error}\n"
+                hook_run.error = error[:1024]
+                if not passed:
+                    hook_run.failed = True
+                    failed = True
+                    if not failure:
+                        failure = (
+                            f"hook run id '{run_id}_{hook_run.hook_run_id}' failed on action {action.name!r}"
+                            f" hook {hook.id!r}: {error}"
+                        )
+                        if output:
+                            failure += f"\n{_excerpt(output)}"
+        run.end_time.CopyFrom(_now())
+        run.failed = bool(failure)
+        try:
+            self.runs.save(repo, run)
+        except SiltError:
+            _log.exception("could not store action run %s of repository %r", run_id, repo.name)
+            if not failure:
+                raise
+        return RunOutcome(run, failure)
+
+    def pre(self, repo: RepoHandle, record: HookRecord, deadline: Deadline = NO_DEADLINE) -> str:
+        """Run the pre-event hooks of record; the run id ("" if none matched). HookAborted if
+        one failed, InvalidActionFile if an action file is broken: the operation must stop."""
+        try:
+            actions = self.matching(repo, record, deadline)
+        except NotFound as exc:
+            if exc.what == "ref" and record.branch_id and record.source_ref == record.branch_id:
+                # The operation's own answer for a branch that is not there, not a ref's.
+                raise NotFound(
+                    f"branch {record.branch_id!r} not found in repository {repo.name!r}", what="branch"
+                ) from None
+            raise
+        except InvalidActionFile as exc:
+            run_id = self._record_broken(repo, record, str(exc))
+            raise HookAborted(f"{record.event_type} {HOOK_ABORTED} '{run_id}': {exc}") from None
+        if not actions:
+            return ""
+        with self._lock:
+            if self._in_flight.get(repo.partition, 0) >= self.options.max_runs_per_repository:
+                raise ResourceExhausted(
+                    f"repository {repo.name!r} already runs {self.options.max_runs_per_repository} pre-event hook"
+                    " runs; retry later"
+                )
+            self._in_flight[repo.partition] = self._in_flight.get(repo.partition, 0) + 1
+        try:
+            ends_at = time.monotonic() + self.options.run_timeout_seconds
+            remaining = deadline.remaining()
+            if remaining is not None:
+                ends_at = min(ends_at, time.monotonic() + remaining)
+            run_id = new_run_id()
+            outcome = self.run(repo, record, actions, run_id, ends_at, deadline)
+        finally:
+            with self._lock:
+                left = self._in_flight[repo.partition] - 1
+                if left:
+                    self._in_flight[repo.partition] = left
+                else:
+                    del self._in_flight[repo.partition]
+        if outcome.failure:
+            raise HookAborted(f"{record.event_type} {HOOK_ABORTED} '{run_id}': {outcome.failure}")
+        return run_id
+
+    def post(self, repo: RepoHandle, record: HookRecord) -> None:
+        """Run the post-event hooks of record in the background; failures are only recorded."""
+        if not self.options.enabled:
+            return
+
+        def job() -> None:
+            with background_context("actions", repo.name):
+                try:
+                    actions = self.matching(repo, record, NO_DEADLINE)
+                except InvalidActionFile as exc:
+                    self._record_broken(repo, record, str(exc))
+                    return
+                if actions:
+                    ends_at = time.monotonic() + self.options.run_timeout_seconds
+                    self.run(repo, record, actions, new_run_id(), ends_at, NO_DEADLINE)
+
+        if not self.background.submit(repo.name, job):
+            _log.warning(
+                "dropped %s hooks of repository %r: its background queue is full", record.event_type, repo.name
+            )
+
+    def _record_broken(self, repo: RepoHandle, record: HookRecord, error: str) -> str:
+        """A failed run for an event whose action files could not be loaded; its id."""
+        run = pb.ActionRun(
+            run_id=new_run_id(),
+            event_type=record.event_type,
+            branch=record.branch_id,
+            commit_id=record.commit_id,
+            source_ref=record.source_ref,
+            start_time=_now(),
+            end_time=_now(),
+            failed=True,
+            pre_run_id=record.pre_run_id,
+        )
+        run.hooks.add(
+            hook_run_id="0000_0000",
+            action="(action files)",
+            hook_id="load",
+            start_time=run.start_time,
+            end_time=run.end_time,
+            failed=True,
+            error=error[:1024],
+            output=error,
+        )
+        try:
+            self.runs.save(repo, run)
+        except SiltError:
+            _log.exception("could not store the failed run of repository %r", repo.name)
+        return run.run_id
