@@ -83,7 +83,7 @@ class Checks:
                 for pull_id in self._open_from(repo, branch):
                     self._request(repo, pull_id, "updated", None)
 
-        if not self._actions.background.submit(repo.name, job):
+        if not self._actions.bookkeeping.submit(repo.name, job):
             with self._lock:
                 self._queued.discard(key)
 

@@ -111,8 +111,12 @@ class Actions:
         self.background = FairScheduler(
             self.options.background_workers, 1, self.options.background_queue_per_repository
         )
+        # Short bookkeeping (a push marking its pull requests' checks pending) never waits behind
+        # hooks: its own worker, so a hanging check does not leave a stale status showing.
+        self.bookkeeping = FairScheduler(1, 1, self.options.background_queue_per_repository)
 
     def close(self) -> None:
+        self.bookkeeping.close()
         self.background.close()
 
     # --- loading -------------------------------------------------------------------------

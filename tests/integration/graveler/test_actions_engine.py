@@ -1,0 +1,198 @@
+"""Actions inside the engine: the per-repository bound on pre-event runs, background post-hooks
+that one repository's hang does not hold up for another, and a pull request check whose slow
+old run finishes after a push: its result is dropped, never counted for the new head."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.graveler.actions.manager import ActionsOptions
+from services.graveler.deadline import NO_DEADLINE
+from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.wiring import open_graveler
+from silt.block.local import LocalAdapter
+from silt.errors import ResourceExhausted
+from silt.graveler.v1 import model_pb2 as pb
+from silt.kv.mem import MemStore
+
+
+class Hooks:
+    """A webhook server: each path blocks until its gate opens (paths without a gate answer 200)."""
+
+    def __init__(self) -> None:
+        self.gates: dict[str, threading.Event] = {}
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+        self.lock = threading.Lock()
+        self.port = 0
+
+    def gate(self, path: str) -> threading.Event:
+        return self.gates.setdefault(path, threading.Event())
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def wait_seen(self, predicate: Callable[[str, dict[str, Any]], bool], timeout: float = 10) -> None:
+        ends = time.monotonic() + timeout
+        while time.monotonic() < ends:
+            with self.lock:
+                if any(predicate(path, body) for path, body in self.seen):
+                    return
+            time.sleep(0.01)
+        raise AssertionError("the webhook was not called")
+
+
+@pytest.fixture
+def hooks() -> Iterator[Hooks]:
+    state = Hooks()
+
+    class Handler(BaseHTTPRequestHandler):
+        disable_nagle_algorithm = True
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            with state.lock:
+                state.seen.append((self.path, body))
+                gate = state.gates.get(self.path.split("?")[0])
+            if gate is not None:
+                gate.wait(20)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield state
+    for gate in state.gates.values():
+        gate.set()
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Graveler]:
+    options = GravelerOptions(actions=ActionsOptions(max_runs_per_repository=1, background_workers=2))
+    g = open_graveler(MemStore(), LocalAdapter(tmp_path / "data"), options)
+    yield g
+    g.close()
+
+
+def _repo(g: Graveler, name: str) -> str:
+    g.lifecycle.create_repository(name, f"local://{name}", "main", False)
+    return name
+
+
+def _put(g: Graveler, repo: str, branch: str, key: str, data: bytes = b"x") -> None:
+    namespace = g.refs.repository(repo).namespace
+    address = f"data/{repo}-{branch}-{key.replace('/', '_')}-{time.monotonic_ns()}"
+    g.committed.adapter.put(namespace, address, io.BytesIO(data), len(data))
+    g.stage_entry(repo, branch, key, pb.Entry(physical_address=address, size=len(data), etag=address))
+
+
+def _webhook(name: str, event: str, url: str, branches: str = "") -> bytes:
+    on = f"  {event}:\n" + (f"    branches: [{branches}]\n" if branches else "")
+    return (
+        f"name: {name}\non:\n{on}hooks:\n  - id: call\n    type: webhook\n"
+        f"    properties:\n      url: {url}\n      timeout: 20s\n"
+    ).encode()
+
+
+def test_a_repository_runs_a_bounded_number_of_pre_hooks_at_once(engine: Graveler, hooks: Hooks) -> None:
+    slow, other = _repo(engine, "slow-repo"), _repo(engine, "other-repo")
+    gate = hooks.gate("/slow")
+    _put(engine, slow, "main", "_lakefs_actions/a.yaml", _webhook("slow", "pre-commit", hooks.url("/slow")))
+    errors: list[BaseException] = []
+
+    def commit() -> None:
+        try:
+            engine.commit(slow, "main", "held by its hook")
+        except BaseException as exc:
+            errors.append(exc)
+
+    held = threading.Thread(target=commit)
+    held.start()
+    hooks.wait_seen(lambda path, _: path == "/slow")
+    # The one run allowed is in flight: the next is refused at once, not queued behind it.
+    started = time.monotonic()
+    with pytest.raises(ResourceExhausted, match="pre-event hook runs"):
+        engine.commit(slow, "main", "one too many")
+    assert time.monotonic() - started < 1
+    _put(engine, other, "main", "f")
+    engine.commit(other, "main", "another repository is not held")
+    gate.set()
+    held.join(10)
+    assert not errors, errors
+    assert (
+        engine.refs.get_commit(
+            engine.refs.repository(slow), engine.refs.resolve(engine.refs.repository(slow), "main").commit_id
+        ).message
+        == "held by its hook"
+    )
+
+
+def test_a_hanging_post_hook_does_not_hold_another_repositorys(engine: Graveler, hooks: Hooks) -> None:
+    slow, other = _repo(engine, "slow-posts"), _repo(engine, "other-posts")
+    hooks.gate("/slow-post")
+    _put(engine, slow, "main", "_lakefs_actions/a.yaml", _webhook("slow", "post-commit", hooks.url("/slow-post")))
+    _put(engine, other, "main", "_lakefs_actions/a.yaml", _webhook("fast", "post-commit", hooks.url("/fast-post")))
+    for n in range(3):  # three post-hooks of one repository hang (one runs, two wait in its queue)
+        _put(engine, slow, "main", f"f{n}")
+        started = time.monotonic()
+        engine.commit(slow, "main", f"slow {n}")
+        assert time.monotonic() - started < 2  # the commit never waits for its post-hooks
+    engine.commit(other, "main", "fast")
+    hooks.wait_seen(lambda path, body: path == "/fast-post" and body["repository_id"] == other, timeout=5)
+
+
+def test_a_check_result_of_an_older_head_is_dropped(engine: Graveler, hooks: Hooks) -> None:
+    repo = _repo(engine, "checks-race")
+    gate = hooks.gate("/check")
+    _put(engine, repo, "main", "_lakefs_actions/c.yaml", _webhook("ci", "pull-request", hooks.url("/check"), "main"))
+    engine.commit(repo, "main", "add the check")
+    engine.protection.set(
+        engine.refs.repository(repo),
+        [pb.BranchProtectionRule(pattern="main", required_checks=["ci/call"])],
+        "",
+        NO_DEADLINE,
+    )
+    engine.create_branch(repo, "feature", "main")
+    _put(engine, repo, "feature", "a")
+    first = engine.commit(repo, "feature", "first head").id
+    handle = engine.refs.repository(repo)
+    pull = engine.pulls.create(handle, "data", "", "feature", "main", "alice")
+    engine.checks.opened(handle, pull)
+    hooks.wait_seen(lambda path, body: path == "/check" and body["source_ref"] == first)  # run 1 holds
+
+    _put(engine, repo, "feature", "b")
+    second = engine.commit(repo, "feature", "second head").id  # a push: run 2 is asked for
+
+    def check() -> pb.PullRequestCheck:
+        [only] = engine.pulls.get(handle, pull.id).checks
+        return only
+
+    ends = time.monotonic() + 5
+    while check().commit_id != second:
+        assert time.monotonic() < ends, check()
+        time.sleep(0.01)
+    gate.set()  # run 1 (of the first head) and then run 2 finish
+    ends = time.monotonic() + 10
+    while check().status != pb.CHECK_STATUS_PASSED:
+        # Never a result of the first head once the second is asked for.
+        assert check().commit_id == second, check()
+        assert time.monotonic() < ends, check()
+        time.sleep(0.01)
+    assert check().commit_id == second
+    assert engine.pulls.standing(handle, engine.pulls.get(handle, pull.id)).blocked_reason == ""
