@@ -136,8 +136,13 @@ class Checks:
         if not names and not pull.checks:
             return pull
         updated = self._pulls.set_checks(repo, pull_id, stamp, deadline)
-        if names:
-            self._actions.background.submit(repo.name, lambda: self._run(repo, pull_id, request_id, why, only))
+        if names and not self._actions.background.submit(
+            repo.name, lambda: self._run(repo, pull_id, request_id, why, only)
+        ):
+            failed = pb.PullRequestCheck(
+                status=FAILED, commit_id=head, ended=now(), error="not run: the repository has too many runs queued"
+            )
+            return self._mark(repo, pull_id, request_id, {n: _named(failed, n) for n in names}, deadline)
         return updated
 
     def _names(self, repo: RepoHandle, pull: pb.PullRequest, head: str, deadline: Deadline) -> list[str]:
@@ -149,6 +154,10 @@ class Checks:
         return [check_name(a.name, h.id) for a in actions for h in a.hooks]
 
     def _record(self, repo: RepoHandle, pull: pb.PullRequest, head: str, why: str) -> HookRecord:
+        """The event of a check of head. Its actions are the destination's (its head commit now):
+        checks read from the source would let the pull request's author rewrite the very checks
+        a protection rule requires (GitHub's pull_request_target makes the same choice)."""
+        destination = str(self._refs.resolve(repo, pull.destination_branch).commit_id)
         return HookRecord(
             PULL_REQUEST,
             repo.name,
@@ -158,11 +167,20 @@ class Checks:
             merge_source=pull.source_branch,
             pull_request_id=pull.id,
             pull_request_action=why,
+            actions_ref=destination,
+            immutable=True,
         )
 
     # --- running -------------------------------------------------------------------------
 
-    def _mark(self, repo: RepoHandle, pull_id: str, request_id: str, update: dict[str, pb.PullRequestCheck]) -> None:
+    def _mark(
+        self,
+        repo: RepoHandle,
+        pull_id: str,
+        request_id: str,
+        update: dict[str, pb.PullRequestCheck],
+        deadline: Deadline = NO_DEADLINE,
+    ) -> pb.PullRequest:
         def change(pull: pb.PullRequest) -> None:
             for check in pull.checks:
                 if check.request_id == request_id and check.name in update:
@@ -170,13 +188,13 @@ class Checks:
                     check.CopyFrom(update[check.name])
                     check.request_id = request
 
-        self._pulls.set_checks(repo, pull_id, change, NO_DEADLINE)
+        return self._pulls.set_checks(repo, pull_id, change, deadline)
 
     def _run(self, repo: RepoHandle, pull_id: str, request_id: str, why: str, only: str | None) -> None:
         with background_context("actions", repo.name):
             try:
                 self._checked(repo, pull_id, request_id, why, only)
-            except SiltError as exc:  # a store or engine failure: the checks must not stay RUNNING
+            except Exception as exc:  # whatever failed, the checks must not stay RUNNING
                 _log.warning("checks of pull request %s of %r failed: %s", pull_id, repo.name, exc)
                 failed = pb.PullRequestCheck(status=FAILED, ended=now(), error=f"the check could not run: {exc}"[:1024])
                 with contextlib.suppress(SiltError):

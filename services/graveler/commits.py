@@ -16,6 +16,7 @@ The tokens it sealed stay sealed, so their changes stay visible and the next com
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.graveler.builder import MetaRangeBuilder, until
@@ -111,14 +112,21 @@ class Committer:
         allow_empty: bool,
         prefixes: list[str],
         deadline: Deadline,
+        after_seal: Callable[[], None] | None = None,
     ) -> pb.Commit:
-        """Commit the staged changes of a branch (only those under prefixes, if given)."""
+        """Commit the staged changes of a branch (only those under prefixes, if given).
+
+        after_seal runs once the staging token is sealed, before anything is built: what it
+        raises stops the commit, leaving the sealed tokens sealed (still read and committed by
+        the next commit: nothing staged is lost or changed) — the branch's pre-commit hooks."""
         if not message:
             raise InvalidArgument("commit message must not be empty")
         only = [p.encode() for p in prefixes] or None
         if only is not None and not all(only):
             raise InvalidArgument("commit prefixes must not be empty")
         sealed = self._seal(repo, branch_name, deadline)
+        if after_seal is not None:
+            after_seal()
         to_commit = sealed.sealed_tokens  # newest first
         base = self._refs.get_commit(repo, sealed.branch.commit_id)
         head = MetaRangeId(base.metarange_id)

@@ -247,7 +247,7 @@ class Graveler:
             raise FailedPrecondition(f"branch {name!r} is the default branch of {repository!r} and cannot be deleted")
         self.protection.check_direct_write(repo, name, "deleting the branch")
         record = self.refs.get_branch(repo, name)
-        hooks = HookRecord("pre-delete-branch", repository, record.branch.commit_id, branch_id=name)
+        hooks = HookRecord("pre-delete-branch", repository, record.branch.commit_id, branch_id=name, immutable=True)
         pre_run = "" if record.branch.hidden else self.actions.pre(repo, hooks, deadline)
         self.refs.delete_branch(repo, name)
         self.cleaner.drop_tokens(record.tokens)
@@ -275,7 +275,9 @@ class Graveler:
         repo = self._repo(repository, deadline)
         validate_ref_name(tag_id, "tag")
         tag = pb.Tag(id=tag_id, commit_id=self.refs.resolve(repo, ref).commit_id)
-        record = HookRecord("pre-create-tag", repository, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id)
+        record = HookRecord(
+            "pre-create-tag", repository, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id, immutable=True
+        )
         pre_run = self.actions.pre(repo, record, deadline)
         self.refs.create_tag(repo, tag)
         self.actions.post(repo, replace(record, event_type="post-create-tag", pre_run_id=pre_run))
@@ -289,7 +291,9 @@ class Graveler:
     def delete_tag(self, repository: str, tag_id: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         repo = self._repo(repository, deadline)
         tag = self.refs.get_tag(repo, tag_id)
-        record = HookRecord("pre-delete-tag", repository, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id)
+        record = HookRecord(
+            "pre-delete-tag", repository, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id, immutable=True
+        )
         pre_run = self.actions.pre(repo, record, deadline)
         self.refs.delete_tag(repo, tag_id)
         self.actions.post(repo, replace(record, event_type="post-delete-tag", pre_run_id=pre_run))
@@ -385,10 +389,17 @@ class Graveler:
             committer=committer,
             commit_metadata=metadata,
         )
-        pre_run = self.actions.pre(repo, record, deadline)
+        pre_runs: list[str] = []
+
+        def hooks() -> None:
+            # After the staging token is sealed: what the hooks passed is what is committed; a
+            # write that lands while they run goes to the new token, for the next commit.
+            pre_runs.append(self.actions.pre(repo, record, deadline))
+
         commit = self.committer.commit(
-            repo, branch_name, message, metadata, committer, allow_empty, prefixes or [], deadline
+            repo, branch_name, message, metadata, committer, allow_empty, prefixes or [], deadline, after_seal=hooks
         )
+        pre_run = pre_runs[0] if pre_runs else ""
         self._after(repo, record, pre_run, commit, deadline)
         return commit
 
@@ -396,7 +407,7 @@ class Graveler:
         """What follows an operation that made a commit on a branch: its pre-event run names the
         commit, its post-event hooks run, and the checks of pull requests from the branch re-run."""
         if pre_run:
-            self.actions.runs.set_commit(repo, pre_run, commit.id, deadline)
+            self.actions.name_commit(repo, pre_run, commit.id)
         done = replace(
             record,
             event_type=post_of(record.event_type),
@@ -406,6 +417,7 @@ class Graveler:
             committer=commit.committer,
             commit_metadata=dict(commit.metadata),
             pre_run_id=pre_run,
+            immutable=True,
         )
         self.actions.post(repo, done)
         self.checks.pushed(repo, record.branch_id)
@@ -481,12 +493,14 @@ class Graveler:
         repo = self._repo(repository, deadline)
         self.protection.check_direct_merge(repo, destination)
         source_commit = self.refs.resolve(repo, source_ref).commit_id
+        message = message or f"Merge {source_ref!r} into {destination!r}"
         record = HookRecord(
             "pre-merge",
             repository,
             source_commit,
             branch_id=destination,
             merge_source=source_ref,
+            immutable=True,
             commit_message=message,
             committer=committer,
             commit_metadata=dict(metadata or {}),

@@ -534,6 +534,7 @@ class PullRequests:
             heads[0],
             branch_id=claimed.destination_branch,
             merge_source=claimed.source_branch,
+            immutable=True,
             commit_message=message,
             committer=committer,
             commit_metadata=metadata,
@@ -563,7 +564,7 @@ class PullRequests:
         merged_id = outcome.commit.id
         if self.actions is not None:
             if pre_run:
-                self.actions.runs.set_commit(repo, pre_run, merged_id, deadline)
+                self.actions.name_commit(repo, pre_run, merged_id)
             self.actions.post(
                 repo,
                 dataclasses.replace(
@@ -573,6 +574,7 @@ class PullRequests:
                     commit_id=merged_id,
                     commit_metadata=dict(outcome.commit.metadata),
                     pre_run_id=pre_run,
+                    immutable=True,
                 ),
             )
 

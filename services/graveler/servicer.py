@@ -648,6 +648,8 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         deadline = _deadline(context)
         repo = self.g.refs.repository(request.repository, deadline)
         pull, outcome = self.g.pulls.merge(repo, request.id, strategy, request.message, metadata, committer, deadline)
+        if outcome.commit is not None:  # a push to the destination: pull requests from it are checked again
+            self.g.checks.pushed(repo, pull.destination_branch)
         self._merge_event(ev.MERGE, request.repository, pull.destination_branch, request.committer, outcome)
         return api.MergePullRequestResponse(
             pull_request=self._pull_info(request.repository, pull, context), merge=_merge_response(outcome)

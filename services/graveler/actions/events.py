@@ -54,6 +54,16 @@ class HookRecord:
     pre_run_id: str = ""
     pull_request_id: str = ""
     pull_request_action: str = ""  # opened, updated, rerun
+    # Where the action files are read, when not source_ref: a pull request's checks come from its
+    # destination, so that whoever opens one cannot rewrite the checks it must pass.
+    actions_ref: str = ""
+    # Whether the ref the actions are read at is a commit id (immutable: its actions are cached);
+    # a branch may be named like one, so the name's shape does not say.
+    immutable: bool = False
+
+    @property
+    def actions_at(self) -> str:
+        return self.actions_ref or self.source_ref
 
     def payload(self, action_name: str, hook_id: str) -> dict[str, Any]:
         """lakeFS's event information, fields that are empty left out as lakeFS does."""

@@ -191,6 +191,8 @@ def parse_action(data: bytes, file: str) -> Action:
         raise _fail(file, "not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise _fail(file, f"not valid YAML: {str(exc)[:300]}") from None
+    except RecursionError:
+        raise _fail(file, "nested too deeply") from None
     if not isinstance(raw, Mapping):
         raise _fail(file, "must be a YAML mapping with 'name', 'on' and 'hooks'")
     name = _string(raw.get("name"), file, "'name'", required=True)

@@ -47,7 +47,6 @@ from services.graveler.actions.scheduler import FairScheduler
 from services.graveler.actions.webhook import EnvPolicy, InvalidHook, WebhookPolicy, parse_webhook, send_webhook
 from services.graveler.deadline import NO_DEADLINE, Deadline
 from services.graveler.refs import RepoHandle
-from services.graveler.refs import expr as refexpr
 from silt.errors import HOOK_ABORTED, HookAborted, NotFound, ResourceExhausted, SiltError
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import background_context
@@ -66,6 +65,9 @@ class ActionsOptions:
     # A pre-event run ends by then; each hook also by its own timeout (webhook `timeout`).
     run_timeout_seconds: float = 60.0
     max_runs_per_repository: int = 4
+    # All repositories together: well below graveler's request threads (32), so hooks can never
+    # hold every one of them.
+    max_runs: int = 16
     background_workers: int = 4
     background_queue_per_repository: int = 100
     webhook: WebhookPolicy = field(default_factory=WebhookPolicy)
@@ -106,6 +108,7 @@ class Actions:
         self._create_tag = create_tag
         self._lock = threading.Lock()
         self._in_flight: dict[bytes, int] = {}
+        self._running = 0
         self._by_commit: OrderedDict[tuple[bytes, str], list[Action]] = OrderedDict()
         self._by_file: OrderedDict[tuple[str, str], Action] = OrderedDict()
         self.background = FairScheduler(
@@ -138,9 +141,9 @@ class Actions:
                 self._by_file.popitem(last=False)
         return action
 
-    def load(self, repo: RepoHandle, source_ref: str, deadline: Deadline) -> list[Action]:
-        """Every action at source_ref; InvalidActionFile if one of them is broken."""
-        immutable = refexpr.looks_like_commit_prefix(source_ref) and len(source_ref) >= 40
+    def load(self, repo: RepoHandle, source_ref: str, deadline: Deadline, immutable: bool = False) -> list[Action]:
+        """Every action at source_ref (a commit id when immutable); InvalidActionFile if one of
+        them is broken."""
         key = (repo.partition, source_ref)
         if immutable:
             with self._lock:
@@ -162,9 +165,8 @@ class Actions:
     def matching(self, repo: RepoHandle, record: HookRecord, deadline: Deadline) -> list[Action]:
         if not self.options.enabled:
             return []
-        actions = [
-            a for a in self.load(repo, record.source_ref, deadline) if a.matches(record.event_type, record.branch_id)
-        ]
+        loaded = self.load(repo, record.actions_at, deadline, record.immutable)
+        actions = [a for a in loaded if a.matches(record.event_type, record.branch_id)]
         if sum(len(a.hooks) for a in actions) > MAX_HOOK_RUNS:
             raise InvalidActionFile(f"event {record.event_type!r} matches more than {MAX_HOOK_RUNS} hooks")
         return actions
@@ -182,7 +184,14 @@ class Actions:
         raise InvalidHook("a lua hook needs exactly one of 'script' and 'script_path'")
 
     def _run_hook(
-        self, repo: RepoHandle, record: HookRecord, action: Action, hook: Hook, ends_at: float, deadline: Deadline
+        self,
+        repo: RepoHandle,
+        record: HookRecord,
+        action: Action,
+        hook: Hook,
+        run_id: str,
+        ends_at: float,
+        deadline: Deadline,
     ) -> tuple[bool, str, str]:
         """(passed, output, error) of one hook, never raising for what the hook did."""
         payload = record.payload(action.name, hook.id)
@@ -196,16 +205,20 @@ class Actions:
             if not isinstance(args, dict):
                 raise InvalidHook("'args' of a lua hook must be a mapping")
             limits = self.options.lua
-            remaining = max(0.001, ends_at - time.monotonic())
-            if remaining < limits.timeout_seconds:
+            left = max(0.001, ends_at - time.monotonic())
+            if left < limits.timeout_seconds:
                 limits = LuaLimits(
                     max_memory_bytes=limits.max_memory_bytes,
                     max_instructions=limits.max_instructions,
-                    timeout_seconds=remaining,
+                    timeout_seconds=left,
                     max_output_bytes=limits.max_output_bytes,
                 )
-            calls = ScopedCalls(self.reads, repo, deadline, lambda tag, ref: self._create_tag(repo, tag, ref))
-            ran = run_lua(script, payload, args, calls, limits, f"{action.file}:{hook.id}")
+            remaining = deadline.remaining()
+            hook_end = ends_at if remaining is None else min(ends_at, time.monotonic() + remaining)
+            hook_deadline = Deadline(hook_end, time.monotonic, deadline.is_active)
+            calls = ScopedCalls(self.reads, repo, hook_deadline, lambda tag, ref: self._create_tag(repo, tag, ref))
+            lua_action = {**payload, "run_id": run_id, "storage_namespace": repo.namespace}
+            ran = run_lua(script, lua_action, args, calls, limits, f"{action.file}:{hook.id}")
             return ran.ok, ran.output, ran.error
         except (InvalidHook, SiltError, UnicodeDecodeError) as exc:
             return False, "", str(exc)
@@ -253,7 +266,7 @@ class Actions:
                 if time.monotonic() >= ends_at:
                     passed, output, error = False, "", "not run: the run's deadline passed"
                 else:
-                    passed, output, error = self._run_hook(repo, record, action, hook, ends_at, deadline)
+                    passed, output, error = self._run_hook(repo, record, action, hook, run_id, ends_at, deadline)
                 hook_run.end_time.CopyFrom(_now())
                 hook_run.output = output if not error else f"{output}\nError: {error}\n"
                 hook_run.error = error[:1024]
@@ -300,7 +313,12 @@ class Actions:
                     f"repository {repo.name!r} already runs {self.options.max_runs_per_repository} pre-event hook"
                     " runs; retry later"
                 )
+            if self._running >= self.options.max_runs:
+                raise ResourceExhausted(
+                    f"graveler already runs {self.options.max_runs} pre-event hook runs; retry later"
+                )
             self._in_flight[repo.partition] = self._in_flight.get(repo.partition, 0) + 1
+            self._running += 1
         try:
             ends_at = time.monotonic() + self.options.run_timeout_seconds
             remaining = deadline.remaining()
@@ -310,6 +328,7 @@ class Actions:
             outcome = self.run(repo, record, actions, run_id, ends_at, deadline)
         finally:
             with self._lock:
+                self._running -= 1
                 left = self._in_flight[repo.partition] - 1
                 if left:
                     self._in_flight[repo.partition] = left
@@ -318,6 +337,14 @@ class Actions:
         if outcome.failure:
             raise HookAborted(f"{record.event_type} {HOOK_ABORTED} '{run_id}': {outcome.failure}")
         return run_id
+
+    def name_commit(self, repo: RepoHandle, run_id: str, commit_id: str) -> None:
+        """Record the commit a pre-event run let through. Best effort: the operation already
+        succeeded, and failing its caller now would report a commit that exists as an error."""
+        try:
+            self.runs.set_commit(repo, run_id, commit_id, Deadline.after(5.0))
+        except SiltError as exc:
+            _log.warning("could not name commit %s in action run %s of %r: %s", commit_id, run_id, repo.name, exc)
 
     def post(self, repo: RepoHandle, record: HookRecord) -> None:
         """Run the post-event hooks of record in the background; failures are only recorded."""

@@ -391,6 +391,12 @@ def _describe(exc: BaseException, endpoint: str, host: str, timed_out: str) -> s
     return f"the exchange with {endpoint} failed: {type(first).__name__}: {first}"
 
 
+# Lookups in flight at once, over every hook: a lookup that never answers keeps its thread until
+# the resolver gives up, so hooks naming such hosts in a loop must not pile threads up.
+MAX_LOOKUPS = 32
+_lookups = threading.BoundedSemaphore(MAX_LOOKUPS)
+
+
 def _resolve(host: str, port: int, timeout: float, timed_out: str) -> list[IPAddress]:
     """host's addresses, looked up once, in the resolver's order, within timeout."""
     try:
@@ -407,8 +413,11 @@ def _resolve(host: str, port: int, timeout: float, timed_out: str) -> list[IPAdd
         except (OSError, UnicodeError) as exc:
             failure.append(exc)
         finally:
+            _lookups.release()
             done.set()
 
+    if not _lookups.acquire(blocking=False):
+        raise _Failed(f"cannot resolve {host}: {MAX_LOOKUPS} lookups are already in flight")
     # A thread of its own: getaddrinfo has no timeout, and a hung lookup must hold up nobody.
     threading.Thread(target=lookup, name="webhook-resolve", daemon=True).start()
     if not done.wait(timeout):

@@ -418,6 +418,15 @@ def test_a_required_pull_request_check_blocks_the_merge_until_it_passes_and_reru
     branches.create_branch(repo, lakefs_sdk.BranchCreation(name="feature", source="main"))
     _upload(client, repo, "feature", "bad.csv", b"x")
     _upload(client, repo, "feature", "good.parquet", b"x")
+    # The author rewrites the check on the source branch to always pass: checks are the
+    # destination's, so this changes nothing.
+    _upload(
+        client,
+        repo,
+        "feature",
+        "_lakefs_actions/quality.yaml",
+        CHECK.replace('error("bad.csv is present")', "").encode(),
+    )
     head = _commit(client, repo, "feature")
     pulls = lakefs_sdk.PullsApi(client)
     pull_id = pulls.create_pull_request(

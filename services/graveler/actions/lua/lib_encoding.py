@@ -18,6 +18,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,8 @@ MAX_YAML_BYTES = 256 * 1024
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-_HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
+_NOT_HEX = re.compile(rb"[^0-9a-fA-F]")
+_NOT_URL_BASE64 = re.compile(rb"[^A-Za-z0-9_-]")
 
 
 def _reject_constant(name: str) -> Any:
@@ -105,7 +107,9 @@ def base64_url_encode(b: Builder, data: bytes) -> tuple[Any, ...]:
 
 def base64_url_decode(b: Builder, data: bytes) -> tuple[Any, ...]:
     data = _strip_newlines(data)
-    if b"=" in data:
+    # Python maps the URL alphabet onto the standard one before it validates, so "+" and "/"
+    # would pass; Go's unpadded URL encoding has neither, nor padding.
+    if _NOT_URL_BASE64.search(data):
         raise BridgeError("illegal base64 data")
     try:
         return (base64.b64decode(data + b"=" * (-len(data) % 4), altchars=b"-_", validate=True),)
@@ -119,11 +123,11 @@ def hex_encode(b: Builder, data: bytes) -> tuple[Any, ...]:
 
 
 def hex_decode(b: Builder, data: bytes) -> tuple[Any, ...]:
-    for byte in data:
-        if byte not in _HEX_DIGITS:
-            char = chr(byte)
-            shown = f" {char!r}" if char.isprintable() else ""
-            raise BridgeError(f"encoding/hex: invalid byte: U+{byte:04X}{shown}")
+    invalid = _NOT_HEX.search(data)
+    if invalid:
+        char = chr(data[invalid.start()])
+        shown = f" {char!r}" if char.isprintable() else ""
+        raise BridgeError(f"encoding/hex: invalid byte: U+{ord(char):04X}{shown}")
     if len(data) % 2:
         raise BridgeError("encoding/hex: odd length hex string")
     return (bytes.fromhex(data.decode()),)

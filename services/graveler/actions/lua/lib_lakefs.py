@@ -35,17 +35,16 @@ def _decoded(b: Builder, status: int, body: Any) -> tuple[Any, ...]:
 
 
 def functions(calls: LakeFSCalls) -> dict[str, Callable[..., tuple[Any, ...]]]:
-    def stat_object(b: Builder, repository: bytes, ref: bytes, path: bytes, user_metadata: bool | None) -> tuple[Any, ...]:
+    def stat_object(
+        b: Builder, repository: bytes, ref: bytes, path: bytes, user_metadata: bool | None
+    ) -> tuple[Any, ...]:
         status, body = calls.stat_object(_text(repository), _text(ref), _text(path), _flag(user_metadata))
         text = "" if body is None else json.dumps(body, separators=(",", ":"))
         return (int(status), b.text(text))
 
     def get_object(b: Builder, repository: bytes, ref: bytes, path: bytes) -> tuple[Any, ...]:
         status, body = calls.get_object(_text(repository), _text(ref), _text(path))
-        if isinstance(body, bytes):
-            data = body
-        else:
-            data = body.encode() if isinstance(body, str) else bytes(body or b"")
+        data = body if isinstance(body, bytes) else body.encode() if isinstance(body, str) else bytes(body or b"")
         b.check_bytes(len(data))
         return (int(status), data)
 

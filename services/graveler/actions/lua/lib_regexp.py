@@ -12,6 +12,7 @@ one rune on, as Go's does. Compiled patterns are cached by the re2 module.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,17 +22,24 @@ from services.graveler.actions.lua.bridge import BridgeError, Builder
 
 MAX_PATTERN_BYTES = 4096
 
-# Go's QuoteMeta escapes these and nothing else.
-_META = frozenset(b"\\.+*?()|[]{}^$")
+# RE2 would also log every pattern that fails to compile; the script gets the error instead.
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False
+
+# Go's QuoteMeta escapes these and nothing else (a fixed pattern: Python's re is safe here).
+_META = re.compile(rb"([\\.+*?()|\[\]{}^$])")
 
 
 def _compile(pattern: bytes) -> Any:
     if len(pattern) > MAX_PATTERN_BYTES:
         raise BridgeError(f"regexp longer than {MAX_PATTERN_BYTES} bytes")
     try:
-        return re2.compile(pattern)
+        return re2.compile(pattern, _OPTIONS)
     except re2.error as exc:
-        raise BridgeError(f"error parsing regexp: {exc}") from None
+        reason = exc.args[0] if exc.args else ""
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise BridgeError(f"error parsing regexp: {reason}") from None
 
 
 def _rune_width(s: bytes, at: int) -> int:
@@ -74,7 +82,8 @@ def match(b: Builder, pattern: bytes, s: bytes) -> tuple[Any, ...]:
 
 
 def quote_meta(b: Builder, s: bytes) -> tuple[Any, ...]:
-    return (b"".join(b"\\" + bytes((c,)) if c in _META else bytes((c,)) for c in s),)
+    b.check_bytes(2 * len(s))
+    return (_META.sub(rb"\\\1", s),)
 
 
 def compile_(b: Builder, pattern: bytes) -> tuple[Any, ...]:

@@ -14,12 +14,14 @@ from typing import Any
 from services.graveler.actions.lua.bridge import BridgeError, Builder
 
 # Go's unicode.IsSpace: ASCII space, NEL, NBSP and Unicode's other White_Space characters.
-_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
 # Lua's cost of one short string in a table: the slot, the string object, its header.
 _PIECE_OVERHEAD = 48
 
 SEPARATOR = b"/"
-HIDDEN_PREFIX = b"_"
+# is_hidden and extract_dir_name walk a path's elements in Python; object paths are far
+# shorter than this.
+MAX_PATH_BYTES = 64 * 1024
 
 
 def _runes(data: bytes) -> list[bytes]:
@@ -51,9 +53,10 @@ def replace(b: Builder, s: bytes, old: bytes, new: bytes, n: int) -> tuple[Any, 
         b.check_bytes(len(s) + count * (len(new) - len(old)))
         return (s.replace(old, new, count),)
     # Go inserts `new` before every rune and at the end, `n` times at most.
+    most = len(s) + 1 if n < 0 else min(n, len(s) + 1)
+    _reserve(b, len(s), len(s) + most * len(new))
     runes = _runes(s)
     count = len(runes) + 1 if n < 0 else min(n, len(runes) + 1)
-    b.check_bytes(len(s) + count * len(new))
     parts = [new]
     for rune in runes[: count - 1]:
         parts += (rune, new)
@@ -76,6 +79,11 @@ def contains(b: Builder, s: bytes, sub: bytes) -> tuple[Any, ...]:
 def _check_separator(sep: bytes) -> None:
     if not sep:
         raise BridgeError("separator must not be empty")
+
+
+def _check_length(path: bytes) -> None:
+    if len(path) > MAX_PATH_BYTES:
+        raise BridgeError(f"path longer than {MAX_PATH_BYTES} bytes")
 
 
 def _parse(path: bytes, end: int, sep: bytes) -> tuple[int, int]:
@@ -109,6 +117,7 @@ def join(b: Builder, sep: bytes, *parts: bytes) -> tuple[Any, ...]:
 def is_hidden(b: Builder, path: bytes, sep: bytes, prefix: bytes) -> tuple[Any, ...]:
     """Whether the base name of the path or of any of its parents starts with the prefix."""
     _check_separator(sep)
+    _check_length(path)
     # lakeFS re-parses each parent as a new string; moving an end offset keeps it linear.
     end = len(path)
     while end > 0:
@@ -144,6 +153,7 @@ def _go_clean(path: bytes) -> bytes:
 
 def extract_dir_name(b: Builder, path: bytes) -> tuple[Any, ...]:
     """Go's filepath.Dir: all but the last element, cleaned."""
+    _check_length(path)
     return (_go_clean(path[: path.rfind(b"/") + 1]),)
 
 

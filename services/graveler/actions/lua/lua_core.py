@@ -103,6 +103,33 @@ local function rethrow(...)
 end
 I.rethrow = rethrow
 
+-- Lua's own C functions raise their errors at the position of the code that called them.
+-- Called from these chunks, that would be a line of the sandbox ("sandbox/strings:300:").
+-- So a C function (or a port that raises plain errors) is called as
+-- `return positioned(pcall(native, f, ...))`, in tail position: an error raised at a
+-- sandbox line moves to the code that called the sandbox's function, and every other error
+-- (the script's own, from a callback) passes through unchanged.
+local CHUNKS = "sandbox/"
+local sub, nfind = string.sub, string.find
+
+function I.native(f, ...)
+  return f(...)
+end
+
+function I.positioned(ok, ...)
+  if ok then
+    return ...
+  end
+  local e = ...
+  if type(e) == "string" and sub(e, 1, #CHUNKS) == CHUNKS then
+    local at = nfind(e, ": ", #CHUNKS + 1, true)
+    if at then
+      error(sub(e, at + 2), 2)
+    end
+  end
+  error(e, 0)
+end
+
 -- Argument checks, with the messages and levels of Lua's own: raised in the function that
 -- checks, so level 3 is the hook code that called it.
 local function typename(v)

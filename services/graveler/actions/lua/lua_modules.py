@@ -8,7 +8,8 @@ optional trailing arguments, nil counts as absent.
 SOURCE = r"""
 local I = ...
 local py, results = I.py, I.results
-local checkstr, optstr, checkint, optint, checknum, checktable = I.checkstr, I.optstr, I.checkint, I.optint, I.checknum, I.checktable
+local checkstr, optstr, checkint, optint = I.checkstr, I.optstr, I.checkint, I.optint
+local checknum, checktable = I.checknum, I.checktable
 local error, select, pairs, ipairs, floor = error, select, pairs, ipairs, math.floor
 -- Hook code can replace the fields of the shared `table` library; these stay the originals.
 local pack, unpack = table.pack, table.unpack

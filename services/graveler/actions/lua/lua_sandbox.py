@@ -18,7 +18,7 @@ local action, args = I.results(prepared)
 local error, type, tostring, select, rawget, format = error, type, tostring, select, rawget, I.string.format
 local setmetatable, getmetatable = setmetatable, I.getmetatable
 local pcall, xpcall, rethrow = I.pcall, I.xpcall, I.rethrow
-local checkstr, checktable, badtype = I.checkstr, I.checktable, I.badtype
+local checkstr, checktable, optint, badtype = I.checkstr, I.checktable, I.optint, I.badtype
 local co_create, co_wrap, co_resume, co_close = I.co_create, I.co_wrap, I.co_resume, I.co_close
 local install_hook, stopped, sethook = I.install_hook, I.stopped, I.sethook
 local collectgarbage, modules, ARRAY = I.collectgarbage, I.modules, I.ARRAY
@@ -32,8 +32,16 @@ end
 -- Lua runs finalizers with hooks off, so no bound could stop one; and an object is marked
 -- for finalization only when it gets a metatable that has __gc at that moment.
 env.setmetatable = function(t, mt)
-  if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
+  if type(t) ~= "table" then
+    error(badtype(1, "setmetatable", "table", t), 2)
+  elseif mt ~= nil and type(mt) ~= "table" then
+    error(badtype(2, "setmetatable", "nil or table", mt), 2)
+  elseif mt and rawget(mt, "__gc") ~= nil then
     error("__gc metamethods are not supported", 2)
+  end
+  local current = getmetatable(t)
+  if current and rawget(current, "__metatable") ~= nil then
+    error("cannot change a protected metatable", 2)
   end
   return setmetatable(t, mt)
 end
@@ -69,10 +77,16 @@ coroutine.wrap = function(f)
 end
 
 coroutine.resume = function(co, ...)
+  if type(co) ~= "thread" then
+    error(badtype(1, "resume", "coroutine", co), 2)
+  end
   return rethrow(co_resume(co, ...))
 end
 
 coroutine.close = function(co)
+  if type(co) ~= "thread" then
+    error(badtype(1, "close", "coroutine", co), 2)
+  end
   return rethrow(co_close(co))
 end
 
@@ -90,12 +104,12 @@ env.print = function(...)
 end
 
 local COLLECTGARBAGE = {collect = true, count = true, step = true, isrunning = true}
-env.collectgarbage = function(option, ...)
+env.collectgarbage = function(option, step)
   option = option or "collect"
   if not COLLECTGARBAGE[option] then
     error(format("bad argument #1 to 'collectgarbage' (option '%s' is not allowed)", tostring(option)), 2)
   end
-  return collectgarbage(option, ...)
+  return collectgarbage(option, optint(step, 2, "collectgarbage", 0))
 end
 
 local loaded, preload = {}, {}

@@ -25,6 +25,7 @@ local nfind, nmatch, ngmatch, ngsub, nrep = S.find, S.match, S.gmatch, S.gsub, S
 local byte, sub, format = S.byte, S.sub, S.format
 local concat, unpack = I.concat, I.unpack
 local error, type, tostring, pcall = error, type, tostring, I.pcall
+local native, positioned = I.native, I.positioned
 local checkstr, optstr, checkint, optint, badtype = I.checkstr, I.optstr, I.checkint, I.optint, I.badtype
 local find_plain = I.py.find_plain
 local BUDGET = I.conf.pattern_budget
@@ -571,28 +572,6 @@ local function cheap(P, n, starts, anchored)
   return cost <= BUDGET
 end
 
--- Lua's own string functions raise their errors at the position of the code that called
--- them. Errors raised here (by the port, or by a C function called from `native`) carry
--- this chunk's position instead; `positioned` moves them to the caller of the string
--- function, and passes every other error (the script's own, from a gsub callback) through.
-local CHUNK = "sandbox/strings:"
-
-local function native(f, ...)
-  return f(...)
-end
-
-local function positioned(ok, ...)
-  if ok then
-    return ...
-  end
-  local e = ...
-  if type(e) == "string" and sub(e, 1, #CHUNK) == CHUNK then
-    local at = nfind(e, ": ", #CHUNK + 1, true)
-    error(sub(e, at + 2), 2)
-  end
-  error(e, 0)
-end
-
 local function has_specials(P)
   return nfind(P, "[%^%$%*%+%?%.%(%[%%%-]") ~= nil
 end
@@ -683,7 +662,7 @@ local function rep(s, n, sep)
   if (#s + #sep) * (n + 0.0) - #sep >= MAX_MEMORY then
     error(NO_MEMORY, 0)
   end
-  return nrep(s, n, sep)
+  return positioned(pcall(native, nrep, s, n, sep))
 end
 
 string.find, string.match, string.gmatch, string.gsub, string.rep = find, match, gmatch, gsub, rep

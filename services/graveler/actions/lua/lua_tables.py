@@ -14,6 +14,7 @@ local I = ...
 local error, type, select, format = error, type, select, I.string.format
 local checkint, optint, optstr, checktable, badtype = I.checkint, I.optint, I.optstr, I.checktable, I.badtype
 local nconcat, nsort = I.concat, I.sort
+local pcall, native, positioned = I.pcall, I.native, I.positioned
 local MAXINTEGER = math.maxinteger
 
 local function insert(t, ...)
@@ -105,25 +106,31 @@ local function concat(list, sep, i, j)
   return nconcat(parts, sep, 1, n)
 end
 
+local function sorted(list, items, n, ok, ...)
+  if not ok then
+    return positioned(ok, ...)
+  end
+  for k = 1, n do
+    list[k] = items[k]
+  end
+end
+
 local function sort(list, comp)
   checktable(list, 1, "sort")
   if comp ~= nil and type(comp) ~= "function" then
     error(badtype(2, "sort", "function", comp), 2)
   end
   local n = #list
-  if n > 1 then
-    if n >= 2147483647 then
-      error("bad argument #1 to 'sort' (array too big)", 2)
-    end
-    local items = {}
-    for k = 1, n do
-      items[k] = list[k]
-    end
-    nsort(items, comp)
-    for k = 1, n do
-      list[k] = items[k]
-    end
+  if n < 2 then
+    return
+  elseif n >= 2147483647 then
+    error("bad argument #1 to 'sort' (array too big)", 2)
   end
+  local items = {}
+  for k = 1, n do
+    items[k] = list[k]
+  end
+  return sorted(list, items, n, pcall(native, nsort, items, comp))
 end
 
 table.insert, table.remove, table.move, table.concat, table.sort = insert, remove, move, concat, sort
