@@ -66,9 +66,7 @@ def webhook_server() -> Iterator[int]:
 
 
 def _engine(workdir: Path, enabled: bool) -> Graveler:
-    store = open_store(
-        DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(workdir / f"kv-{enabled}.db")))
-    )
+    store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(workdir / f"kv-{enabled}.db"))))
     options = GravelerOptions(actions=ActionsOptions(enabled=enabled))
     return open_graveler(store, LocalAdapter(workdir / f"data-{enabled}"), options)
 
