@@ -25,11 +25,20 @@ def test_branch_protect_add_list_delete(silt: Silt, tmp_path: Path) -> None:
     assert "no branch protection rules" in silt("branch-protect", "list", repo).out
 
     silt("branch-protect", "add", f"lakefs://{repo}", "main")
-    silt("branch-protect", "add", f"silt://{repo}", "release-*", "--required-approvals", "2")
+    silt(
+        "branch-protect",
+        "add",
+        f"silt://{repo}",
+        "release-*",
+        "--required-approvals",
+        "2",
+        "--required-check",
+        "ci/test",
+    )
     rules = silt("branch-protect", "list", f"silt://{repo}", "--json").json()
     assert rules == [
-        {"pattern": "main", "block_direct_writes": True, "required_approvals": 0},
-        {"pattern": "release-*", "block_direct_writes": True, "required_approvals": 2},
+        {"pattern": "main", "block_direct_writes": True, "required_approvals": 0, "required_checks": []},
+        {"pattern": "release-*", "block_direct_writes": True, "required_approvals": 2, "required_checks": ["ci/test"]},
     ]
     # Adding a pattern again replaces its rule rather than adding a second one.
     silt("branch-protect", "add", f"silt://{repo}", "release-*")

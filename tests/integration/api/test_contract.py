@@ -93,8 +93,8 @@ SILT_MODELS: dict[str, type[BaseModel]] = {
 }
 # Fields Silt adds to a lakeFS model (documented in docs/design/api.md); the SDK ignores them.
 EXTENSIONS: dict[str, frozenset[str]] = {
-    "PullRequest": frozenset({"approvals", "required_approvals", "merge_blocked_reason"}),
-    "BranchProtectionRule": frozenset({"block_direct_writes", "required_approvals"}),
+    "PullRequest": frozenset({"approvals", "required_approvals", "merge_blocked_reason", "checks", "required_checks"}),
+    "BranchProtectionRule": frozenset({"block_direct_writes", "required_approvals", "required_checks"}),
 }
 
 
@@ -185,6 +185,11 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("GET", "/repositories/{}/pulls/{}/reviews"): Contract("silt:listPullRequestReviews", 200, "SiltReviewList"),
     ("POST", "/repositories/{}/pulls/{}/reviews"): Contract("silt:submitPullRequestReview", 201, "PullRequest"),
     ("GET", "/repositories/{}/pulls/{}/comments"): Contract("silt:listPullRequestComments", 200, "SiltCommentList"),
+    ("POST", "/repositories/{}/pulls/{}/checks/rerun"): Contract("silt:rerunPullRequestCheck", 202, "PullRequest"),
+    ("GET", "/repositories/{}/actions/runs"): Contract("listRepositoryRuns", 200, "ActionRunList"),
+    ("GET", "/repositories/{}/actions/runs/{}"): Contract("getRun", 200, "ActionRun"),
+    ("GET", "/repositories/{}/actions/runs/{}/hooks"): Contract("listRunHooks", 200, "HookRunList"),
+    ("GET", "/repositories/{}/actions/runs/{}/hooks/{}/output"): Contract("getRunHookOutput", 200, BYTES),
     ("POST", "/repositories/{}/pulls/{}/comments"): Contract("silt:addPullRequestComment", 201, "SiltComment"),
     ("GET", "/auth/users"): Contract("listUsers", 200, "UserList"),
     ("POST", "/auth/users"): Contract("createUser", 201, "User"),
@@ -274,6 +279,18 @@ _MD5_OF_S = hashlib.md5(b"s").hexdigest()  # the bytes the contract's staging up
 REPO = "/repositories/{repo}"
 MAIN = REPO + "/branches/main"
 OCTETS = {"Content-Type": "application/octet-stream"}
+# A hook on commits to main and a check on pull requests into it; both only print.
+_ACTION = b"""name: contract
+on:
+  pre-commit:
+    branches: ["main"]
+  pull-request:
+hooks:
+  - id: ok
+    type: lua
+    properties:
+      script: print("checked " .. action.event_type)
+"""
 
 
 def _steps() -> list[Step]:
@@ -317,9 +334,20 @@ def _steps() -> list[Step]:
         Step("POST", MAIN + "/objects", query={"path": "data/c.csv"}, content=b"c", headers=OCTETS),
         Step("POST", MAIN + "/objects/delete", json={"paths": ["data/c.csv"]}),
         Step("GET", MAIN + "/events", query={"follow": "false"}),
-        # branches, commits, refs
+        # branches, commits, refs (the commit runs the action's pre-commit hook: a run for later)
+        Step(
+            "POST",
+            MAIN + "/objects",
+            query={"path": "_lakefs_actions/contract.yaml"},
+            content=_ACTION,
+            headers=OCTETS,
+        ),
         Step("GET", MAIN + "/diff"),
         Step("POST", MAIN + "/commits", json={"message": "a.csv"}, keep={"first": "id"}),
+        Step("GET", REPO + "/actions/runs", query={"branch": "main"}, keep={"run": "results.0.run_id"}),
+        Step("GET", REPO + "/actions/runs/{run}"),
+        Step("GET", REPO + "/actions/runs/{run}/hooks", keep={"hook_run": "results.0.hook_run_id"}),
+        Step("GET", REPO + "/actions/runs/{run}/hooks/{hook_run}/output"),
         Step("GET", REPO + "/branches"),
         Step("POST", REPO + "/branches", json={"name": "dev", "source": "main"}),
         Step("GET", REPO + "/branches/dev"),
@@ -402,6 +430,7 @@ def _steps() -> list[Step]:
         Step("GET", REPO + "/pulls/{pull}/comments"),
         Step("POST", REPO + "/pulls/{pull}/reviews", json={"verdict": "approve", "body": "ok"}, as_user=True),
         Step("GET", REPO + "/pulls/{pull}/reviews"),
+        Step("POST", REPO + "/pulls/{pull}/checks/rerun", json={"name": "contract/ok"}),
         Step("PUT", REPO + "/pulls/{pull}/merge"),
         Step("DELETE", "/auth/users/{user}/credentials/{issued}"),
         Step("DELETE", "/auth/groups/{group}/members/{user}"),
@@ -521,6 +550,13 @@ def test_every_contract_is_exercised() -> None:
     assert not sorted(set(CONTRACTS) - set(fitted.values())), "contracts with no request in _steps()"
 
 
+def _field(answer: Any, dotted: str) -> Any:
+    """A field of a JSON answer by a dotted path (`results.0.run_id`)."""
+    for part in dotted.split("."):
+        answer = answer[int(part)] if isinstance(answer, list) else answer[part]
+    return answer
+
+
 def _fill(template: Any, values: dict[str, str]) -> Any:
     if isinstance(template, str):
         return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
@@ -576,7 +612,7 @@ def test_every_route_answers_its_contract(api: Api) -> None:
             failures.append(f"{contract.operation} ({step.method} {path}): " + "; ".join(problems))
         elif step.keep:
             answer = json.loads(response.data)
-            values.update({name: str(answer[key]) for name, key in step.keep.items()})
+            values.update({name: str(_field(answer, key)) for name, key in step.keep.items()})
     assert not failures, "contract violations:\n" + "\n".join(failures)
     assert not unserved, f"contracts for routes the app does not serve: {unserved}"
 

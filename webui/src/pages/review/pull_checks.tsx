@@ -74,7 +74,7 @@ function CheckItem(props: { repo: string; pull: PullRequest; row: CheckRow; onCh
         </Link>
       )}
       {check && pull.status === "open" && (
-        <button type="button" disabled={busy || check.status === "pending"} onClick={() => void rerun()} data-testid="check-rerun">
+        <button type="button" disabled={busy} onClick={() => void rerun()} data-testid="check-rerun">
           Re-run
         </button>
       )}
