@@ -37,6 +37,9 @@ class State:
     auth: str | None = None
     s3_endpoint: str | None = None
     _client: Client | None = field(default=None, repr=False)
+    # The REST API's client (silt/cli/presign.py), made on first use: one per invocation, so
+    # what it learns from the server (does it presign?) is asked once.
+    rest_api: Any = field(default=None, repr=False)
 
     def config(self) -> Config:
         from silt.client import find_config_path

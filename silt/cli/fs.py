@@ -1,5 +1,7 @@
-"""`silt fs`: objects. Listing, stat and rm are graveler calls; bytes go through the S3 gateway
-(boto3), never straight to the object store, so the CLI needs no storage credentials."""
+"""`silt fs`: objects. Listing, stat and rm are graveler calls. Bytes go through presigned URLs
+when the server hands them out (straight to and from the object store, with no storage
+credentials: the URL is the credential), else through the S3 gateway (boto3); --no-presign
+always takes the gateway (silt/cli/transfer.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import click
 
 from silt.cli.common import as_dict, client, done, human_size, json_option, on_branch, output, table, when
 from silt.cli.presign import presign
-from silt.cli.transfer import TRANSFER_THREADS, download_job, progress_option, run_transfers, s3_errors, upload_job
+from silt.cli.transfer import TRANSFER_THREADS, mover, presign_option, progress_option, run_transfers
 from silt.client import EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 
@@ -95,15 +97,13 @@ def rm(uri: str, recursive: bool) -> None:
 
 @fs.command("cat")
 @click.argument("uri", metavar="silt://REPO/REF/PATH")
-def cat(uri: str) -> None:
+@presign_option
+def cat(uri: str, presign: bool | None) -> None:
     """Write an object's bytes to stdout."""
     repo, ref, path = parse_uri(uri)
-    with s3_errors(uri):
-        body = client().s3.get_object(Bucket=repo, Key=f"{ref}/{path}")["Body"]
-        out = sys.stdout.buffer
-        for chunk in iter(lambda: body.read(1 << 20), b""):
-            out.write(chunk)
-        out.flush()
+    out = sys.stdout.buffer
+    mover(presign).stream(repo, ref, path, out.write)
+    out.flush()
 
 
 @fs.command("upload")
@@ -112,8 +112,11 @@ def cat(uri: str) -> None:
 @click.option("--recursive", "-r", is_flag=True, help="Upload a directory tree under PATH.")
 @click.option("--content-type", help="Content type of the uploaded objects.")
 @progress_option
+@presign_option
 @json_option
-def upload(source: Path, uri: str, recursive: bool, content_type: str | None, quiet: bool) -> None:
+def upload(
+    source: Path, uri: str, recursive: bool, content_type: str | None, quiet: bool, presign: bool | None
+) -> None:
     """Upload a file, or a directory with -r, to a branch (uncommitted until `silt commit`)."""
     repo, branch, path = parse_uri(uri)
     if source.is_dir():
@@ -125,14 +128,16 @@ def upload(source: Path, uri: str, recursive: bool, content_type: str | None, qu
     else:
         key = path + source.name if not path or path.endswith("/") else path
         pairs = [(source, key)]
-    extra = {"ContentType": content_type} if content_type else None
-    s3 = client().s3
     sizes = [f.stat().st_size for f, _ in pairs]
     total = sum(sizes)
     with on_branch(repo, branch):
         client().graveler.GetBranch(api.GetBranchRequest(repository=repo, name=branch))
+    move = mover(presign)
     run_transfers(
-        [(k, size, upload_job(s3, repo, branch, k, f, extra)) for (f, k), size in zip(pairs, sizes, strict=True)],
+        [
+            (k, size, move.upload(repo, branch, k, f, content_type=content_type))
+            for (f, k), size in zip(pairs, sizes, strict=True)
+        ],
         "uploading",
         quiet,
     )
@@ -148,8 +153,9 @@ def upload(source: Path, uri: str, recursive: bool, content_type: str | None, qu
 @click.argument("destination", type=click.Path(path_type=Path))
 @click.option("--recursive", "-r", is_flag=True, help="Download every object under PATH into a directory.")
 @progress_option
+@presign_option
 @json_option
-def download(uri: str, destination: Path, recursive: bool, quiet: bool) -> None:
+def download(uri: str, destination: Path, recursive: bool, quiet: bool, presign: bool | None) -> None:
     """Download an object, or every object under a prefix with -r."""
     repo, ref, path = parse_uri(uri)
     c = client()
@@ -162,8 +168,8 @@ def download(uri: str, destination: Path, recursive: bool, quiet: bool) -> None:
         target = destination / Path(path).name if destination.is_dir() else destination
         pairs = [(path, target, info.entry.size)]
     total = sum(size for _, _, size in pairs)
-    s3 = c.s3
-    run_transfers([(k, size, download_job(s3, repo, ref, k, p)) for k, p, size in pairs], "downloading", quiet)
+    move = mover(presign)
+    run_transfers([(k, size, move.download(repo, ref, k, p, size)) for k, p, size in pairs], "downloading", quiet)
     done(
         f"Downloaded {len(pairs)} file(s), {human_size(total)}, to {os.fspath(destination)}",
         files=[{"path": k, "local": os.fspath(p), "size": size} for k, p, size in pairs],

@@ -31,7 +31,7 @@ from silt.cli.local_index import (
     scan,
     write_source,
 )
-from silt.cli.transfer import Job, download_job, progress_option, run_transfers, upload_job
+from silt.cli.transfer import Job, mover, presign_option, progress_option, run_transfers
 from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, paged, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -101,10 +101,10 @@ def _remote_changes(source: Source, head: str) -> list[tuple[Change, pb.Entry | 
 # --- local side ----------------------------------------------------------------------------
 
 
-def _apply(root: Path, source: Source, commit_id: str, plan: Plan, quiet: bool) -> None:
+def _apply(root: Path, source: Source, commit_id: str, plan: Plan, quiet: bool, presign: bool | None) -> None:
     """Download or delete files so that the planned paths match the commit's objects."""
     targets = [(rel, local_path(root, rel), entry) for rel, entry in plan]  # all checked first
-    s3 = client().s3
+    move = mover(presign) if any(entry is not None for _, _, entry in targets) else None
     jobs: list[tuple[str, int, Job]] = []
     for rel, target, entry in targets:
         if entry is None:
@@ -116,7 +116,8 @@ def _apply(root: Path, source: Source, commit_id: str, plan: Plan, quiet: bool) 
             os.utime(path, ns=(mtime, mtime))
 
         key = source.prefix + rel
-        jobs.append((rel, entry.size, download_job(s3, source.repo, commit_id, key, target, stamp)))
+        assert move is not None
+        jobs.append((rel, entry.size, move.download(source.repo, commit_id, key, target, entry.size, stamp)))
     if jobs:
         run_transfers(jobs, "downloading", quiet)
 
@@ -152,8 +153,9 @@ def _changes_json(changes: Iterable[Change]) -> list[dict[str, str]]:
 @click.argument("uri", metavar="silt://REPO/REF[/PATH]")
 @click.argument("directory", required=False, type=click.Path(path_type=Path))
 @progress_option
+@presign_option
 @json_option
-def clone(uri: str, directory: Path | None, quiet: bool) -> None:
+def clone(uri: str, directory: Path | None, quiet: bool, presign: bool | None) -> None:
     """Download every object under PATH at REF into DIRECTORY (default: PATH's last element or
     the repository's name), which must be empty or absent."""
     repo, ref, path = parse_uri(uri)
@@ -164,7 +166,7 @@ def clone(uri: str, directory: Path | None, quiet: bool) -> None:
     source = Source(repo, ref, path, head)
     objects = _objects(source, head)
     root.mkdir(parents=True, exist_ok=True)
-    _apply(root, source, head, list(objects.items()), quiet)
+    _apply(root, source, head, list(objects.items()), quiet, presign)
     write_source(root, source)
     total = sum(e.size for e in objects.values())
     done(
@@ -215,8 +217,9 @@ def status(directory: Path) -> None:
 @click.option("--message", "-m", required=True, help="Commit message.")
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Commit metadata; repeatable.")
 @progress_option
+@presign_option
 @json_option
-def commit(directory: Path, message: str, meta: tuple[str, ...], quiet: bool) -> None:
+def commit(directory: Path, message: str, meta: tuple[str, ...], quiet: bool, presign: bool | None) -> None:
     """Upload added and modified files, delete removed ones, and commit them on the branch."""
     source = read_source(directory)
     metadata = _metadata(meta)
@@ -238,7 +241,7 @@ def commit(directory: Path, message: str, meta: tuple[str, ...], quiet: bool) ->
     if overlap:
         _refuse(overlap, f"{source.ref} changed them since {source.at_head[:12]}; `silt local pull` first")
     _check_clean_branch(source)
-    _push(directory, source, changes, quiet)
+    _push(directory, source, changes, quiet, presign)
     with on_branch(source.repo, source.ref):
         info = client().graveler.Commit(
             api.CommitRequest(
@@ -251,7 +254,7 @@ def commit(directory: Path, message: str, meta: tuple[str, ...], quiet: bool) ->
         )
     # Others' commits since at_head (none on our paths) come in too: the checkout is at the new commit.
     theirs = [(c.path, e) for c, e in _remote_changes(source, info.id) if c.path not in mine]
-    _apply(directory, source, info.id, theirs, quiet)
+    _apply(directory, source, info.id, theirs, quiet, presign)
     write_source(directory, Source(source.repo, source.ref, source.path, info.id))
     done(
         f"Commit {info.id} on {source.ref}: {len(changes)} change(s)",
@@ -275,19 +278,18 @@ def _check_clean_branch(source: Source) -> None:
         )
 
 
-def _push(root: Path, source: Source, changes: list[Change], quiet: bool) -> None:
+def _push(root: Path, source: Source, changes: list[Change], quiet: bool, presign: bool | None) -> None:
     """Upload added and modified files (with their mtime) and delete removed ones, on the branch."""
     files = scan(root)
-    s3 = client().s3
+    uploads = [change for change in changes if change.kind != REMOVED]
+    move = mover(presign) if uploads else None
     jobs: list[tuple[str, int, Job]] = []
-    for change in changes:
-        if change.kind == REMOVED:
-            continue
+    for change in uploads:
+        assert move is not None
         f = files[change.path]
-        extra = {"Metadata": {MTIME_META: str(f.mtime_ns)}}
-        jobs.append(
-            (change.path, f.size, upload_job(s3, source.repo, source.ref, source.prefix + change.path, f.path, extra))
-        )
+        metadata = {MTIME_META: str(f.mtime_ns)}
+        key = source.prefix + change.path
+        jobs.append((change.path, f.size, move.upload(source.repo, source.ref, key, f.path, metadata)))
     if jobs:
         run_transfers(jobs, "uploading", quiet)
     g = client().graveler
@@ -301,8 +303,9 @@ def _push(root: Path, source: Source, changes: list[Change], quiet: bool) -> Non
 @dir_argument
 @click.option("--force", is_flag=True, help="Overwrite local changes to paths that changed remotely.")
 @progress_option
+@presign_option
 @json_option
-def pull(directory: Path, force: bool, quiet: bool) -> None:
+def pull(directory: Path, force: bool, quiet: bool, presign: bool | None) -> None:
     """Bring the ref's changes since the synced commit into the checkout."""
     source = read_source(directory)
     head = _resolve(source.repo, source.ref).commit_id
@@ -312,7 +315,7 @@ def pull(directory: Path, force: bool, quiet: bool) -> None:
         overlap = mine & {c.path for c, _ in remote}
         if overlap:
             _refuse(overlap, "local changes to paths that changed remotely, nothing changed; commit, undo, or --force")
-    _apply(directory, source, head, [(c.path, e) for c, e in remote], quiet)
+    _apply(directory, source, head, [(c.path, e) for c, e in remote], quiet, presign)
     write_source(directory, Source(source.repo, source.ref, source.path, head))
     message = f"Pulled {len(remote)} change(s) at {head[:12]}" if remote else f"Up to date at {head[:12]}"
     done(message, at_head=head, changes=_changes_json(c for c, _ in remote))
@@ -323,8 +326,9 @@ def pull(directory: Path, force: bool, quiet: bool) -> None:
 @click.option("--ref", "new_ref", help="Switch to this ref (branch, tag or commit); default: the current one.")
 @click.option("--force", is_flag=True, help="Discard local changes.")
 @progress_option
+@presign_option
 @json_option
-def checkout(directory: Path, new_ref: str | None, force: bool, quiet: bool) -> None:
+def checkout(directory: Path, new_ref: str | None, force: bool, quiet: bool, presign: bool | None) -> None:
     """Make the checkout match a ref's head (its own ref's, or --ref's)."""
     source = read_source(directory)
     files = scan(directory)
@@ -337,7 +341,7 @@ def checkout(directory: Path, new_ref: str | None, force: bool, quiet: bool) -> 
     wanted = _objects(target, target.at_head)
     plan: Plan = [(rel, None) for rel in files if rel not in wanted]
     plan += [(rel, e) for rel, e in wanted.items() if rel not in files or not same_content(files[rel], e)]
-    _apply(directory, target, target.at_head, plan, quiet)
+    _apply(directory, target, target.at_head, plan, quiet, presign)
     write_source(directory, target)
     done(
         f"{directory} is at {target.src} {target.at_head[:12]} ({len(plan)} file(s) changed)",
