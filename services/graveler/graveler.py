@@ -173,7 +173,7 @@ class Graveler:
         )
         self.pulls.actions = self.actions
         self.checks = Checks(self.refs, self.actions, self.pulls)
-        self.imports = Imports(
+        self.imports: Imports = Imports(
             self.refs,
             self.staging,
             committed,
@@ -185,6 +185,8 @@ class Graveler:
             import_runner or InProcessRunner(kv, committed.adapter),
             rules,
         )
+        self.imports.before_commit = self._import_pre_commit
+        self.imports.after_commit = self._import_post_commit
 
     @property
     def observer(self) -> StagingObserver:
@@ -402,6 +404,27 @@ class Graveler:
         pre_run = pre_runs[0] if pre_runs else ""
         self._after(repo, record, pre_run, commit, deadline)
         return commit
+
+    def _import_pre_commit(
+        self, repo: RepoHandle, branch: str, message: str, metadata: dict[str, str], committer: str
+    ) -> tuple[HookRecord, str]:
+        """An import's commit runs the branch's commit hooks, as lakeFS's does."""
+        record = HookRecord(
+            "pre-commit",
+            repo.name,
+            branch,
+            branch_id=branch,
+            commit_message=message,
+            committer=committer,
+            commit_metadata=metadata,
+        )
+        return record, self.actions.pre(repo, record)
+
+    def _import_post_commit(self, hooked: object, commit: pb.Commit) -> None:
+        assert isinstance(hooked, tuple)
+        record: HookRecord = hooked[0]
+        pre_run: str = hooked[1]
+        self._after(self.refs.repository(record.repository), record, pre_run, commit, NO_DEADLINE)
 
     def _after(self, repo: RepoHandle, record: HookRecord, pre_run: str, commit: pb.Commit, deadline: Deadline) -> None:
         """What follows an operation that made a commit on a branch: its pre-event run names the

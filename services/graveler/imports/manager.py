@@ -122,6 +122,11 @@ class Imports:
         self._beater: threading.Thread | None = None
         # Told (repository, branch, commit) of each import's commit; the servicer records its history event.
         self.on_commit: Callable[[str, str, pb.Commit], None] | None = None
+        # The branch's commit hooks, as lakeFS runs them on an import's commit: before(repo, branch,
+        # message, metadata, committer) runs the pre-commit hooks (raising stops the import) and
+        # returns what after(that, commit) needs to run the post-commit ones. Set by the facade.
+        self.before_commit: Callable[[RepoHandle, str, str, dict[str, str], str], object] | None = None
+        self.after_commit: Callable[[object, pb.Commit], None] | None = None
 
     # --- the calls --------------------------------------------------------------------------
 
@@ -278,6 +283,9 @@ class Imports:
         if repo.partition != plan.partition:
             raise NotFound(f"repository {plan.repository!r} was deleted while the import ran")
         self._protection.check_direct_write(repo, plan.branch, "import")
+        hooked = None
+        if self.before_commit is not None:
+            hooked = self.before_commit(repo, plan.branch, plan.message, dict(plan.metadata), plan.committer)
         what = f"import onto branch {plan.branch!r}"
         dropped: list[StagingToken] = []
 
@@ -315,6 +323,8 @@ class Imports:
                     raise
                 time.sleep(0.5)  # a commit in flight on the branch: let it finish
         self._cleaner.drop_tokens(dropped)
+        if self.after_commit is not None:
+            self.after_commit(hooked, commit)
         return commit
 
     def _require_no_commit_in_flight(self, repo: RepoHandle, current: BranchRecord, head: MetaRangeId) -> None:

@@ -501,3 +501,35 @@ def test_runs_are_listed_by_the_cli(api: Api, client: lakefs_sdk.ApiClient, repo
     )
     assert described.exit_code == 0, described.output
     assert "cli / hook_cli: completed" in described.output and "Response" in described.output
+
+
+def test_an_import_runs_the_branchs_commit_hooks(
+    api: Api, client: lakefs_sdk.ApiClient, repo: str, receiver: Receiver
+) -> None:
+    gate = _webhook_action("import-gate", ["pre-commit"], receiver.url("/fail"), ["imports-*"])
+    _action(client, repo, "import-gate", gate)
+    _action(client, repo, "import-audit", _webhook_action("import-audit", ["post-commit"], receiver.url("/ok")))
+    for branch in ("imports-refused", "landing"):
+        lakefs_sdk.BranchesApi(client).create_branch(repo, lakefs_sdk.BranchCreation(name=branch, source="main"))
+
+    def imported(branch: str) -> dict[str, Any]:
+        started = json_post(
+            api, f"/repositories/{repo}/branches/{branch}/import", {"paths": [], "commit": {"message": "import"}}
+        )
+        assert started.status == 202, started.data
+        import_id = json.loads(started.data)["id"]
+        ends = time.monotonic() + 15
+        while True:
+            status = json.loads(
+                api.request("GET", f"/repositories/{repo}/branches/{branch}/import?id={import_id}").data
+            )
+            if status["completed"] or status.get("error"):
+                return status
+            assert time.monotonic() < ends, status
+            time.sleep(0.05)
+
+    refused = imported("imports-refused")
+    assert not refused["completed"] and "pre-commit hook aborted" in refused["error"]["message"]
+    done = imported("landing")
+    assert done["completed"], done
+    receiver.wait_for("post-commit", repo, branch_id="landing", commit_id=done["commit"]["id"])
