@@ -129,8 +129,8 @@ def test_lakefs_rewrite_keeps_required_approvals(api: Api, client: lakefs_sdk.Ap
     )
     rules, _ = _rules(api, repo)
     assert rules == [
-        {"pattern": "main", "block_direct_writes": False, "required_approvals": 2},
-        {"pattern": "rel-*", "block_direct_writes": True, "required_approvals": 0},
+        {"pattern": "main", "block_direct_writes": False, "required_approvals": 2, "required_checks": []},
+        {"pattern": "rel-*", "block_direct_writes": True, "required_approvals": 0, "required_checks": []},
     ]
 
 
