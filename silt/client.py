@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import grpc
 from pydantic import SecretStr
 
-from silt.config import Config, dialable_address
+from silt.config import ClientConfig, Config, dialable_address
 from silt.errors import (
     Aborted,
     AlreadyExists,
@@ -177,7 +177,7 @@ def _saved() -> tuple[dict[str, Any], str]:
 
 
 def resolve_settings(
-    config: Config, graveler: str | None = None, auth: str | None = None, s3_endpoint: str | None = None
+    config: Config | ClientConfig, graveler: str | None = None, auth: str | None = None, s3_endpoint: str | None = None
 ) -> Settings:
     saved, source = _saved()
     credentials = None
@@ -202,7 +202,7 @@ def resolve_settings(
     )
 
 
-def _client_tls(config: Config) -> ClientTLS | None:
+def _client_tls(config: Config | ClientConfig) -> ClientTLS | None:
     try:
         return client_tls(config.tls)
     except ConfigError as exc:

@@ -16,11 +16,10 @@ from __future__ import annotations
 import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from silt.errors import ConfigError, InvalidArgument
@@ -35,7 +34,9 @@ class _Section(BaseModel):
     # docs/configuration.md) is generated from them. Read from this file's source there, not here
     # (pydantic's use_attribute_docstrings): reading and parsing it made every model cost twice as
     # much to build, at every start of every process that loads the configuration, `silt` included.
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    # defer_build: a model's validator is built when it first validates, not when its class is
+    # defined, so the `silt` CLI (load_client_config) pays only for the sections it reads.
+    model_config = ConfigDict(extra="forbid", validate_default=True, defer_build=True)
 
 
 def _check_listen_address(value: str) -> str:
@@ -738,6 +739,20 @@ class Config(_Section):
     actions: ActionsConfig = Field(default_factory=ActionsConfig)
 
 
+class ClientConfig(_Section):
+    """The sections of Config a client of the services reads (the `silt` CLI, silt/client.py:
+    where to dial graveler, auth and the compactor, the S3 gateway's address and region, TLS),
+    each field exactly Config's (tests/unit/test_config.py checks it). load_client_config
+    validates these alone: the other sections' models are never built, nor their values checked.
+    """
+
+    gateways: GatewaysConfig = Field(default_factory=GatewaysConfig)
+    auth: AuthConfig = Field(default_factory=lambda: AuthConfig(listen_address="127.0.0.1:8101"))
+    graveler: GravelerConfig = Field(default_factory=GravelerConfig)
+    compactor: CompactorConfig = Field(default_factory=lambda: CompactorConfig())
+    tls: TLSConfig = Field(default_factory=TLSConfig)
+
+
 # --- environment overrides -------------------------------------------------------------
 
 
@@ -786,11 +801,12 @@ def _parse_env_value(raw: str, annotation: Any) -> Any:
 _ENV_KEYS = _leaf_paths(Config)
 
 
-def _apply_env(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
-    """Write SILT_* overrides into data; return {dotted key: variable name} of those applied."""
+def _apply_env(data: dict[str, Any], env: Mapping[str, str], sections: Collection[str] | None = None) -> dict[str, str]:
+    """Write SILT_* overrides into data (only those of sections, when given); return
+    {dotted key: variable name} of those applied."""
     applied: dict[str, str] = {}
     for var, (path, annotation) in _ENV_KEYS.items():
-        if var not in env:
+        if var not in env or (sections is not None and path[0] not in sections):
             continue
         try:
             value = _parse_env_value(env[var], annotation)
@@ -828,34 +844,73 @@ def _format_error(exc: ValidationError, source: str, applied: dict[str, str]) ->
     return f"invalid configuration: {key}{origin}: {err['msg']}{shown}{more}"
 
 
+def _read_file(path: str | os.PathLike[str] | None) -> tuple[dict[str, Any], str]:
+    """The mapping the YAML file at path holds ({} without a file), and where it came from."""
+    if not path:
+        return {}, "defaults"
+    import yaml  # only where a file is read: `silt --version` and the like never get here
+
+    try:
+        text = Path(path).expanduser().read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file {path}: {exc.strerror}") from None
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"configuration file {path} is not valid YAML{where}") from None
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"configuration file {path} must hold a mapping at the top level")
+    return loaded, str(path)
+
+
 def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
     """Read the YAML file at path (or $SILT_CONFIG, or none), apply SILT_* overrides, validate."""
     env = os.environ if env is None else env
-    path = path if path is not None else env.get(CONFIG_PATH_ENV)
-    data: dict[str, Any] = {}
-    source = "defaults"
-    if path:
-        source = str(path)
-        try:
-            text = Path(path).expanduser().read_text()
-        except OSError as exc:
-            raise ConfigError(f"cannot read configuration file {path}: {exc.strerror}") from None
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            raise ConfigError(f"configuration file {path} is not valid YAML{where}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"configuration file {path} must hold a mapping at the top level")
-        data = loaded
+    data, source = _read_file(path if path is not None else env.get(CONFIG_PATH_ENV))
     applied = _apply_env(data, env)
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_error(exc, source, applied)) from None
+
+
+def load_client_config(
+    path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> ClientConfig:
+    """load_config for a client: the same file, overrides and messages, but only ClientConfig's
+    sections are validated. An unknown top-level key is still refused; a bad value (file or
+    SILT_* variable) in a section the client does not read is not its to report: the services
+    validate the whole file when they start."""
+    env = os.environ if env is None else env
+    data, source = _read_file(path if path is not None else env.get(CONFIG_PATH_ENV))
+    unknown = [key for key in data if key not in Config.model_fields]
+    if unknown:
+        raise ConfigError(f"invalid configuration: {unknown[0]} (in {source}): unknown key")
+    applied = _apply_env(data, env, ClientConfig.model_fields)
+    try:
+        return ClientConfig.model_validate(
+            _with_sections(ClientConfig, {k: data[k] for k in ClientConfig.model_fields if k in data})
+        )
+    except ValidationError as exc:
+        raise ConfigError(_format_error(exc, source, applied)) from None
+
+
+def _with_sections(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
+    """data with an empty mapping for every section (nested model) it leaves out, at any depth.
+
+    The same values as the sections' defaults (each is its model built with no argument), but
+    validated by model's own validator: a default factory would build the nested model's
+    validator too, once per model, at a start of the CLI."""
+    out = dict(data)
+    for name, field in model.model_fields.items():
+        if _is_model(field.annotation):
+            value = out.get(name, {})
+            out[name] = _with_sections(field.annotation, value) if isinstance(value, dict) else value  # type: ignore[arg-type]
+    return out
 
 
 def env_keys() -> dict[str, str]:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from google.protobuf.timestamp_pb2 import Timestamp
 
     from silt.client import Client
-    from silt.config import Config
+    from silt.config import ClientConfig, Config
 
 
 _EXIT_FAILURE = 1  # silt.client.EXIT_FAILURE, without importing gRPC
@@ -42,16 +42,25 @@ class State:
     rest_api: Any = field(default=None, repr=False)
 
     def config(self) -> Config:
+        """The whole configuration, every section validated: for commands that open the stores."""
         from silt.client import find_config_path
         from silt.config import load_config
 
         return load_config(find_config_path(self.config_path))
 
+    def client_config(self) -> ClientConfig:
+        """The sections a client dials the services with, validated alone (fast: no other
+        section's model is built; an error elsewhere is the services' to report)."""
+        from silt.client import find_config_path
+        from silt.config import load_client_config
+
+        return load_client_config(find_config_path(self.config_path))
+
     def client(self) -> Client:
         if self._client is None:
             from silt.client import Client, resolve_settings
 
-            settings = resolve_settings(self.config(), self.graveler, self.auth, self.s3_endpoint)
+            settings = resolve_settings(self.client_config(), self.graveler, self.auth, self.s3_endpoint)
             self._client = Client(settings)
         return self._client
 

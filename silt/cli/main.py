@@ -10,6 +10,7 @@ that each line here is the command's own.
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING
 
 import click
@@ -139,7 +140,14 @@ def check(ctx: click.Context) -> None:
 
 
 def main() -> None:
-    cli(obj=State())
+    try:
+        cli(obj=State())
+    finally:
+        # What start-up built (modules, classes, validators: a few hundred thousand objects) is
+        # kept to the end; frozen, the interpreter's collections at exit no longer walk it all,
+        # a fifth of `silt repo list`'s CPU otherwise. atexit handlers and stdio flushes still
+        # run; only objects left in reference cycles are not finalized before the process ends.
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ No timing here (bench/cli.py measures, `make bench-cli`): each test runs a fresh
 checks which modules it imported. Importing silt.cli.main, `silt --version`, `silt --help` and
 completing a command name import no command's module, nor gRPC, protobuf, pydantic, boto3,
 pyarrow and the like; `silt repo list` imports what a gRPC call needs and nothing of the
-journal, object stores or data frames. Re-adding an eager import to silt/cli/main.py or
+journal, object stores or data frames, and builds the validator of the configuration sections it
+reads alone (silt.config.load_client_config). Re-adding an eager import to silt/cli/main.py or
 silt/cli/common.py fails these.
 """
 
@@ -110,6 +111,35 @@ def test_repo_list_loads_only_what_a_grpc_call_needs() -> None:
     assert _imported(modules, NEVER) == []
     others = tuple(path.partition(":")[0] for name, (path, _) in COMMANDS.items() if name != "repo")
     assert _imported(modules, others) == []
+
+
+_BUILT_PROBE = """
+import sys
+from silt.cli.main import main
+sys.argv = ["silt", "--graveler", "127.0.0.1:1", "repo", "list"]
+try:
+    main()
+except SystemExit:
+    pass
+import silt.config as c
+models = [m for m in vars(c).values() if isinstance(m, type) and issubclass(m, c._Section) and m is not c._Section]
+print(" ".join(sorted(m.__name__ for m in models if m.__pydantic_complete__)), file=sys.stderr)
+"""
+
+
+def test_repo_list_builds_only_the_client_configuration() -> None:
+    # Each configuration model's validator is built on first use (defer_build): `repo list`
+    # validates the sections it dials the services with, in one validator, and builds no other.
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SILT_", "AWS_", "_SILT_COMPLETE"))}
+    done = subprocess.run(
+        [sys.executable, "-c", _BUILT_PROBE],
+        env={**base, "PYTHONPATH": str(ROOT), "SILT_ACCESS_KEY_ID": "a", "SILT_SECRET_ACCESS_KEY": "b"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stderr.strip().splitlines()[-1].split() == ["ClientConfig"]
 
 
 def test_version() -> None:
