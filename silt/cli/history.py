@@ -70,7 +70,8 @@ def commit(uri: str, message: str, meta: tuple[str, ...], allow_empty: bool) -> 
                 prefixes=[prefix] if prefix else [],
             )
         )
-    output(as_dict(info), lambda: click.echo(f"Commit {info.id} on {branch}"))
+    # lakectl names the branch by its URI first.
+    output(as_dict(info), lambda: click.echo(f"Branch: lakefs://{repo}/{branch}\nCommit {info.id} on {branch}"))
 
 
 @click.command("log")

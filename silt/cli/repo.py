@@ -38,6 +38,7 @@ def create(repository: str, storage_namespace: str | None, default_branch: str) 
     output(
         as_dict(info),
         lambda: click.echo(
+            f"Repository: lakefs://{info.name}\n"
             f"Repository {info.name} created in {info.storage_namespace} (default branch {info.default_branch})"
         ),
     )
