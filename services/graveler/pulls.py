@@ -47,6 +47,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from services.graveler.actions.events import HookRecord
 from services.graveler.branching import Branching, MergeOutcome
 from services.graveler.deadline import NO_DEADLINE, Deadline
+from services.graveler.filtered_page import filtered_page
 from services.graveler.history import GetCommit
 from services.graveler.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from services.graveler.protection import PROTECTED, BranchPolicy, ProtectedBranch, Protection
@@ -362,23 +363,20 @@ class PullRequests:
         """Oldest first; status 0 lists every one. Returns (page, has_more, next_after): filtering
         reads past other statuses' records, at most MAX_LIST_EXAMINED of them per call."""
         wanted = page_size(amount)  # refuses a negative amount before any read
-        max_examined = MAX_LIST_EXAMINED
         start = PULLS + (_check_id(after) + b"\x00" if after else b"")
-        page: list[pb.PullRequest] = []
-        last = ""
-        for examined, entry in enumerate(self._kv.scan(repo.partition, start)):
-            if not entry.key.startswith(PULLS):
-                return page, False, ""
-            if len(page) == wanted or examined == max_examined:
-                return page, True, last
-            if examined % 256 == 255:
-                deadline.check("listing pull requests")
-            pull = pb.PullRequest()
-            pull.ParseFromString(entry.value)
-            last = pull.id
-            if not status or pull.status == status:
-                page.append(pull)
-        return page, False, ""
+        return filtered_page(
+            self._kv,
+            repo.partition,
+            PULLS,
+            start,
+            wanted,
+            MAX_LIST_EXAMINED,
+            deadline,
+            "listing pull requests",
+            pb.PullRequest.FromString,
+            lambda pull: str(pull.id),
+            lambda pull: not status or pull.status == status,
+        )
 
     def update(
         self,

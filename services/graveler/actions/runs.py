@@ -17,6 +17,7 @@ import secrets
 import time
 
 from services.graveler.deadline import Deadline
+from services.graveler.filtered_page import filtered_page
 from services.graveler.refs import RepoHandle
 from silt.errors import InvalidArgument, NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
@@ -91,25 +92,21 @@ class RunStore:
         self, repo: RepoHandle, branch: str, commit_id: str, after: str, amount: int, deadline: Deadline
     ) -> tuple[list[pb.ActionRun], bool, str]:
         """Newest first, hooks' outputs left out. (page, has_more, next_after)."""
-        wanted = page_size(amount)
         start = RUNS + (check_run_id(after) + b"\x00" if after else b"")
-        page: list[pb.ActionRun] = []
-        last = ""
-        for examined, entry in enumerate(self._kv.scan(repo.partition, start)):
-            if not entry.key.startswith(RUNS):
-                return page, False, ""
-            if len(page) == wanted or examined == MAX_LIST_EXAMINED:
-                return page, True, last
-            if examined % 256 == 255:
-                deadline.check("listing action runs")
-            run = pb.ActionRun()
-            run.ParseFromString(entry.value)
-            last = run.run_id
-            if branch and run.branch != branch:
-                continue
-            if commit_id and run.commit_id != commit_id:
-                continue
+        page, more, next_after = filtered_page(
+            self._kv,
+            repo.partition,
+            RUNS,
+            start,
+            page_size(amount),
+            MAX_LIST_EXAMINED,
+            deadline,
+            "listing action runs",
+            pb.ActionRun.FromString,
+            lambda run: str(run.run_id),
+            lambda run: (not branch or run.branch == branch) and (not commit_id or run.commit_id == commit_id),
+        )
+        for run in page:
             for hook in run.hooks:
                 hook.ClearField("output")
-            page.append(run)
-        return page, False, ""
+        return page, more, next_after
