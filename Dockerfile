@@ -25,10 +25,12 @@ RUN python -m venv /opt/silt \
     && /opt/silt/bin/pip install --require-hashes --no-build-isolation -r requirements/runtime.txt \
     && cd /opt/silt/lib/python3.11/site-packages/pyarrow \
     && rm -rf tests include ./*flight* ./*.pyx ./*.pxd \
+    && cd ../lupa && rm -f lua5[1-35]*.so luajit*.so \
     && /opt/silt/bin/pip uninstall -q -y pip setuptools wheel
 # Above: pyarrow's parts Silt never loads and nothing else links (Arrow Flight, pyarrow's tests,
-# C++ headers and Cython sources; about 45 MiB): `import pyarrow.parquet, pyarrow.fs` is checked
-# below. Nor does the services' image carry an installer: pip, setuptools and wheel are removed;
+# C++ headers and Cython sources; about 45 MiB), and lupa's Lua runtimes other than the Lua 5.4
+# that Actions' Lua hooks run on (about 4.5 MiB): `import pyarrow.parquet, pyarrow.fs, lupa.lua54`
+# is checked below. Nor does the services' image carry an installer: pip, setuptools and wheel are removed;
 # the stages that install more bring them back with ensurepip and the build lock.
 
 # --- build: generate protobuf code, install Silt itself beside the venv ---------------------
@@ -57,7 +59,7 @@ RUN { test -f services/ui/static/dist/index.html \
        done \
     && /opt/silt/bin/pip install --no-deps --no-build-isolation --root /opt/silt-root . \
     && cp -a /opt/silt-root/opt/silt/. /opt/silt/ \
-    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs" \
+    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs, lupa.lua54" \
     && test -f /opt/silt-root/opt/silt/lib/python3.11/site-packages/services/ui/static/dist/index.html
 
 # --- runtime: the venv only, as a non-root user (image silt) --------------------------------
