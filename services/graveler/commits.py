@@ -112,11 +112,12 @@ class Committer:
         allow_empty: bool,
         prefixes: list[str],
         deadline: Deadline,
-        after_seal: Callable[[], None] | None = None,
+        after_seal: Callable[[BranchRecord], None] | None = None,
     ) -> pb.Commit:
         """Commit the staged changes of a branch (only those under prefixes, if given).
 
-        after_seal runs once the staging token is sealed, before anything is built: what it
+        after_seal runs once the staging token is sealed (given the branch as sealed), before
+        anything is built: what it
         raises stops the commit, leaving the sealed tokens sealed (still read and committed by
         the next commit: nothing staged is lost or changed) — the branch's pre-commit hooks."""
         if not message:
@@ -126,7 +127,7 @@ class Committer:
             raise InvalidArgument("commit prefixes must not be empty")
         sealed = self._seal(repo, branch_name, deadline)
         if after_seal is not None:
-            after_seal()
+            after_seal(sealed)
         to_commit = sealed.sealed_tokens  # newest first
         base = self._refs.get_commit(repo, sealed.branch.commit_id)
         head = MetaRangeId(base.metarange_id)

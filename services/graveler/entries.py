@@ -22,7 +22,7 @@ from services.graveler.deadline import Deadline
 from services.graveler.iterators import combined, combined_chunks, live, live_chunks
 from services.graveler.model import StagingToken
 from services.graveler.paging import CommonPrefix, delimiter_bytes, first_key, page_amount, page_of_chunks, paginate
-from services.graveler.refs import RefManager, RepoHandle, Resolved
+from services.graveler.refs import BranchRecord, RefManager, RepoHandle, Resolved
 from services.graveler.staging import Staged, StagingStore
 from services.graveler.updater import BranchUpdater, Raced
 from services.graveler.validation import validate_entry_size, validate_key
@@ -207,6 +207,15 @@ class Entries:
         stored = self.list_stored(repo, ref, prefix, delimiter, after, amount, deadline)
         items = [(key, None if data is None else decode_entry(data)) for key, data in stored.items]
         return ListPage(items, stored.has_more)
+
+    def list_at(self, repo: RepoHandle, branch: BranchRecord, prefix: str, delimiter: str, amount: int) -> ListPage:
+        """A page of the branch as this record of it shows it (its head, its tokens), read
+        without looking the branch up: for a caller that holds the record it just wrote."""
+        resolved = Resolved("branch", branch.commit_id, branch)
+        stored = self._list(repo, resolved, prefix.encode(), delimiter_bytes(delimiter), b"", page_amount(amount))
+        return ListPage(
+            [(key, None if data is None else decode_entry(data)) for key, data in stored.items], stored.has_more
+        )
 
     def list_stored(
         self, repo: RepoHandle, ref: str, prefix: str, delimiter: str, after: str, amount: int, deadline: Deadline

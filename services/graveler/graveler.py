@@ -55,7 +55,7 @@ from services.graveler.model import MergeStrategy
 from services.graveler.placement import Placement
 from services.graveler.protection import COMMIT, Protection
 from services.graveler.pulls import PullRequests
-from services.graveler.refs import RefManager, RepoHandle
+from services.graveler.refs import BranchRecord, RefManager, RepoHandle
 from services.graveler.refs import expr as refexpr
 from services.graveler.repo_metadata import RepositoryMetadata
 from services.graveler.retention import Retention
@@ -393,10 +393,10 @@ class Graveler:
         )
         pre_runs: list[str] = []
 
-        def hooks() -> None:
+        def hooks(sealed: BranchRecord) -> None:
             # After the staging token is sealed: what the hooks passed is what is committed; a
             # write that lands while they run goes to the new token, for the next commit.
-            pre_runs.append(self.actions.pre(repo, record, deadline))
+            pre_runs.append(self.actions.pre(repo, record, deadline, at=sealed))
 
         commit = self.committer.commit(
             repo, branch_name, message, metadata, committer, allow_empty, prefixes or [], deadline, after_seal=hooks

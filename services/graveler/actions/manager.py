@@ -46,7 +46,7 @@ from services.graveler.actions.runs import RunStore, new_run_id
 from services.graveler.actions.scheduler import FairScheduler
 from services.graveler.actions.webhook import EnvPolicy, InvalidHook, WebhookPolicy, parse_webhook, send_webhook
 from services.graveler.deadline import NO_DEADLINE, Deadline
-from services.graveler.refs import RepoHandle
+from services.graveler.refs import BranchRecord, RepoHandle
 from silt.errors import HOOK_ABORTED, HookAborted, NotFound, ResourceExhausted, SiltError
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import background_context
@@ -141,16 +141,26 @@ class Actions:
                 self._by_file.popitem(last=False)
         return action
 
-    def load(self, repo: RepoHandle, source_ref: str, deadline: Deadline, immutable: bool = False) -> list[Action]:
-        """Every action at source_ref (a commit id when immutable); InvalidActionFile if one of
-        them is broken."""
+    def load(
+        self,
+        repo: RepoHandle,
+        source_ref: str,
+        deadline: Deadline,
+        immutable: bool = False,
+        at: BranchRecord | None = None,
+    ) -> list[Action]:
+        """Every action at source_ref (a commit id when immutable; the branch as the record `at`
+        shows it, when given); InvalidActionFile if one of them is broken."""
         key = (repo.partition, source_ref)
         if immutable:
             with self._lock:
                 cached = self._by_commit.get(key)
             if cached is not None:
                 return cached
-        files = self.reads.files_under(repo, source_ref, ACTIONS_PREFIX, MAX_FILES, deadline)
+        if at is not None:
+            files = self.reads.files_at(repo, at, ACTIONS_PREFIX, MAX_FILES)
+        else:
+            files = self.reads.files_under(repo, source_ref, ACTIONS_PREFIX, MAX_FILES, deadline)
         if len(files) > MAX_FILES:
             raise InvalidActionFile(f"more than {MAX_FILES} action files under {ACTIONS_PREFIX!r}")
         actions = [self._parsed(repo, path, entry) for path, entry in files if is_action_file(path)]
@@ -162,10 +172,12 @@ class Actions:
                     self._by_commit.popitem(last=False)
         return actions
 
-    def matching(self, repo: RepoHandle, record: HookRecord, deadline: Deadline) -> list[Action]:
+    def matching(
+        self, repo: RepoHandle, record: HookRecord, deadline: Deadline, at: BranchRecord | None = None
+    ) -> list[Action]:
         if not self.options.enabled:
             return []
-        loaded = self.load(repo, record.actions_at, deadline, record.immutable)
+        loaded = self.load(repo, record.actions_at, deadline, record.immutable, at)
         actions = [a for a in loaded if a.matches(record.event_type, record.branch_id)]
         if sum(len(a.hooks) for a in actions) > MAX_HOOK_RUNS:
             raise InvalidActionFile(f"event {record.event_type!r} matches more than {MAX_HOOK_RUNS} hooks")
@@ -290,11 +302,13 @@ class Actions:
                 raise
         return RunOutcome(run, failure)
 
-    def pre(self, repo: RepoHandle, record: HookRecord, deadline: Deadline = NO_DEADLINE) -> str:
+    def pre(
+        self, repo: RepoHandle, record: HookRecord, deadline: Deadline = NO_DEADLINE, at: BranchRecord | None = None
+    ) -> str:
         """Run the pre-event hooks of record; the run id ("" if none matched). HookAborted if
         one failed, InvalidActionFile if an action file is broken: the operation must stop."""
         try:
-            actions = self.matching(repo, record, deadline)
+            actions = self.matching(repo, record, deadline, at)
         except NotFound as exc:
             if exc.what == "ref" and record.branch_id and record.source_ref == record.branch_id:
                 # The operation's own answer for a branch that is not there, not a ref's.

@@ -18,7 +18,7 @@ from services.graveler.committed.diff import Difference
 from services.graveler.deadline import Deadline
 from services.graveler.entries import Entries
 from services.graveler.paging import CommonPrefix, Page
-from services.graveler.refs import RefManager, RepoHandle
+from services.graveler.refs import BranchRecord, RefManager, RepoHandle
 from services.graveler.values import decode_entry
 from silt.block.adapter import BlockAdapter
 from silt.block.external import ExternalFiles, source_reader
@@ -53,6 +53,11 @@ class RepositoryReads:
     ) -> list[tuple[str, pb.Entry]]:
         """The objects directly under prefix at ref (no sub-folders), at most limit + 1 of them."""
         page = self.entries.list(repo, ref, prefix, "/", "", limit + 1, deadline)
+        return [(key.decode(), entry) for key, entry in page.items if entry is not None]
+
+    def files_at(self, repo: RepoHandle, branch: BranchRecord, prefix: str, limit: int) -> list[tuple[str, pb.Entry]]:
+        """As files_under, on the branch as this record of it shows it (a commit's, just sealed)."""
+        page = self.entries.list_at(repo, branch, prefix, "/", limit + 1)
         return [(key.decode(), entry) for key, entry in page.items if entry is not None]
 
     def read(self, repo: RepoHandle, entry: pb.Entry, limit: int) -> bytes:
