@@ -343,7 +343,7 @@ def test_a_hanging_hook_times_out_without_holding_other_repositories(
         )
         repos.append(name)
     slow, other = repos
-    hang = _webhook_action("slow", ["pre-commit"], receiver.url("/hang"), timeout="2s")
+    hang = _webhook_action("slow", ["pre-commit"], receiver.url("/hang"), timeout="5s")
     _upload(client, slow, "main", "_lakefs_actions/slow.yaml", hang.encode())
     outcome: dict[str, Any] = {}
 
@@ -362,11 +362,11 @@ def test_a_hanging_hook_times_out_without_holding_other_repositories(
     for n in range(5):
         _upload(client, other, "main", f"f{n}", b"x")
         _commit(client, other, "main", f"c{n}")
-    other_seconds = time.monotonic() - started
+    # The five commits were done while the other repository's hook still hung.
+    assert thread.is_alive(), time.monotonic() - started
     thread.join(30)
     assert outcome["status"] == 412 and "timed out" in outcome["body"], outcome
-    assert 1.5 < outcome["seconds"] < 15, outcome
-    assert other_seconds < 1.5, other_seconds  # five commits while the other repository's hook hung
+    assert 4.5 < outcome["seconds"] < 20, outcome
 
 
 CHECK = """name: quality

@@ -152,7 +152,7 @@ def test_a_hanging_post_hook_does_not_hold_another_repositorys(engine: Graveler,
         _put(engine, slow, "main", f"f{n}")
         started = time.monotonic()
         engine.commit(slow, "main", f"slow {n}")
-        assert time.monotonic() - started < 2  # the commit never waits for its post-hooks
+        assert time.monotonic() - started < 10  # the commit never waits for its post-hooks (20 s)
     engine.commit(other, "main", "fast")
     hooks.wait_seen(lambda path, body: path == "/fast-post" and body["repository_id"] == other, timeout=5)
 
