@@ -25,12 +25,11 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
-from pydantic import SecretStr
 
-from silt.config import ClientConfig, Config, dialable_address
+from silt.addresses import dialable_address
 from silt.errors import (
     Aborted,
     AlreadyExists,
@@ -47,6 +46,10 @@ from silt.graveler.v1 import graveler_pb2_grpc
 from silt.rpc.channels import ClientTLS, client_tls
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import AUTH_AUDIENCE, COMPACTOR_AUDIENCE, GRAVELER_AUDIENCE, Credentials, signed_channel
+from silt.secret import Secret
+
+if TYPE_CHECKING:
+    from silt.config import ClientConfig, Config
 
 CREDENTIALS_FILE_ENV = "SILT_CLIENT_CREDENTIALS_FILE"
 ACCESS_KEY_ENV = "SILT_ACCESS_KEY_ID"
@@ -176,35 +179,76 @@ def _saved() -> tuple[dict[str, Any], str]:
     return {}, ""
 
 
+@dataclass(frozen=True)
+class TLSView:
+    """The ``tls`` section as a client reads it (silt.config.TLSConfig's client fields)."""
+
+    enabled: bool = False
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    server_name: str | None = None
+
+
+@dataclass(frozen=True)
+class ClientView:
+    """What a client reads from a validated configuration (Config or ClientConfig): where it
+    dials each service, the gateway's URL, region and CA, TLS file paths. Plain values, no
+    secret: the `silt` CLI caches it (silt/cli/config_cache.py) and starts without pydantic."""
+
+    graveler: str
+    auth: str
+    compactor: str
+    s3_endpoint: str
+    region: str
+    s3_ca_file: str | None
+    tls: TLSView
+
+    @classmethod
+    def of(cls, config: Config | ClientConfig) -> ClientView:
+        s3 = config.gateways.s3
+        tls = config.tls
+        return cls(
+            graveler=config.graveler.dial_address,
+            auth=config.auth.endpoint,
+            compactor=config.compactor.dial_address,
+            s3_endpoint=f"{'https' if s3.tls.enabled else 'http'}://{dialable_address(s3.listen_address)}",
+            region=s3.region,
+            s3_ca_file=s3.tls.ca_file,
+            tls=TLSView(tls.enabled, tls.ca_file, tls.cert_file, tls.key_file, tls.server_name),
+        )
+
+
 def resolve_settings(
-    config: Config | ClientConfig, graveler: str | None = None, auth: str | None = None, s3_endpoint: str | None = None
+    config: Config | ClientConfig | ClientView,
+    graveler: str | None = None,
+    auth: str | None = None,
+    s3_endpoint: str | None = None,
 ) -> Settings:
+    view = config if isinstance(config, ClientView) else ClientView.of(config)
     saved, source = _saved()
     credentials = None
     if os.environ.get(ACCESS_KEY_ENV) and os.environ.get(SECRET_KEY_ENV):
-        credentials = Credentials(os.environ[ACCESS_KEY_ENV], SecretStr(os.environ[SECRET_KEY_ENV]))
+        credentials = Credentials(os.environ[ACCESS_KEY_ENV], Secret(os.environ[SECRET_KEY_ENV]))
         source = f"{ACCESS_KEY_ENV}/{SECRET_KEY_ENV}"
     elif saved.get("access_key_id") and saved.get("secret_access_key"):
-        credentials = Credentials(saved["access_key_id"], SecretStr(saved["secret_access_key"]))
-    s3_scheme = "https" if config.gateways.s3.tls.enabled else "http"
+        credentials = Credentials(saved["access_key_id"], Secret(saved["secret_access_key"]))
     return Settings(
-        graveler=graveler or saved.get("graveler") or config.graveler.dial_address,
-        auth=auth or saved.get("auth") or config.auth.endpoint,
-        s3_endpoint=s3_endpoint
-        or saved.get("gateway")
-        or f"{s3_scheme}://{dialable_address(config.gateways.s3.listen_address)}",
-        region=saved.get("region") or config.gateways.s3.region,
+        graveler=graveler or saved.get("graveler") or view.graveler,
+        auth=auth or saved.get("auth") or view.auth,
+        s3_endpoint=s3_endpoint or saved.get("gateway") or view.s3_endpoint,
+        region=saved.get("region") or view.region,
         credentials=credentials,
         credentials_source=source,
-        compactor=saved.get("compactor") or config.compactor.dial_address,
-        tls=_client_tls(config),
-        s3_ca_file=config.gateways.s3.tls.ca_file,
+        compactor=saved.get("compactor") or view.compactor,
+        tls=_client_tls(view),
+        s3_ca_file=view.s3_ca_file,
     )
 
 
-def _client_tls(config: Config | ClientConfig) -> ClientTLS | None:
+def _client_tls(view: ClientView) -> ClientTLS | None:
     try:
-        return client_tls(config.tls)
+        return client_tls(view.tls)
     except ConfigError as exc:
         raise ClientError(str(exc), EXIT_USAGE) from None
 

@@ -22,6 +22,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+# Defined without pydantic, for the `silt` CLI; importable from here as they always were.
+from silt.addresses import WILDCARD_HOSTS as WILDCARD_HOSTS
+from silt.addresses import dialable_address as dialable_address
+from silt.addresses import dialable_host as dialable_host
 from silt.errors import ConfigError, InvalidArgument
 from silt.namespaces import parse_roots
 
@@ -48,25 +52,6 @@ def _check_listen_address(value: str) -> str:
 
 def _check_optional_listen_address(value: str | None) -> str | None:
     return None if value is None or value == "" else _check_listen_address(value)
-
-
-# Hosts that mean "every interface of this machine": fine to listen on, meaningless to dial.
-WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]", "*")
-
-
-def dialable_host(host: str) -> str:
-    """The host a process on this machine dials for a service listening on host: loopback for
-    a wildcard (every interface), else host itself."""
-    return "127.0.0.1" if host in WILDCARD_HOSTS else host
-
-
-def dialable_address(listen_address: str) -> str:
-    """Where a process on this machine reaches a service listening on listen_address.
-
-    Only valid on the same machine (the local launcher, a single-host install): in a cluster,
-    clients dial the *.endpoint keys, which name a Service, never a listen address."""
-    host, _, port = listen_address.rpartition(":")
-    return f"{dialable_host(host)}:{port}"
 
 
 def _check_endpoint(value: str) -> str:

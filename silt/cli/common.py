@@ -16,7 +16,8 @@ import click
 from silt.errors import ConfigError, SiltError
 
 # Every `silt` invocation imports this module, `silt --version` and completion included: what
-# only some commands need (gRPC, protobuf, pydantic's configuration models) is imported where used.
+# only some commands need (gRPC, protobuf, pydantic's configuration models) is imported where used;
+# a client's configuration is read from its cache (silt/cli/config_cache.py), without pydantic.
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
     from google.protobuf.message import Message
@@ -58,9 +59,12 @@ class State:
 
     def client(self) -> Client:
         if self._client is None:
-            from silt.client import Client, resolve_settings
+            from silt.cli.config_cache import client_view
+            from silt.client import Client, find_config_path, resolve_settings
 
-            settings = resolve_settings(self.client_config(), self.graveler, self.auth, self.s3_endpoint)
+            # Validated once per change of the file or SILT_* variables (silt/cli/config_cache.py).
+            view = client_view(find_config_path(self.config_path))
+            settings = resolve_settings(view, self.graveler, self.auth, self.s3_endpoint)
             self._client = Client(settings)
         return self._client
 

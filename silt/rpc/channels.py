@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import grpc
 import grpc.aio
@@ -58,7 +58,23 @@ class ClientTLS:
         return [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
 
 
-def client_tls(config: TLSConfig) -> ClientTLS | None:
+class ClientTLSSection(Protocol):
+    """What client_tls reads: the ``tls`` section (silt.config.TLSConfig), or the `silt` CLI's
+    copy of it (silt.client.ClientView, read without pydantic)."""
+
+    @property
+    def enabled(self) -> bool: ...
+    @property
+    def ca_file(self) -> str | None: ...
+    @property
+    def cert_file(self) -> str | None: ...
+    @property
+    def key_file(self) -> str | None: ...
+    @property
+    def server_name(self) -> str | None: ...
+
+
+def client_tls(config: ClientTLSSection) -> ClientTLS | None:
     """The client side of config: None when TLS is off."""
     if not config.enabled:
         return None

@@ -34,7 +34,8 @@ Why not bearer tokens: a token is as good as a password until it expires, must b
 and refreshed by every client, and needs a signing key shared by all services. Signing
 with the access key works the same for users and services.
 
-Secrets are ``SecretStr`` throughout: no repr, log line or error message shows them.
+Secrets are ``SecretValue`` throughout (silt/secret.py: the CLI's ``Secret`` or pydantic's
+``SecretStr``): no repr, log line or error message shows them.
 """
 
 from __future__ import annotations
@@ -53,10 +54,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import grpc
 import grpc.aio
 from google.protobuf.message import Message
-from pydantic import SecretStr
 
 from silt.errors import ConfigError
 from silt.rpc.channels import ClientTLS, client_tls, open_aio_channel, open_channel
+from silt.secret import SecretValue
 from silt.telemetry.requestid import METADATA_KEY as REQUEST_ID_HEADER
 from silt.telemetry.requestid import current as current_request_id
 
@@ -92,7 +93,7 @@ class Credentials:
     """An access key as a caller holds it. The repr shows the id only."""
 
     access_key_id: str
-    secret_access_key: SecretStr
+    secret_access_key: SecretValue
 
     @classmethod
     def from_config(cls, config: Config) -> Credentials:
@@ -146,7 +147,7 @@ def audience_of(method: str) -> str:
     return package[1]
 
 
-def derive_call_key(secret: SecretStr, day: str, audience: str) -> bytes:
+def derive_call_key(secret: SecretValue, day: str, audience: str) -> bytes:
     """The key that signs calls with this secret on day (yyyymmdd, UTC) to audience.
 
     The same construction as SigV4's signing key, under another prefix and terminator, so

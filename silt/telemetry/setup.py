@@ -7,8 +7,10 @@ import logging
 import os
 import shutil
 import tempfile
+from typing import TYPE_CHECKING
 
-from silt.config import Config
+if TYPE_CHECKING:  # the `silt` CLI asks tracing_enabled() without importing pydantic
+    from silt.config import Config
 
 log = logging.getLogger(__name__)
 

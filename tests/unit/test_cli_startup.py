@@ -5,7 +5,8 @@ checks which modules it imported. Importing silt.cli.main, `silt --version`, `si
 completing a command name import no command's module, nor gRPC, protobuf, pydantic, boto3,
 pyarrow and the like; `silt repo list` imports what a gRPC call needs and nothing of the
 journal, object stores or data frames, and builds the validator of the configuration sections it
-reads alone (silt.config.load_client_config). Re-adding an eager import to silt/cli/main.py or
+reads alone (silt.config.load_client_config), or, its configuration cached, no pydantic at all
+(silt/cli/config_cache.py). Re-adding an eager import to silt/cli/main.py or
 silt/cli/common.py fails these.
 """
 
@@ -15,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -56,14 +58,15 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 def _modules_after(args: list[str], env: dict[str, str] | None = None) -> set[str]:
     """The modules a fresh `silt ARGS` process has imported when it is done."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SILT_", "AWS_", "_SILT_COMPLETE"))}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, json.dumps(args)],
-        env={**base, "PYTHONPATH": str(ROOT), **(env or {})},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    with tempfile.TemporaryDirectory() as cache:  # never the user's cache (a test may pass its own)
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE, json.dumps(args)],
+            env={**base, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": cache, **(env or {})},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     return set(json.loads(done.stderr.strip().splitlines()[-1]))
 
 
@@ -113,6 +116,19 @@ def test_repo_list_loads_only_what_a_grpc_call_needs() -> None:
     assert _imported(modules, others) == []
 
 
+def test_repo_list_with_its_configuration_cached_imports_no_pydantic(tmp_path: Path) -> None:
+    # The first run validates the configuration (pydantic) and caches what the client reads
+    # (silt/cli/config_cache.py); the next ones read the cache alone: no pydantic, no YAML.
+    config = tmp_path / "config.yaml"
+    config.write_text("graveler:\n  endpoint: 127.0.0.1:1\n")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "SILT_CONFIG": str(config), "SILT_ACCESS_KEY_ID": "a"}
+    first = _modules_after(["repo", "list"], env)
+    assert "pydantic" in first
+    again = _modules_after(["repo", "list"], env)
+    assert "silt.cli.repo" in again and "grpc" in again
+    assert _imported(again, ("pydantic", "pydantic_core", "yaml", "silt.config")) == []
+
+
 _BUILT_PROBE = """
 import sys
 from silt.cli.main import main
@@ -127,10 +143,12 @@ print(" ".join(sorted(m.__name__ for m in models if m.__pydantic_complete__)), f
 """
 
 
-def test_repo_list_builds_only_the_client_configuration() -> None:
+def test_repo_list_builds_only_the_client_configuration(tmp_path: Path) -> None:
     # Each configuration model's validator is built on first use (defer_build): `repo list`
-    # validates the sections it dials the services with, in one validator, and builds no other.
+    # validates the sections it dials the services with, in one validator, and builds no other
+    # (its configuration cache empty, as here: on a hit it builds none, test below).
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SILT_", "AWS_", "_SILT_COMPLETE"))}
+    base["XDG_CACHE_HOME"] = str(tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", _BUILT_PROBE],
         env={**base, "PYTHONPATH": str(ROOT), "SILT_ACCESS_KEY_ID": "a", "SILT_SECRET_ACCESS_KEY": "b"},

@@ -154,7 +154,8 @@ def start_stack(store: Store, data_dir: Path, ttl: float, streams: StreamLimits 
     config = Config(
         auth=AuthConfig(endpoint=stack.auth_address, cache_ttl_seconds=ttl),
         credentials=CredentialsConfig(
-            access_key_id=service_key.access_key_id, secret_access_key=service_key.secret_access_key
+            access_key_id=service_key.access_key_id,
+            secret_access_key=SecretStr(service_key.secret_access_key.get_secret_value()),
         ),
     )
     graveler_interceptor = remote_interceptor(config, GRAVELER_RULES, GRAVELER_AUDIENCE, cache_clock=clock)
