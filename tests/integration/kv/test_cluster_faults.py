@@ -359,6 +359,17 @@ def test_two_nodes_stopped_fail_fast_and_typed_and_write_nothing(healthy: Cassan
         fault_store.set(partition, b"k%d" % i, b"before")
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda node: node.stop(), healthy.nodes[1:]))
+    # Until gossip tells the survivor that both are gone, it still sends them requests and a
+    # request waits for its timeout: fast failure is what comes once it knows (a few seconds).
+    known_down_by = time.monotonic() + 60
+    while True:
+        try:
+            fault_store.get(partition, b"k0")
+        except Unavailable as exc:
+            if "not enough replicas alive" in str(exc):
+                break
+        assert time.monotonic() < known_down_by, "the surviving node never took the stopped ones for down"
+        time.sleep(0.2)
 
     attempts = {
         "set": lambda: fault_store.set(partition, b"k0", b"during"),
