@@ -176,15 +176,12 @@ function I.checkstr(v, n, fname)
   error(badtype(n, fname, "string", v), 3)
 end
 
+-- A tail call: the error's level still names the caller of optstr.
 function I.optstr(v, n, fname, default)
   if v == nil then
     return default
   end
-  local s = tostr(v)
-  if s then
-    return s
-  end
-  error(badtype(n, fname, "string", v), 3)
+  return I.checkstr(v, n, fname)
 end
 
 function I.checkint(v, n, fname)
@@ -199,11 +196,7 @@ function I.optint(v, n, fname, default)
   if v == nil then
     return default
   end
-  local i, nonintegral = toint(v)
-  if i then
-    return i
-  end
-  error(interror(n, fname, v, nonintegral), 3)
+  return I.checkint(v, n, fname)
 end
 
 function I.checknum(v, n, fname)
