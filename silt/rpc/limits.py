@@ -88,7 +88,8 @@ class ServerLimits:
     # under load, well within this).
     receive_grace_seconds: float = 0.5
     # The grace of a peer that stalled stalls_to_suspect calls within suspect_seconds (its
-    # calls were cancelled for want of a request): its honest calls still arrive in time.
+    # calls were cancelled for want of a request): its honest calls still arrive in time. At
+    # least SUSPECT_GRACE_FACTOR times the delays requests have now, up to receive_grace_seconds.
     suspect_grace_seconds: float = 0.02
     stalls_to_suspect: int = 8
     suspect_seconds: float = 10.0
@@ -236,12 +237,15 @@ class _Ticket:
     """A call waiting for its request. context is None once the request arrived or the call
     was cancelled; slow while it holds a slot of its budget."""
 
-    __slots__ = ("budget", "context", "grace_until", "peer", "slow", "until")
+    __slots__ = ("budget", "context", "grace_until", "peer", "slow", "started", "until")
 
-    def __init__(self, context: Any, peer: str, budget: Budget[_Ticket], grace_until: float, until: float) -> None:
+    def __init__(
+        self, context: Any, peer: str, budget: Budget[_Ticket], started: float, grace_until: float, until: float
+    ) -> None:
         self.context = context
         self.peer = peer
         self.budget = budget
+        self.started = started
         self.grace_until = grace_until
         self.until = until
         self.slow = False
@@ -322,8 +326,41 @@ class Suspects:
         return max(entry[1], entry[3]) >= self._stalls and entry[2] + entry[4] == 0
 
 
+class DeliveryDelays:
+    """How long requests take to arrive now: the longest delay among calls whose request came
+    within their grace, over the last ``window`` seconds (this window and the one before).
+
+    A stalled call never arrives, so only requests that were sent count. A peer can raise the
+    figure by sending its requests late on purpose, but never past the grace its calls had, so
+    never past the long grace (what every peer gets anyway)."""
+
+    def __init__(self, window: float = 1.0) -> None:
+        self._window = window
+        self._start = -window
+        self._current = 0.0
+        self._previous = 0.0
+
+    def _roll(self, now: float) -> None:
+        elapsed = now - self._start
+        if elapsed >= 2 * self._window:
+            self._start, self._current, self._previous = now, 0.0, 0.0
+        elif elapsed >= self._window:
+            self._start, self._current, self._previous = self._start + self._window, 0.0, self._current
+
+    def add(self, delay: float, now: float) -> None:
+        self._roll(now)
+        self._current = max(self._current, delay)
+
+    def recent(self, now: float) -> float:
+        self._roll(now)
+        return max(self._current, self._previous)
+
+
 # A watchdog waking this much later than it asked to was not running: see _Watchdog.
 LATE_WAKE_SECONDS = 0.02
+# A suspect peer's calls get at least this many times the time requests take to arrive now
+# (DeliveryDelays), so that its honest calls still arrive within their grace on a loaded server.
+SUSPECT_GRACE_FACTOR = 4.0
 
 
 class _Watchdog:
@@ -331,8 +368,11 @@ class _Watchdog:
     a slot of its budget (which may cancel an older slow call), and cancels a slow call at its
     deadline. Peers whose calls stalled lately get the short grace (Suspects).
 
-    Graces and timeout are the same for every call, so deadlines come in order and a deque per
-    grace suffices.
+    The long grace and the timeout are the same for every call, so their deadlines come in
+    order and a deque per grace suffices. The short grace follows how long requests take to
+    arrive now (an honest call from a suspect peer must not count as stalled because the
+    server is loaded); when it shrinks, a call may wait behind an older one with a later
+    deadline, which only lengthens its grace, never past the long one.
 
     When the watchdog itself wakes late (a garbage collection or a busy interpreter stopped
     every thread), the thread that delivers requests was held up as long: calls get that much
@@ -351,13 +391,20 @@ class _Watchdog:
         self._thread: threading.Thread | None = None
         self._refusals = Refusals()
         self._hold_until = 0.0  # no call becomes slow before (after the watchdog woke late)
+        self._delays = DeliveryDelays()
+
+    def _grace(self, short: bool, now: float) -> float:
+        long_grace, short_grace = self._graces
+        if not short:
+            return long_grace
+        return min(long_grace, max(short_grace, SUSPECT_GRACE_FACTOR * self._delays.recent(now)))
 
     def watch(self, context: grpc.ServicerContext, peer: str, budget: Budget[_Ticket]) -> _Ticket:
         with self._wake:
             now = self._clock()
-            short = int(self._suspects.suspect(peer, now))
-            ticket = _Ticket(context, peer, budget, now + self._graces[short], now + self._timeout)
-            young = self._young[short]
+            short = self._suspects.suspect(peer, now)
+            ticket = _Ticket(context, peer, budget, now, now + self._grace(short, now), now + self._timeout)
+            young = self._young[int(short)]
             young.append(ticket)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="grpc-receive-watchdog", daemon=True)
@@ -366,14 +413,18 @@ class _Watchdog:
                 self._wake.notify()
         return ticket
 
-    def arrived(self, ticket: _Ticket) -> bool:
-        """The call's request arrived (or the call ended); whether it had been slow."""
+    def arrived(self, ticket: _Ticket, received: bool = True) -> bool:
+        """The call's request arrived (received) or the call ended; whether it had been slow."""
         with self._wake:
+            arrived_in_time = received and ticket.context is not None and not ticket.slow
             ticket.context = None  # skipped from now on, and not kept alive
             slow = ticket.slow
             if slow:
                 ticket.slow = False
                 ticket.budget.release(ticket)
+            elif arrived_in_time:
+                now = self._clock()
+                self._delays.add(now - ticket.started, now)
             return slow
 
     def vouch(self, peer: str) -> None:
@@ -480,16 +531,17 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         call is authenticated, see Suspects); ends the call when the request does not come."""
         peer = peer_address(context.peer())
         ticket = self._watchdog.watch(context, peer, budget)
-        late = False
+        late = received = False
         try:
             request = next(requests)
+            received = True
         except StopIteration:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
         except grpc.RpcError:
             # Cancelled, by the watchdog or by the client: nobody reads this status.
             context.abort(grpc.StatusCode.CANCELLED, "the request did not arrive in time")
         finally:
-            late = self._watchdog.arrived(ticket)
+            late = self._watchdog.arrived(ticket, received)
         # A health check proves nothing: it is not authenticated.
         return request, (peer if late and budget is self._calls else None)
 

@@ -14,7 +14,8 @@ A `-m EXPR` among the arguments narrows every leg (`(EXPR) and (LEG)`); paths an
 go to each leg unchanged. A leg that collects nothing is not a failure unless none collects
 anything. The logs go to build/test-legs/<leg>.log (every test's time to <leg>.xml); they are
 printed whole when both legs have ended, the failing leg first, then each leg's time and
-result, and last one closing line that adds the legs up.
+result with its failed and erroring tests named again (what CI keeps of a long log may be its
+end only), and last one closing line that adds the legs up.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ _PR_SET_PDEATHSIG = 1
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
 # pytest's closing line, bare under -q or between rules of '=': "3 passed, 1 skipped in 2.01s".
 _SUMMARY = re.compile(r"^(no tests ran|\d+ [a-z]+(, \d+ [a-z]+)*) in [\d.]+s\b")
+# pytest's short test summary names each failed or erroring test on a line of its own.
+_NOT_PASSED = ("FAILED ", "ERROR ")
+MAX_NAMED = 20
 
 
 @dataclass
@@ -65,6 +69,11 @@ class Leg:
             key = {"errors": "error", "warnings": "warning"}.get(word, word)
             counts[key] = counts.get(key, 0) + int(number)
         return counts
+
+    def not_passed(self) -> list[str]:
+        """The leg's failed and erroring tests, as pytest's short summary names them (cut short)."""
+        lines = self.log.read_text(errors="replace").splitlines()
+        return [line[:300] for line in lines if line.startswith(_NOT_PASSED)]
 
     @property
     def ok(self) -> bool:
@@ -153,6 +162,11 @@ def _report(legs: list[Leg], timed_out: bool) -> int:
             total[key] = total.get(key, 0) + value
         shown = ", ".join(f"{v} {k}" for k, v in counts.items()) or "no tests"
         print(f"{leg.name}: {leg.seconds / 60:.1f} min, exit {leg.returncode}, {shown}")
+        named = leg.not_passed()
+        for line in named[:MAX_NAMED]:
+            print(f"  {line}")
+        if len(named) > MAX_NAMED:
+            print(f"  ... and {len(named) - MAX_NAMED} more (build/test-legs/{leg.name}.log)")
     if timed_out:
         print(f"the legs were ended after {RUN_TIMEOUT_S / 60:.0f} min")
     failed = total.get("failed", 0) + total.get("error", 0)

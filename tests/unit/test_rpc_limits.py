@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import HealthServicer
 
 from silt.rpc.health_port import HealthPort
-from silt.rpc.limits import Budget, ServerLimits, Suspects, peer_address
+from silt.rpc.limits import Budget, DeliveryDelays, ServerLimits, Suspects, _Watchdog, peer_address
 from silt.rpc.server import bind, build_server
 
 ECHO = "/test.Limits/Echo"
@@ -226,6 +226,51 @@ def test_a_peer_whose_calls_stalled_gets_the_short_grace(running: Running) -> No
     time.sleep(0.4)
     assert time.monotonic() - opened < 1.0, "the long grace would still be running"
     assert sum(call.done() for call in first + second) == 4
+
+
+def test_delivery_delays_remember_the_longest_over_the_last_window() -> None:
+    delays = DeliveryDelays(window=1.0)
+    assert delays.recent(10.0) == 0.0
+    delays.add(0.05, 10.0)
+    delays.add(0.01, 10.5)
+    assert delays.recent(10.9) == 0.05
+    assert delays.recent(11.5) == 0.05  # the window before still counts
+    delays.add(0.02, 11.6)
+    assert delays.recent(12.2) == 0.02  # the 50 ms one is two windows old
+    assert delays.recent(14.5) == 0.0
+
+
+def test_a_suspect_peers_grace_grows_with_how_long_requests_take_to_arrive() -> None:
+    """On a loaded server honest requests take longer to arrive: a suspect peer's honest calls
+    must still arrive within their grace, so the short grace follows the delays measured, up to
+    the long grace; a call that never sent its request is not measured."""
+    now = [100.0]
+    limits = ServerLimits()
+    watchdog = _Watchdog(limits, clock=lambda: now[0])
+    watchdog._thread = threading.Thread()  # never started: the test moves the clock itself
+    budget: Budget[Any] = Budget(8, 8)
+    for _ in range(limits.stalls_to_suspect):
+        watchdog._suspects.stalled("10.0.0.9", now[0])
+
+    def grace(peer: str) -> float:
+        ticket = watchdog.watch(object(), peer, budget)  # type: ignore[arg-type]
+        return ticket.grace_until - ticket.started
+
+    assert grace("10.0.0.9") == pytest.approx(limits.suspect_grace_seconds)
+    assert grace("10.0.0.1") == pytest.approx(limits.receive_grace_seconds)
+    never_sent = watchdog.watch(object(), "10.0.0.2", budget)  # type: ignore[arg-type]
+    honest = watchdog.watch(object(), "10.0.0.1", budget)  # type: ignore[arg-type]
+    now[0] += 0.06
+    watchdog.arrived(never_sent, received=False)
+    assert grace("10.0.0.9") == pytest.approx(limits.suspect_grace_seconds)
+    assert watchdog.arrived(honest) is False
+    assert grace("10.0.0.9") == pytest.approx(0.24)
+    slowest = watchdog.watch(object(), "10.0.0.1", budget)  # type: ignore[arg-type]
+    now[0] += 0.3
+    watchdog.arrived(slowest)
+    assert grace("10.0.0.9") == pytest.approx(limits.receive_grace_seconds)
+    now[0] += 2.5  # two windows on, the server is quick again
+    assert grace("10.0.0.9") == pytest.approx(limits.suspect_grace_seconds)
 
 
 def test_the_health_port_answers_probes_while_others_stall_checks() -> None:

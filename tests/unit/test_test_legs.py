@@ -56,6 +56,11 @@ def test_the_legs_split_by_mark_run_at_once_and_add_up(tmp_path: Path, capsys: p
     assert out.strip().splitlines()[-1] == "total: 2 passed, 1 failed, 1 skipped"
     # Each leg's time and result, before the closing line.
     assert [line.split(":")[0] for line in out.splitlines() if line.startswith(("jvm:", "rest:"))] == ["jvm", "rest"]
+    # The failing test is named again at the end, under its leg.
+    closing = out[out.index("######## legs ########") :].splitlines()
+    named = [line for line in closing if line.startswith("  FAILED ")]
+    assert len(named) == 1 and "test_in_the_other_leg_and_failing" in named[0]
+    assert closing.index(named[0]) > next(i for i, line in enumerate(closing) if line.startswith("rest:"))
 
 
 def test_a_selection_narrows_every_leg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
