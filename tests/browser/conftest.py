@@ -1,6 +1,7 @@
 """Browser tests of the web UI: one running stack (auth, graveler, the gateway serving S3, the
 REST API and the UI on one port) and one Chromium for the whole session, a fresh browser context
-(cookies) and page per test, and helpers to sign in, create users and save screenshots.
+(cookies) and page per test, and helpers to sign in, create users and save screenshots (each
+one also checked for accessibility).
 
 The bundle must be built first (`make ui`, or by hand: `npm ci --prefix webui && node
 webui/build.mjs`); the `built_ui` fixture fails with that instruction when it is not.
@@ -24,6 +25,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 from pydantic import SecretStr
 
 from services.ui.app import DIST
+from tests.browser.accessibility import assert_accessible
 from silt.rpc.signing import Credentials
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 
@@ -95,6 +97,10 @@ class Ui:
         self.shots.mkdir(parents=True, exist_ok=True)
         path = self.shots / f"{self.count:02d}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}.png"
         page.screenshot(path=str(path), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS)
+        if page.url.startswith(self.base + "/ui"):
+            # Every page a test looks at is checked as it is (tests/browser/accessibility.py);
+            # not the pages a test serves itself (an attacker's) or raw objects.
+            assert_accessible(page)
         return path
 
     def login(self, page: Page, creds: Credentials) -> None:
