@@ -1,8 +1,7 @@
 // One path's history at a ref: the commits that changed it, newest first, each with who, when
 // and why, the object as that commit has it (size, checksum) and a link to its diff with the
 // commit's parent.
-import { seg } from "../../api";
-import { api } from "../../api";
+import { ApiError, api, seg } from "../../api";
 import { ErrorPage, Loading } from "../../components/error_page";
 import { formatBytes, formatTime } from "../../components/format";
 import { PagedTable } from "../../components/paged_table";
@@ -86,10 +85,16 @@ interface Stat {
 
 function StatAt({ repo, commit, path }: { repo: string; commit: string; path: string }) {
   const stat = useAsync(
-    (signal) => api.get<Stat>(`${repoPath(repo)}/refs/${seg(commit)}/objects/stat`, { path, user_metadata: false }, signal).catch(() => null),
+    (signal) =>
+      api.get<Stat>(`${repoPath(repo)}/refs/${seg(commit)}/objects/stat`, { path, user_metadata: false }, signal).catch((error: unknown) => {
+        // Not found at this commit: the commit deleted it.
+        if (error instanceof ApiError && error.status === 404) return null;
+        throw error;
+      }),
     [repo, commit, path],
   );
   if (stat.loading) return <span class="muted">…</span>;
+  if (stat.error) return <span class="muted">unavailable</span>;
   if (!stat.data) return <span class="muted">deleted</span>;
   return (
     <span data-testid="stat-at">
