@@ -9,6 +9,8 @@ import { type Commit, repoPath } from "./model";
 export const BLAME_ROWS = 100;
 /** Log calls in flight at once for a listing. */
 const BLAME_CONCURRENCY = 4;
+/** How often answers of a listing's lookups are shown. */
+const FLUSH_MS = 250;
 /** A log walk answers within bounded work and may need another call; at most this many per path. */
 const MAX_LOG_CALLS = 3;
 
@@ -40,19 +42,33 @@ export function useLastChanges(repo: string, ref: string, paths: string[]): Map<
     const controller = new AbortController();
     setFound(new Map());
     const queue = paths.slice(0, BLAME_ROWS);
+    // Answers are shown in batches: each update re-renders the whole listing (up to 1,000 rows),
+    // so one per answer would cost a hundred renders.
+    const ready = new Map<string, Commit | null>();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const flush = () => {
+      timer = undefined;
+      if (!controller.signal.aborted) setFound(new Map(ready));
+    };
     const worker = async () => {
       for (let path = queue.shift(); path !== undefined && !controller.signal.aborted; path = queue.shift()) {
         const current = path;
         try {
-          const commit = await lastChange(repo, ref, current, controller.signal);
-          if (!controller.signal.aborted) setFound((previous) => new Map(previous).set(current, commit));
+          ready.set(current, await lastChange(repo, ref, current, controller.signal));
+          timer ??= setTimeout(flush, FLUSH_MS);
         } catch {
           // A path whose history cannot be read shows no last change; the listing still works.
         }
       }
     };
-    for (let i = 0; i < BLAME_CONCURRENCY; i++) void worker();
-    return () => controller.abort();
+    void Promise.all(Array.from({ length: BLAME_CONCURRENCY }, worker)).then(() => {
+      clearTimeout(timer);
+      flush();
+    });
+    return () => {
+      controller.abort();
+      clearTimeout(timer);
+    };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [repo, ref, key]);
   return found;
