@@ -12,7 +12,11 @@ has it:
 
 Pages: the repository page (its root directory on main), the 1,000-entry directory page, and a
 pull request whose diff has 10,000 paths (target 1 s; the page shows its first 100 and the
-merge status). Needs the bundle (`make ui`) and Debian's chromium.
+merge status), and the compare page of a branch with 100,000 added objects in nested folders
+(target 300 ms until the tree's totals and first folder show). Its first load builds the diff's
+tree on the server (`..._cold`, one sample); later loads answer from the API's cache of
+commit-to-commit trees (`..._warm`, the median of --rounds). Needs the bundle (`make ui`) and
+Debian's chromium.
 """
 
 from __future__ import annotations
@@ -38,15 +42,21 @@ PULL_SOURCE = "pr-10k"
 PULL_PATHS = 10_000
 PULL_ROWS_SHOWN = 100
 PULL_TARGET_S = 1.0
+COMPARE_BRANCH = "cmp-100k"
+COMPARE_TARGET_S = 0.3
 CHROMIUM = "/usr/bin/chromium"
 TARGET_S = 0.5
 TIMEOUT_MS = 60_000
 
 
-def _stage(gw: GatewayStack, count: int) -> str:
+def _stage(gw: GatewayStack, count: int, compare_changes: int) -> str:
     """Stage the objects; return the id of a pull request whose diff has PULL_PATHS paths."""
     gw.client().create_bucket(Bucket=REPO)
     with _graveler(gw) as graveler:
+        # The compared branch adds compare_changes keys (28 date= folders) to main's first commit.
+        graveler.create_branch(REPO, COMPARE_BRANCH, "main")
+        stage_in_process(graveler, REPO, COMPARE_BRANCH, compare_changes, offset=2 * count)
+        graveler.commit(REPO, COMPARE_BRANCH, f"{compare_changes} new objects", committer="bench")
         # The pull request's source branches off main's first commit and changes PULL_PATHS keys.
         graveler.create_branch(REPO, PULL_SOURCE, "main")
         stage_in_process(graveler, REPO, PULL_SOURCE, PULL_PATHS, offset=count)
@@ -89,7 +99,20 @@ def _measure(page: Page, url: str, rows: int, row_id: str = "entry", call: str =
     return load_ms / 1000, ready_ms / 1000, call_ms / 1000
 
 
-def bench_pages(gw: GatewayStack, rounds: int, pull_id: str) -> None:
+def bench_compare(page: Page, gw: GatewayStack, rounds: int, changes: int) -> None:
+    """The compare page of `changes` added objects: cold (the server builds the tree) once, then warm."""
+    url = f"{gw.endpoint}/ui/repositories/{REPO}/compare?base=main&compare={COMPARE_BRANCH}"
+    name = f"ui.compare_{changes}_changes_page"
+    cold = _measure(page, url, 1, "tree-folder", "/summary")
+    emit(f"{name}_cold_ready", cold[1], "s", COMPARE_TARGET_S)
+    emit(f"{name}_cold_summary_call", cold[2], "s", None)
+    samples = [_measure(page, url, 1, "tree-folder", "/summary") for _ in range(rounds)]
+    emit(f"{name}_warm_load", statistics.median(s[0] for s in samples), "s", COMPARE_TARGET_S)
+    emit(f"{name}_warm_ready", statistics.median(s[1] for s in samples), "s", COMPARE_TARGET_S)
+    emit(f"{name}_warm_summary_call", statistics.median(s[2] for s in samples), "s", None)
+
+
+def bench_pages(gw: GatewayStack, rounds: int, pull_id: str, compare_changes: int, only_compare: bool = False) -> None:
     pages: dict[str, tuple[str, int, str, str, float]] = {
         "repository_page": (
             f"{gw.endpoint}/ui/repositories/{REPO}/objects?ref=main",
@@ -120,7 +143,9 @@ def bench_pages(gw: GatewayStack, rounds: int, pull_id: str) -> None:
             context.set_default_timeout(TIMEOUT_MS)
             page = context.new_page()
             _login(page, gw)
-            for name, (url, rows, row_id, call, target) in pages.items():
+            if compare_changes:
+                bench_compare(page, gw, rounds, compare_changes)
+            for name, (url, rows, row_id, call, target) in ({} if only_compare else pages).items():
                 _measure(page, url, rows, row_id, call)  # warm: the bundle cached, the connection open
                 samples = [_measure(page, url, rows, row_id, call) for _ in range(rounds)]
                 emit(f"ui.{name}_load", statistics.median(s[0] for s in samples), "s", target)
@@ -134,6 +159,8 @@ def bench_pages(gw: GatewayStack, rounds: int, pull_id: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=240_000, help="objects staged on main")
+    parser.add_argument("--compare-changes", type=int, default=100_000, help="changes of the compared branch")
+    parser.add_argument("--only-compare", action="store_true", help="measure the compare page only")
     parser.add_argument("--rounds", type=int, default=5, help="page loads per page; the median counts")
     args = parser.parse_args()
     if not (DIST / "index.html").is_file():
@@ -142,8 +169,8 @@ def main() -> None:
         tempfile.TemporaryDirectory(prefix="silt-bench-ui-") as tmp,
         gateway_stack(Path(tmp) / "stack") as gw,
     ):
-        pull_id = _stage(gw, args.count)
-        bench_pages(gw, args.rounds, pull_id)
+        pull_id = _stage(gw, args.count, args.compare_changes)
+        bench_pages(gw, args.rounds, pull_id, args.compare_changes, args.only_compare)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import grpc
 import grpc.aio
 
+from services.api.diff_summary import SummaryCache
 from services.api.errors import ApiError, from_rpc, unauthorized
 from services.api.live_feed import FeedAccess, FeedSlots
 from silt.access_keys import is_access_key_id
@@ -115,6 +116,8 @@ class Backend(EdgeClient):
             config.api.max_live_feeds, config.api.max_live_feeds_per_user, config.api.live_feed_admin_reserve
         )
         self.feed_access = FeedAccess(self.authority.inner, config.api.live_feed_reauthorize_seconds, clock)
+        # Trees of commit-to-commit diffs (routes/diff_summary.py).
+        self.diff_summaries = SummaryCache()
 
     async def run_upload(self, fn: Callable[..., T], *args: Any) -> T:
         """A blocking call that reads an upload's body, in the uploads' own threads."""

@@ -353,7 +353,7 @@ def test_browse_a_tag_with_the_ref_picker(
     ui.shot(page, "picker")
     page.locator(".ref-group", has_text="Tags").get_by_role("button", name="v1").click()
     expect(entries).to_have_text(["gone.txt", "kept.txt"])
-    expect(page.get_by_text("read-only: not a branch")).to_be_visible()
+    expect(page.get_by_test_id("read-only")).to_contain_text("read-only: v1 is not a branch")
     expect(page.get_by_role("button", name="Upload")).to_have_count(0)
     assert "ref=v1" in page.url
     ui.shot(page, "tag")

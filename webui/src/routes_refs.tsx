@@ -1,5 +1,5 @@
 // Routes of the refs pages: uncommitted changes, history and a commit's page, branches, tags,
-// compare and merge, and a branch's live feed.
+// compare and merge, a path's history, and a branch's live feed.
 import type { RouteDef } from "./components/routes";
 import "./pages/refs/refs.css";
 import { BranchesPage } from "./pages/refs/branches";
@@ -8,6 +8,7 @@ import { CommitPage } from "./pages/refs/commit";
 import { ComparePage } from "./pages/refs/compare";
 import { HistoryPage } from "./pages/refs/history";
 import { LivePage } from "./pages/refs/live";
+import { ObjectHistoryPage } from "./pages/refs/object_history";
 import { TagsPage } from "./pages/refs/tags";
 
 export const refsRoutes: RouteDef[] = [
@@ -36,6 +37,12 @@ export const refsRoutes: RouteDef[] = [
     tab: "compare",
     title: "Compare",
     render: ({ params, query }) => <ComparePage repo={params.repo} query={query} />,
+  },
+  {
+    path: "/repositories/:repo/object-history",
+    tab: "objects",
+    title: "Object history",
+    render: ({ params, query }) => <ObjectHistoryPage repo={params.repo} query={query} />,
   },
   {
     path: "/repositories/:repo/live",

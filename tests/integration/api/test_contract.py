@@ -83,13 +83,51 @@ class SiltObjectPreview(BaseModel, extra=Extra.forbid):
     bytes_read: StrictInt
 
 
+class SiltChangeStat(BaseModel, extra=Extra.forbid):
+    count: StrictInt
+    size_bytes: StrictInt
+
+
+class SiltChangeStats(BaseModel, extra=Extra.forbid):
+    added: SiltChangeStat
+    removed: SiltChangeStat
+    changed: SiltChangeStat
+
+
+class SiltDiffTotals(BaseModel, extra=Extra.forbid):
+    count: StrictInt
+    stats: SiltChangeStats
+
+
+class SiltDiffSummaryRow(BaseModel, extra=Extra.forbid):
+    path: StrictStr
+    path_type: StrictStr
+    count: StrictInt | None = None
+    stats: SiltChangeStats | None = None
+    type: StrictStr | None = None
+    size_bytes: StrictInt | None = None
+
+
+class SiltDiffSummary(BaseModel, extra=Extra.forbid):
+    left_commit: StrictStr | None = None
+    right_commit: StrictStr | None = None
+    branch: StrictStr | None = None
+    prefix: StrictStr
+    totals: SiltDiffTotals
+    prefix_totals: SiltDiffTotals
+    truncated: StrictBool
+    pagination: lakefs_sdk.models.Pagination
+    results: list[SiltDiffSummaryRow]
+
+
 # Silt's own models, for the routes lakeFS does not have (pull request reviews and comments,
-# the web UI's Parquet preview).
+# the web UI's Parquet preview, diff summaries).
 SILT_MODELS: dict[str, type[BaseModel]] = {
     "SiltReviewList": SiltReviewList,
     "SiltComment": SiltComment,
     "SiltCommentList": SiltCommentList,
     "SiltObjectPreview": SiltObjectPreview,
+    "SiltDiffSummary": SiltDiffSummary,
 }
 # Fields Silt adds to a lakeFS model (documented in docs/design/api.md); the SDK ignores them.
 EXTENSIONS: dict[str, frozenset[str]] = {
@@ -145,11 +183,13 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("PUT", "/repositories/{}/branches/{}"): Contract("resetBranch", 204, NO_BODY),
     ("POST", "/repositories/{}/branches/{}/commits"): Contract("commit", 201, "Commit"),
     ("GET", "/repositories/{}/branches/{}/diff"): Contract("diffBranch", 200, "DiffList"),
+    ("GET", "/repositories/{}/branches/{}/diff/summary"): Contract("silt:summarizeUncommitted", 200, "SiltDiffSummary"),
     ("POST", "/repositories/{}/branches/{}/revert"): Contract("revertBranch", 204, NO_BODY),
     ("POST", "/repositories/{}/branches/{}/cherry-pick"): Contract("cherryPick", 201, "Commit"),
     ("GET", "/repositories/{}/commits/{}"): Contract("getCommit", 200, "Commit"),
     ("GET", "/repositories/{}/refs/{}/commits"): Contract("logCommits", 200, "CommitList"),
     ("GET", "/repositories/{}/refs/{}/diff/{}"): Contract("diffRefs", 200, "DiffList"),
+    ("GET", "/repositories/{}/refs/{}/diff/{}/summary"): Contract("silt:summarizeDiff", 200, "SiltDiffSummary"),
     ("POST", "/repositories/{}/refs/{}/merge/{}"): Contract("mergeIntoBranch", 200, "MergeResult"),
     ("GET", "/repositories/{}/refs/{}/merge/{}"): Contract("findMergeBase", 200, "FindMergeBaseResult"),
     ("GET", "/repositories/{}/tags"): Contract("listTags", 200, "RefList"),
@@ -343,6 +383,7 @@ def _steps() -> list[Step]:
             headers=OCTETS,
         ),
         Step("GET", MAIN + "/diff"),
+        Step("GET", MAIN + "/diff/summary"),
         Step("POST", MAIN + "/commits", json={"message": "a.csv"}, keep={"first": "id"}),
         Step("GET", REPO + "/actions/runs", query={"branch": "main"}, keep={"run": "results.0.run_id"}),
         Step("GET", REPO + "/actions/runs/{run}"),
@@ -354,6 +395,7 @@ def _steps() -> list[Step]:
         Step("POST", REPO + "/branches/dev/objects", query={"path": "data/d.csv"}, content=b"d", headers=OCTETS),
         Step("POST", REPO + "/branches/dev/commits", json={"message": "d.csv"}),
         Step("GET", REPO + "/refs/main/diff/dev"),
+        Step("GET", REPO + "/refs/main/diff/dev/summary", query={"prefix": "data/"}),
         Step("GET", REPO + "/refs/dev/merge/main"),
         Step("POST", REPO + "/refs/dev/merge/main", json={"message": "dev into main"}),
         Step("GET", REPO + "/commits/main"),

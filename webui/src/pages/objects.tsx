@@ -1,9 +1,12 @@
 // The object browser at any ref: a directory (one page of up to 1,000 entries at a time, the
 // API's cursor in the URL, so 100,000 entries are as quick as 1,000), and one object's page
-// with details, preview, download and delete.
+// with details, preview, download and delete. Any ref can be browsed: a tag or a commit is
+// read-only (no upload, import or delete). Each entry shows the last commit that changed it,
+// links to its history and copies its URIs.
 import { useState } from "preact/hooks";
 import { ApiError, type Page, api, apiUrl, seg } from "../api";
 import { ConfirmDialog } from "../components/confirm_dialog";
+import { CopyUris } from "../components/copy_uri";
 import { ErrorPage, Loading } from "../components/error_page";
 import { formatBytes, formatTime } from "../components/format";
 import { RefPicker } from "../components/ref_picker";
@@ -14,6 +17,9 @@ import { ImportDialog, useStorageConfig } from "./objects_import";
 import { crumbs, objectHref, objectsHref, parentOf } from "./objects_paths";
 import { Preview, objectUrlPath } from "./objects_preview";
 import { UploadForm } from "./objects_upload";
+import { BLAME_ROWS, lastChange, useLastChanges } from "./refs/last_change";
+import { type Commit, commitHref, shortId } from "./refs/model";
+import { objectHistoryHref } from "./refs/object_history";
 import type { Repository } from "./repos";
 
 export const DIRECTORY_PAGE = 1000;
@@ -99,7 +105,11 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
             Import
           </button>
         )}
-        {branch === false && <span class="note">read-only: not a branch</span>}
+        {branch === false && (
+          <span class="read-only-badge" data-testid="read-only" title="A tag or a commit cannot change: no upload, import or delete here">
+            read-only: {ref} is not a branch
+          </span>
+        )}
       </div>
       {uploading && (
         <UploadForm
@@ -132,6 +142,7 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
 function DirectoryTable(props: { repo: string; ref_: string; path: string; after: string; page: number; listing: Page<ObjectStats> }) {
   const { repo, ref_: ref, path, listing, page } = props;
   const { has_more: more, next_offset: next } = listing.pagination;
+  const changes = useLastChanges(repo, ref, listing.results.map((item) => item.path));
   return (
     <div data-testid="directory">
       <table class="listing">
@@ -140,13 +151,14 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
             <th>Name</th>
             <th>Size</th>
             <th>Modified</th>
+            <th>Last change</th>
             <th class="row-actions" />
           </tr>
         </thead>
         <tbody>
           {path && props.after === "" && (
             <tr>
-              <td colSpan={4}>
+              <td colSpan={5}>
                 <Link href={objectsHref(repo, ref, parentOf(path))}>..</Link>
               </td>
             </tr>
@@ -161,7 +173,12 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
                 </td>
                 <td />
                 <td />
-                <td />
+                <td>
+                  <LastChangeCell repo={repo} commit={changes.get(item.path)} />
+                </td>
+                <td class="row-actions">
+                  <CopyUris repo={repo} ref={ref} path={item.path} compact />
+                </td>
               </tr>
             ) : (
               <tr key={item.path}>
@@ -172,7 +189,11 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
                 </td>
                 <td>{formatBytes(item.size_bytes ?? 0)}</td>
                 <td>{formatTime(item.mtime)}</td>
+                <td>
+                  <LastChangeCell repo={repo} commit={changes.get(item.path)} />
+                </td>
                 <td class="row-actions">
+                  <CopyUris repo={repo} ref={ref} path={item.path} compact />
                   <a href={apiUrl(objectUrlPath(repo, ref), { path: item.path })} download={item.path.slice(path.length)}>
                     Download
                   </a>
@@ -183,6 +204,7 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
         </tbody>
       </table>
       {listing.results.length === 0 && <p class="empty">This directory is empty.</p>}
+      {listing.results.length > BLAME_ROWS && <p class="note">Last changes are shown for the first {BLAME_ROWS} entries.</p>}
       <p class="table-footer">
         <span data-testid="page-info">
           Page {page}: {listing.results.length} entries{more ? ", more on the next page" : ""}
@@ -215,6 +237,7 @@ function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; 
   );
   const url = apiUrl(objectUrlPath(repo, ref), { path });
   const name = path.slice(path.lastIndexOf("/") + 1);
+  const last = useAsync((signal) => lastChange(repo, ref, path, signal), [repo, ref, path]);
   return (
     <section class="object">
       <div class="toolbar">
@@ -232,6 +255,15 @@ function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; 
             <a href={url} download={name} class="button" data-testid="download">
               Download
             </a>
+            <Link href={objectHistoryHref(repo, ref, path)} class="button" data-testid="history-link">
+              History
+            </Link>
+            <CopyUris repo={repo} ref={ref} path={path} />
+            {!branch && (
+              <span class="read-only-badge" data-testid="read-only">
+                read-only
+              </span>
+            )}
             {branch && (
               <button type="button" class="danger" onClick={() => setDeleting(true)}>
                 Delete
@@ -256,6 +288,12 @@ function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; 
                 <th>Checksum</th>
                 <td>
                   <code>{stat.data.checksum}</code>
+                </td>
+              </tr>
+              <tr>
+                <th>Last change</th>
+                <td data-testid="last-change">
+                  {last.loading ? "…" : <LastChangeCell repo={repo} commit={last.data ?? null} full />}
                 </td>
               </tr>
               <tr>
@@ -304,5 +342,20 @@ function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; 
         </ConfirmDialog>
       )}
     </section>
+  );
+}
+
+/** The last commit that changed an entry: who, when, and its message (in full on an object's page). */
+function LastChangeCell({ repo, commit, full = false }: { repo: string; commit: Commit | null | undefined; full?: boolean }) {
+  if (commit === undefined) return null;
+  if (commit === null) return <span class="muted">no commit</span>;
+  return (
+    <span class="last-change" title={commit.message}>
+      <Link href={commitHref(repo, commit.id)}>
+        <code>{shortId(commit.id).slice(0, 8)}</code>
+      </Link>{" "}
+      {commit.committer}, {formatTime(commit.creation_date)}
+      : {full || commit.message.length <= 40 ? commit.message : `${commit.message.slice(0, 40)}…`}
+    </span>
   );
 }

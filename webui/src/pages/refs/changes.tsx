@@ -1,4 +1,4 @@
-// A branch's uncommitted changes: the paged diff against its head, reset of one path or of
+// A branch's uncommitted changes: a tree of folders with counts and sizes against its head, reset of one path or of
 // everything (confirmed), and a commit with a message and metadata.
 import { useState } from "preact/hooks";
 import { api, seg } from "../../api";
@@ -9,8 +9,8 @@ import { type Metadata, MetadataEditor } from "../../components/metadata_editor"
 import { RefPicker } from "../../components/ref_picker";
 import { Link, navigate } from "../../components/router";
 import { useAsync } from "../../components/use_async";
-import { DiffTable } from "./diff_table";
-import { type Commit, type DiffRow, commitHref, refOrDefault, repoPath, shortId } from "./model";
+import { DiffTree, type TreeRow } from "./diff_tree";
+import { type Commit, commitHref, refOrDefault, repoPath, shortId } from "./model";
 
 export function ChangesPage({ repo, query }: { repo: string; query: URLSearchParams }) {
   const branch = useAsync((signal) => refOrDefault(repo, query.get("ref"), signal), [repo, query.get("ref")]);
@@ -27,7 +27,7 @@ function BranchChanges({ repo, branch }: { repo: string; branch: string }) {
   const branchPath = `${repoPath(repo)}/branches/${seg(branch)}`;
   const changed = () => setGeneration((n) => n + 1);
 
-  const resetPath = async (row: DiffRow) => {
+  const resetPath = async (row: TreeRow) => {
     setActionError(undefined);
     try {
       const type = row.path_type === "common_prefix" ? "common_prefix" : "object";
@@ -51,8 +51,10 @@ function BranchChanges({ repo, branch }: { repo: string; branch: string }) {
       <div data-testid="reset-result">
         <ErrorNote error={actionError} />
       </div>
-      <DiffTable
-        path={`${branchPath}/diff`}
+      <DiffTree
+        path={`${branchPath}/diff/summary`}
+        repo={repo}
+        diffRefs={{ left: `${branch}@`, right: branch }}
         resetKey={`${branch}/${generation}`}
         empty="No uncommitted changes."
         testId="changes-table"

@@ -1,12 +1,14 @@
 // One commit: its id, message, committer, date, metadata and parents, a link to the action
-// runs of the commit, and its diff against its first parent, paged.
+// runs of the commit, its diff against its first parent as a tree of folders, and revert /
+// cherry-pick onto a branch.
 import { seg } from "../../api";
 import { ErrorPage, Loading } from "../../components/error_page";
 import { formatTime } from "../../components/format";
 import { Link } from "../../components/router";
 import { useAsync } from "../../components/use_async";
 import { runsHref } from "../actions/model";
-import { DiffTable } from "./diff_table";
+import { CommitActions } from "./commit_actions";
+import { DiffTree } from "./diff_tree";
 import { type Commit, commitHref, getCommit, repoPath, shortId } from "./model";
 
 export function CommitPage({ repo, commitId }: { repo: string; commitId: string }) {
@@ -22,6 +24,7 @@ function CommitDetails({ repo, commit }: { repo: string; commit: Commit }) {
   return (
     <div class="refs-page" data-testid="commit-page">
       <h2 class="commit-message">{commit.message}</h2>
+      <CommitActions repo={repo} commit={commit} />
       <table class="details">
         <tbody>
           <tr>
@@ -76,8 +79,10 @@ function CommitDetails({ repo, commit }: { repo: string; commit: Commit }) {
       )}
       <h3>Changes{parent ? ` against ${shortId(parent)}` : ""}</h3>
       {parent ? (
-        <DiffTable
-          path={`${repoPath(repo)}/refs/${seg(parent)}/diff/${seg(commit.id)}`}
+        <DiffTree
+          path={`${repoPath(repo)}/refs/${seg(parent)}/diff/${seg(commit.id)}/summary`}
+          repo={repo}
+          diffRefs={{ left: parent, right: commit.id }}
           query={{ type: "two_dot" }}
           resetKey={commit.id}
           empty="This commit changes nothing."

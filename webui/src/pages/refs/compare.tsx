@@ -8,7 +8,7 @@ import { repoHref } from "../../components/layout";
 import { RefPicker } from "../../components/ref_picker";
 import { Link, navigate } from "../../components/router";
 import { useAsync } from "../../components/use_async";
-import { DiffTable } from "./diff_table";
+import { DiffTree } from "./diff_tree";
 import { type Conflict, type MergeOutcome, type Strategy, mergeRefs } from "./merge";
 import { commitHref, refOrDefault, repoPath, shortId } from "./model";
 
@@ -47,8 +47,10 @@ function Comparison({ repo, base, compare }: { repo: string; base: string; compa
       <h2>
         Changes of {compare} relative to {base}
       </h2>
-      <DiffTable
-        path={`${repoPath(repo)}/refs/${seg(base)}/diff/${seg(compare)}`}
+      <DiffTree
+        path={`${repoPath(repo)}/refs/${seg(base)}/diff/${seg(compare)}/summary`}
+        repo={repo}
+        diffRefs={{ left: base, right: compare }}
         resetKey={String(generation)}
         empty="No differences."
         testId="compare-diff"

@@ -1,0 +1,79 @@
+// Copy a path's addresses: lakeFS's URI, the S3 URI clients use with the gateway, and the
+// gateway's HTTP URL (the gateway serves S3 on this very origin, beside the API and the UI).
+import { useState } from "preact/hooks";
+
+export interface Uris {
+  lakefs: string;
+  s3: string;
+  http: string;
+}
+
+export function urisOf(repo: string, ref: string, path: string, origin: string = window.location.origin): Uris {
+  const encoded = [repo, ref, ...path.split("/")].map(encodeURIComponent).join("/");
+  return {
+    lakefs: `lakefs://${repo}/${ref}/${path}`,
+    s3: `s3://${repo}/${ref}/${path}`,
+    http: `${origin}/${encoded}`,
+  };
+}
+
+/** Puts text on the clipboard: the Clipboard API where the page may use it, else a selected
+ * text area and the legacy copy command (plain http, older browsers). */
+export async function copyText(text: string): Promise<void> {
+  if (navigator.clipboard && window.isSecureContext) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return;
+    } catch {
+      // Permission refused: the fallback below may still work.
+    }
+  }
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.appendChild(area);
+  area.select();
+  try {
+    if (!document.execCommand("copy")) throw new Error("the browser refused to copy");
+  } finally {
+    area.remove();
+  }
+}
+
+const LABELS: [keyof Uris, string][] = [
+  ["lakefs", "lakefs:// URI"],
+  ["s3", "s3:// URI"],
+  ["http", "S3 gateway URL"],
+];
+
+export function CopyUris({ repo, ref, path, compact = false }: { repo: string; ref: string; path: string; compact?: boolean }) {
+  const [copied, setCopied] = useState("");
+  const uris = urisOf(repo, ref, path);
+  const copy = async (kind: keyof Uris, label: string) => {
+    try {
+      await copyText(uris[kind]);
+      setCopied(`Copied ${label}`);
+    } catch (error) {
+      setCopied(`Could not copy: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
+  return (
+    <details class="copy-uris" data-testid="copy-uris">
+      <summary aria-label={`Copy URI of ${path}`}>{compact ? "Copy" : "Copy URI"}</summary>
+      <div class="copy-menu">
+        {LABELS.map(([kind, label]) => (
+          <button type="button" key={kind} title={uris[kind]} onClick={() => void copy(kind, label)} data-testid={`copy-${kind}`}>
+            {label}
+          </button>
+        ))}
+        {copied && (
+          <span class="note" role="status">
+            {copied}
+          </span>
+        )}
+      </div>
+    </details>
+  );
+}
