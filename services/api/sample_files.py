@@ -5,6 +5,7 @@ browse, a branch to compare and a pull request to review."""
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # The branch with a change to review, and the pull request that proposes it.
@@ -67,7 +68,7 @@ class SampleStep:
     files: tuple[SampleFile, ...]
 
 
-def _csv(header: str, rows: list[tuple[object, ...]]) -> bytes:
+def _csv(header: str, rows: Sequence[tuple[object, ...]]) -> bytes:
     lines = [header] + [",".join(f'"{v}"' if isinstance(v, str) and "," in v else str(v) for v in row) for row in rows]
     return ("\n".join(lines) + "\n").encode()
 
@@ -107,7 +108,7 @@ def sample_steps(default_branch: str) -> list[SampleStep]:
             "Add customers and products",
             (
                 SampleFile("README.md", readme, MARKDOWN),
-                SampleFile("tables/customers.csv", _csv("id,name,city", list(_CUSTOMERS)), CSV),
+                SampleFile("tables/customers.csv", _csv("id,name,city", _CUSTOMERS), CSV),
                 SampleFile("tables/products.csv", _products(), CSV),
             ),
         ),

@@ -33,7 +33,9 @@ async def _write(ctx: Context, repository: str, namespace: str, branch: str, fil
         last_modified=now(),
         content_type=file.content_type,
     )
-    await stage_new_bytes(ctx, api.StageEntryRequest(repository=repository, branch=branch, key=file.path, entry=entry), namespace)
+    await stage_new_bytes(
+        ctx, api.StageEntryRequest(repository=repository, branch=branch, key=file.path, entry=entry), namespace
+    )
     ctx.record(ev.WRITE, repository, branch, file.path, entry.size)
 
 

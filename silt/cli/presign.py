@@ -154,7 +154,12 @@ class RestApi:
                 raise ClientError("the server has no default storage namespace: pass --storage-namespace", EXIT_USAGE)
             storage_namespace = prefix + name if prefix.endswith(("/", "://")) else f"{prefix}/{name}"
         creation = lakefs_sdk.RepositoryCreation(
-            name=name, storage_namespace=storage_namespace, default_branch=default_branch, sample_data=sample
+            name=name,
+            storage_namespace=storage_namespace,
+            default_branch=default_branch,
+            sample_data=sample,
+            storage_id=None,
+            read_only=None,
         )
         repositories = lakefs_sdk.RepositoriesApi(self._api_client)
         self.call(f"create repository {name}", lambda: repositories.create_repository(creation))

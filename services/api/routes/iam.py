@@ -26,13 +26,13 @@ from lakefs_sdk.models import (
 from services.api import iam_models
 from services.api.bodies import POLICY_BODY_BYTES, SMALL_BODY_BYTES, json_body
 from services.api.context import Context, Ctx
-from services.api.session_cookie import drop_session_cookie
 from services.api.errors import bad_request, not_found
 from services.api.iam_calls import iam_call
 from services.api.iam_paging import id_page
 from services.api.iam_policies import from_silt, to_silt
 from services.api.paging import After, Amount, Prefix
 from services.api.responses import model_response, no_content
+from services.api.session_cookie import drop_session_cookie
 from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 

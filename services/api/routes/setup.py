@@ -11,9 +11,9 @@ from lakefs_sdk.models import Config as LakeFSConfig
 from services.api.backend import Caller
 from services.api.bodies import SMALL_BODY_BYTES, json_body
 from services.api.context import SESSION_COOKIE, authenticate, backend_of, refuse_cross_site
-from services.api.session_cookie import drop_session_cookie, set_session_cookie
 from services.api.presign import presign_settings
 from services.api.responses import model_response
+from services.api.session_cookie import drop_session_cookie, set_session_cookie
 from silt import __version__ as silt_version
 
 router = APIRouter()
@@ -77,9 +77,9 @@ async def login(request: Request) -> Response:
 @router.post("/auth/logout", status_code=204)
 async def logout(request: Request) -> Response:
     # Tokens are stateless (services/auth/sessions.py): logging out drops the cookie, with the
-    # attributes it was set with (ending every session is DELETE /auth/users/{id}/sessions). Dropping it is a change a foreign page must not force on the
-    # user, so a request carrying the cookie passes the same-origin check; one without has
-    # nothing to drop.
+    # attributes it was set with (ending every session is DELETE /auth/users/{id}/sessions).
+    # Dropping it is a change a foreign page must not force on the user, so a request carrying
+    # the cookie passes the same-origin check; one without has nothing to drop.
     if SESSION_COOKIE in request.cookies:
         refuse_cross_site(request)
     response = Response(status_code=204)

@@ -43,7 +43,9 @@ def _user_with_key(api: Api, prefix: str) -> tuple[str, Credentials]:
 def _login(api: Api, creds: Credentials) -> str:
     """A browser's session cookie (`name=value`) for creds."""
     body = {"access_key_id": creds.access_key_id, "secret_access_key": creds.secret_access_key.get_secret_value()}
-    reply = api.request("POST", "/auth/login", body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    reply = api.request(
+        "POST", "/auth/login", body=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     assert reply.status == 200, reply.data
     return reply.headers["set-cookie"].split(";", 1)[0]
 
@@ -79,11 +81,15 @@ def test_policy_edits_are_validated_with_lakefs_json_errors(api: Api) -> None:
     for body, status, text in cases:
         message = error_message(_send(api, "PUT", f"/auth/policies/{policy_id}", body), status)
         assert text in message, (body, message)
-    assert "not found" in error_message(_send(api, "PUT", "/auth/policies/nope-x", _policy("nope-x", ["ReadRepo"])), 404)
+    assert "not found" in error_message(
+        _send(api, "PUT", "/auth/policies/nope-x", _policy("nope-x", ["ReadRepo"])), 404
+    )
     # Nothing of the refused edits was stored.
     assert lakefs_sdk.AuthApi(api.sdk()).get_policy(policy_id).statement[0].action == ["ReadRepo"]
     # Creating is validated the same way.
-    assert "NoSuchAction" in error_message(_send(api, "POST", "/auth/policies", _policy(_id("x"), ["NoSuchAction"])), 400)
+    assert "NoSuchAction" in error_message(
+        _send(api, "POST", "/auth/policies", _policy(_id("x"), ["NoSuchAction"])), 400
+    )
 
 
 def test_only_policy_administrators_edit_policies(api: Api) -> None:

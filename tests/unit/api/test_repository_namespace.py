@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
 from fastapi import FastAPI
-import asyncio
-import json
 
 from services.api.app import create_app
 from services.api.backend import Caller
 from services.api.context import Context, context
+from services.api.routes.setup import storage_config
 from silt.config import Config
 
 CREDENTIALS = {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}
@@ -76,8 +77,6 @@ def test_without_a_default_root_an_omitted_namespace_is_refused_in_words(body: d
 
 
 def test_config_reports_the_root_graveler_places_repositories_under() -> None:
-    from services.api.routes.setup import storage_config
-
     config = Config.model_validate({"api": {"credentials": CREDENTIALS}})
     request = type("R", (), {"app": type("A", (), {"state": type("S", (), {"config": config})})})()
-    assert storage_config(request).default_namespace_prefix == "local://"  # type: ignore[arg-type]
+    assert storage_config(request).default_namespace_prefix == "local://"

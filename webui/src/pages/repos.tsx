@@ -56,7 +56,7 @@ export function ReposPage() {
         resetKey={`${search}|${generation}`}
         load={(after, signal) => api.page<Repository>("/repositories", { search }, after, PAGE, signal)}
         rowKey={(repo) => repo.id}
-        empty={search ? "No repository matches." : <FirstRun onSample={() => setCreating("sample")} />}
+        empty={search ? "No repository matches." : creating ? "No repositories yet." : <FirstRun onSample={() => setCreating("sample")} />}
         columns={[
           { title: "Name", cell: (repo) => <Link href={repoHref(repo.id, "objects", { ref: repo.default_branch })}>{repo.id}</Link> },
           { title: "Default branch", cell: (repo) => repo.default_branch },
