@@ -128,3 +128,31 @@ def test_an_admin_signs_a_user_out_everywhere_and_others_may_not(api: Api) -> No
     assert reply.status == 204 and "set-cookie" not in reply.headers
     error_message(_as_browser(api, session), 401)
     error_message(api.request("DELETE", "/auth/users/no-such-user-x/sessions"), 404)
+
+
+def test_a_delegate_cannot_escalate_by_editing_a_policy_it_holds(api: Api) -> None:
+    """Editing is creating again: the grants check applies, so a delegate that may edit the policy
+    attached to itself still cannot turn it into Allow * *."""
+    delegate_id, creds = _user_with_key(api, "delegate")
+    rights, own = _id("delegate-rights"), _id("own")
+    rights_body = {
+        "id": rights,
+        "statement": [
+            {
+                "effect": "allow",
+                "action": ["iam:CreatePolicy", "iam:DeletePolicy", "iam:AttachPolicy"],
+                "resource": "policies/*",
+            },
+            {"effect": "allow", "action": ["ReadRepo"], "resource": "*"},
+        ],
+    }
+    assert _send(api, "POST", "/auth/policies", rights_body).status == 201
+    assert _send(api, "POST", "/auth/policies", _policy(own, ["ReadRepo"])).status == 201
+    auth = lakefs_sdk.AuthApi(api.sdk())
+    auth.attach_policy_to_user(delegate_id, rights)
+    auth.attach_policy_to_user(delegate_id, own)
+    message = error_message(_send(api, "PUT", f"/auth/policies/{own}", _policy(own, ["*"]), creds), 403)
+    assert "does not hold itself" in message
+    assert auth.get_policy(own).statement[0].action == ["ReadRepo"]
+    # What it holds it may put there.
+    assert _send(api, "PUT", f"/auth/policies/{own}", _policy(own, ["ReadRepo"], "r-*"), creds).status == 200
