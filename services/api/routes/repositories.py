@@ -100,8 +100,11 @@ async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> R
         # An existing name is a conflict whatever was asked for.
         await _refuse_existing(ctx, body.name)
         raise ApiError(400, "read-only repositories and storage ids are not supported")
-    if body.sample_data and bare:
-        raise bad_request("a bare repository has no default branch to put sample data on")
+    if body.sample_data:
+        if bare:
+            raise bad_request("a bare repository has no default branch to put sample data on")
+        # Writing the sample needs what any writer needs: asked before the repository exists.
+        await ctx.authorize(WRITE_REPO, body.name)
     request_pb = api.CreateRepositoryRequest(
         name=body.name,
         storage_namespace="" if derived else body.storage_namespace,
@@ -110,8 +113,6 @@ async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> R
     )
     info = await ctx.call(ctx.backend.graveler.CreateRepository, request_pb)
     if body.sample_data:
-        # Writing the sample needs what any writer needs (WriteRepo), asked before any write.
-        await ctx.authorize(WRITE_REPO, body.name)
         await fill_with_sample(ctx, info)
     return model_response(convert.repository(info), 201)
 

@@ -9,8 +9,11 @@ import secrets
 
 import lakefs_sdk
 import pyarrow.parquet as pq
+import urllib3
+from pydantic import SecretStr
 
-from tests.integration.api.conftest import Api, json_post
+from silt.rpc.signing import Credentials
+from tests.integration.api.conftest import Api, error_message, json_post
 
 
 def test_a_sample_repository_has_tables_history_and_a_change_to_review(api: Api, client: lakefs_sdk.ApiClient) -> None:
@@ -45,3 +48,31 @@ def test_a_sample_repository_has_tables_history_and_a_change_to_review(api: Api,
     assert pulls.status == 200
     [pull] = json.loads(pulls.data)["results"]
     assert (pull["source_branch"], pull["destination_branch"]) == ("raise-prices", "main")
+
+
+def test_sample_data_needs_write_rights_before_anything_is_created(api: Api, client: lakefs_sdk.ApiClient) -> None:
+    tag = secrets.token_hex(4)
+    auth = lakefs_sdk.AuthApi(client)
+    user, policy = f"creator-{tag}", f"create-only-{tag}"
+    statement = lakefs_sdk.Statement(effect="allow", action=["CreateRepo", "ReadRepo"], resource=f"c-{tag}-*")
+    auth.create_policy(lakefs_sdk.Policy(id=policy, statement=[statement]))
+    auth.create_user(lakefs_sdk.UserCreation(id=user))
+    auth.attach_policy_to_user(user, policy)
+    issued = auth.create_credentials(user)
+    creds = Credentials(issued.access_key_id, SecretStr(issued.secret_access_key))
+    name = f"c-{tag}-sample"
+    refused = json_post(api, "/repositories", {"name": name, "sample_data": True}, creds)
+    assert "WriteRepo" in error_message(refused, 403)
+    assert api.request("GET", f"/repositories/{name}").status == 404
+    bare = api.request(
+        "POST",
+        "/repositories?bare=true",
+        body=json.dumps({"name": f"c-{tag}-bare", "sample_data": True}).encode(),
+        headers={**urllib3.make_headers(basic_auth=_basic(api)), "Content-Type": "application/json"},
+    )
+    assert "bare" in error_message(bare, 400)
+
+
+def _basic(api: Api) -> str:
+    admin = api.stack.admin
+    return f"{admin.access_key_id}:{admin.secret_access_key.get_secret_value()}"
