@@ -215,6 +215,11 @@ class Backend(EdgeClient):
             self._sessions.put(digest, caller)
         return caller
 
+    def forget_sessions(self) -> None:
+        """After a revocation here: every session is verified with auth again. Other API
+        processes notice within their cache's lifetime (auth.cache_ttl_seconds)."""
+        self._sessions.clear()
+
     async def _ask_auth(self, method: Any, request: Any, access_key_id: str | None) -> Any:
         try:
             # Through an auth restart, as the gateway does (silt/rpc/authority.py).

@@ -59,6 +59,7 @@ ACTING_METHODS = frozenset(
         "GetPolicy",
         "ListPolicies",
         "DeletePolicy",
+        "UpdatePolicy",
         "AttachPolicy",
         "DetachPolicy",
         "ListUserPolicies",
@@ -66,6 +67,7 @@ ACTING_METHODS = frozenset(
         "CreateCredentials",
         "ListCredentials",
         "DeleteCredentials",
+        "RevokeSessions",
     )
 )
 

@@ -26,12 +26,14 @@ from services.auth.policies import check_statements
 from services.auth.secrets import SecretBox, new_access_key_id, new_secret
 from silt.access_keys import check_access_key_id
 from silt.auth.v1 import model_pb2 as pb
-from silt.errors import AlreadyExists, InvalidArgument, NotFound, NotFoundKind, PredicateFailed
+from silt.errors import Aborted, AlreadyExists, InvalidArgument, NotFound, NotFoundKind, PredicateFailed
 from silt.kv.conditional import delete_current
 from silt.kv.store import Store
 from silt.paging import take_page
 
 _M = TypeVar("_M", bound=Message)
+# Tries of one compare-and-set on a user record before giving up (Aborted).
+_EPOCH_ATTEMPTS = 20
 
 
 class IssuedCredential(NamedTuple):
@@ -186,6 +188,26 @@ class IamModel:
     def delete_user(self, user_id: str) -> None:
         self._delete_entity("users", user_id, self.get_user, self._remove_user_relations)
 
+    def revoke_sessions(self, user_id: str) -> int:
+        """Raise the user's session epoch (every session opened before ends); the new epoch.
+
+        Compare-and-set on the user record, so a concurrent delete or re-creation is never
+        overwritten with the old record; retried while other writers get in between."""
+        k = key("users", check_id("user", user_id))
+        for _ in range(_EPOCH_ATTEMPTS):
+            try:
+                value, predicate = self.kv.get(self.partition, k)
+            except NotFound:
+                raise NotFound(f"user {user_id!r} not found", what="user") from None
+            user = pb.User.FromString(value)
+            user.session_epoch += 1
+            try:
+                self.kv.set_if(self.partition, k, user.SerializeToString(), predicate)
+            except PredicateFailed:
+                continue
+            return user.session_epoch
+        raise Aborted(f"user {user_id!r} kept changing; try again")
+
     def _remove_user_relations(self, user_id: str) -> None:
         for index_key, _ in list(self._scan(prefix("user_credentials", user_id))):
             delete_current(self.kv, self.partition, key("credentials", last_part(index_key)))
@@ -273,6 +295,28 @@ class IamModel:
         )
         self.kv.set_if(self.partition, k, updated.SerializeToString(), predicate)
         return True
+
+    def update_policy(self, policy_id: str, statements: Iterable[pb.Statement], description: str = "") -> pb.Policy:
+        """Replace an existing policy's statements and description (NotFound if there is none);
+        its creation date and attachments stay, so whoever holds it gets the new statements."""
+        check_id("policy", policy_id)
+        statements = list(statements)
+        check_statements(statements)
+        k = key("policies", policy_id)
+        try:
+            value, predicate = self.kv.get(self.partition, k)
+        except NotFound:
+            raise NotFound(f"policy {policy_id!r} not found", what="policy") from None
+        current = pb.Policy.FromString(value)
+        updated = pb.Policy(
+            id=policy_id, creation_date=current.creation_date, description=description, statements=statements
+        )
+        try:
+            self.kv.set_if(self.partition, k, updated.SerializeToString(), predicate)
+        except PredicateFailed:
+            # Another update or a delete got in between: the caller decided on what it read.
+            raise Aborted(f"policy {policy_id!r} changed meanwhile; read it again and retry") from None
+        return updated
 
     def get_policy(self, policy_id: str) -> pb.Policy:
         return self._get(key("policies", check_id("policy", policy_id)), pb.Policy, f"policy {policy_id!r}")

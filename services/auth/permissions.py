@@ -79,6 +79,9 @@ _RULES: dict[str, Rule] = {
     "GetPolicy": Require(a.READ_POLICY, _policy("id")),
     "ListPolicies": Require(a.READ_POLICY, _const(a.POLICIES)),
     "DeletePolicy": Require(a.DELETE_POLICY, _policy("id")),
+    # Replacing a policy is deleting and re-creating it under the same attachments: the handler
+    # also asks for DeletePolicy and AttachPolicy on it, and grants checks both ways.
+    "UpdatePolicy": Require(a.CREATE_POLICY, _policy("id")),
     "AttachPolicy": Require(a.ATTACH_POLICY, _attachment),
     "DetachPolicy": Require(a.DETACH_POLICY, _attachment),
     "ListUserPolicies": Require(a.READ_USER, _user("user_id"), unless_self=_self("user_id")),
@@ -86,6 +89,9 @@ _RULES: dict[str, Rule] = {
     "CreateCredentials": Require(a.CREATE_CREDENTIALS, _user("user_id")),
     "ListCredentials": Require(a.READ_CREDENTIALS, _user("user_id"), unless_self=_self("user_id")),
     "DeleteCredentials": Require(a.DELETE_CREDENTIALS, _user("user_id")),
+    # Ending someone's sessions is less than deleting their keys (which ends them too); anyone
+    # may end their own.
+    "RevokeSessions": Require(a.DELETE_CREDENTIALS, _user("user_id"), unless_self=_self("user_id")),
     "Authorize": Require(a.AUTHORIZE, _user("user_id"), unless_self=_self("user_id")),
     "AuthorizeMany": Require(a.AUTHORIZE, _user("user_id"), unless_self=_self("user_id")),
     "WhoAmI": Authenticated(),

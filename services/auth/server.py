@@ -21,11 +21,11 @@ from services.auth.policies import check_resource
 from services.auth.secrets import SecretBox
 from services.auth.sessions import SessionTokens, secrets_match
 from silt.access_keys import check_access_key_id
-from silt.actions import check_action
+from silt.actions import ATTACH_POLICY, DELETE_POLICY, check_action, policy_resource
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
 from silt.auth.v1 import model_pb2 as pb
-from silt.errors import InvalidArgument, NotFound
+from silt.errors import InvalidArgument, NotFound, PermissionDenied
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import current_principal
 from silt.rpc.limits import AUTH_LIMITS
@@ -150,6 +150,19 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         self.model.delete_policy(request.id)
         log.info("policy %r deleted by %s", request.id, describe_caller())
         return api.DeletePolicyResponse()
+
+    def UpdatePolicy(self, request: api.UpdatePolicyRequest, context: grpc.ServicerContext) -> pb.Policy:
+        caller = current_principal().user_id
+        resource = policy_resource(request.id)
+        for action in (DELETE_POLICY, ATTACH_POLICY):
+            if not self.authority.allowed_many(caller, action, [resource])[0]:
+                raise PermissionDenied(f"user {caller!r} may not {action} on {resource} (updating replaces it)")
+        # Both ways: what the old statements denied is lifted, what the new ones allow is granted.
+        self.grants.delete_policy(caller, request.id)
+        self.grants.create_policy(caller, request.statements)
+        policy = self.model.update_policy(request.id, request.statements, request.description)
+        log.info("policy %r updated by %s", policy.id, describe_caller())
+        return policy
 
     def AttachPolicy(
         self, request: api.PolicyAttachmentRequest, context: grpc.ServicerContext
@@ -279,11 +292,19 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         user = self._owner_if_secret(request.access_key_id, request.secret_access_key)
         if user is None:
             return api.CreateSessionResponse(valid=False)
-        token, expires = self.sessions.issue(request.access_key_id, user.id)
+        token, expires = self.sessions.issue(request.access_key_id, user.id, epoch=user.session_epoch)
         reply = api.CreateSessionResponse(valid=True, token=token, user=user)
         reply.expires.FromSeconds(expires)
         log.info("session opened for user %r (key %s)", user.id, request.access_key_id)
         return reply
+
+    def RevokeSessions(
+        self, request: api.RevokeSessionsRequest, context: grpc.ServicerContext
+    ) -> api.RevokeSessionsResponse:
+        user_id = _subject(request.user_id)
+        self.model.revoke_sessions(user_id)
+        log.info("sessions of user %r revoked by %s", user_id, describe_caller())
+        return api.RevokeSessionsResponse()
 
     def VerifySession(
         self, request: api.VerifySessionRequest, context: grpc.ServicerContext
@@ -297,7 +318,8 @@ class AuthServicer(api_grpc.AuthServiceServicer):
             user = self.model.get_user(session.user_id)
         except NotFound:
             return api.VerifySessionResponse(valid=False)
-        if owner.user_id != session.user_id:
+        # A session of an earlier epoch was revoked; the user record read above says which is current.
+        if owner.user_id != session.user_id or session.epoch != user.session_epoch:
             return api.VerifySessionResponse(valid=False)
         reply = api.VerifySessionResponse(valid=True, user=user, access_key_id=session.access_key_id)
         reply.expires.FromSeconds(session.expires)

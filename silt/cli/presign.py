@@ -137,6 +137,33 @@ class RestApi:
             f"lakefs://{repo}/{branch}/{path}", lambda: self.staging.link_physical_address(repo, branch, path, body)
         )
 
+    def default_namespace_prefix(self) -> str | None:
+        """Where the server puts a repository created without a namespace (/config)."""
+        config = self.call("GET /config", self._config.get_config)
+        storage = config.storage_config or (config.storage_config_list or [None])[0]
+        return storage.default_namespace_prefix if storage is not None else None
+
+    def create_repository(self, name: str, storage_namespace: str | None, default_branch: str, sample: bool) -> None:
+        """POST /repositories; without a namespace, the server's default prefix plus the name,
+        as lakeFS's clients do."""
+        import lakefs_sdk
+
+        if not storage_namespace:
+            prefix = self.default_namespace_prefix()
+            if prefix is None:
+                raise ClientError("the server has no default storage namespace: pass --storage-namespace", EXIT_USAGE)
+            storage_namespace = prefix + name if prefix.endswith(("/", "://")) else f"{prefix}/{name}"
+        creation = lakefs_sdk.RepositoryCreation(
+            name=name,
+            storage_namespace=storage_namespace,
+            default_branch=default_branch,
+            sample_data=sample,
+            storage_id=None,
+            read_only=None,
+        )
+        repositories = lakefs_sdk.RepositoriesApi(self._api_client)
+        self.call(f"create repository {name}", lambda: repositories.create_repository(creation))
+
     def close(self) -> None:
         self._api_client.close()
 

@@ -28,18 +28,35 @@ def _repo_name(uri: str) -> str:
     "(default: assigned by graveler, the first root plus the name).",
 )
 @click.option("--default-branch", default="main", show_default=True, help="The branch created with it.")
+@click.option(
+    "--sample",
+    is_flag=True,
+    help="Fill it with sample data: CSV and Parquet tables, a README, two commits and a branch "
+    "with a change in an open pull request (through the REST API).",
+)
 @json_option
-def create(repository: str, storage_namespace: str | None, default_branch: str) -> None:
+def create(repository: str, storage_namespace: str | None, default_branch: str, sample: bool) -> None:
     """Create REPOSITORY (silt://name or name) with an initial commit on the default branch."""
     name = _repo_name(repository)
-    info = client().graveler.CreateRepository(
-        api.CreateRepositoryRequest(name=name, storage_namespace=storage_namespace or "", default_branch=default_branch)
-    )
+    g = client().graveler
+    if sample:
+        # The sample is written by the REST API (the same as the web UI's), imported only here.
+        from silt.cli.presign import rest_api
+
+        rest_api().create_repository(name, storage_namespace, default_branch, sample=True)
+        info = g.GetRepository(api.GetRepositoryRequest(name=name))
+    else:
+        info = g.CreateRepository(
+            api.CreateRepositoryRequest(
+                name=name, storage_namespace=storage_namespace or "", default_branch=default_branch
+            )
+        )
     output(
         as_dict(info),
         lambda: click.echo(
             f"Repository: lakefs://{info.name}\n"
             f"Repository {info.name} created in {info.storage_namespace} (default branch {info.default_branch})"
+            + (f"\nSample data: 2 commits on {info.default_branch}, a pull request to review" if sample else "")
         ),
     )
 

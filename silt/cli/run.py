@@ -78,11 +78,14 @@ def _announce(stack: Stack) -> None:
     endpoints = stack.endpoints
     s3 = endpoints.get("gateway")
     click.echo("Silt is running.")
+    api_enabled = bool(s3 and stack.config is not None and stack.config.api.enabled)
+    if api_enabled:
+        # First and on a line of its own: what a new user opens next.
+        click.echo(f"\nWeb UI: {s3}/ui/   (open it in a browser; sign in with the admin access key below)\n")
     click.echo(f"  S3 endpoint:  {s3 or '(gateway not installed yet)'}")
-    if s3 and stack.config is not None and stack.config.api.enabled:
+    if api_enabled:
         # One endpoint for both, as lakeFS: give lakeFS clients (lakefs-sdk, lakectl) this one.
         click.echo(f"  lakeFS API:   {s3} (REST API under {s3}/api/v1; same access key)")
-        click.echo(f"  web UI:       {s3}/ui/ (open it in a browser; sign in with an access key)")
     for name in ("graveler", "auth", "compactor"):
         if name in endpoints:
             click.echo(f"  {name + ':':13} {endpoints[name]} (gRPC)")
@@ -100,7 +103,7 @@ def _announce(stack: Stack) -> None:
     if hint:
         click.echo(f"  {hint}")
     silt = _silt_command()
-    click.echo(f"  {silt} repo create quickstart")
+    click.echo(f"  {silt} repo create quickstart --sample")
     if s3:
         # The AWS CLI needs Silt's key (and the endpoint) in its environment.
         click.echo(f'  eval "$({silt} auth env)"')

@@ -112,6 +112,14 @@ class Ui:
         expect(page.get_by_test_id("whoami")).to_be_visible()
 
 
+def choose(page: Page, test_id: str, label: str, name: str, button: str) -> None:
+    """Picks `name` from an id picker (admin pages: a searchable list, not a typed id) and acts."""
+    picker = page.get_by_test_id(test_id)
+    picker.get_by_label(label, exact=True).fill(name)
+    picker.get_by_role("option", name=name, exact=True).click()
+    picker.get_by_role("button", name=button).click()
+
+
 @pytest.fixture(scope="session")
 def built_ui() -> Path:
     if not (DIST / "index.html").is_file():

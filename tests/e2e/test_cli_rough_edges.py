@@ -144,3 +144,16 @@ def test_run_hint_works_as_printed(tmp_path: Path) -> None:
     finally:
         run.send_signal(2)
         run.communicate(timeout=60)
+
+
+def test_repo_create_sample_fills_it_through_the_rest_api(silt: Silt) -> None:
+    created = silt("repo", "create", "cli-sample", "--sample")
+    assert "Sample data: 2 commits on main" in created.out, created.out
+    listed = silt("fs", "ls", "silt://cli-sample/main/", "--json")
+    paths = {row["path"] for row in json.loads(listed.out)}
+    assert "README.md" in paths, listed.out
+    assert "README.md" in silt("fs", "ls", "silt://cli-sample/raise-prices/", "--json").out
+    shown = silt("fs", "cat", "silt://cli-sample/raise-prices/tables/products.csv")
+    assert "hammer,hardware,13.75" in shown.out
+    again = silt("repo", "create", "cli-sample", "--sample", ok=False)
+    assert again.code != 0 and "already exists" in again.err, again.err

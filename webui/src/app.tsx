@@ -15,7 +15,7 @@ import { ReposPage } from "./pages/repos";
 import { actionsRoutes } from "./routes_actions";
 import { refsRoutes } from "./routes_refs";
 import { reviewRoutes } from "./routes_review";
-import { type CurrentUser, logout, whoami } from "./session";
+import { type CurrentUser, logout, logoutEverywhere, whoami } from "./session";
 
 const baseRoutes: RouteDef[] = [
   { path: "/", title: "Repositories", render: () => <ReposPage /> },
@@ -77,9 +77,16 @@ export function App() {
         navigate(href("/login"), true);
       });
   };
+  const signOutEverywhere = async () => {
+    // Unlike a logout, a failure matters (other browsers stay signed in): it is thrown to the
+    // dialog that asked, which shows it.
+    await logoutEverywhere(session.user.id);
+    setSession({ kind: "signed-out" });
+    navigate(href("/login"), true);
+  };
   return (
     <UserContext.Provider value={session.user}>
-      <Shell user={session.user} onLogout={signOut}>
+      <Shell user={session.user} onLogout={signOut} onLogoutEverywhere={signOutEverywhere}>
         <Routed path={location.path} query={location.query} user={session.user} />
       </Shell>
     </UserContext.Provider>

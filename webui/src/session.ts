@@ -1,6 +1,7 @@
 // The login session: POST /auth/login sets the HttpOnly session cookie (the page never sees
-// the token), GET /user says who the cookie belongs to, POST /auth/logout drops it.
-import { ApiError, api, callJson } from "./api";
+// the token), GET /user says who the cookie belongs to, POST /auth/logout drops it, and
+// DELETE /auth/users/{id}/sessions ends every session of the user (every browser's).
+import { ApiError, api, callJson, seg } from "./api";
 
 export interface CurrentUser {
   id: string;
@@ -33,4 +34,9 @@ export async function login(accessKeyId: string, secretAccessKey: string): Promi
 
 export async function logout(): Promise<void> {
   await api.post("/auth/logout");
+}
+
+/** Ends every web session of the user, this one included (the answer drops this cookie too). */
+export async function logoutEverywhere(userId: string): Promise<void> {
+  await api.del(`/auth/users/${seg(userId)}/sessions`);
 }

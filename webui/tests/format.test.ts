@@ -71,6 +71,7 @@ describe("errorTitle", () => {
 
   it("has a generic title for anything else", () => {
     expect(errorTitle(new ApiError(500, "boom"))).toBe("Something went wrong");
+    expect(errorTitle(new ApiError(400, "bad action"))).toBe("Not accepted");
     expect(errorTitle(new Error("403"))).toBe("Something went wrong");
   });
 });

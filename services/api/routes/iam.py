@@ -26,12 +26,13 @@ from lakefs_sdk.models import (
 from services.api import iam_models
 from services.api.bodies import POLICY_BODY_BYTES, SMALL_BODY_BYTES, json_body
 from services.api.context import Context, Ctx
-from services.api.errors import not_found
+from services.api.errors import bad_request, not_found
 from services.api.iam_calls import iam_call
 from services.api.iam_paging import id_page
 from services.api.iam_policies import from_silt, to_silt
 from services.api.paging import After, Amount, Prefix
 from services.api.responses import model_response, no_content
+from services.api.session_cookie import drop_session_cookie
 from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 
@@ -221,6 +222,22 @@ async def delete_credentials(ctx: Ctx, user_id: UserId, access_key_id: AccessKey
     return no_content()
 
 
+# --- sessions -----------------------------------------------------------------------------
+
+
+@router.delete(USER + "/sessions", status_code=204)
+async def revoke_sessions(ctx: Ctx, user_id: UserId, request: Request) -> Response:
+    """Sign out everywhere: every login session of the user ends (access keys do not). Anyone
+    may end their own; ending another user's takes what deleting their keys takes."""
+    await _authorize_about(ctx, a.DELETE_CREDENTIALS, user_id)
+    await iam_call(ctx, ctx.backend.auth.RevokeSessions, auth_api.RevokeSessionsRequest(user_id=user_id))
+    ctx.backend.forget_sessions()
+    response = no_content()
+    if user_id == ctx.caller.user_id:
+        drop_session_cookie(request, response)
+    return response
+
+
 # --- groups -------------------------------------------------------------------------------
 
 
@@ -333,6 +350,19 @@ async def get_policy(ctx: Ctx, policy_id: PolicyId) -> Response:
     await ctx.authorize(a.READ_POLICY, a.policy_resource(policy_id))
     found = await iam_call(ctx, ctx.backend.auth.GetPolicy, auth_api.GetPolicyRequest(id=policy_id))
     return model_response(from_silt(found))
+
+
+@router.put(POLICY)
+async def update_policy(ctx: Ctx, policy_id: PolicyId, request: Request) -> Response:
+    body = await json_body(request, Policy, POLICY_BODY_BYTES)
+    if body.id != policy_id:
+        raise bad_request(f"the policy's id {body.id!r} differs from the path's {policy_id!r}")
+    # Replacing a policy is deleting it and creating it again under the same attachments.
+    for action in (a.CREATE_POLICY, a.DELETE_POLICY, a.ATTACH_POLICY):
+        await ctx.authorize(action, a.policy_resource(policy_id))
+    updated = auth_api.UpdatePolicyRequest(id=policy_id, statements=to_silt(body))
+    policy = await iam_call(ctx, ctx.backend.auth.UpdatePolicy, updated)
+    return model_response(from_silt(policy))
 
 
 @router.delete(POLICY, status_code=204)

@@ -11,9 +11,11 @@ from lakefs_sdk.models import RepositoryCreation, RepositoryList, RepositoryMeta
 from services.api import convert
 from services.api.bodies import SMALL_BODY_BYTES, body_limit, json_body, json_object, validate
 from services.api.context import Context, Ctx
-from services.api.errors import ApiError
+from services.api.errors import ApiError, bad_request
 from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
 from services.api.responses import model_response, no_content
+from services.api.routes.setup import storage_config
+from services.api.sample_repo import fill_with_sample
 from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.paging import MAX_PAGE
@@ -81,18 +83,28 @@ async def _refuse_existing(ctx: Context, name: str) -> None:
 async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> Response:
     # The repository to authorize is named in the body: read it, kept small, first.
     data = await json_object(request, body_limit(request, SMALL_BODY_BYTES))
-    # storage_namespace is optional here (lakeFS requires it): graveler places an unnamed
-    # repository under the first of graveler.allowed_namespace_roots.
-    derived = "storage_namespace" not in data
+    # storage_namespace is optional here (lakeFS requires it) when GET /config names a default
+    # prefix: graveler places an unnamed repository under the first of
+    # graveler.allowed_namespace_roots, the prefix /config reports (routes/setup.py).
+    derived = not data.get("storage_namespace")
     if derived:
         data = {**data, "storage_namespace": "local://placeholder"}
     body = validate(RepositoryCreation, data)
     await ctx.authorize(CREATE_REPO, body.name)
-    if body.read_only or body.sample_data or body.storage_id:
-        # An existing name is a conflict whatever was asked for (lakeFS's `exist_ok` callers
-        # send sample_data and expect 409 for a repository that is there).
+    if derived and storage_config(request).default_namespace_prefix is None:
+        raise bad_request(
+            "storage_namespace is required: this server has no default namespace root "
+            "(graveler.allowed_namespace_roots is empty)"
+        )
+    if body.read_only or body.storage_id:
+        # An existing name is a conflict whatever was asked for.
         await _refuse_existing(ctx, body.name)
-        raise ApiError(400, "read-only repositories, sample data and storage ids are not supported")
+        raise ApiError(400, "read-only repositories and storage ids are not supported")
+    if body.sample_data:
+        if bare:
+            raise bad_request("a bare repository has no default branch to put sample data on")
+        # Writing the sample needs what any writer needs: asked before the repository exists.
+        await ctx.authorize(WRITE_REPO, body.name)
     request_pb = api.CreateRepositoryRequest(
         name=body.name,
         storage_namespace="" if derived else body.storage_namespace,
@@ -100,6 +112,8 @@ async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> R
         bare=bare,
     )
     info = await ctx.call(ctx.backend.graveler.CreateRepository, request_pb)
+    if body.sample_data:
+        await fill_with_sample(ctx, info)
     return model_response(convert.repository(info), 201)
 
 

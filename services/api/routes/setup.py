@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -14,6 +13,7 @@ from services.api.bodies import SMALL_BODY_BYTES, json_body
 from services.api.context import SESSION_COOKIE, authenticate, backend_of, refuse_cross_site
 from services.api.presign import presign_settings
 from services.api.responses import model_response
+from services.api.session_cookie import drop_session_cookie, set_session_cookie
 from silt import __version__ as silt_version
 
 router = APIRouter()
@@ -70,31 +70,18 @@ async def login(request: Request) -> Response:
     body = await json_body(request, LoginInformation, SMALL_BODY_BYTES)
     _, token, expires = await backend_of(request).create_session(body.access_key_id, body.secret_access_key)
     response = model_response(AuthenticationToken(token=token, token_expiration=expires))
-    response.set_cookie(
-        SESSION_COOKIE,
-        token,
-        max_age=max(0, expires - int(time.time())),
-        path="/",
-        httponly=True,
-        samesite="lax",
-        secure=_secure_cookies(request),
-    )
+    set_session_cookie(request, response, token, expires)
     return response
-
-
-def _secure_cookies(request: Request) -> bool:
-    configured: bool | None = request.app.state.config.api.secure_cookies
-    return request.url.scheme == "https" if configured is None else configured
 
 
 @router.post("/auth/logout", status_code=204)
 async def logout(request: Request) -> Response:
     # Tokens are stateless (services/auth/sessions.py): logging out drops the cookie, with the
-    # attributes it was set with. Dropping it is a change a foreign page must not force on the
-    # user, so a request carrying the cookie passes the same-origin check; one without has
-    # nothing to drop.
+    # attributes it was set with (ending every session is DELETE /auth/users/{id}/sessions).
+    # Dropping it is a change a foreign page must not force on the user, so a request carrying
+    # the cookie passes the same-origin check; one without has nothing to drop.
     if SESSION_COOKIE in request.cookies:
         refuse_cross_site(request)
     response = Response(status_code=204)
-    response.delete_cookie(SESSION_COOKIE, path="/", secure=_secure_cookies(request), httponly=True, samesite="lax")
+    drop_session_cookie(request, response)
     return response

@@ -256,7 +256,9 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("GET", "/auth/policies"): Contract("listPolicies", 200, "PolicyList"),
     ("POST", "/auth/policies"): Contract("createPolicy", 201, "Policy"),
     ("GET", "/auth/policies/{}"): Contract("getPolicy", 200, "Policy"),
+    ("PUT", "/auth/policies/{}"): Contract("updatePolicy", 200, "Policy"),
     ("DELETE", "/auth/policies/{}"): Contract("deletePolicy", 204, NO_BODY),
+    ("DELETE", "/auth/users/{}/sessions"): Contract("silt:revokeSessions", 204, NO_BODY),  # sign out everywhere
 }
 
 _PARAM = re.compile(r"\{[^}]*\}")
@@ -441,6 +443,11 @@ def _steps() -> list[Step]:
         ),
         Step("GET", "/auth/policies"),
         Step("GET", "/auth/policies/{policy}"),
+        Step(
+            "PUT",
+            "/auth/policies/{policy}",
+            json={"id": "{policy}", "statement": [{"effect": "allow", "resource": "{repo}", "action": ["ReadRepo"]}]},
+        ),
         Step("PUT", "/auth/users/{user}/policies/{policy}"),
         Step("PUT", "/auth/users/{user}/policies/RepoReadWriteAll"),
         Step("GET", "/auth/users/{user}/policies"),
@@ -474,6 +481,7 @@ def _steps() -> list[Step]:
         Step("GET", REPO + "/pulls/{pull}/reviews"),
         Step("POST", REPO + "/pulls/{pull}/checks/rerun", json={"name": "contract/ok"}),
         Step("PUT", REPO + "/pulls/{pull}/merge"),
+        Step("DELETE", "/auth/users/{user}/sessions"),
         Step("DELETE", "/auth/users/{user}/credentials/{issued}"),
         Step("DELETE", "/auth/groups/{group}/members/{user}"),
         Step("DELETE", "/auth/groups/{group}/policies/{policy}"),

@@ -265,16 +265,3 @@ def _json_headers(api: Api) -> dict[str, str]:
     admin = api.stack.admin
     basic = urllib3.make_headers(basic_auth=f"{admin.access_key_id}:{admin.secret_access_key.get_secret_value()}")
     return {**basic, "Content-Type": "application/json"}
-
-
-def test_policy_update_is_not_served(api: Api) -> None:
-    """PUT /auth/policies/{id} is not implemented (auth has no update): 405, not a silent no-op."""
-    body = json.dumps({"id": "FullAccess", "statement": [{"effect": "allow", "action": ["ReadRepo"], "resource": "*"}]})
-    reply = api.request(
-        "PUT",
-        "/auth/policies/FullAccess",
-        body=body.encode(),
-        headers=_json_headers(api),
-    )
-    assert reply.status == 405
-    assert reply.headers["Allow"] == "DELETE, GET"

@@ -28,7 +28,7 @@ def test_create_get_and_delete(api: Api, client: lakefs_sdk.ApiClient) -> None:
     with pytest.raises(ApiException) as exists:
         repos.create_repository(lakefs_sdk.RepositoryCreation(name=name, storage_namespace=f"local://{name}-2"))
     assert exists.value.status == 409
-    # With sample data asked for (which Silt does not make), an existing name is still 409.
+    # With sample data asked for, an existing name is still 409 (lakeFS's `exist_ok` callers).
     with pytest.raises(ApiException) as sample:
         repos.create_repository(
             lakefs_sdk.RepositoryCreation(name=name, storage_namespace=f"local://{name}", sample_data=True)
@@ -36,9 +36,9 @@ def test_create_get_and_delete(api: Api, client: lakefs_sdk.ApiClient) -> None:
     assert sample.value.status == 409
     with pytest.raises(ApiException) as unsupported:
         repos.create_repository(
-            lakefs_sdk.RepositoryCreation(name=name + "-s", storage_namespace=f"local://{name}-s", sample_data=True)
+            lakefs_sdk.RepositoryCreation(name=name + "-s", storage_namespace=f"local://{name}-s", read_only=True)
         )
-    assert unsupported.value.status == 400 and "sample data" in json.loads(unsupported.value.body)["message"]
+    assert unsupported.value.status == 400 and "read-only" in json.loads(unsupported.value.body)["message"]
     response = api.request("DELETE", f"/repositories/{name}")
     assert response.status == 204 and response.data == b""
     with pytest.raises(ApiException) as gone:

@@ -56,7 +56,7 @@ def test_silt_run_prints_the_lakefs_endpoint_and_it_serves_the_sdk(tmp_path: Pat
         )
         assert created.default_branch == "main"
         # The web UI on the same endpoint: the bundle's page (200), or the page saying to build it.
-        ui = re.search(r"web UI:\s+(\S+)", banner)
+        ui = re.search(r"^Web UI: (\S+)", banner, re.MULTILINE)
         assert ui and ui.group(1) == endpoint + "/ui/", banner
         page = urllib3.request("GET", ui.group(1), timeout=30, retries=False)
         assert page.status in (200, 503) and page.headers["Content-Type"].startswith("text/html")

@@ -207,3 +207,31 @@ def test_keys_of_a_vanished_user_do_not_authenticate(iam: IamModel) -> None:
     iam.kv.delete(iam.partition, b"iam/users/u")  # as if a delete were interrupted
     with pytest.raises(NotFound):
         iam.key_owner(key_id)
+
+
+def test_a_policy_is_updated_in_place(iam: IamModel) -> None:
+    created = iam.create_policy("p", [READ_ALL])
+    iam.create_user("alice")
+    iam.attach_policy("p", user_id="alice")
+    write = pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.WRITE_REPO], resources=["r-*"])
+    updated = iam.update_policy("p", [write], "writers")
+    assert list(updated.statements) == [write] and updated.creation_date == created.creation_date
+    assert [p.id for p in iam.effective_policies("alice")] == ["p"]
+    assert list(iam.get_policy("p").statements) == [write]
+    with pytest.raises(NotFound):
+        iam.update_policy("missing", [write])
+    with pytest.raises(InvalidArgument):
+        iam.update_policy("p", [pb.Statement(effect=pb.EFFECT_ALLOW, actions=["NoSuch"], resources=["*"])])
+
+
+def test_revoking_sessions_raises_the_users_epoch_only(iam: IamModel) -> None:
+    iam.create_user("alice", "Alice")
+    iam.create_user("bob")
+    assert iam.get_user("alice").session_epoch == 0
+    assert iam.revoke_sessions("alice") == 1
+    assert iam.revoke_sessions("alice") == 2
+    alice = iam.get_user("alice")
+    assert (alice.session_epoch, alice.description) == (2, "Alice")
+    assert iam.get_user("bob").session_epoch == 0
+    with pytest.raises(NotFound):
+        iam.revoke_sessions("nobody")

@@ -27,7 +27,7 @@ def test_tokens_of_another_key_or_tampered_ones_are_refused() -> None:
     body, _, mac = token.rpartition(".")
     assert tokens.check(body.replace("1060", "9999") + "." + mac, now=1001) is None
     assert tokens.check(token.replace(KEY_ID, "AKIAIOSFODNN7EXAMPLF"), now=1001) is None
-    for junk in ("", ".", "v1....", "v2." + token[3:], token + "x" * MAX_TOKEN_LENGTH):
+    for junk in ("", ".", "v1....", "v1." + token[3:], "v3." + token[3:], token + "x" * MAX_TOKEN_LENGTH):
         assert tokens.check(junk, now=1001) is None
 
 
@@ -36,3 +36,12 @@ def test_secrets_compare_whole() -> None:
     assert not secrets_match(SecretStr("abc"), "abd")
     assert not secrets_match(SecretStr("abc"), "ab")
     assert not secrets_match(SecretStr("abc"), "abc\udcff")
+
+
+def test_a_token_carries_the_epoch_it_was_opened_in() -> None:
+    tokens = SessionTokens.ephemeral(ttl_seconds=60)
+    token, _ = tokens.issue(KEY_ID, "alice", now=1000, epoch=7)
+    session = tokens.check(token, now=1001)
+    assert session is not None and session.epoch == 7
+    body, _, mac = token.rpartition(".")
+    assert tokens.check(body.replace(".7.", ".8.") + "." + mac, now=1001) is None, "the epoch is under the MAC"

@@ -4,6 +4,7 @@ import { ApiError, messageOf } from "../api";
 
 export function errorTitle(error: unknown): string {
   if (error instanceof ApiError) {
+    if (error.status === 400) return "Not accepted";
     if (error.status === 403) return "Not allowed";
     if (error.status === 404) return "Not found";
     if (error.status === 401) return "Signed out";

@@ -1,6 +1,8 @@
 // The page frame: a header with the user and logout, and for repository pages the repository
 // name and its tabs.
 import type { ComponentChildren } from "preact";
+import { useState } from "preact/hooks";
+import { ConfirmDialog } from "./confirm_dialog";
 import type { CurrentUser } from "../session";
 import { Link, href } from "./router";
 import type { RepoTab } from "./routes";
@@ -26,7 +28,14 @@ export function repoHref(repo: string, page: string, query: Record<string, strin
   return href(`/repositories/${encodeURIComponent(repo)}/${page}`, query);
 }
 
-export function Shell(props: { user: CurrentUser; onLogout: () => void; children: ComponentChildren }) {
+export function Shell(props: {
+  user: CurrentUser;
+  onLogout: () => void;
+  /** Ends every session of the user, this browser's and every other's. */
+  onLogoutEverywhere: () => Promise<void>;
+  children: ComponentChildren;
+}) {
+  const [asking, setAsking] = useState(false);
   return (
     <div class="shell">
       <header class="topbar">
@@ -43,8 +52,27 @@ export function Shell(props: { user: CurrentUser; onLogout: () => void; children
         <button type="button" class="logout" onClick={props.onLogout}>
           Log out
         </button>
+        <button
+          type="button"
+          class="logout link"
+          onClick={() => setAsking(true)}
+          title="End your web sessions in every browser"
+          data-testid="logout-everywhere"
+        >
+          Sign out everywhere
+        </button>
       </header>
       <main class="content">{props.children}</main>
+      {asking && (
+        <ConfirmDialog
+          title="Sign out everywhere?"
+          confirmLabel="Sign out everywhere"
+          onConfirm={props.onLogoutEverywhere}
+          onClose={() => setAsking(false)}
+        >
+          <p>Every browser signed in as {props.user.id}, this one included, goes back to the sign-in page.</p>
+        </ConfirmDialog>
+      )}
     </div>
   );
 }

@@ -19,7 +19,7 @@ export interface PagedTableProps<T> {
   rowKey: (row: T) => string;
   /** Changing it starts over from the first page (a new ref, prefix or search). */
   resetKey: string;
-  empty?: string;
+  empty?: ComponentChildren;
   testId?: string;
   /** What to show in a full-width row under a row (its expanded details), or nothing. */
   detail?: (row: T) => ComponentChildren;

@@ -16,7 +16,7 @@ import { useIsAdmin } from "../components/user";
 import { ImportDialog, useStorageConfig } from "./objects_import";
 import { crumbs, objectHref, objectsHref, parentOf } from "./objects_paths";
 import { Preview, objectUrlPath } from "./objects_preview";
-import { UploadForm } from "./objects_upload";
+import { UploadDropZone, UploadForm } from "./objects_upload";
 import { BLAME_ROWS, lastChange, useLastChanges } from "./refs/last_change";
 import { type Commit, commitHref, shortId } from "./refs/model";
 import { objectHistoryHref } from "./refs/object_history";
@@ -134,7 +134,11 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
       )}
       {listing.loading && <Loading what="objects" />}
       {listing.error !== undefined && <ErrorPage error={listing.error} />}
-      {listing.data && <DirectoryTable {...props} listing={listing.data} />}
+      {listing.data && (
+        <UploadDropZone enabled={branch === true} repo={repo} branch={ref} prefix={path} onUploaded={listing.reload}>
+          <DirectoryTable {...props} listing={listing.data} />
+        </UploadDropZone>
+      )}
     </section>
   );
 }

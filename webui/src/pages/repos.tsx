@@ -1,12 +1,13 @@
-// Repositories: list with search and paging, create, delete with typed-name confirmation.
+// Repositories: list with search and paging, create (repos_create.tsx; a sample repository
+// offered while the list is empty), delete with typed-name confirmation.
 import { useState } from "preact/hooks";
 import { api, seg } from "../api";
 import { ConfirmDialog } from "../components/confirm_dialog";
-import { ErrorNote } from "../components/error_page";
 import { formatTime } from "../components/format";
 import { repoHref } from "../components/layout";
 import { PagedTable } from "../components/paged_table";
-import { Link } from "../components/router";
+import { Link, navigate } from "../components/router";
+import { CreateRepository, FirstRun, SAMPLE_NAME } from "./repos_create";
 
 const PAGE = 100;
 
@@ -20,7 +21,7 @@ export interface Repository {
 export function ReposPage() {
   const [search, setSearch] = useState("");
   const [generation, setGeneration] = useState(0);
-  const [creating, setCreating] = useState(false);
+  const [creating, setCreating] = useState<"plain" | "sample" | null>(null);
   const [deleting, setDeleting] = useState<string | null>(null);
   const refresh = () => setGeneration((n) => n + 1);
   return (
@@ -34,15 +35,19 @@ export function ReposPage() {
           value={search}
           onInput={(event) => setSearch(event.currentTarget.value)}
         />
-        <button type="button" class="primary" onClick={() => setCreating(!creating)}>
+        <button type="button" class="primary" onClick={() => setCreating(creating ? null : "plain")}>
           Create repository
         </button>
       </div>
       {creating && (
         <CreateRepository
-          onCreated={() => {
-            setCreating(false);
-            refresh();
+          key={creating}
+          sample={creating === "sample"}
+          initialName={creating === "sample" ? SAMPLE_NAME : ""}
+          onCreated={(repo) => {
+            setCreating(null);
+            if (creating === "sample") navigate(repoHref(repo.id, "objects", { ref: repo.default_branch }));
+            else refresh();
           }}
         />
       )}
@@ -51,7 +56,7 @@ export function ReposPage() {
         resetKey={`${search}|${generation}`}
         load={(after, signal) => api.page<Repository>("/repositories", { search }, after, PAGE, signal)}
         rowKey={(repo) => repo.id}
-        empty={search ? "No repository matches." : "No repositories yet."}
+        empty={search ? "No repository matches." : creating ? "No repositories yet." : <FirstRun onSample={() => setCreating("sample")} />}
         columns={[
           { title: "Name", cell: (repo) => <Link href={repoHref(repo.id, "objects", { ref: repo.default_branch })}>{repo.id}</Link> },
           { title: "Default branch", cell: (repo) => repo.default_branch },
@@ -83,46 +88,5 @@ export function ReposPage() {
         </ConfirmDialog>
       )}
     </section>
-  );
-}
-
-function CreateRepository({ onCreated }: { onCreated: () => void }) {
-  const [name, setName] = useState("");
-  const [namespace, setNamespace] = useState("");
-  const [branch, setBranch] = useState("main");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      await api.post("/repositories", { name: name.trim(), storage_namespace: namespace.trim(), default_branch: branch.trim() });
-      onCreated();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <form class="card create-repo" onSubmit={(event) => void submit(event)} data-testid="create-repository">
-      <label>
-        Name
-        <input name="name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
-      </label>
-      <label>
-        Storage namespace
-        <input name="storage_namespace" required placeholder="local://bucket/path" value={namespace} onInput={(e) => setNamespace(e.currentTarget.value)} />
-      </label>
-      <label>
-        Default branch
-        <input name="default_branch" required value={branch} onInput={(e) => setBranch(e.currentTarget.value)} />
-      </label>
-      <ErrorNote error={error} />
-      <button type="submit" class="primary" disabled={busy}>
-        Create
-      </button>
-    </form>
   );
 }

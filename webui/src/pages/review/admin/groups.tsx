@@ -50,8 +50,8 @@ function GroupDetails({ groupId }: { groupId: string }) {
         ownerId={groupId}
         add={{
           testId: "add-member",
-          field: "user_id",
           label: "User",
+          search: (prefix, signal) => iamApi.users("", signal, prefix),
           button: "Add member",
           action: (userId) => iamApi.addMember(groupId, userId),
         }}

@@ -36,6 +36,13 @@ export interface CredentialsWithSecret extends Credentials {
 
 export const PAGE_SIZE = 100;
 
+/** Silt's own services sign in as users named svc-<service> (services/auth/setup.py). */
+export const SERVICE_PREFIX = "svc-";
+
+export function isServiceUser(id: string): boolean {
+  return id.startsWith(SERVICE_PREFIX);
+}
+
 const user = (id: string) => `/auth/users/${seg(id)}`;
 const group = (id: string) => `/auth/groups/${seg(id)}`;
 const policy = (id: string) => `/auth/policies/${seg(id)}`;
@@ -45,6 +52,8 @@ export const iamApi = {
   createUser: (id: string) => api.post<User>("/auth/users", { id }),
   getUser: (id: string, signal?: AbortSignal) => api.get<User>(user(id), undefined, signal),
   deleteUser: (id: string) => api.del(user(id)),
+  /** Ends every web session of the user, in every browser (their access keys keep working). */
+  revokeSessions: (id: string) => api.del(user(id) + "/sessions"),
   userGroups: (id: string, after: string, signal: AbortSignal) => api.page<Group>(user(id) + "/groups", {}, after, PAGE_SIZE, signal),
   userPolicies: (id: string, after: string, signal: AbortSignal) => api.page<Policy>(user(id) + "/policies", {}, after, PAGE_SIZE, signal),
   attachToUser: (id: string, policyId: string) => api.put<void>(`${user(id)}/policies/${seg(policyId)}`),
@@ -68,5 +77,6 @@ export const iamApi = {
   policies: (after: string, signal: AbortSignal, prefix = "") => api.page<Policy>("/auth/policies", { prefix }, after, PAGE_SIZE, signal),
   getPolicy: (id: string, signal?: AbortSignal) => api.get<Policy>(policy(id), undefined, signal),
   createPolicy: (body: Policy) => api.post<Policy>("/auth/policies", body),
+  updatePolicy: (body: Policy) => api.put<Policy>(policy(body.id), body),
   deletePolicy: (id: string) => api.del(policy(id)),
 };

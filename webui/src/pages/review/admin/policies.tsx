@@ -1,6 +1,5 @@
-// Policies: list, view as JSON, create, delete. A stored policy cannot be changed in place (the
-// API has no update: attachments are checked against a policy's content, so it stays fixed);
-// "edit" starts a new policy from a copy of its statements, to attach in its place.
+// Policies: list, view as JSON, create, edit in place, copy, delete (the editor is
+// policy_editor.tsx).
 import { useState } from "preact/hooks";
 import { ConfirmDialog } from "../../../components/confirm_dialog";
 import { ErrorNote, ErrorPage, Loading } from "../../../components/error_page";
@@ -10,9 +9,7 @@ import { href, Link, navigate } from "../../../components/router";
 import { useAsync } from "../../../components/use_async";
 import { AdminFrame, adminHref } from "./admin_frame";
 import { iamApi, type Policy, type Statement } from "./iam_api";
-
-// A document larger than the API accepts is refused there; this keeps the editor honest early.
-const MAX_DOCUMENT_CHARS = 64 * 1024;
+import { PolicyEditor } from "./policy_editor";
 
 const EXAMPLE: Statement[] = [{ effect: "allow", action: ["ReadRepo"], resource: "*" }];
 
@@ -50,8 +47,10 @@ export function PoliciesPage() {
 }
 
 export function PolicyPage({ policyId }: { policyId: string }) {
-  const policy = useAsync((signal) => iamApi.getPolicy(policyId, signal), [policyId]);
+  const [version, setVersion] = useState(0);
+  const policy = useAsync((signal) => iamApi.getPolicy(policyId, signal), [policyId, version]);
   const [deleting, setDeleting] = useState(false);
+  const [editing, setEditing] = useState(false);
   return (
     <AdminFrame section="policies" probe={(signal) => iamApi.getPolicy(policyId, signal)} probeKey={policyId}>
       <div class="policy-page" data-testid="policy-page">
@@ -59,18 +58,36 @@ export function PolicyPage({ policyId }: { policyId: string }) {
           <h2>
             Policy <span data-testid="policy-id">{policyId}</span>
           </h2>
+          <button type="button" onClick={() => setEditing(true)} disabled={editing || !policy.data} data-testid="edit-policy">
+            Edit
+          </button>
           <Link class="button" href={newPolicyHref(policyId)} data-testid="edit-as-new">
-            Edit as a new policy
+            Copy as a new policy
           </Link>
           <button type="button" class="danger" onClick={() => setDeleting(true)} data-testid="delete-policy">
             Delete
           </button>
         </header>
         <ErrorNote error={policy.error} />
-        {policy.data && (
-          <pre class="json" data-testid="policy-json">
-            {JSON.stringify({ statement: policy.data.statement }, null, 2)}
-          </pre>
+        {editing && policy.data ? (
+          <PolicyEditor
+            mode="edit"
+            initialId={policyId}
+            statements={policy.data.statement}
+            note={<p class="hint">Every user and group it is attached to gets the new statements at once.</p>}
+            save={async (changed) => {
+              await iamApi.updatePolicy(changed);
+              setEditing(false);
+              setVersion((n) => n + 1);
+            }}
+            onCancel={() => setEditing(false)}
+          />
+        ) : (
+          policy.data && (
+            <pre class="json" data-testid="policy-json">
+              {JSON.stringify({ statement: policy.data.statement }, null, 2)}
+            </pre>
+          )
         )}
         {deleting && (
           <ConfirmDialog
@@ -96,70 +113,22 @@ export function NewPolicyPage({ from }: { from: string }) {
   if (!source.data) return <Loading what="policy" />;
   return (
     <AdminFrame section="policies" probe={(signal) => iamApi.policies("", signal)} probeKey="new-policy">
-      <PolicyEditor initialId={from ? `${from}-v2` : ""} statements={source.data} basedOn={from} />
+      <PolicyEditor
+        mode="create"
+        initialId={from ? `${from}-copy` : ""}
+        statements={source.data}
+        note={
+          from && (
+            <p class="hint">
+              A copy of <code>{from}</code>, stored as a policy of its own.
+            </p>
+          )
+        }
+        save={async (policy) => {
+          const created = await iamApi.createPolicy(policy);
+          navigate(adminHref("policies", created.id));
+        }}
+      />
     </AdminFrame>
-  );
-}
-
-function PolicyEditor({ initialId, statements, basedOn }: { initialId: string; statements: Statement[]; basedOn: string }) {
-  const [id, setId] = useState(initialId);
-  const [text, setText] = useState(JSON.stringify({ statement: statements }, null, 2));
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setError(undefined);
-    let document: { statement?: unknown };
-    try {
-      document = JSON.parse(text) as { statement?: unknown };
-    } catch (failure) {
-      setError(new Error(`the policy is not valid JSON: ${failure instanceof Error ? failure.message : String(failure)}`));
-      return;
-    }
-    if (!document || !Array.isArray(document.statement)) {
-      setError(new Error('the policy must be a JSON object with a "statement" array'));
-      return;
-    }
-    setBusy(true);
-    try {
-      const created = await iamApi.createPolicy({ id: id.trim(), statement: document.statement as Statement[] });
-      navigate(adminHref("policies", created.id));
-    } catch (failure) {
-      setError(failure);
-      setBusy(false);
-    }
-  };
-  return (
-    <form class="card policy-editor" onSubmit={(event) => void submit(event)} data-testid="policy-editor">
-      <h2>New policy</h2>
-      {basedOn && (
-        <p class="hint">
-          A copy of <code>{basedOn}</code>. Policies cannot change once stored: create this one, attach it where{" "}
-          <code>{basedOn}</code> is attached, then detach or delete the old one.
-        </p>
-      )}
-      <label>
-        Policy ID
-        <input name="policy_id" required autoComplete="off" value={id} onInput={(e) => setId(e.currentTarget.value)} />
-      </label>
-      <label>
-        Document (JSON: statements of effect, action list and resource)
-        <textarea
-          name="document"
-          class="code"
-          rows={16}
-          spellcheck={false}
-          maxLength={MAX_DOCUMENT_CHARS}
-          value={text}
-          onInput={(e) => setText(e.currentTarget.value)}
-        />
-      </label>
-      <ErrorNote error={error} />
-      <div class="actions">
-        <button type="submit" class="primary" disabled={busy} data-testid="create-policy">
-          Create policy
-        </button>
-      </div>
-    </form>
   );
 }

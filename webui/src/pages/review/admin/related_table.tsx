@@ -1,12 +1,13 @@
 // What a user's or a group's page shows of its relations (a group's members, a user's groups,
-// the policies attached to either): a form that adds one by id, and a paged table of links to
-// them with a control that removes one.
+// the policies attached to either): a searchable list to add one from, and a paged table of
+// links to them with a control that removes one.
 import { useState } from "preact/hooks";
 import type { Page } from "../../../api";
 import { PagedTable } from "../../../components/paged_table";
 import { Link } from "../../../components/router";
-import { type AdminSection, adminHref, InlineForm } from "./admin_frame";
-import type { Policy } from "./iam_api";
+import { type AdminSection, adminHref } from "./admin_frame";
+import { iamApi, type Policy } from "./iam_api";
+import { IdPicker } from "./id_picker";
 
 /** Runs an action of the page, then `after`; a failure goes to the page's one error note. */
 export type PageAction = (action: () => Promise<unknown>, after: () => void) => Promise<void>;
@@ -30,7 +31,13 @@ export function RelatedTable<T extends { id: string }>(props: {
   heading: string;
   /** The page's own id: the table starts over when it or the relations change. */
   ownerId: string;
-  add: { testId: string; field: string; label: string; button: string; action: (id: string) => Promise<unknown> };
+  add: {
+    testId: string;
+    label: string;
+    button: string;
+    search: (prefix: string, signal: AbortSignal) => Promise<Page<{ id: string }>>;
+    action: (id: string) => Promise<unknown>;
+  };
   testId: string;
   load: (after: string, signal: AbortSignal) => Promise<Page<T>>;
   /** Where a row's link goes, and the column's title. */
@@ -46,12 +53,13 @@ export function RelatedTable<T extends { id: string }>(props: {
   return (
     <>
       <h3>{props.heading}</h3>
-      <InlineForm
+      <IdPicker
         testId={add.testId}
-        fields={[{ name: add.field, label: add.label }]}
+        label={add.label}
         button={add.button}
-        onSubmit={async (values) => {
-          await add.action(values[add.field]);
+        search={add.search}
+        onChoose={async (id) => {
+          await add.action(id);
           changed();
         }}
       />
@@ -98,8 +106,8 @@ export function AttachedPolicies(props: {
       ownerId={props.ownerId}
       add={{
         testId: props.formTestId,
-        field: "policy_id",
         label: "Policy",
+        search: (prefix, signal) => iamApi.policies("", signal, prefix),
         button: "Attach policy",
         action: props.attach,
       }}

@@ -1,5 +1,5 @@
 // One user: the groups they belong to (add, remove), the policies attached to them directly
-// (attach, detach) and their credentials.
+// (attach, detach), their credentials and their web sessions.
 import { ErrorNote } from "../../../components/error_page";
 import { formatTime } from "../../../components/format";
 import { useAsync } from "../../../components/use_async";
@@ -7,6 +7,7 @@ import { AdminFrame } from "./admin_frame";
 import { CredentialsPanel } from "./credentials";
 import { type Group, iamApi } from "./iam_api";
 import { AttachedPolicies, RelatedTable, usePageAction } from "./related_table";
+import { SessionsPanel } from "./sessions_panel";
 
 export function UserPage({ userId }: { userId: string }) {
   return (
@@ -31,8 +32,8 @@ function UserDetails({ userId }: { userId: string }) {
         ownerId={userId}
         add={{
           testId: "add-to-group",
-          field: "group_id",
           label: "Group",
+          search: (prefix, signal) => iamApi.groups("", signal, prefix),
           button: "Add to group",
           action: (groupId) => iamApi.addMember(groupId, userId),
         }}
@@ -59,6 +60,7 @@ function UserDetails({ userId }: { userId: string }) {
         run={run}
       />
       <CredentialsPanel userId={userId} />
+      <SessionsPanel userId={userId} />
     </div>
   );
 }

@@ -1,0 +1,82 @@
+"""A repository created without a storage namespace: placed under the default prefix GET
+/config reports, or refused in words when the server has none (nothing is asked of graveler)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+
+from services.api.app import create_app
+from services.api.backend import Caller
+from services.api.context import Context, context
+from services.api.routes.setup import storage_config
+from silt.config import Config
+
+CREDENTIALS = {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}
+
+
+class _Backend:
+    """Allows everything and fails any call to graveler: the refusal must come first."""
+
+    async def allowed(self, user_id: str, action: str, resource: str) -> bool:
+        return True
+
+    async def call(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("graveler must not be asked")
+
+
+def _post(app: FastAPI, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """One request through the ASGI app, without a server (no HTTP client library needed)."""
+    raw = json.dumps(body).encode()
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())],
+        "scheme": "http",
+        "server": ("test", 80),
+        "client": ("test", 1),
+        "http_version": "1.1",
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))  # type: ignore[arg-type]
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    data = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, json.loads(data)
+
+
+def _app(roots: list[str] | None) -> FastAPI:
+    config = Config.model_validate(
+        {"api": {"credentials": CREDENTIALS}, "graveler": {"allowed_namespace_roots": roots}}
+    )
+    app = create_app(config).app  # type: ignore[attr-defined]
+    assert isinstance(app, FastAPI)
+    caller = Caller(user_id="admin", creation_date=0)
+    app.dependency_overrides[context] = lambda: Context(_Backend(), caller)  # type: ignore[arg-type]
+    return app
+
+
+@pytest.mark.parametrize("body", [{"name": "sample"}, {"name": "sample", "storage_namespace": ""}])
+def test_without_a_default_root_an_omitted_namespace_is_refused_in_words(body: dict[str, Any]) -> None:
+    status, answer = _post(_app([]), "/api/v1/repositories", body)
+    assert status == 400
+    assert "storage_namespace is required" in answer["message"]
+
+
+def test_config_reports_the_root_graveler_places_repositories_under() -> None:
+    config = Config.model_validate({"api": {"credentials": CREDENTIALS}})
+    request = type("R", (), {"app": type("A", (), {"state": type("S", (), {"config": config})})})()
+    assert storage_config(request).default_namespace_prefix == "local://"
