@@ -25,8 +25,8 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 from pydantic import SecretStr
 
 from services.ui.app import DIST
-from tests.browser.accessibility import assert_accessible
 from silt.rpc.signing import Credentials
+from tests.browser.accessibility import assert_accessible
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 
 CHROMIUM = "/usr/bin/chromium"
