@@ -23,7 +23,7 @@ MAX_CHANGES = 500_000
 # What graveler answers per call (its own page limit).
 READ_PAGE = 10_000
 # Everything the cache holds, in objects plus folders of its trees.
-CACHE_CAPACITY = 1_000_000
+CACHE_CAPACITY = 300_000
 # Filters of one diff whose trees are kept (the oldest built is dropped first).
 MAX_FILTERED_TREES = 8
 # A summary's reads stop after this long.

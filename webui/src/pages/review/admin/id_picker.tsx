@@ -68,13 +68,16 @@ export function IdPicker(props: {
     }
   };
   const listId = `${props.testId}-options`;
+  const listed = open && chosen === null && options.length > 0;
   return (
     <div class="id-picker" data-testid={props.testId}>
       <label>
         {props.label}
         <input
           type="search"
-          aria-controls={listId}
+          aria-autocomplete="list"
+          // Only while the list is there: a reference to a missing element is invalid ARIA.
+          aria-controls={listed ? listId : undefined}
           autoComplete="off"
           placeholder={`Search ${props.label.toLowerCase()}s by name`}
           maxLength={MAX_QUERY}
@@ -90,19 +93,16 @@ export function IdPicker(props: {
       <button type="button" class="primary" disabled={busy || chosen === null} onClick={() => void choose()}>
         {props.button}
       </button>
-      {open && chosen === null && (
+      {listed && (
         <ul class="id-options" role="listbox" id={listId} aria-label={`${props.label}s`}>
-          {options.length === 0 ? (
-            <li class="hint">No match.</li>
-          ) : (
-            options.map((id) => (
-              <li key={id} role="option" aria-selected={false} tabIndex={0} onClick={() => setChosen(id)} onKeyDown={(e) => e.key === "Enter" && setChosen(id)}>
-                {id}
-              </li>
-            ))
-          )}
+          {options.map((id) => (
+            <li key={id} role="option" aria-selected={false} tabIndex={0} onClick={() => setChosen(id)} onKeyDown={(e) => e.key === "Enter" && setChosen(id)}>
+              {id}
+            </li>
+          ))}
         </ul>
       )}
+      {open && chosen === null && options.length === 0 && <p class="hint id-options">No match.</p>}
       <ErrorNote error={error} />
     </div>
   );
