@@ -1,0 +1,155 @@
+"""Two samples of a table (CSV, TSV or Parquet; table_load.py) compared in DuckDB, in the
+sandbox's child: the schema change (columns added, removed, of another type) and the rows
+added, removed and changed, matched on a key column or, without one, by position. Counts cover
+the whole samples; at most `limit` changed rows are listed, in key (or position) order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from services.api.job_limits import DIFF_ROWS
+from services.api.parquet_preview import MAX_CELL_CHARS, ReadRange
+from services.api.table_load import JobRefused, Sample, columns, load, quoted
+
+LEFT, RIGHT = "left_rows", "right_rows"
+
+
+def _schema_change(left: list[dict[str, str]], right: list[dict[str, str]]) -> dict[str, Any]:
+    left_types = {column["name"]: column["type"] for column in left}
+    right_types = {column["name"]: column["type"] for column in right}
+    return {
+        "left": left,
+        "right": right,
+        "added": [column for column in right if column["name"] not in left_types],
+        "removed": [column for column in left if column["name"] not in right_types],
+        "changed": [
+            {"name": name, "left": left_types[name], "right": kind}
+            for name, kind in right_types.items()
+            if name in left_types and left_types[name] != kind
+        ],
+    }
+
+
+def _text(name: str, side: str) -> str:
+    # Compared and shown as text: a column whose type changed (int to double) compares by value.
+    return f"CAST({side}.{quoted(name)} AS VARCHAR)"
+
+
+def _check_key(con: duckdb.DuckDBPyConnection, table: str, key: str, side: str) -> None:
+    row = con.execute(f"SELECT count(*) - count(DISTINCT {quoted(key)}) FROM {table}").fetchone()
+    repeated = int(row[0]) if row else 0
+    if repeated:
+        raise JobRefused(
+            400, f"the key column {key!r} is not unique on the {side} side ({repeated} repeated or empty values)"
+        )
+
+
+def _cells(values: tuple[Any, ...]) -> list[str | None]:
+    return [None if value is None else str(value)[:MAX_CELL_CHARS] for value in values]
+
+
+def compare(
+    con: duckdb.DuckDBPyConnection, left_columns: list[str], right_columns: list[str], key: str | None, limit: int
+) -> dict[str, Any]:
+    common = [name for name in left_columns if name in right_columns]
+    if key is not None:
+        for table, names, side in ((LEFT, left_columns, "left"), (RIGHT, right_columns, "right")):
+            if key not in names:
+                raise JobRefused(400, f"no key column {key!r} on the {side} side")
+            _check_key(con, table, key, side)
+        join = f"{_text(key, 'l')} = {_text(key, 'r')}"
+        order = f"coalesce({_text(key, 'l')}, {_text(key, 'r')})"
+    else:
+        join = "l.rowid = r.rowid"
+        order = "coalesce(l.rowid, r.rowid)"
+    differs = " OR ".join(f"{_text(name, 'l')} IS DISTINCT FROM {_text(name, 'r')}" for name in common) or "false"
+    joined = f"""
+        SELECT l.rowid AS lr, r.rowid AS rr, ({differs}) AS differs, {order} AS ord
+        FROM {LEFT} l FULL OUTER JOIN {RIGHT} r ON {join}"""
+    counted = con.execute(
+        f"""SELECT count(*) FILTER (WHERE lr IS NULL), count(*) FILTER (WHERE rr IS NULL),
+                   count(*) FILTER (WHERE lr IS NOT NULL AND rr IS NOT NULL AND differs),
+                   count(*) FILTER (WHERE lr IS NOT NULL AND rr IS NOT NULL AND NOT differs)
+            FROM ({joined})"""
+    ).fetchone()
+    assert counted is not None
+    left_cells = ", ".join(_text(name, "l") for name in left_columns) or "NULL"
+    right_cells = ", ".join(_text(name, "r") for name in right_columns) or "NULL"
+    listed = con.execute(
+        f"""SELECT j.lr, j.rr, {left_cells}, {right_cells}
+            FROM ({joined}) j LEFT JOIN {LEFT} l ON l.rowid = j.lr LEFT JOIN {RIGHT} r ON r.rowid = j.rr
+            WHERE j.lr IS NULL OR j.rr IS NULL OR j.differs
+            ORDER BY j.ord LIMIT {int(limit)}"""
+    ).fetchall()
+    rows = []
+    width = max(len(left_columns), 1)
+    for found in listed:
+        left_row, right_row = _cells(found[2 : 2 + width]), _cells(found[2 + width :])
+        if found[0] is None:
+            rows.append({"change": "added", "position": found[1], "right": right_row})
+        elif found[1] is None:
+            rows.append({"change": "removed", "position": found[0], "left": left_row})
+        else:
+            changed = [
+                name for name in common if left_row[left_columns.index(name)] != right_row[right_columns.index(name)]
+            ]
+            rows.append(
+                {"change": "changed", "position": found[1], "left": left_row, "right": right_row, "columns": changed}
+            )
+    return {
+        "counts": {
+            "added": int(counted[0]),
+            "removed": int(counted[1]),
+            "changed": int(counted[2]),
+            "unchanged": int(counted[3]),
+        },
+        "rows": rows,
+    }
+
+
+def diff(
+    con: duckdb.DuckDBPyConnection,
+    fmt: str,
+    left: tuple[ReadRange, int] | None,
+    right: tuple[ReadRange, int] | None,
+    key: str | None,
+    limit: int,
+    budget: int,
+    workdir: Path,
+) -> dict[str, Any]:
+    """{format, key, schema: {left, right, added, removed, changed}, counts, rows, sample:
+    {left, right, limit_bytes, limit_rows}}. A side that is None (the object is absent there)
+    compares as a table with no rows and no columns."""
+    samples: dict[str, Sample | None] = {}
+    for table, side, source in ((LEFT, "left", left), (RIGHT, "right", right)):
+        samples[side] = None
+        if source is not None:
+            samples[side] = load(con, table, fmt, source[0], source[1], budget, DIFF_ROWS, workdir)
+    left_schema = columns(con, LEFT) if left else []
+    right_schema = columns(con, RIGHT) if right else []
+    # An absent side: an empty table of the other side's columns, so the rows all compare added
+    # (or removed); the schema still reports the side as having no columns.
+    if not left:
+        con.execute(f"CREATE TABLE {LEFT} AS SELECT * FROM {RIGHT} LIMIT 0")
+    if not right:
+        con.execute(f"CREATE TABLE {RIGHT} AS SELECT * FROM {LEFT} LIMIT 0")
+    left_names = [column["name"] for column in (left_schema or right_schema)]
+    right_names = [column["name"] for column in (right_schema or left_schema)]
+    if key is not None and (not left or not right):
+        key = key if key in left_names else None
+    result = compare(con, left_names, right_names, key, limit)
+    return {
+        "format": fmt,
+        "key": key,
+        "schema": _schema_change(left_schema, right_schema),
+        **result,
+        "sample": {
+            "left": samples["left"].as_json() if samples["left"] else None,
+            "right": samples["right"].as_json() if samples["right"] else None,
+            "limit_bytes": budget,
+            "limit_rows": DIFF_ROWS,
+        },
+    }
