@@ -222,19 +222,29 @@ class Sandbox:
         self._closed = False
 
     def _take(self) -> _Child:
-        """A child for this job, and a new spare behind it. Started from the caller's thread,
+        """A child for this job: the spare, or one started now. Started from the caller's thread,
         a long-lived worker thread: PR_SET_PDEATHSIG fires when the thread that started the child
         ends, so never from a thread that ends soon."""
         with self._lock:
             if self._closed:
                 raise Refused(503, "the server is shutting down")
             child, self._spare = self._spare, None
-            if child is None or child.proc.poll() is not None:
-                if child is not None:
-                    child.end()
-                child = _Child()
-            self._spare = _Child()
+        if child is None or child.proc.poll() is not None:
+            if child is not None:
+                child.end()
+            child = _Child()
         return child
+
+    def _refill(self) -> None:
+        """A spare for the next job, started once this job is over: a child importing pyarrow and
+        DuckDB while the job runs would take a core from it on a small machine."""
+        with self._lock:
+            if self._closed or self._spare is not None:
+                return
+            try:
+                self._spare = _Child()
+            except OSError as exc:  # the next job starts its own
+                log.warning("no spare job process started: %s", exc)
 
     def preview(self, read_range: ReadRange, size: int, rows: int, budget: int) -> dict[str, Any]:
         """The preview's answer (parquet_preview.decode), or Refused: 413 past the memory or time
@@ -278,6 +288,7 @@ class Sandbox:
                 ) from None
         finally:
             child.end()
+            self._refill()
 
     def close(self) -> None:
         with self._lock:

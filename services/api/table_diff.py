@@ -34,8 +34,13 @@ def _schema_change(left: list[dict[str, str]], right: list[dict[str, str]]) -> d
 
 
 def _text(name: str, side: str) -> str:
-    # Compared and shown as text: a column whose type changed (int to double) compares by value.
     return f"CAST({side}.{quoted(name)} AS VARCHAR)"
+
+
+def _value(name: str, side: str, same_type: bool) -> str:
+    """A column's value as compared: itself when both sides have the same type, else its text
+    (an int column that became double compares 10 with "10.0", and so shows as changed)."""
+    return f"{side}.{quoted(name)}" if same_type else _text(name, side)
 
 
 def _check_key(con: duckdb.DuckDBPyConnection, table: str, key: str, side: str) -> None:
@@ -52,40 +57,48 @@ def _cells(values: tuple[Any, ...]) -> list[str | None]:
 
 
 def compare(
-    con: duckdb.DuckDBPyConnection, left_columns: list[str], right_columns: list[str], key: str | None, limit: int
+    con: duckdb.DuckDBPyConnection, left: dict[str, str], right: dict[str, str], key: str | None, limit: int
 ) -> dict[str, Any]:
-    common = [name for name in left_columns if name in right_columns]
+    """Counts and the first `limit` differing rows of LEFT against RIGHT; `left` and `right` are
+    each side's columns (name: type, in order)."""
+    common = [name for name in left if name in right]
+    same = {name: left[name] == right[name] for name in common}
     if key is not None:
-        for table, names, side in ((LEFT, left_columns, "left"), (RIGHT, right_columns, "right")):
+        for table, names, side in ((LEFT, left, "left"), (RIGHT, right, "right")):
             if key not in names:
                 raise JobRefused(400, f"no key column {key!r} on the {side} side")
             _check_key(con, table, key, side)
-        join = f"{_text(key, 'l')} = {_text(key, 'r')}"
-        order = f"coalesce({_text(key, 'l')}, {_text(key, 'r')})"
+        join = f"{_value(key, 'l', same[key])} = {_value(key, 'r', same[key])}"
+        order = f"coalesce({_value(key, 'l', same[key])}, {_value(key, 'r', same[key])})"
     else:
         join = "l.rowid = r.rowid"
         order = "coalesce(l.rowid, r.rowid)"
-    differs = " OR ".join(f"{_text(name, 'l')} IS DISTINCT FROM {_text(name, 'r')}" for name in common) or "false"
-    joined = f"""
-        SELECT l.rowid AS lr, r.rowid AS rr, ({differs}) AS differs, {order} AS ord
-        FROM {LEFT} l FULL OUTER JOIN {RIGHT} r ON {join}"""
+    tests = [f"{_value(name, 'l', same[name])} IS DISTINCT FROM {_value(name, 'r', same[name])}" for name in common]
+    differs = " OR ".join(tests) or "false"
+    # The join once, into a table both the counts and the listing read.
+    con.execute(
+        f"""CREATE TEMP TABLE pairs AS
+            SELECT l.rowid AS lr, r.rowid AS rr, ({differs}) AS differs, {order} AS ord
+            FROM {LEFT} l FULL OUTER JOIN {RIGHT} r ON {join}"""
+    )
     counted = con.execute(
-        f"""SELECT count(*) FILTER (WHERE lr IS NULL), count(*) FILTER (WHERE rr IS NULL),
-                   count(*) FILTER (WHERE lr IS NOT NULL AND rr IS NOT NULL AND differs),
-                   count(*) FILTER (WHERE lr IS NOT NULL AND rr IS NOT NULL AND NOT differs)
-            FROM ({joined})"""
+        """SELECT count(*) FILTER (WHERE lr IS NULL), count(*) FILTER (WHERE rr IS NULL),
+                  count(*) FILTER (WHERE lr IS NOT NULL AND rr IS NOT NULL AND differs),
+                  count(*) FILTER (WHERE lr IS NOT NULL AND rr IS NOT NULL AND NOT differs)
+           FROM pairs"""
     ).fetchone()
     assert counted is not None
-    left_cells = ", ".join(_text(name, "l") for name in left_columns) or "NULL"
-    right_cells = ", ".join(_text(name, "r") for name in right_columns) or "NULL"
+    left_names, right_names = list(left), list(right)
+    left_cells = ", ".join(_text(name, "l") for name in left_names) or "NULL"
+    right_cells = ", ".join(_text(name, "r") for name in right_names) or "NULL"
     listed = con.execute(
-        f"""SELECT j.lr, j.rr, {left_cells}, {right_cells}
-            FROM ({joined}) j LEFT JOIN {LEFT} l ON l.rowid = j.lr LEFT JOIN {RIGHT} r ON r.rowid = j.rr
-            WHERE j.lr IS NULL OR j.rr IS NULL OR j.differs
-            ORDER BY j.ord LIMIT {int(limit)}"""
+        f"""SELECT p.lr, p.rr, {left_cells}, {right_cells}
+            FROM (SELECT * FROM pairs WHERE lr IS NULL OR rr IS NULL OR differs ORDER BY ord LIMIT {int(limit)}) p
+            LEFT JOIN {LEFT} l ON l.rowid = p.lr LEFT JOIN {RIGHT} r ON r.rowid = p.rr
+            ORDER BY p.ord"""
     ).fetchall()
     rows = []
-    width = max(len(left_columns), 1)
+    width = max(len(left_names), 1)
     for found in listed:
         left_row, right_row = _cells(found[2 : 2 + width]), _cells(found[2 + width :])
         if found[0] is None:
@@ -94,7 +107,7 @@ def compare(
             rows.append({"change": "removed", "position": found[0], "left": left_row})
         else:
             changed = [
-                name for name in common if left_row[left_columns.index(name)] != right_row[right_columns.index(name)]
+                name for name in common if left_row[left_names.index(name)] != right_row[right_names.index(name)]
             ]
             rows.append(
                 {"change": "changed", "position": found[1], "left": left_row, "right": right_row, "columns": changed}
@@ -136,11 +149,11 @@ def diff(
         con.execute(f"CREATE TABLE {LEFT} AS SELECT * FROM {RIGHT} LIMIT 0")
     if not right:
         con.execute(f"CREATE TABLE {RIGHT} AS SELECT * FROM {LEFT} LIMIT 0")
-    left_names = [column["name"] for column in (left_schema or right_schema)]
-    right_names = [column["name"] for column in (right_schema or left_schema)]
+    left_types = {column["name"]: column["type"] for column in (left_schema or right_schema)}
+    right_types = {column["name"]: column["type"] for column in (right_schema or left_schema)}
     if key is not None and (not left or not right):
-        key = key if key in left_names else None
-    result = compare(con, left_names, right_names, key, limit)
+        key = key if key in left_types else None
+    result = compare(con, left_types, right_types, key, limit)
     return {
         "format": fmt,
         "key": key,

@@ -98,12 +98,19 @@ def _load_csv(
         raise JobRefused(400, "the object is empty: no header line")
     path = workdir / f"{table}.csv"
     path.write_bytes(data)
-    # Every line sniffed (sample_size -1): a type guessed from the first lines fails on a later one.
-    con.execute(
-        f'CREATE TABLE "{table}" AS SELECT * FROM read_csv(?, header = true, delim = ?, sample_size = -1) '
-        f"LIMIT {int(max_rows) + 1}",
-        [str(path), delimiter],
-    )
+    # Types sniffed from the first lines, as is quick; should a later line not fit them, sniffed
+    # again from every line (twice the work, so only then).
+    for sample_size in (20_480, -1):
+        try:
+            con.execute(
+                f'CREATE TABLE "{table}" AS SELECT * FROM read_csv(?, header = true, delim = ?, '
+                f"sample_size = {sample_size}) LIMIT {int(max_rows) + 1}",
+                [str(path), delimiter],
+            )
+            break
+        except (duckdb.ConversionException, duckdb.InvalidInputException):
+            if sample_size == -1:
+                raise
     path.unlink()
     rows = int(_scalar(con, f'SELECT count(*) FROM "{table}"'))
     if rows > max_rows:
