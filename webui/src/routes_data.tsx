@@ -10,7 +10,14 @@ export const dataRoutes: RouteDef[] = [
     tab: "compare",
     title: "Object diff",
     render: ({ params, query }) => (
-      <ObjectDiff repo={params.repo} left={query.get("left") ?? ""} right={query.get("right") ?? ""} path={query.get("path") ?? ""} keyColumn={query.get("key") ?? ""} />
+      <ObjectDiff
+        repo={params.repo}
+        left={query.get("left") ?? ""}
+        right={query.get("right") ?? ""}
+        path={query.get("path") ?? ""}
+        type={query.get("type") === "three_dot" ? "three_dot" : "two_dot"}
+        keyColumn={query.get("key") ?? ""}
+      />
     ),
   },
   {

@@ -6,11 +6,12 @@ import { isSafeLink, renderTokens } from "../src/pages/markdown";
 
 describe("diffRefsOf", () => {
   it("reads the refs of a two-ref diff list, encoded names decoded", () => {
-    expect(diffRefsOf("/repositories/r/refs/main/diff/feature%2Fx")).toEqual({ left: "main", right: "feature/x" });
+    expect(diffRefsOf("/repositories/r/refs/main/diff/feature%2Fx")).toEqual({ left: "main", right: "feature/x", type: "three_dot" });
+    expect(diffRefsOf("/repositories/r/refs/a/diff/b", "two_dot")).toEqual({ left: "a", right: "b", type: "two_dot" });
   });
 
   it("compares a branch's last commit with its staged changes", () => {
-    expect(diffRefsOf("/repositories/r/branches/dev/diff")).toEqual({ left: "dev@", right: "dev" });
+    expect(diffRefsOf("/repositories/r/branches/dev/diff")).toEqual({ left: "dev@", right: "dev", type: "two_dot" });
   });
 
   it("knows no other list", () => {
@@ -19,6 +20,7 @@ describe("diffRefsOf", () => {
 
   it("links the diff page with every part encoded", () => {
     expect(objectDiffHref("r", "a", "b@", "d/x y.csv")).toBe("/ui/repositories/r/diff?left=a&right=b%40&path=d%2Fx+y.csv");
+    expect(objectDiffHref("r", "a", "b", "p", "three_dot", "id")).toBe("/ui/repositories/r/diff?left=a&right=b&path=p&type=three_dot&key=id");
   });
 });
 

@@ -6,7 +6,7 @@ preview_sandbox.py, never in this one, and share the previews' cap (routes/previ
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, Any, BinaryIO, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
@@ -35,6 +35,10 @@ MAX_KEY_CHARS = 256
 
 Key = Annotated[str | None, Query(max_length=MAX_KEY_CHARS, description="the key column of a table diff")]
 Limit = Annotated[int, Query(ge=1, le=MAX_LISTED, description="changed rows listed at most")]
+DiffType = Annotated[
+    Literal["two_dot", "three_dot"],
+    Query(description="two_dot: left as it is; three_dot: the merge base of left and right instead"),
+]
 
 
 async def _entry(ctx: Ctx, repository: str, ref: str, key: str) -> pb.Entry | None:
@@ -87,10 +91,21 @@ def _run(kind: str, sources: list[Source], params: dict[str, Any], budget: int, 
 
 @router.get("/repositories/{repository}/refs/{left}/diff/{right}/object")
 async def diff_object(
-    ctx: Ctx, repository: str, left: str, right: str, path: ObjectPath = None, key: Key = None, limit: Limit = 100
+    ctx: Ctx,
+    repository: str,
+    left: str,
+    right: str,
+    path: ObjectPath = None,
+    key: Key = None,
+    limit: Limit = 100,
+    type: DiffType = "two_dot",  # lakeFS's name for it, as on the diff list
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
     name = checked_path(path)
+    if type == "three_dot":
+        # What right changed since it left `left`, as the three-dot diff list shows it.
+        request = api.FindMergeBaseRequest(repository=repository, left_ref=left, right_ref=right)
+        left = (await ctx.call(ctx.backend.graveler.FindMergeBase, request)).commit_id
     entries = [await _entry(ctx, repository, left, name), await _entry(ctx, repository, right, name)]
     if entries[0] is None and entries[1] is None:
         raise ApiError(404, f"no object {name} at {left} or at {right}")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from services.api.job_limits import DIFF_BYTES
-from tests.integration.api.conftest import Api, error_message
-from tests.integration.api.data_support import branch_off, diff, diff_ok, parquet, upload
+from tests.integration.api.conftest import Api, error_message, json_post
+from tests.integration.api.data_support import auth, branch_off, diff, diff_ok, parquet, upload
 
 CSV_BEFORE = b"id,name,score\n1,ann,10\n2,bob,20\n3,cy,30\n4,dee,40\n"
 # bob's score changed, cy removed, eve added, and the rows reordered.
@@ -112,3 +112,20 @@ def test_a_large_csv_is_compared_on_a_bounded_sample(api: Api, repo: str) -> Non
     assert not sample["left"]["complete"] and sample["left"]["bytes_read"] <= DIFF_BYTES
     assert sample["left"]["rows"] < rows
     assert answer["counts"]["changed"] == 1 and answer["counts"]["added"] == answer["counts"]["removed"] == 0
+
+
+def test_three_dot_compares_the_merge_base_with_the_right_ref(api: Api, repo: str) -> None:
+    upload(api, repo, "notes.txt", b"one\n", "text/plain")
+    branch_off(api, repo, "feature")
+    upload(api, repo, "notes.txt", b"one\nmain's line\n", "text/plain")
+    json_post(api, f"/repositories/{repo}/branches/main/commits", {"message": "on main"})
+    write = f"/repositories/{repo}/branches/feature/objects?path=notes.txt"
+    assert api.request("POST", write, body=b"one\nfeature's line\n", headers=auth(api)).status == 201
+
+    # Two-dot: main against feature, main's own line shows as removed.
+    plain = diff_ok(api, repo, "notes.txt", left="main", right="feature")
+    assert plain["counts"] == {"added": 1, "removed": 1}
+    # Three-dot: only what feature changed since it left main.
+    since = diff_ok(api, repo, "notes.txt", left="main", right="feature", type="three_dot")
+    assert since["counts"] == {"added": 1, "removed": 0}
+    assert since["left"]["ref"] != "main" and len(since["left"]["ref"]) >= 40

@@ -1,6 +1,7 @@
 // The object diff API's answer (docs/design/api.md): both sides' metadata, and by kind a table's
 // schema change and rows, a text's hunks, or nothing more (images and binary objects).
 import { api, seg } from "../../api";
+import type { DiffType } from "./diff_links";
 
 export interface Side {
   ref: string;
@@ -67,6 +68,6 @@ export interface ObjectDiffAnswer {
   };
 }
 
-export function getObjectDiff(repo: string, left: string, right: string, path: string, key: string, signal: AbortSignal): Promise<ObjectDiffAnswer> {
-  return api.get<ObjectDiffAnswer>(`/repositories/${seg(repo)}/refs/${seg(left)}/diff/${seg(right)}/object`, { path, key, limit: 200 }, signal);
+export function getObjectDiff(repo: string, left: string, right: string, path: string, type: DiffType, key: string, signal: AbortSignal): Promise<ObjectDiffAnswer> {
+  return api.get<ObjectDiffAnswer>(`/repositories/${seg(repo)}/refs/${seg(left)}/diff/${seg(right)}/object`, { path, type, key, limit: 200 }, signal);
 }

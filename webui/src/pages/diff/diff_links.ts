@@ -3,30 +3,35 @@
 // same way.
 import { repoHref } from "../../components/layout";
 
+export type DiffType = "two_dot" | "three_dot";
+
 export interface DiffRefs {
   left: string;
   right: string;
+  /** three_dot: what `right` changed since it left `left` (their merge base against right). */
+  type: DiffType;
 }
 
 const REFS_DIFF = /^\/repositories\/[^/]+\/refs\/([^/]+)\/diff\/([^/]+)$/;
 const BRANCH_DIFF = /^\/repositories\/[^/]+\/branches\/([^/]+)\/diff$/;
 
-/** The two refs a diff list's API path compares, or null for a path of another shape. A branch's
- * uncommitted changes compare its last commit (`branch@`) with the branch as staged. */
-export function diffRefsOf(apiPath: string): DiffRefs | null {
+/** The two refs a diff list's API path compares (its `type`, lakeFS's default three_dot), or
+ * null for a path of another shape. A branch's uncommitted changes compare its last commit
+ * (`branch@`) with the branch as staged. */
+export function diffRefsOf(apiPath: string, type?: string): DiffRefs | null {
   const refs = REFS_DIFF.exec(apiPath);
-  if (refs) return { left: decodeURIComponent(refs[1]), right: decodeURIComponent(refs[2]) };
+  if (refs) return { left: decodeURIComponent(refs[1]), right: decodeURIComponent(refs[2]), type: type === "two_dot" ? "two_dot" : "three_dot" };
   const branch = BRANCH_DIFF.exec(apiPath);
   if (branch) {
     const name = decodeURIComponent(branch[1]);
-    return { left: `${name}@`, right: name };
+    return { left: `${name}@`, right: name, type: "two_dot" };
   }
   return null;
 }
 
-/** The UI URL of one object's diff between two refs. */
-export function objectDiffHref(repo: string, left: string, right: string, path: string, key?: string): string {
-  return repoHref(repo, "diff", { left, right, path, key });
+/** The UI URL of one object's diff between two refs (two_dot, the default, left out). */
+export function objectDiffHref(repo: string, left: string, right: string, path: string, type: DiffType = "two_dot", key?: string): string {
+  return repoHref(repo, "diff", { left, right, path, type: type === "three_dot" ? type : undefined, key });
 }
 
 /** The UI URL of the query page of an object. */

@@ -9,20 +9,22 @@ import { useAsync } from "../../components/use_async";
 import { objectHref } from "../objects_paths";
 import { cellText, objectUrlPath } from "../objects_preview";
 import { type Column, type DiffRowChange, type ObjectDiffAnswer, type Side, getObjectDiff } from "./diff_api";
-import { isComment, languageOf, objectDiffHref, shortRef } from "./diff_links";
+import { type DiffType, isComment, languageOf, objectDiffHref, shortRef } from "./diff_links";
 
 export interface ObjectDiffProps {
   repo: string;
   left: string;
   right: string;
   path: string;
+  /** three_dot compares the refs' merge base with `right` (what `right` changed). */
+  type: DiffType;
   /** The key column of a table diff ("" compares rows by position). */
   keyColumn: string;
 }
 
 export function ObjectDiff(props: ObjectDiffProps) {
-  const { repo, left, right, path, keyColumn } = props;
-  const diff = useAsync((signal) => getObjectDiff(repo, left, right, path, keyColumn, signal), [repo, left, right, path, keyColumn]);
+  const { repo, left, right, path, type, keyColumn } = props;
+  const diff = useAsync((signal) => getObjectDiff(repo, left, right, path, type, keyColumn, signal), [repo, left, right, path, type, keyColumn]);
   return (
     <section class="object-diff" data-testid="object-diff">
       <div class="toolbar">
@@ -30,7 +32,9 @@ export function ObjectDiff(props: ObjectDiffProps) {
           <code>{path}</code>
         </h2>
         <span class="diff-refs">
-          <code title={left}>{shortRef(left)}</code> → <code title={right}>{shortRef(right)}</code>
+          {type === "three_dot" && "changes of "}
+          <code title={right}>{shortRef(right)}</code> {type === "three_dot" ? "since it left " : "against "}
+          <code title={left}>{shortRef(left)}</code>
         </span>
       </div>
       {diff.loading && <Loading what="diff" />}
@@ -202,7 +206,7 @@ function KeyPicker(props: ObjectDiffProps & { columns: string[] }) {
       <select
         aria-label="key column"
         value={props.keyColumn}
-        onChange={(event) => navigate(objectDiffHref(props.repo, props.left, props.right, props.path, (event.target as HTMLSelectElement).value || undefined))}
+        onChange={(event) => navigate(objectDiffHref(props.repo, props.left, props.right, props.path, props.type, (event.target as HTMLSelectElement).value || undefined))}
       >
         <option value="">their position</option>
         {props.columns.map((name) => (

@@ -59,7 +59,9 @@ export function QueryPage({ repo, query }: { repo: string; query: URLSearchParam
         }}
       >
         <label>
-          SQL (the object is the table <code>data</code>; one SELECT statement)
+          <span>
+            SQL (the object is the table <code>data</code>; one SELECT statement)
+          </span>
           <textarea rows={6} spellcheck={false} value={sql} onInput={(event) => setSql((event.target as HTMLTextAreaElement).value)} aria-label="SQL" />
         </label>
         {tooLong && <p class="error-note">The SQL is longer than {MAX_SQL_BYTES / 1024} KiB.</p>}

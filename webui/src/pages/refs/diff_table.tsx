@@ -32,7 +32,7 @@ function repoOf(apiPath: string): string {
 }
 
 export function DiffTable(props: DiffTableProps) {
-  const refs = diffRefsOf(props.path);
+  const refs = diffRefsOf(props.path, props.query?.type);
   const columns: Column<DiffRow>[] = [
     {
       title: "Change",
@@ -51,7 +51,7 @@ export function DiffTable(props: DiffTableProps) {
       className: "row-actions",
       cell: (row) =>
         row.path_type === "object" ? (
-          <Link href={objectDiffHref(repoOf(props.path), refs.left, refs.right, row.path)} data-testid="object-diff-link" aria-label={`diff ${row.path}`}>
+          <Link href={objectDiffHref(repoOf(props.path), refs.left, refs.right, row.path, refs.type)} data-testid="object-diff-link" aria-label={`diff ${row.path}`}>
             diff
           </Link>
         ) : null,

@@ -15,7 +15,7 @@ const CHANGE_LABELS: Record<string, string> = {
 };
 
 export function PullDiff({ repo, pull }: { repo: string; pull: PullRequest }) {
-  const { left, right } = pullDiffRange(pull);
+  const { left, right, type } = pullDiffRange(pull);
   return (
     <PagedTable<DiffRow>
       testId="pull-diff"
@@ -36,7 +36,7 @@ export function PullDiff({ repo, pull }: { repo: string; pull: PullRequest }) {
           className: "row-actions",
           cell: (row) =>
             row.path_type === "object" ? (
-              <Link href={objectDiffHref(repo, left, right, row.path)} data-testid="object-diff-link" aria-label={`diff ${row.path}`}>
+              <Link href={objectDiffHref(repo, left, right, row.path, type)} data-testid="object-diff-link" aria-label={`diff ${row.path}`}>
                 diff
               </Link>
             ) : null,
