@@ -259,13 +259,12 @@ class Sandbox:
         Blocking: run it in a worker thread (it waits on pipes, holding no lock)."""
         if kind not in KINDS or not 1 <= len(sources) <= 2:
             raise ValueError(f"a {kind} job over {len(sources)} sources")
-        what = kind
         child = self._take()
         try:
             try:
                 child.wait_ready()
             except (TimeoutError, _Gone) as exc:
-                raise Refused(503, f"no {what} process could be started: retry shortly ({exc})") from None
+                raise Refused(503, f"no {kind} process could be started: retry shortly ({exc})") from None
             try:
                 return child.run(kind, sources, params, budget)
             except TimeoutError:
@@ -273,17 +272,17 @@ class Sandbox:
                     raise Refused(
                         413, f"too large to preview: decoding it takes more than {DECODE_SECONDS:.0f} s"
                     ) from None
-                raise Refused(504, f"the {what} took more than {DECODE_SECONDS:.0f} s and was stopped") from None
+                raise Refused(504, f"the {kind} took more than {DECODE_SECONDS:.0f} s and was stopped") from None
             except _Gone as exc:
                 status = child.end()
-                log.warning("%s process ended without an answer (exit %s): %s", what, status, exc)
+                log.warning("%s process ended without an answer (exit %s): %s", kind, status, exc)
                 if kind == "preview":
                     raise Refused(
                         413, "too large to preview: decoding it went past the memory or time a preview may use"
                     ) from None
                 raise Refused(
                     422,
-                    f"the {what} went past the memory ({MEMORY_BYTES // (1024 * 1024)} MiB) or time "
+                    f"the {kind} went past the memory ({MEMORY_BYTES // (1024 * 1024)} MiB) or time "
                     f"({DECODE_SECONDS:.0f} s) it may use and was stopped",
                 ) from None
         finally:
