@@ -197,7 +197,10 @@ class _Child:
                     data = reader.read()
                 reply = _frame(DATA, data)
             except OSError as exc:
-                reply = _frame(FAILED, str(exc).encode()[:MAX_MESSAGE_BYTES])
+                # The store's own message may name the object's physical address or a server
+                # path, and the child may answer it to the user: it gets none of it.
+                log.warning("a %s job's read of the store failed: %s", kind, type(exc).__name__)
+                reply = _frame(FAILED, b"the object could not be read from the store")
             _write_all(self._in, reply, deadline)
 
     def end(self) -> int | None:
@@ -395,6 +398,8 @@ def child_main(parent: int) -> None:
         _send(out, ANSWER, _fitting(answer))
     except jobs.JobRefused as refused:
         _refuse(out, refused.status, refused.message)
+    except OSError:  # a range the server could not read (its message says no more)
+        _refuse(out, 503, "the object could not be read from the store: retry shortly")
     except MemoryError:
         if request["kind"] == "preview":
             _refuse(out, 413, "too large to preview: its first rows decode to more memory than a preview may use")
