@@ -171,6 +171,13 @@ def _check_footer(source: RangedFile, size: int) -> None:
     source.seek(0)
 
 
+def open_checked(source: RangedFile, size: int) -> pq.ParquetFile:
+    """The Parquet file over `source`, its footer's claims checked before it is parsed: raises
+    BudgetExceeded for a footer too big to read, ValueError for what is no Parquet file."""
+    _check_footer(source, size)
+    return pq.ParquetFile(source)
+
+
 def _first_rows(parquet: pq.ParquetFile, fields: list[pa.Field], rows: int, budget: int, used: int) -> list[pa.Array]:
     """The first `rows` rows of the first len(fields) columns, one batch of the first row group."""
     metadata = parquet.metadata

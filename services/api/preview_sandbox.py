@@ -1,6 +1,7 @@
-"""Previews decoded in a child process that no file can make big or slow: each preview runs in a
-fresh process limited to MEMORY_BYTES of address space beyond what its imports took, killed
-when it runs past DECODE_SECONDS, and gone with the server (PR_SET_PDEATHSIG).
+"""Objects decoded in a child process that no file or query can make big or slow: each job (a
+Parquet preview, an object diff, a SQL query: the job's `kind`) runs in a fresh process limited
+to MEMORY_BYTES of address space beyond what its imports took, killed when it runs past
+DECODE_SECONDS, and gone with the server (PR_SET_PDEATHSIG).
 
 Why a process: a few hundred bytes of Parquet can decode into gigabytes (one dictionary value
 of tens of MB repeated in every row), and nothing the footer claims bounds that. Decoded in the
@@ -10,13 +11,15 @@ and the server's thread only waits on a pipe.
 
 The child never touches the object store or the server's credentials: it starts with an almost
 empty environment and no inherited descriptors but its pipes, asks the server for byte ranges
-(served within the preview's byte budget) and answers JSON. Each child serves one preview and
-exits; one spare is kept started (importing pyarrow takes seconds on a busy machine), so a
-preview only waits for a start when previews come faster than that.
+of the job's sources (one or two objects; each served within the job's byte budget) and answers
+JSON. Each child serves one job and exits; one spare is kept started (importing pyarrow and
+DuckDB takes seconds on a busy machine), so a job only waits for a start when jobs come faster
+than that.
 
 Frames on the pipes: one kind byte, a 4-byte big-endian length, the payload.
-child -> server: READY; RANGE (start, end: 8 bytes each); ANSWER (JSON); REFUSED ({status, message})
-server -> child: REQUEST ({size, rows, budget}); DATA (the range's bytes); FAILED (a message)
+child -> server: READY; RANGE (source: 1 byte, start, end: 8 bytes each); ANSWER (JSON);
+                 REFUSED ({status, message})
+server -> child: REQUEST ({kind, sizes, budget, params}); DATA (the range's bytes); FAILED (a message)
 """
 
 from __future__ import annotations
@@ -33,12 +36,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 log = logging.getLogger(__name__)
 
-# Address space a preview may use beyond its interpreter and pyarrow: a budget's 16 MiB read,
-# one batch decoded and its cells, many times over.
+# Address space a job may use beyond its interpreter, pyarrow and DuckDB: a preview's 16 MiB read,
+# one batch decoded and its cells, many times over; DuckDB's own limit (jobs.py) sits below it.
 MEMORY_BYTES = 512 * 1024 * 1024
 # From the request to the answer; the CPU limit backs it up should the server be stopped.
 DECODE_SECONDS = 10.0
@@ -57,10 +61,21 @@ _PR_SET_PDEATHSIG = 1
 _CHUNK = 1024 * 1024
 
 ReadRange = Callable[[int, int], BinaryIO]
+# What a job does in the child: jobs.py maps each to its code.
+KINDS = ("preview", "diff", "query")
+_RANGE_BYTES = 17
+
+
+@dataclass(frozen=True)
+class Source:
+    """An object a job reads: ranged reads of it, and its size."""
+
+    read_range: ReadRange
+    size: int
 
 
 class Refused(Exception):
-    """A preview not given: its HTTP status and message."""
+    """A job not done: its HTTP status and message."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -153,32 +168,39 @@ class _Child:
                 raise _Gone("the preview process did not start")
             self.ready = True
 
-    def preview(self, read_range: ReadRange, size: int, rows: int, budget: int) -> dict[str, Any]:
+    def run(self, kind: str, sources: list[Source], params: dict[str, Any], budget: int) -> dict[str, Any]:
         deadline = time.monotonic() + DECODE_SECONDS
-        request = json.dumps({"size": size, "rows": rows, "budget": budget}).encode()
+        sizes = [source.size for source in sources]
+        request = json.dumps({"kind": kind, "sizes": sizes, "budget": budget, "params": params}).encode()
         _write_all(self._in, _frame(REQUEST, request), deadline)
-        served = 0
+        served = [0] * len(sources)
         while True:
-            kind, payload = self._receive(deadline, max(MAX_ANSWER_BYTES, MAX_MESSAGE_BYTES))
-            if kind == ANSWER:
+            kind_byte, payload = self._receive(deadline, max(MAX_ANSWER_BYTES, MAX_MESSAGE_BYTES))
+            if kind_byte == ANSWER:
                 answer: dict[str, Any] = json.loads(payload)
                 return answer
-            if kind == REFUSED:
+            if kind_byte == REFUSED:
                 refusal = json.loads(payload)
                 raise Refused(int(refusal["status"]), str(refusal["message"]))
-            if kind != RANGE or len(payload) != 16:
-                raise _Gone("a frame the preview process may not send")
-            start, end = int.from_bytes(payload[:8], "big"), int.from_bytes(payload[8:], "big")
+            if kind_byte != RANGE or len(payload) != _RANGE_BYTES:
+                raise _Gone("a frame the job's process may not send")
+            index = payload[0]
+            start, end = int.from_bytes(payload[1:9], "big"), int.from_bytes(payload[9:], "big")
+            if index >= len(sources):
+                raise _Gone(f"a range of source {index} of {len(sources)}")
             # The child keeps to the budget itself; the server holds it to it all the same.
-            served += end - start + 1
-            if not 0 <= start <= end < size or served > budget:
+            served[index] += end - start + 1
+            if not 0 <= start <= end < sizes[index] or served[index] > budget:
                 raise _Gone(f"a range {start}-{end} outside the object or the budget")
             try:
-                with read_range(start, end) as reader:
+                with sources[index].read_range(start, end) as reader:
                     data = reader.read()
                 reply = _frame(DATA, data)
             except OSError as exc:
-                reply = _frame(FAILED, str(exc).encode()[:MAX_MESSAGE_BYTES])
+                # The store's own message may name the object's physical address or a server
+                # path, and the child may answer it to the user: it gets none of it.
+                log.warning("a %s job's read of the store failed: %s", kind, type(exc).__name__)
+                reply = _frame(FAILED, b"the object could not be read from the store")
             _write_all(self._in, reply, deadline)
 
     def end(self) -> int | None:
@@ -195,7 +217,7 @@ class _Child:
 
 
 class Sandbox:
-    """Runs previews in children: one per preview, one spare started ahead."""
+    """Runs jobs in children: one per job, one spare started ahead."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -203,44 +225,72 @@ class Sandbox:
         self._closed = False
 
     def _take(self) -> _Child:
-        """A child for this preview, and a new spare behind it. Started from the caller's thread,
+        """A child for this job: the spare, or one started now. Started from the caller's thread,
         a long-lived worker thread: PR_SET_PDEATHSIG fires when the thread that started the child
         ends, so never from a thread that ends soon."""
         with self._lock:
             if self._closed:
                 raise Refused(503, "the server is shutting down")
             child, self._spare = self._spare, None
-            if child is None or child.proc.poll() is not None:
-                if child is not None:
-                    child.end()
-                child = _Child()
-            self._spare = _Child()
+        if child is None or child.proc.poll() is not None:
+            if child is not None:
+                child.end()
+            child = _Child()
         return child
+
+    def _refill(self) -> None:
+        """A spare for the next job, started once this job is over: a child importing pyarrow and
+        DuckDB while the job runs would take a core from it on a small machine."""
+        with self._lock:
+            if self._closed or self._spare is not None:
+                return
+            try:
+                self._spare = _Child()
+            except OSError as exc:  # the next job starts its own
+                log.warning("no spare job process started: %s", exc)
 
     def preview(self, read_range: ReadRange, size: int, rows: int, budget: int) -> dict[str, Any]:
         """The preview's answer (parquet_preview.decode), or Refused: 413 past the memory or time
         bound, 400 for what is no Parquet file or too large to read, 503 if no child starts.
         Blocking: run it in a worker thread (it waits on pipes, holding no lock)."""
+        return self.run("preview", [Source(read_range, size)], {"rows": rows}, budget)
+
+    def run(self, kind: str, sources: list[Source], params: dict[str, Any], budget: int) -> dict[str, Any]:
+        """The answer of one job (jobs.py) over its sources, each read within `budget` bytes, or
+        Refused: the job's own refusals (400, 404, 413...), past the time bound 504 and past the
+        memory bound 422 (413 for previews, as they always answered), 503 if no child starts.
+        Blocking: run it in a worker thread (it waits on pipes, holding no lock)."""
+        if kind not in KINDS or not 1 <= len(sources) <= 2:
+            raise ValueError(f"a {kind} job over {len(sources)} sources")
         child = self._take()
         try:
             try:
                 child.wait_ready()
             except (TimeoutError, _Gone) as exc:
-                raise Refused(503, f"no preview process could be started: retry shortly ({exc})") from None
+                raise Refused(503, f"no {kind} process could be started: retry shortly ({exc})") from None
             try:
-                return child.preview(read_range, size, rows, budget)
+                return child.run(kind, sources, params, budget)
             except TimeoutError:
-                raise Refused(
-                    413, f"too large to preview: decoding it takes more than {DECODE_SECONDS:.0f} s"
-                ) from None
+                if kind == "preview":
+                    raise Refused(
+                        413, f"too large to preview: decoding it takes more than {DECODE_SECONDS:.0f} s"
+                    ) from None
+                raise Refused(504, f"the {kind} took more than {DECODE_SECONDS:.0f} s and was stopped") from None
             except _Gone as exc:
                 status = child.end()
-                log.warning("preview process ended without an answer (exit %s): %s", status, exc)
+                log.warning("%s process ended without an answer (exit %s): %s", kind, status, exc)
+                if kind == "preview":
+                    raise Refused(
+                        413, "too large to preview: decoding it went past the memory or time a preview may use"
+                    ) from None
                 raise Refused(
-                    413, "too large to preview: decoding it went past the memory or time a preview may use"
+                    422,
+                    f"the {kind} went past the memory ({MEMORY_BYTES // (1024 * 1024)} MiB) or time "
+                    f"({DECODE_SECONDS:.0f} s) it may use and was stopped",
                 ) from None
         finally:
             child.end()
+            self._refill()
 
     def close(self) -> None:
         with self._lock:
@@ -291,8 +341,11 @@ def _receive(inp: BinaryIO) -> tuple[bytes, bytes]:
 
 
 def _fitting(answer: dict[str, Any]) -> bytes:
-    """The answer as JSON, with as many of its rows as fit in MAX_ANSWER_BYTES."""
-    rows = answer["rows"]
+    """The answer as JSON, with as many of its rows as fit in MAX_ANSWER_BYTES (an answer with
+    no "rows" as it is)."""
+    rows = answer.get("rows")
+    if rows is None:
+        return json.dumps(answer, separators=(",", ":")).encode()
     answer["rows"] = []
     body = json.dumps(answer, separators=(",", ":")).encode()
     room = MAX_ANSWER_BYTES - len(body)
@@ -309,18 +362,19 @@ def _fitting(answer: dict[str, Any]) -> bytes:
     return head + b'"rows":[' + b",".join(kept) + b"]" + tail
 
 
+def _refuse(out: BinaryIO, status: int, message: str) -> None:
+    _send(out, REFUSED, json.dumps({"status": status, "message": message[:4096]}).encode())
+
+
 def child_main(parent: int) -> None:
     _die_with(parent)
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the pipe
     import io
 
-    import pyarrow as pa
+    from services.api import jobs  # pyarrow and DuckDB: trusted imports, before the limit
 
-    from services.api import parquet_preview
-
-    pa.set_cpu_count(1)
-    pa.set_io_thread_count(1)
+    jobs.prepare()
     _limit(MEMORY_BYTES)
     _send(out, READY)
     kind, payload = _receive(inp)
@@ -328,21 +382,29 @@ def child_main(parent: int) -> None:
         raise SystemExit(2)
     request = json.loads(payload)
 
-    def read_range(start: int, end: int) -> BinaryIO:
-        _send(out, RANGE, start.to_bytes(8, "big") + end.to_bytes(8, "big"))
-        kind, data = _receive(inp)
-        if kind != DATA:
-            raise OSError(data.decode(errors="replace"))
-        return io.BytesIO(data)
+    def reader_of(index: int) -> ReadRange:
+        def read_range(start: int, end: int) -> BinaryIO:
+            _send(out, RANGE, bytes([index]) + start.to_bytes(8, "big") + end.to_bytes(8, "big"))
+            kind, data = _receive(inp)
+            if kind != DATA:
+                raise OSError(data.decode(errors="replace"))
+            return io.BytesIO(data)
 
+        return read_range
+
+    sources = [(reader_of(index), int(size)) for index, size in enumerate(request["sizes"])]
     try:
-        answer = parquet_preview.decode(read_range, int(request["size"]), int(request["rows"]), int(request["budget"]))
+        answer = jobs.run(str(request["kind"]), sources, dict(request["params"]), int(request["budget"]))
         _send(out, ANSWER, _fitting(answer))
-    except parquet_preview.PreviewRefused as refused:
-        _send(out, REFUSED, json.dumps({"status": refused.status, "message": refused.message[:4096]}).encode())
+    except jobs.JobRefused as refused:
+        _refuse(out, refused.status, refused.message)
+    except OSError:  # a range the server could not read (its message says no more)
+        _refuse(out, 503, "the object could not be read from the store: retry shortly")
     except MemoryError:
-        message = "too large to preview: its first rows decode to more memory than a preview may use"
-        _send(out, REFUSED, json.dumps({"status": 413, "message": message}).encode())
+        if request["kind"] == "preview":
+            _refuse(out, 413, "too large to preview: its first rows decode to more memory than a preview may use")
+        else:
+            _refuse(out, 422, f"the {request['kind']} needs more memory than it may use")
 
 
 if __name__ == "__main__":

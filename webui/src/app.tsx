@@ -1,6 +1,6 @@
 // The app: finds who is signed in, then renders the route matching the URL inside the shell.
-// Route tables: this file's own (repositories, objects) plus routes_refs.tsx, routes_review.tsx
-// and routes_actions.tsx; the first pattern that matches wins.
+// Route tables: this file's own (repositories, objects) plus routes_refs.tsx, routes_review.tsx,
+// routes_actions.tsx and routes_data.tsx; the first pattern that matches wins.
 import { useEffect, useState } from "preact/hooks";
 import { onUnauthenticated } from "./api";
 import { ErrorPage, Loading } from "./components/error_page";
@@ -13,6 +13,7 @@ import { LoginPage } from "./pages/login";
 import { ObjectPage, ObjectsPage } from "./pages/objects";
 import { ReposPage } from "./pages/repos";
 import { actionsRoutes } from "./routes_actions";
+import { dataRoutes } from "./routes_data";
 import { refsRoutes } from "./routes_refs";
 import { reviewRoutes } from "./routes_review";
 import { type CurrentUser, logout, logoutEverywhere, whoami } from "./session";
@@ -40,7 +41,7 @@ const baseRoutes: RouteDef[] = [
   },
 ];
 
-const ROUTES: RouteDef[] = [...baseRoutes, ...refsRoutes, ...reviewRoutes, ...actionsRoutes];
+const ROUTES: RouteDef[] = [...baseRoutes, ...refsRoutes, ...reviewRoutes, ...actionsRoutes, ...dataRoutes];
 
 type SessionState = { kind: "checking" } | { kind: "signed-out" } | { kind: "signed-in"; user: CurrentUser } | { kind: "failed"; error: unknown };
 

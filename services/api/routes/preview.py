@@ -39,7 +39,7 @@ class PreviewGate:
     @contextlib.contextmanager
     def enter(self) -> Iterator[None]:
         if not self._slots.acquire(blocking=False):
-            raise ApiError(503, f"{MAX_PREVIEWS} previews are running on this server: retry shortly")
+            raise ApiError(503, f"{MAX_PREVIEWS} previews, diffs or queries are running on this server: retry shortly")
         try:
             yield
         finally:

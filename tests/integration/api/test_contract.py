@@ -120,14 +120,56 @@ class SiltDiffSummary(BaseModel, extra=Extra.forbid):
     results: list[SiltDiffSummaryRow]
 
 
+class SiltDiffSide(BaseModel, extra=Extra.forbid):
+    ref: StrictStr
+    exists: StrictBool
+    size_bytes: StrictInt | None
+    checksum: StrictStr | None
+    content_type: StrictStr | None
+    mtime: StrictInt | None
+    metadata: dict[str, StrictStr] | None
+
+
+class SiltObjectDiff(BaseModel, extra=Extra.forbid):
+    path: StrictStr
+    kind: StrictStr
+    identical: StrictBool
+    left: SiltDiffSide
+    right: SiltDiffSide
+    # By kind (docs/design/api.md): tables and texts only, none when identical.
+    format: StrictStr | None
+    key: StrictStr | None
+    schema_: dict[str, Any] | None = Field(alias="schema")
+    counts: dict[str, StrictInt] | None
+    rows: list[dict[str, Any]] | None
+    hunks: list[dict[str, Any]] | None
+    truncated: StrictBool | None
+    sample: dict[str, Any] | None
+
+
+class SiltObjectQuery(BaseModel, extra=Extra.forbid):
+    path: StrictStr
+    ref: StrictStr
+    table: StrictStr
+    columns: list[SiltPreviewField]
+    rows: list[list[Any]]
+    page: StrictInt
+    page_size: StrictInt
+    has_more: StrictBool
+    total: StrictInt | None
+    sample: dict[str, Any]
+
+
 # Silt's own models, for the routes lakeFS does not have (pull request reviews and comments,
-# the web UI's Parquet preview, diff summaries).
+# the web UI's Parquet preview, object diff and query, diff summaries).
 SILT_MODELS: dict[str, type[BaseModel]] = {
     "SiltReviewList": SiltReviewList,
     "SiltComment": SiltComment,
     "SiltCommentList": SiltCommentList,
     "SiltObjectPreview": SiltObjectPreview,
     "SiltDiffSummary": SiltDiffSummary,
+    "SiltObjectDiff": SiltObjectDiff,
+    "SiltObjectQuery": SiltObjectQuery,
 }
 # Fields Silt adds to a lakeFS model (documented in docs/design/api.md); the SDK ignores them.
 EXTENSIONS: dict[str, frozenset[str]] = {
@@ -201,6 +243,8 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("GET", "/repositories/{}/refs/{}/objects/stat"): Contract("statObject", 200, "ObjectStats"),
     ("GET", "/repositories/{}/refs/{}/objects/ls"): Contract("listObjects", 200, "ObjectStatsList"),
     ("GET", "/repositories/{}/refs/{}/objects/preview"): Contract("silt:previewObject", 200, "SiltObjectPreview"),
+    ("POST", "/repositories/{}/refs/{}/objects/query"): Contract("silt:queryObject", 200, "SiltObjectQuery"),
+    ("GET", "/repositories/{}/refs/{}/diff/{}/object"): Contract("silt:diffObject", 200, "SiltObjectDiff"),
     ("POST", "/repositories/{}/branches/{}/objects"): Contract("uploadObject", 201, "ObjectStats"),
     ("DELETE", "/repositories/{}/branches/{}/objects"): Contract("deleteObject", 204, NO_BODY),
     ("POST", "/repositories/{}/branches/{}/objects/delete"): Contract("deleteObjects", 200, "ObjectErrorList"),
@@ -357,6 +401,12 @@ def _steps() -> list[Step]:
         Step("GET", REPO + "/refs/main/objects/ls", query={"prefix": "data/"}),
         Step("POST", MAIN + "/objects", query={"path": "data/t.parquet"}, content=_PARQUET, headers=OCTETS),
         Step("GET", REPO + "/refs/main/objects/preview", query={"path": "data/t.parquet"}),
+        Step(
+            "POST",
+            REPO + "/refs/main/objects/query",
+            query={"path": "data/t.parquet"},
+            json={"sql": "SELECT * FROM data", "page": 0},
+        ),
         Step("POST", MAIN + "/objects/copy", query={"dest_path": "data/b.csv"}, json={"src_path": "data/a.csv"}),
         Step("PUT", MAIN + "/objects/stat/user_metadata", query={"path": "data/a.csv"}, json={"set": {"k": "v"}}),
         Step("DELETE", MAIN + "/objects", query={"path": "data/b.csv"}),
@@ -398,6 +448,7 @@ def _steps() -> list[Step]:
         Step("POST", REPO + "/branches/dev/commits", json={"message": "d.csv"}),
         Step("GET", REPO + "/refs/main/diff/dev"),
         Step("GET", REPO + "/refs/main/diff/dev/summary", query={"prefix": "data/"}),
+        Step("GET", REPO + "/refs/main/diff/dev/object", query={"path": "data/t.parquet"}),
         Step("GET", REPO + "/refs/dev/merge/main"),
         Step("POST", REPO + "/refs/dev/merge/main", json={"message": "dev into main"}),
         Step("GET", REPO + "/commits/main"),

@@ -15,7 +15,8 @@ import { useAsync } from "../components/use_async";
 import { useIsAdmin } from "../components/user";
 import { ImportDialog, useStorageConfig } from "./objects_import";
 import { crumbs, objectHref, objectsHref, parentOf } from "./objects_paths";
-import { Preview, objectUrlPath } from "./objects_preview";
+import { queryHref } from "./diff/diff_links";
+import { Preview, objectUrlPath, previewKind } from "./objects_preview";
 import { UploadDropZone, UploadForm } from "./objects_upload";
 import { BLAME_ROWS, lastChange, useLastChanges } from "./refs/last_change";
 import { type Commit, commitHref, shortId } from "./refs/model";
@@ -256,6 +257,11 @@ function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; 
             <h2 class="object-name" data-testid="object-name">
               {name}
             </h2>
+            {["parquet", "csv"].includes(previewKind(path, stat.data.content_type ?? "")) && (
+              <Link href={queryHref(repo, ref, path)} class="button" data-testid="query-object">
+                Query
+              </Link>
+            )}
             <a href={url} download={name} class="button" data-testid="download">
               Download
             </a>

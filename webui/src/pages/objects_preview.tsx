@@ -1,9 +1,12 @@
-// Previews of an object: text and CSV from its first 64 KiB (a Range request), images from the
-// object URL, Parquet's schema and first rows from the API's bounded preview endpoint.
+// Previews of an object: text and CSV from its first 64 KiB (a Range request), Markdown rendered
+// (markdown.tsx) or raw, images from the object URL, Parquet's schema and first rows from the
+// API's bounded preview endpoint.
+import { useState } from "preact/hooks";
 import { api, call, seg } from "../api";
 import { ErrorNote, Loading } from "../components/error_page";
 import { formatBytes } from "../components/format";
 import { useAsync } from "../components/use_async";
+import { Markdown } from "./markdown";
 import { parseCsv } from "./objects_csv";
 
 export const PREVIEW_BYTES = 64 * 1024;
@@ -68,11 +71,33 @@ export function Preview(props: { repo: string; ref: string; path: string; size: 
   return <TextPreview {...props} csv={kind === "csv"} />;
 }
 
+/** Whether a path is a Markdown document (rendered on its page). */
+export function isMarkdown(path: string): boolean {
+  return ["md", "markdown"].includes(extension(path));
+}
+
 function TextPreview(props: { repo: string; ref: string; path: string; size: number; csv: boolean }) {
+  const [raw, setRaw] = useState(false);
   const head = useAsync((signal) => firstBytes(props.repo, props.ref, props.path, props.size, signal), [props.repo, props.ref, props.path]);
   if (head.loading) return <Loading what="preview" />;
   if (head.error || !head.data) return <ErrorNote error={head.error} />;
   const note = head.data.truncated ? <p class="note">First {formatBytes(PREVIEW_BYTES)} of {formatBytes(props.size)}.</p> : null;
+  if (!props.csv && isMarkdown(props.path)) {
+    return (
+      <div data-testid={raw ? "preview-text" : "preview-markdown"}>
+        <p class="toolbar">
+          <button type="button" aria-pressed={!raw} onClick={() => setRaw(false)}>
+            Rendered
+          </button>
+          <button type="button" aria-pressed={raw} onClick={() => setRaw(true)}>
+            Raw
+          </button>
+        </p>
+        {note}
+        {raw ? <pre class="preview">{head.data.text}</pre> : <Markdown text={head.data.text} />}
+      </div>
+    );
+  }
   if (!props.csv) {
     return (
       <div class="preview" data-testid="preview-text">

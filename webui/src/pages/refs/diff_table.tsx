@@ -4,6 +4,8 @@ import type { ComponentChildren } from "preact";
 import { api } from "../../api";
 import { formatBytes } from "../../components/format";
 import { type Column, PagedTable } from "../../components/paged_table";
+import { Link } from "../../components/router";
+import { diffRefsOf, objectDiffHref } from "../diff/diff_links";
 import { type DiffRow, PAGE_SIZE } from "./model";
 
 const CHANGE_LABELS: Record<DiffRow["type"], string> = {
@@ -24,7 +26,13 @@ export interface DiffTableProps {
   testId?: string;
 }
 
+/** The repository named in a diff list's API path. */
+function repoOf(apiPath: string): string {
+  return decodeURIComponent(apiPath.split("/")[2] ?? "");
+}
+
 export function DiffTable(props: DiffTableProps) {
+  const refs = diffRefsOf(props.path, props.query?.type);
   const columns: Column<DiffRow>[] = [
     {
       title: "Change",
@@ -37,6 +45,18 @@ export function DiffTable(props: DiffTableProps) {
       cell: (row) => (row.size_bytes !== undefined && row.size_bytes !== null && row.type !== "removed" ? formatBytes(row.size_bytes) : ""),
     },
   ];
+  if (refs) {
+    columns.push({
+      title: "",
+      className: "row-actions",
+      cell: (row) =>
+        row.path_type === "object" ? (
+          <Link href={objectDiffHref(repoOf(props.path), refs.left, refs.right, row.path, refs.type)} data-testid="object-diff-link" aria-label={`diff ${row.path}`}>
+            diff
+          </Link>
+        ) : null,
+    });
+  }
   if (props.actions) columns.push({ title: "", cell: props.actions, className: "row-actions" });
   return (
     <PagedTable<DiffRow>

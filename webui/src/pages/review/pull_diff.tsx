@@ -2,7 +2,9 @@
 // whole diff, so a pull request touching 10,000 paths opens as fast as one touching ten.
 import { formatBytes } from "../../components/format";
 import { PagedTable } from "../../components/paged_table";
-import { type DiffRow, type PullRequest, pullsApi } from "./pulls_api";
+import { Link } from "../../components/router";
+import { objectDiffHref } from "../diff/diff_links";
+import { type DiffRow, type PullRequest, pullDiffRange, pullsApi } from "./pulls_api";
 
 const CHANGE_LABELS: Record<string, string> = {
   added: "added",
@@ -13,6 +15,7 @@ const CHANGE_LABELS: Record<string, string> = {
 };
 
 export function PullDiff({ repo, pull }: { repo: string; pull: PullRequest }) {
+  const { left, right, type } = pullDiffRange(pull);
   return (
     <PagedTable<DiffRow>
       testId="pull-diff"
@@ -27,6 +30,16 @@ export function PullDiff({ repo, pull }: { repo: string; pull: PullRequest }) {
           title: "Size",
           className: "number",
           cell: (row) => (row.path_type === "object" && row.type !== "removed" && row.size_bytes != null ? formatBytes(row.size_bytes) : ""),
+        },
+        {
+          title: "",
+          className: "row-actions",
+          cell: (row) =>
+            row.path_type === "object" ? (
+              <Link href={objectDiffHref(repo, left, right, row.path, type)} data-testid="object-diff-link" aria-label={`diff ${row.path}`}>
+                diff
+              </Link>
+            ) : null,
         },
       ]}
     />
