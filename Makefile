@@ -196,11 +196,14 @@ bench-events: proto
 	$(PY) -m bench.events $(BENCH_ARGS)
 
 # The web UI in Chromium: the repository page and a 1,000-entry directory page with 240,000 objects
-# on the branch (load event and data shown, target 500 ms) and a pull request with a 10,000-path diff
-# (target 1 s); BENCH_ARGS="--count 20000" for a quick run.
+# on the branch (load event and data shown, target 500 ms), compare with 100,000 changes as a tree
+# (target 300 ms); BENCH_ARGS="--count 20000" for a quick run. Then, through the REST API, the
+# object diff of a 10 MiB CSV (target 1 s) and of a 100 MB Parquet file (2 s) and a SQL query over
+# 1,000,000 rows (2 s).
 bench-ui: proto ui
 	@scripts/ensure-system-deps.sh
 	$(PY) -m bench.ui $(BENCH_ARGS)
+	$(PY) -m bench.ui_data
 
 # A GC run (jobs/gc) on Spark over 1,000,000 committed objects and 100,000 orphans.
 bench-gc: proto

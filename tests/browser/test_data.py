@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.conftest import SCREENSHOTS, RestApi, Ui
 from tests.support.gateway_stack import GatewayStack
@@ -29,6 +29,11 @@ def _parquet(table: pa.Table) -> bytes:
 def _shot(ui: Ui, page: Page, name: str) -> None:
     """The test's numbered screenshot, and a copy under a stable name in test-output/ui/."""
     shutil.copyfile(ui.shot(page, name), SCREENSHOTS / f"{name}.png")
+
+
+def _tree_object(page: Page, path: str) -> Locator:
+    """The diff link of one changed object in a changes tree (its folders expanded)."""
+    return page.locator(f'[data-testid="tree-object"][data-path="{path}"]').get_by_test_id("tree-object-link")
 
 
 def test_diffs_followed_from_a_compare_and_a_commit(
@@ -50,7 +55,8 @@ def test_diffs_followed_from_a_compare_and_a_commit(
 
     # From the compare view: the CSV, compared by position, then on its key column.
     page.goto(ui.url(f"/repositories/{repo}/compare?base=before&compare=main"))
-    page.get_by_test_id("compare-diff").get_by_role("link", name="diff t/people.csv").click()
+    page.get_by_role("button", name="Expand t/", exact=True).click()
+    _tree_object(page, "t/people.csv").click()
     expect(page.get_by_test_id("diff-counts")).to_contain_text("3 changed")
     page.get_by_label("key column").select_option("id")
     counts = page.get_by_test_id("diff-counts")
@@ -65,7 +71,8 @@ def test_diffs_followed_from_a_compare_and_a_commit(
 
     # From the commit's page: the Parquet file and the text.
     page.goto(ui.url(f"/repositories/{repo}/commits/{commit['id']}"))
-    page.get_by_test_id("commit-diff").get_by_role("link", name="diff t/weather.parquet").click()
+    page.get_by_role("button", name="Expand t/", exact=True).click()
+    _tree_object(page, "t/weather.parquet").click()
     schema = page.get_by_test_id("schema-change")
     expect(schema).to_contain_text("added wind BIGINT")
     expect(schema).to_contain_text("removed city VARCHAR")

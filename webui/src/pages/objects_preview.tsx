@@ -62,7 +62,7 @@ export function Preview(props: { repo: string; ref: string; path: string; size: 
   if (kind === "none") return <p class="note">No preview for this type ({props.contentType}); download it instead.</p>;
   if (kind === "image") {
     return (
-      <div class="preview" data-testid="preview-image">
+      <div class="preview" data-testid="preview-image" tabIndex={0} role="region" aria-label="Preview">
         <img src={props.url} alt={props.path} />
       </div>
     );
@@ -94,13 +94,13 @@ function TextPreview(props: { repo: string; ref: string; path: string; size: num
           </button>
         </p>
         {note}
-        {raw ? <pre class="preview">{head.data.text}</pre> : <Markdown text={head.data.text} />}
+        {raw ? <pre class="preview" tabIndex={0} role="region" aria-label="Raw text">{head.data.text}</pre> : <Markdown text={head.data.text} />}
       </div>
     );
   }
   if (!props.csv) {
     return (
-      <div class="preview" data-testid="preview-text">
+      <div class="preview" data-testid="preview-text" tabIndex={0} role="region" aria-label="Preview">
         {note}
         <pre>{head.data.text}</pre>
       </div>
@@ -110,7 +110,7 @@ function TextPreview(props: { repo: string; ref: string; path: string; size: num
   const rows = parseCsv(head.data.text, head.data.truncated, delimiter);
   const [header, ...body] = rows;
   return (
-    <div class="preview" data-testid="preview-csv">
+    <div class="preview" data-testid="preview-csv" tabIndex={0} role="region" aria-label="Preview">
       {note}
       {body.length > CSV_ROWS && <p class="note">First {CSV_ROWS} rows shown.</p>}
       <table>
@@ -159,7 +159,7 @@ function ParquetPreview(props: { repo: string; ref: string; path: string }) {
   const { schema, rows, total_rows: total, row_groups: groups, columns } = preview.data;
   const hidden = (columns ?? schema.length) - schema.length;
   return (
-    <div class="preview" data-testid="preview-parquet">
+    <div class="preview" data-testid="preview-parquet" tabIndex={0} role="region" aria-label="Preview">
       <h4>Schema</h4>
       <table class="schema">
         <thead>

@@ -273,7 +273,7 @@ function TableDiff(props: ObjectDiffProps & { answer: ObjectDiffAnswer }) {
       {rows.length === 0 ? (
         <p class="empty">No row differs{answer.key ? ` on key ${answer.key}` : ""}.</p>
       ) : (
-        <div class="preview">
+        <div class="preview" tabIndex={0} role="region" aria-label="Diff">
           {listed > rows.length && <p class="note">First {rows.length} of {listed} differing rows.</p>}
           <table class="row-diff" data-testid="row-diff">
             <thead>

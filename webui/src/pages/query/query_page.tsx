@@ -103,7 +103,7 @@ function Results({ repo, ref_: ref, path, run, onPage }: { repo: string; ref_: s
           Large object: the query ran over its first {sample.rows.toLocaleString()} rows ({formatBytes(sample.bytes_read)} of at most {formatBytes(sample.limit_bytes)} read).
         </p>
       )}
-      <div class="preview">
+      <div class="preview" tabIndex={0} role="region" aria-label="Query results">
         <table data-testid="query-table">
           <thead>
             <tr>
