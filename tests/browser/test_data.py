@@ -86,7 +86,8 @@ def test_diffs_followed_from_a_compare_and_a_commit(
     proposal = {"title": "t", "source_branch": "main", "destination_branch": "before"}
     pull = rest.ok("POST", f"/repositories/{repo}/pulls", proposal)
     page.goto(ui.url(f"/repositories/{repo}/pulls/{pull['id']}"))
-    page.get_by_test_id("pull-diff").get_by_role("link", name="diff src/job.py").click()
+    page.get_by_test_id("pull-diff").get_by_role("button", name="Expand src/", exact=True).click()
+    _tree_object(page, "src/job.py").click()
     text = page.get_by_test_id("text-diff")
     added, removed = text.get_by_test_id("line-added"), text.get_by_test_id("line-removed")
     expect(added.locator("td.line-text")).to_have_text(["+ import sys", "+     return 2"])

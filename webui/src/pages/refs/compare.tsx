@@ -50,7 +50,7 @@ function Comparison({ repo, base, compare }: { repo: string; base: string; compa
       <DiffTree
         path={`${repoPath(repo)}/refs/${seg(base)}/diff/${seg(compare)}/summary`}
         repo={repo}
-        diffRefs={{ left: base, right: compare }}
+        diffRefs={{ left: base, right: compare, type: "three_dot" }}
         resetKey={String(generation)}
         empty="No differences."
         testId="compare-diff"

@@ -45,8 +45,9 @@ export interface DiffTreeProps {
   query?: Record<string, string>;
   resetKey: string;
   empty: string;
-  /** The object diff page's refs for a changed path. */
-  diffRefs: { left: string; right: string };
+  /** The object diff page's refs for a changed path (type three_dot: right's changes since
+   * it left left, as a pull request shows them). */
+  diffRefs: { left: string; right: string; type?: "three_dot" };
   repo: string;
   /** A last column of actions per row (reset on the changes page). */
   actions?: (row: TreeRow) => ComponentChildren;
