@@ -15,6 +15,7 @@ snapshot of the same content (a prefix commit).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import threading
 from collections import OrderedDict
@@ -68,6 +69,10 @@ class NoObserver:
 
 class CompactionLost(Aborted):
     """The branch changed while a compaction built (a commit won): nothing was changed."""
+
+
+class _Published(Exception):
+    """The publish found its own compaction already in the branch record: done."""
 
 
 @dataclass(frozen=True)
@@ -221,8 +226,32 @@ class Compaction:
         # 3. Publish against the sealed record: fail, not rebase, if anything but the staging
         #    token moved meanwhile (a commit took the tokens, a reset dropped them, another
         #    compaction sealed more): the tokens removed are exactly those folded in.
+        def published(current: BranchRecord) -> bool | None:
+            """Whether this compaction's publish is in the record as it is now.
+
+            A token it folded in still on the branch: no (nothing puts a sealed token back).
+            All gone while the branch still has the staging token the seal gave it, on the head
+            it sealed: yes. Every other flow that removes sealed tokens either seals or replaces
+            the staging token (a commit, reset or compaction) or moves the head (a merge), so
+            only this publish leaves both in place; its compacted metarange is not what tells,
+            since it may be empty (the staged changes amounted to none) or have been changed
+            since by a reset of a key. Anything else (a commit, reset or compaction since, or
+            one of them took the tokens instead) cannot tell: None."""
+            if any(token in current.tokens for token in tokens):
+                return False
+            branch = current.branch
+            if branch.staging_token == sealed.staging_token and branch.commit_id == sealed.commit_id:
+                return True
+            return None
+
         def publish(current: BranchRecord) -> pb.Branch:
             branch = current.branch
+            if published(current):
+                # An earlier attempt's publish is in, though that attempt ended as a lost race
+                # (its store reported the compare-and-set as refused or left its outcome
+                # unknown, and it was resolved only now): refusing here would report our own
+                # compaction as a concurrent change.
+                raise _Published
             if (
                 branch.commit_id != sealed.commit_id
                 or list(branch.sealed_tokens) != list(sealed.sealed_tokens)
@@ -238,19 +267,8 @@ class Compaction:
 
             return modify_branch(current, change)
 
-        def published(current: BranchRecord) -> bool | None:
-            """Whether a publish whose outcome was unknown applied: a token it folded in still on
-            the branch says it did not (nothing puts a sealed token back); all gone and its own
-            compacted metarange in place (content-addressed) say it did. Anything else (no
-            compacted metarange, or another: a commit, reset or compaction since, or one of them
-            took the tokens instead) cannot tell, and publishing again would report
-            CompactionLost even had it applied: OutcomeUnknown."""
-            if any(token in current.tokens for token in tokens):
-                return False
-            mine = compacted and current.branch.compacted_metarange_id == compacted
-            return True if mine else None
-
-        self._updater.update(repo, branch_name, publish, "publishing compaction", deadline, published)
+        with contextlib.suppress(_Published):
+            self._updater.update(repo, branch_name, publish, "publishing compaction", deadline, published)
         self._cleaner.drop_tokens(tokens)
         self.observer.cleared(repo.name, branch_name)
         changed = result.records_added + result.records_removed + result.records_changed

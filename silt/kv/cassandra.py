@@ -709,7 +709,18 @@ class CassandraStore(Store):
                 # The server refusing up front (not enough replicas, no node to ask) means the
                 # write was not attempted; anything else may have been applied.
                 if isinstance(cause, DriverUnavailable | NoHostAvailable) or cause is None:
-                    raise
+                    if not resent:
+                        raise
+                    # This send wrote nothing, but an earlier one may still land: the SERIAL
+                    # read that found it not applied does not finish a proposal accepted only
+                    # by replicas outside its quorum, and the next Paxos round that reaches one
+                    # of them commits it (Cassandra before 3.0.24 and 3.11.10). Only a resend
+                    # that runs its own round settles it; this one did not run.
+                    why = _reason(cause, self._config.request_timeout_s) if cause is not None else str(exc)
+                    raise OutcomeUnknown(
+                        f"cassandra: {op} on {self._contacts}: outcome unknown, an earlier send interrupted by"
+                        f" a fault may still apply; sending it again failed: {why}"
+                    ) from exc
                 if self._resolve(op, change, cause):
                     return
                 resent = True
@@ -731,16 +742,19 @@ class CassandraStore(Store):
         )
 
     def _resolve(self, op: str, change: _Change, cause: BaseException | None) -> bool:
-        """Whether an LWT whose outcome is unknown applied (True), or certainly did not and may
-        be sent again (False); OutcomeUnknown (an Unavailable) when that cannot be known.
+        """Whether an LWT whose outcome is unknown applied (True), or has not so far and is to be
+        sent again (False); OutcomeUnknown (an Unavailable) when that cannot be known.
 
-        A read at SERIAL first finishes any Paxos round in progress on the key (a proposal
-        accepted by some replicas is committed or superseded), so what it returns is final:
-        the LWT's value means it applied; the value it was conditioned on means it did not,
-        and it can no longer apply behind our back except by a coordinator still holding it,
-        whose Paxos round would then find the value changed by our resend. Any other value
-        means another writer changed the key since, and whether ours applied first cannot be
-        told. Values are compared, so an LWT that writes the value a concurrent writer also
+        A read at SERIAL first finishes any Paxos round in progress that its quorum of replicas
+        knows of: the LWT's value means it applied. The value it was conditioned on means it
+        has not applied yet, but not that it cannot: a proposal accepted only by replicas
+        outside that quorum stays pending (the read commits nothing that would supersede it),
+        and the next Paxos round that reaches one of them commits it (Cassandra before 3.0.24
+        and 3.11.10). The resend that follows settles it either way: its own round commits the
+        pending proposal (then finds the key changed, and it is resolved again here) or
+        supersedes it; a coordinator still holding the first send finds the key changed. Any
+        other value means another writer changed the key since, and whether ours applied first
+        cannot be told. Values are compared, so an LWT that writes the value a concurrent writer also
         wrote counts as applied: Silt's conditional values (records with fresh ids, counters,
         timestamps) do not repeat.
         """

@@ -39,6 +39,8 @@ T = TypeVar("T")
 
 # Production's default (config.CassandraConfig): the bound every fault is measured against.
 REQUEST_TIMEOUT_S = 3.0
+# How long creating a test's keyspace and table may wait for all nodes to agree on the schema.
+SCHEMA_WAIT_S = 120.0
 WRITERS = 4
 READERS = 2
 KEYS_PER_WRITER = 4
@@ -74,6 +76,14 @@ def fault_store(cluster: CassandraCluster) -> Iterator[Store]:
     """A store on a table of its own (Silt's, with its fixed speculative retry), so that no
     other cluster test's scans or earlier faults shape what this one's coordinators do."""
     keyspace = f"silt_faults_{uuid.uuid4().hex[:8]}"
+    # These are the cluster leg's only schema changes after the session's start. The store waits
+    # max(request timeout, 10 s) for every node to report a new keyspace or table, then fails
+    # (Unavailable, "did not agree on the schema in time"); a Cassandra 2.1 node can take far
+    # longer to learn a change: it is pushed only to the peers gossip already takes for alive
+    # (not yet a node the previous test restarted), and a node that missed it pulls it after a
+    # delay. So the schema is created by a store allowed SCHEMA_WAIT_S for it, and the test's
+    # store, at production's timeout, only prepares its statements on it.
+    open_store(cluster.database_config(keyspace, request_timeout_s=SCHEMA_WAIT_S)).close()
     store = open_store(cluster.database_config(keyspace, request_timeout_s=REQUEST_TIMEOUT_S))
     yield store
     store.close()
