@@ -13,15 +13,19 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
-from services.api.diff_tree import ADDED, CHANGED, REMOVED, Change, DiffTree, build
+from services.api.diff_tree import ADDED, CHANGED, REMOVED, Change, Changes, DiffTree, TreeBuilder, build
 from silt.graveler.v1 import graveler_pb2 as api
 
 # The most changes one summary reads: past this a summary is marked truncated. 500,000 changes
 # hold about 100 MB while their tree is built.
 MAX_CHANGES = 500_000
-# What graveler answers per call (its own page limit).
+# What one call reads: graveler's own page limit for Diff and DiffBranch.
 READ_PAGE = 10_000
+# What one DiffSummary call reads (graveler allows up to 100,000). Not all in one: while the
+# API decodes a page graveler walks the next, and smaller pages overlap more of the two.
+SUMMARY_PAGE = 25_000
 # Everything the cache holds, in objects plus folders of its trees.
 CACHE_CAPACITY = 300_000
 # Filters of one diff whose trees are kept (the oldest built is dropped first).
@@ -31,8 +35,19 @@ BUILD_SECONDS = 60.0
 
 _KINDS = {api.DIFF_TYPE_ADDED: ADDED, api.DIFF_TYPE_REMOVED: REMOVED, api.DIFF_TYPE_CHANGED: CHANGED}
 
-# (after, amount) -> (items, has_more): one graveler diff page.
-ReadPage = Callable[[str, int], Awaitable[tuple[list[api.DiffItem], bool]]]
+
+class Page(NamedTuple):
+    """One page of a diff's changes as read, decoded only by changes(): the next page is asked
+    for first, so graveler walks it while this one is decoded."""
+
+    length: int  # changes on the page
+    last: str  # the page's last key, where the next page starts
+    has_more: bool
+    changes: Callable[[], Changes]
+
+
+# (after, amount) -> the page of at most amount changes after `after`.
+ReadPage = Callable[[str, int], Awaitable[Page]]
 
 
 def change_of(item: api.DiffItem) -> Change:
@@ -41,24 +56,61 @@ def change_of(item: api.DiffItem) -> Change:
     return Change(item.key, kind, int(side.size))
 
 
-async def read_changes(read: ReadPage, limit: int = MAX_CHANGES) -> tuple[list[Change], bool]:
-    """Every change of a diff in key order (at most limit), and whether there were more."""
-    changes: list[Change] = []
-    after = ""
+def diff_page(reply: api.DiffResponse) -> Page:
+    """A page of Diff or DiffBranch."""
+    items = reply.items
+    return Page(len(items), items[-1].key if items else "", reply.has_more, lambda: Changes.of(map(change_of, items)))
+
+
+def summary_page(reply: api.DiffSummaryResponse) -> Page:
+    """A page of DiffSummary: its columns are read whole, in C, with no message per change."""
+    keys = reply.keys
+
+    def changes() -> Changes:
+        return Changes(list(keys), [_KINDS.get(t, CHANGED) for t in reply.types], list(reply.sizes))
+
+    return Page(len(keys), keys[-1] if keys else "", reply.has_more, changes)
+
+
+async def read_tree(
+    read: ReadPage, substring: str = "", limit: int = MAX_CHANGES, page_size: int = READ_PAGE
+) -> tuple[Changes, DiffTree]:
+    """Every change of a diff in key order (at most limit), and the tree of those containing
+    substring, marked truncated when there were more."""
+    changes = Changes()
+    builder = TreeBuilder(changes, substring)
     deadline = time.monotonic() + BUILD_SECONDS
-    while len(changes) < limit:
-        if time.monotonic() > deadline:
-            return changes, True
-        items, has_more = await read(after, min(READ_PAGE, limit - len(changes) + 1))
-        changes.extend(change_of(item) for item in items)
-        if not has_more or not items:
-            return changes[:limit], len(changes) > limit
-        after = items[-1].key
-    return changes[:limit], True
+    truncated = True  # unless the last page read says nothing follows
+    ahead: asyncio.Future[Page] | None = asyncio.ensure_future(read("", min(page_size, limit + 1)))
+    try:
+        while ahead is not None:
+            page = await ahead
+            ahead = None
+            more = page.has_more and page.length > 0
+            total = len(changes) + page.length
+            if more and total < limit and time.monotonic() <= deadline:
+                ahead = asyncio.ensure_future(read(page.last, min(page_size, limit - total + 1)))
+            elif not more:
+                truncated = total > limit
+            # Off the event loop: the call for the next page goes out and its answer comes in
+            # while this one is decoded and added (graveler walks it meanwhile).
+            await asyncio.to_thread(_add_page, builder, page, limit)
+    finally:
+        if ahead is not None:
+            ahead.cancel()
+    return changes, builder.finish(truncated)
+
+
+def _add_page(builder: TreeBuilder, page: Page, limit: int) -> None:
+    changes = builder.tree.changes
+    start = len(changes)
+    changes.extend(page.changes())
+    changes.truncate(limit)
+    builder.add(start, len(changes))
 
 
 class _Entry:
-    def __init__(self, changes: list[Change], truncated: bool) -> None:
+    def __init__(self, changes: Changes, truncated: bool) -> None:
         self.changes = changes
         self.truncated = truncated
         self.trees: dict[str, DiffTree] = {}
@@ -78,10 +130,10 @@ class SummaryCache:
         self._reading: dict[tuple[str, ...], asyncio.Future[_Entry]] = {}
         self.reads = 0  # diffs read from graveler, for tests and the bench
 
-    async def tree(self, key: tuple[str, ...], read: ReadPage, substring: str) -> DiffTree:
+    async def tree(self, key: tuple[str, ...], read: ReadPage, substring: str, page_size: int = READ_PAGE) -> DiffTree:
         entry = self._entries.get(key)
         if entry is None:
-            entry = await self._read(key, read)
+            entry = await self._read(key, read, substring, page_size)
         else:
             self._entries.move_to_end(key)
         tree = entry.trees.get(substring)
@@ -92,7 +144,9 @@ class SummaryCache:
             self._evict()
         return tree
 
-    async def _read(self, key: tuple[str, ...], read: ReadPage) -> _Entry:
+    async def _read(self, key: tuple[str, ...], read: ReadPage, substring: str, page_size: int) -> _Entry:
+        """The entry of key, read once however many ask at the same time; its tree of substring
+        is built while it is read."""
         pending = self._reading.get(key)
         if pending is not None:
             return await asyncio.shield(pending)
@@ -100,9 +154,11 @@ class SummaryCache:
         self._reading[key] = future
         try:
             self.reads += 1
-            changes, truncated = await read_changes(read)
-            entry = _Entry(changes, truncated)
+            changes, tree = await read_tree(read, substring, page_size=page_size)
+            entry = _Entry(changes, tree.truncated)
+            entry.trees[substring] = tree
             self._entries[key] = entry
+            self._evict()
             future.set_result(entry)
             return entry
         except asyncio.CancelledError:
@@ -123,6 +179,6 @@ class SummaryCache:
             total -= dropped.size
 
 
-async def uncached_tree(read: ReadPage, substring: str) -> DiffTree:
-    changes, truncated = await read_changes(read)
-    return build(changes, substring, truncated)
+async def uncached_tree(read: ReadPage, substring: str, page_size: int = READ_PAGE) -> DiffTree:
+    _, tree = await read_tree(read, substring, page_size=page_size)
+    return tree

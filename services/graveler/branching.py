@@ -7,12 +7,14 @@ moves go through the BranchUpdater, like commits: no lock anywhere.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from services.graveler.cleanup import Cleaner
-from services.graveler.committed.diff import Difference
+from services.graveler.committed.diff import Difference, DifferenceRun
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.merge import Conflict, Resolver, by_pattern
 from services.graveler.committed.model import MetaRangeId
@@ -25,16 +27,42 @@ from services.graveler.model import (
     REQUESTED_COMMITTER_KEY,
     RESERVED_METADATA_KEYS,
     CommitId,
+    DifferenceKind,
     MergeStrategy,
     StagingToken,
 )
-from services.graveler.paging import CommonPrefix, Page, delimiter_bytes, page_amount, paginate
+from services.graveler.paging import (
+    MAX_PAGE,
+    MAX_PAGE_BYTES,
+    CommonPrefix,
+    Page,
+    delimiter_bytes,
+    page_amount,
+    paginate,
+)
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, Resolved, new_commit, set_tokens
 from services.graveler.staging import StagingStore, new_token
 from services.graveler.updater import REDO, BranchUpdater, Raced, modify_branch
 from services.graveler.validation import validate_key
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
+
+# The longest page of diff_summary. Its items are a key, a type and a size, no entries:
+# 100,000 of keys of the usual tens of bytes fit well within MAX_PAGE_BYTES.
+MAX_SUMMARY_PAGE = 100_000
+# What a summary item costs in its answer besides its key: tags, lengths, type and size.
+SUMMARY_ITEM_BYTES = 16
+
+
+class SummaryPage(NamedTuple):
+    """A page of diff_summary: the i-th difference is keys[i], kinds[i] and values[i], the value
+    on the side that has the key (the right one when changed)."""
+
+    keys: list[bytes]
+    kinds: list[DifferenceKind]
+    values: list[bytes]
+    has_more: bool
+
 
 # lakeFS's metadata keys on a cherry-picked commit: the commit it came from, and who made that one.
 CHERRY_PICK_ORIGIN_KEY = "cherry-pick-origin"
@@ -110,12 +138,7 @@ class Branching:
         after: str,
         amount: int,
     ) -> Page[Difference]:
-        left = self._refs.get_commit(repo, self._refs.resolve(repo, left_ref).commit_id)
-        right = self._refs.get_commit(repo, self._refs.resolve(repo, right_ref).commit_id)
-        if three_dot:
-            base_id = self.merge_base_of(repo, CommitId(left.id), CommitId(right.id))
-            left = self._refs.get_commit(repo, base_id)
-        left_mr, right_mr = MetaRangeId(left.metarange_id), MetaRangeId(right.metarange_id)
+        left_mr, right_mr = self._compared(repo, left_ref, right_ref, three_dot)
         return paginate(
             lambda start: self._committed.diff(repo.namespace, left_mr, right_mr, start),
             _difference_key,
@@ -125,6 +148,57 @@ class Branching:
             page_amount(amount),
             size_of=_difference_size,
         )
+
+    def diff_summary(
+        self, repo: RepoHandle, left_ref: str, right_ref: str, three_dot: bool, after: str, amount: int
+    ) -> SummaryPage:
+        """The differences of diff() without prefix or delimiter, as columns, in pages of up to
+        MAX_SUMMARY_PAGE (10,000 when amount is 0) and MAX_PAGE_BYTES: a summary reads every
+        change, and its answer holds no entries, so its pages can be longer."""
+        if amount < 0:
+            raise InvalidArgument(f"amount must not be negative, got {amount}")
+        amount = min(amount or MAX_PAGE, MAX_SUMMARY_PAGE)
+        left_mr, right_mr = self._compared(repo, left_ref, right_ref, three_dot)
+        start = after.encode() + b"\x00" if after else b""
+        page = SummaryPage([], [], [], False)
+        keys, kinds, values = page.keys, page.kinds, page.values
+        budget = MAX_PAGE_BYTES
+        # Stretches of added or removed keys come as runs, taken whole; the rest one by one,
+        # each taken apart as it comes and dropped: a page holding its differences (three
+        # tuples each) would set off the cyclic garbage collector over and over, which costs
+        # more than the walk itself.
+        for item in self._committed.diff_grouped(repo.namespace, left_mr, right_mr, start):
+            if isinstance(item, DifferenceRun):
+                taken = _within(item.keys, amount - len(keys), budget, not keys)
+                budget -= sum(map(len, item.keys[:taken])) + taken * SUMMARY_ITEM_BYTES
+                keys += item.keys[:taken]
+                kinds += [item.kind] * taken
+                values += item.values[:taken]
+                if taken < len(item.keys):
+                    return page._replace(has_more=True)
+                continue
+            key, kind, left, right = item
+            budget -= len(key) + SUMMARY_ITEM_BYTES
+            if len(keys) == amount or (keys and budget < 0):
+                return page._replace(has_more=True)
+            side = right if right is not None else left
+            assert side is not None  # a difference has at least one side
+            keys.append(key)
+            kinds.append(kind)
+            values.append(side.value)
+        return page
+
+    def _compared(
+        self, repo: RepoHandle, left_ref: str, right_ref: str, three_dot: bool
+    ) -> tuple[MetaRangeId, MetaRangeId]:
+        """The metaranges a diff compares: right's against left's, or against the merge base's
+        when three_dot."""
+        left = self._refs.get_commit(repo, self._refs.resolve(repo, left_ref).commit_id)
+        right = self._refs.get_commit(repo, self._refs.resolve(repo, right_ref).commit_id)
+        if three_dot:
+            base_id = self.merge_base_of(repo, CommitId(left.id), CommitId(right.id))
+            left = self._refs.get_commit(repo, base_id)
+        return MetaRangeId(left.metarange_id), MetaRangeId(right.metarange_id)
 
     def diff_branch(
         self,
@@ -468,6 +542,16 @@ class Branching:
         self._updater.update(repo, branch_name, reset, "reset", deadline, REDO)
 
 
+def _within(keys: list[bytes], room: int, budget: int, first: bool) -> int:
+    """How many of keys, at most room, fit in the budget (bytes) left on a summary page; the
+    page's first item always does (first: the page is empty), as in paginate."""
+    taken = min(len(keys), room)
+    if taken and sum(map(len, keys[:taken])) + taken * SUMMARY_ITEM_BYTES > budget:
+        ends = list(itertools.accumulate(len(key) + SUMMARY_ITEM_BYTES for key in keys[:taken]))
+        taken = max(bisect.bisect_right(ends, budget), 1 if first else 0)
+    return taken
+
+
 def _parent_of(commit: pb.Commit, parent_number: int) -> CommitId:
     if not commit.parents:
         raise FailedPrecondition(f"commit {commit.id[:12]} has no parent")
@@ -484,8 +568,9 @@ def _difference_key(difference: Difference) -> bytes:
 
 
 def _difference_size(difference: Difference) -> int:
-    sides = (difference.left, difference.right)
-    return len(difference.key) + sum(len(side.value) for side in sides if side is not None)
+    # Called once per item of a page (up to 10,000): no generator or tuple per call.
+    key, _, left, right = difference
+    return len(key) + (0 if left is None else len(left.value)) + (0 if right is None else len(right.value))
 
 
 __all__ = ["Branching", "CommonPrefix", "MergeOutcome"]

@@ -38,7 +38,8 @@ def varint(value: int) -> bytes:
 _SHORT = [varint(n) for n in range(1 << 14)]
 
 
-def _length(n: int) -> bytes:
+def length_varint(n: int) -> bytes:
+    """varint(n), looked up for the usual short lengths."""
     return _SHORT[n] if n < 1 << 14 else varint(n)
 
 
@@ -48,14 +49,14 @@ def list_response(page: StoredListPage) -> api.ListEntriesResponse:
     parts: list[bytes] = []
     extend = parts.extend
     for key, data in page.items:
-        key_length = _length(len(key))
+        key_length = length_varint(len(key))
         if data is None:
             size = _PREFIX_TAGS + len(key_length) + len(key)
-            extend((_RESPONSE_ITEM, _length(size), _ITEM_KEY, key_length, key, _ITEM_COMMON_PREFIX))
+            extend((_RESPONSE_ITEM, length_varint(size), _ITEM_KEY, key_length, key, _ITEM_COMMON_PREFIX))
         else:
-            data_length = _length(len(data))
+            data_length = length_varint(len(data))
             size = _ENTRY_TAGS + len(key_length) + len(key) + len(data_length) + len(data)
-            extend((_RESPONSE_ITEM, _length(size), _ITEM_KEY, key_length, key, _ITEM_ENTRY, data_length, data))
+            extend((_RESPONSE_ITEM, length_varint(size), _ITEM_KEY, key_length, key, _ITEM_ENTRY, data_length, data))
     if page.has_more:
         parts.append(_RESPONSE_HAS_MORE)
     return api.ListEntriesResponse.FromString(b"".join(parts))

@@ -85,6 +85,8 @@ def paginate(
     prefix so that a "directory" of a million keys costs one step, not a million.
     """
     start = first_key(prefix, delimiter, after)
+    if not delimiter:
+        return _flat_page(walk(start), key_of, prefix, amount, size_of, max_bytes)
     items: list[_T | CommonPrefix] = []
     size = 0  # bytes of the page so far, as size_of counts them (common prefixes: their key)
     walker = walk(start)
@@ -108,6 +110,34 @@ def paginate(
         # Every key starting with common rolls up into it (no earlier delimiter fits inside it).
         items.append(CommonPrefix(common))
         walker = walk(successor(common))
+
+
+def _flat_page(
+    walker: Iterator[_T],
+    key_of: Callable[[_T], bytes],
+    prefix: bytes,
+    amount: int,
+    size_of: Callable[[_T], int] | None,
+    max_bytes: int,
+) -> Page[_T]:
+    """paginate's loop when nothing rolls up: the same stops in the same order, without the
+    per-item work common prefixes need (a page is up to MAX_PAGE items, a diff's listing
+    reads page after page of them)."""
+    items: list[_T | CommonPrefix] = []
+    append = items.append
+    size = 0
+    for item in walker:
+        key = key_of(item)
+        if not key.startswith(prefix):
+            return Page(items, False)
+        if len(items) == amount:
+            return Page(items, True)
+        cost = size_of(item) if size_of is not None else len(key)
+        if items and size + cost > max_bytes:
+            return Page(items, True)
+        size += cost
+        append(item)
+    return Page(items, False)
 
 
 def first_key(prefix: bytes, delimiter: bytes, after: bytes) -> bytes:

@@ -57,6 +57,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "ResolveRef": (READ_REPO, "repository"),
     "Diff": (READ_REPO, "repository"),
     "DiffBranch": (READ_REPO, "repository"),
+    "DiffSummary": (READ_REPO, "repository"),
     "FindMergeBase": (READ_REPO, "repository"),
     "Merge": (WRITE_REPO, "repository"),
     "Revert": (WRITE_REPO, "repository"),

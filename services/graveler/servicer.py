@@ -15,9 +15,9 @@ import grpc
 from services.graveler import telemetry
 from services.graveler.branching import CherryPickOverrides, MergeOutcome
 from services.graveler.commit_info import commit_info
-from services.graveler.committed.diff import Difference
 from services.graveler.committed.model import Record
 from services.graveler.deadline import Deadline
+from services.graveler.diff_answer import diff_response, summary_response
 from services.graveler.entries import Condition
 from services.graveler.events.handlers import HistoryHandlers
 from services.graveler.events.manager import HistoryEvents
@@ -26,8 +26,7 @@ from services.graveler.graveler import Graveler
 from services.graveler.imports.handlers import ImportHandlers
 from services.graveler.last_access import PreparedLastAccess
 from services.graveler.list_answer import list_response
-from services.graveler.model import REQUESTED_COMMITTER_KEY, DifferenceKind, MergeStrategy
-from services.graveler.paging import CommonPrefix, Page
+from services.graveler.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from services.graveler.permissions import TABLE
 from services.graveler.retention import PreparedRun
 from services.graveler.validation import validate_key
@@ -370,7 +369,14 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             request.after,
             request.amount,
         )
-        return _diff_response(page)
+        return diff_response(page)
+
+    def DiffSummary(self, request: api.DiffSummaryRequest, context: grpc.ServicerContext) -> api.DiffSummaryResponse:
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        page = self.g.branching.diff_summary(
+            repo, request.left_ref, request.right_ref, request.three_dot, request.after, request.amount
+        )
+        return summary_response(page)
 
     def DiffBranch(self, request: api.DiffBranchRequest, context: grpc.ServicerContext) -> api.DiffResponse:
         deadline = _deadline(context)
@@ -378,7 +384,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         page = self.g.branching.diff_branch(
             repo, request.branch, request.prefix, request.delimiter, request.after, request.amount, deadline
         )
-        return _diff_response(page)
+        return diff_response(page)
 
     def Merge(self, request: api.MergeRequest, context: grpc.ServicerContext) -> api.MergeResponse:
         outcome = self.g.merge(
@@ -690,29 +696,10 @@ _STRATEGY: dict[int, MergeStrategy] = {
     api.MERGE_STRATEGY_SOURCE_WINS: "source-wins",
     api.MERGE_STRATEGY_DEST_WINS: "dest-wins",
 }
-_DIFF_TYPE: dict[DifferenceKind, api.DiffType.ValueType] = {
-    "added": api.DIFF_TYPE_ADDED,
-    "removed": api.DIFF_TYPE_REMOVED,
-    "changed": api.DIFF_TYPE_CHANGED,
-}
 
 
 def _entry(record: Record | None) -> pb.Entry | None:
     return None if record is None else decode_entry(record.value)
-
-
-def _diff_response(page: Page[Difference]) -> api.DiffResponse:
-    items = []
-    for item in page.items:
-        if isinstance(item, CommonPrefix):
-            items.append(api.DiffItem(key=item.key.decode(), type=api.DIFF_TYPE_PREFIX_CHANGED))
-        else:
-            items.append(
-                api.DiffItem(
-                    key=item.key.decode(), type=_DIFF_TYPE[item.kind], left=_entry(item.left), right=_entry(item.right)
-                )
-            )
-    return api.DiffResponse(items=items, has_more=page.has_more)
 
 
 def _merge_response(outcome: MergeOutcome) -> api.MergeResponse:

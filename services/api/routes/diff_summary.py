@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Query, Response
 from fastapi.responses import JSONResponse
 
 from services.api.context import Ctx
-from services.api.diff_summary import uncached_tree
+from services.api.diff_summary import SUMMARY_PAGE, Page, diff_page, summary_page, uncached_tree
 from services.api.diff_tree import CHANGE_TYPES, MAX_FILTER, DiffTree
 from services.api.errors import bad_request
 from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
@@ -40,8 +40,8 @@ async def summarize_diff(
     left = await _resolve(ctx, repository, left_ref)
     right = await _resolve(ctx, repository, right_ref)
 
-    async def read(cursor: str, want: int) -> tuple[list[api.DiffItem], bool]:
-        request = api.DiffRequest(
+    async def read(cursor: str, want: int) -> Page:
+        request = api.DiffSummaryRequest(
             repository=repository,
             left_ref=left,
             right_ref=right,
@@ -49,10 +49,9 @@ async def summarize_diff(
             after=cursor,
             amount=want,
         )
-        reply = await ctx.call(ctx.backend.graveler.Diff, request)
-        return list(reply.items), reply.has_more
+        return summary_page(await ctx.call(ctx.backend.graveler.DiffSummary, request))
 
-    tree = await ctx.backend.diff_summaries.tree((repository, left, right, type), read, filter)
+    tree = await ctx.backend.diff_summaries.tree((repository, left, right, type), read, filter, SUMMARY_PAGE)
     return _answer(tree, prefix, after, page_size(amount), {"left_commit": left, "right_commit": right})
 
 
@@ -69,10 +68,9 @@ async def summarize_uncommitted(
     await ctx.authorize(READ_REPO, repository)
     _check_prefix(prefix)
 
-    async def read(cursor: str, want: int) -> tuple[list[api.DiffItem], bool]:
+    async def read(cursor: str, want: int) -> Page:
         request = api.DiffBranchRequest(repository=repository, branch=branch, after=cursor, amount=want)
-        reply = await ctx.call(ctx.backend.graveler.DiffBranch, request)
-        return list(reply.items), reply.has_more
+        return diff_page(await ctx.call(ctx.backend.graveler.DiffBranch, request))
 
     tree = await uncached_tree(read, filter)
     return _answer(tree, prefix, after, page_size(amount), {"branch": branch})

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 from services.graveler.committed.metarange import MetaRange
 from services.graveler.committed.model import Change, RangeInfo, Record
@@ -34,6 +34,16 @@ class Difference(NamedTuple):
     kind: DifferenceKind
     left: Record | None
     right: Record | None
+
+
+class DifferenceRun(NamedTuple):
+    """Consecutive differences of one kind with one side each: ``keys[i]`` added (its record
+    on the right) or removed (on the left) as ``identities[i]`` and ``values[i]``."""
+
+    kind: DifferenceKind
+    keys: list[bytes]
+    identities: list[bytes]
+    values: list[bytes]
 
 
 class _Cursor:
@@ -118,6 +128,16 @@ class DiffWalk:
 
     def run(self, stop: bytes | None = None) -> Iterator[Difference]:
         """Differences in key order below ``stop`` (None: to the end)."""
+        # Not grouped: every item is a Difference.
+        return cast(Iterator[Difference], self._walk(stop, False))
+
+    def run_grouped(self, stop: bytes | None = None) -> Iterator[Difference | DifferenceRun]:
+        """run(), but where one side has records the other lacks, each stretch of them inside
+        an open range comes as one DifferenceRun (slices of the range's columns) rather than a
+        Difference each: far cheaper for readers that want many differences, not records."""
+        return self._walk(stop, True)
+
+    def _walk(self, stop: bytes | None, grouped: bool) -> Iterator[Difference | DifferenceRun]:
         left, right = self._left, self._right
         left.settle()
         right.settle()
@@ -160,9 +180,9 @@ class DiffWalk:
             if left.keys is not None and right.keys is not None:
                 yield from self._compare_open(stop)
             elif left.keys is not None:
-                yield from self._one_side(left, REMOVED, right_key, stop)
+                yield from self._one_side(left, REMOVED, right_key, stop, grouped)
             else:
-                yield from self._one_side(right, ADDED, left_key, stop)
+                yield from self._one_side(right, ADDED, left_key, stop, grouped)
 
     def _compare_open(self, stop: bytes | None) -> Iterator[Difference]:
         """Merge-join the two open ranges until one of them runs out or ``stop`` is reached."""
@@ -199,13 +219,20 @@ class DiffWalk:
 
     @staticmethod
     def _one_side(
-        cursor: _Cursor, kind: DifferenceKind, other_key: bytes | None, stop: bytes | None
-    ) -> Iterator[Difference]:
+        cursor: _Cursor, kind: DifferenceKind, other_key: bytes | None, stop: bytes | None, grouped: bool = False
+    ) -> Iterator[Difference | DifferenceRun]:
         """Records of the open side below the other side's next key exist on this side only."""
         assert cursor.keys is not None
         keys = cursor.keys
         bound = other_key if stop is None or (other_key is not None and other_key < stop) else stop
         pos, end = cursor.pos, len(keys)
+        if grouped:
+            last = end if bound is None else bisect_left(keys, bound, pos, end)
+            if last > pos:
+                cursor.pos = last
+                yield DifferenceRun(kind, keys[pos:last], cursor.identities[pos:last], cursor.values[pos:last])
+            cursor.set_pos(last)
+            return
         while pos < end and (bound is None or keys[pos] < bound):
             record = cursor.record(pos)
             pos += 1
@@ -225,6 +252,17 @@ def diff_metaranges(
     walk = DiffWalk(store, namespace, left, right)
     walk.seek(start)
     return walk.run()
+
+
+def diff_metaranges_grouped(
+    store: ObjectStore, namespace: str, left: MetaRange, right: MetaRange, start: bytes = b""
+) -> Iterator[Difference | DifferenceRun]:
+    """diff_metaranges with one-sided stretches as DifferenceRuns (DiffWalk.run_grouped)."""
+    if left.id == right.id:
+        return iter(())
+    walk = DiffWalk(store, namespace, left, right)
+    walk.seek(start)
+    return walk.run_grouped()
 
 
 def key_successor(key: bytes) -> bytes:

@@ -7,7 +7,14 @@ from collections.abc import Iterable, Iterator
 from services.graveler.committed.apply import apply_changes
 from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.chunking import ChunkingPolicy
-from services.graveler.committed.diff import Difference, diff_changes, diff_metaranges, spans_differ
+from services.graveler.committed.diff import (
+    Difference,
+    DifferenceRun,
+    diff_changes,
+    diff_metaranges,
+    diff_metaranges_grouped,
+    spans_differ,
+)
 from services.graveler.committed.iterators import iterate_records
 from services.graveler.committed.merge import MergeResult, Resolver, merge_metaranges
 from services.graveler.committed.model import ApplyResult, Change, MetaRangeId, RangeId, RangeInfo, Record
@@ -88,6 +95,15 @@ class CommittedManager:
         left_metarange = self._store.read_metarange(namespace, left)
         right_metarange = self._store.read_metarange(namespace, right)
         return diff_metaranges(self._store, namespace, left_metarange, right_metarange, start)
+
+    def diff_grouped(
+        self, namespace: str, left: MetaRangeId, right: MetaRangeId, start: bytes = b""
+    ) -> Iterator[Difference | DifferenceRun]:
+        """diff(), with stretches of keys on one side only as DifferenceRuns: for readers of
+        many differences (summaries), which need no record per key."""
+        left_metarange = self._store.read_metarange(namespace, left)
+        right_metarange = self._store.read_metarange(namespace, right)
+        return diff_metaranges_grouped(self._store, namespace, left_metarange, right_metarange, start)
 
     def diff_changes(self, namespace: str, base: MetaRangeId, changes: Iterable[Change]) -> Iterator[Difference]:
         """What applying ``changes`` (strictly increasing keys) to ``base`` would change, lazily.

@@ -8,6 +8,7 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from services.graveler import branching
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
@@ -82,6 +83,60 @@ def test_two_and_three_dot_diff(env: GravelerEnv, repo: str) -> None:
     assert under_a == [("a/1", CHANGED)]
     item = env.stub.Diff(api.DiffRequest(repository=repo, left_ref="main", right_ref="feature", prefix="a/")).items[0]
     assert item.left.etag == "a/1@base" and item.right.etag == "changed"
+
+
+def summary_all(env: GravelerEnv, request: api.DiffSummaryRequest) -> list[tuple[str, int, int]]:
+    out: list[tuple[str, int, int]] = []
+    while True:
+        page = env.stub.DiffSummary(request)
+        assert len(page.keys) == len(page.types) == len(page.sizes)
+        assert len(page.keys) <= (request.amount or 10_000)
+        out.extend(zip(page.keys, page.types, page.sizes, strict=True))
+        if not page.has_more:
+            return out
+        request.after = page.keys[-1]
+
+
+def test_diff_summary_is_the_diff_as_columns(env: GravelerEnv, repo: str) -> None:
+    branch(env, repo, "feature")
+    env.put(repo, "feature", "a/1", "changed!")
+    for i in range(30):
+        env.put(repo, "feature", f"d/new-{i:02d}", "n" * i)
+    env.stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="feature", key="c"))
+    env.commit(repo, "feature")
+    env.put(repo, "main", "b/1", "main-change")
+    env.commit(repo, "main")
+
+    for three_dot in (False, True):
+        request = api.DiffRequest(repository=repo, left_ref="main", right_ref="feature", three_dot=three_dot)
+        expected = []
+        for item in env.stub.Diff(request).items:
+            side = item.left if item.type == api.DIFF_TYPE_REMOVED else item.right
+            expected.append((item.key, item.type, side.size))
+        assert len(expected) == 33 - three_dot
+        for amount in (0, 1, 7, 100_000):
+            summary = api.DiffSummaryRequest(
+                repository=repo, left_ref="main", right_ref="feature", three_dot=three_dot, amount=amount
+            )
+            assert summary_all(env, summary) == expected
+        after = api.DiffSummaryRequest(repository=repo, left_ref="main", right_ref="feature", after="d/new-09")
+        assert [key for key, _, _ in summary_all(env, after)] == [f"d/new-{i:02d}" for i in range(10, 30)]
+    negative = api.DiffSummaryRequest(repository=repo, left_ref="main", right_ref="feature", amount=-1)
+    assert code_of(lambda: env.stub.DiffSummary(negative)) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_diff_summary_pages_stop_at_their_byte_budget(
+    env: GravelerEnv, repo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    branch(env, repo, "feature")
+    for i in range(20):
+        env.put(repo, "feature", f"new-{i:02d}", "x")
+    env.commit(repo, "feature")
+    # Room for three keys of 6 bytes (each costs SUMMARY_ITEM_BYTES more) per page.
+    monkeypatch.setattr(branching, "MAX_PAGE_BYTES", 3 * (6 + branching.SUMMARY_ITEM_BYTES) + 5)
+    request = api.DiffSummaryRequest(repository=repo, left_ref="main", right_ref="feature")
+    assert len(env.stub.DiffSummary(request).keys) == 3
+    assert [key for key, _, _ in summary_all(env, request)] == [f"new-{i:02d}" for i in range(20)]
 
 
 def test_uncommitted_changes(env: GravelerEnv, repo: str) -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from services.api.diff_summary import ReadPage, SummaryCache, read_changes
-from services.api.diff_tree import ADDED, CHANGED, REMOVED, Change, build
+import pytest
+
+from services.api import diff_tree
+from services.api.diff_summary import Page, ReadPage, SummaryCache, diff_page, read_tree, summary_page
+from services.api.diff_tree import ADDED, CHANGED, REMOVED, Change, Changes, TreeBuilder, build
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -39,21 +42,45 @@ def test_a_filter_keeps_matching_paths_and_their_folders_only() -> None:
 
 
 def _reader(keys: list[str], calls: list[int]) -> ReadPage:
-    async def read(after: str, amount: int) -> tuple[list[api.DiffItem], bool]:
+    async def read(after: str, amount: int) -> Page:
         calls.append(amount)
         rest = [k for k in keys if k > after]
         items = [api.DiffItem(key=k, type=api.DIFF_TYPE_ADDED, right=pb.Entry(size=1)) for k in rest[:amount]]
-        return items, len(rest) > amount
+        return diff_page(api.DiffResponse(items=items, has_more=len(rest) > amount))
 
     return read
 
 
 def test_reads_are_bounded_and_marked_truncated() -> None:
     calls: list[int] = []
-    changes, truncated = asyncio.run(read_changes(_reader([f"k{i:03d}" for i in range(10)], calls), limit=4))
-    assert [c.path for c in changes] == ["k000", "k001", "k002", "k003"] and truncated
-    changes, truncated = asyncio.run(read_changes(_reader(["x", "y"], calls), limit=4))
-    assert len(changes) == 2 and not truncated
+    changes, tree = asyncio.run(read_tree(_reader([f"k{i:03d}" for i in range(10)], calls), limit=4, page_size=3))
+    assert [c.path for c in changes] == ["k000", "k001", "k002", "k003"] and tree.truncated
+    assert calls == [3, 2]  # at most limit + 1 in all: one more than the limit tells it is exceeded
+    assert tree.children[""] == ["k000", "k001", "k002", "k003"] and tree.folders[""].counts == [4, 0, 0]
+    changes, tree = asyncio.run(read_tree(_reader(["x", "y"], calls), limit=4))
+    assert len(changes) == 2 and not tree.truncated
+    # Exactly the limit, and nothing after it: not truncated.
+    changes, tree = asyncio.run(read_tree(_reader(["a", "b", "c", "d"], calls), limit=4, page_size=2))
+    assert len(changes) == 4 and not tree.truncated
+
+
+def test_pages_of_diff_and_of_summary_decode_alike() -> None:
+    entry = pb.Entry(size=5)
+    items = [
+        api.DiffItem(key="a", type=api.DIFF_TYPE_ADDED, right=entry),
+        api.DiffItem(key="b", type=api.DIFF_TYPE_REMOVED, left=pb.Entry(size=7)),
+        api.DiffItem(key="c", type=api.DIFF_TYPE_CHANGED, left=pb.Entry(size=1), right=entry),
+    ]
+    summary = api.DiffSummaryResponse(
+        keys=["a", "b", "c"],
+        types=[api.DIFF_TYPE_ADDED, api.DIFF_TYPE_REMOVED, api.DIFF_TYPE_CHANGED],
+        sizes=[5, 7, 5],
+        has_more=True,
+    )
+    pages = [diff_page(api.DiffResponse(items=items, has_more=True)), summary_page(summary)]
+    for page in pages:
+        assert (page.length, page.last, page.has_more) == (3, "c", True)
+        assert list(page.changes()) == [Change("a", ADDED, 5), Change("b", REMOVED, 7), Change("c", CHANGED, 5)]
 
 
 def test_the_cache_reads_a_diff_once_and_evicts_the_least_recently_used() -> None:
@@ -76,3 +103,48 @@ def test_the_cache_reads_a_diff_once_and_evicts_the_least_recently_used() -> Non
         assert cache.reads == 4
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("min_run", [1, 2, diff_tree.MIN_RUN])
+def test_a_tree_built_page_by_page_is_the_tree_built_at_once(monkeypatch: pytest.MonkeyPatch, min_run: int) -> None:
+    # Runs of one folder's objects (added in bulk when at least MIN_RUN) next to subfolders.
+    more = [Change(f"a/b/{i}", ADDED, i) for i in range(5)] + [Change("a/b1", REMOVED, 64), Change("a/b2", ADDED, 3)]
+    extra = [*more, Change("b//c", REMOVED, 64), Change("z/", CHANGED, 1)]
+    changes = Changes.of(sorted([*CHANGES, *extra], key=lambda change: change.path))
+    monkeypatch.setattr(diff_tree, "MIN_RUN", min_run)
+    for substring in ("", "a", "/"):
+        whole = build(changes, substring)
+        assert (whole.children, {k: (t.counts, t.sizes) for k, t in whole.folders.items()}) == counted(
+            changes, substring
+        )
+        for step in (1, 2, 3):
+            builder = TreeBuilder(changes, substring)
+            for start in range(0, len(changes), step):
+                builder.add(start, min(start + step, len(changes)))
+            paged = builder.finish(False)
+            assert paged.children == whole.children and paged.objects == whole.objects
+            assert {k: (t.counts, t.sizes) for k, t in paged.folders.items()} == {
+                k: (t.counts, t.sizes) for k, t in whole.folders.items()
+            }
+    assert build(changes).change("a/b/3") == Change("a/b/3", ADDED, 3)
+
+
+def counted(changes: Changes, substring: str) -> tuple[dict[str, list[str]], dict[str, tuple[list[int], list[int]]]]:
+    """Children and tallies the plain way: each change counted in every folder above it."""
+    children: dict[str, list[str]] = {"": []}
+    tallies: dict[str, tuple[list[int], list[int]]] = {"": ([0, 0, 0], [0, 0, 0])}
+    for path, kind, size in changes:
+        if substring not in path:
+            continue
+        parent = ""
+        folders = [path[: i + 1] for i, c in enumerate(path) if c == "/"]
+        for folder in ["", *folders]:
+            if folder not in tallies:
+                tallies[folder] = ([0, 0, 0], [0, 0, 0])
+                children[folder] = []
+                children[parent].append(folder)
+            tallies[folder][0][kind] += 1
+            tallies[folder][1][kind] += size
+            parent = folder
+        children[parent].append(path)
+    return children, tallies

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 import pytest
@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.graveler.committed import Change, ChunkingPolicy, CommittedCache, CommittedManager, MetaRangeId, Record
-from services.graveler.committed.diff import DiffWalk, prefix_end
+from services.graveler.committed.diff import REMOVED, Difference, DifferenceRun, DiffWalk, prefix_end
 from services.graveler.committed.store import ObjectStore
 from silt.errors import InvalidArgument, NotFound
 from tests.unit.committed.conftest import MEM_NAMESPACE, SMALL_POLICY
@@ -49,6 +49,15 @@ def changes_of(left: State, right: State) -> list[Change]:
     ]
 
 
+def ungrouped(items: Iterable[Difference | DifferenceRun]) -> Iterator[Difference]:
+    for item in items:
+        if not isinstance(item, DifferenceRun):
+            yield item
+            continue
+        for record in map(Record, item.keys, item.identities, item.values):
+            yield Difference(record.key, item.kind, *((record, None) if item.kind == REMOVED else (None, record)))
+
+
 # --- properties against the dict model ------------------------------------------------------
 
 
@@ -81,6 +90,12 @@ def test_diff_equals_the_model(
         resumed.append(found)
         walk.seek(found.key)  # at or below the position: must not move it back
     assert resumed == differences
+    # Grouped, one-sided stretches come as runs that are exactly those differences.
+    grouped = DiffWalk(store, NS, store.read_metarange(NS, left_id), store.read_metarange(NS, right_id))
+    assert list(ungrouped(grouped.run_grouped())) == differences
+    from_start = DiffWalk(store, NS, store.read_metarange(NS, left_id), store.read_metarange(NS, right_id))
+    from_start.seek(key(start))
+    assert list(ungrouped(from_start.run_grouped())) == model_diff(left, right, key(start))
     # Replaying the diff onto left rebuilds right exactly, down to the metarange id.
     replayed = manager.apply(NS, left_id, (Change(d.key, d.right) for d in differences))
     assert replayed.metarange_id == right_id
