@@ -94,6 +94,11 @@ class PermissionDenied(SiltError):
     """The caller is authenticated but no policy allows the action on the resource."""
 
 
+# Auth refuses to edit one of Silt's own policies (services/auth/setup.py SILT_POLICIES: setup
+# rewrites them at every start, so an edit would silently come undone) as FailedPrecondition
+# with this text; the REST API answers it 409 Conflict rather than 400.
+SILT_OWN_POLICY = "is one of Silt's own policies"
+
 # Graveler refuses a write to a protected branch (services/graveler/protection.py) as
 # PermissionDenied with one of these texts, lakeFS's own: the gateway and the REST API tell it
 # from a refusal of the caller by them (S3 AccessDenied, HTTP 403). A commit has its own.

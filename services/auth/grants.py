@@ -13,7 +13,9 @@ the caller itself may do:
 * issuing an access key for another user: the Allow statements of that user's effective
   policies (whoever holds the key acts as that user);
 * lifting a Deny, which frees what it denied: detaching a policy, deleting a policy, removing
-  a member from a group, deleting a group, for the Deny statements of the policies involved.
+  a member from a group, deleting a group, for the Deny statements of the policies involved;
+* updating a policy in place: both the old Deny statements (lifted) and the new Allow
+  statements (granted), on the very version the update then replaces.
 
 A statement is granted as every pair (action pattern, resource pattern) of its actions x
 resources, and the caller must *hold* each pair:
@@ -215,6 +217,16 @@ class Grants:
     def delete_policy(self, caller: str, policy_id: str) -> None:
         policy = self.model.get_policy(policy_id)
         self._require(caller, _statements([policy], pb.EFFECT_DENY), f"delete policy {policy_id!r} (lifts its denials)")
+
+    def update_policy(self, caller: str, current: pb.Policy, statements: Sequence[pb.Statement]) -> None:
+        """Both ways, on the version read for the update: the old Deny statements are lifted (as
+        deleting the policy would) and the new Allow statements granted (as creating it would).
+        Who the policy reaches is the handler's check (services/auth/server.py UpdatePolicy)."""
+        check_statements(statements)
+        self._require(
+            caller, _statements([current], pb.EFFECT_DENY), f"update policy {current.id!r} (lifts its denials)"
+        )
+        self._require(caller, _by_effect(statements, pb.EFFECT_ALLOW), f"update policy {current.id!r}")
 
     def remove_member(self, caller: str, group_id: str) -> None:
         policies = self.model.group_policies(group_id)

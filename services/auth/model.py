@@ -28,7 +28,7 @@ from silt.access_keys import check_access_key_id
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import Aborted, AlreadyExists, InvalidArgument, NotFound, NotFoundKind, PredicateFailed
 from silt.kv.conditional import delete_current
-from silt.kv.store import Store
+from silt.kv.store import Predicate, Store
 from silt.paging import take_page
 
 _M = TypeVar("_M", bound=Message)
@@ -296,27 +296,60 @@ class IamModel:
         self.kv.set_if(self.partition, k, updated.SerializeToString(), predicate)
         return True
 
-    def update_policy(self, policy_id: str, statements: Iterable[pb.Statement], description: str = "") -> pb.Policy:
-        """Replace an existing policy's statements and description (NotFound if there is none);
-        its creation date and attachments stay, so whoever holds it gets the new statements."""
+    def read_policy(self, policy_id: str) -> tuple[pb.Policy, Predicate]:
+        """The policy and its KV version, for a change decided on what was read (update_policy)."""
+        check_id("policy", policy_id)
+        try:
+            value, predicate = self.kv.get(self.partition, key("policies", policy_id))
+        except NotFound:
+            raise NotFound(f"policy {policy_id!r} not found", what="policy") from None
+        return pb.Policy.FromString(value), predicate
+
+    def update_policy(
+        self,
+        policy_id: str,
+        statements: Iterable[pb.Statement],
+        description: str | None = None,
+        read: tuple[pb.Policy, Predicate] | None = None,
+    ) -> pb.Policy:
+        """Replace an existing policy's statements (NotFound if there is none); its creation
+        date and attachments stay, so whoever holds it gets the new statements. The description
+        stays unless one is given.
+
+        `read` is what read_policy returned when the caller made its decision (the grants
+        checks): the write is conditional on that version, so a change since then (another
+        edit adding a Deny, a delete) makes it fail with Aborted rather than be overwritten
+        unchecked.
+        """
         check_id("policy", policy_id)
         statements = list(statements)
         check_statements(statements)
-        k = key("policies", policy_id)
-        try:
-            value, predicate = self.kv.get(self.partition, k)
-        except NotFound:
-            raise NotFound(f"policy {policy_id!r} not found", what="policy") from None
-        current = pb.Policy.FromString(value)
+        current, predicate = read if read is not None else self.read_policy(policy_id)
+        if current.id != policy_id:
+            raise InvalidArgument(f"read policy {current.id!r} for an update of {policy_id!r}")
         updated = pb.Policy(
-            id=policy_id, creation_date=current.creation_date, description=description, statements=statements
+            id=policy_id,
+            creation_date=current.creation_date,
+            description=current.description if description is None else description,
+            statements=statements,
         )
         try:
-            self.kv.set_if(self.partition, k, updated.SerializeToString(), predicate)
+            self.kv.set_if(self.partition, key("policies", policy_id), updated.SerializeToString(), predicate)
         except PredicateFailed:
             # Another update or a delete got in between: the caller decided on what it read.
             raise Aborted(f"policy {policy_id!r} changed meanwhile; read it again and retry") from None
         return updated
+
+    def policy_principals(self, policy_id: str) -> tuple[list[str], list[str]]:
+        """The users and the groups the policy is attached to (directly), each sorted."""
+        check_id("policy", policy_id)
+        found: dict[bytes, list[str]] = {keys.USER_POLICIES: [], keys.GROUP_POLICIES: []}
+        for under, ids in found.items():
+            for _, v in self._scan(under):
+                attachment = pb.Attachment.FromString(v)
+                if attachment.policy_id == policy_id:
+                    ids.append(attachment.principal_id)
+        return sorted(found[keys.USER_POLICIES]), sorted(found[keys.GROUP_POLICIES])
 
     def get_policy(self, policy_id: str) -> pb.Policy:
         return self._get(key("policies", check_id("policy", policy_id)), pb.Policy, f"policy {policy_id!r}")

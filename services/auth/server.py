@@ -20,12 +20,13 @@ from services.auth.model import IamModel
 from services.auth.policies import check_resource
 from services.auth.secrets import SecretBox
 from services.auth.sessions import SessionTokens, secrets_match
+from services.auth.setup import SILT_POLICIES
 from silt.access_keys import check_access_key_id
-from silt.actions import ATTACH_POLICY, DELETE_POLICY, check_action, policy_resource
+from silt.actions import ATTACH_POLICY, DELETE_POLICY, check_action, group_resource, policy_resource, user_resource
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
 from silt.auth.v1 import model_pb2 as pb
-from silt.errors import InvalidArgument, NotFound, PermissionDenied
+from silt.errors import SILT_OWN_POLICY, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import current_principal
 from silt.rpc.limits import AUTH_LIMITS
@@ -152,17 +153,45 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         return api.DeletePolicyResponse()
 
     def UpdatePolicy(self, request: api.UpdatePolicyRequest, context: grpc.ServicerContext) -> pb.Policy:
+        """Replace a policy's statements under its attachments (docs/design/auth.md, "Editing a
+        policy"): checked as deleting it, creating it again and attaching it to every user and
+        group that holds it, all on the one version the write is conditional on."""
+        if request.id in SILT_POLICIES:
+            raise FailedPrecondition(
+                f"policy {request.id!r} {SILT_OWN_POLICY}: setup rewrites it at every start, so an edit "
+                "would be undone. To restrict it, create a new policy with the statements you want "
+                "(e.g. a copy of this one) and attach it instead of this one, or attach a policy with "
+                "Deny statements next to it"
+            )
         caller = current_principal().user_id
         resource = policy_resource(request.id)
         for action in (DELETE_POLICY, ATTACH_POLICY):
             if not self.authority.allowed_many(caller, action, [resource])[0]:
                 raise PermissionDenied(f"user {caller!r} may not {action} on {resource} (updating replaces it)")
+        read = self.model.read_policy(request.id)
+        self._check_reach(caller, request.id)
         # Both ways: what the old statements denied is lifted, what the new ones allow is granted.
-        self.grants.delete_policy(caller, request.id)
-        self.grants.create_policy(caller, request.statements)
-        policy = self.model.update_policy(request.id, request.statements, request.description)
+        self.grants.update_policy(caller, read[0], request.statements)
+        # Conditional on the version checked: an edit or delete meanwhile aborts this one.
+        policy = self.model.update_policy(request.id, request.statements, request.description or None, read=read)
         log.info("policy %r updated by %s", policy.id, describe_caller())
         return policy
+
+    def _check_reach(self, caller: str, policy_id: str) -> None:
+        """An edit reaches every principal the policy is attached to, as attaching it would,
+        whatever the new statements hold (a Deny added can lock them out as surely as an Allow
+        can escalate them): the caller needs AttachPolicy on each of them."""
+        users, groups = self.model.policy_principals(policy_id)
+        principals = [user_resource(u) for u in users] + [group_resource(g) for g in groups]
+        if not principals:
+            return
+        allowed = self.authority.allowed_many(caller, ATTACH_POLICY, principals)
+        for principal, ok in zip(principals, allowed, strict=True):
+            if not ok:
+                raise PermissionDenied(
+                    f"user {caller!r} may not update policy {policy_id!r}: it is attached to {principal}, "
+                    f"and an edit acts on it as attaching would (needs {ATTACH_POLICY} on {principal})"
+                )
 
     def AttachPolicy(
         self, request: api.PolicyAttachmentRequest, context: grpc.ServicerContext

@@ -1,7 +1,8 @@
 """Administration in Chromium beyond creating things: a policy edited in place (the page's own
 checks first, then the API's word), a policy attached and a member added by choosing from a
-searchable list, service accounts listed apart from people, and signing out everywhere (for
-oneself, and by an admin for someone else), seen from a second browser."""
+searchable list, Silt's own policies offered for copying but not editing, service accounts
+listed apart from people, and signing out everywhere (for oneself, and by an admin for someone
+else), seen from a second browser."""
 
 from __future__ import annotations
 
@@ -70,6 +71,12 @@ def test_admin_edits_a_policy_and_attaches_it_from_a_list(admin_page: Page, ui: 
     expect(page.get_by_test_id("user-groups").get_by_role("link", name=group)).to_be_visible()
     assert [p["id"] for p in rest.ok("GET", f"/auth/users/{user}/policies")["results"]] == [policy]
     assert [m["id"] for m in rest.ok("GET", f"/auth/groups/{group}/members")["results"]] == [user]
+
+    # Silt's own policies are rewritten by setup at every start: no Edit, and the page says why.
+    page.goto(ui.url("/admin/policies/RepoReadAll"))
+    expect(page.get_by_test_id("silt-policy-note")).to_contain_text("create a new policy")
+    expect(page.get_by_test_id("edit-policy")).to_have_count(0)
+    expect(page.get_by_test_id("edit-as-new")).to_be_visible()
 
 
 def test_service_accounts_are_listed_apart_from_people(admin_page: Page, ui: Ui) -> None:

@@ -26,7 +26,7 @@ from lakefs_sdk.models import (
 from services.api import iam_models
 from services.api.bodies import POLICY_BODY_BYTES, SMALL_BODY_BYTES, json_body
 from services.api.context import Context, Ctx
-from services.api.errors import bad_request, not_found
+from services.api.errors import ApiError, bad_request, not_found
 from services.api.iam_calls import iam_call
 from services.api.iam_paging import id_page
 from services.api.iam_policies import from_silt, to_silt
@@ -35,6 +35,7 @@ from services.api.responses import model_response, no_content
 from services.api.session_cookie import drop_session_cookie
 from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
+from silt.errors import SILT_OWN_POLICY
 
 router = APIRouter()
 
@@ -360,8 +361,15 @@ async def update_policy(ctx: Ctx, policy_id: PolicyId, request: Request) -> Resp
     # Replacing a policy is deleting it and creating it again under the same attachments.
     for action in (a.CREATE_POLICY, a.DELETE_POLICY, a.ATTACH_POLICY):
         await ctx.authorize(action, a.policy_resource(policy_id))
+    # lakeFS's Policy carries no description: an empty one tells auth to keep Silt's.
     updated = auth_api.UpdatePolicyRequest(id=policy_id, statements=to_silt(body))
-    policy = await iam_call(ctx, ctx.backend.auth.UpdatePolicy, updated)
+    try:
+        policy = await iam_call(ctx, ctx.backend.auth.UpdatePolicy, updated)
+    except ApiError as exc:
+        if exc.status == 400 and SILT_OWN_POLICY in exc.message:
+            # Not a malformed request: the policy is Silt's own and stays as setup writes it.
+            raise ApiError(409, exc.message) from None
+        raise
     return model_response(from_silt(policy))
 
 

@@ -11,7 +11,8 @@ import lakefs_sdk
 import urllib3
 from pydantic import SecretStr
 
-from silt.rpc.signing import Credentials
+from silt.auth.v1 import auth_pb2, auth_pb2_grpc, model_pb2
+from silt.rpc.signing import Credentials, signed_channel
 from tests.integration.api.conftest import Api, error_message
 
 
@@ -144,6 +145,8 @@ def test_a_delegate_cannot_escalate_by_editing_a_policy_it_holds(api: Api) -> No
                 "resource": "policies/*",
             },
             {"effect": "allow", "action": ["ReadRepo"], "resource": "*"},
+            # `own` is attached to the delegate: editing it acts on the delegate as attaching would.
+            {"effect": "allow", "action": ["iam:AttachPolicy"], "resource": f"users/{delegate_id}"},
         ],
     }
     assert _send(api, "POST", "/auth/policies", rights_body).status == 201
@@ -156,3 +159,42 @@ def test_a_delegate_cannot_escalate_by_editing_a_policy_it_holds(api: Api) -> No
     assert auth.get_policy(own).statement[0].action == ["ReadRepo"]
     # What it holds it may put there.
     assert _send(api, "PUT", f"/auth/policies/{own}", _policy(own, ["ReadRepo"], "r-*"), creds).status == 200
+
+
+def test_a_delegate_edits_only_policies_whose_holders_it_may_attach_to(api: Api) -> None:
+    """A helpdesk scoped to team-* may not edit team-x once an admin attached it to someone
+    else: that would reach them (a Deny as much as an Allow); 403 names who."""
+    helpdesk_id, creds = _user_with_key(api, "helpdesk")
+    rights, team_policy = _id("helpdesk-rights"), _id("team")
+    actions = ["iam:CreatePolicy", "iam:DeletePolicy", "iam:AttachPolicy"]
+    rights_body = {
+        "id": rights,
+        "statement": [
+            {"effect": "allow", "action": actions, "resource": "policies/team-*"},
+            {"effect": "allow", "action": actions, "resource": "users/team-*"},
+        ],
+    }
+    assert _send(api, "POST", "/auth/policies", rights_body).status == 201
+    assert _send(api, "POST", "/auth/policies", _policy(team_policy, ["ReadRepo"], "r-*")).status == 201
+    auth = lakefs_sdk.AuthApi(api.sdk())
+    auth.attach_policy_to_user(helpdesk_id, rights)
+    bob_id, _ = _user_with_key(api, "bob")
+    auth.attach_policy_to_user(bob_id, team_policy)
+    lockout = _policy(team_policy, ["*"], effect="deny")
+    message = error_message(_send(api, "PUT", f"/auth/policies/{team_policy}", lockout, creds), 403)
+    assert f"users/{bob_id}" in message
+    assert auth.get_policy(team_policy).statement[0].effect == "allow"
+
+
+def test_silt_s_own_policies_are_refused_and_descriptions_kept(api: Api) -> None:
+    message = error_message(
+        _send(api, "PUT", "/auth/policies/RepoReadAll", _policy("RepoReadAll", ["ReadRepo"], "r-*")), 409
+    )
+    assert "Silt's own" in message and "create a new policy" in message
+    policy_id = _id("described")
+    read = model_pb2.Statement(effect=model_pb2.EFFECT_ALLOW, actions=["ReadRepo"], resources=["*"])
+    with signed_channel(api.stack.stack.endpoints["auth"], api.stack.admin) as channel:
+        auth = auth_pb2_grpc.AuthServiceStub(channel)
+        auth.CreatePolicy(auth_pb2.CreatePolicyRequest(id=policy_id, description="kept", statements=[read]))
+        assert _send(api, "PUT", f"/auth/policies/{policy_id}", _policy(policy_id, ["ReadRepo"])).status == 200
+        assert auth.GetPolicy(auth_pb2.GetPolicyRequest(id=policy_id)).description == "kept"

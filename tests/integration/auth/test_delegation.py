@@ -7,14 +7,18 @@ lifting a Deny or minting another user's key counts as granting too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import grpc
+import pytest
 from pydantic import SecretStr
 
+from services.auth import grants
 from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS
 from silt import actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
+from silt.auth.v1 import auth_pb2_grpc as auth_grpc
 from silt.auth.v1 import model_pb2 as pb
 from silt.rpc.signing import Credentials
 from tests.integration.auth.support import Stack, code_of, details_of, remember, unique
@@ -271,3 +275,90 @@ def test_only_an_unrestricted_administrator_rotates_a_verifier_services_key(stac
     today = datetime.now(UTC).strftime("%Y%m%d")
     request = auth_api.GetCallSigningKeyRequest(access_key_id=stack.admin.access_key_id, day=today, audience="graveler")
     assert stack.auth(rotated).GetCallSigningKey(request).user_id == "admin"
+
+
+def _update(stub: auth_grpc.AuthServiceStub, policy_id: str, *statements: pb.Statement) -> Callable[[], object]:
+    request = auth_api.UpdatePolicyRequest(id=policy_id, statements=list(statements))
+    return lambda: stub.UpdatePolicy(request)
+
+
+def test_editing_a_policy_needs_attach_rights_on_everyone_it_is_attached_to(stack: Stack) -> None:
+    """The finding: a helpdesk scoped to team-* edited team-x, which an admin had attached to
+    bob or to Admins, and so reached them; a Deny reaches them as surely as an Allow."""
+    editing = [a.CREATE_POLICY, a.DELETE_POLICY, a.ATTACH_POLICY]
+    team_policy, team_user = unique("team-x"), unique("team-u")
+    _, helpdesk = _delegate(
+        stack, "helpdesk", _allow(editing, ["policies/team-*", "users/team-*"]), _allow([a.READ_REPO], ["*"])
+    )
+    admin = stack.auth(stack.admin)
+    admin.CreatePolicy(auth_api.CreatePolicyRequest(id=team_policy, statements=[_allow([a.READ_REPO], ["*"])]))
+    admin.CreateUser(auth_api.CreateUserRequest(id=team_user))
+    admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=team_policy, user_id=team_user))
+    me = stack.auth(helpdesk)
+    lockout = _deny(["*"], ["*"])
+    # Within its scope (attached only to a team-* user) the edit goes through.
+    assert code_of(_update(me, team_policy, _allow([a.READ_REPO], ["r-*"]))) == OK
+
+    bob_id, _ = stack.new_user(prefix="bob")
+    admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=team_policy, user_id=bob_id))
+    assert code_of(_update(me, team_policy, lockout)) == DENIED
+    assert f"users/{bob_id}" in details_of(_update(me, team_policy, lockout))
+    admin.DetachPolicy(auth_api.PolicyAttachmentRequest(policy_id=team_policy, user_id=bob_id))
+
+    admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=team_policy, group_id=ADMINS))
+    assert f"groups/{ADMINS}" in details_of(_update(me, team_policy, lockout))
+    assert code_of(_update(me, team_policy, _allow([a.READ_REPO], ["*"]))) == DENIED
+    assert list(admin.GetPolicy(auth_api.GetPolicyRequest(id=team_policy)).statements) == [
+        _allow([a.READ_REPO], ["r-*"])
+    ]
+    assert _is_admin(stack, stack.admin)
+
+
+def test_an_edit_checked_on_one_version_does_not_overwrite_another(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A concurrent edit landing between the grants checks and the write aborts the update, so
+    its Deny is never lifted by a caller that was checked against the version before it."""
+    policy_id = unique("raced")
+    admin = stack.auth(stack.admin)
+    admin.CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id, statements=[_allow([a.READ_REPO], ["*"])]))
+    concurrent = _deny([a.WRITE_REPO], ["*"])
+    require = grants.Grants._require
+    raced: list[bool] = []
+
+    def racing(self: grants.Grants, *args: object, **kwargs: object) -> None:
+        if not raced:
+            raced.append(True)
+            stack.model.update_policy(policy_id, [concurrent])  # another editor's write, meanwhile
+        require(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(grants.Grants, "_require", racing)
+    with pytest.raises(grpc.RpcError) as stale:
+        _update(admin, policy_id, _allow([a.READ_REPO, a.WRITE_REPO], ["*"]))()
+    assert stale.value.code() == grpc.StatusCode.ABORTED
+    assert "changed meanwhile" in (stale.value.details() or "")
+    assert list(admin.GetPolicy(auth_api.GetPolicyRequest(id=policy_id)).statements) == [concurrent]
+
+
+def test_silt_s_own_policies_are_not_edited(stack: Stack) -> None:
+    admin = stack.auth(stack.admin)
+    for preset in ("FullAccess", "RepoReadAll", "ServiceAccess"):
+        refused = _update(admin, preset, _allow([a.READ_REPO], ["r-*"]))
+        assert code_of(refused) == grpc.StatusCode.FAILED_PRECONDITION
+        assert "Silt's own" in details_of(refused) and "create a new policy" in details_of(refused)
+    assert list(stack.model.get_policy("RepoReadAll").statements) == [_allow([a.READ_REPO], ["*"])]
+
+
+def test_an_edit_without_a_description_keeps_the_policy_s(stack: Stack) -> None:
+    """lakeFS's policy body has no description: an edit through the REST API sends none."""
+    admin = stack.auth(stack.admin)
+    policy_id = unique("described")
+    admin.CreatePolicy(
+        auth_api.CreatePolicyRequest(id=policy_id, description="readers", statements=[_allow([a.READ_REPO], ["*"])])
+    )
+    assert code_of(_update(admin, policy_id, _allow([a.READ_REPO], ["r-*"]))) == OK
+    assert admin.GetPolicy(auth_api.GetPolicyRequest(id=policy_id)).description == "readers"
+    renamed = auth_api.UpdatePolicyRequest(
+        id=policy_id, description="r readers", statements=[_allow([a.READ_REPO], ["r-*"])]
+    )
+    assert admin.UpdatePolicy(renamed).description == "r readers"

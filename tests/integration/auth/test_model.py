@@ -11,7 +11,7 @@ from services.auth.model import IamModel
 from services.auth.secrets import SecretBox
 from silt import actions as a
 from silt.auth.v1 import model_pb2 as pb
-from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.kv import Store
 from tests.integration.auth.support import ENCRYPT_KEY, remember
 
@@ -222,6 +222,21 @@ def test_a_policy_is_updated_in_place(iam: IamModel) -> None:
         iam.update_policy("missing", [write])
     with pytest.raises(InvalidArgument):
         iam.update_policy("p", [pb.Statement(effect=pb.EFFECT_ALLOW, actions=["NoSuch"], resources=["*"])])
+
+
+def test_a_policy_update_is_conditional_on_the_version_read(iam: IamModel) -> None:
+    iam.create_policy("p", [READ_ALL], "readers")
+    iam.create_group("g")
+    iam.attach_policy("p", group_id="g")
+    iam.create_user("u")
+    iam.attach_policy("p", user_id="u")
+    assert iam.policy_principals("p") == (["u"], ["g"])
+    read = iam.read_policy("p")
+    deny = pb.Statement(effect=pb.EFFECT_DENY, actions=[a.WRITE_REPO], resources=["*"])
+    assert iam.update_policy("p", [READ_ALL, deny]).description == "readers"  # kept when not given
+    with pytest.raises(Aborted):
+        iam.update_policy("p", [READ_ALL], read=read)
+    assert list(iam.get_policy("p").statements) == [READ_ALL, deny]
 
 
 def test_revoking_sessions_raises_the_users_epoch_only(iam: IamModel) -> None:

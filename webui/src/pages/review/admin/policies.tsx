@@ -13,6 +13,25 @@ import { PolicyEditor } from "./policy_editor";
 
 const EXAMPLE: Statement[] = [{ effect: "allow", action: ["ReadRepo"], resource: "*" }];
 
+// Silt's own policies (services/auth/setup.py SILT_POLICIES; a unit test keeps the two lists
+// equal). Setup rewrites them at every start, so auth refuses to edit them (409): the page
+// offers no Edit, only a copy to restrict instead.
+export const SILT_POLICIES: ReadonlySet<string> = new Set([
+  "FullAccess",
+  "RepoReadWriteAll",
+  "RepoReadAll",
+  "ServiceAccess",
+  "GatewayRepoLifecycle",
+  "GarbageCollection",
+  "ApiActsForUsers",
+  "ApiRepoSettings",
+  "HistoryEventRecorder",
+  "GravelerCallVerifier",
+  "CompactorCallVerifier",
+  "S3SignatureVerifier",
+  "ApiCredentialVerifier",
+]);
+
 export function newPolicyHref(from?: string): string {
   return href("/admin/new-policy", { from });
 }
@@ -51,6 +70,7 @@ export function PolicyPage({ policyId }: { policyId: string }) {
   const policy = useAsync((signal) => iamApi.getPolicy(policyId, signal), [policyId, version]);
   const [deleting, setDeleting] = useState(false);
   const [editing, setEditing] = useState(false);
+  const siltOwn = SILT_POLICIES.has(policyId);
   return (
     <AdminFrame section="policies" probe={(signal) => iamApi.getPolicy(policyId, signal)} probeKey={policyId}>
       <div class="policy-page" data-testid="policy-page">
@@ -58,9 +78,16 @@ export function PolicyPage({ policyId }: { policyId: string }) {
           <h2>
             Policy <span data-testid="policy-id">{policyId}</span>
           </h2>
-          <button type="button" onClick={() => setEditing(true)} disabled={editing || !policy.data} data-testid="edit-policy">
-            Edit
-          </button>
+          {!siltOwn && (
+            <button
+              type="button"
+              onClick={() => setEditing(true)}
+              disabled={editing || !policy.data}
+              data-testid="edit-policy"
+            >
+              Edit
+            </button>
+          )}
           <Link class="button" href={newPolicyHref(policyId)} data-testid="edit-as-new">
             Copy as a new policy
           </Link>
@@ -68,6 +95,13 @@ export function PolicyPage({ policyId }: { policyId: string }) {
             Delete
           </button>
         </header>
+        {siltOwn && (
+          <p class="hint" data-testid="silt-policy-note">
+            This is one of Silt&apos;s own policies: Silt writes it again at every start, so it cannot be edited. To
+            restrict what it allows, create a new policy (e.g. copy this one), attach it instead of this one, or attach
+            a policy with Deny statements next to it.
+          </p>
+        )}
         <ErrorNote error={policy.error} />
         {editing && policy.data ? (
           <PolicyEditor
