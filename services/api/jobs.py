@@ -74,7 +74,7 @@ def _query(sources: list[Source], params: dict[str, Any], budget: int) -> dict[s
             con, table_query.TABLE, str(params["format"]), read_range, size, budget, job_limits.QUERY_ROWS, workdir
         )
         table_load.lock(con)
-        answer = table_query.run(con, str(params["sql"]), int(params.get("page") or 0))
+        answer = table_query.run(con, str(params["sql"]), int(params.get("offset") or 0))
         answer["sample"] = {**sample.as_json(), "limit_bytes": budget, "limit_rows": job_limits.QUERY_ROWS}
         return answer
 

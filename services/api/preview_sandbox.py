@@ -50,7 +50,8 @@ CPU_SECONDS = int(DECODE_SECONDS) + 5
 # A child's interpreter start and imports, on a machine busy with other work.
 START_SECONDS = 30.0
 # The answer's JSON: 100 rows of 200 columns of 1,000-character cells would be 20 MB; the rows
-# that fit in this are sent, so the server parses a bounded answer.
+# that fit in this are sent (the rest counted in "rows_cut"), so the server parses a bounded
+# answer.
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 MAX_MESSAGE_BYTES = 64 * 1024
 
@@ -58,6 +59,10 @@ READY, RANGE, ANSWER, REFUSED = b"R", b"G", b"A", b"E"
 REQUEST, DATA, FAILED = b"Q", b"D", b"X"
 _HEADER = 5
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PR_SET_NO_NEW_PRIVS = 38
+# The child's CPU priority below the server's: a job's seconds of DuckDB never slow requests.
+CHILD_NICENESS = 10
 _CHUNK = 1024 * 1024
 
 ReadRange = Callable[[int, int], BinaryIO]
@@ -81,6 +86,22 @@ class Refused(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def _prctl(option: int, value: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"prctl({option}): {os.strerror(errno)}")
+
+
+def protect_server() -> None:
+    """Makes this process non-dumpable before it starts children: its /proc/<pid>/environ, mem,
+    maps and fd then belong to root, and a process of the same user (a child whose DuckDB or
+    Arrow an object or a query took over) can no longer read the service credentials in its
+    environment or its memory, nor ptrace it. The cost: no core dumps of the server (it is
+    never run for them) and no same-user debugger attach (py-spy needs root or sudo then)."""
+    _prctl(_PR_SET_DUMPABLE, 0)
 
 
 class _Gone(Exception):
@@ -223,6 +244,13 @@ class Sandbox:
         self._lock = threading.Lock()
         self._spare: _Child | None = None
         self._closed = False
+        self._protected = False
+
+    def _protect(self) -> None:
+        """Once, before the first child starts (called with the lock held)."""
+        if not self._protected:
+            protect_server()
+            self._protected = True
 
     def _take(self) -> _Child:
         """A child for this job: the spare, or one started now. Started from the caller's thread,
@@ -231,6 +259,7 @@ class Sandbox:
         with self._lock:
             if self._closed:
                 raise Refused(503, "the server is shutting down")
+            self._protect()
             child, self._spare = self._spare, None
         if child is None or child.proc.poll() is not None:
             if child is not None:
@@ -244,6 +273,7 @@ class Sandbox:
         with self._lock:
             if self._closed or self._spare is not None:
                 return
+            self._protect()
             try:
                 self._spare = _Child()
             except OSError as exc:  # the next job starts its own
@@ -304,11 +334,18 @@ class Sandbox:
 
 
 def _die_with(parent: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before the line above: nobody waits for us
         os._exit(0)
+
+
+def _drop() -> None:
+    """What the child gives up before it reads a byte of a job: another job's child (the same
+    user) may not read its memory or its /proc files (non-dumpable), no exec can raise its
+    privileges (no_new_privs), and it yields the CPU to the server."""
+    _prctl(_PR_SET_DUMPABLE, 0)
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    os.nice(CHILD_NICENESS)
 
 
 def _address_space() -> int:
@@ -342,22 +379,39 @@ def _receive(inp: BinaryIO) -> tuple[bytes, bytes]:
 
 def _fitting(answer: dict[str, Any]) -> bytes:
     """The answer as JSON, with as many of its rows as fit in MAX_ANSWER_BYTES (an answer with
-    no "rows" as it is)."""
+    no "rows" as it is). Rows left out are counted in "rows_cut"; a paged answer (one with an
+    "offset") then has more, and its "next_offset" is the first row not sent, so the next page
+    starts there and no row is skipped. A query's "cells_cut_by_row" becomes "cells_cut", the
+    cut cells of the rows sent."""
     rows = answer.get("rows")
     if rows is None:
         return json.dumps(answer, separators=(",", ":")).encode()
-    answer["rows"] = []
-    body = json.dumps(answer, separators=(",", ":")).encode()
-    room = MAX_ANSWER_BYTES - len(body)
     kept: list[bytes] = []
+    answer["rows"] = []
+    answer["rows_cut"] = 0
+    cells_cut = answer.pop("cells_cut_by_row", None)
+    if cells_cut is not None:
+        answer["cells_cut"] = sum(cells_cut)
+    paged = isinstance(answer.get("offset"), int)
+    if paged:
+        answer["next_offset"] = answer["offset"] + len(rows) if answer.get("has_more") else None
+    room = MAX_ANSWER_BYTES - len(json.dumps(answer, separators=(",", ":")).encode()) - 64
     for row in rows:
         encoded = json.dumps(row, separators=(",", ":")).encode()
         room -= len(encoded) + 1
         if room < 0:
             break
         kept.append(encoded)
-    if room < 0 and not kept:
+    if not kept and rows:
         raise MemoryError
+    if len(kept) < len(rows):
+        answer["rows_cut"] = len(rows) - len(kept)
+        if paged:
+            answer["has_more"] = True
+            answer["next_offset"] = answer["offset"] + len(kept)
+        if cells_cut is not None:
+            answer["cells_cut"] = sum(cells_cut[: len(kept)])
+    body = json.dumps(answer, separators=(",", ":")).encode()
     head, tail = body.split(b'"rows":[]', 1)
     return head + b'"rows":[' + b",".join(kept) + b"]" + tail
 
@@ -368,6 +422,7 @@ def _refuse(out: BinaryIO, status: int, message: str) -> None:
 
 def child_main(parent: int) -> None:
     _die_with(parent)
+    _drop()
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the pipe
     import io

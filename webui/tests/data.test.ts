@@ -2,7 +2,8 @@ import MarkdownIt from "markdown-it";
 import type { VNode } from "preact";
 import { describe, expect, it } from "vitest";
 import { diffRefsOf, isComment, languageOf, objectDiffHref } from "../src/pages/diff/diff_links";
-import { isSafeLink, renderTokens } from "../src/pages/markdown";
+import { isSafeLink, renderTokens, resolveLink } from "../src/pages/markdown";
+import { nextOffset } from "../src/pages/query/query_page";
 
 describe("diffRefsOf", () => {
   it("reads the refs of a two-ref diff list, encoded names decoded", () => {
@@ -54,5 +55,40 @@ describe("markdown", () => {
     expect(nodes[1].props.children).toEqual("<script>alert(1)</script>");
     const links = (nodes[2].props.children as (VNode | string)[]).filter((child) => typeof child !== "string") as VNode<{ href?: string }>[];
     expect(links.map((link) => link.props.href)).toEqual(["https://e.com"]);
+  });
+});
+
+describe("markdown links", () => {
+  const base = { repo: "r", ref: "main", path: "docs/README.md" };
+
+  it("resolves relative links against the object's folder, to the UI's object pages", () => {
+    expect(resolveLink("guide.md", base)).toBe("/ui/repositories/r/object?ref=main&path=docs%2Fguide.md");
+    expect(resolveLink("./a/b%20c.md#part", base)).toBe("/ui/repositories/r/object?ref=main&path=docs%2Fa%2Fb+c.md");
+    expect(resolveLink("../data/x.csv", base)).toBe("/ui/repositories/r/object?ref=main&path=data%2Fx.csv");
+    expect(resolveLink("/README.md", base)).toBe("/ui/repositories/r/object?ref=main&path=README.md");
+    expect(resolveLink("../../..", base)).toBe("/ui/repositories/r/objects?ref=main");
+    expect(resolveLink("images/", base)).toBe("/ui/repositories/r/objects?ref=main&path=docs%2Fimages%2F");
+  });
+
+  it("leaves absolute links and anchors as they are", () => {
+    expect(resolveLink("https://e.com/x.md", base)).toBe("https://e.com/x.md");
+    expect(resolveLink("mailto:a@b.c", base)).toBe("mailto:a@b.c");
+    expect(resolveLink("#usage", base)).toBe("#usage");
+  });
+
+  it("renders relative links resolved and unsafe ones not at all", () => {
+    const parser = new MarkdownIt({ html: false });
+    parser.validateLink = isSafeLink;
+    const [paragraph] = renderTokens(parser.parse("[g](guide.md) [x](javascript:alert(1))", {}), base) as VNode[];
+    const links = (paragraph.props.children as (VNode | string)[]).filter((child) => typeof child !== "string") as VNode<{ href?: string }>[];
+    expect(links.map((link) => link.props.href)).toEqual(["/ui/repositories/r/object?ref=main&path=docs%2Fguide.md"]);
+  });
+});
+
+describe("query paging", () => {
+  it("starts the next page at the first row not sent", () => {
+    expect(nextOffset({ offset: 100, has_more: true, next_offset: 141, rows: [] })).toBe(141);
+    expect(nextOffset({ offset: 100, has_more: false, next_offset: null, rows: [[1]] })).toBeNull();
+    expect(nextOffset({ offset: 100, has_more: true, rows: Array.from({ length: 100 }, () => [1]) })).toBe(200);
   });
 });

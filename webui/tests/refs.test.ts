@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { OLDER, lastChange } from "../src/pages/refs/last_change";
 import { mergeRefs } from "../src/pages/refs/merge";
 import { commitHref, shortId } from "../src/pages/refs/model";
 import {
@@ -120,5 +121,17 @@ describe("pullDiffRange", () => {
 
   it("falls back to the branches when a merged pull has no commit id", () => {
     expect(pullDiffRange(pull({ status: "merged", merged_commit_id: null })).type).toBe("three_dot");
+  });
+});
+
+describe("lastChange", () => {
+  const answer = (results: unknown[], hasMore: boolean) =>
+    new Response(JSON.stringify({ pagination: { has_more: hasMore, next_offset: hasMore ? "c9" : "", results: results.length, max_per_page: 1 }, results }), { status: 200 });
+
+  it("tells a change further back than its bounded lookup from no change at all", async () => {
+    vi.stubGlobal("fetch", vi.fn().mockImplementation(() => Promise.resolve(answer([], true))));
+    await expect(lastChange("r", "main", "old.csv")).resolves.toBe(OLDER);
+    vi.stubGlobal("fetch", vi.fn().mockImplementation(() => Promise.resolve(answer([], false))));
+    await expect(lastChange("r", "main", "new.csv")).resolves.toBeNull();
   });
 });

@@ -14,7 +14,7 @@ from fastapi.responses import Response
 from services.api.bodies import read_body
 from services.api.context import Ctx
 from services.api.errors import ApiError, bad_request
-from services.api.job_limits import DIFF_BYTES, MAX_LISTED, MAX_PAGE, QUERY_BYTES
+from services.api.job_limits import DIFF_BYTES, MAX_LISTED, MAX_PAGE, PAGE_SIZE, QUERY_BYTES
 from services.api.object_kinds import TABLE_FORMATS, kind_of
 from services.api.objects_stats import mtime
 from services.api.objects_write import checked_path
@@ -32,6 +32,7 @@ MAX_SQL_BYTES = 16 * 1024
 # The body: the SQL, its page and JSON's quoting of both.
 MAX_QUERY_BODY = 4 * MAX_SQL_BYTES
 MAX_KEY_CHARS = 256
+MAX_OFFSET = MAX_PAGE * PAGE_SIZE
 
 Key = Annotated[str | None, Query(max_length=MAX_KEY_CHARS, description="the key column of a table diff")]
 Limit = Annotated[int, Query(ge=1, le=MAX_LISTED, description="changed rows listed at most")]
@@ -129,33 +130,41 @@ async def diff_object(
         "left": next(indices) if entries[0] is not None else None,
         "right": next(indices) if entries[1] is not None else None,
     }
-    with gate.enter():
+    with gate.enter(ctx.caller.user_id):
         body = await ctx.backend.run(_run, "diff", sources, params, DIFF_BYTES, head)
     return Response(body, media_type="application/json")
 
 
 def _query_request(raw: bytes) -> tuple[str, int]:
+    """The SQL and the first row to answer: `offset` (the previous answer's `next_offset`), or
+    `page` (pages of PAGE_SIZE rows, as clients asked before answers could be cut)."""
     try:
         body = json.loads(raw)
     except ValueError:
         raise bad_request("the body is not JSON") from None
     if not isinstance(body, dict) or not isinstance(body.get("sql"), str):
-        raise bad_request('the body must be {"sql": "...", "page": 0}')
-    sql, page = body["sql"], body.get("page", 0)
+        raise bad_request('the body must be {"sql": "...", "offset": 0}')
+    sql = body["sql"]
     if len(sql.encode()) > MAX_SQL_BYTES:
         raise ApiError(413, f"the SQL is longer than {MAX_SQL_BYTES // 1024} KiB")
     if not sql.strip():
         raise bad_request("no SQL to run")
+    if "offset" in body:
+        offset = body["offset"]
+        if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
+            raise bad_request(f"offset must be a whole number from 0 to {MAX_OFFSET}")
+        return sql, offset
+    page = body.get("page", 0)
     if not isinstance(page, int) or isinstance(page, bool) or not 0 <= page <= MAX_PAGE:
         raise bad_request(f"page must be a whole number from 0 to {MAX_PAGE}")
-    return sql, page
+    return sql, page * PAGE_SIZE
 
 
 @router.post(REF_OBJECTS + "/query")
 async def query_object(ctx: Ctx, request: Request, repository: str, ref: str, path: ObjectPath = None) -> Response:
     await ctx.authorize(READ_REPO, repository)
     name = checked_path(path)
-    sql, page = _query_request(await read_body(request, MAX_QUERY_BODY))
+    sql, offset = _query_request(await read_body(request, MAX_QUERY_BODY))
     entry = await _entry(ctx, repository, ref, name)
     if entry is None:
         raise ApiError(404, f"no object {name} at {ref}")
@@ -163,8 +172,8 @@ async def query_object(ctx: Ctx, request: Request, repository: str, ref: str, pa
     if kind not in TABLE_FORMATS:
         raise bad_request("only CSV, TSV and Parquet objects can be queried")
     source = await _source(ctx, repository, entry)
-    params = {"format": kind, "sql": sql, "page": page}
+    params = {"format": kind, "sql": sql, "offset": offset}
     head = {"path": name, "ref": ref, "table": "data"}
-    with gate.enter():
+    with gate.enter(ctx.caller.user_id):
         body = await ctx.backend.run(_run, "query", [source], params, QUERY_BYTES, head)
     return Response(body, media_type="application/json")

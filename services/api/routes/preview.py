@@ -28,22 +28,40 @@ router = APIRouter()
 # Previews at once in this process: each holds a worker thread (that also serves object reads)
 # waiting on its child, which may read 16 MiB and use MEMORY_BYTES. Beyond this many, 503.
 MAX_PREVIEWS = 4
+# Of them, at once for one user: one user's slow queries leave the others slots.
+MAX_PREVIEWS_PER_USER = 2
 
 
 class PreviewGate:
-    """At most `limit` previews at once; a preview beyond them is refused, never queued."""
+    """At most `limit` previews at once, `per_user` of them one user's; a preview beyond them is
+    refused, never queued."""
 
-    def __init__(self, limit: int = MAX_PREVIEWS) -> None:
-        self._slots = threading.BoundedSemaphore(limit)
+    def __init__(self, limit: int = MAX_PREVIEWS, per_user: int = MAX_PREVIEWS_PER_USER) -> None:
+        self._limit = limit
+        self._per_user = per_user
+        self._lock = threading.Lock()
+        self._running: dict[str, int] = {}
 
     @contextlib.contextmanager
-    def enter(self) -> Iterator[None]:
-        if not self._slots.acquire(blocking=False):
-            raise ApiError(503, f"{MAX_PREVIEWS} previews, diffs or queries are running on this server: retry shortly")
+    def enter(self, user: str) -> Iterator[None]:
+        with self._lock:
+            if sum(self._running.values()) >= self._limit:
+                raise ApiError(
+                    503, f"{self._limit} previews, diffs or queries are running on this server: retry shortly"
+                )
+            if self._running.get(user, 0) >= self._per_user:
+                raise ApiError(
+                    503,
+                    f"{self._per_user} of your previews, diffs or queries are running: retry shortly, when one is done",
+                )
+            self._running[user] = self._running.get(user, 0) + 1
         try:
             yield
         finally:
-            self._slots.release()
+            with self._lock:
+                self._running[user] -= 1
+                if not self._running[user]:
+                    del self._running[user]
 
 
 gate = PreviewGate()
@@ -74,6 +92,6 @@ async def preview_object(ctx: Ctx, repository: str, ref: str, path: ObjectPath =
     def read_range(start: int, end: int) -> BinaryIO:
         return source.get_range(namespace, address, start, end)
 
-    with gate.enter():
+    with gate.enter(ctx.caller.user_id):
         body = await backend.run(_answer, key, read_range, int(entry.size))
     return Response(body, media_type="application/json")

@@ -52,9 +52,12 @@ def diff_ok(api: Api, repo: str, path: str, **query: Any) -> dict[str, Any]:
     return answer
 
 
-def query(api: Api, repo: str, path: str, sql: str, page: int = 0, ref: str = "main") -> urllib3.BaseHTTPResponse:
+def query(
+    api: Api, repo: str, path: str, sql: str, page: int = 0, ref: str = "main", offset: int | None = None
+) -> urllib3.BaseHTTPResponse:
     where = f"/repositories/{repo}/refs/{ref}/objects/query?path={quote(path)}"
-    return json_post(api, where, {"sql": sql, "page": page})
+    body: dict[str, object] = {"sql": sql, "page": page} if offset is None else {"sql": sql, "offset": offset}
+    return json_post(api, where, body)
 
 
 def parquet(table: pa.Table, row_group_size: int = 10_000) -> bytes:

@@ -29,8 +29,21 @@ def test_pages_of_a_parquet_query_and_a_csv_query(api: Api, repo: str) -> None:
     assert last["rows"][0] == [200, "city 4"] and len(last["rows"]) == 25 and not last["has_more"]
 
     upload(api, repo, "t/w.tsv", b"station\ttemp\nosl\t3.5\nber\t7.25\n", "text/tab-separated-values")
-    grouped = json.loads(query(api, repo, "t/w.tsv", "SELECT max(temp) AS hottest, count(*) AS n FROM data").data)
+    grouped = json.loads(query(api, repo, "t/w.tsv", "SELECT max(temp) AS hottest, count(*) AS n FROM data;").data)
     assert grouped["rows"] == [[7.25, 2]] and grouped["total"] == 1
+
+
+def test_a_page_too_large_for_one_answer_goes_on_where_it_was_cut(api: Api, repo: str) -> None:
+    upload(api, repo, "ids.csv", b"id\n" + b"".join(b"%d\n" % i for i in range(150)), "text/csv")
+    # 100 rows of 50 cells of 1,000 characters are about 5 MB: more than an answer holds.
+    wide = ", ".join(f"repeat(chr(97 + {n % 26}), 1200) AS c{n}" for n in range(50))
+    sql = f"SELECT id, {wide} FROM data ORDER BY id"
+    first = json.loads(query(api, repo, "ids.csv", sql).data)
+    kept = len(first["rows"])
+    assert 0 < kept < PAGE_SIZE and first["rows_cut"] == PAGE_SIZE - kept and first["has_more"]
+    assert first["next_offset"] == kept and first["cells_cut"] == kept * 50
+    second = json.loads(query(api, repo, "ids.csv", sql, offset=first["next_offset"]).data)
+    assert second["rows"][0][0] == kept and second["offset"] == kept
 
 
 def test_a_query_reads_its_object_only(api: Api, repo: str) -> None:
@@ -59,6 +72,11 @@ def test_a_query_reads_its_object_only(api: Api, repo: str) -> None:
 
 def test_a_memory_bomb_ends_with_a_clear_error_in_time(api: Api, repo: str) -> None:
     upload(api, repo, "n.parquet", parquet(pa.table({"x": list(range(10_000))})))
+    # A page that comes at once, of a result that takes minutes to count: the page, no total.
+    started = time.monotonic()
+    cross = json.loads(query(api, repo, "n.parquet", "SELECT * FROM data a, data b, data c").data)
+    assert len(cross["rows"]) == PAGE_SIZE and cross["has_more"] and cross["total"] is None
+    assert time.monotonic() - started < 5
     started = time.monotonic()
     bomb = "SELECT string_agg(repeat('x', 10000), '') FROM data a, data b"
     message = error_message(query(api, repo, "n.parquet", bomb), 422)

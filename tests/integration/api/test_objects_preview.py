@@ -78,6 +78,7 @@ def test_an_uploaded_page_is_served_sandboxed(api: Api, repo: str) -> None:
 
 
 def test_previews_beyond_the_process_cap_are_refused_with_503(api: Api, repo: str) -> None:
+    # One user's burst meets the per-user cap (2) before the process's (4): both answer this way.
     # A first row group of 15 MiB of random bytes: each preview reads all of it.
     blob = pa.table({"blob": pa.array([os.urandom(1024 * 1024) for _ in range(15)], pa.binary())})
     _upload(api, repo, "heavy.parquet", _parquet(blob, 100), "application/octet-stream")

@@ -3,6 +3,7 @@
 // so nothing in the object is ever turned into markup by the browser.
 import MarkdownIt, { type Token } from "markdown-it";
 import { type ComponentChild, h } from "preact";
+import { objectHref, objectsHref, parentOf } from "./objects_paths";
 
 const SCHEME = /^([a-z][a-z0-9+.-]*):/i;
 const ALLOWED_SCHEMES = new Set(["http", "https", "mailto"]);
@@ -19,6 +20,37 @@ export function isSafeLink(url: string): boolean {
   return scheme === null || ALLOWED_SCHEMES.has(scheme[1].toLowerCase());
 }
 
+/** Where a document's links point: the object it is, so that relative links are other objects. */
+export interface LinkBase {
+  repo: string;
+  ref: string;
+  path: string;
+}
+
+/** A safe link's href as the UI follows it: one with a scheme (or "//host") or an in-page
+ * "#anchor" as it is; a relative one ("guide.md", "../data/", "/README.md" from the
+ * repository's root) is resolved against the object's folder and becomes the UI's page of that
+ * object or folder, as a relative URL would otherwise land on a UI route that does not exist. */
+export function resolveLink(url: string, base: LinkBase): string {
+  const cleaned = url.trim();
+  if (SCHEME.test(cleaned) || cleaned.startsWith("//") || cleaned.startsWith("#") || cleaned === "") return cleaned;
+  const target = cleaned.split(/[?#]/, 1)[0];
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(target);
+  } catch {
+    decoded = target;
+  }
+  const parts = decoded.startsWith("/") ? [] : parentOf(base.path).split("/").filter(Boolean);
+  for (const part of decoded.split("/")) {
+    if (part === "..") parts.pop();
+    else if (part !== "." && part !== "") parts.push(part);
+  }
+  const path = parts.join("/");
+  const folder = path === "" || decoded.endsWith("/") || decoded.endsWith("/.") || decoded.endsWith("/..") || decoded === "." || decoded === "..";
+  return folder ? objectsHref(base.repo, base.ref, path === "" ? "" : `${path}/`) : objectHref(base.repo, base.ref, path);
+}
+
 const markdown = new MarkdownIt({ html: false, linkify: false, typographer: false });
 markdown.validateLink = isSafeLink;
 
@@ -31,11 +63,14 @@ function attr(token: Token, name: string): string | null {
   return value === null ? null : String(value);
 }
 
-function attributes(token: Token): Record<string, string> {
+/** A link's href as rendered: resolved against the document when there is one. */
+type Resolve = (url: string) => string;
+
+function attributes(token: Token, resolve: Resolve): Record<string, string> {
   const props: Record<string, string> = {};
   const href = attr(token, "href");
   if (token.tag === "a" && href !== null && isSafeLink(href)) {
-    props.href = href;
+    props.href = resolve(href);
     props.rel = "noopener noreferrer nofollow";
   }
   const start = attr(token, "start");
@@ -49,19 +84,20 @@ interface Open {
 }
 
 /** The Preact elements of markdown-it's tokens (block tokens, with inline ones as children). */
-export function renderTokens(tokens: Token[]): ComponentChild[] {
+export function renderTokens(tokens: Token[], base?: LinkBase): ComponentChild[] {
+  const resolve: Resolve = base ? (url) => resolveLink(url, base) : (url) => url;
   const root: ComponentChild[] = [];
   const stack: Open[] = [];
   const add = (child: ComponentChild) => (stack.length ? stack[stack.length - 1].children : root).push(child);
   for (const token of tokens) {
     if (token.type === "inline") {
-      renderTokens(token.children ?? []).forEach(add);
+      renderTokens(token.children ?? [], base).forEach(add);
     } else if (token.nesting === 1) {
       stack.push({ token, children: [] });
     } else if (token.nesting === -1) {
       const open = stack.pop();
       if (!open) continue;
-      if (TAGS.has(open.token.tag)) add(h(open.token.tag, attributes(open.token), ...open.children));
+      if (TAGS.has(open.token.tag)) add(h(open.token.tag, attributes(open.token, resolve), ...open.children));
       else open.children.forEach(add);
     } else if (token.type === "text" || token.type === "html_inline" || token.type === "html_block") {
       add(token.content);
@@ -79,13 +115,13 @@ export function renderTokens(tokens: Token[]): ComponentChild[] {
       // Not loaded (an image from anywhere would tell its server who reads the object): a link.
       const src = attr(token, "src") ?? "";
       const alt = token.content || "image";
-      add(isSafeLink(src) ? h("a", { href: src, rel: "noopener noreferrer nofollow" }, `[image: ${alt}]`) : `[image: ${alt}]`);
+      add(isSafeLink(src) ? h("a", { href: resolve(src), rel: "noopener noreferrer nofollow" }, `[image: ${alt}]`) : `[image: ${alt}]`);
     }
   }
   while (stack.length) stack.pop()?.children.forEach(add);
   return root;
 }
 
-export function Markdown({ text }: { text: string }) {
-  return <div class="markdown">{renderTokens(markdown.parse(text, {}))}</div>;
+export function Markdown({ text, base }: { text: string; base?: LinkBase }) {
+  return <div class="markdown">{renderTokens(markdown.parse(text, {}), base)}</div>;
 }

@@ -18,8 +18,8 @@ import { crumbs, objectHref, objectsHref, parentOf } from "./objects_paths";
 import { queryHref } from "./diff/diff_links";
 import { Preview, objectUrlPath, previewKind } from "./objects_preview";
 import { UploadDropZone, UploadForm } from "./objects_upload";
-import { BLAME_ROWS, lastChange, useLastChanges } from "./refs/last_change";
-import { type Commit, commitHref, shortId } from "./refs/model";
+import { BLAME_ROWS, type LastChange, OLDER, lastChange, useLastChanges } from "./refs/last_change";
+import { commitHref, shortId } from "./refs/model";
 import { objectHistoryHref } from "./refs/object_history";
 import type { Repository } from "./repos";
 
@@ -356,9 +356,16 @@ function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; 
 }
 
 /** The last commit that changed an entry: who, when, and its message (in full on an object's page). */
-function LastChangeCell({ repo, commit, full = false }: { repo: string; commit: Commit | null | undefined; full?: boolean }) {
+function LastChangeCell({ repo, commit, full = false }: { repo: string; commit: LastChange | undefined; full?: boolean }) {
   if (commit === undefined) return null;
   if (commit === null) return <span class="muted">no commit</span>;
+  if (commit === OLDER) {
+    return (
+      <span class="muted" title="The lookup reads a bounded part of the log; the path's history page goes further back.">
+        older than the commits searched
+      </span>
+    );
+  }
   return (
     <span class="last-change" title={commit.message}>
       <Link href={commitHref(repo, commit.id)}>

@@ -94,7 +94,7 @@ function TextPreview(props: { repo: string; ref: string; path: string; size: num
           </button>
         </p>
         {note}
-        {raw ? <pre class="preview" tabIndex={0} role="region" aria-label="Raw text">{head.data.text}</pre> : <Markdown text={head.data.text} />}
+        {raw ? <pre class="preview" tabIndex={0} role="region" aria-label="Raw text">{head.data.text}</pre> : <Markdown text={head.data.text} base={{ repo: props.repo, ref: props.ref, path: props.path }} />}
       </div>
     );
   }

@@ -14,8 +14,13 @@ const FLUSH_MS = 250;
 /** A log walk answers within bounded work and may need another call; at most this many per path. */
 const MAX_LOG_CALLS = 3;
 
-/** The newest commit of `ref` that changed path (a directory when it ends with "/"), or null. */
-export async function lastChange(repo: string, ref: string, path: string, signal?: AbortSignal): Promise<Commit | null> {
+/** What a bounded lookup found: the commit, null when no commit of the ref changed the path, or
+ * OLDER when the log calls ran out first (the change is further back than they looked). */
+export const OLDER = "older";
+export type LastChange = Commit | null | typeof OLDER;
+
+/** The newest commit of `ref` that changed path (a directory when it ends with "/"). */
+export async function lastChange(repo: string, ref: string, path: string, signal?: AbortSignal): Promise<LastChange> {
   const filter = path.endsWith("/") ? { prefixes: path } : { objects: path };
   let after = "";
   for (let call = 0; call < MAX_LOG_CALLS; call++) {
@@ -24,7 +29,8 @@ export async function lastChange(repo: string, ref: string, path: string, signal
     if (!page.pagination.has_more) return null;
     after = page.pagination.next_offset;
   }
-  return null;
+  // Not "no commit": the log has more, this lookup stopped looking.
+  return OLDER;
 }
 
 /** One page of the commits of `ref` that changed path. */
@@ -34,9 +40,9 @@ export function pathHistory(repo: string, ref: string, path: string, after: stri
 }
 
 /** Last changes of the first BLAME_ROWS paths, filled in as they arrive (undefined: not yet or
- * not looked up; null: no commit changed it). */
-export function useLastChanges(repo: string, ref: string, paths: string[]): Map<string, Commit | null> {
-  const [found, setFound] = useState<Map<string, Commit | null>>(new Map());
+ * not looked up; null: no commit changed it; OLDER: further back than the lookup). */
+export function useLastChanges(repo: string, ref: string, paths: string[]): Map<string, LastChange> {
+  const [found, setFound] = useState<Map<string, LastChange>>(new Map());
   const key = paths.slice(0, BLAME_ROWS).join("\u0000");
   useEffect(() => {
     const controller = new AbortController();
@@ -44,7 +50,7 @@ export function useLastChanges(repo: string, ref: string, paths: string[]): Map<
     const queue = paths.slice(0, BLAME_ROWS);
     // Answers are shown in batches: each update re-renders the whole listing (up to 1,000 rows),
     // so one per answer would cost a hundred renders.
-    const ready = new Map<string, Commit | null>();
+    const ready = new Map<string, LastChange>();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const flush = () => {
       timer = undefined;
