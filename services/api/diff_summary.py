@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
@@ -30,8 +31,12 @@ SUMMARY_PAGE = 25_000
 CACHE_CAPACITY = 300_000
 # Filters of one diff whose trees are kept (the oldest built is dropped first).
 MAX_FILTERED_TREES = 8
-# A summary's reads stop after this long.
-BUILD_SECONDS = 60.0
+# A summary's reads stop after this long: well within a request's deadline (CALL_TIMEOUT, 30 s),
+# so that a slow diff answers truncated rather than failing. A tree truncated by time is not
+# cached: another read may get further.
+BUILD_SECONDS = 20.0
+# Trees built at once in worker threads (each holds a thread and its memory while it runs).
+MAX_BUILDS = 2
 
 _KINDS = {api.DIFF_TYPE_ADDED: ADDED, api.DIFF_TYPE_REMOVED: REMOVED, api.DIFF_TYPE_CHANGED: CHANGED}
 
@@ -72,33 +77,54 @@ def summary_page(reply: api.DiffSummaryResponse) -> Page:
     return Page(len(keys), keys[-1] if keys else "", reply.has_more, changes)
 
 
-async def read_tree(
-    read: ReadPage, substring: str = "", limit: int = MAX_CHANGES, page_size: int = READ_PAGE
-) -> tuple[Changes, DiffTree]:
+_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+def _builds() -> asyncio.Semaphore:
+    """The running loop's MAX_BUILDS slots (an asyncio semaphore belongs to one loop)."""
+    loop = asyncio.get_running_loop()
+    slots = _slots.get(loop)
+    if slots is None:
+        slots = _slots[loop] = asyncio.Semaphore(MAX_BUILDS)
+    return slots
+
+
+class Read(NamedTuple):
+    changes: Changes
+    tree: DiffTree
+    timed_out: bool  # truncated because the reads ran out of time, not past `limit`
+
+
+async def read_tree(read: ReadPage, substring: str = "", limit: int = MAX_CHANGES, page_size: int = READ_PAGE) -> Read:
     """Every change of a diff in key order (at most limit), and the tree of those containing
     substring, marked truncated when there were more."""
     changes = Changes()
     builder = TreeBuilder(changes, substring)
     deadline = time.monotonic() + BUILD_SECONDS
     truncated = True  # unless the last page read says nothing follows
+    timed_out = False
     ahead: asyncio.Future[Page] | None = asyncio.ensure_future(read("", min(page_size, limit + 1)))
     try:
-        while ahead is not None:
-            page = await ahead
-            ahead = None
-            more = page.has_more and page.length > 0
-            total = len(changes) + page.length
-            if more and total < limit and time.monotonic() <= deadline:
-                ahead = asyncio.ensure_future(read(page.last, min(page_size, limit - total + 1)))
-            elif not more:
-                truncated = total > limit
-            # Off the event loop: the call for the next page goes out and its answer comes in
-            # while this one is decoded and added (graveler walks it meanwhile).
-            await asyncio.to_thread(_add_page, builder, page, limit)
+        async with _builds():
+            while ahead is not None:
+                page = await ahead
+                ahead = None
+                more = page.has_more and page.length > 0
+                total = len(changes) + page.length
+                if more and total < limit:
+                    if time.monotonic() <= deadline:
+                        ahead = asyncio.ensure_future(read(page.last, min(page_size, limit - total + 1)))
+                    else:
+                        timed_out = True
+                elif not more:
+                    truncated = total > limit
+                # Off the event loop: the call for the next page goes out and its answer comes
+                # in while this one is decoded and added (graveler walks it meanwhile).
+                await asyncio.to_thread(_add_page, builder, page, limit)
     finally:
         if ahead is not None:
             ahead.cancel()
-    return changes, builder.finish(truncated)
+    return Read(changes, builder.finish(truncated), timed_out)
 
 
 def _add_page(builder: TreeBuilder, page: Page, limit: int) -> None:
@@ -138,9 +164,12 @@ class SummaryCache:
             self._entries.move_to_end(key)
         tree = entry.trees.get(substring)
         if tree is None:
+            # Another filter of a diff read before: built off the event loop, as reads are.
+            async with _builds():
+                tree = await asyncio.to_thread(build, entry.changes, substring, entry.truncated)
             if len(entry.trees) >= MAX_FILTERED_TREES:
                 del entry.trees[next(iter(entry.trees))]
-            tree = entry.trees[substring] = build(entry.changes, substring, entry.truncated)
+            entry.trees[substring] = tree
             self._evict()
         return tree
 
@@ -154,11 +183,12 @@ class SummaryCache:
         self._reading[key] = future
         try:
             self.reads += 1
-            changes, tree = await read_tree(read, substring, page_size=page_size)
+            changes, tree, timed_out = await read_tree(read, substring, page_size=page_size)
             entry = _Entry(changes, tree.truncated)
             entry.trees[substring] = tree
-            self._entries[key] = entry
-            self._evict()
+            if not timed_out:  # a read that ran out of time is not the diff's last word
+                self._entries[key] = entry
+                self._evict()
             future.set_result(entry)
             return entry
         except asyncio.CancelledError:
@@ -180,5 +210,4 @@ class SummaryCache:
 
 
 async def uncached_tree(read: ReadPage, substring: str, page_size: int = READ_PAGE) -> DiffTree:
-    _, tree = await read_tree(read, substring, page_size=page_size)
-    return tree
+    return (await read_tree(read, substring, page_size=page_size)).tree

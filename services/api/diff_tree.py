@@ -15,6 +15,14 @@ ADDED, REMOVED, CHANGED = range(3)
 # The fewest consecutive objects of one folder added as a run rather than one by one.
 MIN_RUN = 16
 
+# Every "/" of a key makes a folder, named by a copy of the key up to it: a 1 KiB key of
+# slashes alone would make a thousand folders holding half a MiB of names. A tree splits keys
+# into folders this many levels deep at most (deeper, an object is listed in its folder at this
+# depth, by its full key), and makes at most MAX_FOLDERS folders in all (past that, a key's new
+# folders are not made: it is listed in the deepest of its folders already there).
+MAX_DEPTH = 32
+MAX_FOLDERS = 50_000
+
 # A filter is a plain substring (never a pattern): `in` on str runs in linear time (CPython's
 # fastsearch falls back to the two-way algorithm when a search does too much work).
 MAX_FILTER = 256
@@ -157,7 +165,7 @@ class TreeBuilder:
         index = start
         while index < end:
             path = paths[index]
-            folder = path[: path.rfind("/") + 1]
+            folder = path[: folder_end(path)]
             stop = index if folder in tried else self._run_end(folder, index, end)
             if stop - index >= MIN_RUN:
                 self._add_run(folder, index, stop)
@@ -190,11 +198,16 @@ class TreeBuilder:
         self.tree.objects.update(zip(paths, range(start, stop), strict=True))
 
     def _enter(self, folder: str) -> Tally:
-        """Make folder the one changes are added to (created if new); its tally."""
+        """Make folder the one changes are added to (created if new, or its deepest ancestor
+        in the tree when the tree has no room for it); its tally."""
         if folder != self._folder:
             tally = self.tree.folders.get(folder)
-            self._tally = tally if tally is not None else _add_folders(self.tree, folder)
-            self._folder, self._listed = folder, self.tree.children[folder]
+            kept = folder
+            if tally is None:
+                kept, tally = _add_folders(self.tree, folder)
+            self._tally = tally
+            # Changes are matched against the folder asked for; they are listed in the one kept.
+            self._folder, self._listed = folder, self.tree.children[kept]
         return self._tally
 
     def _add_each(self, start: int, end: int, only: str | None = None) -> int:
@@ -215,7 +228,7 @@ class TreeBuilder:
             if substring and substring not in path:
                 index += 1
                 continue
-            cut = path.rfind("/") + 1
+            cut = folder_end(path)
             if cut != len(folder) or not path.startswith(folder):
                 if only is not None:
                     break
@@ -237,14 +250,28 @@ class TreeBuilder:
         return self.tree
 
 
-def _add_folders(tree: DiffTree, folder: str) -> Tally:
-    """folder and those of its ancestors not in the tree yet, each listed in its parent; returns
-    folder's tally."""
+def folder_end(path: str) -> int:
+    """Where the name of path's folder in a tree ends: after its last "/", or after its
+    MAX_DEPTH-th when it has more."""
+    cut = path.rfind("/") + 1
+    if cut <= MAX_DEPTH or path.count("/", 0, cut) <= MAX_DEPTH:
+        return cut
+    cut = 0
+    for _ in range(MAX_DEPTH):
+        cut = path.index("/", cut) + 1
+    return cut
+
+
+def _add_folders(tree: DiffTree, folder: str) -> tuple[str, Tally]:
+    """folder and those of its ancestors not in the tree yet, each listed in its parent, while
+    the tree has room for them; returns the deepest of them in the tree and its tally."""
     parent = ""
     start = 0
     while (cut := folder.find("/", start)) >= 0:
         name = folder[: cut + 1]
         if name not in tree.folders:
+            if len(tree.folders) >= MAX_FOLDERS:
+                return parent, tree.folders[parent]
             # A folder's first key places it among its siblings exactly where its name sorts:
             # children lists stay sorted without sorting.
             tree.folders[name] = Tally()
@@ -252,7 +279,7 @@ def _add_folders(tree: DiffTree, folder: str) -> Tally:
             tree.children[name] = []
         parent = name
         start = cut + 1
-    return tree.folders[folder]
+    return folder, tree.folders[folder]
 
 
 def _roll_up(folders: dict[str, Tally]) -> None:

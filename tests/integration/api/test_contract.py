@@ -81,6 +81,7 @@ class SiltObjectPreview(BaseModel, extra=Extra.forbid):
     columns: StrictInt
     columns_shown: StrictInt
     bytes_read: StrictInt
+    rows_cut: StrictInt  # rows left out to keep the answer within its size cap
 
 
 class SiltChangeStat(BaseModel, extra=Extra.forbid):
@@ -153,9 +154,12 @@ class SiltObjectQuery(BaseModel, extra=Extra.forbid):
     table: StrictStr
     columns: list[SiltPreviewField]
     rows: list[list[Any]]
-    page: StrictInt
+    offset: StrictInt
     page_size: StrictInt
     has_more: StrictBool
+    next_offset: StrictInt | None
+    rows_cut: StrictInt
+    cells_cut: StrictInt
     total: StrictInt | None
     sample: dict[str, Any]
 

@@ -53,14 +53,14 @@ def _reader(keys: list[str], calls: list[int]) -> ReadPage:
 
 def test_reads_are_bounded_and_marked_truncated() -> None:
     calls: list[int] = []
-    changes, tree = asyncio.run(read_tree(_reader([f"k{i:03d}" for i in range(10)], calls), limit=4, page_size=3))
+    changes, tree, _ = asyncio.run(read_tree(_reader([f"k{i:03d}" for i in range(10)], calls), limit=4, page_size=3))
     assert [c.path for c in changes] == ["k000", "k001", "k002", "k003"] and tree.truncated
     assert calls == [3, 2]  # at most limit + 1 in all: one more than the limit tells it is exceeded
     assert tree.children[""] == ["k000", "k001", "k002", "k003"] and tree.folders[""].counts == [4, 0, 0]
-    changes, tree = asyncio.run(read_tree(_reader(["x", "y"], calls), limit=4))
+    changes, tree, _ = asyncio.run(read_tree(_reader(["x", "y"], calls), limit=4))
     assert len(changes) == 2 and not tree.truncated
     # Exactly the limit, and nothing after it: not truncated.
-    changes, tree = asyncio.run(read_tree(_reader(["a", "b", "c", "d"], calls), limit=4, page_size=2))
+    changes, tree, _ = asyncio.run(read_tree(_reader(["a", "b", "c", "d"], calls), limit=4, page_size=2))
     assert len(changes) == 4 and not tree.truncated
 
 
@@ -148,3 +148,44 @@ def counted(changes: Changes, substring: str) -> tuple[dict[str, list[str]], dic
             parent = folder
         children[parent].append(path)
     return children, tallies
+
+
+def test_keys_of_many_slashes_make_a_bounded_number_of_folders() -> None:
+    """A key of a thousand slashes would make a thousand folders, each named by a copy of it:
+    folders stop MAX_DEPTH levels down, and the object is listed there by its full key."""
+    deep = "k/" * 1000 + "x"
+    tree = build([Change(deep, ADDED, 3), Change("z/y", ADDED, 1)])
+    assert len(tree.folders) == diff_tree.MAX_DEPTH + 2  # the root, k/ ... 32 levels down, z/
+    deepest = "k/" * diff_tree.MAX_DEPTH
+    assert tree.children[deepest] == [deep]
+    assert tree.folders["k/"].counts == [1, 0, 0] and tree.folders[""].counts == [2, 0, 0]
+    page, _ = tree.page(deepest, "", 10)
+    assert page[0].change == Change(deep, ADDED, 3)
+
+
+def test_past_its_folder_budget_a_tree_lists_keys_in_their_deepest_folder_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(diff_tree, "MAX_FOLDERS", 4)  # the root and three more
+    keys = ["a/b/1", "a/c/2", "a/c/d/3", "e/4"]
+    tree = build([Change(k, CHANGED, 1) for k in keys])
+    assert sorted(tree.folders) == ["", "a/", "a/b/", "a/c/"]
+    assert tree.children["a/c/"] == ["a/c/2", "a/c/d/3"] and tree.children[""] == ["a/", "e/4"]
+    assert tree.folders[""].counts == [0, 0, 4] and tree.folders["a/"].counts == [0, 0, 3]
+
+
+def test_a_read_that_ran_out_of_time_is_answered_truncated_and_not_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    from services.api import diff_summary
+
+    keys = [f"k{i:03d}" for i in range(10)]
+    calls: list[int] = []
+    monkeypatch.setattr(diff_summary, "BUILD_SECONDS", -1.0)  # out of time after the first page
+    cache = SummaryCache()
+
+    async def twice() -> list[bool]:
+        first = await cache.tree(("r", "a", "b", "two_dot"), _reader(keys, calls), "", page_size=3)
+        second = await cache.tree(("r", "a", "b", "two_dot"), _reader(keys, calls), "", page_size=3)
+        return [first.truncated, second.truncated]
+
+    assert asyncio.run(twice()) == [True, True]
+    assert cache.reads == 2  # read again: a time-truncated tree is not the diff's last word
