@@ -131,23 +131,27 @@ def _stop(legs: list[Leg], sig: int) -> None:
 
 
 def _wait(legs: list[Leg], timeout_s: float) -> bool:
-    """Wait for every leg; False if the time ran out first (the legs are then ended)."""
+    """Wait for every leg, each timed to its own end; False if the time ran out first (the legs
+    are then ended)."""
     deadline = time.monotonic() + timeout_s
-    for leg in legs:
-        assert leg.process is not None
-        try:
-            leg.returncode = leg.process.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
+    while True:
+        for leg in legs:
+            assert leg.process is not None
+            if leg.returncode is None and (code := leg.process.poll()) is not None:
+                leg.returncode = code
+                leg.seconds = time.monotonic() - leg.started
+        if all(leg.returncode is not None for leg in legs):
+            return True
+        if time.monotonic() > deadline:
             _stop(legs, signal.SIGTERM)
             time.sleep(10)
             _stop(legs, signal.SIGKILL)
-            for other in legs:
-                assert other.process is not None
-                other.returncode = other.process.wait()
-                other.seconds = other.seconds or time.monotonic() - other.started
+            for leg in legs:
+                assert leg.process is not None
+                leg.returncode = leg.process.wait()
+                leg.seconds = leg.seconds or time.monotonic() - leg.started
             return False
-        leg.seconds = time.monotonic() - leg.started
-    return True
+        time.sleep(0.5)
 
 
 def _report(legs: list[Leg], timed_out: bool) -> int:
