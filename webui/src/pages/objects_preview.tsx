@@ -142,6 +142,21 @@ interface ParquetPreviewAnswer {
 }
 
 /** A Parquet preview cell (a JSON value) as text: nested values as JSON. */
+/** A table's rows of decoded cells (a Parquet preview's, a query's page), each cell as text. */
+export function CellRows({ rows }: { rows: unknown[][] }) {
+  return (
+    <tbody>
+      {rows.map((row, index) => (
+        <tr key={index}>
+          {row.map((cell, column) => (
+            <td key={column}>{cellText(cell)}</td>
+          ))}
+        </tr>
+      ))}
+    </tbody>
+  );
+}
+
 export function cellText(value: unknown): string {
   if (value === null || value === undefined) return "null";
   if (typeof value === "string") return value;
@@ -187,15 +202,7 @@ function ParquetPreview(props: { repo: string; ref: string; path: string }) {
         <thead>
           <tr>{schema.map((field, column) => <th key={column}>{field.name}</th>)}</tr>
         </thead>
-        <tbody>
-          {rows.map((row, index) => (
-            <tr key={index}>
-              {row.map((cell, column) => (
-                <td key={column}>{cellText(cell)}</td>
-              ))}
-            </tr>
-          ))}
-        </tbody>
+        <CellRows rows={rows} />
       </table>
     </div>
   );

@@ -9,7 +9,7 @@ import { formatBytes } from "../../components/format";
 import { Link } from "../../components/router";
 import { useAsync } from "../../components/use_async";
 import { objectHref } from "../objects_paths";
-import { cellText } from "../objects_preview";
+import { CellRows } from "../objects_preview";
 
 export const MAX_SQL_BYTES = 16 * 1024;
 
@@ -142,15 +142,7 @@ function Results({ repo, ref_: ref, path, run, onPage }: { repo: string; ref_: s
               ))}
             </tr>
           </thead>
-          <tbody>
-            {rows.map((row, index) => (
-              <tr key={index}>
-                {row.map((cell, column) => (
-                  <td key={column}>{cellText(cell)}</td>
-                ))}
-              </tr>
-            ))}
-          </tbody>
+          <CellRows rows={rows} />
         </table>
       </div>
     </div>
