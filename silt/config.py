@@ -228,11 +228,56 @@ class S3BlockstoreConfig(PreSignedConfig):
     """attempts per request"""
 
 
+class AzureBlockstoreConfig(PreSignedConfig):
+    """Azure Blob Storage (lakeFS's keys). Credentials, first that is set: `connection_string`,
+    `storage_account` with `storage_access_key`, else Azure's default credential chain
+    (environment, workload or managed identity, Azure CLI login) for `storage_account`."""
+
+    storage_account: str | None = None
+    """the storage account namespaces name (`https://<storage_account>.blob.core.windows.net/...`)"""
+    storage_access_key: SecretStr | None = None
+    """the account's shared key; also signs presigned (SAS) URLs; never logged"""
+    connection_string: SecretStr | None = None
+    """an Azure Storage connection string, instead of the two keys above; never logged"""
+    domain: str = "blob.core.windows.net"
+    """the blob service's domain (another Azure cloud: `blob.core.chinacloudapi.cn`)"""
+    test_endpoint_url: str | None = None
+    """an emulator's blob endpoint (Azurite: `http://127.0.0.1:10000`); namespaces are then
+    `<test_endpoint_url>/<storage_account>/<container>[/<prefix>]`
+    """
+    try_timeout_seconds: float = Field(600.0, gt=0)
+    """deadline of one request to the store, retries included"""
+
+    _test_endpoint = field_validator("test_endpoint_url")(_check_optional_base_url)
+
+
+class GSBlockstoreConfig(PreSignedConfig):
+    """Google Cloud Storage (lakeFS's keys). Credentials, first that is set: `credentials_json`,
+    `credentials_file`, else application default credentials."""
+
+    credentials_file: str | None = None
+    """a service account key file (JSON)"""
+    credentials_json: SecretStr | None = None
+    """the service account key itself (JSON text); never logged"""
+    project: str | None = None
+    """the project requests are billed to; unset: the credentials' own"""
+    endpoint_url: str | None = None
+    """an emulator's endpoint (fake-gcs-server: `http://127.0.0.1:4443`) instead of Google's"""
+    max_retries: int = Field(5, ge=0)
+    """attempts per request"""
+
+    _endpoint_url = field_validator("endpoint_url")(_check_optional_base_url)
+
+
 class BlockstoreConfig(_Section):
-    type: Literal["local", "s3"] = "local"
-    """object store adapter: `local` (a directory) or `s3` (S3 or an S3-compatible store)"""
+    type: Literal["local", "s3", "azure", "gs"] = "local"
+    """object store adapter: `local` (a directory), `s3` (S3 or an S3-compatible store), `azure` (Azure Blob
+    Storage) or `gs` (Google Cloud Storage)
+    """
     local: LocalBlockstoreConfig = Field(default_factory=LocalBlockstoreConfig)
     s3: S3BlockstoreConfig = Field(default_factory=S3BlockstoreConfig)
+    azure: AzureBlockstoreConfig = Field(default_factory=AzureBlockstoreConfig)
+    gs: GSBlockstoreConfig = Field(default_factory=GSBlockstoreConfig)
 
 
 def _check_pem_pair(enabled: bool, cert_file: str | None, key_file: str | None, section: str) -> None:

@@ -1,6 +1,7 @@
 """Session-wide servers and stores shared by every test that needs them.
 
-One real Apache Cassandra, one 3-node Cassandra cluster and one moto_server per test run,
+One real Apache Cassandra, one 3-node Cassandra cluster, one moto_server, one Azurite and one
+fake-gcs-server per test run,
 each started on first use.
 """
 
@@ -14,6 +15,7 @@ from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.kv import Store, open_store
 from tests.support.cassandra import cassandra_server  # noqa: F401
 from tests.support.cassandra_cluster import cassandra_cluster, cassandra_cluster_store  # noqa: F401
+from tests.support.emulators import azurite_server, fake_gcs_server  # noqa: F401
 from tests.support.moto import moto_server  # noqa: F401
 
 # Fails the run if anything it started is still running at its end (a leaked process or

@@ -1,7 +1,7 @@
 """Block adapters: where object bytes live (docs/architecture.md, "Block adapters").
 
 ``open_adapter`` picks the adapter named by ``blockstore.type``; the adapters themselves
-live in silt/block/local.py and silt/block/s3.py, the interface in silt/block/adapter.py.
+live in silt/block/local.py, s3.py, azure.py and gcs.py, the interface in silt/block/adapter.py.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ __all__ = [
 def open_adapter(config: BlockstoreConfig) -> BlockAdapter:
     """The adapter for the blockstore section of the configuration, bare: a service opens its
     adapter through silt.telemetry.stores.open_observed_adapter, which traces it when the process traces."""
-    # Imported here: a local-only process need not pay for importing boto3.
+    # Imported here: a local-only process need not pay for importing a cloud SDK.
     if config.type == "local":
         from silt.block.local import LocalAdapter
 
@@ -34,4 +34,12 @@ def open_adapter(config: BlockstoreConfig) -> BlockAdapter:
         from silt.block.s3 import S3Adapter
 
         return S3Adapter(config.s3)
+    if config.type == "azure":
+        from silt.block.azure import AzureAdapter
+
+        return AzureAdapter(config.azure)
+    if config.type == "gs":
+        from silt.block.gcs import GCSAdapter
+
+        return GCSAdapter(config.gs)
     raise ConfigError(f"blockstore.type: unknown blockstore type {config.type!r}")

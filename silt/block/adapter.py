@@ -4,7 +4,10 @@ An object is addressed by a storage namespace and a key inside it. A storage nam
 a URI whose scheme names the adapter:
 
 * ``local://<name>[/<prefix>]`` — a directory under the configured ``blockstore.local.path``;
-* ``s3://<bucket>[/<prefix>]`` — a bucket and optional prefix.
+* ``s3://<bucket>[/<prefix>]`` — a bucket and optional prefix;
+* ``https://<account>.blob.core.windows.net/<container>[/<prefix>]`` — an Azure Blob Storage
+  container (``<test_endpoint_url>/<account>/<container>[/<prefix>]`` on an emulator);
+* ``gs://<bucket>[/<prefix>]`` — a Google Cloud Storage bucket.
 
 Bytes are always streamed: ``put`` reads from a file-like object in chunks and ``get``
 returns a file-like object; no adapter reads a whole object into memory.
@@ -13,6 +16,7 @@ returns a file-like object; no adapter reads a whole object into memory.
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Literal
@@ -36,6 +40,16 @@ class ObjectStat:
 class PutResult:
     size: int
     etag: str
+
+
+@dataclass(frozen=True)
+class ListedObject:
+    """One object of a listing: its key relative to the listed namespace."""
+
+    key: str
+    size: int
+    etag: str
+    mtime: datetime
 
 
 # What a presigned URL lets its holder do with one object.
@@ -116,6 +130,14 @@ class BlockAdapter(abc.ABC):
         Computed locally, without a request to the store.
         """
         return None
+
+    def list_objects(self, namespace: str, prefix: str = "", after: str = "") -> Iterator[ListedObject]:
+        """Every object under the namespace whose key starts with `prefix` and sorts strictly after
+        `after`, in ascending order of the keys' UTF-8 bytes, read page by page as the caller
+        goes (an import or a GC listing runs over millions). Keys are relative to the namespace;
+        the adapter's own bookkeeping (names starting with ``.silt-``) and multipart parts are
+        never listed."""
+        raise InvalidArgument(f"{self.scheme} blockstore: listing objects is not supported")
 
     @abc.abstractmethod
     def create_multipart_upload(self, namespace: str, key: str) -> str:

