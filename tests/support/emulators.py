@@ -93,7 +93,17 @@ def _azurite_command(port: int) -> list[str]:
 
 
 def _fake_gcs_command(port: int) -> list[str]:
-    return [str(fake_gcs_executable()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port), "-backend", "memory"]
+    return [
+        str(fake_gcs_executable()),
+        "-scheme",
+        "http",
+        "-host",
+        "127.0.0.1",
+        "-port",
+        str(port),
+        "-backend",
+        "memory",
+    ]
 
 
 def _server(name: str, env: str, command: Callable[[int], list[str]], probe: str) -> Iterator[str]:
@@ -143,4 +153,3 @@ def gs_blockstore_config(endpoint: str, credentials_json: str | None = None) -> 
         max_retries=0,
         credentials_json=SecretStr(credentials_json) if credentials_json else None,
     )
-
