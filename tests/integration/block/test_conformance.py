@@ -374,3 +374,60 @@ def test_complete_accepts_quoted_etags(blocks: Blocks) -> None:
     assert blocks.adapter.complete_multipart_upload(blocks.namespace, "quoted", upload, quoted).etag == multipart_etag(
         data
     )
+
+
+# --- listing -----------------------------------------------------------------------
+
+
+def test_listing_gives_every_object_in_key_order_with_sizes_and_etags(blocks: Blocks) -> None:
+    # "a-b" sorts between "a" and "a/b" by bytes ("-" is 0x2d, "/" 0x2f): a directory walk
+    # that returned "a/..." before "a-b" would be out of order.
+    keys = ["a/b/c", "a-b", "a/b", "data/2", "data/10", "z", "Z", "é"]
+    sizes = {}
+    for n, key in enumerate(keys):
+        data = bytes([n]) * (n + 1)
+        put_bytes(blocks, key, data)
+        sizes[key] = (len(data), md5_hex(data))
+    listed = list(blocks.adapter.list_objects(blocks.namespace))
+    assert [item.key for item in listed] == sorted(keys, key=lambda k: k.encode())
+    assert {item.key: (item.size, item.etag) for item in listed} == sizes
+    now = datetime.now(UTC)
+    assert all(now - timedelta(minutes=5) < item.mtime <= now + timedelta(minutes=5) for item in listed)
+    assert all(item.mtime.utcoffset() == timedelta(0) for item in listed)
+
+
+def test_listing_takes_a_prefix_and_a_start_after(blocks: Blocks) -> None:
+    for key in ["data/a", "data/b", "data/c/d", "data2/e", "other"]:
+        put_bytes(blocks, key, b"x")
+    assert [i.key for i in blocks.adapter.list_objects(blocks.namespace, "data/")] == ["data/a", "data/b", "data/c/d"]
+    assert [i.key for i in blocks.adapter.list_objects(blocks.namespace, "data")] == [
+        "data/a",
+        "data/b",
+        "data/c/d",
+        "data2/e",
+    ]
+    assert [i.key for i in blocks.adapter.list_objects(blocks.namespace, "data/", after="data/a")] == [
+        "data/b",
+        "data/c/d",
+    ]
+    assert [i.key for i in blocks.adapter.list_objects(blocks.namespace, "", after="data2/e")] == ["other"]
+    assert list(blocks.adapter.list_objects(blocks.namespace, "nothing/")) == []
+
+
+def test_listing_leaves_out_uploads_in_progress_and_other_namespaces(blocks: Blocks) -> None:
+    put_bytes(blocks, "done", b"whole")
+    upload = blocks.adapter.create_multipart_upload(blocks.namespace, "pending")
+    blocks.adapter.upload_part(blocks.namespace, "pending", upload, 1, io.BytesIO(b"part"), 4)
+    sibling = blocks.namespace.rstrip("/") + "-sibling"
+    blocks.adapter.put(sibling, "elsewhere", io.BytesIO(b"y"), 1)
+    assert [i.key for i in blocks.adapter.list_objects(blocks.namespace)] == ["done"]
+    blocks.adapter.abort_multipart_upload(blocks.namespace, "pending", upload)
+
+
+def test_listing_many_objects_crosses_pages(blocks: Blocks) -> None:
+    # More than one page of every store's listing (S3 and Azure: 1,000 keys; GCS: 1,000).
+    keys = [f"many/{n:05d}" for n in range(1100)]
+    for key in keys:
+        blocks.adapter.put(blocks.namespace, key, io.BytesIO(b""), 0)
+    assert [i.key for i in blocks.adapter.list_objects(blocks.namespace, "many/")] == keys
+    assert [i.key for i in blocks.adapter.list_objects(blocks.namespace, "many/", after="many/01050")] == keys[1051:]
