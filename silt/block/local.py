@@ -50,7 +50,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
-from silt.block.adapter import CHUNK_SIZE, BlockAdapter, CopySource, ObjectStat, PartInfo, PutResult, UploadPart
+from silt.block.adapter import (
+    CHUNK_SIZE,
+    BlockAdapter,
+    CopySource,
+    ListedObject,
+    ObjectStat,
+    PartInfo,
+    PutResult,
+    UploadPart,
+)
 from silt.block.overlap import BackgroundMD5, EarlyFlush
 from silt.block.rules import (
     RESERVED_PREFIX,
@@ -463,6 +472,60 @@ class LocalAdapter(BlockAdapter):
         finally:
             os.close(fd)
         return ObjectStat(size=st.st_size, etag=etag, mtime=datetime.fromtimestamp(st.st_mtime_ns / 1e9, tz=UTC))
+
+    def list_objects(self, namespace: str, prefix: str = "", after: str = "") -> Iterator[ListedObject]:
+        name, parts = split_namespace(namespace, self.scheme)
+        base = os.path.join(self._root, name, *parts)
+        # Start in the deepest directory the prefix names whole; the rest of it filters names.
+        head, _, _ = prefix.rpartition("/")
+        start = head + "/" if head else ""
+        if head and any(part in ("", ".", "..") or part.startswith(RESERVED_PREFIX) for part in head.split("/")):
+            return
+        directory = os.path.join(base, *head.split("/")) if head else base
+        if not self._under_root_without_links(directory):
+            return
+        for key in self._walk_sorted(directory, start, prefix, after):
+            try:
+                found = self.stat(namespace, key)
+            except NotFound:
+                continue  # deleted since its directory was read
+            yield ListedObject(key, found.size, found.etag, found.mtime)
+
+    def _under_root_without_links(self, directory: str) -> bool:
+        current = self._root
+        for part in os.path.relpath(directory, self._root).split(os.sep):
+            current = os.path.join(current, part)
+            try:
+                if not stat.S_ISDIR(os.lstat(current).st_mode):
+                    return False
+            except OSError:
+                return False
+        return True
+
+    def _walk_sorted(self, directory: str, base: str, prefix: str, after: str) -> Iterator[str]:
+        """Keys of the regular files below `directory` (whose keys start with `base`), in UTF-8 byte
+        order: a directory's keys all start with "<name>/", so entries sort by that spelling."""
+        try:
+            with os.scandir(directory) as found:
+                entries = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in found]
+        except OSError:
+            return
+        after_bytes = after.encode()
+        for entry_name, is_dir, is_file in sorted(entries, key=lambda e: (e[0] + ("/" if e[1] else "")).encode()):
+            if entry_name.startswith(RESERVED_PREFIX):
+                continue
+            if is_dir:
+                below = base + entry_name + "/"
+                if not (below.startswith(prefix) or prefix.startswith(below)):
+                    continue
+                # Every key below sorts before `after` when `after` is greater and does not start with it.
+                if after and after_bytes > below.encode() and not after.startswith(below):
+                    continue
+                yield from self._walk_sorted(os.path.join(directory, entry_name), below, prefix, after)
+            elif is_file:
+                key = base + entry_name
+                if key.startswith(prefix) and key.encode() > after_bytes:
+                    yield key
 
     def delete(self, namespace: str, key: str) -> None:
         target = self._target(namespace, key)

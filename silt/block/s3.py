@@ -47,6 +47,7 @@ from silt.block.adapter import (
     CHUNK_SIZE,
     BlockAdapter,
     CopySource,
+    ListedObject,
     ObjectStat,
     PartInfo,
     PresignedURL,
@@ -57,6 +58,7 @@ from silt.block.adapter import (
 from silt.block.rules import (
     MAX_KEY_BYTES,
     MAX_PRESIGN_SECONDS,
+    RESERVED_PREFIX,
     attachment,
     check_part_number,
     check_parts_list,
@@ -473,6 +475,23 @@ class S3Adapter(BlockAdapter):
                 raise _translate(exc, f"copying {src_what} to {dst_what}") from None
             return PutResult(size=size, etag=normalize_etag(response["CopyObjectResult"]["ETag"]))
         raise Unavailable(f"s3 copying {src_what} to {dst_what}: the source kept changing during the copy")
+
+    def list_objects(self, namespace: str, prefix: str = "", after: str = "") -> Iterator[ListedObject]:
+        bucket, parts = split_namespace(namespace, self.scheme)
+        base = "/".join(parts) + "/" if parts else ""
+        arguments: dict[str, str] = {"Bucket": bucket, "Prefix": base + prefix}
+        if after:
+            arguments["StartAfter"] = base + after
+        pages = self._client.get_paginator("list_objects_v2").paginate(**arguments)
+        with _calls(f"listing s3://{bucket}/{base}{prefix}"):
+            for page in pages:
+                for item in page.get("Contents", []):
+                    key = str(item["Key"])[len(base) :]
+                    if any(part.startswith(RESERVED_PREFIX) for part in key.split("/")):
+                        continue
+                    yield ListedObject(
+                        key, int(item["Size"]), normalize_etag(item["ETag"]), item["LastModified"].astimezone(UTC)
+                    )
 
     # --- presigned URLs ---------------------------------------------------------------
 
