@@ -1,7 +1,9 @@
 """Storage namespaces as Silt compares them: parsed, canonical, under an allowed root, overlapping or not.
 
-A storage namespace is ``scheme://first[/more...]``: the bucket (``s3``) or the top directory
-under the local adapter's root (``local``), then an optional prefix. Everything that decides
+A storage namespace is ``scheme://first[/more...]``: the bucket (``s3``, ``gs``), the top
+directory under the local adapter's root (``local``), or an Azure account's host and container
+(``https://<account>.blob.core.windows.net/<container>``; an emulator's ``http://host:port/<account>/<container>``),
+then an optional prefix. Everything that decides
 where a repository may keep its bytes compares parsed components, never raw strings, so that
 spellings a block adapter treats as the same place (``LOCAL://x``, ``local://x/``) compare as
 the same place, and spellings that could walk elsewhere (``..``, ``.``, ``//``, backslashes,
@@ -25,6 +27,11 @@ MAX_NAMESPACE_BYTES = 512
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]{0,15}$")
 # S3's bucket rules: lowercase only, so that no case spelling can name another bucket.
 _S3_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+# Google Cloud Storage's (names with dots may be longer, up to 222; kept to S3's length here).
+_GS_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$")
+# An Azure Blob Storage host (an account's, or an emulator's host:port) and container name.
+_AZURE_HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?(:[0-9]{1,5})?$")
+_AZURE_CONTAINER = re.compile(r"^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$")
 # The local adapter keeps its own files under names with this prefix (silt/block/rules.py).
 _RESERVED_PREFIX = ".silt-"
 
@@ -108,7 +115,51 @@ def _parse(uri: str, what: str, root: bool) -> Namespace:
             raise InvalidArgument(f"invalid {what} {uri!r}: it contains {problem}")
     if scheme == "s3" and parts and not _S3_BUCKET.match(parts[0]):
         raise InvalidArgument(f"invalid {what} {uri!r}: {parts[0]!r} is not a valid S3 bucket name")
+    if scheme == "gs" and parts and not _GS_BUCKET.match(parts[0]):
+        raise InvalidArgument(f"invalid {what} {uri!r}: {parts[0]!r} is not a valid Google Cloud Storage bucket name")
+    if scheme in ("http", "https"):
+        _check_azure(uri, what, parts, root)
     return Namespace(scheme, parts)
+
+
+def _root_length(scheme: str, parts: Sequence[str]) -> int:
+    """How many leading components name the bucket or container: one, but an Azure host and its
+    container (an emulator's host, account and container)."""
+    if scheme not in ("http", "https") or not parts:
+        return 1
+    host = parts[0]
+    emulated = ":" in host or host.replace(".", "").isdigit() or host == "localhost"
+    return 3 if emulated else 2
+
+
+def split_store_uri(uri: str) -> tuple[str, str]:
+    """(the URI of its bucket or container, the key below it) of an object's full URI:
+    ``gs://b/x/y`` is ("gs://b", "x/y"); ``https://a.blob.core.windows.net/c/x`` is
+    ("https://a.blob.core.windows.net/c", "x"). Not validated: callers parse what they use."""
+    scheme, _, rest = uri.partition("://")
+    parts = rest.split("/")
+    n = _root_length(scheme.lower(), parts)
+    return f"{scheme}://{'/'.join(parts[:n])}", "/".join(parts[n:])
+
+
+def _check_azure(uri: str, what: str, parts: tuple[str, ...], root: bool) -> None:
+    """An Azure namespace names a host and a container (an emulator's host, an account and a
+    container); a root may stop at the host."""
+    if not parts:
+        return
+    host = parts[0]
+    if not _AZURE_HOST.match(host):
+        raise InvalidArgument(f"invalid {what} {uri!r}: {host!r} is not a lowercase host name")
+    # An emulator's endpoint has a port or is an address: the account comes first in the path.
+    container_at = _root_length("https", parts) - 1
+    if len(parts) <= container_at:
+        if root:
+            return
+        raise InvalidArgument(
+            f"invalid {what} {uri!r}: expected https://<account>.blob.core.windows.net/<container>[/<prefix>]"
+        )
+    if not _AZURE_CONTAINER.match(parts[container_at]):
+        raise InvalidArgument(f"invalid {what} {uri!r}: {parts[container_at]!r} is not a valid Azure container name")
 
 
 def parse_namespace(uri: str) -> Namespace:

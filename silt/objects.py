@@ -7,6 +7,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
+from silt.namespaces import split_store_uri
+
 # S3's limit on user-defined metadata: the bytes of every name (without the prefix) and value,
 # added up. Entries carry it into every listing page and commit.
 MAX_USER_METADATA_BYTES = 2048
@@ -34,9 +36,7 @@ def new_physical_address() -> str:
 def split_address(namespace: str, physical_address: str) -> tuple[str, str]:
     """(namespace, key) for the block adapter: addresses are relative to the namespace unless a full URI."""
     if "://" in physical_address:
-        scheme, _, rest = physical_address.partition("://")
-        root, _, key = rest.partition("/")
-        return f"{scheme}://{root}", key
+        return split_store_uri(physical_address)
     return namespace, physical_address
 
 

@@ -1,6 +1,6 @@
 """Presigned URLs for the REST API (`presign=true` on getObject, statObject, listObjects and
 getPhysicalAddress): the store's own where it has them (S3: boto3 signs them for
-`blockstore.s3.pre_signed_endpoint` or the store's endpoint), else the edge's own (edge_urls.py)
+`blockstore.s3.pre_signed_endpoint` or the store's endpoint; Azure: SAS URLs; GCS: V4 signed URLs), else the edge's own (edge_urls.py)
 on the origin the client reached this server at. An imported object is always read through the
 edge's own URL, which checks that its source is still as imported (silt/block/external.py); the
 store's URL would serve whatever is there now. Turned off by `blockstore.<type>.disable_pre_signed`:
@@ -32,7 +32,8 @@ _HOST = re.compile(r"[A-Za-z0-9._-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\]
 def presign_settings(config: Config) -> PreSignedConfig:
     """The presigned-URL settings of the configured blockstore."""
     blockstore = config.blockstore
-    return blockstore.local if blockstore.type == "local" else blockstore.s3
+    settings: PreSignedConfig = getattr(blockstore, blockstore.type)
+    return settings
 
 
 class Presigner:

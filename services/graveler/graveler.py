@@ -46,7 +46,7 @@ from services.graveler.compaction import CompactedState, Compaction, CompactionR
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
 from services.graveler.entries import MAX_DELETE_KEYS, Condition, DeleteOutcome, Entries
 from services.graveler.history import LogFilter, LogPage, log_page
-from services.graveler.imports.locations import ImportRules
+from services.graveler.imports.locations import STORE_SCHEMES, ImportRules
 from services.graveler.imports.manager import Imports
 from services.graveler.imports.runner import IngestRunner, InProcessRunner
 from services.graveler.last_access import LastAccess
@@ -98,11 +98,13 @@ class GravelerOptions:
 
 
 def import_rules(scheme: str, allowed_import_prefixes: Sequence[str]) -> ImportRules:
-    """What imports may read: s3:// import prefixes on the S3 blockstore, local:/// ones (the local
-    blockstore's allowed_external_prefixes, silt/block/external.py) on the local blockstore."""
+    """What imports may read: the import prefixes of the blockstore's own kind (s3://, gs://,
+    https:// for azure), and local:/// ones (the local blockstore's allowed_external_prefixes,
+    silt/block/external.py) on the local blockstore."""
+    own = STORE_SCHEMES.get(scheme, ())
     return ImportRules(
-        "s3" if scheme == "s3" else "local",
-        tuple(p for p in allowed_import_prefixes if p.startswith("s3://")),
+        scheme,
+        tuple(p for p in allowed_import_prefixes if p.partition("://")[0].lower() in own),
         ExternalFiles([p for p in allowed_import_prefixes if p.startswith("local:///")]),
     )
 

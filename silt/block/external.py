@@ -31,6 +31,7 @@ from silt.block.adapter import CHUNK_SIZE, BlockAdapter, ObjectStat, PartInfo, P
 from silt.block.rules import check_part_number, check_range
 from silt.config import BlockstoreConfig
 from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SourceChanged, Unavailable
+from silt.namespaces import split_store_uri
 from silt.objects import SOURCE_MTIME_KEY
 
 # How a local external file is named: "local://" followed by its absolute path.
@@ -242,10 +243,8 @@ def _version_of(entry: Any) -> SourceVersion:
 
 def split_external(address: str) -> tuple[str, str]:
     """(namespace, key) of an external address as the block adapters split it (silt/objects.py's
-    split_address): ``local:///a/b`` is ("local://", "a/b")."""
-    scheme, _, rest = address.partition("://")
-    root, _, key = rest.partition("/")
-    return f"{scheme}://{root}", key
+    split_address): ``local:///a/b`` is ("local://", "a/b"), ``gs://b/x`` is ("gs://b", "x")."""
+    return split_store_uri(address)
 
 
 class SourceReader:

@@ -10,18 +10,50 @@ from __future__ import annotations
 import contextlib
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from silt.cli.common import output
 from silt.client import EXIT_UNAVAILABLE, ClientError
 from silt.config import Config
-from silt.errors import NotFound
+from silt.errors import InvalidArgument, NotFound, SiltError
+from silt.namespaces import parse_namespace
+
+if TYPE_CHECKING:
+    from silt.block import BlockAdapter
 
 
 def _must_exist(path: str, what: str) -> None:
     if not Path(path).expanduser().exists():
         raise ClientError(f"{what}: {Path(path).expanduser()} does not exist (`silt run` creates it)", EXIT_UNAVAILABLE)
+
+
+def _probe_blockstore(adapter: BlockAdapter, config: Config) -> str:
+    """Reach the object store with the configured credentials: read (stat) a name that does not
+    exist under each allowed namespace root. NotFound is the answer of a store that let us look;
+    refused credentials and an unreachable store fail the check."""
+    if config.blockstore.type == "local":
+        return "ok"
+    roots = [root for root in config.graveler.allowed_namespace_roots or [] if _names_a_bucket(root)]
+    if not roots:
+        return "ok (not probed: graveler.allowed_namespace_roots names no bucket or container to look in)"
+    for root in roots:
+        try:
+            adapter.stat(root, f"_silt/check-{uuid.uuid4().hex}")
+        except NotFound:
+            pass  # the store let us look (a HEAD cannot tell a missing bucket from a missing object)
+        except SiltError as exc:
+            raise ClientError(f"blockstore: {root}: {exc}", EXIT_UNAVAILABLE) from None
+    return f"ok (reached {', '.join(roots)})"
+
+
+def _names_a_bucket(root: str) -> bool:
+    try:
+        parse_namespace(root)
+    except InvalidArgument:
+        return False
+    return True
 
 
 def run_check(config: Config, source: str | None) -> None:
@@ -49,7 +81,7 @@ def run_check(config: Config, source: str | None) -> None:
         click.echo(f"warning: {warning}", err=True)
     if config.blockstore.type == "local":
         _must_exist(config.blockstore.local.path, "blockstore: local")
-    open_adapter(config.blockstore)
-    lines.append(f"blockstore: {config.blockstore.type} ok")
+    adapter = open_adapter(config.blockstore)
+    lines.append(f"blockstore: {config.blockstore.type} {_probe_blockstore(adapter, config)}")
     data = {"config": source, "kv": database.type, "blockstore": config.blockstore.type, "warnings": warnings}
     output(data, lambda: click.echo("\n".join(lines)))

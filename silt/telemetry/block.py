@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from opentelemetry import trace
 
-from silt.block.adapter import BlockAdapter, PartInfo, PresignedURL, PresignMethod, PutResult
+from silt.block.adapter import BlockAdapter, ListedObject, PartInfo, PresignedURL, PresignMethod, PutResult
 
 
 class TracedAdapter(BlockAdapter):
@@ -60,6 +61,11 @@ class TracedAdapter(BlockAdapter):
     def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
         with self._span("copy"):
             return self.inner.copy(src_namespace, src_key, dst_namespace, dst_key)
+
+    def list_objects(self, namespace: str, prefix: str = "", after: str = "") -> Iterator[ListedObject]:
+        # One span for opening the listing: its pages are read as the caller goes.
+        with self._span("list_objects"):
+            return self.inner.list_objects(namespace, prefix, after)
 
     def create_multipart_upload(self, namespace: str, key: str) -> str:
         with self._span("create_multipart_upload"):

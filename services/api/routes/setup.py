@@ -22,7 +22,14 @@ router = APIRouter()
 # with. Clients gate features on it, so it is lakeFS's number, not Silt's (version_context).
 LAKEFS_API_VERSION = "1.88.0"
 
-_NAMESPACE_EXAMPLES = {"local": "local://example-repo", "s3": "s3://example-bucket/example-repo"}
+_NAMESPACE_EXAMPLES = {
+    "local": "local://example-repo",
+    "s3": "s3://example-bucket/example-repo",
+    "gs": "gs://example-bucket/example-repo",
+    "azure": "https://example-account.blob.core.windows.net/example-container/example-repo",
+}
+# What a namespace of each blockstore starts with (lakeFS's blockstore_namespace_ValidityRegex).
+_NAMESPACE_PATTERNS = {"azure": "^https?://"}
 
 
 @router.get("/healthcheck", status_code=204)
@@ -40,12 +47,12 @@ def storage_config(request: Request) -> StorageConfig:
     return StorageConfig(
         blockstore_type=blockstore,
         blockstore_namespace_example=_NAMESPACE_EXAMPLES.get(blockstore, f"{blockstore}://example"),
-        blockstore_namespace_ValidityRegex=f"^{blockstore}://",
+        blockstore_namespace_ValidityRegex=_NAMESPACE_PATTERNS.get(blockstore, f"^{blockstore}://"),
         default_namespace_prefix=roots[0] if roots else None,
         pre_sign_support=not presigned.disable_pre_signed,
         pre_sign_support_ui=not (presigned.disable_pre_signed or presigned.disable_pre_signed_ui),
         import_support=blockstore != "local" or config.blockstore.local.import_enabled,
-        import_validity_regex=f"^{blockstore}://",
+        import_validity_regex=_NAMESPACE_PATTERNS.get(blockstore, f"^{blockstore}://"),
         pre_sign_multipart_upload=False,
     )
 

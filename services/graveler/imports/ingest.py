@@ -22,7 +22,7 @@ from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.chunking import ChunkingPolicy
 from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId, Record
-from services.graveler.imports.listing import Found, check_name, list_s3, walk_local
+from services.graveler.imports.listing import Found, check_name, list_s3, list_store, walk_local
 from services.graveler.imports.locations import OBJECT, Source
 from services.graveler.imports.records import ImportCanceled, ImportRecords
 from services.graveler.imports.write_behind import WriteBehind
@@ -77,13 +77,15 @@ def _listing(source: Source, adapter: BlockAdapter, files: ExternalFiles) -> Ite
         if client is None:
             raise InvalidArgument(f"import path {source.path!r}: s3:// sources need the s3 blockstore")
         return list_s3(client, source)
+    if source.scheme == "store":
+        return list_store(adapter, source)
     return walk_local(files, source)
 
 
 def _keyed(index: int, source: Source, found: Iterable[Found]) -> Iterator[tuple[bytes, int, str, Found]]:
     # Sorted by destination key, later locations first on equal keys (-index). A local walk
     # checks its names itself, one directory entry at a time.
-    check = source.scheme == "s3" or source.kind == OBJECT
+    check = source.scheme != "local" or source.kind == OBJECT
     for item in found:
         if check:
             check_name(source, item)

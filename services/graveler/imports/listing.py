@@ -2,6 +2,8 @@
 
 * S3: ListObjectsV2 page by page (1,000 keys), which S3 returns in UTF-8 byte order; one
   page is in memory at a time.
+* gs and azure: the block adapter's listing (silt/block/adapter.py list_objects), also in UTF-8
+  byte order and page by page.
 * Local: a depth-first walk that visits each directory's entries sorted as the keys they make
   would sort (a directory ``a`` as ``a/``, so ``a-b`` comes before ``a/x``), which makes the
   whole walk come out in key order. A directory's names are sorted in memory up to
@@ -96,6 +98,24 @@ def list_s3(client: Any, source: Source) -> Iterator[Found]:
         token = page.get("NextContinuationToken")
         if not token:
             raise Unavailable(f"{what}: a truncated page without a continuation token")
+
+
+def list_store(adapter: Any, source: Source) -> Iterator[Found]:
+    """The objects under a gs or azure common_prefix source, or the one object of an object
+    source, through the block adapter (which lists in UTF-8 key order, a page at a time)."""
+    if source.kind == OBJECT:
+        try:
+            found = adapter.stat(source.bucket, source.key)
+        except NotFound:
+            raise NotFound(f"reading {source.path}: no such object") from None
+        yield Found(source.key, found.size, found.etag, _mtime_ns(found.mtime))
+        return
+    last = ""
+    for item in adapter.list_objects(source.bucket, source.key):
+        if last and item.key.encode() <= last.encode():
+            raise Unavailable(f"listing {source.path}: the store listed {item.key!r} after {last!r}, out of order")
+        last = item.key
+        yield Found(item.key, item.size, item.etag, _mtime_ns(item.mtime))
 
 
 def _md5_of(fd: int, size: int) -> str:

@@ -8,6 +8,8 @@ object under it) or ``object`` (exactly that object), and a ``destination`` on t
   allowed one whole, so that its listing cannot reach past it). As lakeFS does, a prefix that
   does not end in ``/`` lists every key starting with it, and keys keep the part after the
   prefix's last ``/`` (``s3://b/data/2024`` puts ``data/2024-01/x`` at ``<dest>/2024-01/x``).
+* ``gs://bucket/prefix`` on the gs blockstore and ``https://<account>.blob.core.windows.net/<container>/prefix``
+  on the azure blockstore, the same way, listed through the block adapter.
 * ``local:///absolute/dir`` on the local blockstore with ``blockstore.local.import_enabled``, at or
   under one of ``blockstore.local.allowed_external_prefixes``: a directory (``common_prefix``) or a
   file (``object``).
@@ -30,7 +32,7 @@ from services.graveler.imports.names import name_problem
 from services.graveler.validation import validate_key, validate_prefix
 from silt.block.external import LOCAL_EXTERNAL, ExternalFiles
 from silt.errors import InvalidArgument
-from silt.namespaces import parse_namespace
+from silt.namespaces import parse_namespace, split_store_uri
 
 COMMON_PREFIX: Final = "common_prefix"
 OBJECT: Final = "object"
@@ -50,10 +52,10 @@ class Source:
     kind: Kind
     path: str  # as given
     destination: str  # a key (object) or a prefix ending in "/" or empty (common_prefix)
-    scheme: Literal["s3", "local"]
-    bucket: str  # s3 only
-    key: str  # s3: the listing prefix or the object's key; local: the absolute path
-    trim: str  # what is cut off a listed key (s3) or path (local) to place it under destination
+    scheme: Literal["s3", "store", "local"]  # store: a gs or azure source, listed through the block adapter
+    bucket: str  # s3: the bucket; store: the bucket's or container's URI (gs://b, https://a.blob.../c)
+    key: str  # s3 and store: the listing prefix or the object's key; local: the absolute path
+    trim: str  # what is cut off a listed key (s3, store) or path (local) to place it under destination
 
     def destination_of(self, name: str) -> str:
         """Where a listed key (s3) or file path (local) goes on the branch."""
@@ -64,6 +66,8 @@ class Source:
     def address_of(self, name: str) -> str:
         if self.scheme == "s3":
             return f"s3://{self.bucket}/{name}"
+        if self.scheme == "store":
+            return f"{self.bucket}/{name}"
         return "local://" + name
 
 
@@ -71,30 +75,37 @@ class Source:
 class ImportRules:
     """What an installation lets imports read."""
 
-    blockstore: Literal["local", "s3"]
-    s3_prefixes: tuple[str, ...]  # graveler.allowed_import_prefixes, s3:// ones
+    blockstore: str  # blockstore.type
+    store_prefixes: tuple[str, ...]  # graveler.allowed_import_prefixes of the blockstore's own kind
     local: ExternalFiles  # the local blockstore's importable directories (none unless enabled)
 
 
-def _s3_source(kind: Kind, path: str, destination: str, rules: ImportRules) -> Source:
-    if rules.blockstore != "s3":
-        raise InvalidArgument(f"import path {path!r}: s3:// sources need the s3 blockstore")
-    rest = path[len("s3://") :]
-    bucket, _, key = rest.partition("/")
+# The URI schemes of each object store's sources.
+STORE_SCHEMES = {"s3": ("s3",), "gs": ("gs",), "azure": ("https", "http")}
+
+
+def _store_source(kind: Kind, path: str, destination: str, rules: ImportRules) -> Source:
+    scheme = path.partition("://")[0].lower()
+    if scheme not in STORE_SCHEMES.get(rules.blockstore, ()):
+        needed = next(store for store, schemes in STORE_SCHEMES.items() if scheme in schemes)
+        raise InvalidArgument(f"import path {path!r}: {scheme}:// sources need the {needed} blockstore")
+    root, key = split_store_uri(path)
     try:
-        parse_namespace(f"s3://{bucket}")
+        parse_namespace(root)
     except InvalidArgument as exc:
         raise InvalidArgument(f"import path {path!r}: {exc}") from None
     if kind == OBJECT and (not key or key.endswith("/")):
         raise InvalidArgument(f"import path {path!r}: an object path names one key (not a prefix)")
-    allowed = [p.rstrip("/") + "/" for p in rules.s3_prefixes]
+    allowed = [p.rstrip("/") + "/" for p in rules.store_prefixes]
     if not any(path.startswith(p) and (kind == COMMON_PREFIX or len(path) > len(p)) for p in allowed):
-        shown = ", ".join(rules.s3_prefixes) or "none"
+        shown = ", ".join(rules.store_prefixes) or "none"
         raise InvalidArgument(
             f"import path {path!r} is not under an allowed import prefix (graveler.allowed_import_prefixes: {shown})"
         )
     trim = key[: key.rfind("/") + 1]
-    return Source(kind, path, destination, "s3", bucket, key, trim)
+    if scheme == "s3":
+        return Source(kind, path, destination, "s3", root[len("s3://") :], key, trim)
+    return Source(kind, path, destination, "store", root, key, trim)
 
 
 def _local_source(kind: Kind, path: str, destination: str, rules: ImportRules) -> Source:
@@ -142,12 +153,15 @@ def check_sources(
                 destination += "/"
             prefixes.append(validate_prefix(destination))
         scheme = path.partition("://")[0].lower()
-        if scheme == "s3":
-            source = _s3_source(kind, path, destination, rules)
-        elif scheme == "local":
+        if scheme == "local":
             source = _local_source(kind, path, destination, rules)
+        elif any(scheme in schemes for schemes in STORE_SCHEMES.values()):
+            source = _store_source(kind, path, destination, rules)
         else:
-            raise InvalidArgument(f"import path {path!r}: expected s3://bucket/prefix or local:///absolute/path")
+            raise InvalidArgument(
+                f"import path {path!r}: expected s3://bucket/prefix, gs://bucket/prefix, "
+                "https://<account>.blob.core.windows.net/<container>/prefix or local:///absolute/path"
+            )
         # What every imported name starts with is checked once, here; listing.py checks the rest.
         problem = name_problem((source.trim if kind == COMMON_PREFIX else source.key).strip("/"))
         if problem and (kind == OBJECT or source.trim.strip("/")):
