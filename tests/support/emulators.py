@@ -25,7 +25,8 @@ from silt.launcher import free_port
 from tests.support.moto import START_ATTEMPTS, START_TIMEOUT_S, _answers, _die_with_parent, _stop, _tail
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-AZURITE_BIN = REPO_ROOT / "tests" / "emulators" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
+# `make emulators` installs it there from tests/emulators/azurite's lockfile.
+AZURITE_BIN = REPO_ROOT / "build" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
 # Azurite's one account and its key: public, documented by Microsoft for the emulator.
 AZURITE_ACCOUNT = "devstoreaccount1"
 AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlS/4Usy7hbSXP8T+oZcHb/4yJZcSwpWxlAa4wjjc39F2DiYTjk14LBfJQ4j9w=="
