@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench edge tests
 
-.PHONY: all venv clients emulators lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients emulators lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -160,7 +160,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions
+bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -183,6 +183,11 @@ bench-auth: proto
 bench-gateway: proto clients
 	@scripts/ensure-system-deps.sh bench
 	PATH="$$PATH:/usr/sbin" $(PY) -m bench.gateway $(BENCH_ARGS)
+
+# Silt on S3 (moto_server), Azure (Azurite) and GCS (fake-gcs-server) as a ratio of each store's own
+# SDK: 4 KiB PUT/GET and a 256 MiB PUT/GET; BENCH_ARGS="--stores gs --count 200" for one store.
+bench-blockstores: proto emulators
+	$(PY) -m bench.blockstores $(BENCH_ARGS)
 
 # What uvicorn (the gateway's HTTP server) and grpcio (graveler's server, the gateway's client)
 # cost per request with no Silt code at all: the floor under bench-gateway's CPU per request.
