@@ -67,7 +67,14 @@ class ImportProgress:
 
 
 @click.command("import")
-@click.option("--from", "source", required=True, metavar="URI", help="s3://bucket/prefix/ or local:///directory/.")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    metavar="URI",
+    help="s3://bucket/prefix/, gs://bucket/prefix/, https://ACCOUNT.blob.core.windows.net/CONTAINER/prefix/ "
+    "or local:///directory/.",
+)
 @click.option("--to", "destination", required=True, metavar="silt://REPO/BRANCH[/PATH]", help="Where it goes.")
 @click.option("--object", "one_object", is_flag=True, help="Import exactly the object --from names, at PATH.")
 @click.option("--message", "-m", default="", help="Commit message (default: Import objects).")
@@ -82,7 +89,8 @@ def import_(
     \b
     Everything the branch had under PATH is replaced by what the import finds (with --object,
     only the key PATH). Sources must be allowed by the installation: graveler.allowed_import_prefixes
-    (s3://), or blockstore.local.import_enabled and allowed_external_prefixes (local://).
+    (s3://, gs://, https:// on Azure), or blockstore.local.import_enabled and allowed_external_prefixes
+    (local://).
     """
     repo, branch, path = parse_uri(destination)
     if one_object and not path:
