@@ -6,7 +6,7 @@ import pytest
 
 from silt.config import Config
 from silt.errors import ConfigError, InvalidArgument
-from silt.namespaces import parse_namespace, parse_recorded, parse_root, within_roots
+from silt.namespaces import parse_namespace, parse_recorded, parse_root, split_store_uri, within_roots
 
 ROOTS = (parse_root("local://"), parse_root("s3://lake/silt/"))
 
@@ -105,3 +105,58 @@ def test_default_roots_follow_the_blockstore() -> None:
 
     assert namespace_roots(Config.model_validate({})) == ("local://",)
     assert namespace_roots(Config.model_validate({"blockstore": {"type": "s3"}})) == ()
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "gs://lake-bucket/repos/one",
+        "gs://lake_bucket",
+        "https://account.blob.core.windows.net/container/repo",
+        "https://account.blob.core.chinacloudapi.cn/container",
+        "http://127.0.0.1:10000/devstoreaccount1/container/repo",
+    ],
+)
+def test_gcs_and_azure_namespaces_parse(uri: str) -> None:
+    assert str(parse_namespace(uri)) == uri
+
+
+@pytest.mark.parametrize(
+    ("uri", "problem"),
+    [
+        ("gs://Lake", "bucket name"),
+        ("gs://-lake", "bucket name"),
+        ("https://account.blob.core.windows.net", "expected https://"),
+        ("https://account.blob.core.windows.net/", "expected https://"),
+        ("https://account.blob.core.windows.net/Container", "container name"),
+        ("https://account.blob.core.windows.net/a--b", "container name"),
+        ("http://127.0.0.1:10000/devstoreaccount1", "expected https://"),
+        ("https://Account.blob.core.windows.net/c1c", "lowercase host"),
+        ("https://account.blob.core.windows.net/c1c/../x", "relative path"),
+    ],
+)
+def test_bad_gcs_and_azure_namespaces_are_refused(uri: str, problem: str) -> None:
+    with pytest.raises(InvalidArgument, match=problem):
+        parse_namespace(uri)
+
+
+@pytest.mark.parametrize(
+    ("uri", "root", "key"),
+    [
+        ("gs://b/x/y", "gs://b", "x/y"),
+        ("s3://b/k", "s3://b", "k"),
+        ("local:///abs/path", "local://", "abs/path"),
+        ("local://ns/data/x", "local://ns", "data/x"),
+        ("https://a.blob.core.windows.net/c/x/y", "https://a.blob.core.windows.net/c", "x/y"),
+        ("http://127.0.0.1:10000/acct/c/x", "http://127.0.0.1:10000/acct/c", "x"),
+    ],
+)
+def test_an_objects_uri_splits_at_its_bucket_or_container(uri: str, root: str, key: str) -> None:
+    assert split_store_uri(uri) == (root, key)
+
+
+def test_gcs_and_azure_have_no_default_root() -> None:
+    from services.graveler.wiring import namespace_roots
+
+    for kind in ("gs", "azure"):
+        assert namespace_roots(Config.model_validate({"blockstore": {"type": kind}})) == ()
