@@ -32,13 +32,15 @@ RUN python -m venv /opt/silt \
     && cd ../lupa && rm -f lua5[1-35]*.so luajit*.so \
     && cd ../botocore/data \
     && find . -mindepth 1 -maxdepth 1 -type d ! -name s3 ! -name sts ! -name sso ! -name sso-oidc -exec rm -rf {} + \
+    && cd ../../azure && rm -rf storage/blob/aio storage/blob/_generated/aio identity/aio \
     && find /opt/silt -type f -name '*.so*' -exec strip --strip-unneeded {} + \
     && /opt/silt/bin/pip uninstall -q -y pip setuptools wheel
 # Above: pyarrow's parts Silt never loads and nothing else links (Arrow Flight, its S3
 # filesystem, pyarrow's tests, C++ headers and Cython sources; about 60 MiB), lupa's Lua
 # runtimes other than the Lua 5.4 that Actions' Lua hooks run on (about 4.5 MiB), botocore's
 # models of AWS services other than S3 and the STS/SSO that credentials may come from (Silt's
-# only boto3 client is S3's; about 25 MiB), and the
+# only boto3 client is S3's; about 25 MiB), the Azure SDK's asyncio clients (the azure adapter's
+# client is synchronous; about 3 MiB), and the
 # symbol tables of the wheels' shared libraries (about 45 MiB; what a debugger reads, never the
 # loader). Together they make room for DuckDB (66 MiB), which the web UI's diffs and queries run
 # on. `import pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, ...` is checked below. Nor does
@@ -71,7 +73,7 @@ RUN { test -f services/ui/static/dist/index.html \
        done \
     && /opt/silt/bin/pip install --no-deps --no-build-isolation --root /opt/silt-root . \
     && cp -a /opt/silt-root/opt/silt/. /opt/silt/ \
-    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, uvloop, grpc, cryptography.hazmat.bindings._rust, yaml._yaml, boto3; duckdb.sql('select 42').fetchall(); boto3.client('s3', region_name='us-east-1')" \
+    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, uvloop, grpc, cryptography.hazmat.bindings._rust, yaml._yaml, boto3, azure.storage.blob, azure.identity, google.cloud.storage, silt.block.azure, silt.block.gcs; duckdb.sql('select 42').fetchall(); boto3.client('s3', region_name='us-east-1')" \
     && test -f /opt/silt-root/opt/silt/lib/python3.11/site-packages/services/ui/static/dist/index.html
 
 # --- runtime: the venv only, as a non-root user (image silt) --------------------------------
