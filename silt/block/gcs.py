@@ -68,6 +68,7 @@ from typing import Any, BinaryIO, cast
 import google.auth
 import google.auth.exceptions
 import google.cloud.storage as storage
+import google.oauth2.credentials
 import requests
 import requests.adapters
 import urllib3.exceptions
@@ -247,33 +248,50 @@ def _mtime_of(blob: storage.Blob) -> datetime:
 # --- credentials and client ------------------------------------------------------------
 
 
+def _key_credentials(text: str, where: str) -> tuple[Credentials, str | None]:
+    """Service account (or gcloud user) credentials from their JSON text. Only these two kinds
+    are read: a credentials file can make the library run commands or fetch URLs of its
+    choosing (external accounts), which a key is not expected to do."""
+    try:
+        info = json.loads(text)
+    except ValueError:
+        raise ConfigError(f"{where} is not valid JSON") from None
+    kind = info.get("type") if isinstance(info, dict) else None
+    try:
+        if kind == "service_account":
+            creds = service_account.Credentials.from_service_account_info(info, scopes=SCOPES)
+            return creds, info.get("project_id")
+        if kind == "authorized_user":
+            user = google.oauth2.credentials.Credentials.from_authorized_user_info(info, scopes=SCOPES)
+            return user, info.get("quota_project_id")
+    except (ValueError, KeyError, TypeError):
+        # The library's messages can quote the key; name only what is wrong.
+        raise ConfigError(f"{where}: the {kind} credentials are incomplete or their key cannot be read") from None
+    raise ConfigError(f"{where}: expected a service account key (type service_account or authorized_user)")
+
+
 def load_credentials(config: GSBlockstoreConfig) -> tuple[Credentials, str | None]:
     """The credentials the configuration names and the project they belong to: credentials_json,
     else credentials_file, else anonymous ones for an emulator (endpoint_url), else application
     default credentials. Errors never quote the credentials."""
+    if config.credentials_json is not None:
+        return _key_credentials(config.credentials_json.get_secret_value(), "blockstore.gs.credentials_json")
+    if config.credentials_file:
+        path = os.path.expanduser(config.credentials_file)
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"blockstore.gs.credentials_file {path}: cannot read it: {_one_line(exc)}") from None
+        return _key_credentials(text, f"blockstore.gs.credentials_file {path}")
+    if config.endpoint_url:
+        return AnonymousCredentials(), None
     try:
-        if config.credentials_json is not None:
-            try:
-                info = json.loads(config.credentials_json.get_secret_value())
-            except ValueError:
-                raise ConfigError("blockstore.gs.credentials_json is not valid JSON") from None
-            if not isinstance(info, dict):
-                raise ConfigError("blockstore.gs.credentials_json must be a JSON object")
-            creds, project = google.auth.load_credentials_from_dict(info, scopes=SCOPES)
-            return creds, project
-        if config.credentials_file:
-            path = os.path.expanduser(config.credentials_file)
-            creds, project = google.auth.load_credentials_from_file(path, scopes=SCOPES)
-            return creds, project
-        if config.endpoint_url:
-            return AnonymousCredentials(), None
         creds, project = google.auth.default(scopes=SCOPES)
-        return creds, project
     except google.auth.exceptions.DefaultCredentialsError as exc:
-        # The library's messages name files and credential types, never key material.
-        raise ConfigError(f"blockstore.gs: cannot load credentials: {_one_line(exc)}") from None
-    except ValueError:
-        raise ConfigError("blockstore.gs: the credentials' key cannot be read") from None
+        # The library's messages name files and environment variables, never key material.
+        raise ConfigError(f"blockstore.gs: no credentials configured and none found: {_one_line(exc)}") from None
+    return creds, project
 
 
 def build_client(config: GSBlockstoreConfig, credentials: Credentials, project: str | None) -> storage.Client:
