@@ -1,6 +1,7 @@
 """Fixtures of the block adapter suites: one adapter of each kind with a fresh namespace.
 
-``moto_server`` (the S3 endpoint) comes from tests/conftest.py.
+``moto_server`` (the S3 endpoint) and ``fake_gcs_server`` (Google Cloud Storage) come from
+tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from typing import Any
 import pytest
 
 from silt.block import BlockAdapter
+from silt.block.gcs import GCSAdapter
 from silt.block.local import LocalAdapter
 from silt.block.s3 import S3Adapter
+from tests.support.emulators import gs_blockstore_config
 from tests.support.moto import s3_blockstore_config
 
-ADAPTERS = ["local", pytest.param("s3", marks=pytest.mark.s3)]
+ADAPTERS = ["local", pytest.param("s3", marks=pytest.mark.s3), pytest.param("gs", marks=pytest.mark.gs)]
 
 
 @dataclass
@@ -59,11 +62,31 @@ def s3_bucket(s3_adapter: S3Adapter) -> Iterator[str]:
     _empty_bucket(s3_adapter.client, bucket)
 
 
+@pytest.fixture(scope="session")
+def gcs_adapter(request: pytest.FixtureRequest) -> GCSAdapter:
+    # One for the run, like s3_adapter; no retries against the emulator either.
+    return GCSAdapter(gs_blockstore_config(request.getfixturevalue("fake_gcs_server")))
+
+
+@pytest.fixture
+def gcs_bucket(gcs_adapter: GCSAdapter) -> Iterator[str]:
+    bucket = f"silt-test-{uuid.uuid4().hex[:20]}"
+    gcs_adapter.client.create_bucket(bucket)
+    yield bucket
+    # fake-gcs-server keeps objects in memory for the whole run; drop each test's bytes.
+    for blob in gcs_adapter.client.list_blobs(bucket):
+        blob.delete()
+    gcs_adapter.client.bucket(bucket).delete()
+
+
 @pytest.fixture(params=ADAPTERS)
 def blocks(request: pytest.FixtureRequest, tmp_path: Path) -> Blocks:
     if request.param == "local":
         root = tmp_path / "blocks"
         return Blocks("local", LocalAdapter(root), "local://repo-ns/some/prefix", root)
+    if request.param == "gs":
+        bucket = request.getfixturevalue("gcs_bucket")
+        return Blocks("gs", request.getfixturevalue("gcs_adapter"), f"gs://{bucket}/some/prefix")
     adapter = request.getfixturevalue("s3_adapter")
     bucket = request.getfixturevalue("s3_bucket")
     return Blocks("s3", adapter, f"s3://{bucket}/some/prefix")
