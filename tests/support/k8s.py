@@ -26,18 +26,25 @@ def _kustomize_command(directory: Path) -> list[str]:
     pytest.fail("rendering deploy/k8s needs kustomize or kubectl (which embeds it) on the PATH", pytrace=False)
 
 
+def _kustomize(directory: Path) -> str:
+    done = subprocess.run(_kustomize_command(directory), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, f"kustomize {directory}: {done.stderr.strip()}"
+    return done.stdout
+
+
 @functools.cache
 def _render_text(overlay: str) -> str:
-    done = subprocess.run(
-        _kustomize_command(K8S / "overlays" / overlay), capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, f"kustomize {overlay}: {done.stderr.strip()}"
-    return done.stdout
+    return _kustomize(K8S / "overlays" / overlay)
 
 
 def render(overlay: str) -> list[dict[str, Any]]:
     """The overlay's documents (fresh copies: callers may change them)."""
     return [doc for doc in yaml.safe_load_all(_render_text(overlay)) if doc]
+
+
+def render_directory(directory: Path) -> list[dict[str, Any]]:
+    """The documents of the kustomization in directory (a changed copy of an overlay), uncached."""
+    return [doc for doc in yaml.safe_load_all(_kustomize(directory)) if doc]
 
 
 def of_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -68,14 +75,31 @@ def silt_config_text(docs: list[dict[str, Any]]) -> str:
     return str(named(docs, "ConfigMap", "silt-config")["data"]["silt.yaml"])
 
 
+# The blockstore switch: the overlay's blockstore.env, which the workloads that open the object
+# store load with envFrom.
+BLOCKSTORE_SETTINGS = "silt-blockstore-settings"
+
+
+def blockstore_settings(docs: list[dict[str, Any]]) -> dict[str, str]:
+    return {k: str(v) for k, v in (named(docs, "ConfigMap", BLOCKSTORE_SETTINGS).get("data") or {}).items()}
+
+
 def resolve_env(
     docs: list[dict[str, Any]], container: dict[str, Any], secrets: dict[str, dict[str, str]]
 ) -> dict[str, str]:
-    """A container's environment as the kubelet builds it: literal values, ConfigMap and Secret
-    keys (Secrets from `secrets`, the live ones, else from the documents), $(VAR) references to
-    earlier ones.
-    A reference to a missing ConfigMap, Secret or key fails, as the pod would not start."""
+    """A container's environment as the kubelet builds it: every key of its envFrom ConfigMaps
+    first, then env's literal values, ConfigMap and Secret keys (Secrets from `secrets`,
+    the live ones, else from the documents), $(VAR) references to earlier ones.
+    A reference to a missing ConfigMap, Secret or key fails, as the pod would not start, unless
+    it is `optional`: then the variable is left out."""
     env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        assert set(source) <= {"configMapRef", "prefix"}, f"unsupported envFrom source {source}"
+        ref = source["configMapRef"]
+        found = [d for d in of_kind(docs, "ConfigMap") if d["metadata"]["name"] == ref["name"]]
+        assert found or ref.get("optional"), f"no ConfigMap {ref['name']}"
+        for doc in found:
+            env |= {source.get("prefix", "") + key: str(value) for key, value in (doc.get("data") or {}).items()}
     for var in container.get("env", []):
         if "value" in var:
             env[var["name"]] = expand(str(var["value"]), env)
@@ -83,15 +107,30 @@ def resolve_env(
         source = var["valueFrom"]
         if "configMapKeyRef" in source:
             ref = source["configMapKeyRef"]
-            data = named(docs, "ConfigMap", ref["name"])["data"]
+            maps = [d for d in of_kind(docs, "ConfigMap") if d["metadata"]["name"] == ref["name"]]
+            data = (maps[0].get("data") or {}) if maps else {}
+            if ref["key"] not in data and ref.get("optional"):
+                continue
             assert ref["key"] in data, f"ConfigMap {ref['name']} has no key {ref['key']}"
             env[var["name"]] = str(data[ref["key"]])
         elif "secretKeyRef" in source:
             ref = source["secretKeyRef"]
+            if ref.get("optional") and not secret_has(docs, ref["name"], ref["key"], secrets):
+                continue
             env[var["name"]] = secret_value(docs, ref["name"], ref["key"], secrets)
         else:
             raise AssertionError(f"unsupported env source {source}")
     return env
+
+
+def secret_has(docs: list[dict[str, Any]], name: str, key: str, extra: dict[str, dict[str, str]]) -> bool:
+    """Whether Secret `name` (from `extra`, else the documents) has `key`."""
+    if name in extra and key in extra[name]:
+        return True
+    return any(
+        doc["metadata"]["name"] == name and (key in (doc.get("data") or {}) or key in (doc.get("stringData") or {}))
+        for doc in of_kind(docs, "Secret")
+    )
 
 
 def secret_value(docs: list[dict[str, Any]], name: str, key: str, extra: dict[str, dict[str, str]]) -> str:

@@ -13,6 +13,7 @@ import pytest
 from silt.config import Config, load_config
 from tests.support.k8s import (
     NAMESPACE,
+    blockstore_settings,
     ingress_allowed,
     named,
     of_kind,
@@ -70,7 +71,8 @@ def workload_config(docs: list[dict[str, Any]], container: dict[str, Any], tmp_p
     (an `*.endpoint` set in one workload's env is the address that workload dials)."""
     path = tmp_path / "silt.yaml"
     path.write_text(silt_config_text(docs))
-    return load_config(path, env=literal_env(container))
+    settings = blockstore_settings(docs) if container.get("envFrom") else {}
+    return load_config(path, env={**settings, **literal_env(container)})
 
 
 def service_dns_names(name: str) -> set[str]:

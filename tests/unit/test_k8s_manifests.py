@@ -15,6 +15,7 @@ from silt.config import Config, env_keys, load_config
 from tests.support.k8s import (
     NAMESPACE,
     OVERLAYS,
+    blockstore_settings,
     named,
     of_kind,
     pod_labels,
@@ -116,9 +117,11 @@ CUSTOM_RESOURCES: dict[str, dict[str, dict[str, Any]]] = {
 
 
 def config_of(docs: list[dict[str, Any]], tmp_path: Path) -> Config:
+    """silt.yaml with the blockstore switch's variables (tests/unit/test_k8s_blockstore.py checks
+    that the workloads that open the store load them)."""
     path = tmp_path / "silt.yaml"
     path.write_text(silt_config_text(docs))
-    return load_config(path, env={})
+    return load_config(path, env=blockstore_settings(docs))
 
 
 def service_address(docs: list[dict[str, Any]], name: str) -> str:
@@ -191,11 +194,15 @@ def test_commands_run_modules_that_exist(overlay: str) -> None:
 
 def test_environment_variables_are_known_configuration_keys(overlay: str) -> None:
     known = set(env_keys().values()) | CLI_VARIABLES
-    for doc in workloads(render(overlay)):
+    docs = render(overlay)
+    for doc in workloads(docs):
         for container in pod_spec(doc)["containers"] + pod_spec(doc).get("initContainers", []):
             for var in container.get("env", []):
                 if var["name"].startswith("SILT_"):
                     assert var["name"] in known, var["name"]
+            for source in container.get("envFrom", []):
+                for name in named(docs, "ConfigMap", source["configMapRef"]["name"]).get("data") or {}:
+                    assert name in known, name
 
 
 def test_services_select_pods_that_expose_their_target_ports(overlay: str) -> None:
