@@ -2,9 +2,10 @@
 getPhysicalAddress): the store's own where it has them (S3: boto3 signs them for
 `blockstore.s3.pre_signed_endpoint` or the store's endpoint; Azure: SAS URLs; GCS: V4 signed
 URLs), else the edge's own (edge_urls.py) on the origin the client reached this server at. An
-imported object is always read through the edge's own URL, which checks that its source is still as imported (silt/block/external.py); the
-store's URL would serve whatever is there now. Turned off by `blockstore.<type>.disable_pre_signed`:
-`presign=true` is then refused, as lakeFS refuses it ("operation not supported").
+imported object is always read through the edge's own URL, which checks that its source is
+still as imported (silt/block/external.py); the store's URL would serve whatever is there now.
+Turned off by `blockstore.<type>.disable_pre_signed`: `presign=true` is then refused, as lakeFS
+refuses it ("operation not supported").
 """
 
 from __future__ import annotations
