@@ -40,7 +40,8 @@ Deviations from S3:
 * Presigned URLs are V4 signed URLs and need a service account key (``credentials_json``
   or ``credentials_file``): they are signed locally with it. Other credentials (application
   default user credentials, a VM's metadata server, the emulator's anonymous ones) cannot
-  sign without a request to the IAM API; ``presign`` then raises InvalidArgument saying so.
+  sign without a request to the IAM API; ``presign`` then returns None, as the local disk
+  does, and the REST API hands out Silt's own edge URLs, which read and write through Silt.
 * Listing a namespace also reads (and skips) the parts of its uploads in progress.
 
 Errors: missing objects, buckets and uploads become NotFound; requests GCS rejects as
@@ -688,7 +689,7 @@ class GCSAdapter(BlockAdapter):
 
     def presign(
         self, namespace: str, key: str, method: PresignMethod, expires_in: int, filename: str | None = None
-    ) -> PresignedURL:
+    ) -> PresignedURL | None:
         bucket, name, what = self._locate(namespace, key)
         if (
             isinstance(expires_in, bool)
@@ -700,10 +701,8 @@ class GCSAdapter(BlockAdapter):
             raise InvalidArgument(f"{what}: presigned URLs are for GET or PUT, not {method!r}")
         credentials = self._credentials
         if not isinstance(credentials, service_account.Credentials):
-            raise InvalidArgument(
-                f"{what}: presigned URLs need a service account key (blockstore.gs.credentials_json or "
-                "credentials_file); the configured credentials cannot sign URLs locally"
-            )
+            # No key to sign with here: the edge's own URLs serve instead (see the module's notes).
+            return None
         endpoint = self._config.pre_signed_endpoint or self._config.endpoint_url or DEFAULT_ENDPOINT
         expires = int(time.time()) + expires_in
         with _calls(f"presigning {what}"):
