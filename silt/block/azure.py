@@ -580,7 +580,6 @@ class AzureAdapter(BlockAdapter):
                 single = not carry
             if single:
                 result_etag = etag or first.md5.hex()
-                conditions = self._conditions(if_absent)
                 with self._writing(target, if_absent):
                     target.blob.upload_blob(
                         first.file,
@@ -588,14 +587,13 @@ class AzureAdapter(BlockAdapter):
                         overwrite=not if_absent,
                         metadata={ETAG_METADATA: result_etag},
                         content_settings=ContentSettings(content_md5=bytearray(first.md5)),
-                        **conditions,
                     )
                 return PutResult(size=first.size, etag=result_etag)
             return self._upload_blocks(target, stream, size, block_size, first, carry, running, if_absent, etag)
 
     @staticmethod
     def _conditions(if_absent: bool) -> dict[str, Any]:
-        return {"etag": "*", "match_condition": MatchConditions.IfMissing} if if_absent else {}
+        return {"match_condition": MatchConditions.IfMissing} if if_absent else {}
 
     @contextlib.contextmanager
     def _writing(self, target: _Target, if_absent: bool) -> Iterator[None]:
