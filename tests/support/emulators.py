@@ -29,7 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 AZURITE_BIN = REPO_ROOT / "build" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
 # Azurite's one account and its key: public, documented by Microsoft for the emulator.
 AZURITE_ACCOUNT = "devstoreaccount1"
-AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlS/4Usy7hbSXP8T+oZcHb/4yJZcSwpWxlAa4wjjc39F2DiYTjk14LBfJQ4j9w=="
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
 
 class EmulatorStartError(RuntimeError):

@@ -1,6 +1,7 @@
 """Fixtures of the block adapter suites: one adapter of each kind with a fresh namespace.
 
-``moto_server`` (the S3 endpoint) and ``fake_gcs_server`` (Google Cloud Storage) come from
+``moto_server`` (the S3 endpoint), ``azurite_server`` (Azure Blob Storage) and ``fake_gcs_server``
+(Google Cloud Storage) come from
 tests/conftest.py.
 """
 
@@ -15,13 +16,19 @@ from typing import Any
 import pytest
 
 from silt.block import BlockAdapter
+from silt.block.azure import AzureAdapter
 from silt.block.gcs import GCSAdapter
 from silt.block.local import LocalAdapter
 from silt.block.s3 import S3Adapter
-from tests.support.emulators import gs_blockstore_config
+from tests.support.emulators import AZURITE_ACCOUNT, azure_blockstore_config, gs_blockstore_config
 from tests.support.moto import s3_blockstore_config
 
-ADAPTERS = ["local", pytest.param("s3", marks=pytest.mark.s3), pytest.param("gs", marks=pytest.mark.gs)]
+ADAPTERS = [
+    "local",
+    pytest.param("s3", marks=pytest.mark.s3),
+    pytest.param("azure", marks=pytest.mark.azure),
+    pytest.param("gs", marks=pytest.mark.gs),
+]
 
 
 @dataclass
@@ -79,6 +86,22 @@ def gcs_bucket(gcs_adapter: GCSAdapter) -> Iterator[str]:
     gcs_adapter.client.bucket(bucket).delete()
 
 
+@pytest.fixture(scope="session")
+def azure_adapter(azurite_server: str) -> AzureAdapter:
+    # One for the run, like s3_adapter; no retries: Azurite on loopback does not fail transiently.
+    return AzureAdapter(azure_blockstore_config(azurite_server), retries=0)
+
+
+@pytest.fixture
+def azure_container(azure_adapter: AzureAdapter, azurite_server: str) -> Iterator[str]:
+    """A fresh container; deleted (with everything in it) at the end of the test."""
+    container = f"silt-test-{uuid.uuid4().hex[:20]}"
+    service = azure_adapter.service_client(AZURITE_ACCOUNT)
+    service.create_container(container)
+    yield container
+    service.delete_container(container)
+
+
 @pytest.fixture(params=ADAPTERS)
 def blocks(request: pytest.FixtureRequest, tmp_path: Path) -> Blocks:
     if request.param == "local":
@@ -87,6 +110,11 @@ def blocks(request: pytest.FixtureRequest, tmp_path: Path) -> Blocks:
     if request.param == "gs":
         bucket = request.getfixturevalue("gcs_bucket")
         return Blocks("gs", request.getfixturevalue("gcs_adapter"), f"gs://{bucket}/some/prefix")
+    if request.param == "azure":
+        endpoint = request.getfixturevalue("azurite_server")
+        container = request.getfixturevalue("azure_container")
+        adapter = request.getfixturevalue("azure_adapter")
+        return Blocks("azure", adapter, f"{endpoint}/{AZURITE_ACCOUNT}/{container}/some/prefix")
     adapter = request.getfixturevalue("s3_adapter")
     bucket = request.getfixturevalue("s3_bucket")
     return Blocks("s3", adapter, f"s3://{bucket}/some/prefix")
