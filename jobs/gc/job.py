@@ -22,8 +22,8 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from jobs.adapter_parquet import read_dataset, write_dataset
 from jobs.entry_point import add_job_options, exit_code_of_main, job_session, print_progress, write_summary
+from jobs.gc.adapter_parquet import read_dataset, write_dataset
 from jobs.gc.listing import list_objects
 from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root
 from jobs.gc.mark import EXPIRED, UNREFERENCED, mark, still_referenced

@@ -4,7 +4,7 @@
 * ``s3``: an ``s3a:`` URI, plus the S3A settings it needs (``configure_s3a``);
 * ``adapter``: no Hadoop file system reaches it here (Azure Blob Storage, GCS: this install
   has no wasb/abfs or gs connector), so the jobs move its Parquet through Silt's own block
-  adapter, on the executors (jobs/adapter_parquet.py).
+  adapter, on the executors (jobs/gc/adapter_parquet.py).
 """
 
 from __future__ import annotations

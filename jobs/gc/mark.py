@@ -10,7 +10,7 @@ and range under ``_silt/``), and the physical listing of the namespace.
 * **unreferenced**: listed objects that no range at all and no staged entry names.
 
 On a namespace reached through the block adapter (jobs/gc/location.py), the export and the
-committed layer are read through it (jobs/adapter_parquet.py); elsewhere Spark reads them.
+committed layer are read through it (jobs/gc/adapter_parquet.py); elsewhere Spark reads them.
 
 Both exclude objects modified after ``cutoff`` (the run's start minus the grace period),
 so an upload in flight when the run starts is never touched, and both are joined with the
@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from jobs.adapter_parquet import read_dataset
+from jobs.gc.adapter_parquet import read_dataset
 from jobs.gc.location import NamespaceRoot
 from silt.graveler.v1 import model_pb2 as pb
 

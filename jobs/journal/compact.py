@@ -36,7 +36,7 @@ from typing import Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from jobs.adapter_parquet import read_files, write_dataset
+from jobs.gc.adapter_parquet import read_files, write_dataset
 from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root
 from silt.block.adapter import BlockAdapter
 from silt.config import BlockstoreConfig

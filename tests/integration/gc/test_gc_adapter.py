@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 import jobs.gc.job
 import jobs.retention.last_access
-from jobs.adapter_parquet import dataset_files, read_dataset, write_dataset
+from jobs.gc.adapter_parquet import dataset_files, read_dataset, write_dataset
 from jobs.gc.job import REPORT_SCHEMA, GCOptions, run_gc
 from jobs.gc.listing import list_objects
 from jobs.gc.location import NamespaceRoot, adapter_root, namespace_root
