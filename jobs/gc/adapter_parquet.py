@@ -39,8 +39,8 @@ SUCCESS_MARKER = "_SUCCESS"
 SPOOL_BYTES = 16 * 1024 * 1024
 # Rows per record batch handed to Spark.
 BATCH_ROWS = 8192
-# Files per read task, at most: a task reads its files one after the other.
-FILES_PER_TASK = 4
+# Read tasks per core of the session, at most: one file each, or several one after the other.
+TASKS_PER_CORE = 4
 
 _WRITTEN = "key string, rows long, bytes long"
 
@@ -113,8 +113,8 @@ def read_files(
         schema = parsed
     if not keys:
         return spark.createDataFrame([], schema)
-    tasks = max(1, min(len(keys), -(-len(keys) // FILES_PER_TASK), spark.sparkContext.defaultParallelism * 4))
-    listed = spark.createDataFrame([(key,) for key in keys], "key string").repartition(tasks)
+    tasks = min(len(keys), spark.sparkContext.defaultParallelism * TASKS_PER_CORE)
+    listed = spark.createDataFrame(spark.sparkContext.parallelize([(key,) for key in keys], tasks), "key string")
     return listed.mapInArrow(_file_reader(blockstore, root.namespace, schema, file_name_column), schema)
 
 
