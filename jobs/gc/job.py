@@ -4,6 +4,9 @@ Runs inside any SparkSession: `silt gc run` starts a local one, ``spark-submit
 jobs/gc/job.py REPO`` (or ``python -m jobs.gc.job REPO``) uses the cluster's. The driver
 talks to graveler over gRPC (PrepareGC), then everything proportional to the repository's
 size happens in DataFrames on the executors; the driver only collects the per-reason totals.
+
+Datasets go through Spark's Parquet reader and writer on a local or S3 namespace, and through
+the block adapter on one no Hadoop file system here reaches (jobs/gc/location.py).
 """
 
 from __future__ import annotations
@@ -20,16 +23,18 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from jobs.entry_point import add_job_options, exit_code_of_main, job_session, print_progress, write_summary
+from jobs.gc.adapter_parquet import read_dataset, write_dataset
 from jobs.gc.listing import list_objects
 from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root
 from jobs.gc.mark import EXPIRED, UNREFERENCED, mark, still_referenced
 from jobs.gc.sweep import sweep
 from silt.config import BlockstoreConfig
-from silt.errors import InvalidArgument
+from silt.errors import InvalidArgument, NotFound
 from silt.gc_runs import GC_PREFIX, validate_run_id
 from silt.graveler.v1 import graveler_pb2 as api
 
 DEFAULT_GRACE_SECONDS = 6 * 3600
+REPORT_SCHEMA = "address string, size bigint, reason string"
 _GRACE_RE = re.compile(r"^(\d+)([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -97,19 +102,19 @@ def run_gc(
 
     phase = time.perf_counter()
     progress("marking: listing the namespace and reading the committed layer")
-    listing = list_objects(spark, root.namespace, blockstore, options.listing_shards)
-    report_uri = root.child(prepared.location + "report")
+    listing = list_objects(spark, root, blockstore, options.listing_shards)
+    report_path = prepared.location + "report"
     report, cached = mark(spark, root, prepared.location, listing, cutoff)
     try:
-        report.write.mode("overwrite").parquet(report_uri)
+        _write(report, root, report_path)
     finally:
         cached.unpersist()
-    summary = _summarise(spark, repository, prepared.run_id, report_uri, options.dry_run)
+    summary = _summarise(spark, root, repository, prepared.run_id, report_path, options.dry_run)
     timings["mark"] = time.perf_counter() - phase
     progress(f"marked {sum(summary.objects.values())} objects, report at {root.namespace}/{prepared.location}report")
 
     if not options.dry_run:
-        timings["sweep"] = _sweep(spark, graveler, root, report_uri, blockstore, options, summary, progress)
+        timings["sweep"] = _sweep(spark, graveler, root, report_path, blockstore, options, summary, progress)
     summary.seconds = {**timings, **summary.seconds, "total": time.perf_counter() - started}
     _write_summary(blockstore, root.namespace, summary)
     return summary
@@ -132,24 +137,41 @@ def _sweep_only(
     fresh = graveler.PrepareGC(api.PrepareGCRequest(repository=repository), timeout=3600)
     root = namespace_root(fresh.storage_namespace, blockstore)
     configure_s3a(spark, root, blockstore)
-    report_uri = root.child(f"{GC_PREFIX}{run_id}/report")
+    report_path = f"{GC_PREFIX}{run_id}/report"
     try:
-        summary = _summarise(spark, repository, run_id, report_uri, dry_run=False)
+        summary = _summarise(spark, root, repository, run_id, report_path, dry_run=False)
     except Exception as exc:
-        if "PATH_NOT_FOUND" in str(exc):
+        if isinstance(exc, NotFound) or "PATH_NOT_FOUND" in str(exc):
             raise InvalidArgument(f"no report of GC run {run_id!r} in {fresh.storage_namespace}") from None
         raise
     summary.seconds["sweep"] = _sweep(
-        spark, graveler, root, report_uri, blockstore, options, summary, progress, fresh=fresh
+        spark, graveler, root, report_path, blockstore, options, summary, progress, fresh=fresh
     )
     summary.seconds["total"] = time.perf_counter() - started
     _write_summary(blockstore, root.namespace, summary)
     return summary
 
 
-def _summarise(spark: Any, repository: str, run_id: str, report_uri: str, dry_run: bool) -> Summary:
+def _read(spark: Any, root: NamespaceRoot, path: str) -> Any:
+    """A report (or its checked copy) the run wrote."""
+    if root.through_adapter:
+        return read_dataset(spark, root, path, REPORT_SCHEMA)
+    return spark.read.parquet(root.child(path))
+
+
+def _write(frame: Any, root: NamespaceRoot, path: str) -> None:
+    if root.through_adapter:
+        write_dataset(frame, root, path)
+    else:
+        frame.write.mode("overwrite").parquet(root.child(path))
+
+
+def _summarise(
+    spark: Any, root: NamespaceRoot, repository: str, run_id: str, report_path: str, dry_run: bool
+) -> Summary:
+    report_uri = root.child(report_path)
     totals = (
-        spark.read.parquet(report_uri)
+        _read(spark, root, report_path)
         .groupBy("reason")
         .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
         .collect()
@@ -168,7 +190,7 @@ def _sweep(
     spark: Any,
     graveler: Any,
     root: NamespaceRoot,
-    report_uri: str,
+    report_path: str,
     blockstore: BlockstoreConfig,
     options: GCOptions,
     summary: Summary,
@@ -187,10 +209,10 @@ def _sweep(
     if fresh is None:
         progress("re-checking the report against a fresh export of graveler's references")
         fresh = graveler.PrepareGC(api.PrepareGCRequest(repository=summary.repository), timeout=3600)
-    checked_uri = f"{report_uri.rstrip('/')}-checked-{fresh.run_id}"
+    checked_path = f"{report_path.rstrip('/')}-checked-{fresh.run_id}"
     protected = still_referenced(spark, root, fresh.location)
-    spark.read.parquet(report_uri).join(protected, "address", "left_anti").write.mode("overwrite").parquet(checked_uri)
-    to_delete = spark.read.parquet(checked_uri)
+    _write(_read(spark, root, report_path).join(protected, "address", "left_anti"), root, checked_path)
+    to_delete = _read(spark, root, checked_path)
     summary.spared = sum(summary.objects.values()) - to_delete.count()
     summary.seconds["recheck"] = time.perf_counter() - phase
     phase = time.perf_counter()

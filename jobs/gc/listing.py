@@ -9,7 +9,9 @@ grows with the number of objects.
 * S3: the key space is cut at fixed boundaries into ranges ``(lo, hi]``; each task lists its
   range with ``StartAfter=lo`` until a key passes ``hi``. The ranges cover every key whatever
   its spelling; the boundaries only balance the physical addresses graveler hands out
-  (``data/<hex>``).
+  (``data/<hex>``);
+* through the block adapter (Azure, GCS: jobs/gc/location.py): the same ranges, each task
+  listing its own with ``adapter.list_objects(namespace, after=lo)`` until a key passes ``hi``.
 
 Never listed: Silt's own metadata (``_silt/``) and the local adapter's reserved names
 (``.silt-*``: temporary files, ETag records, multipart uploads). S3 lists no multipart parts.
@@ -21,10 +23,12 @@ import os
 import stat
 import zlib
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from jobs.gc.location import NamespaceRoot
 from silt.block.rules import RESERVED_PREFIX, split_namespace
 from silt.config import BlockstoreConfig
 
@@ -37,6 +41,8 @@ LISTING_SCHEMA = StructType(
     ]
 )
 _HEX = "0123456789abcdef"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def is_candidate_key(key: str) -> bool:
@@ -45,15 +51,19 @@ def is_candidate_key(key: str) -> bool:
     return not any(part.startswith(RESERVED_PREFIX) for part in key.split("/"))
 
 
-def list_objects(spark: Any, namespace: str, blockstore: BlockstoreConfig, shards: int) -> Any:
-    """A DataFrame of (key, size, mtime_micros) of every candidate object under namespace."""
+def list_objects(spark: Any, root: NamespaceRoot, blockstore: BlockstoreConfig, shards: int) -> Any:
+    """A DataFrame of (key, size, mtime_micros) of every candidate object under the namespace."""
+    namespace = root.namespace
     tasks: list[Any]
-    if namespace.startswith("local://"):
+    if root.kind == "local":
         tasks = [(namespace, i, shards) for i in range(shards)]
         lister = _local_lister(blockstore)
-    else:
+    elif root.kind == "s3":
         tasks = _s3_ranges(namespace)
         lister = _s3_lister(blockstore)
+    else:
+        tasks = _key_ranges(namespace, "")
+        lister = _adapter_lister(blockstore)
     rdd = spark.sparkContext.parallelize(tasks, len(tasks)).flatMap(lister)
     return spark.createDataFrame(rdd, LISTING_SCHEMA)
 
@@ -86,7 +96,11 @@ def _local_lister(blockstore: BlockstoreConfig) -> Any:
 
 def _s3_ranges(namespace: str) -> list[tuple[str, str | None, str | None]]:
     _, prefix = split_namespace(namespace, "s3")
-    base = "/".join(prefix) + "/" if prefix else ""
+    return _key_ranges(namespace, "/".join(prefix) + "/" if prefix else "")
+
+
+def _key_ranges(namespace: str, base: str) -> list[tuple[str, str | None, str | None]]:
+    """Ranges (lo, hi] of keys (spelled from `base`) that cover them all, one task each."""
     bounds: list[str | None] = [None, *[f"{base}data/{a}{b}" for a in _HEX for b in "08"], None]
     return [(namespace, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
 
@@ -110,5 +124,22 @@ def _s3_lister(blockstore: BlockstoreConfig) -> Any:
                 key = full[len(base) :]
                 if is_candidate_key(key):
                     yield key, int(item["Size"]), int(item["LastModified"].timestamp() * 1_000_000)
+
+    return list_range
+
+
+def _adapter_lister(blockstore: BlockstoreConfig) -> Any:
+    def list_range(task: tuple[str, str | None, str | None]) -> Iterator[tuple[str, int, int]]:
+        # Imported on the executor: the adapter is built there, never shipped.
+        from silt.block import open_adapter
+
+        namespace, low, high = task
+        adapter = open_adapter(blockstore)
+        # Keys come in UTF-8 byte order, which is the order of Python's str comparison.
+        for item in adapter.list_objects(namespace, "", after=low or ""):
+            if high is not None and item.key > high:
+                return
+            if is_candidate_key(item.key):
+                yield item.key, item.size, (item.mtime - _EPOCH) // _MICROSECOND
 
     return list_range

@@ -1,25 +1,48 @@
-"""Where a storage namespace is for Spark: a file: or s3a: URI, plus the S3A settings it needs."""
+"""Where a storage namespace is for Spark, in one of three kinds:
+
+* ``local``: a ``file:`` URI under the local blockstore's directory;
+* ``s3``: an ``s3a:`` URI, plus the S3A settings it needs (``configure_s3a``);
+* ``adapter``: no Hadoop file system reaches it here (Azure Blob Storage, GCS: this install
+  has no wasb/abfs or gs connector), so the jobs move its Parquet through Silt's own block
+  adapter, on the executors (jobs/gc/adapter_parquet.py).
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from silt.block.rules import split_namespace
 from silt.config import BlockstoreConfig
 from silt.errors import InvalidArgument
 from silt.spark import S3AEndpoint, use_endpoint_for_bucket
 
+Kind = Literal["local", "s3", "adapter"]
+# Namespace spellings whose store only the block adapter reaches, and the blockstore type each needs.
+_ADAPTER_SCHEMES = {"https://": "azure", "http://": "azure", "gs://": "gs"}
+
 
 @dataclass(frozen=True)
 class NamespaceRoot:
-    namespace: str  # as graveler knows it: local://name/prefix or s3://bucket/prefix
-    uri: str  # the same place for Hadoop: file:/abs/path or s3a://bucket/prefix
+    namespace: str  # as graveler knows it: local://name/prefix, s3://bucket/prefix, gs://..., https://...
+    uri: str  # the same place for Hadoop: file:/abs/path or s3a://bucket/prefix; the namespace for "adapter"
     bucket: str | None  # set for S3
+    kind: Kind
+    # The blockstore whose adapter reaches an "adapter" namespace (executors open their own).
+    blockstore: BlockstoreConfig | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def through_adapter(self) -> bool:
+        return self.kind == "adapter"
 
     def child(self, key: str) -> str:
         return f"{self.uri}/{key}"
+
+
+def adapter_root(namespace: str, blockstore: BlockstoreConfig) -> NamespaceRoot:
+    """The namespace reached through the block adapter, whatever its store (tests use it on a local one)."""
+    return NamespaceRoot(namespace, namespace.rstrip("/"), None, "adapter", blockstore)
 
 
 def namespace_root(namespace: str, blockstore: BlockstoreConfig) -> NamespaceRoot:
@@ -28,12 +51,19 @@ def namespace_root(namespace: str, blockstore: BlockstoreConfig) -> NamespaceRoo
             raise InvalidArgument(f"namespace {namespace} needs the local blockstore, configured: {blockstore.type}")
         name, prefix = split_namespace(namespace, "local")
         path = os.path.join(os.path.realpath(os.path.expanduser(blockstore.local.path)), name, *prefix)
-        return NamespaceRoot(namespace, "file:" + path, None)
+        return NamespaceRoot(namespace, "file:" + path, None, "local")
     if namespace.startswith("s3://"):
         if blockstore.type != "s3":
             raise InvalidArgument(f"namespace {namespace} needs the s3 blockstore, configured: {blockstore.type}")
         bucket, prefix = split_namespace(namespace, "s3")
-        return NamespaceRoot(namespace, "/".join([f"s3a://{bucket}", *prefix]), bucket)
+        return NamespaceRoot(namespace, "/".join([f"s3a://{bucket}", *prefix]), bucket, "s3")
+    for head, store in _ADAPTER_SCHEMES.items():
+        if namespace.startswith(head):
+            if blockstore.type != store:
+                raise InvalidArgument(
+                    f"namespace {namespace} needs the {store} blockstore, configured: {blockstore.type}"
+                )
+            return adapter_root(namespace, blockstore)
     raise InvalidArgument(f"garbage collection does not support storage namespace {namespace!r}")
 
 

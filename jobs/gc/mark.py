@@ -9,6 +9,9 @@ and range under ``_silt/``), and the physical listing of the namespace.
   commits in flight) and every staged address.
 * **unreferenced**: listed objects that no range at all and no staged entry names.
 
+On a namespace reached through the block adapter (jobs/gc/location.py), the export and the
+committed layer are read through it (jobs/gc/adapter_parquet.py); elsewhere Spark reads them.
+
 Both exclude objects modified after ``cutoff`` (the run's start minus the grace period),
 so an upload in flight when the run starts is never touched, and both are joined with the
 listing, so only objects that exist under the namespace can ever be reported.
@@ -22,6 +25,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from jobs.gc.adapter_parquet import read_dataset
 from jobs.gc.location import NamespaceRoot
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -50,6 +54,9 @@ def relative_to(namespace: str, column: Any) -> Any:
 
 
 def _read_committed(spark: Any, root: NamespaceRoot, directory: str, columns: list[str], schema: str) -> DataFrame:
+    if root.through_adapter:
+        # The object id is the file's name: what _metadata.file_name gives Spark's reader.
+        return read_dataset(spark, root, directory, schema, file_name_column="object_id", missing_ok=True)
     try:
         frame = spark.read.parquet(root.child(directory))
     except Exception as exc:  # an empty namespace has no committed layer yet
@@ -62,11 +69,15 @@ def _read_committed(spark: Any, root: NamespaceRoot, directory: str, columns: li
 def _export_views(spark: Any, root: NamespaceRoot, run_location: str) -> tuple[DataFrame, DataFrame, DataFrame]:
     """From one export: decoded ranges (range_id, address), ranges only expired metaranges name,
     and staged addresses."""
-    run = root.child(run_location.rstrip("/"))
-    expired_metaranges = spark.read.parquet(f"{run}/metaranges.parquet").filter(F.col("expired")).select("metarange_id")
-    staged = spark.read.parquet(f"{run}/staged.parquet").select(
-        relative_to(root.namespace, F.col("physical_address")).alias("address")
-    )
+    run = run_location.rstrip("/")
+    if root.through_adapter:
+        exported = read_dataset(spark, root, f"{run}/metaranges.parquet", "metarange_id string, expired boolean")
+        exported_staged = read_dataset(spark, root, f"{run}/staged.parquet", "physical_address string")
+    else:
+        exported = spark.read.parquet(root.child(f"{run}/metaranges.parquet"))
+        exported_staged = spark.read.parquet(root.child(f"{run}/staged.parquet"))
+    expired_metaranges = exported.filter(F.col("expired")).select("metarange_id")
+    staged = exported_staged.select(relative_to(root.namespace, F.col("physical_address")).alias("address"))
     metarange_rows = _read_committed(
         spark, root, METARANGES_DIR, ["range_id"], "object_id string, range_id string"
     ).withColumnRenamed("object_id", "metarange_id")

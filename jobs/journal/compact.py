@@ -15,12 +15,16 @@ any, refuses the run if one is missing or wrong (unless told to accept unsigned 
 journal shipped before batches were signed), signs each output file the same way, and deletes
 the inputs' MACs with them. So rebuild accepts the compacted journal as it accepts a shipped one.
 
+On a namespace no Hadoop file system here reaches (jobs/gc/location.py), the job lists,
+verifies, reads, writes, signs and deletes through the block adapter instead, the same way.
+
 Runs inside any SparkSession: ``python -m jobs.journal.compact NAMESPACE`` starts a local one.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 import time
@@ -32,10 +36,12 @@ from typing import Any
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from jobs.gc.location import configure_s3a, namespace_root
+from jobs.gc.adapter_parquet import read_files, write_dataset
+from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root
+from silt.block.adapter import BlockAdapter
 from silt.config import BlockstoreConfig
-from silt.errors import InvalidArgument
-from silt.journal.batch import BATCH_PREFIX, MAX_BATCH_BYTES
+from silt.errors import InvalidArgument, NotFound
+from silt.journal.batch import BATCH_PREFIX, MAX_BATCH_BYTES, SCHEMA
 from silt.journal.mac import mac_key_of, matches, sign, signer
 
 ORDER = ["logical_timestamp", "writer_id", "sequence"]
@@ -77,6 +83,8 @@ def compact_journal(
     """Compact every hour folder that started more than older_than_hours ago."""
     started = time.monotonic()
     root = namespace_root(namespace, blockstore)
+    if root.through_adapter:
+        return _compact_through_adapter(spark, root, older_than_hours, hmac_key, accept_unsigned, started)
     configure_s3a(spark, root, blockstore)
     base = root.child(BATCH_PREFIX.rstrip("/"))
     cutoff = datetime.now(UTC).timestamp() - older_than_hours * 3600
@@ -105,15 +113,7 @@ def compact_journal(
             summary.unsigned_in += 1
 
     records = spark.read.parquet(*inputs)
-    changes = records.select(*RECORD_COLUMNS, F.posexplode("changes").alias("index", "change"))
-    summary.records_in = records.count()
-    summary.changes_in = changes.count()
-    key = Window.partitionBy("change.partition", "change.key").orderBy(*[F.col(c).desc() for c in ORDER])
-    last = changes.withColumn("rank", F.row_number().over(key)).where(F.col("rank") == 1)
-    compacted = last.groupBy(*RECORD_COLUMNS).agg(
-        F.sort_array(F.collect_list(F.struct("index", "change"))).alias("indexed")
-    )
-    compacted = compacted.select(*RECORD_COLUMNS, F.col("indexed.change").alias("changes")).orderBy(*ORDER)
+    compacted = _compacted(records, summary)
     output = f"{base}/hour={old[0]}/compacted-{uuid.uuid4().hex}"
     compacted.write.option("maxRecordsPerFile", RECORDS_PER_FILE).parquet(output)
 
@@ -131,6 +131,89 @@ def compact_journal(
         fs.delete(jvm_path(_mac_path(path)), False)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _compacted(records: Any, summary: CompactionSummary) -> Any:
+    """The records with only each key's last change, in order; counts the input into summary."""
+    changes = records.select(*RECORD_COLUMNS, F.posexplode("changes").alias("index", "change"))
+    summary.records_in = records.count()
+    summary.changes_in = changes.count()
+    key = Window.partitionBy("change.partition", "change.key").orderBy(*[F.col(c).desc() for c in ORDER])
+    last = changes.withColumn("rank", F.row_number().over(key)).where(F.col("rank") == 1)
+    compacted = last.groupBy(*RECORD_COLUMNS).agg(
+        F.sort_array(F.collect_list(F.struct("index", "change"))).alias("indexed")
+    )
+    return compacted.select(*RECORD_COLUMNS, F.col("indexed.change").alias("changes")).orderBy(*ORDER)
+
+
+def _compact_through_adapter(
+    spark: Any, root: NamespaceRoot, older_than_hours: int, hmac_key: bytes, accept_unsigned: bool, started: float
+) -> CompactionSummary:
+    """compact_journal on a namespace reached through the block adapter: the same steps."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from silt.block import open_adapter
+
+    assert root.blockstore is not None
+    adapter = open_adapter(root.blockstore)
+    cutoff = datetime.now(UTC).timestamp() - older_than_hours * 3600
+    by_hour: dict[str, list[str]] = {}
+    for item in adapter.list_objects(root.namespace, BATCH_PREFIX + "hour="):
+        folder, _, relative = item.key[len(BATCH_PREFIX) :].partition("/")
+        if not relative:
+            continue
+        hour = by_hour.setdefault(folder[len("hour=") :], [])
+        # Spark's bookkeeping (_SUCCESS) and batches' MACs are never a batch.
+        if relative.endswith(".parquet") and not any(part[:1] in "._" for part in relative.split("/")):
+            hour.append(item.key)
+    old = sorted(hour for hour in by_hour if _hour_start(hour) < cutoff)
+    summary = CompactionSummary(hours=len(old))
+    inputs = sorted(key for hour in old for key in by_hour[hour])
+    summary.files_in = len(inputs)
+    if len(inputs) < 2:
+        summary.seconds = time.monotonic() - started
+        return summary  # nothing to gain
+    for key in inputs:
+        if not _verified_object(adapter, root.namespace, key, hmac_key):
+            if not accept_unsigned:
+                raise InvalidArgument(f"journal batch {key} has no valid MAC: not compacted (nothing was changed)")
+            summary.unsigned_in += 1
+
+    schema = from_arrow_schema(SCHEMA)
+    compacted = _compacted(read_files(spark, root, inputs, schema), summary)
+    output = f"{BATCH_PREFIX}hour={old[0]}/compacted-{uuid.uuid4().hex}"
+    files = write_dataset(compacted, root, output, max_records_per_file=RECORDS_PER_FILE)
+    written = read_files(spark, root, [file.key for file in files], schema)
+    summary.records_out = written.count()
+    summary.changes_out = written.select(F.explode("changes")).count()
+    summary.output = root.child(output)
+    for file in files:
+        signed = sign(hmac_key, file.key, _read_object(adapter, root.namespace, file.key))
+        adapter.put(root.namespace, mac_key_of(file.key), io.BytesIO(signed), len(signed))
+    # Only now, with the output written and signed, do the inputs go, each with its MAC.
+    for key in inputs:
+        adapter.delete(root.namespace, key)
+        adapter.delete(root.namespace, mac_key_of(key))
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _verified_object(adapter: BlockAdapter, namespace: str, key: str, hmac_key: bytes) -> bool:
+    try:
+        mac = _read_object(adapter, namespace, mac_key_of(key), limit=1024)
+    except NotFound:
+        return False
+    digest = signer(hmac_key, key)
+    digest.update(_read_object(adapter, namespace, key))
+    return matches(digest, mac)
+
+
+def _read_object(adapter: BlockAdapter, namespace: str, key: str, limit: int = MAX_BATCH_BYTES) -> bytes:
+    size = adapter.stat(namespace, key).size
+    if size > limit:
+        raise InvalidArgument(f"journal file {namespace}/{key} is above the {limit}-byte limit")
+    with adapter.get(namespace, key) as stream:
+        return stream.read()
 
 
 def _filesystem(spark: Any, base: str) -> tuple[Any, Any]:

@@ -9,6 +9,10 @@ driver streams the report's rows (``toLocalIterator``), one batch in memory at a
 A dry run writes the report and prints its first paths; it changes nothing. A real run
 deletes each batch from the branch in a commit by the system user, whose message names the
 rule; the bytes stay until `silt gc run` frees them like any other deleted object's.
+
+The export and the report go through Spark's Parquet reader and writer on a local or S3
+namespace, and through the block adapter on one no Hadoop file system here reaches
+(jobs/gc/location.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from jobs.entry_point import add_job_options, exit_code_of_main, job_session, print_progress, write_summary
+from jobs.gc.adapter_parquet import read_dataset, write_dataset
 from jobs.gc.location import configure_s3a, namespace_root
 from jobs.retention.expired import expired, last_access
 from silt.config import BlockstoreConfig
@@ -33,6 +38,10 @@ from silt.graveler.v1 import model_pb2 as pb
 
 MAX_BATCH = 1000  # graveler's limit per ExpireEntries call
 MAX_LISTED_PATHS = 1000  # paths a summary shows; the report holds them all
+# The columns read of graveler's export, and the report's.
+LISTING_SCHEMA = "key string, physical_address string, size bigint, last_modified_us bigint"
+EVENTS_SCHEMA = "key string, timestamp_us bigint"
+REPORT_SCHEMA = "key string, physical_address string, size bigint, last_access_us bigint, rule int"
 
 
 @dataclass
@@ -120,16 +129,24 @@ def run_last_access(
     phase = time.perf_counter()
     root = namespace_root(prepared.storage_namespace, blockstore)
     configure_s3a(spark, root, blockstore)
-    listing = spark.read.parquet(root.child(prepared.listing_location))
-    events = spark.read.parquet(root.child(prepared.events_location))
+    if root.through_adapter:
+        listing = read_dataset(spark, root, prepared.listing_location, LISTING_SCHEMA)
+        events = read_dataset(spark, root, prepared.events_location, EVENTS_SCHEMA)
+    else:
+        listing = spark.read.parquet(root.child(prepared.listing_location))
+        events = spark.read.parquet(root.child(prepared.events_location))
     started_us = prepared.started.seconds * 1_000_000 + prepared.started.nanos // 1000
-    report_uri = root.child(prepared.location + "expired")
+    report_path = prepared.location + "expired"
+    report_uri = root.child(report_path)
     found = expired(last_access(listing, events), list(prepared.rules), started_us)
-    found.select("key", "physical_address", "size", "last_access_us", "rule").write.mode("overwrite").parquet(
-        report_uri
-    )
+    columns = found.select("key", "physical_address", "size", "last_access_us", "rule")
+    if root.through_adapter:
+        write_dataset(columns, root, report_path)
+        report = read_dataset(spark, root, report_path, REPORT_SCHEMA)
+    else:
+        columns.write.mode("overwrite").parquet(report_uri)
+        report = spark.read.parquet(report_uri)
     summary.report_location = report_uri
-    report = spark.read.parquet(report_uri)
     for row in report.groupBy("rule").agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes")).collect():
         totals = summary.rules[row.rule - 1]
         totals.objects, totals.bytes = int(row.objects), int(row.bytes or 0)

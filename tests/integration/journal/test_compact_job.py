@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+import jobs.journal.compact
+from jobs.gc.location import adapter_root
 from jobs.journal.compact import compact_journal
 from silt.block.local import LocalAdapter
 from silt.config import BlockstoreConfig, LocalBlockstoreConfig
@@ -22,7 +24,12 @@ from silt.kv.mem import MemStore
 from tests.unit.journal.test_ship_rebuild import JOURNAL_KEY, NAMESPACE, PARTITIONS, state, workload
 
 
-def test_compaction_keeps_the_last_change_per_key(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("through_adapter", [False, True], ids=["hadoop", "adapter"])
+def test_compaction_keeps_the_last_change_per_key(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, through_adapter: bool
+) -> None:
+    if through_adapter:  # as on a store no Hadoop file system reaches (Azure, GCS)
+        monkeypatch.setattr(jobs.journal.compact, "namespace_root", adapter_root)
     adapter = LocalAdapter(tmp_path / "data")
     kv = MemStore()
     journal = workload(kv)
@@ -41,6 +48,8 @@ def test_compaction_keeps_the_last_change_per_key(spark: Any, tmp_path: Path) ->
 
     files_after = bucket.batches()
     assert summary.files_in == len(files_before) > len(files_after)
+    if through_adapter:  # named by the adapter path's writer
+        assert all(key.rsplit("/", 1)[1].startswith("part-00") for key in files_after if "/compacted-" in key)
     assert summary.records_in == 85
     # Keys a00..a09 had 4 puts each (the workload's, then 3 rounds), and the workload's later
     # delete of a07 and rewrite of a08: all but each key's last change go, 3 x 10 + 2.
