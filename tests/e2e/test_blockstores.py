@@ -26,6 +26,7 @@ from silt.errors import NotFound
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
+from silt.launcher import SECRET_KEY_FILE
 from silt.objects import split_address
 from tests.e2e.conftest import Silt
 from tests.integration.journal.workload import api_dump
@@ -124,7 +125,7 @@ def test_a_repository_on_the_store_end_to_end(on_store: OnStore, spark: Any, tmp
     graveler = stack.graveler
     s3 = stack.client()
     s3.create_bucket(Bucket=REPO)
-    namespace = graveler.GetRepository(api.GetRepositoryRequest(name=REPO), timeout=30).repository.storage_namespace
+    namespace = graveler.GetRepository(api.GetRepositoryRequest(name=REPO), timeout=30).storage_namespace
     assert namespace == f"{on_store.root}/{REPO}"
 
     # Writes through the S3 gateway: single PUTs, a multipart upload, a server-side copy.
@@ -180,7 +181,9 @@ def test_a_repository_on_the_store_end_to_end(on_store: OnStore, spark: Any, tmp
     # The journal shipped into the namespace, and the repository rebuilt from it into an empty KV.
     config_path = stack.stack.config_path
     env: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("SILT_", "AWS_"))}
-    env |= {"SILT_CONFIG": str(config_path)}
+    # The services' key signs the journal's batches: the launcher hands it to them, not to the CLI.
+    key = (stack.stack.data_dir / SECRET_KEY_FILE).read_text().strip()
+    env |= {"SILT_CONFIG": str(config_path), "SILT_AUTH_ENCRYPT_SECRET_KEY": key}
     silt = Silt(env, tmp_path)
     shipped = silt("admin", "journal", "ship", "--repository", REPO, "--json")
     assert '"records"' in shipped.out
