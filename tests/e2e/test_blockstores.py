@@ -68,7 +68,7 @@ def _create_root(kind: str, blockstore: BlockstoreConfig, root: str) -> None:
         service = BlobServiceClient(
             f"{azure.test_endpoint_url}/{azure.storage_account}",
             credential={
-                "account_name": azure.storage_account,
+                "account_name": str(azure.storage_account),
                 "account_key": azure.storage_access_key.get_secret_value(),
             },
         )

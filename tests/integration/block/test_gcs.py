@@ -20,6 +20,7 @@ from google.oauth2 import service_account
 from pydantic import SecretStr
 
 from silt.block import PartInfo, open_adapter
+from silt.block.adapter import PresignedURL
 from silt.block.gcs import GCSAdapter, load_credentials
 from silt.config import BlockstoreConfig, GSBlockstoreConfig
 from silt.errors import AlreadyExists, ConfigError, InvalidArgument, NotFound, Unavailable
@@ -143,6 +144,13 @@ def test_every_operation_is_unavailable_when_the_endpoint_is_down() -> None:
 # --- presigned URLs ------------------------------------------------------------------
 
 
+def signed(adapter: GCSAdapter, *args: Any, **kwargs: Any) -> PresignedURL:
+    """A presigned URL the adapter must be able to make (its credentials hold a key)."""
+    url = adapter.presign(*args, **kwargs)
+    assert url is not None
+    return url
+
+
 def test_presigned_urls_are_v4_urls_signed_with_the_service_account_key(
     fake_gcs_server: str, gcs_adapter: GCSAdapter, gcs_bucket: str, service_account_json: str
 ) -> None:
@@ -150,7 +158,7 @@ def test_presigned_urls_are_v4_urls_signed_with_the_service_account_key(
     namespace = f"gs://{gcs_bucket}/ns"
     gcs_adapter.put(namespace, "data/a", io.BytesIO(b"hello presigned"))
     before = int(time.time())
-    url = signer.presign(namespace, "data/a", "GET", 300, filename="a.txt")
+    url = signed(signer, namespace, "data/a", "GET", 300, filename="a.txt")
     assert before + 300 <= url.expires <= before + 302
     parts = urlsplit(url.url)
     query = parse_qs(parts.query)
@@ -165,7 +173,7 @@ def test_presigned_urls_are_v4_urls_signed_with_the_service_account_key(
     got = HTTP.request("GET", url.url, headers={"Host": "storage.googleapis.com"})
     assert got.status == 200 and got.data == b"hello presigned"
 
-    put = signer.presign(namespace, "data/b", "PUT", 60)
+    put = signed(signer, namespace, "data/b", "PUT", 60)
     put_query = parse_qs(urlsplit(put.url).query)
     assert put.url.startswith(f"{fake_gcs_server}/{gcs_bucket}/ns/data/b?")
     assert put_query["X-Goog-Expires"] == ["60"] and put_query["X-Goog-SignedHeaders"] == ["host"]
@@ -177,16 +185,16 @@ def test_presigned_url_lifetimes_and_endpoints(service_account_json: str) -> Non
     config = gs_blockstore_config("http://127.0.0.1:9", credentials_json=service_account_json)
     adapter = GCSAdapter(config)
     week = 7 * 24 * 3600
-    assert "X-Goog-Expires=604800" in adapter.presign("gs://b/ns", "k", "GET", week).url
+    assert "X-Goog-Expires=604800" in signed(adapter, "gs://b/ns", "k", "GET", week).url
     for bad in (0, -1, week + 1):
         with pytest.raises(InvalidArgument):
-            adapter.presign("gs://b/ns", "k", "GET", bad)
+            signed(adapter, "gs://b/ns", "k", "GET", bad)
     with pytest.raises(InvalidArgument):
-        adapter.presign("gs://b/ns", "../k", "GET", 60)
+        signed(adapter, "gs://b/ns", "../k", "GET", 60)
     public = GCSAdapter(config.model_copy(update={"pre_signed_endpoint": "https://store.example.com"}))
-    assert public.presign("gs://b/ns", "a b", "GET", 60).url.startswith("https://store.example.com/b/ns/a%20b?")
+    assert signed(public, "gs://b/ns", "a b", "GET", 60).url.startswith("https://store.example.com/b/ns/a%20b?")
     google_default = GCSAdapter(GSBlockstoreConfig(credentials_json=SecretStr(service_account_json)))
-    assert google_default.presign("gs://b", "k", "PUT", 60).url.startswith("https://storage.googleapis.com/b/k?")
+    assert signed(google_default, "gs://b", "k", "PUT", 60).url.startswith("https://storage.googleapis.com/b/k?")
 
 
 def test_credentials_without_a_key_leave_presigning_to_the_edge(gcs_adapter: GCSAdapter) -> None:

@@ -65,7 +65,10 @@ def _create(kind: str, blockstore: BlockstoreConfig, root: str) -> None:
     assert azure.storage_access_key is not None
     service = BlobServiceClient(
         f"{azure.test_endpoint_url}/{azure.storage_account}",
-        credential={"account_name": azure.storage_account, "account_key": azure.storage_access_key.get_secret_value()},
+        credential={
+            "account_name": str(azure.storage_account),
+            "account_key": azure.storage_access_key.get_secret_value(),
+        },
     )
     service.create_container(root.rsplit("/", 1)[1])
 
