@@ -9,6 +9,11 @@ google-cloud-storage). Each figure is the ratio Silt / SDK of the rates (higher 
 * 4 KiB PUT and GET: COUNT objects by 8 client threads, each thread with its own client;
 * 256 MiB PUT and GET: one object, streamed (a file on disk up, discarded bytes down).
 
+Each client runs with its SDK's defaults, as a user's program would: boto3's PutObject for small
+objects and its managed transfer (8 MiB parts, 10 threads) for the large one, against Silt and
+moto_server alike; azure-storage-blob's upload_blob and
+download_blob, google-cloud-storage's upload_from_file and a chunked download.
+
 The emulators themselves are most of what both sides wait for, so the ratios say what Silt
 adds on top of a store, not how fast the store is. One JSON object per line.
 """
@@ -70,20 +75,16 @@ def _silt_ops(stack: GatewayStack, bucket: str) -> tuple[Callable[[str, Any, int
         return local.s3
 
     def put(key: str, body: Any, size: int) -> None:
-        client().upload_fileobj(body, bucket, f"main/{key}", Config=_transfer())
+        if size <= SMALL:
+            client().put_object(Bucket=bucket, Key=f"main/{key}", Body=body.read())
+        else:
+            client().upload_fileobj(body, bucket, f"main/{key}")
 
     def get(key: str) -> int:
         response = client().get_object(Bucket=bucket, Key=f"main/{key}")
         return _drain(response["Body"])
 
     return put, get
-
-
-def _transfer() -> Any:
-    from boto3.s3.transfer import TransferConfig
-
-    # Parts of 64 MiB, 4 at a time: the AWS CLI's way of sending a large file.
-    return TransferConfig(multipart_threshold=64 * MIB, multipart_chunksize=64 * MIB, max_concurrency=4)
 
 
 def _drain(stream: Any) -> int:
@@ -104,7 +105,10 @@ def _s3_store(endpoint: str) -> Store:
         return local.s3
 
     def put(key: str, body: Any, size: int) -> None:
-        client().upload_fileobj(body, bucket, f"direct/{key}", Config=_transfer())
+        if size <= SMALL:
+            client().put_object(Bucket=bucket, Key=f"direct/{key}", Body=body.read())
+        else:
+            client().upload_fileobj(body, bucket, f"direct/{key}")
 
     def get(key: str) -> int:
         return _drain(client().get_object(Bucket=bucket, Key=f"direct/{key}")["Body"])
@@ -137,7 +141,7 @@ def _azure_store(endpoint: str) -> Store:
     blobs = service.get_container_client(container)
 
     def put(key: str, body: Any, size: int) -> None:
-        blobs.upload_blob(f"direct/{key}", body, length=size, overwrite=True, max_concurrency=4)
+        blobs.upload_blob(f"direct/{key}", body, length=size, overwrite=True)
 
     def get(key: str) -> int:
         total = 0
@@ -189,20 +193,57 @@ def _gs_store(endpoint: str) -> Store:
     return Store("gs", overrides, put, get)
 
 
-def _small_rates(put: Callable[[str, Any, int], None], get: Callable[[str], int], count: int) -> tuple[float, float]:
-    """(PUTs per second, GETs per second) of `count` 4 KiB objects by THREADS threads."""
+@dataclass
+class SmallRun:
+    """Rates of one side's 4 KiB phase, and CPU milliseconds per request of the processes watched."""
+
+    puts: float
+    gets: float
+    put_cpu_ms: dict[str, float]
+    get_cpu_ms: dict[str, float]
+
+
+def _small_rates(
+    put: Callable[[str, Any, int], None], get: Callable[[str], int], count: int, cpu: Callable[[], dict[str, float]]
+) -> SmallRun:
+    """Rates of `count` 4 KiB objects by THREADS threads; `cpu` reads CPU seconds used so far
+    by the processes to account for (the store's server; Silt's services)."""
     body = os.urandom(SMALL)
     keys = [f"small/{uuid.uuid4().hex}" for _ in range(count)]
+
+    def per_request(before: dict[str, float]) -> dict[str, float]:
+        return {name: (used - before[name]) * 1000 / count for name, used in cpu().items()}
+
     with ThreadPoolExecutor(THREADS) as pool:
         list(pool.map(lambda k: put(k, io.BytesIO(body), SMALL), keys[:THREADS]))  # warm connections
-        started = time.perf_counter()
+        before, started = cpu(), time.perf_counter()
         list(pool.map(lambda k: put(k, io.BytesIO(body), SMALL), keys))
         puts = count / (time.perf_counter() - started)
-        started = time.perf_counter()
+        put_cpu = per_request(before)
+        before, started = cpu(), time.perf_counter()
         sizes = list(pool.map(get, keys))
         gets = count / (time.perf_counter() - started)
+        get_cpu = per_request(before)
     assert all(size == SMALL for size in sizes)
-    return puts, gets
+    return SmallRun(puts, gets, put_cpu, get_cpu)
+
+
+def _process_tree(pid: int) -> list[int]:
+    pids = [pid]
+    with contextlib.suppress(OSError):
+        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+            pids += _process_tree(int(child))
+    return pids
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process and its children alive now have used."""
+    total = 0.0
+    for one in _process_tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _large_rates(
@@ -222,24 +263,29 @@ def _large_rates(
 
 
 @contextlib.contextmanager
-def _servers(names: list[str], tmp: Path) -> Iterator[dict[str, str]]:
+def _servers(names: list[str], tmp: Path) -> Iterator[tuple[dict[str, str], dict[str, int]]]:
+    """Each store's endpoint, and its server's process id."""
     processes = []
     endpoints: dict[str, str] = {}
+    pids: dict[str, int] = {}
     try:
         if "s3" in names:
             process, endpoints["s3"] = start_moto_server(tmp / "moto.log")
             processes.append(process)
+            pids["s3"] = process.pid
         if "azure" in names:
             process, endpoints["azure"] = start_http_server(
                 "azurite", _azurite_command, f"/{AZURITE_ACCOUNT}?comp=list", tmp / "azurite.log"
             )
             processes.append(process)
+            pids["azure"] = process.pid
         if "gs" in names:
             process, endpoints["gs"] = start_http_server(
                 "fake-gcs-server", _fake_gcs_command, "/storage/v1/b", tmp / "fake-gcs.log"
             )
             processes.append(process)
-        yield endpoints
+            pids["gs"] = process.pid
+        yield endpoints, pids
     finally:
         for process in processes:
             _stop(process)
@@ -249,7 +295,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stores", default="s3,azure,gs", help="comma-separated: s3, azure, gs")
     parser.add_argument("--count", type=int, default=1000, help="4 KiB objects per side")
-    parser.add_argument("--large-mib", type=int, default=256, help="size of the large object, MiB")
+    parser.add_argument("--large-mib", type=int, default=256, help="size of the large object, MiB; 0: none")
+    parser.add_argument("--workers", type=int, default=2, help="gateway worker processes (as bench-gateway)")
     args = parser.parse_args()
     names = [name.strip() for name in args.stores.split(",") if name.strip()]
     makers = {"s3": _s3_store, "azure": _azure_store, "gs": _gs_store}
@@ -260,21 +307,40 @@ def main() -> None:
         with open(large, "wb") as out:
             for _ in range(args.large_mib):
                 out.write(os.urandom(MIB))
-        with _servers(names, tmp) as endpoints:
+        with _servers(names, tmp) as (endpoints, pids):
             for name in names:
                 store = makers[name](endpoints[name])
-                with gateway_stack(tmp / f"stack-{name}", overrides=store.overrides) as stack:
+                with gateway_stack(tmp / f"stack-{name}", workers=args.workers, overrides=store.overrides) as stack:
                     bucket = f"bench-{name}"
                     stack.client().create_bucket(Bucket=bucket)
                     silt_put, silt_get = _silt_ops(stack, bucket)
-                    sdk_small = _small_rates(store.put, store.get, args.count)
-                    silt_small = _small_rates(silt_put, silt_get, args.count)
-                    sdk_large = _large_rates(store.put, store.get, large, size)
-                    silt_large = _large_rates(silt_put, silt_get, large, size)
-                for op, sdk, silt in (("put", sdk_small[0], silt_small[0]), ("get", sdk_small[1], silt_small[1])):
+
+                    def cpu() -> dict[str, float]:
+                        used = {"store": _cpu_seconds(pids[name])}  # noqa: B023 (called within the loop)
+                        for service in ("gateway", "graveler"):
+                            pid = stack.stack.pid(service)
+                            used[service] = _cpu_seconds(pid) if pid is not None else 0.0
+                        return used
+
+                    sdk_small = _small_rates(store.put, store.get, args.count, cpu)
+                    silt_small = _small_rates(silt_put, silt_get, args.count, cpu)
+                    if size:
+                        sdk_large = _large_rates(store.put, store.get, large, size)
+                        silt_large = _large_rates(silt_put, silt_get, large, size)
+                for op in ("put", "get"):
+                    sdk, silt = getattr(sdk_small, f"{op}s"), getattr(silt_small, f"{op}s")
                     emit(f"blockstores.{name}.4kib_{op}_per_s_sdk", sdk, "ops/s", None, 1)
                     emit(f"blockstores.{name}.4kib_{op}_per_s_silt", silt, "ops/s", None, 1)
                     emit(f"blockstores.{name}.4kib_{op}_ratio", silt / sdk, "ratio", TARGET_SMALL)
+                    # Where the CPU goes per request: the store's server on each side, Silt's services.
+                    sdk_cpu, silt_cpu = getattr(sdk_small, f"{op}_cpu_ms"), getattr(silt_small, f"{op}_cpu_ms")
+                    emit(f"blockstores.{name}.4kib_{op}_store_cpu_ms_sdk", sdk_cpu["store"], "ms", None)
+                    emit(f"blockstores.{name}.4kib_{op}_store_cpu_ms_silt", silt_cpu["store"], "ms", None)
+                    # The gateway's share holds the adapter's SDK; graveler's is the same on every store.
+                    emit(f"blockstores.{name}.4kib_{op}_gateway_cpu_ms", silt_cpu["gateway"], "ms", None)
+                    emit(f"blockstores.{name}.4kib_{op}_graveler_cpu_ms", silt_cpu["graveler"], "ms", None)
+                if not size:
+                    continue
                 for op, sdk, silt in (("put", sdk_large[0], silt_large[0]), ("get", sdk_large[1], silt_large[1])):
                     emit(f"blockstores.{name}.{args.large_mib}mib_{op}_mib_per_s_sdk", sdk, "MiB/s", None, 1)
                     emit(f"blockstores.{name}.{args.large_mib}mib_{op}_mib_per_s_silt", silt, "MiB/s", None, 1)
