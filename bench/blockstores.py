@@ -43,9 +43,10 @@ from tests.support.emulators import (
     azure_blockstore_config,
     gs_blockstore_config,
     start_http_server,
+    stop_emulator,
 )
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, _stop, moto_client, start_moto_server
+from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, moto_client, start_moto_server
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -288,7 +289,7 @@ def _servers(names: list[str], tmp: Path) -> Iterator[tuple[dict[str, str], dict
         yield endpoints, pids
     finally:
         for process in processes:
-            _stop(process)
+            stop_emulator(process)
 
 
 def main() -> None:

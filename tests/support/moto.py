@@ -73,7 +73,8 @@ def _tail(path: Path) -> str:
     return "\n".join(lines[-LOG_TAIL_LINES:]) or f"({path} is empty)"
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def _stop(process: subprocess.Popen[bytes], grace: float = STOP_GRACE_S) -> None:
+    """Stop the server's process group: SIGTERM, then SIGKILL after `grace` seconds."""
     if process.poll() is not None:
         return
     # The server runs in its own process group (start_new_session), so signal the group:
@@ -81,7 +82,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
     try:
-        process.wait(STOP_GRACE_S)
+        process.wait(grace)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
