@@ -57,3 +57,6 @@ def configure_logging(config: LoggingConfig, service: str) -> None:
     handler.addFilter(RequestIdFilter())
     root.addHandler(handler)
     root.setLevel(_LEVELS[config.level])
+    # The Azure SDK logs every HTTP request and response at INFO (8 lines each): its warnings
+    # and errors are what an operator needs, the rest drowns the services' own lines.
+    logging.getLogger("azure").setLevel(max(logging.WARNING, _LEVELS[config.level]))

@@ -160,6 +160,10 @@ def _check_azure(uri: str, what: str, parts: tuple[str, ...], root: bool) -> Non
         )
     if not _AZURE_CONTAINER.match(parts[container_at]):
         raise InvalidArgument(f"invalid {what} {uri!r}: {parts[container_at]!r} is not a valid Azure container name")
+    # Azure trims a trailing dot from a name's path segments: ".../repo." would share ".../repo"'s blobs.
+    dotted = next((part for part in parts[container_at + 1 :] if part.endswith(".")), None)
+    if dotted is not None:
+        raise InvalidArgument(f"invalid {what} {uri!r}: {dotted!r} ends with a dot, which Azure drops")
 
 
 def parse_namespace(uri: str) -> Namespace:

@@ -46,9 +46,13 @@ _MICROSECOND = timedelta(microseconds=1)
 
 
 def is_candidate_key(key: str) -> bool:
+    """Whether a listed object may be garbage: never Silt's own metadata or reserved names, nor
+    a name Silt could not have written (an object store's "folder/" placeholder, "a//b"): no
+    adapter accepts those keys, so a sweep could not delete them anyway."""
     if key.startswith(SILT_PREFIX):
         return False
-    return not any(part.startswith(RESERVED_PREFIX) for part in key.split("/"))
+    parts = key.split("/")
+    return not any(not part or part in (".", "..") or part.startswith(RESERVED_PREFIX) for part in parts)
 
 
 def list_objects(spark: Any, root: NamespaceRoot, blockstore: BlockstoreConfig, shards: int) -> Any:
@@ -135,8 +139,12 @@ def _adapter_lister(blockstore: BlockstoreConfig) -> Any:
 
         namespace, low, high = task
         adapter = open_adapter(blockstore)
+        # Every key of (low, high] starts with what the two bounds share: listing that prefix
+        # reads only the range's own part of the namespace, even on a store without a
+        # start-after (Azure), which would otherwise read every key before `low` again.
+        prefix = os.path.commonprefix([low, high]) if low is not None and high is not None else ""
         # Keys come in UTF-8 byte order, which is the order of Python's str comparison.
-        for item in adapter.list_objects(namespace, "", after=low or ""):
+        for item in adapter.list_objects(namespace, prefix, after=low or ""):
             if high is not None and item.key > high:
                 return
             if is_candidate_key(item.key):

@@ -27,9 +27,9 @@ Azure SDK errors in reads translated too.
 
 Multipart uploads are S3's, built on staged (uncommitted) blocks of the target blob itself:
 
-* ``create_multipart_upload`` writes a marker blob ``.silt-uploads/<upload id>`` at the root of
-  the container (no key and no listing ever reaches a ``.silt-`` name) whose metadata binds the
-  upload id to the target blob's name; any other upload id is NotFound, and so is the id after
+* ``create_multipart_upload`` writes a marker blob ``.silt-uploads/<upload id>`` in the object's
+  own directory, inside its namespace's prefix (no key and no listing ever reaches a ``.silt-``
+  name), whose metadata binds the upload id to the target blob's name; any other upload id is NotFound, and so is the id after
   complete or abort.
 * ``upload_part`` buffers the part (8 MiB in memory, a temporary file beyond), then stages it as
   one block whose id encodes the upload id, the part number and the part's MD5 (all block ids,
@@ -407,7 +407,9 @@ class AzureAdapter(BlockAdapter):
         try:
             if config.connection_string is not None:
                 client = BlobServiceClient.from_connection_string(
-                    config.connection_string.get_secret_value(), transport=self._transport(), **self._client_options
+                    config.connection_string.get_secret_value(),
+                    transport=self._transport(self._client_options),
+                    **self._client_options,
                 )
                 self._fixed_account = str(client.account_name)
                 self._account_key = getattr(client.credential, "account_key", None)
@@ -418,7 +420,7 @@ class AzureAdapter(BlockAdapter):
                 self._clients[config.storage_account] = BlobServiceClient(
                     self._account_url(config.storage_account),
                     credential={"account_name": config.storage_account, "account_key": self._account_key},
-                    transport=self._transport(),
+                    transport=self._transport(self._client_options),
                     **self._client_options,
                 )
         except (ValueError, AzureError) as exc:
@@ -426,9 +428,11 @@ class AzureAdapter(BlockAdapter):
             raise ConfigError(f"blockstore.azure: cannot create the Azure client ({type(exc).__name__})") from None
 
     @staticmethod
-    def _transport() -> RequestsTransport:
+    def _transport(options: dict[str, Any]) -> RequestsTransport:
         """A transport whose connection pool serves a gateway's many concurrent requests (the
-        default keeps 10 connections). Retries are the pipeline's, never urllib3's."""
+        default keeps 10 connections). Retries are the pipeline's, never urllib3's. The timeouts
+        and block size go to the transport itself: a client given a transport of its own takes
+        none of them from its options (it would wait 300 s per connect and per read)."""
         session = requests.Session()
         adapter = requests.adapters.HTTPAdapter(
             pool_connections=MAX_POOL_CONNECTIONS,
@@ -437,7 +441,13 @@ class AzureAdapter(BlockAdapter):
         )
         session.mount("https://", adapter)
         session.mount("http://", adapter)
-        return RequestsTransport(session=session, session_owner=True)
+        return RequestsTransport(
+            session=session,
+            session_owner=True,
+            connection_timeout=options["connection_timeout"],
+            read_timeout=options["read_timeout"],
+            connection_data_block_size=options["connection_data_block_size"],
+        )
 
     @property
     def credential_kind(self) -> str:
@@ -471,7 +481,7 @@ class AzureAdapter(BlockAdapter):
                 client = BlobServiceClient(
                     self._account_url(account),
                     credential=self._credential,
-                    transport=self._transport(),
+                    transport=self._transport(self._client_options),
                     **self._client_options,
                 )
                 self._clients[account] = client
@@ -705,7 +715,8 @@ class AzureAdapter(BlockAdapter):
         target = self._locate(namespace, key)
         # Like a missing object, a missing container leaves nothing to delete.
         with contextlib.suppress(NotFound), _calls(target.what):
-            target.blob.delete_blob()
+            # With its snapshots, if any were taken (a blob that has some cannot be deleted alone).
+            target.blob.delete_blob(delete_snapshots="include")
 
     def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
         src = self._locate(src_namespace, src_key)
@@ -789,7 +800,9 @@ class AzureAdapter(BlockAdapter):
         now = datetime.now(UTC)
         expiry = now + timedelta(seconds=expires_in)
         read, write = method == "GET", method == "PUT"
-        permission = BlobSasPermissions(read=read, write=write, create=write)
+        # Create only: an upload's address is new, and write permission would also let the URL's
+        # holder lease the blob, which would make it undeletable by garbage collection.
+        permission = BlobSasPermissions(read=read, create=write)
         extra: dict[str, Any] = {}
         if method == "GET" and filename:
             extra["content_disposition"] = attachment(filename)
@@ -838,7 +851,10 @@ class AzureAdapter(BlockAdapter):
         return hashlib.sha256(target.name.encode("utf-8")).hexdigest()
 
     def _marker(self, target: _Target, upload_id: str) -> BlobClient:
-        return self._container(target).get_blob_client(f"{UPLOADS}/{upload_id}")
+        # Beside the object, so inside its namespace's prefix: a role scoped to the prefix covers it.
+        directory = target.name.rpartition("/")[0]
+        name = f"{directory}/{UPLOADS}/{upload_id}" if directory else f"{UPLOADS}/{upload_id}"
+        return self._container(target).get_blob_client(name)
 
     def _check_upload(self, target: _Target, upload_id: str) -> BlobClient:
         """The upload's marker blob; NotFound unless `upload_id` is an upload of this object in progress."""

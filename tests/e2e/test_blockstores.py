@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import lakefs
 import pytest
 
 from jobs.gc.job import GCOptions, run_gc
@@ -148,6 +149,21 @@ def test_a_repository_on_the_store_end_to_end(on_store: OnStore, spark: Any, tmp
     graveler.Commit(api.CommitRequest(repository=REPO, branch="main", message="first"), timeout=60)
     first = _address(stack, "main", "t/a")
 
+    # lakeFS's own client with presigned URLs: Azure's SAS URLs; on the anonymous emulator of
+    # GCS (no key to sign with), Silt's own edge URLs.
+    admin = stack.admin
+    client = lakefs.Client(
+        host=stack.endpoint, username=admin.access_key_id, password=admin.secret_access_key.get_secret_value()
+    )
+    presigned = lakefs.Repository(REPO, client=client).branch("main").object("t/presigned.csv")
+    rows = b"".join(f"{i:06d},row\n".encode() for i in range(20_000))
+    presigned.upload(rows, mode="wb", pre_sign=True, content_type="text/csv")
+    url = presigned.stat(pre_sign=True).physical_address
+    store_url = on_store.kind == "azure"
+    assert url.startswith(on_store.root if store_url else stack.endpoint), url
+    with presigned.reader("rb", pre_sign=True) as reader:
+        assert reader.read() == rows
+
     # A new version of t/a: the first one is left only to the first commit, which GC expires.
     s3.put_object(Bucket=REPO, Key="main/t/a", Body=b"version 2")
     graveler.Commit(api.CommitRequest(repository=REPO, branch="main", message="second"), timeout=60)
@@ -164,6 +180,7 @@ def test_a_repository_on_the_store_end_to_end(on_store: OnStore, spark: Any, tmp
         "t/b": b"from dev",
         "t/copy": b"kept",
         "t/keep": b"kept",
+        "t/presigned.csv": rows,
     }
     listed = [o["Key"] for o in s3.list_objects_v2(Bucket=REPO, Prefix="main/")["Contents"]]
     assert listed == [f"main/{key}" for key in expected]

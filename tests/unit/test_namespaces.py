@@ -133,6 +133,8 @@ def test_gcs_and_azure_namespaces_parse(uri: str) -> None:
         ("http://127.0.0.1:10000/devstoreaccount1", "expected https://"),
         ("https://Account.blob.core.windows.net/c1c", "lowercase host"),
         ("https://account.blob.core.windows.net/c1c/../x", "relative path"),
+        ("https://account.blob.core.windows.net/c1c/victim.", "ends with a dot"),
+        ("http://127.0.0.1:10000/devstoreaccount1/c1c/a./b", "ends with a dot"),
     ],
 )
 def test_bad_gcs_and_azure_namespaces_are_refused(uri: str, problem: str) -> None:

@@ -113,7 +113,10 @@ def list_store(adapter: Any, source: Source) -> Iterator[Found]:
     last = ""
     for item in adapter.list_objects(source.bucket, source.key):
         if last and item.key.encode() <= last.encode():
-            raise Unavailable(f"listing {source.path}: the store listed {item.key!r} after {last!r}, out of order")
+            raise InvalidArgument(
+                f"listing {source.path}: the store listed {item.key!r} after {last!r}, out of UTF-8 key order "
+                "(Azure orders characters beyond the Basic Multilingual Plane otherwise): such names cannot be imported"
+            )
         last = item.key
         yield Found(item.key, item.size, item.etag, _mtime_ns(item.mtime))
 

@@ -4,6 +4,7 @@ store, create-only writes, and presigned (SAS) URLs served by Azurite to a plain
 from __future__ import annotations
 
 import io
+import socket
 import time
 
 import pytest
@@ -233,6 +234,17 @@ def test_presigned_urls_read_and_write_one_object(
     with azure_adapter.get(namespace, "data/b") as reader:
         assert reader.read() == b"uploaded"
     assert HTTP.request("GET", put.url).status == 403
+    # Create only: the URL cannot replace what it wrote, nor lease it (a lease would keep
+    # garbage collection from deleting it).
+    again = HTTP.request("PUT", put.url, body=b"replaced", headers={"x-ms-blob-type": "BlockBlob"})
+    assert again.status in (403, 409), again.status
+    lease = HTTP.request(
+        "PUT", put.url + "&comp=lease", headers={"x-ms-lease-action": "acquire", "x-ms-lease-duration": "-1"}
+    )
+    assert lease.status == 403, lease.status
+    with azure_adapter.get(namespace, "data/b") as reader:
+        assert reader.read() == b"uploaded"
+    azure_adapter.delete(namespace, "data/b")
 
 
 @pytest.mark.azure
@@ -259,6 +271,19 @@ def test_presigned_urls_are_made_locally_and_name_the_configured_endpoint() -> N
     adapter = _cloud_adapter(pre_signed_endpoint="https://store.example.com")
     url = adapter.presign("https://myaccount.blob.core.windows.net/container/ns", "data/a b", "PUT", 7 * 24 * 3600)
     assert url.url.startswith("https://store.example.com/container/ns/data/a%20b?")
-    assert "sp=cw" in url.url and "sig=" in url.url
+    assert "sp=c&" in url.url and "sig=" in url.url
     plain = _cloud_adapter().presign("https://myaccount.blob.core.windows.net/container/ns", "k", "GET", 60)
     assert plain.url.startswith("https://myaccount.blob.core.windows.net/container/ns/k?")
+
+
+def test_a_store_that_never_answers_is_unavailable_after_the_read_timeout() -> None:
+    # A listener that accepts connections and never answers: only the read timeout ends a call.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        adapter = AzureAdapter(azure_blockstore_config(endpoint), read_timeout=1.0, retries=0)
+        started = time.monotonic()
+        with pytest.raises(Unavailable):
+            adapter.stat(f"{endpoint}/{AZURITE_ACCOUNT}/container/ns", "k")
+        assert time.monotonic() - started < 10
