@@ -33,6 +33,7 @@ RUN python -m venv /opt/silt \
     && cd ../botocore/data \
     && find . -mindepth 1 -maxdepth 1 -type d ! -name s3 ! -name sts ! -name sso ! -name sso-oidc -exec rm -rf {} + \
     && cd ../../azure && rm -rf storage/blob/aio storage/blob/_generated/aio identity/aio \
+    && cd .. && rm -rf pygments pyasn1 pyasn1_modules \
     && find /opt/silt -type f -name '*.so*' -exec strip --strip-unneeded {} + \
     && /opt/silt/bin/pip uninstall -q -y pip setuptools wheel
 # Above: pyarrow's parts Silt never loads and nothing else links (Arrow Flight, its S3
@@ -40,7 +41,9 @@ RUN python -m venv /opt/silt \
 # runtimes other than the Lua 5.4 that Actions' Lua hooks run on (about 4.5 MiB), botocore's
 # models of AWS services other than S3 and the STS/SSO that credentials may come from (Silt's
 # only boto3 client is S3's; about 25 MiB), the Azure SDK's asyncio clients (the azure adapter's
-# client is synchronous; about 3 MiB), and the
+# client is synchronous; about 3 MiB), Pygments (rich's syntax highlighting, which no Silt output
+# uses; about 10 MiB), pyasn1 and its modules (google-auth's pure-Python RSA, unused beside
+# cryptography; about 3.5 MiB), and the
 # symbol tables of the wheels' shared libraries (about 45 MiB; what a debugger reads, never the
 # loader). Together they make room for DuckDB (66 MiB), which the web UI's diffs and queries run
 # on. `import pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, ...` is checked below. Nor does
@@ -73,7 +76,7 @@ RUN { test -f services/ui/static/dist/index.html \
        done \
     && /opt/silt/bin/pip install --no-deps --no-build-isolation --root /opt/silt-root . \
     && cp -a /opt/silt-root/opt/silt/. /opt/silt/ \
-    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, uvloop, grpc, cryptography.hazmat.bindings._rust, yaml._yaml, boto3, azure.storage.blob, azure.identity, google.cloud.storage, silt.block.azure, silt.block.gcs; duckdb.sql('select 42').fetchall(); boto3.client('s3', region_name='us-east-1')" \
+    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, uvloop, grpc, cryptography.hazmat.bindings._rust, yaml._yaml, boto3, azure.storage.blob, azure.identity, google.cloud.storage, google.oauth2.service_account, google.auth.crypt._cryptography_rsa, silt.block.azure, silt.block.gcs, silt.cli.main, rich.progress, rich.table, rich.live; duckdb.sql('select 42').fetchall(); boto3.client('s3', region_name='us-east-1')" \
     && test -f /opt/silt-root/opt/silt/lib/python3.11/site-packages/services/ui/static/dist/index.html
 
 # --- runtime: the venv only, as a non-root user (image silt) --------------------------------
