@@ -13,9 +13,10 @@ creates it. ``stat`` and listings report ``silt-etag`` if set, else ``md5Hash`` 
 Streaming. ``put`` sends an object that ends within the first 4 MiB in one request with its
 MD5, which GCS verifies; anything longer goes through a resumable upload, 8 MiB a request,
 with the MD5 computed as the bytes go and checked against the one GCS computed. Memory holds
-at most about one request's bytes. ``get`` and ``get_range`` read the object's metadata (so a
-missing object or an unsatisfiable range fails at once), then download it lazily in ranged
-requests of 4 MiB, each pinned to the generation first seen.
+at most about one request's bytes. ``get`` and ``get_range`` download the first 4 MiB range
+at once (so a missing object or an unsatisfiable range fails at once, and an object that fits
+costs one request), then the rest lazily in ranged requests of 4 MiB, each pinned to the
+generation the first one came from; a short range marks the object's end.
 
 Multipart uploads are S3's, built on compose: ``create_multipart_upload`` writes a marker
 object ``<prefix>/.silt-uploads/<upload id>`` (which remembers the key), each part is an
@@ -432,15 +433,29 @@ class _Buffer:
 
 
 class _RangeReader(io.RawIOBase):
-    """Bytes first..last of one generation of an object, downloaded a chunk at a time as read."""
+    """Bytes first..last of one generation of an object, downloaded a chunk at a time as read.
+
+    `last` None reads to the object's end, which a short chunk (or, after a chunk that ended
+    exactly there, a refused range) tells: no request asks for the object's size first. The
+    first chunk is fetched by `open_first`, so a missing object or a range outside it fails at
+    once; the generation that chunk came from is pinned for every later one."""
 
     def __init__(
-        self, blob: storage.Blob, first: int, last: int, what: str, fetch: Callable[[storage.Blob, Any, int, int], None]
+        self,
+        bucket: storage.Bucket,
+        name: str,
+        first: int,
+        last: int | None,
+        what: str,
+        fetch: Callable[[storage.Blob, Any, int, int], None],
     ) -> None:
         super().__init__()
-        self._blob = blob
+        self._bucket = bucket
+        self._blob = bucket.blob(name)
+        self._pinned = False
         self._next = first
         self._last = last
+        self._done = False
         self._what = what
         self._fetch = fetch
         self._chunk = memoryview(b"")
@@ -449,29 +464,60 @@ class _RangeReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def open_first(self) -> None:
+        """Fetch the first chunk: NotFound if there is no object, InvalidArgument if the range
+        starts past its end; an empty object read whole gives no bytes."""
+        start = self._next
+        try:
+            self._fill()
+        except api_exceptions.RequestRangeNotSatisfiable:
+            if start == 0 and self._last is None:
+                self._done = True  # an empty object: every range of it is refused
+                return
+            raise InvalidArgument(f"{self._what}: range {start}-{self._last} starts beyond the object's end") from None
+
     def _fill(self) -> None:
-        end = min(self._next + DOWNLOAD_CHUNK_SIZE - 1, self._last)
+        end = self._next + DOWNLOAD_CHUNK_SIZE - 1
+        if self._last is not None:
+            end = min(end, self._last)
         count = end - self._next + 1
         if self._buffer is None or len(self._buffer.data) < count:
             self._buffer = _Buffer(count)
         self._buffer.length = 0
         try:
-            with _calls(f"reading {self._what}"):
-                self._fetch(self._blob, self._buffer, self._next, end)
-        except NotFound:
-            raise Unavailable(
-                f"gs reading {self._what}: the object was replaced or deleted while it was read"
-            ) from None
-        if self._buffer.length != count:
-            raise Unavailable(f"gs reading {self._what}: got {self._buffer.length} of {count} bytes")
-        self._chunk = memoryview(self._buffer.data)[:count]
-        self._next = end + 1
+            self._fetch(self._blob, self._buffer, self._next, end)
+        except api_exceptions.RequestRangeNotSatisfiable:
+            raise  # the callers tell an empty object or the end from a range outside it
+        except _SDK_ERRORS as exc:
+            error = _translate(exc, f"reading {self._what}")
+            if isinstance(error, NotFound) and self._pinned:
+                raise Unavailable(
+                    f"gs reading {self._what}: the object was replaced or deleted while it was read"
+                ) from None
+            raise error from None
+        if not self._pinned:
+            # Every later chunk from the generation this one came from.
+            self._blob = self._bucket.blob(self._blob.name, generation=self._blob.generation)
+            self._pinned = True
+        got = self._buffer.length
+        # A short chunk: the object ends here (like HTTP, a range past the end is cut at the end).
+        if got < count or self._next + got - 1 == self._last:
+            self._done = True
+        self._chunk = memoryview(self._buffer.data)[:got]
+        self._next += got
 
     def readinto(self, buffer: Any) -> int:
         if not self._chunk:
-            if self._next > self._last:
+            if self._done:
                 return 0
-            self._fill()
+            try:
+                self._fill()
+            except api_exceptions.RequestRangeNotSatisfiable:
+                # The previous chunk ended exactly at the object's end (its generation is pinned).
+                self._done = True
+                return 0
+            if not self._chunk:
+                return 0
         view = memoryview(buffer).cast("B")
         count = min(len(view), len(self._chunk))
         view[:count] = self._chunk[:count]
@@ -612,18 +658,10 @@ class GCSAdapter(BlockAdapter):
         )
 
     def _open(self, bucket: storage.Bucket, name: str, what: str, start: int, end: int | None) -> BinaryIO:
-        blob = self._reload(bucket, name, what)
-        size = int(blob.size or 0)
-        if end is not None:
-            if start >= size:
-                raise InvalidArgument(f"{what}: range {start}-{end} is outside the object's {size} bytes")
-            end = min(end, size - 1)
-        elif size == 0:
-            return io.BufferedReader(_EmptyReader())
-        else:
-            end = size - 1
-        pinned = bucket.blob(name, generation=blob.generation)
-        return io.BufferedReader(_RangeReader(pinned, start, end, what, self._fetch), 64 * 1024)
+        # One request for a small object: the first chunk's response says what the object is.
+        reader = _RangeReader(bucket, name, start, end, what, self._fetch)
+        reader.open_first()
+        return io.BufferedReader(reader, 64 * 1024)
 
     def get(self, namespace: str, key: str) -> BinaryIO:
         bucket, name, what = self._locate(namespace, key)
