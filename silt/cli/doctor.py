@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,9 @@ from silt.cli.common import client, json_option, output, table
 from silt.client import EXIT_DENIED, EXIT_UNAVAILABLE, Client, ClientError
 from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.rpc.channels import ClientTLS
+
+if TYPE_CHECKING:
+    from silt.config import Config
 
 
 @click.command("doctor")
@@ -45,6 +49,12 @@ def doctor() -> None:
     check("auth health", s.auth, lambda: _grpc_health(s.auth, s.tls))
     check("graveler health", s.graveler, lambda: _grpc_health(s.graveler, s.tls))
     check("gateway health", s.s3_endpoint, lambda: _gateway_ready(s.s3_endpoint, s.s3_ca_file))
+    # The object store, from here, when this machine has the services' configuration (the
+    # stack's own, or SILT_CONFIG): the same probe as `silt check`.
+    blockstore = _blockstore_config()
+    if blockstore is not None:
+        config, source = blockstore
+        check("blockstore", source, lambda: _blockstore(config))
     output(
         checks,
         lambda: table(
@@ -62,6 +72,33 @@ def _exit_code(codes: list[int]) -> int:
     """Refused credentials (6) explain every other failure they cause, so they win; otherwise
     the first failure's code, as any other command would exit with it."""
     return EXIT_DENIED if EXIT_DENIED in codes else codes[0]
+
+
+def _blockstore_config() -> tuple[Config, str] | None:
+    """The services' configuration, if this machine has one (else the store is not checked here:
+    the services' health above includes their own view of it)."""
+    from silt.cli.common import state
+    from silt.client import find_config_path
+    from silt.config import load_config
+
+    path = find_config_path(state().config_path)
+    if path is None:
+        return None
+    try:
+        return load_config(path), path
+    except Exception:  # a configuration `silt check` would report; the services' checks stand
+        return None
+
+
+def _blockstore(config: Config) -> str:
+    from silt.block import open_adapter
+    from silt.cli.stack_check import probe_blockstore
+    from silt.errors import SiltError
+
+    try:
+        return f"{config.blockstore.type} {probe_blockstore(open_adapter(config.blockstore), config)}"
+    except SiltError as exc:
+        raise ClientError(f"blockstore: {exc}", EXIT_UNAVAILABLE) from None
 
 
 def _credentials(c: Client) -> str:

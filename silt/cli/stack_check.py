@@ -29,7 +29,7 @@ def _must_exist(path: str, what: str) -> None:
         raise ClientError(f"{what}: {Path(path).expanduser()} does not exist (`silt run` creates it)", EXIT_UNAVAILABLE)
 
 
-def _probe_blockstore(adapter: BlockAdapter, config: Config) -> str:
+def probe_blockstore(adapter: BlockAdapter, config: Config) -> str:
     """Reach the object store with the configured credentials: read (stat) a name that does not
     exist under each allowed namespace root. NotFound is the answer of a store that let us look;
     refused credentials and an unreachable store fail the check."""
@@ -82,6 +82,6 @@ def run_check(config: Config, source: str | None) -> None:
     if config.blockstore.type == "local":
         _must_exist(config.blockstore.local.path, "blockstore: local")
     adapter = open_adapter(config.blockstore)
-    lines.append(f"blockstore: {config.blockstore.type} {_probe_blockstore(adapter, config)}")
+    lines.append(f"blockstore: {config.blockstore.type} {probe_blockstore(adapter, config)}")
     data = {"config": source, "kv": database.type, "blockstore": config.blockstore.type, "warnings": warnings}
     output(data, lambda: click.echo("\n".join(lines)))

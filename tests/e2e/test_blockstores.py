@@ -9,6 +9,7 @@ journal is shipped into the namespace and the repository rebuilt from it alone i
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -202,6 +203,11 @@ def test_a_repository_on_the_store_end_to_end(on_store: OnStore, spark: Any, tmp
     key = (stack.stack.data_dir / SECRET_KEY_FILE).read_text().strip()
     env |= {"SILT_CONFIG": str(config_path), "SILT_AUTH_ENCRYPT_SECRET_KEY": key}
     silt = Silt(env, tmp_path)
+    # `silt doctor` on a machine with the services' configuration reaches the store too.
+    doctor = Silt({**env, **stack.stack.env_for_clients()}, tmp_path)("doctor", "--json", ok=False)
+    checks = {c["service"]: c for c in json.loads(doctor.out)}
+    assert checks["blockstore"]["status"] == "ok", checks
+    assert f"{on_store.kind} ok (reached {on_store.root}/)" in checks["blockstore"]["detail"]
     shipped = silt("admin", "journal", "ship", "--repository", REPO, "--json")
     assert '"records"' in shipped.out
     fresh = tmp_path / "rebuilt.db"
