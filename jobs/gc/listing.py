@@ -142,7 +142,8 @@ def _adapter_lister(blockstore: BlockstoreConfig) -> Any:
         # Every key of (low, high] starts with what the two bounds share: listing that prefix
         # reads only the range's own part of the namespace, even on a store without a
         # start-after (Azure), which would otherwise read every key before `low` again.
-        prefix = os.path.commonprefix([low, high]) if low is not None and high is not None else ""
+        # Character by character on purpose: keys share a prefix of characters, not of path parts.
+        prefix = os.path.commonprefix([low, high]) if low is not None and high is not None else ""  # noqa: RUF071
         # Keys come in UTF-8 byte order, which is the order of Python's str comparison.
         for item in adapter.list_objects(namespace, prefix, after=low or ""):
             if high is not None and item.key > high:

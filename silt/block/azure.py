@@ -29,8 +29,8 @@ Multipart uploads are S3's, built on staged (uncommitted) blocks of the target b
 
 * ``create_multipart_upload`` writes a marker blob ``.silt-uploads/<upload id>`` in the object's
   own directory, inside its namespace's prefix (no key and no listing ever reaches a ``.silt-``
-  name), whose metadata binds the upload id to the target blob's name; any other upload id is NotFound, and so is the id after
-  complete or abort.
+  name), whose metadata binds the upload id to the target blob's name; any other upload id is
+  NotFound, and so is the id after complete or abort.
 * ``upload_part`` buffers the part (8 MiB in memory, a temporary file beyond), then stages it as
   one block whose id encodes the upload id, the part number and the part's MD5 (all block ids,
   put's too, are 60 characters: Azure wants every block id of a blob to have one length).
