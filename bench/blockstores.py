@@ -38,11 +38,10 @@ from bench.report import emit
 from tests.support.emulators import (
     AZURITE_ACCOUNT,
     AZURITE_KEY,
-    _azurite_command,
-    _fake_gcs_command,
     azure_blockstore_config,
     gs_blockstore_config,
-    start_http_server,
+    start_azurite,
+    start_fake_gcs,
     stop_emulator,
 )
 from tests.support.gateway_stack import GatewayStack, gateway_stack
@@ -275,15 +274,11 @@ def _servers(names: list[str], tmp: Path) -> Iterator[tuple[dict[str, str], dict
             processes.append(process)
             pids["s3"] = process.pid
         if "azure" in names:
-            process, endpoints["azure"] = start_http_server(
-                "azurite", _azurite_command, f"/{AZURITE_ACCOUNT}?comp=list", tmp / "azurite.log"
-            )
+            process, endpoints["azure"] = start_azurite(tmp / "azurite.log")
             processes.append(process)
             pids["azure"] = process.pid
         if "gs" in names:
-            process, endpoints["gs"] = start_http_server(
-                "fake-gcs-server", _fake_gcs_command, "/storage/v1/b", tmp / "fake-gcs.log"
-            )
+            process, endpoints["gs"] = start_fake_gcs(tmp / "fake-gcs.log")
             processes.append(process)
             pids["gs"] = process.pid
         yield endpoints, pids

@@ -135,6 +135,7 @@ from silt.block.rules import (
     normalize_etag,
     split_key,
 )
+from silt.block.streams import PieceStream
 from silt.config import AzureBlockstoreConfig
 from silt.errors import AlreadyExists, ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
 
@@ -302,7 +303,7 @@ class _Buffer:
         self.file.close()
 
 
-class _BlobReader(io.RawIOBase):
+class _BlobReader(PieceStream):
     """The body of one Get Blob response, streamed as it arrives; read errors are Silt errors and
     closing releases the connection."""
 
@@ -310,36 +311,14 @@ class _BlobReader(io.RawIOBase):
         super().__init__()
         self._body = body
         self._response = response
-        self._pending = memoryview(b"")
         self._what = what
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        while not self._pending:
-            # Let the previous piece go before the next one arrives.
-            self._pending = memoryview(b"")
-            with _calls(f"reading {self._what}"):
-                chunk = next(self._body, None)
-            if chunk is None:
-                return 0
-            self._pending = memoryview(chunk)
-        count = min(len(view), len(self._pending))
-        view[:count] = self._pending[:count]
-        self._pending = self._pending[count:]
-        return count
-
-    def readall(self) -> bytes:
-        chunks = []
-        while chunk := self.read(CHUNK_SIZE):
-            chunks.append(chunk)
-        return b"".join(chunks)
+    def _next_piece(self) -> bytes | None:
+        with _calls(f"reading {self._what}"):
+            return next(self._body, None)
 
     def close(self) -> None:
         if not self.closed:
-            self._pending = memoryview(b"")
             with contextlib.suppress(Exception):
                 self._response.close()
         super().close()

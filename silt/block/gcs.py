@@ -106,6 +106,7 @@ from silt.block.rules import (
     split_key,
     split_namespace,
 )
+from silt.block.streams import PieceStream
 from silt.config import GSBlockstoreConfig
 from silt.errors import (
     AlreadyExists,
@@ -432,7 +433,7 @@ class _Buffer:
         return len(data)
 
 
-class _RangeReader(io.RawIOBase):
+class _RangeReader(PieceStream):
     """Bytes first..last of one generation of an object, downloaded a chunk at a time as read.
 
     `last` None reads to the object's end, which a short chunk (or, after a chunk that ended
@@ -458,25 +459,21 @@ class _RangeReader(io.RawIOBase):
         self._done = False
         self._what = what
         self._fetch = fetch
-        self._chunk = memoryview(b"")
         self._buffer: _Buffer | None = None
-
-    def readable(self) -> bool:
-        return True
 
     def open_first(self) -> None:
         """Fetch the first chunk: NotFound if there is no object, InvalidArgument if the range
         starts past its end; an empty object read whole gives no bytes."""
         start = self._next
         try:
-            self._fill()
+            self._piece = self._fill()
         except api_exceptions.RequestRangeNotSatisfiable:
             if start == 0 and self._last is None:
                 self._done = True  # an empty object: every range of it is refused
                 return
             raise InvalidArgument(f"{self._what}: range {start}-{self._last} starts beyond the object's end") from None
 
-    def _fill(self) -> None:
+    def _fill(self) -> memoryview:
         end = self._next + DOWNLOAD_CHUNK_SIZE - 1
         if self._last is not None:
             end = min(end, self._last)
@@ -503,35 +500,20 @@ class _RangeReader(io.RawIOBase):
         # A short chunk: the object ends here (like HTTP, a range past the end is cut at the end).
         if got < count or self._next + got - 1 == self._last:
             self._done = True
-        self._chunk = memoryview(self._buffer.data)[:got]
         self._next += got
+        return memoryview(self._buffer.data)[:got]
 
-    def readinto(self, buffer: Any) -> int:
-        if not self._chunk:
-            if self._done:
-                return 0
-            try:
-                self._fill()
-            except api_exceptions.RequestRangeNotSatisfiable:
-                # The previous chunk ended exactly at the object's end (its generation is pinned).
-                self._done = True
-                return 0
-            if not self._chunk:
-                return 0
-        view = memoryview(buffer).cast("B")
-        count = min(len(view), len(self._chunk))
-        view[:count] = self._chunk[:count]
-        self._chunk = self._chunk[count:]
-        return count
-
-    def readall(self) -> bytes:
-        chunks = []
-        while chunk := self.read(CHUNK_SIZE):
-            chunks.append(chunk)
-        return b"".join(chunks)
+    def _next_piece(self) -> memoryview | None:
+        if self._done:
+            return None
+        try:
+            return self._fill()
+        except api_exceptions.RequestRangeNotSatisfiable:
+            # The previous chunk ended exactly at the object's end (its generation is pinned).
+            self._done = True
+            return None
 
     def close(self) -> None:
-        self._chunk = memoryview(b"")
         self._buffer = None
         super().close()
 

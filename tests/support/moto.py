@@ -11,15 +11,10 @@ Set ``SILT_TEST_S3_ENDPOINT=http://host:port`` to use an already running server 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,22 +23,16 @@ import pytest
 from pydantic import SecretStr
 
 from silt.config import S3BlockstoreConfig, S3CredentialsConfig
-from silt.launcher import free_port
-from silt.lifeline import set_parent_death_signal
+from tests.support.servers import ServerStartError, start_http_server
+from tests.support.servers import stop_server as _stop
 
 EXTERNAL_ENV = "SILT_TEST_S3_ENDPOINT"
-START_TIMEOUT_S = 30.0
-STOP_GRACE_S = 10.0
-# Another process can take the free port between our probe and moto binding it.
-START_ATTEMPTS = 3
-LOG_TAIL_LINES = 30
 # moto accepts any credentials; fixed ones keep the tests independent of ~/.aws.
 ACCESS_KEY_ID = "silt-test"
 SECRET_ACCESS_KEY = "silt-test-secret"
 
 
-class MotoStartError(RuntimeError):
-    pass
+MotoStartError = ServerStartError
 
 
 def moto_server_executable() -> Path:
@@ -54,74 +43,12 @@ def moto_server_executable() -> Path:
     return path
 
 
-def _answers(endpoint_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(endpoint_url + "/", timeout=1.0) as response:
-            response.read()
-        return True
-    except urllib.error.HTTPError:
-        return True  # an HTTP error is still an HTTP server answering
-    except OSError:
-        return False
-
-
-def _tail(path: Path) -> str:
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return f"({path} not written)"
-    return "\n".join(lines[-LOG_TAIL_LINES:]) or f"({path} is empty)"
-
-
-def _stop(process: subprocess.Popen[bytes], grace: float = STOP_GRACE_S) -> None:
-    """Stop the server's process group: SIGTERM, then SIGKILL after `grace` seconds."""
-    if process.poll() is not None:
-        return
-    # The server runs in its own process group (start_new_session), so signal the group:
-    # that reaches any worker it started and nothing else.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
-def _die_with_parent() -> None:
-    set_parent_death_signal(signal.SIGTERM)
-
-
 def start_moto_server(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
     """Start moto_server on a free port; return the process and its endpoint URL once it answers."""
     executable = moto_server_executable()
-    problem = ""
-    for _ in range(START_ATTEMPTS):
-        port = free_port()
-        endpoint_url = f"http://127.0.0.1:{port}"
-        with open(log_path, "ab") as log:
-            process = subprocess.Popen(
-                [str(executable), "-H", "127.0.0.1", "-p", str(port)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                # A killed test run must not leave moto_server behind (Linux: the kernel signals it).
-                preexec_fn=_die_with_parent,
-            )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                problem = f"moto_server exited with status {process.returncode}"
-                break
-            if _answers(endpoint_url):
-                return process, endpoint_url
-            time.sleep(0.1)
-        else:
-            problem = f"moto_server did not answer on {endpoint_url} within {START_TIMEOUT_S:.0f}s"
-            _stop(process)
-    raise MotoStartError(f"{problem}; last lines of {log_path}:\n{_tail(log_path)}")
+    return start_http_server(
+        "moto_server", lambda port: [str(executable), "-H", "127.0.0.1", "-p", str(port)], "/", log_path
+    )
 
 
 def moto_client(endpoint_url: str) -> Any:

@@ -1,0 +1,50 @@
+"""The raw streams block adapters hand out: read in pieces as large as the caller asks, whole
+reads in CHUNK_SIZE pieces, and bodies that arrive as pieces of bytes."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from silt.block.adapter import CHUNK_SIZE
+
+
+class ObjectStream(io.RawIOBase):
+    """A readable raw stream whose whole read goes CHUNK_SIZE at a time (io's default reads
+    8 KiB pieces, thousands of calls for one large object)."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readall(self) -> bytes:
+        chunks = []
+        while chunk := self.read(CHUNK_SIZE):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+class PieceStream(ObjectStream):
+    """A body that arrives as pieces of bytes, `_next_piece` fetching each (None at the end);
+    reads copy out of the current piece, which is let go before the next one is fetched."""
+
+    _piece = memoryview(b"")
+
+    def _next_piece(self) -> bytes | memoryview | None:
+        raise NotImplementedError
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._piece:
+            self._piece = memoryview(b"")
+            piece = self._next_piece()
+            if piece is None:
+                return 0
+            self._piece = memoryview(piece)
+        view = memoryview(buffer).cast("B")
+        count = min(len(view), len(self._piece))
+        view[:count] = self._piece[:count]
+        self._piece = self._piece[count:]
+        return count
+
+    def close(self) -> None:
+        self._piece = memoryview(b"")
+        super().close()
