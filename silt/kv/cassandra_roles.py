@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cassandra import AuthenticationFailed
+from cassandra import AuthenticationFailed, InvalidRequest
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
 from cassandra.policies import DCAwareRoundRobinPolicy
@@ -88,8 +88,35 @@ def _run(session: Session, cql: str, password: str | None = None) -> None:
     try:
         session.execute(cql, None if password is None else (password,))
     except Exception as exc:
-        detail = type(exc).__name__ if password is not None else f"{type(exc).__name__}: {exc}"
-        raise Unavailable(f"cassandra: {cql!r} failed: {detail}") from None
+        raise _failed(cql, exc, password) from None
+
+
+def _failed(cql: str, exc: Exception, password: str | None) -> Unavailable:
+    detail = type(exc).__name__ if password is not None else f"{type(exc).__name__}: {exc}"
+    return Unavailable(f"cassandra: {cql!r} failed: {detail}")
+
+
+# How long a statement about a user just created may be refused as naming no such user: Cassandra
+# writes the user to system_auth at consistency ONE, and a statement another coordinator runs
+# right after can read a replica the row has not reached yet (seen on a 3-node 2.1 cluster).
+_NEW_USER_WAIT_S = 30.0
+_NEW_USER_RETRY_S = 0.5
+
+
+def _run_on_new_user(session: Session, cql: str, password: str | None = None) -> None:
+    """_run for a statement about a user created a moment ago: InvalidRequest (no such user yet)
+    is retried until the user's row reaches the coordinator, for at most _NEW_USER_WAIT_S."""
+    deadline = time.monotonic() + _NEW_USER_WAIT_S
+    while True:
+        try:
+            session.execute(cql, None if password is None else (password,))
+            return
+        except InvalidRequest as exc:
+            if time.monotonic() >= deadline:
+                raise _failed(cql, exc, password) from None
+            time.sleep(_NEW_USER_RETRY_S)
+        except Exception as exc:
+            raise _failed(cql, exc, password) from None
 
 
 _GRANTED = ("SELECT", "MODIFY")
@@ -270,9 +297,9 @@ def provision(config: CassandraConfig, roles: list[Role], wait_s: float, say: Ca
             password = role.password.get_secret_value()
             _run(session, f"CREATE USER IF NOT EXISTS {role.name} WITH PASSWORD %s NOSUPERUSER", password)
             # Sets the password of a user that existed already: rotation is a new Secret value.
-            _run(session, f"ALTER USER {role.name} WITH PASSWORD %s", password)
+            _run_on_new_user(session, f"ALTER USER {role.name} WITH PASSWORD %s", password)
             for permission in _GRANTED:
-                _run(session, f"GRANT {permission} ON KEYSPACE {role.keyspace} TO {role.name}")
+                _run_on_new_user(session, f"GRANT {permission} ON KEYSPACE {role.keyspace} TO {role.name}")
             revoke_other_grants(session, role, say)
             say(f"cassandra: login {role.name}: SELECT and MODIFY on keyspace {role.keyspace}, nothing else")
     finally:
