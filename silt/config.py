@@ -391,6 +391,18 @@ class S3GatewayConfig(_Section):
     AWS4-HMAC-SHA256 and naming this key
     """
 
+    direct_reads: bool = True
+    """HEAD, GET and LIST of objects (S3, and the REST API on the same port) answered in the edge process from the
+    KV store and the committed ranges, with graveler's own reader flow, instead of by a call to graveler; writes
+    and ref changes always go through graveler. Off, or with the `mem` KV driver: every read is a graveler call
+    """
+    graveler_keyspace: str = Field("silt", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+    """on Cassandra, graveler's keyspace, which direct reads query with the edge's own login (granted SELECT there
+    and nothing more by `silt.kv.cassandra_roles --role NAME:KEYSPACE:VARIABLE:READ_KEYSPACE`)
+    """
+    committed_cache_bytes: int = Field(64 * 1024 * 1024, ge=0)
+    """decoded ranges and metaranges each edge process keeps in memory for direct reads"""
+
     _listen = field_validator("listen_address")(_check_listen_address)
     _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -28,7 +29,7 @@ from silt.block.adapter import PutResult
 from silt.block.external import ExternalFiles, ObjectReader, external_prefixes, source_reader
 from silt.config import Config
 from silt.graveler.v1 import events_pb2 as ev
-from silt.graveler.v1 import graveler_pb2_grpc
+from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
 from silt.history.emitter import EventEmitter
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
 from silt.rpc.signing import Credentials, service_aio_channels
@@ -81,6 +82,20 @@ class Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
+class EntryReads(Protocol):
+    """Graveler's StatEntry and ListEntries answered in the edge process from the KV store and the
+    committed ranges (services/graveler/reads.py, composed by edge/app.py): blocking, so they run
+    in the client's threads; errors are silt.errors, as graveler's engine raises them."""
+
+    def StatEntry(self, request: graveler_pb2.StatEntryRequest, *, timeout: float) -> graveler_pb2.EntryInfo: ...
+
+    def ListEntries(
+        self, request: graveler_pb2.ListEntriesRequest, *, timeout: float
+    ) -> graveler_pb2.ListEntriesResponse: ...
+
+    def close(self) -> None: ...
+
+
 class EdgeClient:
     """Graveler, auth's decisions and the object store, as one front end of the edge reaches them."""
 
@@ -91,9 +106,12 @@ class EdgeClient:
         source: ev.HistoryEventSource.ValueType,
         thread_name_prefix: str,
         clock: Clock = time.monotonic,
+        reads: EntryReads | None = None,
     ) -> None:
         self.auth_channel, self.graveler_channel = service_aio_channels(config, credentials)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
+        # Entries read without a call to graveler, when the edge composed a reader (None: by calls).
+        self.reads = reads
         ttl = config.auth.cache_ttl_seconds
         self.authority = AioCachedAuthority(AioRemoteAuthority(self.auth_channel, CALL_TIMEOUT), ttl, clock)
         # Object bytes go straight between the client and the object store; the adapter is
@@ -177,8 +195,14 @@ class EdgeClient:
                 await self.delete_bytes(namespace, address)
             raise
 
+    async def read_entries(self, method: Callable[..., T], request: Any, timeout: float = CALL_TIMEOUT) -> T:
+        """One of self.reads' methods, in a worker thread, within a graveler call's time limit."""
+        return await self.run(functools.partial(method, request, timeout=timeout))
+
     async def close(self) -> None:
         await self.history.close()  # its last flush still needs the graveler channel
         await self.auth_channel.close()
         await self.graveler_channel.close()
         self.pool.shutdown(wait=False)
+        if self.reads is not None:
+            self.reads.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -42,6 +42,7 @@ from services.api.routes import (
 )
 from silt.asgi import API_PREFIX, ASGIApp
 from silt.config import Config
+from silt.edge_client import EntryReads
 from silt.errors import SiltError
 
 log = logging.getLogger(__name__)
@@ -104,10 +105,13 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return _message(500, "internal error")
 
 
-def create_app(config: Config) -> ASGIApp:
+def create_app(config: Config, open_reads: Callable[[], EntryReads | None] | None = None) -> ASGIApp:
+    """open_reads: what reads entries in this process, opened at start-up (edge/app.py composes
+    graveler's reader); without it every read is a call to graveler."""
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.backend = Backend(config)
+        app.state.backend = Backend(config, reads=open_reads() if open_reads is not None else None)
         app.state.backend.history.start()
         try:
             yield

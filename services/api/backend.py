@@ -25,13 +25,13 @@ import grpc
 import grpc.aio
 
 from services.api.diff_summary import SummaryCache
-from services.api.errors import ApiError, from_rpc, unauthorized
+from services.api.errors import TYPED_REFUSALS, ApiError, from_rpc, from_silt, typed_graveler_call, unauthorized
 from services.api.live_feed import FeedAccess, FeedSlots
 from silt.access_keys import is_access_key_id
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.config import Config
-from silt.edge_client import CALL_TIMEOUT, UNAVAILABLE_RETRY_DELAYS, EdgeClient
-from silt.errors import InvalidArgument, NotFound, Unavailable
+from silt.edge_client import CALL_TIMEOUT, UNAVAILABLE_RETRY_DELAYS, EdgeClient, EntryReads
+from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.rpc.authority import (
@@ -99,8 +99,8 @@ class Backend(EdgeClient):
     """The edge client (silt/edge_client.py) signed as svc-api, with lakeFS's errors, Basic and
     session credentials, the uploads' own threads and the live feeds."""
 
-    def __init__(self, config: Config, clock: Clock = time.monotonic) -> None:
-        super().__init__(config, service_credentials(config), ev.API, "api-io", clock)
+    def __init__(self, config: Config, clock: Clock = time.monotonic, reads: EntryReads | None = None) -> None:
+        super().__init__(config, service_credentials(config), ev.API, "api-io", clock, reads)
         self.auth = auth_pb2_grpc.AuthServiceStub(self.auth_channel)
         ttl = config.auth.cache_ttl_seconds
         # (access key id, keyed digest of the secret) -> Caller; unknown ids in a room of their own.
@@ -158,6 +158,32 @@ class Backend(EdgeClient):
                 if exc.code() != grpc.StatusCode.UNAVAILABLE or delay is None:
                     raise from_rpc(exc, "graveler") from None
             await asyncio.sleep(delay)
+
+    async def stat_entry(self, request: api.StatEntryRequest, deadline: float, typed: bool = False) -> api.EntryInfo:
+        """StatEntry, read in this process when the edge composed a reader, else by a call.
+        typed: refusals stay silt errors (NotFound says what is missing), as typed_call has them."""
+        if self.reads is None:
+            if typed:
+                return await typed_graveler_call(self.graveler.StatEntry, request, deadline)
+            return await self.call(self.graveler.StatEntry, request, deadline)
+        return await self._read(self.reads.StatEntry, request, deadline, typed)
+
+    async def list_entries(self, request: api.ListEntriesRequest, deadline: float) -> api.ListEntriesResponse:
+        """ListEntries, read in this process when the edge composed a reader, else by a call."""
+        if self.reads is None:
+            return await self.call(self.graveler.ListEntries, request, deadline)
+        return await self._read(self.reads.ListEntries, request, deadline, False)
+
+    async def _read(self, method: Callable[..., T], request: Any, deadline: float, typed: bool) -> T:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ApiError(503, "graveler did not answer within the request's deadline")
+        try:
+            return await self.read_entries(method, request, remaining)
+        except SiltError as exc:
+            if typed and isinstance(exc, TYPED_REFUSALS):
+                raise
+            raise from_silt(exc) from None
 
     async def own_user_id(self) -> str:
         """The API's own service user (svc-api), as auth knows it; asked once."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import grpc
 import grpc.aio
 
@@ -85,3 +88,23 @@ def from_rpc(exc: grpc.aio.AioRpcError, service: str) -> ApiError:
     if isinstance(error, PermissionDenied | Unauthenticated):
         return ApiError(503, f"{service} refused the REST API's service credentials: {error}")
     return from_silt(error)
+
+
+# Refusals a route may want to tell apart (a missing object from a missing branch): kept as
+# silt errors by typed calls, not answered at once.
+TYPED_REFUSALS = (NotFound, FailedPrecondition, InvalidArgument, AlreadyExists)
+
+
+async def typed_graveler_call(method: Any, request: Any, deadline: float) -> Any:
+    """One graveler call within deadline (time.monotonic()) whose refusals in TYPED_REFUSALS stay
+    silt errors; other failures answered as ApiErrors."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise ApiError(503, "graveler did not answer within the request's deadline")
+    try:
+        return await method(request, timeout=remaining)
+    except grpc.aio.AioRpcError as exc:
+        error = error_from_rpc(exc)
+        if isinstance(error, TYPED_REFUSALS):
+            raise error from None
+        raise from_rpc(exc, "graveler") from None

@@ -19,7 +19,7 @@ from starlette.requests import Request
 
 from services.api.backend import Backend
 from services.api.context import Context
-from services.api.errors import ApiError, bad_request, from_rpc
+from services.api.errors import ApiError, bad_request, from_rpc, typed_graveler_call
 from services.api.objects_body import (
     MAX_UPLOAD_BYTES,
     MultipartContent,
@@ -30,7 +30,6 @@ from services.api.objects_body import (
     multipart_boundary,
 )
 from silt.edge_client import SMALL_BODY
-from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.objects import (
     DEFAULT_CONTENT_TYPE,
@@ -39,7 +38,6 @@ from silt.objects import (
     user_metadata_problem,
     user_metadata_size,
 )
-from silt.rpc.errors import error_from_rpc
 
 # Longest object path, in UTF-8 bytes (S3's and graveler's key limit).
 MAX_PATH_BYTES = 1024
@@ -92,16 +90,7 @@ def now() -> Timestamp:
 async def typed_call(ctx: Context, method: Any, request: Any) -> Any:
     """One graveler call whose refusals stay typed (NotFound says what is missing), so a route
     can tell a missing object from a missing branch; other failures as ctx.call answers them."""
-    remaining = ctx.deadline - time.monotonic()
-    if remaining <= 0:
-        raise ApiError(503, "graveler did not answer within the request's deadline")
-    try:
-        return await method(request, timeout=remaining)
-    except grpc.aio.AioRpcError as exc:
-        error = error_from_rpc(exc)
-        if isinstance(error, NotFound | FailedPrecondition | InvalidArgument | AlreadyExists):
-            raise error from None
-        raise from_rpc(exc, "graveler") from None
+    return await typed_graveler_call(method, request, ctx.deadline)
 
 
 async def ensure_branch(ctx: Context, repository: str, branch: str) -> None:

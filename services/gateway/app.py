@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from services.gateway import health
@@ -19,6 +20,7 @@ from services.gateway.operations.multipart import expire_uploads
 from services.gateway.request import Receive, Request, from_scope
 from services.gateway.routing import route
 from silt.config import Config
+from silt.edge_client import EntryReads
 from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
 
 log = logging.getLogger(__name__)
@@ -44,8 +46,11 @@ def _handler_for_naming(ctx: Context) -> Any:
 
 
 class GatewayApp:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, open_reads: Callable[[], EntryReads | None] | None = None) -> None:
+        """open_reads: what reads entries in this process, opened at start-up (edge/app.py
+        composes graveler's reader); without it every read is a call to graveler."""
         self.config = config
+        self._open_reads = open_reads
         self.backend: Backend | None = None
         self._expiry_task: asyncio.Task[None] | None = None
         self.readiness = health.Readiness()
@@ -174,7 +179,8 @@ class GatewayApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                self.backend = Backend(self.config)
+                reads = self._open_reads() if self._open_reads is not None else None
+                self.backend = Backend(self.config, reads=reads)
                 self.backend.history.start()
                 self._expiry_task = asyncio.create_task(expire_uploads(self.backend, self.config.gateways.s3))
                 await self._start_readiness(self.backend)

@@ -25,7 +25,7 @@ import grpc
 from services.gateway.errors import S3Error
 from services.gateway.identity import S3Identities
 from silt.config import Config
-from silt.edge_client import CALL_TIMEOUT, UNAVAILABLE_RETRY_DELAYS, EdgeClient, not_applied
+from silt.edge_client import CALL_TIMEOUT, UNAVAILABLE_RETRY_DELAYS, EdgeClient, EntryReads, not_applied
 from silt.errors import (
     Aborted,
     AlreadyExists,
@@ -40,6 +40,7 @@ from silt.errors import (
     is_protection_refusal,
 )
 from silt.graveler.v1 import events_pb2 as ev
+from silt.graveler.v1 import graveler_pb2 as api
 from silt.kv.store import Store, scan_prefix
 from silt.rpc.authority import Clock
 from silt.rpc.errors import error_from_rpc
@@ -60,7 +61,11 @@ def rpc_error(
 ) -> S3Error:
     """The S3 error for a failed graveler call. For a NotFound, `error.what` is what graveler
     said is missing (None when it did not say)."""
-    error = error_from_rpc(exc)
+    return s3_error(error_from_rpc(exc), not_found, failed_precondition)
+
+
+def s3_error(error: SiltError, not_found: str = "NoSuchKey", failed_precondition: str = "InvalidRequest") -> S3Error:
+    """The S3 error for what graveler's engine raised, by a call or in this process."""
     details = str(error)
     if isinstance(error, Aborted) and failed_precondition == "PreconditionFailed":
         # A conditional write that raced another writer across a commit: it may have been
@@ -92,8 +97,8 @@ class Backend(EdgeClient):
     """The edge client (silt/edge_client.py) signed as svc-gateway, with S3's errors, SigV2/V4
     identities and the KV that keeps multipart uploads."""
 
-    def __init__(self, config: Config, clock: Clock = time.monotonic) -> None:
-        super().__init__(config, Credentials.from_config(config), ev.S3, "gateway-io", clock)
+    def __init__(self, config: Config, clock: Clock = time.monotonic, reads: EntryReads | None = None) -> None:
+        super().__init__(config, Credentials.from_config(config), ev.S3, "gateway-io", clock, reads)
         self.kv: Store = open_observed_store(config.database)
         self.identities = S3Identities(self.auth_channel, config.auth.cache_ttl_seconds, clock, CALL_TIMEOUT)
 
@@ -117,6 +122,26 @@ class Backend(EdgeClient):
                     raise error from None
             await asyncio.sleep(delay)
 
+    async def stat_entry(self, request: api.StatEntryRequest, not_found: str = "NoSuchKey") -> api.EntryInfo:
+        """StatEntry, read in this process when the edge composed a reader, else by a call."""
+        if self.reads is None:
+            return await self.call(self.graveler.StatEntry, request, not_found)
+        try:
+            return await self.read_entries(self.reads.StatEntry, request)
+        except SiltError as exc:
+            raise s3_error(exc, not_found) from None
+
+    async def list_entries(
+        self, request: api.ListEntriesRequest, not_found: str = "NoSuchKey"
+    ) -> api.ListEntriesResponse:
+        """ListEntries, read in this process when the edge composed a reader, else by a call."""
+        if self.reads is None:
+            return await self.call(self.graveler.ListEntries, request, not_found)
+        try:
+            return await self.read_entries(self.reads.ListEntries, request)
+        except SiltError as exc:
+            raise s3_error(exc, not_found) from None
+
     # --- auth ------------------------------------------------------------------------
 
     async def allowed(self, user_id: str, action: str, resource: str) -> bool:
@@ -137,8 +162,6 @@ class Backend(EdgeClient):
 
     async def namespace(self, repository: str) -> str:
         """The storage namespace of a repository (NoSuchBucket if there is none)."""
-        from silt.graveler.v1 import graveler_pb2 as api
-
         cached = self.cached_namespace(repository)
         if cached is None:
             info = await self.call(

@@ -1,7 +1,7 @@
 """Cassandra's side of a deployment with authentication: the superuser, one login per Silt
 service, and the schema (cassandra.yaml with PasswordAuthenticator and CassandraAuthorizer).
 
-    python -m silt.kv.cassandra_roles [--config FILE] --role NAME:KEYSPACE:PASSWORD_VARIABLE ...
+    python -m silt.kv.cassandra_roles [--config FILE] --role NAME:KEYSPACE:PASSWORD_VARIABLE[:READ_KEYSPACE,...] ...
 
 Logs in as database.cassandra.username / password, the superuser the operator chose. On a
 fresh cluster that login fails and Cassandra's built-in `cassandra` / `cassandra` works: the
@@ -15,8 +15,10 @@ Then, at every run:
   hold no DDL permission);
 * each role is created, or its password set to the one in PASSWORD_VARIABLE (which is how a
   password is rotated), and granted SELECT and MODIFY on its keyspace: nothing else, no other
-  keyspace, no schema changes. Any other permission the role holds directly (a keyspace it
-  was given before: auth's login had graveler's keyspace until auth got its own) is revoked.
+  keyspace, no schema changes; and SELECT alone on each READ_KEYSPACE (the gateway reads
+  graveler's refs and staging to answer reads itself, and may write none of them). Any other
+  permission the role holds directly (a keyspace it was given before: auth's login had
+  graveler's keyspace until auth got its own) is revoked.
 
 Only the USER statements are used: Cassandra 2.1 knows no roles, and 2.2 through 5.0 keep
 CREATE/ALTER/DROP USER as synonyms of the role statements (a user is a role with LOGIN).
@@ -62,14 +64,21 @@ class Role:
     name: str
     keyspace: str
     password: SecretStr = field(repr=False)
+    reads: tuple[str, ...] = ()  # keyspaces it may SELECT from and nothing more
 
 
 def parse_role(spec: str, environ: dict[str, str]) -> Role:
-    """NAME:KEYSPACE:PASSWORD_VARIABLE -> Role, the password read from that variable."""
+    """NAME:KEYSPACE:PASSWORD_VARIABLE[:READ_KEYSPACE,...] -> Role, the password read from that variable."""
     parts = spec.split(":")
-    if len(parts) != 3:
-        raise InvalidArgument(f"--role {spec!r}: expected NAME:KEYSPACE:PASSWORD_VARIABLE")
-    name, keyspace, variable = parts
+    if len(parts) not in (3, 4):
+        raise InvalidArgument(f"--role {spec!r}: expected NAME:KEYSPACE:PASSWORD_VARIABLE[:READ_KEYSPACE,...]")
+    name, keyspace, variable = parts[:3]
+    reads = tuple(read.lower() for read in parts[3].split(",")) if len(parts) == 4 else ()
+    for read in reads:
+        if not _KEYSPACE.fullmatch(read) or read == keyspace.lower():
+            raise InvalidArgument(
+                f"--role {spec!r}: a read keyspace must match {_KEYSPACE.pattern} and differ from its own"
+            )
     if not _NAME.fullmatch(name) or name == DEFAULT_SUPERUSER[0]:
         raise InvalidArgument(f"--role {spec!r}: the name must match {_NAME.pattern} and not be 'cassandra'")
     if not _KEYSPACE.fullmatch(keyspace):
@@ -79,7 +88,7 @@ def parse_role(spec: str, environ: dict[str, str]) -> Role:
     password = environ.get(variable, "")
     if not password:
         raise InvalidArgument(f"--role {name}: the environment variable {variable} (its password) is empty or unset")
-    return Role(name, keyspace.lower(), SecretStr(password))
+    return Role(name, keyspace.lower(), SecretStr(password), reads)
 
 
 def _run(session: Session, cql: str, password: str | None = None) -> None:
@@ -143,8 +152,10 @@ def _resource_cql(resource: str) -> str | None:
 
 
 def revoke_other_grants(session: Session, role: Role, say: Callable[[str], None]) -> None:
-    """Revoke every permission the role holds directly but SELECT and MODIFY on its keyspace."""
+    """Revoke every permission the role holds directly but SELECT and MODIFY on its keyspace and
+    SELECT on its read keyspaces."""
     keep = f"<keyspace {role.keyspace}>"
+    reads = {f"<keyspace {read}>" for read in role.reads}
     try:
         rows = list(session.execute(f"LIST ALL PERMISSIONS OF {role.name} NORECURSIVE"))
     except Exception as exc:
@@ -153,7 +164,7 @@ def revoke_other_grants(session: Session, role: Role, say: Callable[[str], None]
         ) from None
     for row in rows:
         resource, permission = str(row.resource), str(row.permission).upper()
-        if resource == keep and permission in _GRANTED:
+        if (resource == keep and permission in _GRANTED) or (resource in reads and permission == "SELECT"):
             continue
         target = _resource_cql(resource)
         if target is None or not permission.isalpha():
@@ -300,8 +311,11 @@ def provision(config: CassandraConfig, roles: list[Role], wait_s: float, say: Ca
             _run_on_new_user(session, f"ALTER USER {role.name} WITH PASSWORD %s", password)
             for permission in _GRANTED:
                 _run_on_new_user(session, f"GRANT {permission} ON KEYSPACE {role.keyspace} TO {role.name}")
+            for read in role.reads:
+                _run_on_new_user(session, f"GRANT SELECT ON KEYSPACE {read} TO {role.name}")
             revoke_other_grants(session, role, say)
-            say(f"cassandra: login {role.name}: SELECT and MODIFY on keyspace {role.keyspace}, nothing else")
+            reads = "".join(f", SELECT on keyspace {read}" for read in role.reads)
+            say(f"cassandra: login {role.name}: SELECT and MODIFY on keyspace {role.keyspace}{reads}, nothing else")
     finally:
         cluster.shutdown()
 
@@ -315,8 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         "--role",
         action="append",
         default=[],
-        metavar="NAME:KEYSPACE:PASSWORD_VARIABLE",
-        help="a login for one service, granted SELECT and MODIFY on KEYSPACE only; repeatable",
+        metavar="NAME:KEYSPACE:PASSWORD_VARIABLE[:READ_KEYSPACE,...]",
+        help="a login for one service, granted SELECT and MODIFY on KEYSPACE and SELECT on each READ_KEYSPACE;"
+        " repeatable",
     )
     parser.add_argument(
         "--wait",

@@ -44,9 +44,7 @@ DiffType = Annotated[
 
 async def _entry(ctx: Ctx, repository: str, ref: str, key: str) -> pb.Entry | None:
     try:
-        info = await ctx.call(
-            ctx.backend.graveler.StatEntry, api.StatEntryRequest(repository=repository, ref=ref, key=key)
-        )
+        info = await ctx.backend.stat_entry(api.StatEntryRequest(repository=repository, ref=ref, key=key), ctx.deadline)
     except ApiError as exc:
         if exc.status == 404:
             return None

@@ -68,7 +68,7 @@ Delimiter = Annotated[str, Query(max_length=MAX_TOKEN, description="group paths 
 
 async def _entry(ctx: Ctx, repository: str, ref: str, path: str | None) -> pb.Entry:
     request = api.StatEntryRequest(repository=repository, ref=ref, key=checked_path(path))
-    info = await ctx.call(ctx.backend.graveler.StatEntry, request)
+    info = await ctx.backend.stat_entry(request, ctx.deadline)
     return info.entry
 
 
@@ -223,7 +223,7 @@ async def list_objects(
     listing = api.ListEntriesRequest(
         repository=repository, ref=ref, prefix=prefix, delimiter=delimiter, after=after, amount=size
     )
-    reply = await ctx.call(ctx.backend.graveler.ListEntries, listing)
+    reply = await ctx.backend.list_entries(listing, ctx.deadline)
     items = list(reply.items)
     # Rows built as the model would serialize them (objects_stats.object_row); without user
     # metadata asked for, lakeFS leaves the field out of listing rows.
@@ -300,7 +300,7 @@ async def upload_object(
 async def _exists(ctx: Ctx, repository: str, branch: str, key: str) -> bool:
     request = api.StatEntryRequest(repository=repository, ref=branch, key=key)
     try:
-        await typed_call(ctx, ctx.backend.graveler.StatEntry, request)
+        await ctx.backend.stat_entry(request, ctx.deadline, typed=True)
     except NotFound as exc:
         if exc.what not in (None, "object"):
             raise

@@ -82,7 +82,7 @@ def _answer(key: str, read_range: Any, size: int) -> bytes:
 async def preview_object(ctx: Ctx, repository: str, ref: str, path: ObjectPath = None) -> Response:
     await ctx.authorize(READ_REPO, repository)
     key = checked_path(path)
-    info = await ctx.call(ctx.backend.graveler.StatEntry, api.StatEntryRequest(repository=repository, ref=ref, key=key))
+    info = await ctx.backend.stat_entry(api.StatEntryRequest(repository=repository, ref=ref, key=key), ctx.deadline)
     entry = info.entry
     backend = ctx.backend
     repository_namespace = await backend.namespace(repository, ctx.deadline)

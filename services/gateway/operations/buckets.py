@@ -123,9 +123,7 @@ async def delete_bucket(ctx: Context) -> Response:
     backend = ctx.backend
     await backend.namespace(repository)
     for branch in await branches(ctx, repository):
-        page = await backend.call(
-            backend.graveler.ListEntries, api.ListEntriesRequest(repository=repository, ref=branch, amount=1)
-        )
+        page = await backend.list_entries(api.ListEntriesRequest(repository=repository, ref=branch, amount=1))
         if page.items:
             raise S3Error("BucketNotEmpty", f"branch {branch} of {repository} has objects")
     await backend.call(backend.graveler.DeleteRepository, api.DeleteRepositoryRequest(name=repository), "NoSuchBucket")

@@ -189,8 +189,7 @@ async def stat_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.En
     backend = ctx.backend
     # Graveler's NotFound says whether the repository or the key is missing (NoSuchBucket or
     # NoSuchKey): no extra lookup.
-    request = api.StatEntryRequest(repository=repository, ref=ref, key=key)
-    info = await backend.call(backend.graveler.StatEntry, request, "NoSuchKey")
+    info = await backend.stat_entry(api.StatEntryRequest(repository=repository, ref=ref, key=key))
     return info.entry
 
 

@@ -97,7 +97,7 @@ async def collect(
                 amount=min(limit + 1 - len(items), GRAVELER_MAX_PAGE),
             )
             try:
-                page = await backend.call(backend.graveler.ListEntries, request, "NoSuchKey")
+                page = await backend.list_entries(request)
             except S3Error as exc:
                 if exc.code == "NoSuchKey":  # no such ref: nothing under this prefix
                     break

@@ -11,14 +11,18 @@ from typing import Any
 import grpc
 import pytest
 
+from services.graveler.committed.manager import CommittedManager
 from services.graveler.graveler import Graveler, GravelerOptions
+from services.graveler.reads import ReadEngine
 from services.graveler.server import start
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.store import JournaledStore
 from silt.kv import Store
+from silt.kv.read_only import ReadOnlyStore
 
 
 @dataclass
@@ -26,6 +30,8 @@ class GravelerEnv:
     stub: api_grpc.GravelerServiceStub
     graveler: Graveler
     data_root: Path
+    # Graveler's reader as the edge runs it beside graveler: its own caches, a read-only store.
+    reads: ReadEngine
 
     def new_repo(self, prefix: str = "repo", default_branch: str = "main") -> str:
         # Unique names: the Cassandra leg shares one keyspace across tests.
@@ -73,8 +79,11 @@ def graveler_env(store: Store, tmp_path: Path, options: GravelerOptions | None =
     graveler = open_graveler(store, adapter, options)
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    reads = ReadEngine(
+        JournaledStore(ReadOnlyStore(store), enabled=False), CommittedManager(LocalAdapter(tmp_path / "data"))
+    )
     try:
-        yield GravelerEnv(api_grpc.GravelerServiceStub(channel), graveler, tmp_path / "data")
+        yield GravelerEnv(api_grpc.GravelerServiceStub(channel), graveler, tmp_path / "data", reads)
     finally:
         channel.close()
         server.stop(None)

@@ -104,7 +104,18 @@ def test_cassandra_roles_refuse_unsafe_arguments() -> None:
     role = parse_role("silt_gateway:silt_gateway:P", env)
     assert (role.name, role.keyspace, role.password.get_secret_value()) == ("silt_gateway", "silt_gateway", env["P"])
     assert "secret-password" not in repr(role)
-    for spec in ("cassandra:silt:P", "a;drop:silt:P", "x:silt:MISSING", "x:bad-keyspace:P", "x:silt"):
+    reader = parse_role("silt_gateway:silt_gateway:P:silt", env)
+    assert (reader.keyspace, reader.reads) == ("silt_gateway", ("silt",))
+    for spec in (
+        "cassandra:silt:P",
+        "a;drop:silt:P",
+        "x:silt:MISSING",
+        "x:bad-keyspace:P",
+        "x:silt",
+        "x:silt_gateway:P:bad-keyspace",
+        "x:silt_gateway:P:silt_gateway",  # its own keyspace is not a read-only one
+        "x:silt_gateway:P:silt:extra",
+    ):
         with pytest.raises(InvalidArgument):
             parse_role(spec, env)
     # The superuser must be named, and not keep the well-known password.
@@ -160,3 +171,18 @@ def test_the_roles_step_revokes_every_grant_but_select_and_modify_on_the_logins_
             parse_role("silt_graveler:silt:P", {"P": "pw"}),
             said.append,
         )
+
+
+def test_a_read_keyspace_keeps_its_select_and_loses_anything_more() -> None:
+    # The gateway reads graveler's keyspace to answer reads itself, and may write none of it.
+    session = PermissionsSession(
+        [
+            ("<keyspace silt_gateway>", "SELECT"),
+            ("<keyspace silt_gateway>", "MODIFY"),
+            ("<keyspace silt>", "SELECT"),
+            ("<keyspace silt>", "MODIFY"),
+        ]
+    )
+    said: list[str] = []
+    revoke_other_grants(session, parse_role("silt_gateway:silt_gateway:P:silt", {"P": "pw"}), said.append)
+    assert session.statements == ['REVOKE MODIFY ON KEYSPACE "silt" FROM silt_gateway']
