@@ -396,9 +396,10 @@ class S3GatewayConfig(_Section):
     KV store and the committed ranges, with graveler's own reader flow, instead of by a call to graveler; writes
     and ref changes always go through graveler. Off, or with the `mem` KV driver: every read is a graveler call
     """
-    graveler_keyspace: str = Field("silt", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+    graveler_keyspace: str | None = Field(None, pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
     """on Cassandra, graveler's keyspace, which direct reads query with the edge's own login (granted SELECT there
-    and nothing more by `silt.kv.cassandra_roles --role NAME:KEYSPACE:VARIABLE:READ_KEYSPACE`)
+    and nothing more by `silt.kv.cassandra_roles --role NAME:KEYSPACE:VARIABLE:READ_KEYSPACE`); unset:
+    `database.cassandra.keyspace`, for an edge that shares graveler's keyspace
     """
     committed_cache_bytes: int = Field(64 * 1024 * 1024, ge=0)
     """decoded ranges and metaranges each edge process keeps in memory for direct reads"""

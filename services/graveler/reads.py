@@ -76,15 +76,15 @@ class ReadEngine:
 
 def reads_database(config: Config) -> DatabaseConfig | None:
     """Graveler's KV as an edge reads it, or None where another process cannot (the `mem` driver
-    lives in graveler's memory). On Cassandra: graveler's keyspace (gateways.s3.graveler_keyspace)
-    with the edge's own login, which holds SELECT there and nothing more; the schema is graveler's."""
+    lives in graveler's memory). On Cassandra: graveler's keyspace (gateways.s3.graveler_keyspace, by
+    default the edge's own) with the edge's own login, which holds SELECT there and nothing more in a
+    deployment with a login per service; the schema is graveler's."""
     database = config.database
     if database.type == "mem":
         return None
     if database.type == "cassandra":
-        cassandra = database.cassandra.model_copy(
-            update={"keyspace": config.gateways.s3.graveler_keyspace, "create_schema": False}
-        )
+        keyspace = config.gateways.s3.graveler_keyspace or database.cassandra.keyspace
+        cassandra = database.cassandra.model_copy(update={"keyspace": keyspace, "create_schema": False})
         return database.model_copy(update={"cassandra": cassandra})
     return database
 

@@ -51,6 +51,8 @@ KEYSPACES = {
     "silt-compactor": "silt",
     "silt-gateway": "silt_gateway",
 }
+# Keyspaces a login may read and not write: the gateway answers HEAD, GET and LIST from graveler's.
+READS = {"silt-gateway": "silt"}
 AUTH_PARTITION = "0x" + b"auth".hex()  # services/auth/keys.py PARTITION: users, groups, policies, keys
 
 pytestmark = pytest.mark.cassandra
@@ -131,7 +133,8 @@ def check_setup_job(cluster: Cluster) -> None:
 def check_logins(cluster: Cluster) -> None:
     """Each service's login does its KV work in its keyspace and nothing else: graveler's and
     the compactor's cannot read auth's keyspace nor write a user or membership into it (nor can
-    the gateway's), auth's cannot touch graveler's refs; none may change schema or read logins."""
+    the gateway's), auth's cannot touch graveler's refs, the gateway's may read graveler's keyspace
+    but write nothing there; none may change schema or read logins."""
     check_auth_records_only_in_auths_keyspace(cluster)
     for deployment, keyspace in KEYSPACES.items():
         login, configured = cassandra_login(cluster, deployment)
@@ -144,9 +147,13 @@ def check_logins(cluster: Cluster) -> None:
                 "SELECT * FROM system_auth.credentials",
                 f"CREATE TABLE {keyspace}.intruder (k int PRIMARY KEY)",
             ]
+            read = READS.get(deployment)
+            if read is not None:
+                connected.execute(f"SELECT key FROM {read}.kv LIMIT 1")
             for other in set(KEYSPACES.values()) - {keyspace}:
+                if other != read:
+                    statements.append(f"SELECT key FROM {other}.kv WHERE partition_key = {AUTH_PARTITION} LIMIT 1")
                 statements += [
-                    f"SELECT key FROM {other}.kv WHERE partition_key = {AUTH_PARTITION} LIMIT 1",
                     f"INSERT INTO {other}.kv (partition_key, key, value) VALUES ({AUTH_PARTITION}, 0x00, 0x00)",
                     f"DELETE FROM {other}.kv WHERE partition_key = {AUTH_PARTITION}",
                 ]

@@ -1,10 +1,14 @@
 """Each S3 object operation asks auth once per repository it touches, and costs the graveler
-calls its answer needs: a gateway app served in this process (uvicorn, the real Backend against
-the stack's auth and graveler processes) with its authorizer and graveler stub counted."""
+calls its answer needs: a gateway app served in this process as the edge composes it (uvicorn,
+the real Backend against the stack's auth and graveler processes, graveler's reader over the
+stack's KV store) with its authorizer, graveler stub and direct reads counted."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import functools
+import hashlib
 import secrets
 import threading
 from collections.abc import Iterator
@@ -17,7 +21,9 @@ from botocore.config import Config as BotoConfig
 
 from services.gateway.app import GatewayApp
 from services.gateway.backend import Backend
+from services.graveler.reads import open_read_engine
 from silt.config import load_config
+from silt.graveler.v1 import graveler_pb2 as api
 from silt.launcher import free_port
 from tests.support.gateway_stack import GatewayStack
 from tests.support.wait import wait_until
@@ -33,10 +39,16 @@ class Counted:
         self.endpoint = endpoint
         self.authorized: list[tuple[str, str]] = []
         self.graveler: collections.Counter[str] = collections.Counter()
+        self.direct: collections.Counter[str] = collections.Counter()
 
     def instrument(self, backend: Backend) -> None:
         real_allowed = backend.allowed
         real_call = backend.call
+        real_read = backend.read_entries
+
+        async def read_entries(method: Any, request: Any, *args: Any) -> Any:
+            self.direct[type(request).__name__.removesuffix("Request")] += 1
+            return await real_read(method, request, *args)
 
         async def allowed(user_id: str, action: str, resource: str) -> bool:
             self.authorized.append((action, resource))
@@ -48,17 +60,19 @@ class Counted:
 
         backend.allowed = allowed  # type: ignore[method-assign]
         backend.call = call  # type: ignore[method-assign,assignment]
+        backend.read_entries = read_entries  # type: ignore[method-assign,assignment]
 
     def reset(self) -> None:
         self.authorized.clear()
         self.graveler.clear()
+        self.direct.clear()
 
 
 @pytest.fixture(scope="module")
 def counted(gw: GatewayStack) -> Iterator[Counted]:
     gateway_env = gw.stack._services["gateway"].env
     config = load_config(gw.stack.config_path, env=gateway_env)
-    app = GatewayApp(config)
+    app = GatewayApp(config, functools.partial(open_read_engine, config))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -109,9 +123,15 @@ def test_reads_and_copies_authorize_each_repository_once(gw: GatewayStack, count
     counted.reset()
     assert s3.get_object(Bucket=bucket, Key="main/a.txt")["Body"].read() == b"payload"
     s3.head_object(Bucket=bucket, Key="main/a.txt")
-    # HEAD and GET are one graveler call each: the ref is resolved where the entry is read.
+    # HEAD and GET call graveler not at all: the gateway resolves the ref and reads the entry
+    # itself, in one read.
     assert counted.authorized == [("ReadRepo", bucket), ("ReadRepo", bucket)]
-    assert counted.graveler == {"StatEntry": 2}
+    assert counted.graveler == {}
+    assert counted.direct == {"StatEntry": 2}
+    counted.reset()
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="main/")["Contents"]] == ["main/a.txt"]
+    assert counted.graveler == {}
+    assert counted.direct == {"ListEntries": 1}
     counted.reset()
     s3.copy_object(Bucket=bucket, Key="main/b.txt", CopySource={"Bucket": bucket, "Key": "main/a.txt"})
     assert counted.authorized == [("ReadRepo", bucket), ("WriteRepo", bucket)]
@@ -152,3 +172,37 @@ def test_delete_objects_is_one_graveler_call_per_branch(gw: GatewayStack, counte
     assert sorted(d["Key"] for d in answer["Deleted"]) == sorted(keys)
     assert "Errors" not in answer
     assert "Contents" not in s3.list_objects_v2(Bucket=bucket, Prefix="main/dir/")
+
+
+def test_without_direct_reads_a_read_is_one_graveler_call(gw: GatewayStack) -> None:
+    """gateways.s3.direct_reads: false (or the mem driver): the same answers, by StatEntry and
+    ListEntries calls."""
+    s3 = gw.client()
+    bucket = f"t-{secrets.token_hex(5)}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="main/a.txt", Body=b"payload")
+    config = load_config(gw.stack.config_path, env={**gw.stack._services["gateway"].env})
+    s3_section = config.gateways.s3.model_copy(update={"direct_reads": False})
+    off = config.model_copy(update={"gateways": config.gateways.model_copy(update={"s3": s3_section})})
+    assert open_read_engine(off) is None
+
+    async def read() -> tuple[str, list[str]]:
+        backend = Backend(config)
+        calls: collections.Counter[str] = collections.Counter()
+        real_call = backend.call
+
+        async def call(method: Any, request: Any, *args: Any) -> Any:
+            calls[type(request).__name__.removesuffix("Request")] += 1
+            return await real_call(method, request, *args)
+
+        backend.call = call  # type: ignore[method-assign,assignment]
+        try:
+            stat = await backend.stat_entry(api.StatEntryRequest(repository=bucket, ref="main", key="a.txt"))
+            page = await backend.list_entries(api.ListEntriesRequest(repository=bucket, ref="main"))
+        finally:
+            await backend.close()
+        assert calls == {"StatEntry": 1, "ListEntries": 1}
+        return stat.entry.etag, [item.key for item in page.items]
+
+    etag, keys = asyncio.run(read())
+    assert etag == hashlib.md5(b"payload").hexdigest() and keys == ["a.txt"]
