@@ -4,7 +4,9 @@ alone, as CPU milliseconds, to set against `make bench-gateway`'s per-request CP
 - HTTP: uvicorn with uvloop and httptools (the gateway's server) running an ASGI app that does
   nothing but answer a 4 KiB GET or read a 4 KiB PUT body, at 32 keep-alive clients.
 - gRPC: a grpcio synchronous server (graveler's) answering an empty unary method, called from a
-  grpc.aio client (the gateway's) with 32 calls in flight, ~200-byte messages.
+  grpc.aio client (the gateway's) with 32 calls in flight, ~200-byte messages; then grpc.aio's
+  server answering on its event loop, and answering from a thread pool as graveler's blocking
+  engine would have to under it.
 
 No Silt code runs in either: the figures are the floor one S3 request through a gateway and a
 graveler pays on these frameworks, whatever Silt does. CPU time is read from /proc, so the
@@ -19,8 +21,11 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import grpc
 
 from bench.gateway import _cpu_seconds, _hammer, _own_cpu, _process_tree
 from bench.report import emit
@@ -46,9 +51,6 @@ async def http_app(scope: dict, receive: object, send: object) -> None:
 
 
 def serve_grpc(port: int) -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    import grpc
 
     handler = grpc.method_handlers_generic_handler(
         "floor.Floor", {"Call": grpc.unary_unary_rpc_method_handler(lambda request, context: MESSAGE)}
@@ -58,6 +60,31 @@ def serve_grpc(port: int) -> None:
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     server.wait_for_termination()
+
+
+def serve_grpc_aio(port: int, in_threads: bool) -> None:
+    """grpc.aio's server: the handler on the event loop, or (in_threads) in a pool of threads as
+    graveler's blocking engine would have to run under it."""
+    import grpc.aio
+
+    pool = ThreadPoolExecutor(max_workers=32)
+
+    async def answer(request: bytes, context: Any) -> bytes:
+        if in_threads:
+            return await asyncio.get_running_loop().run_in_executor(pool, lambda: MESSAGE)
+        return MESSAGE
+
+    async def run() -> None:
+        handler = grpc.method_handlers_generic_handler(
+            "floor.Floor", {"Call": grpc.unary_unary_rpc_method_handler(answer)}
+        )
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((handler,))
+        server.add_insecure_port(f"127.0.0.1:{port}")
+        await server.start()
+        await server.wait_for_termination()
+
+    asyncio.run(run())
 
 
 async def call_grpc(port: int, calls: int, in_flight: int) -> float:
@@ -132,9 +159,23 @@ def bench_http(count: int, workers: int) -> None:
         server.wait(10)
 
 
+# The servers compared: grpcio's synchronous server (graveler's, auth's), and grpc.aio's with the
+# handler on its event loop or in threads.
+GRPC_SERVERS = {
+    "server_sync": "from bench.floor import serve_grpc; serve_grpc(int(sys.argv[1]))",
+    "server_aio": "from bench.floor import serve_grpc_aio; serve_grpc_aio(int(sys.argv[1]), False)",
+    "server_aio_threads": "from bench.floor import serve_grpc_aio; serve_grpc_aio(int(sys.argv[1]), True)",
+}
+
+
 def bench_grpc(count: int) -> None:
+    for name, serve in GRPC_SERVERS.items():
+        _bench_grpc_server(count, name, serve)
+
+
+def _bench_grpc_server(count: int, name: str, serve: str) -> None:
     port = free_port()
-    code = "import sys; from bench.floor import serve_grpc; serve_grpc(int(sys.argv[1]))"
+    code = f"import sys; {serve}"
     root = Path(__file__).resolve().parents[1]
     server = subprocess.Popen([sys.executable, "-c", code, str(port)], cwd=root)
     try:
@@ -149,9 +190,9 @@ def bench_grpc(count: int) -> None:
         out = subprocess.run(command, cwd=root, check=True, capture_output=True, text=True).stdout.split()
         used = _cpu_seconds(server.pid) - before
         elapsed, client_cpu = float(out[0]), float(out[1])
-        emit("floor.grpc_unary.calls_per_s", count / elapsed, "calls/s", None)
-        emit("floor.grpc_unary.cpu_ms_per_call.server_sync", used * 1000 / count, "ms", None)
-        emit("floor.grpc_unary.cpu_ms_per_call.client_aio", client_cpu * 1000 / count, "ms", None)
+        emit(f"floor.grpc_unary.{name}.calls_per_s", count / elapsed, "calls/s", None)
+        emit(f"floor.grpc_unary.cpu_ms_per_call.{name}", used * 1000 / count, "ms", None)
+        emit(f"floor.grpc_unary.{name}.cpu_ms_per_call.client_aio", client_cpu * 1000 / count, "ms", None)
     finally:
         server.terminate()
         server.wait(10)
