@@ -18,7 +18,8 @@ import asyncio
 import contextlib
 import json
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import grpc
 
@@ -41,12 +42,14 @@ from silt.errors import (
 )
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import Store, scan_prefix
 from silt.rpc.authority import Clock
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import Credentials
 from silt.telemetry.stores import open_observed_store
 
+T = TypeVar("T")
 # An UNAVAILABLE that took this long came from a timeout, not from a restarting graveler.
 SLOW_FAILURE_SECONDS = 1.0
 
@@ -130,6 +133,23 @@ class Backend(EdgeClient):
             return await self.read_entries(self.reads.StatEntry, request)
         except SiltError as exc:
             raise s3_error(exc, not_found) from None
+
+    async def stat_entry_then(self, request: api.StatEntryRequest, then: Callable[[pb.Entry], T]) -> tuple[pb.Entry, T]:
+        """StatEntry, then then(entry), a blocking step (a small object's bytes), in the same
+        worker-thread trip when the entry is read in this process: a GET's one trip, not two."""
+        if self.reads is None:
+            entry = (await self.call(self.graveler.StatEntry, request)).entry
+            return entry, await self.run(then, entry)
+        stat = self.reads.StatEntry
+
+        def both(request: api.StatEntryRequest, *, timeout: float) -> tuple[pb.Entry, T]:
+            try:
+                entry = stat(request, timeout=timeout).entry
+            except SiltError as exc:  # the entry's refusal; then's own errors pass as they are
+                raise s3_error(exc) from None
+            return entry, then(entry)
+
+        return await self.read_entries(both, request)
 
     async def list_entries(
         self, request: api.ListEntriesRequest, not_found: str = "NoSuchKey"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import io
 import re
 from collections.abc import AsyncIterator, Callable
@@ -16,6 +17,7 @@ from typing import Any, BinaryIO
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.gateway import checksums, sigv4
+from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
 from services.gateway.metadata_values import header_value
 from services.gateway.operations.common import (
@@ -236,7 +238,14 @@ async def get_object(ctx: Context, head: bool = False) -> Response:
     repository = ctx.request.bucket
     ref, key = split_path(ctx.request.path)
     await ctx.authorize(READ_REPO, repository)
-    entry = await stat_entry(ctx, repository, ref, key)
+    backend = ctx.backend
+    small: bytes | None = None  # a whole small object, read with its entry
+    if head or not key or ctx.request.has("partNumber") or "range" in ctx.request.headers:
+        entry = await stat_entry(ctx, repository, ref, key)
+    else:
+        namespace = await backend.namespace(repository)
+        request = api.StatEntryRequest(repository=repository, ref=ref, key=key)
+        entry, small = await backend.stat_entry_then(request, functools.partial(_read_small, backend, namespace))
     try:
         _check_conditions(ctx, entry)
     except S3Error as exc:
@@ -271,6 +280,8 @@ async def get_object(ctx: Context, head: bool = False) -> Response:
                 headers += [*stored, ("x-amz-checksum-type", kind)]
     if head:
         return Response(status, [*headers, ("Content-Length", str(length))])
+    if small is not None:
+        return Response(status, headers, small)
     namespace = await ctx.backend.namespace(repository)
     ns, address = split_address(namespace, entry.physical_address)
     adapter = ctx.backend.entry_reader(namespace, entry)
@@ -284,6 +295,16 @@ async def get_object(ctx: Context, head: bool = False) -> Response:
     else:
         reader = await ctx.backend.run(adapter.get, ns, address)
     return Response(status, headers, stream=_stream(ctx, reader), length=length)
+
+
+def _read_small(backend: Backend, namespace: str, entry: pb.Entry) -> bytes | None:
+    """A whole object of at most SMALL_BODY bytes (None if it is larger), as get_object answers it."""
+    if entry.size > SMALL_BODY:
+        return None
+    if entry.size == 0:
+        return b""
+    ns, address = split_address(namespace, entry.physical_address)
+    return _read_whole(backend.entry_reader(namespace, entry), ns, address, None)
 
 
 def _read_whole(adapter: Any, namespace: str, address: str, byte_range: tuple[int, int] | None) -> bytes:
