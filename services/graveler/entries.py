@@ -16,23 +16,22 @@ from typing import Literal, TypeVar
 
 from services.graveler.addresses import validate_physical_address
 from services.graveler.committed.manager import CommittedManager
-from services.graveler.committed.model import MetaRangeId
+from services.graveler.committed.model import MetaRangeId, Record
 from services.graveler.compaction import CompactedState, StagingObserver
 from services.graveler.deadline import Deadline
-from services.graveler.iterators import combined, combined_chunks, live, live_chunks
+from services.graveler.iterators import combined, combined_columns, live, live_columns
 from services.graveler.model import StagingToken
-from services.graveler.paging import CommonPrefix, delimiter_bytes, first_key, page_amount, page_of_chunks, paginate
+from services.graveler.paging import CommonPrefix, delimiter_bytes, first_key, page_amount, page_of_columns, paginate
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, Resolved
 from services.graveler.staging import Staged, StagingStore
 from services.graveler.updater import BranchUpdater, Raced
 from services.graveler.validation import validate_entry_size, validate_key
-from services.graveler.values import TOMBSTONE, KeyValue, Value, decode_entry, entry_value
+from services.graveler.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
 from silt.errors import Aborted, FailedPrecondition, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import chunk_size, chunked
 
 _T = TypeVar("_T")
-Chunk = list[KeyValue]  # consecutive values of a walk (named here: Entries.list shadows list)
 
 # Keys one delete_entries call takes: S3's DeleteObjects limit.
 MAX_DELETE_KEYS = 1000
@@ -234,9 +233,9 @@ class Entries:
         if not delimiter:
             # Every key is its own item: the walk goes a list of values at a time.
             start = first_key(prefix, delimiter, after)
-            chunks = live_chunks(self._iterate_chunks(repo, resolved, start, amount + 1))
-            values, has_more = page_of_chunks(chunks, _key_of, prefix, amount, _size_of)
-            return StoredListPage([(key, value.data) for key, value in values], has_more)
+            chunks = live_columns(self._iterate_columns(repo, resolved, start, amount + 1))
+            keys, data, has_more = page_of_columns(((c.keys, c.data) for c in chunks), prefix, amount)
+            return StoredListPage(list(zip(keys, data, strict=True)), has_more)
         page = paginate(
             lambda start: self._iterate(repo, resolved, start),
             _key_of,
@@ -261,15 +260,16 @@ class Entries:
         )
         return live(combined(sources))
 
-    def _iterate_chunks(self, repo: RepoHandle, resolved: Resolved, start: bytes, wanted: int) -> Iterator[Chunk]:
-        """_iterate's values, tombstones included, as lists of consecutive ones, read in lists of
-        `wanted`: as many as the caller may take."""
-        sources: list[Iterator[Chunk]] = []
+    def _iterate_columns(self, repo: RepoHandle, resolved: Resolved, start: bytes, wanted: int) -> Iterator[Columns]:
+        """_iterate's values, tombstones included, as Columns of consecutive ones, read in lists
+        of `wanted`: as many as the caller may take."""
+        size = chunk_size(wanted)
+        sources: list[Iterator[Columns]] = []
         if resolved.branch is not None:
-            sources.extend(self._staging.scan_chunks(token, start, wanted) for token in resolved.branch.tokens)
+            sources.extend(self._staging.scan_columns(token, start, size) for token in resolved.branch.tokens)
         records = self._committed.iterate(repo.namespace, self._base(repo, resolved), start)
-        sources.append(chunked((KeyValue(r.key, Value(r.identity, r.value)) for r in records), chunk_size(wanted)))
-        return combined_chunks(sources)
+        sources.append(Columns.of(chunk) for chunk in chunked(map(_committed_value, records), size))
+        return combined_columns(sources)
 
     def _base(self, repo: RepoHandle, resolved: Resolved) -> MetaRangeId:
         # A branch's combined view ends in its compacted metarange when it has one; a
@@ -308,6 +308,10 @@ class Condition:
             modified = entry.last_modified.ToMicroseconds() if entry.HasField("last_modified") else None
             if self.if_modified_before_us and (modified is None or modified >= self.if_modified_before_us):
                 raise FailedPrecondition(f"key {name!r} was modified too recently")
+
+
+def _committed_value(record: Record) -> KeyValue:
+    return KeyValue(record.key, Value(record.identity, record.value))
 
 
 def _key_of(kv: KeyValue) -> bytes:

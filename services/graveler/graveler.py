@@ -26,6 +26,7 @@ Deadline; the gRPC layer (server.py) passes the call's.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -73,6 +74,8 @@ _T = TypeVar("_T")
 
 # Objects and prefixes one log may filter by: each commit of the walk is compared on all of them.
 MAX_LOG_PATHS = 100
+# Commits a log call keeps once read: a merge commit's parents, and then some.
+_LOG_COMMITS_KEPT = 64
 
 __all__ = ["DEFAULT_BRANCH", "Graveler", "GravelerOptions"]
 
@@ -337,16 +340,26 @@ class Graveler:
         filters = LogFilter(first_parent=first_parent, since_nanos=since_nanos)
         if stop_at:
             filters.stop_at = self.refs.resolve(repo, stop_at).commit_id
+        # Commits are immutable: the walk reads a commit's parent as it takes the commit, and the
+        # path filter, comparing the commit with that parent next, reads it from here.
+        get_commit = functools.lru_cache(maxsize=_LOG_COMMITS_KEPT)(lambda cid: self.refs.get_commit(repo, cid))
         if objects or prefixes:
             keys = [validate_key(k) for k in objects or []]
             under = [validate_prefix(p) for p in prefixes or []]
-            filters.touches = lambda commit: self._touches(repo, commit, keys, under)
-        return log_page(lambda cid: self.refs.get_commit(repo, cid), head, filters, after, size, limit, deadline)
+            filters.touches = lambda commit: self._touches(repo, commit, keys, under, get_commit)
+        return log_page(get_commit, head, filters, after, size, limit, deadline)
 
-    def _touches(self, repo: RepoHandle, commit: pb.Commit, keys: list[bytes], prefixes: list[bytes]) -> bool:
+    def _touches(
+        self,
+        repo: RepoHandle,
+        commit: pb.Commit,
+        keys: list[bytes],
+        prefixes: list[bytes],
+        get_commit: Callable[[str], pb.Commit],
+    ) -> bool:
         """Whether commit changed any of keys or anything under prefixes, against its first parent."""
         if commit.parents:
-            parent_metarange = MetaRangeId(self.refs.get_commit(repo, commit.parents[0]).metarange_id)
+            parent_metarange = MetaRangeId(get_commit(commit.parents[0]).metarange_id)
         else:
             parent_metarange = self.committed.write_metarange(repo.namespace, iter(()))
         return self.committed.changed_paths(

@@ -6,7 +6,7 @@ import heapq
 import itertools
 from collections.abc import Iterable, Iterator
 
-from services.graveler.values import KeyValue
+from services.graveler.values import Columns, KeyValue
 from silt.kv.store import chunked, flattened
 
 
@@ -48,13 +48,13 @@ def live(values: Iterator[KeyValue]) -> Iterator[KeyValue]:
     return (kv for kv in values if not kv.value.tombstone)
 
 
-def combined_chunks(sources: Iterable[Iterator[list[KeyValue]]]) -> Iterator[list[KeyValue]]:
-    """combined, over sources given as lists of consecutive values (none empty).
+def combined_columns(sources: Iterable[Iterator[Columns]]) -> Iterator[Columns]:
+    """combined, over sources given as Columns of consecutive values (none empty).
 
-    The lists of the only source holding values pass through as they are, as they do on a
+    The Columns of the only source holding values pass through as they are, as they do on a
     branch with nothing committed or nothing staged; several sources are merged key by key.
     """
-    primed: list[tuple[list[KeyValue], Iterator[list[KeyValue]]]] = []
+    primed: list[tuple[Columns, Iterator[Columns]]] = []
     for source in sources:
         first = next(source, None)
         if first is not None:
@@ -65,13 +65,17 @@ def combined_chunks(sources: Iterable[Iterator[list[KeyValue]]]) -> Iterator[lis
         yield from source
     elif primed:
         # Ranks follow the order of sources given, empty ones left out: newest first still.
-        merged = combined(itertools.chain(first, flattened(source)) for first, source in primed)
-        yield from chunked(merged, max(len(first) for first, _ in primed))
+        merged = combined(
+            itertools.chain(first.values(), flattened(columns.values() for columns in source))
+            for first, source in primed
+        )
+        for chunk in chunked(merged, max(len(first.keys) for first, _ in primed)):
+            yield Columns.of(chunk)
 
 
-def live_chunks(chunks: Iterator[list[KeyValue]]) -> Iterator[list[KeyValue]]:
-    """Drop tombstones, and the lists left empty."""
-    for chunk in chunks:
-        values = [kv for kv in chunk if not kv.value.tombstone]
-        if values:
-            yield values
+def live_columns(chunks: Iterator[Columns]) -> Iterator[Columns]:
+    """Drop tombstones, and the Columns left empty."""
+    for columns in chunks:
+        kept = columns.live()
+        if kept.keys:
+            yield kept

@@ -145,38 +145,41 @@ def first_key(prefix: bytes, delimiter: bytes, after: bytes) -> bytes:
     return max(prefix, start_after(after, prefix, delimiter)) if after else prefix
 
 
-def page_of_chunks(
-    chunks: Iterator[list[_T]],
-    key_of: Callable[[_T], bytes],
+def page_of_columns(
+    chunks: Iterator[tuple[list[bytes], list[bytes]]],
     prefix: bytes,
     amount: int,
-    size_of: Callable[[_T], int],
     max_bytes: int = MAX_PAGE_BYTES,
-) -> tuple[list[_T], bool]:
+) -> tuple[list[bytes], list[bytes], bool]:
     """paginate without a delimiter, over a walk from first_key(prefix, b"", after) given as
-    lists of consecutive items: (the page's items, whether more follow under prefix).
+    (keys, payloads) of consecutive items, an item's size being its key's and its payload's
+    length: (the page's keys, their payloads, whether more follow under prefix).
 
-    Every item is its own, so a whole list joins the page at once when it fits; only the list
-    that ends the page is taken item by item.
+    Every item is its own, so a whole list joins the page at once when it fits, its size summed
+    in C; only the list that ends the page is taken item by item.
     """
-    items: list[_T] = []
+    keys: list[bytes] = []
+    payloads: list[bytes] = []
     size = 0
-    for chunk in chunks:
-        last = not key_of(chunk[-1]).startswith(prefix)
+    for chunk_keys, chunk_payloads in chunks:
+        last = not chunk_keys[-1].startswith(prefix)
         if last:
             # The walk starts at or after prefix, so the keys under it come first.
-            chunk = list(itertools.takewhile(lambda item: key_of(item).startswith(prefix), chunk))
-        sizes = [size_of(item) for item in chunk]
-        total = sum(sizes)
-        if len(items) + len(chunk) <= amount and size + total <= max_bytes:
-            items += chunk
+            under = sum(1 for _ in itertools.takewhile(lambda key: key.startswith(prefix), chunk_keys))
+            chunk_keys, chunk_payloads = chunk_keys[:under], chunk_payloads[:under]
+        total = sum(map(len, chunk_keys)) + sum(map(len, chunk_payloads))
+        if len(keys) + len(chunk_keys) <= amount and size + total <= max_bytes:
+            keys += chunk_keys
+            payloads += chunk_payloads
             size += total
         else:
-            for item, cost in zip(chunk, sizes, strict=True):
-                if len(items) == amount or (items and size + cost > max_bytes):
-                    return items, True  # the next page resumes after the last item
+            for key, payload in zip(chunk_keys, chunk_payloads, strict=True):
+                cost = len(key) + len(payload)
+                if len(keys) == amount or (keys and size + cost > max_bytes):
+                    return keys, payloads, True  # the next page resumes after the last item
                 size += cost
-                items.append(item)
+                keys.append(key)
+                payloads.append(payload)
         if last:
-            return items, False
-    return items, False
+            return keys, payloads, False
+    return keys, payloads, False

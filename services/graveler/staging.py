@@ -17,9 +17,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import takewhile
 
 from services.graveler.model import StagingToken
-from services.graveler.values import KeyValue, Value
+from services.graveler.values import Columns, KeyValue, Value
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.store import JournaledStore, journaled, raw_store
@@ -116,24 +117,32 @@ class StagingStore:
             record.ParseFromString(entry.value)
             yield KeyValue(key[skip:], Value(record.identity, record.data, record.tombstone))
 
-    def scan_chunks(self, token: StagingToken, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[list[KeyValue]]:
-        """scan's values as lists of consecutive ones, none empty, of at most size."""
-        # The hot loop of every listing: one message parsed into again and again, and the named
-        # tuples made by tuple's own constructor, a C call, rather than their Python __new__.
+    def scan_columns(self, token: StagingToken, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Columns]:
+        """scan's values as Columns of consecutive ones, none empty, of at most size."""
+        # The hot loop of every listing and commit: one message parsed into again and again,
+        # and each value's fields appended to its column (no object per value).
         record = pb.StagedValue()
+        parse = record.ParseFromString
         skip = len(KEY_PREFIX)
-        make = tuple.__new__
         for chunk in self.kv.scan_chunks(token.encode(), KEY_PREFIX + start, size):
-            values: list[KeyValue] = []
-            append = values.append
-            for key, stored in chunk:
-                if not key.startswith(KEY_PREFIX):
-                    if values:
-                        yield values
+            # Keys come sorted from KEY_PREFIX on: they all start with it when the last does.
+            last = chunk[-1][0].startswith(KEY_PREFIX)
+            if not last:
+                chunk = list(takewhile(lambda pair: pair[0].startswith(KEY_PREFIX), chunk))
+                if not chunk:
                     return
-                record.ParseFromString(stored)
-                append(make(KeyValue, (key[skip:], make(Value, (record.identity, record.data, record.tombstone)))))
-            yield values
+            identities: list[bytes] = []
+            data: list[bytes] = []
+            tombstones: list[bool] = []
+            add_identity, add_data, add_tombstone = identities.append, data.append, tombstones.append
+            for _, stored in chunk:
+                parse(stored)
+                add_identity(record.identity)
+                add_data(record.data)
+                add_tombstone(record.tombstone)
+            yield Columns([pair[0][skip:] for pair in chunk], identities, data, tombstones)
+            if not last:
+                return
 
     def drop_key(self, token: StagingToken, key: bytes) -> None:
         """Delete key's staged value and guard from token. The guard goes first, by

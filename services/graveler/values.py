@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from itertools import compress
 from typing import NamedTuple
 
 from silt.graveler.v1 import model_pb2 as pb
@@ -18,6 +20,56 @@ class Value(NamedTuple):
 class KeyValue(NamedTuple):
     key: bytes
     value: Value
+
+
+class Columns(NamedTuple):
+    """Consecutive values of a walk in key order (tombstones included), column by column.
+
+    What walks over every value of a staging area (listings, commits) pass from layer to
+    layer: a list per column rather than a KeyValue and a Value per key. Named tuples are
+    never untracked by the cyclic garbage collector, so a walk of hundreds of thousands of
+    them spent about a quarter of its time in collections; columns are taken whole (sliced,
+    summed, joined, filtered) by C-level calls.
+    """
+
+    keys: list[bytes]
+    identities: list[bytes]
+    data: list[bytes]
+    tombstones: list[bool]
+
+    @classmethod
+    def of(cls, values: Sequence[KeyValue]) -> Columns:
+        return cls(
+            [kv.key for kv in values],
+            [kv.value.identity for kv in values],
+            [kv.value.data for kv in values],
+            [kv.value.tombstone for kv in values],
+        )
+
+    def values(self) -> list[KeyValue]:
+        return [
+            KeyValue(key, Value(identity, data, tombstone))
+            for key, identity, data, tombstone in zip(*self, strict=True)
+        ]
+
+    def live(self) -> Columns:
+        """These values without their tombstones (self when there are none)."""
+        if not any(self.tombstones):
+            return self
+        return self.select([not tombstone for tombstone in self.tombstones])
+
+    def select(self, kept: list[bool]) -> Columns:
+        """The values at the indexes where kept is true."""
+        return Columns(
+            list(compress(self.keys, kept)),
+            list(compress(self.identities, kept)),
+            list(compress(self.data, kept)),
+            list(compress(self.tombstones, kept)),
+        )
+
+    def head(self, count: int) -> Columns:
+        """The first count values."""
+        return Columns(self.keys[:count], self.identities[:count], self.data[:count], self.tombstones[:count])
 
 
 def entry_value(entry: pb.Entry) -> Value:

@@ -14,12 +14,13 @@ from services.graveler.committed.merge import (
     fail,
     source_wins,
 )
-from services.graveler.committed.model import ApplyResult, Change, MetaRangeId, RangeId, RangeInfo, Record
+from services.graveler.committed.model import ApplyResult, Change, ChangeBatch, MetaRangeId, RangeId, RangeInfo, Record
 from services.graveler.committed.store import CommittedStats
 
 __all__ = [
     "ApplyResult",
     "Change",
+    "ChangeBatch",
     "ChunkingPolicy",
     "CommittedCache",
     "CommittedManager",

@@ -11,42 +11,79 @@ reuses ranges again.
 
 from __future__ import annotations
 
+import operator
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import compress, islice
 
 from services.graveler.committed.chunking import ChunkingPolicy
 from services.graveler.committed.metarange import MetaRange
-from services.graveler.committed.model import ApplyResult, Change, RangeInfo, Record
+from services.graveler.committed.model import ApplyResult, Change, ChangeBatch, RangeInfo, Record
 from services.graveler.committed.ranges import RangeData
 from services.graveler.committed.store import ObjectStore
-from services.graveler.committed.writer import MetaRangeWriter
+from services.graveler.committed.writer import BATCH_RECORDS, MetaRangeWriter
 from silt.errors import InvalidArgument
+from silt.kv.store import chunked
 
 
 class _Changes:
-    """The change stream with one change of lookahead; rejects disorder and duplicates."""
+    """The change stream, taken a batch at a time, with one change of lookahead; rejects
+    disorder and duplicates.
 
-    def __init__(self, changes: Iterable[Change]) -> None:
-        self._source = iter(changes)
+    Each batch's order is checked whole when it is taken (a C-level pass), and the changes
+    past every base range go to the writer as whole columns (rest): a commit of staged
+    entries onto nothing but new keys then makes no object per change here.
+    """
+
+    def __init__(self, batches: Iterable[ChangeBatch]) -> None:
+        self._source = iter(batches)
         self._last_key: bytes | None = None
+        self._batch = ChangeBatch([], [], [], [])
+        self._index = 0
         self.head: Change | None = None
-        self._advance()
+        self._next_batch()
 
-    def _advance(self) -> None:
-        change = next(self._source, None)
-        if change is not None:
-            if self._last_key is not None and change.key <= self._last_key:
-                raise InvalidArgument(f"changes out of order: {change.key!r} after {self._last_key!r}")
-            if change.record is not None and change.record.key != change.key:
-                raise InvalidArgument(f"change for {change.key!r} carries a record for {change.record.key!r}")
-            self._last_key = change.key
-        self.head = change
+    def _next_batch(self) -> None:
+        for batch in self._source:
+            if batch.keys:
+                self._check(batch.keys)
+                self._batch, self._index, self.head = batch, 0, batch.change(0)
+                return
+        self._batch, self._index, self.head = ChangeBatch([], [], [], []), 0, None
+
+    def _check(self, keys: list[bytes]) -> None:
+        last = self._last_key
+        if (last is not None and keys[0] <= last) or not all(map(operator.lt, keys, islice(keys, 1, None))):
+            # The slow search for the culprit only runs on bad input.
+            for key in keys:
+                if last is not None and key <= last:
+                    raise InvalidArgument(f"changes out of order: {key!r} after {last!r}")
+                last = key
+        self._last_key = keys[-1]
 
     def pop(self) -> Change | None:
         change = self.head
-        self._advance()
+        if change is not None:
+            self._index += 1
+            if self._index < len(self._batch.keys):
+                self.head = self._batch.change(self._index)
+            else:
+                self._next_batch()
         return change
+
+    def rest(self) -> Iterator[ChangeBatch]:
+        """Every change not popped yet, as batches; the stream is empty afterwards."""
+        if self.head is not None:
+            batch, start = self._batch, self._index
+            if start:
+                keys, identities, values, deletes = batch
+                batch = ChangeBatch(keys[start:], identities[start:], values[start:], deletes[start:])
+            yield batch
+            self._next_batch()
+        while self.head is not None:
+            yield self._batch
+            self._next_batch()
 
 
 @dataclass
@@ -100,12 +137,15 @@ def _merge_range(data: RangeData, max_key: bytes, changes: _Changes, writer: Met
     writer.add_run(merged_keys, merged_identities, merged_values)
 
 
-def _inserts(changes: _Changes, counts: _Counts) -> Iterator[Record]:
+def _insert(changes: _Changes, writer: MetaRangeWriter, counts: _Counts) -> None:
     """The remaining upserts, past every base range: all inserts; deletes there are no-ops."""
-    while (change := changes.pop()) is not None:
-        if change.record is not None:
-            counts.added += 1
-            yield change.record
+    for batch in changes.rest():
+        keys, identities, values, deletes = batch
+        if any(deletes):
+            kept = [not deleted for deleted in deletes]
+            keys, identities, values = (list(compress(column, kept)) for column in (keys, identities, values))
+        counts.added += len(keys)
+        writer.add_run(keys, identities, values)
 
 
 def apply_changes(
@@ -115,9 +155,21 @@ def apply_changes(
     base: MetaRange | None,
     changes: Iterable[Change],
 ) -> ApplyResult:
+    batches = (ChangeBatch.of(chunk) for chunk in chunked(changes, BATCH_RECORDS))
+    return apply_change_batches(store, namespace, policy, base, batches)
+
+
+def apply_change_batches(
+    store: ObjectStore,
+    namespace: str,
+    policy: ChunkingPolicy,
+    base: MetaRange | None,
+    batches: Iterable[ChangeBatch],
+) -> ApplyResult:
+    """apply_changes over the changes given as consecutive batches."""
     base_ranges = base.ranges if base is not None else []
     writer = MetaRangeWriter(store, namespace, policy, frozenset(info.id for info in base_ranges))
-    pending = _Changes(changes)
+    pending = _Changes(batches)
     counts = _Counts()
     index = 0
     while index < len(base_ranges):
@@ -138,7 +190,7 @@ def apply_changes(
                 continue
         _merge_range(store.read_range(namespace, info.id), info.max_key, pending, writer, counts)
         index += 1
-    writer.add_records(_inserts(pending, counts))
+    _insert(pending, writer, counts)
 
     if base is not None and not (counts.added or counts.removed or counts.changed):
         return ApplyResult(base.id, 0, len(base_ranges), 0, 0, 0)

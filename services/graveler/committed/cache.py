@@ -11,6 +11,7 @@ threads and managers.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -28,8 +29,13 @@ CacheKey = tuple[str, str]  # (kind, name): see cache_key
 def cache_key(kind: str, namespace: str, object_id: str) -> CacheKey:
     """The key of an object of a namespace: the namespace as a digest keeps the disk cache's
     file names short and free of the namespace's own characters."""
-    scope = hashlib.sha256(namespace.encode()).hexdigest()[:32]
-    return kind, f"{scope}-{object_id}"
+    return kind, f"{_scope(namespace)}-{object_id}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _scope(namespace: str) -> str:
+    # Every object read asks: a log filtered by path reads two metaranges per commit.
+    return hashlib.sha256(namespace.encode()).hexdigest()[:32]
 
 
 DEFAULT_MEMORY_BYTES = 256 * 1024 * 1024

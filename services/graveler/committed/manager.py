@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from services.graveler.committed.apply import apply_changes
+from services.graveler.committed.apply import apply_change_batches, apply_changes
 from services.graveler.committed.cache import CommittedCache
 from services.graveler.committed.chunking import ChunkingPolicy
 from services.graveler.committed.diff import (
@@ -17,7 +17,7 @@ from services.graveler.committed.diff import (
 )
 from services.graveler.committed.iterators import iterate_records
 from services.graveler.committed.merge import MergeResult, Resolver, merge_metaranges
-from services.graveler.committed.model import ApplyResult, Change, MetaRangeId, RangeId, RangeInfo, Record
+from services.graveler.committed.model import ApplyResult, Change, ChangeBatch, MetaRangeId, RangeId, RangeInfo, Record
 from services.graveler.committed.replace import Region, replace_region
 from services.graveler.committed.store import CommittedStats, ObjectStore
 from services.graveler.committed.writer import MetaRangeWriter
@@ -57,6 +57,13 @@ class CommittedManager:
         """
         base_metarange = self._store.read_metarange(namespace, base) if base is not None else None
         return apply_changes(self._store, namespace, self.policy, base_metarange, changes)
+
+    def apply_batches(self, namespace: str, base: MetaRangeId | None, batches: Iterable[ChangeBatch]) -> ApplyResult:
+        """apply, with the changes given as consecutive batches (empty ones allowed): for
+        callers that read changes many at a time, so that no per-change work is left to do here
+        beyond what the ranges they fall in need."""
+        base_metarange = self._store.read_metarange(namespace, base) if base is not None else None
+        return apply_change_batches(self._store, namespace, self.policy, base_metarange, batches)
 
     def replace(self, namespace: str, base: MetaRangeId, source: MetaRangeId, region: Region) -> MetaRangeId:
         """``base`` with every key in ``region`` replaced by the records of ``source`` (all inside

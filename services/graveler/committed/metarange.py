@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from services.graveler.committed.hashing import content_digest
 from services.graveler.committed.model import MetaRangeId, RangeId, RangeInfo
-from services.graveler.committed.parquet import read_parquet
+from services.graveler.committed.parquet import binary_array, int64_array, read_parquet
 
 FORMAT_TAG = b"silt.metarange.v1"
 
@@ -84,11 +84,11 @@ def encode_metarange(ranges: list[RangeInfo]) -> bytes:
     ids, mins, maxs, counts, sizes = _columns(ranges)
     table = pa.Table.from_arrays(
         [
-            pa.array(ids, pa.string()),
-            pa.array(mins, pa.binary()),
-            pa.array(maxs, pa.binary()),
-            pa.array(counts, pa.int64()),
-            pa.array(sizes, pa.int64()),
+            binary_array([i.encode() for i in ids], pa.string()),
+            binary_array(mins),
+            binary_array(maxs),
+            int64_array(counts),
+            int64_array(sizes),
         ],
         schema=METARANGE_SCHEMA,
     )

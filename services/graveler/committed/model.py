@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple, NewType
 
 from silt.errors import InvalidArgument
@@ -41,6 +42,36 @@ class Change(NamedTuple):
     @classmethod
     def delete(cls, key: bytes) -> Change:
         return cls(key, None)
+
+
+class ChangeBatch(NamedTuple):
+    """Consecutive changes column by column: at index i an upsert of the record (keys[i],
+    identities[i], values[i]), or a delete of keys[i] when deletes[i] (its identity and value
+    are then unused). What a caller with many changes hands over, without objects per change."""
+
+    keys: list[bytes]
+    identities: list[bytes]
+    values: list[bytes]
+    deletes: list[bool]
+
+    @classmethod
+    def of(cls, changes: Sequence[Change]) -> ChangeBatch:
+        """The changes as a batch; InvalidArgument if one carries a record for another key."""
+        for change in changes:
+            if change.record is not None and change.record.key != change.key:
+                raise InvalidArgument(f"change for {change.key!r} carries a record for {change.record.key!r}")
+        return cls(
+            [change.key for change in changes],
+            [b"" if change.record is None else change.record.identity for change in changes],
+            [b"" if change.record is None else change.record.value for change in changes],
+            [change.record is None for change in changes],
+        )
+
+    def change(self, index: int) -> Change:
+        key = self.keys[index]
+        if self.deletes[index]:
+            return Change(key, None)
+        return Change(key, Record(key, self.identities[index], self.values[index]))
 
 
 class RangeInfo(NamedTuple):

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from services.graveler.committed.hashing import content_digest
 from services.graveler.committed.model import RangeId, Record
-from services.graveler.committed.parquet import read_parquet
+from services.graveler.committed.parquet import binary_array, read_parquet
 
 FORMAT_TAG = b"silt.range.v1"
 
@@ -72,7 +72,7 @@ def range_id(keys: list[bytes], identities: list[bytes], values: list[bytes]) ->
 
 def encode_range(keys: list[bytes], identities: list[bytes], values: list[bytes]) -> bytes:
     table = pa.Table.from_arrays(
-        [pa.array(keys, pa.binary()), pa.array(identities, pa.binary()), pa.array(values, pa.binary())],
+        [binary_array(keys), binary_array(identities), binary_array(values)],
         schema=RANGE_SCHEMA,
     )
     sink = io.BytesIO()

@@ -114,25 +114,33 @@ class ObjectStore:
     # --- reads --------------------------------------------------------------------------
 
     def read_range(self, namespace: str, object_id: RangeId) -> RangeData:
-        return self._load(namespace, RANGE, object_id, range_key(object_id), decode_range)
+        return self._load(namespace, RANGE, object_id, range_key, decode_range)
 
     def read_metarange(self, namespace: str, object_id: MetaRangeId) -> MetaRange:
         return self._load(
             namespace,
             METARANGE,
             object_id,
-            metarange_key(object_id),
+            metarange_key,
             lambda stream: decode_metarange(object_id, stream),
         )
 
     def _load(
-        self, namespace: str, kind: str, object_id: str, key: str, decode: Callable[[BinaryIO], _Decoded]
+        self,
+        namespace: str,
+        kind: str,
+        object_id: str,
+        key_of: Callable[[str], str],
+        decode: Callable[[BinaryIO], _Decoded],
     ) -> _Decoded:
         key_in_cache = cache_key(kind, namespace, object_id)
         cached = self._cache.memory.get(key_in_cache)
         if cached is not None:
             self._count(f"{kind}_memory_hits")
             return cached  # type: ignore[return-value]  # kind decides the type stored
+        # Only ids validated here name files (disk cache, object store); the memory cache holds
+        # nothing under another id, so a hit needs no check.
+        key = key_of(object_id)
         stream = self._cache.disk.open(key_in_cache) if self._cache.disk is not None else None
         if stream is not None:
             self._count(f"{kind}_disk_hits")

@@ -7,6 +7,7 @@ import pytest
 from services.graveler.committed import (
     ApplyResult,
     Change,
+    ChangeBatch,
     ChunkingPolicy,
     CommittedCache,
     CommittedManager,
@@ -188,3 +189,31 @@ def test_bad_changes_are_refused(manager: CommittedManager, changes: list[Change
     base = manager.write_metarange(NAMESPACE, iter(BASE))
     with pytest.raises(InvalidArgument):
         manager.apply(NAMESPACE, base, iter(changes))
+
+
+def test_batches_of_any_split_apply_as_the_changes_one_by_one(local_adapter: LocalAdapter) -> None:
+    """apply_batches (a commit's path) gives the result apply gives for the same changes, in the
+    merging path (changes inside base ranges) and the inserting one (past every range)."""
+    manager = CommittedManager(local_adapter, CommittedCache(), SMALL_POLICY)
+    base = manager.write_metarange(NAMESPACE, iter(BASE))
+    changes = [
+        *(Change.upsert(make_record(key_of(i), version=1)) for i in range(1, 3000, 7)),
+        *(Change.delete(key_of(i)) for i in range(3000, 3100, 2)),
+        *(Change.upsert(make_record(key_of(i))) for i in range(7000, 9000)),
+        Change.delete(key_of(9500)),
+    ]
+    expected = manager.apply(NAMESPACE, base, iter(changes))
+    for size in (1, 5, 999, len(changes)):
+        batches = [ChangeBatch.of(changes[i : i + size]) for i in range(0, len(changes), size)]
+        batches.insert(1, ChangeBatch([], [], [], []))
+        assert manager.apply_batches(NAMESPACE, base, iter(batches)) == expected
+    assert manager.apply_batches(NAMESPACE, None, [ChangeBatch.of(changes)]) == manager.apply(NAMESPACE, None, changes)
+
+
+def test_batches_out_of_order_are_refused(local_adapter: LocalAdapter) -> None:
+    manager = CommittedManager(local_adapter, CommittedCache(), SMALL_POLICY)
+    first, second = ChangeBatch.of([Change.delete(key_of(5))]), ChangeBatch.of([Change.delete(key_of(4))])
+    with pytest.raises(InvalidArgument, match="out of order"):
+        manager.apply_batches(NAMESPACE, None, [first, second])
+    with pytest.raises(InvalidArgument, match="carries a record"):
+        ChangeBatch.of([Change(key_of(1), make_record(key_of(2)))])

@@ -106,3 +106,43 @@ def test_ids_hash_the_logical_content() -> None:
     assert manager.write_metarange(MEM_NAMESPACE, []) == (
         "4602b09bf0f253cd5331f67d85017ef364ecb9eab9c9e811c66338d34284f1da"
     )
+
+
+def test_arrays_from_buffers_write_the_bytes_pa_array_writes() -> None:
+    """Range and metarange files are built from Arrow buffers, not pa.array: the files must stay
+    byte for byte what pa.array's arrays gave (empty values and an empty range included)."""
+    import io
+
+    from services.graveler.committed.metarange import METARANGE_SCHEMA, encode_metarange
+    from services.graveler.committed.metarange import ROW_GROUP_ROWS as METARANGE_ROWS
+    from services.graveler.committed.model import RangeId, RangeInfo
+    from services.graveler.committed.ranges import RANGE_SCHEMA, encode_range
+
+    def written(columns: list[pa.Array], schema: pa.Schema, **options: object) -> bytes:
+        sink = io.BytesIO()
+        pq.write_table(pa.Table.from_arrays(columns, schema=schema), sink, compression="snappy", **options)
+        return sink.getvalue()
+
+    keys = [f"k{i:05d}".encode() * (i % 4 + 1) for i in range(5000)]
+    identities = [hashlib.sha256(key).digest() for key in keys]
+    values = [b"v" * (i % 300) for i in range(5000)]  # some empty
+    for size in (0, 1, 5000):
+        columns = [pa.array(column[:size], pa.binary()) for column in (keys, identities, values)]
+        old = written(
+            columns, RANGE_SCHEMA, row_group_size=ROW_GROUP_ROWS, use_dictionary=False, write_statistics=["key"]
+        )
+        assert encode_range(keys[:size], identities[:size], values[:size]) == old
+    infos = [RangeInfo(RangeId(f"{i:064x}"), keys[i], keys[i + 1], i * 7, 2**40 + i) for i in range(0, 200, 2)]
+    old = written(
+        [
+            pa.array([info.id for info in infos], pa.string()),
+            pa.array([info.min_key for info in infos], pa.binary()),
+            pa.array([info.max_key for info in infos], pa.binary()),
+            pa.array([info.count for info in infos], pa.int64()),
+            pa.array([info.estimated_bytes for info in infos], pa.int64()),
+        ],
+        METARANGE_SCHEMA,
+        row_group_size=METARANGE_ROWS,
+        use_dictionary=False,
+    )
+    assert encode_metarange(infos) == old

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from services.graveler.iterators import combined, combined_chunks, live_chunks
-from services.graveler.values import KeyValue, Value
+from services.graveler.iterators import combined, combined_columns, live_columns
+from services.graveler.values import Columns, KeyValue, Value
 
 
 def _source(name: str, keys: list[bytes]) -> list[KeyValue]:
@@ -38,31 +38,44 @@ def test_one_source_passes_through_and_none_is_empty() -> None:
     assert list(combined([iter([]), iter(only), iter([])])) == only
 
 
-def _chunks(values: list[KeyValue], size: int) -> list[list[KeyValue]]:
-    return [values[i : i + size] for i in range(0, len(values), size)]
+def _chunks(values: list[KeyValue], size: int) -> list[Columns]:
+    return [Columns.of(values[i : i + size]) for i in range(0, len(values), size)]
 
 
-def test_merging_lists_of_values_gives_what_merging_values_gives() -> None:
+def test_merging_columns_of_values_gives_what_merging_values_gives() -> None:
     rng = random.Random(11)
+    tomb = Value(b"", b"", True)
     for _ in range(300):
         sources = [
             _source(str(rank), [bytes([rng.randrange(40)]) for _ in range(rng.randrange(15))])
             for rank in range(rng.randrange(5))
         ]
+        # Some tombstones too: they pass through, newest first as any value.
+        sources = [[KeyValue(kv.key, tomb) if rng.random() < 0.2 else kv for kv in s] for s in sources]
         size = rng.randint(1, 6)
-        chunks = list(combined_chunks(iter(_chunks(s, size)) for s in sources))
-        assert all(chunks), "no list is empty"
-        merged = [(kv.key, kv.value.identity) for chunk in chunks for kv in chunk]
-        assert merged == _expected(sources)
+        chunks = list(combined_columns(iter(_chunks(s, size)) for s in sources))
+        assert all(chunk.keys for chunk in chunks), "no Columns is empty"
+        merged = [kv for chunk in chunks for kv in chunk.values()]
+        assert merged == list(combined(iter(s) for s in sources))
 
 
-def test_the_only_source_with_values_passes_its_lists_through() -> None:
+def test_the_only_source_with_values_passes_its_columns_through() -> None:
     only = _chunks(_source("0", [b"a", b"b", b"c"]), 2)
-    passed = list(combined_chunks([iter([]), iter(only), iter([])]))
+    passed = list(combined_columns([iter([]), iter(only), iter([])]))
     assert passed == only and passed[0] is only[0]
 
 
-def test_live_lists_drop_tombstones_and_lists_left_empty() -> None:
+def test_live_columns_drop_tombstones_and_columns_left_empty() -> None:
     tomb = Value(b"", b"", True)
-    chunks = [[KeyValue(b"a", tomb)], [KeyValue(b"b", Value(b"i", b"d")), KeyValue(b"c", tomb)]]
-    assert list(live_chunks(iter(chunks))) == [[KeyValue(b"b", Value(b"i", b"d"))]]
+    chunks = [
+        Columns.of([KeyValue(b"a", tomb)]),
+        Columns.of([KeyValue(b"b", Value(b"i", b"d")), KeyValue(b"c", tomb)]),
+    ]
+    assert [c.values() for c in live_columns(iter(chunks))] == [[KeyValue(b"b", Value(b"i", b"d"))]]
+
+
+def test_columns_are_the_values_they_were_made_of() -> None:
+    values = [KeyValue(b"a", Value(b"i", b"d")), KeyValue(b"b", Value(b"", b"", True))]
+    assert Columns.of(values).values() == values
+    assert Columns.of(values).select([False, True]).values() == values[1:]
+    assert Columns.of(values).head(1).values() == values[:1]

@@ -14,7 +14,7 @@ from services.graveler.paging import (
     CommonPrefix,
     delimiter_bytes,
     first_key,
-    page_of_chunks,
+    page_of_columns,
     paginate,
     start_after,
     successor,
@@ -175,17 +175,29 @@ def test_pagination_matches_the_s3_model(keys: list[bytes], prefix: bytes, delim
     after=st.sampled_from([b"", b"a", b"a/", b"ab-", b"b", b"%%"]),
     amount=st.integers(min_value=1, max_value=5),
     chunk=st.integers(min_value=1, max_value=7),
-    max_bytes=st.integers(min_value=1, max_value=12),
+    max_bytes=st.integers(min_value=1, max_value=16),
 )
-def test_a_page_of_chunks_is_the_page_paginate_gives(
+def test_a_page_of_columns_is_the_page_paginate_gives(
     keys: list[bytes], prefix: bytes, after: bytes, amount: int, chunk: int, max_bytes: int
 ) -> None:
-    """Without a delimiter, a walk taken a list at a time gives the same page, amount and byte
-    cap included."""
+    """Without a delimiter, a walk taken as columns of keys and payloads gives the same page,
+    amount and byte cap (key and payload counted) included."""
     walk = Walk(keys)
-    expected = paginate(walk, lambda key: key, prefix, b"", after, amount, size_of=len, max_bytes=max_bytes)
+    payload = {key: b"p" * (len(key) % 3) for key in walk.keys}
+    expected = paginate(
+        lambda start: ((key, payload[key]) for key in walk(start)),
+        lambda item: item[0],
+        prefix,
+        b"",
+        after,
+        amount,
+        size_of=lambda item: len(item[0]) + len(item[1]),
+        max_bytes=max_bytes,
+    )
     start = first_key(prefix, b"", after)
     walked = walk.keys[bisect.bisect_left(walk.keys, start) :]
-    chunks = iter([walked[i : i + chunk] for i in range(0, len(walked), chunk)])
-    items, has_more = page_of_chunks(chunks, lambda key: key, prefix, amount, len, max_bytes)
-    assert (items, has_more) == (expected.items, expected.has_more)
+    chunks = iter(
+        [(walked[i : i + chunk], [payload[key] for key in walked[i : i + chunk]]) for i in range(0, len(walked), chunk)]
+    )
+    page_keys, payloads, has_more = page_of_columns(chunks, prefix, amount, max_bytes)
+    assert (list(zip(page_keys, payloads, strict=True)), has_more) == (expected.items, expected.has_more)

@@ -1,0 +1,31 @@
+"""Staged values read as columns are the values scan reads, one by one."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.graveler.model import StagingToken
+from services.graveler.staging import StagingStore
+from services.graveler.values import TOMBSTONE, Value
+from silt.config import DatabaseConfig
+from silt.journal.context import journal_context
+from silt.kv import open_store
+
+TOKEN = StagingToken("token")
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 1000])
+def test_columns_are_the_scan_from_any_start(size: int) -> None:
+    staging = StagingStore(open_store(DatabaseConfig(type="mem")))
+    with journal_context("stage", "test", "repo"):
+        for i in range(20):
+            staging.set(TOKEN, f"k{i:03d}".encode(), TOMBSTONE if i % 5 == 0 else Value(b"id%d" % i, b"d%d" % i))
+        # A conditional writer's guard and journal rows (before key/ in the partition), a row
+        # after key/ and another token's value: none of them is a staged value of the token.
+        staging.set_if(TOKEN, b"k100", Value(b"g", b"g"), staging.read_for_write(TOKEN, b"k100"))
+        staging.set(StagingToken("other"), b"k005", Value(b"x", b"x"))
+    staging.kv.raw.set(TOKEN.encode(), b"later", b"not a staged value")
+    for start in (b"", b"k007", b"k0191", b"k100", b"z"):
+        columns = list(staging.scan_columns(TOKEN, start, size))
+        assert all(c.keys and len(c.keys) <= size for c in columns)
+        assert [kv for c in columns for kv in c.values()] == list(staging.scan(TOKEN, start))
