@@ -16,14 +16,14 @@ import boto3
 import pytest
 
 from silt.launcher import SERVICE_KEYS_FILE, Stack
-from tests.e2e.conftest import Silt
+from tests.e2e.conftest import SHORT_JVM_ENV, Silt
 
 REPO = "e2e-gc"
 
 
 @pytest.mark.spark  # a Spark job in a JVM of its own
 def test_gc_rules_and_run(stack: Stack, silt: Silt) -> None:
-    cli = Silt({**silt.env, "SILT_CONFIG": str(stack.config_path)}, silt.cwd)
+    cli = Silt({**silt.env, **SHORT_JVM_ENV, "SILT_CONFIG": str(stack.config_path)}, silt.cwd)
     cli("repo", "create", REPO)
     s3 = boto3.client(
         "s3",

@@ -39,9 +39,13 @@ from tests.support.wait import wait_until
 SERVICES = ["auth", "graveler"]
 
 
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
-    with Stack(tmp_path / "silt", ports=dict.fromkeys(SERVICES, 0), services=SERVICES, on_event=lambda _: None) as s:
+# One stack for the module: each test has repositories of its own (the shipper, the rebuild and
+# the checks all take one repository), and a graveler killed by one test is restarted by the
+# launcher, as it would be in production, before the test goes on.
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    data = tmp_path_factory.mktemp("journal-crash") / "silt"
+    with Stack(data, ports=dict.fromkeys(SERVICES, 0), services=SERVICES, on_event=lambda _: None) as s:
         yield s
 
 

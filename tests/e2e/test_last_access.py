@@ -17,7 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.launcher import SERVICE_KEYS_FILE, Stack
-from tests.e2e.conftest import Silt, graveler_stub
+from tests.e2e.conftest import SHORT_JVM_ENV, Silt, graveler_stub
 from tests.support.wait import wait_until
 
 REPO = "e2e-last-access"
@@ -25,7 +25,7 @@ REPO = "e2e-last-access"
 
 @pytest.mark.spark  # a Spark job in a JVM of its own
 def test_expire_keeps_what_was_read(stack: Stack, silt: Silt) -> None:
-    cli = Silt({**silt.env, "SILT_CONFIG": str(stack.config_path)}, silt.cwd)
+    cli = Silt({**silt.env, **SHORT_JVM_ENV, "SILT_CONFIG": str(stack.config_path)}, silt.cwd)
     cli("repo", "create", REPO)
     s3 = boto3.client(
         "s3",
