@@ -30,8 +30,9 @@ class GravelerEnv:
     stub: api_grpc.GravelerServiceStub
     graveler: Graveler
     data_root: Path
-    # Graveler's reader as the edge runs it beside graveler: its own caches, a read-only store.
-    reads: ReadEngine
+    # Graveler's reader as the edge runs it beside graveler: its own caches, a read-only store
+    # (graveler_env's; None where a test builds its own environment without one).
+    reads: ReadEngine | None = None
 
     def new_repo(self, prefix: str = "repo", default_branch: str = "main") -> str:
         # Unique names: the Cassandra leg shares one keyspace across tests.

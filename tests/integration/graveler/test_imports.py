@@ -104,7 +104,7 @@ def env(kv: Store, tmp_path: Path, landing: Path) -> Iterator[ImportEnv]:
     server, port = start(graveler, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
-        yield ImportEnv(api_grpc.GravelerServiceStub(channel), graveler, tmp_path / "data", f"127.0.0.1:{port}")
+        yield ImportEnv(api_grpc.GravelerServiceStub(channel), graveler, tmp_path / "data", target=f"127.0.0.1:{port}")
     finally:
         channel.close()
         server.stop(None)

@@ -291,11 +291,13 @@ class GravelerModel(RuleBasedStateMachine):
         listing and key by key, from its own caches and a read-only store."""
         if not self.heads:
             return
+        reads = self.env.reads
+        assert reads is not None
         for branch in self.heads:
             for ref, expected in ((branch, self.visible(branch)), (f"{branch}@", self.snapshots[self.heads[branch]])):
-                assert direct_contents(self.env.reads, self.repo, ref) == expected, ref
+                assert direct_contents(reads, self.repo, ref) == expected, ref
                 for key in ALL_KEYS:
-                    assert direct_etag(self.env.reads, self.repo, ref, key) == expected.get(key), (ref, key)
+                    assert direct_etag(reads, self.repo, ref, key) == expected.get(key), (ref, key)
 
 
 # A search of 300 sequences on Cassandra takes over ten minutes on a loaded machine.
