@@ -25,7 +25,15 @@ import grpc
 import grpc.aio
 
 from services.api.diff_summary import SummaryCache
-from services.api.errors import TYPED_REFUSALS, ApiError, from_rpc, from_silt, typed_graveler_call, unauthorized
+from services.api.errors import (
+    TYPED_REFUSALS,
+    ApiError,
+    from_rpc,
+    from_silt,
+    time_left,
+    typed_graveler_call,
+    unauthorized,
+)
 from services.api.live_feed import FeedAccess, FeedSlots
 from silt.access_keys import is_access_key_id
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
@@ -149,9 +157,7 @@ class Backend(EdgeClient):
         graveler is retried briefly, as the gateway does."""
         deadline = deadline if deadline is not None else time.monotonic() + CALL_TIMEOUT
         for delay in (*UNAVAILABLE_RETRY_DELAYS, None):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ApiError(503, "graveler did not answer within the request's deadline")
+            remaining = time_left(deadline)
             try:
                 return await method(request, timeout=remaining)
             except grpc.aio.AioRpcError as exc:
@@ -175,9 +181,7 @@ class Backend(EdgeClient):
         return await self._read(self.reads.ListEntries, request, deadline, False)
 
     async def _read(self, method: Callable[..., T], request: Any, deadline: float, typed: bool) -> T:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise ApiError(503, "graveler did not answer within the request's deadline")
+        remaining = time_left(deadline)
         try:
             return await self.read_entries(method, request, remaining)
         except SiltError as exc:

@@ -95,12 +95,18 @@ def from_rpc(exc: grpc.aio.AioRpcError, service: str) -> ApiError:
 TYPED_REFUSALS = (NotFound, FailedPrecondition, InvalidArgument, AlreadyExists)
 
 
-async def typed_graveler_call(method: Any, request: Any, deadline: float) -> Any:
-    """One graveler call within deadline (time.monotonic()) whose refusals in TYPED_REFUSALS stay
-    silt errors; other failures answered as ApiErrors."""
+def time_left(deadline: float) -> float:
+    """Seconds left before the request's deadline (time.monotonic()); 503 once there are none."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise ApiError(503, "graveler did not answer within the request's deadline")
+    return remaining
+
+
+async def typed_graveler_call(method: Any, request: Any, deadline: float) -> Any:
+    """One graveler call within deadline (time.monotonic()) whose refusals in TYPED_REFUSALS stay
+    silt errors; other failures answered as ApiErrors."""
+    remaining = time_left(deadline)
     try:
         return await method(request, timeout=remaining)
     except grpc.aio.AioRpcError as exc:

@@ -19,7 +19,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import grpc
 
@@ -127,12 +127,8 @@ class Backend(EdgeClient):
 
     async def stat_entry(self, request: api.StatEntryRequest, not_found: str = "NoSuchKey") -> api.EntryInfo:
         """StatEntry, read in this process when the edge composed a reader, else by a call."""
-        if self.reads is None:
-            return await self.call(self.graveler.StatEntry, request, not_found)
-        try:
-            return await self.read_entries(self.reads.StatEntry, request)
-        except SiltError as exc:
-            raise s3_error(exc, not_found) from None
+        info: api.EntryInfo = await self._read("StatEntry", request, not_found)
+        return info
 
     async def stat_entry_then(self, request: api.StatEntryRequest, then: Callable[[pb.Entry], T]) -> tuple[pb.Entry, T]:
         """StatEntry, then then(entry), a blocking step (a small object's bytes), in the same
@@ -155,10 +151,14 @@ class Backend(EdgeClient):
         self, request: api.ListEntriesRequest, not_found: str = "NoSuchKey"
     ) -> api.ListEntriesResponse:
         """ListEntries, read in this process when the edge composed a reader, else by a call."""
+        page: api.ListEntriesResponse = await self._read("ListEntries", request, not_found)
+        return page
+
+    async def _read(self, method: Literal["StatEntry", "ListEntries"], request: Any, not_found: str) -> Any:
         if self.reads is None:
-            return await self.call(self.graveler.ListEntries, request, not_found)
+            return await self.call(getattr(self.graveler, method), request, not_found)
         try:
-            return await self.read_entries(self.reads.ListEntries, request)
+            return await self.read_entries(getattr(self.reads, method), request)
         except SiltError as exc:
             raise s3_error(exc, not_found) from None
 
