@@ -142,11 +142,14 @@ def test_each_kv_client_logs_in_to_cassandra_as_itself_and_auths_keyspace_is_its
     _, roles_container, setup = setup_job(docs)
     assert roles_container["command"] == ["python", "-m", "silt.kv.cassandra_roles"]
     roles_env = env_of(roles_container)
-    # The roles the Job creates: name -> (keyspace, the Secret holding its password).
+    # The roles the Job creates: name -> (keyspace, the Secret holding its password), and the
+    # keyspaces each may only read.
     roles: dict[str, tuple[str, tuple[str, str]]] = {}
+    reads: dict[str, list[str]] = {}
     for spec in flag_values(roles_container["args"], "--role"):
-        name, keyspace, variable = spec.split(":")
+        name, keyspace, variable, *read = spec.split(":")
         roles[name] = (keyspace, secret_ref(roles_env[variable]))
+        reads[name] = read[0].split(",") if read else []
     # The Job logs in as the superuser of its own Secret, which nothing else reads.
     assert secret_ref(roles_env[USERNAME]) == ("silt-cassandra-superuser", "username")
     assert secret_ref(roles_env[PASSWORD]) == ("silt-cassandra-superuser", "password")
@@ -172,8 +175,15 @@ def test_each_kv_client_logs_in_to_cassandra_as_itself_and_auths_keyspace_is_its
     others = {keyspaces[d] for d in KV_CLIENTS if d != "silt-auth"}
     assert keyspaces["silt-auth"] not in others, "another service's login reaches auth's keyspace"
     # The internet-facing gateway keeps its multipart uploads in a keyspace of its own: its
-    # login cannot read or rewrite auth's users and policies or graveler's refs.
+    # login cannot read or rewrite auth's users and policies or rewrite graveler's refs. It reads
+    # graveler's keyspace (SELECT alone), the one its direct reads are pointed at; nobody else
+    # reads another keyspace.
     assert keyspaces["silt-gateway"] not in {keyspaces[d] for d in KV_CLIENTS if d != "silt-gateway"}
+    gateway_env = env_of(pod_spec(named(docs, "Deployment", "silt-gateway"))["containers"][0])
+    assert reads == {name: [] for name in roles} | {
+        logins["silt-gateway"]: [gateway_env["SILT_GATEWAYS_S3_GRAVELER_KEYSPACE"]["value"]]
+    }
+    assert gateway_env["SILT_GATEWAYS_S3_GRAVELER_KEYSPACE"]["value"] == keyspaces["silt-graveler"]
     # Graveler and the compactor (graveler's core, compacting its branches) share the configured one.
     assert keyspaces["silt-graveler"] == keyspaces["silt-compactor"] == config.keyspace
     # auth's data is written by the setup container, as auth, in auth's keyspace.
