@@ -197,7 +197,13 @@ def test_a_commit_traces_the_build(observed: Observed) -> None:
     s3.create_bucket(Bucket="built")  # type: ignore[attr-defined]
     s3.put_object(Bucket="built", Key="main/x", Body=b"x")  # type: ignore[attr-defined]
     observed.stack.graveler.Commit(gapi.CommitRequest(repository="built", branch="main", message="m"), timeout=30)
-    spans = observed.receiver.wait_for(lambda ss: any(s.name == "graveler.commit.build" for s in ss))
+
+    def built(spans: list[ReceivedSpan]) -> bool:
+        # The Commit's server span ends after the build span, and may come in a later batch.
+        builds = [s for s in spans if s.name == "graveler.commit.build"]
+        return bool(builds) and any(s.span_id == builds[0].parent_span_id for s in spans)
+
+    spans = observed.receiver.wait_for(built)
     build = next(s for s in spans if s.name == "graveler.commit.build")
     assert build.service == "silt-graveler" and build.attributes["silt.commit.entries"] == 1
     parent = next(s for s in spans if s.span_id == build.parent_span_id)

@@ -224,16 +224,22 @@ def ended_by_the_server(calls: Sequence[grpc.Future]) -> set[grpc.StatusCode]:
     return codes
 
 
+# Answers a prompt caller retries within WORST_SECONDS: the server at its limit of calls in flight
+# for a moment (Silt's gateway turns it into 503 SlowDown, which S3 clients retry), or an honest
+# call from the flood's own address whose request arrived late on a loaded machine, which the
+# server cannot tell from a stalled one and cancels to make room (its log says so; a kubelet
+# probe is retried, a signed call by its client).
+RETRIED = (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.CANCELLED)
+
+
 def answered(call: Callable[[], Any]) -> Any:
-    """call's answer, retrying RESOURCE_EXHAUSTED (the server is at its limit of calls in flight
-    for a moment; Silt's gateway turns it into 503 SlowDown, which S3 clients retry) for up to
-    WORST_SECONDS."""
+    """call's answer, retrying what RETRIED names for up to WORST_SECONDS."""
     give_up = time.monotonic() + WORST_SECONDS
     while True:
         try:
             return call()
         except grpc.RpcError as error:
-            if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > give_up:
+            if error.code() not in RETRIED or time.monotonic() > give_up:
                 raise
         time.sleep(0.05)
 
