@@ -3,6 +3,7 @@ reads in CHUNK_SIZE pieces, and bodies that arrive as pieces of bytes."""
 
 from __future__ import annotations
 
+import abc
 import io
 from typing import Any
 
@@ -29,7 +30,11 @@ class PieceStream(ObjectStream):
 
     _piece = memoryview(b"")
 
+    @abc.abstractmethod
     def _next_piece(self) -> bytes | memoryview | None:
+        """The next piece of the body, or None at its end."""
+        # io's C base does not enforce abstract methods on instantiation: fail loudly, never end
+        # the body early, if a subclass forgot it.
         raise NotImplementedError
 
     def readinto(self, buffer: Any) -> int:
