@@ -2,8 +2,9 @@
 
 Both front ends on the edge port write objects the same way: new bytes at a fresh physical
 address in the repository's storage namespace (`write_bytes` inside `new_bytes`, which leaves
-nothing there if the write or a check on it fails), then one StageEntry (`stage_new_bytes`,
-which deletes the bytes again when graveler certainly did not take the entry; the uncommitted
+nothing there if the write or a check on it fails), then one StageEntry through `staging`
+(silt/stage_batching.py: concurrent writes to a branch share a call) in `stage_new_bytes`,
+which deletes the bytes again when graveler certainly did not take the entry (the uncommitted
 sweep of garbage collection removes what a timeout or a crash leaves); bytes nothing refers to
 are deleted with `delete_bytes`. Each front end keeps its own service user (svc-gateway,
 svc-api), its own history source and its own errors: graveler's answers are mapped to S3 codes
@@ -33,6 +34,7 @@ from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
 from silt.history.emitter import EventEmitter
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
 from silt.rpc.signing import Credentials, service_aio_channels
+from silt.stage_batching import StageBatcher
 from silt.telemetry.stores import open_observed_adapter
 
 T = TypeVar("T")
@@ -110,6 +112,8 @@ class EdgeClient:
     ) -> None:
         self.auth_channel, self.graveler_channel = service_aio_channels(config, credentials)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
+        # StageEntry for writes of new bytes: concurrent ones to a branch share a call.
+        self.staging = StageBatcher(self.graveler)
         # Entries read without a call to graveler, when the edge composed a reader (None: by calls).
         self.reads = reads
         ttl = config.auth.cache_ttl_seconds

@@ -154,7 +154,7 @@ async def stage_new_bytes(ctx: Context, request: api.StageEntryRequest, namespac
     async def stage() -> None:
         if remaining <= 0:
             raise ApiError(503, "graveler did not answer within the request's deadline")
-        await ctx.backend.graveler.StageEntry(request, timeout=remaining)
+        await ctx.backend.staging.StageEntry(request, timeout=remaining)
 
     try:
         await ctx.backend.stage_new_bytes(stage, namespace, request.entry.physical_address)

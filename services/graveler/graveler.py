@@ -45,7 +45,14 @@ from services.graveler.committed.manager import CommittedManager
 from services.graveler.committed.model import MetaRangeId
 from services.graveler.compaction import CompactedState, Compaction, CompactionResult, NoObserver, StagingObserver
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
-from services.graveler.entries import MAX_DELETE_KEYS, Condition, DeleteOutcome, Entries
+from services.graveler.entries import (
+    MAX_DELETE_KEYS,
+    MAX_STAGE_ENTRIES,
+    Condition,
+    DeleteOutcome,
+    Entries,
+    StageOutcome,
+)
 from services.graveler.history import LogFilter, LogPage, log_page
 from services.graveler.imports.locations import STORE_SCHEMES, ImportRules
 from services.graveler.imports.manager import Imports
@@ -476,6 +483,26 @@ class Graveler:
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, "writing an object")
         self.entries.stage(repo, branch_name, key, entry, deadline, condition)
+
+    def stage_entries(
+        self,
+        repository: str,
+        branch_name: str,
+        entries: Sequence[tuple[str, pb.Entry]],
+        *,
+        deadline: Deadline = NO_DEADLINE,
+    ) -> list[StageOutcome]:
+        """Stage each (key, entry) unconditionally, one outcome per entry in order.
+
+        The repository and the branch's protection are looked up once for all the entries. An
+        entry that is not valid has that outcome; anything else (a missing branch, a refused
+        write, an unavailable store) fails the call, as for one stage_entry.
+        """
+        if len(entries) > MAX_STAGE_ENTRIES:
+            raise InvalidArgument(f"at most {MAX_STAGE_ENTRIES} entries per call, got {len(entries)}")
+        repo = self._repo(repository, deadline)
+        self.protection.check_direct_write(repo, branch_name, "writing an object")
+        return self.entries.stage_many(repo, branch_name, entries, deadline)
 
     def delete_entry(self, repository: str, branch_name: str, key: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         validate_key(key)

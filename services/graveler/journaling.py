@@ -23,6 +23,7 @@ _EVENT_TYPES = {
     "StageEntry": "object_write",
     "DeleteEntry": "object_delete",
     "DeleteEntries": "objects_delete",
+    "StageEntries": "objects_write",
     "ResetBranch": "reset",
     "CherryPick": "cherry_pick",
 }

@@ -52,6 +52,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "StatEntry": (READ_REPO, "repository"),
     "ListEntries": (READ_REPO, "repository"),
     "StageEntry": (WRITE_REPO, "repository"),
+    "StageEntries": (WRITE_REPO, "repository"),
     "DeleteEntry": (WRITE_REPO, "repository"),
     "DeleteEntries": (WRITE_REPO, "repository"),
     "ResolveRef": (READ_REPO, "repository"),

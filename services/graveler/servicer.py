@@ -56,6 +56,10 @@ def _repo_info(record: pb.Repository) -> api.RepositoryInfo:
     )
 
 
+_STAGE_RESULTS = {
+    "staged": api.StageEntryOutcome.RESULT_STAGED,
+    "invalid": api.StageEntryOutcome.RESULT_INVALID,
+}
 _DELETE_RESULTS = {
     "deleted": api.DeleteEntryOutcome.RESULT_DELETED,
     "not_found": api.DeleteEntryOutcome.RESULT_NOT_FOUND,
@@ -323,6 +327,20 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         )
         telemetry.staged("put")
         return api.StageEntryResponse()
+
+    def StageEntries(self, request: api.StageEntriesRequest, context: grpc.ServicerContext) -> api.StageEntriesResponse:
+        outcomes = self.g.stage_entries(
+            request.repository,
+            request.branch,
+            [(staged.key, staged.entry) for staged in request.entries],
+            deadline=_deadline(context),
+        )
+        response = api.StageEntriesResponse()
+        for outcome in outcomes:
+            if outcome.result == "staged":
+                telemetry.staged("put")
+            response.outcomes.add(key=outcome.key, result=_STAGE_RESULTS[outcome.result], message=outcome.message)
+        return response
 
     def DeleteEntry(self, request: api.DeleteEntryRequest, context: grpc.ServicerContext) -> api.DeleteEntryResponse:
         self.g.delete_entry(request.repository, request.branch, request.key, deadline=_deadline(context))

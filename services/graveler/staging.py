@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 
@@ -55,6 +55,10 @@ class StagingStore:
 
     def set(self, token: StagingToken, key: bytes, value: Value) -> None:
         self.kv.set(token.encode(), KEY_PREFIX + key, _encode(value))
+
+    def set_many(self, token: StagingToken, values: Sequence[tuple[bytes, Value]]) -> None:
+        """set for each (key, value), in one atomic write: every value is staged or none."""
+        self.kv.apply(token.encode(), [(KEY_PREFIX + key, _encode(value)) for key, value in values])
 
     def read_for_write(self, token: StagingToken, key: bytes) -> Staged:
         """The staged value of key in token as a conditional write must judge it, and its guard.

@@ -388,7 +388,7 @@ async def copy_object(
     entry.CopyFrom(source)
     entry.last_modified.CopyFrom(now())
     staged = api.StageEntryRequest(repository=repository, branch=branch, key=destination, entry=entry)
-    await ctx.call(ctx.backend.graveler.StageEntry, staged)
+    await ctx.call(ctx.backend.staging.StageEntry, staged)
     ctx.record(ev.WRITE, repository, branch, destination, entry.size)
     return model_response(object_stats(destination, entry, namespace), 201)
 

@@ -248,9 +248,9 @@ async def stage(
         request.if_match_etag = condition.if_match_etag
         # Graveler answers FAILED_PRECONDITION for a condition that does not hold, NOT_FOUND
         # for If-Match on a missing key (the branch was checked before the bytes were written).
-        await backend.call(backend.graveler.StageEntry, request, "NoSuchKey", "PreconditionFailed")
+        await backend.call(backend.staging.StageEntry, request, "NoSuchKey", "PreconditionFailed")
         return
-    await backend.call(backend.graveler.StageEntry, request, "NoSuchBucket")
+    await backend.call(backend.staging.StageEntry, request, "NoSuchBucket")
 
 
 async def stage_new_bytes(

@@ -7,7 +7,8 @@ The flows and their guarantees: docs/design/lockfree-staging.md.
 * causality: a commit holds every write acknowledged before the commit started.
 
 Each key is written by exactly one writer, sequentially, so its acknowledged history is a
-well-defined sequence: op i of key k puts the value "k#i", or deletes k.
+well-defined sequence: op i of key k puts the value "k#i", or deletes k. Half the writers put
+all their keys in one StageEntries call, the other half one StageEntry per key.
 """
 
 from __future__ import annotations
@@ -95,18 +96,33 @@ def run_workload(
     # Set by each writer once all its keys were written once: commits then have something to do.
     going = [threading.Event() for _ in range(WRITERS)]
 
+    def entry(key: str, op: int) -> pb.Entry:
+        return pb.Entry(physical_address=f"{key}/{op}", etag=f"{key}#{op}", size=op)
+
     def writer(w: int) -> None:
         op = 0
+        keys = [f"w{w}/k{k}" for k in range(KEYS_PER_WRITER)]
         try:
             while not stop.is_set():
-                for k in range(KEYS_PER_WRITER):
-                    key = f"w{w}/k{k}"
-                    if is_delete(op):
+                if is_delete(op):
+                    for key in keys:
                         env.stub.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch="main", key=key))
-                    else:
-                        entry = pb.Entry(physical_address=f"{key}/{op}", etag=f"{key}#{op}", size=op)
-                        env.stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=key, entry=entry))
-                    histories[key].acked.append((op, time.monotonic()))
+                        histories[key].acked.append((op, time.monotonic()))
+                elif w % 2:
+                    # Half the writers stage all their keys in one call, as an edge does with its
+                    # clients' concurrent writes: acknowledged together, when the call returns.
+                    staged = [api.StagedEntry(key=key, entry=entry(key, op)) for key in keys]
+                    together = api.StageEntriesRequest(repository=repo, branch="main", entries=staged)
+                    outcomes = env.stub.StageEntries(together).outcomes
+                    assert [o.result for o in outcomes] == [api.StageEntryOutcome.RESULT_STAGED] * len(keys)
+                    acked = time.monotonic()
+                    for key in keys:
+                        histories[key].acked.append((op, acked))
+                else:
+                    for key in keys:
+                        request = api.StageEntryRequest(repository=repo, branch="main", key=key, entry=entry(key, op))
+                        env.stub.StageEntry(request)
+                        histories[key].acked.append((op, time.monotonic()))
                 going[w].set()
                 op += 1
         except BaseException as exc:

@@ -69,3 +69,22 @@ def test_ordinary_addresses_stay_accepted(env: GravelerEnv) -> None:
         entry = pb.Entry(physical_address=address, size=1, etag="e")
         env.stub.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=f"k{i}", entry=entry))
     assert len(env.list_all(repo, "main")) == 6
+
+
+def test_stage_entries_refuses_every_spelling_each_entry_alone(env: GravelerEnv) -> None:
+    """Many entries in one call: each refused address is that entry's outcome, never staged,
+    and the valid entries beside it are."""
+    repo = env.new_repo()
+    env.put(repo, "main", "seed", "x")
+    metarange = env.commit(repo, "main").metarange_id
+    spellings = _spellings(repo, metarange)
+    staged = [api.StagedEntry(key="fine", entry=pb.Entry(physical_address="data/fine", size=1, etag="e"))]
+    staged += [
+        api.StagedEntry(key=f"stolen-{i}", entry=pb.Entry(physical_address=address, size=1786, etag="e"))
+        for i, address in enumerate(spellings)
+    ]
+    reply = env.stub.StageEntries(api.StageEntriesRequest(repository=repo, branch="main", entries=staged))
+    results = [outcome.result for outcome in reply.outcomes]
+    assert results == [api.StageEntryOutcome.RESULT_STAGED] + [api.StageEntryOutcome.RESULT_INVALID] * len(spellings)
+    assert all(outcome.message for outcome in reply.outcomes[1:])
+    assert env.list_all(repo, "main") == ["fine", "seed"]

@@ -34,6 +34,7 @@ def test_every_auth_method_has_a_rule() -> None:
 
 WRITES = {
     "StageEntry",
+    "StageEntries",
     "DeleteEntry",
     "DeleteEntries",
     "Commit",

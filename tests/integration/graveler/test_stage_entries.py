@@ -1,0 +1,94 @@
+"""StageEntries over graveler's real gRPC API: many unconditional writes to one branch in one
+call, each as StageEntry would stage it (the edge's group commit, silt/stage_batching.py)."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from services.graveler.entries import MAX_STAGE_ENTRIES, STAGE_WRITE_BYTES
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
+from tests.integration.graveler.conftest import GravelerEnv
+from tests.integration.graveler.test_api import code_of
+
+STAGED = api.StageEntryOutcome.RESULT_STAGED
+INVALID = api.StageEntryOutcome.RESULT_INVALID
+
+
+def _entries(*pairs: tuple[str, str]) -> list[api.StagedEntry]:
+    return [api.StagedEntry(key=key, entry=pb.Entry(physical_address=f"data/{etag}", etag=etag)) for key, etag in pairs]
+
+
+def _stage(env: GravelerEnv, repo: str, staged: list[api.StagedEntry], branch: str = "main") -> list[int]:
+    request = api.StageEntriesRequest(repository=repo, branch=branch, entries=staged)
+    return [outcome.result for outcome in env.stub.StageEntries(request).outcomes]
+
+
+def test_each_entry_is_staged_as_stage_entry_would_and_invalid_ones_alone_are_refused(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    env.put(repo, "main", "b", "old")
+    results = _stage(env, repo, _entries(("a", "a1"), ("", "empty-key"), ("b", "b1"), ("a", "a2")))
+    assert results == [STAGED, INVALID, STAGED, STAGED]
+    # A key given twice takes its last entry; the earlier value of b is replaced.
+    assert env.etag(repo, "main", "a") == "a2"
+    assert env.etag(repo, "main", "b") == "b1"
+    assert env.list_all(repo, "main") == ["a", "b"]
+    commit = env.commit(repo, "main")
+    assert env.etag(repo, commit.id, "a") == "a2"
+
+
+def test_an_oversized_entry_is_its_own_outcome(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    huge = pb.Entry(physical_address="data/huge", etag="h")
+    huge.metadata["x"] = "y" * (64 * 1024)
+    staged = [api.StagedEntry(key="huge", entry=huge), *_entries(("ok", "ok"))]
+    reply = env.stub.StageEntries(api.StageEntriesRequest(repository=repo, branch="main", entries=staged))
+    assert [o.result for o in reply.outcomes] == [INVALID, STAGED]
+    assert "bytes" in reply.outcomes[0].message
+    assert env.list_all(repo, "main") == ["ok"]
+
+
+def test_entries_larger_than_one_kv_write_are_all_staged(env: GravelerEnv) -> None:
+    """The call's entries span several KV writes (each kept small for Cassandra's batch limit)."""
+    repo = env.new_repo()
+    staged = []
+    for i in range(MAX_STAGE_ENTRIES):
+        entry = pb.Entry(physical_address=f"data/{i}", etag=f"e{i}")
+        entry.metadata["pad"] = "p" * 200
+        staged.append(api.StagedEntry(key=f"k{i:03d}", entry=entry))
+    assert sum(s.entry.ByteSize() for s in staged) > 2 * STAGE_WRITE_BYTES
+    assert _stage(env, repo, staged) == [STAGED] * MAX_STAGE_ENTRIES
+    assert len(env.list_all(repo, "main")) == MAX_STAGE_ENTRIES
+    assert env.etag(repo, "main", f"k{MAX_STAGE_ENTRIES - 1:03d}") == f"e{MAX_STAGE_ENTRIES - 1}"
+
+
+def test_the_whole_call_fails_as_one_stage_entry_would(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    one = _entries(("a", "a"))
+
+    def code(request: api.StageEntriesRequest) -> grpc.StatusCode:
+        return code_of(lambda: env.stub.StageEntries(request))
+
+    assert code(api.StageEntriesRequest(repository=repo, branch="nope", entries=one)) == grpc.StatusCode.NOT_FOUND
+    assert code(api.StageEntriesRequest(repository="nope", branch="main", entries=one)) == grpc.StatusCode.NOT_FOUND
+    # A commit id is not a branch: nothing is written to history.
+    env.put(repo, "main", "seed")
+    head = env.commit(repo, "main").id
+    assert code(api.StageEntriesRequest(repository=repo, branch=head, entries=one)) == grpc.StatusCode.NOT_FOUND
+    many = _entries(*((f"k{i}", "e") for i in range(MAX_STAGE_ENTRIES + 1)))
+    too_many = api.StageEntriesRequest(repository=repo, branch="main", entries=many)
+    assert code(too_many) == grpc.StatusCode.INVALID_ARGUMENT
+    assert env.list_all(repo, "main") == ["seed"]
+
+
+@pytest.mark.parametrize("store", ["mem"], indirect=True)
+def test_a_protected_branch_refuses_the_whole_call(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    rule = pb.BranchProtectionRule(pattern="main", block_direct_writes=True)
+    env.stub.SetBranchProtection(api.SetBranchProtectionRequest(repository=repo, rules=[rule]))
+    request = api.StageEntriesRequest(repository=repo, branch="main", entries=_entries(("a", "a")))
+    single = api.StageEntryRequest(repository=repo, branch="main", key="a", entry=pb.Entry(physical_address="data/a"))
+    assert code_of(lambda: env.stub.StageEntries(request)) == grpc.StatusCode.PERMISSION_DENIED
+    assert code_of(lambda: env.stub.StageEntry(single)) == grpc.StatusCode.PERMISSION_DENIED
+    assert env.list_all(repo, "main") == []

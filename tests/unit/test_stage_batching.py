@@ -1,0 +1,228 @@
+"""StageBatcher's logic: which writes share a call, and what each write's caller gets back.
+
+graveler is a double here that records its calls and answers when the test says so; the real
+call and the real graveler are exercised by the gateway's and the API's suites.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+
+from silt import stage_batching
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
+from silt.stage_batching import StageBatcher
+
+
+class Graveler:
+    """Records each call; a call returns when `release` is set (at once unless `hold`)."""
+
+    def __init__(self, hold: bool = False) -> None:
+        self.calls: list[tuple[str, Any, float | None]] = []
+        self.release = asyncio.Event()
+        if not hold:
+            self.release.set()
+        self.invalid: set[str] = set()
+        self.fail_with: grpc.aio.AioRpcError | None = None
+
+    async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> Any:
+        self.calls.append(("StageEntry", request, timeout))
+        await self.release.wait()
+        if self.fail_with is not None:
+            raise self.fail_with
+        return api.StageEntryResponse()
+
+    async def StageEntries(self, request: api.StageEntriesRequest, *, timeout: float | None = None) -> Any:
+        self.calls.append(("StageEntries", request, timeout))
+        await self.release.wait()
+        if self.fail_with is not None:
+            raise self.fail_with
+        response = api.StageEntriesResponse()
+        for staged in request.entries:
+            if staged.key in self.invalid:
+                response.outcomes.add(key=staged.key, result=api.StageEntryOutcome.RESULT_INVALID, message="bad key")
+            else:
+                response.outcomes.add(key=staged.key, result=api.StageEntryOutcome.RESULT_STAGED)
+        return response
+
+
+def in_a_loop(scenario: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], None]:
+    """The scenario as a test: run on an event loop of its own."""
+
+    def test() -> None:
+        asyncio.run(scenario())
+
+    test.__name__, test.__doc__ = scenario.__name__, scenario.__doc__
+    return test
+
+
+def write(key: str, branch: str = "main", **conditions: Any) -> api.StageEntryRequest:
+    entry = pb.Entry(physical_address=f"data/{key}", etag=key)
+    return api.StageEntryRequest(repository="repo", branch=branch, key=key, entry=entry, **conditions)
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def fill_calls(batcher: StageBatcher, *keys: str, timeout: float = 5, branch: str = "main") -> list[Any]:
+    """Writes of keys one after another, each let go before the next: a call each, in flight."""
+    tasks = []
+    for key in keys:
+        tasks.append(asyncio.create_task(batcher.StageEntry(write(key, branch), timeout=timeout)))
+        await settle()
+    return tasks
+
+
+def batched_keys(graveler: Graveler) -> list[list[str]]:
+    out = []
+    for method, request, _ in graveler.calls:
+        out.append([request.key] if method == "StageEntry" else [e.key for e in request.entries])
+    return out
+
+
+@in_a_loop
+async def test_a_lone_write_goes_at_once_as_stage_entry() -> None:
+    graveler = Graveler()
+    batcher = StageBatcher(graveler)
+    await batcher.StageEntry(write("a"), timeout=5)
+    assert [(m, r.key) for m, r, _ in graveler.calls] == [("StageEntry", "a")]
+    assert 0 < graveler.calls[0][2] <= 5  # type: ignore[operator]
+
+
+@in_a_loop
+async def test_writes_arriving_while_calls_are_in_flight_share_the_next_call() -> None:
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler)
+    first = await fill_calls(batcher, "a", "b")
+    # CALLS_IN_FLIGHT calls went at once, one write each; the rest wait for one of them.
+    assert batched_keys(graveler) == [["a"], ["b"]]
+    waiting = [asyncio.create_task(batcher.StageEntry(write(f"w{i}"), timeout=5)) for i in range(5)]
+    await settle()
+    assert len(graveler.calls) == 2
+    graveler.release.set()
+    await asyncio.gather(*first, *waiting)
+    assert batched_keys(graveler) == [["a"], ["b"], ["w0", "w1", "w2", "w3", "w4"]]
+    assert graveler.calls[2][0] == "StageEntries"
+    assert graveler.calls[2][1].repository == "repo" and graveler.calls[2][1].branch == "main"
+
+
+@in_a_loop
+async def test_branches_are_gathered_apart_and_a_call_has_a_bounded_size() -> None:
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler)
+    blockers = await fill_calls(batcher, "x0", "x1") + await fill_calls(batcher, "x0", "x1", branch="dev")
+    count = stage_batching.MAX_BATCH_ENTRIES + 3
+    many = [asyncio.create_task(batcher.StageEntry(write(f"m{i:03d}"), timeout=5)) for i in range(count)]
+    dev = [asyncio.create_task(batcher.StageEntry(write(f"d{i}", "dev"), timeout=5)) for i in range(3)]
+    graveler.release.set()
+    await asyncio.gather(*blockers, *many, *dev)
+    calls = [(r.branch, keys) for (_, r, _), keys in zip(graveler.calls, batched_keys(graveler), strict=True)]
+    main = [keys for branch, keys in calls if branch == "main"]
+    assert all(len(keys) <= stage_batching.MAX_BATCH_ENTRIES for keys in main)
+    assert sorted(k for keys in main for k in keys if k.startswith("m")) == [f"m{i:03d}" for i in range(count)]
+    assert [k for branch, keys in calls if branch == "dev" for k in keys if k.startswith("d")] == ["d0", "d1", "d2"]
+
+
+@in_a_loop
+async def test_conditional_writes_go_alone_even_when_others_wait() -> None:
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler)
+    tasks = await fill_calls(batcher, "a", "b")
+    tasks.append(asyncio.create_task(batcher.StageEntry(write("c"), timeout=5)))
+    conditional = asyncio.create_task(batcher.StageEntry(write("if", if_absent=True), timeout=5))
+    await settle()
+    assert batched_keys(graveler) == [["a"], ["b"], ["if"]]
+    graveler.release.set()
+    await asyncio.gather(*tasks, conditional)
+    assert batched_keys(graveler) == [["a"], ["b"], ["if"], ["c"]]
+
+
+@in_a_loop
+async def test_an_invalid_entry_fails_its_own_write_only() -> None:
+    graveler = Graveler(hold=True)
+    graveler.invalid.add("bad")
+    batcher = StageBatcher(graveler)
+    blockers = await fill_calls(batcher, "a", "b")
+    good = asyncio.create_task(batcher.StageEntry(write("good"), timeout=5))
+    bad = asyncio.create_task(batcher.StageEntry(write("bad"), timeout=5))
+    await settle()
+    graveler.release.set()
+    await asyncio.gather(*blockers, good)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await bad
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details() == "bad key"
+    assert ["good", "bad"] in batched_keys(graveler)
+
+
+@in_a_loop
+async def test_a_failed_call_fails_every_write_in_it_with_the_same_status() -> None:
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler)
+    tasks = await fill_calls(batcher, "k0", "k1")
+    tasks += [asyncio.create_task(batcher.StageEntry(write(f"k{i}"), timeout=5)) for i in range(2, 6)]
+    await settle()
+    graveler.fail_with = grpc.aio.AioRpcError(
+        grpc.StatusCode.NOT_FOUND, grpc.aio.Metadata(), grpc.aio.Metadata(), "branch not found"
+    )
+    graveler.release.set()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert all(isinstance(r, grpc.aio.AioRpcError) for r in results)
+    assert {(r.code(), r.details()) for r in results} == {(grpc.StatusCode.NOT_FOUND, "branch not found")}  # type: ignore[union-attr]
+    assert len({id(r) for r in results}) == len(results)  # each caller its own exception
+    assert len(graveler.calls) == 3  # two alone, then the four that waited, together
+
+
+@in_a_loop
+async def test_a_write_whose_caller_gave_up_before_it_was_sent_is_never_sent() -> None:
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler)
+    blockers = await fill_calls(batcher, "a", "b")
+    with pytest.raises(grpc.aio.AioRpcError) as late:
+        await batcher.StageEntry(write("impatient"), timeout=0.01)
+    assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    cancelled = asyncio.create_task(batcher.StageEntry(write("cancelled"), timeout=5))
+    kept = asyncio.create_task(batcher.StageEntry(write("kept"), timeout=5))
+    await settle()
+    cancelled.cancel()
+    graveler.release.set()
+    await asyncio.gather(*blockers, kept)
+    sent = [k for keys in batched_keys(graveler) for k in keys]
+    assert "impatient" not in sent and "cancelled" not in sent and "kept" in sent
+
+
+@in_a_loop
+async def test_the_call_takes_the_longest_time_limit_of_its_writes() -> None:
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler)
+    blockers = await fill_calls(batcher, "a", "b", timeout=30)
+    tasks = [asyncio.create_task(batcher.StageEntry(write(k), timeout=t)) for k, t in (("short", 2), ("long", 20))]
+    await settle()
+    graveler.release.set()
+    await asyncio.gather(*blockers, *tasks)
+    _, _, timeout = graveler.calls[-1]
+    assert timeout is not None and 19 < timeout <= 20
+
+
+@in_a_loop
+async def test_writes_left_when_the_edge_stops_fail_instead_of_hanging() -> None:
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler)
+    tasks = await fill_calls(batcher, "k0", "k1", timeout=30)
+    tasks += [asyncio.create_task(batcher.StageEntry(write(f"k{i}"), timeout=30)) for i in range(2, 5)]
+    await settle()
+    drains = [t for t in asyncio.all_tasks() if t not in tasks and t is not asyncio.current_task()]
+    for drain in drains:
+        drain.cancel()
+    results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 5)
+    codes = {r.code() for r in results if isinstance(r, grpc.aio.AioRpcError)}
+    assert len(codes) and codes <= {grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE}
+    assert all(isinstance(r, grpc.aio.AioRpcError) for r in results)
