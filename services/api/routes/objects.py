@@ -294,7 +294,9 @@ async def upload_object(
     )
     await stage_new_bytes(ctx, staged, namespace)
     ctx.record(ev.WRITE, repository, branch, key, entry.size)
-    return model_response(object_stats(key, entry, namespace), 201)
+    # The ObjectStats as its model writes it, without building the model: a tenth of the time of
+    # a small upload's answer (tests/unit/api/test_object_rows.py holds the two to the same bytes).
+    return JSONResponse(object_row(key, entry, namespace, True), status_code=201)
 
 
 async def _exists(ctx: Ctx, repository: str, branch: str, key: str) -> bool:

@@ -1,7 +1,10 @@
 """Listing rows are built without the lakefs-sdk model (for speed): each must be exactly what the
-model reads back and writes out, and what object_stats (the model, for stat and upload) gives."""
+model reads back and writes out, and what object_stats (the model, for stat) gives; uploads
+answer the row."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -32,6 +35,8 @@ def test_object_rows_are_the_models_rows(entry: pb.Entry, with_metadata: bool) -
     if not with_metadata:
         model.pop("metadata")  # listings leave it out when not asked for
     assert row == model
+    # Uploads answer the row itself: the same JSON text, fields in the model's order.
+    assert json.dumps(row) == json.dumps(model)
 
 
 def test_common_prefix_rows_carry_what_the_sdk_requires() -> None:

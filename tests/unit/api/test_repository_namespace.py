@@ -62,7 +62,7 @@ def _app(roots: list[str] | None) -> FastAPI:
     config = Config.model_validate(
         {"api": {"credentials": CREDENTIALS}, "graveler": {"allowed_namespace_roots": roots}}
     )
-    app = create_app(config).app  # type: ignore[attr-defined]
+    app = create_app(config, fast_paths=False).app  # type: ignore[attr-defined]  # Observed wraps the FastAPI app
     assert isinstance(app, FastAPI)
     caller = Caller(user_id="admin", creation_date=0)
     app.dependency_overrides[context] = lambda: Context(_Backend(), caller)  # type: ignore[arg-type]
