@@ -34,6 +34,7 @@ from hypothesis.stateful import (
 from services.graveler.reads import ReadEngine
 from silt.errors import NotFound
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
 from tests.integration.graveler.conftest import GravelerEnv, graveler_env
 from tests.integration.graveler.test_branching import contents
@@ -143,6 +144,21 @@ class GravelerModel(RuleBasedStateMachine):
         value = f"v{next(self.values)}"
         self.env.put(self.repo, branch, key, value)
         self.staged[branch][key] = value
+
+    @rule(data=st.data(), keys=st.lists(KEYS, min_size=1, max_size=4))
+    def write_many(self, data: st.DataObject, keys: list[str]) -> None:
+        """StageEntries, as an edge sends its clients' concurrent writes: a key given twice
+        takes its last entry."""
+        branch = self.pick(data, "branch")
+        staged = []
+        for key in keys:
+            value = f"v{next(self.values)}"
+            entry = pb.Entry(physical_address=f"data/{uuid.uuid4().hex}", size=len(value), etag=value)
+            staged.append(api.StagedEntry(key=key, entry=entry))
+            self.staged[branch][key] = value
+        request = api.StageEntriesRequest(repository=self.repo, branch=branch, entries=staged)
+        outcomes = self.env.stub.StageEntries(request).outcomes
+        assert [o.result for o in outcomes] == [api.StageEntryOutcome.RESULT_STAGED] * len(keys)
 
     @rule(data=st.data(), key=KEYS)
     def delete(self, data: st.DataObject, key: str) -> None:
