@@ -282,10 +282,14 @@ def bench_latency(gw: GatewayStack, workdir: Path, count: int, rounds: int) -> N
 
 
 def _process_tree(pid: int) -> list[int]:
+    # Every thread's children: a child is listed under the thread that started it (a span
+    # export process under the span processor's thread, not the main one).
     pids = [pid]
     with contextlib.suppress(OSError):
-        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-            pids += _process_tree(int(child))
+        for children in Path(f"/proc/{pid}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                for child in children.read_text().split():
+                    pids += _process_tree(int(child))
     return pids
 
 
@@ -298,12 +302,25 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _is_export_process(pid: int) -> bool:
+    try:
+        return b"silt.telemetry.export_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def _service_cpu(gw: GatewayStack) -> dict[str, float]:
-    """CPU seconds used so far by each service's processes (the gateway's workers included)."""
-    used = {}
+    """CPU seconds used so far by each service's processes (the gateway's workers included), and
+    under "export" the part of it in span export processes (silt/telemetry/export_process.py)."""
+    used = {"export": 0.0}
     for service in ("gateway", "graveler", "auth"):
         pid = gw.stack.pid(service)
-        used[service] = sum(_cpu_seconds(p) for p in _process_tree(pid)) if pid is not None else 0.0
+        used[service] = 0.0
+        for p in _process_tree(pid) if pid is not None else []:
+            seconds = _cpu_seconds(p)
+            used[service] += seconds
+            if _is_export_process(p):
+                used["export"] += seconds
     return used
 
 
@@ -314,15 +331,16 @@ def _own_cpu() -> float:
 
 def _small_rates(gw: GatewayStack, count: int, threads: int, round_no: int) -> tuple[float, float]:
     """(PUT, GET) requests per second of 4 KiB objects, on fresh keys each round."""
-    put_rate, get_rate, _, _ = _small_rates_and_cpu(gw, count, threads, round_no)
+    put_rate, get_rate, *_ = _small_rates_and_cpu(gw, count, threads, round_no)
     return put_rate, get_rate
 
 
 def _small_rates_and_cpu(
     gw: GatewayStack, count: int, threads: int, round_no: int
-) -> tuple[float, float, float, float]:
+) -> tuple[float, float, float, float, float, float]:
     """(PUT, GET) requests per second of 4 KiB objects, on fresh keys each round, then the CPU
-    milliseconds the stack's processes (gateway, graveler, auth) spent per PUT and per GET."""
+    milliseconds the stack's processes (gateway, graveler, auth) spent per PUT and per GET,
+    then the part of those in span export processes."""
     s3 = gw.client()
     body = os.urandom(4096)
     keys = [f"main/telemetry/{round_no}/{i:06d}" for i in range(count)]
@@ -330,11 +348,13 @@ def _small_rates_and_cpu(
     gets = [("GET", s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k})) for k in keys]
     results = []
     for urls in (puts, gets):
-        before = sum(_service_cpu(gw).values())
+        before = _service_cpu(gw)
         rate = _hammer(urls, body, threads)
-        results.append((rate, (sum(_service_cpu(gw).values()) - before) * 1000 / count))
-    (put_rate, put_cpu), (get_rate, get_cpu) = results
-    return put_rate, get_rate, put_cpu, get_cpu
+        after = _service_cpu(gw)
+        export = (after.pop("export") - before.pop("export")) * 1000 / count
+        results.append((rate, (sum(after.values()) - sum(before.values())) * 1000 / count, export))
+    (put_rate, put_cpu, put_export), (get_rate, get_cpu, get_export) = results
+    return put_rate, get_rate, put_cpu, get_cpu, put_export, get_export
 
 
 def _telemetry_overrides(mode: str) -> dict[str, Any]:
@@ -350,7 +370,9 @@ def _telemetry_overrides(mode: str) -> dict[str, Any]:
     return overrides
 
 
-TELEMETRY_MODES = ("off", "metrics", "tracing", "tracing_10pct")
+# tracing_inproc: tracing every request with OTLP export in the serving processes themselves
+# (SILT_TRACES_EXPORT_PROCESS=0), to compare with the export process in the same rounds.
+TELEMETRY_MODES = ("off", "metrics", "tracing", "tracing_10pct", "tracing_inproc")
 
 
 def bench_telemetry(
@@ -369,8 +391,12 @@ def bench_telemetry(
     if "off" not in modes or not set(modes) <= set(TELEMETRY_MODES):
         raise ValueError(f"--telemetry-modes: off (the baseline) and any of {', '.join(TELEMETRY_MODES)}")
     # parentbased: the gateway decides once per trace; graveler and auth follow its decision.
-    samplers = {"tracing": "parentbased_always_on", "tracing_10pct": "parentbased_traceidratio"}
-    rates: dict[str, list[tuple[float, float, float, float]]] = {mode: [] for mode in modes}
+    samplers = {
+        "tracing": "parentbased_always_on",
+        "tracing_10pct": "parentbased_traceidratio",
+        "tracing_inproc": "parentbased_always_on",
+    }
+    rates: dict[str, list[tuple[float, float, float, float, float, float]]] = {mode: [] for mode in modes}
     with contextlib.ExitStack() as stacks, OtlpReceiver() as receiver:
         running = {}
         for mode in modes:
@@ -378,6 +404,8 @@ def bench_telemetry(
             env = otel_env(receiver, sampler=samplers[mode], delay_ms=5000) if mode in samplers else {}
             if mode == "tracing_10pct":
                 env["OTEL_TRACES_SAMPLER_ARG"] = "0.1"
+            if mode == "tracing_inproc":
+                env["SILT_TRACES_EXPORT_PROCESS"] = "0"
             with environment(env):
                 running[mode] = stacks.enter_context(
                     gateway_stack(workdir / f"telemetry-{mode}", workers=workers, overrides=_telemetry_overrides(mode))
@@ -394,7 +422,10 @@ def bench_telemetry(
             emit(f"gateway.telemetry_{mode}.{op}_4kib", statistics.median(r[i] for r in rates[mode]), "req/s", None)
             cpu = statistics.median(r[i + 2] for r in rates[mode])
             emit(f"gateway.telemetry_{mode}.{op}_4kib.cpu_ms_per_request", cpu, "ms", None)
-    targets = {"metrics": 2.0, "tracing": 10.0}
+            if any(r[i + 4] for r in rates[mode]):
+                export = statistics.median(r[i + 4] for r in rates[mode])
+                emit(f"gateway.telemetry_{mode}.{op}_4kib.export_cpu_ms_per_request", export, "ms", None)
+    targets = {"metrics": 2.0, "tracing": 10.0, "tracing_inproc": 10.0}
     for mode in modes:
         if mode == "off":
             continue
@@ -417,6 +448,17 @@ def bench_telemetry(
             emit(cpu_name, statistics.median(extra), "% more CPU per request", None, digits=1)
             print(
                 json.dumps({"name": cpu_name, "min": round(extra[0], 1), "max": round(extra[-1], 1)}),
+                flush=True,
+            )
+            # Without the span export processes: what the serving processes themselves pay.
+            serving = sorted(
+                100.0 * ((r[i + 2] - r[i + 4]) / off[i + 2] - 1.0)
+                for r, off in zip(rates[mode], rates["off"], strict=True)
+            )
+            serving_name = f"gateway.{mode}_serving_cpu_overhead.{op}_4kib"
+            emit(serving_name, statistics.median(serving), "% more CPU per request", None, digits=1)
+            print(
+                json.dumps({"name": serving_name, "min": round(serving[0], 1), "max": round(serving[-1], 1)}),
                 flush=True,
             )
     print(json.dumps({"note": f"the tracing runs exported {spans} spans to the local OTLP receiver"}), flush=True)
@@ -536,7 +578,7 @@ def main() -> None:
     parser.add_argument("--telemetry-rounds", type=int, default=5)
     parser.add_argument(
         "--telemetry-modes",
-        default=",".join(TELEMETRY_MODES),
+        default="off,metrics,tracing,tracing_10pct",
         help="stacks compared, among " + ",".join(TELEMETRY_MODES),
     )
     args = parser.parse_args()

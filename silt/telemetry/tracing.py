@@ -6,6 +6,10 @@ OTEL_EXPORTER_OTLP_PROTOCOL (``grpc`` only). The SDK itself reads the rest: the 
 (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG), the OTLP endpoint and headers
 (OTEL_EXPORTER_OTLP_ENDPOINT, ...), batching (OTEL_BSP_*), propagation (OTEL_PROPAGATORS:
 W3C tracecontext and baggage by default) and OTEL_RESOURCE_ATTRIBUTES.
+
+OTLP export runs in a child process (export_process.py) unless SILT_TRACES_EXPORT_PROCESS=0:
+then the serving process encodes and sends spans itself, as the SDK does by default. The
+console exporter, a debugging aid, always writes from the process itself.
 """
 
 from __future__ import annotations
@@ -17,16 +21,22 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 
 from silt.errors import ConfigError
 
 TRACER_NAME = "silt"
+EXPORT_PROCESS_ENV = "SILT_TRACES_EXPORT_PROCESS"
 _tracer: trace.Tracer | None = None
 
 
-def _exporters() -> list[SpanExporter]:
+def export_process_enabled() -> bool:
+    return os.environ.get(EXPORT_PROCESS_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _exporters(resource: Resource | None = None) -> list[SpanExporter]:
+    """The exporters OTEL_TRACES_EXPORTER names; with resource, OTLP through the export process."""
     names = [n.strip().lower() for n in os.environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",") if n.strip()]
     out: list[SpanExporter] = []
     for name in names:
@@ -40,6 +50,11 @@ def _exporters() -> list[SpanExporter]:
             )
             if protocol != "grpc":
                 raise ConfigError(f"OTEL_EXPORTER_OTLP_PROTOCOL: only grpc is supported, got {protocol!r}")
+            if resource is not None:
+                from silt.telemetry.export_process import ProcessSpanExporter
+
+                out.append(ProcessSpanExporter(resource))
+                continue
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
             out.append(OTLPSpanExporter())
@@ -48,15 +63,24 @@ def _exporters() -> list[SpanExporter]:
     return out
 
 
+def _processor(exporter: SpanExporter) -> SpanProcessor:
+    from silt.telemetry.export_process import FlushingBatchSpanProcessor, ProcessSpanExporter
+
+    if isinstance(exporter, ProcessSpanExporter):
+        return FlushingBatchSpanProcessor(exporter)
+    return BatchSpanProcessor(exporter)
+
+
 def configure(service: str) -> bool:
     """Install the tracer provider for this process; False if the SDK is disabled."""
     global _tracer
     if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
     name = os.environ.get("OTEL_SERVICE_NAME") or f"silt-{service}"
-    provider = TracerProvider(resource=Resource.create({"service.name": name, "service.namespace": "silt"}))
-    for exporter in _exporters():
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+    resource = Resource.create({"service.name": name, "service.namespace": "silt"})
+    provider = TracerProvider(resource=resource)
+    for exporter in _exporters(resource if export_process_enabled() else None):
+        provider.add_span_processor(_processor(exporter))
     trace.set_tracer_provider(provider)
     _tracer = trace.get_tracer(TRACER_NAME)
     return True

@@ -96,6 +96,11 @@ class OtlpReceiver:
     def spans(self) -> list[ReceivedSpan]:
         return self._receiver.decode()
 
+    def requests(self) -> list[Any]:
+        """The ExportTraceServiceRequests received and not yet decoded by spans(), as sent."""
+        with self._receiver.lock:
+            return list(self._receiver.requests)
+
     def wait_for(self, condition: Callable[[list[ReceivedSpan]], bool], timeout: float = 20.0) -> list[ReceivedSpan]:
         """The spans received once condition holds for them (AssertionError after timeout)."""
         deadline = time.monotonic() + timeout

@@ -1,0 +1,70 @@
+"""The span export process: `python -m silt.telemetry.export_worker <parent pid>`.
+
+Reads frames (spanwire.py) from stdin: the parent's resource first, then batches of spans,
+each rebuilt into SDK spans and exported at once with OTLPSpanExporter — the parent's
+BatchSpanProcessor already batched them (OTEL_BSP_*), and while an export is slow the pipe
+fills and the parent drops, so nothing here queues without bound. A flush frame is answered
+on stdout once everything before it is exported. Exits at EOF (the parent shut down or
+died) and, through silt/lifeline.py, the moment the parent is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import marshal
+import os
+import signal
+import sys
+from typing import BinaryIO
+
+from silt.lifeline import die_with_parent
+from silt.telemetry.spanwire import ACK, FLUSH, HEADER, RESOURCE, SPANS, Decoder
+
+log = logging.getLogger("silt.telemetry.export_worker")
+
+
+def _read(stream: BinaryIO, size: int) -> bytes | None:
+    data = stream.read(size)
+    return data if data is not None and len(data) == size else None
+
+
+def serve(source: BinaryIO, acks: BinaryIO) -> None:
+    # Imported here: the gRPC exporter is the heavy import, and only this process needs it.
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+
+    exporter = OTLPSpanExporter()
+    decoder = Decoder(Resource.get_empty())
+    try:
+        while (header := _read(source, HEADER.size)) is not None:
+            kind, size = HEADER.unpack(header)
+            payload = _read(source, size)
+            if payload is None:
+                break
+            value = marshal.loads(payload)
+            if kind == SPANS:
+                exporter.export(decoder.spans(value))
+            elif kind == RESOURCE:
+                attributes, schema_url = value
+                decoder.resource = Resource(attributes, schema_url)
+            elif kind == FLUSH:
+                acks.write(ACK.pack(value))
+                acks.flush()
+    finally:
+        exporter.shutdown()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when export ends (EOF)
+    die_with_parent(int(sys.argv[1]))
+    # BrokenPipeError: the parent stopped reading flush answers; it is going away.
+    with contextlib.suppress(BrokenPipeError):
+        serve(sys.stdin.buffer, sys.stdout.buffer)
+    # Skip interpreter teardown (gRPC's threads can make it slow): everything is exported.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
