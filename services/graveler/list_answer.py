@@ -44,11 +44,46 @@ def length_varint(n: int) -> bytes:
 
 
 def list_response(page: StoredListPage) -> api.ListEntriesResponse:
-    # Each item's pieces go into one list joined once: concatenating them per item made
-    # several intermediate bytes objects per entry.
+    return api.ListEntriesResponse.FromString(serialized_list_response(page))
+
+
+def serialized_list_response(page: StoredListPage) -> bytes:
+    """The ListEntriesResponse of page, serialized: what gRPC sends, with no message between."""
+    try:
+        parts = _short_items(page.items)
+    except IndexError:  # a length of 16 KiB or more: not in the table
+        parts = _items(page.items)
+    if page.has_more:
+        parts.append(_RESPONSE_HAS_MORE)
+    return b"".join(parts)
+
+
+def _short_items(items: list[tuple[bytes, bytes | None]]) -> list[bytes]:
+    """_items for items whose lengths are all in _SHORT (IndexError otherwise).
+
+    The loop every listed entry runs through, kept to the fewest bytecodes: the table indexed
+    in line rather than through length_varint, and each item's pieces added to one list joined
+    once (concatenating them per item made several intermediate bytes objects per entry).
+    """
+    short = _SHORT
     parts: list[bytes] = []
     extend = parts.extend
-    for key, data in page.items:
+    for key, data in items:
+        key_length = short[len(key)]
+        if data is None:
+            size = short[_PREFIX_TAGS + len(key_length) + len(key)]
+            extend((_RESPONSE_ITEM, size, _ITEM_KEY, key_length, key, _ITEM_COMMON_PREFIX))
+        else:
+            data_length = short[len(data)]
+            size = short[_ENTRY_TAGS + len(key_length) + len(key) + len(data_length) + len(data)]
+            extend((_RESPONSE_ITEM, size, _ITEM_KEY, key_length, key, _ITEM_ENTRY, data_length, data))
+    return parts
+
+
+def _items(items: list[tuple[bytes, bytes | None]]) -> list[bytes]:
+    parts: list[bytes] = []
+    extend = parts.extend
+    for key, data in items:
         key_length = length_varint(len(key))
         if data is None:
             size = _PREFIX_TAGS + len(key_length) + len(key)
@@ -57,6 +92,4 @@ def list_response(page: StoredListPage) -> api.ListEntriesResponse:
             data_length = length_varint(len(data))
             size = _ENTRY_TAGS + len(key_length) + len(key) + len(data_length) + len(data)
             extend((_RESPONSE_ITEM, length_varint(size), _ITEM_KEY, key_length, key, _ITEM_ENTRY, data_length, data))
-    if page.has_more:
-        parts.append(_RESPONSE_HAS_MORE)
-    return api.ListEntriesResponse.FromString(b"".join(parts))
+    return parts

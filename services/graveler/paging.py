@@ -167,6 +167,15 @@ def page_of_columns(
             # The walk starts at or after prefix, so the keys under it come first.
             under = sum(1 for _ in itertools.takewhile(lambda key: key.startswith(prefix), chunk_keys))
             chunk_keys, chunk_payloads = chunk_keys[:under], chunk_payloads[:under]
+        room = amount - len(keys)
+        if len(chunk_keys) > room:
+            # The page ends in this list (it has an item past the last that fits): the items
+            # that fit by number join at once when they fit by bytes too, as the walk below
+            # would take them one by one before finding the next.
+            head_keys, head_payloads = chunk_keys[:room], chunk_payloads[:room]
+            total = sum(map(len, head_keys)) + sum(map(len, head_payloads))
+            if size + total <= max_bytes:
+                return keys + head_keys, payloads + head_payloads, True
         total = sum(map(len, chunk_keys)) + sum(map(len, chunk_payloads))
         if len(keys) + len(chunk_keys) <= amount and size + total <= max_bytes:
             keys += chunk_keys

@@ -17,6 +17,7 @@ from services.graveler.events.streams import StreamLimits, stream_authority
 from services.graveler.graveler import Graveler
 from services.graveler.journaling import JournalContextInterceptor
 from services.graveler.permissions import RULES
+from services.graveler.registration import add_graveler_service
 from services.graveler.sensor import Sensor, Thresholds, Trigger
 from services.graveler.servicer import GravelerServicer, caller_may
 from services.graveler.wiring import build_graveler
@@ -25,7 +26,6 @@ from silt.compactor.v1 import compactor_pb2_grpc as compactor_grpc
 from silt.config import Config
 from silt.errors import ConfigError
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.rpc.channels import client_tls, server_credentials
 from silt.rpc.interceptor import remote_interceptor
 from silt.rpc.limits import GRAVELER_LIMITS
@@ -87,7 +87,7 @@ def start(
     # After authentication, so the journal names the authenticated caller.
     server = build_server([*interceptors, JournalContextInterceptor()], health=health, limits=GRAVELER_LIMITS)
     servicer = GravelerServicer(graveler, caller_may(interceptors), history, stream_authority(interceptors))
-    api_grpc.add_GravelerServiceServicer_to_server(servicer, server)
+    add_graveler_service(servicer, server, {"ListEntries": servicer.serialized_list_entries})
     port = bind(server, address, tls)
     server.start()
     return server, port

@@ -25,7 +25,7 @@ from services.graveler.events.streams import EventStreams
 from services.graveler.graveler import Graveler
 from services.graveler.imports.handlers import ImportHandlers
 from services.graveler.last_access import PreparedLastAccess
-from services.graveler.list_answer import list_response
+from services.graveler.list_answer import serialized_list_response
 from services.graveler.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from services.graveler.permissions import TABLE
 from services.graveler.retention import PreparedRun
@@ -311,12 +311,16 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         return api.EntryInfo(key=request.key, entry=self.g.entries.stat(repo, request.ref, request.key, deadline))
 
     def ListEntries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> api.ListEntriesResponse:
+        return api.ListEntriesResponse.FromString(self.serialized_list_entries(request, context))
+
+    def serialized_list_entries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> bytes:
+        """ListEntries' answer serialized: what the server sends (registration.py)."""
         deadline = _deadline(context)
         repo = self.g.refs.repository(request.repository, deadline)
         page = self.g.entries.list_stored(
             repo, request.ref, request.prefix, request.delimiter, request.after, request.amount, deadline
         )
-        return list_response(page)
+        return serialized_list_response(page)
 
     def StageEntry(self, request: api.StageEntryRequest, context: grpc.ServicerContext) -> api.StageEntryResponse:
         condition = None

@@ -23,6 +23,7 @@ from services.graveler.model import StagingToken
 from services.graveler.values import Columns, KeyValue, Value
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
+from silt.journal import envelope
 from silt.journal.store import JournaledStore, journaled, raw_store
 from silt.kv import Store
 from silt.kv.conditional import delete_current
@@ -123,12 +124,18 @@ class StagingStore:
 
     def scan_columns(self, token: StagingToken, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Columns]:
         """scan's values as Columns of consecutive ones, none empty, of at most size."""
-        # The hot loop of every listing and commit: one message parsed into again and again,
-        # and each value's fields appended to its column (no object per value).
+        # The hot loop of every listing and commit: one pass per value takes it out of its
+        # journal envelope (as the journaled store's reads do: the clock observes the newest
+        # timestamp before any value is handed out) and parses it into one message used again
+        # and again, each field appended to its column (no object per value). The store
+        # underneath is scanned directly: staged keys sort after every journal row.
         record = pb.StagedValue()
         parse = record.ParseFromString
         skip = len(KEY_PREFIX)
-        for chunk in self.kv.scan_chunks(token.encode(), KEY_PREFIX + start, size):
+        magic, header, timestamp_of = envelope.MAGIC, envelope.HEADER_SIZE, envelope.TIMESTAMP.unpack_from
+        magic_size = len(magic)
+        observe = self.kv.clock.observe
+        for chunk in raw_store(self.kv).scan_chunks(token.encode(), KEY_PREFIX + start, size):
             # Keys come sorted from KEY_PREFIX on: they all start with it when the last does.
             last = chunk[-1][0].startswith(KEY_PREFIX)
             if not last:
@@ -139,11 +146,19 @@ class StagingStore:
             data: list[bytes] = []
             tombstones: list[bool] = []
             add_identity, add_data, add_tombstone = identities.append, data.append, tombstones.append
+            newest = 0
             for _, stored in chunk:
-                parse(stored)
+                if stored.startswith(magic) and len(stored) >= header:
+                    timestamp = timestamp_of(stored, magic_size)[0]
+                    if timestamp > newest:
+                        newest = timestamp
+                    parse(stored[header:])
+                else:
+                    parse(stored)  # written before journaling: timestamp 0
                 add_identity(record.identity)
                 add_data(record.data)
                 add_tombstone(record.tombstone)
+            observe(newest)
             yield Columns([pair[0][skip:] for pair in chunk], identities, data, tombstones)
             if not last:
                 return

@@ -309,10 +309,29 @@ def spans_differ(
         return False
     walk = DiffWalk(store, namespace, left, right)
     for start, stop in _merged_spans(keys, prefixes):
+        if stop == key_successor(start):
+            # One key: its record on each side, without opening whole ranges for it.
+            if key_differs(store, namespace, left, right, start):
+                return True
+            continue
         walk.seek(start)
         for _ in walk.run(stop):
             return True
     return False
+
+
+def key_differs(store: ObjectStore, namespace: str, left: MetaRange, right: MetaRange, key: bytes) -> bool:
+    """Whether key's record differs (by identity, or by being on one side only), as a DiffWalk
+    over [key, key_successor(key)) would find, reading from each range only what holds key."""
+    left_range, right_range = left.range_for(key), right.range_for(key)
+    if left_range is None or right_range is None:
+        if left_range is None and right_range is None:
+            return False
+    elif left_range.id == right_range.id:
+        return False  # equal ids: equal records
+    left_identity = None if left_range is None else store.identity_in_range(namespace, left_range.id, key)
+    right_identity = None if right_range is None else store.identity_in_range(namespace, right_range.id, key)
+    return left_identity != right_identity
 
 
 def _checked(changes: Iterable[Change]) -> Iterator[Change]:

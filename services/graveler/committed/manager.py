@@ -158,8 +158,13 @@ class CommittedManager:
         """Whether any of ``keys``, or any key starting with one of ``prefixes``, differs.
 
         For history filtered by paths: only ranges overlapping the keys and prefixes and
-        differing by id are read, and the walk stops at the first difference.
+        differing by id are read, and the walk stops at the first difference; a key alone is
+        looked up in the one part of each range that may hold it. Equal ids are equal trees:
+        answered without reading either (a commit that changed nothing, a merge that took one
+        side).
         """
+        if left == right:
+            return False
         left_metarange = self._store.read_metarange(namespace, left)
         right_metarange = self._store.read_metarange(namespace, right)
         return spans_differ(self._store, namespace, left_metarange, right_metarange, keys, prefixes)

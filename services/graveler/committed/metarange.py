@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from services.graveler.committed.hashing import content_digest
-from services.graveler.committed.model import MetaRangeId, RangeId, RangeInfo
+from services.graveler.committed.model import MetaRangeId, RangeInfo
 from services.graveler.committed.parquet import binary_array, int64_array, read_parquet
 
 FORMAT_TAG = b"silt.metarange.v1"
@@ -99,15 +99,7 @@ def encode_metarange(ranges: list[RangeInfo]) -> bytes:
 
 def decode_metarange(metarange_id: MetaRangeId, source: BinaryIO) -> MetaRange:
     table = read_parquet(source)
-    ranges = [
-        RangeInfo(RangeId(range_id), min_key, max_key, count, size)
-        for range_id, min_key, max_key, count, size in zip(
-            table.column("range_id").to_pylist(),
-            table.column("min_key").to_pylist(),
-            table.column("max_key").to_pylist(),
-            table.column("record_count").to_pylist(),
-            table.column("estimated_bytes").to_pylist(),
-            strict=True,
-        )
-    ]
+    # Column by column into RangeInfo (range ids as read: RangeId is only a type), without a
+    # Python loop: a path-filtered log decodes one metarange per commit.
+    ranges = list(map(RangeInfo, *(table.column(name).to_pylist() for name in METARANGE_SCHEMA.names)))
     return MetaRange.of(metarange_id, ranges)

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from services.graveler.committed.hashing import content_digest
 from services.graveler.committed.model import RangeId, Record
-from services.graveler.committed.parquet import binary_array, read_parquet
+from services.graveler.committed.parquet import binary_array, column_indices, open_parquet, read_parquet
 
 FORMAT_TAG = b"silt.range.v1"
 
@@ -90,6 +90,55 @@ def encode_range(keys: list[bytes], identities: list[bytes], values: list[bytes]
 
 def decode_range(source: BinaryIO) -> RangeData:
     table = read_parquet(source, ["key", "identity", "value"])
+    return _range_data(table)
+
+
+def _range_data(table: pa.Table) -> RangeData:
     return RangeData.of(
         table.column("key").to_pylist(), table.column("identity").to_pylist(), table.column("value").to_pylist()
     )
+
+
+def identity_in_file(source: BinaryIO, key: bytes) -> bytes | None:
+    """The identity of key's record in a range file (None: no such record), decoding only the
+    key and identity columns of the one row group that may hold it.
+
+    For a reader that wants one key of a range it has no use for otherwise (a log filtered by
+    path, whose commits mostly rewrite other keys of the range): a tenth of decoding it whole.
+    Row groups are chosen by the key column's min/max statistics, which every writer of range
+    files writes; a file without them, or whose chosen group disagrees with them, is decoded
+    whole instead, so the answer never rests on them alone.
+    """
+    reader = open_parquet(source)
+    key_column, identity_column = column_indices(reader, ["key", "identity"])
+    metadata = reader.metadata
+    for group in range(metadata.num_row_groups):
+        statistics = metadata.row_group(group).column(key_column).statistics
+        if statistics is None or not statistics.has_min_max:
+            break
+        low, high = statistics.min, statistics.max
+        if key < low:
+            return None  # groups are in key order: key falls between two of them
+        if key > high:
+            continue
+        table = reader.read_row_group(group, column_indices=[key_column, identity_column], use_threads=False)
+        keys = table.column(0)
+        if len(keys) == 0 or keys[0].as_py() != low or keys[-1].as_py() != high:
+            break
+        # Bisected through Arrow scalars: a dozen of them, not a list of the whole group (nor
+        # pyarrow.compute, whose first call in a process costs a good part of a second).
+        low_index, high_index = 0, len(keys)
+        while low_index < high_index:
+            middle = (low_index + high_index) // 2
+            if keys[middle].as_py() < key:
+                low_index = middle + 1
+            else:
+                high_index = middle
+        if low_index < len(keys) and keys[low_index].as_py() == key:
+            return table.column(1)[low_index].as_py()
+        return None
+    else:
+        return None  # beyond the last group's max
+    # Statistics missing or not exact: the whole file, as any reader of it.
+    record = _range_data(reader.read_all(use_threads=False)).find(key)
+    return None if record is None else record.identity

@@ -13,12 +13,12 @@ import io
 import threading
 from collections.abc import Callable, Container
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol, TypeVar
+from typing import BinaryIO, Protocol, TypeVar, cast
 
 from services.graveler.committed.cache import CommittedCache, DiskCache, cache_key
 from services.graveler.committed.metarange import MetaRange, decode_metarange, encode_metarange, metarange_id
 from services.graveler.committed.model import MetaRangeId, RangeId, RangeInfo, metarange_key, range_key
-from services.graveler.committed.ranges import RangeData, decode_range, encode_range, range_id
+from services.graveler.committed.ranges import RangeData, decode_range, encode_range, identity_in_file, range_id
 from silt.block.adapter import BlockAdapter
 from silt.errors import NotFound
 
@@ -138,18 +138,35 @@ class ObjectStore:
         if cached is not None:
             self._count(f"{kind}_memory_hits")
             return cached  # type: ignore[return-value]  # kind decides the type stored
-        # Only ids validated here name files (disk cache, object store); the memory cache holds
-        # nothing under another id, so a hit needs no check.
-        key = key_of(object_id)
-        stream = self._cache.disk.open(key_in_cache) if self._cache.disk is not None else None
-        if stream is not None:
-            self._count(f"{kind}_disk_hits")
-        else:
-            stream = self._fetch(namespace, kind, object_id, key)
-        with stream:
+        with self._open(namespace, kind, object_id, key_of) as stream:
             decoded = decode(stream)
         self._cache.memory.put(key_in_cache, decoded, decoded.memory_size)
         return decoded
+
+    def identity_in_range(self, namespace: str, object_id: RangeId, key: bytes) -> bytes | None:
+        """The identity of key's record in the range (None: no such record).
+
+        From the decoded range when it is in memory; otherwise from the part of the file that
+        holds key, and nothing is kept: a reader of one key in many ranges (a log filtered by
+        path) would otherwise decode them whole and push out what other readers use.
+        """
+        cached = self._cache.memory.get(cache_key(RANGE, namespace, object_id))
+        if cached is not None:
+            self._count("range_memory_hits")
+            record = cast(RangeData, cached).find(key)
+            return None if record is None else record.identity
+        with self._open(namespace, RANGE, object_id, range_key) as stream:
+            return identity_in_file(stream, key)
+
+    def _open(self, namespace: str, kind: str, object_id: str, key_of: Callable[[str], str]) -> BinaryIO:
+        # Only ids validated here name files (disk cache, object store); the memory cache holds
+        # nothing under another id, so a hit needs no check.
+        key = key_of(object_id)
+        stream = self._cache.disk.open(cache_key(kind, namespace, object_id)) if self._cache.disk is not None else None
+        if stream is not None:
+            self._count(f"{kind}_disk_hits")
+            return stream
+        return self._fetch(namespace, kind, object_id, key)
 
     def _fetch(self, namespace: str, kind: str, object_id: str, key: str) -> BinaryIO:
         try:

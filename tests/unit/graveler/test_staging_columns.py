@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 
 from services.graveler.model import StagingToken
-from services.graveler.staging import StagingStore
+from services.graveler.staging import KEY_PREFIX, StagingStore
 from services.graveler.values import TOMBSTONE, Value
 from silt.config import DatabaseConfig
+from silt.journal.clock import HybridLogicalClock
 from silt.journal.context import journal_context
+from silt.journal.record import AFTER_JOURNAL
+from silt.journal.store import JournaledStore
 from silt.kv import open_store
 
 TOKEN = StagingToken("token")
@@ -29,3 +32,21 @@ def test_columns_are_the_scan_from_any_start(size: int) -> None:
         columns = list(staging.scan_columns(TOKEN, start, size))
         assert all(c.keys and len(c.keys) <= size for c in columns)
         assert [kv for c in columns for kv in c.values()] == list(staging.scan(TOKEN, start))
+
+
+def test_columns_move_the_clock_past_every_value_they_hand_out() -> None:
+    """As the journaled store's reads do: a value read is never newer than the clock."""
+    kv = open_store(DatabaseConfig(type="mem"))
+    writer = StagingStore(JournaledStore(kv, clock=HybridLogicalClock()))
+    with journal_context("stage", "test", "repo"):
+        for i in range(5):
+            writer.set(TOKEN, f"k{i}".encode(), Value(b"id", b"d"))
+    newest = max(writer.kv.get_stamped(TOKEN.encode(), f"key/k{i}".encode())[1] for i in range(5))
+    reader = StagingStore(JournaledStore(kv, clock=HybridLogicalClock(wall=lambda: 0)))
+    assert [len(c.keys) for c in reader.scan_columns(TOKEN, b"", 2)] == [2, 2, 1]
+    assert reader.kv.clock.now() > newest
+
+
+def test_staged_keys_sort_after_every_journal_row() -> None:
+    # scan_columns scans the store under the journal from a staged key on, meeting none of them.
+    assert AFTER_JOURNAL <= KEY_PREFIX
