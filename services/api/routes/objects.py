@@ -27,6 +27,7 @@ from services.api.backend import Backend
 from services.api.bodies import json_body
 from services.api.context import Ctx
 from services.api.errors import ApiError, bad_request, from_silt
+from services.api.objects_listing import listing_page
 from services.api.objects_ranges import RangeNotSatisfiable, parse_range
 from services.api.objects_stats import common_prefix_row, object_headers, object_row, object_stats
 from services.api.objects_write import (
@@ -60,6 +61,7 @@ BRANCH_OBJECTS = "/repositories/{repository}/branches/{branch}/objects"
 MAX_DELETE_PATHS = 1000
 # Paths of one bulk delete deleted at the same time (each is one graveler call).
 DELETE_CONCURRENCY = 16
+JSON = "application/json"
 
 # Checked by checked_path (bytes, not characters, and a message that names the parameter).
 ObjectPath = Annotated[str | None, Query(description="the object's path in the ref")]
@@ -224,7 +226,11 @@ async def list_objects(
         repository=repository, ref=ref, prefix=prefix, delimiter=delimiter, after=after, amount=size
     )
     reply = await ctx.backend.list_entries(listing, ctx.deadline)
-    items = list(reply.items)
+    items = reply.items
+    if not presign:
+        # The page's JSON written as text (objects_listing.py): the same bytes as the rows below
+        # give, in under half the time.
+        return Response(listing_page(items, namespace, user_metadata, reply.has_more, size), media_type=JSON)
     # Rows built as the model would serialize them (objects_stats.object_row); without user
     # metadata asked for, lakeFS leaves the field out of listing rows.
     results = [
@@ -233,8 +239,7 @@ async def list_objects(
         else object_row(item.key, item.entry, namespace, user_metadata)
         for item in items
     ]
-    if presign:
-        await ctx.backend.run(_presign_rows, presigner(request), request, namespace, items, results)
+    await ctx.backend.run(_presign_rows, presigner(request), request, namespace, list(items), results)
     # A page that says "more" must name where they start, or clients ask for it forever.
     has_more = reply.has_more and bool(items)
     page = pagination(has_more, items[-1].key if items else "", len(items), size)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 from typing import Any
+from urllib.parse import urlencode
 
 import lakefs_sdk
 import pytest
@@ -167,3 +168,40 @@ def test_session_cookie_agrees(api: Api, repo: str) -> None:
     assert _same(api, "POST", put, {**cookie, "Origin": "http://elsewhere.example"}, b"x") == 403
     assert _send(api, "POST", put, False, {**cookie, "Origin": api.stack.endpoint}, b"x").status == 201
     assert _same(api, "GET", f"/repositories/{repo}/refs/main/objects?path=f", cookie) == 200
+
+
+def test_listings_agree(api: Api, repo: str, stranger: Credentials) -> None:
+    admin = _basic(api.stack.admin)
+    objects = {
+        "ls/a.csv": {"Content-Type": "text/csv", "X-Lakefs-Meta-Owner": "me"},
+        "ls/dir/ünï 数据.parquet": {},
+        "ls/dir/sub/x": {"X-Lakefs-Meta-Quoted": 'say "hi"'},
+        "ls/z": {"Content-Type": "application/json"},
+    }
+    for key, headers in objects.items():
+        target = f"/repositories/{repo}/branches/main/objects?{urlencode({'path': key})}"
+        assert _send(api, "POST", target, False, {**admin, **headers}, key.encode()).status == 201
+    ls = f"/repositories/{repo}/refs/main/objects/ls"
+    for query in [
+        "",
+        "prefix=ls/",
+        "prefix=ls/&amount=2",
+        "prefix=ls/&amount=2&after=ls/dir/sub/x",
+        "prefix=ls/&delimiter=/",
+        "prefix=ls/dir/&delimiter=/&user_metadata=false",
+        "prefix=ls/&user_metadata=true&presign=false&amount=-1",
+        "prefix=ls/&amount=0",
+        "prefix=nothing/",
+    ]:
+        assert _same(api, "GET", ls + "?" + query, admin) == 200, query
+    page = json.loads(_send(api, "GET", ls + "?prefix=ls/&amount=2", False, admin).data)
+    assert [row["path"] for row in page["results"]] == ["ls/a.csv", "ls/dir/sub/x"]
+    assert page["pagination"] == {"has_more": True, "next_offset": "ls/dir/sub/x", "results": 2, "max_per_page": 2}
+    # Refusals: credentials, permissions, what is not there.
+    for target, headers, status in [
+        (ls, {}, 401),
+        (ls, _basic(stranger), 403),
+        ("/repositories/no-such-repo/refs/main/objects/ls", admin, 404),
+        (f"/repositories/{repo}/refs/nope/objects/ls", admin, 404),
+    ]:
+        assert _same(api, "GET", target, headers) == status, (target, status)

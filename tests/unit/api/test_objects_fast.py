@@ -1,5 +1,5 @@
 """Which requests the object fast path (services/api/objects_fast.py) takes: exactly the plain
-getObject, HEAD and uploadObject, routed to the route function FastAPI itself would pick, and
+getObject, HEAD, uploadObject and listObjects, routed to the route function FastAPI itself would pick, and
 nothing with a parameter it does not read. Whether both answer alike is
 tests/integration/api/test_objects_fast_path.py's."""
 
@@ -19,6 +19,7 @@ from silt.config import Config
 
 REF = "/api/v1/repositories/repo-1/refs/main/objects"
 BRANCH = "/api/v1/repositories/repo-1/branches/main/objects"
+LIST = REF + "/ls"
 
 
 def _scope(method: str, path: str, query: bytes = b"path=a/b.txt", **extra: Any) -> dict[str, Any]:
@@ -74,6 +75,17 @@ def _routed_by_fastapi(app: FastAPI, scope: dict[str, Any]) -> tuple[str, dict[s
         ("POST", BRANCH, b"path=x", "upload_object", {"path": "x"}),
         ("POST", BRANCH, b"path=x&force=true", "upload_object", {"path": "x", "force": True}),
         ("POST", BRANCH, b"force=false&path=x", "upload_object", {"path": "x", "force": False}),
+        ("GET", LIST, b"", "list_objects", {}),
+        ("GET", LIST, b"amount=1000&after=a%2Fb", "list_objects", {"amount": 1000, "after": "a/b"}),
+        (
+            "GET",
+            LIST,
+            b"prefix=d%C3%BC/&delimiter=/&amount=-1&user_metadata=false&presign=false&after=",
+            "list_objects",
+            {"prefix": "dü/", "delimiter": "/", "amount": -1, "user_metadata": False, "presign": False, "after": ""},
+        ),
+        ("GET", LIST, b"amount=0&user_metadata=true", "list_objects", {"amount": 0, "user_metadata": True}),
+        ("GET", LIST, b"prefix=" + b"p" * 1024, "list_objects", {"prefix": "p" * 1024}),
     ],
 )
 def test_plain_requests_go_where_fastapi_sends_them(
@@ -104,6 +116,23 @@ def test_plain_requests_go_where_fastapi_sends_them(
         ("POST", REF, b"path=x"),
         ("DELETE", BRANCH, b"path=x"),
         ("PUT", BRANCH, b"path=x"),
+        ("GET", LIST, b"presign=true"),
+        ("GET", LIST, b"path=x"),
+        ("GET", LIST, b"amount=1001"),
+        ("GET", LIST, b"amount=-2"),
+        ("GET", LIST, b"amount=+5"),
+        ("GET", LIST, b"amount=05"),
+        ("GET", LIST, b"amount=ten"),
+        ("GET", LIST, b"amount="),
+        ("GET", LIST, b"amount=1&amount=2"),
+        ("GET", LIST, b"user_metadata=1"),
+        ("GET", LIST, b"after=" + b"a" * 1025),
+        ("GET", LIST, b"prefix=" + b"p" * 1025),
+        ("GET", LIST, b"delimiter=" + b"/" * 1025),
+        ("HEAD", LIST, b""),
+        ("GET", LIST + "/", b""),
+        ("GET", REF + "/lsx", b""),
+        ("GET", "/api/v1/repositories/repo-1/branches/main/objects/ls", b""),
     ],
 )
 def test_anything_else_falls_through(method: str, path: str, query: bytes) -> None:
