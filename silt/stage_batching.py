@@ -27,6 +27,7 @@ import asyncio
 import contextvars
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -80,7 +81,7 @@ def _copy(exc: grpc.aio.AioRpcError) -> grpc.aio.AioRpcError:
 class StageBatcher:
     """StageEntry calls of one event loop, gathered per branch (see the module's docstring)."""
 
-    def __init__(self, calls: StageCalls, clock: Any = time.monotonic) -> None:
+    def __init__(self, calls: StageCalls, clock: Callable[[], float] = time.monotonic) -> None:
         self._calls = calls
         self._clock = clock
         self._branches: dict[tuple[str, str], _Branch] = {}

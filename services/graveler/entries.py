@@ -135,7 +135,6 @@ class Entries:
             except InvalidArgument as exc:
                 outcomes.append(StageOutcome(key, "invalid", str(exc)))
                 continue
-            values.pop(encoded, None)  # the last entry of a key is the one written last
             values[encoded] = entry_value(entry)
             outcomes.append(StageOutcome(key, "staged"))
         if values:
