@@ -63,6 +63,7 @@ class Swept:
 
 @dataclass
 class _Live:
+    partitions: set[str] = field(default_factory=set)
     unique_ids: set[str] = field(default_factory=set)
     names: set[str] = field(default_factory=set)
     names_complete: bool = True  # False: a record without a readable name was found
@@ -92,7 +93,7 @@ class DeletedRepositories:
         if not partitions and not names:
             return swept
         live = self._live()  # read after the rows: see the module's docstring
-        gone = {p for p in partitions if _unique_id_of(p) not in live.unique_ids}
+        gone = {p for p in partitions if p not in live.partitions and _unique_id_of(p) not in live.unique_ids}
         gone_names = {n for n in names if n not in live.names} if live.names_complete else set()
         for partition in sorted(gone):
             swept.rows += self._drop_tokens(partition.encode())
@@ -122,13 +123,15 @@ class DeletedRepositories:
             for entry in scan_prefix(self._kv, GRAVELER_PARTITION, family):
                 record = _repository(entry.value)
                 if family == CLAIMS:
+                    # The key ends with the claimant's unique id, whatever its value holds.
                     live.unique_ids.add(entry.key.rsplit(b"\x00", 1)[-1].decode("utf-8", "replace"))
                 elif family == TO_DELETE:
-                    live.unique_ids.add(_unique_id_of(entry.key[len(TO_DELETE) :].decode("utf-8", "replace")))
+                    live.partitions.add(entry.key[len(TO_DELETE) :].decode("utf-8", "replace"))
                 if record is None or not record.name:
                     live.names_complete = False
                     continue
                 live.names.add(record.name)
+                live.partitions.add(f"{record.name}-{record.unique_id}")
                 if record.unique_id:
                     live.unique_ids.add(record.unique_id)
         return live
