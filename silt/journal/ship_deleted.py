@@ -140,7 +140,7 @@ class DeletedRepositories:
         tokens = ShippedTokens(self._kv, partition)
         dropped = 0
         for saved in list(tokens.entries()):
-            dropped += self._delete_rows(saved.token.encode(), lambda _: True)
+            dropped += self._delete_rows(saved.partition, lambda _: True)
             tokens.forget(saved.token)
         return dropped
 

@@ -59,6 +59,15 @@ class SavedToken:
     token: str
     seen: float  # when it was last known to be in use; 0.0 if the stored time is unreadable
 
+    @property
+    def partition(self) -> bytes:
+        """The token's own partition, where its staged values and their journal rows are."""
+        return self.token.encode("utf-8", "surrogateescape")
+
+
+def _key(token: str) -> bytes:
+    return TOKEN_PREFIX + token.encode("utf-8", "surrogateescape")
+
 
 def _encode(seen: float) -> bytes:
     return repr(float(seen)).encode("ascii")
@@ -81,7 +90,7 @@ class ShippedTokens:
 
     def save(self, token: str, when: float) -> None:
         """Record that token was in use at `when` (a stored later time stays)."""
-        key = TOKEN_PREFIX + token.encode()
+        key = _key(token)
         for _ in range(SAVE_TRIES):
             try:
                 current = self._kv.get(self.partition, key)
@@ -109,7 +118,7 @@ class ShippedTokens:
         """Delete token from the list if it has been out of use long enough (the caller found its
         partition empty); whether it is gone. Conditional on the time judged: a save that came
         in between keeps it."""
-        key = TOKEN_PREFIX + token.encode()
+        key = _key(token)
         try:
             current = self._kv.get(self.partition, key)
         except NotFound:
@@ -125,7 +134,7 @@ class ShippedTokens:
 
     def forget(self, token: str) -> None:
         """Delete token from the list whatever its time (its repository is gone)."""
-        self._kv.delete(self.partition, TOKEN_PREFIX + token.encode())
+        self._kv.delete(self.partition, _key(token))
 
     def adopt_legacy_list(self) -> None:
         """Move a list an earlier version saved as one JSON value into this one: every token

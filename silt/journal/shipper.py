@@ -150,7 +150,7 @@ class Shipper:
             # Page by page: tokens saved meanwhile (named by rows shipped here) are scanned now
             # if they sort after the cursor, by the next round otherwise.
             for saved in tokens.entries():
-                if self._ship_partition(bucket, saved.token.encode(), tokens, result, None):
+                if self._ship_partition(bucket, saved.partition, tokens, result, None):
                     tokens.save(saved.token, self._clock())
                 else:
                     # Empty: forgotten once the grace period since it was last in use has
