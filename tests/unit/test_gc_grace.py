@@ -85,3 +85,15 @@ def test_the_job_refuses_a_short_grace_before_spark_or_graveler(monkeypatch: pyt
     monkeypatch.setattr(job, "job_session", no_session)
     with pytest.raises(GraceTooShort):
         job.main(["repo", "--grace", "6h"])
+
+
+def test_the_job_runs_with_a_short_grace_only_when_told_it_is_unsafe(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Started(Exception):
+        pass
+
+    def started(*_: object) -> None:
+        raise Started
+
+    monkeypatch.setattr(job, "job_session", started)
+    with pytest.raises(Started):
+        job.main(["repo", "--grace", "0", "--unsafe-short-grace"])
