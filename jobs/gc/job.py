@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -30,21 +29,11 @@ from jobs.gc.mark import EXPIRED, UNREFERENCED, mark, still_referenced
 from jobs.gc.sweep import sweep
 from silt.config import BlockstoreConfig
 from silt.errors import InvalidArgument, NotFound
+from silt.gc_grace import DEFAULT_GRACE, DEFAULT_GRACE_SECONDS, check_grace, parse_grace
 from silt.gc_runs import GC_PREFIX, validate_run_id
 from silt.graveler.v1 import graveler_pb2 as api
 
-DEFAULT_GRACE_SECONDS = 6 * 3600
 REPORT_SCHEMA = "address string, size bigint, reason string"
-_GRACE_RE = re.compile(r"^(\d+)([smhd]?)$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_grace(text: str) -> int:
-    """'6h', '30m', '90s', '2d' or plain seconds."""
-    found = _GRACE_RE.match(text.strip())
-    if not found:
-        raise InvalidArgument(f"invalid grace period {text!r}: use e.g. 6h, 30m, 90s or 0")
-    return int(found.group(1)) * _UNITS[found.group(2)]
 
 
 @dataclass
@@ -237,13 +226,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="silt-gc", description="Garbage-collect one Silt repository.")
     parser.add_argument("repository")
     parser.add_argument("--dry-run", action="store_true", help="mark and report only")
-    parser.add_argument("--grace", default="6h", help="skip objects modified this long before the run (6h)")
+    parser.add_argument(
+        "--grace", default=DEFAULT_GRACE, help=f"skip objects modified this long before the run ({DEFAULT_GRACE})"
+    )
+    parser.add_argument(
+        "--unsafe-short-grace",
+        action="store_true",
+        help="accept a grace shorter than the staging API's link validity plus a margin (silt/gc_grace.py)",
+    )
     parser.add_argument("--sweep-only", metavar="RUN_ID", help="sweep an earlier run's report again")
     add_job_options(parser)
     args = parser.parse_args(argv)
+    # Refused before anything starts: a run with too short a grace can delete a linked upload.
+    grace = check_grace(parse_grace(args.grace), unsafe_short_grace=args.unsafe_short_grace)
     state = State(config_path=args.config, graveler=args.graveler)
     config = state.config()
-    options = GCOptions(dry_run=args.dry_run, grace_seconds=parse_grace(args.grace), sweep_only=args.sweep_only)
+    options = GCOptions(dry_run=args.dry_run, grace_seconds=grace, sweep_only=args.sweep_only)
     spark = job_session(args.master, "silt-gc")
     client = state.client()
     summary = run_gc(

@@ -112,6 +112,7 @@ from azure.storage.blob import (
     UserDelegationKey,
     generate_blob_sas,
 )
+from azure.storage.blob._generated.models import ModifiedAccessConditions
 
 from silt.block.adapter import (
     CHUNK_SIZE,
@@ -137,7 +138,7 @@ from silt.block.rules import (
 )
 from silt.block.streams import PieceStream
 from silt.config import AzureBlockstoreConfig
-from silt.errors import AlreadyExists, ConfigError, InvalidArgument, NotFound, SiltError, Unavailable
+from silt.errors import AlreadyExists, ConfigError, InvalidArgument, NotFound, PredicateFailed, SiltError, Unavailable
 
 MiB = 1024 * 1024
 BLOCK_SIZE = 8 * MiB  # put's blocks, and the largest object sent with one Put Blob
@@ -664,7 +665,28 @@ class AzureAdapter(BlockAdapter):
         target = self._locate(namespace, key)
         return self._download(target, start, end - start + 1)
 
-    def _download(self, target: _Target, offset: int | None, length: int | None) -> BinaryIO:
+    def get_if_match(self, namespace: str, key: str, etag: str, byte_range: tuple[int, int] | None = None) -> BinaryIO:
+        """get (or get_range) of the blob only while it is the version whose ETag is `etag` (Silt's
+        S3-form ETag, which Azure cannot compare): its properties are read first, and the read
+        is made conditional on the Azure ETag they carried (If-Match, in the one Get Blob
+        request the whole body streams from). A blob replaced in between fails the read instead
+        of lending its bytes to the version checked. PredicateFailed when the ETag differs or
+        the blob was replaced since, NotFound when it is gone."""
+        if byte_range is not None:
+            check_range(*byte_range)
+        target = self._locate(namespace, key)
+        props = self._properties(target)
+        if _etag_of(props) != normalize_etag(etag):
+            raise PredicateFailed(f"{target.what}: its ETag is no longer {etag}")
+        if not props.etag:
+            raise Unavailable(f"azure {target.what}: the store reported no ETag for the blob")
+        if byte_range is None:
+            return self._download(target, None, None, if_match=props.etag)
+        return self._download(target, byte_range[0], byte_range[1] - byte_range[0] + 1, if_match=props.etag)
+
+    def _download(
+        self, target: _Target, offset: int | None, length: int | None, if_match: str | None = None
+    ) -> BinaryIO:
         """A reader of `length` bytes from `offset` (the whole blob when None), streamed from one
         Get Blob request. The request is sent here, so a missing object or an unsatisfiable range
         fails right away.
@@ -674,10 +696,18 @@ class AzureAdapter(BlockAdapter):
         Blob of the SDK's generated client (its public BlobClient's own) is used instead.
         """
         range_header = None if offset is None or length is None else f"bytes={offset}-{offset + length - 1}"
+        conditions = None if if_match is None else ModifiedAccessConditions(if_match=if_match)
         with _calls(target.what):
-            body, response = target.blob._client.blob.download(
-                range=range_header, cls=lambda pipeline_response, body, headers: (body, pipeline_response.http_response)
-            )
+            try:
+                body, response = target.blob._client.blob.download(
+                    range=range_header,
+                    modified_access_conditions=conditions,
+                    cls=lambda pipeline_response, body, headers: (body, pipeline_response.http_response),
+                )
+            except HttpResponseError as exc:
+                if conditions is not None and exc.status_code == 412:
+                    raise PredicateFailed(f"{target.what}: replaced since its properties were read") from None
+                raise
         reader = io.BufferedReader(_BlobReader(body, response, target.what), 64 * 1024)
         if range_header is not None and not int(response.headers.get("Content-Length") or 0):
             # Azure answers 416 to a range that starts beyond the end; Azurite, an empty body.

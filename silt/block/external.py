@@ -7,8 +7,11 @@ blockstore (lakeFS's spelling: ``local://`` and an absolute path). Silt never wr
 them (garbage collection lists only the namespace); it reads them, and only as they were imported.
 
 The source may change after the import, since it is not Silt's. Every read of an external entry
-compares the source with what the entry recorded, in the read itself where the store can: S3's
-``If-Match`` on the recorded ETag (the same request, no extra stat), the opened file's size and
+compares the source with what the entry recorded, and the bytes served are those of the version
+compared: S3's ``If-Match`` on the recorded ETag (the same request, no extra stat); on GCS and
+Azure, which cannot compare Silt's ETag in a read, the object's metadata is compared and the read
+then pinned to what that metadata described (GCS: its generation; Azure: ``If-Match`` on its
+own ETag), so a source replaced between the two steps fails the read; the opened file's size and
 modification time on a local disk. A source that changed or vanished answers SourceChanged
 naming it; different bytes are never served under the entry.
 
@@ -278,8 +281,8 @@ class SourceReader:
             except NotFound:
                 raise changed(address, "no longer exists") from None
             return reader
-        # A store without conditional reads: compare first (a change between the two calls is
-        # the one window left).
+        # An adapter without get_if_match (S3, GCS and Azure all have it): compare first; a change
+        # between the two calls is the one window left.
         try:
             current = self._adapter.stat(namespace, key)
         except NotFound:

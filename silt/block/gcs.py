@@ -439,7 +439,10 @@ class _RangeReader(PieceStream):
     `last` None reads to the object's end, which a short chunk (or, after a chunk that ended
     exactly there, a refused range) tells: no request asks for the object's size first. The
     first chunk is fetched by `open_first`, so a missing object or a range outside it fails at
-    once; the generation that chunk came from is pinned for every later one."""
+    once; the generation that chunk came from is pinned for every later one. With `generation`,
+    every chunk, the first too, is read from that generation: PredicateFailed if it is no longer
+    there when the read starts (the object was replaced or deleted since that generation was
+    seen); a store keeping old generations still serves it, the very bytes that were seen."""
 
     def __init__(
         self,
@@ -449,12 +452,15 @@ class _RangeReader(PieceStream):
         last: int | None,
         what: str,
         fetch: Callable[[storage.Blob, Any, int, int], None],
+        generation: int | None = None,
     ) -> None:
         super().__init__()
         self._bucket = bucket
-        self._blob = bucket.blob(name)
-        self._pinned = False
-        self._next = first
+        # A generation asked for is read from the first chunk on.
+        self._blob = bucket.blob(name, generation=generation)
+        self._asked = generation is not None
+        self._pinned = self._asked
+        self._start = self._next = first
         self._last = last
         self._done = False
         self._what = what
@@ -487,6 +493,8 @@ class _RangeReader(PieceStream):
             raise  # the callers tell an empty object or the end from a range outside it
         except _SDK_ERRORS as exc:
             error = _translate(exc, f"reading {self._what}")
+            if isinstance(error, NotFound) and self._asked and self._next == self._start:
+                raise PredicateFailed(f"{self._what}: generation {self._blob.generation} is no longer there") from None
             if isinstance(error, NotFound) and self._pinned:
                 raise Unavailable(
                     f"gs reading {self._what}: the object was replaced or deleted while it was read"
@@ -639,9 +647,11 @@ class GCSAdapter(BlockAdapter):
             retry=self._retry(),
         )
 
-    def _open(self, bucket: storage.Bucket, name: str, what: str, start: int, end: int | None) -> BinaryIO:
+    def _open(
+        self, bucket: storage.Bucket, name: str, what: str, start: int, end: int | None, generation: int | None = None
+    ) -> BinaryIO:
         # One request for a small object: the first chunk's response says what the object is.
-        reader = _RangeReader(bucket, name, start, end, what, self._fetch)
+        reader = _RangeReader(bucket, name, start, end, what, self._fetch, generation)
         reader.open_first()
         return io.BufferedReader(reader, 64 * 1024)
 
@@ -653,6 +663,24 @@ class GCSAdapter(BlockAdapter):
         check_range(start, end)
         bucket, name, what = self._locate(namespace, key)
         return self._open(bucket, name, what, start, end)
+
+    def get_if_match(self, namespace: str, key: str, etag: str, byte_range: tuple[int, int] | None = None) -> BinaryIO:
+        """get (or get_range) of the object only while it is the version whose ETag is `etag`.
+        GCS cannot make a read conditional on an ETag, so the object's metadata is read first and
+        every chunk read from the generation that metadata described. An object replaced in
+        between fails the read (or, where the bucket keeps old generations, the checked one is
+        read) instead of lending its bytes to the version checked. PredicateFailed when the ETag
+        differs or the generation is gone, NotFound when there is no object."""
+        if byte_range is not None:
+            check_range(*byte_range)
+        bucket, name, what = self._locate(namespace, key)
+        blob = self._reload(bucket, name, what)
+        if _etag_of(blob) != normalize_etag(etag):
+            raise PredicateFailed(f"{what}: its ETag is no longer {etag}")
+        if blob.generation is None:
+            raise Unavailable(f"gs {what}: the store reported no generation for the object")
+        start, end = (0, None) if byte_range is None else byte_range
+        return self._open(bucket, name, what, start, end, int(blob.generation))
 
     def stat(self, namespace: str, key: str) -> ObjectStat:
         bucket, name, what = self._locate(namespace, key)

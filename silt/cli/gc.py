@@ -20,6 +20,8 @@ import click
 
 from silt.cli.common import as_dict, client, human_size, output, state, table
 from silt.client import ClientError, strip_scheme
+from silt.errors import InvalidArgument
+from silt.gc_grace import DEFAULT_GRACE, MIN_GRACE_SECONDS, check_grace, parse_grace
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -130,14 +132,29 @@ def rules_delete(repository: str) -> None:
 @click.argument("repository")
 @click.option("--dry-run", is_flag=True, help="Mark and write the report; delete nothing.")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master: local[N] or spark://HOST:PORT.")
-@click.option("--grace", default="6h", show_default=True, help="Skip objects modified this long before the run.")
+@click.option(
+    "--grace", default=DEFAULT_GRACE, show_default=True, help="Skip objects modified this long before the run."
+)
+@click.option(
+    "--unsafe-short-grace",
+    is_flag=True,
+    help=f"Accept a grace under {MIN_GRACE_SECONDS // 3600}h: a staging-API upload linked later may lose its bytes.",
+)
 @click.option("--sweep-only", metavar="RUN_ID", help="Sweep an earlier run's report again (resume).")
-def run(repository: str, dry_run: bool, master: str, grace: str, sweep_only: str | None) -> None:
+def run(
+    repository: str, dry_run: bool, master: str, grace: str, unsafe_short_grace: bool, sweep_only: str | None
+) -> None:
     """Collect REPOSITORY's garbage with a Spark job (local mode by default).
 
     Needs PrepareGC and ReadRepo on REPOSITORY: an administrator, or the svc-gc user's key.
     """
+    # Refused here, before a Spark job starts (the job refuses it again).
+    try:
+        check_grace(parse_grace(grace), unsafe_short_grace=unsafe_short_grace)
+    except InvalidArgument as exc:
+        raise click.BadParameter(str(exc), param_hint="--grace") from None
     args = [_repo_name(repository), "--master", master, "--grace", grace]
+    args += ["--unsafe-short-grace"] if unsafe_short_grace else []
     args += ["--dry-run"] if dry_run else []
     args += ["--sweep-only", sweep_only] if sweep_only else []
     settings = state()

@@ -6,23 +6,26 @@ Per repository (docs/design/journal.md, "Shipping"):
    repository partition, refused while another shipper's lease is younger than its term):
    one shipper per repository at a time, and a crashed one's lease simply expires;
 2. ship ``journal/`` of the ``graveler`` partition (rows of this repository only), then of the
-   repository partition, then of every staging-token partition the repository may have rows
-   in: the tokens its branch records name now, the tokens named by the branch values in its
-   journal rows (a token sealed and dropped between two rounds), and the tokens in the saved
-   list (``journal_ship/tokens``) from earlier rounds;
+   repository partition; save the tokens the branch records name now in the saved token list
+   (silt/journal/ship_tokens.py: one key per token, in a partition of the shipper's own); then
+   ship every staging-token partition in the saved list, paging through it;
 3. to ship rows: write them as a Parquet batch (silt/journal/batch.py), each batch written once;
-   then add the tokens their branch values name to the saved list; only then delete the rows,
-   raw (deleting is not journaled);
-4. save the list again: every token named this round or found holding rows, with the time; a
-   token found empty and unnamed stays until a grace period has passed since it was last in
-   use (a stale writer may still land a row in a token after a commit dropped it).
+   then save the tokens their branch values name in the list; only then delete the rows, raw
+   (deleting is not journaled);
+4. a token whose partition held rows is saved again with the time; one found empty is
+   forgotten once a grace period has passed since it was last in use (a stale writer may still
+   land a row in a token after a commit dropped it).
 
 Every deletion follows from saved state, so a crash at any point strands nothing: rows are
 deleted only once their batch is in the bucket, and a token leaves the saved list only after a
 round found it empty, so the next round still finds every token that may hold rows. A crash
 after a batch is written and before its rows are deleted ships the same rows again next
 time: a batch holding some of the same records, which rebuild applies once (it replays by
-position and skips what it applied).
+position and skips what it applied). The list has no length limit and is never read whole.
+
+After the live repositories, a round of every repository drops the journal rows of deleted
+ones (silt/journal/ship_deleted.py): they are never shipped, and would otherwise be read
+again by every round.
 Everything here reads and writes the store raw: journal rows are invisible through graveler's
 journaled store, and the shipper's own keys must not be journaled.
 """
@@ -34,20 +37,21 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from google.protobuf.message import DecodeError
 
 from silt.block.adapter import BlockAdapter
-from silt.errors import InvalidArgument, NotFound, PredicateFailed, Unavailable
+from silt.errors import InvalidArgument, NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.batch import ShippedRecord, batch_key, encode_batch
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import unwrap
 from silt.journal.mac import sign
 from silt.journal.record import JOURNAL_PREFIX, decode_record
+from silt.journal.ship_deleted import DeletedRepositories, Swept
+from silt.journal.ship_tokens import TOKEN_GRACE_SECONDS, ShippedTokens
 from silt.journal.v1.journal_pb2 import Record
 from silt.kv.store import MAX_APPLY_ROWS, Store, scan_prefix
 
@@ -60,15 +64,9 @@ REPOS = b"repos/"
 BRANCHES = b"branches/"
 
 LEASE_KEY = b"journal_ship/lease"
-TOKENS_KEY = b"journal_ship/tokens"
 # Records per Parquet batch: bounds the shipper's memory and a batch's size.
 MAX_BATCH_RECORDS = 20_000
-# A token no branch names and with no rows left is still scanned this long.
-TOKEN_GRACE_SECONDS = 3600.0
-# Remembered tokens per repository; beyond it the oldest are forgotten.
-MAX_REMEMBERED_TOKENS = 10_000
-# Compare-and-set attempts on the token list: only overlapping shippers contend for it.
-SAVE_TRIES = 20
+__all__ = ["TOKEN_GRACE_SECONDS", "ShipResult", "Shipper"]
 
 
 @dataclass
@@ -102,6 +100,7 @@ class Shipper:
         self._batch_records = batch_records
         self.owner = uuid.uuid4().hex
         self._step = step
+        self.swept = Swept()  # what the last ship_all dropped of deleted repositories
 
     def repositories(self) -> Iterator[pb.Repository]:
         for entry in scan_prefix(self._kv, GRAVELER_PARTITION, REPOS):
@@ -115,7 +114,15 @@ class Shipper:
             except Exception:
                 # One repository's trouble (its bucket unreachable) must not stop the others.
                 log.warning("shipping the journal of %s failed", record.name, exc_info=True)
+        try:
+            self.swept = self.sweep_deleted()
+        except Exception:
+            log.warning("dropping the journal rows of deleted repositories failed", exc_info=True)
         return results
+
+    def sweep_deleted(self) -> Swept:
+        """Drop the journal rows deleted repositories left (silt/journal/ship_deleted.py)."""
+        return DeletedRepositories(self._kv).sweep()
 
     def ship(self, repository: str) -> ShipResult:
         try:
@@ -133,17 +140,22 @@ class Shipper:
         self._step("lease taken")
         try:
             bucket = JournalBucket(self._adapter, repository.storage_namespace)
-            saved = self._remembered(partition)
-            named = self._ship_partition(bucket, GRAVELER_PARTITION, partition, saved, result, repository)
-            named |= self._ship_partition(bucket, partition, partition, saved, result, None)
+            tokens = ShippedTokens(self._kv, partition)
+            tokens.adopt_legacy_list()
+            self._ship_partition(bucket, GRAVELER_PARTITION, tokens, result, repository)
+            self._ship_partition(bucket, partition, tokens, result, None)
             now = self._clock()
-            named |= self._branch_tokens_now(partition)
-            scanned = named | set(saved)
-            for token in sorted(scanned):
-                named |= self._ship_partition(bucket, token.encode(), partition, saved, result, None)
-            # A token found empty and unnamed is forgotten once the grace period since it was
-            # last in use has passed (a stale writer's row may still land in it until then).
-            self._save_tokens(partition, dict.fromkeys(named, now), forget=scanned - named)
+            for token in self._branch_tokens_now(partition):
+                tokens.save(token, now)
+            # Page by page: tokens saved meanwhile (named by rows shipped here) are scanned now
+            # if they sort after the cursor, by the next round otherwise.
+            for saved in tokens.entries():
+                if self._ship_partition(bucket, saved.partition, tokens, result, None):
+                    tokens.save(saved.token, self._clock())
+                else:
+                    # Empty: forgotten once the grace period since it was last in use has
+                    # passed (a stale writer's row may still land in it until then).
+                    tokens.forget_if_unused(saved.token, self._clock())
             self._step("tokens saved")
         finally:
             self._release_lease(partition)
@@ -155,43 +167,36 @@ class Shipper:
         self,
         bucket: JournalBucket,
         partition: bytes,
-        repository_partition: bytes,
-        saved: dict[str, float],
+        tokens: ShippedTokens,
         result: ShipResult,
         only: pb.Repository | None,
-    ) -> set[str]:
+    ) -> bool:
         """Ship the journal rows of partition (in the shared ``graveler`` partition, only those of
-        repository ``only``); return the staging tokens named by branch values in them, and a
-        staging-token partition that held rows itself (it is in use)."""
-        named: set[str] = set()
+        repository ``only``); whether it held any."""
         pending: list[ShippedRecord] = []
         shipped_any = False
         for entry in scan_prefix(self._kv, partition, JOURNAL_PREFIX):
             record = decode_record(entry.value)
             if only is not None and not _belongs(record, only):
                 continue
-            named |= _branch_tokens(record)
             pending.append(ShippedRecord(partition, entry.key, record))
             if len(pending) >= self._batch_records:
-                self._ship_batch(bucket, pending, repository_partition, saved, result)
+                self._ship_batch(bucket, pending, tokens, result)
                 shipped_any = True
                 pending = []
         if pending:
-            self._ship_batch(bucket, pending, repository_partition, saved, result)
+            self._ship_batch(bucket, pending, tokens, result)
             shipped_any = True
         if shipped_any:
             result.partitions += 1
         self._step("partition shipped")
-        if shipped_any and partition not in (GRAVELER_PARTITION, repository_partition):
-            named.add(partition.decode())
-        return named
+        return shipped_any
 
     def _ship_batch(
         self,
         bucket: JournalBucket,
         records: list[ShippedRecord],
-        repository_partition: bytes,
-        saved: dict[str, float],
+        tokens: ShippedTokens,
         result: ShipResult,
     ) -> None:
         key = batch_key(records)
@@ -207,10 +212,10 @@ class Shipper:
         # dropped since the last round, its journal rows still waiting: once the rows are gone,
         # only the saved token list leads the next round there, so it is saved first.
         named = set().union(*(_branch_tokens(item.record) for item in records))
-        unsaved = named - set(saved)
-        if unsaved:
+        if named:
             now = self._clock()
-            saved.update(self._save_tokens(repository_partition, dict.fromkeys(unsaved, now)))
+            for token in sorted(named):
+                tokens.save(token, now)
             self._step("batch tokens saved")
         # Only now, with the batch durable in the bucket, do the rows leave KV.
         partition = records[0].source_partition
@@ -228,54 +233,9 @@ class Shipper:
 
     # --- tokens ----------------------------------------------------------------------
 
-    def _branch_tokens_now(self, partition: bytes) -> set[str]:
-        tokens: set[str] = set()
+    def _branch_tokens_now(self, partition: bytes) -> Iterator[str]:
         for entry in scan_prefix(self._kv, partition, BRANCHES):
-            tokens |= _tokens_of(_decode(pb.Branch(), entry.value))
-        return tokens
-
-    def _remembered(self, partition: bytes) -> dict[str, float]:
-        """Token -> the time it was last known to be in use (named, or holding rows)."""
-        try:
-            stored = self._kv.get(partition, TOKENS_KEY).value
-        except NotFound:
-            return {}
-        return _parse_tokens(stored, partition)
-
-    def _save_tokens(
-        self, partition: bytes, seen: dict[str, float], forget: AbstractSet[str] = frozenset()
-    ) -> dict[str, float]:
-        """Merge seen into the saved token list (a token keeps its latest time) and drop the
-        tokens of forget that have been unnamed for the grace period; return the list saved.
-
-        A compare-and-set on the stored list, read again on a conflict: two shippers can
-        overlap (a lease running out under a slow one), and neither may lose the tokens the
-        other saved before deleting the rows that named them."""
-        for _ in range(SAVE_TRIES):
-            try:
-                current = self._kv.get(partition, TOKENS_KEY)
-            except NotFound:
-                current = None
-            tokens = {} if current is None else _parse_tokens(current.value, partition)
-            for token, when in seen.items():
-                tokens[token] = max(when, tokens.get(token, when))
-            now = self._clock()
-            for token in forget - set(seen):
-                if token in tokens and now - tokens[token] >= TOKEN_GRACE_SECONDS:
-                    del tokens[token]
-            # The newest first: a token that held rows this round is among them.
-            newest = dict(sorted(tokens.items(), key=lambda item: item[1], reverse=True)[:MAX_REMEMBERED_TOKENS])
-            try:
-                self._kv.set_if(
-                    partition,
-                    TOKENS_KEY,
-                    json.dumps(newest).encode(),
-                    None if current is None else current.predicate,
-                )
-            except PredicateFailed:
-                continue
-            return newest
-        raise Unavailable(f"the shipped-token list of {partition!r} kept changing under {SAVE_TRIES} tries")
+            yield from sorted(_tokens_of(_decode(pb.Branch(), entry.value)))
 
     # --- the lease ----------------------------------------------------------------------
 
@@ -328,17 +288,6 @@ def _branch_tokens(record: Record) -> set[str]:
 
 def _tokens_of(branch: pb.Branch) -> set[str]:
     return {token for token in (branch.staging_token, *branch.sealed_tokens) if token}
-
-
-def _parse_tokens(stored: bytes, partition: bytes) -> dict[str, float]:
-    try:
-        loaded = json.loads(stored)
-        return {str(token): float(seen) for token, seen in loaded.items()}
-    except (ValueError, AttributeError, TypeError):
-        # Overwritten by the next save; the tokens it held are found again only through branch
-        # records and unshipped rows.
-        log.warning("unreadable shipped-token list in %r; starting afresh", partition)
-        return {}
 
 
 def _decode(message: _M, stored: bytes) -> _M:

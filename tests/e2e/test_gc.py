@@ -40,7 +40,7 @@ def test_gc_rules_and_run(stack: Stack, silt: Silt) -> None:
     old = cli("fs", "stat", f"silt://{REPO}/main~1/t/a", "--json").json()["physical_address"]
     current = cli("fs", "stat", f"silt://{REPO}/main/t/a", "--json").json()["physical_address"]
 
-    refused = cli("gc", "run", REPO, "--grace", "0", ok=False)
+    refused = cli("gc", "run", REPO, "--grace", "0", "--unsafe-short-grace", ok=False)
     assert refused.code != 0 and "no GC rules" in refused.err
     cli("gc", "rules", "set", REPO, "--default-days", "0", "--branch", "main=0")
     shown = cli("gc", "rules", "show", REPO, "--json").json()
@@ -54,11 +54,11 @@ def test_gc_rules_and_run(stack: Stack, silt: Silt) -> None:
     assert refused.code == 6 and "SetGCRules" in refused.err, refused
 
     root = Path(os.path.expanduser(stack.config.blockstore.local.path)) / REPO  # type: ignore[union-attr]
-    dry = gc_user("gc", "run", REPO, "--grace", "0", "--dry-run", "--json").json()
+    dry = gc_user("gc", "run", REPO, "--grace", "0", "--unsafe-short-grace", "--dry-run", "--json").json()
     assert dry["objects"] == {"expired-commit": 1, "unreferenced": 0} and dry["deleted"] == 0
     assert (root / old).is_file()
 
-    done = gc_user("gc", "run", REPO, "--grace", "0")
+    done = gc_user("gc", "run", REPO, "--grace", "0", "--unsafe-short-grace")
     assert "expired-commit" in done.out and "deleted: 1" in done.out
     assert not (root / old).is_file() and (root / current).is_file()
     assert s3.get_object(Bucket=REPO, Key="main/t/a")["Body"].read() == b"version 2"

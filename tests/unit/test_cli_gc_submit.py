@@ -46,12 +46,15 @@ def fake_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_run_passes_the_options_and_prints_the_jobs_summary(fake_job: None) -> None:
     result = CliRunner().invoke(
-        cli, ["gc", "run", "silt://repo", "--dry-run", "--grace", "0", "--json"], obj=State(), catch_exceptions=False
+        cli,
+        ["gc", "run", "silt://repo", "--dry-run", "--grace", "0", "--unsafe-short-grace", "--json"],
+        obj=State(),
+        catch_exceptions=False,
     )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout) == SUMMARY
     relayed = json.loads(result.stderr.splitlines()[0].removeprefix("args "))
-    assert relayed == ["repo", "--master", "local[*]", "--grace", "0", "--dry-run"]
+    assert relayed == ["repo", "--master", "local[*]", "--grace", "0", "--unsafe-short-grace", "--dry-run"]
 
 
 def test_a_failed_run_keeps_the_jobs_message_and_exit_code(fake_job: None) -> None:

@@ -1,0 +1,134 @@
+"""A read of an imported object is pinned to the version its check saw: on GCS (fake-gcs-server)
+and Azure (Azurite) the object's metadata is read, compared with the entry, and the read made
+conditional on the generation / Azure ETag that metadata carried, so a source replaced between
+the two steps answers SourceChanged instead of serving the replacement under the old entry.
+
+The replacement happens deterministically inside the adapter's metadata read (after it
+returned what it found), the one moment a second writer could slip in. On S3 (moto) the check
+is the read itself (If-Match in the same GetObject): a replaced source is refused there too.
+"""
+
+from __future__ import annotations
+
+import io
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from silt.block import BlockAdapter
+from silt.block.azure import AzureAdapter
+from silt.block.external import ExternalFiles, source_reader, split_external
+from silt.block.gcs import GCSAdapter
+from silt.block.s3 import S3Adapter
+from silt.errors import SourceChanged
+from silt.graveler.v1 import model_pb2 as pb
+from tests.support.emulators import AZURITE_ACCOUNT
+
+ORIGINAL = b"the bytes that were imported"
+REPLACEMENT = b"other bytes, written later!!"  # same length: only the version tells them apart
+
+
+@dataclass
+class Landing:
+    adapter: BlockAdapter
+    landing: str  # where imported objects lie
+    namespace: str  # the repository's own storage namespace
+    # The adapter method that reads an object's metadata (what a check of the source reads).
+    metadata_method: str
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("gs", marks=pytest.mark.gs),
+        pytest.param("azure", marks=pytest.mark.azure),
+        pytest.param("s3", marks=pytest.mark.s3),
+    ]
+)
+def landing(request: pytest.FixtureRequest) -> Iterator[Landing]:
+    if request.param == "gs":
+        bucket = request.getfixturevalue("gcs_bucket")
+        adapter: BlockAdapter = request.getfixturevalue("gcs_adapter")
+        assert isinstance(adapter, GCSAdapter)
+        yield Landing(adapter, f"gs://{bucket}/landing", f"gs://{bucket}/lake/repo", "_reload")
+    elif request.param == "azure":
+        endpoint = request.getfixturevalue("azurite_server")
+        container = request.getfixturevalue("azure_container")
+        adapter = request.getfixturevalue("azure_adapter")
+        assert isinstance(adapter, AzureAdapter)
+        base = f"{endpoint}/{AZURITE_ACCOUNT}/{container}"
+        yield Landing(adapter, f"{base}/landing", f"{base}/lake/repo", "_properties")
+    else:
+        bucket = request.getfixturevalue("s3_bucket")
+        adapter = request.getfixturevalue("s3_adapter")
+        assert isinstance(adapter, S3Adapter)
+        yield Landing(adapter, f"s3://{bucket}/landing", f"s3://{bucket}/lake/repo", "_head")
+
+
+def imported(env: Landing) -> tuple[pb.Entry, str, str]:
+    """A source object and the entry an import records of it."""
+    key = f"data/{uuid.uuid4().hex}"
+    env.adapter.put(env.landing, key, io.BytesIO(ORIGINAL), len(ORIGINAL))
+    found = env.adapter.stat(env.landing, key)
+    entry = pb.Entry(physical_address=f"{env.landing}/{key}", size=found.size, etag=found.etag)
+    namespace, name = split_external(entry.physical_address)
+    return entry, namespace, name
+
+
+def replace_after_metadata(env: Landing, monkeypatch: pytest.MonkeyPatch, namespace: str, key: str) -> list[int]:
+    """Replace the source right after the adapter's next metadata read returned; the list
+    counts the replacements made."""
+    real: Callable[..., Any] = getattr(env.adapter, env.metadata_method)
+    done: list[int] = []
+
+    def then_replace(*args: Any, **kwargs: Any) -> Any:
+        found = real(*args, **kwargs)
+        if not done:
+            done.append(1)
+            env.adapter.put(namespace, key, io.BytesIO(REPLACEMENT), len(REPLACEMENT))
+        return found
+
+    monkeypatch.setattr(env.adapter, env.metadata_method, then_replace)
+    return done
+
+
+@pytest.mark.parametrize("byte_range", [None, (4, 12)], ids=["whole", "range"])
+def test_a_source_replaced_between_its_check_and_its_read_is_never_served(
+    landing: Landing, monkeypatch: pytest.MonkeyPatch, byte_range: tuple[int, int] | None
+) -> None:
+    if landing.metadata_method == "_head":
+        pytest.skip("S3 checks in the read itself (If-Match): no step between check and read")
+    entry, namespace, key = imported(landing)
+    reader = source_reader(landing.adapter, ExternalFiles(()), landing.namespace, entry)
+    with reader.get(namespace, key) as stream:
+        assert stream.read() == ORIGINAL  # unchanged: served
+
+    replaced = replace_after_metadata(landing, monkeypatch, namespace, key)
+    with pytest.raises(SourceChanged):
+        if byte_range is None:
+            reader.get(namespace, key).read()
+        else:
+            reader.get_range(namespace, key, *byte_range).read()
+    assert replaced, "the source was never replaced: the test did not reach the read's check"
+    monkeypatch.undo()
+    # And it stays refused: the entry names the imported version only.
+    with pytest.raises(SourceChanged):
+        reader.get(namespace, key)
+
+
+def test_a_source_replaced_after_the_import_is_refused(landing: Landing) -> None:
+    entry, namespace, key = imported(landing)
+    reader = source_reader(landing.adapter, ExternalFiles(()), landing.namespace, entry)
+    with reader.get_range(namespace, key, 0, 3) as stream:
+        assert stream.read() == ORIGINAL[:4]
+    landing.adapter.put(namespace, key, io.BytesIO(REPLACEMENT), len(REPLACEMENT))
+    for read in (lambda: reader.get(namespace, key), lambda: reader.get_range(namespace, key, 0, 3)):
+        with pytest.raises(SourceChanged):
+            read().read()
+    with pytest.raises(SourceChanged):
+        reader.stat(namespace, key)
+    landing.adapter.delete(namespace, key)
+    with pytest.raises(SourceChanged):
+        reader.get(namespace, key)
