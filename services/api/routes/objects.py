@@ -267,7 +267,8 @@ async def upload_object(
         raise ApiError(501, "If-None-Match on an upload takes only *")
     if_match = (request.headers.get("if-match") or "").strip().strip('"')
     backend = ctx.backend
-    namespace = await backend.namespace(repository, ctx.deadline)
+    place = await backend.place(repository, ctx.deadline)
+    namespace = place.namespace
     await ensure_branch(ctx, repository, branch)
     if if_none_match is not None and await _exists(ctx, repository, branch, key):
         raise ApiError(412, "path already exists")  # before the body is read; graveler checks again
@@ -297,11 +298,11 @@ async def upload_object(
         if_absent=if_none_match is not None,
         if_match_etag=if_match,
     )
-    await stage_new_bytes(ctx, staged, namespace)
+    place = await stage_new_bytes(ctx, staged, place)
     ctx.record(ev.WRITE, repository, branch, key, entry.size)
     # The ObjectStats as its model writes it, without building the model: a tenth of the time of
     # a small upload's answer (tests/unit/api/test_object_rows.py holds the two to the same bytes).
-    return JSONResponse(object_row(key, entry, namespace, True), status_code=201)
+    return JSONResponse(object_row(key, staged.entry, place.namespace, True), status_code=201)
 
 
 async def _exists(ctx: Ctx, repository: str, branch: str, key: str) -> bool:

@@ -440,9 +440,9 @@ async def put_object(ctx: Context) -> Response:
     object_key_required(ref, key)
     metadata = user_metadata(request)  # refused before any byte is written
     condition = write_condition(request)
-    namespace = await writable_branch(ctx, repository, ref)
+    place = await writable_branch(ctx, repository, ref)
     address = new_physical_address()
-    received = await _receive_object(ctx, namespace, address)
+    received = await _receive_object(ctx, place.namespace, address)
     entry = pb.Entry(
         physical_address=address,
         size=received.size,
@@ -454,7 +454,7 @@ async def put_object(ctx: Context) -> Response:
     # The checksum of the whole object is kept with its metadata, for GET/HEAD with
     # x-amz-checksum-mode: ENABLED.
     entry.metadata.update(checksums.as_metadata(received.checksum))
-    await stage_new_bytes(ctx, repository, ref, key, entry, namespace, condition)
+    await stage_new_bytes(ctx, repository, ref, key, entry, place, condition)
     ctx.record(ev.WRITE, repository, ref, key, received.size)
     return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
 
@@ -498,7 +498,7 @@ async def copy_object(ctx: Context) -> Response:
     check_copy_source_conditions(ctx, source)
     await ctx.authorize(WRITE_REPO, repository)
     object_key_required(ref, key)
-    namespace = await writable_branch(ctx, repository, ref)
+    place = await writable_branch(ctx, repository, ref)
     directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
         raise S3Error("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE")
@@ -523,9 +523,9 @@ async def copy_object(ctx: Context) -> Response:
         src_ns, src_address = split_address(src_namespace, source.physical_address)
         address = new_physical_address()
         copy = ctx.backend.entry_reader(src_namespace, source).copy
-        await ctx.backend.run(copy, src_ns, src_address, namespace, address)
+        await ctx.backend.run(copy, src_ns, src_address, place.namespace, address)
         entry.physical_address = address
-        await stage_new_bytes(ctx, repository, ref, key, entry, namespace)
+        await stage_new_bytes(ctx, repository, ref, key, entry, place)
     else:
         # Within one repository the new entry shares the source's bytes: objects are immutable.
         await stage(ctx, repository, ref, key, entry)
