@@ -164,11 +164,11 @@ def test_a_put_after_the_name_is_reused_lands_in_the_new_repository(
     namespace = recreate(gw, bucket)
 
     s3.put_object(Bucket=bucket, Key="main/k", Body=b"written after the re-creation")
+    # Readable through an edge that never knew the old repository, and through this one.
+    assert gw.client().get_object(Bucket=bucket, Key="main/k")["Body"].read() == b"written after the re-creation"
     assert s3.get_object(Bucket=bucket, Key="main/k")["Body"].read() == b"written after the re-creation"
     entry = stored_entry(gw, bucket, "k")
     assert object_file(gw, namespace, entry.physical_address).read_bytes() == b"written after the re-creation"
-    # And through the edges that never knew the old repository.
-    assert gw.client().get_object(Bucket=bucket, Key="main/k")["Body"].read() == b"written after the re-creation"
 
 
 def test_a_copy_from_another_bucket_after_the_name_is_reused_lands_in_the_new_repository(
@@ -182,6 +182,7 @@ def test_a_copy_from_another_bucket_after_the_name_is_reused_lands_in_the_new_re
     namespace = recreate(gw, bucket)
 
     s3.copy_object(Bucket=bucket, Key="main/copy", CopySource=f"{source}/main/src")
+    assert gw.client().get_object(Bucket=bucket, Key="main/copy")["Body"].read() == b"copied bytes"
     assert s3.get_object(Bucket=bucket, Key="main/copy")["Body"].read() == b"copied bytes"
     assert object_file(gw, namespace, stored_entry(gw, bucket, "copy").physical_address).read_bytes() == b"copied bytes"
 
@@ -195,8 +196,10 @@ def test_an_api_upload_after_the_name_is_reused_lands_in_the_new_repository(
 
     put = stale.api("POST", f"/repositories/{bucket}/branches/main/objects?path=k", body=b"api bytes")
     assert put.status == 201, put.data
-    got = stale.api("GET", f"/repositories/{bucket}/refs/main/objects?path=k")
-    assert got.status == 200 and got.data == b"api bytes"
+    # Readable through an edge that never knew the old repository, and through this one.
+    for edge in (StaleEdge(gw, stale.config), stale):
+        got = edge.api("GET", f"/repositories/{bucket}/refs/main/objects?path=k")
+        assert (got.status, got.data) == (200, b"api bytes")
     assert object_file(gw, namespace, stored_entry(gw, bucket, "k").physical_address).read_bytes() == b"api bytes"
 
 
@@ -211,7 +214,6 @@ def test_an_upload_opened_in_the_deleted_repository_does_not_complete_into_the_n
     # could not abort since it did not exist yet.
     upload = s3.create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
     etag = s3.upload_part(Bucket=bucket, Key="main/big", UploadId=upload, PartNumber=1, Body=b"p" * 1024)["ETag"]
-    assert gw.client().list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
     with pytest.raises(ClientError) as exc:
         s3.complete_multipart_upload(
@@ -222,6 +224,21 @@ def test_an_upload_opened_in_the_deleted_repository_does_not_complete_into_the_n
         stored_entry(gw, bucket, "big")
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND
     assert not any(key.startswith(f"u/{bucket}/".encode()) for key in upload_records(gw))
+
+
+def test_an_upload_opened_in_the_deleted_repository_is_not_listed_in_the_new_one(
+    gw: GatewayStack, stale: StaleEdge, bucket: str
+) -> None:
+    s3 = stale.s3()
+    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
+    recreate(gw, bucket)
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
+    assert uploads.upload_key(bucket, upload) in upload_records(gw)
+
+    assert gw.client().list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    with pytest.raises(ClientError) as exc:
+        gw.client().upload_part(Bucket=bucket, Key="main/big", UploadId=upload, PartNumber=1, Body=b"p")
+    assert code(exc) == "NoSuchUpload"
 
 
 def test_an_upload_open_when_the_bucket_is_deleted_is_aborted(gw: GatewayStack, stale: StaleEdge) -> None:
