@@ -12,6 +12,7 @@ replica would send them.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import secrets
 import threading
@@ -279,3 +280,35 @@ def test_an_upload_open_when_the_repository_is_deleted_through_the_api_is_aborte
     assert deleted.status == 204, deleted.data
     assert not any(f"/{upload}".encode() in key or f"p/{upload}/".encode() in key for key in upload_records(gw))
     assert not block_upload(gw, block_id).exists()
+
+
+def test_a_link_of_bytes_uploaded_in_the_deleted_repository_is_refused(
+    gw: GatewayStack, stale: StaleEdge, bucket: str
+) -> None:
+    asked = stale.api("GET", f"/repositories/{bucket}/branches/main/staging/backing?path=linked")
+    assert asked.status == 200, asked.data
+    address = json.loads(asked.data)["physical_address"]
+    old_namespace = f"local://{bucket}"
+    assert address.startswith(old_namespace + "/")
+    data = b"uploaded by the client itself"
+    written = object_file(gw, old_namespace, address.removeprefix(old_namespace + "/"))
+    written.parent.mkdir(parents=True, exist_ok=True)
+    written.write_bytes(data)
+    recreate(gw, bucket)
+
+    body = {
+        "staging": {"physical_address": address},
+        "checksum": hashlib.md5(data).hexdigest(),
+        "size_bytes": len(data),
+    }
+    linked = stale.api(
+        "PUT",
+        f"/repositories/{bucket}/branches/main/staging/backing?path=linked",
+        body=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    # The bytes lie in the deleted repository's namespace: not the new repository's object.
+    assert linked.status == 404, linked.data
+    with pytest.raises(grpc.RpcError) as missing:
+        stored_entry(gw, bucket, "linked")
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
