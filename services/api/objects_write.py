@@ -203,6 +203,22 @@ async def stage_new_bytes(
         raise from_rpc(exc, "graveler") from None
 
 
+async def repository_replaced(ctx: Context, repository: str) -> bool:
+    """Whether the repository this edge remembers under the name was deleted and another created
+    under it since (then the new one is remembered instead)."""
+    remembered = ctx.backend.cached_place(repository)
+    if remembered is None:
+        return False
+    ctx.backend.forget_namespace(repository)
+    try:
+        current = await ctx.backend.place(repository, ctx.deadline)
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return current.repository_id != remembered.repository_id
+
+
 async def _replacement(
     ctx: Context, repository: str, place: RepositoryPlace, refused: grpc.aio.AioRpcError
 ) -> RepositoryPlace | None:

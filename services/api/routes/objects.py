@@ -38,6 +38,7 @@ from services.api.objects_write import (
     header_metadata,
     now,
     receive,
+    repository_replaced,
     stage_new_bytes,
     typed_call,
 )
@@ -140,6 +141,26 @@ async def get_object(
     headers["Content-Length"] = str(length)
     if length == 0:
         return Response(b"", status_code=status, headers=headers)
+    try:
+        return await _read_object(ctx, repository, entry, byte_range, length, status, headers)
+    except NotFound:
+        # The entry's bytes are not where the remembered namespace says: if the repository was
+        # deleted and created again under its name since, the entry is the new one's, and so
+        # are its bytes, in the new namespace.
+        if not await repository_replaced(ctx, repository):
+            raise
+        return await _read_object(ctx, repository, entry, byte_range, length, status, headers)
+
+
+async def _read_object(
+    ctx: Ctx,
+    repository: str,
+    entry: pb.Entry,
+    byte_range: tuple[int, int] | None,
+    length: int,
+    status: int,
+    headers: dict[str, str],
+) -> Response:
     backend = ctx.backend
     repository_namespace = await backend.namespace(repository, ctx.deadline)
     namespace, address = split_address(repository_namespace, entry.physical_address)

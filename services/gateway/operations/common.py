@@ -312,6 +312,22 @@ async def stage_new_bytes(
     await backend.stage_new_bytes(staged, place.namespace, entry.physical_address)
 
 
+async def repository_replaced(ctx: Context, repository: str) -> bool:
+    """Whether the repository this edge remembers under the name was deleted and another created
+    under it since (then the new one is remembered instead)."""
+    remembered = ctx.backend.cached_place(repository)
+    if remembered is None:
+        return False
+    ctx.backend.forget_namespace(repository)
+    try:
+        current = await ctx.backend.place(repository)
+    except S3Error as exc:
+        if exc.code == "NoSuchBucket":
+            return False
+        raise
+    return current.repository_id != remembered.repository_id
+
+
 async def replacement(
     ctx: Context, repository: str, place: RepositoryPlace, refused: S3Error
 ) -> RepositoryPlace | None:

@@ -32,6 +32,7 @@ from services.gateway.operations.common import (
     object_key_required,
     parse_xml,
     quoted_etag,
+    repository_replaced,
     split_address,
     stage,
     stage_new_bytes,
@@ -48,7 +49,7 @@ from services.gateway.routing import split_path
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import CHUNK_SIZE
 from silt.edge_client import SMALL_BODY
-from silt.errors import InvalidArgument
+from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -235,6 +236,18 @@ async def _stream(ctx: Context, reader: BinaryIO) -> AsyncIterator[bytes]:
 
 
 async def get_object(ctx: Context, head: bool = False) -> Response:
+    try:
+        return await _get_object(ctx, head)
+    except NotFound:
+        # The entry's bytes are not where the remembered namespace says: if the repository was
+        # deleted and created again under its name since, the entry is the new one's, and so
+        # are its bytes, in the new namespace.
+        if not await repository_replaced(ctx, ctx.request.bucket):
+            raise
+        return await _get_object(ctx, head)
+
+
+async def _get_object(ctx: Context, head: bool) -> Response:
     repository = ctx.request.bucket
     ref, key = split_path(ctx.request.path)
     await ctx.authorize(READ_REPO, repository)

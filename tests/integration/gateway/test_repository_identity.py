@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import secrets
 import threading
 from collections.abc import Iterator
@@ -312,3 +313,33 @@ def test_a_link_of_bytes_uploaded_in_the_deleted_repository_is_refused(
     with pytest.raises(grpc.RpcError) as missing:
         stored_entry(gw, bucket, "linked")
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_an_edge_that_remembers_the_deleted_repository_reads_the_new_one(
+    gw: GatewayStack, stale: StaleEdge, bucket: str
+) -> None:
+    s3 = stale.s3()
+    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
+    assert stale.api("GET", f"/repositories/{bucket}/refs/main/objects?path=warm").data == b"remembered"
+    recreate(gw, bucket)
+    # Written through an edge that knows only the new repository: acknowledged, in its namespace.
+    small, large = b"small object", os.urandom(300 * 1024)  # read whole, and streamed
+    writer = gw.client()
+    writer.put_object(Bucket=bucket, Key="main/small", Body=small)
+    writer.put_object(Bucket=bucket, Key="main/large", Body=large)
+
+    assert s3.get_object(Bucket=bucket, Key="main/small")["Body"].read() == small
+    assert s3.get_object(Bucket=bucket, Key="main/large", Range="bytes=10-19")["Body"].read() == large[10:20]
+    assert s3.get_object(Bucket=bucket, Key="main/large")["Body"].read() == large
+
+
+def test_the_api_of_an_edge_that_remembers_the_deleted_repository_reads_the_new_one(
+    gw: GatewayStack, stale: StaleEdge, bucket: str
+) -> None:
+    assert stale.api("POST", f"/repositories/{bucket}/branches/main/objects?path=warm", body=b"x").status == 201
+    recreate(gw, bucket)
+    large = os.urandom(300 * 1024)
+    gw.client().put_object(Bucket=bucket, Key="main/large", Body=large)
+
+    got = stale.api("GET", f"/repositories/{bucket}/refs/main/objects?path=large")
+    assert (got.status, got.data) == (200, large)
