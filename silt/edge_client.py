@@ -32,6 +32,7 @@ from silt.config import Config
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
 from silt.history.emitter import EventEmitter
+from silt.repository_place import RepositoryPlace
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
 from silt.rpc.signing import Credentials, service_aio_channels
 from silt.stage_batching import StageBatcher
@@ -124,7 +125,9 @@ class EdgeClient:
         # Files of the local blockstore's import prefixes, which imported entries may name.
         self.external_files = ExternalFiles(external_prefixes(config.blockstore))
         self.pool = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix=thread_name_prefix)
-        self._namespaces: TTLCache[str, str] = TTLCache(ttl, clock=clock)
+        # A repository's namespace with its identity: what a write's bytes went under is what
+        # its StageEntry names (silt/repository_place.py).
+        self._places: TTLCache[str, RepositoryPlace] = TTLCache(ttl, clock=clock)
         # Refs known to be branches, so that a write costs no extra call. Briefly: a deleted
         # branch is then refused by graveler itself when the entry is staged.
         self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl, clock=clock)
@@ -144,14 +147,14 @@ class EdgeClient:
 
     # --- what is cached ---------------------------------------------------------------------
 
-    def cached_namespace(self, repository: str) -> str | None:
-        return self._namespaces.get(repository)
+    def cached_place(self, repository: str) -> RepositoryPlace | None:
+        return self._places.get(repository)
 
-    def remember_namespace(self, repository: str, namespace: str) -> None:
-        self._namespaces.put(repository, namespace)
+    def remember_place(self, repository: str, place: RepositoryPlace) -> None:
+        self._places.put(repository, place)
 
     def forget_namespace(self, repository: str) -> None:
-        self._namespaces.put(repository, None)  # type: ignore[arg-type]
+        self._places.put(repository, None)  # type: ignore[arg-type]
 
     def known_branch(self, repository: str, branch: str) -> bool:
         return bool(self._branches.get((repository, branch)))

@@ -84,13 +84,14 @@ class StageBatcher:
     def __init__(self, calls: StageCalls, clock: Callable[[], float] = time.monotonic) -> None:
         self._calls = calls
         self._clock = clock
-        self._branches: dict[tuple[str, str], _Branch] = {}
+        self._branches: dict[tuple[str, str, str], _Branch] = {}
 
     async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float) -> api.StageEntryResponse:
         if request.if_absent or request.if_match_etag:
             answer: api.StageEntryResponse = await self._calls.StageEntry(request, timeout=timeout)
             return answer
-        key = (request.repository, request.branch)
+        # Writes for two incarnations of a repository's name never share a call: each names its own.
+        key = (request.repository, request.branch, request.repository_id)
         branch = self._branches.get(key)
         if branch is None:
             branch = self._branches[key] = _Branch()
@@ -113,7 +114,7 @@ class StageBatcher:
             # StageEntry call whose deadline passed.
             raise _error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
 
-    async def _drain(self, key: tuple[str, str], branch: _Branch) -> None:
+    async def _drain(self, key: tuple[str, str, str], branch: _Branch) -> None:
         """Send what waits on the branch, a call at a time, until nothing does."""
         try:
             while batch := self._take(branch):
@@ -148,7 +149,7 @@ class StageBatcher:
             size += weight
         return batch
 
-    async def _send(self, key: tuple[str, str], batch: list[_Write]) -> None:
+    async def _send(self, key: tuple[str, str, str], batch: list[_Write]) -> None:
         timeout = max(write.deadline for write in batch) - self._clock()
         try:
             if len(batch) == 1:
@@ -174,10 +175,10 @@ class StageBatcher:
                 _settle(write, result=api.StageEntryResponse())
 
     async def _call_many(
-        self, key: tuple[str, str], batch: list[_Write], timeout: float
+        self, key: tuple[str, str, str], batch: list[_Write], timeout: float
     ) -> list[api.StageEntryResponse | BaseException]:
-        repository, branch = key
-        request = api.StageEntriesRequest(repository=repository, branch=branch)
+        repository, branch, repository_id = key
+        request = api.StageEntriesRequest(repository=repository, branch=branch, repository_id=repository_id)
         for write in batch:
             request.entries.add(key=write.request.key, entry=write.request.entry)
         response = await self._calls.StageEntries(request, timeout=timeout)

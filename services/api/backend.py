@@ -42,6 +42,7 @@ from silt.edge_client import CALL_TIMEOUT, UNAVAILABLE_RETRY_DELAYS, EdgeClient,
 from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.repository_place import RepositoryPlace
 from silt.rpc.authority import (
     Clock,
     KeyCache,
@@ -145,11 +146,16 @@ class Backend(EdgeClient):
 
     async def namespace(self, repository: str, deadline: float | None = None) -> str:
         """The storage namespace of a repository (404 if there is none); remembered briefly."""
-        cached = self.cached_namespace(repository)
+        return (await self.place(repository, deadline)).namespace
+
+    async def place(self, repository: str, deadline: float | None = None) -> RepositoryPlace:
+        """The storage namespace of a repository with its identity (404 if there is none),
+        remembered briefly: new bytes written in that namespace are staged naming that identity."""
+        cached = self.cached_place(repository)
         if cached is None:
             info = await self.call(self.graveler.GetRepository, api.GetRepositoryRequest(name=repository), deadline)
-            cached = info.storage_namespace
-            self.remember_namespace(repository, cached)
+            cached = RepositoryPlace.of(info)
+            self.remember_place(repository, cached)
         return cached
 
     async def call(self, method: Any, request: Any, deadline: float | None = None) -> Any:

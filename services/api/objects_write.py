@@ -30,14 +30,18 @@ from services.api.objects_body import (
     multipart_boundary,
 )
 from silt.edge_client import SMALL_BODY
+from silt.errors import NotFound
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.objects import (
     DEFAULT_CONTENT_TYPE,
     MAX_USER_METADATA_BYTES,
     content_type_problem,
+    new_physical_address,
     user_metadata_problem,
     user_metadata_size,
 )
+from silt.repository_place import RepositoryPlace
+from silt.rpc.errors import error_from_rpc
 
 # Longest object path, in UTF-8 bytes (S3's and graveler's key limit).
 MAX_PATH_BYTES = 1024
@@ -146,18 +150,50 @@ async def _read_all(source: Source) -> bytes:
     return b"".join(parts)
 
 
-async def stage_new_bytes(ctx: Context, request: api.StageEntryRequest, namespace: str) -> None:
-    """Stage an entry for bytes this request wrote. A condition that does not hold is 412; if
-    graveler certainly did not take the entry, its bytes are deleted."""
+async def stage_new_bytes(
+    ctx: Context, request: api.StageEntryRequest, place: RepositoryPlace, *, follow_replacement: bool = True
+) -> RepositoryPlace:
+    """Stage an entry for bytes this request wrote in place.namespace, naming the repository's
+    identity looked up with it. A condition that does not hold is 412; if graveler certainly
+    did not take the entry, its bytes are deleted.
+
+    A repository deleted and created again under its name since place was looked up (the edge
+    remembers it briefly) is the one this request names now: with follow_replacement the bytes
+    are copied into its namespace and staged there (request.entry then names them); without,
+    or when the repository is gone, 404 as graveler answers. Returns where the entry was staged."""
+    request.repository_id = place.repository_id
     remaining = ctx.deadline - time.monotonic()
+    backend = ctx.backend
+    staged_in = place
 
     async def stage() -> None:
+        nonlocal staged_in
         if remaining <= 0:
             raise ApiError(503, "graveler did not answer within the request's deadline")
-        await ctx.backend.staging.StageEntry(request, timeout=remaining)
+        try:
+            await backend.staging.StageEntry(request, timeout=remaining)
+        except grpc.aio.AioRpcError as exc:
+            successor = await _replacement(ctx, request.repository, place, exc) if follow_replacement else None
+            if successor is None:
+                raise
+            moved = api.StageEntryRequest()
+            moved.CopyFrom(request)
+            moved.entry.physical_address = new_physical_address()
+            await backend.run(
+                backend.adapter.copy,
+                place.namespace,
+                request.entry.physical_address,
+                successor.namespace,
+                moved.entry.physical_address,
+            )
+            staged_in = await stage_new_bytes(ctx, moved, successor, follow_replacement=False)
+            # Staged in the successor: the bytes in the deleted repository's namespace are nobody's.
+            await backend.delete_bytes(place.namespace, request.entry.physical_address)
+            request.entry.physical_address = moved.entry.physical_address
 
     try:
-        await ctx.backend.stage_new_bytes(stage, namespace, request.entry.physical_address)
+        await backend.stage_new_bytes(stage, place.namespace, request.entry.physical_address)
+        return staged_in
     except grpc.aio.AioRpcError as exc:
         conditional = request.if_absent or request.if_match_etag
         if conditional and exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
@@ -165,3 +201,40 @@ async def stage_new_bytes(ctx: Context, request: api.StageEntryRequest, namespac
         if conditional and exc.code() == grpc.StatusCode.ABORTED:
             raise ApiError(409, f"a concurrent write raced this conditional upload: {exc.details()}") from None
         raise from_rpc(exc, "graveler") from None
+
+
+async def repository_replaced(ctx: Context, repository: str) -> bool:
+    """Whether the repository this edge remembers under the name was deleted and another created
+    under it since (then the new one is remembered instead)."""
+    remembered = ctx.backend.cached_place(repository)
+    if remembered is None:
+        return False
+    ctx.backend.forget_namespace(repository)
+    try:
+        current = await ctx.backend.place(repository, ctx.deadline)
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return current.repository_id != remembered.repository_id
+
+
+async def _replacement(
+    ctx: Context, repository: str, place: RepositoryPlace, refused: grpc.aio.AioRpcError
+) -> RepositoryPlace | None:
+    """The repository now named `repository`, when graveler refused a write because the one
+    looked up as place is gone and another was created under the name since; None when there
+    is none (the repository is gone) or it is the same one."""
+    if not place.repository_id or refused.code() != grpc.StatusCode.NOT_FOUND:
+        return None
+    missing = error_from_rpc(refused)
+    if not isinstance(missing, NotFound) or missing.what != "repository":
+        return None
+    ctx.backend.forget_namespace(repository)
+    try:
+        current = await ctx.backend.place(repository, ctx.deadline)
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return current if current.repository_id != place.repository_id else None

@@ -15,14 +15,16 @@ from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.objects import new_physical_address
+from silt.repository_place import RepositoryPlace
 
 log = logging.getLogger(__name__)
 
 PULL_DESCRIPTION = "An example change to review: the hardware prices in tables/products.csv go up by 10%."
 
 
-async def _write(ctx: Context, repository: str, namespace: str, branch: str, file: SampleFile) -> None:
+async def _write(ctx: Context, repository: str, place: RepositoryPlace, branch: str, file: SampleFile) -> None:
     backend = ctx.backend
+    namespace = place.namespace
     address = new_physical_address()
     async with backend.new_bytes(namespace, address):
         result = await backend.write_bytes(namespace, address, io.BytesIO(file.data), len(file.data))
@@ -34,7 +36,7 @@ async def _write(ctx: Context, repository: str, namespace: str, branch: str, fil
         content_type=file.content_type,
     )
     await stage_new_bytes(
-        ctx, api.StageEntryRequest(repository=repository, branch=branch, key=file.path, entry=entry), namespace
+        ctx, api.StageEntryRequest(repository=repository, branch=branch, key=file.path, entry=entry), place
     )
     ctx.record(ev.WRITE, repository, branch, file.path, entry.size)
 
@@ -50,7 +52,7 @@ async def fill_with_sample(ctx: Context, info: api.RepositoryInfo) -> None:
                 branch = api.CreateBranchRequest(repository=repository, name=step.branch, source_ref=main)
                 await ctx.call(ctx.backend.graveler.CreateBranch, branch)
             for file in step.files:
-                await _write(ctx, repository, info.storage_namespace, step.branch, file)
+                await _write(ctx, repository, RepositoryPlace.of(info), step.branch, file)
             commit = api.CommitRequest(
                 repository=repository, branch=step.branch, message=step.message, committer=ctx.caller.user_id
             )

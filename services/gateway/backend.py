@@ -44,6 +44,7 @@ from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import Store, scan_prefix
+from silt.repository_place import RepositoryPlace
 from silt.rpc.authority import Clock
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import Credentials
@@ -182,13 +183,18 @@ class Backend(EdgeClient):
 
     async def namespace(self, repository: str) -> str:
         """The storage namespace of a repository (NoSuchBucket if there is none)."""
-        cached = self.cached_namespace(repository)
+        return (await self.place(repository)).namespace
+
+    async def place(self, repository: str) -> RepositoryPlace:
+        """The storage namespace of a repository with its identity (NoSuchBucket if there is
+        none): new bytes written in that namespace are staged naming that identity."""
+        cached = self.cached_place(repository)
         if cached is None:
             info = await self.call(
                 self.graveler.GetRepository, api.GetRepositoryRequest(name=repository), "NoSuchBucket"
             )
-            cached = info.storage_namespace
-            self.remember_namespace(repository, cached)
+            cached = RepositoryPlace.of(info)
+            self.remember_place(repository, cached)
         return cached
 
     # --- KV (multipart uploads) --------------------------------------------------------

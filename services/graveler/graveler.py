@@ -235,6 +235,20 @@ class Graveler:
         deadline.check(f"call on repository {name!r}")
         return self.refs.repository(name)
 
+    def _written_repo(self, name: str, repository_id: str, deadline: Deadline) -> RepoHandle:
+        """The repository an edge wrote an entry's bytes for: `repository_id` is the identity it
+        looked up with the storage namespace it wrote them in. A repository deleted and created
+        again under its name since is another one, whose namespace does not hold those bytes:
+        the write is refused as for a missing repository, and the caller may delete its bytes.
+        An empty id (a client older than identities) is not checked."""
+        repo = self._repo(name, deadline)
+        if repository_id and repository_id != repo.record.unique_id:
+            raise NotFound(
+                f"repository {name!r} not found: it was deleted (and created again) since its namespace was looked up",
+                what="repository",
+            )
+        return repo
+
     # --- branches ------------------------------------------------------------------------
 
     def create_branch(
@@ -477,10 +491,12 @@ class Graveler:
         entry: pb.Entry,
         condition: Condition | None = None,
         *,
+        repository_id: str = "",
         deadline: Deadline = NO_DEADLINE,
     ) -> None:
-        """Stage entry at key; with a condition, only if it holds for the key's current value."""
-        repo = self._repo(repository, deadline)
+        """Stage entry at key; with a condition, only if it holds for the key's current value.
+        repository_id: the identity the caller wrote the entry's bytes under (see `_written_repo`)."""
+        repo = self._written_repo(repository, repository_id, deadline)
         self.protection.check_direct_write(repo, branch_name, "writing an object")
         self.entries.stage(repo, branch_name, key, entry, deadline, condition)
 
@@ -490,6 +506,7 @@ class Graveler:
         branch_name: str,
         entries: Sequence[tuple[str, pb.Entry]],
         *,
+        repository_id: str = "",
         deadline: Deadline = NO_DEADLINE,
     ) -> list[StageOutcome]:
         """Stage each (key, entry) unconditionally, one outcome per entry in order.
@@ -500,7 +517,7 @@ class Graveler:
         """
         if len(entries) > MAX_STAGE_ENTRIES:
             raise InvalidArgument(f"at most {MAX_STAGE_ENTRIES} entries per call, got {len(entries)}")
-        repo = self._repo(repository, deadline)
+        repo = self._written_repo(repository, repository_id, deadline)
         self.protection.check_direct_write(repo, branch_name, "writing an object")
         return self.entries.stage_many(repo, branch_name, entries, deadline)
 

@@ -56,6 +56,7 @@ from silt.journal.context import background_context, note_repository_partition
 from silt.journal.record import JOURNAL_PREFIX
 from silt.journal.store import raw_store
 from silt.kv.conditional import delete_current
+from silt.multipart_uploads import abort_repository
 from silt.namespaces import parse_recorded
 
 log = logging.getLogger(__name__)
@@ -225,7 +226,17 @@ class Lifecycle:
         # Then its namespace claim (only its own: a restore next to it keeps its claim). If
         # this fails, the cleaner removes it with the partitions.
         self.claims.release(record_claim_key(repo.record))
+        # Its open multipart uploads go before the answer, so that a repository created again
+        # under the name never lists them; if this fails, the cleaner aborts them.
+        try:
+            self._abort_uploads(repo)
+        except Exception:
+            log.warning("could not abort the multipart uploads of deleted repository %s", name, exc_info=True)
         self._cleaner.submit(self._clean_deleted, repo)
+
+    def _abort_uploads(self, repo: RepoHandle) -> None:
+        # The gateway's records, in its own partition: never journaled, as the gateway writes them.
+        abort_repository(raw_store(self._refs.kv), self._committed.adapter, repo.name, repo.record.unique_id)
 
     def clean_deleted_repositories(self) -> int:
         """Finish every deletion recorded in the to-delete list; return how many were finished."""
@@ -244,6 +255,7 @@ class Lifecycle:
             # Journal rows go with the rest, unjournaled: the journaled deletion of the
             # repository record makes every record of its partitions moot (docs/design/journal.md).
             raw = raw_store(self._refs.kv)
+            self._abort_uploads(repo)
             for branch in list(self._refs.list_branches(repo)):
                 for token in branch_tokens(branch):
                     self._cleaner.drop_now(token)

@@ -53,6 +53,7 @@ def _repo_info(record: pb.Repository) -> api.RepositoryInfo:
         default_branch=record.default_branch,
         creation_date=record.creation_date,
         metadata=dict(record.metadata),
+        unique_id=record.unique_id,
     )
 
 
@@ -327,7 +328,13 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         if request.if_absent or request.if_match_etag:
             condition = Condition(if_absent=request.if_absent, if_match_etag=request.if_match_etag)
         self.g.stage_entry(
-            request.repository, request.branch, request.key, request.entry, condition, deadline=_deadline(context)
+            request.repository,
+            request.branch,
+            request.key,
+            request.entry,
+            condition,
+            repository_id=request.repository_id,
+            deadline=_deadline(context),
         )
         telemetry.staged("put")
         return api.StageEntryResponse()
@@ -337,6 +344,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             request.repository,
             request.branch,
             [(staged.key, staged.entry) for staged in request.entries],
+            repository_id=request.repository_id,
             deadline=_deadline(context),
         )
         response = api.StageEntriesResponse()

@@ -38,6 +38,7 @@ from services.api.objects_write import (
     header_metadata,
     now,
     receive,
+    repository_replaced,
     stage_new_bytes,
     typed_call,
 )
@@ -140,6 +141,26 @@ async def get_object(
     headers["Content-Length"] = str(length)
     if length == 0:
         return Response(b"", status_code=status, headers=headers)
+    try:
+        return await _read_object(ctx, repository, entry, byte_range, length, status, headers)
+    except NotFound:
+        # The entry's bytes are not where the remembered namespace says: if the repository was
+        # deleted and created again under its name since, the entry is the new one's, and so
+        # are its bytes, in the new namespace.
+        if not await repository_replaced(ctx, repository):
+            raise
+        return await _read_object(ctx, repository, entry, byte_range, length, status, headers)
+
+
+async def _read_object(
+    ctx: Ctx,
+    repository: str,
+    entry: pb.Entry,
+    byte_range: tuple[int, int] | None,
+    length: int,
+    status: int,
+    headers: dict[str, str],
+) -> Response:
     backend = ctx.backend
     repository_namespace = await backend.namespace(repository, ctx.deadline)
     namespace, address = split_address(repository_namespace, entry.physical_address)
@@ -267,7 +288,8 @@ async def upload_object(
         raise ApiError(501, "If-None-Match on an upload takes only *")
     if_match = (request.headers.get("if-match") or "").strip().strip('"')
     backend = ctx.backend
-    namespace = await backend.namespace(repository, ctx.deadline)
+    place = await backend.place(repository, ctx.deadline)
+    namespace = place.namespace
     await ensure_branch(ctx, repository, branch)
     if if_none_match is not None and await _exists(ctx, repository, branch, key):
         raise ApiError(412, "path already exists")  # before the body is read; graveler checks again
@@ -297,11 +319,11 @@ async def upload_object(
         if_absent=if_none_match is not None,
         if_match_etag=if_match,
     )
-    await stage_new_bytes(ctx, staged, namespace)
+    place = await stage_new_bytes(ctx, staged, place)
     ctx.record(ev.WRITE, repository, branch, key, entry.size)
     # The ObjectStats as its model writes it, without building the model: a tenth of the time of
     # a small upload's answer (tests/unit/api/test_object_rows.py holds the two to the same bytes).
-    return JSONResponse(object_row(key, entry, namespace, True), status_code=201)
+    return JSONResponse(object_row(key, staged.entry, place.namespace, True), status_code=201)
 
 
 async def _exists(ctx: Ctx, repository: str, branch: str, key: str) -> bool:

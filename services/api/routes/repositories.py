@@ -131,6 +131,7 @@ async def get_repository(ctx: Ctx, repository: str) -> Response:
 async def delete_repository(ctx: Ctx, repository: str) -> Response:
     await ctx.authorize(DELETE_REPO, repository)
     await ctx.call(ctx.backend.graveler.DeleteRepository, api.DeleteRepositoryRequest(name=repository))
+    ctx.backend.forget_namespace(repository)
     return no_content()
 
 

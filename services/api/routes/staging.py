@@ -136,7 +136,8 @@ async def link_physical_address(
     content_type = checked_content_type(body.content_type or DEFAULT_CONTENT_TYPE)
     modified = _mtime(body.mtime)
     backend = ctx.backend
-    namespace = await backend.namespace(repository, ctx.deadline)
+    place = await backend.place(repository, ctx.deadline)
+    namespace = place.namespace
     relative = _inside(given, namespace)
     if relative is not None:
         presigner(request).links.check(repository, branch, key, relative)
@@ -157,6 +158,9 @@ async def link_physical_address(
     staged = api.StageEntryRequest(
         repository=repository, branch=branch, key=key, entry=entry, if_absent=if_absent, if_match_etag=if_match_etag
     )
+    if relative is not None:
+        # Bytes in the namespace looked up: graveler refuses them if the repository was deleted since.
+        staged.repository_id = place.repository_id
     await _stage(ctx, staged)
     ctx.record(ev.WRITE, repository, branch, key, entry.size)
     stats = object_stats(key, entry, namespace)

@@ -23,6 +23,7 @@ from silt.objects import MAX_USER_METADATA_BYTES, USER_METADATA_PREFIX
 # Shared with the REST API (one layout of objects in a namespace); operations import them from here.
 from silt.objects import new_physical_address as new_physical_address
 from silt.objects import split_address as split_address
+from silt.repository_place import RepositoryPlace
 
 XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
 XML_DECL = '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -239,10 +240,21 @@ async def precheck_write_condition(
 
 
 async def stage(
-    ctx: Context, repository: str, branch: str, key: str, entry: pb.Entry, condition: WriteCondition | None = None
+    ctx: Context,
+    repository: str,
+    branch: str,
+    key: str,
+    entry: pb.Entry,
+    condition: WriteCondition | None = None,
+    repository_id: str = "",
 ) -> None:
+    """StageEntry; repository_id: the identity of the repository whose namespace holds bytes
+    this request wrote for the entry (graveler refuses the write if the repository is another
+    one by now), empty when the entry names bytes the request did not write."""
     backend = ctx.backend
-    request = api.StageEntryRequest(repository=repository, branch=branch, key=key, entry=entry)
+    request = api.StageEntryRequest(
+        repository=repository, branch=branch, key=key, entry=entry, repository_id=repository_id
+    )
     if condition is not None and condition.any:
         request.if_absent = condition.if_absent
         request.if_match_etag = condition.if_match_etag
@@ -259,16 +271,79 @@ async def stage_new_bytes(
     branch: str,
     key: str,
     entry: pb.Entry,
-    namespace: str,
+    place: RepositoryPlace,
     condition: WriteCondition | None = None,
+    *,
+    follow_replacement: bool = True,
 ) -> None:
-    """Stage an entry for bytes this request just wrote; if graveler certainly did not take
-    it (a refusal, or a condition that did not hold), delete the bytes rather than leave an
-    object no entry refers to (the uncommitted sweep of garbage collection removes what a
-    timeout or crash leaves behind)."""
-    await ctx.backend.stage_new_bytes(
-        lambda: stage(ctx, repository, branch, key, entry, condition), namespace, entry.physical_address
-    )
+    """Stage an entry for bytes this request just wrote in place.namespace, naming the
+    repository's identity looked up with it; if graveler certainly did not take it (a refusal,
+    a condition that did not hold, a repository deleted since), delete the bytes rather than
+    leave an object no entry refers to (the uncommitted sweep of garbage collection removes
+    what a timeout or crash leaves behind).
+
+    A repository deleted and created again under its name since place was looked up (the
+    edge remembers it briefly) is the bucket this request names now: with follow_replacement
+    the bytes are copied into its namespace and staged there. Not for a write that belongs to
+    the old repository alone (an upload opened in it): that one is refused."""
+    backend = ctx.backend
+
+    async def staged() -> None:
+        try:
+            await stage(ctx, repository, branch, key, entry, condition, place.repository_id)
+        except S3Error as exc:
+            successor = await replacement(ctx, repository, place, exc) if follow_replacement else None
+            if successor is None:
+                raise
+            moved = pb.Entry()
+            moved.CopyFrom(entry)
+            moved.physical_address = new_physical_address()
+            await backend.run(
+                backend.adapter.copy,
+                place.namespace,
+                entry.physical_address,
+                successor.namespace,
+                moved.physical_address,
+            )
+            await stage_new_bytes(ctx, repository, branch, key, moved, successor, condition, follow_replacement=False)
+            # Staged in the successor: the bytes in the deleted repository's namespace are nobody's.
+            await backend.delete_bytes(place.namespace, entry.physical_address)
+
+    await backend.stage_new_bytes(staged, place.namespace, entry.physical_address)
+
+
+async def repository_replaced(ctx: Context, repository: str) -> bool:
+    """Whether the repository this edge remembers under the name was deleted and another created
+    under it since (then the new one is remembered instead)."""
+    remembered = ctx.backend.cached_place(repository)
+    if remembered is None:
+        return False
+    ctx.backend.forget_namespace(repository)
+    try:
+        current = await ctx.backend.place(repository)
+    except S3Error as exc:
+        if exc.code == "NoSuchBucket":
+            return False
+        raise
+    return current.repository_id != remembered.repository_id
+
+
+async def replacement(
+    ctx: Context, repository: str, place: RepositoryPlace, refused: S3Error
+) -> RepositoryPlace | None:
+    """The repository now named `repository`, when graveler refused a write because the one
+    looked up as place is gone (NoSuchBucket) and another was created under the name since;
+    None when there is none (the bucket is gone) or it is the same one."""
+    if refused.code != "NoSuchBucket" or not place.repository_id:
+        return None
+    ctx.backend.forget_namespace(repository)
+    try:
+        current = await ctx.backend.place(repository)
+    except S3Error as exc:
+        if exc.code == "NoSuchBucket":
+            return None
+        raise
+    return current if current.repository_id != place.repository_id else None
 
 
 def object_key_required(ref: str, key: str) -> None:
@@ -277,17 +352,17 @@ def object_key_required(ref: str, key: str) -> None:
         raise S3Error("InvalidArgument", "an object key needs a branch and a name: <branch>/<key>")
 
 
-async def writable_branch(ctx: Context, repository: str, ref: str) -> str:
-    """The storage namespace of a repository whose ref is a branch (a write target).
+async def writable_branch(ctx: Context, repository: str, ref: str) -> RepositoryPlace:
+    """The storage namespace (and identity) of a repository whose ref is a branch (a write target).
 
     Authorization is the caller's, once, before this: this only resolves. Both lookups are
     cached, so a write to a known branch costs no graveler call here.
     """
     if not ref:
         raise S3Error("InvalidArgument", "an object key needs a branch and a name: <branch>/<key>")
-    namespace = await ctx.backend.namespace(repository)
+    place = await ctx.backend.place(repository)
     await ensure_branch(ctx, repository, ref)
-    return namespace
+    return place
 
 
 def declared_body_size(ctx: Context) -> int | None:

@@ -6,7 +6,7 @@ upload). What S3 clients need besides (upload id -> repository, branch, key, phy
 the adapter's upload id; and each part's ETag and size, for ListParts and for validating
 Complete) is kept in KV, partition `gateway-multipart`, so uploads survive gateway restarts
 and any gateway replica can continue an upload another one started. The records of uploads
-and their indexes are services/gateway/uploads.py's; besides them:
+and their indexes are silt/multipart_uploads.py's; besides them:
 
     c/<repository>/<upload id>        a completed upload's answer, for a retried Complete (JSON)
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote
 
-from services.gateway import checksums, uploads
+from services.gateway import checksums
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
@@ -64,6 +64,7 @@ from services.gateway.operations.objects import (
 )
 from services.gateway.request import decimal
 from services.gateway.routing import split_path
+from silt import multipart_uploads as uploads
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import PartInfo
 from silt.config import S3GatewayConfig
@@ -71,6 +72,7 @@ from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import scan_prefix
 from silt.objects import DEFAULT_CONTENT_TYPE
+from silt.repository_place import RepositoryPlace
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +103,9 @@ async def _upload(ctx: Context, action: str) -> tuple[str, dict]:
         record = await ctx.backend.run(ctx.backend.kv_get, PARTITION, uploads.upload_key(repository, upload_id))
     if record is None or record["path"] != request.path:
         raise S3Error("NoSuchUpload", UploadId=upload_id)
+    if not uploads.belongs(record, (await ctx.backend.place(repository)).repository_id):
+        # Opened in a repository deleted since (its deletion aborts it): not this one's.
+        raise S3Error("NoSuchUpload", "the upload's repository was deleted", UploadId=upload_id)
     if uploads.is_expired(record, ctx.config.multipart_upload_max_age_seconds):
         raise S3Error("NoSuchUpload", "the upload expired", UploadId=upload_id)  # the sweep aborts it
     return upload_id, record
@@ -121,17 +126,20 @@ async def create(ctx: Context) -> Response:
     ref, key = split_path(request.path)
     await ctx.authorize(WRITE_REPO, repository)
     object_key_required(ref, key)
-    namespace = await writable_branch(ctx, repository, ref)
+    place = await writable_branch(ctx, repository, ref)
     algorithm = checksums.upload_algorithm(request.headers)
     address = new_physical_address()
-    block_id = await ctx.backend.run(ctx.backend.adapter.create_multipart_upload, namespace, address)
+    block_id = await ctx.backend.run(ctx.backend.adapter.create_multipart_upload, place.namespace, address)
     upload_id = secrets.token_hex(16)
     initiated_ns = time.time_ns()
     record = {
         "path": request.path,
         "branch": ref,
         "key": key,
-        "namespace": namespace,
+        "namespace": place.namespace,
+        # The repository's identity: the upload is this repository's only, not that of one
+        # created again under its name (silt/multipart_uploads.py).
+        "repository_id": place.repository_id,
         "address": address,
         "block_id": block_id,
         "initiated": datetime.fromtimestamp(initiated_ns / 1e9, UTC).isoformat(),
@@ -338,8 +346,16 @@ async def complete(ctx: Context) -> Response:
         checksum_xml = f"<{element}>{value}</{element}><ChecksumType>{kind}</ChecksumType>"
     repository = ctx.request.bucket
     try:
-        await stage_new_bytes(ctx, repository, record["branch"], record["key"], entry, record["namespace"], condition)
+        place = RepositoryPlace(record["namespace"], record.get("repository_id", ""))
+        await stage_new_bytes(
+            ctx, repository, record["branch"], record["key"], entry, place, condition, follow_replacement=False
+        )
     except S3Error as exc:
+        if exc.code == "NoSuchBucket" and getattr(exc, "not_applied", False):
+            # The repository the upload was opened in was deleted (perhaps created again since):
+            # the upload was aborted with it.
+            await _forget(ctx, repository, upload_id, record, stored)
+            raise S3Error("NoSuchUpload", "the upload's repository was deleted", UploadId=upload_id) from None
         # The parts were consumed into the object; with its bytes deleted, the upload can
         # never complete, so it is forgotten too (the client re-uploads after the 503).
         if getattr(exc, "not_applied", False):
@@ -454,7 +470,7 @@ async def list_parts(ctx: Context) -> Response:
 async def list_uploads(ctx: Context) -> Response:
     repository = ctx.request.bucket
     await ctx.authorize(READ_REPO, repository)
-    await ctx.backend.namespace(repository)
+    place = await ctx.backend.place(repository)
     prefix = ctx.request.arg("prefix", "") or ""
     limit = min(_int_arg(ctx, "max-uploads", uploads.MAX_UPLOADS), uploads.MAX_UPLOADS)
     key_marker = ctx.request.arg("key-marker") or ""
@@ -480,6 +496,8 @@ async def list_uploads(ctx: Context) -> Response:
         id_marker if re.fullmatch(r"([0-9]{20})?[0-9a-f]{32}", id_marker) else "",
         limit,
         ctx.config.multipart_upload_max_age_seconds,
+        uploads.MAX_SKIPPED_PER_PAGE,
+        place.repository_id,  # uploads of a repository deleted under this name are not listed
     )
     truncated = page.truncated
     markers = ""

@@ -32,6 +32,7 @@ from services.gateway.operations.common import (
     object_key_required,
     parse_xml,
     quoted_etag,
+    repository_replaced,
     split_address,
     stage,
     stage_new_bytes,
@@ -48,7 +49,7 @@ from services.gateway.routing import split_path
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import CHUNK_SIZE
 from silt.edge_client import SMALL_BODY
-from silt.errors import InvalidArgument
+from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -235,6 +236,18 @@ async def _stream(ctx: Context, reader: BinaryIO) -> AsyncIterator[bytes]:
 
 
 async def get_object(ctx: Context, head: bool = False) -> Response:
+    try:
+        return await _get_object(ctx, head)
+    except NotFound:
+        # The entry's bytes are not where the remembered namespace says: if the repository was
+        # deleted and created again under its name since, the entry is the new one's, and so
+        # are its bytes, in the new namespace.
+        if not await repository_replaced(ctx, ctx.request.bucket):
+            raise
+        return await _get_object(ctx, head)
+
+
+async def _get_object(ctx: Context, head: bool) -> Response:
     repository = ctx.request.bucket
     ref, key = split_path(ctx.request.path)
     await ctx.authorize(READ_REPO, repository)
@@ -440,9 +453,9 @@ async def put_object(ctx: Context) -> Response:
     object_key_required(ref, key)
     metadata = user_metadata(request)  # refused before any byte is written
     condition = write_condition(request)
-    namespace = await writable_branch(ctx, repository, ref)
+    place = await writable_branch(ctx, repository, ref)
     address = new_physical_address()
-    received = await _receive_object(ctx, namespace, address)
+    received = await _receive_object(ctx, place.namespace, address)
     entry = pb.Entry(
         physical_address=address,
         size=received.size,
@@ -454,7 +467,7 @@ async def put_object(ctx: Context) -> Response:
     # The checksum of the whole object is kept with its metadata, for GET/HEAD with
     # x-amz-checksum-mode: ENABLED.
     entry.metadata.update(checksums.as_metadata(received.checksum))
-    await stage_new_bytes(ctx, repository, ref, key, entry, namespace, condition)
+    await stage_new_bytes(ctx, repository, ref, key, entry, place, condition)
     ctx.record(ev.WRITE, repository, ref, key, received.size)
     return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
 
@@ -498,7 +511,7 @@ async def copy_object(ctx: Context) -> Response:
     check_copy_source_conditions(ctx, source)
     await ctx.authorize(WRITE_REPO, repository)
     object_key_required(ref, key)
-    namespace = await writable_branch(ctx, repository, ref)
+    place = await writable_branch(ctx, repository, ref)
     directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
         raise S3Error("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE")
@@ -523,9 +536,9 @@ async def copy_object(ctx: Context) -> Response:
         src_ns, src_address = split_address(src_namespace, source.physical_address)
         address = new_physical_address()
         copy = ctx.backend.entry_reader(src_namespace, source).copy
-        await ctx.backend.run(copy, src_ns, src_address, namespace, address)
+        await ctx.backend.run(copy, src_ns, src_address, place.namespace, address)
         entry.physical_address = address
-        await stage_new_bytes(ctx, repository, ref, key, entry, namespace)
+        await stage_new_bytes(ctx, repository, ref, key, entry, place)
     else:
         # Within one repository the new entry shares the source's bytes: objects are immutable.
         await stage(ctx, repository, ref, key, entry)

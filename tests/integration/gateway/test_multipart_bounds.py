@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from services.gateway import uploads
+from silt import multipart_uploads as uploads
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.kv import open_store
 from silt.kv.store import scan_prefix

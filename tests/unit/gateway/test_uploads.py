@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from services.gateway import uploads
+from silt import multipart_uploads as uploads
 from silt.block.adapter import BlockAdapter
 from silt.errors import NotFound
 from silt.kv.mem import MemStore

@@ -1,4 +1,7 @@
-"""The KV records of multipart uploads: by id, in S3's listing order, and by age.
+"""The KV records of the S3 gateway's multipart uploads: by id, in S3's listing order, and by age.
+
+Shared library, not the gateway's alone: graveler's repository deletion aborts a deleted
+repository's open uploads with `abort_repository`, whichever front end deleted it.
 
 Partition `gateway-multipart`:
 
@@ -14,6 +17,13 @@ it) from where its markers point, never every upload of the repository. The age 
 the expiry sweep read only uploads that are too old, and holds what aborting the upload in
 the block adapter needs even when the other records are gone.
 
+Records are keyed by the repository's name, and each carries the repository's identity
+(`repository_id`, graveler's RepositoryInfo.unique_id) when it was opened: an upload belongs to
+that incarnation of the name only. One opened before the repository was deleted and created
+again is unknown to the new one (`belongs`, and listing skips it), and its bytes lie in the old
+storage namespace; the deletion aborts it. A record without an identity (written by a gateway
+older than identities) belongs to whichever repository bears the name.
+
 Writes are ordered so that a crash leaves nothing the sweep cannot find: an upload is
 written age index first, record last, and forgotten record first, age index last.
 """
@@ -22,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -29,6 +40,8 @@ from typing import Any, NamedTuple
 from silt.block import BlockAdapter
 from silt.errors import NotFound
 from silt.kv.store import Store, scan_prefix
+
+log = logging.getLogger(__name__)
 
 PARTITION = b"gateway-multipart"
 MAX_UPLOADS = 1000  # S3's cap on max-uploads
@@ -83,12 +96,19 @@ def _delete(kv: Store, key: bytes) -> None:
         kv.delete(PARTITION, key)
 
 
+def belongs(record: dict[str, Any], repository_id: str) -> bool:
+    """Whether an upload's record (or listing entry) is one of the repository with this identity."""
+    return record.get("repository_id", repository_id) == repository_id
+
+
 def save(kv: Store, repository: str, upload_id: str, record: dict[str, Any]) -> None:
-    """Store a new upload; `record` holds at least path, initiated (ISO), initiated_ns and the
-    adapter's namespace, address and block_id."""
+    """Store a new upload; `record` holds at least path, initiated (ISO), initiated_ns, the
+    repository's identity (repository_id) and the adapter's namespace, address and block_id."""
     initiated_ns = record["initiated_ns"]
     _put(kv, _age_key(initiated_ns, repository, upload_id), {**record, "repository": repository, "id": upload_id})
     listed = {"path": record["path"], "initiated": record["initiated"], "initiator": record["initiator"]}
+    if "repository_id" in record:
+        listed["repository_id"] = record["repository_id"]
     _put(kv, _listing_key(repository, record["path"], initiated_ns, upload_id), listed)
     _put(kv, upload_key(repository, upload_id), record)
 
@@ -176,12 +196,15 @@ def list_page(
     limit: int,
     max_age_seconds: float,
     max_skipped: int = MAX_SKIPPED_PER_PAGE,
+    repository_id: str = "",
 ) -> UploadPage:
     """One page of ListMultipartUploads: at most `limit` uploads and common prefixes.
 
     Reads the page and one item past it, plus expired uploads the sweep has not removed yet
     (skipped: they are as good as aborted), at most `max_skipped` of those: past that the page
     ends there, truncated, with markers after the last one skipped (possibly with no item).
+    Uploads of another repository of the same name (not `belongs` to repository_id, when given)
+    are skipped the same way: the deletion of their repository aborts them.
     """
     base = _listing_base(repository)
     under = base + _escaped(prefix)
@@ -211,7 +234,8 @@ def list_page(
             return UploadPage(items, False)
         key, listed = found
         path = listed["path"]
-        if int(initiated_ns_text(key)) < horizon_ns:
+        other = bool(repository_id) and not belongs(listed, repository_id)
+        if other or int(initiated_ns_text(key)) < horizon_ns:
             if skipped < max_skipped:
                 skipped += 1
                 continue
@@ -247,5 +271,32 @@ def expire(kv: Store, adapter: BlockAdapter, max_age_seconds: float, batch: int 
             adapter.abort_multipart_upload(record["namespace"], record["address"], record["block_id"])
         parts = [part.key for part in scan_prefix(kv, PARTITION, part_prefix(record["id"]))]
         forget(kv, record["repository"], record["id"], record, parts)
+        aborted += 1
+    return aborted
+
+
+# --- a deleted repository's uploads --------------------------------------------------------
+
+
+def abort_repository(kv: Store, adapter: BlockAdapter, repository: str, repository_id: str) -> int:
+    """Abort every open upload of the repository `repository` with identity `repository_id`
+    (deleted): forget its records, and abort it in the block adapter (best effort: bytes left
+    behind are the uncommitted sweep's). Uploads of another repository of that name, and those
+    without an identity, are left alone (the expiry sweep aborts these). Return how many were
+    aborted; a KV failure propagates (the caller retries)."""
+    aborted = 0
+    for entry in list(scan_prefix(kv, PARTITION, f"u/{repository}/".encode())):
+        record = json.loads(entry.value)
+        if record.get("repository_id") != repository_id:
+            continue
+        upload_id = entry.key.decode().rsplit("/", 1)[1]
+        # Unknown to clients first, so that no part is added while the bytes go.
+        _delete(kv, entry.key)
+        try:
+            adapter.abort_multipart_upload(record["namespace"], record["address"], record["block_id"])
+        except Exception:  # gone already, or the store is down: the bytes are garbage either way
+            log.warning("could not abort multipart upload %s of deleted repository %s", upload_id, repository)
+        parts = [part.key for part in scan_prefix(kv, PARTITION, part_prefix(upload_id))]
+        forget(kv, repository, upload_id, record, parts)
         aborted += 1
     return aborted
