@@ -1,7 +1,8 @@
 """Writing objects as the S3 gateway's PutObject does, through the same edge client
 (silt/edge_client.py): new bytes at a fresh physical address in the repository's storage
-namespace, then one StageEntry; bytes graveler certainly refused are deleted again (the
-uncommitted sweep of garbage collection removes what a crash leaves)."""
+namespace, then one StageEntry; bytes graveler certainly did not take are deleted again
+(silt/write_outcome.py; the uncommitted sweep of garbage collection removes what a lost answer
+or a crash leaves)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from silt.objects import (
     user_metadata_problem,
     user_metadata_size,
 )
+from silt.write_outcome import certainly_not_applied
 
 # Longest object path, in UTF-8 bytes (S3's and graveler's key limit).
 MAX_PATH_BYTES = 1024
@@ -148,12 +150,15 @@ async def _read_all(source: Source) -> bytes:
 
 async def stage_new_bytes(ctx: Context, request: api.StageEntryRequest, namespace: str) -> None:
     """Stage an entry for bytes this request wrote. A condition that does not hold is 412; if
-    graveler certainly did not take the entry, its bytes are deleted."""
+    graveler certainly did not take the entry, its bytes are deleted. A failure after which
+    the entry may stand keeps them and is 503 (retry), whatever graveler's status was."""
     remaining = ctx.deadline - time.monotonic()
 
     async def stage() -> None:
         if remaining <= 0:
-            raise ApiError(503, "graveler did not answer within the request's deadline")
+            late = ApiError(503, "graveler did not answer within the request's deadline")
+            late.not_applied = True  # type: ignore[attr-defined]  # never sent
+            raise late
         await ctx.backend.staging.StageEntry(request, timeout=remaining)
 
     try:
@@ -164,4 +169,6 @@ async def stage_new_bytes(ctx: Context, request: api.StageEntryRequest, namespac
             raise ApiError(412, "path already exists" if request.if_absent else "object changed") from None
         if conditional and exc.code() == grpc.StatusCode.ABORTED:
             raise ApiError(409, f"a concurrent write raced this conditional upload: {exc.details()}") from None
+        if not certainly_not_applied(exc):
+            raise ApiError(503, f"graveler may have staged the object, retry: {exc.details()}") from None
         raise from_rpc(exc, "graveler") from None

@@ -248,9 +248,9 @@ async def stage(
         request.if_match_etag = condition.if_match_etag
         # Graveler answers FAILED_PRECONDITION for a condition that does not hold, NOT_FOUND
         # for If-Match on a missing key (the branch was checked before the bytes were written).
-        await backend.call(backend.staging.StageEntry, request, "NoSuchKey", "PreconditionFailed")
+        await backend.call(backend.staging.StageEntry, request, "NoSuchKey", "PreconditionFailed", changes=True)
         return
-    await backend.call(backend.staging.StageEntry, request, "NoSuchBucket")
+    await backend.call(backend.staging.StageEntry, request, "NoSuchBucket", changes=True)
 
 
 async def stage_new_bytes(
@@ -263,9 +263,10 @@ async def stage_new_bytes(
     condition: WriteCondition | None = None,
 ) -> None:
     """Stage an entry for bytes this request just wrote; if graveler certainly did not take
-    it (a refusal, or a condition that did not hold), delete the bytes rather than leave an
-    object no entry refers to (the uncommitted sweep of garbage collection removes what a
-    timeout or crash leaves behind)."""
+    it in any attempt (a refusal, a condition that did not hold, a write never sent), delete the
+    bytes rather than leave an object no entry refers to. Once an attempt may have been applied
+    the bytes stay, whatever the client is answered (ServiceUnavailable: it retries), and the
+    uncommitted sweep of garbage collection removes them if no entry came to point at them."""
     await ctx.backend.stage_new_bytes(
         lambda: stage(ctx, repository, branch, key, entry, condition), namespace, entry.physical_address
     )
