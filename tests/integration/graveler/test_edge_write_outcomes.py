@@ -226,9 +226,9 @@ def test_a_put_whose_answer_was_lost_keeps_its_bytes_while_graveler_stays_unreac
 
     # The retries found graveler unreachable ("connection refused"): that says nothing about the
     # first attempt, which landed.
-    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
     assert stack.staged(repo, "k") == entry
     assert stack.stored(namespace, entry.physical_address)
+    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
 
 
 def test_batched_puts_whose_answers_were_lost_keep_their_bytes(stack: Stack) -> None:
@@ -244,11 +244,11 @@ def test_batched_puts_whose_answers_were_lost_keep_their_bytes(stack: Stack) -> 
 
     results = with_gateway(stack, puts)
 
-    assert all(isinstance(error, S3Error) for _, error in results), results
     assert stack.faults.applied, "no call was applied"
     staged = [key for key in keys if stack.staged(repo, key) is not None]
     assert staged, "nothing was staged"
     no_entry_without_bytes(stack, repo, namespace, keys)
+    assert all(isinstance(error, S3Error) and error.code == "ServiceUnavailable" for _, error in results), results
 
 
 def test_gravelers_own_unavailable_after_the_write_landed_keeps_the_bytes(stack: Stack) -> None:
@@ -259,9 +259,9 @@ def test_gravelers_own_unavailable_after_the_write_landed_keeps_the_bytes(stack:
     entry, error = with_gateway(stack, lambda backend: gateway_put(backend, repo, namespace, "k"))
 
     stack.kv.disarm()
-    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
     assert stack.staged(repo, "k") == entry
     assert stack.stored(namespace, entry.physical_address)
+    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
 
 
 def test_the_rest_apis_write_keeps_its_bytes_after_gravelers_own_unavailable(stack: Stack) -> None:
@@ -288,9 +288,9 @@ def test_the_rest_apis_write_keeps_its_bytes_after_gravelers_own_unavailable(sta
     error = asyncio.run(put())
 
     stack.kv.disarm()
-    assert isinstance(error, ApiError) and error.status == 503, error
     assert stack.staged(repo, "k") == entry
     assert stack.stored(namespace, address)
+    assert isinstance(error, ApiError) and error.status == 503, error
 
 
 def test_a_guard_left_by_a_failed_conditional_put_never_completes_an_entry_without_bytes(stack: Stack) -> None:
@@ -306,7 +306,7 @@ def test_a_guard_left_by_a_failed_conditional_put_never_completes_an_entry_witho
     )
 
     stack.kv.disarm()
-    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
+    assert isinstance(error, S3Error), error
     assert stack.kv.faulted >= 1
     assert stack.staged(repo, "k") is None  # the guard only, so far
 
@@ -324,6 +324,7 @@ def test_a_guard_left_by_a_failed_conditional_put_never_completes_an_entry_witho
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert stack.staged(repo, "k") == entry
     assert stack.stored(namespace, entry.physical_address)
+    assert error.code == "ServiceUnavailable", error
 
 
 # --- per-entry deadlines ------------------------------------------------------------------
