@@ -249,7 +249,8 @@ class StageBatcher:
             _settle(write, exception=_error(grpc.StatusCode.CANCELLED, "the edge stopped waiting for graveler"))
             raise
         except Exception as exc:
-            _settle(write, exception=_copy(exc) if isinstance(exc, grpc.aio.AioRpcError) else exc)
+            if not _timed_out(exc):  # a timed-out call: the caller's own deadline answers it
+                _settle(write, exception=_copy(exc) if isinstance(exc, grpc.aio.AioRpcError) else exc)
 
     async def _call_many(
         self, key: tuple[str, str], batch: list[_Write]

@@ -161,6 +161,4 @@ class StagingWriteFaults(ForwardingStore):
         condition: Condition | None = None,
         timestamp: int | None = None,
     ) -> None:
-        self._fault(
-            [key for key, _ in puts], lambda: self.inner.apply(partition, puts, deletes, condition, timestamp)
-        )
+        self._fault([key for key, _ in puts], lambda: self.inner.apply(partition, puts, deletes, condition, timestamp))

@@ -18,8 +18,10 @@ from pydantic import SecretStr
 from silt.config import Config
 from silt.edge_client import EdgeClient
 from silt.graveler.v1 import events_pb2 as ev
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.launcher import free_port
 from silt.rpc.signing import Credentials
-from silt.write_outcome import Attempts, certainly_not_applied, not_applied_error
+from silt.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
 
 NAMESPACE = "local://repo"
 ADDRESS = "data/object"
@@ -124,3 +126,46 @@ def test_a_refusal_after_an_attempt_that_may_have_applied_is_not_a_refusal() -> 
     attempts.failed(_rpc_error(grpc.StatusCode.UNAVAILABLE, "Socket closed"))
     attempts.failed(_rpc_error(grpc.StatusCode.FAILED_PRECONDITION, "exists"))
     assert not attempts.not_applied
+
+
+class _RecordingStub:
+    """Graveler's two write methods, recording what was sent to them."""
+
+    def __init__(self) -> None:
+        self.sent: list[object] = []
+
+    async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> object:
+        self.sent.append(request)
+        return api.StageEntryResponse()
+
+    async def StageEntries(self, request: api.StageEntriesRequest, *, timeout: float | None = None) -> object:
+        self.sent.append(request)
+        return api.StageEntriesResponse()
+
+
+def test_a_write_goes_out_only_on_a_ready_channel_and_one_never_sent_is_not_applied() -> None:
+    """The one proof that a write never reached graveler, without reading a message: the edge
+    did not send it. A real channel to a port nobody listens on, then to a live server."""
+    request = api.StageEntryRequest(repository="repo", branch="main", key="k")
+
+    async def scenario() -> None:
+        stub = _RecordingStub()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}") as nowhere:
+            gate = SentWhenReady(stub, nowhere, wait=2.0)
+            for method in (gate.StageEntry, gate.StageEntries):
+                with pytest.raises(NotApplied) as unsent:
+                    await method(request if method == gate.StageEntry else api.StageEntriesRequest(), timeout=5)
+                assert unsent.value.code() == grpc.StatusCode.UNAVAILABLE
+                assert certainly_not_applied(unsent.value)
+        assert stub.sent == []
+        server = grpc.aio.server()
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as live:
+                await SentWhenReady(stub, live, wait=10.0).StageEntry(request, timeout=10)
+        finally:
+            await server.stop(None)
+        assert stub.sent == [request]
+
+    asyncio.run(scenario())
