@@ -152,9 +152,10 @@ def test_a_write_goes_out_only_on_a_ready_channel_and_one_never_sent_is_not_appl
         stub = _RecordingStub()
         async with grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}") as nowhere:
             gate = SentWhenReady(stub, nowhere, wait=2.0)
-            for method in (gate.StageEntry, gate.StageEntries):
+            calls = (gate.StageEntry(request, timeout=5), gate.StageEntries(api.StageEntriesRequest(), timeout=5))
+            for call in calls:
                 with pytest.raises(NotApplied) as unsent:
-                    await method(request if method == gate.StageEntry else api.StageEntriesRequest(), timeout=5)
+                    await call
                 assert unsent.value.code() == grpc.StatusCode.UNAVAILABLE
                 assert certainly_not_applied(unsent.value)
         assert stub.sent == []
