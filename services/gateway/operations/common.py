@@ -215,10 +215,13 @@ def write_condition(request: Request) -> WriteCondition:
 
 
 async def precheck_write_condition(
-    ctx: Context, repository: str, branch: str, key: str, condition: WriteCondition
+    ctx: Context, repository: str, branch: str, key: str, condition: WriteCondition, own_address: str = ""
 ) -> None:
     """Refuse a conditional write that certainly fails before it consumes anything (the parts
-    of a multipart upload); the exact check is still the one graveler makes as it stages."""
+    of a multipart upload); the exact check is still the one graveler makes as it stages.
+    own_address: the physical address this write stages (a retried CompleteMultipartUpload's);
+    a current entry naming it is this write's own, from an earlier attempt whose answer was
+    lost, and graveler takes the retry as a success."""
     if not condition.any:
         return
     # Reading the current entry is a read: a writer without ReadRepo learns nothing from it.
@@ -229,6 +232,8 @@ async def precheck_write_condition(
         if exc.code != "NoSuchKey":
             raise
         current = None
+    if own_address and current is not None and current.physical_address == own_address:
+        return
     if condition.if_absent and current is not None:
         raise S3Error("PreconditionFailed", Condition="If-None-Match")
     if condition.if_match_etag:
