@@ -59,7 +59,7 @@ class Counted:
             return await real_call(method, request, *args, **kwargs)
 
         backend.allowed = allowed  # type: ignore[method-assign]
-        backend.call = call  # type: ignore[method-assign,assignment]
+        backend.call = call  # type: ignore[method-assign]
         backend.read_entries = read_entries  # type: ignore[method-assign,assignment]
 
     def reset(self) -> None:
