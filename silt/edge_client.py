@@ -4,8 +4,9 @@ Both front ends on the edge port write objects the same way: new bytes at a fres
 address in the repository's storage namespace (`write_bytes` inside `new_bytes`, which leaves
 nothing there if the write or a check on it fails), then one StageEntry through `staging`
 (silt/stage_batching.py: concurrent writes to a branch share a call) in `stage_new_bytes`,
-which deletes the bytes again when graveler certainly did not take the entry (the uncommitted
-sweep of garbage collection removes what a timeout or a crash leaves); bytes nothing refers to
+which deletes the bytes again only when graveler certainly did not take the entry in any
+attempt, judged from the client's own signals (silt/write_outcome.py; the uncommitted sweep of
+garbage collection removes what a timeout, a lost answer or a crash leaves); bytes nothing refers to
 are deleted with `delete_bytes`. Each front end keeps its own service user (svc-gateway,
 svc-api), its own history source and its own errors: graveler's answers are mapped to S3 codes
 or lakeFS statuses at each edge, not here.
@@ -22,9 +23,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
-import grpc
-import grpc.aio
-
 from silt.block import BlockAdapter
 from silt.block.adapter import PutResult
 from silt.block.external import ExternalFiles, ObjectReader, external_prefixes, source_reader
@@ -37,6 +35,7 @@ from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TT
 from silt.rpc.signing import Credentials, service_aio_channels
 from silt.stage_batching import StageBatcher
 from silt.telemetry.stores import open_observed_adapter
+from silt.write_outcome import SentWhenReady, certainly_not_applied
 
 T = TypeVar("T")
 # One graveler or auth call's time limit, and the pauses before retrying one that found the
@@ -48,35 +47,6 @@ IO_THREADS = 32
 # Bodies declared this small are taken whole, and objects this small are read in one piece: one
 # trip to a worker thread instead of one per read.
 SMALL_BODY = 256 * 1024
-
-# Answers after which graveler certainly did not apply the call: it refused it, or was never reached.
-_REFUSED = {
-    grpc.StatusCode.NOT_FOUND,
-    grpc.StatusCode.INVALID_ARGUMENT,
-    grpc.StatusCode.PERMISSION_DENIED,
-    grpc.StatusCode.UNAUTHENTICATED,
-    grpc.StatusCode.FAILED_PRECONDITION,
-    grpc.StatusCode.ALREADY_EXISTS,
-    grpc.StatusCode.OUT_OF_RANGE,
-}
-_NEVER_REACHED = ("failed to connect", "connection refused", "dns resolution failed")
-
-
-def not_applied(exc: grpc.aio.AioRpcError) -> bool:
-    """True when the failed call certainly changed nothing in graveler. A timeout or a
-    dropped connection may have been applied, so bytes it referred to must be kept."""
-    if exc.code() in _REFUSED:
-        return True
-    details = (exc.details() or "").lower()
-    return exc.code() == grpc.StatusCode.UNAVAILABLE and any(text in details for text in _NEVER_REACHED)
-
-
-def certainly_refused(exc: BaseException) -> bool:
-    """Whether a failed StageEntry certainly changed nothing: graveler's own answer, or an edge's
-    error for it that says so (`not_applied`, set where the edge maps graveler's answer)."""
-    if isinstance(exc, grpc.aio.AioRpcError):
-        return not_applied(exc)
-    return bool(getattr(exc, "not_applied", False))
 
 
 class Readable(Protocol):
@@ -113,8 +83,9 @@ class EdgeClient:
     ) -> None:
         self.auth_channel, self.graveler_channel = service_aio_channels(config, credentials)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
-        # StageEntry for writes of new bytes: concurrent ones to a branch share a call.
-        self.staging = StageBatcher(self.graveler)
+        # StageEntry for writes of new bytes: concurrent ones to a branch share a call, and each
+        # is sent only on a READY channel, so that one never sent is known not applied.
+        self.staging = StageBatcher(SentWhenReady(self.graveler, self.graveler_channel))
         # Entries read without a call to graveler, when the edge composed a reader (None: by calls).
         self.reads = reads
         ttl = config.auth.cache_ttl_seconds
@@ -193,12 +164,14 @@ class EdgeClient:
 
     async def stage_new_bytes(self, stage: Callable[[], Awaitable[object]], namespace: str, address: str) -> None:
         """Stage an entry for bytes this request just wrote at `address`, by the edge's own
-        StageEntry call; if graveler certainly did not take it (a refusal, or a condition that did
-        not hold), delete the bytes rather than leave an object no entry refers to."""
+        StageEntry call(s); if graveler certainly did not take it in any attempt (a refusal, a
+        condition that did not hold, a write never sent: silt/write_outcome.py), delete the bytes
+        rather than leave an object no entry refers to. Otherwise they stay, even when the client
+        is answered an error: an entry may point at them."""
         try:
             await stage()
         except BaseException as exc:
-            if certainly_refused(exc):
+            if certainly_not_applied(exc):
                 await self.delete_bytes(namespace, address)
             raise
 

@@ -15,6 +15,25 @@ acknowledged only when graveler's answer for it arrived, so an acknowledged writ
 commit that started after it includes it.
 
 Conditional writes (If-None-Match, If-Match) are single calls: their outcome is their own.
+
+**Deadlines.** A write whose caller was answered DEADLINE_EXCEEDED must never land later (its
+caller may have deleted or rewritten the key since, acknowledged). So graveler is never given
+more time for a write than its caller waits, less DEADLINE_MARGIN (which covers the trip to
+graveler and gRPC's rounding of a call's timeout): a single write's call has that timeout (and
+graveler checks the call's deadline before its KV write); in a StageEntries call each entry
+carries its own budget (`timeout_ms`), which graveler checks before writing it and answers
+RESULT_EXPIRED when it ran out. The call itself may live as long as its longest write: giving
+it the earliest deadline instead would let one write that is nearly out of time fail every
+other write of the batch with an outcome nobody can tell (DEADLINE_EXCEEDED). A call that timed
+out is not answered before its writes' own deadlines: by then graveler no longer writes them.
+
+**What a failure says.** An entry graveler skipped as expired, and a write never sent (its
+caller gave up first, or the channel was not ready: silt/write_outcome.py), fail with
+NotApplied: its bytes may be deleted. Every other failure may have been applied.
+
+**Older gravelers.** A graveler that does not serve StageEntries (UNIMPLEMENTED: a rolling
+upgrade) gets each write of the batch as a StageEntry call of its own, and the batcher keeps
+doing so for SINGLES_FOR seconds before it tries StageEntries again.
 `StageBatcher.StageEntry` is a drop-in for the stub's method: the same request, the same
 answer, and a failure is the same grpc.aio.AioRpcError a StageEntry call would raise (an invalid
 entry INVALID_ARGUMENT, a missing branch NOT_FOUND, ...), so callers map errors as they always
@@ -25,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -35,6 +55,7 @@ import grpc
 import grpc.aio
 
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.write_outcome import NotApplied, not_applied_error
 
 # Calls for one branch a process has in flight at once: one being served while the next
 # gathers keeps graveler busy without splitting the waiting writes into many small calls.
@@ -43,6 +64,12 @@ CALLS_IN_FLIGHT = 2
 # gRPC's 4 MiB limit even with entries at their largest).
 MAX_BATCH_ENTRIES = 64
 MAX_BATCH_BYTES = 1024 * 1024
+# Graveler's time for a write ends this long before its caller's: the trip to graveler and
+# gRPC's rounding of a timeout (up to 100 ms for one of 10 to 100 s) fit in it, so graveler's
+# deadline for a write passes before its caller is told DEADLINE_EXCEEDED.
+DEADLINE_MARGIN = 0.25
+# After a graveler answered UNIMPLEMENTED to StageEntries, writes go one call each this long.
+SINGLES_FOR = 60.0
 
 
 class StageCalls(Protocol):
@@ -59,6 +86,7 @@ class _Write:
     answer: asyncio.Future[api.StageEntryResponse]
     deadline: float
     context: contextvars.Context
+    sent: bool = False  # whether a call carrying it went out (or may have)
 
 
 @dataclass
@@ -73,8 +101,22 @@ def _error(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
 
 def _copy(exc: grpc.aio.AioRpcError) -> grpc.aio.AioRpcError:
     # One exception object per waiting write: each is raised, and gets a traceback, on its own.
-    return grpc.aio.AioRpcError(
+    # Of the same type: a NotApplied stays one.
+    return type(exc)(
         exc.code(), exc.initial_metadata(), exc.trailing_metadata(), exc.details(), exc.debug_error_string()
+    )
+
+
+def _expired() -> NotApplied:
+    return not_applied_error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded (the write was not staged)")
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """A call that ran out of time, its outcome unknown (not a NotApplied)."""
+    return (
+        isinstance(exc, grpc.aio.AioRpcError)
+        and not isinstance(exc, NotApplied)
+        and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     )
 
 
@@ -85,22 +127,18 @@ class StageBatcher:
         self._calls = calls
         self._clock = clock
         self._branches: dict[tuple[str, str, str], _Branch] = {}
+        self._singles_until = -math.inf
 
     async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float) -> api.StageEntryResponse:
+        deadline = self._clock() + timeout
         if request.if_absent or request.if_match_etag:
-            answer: api.StageEntryResponse = await self._calls.StageEntry(request, timeout=timeout)
-            return answer
+            return await self._alone(request, deadline)
         # Writes for two incarnations of a repository's name never share a call: each names its own.
         key = (request.repository, request.branch, request.repository_id)
         branch = self._branches.get(key)
         if branch is None:
             branch = self._branches[key] = _Branch()
-        write = _Write(
-            request,
-            asyncio.get_running_loop().create_future(),
-            self._clock() + timeout,
-            contextvars.copy_context(),
-        )
+        write = _Write(request, asyncio.get_running_loop().create_future(), deadline, contextvars.copy_context())
         branch.waiting.append(write)
         if branch.in_flight < CALLS_IN_FLIGHT:
             branch.in_flight += 1
@@ -110,9 +148,28 @@ class StageBatcher:
             # yet sent is then never sent, and one already sent is not answered to nobody.
             return await asyncio.wait_for(write.answer, timeout)
         except TimeoutError:
-            # Not an answer: the write may still be staged by the call it is in, as for a
-            # StageEntry call whose deadline passed.
+            if not write.sent:
+                raise _expired() from None  # it never left: certainly not staged
+            # Not an answer: the call it is in may have staged it, as for a StageEntry call
+            # whose deadline passed. Graveler's time for it is over by now.
             raise _error(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
+
+    async def _alone(
+        self, request: api.StageEntryRequest, deadline: float, hold: bool = True
+    ) -> api.StageEntryResponse:
+        """One StageEntry call for one write, with graveler's time ending DEADLINE_MARGIN before
+        the caller's; hold: a timed-out call is answered only at the caller's deadline (a
+        batched write's caller waits for that by itself)."""
+        budget = deadline - DEADLINE_MARGIN - self._clock()
+        if budget <= 0:
+            raise _expired()
+        try:
+            answer: api.StageEntryResponse = await self._calls.StageEntry(request, timeout=budget)
+            return answer
+        except grpc.aio.AioRpcError as exc:
+            if hold and _timed_out(exc):
+                await asyncio.sleep(max(0.0, deadline - self._clock()))
+            raise
 
     async def _drain(self, key: tuple[str, str, str], branch: _Branch) -> None:
         """Send what waits on the branch, a call at a time, until nothing does."""
@@ -127,7 +184,7 @@ class StageBatcher:
                 # Only a drain that was cancelled (the edge shutting down) leaves writes behind,
                 # and none is left to send them.
                 while branch.waiting:
-                    gone = _error(grpc.StatusCode.UNAVAILABLE, "the edge stopped before sending the write")
+                    gone = not_applied_error(grpc.StatusCode.UNAVAILABLE, "the edge stopped before sending the write")
                     _settle(branch.waiting.popleft(), exception=gone)
                 self._branches.pop(key, None)
 
@@ -137,28 +194,39 @@ class StageBatcher:
         size = 0
         while branch.waiting and len(batch) < MAX_BATCH_ENTRIES:
             write = branch.waiting[0]
-            if write.answer.done() or write.deadline <= now:
-                # Its caller stopped waiting (it timed out or was cancelled) before it was
-                # sent: it is not sent at all, which its caller's error already allows for.
+            if write.answer.done() or write.deadline - DEADLINE_MARGIN <= now:
+                # Its caller stopped waiting (it timed out or was cancelled), or will before
+                # graveler could take it: it is not sent at all, and fails as not staged.
                 branch.waiting.popleft()
+                _settle(write, exception=_expired())
                 continue
             weight = write.request.ByteSize()
             if batch and size + weight > MAX_BATCH_BYTES:
                 break
+            # Sent from here on: its caller timing out now may no longer say "not staged".
+            write.sent = True
             batch.append(branch.waiting.popleft())
             size += weight
         return batch
 
     async def _send(self, key: tuple[str, str, str], batch: list[_Write]) -> None:
-        timeout = max(write.deadline for write in batch) - self._clock()
         try:
-            if len(batch) == 1:
-                outcomes = [await self._calls.StageEntry(batch[0].request, timeout=timeout)]
-            else:
-                outcomes = await self._call_many(key, batch, timeout)
+            if len(batch) == 1 or self._clock() < self._singles_until:
+                await asyncio.gather(*(self._single(write) for write in batch))
+                return
+            outcomes = await self._call_many(key, batch)
         except grpc.aio.AioRpcError as exc:
-            for write in batch:
-                _settle(write, exception=_copy(exc))
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                # A graveler older than StageEntries (a rolling upgrade): the method is not
+                # served, so nothing was staged; each write goes as a call of its own.
+                self._singles_until = self._clock() + SINGLES_FOR
+                await asyncio.gather(*(self._single(write) for write in batch))
+                return
+            if not _timed_out(exc):
+                for write in batch:
+                    _settle(write, exception=_copy(exc))
+            # A call that timed out answers no write: each caller's own deadline does, once
+            # graveler no longer writes it.
             return
         except asyncio.CancelledError:
             for write in batch:
@@ -174,13 +242,28 @@ class StageBatcher:
             else:
                 _settle(write, result=api.StageEntryResponse())
 
+    async def _single(self, write: _Write) -> None:
+        """write as a StageEntry call of its own, answered to its caller."""
+        try:
+            _settle(write, result=await self._alone(write.request, write.deadline, hold=False))
+        except asyncio.CancelledError:
+            _settle(write, exception=_error(grpc.StatusCode.CANCELLED, "the edge stopped waiting for graveler"))
+            raise
+        except Exception as exc:
+            if not _timed_out(exc):  # a timed-out call: the caller's own deadline answers it
+                _settle(write, exception=_copy(exc) if isinstance(exc, grpc.aio.AioRpcError) else exc)
+
     async def _call_many(
-        self, key: tuple[str, str, str], batch: list[_Write], timeout: float
+        self, key: tuple[str, str, str], batch: list[_Write]
     ) -> list[api.StageEntryResponse | BaseException]:
         repository, branch, repository_id = key
         request = api.StageEntriesRequest(repository=repository, branch=branch, repository_id=repository_id)
+        now = self._clock()
         for write in batch:
-            request.entries.add(key=write.request.key, entry=write.request.entry)
+            # Whole milliseconds, rounded down: graveler's time for an entry never exceeds it.
+            budget = max(1, math.floor((write.deadline - DEADLINE_MARGIN - now) * 1000))
+            request.entries.add(key=write.request.key, entry=write.request.entry, timeout_ms=budget)
+        timeout = max(write.deadline for write in batch) - DEADLINE_MARGIN - now
         response = await self._calls.StageEntries(request, timeout=timeout)
         if len(response.outcomes) != len(batch):
             missing = _error(grpc.StatusCode.INTERNAL, "graveler answered a different number of outcomes")
@@ -191,6 +274,8 @@ class StageBatcher:
                 outcomes.append(api.StageEntryResponse())
             elif outcome.result == api.StageEntryOutcome.RESULT_INVALID:
                 outcomes.append(_error(grpc.StatusCode.INVALID_ARGUMENT, outcome.message))
+            elif outcome.result == api.StageEntryOutcome.RESULT_EXPIRED:
+                outcomes.append(_expired())
             else:
                 outcomes.append(_error(grpc.StatusCode.INTERNAL, f"unknown staging outcome {outcome.result}"))
         return outcomes

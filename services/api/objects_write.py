@@ -1,7 +1,8 @@
 """Writing objects as the S3 gateway's PutObject does, through the same edge client
 (silt/edge_client.py): new bytes at a fresh physical address in the repository's storage
-namespace, then one StageEntry; bytes graveler certainly refused are deleted again (the
-uncommitted sweep of garbage collection removes what a crash leaves)."""
+namespace, then one StageEntry; bytes graveler certainly did not take are deleted again
+(silt/write_outcome.py; the uncommitted sweep of garbage collection removes what a lost answer
+or a crash leaves)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ from silt.objects import (
 )
 from silt.repository_place import RepositoryPlace
 from silt.rpc.errors import error_from_rpc
+from silt.write_outcome import certainly_not_applied
 
 # Longest object path, in UTF-8 bytes (S3's and graveler's key limit).
 MAX_PATH_BYTES = 1024
@@ -155,7 +157,8 @@ async def stage_new_bytes(
 ) -> RepositoryPlace:
     """Stage an entry for bytes this request wrote in place.namespace, naming the repository's
     identity looked up with it. A condition that does not hold is 412; if graveler certainly
-    did not take the entry, its bytes are deleted.
+    did not take the entry, its bytes are deleted; a failure after which the entry may stand
+    keeps them and is 503 (retry), whatever graveler's status was.
 
     A repository deleted and created again under its name since place was looked up (the edge
     remembers it briefly) is the one this request names now: with follow_replacement the bytes
@@ -169,7 +172,9 @@ async def stage_new_bytes(
     async def stage() -> None:
         nonlocal staged_in
         if remaining <= 0:
-            raise ApiError(503, "graveler did not answer within the request's deadline")
+            late = ApiError(503, "graveler did not answer within the request's deadline")
+            late.not_applied = True  # type: ignore[attr-defined]  # never sent
+            raise late
         try:
             await backend.staging.StageEntry(request, timeout=remaining)
         except grpc.aio.AioRpcError as exc:
@@ -187,8 +192,8 @@ async def stage_new_bytes(
                 moved.entry.physical_address,
             )
             staged_in = await stage_new_bytes(ctx, moved, successor, follow_replacement=False)
-            # Staged in the successor: the bytes in the deleted repository's namespace are nobody's.
-            await backend.delete_bytes(place.namespace, request.entry.physical_address)
+            # The bytes in the deleted repository's namespace stay: an earlier attempt may have
+            # staged them there, and garbage collection removes them if nothing refers to them.
             request.entry.physical_address = moved.entry.physical_address
 
     try:
@@ -200,6 +205,8 @@ async def stage_new_bytes(
             raise ApiError(412, "path already exists" if request.if_absent else "object changed") from None
         if conditional and exc.code() == grpc.StatusCode.ABORTED:
             raise ApiError(409, f"a concurrent write raced this conditional upload: {exc.details()}") from None
+        if not certainly_not_applied(exc):
+            raise ApiError(503, f"graveler may have staged the object, retry: {exc.details()}") from None
         raise from_rpc(exc, "graveler") from None
 
 

@@ -26,7 +26,7 @@ import grpc
 from services.gateway.errors import S3Error
 from services.gateway.identity import S3Identities
 from silt.config import Config
-from silt.edge_client import CALL_TIMEOUT, UNAVAILABLE_RETRY_DELAYS, EdgeClient, EntryReads, not_applied
+from silt.edge_client import CALL_TIMEOUT, UNAVAILABLE_RETRY_DELAYS, EdgeClient, EntryReads
 from silt.errors import (
     Aborted,
     AlreadyExists,
@@ -49,8 +49,12 @@ from silt.rpc.authority import Clock
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import Credentials
 from silt.telemetry.stores import open_observed_store
+from silt.write_outcome import Attempts, NotApplied
 
 T = TypeVar("T")
+# Failures of a write that already answer S3 with a code clients retry (409 ConditionalRequest-
+# Conflict for a conditional write that raced a commit, SlowDown).
+_RETRYABLE_ANSWERS = frozenset({grpc.StatusCode.ABORTED, grpc.StatusCode.RESOURCE_EXHAUSTED})
 # An UNAVAILABLE that took this long came from a timeout, not from a restarting graveler.
 SLOW_FAILURE_SECONDS = 1.0
 
@@ -107,24 +111,49 @@ class Backend(EdgeClient):
         self.identities = S3Identities(self.auth_channel, config.auth.cache_ttl_seconds, clock, CALL_TIMEOUT)
 
     async def call(
-        self, method: Any, request: Any, not_found: str = "NoSuchKey", failed_precondition: str = "InvalidRequest"
+        self,
+        method: Any,
+        request: Any,
+        not_found: str = "NoSuchKey",
+        failed_precondition: str = "InvalidRequest",
+        *,
+        changes: bool = False,
     ) -> Any:
+        """One graveler call, retried briefly while graveler is unavailable; its failure as an
+        S3Error whose `not_applied` says whether graveler certainly did not apply it in any
+        attempt (silt/write_outcome.py). changes: a write, which fails ServiceUnavailable (clients
+        retry it) once any attempt may have been applied: a timeout or an internal error then
+        says nothing final, and a refusal may be the earlier attempt's own doing."""
         # A restarted graveler is reachable again within moments; a short retry hides that from
         # clients, while an outage still answers ServiceUnavailable quickly.
         # A slow failure is a dependency that timed out (a frozen KV): retrying would only
         # multiply the client's wait, so it is answered SlowDown at once.
+        attempts = Attempts()
         for delay in (*UNAVAILABLE_RETRY_DELAYS, None):
             started = time.monotonic()
             try:
                 return await method(request, timeout=CALL_TIMEOUT)
             except grpc.aio.AioRpcError as exc:
-                if exc.code() == grpc.StatusCode.UNAVAILABLE and time.monotonic() - started >= SLOW_FAILURE_SECONDS:
-                    raise S3Error("SlowDown", f"graveler: {exc.details() or 'unavailable'}") from None
-                if exc.code() != grpc.StatusCode.UNAVAILABLE or delay is None:
+                attempts.failed(exc)
+                unavailable = exc.code() == grpc.StatusCode.UNAVAILABLE
+                if (
+                    unavailable
+                    and not isinstance(exc, NotApplied)
+                    and time.monotonic() - started >= SLOW_FAILURE_SECONDS
+                ):
+                    error = S3Error("SlowDown", f"graveler: {exc.details() or 'unavailable'}")
+                elif unavailable and delay is not None:
+                    await asyncio.sleep(delay)
+                    continue
+                elif changes and attempts.maybe_applied and exc.code() not in _RETRYABLE_ANSWERS:
+                    error = S3Error(
+                        "ServiceUnavailable", f"graveler: an earlier attempt may have applied it: {exc.details()}"
+                    )
+                else:
                     error = rpc_error(exc, not_found, failed_precondition)
-                    error.not_applied = not_applied(exc)  # type: ignore[attr-defined]
-                    raise error from None
-            await asyncio.sleep(delay)
+                error.not_applied = attempts.not_applied  # type: ignore[attr-defined]
+                raise error from None
+        raise AssertionError("unreachable: the last attempt raises")
 
     async def stat_entry(self, request: api.StatEntryRequest, not_found: str = "NoSuchKey") -> api.EntryInfo:
         """StatEntry, read in this process when the edge composed a reader, else by a call."""

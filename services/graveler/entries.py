@@ -27,7 +27,7 @@ from services.graveler.staging import Staged, StagingStore
 from services.graveler.updater import BranchUpdater, Raced
 from services.graveler.validation import validate_entry_size, validate_key
 from services.graveler.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
-from silt.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import Aborted, DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import chunk_size, chunked
 
@@ -56,7 +56,7 @@ class StageOutcome:
     """What staging one entry of a stage_entries call did."""
 
     key: str
-    result: Literal["staged", "invalid"]
+    result: Literal["staged", "invalid", "expired"]
     message: str = ""
 
 
@@ -114,32 +114,48 @@ class Entries:
             self._write_if(repo, branch_name, encoded, entry_value(entry), condition, deadline)
 
     def stage_many(
-        self, repo: RepoHandle, branch_name: str, entries: Sequence[tuple[str, pb.Entry]], deadline: Deadline
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        entries: Sequence[tuple[str, pb.Entry]],
+        deadline: Deadline,
+        entry_deadlines: Sequence[Deadline] | None = None,
     ) -> list[StageOutcome]:
         """Stage each (key, entry) unconditionally, as stage would, one outcome each in order.
 
         An invalid key, entry or physical address is that entry's outcome; the valid ones are
         written by one writer flow: into the staging token, in writes of up to STAGE_WRITE_BYTES,
         then one re-read of the branch, all written again if a commit sealed the token
-        meanwhile. Anything else fails the call, and then any of them may stand, as for a single
-        write whose answer was lost. A key given twice takes its last entry: the writes were
-        concurrent, so either order is one they could have had.
+        meanwhile. Each entry may have its own deadline (entry_deadlines, in order; the call's
+        otherwise), checked right before each write that carries it: an entry whose deadline
+        passed before it was first written is never written ("expired", certainly not staged),
+        and one written once is never written again after its deadline (the call then fails
+        DeadlineExceeded: it may stand). Anything else fails the call, and then any of them may
+        stand, as for a single write whose answer was lost. A key given twice takes its last
+        entry: the writes were concurrent, so either order is one they could have had.
         """
         outcomes: list[StageOutcome] = []
-        values: dict[bytes, Value] = {}
-        for key, entry in entries:
+        values: dict[bytes, tuple[Value, Deadline]] = {}
+        keys: list[bytes | None] = []
+        for index, (key, entry) in enumerate(entries):
             try:
                 encoded = validate_key(key)
                 validate_entry_size(entry.ByteSize())
                 validate_physical_address(entry.physical_address, repo.namespace, self._allowed_import_prefixes)
             except InvalidArgument as exc:
                 outcomes.append(StageOutcome(key, "invalid", str(exc)))
+                keys.append(None)
                 continue
-            values[encoded] = entry_value(entry)
+            values[encoded] = (entry_value(entry), deadline if entry_deadlines is None else entry_deadlines[index])
             outcomes.append(StageOutcome(key, "staged"))
+            keys.append(encoded)
+        expired: set[bytes] = set()
         if values:
-            self._write_many(repo, branch_name, list(values.items()), deadline)
-        return outcomes
+            expired = self._write_many(repo, branch_name, list(values.items()), deadline)
+        return [
+            StageOutcome(outcome.key, "expired") if encoded in expired else outcome
+            for outcome, encoded in zip(outcomes, keys, strict=True)
+        ]
 
     def delete(self, repo: RepoHandle, branch_name: str, key: str, deadline: Deadline) -> None:
         encoded = validate_key(key)
@@ -154,6 +170,8 @@ class Entries:
     def _write(self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, deadline: Deadline) -> None:
         def attempt(number: int) -> int:
             branch = self._refs.branch_for_io(repo, branch_name, use_cache=number == 1)
+            # Right before the write: a caller told DEADLINE_EXCEEDED never has it land later.
+            deadline.check(f"write to branch {branch_name!r}")
             self._staging.set(branch.tokens[0], key, value)
             # Re-read (never from the cache): if a commit sealed the token meanwhile, the
             # write may have missed it; writing again is idempotent.
@@ -166,31 +184,50 @@ class Entries:
         self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
 
     def _write_many(
-        self, repo: RepoHandle, branch_name: str, values: list[tuple[bytes, Value]], deadline: Deadline
-    ) -> None:
-        """_write for many keys: the writer flow once for all of them."""
-        writes: list[list[tuple[bytes, Value]]] = [[]]
+        self, repo: RepoHandle, branch_name: str, values: list[tuple[bytes, tuple[Value, Deadline]]], deadline: Deadline
+    ) -> set[bytes]:
+        """_write for many keys, each within its own deadline: the writer flow once for all of
+        them. The keys not written because their deadline passed first."""
+        writes: list[list[tuple[bytes, Value, Deadline]]] = [[]]
         size = 0
-        for key, value in values:
+        for key, (value, until) in values:
             weight = len(key) + len(value.data) + len(value.identity)
             if writes[-1] and size + weight > STAGE_WRITE_BYTES:
                 writes.append([])
                 size = 0
-            writes[-1].append((key, value))
+            writes[-1].append((key, value, until))
             size += weight
+        written: set[bytes] = set()
+        expired: set[bytes] = set()
 
         def attempt(number: int) -> int:
             branch = self._refs.branch_for_io(repo, branch_name, use_cache=number == 1)
             for write in writes:
-                self._staging.set_many(branch.tokens[0], write)
+                live: list[tuple[bytes, Value]] = []
+                for key, value, until in write:
+                    if key in expired:
+                        continue
+                    if until.expired():
+                        if key in written:
+                            # Written before into a token a commit sealed since: it may stand,
+                            # and writing it again now could land after its caller gave up.
+                            raise DeadlineExceeded(f"write to branch {branch_name!r}: an entry's deadline passed")
+                        expired.add(key)
+                        continue
+                    live.append((key, value))
+                if live:
+                    self._staging.set_many(branch.tokens[0], live)
+                    written.update(key for key, _ in live)
             fresh = self._refs.fresh_branch(repo, branch_name).branch
             if fresh.staging_token != branch.branch.staging_token:
                 raise Raced
             return len(fresh.sealed_tokens)
 
         sealed = self._updater.retry(attempt, f"write to branch {branch_name!r}", deadline)
-        for _, value in values:
-            self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
+        for key, (value, _) in values:
+            if key not in expired:
+                self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
+        return expired
 
     def _write_if(
         self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, condition: Condition, deadline: Deadline
@@ -207,6 +244,8 @@ class Entries:
         again in the new token while it is still the current value; if another writer's value
         is current by then, the order of the two cannot be told and ours may already be in a
         commit, so the outcome is a conflict (Aborted), never a refusal or a second success.
+        A condition that fails on the write's own entry (the same physical address: an earlier
+        attempt of this write landed and its answer was lost) is a success, not a refusal.
         """
         written = False
 
@@ -219,13 +258,21 @@ class Entries:
                 return token, (None if staged.value.tombstone else staged.value), staged
             return token, self._get(repo, resolved, key), staged
 
-        def attempt(number: int) -> int:
+        def attempt(number: int) -> int | None:
             nonlocal written
             token, value_now, staged = self.read(repo, branch_name, current, deadline)
             if not written:
-                condition.check(value_now, key)
+                try:
+                    condition.check(value_now, key)
+                except FailedPrecondition:
+                    if _same_object(value_now, value):
+                        # The current entry is this very write's (an earlier attempt of it
+                        # landed, its answer was lost): it is done, not refused.
+                        return None
+                    raise
             elif value_now != value:
                 raise Aborted(f"conditional write of {key!r} conflicted with a concurrent write; retry")
+            deadline.check(f"conditional write to branch {branch_name!r}")
             # PredicateFailed (another conditional writer got in since the read) retries the attempt.
             self._staging.set_if(token, key, value, staged)
             written = True
@@ -235,7 +282,8 @@ class Entries:
             return len(fresh.sealed_tokens)
 
         sealed = self._updater.retry(attempt, f"conditional write to branch {branch_name!r}", deadline)
-        self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
+        if sealed is not None:
+            self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
 
     # --- reader flow -------------------------------------------------------------------------
 
@@ -377,6 +425,15 @@ class Condition:
             modified = entry.last_modified.ToMicroseconds() if entry.HasField("last_modified") else None
             if self.if_modified_before_us and (modified is None or modified >= self.if_modified_before_us):
                 raise FailedPrecondition(f"key {name!r} was modified too recently")
+
+
+def _same_object(current: Value | None, value: Value) -> bool:
+    """Whether current is an entry for the same object as value: the same physical address,
+    which each write of new bytes has to itself."""
+    if current is None or value.tombstone or current.tombstone:
+        return False
+    address = decode_entry(value.data).physical_address
+    return bool(address) and decode_entry(current.data).physical_address == address
 
 
 def _committed_value(record: Record) -> KeyValue:

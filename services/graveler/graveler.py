@@ -508,18 +508,21 @@ class Graveler:
         *,
         repository_id: str = "",
         deadline: Deadline = NO_DEADLINE,
+        entry_deadlines: Sequence[Deadline] | None = None,
     ) -> list[StageOutcome]:
         """Stage each (key, entry) unconditionally, one outcome per entry in order.
 
         The repository and the branch's protection are looked up once for all the entries. An
-        entry that is not valid has that outcome; anything else (a missing branch, a refused
-        write, an unavailable store) fails the call, as for one stage_entry.
+        entry that is not valid has that outcome, and one whose own deadline (entry_deadlines,
+        in order; the call's by default) passed before it was written is "expired"; anything
+        else (a missing branch, a refused write, an unavailable store) fails the call, as for
+        one stage_entry.
         """
         if len(entries) > MAX_STAGE_ENTRIES:
             raise InvalidArgument(f"at most {MAX_STAGE_ENTRIES} entries per call, got {len(entries)}")
         repo = self._written_repo(repository, repository_id, deadline)
         self.protection.check_direct_write(repo, branch_name, "writing an object")
-        return self.entries.stage_many(repo, branch_name, entries, deadline)
+        return self.entries.stage_many(repo, branch_name, entries, deadline, entry_deadlines)
 
     def delete_entry(self, repository: str, branch_name: str, key: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         validate_key(key)

@@ -60,6 +60,7 @@ def _repo_info(record: pb.Repository) -> api.RepositoryInfo:
 _STAGE_RESULTS = {
     "staged": api.StageEntryOutcome.RESULT_STAGED,
     "invalid": api.StageEntryOutcome.RESULT_INVALID,
+    "expired": api.StageEntryOutcome.RESULT_EXPIRED,
 }
 _DELETE_RESULTS = {
     "deleted": api.DeleteEntryOutcome.RESULT_DELETED,
@@ -340,12 +341,15 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         return api.StageEntryResponse()
 
     def StageEntries(self, request: api.StageEntriesRequest, context: grpc.ServicerContext) -> api.StageEntriesResponse:
+        deadline = _deadline(context)
         outcomes = self.g.stage_entries(
             request.repository,
             request.branch,
             [(staged.key, staged.entry) for staged in request.entries],
             repository_id=request.repository_id,
-            deadline=_deadline(context),
+            deadline=deadline,
+            # Each entry's own budget counts from now, within the call's deadline.
+            entry_deadlines=[deadline.sooner(staged.timeout_ms / 1000 or None) for staged in request.entries],
         )
         response = api.StageEntriesResponse()
         for outcome in outcomes:

@@ -16,9 +16,12 @@ import pytest
 from pydantic import SecretStr
 
 from silt.config import Config
-from silt.edge_client import EdgeClient, not_applied
+from silt.edge_client import EdgeClient
 from silt.graveler.v1 import events_pb2 as ev
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.launcher import free_port
 from silt.rpc.signing import Credentials
+from silt.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
 
 NAMESPACE = "local://repo"
 ADDRESS = "data/object"
@@ -65,16 +68,24 @@ def test_bytes_of_a_failed_write_are_deleted(tmp_path: Path) -> None:
     ("error", "kept"),
     [
         (_rpc_error(grpc.StatusCode.FAILED_PRECONDITION, "exists"), False),
-        (_rpc_error(grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses"), False),
+        # The edge never sent it (the channel was not ready), or graveler skipped it as expired.
+        (not_applied_error(grpc.StatusCode.UNAVAILABLE, "not reachable"), False),
+        (not_applied_error(grpc.StatusCode.DEADLINE_EXCEEDED, "expired"), False),
         # Graveler may have staged it before the answer was lost: the bytes must stay.
         (_rpc_error(grpc.StatusCode.DEADLINE_EXCEEDED), True),
         (_rpc_error(grpc.StatusCode.UNAVAILABLE, "Socket closed"), True),
+        # A message's text proves nothing: this may be graveler's own answer, its store
+        # (Cassandra) refusing a connection after the write landed.
+        (_rpc_error(grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses; connection refused"), True),
+        (_rpc_error(grpc.StatusCode.INTERNAL), True),
+        (_rpc_error(grpc.StatusCode.UNKNOWN), True),
+        (_rpc_error(grpc.StatusCode.CANCELLED), True),
     ],
 )
 def test_bytes_are_deleted_only_when_graveler_certainly_refused_them(
     tmp_path: Path, error: grpc.aio.AioRpcError, kept: bool
 ) -> None:
-    assert not_applied(error) is not kept
+    assert certainly_not_applied(error) is not kept
 
     async def body(client: EdgeClient) -> None:
         await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
@@ -105,3 +116,57 @@ def test_an_edge_error_that_says_not_applied_deletes_the_bytes(tmp_path: Path) -
         assert not _stored(client)
 
     asyncio.run(_with_client(tmp_path, body))
+
+
+def test_a_refusal_after_an_attempt_that_may_have_applied_is_not_a_refusal() -> None:
+    """Across attempts: the write is certainly not applied only if no attempt may have been."""
+    attempts = Attempts()
+    attempts.failed(not_applied_error(grpc.StatusCode.UNAVAILABLE, "never sent"))
+    assert attempts.not_applied
+    attempts.failed(_rpc_error(grpc.StatusCode.UNAVAILABLE, "Socket closed"))
+    attempts.failed(_rpc_error(grpc.StatusCode.FAILED_PRECONDITION, "exists"))
+    assert not attempts.not_applied
+
+
+class _RecordingStub:
+    """Graveler's two write methods, recording what was sent to them."""
+
+    def __init__(self) -> None:
+        self.sent: list[object] = []
+
+    async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> object:
+        self.sent.append(request)
+        return api.StageEntryResponse()
+
+    async def StageEntries(self, request: api.StageEntriesRequest, *, timeout: float | None = None) -> object:
+        self.sent.append(request)
+        return api.StageEntriesResponse()
+
+
+def test_a_write_goes_out_only_on_a_ready_channel_and_one_never_sent_is_not_applied() -> None:
+    """The one proof that a write never reached graveler, without reading a message: the edge
+    did not send it. A real channel to a port nobody listens on, then to a live server."""
+    request = api.StageEntryRequest(repository="repo", branch="main", key="k")
+
+    async def scenario() -> None:
+        stub = _RecordingStub()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}") as nowhere:
+            gate = SentWhenReady(stub, nowhere, wait=2.0)
+            calls = (gate.StageEntry(request, timeout=5), gate.StageEntries(api.StageEntriesRequest(), timeout=5))
+            for call in calls:
+                with pytest.raises(NotApplied) as unsent:
+                    await call
+                assert unsent.value.code() == grpc.StatusCode.UNAVAILABLE
+                assert certainly_not_applied(unsent.value)
+        assert stub.sent == []
+        server = grpc.aio.server()
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as live:
+                await SentWhenReady(stub, live, wait=10.0).StageEntry(request, timeout=10)
+        finally:
+            await server.stop(None)
+        assert stub.sent == [request]
+
+    asyncio.run(scenario())

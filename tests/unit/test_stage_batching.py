@@ -7,6 +7,7 @@ call and the real graveler are exercised by the gateway's and the API's suites.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -17,7 +18,8 @@ import pytest
 from silt import stage_batching
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.stage_batching import StageBatcher
+from silt.stage_batching import DEADLINE_MARGIN, SINGLES_FOR, StageBatcher
+from silt.write_outcome import NotApplied, certainly_not_applied
 
 
 class Graveler:
@@ -29,7 +31,9 @@ class Graveler:
         if not hold:
             self.release.set()
         self.invalid: set[str] = set()
+        self.expired: set[str] = set()
         self.fail_with: grpc.aio.AioRpcError | None = None
+        self.many_fails_with: grpc.aio.AioRpcError | None = None
 
     async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> Any:
         self.calls.append(("StageEntry", request, timeout))
@@ -41,11 +45,15 @@ class Graveler:
     async def StageEntries(self, request: api.StageEntriesRequest, *, timeout: float | None = None) -> Any:
         self.calls.append(("StageEntries", request, timeout))
         await self.release.wait()
+        if self.many_fails_with is not None:
+            raise self.many_fails_with
         if self.fail_with is not None:
             raise self.fail_with
         response = api.StageEntriesResponse()
         for staged in request.entries:
-            if staged.key in self.invalid:
+            if staged.key in self.expired:
+                response.outcomes.add(key=staged.key, result=api.StageEntryOutcome.RESULT_EXPIRED)
+            elif staged.key in self.invalid:
                 response.outcomes.add(key=staged.key, result=api.StageEntryOutcome.RESULT_INVALID, message="bad key")
             else:
                 response.outcomes.add(key=staged.key, result=api.StageEntryOutcome.RESULT_STAGED)
@@ -187,8 +195,9 @@ async def test_a_write_whose_caller_gave_up_before_it_was_sent_is_never_sent() -
     batcher = StageBatcher(graveler)
     blockers = await fill_calls(batcher, "a", "b")
     with pytest.raises(grpc.aio.AioRpcError) as late:
-        await batcher.StageEntry(write("impatient"), timeout=0.01)
+        await batcher.StageEntry(write("impatient"), timeout=0.3)
     assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert isinstance(late.value, NotApplied)  # never sent: its bytes may go
     cancelled = asyncio.create_task(batcher.StageEntry(write("cancelled"), timeout=5))
     kept = asyncio.create_task(batcher.StageEntry(write("kept"), timeout=5))
     await settle()
@@ -200,7 +209,7 @@ async def test_a_write_whose_caller_gave_up_before_it_was_sent_is_never_sent() -
 
 
 @in_a_loop
-async def test_the_call_takes_the_longest_time_limit_of_its_writes() -> None:
+async def test_the_call_lives_as_long_as_its_longest_write_and_each_entry_carries_its_own_budget() -> None:
     graveler = Graveler(hold=True)
     batcher = StageBatcher(graveler)
     blockers = await fill_calls(batcher, "a", "b", timeout=30)
@@ -208,8 +217,88 @@ async def test_the_call_takes_the_longest_time_limit_of_its_writes() -> None:
     await settle()
     graveler.release.set()
     await asyncio.gather(*blockers, *tasks)
-    _, _, timeout = graveler.calls[-1]
-    assert timeout is not None and 19 < timeout <= 20
+    method, request, timeout = graveler.calls[-1]
+    assert method == "StageEntries"
+    assert timeout is not None and 19 < timeout <= 20 - DEADLINE_MARGIN
+    # Graveler's time for each entry ends before its caller stops waiting for it.
+    budgets = {staged.key: staged.timeout_ms for staged in request.entries}
+    assert 1000 < budgets["short"] <= (2 - DEADLINE_MARGIN) * 1000
+    assert 19000 < budgets["long"] <= (20 - DEADLINE_MARGIN) * 1000
+
+
+@in_a_loop
+async def test_an_entry_graveler_skipped_as_expired_fails_as_certainly_not_staged() -> None:
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler)
+    blockers = await fill_calls(batcher, "a", "b")
+    late = asyncio.create_task(batcher.StageEntry(write("late"), timeout=5))
+    on_time = asyncio.create_task(batcher.StageEntry(write("on-time"), timeout=5))
+    await settle()
+    graveler.expired.add("late")
+    graveler.release.set()
+    await asyncio.gather(*blockers, on_time)
+    with pytest.raises(grpc.aio.AioRpcError) as expired:
+        await late
+    assert expired.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert certainly_not_applied(expired.value)
+
+
+@in_a_loop
+async def test_a_write_with_less_time_than_the_margin_is_not_sent() -> None:
+    graveler = Graveler()
+    batcher = StageBatcher(graveler)
+    for request in (write("k"), write("c", if_absent=True)):
+        with pytest.raises(NotApplied) as late:
+            await batcher.StageEntry(request, timeout=DEADLINE_MARGIN / 2)
+        assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert graveler.calls == []
+
+
+@in_a_loop
+async def test_a_call_that_timed_out_is_answered_no_sooner_than_its_writes_deadline() -> None:
+    """Graveler was given less time than the caller waits: the caller hears DEADLINE_EXCEEDED only
+    once graveler's time is over, so the write can no longer land after that answer."""
+    graveler = Graveler()
+    graveler.fail_with = grpc.aio.AioRpcError(
+        grpc.StatusCode.DEADLINE_EXCEEDED, grpc.aio.Metadata(), grpc.aio.Metadata(), "Deadline Exceeded"
+    )
+    batcher = StageBatcher(graveler)
+    for request in (write("k"), write("c", if_absent=True)):
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(grpc.aio.AioRpcError) as timed_out:
+            await batcher.StageEntry(request, timeout=0.5)
+        assert asyncio.get_running_loop().time() - started >= 0.5 - 0.01
+        assert timed_out.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        assert not certainly_not_applied(timed_out.value)
+    assert [timeout for _, _, timeout in graveler.calls] == [pytest.approx(0.5 - DEADLINE_MARGIN, abs=0.05)] * 2
+
+
+@in_a_loop
+async def test_a_graveler_without_stage_entries_gets_each_write_as_a_call_of_its_own_for_a_while() -> None:
+    graveler = Graveler(hold=True)
+    offset = [0.0]
+    batcher = StageBatcher(graveler, clock=lambda: time.monotonic() + offset[0])
+    graveler.many_fails_with = grpc.aio.AioRpcError(
+        grpc.StatusCode.UNIMPLEMENTED, grpc.aio.Metadata(), grpc.aio.Metadata(), "Method not found!"
+    )
+
+    async def batch(*keys: str) -> None:
+        blockers = await fill_calls(batcher, "x", "y")
+        tasks = [asyncio.create_task(batcher.StageEntry(write(k), timeout=5)) for k in keys]
+        await settle()
+        graveler.release.set()
+        await asyncio.gather(*blockers, *tasks)  # every write staged
+        graveler.release.clear()
+
+    await batch("a", "b", "c")
+    assert [m for m, _, _ in graveler.calls].count("StageEntries") == 1
+    assert {r.key for m, r, _ in graveler.calls if m == "StageEntry"} >= {"a", "b", "c"}
+    await batch("d", "e")
+    assert [m for m, _, _ in graveler.calls].count("StageEntries") == 1  # remembered
+    offset[0] = SINGLES_FOR + 1
+    graveler.many_fails_with = None
+    await batch("f", "g")
+    assert [m for m, _, _ in graveler.calls].count("StageEntries") == 2  # tried again, served
 
 
 @in_a_loop

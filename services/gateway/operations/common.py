@@ -216,10 +216,13 @@ def write_condition(request: Request) -> WriteCondition:
 
 
 async def precheck_write_condition(
-    ctx: Context, repository: str, branch: str, key: str, condition: WriteCondition
+    ctx: Context, repository: str, branch: str, key: str, condition: WriteCondition, own_address: str = ""
 ) -> None:
     """Refuse a conditional write that certainly fails before it consumes anything (the parts
-    of a multipart upload); the exact check is still the one graveler makes as it stages."""
+    of a multipart upload); the exact check is still the one graveler makes as it stages.
+    own_address: the physical address this write stages (a retried CompleteMultipartUpload's);
+    a current entry naming it is this write's own, from an earlier attempt whose answer was
+    lost, and graveler takes the retry as a success."""
     if not condition.any:
         return
     # Reading the current entry is a read: a writer without ReadRepo learns nothing from it.
@@ -230,6 +233,8 @@ async def precheck_write_condition(
         if exc.code != "NoSuchKey":
             raise
         current = None
+    if own_address and current is not None and current.physical_address == own_address:
+        return
     if condition.if_absent and current is not None:
         raise S3Error("PreconditionFailed", Condition="If-None-Match")
     if condition.if_match_etag:
@@ -260,9 +265,9 @@ async def stage(
         request.if_match_etag = condition.if_match_etag
         # Graveler answers FAILED_PRECONDITION for a condition that does not hold, NOT_FOUND
         # for If-Match on a missing key (the branch was checked before the bytes were written).
-        await backend.call(backend.staging.StageEntry, request, "NoSuchKey", "PreconditionFailed")
+        await backend.call(backend.staging.StageEntry, request, "NoSuchKey", "PreconditionFailed", changes=True)
         return
-    await backend.call(backend.staging.StageEntry, request, "NoSuchBucket")
+    await backend.call(backend.staging.StageEntry, request, "NoSuchBucket", changes=True)
 
 
 async def stage_new_bytes(
@@ -277,10 +282,12 @@ async def stage_new_bytes(
     follow_replacement: bool = True,
 ) -> None:
     """Stage an entry for bytes this request just wrote in place.namespace, naming the
-    repository's identity looked up with it; if graveler certainly did not take it (a refusal,
-    a condition that did not hold, a repository deleted since), delete the bytes rather than
-    leave an object no entry refers to (the uncommitted sweep of garbage collection removes
-    what a timeout or crash leaves behind).
+    repository's identity looked up with it; if graveler certainly did not take it in any
+    attempt (a refusal, a condition that did not hold, a write never sent, a repository deleted
+    since), delete the bytes rather than leave an object no entry refers to. Once an attempt may
+    have been applied the bytes stay, whatever the client is answered (ServiceUnavailable: it
+    retries), and the uncommitted sweep of garbage collection removes them if no entry came to
+    point at them.
 
     A repository deleted and created again under its name since place was looked up (the
     edge remembers it briefly) is the bucket this request names now: with follow_replacement
@@ -306,8 +313,8 @@ async def stage_new_bytes(
                 moved.physical_address,
             )
             await stage_new_bytes(ctx, repository, branch, key, moved, successor, condition, follow_replacement=False)
-            # Staged in the successor: the bytes in the deleted repository's namespace are nobody's.
-            await backend.delete_bytes(place.namespace, entry.physical_address)
+            # The bytes in the deleted repository's namespace stay: an earlier attempt may have
+            # staged them there, and garbage collection removes them if nothing refers to them.
 
     await backend.stage_new_bytes(staged, place.namespace, entry.physical_address)
 

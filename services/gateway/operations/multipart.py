@@ -320,7 +320,9 @@ async def complete(ctx: Context) -> Response:
             # UploadPartCopy parts carry none: such an object gets no composite checksum.
             part_checksum = uploaded.get(checksums.HEADER_PREFIX + (algorithm or ""))
             part_checksums = [*part_checksums, part_checksum] if part_checksum else None
-    await precheck_write_condition(ctx, ctx.request.bucket, record["branch"], record["key"], condition)
+    await precheck_write_condition(
+        ctx, ctx.request.bucket, record["branch"], record["key"], condition, own_address=record["address"]
+    )
     infos = [PartInfo(part_number=p.number, etag=p.etag) for p in chosen]
     result = await backend.run(
         backend.adapter.complete_multipart_upload, record["namespace"], record["address"], record["block_id"], infos
@@ -358,6 +360,8 @@ async def complete(ctx: Context) -> Response:
             raise S3Error("NoSuchUpload", "the upload's repository was deleted", UploadId=upload_id) from None
         # The parts were consumed into the object; with its bytes deleted, the upload can
         # never complete, so it is forgotten too (the client re-uploads after the 503).
+        # Otherwise the entry may stand and the upload stays: a retried Complete writes the
+        # same object again at the same address and meets its own entry, which is success.
         if getattr(exc, "not_applied", False):
             await _forget(ctx, repository, upload_id, record, stored)
         raise

@@ -54,12 +54,12 @@ class Counted:
             self.authorized.append((action, resource))
             return await real_allowed(user_id, action, resource)
 
-        async def call(method: Any, request: Any, *args: Any) -> Any:
+        async def call(method: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
             self.graveler[type(request).__name__.removesuffix("Request")] += 1
-            return await real_call(method, request, *args)
+            return await real_call(method, request, *args, **kwargs)
 
         backend.allowed = allowed  # type: ignore[method-assign]
-        backend.call = call  # type: ignore[method-assign,assignment]
+        backend.call = call  # type: ignore[method-assign]
         backend.read_entries = read_entries  # type: ignore[method-assign,assignment]
 
     def reset(self) -> None:

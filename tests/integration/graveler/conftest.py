@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ class GravelerEnv:
     # Graveler's reader as the edge runs it beside graveler: its own caches, a read-only store
     # (graveler_env's; None where a test builds its own environment without one).
     reads: ReadEngine | None = None
+    port: int = 0  # where the gRPC server listens (0: not said)
 
     def new_repo(self, prefix: str = "repo", default_branch: str = "main") -> str:
         # Unique names: the Cassandra leg shares one keyspace across tests.
@@ -73,18 +74,23 @@ def env(store: Store, tmp_path: Path) -> Iterator[GravelerEnv]:
     yield from graveler_env(store, tmp_path)
 
 
-def graveler_env(store: Store, tmp_path: Path, options: GravelerOptions | None = None) -> Iterator[GravelerEnv]:
-    """A graveler gRPC server on store (with options, or the defaults), for as long as the
-    generator runs."""
+def graveler_env(
+    store: Store,
+    tmp_path: Path,
+    options: GravelerOptions | None = None,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+) -> Iterator[GravelerEnv]:
+    """A graveler gRPC server on store (with options, or the defaults, and the server
+    interceptors given), for as long as the generator runs."""
     adapter = LocalAdapter(tmp_path / "data")
     graveler = open_graveler(store, adapter, options)
-    server, port = start(graveler, "127.0.0.1:0")
+    server, port = start(graveler, "127.0.0.1:0", interceptors)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     reads = ReadEngine(
         JournaledStore(ReadOnlyStore(store), enabled=False), CommittedManager(LocalAdapter(tmp_path / "data"))
     )
     try:
-        yield GravelerEnv(api_grpc.GravelerServiceStub(channel), graveler, tmp_path / "data", reads)
+        yield GravelerEnv(api_grpc.GravelerServiceStub(channel), graveler, tmp_path / "data", reads, port)
     finally:
         channel.close()
         server.stop(None)

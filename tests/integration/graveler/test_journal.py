@@ -156,7 +156,9 @@ def test_conditional_staging_write_refused_leaves_no_record(journaled: Journaled
     bob = journaled.as_user("bob")
     request = api.StageEntryRequest(repository=repo, branch="main", key="a", entry=entry("1"), if_absent=True)
     bob.StageEntry(request)
+    bob.StageEntry(request)  # the same write again finds its own entry: done, nothing written
     with pytest.raises(grpc.RpcError) as refused:
+        request.entry.CopyFrom(entry("2"))  # another write
         bob.StageEntry(request)
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     handle = journaled.graveler.refs.get_repository(repo)

@@ -1,8 +1,12 @@
 """Model-based test: random writes, deletes, commits (whole or of a prefix), branches, merges,
 reverts, resets (whole, of a key, of a prefix) and compactions, checked after every step
-against plain dictionaries. Graveler's background clean-up is held back and let go at random
-steps, so that operations meet the state it leaves behind for a while (a prefix commit's
-copies in sealed tokens), not only what it leaves once it has run.
+against plain dictionaries. An edge (silt/edge_client.py, over real gRPC) writes objects too,
+among them writes whose StageEntry call fails with an answer the edge cannot trust: graveler
+applied it and the answer was lost, or it was never applied; the model then allows either
+value, and no entry may ever point at bytes the edge deleted. Graveler's background clean-up
+is held back and let go at random steps, so that operations meet the state it leaves behind
+for a while (a prefix commit's copies in sealed tokens), not only what it leaves once it has
+run.
 
 Its size is SILT_MODEL_EXAMPLES sequences of up to SILT_MODEL_STEPS steps (20 of 40 by default),
 and SILT_MODEL_CLUSTER_EXAMPLES on the 3-node Cassandra cluster (6); `make test-model` runs 300
@@ -10,13 +14,15 @@ of each."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import itertools
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import pytest
@@ -30,14 +36,22 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from pydantic import SecretStr
 
 from services.graveler.reads import ReadEngine
+from silt.block.local import LocalAdapter
+from silt.config import Config
+from silt.edge_client import EdgeClient
 from silt.errors import NotFound
+from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
+from silt.rpc.signing import Credentials
+from silt.write_outcome import certainly_not_applied
 from tests.integration.graveler.conftest import GravelerEnv, graveler_env
 from tests.integration.graveler.test_branching import contents
+from tests.support.edge_faults import CallFaults
 
 # A search of operation sequences against a model: seconds per driver.
 pytestmark = pytest.mark.slow
@@ -51,6 +65,7 @@ STEPS = int(os.environ.get("SILT_MODEL_STEPS", "40"))
 # three JVMs. `make test-model` sets it to the full size.
 CLUSTER_EXAMPLES = int(os.environ.get("SILT_MODEL_CLUSTER_EXAMPLES", "6"))
 Snapshot = dict[str, str]
+T = TypeVar("T")
 
 
 def three_way(base: Snapshot, source: Snapshot, dest: Snapshot) -> Snapshot:
@@ -92,8 +107,66 @@ def check_failed(call: object, code: grpc.StatusCode) -> None:
     raise AssertionError(f"expected {code}")
 
 
+class Edge:
+    """An edge's writes of new bytes to the model's graveler: the EdgeClient both front ends
+    use (its batcher, its rule for deleting bytes graveler did not take), on an event loop of
+    its own, with the bytes in the graveler's local object store."""
+
+    def __init__(self, env: GravelerEnv) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="model-edge", daemon=True)
+        self.thread.start()
+        self.config = Config.model_validate(
+            {
+                "blockstore": {"type": "local", "local": {"path": str(env.data_root)}},
+                "graveler": {"endpoint": f"127.0.0.1:{env.port}"},
+                "auth": {"endpoint": "127.0.0.1:1"},
+            }
+        )
+        self.client = self.run(self._open())
+        self.bytes = LocalAdapter(env.data_root)
+
+    async def _open(self) -> EdgeClient:
+        return EdgeClient(self.config, Credentials("AKIAIOSFODNN7EXAMPLE", SecretStr("secret")), ev.API, "model-edge")
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(60)
+
+    def put(self, repo: str, branch: str, key: str, value: str) -> tuple[str, BaseException | None]:
+        """Write value's bytes and stage them as key; the physical address, and the failure."""
+        namespace, address = f"local://{repo}", f"edge/{uuid.uuid4().hex}"
+        entry = pb.Entry(physical_address=address, size=len(value), etag=value)
+        request = api.StageEntryRequest(repository=repo, branch=branch, key=key, entry=entry)
+        client = self.client
+
+        async def put() -> BaseException | None:
+            await client.write_bytes(namespace, address, io.BytesIO(value.encode()), len(value))
+            try:
+                await client.stage_new_bytes(lambda: client.staging.StageEntry(request, timeout=30), namespace, address)
+            except grpc.aio.AioRpcError as exc:
+                return exc
+            return None
+
+        return address, self.run(put())
+
+    def stored(self, repo: str, address: str) -> bool:
+        try:
+            self.bytes.stat(f"local://{repo}", address)
+        except Exception:
+            return False
+        return True
+
+    def close(self) -> None:
+        self.run(self.client.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
 class GravelerModel(RuleBasedStateMachine):
     env: GravelerEnv
+    faults: CallFaults
+    edge: Edge
 
     def __init__(self) -> None:
         super().__init__()
@@ -103,6 +176,8 @@ class GravelerModel(RuleBasedStateMachine):
         self.heads: dict[str, str] = {}
         self.staged: dict[str, dict[str, str | None]] = {}
         self.cleanup_gate: threading.Event | None = None
+        # Physical addresses of the bytes the edge wrote: an entry naming one must find them.
+        self.edge_addresses: set[str] = set()
 
     @initialize()
     def create_repository(self) -> None:
@@ -159,6 +234,43 @@ class GravelerModel(RuleBasedStateMachine):
         request = api.StageEntriesRequest(repository=self.repo, branch=branch, entries=staged)
         outcomes = self.env.stub.StageEntries(request).outcomes
         assert [o.result for o in outcomes] == [api.StageEntryOutcome.RESULT_STAGED] * len(keys)
+
+    @rule(data=st.data(), key=KEYS)
+    def edge_write(self, data: st.DataObject, key: str) -> None:
+        branch = self.pick(data, "branch")
+        value = f"v{next(self.values)}"
+        address, error = self.edge.put(self.repo, branch, key, value)
+        assert error is None, error
+        self.edge_addresses.add(address)
+        self.staged[branch][key] = value
+
+    @rule(data=st.data(), key=KEYS, applied=st.booleans())
+    def edge_write_with_an_ambiguous_failure(self, data: st.DataObject, key: str, applied: bool) -> None:
+        """The edge's StageEntry fails UNAVAILABLE, saying "connection refused": graveler applied
+        it and the answer was lost, or graveler's store refused it before the write. The edge
+        cannot tell which: it must treat the write as maybe applied (keep the bytes), and the
+        key then holds the new value or the one before."""
+        branch = self.pick(data, "branch")
+        value = f"v{next(self.values)}"
+        before = self.visible(branch).get(key)
+        if applied:
+            self.faults.lose_answer("StageEntry")
+        else:
+            self.faults.refuse_unapplied("StageEntry")
+        try:
+            address, error = self.edge.put(self.repo, branch, key, value)
+        finally:
+            self.faults.clear()
+        self.edge_addresses.add(address)
+        assert isinstance(error, grpc.aio.AioRpcError), error
+        assert error.code() == grpc.StatusCode.UNAVAILABLE
+        assert not certainly_not_applied(error)  # maybe applied, whatever the message says
+        assert self.edge.stored(self.repo, address)  # so its bytes stay
+        now = contents(self.env, self.repo, branch).get(key)
+        assert now in (before, value), (now, before, value)
+        assert now == (value if applied else before)
+        if applied:
+            self.staged[branch][key] = value
 
     @rule(data=st.data(), key=KEYS)
     def delete(self, data: st.DataObject, key: str) -> None:
@@ -294,6 +406,18 @@ class GravelerModel(RuleBasedStateMachine):
     # --- what must hold after every step ---------------------------------------------------
 
     @invariant()
+    def no_entry_points_at_bytes_the_edge_deleted(self) -> None:
+        if not self.heads:
+            return
+        for branch in self.heads:
+            for ref in (branch, f"{branch}@"):
+                page = self.env.stub.ListEntries(api.ListEntriesRequest(repository=self.repo, ref=ref, amount=1000))
+                for item in page.items:
+                    address = item.entry.physical_address
+                    if address in self.edge_addresses:
+                        assert self.edge.stored(self.repo, address), (ref, item.key, address)
+
+    @invariant()
     def reads_match_the_model(self) -> None:
         if not self.heads:
             return
@@ -318,28 +442,47 @@ class GravelerModel(RuleBasedStateMachine):
                 assert direct_etag(reads, self.repo, branch, key) == staged.get(key), (branch, key)
 
 
-# A search of 300 sequences on Cassandra takes over ten minutes on a loaded machine.
-@pytest.mark.timeout(max(600, EXAMPLES * STEPS // 4))
-def test_graveler_matches_a_dictionary_model(env: GravelerEnv) -> None:
-    search(env, EXAMPLES)
+Modelled = tuple[GravelerEnv, CallFaults, Edge]
+
+
+def modelled(store: Store, tmp_path: Path) -> Iterator[Modelled]:
+    """Graveler with faults that can be armed on its calls, and an edge writing to it."""
+    faults = CallFaults()
+    for env in graveler_env(store, tmp_path, interceptors=[faults]):
+        edge = Edge(env)
+        try:
+            yield env, faults, edge
+        finally:
+            edge.close()
 
 
 @pytest.fixture
-def cluster_env(cassandra_cluster_store: Store, tmp_path: Path) -> Iterator[GravelerEnv]:
-    yield from graveler_env(cassandra_cluster_store, tmp_path)
+def model_env(store: Store, tmp_path: Path) -> Iterator[Modelled]:
+    yield from modelled(store, tmp_path)
+
+
+# A search of 300 sequences on Cassandra takes over ten minutes on a loaded machine.
+@pytest.mark.timeout(max(600, EXAMPLES * STEPS // 4))
+def test_graveler_matches_a_dictionary_model(model_env: Modelled) -> None:
+    search(model_env, EXAMPLES)
+
+
+@pytest.fixture
+def cluster_env(cassandra_cluster_store: Store, tmp_path: Path) -> Iterator[Modelled]:
+    yield from modelled(cassandra_cluster_store, tmp_path)
 
 
 @pytest.mark.timeout(max(600, CLUSTER_EXAMPLES * STEPS // 2))
-def test_graveler_matches_a_dictionary_model_on_a_cluster(cluster_env: GravelerEnv) -> None:
+def test_graveler_matches_a_dictionary_model_on_a_cluster(cluster_env: Modelled) -> None:
     """The same search on the 3-node cluster (RF 3, QUORUM and SERIAL)."""
     search(cluster_env, CLUSTER_EXAMPLES)
 
 
-def search(env: GravelerEnv, examples: int) -> None:
+def search(modelled: Modelled, examples: int) -> None:
     class Bound(GravelerModel):
         pass
 
-    Bound.env = env
+    Bound.env, Bound.faults, Bound.edge = modelled
     run_state_machine_as_test(
         Bound, settings=settings(max_examples=examples, stateful_step_count=STEPS, deadline=None, database=None)
     )

@@ -3,14 +3,27 @@ call, each as StageEntry would stage it (the edge's group commit, silt/stage_bat
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
 import grpc
 import pytest
 
+from services.graveler.deadline import Deadline
 from services.graveler.entries import MAX_STAGE_ENTRIES, STAGE_WRITE_BYTES
+from services.graveler.graveler import GravelerOptions
+from services.graveler.model import StagingToken
+from services.graveler.wiring import open_graveler
+from silt.block.local import LocalAdapter
+from silt.errors import DeadlineExceeded
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.kv import Store
+from silt.kv.store import Condition
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
+from tests.support.stores import ForwardingStore
 
 STAGED = api.StageEntryOutcome.RESULT_STAGED
 INVALID = api.StageEntryOutcome.RESULT_INVALID
@@ -92,3 +105,54 @@ def test_a_protected_branch_refuses_the_whole_call(env: GravelerEnv) -> None:
     assert code_of(lambda: env.stub.StageEntries(request)) == grpc.StatusCode.PERMISSION_DENIED
     assert code_of(lambda: env.stub.StageEntry(single)) == grpc.StatusCode.PERMISSION_DENIED
     assert env.list_all(repo, "main") == []
+
+
+class SealsOnFirstStagedWrite(ForwardingStore):
+    """inner, except that right after the first write of staged values, `then` runs once (in
+    the same thread: the writer flow is lock-free, nothing waits on it)."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.then: Callable[[], None] | None = None
+
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        self.inner.apply(partition, puts, deletes, condition, timestamp)
+        then, self.then = self.then, None
+        if then is not None and any(key.startswith(b"key/") for key, _ in puts):
+            then()
+
+
+def test_an_entry_written_once_is_never_written_again_after_its_deadline(store: Store, tmp_path: Path) -> None:
+    """The entry lands in the staging token, then the token is replaced under the call (a reset
+    here, as a commit's seal would) and the entry's deadline passes: the writer flow does not
+    write it again into the new token (its caller may have been told DEADLINE_EXCEEDED and
+    written the key since); the call fails DeadlineExceeded, the entry's outcome unknown."""
+    wrapped = SealsOnFirstStagedWrite(store)
+    graveler = open_graveler(wrapped, LocalAdapter(tmp_path / "data"), GravelerOptions(branch_cache_seconds=0))
+    now = [0.0]
+    try:
+        repo = f"late-{uuid.uuid4().hex[:12]}"
+        graveler.lifecycle.create_repository(repo, f"local://{repo}", "", False)
+
+        def replace_the_token() -> None:
+            graveler.reset_branch(repo, "main")
+            now[0] = 20.0  # the entry's deadline passes meanwhile
+
+        wrapped.then = replace_the_token
+        entry = pb.Entry(physical_address="data/late", etag="late")
+        with pytest.raises(DeadlineExceeded):
+            graveler.stage_entries(
+                repo, "main", [("late", entry)], entry_deadlines=[Deadline(10.0, clock=lambda: now[0])]
+            )
+        handle = graveler.refs.repository(repo)
+        token = graveler.refs.get_branch(handle, "main").branch.staging_token
+        assert graveler.staging.get(StagingToken(token), b"late") is None
+    finally:
+        graveler.close()

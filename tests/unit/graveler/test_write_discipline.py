@@ -97,8 +97,10 @@ def _stage(graveler: Graveler, repository: str, branch: str, key: str) -> None:
     graveler.stage_entry(repository, branch, key, pb.Entry(physical_address=f"data/{key}", size=1, etag="e"))
 
 
-def _stage_if(graveler: Graveler, repository: str, branch: str, key: str, condition: WriteCondition) -> None:
-    entry = pb.Entry(physical_address=f"data/{key}", size=1, etag="e")
+def _stage_if(
+    graveler: Graveler, repository: str, branch: str, key: str, condition: WriteCondition, address: str = ""
+) -> None:
+    entry = pb.Entry(physical_address=address or f"data/{key}", size=1, etag="e")
     graveler.stage_entry(repository, branch, key, entry, condition=condition)
 
 
@@ -134,8 +136,8 @@ def test_graveler_managers_never_mix_plain_writes_and_lwts_on_a_key(tmp_path: Pa
             _stage_if(graveler, "repo", "feature", key, WriteCondition(if_absent=True))
         _stage(graveler, "repo", "feature", "e.csv")
         _stage_if(graveler, "repo", "feature", "e.csv", WriteCondition(if_match_etag="e"))
-        with pytest.raises(FailedPrecondition):
-            _stage_if(graveler, "repo", "feature", "e.csv", WriteCondition(if_absent=True))
+        with pytest.raises(FailedPrecondition):  # another write's entry: its own would be a success
+            _stage_if(graveler, "repo", "feature", "e.csv", WriteCondition(if_absent=True), "data/other-e.csv")
         entries.delete_if(handle, "feature", "e.csv", WriteCondition(if_match_etag="*"), deadline)
         graveler.reset_branch("repo", "feature", key="e.csv")
         graveler.reset_branch("repo", "feature", prefix="f/")
