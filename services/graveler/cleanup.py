@@ -21,6 +21,7 @@ from typing import Any
 
 from services.graveler.builder import MetaRangeBuilder
 from services.graveler.model import StagingToken
+from silt.kv.store import Store, scan_prefix
 from silt.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -37,9 +38,25 @@ class RetryPacing:
         return min(self.longest, self.first * 2 ** max(0, tries - 2))
 
 
+# In graveler's shared partition: `cleanup/<token>` for each token to drop, from when the drop is
+# asked for until it is done, so that a graveler killed meanwhile does not leave it behind: every
+# graveler finishes the pending ones when it starts (Cleaner.resume).
+PENDING_PARTITION = b"graveler"
+PENDING_PREFIX = b"cleanup/"
+
+
 class Cleaner:
-    def __init__(self, builder: MetaRangeBuilder, workers: int = 1, pacing: RetryPacing | None = None) -> None:
+    def __init__(
+        self,
+        builder: MetaRangeBuilder,
+        workers: int = 1,
+        pacing: RetryPacing | None = None,
+        pending: Store | None = None,
+    ) -> None:
+        """pending: where drops asked for are recorded until done (unjournaled); None keeps
+        them in memory only."""
         self.builder = builder
+        self._pending = pending
         self.pacing = pacing or RetryPacing()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="graveler-cleanup")
         self._lock = threading.Lock()
@@ -47,9 +64,26 @@ class Cleaner:
         self._closed = False
 
     def drop_tokens(self, tokens: Iterable[StagingToken]) -> None:
-        """Delete the staged values of tokens, in the background."""
+        """Delete the staged values of tokens, in the background; recorded first, so that it
+        survives this process (the tokens are unreachable already: nothing reads them again)."""
+        tokens = list(tokens)
+        if self._pending is not None and tokens:
+            self._pending.apply(PENDING_PARTITION, [(PENDING_PREFIX + token.encode(), b"") for token in tokens])
         for token in tokens:
             self.submit(self._drop, token)
+
+    def resume(self) -> int:
+        """Drop, in the background, every token recorded as pending (by this process or a
+        graveler that died before it was done); how many."""
+        if self._pending is None:
+            return 0
+        tokens = [
+            StagingToken(entry.key[len(PENDING_PREFIX) :].decode())
+            for entry in scan_prefix(self._pending, PENDING_PARTITION, PENDING_PREFIX)
+        ]
+        for token in tokens:
+            self.submit(self._drop, token)
+        return len(tokens)
 
     def drop_now(self, token: StagingToken) -> None:
         """Delete the staged values of token before returning (errors propagate)."""
@@ -84,6 +118,8 @@ class Cleaner:
 
     def _drop(self, token: StagingToken) -> None:
         self.builder.drop_token(token)
+        if self._pending is not None:
+            self._pending.delete(PENDING_PARTITION, PENDING_PREFIX + token.encode())
 
     def _run(self, task: Callable[..., Any], args: tuple[Any, ...], tries: int) -> None:
         try:
