@@ -5,7 +5,9 @@ after a prefix commit its sealed tokens hold copies of values it committed; dele
 off the request path. Nothing reads what it deletes (a head move drops every token it checked,
 branching.py), so a late clean-up is only storage held for longer, never a wrong read. A
 clean-up that fails is still never dropped: it is logged, counted, and tried again after a
-growing pause until it succeeds or the cleaner closes, so a KV outage delays it and no more.
+growing pause until it succeeds or the cleaner closes, so a KV outage delays it and no more;
+a drop of tokens is recorded in KV until done, so that a graveler killed before it is done
+leaves it to the next one to start (resume).
 The deletion itself is the builder's job, so that with commit workers it runs in their
 processes, away from the serving process's GIL.
 """

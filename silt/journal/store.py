@@ -5,9 +5,11 @@ Every write made inside a JournalContext (silt.journal.context) becomes one atom
 (silt.journal.record), so the row exists exactly when the mutation happened. Every value is
 stored in an envelope carrying the logical timestamp of its write (silt.journal.envelope):
 reads unwrap it and feed it to the hybrid logical clock, so a compare-and-set is stamped
-after the value it replaces; blind writes of staged values hand the timestamp to the driver
-as the write time, so the value a driver keeps is the one the journal orders last. Scans hide
-journal rows.
+after the value it replaces; blind writes of staged values first read the stamps of the keys
+they write and of the partition's deletion mark (observe_staged), then hand their timestamp to
+the driver as the write time, so the value a driver keeps is the one the journal orders last,
+and a write acknowledged before another was sent is never shadowed by it, whatever the
+writers' clocks. Scans hide journal rows.
 
 ``raw`` is the store underneath: stored bytes as they are, writes not journaled. It is for
 the cleaner dropping unreachable staging tokens, the shipper deleting shipped rows and
