@@ -2,13 +2,13 @@
 
 Keys ``key/<object key>`` hold the staged values, written and deleted only by plain writes
 stamped with the journal's logical clock (unconditional and conditional writes alike), each
-stamped after what it replaces or deletes and after the partition's deletion mark ``deleted-at``
-(silt/journal/store.py, observe_staged). Keys ``guard/<object key>`` are the conditional
-writers' guards, written and deleted only by compare-and-set: on Cassandra a key written both
-ways is unsafe (a plain write and a Paxos ballot are not ordered on one cell), so conditional writers exclude each other on the guard and
-then write the value plainly (docs/design/lockfree-staging.md, conditional writer flow). Every
-scan of staged values reads the ``key/`` prefix only, so guards never show in listings or
-commits.
+stamped after what it replaces or deletes and after the partition's deletion mark
+``deleted-at`` (silt/journal/store.py, observe_staged). Keys ``guard/<object key>`` are the
+conditional writers' guards, written and deleted only by compare-and-set: on Cassandra a key
+written both ways is unsafe (a plain write and a Paxos ballot are not ordered on one cell), so
+conditional writers exclude each other on the guard and then write the value plainly
+(docs/design/lockfree-staging.md, conditional writer flow). Every scan of staged values reads
+the ``key/`` prefix only, so guards never show in listings or commits.
 """
 
 from __future__ import annotations
