@@ -179,9 +179,12 @@ class Rebuild:
                 entries = list(self._kv.scan(partition))
                 for start in range(0, len(entries), MAX_APPLY_ROWS):
                     chunk = entries[start : start + MAX_APPLY_ROWS]
-                    # Past the logical timestamps they were written at, or the deletes are no-ops.
+                    keys = [entry.key for entry in chunk]
+                    # Twice: at the store's own time, and past the logical timestamps rows may
+                    # have been written at (which may be ahead of it); the later deletion wins.
+                    self._kv.apply(partition, [], keys)
                     newest = max(unwrap(entry.value)[0] for entry in chunk)
-                    self._kv.apply(partition, [], [entry.key for entry in chunk], timestamp=newest + 1)
+                    self._kv.apply(partition, [], keys, timestamp=newest + 1)
         if self._held is None:
             self.progress.deleted = self._applied is not None
         else:
