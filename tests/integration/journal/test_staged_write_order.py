@@ -13,9 +13,10 @@ import uuid
 import pytest
 
 from services.graveler.model import StagingToken
-from services.graveler.staging import StagingStore
+from services.graveler.staging import StagingStore, purge
 from services.graveler.values import Value
 from silt.journal.clock import CLOCK_OFFSET_ENV, HybridLogicalClock, wall_micros
+from silt.journal.context import journal_context
 from silt.journal.store import JournaledStore
 from silt.kv import Store
 
@@ -111,3 +112,15 @@ def test_the_clock_offset_comes_from_the_environment() -> None:
             timeout=60,
         ).stdout
         assert abs(int(out) - expected) < 1_000_000
+
+
+def test_purging_a_deleted_repositorys_token_deletes_rows_stamped_ahead(store: Store, token: StagingToken) -> None:
+    """What the drop leaves of a deleted repository's token (journal rows, a late value) goes
+    too, though written at logical timestamps ahead of the purging graveler's clock."""
+    ahead, behind = skewed(store, +FIVE_SECONDS_US), skewed(store, -FIVE_SECONDS_US)
+    with journal_context("object_write", "alice", "repo"):
+        ahead.set(token, b"k", value("ahead"))
+        ahead.drop_key(token, b"gone")
+    assert list(store.scan(token.encode()))
+    purge(behind.kv, token.encode())
+    assert list(store.scan(token.encode())) == []
