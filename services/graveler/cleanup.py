@@ -70,7 +70,15 @@ class Cleaner:
         survives this process (the tokens are unreachable already: nothing reads them again)."""
         tokens = list(tokens)
         if self._pending is not None and tokens:
-            self._pending.apply(PENDING_PARTITION, [(PENDING_PREFIX + token.encode(), b"") for token in tokens])
+            try:
+                self._pending.apply(PENDING_PARTITION, [(PENDING_PREFIX + token.encode(), b"") for token in tokens])
+            except Exception as exc:
+                # The change that made them unreachable is done and must be reported as done:
+                # the drop still runs from memory, and only a kill before it ends loses it.
+                metrics.CLEANUP_FAILURES.inc()
+                log.warning(
+                    "could not record the drop of %d staging tokens, dropping them anyway: %s", len(tokens), exc
+                )
         for token in tokens:
             self.submit(self._drop, token)
 
