@@ -82,18 +82,21 @@ class Cleaner:
         for token in tokens:
             self.submit(self._drop, token)
 
-    def resume(self) -> int:
+    def resume(self) -> None:
         """Drop, in the background, every token recorded as pending (by this process or a
-        graveler that died before it was done); how many."""
-        if self._pending is None:
-            return 0
+        graveler that died before it was done); a KV outage delays it, as any clean-up."""
+        if self._pending is not None:
+            self.submit(self._resume)
+
+    def _resume(self) -> None:
+        assert self._pending is not None
         tokens = [
             StagingToken(entry.key[len(PENDING_PREFIX) :].decode())
             for entry in scan_prefix(self._pending, PENDING_PARTITION, PENDING_PREFIX)
         ]
         for token in tokens:
-            self.submit(self._drop, token)
-        return len(tokens)
+            # In this task (a failed one is retried on its own), so that flush waits for them.
+            self._run(self._drop, (token,), 1)
 
     def drop_now(self, token: StagingToken) -> None:
         """Delete the staged values of token before returning (errors propagate)."""

@@ -200,7 +200,7 @@ class Graveler:
         )
         self.imports.before_commit = self._import_pre_commit
         self.imports.after_commit = self._import_post_commit
-        # Drops a graveler asked for and did not finish (it was killed): finished now.
+        # Drops a graveler asked for and did not finish (it was killed): done in the background.
         self.cleaner.resume()
 
     @property
