@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ from silt.journal.store import JournaledStore
 from silt.kv import Store
 
 FIVE_SECONDS_US = 5_000_000
+REPO = Path(__file__).resolve().parents[3]
 
 
 def skewed(store: Store, offset_us: int) -> StagingStore:
@@ -105,7 +107,7 @@ def test_the_clock_offset_comes_from_the_environment() -> None:
     for offset, expected in (("5", 5_000_000), ("-2.5", -2_500_000), ("", 0)):
         out = subprocess.run(
             [sys.executable, "-c", code],
-            env={"PYTHONPATH": ".", CLOCK_OFFSET_ENV: offset},
+            env={"PYTHONPATH": str(REPO), CLOCK_OFFSET_ENV: offset},
             capture_output=True,
             text=True,
             check=True,
