@@ -5,7 +5,9 @@ after a prefix commit its sealed tokens hold copies of values it committed; dele
 off the request path. Nothing reads what it deletes (a head move drops every token it checked,
 branching.py), so a late clean-up is only storage held for longer, never a wrong read. A
 clean-up that fails is still never dropped: it is logged, counted, and tried again after a
-growing pause until it succeeds or the cleaner closes, so a KV outage delays it and no more.
+growing pause until it succeeds or the cleaner closes, so a KV outage delays it and no more;
+a drop of tokens is recorded in KV until done, so that a graveler killed before it is done
+leaves it to the next one to start (resume).
 The deletion itself is the builder's job, so that with commit workers it runs in their
 processes, away from the serving process's GIL.
 """
@@ -21,6 +23,7 @@ from typing import Any
 
 from services.graveler.builder import MetaRangeBuilder
 from services.graveler.model import StagingToken
+from silt.kv.store import Store, scan_prefix
 from silt.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -37,9 +40,25 @@ class RetryPacing:
         return min(self.longest, self.first * 2 ** max(0, tries - 2))
 
 
+# In graveler's shared partition: `cleanup/<token>` for each token to drop, from when the drop is
+# asked for until it is done, so that a graveler killed meanwhile does not leave it behind: every
+# graveler finishes the pending ones when it starts (Cleaner.resume).
+PENDING_PARTITION = b"graveler"
+PENDING_PREFIX = b"cleanup/"
+
+
 class Cleaner:
-    def __init__(self, builder: MetaRangeBuilder, workers: int = 1, pacing: RetryPacing | None = None) -> None:
+    def __init__(
+        self,
+        builder: MetaRangeBuilder,
+        workers: int = 1,
+        pacing: RetryPacing | None = None,
+        pending: Store | None = None,
+    ) -> None:
+        """pending: where drops asked for are recorded until done (unjournaled); None keeps
+        them in memory only."""
         self.builder = builder
+        self._pending = pending
         self.pacing = pacing or RetryPacing()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="graveler-cleanup")
         self._lock = threading.Lock()
@@ -47,9 +66,37 @@ class Cleaner:
         self._closed = False
 
     def drop_tokens(self, tokens: Iterable[StagingToken]) -> None:
-        """Delete the staged values of tokens, in the background."""
+        """Delete the staged values of tokens, in the background; recorded first, so that it
+        survives this process (the tokens are unreachable already: nothing reads them again)."""
+        tokens = list(tokens)
+        if self._pending is not None and tokens:
+            try:
+                self._pending.apply(PENDING_PARTITION, [(PENDING_PREFIX + token.encode(), b"") for token in tokens])
+            except Exception as exc:
+                # The change that made them unreachable is done and must be reported as done:
+                # the drop still runs from memory, and only a kill before it ends loses it.
+                metrics.CLEANUP_FAILURES.inc()
+                log.warning(
+                    "could not record the drop of %d staging tokens, dropping them anyway: %s", len(tokens), exc
+                )
         for token in tokens:
             self.submit(self._drop, token)
+
+    def resume(self) -> None:
+        """Drop, in the background, every token recorded as pending (by this process or a
+        graveler that died before it was done); a KV outage delays it, as any clean-up."""
+        if self._pending is not None:
+            self.submit(self._resume)
+
+    def _resume(self) -> None:
+        assert self._pending is not None
+        tokens = [
+            StagingToken(entry.key[len(PENDING_PREFIX) :].decode())
+            for entry in scan_prefix(self._pending, PENDING_PARTITION, PENDING_PREFIX)
+        ]
+        for token in tokens:
+            # In this task (a failed one is retried on its own), so that flush waits for them.
+            self._run(self._drop, (token,), 1)
 
     def drop_now(self, token: StagingToken) -> None:
         """Delete the staged values of token before returning (errors propagate)."""
@@ -84,6 +131,8 @@ class Cleaner:
 
     def _drop(self, token: StagingToken) -> None:
         self.builder.drop_token(token)
+        if self._pending is not None:
+            self._pending.delete(PENDING_PARTITION, PENDING_PREFIX + token.encode())
 
     def _run(self, task: Callable[..., Any], args: tuple[Any, ...], tries: int) -> None:
         try:

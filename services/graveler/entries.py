@@ -23,7 +23,7 @@ from services.graveler.iterators import combined, combined_columns, live, live_c
 from services.graveler.model import StagingToken
 from services.graveler.paging import CommonPrefix, delimiter_bytes, first_key, page_amount, page_of_columns, paginate
 from services.graveler.refs import BranchRecord, RefManager, RepoHandle, Resolved
-from services.graveler.staging import Staged, StagingStore
+from services.graveler.staging import Staged, StagingStore, new_token
 from services.graveler.updater import BranchUpdater, Raced
 from services.graveler.validation import validate_entry_size, validate_key
 from services.graveler.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
@@ -37,9 +37,12 @@ _T = TypeVar("_T")
 MAX_DELETE_KEYS = 1000
 # Entries one stage_entries call takes: what an edge gathers from its clients' concurrent writes.
 MAX_STAGE_ENTRIES = 256
-# Encoded bytes of staged values per KV write of a stage_many: with its journal row, a write this
-# size stays under the 50 KiB that Cassandra 2.2 to 3.5 refuse in one batch.
+# Bytes per KV write of a stage_many, as _write_weight counts them (everything Cassandra counts
+# against batch_size_fail_threshold_in_kb, over-estimated): well under the 50 KiB that Cassandra
+# 2.2 to 3.5 refuse in one batch.
 STAGE_WRITE_BYTES = 16 * 1024
+# Of one such write besides its entries: the journal row's key and its record's fields.
+_WRITE_OVERHEAD_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -189,12 +192,13 @@ class Entries:
         """_write for many keys, each within its own deadline: the writer flow once for all of
         them. The keys not written because their deadline passed first."""
         writes: list[list[tuple[bytes, Value, Deadline]]] = [[]]
-        size = 0
+        token_bytes = len(new_token(repo.partition, branch_name).encode())
+        size = _WRITE_OVERHEAD_BYTES
         for key, (value, until) in values:
-            weight = len(key) + len(value.data) + len(value.identity)
+            weight = _write_weight(key, value, token_bytes)
             if writes[-1] and size + weight > STAGE_WRITE_BYTES:
                 writes.append([])
-                size = 0
+                size = _WRITE_OVERHEAD_BYTES
             writes[-1].append((key, value, until))
             size += weight
         written: set[bytes] = set()
@@ -434,6 +438,15 @@ def _same_object(current: Value | None, value: Value) -> bool:
         return False
     address = decode_entry(value.data).physical_address
     return bool(address) and decode_entry(current.data).physical_address == address
+
+
+def _write_weight(key: bytes, value: Value, token_bytes: int) -> int:
+    """What staging value under key adds to a KV write, as Cassandra sizes a batch (a row's
+    clustering key counted for its row marker and its value cell, 8-byte timestamps and
+    component headers on each), over-estimated: the row `key/<key>` with the value in its
+    journal envelope, and the journal row's change repeating key, value and the token's name."""
+    stored = len(value.data) + len(value.identity) + 32  # envelope, message framing, tombstone flag
+    return 3 * (len(key) + 8) + 2 * stored + token_bytes + 64
 
 
 def _committed_value(record: Record) -> KeyValue:

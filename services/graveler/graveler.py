@@ -74,6 +74,7 @@ from silt.block.external import ExternalFiles
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import background_context
+from silt.journal.store import raw_store
 from silt.kv import Store
 from silt.paging import page_size
 
@@ -140,7 +141,7 @@ class Graveler:
         self.updater = BranchUpdater(
             self.refs, RetryPolicy(options.max_retries, options.retry_first_wait, options.retry_max_wait)
         )
-        self.cleaner = Cleaner(builder, options.cleanup_workers)
+        self.cleaner = Cleaner(builder, options.cleanup_workers, pending=raw_store(kv))
         observer = observer or NoObserver()
         self.compacted = CompactedState(self.refs, self.staging, committed)
         self.entries = Entries(
@@ -199,6 +200,8 @@ class Graveler:
         )
         self.imports.before_commit = self._import_pre_commit
         self.imports.after_commit = self._import_post_commit
+        # Drops a graveler asked for and did not finish (it was killed): done in the background.
+        self.cleaner.resume()
 
     @property
     def observer(self) -> StagingObserver:

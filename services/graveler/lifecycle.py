@@ -47,7 +47,7 @@ from services.graveler.protection import Protection
 from services.graveler.pulls import PullRequests
 from services.graveler.refs import GRAVELER_PARTITION, RefManager, RepoHandle, branch_tokens, new_commit
 from services.graveler.refs.manager import COMMITS, now
-from services.graveler.staging import GUARD_PREFIX, new_token
+from services.graveler.staging import new_token, purge
 from services.graveler.validation import validate_ref_name, validate_repository_name
 from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
@@ -259,12 +259,8 @@ class Lifecycle:
             for branch in list(self._refs.list_branches(repo)):
                 for token in branch_tokens(branch):
                     self._cleaner.drop_now(token)
-                    for key in [entry.key for entry in raw.scan(token.encode())]:
-                        # A guard a stale writer left after the drop: by compare-and-set, as written.
-                        if key.startswith(GUARD_PREFIX):
-                            delete_current(raw, token.encode(), key)
-                        else:
-                            raw.delete(token.encode(), key)
+                    # What the drop leaves (journal rows, a stale writer's guard or value).
+                    purge(self._refs.kv, token.encode())
                 # Each branch goes after its tokens, so a retry still finds the tokens to drop.
                 self._refs.delete_branch(repo, branch.name)
             # History partitions are found through index keys in the repository partition: first.

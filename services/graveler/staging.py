@@ -1,13 +1,14 @@
 """Staged writes: one KV partition per staging token (docs/design/kv.md).
 
 Keys ``key/<object key>`` hold the staged values, written and deleted only by plain writes
-stamped with the journal's logical clock (unconditional and conditional writes alike). Keys
-``guard/<object key>`` are the conditional writers' guards, written and deleted only by
-compare-and-set: on Cassandra a key written both ways is unsafe (a plain write and a Paxos
-ballot are not ordered on one cell), so conditional writers exclude each other on the guard and
-then write the value plainly (docs/design/lockfree-staging.md, conditional writer flow). Every
-scan of staged values reads the ``key/`` prefix only, so guards never show in listings or
-commits.
+stamped with the journal's logical clock (unconditional and conditional writes alike), each
+stamped after what it replaces or deletes and after the partition's deletion mark
+``deleted-at`` (silt/journal/store.py, observe_staged). Keys ``guard/<object key>`` are the
+conditional writers' guards, written and deleted only by compare-and-set: on Cassandra a key
+written both ways is unsafe (a plain write and a Paxos ballot are not ordered on one cell), so
+conditional writers exclude each other on the guard and then write the value plainly
+(docs/design/lockfree-staging.md, conditional writer flow). Every scan of staged values reads
+the ``key/`` prefix only, so guards never show in listings or commits.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from services.graveler.values import Columns, KeyValue, Value
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
+from silt.journal.record import STAGED_DELETED_AT, is_journal_key, parse_record_key
 from silt.journal.store import JournaledStore, journaled, raw_store
 from silt.kv import Store
 from silt.kv.conditional import delete_current
@@ -33,6 +35,8 @@ KEY_PREFIX = b"key/"
 GUARD_PREFIX = b"guard/"
 # A guard's value: the logical timestamp of the write it admitted, then the staged value.
 _GUARD_TIMESTAMP = struct.Struct(">Q")
+# Staged keys deleted by one KV write when many go.
+_DELETE_CHUNK = 100
 
 
 @dataclass(frozen=True)
@@ -73,11 +77,13 @@ class StagingStore:
         # The value before the guard: deleters of staged keys remove the guard first (drop_key,
         # drop_under, drop), so a value found deleted is never brought back from a guard read
         # before the deletion.
-        try:
-            found, written_at = self.kv.get_stamped(partition, KEY_PREFIX + key)
-            value: Value | None = _decode(found.value)
-        except NotFound:
-            value, written_at = None, -1
+        # With the partition's deletion mark, so that this write's timestamp passes a deletion.
+        stored = self.kv.observe_staged(partition, [KEY_PREFIX + key]).get(KEY_PREFIX + key)
+        value: Value | None = None
+        written_at = -1
+        if stored is not None:
+            written_at, data = envelope.unwrap(stored)
+            value = _decode(data)
         try:
             guard = self.kv.get(partition, GUARD_PREFIX + key)
         except NotFound:
@@ -175,8 +181,9 @@ class StagingStore:
         partition = token.encode()
         for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX + prefix)):
             delete_current(self.kv, partition, guard.key)
-        for key in list(self.keys_under(token, prefix)):
-            self.kv.delete(partition, KEY_PREFIX + key)
+        keys = [KEY_PREFIX + key for key in self.keys_under(token, prefix)]
+        for start in range(0, len(keys), _DELETE_CHUNK):
+            self.kv.apply(partition, [], keys[start : start + _DELETE_CHUNK])
 
     def drop(self, token: StagingToken, pace: float = 0.0) -> None:
         """Delete the staged values and guards of an unreachable token, unjournaled (the KV interface has
@@ -192,17 +199,39 @@ class StagingStore:
         tight loop of them makes staging writes queue behind it for tens of milliseconds.
         """
         raw = raw_store(self.kv)
+        partition = token.encode()
         # Guards before values, as drop_key; by compare-and-set, as they are written.
-        for guard in list(scan_prefix(raw, token.encode(), GUARD_PREFIX)):
-            delete_current(raw, token.encode(), guard.key)
+        for guard in list(scan_prefix(raw, partition, GUARD_PREFIX)):
+            delete_current(raw, partition, guard.key)
+        # Values are written at their logical timestamps, which may be ahead of any clock here or
+        # on Cassandra's coordinator: each list of them is deleted at a write time past all of
+        # their stamps, or the deletes would be no-ops. The deletion mark goes last, the same way.
         burst_started = time.perf_counter()
-        for entry in scan_prefix(raw, token.encode(), KEY_PREFIX):
-            raw.delete(token.encode(), entry.key)
-            if pace > 0:
-                spent = time.perf_counter() - burst_started
-                if spent >= pace:
-                    time.sleep(spent)
-                    burst_started = time.perf_counter()
+        for chunk in raw.scan_chunks(partition, KEY_PREFIX, _DELETE_CHUNK):
+            keys = [key for key, _ in takewhile(lambda pair: pair[0].startswith(KEY_PREFIX), chunk)]
+            if pace <= 0:
+                if keys:
+                    self._delete_past(raw, partition, keys, [stored for _, stored in chunk])
+            else:
+                # One key a write, so that no write holds the embedded driver's lock for long.
+                for key, stored in chunk[: len(keys)]:
+                    self._delete_past(raw, partition, [key], [stored])
+                    spent = time.perf_counter() - burst_started
+                    if spent >= pace:
+                        time.sleep(spent)
+                        burst_started = time.perf_counter()
+            if len(keys) < len(chunk):
+                break
+        mark = raw.get_many(partition, [STAGED_DELETED_AT])
+        if mark:
+            self._delete_past(raw, partition, list(mark), list(mark.values()))
+
+    def _delete_past(self, raw: Store, partition: bytes, keys: list[bytes], stored: list[bytes]) -> None:
+        """Delete keys, unjournaled, at a write time after every stamp in stored (their values)."""
+        observe = self.kv.clock.observe
+        for value in stored:
+            observe(envelope.unwrap(value)[0])
+        raw.apply(partition, [], keys, timestamp=self.kv.clock.now())
 
     def keys_under(self, token: StagingToken, prefix: bytes) -> Iterator[bytes]:
         """Staged keys of token under prefix (tombstones included), in key order."""
@@ -213,6 +242,23 @@ class StagingStore:
 
     def is_empty(self, token: StagingToken) -> bool:
         return next(iter(self.kv.scan(token.encode(), KEY_PREFIX)), None) is None
+
+
+def purge(kv: Store, partition: bytes) -> None:
+    """Delete every row left in the partition of a token nothing reaches any more (a deleted
+    repository's), unjournaled: guards by compare-and-set, as they are written; every other row
+    at a write time past its stamp (its envelope's, or a journal row's from its key), since a
+    row written at a logical timestamp ahead of this clock would survive a delete stamped by it."""
+    raw, clock = raw_store(kv), journaled(kv).clock
+    keys: list[bytes] = []
+    for key, stored in [(entry.key, entry.value) for entry in raw.scan(partition)]:
+        if key.startswith(GUARD_PREFIX):
+            delete_current(raw, partition, key)
+            continue
+        clock.observe(parse_record_key(key)[0] if is_journal_key(key) else envelope.unwrap(stored)[0])
+        keys.append(key)
+    for start in range(0, len(keys), _DELETE_CHUNK):
+        raw.apply(partition, [], keys[start : start + _DELETE_CHUNK], timestamp=clock.now())
 
 
 def _encode(value: Value) -> bytes:

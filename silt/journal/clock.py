@@ -16,9 +16,29 @@ import time
 import uuid
 from collections.abc import Callable
 
+from silt.errors import ConfigError
+
+# A fault-injection knob for tests (docs/operations): this process's wall clock runs this many
+# seconds ahead (negative: behind) of the machine's, as another machine's clock might.
+CLOCK_OFFSET_ENV = "SILT_CLOCK_OFFSET_SECONDS"
+
+
+def _offset_micros() -> int:
+    text = os.environ.get(CLOCK_OFFSET_ENV, "").strip()
+    if not text:
+        return 0
+    try:
+        return round(float(text) * 1_000_000)
+    except ValueError:
+        raise ConfigError(f"{CLOCK_OFFSET_ENV} must be a number of seconds, not {text!r}") from None
+
+
+_OFFSET_US = _offset_micros()
+
 
 def wall_micros() -> int:
-    return time.time_ns() // 1000
+    """Microseconds of wall time, shifted by SILT_CLOCK_OFFSET_SECONDS."""
+    return time.time_ns() // 1000 + _OFFSET_US
 
 
 class HybridLogicalClock:

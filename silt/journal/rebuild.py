@@ -55,7 +55,8 @@ from silt.journal.batch import (
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import unwrap
 from silt.journal.mac import matches, signer
-from silt.kv.conditional import replace
+from silt.journal.record import GUARD_KIND, STAGED_KIND, key_kind
+from silt.kv.conditional import delete_current, replace
 from silt.kv.store import MAX_APPLY_ROWS, Store
 
 GRAVELER_PARTITION = b"graveler"
@@ -175,9 +176,15 @@ class Rebuild:
         if self.progress.resumed:
             # The interrupted run may have been one that still wrote them.
             for partition in sorted(self._dropped):
-                keys = [entry.key for entry in self._kv.scan(partition)]
-                for start in range(0, len(keys), MAX_APPLY_ROWS):
-                    self._kv.apply(partition, [], keys[start : start + MAX_APPLY_ROWS])
+                entries = list(self._kv.scan(partition))
+                for start in range(0, len(entries), MAX_APPLY_ROWS):
+                    chunk = entries[start : start + MAX_APPLY_ROWS]
+                    keys = [entry.key for entry in chunk]
+                    # Twice: at the store's own time, and past the logical timestamps rows may
+                    # have been written at (which may be ahead of it); the later deletion wins.
+                    self._kv.apply(partition, [], keys)
+                    newest = max(unwrap(entry.value)[0] for entry in chunk)
+                    self._kv.apply(partition, [], keys, timestamp=newest + 1)
         if self._held is None:
             self.progress.deleted = self._applied is not None
         else:
@@ -382,12 +389,57 @@ class Rebuild:
         rows = self._pending.pop(partition, {})
         if not rows:
             return
-        puts = [(key, value) for key, (value, _) in rows.items() if value is not None]
-        deletes = [key for key, (value, _) in rows.items() if value is None]
-        # Cassandra orders cells by write time: the group's newest record stamps it, never
-        # later than the graveler that takes over afterwards (its clock is past every record).
-        timestamp = max(stamp for _, stamp in rows.values()) or None
-        self._kv.apply(partition, puts, deletes, timestamp=timestamp)
+        staged = {key: row for key, row in rows.items() if key_kind(key) == STAGED_KIND}
+        for key, (value, _) in rows.items():
+            if key in staged:
+                continue
+            if _compare_and_set(key):
+                # Written as graveler writes these keys, by compare-and-set: a later one of
+                # graveler's is ordered after it by Paxos. A plain write would carry a write
+                # time from the journal's clock, which may be ahead of the coordinators' clocks
+                # that stamp graveler's later compare-and-sets: those would report success and
+                # stay hidden behind it (docs/design/kv.md, "One key, one kind of write").
+                if value is None:
+                    delete_current(self._kv, partition, key)
+                else:
+                    replace(self._kv, partition, key, value)
+            elif value is None:
+                self._kv.delete(partition, key)  # the store's own write time, as graveler's
+            else:
+                self._kv.set(partition, key, value)
+        if not staged:
+            return
+        puts = [(key, value) for key, (value, _) in staged.items() if value is not None]
+        deletes = [key for key, (value, _) in staged.items() if value is None]
+        # Staged values are ordered by their logical timestamps: the group's oldest record
+        # stamps it. Every later group of the partition replays later records (oldest at or
+        # past this group's newest), so the groups stay in order; and no row's write time
+        # exceeds the stamp in its envelope (a deletion's is in the partition's deletion mark,
+        # journaled with it), which is what a later blind write reads and stamps itself past.
+        timestamp = min(stamp for _, stamp in staged.values())
+        self._kv.apply(partition, puts, deletes, timestamp=timestamp or None)
+
+
+# Keys graveler changes only by compare-and-set (docs/design/kv.md, "One key, one kind of write").
+_COMPARE_AND_SET_KINDS = frozenset(
+    {
+        "repository",
+        "ns_claim",
+        "branch",
+        "tag",
+        "pull",
+        "pull_comment",
+        "action_run",
+        "gc_rules",
+        "settings",
+        GUARD_KIND,
+    }
+)
+_COMPARE_AND_SET_KEYS = (b"history-retention", b"journal_ship/")
+
+
+def _compare_and_set(key: bytes) -> bool:
+    return key_kind(key) in _COMPARE_AND_SET_KINDS or key.startswith(_COMPARE_AND_SET_KEYS)
 
 
 _order: Callable[[ReplayRecord], Position] = REPLAY_ORDER

@@ -18,6 +18,11 @@ AFTER_JOURNAL = b"journal0"
 
 # Staged values (`key/<object key>` in a staging-token partition): the keys written blindly.
 STAGED_KIND = "staged"
+# In a staging-token partition: the logical timestamp of the latest deletion of a staged key
+# there (its envelope's), written with each one at that timestamp, so never decreasing. A
+# deletion leaves no value to read, and a later blind write must still sort after it
+# (JournaledStore.apply). Sorts before `guard/`, `journal/` and `key/`.
+STAGED_DELETED_AT = b"deleted-at"
 # Conditional staging writers' guards (`guard/<object key>` in a staging-token partition).
 GUARD_KIND = "staging_guard"
 
@@ -35,6 +40,7 @@ _KINDS_BY_PREFIX: tuple[tuple[bytes, str], ...] = (
     (b"gc/rules", "gc_rules"),
     (b"settings/", "settings"),
     (b"key/", STAGED_KIND),
+    (STAGED_DELETED_AT, STAGED_KIND),
     (b"guard/", GUARD_KIND),
 )
 

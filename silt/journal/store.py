@@ -5,9 +5,11 @@ Every write made inside a JournalContext (silt.journal.context) becomes one atom
 (silt.journal.record), so the row exists exactly when the mutation happened. Every value is
 stored in an envelope carrying the logical timestamp of its write (silt.journal.envelope):
 reads unwrap it and feed it to the hybrid logical clock, so a compare-and-set is stamped
-after the value it replaces; blind writes of staged values hand the timestamp to the driver
-as the write time, so the value a driver keeps is the one the journal orders last. Scans hide
-journal rows.
+after the value it replaces; blind writes of staged values first read the stamps of the keys
+they write and of the partition's deletion mark (observe_staged), then hand their timestamp to
+the driver as the write time, so the value a driver keeps is the one the journal orders last,
+and a write acknowledged before another was sent is never shadowed by it, whatever the
+writers' clocks. Scans hide journal rows.
 
 ``raw`` is the store underneath: stored bytes as they are, writes not journaled. It is for
 the cleaner dropping unreachable staging tokens, the shipper deleting shipped rows and
@@ -26,6 +28,7 @@ from silt.journal.context import JournalContext, current_context
 from silt.journal.record import (
     AFTER_JOURNAL,
     JOURNAL_PREFIX,
+    STAGED_DELETED_AT,
     STAGED_KIND,
     encode_record,
     is_journal_key,
@@ -184,17 +187,41 @@ class JournaledStore(Store):
         # Even unjournaled, staged values keep their envelope and write time: conditional staging
         # writes compare the timestamps of what they read (StagingStore.read_for_write).
         if timestamp is None:
+            if blind_staged:
+                # A blind write reads the stamps it could shadow first (see observe_staged).
+                self.observe_staged(partition, keys)
             logical = self.clock.now()
         else:
             self.clock.observe(timestamp)
             logical = timestamp
         stored = [(bytes(key), envelope.wrap(logical, bytes(value))) for key, value in puts]
+        if deletes and blind_staged:
+            # A deletion leaves nothing to read: its time stays in the partition's mark.
+            stored.append((STAGED_DELETED_AT, envelope.wrap(logical, b"")))
         rows = list(stored)
         context = current_context() if self.enabled else None
         if context is not None:
             record = self._record(context, logical, partition, stored, deletes)
             rows.append((record_key(logical, self.clock.writer_id, record.sequence), encode_record(record)))
         self._inner.apply(partition, rows, deletes, condition, logical if blind_staged else None)
+
+    def observe_staged(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """Read keys' stored values and the partition's deletion mark in one request, and make
+        the clock pass every stamp found; the stored values of those that exist.
+
+        What makes the order of acknowledged staged writes independent of clocks: a write or a
+        deletion acknowledged before this read started is seen by it (a quorum read on
+        Cassandra, the one database on SQLite), a deletion through the mark written with it,
+        so the timestamp chosen after it is greater, and last-write-wins keeps the later one
+        whatever the writers' clocks (docs/design/journal.md, "Order of staged writes")."""
+        found = self._inner.get_many(partition, [*keys, STAGED_DELETED_AT])
+        magic, header, timestamp_of = envelope.MAGIC, envelope.HEADER_SIZE, envelope.TIMESTAMP
+        newest = 0
+        for stored in found.values():
+            if stored.startswith(magic) and len(stored) >= header:
+                newest = max(newest, timestamp_of.unpack_from(stored, len(magic))[0])
+        self.clock.observe(newest)
+        return found
 
     def _record(
         self,

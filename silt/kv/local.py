@@ -156,6 +156,22 @@ class LocalStore(Store):
         value = bytes(row[0])
         return ValueWithPredicate(value, Predicate(value))
 
+    def get_many(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        for key in keys:
+            check_key(partition, key)
+        found: dict[bytes, bytes] = {}
+        conn = self._conn()
+        # Within SQLite's 999 parameters a statement, one of them the partition.
+        for start in range(0, len(keys), _MAX_ROWS_PER_INSERT * 4):
+            some = [bytes(key) for key in keys[start : start + _MAX_ROWS_PER_INSERT * 4]]
+            marks = ", ".join("?" * len(some))
+            with self._errors():
+                rows = conn.execute(
+                    f"SELECT key, value FROM kv WHERE partition_key = ? AND key IN ({marks})", (partition, *some)
+                ).fetchall()
+            found.update((bytes(key), bytes(value)) for key, value in rows)
+        return found
+
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
         check_key(partition, key)
         check_value(value)

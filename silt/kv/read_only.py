@@ -19,6 +19,9 @@ class ReadOnlyStore(Store):
     def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
         return self._store.get(partition, key)
 
+    def get_many(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        return self._store.get_many(partition, keys)
+
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         return self._store.scan(partition, start)
 

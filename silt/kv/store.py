@@ -21,7 +21,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, NewType, TypeVar
 
-from silt.errors import InvalidArgument
+from silt.errors import InvalidArgument, NotFound
 
 if TYPE_CHECKING:
     from silt.config import DatabaseConfig
@@ -102,6 +102,17 @@ class Store(abc.ABC):
         stored with a newer timestamp is left as it is (every driver; Cassandra natively).
         It cannot be combined with a condition. See check_apply.
         """
+
+    def get_many(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored values of those of keys that exist in partition, read at once: at the
+        consistency of get (a driver may read them in one request)."""
+        found: dict[bytes, bytes] = {}
+        for key in keys:
+            try:
+                found[bytes(key)] = self.get(partition, key).value
+            except NotFound:
+                continue
+        return found
 
     @abc.abstractmethod
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:

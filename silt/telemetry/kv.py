@@ -16,7 +16,7 @@ from silt.kv.store import SCAN_CHUNK, Condition, Entry, Pair, Predicate, Store, 
 from silt.telemetry import metrics
 
 _Item = TypeVar("_Item")
-_OPERATIONS = ("get", "set", "set_if", "delete", "apply", "scan")
+_OPERATIONS = ("get", "get_many", "set", "set_if", "delete", "apply", "scan")
 
 
 def _partition(partition: bytes) -> str:
@@ -77,6 +77,10 @@ class InstrumentedStore(Store):
     def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
         value: ValueWithPredicate = self._call("get", partition, self.inner.get, key)
         return value
+
+    def get_many(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        found: dict[bytes, bytes] = self._call("get_many", partition, self.inner.get_many, keys)
+        return found
 
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
         self._call("set", partition, self.inner.set, key, value)

@@ -18,6 +18,9 @@ class ForwardingStore(Store):
     def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
         return self.inner.get(partition, key)
 
+    def get_many(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+        return self.inner.get_many(partition, keys)
+
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
         self.inner.set(partition, key, value)
 

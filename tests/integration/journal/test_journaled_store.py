@@ -168,16 +168,17 @@ def test_a_compare_and_set_chain_is_ordered_whatever_the_writers_clocks(store: S
 
 
 def test_blind_writes_keep_the_value_the_journal_orders_last(store: Store, partition: bytes) -> None:
-    """A writer whose clock is behind writes after one whose clock is ahead: the stored value is
-    the one with the later logical timestamp, so replaying the journal gives what KV shows."""
+    """A writer whose clock is behind writes after one whose clock is ahead: the later write is
+    stamped after the earlier (it read the key's stamp first) and is the value kept, and the
+    journal orders it last, so replaying the journal gives what KV shows."""
     ahead = JournaledStore(store, HybridLogicalClock(SkewedWall(+10_000_000)))
     behind = JournaledStore(store, HybridLogicalClock(SkewedWall(-10_000_000)))
     with journal_context("object_write", "alice", "repo"):
         ahead.set(partition, b"key/a", b"from-ahead")
         behind.set(partition, b"key/a", b"from-behind")
     last = records(store, partition)[-1]
-    assert envelope.unwrap(last.changes[0].value)[1] == b"from-ahead"
-    assert ahead.get(partition, b"key/a").value == b"from-ahead"
+    assert envelope.unwrap(last.changes[0].value)[1] == b"from-behind"
+    assert ahead.get(partition, b"key/a").value == b"from-behind"
 
 
 def test_concurrent_blind_writers_agree_with_the_journal(store: Store, partition: bytes) -> None:

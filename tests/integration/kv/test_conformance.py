@@ -43,6 +43,16 @@ def test_read_after_write_and_overwrite(store: Store, partition: bytes) -> None:
     assert store.get(partition, b"k").value == b"v2"
 
 
+def test_get_many_returns_the_keys_that_exist(store: Store, partition: bytes) -> None:
+    store.set(partition, b"a", b"1")
+    store.set(partition, b"c", b"")
+    store.set(partition + b"-other", b"b", b"elsewhere")
+    assert store.get_many(partition, [b"a", b"b", b"c", b"a"]) == {b"a": b"1", b"c": b""}
+    assert store.get_many(partition, []) == {}
+    store.delete(partition, b"a")
+    assert store.get_many(partition, [b"a", b"c"]) == {b"c": b""}
+
+
 def test_empty_value_is_a_value(store: Store, partition: bytes) -> None:
     store.set(partition, b"empty", b"")
     assert store.get(partition, b"empty").value == b""

@@ -1,0 +1,128 @@
+"""The order of acknowledged staged writes does not depend on the gravelers' clocks.
+
+Two graveler processes, one clock 5 s ahead and one 5 s behind, write and delete one staged key
+through the staging store graveler uses, one after the other, each acknowledged before the next
+is sent: whichever came last is what a read finds, on every KV driver."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from services.graveler.model import StagingToken
+from services.graveler.staging import StagingStore, purge
+from services.graveler.values import Value
+from silt.journal.clock import CLOCK_OFFSET_ENV, HybridLogicalClock, wall_micros
+from silt.journal.context import journal_context
+from silt.journal.store import JournaledStore
+from silt.kv import Store
+
+FIVE_SECONDS_US = 5_000_000
+REPO = Path(__file__).resolve().parents[3]
+
+
+def skewed(store: Store, offset_us: int) -> StagingStore:
+    """Graveler's staging store in a process whose clock is offset_us off."""
+    return StagingStore(JournaledStore(store, HybridLogicalClock(lambda: wall_micros() + offset_us)))
+
+
+def value(text: str) -> Value:
+    return Value(text.encode(), text.encode(), False)
+
+
+@pytest.fixture
+def token() -> StagingToken:
+    return StagingToken(f"repo-1_main_{uuid.uuid4().hex}")
+
+
+@pytest.fixture(params=["ahead-first", "behind-first"])
+def replicas(store: Store, request: pytest.FixtureRequest) -> tuple[StagingStore, StagingStore]:
+    """(the replica serving the first write, the one serving the next): clocks 10 s apart."""
+    ahead, behind = skewed(store, +FIVE_SECONDS_US), skewed(store, -FIVE_SECONDS_US)
+    return (ahead, behind) if request.param == "ahead-first" else (behind, ahead)
+
+
+def test_a_later_acknowledged_write_is_the_value_read(
+    replicas: tuple[StagingStore, StagingStore], token: StagingToken
+) -> None:
+    first, second = replicas
+    first.set(token, b"k", value("first"))
+    second.set(token, b"k", value("second"))
+    assert first.get(token, b"k") == value("second")
+    first.set(token, b"k", value("third"))
+    assert second.get(token, b"k") == value("third")
+
+
+def test_a_later_acknowledged_batch_is_the_value_read(
+    replicas: tuple[StagingStore, StagingStore], token: StagingToken
+) -> None:
+    first, second = replicas
+    first.set_many(token, [(b"a", value("a1")), (b"b", value("b1"))])
+    second.set_many(token, [(b"b", value("b2")), (b"c", value("c2"))])
+    assert [(kv.key, kv.value) for kv in first.scan(token)] == [
+        (b"a", value("a1")),
+        (b"b", value("b2")),
+        (b"c", value("c2")),
+    ]
+
+
+def test_a_reset_after_a_write_deletes_it(replicas: tuple[StagingStore, StagingStore], token: StagingToken) -> None:
+    first, second = replicas
+    first.set(token, b"k", value("staged"))
+    second.drop_key(token, b"k")
+    assert first.get(token, b"k") is None
+    first.set(token, b"p/1", value("staged"))
+    second.drop_under(token, b"p/")
+    assert first.get(token, b"p/1") is None
+
+
+def test_a_write_after_a_reset_is_the_value_read(
+    replicas: tuple[StagingStore, StagingStore], token: StagingToken
+) -> None:
+    first, second = replicas
+    second.set(token, b"k", value("old"))
+    first.drop_key(token, b"k")
+    second.set(token, b"k", value("new"))
+    assert first.get(token, b"k") == value("new")
+    # A conditional writer too reads past the deletion before it stamps its write.
+    first.drop_key(token, b"k")
+    second.set_if(token, b"k", value("conditional"), second.read_for_write(token, b"k"))
+    assert first.get(token, b"k") == value("conditional")
+
+
+def test_dropping_a_token_deletes_values_stamped_ahead_of_the_dropping_clock(store: Store, token: StagingToken) -> None:
+    ahead, behind = skewed(store, +FIVE_SECONDS_US), skewed(store, -FIVE_SECONDS_US)
+    ahead.set(token, b"k", value("ahead"))
+    behind.drop(token)
+    assert behind.is_empty(token)
+    assert behind.get(token, b"k") is None
+
+
+def test_the_clock_offset_comes_from_the_environment() -> None:
+    code = "from silt.journal.clock import wall_micros; import time; print(wall_micros() - time.time_ns() // 1000)"
+    for offset, expected in (("5", 5_000_000), ("-2.5", -2_500_000), ("", 0)):
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env={"PYTHONPATH": str(REPO), CLOCK_OFFSET_ENV: offset},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        assert abs(int(out) - expected) < 1_000_000
+
+
+def test_purging_a_deleted_repositorys_token_deletes_rows_stamped_ahead(store: Store, token: StagingToken) -> None:
+    """What the drop leaves of a deleted repository's token (journal rows, a late value) goes
+    too, though written at logical timestamps ahead of the purging graveler's clock."""
+    ahead, behind = skewed(store, +FIVE_SECONDS_US), skewed(store, -FIVE_SECONDS_US)
+    with journal_context("object_write", "alice", "repo"):
+        ahead.set(token, b"k", value("ahead"))
+        ahead.drop_key(token, b"gone")
+    assert list(store.scan(token.encode()))
+    purge(behind.kv, token.encode())
+    assert list(store.scan(token.encode())) == []
