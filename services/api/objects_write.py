@@ -187,8 +187,8 @@ async def stage_new_bytes(
                 moved.entry.physical_address,
             )
             staged_in = await stage_new_bytes(ctx, moved, successor, follow_replacement=False)
-            # Staged in the successor: the bytes in the deleted repository's namespace are nobody's.
-            await backend.delete_bytes(place.namespace, request.entry.physical_address)
+            # The bytes in the deleted repository's namespace stay: an earlier attempt of the
+            # refused write may have been applied there; garbage collection removes true orphans.
             request.entry.physical_address = moved.entry.physical_address
 
     try:

@@ -248,9 +248,9 @@ async def stage(
     condition: WriteCondition | None = None,
     repository_id: str = "",
 ) -> None:
-    """StageEntry; repository_id: the identity of the repository whose namespace holds bytes
-    this request wrote for the entry (graveler refuses the write if the repository is another
-    one by now), empty when the entry names bytes the request did not write."""
+    """StageEntry; repository_id: the identity of the repository whose namespace holds the
+    entry's bytes, as looked up before the request wrote them or read the entry it copies
+    (graveler refuses the write if the repository is another one by now); empty: not checked."""
     backend = ctx.backend
     request = api.StageEntryRequest(
         repository=repository, branch=branch, key=key, entry=entry, repository_id=repository_id
@@ -306,8 +306,8 @@ async def stage_new_bytes(
                 moved.physical_address,
             )
             await stage_new_bytes(ctx, repository, branch, key, moved, successor, condition, follow_replacement=False)
-            # Staged in the successor: the bytes in the deleted repository's namespace are nobody's.
-            await backend.delete_bytes(place.namespace, entry.physical_address)
+            # The bytes in the deleted repository's namespace stay: an earlier attempt of the
+            # refused write may have been applied there; garbage collection removes true orphans.
 
     await backend.stage_new_bytes(staged, place.namespace, entry.physical_address)
 
@@ -322,7 +322,7 @@ async def repository_replaced(ctx: Context, repository: str) -> bool:
     try:
         current = await ctx.backend.place(repository)
     except S3Error as exc:
-        if exc.code == "NoSuchBucket":
+        if exc.what == "repository":
             return False
         raise
     return current.repository_id != remembered.repository_id
@@ -332,15 +332,16 @@ async def replacement(
     ctx: Context, repository: str, place: RepositoryPlace, refused: S3Error
 ) -> RepositoryPlace | None:
     """The repository now named `repository`, when graveler refused a write because the one
-    looked up as place is gone (NoSuchBucket) and another was created under the name since;
-    None when there is none (the bucket is gone) or it is the same one."""
-    if refused.code != "NoSuchBucket" or not place.repository_id:
+    looked up as place is gone (graveler says the repository is missing, not the branch) and
+    another was created under the name since; None when there is none (the bucket is gone) or
+    it is the same one."""
+    if refused.what != "repository" or not place.repository_id:
         return None
     ctx.backend.forget_namespace(repository)
     try:
         current = await ctx.backend.place(repository)
     except S3Error as exc:
-        if exc.code == "NoSuchBucket":
+        if exc.what == "repository":
             return None
         raise
     return current if current.repository_id != place.repository_id else None
