@@ -445,7 +445,6 @@ def test_an_edge_that_remembers_the_deleted_repository_continues_the_new_one_s_u
     # Opened by an edge that knows only the new repository: the new repository's upload.
     upload = gw.client().create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
 
-    assert [u["UploadId"] for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])] == [upload]
     etag = s3.upload_part(Bucket=bucket, Key="main/big", UploadId=upload, PartNumber=1, Body=b"n" * 1024)["ETag"]
     s3.complete_multipart_upload(
         Bucket=bucket, Key="main/big", UploadId=upload, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
