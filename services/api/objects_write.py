@@ -187,8 +187,9 @@ async def stage_new_bytes(
                 moved.entry.physical_address,
             )
             staged_in = await stage_new_bytes(ctx, moved, successor, follow_replacement=False)
-            # The bytes in the deleted repository's namespace stay: an earlier attempt of the
-            # refused write may have been applied there; garbage collection removes true orphans.
+            # The bytes first written stay: only a write graveler certainly did not apply loses
+            # its bytes, which the copy staged in the new repository does not show; garbage
+            # collection removes true orphans.
             request.entry.physical_address = moved.entry.physical_address
 
     try:

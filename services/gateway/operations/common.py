@@ -306,8 +306,9 @@ async def stage_new_bytes(
                 moved.physical_address,
             )
             await stage_new_bytes(ctx, repository, branch, key, moved, successor, condition, follow_replacement=False)
-            # The bytes in the deleted repository's namespace stay: an earlier attempt of the
-            # refused write may have been applied there; garbage collection removes true orphans.
+            # The bytes first written stay: only a write graveler certainly did not apply loses
+            # its bytes, which the copy staged in the new repository does not show; garbage
+            # collection removes true orphans.
 
     await backend.stage_new_bytes(staged, place.namespace, entry.physical_address)
 
