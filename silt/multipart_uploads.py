@@ -22,7 +22,9 @@ Records are keyed by the repository's name, and each carries the repository's id
 that incarnation of the name only. One opened before the repository was deleted and created
 again is unknown to the new one (`belongs`, and listing skips it), and its bytes lie in the old
 storage namespace; the deletion aborts it. A record without an identity (written by a gateway
-older than identities) belongs to whichever repository bears the name.
+older than identities) is judged by the storage namespace it carries: it belongs to the
+repository of that name whose namespace its bytes lie in, and the deletion of a repository
+aborts the identity-less uploads of its namespace.
 
 Writes are ordered so that a crash leaves nothing the sweep cannot find: an upload is
 written age index first, record last, and forgotten record first, age index last.
@@ -40,6 +42,7 @@ from typing import Any, NamedTuple
 from silt.block import BlockAdapter
 from silt.errors import NotFound
 from silt.kv.store import Store, scan_prefix
+from silt.repository_place import RepositoryPlace
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +99,24 @@ def _delete(kv: Store, key: bytes) -> None:
         kv.delete(PARTITION, key)
 
 
-def belongs(record: dict[str, Any], repository_id: str) -> bool:
-    """Whether an upload's record (or listing entry) is one of the repository with this identity."""
-    return record.get("repository_id", repository_id) == repository_id
+def belongs(record: dict[str, Any], place: RepositoryPlace) -> bool:
+    """Whether an upload's record is one of the repository at place: the same identity, or, for a
+    record older than identities, the same storage namespace (where the upload's bytes lie)."""
+    if "repository_id" in record:
+        return bool(record["repository_id"] == place.repository_id)
+    return bool(record.get("namespace") == place.namespace)
+
+
+def _listed_belongs(kv: Store, repository: str, listed: dict[str, Any], upload_id: str, place: RepositoryPlace) -> bool:
+    """belongs() for a listing entry: those older than identities carry no namespace, their
+    upload's record does (gone: the upload is being forgotten, not listed)."""
+    if "repository_id" in listed:
+        return belongs(listed, place)
+    try:
+        record = json.loads(kv.get(PARTITION, upload_key(repository, upload_id)).value)
+    except NotFound:
+        return False
+    return belongs(record, place)
 
 
 def save(kv: Store, repository: str, upload_id: str, record: dict[str, Any]) -> None:
@@ -152,6 +170,9 @@ class UploadPage(NamedTuple):
     # last item listed, or the last expired upload skipped when a page stopped at the scan cap.
     next_key_marker: str = ""
     next_upload_id_marker: str = ""
+    # Uploads skipped as another repository's (of the same name): a caller that judged with a
+    # remembered repository looks it up again when there are any.
+    others: int = 0
 
 
 def _start(kv: Store, repository: str, prefix: str, key_marker: str, id_marker: str, delimiter: str) -> bytes:
@@ -196,22 +217,22 @@ def list_page(
     limit: int,
     max_age_seconds: float,
     max_skipped: int = MAX_SKIPPED_PER_PAGE,
-    repository_id: str = "",
+    place: RepositoryPlace | None = None,
 ) -> UploadPage:
     """One page of ListMultipartUploads: at most `limit` uploads and common prefixes.
 
     Reads the page and one item past it, plus expired uploads the sweep has not removed yet
     (skipped: they are as good as aborted), at most `max_skipped` of those: past that the page
     ends there, truncated, with markers after the last one skipped (possibly with no item).
-    Uploads of another repository of the same name (not `belongs` to repository_id, when given)
-    are skipped the same way: the deletion of their repository aborts them.
+    Uploads of another repository of the same name (not `belongs` to place, when given) are
+    skipped the same way, and counted (`others`): the deletion of their repository aborts them.
     """
     base = _listing_base(repository)
     under = base + _escaped(prefix)
     limit = min(max(limit, 0), MAX_UPLOADS)
     items: list[Upload | CommonPrefix] = []
     horizon_ns = int((time.time() - max_age_seconds) * 1e9)
-    skipped = 0
+    skipped = others = 0
 
     def entries(start: bytes) -> Iterator[tuple[bytes, dict[str, Any]]]:
         for entry in kv.scan(PARTITION, start):
@@ -221,20 +242,21 @@ def list_page(
 
     def truncated_after_items() -> UploadPage:
         if not items:  # limit 0: nothing was asked for, the markers stay
-            return UploadPage(items, True, key_marker, id_marker)
+            return UploadPage(items, True, key_marker, id_marker, others)
         last = items[-1]
         if isinstance(last, Upload):
-            return UploadPage(items, True, last.path, last.upload_id)
-        return UploadPage(items, True, last.prefix, "")
+            return UploadPage(items, True, last.path, last.upload_id, others)
+        return UploadPage(items, True, last.prefix, "", others)
 
     walk = entries(_start(kv, repository, prefix, key_marker, id_marker, delimiter))
     while True:
         found = next(walk, None)
         if found is None:
-            return UploadPage(items, False)
+            return UploadPage(items, False, others=others)
         key, listed = found
         path = listed["path"]
-        other = bool(repository_id) and not belongs(listed, repository_id)
+        other = place is not None and not _listed_belongs(kv, repository, listed, key[-32:].decode(), place)
+        others += other
         if other or int(initiated_ns_text(key)) < horizon_ns:
             if skipped < max_skipped:
                 skipped += 1
@@ -242,7 +264,7 @@ def list_page(
             if len(items) == limit:
                 return truncated_after_items()
             # The scan cap: the page ends here, and the next one right after this upload.
-            return UploadPage(items, True, path, initiated_ns_text(key) + key[-32:].decode())
+            return UploadPage(items, True, path, initiated_ns_text(key) + key[-32:].decode(), others)
         if len(items) == limit:
             return truncated_after_items()
         cut = path.find(delimiter, len(prefix)) if delimiter else -1
@@ -278,20 +300,27 @@ def expire(kv: Store, adapter: BlockAdapter, max_age_seconds: float, batch: int 
 # --- a deleted repository's uploads --------------------------------------------------------
 
 
-def abort_repository(kv: Store, adapter: BlockAdapter, repository: str, repository_id: str) -> int:
-    """Abort every open upload of the repository `repository` with identity `repository_id`
-    (deleted): forget its records, and abort it in the block adapter (best effort: bytes left
-    behind are the uncommitted sweep's). Uploads of another repository of that name, and those
-    without an identity, are left alone (the expiry sweep aborts these). Return how many were
-    aborted; a KV failure propagates (the caller retries)."""
-    aborted = 0
-    for entry in list(scan_prefix(kv, PARTITION, f"u/{repository}/".encode())):
+def abort_repository(
+    kv: Store, adapter: BlockAdapter, repository: str, deleted: RepositoryPlace, limit: int | None = None
+) -> int:
+    """Abort the open uploads of the deleted repository `repository` at place `deleted`: those
+    with its identity, and those older than identities in its storage namespace (`belongs`).
+    Forget their records, and abort them in the block adapter (best effort: bytes left behind
+    are the uncommitted sweep's). Uploads of another repository of that name are left alone.
+    At most `limit` uploads (all without one); return how many were aborted: fewer than limit
+    means none is left. A KV failure propagates (the caller retries)."""
+    chosen: list[tuple[bytes, dict[str, Any]]] = []
+    for entry in scan_prefix(kv, PARTITION, f"u/{repository}/".encode()):
+        if limit is not None and len(chosen) >= limit:
+            break
         record = json.loads(entry.value)
-        if record.get("repository_id") != repository_id:
-            continue
-        upload_id = entry.key.decode().rsplit("/", 1)[1]
+        if belongs(record, deleted):
+            chosen.append((entry.key, record))
+    aborted = 0
+    for key, record in chosen:  # not while scanning: the scan would walk over its own deletions
+        upload_id = key.decode().rsplit("/", 1)[1]
         # Unknown to clients first, so that no part is added while the bytes go.
-        _delete(kv, entry.key)
+        _delete(kv, key)
         try:
             adapter.abort_multipart_upload(record["namespace"], record["address"], record["block_id"])
         except Exception:  # gone already, or the store is down: the bytes are garbage either way

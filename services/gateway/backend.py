@@ -81,7 +81,7 @@ def s3_error(error: SiltError, not_found: str = "NoSuchKey", failed_precondition
         return S3Error("ConditionalRequestConflict", details)
     if isinstance(error, NotFound):
         s3 = S3Error(_NOT_FOUND_CODE.get(error.what or "", not_found), details)
-        s3.what = error.what  # type: ignore[attr-defined]
+        s3.what = error.what
         return s3
     if isinstance(error, Unavailable | Aborted):
         return S3Error("ServiceUnavailable", f"graveler: {details}")

@@ -62,6 +62,10 @@ CODES: dict[str, tuple[int, str]] = {
 class S3Error(Exception):
     """An error answered to the client as S3 would answer it."""
 
+    # For a graveler NotFound, what it said is missing ("repository", "branch", ...): the S3
+    # code alone does not tell (a missing branch is NoSuchBucket too where no code is asked).
+    what: str | None = None
+
     def __init__(self, code: str, message: str | None = None, **extra: str) -> None:
         status, default = CODES[code]
         super().__init__(message or default)

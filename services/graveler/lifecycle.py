@@ -58,6 +58,7 @@ from silt.journal.store import raw_store
 from silt.kv.conditional import delete_current
 from silt.multipart_uploads import abort_repository
 from silt.namespaces import parse_recorded
+from silt.repository_place import RepositoryPlace
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,9 @@ RUNS_PREFIX = b"last-access-runs/"
 # Cassandra: statements").
 _PLAIN_FAMILIES = (COMMITS, HOURS_PREFIX, RUNS_PREFIX, JOURNAL_PREFIX)
 DUMPS_PREFIX = "_silt/refs/"
+# Multipart uploads a repository's deletion aborts before it answers (each one a few KV writes
+# and a call to the object store); the cleaner aborts any others right after.
+ABORTED_BEFORE_ANSWER = 16
 DEFAULT_BRANCH = "main"
 
 
@@ -226,17 +230,20 @@ class Lifecycle:
         # Then its namespace claim (only its own: a restore next to it keeps its claim). If
         # this fails, the cleaner removes it with the partitions.
         self.claims.release(record_claim_key(repo.record))
-        # Its open multipart uploads go before the answer, so that a repository created again
-        # under the name never lists them; if this fails, the cleaner aborts them.
+        # Its open multipart uploads: a few before the answer, so that the deletion's answer
+        # stays within its deadline however many there are; the cleaner aborts the rest (and
+        # these, if this fails). None of them can complete meanwhile: their records name this
+        # repository's identity (or, older, its namespace), which the gateway and graveler check.
         try:
-            self._abort_uploads(repo)
+            self._abort_uploads(repo, ABORTED_BEFORE_ANSWER)
         except Exception:
             log.warning("could not abort the multipart uploads of deleted repository %s", name, exc_info=True)
         self._cleaner.submit(self._clean_deleted, repo)
 
-    def _abort_uploads(self, repo: RepoHandle) -> None:
+    def _abort_uploads(self, repo: RepoHandle, limit: int | None = None) -> int:
         # The gateway's records, in its own partition: never journaled, as the gateway writes them.
-        abort_repository(raw_store(self._refs.kv), self._committed.adapter, repo.name, repo.record.unique_id)
+        deleted = RepositoryPlace(repo.record.storage_namespace, repo.record.unique_id)
+        return abort_repository(raw_store(self._refs.kv), self._committed.adapter, repo.name, deleted, limit)
 
     def clean_deleted_repositories(self) -> int:
         """Finish every deletion recorded in the to-delete list; return how many were finished."""
@@ -255,7 +262,7 @@ class Lifecycle:
             # Journal rows go with the rest, unjournaled: the journaled deletion of the
             # repository record makes every record of its partitions moot (docs/design/journal.md).
             raw = raw_store(self._refs.kv)
-            self._abort_uploads(repo)
+            self._abort_uploads(repo, ABORTED_BEFORE_ANSWER)
             for branch in list(self._refs.list_branches(repo)):
                 for token in branch_tokens(branch):
                     self._cleaner.drop_now(token)

@@ -10,8 +10,8 @@ in `physical_address`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Annotated, Any, BinaryIO
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Any, BinaryIO, TypeVar
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -53,8 +53,10 @@ from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.objects import new_physical_address, split_address, with_user_metadata
+from silt.repository_place import RepositoryPlace
 
 router = APIRouter()
+T = TypeVar("T")
 
 REF_OBJECTS = "/repositories/{repository}/refs/{ref}/objects"
 BRANCH_OBJECTS = "/repositories/{repository}/branches/{branch}/objects"
@@ -408,18 +410,41 @@ async def copy_object(
     body = await json_body(request, ObjectCopyCreation)
     destination = checked_path(dest_path, "dest_path")
     source_ref = body.src_ref or branch
-    namespace = await ctx.backend.namespace(repository, ctx.deadline)
+    source_path = checked_path(body.src_path, "src_path")
     await ensure_branch(ctx, repository, branch)
-    source = await _entry(ctx, repository, source_ref, checked_path(body.src_path, "src_path"))
-    # Within one repository the copy shares the source's bytes, as the gateway's CopyObject
-    # does: bytes are immutable, and garbage collection keeps them while any entry refers to them.
-    entry = pb.Entry()
-    entry.CopyFrom(source)
-    entry.last_modified.CopyFrom(now())
-    staged = api.StageEntryRequest(repository=repository, branch=branch, key=destination, entry=entry)
-    await ctx.call(ctx.backend.staging.StageEntry, staged)
+
+    async def copy() -> tuple[pb.Entry, RepositoryPlace]:
+        # Within one repository the copy shares the source's bytes, as the gateway's CopyObject
+        # does: bytes are immutable, and garbage collection keeps them while any entry refers
+        # to them. The repository is looked up before the source is read and the entry names
+        # its identity: identities are never reused, so graveler taking the entry means the
+        # source was read in that same repository, not in one deleted since.
+        place = await ctx.backend.place(repository, ctx.deadline)
+        source = await _entry(ctx, repository, source_ref, source_path)
+        entry = pb.Entry()
+        entry.CopyFrom(source)
+        entry.last_modified.CopyFrom(now())
+        staged = api.StageEntryRequest(
+            repository=repository, branch=branch, key=destination, entry=entry, repository_id=place.repository_id
+        )
+        await typed_call(ctx, ctx.backend.staging.StageEntry, staged)
+        return entry, place
+
+    entry, place = await _in_current_repository(ctx, repository, copy)
     ctx.record(ev.WRITE, repository, branch, destination, entry.size)
-    return model_response(object_stats(destination, entry, namespace), 201)
+    return model_response(object_stats(destination, entry, place.namespace), 201)
+
+
+async def _in_current_repository(ctx: Ctx, repository: str, write: Callable[[], Awaitable[T]]) -> T:
+    """write(), which reads an entry and stages one naming the identity of the repository it
+    looked up first; again once if graveler refused it because this edge remembered a
+    repository deleted (and created again under the name) since."""
+    try:
+        return await write()
+    except NotFound as exc:
+        if exc.what != "repository" or not await repository_replaced(ctx, repository):
+            raise
+    return await write()
 
 
 @router.put(BRANCH_OBJECTS + "/stat/user_metadata", status_code=204)
@@ -431,17 +456,28 @@ async def update_object_user_metadata(
     key = checked_path(path)
     metadata = checked_user_metadata(dict(body.set))
     await ensure_branch(ctx, repository, branch)
-    current = await _entry(ctx, repository, branch, key)
-    entry = pb.Entry()
-    entry.CopyFrom(current)
-    entry.ClearField("metadata")
-    entry.metadata.update(with_user_metadata(current.metadata, metadata))
-    # Only over the version just read: an upload landing meanwhile is not replaced by old bytes.
-    staged = api.StageEntryRequest(
-        repository=repository, branch=branch, key=key, entry=entry, if_match_etag=current.etag.strip('"') or "*"
-    )
-    try:
-        await typed_call(ctx, ctx.backend.graveler.StageEntry, staged)
-    except FailedPrecondition:
-        raise ApiError(409, "the object changed while its metadata was updated; try again") from None
+
+    async def update() -> None:
+        # The repository first, its identity named by the write (see copy_object).
+        place = await ctx.backend.place(repository, ctx.deadline)
+        current = await _entry(ctx, repository, branch, key)
+        entry = pb.Entry()
+        entry.CopyFrom(current)
+        entry.ClearField("metadata")
+        entry.metadata.update(with_user_metadata(current.metadata, metadata))
+        # Only over the version just read: an upload landing meanwhile is not replaced by old bytes.
+        staged = api.StageEntryRequest(
+            repository=repository,
+            branch=branch,
+            key=key,
+            entry=entry,
+            if_match_etag=current.etag.strip('"') or "*",
+            repository_id=place.repository_id,
+        )
+        try:
+            await typed_call(ctx, ctx.backend.graveler.StageEntry, staged)
+        except FailedPrecondition:
+            raise ApiError(409, "the object changed while its metadata was updated; try again") from None
+
+    await _in_current_repository(ctx, repository, update)
     return no_content()

@@ -253,9 +253,9 @@ async def stage(
     condition: WriteCondition | None = None,
     repository_id: str = "",
 ) -> None:
-    """StageEntry; repository_id: the identity of the repository whose namespace holds bytes
-    this request wrote for the entry (graveler refuses the write if the repository is another
-    one by now), empty when the entry names bytes the request did not write."""
+    """StageEntry; repository_id: the identity of the repository whose namespace holds the
+    entry's bytes, as looked up before the request wrote them or read the entry it copies
+    (graveler refuses the write if the repository is another one by now); empty: not checked."""
     backend = ctx.backend
     request = api.StageEntryRequest(
         repository=repository, branch=branch, key=key, entry=entry, repository_id=repository_id
@@ -329,7 +329,7 @@ async def repository_replaced(ctx: Context, repository: str) -> bool:
     try:
         current = await ctx.backend.place(repository)
     except S3Error as exc:
-        if exc.code == "NoSuchBucket":
+        if exc.what == "repository":
             return False
         raise
     return current.repository_id != remembered.repository_id
@@ -339,15 +339,16 @@ async def replacement(
     ctx: Context, repository: str, place: RepositoryPlace, refused: S3Error
 ) -> RepositoryPlace | None:
     """The repository now named `repository`, when graveler refused a write because the one
-    looked up as place is gone (NoSuchBucket) and another was created under the name since;
-    None when there is none (the bucket is gone) or it is the same one."""
-    if refused.code != "NoSuchBucket" or not place.repository_id:
+    looked up as place is gone (graveler says the repository is missing, not the branch) and
+    another was created under the name since; None when there is none (the bucket is gone) or
+    it is the same one."""
+    if refused.what != "repository" or not place.repository_id:
         return None
     ctx.backend.forget_namespace(repository)
     try:
         current = await ctx.backend.place(repository)
     except S3Error as exc:
-        if exc.code == "NoSuchBucket":
+        if exc.what == "repository":
             return None
         raise
     return current if current.repository_id != place.repository_id else None

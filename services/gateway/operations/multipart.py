@@ -93,7 +93,9 @@ def _part_key(upload_id: str, number: int) -> bytes:
     return uploads.part_prefix(upload_id) + f"{number:05d}".encode()
 
 
-async def _upload(ctx: Context, action: str) -> tuple[str, dict]:
+async def _upload(ctx: Context, action: str) -> tuple[str, dict, RepositoryPlace]:
+    """The upload a request names, its record, and the repository (now named by the bucket)
+    it belongs to."""
     request = ctx.request
     repository = request.bucket
     await ctx.authorize(action, repository)
@@ -103,12 +105,26 @@ async def _upload(ctx: Context, action: str) -> tuple[str, dict]:
         record = await ctx.backend.run(ctx.backend.kv_get, PARTITION, uploads.upload_key(repository, upload_id))
     if record is None or record["path"] != request.path:
         raise S3Error("NoSuchUpload", UploadId=upload_id)
-    if not uploads.belongs(record, (await ctx.backend.place(repository)).repository_id):
+    place = await _owner(ctx, repository, record)
+    if place is None:
         # Opened in a repository deleted since (its deletion aborts it): not this one's.
         raise S3Error("NoSuchUpload", "the upload's repository was deleted", UploadId=upload_id)
     if uploads.is_expired(record, ctx.config.multipart_upload_max_age_seconds):
         raise S3Error("NoSuchUpload", "the upload expired", UploadId=upload_id)  # the sweep aborts it
-    return upload_id, record
+    return upload_id, record, place
+
+
+async def _owner(ctx: Context, repository: str, record: dict) -> RepositoryPlace | None:
+    """The repository now named `repository`, if the upload's record belongs to it; else None.
+    A repository this edge remembers that the record is not of is looked up again first: the
+    edge may remember one deleted since, and the upload be the new one's."""
+    backend = ctx.backend
+    place = await backend.place(repository)
+    if uploads.belongs(record, place):
+        return place
+    backend.forget_namespace(repository)
+    place = await backend.place(repository)
+    return place if uploads.belongs(record, place) else None
 
 
 def _part_number(ctx: Context) -> int:
@@ -162,7 +178,7 @@ async def create(ctx: Context) -> Response:
 
 async def upload_part(ctx: Context) -> Response:
     number = _part_number(ctx)
-    upload_id, record = await _upload(ctx, WRITE_REPO)
+    upload_id, record, _ = await _upload(ctx, WRITE_REPO)
     adapter = ctx.backend.adapter
     if "x-amz-copy-source" in ctx.request.headers:
         return await _upload_part_copy(ctx, upload_id, record, number)
@@ -290,7 +306,7 @@ def _chosen_parts(listed: dict[int, list[RequestedPart]], stored: dict[int, dict
 async def complete(ctx: Context) -> Response:
     condition = write_condition(ctx.request)
     try:
-        upload_id, record = await _upload(ctx, WRITE_REPO)
+        upload_id, record, owner = await _upload(ctx, WRITE_REPO)
     except S3Error as exc:
         if exc.code != "NoSuchUpload":
             raise
@@ -348,12 +364,15 @@ async def complete(ctx: Context) -> Response:
         checksum_xml = f"<{element}>{value}</{element}><ChecksumType>{kind}</ChecksumType>"
     repository = ctx.request.bucket
     try:
-        place = RepositoryPlace(record["namespace"], record.get("repository_id", ""))
+        # The upload's repository by its identity; one older than identities by the identity of
+        # the repository its namespace was found to be (_upload): if that one is deleted before
+        # the entry is staged, graveler refuses it as well.
+        place = RepositoryPlace(record["namespace"], record.get("repository_id") or owner.repository_id)
         await stage_new_bytes(
             ctx, repository, record["branch"], record["key"], entry, place, condition, follow_replacement=False
         )
     except S3Error as exc:
-        if exc.code == "NoSuchBucket" and getattr(exc, "not_applied", False):
+        if exc.what == "repository" and getattr(exc, "not_applied", False):
             # The repository the upload was opened in was deleted (perhaps created again since):
             # the upload was aborted with it.
             await _forget(ctx, repository, upload_id, record, stored)
@@ -428,7 +447,7 @@ async def _forget(ctx: Context, repository: str, upload_id: str, record: dict, p
 
 
 async def abort(ctx: Context) -> Response:
-    upload_id, record = await _upload(ctx, WRITE_REPO)
+    upload_id, record, _ = await _upload(ctx, WRITE_REPO)
     backend = ctx.backend
     await backend.run(
         backend.adapter.abort_multipart_upload, record["namespace"], record["address"], record["block_id"]
@@ -449,7 +468,7 @@ def _int_arg(ctx: Context, name: str, default: int) -> int:
 
 
 async def list_parts(ctx: Context) -> Response:
-    upload_id, _ = await _upload(ctx, READ_REPO)
+    upload_id, _, _ = await _upload(ctx, READ_REPO)
     marker = _int_arg(ctx, "part-number-marker", 0)
     limit = min(_int_arg(ctx, "max-parts", 1000), 1000)
     backend = ctx.backend
@@ -488,21 +507,31 @@ async def list_uploads(ctx: Context) -> Response:
         return x(quote(value, safe="/") if encoding == "url" else value)
 
     backend = ctx.backend
-    # S3's order (by key, then by initiation time), read a page at a time from the index.
-    page = await backend.run(
-        uploads.list_page,
-        backend.kv,
-        repository,
-        prefix,
-        delimiter,
-        key_marker,
-        # An upload id, or the marker of a page that stopped at an expired upload (uploads.py).
-        id_marker if re.fullmatch(r"([0-9]{20})?[0-9a-f]{32}", id_marker) else "",
-        limit,
-        ctx.config.multipart_upload_max_age_seconds,
-        uploads.MAX_SKIPPED_PER_PAGE,
-        place.repository_id,  # uploads of a repository deleted under this name are not listed
-    )
+
+    async def page_of(place: RepositoryPlace) -> uploads.UploadPage:
+        # S3's order (by key, then by initiation time), read a page at a time from the index.
+        return await backend.run(
+            uploads.list_page,
+            backend.kv,
+            repository,
+            prefix,
+            delimiter,
+            key_marker,
+            # An upload id, or the marker of a page that stopped at an expired upload (uploads.py).
+            id_marker if re.fullmatch(r"([0-9]{20})?[0-9a-f]{32}", id_marker) else "",
+            limit,
+            ctx.config.multipart_upload_max_age_seconds,
+            uploads.MAX_SKIPPED_PER_PAGE,
+            place,  # uploads of a repository deleted under this name are not listed
+        )
+
+    page = await page_of(place)
+    if page.others:
+        # Uploads of another repository of the name: this edge may remember one deleted since.
+        backend.forget_namespace(repository)
+        current = await backend.place(repository)
+        if current != place:
+            page = await page_of(current)
     truncated = page.truncated
     markers = ""
     if truncated:

@@ -502,11 +502,28 @@ def parse_copy_source(value: str) -> tuple[str, str, str]:
 
 
 async def copy_object(ctx: Context) -> Response:
+    try:
+        return await _copy_object(ctx)
+    except S3Error as exc:
+        # A copy within the bucket names the identity of the repository this edge looked up
+        # before reading the source; if the edge remembered one deleted (and created again
+        # under the name) since, graveler refused it and the copy is made again in the new one.
+        if exc.what != "repository" or not await repository_replaced(ctx, ctx.request.bucket):
+            raise
+        return await _copy_object(ctx)
+
+
+async def _copy_object(ctx: Context) -> Response:
     request = ctx.request
     repository = request.bucket
     ref, key = split_path(request.path)
     src_repo, src_ref, src_key = parse_copy_source(request.headers["x-amz-copy-source"])
     await ctx.authorize(READ_REPO, src_repo)
+    # Within the bucket the copy shares the source's bytes: the repository is looked up before
+    # the source is read, and the entry names its identity. Identities are never reused, so
+    # graveler taking the entry means the source was read in that same repository, and its
+    # address is one of that repository's namespace, not of one deleted since.
+    read_in = (await ctx.backend.place(repository)).repository_id if src_repo == repository else ""
     source = await stat_entry(ctx, src_repo, src_ref, src_key)
     check_copy_source_conditions(ctx, source)
     await ctx.authorize(WRITE_REPO, repository)
@@ -541,7 +558,7 @@ async def copy_object(ctx: Context) -> Response:
         await stage_new_bytes(ctx, repository, ref, key, entry, place)
     else:
         # Within one repository the new entry shares the source's bytes: objects are immutable.
-        await stage(ctx, repository, ref, key, entry)
+        await stage(ctx, repository, ref, key, entry, repository_id=read_in)
     ctx.record(ev.WRITE, repository, ref, key, entry.size)
     body = (
         f"<CopyObjectResult><LastModified>{iso_time(entry_time(entry))}</LastModified>"

@@ -28,6 +28,8 @@ import uvicorn
 from botocore.exceptions import ClientError
 
 from edge.app import serving_app
+from services.api.routes import objects as api_objects
+from services.gateway.operations import objects as gateway_objects
 from silt import multipart_uploads as uploads
 from silt.config import Config, load_config
 from silt.errors import NotFound
@@ -343,3 +345,234 @@ def test_the_api_of_an_edge_that_remembers_the_deleted_repository_reads_the_new_
 
     got = stale.api("GET", f"/repositories/{bucket}/refs/main/objects?path=large")
     assert (got.status, got.data) == (200, large)
+
+
+# --- a copy or an update within the repository, raced by its deletion and re-creation ---------
+
+
+def recreate_after_first(module: Any, name: str, monkeypatch: pytest.MonkeyPatch, then: Any) -> None:
+    """Make module.<name> (an async read of the entry a copy or an update starts from) delete
+    the repository and create it again (then run `then`) right after its first read returns:
+    between the read and the write that stages what was read, deterministically."""
+    real = getattr(module, name)
+    raced: list[bool] = []
+
+    async def read_then_recreate(*args: Any, **kwargs: Any) -> Any:
+        result = await real(*args, **kwargs)
+        if not raced:
+            raced.append(True)
+            then()
+        return result
+
+    monkeypatch.setattr(module, name, read_then_recreate)
+
+
+def test_a_copy_within_the_bucket_is_not_staged_from_a_deleted_repository_s_entry(
+    gw: GatewayStack, stale: StaleEdge, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s3 = stale.s3()
+    s3.put_object(Bucket=bucket, Key="main/src", Body=b"old source")  # the edge now knows the namespace
+
+    def replace_repository() -> None:
+        recreate(gw, bucket)
+        gw.client().put_object(Bucket=bucket, Key="main/src", Body=b"new source")
+
+    recreate_after_first(gateway_objects, "stat_entry", monkeypatch, replace_repository)
+    s3.copy_object(Bucket=bucket, Key="main/copy", CopySource=f"{bucket}/main/src")
+
+    # The copy is the new repository's source, not an address of the deleted one's namespace.
+    assert stored_entry(gw, bucket, "copy").physical_address == stored_entry(gw, bucket, "src").physical_address
+    assert gw.client().get_object(Bucket=bucket, Key="main/copy")["Body"].read() == b"new source"
+
+
+def test_an_api_copy_is_not_staged_from_a_deleted_repository_s_entry(
+    gw: GatewayStack, stale: StaleEdge, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warm = stale.api("POST", f"/repositories/{bucket}/branches/main/objects?path=src", body=b"old source")
+    assert warm.status == 201, warm.data
+
+    def replace_repository() -> None:
+        recreate(gw, bucket)
+        gw.client().put_object(Bucket=bucket, Key="main/src", Body=b"new source")
+
+    recreate_after_first(api_objects, "_entry", monkeypatch, replace_repository)
+    copied = stale.api(
+        "POST",
+        f"/repositories/{bucket}/branches/main/objects/copy?dest_path=copy",
+        body=json.dumps({"src_path": "src"}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    assert copied.status == 201, copied.data
+    assert stored_entry(gw, bucket, "copy").physical_address == stored_entry(gw, bucket, "src").physical_address
+    assert gw.client().get_object(Bucket=bucket, Key="main/copy")["Body"].read() == b"new source"
+
+
+def test_an_api_metadata_update_is_not_staged_from_a_deleted_repository_s_entry(
+    gw: GatewayStack, stale: StaleEdge, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = b"the same bytes in both repositories: the same ETag"
+    warm = stale.api("POST", f"/repositories/{bucket}/branches/main/objects?path=k", body=data)
+    assert warm.status == 201, warm.data
+
+    def replace_repository() -> None:
+        recreate(gw, bucket)
+        gw.client().put_object(Bucket=bucket, Key="main/k", Body=data)
+
+    recreate_after_first(api_objects, "_entry", monkeypatch, replace_repository)
+    updated = stale.api(
+        "PUT",
+        f"/repositories/{bucket}/branches/main/objects/stat/user_metadata?path=k",
+        body=json.dumps({"set": {"color": "blue"}}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    assert updated.status == 204, updated.data
+    # The new repository's object, updated: its bytes, in its namespace, with the metadata.
+    entry = stored_entry(gw, bucket, "k")
+    assert "blue" in entry.metadata.values()
+    assert object_file(gw, f"local://{bucket}-again", entry.physical_address).read_bytes() == data
+    assert gw.client().get_object(Bucket=bucket, Key="main/k")["Body"].read() == data
+
+
+# --- uploads of the new repository through an edge that remembers the deleted one --------------
+
+
+def test_an_edge_that_remembers_the_deleted_repository_continues_the_new_one_s_uploads(
+    gw: GatewayStack, stale: StaleEdge, bucket: str
+) -> None:
+    s3 = stale.s3()
+    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
+    recreate(gw, bucket)
+    # Opened by an edge that knows only the new repository: the new repository's upload.
+    upload = gw.client().create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
+
+    etag = s3.upload_part(Bucket=bucket, Key="main/big", UploadId=upload, PartNumber=1, Body=b"n" * 1024)["ETag"]
+    s3.complete_multipart_upload(
+        Bucket=bucket, Key="main/big", UploadId=upload, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
+    )
+    assert gw.client().get_object(Bucket=bucket, Key="main/big")["Body"].read() == b"n" * 1024
+
+
+def test_a_listing_through_an_edge_that_remembers_the_deleted_repository_shows_the_new_one_s_uploads(
+    gw: GatewayStack, stale: StaleEdge, bucket: str
+) -> None:
+    s3 = stale.s3()
+    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
+    recreate(gw, bucket)
+    upload = gw.client().create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
+
+    assert [u["UploadId"] for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])] == [upload]
+
+
+# --- uploads recorded before repositories had identities ----------------------------------------
+
+
+def strip_identity(gw: GatewayStack, name: str, upload: str) -> None:
+    """Make an upload's records look written by a gateway older than identities."""
+    store = open_store(load_config(gw.stack.config_path).database)
+    try:
+        for entry in list(scan_prefix(store, uploads.PARTITION, b"")):
+            if not entry.key.endswith(upload.encode()) or f"/{name}/".encode() not in entry.key:
+                continue
+            value = json.loads(entry.value)
+            value.pop("repository_id", None)
+            store.set(uploads.PARTITION, entry.key, json.dumps(value).encode())
+    finally:
+        store.close()
+    record = json.loads(upload_records(gw)[uploads.upload_key(name, upload)])
+    assert "repository_id" not in record and record["namespace"] == f"local://{name}"
+
+
+def test_an_upload_older_than_identities_is_aborted_with_the_repository_of_its_namespace(
+    gw: GatewayStack, stale: StaleEdge, bucket: str
+) -> None:
+    s3 = gw.client()
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/open")["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key="main/open", UploadId=upload, PartNumber=1, Body=b"o" * 1024)["ETag"]
+    strip_identity(gw, bucket, upload)
+
+    recreate(gw, bucket)
+    assert not any(f"/{upload}".encode() in key for key in upload_records(gw))
+    with pytest.raises(ClientError) as exc:
+        stale.s3().complete_multipart_upload(
+            Bucket=bucket,
+            Key="main/open",
+            UploadId=upload,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]},
+        )
+    assert code(exc) == "NoSuchUpload"
+    with pytest.raises(grpc.RpcError) as missing:
+        stored_entry(gw, bucket, "open")
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_an_upload_older_than_identities_in_another_namespace_does_not_complete(
+    gw: GatewayStack, stale: StaleEdge, bucket: str
+) -> None:
+    s3 = stale.s3()
+    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
+    recreate(gw, bucket)
+    # Opened in the deleted repository's namespace after its deletion (by the edge that
+    # remembers it), recorded without an identity as an older gateway would: the deletion
+    # could not abort it, and its bytes are not the new repository's.
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key="main/big", UploadId=upload, PartNumber=1, Body=b"p" * 1024)["ETag"]
+    strip_identity(gw, bucket, upload)
+
+    parts = {"Parts": [{"PartNumber": 1, "ETag": etag}]}
+    for edge in (gw.client(), s3):  # one that knows the new repository, one that remembers the old
+        with pytest.raises(ClientError) as exc:
+            edge.complete_multipart_upload(Bucket=bucket, Key="main/big", UploadId=upload, MultipartUpload=parts)
+        assert code(exc) == "NoSuchUpload"
+    with pytest.raises(grpc.RpcError) as missing:
+        stored_entry(gw, bucket, "big")
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    assert gw.client().list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+
+
+# --- what was missing: the repository, or a branch ------------------------------------------------
+
+
+def test_completing_an_upload_to_a_deleted_branch_says_the_branch_is_missing(gw: GatewayStack, bucket: str) -> None:
+    s3 = gw.client()
+    gw.graveler.CreateBranch(api.CreateBranchRequest(repository=bucket, name="side", source_ref="main"))
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="side/big")["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key="side/big", UploadId=upload, PartNumber=1, Body=b"s" * 1024)["ETag"]
+    gw.graveler.DeleteBranch(api.DeleteBranchRequest(repository=bucket, name="side"))
+
+    with pytest.raises(ClientError) as exc:
+        s3.complete_multipart_upload(
+            Bucket=bucket, Key="side/big", UploadId=upload, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
+        )
+    # The branch is gone, the repository is not: not "the upload's repository was deleted".
+    assert code(exc) == "NoSuchBucket"
+    assert "repository was deleted" not in exc.value.response["Error"]["Message"]
+
+
+# --- bytes of a write moved into the new repository ---------------------------------------------
+
+
+def namespace_files(gw: GatewayStack, namespace: str) -> dict[Path, bytes]:
+    root = object_file(gw, namespace, "")
+    return {path: path.read_bytes() for path in root.rglob("*") if path.is_file()}
+
+
+def test_the_bytes_of_a_write_moved_into_the_new_repository_stay_where_they_were_written(
+    gw: GatewayStack, stale: StaleEdge, bucket: str
+) -> None:
+    s3 = stale.s3()
+    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
+    assert stale.api("GET", f"/repositories/{bucket}/refs/main/objects?path=warm").data == b"remembered"
+    old_namespace = f"local://{bucket}"
+    recreate(gw, bucket)
+    before = namespace_files(gw, old_namespace)
+
+    s3.put_object(Bucket=bucket, Key="main/k", Body=b"s3 bytes")
+    put = stale.api("POST", f"/repositories/{bucket}/branches/main/objects?path=a", body=b"api bytes")
+    assert put.status == 201, put.data
+
+    # Written first in the namespace the edge remembered, then copied into the new one: the
+    # first copies are kept (only a write graveler certainly did not apply loses its bytes).
+    written = [data for path, data in namespace_files(gw, old_namespace).items() if path not in before]
+    assert b"s3 bytes" in written and b"api bytes" in written
+    assert gw.client().get_object(Bucket=bucket, Key="main/k")["Body"].read() == b"s3 bytes"
+    assert gw.client().get_object(Bucket=bucket, Key="main/a")["Body"].read() == b"api bytes"

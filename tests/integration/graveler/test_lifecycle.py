@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from collections.abc import Sequence
 
 import grpc
 import pytest
 
-from services.graveler.lifecycle import TO_DELETE
+from services.graveler.lifecycle import ABORTED_BEFORE_ANSWER, TO_DELETE
 from services.graveler.refs import GRAVELER_PARTITION
+from silt import multipart_uploads as uploads
 from silt.errors import Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.journal.store import JournaledStore, raw_store
 from silt.kv import Store
-from silt.kv.store import Condition
+from silt.kv.store import Condition, scan_prefix
+from silt.repository_place import RepositoryPlace
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
 from tests.integration.graveler.test_branching import contents, merge
@@ -125,3 +130,48 @@ def test_dump_and_restore_preserve_every_commit_id(env: GravelerEnv) -> None:
     assert code_of(lambda: env.stub.RestoreRefs(again)) == grpc.StatusCode.FAILED_PRECONDITION
     bad = api.RestoreRefsRequest(repository=restored, location="../../etc/passwd")
     assert code_of(lambda: env.stub.RestoreRefs(bad)) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_deletion_aborts_a_bounded_number_of_uploads_before_answering_and_the_cleaner_the_rest(
+    env: GravelerEnv,
+) -> None:
+    """However many uploads are open, the deletion's answer waits for a few aborts only; the
+    others are aborted by the cleaner right after, and none of them belongs to a repository
+    created again under the name meanwhile."""
+    repo = env.new_repo("uploads")
+    info = env.stub.GetRepository(api.GetRepositoryRequest(name=repo))
+    raw = raw_store(env.graveler.refs.kv)
+    ids = [f"{n:032x}" for n in range(ABORTED_BEFORE_ANSWER + 3)]
+    for n, upload_id in enumerate(ids):
+        record = {
+            "path": f"main/k{n}",
+            "initiated": "2026-01-01T00:00:00+00:00",
+            "initiated_ns": time.time_ns(),
+            "initiator": "alice",
+            "namespace": info.storage_namespace,
+            "repository_id": info.unique_id,
+            "address": f"data/{n}",
+            "block_id": f"block-{n}",
+        }
+        uploads.save(raw, repo, upload_id, record)
+    # The cleaner (one worker, in order) is busy until released: what is gone when the deletion
+    # answers was aborted by the request itself.
+    release = threading.Event()
+    env.graveler.cleaner.submit(lambda: release.wait(30))
+    try:
+        env.stub.DeleteRepository(api.DeleteRepositoryRequest(name=repo))
+        left = [
+            i for i in ids if uploads.upload_key(repo, i) in {e.key for e in scan_prefix(raw, uploads.PARTITION, b"u/")}
+        ]
+        assert len(left) == 3
+        # Not usable meanwhile: a repository created again under the name does not own them.
+        env.stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}-new"))
+        again = env.stub.GetRepository(api.GetRepositoryRequest(name=repo))
+        successor = RepositoryPlace(again.storage_namespace, again.unique_id)
+        for upload_id in left:
+            record = json.loads(raw.get(uploads.PARTITION, uploads.upload_key(repo, upload_id)).value)
+            assert not uploads.belongs(record, successor)
+    finally:
+        release.set()
+    env.graveler.cleaner.flush(30)
+    assert not [e.key for e in scan_prefix(raw, uploads.PARTITION, b"") if any(i in e.key.decode() for i in ids)]
