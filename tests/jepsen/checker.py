@@ -21,7 +21,7 @@ import hashlib
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from tests.jepsen.history import CAS, CREATE, DELETE, MUTATIONS, READ, Op, Outcome
 
@@ -33,7 +33,7 @@ SHOWN_OPS = 30
 FINAL = "final"  # the process name of the reads made after every fault healed
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     LINEARIZABLE = "linearizable"
     VIOLATION = "violation"
     TOO_LARGE = "too large to decide"
@@ -293,19 +293,15 @@ def commit_misses(
         producers: list[tuple[float, Op | None]] = [
             (_completes(op), op)
             for op in ops
-            if op.kind in MUTATIONS
-            and op.effective
-            and (op.value == held if op.kind != DELETE else held is None)
+            if op.kind in MUTATIONS and op.effective and (op.value == held if op.kind != DELETE else held is None)
         ]
         if held is None:
             producers.append((-math.inf, None))  # the key's initial absence
         latest = max(done, key=lambda o: o.complete_ns or 0)
 
-        def replaced(ended: float) -> bool:
-            return any(op.invoke_ns > ended for op in done)
-
-        if all(replaced(ended) for ended, _ in producers):
-            shown = [latest, commit] + [op for _, op in producers if op is not None][-1:]
+        # A producer is replaced when an acknowledged operation began after it ended.
+        if all(any(op.invoke_ns > ended for op in done) for ended, _ in producers):
+            shown = [latest, commit, *[op for _, op in producers if op is not None][-1:]]
             message = f"the commit holds {held!r}, but {latest.describe()} was acknowledged before it began"
             out.append(Violation(f"{commit.kind} misses a write", key, message, shown))
     return out

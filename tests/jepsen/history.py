@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 # Kinds of operation. Register operations act on one key; commit and merge on a branch.
@@ -33,7 +33,7 @@ REGISTER_KINDS = (READ, WRITE, DELETE, CREATE, CAS, MULTIPART)
 MUTATIONS = (WRITE, DELETE, CREATE, CAS, MULTIPART)
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     OK = "ok"
     FAIL = "fail"
     UNKNOWN = "unknown"
@@ -92,9 +92,7 @@ class History:
         self._lock = threading.Lock()
         self.ops: list[Op] = []
 
-    def invoke(
-        self, process: str, kind: str, key: str, value: str | None = None, expected: str | None = None
-    ) -> Op:
+    def invoke(self, process: str, kind: str, key: str, value: str | None = None, expected: str | None = None) -> Op:
         with self._lock:
             op = Op(len(self.ops), process, kind, key, time.monotonic_ns(), value, expected)
             self.ops.append(op)
@@ -115,7 +113,7 @@ class History:
     def of_key(self, key: str) -> list[Op]:
         return [op for op in self.ops if op.key == key and op.kind in REGISTER_KINDS]
 
-    def keys(self) -> list[str]:
+    def register_keys(self) -> list[str]:
         return sorted({op.key for op in self.ops if op.kind in REGISTER_KINDS})
 
 

@@ -36,7 +36,9 @@ class Window:
     healed_ns: int = 0
 
 
-def schedule(rng: random.Random, kinds: list[str], mixed: bool, fault_s: tuple[float, float] = (2.0, 4.0)) -> list[Window]:
+def schedule(
+    rng: random.Random, kinds: list[str], mixed: bool, fault_s: tuple[float, float] = (2.0, 4.0)
+) -> list[Window]:
     """Every kind once, in a random order, then (mixed) pairs of kinds at once; quiet 1-2 s between."""
     order = list(kinds)
     rng.shuffle(order)
@@ -46,7 +48,8 @@ def schedule(rng: random.Random, kinds: list[str], mixed: bool, fault_s: tuple[f
     windows, at = [], rng.uniform(1.0, 2.0)
     for group in groups:
         duration = rng.uniform(*fault_s)
-        windows.append(Window(group, at, duration, tuple(rng.randrange(2 if k != "cassandra-kill" else 3) for k in group)))
+        targets = tuple(rng.randrange(3 if k.startswith("cassandra") else 2) for k in group)
+        windows.append(Window(group, at, duration, targets))
         at += duration + rng.uniform(1.0, 2.0)
     return windows
 

@@ -4,6 +4,8 @@ the report (build/jepsen/<leg>-<seed>.txt)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import random
 import threading
@@ -15,7 +17,7 @@ from pathlib import Path
 import requests
 
 from tests.jepsen.checker import Verdict, Violation, check_key, commit_misses, resurrections, unreadable
-from tests.jepsen.history import COMMIT, MERGE, History, Op, Outcome
+from tests.jepsen.history import COMMIT, History, Op, Outcome
 from tests.jepsen.nemesis import Nemesis, Window, schedule
 from tests.jepsen.topology import Topology
 from tests.jepsen.workload import Committer, Run, Worker, commit_contents, final_reads
@@ -56,12 +58,14 @@ def run_once(
     windows = schedule(rng, kinds, mixed)
     repo = f"jepsen-{leg}-{seed}".lower()
     history = History()
-    keys = {"main": [f"m{i}" for i in range(keys_per_branch)], "dev": [f"d{i}" for i in range(keys_per_branch // 2)]}
+    # Two written branches, keys named apart (a commit's listing of a branch's keys is by prefix).
+    keys = {"dev": [f"a{i}" for i in range(keys_per_branch)], "feat": [f"b{i}" for i in range(keys_per_branch // 2)]}
     run = Run(topology, repo, history, keys)
     admin = run.s3(0)
     admin.create_bucket(Bucket=repo)
-    dev = run.rest().post(f"{run.api(0)}/branches", json={"name": "dev", "source": "main"}, timeout=30)
-    dev.raise_for_status()
+    for branch in keys:
+        created = run.rest().post(f"{run.api(0)}/branches", json={"name": branch, "source": "main"}, timeout=30)
+        created.raise_for_status()
     committer = Committer(run, seed)
     threads = [threading.Thread(target=Worker(run, i, seed).loop, name=f"jepsen-s3-{i}") for i in range(workers)]
     threads.append(threading.Thread(target=committer.loop, name="jepsen-committer"))
@@ -105,7 +109,7 @@ def heal(topology: Topology, cluster: CassandraCluster | None) -> None:
 
 def check(run: Run, committer: Committer, result: Result) -> None:
     history = run.history
-    for key in history.keys():
+    for key in history.register_keys():
         ops = history.of_key(key)
         verdict, found = check_key(key, ops)
         if verdict is Verdict.TOO_LARGE:
@@ -115,18 +119,19 @@ def check(run: Run, committer: Committer, result: Result) -> None:
         branch: {f"{branch}/{key}": history.of_key(f"{branch}/{key}") for key in keys}
         for branch, keys in run.keys.items()
     }
-    merged = {id(merge) for _, merge in committer.merges}
     for op in history.ops:
-        if op.kind == COMMIT and op.outcome is Outcome.OK and id(op) not in merged:
-            branch = op.key
-            contents = commit_contents(run, op.result["id"], "m" if branch == "main" else "d")
-            held = {f"{branch}/{path}": value for path, value in contents.items()}
-            result.violations += commit_misses(op, held, by_branch[branch], op.invoke_ns)
-    for dev, merge in committer.merges:
-        if merge.outcome is Outcome.OK:  # main now holds what dev's commit held, at least
-            contents = commit_contents(run, merge.result["id"], "d")
-            held = {f"dev/{path}": value for path, value in contents.items()}
-            result.violations += commit_misses(merge, held, by_branch["dev"], dev.invoke_ns)
+        if op.kind == COMMIT and op.outcome is Outcome.OK:
+            result.violations += commit_misses(op, held(run, op, op.key), by_branch[op.key], op.invoke_ns)
+    for commit, merge in committer.merges:
+        if merge.outcome is Outcome.OK:  # main now holds what the merged commit held, at least
+            branch = commit.key
+            result.violations += commit_misses(merge, held(run, merge, branch), by_branch[branch], commit.invoke_ns)
+
+
+def held(run: Run, commit: Op, branch: str) -> dict[str, str | None]:
+    """The values of branch's keys in a commit (as history keys, "<branch>/<key>")."""
+    contents = commit_contents(run, commit.result["id"], run.keys[branch][0][0])
+    return {f"{branch}/{path}": value for path, value in contents.items()}
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -156,6 +161,21 @@ def latency_by_fault(ops: list[Op], windows: list[Window]) -> dict[str, tuple[in
     return {kind: (len(values), _p99_ms(values)) for kind, values in sorted(buckets.items())}
 
 
+def faults_during(ops: list[Op], windows: list[Window]) -> str:
+    """The faults (kind and target) in effect at some time within the operations' intervals."""
+    if not ops:
+        return "none"
+    start = min(op.invoke_ns for op in ops)
+    end = max(op.complete_ns or op.invoke_ns for op in ops)
+    found = [
+        f"{kind}[{target}]"
+        for w in windows
+        if w.injected_ns and w.injected_ns < end and (w.healed_ns or end) > start
+        for kind, target in zip(w.kinds, w.targets, strict=True)
+    ]
+    return ", ".join(found) or "none"
+
+
 def render(result: Result) -> str:
     ops = result.history.ops
     lines = [f"Jepsen run: leg {result.leg}, seed {result.seed} ({len(ops)} operations)", ""]
@@ -177,14 +197,22 @@ def render(result: Result) -> str:
     by_kind = Counter(v.kind for v in result.violations)
     lines += [f"  {kind}: {n}" for kind, n in sorted(by_kind.items())]
     for violation in result.violations:
-        lines += ["", violation.render()]
+        lines += [
+            "",
+            violation.render(),
+            f"    faults during the slice: {faults_during(violation.slice, result.windows)}",
+        ]
     return "\n".join(lines) + "\n"
 
 
 def write_report(result: Result) -> Path:
+    """The report, and beside it the whole history (one JSON operation a line)."""
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     path = REPORT_DIR / f"{result.leg}-{result.seed}.txt"
     path.write_text(render(result))
+    with path.with_suffix(".history.jsonl").open("w") as out:
+        for op in result.history.ops:
+            out.write(json.dumps({**dataclasses.asdict(op), "outcome": op.outcome and op.outcome.value}) + "\n")
     return path
 
 

@@ -22,6 +22,9 @@ from tests.jepsen.runner import Result, run_once, seed_from_env, summary
 from tests.jepsen.topology import Topology, start_topology
 from tests.support.cassandra_cluster import CassandraCluster
 
+# Real processes driven by real clients, as the end-to-end tests.
+pytestmark = pytest.mark.e2e
+
 RUNS_ENV = "SILT_JEPSEN_RUNS"
 SHORT_SEED = 53
 # The short run's faults: those that found violations on the code this harness was written
