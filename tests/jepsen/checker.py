@@ -259,12 +259,17 @@ def resurrections(key: str, ops: list[Op]) -> list[Violation]:
 
 
 def unreadable(key: str, ops: list[Op]) -> list[Violation]:
-    """Final reads (everything healed) that did not answer with the bytes or NoSuchKey."""
-    return [
-        Violation("unreadable", key, f"a final read failed ({op.error}): an entry points at missing bytes?", [op])
-        for op in ops
-        if op.process == FINAL and op.kind == READ and op.outcome is not Outcome.OK
-    ]
+    """Final reads (everything healed) that did not answer with the bytes or NoSuchKey; shown
+    with the operations that wrote the entry found instead (result["entry"]: its value)."""
+    out = []
+    for op in ops:
+        if op.process != FINAL or op.kind != READ or op.outcome is Outcome.OK:
+            continue
+        entry = op.result.get("entry")
+        writers = [w for w in ops if w.kind in MUTATIONS and entry is not None and w.value == entry]
+        message = f"a final read failed ({op.error})"
+        out.append(Violation("unreadable", key, message, [*writers, op]))
+    return out
 
 
 # --- commits ------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import random
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from tests.support.cassandra_cluster import CassandraCluster
 SEED_ENV = "SILT_JEPSEN_SEED"
 REPORT_DIR = Path(__file__).resolve().parents[2] / "build" / "jepsen"
 HEAL_TIMEOUT_S = 120.0
+LISTING_THREADS = 4
 
 
 @dataclass
@@ -36,6 +38,7 @@ class Result:
     windows: list[Window]
     violations: list[Violation] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)  # keys too large for the search
+    seconds: dict[str, float] = field(default_factory=dict)  # phase -> its wall time
     report_path: Path | None = None
 
 
@@ -53,9 +56,10 @@ def run_once(
     workers: int = 4,
     mixed: bool = True,
     keys_per_branch: int = 6,
+    fault_s: tuple[float, float] = (2.0, 4.0),
 ) -> Result:
     rng = random.Random(seed)
-    windows = schedule(rng, kinds, mixed)
+    windows = schedule(rng, kinds, mixed, fault_s)
     repo = f"jepsen-{leg}-{seed}".lower()
     history = History()
     # Two written branches, keys named apart (a commit's listing of a branch's keys is by prefix).
@@ -70,6 +74,7 @@ def run_once(
     threads = [threading.Thread(target=Worker(run, i, seed).loop, name=f"jepsen-s3-{i}") for i in range(workers)]
     threads.append(threading.Thread(target=committer.loop, name="jepsen-committer"))
     nemesis = Nemesis(topology, cluster, random.Random(rng.random()), windows)
+    began = time.monotonic()
     for thread in threads:
         thread.start()
     nemesis.start()
@@ -80,10 +85,13 @@ def run_once(
         for thread in threads:
             thread.join(60)
     assert not nemesis.errors, f"the nemesis failed: {nemesis.errors[:3]!r}"
+    ran = time.monotonic()
     heal(topology, cluster)
     final_reads(run)
+    healed = time.monotonic()
     result = Result(leg, seed, history, windows)
     check(run, committer, result)
+    result.seconds = {"run": ran - began, "heal and final reads": healed - ran, "check": time.monotonic() - healed}
     result.report_path = write_report(result)
     return result
 
@@ -119,13 +127,16 @@ def check(run: Run, committer: Committer, result: Result) -> None:
         branch: {f"{branch}/{key}": history.of_key(f"{branch}/{key}") for key in keys}
         for branch, keys in run.keys.items()
     }
-    for op in history.ops:
-        if op.kind == COMMIT and op.outcome is Outcome.OK:
-            result.violations += commit_misses(op, held(run, op, op.key), by_branch[op.key], op.invoke_ns)
-    for commit, merge in committer.merges:
-        if merge.outcome is Outcome.OK:  # main now holds what the merged commit held, at least
-            branch = commit.key
-            result.violations += commit_misses(merge, held(run, merge, branch), by_branch[branch], commit.invoke_ns)
+    # (commit or merge, the branch whose keys it must hold, the moment before which acknowledged
+    # writes count): a merge's commit on main holds what the merged commit held, at least.
+    checks = [(op, op.key, op.invoke_ns) for op in history.ops if op.kind == COMMIT and op.outcome is Outcome.OK]
+    checks += [
+        (merge, commit.key, commit.invoke_ns) for commit, merge in committer.merges if merge.outcome is Outcome.OK
+    ]
+    with ThreadPoolExecutor(LISTING_THREADS) as pool:
+        contents = list(pool.map(lambda c: held(run, c[0], c[1]), checks))
+    for (op, branch, moment), values in zip(checks, contents, strict=True):
+        result.violations += commit_misses(op, values, by_branch[branch], moment)
 
 
 def held(run: Run, commit: Op, branch: str) -> dict[str, str | None]:
@@ -185,6 +196,7 @@ def render(result: Result) -> str:
         row = ", ".join(f"{o} {counts[(kind, o)]}" for o in ("ok", "fail", "unknown") if counts[(kind, o)])
         refused = sum(1 for op in ops if op.kind == kind and op.precondition_failed)
         lines.append(f"  {kind:<10} {row}" + (f" (412: {refused})" if refused else ""))
+    lines.append("phases (s): " + ", ".join(f"{phase} {took:.1f}" for phase, took in result.seconds.items()))
     lines += ["", "faults injected (kind: times):"]
     faults = Counter(kind for w in result.windows for kind in w.kinds if w.injected_ns)
     lines += [f"  {kind:<16} {n}" for kind, n in sorted(faults.items())]

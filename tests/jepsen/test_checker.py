@@ -211,9 +211,14 @@ def test_a_read_after_an_acknowledged_delete_is_a_resurrection() -> None:
 def test_a_final_read_that_fails_means_unreadable_bytes() -> None:
     h = H()
     h.op(WRITE, 0, 1, OK, "a")
-    h.op(READ, 2, 3, UNKNOWN, process=FINAL).error = "500 InternalError"
-    h.op(READ, 2, 3, UNKNOWN, process="p2")  # during a fault, a failed read says nothing
-    assert [v.kind for v in unreadable("k", h.ops)] == ["unreadable"]
+    h.op(CAS, 2, 3, OK, "b", expected="a", precondition_failed=True)
+    h.op(READ, 4, 5, UNKNOWN, process=FINAL).error = "500 InternalError"
+    h.op(READ, 4, 5, UNKNOWN, process="p2")  # during a fault, a failed read says nothing
+    missing = h.op(READ, 6, 7, FAIL, process=FINAL)
+    missing.result["entry"] = "b"  # HEAD found b's entry, GET not its bytes
+    found = unreadable("k", h.ops)
+    assert [v.kind for v in found] == ["unreadable", "unreadable"]
+    assert [op.index for op in found[1].slice] == [1, 4]
 
 
 def test_a_commit_must_hold_every_write_acknowledged_before_it_began() -> None:

@@ -98,7 +98,7 @@ def s3_read(run: Run, client: Any, process: str, branch: str, key: str) -> Op:
         body = client.get_object(Bucket=run.repo, Key=f"{branch}/{key}")["Body"].read()
     except ClientError as exc:
         outcome, why = s3_outcome(exc)
-        if why.startswith("404"):
+        if why == "404 NoSuchKey":
             return History.complete(op, Outcome.OK, why, value=None)
         return History.complete(op, Outcome.UNKNOWN if outcome is Outcome.OK else outcome, why)
     except Exception as exc:
@@ -214,7 +214,7 @@ class Committer:
     no client writes: a merge needs a destination without uncommitted changes), through either
     edge's REST API."""
 
-    def __init__(self, run: Run, seed: int, pause_s: float = 0.5) -> None:
+    def __init__(self, run: Run, seed: int, pause_s: float = 1.0) -> None:
         self.run = run
         self.rng = random.Random(f"{seed}/committer")
         self.pause_s = pause_s
@@ -236,12 +236,24 @@ class Committer:
 
 
 def final_reads(run: Run) -> None:
-    """Every key through both edges, once every fault has healed (process FINAL)."""
+    """Every key through both edges, once every fault has healed (process FINAL). A GET that
+    finds nothing is followed by a HEAD, answered from the entry alone: an entry there means
+    its bytes are missing, and the read is recorded as failed (checker.unreadable)."""
     clients = [run.s3(0), run.s3(1)]
     for branch, keys in sorted(run.keys.items()):
         for key in keys:
             for client in clients:
-                s3_read(run, client, FINAL, branch, key)
+                op = s3_read(run, client, FINAL, branch, key)
+                if op.outcome is not Outcome.OK or op.value is not None:
+                    continue
+                try:
+                    head = client.head_object(Bucket=run.repo, Key=f"{branch}/{key}")
+                except ClientError:
+                    continue  # NoSuchKey: absent indeed (any other answer: the GET's stands)
+                etag = str(head.get("ETag", "")).strip('"')
+                op.outcome = Outcome.FAIL
+                op.result["entry"] = run.etags.get(etag, f"unknown-etag:{etag}")
+                op.error = f"GET 404 NoSuchKey, HEAD 200 ({op.result['entry']}): the entry's bytes are missing"
 
 
 def commit_contents(run: Run, commit_id: str, prefix: str) -> dict[str, str | None]:
