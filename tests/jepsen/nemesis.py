@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 import signal
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,27 +62,20 @@ class Nemesis:
         self.rng = rng
         self.windows = windows
         self.errors: list[BaseException] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
 
-    def start(self) -> None:
-        self._started = time.monotonic()
-        self._thread.start()
-
-    def join(self, timeout_s: float) -> None:
-        self._thread.join(timeout_s)
-        assert not self._thread.is_alive(), "the nemesis did not finish its schedule in time"
-
-    def _run(self) -> None:
+    def run(self) -> None:
+        """The whole schedule, in the calling thread: it must be one that outlives the run (the
+        test's own), since a Cassandra node restarted here dies with the thread that started
+        it (tests/support/cassandra.py sets the parent-death signal)."""
+        started = time.monotonic()
         for window in self.windows:
-            if self._stop.wait(max(0.0, self._started + window.start_s - time.monotonic())):
-                return
+            time.sleep(max(0.0, started + window.start_s - time.monotonic()))
             heals: list[Callable[[], None]] = []
             window.injected_ns = time.monotonic_ns()
             try:
                 for kind, target in zip(window.kinds, window.targets, strict=True):
                     heals.append(self.inject(kind, target))
-                self._stop.wait(window.duration_s)
+                time.sleep(window.duration_s)
             except BaseException as exc:
                 self.errors.append(exc)
             finally:

@@ -77,9 +77,8 @@ def run_once(
     began = time.monotonic()
     for thread in threads:
         thread.start()
-    nemesis.start()
     try:
-        nemesis.join(windows[-1].start_s + windows[-1].duration_s + 10 * len(windows) + HEAL_TIMEOUT_S)
+        nemesis.run()
     finally:
         run.stop.set()
         for thread in threads:
