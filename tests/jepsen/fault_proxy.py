@@ -30,9 +30,20 @@ HANDSHAKE_S = 0.05
 
 
 class FaultProxy:
-    def __init__(self, backends: list[int], rng: random.Random, port: int = 0) -> None:
+    def __init__(
+        self,
+        backends: list[int],
+        rng: random.Random,
+        port: int = 0,
+        drop_probability: float = DROP_PROBABILITY,
+        delay_s: float = DELAY_S,
+        handshake_s: float = HANDSHAKE_S,
+    ) -> None:
         self.backends = backends
         self.port = port
+        self.drop_probability = drop_probability
+        self.delay_s = delay_s
+        self.handshake_s = handshake_s
         self.fault: str | None = None
         self._rng = rng
         self._next = 0
@@ -115,10 +126,10 @@ class FaultProxy:
                 data = src.recv(_CHUNK)
                 if not data:
                     break
-                if answers and time.monotonic() - opened > HANDSHAKE_S:
+                if answers and time.monotonic() - opened >= self.handshake_s:
                     if self.fault == "delay":
-                        time.sleep(DELAY_S)
-                    elif self.fault == "drop" and self._rng.random() < DROP_PROBABILITY:
+                        time.sleep(self.delay_s)
+                    elif self.fault == "drop" and self._rng.random() < self.drop_probability:
                         self.dropped += 1
                         break  # the request was served; its answer never arrives
                 dst.sendall(data)
