@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from tests.jepsen.history import CAS, CREATE, DELETE, MUTATIONS, READ, Op, Outcome
+from tests.jepsen.history import CAS, CREATE, DELETE, MULTIPART, MUTATIONS, READ, WRITE, Op, Outcome
 
 MAX_CONFIGURATIONS = 200_000
 # Searches spent narrowing a violation's slice (each on a slice no longer than the history).
@@ -71,6 +71,7 @@ _ILLEGAL = object()
 # Any read matches it (and fixes it); conditions on it go either way. A slice that fails from
 # ANY fails from every value, so it shows a violation of the whole history.
 ANY = "<any>"
+UNOBSERVED = "<a value nobody read>"
 
 
 def step(op: Op, state: str | None) -> object:
@@ -119,6 +120,22 @@ def linearizable(ops: Iterable[Op], limit: int = MAX_CONFIGURATIONS, initial: st
     invokes = [op.invoke_ns for op in history]
     completes = [_completes(op) for op in history]
     required = [i for i in sorted(range(n), key=lambda i: completes[i]) if completes[i] != math.inf]
+    # Values no operation reads or expects are one value to every operation: the register
+    # holds "one of them" (UNOBSERVED). Unknown blind writes of such values are then
+    # interchangeable, and so are unknown deletes: taking the earliest begun of a class first
+    # loses no order (a later one could stand in for it wherever it went), and turns 2**k
+    # subsets of k unknown writes into k + 1.
+    observed = {op.value for op in history if op.kind == READ} | {op.expected for op in history if op.kind == CAS}
+    unobserved = {op.value for op in history if op.value is not None and op.kind != READ and op.value not in observed}
+    before_in_class = [-1] * n
+    last_of_class: dict[str, int] = {}
+    for i, op in enumerate(history):
+        if op.outcome is not Outcome.UNKNOWN:
+            continue
+        kind = "delete" if op.kind == DELETE else "blind" if op.kind in (WRITE, MULTIPART) else ""
+        if kind and (kind == "delete" or op.value in unobserved):
+            before_in_class[i] = last_of_class.get(kind, -1)
+            last_of_class[kind] = i
     all_required = 0
     for i in required:
         all_required |= 1 << i
@@ -136,13 +153,15 @@ def linearizable(ops: Iterable[Op], limit: int = MAX_CONFIGURATIONS, initial: st
         # The next to take effect began before every remaining acknowledged operation ended.
         horizon = next(completes[i] for i in required if not taken >> i & 1)
         for i in range(n):
-            if invokes[i] >= horizon:
+            if invokes[i] > horizon:  # (one that began as another ended may precede it)
                 break
             if taken >> i & 1:
                 continue
+            if before_in_class[i] >= 0 and not taken >> before_in_class[i] & 1:
+                continue  # an earlier one of its class first
             after = step(history[i], state)  # type: ignore[arg-type]
             if after is not _ILLEGAL:
-                stack.append((taken | 1 << i, after))
+                stack.append((taken | 1 << i, UNOBSERVED if after in unobserved else after))
     return Verdict.VIOLATION
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+
 from tests.jepsen.checker import (
+    ANY,
     FINAL,
     Verdict,
     body_of,
@@ -186,10 +190,35 @@ def test_the_slice_leaves_out_operations_that_do_not_matter() -> None:
 
 def test_the_search_gives_up_rather_than_hang() -> None:
     h = H()
-    for i in range(40):  # 40 concurrent unknown writes: 2**40 subsets
+    for i in range(20):
+        h.op(WRITE, 10 * i, 10 * i + 1, OK, f"v{i}")
+    h.op(READ, 300, 301, OK, "nobody-wrote-this")
+    assert linearizable(h.ops, limit=10) is Verdict.TOO_LARGE
+
+
+def test_a_delete_leaves_the_key_absent_even_when_no_read_saw_it_absent() -> None:
+    h = H()
+    h.op(WRITE, 0, None, UNKNOWN, "u")
+    h.op(DELETE, 10, 11, OK)
+    h.op(CREATE, 12, 13, OK, "c")
+    assert linearizable(h.ops) is Verdict.LINEARIZABLE
+    assert linearizable(h.ops, initial=ANY) is Verdict.LINEARIZABLE
+
+
+def test_many_unknown_writes_nobody_read_are_decided_at_once() -> None:
+    """40 concurrent unknown writes: 2**40 subsets, but those of values nobody read are alike."""
+    h = H()
+    for i in range(40):
         h.op(WRITE, i, None, UNKNOWN, f"v{i}", process=f"p{i}")
-    h.op(READ, 100, 101, OK, "nobody-wrote-this")
-    assert linearizable(h.ops, limit=1000) is Verdict.TOO_LARGE
+        h.op(DELETE, i, None, UNKNOWN, process=f"q{i}")
+    h.op(READ, 100, 101, OK, None)
+    h.op(CREATE, 102, 103, OK, "c", precondition_failed=True)  # one of them landed by now
+    h.op(READ, 104, 105, OK, None, process="p2")  # and a delete after it
+    assert linearizable(h.ops, limit=50_000) is Verdict.LINEARIZABLE
+    h.op(READ, 106, 107, OK, "v7")  # v7 is read: it is its own value again
+    assert linearizable(h.ops, limit=50_000) is Verdict.LINEARIZABLE
+    h.op(READ, 108, 109, OK, "nobody-wrote-this")
+    assert linearizable(h.ops, limit=50_000) is Verdict.VIOLATION
 
 
 def test_a_read_after_an_acknowledged_delete_is_a_resurrection() -> None:
@@ -248,3 +277,64 @@ def test_bytes_name_their_value_and_a_wrong_byte_is_caught() -> None:
     body = body_of("p1-7", 300)
     assert len(body) == 300 and value_of(body, 300) == "p1-7"
     assert value_of(body[:-1] + b"?", 300) == "corrupt:p1-7"
+
+
+# --- the search against brute force ---------------------------------------------------------
+
+
+def _brute_force(ops: list[Op], initial: str | None) -> bool:
+    """Linearizable by trying every order of every admissible subset (small histories only)."""
+    acknowledged = [op for op in ops if op.outcome is OK]
+    unknown = [op for op in ops if op.outcome is UNKNOWN and op.kind != READ]
+    for r in range(len(unknown) + 1):
+        for chosen in itertools.combinations(unknown, r):
+            for order in itertools.permutations([*acknowledged, *chosen]):
+                in_time = all(
+                    not (b.outcome is OK and b.complete_ns is not None and b.complete_ns < a.invoke_ns)
+                    for i, a in enumerate(order)
+                    for b in order[i + 1 :]
+                )
+                if in_time and _legal(order, initial):
+                    return True
+    return False
+
+
+def _legal(order: tuple[Op, ...], initial: str | None) -> bool:
+    state = initial
+    for op in order:
+        if state == ANY and op.kind in (READ, CREATE, CAS):
+            state = op.value if op.kind == READ or not op.precondition_failed else state
+            continue
+        if op.kind == READ and state != op.value:
+            return False
+        if op.kind == CREATE and (state is None) == op.precondition_failed:
+            return False
+        if op.kind == CAS and (state == op.expected) == op.precondition_failed:
+            return False
+        if op.kind == DELETE:
+            state = None
+        elif op.kind != READ and not op.precondition_failed:
+            state = op.value
+    return True
+
+
+def test_the_search_agrees_with_brute_force_on_random_small_histories() -> None:
+    rng = random.Random(53)
+    for _ in range(400):
+        h, written = H(), list[str | None]()
+        for i in range(rng.randint(1, 6)):
+            kind = rng.choice([WRITE, READ, DELETE, CREATE, CAS, READ])
+            start = rng.randint(0, 40)
+            outcome = rng.choice([OK, OK, OK, UNKNOWN, FAIL])
+            value = f"v{i}" if kind != DELETE else None
+            if kind == READ:
+                value = rng.choice([*written, None])
+            elif value is not None:
+                written.append(value)
+            expected = rng.choice([*written[:-1], "other"]) if kind == CAS else None
+            refused = kind in (CREATE, CAS) and outcome is OK and rng.random() < 0.4
+            end = None if outcome is UNKNOWN else start + rng.randint(1, 15)
+            h.op(kind, start, end, outcome, value, expected, f"p{i}", refused)
+        for initial in (None, ANY):
+            expected_verdict = Verdict.LINEARIZABLE if _brute_force(h.ops, initial) else Verdict.VIOLATION
+            assert linearizable(h.ops, initial=initial) is expected_verdict, [op.describe() for op in h.ops]
