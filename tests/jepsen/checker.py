@@ -325,7 +325,10 @@ def commit_misses(
 
         # A producer is replaced when an acknowledged operation began after it ended.
         if all(any(op.invoke_ns > ended for op in done) for ended, _ in producers):
-            shown = [latest, commit, *[op for _, op in producers if op is not None][-1:]]
+            # With the operation that wrote what the commit holds, if any (a write refused, or
+            # failed, whose value is there all the same).
+            writers = [op for op in ops if op.kind in MUTATIONS and held is not None and op.value == held]
+            shown = [latest, commit, *writers[-1:]]
             message = f"the commit holds {held!r}, but {latest.describe()} was acknowledged before it began"
             out.append(Violation(f"{commit.kind} misses a write", key, message, shown))
     return out

@@ -261,6 +261,7 @@ def test_a_commit_must_hold_every_write_acknowledged_before_it_began() -> None:
     assert commit_misses(commit, {"k": "c"}, ops, commit.invoke_ns) == []
     missed = commit_misses(commit, {"k": "a"}, ops, commit.invoke_ns)
     assert [v.kind for v in missed] == ["commit misses a write"]
+    assert [op.index for op in missed[0].slice] == [1, 3, 0]  # b, the commit, and a's write
     assert commit_misses(commit, {}, ops, commit.invoke_ns)  # absent: lost too
 
 
