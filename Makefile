@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench edge tests
 
-.PHONY: all venv clients emulators lock proto ui docs run test test-all test-ui test-fast test-model lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients emulators lock proto ui docs run test test-all test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -145,6 +145,16 @@ test-model: proto
 	@scripts/ensure-system-deps.sh
 	SILT_MODEL_EXAMPLES=$(MODEL_EXAMPLES) SILT_MODEL_CLUSTER_EXAMPLES=$(MODEL_EXAMPLES) \
 		$(PY) -m pytest tests/integration/graveler/test_model.py $(PYTEST_ARGS)
+
+# The Jepsen-style test of the whole stack (tests/jepsen, docs/testing/jepsen.md): the short runs
+# `make test` has, then JEPSEN_RUNS runs with every nemesis on each leg (SQLite, the 3-node
+# Cassandra cluster); JEPSEN_SEED reproduces a run (the nightly runs use seed, seed+1, ...).
+# Reports: build/jepsen/.
+JEPSEN_RUNS ?= 20
+JEPSEN_SEED ?=
+test-jepsen: proto
+	@scripts/ensure-system-deps.sh
+	SILT_JEPSEN_RUNS=$(JEPSEN_RUNS) SILT_JEPSEN_SEED=$(JEPSEN_SEED) $(PY) -m pytest tests/jepsen $(PYTEST_ARGS)
 
 # The import rules are pyproject.toml's [tool.importlinter] contracts (lint-imports), then the
 # two tests for what those contracts cannot say; then ESLint over the web UI (webui/eslint.config.js).

@@ -61,6 +61,7 @@ _MARK_BY_DIRECTORY = [
     # The web UI in a real browser, over the services as processes.
     (("tests", "browser"), "browser"),
     (("tests", "browser"), "e2e"),
+    (("tests", "jepsen"), "jepsen"),
 ]
 _MARK_BY_FIXTURE = {
     "spark": "spark",

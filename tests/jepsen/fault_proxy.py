@@ -1,0 +1,151 @@
+"""A TCP proxy between an edge and the gravelers that injects network faults.
+
+Each accepted connection goes to the next backend that accepts it (round robin over the
+gravelers, as a Kubernetes Service spreads connections). Faults:
+
+* refuse: the listener closes and every proxied connection is reset: new connections are
+  refused (the caller certainly reached nobody);
+* drop: a request is forwarded, and the connection is reset before the server's answer
+  reaches the caller (the ambiguous case: it may well have been applied); each answer is
+  dropped with probability DROP_PROBABILITY, decided by the run's seeded random;
+* delay: every answer is held back DELAY_S before it is forwarded.
+
+``heal()`` ends any fault. The answer of a connection's first moments (the HTTP/2 handshake)
+always passes, so that a dropped answer is a request's, not the connection's setup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import socket
+import struct
+import threading
+import time
+
+_CHUNK = 65536
+DROP_PROBABILITY = 0.5
+DELAY_S = 2.5
+HANDSHAKE_S = 0.05
+
+
+class FaultProxy:
+    def __init__(
+        self,
+        backends: list[int],
+        rng: random.Random,
+        port: int = 0,
+        drop_probability: float = DROP_PROBABILITY,
+        delay_s: float = DELAY_S,
+        handshake_s: float = HANDSHAKE_S,
+    ) -> None:
+        self.backends = backends
+        self.port = port
+        self.drop_probability = drop_probability
+        self.delay_s = delay_s
+        self.handshake_s = handshake_s
+        self.fault: str | None = None
+        self._rng = rng
+        self._next = 0
+        self._lock = threading.Lock()
+        self._listener: socket.socket | None = None
+        self._sockets: set[socket.socket] = set()
+        self.dropped = 0
+
+    def start(self) -> FaultProxy:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(128)
+        self.port = listener.getsockname()[1]
+        with self._lock:
+            self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), name="fault-proxy-accept", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        with self._lock:
+            listener, self._listener = self._listener, None
+            sockets, self._sockets = self._sockets, set()
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+        for sock in sockets:
+            _reset(sock)
+
+    def inject(self, fault: str) -> None:
+        assert fault in ("refuse", "drop", "delay"), fault
+        self.fault = fault
+        if fault == "refuse":
+            self.stop()
+
+    def heal(self) -> None:
+        fault, self.fault = self.fault, None
+        if fault == "refuse":
+            self.start()
+
+    def _dial(self) -> socket.socket | None:
+        for _ in range(len(self.backends)):
+            with self._lock:
+                port = self.backends[self._next % len(self.backends)]
+                self._next += 1
+            try:
+                upstream = socket.create_connection(("127.0.0.1", port), timeout=2)
+            except OSError:
+                continue
+            upstream.settimeout(None)
+            return upstream
+        return None
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed
+            upstream = self._dial()
+            if upstream is None:
+                _reset(client)
+                continue
+            with self._lock:
+                if self._listener is not listener:
+                    _reset(client)
+                    _reset(upstream)
+                    return
+                self._sockets.update((client, upstream))
+            opened = time.monotonic()
+            for src, dst, answers in ((client, upstream, False), (upstream, client, True)):
+                threading.Thread(
+                    target=self._pump, args=(src, dst, answers, opened), name="fault-proxy-pump", daemon=True
+                ).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, answers: bool, opened: float) -> None:
+        try:
+            while True:
+                data = src.recv(_CHUNK)
+                if not data:
+                    break
+                if answers and time.monotonic() - opened >= self.handshake_s:
+                    if self.fault == "delay":
+                        time.sleep(self.delay_s)
+                    elif self.fault == "drop" and self._rng.random() < self.drop_probability:
+                        self.dropped += 1
+                        break  # the request was served; its answer never arrives
+                dst.sendall(data)
+        except OSError:
+            pass
+        with self._lock:
+            self._sockets.discard(src)
+            self._sockets.discard(dst)
+        _reset(src)
+        _reset(dst)
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with RST, as a vanished peer's connections end."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RD)
+    sock.close()
