@@ -28,10 +28,11 @@ the live state (on Cassandra the two are separate quorum reads of different key 
 creation's compare-and-set, its claim and its journal row in one batch, may reach one replica
 before the others). So P is judged only once the newest row of the shared partition naming it
 is older than SAFETY_SECONDS (its logical timestamp, the journal's clock, against the
-shipper's): a write of P that the row scan saw is then long finished and visible to every
-quorum read, the live state's included, while a write still in flight is recent and keeps P
-for a later round. The Store has no SERIAL scan to close the window instead, and a
-repository's deletion waits no longer for it than its rows already wait for the next round.
+shipper's; the two are assumed to agree within far less than that): a write of P that the row
+scan saw is then long finished and visible to every quorum read, the live state's included,
+while a write still in flight is recent and keeps P for a later round. The Store has no
+SERIAL scan to close the window instead; the rows of a deleted repository merely wait longer
+in KV, never shipped and harmless.
 
 For a gone P: the rows of every token in its saved list are deleted, then the list's keys,
 then P's rows of the shared partition, last: a crash anywhere leaves those rows, and the next

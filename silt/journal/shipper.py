@@ -157,9 +157,12 @@ class Shipper:
                     # passed (a stale writer's row may still land in it until then).
                     tokens.forget_if_unused(saved.token, self._clock())
             self._step("tokens saved")
-            self._drop_tokens_if_deleted(repository, partition)
         finally:
-            self._release_lease(partition)
+            # Also after a round that failed part-way: its saves so far may outlive the repository.
+            try:
+                self._drop_tokens_if_deleted(repository, partition)
+            finally:
+                self._release_lease(partition)
         return result
 
     # --- one partition ---------------------------------------------------------------
