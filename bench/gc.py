@@ -166,7 +166,7 @@ def main() -> None:
         try:
             blockstore = BlockstoreConfig(type="local", local=LocalBlockstoreConfig(path=f"{root}/data"))
             # Grace 0: every generated object predates the run; the default 6 h would spare them all.
-            options = GCOptions(grace_seconds=0)
+            options = GCOptions(grace_seconds=0, unsafe_short_grace=True)
             summary = run_gc(spark, api_grpc.GravelerServiceStub(channel), REPO, blockstore, options)
             jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
             jvm_peak = _peak_rss_kib(int(jvm_pid))

@@ -12,8 +12,10 @@ must exceed the validity by GRACE_MARGIN_SECONDS, far more than the skew of cloc
 and the one-second rounding of the address's stamp.
 
 A shorter grace is refused where a run is requested (``silt gc run --grace``, the job's
-``--grace``), unless the caller says ``--unsafe-short-grace``: for tests, and for a repository
-nobody links uploads into.
+``--grace``) and by the run itself (``GCOptions``, ``run_gc``), unless the caller says
+``--unsafe-short-grace`` (``unsafe_short_grace=True``): for tests, and for a repository nobody
+links uploads into. Open multipart uploads, which may last 7 days, are not the grace's to
+protect: their parts are never listed as objects (docs/design/gc.md, rule 3).
 """
 
 from __future__ import annotations

@@ -26,6 +26,10 @@ CHECKSUM_METADATA_PREFIX = "x-silt-checksum-"
 # reads compare the file with it (silt/block/external.py). Not last_modified, which a copy resets.
 # A time, like last_modified: graveler leaves it out of an entry's identity too.
 SOURCE_MTIME_KEY = "x-silt-source-mtime-ns"
+# The version the store itself gave an imported object when it was imported (GCS: its
+# generation; Azure: its ETag), in its entry's metadata: reads of the source ask for exactly
+# that version (silt/block/external.py). Like the time above, left out of an entry's identity.
+SOURCE_VERSION_KEY = "x-silt-source-version"
 
 
 def new_physical_address() -> str:

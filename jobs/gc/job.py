@@ -43,6 +43,12 @@ class GCOptions:
     sweep_only: str | None = None  # a run id whose report to sweep again
     listing_shards: int = 8
     sweep_partitions: int = 8
+    # Accept a grace shorter than the staging API's link validity plus a margin
+    # (silt/gc_grace.py): for tests, and for a repository nobody links uploads into.
+    unsafe_short_grace: bool = False
+
+    def __post_init__(self) -> None:
+        check_grace(self.grace_seconds, unsafe_short_grace=self.unsafe_short_grace)
 
 
 @dataclass
@@ -72,7 +78,11 @@ def run_gc(
     options: GCOptions,
     progress: Progress = lambda message: None,
 ) -> Summary:
-    """One run; ``graveler`` is a GravelerService stub (silt.client's, with timeouts)."""
+    """One run; ``graveler`` is a GravelerService stub (silt.client's, with timeouts).
+    GraceTooShort, before anything starts, for a grace a linked upload could outlive."""
+    # Checked here too, whoever built the options: GCOptions' fields may be changed after it
+    # checked them.
+    check_grace(options.grace_seconds, unsafe_short_grace=options.unsafe_short_grace)
     if options.sweep_only:
         return _sweep_only(spark, graveler, repository, blockstore, options, progress)
     timings: dict[str, float] = {}
@@ -238,10 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     add_job_options(parser)
     args = parser.parse_args(argv)
     # Refused before anything starts: a run with too short a grace can delete a linked upload.
-    grace = check_grace(parse_grace(args.grace), unsafe_short_grace=args.unsafe_short_grace)
+    options = GCOptions(
+        dry_run=args.dry_run,
+        grace_seconds=parse_grace(args.grace),
+        sweep_only=args.sweep_only,
+        unsafe_short_grace=args.unsafe_short_grace,
+    )
     state = State(config_path=args.config, graveler=args.graveler)
     config = state.config()
-    options = GCOptions(dry_run=args.dry_run, grace_seconds=grace, sweep_only=args.sweep_only)
     spark = job_session(args.master, "silt-gc")
     client = state.client()
     summary = run_gc(

@@ -35,10 +35,13 @@ FILENAME = "X-Silt-Filename"
 SIZE = "X-Silt-Size"
 ETAG = "X-Silt-ETag"
 MTIME = "X-Silt-Mtime"
+# The store's own version of an imported object (SourceVersion.store_version), when recorded:
+# optional, and signed only when present, so URLs made without it still verify.
+STORE_VERSION = "X-Silt-Source-Version"
 SIGNATURE = "X-Silt-Signature"
 _REQUIRED = {METHOD, EXPIRES, SIGNATURE}
 _VERSION = {SIZE, ETAG, MTIME}
-_NAMES = _REQUIRED | _VERSION | {FILENAME}
+_NAMES = _REQUIRED | _VERSION | {FILENAME, STORE_VERSION}
 # A URL's query names a method, a time, a file name, a version and a signature: nothing longer.
 MAX_QUERY_BYTES = 4096
 _MAX_DIGITS = 19
@@ -60,6 +63,8 @@ def _signed_text(method: str, address: str, expires: int, filename: str, version
     fields = [method, address, expires, filename]
     if version is not None:
         fields += [version.size, version.etag, version.mtime_ns]
+        if version.store_version:
+            fields.append(version.store_version)
     return json.dumps(["silt-presigned-url/v1", *fields], ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
@@ -108,6 +113,8 @@ class EdgeUrls:
             query[FILENAME] = filename
         if version is not None:
             query.update({SIZE: str(version.size), ETAG: version.etag, MTIME: str(version.mtime_ns)})
+            if version.store_version:
+                query[STORE_VERSION] = version.store_version
         query[SIGNATURE] = _encode(mac(self._key, _signed_text(method, address, expires, filename, version)))
         path = quote(url_path(address), safe="/")
         return PresignedURL(f"{origin}{path}?{urlencode(query, quote_via=quote)}", expires)
@@ -124,7 +131,7 @@ class EdgeUrls:
         names = set(params)
         if len(params) != len(pairs) or not names <= _NAMES or not names >= _REQUIRED:
             raise forbidden("malformed presigned URL: each of its parameters must appear once")
-        if names & _VERSION and not names >= _VERSION:
+        if (names & _VERSION or STORE_VERSION in names) and not names >= _VERSION:
             raise forbidden("malformed presigned URL: an incomplete version")
         granted = params[METHOD]
         if granted not in ("GET", "PUT"):
@@ -133,7 +140,9 @@ class EdgeUrls:
         filename = params.get(FILENAME, "")
         version = None
         if SIZE in params:
-            version = SourceVersion(_number(params[SIZE]), params[ETAG], _number(params[MTIME]))
+            version = SourceVersion(
+                _number(params[SIZE]), params[ETAG], _number(params[MTIME]), params.get(STORE_VERSION, "")
+            )
         address = address_of(path)
         signature = params[SIGNATURE]
         try:

@@ -24,7 +24,7 @@ from silt.block.adapter import PresignedURL, PresignMethod
 from silt.block.external import SourceVersion, is_external
 from silt.config import Config, PreSignedConfig
 from silt.graveler.v1 import model_pb2 as pb
-from silt.objects import SOURCE_MTIME_KEY, full_address, split_address
+from silt.objects import SOURCE_MTIME_KEY, SOURCE_VERSION_KEY, full_address, split_address
 
 # What a Host header may hold to be put into a URL: a name or address and a port, nothing else.
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
@@ -64,7 +64,9 @@ class Presigner:
         call it in a worker thread."""
         address = entry.physical_address
         if is_external(namespace, address):
-            version = SourceVersion(int(entry.size), entry.etag, _recorded_mtime(entry))
+            version = SourceVersion(
+                int(entry.size), entry.etag, _recorded_mtime(entry), entry.metadata.get(SOURCE_VERSION_KEY, "")
+            )
             return self._edge_url(request, address, "GET", filename, version)
         return self._sign(request, namespace, address, "GET", filename)
 

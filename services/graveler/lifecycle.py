@@ -54,6 +54,7 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.history.layout import HOURS_PREFIX
 from silt.journal.context import background_context, note_repository_partition
 from silt.journal.record import JOURNAL_PREFIX
+from silt.journal.ship_deleted import drop_saved_tokens
 from silt.journal.store import raw_store
 from silt.kv.conditional import delete_current
 from silt.multipart_uploads import abort_repository
@@ -277,6 +278,8 @@ class Lifecycle:
                     raw.delete(repo.partition, key)
                 else:
                     delete_current(raw, repo.partition, key)
+            # The shipper's saved token list lies outside the partition: it goes with it.
+            drop_saved_tokens(raw, repo.partition)
             with background_context("repository_cleanup", repo.name):
                 delete_current(self._refs.kv, GRAVELER_PARTITION, record_claim_key(repo.record))
                 self._refs.kv.delete(GRAVELER_PARTITION, TO_DELETE + repo.partition)

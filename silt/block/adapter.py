@@ -34,6 +34,10 @@ class ObjectStat:
     size: int
     etag: str  # hex MD5 of the bytes, or "<md5 of part md5s>-<parts>" after a multipart upload
     mtime: datetime
+    # The store's own name of this version of the object, where it has one a read can ask for
+    # (GCS: the generation; Azure: its ETag); "" elsewhere. Assigned by the store, never by
+    # whoever writes the object.
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class ListedObject:
     size: int
     etag: str
     mtime: datetime
+    version: str = ""  # as ObjectStat.version
 
 
 # What a presigned URL lets its holder do with one object.

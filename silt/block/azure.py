@@ -247,8 +247,21 @@ def _utc(value: datetime | None) -> datetime:
 def _etag_of(props: BlobProperties) -> str:
     """The blob's S3-form ETag: Silt's record of it, else its Content-MD5, else Azure's ETag."""
     recorded = (props.metadata or {}).get(ETAG_METADATA)
-    if recorded:
-        return normalize_etag(recorded)
+    return normalize_etag(recorded) if recorded else _content_etag_of(props)
+
+
+def _version_of(props: BlobProperties) -> str:
+    """Azure's ETag of the blob, quoted as an If-Match header carries it (a listing gives it
+    bare, Get Blob Properties quoted)."""
+    etag = str(props.etag or "")
+    if not etag or etag.startswith(('"', "W/")):
+        return etag
+    return f'"{etag}"'
+
+
+def _content_etag_of(props: BlobProperties) -> str:
+    """The ETag of the blob's bytes from its properties alone (its Content-MD5, else Azure's
+    ETag): never Silt's metadata, which anyone who may write the blob may set."""
     content_md5 = props.content_settings.content_md5 if props.content_settings else None
     if content_md5:
         return bytes(content_md5).hex()
@@ -665,24 +678,42 @@ class AzureAdapter(BlockAdapter):
         target = self._locate(namespace, key)
         return self._download(target, start, end - start + 1)
 
-    def get_if_match(self, namespace: str, key: str, etag: str, byte_range: tuple[int, int] | None = None) -> BinaryIO:
-        """get (or get_range) of the blob only while it is the version whose ETag is `etag` (Silt's
-        S3-form ETag, which Azure cannot compare): its properties are read first, and the read
-        is made conditional on the Azure ETag they carried (If-Match, in the one Get Blob
-        request the whole body streams from). A blob replaced in between fails the read instead
-        of lending its bytes to the version checked. PredicateFailed when the ETag differs or
-        the blob was replaced since, NotFound when it is gone."""
+    def get_if_match(
+        self,
+        namespace: str,
+        key: str,
+        etag: str,
+        byte_range: tuple[int, int] | None = None,
+        *,
+        size: int | None = None,
+        version: str = "",
+    ) -> BinaryIO:
+        """get (or get_range) of an imported blob only as it was imported; for sources Silt does
+        not own, so nothing a writer of the blob can set in its metadata is trusted.
+
+        With `version` (the ETag Azure gave the blob when it was imported), the read is
+        conditional on it (If-Match, in the one Get Blob request the body streams from): any
+        write to the blob since, its metadata's included, fails it. Without (an entry imported
+        before Azure ETags were recorded), the blob's properties are read and its size and
+        Content-MD5 (else Azure's ETag) compared with `size` and `etag`, never Silt's ETag
+        metadata, and the read made conditional on the Azure ETag those properties carried, so a
+        replacement in between fails it. PredicateFailed when the blob is not the one imported,
+        NotFound when there is none."""
         if byte_range is not None:
             check_range(*byte_range)
         target = self._locate(namespace, key)
-        props = self._properties(target)
-        if _etag_of(props) != normalize_etag(etag):
-            raise PredicateFailed(f"{target.what}: its ETag is no longer {etag}")
-        if not props.etag:
-            raise Unavailable(f"azure {target.what}: the store reported no ETag for the blob")
+        if not version:
+            props = self._properties(target)
+            if size is not None and int(props.size) != size:
+                raise PredicateFailed(f"{target.what}: its size is no longer {size}")
+            if _content_etag_of(props) != normalize_etag(etag):
+                raise PredicateFailed(f"{target.what}: its ETag is no longer {etag}")
+            if not props.etag:
+                raise Unavailable(f"azure {target.what}: the store reported no ETag for the blob")
+            version = _version_of(props)
         if byte_range is None:
-            return self._download(target, None, None, if_match=props.etag)
-        return self._download(target, byte_range[0], byte_range[1] - byte_range[0] + 1, if_match=props.etag)
+            return self._download(target, None, None, if_match=version)
+        return self._download(target, byte_range[0], byte_range[1] - byte_range[0] + 1, if_match=version)
 
     def _download(
         self, target: _Target, offset: int | None, length: int | None, if_match: str | None = None
@@ -718,7 +749,9 @@ class AzureAdapter(BlockAdapter):
     def stat(self, namespace: str, key: str) -> ObjectStat:
         target = self._locate(namespace, key)
         props = self._properties(target)
-        return ObjectStat(size=int(props.size), etag=_etag_of(props), mtime=_utc(props.last_modified))
+        return ObjectStat(
+            size=int(props.size), etag=_etag_of(props), mtime=_utc(props.last_modified), version=_version_of(props)
+        )
 
     def delete(self, namespace: str, key: str) -> None:
         target = self._locate(namespace, key)
@@ -788,7 +821,7 @@ class AzureAdapter(BlockAdapter):
                     continue
                 if after and key.encode("utf-8", "surrogatepass") <= after_bytes:
                     continue
-                yield ListedObject(key, int(props.size), _etag_of(props), _utc(props.last_modified))
+                yield ListedObject(key, int(props.size), _etag_of(props), _utc(props.last_modified), _version_of(props))
 
     # --- presigned URLs ----------------------------------------------------------------
 

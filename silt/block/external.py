@@ -8,12 +8,22 @@ them (garbage collection lists only the namespace); it reads them, and only as t
 
 The source may change after the import, since it is not Silt's. Every read of an external entry
 compares the source with what the entry recorded, and the bytes served are those of the version
-compared: S3's ``If-Match`` on the recorded ETag (the same request, no extra stat); on GCS and
-Azure, which cannot compare Silt's ETag in a read, the object's metadata is compared and the read
-then pinned to what that metadata described (GCS: its generation; Azure: ``If-Match`` on its
-own ETag), so a source replaced between the two steps fails the read; the opened file's size and
-modification time on a local disk. A source that changed or vanished answers SourceChanged
-naming it; different bytes are never served under the entry.
+compared. Only what the store itself assigns is compared, never what a writer of the source can
+set (Silt's own ETag metadata, ``silt-etag`` / ``silt_etag``, is ignored for sources):
+
+* S3: ``If-Match`` on the recorded ETag, S3's own, in the read itself (no extra stat);
+* GCS and Azure: the import records the version the store gave the object (GCS: its
+  generation; Azure: its ETag) in the entry (``x-silt-source-version``), and a read asks for
+  exactly that version: a GCS read of that generation, an Azure read with ``If-Match`` on that
+  ETag. For an entry imported before versions were recorded, the object's size and the ETag the
+  store computed of its bytes (MD5; else the store's ETag; on Azure the Content-MD5 property,
+  which the uploader of a blob assembled from blocks supplies) are compared with the entry's,
+  and the read pinned to the generation / Azure ETag that check saw, so a source replaced
+  between the two steps fails the read;
+* a local disk: the opened file's size and modification time.
+
+A source that changed or vanished answers SourceChanged naming it; different bytes are never
+served under the entry.
 
 ``source_reader`` gives the reads of one entry: the block adapter itself for an entry inside the
 namespace (nothing changes for those), a SourceReader for an external one.
@@ -35,7 +45,7 @@ from silt.block.rules import check_part_number, check_range
 from silt.config import BlockstoreConfig
 from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SourceChanged, Unavailable
 from silt.namespaces import split_store_uri
-from silt.objects import SOURCE_MTIME_KEY
+from silt.objects import SOURCE_MTIME_KEY, SOURCE_VERSION_KEY
 
 # How a local external file is named: "local://" followed by its absolute path.
 LOCAL_EXTERNAL = "local:///"
@@ -82,6 +92,9 @@ class SourceVersion:
     size: int
     etag: str
     mtime_ns: int  # 0 when unknown
+    # The store's own name of the version imported (GCS: generation; Azure: ETag), "" when the
+    # import recorded none (S3, local files, entries imported before it was recorded).
+    store_version: str = ""
 
 
 def changed(uri: str, how: str) -> SourceChanged:
@@ -241,7 +254,12 @@ class ObjectReader(Protocol):
 
 def _version_of(entry: Any) -> SourceVersion:
     recorded = entry.metadata.get(SOURCE_MTIME_KEY, "")
-    return SourceVersion(int(entry.size), str(entry.etag), int(recorded) if recorded.isdigit() else 0)
+    return SourceVersion(
+        int(entry.size),
+        str(entry.etag),
+        int(recorded) if recorded.isdigit() else 0,
+        entry.metadata.get(SOURCE_VERSION_KEY, ""),
+    )
 
 
 def split_external(address: str) -> tuple[str, str]:
@@ -275,9 +293,11 @@ class SourceReader:
         get_if_match = getattr(self._adapter, "get_if_match", None)
         if get_if_match is not None and version.etag:
             try:
-                reader: BinaryIO = get_if_match(namespace, key, version.etag, byte_range)
-            except PredicateFailed:
-                raise changed(address, f"changed (its ETag is no longer {version.etag})") from None
+                reader: BinaryIO = get_if_match(
+                    namespace, key, version.etag, byte_range, size=version.size, version=version.store_version
+                )
+            except PredicateFailed as exc:
+                raise changed(address, f"changed ({exc})") from None
             except NotFound:
                 raise changed(address, "no longer exists") from None
             return reader

@@ -240,7 +240,17 @@ def _etag_of(blob: storage.Blob) -> str:
     metadata = blob.metadata or {}
     if metadata.get(ETAG_METADATA):
         return normalize_etag(str(metadata[ETAG_METADATA]))
+    return _content_etag_of(blob)
+
+
+def _content_etag_of(blob: storage.Blob) -> str:
+    """The ETag of the blob's bytes as GCS itself computed them (its MD5, else its own ETag):
+    never Silt's metadata, which anyone who may write the object may set."""
     return _hex_md5(blob.md5_hash) or normalize_etag(str(blob.etag or ""))
+
+
+def _version_of(blob: storage.Blob) -> str:
+    return str(blob.generation) if blob.generation is not None else ""
 
 
 def _mtime_of(blob: storage.Blob) -> datetime:
@@ -664,28 +674,52 @@ class GCSAdapter(BlockAdapter):
         bucket, name, what = self._locate(namespace, key)
         return self._open(bucket, name, what, start, end)
 
-    def get_if_match(self, namespace: str, key: str, etag: str, byte_range: tuple[int, int] | None = None) -> BinaryIO:
-        """get (or get_range) of the object only while it is the version whose ETag is `etag`.
-        GCS cannot make a read conditional on an ETag, so the object's metadata is read first and
-        every chunk read from the generation that metadata described. An object replaced in
-        between fails the read (or, where the bucket keeps old generations, the checked one is
-        read) instead of lending its bytes to the version checked. PredicateFailed when the ETag
-        differs or the generation is gone, NotFound when there is no object."""
+    def get_if_match(
+        self,
+        namespace: str,
+        key: str,
+        etag: str,
+        byte_range: tuple[int, int] | None = None,
+        *,
+        size: int | None = None,
+        version: str = "",
+    ) -> BinaryIO:
+        """get (or get_range) of an imported object only as it was imported; for sources Silt
+        does not own, so nothing a writer of the object can set is trusted.
+
+        With `version` (the generation GCS gave the object when it was imported), that generation
+        is read, every chunk of it: the very bytes imported, or PredicateFailed once it is gone
+        (replaced in a bucket that keeps no old generations). Without (an entry imported before
+        generations were recorded), the object's metadata is read and its size and the ETag GCS
+        computed of its bytes (MD5; GCS's own ETag for a composite object) compared with `size`
+        and `etag`, never Silt's ETag metadata; the read then takes the generation that
+        metadata described, so a replacement in between fails it. PredicateFailed when the
+        object is not the one imported, NotFound when there is none."""
         if byte_range is not None:
             check_range(*byte_range)
         bucket, name, what = self._locate(namespace, key)
+        start, end = (0, None) if byte_range is None else byte_range
+        if version:
+            try:
+                generation = int(version)
+            except ValueError:
+                raise PredicateFailed(f"{what}: the recorded generation {version!r} is not one") from None
+            return self._open(bucket, name, what, start, end, generation)
         blob = self._reload(bucket, name, what)
-        if _etag_of(blob) != normalize_etag(etag):
+        if size is not None and int(blob.size or 0) != size:
+            raise PredicateFailed(f"{what}: its size is no longer {size}")
+        if _content_etag_of(blob) != normalize_etag(etag):
             raise PredicateFailed(f"{what}: its ETag is no longer {etag}")
         if blob.generation is None:
             raise Unavailable(f"gs {what}: the store reported no generation for the object")
-        start, end = (0, None) if byte_range is None else byte_range
         return self._open(bucket, name, what, start, end, int(blob.generation))
 
     def stat(self, namespace: str, key: str) -> ObjectStat:
         bucket, name, what = self._locate(namespace, key)
         blob = self._reload(bucket, name, what)
-        return ObjectStat(size=int(blob.size or 0), etag=_etag_of(blob), mtime=_mtime_of(blob))
+        return ObjectStat(
+            size=int(blob.size or 0), etag=_etag_of(blob), mtime=_mtime_of(blob), version=_version_of(blob)
+        )
 
     def delete(self, namespace: str, key: str) -> None:
         bucket, name, what = self._locate(namespace, key)
@@ -731,7 +765,7 @@ class GCSAdapter(BlockAdapter):
                     continue
                 if any(part.startswith(RESERVED_PREFIX) for part in key.split("/")):
                     continue
-                yield ListedObject(key, int(blob.size or 0), _etag_of(blob), _mtime_of(blob))
+                yield ListedObject(key, int(blob.size or 0), _etag_of(blob), _mtime_of(blob), _version_of(blob))
 
     # --- presigned URLs ---------------------------------------------------------------
 

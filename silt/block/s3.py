@@ -405,10 +405,21 @@ class S3Adapter(BlockAdapter):
             response = self._client.get_object(Bucket=bucket, Key=name, Range=f"bytes={start}-{end}")
         return _reader(response["Body"], what)
 
-    def get_if_match(self, namespace: str, key: str, etag: str, byte_range: tuple[int, int] | None = None) -> BinaryIO:
+    def get_if_match(
+        self,
+        namespace: str,
+        key: str,
+        etag: str,
+        byte_range: tuple[int, int] | None = None,
+        *,
+        size: int | None = None,
+        version: str = "",
+    ) -> BinaryIO:
         """get (or get_range) only while the object's ETag is `etag`: S3's If-Match in the same
-        request, so the check costs nothing and no other version's bytes can follow it.
-        PredicateFailed when the ETag differs, NotFound when the object is gone."""
+        request, so the check costs nothing and no other version's bytes can follow it. The ETag
+        is S3's own, which no writer sets: `size` and `version` (what GCS and Azure compare
+        besides) add nothing here. PredicateFailed when the ETag differs, NotFound when the
+        object is gone."""
         extra: dict[str, str] = {}
         if byte_range is not None:
             check_range(*byte_range)

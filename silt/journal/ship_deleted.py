@@ -22,9 +22,23 @@ only once the partitions are clean. So nothing of P is live, in progress or stil
 cleaned. Rows that name a repository only by name (records made before the call resolved it)
 are judged the same way by name.
 
+That argument needs each read to see every write acknowledged before it, and more: a write
+still being committed while the reads run may be seen by the row scan and missed by the scan of
+the live state (on Cassandra the two are separate quorum reads of different key ranges, and a
+creation's compare-and-set, its claim and its journal row in one batch, may reach one replica
+before the others). So P is judged only once the newest row of the shared partition naming it
+is older than SAFETY_SECONDS (its logical timestamp, the journal's clock, against the
+shipper's; the two are assumed to agree within far less than that): a write of P that the row
+scan saw is then long finished and visible to every quorum read, the live state's included,
+while a write still in flight is recent and keeps P for a later round. The Store has no
+SERIAL scan to close the window instead; the rows of a deleted repository merely wait longer
+in KV, never shipped and harmless.
+
 For a gone P: the rows of every token in its saved list are deleted, then the list's keys,
 then P's rows of the shared partition, last: a crash anywhere leaves those rows, and the next
-round finds P again and finishes.
+round finds P again and finishes. The deletion's own clean-up drops the saved list first
+(drop_saved_tokens, from services/graveler/lifecycle.py), so a repository whose shared rows a
+shipper racing its deletion shipped (and which no round finds again here) leaves nothing.
 """
 
 from __future__ import annotations
@@ -39,7 +53,7 @@ from google.protobuf.message import DecodeError
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.envelope import unwrap
 from silt.journal.record import JOURNAL_PREFIX, decode_record
-from silt.journal.ship_tokens import ShippedTokens
+from silt.journal.ship_tokens import TOKEN_GRACE_SECONDS, ShippedTokens
 from silt.kv.store import MAX_APPLY_ROWS, Store, scan_prefix
 
 log = logging.getLogger(__name__)
@@ -50,6 +64,11 @@ GRAVELER_PARTITION = b"graveler"
 REPOS = b"repos/"
 CLAIMS = b"ns_claims/"
 TO_DELETE = b"to_delete/"
+
+# A partition is judged gone only once the newest shared row naming it is this old: far beyond
+# any request's deadline and any write's commit, and the same grace a dropped token is kept
+# scanned (silt/journal/ship_tokens.py).
+SAFETY_SECONDS = TOKEN_GRACE_SECONDS
 
 # Picks the journal rows to delete, by their stored value.
 _Chooser = Callable[[bytes], bool]
@@ -84,8 +103,12 @@ def _repository(stored: bytes) -> pb.Repository | None:
 
 
 class DeletedRepositories:
-    def __init__(self, kv: Store) -> None:
+    def __init__(
+        self, kv: Store, clock: Callable[[], float] = time.time, safety_seconds: float = SAFETY_SECONDS
+    ) -> None:
         self._kv = kv  # raw: journal rows visible, deletes unjournaled
+        self._clock = clock
+        self._safety_seconds = safety_seconds
 
     def sweep(self) -> Swept:
         swept = Swept()
@@ -96,7 +119,7 @@ class DeletedRepositories:
         gone = {p for p in partitions if p not in live.partitions and _unique_id_of(p) not in live.unique_ids}
         gone_names = {n for n in names if n not in live.names} if live.names_complete else set()
         for partition in sorted(gone):
-            swept.rows += self._drop_tokens(partition.encode())
+            swept.rows += drop_saved_tokens(self._kv, partition.encode())
         if gone or gone_names:
             swept.rows += self._drop_shared_rows(gone, gone_names)
         swept.partitions = sorted(gone)
@@ -105,15 +128,24 @@ class DeletedRepositories:
         return swept
 
     def _named_in_rows(self) -> tuple[set[str], set[str]]:
-        partitions: set[str] = set()
-        names: set[str] = set()
+        """The partitions (and names) the shared rows name whose newest row is old enough to judge."""
+        newest_of_partition: dict[str, int] = {}
+        newest_of_name: dict[str, int] = {}
         for entry in scan_prefix(self._kv, GRAVELER_PARTITION, JOURNAL_PREFIX):
             record = decode_record(entry.value)
             if record.repository_partition:
-                partitions.add(record.repository_partition)
+                newest = newest_of_partition
+                named = record.repository_partition
             elif record.repository:
-                names.add(record.repository)
-        return partitions, names
+                newest, named = newest_of_name, record.repository
+            else:
+                continue
+            newest[named] = max(newest.get(named, 0), record.logical_timestamp)
+        settled = int((self._clock() - self._safety_seconds) * 1_000_000)
+        return (
+            {p for p, ts in newest_of_partition.items() if ts < settled},
+            {n for n, ts in newest_of_name.items() if ts < settled},
+        )
 
     def _live(self) -> _Live:
         live = _Live()
@@ -136,14 +168,6 @@ class DeletedRepositories:
                     live.unique_ids.add(record.unique_id)
         return live
 
-    def _drop_tokens(self, partition: bytes) -> int:
-        tokens = ShippedTokens(self._kv, partition)
-        dropped = 0
-        for saved in list(tokens.entries()):
-            dropped += self._delete_rows(saved.partition, lambda _: True)
-            tokens.forget(saved.token)
-        return dropped
-
     def _drop_shared_rows(self, partitions: set[str], names: set[str]) -> int:
         def gone(value: bytes) -> bool:
             record = decode_record(value)
@@ -151,17 +175,31 @@ class DeletedRepositories:
                 return record.repository_partition in partitions
             return bool(record.repository) and record.repository in names
 
-        return self._delete_rows(GRAVELER_PARTITION, gone)
+        return _delete_rows(self._kv, GRAVELER_PARTITION, gone)
 
-    def _delete_rows(self, partition: bytes, chosen: _Chooser) -> int:
-        """Delete the journal rows of partition that chosen picks, a chunk at a time; how many."""
-        deleted = 0
-        for keys, newest in _chunks(self._kv, partition, chosen):
-            # After every row's own write time, as the shipper deletes (shipper.py).
-            delete_time = max(time.time_ns() // 1000, newest + 1)
-            self._kv.apply(partition, [], keys, timestamp=delete_time)
-            deleted += len(keys)
-        return deleted
+
+def drop_saved_tokens(kv: Store, repository_partition: bytes) -> int:
+    """Delete the journal rows of every token in the saved list of a deleted repository (its
+    partition `repository_partition`), each token's key after its rows; how many rows. kv is
+    the raw store. Only for a repository whose record is gone: its tokens are not shipped."""
+    tokens = ShippedTokens(kv, repository_partition)
+    dropped = 0
+    # Page by page, deleting behind the scan's cursor: the list is never read whole.
+    for saved in tokens.entries():
+        dropped += _delete_rows(kv, saved.partition, lambda _: True)
+        tokens.forget(saved.token)
+    return dropped
+
+
+def _delete_rows(kv: Store, partition: bytes, chosen: _Chooser) -> int:
+    """Delete the journal rows of partition that chosen picks, a chunk at a time; how many."""
+    deleted = 0
+    for keys, newest in _chunks(kv, partition, chosen):
+        # After every row's own write time, as the shipper deletes (shipper.py).
+        delete_time = max(time.time_ns() // 1000, newest + 1)
+        kv.apply(partition, [], keys, timestamp=delete_time)
+        deleted += len(keys)
+    return deleted
 
 
 def _chunks(kv: Store, partition: bytes, chosen: _Chooser) -> Iterator[tuple[list[bytes], int]]:

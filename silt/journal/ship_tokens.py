@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from silt.errors import NotFound, PredicateFailed, Unavailable
+from silt.kv.conditional import delete_current
 from silt.kv.store import Store, scan_prefix
 
 log = logging.getLogger(__name__)
@@ -133,8 +134,10 @@ class ShippedTokens:
         return True
 
     def forget(self, token: str) -> None:
-        """Delete token from the list whatever its time (its repository is gone)."""
-        self._kv.delete(self.partition, _key(token))
+        """Delete token from the list whatever its time (its repository is gone). By
+        compare-and-set, as the key is written: on Cassandra a plain delete is not ordered
+        against a racing save's Paxos ballot and could be shadowed by it (docs/design/kv.md)."""
+        delete_current(self._kv, self.partition, _key(token))
 
     def adopt_legacy_list(self) -> None:
         """Move a list an earlier version saved as one JSON value into this one: every token

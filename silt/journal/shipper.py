@@ -50,7 +50,7 @@ from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import unwrap
 from silt.journal.mac import sign
 from silt.journal.record import JOURNAL_PREFIX, decode_record
-from silt.journal.ship_deleted import DeletedRepositories, Swept
+from silt.journal.ship_deleted import DeletedRepositories, Swept, drop_saved_tokens
 from silt.journal.ship_tokens import TOKEN_GRACE_SECONDS, ShippedTokens
 from silt.journal.v1.journal_pb2 import Record
 from silt.kv.store import MAX_APPLY_ROWS, Store, scan_prefix
@@ -122,7 +122,7 @@ class Shipper:
 
     def sweep_deleted(self) -> Swept:
         """Drop the journal rows deleted repositories left (silt/journal/ship_deleted.py)."""
-        return DeletedRepositories(self._kv).sweep()
+        return DeletedRepositories(self._kv, self._clock).sweep()
 
     def ship(self, repository: str) -> ShipResult:
         try:
@@ -158,7 +158,11 @@ class Shipper:
                     tokens.forget_if_unused(saved.token, self._clock())
             self._step("tokens saved")
         finally:
-            self._release_lease(partition)
+            # Also after a round that failed part-way: its saves so far may outlive the repository.
+            try:
+                self._drop_tokens_if_deleted(repository, partition)
+            finally:
+                self._release_lease(partition)
         return result
 
     # --- one partition ---------------------------------------------------------------
@@ -232,6 +236,23 @@ class Shipper:
             self._step("rows deleted")
 
     # --- tokens ----------------------------------------------------------------------
+
+    def _drop_tokens_if_deleted(self, repository: pb.Repository, partition: bytes) -> None:
+        """Drop the saved token list this round wrote to if the repository was deleted while it
+        ran. Read after the round's last save: if the record is still there, its deletion comes
+        later and the deletion's clean-up, which drops the list, finds every save; if it is
+        gone, that clean-up may already have dropped the list, and the saves after it would
+        stay for good (no round ships the repository again; the sweep may find none of its
+        shared rows, this round having shipped them)."""
+        try:
+            current = _decode(pb.Repository(), self._kv.get(GRAVELER_PARTITION, REPOS + repository.name.encode()).value)
+        except NotFound:
+            current = None
+        if current is None or current.unique_id != repository.unique_id:
+            dropped = drop_saved_tokens(self._kv, partition)
+            log.info(
+                "repository %s was deleted while shipping: dropped its saved tokens (%d rows)", repository.name, dropped
+            )
 
     def _branch_tokens_now(self, partition: bytes) -> Iterator[str]:
         for entry in scan_prefix(self._kv, partition, BRANCHES):

@@ -190,7 +190,7 @@ def test_a_repository_on_the_store_end_to_end(on_store: OnStore, spark: Any, tmp
 
     graveler.SetGCRules(api.SetGCRulesRequest(repository=REPO, rules=pb.GCRules(default_retention_days=0)), timeout=30)
     time.sleep(1.1)  # the objects must predate the run by more than the stores' time resolution
-    summary = run_gc(spark, graveler, REPO, on_store.blockstore, GCOptions(grace_seconds=0))
+    summary = run_gc(spark, graveler, REPO, on_store.blockstore, GCOptions(grace_seconds=0, unsafe_short_grace=True))
     assert summary.objects.get("expired-commit") == 1 and summary.deleted == 1, summary
     assert not _exists(on_store, namespace, first)
     assert all(_exists(on_store, namespace, address) for address in kept.values())

@@ -15,6 +15,7 @@ from services.api.link_addresses import LINK_VALIDITY_SECONDS
 from silt.cli import gc as gc_cli
 from silt.cli.common import State
 from silt.cli.main import cli
+from silt.config import BlockstoreConfig
 from silt.gc_grace import (
     DEFAULT_GRACE,
     DEFAULT_GRACE_SECONDS,
@@ -97,3 +98,26 @@ def test_the_job_runs_with_a_short_grace_only_when_told_it_is_unsafe(monkeypatch
     monkeypatch.setattr(job, "job_session", started)
     with pytest.raises(Started):
         job.main(["repo", "--grace", "0", "--unsafe-short-grace"])
+
+
+class NoGraveler:
+    """A graveler stub that fails the test if a run reaches it."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"the run called graveler's {name} with a grace it should have refused")
+
+
+def test_options_with_a_short_grace_are_refused_unless_marked_unsafe() -> None:
+    with pytest.raises(GraceTooShort):
+        job.GCOptions(grace_seconds=0)
+    with pytest.raises(GraceTooShort):
+        job.GCOptions(grace_seconds=MIN_GRACE_SECONDS - 1, dry_run=True)
+    assert job.GCOptions(grace_seconds=0, unsafe_short_grace=True).grace_seconds == 0
+    assert job.GCOptions(grace_seconds=MIN_GRACE_SECONDS).grace_seconds == MIN_GRACE_SECONDS
+
+
+def test_run_gc_refuses_a_short_grace_whoever_built_the_options() -> None:
+    options = job.GCOptions()
+    options.grace_seconds = 600  # changed after the options checked it
+    with pytest.raises(GraceTooShort):
+        job.run_gc(None, NoGraveler(), "repo", BlockstoreConfig(), options)

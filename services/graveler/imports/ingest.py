@@ -30,7 +30,7 @@ from silt.block.adapter import BlockAdapter
 from silt.block.external import LOCAL_EXTERNAL, ExternalFiles
 from silt.errors import InvalidArgument
 from silt.graveler.v1 import model_pb2 as pb
-from silt.objects import SOURCE_MTIME_KEY
+from silt.objects import SOURCE_MTIME_KEY, SOURCE_VERSION_KEY
 
 # How often progress is written to the import's record (and a cancel looked for).
 PROGRESS_SECONDS = 1.0
@@ -61,8 +61,14 @@ class IngestResult:
 def imported_record(key: bytes, address: str, found: Found) -> Record:
     """The committed record of an imported object: an entry naming its source, with its identity
     computed as services/graveler/values.py's entry_value does (without address and times). A
-    local file's mtime is kept for reads to compare (an S3 object's ETag suffices)."""
+    local file's mtime is kept for reads to compare (an S3 object's ETag suffices), and the
+    version GCS or Azure gave the object for reads to ask for."""
     entry = pb.Entry(size=found.size, etag=found.etag)
+    if found.version:
+        # GCS's generation, Azure's ETag: reads ask for exactly this version of the source. Part
+        # of the identity: an entry naming another version is another entry (the one it names
+        # may be gone even if the bytes were the same).
+        entry.metadata[SOURCE_VERSION_KEY] = found.version
     identity = hashlib.sha256(entry.SerializeToString(deterministic=True)).digest()
     entry.physical_address = address
     entry.last_modified.seconds, entry.last_modified.nanos = divmod(found.mtime_ns, 1_000_000_000)

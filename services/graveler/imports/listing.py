@@ -51,6 +51,7 @@ class Found(NamedTuple):
     size: int
     etag: str
     mtime_ns: int
+    version: str = ""  # the store's own version of it (ObjectStat.version), "" if none
 
 
 def _s3_error(exc: Exception, what: str) -> Exception:
@@ -108,7 +109,7 @@ def list_store(adapter: Any, source: Source) -> Iterator[Found]:
             found = adapter.stat(source.bucket, source.key)
         except NotFound:
             raise NotFound(f"reading {source.path}: no such object") from None
-        yield Found(source.key, found.size, found.etag, _mtime_ns(found.mtime))
+        yield Found(source.key, found.size, found.etag, _mtime_ns(found.mtime), found.version)
         return
     last = ""
     for item in adapter.list_objects(source.bucket, source.key):
@@ -118,7 +119,7 @@ def list_store(adapter: Any, source: Source) -> Iterator[Found]:
                 "(Azure orders characters beyond the Basic Multilingual Plane otherwise): such names cannot be imported"
             )
         last = item.key
-        yield Found(item.key, item.size, item.etag, _mtime_ns(item.mtime))
+        yield Found(item.key, item.size, item.etag, _mtime_ns(item.mtime), item.version)
 
 
 def _md5_of(fd: int, size: int) -> str:

@@ -6,6 +6,11 @@ the two steps answers SourceChanged instead of serving the replacement under the
 The replacement happens deterministically inside the adapter's metadata read (after it
 returned what it found), the one moment a second writer could slip in. On S3 (moto) the check
 is the read itself (If-Match in the same GetObject): a replaced source is refused there too.
+
+Nothing a writer of the source can set is trusted: a replacement of the same size carrying
+Silt's ETag metadata (`silt-etag` / `silt_etag`) with the imported ETag is refused. An import
+records the store's own version of the object (GCS generation, Azure ETag), and the reads of
+such an entry ask for exactly that version.
 """
 
 from __future__ import annotations
@@ -18,13 +23,18 @@ from typing import Any
 
 import pytest
 
+from services.graveler.imports.ingest import imported_record
+from services.graveler.imports.listing import Found
 from silt.block import BlockAdapter
+from silt.block.azure import ETAG_METADATA as AZURE_ETAG_METADATA
 from silt.block.azure import AzureAdapter
 from silt.block.external import ExternalFiles, source_reader, split_external
+from silt.block.gcs import ETAG_METADATA as GCS_ETAG_METADATA
 from silt.block.gcs import GCSAdapter
 from silt.block.s3 import S3Adapter
 from silt.errors import SourceChanged
 from silt.graveler.v1 import model_pb2 as pb
+from silt.objects import SOURCE_VERSION_KEY
 from tests.support.emulators import AZURITE_ACCOUNT
 
 ORIGINAL = b"the bytes that were imported"
@@ -132,3 +142,65 @@ def test_a_source_replaced_after_the_import_is_refused(landing: Landing) -> None
     landing.adapter.delete(namespace, key)
     with pytest.raises(SourceChanged):
         reader.get(namespace, key)
+
+
+def forge_etag_metadata(env: Landing, namespace: str, key: str, etag: str) -> None:
+    """Set Silt's ETag metadata on the source, as anyone allowed to write it can."""
+    if isinstance(env.adapter, GCSAdapter):
+        bucket, name, _ = env.adapter._locate(namespace, key)
+        blob = bucket.blob(name)
+        blob.metadata = {GCS_ETAG_METADATA: etag}
+        blob.patch()
+    else:
+        assert isinstance(env.adapter, AzureAdapter)
+        env.adapter._locate(namespace, key).blob.set_blob_metadata({AZURE_ETAG_METADATA: etag})
+
+
+def recorded_by_import(env: Landing, imported_entry: pb.Entry) -> pb.Entry:
+    """The entry an import records of the source, from the store's listing as the import reads it."""
+    namespace, key = split_external(imported_entry.physical_address)
+    listing = list(env.adapter.list_objects(namespace, key))
+    matching = [item for item in listing if item.key == key]
+    assert len(matching) == 1, (key, listing)
+    listed = matching[0]
+    found = Found(listed.key, listed.size, listed.etag, 0, listed.version)
+    entry = pb.Entry()
+    entry.ParseFromString(imported_record(key.encode(), imported_entry.physical_address, found).value)
+    return entry
+
+
+@pytest.mark.parametrize("recorded", ["version", "no version"])
+def test_a_replacement_carrying_the_imported_etag_as_silt_metadata_is_refused(landing: Landing, recorded: str) -> None:
+    if landing.metadata_method == "_head":
+        pytest.skip("S3's ETag is S3's own: no metadata stands in for it")
+    entry, namespace, key = imported(landing)
+    if recorded == "version":
+        entry = recorded_by_import(landing, entry)
+        assert entry.metadata[SOURCE_VERSION_KEY]
+    else:
+        entry.metadata.pop(SOURCE_VERSION_KEY, None)  # an entry imported before versions were recorded
+    reader = source_reader(landing.adapter, ExternalFiles(()), landing.namespace, entry)
+    with reader.get(namespace, key) as stream:
+        assert stream.read() == ORIGINAL
+
+    landing.adapter.put(namespace, key, io.BytesIO(REPLACEMENT), len(REPLACEMENT))
+    forge_etag_metadata(landing, namespace, key, entry.etag)
+    assert landing.adapter.stat(namespace, key).etag == entry.etag  # what the old check compared
+    for read in (lambda: reader.get(namespace, key), lambda: reader.get_range(namespace, key, 0, 3)):
+        with pytest.raises(SourceChanged):
+            read().read()
+
+
+def test_an_import_records_the_stores_version_and_reads_exactly_it(landing: Landing) -> None:
+    if landing.metadata_method == "_head":
+        pytest.skip("S3 reads are pinned by its own ETag, in the read")
+    entry, namespace, key = imported(landing)
+    entry = recorded_by_import(landing, entry)
+    assert entry.metadata[SOURCE_VERSION_KEY] == landing.adapter.stat(namespace, key).version != ""
+    reader = source_reader(landing.adapter, ExternalFiles(()), landing.namespace, entry)
+    with reader.get_range(namespace, key, 4, 12) as stream:
+        assert stream.read() == ORIGINAL[4:13]
+    # The same bytes written again are another version: not the one imported.
+    landing.adapter.put(namespace, key, io.BytesIO(ORIGINAL), len(ORIGINAL))
+    with pytest.raises(SourceChanged):
+        reader.get(namespace, key).read()

@@ -174,13 +174,15 @@ def test_gc_through_the_adapter_deletes_what_the_hadoop_path_marks(
 ) -> None:
     env = gc_env
     repo = _scenario(env)
-    hadoop = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600, dry_run=True))
+    hadoop = run_gc(
+        spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600, unsafe_short_grace=True, dry_run=True)
+    )
     hadoop_report = {tuple(row) for row in spark.read.parquet(hadoop.report_location).collect()}
     assert hadoop.objects == {"expired-commit": 1, "unreferenced": 4}
 
     forced_adapter_roots(monkeypatch)
     before = _files(env, repo)
-    real = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600))
+    real = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600, unsafe_short_grace=True))
     assert (real.objects, real.bytes) == (hadoop.objects, hadoop.bytes)
     root = adapter_root(f"local://{repo}", env.blockstore)
     report_path = f"_silt/gc/{real.run_id}/report"

@@ -57,7 +57,7 @@ def test_nothing_acknowledged_is_lost(spark: Any, gc_env: GCEnv) -> None:
     for thread in threads:
         thread.start()
     try:
-        summary = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=30))
+        summary = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=30, unsafe_short_grace=True))
     finally:
         stop.set()
         for thread in threads:

@@ -86,6 +86,6 @@ def test_gc_and_last_access_expiry_never_delete_imported_sources(spark: Any, env
     env.stub.Commit(api.CommitRequest(repository=repo, branch="main", message="drop the import"))
     orphan = env.upload(repo, b"written into the namespace, never staged")
 
-    summary = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=0))
+    summary = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=0, unsafe_short_grace=True))
     assert summary.objects["unreferenced"] == 1 and not env.exists(repo, orphan)
     assert {path: path.read_bytes() for path in landing.rglob("*") if path.is_file()} == before

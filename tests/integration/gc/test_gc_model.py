@@ -97,7 +97,7 @@ def test_gc_keeps_exactly_what_is_referenced(spark: Any, gc_env: GCEnv, steps: l
     for tag in tags:
         kept |= _addresses(env, repo, tag.commit_id)
 
-    run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=0))
+    run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=0, unsafe_short_grace=True))
 
     for address in kept:
         assert env.read(repo, address) == contents[address], address

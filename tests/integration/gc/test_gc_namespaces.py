@@ -51,7 +51,7 @@ def test_gc_refuses_a_namespace_another_repository_overlaps(gc_env: GCEnv, where
         assert sharer not in details and namespace not in details
     # run_gc stops at that first call: Spark is never touched (None would fail at first use).
     with pytest.raises(grpc.RpcError) as caught:
-        run_gc(None, gc_env.stub, repo, gc_env.blockstore, GCOptions(grace_seconds=0))
+        run_gc(None, gc_env.stub, repo, gc_env.blockstore, GCOptions(grace_seconds=0, unsafe_short_grace=True))
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     # So does a sweep of an earlier run's report (before: it read the report with Spark first).
     with pytest.raises(grpc.RpcError) as caught:

@@ -15,7 +15,7 @@ from tests.integration.gc.conftest import GCEnv
 
 
 def _gc(spark: Any, env: GCEnv, repo: str, **options: Any) -> Any:
-    return run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=0, **options))
+    return run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=0, unsafe_short_grace=True, **options))
 
 
 def test_rules_round_trip(gc_env: GCEnv) -> None:
@@ -75,12 +75,14 @@ def test_gc_frees_exactly_the_garbage(spark: Any, gc_env: GCEnv) -> None:
     orphan = env.upload(repo, b"never staged")
     fresh = env.upload(repo, b"written after the cutoff", backdate=False)
 
-    dry = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600, dry_run=True))
+    dry = run_gc(
+        spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600, unsafe_short_grace=True, dry_run=True)
+    )
     assert dry.objects == {"expired-commit": 1, "unreferenced": 2}
     assert dry.bytes == {"expired-commit": 2, "unreferenced": len(b"never staged") + 2}
     assert env.exists(repo, expired) and env.exists(repo, orphan)  # a dry run deletes nothing
 
-    summary = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600))
+    summary = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600, unsafe_short_grace=True))
     assert summary.deleted == 3
     for gone in (expired, orphan, overwritten_staged):
         assert not env.exists(repo, gone)
@@ -99,7 +101,9 @@ def test_gc_frees_exactly_the_garbage(spark: Any, gc_env: GCEnv) -> None:
     assert again.objects == summary.objects
     assert env.read(repo, head_a) == b"a2"
     # A new run finds nothing left to collect.
-    after = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600, dry_run=True))
+    after = run_gc(
+        spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600, unsafe_short_grace=True, dry_run=True)
+    )
     assert after.objects == {"expired-commit": 0, "unreferenced": 0}
 
 

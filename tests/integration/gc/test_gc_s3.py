@@ -72,7 +72,7 @@ def test_gc_on_s3(spark: Any, s3_env: tuple[api_grpc.GravelerServiceStub, S3Adap
     orphan = upload(b"orphan")
     time.sleep(1.1)  # S3 modification times have whole seconds: the objects must predate the run
 
-    summary = run_gc(spark, stub, "repo1", blockstore, GCOptions(grace_seconds=0))
+    summary = run_gc(spark, stub, "repo1", blockstore, GCOptions(grace_seconds=0, unsafe_short_grace=True))
 
     assert summary.objects == {"expired-commit": 1, "unreferenced": 1}
     assert summary.deleted == 2

@@ -125,7 +125,7 @@ def test_rule_expires_exactly_the_untouched_objects(spark: Any, gc_env: GCEnv) -
     assert _run(spark, env, repo).rules[0].objects == 0
 
     # The bytes are ordinary garbage now: GC (0-day retention) frees exactly them.
-    run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=0))
+    run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=0, unsafe_short_grace=True))
     for address in (untouched, read_long_ago, staged_old):
         assert not env.exists(repo, address)
     for address in (read_lately, written_lately, young, outside):

@@ -24,6 +24,7 @@ from silt.journal.bucket import JournalBucket
 from silt.journal.context import journal_context, note_repository_partition
 from silt.journal.envelope import wrap
 from silt.journal.record import JOURNAL_PREFIX, decode_record, record_key
+from silt.journal.ship_deleted import SAFETY_SECONDS
 from silt.journal.shipper import TOKEN_GRACE_SECONDS, Shipper, ShipResult
 from silt.journal.v1.journal_pb2 import Change, Record
 from silt.kv.mem import MemStore
@@ -114,6 +115,11 @@ def every_repository(shipper: Shipper, kv: Store, *repositories: str) -> list[Sh
 Env = tuple[Graveler, LocalAdapter]
 
 
+def settled_clock() -> float:
+    """Now, past the sweep's safety age: every row written so far is old enough to judge."""
+    return time.time() + SAFETY_SECONDS + 60
+
+
 @pytest.fixture
 def graveler_env(store: Store, tmp_path: Path) -> Iterator[Env]:
     adapter = LocalAdapter(tmp_path / "data")
@@ -146,10 +152,13 @@ def test_a_deleted_repositorys_rows_are_dropped_with_it_and_not_read_again(grave
         graveler.lifecycle.delete_repository(gone)
     graveler.cleaner.flush(30)
     assert len(journal_rows(kv, b"graveler", partition)) >= 3  # metadata, record deleted, claim released...
-    assert journal_rows(kv, dropped.encode())
+    # The deletion's clean-up dropped the saved list, and with it the stale row.
+    assert journal_rows(kv, dropped.encode()) == []
+    assert list(kv.scan(partition.encode() + b"-journal-ship")) == []
     put(InCalls(graveler, kept), adapter, kept, "main", "b")
 
-    shipper = Shipper(kv, adapter, hmac_key=JOURNAL_KEY)
+    # A round once the deletion's rows are older than any write in flight can be.
+    shipper = Shipper(kv, adapter, hmac_key=JOURNAL_KEY, clock=settled_clock)
     results = {result.repository: result for result in every_repository(shipper, kv, kept)}
     assert gone not in results and results[kept].records > 0
     # Nothing of the deleted repository is left to be read by the next rounds.
@@ -172,11 +181,12 @@ def test_rows_of_a_creation_in_progress_or_a_deletion_being_cleaned_stay(gravele
     )
     partition = f"{name}-{record.unique_id}"
     claims = graveler.lifecycle.claims
+    # Every round past the safety age of every row: only the live state keeps them.
     with journal_context("create_repository", "tester", name):
         # A creation that has claimed its namespace and not yet written its record.
         note_repository_partition(name, partition.encode())
         claim = claims.claim(parse_recorded(record.storage_namespace), record)
-    shipper = Shipper(kv, adapter, hmac_key=JOURNAL_KEY)
+    shipper = Shipper(kv, adapter, hmac_key=JOURNAL_KEY, clock=settled_clock)
     every_repository(shipper, kv)
     assert len(journal_rows(kv, b"graveler", partition)) == 1
 

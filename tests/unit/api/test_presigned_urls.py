@@ -110,6 +110,22 @@ def test_an_imported_object_s_url_carries_the_version_its_reads_must_find() -> N
         urls.sign(ORIGIN, "data/relative", "GET", 60)
 
 
+def test_an_imported_object_s_url_carries_the_stores_version_of_it() -> None:
+    urls = EdgeUrls(KEY, Clock())
+    version = SourceVersion(12, "0123abcd", 0, "1795717416425233")  # a GCS generation
+    address = "gs://landing/exports/a.csv"
+    url = urls.sign(ORIGIN, address, "GET", 60, version=version).url
+    assert urls.verify(*_request_of(url), "GET").version == version
+    changed = "X-Silt-Source-Version=1795717416425233"
+    assert changed in url
+    _refused(urls, url.replace(changed, "X-Silt-Source-Version=1795717416425234"))
+    _refused(urls, url.replace("&" + changed, "").replace(changed + "&", ""))
+    # A URL made without one still verifies, and says it has none.
+    plain = urls.sign(ORIGIN, address, "GET", 60, version=SourceVersion(12, "0123abcd", 0)).url
+    assert "Source-Version" not in plain
+    assert urls.verify(*_request_of(plain), "GET").version == SourceVersion(12, "0123abcd", 0)
+
+
 def test_link_addresses_are_bound_to_repository_branch_and_path() -> None:
     clock = Clock()
     links = LinkAddresses(KEY, clock)
