@@ -27,7 +27,7 @@ from services.graveler.staging import Staged, StagingStore
 from services.graveler.updater import BranchUpdater, Raced
 from services.graveler.validation import validate_entry_size, validate_key
 from services.graveler.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
-from silt.errors import Aborted, DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import chunk_size, chunked
 
@@ -130,9 +130,10 @@ class Entries:
         otherwise), checked right before each write that carries it: an entry whose deadline
         passed before it was first written is never written ("expired", certainly not staged),
         and one written once is never written again after its deadline (the call then fails
-        DeadlineExceeded: it may stand). Anything else fails the call, and then any of them may
+        Aborted at once: it may stand). Anything else fails the call, and then any of them may
         stand, as for a single write whose answer was lost. A key given twice takes its last
-        entry: the writes were concurrent, so either order is one they could have had.
+        entry, with its deadline: all its outcomes are that entry's (an edge never sends a key
+        twice in one call).
         """
         outcomes: list[StageOutcome] = []
         values: dict[bytes, tuple[Value, Deadline]] = {}
@@ -210,8 +211,13 @@ class Entries:
                     if until.expired():
                         if key in written:
                             # Written before into a token a commit sealed since: it may stand,
-                            # and writing it again now could land after its caller gave up.
-                            raise DeadlineExceeded(f"write to branch {branch_name!r}: an entry's deadline passed")
+                            # and writing it again now could land after its caller gave up. The
+                            # call stops here and says so (Aborted: its entries may stand), an
+                            # answer the edge tells from its own call running out of time.
+                            raise Aborted(
+                                f"write to branch {branch_name!r}: an entry's deadline passed while a commit "
+                                "made the call write its entries again; they may stand"
+                            )
                         expired.add(key)
                         continue
                     live.append((key, value))

@@ -363,13 +363,14 @@ def test_a_conditional_complete_retried_after_a_lost_answer_meets_its_own_entry(
 
 
 def test_an_entry_whose_own_time_ran_out_before_graveler_wrote_it_is_not_staged(stack: Stack) -> None:
-    """StageEntries over gRPC: graveler takes 50 ms before it writes; an entry with a 1 ms budget
-    is skipped (RESULT_EXPIRED), the other staged."""
+    """StageEntries over gRPC: graveler takes 200 ms before it writes; an entry whose time ends
+    10 ms after the call's arrival (slack_ms before the call's 30 s; gRPC may round that up by
+    up to 100 ms) is skipped (RESULT_EXPIRED), the other staged."""
     repo, _ = stack.new_repo()
     request = api.StageEntriesRequest(repository=repo, branch="main")
-    request.entries.add(key="short", entry=pb.Entry(physical_address="data/short", etag="s"), timeout_ms=1)
-    request.entries.add(key="long", entry=pb.Entry(physical_address="data/long", etag="l"), timeout_ms=30_000)
-    stack.slow.pause = 0.05
+    request.entries.add(key="short", entry=pb.Entry(physical_address="data/short", etag="s"), slack_ms=29_990)
+    request.entries.add(key="long", entry=pb.Entry(physical_address="data/long", etag="l"), slack_ms=0)
+    stack.slow.pause = 0.2
 
     outcomes = stack.stub.StageEntries(request, timeout=30).outcomes
 
