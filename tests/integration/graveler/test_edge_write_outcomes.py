@@ -186,7 +186,9 @@ def no_entry_without_bytes(stack: Stack, repo: str, namespace: str, keys: list[s
 # --- the rule: bytes go only when no attempt may have been applied --------------------------
 
 
-def test_a_conditional_put_whose_answer_was_lost_succeeds_when_its_retry_meets_its_own_entry(stack: Stack) -> None:
+def test_a_conditional_put_whose_answer_was_lost_is_not_sent_again_and_keeps_its_bytes(stack: Stack) -> None:
+    """Graveler applied it and the answer was lost; graveler is reachable again at once. The
+    edge does not send it again (it may stand: 503, the client decides), and keeps its bytes."""
     repo, namespace = stack.new_repo()
     stack.faults.lose_answer("StageEntry", then=stack.cut_and_restore)
 
@@ -194,28 +196,33 @@ def test_a_conditional_put_whose_answer_was_lost_succeeds_when_its_retry_meets_i
         stack, lambda backend: gateway_put(backend, repo, namespace, "k", WriteCondition(if_absent=True))
     )
 
-    assert error is None, error  # not 412: the condition failed on the write's own entry
-    assert stack.faults.applied == {"StageEntry": 1}
+    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
+    assert getattr(error, "not_applied", None) is False
+    assert stack.faults.calls.get("StageEntry") == 1
     assert stack.staged(repo, "k") == entry
     assert stack.stored(namespace, entry.physical_address)
 
 
-def test_a_refusal_after_an_attempt_that_may_have_landed_keeps_the_bytes_and_is_retryable(stack: Stack) -> None:
+def test_a_write_whose_answer_was_lost_is_never_applied_again_over_a_later_acknowledged_write(
+    stack: Stack,
+) -> None:
+    """A is applied and its answer lost; B, another writer's, is acknowledged after; graveler is
+    reachable again at once. Sending A again would put it over B, which was acknowledged after
+    A landed: the edge answers 503 instead, and B stands."""
     repo, namespace = stack.new_repo()
     other = pb.Entry(physical_address=f"data/{uuid.uuid4().hex}", etag="other")
 
     def another_writer_then_cut() -> None:
-        # After this write landed, another writer's entry replaces it; the retry then meets that.
         stack.graveler.stage_entry(repo, "main", "k", other)
         stack.cut_and_restore()
 
     stack.faults.lose_answer("StageEntry", then=another_writer_then_cut)
-    entry, error = with_gateway(
-        stack, lambda backend: gateway_put(backend, repo, namespace, "k", WriteCondition(if_absent=True))
-    )
+    entry, error = with_gateway(stack, lambda backend: gateway_put(backend, repo, namespace, "k"))
 
-    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error  # not 412
+    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
     assert getattr(error, "not_applied", None) is False
+    assert stack.faults.calls.get("StageEntry") == 1
+    assert stack.staged(repo, "k") == other
     assert stack.stored(namespace, entry.physical_address)  # left to garbage collection
 
 
@@ -292,6 +299,32 @@ def test_the_rest_apis_write_keeps_its_bytes_after_gravelers_own_unavailable(sta
     assert stack.staged(repo, "k") == entry
     assert stack.stored(namespace, address)
     assert isinstance(error, ApiError) and error.status == 503, error
+
+
+def test_the_rest_apis_call_whose_answer_was_lost_is_not_sent_again(stack: Stack) -> None:
+    """A delete through the REST API's graveler call: applied, answer lost, graveler reachable
+    again at once. Sending it again could delete a later acknowledged write; it is answered 503."""
+    repo, _ = stack.new_repo()
+    stack.graveler.stage_entry(repo, "main", "k", pb.Entry(physical_address="data/k", etag="k"))
+    stack.faults.lose_answer("DeleteEntry", then=stack.cut_and_restore)
+
+    async def delete() -> BaseException | None:
+        backend = ApiBackend(stack.config)
+        try:
+            await backend.call(
+                backend.graveler.DeleteEntry, api.DeleteEntryRequest(repository=repo, branch="main", key="k")
+            )
+        except Exception as exc:
+            return exc
+        finally:
+            await backend.close()
+        return None
+
+    error = asyncio.run(delete())
+
+    assert isinstance(error, ApiError) and error.status == 503, error
+    assert stack.faults.calls.get("DeleteEntry") == 1
+    assert stack.staged(repo, "k") is None
 
 
 def test_a_guard_left_by_a_failed_conditional_put_never_completes_an_entry_without_bytes(stack: Stack) -> None:
