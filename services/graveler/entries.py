@@ -250,8 +250,9 @@ class Entries:
         again in the new token while it is still the current value; if another writer's value
         is current by then, the order of the two cannot be told and ours may already be in a
         commit, so the outcome is a conflict (Aborted), never a refusal or a second success.
-        A condition that fails on the write's own entry (the same physical address: an earlier
-        attempt of this write landed and its answer was lost) is a success, not a refusal.
+        A condition that fails on the write's own entry (condition.fresh_address, and the current
+        entry equal to value but for last_modified: an earlier attempt of this write landed and
+        its answer was lost) is a success, not a refusal.
         """
         written = False
 
@@ -271,7 +272,7 @@ class Entries:
                 try:
                     condition.check(value_now, key)
                 except FailedPrecondition:
-                    if _same_object(value_now, value):
+                    if condition.fresh_address and _same_entry(value_now, value):
                         # The current entry is this very write's (an earlier attempt of it
                         # landed, its answer was lost): it is done, not refused.
                         return None
@@ -413,6 +414,9 @@ class Condition:
     # Expiry by last access (last_access.py): the entry the run judged, and only while it is old.
     if_match_address: str = ""
     if_modified_before_us: int = 0
+    # The entry's physical address is this write's own (StageEntryRequest.fresh_address): a
+    # current entry equal to it (but for last_modified) is an earlier attempt's, not a refusal.
+    fresh_address: bool = False
 
     def check(self, current: Value | None, key: bytes) -> None:
         name = key.decode(errors="replace")
@@ -433,13 +437,18 @@ class Condition:
                 raise FailedPrecondition(f"key {name!r} was modified too recently")
 
 
-def _same_object(current: Value | None, value: Value) -> bool:
-    """Whether current is an entry for the same object as value: the same physical address,
-    which each write of new bytes has to itself."""
+def _same_entry(current: Value | None, value: Value) -> bool:
+    """Whether current is value's entry as an earlier attempt of the same write staged it: the
+    same in everything (the physical address, which a write of fresh bytes has to itself, its
+    size, ETag, content type and metadata) but last_modified, which each attempt sets anew."""
     if current is None or value.tombstone or current.tombstone:
         return False
-    address = decode_entry(value.data).physical_address
-    return bool(address) and decode_entry(current.data).physical_address == address
+    mine, theirs = decode_entry(value.data), decode_entry(current.data)
+    if not mine.physical_address:
+        return False
+    mine.ClearField("last_modified")
+    theirs.ClearField("last_modified")
+    return mine == theirs
 
 
 def _committed_value(record: Record) -> KeyValue:

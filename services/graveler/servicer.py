@@ -327,7 +327,11 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def StageEntry(self, request: api.StageEntryRequest, context: grpc.ServicerContext) -> api.StageEntryResponse:
         condition = None
         if request.if_absent or request.if_match_etag:
-            condition = Condition(if_absent=request.if_absent, if_match_etag=request.if_match_etag)
+            condition = Condition(
+                if_absent=request.if_absent,
+                if_match_etag=request.if_match_etag,
+                fresh_address=request.fresh_address,
+            )
         self.g.stage_entry(
             request.repository,
             request.branch,

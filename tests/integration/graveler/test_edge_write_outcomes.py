@@ -392,6 +392,48 @@ def test_a_conditional_complete_retried_after_a_lost_answer_meets_its_own_entry(
     assert stack.stored(namespace, entry.physical_address)
 
 
+# --- a conditional write that meets its own entry ----------------------------------------
+
+
+def _conditional(repo: str, entry: pb.Entry, fresh_address: bool) -> api.StageEntryRequest:
+    return api.StageEntryRequest(
+        repository=repo, branch="main", key="k", entry=entry, if_absent=True, fresh_address=fresh_address
+    )
+
+
+def _entry(address: str, modified: int, **fields: Any) -> pb.Entry:
+    entry = pb.Entry(physical_address=address, size=7, etag="e", content_type="text/plain", **fields)
+    entry.last_modified.FromSeconds(modified)
+    return entry
+
+
+def test_a_retry_of_a_write_of_fresh_bytes_meets_its_own_entry_and_succeeds(stack: Stack) -> None:
+    """An attempt landed (its answer lost); the retry resends the same entry, stamped anew."""
+    repo, _ = stack.new_repo()
+    stack.stub.StageEntry(_conditional(repo, _entry("data/mine", 100), fresh_address=True))
+    stack.stub.StageEntry(_conditional(repo, _entry("data/mine", 200), fresh_address=True))
+    assert stack.staged(repo, "k") == _entry("data/mine", 100)
+
+
+def test_another_write_linking_the_same_address_is_refused(stack: Stack) -> None:
+    """The REST API links client-chosen addresses (an import prefix many writes share): an equal
+    entry there is not proof of being the same write. If-None-Match: * refuses it."""
+    repo, _ = stack.new_repo()
+    stack.stub.StageEntry(_conditional(repo, _entry("data/shared", 100), fresh_address=False))
+    with pytest.raises(grpc.RpcError) as refused:
+        stack.stub.StageEntry(_conditional(repo, _entry("data/shared", 100), fresh_address=False))
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_an_entry_at_the_same_address_that_differs_is_not_the_writes_own(stack: Stack) -> None:
+    repo, _ = stack.new_repo()
+    stack.stub.StageEntry(_conditional(repo, _entry("data/mine", 100), fresh_address=True))
+    other = _entry("data/mine", 100, metadata={"x-amz-meta-who": "another"})
+    with pytest.raises(grpc.RpcError) as refused:
+        stack.stub.StageEntry(_conditional(repo, other, fresh_address=True))
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
 # --- per-entry deadlines ------------------------------------------------------------------
 
 
