@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,13 +34,15 @@ from services.api.errors import ApiError
 from services.api.objects_write import stage_new_bytes as api_stage_new_bytes
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
-from services.gateway.operations.common import Context, WriteCondition, precheck_write_condition
+from services.gateway.operations import multipart
+from services.gateway.operations.common import Context, Response, WriteCondition
 from services.gateway.operations.common import stage_new_bytes as gateway_stage_new_bytes
+from services.gateway.request import Body, Request, parse_query
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.server import start
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
-from silt.config import Config, DatabaseConfig, LocalDatabaseConfig
+from silt.config import Config, DatabaseConfig, LocalDatabaseConfig, S3GatewayConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
@@ -368,28 +371,84 @@ class Authorized(Context):
         return None
 
 
+def s3_request(repo: str, path: str, query: str = "", body: bytes = b"", **headers: str) -> Request:
+    """An S3 request as the gateway's router hands it to an operation."""
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return Request(
+        method="POST",
+        raw_path=f"/{repo}/{path}",
+        query_string=query,
+        query=parse_query(query),
+        headers={"content-length": str(len(body)), **{k.replace("_", "-"): v for k, v in headers.items()}},
+        host="localhost",
+        body=Body(receive),
+        bucket=repo,
+        path=path,
+    )
+
+
+def _complete_body(etag: str) -> bytes:
+    part = f"<Part><PartNumber>1</PartNumber><ETag>{etag}</ETag></Part>"
+    return f"<CompleteMultipartUpload>{part}</CompleteMultipartUpload>".encode()
+
+
 def test_a_conditional_complete_retried_after_a_lost_answer_meets_its_own_entry(stack: Stack) -> None:
     """CompleteMultipartUpload with If-None-Match: its entry landed, the answer was lost and
-    graveler stayed unreachable (503, the upload kept). The client's retry stages the same
-    object again: the edge's pre-check and graveler both take the entry found as its own."""
+    graveler stayed unreachable (503). Composing consumed the parts; the client's retry of the
+    same Complete stages the composed object again, and graveler takes the entry it finds as
+    this write's own: success. A Complete naming other parts after composition is InvalidPart."""
     repo, namespace = stack.new_repo()
-    stack.faults.lose_answer("StageEntry", then=stack.cut)
-    condition = WriteCondition(if_absent=True)
-    entry, error = with_gateway(stack, lambda backend: gateway_put(backend, repo, namespace, "k", condition))
+
+    async def first(backend: Backend) -> tuple[str, str, BaseException | None]:
+        def ctx(request: Request) -> Authorized:
+            return Authorized(request=request, backend=backend, config=S3GatewayConfig())
+
+        created = await multipart.create(ctx(s3_request(repo, "main/k", "uploads=")))
+        match = re.search(rb"<UploadId>([0-9a-f]+)</UploadId>", created.body)
+        assert match is not None, created.body
+        upload_id = match.group(1).decode()
+        part = await multipart.upload_part(
+            ctx(s3_request(repo, "main/k", f"partNumber=1&uploadId={upload_id}", b"part one"))
+        )
+        etag = dict(part.headers)["ETag"]
+        stack.faults.lose_answer("StageEntry", then=stack.cut)
+        query = f"uploadId={upload_id}"
+        try:
+            await multipart.complete(ctx(s3_request(repo, "main/k", query, _complete_body(etag), if_none_match="*")))
+        except S3Error as exc:
+            return upload_id, etag, exc
+        return upload_id, etag, None
+
+    upload_id, etag, error = with_gateway(stack, first)
     assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
+    landed = stack.staged(repo, "k")
+    assert landed is not None
     stack.proxy.start()
 
-    async def retry(backend: Backend) -> None:
-        ctx = Authorized(request=None, backend=backend, config=None)  # type: ignore[arg-type]
-        with pytest.raises(S3Error) as foreign:
-            await precheck_write_condition(ctx, repo, "main", "k", condition, own_address="data/another")
-        assert foreign.value.code == "PreconditionFailed"
-        await precheck_write_condition(ctx, repo, "main", "k", condition, own_address=entry.physical_address)
-        await gateway_stage_new_bytes(ctx, repo, "main", "k", entry, RepositoryPlace(namespace, ""), condition)
+    async def retry(backend: Backend) -> Response:
+        def ctx(body: bytes) -> Authorized:
+            request = s3_request(repo, "main/k", f"uploadId={upload_id}", body, if_none_match="*")
+            return Authorized(request=request, backend=backend, config=S3GatewayConfig())
 
-    with_gateway(stack, retry)
-    assert stack.staged(repo, "k") == entry
-    assert stack.stored(namespace, entry.physical_address)
+        with pytest.raises(S3Error) as other:
+            await multipart.complete(ctx(_complete_body('"0123456789abcdef0123456789abcdef"')))
+        assert other.value.code == "InvalidPart"
+        return await multipart.complete(ctx(_complete_body(etag)))
+
+    answer = with_gateway(stack, retry)
+    assert answer.status == 200 and b"<CompleteMultipartUploadResult" in answer.body
+    staged = stack.staged(repo, "k")
+    assert staged is not None and staged.physical_address == landed.physical_address
+    assert staged.size == len(b"part one")
+    assert stack.stored(namespace, staged.physical_address)
 
 
 # --- a conditional write that meets its own entry ----------------------------------------
