@@ -15,6 +15,8 @@ import grpc.aio
 import pytest
 from pydantic import SecretStr
 
+from services.api.errors import from_rpc
+from services.gateway.backend import rpc_error
 from silt.config import Config
 from silt.edge_client import EdgeClient
 from silt.graveler.v1 import events_pb2 as ev
@@ -214,3 +216,12 @@ def test_a_write_whose_time_ran_out_while_waiting_for_the_channel_is_not_sent() 
         asyncio.run(gate.StageEntries(request, timeout=0.5))
     assert unsent.value.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
     assert stub.sent == []
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE])
+def test_a_write_the_edge_knows_was_not_sent_is_answered_503_by_both_front_ends(code: grpc.StatusCode) -> None:
+    """Its time ran out before it was sent, or graveler was not reachable: a retryable 503
+    (S3 ServiceUnavailable, lakeFS 503), never 500."""
+    unsent = not_applied_error(code, "the write was not sent")
+    assert rpc_error(unsent).code == "ServiceUnavailable"
+    assert from_rpc(unsent, "graveler").status == 503
