@@ -38,8 +38,10 @@ from silt.telemetry.stores import open_observed_adapter
 from silt.write_outcome import SentWhenReady, certainly_not_applied
 
 T = TypeVar("T")
-# One graveler or auth call's time limit, and the pauses before retrying one that found the
-# service unavailable (a restarting graveler is reachable again within moments).
+# One graveler or auth call's time limit, and the pauses before retrying a graveler call that
+# was never sent because its channel was not READY (a restarting graveler is reachable again
+# within moments). A call that was sent is never retried by the edge: it may have been applied,
+# and applying it again after a later write was acknowledged would undo that write.
 CALL_TIMEOUT = 30.0
 UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
 # Threads for the blocking block adapter (reads, deletes, a small body's one write).
@@ -83,9 +85,11 @@ class EdgeClient:
     ) -> None:
         self.auth_channel, self.graveler_channel = service_aio_channels(config, credentials)
         self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
-        # StageEntry for writes of new bytes: concurrent ones to a branch share a call, and each
-        # is sent only on a READY channel, so that one never sent is known not applied.
-        self.staging = StageBatcher(SentWhenReady(self.graveler, self.graveler_channel))
+        # Graveler's channel, gated: a call is sent only once it is READY, so that one never sent
+        # is known not applied (the one failure a front end retries by itself).
+        self.gate = SentWhenReady(self.graveler, self.graveler_channel)
+        # StageEntry for writes of new bytes: concurrent ones to a branch share a call, each gated.
+        self.staging = StageBatcher(self.gate)
         # Entries read without a call to graveler, when the edge composed a reader (None: by calls).
         self.reads = reads
         ttl = config.auth.cache_ttl_seconds

@@ -19,21 +19,33 @@ Conditional writes (If-None-Match, If-Match) are single calls: their outcome is 
 **Deadlines.** A write whose caller was answered DEADLINE_EXCEEDED must never land later (its
 caller may have deleted or rewritten the key since, acknowledged). So graveler is never given
 more time for a write than its caller waits, less DEADLINE_MARGIN (which covers the trip to
-graveler and gRPC's rounding of a call's timeout): a single write's call has that timeout (and
-graveler checks the call's deadline before its KV write); in a StageEntries call each entry
-carries its own budget (`timeout_ms`), which graveler checks before writing it and answers
-RESULT_EXPIRED when it ran out. The call itself may live as long as its longest write: giving
-it the earliest deadline instead would let one write that is nearly out of time fail every
-other write of the batch with an outcome nobody can tell (DEADLINE_EXCEEDED). A call that timed
-out is not answered before its writes' own deadlines: by then graveler no longer writes them.
+graveler and gRPC's rounding of a call's timeout). Every budget is set only after the wait for a
+READY channel (silt/write_outcome.py's SentWhenReady): that wait counts against the write's
+time, and a write whose time ran out during it is not sent. A single write's call has that
+timeout (and graveler checks the call's deadline before its KV write); in a StageEntries call
+each entry says how long before the call's deadline its own time ends (`slack_ms`), and
+graveler takes the entry's deadline as the call's gRPC deadline (which it counts on its own
+clock from the call's arrival, so queueing in graveler counts too) less that, checks it before
+writing the entry and answers RESULT_EXPIRED when it passed. The call itself may live as long as
+its longest write: giving it the earliest deadline instead would let one write that is nearly
+out of time fail every other write of the batch with an outcome nobody can tell
+(DEADLINE_EXCEEDED). A call that timed out is not answered before its writes' own deadlines: by
+then graveler no longer writes them. Graveler's own refusal to go on (ABORTED: an entry's time
+ran out while a commit made it write the call's entries again) answers every write at once, as
+possibly staged. Two writes of one key never share a call (graveler would stage only the last).
 
 **What a failure says.** An entry graveler skipped as expired, and a write never sent (its
-caller gave up first, or the channel was not ready: silt/write_outcome.py), fail with
-NotApplied: its bytes may be deleted. Every other failure may have been applied.
+caller gave up first, its time ran out while the channel connected, or the channel was not
+ready: silt/write_outcome.py), fail with NotApplied: its bytes may be deleted. Every other
+failure may have been applied.
 
 **Older gravelers.** A graveler that does not serve StageEntries (UNIMPLEMENTED: a rolling
 upgrade) gets each write of the batch as a StageEntry call of its own, and the batcher keeps
-doing so for SINGLES_FOR seconds before it tries StageEntries again.
+doing so for SINGLES_FOR seconds before it tries StageEntries again. A graveler that serves
+StageEntries but predates per-entry deadlines does not set `per_entry_deadlines` in its answer:
+it gave every entry of that call the call's (latest) deadline, and the batcher then sends
+single calls for SINGLES_FOR seconds too. That one call is the exposure, so gravelers are
+upgraded before edges (docs/operations.md, "Upgrading without downtime").
 `StageBatcher.StageEntry` is a drop-in for the stub's method: the same request, the same
 answer, and a failure is the same grpc.aio.AioRpcError a StageEntry call would raise (an invalid
 entry INVALID_ARGUMENT, a missing branch NOT_FOUND, ...), so callers map errors as they always
@@ -78,6 +90,10 @@ class StageCalls(Protocol):
     def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> Any: ...
 
     def StageEntries(self, request: api.StageEntriesRequest, *, timeout: float | None = None) -> Any: ...
+
+    async def ready(self, timeout: float | None) -> None:
+        """Return once a call can go out (graveler's channel is READY), within timeout; fail
+        with a NotApplied otherwise (silt/write_outcome.py's SentWhenReady)."""
 
 
 @dataclass
@@ -163,6 +179,11 @@ class StageBatcher:
         budget = deadline - DEADLINE_MARGIN - self._clock()
         if budget <= 0:
             raise _expired()
+        # The wait for a READY channel is part of the write's time: its budget is what is left after.
+        await self._calls.ready(budget)
+        budget = deadline - DEADLINE_MARGIN - self._clock()
+        if budget <= 0:
+            raise _expired()
         try:
             answer: api.StageEntryResponse = await self._calls.StageEntry(request, timeout=budget)
             return answer
@@ -192,6 +213,7 @@ class StageBatcher:
         now = self._clock()
         batch: list[_Write] = []
         size = 0
+        keys: set[str] = set()
         while branch.waiting and len(batch) < MAX_BATCH_ENTRIES:
             write = branch.waiting[0]
             if write.answer.done() or write.deadline - DEADLINE_MARGIN <= now:
@@ -203,6 +225,11 @@ class StageBatcher:
             weight = write.request.ByteSize()
             if batch and size + weight > MAX_BATCH_BYTES:
                 break
+            if write.request.key in keys:
+                # Never two writes of a key in one call (graveler would stage only the last one):
+                # the later one goes in the next call, after this one was answered.
+                break
+            keys.add(write.request.key)
             # Sent from here on: its caller timing out now may no longer say "not staged".
             write.sent = True
             batch.append(branch.waiting.popleft())
@@ -257,17 +284,37 @@ class StageBatcher:
         self, key: tuple[str, str, str], batch: list[_Write]
     ) -> list[api.StageEntryResponse | BaseException]:
         repository, branch, repository_id = key
-        request = api.StageEntriesRequest(repository=repository, branch=branch, repository_id=repository_id)
+        # The wait for a READY channel is part of the writes' time: budgets are set after it.
+        await self._calls.ready(max(write.deadline for write in batch) - DEADLINE_MARGIN - self._clock())
         now = self._clock()
-        for write in batch:
-            # Whole milliseconds, rounded down: graveler's time for an entry never exceeds it.
-            budget = max(1, math.floor((write.deadline - DEADLINE_MARGIN - now) * 1000))
-            request.entries.add(key=write.request.key, entry=write.request.entry, timeout_ms=budget)
-        timeout = max(write.deadline for write in batch) - DEADLINE_MARGIN - now
-        response = await self._calls.StageEntries(request, timeout=timeout)
-        if len(response.outcomes) != len(batch):
+        outcomes: list[api.StageEntryResponse | BaseException | None] = [
+            None if write.deadline - DEADLINE_MARGIN > now else _expired() for write in batch
+        ]
+        live = [write for write, outcome in zip(batch, outcomes, strict=True) if outcome is None]
+        if not live:  # every write's time ran out while waiting: none is sent
+            return [outcome for outcome in outcomes if outcome is not None]
+        # The call's deadline is its longest write's; each entry's ends `slack_ms` before it, as
+        # graveler counts it on its own clock from the call's arrival (no clocks compared).
+        latest = max(write.deadline for write in live)
+        request = api.StageEntriesRequest(repository=repository, branch=branch, repository_id=repository_id)
+        for write in live:
+            # Whole milliseconds, rounded up: graveler's time for an entry never exceeds its caller's.
+            slack = math.ceil(round((latest - write.deadline) * 1000, 6))
+            request.entries.add(key=write.request.key, entry=write.request.entry, slack_ms=slack)
+        response = await self._calls.StageEntries(request, timeout=latest - DEADLINE_MARGIN - now)
+        if not response.per_entry_deadlines:
+            # A graveler from before per-entry deadlines (a rolling upgrade done edges first):
+            # it gave every entry the call's deadline, the latest. Its answer still holds, but
+            # until gravelers say otherwise each write goes in a call of its own, with its own time.
+            self._singles_until = self._clock() + SINGLES_FOR
+        answers = self._outcomes(response, len(live))
+        return [outcome if outcome is not None else answers.pop(0) for outcome in outcomes]
+
+    @staticmethod
+    def _outcomes(response: api.StageEntriesResponse, count: int) -> list[api.StageEntryResponse | BaseException]:
+        if len(response.outcomes) != count:
             missing = _error(grpc.StatusCode.INTERNAL, "graveler answered a different number of outcomes")
-            return [_copy(missing) for _ in batch]
+            return [_copy(missing) for _ in range(count)]
         outcomes: list[api.StageEntryResponse | BaseException] = []
         for outcome in response.outcomes:
             if outcome.result == api.StageEntryOutcome.RESULT_STAGED:

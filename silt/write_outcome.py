@@ -22,6 +22,8 @@ retryable error.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import grpc
@@ -96,37 +98,60 @@ class SentWhenReady:
     failing) fails with NotApplied(UNAVAILABLE) and no request is sent: the one signal that
     proves "never reached graveler" without reading a message. A call sent on a READY channel
     that fails UNAVAILABLE anyway (the connection broke under it) may have been applied.
+
+    The wait for READY counts against the write's own time: the call's timeout is what is left
+    of it once the channel is READY (a write whose time ran out while waiting is not sent:
+    NotApplied(DEADLINE_EXCEEDED)), so graveler never gets more time than the caller waits.
     """
 
-    def __init__(self, stub: StageMethods, channel: grpc.aio.Channel, wait: float = READY_WAIT) -> None:
+    def __init__(
+        self,
+        stub: StageMethods,
+        channel: grpc.aio.Channel,
+        wait: float = READY_WAIT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._stub = stub
         self._channel = channel
         self._wait = wait
+        self._clock = clock
 
     async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> Any:
-        await self.ready(timeout)
-        return await self._stub.StageEntry(request, timeout=timeout)
+        return await self._stub.StageEntry(request, timeout=await self._left_when_ready(timeout))
 
     async def StageEntries(self, request: api.StageEntriesRequest, *, timeout: float | None = None) -> Any:
+        return await self._stub.StageEntries(request, timeout=await self._left_when_ready(timeout))
+
+    async def _left_when_ready(self, timeout: float | None) -> float | None:
+        """Wait for READY; what is left of timeout then (None: no timeout)."""
+        until = None if timeout is None else self._clock() + timeout
         await self.ready(timeout)
-        return await self._stub.StageEntries(request, timeout=timeout)
+        if until is None:
+            return None
+        left = until - self._clock()
+        if left <= 0:
+            raise not_applied_error(
+                grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded (waiting for graveler; the write was not sent)"
+            )
+        return left
 
     async def ready(self, timeout: float | None) -> None:
         """Return once the channel is READY; NotApplied(UNAVAILABLE) if it fails, shuts down or
-        is not READY within the wait (at most timeout)."""
+        is not READY within the wait (at most timeout, counted on the gate's clock from now)."""
         state = self._channel.get_state(try_to_connect=True)
         if state is grpc.ChannelConnectivity.READY:
             return
-        wait = self._wait if timeout is None else min(self._wait, timeout)
-        try:
-            async with asyncio.timeout(max(0.0, wait)):
-                while state is not grpc.ChannelConnectivity.READY:
-                    if state in (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN):
-                        break
+        until = self._clock() + (self._wait if timeout is None else min(self._wait, timeout))
+        while state is not grpc.ChannelConnectivity.READY:
+            left = until - self._clock()
+            if left <= 0 or state in (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN):
+                break
+            try:
+                async with asyncio.timeout(left):
                     await self._channel.wait_for_state_change(state)
-                    state = self._channel.get_state(try_to_connect=True)
-        except TimeoutError:
-            pass
+            except TimeoutError:
+                break
+            state = self._channel.get_state(try_to_connect=True)
         if state is not grpc.ChannelConnectivity.READY:
             raise not_applied_error(
                 grpc.StatusCode.UNAVAILABLE, f"graveler is not reachable ({state.name}); the write was not sent"

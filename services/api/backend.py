@@ -51,6 +51,7 @@ from silt.rpc.authority import (
 )
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import Credentials
+from silt.write_outcome import NotApplied
 
 T = TypeVar("T")
 MAX_SECRET_LENGTH = 128
@@ -159,15 +160,19 @@ class Backend(EdgeClient):
         return cached
 
     async def call(self, method: Any, request: Any, deadline: float | None = None) -> Any:
-        """A graveler call within the request's deadline (time.monotonic()); a restarting
-        graveler is retried briefly, as the gateway does."""
+        """A graveler call within the request's deadline (time.monotonic()), sent only on a READY
+        channel; a call never sent (graveler restarting) is retried briefly, as the gateway does.
+        A call that was sent is never sent again (it may have been applied, and applying a write
+        twice, after another write was acknowledged in between, would undo that one): its
+        failure is answered, 503 when graveler was unavailable, and the client retries."""
         deadline = deadline if deadline is not None else time.monotonic() + CALL_TIMEOUT
         for delay in (*UNAVAILABLE_RETRY_DELAYS, None):
-            remaining = time_left(deadline)
             try:
-                return await method(request, timeout=remaining)
+                await self.gate.ready(time_left(deadline))
+                return await method(request, timeout=time_left(deadline))
             except grpc.aio.AioRpcError as exc:
-                if exc.code() != grpc.StatusCode.UNAVAILABLE or delay is None:
+                unsent = isinstance(exc, NotApplied) and exc.code() == grpc.StatusCode.UNAVAILABLE
+                if not unsent or delay is None:
                     raise from_rpc(exc, "graveler") from None
             await asyncio.sleep(delay)
 

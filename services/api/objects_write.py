@@ -165,6 +165,7 @@ async def stage_new_bytes(
     are copied into its namespace and staged there (request.entry then names them); without,
     or when the repository is gone, 404 as graveler answers. Returns where the entry was staged."""
     request.repository_id = place.repository_id
+    request.fresh_address = True  # bytes this request wrote, at an address of their own
     remaining = ctx.deadline - time.monotonic()
     backend = ctx.backend
     staged_in = place

@@ -52,8 +52,9 @@ from silt.telemetry.stores import open_observed_store
 from silt.write_outcome import Attempts, NotApplied
 
 T = TypeVar("T")
-# Failures of a write that already answer S3 with a code clients retry (409 ConditionalRequest-
-# Conflict for a conditional write that raced a commit, SlowDown).
+# Failures of a write that already answer S3 with their own code: 409 ConditionalRequestConflict
+# for a conditional write that raced a commit (as S3 answers it; boto3 does not retry 409, the
+# application must), 503 SlowDown.
 _RETRYABLE_ANSWERS = frozenset({grpc.StatusCode.ABORTED, grpc.StatusCode.RESOURCE_EXHAUSTED})
 # An UNAVAILABLE that took this long came from a timeout, not from a restarting graveler.
 SLOW_FAILURE_SECONDS = 1.0
@@ -77,7 +78,8 @@ def s3_error(error: SiltError, not_found: str = "NoSuchKey", failed_precondition
     details = str(error)
     if isinstance(error, Aborted) and failed_precondition == "PreconditionFailed":
         # A conditional write that raced another writer across a commit: it may have been
-        # applied, so neither success nor PreconditionFailed; S3 answers 409 and SDKs retry.
+        # applied, so neither success nor PreconditionFailed; S3 answers 409 for such a conflict
+        # (SDKs such as boto3 do not retry a 409: the application retries).
         return S3Error("ConditionalRequestConflict", details)
     if isinstance(error, NotFound):
         s3 = S3Error(_NOT_FOUND_CODE.get(error.what or "", not_found), details)
@@ -119,36 +121,34 @@ class Backend(EdgeClient):
         *,
         changes: bool = False,
     ) -> Any:
-        """One graveler call, retried briefly while graveler is unavailable; its failure as an
-        S3Error whose `not_applied` says whether graveler certainly did not apply it in any
-        attempt (silt/write_outcome.py). changes: a write, which fails ServiceUnavailable (clients
-        retry it) once any attempt may have been applied: a timeout or an internal error then
-        says nothing final, and a refusal may be the earlier attempt's own doing."""
-        # A restarted graveler is reachable again within moments; a short retry hides that from
-        # clients, while an outage still answers ServiceUnavailable quickly.
-        # A slow failure is a dependency that timed out (a frozen KV): retrying would only
-        # multiply the client's wait, so it is answered SlowDown at once.
+        """One graveler call, sent only on a READY channel and retried briefly while it was not
+        (never sent: certainly not applied, silt/write_outcome.py); its failure as an S3Error whose
+        `not_applied` says whether graveler certainly did not apply it in any attempt. A call
+        that was sent is never sent again: applying a write twice, after another write was
+        acknowledged in between, would undo that one; the client retries on 503 instead.
+        changes: a write, which fails ServiceUnavailable (clients retry it) once any attempt may
+        have been applied: a timeout or an internal error then says nothing final, and a refusal
+        may be the earlier attempt's own doing."""
+        # A slow failure is a dependency that timed out (a frozen KV): it is answered SlowDown.
         attempts = Attempts()
         for delay in (*UNAVAILABLE_RETRY_DELAYS, None):
             started = time.monotonic()
             try:
-                return await method(request, timeout=CALL_TIMEOUT)
+                await self.gate.ready(CALL_TIMEOUT)
+                return await method(request, timeout=CALL_TIMEOUT - (time.monotonic() - started))
             except grpc.aio.AioRpcError as exc:
                 attempts.failed(exc)
                 unavailable = exc.code() == grpc.StatusCode.UNAVAILABLE
-                if (
-                    unavailable
-                    and not isinstance(exc, NotApplied)
-                    and time.monotonic() - started >= SLOW_FAILURE_SECONDS
-                ):
+                unsent = isinstance(exc, NotApplied)
+                if unavailable and not unsent and time.monotonic() - started >= SLOW_FAILURE_SECONDS:
                     error = S3Error("SlowDown", f"graveler: {exc.details() or 'unavailable'}")
-                elif unavailable and delay is not None:
+                elif unavailable and unsent and delay is not None:
                     await asyncio.sleep(delay)
                     continue
-                elif changes and attempts.maybe_applied and exc.code() not in _RETRYABLE_ANSWERS:
-                    error = S3Error(
-                        "ServiceUnavailable", f"graveler: an earlier attempt may have applied it: {exc.details()}"
-                    )
+                elif (changes and attempts.maybe_applied and exc.code() not in _RETRYABLE_ANSWERS) or (
+                    unavailable and not unsent
+                ):
+                    error = S3Error("ServiceUnavailable", f"graveler: the call may have been applied: {exc.details()}")
                 else:
                     error = rpc_error(exc, not_found, failed_precondition)
                 error.not_applied = attempts.not_applied  # type: ignore[attr-defined]

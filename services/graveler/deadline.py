@@ -39,13 +39,11 @@ class Deadline:
         """A deadline seconds from now (None: none, but still cancelled when is_active turns False)."""
         return cls(None if seconds is None else clock() + seconds, clock, is_active)
 
-    def sooner(self, seconds: float | None) -> Deadline:
-        """This deadline, or one seconds from now if that comes first (None: this one)."""
-        if seconds is None:
+    def less(self, seconds: float) -> Deadline:
+        """This deadline moved seconds earlier (without a deadline: none, as before)."""
+        if self.expires_at is None or not seconds:
             return self
-        at = self.clock() + seconds
-        expires_at = at if self.expires_at is None else min(at, self.expires_at)
-        return Deadline(expires_at, self.clock, self.is_active)
+        return Deadline(self.expires_at - seconds, self.clock, self.is_active)
 
     def remaining(self) -> float | None:
         """Seconds left (never negative), or None without a deadline."""

@@ -27,7 +27,7 @@ from services.graveler.staging import Staged, StagingStore, new_token
 from services.graveler.updater import BranchUpdater, Raced
 from services.graveler.validation import validate_entry_size, validate_key
 from services.graveler.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
-from silt.errors import Aborted, DeadlineExceeded, FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import chunk_size, chunked
 
@@ -133,9 +133,10 @@ class Entries:
         otherwise), checked right before each write that carries it: an entry whose deadline
         passed before it was first written is never written ("expired", certainly not staged),
         and one written once is never written again after its deadline (the call then fails
-        DeadlineExceeded: it may stand). Anything else fails the call, and then any of them may
+        Aborted at once: it may stand). Anything else fails the call, and then any of them may
         stand, as for a single write whose answer was lost. A key given twice takes its last
-        entry: the writes were concurrent, so either order is one they could have had.
+        entry, with its deadline: all its outcomes are that entry's (an edge never sends a key
+        twice in one call).
         """
         outcomes: list[StageOutcome] = []
         values: dict[bytes, tuple[Value, Deadline]] = {}
@@ -214,8 +215,13 @@ class Entries:
                     if until.expired():
                         if key in written:
                             # Written before into a token a commit sealed since: it may stand,
-                            # and writing it again now could land after its caller gave up.
-                            raise DeadlineExceeded(f"write to branch {branch_name!r}: an entry's deadline passed")
+                            # and writing it again now could land after its caller gave up. The
+                            # call stops here and says so (Aborted: its entries may stand), an
+                            # answer the edge tells from its own call running out of time.
+                            raise Aborted(
+                                f"write to branch {branch_name!r}: an entry's deadline passed while a commit "
+                                "made the call write its entries again; they may stand"
+                            )
                         expired.add(key)
                         continue
                     live.append((key, value))
@@ -248,8 +254,9 @@ class Entries:
         again in the new token while it is still the current value; if another writer's value
         is current by then, the order of the two cannot be told and ours may already be in a
         commit, so the outcome is a conflict (Aborted), never a refusal or a second success.
-        A condition that fails on the write's own entry (the same physical address: an earlier
-        attempt of this write landed and its answer was lost) is a success, not a refusal.
+        A condition that fails on the write's own entry (condition.fresh_address, and the current
+        entry equal to value but for last_modified: an earlier attempt of this write landed and
+        its answer was lost) is a success, not a refusal.
         """
         written = False
 
@@ -269,7 +276,7 @@ class Entries:
                 try:
                     condition.check(value_now, key)
                 except FailedPrecondition:
-                    if _same_object(value_now, value):
+                    if condition.fresh_address and _same_entry(value_now, value):
                         # The current entry is this very write's (an earlier attempt of it
                         # landed, its answer was lost): it is done, not refused.
                         return None
@@ -411,6 +418,9 @@ class Condition:
     # Expiry by last access (last_access.py): the entry the run judged, and only while it is old.
     if_match_address: str = ""
     if_modified_before_us: int = 0
+    # The entry's physical address is this write's own (StageEntryRequest.fresh_address): a
+    # current entry equal to it (but for last_modified) is an earlier attempt's, not a refusal.
+    fresh_address: bool = False
 
     def check(self, current: Value | None, key: bytes) -> None:
         name = key.decode(errors="replace")
@@ -431,13 +441,18 @@ class Condition:
                 raise FailedPrecondition(f"key {name!r} was modified too recently")
 
 
-def _same_object(current: Value | None, value: Value) -> bool:
-    """Whether current is an entry for the same object as value: the same physical address,
-    which each write of new bytes has to itself."""
+def _same_entry(current: Value | None, value: Value) -> bool:
+    """Whether current is value's entry as an earlier attempt of the same write staged it: the
+    same in everything (the physical address, which a write of fresh bytes has to itself, its
+    size, ETag, content type and metadata) but last_modified, which each attempt sets anew."""
     if current is None or value.tombstone or current.tombstone:
         return False
-    address = decode_entry(value.data).physical_address
-    return bool(address) and decode_entry(current.data).physical_address == address
+    mine, theirs = decode_entry(value.data), decode_entry(current.data)
+    if not mine.physical_address:
+        return False
+    mine.ClearField("last_modified")
+    theirs.ClearField("last_modified")
+    return mine == theirs
 
 
 def _write_weight(key: bytes, value: Value, token_bytes: int) -> int:

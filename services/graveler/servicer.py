@@ -327,7 +327,11 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def StageEntry(self, request: api.StageEntryRequest, context: grpc.ServicerContext) -> api.StageEntryResponse:
         condition = None
         if request.if_absent or request.if_match_etag:
-            condition = Condition(if_absent=request.if_absent, if_match_etag=request.if_match_etag)
+            condition = Condition(
+                if_absent=request.if_absent,
+                if_match_etag=request.if_match_etag,
+                fresh_address=request.fresh_address,
+            )
         self.g.stage_entry(
             request.repository,
             request.branch,
@@ -348,10 +352,11 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             [(staged.key, staged.entry) for staged in request.entries],
             repository_id=request.repository_id,
             deadline=deadline,
-            # Each entry's own budget counts from now, within the call's deadline.
-            entry_deadlines=[deadline.sooner(staged.timeout_ms / 1000 or None) for staged in request.entries],
+            # Each entry's time ends slack_ms before the call's deadline, which gRPC counts from
+            # the call's arrival: time spent queued and in the interceptors counts against it.
+            entry_deadlines=[deadline.less(staged.slack_ms / 1000) for staged in request.entries],
         )
-        response = api.StageEntriesResponse()
+        response = api.StageEntriesResponse(per_entry_deadlines=True)
         for outcome in outcomes:
             if outcome.result == "staged":
                 telemetry.staged("put")

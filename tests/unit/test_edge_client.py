@@ -15,6 +15,8 @@ import grpc.aio
 import pytest
 from pydantic import SecretStr
 
+from services.api.errors import from_rpc
+from services.gateway.backend import rpc_error
 from silt.config import Config
 from silt.edge_client import EdgeClient
 from silt.graveler.v1 import events_pb2 as ev
@@ -133,13 +135,16 @@ class _RecordingStub:
 
     def __init__(self) -> None:
         self.sent: list[object] = []
+        self.timeouts: list[float | None] = []
 
     async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> object:
         self.sent.append(request)
+        self.timeouts.append(timeout)
         return api.StageEntryResponse()
 
     async def StageEntries(self, request: api.StageEntriesRequest, *, timeout: float | None = None) -> object:
         self.sent.append(request)
+        self.timeouts.append(timeout)
         return api.StageEntriesResponse()
 
 
@@ -170,3 +175,53 @@ def test_a_write_goes_out_only_on_a_ready_channel_and_one_never_sent_is_not_appl
         assert stub.sent == [request]
 
     asyncio.run(scenario())
+
+
+class SlowToConnect:
+    """A channel to a graveler that is restarting: CONNECTING until `after` seconds of a fake
+    clock have passed, READY from then on (the clock moves when the gate waits for a change)."""
+
+    def __init__(self, now: list[float], after: float) -> None:
+        self.now = now
+        self.after = after
+        self.state = grpc.ChannelConnectivity.CONNECTING
+
+    def get_state(self, try_to_connect: bool = False) -> grpc.ChannelConnectivity:
+        return self.state
+
+    async def wait_for_state_change(self, last_observed_state: grpc.ChannelConnectivity) -> None:
+        self.now[0] += self.after
+        self.state = grpc.ChannelConnectivity.READY
+
+
+def test_the_wait_for_a_ready_channel_counts_against_the_writes_time() -> None:
+    """The channel turns READY 0.9 s into a write with 2 s: graveler gets what is left (1.1 s),
+    never the full 2 s, so it cannot write after its caller was told DEADLINE_EXCEEDED."""
+    now = [0.0]
+    stub = _RecordingStub()
+    gate = SentWhenReady(stub, SlowToConnect(now, 0.9), clock=lambda: now[0])  # type: ignore[arg-type]
+    request = api.StageEntryRequest(repository="repo", branch="main", key="k")
+    asyncio.run(gate.StageEntry(request, timeout=2.0))
+    assert stub.sent == [request]
+    (timeout,) = stub.timeouts
+    assert timeout is not None and timeout <= 2.0 - 0.9 + 1e-9
+
+
+def test_a_write_whose_time_ran_out_while_waiting_for_the_channel_is_not_sent() -> None:
+    now = [0.0]
+    stub = _RecordingStub()
+    gate = SentWhenReady(stub, SlowToConnect(now, 0.9), wait=5.0, clock=lambda: now[0])  # type: ignore[arg-type]
+    request = api.StageEntriesRequest(repository="repo", branch="main")
+    with pytest.raises(NotApplied) as unsent:
+        asyncio.run(gate.StageEntries(request, timeout=0.5))
+    assert unsent.value.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+    assert stub.sent == []
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE])
+def test_a_write_the_edge_knows_was_not_sent_is_answered_503_by_both_front_ends(code: grpc.StatusCode) -> None:
+    """Its time ran out before it was sent, or graveler was not reachable: a retryable 503
+    (S3 ServiceUnavailable, lakeFS 503), never 500."""
+    unsent = not_applied_error(code, "the write was not sent")
+    assert rpc_error(unsent).code == "ServiceUnavailable"
+    assert from_rpc(unsent, "graveler").status == 503

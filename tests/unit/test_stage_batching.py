@@ -34,6 +34,14 @@ class Graveler:
         self.expired: set[str] = set()
         self.fail_with: grpc.aio.AioRpcError | None = None
         self.many_fails_with: grpc.aio.AioRpcError | None = None
+        self.per_entry_deadlines = True
+        # A channel that is not READY yet: the next wait for it moves `clock` on by `connect_in`.
+        self.clock: list[float] = [0.0]
+        self.connect_in = 0.0
+
+    async def ready(self, timeout: float | None) -> None:
+        self.clock[0] += self.connect_in
+        self.connect_in = 0.0
 
     async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> Any:
         self.calls.append(("StageEntry", request, timeout))
@@ -49,7 +57,7 @@ class Graveler:
             raise self.many_fails_with
         if self.fail_with is not None:
             raise self.fail_with
-        response = api.StageEntriesResponse()
+        response = api.StageEntriesResponse(per_entry_deadlines=self.per_entry_deadlines)
         for staged in request.entries:
             if staged.key in self.expired:
                 response.outcomes.add(key=staged.key, result=api.StageEntryOutcome.RESULT_EXPIRED)
@@ -220,10 +228,10 @@ async def test_the_call_lives_as_long_as_its_longest_write_and_each_entry_carrie
     method, request, timeout = graveler.calls[-1]
     assert method == "StageEntries"
     assert timeout is not None and 19 < timeout <= 20 - DEADLINE_MARGIN
-    # Graveler's time for each entry ends before its caller stops waiting for it.
-    budgets = {staged.key: staged.timeout_ms for staged in request.entries}
-    assert 1000 < budgets["short"] <= (2 - DEADLINE_MARGIN) * 1000
-    assert 19000 < budgets["long"] <= (20 - DEADLINE_MARGIN) * 1000
+    # Graveler's time for each entry ends before its caller stops waiting for it: slack_ms
+    # before the call's deadline (the longest write's), rounded up.
+    slacks = {staged.key: staged.slack_ms for staged in request.entries}
+    assert slacks["long"] == 0 and 18000 <= slacks["short"] <= 18050
 
 
 @in_a_loop
@@ -315,3 +323,92 @@ async def test_writes_left_when_the_edge_stops_fail_instead_of_hanging() -> None
     codes = {r.code() for r in results if isinstance(r, grpc.aio.AioRpcError)}
     assert len(codes) and codes <= {grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE}
     assert all(isinstance(r, grpc.aio.AioRpcError) for r in results)
+
+
+@in_a_loop
+async def test_the_wait_for_a_ready_channel_counts_against_a_lone_writes_time() -> None:
+    """Graveler restarting: the channel is READY 0.9 s into a write with 2 s. The call's timeout
+    is set after that wait, so graveler's time still ends DEADLINE_MARGIN before the caller's."""
+    graveler = Graveler()
+    batcher = StageBatcher(graveler, clock=lambda: graveler.clock[0])
+    graveler.connect_in = 0.9
+    await batcher.StageEntry(write("k"), timeout=2.0)
+    ((method, _, timeout),) = graveler.calls
+    assert method == "StageEntry"
+    assert timeout is not None and timeout <= 2.0 - 0.9 - DEADLINE_MARGIN + 1e-9
+
+
+@in_a_loop
+async def test_budgets_of_a_shared_call_are_set_after_the_wait_for_a_ready_channel() -> None:
+    """A write whose time runs out while the channel connects is not sent (certainly not
+    staged); the others' call has what is left of the longest write's time."""
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler, clock=lambda: graveler.clock[0])
+    blockers = await fill_calls(batcher, "a", "b", timeout=30)
+    short = asyncio.create_task(batcher.StageEntry(write("short"), timeout=1.1))
+    long = asyncio.create_task(batcher.StageEntry(write("long"), timeout=5.0))
+    await settle()
+    graveler.connect_in = 0.9  # the connection broke; it is back 0.9 s later
+    graveler.release.set()
+    await asyncio.gather(*blockers, long)
+    with pytest.raises(NotApplied) as unsent:
+        await short
+    assert unsent.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    method, request, timeout = graveler.calls[-1]
+    assert method == "StageEntries" and [(e.key, e.slack_ms) for e in request.entries] == [("long", 0)]
+    assert timeout is not None and timeout <= 5.0 - 0.9 - DEADLINE_MARGIN + 1e-9
+
+
+@in_a_loop
+async def test_two_writes_of_a_key_never_share_a_call() -> None:
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler)
+    blockers = await fill_calls(batcher, "a", "b")
+    waiting = [asyncio.create_task(batcher.StageEntry(write(key), timeout=5)) for key in ("k", "k", "m")]
+    await settle()
+    graveler.release.set()
+    await asyncio.gather(*blockers, *waiting)
+    calls = batched_keys(graveler)
+    assert sorted(key for keys in calls for key in keys) == ["a", "b", "k", "k", "m"]
+    assert all(keys.count("k") <= 1 for keys in calls)
+
+
+@in_a_loop
+async def test_after_a_graveler_that_ignores_per_entry_deadlines_writes_go_one_call_each() -> None:
+    """A graveler from before per-entry deadlines (it does not say it honoured them): its answer
+    holds, and the next writes go as calls of their own, each with its own time."""
+    graveler = Graveler(hold=True)
+    graveler.per_entry_deadlines = False
+    batcher = StageBatcher(graveler)
+    blockers = await fill_calls(batcher, "a", "b")
+    waiting = [asyncio.create_task(batcher.StageEntry(write(key), timeout=5)) for key in ("c", "d")]
+    await settle()
+    graveler.release.set()
+    await asyncio.gather(*blockers, *waiting)
+    assert batched_keys(graveler) == [["a"], ["b"], ["c", "d"]]
+    blockers = await fill_calls(batcher, "e", "f")
+    later = [asyncio.create_task(batcher.StageEntry(write(key), timeout=5)) for key in ("g", "h")]
+    await asyncio.gather(*blockers, *later)
+    assert [method for method, _, _ in graveler.calls[3:]] == ["StageEntry"] * 4
+
+
+@in_a_loop
+async def test_gravelers_own_abort_of_a_shared_call_answers_every_write_at_once_as_maybe_staged() -> None:
+    """Graveler stopped the call (an entry's time ran out while a commit made it write its
+    entries again): each write is answered at once, not at its own deadline, and keeps its bytes."""
+    graveler = Graveler(hold=True)
+    batcher = StageBatcher(graveler)
+    blockers = await fill_calls(batcher, "a", "b", timeout=30)
+    waiting = [asyncio.create_task(batcher.StageEntry(write(key), timeout=30)) for key in ("c", "d")]
+    await settle()
+    graveler.many_fails_with = grpc.aio.AioRpcError(
+        grpc.StatusCode.ABORTED, grpc.aio.Metadata(), grpc.aio.Metadata(), "an entry's deadline passed"
+    )
+    graveler.release.set()
+    await asyncio.gather(*blockers)
+    started = time.monotonic()
+    results = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 5)
+    assert time.monotonic() - started < 5
+    for result in results:
+        assert isinstance(result, grpc.aio.AioRpcError) and result.code() == grpc.StatusCode.ABORTED
+        assert not certainly_not_applied(result)

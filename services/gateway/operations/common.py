@@ -252,13 +252,21 @@ async def stage(
     entry: pb.Entry,
     condition: WriteCondition | None = None,
     repository_id: str = "",
+    fresh_address: bool = False,
 ) -> None:
     """StageEntry; repository_id: the identity of the repository whose namespace holds the
     entry's bytes, as looked up before the request wrote them or read the entry it copies
-    (graveler refuses the write if the repository is another one by now); empty: not checked."""
+    (graveler refuses the write if the repository is another one by now); empty: not checked.
+    fresh_address: the entry's address is one this write chose for its own new bytes
+    (StageEntryRequest's)."""
     backend = ctx.backend
     request = api.StageEntryRequest(
-        repository=repository, branch=branch, key=key, entry=entry, repository_id=repository_id
+        repository=repository,
+        branch=branch,
+        key=key,
+        entry=entry,
+        repository_id=repository_id,
+        fresh_address=fresh_address,
     )
     if condition is not None and condition.any:
         request.if_absent = condition.if_absent
@@ -297,7 +305,7 @@ async def stage_new_bytes(
 
     async def staged() -> None:
         try:
-            await stage(ctx, repository, branch, key, entry, condition, place.repository_id)
+            await stage(ctx, repository, branch, key, entry, condition, place.repository_id, fresh_address=True)
         except S3Error as exc:
             successor = await replacement(ctx, repository, place, exc) if follow_replacement else None
             if successor is None:

@@ -18,11 +18,21 @@ unknown to every call, and each gateway process's sweep (every
 SDKs retry CompleteMultipartUpload when its response was lost; S3 answers the retry with the
 same result. A completed upload therefore leaves its answer (not its parts) for
 COMPLETED_REPLAY_SECONDS; each later Complete in the repository prunes a few expired ones.
+
+**A Complete whose staging failed after the parts were composed.** Composing consumes the parts
+(the local adapter removes the upload's directory; S3 forgets the upload), so a retry could not
+compose them again. Before staging, the upload's record says what was composed (`composed`: the
+parts listed, and the entry staged for the object at the upload's address). A retried Complete
+with the same parts skips composing, checks that the object is still at that address and stages
+the same entry again: graveler takes a current entry equal to it (but for last_modified, at an
+address this upload has to itself) as this write's own, a success even under If-None-Match.
+Other parts after composition are InvalidPart; UploadPart and UploadPartCopy are NoSuchUpload.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
 import logging
@@ -39,6 +49,7 @@ from services.gateway.errors import S3Error
 from services.gateway.operations.common import (
     Context,
     Response,
+    WriteCondition,
     iso_time,
     new_physical_address,
     object_key_required,
@@ -68,6 +79,7 @@ from silt import multipart_uploads as uploads
 from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import PartInfo
 from silt.config import S3GatewayConfig
+from silt.errors import NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import scan_prefix
@@ -93,9 +105,10 @@ def _part_key(upload_id: str, number: int) -> bytes:
     return uploads.part_prefix(upload_id) + f"{number:05d}".encode()
 
 
-async def _upload(ctx: Context, action: str) -> tuple[str, dict, RepositoryPlace]:
+async def _upload(ctx: Context, action: str, composed_ok: bool = False) -> tuple[str, dict, RepositoryPlace]:
     """The upload a request names, its record, and the repository (now named by the bucket)
-    it belongs to."""
+    it belongs to; composed_ok: also one whose parts were composed by a Complete whose staging
+    failed (only a Complete, Abort or ListParts may go on)."""
     request = ctx.request
     repository = request.bucket
     await ctx.authorize(action, repository)
@@ -111,6 +124,8 @@ async def _upload(ctx: Context, action: str) -> tuple[str, dict, RepositoryPlace
         raise S3Error("NoSuchUpload", "the upload's repository was deleted", UploadId=upload_id)
     if uploads.is_expired(record, ctx.config.multipart_upload_max_age_seconds):
         raise S3Error("NoSuchUpload", "the upload expired", UploadId=upload_id)  # the sweep aborts it
+    if "composed" in record and not composed_ok:
+        raise S3Error("NoSuchUpload", "the upload's parts were composed by a Complete", UploadId=upload_id)
     return upload_id, record, place
 
 
@@ -306,12 +321,14 @@ def _chosen_parts(listed: dict[int, list[RequestedPart]], stored: dict[int, dict
 async def complete(ctx: Context) -> Response:
     condition = write_condition(ctx.request)
     try:
-        upload_id, record, owner = await _upload(ctx, WRITE_REPO)
+        upload_id, record, owner = await _upload(ctx, WRITE_REPO, composed_ok=True)
     except S3Error as exc:
         if exc.code != "NoSuchUpload":
             raise
         return await _replay_complete(ctx, exc)
     requested = _requested_parts(await ctx.request.body.read_all())
+    if "composed" in record:
+        return await _complete_composed(ctx, upload_id, record, owner, requested, condition)
     listed = _listed_by_number(requested)
     backend = ctx.backend
     stored = dict(await backend.run(backend.kv_scan, PARTITION, uploads.part_prefix(upload_id)))
@@ -363,6 +380,66 @@ async def complete(ctx: Context) -> Response:
         element = _checksum_element(checksums.HEADER_PREFIX + algorithm)
         checksum_xml = f"<{element}>{value}</{element}><ChecksumType>{kind}</ChecksumType>"
     repository = ctx.request.bucket
+    # What was composed, before it is staged: a retry after a failed staging cannot compose the
+    # consumed parts again, and stages this same entry instead (see the module's docstring).
+    composed = {
+        "parts": [[p.number, p.etag] for p in requested],
+        "entry": base64.b64encode(entry.SerializeToString()).decode(),
+        "checksum_xml": checksum_xml,
+    }
+    record = {**record, "composed": composed}
+    await backend.run(backend.kv_put, PARTITION, uploads.upload_key(repository, upload_id), record)
+    return await _stage_composed(ctx, upload_id, record, owner, stored, requested, entry, checksum_xml, condition)
+
+
+async def _complete_composed(
+    ctx: Context,
+    upload_id: str,
+    record: dict,
+    owner: RepositoryPlace,
+    requested: list[RequestedPart],
+    condition: WriteCondition,
+) -> Response:
+    """A retried Complete of an upload whose parts an earlier attempt composed: the same parts,
+    the object still at the upload's address, and the same entry staged again."""
+    backend = ctx.backend
+    composed = record["composed"]
+    if [[p.number, p.etag] for p in requested] != composed["parts"]:
+        raise S3Error("InvalidPart", "the upload was completed with other parts", UploadId=upload_id)
+    entry = pb.Entry.FromString(base64.b64decode(composed["entry"]))
+    stored = dict(await backend.run(backend.kv_scan, PARTITION, uploads.part_prefix(upload_id)))
+    try:
+        stat = await backend.run(backend.adapter.stat, record["namespace"], record["address"])
+    except NotFound:
+        stat = None
+    if stat is None or stat.size != entry.size:
+        # Its bytes are gone (deleted when graveler certainly did not take the entry): the upload
+        # can never complete.
+        await _forget(ctx, ctx.request.bucket, upload_id, record, stored)
+        raise S3Error("NoSuchUpload", "the upload's object is gone", UploadId=upload_id)
+    await precheck_write_condition(
+        ctx, ctx.request.bucket, record["branch"], record["key"], condition, own_address=record["address"]
+    )
+    entry.last_modified.CopyFrom(now_timestamp())
+    return await _stage_composed(
+        ctx, upload_id, record, owner, stored, requested, entry, composed["checksum_xml"], condition
+    )
+
+
+async def _stage_composed(
+    ctx: Context,
+    upload_id: str,
+    record: dict,
+    owner: RepositoryPlace,
+    stored: dict,
+    requested: list[RequestedPart],
+    entry: pb.Entry,
+    checksum_xml: str,
+    condition: WriteCondition,
+) -> Response:
+    """Stage the composed object's entry; then the upload is done and its answer kept."""
+    backend = ctx.backend
+    repository = ctx.request.bucket
     try:
         # The upload's repository by its identity; one older than identities by the identity of
         # the repository its namespace was found to be (_upload): if that one is deleted before
@@ -379,23 +456,24 @@ async def complete(ctx: Context) -> Response:
             raise S3Error("NoSuchUpload", "the upload's repository was deleted", UploadId=upload_id) from None
         # The parts were consumed into the object; with its bytes deleted, the upload can
         # never complete, so it is forgotten too (the client re-uploads after the 503).
-        # Otherwise the entry may stand and the upload stays: a retried Complete writes the
-        # same object again at the same address and meets its own entry, which is success.
+        # Otherwise the entry may stand and the upload stays, its record saying what was
+        # composed: a retried Complete with the same parts stages the same entry again, and
+        # graveler takes the entry it finds as its own, which is success.
         if getattr(exc, "not_applied", False):
             await _forget(ctx, repository, upload_id, record, stored)
         raise
     answer = {
         "path": ctx.request.path,
         "parts": [[p.number, p.etag] for p in requested],
-        "etag": result.etag,
+        "etag": entry.etag,
         "checksum_xml": checksum_xml,
         "completed_at": time.time(),
     }
     await backend.run(backend.kv_put, PARTITION, _completed_key(repository, upload_id), answer)
     await _forget(ctx, repository, upload_id, record, stored)
     await backend.run(_prune_completed, backend, repository)
-    ctx.record(ev.WRITE, repository, record["branch"], record["key"], result.size)
-    return _complete_result(ctx, result.etag, checksum_xml)
+    ctx.record(ev.WRITE, repository, record["branch"], record["key"], entry.size)
+    return _complete_result(ctx, entry.etag, checksum_xml)
 
 
 def _complete_result(ctx: Context, etag: str, checksum_xml: str) -> Response:
@@ -447,11 +525,13 @@ async def _forget(ctx: Context, repository: str, upload_id: str, record: dict, p
 
 
 async def abort(ctx: Context) -> Response:
-    upload_id, record, _ = await _upload(ctx, WRITE_REPO)
+    upload_id, record, _ = await _upload(ctx, WRITE_REPO, composed_ok=True)
     backend = ctx.backend
-    await backend.run(
-        backend.adapter.abort_multipart_upload, record["namespace"], record["address"], record["block_id"]
-    )
+    # Once composed, the parts are an object an entry may name: left to garbage collection.
+    if "composed" not in record:
+        await backend.run(
+            backend.adapter.abort_multipart_upload, record["namespace"], record["address"], record["block_id"]
+        )
     stored = dict(await backend.run(backend.kv_scan, PARTITION, uploads.part_prefix(upload_id)))
     await _forget(ctx, ctx.request.bucket, upload_id, record, stored)
     return Response(204)
@@ -468,7 +548,7 @@ def _int_arg(ctx: Context, name: str, default: int) -> int:
 
 
 async def list_parts(ctx: Context) -> Response:
-    upload_id, _, _ = await _upload(ctx, READ_REPO)
+    upload_id, _, _ = await _upload(ctx, READ_REPO, composed_ok=True)
     marker = _int_arg(ctx, "part-number-marker", 0)
     limit = min(_int_arg(ctx, "max-parts", 1000), 1000)
     backend = ctx.backend

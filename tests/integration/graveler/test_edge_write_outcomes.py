@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,13 +34,15 @@ from services.api.errors import ApiError
 from services.api.objects_write import stage_new_bytes as api_stage_new_bytes
 from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
-from services.gateway.operations.common import Context, WriteCondition, precheck_write_condition
+from services.gateway.operations import multipart
+from services.gateway.operations.common import Context, Response, WriteCondition
 from services.gateway.operations.common import stage_new_bytes as gateway_stage_new_bytes
+from services.gateway.request import Body, Request, parse_query
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.server import start
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
-from silt.config import Config, DatabaseConfig, LocalDatabaseConfig
+from silt.config import Config, DatabaseConfig, LocalDatabaseConfig, S3GatewayConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
@@ -186,7 +189,9 @@ def no_entry_without_bytes(stack: Stack, repo: str, namespace: str, keys: list[s
 # --- the rule: bytes go only when no attempt may have been applied --------------------------
 
 
-def test_a_conditional_put_whose_answer_was_lost_succeeds_when_its_retry_meets_its_own_entry(stack: Stack) -> None:
+def test_a_conditional_put_whose_answer_was_lost_is_not_sent_again_and_keeps_its_bytes(stack: Stack) -> None:
+    """Graveler applied it and the answer was lost; graveler is reachable again at once. The
+    edge does not send it again (it may stand: 503, the client decides), and keeps its bytes."""
     repo, namespace = stack.new_repo()
     stack.faults.lose_answer("StageEntry", then=stack.cut_and_restore)
 
@@ -194,28 +199,33 @@ def test_a_conditional_put_whose_answer_was_lost_succeeds_when_its_retry_meets_i
         stack, lambda backend: gateway_put(backend, repo, namespace, "k", WriteCondition(if_absent=True))
     )
 
-    assert error is None, error  # not 412: the condition failed on the write's own entry
-    assert stack.faults.applied == {"StageEntry": 1}
+    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
+    assert getattr(error, "not_applied", None) is False
+    assert stack.faults.calls.get("StageEntry") == 1
     assert stack.staged(repo, "k") == entry
     assert stack.stored(namespace, entry.physical_address)
 
 
-def test_a_refusal_after_an_attempt_that_may_have_landed_keeps_the_bytes_and_is_retryable(stack: Stack) -> None:
+def test_a_write_whose_answer_was_lost_is_never_applied_again_over_a_later_acknowledged_write(
+    stack: Stack,
+) -> None:
+    """A is applied and its answer lost; B, another writer's, is acknowledged after; graveler is
+    reachable again at once. Sending A again would put it over B, which was acknowledged after
+    A landed: the edge answers 503 instead, and B stands."""
     repo, namespace = stack.new_repo()
     other = pb.Entry(physical_address=f"data/{uuid.uuid4().hex}", etag="other")
 
     def another_writer_then_cut() -> None:
-        # After this write landed, another writer's entry replaces it; the retry then meets that.
         stack.graveler.stage_entry(repo, "main", "k", other)
         stack.cut_and_restore()
 
     stack.faults.lose_answer("StageEntry", then=another_writer_then_cut)
-    entry, error = with_gateway(
-        stack, lambda backend: gateway_put(backend, repo, namespace, "k", WriteCondition(if_absent=True))
-    )
+    entry, error = with_gateway(stack, lambda backend: gateway_put(backend, repo, namespace, "k"))
 
-    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error  # not 412
+    assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
     assert getattr(error, "not_applied", None) is False
+    assert stack.faults.calls.get("StageEntry") == 1
+    assert stack.staged(repo, "k") == other
     assert stack.stored(namespace, entry.physical_address)  # left to garbage collection
 
 
@@ -294,6 +304,32 @@ def test_the_rest_apis_write_keeps_its_bytes_after_gravelers_own_unavailable(sta
     assert isinstance(error, ApiError) and error.status == 503, error
 
 
+def test_the_rest_apis_call_whose_answer_was_lost_is_not_sent_again(stack: Stack) -> None:
+    """A delete through the REST API's graveler call: applied, answer lost, graveler reachable
+    again at once. Sending it again could delete a later acknowledged write; it is answered 503."""
+    repo, _ = stack.new_repo()
+    stack.graveler.stage_entry(repo, "main", "k", pb.Entry(physical_address="data/k", etag="k"))
+    stack.faults.lose_answer("DeleteEntry", then=stack.cut_and_restore)
+
+    async def delete() -> BaseException | None:
+        backend = ApiBackend(stack.config)
+        try:
+            await backend.call(
+                backend.graveler.DeleteEntry, api.DeleteEntryRequest(repository=repo, branch="main", key="k")
+            )
+        except Exception as exc:
+            return exc
+        finally:
+            await backend.close()
+        return None
+
+    error = asyncio.run(delete())
+
+    assert isinstance(error, ApiError) and error.status == 503, error
+    assert stack.faults.calls.get("DeleteEntry") == 1
+    assert stack.staged(repo, "k") is None
+
+
 def test_a_guard_left_by_a_failed_conditional_put_never_completes_an_entry_without_bytes(stack: Stack) -> None:
     """The conditional writer's guard is written, its value never is (the store fails after the
     guard, with "connection refused", on every attempt). The next conditional writer of the key
@@ -335,41 +371,140 @@ class Authorized(Context):
         return None
 
 
+def s3_request(repo: str, path: str, query: str = "", body: bytes = b"", **headers: str) -> Request:
+    """An S3 request as the gateway's router hands it to an operation."""
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return Request(
+        method="POST",
+        raw_path=f"/{repo}/{path}",
+        query_string=query,
+        query=parse_query(query),
+        headers={"content-length": str(len(body)), **{k.replace("_", "-"): v for k, v in headers.items()}},
+        host="localhost",
+        body=Body(receive),
+        bucket=repo,
+        path=path,
+    )
+
+
+def _complete_body(etag: str) -> bytes:
+    part = f"<Part><PartNumber>1</PartNumber><ETag>{etag}</ETag></Part>"
+    return f"<CompleteMultipartUpload>{part}</CompleteMultipartUpload>".encode()
+
+
 def test_a_conditional_complete_retried_after_a_lost_answer_meets_its_own_entry(stack: Stack) -> None:
     """CompleteMultipartUpload with If-None-Match: its entry landed, the answer was lost and
-    graveler stayed unreachable (503, the upload kept). The client's retry stages the same
-    object again: the edge's pre-check and graveler both take the entry found as its own."""
+    graveler stayed unreachable (503). Composing consumed the parts; the client's retry of the
+    same Complete stages the composed object again, and graveler takes the entry it finds as
+    this write's own: success. A Complete naming other parts after composition is InvalidPart."""
     repo, namespace = stack.new_repo()
-    stack.faults.lose_answer("StageEntry", then=stack.cut)
-    condition = WriteCondition(if_absent=True)
-    entry, error = with_gateway(stack, lambda backend: gateway_put(backend, repo, namespace, "k", condition))
+
+    async def first(backend: Backend) -> tuple[str, str, BaseException | None]:
+        def ctx(request: Request) -> Authorized:
+            return Authorized(request=request, backend=backend, config=S3GatewayConfig())
+
+        created = await multipart.create(ctx(s3_request(repo, "main/k", "uploads=")))
+        match = re.search(rb"<UploadId>([0-9a-f]+)</UploadId>", created.body)
+        assert match is not None, created.body
+        upload_id = match.group(1).decode()
+        part = await multipart.upload_part(
+            ctx(s3_request(repo, "main/k", f"partNumber=1&uploadId={upload_id}", b"part one"))
+        )
+        etag = dict(part.headers)["ETag"]
+        stack.faults.lose_answer("StageEntry", then=stack.cut)
+        query = f"uploadId={upload_id}"
+        try:
+            await multipart.complete(ctx(s3_request(repo, "main/k", query, _complete_body(etag), if_none_match="*")))
+        except S3Error as exc:
+            return upload_id, etag, exc
+        return upload_id, etag, None
+
+    upload_id, etag, error = with_gateway(stack, first)
     assert isinstance(error, S3Error) and error.code == "ServiceUnavailable", error
+    landed = stack.staged(repo, "k")
+    assert landed is not None
     stack.proxy.start()
 
-    async def retry(backend: Backend) -> None:
-        ctx = Authorized(request=None, backend=backend, config=None)  # type: ignore[arg-type]
-        with pytest.raises(S3Error) as foreign:
-            await precheck_write_condition(ctx, repo, "main", "k", condition, own_address="data/another")
-        assert foreign.value.code == "PreconditionFailed"
-        await precheck_write_condition(ctx, repo, "main", "k", condition, own_address=entry.physical_address)
-        await gateway_stage_new_bytes(ctx, repo, "main", "k", entry, RepositoryPlace(namespace, ""), condition)
+    async def retry(backend: Backend) -> Response:
+        def ctx(body: bytes) -> Authorized:
+            request = s3_request(repo, "main/k", f"uploadId={upload_id}", body, if_none_match="*")
+            return Authorized(request=request, backend=backend, config=S3GatewayConfig())
 
-    with_gateway(stack, retry)
-    assert stack.staged(repo, "k") == entry
-    assert stack.stored(namespace, entry.physical_address)
+        with pytest.raises(S3Error) as other:
+            await multipart.complete(ctx(_complete_body('"0123456789abcdef0123456789abcdef"')))
+        assert other.value.code == "InvalidPart"
+        return await multipart.complete(ctx(_complete_body(etag)))
+
+    answer = with_gateway(stack, retry)
+    assert answer.status == 200 and b"<CompleteMultipartUploadResult" in answer.body
+    staged = stack.staged(repo, "k")
+    assert staged is not None and staged.physical_address == landed.physical_address
+    assert staged.size == len(b"part one")
+    assert stack.stored(namespace, staged.physical_address)
+
+
+# --- a conditional write that meets its own entry ----------------------------------------
+
+
+def _conditional(repo: str, entry: pb.Entry, fresh_address: bool) -> api.StageEntryRequest:
+    return api.StageEntryRequest(
+        repository=repo, branch="main", key="k", entry=entry, if_absent=True, fresh_address=fresh_address
+    )
+
+
+def _entry(address: str, modified: int, **fields: Any) -> pb.Entry:
+    entry = pb.Entry(physical_address=address, size=7, etag="e", content_type="text/plain", **fields)
+    entry.last_modified.FromSeconds(modified)
+    return entry
+
+
+def test_a_retry_of_a_write_of_fresh_bytes_meets_its_own_entry_and_succeeds(stack: Stack) -> None:
+    """An attempt landed (its answer lost); the retry resends the same entry, stamped anew."""
+    repo, _ = stack.new_repo()
+    stack.stub.StageEntry(_conditional(repo, _entry("data/mine", 100), fresh_address=True))
+    stack.stub.StageEntry(_conditional(repo, _entry("data/mine", 200), fresh_address=True))
+    assert stack.staged(repo, "k") == _entry("data/mine", 100)
+
+
+def test_another_write_linking_the_same_address_is_refused(stack: Stack) -> None:
+    """The REST API links client-chosen addresses (an import prefix many writes share): an equal
+    entry there is not proof of being the same write. If-None-Match: * refuses it."""
+    repo, _ = stack.new_repo()
+    stack.stub.StageEntry(_conditional(repo, _entry("data/shared", 100), fresh_address=False))
+    with pytest.raises(grpc.RpcError) as refused:
+        stack.stub.StageEntry(_conditional(repo, _entry("data/shared", 100), fresh_address=False))
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_an_entry_at_the_same_address_that_differs_is_not_the_writes_own(stack: Stack) -> None:
+    repo, _ = stack.new_repo()
+    stack.stub.StageEntry(_conditional(repo, _entry("data/mine", 100), fresh_address=True))
+    other = _entry("data/mine", 100, metadata={"x-amz-meta-who": "another"})
+    with pytest.raises(grpc.RpcError) as refused:
+        stack.stub.StageEntry(_conditional(repo, other, fresh_address=True))
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
 
 # --- per-entry deadlines ------------------------------------------------------------------
 
 
 def test_an_entry_whose_own_time_ran_out_before_graveler_wrote_it_is_not_staged(stack: Stack) -> None:
-    """StageEntries over gRPC: graveler takes 50 ms before it writes; an entry with a 1 ms budget
-    is skipped (RESULT_EXPIRED), the other staged."""
+    """StageEntries over gRPC: graveler takes 200 ms before it writes; an entry whose time ends
+    10 ms after the call's arrival (slack_ms before the call's 30 s; gRPC may round that up by
+    up to 100 ms) is skipped (RESULT_EXPIRED), the other staged."""
     repo, _ = stack.new_repo()
     request = api.StageEntriesRequest(repository=repo, branch="main")
-    request.entries.add(key="short", entry=pb.Entry(physical_address="data/short", etag="s"), timeout_ms=1)
-    request.entries.add(key="long", entry=pb.Entry(physical_address="data/long", etag="l"), timeout_ms=30_000)
-    stack.slow.pause = 0.05
+    request.entries.add(key="short", entry=pb.Entry(physical_address="data/short", etag="s"), slack_ms=29_990)
+    request.entries.add(key="long", entry=pb.Entry(physical_address="data/long", etag="l"), slack_ms=0)
+    stack.slow.pause = 0.2
 
     outcomes = stack.stub.StageEntries(request, timeout=30).outcomes
 

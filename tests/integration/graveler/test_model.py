@@ -257,10 +257,13 @@ class GravelerModel(RuleBasedStateMachine):
             self.faults.lose_answer("StageEntry")
         else:
             self.faults.refuse_unapplied("StageEntry")
+        sent_before = self.faults.calls.get("StageEntry", 0)
         try:
             address, error = self.edge.put(self.repo, branch, key, value)
         finally:
             self.faults.clear()
+        # Through the READY gate, once: a call that went out is never sent again by the edge.
+        assert self.faults.calls.get("StageEntry", 0) == sent_before + 1
         self.edge_addresses.add(address)
         assert isinstance(error, grpc.aio.AioRpcError), error
         assert error.code() == grpc.StatusCode.UNAVAILABLE

@@ -14,9 +14,10 @@ from services.graveler.deadline import Deadline
 from services.graveler.entries import MAX_STAGE_ENTRIES, STAGE_WRITE_BYTES
 from services.graveler.graveler import GravelerOptions
 from services.graveler.model import StagingToken
+from services.graveler.servicer import GravelerServicer
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
-from silt.errors import DeadlineExceeded
+from silt.errors import Aborted
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
@@ -133,7 +134,8 @@ def test_an_entry_written_once_is_never_written_again_after_its_deadline(store: 
     """The entry lands in the staging token, then the token is replaced under the call (a reset
     here, as a commit's seal would) and the entry's deadline passes: the writer flow does not
     write it again into the new token (its caller may have been told DEADLINE_EXCEEDED and
-    written the key since); the call fails DeadlineExceeded, the entry's outcome unknown."""
+    written the key since); the call fails at once with Aborted (graveler's own answer, which
+    the edge tells from its call running out of time), the entry's outcome unknown."""
     wrapped = SealsOnFirstStagedWrite(store)
     graveler = open_graveler(wrapped, LocalAdapter(tmp_path / "data"), GravelerOptions(branch_cache_seconds=0))
     now = [0.0]
@@ -147,7 +149,7 @@ def test_an_entry_written_once_is_never_written_again_after_its_deadline(store: 
 
         wrapped.then = replace_the_token
         entry = pb.Entry(physical_address="data/late", etag="late")
-        with pytest.raises(DeadlineExceeded):
+        with pytest.raises(Aborted):
             graveler.stage_entries(
                 repo, "main", [("late", entry)], entry_deadlines=[Deadline(10.0, clock=lambda: now[0])]
             )
@@ -156,3 +158,32 @@ def test_an_entry_written_once_is_never_written_again_after_its_deadline(store: 
         assert graveler.staging.get(StagingToken(token), b"late") is None
     finally:
         graveler.close()
+
+
+class QueuedCall:
+    """A call's context as graveler's handler sees it after the call waited in the worker pool
+    and the interceptors: `left` seconds of its gRPC deadline remain."""
+
+    def __init__(self, left: float) -> None:
+        self.left = left
+
+    def time_remaining(self) -> float:
+        return self.left
+
+    def is_active(self) -> bool:
+        return True
+
+
+def test_an_entrys_time_counts_from_the_calls_arrival_not_from_when_its_handler_started(env: GravelerEnv) -> None:
+    """The edge gave the call 30 s and one entry 1 s of it (slack 29 s); the call waited 29.5 s
+    before its handler ran. The entry's time is over: it is not written (RESULT_EXPIRED), and
+    the entry with the call's whole time is."""
+    repo = env.new_repo()
+    servicer = GravelerServicer(env.graveler)
+    request = api.StageEntriesRequest(repository=repo, branch="main")
+    request.entries.add(key="short", entry=pb.Entry(physical_address="data/short", etag="s"), slack_ms=29_000)
+    request.entries.add(key="long", entry=pb.Entry(physical_address="data/long", etag="l"), slack_ms=0)
+    response = servicer.StageEntries(request, QueuedCall(0.5))  # type: ignore[arg-type]
+    assert [outcome.result for outcome in response.outcomes] == [api.StageEntryOutcome.RESULT_EXPIRED, STAGED]
+    assert response.per_entry_deadlines
+    assert env.list_all(repo, "main") == ["long"]
