@@ -42,10 +42,13 @@ _DELETE_CHUNK = 100
 @dataclass(frozen=True)
 class Staged:
     """What a conditional writer read of one key in one token: the staged value (None: nothing
-    staged; a tombstone is a value) and the predicate of the key's guard (None: no guard)."""
+    staged; a tombstone is a value), the predicate of the key's guard (None: no guard), and the
+    newest stamp the judgement rests on (the value's or the partition's deletion mark's; -1:
+    neither; None: a value written before stamps, whose write time no stamp orders)."""
 
     value: Value | None
     guard: Predicate | None
+    judged_at: int | None = -1
 
 
 def new_token(repo_partition: bytes, branch: str) -> StagingToken:
@@ -78,33 +81,46 @@ class StagingStore:
         # drop_under, drop), so a value found deleted is never brought back from a guard read
         # before the deletion.
         # With the partition's deletion mark, so that this write's timestamp passes a deletion.
-        stored = self.kv.observe_staged(partition, [KEY_PREFIX + key]).get(KEY_PREFIX + key)
+        found = self.kv.observe_staged(partition, [KEY_PREFIX + key])
+        stored, mark = found.get(KEY_PREFIX + key), found.get(STAGED_DELETED_AT)
         value: Value | None = None
         written_at = -1
+        legacy = False
         if stored is not None:
             written_at, data = envelope.unwrap(stored)
+            legacy = data is stored
             value = _decode(data)
+        # A deletion after the value leaves only the mark: a guard older than it admitted a
+        # write the deletion came after, which must stay deleted.
+        judged_at = max(written_at, envelope.unwrap(mark)[0] if mark is not None else -1)
         try:
             guard = self.kv.get(partition, GUARD_PREFIX + key)
         except NotFound:
-            return Staged(value, None)
+            return Staged(value, None, None if legacy else judged_at)
         admitted_at, admitted = _decode_guard(guard.value)
         self.kv.clock.observe(admitted_at)
-        if admitted_at > written_at:
+        if admitted_at > judged_at:
             self.kv.apply(partition, [(KEY_PREFIX + key, _encode(admitted))], timestamp=admitted_at)
-            value = admitted
-        return Staged(value, guard.predicate)
+            value, judged_at, legacy = admitted, admitted_at, False
+        return Staged(value, guard.predicate, None if legacy else judged_at)
 
     def set_if(self, token: StagingToken, key: bytes, value: Value, read: Staged) -> None:
         """Stage value only if no conditional writer of key in token got in since read
         (PredicateFailed otherwise): a compare-and-set of the key's guard, admitting this write
-        at a fresh logical timestamp, then the value written plainly at that timestamp.
+        at a logical timestamp just past what was judged, then the value written plainly at
+        that timestamp.
 
-        The timestamp is past both read (the clock observed them), so the write supersedes the
-        value judged. A writer that dies between the two steps leaves its write to the next
-        conditional writer of the key (read_for_write)."""
+        Just past, not now: the write supersedes the value judged, and nothing else. A blind
+        write of the key stamps itself at least two past every stamp it read (observe_staged),
+        so one that landed after this judgement, which the condition never saw, is stamped past
+        this write whatever the clocks and wins over it: the conditional write is then ordered
+        before it, as its judgement was. One that landed before the judgement was judged. A
+        writer that dies between the two steps leaves its write to the next conditional writer
+        of the key (read_for_write)."""
         partition = token.encode()
-        at = self.kv.clock.now()
+        # A value from before stamps was written at the coordinator's time, which no logical
+        # stamp orders: a write over it takes the clock's time, as every write did then.
+        at = self.kv.clock.now() if read.judged_at is None else max(read.judged_at + 1, 1)
         self.kv.set_if(partition, GUARD_PREFIX + key, _encode_guard(at, value), read.guard)
         self.kv.apply(partition, [(KEY_PREFIX + key, _encode(value))], timestamp=at)
 

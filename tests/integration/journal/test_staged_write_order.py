@@ -126,3 +126,48 @@ def test_purging_a_deleted_repositorys_token_deletes_rows_stamped_ahead(store: S
     assert list(store.scan(token.encode()))
     purge(behind.kv, token.encode())
     assert list(store.scan(token.encode())) == []
+
+
+@pytest.mark.parametrize("conditional_clock", ["ahead", "behind"])
+def test_a_blind_write_landing_after_a_conditional_writes_judgement_wins_over_it(
+    store: Store, token: StagingToken, conditional_clock: str
+) -> None:
+    """A conditional write judged the key, then a blind write landed (acknowledged) before the
+    conditional write's value did: the condition never saw the blind write, so the only order
+    of the two that explains a successful condition puts the conditional write first, and the
+    blind write's value is the one read, whichever graveler's clock is ahead."""
+    ahead, behind = skewed(store, +FIVE_SECONDS_US), skewed(store, -FIVE_SECONDS_US)
+    conditional, blind = (ahead, behind) if conditional_clock == "ahead" else (behind, ahead)
+    blind.set(token, b"k", value("before"))
+    judged = conditional.read_for_write(token, b"k")
+    assert judged.value == value("before")
+    blind.set(token, b"k", value("blind"))
+    conditional.set_if(token, b"k", value("conditional"), judged)
+    assert blind.get(token, b"k") == value("blind")
+    assert conditional.read_for_write(token, b"k").value == value("blind")
+
+
+def test_a_conditional_write_judged_after_a_blind_write_wins_over_it(store: Store, token: StagingToken) -> None:
+    """The other order: the blind write landed before the judgement, so the conditional write
+    was judged on it and is the later of the two, even from a clock 10 s behind."""
+    ahead, behind = skewed(store, +FIVE_SECONDS_US), skewed(store, -FIVE_SECONDS_US)
+    ahead.set(token, b"k", value("blind"))
+    judged = behind.read_for_write(token, b"k")
+    assert judged.value == value("blind")
+    behind.set_if(token, b"k", value("conditional"), judged)
+    assert ahead.get(token, b"k") == value("conditional")
+
+
+def test_a_conditional_write_judged_before_a_reset_stays_deleted(store: Store, token: StagingToken) -> None:
+    """A conditional write judged the key, then the key was reset on a graveler whose clock is
+    ahead (acknowledged), then the conditional write went through: it was judged before the
+    reset, so the reset is the later of the two and the key stays deleted, for reads and for the
+    next conditional writer alike (which must not finish the admitted write over the reset)."""
+    ahead, behind = skewed(store, +FIVE_SECONDS_US), skewed(store, -FIVE_SECONDS_US)
+    behind.set(token, b"k", value("before"))
+    judged = behind.read_for_write(token, b"k")
+    ahead.drop_key(token, b"k")
+    behind.set_if(token, b"k", value("conditional"), judged)
+    assert ahead.get(token, b"k") is None
+    assert behind.read_for_write(token, b"k").value is None
+    assert ahead.get(token, b"k") is None
