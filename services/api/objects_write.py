@@ -205,7 +205,10 @@ async def stage_new_bytes(
         if conditional and exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
             raise ApiError(412, "path already exists" if request.if_absent else "object changed") from None
         if conditional and exc.code() == grpc.StatusCode.ABORTED:
-            raise ApiError(409, f"a concurrent write raced this conditional upload: {exc.details()}") from None
+            # It may stand: not a 409, which would say it did not happen.
+            raise ApiError(
+                503, f"a concurrent write raced this conditional upload, which may stand: {exc.details()}"
+            ) from None
         if not certainly_not_applied(exc):
             raise ApiError(503, f"graveler may have staged the object, retry: {exc.details()}") from None
         raise from_rpc(exc, "graveler") from None

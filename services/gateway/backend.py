@@ -52,9 +52,8 @@ from silt.telemetry.stores import open_observed_store
 from silt.write_outcome import Attempts, NotApplied
 
 T = TypeVar("T")
-# Failures of a write that already answer S3 with their own code: 409 ConditionalRequestConflict
-# for a conditional write that raced a commit (as S3 answers it; boto3 does not retry 409, the
-# application must), 503 SlowDown.
+# Failures of a write that already answer S3 with their own code: 503 ServiceUnavailable for a
+# conditional write that raced a commit (it may stand), 503 SlowDown.
 _RETRYABLE_ANSWERS = frozenset({grpc.StatusCode.ABORTED, grpc.StatusCode.RESOURCE_EXHAUSTED})
 # An UNAVAILABLE that took this long came from a timeout, not from a restarting graveler.
 SLOW_FAILURE_SECONDS = 1.0
@@ -78,9 +77,9 @@ def s3_error(error: SiltError, not_found: str = "NoSuchKey", failed_precondition
     details = str(error)
     if isinstance(error, Aborted) and failed_precondition == "PreconditionFailed":
         # A conditional write that raced another writer across a commit: it may have been
-        # applied, so neither success nor PreconditionFailed; S3 answers 409 for such a conflict
-        # (SDKs such as boto3 do not retry a 409: the application retries).
-        return S3Error("ConditionalRequestConflict", details)
+        # applied, so neither success nor PreconditionFailed, nor S3's 409
+        # ConditionalRequestConflict, which says the write did not happen: 503, retryable.
+        return S3Error("ServiceUnavailable", f"the conditional write may have been applied, retry: {details}")
     if isinstance(error, NotFound):
         s3 = S3Error(_NOT_FOUND_CODE.get(error.what or "", not_found), details)
         s3.what = error.what

@@ -13,7 +13,7 @@ import pytest
 from google.protobuf.wrappers_pb2 import StringValue
 from google.rpc import error_details_pb2, status_pb2
 
-from services.gateway.backend import rpc_error
+from services.gateway.backend import rpc_error, s3_error
 from silt.errors import (
     Aborted,
     AlreadyExists,
@@ -179,3 +179,10 @@ def test_gateway_maps_the_decoded_error(server: Server, value: str, default: str
     assert s3.code == s3_code
     expected_what = RAISES[value].what if isinstance(RAISES[value], NotFound) else None  # type: ignore[attr-defined]
     assert getattr(s3, "what", None) == expected_what
+
+
+def test_a_conditional_write_that_may_stand_is_answered_503_not_s3s_409() -> None:
+    """S3's 409 ConditionalRequestConflict says the write did not happen; a conditional write a
+    commit overtook while another writer's value became current may stand: 503, retryable."""
+    error = s3_error(Aborted("raced"), failed_precondition="PreconditionFailed")
+    assert (error.code, error.status) == ("ServiceUnavailable", 503)

@@ -199,5 +199,8 @@ async def _stage(ctx: Ctx, request: api.StageEntryRequest) -> None:
         if conditional and exc.code() == grpc.StatusCode.NOT_FOUND and request.if_match_etag:
             raise ApiError(412, "object changed: there is no object at this path") from None
         if conditional and exc.code() == grpc.StatusCode.ABORTED:
-            raise ApiError(409, f"a concurrent write raced this conditional link: {exc.details()}") from None
+            # It may stand: not a 409, which would say it did not happen.
+            raise ApiError(
+                503, f"a concurrent write raced this conditional link, which may stand: {exc.details()}"
+            ) from None
         raise from_rpc(exc, "graveler") from None
