@@ -85,6 +85,16 @@ class FaultProxy:
         if fault == "refuse":
             self.start()
 
+    def prefer(self, backend: int) -> None:
+        """Send the next connection to backends[backend] and end every current one: the edge
+        reconnects there. A gRPC channel keeps one connection, so without this an edge stays on
+        whichever graveler it reached last (after a restart, the one that was up meanwhile)."""
+        with self._lock:
+            self._next = backend
+            sockets, self._sockets = self._sockets, set()
+        for sock in sockets:
+            _reset(sock)
+
     def _dial(self) -> socket.socket | None:
         for _ in range(len(self.backends)):
             with self._lock:

@@ -93,7 +93,12 @@ class Nemesis:
             service = (topology.edges if kind.startswith("edge") else topology.gravelers)[target]
             if kind.endswith("kill"):
                 service.kill()
-                return service.restart
+
+                def restart() -> None:
+                    service.restart()
+                    topology.spread()  # the edges moved to the graveler that stayed up
+
+                return restart
             service.signal(signal.SIGSTOP)
             return lambda: service.signal(signal.SIGCONT)
         if kind.startswith("cassandra-"):
@@ -113,7 +118,14 @@ class Nemesis:
             graveler = topology.gravelers[target]
             offset = CLOCK_OFFSET_S if self.rng.random() < 0.5 else -CLOCK_OFFSET_S
             graveler.restart({CLOCK_OFFSET_ENV: str(offset)})
-            return lambda: graveler.restart({})
+            # Each edge back on its own graveler: writes of one key then go through both clocks.
+            topology.spread()
+
+            def restore() -> None:
+                graveler.restart({})
+                topology.spread()
+
+            return restore
         assert kind.startswith("proxy-"), kind
         proxy = topology.proxies[target]
         proxy.inject(kind.removeprefix("proxy-"))

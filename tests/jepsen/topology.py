@@ -124,6 +124,12 @@ class Topology:
     def services(self) -> list[Service]:
         return [self.auth, *self.gravelers, self.compactor, *self.edges]
 
+    def spread(self) -> None:
+        """Each edge on a graveler of its own (edge i on graveler i), as after a fresh start:
+        concurrent writes of one key then reach both gravelers, and both clocks."""
+        for i, proxy in enumerate(self.proxies):
+            proxy.prefer(i % len(self.gravelers))
+
     def edge_url(self, i: int) -> str:
         return f"http://127.0.0.1:{self.edges[i].port}"
 
@@ -160,6 +166,8 @@ def start_topology(data_dir: Path, database: dict[str, Any], rng: random.Random)
         for i in range(2)
     ]
     proxies = [FaultProxy([g.port for g in gravelers], random.Random(rng.random())).start() for _ in range(2)]
+    for i, proxy in enumerate(proxies):
+        proxy.prefer(i)  # edge i's first connection goes to graveler i
     edges = [
         service(
             f"edge{i}",
