@@ -3,7 +3,8 @@
 Keys ``key/<object key>`` hold the staged values, written and deleted only by plain writes
 stamped with the journal's logical clock (unconditional and conditional writes alike), each
 stamped after what it replaces or deletes and after the partition's deletion mark
-``deleted-at`` (silt/journal/store.py, observe_staged). Keys ``guard/<object key>`` are the
+``deleted-at`` (silt/journal/store.py, observe_staged); each deletion also stamps the key's own
+mark ``deleted-at/key/<object key>``, against which a guard's write is judged. Keys ``guard/<object key>`` are the
 conditional writers' guards, written and deleted only by compare-and-set: on Cassandra a key
 written both ways is unsafe (a plain write and a Paxos ballot are not ordered on one cell), so
 conditional writers exclude each other on the guard and then write the value plainly
@@ -25,7 +26,7 @@ from services.graveler.values import Columns, KeyValue, Value
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
-from silt.journal.record import STAGED_DELETED_AT, is_journal_key, parse_record_key
+from silt.journal.record import STAGED_DELETED_AT, is_journal_key, parse_record_key, staged_key_deleted_at
 from silt.journal.store import JournaledStore, journaled, raw_store
 from silt.kv import Store
 from silt.kv.conditional import delete_current
@@ -78,12 +79,20 @@ class StagingStore:
         # drop_under, drop), so a value found deleted is never brought back from a guard read
         # before the deletion.
         # With the partition's deletion mark, so that this write's timestamp passes a deletion.
-        stored = self.kv.observe_staged(partition, [KEY_PREFIX + key]).get(KEY_PREFIX + key)
+        # With the key's own deletion mark: the guard may have outlived a deletion of the key
+        # (deleted first, then this guard's writer admitted on it), the writer's value stamped
+        # before the deletion and so hidden by it; such a write is older than what the key holds
+        # (nothing) and is not finished again.
+        found = self.kv.observe_staged(partition, [KEY_PREFIX + key, staged_key_deleted_at(KEY_PREFIX + key)])
+        stored = found.get(KEY_PREFIX + key)
         value: Value | None = None
         written_at = -1
         if stored is not None:
             written_at, data = envelope.unwrap(stored)
             value = _decode(data)
+        deleted = found.get(staged_key_deleted_at(KEY_PREFIX + key))
+        if deleted is not None:
+            written_at = max(written_at, envelope.unwrap(deleted)[0])
         try:
             guard = self.kv.get(partition, GUARD_PREFIX + key)
         except NotFound:
@@ -222,9 +231,13 @@ class StagingStore:
                         burst_started = time.perf_counter()
             if len(keys) < len(chunk):
                 break
-        mark = raw.get_many(partition, [STAGED_DELETED_AT])
-        if mark:
-            self._delete_past(raw, partition, list(mark), list(mark.values()))
+        # The deletion marks last, as before: the partition's and every key's own (sorted together).
+        for chunk in raw.scan_chunks(partition, STAGED_DELETED_AT, _DELETE_CHUNK):
+            marks = list(takewhile(lambda pair: pair[0].startswith(STAGED_DELETED_AT), chunk))
+            if marks:
+                self._delete_past(raw, partition, [key for key, _ in marks], [stored for _, stored in marks])
+            if len(marks) < len(chunk):
+                break
 
     def _delete_past(self, raw: Store, partition: bytes, keys: list[bytes], stored: list[bytes]) -> None:
         """Delete keys, unjournaled, at a write time after every stamp in stored (their values)."""

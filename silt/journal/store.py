@@ -34,6 +34,7 @@ from silt.journal.record import (
     is_journal_key,
     key_kind,
     record_key,
+    staged_key_deleted_at,
 )
 from silt.journal.v1.journal_pb2 import Change, Record
 from silt.kv.store import (
@@ -196,8 +197,12 @@ class JournaledStore(Store):
             logical = timestamp
         stored = [(bytes(key), envelope.wrap(logical, bytes(value))) for key, value in puts]
         if deletes and blind_staged:
-            # A deletion leaves nothing to read: its time stays in the partition's mark.
-            stored.append((STAGED_DELETED_AT, envelope.wrap(logical, b"")))
+            # A deletion leaves nothing to read: its time stays in the partition's mark and in
+            # each deleted key's own (what a conditional writer's guard is judged against).
+            mark = envelope.wrap(logical, b"")
+            stored.append((STAGED_DELETED_AT, mark))
+            marked = [bytes(key) for key in deletes if not key.startswith(STAGED_DELETED_AT)]
+            stored += [(staged_key_deleted_at(key), mark) for key in marked]
         rows = list(stored)
         context = current_context() if self.enabled else None
         if context is not None:
