@@ -3,7 +3,9 @@
 Records are replayed in their total order (logical timestamp, writer id, sequence), each
 change written back raw: the stored value exactly as the journal holds it (envelope
 included), on Cassandra with the record's logical timestamp as write time. The final state
-of a key is its last change, so the replay only has to keep each key's changes in order.
+of a key is its last change, so the replay only has to keep each key's changes in order; but
+for staged values stamped alike by two writers, the one the store kept by its own rule
+(a tombstone over a value, the larger value over the smaller: _wins_tie).
 
 Order across batches: every batch is sorted, so the batches are merged with a heap holding
 the next record of each open batch, read a chunk of rows at a time from a spooled copy; a
@@ -126,6 +128,10 @@ class Rebuild:
         self._own_shared: set[bytes] = {self._repo_key}  # its keys in graveler's partition
         self._unsigned: set[str] = set()  # batches accepted without a MAC
         self._firsts: dict[str, Position] = {}  # batch -> its first record's position
+        # Per partition, the staged rows its last flushed group wrote at that group's newest
+        # stamp: a later change of one of them at the same stamp is a tie, judged as the store
+        # judged it (_wins_tie).
+        self._flushed_newest: dict[bytes, dict[bytes, tuple[bytes | None, int]]] = {}
 
     def run(self) -> RebuildProgress:
         self._refuse_existing()
@@ -370,6 +376,10 @@ class Rebuild:
             rows = self._pending.get(partition)
             if rows is None:
                 rows = self._pending[partition] = {}
+            if key_kind(key) == STAGED_KIND:
+                previous = rows.get(key) or self._flushed_newest.get(partition, {}).get(key)
+                if previous is not None and previous[1] == timestamp and not _wins_tie(value, previous[0]):
+                    continue
             rows[key] = (value, timestamp)
             if len(rows) >= MAX_APPLY_ROWS:
                 self._flush_partition(partition)
@@ -418,6 +428,8 @@ class Rebuild:
         # journaled with it), which is what a later blind write reads and stamps itself past.
         timestamp = min(stamp for _, stamp in staged.values())
         self._kv.apply(partition, puts, deletes, timestamp=timestamp or None)
+        newest = max(stamp for _, stamp in staged.values())
+        self._flushed_newest[partition] = {key: row for key, row in staged.items() if row[1] == newest}
 
 
 # Keys graveler changes only by compare-and-set (docs/design/kv.md, "One key, one kind of write").
@@ -443,6 +455,18 @@ def _compare_and_set(key: bytes) -> bool:
 
 
 _order: Callable[[ReplayRecord], Position] = REPLAY_ORDER
+
+
+def _wins_tie(value: bytes | None, previous: bytes | None) -> bool:
+    """Whether a staged change replaces one at the same logical timestamp as the store did.
+
+    Two gravelers may stamp writes of one key alike (each one past the same value it read);
+    the store kept one by its own rule, not by the journal's order (writer id, sequence):
+    Cassandra keeps a tombstone over a value and the larger value over the smaller, and every
+    driver does the same (docs/design/kv.md, apply). Replay keeps the same one."""
+    if value is None:
+        return True
+    return previous is not None and value > previous
 
 
 def _unique_id(stored: bytes) -> str:
