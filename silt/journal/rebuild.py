@@ -57,7 +57,7 @@ from silt.journal.batch import (
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import unwrap
 from silt.journal.mac import matches, signer
-from silt.journal.record import GUARD_KIND, STAGED_KIND, key_kind
+from silt.journal.record import STAGED_KIND, is_journal_key, key_kind, parse_record_key
 from silt.kv.conditional import delete_current, replace
 from silt.kv.store import MAX_APPLY_ROWS, Store
 
@@ -189,7 +189,7 @@ class Rebuild:
                     # Twice: at the store's own time, and past the logical timestamps rows may
                     # have been written at (which may be ahead of it); the later deletion wins.
                     self._kv.apply(partition, [], keys)
-                    newest = max(unwrap(entry.value)[0] for entry in chunk)
+                    newest = max(_stamp_of(entry.key, entry.value) for entry in chunk)
                     self._kv.apply(partition, [], keys, timestamp=newest + 1)
         if self._held is None:
             self.progress.deleted = self._applied is not None
@@ -432,29 +432,27 @@ class Rebuild:
         self._flushed_newest[partition] = {key: row for key, row in staged.items() if row[1] == newest}
 
 
-# Keys graveler changes only by compare-and-set (docs/design/kv.md, "One key, one kind of write").
-_COMPARE_AND_SET_KINDS = frozenset(
-    {
-        "repository",
-        "ns_claim",
-        "branch",
-        "tag",
-        "pull",
-        "pull_comment",
-        "action_run",
-        "gc_rules",
-        "settings",
-        GUARD_KIND,
-    }
-)
-_COMPARE_AND_SET_KEYS = (b"history-retention", b"journal_ship/")
+# The keys graveler writes and deletes plainly (docs/design/kv.md, "One key, one kind of write"),
+# staged values apart: commits (content-addressed), the deletion marker of a repository, the index
+# of history hours and the runs of last-access preparation. Every other key is written by
+# compare-and-set, as any key a new feature adds is: a plain write of a key graveler then
+# changes by compare-and-set could hide those (a Paxos ballot and a plain write time are not
+# ordered on one cell), while a compare-and-set of a plainly written key only costs a round.
+_PLAIN_KINDS = frozenset({"commit", "repository_deletion"})
+_PLAIN_KEYS = (b"history-hours/", b"last-access-runs/")
 
 
 def _compare_and_set(key: bytes) -> bool:
-    return key_kind(key) in _COMPARE_AND_SET_KINDS or key.startswith(_COMPARE_AND_SET_KEYS)
+    return not (key_kind(key) in _PLAIN_KINDS or key.startswith(_PLAIN_KEYS))
 
 
 _order: Callable[[ReplayRecord], Position] = REPLAY_ORDER
+
+
+def _stamp_of(key: bytes, stored: bytes) -> int:
+    """The logical timestamp a row was written at: a journal row's is in its key (its value
+    has no envelope), every other row's in its envelope."""
+    return parse_record_key(key)[0] if is_journal_key(key) else unwrap(stored)[0]
 
 
 def _wins_tie(value: bytes | None, previous: bytes | None) -> bool:
