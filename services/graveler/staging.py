@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 
@@ -59,12 +59,24 @@ class StagingStore:
         # Journaled (graveler's store is already): staged values carry their logical timestamp.
         self.kv: JournaledStore = journaled(kv)
 
-    def set(self, token: StagingToken, key: bytes, value: Value) -> None:
-        self.kv.set(token.encode(), KEY_PREFIX + key, _encode(value))
+    def set(
+        self, token: StagingToken, key: bytes, value: Value, before_write: Callable[[], None] | None = None
+    ) -> None:
+        """Stage value; before_write is called once its timestamp is chosen, right before the
+        write (JournaledStore.apply): a deadline checked there never lets a write land stamped
+        after the check."""
+        self.kv.apply(token.encode(), [(KEY_PREFIX + key, _encode(value))], before_write=before_write)
 
-    def set_many(self, token: StagingToken, values: Sequence[tuple[bytes, Value]]) -> None:
+    def set_many(
+        self,
+        token: StagingToken,
+        values: Sequence[tuple[bytes, Value]],
+        before_write: Callable[[], None] | None = None,
+    ) -> None:
         """set for each (key, value), in one atomic write: every value is staged or none."""
-        self.kv.apply(token.encode(), [(KEY_PREFIX + key, _encode(value)) for key, value in values])
+        self.kv.apply(
+            token.encode(), [(KEY_PREFIX + key, _encode(value)) for key, value in values], before_write=before_write
+        )
 
     def read_for_write(self, token: StagingToken, key: bytes) -> Staged:
         """The staged value of key in token as a conditional write must judge it, and its guard.
@@ -104,16 +116,26 @@ class StagingStore:
             value = admitted
         return Staged(value, guard.predicate)
 
-    def set_if(self, token: StagingToken, key: bytes, value: Value, read: Staged) -> None:
+    def set_if(
+        self,
+        token: StagingToken,
+        key: bytes,
+        value: Value,
+        read: Staged,
+        before_write: Callable[[], None] | None = None,
+    ) -> None:
         """Stage value only if no conditional writer of key in token got in since read
         (PredicateFailed otherwise): a compare-and-set of the key's guard, admitting this write
         at a fresh logical timestamp, then the value written plainly at that timestamp.
 
         The timestamp is past both read (the clock observed them), so the write supersedes the
         value judged. A writer that dies between the two steps leaves its write to the next
-        conditional writer of the key (read_for_write)."""
+        conditional writer of the key (read_for_write). before_write is called once the
+        timestamp is chosen, before the guard is written (as for set)."""
         partition = token.encode()
         at = self.kv.clock.now()
+        if before_write is not None:
+            before_write()
         self.kv.set_if(partition, GUARD_PREFIX + key, _encode_guard(at, value), read.guard)
         self.kv.apply(partition, [(KEY_PREFIX + key, _encode(value))], timestamp=at)
 

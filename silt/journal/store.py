@@ -18,7 +18,7 @@ rebuild writing stored values back (docs/design/journal.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from silt.errors import InvalidArgument
@@ -161,8 +161,15 @@ class JournaledStore(Store):
         deletes: Sequence[bytes] = (),
         condition: Condition | None = None,
         timestamp: int | None = None,
+        *,
+        before_write: Callable[[], None] | None = None,
     ) -> None:
         """Apply puts and deletes (values unwrapped) with their journal row.
+
+        before_write, if given, is called once the write's timestamp is chosen and right before
+        the write: a check that raises there (a caller's deadline) writes nothing, and a write
+        that passes it carries a stamp from before the check, never a fresher one (a process
+        paused between a check and its stamp would otherwise write later than it checked).
 
         The logical timestamp is this store's to choose, with one exception: a blind write of
         staged values may be given the logical timestamp another writer chose for it (a
@@ -183,6 +190,8 @@ class JournaledStore(Store):
         if timestamp is not None and not blind_staged:
             raise InvalidArgument("JournaledStore.apply: the logical clock chooses the write timestamp")
         if not self.enabled and not blind_staged:
+            if before_write is not None:
+                before_write()
             self._inner.apply(partition, puts, deletes, condition)
             return
         # Even unjournaled, staged values keep their envelope and write time: conditional staging
@@ -208,6 +217,8 @@ class JournaledStore(Store):
         if context is not None:
             record = self._record(context, logical, partition, stored, deletes)
             rows.append((record_key(logical, self.clock.writer_id, record.sequence), encode_record(record)))
+        if before_write is not None:
+            before_write()
         self._inner.apply(partition, rows, deletes, condition, logical if blind_staged else None)
 
     def observe_staged(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
