@@ -19,7 +19,7 @@ from pathlib import Path
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from silt.config import DatabaseConfig, LocalDatabaseConfig
-from silt.errors import NotFound, PredicateFailed, Unavailable
+from silt.errors import NotApplied, NotFound, PredicateFailed, Unavailable
 from silt.kv.store import (
     SCAN_CHUNK,
     Condition,
@@ -143,7 +143,7 @@ class LocalStore(Store):
         if conn is not None:
             return conn
         if self._closed:
-            raise Unavailable("local KV: store is closed")
+            raise NotApplied("local KV: store is closed")
         with self._errors():
             # Switching a new file to WAL takes an exclusive lock for which SQLite does not
             # wait (SQLITE_BUSY at once, busy timeout or not): when several processes open a
@@ -334,6 +334,13 @@ def _upsert_sql(rows: int, timestamped: bool) -> str:
     return sql + "SET value = excluded.value, ts = 0, tombstone = 0"
 
 
+def _not_attempted(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED (or an extended code of either: the primary code is its low
+    byte): the statement, or the transaction rolled back, wrote nothing."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 def _is_lock_contention(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
 
@@ -351,8 +358,11 @@ class _SqliteErrors:
         if exc is None or not isinstance(exc, sqlite3.Error):
             return
         if isinstance(exc, sqlite3.ProgrammingError) and "closed" in str(exc):
-            raise Unavailable("local KV: store is closed") from None
-        raise Unavailable(f"local KV {self._path}: {exc}") from None
+            raise NotApplied("local KV: store is closed") from None
+        # The database busy or locked past the busy timeout: the statement (or the transaction,
+        # rolled back) wrote nothing.
+        error = NotApplied if _not_attempted(exc) else Unavailable
+        raise error(f"local KV {self._path}: {exc}") from None
 
 
 register_driver("local", LocalStore.from_config)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from silt.config import DatabaseConfig, LocalDatabaseConfig
-from silt.errors import PredicateFailed, Unavailable
+from silt.errors import NotApplied, PredicateFailed, Unavailable
 from silt.kv import local, open_store
 
 
@@ -140,3 +140,25 @@ def test_tombstones_older_than_the_grace_are_purged(tmp_path: Path, monkeypatch:
         left = sorted(bytes(row[0]) for row in raw.execute("SELECT key FROM kv WHERE tombstone = 1"))
     raw.close()
     assert left == [b"recent"]
+
+
+def test_a_database_locked_past_the_busy_timeout_is_not_applied(tmp_path: Path) -> None:
+    """Busy past the timeout, SQLite wrote nothing: NotApplied, which a caller may take as
+    certain (any other Unavailable may have applied); a closed store likewise."""
+    path = tmp_path / "kv.db"
+    store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(path), busy_timeout_ms=50)))
+    store.set(b"p", b"k", b"before")
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(NotApplied):
+            store.apply(b"p", [(b"k", b"during")], [b"other"])
+        with pytest.raises(NotApplied):
+            store.set(b"p", b"k", b"during")
+        holder.execute("ROLLBACK")
+    finally:
+        holder.close()
+    assert store.get(b"p", b"k").value == b"before"
+    store.close()
+    with pytest.raises(NotApplied):
+        store.get(b"p", b"k")
