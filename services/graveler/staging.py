@@ -38,6 +38,10 @@ GUARD_PREFIX = b"guard/"
 _GUARD_TIMESTAMP = struct.Struct(">Q")
 # Staged keys deleted by one KV write when many go.
 _DELETE_CHUNK = 100
+# Bytes of keys one journaled deletion of staged keys carries, each key counted four times (its
+# delete, its own deletion mark, and both again in the journal row): long object keys make
+# fewer per write, under Cassandra's batch size limit.
+_DELETE_KEY_BYTES = 4 * 1024
 
 
 @dataclass(frozen=True)
@@ -212,9 +216,17 @@ class StagingStore:
         partition = token.encode()
         for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX + prefix)):
             delete_current(self.kv, partition, guard.key)
-        keys = [KEY_PREFIX + key for key in self.keys_under(token, prefix)]
-        for start in range(0, len(keys), _DELETE_CHUNK):
-            self.kv.apply(partition, [], keys[start : start + _DELETE_CHUNK])
+        chunk: list[bytes] = []
+        size = 0
+        for key in self.keys_under(token, prefix):
+            staged = KEY_PREFIX + key
+            if chunk and (len(chunk) >= _DELETE_CHUNK or size + len(staged) > _DELETE_KEY_BYTES):
+                self.kv.apply(partition, [], chunk)
+                chunk, size = [], 0
+            chunk.append(staged)
+            size += len(staged)
+        if chunk:
+            self.kv.apply(partition, [], chunk)
 
     def drop(self, token: StagingToken, pace: float = 0.0) -> None:
         """Delete the staged values and guards of an unreachable token, unjournaled (the KV interface has
