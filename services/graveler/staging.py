@@ -248,30 +248,26 @@ class StagingStore:
             delete_current(raw, partition, guard.key)
         # Values are written at their logical timestamps, which may be ahead of any clock here or
         # on Cassandra's coordinator: each list of them is deleted at a write time past all of
-        # their stamps, or the deletes would be no-ops. The deletion mark goes last, the same way.
+        # their stamps, or the deletes would be no-ops. The deletion marks (the partition's and
+        # every key's own, sorted together) go last, the same way.
         burst_started = time.perf_counter()
-        for chunk in raw.scan_chunks(partition, KEY_PREFIX, _DELETE_CHUNK):
-            keys = [key for key, _ in takewhile(lambda pair: pair[0].startswith(KEY_PREFIX), chunk)]
-            if pace <= 0:
-                if keys:
-                    self._delete_past(raw, partition, keys, [stored for _, stored in chunk])
-            else:
-                # One key a write, so that no write holds the embedded driver's lock for long.
-                for key, stored in chunk[: len(keys)]:
-                    self._delete_past(raw, partition, [key], [stored])
-                    spent = time.perf_counter() - burst_started
-                    if spent >= pace:
-                        time.sleep(spent)
-                        burst_started = time.perf_counter()
-            if len(keys) < len(chunk):
-                break
-        # The deletion marks last, as before: the partition's and every key's own (sorted together).
-        for chunk in raw.scan_chunks(partition, STAGED_DELETED_AT, _DELETE_CHUNK):
-            marks = list(takewhile(lambda pair: pair[0].startswith(STAGED_DELETED_AT), chunk))
-            if marks:
-                self._delete_past(raw, partition, [key for key, _ in marks], [stored for _, stored in marks])
-            if len(marks) < len(chunk):
-                break
+        for prefix in (KEY_PREFIX, STAGED_DELETED_AT):
+            for chunk in raw.scan_chunks(partition, prefix, _DELETE_CHUNK):
+                ours = next((i for i, (key, _) in enumerate(chunk) if not key.startswith(prefix)), len(chunk))
+                rows = chunk[:ours]
+                if pace <= 0:
+                    if rows:
+                        self._delete_past(raw, partition, [key for key, _ in rows], [stored for _, stored in rows])
+                else:
+                    # One key a write, so that no write holds the embedded driver's lock for long.
+                    for key, stored in rows:
+                        self._delete_past(raw, partition, [key], [stored])
+                        spent = time.perf_counter() - burst_started
+                        if spent >= pace:
+                            time.sleep(spent)
+                            burst_started = time.perf_counter()
+                if len(rows) < len(chunk):
+                    break
 
     def _delete_past(self, raw: Store, partition: bytes, keys: list[bytes], stored: list[bytes]) -> None:
         """Delete keys, unjournaled, at a write time after every stamp in stored (their values)."""

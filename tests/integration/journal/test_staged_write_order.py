@@ -116,9 +116,11 @@ def test_a_conditional_write_hidden_by_a_concurrent_reset_is_judged_absent(store
 def test_dropping_a_token_deletes_values_stamped_ahead_of_the_dropping_clock(store: Store, token: StagingToken) -> None:
     ahead, behind = skewed(store, +FIVE_SECONDS_US), skewed(store, -FIVE_SECONDS_US)
     ahead.set(token, b"k", value("ahead"))
+    ahead.drop_key(token, b"reset")  # leaves the partition's deletion mark and the key's own
     behind.drop(token)
     assert behind.is_empty(token)
     assert behind.get(token, b"k") is None
+    assert [entry.key for entry in store.scan(token.encode()) if not entry.key.startswith(b"journal/")] == []
 
 
 def test_the_clock_offset_comes_from_the_environment() -> None:
