@@ -55,6 +55,12 @@ class Unavailable(SiltError):
     """
 
 
+class NotApplied(Unavailable):
+    """The store refused the operation before attempting it (not enough live replicas to try, no
+    node or connection to send it to, a closed store, the database locked): it certainly took no
+    effect. Any other Unavailable (a write that timed out, a lost connection) may have."""
+
+
 class OutcomeUnknown(Unavailable):
     """A compare-and-set (``set_if``, conditional ``apply``) was interrupted by a fault and the
     store cannot tell whether it applied: another writer has changed the key since, or the key

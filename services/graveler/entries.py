@@ -10,6 +10,7 @@ Both re-checks go through the BranchUpdater, which owns the retry policy.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
@@ -174,9 +175,11 @@ class Entries:
     def _write(self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, deadline: Deadline) -> None:
         def attempt(number: int) -> int:
             branch = self._refs.branch_for_io(repo, branch_name, use_cache=number == 1)
-            # Right before the write: a caller told DEADLINE_EXCEEDED never has it land later.
-            deadline.check(f"write to branch {branch_name!r}")
-            self._staging.set(branch.tokens[0], key, value)
+            # Once the write's timestamp is chosen, right before the write: a caller told
+            # DEADLINE_EXCEEDED never has it land later, stamped after its deadline.
+            self._staging.set(
+                branch.tokens[0], key, value, before_write=lambda: deadline.check(f"write to branch {branch_name!r}")
+            )
             # Re-read (never from the cache): if a commit sealed the token meanwhile, the
             # write may have missed it; writing again is idempotent.
             fresh = self._refs.fresh_branch(repo, branch_name).branch
@@ -226,7 +229,9 @@ class Entries:
                         continue
                     live.append((key, value))
                 if live:
-                    self._staging.set_many(branch.tokens[0], live)
+                    # Checked again once the write's timestamp is chosen (as _write does).
+                    check = functools.partial(_check_all, [until for key, _, until in write if key not in expired])
+                    self._staging.set_many(branch.tokens[0], live, before_write=check)
                     written.update(key for key, _ in live)
             fresh = self._refs.fresh_branch(repo, branch_name).branch
             if fresh.staging_token != branch.branch.staging_token:
@@ -283,9 +288,15 @@ class Entries:
                     raise
             elif value_now != value:
                 raise Aborted(f"conditional write of {key!r} conflicted with a concurrent write; retry")
-            deadline.check(f"conditional write to branch {branch_name!r}")
             # PredicateFailed (another conditional writer got in since the read) retries the attempt.
-            self._staging.set_if(token, key, value, staged)
+            # The deadline is checked once the write's timestamp is chosen (as _write does).
+            self._staging.set_if(
+                token,
+                key,
+                value,
+                staged,
+                before_write=lambda: deadline.check(f"conditional write to branch {branch_name!r}"),
+            )
             written = True
             fresh = self._refs.fresh_branch(repo, branch_name).branch
             if fresh.staging_token != token:
@@ -453,6 +464,13 @@ def _same_entry(current: Value | None, value: Value) -> bool:
     mine.ClearField("last_modified")
     theirs.ClearField("last_modified")
     return mine == theirs
+
+
+def _check_all(deadlines: list[Deadline]) -> None:
+    """DeadlineExceeded if any of deadlines passed (one passing between the filter and the
+    write's timestamp: rare, and the write is then not made)."""
+    for until in deadlines:
+        until.check("write to branch: an entry's deadline")
 
 
 def _write_weight(key: bytes, value: Value, token_bytes: int) -> int:

@@ -3,7 +3,8 @@
 Keys ``key/<object key>`` hold the staged values, written and deleted only by plain writes
 stamped with the journal's logical clock (unconditional and conditional writes alike), each
 stamped after what it replaces or deletes and after the partition's deletion mark
-``deleted-at`` (silt/journal/store.py, observe_staged). Keys ``guard/<object key>`` are the
+``deleted-at`` (silt/journal/store.py, observe_staged); each deletion also stamps the key's own
+mark ``deleted-at/key/<object key>``, against which a guard's write is judged. Keys ``guard/<object key>`` are the
 conditional writers' guards, written and deleted only by compare-and-set: on Cassandra a key
 written both ways is unsafe (a plain write and a Paxos ballot are not ordered on one cell), so
 conditional writers exclude each other on the guard and then write the value plainly
@@ -16,7 +17,7 @@ from __future__ import annotations
 import struct
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
 
@@ -25,7 +26,7 @@ from services.graveler.values import Columns, KeyValue, Value
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
-from silt.journal.record import STAGED_DELETED_AT, is_journal_key, parse_record_key
+from silt.journal.record import STAGED_DELETED_AT, is_journal_key, parse_record_key, staged_key_deleted_at
 from silt.journal.store import JournaledStore, journaled, raw_store
 from silt.kv import Store
 from silt.kv.conditional import delete_current
@@ -37,6 +38,10 @@ GUARD_PREFIX = b"guard/"
 _GUARD_TIMESTAMP = struct.Struct(">Q")
 # Staged keys deleted by one KV write when many go.
 _DELETE_CHUNK = 100
+# Bytes of keys one journaled deletion of staged keys carries, each key counted four times (its
+# delete, its own deletion mark, and both again in the journal row): long object keys make
+# fewer per write, under Cassandra's batch size limit.
+_DELETE_KEY_BYTES = 4 * 1024
 
 
 @dataclass(frozen=True)
@@ -61,12 +66,24 @@ class StagingStore:
         # Journaled (graveler's store is already): staged values carry their logical timestamp.
         self.kv: JournaledStore = journaled(kv)
 
-    def set(self, token: StagingToken, key: bytes, value: Value) -> None:
-        self.kv.set(token.encode(), KEY_PREFIX + key, _encode(value))
+    def set(
+        self, token: StagingToken, key: bytes, value: Value, before_write: Callable[[], None] | None = None
+    ) -> None:
+        """Stage value; before_write is called once its timestamp is chosen, right before the
+        write (JournaledStore.apply): a deadline checked there never lets a write land stamped
+        after the check."""
+        self.kv.apply(token.encode(), [(KEY_PREFIX + key, _encode(value))], before_write=before_write)
 
-    def set_many(self, token: StagingToken, values: Sequence[tuple[bytes, Value]]) -> None:
+    def set_many(
+        self,
+        token: StagingToken,
+        values: Sequence[tuple[bytes, Value]],
+        before_write: Callable[[], None] | None = None,
+    ) -> None:
         """set for each (key, value), in one atomic write: every value is staged or none."""
-        self.kv.apply(token.encode(), [(KEY_PREFIX + key, _encode(value)) for key, value in values])
+        self.kv.apply(
+            token.encode(), [(KEY_PREFIX + key, _encode(value)) for key, value in values], before_write=before_write
+        )
 
     def read_for_write(self, token: StagingToken, key: bytes) -> Staged:
         """The staged value of key in token as a conditional write must judge it, and its guard.
@@ -81,8 +98,12 @@ class StagingStore:
         # drop_under, drop), so a value found deleted is never brought back from a guard read
         # before the deletion.
         # With the partition's deletion mark, so that this write's timestamp passes a deletion.
-        found = self.kv.observe_staged(partition, [KEY_PREFIX + key])
-        stored, mark = found.get(KEY_PREFIX + key), found.get(STAGED_DELETED_AT)
+        # With the key's own deletion mark: the guard may have outlived a deletion of the key
+        # (deleted first, then this guard's writer admitted on it), the writer's value stamped
+        # before the deletion and so hidden by it; such a write is older than what the key holds
+        # (nothing) and is not finished again.
+        found = self.kv.observe_staged(partition, [KEY_PREFIX + key, staged_key_deleted_at(KEY_PREFIX + key)])
+        stored = found.get(KEY_PREFIX + key)
         value: Value | None = None
         written_at = -1
         legacy = False
@@ -90,9 +111,13 @@ class StagingStore:
             written_at, data = envelope.unwrap(stored)
             legacy = data is stored
             value = _decode(data)
-        # A deletion after the value leaves only the mark: a guard older than it admitted a
-        # write the deletion came after, which must stay deleted.
-        judged_at = max(written_at, envelope.unwrap(mark)[0] if mark is not None else -1)
+        deleted = found.get(staged_key_deleted_at(KEY_PREFIX + key))
+        if deleted is not None:
+            written_at = max(written_at, envelope.unwrap(deleted)[0])
+        # The judgement rests on the value or the key's deletion, whichever is newer (not on the
+        # partition's mark, which other keys' deletions move: a blind write of this key that
+        # the condition never saw must still be stamped past this write).
+        judged_at = written_at
         try:
             guard = self.kv.get(partition, GUARD_PREFIX + key)
         except NotFound:
@@ -104,7 +129,14 @@ class StagingStore:
             value, judged_at, legacy = admitted, admitted_at, False
         return Staged(value, guard.predicate, None if legacy else judged_at)
 
-    def set_if(self, token: StagingToken, key: bytes, value: Value, read: Staged) -> None:
+    def set_if(
+        self,
+        token: StagingToken,
+        key: bytes,
+        value: Value,
+        read: Staged,
+        before_write: Callable[[], None] | None = None,
+    ) -> None:
         """Stage value only if no conditional writer of key in token got in since read
         (PredicateFailed otherwise): a compare-and-set of the key's guard, admitting this write
         at a logical timestamp just past what was judged, then the value written plainly at
@@ -116,11 +148,14 @@ class StagingStore:
         this write whatever the clocks and wins over it: the conditional write is then ordered
         before it, as its judgement was. One that landed before the judgement was judged. A
         writer that dies between the two steps leaves its write to the next conditional writer
-        of the key (read_for_write)."""
+        of the key (read_for_write). before_write is called once the timestamp is chosen, before
+        the guard is written (as for set)."""
         partition = token.encode()
         # A value from before stamps was written at the coordinator's time, which no logical
         # stamp orders: a write over it takes the clock's time, as every write did then.
         at = self.kv.clock.now() if read.judged_at is None else max(read.judged_at + 1, 1)
+        if before_write is not None:
+            before_write()
         self.kv.set_if(partition, GUARD_PREFIX + key, _encode_guard(at, value), read.guard)
         self.kv.apply(partition, [(KEY_PREFIX + key, _encode(value))], timestamp=at)
 
@@ -197,9 +232,17 @@ class StagingStore:
         partition = token.encode()
         for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX + prefix)):
             delete_current(self.kv, partition, guard.key)
-        keys = [KEY_PREFIX + key for key in self.keys_under(token, prefix)]
-        for start in range(0, len(keys), _DELETE_CHUNK):
-            self.kv.apply(partition, [], keys[start : start + _DELETE_CHUNK])
+        chunk: list[bytes] = []
+        size = 0
+        for key in self.keys_under(token, prefix):
+            staged = KEY_PREFIX + key
+            if chunk and (len(chunk) >= _DELETE_CHUNK or size + len(staged) > _DELETE_KEY_BYTES):
+                self.kv.apply(partition, [], chunk)
+                chunk, size = [], 0
+            chunk.append(staged)
+            size += len(staged)
+        if chunk:
+            self.kv.apply(partition, [], chunk)
 
     def drop(self, token: StagingToken, pace: float = 0.0) -> None:
         """Delete the staged values and guards of an unreachable token, unjournaled (the KV interface has
@@ -221,26 +264,26 @@ class StagingStore:
             delete_current(raw, partition, guard.key)
         # Values are written at their logical timestamps, which may be ahead of any clock here or
         # on Cassandra's coordinator: each list of them is deleted at a write time past all of
-        # their stamps, or the deletes would be no-ops. The deletion mark goes last, the same way.
+        # their stamps, or the deletes would be no-ops. The deletion marks (the partition's and
+        # every key's own, sorted together) go last, the same way.
         burst_started = time.perf_counter()
-        for chunk in raw.scan_chunks(partition, KEY_PREFIX, _DELETE_CHUNK):
-            keys = [key for key, _ in takewhile(lambda pair: pair[0].startswith(KEY_PREFIX), chunk)]
-            if pace <= 0:
-                if keys:
-                    self._delete_past(raw, partition, keys, [stored for _, stored in chunk])
-            else:
-                # One key a write, so that no write holds the embedded driver's lock for long.
-                for key, stored in chunk[: len(keys)]:
-                    self._delete_past(raw, partition, [key], [stored])
-                    spent = time.perf_counter() - burst_started
-                    if spent >= pace:
-                        time.sleep(spent)
-                        burst_started = time.perf_counter()
-            if len(keys) < len(chunk):
-                break
-        mark = raw.get_many(partition, [STAGED_DELETED_AT])
-        if mark:
-            self._delete_past(raw, partition, list(mark), list(mark.values()))
+        for prefix in (KEY_PREFIX, STAGED_DELETED_AT):
+            for chunk in raw.scan_chunks(partition, prefix, _DELETE_CHUNK):
+                ours = next((i for i, (key, _) in enumerate(chunk) if not key.startswith(prefix)), len(chunk))
+                rows = chunk[:ours]
+                if pace <= 0:
+                    if rows:
+                        self._delete_past(raw, partition, [key for key, _ in rows], [stored for _, stored in rows])
+                else:
+                    # One key a write, so that no write holds the embedded driver's lock for long.
+                    for key, stored in rows:
+                        self._delete_past(raw, partition, [key], [stored])
+                        spent = time.perf_counter() - burst_started
+                        if spent >= pace:
+                            time.sleep(spent)
+                            burst_started = time.perf_counter()
+                if len(rows) < len(chunk):
+                    break
 
     def _delete_past(self, raw: Store, partition: bytes, keys: list[bytes], stored: list[bytes]) -> None:
         """Delete keys, unjournaled, at a write time after every stamp in stored (their values)."""

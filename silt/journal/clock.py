@@ -5,11 +5,18 @@ process has observed (read from a stored value): ``now() = max(wall, last + 1, o
 A compare-and-set therefore gets a timestamp after the value it replaces, whatever the
 clocks of the processes that wrote it. The writer id is random per process start, so
 (timestamp, writer id, sequence) is unique without any coordination.
+
+A stamp observed further than MAX_FORWARD_US ahead of this process's wall clock is still
+observed (refusing it would let a later write be stamped before the value it read, and lose to
+it), but counted (silt_journal_clock_far_ahead) and logged: the writer whose clock ran ahead has
+dragged every clock that reads its values forward, and their stamps stay ahead of wall time
+until wall time catches up.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import threading
 import time
@@ -17,6 +24,15 @@ import uuid
 from collections.abc import Callable
 
 from silt.errors import ConfigError
+from silt.telemetry.metrics import CLOCK_FAR_AHEAD
+
+_log = logging.getLogger(__name__)
+
+# How far ahead of this process's wall clock an observed stamp may be before it is reported: far
+# more than the clock skew NTP leaves between machines, far less than anyone would miss.
+MAX_FORWARD_US = 60 * 1_000_000
+# At most one log line per this many seconds (the counter counts every one).
+_REPORT_EVERY_S = 10.0
 
 # A fault-injection knob for tests (docs/operations): this process's wall clock runs this many
 # seconds ahead (negative: behind) of the machine's, as another machine's clock might.
@@ -48,6 +64,7 @@ class HybridLogicalClock:
         self._last = 0
         self._sequence = itertools.count()
         self.writer_id = writer_id or uuid.uuid4().hex
+        self._reported_at = -_REPORT_EVERY_S
 
     def now(self) -> int:
         """A timestamp greater than every one handed out or observed before."""
@@ -57,11 +74,28 @@ class HybridLogicalClock:
             return self._last
 
     def observe(self, timestamp: int) -> None:
-        """Make every later now() exceed timestamp (read from a stored value)."""
+        """Make every later now() exceed timestamp (read from a stored value), however far
+        ahead it is; one further than MAX_FORWARD_US ahead of the wall clock is reported."""
         if timestamp <= self._last:  # the common case, without the lock
             return
+        ahead = timestamp - self._wall()
         with self._lock:
             self._last = max(self._last, timestamp)
+        if ahead > MAX_FORWARD_US:
+            self._report_far_ahead(ahead)
+
+    def _report_far_ahead(self, ahead: int) -> None:
+        CLOCK_FAR_AHEAD.inc()
+        now = time.monotonic()
+        if now - self._reported_at < _REPORT_EVERY_S:
+            return
+        self._reported_at = now
+        _log.error(
+            "journal clock: observed a logical timestamp %.1f s ahead of this process's wall clock; a writer's "
+            "clock runs ahead and every writer's stamps now follow it (check its NTP, and %s)",
+            ahead / 1_000_000,
+            CLOCK_OFFSET_ENV,
+        )
 
     def next_sequence(self) -> int:
         # itertools.count's __next__ is atomic under the GIL (it is implemented in C).

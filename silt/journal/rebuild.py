@@ -3,7 +3,9 @@
 Records are replayed in their total order (logical timestamp, writer id, sequence), each
 change written back raw: the stored value exactly as the journal holds it (envelope
 included), on Cassandra with the record's logical timestamp as write time. The final state
-of a key is its last change, so the replay only has to keep each key's changes in order.
+of a key is its last change, so the replay only has to keep each key's changes in order; but
+for staged values stamped alike by two writers, the one the store kept by its own rule
+(a tombstone over a value, the larger value over the smaller: _wins_tie).
 
 Order across batches: every batch is sorted, so the batches are merged with a heap holding
 the next record of each open batch, read a chunk of rows at a time from a spooled copy; a
@@ -11,8 +13,9 @@ batch is opened only once every open batch's next record is at or past its first
 (from its footer, read in the first pass). Memory is a chunk per open batch, whatever the
 number of records in an hour.
 
-Changes are grouped per partition into one ``apply`` of up to MAX_APPLY_ROWS rows (a key
-changed twice in a group keeps its later change), which is what makes replay fast on SQLite.
+Changes are grouped per partition, up to MAX_APPLY_ROWS rows (a key changed twice in a group
+keeps its later change), a group's staged rows written by few ``apply`` calls of at most
+REBUILD_WRITE_BYTES each, which is what makes replay fast on SQLite.
 
 Staged values of tokens that no branch names at the journal's end (dropped by a commit, reset or
 branch deletion, their values deleted by graveler's cleaner unjournaled) are neither written nor
@@ -55,7 +58,7 @@ from silt.journal.batch import (
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import unwrap
 from silt.journal.mac import matches, signer
-from silt.journal.record import GUARD_KIND, STAGED_KIND, key_kind
+from silt.journal.record import STAGED_KIND, is_journal_key, key_kind, parse_record_key
 from silt.kv.conditional import delete_current, replace
 from silt.kv.store import MAX_APPLY_ROWS, Store
 
@@ -69,6 +72,10 @@ TO_DELETE = b"to_delete/"
 # Records applied between two checkpoints: bounds what a resumed run applies again.
 CHECKPOINT_RECORDS = 50_000
 SPOOL_BLOCK_BYTES = 1024 * 1024
+# Bytes per KV write of staged rows, as _row_weight counts them (what Cassandra counts against
+# batch_size_fail_threshold_in_kb, over-estimated): well under the 50 KiB that Cassandra 2.2 to
+# 3.5 refuse in one batch, as graveler's own staging writes are.
+REBUILD_WRITE_BYTES = 16 * 1024
 
 
 @dataclass
@@ -126,6 +133,10 @@ class Rebuild:
         self._own_shared: set[bytes] = {self._repo_key}  # its keys in graveler's partition
         self._unsigned: set[str] = set()  # batches accepted without a MAC
         self._firsts: dict[str, Position] = {}  # batch -> its first record's position
+        # Per partition, the staged rows its last flushed group wrote at that group's newest
+        # stamp: a later change of one of them at the same stamp is a tie, judged as the store
+        # judged it (_wins_tie).
+        self._flushed_newest: dict[bytes, dict[bytes, tuple[bytes | None, int]]] = {}
 
     def run(self) -> RebuildProgress:
         self._refuse_existing()
@@ -183,7 +194,7 @@ class Rebuild:
                     # Twice: at the store's own time, and past the logical timestamps rows may
                     # have been written at (which may be ahead of it); the later deletion wins.
                     self._kv.apply(partition, [], keys)
-                    newest = max(unwrap(entry.value)[0] for entry in chunk)
+                    newest = max(_stamp_of(entry.key, entry.value) for entry in chunk)
                     self._kv.apply(partition, [], keys, timestamp=newest + 1)
         if self._held is None:
             self.progress.deleted = self._applied is not None
@@ -370,6 +381,10 @@ class Rebuild:
             rows = self._pending.get(partition)
             if rows is None:
                 rows = self._pending[partition] = {}
+            if key_kind(key) == STAGED_KIND:
+                previous = rows.get(key) or self._flushed_newest.get(partition, {}).get(key)
+                if previous is not None and previous[1] == timestamp and not _wins_tie(value, previous[0]):
+                    continue
             rows[key] = (value, timestamp)
             if len(rows) >= MAX_APPLY_ROWS:
                 self._flush_partition(partition)
@@ -416,33 +431,75 @@ class Rebuild:
         # past this group's newest), so the groups stay in order; and no row's write time
         # exceeds the stamp in its envelope (a deletion's is in the partition's deletion mark,
         # journaled with it), which is what a later blind write reads and stamps itself past.
+        # Split by bytes too: the sub-writes share the group's timestamp, so their order among
+        # themselves changes nothing (each key is in one of them).
         timestamp = min(stamp for _, stamp in staged.values())
-        self._kv.apply(partition, puts, deletes, timestamp=timestamp or None)
+        for some_puts, some_deletes in _by_weight(puts, deletes):
+            self._kv.apply(partition, some_puts, some_deletes, timestamp=timestamp or None)
+        newest = max(stamp for _, stamp in staged.values())
+        self._flushed_newest[partition] = {key: row for key, row in staged.items() if row[1] == newest}
 
 
-# Keys graveler changes only by compare-and-set (docs/design/kv.md, "One key, one kind of write").
-_COMPARE_AND_SET_KINDS = frozenset(
-    {
-        "repository",
-        "ns_claim",
-        "branch",
-        "tag",
-        "pull",
-        "pull_comment",
-        "action_run",
-        "gc_rules",
-        "settings",
-        GUARD_KIND,
-    }
-)
-_COMPARE_AND_SET_KEYS = (b"history-retention", b"journal_ship/")
+# The keys graveler writes and deletes plainly (docs/design/kv.md, "One key, one kind of write"),
+# staged values apart: commits (content-addressed), the deletion marker of a repository, the index
+# of history hours and the runs of last-access preparation. Every other key is written by
+# compare-and-set, as any key a new feature adds is: a plain write of a key graveler then
+# changes by compare-and-set could hide those (a Paxos ballot and a plain write time are not
+# ordered on one cell), while a compare-and-set of a plainly written key only costs a round.
+_PLAIN_KINDS = frozenset({"commit", "repository_deletion"})
+_PLAIN_KEYS = (b"history-hours/", b"last-access-runs/")
 
 
 def _compare_and_set(key: bytes) -> bool:
-    return key_kind(key) in _COMPARE_AND_SET_KINDS or key.startswith(_COMPARE_AND_SET_KEYS)
+    return not (key_kind(key) in _PLAIN_KINDS or key.startswith(_PLAIN_KEYS))
 
 
 _order: Callable[[ReplayRecord], Position] = REPLAY_ORDER
+
+
+def _row_weight(key: bytes, value: bytes | None) -> int:
+    """What one row adds to a KV write as Cassandra sizes a batch, over-estimated: its clustering
+    key for the row marker and the value cell, 8-byte timestamps, component headers."""
+    return 2 * (len(key) + 8) + (len(value) if value is not None else 0) + 64
+
+
+def _by_weight(
+    puts: list[tuple[bytes, bytes]], deletes: list[bytes]
+) -> Iterator[tuple[list[tuple[bytes, bytes]], list[bytes]]]:
+    """puts and deletes in writes of at most REBUILD_WRITE_BYTES each (a larger row alone)."""
+    some_puts: list[tuple[bytes, bytes]] = []
+    some_deletes: list[bytes] = []
+    size = 0
+    for key, value in [*puts, *((key, None) for key in deletes)]:
+        weight = _row_weight(key, value)
+        if (some_puts or some_deletes) and size + weight > REBUILD_WRITE_BYTES:
+            yield some_puts, some_deletes
+            some_puts, some_deletes, size = [], [], 0
+        if value is None:
+            some_deletes.append(key)
+        else:
+            some_puts.append((key, value))
+        size += weight
+    if some_puts or some_deletes:
+        yield some_puts, some_deletes
+
+
+def _stamp_of(key: bytes, stored: bytes) -> int:
+    """The logical timestamp a row was written at: a journal row's is in its key (its value
+    has no envelope), every other row's in its envelope."""
+    return parse_record_key(key)[0] if is_journal_key(key) else unwrap(stored)[0]
+
+
+def _wins_tie(value: bytes | None, previous: bytes | None) -> bool:
+    """Whether a staged change replaces one at the same logical timestamp as the store did.
+
+    Two gravelers may stamp writes of one key alike (each one past the same value it read);
+    the store kept one by its own rule, not by the journal's order (writer id, sequence):
+    Cassandra keeps a tombstone over a value and the larger value over the smaller, and every
+    driver does the same (docs/design/kv.md, apply). Replay keeps the same one."""
+    if value is None:
+        return True
+    return previous is not None and value > previous
 
 
 def _unique_id(stored: bytes) -> str:

@@ -23,6 +23,19 @@ STAGED_KIND = "staged"
 # deletion leaves no value to read, and a later blind write must still sort after it
 # (JournaledStore.apply). Sorts before `guard/`, `journal/` and `key/`.
 STAGED_DELETED_AT = b"deleted-at"
+# In a staging-token partition, `deleted-at/<staged key>`: the logical timestamp of the latest
+# deletion of that one key (its envelope's), written with it. A conditional writer's guard can
+# outlive the deletion of its key (the guard is deleted first, the writer then admitted), so
+# whether a guard's write is older than the key's deletion is judged from this key's mark:
+# the partition's says only that some key went (services/graveler/staging.py).
+STAGED_KEY_DELETED_AT_PREFIX = STAGED_DELETED_AT + b"/"
+
+
+def staged_key_deleted_at(key: bytes) -> bytes:
+    """The key of the deletion mark of one staged key (`key/<object key>`)."""
+    return STAGED_KEY_DELETED_AT_PREFIX + key
+
+
 # Conditional staging writers' guards (`guard/<object key>` in a staging-token partition).
 GUARD_KIND = "staging_guard"
 
@@ -40,7 +53,7 @@ _KINDS_BY_PREFIX: tuple[tuple[bytes, str], ...] = (
     (b"gc/rules", "gc_rules"),
     (b"settings/", "settings"),
     (b"key/", STAGED_KIND),
-    (STAGED_DELETED_AT, STAGED_KIND),
+    (STAGED_DELETED_AT, STAGED_KIND),  # and every key's own mark under it
     (b"guard/", GUARD_KIND),
 )
 

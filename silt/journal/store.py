@@ -18,7 +18,7 @@ rebuild writing stored values back (docs/design/journal.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from silt.errors import InvalidArgument
@@ -34,6 +34,7 @@ from silt.journal.record import (
     is_journal_key,
     key_kind,
     record_key,
+    staged_key_deleted_at,
 )
 from silt.journal.v1.journal_pb2 import Change, Record
 from silt.kv.store import (
@@ -160,8 +161,15 @@ class JournaledStore(Store):
         deletes: Sequence[bytes] = (),
         condition: Condition | None = None,
         timestamp: int | None = None,
+        *,
+        before_write: Callable[[], None] | None = None,
     ) -> None:
         """Apply puts and deletes (values unwrapped) with their journal row.
+
+        before_write, if given, is called once the write's timestamp is chosen and right before
+        the write: a check that raises there (a caller's deadline) writes nothing, and a write
+        that passes it carries a stamp from before the check, never a fresher one (a process
+        paused between a check and its stamp would otherwise write later than it checked).
 
         The logical timestamp is this store's to choose, with one exception: a blind write of
         staged values may be given the logical timestamp another writer chose for it (a
@@ -182,6 +190,8 @@ class JournaledStore(Store):
         if timestamp is not None and not blind_staged:
             raise InvalidArgument("JournaledStore.apply: the logical clock chooses the write timestamp")
         if not self.enabled and not blind_staged:
+            if before_write is not None:
+                before_write()
             self._inner.apply(partition, puts, deletes, condition)
             return
         # Even unjournaled, staged values keep their envelope and write time: conditional staging
@@ -196,13 +206,19 @@ class JournaledStore(Store):
             logical = timestamp
         stored = [(bytes(key), envelope.wrap(logical, bytes(value))) for key, value in puts]
         if deletes and blind_staged:
-            # A deletion leaves nothing to read: its time stays in the partition's mark.
-            stored.append((STAGED_DELETED_AT, envelope.wrap(logical, b"")))
+            # A deletion leaves nothing to read: its time stays in the partition's mark and in
+            # each deleted key's own (what a conditional writer's guard is judged against).
+            mark = envelope.wrap(logical, b"")
+            stored.append((STAGED_DELETED_AT, mark))
+            marked = [bytes(key) for key in deletes if not key.startswith(STAGED_DELETED_AT)]
+            stored += [(staged_key_deleted_at(key), mark) for key in marked]
         rows = list(stored)
         context = current_context() if self.enabled else None
         if context is not None:
             record = self._record(context, logical, partition, stored, deletes)
             rows.append((record_key(logical, self.clock.writer_id, record.sequence), encode_record(record)))
+        if before_write is not None:
+            before_write()
         self._inner.apply(partition, rows, deletes, condition, logical if blind_staged else None)
 
     def observe_staged(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:

@@ -98,6 +98,7 @@ from silt.config import CassandraConfig, DatabaseConfig
 from silt.errors import (
     ConfigError,
     InvalidArgument,
+    NotApplied,
     NotFound,
     OutcomeUnknown,
     PredicateFailed,
@@ -412,6 +413,19 @@ def _reason(exc: BaseException, timeout_s: float) -> str:
     return f"{type(exc).__name__}: {_first_line(exc)}"
 
 
+def not_attempted(exc: BaseException) -> bool:
+    """Whether the driver's exc says the request was never attempted: the coordinator refused it
+    for want of live replicas, or no node could be sent it (none known, or every connection
+    refused). A write that timed out (WriteTimeout, OperationTimedOut) or a connection lost
+    after sending may have been applied."""
+    if isinstance(exc, DriverUnavailable):
+        return True
+    if isinstance(exc, NoHostAvailable):
+        errors = list((exc.errors or {}).values())
+        return all(not_attempted(error) or isinstance(error, ConnectionRefusedError) for error in errors)
+    return False
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -642,15 +656,16 @@ class CassandraStore(Store):
         if isinstance(exc, InvalidRequest):
             raise InvalidArgument(f"cassandra: {what or op} rejected: {_first_line(exc)}") from exc
         if self._closed:
-            raise Unavailable("cassandra: the store is closed") from exc
+            raise NotApplied("cassandra: the store is closed") from exc
         reason = _reason(exc, self._config.request_timeout_s)
-        raise Unavailable(f"cassandra: {what or op} on {self._contacts} failed: {reason}") from exc
+        error = NotApplied if not_attempted(exc) else Unavailable
+        raise error(f"cassandra: {what or op} on {self._contacts} failed: {reason}") from exc
 
     def _execute(
         self, op: str, statement: Statement, params: tuple[Any, ...] | None, profile: object = EXEC_PROFILE_DEFAULT
     ) -> Any:
         if self._closed:
-            raise Unavailable("cassandra: the store is closed")
+            raise NotApplied("cassandra: the store is closed")
         try:
             return self._session.execute(statement, params, execution_profile=profile)
         except OperationTimedOut as exc:

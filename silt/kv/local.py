@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from silt.config import DatabaseConfig, LocalDatabaseConfig
-from silt.errors import NotFound, PredicateFailed, Unavailable
+from silt.errors import NotApplied, NotFound, PredicateFailed, Unavailable
 from silt.kv.store import (
     SCAN_CHUNK,
     Condition,
@@ -41,32 +42,62 @@ CREATE TABLE IF NOT EXISTS kv (
     key BLOB NOT NULL,
     value BLOB NOT NULL,
     ts INTEGER NOT NULL DEFAULT 0,
+    tombstone INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (partition_key, key)
 ) WITHOUT ROWID
 """
+# What the purge of old tombstones walks, instead of the table.
+_TOMBSTONE_INDEX = "CREATE INDEX IF NOT EXISTS kv_tombstones ON kv (ts) WHERE tombstone = 1"
 # Four parameters a row, within the 999 that SQLite before 3.32 allows in one statement.
 _MAX_ROWS_PER_INSERT = 200
-# ts: the write timestamp of a row last written by a timestamped apply, 0 otherwise. Files
-# made before it existed gain the column on open.
-_ADD_TS = "ALTER TABLE kv ADD COLUMN ts INTEGER NOT NULL DEFAULT 0"
+# ts: the write timestamp of a row last written by a timestamped apply, 0 otherwise.
+# tombstone: 1 for a row a timestamped delete left, as Cassandra does: invisible to every read,
+# there only so that a write stamped before the delete and arriving after it is lost (last write
+# wins by timestamp); purged once older than _TOMBSTONE_GRACE_US. Files made before either
+# existed gain the columns on open.
+_ADDED_COLUMNS = {
+    "ts": "ALTER TABLE kv ADD COLUMN ts INTEGER NOT NULL DEFAULT 0",
+    "tombstone": "ALTER TABLE kv ADD COLUMN tombstone INTEGER NOT NULL DEFAULT 0",
+}
+# How long a tombstone outlives its timestamp's wall time: far longer than any write may travel
+# late (a staging write's deadline) plus any clock skew between writers. Cassandra's own grace
+# (gc_grace_seconds) is longer only because it also waits for repairs.
+_TOMBSTONE_GRACE_US = 3600 * 1_000_000
+# At most one purge of old tombstones per this many seconds per store.
+_PURGE_EVERY_S = 60.0
+_PURGE = "DELETE FROM kv WHERE tombstone = 1 AND ts < ?"
 
-_GET = "SELECT value FROM kv WHERE partition_key = ? AND key = ?"
+_GET = "SELECT value FROM kv WHERE partition_key = ? AND key = ? AND tombstone = 0"
+# An untimestamped write replaces whatever is there, a tombstone too (no key is written both
+# ways: docs/design/kv.md, "One key, one kind of write").
 _SET = (
     "INSERT INTO kv (partition_key, key, value) VALUES (?, ?, ?) "
-    "ON CONFLICT (partition_key, key) DO UPDATE SET value = excluded.value, ts = 0"
+    "ON CONFLICT (partition_key, key) DO UPDATE SET value = excluded.value, ts = 0, tombstone = 0"
 )
-# Last write wins by timestamp, as in Cassandra: an older write arriving late is lost.
+# Last write wins by timestamp, as in Cassandra: an older write arriving late is lost; at equal
+# timestamps a tombstone beats a value and the larger value beats the smaller (Cassandra's rule).
+_WINS = "excluded.ts > kv.ts OR (excluded.ts = kv.ts AND kv.tombstone = 0 AND excluded.value > kv.value)"
 _SET_AT = (
     "INSERT INTO kv (partition_key, key, value, ts) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (partition_key, key) DO UPDATE SET value = excluded.value, ts = excluded.ts "
-    "WHERE excluded.ts > kv.ts"
+    "ON CONFLICT (partition_key, key) DO UPDATE SET value = excluded.value, ts = excluded.ts, tombstone = 0 "
+    f"WHERE {_WINS}"
 )
-_DELETE_AT = "DELETE FROM kv WHERE partition_key = ? AND key = ? AND ts <= ?"
-_INSERT_IF_ABSENT = "INSERT INTO kv (partition_key, key, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
-_UPDATE_IF = "UPDATE kv SET value = ?, ts = 0 WHERE partition_key = ? AND key = ? AND value = ?"
+# A timestamped delete leaves a tombstone row at its timestamp (see _ADDED_COLUMNS).
+_DELETE_AT = (
+    "INSERT INTO kv (partition_key, key, value, ts, tombstone) VALUES (?, ?, x'', ?, 1) "
+    "ON CONFLICT (partition_key, key) DO UPDATE SET value = x'', ts = excluded.ts, tombstone = 1 "
+    "WHERE excluded.ts >= kv.ts"
+)
+# Absent: no row, or a tombstone.
+_INSERT_IF_ABSENT = (
+    "INSERT INTO kv (partition_key, key, value) VALUES (?, ?, ?) "
+    "ON CONFLICT (partition_key, key) DO UPDATE SET value = excluded.value, ts = 0, tombstone = 0 "
+    "WHERE kv.tombstone = 1"
+)
+_UPDATE_IF = "UPDATE kv SET value = ?, ts = 0 WHERE partition_key = ? AND key = ? AND value = ? AND tombstone = 0"
 _DELETE = "DELETE FROM kv WHERE partition_key = ? AND key = ?"
-_SCAN_FIRST = "SELECT key, value FROM kv WHERE partition_key = ? AND key >= ? ORDER BY key LIMIT ?"
-_SCAN_NEXT = "SELECT key, value FROM kv WHERE partition_key = ? AND key > ? ORDER BY key LIMIT ?"
+_SCAN_FIRST = "SELECT key, value FROM kv WHERE partition_key = ? AND key >= ? AND tombstone = 0 ORDER BY key LIMIT ?"
+_SCAN_NEXT = "SELECT key, value FROM kv WHERE partition_key = ? AND key > ? AND tombstone = 0 ORDER BY key LIMIT ?"
 
 
 class LocalStore(Store):
@@ -84,19 +115,22 @@ class LocalStore(Store):
         conn = self._conn()
         with self._errors():
             conn.execute(_SCHEMA)
-            self._add_ts_column(conn)
+            self._add_columns(conn)
+            conn.execute(_TOMBSTONE_INDEX)
+        self._purged_at = time.monotonic()
 
     @staticmethod
-    def _add_ts_column(conn: sqlite3.Connection) -> None:
+    def _add_columns(conn: sqlite3.Connection) -> None:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(kv)")}
-        if "ts" in columns:
-            return
-        try:
-            conn.execute(_ADD_TS)
-        except sqlite3.OperationalError as exc:
-            # Another process opening the same file added it first.
-            if "duplicate column" not in str(exc):
-                raise
+        for column, statement in _ADDED_COLUMNS.items():
+            if column in columns:
+                continue
+            try:
+                conn.execute(statement)
+            except sqlite3.OperationalError as exc:
+                # Another process opening the same file added it first.
+                if "duplicate column" not in str(exc):
+                    raise
 
     @classmethod
     def from_config(cls, config: DatabaseConfig) -> LocalStore:
@@ -109,7 +143,7 @@ class LocalStore(Store):
         if conn is not None:
             return conn
         if self._closed:
-            raise Unavailable("local KV: store is closed")
+            raise NotApplied("local KV: store is closed")
         with self._errors():
             # Switching a new file to WAL takes an exclusive lock for which SQLite does not
             # wait (SQLITE_BUSY at once, busy timeout or not): when several processes open a
@@ -167,7 +201,8 @@ class LocalStore(Store):
             marks = ", ".join("?" * len(some))
             with self._errors():
                 rows = conn.execute(
-                    f"SELECT key, value FROM kv WHERE partition_key = ? AND key IN ({marks})", (partition, *some)
+                    f"SELECT key, value FROM kv WHERE partition_key = ? AND key IN ({marks}) AND tombstone = 0",
+                    (partition, *some),
                 ).fetchall()
             found.update((bytes(key), bytes(value)) for key, value in rows)
         return found
@@ -232,6 +267,18 @@ class LocalStore(Store):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+        if deletes and timestamp is not None:
+            self._purge_old_tombstones(conn)
+
+    def _purge_old_tombstones(self, conn: sqlite3.Connection) -> None:
+        """Delete the tombstones older than the grace, at most once per _PURGE_EVERY_S (an
+        index range scan: tombstones alone are indexed)."""
+        now = time.monotonic()
+        if now - self._purged_at < _PURGE_EVERY_S:
+            return
+        self._purged_at = now
+        with self._errors():
+            conn.execute(_PURGE, (time.time_ns() // 1000 - _TOMBSTONE_GRACE_US,))
 
     @staticmethod
     def _check_condition(conn: sqlite3.Connection, partition: bytes, condition: Condition) -> None:
@@ -283,8 +330,15 @@ def _upsert_sql(rows: int, timestamped: bool) -> str:
     values = ", ".join(["(?, ?, ?, ?)"] * rows)
     sql = f"INSERT INTO kv (partition_key, key, value, ts) VALUES {values} ON CONFLICT (partition_key, key) DO UPDATE "
     if timestamped:
-        return sql + "SET value = excluded.value, ts = excluded.ts WHERE excluded.ts > kv.ts"
-    return sql + "SET value = excluded.value, ts = 0"
+        return sql + f"SET value = excluded.value, ts = excluded.ts, tombstone = 0 WHERE {_WINS}"
+    return sql + "SET value = excluded.value, ts = 0, tombstone = 0"
+
+
+def _not_attempted(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED (or an extended code of either: the primary code is its low
+    byte): the statement, or the transaction rolled back, wrote nothing."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _is_lock_contention(exc: BaseException) -> bool:
@@ -304,8 +358,11 @@ class _SqliteErrors:
         if exc is None or not isinstance(exc, sqlite3.Error):
             return
         if isinstance(exc, sqlite3.ProgrammingError) and "closed" in str(exc):
-            raise Unavailable("local KV: store is closed") from None
-        raise Unavailable(f"local KV {self._path}: {exc}") from None
+            raise NotApplied("local KV: store is closed") from None
+        # The database busy or locked past the busy timeout: the statement (or the transaction,
+        # rolled back) wrote nothing.
+        error = NotApplied if _not_attempted(exc) else Unavailable
+        raise error(f"local KV {self._path}: {exc}") from None
 
 
 register_driver("local", LocalStore.from_config)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 from collections.abc import Iterator, Sequence
 
 from silt.errors import NotFound, PredicateFailed
@@ -22,14 +23,23 @@ from silt.kv.store import (
 _PAGE_SIZE = 1000
 
 
+# How long a tombstone outlives its timestamp's wall time, and how often old ones are purged
+# (as the local driver: silt/kv/local.py).
+_TOMBSTONE_GRACE_US = 3600 * 1_000_000
+_PURGE_EVERY_S = 60.0
+
+
 class _Partition:
-    __slots__ = ("keys", "stamps", "values")
+    __slots__ = ("keys", "stamps", "tombstones", "values")
 
     def __init__(self) -> None:
         self.keys: list[bytes] = []
         self.values: dict[bytes, bytes] = {}
         # Write timestamps of rows last written by a timestamped apply (see Store.apply).
         self.stamps: dict[bytes, int] = {}
+        # Keys a timestamped delete removed, with its timestamp, as Cassandra keeps tombstones:
+        # a write stamped before the delete and arriving after it is lost.
+        self.tombstones: dict[bytes, int] = {}
 
 
 class MemStore(Store):
@@ -37,6 +47,7 @@ class MemStore(Store):
         self._lock = threading.Lock()
         self._partitions: dict[bytes, _Partition] = {}
         self._page_size = page_size
+        self._purged_at = time.monotonic()
 
     def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
         check_key(partition, key)
@@ -50,12 +61,18 @@ class MemStore(Store):
     def _put(self, partition: bytes, key: bytes, value: bytes, timestamp: int | None = None) -> None:
         part = self._partitions.setdefault(partition, _Partition())
         if timestamp is not None:
-            # Last write wins by timestamp, as in Cassandra: an older write arriving late is lost.
-            if key in part.values and part.stamps.get(key, 0) >= timestamp:
+            # Last write wins by timestamp, as in Cassandra: an older write arriving late is lost;
+            # at equal timestamps a tombstone beats a value and the larger value the smaller.
+            if part.tombstones.get(key, -1) >= timestamp:
                 return
+            if key in part.values:
+                stamp = part.stamps.get(key, 0)
+                if stamp > timestamp or (stamp == timestamp and part.values[key] >= value):
+                    return
             part.stamps[key] = timestamp
         else:
             part.stamps.pop(key, None)
+        part.tombstones.pop(key, None)
         if key not in part.values:
             bisect.insort(part.keys, key)
         part.values[key] = value
@@ -80,10 +97,16 @@ class MemStore(Store):
             self._put(bytes(partition), bytes(key), bytes(value))
 
     def _remove(self, partition: bytes, key: bytes, timestamp: int | None = None) -> None:
-        part = self._partitions.get(partition)
-        if part is None or key not in part.values:
+        part = self._partitions.setdefault(partition, _Partition()) if timestamp else self._partitions.get(partition)
+        if part is None:
             return
-        if timestamp is not None and part.stamps.get(key, 0) > timestamp:
+        if timestamp is not None:
+            if key in part.values and part.stamps.get(key, 0) > timestamp:
+                return
+            part.tombstones[key] = max(timestamp, part.tombstones.get(key, 0))
+        else:
+            part.tombstones.pop(key, None)
+        if key not in part.values:
             return
         del part.values[key]
         part.stamps.pop(key, None)
@@ -117,6 +140,19 @@ class MemStore(Store):
                 self._put(partition, key, value, timestamp)
             for key in deletes:
                 self._remove(partition, key, timestamp)
+            if deletes and timestamp is not None:
+                self._purge_old_tombstones()
+
+    def _purge_old_tombstones(self) -> None:
+        """Forget the tombstones older than the grace, at most once per _PURGE_EVERY_S."""
+        now = time.monotonic()
+        if now - self._purged_at < _PURGE_EVERY_S:
+            return
+        self._purged_at = now
+        oldest = time.time_ns() // 1000 - _TOMBSTONE_GRACE_US
+        for part in self._partitions.values():
+            for key in [key for key, stamp in part.tombstones.items() if stamp < oldest]:
+                del part.tombstones[key]
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         check_key(partition, b"-")

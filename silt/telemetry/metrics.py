@@ -92,6 +92,13 @@ CLEANUP_RETRIES_WAITING = Gauge(
     "silt_graveler_cleanup_retries_waiting", "Failed background clean-ups waiting for their next try"
 )
 
+# --- journal clock (docs/design/journal.md, "Decision 2") ---------------------------------
+CLOCK_FAR_AHEAD = Counter(
+    "silt_journal_clock_far_ahead",
+    "Logical timestamps observed further ahead of this process's wall clock than the journal allows "
+    "(a writer whose clock runs ahead drags every clock forward): still observed, to keep the order",
+)
+
 # --- history events (docs/design/journal.md, "History events") ----------------------------
 HISTORY_EVENTS_DROPPED = Counter(
     "silt_history_events_dropped",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
@@ -182,11 +182,12 @@ class DiesBeforeItsValue:
             deletes: Sequence[bytes] = (),
             condition: Condition | None = None,
             timestamp: int | None = None,
+            before_write: Callable[[], None] | None = None,
         ) -> None:
             if not self.died and timestamp is not None and puts and puts[0][0].startswith(KEY_PREFIX):
                 self.died = True
                 raise Unavailable("the writer died before writing its value")
-            self.inner(partition, puts, deletes, condition, timestamp)
+            self.inner(partition, puts, deletes, condition, timestamp, before_write=before_write)
 
         monkeypatch.setattr(kv, "apply", apply)
 

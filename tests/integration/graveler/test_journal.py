@@ -154,7 +154,9 @@ def test_staging_writes_and_deletes_are_journaled_in_the_token_partition(journal
 def test_conditional_staging_write_refused_leaves_no_record(journaled: Journaled) -> None:
     repo = new_repo(journaled)
     bob = journaled.as_user("bob")
-    request = api.StageEntryRequest(repository=repo, branch="main", key="a", entry=entry("1"), if_absent=True)
+    request = api.StageEntryRequest(
+        repository=repo, branch="main", key="a", entry=entry("1"), if_absent=True, fresh_address=True
+    )
     bob.StageEntry(request)
     bob.StageEntry(request)  # the same write again finds its own entry: done, nothing written
     with pytest.raises(grpc.RpcError) as refused:

@@ -94,12 +94,33 @@ def test_a_write_after_a_reset_is_the_value_read(
     assert first.get(token, b"k") == value("conditional")
 
 
+def test_a_conditional_write_hidden_by_a_concurrent_reset_is_judged_absent(store: Store, token: StagingToken) -> None:
+    """A conditional writer on a clock behind reads the key; a reset of the key on a clock ahead
+    completes; the writer's guard and value land at its own, earlier stamp, so the reset (later
+    in the store's order) hides the value. Every later read, conditional writers' included,
+    must then agree that the key holds nothing: a guard admitting a write older than the key's
+    deletion is not a write still to finish."""
+    slow, fast = skewed(store, -FIVE_SECONDS_US), skewed(store, +FIVE_SECONDS_US)
+    read = slow.read_for_write(token, b"k")
+    fast.drop_key(token, b"k")
+    slow.set_if(token, b"k", value("conditional"), read)
+    shown = slow.get(token, b"k")
+    judged = fast.read_for_write(token, b"k")
+    assert judged.value == shown
+    assert fast.get(token, b"k") == shown
+    # The next conditional writer, having judged the key, stages past both.
+    fast.set_if(token, b"k", value("next"), judged)
+    assert slow.get(token, b"k") == value("next")
+
+
 def test_dropping_a_token_deletes_values_stamped_ahead_of_the_dropping_clock(store: Store, token: StagingToken) -> None:
     ahead, behind = skewed(store, +FIVE_SECONDS_US), skewed(store, -FIVE_SECONDS_US)
     ahead.set(token, b"k", value("ahead"))
+    ahead.drop_key(token, b"reset")  # leaves the partition's deletion mark and the key's own
     behind.drop(token)
     assert behind.is_empty(token)
     assert behind.get(token, b"k") is None
+    assert [entry.key for entry in store.scan(token.encode()) if not entry.key.startswith(b"journal/")] == []
 
 
 def test_the_clock_offset_comes_from_the_environment() -> None:

@@ -274,3 +274,45 @@ def test_scan_chunks_are_the_scan_in_lists_of_at_most_size(store: Store, partiti
         assert all(0 < len(chunk) <= min(size, MAX_SCAN_CHUNK) for chunk in chunks)
         assert [tuple(e) for chunk in chunks for e in chunk] == [tuple(e) for e in store.scan(partition, start)]
     assert list(store.scan_chunks(partition + b"-empty", b"", size)) == []
+
+
+def test_a_timestamped_delete_shadows_older_writes_arriving_after_it(store: Store, partition: bytes) -> None:
+    """Last write wins by timestamp, deletes included, as on Cassandra: a delete stamped 100
+    keeps its tombstone, so a put stamped 90 arriving after it stays invisible; a put stamped
+    110 is the value. A delete of a key never written shadows older puts too."""
+    store.apply(partition, [(b"k", b"first")], timestamp=50)
+    store.apply(partition, [], [b"k", b"never"], timestamp=100)
+    store.apply(partition, [(b"k", b"late"), (b"never", b"late")], timestamp=90)
+    with pytest.raises(NotFound):
+        store.get(partition, b"k")
+    assert store.get_many(partition, [b"k", b"never"]) == {}
+    assert keys_of(store, partition) == []
+    assert [tuple(pair) for chunk in store.scan_chunks(partition) for pair in chunk] == []
+    # A tombstone is no value to a compare-and-set: the key is absent.
+    with pytest.raises(PredicateFailed):
+        store.set_if(partition, b"k", b"x", Predicate(b"late"))
+    store.apply(partition, [(b"k", b"newer")], timestamp=110)
+    assert store.get(partition, b"k").value == b"newer"
+    assert store.get_many(partition, [b"k", b"never"]) == {b"k": b"newer"}
+
+
+def test_equal_timestamps_break_ties_as_cassandra_does(store: Store, partition: bytes) -> None:
+    """At one timestamp a tombstone beats a value and the larger value beats the smaller,
+    whatever the arrival order."""
+    store.apply(partition, [(b"k", b"b")], timestamp=100)
+    store.apply(partition, [(b"k", b"a")], timestamp=100)
+    assert store.get(partition, b"k").value == b"b"
+    store.apply(partition, [(b"k", b"c")], timestamp=100)
+    assert store.get(partition, b"k").value == b"c"
+    store.apply(partition, [], [b"k"], timestamp=100)
+    store.apply(partition, [(b"k", b"d")], timestamp=100)
+    with pytest.raises(NotFound):
+        store.get(partition, b"k")
+
+
+def test_an_absent_write_succeeds_over_a_tombstone(store: Store, partition: bytes) -> None:
+    """Keys written by compare-and-set are never written with timestamps (docs/design/kv.md),
+    but a tombstone left in a partition must not read as a value to one either."""
+    store.apply(partition, [], [b"k"], timestamp=100)
+    store.set_if(partition, b"k", b"v", None)
+    assert store.get(partition, b"k").value == b"v"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from silt.config import DatabaseConfig, LocalDatabaseConfig
-from silt.errors import PredicateFailed, Unavailable
-from silt.kv import open_store
+from silt.errors import NotApplied, PredicateFailed, Unavailable
+from silt.kv import local, open_store
 
 
 def config_for(path: Path) -> DatabaseConfig:
@@ -118,3 +118,47 @@ def test_opening_waits_for_a_writer_on_a_fresh_file(tmp_path: Path) -> None:
     store.close()
     release.join()
     holder.close()
+
+
+def test_tombstones_older_than_the_grace_are_purged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timestamped delete leaves a tombstone row, kept while a late write could still arrive
+    and purged once older than the grace; files made before tombstones existed gain the column."""
+    path = tmp_path / "kv.db"
+    with sqlite3.connect(path) as old:
+        old.execute(
+            "CREATE TABLE kv (partition_key BLOB NOT NULL, key BLOB NOT NULL, value BLOB NOT NULL, "
+            "ts INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (partition_key, key)) WITHOUT ROWID"
+        )
+    old.close()
+    monkeypatch.setattr(local, "_PURGE_EVERY_S", 0.0)
+    store = open_store(config_for(path))
+    now = time.time_ns() // 1000
+    store.apply(b"p", [], [b"old"], timestamp=now - local._TOMBSTONE_GRACE_US - 1_000_000)
+    store.apply(b"p", [], [b"recent"], timestamp=now)
+    store.close()
+    with sqlite3.connect(path) as raw:
+        left = sorted(bytes(row[0]) for row in raw.execute("SELECT key FROM kv WHERE tombstone = 1"))
+    raw.close()
+    assert left == [b"recent"]
+
+
+def test_a_database_locked_past_the_busy_timeout_is_not_applied(tmp_path: Path) -> None:
+    """Busy past the timeout, SQLite wrote nothing: NotApplied, which a caller may take as
+    certain (any other Unavailable may have applied); a closed store likewise."""
+    path = tmp_path / "kv.db"
+    store = open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(path), busy_timeout_ms=50)))
+    store.set(b"p", b"k", b"before")
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(NotApplied):
+            store.apply(b"p", [(b"k", b"during")], [b"other"])
+        with pytest.raises(NotApplied):
+            store.set(b"p", b"k", b"during")
+        holder.execute("ROLLBACK")
+    finally:
+        holder.close()
+    assert store.get(b"p", b"k").value == b"before"
+    store.close()
+    with pytest.raises(NotApplied):
+        store.get(b"p", b"k")

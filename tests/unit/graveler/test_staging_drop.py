@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import SimpleNamespace
 
 import pytest
@@ -12,6 +13,7 @@ from services.graveler.staging import StagingStore
 from services.graveler.values import Value
 from silt.config import DatabaseConfig
 from silt.kv import open_store
+from silt.kv.store import Condition
 
 DOOMED = StagingToken("doomed")
 KEPT = StagingToken("kept")
@@ -50,3 +52,30 @@ def test_a_paced_drop_rests_as_long_as_each_burst_worked(monkeypatch: pytest.Mon
     # 2,000 deletes at 0.1 ms each, in bursts of about 1 ms, each followed by an equal rest.
     assert 150 <= len(rests) <= 250
     assert all(0.001 <= rest < 0.0015 for rest in rests)
+
+
+def test_a_prefix_reset_deletes_long_keys_in_writes_of_bounded_bytes() -> None:
+    """Each deleted key is carried four times by its write (the delete, its own deletion mark,
+    both again in the journal row): long keys go fewer to a write, under Cassandra's batch limit."""
+    inner = open_store(DatabaseConfig(type="mem"))
+    deleted_bytes: list[int] = []
+    apply = inner.apply
+
+    def recording(
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        deleted_bytes.append(sum(len(key) for key in deletes))
+        apply(partition, puts, deletes, condition, timestamp)
+
+    inner.apply = recording  # type: ignore[method-assign]
+    staging = StagingStore(inner)
+    keys = [b"p/" + bytes([65 + i % 26]) * 1000 + b"%02d" % i for i in range(40)]
+    staging.set_many(DOOMED, [(key, Value(b"id", b"data", False)) for key in keys])
+    deleted_bytes.clear()
+    staging.drop_under(DOOMED, b"p/")
+    assert staging.is_empty(DOOMED)
+    assert 0 < max(deleted_bytes) <= staging_module._DELETE_KEY_BYTES

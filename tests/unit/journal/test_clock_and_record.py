@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
+from prometheus_client import REGISTRY
 
 from silt.errors import InvalidArgument
 from silt.journal import envelope
-from silt.journal.clock import HybridLogicalClock
+from silt.journal.clock import MAX_FORWARD_US, HybridLogicalClock
 from silt.journal.record import (
     JOURNAL_PREFIX,
     decode_record,
@@ -45,6 +47,26 @@ def test_clock_moves_past_what_it_observes() -> None:
     assert clock.now() == 9_001
     clock.observe(10)  # older than what it has: no effect
     assert clock.now() == 9_002
+
+
+def far_ahead_count() -> float:
+    return REGISTRY.get_sample_value("silt_journal_clock_far_ahead_total") or 0.0
+
+
+def test_a_stamp_far_ahead_is_observed_and_reported(caplog: pytest.LogCaptureFixture) -> None:
+    """Refusing a stamp far ahead would stamp a later write before the value it read; it is
+    observed (the order holds) and counted and logged (the clock it dragged forward shows)."""
+    wall = 1_000_000_000
+    clock = HybridLogicalClock(lambda: wall)
+    before = far_ahead_count()
+    clock.observe(wall + MAX_FORWARD_US // 2)
+    assert far_ahead_count() == before
+    far = wall + MAX_FORWARD_US + 1_000_000
+    with caplog.at_level(logging.ERROR, logger="silt.journal.clock"):
+        clock.observe(far)
+    assert clock.now() > far
+    assert far_ahead_count() == before + 1
+    assert [record.levelno for record in caplog.records if record.name == "silt.journal.clock"] == [logging.ERROR]
 
 
 def test_clock_hands_out_unique_timestamps_across_threads() -> None:
