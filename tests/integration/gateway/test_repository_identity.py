@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import secrets
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from typing import Any
 import grpc
 import pytest
 import urllib3
-import uvicorn
 from botocore.exceptions import ClientError
 
 from edge.app import serving_app
@@ -37,10 +35,9 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
 from silt.kv.store import scan_prefix
-from silt.launcher import free_port
 from silt.rpc.errors import error_from_rpc
 from tests.support.gateway_stack import GatewayStack
-from tests.support.wait import wait_until
+from tests.support.in_process import served_in_process
 
 MIB = 1024 * 1024
 
@@ -72,18 +69,8 @@ def stale(gw: GatewayStack) -> Iterator[StaleEdge]:
     env = {**gw.stack._services["gateway"].env, "SILT_AUTH_CACHE_TTL_SECONDS": "3600"}
     config = load_config(gw.stack.config_path, env=env)
     assert config.auth.cache_ttl_seconds == 3600 and config.api.enabled
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(serving_app(config), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        wait_until(lambda: server.started, 30, "the in-process edge to start")
-        yield StaleEdge(dataclasses.replace(gw, endpoint=f"http://127.0.0.1:{port}"), config)
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with served_in_process(serving_app(config), "the in-process edge to start") as endpoint:
+        yield StaleEdge(dataclasses.replace(gw, endpoint=endpoint), config)
 
 
 def code(exc: pytest.ExceptionInfo[ClientError]) -> str:
