@@ -111,6 +111,13 @@ def remembered_then_recreated(gw: GatewayStack, stale: StaleEdge, bucket: str) -
     return s3, recreate(gw, bucket)
 
 
+def open_one_part(s3: Any, bucket: str, key: str, data: bytes) -> tuple[str, str]:
+    """An upload opened with one part uploaded: its id and the part's ETag."""
+    upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key=key, UploadId=upload, PartNumber=1, Body=data)["ETag"]
+    return upload, etag
+
+
 def complete_one_part(s3: Any, bucket: str, key: str, upload: str, etag: str) -> Any:
     parts = {"Parts": [{"PartNumber": 1, "ETag": etag}]}
     return s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload=parts)
@@ -226,8 +233,7 @@ def test_an_upload_opened_in_the_deleted_repository_does_not_complete_into_the_n
     # Opened after the re-creation, by an edge that still remembers the deleted repository: the
     # upload is the deleted repository's (its record and bytes name it), which its deletion
     # could not abort since it did not exist yet.
-    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
-    etag = s3.upload_part(Bucket=bucket, Key="main/big", UploadId=upload, PartNumber=1, Body=b"p" * 1024)["ETag"]
+    upload, etag = open_one_part(s3, bucket, "main/big", b"p" * 1024)
 
     with pytest.raises(ClientError) as exc:
         complete_one_part(s3, bucket, "main/big", upload, etag)
@@ -253,8 +259,7 @@ def test_an_upload_open_when_the_bucket_is_deleted_is_aborted(gw: GatewayStack, 
     s3 = gw.client()
     name = f"t-{secrets.token_hex(5)}"
     s3.create_bucket(Bucket=name)
-    upload = s3.create_multipart_upload(Bucket=name, Key="main/open")["UploadId"]
-    etag = s3.upload_part(Bucket=name, Key="main/open", UploadId=upload, PartNumber=1, Body=b"q" * MIB)["ETag"]
+    upload, etag = open_one_part(s3, name, "main/open", b"q" * MIB)
     record = upload_records(gw)[uploads.upload_key(name, upload)]
     block_id = json.loads(record)["block_id"]
     assert block_upload(gw, block_id).is_dir()
@@ -275,8 +280,7 @@ def test_an_upload_open_when_the_repository_is_deleted_through_the_api_is_aborte
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
     s3 = gw.client()
-    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/open")["UploadId"]
-    s3.upload_part(Bucket=bucket, Key="main/open", UploadId=upload, PartNumber=1, Body=b"r" * 1024)
+    upload, _ = open_one_part(s3, bucket, "main/open", b"r" * 1024)
     block_id = json.loads(upload_records(gw)[uploads.upload_key(bucket, upload)])["block_id"]
 
     deleted = stale.api("DELETE", f"/repositories/{bucket}")
@@ -474,8 +478,7 @@ def test_an_upload_older_than_identities_is_aborted_with_the_repository_of_its_n
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
     s3 = gw.client()
-    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/open")["UploadId"]
-    etag = s3.upload_part(Bucket=bucket, Key="main/open", UploadId=upload, PartNumber=1, Body=b"o" * 1024)["ETag"]
+    upload, etag = open_one_part(s3, bucket, "main/open", b"o" * 1024)
     strip_identity(gw, bucket, upload)
 
     recreate(gw, bucket)
@@ -493,8 +496,7 @@ def test_an_upload_older_than_identities_in_another_namespace_does_not_complete(
     # Opened in the deleted repository's namespace after its deletion (by the edge that
     # remembers it), recorded without an identity as an older gateway would: the deletion
     # could not abort it, and its bytes are not the new repository's.
-    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
-    etag = s3.upload_part(Bucket=bucket, Key="main/big", UploadId=upload, PartNumber=1, Body=b"p" * 1024)["ETag"]
+    upload, etag = open_one_part(s3, bucket, "main/big", b"p" * 1024)
     strip_identity(gw, bucket, upload)
 
     for edge in (gw.client(), s3):  # one that knows the new repository, one that remembers the old
@@ -511,8 +513,7 @@ def test_an_upload_older_than_identities_in_another_namespace_does_not_complete(
 def test_completing_an_upload_to_a_deleted_branch_says_the_branch_is_missing(gw: GatewayStack, bucket: str) -> None:
     s3 = gw.client()
     gw.graveler.CreateBranch(api.CreateBranchRequest(repository=bucket, name="side", source_ref="main"))
-    upload = s3.create_multipart_upload(Bucket=bucket, Key="side/big")["UploadId"]
-    etag = s3.upload_part(Bucket=bucket, Key="side/big", UploadId=upload, PartNumber=1, Body=b"s" * 1024)["ETag"]
+    upload, etag = open_one_part(s3, bucket, "side/big", b"s" * 1024)
     gw.graveler.DeleteBranch(api.DeleteBranchRequest(repository=bucket, name="side"))
 
     with pytest.raises(ClientError) as exc:
