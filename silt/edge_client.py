@@ -131,6 +131,27 @@ class EdgeClient:
     def forget_namespace(self, repository: str) -> None:
         self._places.put(repository, None)  # type: ignore[arg-type]
 
+    async def replacement_of(
+        self, repository: str, place: RepositoryPlace, look_up: Callable[[str], Awaitable[RepositoryPlace | None]]
+    ) -> RepositoryPlace | None:
+        """The repository now named `repository` when it is another than `place` (one deleted and
+        another created under the name since); None when the name names none now or the same one.
+        The remembered place is forgotten and looked up afresh with `look_up`, the front end's own
+        lookup, which answers None for a missing repository in its own terms."""
+        self.forget_namespace(repository)
+        current = await look_up(repository)
+        if current is None or current.repository_id == place.repository_id:
+            return None
+        return current
+
+    async def remembered_replaced(
+        self, repository: str, look_up: Callable[[str], Awaitable[RepositoryPlace | None]]
+    ) -> bool:
+        """Whether the repository this edge remembers under the name was deleted and another
+        created under it since (then the new one is remembered instead)."""
+        remembered = self.cached_place(repository)
+        return remembered is not None and await self.replacement_of(repository, remembered, look_up) is not None
+
     def known_branch(self, repository: str, branch: str) -> bool:
         return bool(self._branches.get((repository, branch)))
 

@@ -214,20 +214,20 @@ async def stage_new_bytes(
         raise from_rpc(exc, "graveler") from None
 
 
+async def _current_place(ctx: Context, repository: str) -> RepositoryPlace | None:
+    """The repository named `repository` now, looked up afresh; None when there is none."""
+    try:
+        return await ctx.backend.place(repository, ctx.deadline)
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
 async def repository_replaced(ctx: Context, repository: str) -> bool:
     """Whether the repository this edge remembers under the name was deleted and another created
     under it since (then the new one is remembered instead)."""
-    remembered = ctx.backend.cached_place(repository)
-    if remembered is None:
-        return False
-    ctx.backend.forget_namespace(repository)
-    try:
-        current = await ctx.backend.place(repository, ctx.deadline)
-    except ApiError as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return current.repository_id != remembered.repository_id
+    return await ctx.backend.remembered_replaced(repository, lambda name: _current_place(ctx, name))
 
 
 async def _replacement(
@@ -241,11 +241,4 @@ async def _replacement(
     missing = error_from_rpc(refused)
     if not isinstance(missing, NotFound) or missing.what != "repository":
         return None
-    ctx.backend.forget_namespace(repository)
-    try:
-        current = await ctx.backend.place(repository, ctx.deadline)
-    except ApiError as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return current if current.repository_id != place.repository_id else None
+    return await ctx.backend.replacement_of(repository, place, lambda name: _current_place(ctx, name))

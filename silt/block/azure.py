@@ -116,7 +116,6 @@ from azure.storage.blob._generated.models import ModifiedAccessConditions
 
 from silt.block.adapter import (
     CHUNK_SIZE,
-    BlockAdapter,
     ListedObject,
     ObjectStat,
     PartInfo,
@@ -124,6 +123,7 @@ from silt.block.adapter import (
     PresignMethod,
     PutResult,
 )
+from silt.block.pinned import Pin, PinnedReadAdapter, check_as_imported
 from silt.block.rules import (
     MAX_KEY_BYTES,
     MAX_PRESIGN_SECONDS,
@@ -361,7 +361,7 @@ def _retries_within(try_timeout: float, read_timeout: float, wanted: int) -> int
     return retries
 
 
-class AzureAdapter(BlockAdapter):
+class AzureAdapter(PinnedReadAdapter):
     scheme = "azure"
 
     def __init__(
@@ -678,36 +678,23 @@ class AzureAdapter(BlockAdapter):
         target = self._locate(namespace, key)
         return self._download(target, start, end - start + 1)
 
-    def get_if_match(
-        self,
-        namespace: str,
-        key: str,
-        etag: str,
-        byte_range: tuple[int, int] | None = None,
-        *,
-        size: int | None = None,
-        version: str = "",
-    ) -> BinaryIO:
-        """get (or get_range) of an imported blob only as it was imported; for sources Silt does
-        not own, so nothing a writer of the blob can set in its metadata is trusted.
+    def _read_pinned(self, namespace: str, key: str, pin: Pin, byte_range: tuple[int, int] | None) -> BinaryIO:
+        """get_if_match of an imported blob: for sources Silt does not own, so nothing a writer of
+        the blob can set in its metadata is trusted.
 
-        With `version` (the ETag Azure gave the blob when it was imported), the read is
+        With the pin's version (the ETag Azure gave the blob when it was imported), the read is
         conditional on it (If-Match, in the one Get Blob request the body streams from): any
         write to the blob since, its metadata's included, fails it. Without (an entry imported
         before Azure ETags were recorded), the blob's properties are read and its size and
-        Content-MD5 (else Azure's ETag) compared with `size` and `etag`, never Silt's ETag
+        Content-MD5 (else Azure's ETag) compared with the pin's, never Silt's ETag
         metadata, and the read made conditional on the Azure ETag those properties carried, so a
         replacement in between fails it. PredicateFailed when the blob is not the one imported,
         NotFound when there is none."""
-        if byte_range is not None:
-            check_range(*byte_range)
         target = self._locate(namespace, key)
+        version = pin.version
         if not version:
             props = self._properties(target)
-            if size is not None and int(props.size) != size:
-                raise PredicateFailed(f"{target.what}: its size is no longer {size}")
-            if _content_etag_of(props) != normalize_etag(etag):
-                raise PredicateFailed(f"{target.what}: its ETag is no longer {etag}")
+            check_as_imported(target.what, pin, int(props.size), _content_etag_of(props))
             if not props.etag:
                 raise Unavailable(f"azure {target.what}: the store reported no ETag for the blob")
             version = _version_of(props)

@@ -83,7 +83,6 @@ from google.oauth2 import service_account
 
 from silt.block.adapter import (
     CHUNK_SIZE,
-    BlockAdapter,
     CopySource,
     ListedObject,
     ObjectStat,
@@ -93,6 +92,7 @@ from silt.block.adapter import (
     PutResult,
     UploadPart,
 )
+from silt.block.pinned import Pin, PinnedReadAdapter, check_as_imported
 from silt.block.rules import (
     MAX_KEY_BYTES,
     MAX_PRESIGN_SECONDS,
@@ -547,7 +547,7 @@ class _EmptyReader(io.RawIOBase):
 # --- the adapter -----------------------------------------------------------------------
 
 
-class GCSAdapter(BlockAdapter):
+class GCSAdapter(PinnedReadAdapter):
     scheme = "gs"
 
     def __init__(self, config: GSBlockstoreConfig, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> None:
@@ -674,42 +674,28 @@ class GCSAdapter(BlockAdapter):
         bucket, name, what = self._locate(namespace, key)
         return self._open(bucket, name, what, start, end)
 
-    def get_if_match(
-        self,
-        namespace: str,
-        key: str,
-        etag: str,
-        byte_range: tuple[int, int] | None = None,
-        *,
-        size: int | None = None,
-        version: str = "",
-    ) -> BinaryIO:
-        """get (or get_range) of an imported object only as it was imported; for sources Silt
-        does not own, so nothing a writer of the object can set is trusted.
+    def _read_pinned(self, namespace: str, key: str, pin: Pin, byte_range: tuple[int, int] | None) -> BinaryIO:
+        """get_if_match of an imported object: for sources Silt does not own, so nothing a writer
+        of the object can set is trusted.
 
-        With `version` (the generation GCS gave the object when it was imported), that generation
+        With the pin's version (the generation GCS gave the object when it was imported), that generation
         is read, every chunk of it: the very bytes imported, or PredicateFailed once it is gone
         (replaced in a bucket that keeps no old generations). Without (an entry imported before
         generations were recorded), the object's metadata is read and its size and the ETag GCS
-        computed of its bytes (MD5; GCS's own ETag for a composite object) compared with `size`
-        and `etag`, never Silt's ETag metadata; the read then takes the generation that
+        computed of its bytes (MD5; GCS's own ETag for a composite object) compared with the
+        pin's, never Silt's ETag metadata; the read then takes the generation that
         metadata described, so a replacement in between fails it. PredicateFailed when the
         object is not the one imported, NotFound when there is none."""
-        if byte_range is not None:
-            check_range(*byte_range)
         bucket, name, what = self._locate(namespace, key)
         start, end = (0, None) if byte_range is None else byte_range
-        if version:
+        if pin.version:
             try:
-                generation = int(version)
+                generation = int(pin.version)
             except ValueError:
-                raise PredicateFailed(f"{what}: the recorded generation {version!r} is not one") from None
+                raise PredicateFailed(f"{what}: the recorded generation {pin.version!r} is not one") from None
             return self._open(bucket, name, what, start, end, generation)
         blob = self._reload(bucket, name, what)
-        if size is not None and int(blob.size or 0) != size:
-            raise PredicateFailed(f"{what}: its size is no longer {size}")
-        if _content_etag_of(blob) != normalize_etag(etag):
-            raise PredicateFailed(f"{what}: its ETag is no longer {etag}")
+        check_as_imported(what, pin, int(blob.size or 0), _content_etag_of(blob))
         if blob.generation is None:
             raise Unavailable(f"gs {what}: the store reported no generation for the object")
         return self._open(bucket, name, what, start, end, int(blob.generation))

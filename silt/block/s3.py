@@ -45,7 +45,6 @@ from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from silt.block.adapter import (
     CHUNK_SIZE,
-    BlockAdapter,
     CopySource,
     ListedObject,
     ObjectStat,
@@ -55,6 +54,7 @@ from silt.block.adapter import (
     PutResult,
     UploadPart,
 )
+from silt.block.pinned import Pin, PinnedReadAdapter
 from silt.block.rules import (
     MAX_KEY_BYTES,
     MAX_PRESIGN_SECONDS,
@@ -264,7 +264,7 @@ def build_client(
         raise ConfigError(f"blockstore.s3: cannot create the S3 client: {_one_line(exc)}") from None
 
 
-class S3Adapter(BlockAdapter):
+class S3Adapter(PinnedReadAdapter):
     scheme = "s3"
 
     def __init__(self, config: S3BlockstoreConfig, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> None:
@@ -405,31 +405,23 @@ class S3Adapter(BlockAdapter):
             response = self._client.get_object(Bucket=bucket, Key=name, Range=f"bytes={start}-{end}")
         return _reader(response["Body"], what)
 
-    def get_if_match(
-        self,
-        namespace: str,
-        key: str,
-        etag: str,
-        byte_range: tuple[int, int] | None = None,
-        *,
-        size: int | None = None,
-        version: str = "",
-    ) -> BinaryIO:
-        """get (or get_range) only while the object's ETag is `etag`: S3's If-Match in the same
-        request, so the check costs nothing and no other version's bytes can follow it. The ETag
-        is S3's own, which no writer sets: `size` and `version` (what GCS and Azure compare
-        besides) add nothing here. PredicateFailed when the ETag differs, NotFound when the
+    def _read_pinned(self, namespace: str, key: str, pin: Pin, byte_range: tuple[int, int] | None) -> BinaryIO:
+        """get_if_match: get (or get_range) only while the object's ETag is the pinned one: S3's
+        If-Match in the same request, so the check costs nothing and no other version's bytes can
+        follow it. The ETag is S3's own, which no writer sets: the pin's size and version (what GCS
+        and Azure compare besides) add nothing here. PredicateFailed when the ETag differs, NotFound when the
         object is gone."""
         extra: dict[str, str] = {}
         if byte_range is not None:
-            check_range(*byte_range)
             extra["Range"] = f"bytes={byte_range[0]}-{byte_range[1]}"
         bucket, name, what = self._locate(namespace, key)
         try:
-            response = self._client.get_object(Bucket=bucket, Key=name, IfMatch=f'"{normalize_etag(etag)}"', **extra)
+            response = self._client.get_object(
+                Bucket=bucket, Key=name, IfMatch=f'"{normalize_etag(pin.etag)}"', **extra
+            )
         except ClientError as exc:
             if _error_code(exc) in ("PreconditionFailed", "412"):
-                raise PredicateFailed(f"{what}: its ETag is no longer {etag}") from None
+                raise PredicateFailed(f"{what}: its ETag is no longer {pin.etag}") from None
             raise _translate(exc, what) from None
         except _STREAM_ERRORS as exc:
             raise _translate(exc, what) from None

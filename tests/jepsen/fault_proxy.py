@@ -16,12 +16,12 @@ always passes, so that a dropped answer is a request's, not the connection's set
 
 from __future__ import annotations
 
-import contextlib
 import random
 import socket
-import struct
 import threading
 import time
+
+from tests.support.tcp_proxy import ProxyListener, reset
 
 _CHUNK = 65536
 DROP_PROBABILITY = 0.5
@@ -29,7 +29,7 @@ DELAY_S = 2.5
 HANDSHAKE_S = 0.05
 
 
-class FaultProxy:
+class FaultProxy(ProxyListener):
     def __init__(
         self,
         backends: list[int],
@@ -39,40 +39,22 @@ class FaultProxy:
         delay_s: float = DELAY_S,
         handshake_s: float = HANDSHAKE_S,
     ) -> None:
+        super().__init__(port, backlog=128, name="fault-proxy")
         self.backends = backends
-        self.port = port
         self.drop_probability = drop_probability
         self.delay_s = delay_s
         self.handshake_s = handshake_s
         self.fault: str | None = None
         self._rng = rng
         self._next = 0
-        self._lock = threading.Lock()
-        self._listener: socket.socket | None = None
-        self._sockets: set[socket.socket] = set()
         self.dropped = 0
 
     def start(self) -> FaultProxy:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(128)
-        self.port = listener.getsockname()[1]
-        with self._lock:
-            self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,), name="fault-proxy-accept", daemon=True).start()
+        self._listen()
         return self
 
     def stop(self) -> None:
-        with self._lock:
-            listener, self._listener = self._listener, None
-            sockets, self._sockets = self._sockets, set()
-        if listener is not None:
-            with contextlib.suppress(OSError):
-                listener.shutdown(socket.SHUT_RDWR)
-            listener.close()
-        for sock in sockets:
-            _reset(sock)
+        self._close()
 
     def inject(self, fault: str) -> None:
         assert fault in ("refuse", "drop", "delay"), fault
@@ -91,9 +73,7 @@ class FaultProxy:
         whichever graveler it reached last (after a restart, the one that was up meanwhile)."""
         with self._lock:
             self._next = backend
-            sockets, self._sockets = self._sockets, set()
-        for sock in sockets:
-            _reset(sock)
+        self._reset_connections()
 
     def _dial(self) -> socket.socket | None:
         for _ in range(len(self.backends)):
@@ -108,27 +88,12 @@ class FaultProxy:
             return upstream
         return None
 
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return  # closed
-            upstream = self._dial()
-            if upstream is None:
-                _reset(client)
-                continue
-            with self._lock:
-                if self._listener is not listener:
-                    _reset(client)
-                    _reset(upstream)
-                    return
-                self._sockets.update((client, upstream))
-            opened = time.monotonic()
-            for src, dst, answers in ((client, upstream, False), (upstream, client, True)):
-                threading.Thread(
-                    target=self._pump, args=(src, dst, answers, opened), name="fault-proxy-pump", daemon=True
-                ).start()
+    def _serve(self, client: socket.socket, upstream: socket.socket) -> None:
+        opened = time.monotonic()
+        for src, dst, answers in ((client, upstream, False), (upstream, client, True)):
+            threading.Thread(
+                target=self._pump, args=(src, dst, answers, opened), name="fault-proxy-pump", daemon=True
+            ).start()
 
     def _pump(self, src: socket.socket, dst: socket.socket, answers: bool, opened: float) -> None:
         try:
@@ -145,17 +110,6 @@ class FaultProxy:
                 dst.sendall(data)
         except OSError:
             pass
-        with self._lock:
-            self._sockets.discard(src)
-            self._sockets.discard(dst)
-        _reset(src)
-        _reset(dst)
-
-
-def _reset(sock: socket.socket) -> None:
-    """Close with RST, as a vanished peer's connections end."""
-    with contextlib.suppress(OSError):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RD)
-    sock.close()
+        self._forget(src, dst)
+        reset(src)
+        reset(dst)

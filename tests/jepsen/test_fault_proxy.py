@@ -49,9 +49,14 @@ def echo() -> Iterator[Echo]:
     server.listener.close()
 
 
-def _proxy(echo: Echo, drop_probability: float = 0.5, delay_s: float = 2.5) -> FaultProxy:
+@contextlib.contextmanager
+def _proxy(echo: Echo, drop_probability: float = 0.5, delay_s: float = 2.5) -> Iterator[FaultProxy]:
     proxy = FaultProxy([echo.port], random.Random(1), drop_probability=drop_probability, delay_s=delay_s, handshake_s=0)
-    return proxy.start()
+    proxy.start()
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
 
 
 def _ask(proxy: FaultProxy, line: bytes) -> bytes:
@@ -61,16 +66,12 @@ def _ask(proxy: FaultProxy, line: bytes) -> bytes:
 
 
 def test_without_a_fault_the_answer_comes_back(echo: Echo) -> None:
-    proxy = _proxy(echo)
-    try:
+    with _proxy(echo) as proxy:
         assert _ask(proxy, b"hello") == b"hello"
-    finally:
-        proxy.stop()
 
 
 def test_drop_delivers_the_request_and_cuts_the_answer(echo: Echo) -> None:
-    proxy = _proxy(echo, drop_probability=1.0)
-    try:
+    with _proxy(echo, drop_probability=1.0) as proxy:
         proxy.inject("drop")
         try:
             answer = _ask(proxy, b"applied")
@@ -81,29 +82,21 @@ def test_drop_delivers_the_request_and_cuts_the_answer(echo: Echo) -> None:
         assert proxy.dropped == 1
         proxy.heal()
         assert _ask(proxy, b"again") == b"again"
-    finally:
-        proxy.stop()
 
 
 def test_refuse_refuses_connections_until_healed(echo: Echo) -> None:
-    proxy = _proxy(echo)
-    try:
+    with _proxy(echo) as proxy:
         proxy.inject("refuse")
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", proxy.port), timeout=TIMEOUT_S)
         assert echo.received == []
         proxy.heal()
         assert _ask(proxy, b"back") == b"back"
-    finally:
-        proxy.stop()
 
 
 def test_delay_holds_the_answer_back(echo: Echo) -> None:
-    proxy = _proxy(echo, delay_s=0.3)
-    try:
+    with _proxy(echo, delay_s=0.3) as proxy:
         proxy.inject("delay")
         started = time.monotonic()
         assert _ask(proxy, b"slow") == b"slow"
         assert time.monotonic() - started >= 0.3
-    finally:
-        proxy.stop()

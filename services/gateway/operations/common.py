@@ -327,20 +327,20 @@ async def stage_new_bytes(
     await backend.stage_new_bytes(staged, place.namespace, entry.physical_address)
 
 
+async def _current_place(ctx: Context, repository: str) -> RepositoryPlace | None:
+    """The bucket named `repository` now, looked up afresh; None when there is none."""
+    try:
+        return await ctx.backend.place(repository)
+    except S3Error as exc:
+        if exc.what == "repository":
+            return None
+        raise
+
+
 async def repository_replaced(ctx: Context, repository: str) -> bool:
     """Whether the repository this edge remembers under the name was deleted and another created
     under it since (then the new one is remembered instead)."""
-    remembered = ctx.backend.cached_place(repository)
-    if remembered is None:
-        return False
-    ctx.backend.forget_namespace(repository)
-    try:
-        current = await ctx.backend.place(repository)
-    except S3Error as exc:
-        if exc.what == "repository":
-            return False
-        raise
-    return current.repository_id != remembered.repository_id
+    return await ctx.backend.remembered_replaced(repository, lambda name: _current_place(ctx, name))
 
 
 async def replacement(
@@ -352,14 +352,7 @@ async def replacement(
     it is the same one."""
     if refused.what != "repository" or not place.repository_id:
         return None
-    ctx.backend.forget_namespace(repository)
-    try:
-        current = await ctx.backend.place(repository)
-    except S3Error as exc:
-        if exc.what == "repository":
-            return None
-        raise
-    return current if current.repository_id != place.repository_id else None
+    return await ctx.backend.replacement_of(repository, place, lambda name: _current_place(ctx, name))
 
 
 def object_key_required(ref: str, key: str) -> None:

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
 from services.gateway.app import GatewayApp
 from silt.config import load_config
-from silt.launcher import free_port
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.wait import wait_until
+from tests.support.in_process import served_in_process
 
 
 @pytest.fixture(scope="session")
@@ -39,18 +36,8 @@ def gw_eu_sigv4_only(gw: GatewayStack) -> Iterator[GatewayStack]:
     }
     config = load_config(gw.stack.config_path, env=env)
     assert config.gateways.s3.sigv2_enabled is False and config.gateways.s3.region == OTHER_REGION
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(GatewayApp(config), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        wait_until(lambda: server.started, 30, "the in-process gateway to start")
-        yield dataclasses.replace(gw, endpoint=f"http://127.0.0.1:{port}", region=OTHER_REGION)
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with served_in_process(GatewayApp(config), "the in-process gateway to start") as endpoint:
+        yield dataclasses.replace(gw, endpoint=endpoint, region=OTHER_REGION)
 
 
 @pytest.fixture(scope="session")

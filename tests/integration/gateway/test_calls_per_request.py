@@ -10,13 +10,11 @@ import collections
 import functools
 import hashlib
 import secrets
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
-import uvicorn
 from botocore.config import Config as BotoConfig
 
 from services.gateway.app import GatewayApp
@@ -24,9 +22,8 @@ from services.gateway.backend import Backend
 from services.graveler.reads import open_read_engine
 from silt.config import load_config
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.launcher import free_port
 from tests.support.gateway_stack import GatewayStack
-from tests.support.wait import wait_until
+from tests.support.in_process import served_in_process
 
 pytestmark = pytest.mark.e2e
 
@@ -73,19 +70,11 @@ def counted(gw: GatewayStack) -> Iterator[Counted]:
     gateway_env = gw.stack._services["gateway"].env
     config = load_config(gw.stack.config_path, env=gateway_env)
     app = GatewayApp(config, functools.partial(open_read_engine, config))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        wait_until(lambda: server.started, 30, "the in-process gateway to start")
-        served = Counted(app, f"http://127.0.0.1:{port}")
+    with served_in_process(app, "the in-process gateway to start") as endpoint:
+        served = Counted(app, endpoint)
         assert app.backend is not None
         served.instrument(app.backend)
         yield served
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 def _client(gw: GatewayStack, endpoint: str) -> Any:

@@ -16,15 +16,13 @@ import hashlib
 import json
 import os
 import secrets
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 import urllib3
-import uvicorn
 from botocore.exceptions import ClientError
 
 from edge.app import serving_app
@@ -37,10 +35,9 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
 from silt.kv.store import scan_prefix
-from silt.launcher import free_port
 from silt.rpc.errors import error_from_rpc
 from tests.support.gateway_stack import GatewayStack
-from tests.support.wait import wait_until
+from tests.support.in_process import served_in_process
 
 MIB = 1024 * 1024
 
@@ -63,24 +60,17 @@ class StaleEdge:
             method, self.stack.endpoint + "/api/v1" + path, headers=headers, retries=False, timeout=30, **kwargs
         )
 
+    def api_json(self, method: str, path: str, document: Any) -> urllib3.BaseHTTPResponse:
+        return self.api(method, path, body=json.dumps(document).encode(), headers={"Content-Type": "application/json"})
+
 
 @pytest.fixture(scope="module")
 def stale(gw: GatewayStack) -> Iterator[StaleEdge]:
     env = {**gw.stack._services["gateway"].env, "SILT_AUTH_CACHE_TTL_SECONDS": "3600"}
     config = load_config(gw.stack.config_path, env=env)
     assert config.auth.cache_ttl_seconds == 3600 and config.api.enabled
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(serving_app(config), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        wait_until(lambda: server.started, 30, "the in-process edge to start")
-        yield StaleEdge(dataclasses.replace(gw, endpoint=f"http://127.0.0.1:{port}"), config)
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with served_in_process(serving_app(config), "the in-process edge to start") as endpoint:
+        yield StaleEdge(dataclasses.replace(gw, endpoint=endpoint), config)
 
 
 def code(exc: pytest.ExceptionInfo[ClientError]) -> str:
@@ -98,6 +88,39 @@ def recreate(gw: GatewayStack, name: str) -> str:
 
 def stored_entry(gw: GatewayStack, name: str, key: str) -> pb.Entry:
     return gw.graveler.StatEntry(api.StatEntryRequest(repository=name, ref="main", key=key)).entry
+
+
+def assert_not_stored(gw: GatewayStack, name: str, key: str) -> None:
+    with pytest.raises(grpc.RpcError) as missing:
+        stored_entry(gw, name, key)
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def remembering(stale: StaleEdge, bucket: str) -> Any:
+    """The stale edge's S3 client, once a write through it made the edge remember the bucket's
+    repository."""
+    s3 = stale.s3()
+    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
+    return s3
+
+
+def remembered_then_recreated(gw: GatewayStack, stale: StaleEdge, bucket: str) -> tuple[Any, str]:
+    """The stale edge's S3 client once it remembers the bucket's repository, and the namespace
+    of the repository created under the name after that one was deleted."""
+    s3 = remembering(stale, bucket)
+    return s3, recreate(gw, bucket)
+
+
+def open_one_part(s3: Any, bucket: str, key: str, data: bytes) -> tuple[str, str]:
+    """An upload opened with one part uploaded: its id and the part's ETag."""
+    upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key=key, UploadId=upload, PartNumber=1, Body=data)["ETag"]
+    return upload, etag
+
+
+def complete_one_part(s3: Any, bucket: str, key: str, upload: str, etag: str) -> Any:
+    parts = {"Parts": [{"PartNumber": 1, "ETag": etag}]}
+    return s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, MultipartUpload=parts)
 
 
 def object_file(gw: GatewayStack, namespace: str, address: str) -> Path:
@@ -144,9 +167,7 @@ def test_graveler_refuses_a_write_for_another_incarnation_of_the_name(gw: Gatewa
         )
     assert many.value.code() == grpc.StatusCode.NOT_FOUND
     for key in ("a", "b"):
-        with pytest.raises(grpc.RpcError) as missing:
-            stored_entry(gw, bucket, key)
-        assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+        assert_not_stored(gw, bucket, key)
 
     # The repository's own identity, and none at all (a client older than identities), are taken.
     gw.graveler.StageEntry(
@@ -163,9 +184,7 @@ def test_graveler_refuses_a_write_for_another_incarnation_of_the_name(gw: Gatewa
 def test_a_put_after_the_name_is_reused_lands_in_the_new_repository(
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
-    s3 = stale.s3()
-    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")  # the edge now knows the namespace
-    namespace = recreate(gw, bucket)
+    s3, namespace = remembered_then_recreated(gw, stale, bucket)
 
     s3.put_object(Bucket=bucket, Key="main/k", Body=b"written after the re-creation")
     # Readable through an edge that never knew the old repository, and through this one.
@@ -210,32 +229,23 @@ def test_an_api_upload_after_the_name_is_reused_lands_in_the_new_repository(
 def test_an_upload_opened_in_the_deleted_repository_does_not_complete_into_the_new_one(
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
-    s3 = stale.s3()
-    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
-    recreate(gw, bucket)
+    s3, _ = remembered_then_recreated(gw, stale, bucket)
     # Opened after the re-creation, by an edge that still remembers the deleted repository: the
     # upload is the deleted repository's (its record and bytes name it), which its deletion
     # could not abort since it did not exist yet.
-    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
-    etag = s3.upload_part(Bucket=bucket, Key="main/big", UploadId=upload, PartNumber=1, Body=b"p" * 1024)["ETag"]
+    upload, etag = open_one_part(s3, bucket, "main/big", b"p" * 1024)
 
     with pytest.raises(ClientError) as exc:
-        s3.complete_multipart_upload(
-            Bucket=bucket, Key="main/big", UploadId=upload, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
-        )
+        complete_one_part(s3, bucket, "main/big", upload, etag)
     assert code(exc) == "NoSuchUpload"
-    with pytest.raises(grpc.RpcError) as missing:
-        stored_entry(gw, bucket, "big")
-    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    assert_not_stored(gw, bucket, "big")
     assert not any(key.startswith(f"u/{bucket}/".encode()) for key in upload_records(gw))
 
 
 def test_an_upload_opened_in_the_deleted_repository_is_not_listed_in_the_new_one(
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
-    s3 = stale.s3()
-    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
-    recreate(gw, bucket)
+    s3, _ = remembered_then_recreated(gw, stale, bucket)
     upload = s3.create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
     assert uploads.upload_key(bucket, upload) in upload_records(gw)
 
@@ -249,8 +259,7 @@ def test_an_upload_open_when_the_bucket_is_deleted_is_aborted(gw: GatewayStack, 
     s3 = gw.client()
     name = f"t-{secrets.token_hex(5)}"
     s3.create_bucket(Bucket=name)
-    upload = s3.create_multipart_upload(Bucket=name, Key="main/open")["UploadId"]
-    etag = s3.upload_part(Bucket=name, Key="main/open", UploadId=upload, PartNumber=1, Body=b"q" * MIB)["ETag"]
+    upload, etag = open_one_part(s3, name, "main/open", b"q" * MIB)
     record = upload_records(gw)[uploads.upload_key(name, upload)]
     block_id = json.loads(record)["block_id"]
     assert block_upload(gw, block_id).is_dir()
@@ -262,21 +271,16 @@ def test_an_upload_open_when_the_bucket_is_deleted_is_aborted(gw: GatewayStack, 
     s3.create_bucket(Bucket=name)
     assert s3.list_multipart_uploads(Bucket=name).get("Uploads", []) == []
     with pytest.raises(ClientError) as exc:
-        s3.complete_multipart_upload(
-            Bucket=name, Key="main/open", UploadId=upload, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
-        )
+        complete_one_part(s3, name, "main/open", upload, etag)
     assert code(exc) == "NoSuchUpload"
-    with pytest.raises(grpc.RpcError) as missing:
-        stored_entry(gw, name, "open")
-    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    assert_not_stored(gw, name, "open")
 
 
 def test_an_upload_open_when_the_repository_is_deleted_through_the_api_is_aborted(
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
     s3 = gw.client()
-    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/open")["UploadId"]
-    s3.upload_part(Bucket=bucket, Key="main/open", UploadId=upload, PartNumber=1, Body=b"r" * 1024)
+    upload, _ = open_one_part(s3, bucket, "main/open", b"r" * 1024)
     block_id = json.loads(upload_records(gw)[uploads.upload_key(bucket, upload)])["block_id"]
 
     deleted = stale.api("DELETE", f"/repositories/{bucket}")
@@ -312,16 +316,13 @@ def test_a_link_of_bytes_uploaded_in_the_deleted_repository_is_refused(
     )
     # The bytes lie in the deleted repository's namespace: not the new repository's object.
     assert linked.status == 404, linked.data
-    with pytest.raises(grpc.RpcError) as missing:
-        stored_entry(gw, bucket, "linked")
-    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    assert_not_stored(gw, bucket, "linked")
 
 
 def test_an_edge_that_remembers_the_deleted_repository_reads_the_new_one(
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
-    s3 = stale.s3()
-    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
+    s3 = remembering(stale, bucket)
     assert stale.api("GET", f"/repositories/{bucket}/refs/main/objects?path=warm").data == b"remembered"
     recreate(gw, bucket)
     # Written through an edge that knows only the new repository: acknowledged, in its namespace.
@@ -367,17 +368,26 @@ def recreate_after_first(module: Any, name: str, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(module, name, read_then_recreate)
 
 
+def rewritten_after_recreating(gw: GatewayStack, bucket: str, key: str, data: bytes) -> Callable[[], None]:
+    """What replaces the repository under a raced copy or update: it is created again, and main/<key>
+    written in the new one (through an edge that knows only the new one)."""
+
+    def replace_repository() -> None:
+        recreate(gw, bucket)
+        gw.client().put_object(Bucket=bucket, Key=f"main/{key}", Body=data)
+
+    return replace_repository
+
+
 def test_a_copy_within_the_bucket_is_not_staged_from_a_deleted_repository_s_entry(
     gw: GatewayStack, stale: StaleEdge, bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s3 = stale.s3()
     s3.put_object(Bucket=bucket, Key="main/src", Body=b"old source")  # the edge now knows the namespace
 
-    def replace_repository() -> None:
-        recreate(gw, bucket)
-        gw.client().put_object(Bucket=bucket, Key="main/src", Body=b"new source")
-
-    recreate_after_first(gateway_objects, "stat_entry", monkeypatch, replace_repository)
+    recreate_after_first(
+        gateway_objects, "stat_entry", monkeypatch, rewritten_after_recreating(gw, bucket, "src", b"new source")
+    )
     s3.copy_object(Bucket=bucket, Key="main/copy", CopySource=f"{bucket}/main/src")
 
     # The copy is the new repository's source, not an address of the deleted one's namespace.
@@ -391,16 +401,11 @@ def test_an_api_copy_is_not_staged_from_a_deleted_repository_s_entry(
     warm = stale.api("POST", f"/repositories/{bucket}/branches/main/objects?path=src", body=b"old source")
     assert warm.status == 201, warm.data
 
-    def replace_repository() -> None:
-        recreate(gw, bucket)
-        gw.client().put_object(Bucket=bucket, Key="main/src", Body=b"new source")
-
-    recreate_after_first(api_objects, "_entry", monkeypatch, replace_repository)
-    copied = stale.api(
-        "POST",
-        f"/repositories/{bucket}/branches/main/objects/copy?dest_path=copy",
-        body=json.dumps({"src_path": "src"}).encode(),
-        headers={"Content-Type": "application/json"},
+    recreate_after_first(
+        api_objects, "_entry", monkeypatch, rewritten_after_recreating(gw, bucket, "src", b"new source")
+    )
+    copied = stale.api_json(
+        "POST", f"/repositories/{bucket}/branches/main/objects/copy?dest_path=copy", {"src_path": "src"}
     )
     assert copied.status == 201, copied.data
     assert stored_entry(gw, bucket, "copy").physical_address == stored_entry(gw, bucket, "src").physical_address
@@ -414,16 +419,9 @@ def test_an_api_metadata_update_is_not_staged_from_a_deleted_repository_s_entry(
     warm = stale.api("POST", f"/repositories/{bucket}/branches/main/objects?path=k", body=data)
     assert warm.status == 201, warm.data
 
-    def replace_repository() -> None:
-        recreate(gw, bucket)
-        gw.client().put_object(Bucket=bucket, Key="main/k", Body=data)
-
-    recreate_after_first(api_objects, "_entry", monkeypatch, replace_repository)
-    updated = stale.api(
-        "PUT",
-        f"/repositories/{bucket}/branches/main/objects/stat/user_metadata?path=k",
-        body=json.dumps({"set": {"color": "blue"}}).encode(),
-        headers={"Content-Type": "application/json"},
+    recreate_after_first(api_objects, "_entry", monkeypatch, rewritten_after_recreating(gw, bucket, "k", data))
+    updated = stale.api_json(
+        "PUT", f"/repositories/{bucket}/branches/main/objects/stat/user_metadata?path=k", {"set": {"color": "blue"}}
     )
     assert updated.status == 204, updated.data
     # The new repository's object, updated: its bytes, in its namespace, with the metadata.
@@ -439,25 +437,19 @@ def test_an_api_metadata_update_is_not_staged_from_a_deleted_repository_s_entry(
 def test_an_edge_that_remembers_the_deleted_repository_continues_the_new_one_s_uploads(
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
-    s3 = stale.s3()
-    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
-    recreate(gw, bucket)
+    s3, _ = remembered_then_recreated(gw, stale, bucket)
     # Opened by an edge that knows only the new repository: the new repository's upload.
     upload = gw.client().create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
 
     etag = s3.upload_part(Bucket=bucket, Key="main/big", UploadId=upload, PartNumber=1, Body=b"n" * 1024)["ETag"]
-    s3.complete_multipart_upload(
-        Bucket=bucket, Key="main/big", UploadId=upload, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
-    )
+    complete_one_part(s3, bucket, "main/big", upload, etag)
     assert gw.client().get_object(Bucket=bucket, Key="main/big")["Body"].read() == b"n" * 1024
 
 
 def test_a_listing_through_an_edge_that_remembers_the_deleted_repository_shows_the_new_one_s_uploads(
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
-    s3 = stale.s3()
-    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
-    recreate(gw, bucket)
+    s3, _ = remembered_then_recreated(gw, stale, bucket)
     upload = gw.client().create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
 
     assert [u["UploadId"] for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])] == [upload]
@@ -486,46 +478,32 @@ def test_an_upload_older_than_identities_is_aborted_with_the_repository_of_its_n
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
     s3 = gw.client()
-    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/open")["UploadId"]
-    etag = s3.upload_part(Bucket=bucket, Key="main/open", UploadId=upload, PartNumber=1, Body=b"o" * 1024)["ETag"]
+    upload, etag = open_one_part(s3, bucket, "main/open", b"o" * 1024)
     strip_identity(gw, bucket, upload)
 
     recreate(gw, bucket)
     assert not any(f"/{upload}".encode() in key for key in upload_records(gw))
     with pytest.raises(ClientError) as exc:
-        stale.s3().complete_multipart_upload(
-            Bucket=bucket,
-            Key="main/open",
-            UploadId=upload,
-            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]},
-        )
+        complete_one_part(stale.s3(), bucket, "main/open", upload, etag)
     assert code(exc) == "NoSuchUpload"
-    with pytest.raises(grpc.RpcError) as missing:
-        stored_entry(gw, bucket, "open")
-    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    assert_not_stored(gw, bucket, "open")
 
 
 def test_an_upload_older_than_identities_in_another_namespace_does_not_complete(
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
-    s3 = stale.s3()
-    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
-    recreate(gw, bucket)
+    s3, _ = remembered_then_recreated(gw, stale, bucket)
     # Opened in the deleted repository's namespace after its deletion (by the edge that
     # remembers it), recorded without an identity as an older gateway would: the deletion
     # could not abort it, and its bytes are not the new repository's.
-    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/big")["UploadId"]
-    etag = s3.upload_part(Bucket=bucket, Key="main/big", UploadId=upload, PartNumber=1, Body=b"p" * 1024)["ETag"]
+    upload, etag = open_one_part(s3, bucket, "main/big", b"p" * 1024)
     strip_identity(gw, bucket, upload)
 
-    parts = {"Parts": [{"PartNumber": 1, "ETag": etag}]}
     for edge in (gw.client(), s3):  # one that knows the new repository, one that remembers the old
         with pytest.raises(ClientError) as exc:
-            edge.complete_multipart_upload(Bucket=bucket, Key="main/big", UploadId=upload, MultipartUpload=parts)
+            complete_one_part(edge, bucket, "main/big", upload, etag)
         assert code(exc) == "NoSuchUpload"
-    with pytest.raises(grpc.RpcError) as missing:
-        stored_entry(gw, bucket, "big")
-    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    assert_not_stored(gw, bucket, "big")
     assert gw.client().list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
 
@@ -535,14 +513,11 @@ def test_an_upload_older_than_identities_in_another_namespace_does_not_complete(
 def test_completing_an_upload_to_a_deleted_branch_says_the_branch_is_missing(gw: GatewayStack, bucket: str) -> None:
     s3 = gw.client()
     gw.graveler.CreateBranch(api.CreateBranchRequest(repository=bucket, name="side", source_ref="main"))
-    upload = s3.create_multipart_upload(Bucket=bucket, Key="side/big")["UploadId"]
-    etag = s3.upload_part(Bucket=bucket, Key="side/big", UploadId=upload, PartNumber=1, Body=b"s" * 1024)["ETag"]
+    upload, etag = open_one_part(s3, bucket, "side/big", b"s" * 1024)
     gw.graveler.DeleteBranch(api.DeleteBranchRequest(repository=bucket, name="side"))
 
     with pytest.raises(ClientError) as exc:
-        s3.complete_multipart_upload(
-            Bucket=bucket, Key="side/big", UploadId=upload, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}
-        )
+        complete_one_part(s3, bucket, "side/big", upload, etag)
     # The branch is gone, the repository is not: not "the upload's repository was deleted".
     assert code(exc) == "NoSuchBucket"
     assert "repository was deleted" not in exc.value.response["Error"]["Message"]
@@ -559,8 +534,7 @@ def namespace_files(gw: GatewayStack, namespace: str) -> dict[Path, bytes]:
 def test_the_bytes_of_a_write_moved_into_the_new_repository_stay_where_they_were_written(
     gw: GatewayStack, stale: StaleEdge, bucket: str
 ) -> None:
-    s3 = stale.s3()
-    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"remembered")
+    s3 = remembering(stale, bucket)
     assert stale.api("GET", f"/repositories/{bucket}/refs/main/objects?path=warm").data == b"remembered"
     old_namespace = f"local://{bucket}"
     recreate(gw, bucket)

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -109,72 +110,77 @@ def saved_keys(kv: Store, partition: str) -> list[bytes]:
     return [entry.key for entry in kv.scan(partition.encode() + b"-journal-ship")]
 
 
-def test_the_deletions_clean_up_drops_the_saved_token_list(tmp_path: Path) -> None:
+class Doomed(NamedTuple):
+    """A repository with one write (main/a), on a graveler over an in-memory store: the one a
+    test deletes. kv is the store under the journaled one; partition, the repository's."""
+
+    graveler: Graveler
+    adapter: LocalAdapter
+    kv: Store
+    name: str
+    partition: str
+
+
+@pytest.fixture
+def doomed(tmp_path: Path) -> Iterator[Doomed]:
     adapter = LocalAdapter(tmp_path / "data")
     graveler = open_graveler(MemStore(), adapter)
     try:
-        kv = raw(graveler)
-        name = f"gone-{uuid.uuid4().hex[:6]}"
-        calls = InCalls(graveler, name)
-        calls.lifecycle.create_repository(name, f"local://{name}", "main", False)
-        put(calls, adapter, name, "main", "a")
-        record = graveler.refs.get_repository(name).record
-        partition = f"{name}-{record.unique_id}"
-        dropped = graveler.refs.get_branch(graveler.refs.repository(name), "main").branch.staging_token
-        InCalls(graveler, name).commit(name, "main", "drops the first token")
-        graveler.cleaner.flush(30)
-        Shipper(kv, adapter, hmac_key=JOURNAL_KEY).ship(name)
-        assert saved_keys(kv, partition)
-        # A stale writer's row in the dropped token, which only the saved list leads to.
-        stale_row(kv, dropped, name, partition, time.time_ns() // 1000)
-
-        with journal_context("delete_repository", "tester", name):
-            graveler.lifecycle.delete_repository(name)
-        graveler.cleaner.flush(30)
-        # Gone with the partitions, before any sweep: no round may ever find the repository
-        # again (a shipper racing the deletion may have shipped its shared rows).
-        assert saved_keys(kv, partition) == []
-        assert list(scan_prefix(kv, dropped.encode(), JOURNAL_PREFIX)) == []
-    finally:
-        graveler.close()
-
-
-def test_a_shipper_racing_the_deletion_leaves_no_saved_token(tmp_path: Path) -> None:
-    adapter = LocalAdapter(tmp_path / "data")
-    graveler = open_graveler(MemStore(), adapter)
-    try:
-        kv = raw(graveler)
         name = f"gone-{uuid.uuid4().hex[:6]}"
         calls = InCalls(graveler, name)
         calls.lifecycle.create_repository(name, f"local://{name}", "main", False)
         put(calls, adapter, name, "main", "a")
         partition = f"{name}-{graveler.refs.get_repository(name).record.unique_id}"
-        cleaner_may_run = threading.Event()
-        batches = []
-
-        def step(what: str) -> None:
-            if what == "lease taken":
-                # Deleted as the round starts; its clean-up held back behind another task...
-                graveler.cleaner.submit(cleaner_may_run.wait, 30)
-                with journal_context("delete_repository", "tester", name):
-                    graveler.lifecycle.delete_repository(name)
-            elif what == "batch written":
-                batches.append(what)
-                if len(batches) == 2:
-                    # ...and run to its end once the round holds the repository partition's rows
-                    # (their branch values name tokens it saves next).
-                    cleaner_may_run.set()
-                    graveler.cleaner.flush(30)
-                    assert saved_keys(kv, partition) == []
-
-        record = graveler.refs.get_repository(name).record
-        Shipper(kv, adapter, hmac_key=JOURNAL_KEY, step=step).ship_repository(record)
-        assert len(batches) >= 2
-        # The round shipped the deletion's shared rows: no sweep will ever find the repository.
-        assert shared_rows(kv, partition) == []
-        assert saved_keys(kv, partition) == [], "tokens saved after the clean-up stay in KV for good"
+        yield Doomed(graveler, adapter, raw(graveler), name, partition)
     finally:
         graveler.close()
+
+
+def test_the_deletions_clean_up_drops_the_saved_token_list(doomed: Doomed) -> None:
+    graveler, adapter, kv, name, partition = doomed
+    dropped = graveler.refs.get_branch(graveler.refs.repository(name), "main").branch.staging_token
+    InCalls(graveler, name).commit(name, "main", "drops the first token")
+    graveler.cleaner.flush(30)
+    Shipper(kv, adapter, hmac_key=JOURNAL_KEY).ship(name)
+    assert saved_keys(kv, partition)
+    # A stale writer's row in the dropped token, which only the saved list leads to.
+    stale_row(kv, dropped, name, partition, time.time_ns() // 1000)
+
+    with journal_context("delete_repository", "tester", name):
+        graveler.lifecycle.delete_repository(name)
+    graveler.cleaner.flush(30)
+    # Gone with the partitions, before any sweep: no round may ever find the repository
+    # again (a shipper racing the deletion may have shipped its shared rows).
+    assert saved_keys(kv, partition) == []
+    assert list(scan_prefix(kv, dropped.encode(), JOURNAL_PREFIX)) == []
+
+
+def test_a_shipper_racing_the_deletion_leaves_no_saved_token(doomed: Doomed) -> None:
+    graveler, adapter, kv, name, partition = doomed
+    cleaner_may_run = threading.Event()
+    batches = []
+
+    def step(what: str) -> None:
+        if what == "lease taken":
+            # Deleted as the round starts; its clean-up held back behind another task...
+            graveler.cleaner.submit(cleaner_may_run.wait, 30)
+            with journal_context("delete_repository", "tester", name):
+                graveler.lifecycle.delete_repository(name)
+        elif what == "batch written":
+            batches.append(what)
+            if len(batches) == 2:
+                # ...and run to its end once the round holds the repository partition's rows
+                # (their branch values name tokens it saves next).
+                cleaner_may_run.set()
+                graveler.cleaner.flush(30)
+                assert saved_keys(kv, partition) == []
+
+    record = graveler.refs.get_repository(name).record
+    Shipper(kv, adapter, hmac_key=JOURNAL_KEY, step=step).ship_repository(record)
+    assert len(batches) >= 2
+    # The round shipped the deletion's shared rows: no sweep will ever find the repository.
+    assert shared_rows(kv, partition) == []
+    assert saved_keys(kv, partition) == [], "tokens saved after the clean-up stay in KV for good"
 
 
 # --- forgetting a token ----------------------------------------------------------------------
