@@ -119,6 +119,7 @@ def test_one_put_is_one_trace_from_gateway_through_auth_and_graveler_to_kv(obser
     assert {s.attributes["db.system.name"] for s in kv_in_stage} == {"local"}
     assert {s.attributes["db.operation.name"] for s in kv_in_stage} <= {
         "get",
+        "get_many",
         "set",
         "set_if",
         "delete",

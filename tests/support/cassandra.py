@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -26,7 +27,6 @@ from typing import Any
 import pytest
 
 from silt.config import CassandraConfig, DatabaseConfig
-from silt.launcher import free_port
 
 EXTERNAL_ENV = "SILT_TEST_CASSANDRA"
 START_TIMEOUT_ENV = "SILT_TEST_CASSANDRA_START_TIMEOUT"
@@ -38,6 +38,29 @@ SCRIPT = REPO / "scripts" / "cassandra.sh"
 DEFAULT_START_TIMEOUT_S = 300.0
 STOP_GRACE_S = 30.0
 LOG_TAIL_LINES = 40
+
+
+# Ports for a JVM that binds them seconds after they were found free: drawn below the kernel's
+# range of ephemeral ports (32768-60999 on Linux), which every outgoing connection on the
+# machine takes from, and which bind(0) hands out to the other test servers.
+_PORT_RANGE = (20000, 32000)
+
+
+def ports_free_on_all(addresses: tuple[str, ...], count: int) -> list[int]:
+    """count consecutive ports (port, port+1, ...) free to bind on every address."""
+    draw = random.Random()
+    for _ in range(200):
+        base = draw.randrange(*_PORT_RANGE)
+        try:
+            with contextlib.ExitStack() as stack:
+                for address in addresses:
+                    for port in range(base, base + count):
+                        sock = stack.enter_context(socket.socket())
+                        sock.bind((address, port))
+        except OSError:
+            continue
+        return list(range(base, base + count))
+    raise CassandraStartError(f"no {count} consecutive ports free on all of {', '.join(addresses)}")
 
 
 class CassandraStartError(RuntimeError):
@@ -164,7 +187,7 @@ class CassandraServer:
         if timeout_s is None:
             timeout_s = float(os.environ.get(START_TIMEOUT_ENV, DEFAULT_START_TIMEOUT_S))
         data_dir = Path(tempfile.mkdtemp(prefix="silt-cassandra-"))
-        port, storage_port = free_port(), free_port()
+        port, storage_port = ports_free_on_all(("127.0.0.1",), 2)
         out = data_dir / "cassandra.out"
         with out.open("wb") as out_file:
             process = subprocess.Popen(

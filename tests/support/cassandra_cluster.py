@@ -26,7 +26,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -47,6 +46,7 @@ from tests.support.cassandra import (
     _cql_ready,
     _die_with_parent,
     _tail,
+    ports_free_on_all,
 )
 
 CLUSTER_ENV = "SILT_TEST_CASSANDRA_CLUSTER"
@@ -64,26 +64,6 @@ _RING = 2**64
 STOP_GRACE_S = 20.0
 # Each probe write at ALL is bounded by this; the wait that repeats probes has its own deadline.
 _PROBE_TIMEOUT_S = 2.0
-
-
-def _ports_free_on_all(addresses: tuple[str, ...], count: int) -> list[int]:
-    """count consecutive-free ports (port, port+1, ...) bindable on every address."""
-    for _ in range(200):
-        with socket.socket() as sock:
-            sock.bind((addresses[0], 0))
-            base = int(sock.getsockname()[1])
-        if base + count > 65535:
-            continue
-        try:
-            with contextlib.ExitStack() as stack:
-                for address in addresses:
-                    for port in range(base, base + count):
-                        sock = stack.enter_context(socket.socket())
-                        sock.bind((address, port))
-        except OSError:
-            continue
-        return list(range(base, base + count))
-    raise CassandraStartError(f"no {count} consecutive ports free on all of {', '.join(addresses)}")
 
 
 class NotAllSeen(CassandraStartError):
@@ -271,7 +251,7 @@ class CassandraCluster:
             timeout_s = float(os.environ.get(START_TIMEOUT_ENV, DEFAULT_START_TIMEOUT_S))
         # The package is fetched once, before three nodes would each try to.
         subprocess.run([str(SCRIPT), "fetch"], check=True, stdin=subprocess.DEVNULL, timeout=timeout_s)
-        port, storage_port, _ssl_storage_port = _ports_free_on_all(ADDRESSES, 3)
+        port, storage_port, _ssl_storage_port = ports_free_on_all(ADDRESSES, 3)
         root = Path(tempfile.mkdtemp(prefix="silt-cassandra-cluster-"))
         nodes = [
             CassandraNode(
