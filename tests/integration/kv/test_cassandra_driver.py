@@ -21,7 +21,8 @@ from cassandra.policies import RoundRobinPolicy
 from silt.errors import NotFound, OutcomeUnknown, PredicateFailed, Unavailable
 from silt.kv import Store, open_store
 from silt.kv.store import Predicate
-from tests.support.cassandra import CassandraServer, free_port
+from silt.launcher import free_port
+from tests.support.cassandra import CassandraServer
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.cassandra
