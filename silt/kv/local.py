@@ -127,9 +127,10 @@ class LocalStore(Store):
                 continue
             try:
                 conn.execute(statement)
-            except sqlite3.OperationalError as exc:
-                # Another process opening the same file added it first.
-                if "duplicate column" not in str(exc):
+            except sqlite3.OperationalError:
+                # Another process opening the same file may have added it first: the table
+                # says so, not the error's text.
+                if column not in {row[1] for row in conn.execute("PRAGMA table_info(kv)")}:
                     raise
 
     @classmethod

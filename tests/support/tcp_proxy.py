@@ -12,6 +12,7 @@ builds on too.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import socket
 import struct
@@ -20,7 +21,7 @@ import threading
 _CHUNK = 65536
 
 
-class ProxyListener:
+class ProxyListener(abc.ABC):
     """What every test proxy here shares: a listener on 127.0.0.1 (`port`, 0 for any free one),
     an accept loop that pairs each client with the upstream connection `_dial` opens, the
     proxied sockets, and closing it all with resets. Subclasses say where a connection goes
@@ -62,13 +63,13 @@ class ProxyListener:
             sockets, self._sockets = self._sockets, set()
         _reset_all(sockets)
 
+    @abc.abstractmethod
     def _dial(self) -> socket.socket | None:
         """A connection upstream for a client just accepted; None when none can be opened."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _serve(self, client: socket.socket, upstream: socket.socket) -> None:
         """Start forwarding between a client and its upstream connection."""
-        raise NotImplementedError
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
