@@ -173,12 +173,21 @@ class Entries:
         self._write_if(repo, branch_name, validate_key(key), TOMBSTONE, condition, deadline)
 
     def _write(self, repo: RepoHandle, branch_name: str, key: bytes, value: Value, deadline: Deadline) -> None:
+        stamp: int | None = None
+
         def attempt(number: int) -> int:
+            nonlocal stamp
             branch = self._refs.branch_for_io(repo, branch_name, use_cache=number == 1)
             # Once the write's timestamp is chosen, right before the write: a caller told
-            # DEADLINE_EXCEEDED never has it land later, stamped after its deadline.
-            self._staging.set(
-                branch.tokens[0], key, value, before_write=lambda: deadline.check(f"write to branch {branch_name!r}")
+            # DEADLINE_EXCEEDED never has it land later, stamped after its deadline. Written
+            # again, at the first attempt's stamp (StagingStore.set).
+            stamp = self._staging.set(
+                branch.tokens[0],
+                key,
+                value,
+                before_write=lambda: deadline.check(f"write to branch {branch_name!r}"),
+                at=stamp,
+                past=branch.tokens[1:],
             )
             # Re-read (never from the cache): if a commit sealed the token meanwhile, the
             # write may have missed it; writing again is idempotent.
@@ -207,10 +216,12 @@ class Entries:
             size += weight
         written: set[bytes] = set()
         expired: set[bytes] = set()
+        # Each write's stamp, chosen by its first attempt and kept by the next (as _write does).
+        stamps: list[int | None] = [None] * len(writes)
 
         def attempt(number: int) -> int:
             branch = self._refs.branch_for_io(repo, branch_name, use_cache=number == 1)
-            for write in writes:
+            for index, write in enumerate(writes):
                 live: list[tuple[bytes, Value]] = []
                 for key, value, until in write:
                     if key in expired:
@@ -231,7 +242,9 @@ class Entries:
                 if live:
                     # Checked again once the write's timestamp is chosen (as _write does).
                     check = functools.partial(_check_all, [until for key, _, until in write if key not in expired])
-                    self._staging.set_many(branch.tokens[0], live, before_write=check)
+                    stamps[index] = self._staging.set_many(
+                        branch.tokens[0], live, before_write=check, at=stamps[index], past=branch.tokens[1:]
+                    )
                     written.update(key for key, _ in live)
             fresh = self._refs.fresh_branch(repo, branch_name).branch
             if fresh.staging_token != branch.branch.staging_token:
@@ -272,7 +285,15 @@ class Entries:
             staged = self._staging.read_for_write(token, key)
             if staged.value is not None:
                 return token, (None if staged.value.tombstone else staged.value), staged
-            return token, self._get(repo, resolved, key), staged
+            # Judged on a sealed token's value, the write is stamped past it too: a blind write
+            # there, written again into the new token at its own stamp (_write), must not
+            # come back over this one.
+            found, stamp = self._staging.newest_sealed(resolved.branch.tokens[1:], key)
+            staged = staged.judging(stamp)
+            if found is not None:
+                return token, (None if found.tombstone else found), staged
+            record = self._committed.get(repo.namespace, self._base(repo, resolved), key)
+            return token, (None if record is None else Value(record.identity, record.value)), staged
 
         def attempt(number: int) -> int | None:
             nonlocal written

@@ -18,7 +18,7 @@ import struct
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import takewhile
 
 from services.graveler.model import StagingToken
@@ -36,6 +36,14 @@ KEY_PREFIX = b"key/"
 GUARD_PREFIX = b"guard/"
 # A guard's value: the logical timestamp of the write it admitted, then the staged value.
 _GUARD_TIMESTAMP = struct.Struct(">Q")
+# A staged value's first bytes as stored: its precedence field (StagedValue.precedence, tag 15
+# varint), written before every other field. Two writes of a key at one stamp are a blind write
+# that never saw the value a conditional write judged (its writer's clock behind that value's
+# stamp) and the conditional write stamped one past it: the blind one landed after the
+# judgement and must win. Every store keeps the larger value at equal stamps (Cassandra's rule),
+# and the larger is the blind write's. Protobuf reads fields in any order: no slicing.
+_CONDITIONAL = b"\x78\x01"
+_BLIND = b"\x78\x02"
 # Staged keys deleted by one KV write when many go.
 _DELETE_CHUNK = 100
 # Bytes of keys one journaled deletion of staged keys carries, each key counted four times (its
@@ -55,6 +63,13 @@ class Staged:
     guard: Predicate | None
     judged_at: int | None = -1
 
+    def judging(self, stamp: int) -> Staged:
+        """This read, its judgement also resting on a value stamped stamp (found in a sealed
+        token: the conditional write must be stamped past it too)."""
+        if self.judged_at is None or stamp <= self.judged_at:
+            return self
+        return replace(self, judged_at=stamp)
+
 
 def new_token(repo_partition: bytes, branch: str) -> StagingToken:
     # Names the repository and branch so an operator can tell whose partition it is.
@@ -67,23 +82,58 @@ class StagingStore:
         self.kv: JournaledStore = journaled(kv)
 
     def set(
-        self, token: StagingToken, key: bytes, value: Value, before_write: Callable[[], None] | None = None
-    ) -> None:
-        """Stage value; before_write is called once its timestamp is chosen, right before the
-        write (JournaledStore.apply): a deadline checked there never lets a write land stamped
-        after the check."""
-        self.kv.apply(token.encode(), [(KEY_PREFIX + key, _encode(value))], before_write=before_write)
+        self,
+        token: StagingToken,
+        key: bytes,
+        value: Value,
+        before_write: Callable[[], None] | None = None,
+        *,
+        at: int | None = None,
+        past: Sequence[StagingToken] = (),
+    ) -> int:
+        """Stage value blindly; the write's stamp. before_write is called once the stamp is
+        chosen, right before the write (JournaledStore.apply): a deadline checked there never
+        lets a write land stamped after the check.
+
+        The stamp passes every stamp of key found in token and in past (the branch's sealed
+        tokens, which a conditional writer judges when token has nothing for the key, stamping
+        itself one past what it found there: a blind write it did not see must still win).
+        at: the stamp an earlier attempt of this very write chose (written again into the
+        branch's new token after a commit or compaction sealed the one it went to): the same
+        write at the same time, never a later one, which would hide what writers ordered after
+        the first attempt wrote meanwhile."""
+        return self._write_blind(token, [(key, value)], before_write, at, past)
 
     def set_many(
         self,
         token: StagingToken,
         values: Sequence[tuple[bytes, Value]],
         before_write: Callable[[], None] | None = None,
-    ) -> None:
-        """set for each (key, value), in one atomic write: every value is staged or none."""
-        self.kv.apply(
-            token.encode(), [(KEY_PREFIX + key, _encode(value)) for key, value in values], before_write=before_write
-        )
+        *,
+        at: int | None = None,
+        past: Sequence[StagingToken] = (),
+    ) -> int:
+        """set for each (key, value), in one atomic write at one stamp: every value is staged or none."""
+        return self._write_blind(token, values, before_write, at, past)
+
+    def _write_blind(
+        self,
+        token: StagingToken,
+        values: Sequence[tuple[bytes, Value]],
+        before_write: Callable[[], None] | None,
+        at: int | None,
+        past: Sequence[StagingToken],
+    ) -> int:
+        partition = token.encode()
+        rows = [(KEY_PREFIX + key, _encode(value, _BLIND)) for key, value in values]
+        if at is None:
+            keys = [key for key, _ in rows]
+            for sealed in past:
+                self.kv.observe_staged(sealed.encode(), keys)
+            self.kv.observe_staged(partition, keys)
+            at = self.kv.clock.now()
+        self.kv.apply(partition, rows, timestamp=at, before_write=before_write)
+        return at
 
     def read_for_write(self, token: StagingToken, key: bytes) -> Staged:
         """The staged value of key in token as a conditional write must judge it, and its guard.
@@ -125,7 +175,7 @@ class StagingStore:
         admitted_at, admitted = _decode_guard(guard.value)
         self.kv.clock.observe(admitted_at)
         if admitted_at > judged_at:
-            self.kv.apply(partition, [(KEY_PREFIX + key, _encode(admitted))], timestamp=admitted_at)
+            self.kv.apply(partition, [(KEY_PREFIX + key, _encode(admitted, _CONDITIONAL))], timestamp=admitted_at)
             value, judged_at, legacy = admitted, admitted_at, False
         return Staged(value, guard.predicate, None if legacy else judged_at)
 
@@ -157,7 +207,17 @@ class StagingStore:
         if before_write is not None:
             before_write()
         self.kv.set_if(partition, GUARD_PREFIX + key, _encode_guard(at, value), read.guard)
-        self.kv.apply(partition, [(KEY_PREFIX + key, _encode(value))], timestamp=at)
+        self.kv.apply(partition, [(KEY_PREFIX + key, _encode(value, _CONDITIONAL))], timestamp=at)
+
+    def newest_sealed(self, tokens: Sequence[StagingToken], key: bytes) -> tuple[Value | None, int]:
+        """The value of key in the first of tokens (sealed, newest first) that has one, with its
+        stamp read with it (-1: none found, or written before stamps); the clock passes it."""
+        for token in tokens:
+            stored = self.kv.observe_staged(token.encode(), [KEY_PREFIX + key]).get(KEY_PREFIX + key)
+            if stored is not None:
+                written_at, data = envelope.unwrap(stored)
+                return _decode(data), (-1 if data is stored else written_at)
+        return None, -1
 
     def get(self, token: StagingToken, key: bytes) -> Value | None:
         try:
@@ -320,9 +380,9 @@ def purge(kv: Store, partition: bytes) -> None:
         raw.apply(partition, [], keys[start : start + _DELETE_CHUNK], timestamp=clock.now())
 
 
-def _encode(value: Value) -> bytes:
+def _encode(value: Value, precedence: bytes) -> bytes:
     record = pb.StagedValue(identity=value.identity, data=value.data, tombstone=value.tombstone)
-    return record.SerializeToString()
+    return precedence + record.SerializeToString()
 
 
 def _decode(data: bytes) -> Value:
@@ -332,7 +392,7 @@ def _decode(data: bytes) -> Value:
 
 
 def _encode_guard(at: int, value: Value) -> bytes:
-    return _GUARD_TIMESTAMP.pack(at) + _encode(value)
+    return _GUARD_TIMESTAMP.pack(at) + _encode(value, _CONDITIONAL)
 
 
 def _decode_guard(data: bytes) -> tuple[int, Value]:

@@ -192,3 +192,20 @@ def test_a_conditional_write_judged_before_a_reset_stays_deleted(store: Store, t
     assert ahead.get(token, b"k") is None
     assert behind.read_for_write(token, b"k").value is None
     assert ahead.get(token, b"k") is None
+
+
+def test_a_blind_write_stamped_as_a_conditional_write_it_followed_wins(store: Store, token: StagingToken) -> None:
+    """A conditional writer judges a value stamped a and stamps its write a + 1. A blind write
+    that lands after that judgement, from a writer whose clock ran behind and which never saw
+    the value (it read the key before the value landed), may be stamped a + 1 too: the two tie,
+    and the blind write, the later of the two, must be what the key holds."""
+    judge, late = skewed(store, 0), skewed(store, -FIVE_SECONDS_US)
+    judged_value = judge.set(token, b"k", value("judged"))
+    read = judge.read_for_write(token, b"k")
+    assert read.judged_at == judged_value
+    # The late writer's stamp: one past the newest stamp it read, which was older than a.
+    late.set(token, b"k", value("blind"), at=judged_value + 1)
+    # Named to sort after the blind write's bytes: without precedence the larger value won.
+    judge.set_if(token, b"k", value("zz-conditional"), read)
+    assert judge.get(token, b"k") == value("blind")
+    assert late.read_for_write(token, b"k").value == value("blind")
