@@ -6,6 +6,7 @@ Records that earlier versions kept in graveler's shared partition are still fini
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -45,12 +46,14 @@ class NeverDrops:
 
 
 class Kv:
-    """One KV that gravelers open one after the other: a SQLite file, or one memory store."""
+    """One KV that gravelers open one after the other: a SQLite file, one memory store, or the
+    run's Cassandra keyspace (shared by the run's tests: repository names are this test's own)."""
 
-    def __init__(self, kind: str, tmp_path: Path) -> None:
+    def __init__(self, kind: str, tmp_path: Path, shared: Store | None = None) -> None:
         self.kind = kind
         self.config = DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(tmp_path / "kv.db")))
-        self.memory = MemStore()
+        self.memory = shared or MemStore()
+        self.repo = f"repo-{uuid.uuid4().hex[:12]}"
 
     def open(self) -> Store:
         return open_store(self.config) if self.kind == "local" else self.memory
@@ -60,9 +63,10 @@ class Kv:
             store.close()
 
 
-@pytest.fixture(params=["local", "mem"])
+@pytest.fixture(params=["local", "mem", pytest.param("cassandra", marks=pytest.mark.cassandra)])
 def kv(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kv]:
-    yield Kv(request.param, tmp_path)
+    shared = request.getfixturevalue("cassandra_store") if request.param == "cassandra" else None
+    yield Kv(request.param, tmp_path, shared)
 
 
 @pytest.fixture
@@ -82,25 +86,25 @@ def killed(store: Store, adapter: LocalAdapter) -> Graveler:
     return graveler
 
 
-def stage(graveler: Graveler, branch: str, key: str, repository: str = "repo") -> None:
+def stage(graveler: Graveler, repository: str, branch: str, key: str) -> None:
     graveler.stage_entry(repository, branch, key, pb.Entry(physical_address=f"data/{key}", size=1, etag="e"))
 
 
-def tokens_of(graveler: Graveler, branch: str, repository: str = "repo") -> list[StagingToken]:
+def tokens_of(graveler: Graveler, repository: str, branch: str) -> list[StagingToken]:
     return graveler.refs.fresh_branch(graveler.refs.repository(repository), branch).tokens
 
 
-def partition_of(graveler: Graveler, repository: str = "repo") -> bytes:
+def partition_of(graveler: Graveler, repository: str) -> bytes:
     return graveler.refs.repository(repository).partition
 
 
 # The operations that leave tokens unreachable, each by a compare-and-set of the branch record
 # (the deletion by a conditional delete of it).
-OPERATIONS: dict[str, Callable[[Graveler], object]] = {
-    "commit": lambda g: g.commit("repo", "feature", "seal and drop the token"),
-    "reset": lambda g: g.reset_branch("repo", "feature"),
-    "delete_branch": lambda g: g.delete_branch("repo", "feature"),
-    "compact": lambda g: g.compact("repo", "feature"),
+OPERATIONS: dict[str, Callable[[Graveler, str], object]] = {
+    "commit": lambda g, repo: g.commit(repo, "feature", "seal and drop the token"),
+    "reset": lambda g, repo: g.reset_branch(repo, "feature"),
+    "delete_branch": lambda g, repo: g.delete_branch(repo, "feature"),
+    "compact": lambda g, repo: g.compact(repo, "feature"),
 }
 
 
@@ -110,15 +114,15 @@ def test_a_drop_left_by_a_killed_graveler_is_done_by_the_next_one(
 ) -> None:
     store = kv.open()
     first = killed(store, adapter)
-    first.lifecycle.create_repository("repo", "local://repo", "main", False)
-    first.create_branch("repo", "feature", "main")
-    stage(first, "feature", "k")
-    unreachable = tokens_of(first, "feature")
-    OPERATIONS[operation](first)
+    first.lifecycle.create_repository(kv.repo, f"local://{kv.repo}", "main", False)
+    first.create_branch(kv.repo, "feature", "main")
+    stage(first, kv.repo, "feature", "k")
+    unreachable = tokens_of(first, kv.repo, "feature")
+    OPERATIONS[operation](first, kv.repo)
     first.cleaner.flush(30)
     assert not first.staging.is_empty(unreachable[0])
     # In the repository's own partition, none in graveler's shared one.
-    partition = partition_of(first)
+    partition = partition_of(first, kv.repo)
     assert recorded(store, partition) == sorted(record_key(t) for t in unreachable)
     assert recorded(store, LEGACY_PARTITION) == []
     first.close()  # killed: nothing of it runs again
@@ -139,9 +143,9 @@ def test_a_branch_update_that_loses_its_compare_and_set_records_no_drop(kv: Kv, 
     store = kv.open()
     graveler = killed(store, adapter)
     try:
-        graveler.lifecycle.create_repository("repo", "local://repo", "main", False)
-        stage(graveler, "main", "k")
-        repo = graveler.refs.repository("repo")
+        graveler.lifecycle.create_repository(kv.repo, f"local://{kv.repo}", "main", False)
+        stage(graveler, kv.repo, "main", "k")
+        repo = graveler.refs.repository(kv.repo)
         stale = graveler.refs.get_branch(repo, "main")
         token = stale.tokens[0]
 
@@ -177,12 +181,12 @@ def test_a_branch_update_that_loses_its_compare_and_set_records_no_drop(kv: Kv, 
 def test_a_drop_recorded_by_an_earlier_version_is_still_done(kv: Kv, adapter: LocalAdapter) -> None:
     store = kv.open()
     first = killed(store, adapter)
-    first.lifecycle.create_repository("repo", "local://repo", "main", False)
-    stage(first, "main", "k")
-    (token,) = tokens_of(first, "main")
-    first.reset_branch("repo", "main")
+    first.lifecycle.create_repository(kv.repo, f"local://{kv.repo}", "main", False)
+    stage(first, kv.repo, "main", "k")
+    (token,) = tokens_of(first, kv.repo, "main")
+    first.reset_branch(kv.repo, "main")
     first.cleaner.flush(30)
-    partition = partition_of(first)
+    partition = partition_of(first, kv.repo)
     first.close()
     # Where, and how, the previous version recorded it: graveler's shared partition, plainly.
     assert delete_current(store, partition, record_key(token))
@@ -207,12 +211,13 @@ def test_resume_reads_repositories_and_records_a_batch_at_a_time(
     store = kv.open()
     first = killed(store, adapter)
     unreachable: list[StagingToken] = []
-    for repository in ("repo-1", "repo-2", "repo-3"):
+    repositories = [f"{kv.repo}-{n}" for n in range(3)]
+    for repository in repositories:
         first.lifecycle.create_repository(repository, f"local://{repository}", "main", False)
         for branch in ("a", "b", "c"):
             first.create_branch(repository, branch, "main")
-            stage(first, branch, "k", repository)
-            unreachable += tokens_of(first, branch, repository)
+            stage(first, repository, branch, "k")
+            unreachable += tokens_of(first, repository, branch)
             first.reset_branch(repository, branch)
     first.cleaner.flush(30)
     first.close()
@@ -223,7 +228,7 @@ def test_resume_reads_repositories_and_records_a_batch_at_a_time(
     try:
         second.cleaner.flush(30)
         assert [t for t in unreachable if not second.staging.is_empty(t)] == []
-        for repository in ("repo-1", "repo-2", "repo-3"):
+        for repository in repositories:
             assert recorded(store, partition_of(second, repository)) == []
     finally:
         second.close()
@@ -234,16 +239,16 @@ def test_deleting_a_repository_does_the_drops_recorded_in_it(kv: Kv, adapter: Lo
     store = kv.open()
     graveler = killed(store, adapter)
     try:
-        graveler.lifecycle.create_repository("repo", "local://repo", "main", False)
-        stage(graveler, "main", "k")
-        (token,) = tokens_of(graveler, "main")
-        graveler.reset_branch("repo", "main")
+        graveler.lifecycle.create_repository(kv.repo, f"local://{kv.repo}", "main", False)
+        stage(graveler, kv.repo, "main", "k")
+        (token,) = tokens_of(graveler, kv.repo, "main")
+        graveler.reset_branch(kv.repo, "main")
         graveler.cleaner.flush(30)
-        partition = partition_of(graveler)
+        partition = partition_of(graveler, kv.repo)
         assert recorded(store, partition) == [record_key(token)]
         graveler.builder = graveler.builder.inner  # type: ignore[attr-defined]  # alive again
         # The record goes with the partition: the drop it names is done first.
-        graveler.lifecycle.delete_repository("repo")
+        graveler.lifecycle.delete_repository(kv.repo)
         graveler.cleaner.flush(30)
         assert graveler.staging.is_empty(token)
         assert recorded(store, partition) == []
