@@ -436,7 +436,7 @@ class Branching:
 
         outcome = self._updater.retry(attempt, f"{what} onto {branch_name!r}", deadline)
         if dropped:
-            self._cleaner.drop_tokens(dropped)
+            self._cleaner.drop_recorded(repo.partition, dropped)  # recorded with the move (updater.set_branch_if)
             self._entries.observer.cleared(repo.name, branch_name)
         return outcome
 
@@ -511,7 +511,9 @@ class Branching:
         _, updated = self._updater.update(
             repo, branch_name, reset, "reset", deadline, REDO if target is None else applied
         )
-        self._cleaner.drop_tokens(seen)
+        # The reset's own update recorded the drops of the tokens it removed; any other token seen
+        # was removed, and recorded, by the change it lost a race to (updater.set_branch_if).
+        self._cleaner.drop_recorded(repo.partition, seen)
         self._entries.observer.cleared(repo.name, branch_name)
         return updated
 

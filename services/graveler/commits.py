@@ -156,7 +156,7 @@ class Committer:
         self._updater.retry(attempt, what, deadline)
         to_commit = plan.tokens
         if only is None:
-            self._cleaner.drop_tokens(to_commit)
+            self._cleaner.drop_recorded(repo.partition, to_commit)  # recorded with the move (updater.set_branch_if)
             self.observer.cleared(repo.name, branch_name)
         else:
             self._cleaner.submit(self._drop_committed_part, repo, branch_name, to_commit, only)
@@ -291,7 +291,8 @@ class Committer:
 
         # Unsealing is idempotent: made again on the branch as it is now, it removes what is left.
         self._updater.update(repo, branch_name, unseal, "unsealing", deadline, REDO)
-        self._cleaner.drop_tokens(tokens)
+        # Recorded with the update that removed them (this one, or an earlier change that did).
+        self._cleaner.drop_recorded(repo.partition, tokens)
 
     def _drop_committed_part(
         self, repo: RepoHandle, branch_name: str, tokens: list[StagingToken], prefixes: list[bytes]
@@ -320,5 +321,7 @@ class Committer:
             try:
                 self.unseal(repo, branch_name, emptied, Deadline())
             except NotFound:
-                # The branch or its repository was deleted: their tokens go with them.
-                self._cleaner.drop_tokens(emptied)
+                # The branch or its repository was deleted: their tokens go with them. Recorded
+                # already: a branch deletion records every token of the branch in its batch (or
+                # the change that removed one before did), a repository's clean-up drops them all.
+                self._cleaner.drop_recorded(repo.partition, emptied)

@@ -269,7 +269,7 @@ class Compaction:
 
         with contextlib.suppress(_Published):
             self._updater.update(repo, branch_name, publish, "publishing compaction", deadline, published)
-        self._cleaner.drop_tokens(tokens)
+        self._cleaner.drop_recorded(repo.partition, tokens)  # recorded with the publish (updater.set_branch_if)
         self.observer.cleared(repo.name, branch_name)
         changed = result.records_added + result.records_removed + result.records_changed
         return CompactionResult(compacted, len(tokens), changed)

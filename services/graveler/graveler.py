@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -141,7 +141,9 @@ class Graveler:
         self.updater = BranchUpdater(
             self.refs, RetryPolicy(options.max_retries, options.retry_first_wait, options.retry_max_wait)
         )
-        self.cleaner = Cleaner(builder, options.cleanup_workers, pending=raw_store(kv))
+        self.cleaner = Cleaner(
+            builder, options.cleanup_workers, pending=raw_store(kv), repositories=self._repository_partitions
+        )
         observer = observer or NoObserver()
         self.compacted = CompactedState(self.refs, self.staging, committed)
         self.entries = Entries(
@@ -234,6 +236,12 @@ class Graveler:
         self.cleaner.close()
         self.builder.close()
 
+    def _repository_partitions(self, after: str) -> Iterator[tuple[str, bytes]]:
+        """(name, partition) of the repositories named after `after`: where the cleaner looks
+        for drop records."""
+        for record in self.refs.list_repositories(after):
+            yield record.name, RepoHandle(record).partition
+
     def _repo(self, name: str, deadline: Deadline) -> RepoHandle:
         deadline.check(f"call on repository {name!r}")
         return self.refs.repository(name)
@@ -280,10 +288,26 @@ class Graveler:
         record = self.refs.get_branch(repo, name)
         hooks = HookRecord("pre-delete-branch", repository, record.branch.commit_id, branch_id=name, immutable=True)
         pre_run = "" if record.branch.hidden else self.actions.pre(repo, hooks, deadline)
-        self.refs.delete_branch(repo, name)
-        self.cleaner.drop_tokens(record.tokens)
+        deleted = self._delete_branch_record(repo, name, deadline)
+        if deleted is not None:
+            self.cleaner.drop_recorded(repo.partition, deleted.tokens)
         if not record.branch.hidden:
             self.actions.post(repo, replace(hooks, event_type="post-delete-branch", pre_run_id=pre_run))
+
+    def _delete_branch_record(self, repo: RepoHandle, name: str, deadline: Deadline) -> BranchRecord | None:
+        """Delete the branch record as read, its tokens' drop records in the same batch (a
+        seal in between would leave a token unrecorded: read again and retried); the record
+        deleted, or None if another deletion got there first (and recorded the tokens)."""
+
+        def attempt(_: int) -> BranchRecord | None:
+            try:
+                current = self.refs.get_branch(repo, name)
+            except NotFound:
+                return None
+            self.refs.delete_branch_if(repo, current)
+            return current
+
+        return self.updater.retry(attempt, f"deleting branch {name!r}", deadline)
 
     def reset_branch(
         self,

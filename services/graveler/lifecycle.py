@@ -41,6 +41,7 @@ from google.protobuf.message import DecodeError, Message
 from services.graveler.claims import NamespaceClaims, record_claim_key
 from services.graveler.cleanup import Cleaner
 from services.graveler.committed.manager import CommittedManager
+from services.graveler.drop_records import PENDING_PREFIX, token_of
 from services.graveler.events.retention import drop_history
 from services.graveler.placement import Placement, ShareCheck, nobody
 from services.graveler.protection import Protection
@@ -274,6 +275,12 @@ class Lifecycle:
             # History partitions are found through index keys in the repository partition: first.
             drop_history(raw, repo.partition)
             for key in [entry.key for entry in raw.scan(repo.partition)]:
+                if key.startswith(PENDING_PREFIX):
+                    # A drop recorded by a branch update and not done yet: done here, before
+                    # its record goes with the rest (nothing else would find it afterwards).
+                    token = token_of(key)
+                    self._cleaner.drop_now(token)
+                    purge(self._refs.kv, token.encode())
                 if key.startswith(_PLAIN_FAMILIES):
                     raw.delete(repo.partition, key)
                 else:

@@ -123,9 +123,12 @@ def main(argv: list[str] | None = None) -> None:
     ).start()
     closing.append(history.close)
 
-    # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted,
+    # Meanwhile, the background cleaner finishes repository deletions that a failure interrupted
+    # and the drops of staging tokens another graveler left,
     # and history hours past their retention are deleted (each repository once per interval).
     def clean() -> None:
+        # Drops recorded by a graveler that died before it was done with them (the first at start).
+        graveler.cleaner.resume_if_due()
         finished = graveler.lifecycle.clean_deleted_repositories()
         if finished:
             log.info("finished deleting %d repositories", finished)

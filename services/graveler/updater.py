@@ -38,7 +38,7 @@ import tenacity
 from services.graveler.deadline import Deadline
 from services.graveler.history import descends_from
 from services.graveler.model import CommitId
-from services.graveler.refs import BranchRecord, RefManager, RepoHandle
+from services.graveler.refs import BranchRecord, RefManager, RepoHandle, branch_tokens
 from silt.errors import Aborted, DeadlineExceeded, OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -89,9 +89,16 @@ def set_branch_if(
     * applied is None (the record cannot tell): the OutcomeUnknown is passed on.
 
     One warning line says how each unknown outcome was resolved.
+
+    The tokens the update leaves unreachable (those of current that updated no longer names:
+    tokens never come back to a branch) get their drop records in the same batch, so a record
+    exists exactly when the update applied (services/graveler/drop_records.py); the caller then
+    has the cleaner drop them (Cleaner.drop_recorded).
     """
+    kept = set(branch_tokens(updated))
+    dropping = [token for token in current.tokens if token not in kept]
     try:
-        refs.set_branch_if(repo, updated, current.predicate)
+        refs.set_branch_if(repo, updated, current.predicate, dropping)
         return
     except OutcomeUnknown as exc:
         if applied is None:
@@ -116,7 +123,7 @@ def set_branch_if(
             raise unknown
         sends += 1
         try:
-            refs.set_branch_if(repo, updated, current.predicate)
+            refs.set_branch_if(repo, updated, current.predicate, dropping)
         except PredicateFailed:
             continue  # the first send, or another writer, got in: look again
         except OutcomeUnknown as exc:

@@ -163,8 +163,13 @@ class JournaledStore(Store):
         timestamp: int | None = None,
         *,
         before_write: Callable[[], None] | None = None,
+        unjournaled: Sequence[tuple[bytes, bytes]] = (),
     ) -> None:
         """Apply puts and deletes (values unwrapped) with their journal row.
+
+        unjournaled: rows written in the same batch as they are, without an envelope and
+        outside the journal row (the cleaner's drop records, written with the branch update
+        that makes the tokens unreachable: services/graveler/drop_records.py).
 
         before_write, if given, is called once the write's timestamp is chosen and right before
         the write: a check that raises there (a caller's deadline) writes nothing, and a write
@@ -176,8 +181,11 @@ class JournaledStore(Store):
         conditional staging write finished on its owner's behalf, services/graveler/staging.py),
         so that it lands exactly as the owner's own write would. Anything else with a timestamp
         is InvalidArgument."""
-        check_apply(partition, puts, deletes, condition, timestamp)
+        check_apply(partition, [*puts, *unjournaled], deletes, condition, timestamp)
         keys = [*(k for k, _ in puts), *deletes]
+        for key, _ in unjournaled:
+            if is_journal_key(key):
+                raise InvalidArgument("KV keys under journal/ are the journal's own")
         for key in keys:
             if is_journal_key(key):
                 raise InvalidArgument("KV keys under journal/ are the journal's own")
@@ -189,10 +197,12 @@ class JournaledStore(Store):
         blind_staged = condition is None and all(key_kind(key) == STAGED_KIND for key in keys)
         if timestamp is not None and not blind_staged:
             raise InvalidArgument("JournaledStore.apply: the logical clock chooses the write timestamp")
+        if unjournaled and blind_staged:
+            raise InvalidArgument("JournaledStore.apply: unjournaled rows go with a compare-and-set or plain write")
         if not self.enabled and not blind_staged:
             if before_write is not None:
                 before_write()
-            self._inner.apply(partition, puts, deletes, condition)
+            self._inner.apply(partition, [*puts, *unjournaled], deletes, condition)
             return
         # Even unjournaled, staged values keep their envelope and write time: conditional staging
         # writes compare the timestamps of what they read (StagingStore.read_for_write).
@@ -217,6 +227,7 @@ class JournaledStore(Store):
         if context is not None:
             record = self._record(context, logical, partition, stored, deletes)
             rows.append((record_key(logical, self.clock.writer_id, record.sequence), encode_record(record)))
+        rows += unjournaled
         if before_write is not None:
             before_write()
         self._inner.apply(partition, rows, deletes, condition, logical if blind_staged else None)

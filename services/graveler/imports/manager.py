@@ -322,7 +322,7 @@ class Imports:
                 if time.monotonic() > waited_until or self._closing.is_set():
                     raise
                 time.sleep(0.5)  # a commit in flight on the branch: let it finish
-        self._cleaner.drop_tokens(dropped)
+        self._cleaner.drop_recorded(repo.partition, dropped)  # recorded with the move (updater.set_branch_if)
         if self.after_commit is not None:
             self.after_commit(hooked, commit)
         return commit

@@ -27,6 +27,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.graveler.committed.model import MetaRangeId
 from services.graveler.deadline import NO_DEADLINE, Clock, Deadline
+from services.graveler.drop_records import apply_recording
 from services.graveler.model import CommitId, RefKind, StagingToken
 from services.graveler.refs import expr as refexpr
 from silt.errors import AlreadyExists, InvalidArgument, NotFound, PredicateFailed
@@ -239,16 +240,30 @@ class RefManager:
         except PredicateFailed:
             raise AlreadyExists(f"branch {branch.name!r} already exists in repository {repo.name!r}") from None
 
-    def set_branch_if(self, repo: RepoHandle, branch: pb.Branch, predicate: Predicate) -> None:
-        """Replace the branch record only if it is still the one read (raises PredicateFailed).
+    def set_branch_if(
+        self, repo: RepoHandle, branch: pb.Branch, predicate: Predicate, dropping: Sequence[StagingToken] = ()
+    ) -> None:
+        """Replace the branch record only if it is still the one read (raises PredicateFailed);
+        with the drop records of dropping (the tokens this update leaves unreachable) in the
+        same batch, so that they exist exactly when the update applied (drop_records.py).
 
         Callers go through BranchUpdater, which owns the retry loop around this.
         """
-        self.kv.set_if(repo.partition, BRANCHES + branch.name.encode(), branch.SerializeToString(), predicate)
+        key = BRANCHES + branch.name.encode()
+        if not dropping:
+            self.kv.set_if(repo.partition, key, branch.SerializeToString(), predicate)
+            return
+        apply_recording(self.kv, repo.partition, [(key, branch.SerializeToString())], [], (key, predicate), dropping)
 
     def delete_branch(self, repo: RepoHandle, name: str) -> None:
         # Whatever the record is now, as a compare-and-set like every other write of it.
         delete_current(self.kv, repo.partition, BRANCHES + name.encode())
+
+    def delete_branch_if(self, repo: RepoHandle, current: BranchRecord) -> None:
+        """Delete the branch only if its record is still current (raises PredicateFailed), with
+        the drop records of its tokens in the same batch (drop_records.py)."""
+        key = BRANCHES + current.branch.name.encode()
+        apply_recording(self.kv, repo.partition, [], [key], (key, current.predicate), current.tokens)
 
     def list_branches(self, repo: RepoHandle, after: str = "") -> Iterator[pb.Branch]:
         start = BRANCHES + after.encode() + (b"\x00" if after else b"")

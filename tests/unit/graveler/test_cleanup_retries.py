@@ -38,7 +38,7 @@ def test_a_failed_drop_is_tried_again_until_it_succeeds(caplog: pytest.LogCaptur
     failures_before = counter("silt_graveler_cleanup_failures_total")
     try:
         with caplog.at_level(logging.WARNING, logger="services.graveler.cleanup"):
-            cleaner.drop_tokens([StagingToken("t1")])
+            cleaner.drop_recorded(b"repo", [StagingToken("t1")])
             assert builder.dropped.wait(10)
         assert builder.tries == {"t1": 4}
         assert counter("silt_graveler_cleanup_failures_total") - failures_before == 3
@@ -57,7 +57,7 @@ def test_pauses_grow_up_to_the_longest() -> None:
 def test_close_cancels_the_retries_that_wait() -> None:
     builder = FlakyBuilder(failures=1_000)
     cleaner = Cleaner(builder, pacing=RetryPacing(first=30.0, longest=30.0))  # type: ignore[arg-type]
-    cleaner.drop_tokens([StagingToken("t1"), StagingToken("t2")])
+    cleaner.drop_recorded(b"repo", [StagingToken("t1"), StagingToken("t2")])
     cleaner.flush(10)
     assert cleaner.waiting() == 2
     cleaner.close()

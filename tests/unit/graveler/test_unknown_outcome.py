@@ -5,7 +5,7 @@ The flows on a whole graveler: tests/integration/graveler/test_unknown_outcomes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -16,7 +16,7 @@ from services.graveler.updater import REDO, UNKNOWN_SENDS, UNKNOWN_WALK, BranchU
 from silt.errors import OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.mem import MemStore
-from silt.kv.store import Predicate
+from silt.kv.store import Condition, Predicate
 
 # --- the walk -------------------------------------------------------------------------------------
 
@@ -84,7 +84,7 @@ def test_past_the_bound_it_cannot_tell() -> None:
 
 
 class Doubtful(MemStore):
-    """A MemStore whose set_ifs follow a script: "applied" (apply, then OutcomeUnknown), "lost"
+    """A MemStore whose set_ifs and conditional applies follow a script: "applied" (apply, then OutcomeUnknown), "lost"
     (OutcomeUnknown, nothing written), "ok" (as MemStore); the script's end is "ok"."""
 
     def __init__(self) -> None:
@@ -93,12 +93,30 @@ class Doubtful(MemStore):
         self.between: Callable[[], None] | None = None
 
     def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
+        self._scripted(lambda: super(Doubtful, self).set_if(partition, key, value, predicate))
+
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        # A branch update that drops tokens is a conditional apply (with its drop records).
+        write = lambda: super(Doubtful, self).apply(partition, puts, deletes, condition, timestamp)  # noqa: E731
+        if condition is None:
+            write()
+        else:
+            self._scripted(write)
+
+    def _scripted(self, write: Callable[[], None]) -> None:
         step = self.script.pop(0) if self.script else "ok"
         if step == "ok":
-            super().set_if(partition, key, value, predicate)
+            write()
             return
         if step == "applied":
-            super().set_if(partition, key, value, predicate)
+            write()
         if self.between is not None:
             between, self.between = self.between, None
             between()
