@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from typing import Any, BinaryIO, Protocol
 
 from silt.block.adapter import CHUNK_SIZE, BlockAdapter, ObjectStat, PartInfo, PutResult
+from silt.block.beneath import DIRECTORY_FLAGS, LinkRefused, open_beneath
 from silt.block.rules import check_part_number, check_range
 from silt.config import BlockstoreConfig
 from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SourceChanged, Unavailable
@@ -144,9 +145,10 @@ class ExternalFiles:
     """Files under the local blockstore's importable directories, named ``local:///abs/path``.
 
     A path is accepted only strictly below one of the directories, with no empty, ``.`` or
-    ``..`` component, and read without following a symbolic link anywhere below the directory
-    (each component is lstat'ed, the file opened with O_NOFOLLOW): a link planted under an
-    import prefix cannot reach the rest of the disk.
+    ``..`` component, and opened from the directory's descriptor without following a symbolic
+    link at any component below it (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, else one
+    O_NOFOLLOW open per component): a link planted under an import prefix, even one swapped in
+    while a read is under way, cannot reach the rest of the disk.
     """
 
     def __init__(self, prefixes: Sequence[str]) -> None:
@@ -198,23 +200,52 @@ class ExternalFiles:
             if stat.S_ISLNK(mode):
                 raise InvalidArgument(f"{path!r} passes through a symbolic link; refused")
 
+    def open_directory(self, path: str) -> int:
+        """An open descriptor of a directory at or below an importable directory, reached without
+        following a link below it (the importable directory itself may be one: it is configured).
+        NotFound if there is none, InvalidArgument if a link is on the way."""
+        root = path if path in self._roots else self.root_of(path)
+        return self._open_below(root, path, DIRECTORY_FLAGS)
+
     def open_file(self, address: str) -> tuple[int, os.stat_result]:
-        """An open descriptor of a regular file and its stat; NotFound if there is none."""
+        """An open descriptor of a regular file and its stat; NotFound if there is none.
+
+        The path is resolved from the importable directory's descriptor by the kernel, refusing
+        a link at every component (silt/block/beneath.py), so a directory swapped for a link
+        after check_links looked cannot redirect the open."""
         path = self.path_of(address)
-        self.check_links(path, self.root_of(path))
-        try:
-            fd = os.open(path, _OPEN_FLAGS)
-        except OSError as exc:
-            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-                raise NotFound(f"{address}: no such file") from None
-            if exc.errno == errno.ELOOP:
-                raise InvalidArgument(f"{address}: refusing to follow a symbolic link") from None
-            raise Unavailable(f"{address}: {exc.strerror or exc}") from None
+        root = self.root_of(path)
+        # First the check by name, for a clear message in the common case; the open decides.
+        self.check_links(path, root)
+        fd = self._open_below(root, path, _OPEN_FLAGS)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             raise NotFound(f"{address}: not a regular file")
         return fd, st
+
+    def _open_below(self, root: str, path: str, flags: int) -> int:
+        shown = "local://" + path
+        try:
+            root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise NotFound(f"{shown}: the importable directory {root!r} does not exist") from None
+            raise Unavailable(f"{shown}: {exc.strerror or exc}") from None
+        if path == root:
+            return root_fd  # open_directory of the importable directory itself
+        try:
+            return open_beneath(root_fd, path[len(root) + 1 :].split("/"), flags)
+        except LinkRefused:
+            raise InvalidArgument(
+                f"{shown}: refusing to follow a symbolic link below {root!r} (it passes through one)"
+            ) from None
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise NotFound(f"{shown}: no such file") from None
+            raise Unavailable(f"{shown}: {exc.strerror or exc}") from None
+        finally:
+            os.close(root_fd)
 
     def open(self, address: str, version: SourceVersion, byte_range: tuple[int, int] | None) -> BinaryIO:
         """The file's bytes (or an inclusive range of them) while it is as imported; SourceChanged if not."""
