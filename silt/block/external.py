@@ -46,7 +46,7 @@ from silt.block.rules import check_part_number, check_range
 from silt.config import BlockstoreConfig
 from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SourceChanged, Unavailable
 from silt.namespaces import split_store_uri
-from silt.objects import SOURCE_MTIME_KEY, SOURCE_VERSION_KEY
+from silt.objects import SOURCE_MTIME_KEY, SOURCE_VERSION_KEY, full_address, is_link_address, split_address
 
 # How a local external file is named: "local://" followed by its absolute path.
 LOCAL_EXTERNAL = "local:///"
@@ -98,7 +98,12 @@ class SourceVersion:
     store_version: str = ""
 
 
-def changed(uri: str, how: str) -> SourceChanged:
+def changed(uri: str, how: str, linked: bool = False) -> SourceChanged:
+    if linked:
+        return SourceChanged(
+            f"linked object {uri} {how} since it was linked (written again through its upload URL?); Silt never "
+            "serves other bytes than the link checked: upload and link the object again"
+        )
     return SourceChanged(
         f"imported object {uri} {how} since it was imported; Silt never serves other bytes than the import's: "
         "restore the source, or import it again"
@@ -304,12 +309,26 @@ class SourceReader:
     are checked against the version the import recorded; everything else goes to the adapter.
     Writing or deleting the source is refused: it is not Silt's."""
 
-    def __init__(self, adapter: BlockAdapter, files: ExternalFiles, address: str, version: SourceVersion) -> None:
+    def __init__(
+        self,
+        adapter: BlockAdapter,
+        files: ExternalFiles,
+        address: str,
+        version: SourceVersion,
+        at: tuple[str, str] | None = None,
+        linked: bool = False,
+    ) -> None:
         self._adapter = adapter
         self._files = files
         self._address = address
-        self._at = split_external(address)
+        # (namespace, key) as the callers name the object: split_external's for an address
+        # outside the namespace, the repository's namespace and the relative address for a linked one.
+        self._at = split_external(address) if at is None else at
         self._version = version
+        self._linked = linked
+
+    def _changed(self, how: str) -> SourceChanged:
+        return changed(self._address, how, self._linked)
 
     def _is_source(self, namespace: str, key: str) -> bool:
         return (namespace, key) == self._at
@@ -328,18 +347,18 @@ class SourceReader:
                     namespace, key, version.etag, byte_range, size=version.size, version=version.store_version
                 )
             except PredicateFailed as exc:
-                raise changed(address, f"changed ({exc})") from None
+                raise self._changed(f"changed ({exc})") from None
             except NotFound:
-                raise changed(address, "no longer exists") from None
+                raise self._changed("no longer exists") from None
             return reader
         # An adapter without get_if_match (S3, GCS and Azure all have it): compare first; a change
         # between the two calls is the one window left.
         try:
             current = self._adapter.stat(namespace, key)
         except NotFound:
-            raise changed(address, "no longer exists") from None
+            raise self._changed("no longer exists") from None
         if current.size != version.size or (version.etag and current.etag != version.etag):
-            raise changed(address, f"changed (now {current.size} bytes, ETag {current.etag})")
+            raise self._changed(f"changed (now {current.size} bytes, ETag {current.etag})")
         if byte_range is None:
             return self._adapter.get(namespace, key)
         return self._adapter.get_range(namespace, key, *byte_range)
@@ -400,9 +419,26 @@ class SourceReader:
         return getattr(self._adapter, name)
 
 
+def reads_pinned(adapter: Any, namespace: str, physical_address: str) -> bool:
+    """Whether reads of an entry at this address are pinned to what the entry recorded: an
+    imported object (outside the namespace), or one a client uploaded itself to an address
+    getPhysicalAddress handed out and then linked, on a store that can pin a read (S3, GCS,
+    Azure: get_if_match). A presigned PUT URL of the store's own stays usable until it expires,
+    so the bytes there may be written again after the link; the edge's own URLs (the local
+    blockstore) write once, and nothing else can write there."""
+    if is_external(namespace, physical_address):
+        return True
+    return is_link_address(physical_address) and getattr(adapter, "get_if_match", None) is not None
+
+
 def source_reader(adapter: BlockAdapter, files: ExternalFiles, namespace: str, entry: Any) -> ObjectReader:
     """The reads of `entry` (a graveler Entry) in a repository with storage namespace `namespace`:
-    the adapter itself for bytes inside the namespace, a SourceReader for an imported object."""
-    if not is_external(namespace, entry.physical_address):
-        return adapter
-    return SourceReader(adapter, files, entry.physical_address, _version_of(entry))
+    the adapter itself for bytes Silt wrote inside the namespace, a SourceReader for an imported
+    object or a linked upload (reads_pinned)."""
+    address = entry.physical_address
+    if is_external(namespace, address):
+        return SourceReader(adapter, files, address, _version_of(entry))
+    if reads_pinned(adapter, namespace, address):
+        at = split_address(namespace, address)
+        return SourceReader(adapter, files, full_address(namespace, address), _version_of(entry), at, linked=True)
+    return adapter

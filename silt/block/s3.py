@@ -107,6 +107,13 @@ def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
+def _version_id(head: dict[str, Any]) -> str:
+    """The VersionId a HeadObject reported: "" without versioning, and for S3's "null" version
+    (versioning suspended), which the next write replaces in place."""
+    version = str(head.get("VersionId") or "")
+    return "" if version == "null" else version
+
+
 def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
@@ -408,12 +415,16 @@ class S3Adapter(PinnedReadAdapter):
     def _read_pinned(self, namespace: str, key: str, pin: Pin, byte_range: tuple[int, int] | None) -> BinaryIO:
         """get_if_match: get (or get_range) only while the object's ETag is the pinned one: S3's
         If-Match in the same request, so the check costs nothing and no other version's bytes can
-        follow it. The ETag is S3's own, which no writer sets: the pin's size and version (what GCS
-        and Azure compare besides) add nothing here. PredicateFailed when the ETag differs, NotFound when the
-        object is gone."""
+        follow it. The ETag is S3's own, which no writer sets; the pin's size adds nothing. With
+        the pin's version (the VersionId of an object linked in a versioned bucket) exactly that
+        version is read: an object written again later is another version, and the linked one is
+        still served. PredicateFailed when the ETag differs, NotFound when the object (version) is
+        gone."""
         extra: dict[str, str] = {}
         if byte_range is not None:
             extra["Range"] = f"bytes={byte_range[0]}-{byte_range[1]}"
+        if pin.version:
+            extra["VersionId"] = pin.version
         bucket, name, what = self._locate(namespace, key)
         try:
             response = self._client.get_object(
@@ -434,6 +445,8 @@ class S3Adapter(PinnedReadAdapter):
             size=int(head["ContentLength"]),
             etag=normalize_etag(head["ETag"]),
             mtime=head["LastModified"].astimezone(UTC),
+            # In a versioned bucket, the version a read can ask for; "" otherwise.
+            version=_version_id(head),
         )
 
     def delete(self, namespace: str, key: str) -> None:
