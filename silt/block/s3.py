@@ -59,6 +59,7 @@ from silt.block.rules import (
     MAX_KEY_BYTES,
     MAX_PRESIGN_SECONDS,
     RESERVED_PREFIX,
+    WRITE_ONCE_S3,
     attachment,
     check_part_number,
     check_parts_list,
@@ -522,6 +523,9 @@ class S3Adapter(PinnedReadAdapter):
         params: dict[str, str] = {"Bucket": bucket, "Key": name}
         if method == "GET" and filename:
             params["ResponseContentDisposition"] = attachment(filename)
+        if method == "PUT" and self._config.pre_signed_put_write_once:
+            # Signed, so the upload must send it: the URL creates the object once, never replaces it.
+            params["IfNoneMatch"] = WRITE_ONCE_S3[1]
         operation = "get_object" if method == "GET" else "put_object"
         expires = int(time.time()) + expires_in
         with _calls(f"presigning {what}"):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import uuid
 from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import urllib3
@@ -25,11 +26,13 @@ import urllib3
 from services.api.link_addresses import LinkAddresses
 from silt.block.external import ExternalFiles, source_reader
 from silt.block.gcs import GCSAdapter
+from silt.block.rules import signed_upload_headers
 from silt.block.s3 import S3Adapter
 from silt.errors import SourceChanged
 from silt.graveler.v1 import model_pb2 as pb
 from silt.objects import SOURCE_VERSION_KEY
 from tests.support.emulators import gs_blockstore_config
+from tests.support.moto import s3_blockstore_config
 
 ORIGINAL = b"the bytes the link checked"
 REPLACEMENT = b"other bytes, PUT after link"
@@ -123,3 +126,43 @@ def test_gcs_a_second_write_after_the_link_is_never_served(
     gcs_adapter.put(namespace, address, io.BytesIO(REPLACEMENT), len(REPLACEMENT))
     with pytest.raises(SourceChanged, match="since it was linked"):
         read_all(gcs_adapter, namespace, entry)
+
+
+# --- write-once upload URLs (blockstore.<s3|gs>.pre_signed_put_write_once) ---------------------
+# moto_server honours If-None-Match but checks no signatures, and fake-gcs-server takes no XML API
+# PUTs: that a real store refuses an upload omitting a signed header is S3's and GCS's SigV4 / V4
+# rule, shown here by the header being among the URL's signed headers.
+
+
+@pytest.mark.s3
+def test_s3_write_once_urls_sign_if_none_match_and_refuse_a_second_put(moto_server: str, s3_bucket: str) -> None:
+    config = s3_blockstore_config(moto_server, max_retries=0).model_copy(update={"pre_signed_put_write_once": True})
+    adapter = S3Adapter(config)
+    namespace = f"s3://{s3_bucket}/lake/repo"
+    address = ADDRESSES.issue("repo", "main", "table.csv")
+    url = adapter.presign(namespace, address, "PUT", 300).url
+    assert "if-none-match" in parse_qs(urlsplit(url).query)["X-Amz-SignedHeaders"][0].split(";")
+    headers = signed_upload_headers(url)
+    assert headers == {"If-None-Match": "*"}
+    assert HTTP.request("PUT", url, body=ORIGINAL, headers=headers).status == 200
+    again = HTTP.request("PUT", url, body=REPLACEMENT, headers=headers)
+    assert again.status == 412 and b"PreconditionFailed" in again.data
+    with adapter.get(namespace, address) as stored:
+        assert stored.read() == ORIGINAL
+    # GET URLs, and PUT URLs without the setting, sign no condition.
+    assert signed_upload_headers(adapter.presign(namespace, address, "GET", 300).url) == {}
+    plain = S3Adapter(s3_blockstore_config(moto_server, max_retries=0))
+    assert signed_upload_headers(plain.presign(namespace, address, "PUT", 300).url) == {}
+
+
+@pytest.mark.gs
+def test_gcs_write_once_urls_sign_the_generation_condition(fake_gcs_server: str, service_account_json: str) -> None:
+    config = gs_blockstore_config(fake_gcs_server, credentials_json=service_account_json)
+    signer = GCSAdapter(config.model_copy(update={"pre_signed_put_write_once": True}))
+    url = signer.presign("gs://bucket/lake/repo", ADDRESSES.issue("repo", "main", "t.csv"), "PUT", 300)
+    assert url is not None
+    signed = parse_qs(urlsplit(url.url).query)["X-Goog-SignedHeaders"][0].split(";")
+    assert "x-goog-if-generation-match" in signed
+    assert signed_upload_headers(url.url) == {"x-goog-if-generation-match": "0"}
+    plain = GCSAdapter(config).presign("gs://bucket/lake/repo", "data/x", "PUT", 300)
+    assert plain is not None and signed_upload_headers(plain.url) == {}
