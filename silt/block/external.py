@@ -422,13 +422,17 @@ class SourceReader:
 def reads_pinned(adapter: Any, namespace: str, physical_address: str) -> bool:
     """Whether reads of an entry at this address are pinned to what the entry recorded: an
     imported object (outside the namespace), or one a client uploaded itself to an address
-    getPhysicalAddress handed out and then linked, on a store that can pin a read (S3, GCS,
-    Azure: get_if_match). A presigned PUT URL of the store's own stays usable until it expires,
-    so the bytes there may be written again after the link; the edge's own URLs (the local
-    blockstore) write once, and nothing else can write there."""
+    getPhysicalAddress handed out and then linked, on a store whose presigned PUT URLs can write
+    the object again until they expire (S3, GCS: `presigned_puts_replace`). The edge's own URLs
+    (the local blockstore) write once and Azure's SAS upload URLs are create-only: nothing can
+    write there after the link, so those reads stay plain."""
     if is_external(namespace, physical_address):
         return True
-    return is_link_address(physical_address) and getattr(adapter, "get_if_match", None) is not None
+    return (
+        is_link_address(physical_address)
+        and getattr(adapter, "presigned_puts_replace", False)
+        and getattr(adapter, "get_if_match", None) is not None
+    )
 
 
 def source_reader(adapter: BlockAdapter, files: ExternalFiles, namespace: str, entry: Any) -> ObjectReader:

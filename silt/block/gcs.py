@@ -550,6 +550,9 @@ class _EmptyReader(io.RawIOBase):
 
 class GCSAdapter(PinnedReadAdapter):
     scheme = "gs"
+    # The store's presigned PUT URLs can write the object again until they expire (unless
+    # pre_signed_put_write_once): reads of a linked upload are pinned (silt/block/external.py).
+    presigned_puts_replace = True
 
     def __init__(self, config: GSBlockstoreConfig, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> None:
         self._config = config

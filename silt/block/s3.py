@@ -274,6 +274,9 @@ def build_client(
 
 class S3Adapter(PinnedReadAdapter):
     scheme = "s3"
+    # The store's presigned PUT URLs can write the object again until they expire (unless
+    # pre_signed_put_write_once): reads of a linked upload are pinned (silt/block/external.py).
+    presigned_puts_replace = True
 
     def __init__(self, config: S3BlockstoreConfig, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> None:
         self._config = config

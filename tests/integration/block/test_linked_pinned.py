@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -26,6 +27,7 @@ import urllib3
 from services.api.link_addresses import LinkAddresses
 from silt.block.external import ExternalFiles, source_reader
 from silt.block.gcs import GCSAdapter
+from silt.block.local import LocalAdapter
 from silt.block.rules import signed_upload_headers
 from silt.block.s3 import S3Adapter
 from silt.errors import SourceChanged
@@ -106,6 +108,13 @@ def test_s3_objects_silt_wrote_itself_are_read_as_before(s3_adapter: S3Adapter, 
     s3_adapter.put(namespace, "data/" + uuid.uuid4().hex, io.BytesIO(ORIGINAL), len(ORIGINAL))
     entry = pb.Entry(physical_address="data/" + uuid.uuid4().hex)
     assert source_reader(s3_adapter, NO_IMPORTS, namespace, entry) is s3_adapter
+
+
+def test_linked_uploads_on_a_local_disk_are_read_plainly(tmp_path: Path) -> None:
+    # The edge's own upload URLs write once: nothing can change the bytes after the link.
+    adapter = LocalAdapter(tmp_path)
+    entry = pb.Entry(physical_address=ADDRESSES.issue("repo", "main", "t.csv"))
+    assert source_reader(adapter, NO_IMPORTS, "local://repo", entry) is adapter
 
 
 @pytest.mark.gs
