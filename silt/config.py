@@ -226,6 +226,12 @@ class S3BlockstoreConfig(PreSignedConfig):
     """path-style addressing"""
     max_retries: int = Field(5, ge=0)
     """attempts per request"""
+    pre_signed_put_write_once: bool = False
+    """sign `If-None-Match: *` into presigned PUT URLs: an upload URL then writes once (412 after) and an upload
+    without the header is refused. lakeFS's clients (lakectl, lakefs-sdk, lakefs-spec) never send it: turn on only
+    when every uploader is Silt's CLI or sends the headers a URL signs. Off or on, reads of a linked upload are pinned
+    to what the link checked (docs/security.md)
+    """
 
 
 class AzureBlockstoreConfig(PreSignedConfig):
@@ -265,6 +271,12 @@ class GSBlockstoreConfig(PreSignedConfig):
     """an emulator's endpoint (fake-gcs-server: `http://127.0.0.1:4443`) instead of Google's"""
     max_retries: int = Field(5, ge=0)
     """attempts per request"""
+    pre_signed_put_write_once: bool = False
+    """sign `x-goog-if-generation-match: 0` into presigned PUT URLs: an upload URL then writes once (412 after) and
+    an upload without the header is refused. lakeFS's clients never send it: turn on only when every uploader is
+    Silt's CLI or sends the headers a URL signs. Off or on, reads of a linked upload are pinned to what the link
+    checked (docs/security.md)
+    """
 
     _endpoint_url = field_validator("endpoint_url")(_check_optional_base_url)
 

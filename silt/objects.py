@@ -4,6 +4,7 @@ namespace, and how an entry's metadata holds the user's own metadata beside Silt
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping
 
@@ -27,14 +28,25 @@ CHECKSUM_METADATA_PREFIX = "x-silt-checksum-"
 # A time, like last_modified: graveler leaves it out of an entry's identity too.
 SOURCE_MTIME_KEY = "x-silt-source-mtime-ns"
 # The version the store itself gave an imported object when it was imported (GCS: its
-# generation; Azure: its ETag), in its entry's metadata: reads of the source ask for exactly
-# that version (silt/block/external.py). Like the time above, left out of an entry's identity.
+# generation; Azure: its ETag; S3: its VersionId in a versioned bucket), in its entry's metadata:
+# reads of the source ask for exactly that version (silt/block/external.py). An object a client
+# uploaded itself and linked (linkPhysicalAddress) records it the same way.
 SOURCE_VERSION_KEY = "x-silt-source-version"
+# The addresses getPhysicalAddress hands out (services/api/link_addresses.py): the only places in
+# a namespace whose bytes a client writes itself (with a presigned URL of the store's own, which
+# stays usable until it expires), so the only ones read pinned to what the link checked.
+# One spelling per address: no leading zero in the time (the signature covers its value).
+LINK_ADDRESS = re.compile(r"data/[0-9a-f]{32}\.(?:0|[1-9][0-9]{0,11})\.[A-Za-z0-9_-]{43}")
 
 
 def new_physical_address() -> str:
     # Never reused: an object's bytes are immutable once staged, so readers of older commits keep theirs.
     return f"data/{uuid.uuid4().hex}"
+
+
+def is_link_address(physical_address: str) -> bool:
+    """Whether an entry's address is one getPhysicalAddress handed out (relative to the namespace)."""
+    return LINK_ADDRESS.fullmatch(physical_address) is not None
 
 
 def split_address(namespace: str, physical_address: str) -> tuple[str, str]:

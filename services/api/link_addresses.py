@@ -14,21 +14,20 @@ from __future__ import annotations
 import base64
 import hmac
 import json
-import re
 import time
 from collections.abc import Callable
 
 from services.api.errors import bad_request
 from services.api.signing import mac
 from silt.gc_grace import LINK_VALIDITY_SECONDS
-from silt.objects import new_physical_address
+from silt.objects import LINK_ADDRESS, new_physical_address
 
 # How long after getPhysicalAddress the address may be linked (LINK_VALIDITY_SECONDS, 6 h):
 # lakeFS allows 24 h, but Silt's garbage collection spares unreferenced objects only for its
 # grace period, and an object linked after a run listed it as garbage would lose its bytes.
 # silt/gc_grace.py refuses a grace that does not exceed this validity by a margin.
-# One spelling per address: no leading zero in the time (the signature covers its value).
-_ISSUED = re.compile(r"data/[0-9a-f]{32}\.(?:0|[1-9][0-9]{0,11})\.[A-Za-z0-9_-]{43}")
+# The form is silt/objects.py's LINK_ADDRESS: reads of linked entries know them by it.
+_ISSUED = LINK_ADDRESS
 
 
 def _signed_text(repository: str, branch: str, path: str, base: str, issued: int) -> bytes:

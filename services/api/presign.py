@@ -2,8 +2,10 @@
 getPhysicalAddress): the store's own where it has them (S3: boto3 signs them for
 `blockstore.s3.pre_signed_endpoint` or the store's endpoint; Azure: SAS URLs; GCS: V4 signed
 URLs), else the edge's own (edge_urls.py) on the origin the client reached this server at. An
-imported object is always read through the edge's own URL, which checks that its source is
-still as imported (silt/block/external.py); the store's URL would serve whatever is there now.
+imported object, and an object a client uploaded to an address of getPhysicalAddress and linked,
+is always read through the edge's own URL, which checks that it is still as imported or linked
+(silt/block/external.py reads_pinned); the store's URL would serve whatever is there now, and
+the store's presigned PUT URL can write there again until it expires.
 Turned off by `blockstore.<type>.disable_pre_signed`: `presign=true` is then refused, as lakeFS
 refuses it ("operation not supported").
 """
@@ -21,7 +23,7 @@ from services.api.link_addresses import LinkAddresses
 from services.api.signing import edge_signing_key, purpose_key
 from silt.block import BlockAdapter
 from silt.block.adapter import PresignedURL, PresignMethod
-from silt.block.external import SourceVersion, is_external
+from silt.block.external import SourceVersion, reads_pinned
 from silt.config import Config, PreSignedConfig
 from silt.graveler.v1 import model_pb2 as pb
 from silt.objects import SOURCE_MTIME_KEY, SOURCE_VERSION_KEY, full_address, split_address
@@ -63,11 +65,11 @@ class Presigner:
         """A GET URL for an entry's bytes. Blocking (boto3 may read credentials the first time):
         call it in a worker thread."""
         address = entry.physical_address
-        if is_external(namespace, address):
+        if reads_pinned(self._adapter, namespace, address):
             version = SourceVersion(
                 int(entry.size), entry.etag, _recorded_mtime(entry), entry.metadata.get(SOURCE_VERSION_KEY, "")
             )
-            return self._edge_url(request, address, "GET", filename, version)
+            return self._edge_url(request, full_address(namespace, address), "GET", filename, version)
         return self._sign(request, namespace, address, "GET", filename)
 
     def sign_upload(self, request: Request, namespace: str, address: str) -> PresignedURL:

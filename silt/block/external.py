@@ -41,11 +41,12 @@ from datetime import UTC, datetime
 from typing import Any, BinaryIO, Protocol
 
 from silt.block.adapter import CHUNK_SIZE, BlockAdapter, ObjectStat, PartInfo, PutResult
+from silt.block.beneath import DIRECTORY_FLAGS, LinkRefused, open_beneath
 from silt.block.rules import check_part_number, check_range
 from silt.config import BlockstoreConfig
 from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SourceChanged, Unavailable
 from silt.namespaces import split_store_uri
-from silt.objects import SOURCE_MTIME_KEY, SOURCE_VERSION_KEY
+from silt.objects import SOURCE_MTIME_KEY, SOURCE_VERSION_KEY, full_address, is_link_address, split_address
 
 # How a local external file is named: "local://" followed by its absolute path.
 LOCAL_EXTERNAL = "local:///"
@@ -97,7 +98,12 @@ class SourceVersion:
     store_version: str = ""
 
 
-def changed(uri: str, how: str) -> SourceChanged:
+def changed(uri: str, how: str, linked: bool = False) -> SourceChanged:
+    if linked:
+        return SourceChanged(
+            f"linked object {uri} {how} since it was linked (written again through its upload URL?); Silt never "
+            "serves other bytes than the link checked: upload and link the object again"
+        )
     return SourceChanged(
         f"imported object {uri} {how} since it was imported; Silt never serves other bytes than the import's: "
         "restore the source, or import it again"
@@ -144,9 +150,10 @@ class ExternalFiles:
     """Files under the local blockstore's importable directories, named ``local:///abs/path``.
 
     A path is accepted only strictly below one of the directories, with no empty, ``.`` or
-    ``..`` component, and read without following a symbolic link anywhere below the directory
-    (each component is lstat'ed, the file opened with O_NOFOLLOW): a link planted under an
-    import prefix cannot reach the rest of the disk.
+    ``..`` component, and opened from the directory's descriptor without following a symbolic
+    link at any component below it (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, else one
+    O_NOFOLLOW open per component): a link planted under an import prefix, even one swapped in
+    while a read is under way, cannot reach the rest of the disk.
     """
 
     def __init__(self, prefixes: Sequence[str]) -> None:
@@ -198,23 +205,52 @@ class ExternalFiles:
             if stat.S_ISLNK(mode):
                 raise InvalidArgument(f"{path!r} passes through a symbolic link; refused")
 
+    def open_directory(self, path: str) -> int:
+        """An open descriptor of a directory at or below an importable directory, reached without
+        following a link below it (the importable directory itself may be one: it is configured).
+        NotFound if there is none, InvalidArgument if a link is on the way."""
+        root = path if path in self._roots else self.root_of(path)
+        return self._open_below(root, path, DIRECTORY_FLAGS)
+
     def open_file(self, address: str) -> tuple[int, os.stat_result]:
-        """An open descriptor of a regular file and its stat; NotFound if there is none."""
+        """An open descriptor of a regular file and its stat; NotFound if there is none.
+
+        The path is resolved from the importable directory's descriptor by the kernel, refusing
+        a link at every component (silt/block/beneath.py), so a directory swapped for a link
+        after check_links looked cannot redirect the open."""
         path = self.path_of(address)
-        self.check_links(path, self.root_of(path))
-        try:
-            fd = os.open(path, _OPEN_FLAGS)
-        except OSError as exc:
-            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-                raise NotFound(f"{address}: no such file") from None
-            if exc.errno == errno.ELOOP:
-                raise InvalidArgument(f"{address}: refusing to follow a symbolic link") from None
-            raise Unavailable(f"{address}: {exc.strerror or exc}") from None
+        root = self.root_of(path)
+        # First the check by name, for a clear message in the common case; the open decides.
+        self.check_links(path, root)
+        fd = self._open_below(root, path, _OPEN_FLAGS)
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             raise NotFound(f"{address}: not a regular file")
         return fd, st
+
+    def _open_below(self, root: str, path: str, flags: int) -> int:
+        shown = "local://" + path
+        try:
+            root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise NotFound(f"{shown}: the importable directory {root!r} does not exist") from None
+            raise Unavailable(f"{shown}: {exc.strerror or exc}") from None
+        if path == root:
+            return root_fd  # open_directory of the importable directory itself
+        try:
+            return open_beneath(root_fd, path[len(root) + 1 :].split("/"), flags)
+        except LinkRefused:
+            raise InvalidArgument(
+                f"{shown}: refusing to follow a symbolic link below {root!r} (it passes through one)"
+            ) from None
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise NotFound(f"{shown}: no such file") from None
+            raise Unavailable(f"{shown}: {exc.strerror or exc}") from None
+        finally:
+            os.close(root_fd)
 
     def open(self, address: str, version: SourceVersion, byte_range: tuple[int, int] | None) -> BinaryIO:
         """The file's bytes (or an inclusive range of them) while it is as imported; SourceChanged if not."""
@@ -273,12 +309,26 @@ class SourceReader:
     are checked against the version the import recorded; everything else goes to the adapter.
     Writing or deleting the source is refused: it is not Silt's."""
 
-    def __init__(self, adapter: BlockAdapter, files: ExternalFiles, address: str, version: SourceVersion) -> None:
+    def __init__(
+        self,
+        adapter: BlockAdapter,
+        files: ExternalFiles,
+        address: str,
+        version: SourceVersion,
+        at: tuple[str, str] | None = None,
+        linked: bool = False,
+    ) -> None:
         self._adapter = adapter
         self._files = files
         self._address = address
-        self._at = split_external(address)
+        # (namespace, key) as the callers name the object: split_external's for an address
+        # outside the namespace, the repository's namespace and the relative address for a linked one.
+        self._at = split_external(address) if at is None else at
         self._version = version
+        self._linked = linked
+
+    def _changed(self, how: str) -> SourceChanged:
+        return changed(self._address, how, self._linked)
 
     def _is_source(self, namespace: str, key: str) -> bool:
         return (namespace, key) == self._at
@@ -297,18 +347,18 @@ class SourceReader:
                     namespace, key, version.etag, byte_range, size=version.size, version=version.store_version
                 )
             except PredicateFailed as exc:
-                raise changed(address, f"changed ({exc})") from None
+                raise self._changed(f"changed ({exc})") from None
             except NotFound:
-                raise changed(address, "no longer exists") from None
+                raise self._changed("no longer exists") from None
             return reader
         # An adapter without get_if_match (S3, GCS and Azure all have it): compare first; a change
         # between the two calls is the one window left.
         try:
             current = self._adapter.stat(namespace, key)
         except NotFound:
-            raise changed(address, "no longer exists") from None
+            raise self._changed("no longer exists") from None
         if current.size != version.size or (version.etag and current.etag != version.etag):
-            raise changed(address, f"changed (now {current.size} bytes, ETag {current.etag})")
+            raise self._changed(f"changed (now {current.size} bytes, ETag {current.etag})")
         if byte_range is None:
             return self._adapter.get(namespace, key)
         return self._adapter.get_range(namespace, key, *byte_range)
@@ -369,9 +419,30 @@ class SourceReader:
         return getattr(self._adapter, name)
 
 
+def reads_pinned(adapter: Any, namespace: str, physical_address: str) -> bool:
+    """Whether reads of an entry at this address are pinned to what the entry recorded: an
+    imported object (outside the namespace), or one a client uploaded itself to an address
+    getPhysicalAddress handed out and then linked, on a store whose presigned PUT URLs can write
+    the object again until they expire (S3, GCS: `presigned_puts_replace`). The edge's own URLs
+    (the local blockstore) write once and Azure's SAS upload URLs are create-only: nothing can
+    write there after the link, so those reads stay plain."""
+    if is_external(namespace, physical_address):
+        return True
+    return (
+        is_link_address(physical_address)
+        and getattr(adapter, "presigned_puts_replace", False)
+        and getattr(adapter, "get_if_match", None) is not None
+    )
+
+
 def source_reader(adapter: BlockAdapter, files: ExternalFiles, namespace: str, entry: Any) -> ObjectReader:
     """The reads of `entry` (a graveler Entry) in a repository with storage namespace `namespace`:
-    the adapter itself for bytes inside the namespace, a SourceReader for an imported object."""
-    if not is_external(namespace, entry.physical_address):
-        return adapter
-    return SourceReader(adapter, files, entry.physical_address, _version_of(entry))
+    the adapter itself for bytes Silt wrote inside the namespace, a SourceReader for an imported
+    object or a linked upload (reads_pinned)."""
+    address = entry.physical_address
+    if is_external(namespace, address):
+        return SourceReader(adapter, files, address, _version_of(entry))
+    if reads_pinned(adapter, namespace, address):
+        at = split_address(namespace, address)
+        return SourceReader(adapter, files, full_address(namespace, address), _version_of(entry), at, linked=True)
+    return adapter

@@ -97,6 +97,7 @@ from silt.block.rules import (
     MAX_KEY_BYTES,
     MAX_PRESIGN_SECONDS,
     RESERVED_PREFIX,
+    WRITE_ONCE_GCS,
     attachment,
     check_part_number,
     check_parts_list,
@@ -549,6 +550,9 @@ class _EmptyReader(io.RawIOBase):
 
 class GCSAdapter(PinnedReadAdapter):
     scheme = "gs"
+    # The store's presigned PUT URLs can write the object again until they expire (unless
+    # pre_signed_put_write_once): reads of a linked upload are pinned (silt/block/external.py).
+    presigned_puts_replace = True
 
     def __init__(self, config: GSBlockstoreConfig, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> None:
         self._config = config
@@ -778,6 +782,8 @@ class GCSAdapter(PinnedReadAdapter):
                 version="v4",
                 expiration=timedelta(seconds=expires_in),
                 method=method,
+                # Signed, so the upload must send it: the URL creates the object once, never replaces it.
+                headers=dict([WRITE_ONCE_GCS]) if method == "PUT" and self._config.pre_signed_put_write_once else None,
                 response_disposition=attachment(filename) if method == "GET" and filename else None,
                 credentials=credentials,
                 api_access_endpoint=endpoint.rstrip("/"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from typing import Protocol
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 from silt.errors import InvalidArgument
 
@@ -24,6 +24,10 @@ RESERVED_PREFIX = ".silt-"
 MAX_KEY_BYTES = 1024  # S3's own limit
 # SigV4's limit on a presigned URL's life, which every store's URLs keep to.
 MAX_PRESIGN_SECONDS = 7 * 24 * 3600
+# The header a write-once presigned PUT URL signs (blockstore.<s3|gs>.pre_signed_put_write_once)
+# and the value its upload sends: S3's conditional create; GCS's "no live generation yet".
+WRITE_ONCE_S3 = ("If-None-Match", "*")
+WRITE_ONCE_GCS = ("x-goog-if-generation-match", "0")
 
 
 def _shown(value: str) -> str:
@@ -150,3 +154,14 @@ def attachment(filename: str) -> str:
     any name, a plain ASCII fallback with the characters that could break the header dropped)."""
     plain = "".join(c for c in filename if " " <= c <= "~" and c not in '"\\') or "download"
     return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
+
+
+def signed_upload_headers(url: str) -> dict[str, str]:
+    """The write-once headers a presigned PUT URL of S3 or GCS signs (its X-Amz-SignedHeaders or
+    X-Goog-SignedHeaders name them), which an upload to it must send: {} for any other URL."""
+    query = parse_qs(urlsplit(url).query)
+    signed: set[str] = set()
+    for field in ("X-Amz-SignedHeaders", "X-Goog-SignedHeaders"):
+        for value in query.get(field, ()):
+            signed.update(name.strip().lower() for name in value.split(";"))
+    return {name: value for name, value in (WRITE_ONCE_S3, WRITE_ONCE_GCS) if name.lower() in signed}

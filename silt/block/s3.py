@@ -59,6 +59,7 @@ from silt.block.rules import (
     MAX_KEY_BYTES,
     MAX_PRESIGN_SECONDS,
     RESERVED_PREFIX,
+    WRITE_ONCE_S3,
     attachment,
     check_part_number,
     check_parts_list,
@@ -105,6 +106,13 @@ _STREAM_ERRORS = (BotoCoreError, urllib3.exceptions.HTTPError, OSError)
 
 def _one_line(text: object) -> str:
     return " ".join(str(text).split())
+
+
+def _version_id(head: dict[str, Any]) -> str:
+    """The VersionId a HeadObject reported: "" without versioning, and for S3's "null" version
+    (versioning suspended), which the next write replaces in place."""
+    version = str(head.get("VersionId") or "")
+    return "" if version == "null" else version
 
 
 def _error_code(exc: ClientError) -> str:
@@ -266,6 +274,9 @@ def build_client(
 
 class S3Adapter(PinnedReadAdapter):
     scheme = "s3"
+    # The store's presigned PUT URLs can write the object again until they expire (unless
+    # pre_signed_put_write_once): reads of a linked upload are pinned (silt/block/external.py).
+    presigned_puts_replace = True
 
     def __init__(self, config: S3BlockstoreConfig, *, connect_timeout: float = 5.0, read_timeout: float = 60.0) -> None:
         self._config = config
@@ -408,12 +419,16 @@ class S3Adapter(PinnedReadAdapter):
     def _read_pinned(self, namespace: str, key: str, pin: Pin, byte_range: tuple[int, int] | None) -> BinaryIO:
         """get_if_match: get (or get_range) only while the object's ETag is the pinned one: S3's
         If-Match in the same request, so the check costs nothing and no other version's bytes can
-        follow it. The ETag is S3's own, which no writer sets: the pin's size and version (what GCS
-        and Azure compare besides) add nothing here. PredicateFailed when the ETag differs, NotFound when the
-        object is gone."""
+        follow it. The ETag is S3's own, which no writer sets; the pin's size adds nothing. With
+        the pin's version (the VersionId of an object linked in a versioned bucket) exactly that
+        version is read: an object written again later is another version, and the linked one is
+        still served. PredicateFailed when the ETag differs, NotFound when the object (version) is
+        gone."""
         extra: dict[str, str] = {}
         if byte_range is not None:
             extra["Range"] = f"bytes={byte_range[0]}-{byte_range[1]}"
+        if pin.version:
+            extra["VersionId"] = pin.version
         bucket, name, what = self._locate(namespace, key)
         try:
             response = self._client.get_object(
@@ -434,6 +449,8 @@ class S3Adapter(PinnedReadAdapter):
             size=int(head["ContentLength"]),
             etag=normalize_etag(head["ETag"]),
             mtime=head["LastModified"].astimezone(UTC),
+            # In a versioned bucket, the version a read can ask for; "" otherwise.
+            version=_version_id(head),
         )
 
     def delete(self, namespace: str, key: str) -> None:
@@ -509,6 +526,9 @@ class S3Adapter(PinnedReadAdapter):
         params: dict[str, str] = {"Bucket": bucket, "Key": name}
         if method == "GET" and filename:
             params["ResponseContentDisposition"] = attachment(filename)
+        if method == "PUT" and self._config.pre_signed_put_write_once:
+            # Signed, so the upload must send it: the URL creates the object once, never replaces it.
+            params["IfNoneMatch"] = WRITE_ONCE_S3[1]
         operation = "get_object" if method == "GET" else "put_object"
         expires = int(time.time()) + expires_in
         with _calls(f"presigning {what}"):

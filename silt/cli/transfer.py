@@ -259,9 +259,13 @@ class Mover:
 
     def _put(self, url: str, what: str, local: Path, size: int, progress: Callable[[int], object]) -> str:
         """PUT a file to a presigned URL; the ETag the store answers."""
+        from silt.block.rules import signed_upload_headers  # not at start-up: the CLI starts without silt.block
+
         with local.open("rb") as f:
             body = _Counted(f, size, progress)
             headers = {"Content-Length": str(size), "Content-Type": "application/octet-stream"}
+            # A write-once URL (blockstore.<s3|gs>.pre_signed_put_write_once) signs the condition it needs.
+            headers.update(signed_upload_headers(url))
             response = self._request("PUT", url, what, body=body, headers=headers, retries=False)
         _check_status(response, what, 200, 201, 204)
         etag = (response.headers.get("ETag") or "").strip().strip('"')

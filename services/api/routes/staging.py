@@ -8,7 +8,11 @@ Linking is checked before anything is staged (lakeFS checks less; docs/clients/l
 - any other address must lie under `graveler.allowed_import_prefixes` (graveler checks again, and
   keeps such entries out of garbage collection's reach);
 - the object must be there, with the size and checksum (ETag) the client states: an entry never
-  points at bytes that are missing or other than the client meant.
+  points at bytes that are missing or other than the client meant. The store's own version of
+  the object checked (GCS generation, S3 VersionId in a versioned bucket, Azure ETag) is recorded
+  in the entry, and reads of a linked address are pinned to it and to the ETag
+  (silt/block/external.py reads_pinned): the store's presigned PUT URL stays usable until it
+  expires, and a second PUT to it after the link never changes what the entry serves.
 A link refused leaves the uploaded bytes in place, for the client to link again (garbage
 collection removes what is never linked).
 """
@@ -38,7 +42,7 @@ from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.namespaces import Namespace, parse_roots
-from silt.objects import DEFAULT_CONTENT_TYPE, split_address, with_user_metadata
+from silt.objects import DEFAULT_CONTENT_TYPE, SOURCE_VERSION_KEY, split_address, with_user_metadata
 
 router = APIRouter()
 
@@ -146,14 +150,18 @@ async def link_physical_address(
         _check_external(given, request.app.state.config.graveler.allowed_import_prefixes)
         stored = given
     await ensure_branch(ctx, repository, branch)
-    await _check_object(ctx, namespace, stored, body.size_bytes, checksum)
+    version = await _check_object(ctx, namespace, stored, body.size_bytes, checksum)
+    metadata = with_user_metadata({}, user)
+    if version:
+        # The store's version of what was checked: reads ask for exactly it (silt/block/external.py).
+        metadata[SOURCE_VERSION_KEY] = version
     entry = pb.Entry(
         physical_address=stored,
         size=body.size_bytes,
         etag=checksum,
         last_modified=modified,
         content_type=content_type,
-        metadata=with_user_metadata({}, user),
+        metadata=metadata,
     )
     staged = api.StageEntryRequest(
         repository=repository, branch=branch, key=key, entry=entry, if_absent=if_absent, if_match_etag=if_match_etag
@@ -168,7 +176,9 @@ async def link_physical_address(
     return model_response(stats)
 
 
-async def _check_object(ctx: Ctx, namespace: str, address: str, size: int, checksum: str) -> None:
+async def _check_object(ctx: Ctx, namespace: str, address: str, size: int, checksum: str) -> str:
+    """Refuse (400) a link to an object that is missing or not of this size and ETag; the store's
+    own version of the object checked ("" where it has none: S3 without versioning, a local disk)."""
     backend = ctx.backend
     store_namespace, store_key = split_address(namespace, address)
     try:
@@ -182,6 +192,7 @@ async def _check_object(ctx: Ctx, namespace: str, address: str, size: int, check
     stored = normalize_etag(stat.etag)
     if stored != checksum:
         raise bad_request(f"checksum {checksum!r} differs from the ETag {stored!r} of the object at the address")
+    return stat.version
 
 
 async def _stage(ctx: Ctx, request: api.StageEntryRequest) -> None:

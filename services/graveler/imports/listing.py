@@ -10,8 +10,10 @@
   SORT_IN_MEMORY entries and beyond that in sorted runs spilled to a temporary file and merged,
   so even one directory of millions of files stays within a bounded amount of memory. Hidden
   entries (a leading ``.``), symbolic links and anything but regular files and directories are
-  skipped, as lakeFS's local import does. The ETag of a file is the MD5 of its bytes, as
-  lakeFS's local import makes it, so identical files compare equal in diffs and merges.
+  skipped, as lakeFS's local import does. The walk goes by open directories, never by path:
+  each name is opened in its open parent without following a link (silt/block/beneath.py).
+  The ETag of a file is the MD5 of its bytes, as lakeFS's local import makes it, so identical
+  files compare equal in diffs and merges.
 
 Every listing checks the order it promises: a source that breaks it fails the import rather
 than producing a metarange out of order.
@@ -19,20 +21,20 @@ than producing a metarange out of order.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import heapq
 import os
 import stat
 import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, BinaryIO, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from services.graveler.imports.locations import OBJECT, Source
 from services.graveler.imports.names import name_problem, plain_name
+from silt.block.beneath import DIRECTORY_FLAGS, LinkRefused, open_child
 from silt.block.external import ExternalFiles
 from silt.errors import InvalidArgument, NotFound, Unavailable
 
@@ -131,17 +133,23 @@ def _md5_of(fd: int, size: int) -> str:
     return digest.hexdigest()
 
 
-def _file(path: str) -> Found | None:
-    """A regular file as found now (None if it is gone, or no longer a regular file): opened
-    without following a link, its size and time from the open file, its MD5 from its bytes."""
+def _file(dir_fd: int, name: str, path: str) -> Found | None:
+    """A regular file as found now (None if it is gone, or no longer a regular file): opened by
+    name in its open directory without following a link, its size and time from the open file,
+    its MD5 from its bytes."""
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = open_child(dir_fd, name, _OPEN_FLAGS)
+    except LinkRefused:
+        return None  # replaced by a link since its directory was read
     except FileNotFoundError:
         return None  # deleted since its directory was read: not part of the import
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return None  # replaced by a link since its directory was read
         raise Unavailable(f"reading {path}: {exc.strerror or exc}") from None
+    return _opened_file(fd, path)
+
+
+def _opened_file(fd: int, path: str) -> Found | None:
+    """Found of an open file (closed here), None unless it is a regular file."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -151,6 +159,22 @@ def _file(path: str) -> Found | None:
         raise Unavailable(f"reading {path}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
+
+
+def _open_directory(dir_fd: int, name: str, path: str) -> int | None:
+    """A subdirectory, opened by name in its open parent without following a link; None if it is
+    gone or no longer a directory. A directory replaced by a link since its parent was read
+    fails the import: what it points at is not below the import's directory."""
+    try:
+        return open_child(dir_fd, name, DIRECTORY_FLAGS)
+    except LinkRefused:
+        raise InvalidArgument(
+            f"cannot import local://{path}: the directory was replaced by a symbolic link during the import"
+        ) from None
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise Unavailable(f"reading {path}: {exc.strerror or exc}") from None
 
 
 class _Child(NamedTuple):
@@ -187,12 +211,13 @@ def _check_local_name(directory: str, name: str) -> None:
         raise InvalidArgument(f"cannot import {'local://' + directory + '/' + name!r}: {problem}")
 
 
-def _children(directory: str) -> Iterator[_Child]:
-    """A directory's visible regular files and directories, in key order, within bounded memory."""
+def _children(dir_fd: int, directory: str) -> Generator[_Child]:
+    """An open directory's visible regular files and directories (`directory` names it in
+    messages), in key order, within bounded memory."""
     runs: list[BinaryIO] = []
     batch: list[_Child] = []
     try:
-        with os.scandir(directory) as entries:
+        with os.scandir(dir_fd) as entries:
             for entry in entries:
                 name = entry.name
                 if name.startswith("."):
@@ -221,31 +246,46 @@ def _children(directory: str) -> Iterator[_Child]:
 
 def walk_local(files: ExternalFiles, source: Source) -> Iterator[Found]:
     """The files of a local common_prefix source (a directory, walked in key order), or the one
-    file of an object source."""
+    file of an object source.
+
+    The walk holds each directory open on its way down and opens what it lists by name in that
+    open directory, never following a link (silt/block/beneath.py): a directory swapped for a
+    link while the walk is under way is refused, not followed out of the import's directory."""
     if source.kind == OBJECT:
         fd, _ = files.open_file("local://" + source.key)
-        os.close(fd)
-        found = _file(source.key)
+        found = _opened_file(fd, source.key)
         if found is None:
             raise NotFound(f"local://{source.key}: no such file")
         yield found
         return
-    stack: list[Iterator[_Child]] = [_children(source.key)]
+    top = files.open_directory(source.key)
+    opened = [top]
+    stack: list[Generator[_Child]] = [_children(top, source.key)]
     directories = [source.key]
-    while stack:
-        child = next(stack[-1], None)
-        if child is None:
-            stack.pop()
-            directories.pop()
-            continue
-        path = directories[-1] + "/" + child.name
-        if child.is_dir:
-            stack.append(_children(path))
-            directories.append(path)
-            continue
-        found = _file(path)
-        if found is not None:
-            yield found
+    try:
+        while stack:
+            child = next(stack[-1], None)
+            if child is None:
+                stack.pop()
+                directories.pop()
+                os.close(opened.pop())
+                continue
+            path = directories[-1] + "/" + child.name
+            if child.is_dir:
+                below = _open_directory(opened[-1], child.name, path)
+                if below is not None:
+                    opened.append(below)
+                    stack.append(_children(below, path))
+                    directories.append(path)
+                continue
+            found = _file(opened[-1], child.name, path)
+            if found is not None:
+                yield found
+    finally:
+        for children in stack:
+            children.close()  # its scandir and spilled runs
+        for fd in opened:
+            os.close(fd)
 
 
 def check_name(source: Source, found: Found) -> None:

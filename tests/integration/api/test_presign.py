@@ -191,6 +191,46 @@ def test_staging_flow_with_a_presigned_upload(store: Store) -> None:
     assert objects.get_object(store.repo, commit.id, "up/table.csv") == data
 
 
+def test_a_second_put_to_the_upload_url_never_changes_what_a_commit_serves(store: Store) -> None:
+    staging = lakefs_sdk.StagingApi(store.sdk())
+    objects = lakefs_sdk.ObjectsApi(store.sdk())
+    location = staging.get_physical_address(store.repo, "main", "t/reviewed.csv", presign=True)
+    assert location.presigned_url is not None
+    _check_url_origin(store, location.presigned_url)
+    data, other = b"id,amount\n1,10\n" * 1000, b"id,amount\n1,99\n" * 1000
+    put = HTTP.request("PUT", location.presigned_url, body=data)
+    assert put.status == 200, put.data
+    metadata = lakefs_sdk.StagingMetadata(
+        staging=location, checksum=put.headers["ETag"].strip('"'), size_bytes=len(data)
+    )
+    staging.link_physical_address(store.repo, "main", "t/reviewed.csv", metadata)
+    commit = lakefs_sdk.CommitsApi(store.sdk()).commit(
+        store.repo, "main", lakefs_sdk.CommitCreation(message="reviewed")
+    )
+
+    again = HTTP.request("PUT", location.presigned_url, body=other)
+    if store.kind == "local":
+        assert again.status == 412  # the edge's own URLs write once
+    else:
+        assert again.status == 200  # the store's URL is valid until it expires; reads are pinned instead
+    s3 = store.api.stack.client()
+    for ref in ("main", commit.id):
+        try:
+            assert objects.get_object(store.repo, ref, "t/reviewed.csv") == data
+        except ApiException as exc:
+            assert store.kind == "s3" and exc.status == 410, exc
+            assert "since it was linked" in (exc.body or "")
+        try:
+            assert s3.get_object(Bucket=store.repo, Key=f"{ref}/t/reviewed.csv")["Body"].read() == data
+        except s3.exceptions.NoSuchKey:
+            assert store.kind == "s3"
+        url = objects.stat_object(store.repo, ref, "t/reviewed.csv", presign=True).physical_address
+        assert url.startswith(store.api.stack.endpoint + "/"), url
+        got = HTTP.request("GET", url)
+        assert got.data != other
+        assert got.status == 200 and got.data == data if store.kind == "local" else got.status == 410, got.data
+
+
 def test_links_that_are_refused(store: Store) -> None:
     staging = lakefs_sdk.StagingApi(store.sdk())
     location = staging.get_physical_address(store.repo, "main", "a.bin", presign=True)
@@ -343,7 +383,9 @@ def test_lakefs_client_with_and_without_presign(store: Store) -> None:
         data, mode="wb", pre_sign=True, content_type="text/csv", metadata={"k": "v"}
     )
     stat = written.stat(pre_sign=True)
-    _check_url_origin(store, stat.physical_address)
+    # A linked upload is read through the edge's own URL on every store: it checks the bytes are
+    # still those linked (the store's PUT URL stays usable until it expires).
+    assert stat.physical_address.startswith(store.api.stack.endpoint + "/_silt/presigned/"), stat.physical_address
     assert stat.size_bytes == len(data) and stat.metadata == {"k": "v"} and stat.content_type == "text/csv"
     with written.reader("rb", pre_sign=True) as reader:
         assert reader.read() == data

@@ -7,6 +7,7 @@ tests/conftest.py.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from silt.block import BlockAdapter
 from silt.block.azure import AzureAdapter
@@ -118,3 +121,23 @@ def blocks(request: pytest.FixtureRequest, tmp_path: Path) -> Blocks:
     adapter = request.getfixturevalue("s3_adapter")
     bucket = request.getfixturevalue("s3_bucket")
     return Blocks("s3", adapter, f"s3://{bucket}/some/prefix")
+
+
+@pytest.fixture(scope="session")
+def service_account_json() -> str:
+    """A service account key of a made-up account: a fresh RSA key, never known to Google."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    return json.dumps(
+        {
+            "type": "service_account",
+            "project_id": "silt-sa-project",
+            "private_key_id": "0123456789abcdef",
+            "private_key": pem,
+            "client_email": "silt-test@silt-sa-project.iam.gserviceaccount.com",
+            "client_id": "1234567890",
+            "token_uri": "https://oauth2.googleapis.com/token",
+        }
+    )

@@ -13,8 +13,6 @@ from urllib.parse import parse_qs, urlsplit
 import google.auth
 import pytest
 import urllib3
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from google.auth.credentials import AnonymousCredentials
 from google.oauth2 import service_account
 from pydantic import SecretStr
@@ -32,26 +30,6 @@ pytestmark = pytest.mark.gs
 
 HTTP = urllib3.PoolManager(retries=False, timeout=30)
 UPLOAD = "0123456789abcdef0123456789abcdef"  # well-formed, never created
-
-
-@pytest.fixture(scope="module")
-def service_account_json() -> str:
-    """A service account key of a made-up account: a fresh RSA key, never known to Google."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    return json.dumps(
-        {
-            "type": "service_account",
-            "project_id": "silt-sa-project",
-            "private_key_id": "0123456789abcdef",
-            "private_key": pem,
-            "client_email": "silt-test@silt-sa-project.iam.gserviceaccount.com",
-            "client_id": "1234567890",
-            "token_uri": "https://oauth2.googleapis.com/token",
-        }
-    )
 
 
 # --- credentials ---------------------------------------------------------------------
