@@ -191,7 +191,9 @@ class Actions:
         if isinstance(script, str) and script and not path:
             return script
         if isinstance(path, str) and path and not script:
-            entry = self.reads.entries.stat(repo, record.source_ref, path, deadline)
+            # Where the action file was read: a check's script is the destination's, like its
+            # action file, or the pull request's author could rewrite what it must pass.
+            entry = self.reads.entries.stat(repo, record.actions_at, path, deadline)
             return self.reads.read(repo, entry, 256 * 1024).decode()
         raise InvalidHook("a lua hook needs exactly one of 'script' and 'script_path'")
 

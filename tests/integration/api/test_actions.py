@@ -472,6 +472,62 @@ def test_a_required_pull_request_check_blocks_the_merge_until_it_passes_and_reru
     assert merged.reference
 
 
+CHECK_SCRIPT = b"""local lakefs = require("lakefs")
+local code, _ = lakefs.stat_object(action.repository_id, action.source_ref, "bad.csv")
+if code == 200 then error("bad.csv is present") end
+"""
+SCRIPTED_CHECK = """name: scripted
+on:
+  pull-request:
+    branches: ["main"]
+hooks:
+  - id: no_bad
+    type: lua
+    properties:
+      script_path: scripts/check.lua
+"""
+
+
+def test_a_pull_request_cannot_rewrite_the_script_its_required_check_runs(
+    api: Api, client: lakefs_sdk.ApiClient, repo: str
+) -> None:
+    _upload(client, repo, "main", "scripts/check.lua", CHECK_SCRIPT)
+    _action(client, repo, "scripted", SCRIPTED_CHECK)
+    response = api.request(
+        "PUT",
+        f"/repositories/{repo}/settings/branch_protection",
+        body=json.dumps([{"pattern": "main", "required_checks": ["scripted/no_bad"]}]).encode(),
+        headers={**_admin_headers(api), "Content-Type": "application/json"},
+    )
+    assert response.status == 204, response.data
+    branches = lakefs_sdk.BranchesApi(client)
+    pulls = lakefs_sdk.PullsApi(client)
+    outcomes: dict[str, tuple[str, str]] = {}
+    # The control PR adds the bad data only; the other also rewrites the script the check runs
+    # (the action file itself is untouched) to pass whatever the data.
+    for branch, script in (("control", None), ("rewritten", b'print("all good")\n')):
+        branches.create_branch(repo, lakefs_sdk.BranchCreation(name=branch, source="main"))
+        _upload(client, repo, branch, "bad.csv", b"x")
+        if script is not None:
+            _upload(client, repo, branch, "scripts/check.lua", script)
+        head = _commit(client, repo, branch)
+        pull_id = pulls.create_pull_request(
+            repo, lakefs_sdk.PullRequestCreation(title=branch, source_branch=branch, destination_branch="main")
+        ).id
+        pull = _settled(api, repo, pull_id, head)
+        [check] = pull["checks"]
+        outcomes[branch] = (check["status"], check["error"])
+        assert "scripted/no_bad" in pull["merge_blocked_reason"], (branch, pull)
+        with pytest.raises(ApiException) as refused:
+            pulls.merge_pull_request(repo, pull_id)
+        assert refused.value.status == 403, branch
+    for branch, (status, error) in outcomes.items():
+        assert status == "failed" and "bad.csv is present" in error, (branch, status, error)
+    with pytest.raises(ApiException) as missing:  # neither merged into main
+        lakefs_sdk.ObjectsApi(client).stat_object(repo, "main", "bad.csv")
+    assert missing.value.status == 404
+
+
 def _admin_headers(api: Api) -> dict[str, str]:
     import urllib3
 
