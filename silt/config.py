@@ -735,9 +735,10 @@ class ActionsWebhookConfig(_Section):
     """when set (with `allowed_hosts`), webhooks may go only to addresses in these networks (e.g. `10.0.0.0/8`)"""
     denied_cidrs: list[str] = Field(default_factory=list, max_length=1000)
     """networks webhooks may never reach, besides link-local and metadata addresses"""
-    allow_private: bool = True
-    """whether webhooks may reach private (RFC 1918, unique local) and loopback addresses, where on-premises
-    webhook servers usually are"""
+    allow_private: bool = False
+    """whether webhooks may reach private (RFC 1918, unique local, carrier-grade NAT) and loopback addresses;
+    off by default (any writer could otherwise reach the server's own network), on for a deployment whose webhook
+    receivers live there"""
 
 
 class ActionsLuaConfig(_Section):

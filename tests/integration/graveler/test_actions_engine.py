@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from services.graveler.actions.manager import ActionsOptions
+from services.graveler.actions.targets import WebhookPolicy
 from services.graveler.deadline import NO_DEADLINE
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
-from silt.errors import ResourceExhausted
+from silt.errors import HookAborted, ResourceExhausted
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.mem import MemStore
 
@@ -84,7 +85,9 @@ def hooks() -> Iterator[Hooks]:
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Graveler]:
-    options = GravelerOptions(actions=ActionsOptions(max_runs_per_repository=1, background_workers=2))
+    # The webhook receiver is on 127.0.0.1: this engine opts in to private addresses (off by default).
+    actions = ActionsOptions(max_runs_per_repository=1, background_workers=2, webhook=WebhookPolicy(allow_private=True))
+    options = GravelerOptions(actions=actions)
     g = open_graveler(MemStore(), LocalAdapter(tmp_path / "data"), options)
     yield g
     g.close()
@@ -196,3 +199,29 @@ def test_a_check_result_of_an_older_head_is_dropped(engine: Graveler, hooks: Hoo
         time.sleep(0.01)
     assert check().commit_id == second
     assert engine.pulls.standing(handle, engine.pulls.get(handle, pull.id)).blocked_reason == ""
+
+
+def test_webhooks_to_loopback_are_refused_unless_the_deployment_opts_in(tmp_path: Path, hooks: Hooks) -> None:
+    g = open_graveler(MemStore(), LocalAdapter(tmp_path / "data"), GravelerOptions())  # the defaults
+    try:
+        repo = _repo(g, "private-off")
+        port = hooks.port
+        spellings = [
+            f"http://127.0.0.1:{port}/a",
+            f"http://[::ffff:127.0.0.1]:{port}/b",
+            f"http://[::ffff:7f00:1]:{port}/c",
+            f"http://2130706433:{port}/d",  # decimal
+            f"http://0177.0.0.1:{port}/e",  # octal
+            f"http://localhost:{port}/f",
+        ]
+        for n, url in enumerate(spellings):
+            _put(g, repo, "main", "_lakefs_actions/a.yaml", _webhook("loop", "pre-commit", url))
+            _put(g, repo, "main", f"f{n}")
+            with pytest.raises(HookAborted) as refused:
+                g.commit(repo, "main", "refused")
+            assert "is not an allowed webhook target" in str(refused.value), (url, refused.value)
+            assert "loopback address, and allow_private is off" in str(refused.value), (url, refused.value)
+        with hooks.lock:
+            assert hooks.seen == []  # no spelling reached the receiver
+    finally:
+        g.close()
