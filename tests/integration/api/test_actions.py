@@ -17,6 +17,7 @@ from typing import Any
 
 import lakefs_sdk
 import pytest
+import urllib3
 from click.testing import CliRunner
 from lakefs_sdk.exceptions import ApiException
 
@@ -171,6 +172,37 @@ def test_a_rejecting_pre_commit_webhook_answers_412_with_its_output_and_leaves_s
     assert output.status == 200 and b"rejected: schema mismatch" in output.data
     _upload(client, repo, "main", "other.txt", b"x")
     _commit(client, repo, "main")
+
+
+def test_a_hooks_output_is_kept_short_and_read_only_with_read_action_output(
+    api: Api, client: lakefs_sdk.ApiClient, repo: str, receiver: Receiver
+) -> None:
+    _action(client, repo, "gate", _webhook_action("gate", ["pre-commit"], receiver.url("/fail"), ["feature-*"]))
+    lakefs_sdk.BranchesApi(client).create_branch(repo, lakefs_sdk.BranchCreation(name="feature-b", source="main"))
+    _upload(client, repo, "feature-b", "data/b.csv", b"b\n")
+    _refused(lambda: _commit(client, repo, "feature-b"))
+    [run] = _runs(api, repo, "?branch=feature-b")
+    hooks_path = f"/repositories/{repo}/actions/runs/{run['run_id']}/hooks"
+    output_path = f"{hooks_path}/0000_0000/output"
+
+    # The admin (holding ReadActionOutput) reads the answer's status line and body, no headers.
+    output = api.request("GET", output_path)
+    assert output.status == 200
+    text = output.data.decode()
+    assert "Response:\nHTTP/1.0 500 Internal Server Error\n\nrejected: schema mismatch" in text
+    assert "Server:" not in text and "Date:" not in text and "Content-Length" not in text
+
+    # A reader of the repository sees the run and its hook's status, not the answer.
+    reader = api.stack.reader
+    as_reader = urllib3.make_headers(basic_auth=f"{reader.access_key_id}:{reader.secret_access_key.get_secret_value()}")
+    listed = api.request("GET", f"/repositories/{repo}/actions/runs?branch=feature-b", headers=as_reader)
+    assert listed.status == 200 and json.loads(listed.data)["results"][0]["status"] == "failed"
+    hooks = api.request("GET", hooks_path, headers=as_reader)
+    assert hooks.status == 200 and json.loads(hooks.data)["results"][0]["status"] == "failed"
+    withheld = api.request("GET", output_path, headers=as_reader)
+    assert withheld.status == 403, withheld.data
+    assert "ReadActionOutput" in json.loads(withheld.data)["message"]
+    assert b"schema mismatch" not in withheld.data
 
 
 def test_an_accepting_webhook_lets_the_commit_through_and_post_hooks_get_the_payload(
