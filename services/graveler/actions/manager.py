@@ -99,7 +99,7 @@ class Actions:
         self,
         reads: RepositoryReads,
         runs: RunStore,
-        create_tag: Callable[[RepoHandle, str, str], None],
+        create_tag: Callable[[RepoHandle, str, str, Deadline], None],
         options: ActionsOptions | None = None,
     ) -> None:
         self.options = options or ActionsOptions()
@@ -230,7 +230,9 @@ class Actions:
             remaining = deadline.remaining()
             hook_end = ends_at if remaining is None else min(ends_at, time.monotonic() + remaining)
             hook_deadline = Deadline(hook_end, time.monotonic, deadline.is_active)
-            calls = ScopedCalls(self.reads, repo, hook_deadline, lambda tag, ref: self._create_tag(repo, tag, ref))
+            calls = ScopedCalls(
+                self.reads, repo, hook_deadline, lambda tag, ref: self._create_tag(repo, tag, ref, hook_deadline)
+            )
             lua_action = {**payload, "run_id": run_id, "storage_namespace": repo.namespace}
             ran = run_lua(script, lua_action, args, calls, limits, f"{action.file}:{hook.id}")
             return ran.ok, ran.output, ran.error

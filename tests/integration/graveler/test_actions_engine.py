@@ -21,7 +21,7 @@ from services.graveler.deadline import NO_DEADLINE
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
-from silt.errors import HookAborted, ResourceExhausted
+from silt.errors import HookAborted, NotFound, ResourceExhausted
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.mem import MemStore
 
@@ -225,3 +225,54 @@ def test_webhooks_to_loopback_are_refused_unless_the_deployment_opts_in(tmp_path
             assert hooks.seen == []  # no spelling reached the receiver
     finally:
         g.close()
+
+
+TAGGING_HOOK = b"""name: tagger
+on:
+  post-commit:
+hooks:
+  - id: tag
+    type: lua
+    properties:
+      script: |
+        local lakefs = require("lakefs")
+        for _, name in ipairs({"ok-1", "blocked-1"}) do
+          local code, _ = lakefs.create_tag(action.repository_id, action.commit_id, name)
+          print(name .. " " .. code)
+        end
+"""
+TAG_RULE = b"""name: tag-rule
+on:
+  pre-create-tag:
+hooks:
+  - id: no_blocked
+    type: lua
+    properties:
+      script: |
+        if string.sub(action.tag_id, 1, 8) == "blocked-" then error("blocked tags are refused") end
+"""
+
+
+def test_a_tag_created_by_a_hook_passes_the_pre_create_tag_hooks(engine: Graveler) -> None:
+    repo = _repo(engine, "hook-tags")
+    _put(engine, repo, "main", "_lakefs_actions/rule.yaml", TAG_RULE)
+    _put(engine, repo, "main", "_lakefs_actions/tagger.yaml", TAGGING_HOOK)
+    commit_id = engine.commit(repo, "main", "tag me").id
+    handle = engine.refs.repository(repo)
+
+    def post_run() -> pb.ActionRun | None:
+        runs, _, _ = engine.actions.runs.list_page(handle, "main", "", "", 100, NO_DEADLINE)
+        return next((r for r in runs if r.event_type == "post-commit" and r.HasField("end_time")), None)
+
+    ends = time.monotonic() + 10
+    while (run := post_run()) is None:
+        assert time.monotonic() < ends, "the post-commit hook did not run"
+        time.sleep(0.01)
+    output = engine.actions.runs.get(handle, run.run_id).hooks[0].output
+    assert "ok-1 201" in output and "blocked-1 412" in output, output
+    assert engine.refs.get_tag(handle, "ok-1").commit_id == commit_id
+    with pytest.raises(NotFound):
+        engine.refs.get_tag(handle, "blocked-1")
+    runs, _, _ = engine.actions.runs.list_page(handle, "", "", "", 100, NO_DEADLINE)
+    refused = [r for r in runs if r.event_type == "pre-create-tag" and r.tag_id == "blocked-1"]
+    assert len(refused) == 1 and refused[0].failed
