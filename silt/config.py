@@ -723,6 +723,28 @@ class ActionsEnvConfig(_Section):
     environment"""
     prefix: str = Field("SILTACTION_", min_length=1, max_length=64)
     """only environment variables with this prefix can be read by hooks"""
+    repositories: dict[str, list[str]] = Field(default_factory=dict, max_length=1000)
+    """which repositories' hooks may read each variable: its name (with the prefix) to repository name patterns
+    (`*` any run of characters), e.g. `{SILTACTION_CI_TOKEN: [ci-*, data]}` (from the environment:
+    `SILTACTION_CI_TOKEN:ci-*|data`); a variable not listed is read by no repository (the value is a secret any
+    writer of a repository could send to a URL of their choice)"""
+
+    @field_validator("repositories", mode="before")
+    @classmethod
+    def _split_patterns(cls, value: object) -> object:
+        # A map from the environment has string values: patterns joined by `|`.
+        if isinstance(value, dict):
+            return {k: v.split("|") if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _check_repositories(self) -> ActionsEnvConfig:
+        for name, patterns in self.repositories.items():
+            if not name.startswith(self.prefix):
+                raise ValueError(f"repositories: {name!r} does not start with the prefix {self.prefix!r}")
+            if len(patterns) > 1000 or not all(0 < len(p) <= 256 for p in patterns):
+                raise ValueError(f"repositories.{name}: 1 to 256 characters per pattern, at most 1000 patterns")
+        return self
 
 
 class ActionsWebhookConfig(_Section):

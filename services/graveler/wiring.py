@@ -89,7 +89,11 @@ def actions_options(config: Config) -> ActionsOptions:
         background_workers=actions.background_workers,
         background_queue_per_repository=actions.background_queue_per_repository,
         webhook=webhook,
-        env=EnvPolicy(enabled=actions.env.enabled, prefix=actions.env.prefix),
+        env=EnvPolicy(
+            enabled=actions.env.enabled,
+            prefix=actions.env.prefix,
+            repositories={name: tuple(patterns) for name, patterns in actions.env.repositories.items()},
+        ),
         lua=LuaLimits(
             max_memory_bytes=actions.lua.max_memory_bytes,
             max_instructions=actions.lua.max_instructions,

@@ -211,7 +211,7 @@ class Actions:
         payload = record.payload(action.name, hook.id)
         try:
             if hook.type == "webhook":
-                spec = parse_webhook(hook.properties, self.options.env)
+                spec = parse_webhook(hook.properties, self.options.env.for_repository(repo.name))
                 sent = send_webhook(spec, payload_bytes(payload), self.options.webhook, ends_at)
                 return sent.ok, sent.output, sent.error
             script = self._script(repo, record, hook, deadline)

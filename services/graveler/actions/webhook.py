@@ -5,8 +5,10 @@ Properties, as lakeFS reads them: `url` (http or https), `timeout` (a Go duratio
 added to the URL's own query) and `headers` (name to string). A value may take parts from the
 environment, `{{ ENV.NAME }}`, which makes the whole value secret: masked in the hook's output.
 As in lakeFS, a name is read from the environment only when the actions' environment is enabled
-and the name starts with its prefix (`SILTACTION_` here); otherwise it reads as "". A name the
-environment lacks is an error.
+and the name starts with its prefix (`SILTACTION_` here); otherwise it reads as "". Beyond
+lakeFS, a variable is read only by hooks of the repositories the configuration grants it to
+(`actions.env.repositories`; none unless listed). A name the environment lacks, or one not
+granted to the hook's repository, is an error.
 
 Address policy (targets.py), because a webhook lets whoever can write an action file make the
 server send requests: cloud metadata, link-local, unspecified, multicast and broadcast targets
@@ -38,8 +40,9 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -113,17 +116,34 @@ class InvalidHook(ValueError):
 
 @dataclass(frozen=True)
 class EnvPolicy:
-    """What `{{ ENV.NAME }}` may read (lakeFS's actions.env.enabled and .prefix)."""
+    """What `{{ ENV.NAME }}` may read (lakeFS's actions.env.enabled and .prefix), and which
+    repositories' hooks may read each variable (Silt's actions.env.repositories): a value is a
+    secret that any writer of a repository could send to a URL of their choice, so a variable
+    is read only by the hooks of the repositories it is granted to, none unless listed."""
 
     enabled: bool = True
     prefix: str = DEFAULT_ENV_PREFIX
     # None: the process environment, read when a hook is parsed.
     environ: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
+    # Variable name -> repository name patterns (fnmatch: `*` any run of characters).
+    repositories: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    # The repository whose hook reads (for_repository); "" when none.
+    repository: str = ""
+
+    def for_repository(self, repository: str) -> EnvPolicy:
+        return replace(self, repository=repository)
+
+    def granted(self, name: str) -> bool:
+        return any(fnmatchcase(self.repository, pattern) for pattern in self.repositories.get(name, ()))
 
     def lookup(self, name: str) -> str | None:
-        """The value name reads as; None if the environment lacks it."""
+        """The value name reads as; None if the environment lacks it. InvalidHook if the
+        variable is not granted to the repository."""
         if not self.enabled or not name.startswith(self.prefix):
             return ""
+        if not self.granted(name):
+            shown = repr(self.repository) if self.repository else "this repository"
+            raise InvalidHook(f"environment variable {name} is not granted to {shown} (actions.env.repositories)")
         environ = os.environ if self.environ is None else self.environ
         return environ.get(name)
 
@@ -210,7 +230,10 @@ def _secure(text: str, env: EnvPolicy, where: str) -> SecureValue:
         name = text[start : end + 2].strip("{} ").partition(".")[2]
         if not name:
             raise InvalidHook(f"{where}: {text[start : end + 2]!r} names no environment variable")
-        value = env.lookup(name)
+        try:
+            value = env.lookup(name)
+        except InvalidHook as exc:
+            raise InvalidHook(f"{where}: {exc}") from None
         if value is None:
             raise InvalidHook(f"{where}: environment variable {name} is not set")
         out.append(text[at:start])

@@ -17,6 +17,7 @@ import pytest
 
 from services.graveler.actions.manager import ActionsOptions
 from services.graveler.actions.targets import WebhookPolicy
+from services.graveler.actions.webhook import EnvPolicy
 from services.graveler.deadline import NO_DEADLINE
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.wiring import open_graveler
@@ -32,6 +33,7 @@ class Hooks:
     def __init__(self) -> None:
         self.gates: dict[str, threading.Event] = {}
         self.seen: list[tuple[str, dict[str, Any]]] = []
+        self.headers: dict[str, dict[str, str]] = {}
         self.lock = threading.Lock()
         self.port = 0
 
@@ -62,6 +64,7 @@ def hooks() -> Iterator[Hooks]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             with state.lock:
                 state.seen.append((self.path, body))
+                state.headers[self.path] = dict(self.headers.items())
                 gate = state.gates.get(self.path.split("?")[0])
             if gate is not None:
                 gate.wait(20)
@@ -276,3 +279,24 @@ def test_a_tag_created_by_a_hook_passes_the_pre_create_tag_hooks(engine: Gravele
     runs, _, _ = engine.actions.runs.list_page(handle, "", "", "", 100, NO_DEADLINE)
     refused = [r for r in runs if r.event_type == "pre-create-tag" and r.tag_id == "blocked-1"]
     assert len(refused) == 1 and refused[0].failed
+
+
+def test_an_env_value_reaches_only_the_hooks_of_repositories_it_is_granted_to(tmp_path: Path, hooks: Hooks) -> None:
+    env = EnvPolicy(environ={"SILTACTION_TOKEN": "granted-secret"}, repositories={"SILTACTION_TOKEN": ("ci-*",)})
+    actions = ActionsOptions(env=env, webhook=WebhookPolicy(allow_private=True))
+    g = open_graveler(MemStore(), LocalAdapter(tmp_path / "data"), GravelerOptions(actions=actions))
+    try:
+        for repo in (_repo(g, "ci-main"), _repo(g, "elsewhere")):
+            hook = _webhook("leak", "pre-commit", hooks.url(f"/{repo}")) + (
+                b"      headers:\n        Authorization: 'Bearer {{ ENV.SILTACTION_TOKEN }}'\n"
+            )
+            _put(g, repo, "main", "_lakefs_actions/a.yaml", hook)
+        g.commit("ci-main", "main", "the granted repository's hook sends it")
+        with pytest.raises(HookAborted) as refused:
+            g.commit("elsewhere", "main", "refused")
+        assert "SILTACTION_TOKEN is not granted to 'elsewhere'" in str(refused.value)
+        with hooks.lock:
+            assert [path for path, _ in hooks.seen] == ["/ci-main"]
+        assert hooks.headers["/ci-main"]["Authorization"] == "Bearer granted-secret"
+    finally:
+        g.close()

@@ -46,7 +46,11 @@ from services.graveler.actions.webhook import (
 
 PAYLOAD = json.dumps({"event_type": "pre-commit", "repository_id": "repo1", "branch_id": "main"}).encode()
 SECRET = "s3cr3t-t0ken-value"
-ENV = EnvPolicy(environ={"SILTACTION_TOKEN": SECRET, "SILTACTION_OTHER": "other", "HOME": "/root"})
+ENV = EnvPolicy(
+    environ={"SILTACTION_TOKEN": SECRET, "SILTACTION_OTHER": "other", "HOME": "/root"},
+    repositories={name: ("repo1",) for name in ("SILTACTION_TOKEN", "SILTACTION_OTHER", "SILTACTION_MISSING")},
+    repository="repo1",
+)
 
 
 # --- a real server --------------------------------------------------------------------
@@ -336,7 +340,7 @@ def test_secure_strings_read_empty_when_disabled_or_outside_the_prefix() -> None
     disabled = EnvPolicy(enabled=False, environ={"SILTACTION_TOKEN": SECRET})
     assert _header("Bearer {{ ENV.SILTACTION_TOKEN }}", disabled) == SecureValue("Bearer ", True)
     assert _header("{{ ENV.HOME }}") == SecureValue("", True)
-    no_prefix = EnvPolicy(prefix="", environ={"HOME": "/root"})
+    no_prefix = EnvPolicy(prefix="", environ={"HOME": "/root"}, repositories={"HOME": ("*",)})
     assert _header("{{ ENV.HOME }}", no_prefix) == SecureValue("/root", True)
 
 
@@ -352,7 +356,23 @@ def test_a_missing_environment_variable_is_an_error_naming_the_property() -> Non
 
 def test_the_process_environment_is_read_when_none_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SILTACTION_FROM_PROCESS", "yes")
-    assert _header("{{ ENV.SILTACTION_FROM_PROCESS }}", EnvPolicy()) == SecureValue("yes", True)
+    granted = EnvPolicy(repositories={"SILTACTION_FROM_PROCESS": ("*",)})
+    assert _header("{{ ENV.SILTACTION_FROM_PROCESS }}", granted) == SecureValue("yes", True)
+
+
+def test_a_variable_is_read_only_by_the_repositories_it_is_granted_to() -> None:
+    environ = {"SILTACTION_TOKEN": SECRET, "SILTACTION_OTHER": "other"}
+    scoped = EnvPolicy(environ=environ, repositories={"SILTACTION_TOKEN": ("ci-*", "data")})
+    for repository in ("ci-main", "data"):
+        assert _header("{{ ENV.SILTACTION_TOKEN }}", scoped.for_repository(repository)) == SecureValue(SECRET, True)
+    for repository in ("other", "data2", ""):
+        with pytest.raises(InvalidHook, match=r"headers.X-V: environment variable SILTACTION_TOKEN is not granted"):
+            _header("{{ ENV.SILTACTION_TOKEN }}", scoped.for_repository(repository))
+    # Listed for no repository, or nothing listed at all (the default): read by none.
+    with pytest.raises(InvalidHook, match="SILTACTION_OTHER is not granted to 'ci-main'"):
+        _header("{{ ENV.SILTACTION_OTHER }}", scoped.for_repository("ci-main"))
+    with pytest.raises(InvalidHook, match="not granted"):
+        _header("{{ ENV.SILTACTION_TOKEN }}", EnvPolicy(environ=environ).for_repository("ci-main"))
 
 
 def test_secure_values_print_masked() -> None:
