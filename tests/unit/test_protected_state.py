@@ -66,7 +66,7 @@ def test_the_configuration_and_tls_keys_elsewhere_are_refused_too(
     with pytest.raises(ConfigError, match=r"the configuration file \(SILT_CONFIG\)"):
         import_prefixes(_config(root, [str(etc)]))
     tls = {"tls": {"cert_file": str(root / "pki" / "cert.pem"), "key_file": str(root / "pki" / "key.pem")}}
-    with pytest.raises(ConfigError, match="tls.key_file"):
+    with pytest.raises(ConfigError, match=r"tls\.key_file"):
         import_prefixes(_config(root, [str(root / "pki")], **tls))
 
 
