@@ -1,8 +1,8 @@
 """Every action a policy can name, and the resources they apply to.
 
 Repository actions are four (docs/design/auth.md), on resources named by the repository, and
-six administrative ones on the same resources (REPO_ADMIN_ACTIONS: GC rules and runs, refs
-dump and restore, branch protection rules) that writers do not hold. The IAM actions
+seven administrative ones on the same resources (REPO_ADMIN_ACTIONS: GC rules and runs, refs
+dump and restore, branch protection rules, hooks' outputs) that writers do not hold. The IAM actions
 (`iam:*`) manage users, groups, policies and credentials, on resources `users/<id>`,
 `groups/<id>` and `policies/<id>`; listing a whole collection is an action on its prefix
 (`users/`), so `users/*` grants it and `users/alice` does not. The `auth:*` actions are for
@@ -33,7 +33,19 @@ RESTORE_REFS = "RestoreRefs"
 # Branch protection rules decide who may change a branch at all (services/graveler/protection.py):
 # a writer who could set them could lift the protection meant to bind them.
 SET_BRANCH_PROTECTION = "SetBranchProtection"
-REPO_ADMIN_ACTIONS = (SET_GC_RULES, DELETE_GC_RULES, PREPARE_GC, DUMP_REFS, RESTORE_REFS, SET_BRANCH_PROTECTION)
+# A hook's output: what a webhook's receiver answered (a writer chooses where it goes, so an
+# answer may be a page of a service only the server can reach) and what a Lua hook printed.
+# Readers of the repository see runs and their statuses with ReadRepo; the outputs need this.
+READ_ACTION_OUTPUT = "ReadActionOutput"
+REPO_ADMIN_ACTIONS = (
+    SET_GC_RULES,
+    DELETE_GC_RULES,
+    PREPARE_GC,
+    DUMP_REFS,
+    RESTORE_REFS,
+    SET_BRANCH_PROTECTION,
+    READ_ACTION_OUTPUT,
+)
 
 CREATE_USER = "iam:CreateUser"
 READ_USER = "iam:ReadUser"

@@ -735,6 +735,28 @@ class ActionsEnvConfig(_Section):
     environment"""
     prefix: str = Field("SILTACTION_", min_length=1, max_length=64)
     """only environment variables with this prefix can be read by hooks"""
+    repositories: dict[str, list[str]] = Field(default_factory=dict, max_length=1000)
+    """which repositories' hooks may read each variable: its name (with the prefix) to repository name patterns
+    (`*` any run of characters), e.g. `{SILTACTION_CI_TOKEN: [ci-*, data]}` (from the environment:
+    `SILTACTION_CI_TOKEN:ci-*|data`); a variable not listed is read by no repository (the value is a secret any
+    writer of a repository could send to a URL of their choice)"""
+
+    @field_validator("repositories", mode="before")
+    @classmethod
+    def _split_patterns(cls, value: object) -> object:
+        # A map from the environment has string values: patterns joined by `|`.
+        if isinstance(value, dict):
+            return {k: v.split("|") if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _check_repositories(self) -> ActionsEnvConfig:
+        for name, patterns in self.repositories.items():
+            if not name.startswith(self.prefix):
+                raise ValueError(f"repositories: {name!r} does not start with the prefix {self.prefix!r}")
+            if len(patterns) > 1000 or not all(0 < len(p) <= 256 for p in patterns):
+                raise ValueError(f"repositories.{name}: 1 to 256 characters per pattern, at most 1000 patterns")
+        return self
 
 
 class ActionsWebhookConfig(_Section):
@@ -747,9 +769,10 @@ class ActionsWebhookConfig(_Section):
     """when set (with `allowed_hosts`), webhooks may go only to addresses in these networks (e.g. `10.0.0.0/8`)"""
     denied_cidrs: list[str] = Field(default_factory=list, max_length=1000)
     """networks webhooks may never reach, besides link-local and metadata addresses"""
-    allow_private: bool = True
-    """whether webhooks may reach private (RFC 1918, unique local) and loopback addresses, where on-premises
-    webhook servers usually are"""
+    allow_private: bool = False
+    """whether webhooks may reach private (RFC 1918, unique local, carrier-grade NAT) and loopback addresses;
+    off by default (any writer could otherwise reach the server's own network), on for a deployment whose webhook
+    receivers live there"""
 
 
 class ActionsLuaConfig(_Section):

@@ -84,6 +84,8 @@ REPO_EQUIVALENT: dict[str, frozenset[str]] = {
     a.DELETE_GC_RULES: frozenset({"retention:SetGarbageCollectionRules"}),
     a.PREPARE_GC: frozenset({"retention:PrepareGarbageCollectionCommits"}),
     a.SET_BRANCH_PROTECTION: frozenset({"branches:SetBranchProtectionRules"}),
+    # lakeFS's permission to read action runs; here runs and statuses are ReadRepo's, outputs this.
+    a.READ_ACTION_OUTPUT: frozenset({"ci:ReadAction"}),
 }
 IAM_EQUIVALENT: dict[str, frozenset[str]] = {
     a.READ_USER: frozenset({"auth:ReadUser", "auth:ListUsers"}),
@@ -115,7 +117,6 @@ NO_COUNTERPART = frozenset(
         "auth:CreateUserExternalPrincipal",
         "auth:DeleteUserExternalPrincipal",
         "auth:ReadExternalPrincipal",
-        "ci:ReadAction",
         "retention:PrepareGarbageCollectionUncommitted",
         *(
             f"catalog:{verb}"

@@ -1,14 +1,15 @@
 """Pull request checks: actions on the `pull-request` event, run in the background, whose
 results sit on the pull request and can be required by branch protection.
 
-An action file at the pull request's source head with `on: pull-request:` (its `branches`
-globs match the *destination*, as GitHub's `pull_request.branches` do) defines one check per
-hook, named `<action name>/<hook id>`. Checks run when the pull request is opened or reopened,
-when its source branch gets a commit (a push: commit, merge, revert or cherry-pick into it), and
-when a reviewer asks to re-run one. Each request for a run stamps the checks it will run
-PENDING with a fresh request id on the pull request record; the run then marks them RUNNING
-and finally PASSED or FAILED, each step a set_if on the record that only lands while that
-request id is still the check's, so a result of an older run never overwrites a newer one.
+An action file at the pull request's destination head with `on: pull-request:` (its `branches`
+globs match the destination, as GitHub's `pull_request.branches` do; the scripts it names are
+read at that same commit) defines one check per hook, named `<action name>/<hook id>`. Checks
+run when the pull request is opened or reopened, when its source branch gets a commit (a push:
+commit, merge, revert or cherry-pick into it), and when a reviewer asks to re-run one. Each
+request for a run stamps the checks it will run PENDING with a fresh request id on the pull
+request record; the run then marks them RUNNING and finally PASSED or FAILED, each step a set_if
+on the record that only lands while that request id is still the check's, so a result of an
+older run never overwrites a newer one.
 
 A check is of the source head commit it ran on. A merge counts a required check only if it
 passed on the exact head commit the merge claims (services/graveler/pulls.py), so a push after

@@ -338,10 +338,20 @@ class Graveler:
         self.actions.post(repo, replace(record, event_type="post-create-tag", pre_run_id=pre_run))
         return tag
 
-    def _tag_from_hook(self, repo: RepoHandle, tag_id: str, ref: str) -> None:
-        """A tag a Lua hook creates (lakefs.create_tag): no hooks of its own, so hooks cannot recurse."""
+    def _tag_from_hook(self, repo: RepoHandle, tag_id: str, ref: str, deadline: Deadline) -> None:
+        """A tag a Lua hook creates (lakefs.create_tag) passes the repository's pre-create-tag hooks
+        as any other tag does (lakeFS runs them too), within the creating hook's deadline: a rule
+        on tags cannot be got round by having a hook make the tag. A hook of that run creating a
+        tag again nests one more run, each holding a run slot, so nesting ends at
+        actions.max_runs_per_repository. Its post-create-tag hooks do not run: a post-create-tag
+        hook that tags would otherwise feed itself an endless chain of background runs."""
         validate_ref_name(tag_id, "tag")
-        self.refs.create_tag(repo, pb.Tag(id=tag_id, commit_id=self.refs.resolve(repo, ref).commit_id))
+        tag = pb.Tag(id=tag_id, commit_id=self.refs.resolve(repo, ref).commit_id)
+        record = HookRecord(
+            "pre-create-tag", repo.name, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id, immutable=True
+        )
+        self.actions.pre(repo, record, deadline)
+        self.refs.create_tag(repo, tag)
 
     def delete_tag(self, repository: str, tag_id: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         repo = self._repo(repository, deadline)

@@ -2,6 +2,7 @@
 
 Reading and writing need ReadRepo and WriteRepo; GC rules and runs, refs dump and restore,
 branch protection rules need their own administrative actions, which writers (the Developers preset) do not hold.
+Action runs are read with ReadRepo, their hooks' outputs only with ReadActionOutput too.
 
 The table maps a method to (action, request field holding the repository name).
 ListRepositories needs no permission up front; its answer is narrowed to the repositories
@@ -11,6 +12,7 @@ the caller may read, so a caller never learns the names of the others.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from silt.actions import (
     CREATE_REPO,
@@ -18,6 +20,7 @@ from silt.actions import (
     DELETE_REPO,
     DUMP_REFS,
     PREPARE_GC,
+    READ_ACTION_OUTPUT,
     READ_REPO,
     RECORD_EVENTS,
     RESTORE_REFS,
@@ -25,6 +28,7 @@ from silt.actions import (
     SET_GC_RULES,
     WRITE_REPO,
 )
+from silt.errors import PermissionDenied
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.paging import page_size
@@ -89,8 +93,6 @@ TABLE: dict[str, tuple[str, str]] = {
     "UpdatePullRequest": (WRITE_REPO, "repository"),
     "MergePullRequest": (WRITE_REPO, "repository"),
     "RerunPullRequestCheck": (WRITE_REPO, "repository"),
-    "ListActionRuns": (READ_REPO, "repository"),
-    "GetActionRun": (READ_REPO, "repository"),
     "AddPullRequestComment": (WRITE_REPO, "repository"),
     "ListPullRequestComments": (READ_REPO, "repository"),
     "SubmitPullRequestReview": (WRITE_REPO, "repository"),
@@ -142,12 +144,31 @@ def event_repositories(request: ev.RecordEventsRequest) -> tuple[str, ...]:
     return tuple(sorted({read(event) for event in request.events}))
 
 
+def runs_narrowed_to_outputs_allowed(call: Callable[[Any], Any], request: Any, may: MayFn) -> Any:
+    """ListActionRuns and GetActionRun: ReadRepo, as any read; the hooks' outputs only for a
+    caller that also holds ReadActionOutput (a webhook's answer may be a page of something only
+    the server reaches), others get the runs with their statuses and errors."""
+    repository = repository_field("repository")(request)
+    readable, outputs = may(READ_REPO, [repository])[0], may(READ_ACTION_OUTPUT, [repository])[0]
+    if not readable:
+        raise PermissionDenied(f"the caller may not {READ_REPO} on {repository!r}")
+    response = call(request)
+    if not outputs:
+        runs = response.runs if isinstance(response, api.ListActionRunsResponse) else [response]
+        for run in runs:
+            for hook in run.hooks:
+                hook.ClearField("output")
+    return response
+
+
 def _rules() -> dict[str, Rule]:
     rules: dict[str, Rule] = {
         f"/{SERVICE}/{method}": Require(action, repository_field(name)) for method, (action, name) in TABLE.items()
     }
     rules[f"/{SERVICE}/ListRepositories"] = Narrowed(list_readable_repositories)
     rules[f"/{SERVICE}/RecordEvents"] = Require(RECORD_EVENTS, event_repositories)
+    for method in ("ListActionRuns", "GetActionRun"):
+        rules[f"/{SERVICE}/{method}"] = Narrowed(runs_narrowed_to_outputs_allowed)
     return rules
 
 

@@ -4,6 +4,8 @@ cache, metarange builder, options) are wired, for the services, tests and benchm
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Mapping
 
 from services.graveler.actions.lua.runtime import LuaLimits
 from services.graveler.actions.manager import ActionsOptions
@@ -22,6 +24,7 @@ from silt.errors import ConfigError
 from silt.journal.store import journaled, open_graveler_store
 from silt.kv.store import Store
 from silt.namespaces import parse_recorded, parse_roots
+from silt.protected_state import check_external_prefixes_spare_state
 from silt.telemetry.stores import open_observed_adapter
 
 
@@ -89,7 +92,11 @@ def actions_options(config: Config) -> ActionsOptions:
         background_workers=actions.background_workers,
         background_queue_per_repository=actions.background_queue_per_repository,
         webhook=webhook,
-        env=EnvPolicy(enabled=actions.env.enabled, prefix=actions.env.prefix),
+        env=EnvPolicy(
+            enabled=actions.env.enabled,
+            prefix=actions.env.prefix,
+            repositories={name: tuple(patterns) for name, patterns in actions.env.repositories.items()},
+        ),
         lua=LuaLimits(
             max_memory_bytes=actions.lua.max_memory_bytes,
             max_instructions=actions.lua.max_instructions,
@@ -98,11 +105,13 @@ def actions_options(config: Config) -> ActionsOptions:
     )
 
 
-def import_prefixes(config: Config) -> tuple[str, ...]:
+def import_prefixes(config: Config, env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Where entries may name bytes besides their namespace: graveler.allowed_import_prefixes, and
     the local blockstore's blockstore.local.allowed_external_prefixes when its import is enabled
-    (lakeFS's keys, as local:///dir; silt/block/external.py)."""
+    (lakeFS's keys, as local:///dir; silt/block/external.py). ConfigError if one of those reaches
+    the installation's own state (silt/protected_state.py; env: where SILT_CONFIG is read)."""
     check_external_prefixes(config.blockstore)
+    check_external_prefixes_spare_state(config, os.environ if env is None else env)
     return (*config.graveler.allowed_import_prefixes, *external_prefixes(config.blockstore))
 
 

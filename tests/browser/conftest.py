@@ -135,7 +135,11 @@ def ui_landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def ui_stack(tmp_path_factory: pytest.TempPathFactory, built_ui: Path, ui_landing: Path) -> Iterator[GatewayStack]:
-    overrides = {"blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": [str(ui_landing)]}}}
+    overrides = {
+        "blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": [str(ui_landing)]}},
+        # The webhook receiver is a thread of the test on 127.0.0.1: opted in (off by default).
+        "actions": {"webhook": {"allow_private": True}},
+    }
     with gateway_stack(tmp_path_factory.mktemp("ui-stack"), overrides=overrides) as stack:
         yield stack
 

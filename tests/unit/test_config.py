@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from services.graveler.wiring import actions_options
 from silt import config_reference
 from silt.config import env_keys, load_config
 from silt.errors import ConfigError
@@ -154,3 +155,29 @@ def test_rejected_secrets_are_not_echoed(tmp_path: Path) -> None:
         load_config(path, env={})
     assert "database.cassandra.password" in str(err.value)
     assert "hunter2-leaked" not in str(err.value)
+
+
+def test_hooks_read_no_environment_variable_and_reach_no_private_address_unless_configured(tmp_path: Path) -> None:
+    defaults = load_config(None, env={})
+    assert defaults.actions.env.repositories == {}
+    assert defaults.actions.webhook.allow_private is False
+    options = actions_options(defaults)
+    assert not options.env.for_repository("any").granted("SILTACTION_TOKEN")
+    assert options.webhook.allow_private is False
+
+    path = tmp_path / "silt.yaml"
+    path.write_text(
+        "actions:\n  webhook:\n    allow_private: true\n"
+        "  env:\n    repositories:\n      SILTACTION_TOKEN: [ci-*, data]\n"
+    )
+    options = actions_options(load_config(path, env={}))
+    assert options.webhook.allow_private is True
+    assert [options.env.for_repository(r).granted("SILTACTION_TOKEN") for r in ("ci-x", "data", "other")] == [
+        True,
+        True,
+        False,
+    ]
+    from_env = load_config(None, env={"SILT_ACTIONS_ENV_REPOSITORIES": "SILTACTION_TOKEN:ci-*|data"})
+    assert from_env.actions.env.repositories == {"SILTACTION_TOKEN": ["ci-*", "data"]}
+    with pytest.raises(ConfigError, match="does not start with the prefix"):
+        load_config(None, env={"SILT_ACTIONS_ENV_REPOSITORIES": "HOME:data"})

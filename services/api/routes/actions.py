@@ -1,5 +1,7 @@
 """Actions runs (lakeFS's `actions` API): the runs of hooks, their hooks and each hook's output.
 
+Runs and their hooks' statuses need ReadRepo; a hook's output needs ReadActionOutput too (the
+REST API asks auth for its caller, and reads the output from graveler as itself).
 Graveler keeps the runs (services/graveler/actions/runs.py) and lists them newest first; a
 listing filtered by branch or commit may take several graveler pages to fill one of ours, and
 stops after a bounded number of calls with a cursor to go on from.
@@ -16,7 +18,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from services.api.context import Ctx
 from services.api.errors import not_found
 from services.api.paging import After, Amount, page_size, pagination
-from silt.actions import READ_REPO
+from silt.actions import READ_ACTION_OUTPUT, READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -121,7 +123,9 @@ async def list_run_hooks(ctx: Ctx, repository: str, run_id: str, after: After = 
 
 @router.get(RUN + "/hooks/{hook_run_id}/output")
 async def get_run_hook_output(ctx: Ctx, repository: str, run_id: str, hook_run_id: str) -> Response:
+    # A webhook's answer may be a page of a service only the server reaches: its own permission.
     await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_ACTION_OUTPUT, repository)
     for hook in (await _run(ctx, repository, run_id)).hooks:
         if hook.hook_run_id == hook_run_id:
             return Response(hook.output.encode(), media_type="application/octet-stream")

@@ -99,7 +99,7 @@ class Actions:
         self,
         reads: RepositoryReads,
         runs: RunStore,
-        create_tag: Callable[[RepoHandle, str, str], None],
+        create_tag: Callable[[RepoHandle, str, str, Deadline], None],
         options: ActionsOptions | None = None,
     ) -> None:
         self.options = options or ActionsOptions()
@@ -191,7 +191,9 @@ class Actions:
         if isinstance(script, str) and script and not path:
             return script
         if isinstance(path, str) and path and not script:
-            entry = self.reads.entries.stat(repo, record.source_ref, path, deadline)
+            # Where the action file was read: a check's script is the destination's, like its
+            # action file, or the pull request's author could rewrite what it must pass.
+            entry = self.reads.entries.stat(repo, record.actions_at, path, deadline)
             return self.reads.read(repo, entry, 256 * 1024).decode()
         raise InvalidHook("a lua hook needs exactly one of 'script' and 'script_path'")
 
@@ -209,7 +211,7 @@ class Actions:
         payload = record.payload(action.name, hook.id)
         try:
             if hook.type == "webhook":
-                spec = parse_webhook(hook.properties, self.options.env)
+                spec = parse_webhook(hook.properties, self.options.env.for_repository(repo.name))
                 sent = send_webhook(spec, payload_bytes(payload), self.options.webhook, ends_at)
                 return sent.ok, sent.output, sent.error
             script = self._script(repo, record, hook, deadline)
@@ -228,7 +230,9 @@ class Actions:
             remaining = deadline.remaining()
             hook_end = ends_at if remaining is None else min(ends_at, time.monotonic() + remaining)
             hook_deadline = Deadline(hook_end, time.monotonic, deadline.is_active)
-            calls = ScopedCalls(self.reads, repo, hook_deadline, lambda tag, ref: self._create_tag(repo, tag, ref))
+            calls = ScopedCalls(
+                self.reads, repo, hook_deadline, lambda tag, ref: self._create_tag(repo, tag, ref, hook_deadline)
+            )
             lua_action = {**payload, "run_id": run_id, "storage_namespace": repo.namespace}
             ran = run_lua(script, lua_action, args, calls, limits, f"{action.file}:{hook.id}")
             return ran.ok, ran.output, ran.error

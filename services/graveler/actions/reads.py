@@ -22,7 +22,15 @@ from services.graveler.refs import BranchRecord, RefManager, RepoHandle
 from services.graveler.values import decode_entry
 from silt.block.adapter import BlockAdapter
 from silt.block.external import ExternalFiles, source_reader
-from silt.errors import AlreadyExists, InvalidArgument, NotFound, PermissionDenied, SiltError
+from silt.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    SiltError,
+)
 from silt.graveler.v1 import model_pb2 as pb
 from silt.objects import split_address
 from silt.paging import MAX_PAGE
@@ -95,7 +103,16 @@ def _pagination(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
 
 
 def _error(exc: SiltError) -> tuple[int, dict[str, Any]]:
-    for kind, status in ((NotFound, 404), (AlreadyExists, 409), (InvalidArgument, 400), (PermissionDenied, 403)):
+    # lakeFS's statuses: a refusing hook (a tag's pre-create-tag run) is 412, no run slot 429.
+    statuses: tuple[tuple[type[SiltError], int], ...] = (
+        (NotFound, 404),
+        (AlreadyExists, 409),
+        (InvalidArgument, 400),
+        (PermissionDenied, 403),
+        (FailedPrecondition, 412),
+        (ResourceExhausted, 429),
+    )
+    for kind, status in statuses:
         if isinstance(exc, kind):
             return status, {"message": str(exc)}
     return 500, {"message": str(exc) or type(exc).__name__}

@@ -1,15 +1,20 @@
 """Where a webhook may be sent: the address policy webhook.py applies before it connects.
 
-A webhook makes the server send a request wherever an action file says, and anyone who can
-write to a repository can write an action file: the policy keeps those requests off what only
-the server itself can reach and that must not be reachable through it (server-side request
-forgery). Always refused, whatever the configuration: cloud metadata endpoints (by address, and
-by the host names that name them), link-local, unspecified, multicast, broadcast and reserved
+A webhook makes the server send a request wherever an action file says, and anyone who can write
+to a repository can write an action file: the policy keeps those requests off what only the
+server itself can reach and that must not be reachable through it (server-side request forgery).
+Always refused, whatever the configuration: cloud metadata endpoints (by address, and by the
+host names that name them), link-local, unspecified, multicast, broadcast and reserved
 addresses, and IPv6 addresses that embed one of those (IPv4-mapped, IPv4-compatible, NAT64,
-6to4). Loopback and private addresses are allowed unless `allow_private` is off: on-premises
-webhook receivers live there (lakeFS allows them too). `allowed_hosts` / `allowed_cidrs`, when
-either is set, let through only what they list; `denied_cidrs` refuse more. Allow lists only
-ever narrow what is allowed: they never let through an address the rules above refuse.
+6to4). Loopback and private addresses are refused unless `allow_private` is on: a deployment
+whose webhook receivers live on its own network opts in (lakeFS allows them always); off by
+default, since otherwise anyone who can write an action file reaches what only the server's
+network can. An address is judged as the address it is, however it was spelled: an IPv4-mapped
+or -compatible IPv6 address as its IPv4 address, and a host such as `2130706433` or `0177.0.0.1`
+as the address the resolver reads it as (webhook.py checks resolved addresses). `allowed_hosts`
+/ `allowed_cidrs`, when either is set, let through only what they list; `denied_cidrs` refuse
+more. Allow lists only ever narrow what is allowed: they never let through an address the rules
+above refuse.
 """
 
 from __future__ import annotations
@@ -117,8 +122,8 @@ def _host_patterns(hosts: Sequence[str]) -> tuple[str, ...]:
 class WebhookPolicy:
     """Where webhooks may be sent (the module's docstring gives the rules)."""
 
-    # Loopback, RFC 1918, carrier-grade NAT and IPv6 unique-local addresses.
-    allow_private: bool = True
+    # Loopback, RFC 1918, carrier-grade NAT and IPv6 unique-local addresses: off unless opted in.
+    allow_private: bool = False
     # Either set: only these host names ("*.example.com" for any subdomain) or addresses.
     allowed_hosts: Sequence[str] = ()
     allowed_cidrs: Sequence[str] = ()

@@ -5,14 +5,16 @@ Properties, as lakeFS reads them: `url` (http or https), `timeout` (a Go duratio
 added to the URL's own query) and `headers` (name to string). A value may take parts from the
 environment, `{{ ENV.NAME }}`, which makes the whole value secret: masked in the hook's output.
 As in lakeFS, a name is read from the environment only when the actions' environment is enabled
-and the name starts with its prefix (`SILTACTION_` here); otherwise it reads as "". A name the
-environment lacks is an error.
+and the name starts with its prefix (`SILTACTION_` here); otherwise it reads as "". Beyond
+lakeFS, a variable is read only by hooks of the repositories the configuration grants it to
+(`actions.env.repositories`; none unless listed). A name the environment lacks, or one not
+granted to the hook's repository, is an error.
 
 Address policy (targets.py), because a webhook lets whoever can write an action file make the
 server send requests: cloud metadata, link-local, unspecified, multicast and broadcast targets
 are refused, and the configuration may narrow the rest. Loopback and private addresses are
-allowed by default (`allow_private`): on-premises receivers live there, and lakeFS allows them.
-The host is resolved once, every
+refused unless the deployment opts in (`allow_private`, for on-premises receivers): otherwise
+any writer could reach what only the server's own network can. The host is resolved once, every
 address it resolves to is checked, and the connection is made to a checked address (the Host
 header, TLS's server name and certificate check carry the URL's host name): no second lookup
 can answer differently (DNS rebinding). Redirects are not followed, since one could point
@@ -21,7 +23,8 @@ anywhere; a 3xx answer fails the hook. No proxy from the environment is used.
 Bounded: the whole exchange (lookup, connect, TLS, request, the answer's head and body) by the
 hook's timeout or the caller's deadline, whichever ends first; a watchdog shuts the socket at
 that moment, so a server trickling bytes cannot stretch it. The answer's body read is at most
-RESPONSE_BODY_LIMIT bytes; the output's sections are bounded too. Property values, names,
+RESPONSE_BODY_LIMIT bytes; the output keeps the answer's status line and at most
+STORED_BODY_LIMIT bytes of its body (never its headers), the other sections are bounded too. Property values, names,
 counts, the URL and the duration text have length limits, and a value's `{{ ENV.… }}` parts are
 found in linear time. Connections that ended a complete exchange are kept for a second
 (IDLE_SECONDS) for the next webhook to the same checked address; at most MAX_IDLE of them.
@@ -37,8 +40,9 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -55,6 +59,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "MASK",
     "RESPONSE_BODY_LIMIT",
+    "STORED_BODY_LIMIT",
     "EnvPolicy",
     "HookResult",
     "InvalidHook",
@@ -72,6 +77,9 @@ MAX_TIMEOUT = 24 * 3600.0
 DEFAULT_ENV_PREFIX = "SILTACTION_"
 MASK = "*******"
 RESPONSE_BODY_LIMIT = 64 * 1024
+# What a run keeps of an answer's body: enough to say why a receiver refused, little enough
+# that a hook pointed at some internal service does not copy its pages into the repository.
+STORED_BODY_LIMIT = 4 * 1024
 LOG_SECTION_LIMIT = 64 * 1024
 IDLE_SECONDS = 1.0
 MAX_IDLE = 32
@@ -108,17 +116,34 @@ class InvalidHook(ValueError):
 
 @dataclass(frozen=True)
 class EnvPolicy:
-    """What `{{ ENV.NAME }}` may read (lakeFS's actions.env.enabled and .prefix)."""
+    """What `{{ ENV.NAME }}` may read (lakeFS's actions.env.enabled and .prefix), and which
+    repositories' hooks may read each variable (Silt's actions.env.repositories): a value is a
+    secret that any writer of a repository could send to a URL of their choice, so a variable
+    is read only by the hooks of the repositories it is granted to, none unless listed."""
 
     enabled: bool = True
     prefix: str = DEFAULT_ENV_PREFIX
     # None: the process environment, read when a hook is parsed.
     environ: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
+    # Variable name -> repository name patterns (fnmatch: `*` any run of characters).
+    repositories: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    # The repository whose hook reads (for_repository); "" when none.
+    repository: str = ""
+
+    def for_repository(self, repository: str) -> EnvPolicy:
+        return replace(self, repository=repository)
+
+    def granted(self, name: str) -> bool:
+        return any(fnmatchcase(self.repository, pattern) for pattern in self.repositories.get(name, ()))
 
     def lookup(self, name: str) -> str | None:
-        """The value name reads as; None if the environment lacks it."""
+        """The value name reads as; None if the environment lacks it. InvalidHook if the
+        variable is not granted to the repository."""
         if not self.enabled or not name.startswith(self.prefix):
             return ""
+        if not self.granted(name):
+            shown = repr(self.repository) if self.repository else "this repository"
+            raise InvalidHook(f"environment variable {name} is not granted to {shown} (actions.env.repositories)")
         environ = os.environ if self.environ is None else self.environ
         return environ.get(name)
 
@@ -205,7 +230,10 @@ def _secure(text: str, env: EnvPolicy, where: str) -> SecureValue:
         name = text[start : end + 2].strip("{} ").partition(".")[2]
         if not name:
             raise InvalidHook(f"{where}: {text[start : end + 2]!r} names no environment variable")
-        value = env.lookup(name)
+        try:
+            value = env.lookup(name)
+        except InvalidHook as exc:
+            raise InvalidHook(f"{where}: {exc}") from None
         if value is None:
             raise InvalidHook(f"{where}: environment variable {name} is not set")
         out.append(text[at:start])
@@ -633,11 +661,11 @@ def _exchange(
         conn.request("POST", target, body=payload, headers=headers, preload_content=False, decode_content=False)
         response = conn.getresponse()
         version = {10: "HTTP/1.0", 11: "HTTP/1.1"}.get(response.version, "HTTP/?")
-        lines = [f"{version} {response.status} {response.reason or ''}".rstrip()]
-        lines += [f"{name}: {value}" for name, value in response.headers.iteritems()]
+        # The status line only: headers (cookies, tokens, internal names) are not kept.
+        status_line = f"{version} {response.status} {response.reason or ''}".rstrip()
         body, complete, note = _read_body(response, ends, watchdog, endpoint, timed_out)
         reusable = complete and conn.sock is not None
-        return _Answer(response.status, _clip("\n".join(lines)), body, note)
+        return _Answer(response.status, _clip(status_line, 1024), body, note)
     except (_Failed, _ConnectFailed):
         raise
     except Exception as exc:
@@ -683,6 +711,22 @@ def _scrub(text: str, spec: WebhookSpec) -> str:
         if value.secret and len(value.value) >= MIN_SCRUBBED_SECRET:
             text = text.replace(value.value, MASK)
     return text
+
+
+def _kept_body(answer: _Answer, spec: WebhookSpec) -> str:
+    """What the run keeps of the answer's body: its first STORED_BODY_LIMIT bytes (scrubbed of
+    secrets first, so the cut cannot leave part of one) and a marker saying it was cut."""
+    text = _scrub(answer.body.decode(errors="replace"), spec)
+    lines = [text]
+    encoded = text.encode()
+    if len(encoded) > STORED_BODY_LIMIT:
+        lines = [
+            encoded[:STORED_BODY_LIMIT].decode(errors="ignore"),
+            f"[... truncated: only the first {STORED_BODY_LIMIT} bytes of the body are kept]",
+        ]
+    if answer.note:
+        lines.append(answer.note)
+    return "\n".join(lines)
 
 
 def _deliver(
@@ -732,9 +776,7 @@ def send_webhook(spec: WebhookSpec, payload: bytes, policy: WebhookPolicy, deadl
         answer, error = None, f"the webhook could not be sent: {type(exc).__name__}: {exc}"
     log.append(f"Request duration: {_took(time.monotonic() - started)}")
     if answer is not None:
-        log += ["", "Response:", _scrub(answer.head, spec), "", _scrub(answer.body.decode(errors="replace"), spec)]
-        if answer.note:
-            log.append(answer.note)
+        log += ["", "Response:", _scrub(answer.head, spec), "", _kept_body(answer, spec)]
         if 300 <= answer.status < 400:
             error = f"webhook answered {answer.status} (redirects are not followed)"
         elif not 200 <= answer.status < 300:

@@ -46,7 +46,10 @@ class Api:
 
 @pytest.fixture(scope="session")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    with gateway_stack(tmp_path_factory.mktemp("api-stack")) as stack:
+    # The suite's webhook receivers are threads of the test on 127.0.0.1: this deployment opts
+    # in to webhooks reaching loopback and private addresses (off by default).
+    overrides = {"actions": {"webhook": {"allow_private": True}}}
+    with gateway_stack(tmp_path_factory.mktemp("api-stack"), overrides=overrides) as stack:
         yield Api(stack, urllib3.PoolManager())
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import lakefs_sdk
 import pytest
+import urllib3
 from click.testing import CliRunner
 from lakefs_sdk.exceptions import ApiException
 
@@ -171,6 +172,37 @@ def test_a_rejecting_pre_commit_webhook_answers_412_with_its_output_and_leaves_s
     assert output.status == 200 and b"rejected: schema mismatch" in output.data
     _upload(client, repo, "main", "other.txt", b"x")
     _commit(client, repo, "main")
+
+
+def test_a_hooks_output_is_kept_short_and_read_only_with_read_action_output(
+    api: Api, client: lakefs_sdk.ApiClient, repo: str, receiver: Receiver
+) -> None:
+    _action(client, repo, "gate", _webhook_action("gate", ["pre-commit"], receiver.url("/fail"), ["feature-*"]))
+    lakefs_sdk.BranchesApi(client).create_branch(repo, lakefs_sdk.BranchCreation(name="feature-b", source="main"))
+    _upload(client, repo, "feature-b", "data/b.csv", b"b\n")
+    _refused(lambda: _commit(client, repo, "feature-b"))
+    [run] = _runs(api, repo, "?branch=feature-b")
+    hooks_path = f"/repositories/{repo}/actions/runs/{run['run_id']}/hooks"
+    output_path = f"{hooks_path}/0000_0000/output"
+
+    # The admin (holding ReadActionOutput) reads the answer's status line and body, no headers.
+    output = api.request("GET", output_path)
+    assert output.status == 200
+    text = output.data.decode()
+    assert "Response:\nHTTP/1.0 500 Internal Server Error\n\nrejected: schema mismatch" in text
+    assert "Server:" not in text and "Date:" not in text and "Content-Length" not in text
+
+    # A reader of the repository sees the run and its hook's status, not the answer.
+    reader = api.stack.reader
+    as_reader = urllib3.make_headers(basic_auth=f"{reader.access_key_id}:{reader.secret_access_key.get_secret_value()}")
+    listed = api.request("GET", f"/repositories/{repo}/actions/runs?branch=feature-b", headers=as_reader)
+    assert listed.status == 200 and json.loads(listed.data)["results"][0]["status"] == "failed"
+    hooks = api.request("GET", hooks_path, headers=as_reader)
+    assert hooks.status == 200 and json.loads(hooks.data)["results"][0]["status"] == "failed"
+    withheld = api.request("GET", output_path, headers=as_reader)
+    assert withheld.status == 403, withheld.data
+    assert "ReadActionOutput" in json.loads(withheld.data)["message"]
+    assert b"schema mismatch" not in withheld.data
 
 
 def test_an_accepting_webhook_lets_the_commit_through_and_post_hooks_get_the_payload(
@@ -470,6 +502,62 @@ def test_a_required_pull_request_check_blocks_the_merge_until_it_passes_and_reru
     assert unknown.status == 404
     merged = pulls.merge_pull_request(repo, pull_id)
     assert merged.reference
+
+
+CHECK_SCRIPT = b"""local lakefs = require("lakefs")
+local code, _ = lakefs.stat_object(action.repository_id, action.source_ref, "bad.csv")
+if code == 200 then error("bad.csv is present") end
+"""
+SCRIPTED_CHECK = """name: scripted
+on:
+  pull-request:
+    branches: ["main"]
+hooks:
+  - id: no_bad
+    type: lua
+    properties:
+      script_path: scripts/check.lua
+"""
+
+
+def test_a_pull_request_cannot_rewrite_the_script_its_required_check_runs(
+    api: Api, client: lakefs_sdk.ApiClient, repo: str
+) -> None:
+    _upload(client, repo, "main", "scripts/check.lua", CHECK_SCRIPT)
+    _action(client, repo, "scripted", SCRIPTED_CHECK)
+    response = api.request(
+        "PUT",
+        f"/repositories/{repo}/settings/branch_protection",
+        body=json.dumps([{"pattern": "main", "required_checks": ["scripted/no_bad"]}]).encode(),
+        headers={**_admin_headers(api), "Content-Type": "application/json"},
+    )
+    assert response.status == 204, response.data
+    branches = lakefs_sdk.BranchesApi(client)
+    pulls = lakefs_sdk.PullsApi(client)
+    outcomes: dict[str, tuple[str, str]] = {}
+    # The control PR adds the bad data only; the other also rewrites the script the check runs
+    # (the action file itself is untouched) to pass whatever the data.
+    for branch, script in (("control", None), ("rewritten", b'print("all good")\n')):
+        branches.create_branch(repo, lakefs_sdk.BranchCreation(name=branch, source="main"))
+        _upload(client, repo, branch, "bad.csv", b"x")
+        if script is not None:
+            _upload(client, repo, branch, "scripts/check.lua", script)
+        head = _commit(client, repo, branch)
+        pull_id = pulls.create_pull_request(
+            repo, lakefs_sdk.PullRequestCreation(title=branch, source_branch=branch, destination_branch="main")
+        ).id
+        pull = _settled(api, repo, pull_id, head)
+        [check] = pull["checks"]
+        outcomes[branch] = (check["status"], check["error"])
+        assert "scripted/no_bad" in pull["merge_blocked_reason"], (branch, pull)
+        with pytest.raises(ApiException) as refused:
+            pulls.merge_pull_request(repo, pull_id)
+        assert refused.value.status == 403, branch
+    for branch, (status, error) in outcomes.items():
+        assert status == "failed" and "bad.csv is present" in error, (branch, status, error)
+    with pytest.raises(ApiException) as missing:  # neither merged into main
+        lakefs_sdk.ObjectsApi(client).stat_object(repo, "main", "bad.csv")
+    assert missing.value.status == 404
 
 
 def _admin_headers(api: Api) -> dict[str, str]:

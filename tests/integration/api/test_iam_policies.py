@@ -73,7 +73,9 @@ def test_whole_repository_reads_translate_to_read_repo() -> None:
     every_repo_action += ["PrepareGC", "SetBranchProtection"]
     wide = _silt(("allow", ["fs:*", "pr:*", "retention:*", "branches:*"], "*"))
     assert wide == [("allow", every_repo_action, ["*"])]
-    assert _silt(("allow", ["*"], REPO + "*")) == [("allow", every_repo_action, ["*"])]
+    # `*` also covers lakeFS's ci:ReadAction: hooks' outputs.
+    assert _silt(("allow", ["*"], REPO + "*")) == [("allow", [*every_repo_action, "ReadActionOutput"], ["*"])]
+    assert _silt(("allow", ["ci:ReadAction"], REPO + "ci-*")) == [("allow", ["ReadActionOutput"], ["ci-*"])]
     [(effect, actions, resources)] = _silt(("allow", ["auth:*"], "*"))
     assert (effect, resources) == ("allow", ["*"])
     assert set(actions) == {x for x in EQUIVALENT if x.startswith("iam:")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -129,6 +130,53 @@ def _restore_refs(stack: Stack, creds: Credentials) -> Callable[[], object]:
     return lambda: stack.gv(creds).RestoreRefs(request)
 
 
+class _Withheld(grpc.RpcError):
+    """A hook's output is never refused outright, only left out: the probe reports that as denied."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.PERMISSION_DENIED
+
+    def details(self) -> str:
+        return f"{a.READ_ACTION_OUTPUT} not held: the hook's output was left out"
+
+
+PRINTING_HOOK = b"""name: printing
+on:
+  pre-commit:
+hooks:
+  - id: say
+    type: lua
+    properties:
+      script: print("the hook's output")
+"""
+
+
+def _read_action_output(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    """A run whose hook printed (committed by the admin), read back as creds."""
+    repo = stack.new_repo()
+    engine = stack.graveler
+    namespace = engine.refs.repository(repo).namespace
+    address = f"data/{unique('action')}"
+    engine.committed.adapter.put(namespace, address, io.BytesIO(PRINTING_HOOK), len(PRINTING_HOOK))
+    entry = gpb.Entry(physical_address=address, size=len(PRINTING_HOOK), etag=address)
+    engine.stage_entry(repo, "main", "_lakefs_actions/printing.yaml", entry)
+    engine.commit(repo, "main", "a hook that prints")
+    [run] = stack.gv(stack.admin).ListActionRuns(api.ListActionRunsRequest(repository=repo)).runs
+
+    def call() -> object:
+        try:
+            got = stack.gv(creds).GetActionRun(api.GetActionRunRequest(repository=repo, run_id=run.run_id))
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.PERMISSION_DENIED:
+                raise _Withheld() from exc
+            raise
+        if "the hook's output" not in got.hooks[0].output:
+            raise _Withheld()
+        return got
+
+    return call
+
+
 def _auth_call(method: str, request: object) -> Probe:
     def probe(stack: Stack, creds: Credentials) -> Callable[[], object]:
         return lambda: getattr(stack.auth(creds), method)(request)
@@ -253,6 +301,7 @@ PROBES: dict[str, Probe] = {
     a.DUMP_REFS: _dump_refs,
     a.RESTORE_REFS: _restore_refs,
     a.SET_BRANCH_PROTECTION: _set_branch_protection,
+    a.READ_ACTION_OUTPUT: _read_action_output,
     a.CREATE_USER: lambda s, c: _auth_call("CreateUser", auth_api.CreateUserRequest(id=unique("new")))(s, c),
     a.READ_USER: _on_victim("GetUser", lambda u, _: auth_api.GetUserRequest(id=u)),
     a.DELETE_USER: _on_victim("DeleteUser", lambda u, _: auth_api.DeleteUserRequest(id=u)),

@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 
 from services.graveler.actions.manager import ActionsOptions
+from services.graveler.actions.targets import WebhookPolicy
+from services.graveler.actions.webhook import EnvPolicy
 from services.graveler.deadline import NO_DEADLINE
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
-from silt.errors import ResourceExhausted
+from silt.errors import HookAborted, NotFound, ResourceExhausted
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.mem import MemStore
 
@@ -31,6 +33,7 @@ class Hooks:
     def __init__(self) -> None:
         self.gates: dict[str, threading.Event] = {}
         self.seen: list[tuple[str, dict[str, Any]]] = []
+        self.headers: dict[str, dict[str, str]] = {}
         self.lock = threading.Lock()
         self.port = 0
 
@@ -61,6 +64,7 @@ def hooks() -> Iterator[Hooks]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             with state.lock:
                 state.seen.append((self.path, body))
+                state.headers[self.path] = dict(self.headers.items())
                 gate = state.gates.get(self.path.split("?")[0])
             if gate is not None:
                 gate.wait(20)
@@ -84,7 +88,9 @@ def hooks() -> Iterator[Hooks]:
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Graveler]:
-    options = GravelerOptions(actions=ActionsOptions(max_runs_per_repository=1, background_workers=2))
+    # The webhook receiver is on 127.0.0.1: this engine opts in to private addresses (off by default).
+    actions = ActionsOptions(max_runs_per_repository=1, background_workers=2, webhook=WebhookPolicy(allow_private=True))
+    options = GravelerOptions(actions=actions)
     g = open_graveler(MemStore(), LocalAdapter(tmp_path / "data"), options)
     yield g
     g.close()
@@ -196,3 +202,101 @@ def test_a_check_result_of_an_older_head_is_dropped(engine: Graveler, hooks: Hoo
         time.sleep(0.01)
     assert check().commit_id == second
     assert engine.pulls.standing(handle, engine.pulls.get(handle, pull.id)).blocked_reason == ""
+
+
+def test_webhooks_to_loopback_are_refused_unless_the_deployment_opts_in(tmp_path: Path, hooks: Hooks) -> None:
+    g = open_graveler(MemStore(), LocalAdapter(tmp_path / "data"), GravelerOptions())  # the defaults
+    try:
+        repo = _repo(g, "private-off")
+        port = hooks.port
+        spellings = [
+            f"http://127.0.0.1:{port}/a",
+            f"http://[::ffff:127.0.0.1]:{port}/b",
+            f"http://[::ffff:7f00:1]:{port}/c",
+            f"http://2130706433:{port}/d",  # decimal
+            f"http://0177.0.0.1:{port}/e",  # octal
+            f"http://localhost:{port}/f",
+        ]
+        for n, url in enumerate(spellings):
+            _put(g, repo, "main", "_lakefs_actions/a.yaml", _webhook("loop", "pre-commit", url))
+            _put(g, repo, "main", f"f{n}")
+            with pytest.raises(HookAborted) as refused:
+                g.commit(repo, "main", "refused")
+            assert "is not an allowed webhook target" in str(refused.value), (url, refused.value)
+            assert "loopback address, and allow_private is off" in str(refused.value), (url, refused.value)
+        with hooks.lock:
+            assert hooks.seen == []  # no spelling reached the receiver
+    finally:
+        g.close()
+
+
+TAGGING_HOOK = b"""name: tagger
+on:
+  post-commit:
+hooks:
+  - id: tag
+    type: lua
+    properties:
+      script: |
+        local lakefs = require("lakefs")
+        for _, name in ipairs({"ok-1", "blocked-1"}) do
+          local code, _ = lakefs.create_tag(action.repository_id, action.commit_id, name)
+          print(name .. " " .. code)
+        end
+"""
+TAG_RULE = b"""name: tag-rule
+on:
+  pre-create-tag:
+hooks:
+  - id: no_blocked
+    type: lua
+    properties:
+      script: |
+        if string.sub(action.tag_id, 1, 8) == "blocked-" then error("blocked tags are refused") end
+"""
+
+
+def test_a_tag_created_by_a_hook_passes_the_pre_create_tag_hooks(engine: Graveler) -> None:
+    repo = _repo(engine, "hook-tags")
+    _put(engine, repo, "main", "_lakefs_actions/rule.yaml", TAG_RULE)
+    _put(engine, repo, "main", "_lakefs_actions/tagger.yaml", TAGGING_HOOK)
+    commit_id = engine.commit(repo, "main", "tag me").id
+    handle = engine.refs.repository(repo)
+
+    def post_run() -> pb.ActionRun | None:
+        runs, _, _ = engine.actions.runs.list_page(handle, "main", "", "", 100, NO_DEADLINE)
+        return next((r for r in runs if r.event_type == "post-commit" and r.HasField("end_time")), None)
+
+    ends = time.monotonic() + 10
+    while (run := post_run()) is None:
+        assert time.monotonic() < ends, "the post-commit hook did not run"
+        time.sleep(0.01)
+    output = engine.actions.runs.get(handle, run.run_id).hooks[0].output
+    assert "ok-1 201" in output and "blocked-1 412" in output, output
+    assert engine.refs.get_tag(handle, "ok-1").commit_id == commit_id
+    with pytest.raises(NotFound):
+        engine.refs.get_tag(handle, "blocked-1")
+    runs, _, _ = engine.actions.runs.list_page(handle, "", "", "", 100, NO_DEADLINE)
+    refused = [r for r in runs if r.event_type == "pre-create-tag" and r.tag_id == "blocked-1"]
+    assert len(refused) == 1 and refused[0].failed
+
+
+def test_an_env_value_reaches_only_the_hooks_of_repositories_it_is_granted_to(tmp_path: Path, hooks: Hooks) -> None:
+    env = EnvPolicy(environ={"SILTACTION_TOKEN": "granted-secret"}, repositories={"SILTACTION_TOKEN": ("ci-*",)})
+    actions = ActionsOptions(env=env, webhook=WebhookPolicy(allow_private=True))
+    g = open_graveler(MemStore(), LocalAdapter(tmp_path / "data"), GravelerOptions(actions=actions))
+    try:
+        for repo in (_repo(g, "ci-main"), _repo(g, "elsewhere")):
+            hook = _webhook("leak", "pre-commit", hooks.url(f"/{repo}")) + (
+                b"      headers:\n        Authorization: 'Bearer {{ ENV.SILTACTION_TOKEN }}'\n"
+            )
+            _put(g, repo, "main", "_lakefs_actions/a.yaml", hook)
+        g.commit("ci-main", "main", "the granted repository's hook sends it")
+        with pytest.raises(HookAborted) as refused:
+            g.commit("elsewhere", "main", "refused")
+        assert "SILTACTION_TOKEN is not granted to 'elsewhere'" in str(refused.value)
+        with hooks.lock:
+            assert [path for path, _ in hooks.seen] == ["/ci-main"]
+        assert hooks.headers["/ci-main"]["Authorization"] == "Bearer granted-secret"
+    finally:
+        g.close()

@@ -8,12 +8,14 @@ import pytest
 
 from services.auth.permissions import RULES as AUTH_RULES
 from services.graveler.permissions import RULES as GRAVELER_RULES
-from services.graveler.permissions import TABLE, list_readable_repositories
+from services.graveler.permissions import TABLE, list_readable_repositories, runs_narrowed_to_outputs_allowed
 from silt import actions as a
 from silt.auth.v1 import auth_pb2
+from silt.errors import PermissionDenied
 from silt.graveler.v1 import events_pb2
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.rpc.interceptor import Authenticated, Narrowed, Require
+from silt.graveler.v1 import model_pb2 as pb
+from silt.rpc.interceptor import Authenticated, MayFn, Narrowed, Require
 
 
 def methods(module: object, service: str) -> set[str]:
@@ -123,3 +125,36 @@ def test_narrowed_listing_fills_pages_and_moves_forward() -> None:
     assert paginate(set(ALL), 7) == [ALL[:7], ALL[7:14], ALL[14:]]
     assert paginate(set(), 3) == [[]]
     assert [name for page in paginate(readable, 0) for name in page] == sorted(readable)
+
+
+def test_action_runs_show_hook_outputs_only_to_holders_of_read_action_output() -> None:
+    for method in ("ListActionRuns", "GetActionRun"):
+        assert isinstance(GRAVELER_RULES[f"/silt.graveler.v1.GravelerService/{method}"], Narrowed)
+    stored = pb.ActionRun(run_id="r1", failed=True)
+    stored.hooks.add(
+        hook_run_id="0000_0000", failed=True, error="webhook answered 500", output="HTTP/1.1 500\n\nsecret"
+    )
+
+    def get(request: api.GetActionRunRequest) -> pb.ActionRun:
+        copy = pb.ActionRun()
+        copy.CopyFrom(stored)
+        return copy
+
+    def listing(request: api.ListActionRunsRequest) -> api.ListActionRunsResponse:
+        return api.ListActionRunsResponse(runs=[get(api.GetActionRunRequest())])
+
+    def holding(*held: str) -> MayFn:
+        return lambda action, names: [action in held for _ in names]
+
+    get_request = api.GetActionRunRequest(repository="repo", run_id="r1")
+    list_request = api.ListActionRunsRequest(repository="repo")
+    full = runs_narrowed_to_outputs_allowed(get, get_request, holding(a.READ_REPO, a.READ_ACTION_OUTPUT))
+    assert full.hooks[0].output.endswith("secret")
+    for reply in (
+        runs_narrowed_to_outputs_allowed(get, get_request, holding(a.READ_REPO)),
+        runs_narrowed_to_outputs_allowed(listing, list_request, holding(a.READ_REPO)).runs[0],
+    ):
+        [hook] = reply.hooks
+        assert hook.output == "" and hook.failed and hook.error == "webhook answered 500"
+    with pytest.raises(PermissionDenied, match=a.READ_REPO):
+        runs_narrowed_to_outputs_allowed(get, get_request, holding(a.READ_ACTION_OUTPUT))

@@ -31,6 +31,7 @@ from services.graveler.actions.webhook import (
     DEFAULT_TIMEOUT,
     MASK,
     RESPONSE_BODY_LIMIT,
+    STORED_BODY_LIMIT,
     EnvPolicy,
     HookResult,
     InvalidHook,
@@ -45,7 +46,11 @@ from services.graveler.actions.webhook import (
 
 PAYLOAD = json.dumps({"event_type": "pre-commit", "repository_id": "repo1", "branch_id": "main"}).encode()
 SECRET = "s3cr3t-t0ken-value"
-ENV = EnvPolicy(environ={"SILTACTION_TOKEN": SECRET, "SILTACTION_OTHER": "other", "HOME": "/root"})
+ENV = EnvPolicy(
+    environ={"SILTACTION_TOKEN": SECRET, "SILTACTION_OTHER": "other", "HOME": "/root"},
+    repositories={name: ("repo1",) for name in ("SILTACTION_TOKEN", "SILTACTION_OTHER", "SILTACTION_MISSING")},
+    repository="repo1",
+)
 
 
 # --- a real server --------------------------------------------------------------------
@@ -178,10 +183,14 @@ def _spec(url: str, **properties: Any) -> WebhookSpec:
     return parse_webhook({"url": url, **properties}, ENV)
 
 
+# The test's servers are on 127.0.0.1: their policy opts in to loopback (off by default).
+LOCAL = WebhookPolicy(allow_private=True)
+
+
 def _send(
     url: str, policy: WebhookPolicy | None = None, deadline: float | None = None, **properties: Any
 ) -> HookResult:
-    return send_webhook(_spec(url, **properties), PAYLOAD, policy or WebhookPolicy(), deadline)
+    return send_webhook(_spec(url, **properties), PAYLOAD, policy or LOCAL, deadline)
 
 
 # --- parsing --------------------------------------------------------------------------
@@ -331,7 +340,7 @@ def test_secure_strings_read_empty_when_disabled_or_outside_the_prefix() -> None
     disabled = EnvPolicy(enabled=False, environ={"SILTACTION_TOKEN": SECRET})
     assert _header("Bearer {{ ENV.SILTACTION_TOKEN }}", disabled) == SecureValue("Bearer ", True)
     assert _header("{{ ENV.HOME }}") == SecureValue("", True)
-    no_prefix = EnvPolicy(prefix="", environ={"HOME": "/root"})
+    no_prefix = EnvPolicy(prefix="", environ={"HOME": "/root"}, repositories={"HOME": ("*",)})
     assert _header("{{ ENV.HOME }}", no_prefix) == SecureValue("/root", True)
 
 
@@ -347,7 +356,23 @@ def test_a_missing_environment_variable_is_an_error_naming_the_property() -> Non
 
 def test_the_process_environment_is_read_when_none_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SILTACTION_FROM_PROCESS", "yes")
-    assert _header("{{ ENV.SILTACTION_FROM_PROCESS }}", EnvPolicy()) == SecureValue("yes", True)
+    granted = EnvPolicy(repositories={"SILTACTION_FROM_PROCESS": ("*",)})
+    assert _header("{{ ENV.SILTACTION_FROM_PROCESS }}", granted) == SecureValue("yes", True)
+
+
+def test_a_variable_is_read_only_by_the_repositories_it_is_granted_to() -> None:
+    environ = {"SILTACTION_TOKEN": SECRET, "SILTACTION_OTHER": "other"}
+    scoped = EnvPolicy(environ=environ, repositories={"SILTACTION_TOKEN": ("ci-*", "data")})
+    for repository in ("ci-main", "data"):
+        assert _header("{{ ENV.SILTACTION_TOKEN }}", scoped.for_repository(repository)) == SecureValue(SECRET, True)
+    for repository in ("other", "data2", ""):
+        with pytest.raises(InvalidHook, match=r"headers.X-V: environment variable SILTACTION_TOKEN is not granted"):
+            _header("{{ ENV.SILTACTION_TOKEN }}", scoped.for_repository(repository))
+    # Listed for no repository, or nothing listed at all (the default): read by none.
+    with pytest.raises(InvalidHook, match="SILTACTION_OTHER is not granted to 'ci-main'"):
+        _header("{{ ENV.SILTACTION_OTHER }}", scoped.for_repository("ci-main"))
+    with pytest.raises(InvalidHook, match="not granted"):
+        _header("{{ ENV.SILTACTION_TOKEN }}", EnvPolicy(environ=environ).for_repository("ci-main"))
 
 
 def test_secure_values_print_masked() -> None:
@@ -391,13 +416,28 @@ def test_addresses_always_refused(address: str, reason: str) -> None:
         assert refusal == f"address {ipaddress.ip_address(address)} is not an allowed webhook target ({reason})"
 
 
-def test_private_addresses_follow_allow_private() -> None:
-    private = ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "100.64.0.1", "::1", "fd12::1", "::ffff:10.0.0.1"]
-    assert all(WebhookPolicy().address_refusal("h", _ips(a)) is None for a in private)
+def test_private_addresses_are_refused_unless_opted_in() -> None:
+    private = [
+        "127.0.0.1",
+        "127.1.2.3",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "100.64.0.1",
+        "::1",
+        "fd12::1",
+        "::ffff:10.0.0.1",
+        "::ffff:127.0.0.1",
+        "::127.0.0.1",  # IPv4-compatible
+        "64:ff9b::127.0.0.1",  # NAT64
+        "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+    ]
+    assert WebhookPolicy().allow_private is False
     for address in private:
-        refusal = WebhookPolicy(allow_private=False).address_refusal("h", _ips(address))
+        refusal = WebhookPolicy().address_refusal("h", _ips(address))
         assert refusal is not None and "allow_private is off" in refusal, address
-    assert WebhookPolicy(allow_private=False).address_refusal("h", _ips("93.184.216.34", "2606:4700::1")) is None
+    assert all(LOCAL.address_refusal("h", _ips(a)) is None for a in private)
+    assert WebhookPolicy().address_refusal("h", _ips("93.184.216.34", "2606:4700::1")) is None
 
 
 def test_every_resolved_address_is_checked() -> None:
@@ -407,21 +447,21 @@ def test_every_resolved_address_is_checked() -> None:
 
 
 def test_allow_and_deny_lists() -> None:
-    denied = WebhookPolicy(denied_cidrs=("10.0.0.0/8",))
+    denied = WebhookPolicy(allow_private=True, denied_cidrs=("10.0.0.0/8",))
     assert denied.address_refusal("h", _ips("10.9.9.9")) == (
         "address 10.9.9.9 is not an allowed webhook target (in denied_cidrs 10.0.0.0/8)"
     )
     assert denied.address_refusal("h", _ips("::ffff:10.9.9.9")) is not None
     assert denied.address_refusal("h", _ips("192.168.0.1")) is None
 
-    cidrs = WebhookPolicy(allowed_cidrs=("192.168.0.0/16",))
+    cidrs = WebhookPolicy(allow_private=True, allowed_cidrs=("192.168.0.0/16",))
     assert cidrs.host_refusal("anything.example") is None  # decided by its addresses
     assert cidrs.address_refusal("h", _ips("192.168.3.4")) is None
     assert cidrs.address_refusal("h", _ips("::ffff:192.168.3.4")) is None
     refusal = cidrs.address_refusal("h", _ips("192.168.3.4", "10.0.0.1"))
     assert refusal is not None and "10.0.0.1" in refusal and "not in allowed_hosts or allowed_cidrs" in refusal
 
-    hosts = WebhookPolicy(allowed_hosts=("hooks.example.com", "*.internal.example"))
+    hosts = WebhookPolicy(allow_private=True, allowed_hosts=("hooks.example.com", "*.internal.example"))
     assert hosts.host_refusal("hooks.example.com") is None
     assert hosts.host_refusal("a.b.internal.example") is None
     assert hosts.host_refusal("internal.example") is not None
@@ -480,7 +520,8 @@ def test_a_2xx_answer_passes_and_the_request_is_as_configured(server: Server) ->
     assert "Headers:\nX-Team: data\nContent-Type: application/json\n" in output
     assert f"Request Body:\n{PAYLOAD.decode()}\n" in output
     assert "Request duration: " in output
-    assert "Response:\nHTTP/1.1 200 OK\n" in output and "X-Answer: yes" in output
+    # The answer's status line and body only: its headers are not kept.
+    assert "Response:\nHTTP/1.1 200 OK\n\n" in output and "X-Answer" not in output
     assert output.endswith('{"ok": true}\n')
 
 
@@ -494,7 +535,7 @@ def test_a_5xx_answer_fails_with_its_status_and_body(server: Server) -> None:
 def test_a_redirect_is_not_followed(server: Server) -> None:
     result = _send(server.url("/redirect"))
     assert not result.ok and result.error == "webhook answered 302 (redirects are not followed)"
-    assert f"Location: {server.url('/elsewhere')}" in result.output
+    assert "Location" not in result.output
     assert server.paths() == ["/redirect"]
 
 
@@ -533,12 +574,13 @@ def test_a_trickling_body_is_cut_at_the_timeout(server: Server) -> None:
     assert 0.45 < elapsed < 5.0, elapsed  # ends at its bound (5 s: a loaded machine)
 
 
-def test_a_large_body_is_read_up_to_the_bound(server: Server) -> None:
+def test_a_large_body_is_read_up_to_the_bound_and_kept_to_a_few_kib(server: Server) -> None:
     result = _send(server.url("/big"))
     assert result.ok
-    assert "x" * RESPONSE_BODY_LIMIT in result.output and "x" * (RESPONSE_BODY_LIMIT + 1) not in result.output
+    assert "x" * STORED_BODY_LIMIT in result.output and "x" * (STORED_BODY_LIMIT + 1) not in result.output
+    assert f"[... truncated: only the first {STORED_BODY_LIMIT} bytes of the body are kept]" in result.output
     assert f"the body is longer than {RESPONSE_BODY_LIMIT} bytes; the rest was not read" in result.output
-    assert len(result.output) < RESPONSE_BODY_LIMIT + 4096
+    assert len(result.output) < STORED_BODY_LIMIT + 4096
 
 
 def test_a_connection_is_reused_for_the_same_checked_address(server: Server) -> None:
@@ -572,6 +614,8 @@ def test_a_refused_connection_fails_the_hook() -> None:
         ("http://[::]:8000/", "address ::"),
         ("http://2852039166/", "address 169.254.169.254"),  # the decimal spelling, resolved
         ("http://0xa9.0xfe.0xa9.0xfe/", "address 169.254.169.254"),
+        ("http://0251.0376.0251.0376/", "address 169.254.169.254"),  # octal
+        ("http://[::ffff:a9fe:a9fe]/", "169.254.169.254"),
         ("http://224.0.0.1/", "address 224.0.0.1"),
         ("http://255.255.255.255/", "address 255.255.255.255"),
     ],
@@ -581,6 +625,25 @@ def test_refused_targets_are_refused_before_connecting(url: str, named: str, no_
     assert not result.ok and named in result.error and "is not an allowed webhook target" in result.error, result
     assert no_connections == []
     assert "Request:\nPOST " + url in result.output
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/",
+        "http://[::ffff:127.0.0.1]:9/",
+        "http://[::ffff:7f00:1]:9/",
+        "http://2130706433:9/",  # decimal, read by the resolver as 127.0.0.1
+        "http://0177.0.0.1:9/",  # octal
+        "http://0x7f.1:9/",
+        "http://127.1:9/",
+    ],
+)
+def test_loopback_in_any_spelling_is_refused_by_default(url: str, no_connections: list[Any]) -> None:
+    result = _send(url, WebhookPolicy())
+    assert not result.ok and "is not an allowed webhook target (loopback" in result.error, result
+    assert "allow_private is off" in result.error
+    assert no_connections == []
 
 
 def test_loopback_is_refused_when_private_addresses_are_off(no_connections: list[Any]) -> None:
@@ -599,16 +662,16 @@ def test_loopback_is_refused_when_private_addresses_are_off(no_connections: list
 
 
 def test_allow_lists_restrict_targets(server: Server) -> None:
-    by_host = WebhookPolicy(allowed_hosts=("localhost",))
+    by_host = WebhookPolicy(allow_private=True, allowed_hosts=("localhost",))
     assert _send(server.url("/ok", host="localhost"), by_host).ok
     refused = _send(server.url("/ok"), by_host)
     assert refused.error == "host 127.0.0.1 is not an allowed webhook target (not in allowed_hosts)"
 
-    assert _send(server.url("/ok"), WebhookPolicy(allowed_cidrs=("127.0.0.0/8",))).ok
-    refused = _send(server.url("/ok"), WebhookPolicy(allowed_cidrs=("10.0.0.0/8",)))
+    assert _send(server.url("/ok"), WebhookPolicy(allow_private=True, allowed_cidrs=("127.0.0.0/8",))).ok
+    refused = _send(server.url("/ok"), WebhookPolicy(allow_private=True, allowed_cidrs=("10.0.0.0/8",)))
     assert refused.error == "address 127.0.0.1 is not an allowed webhook target (not in allowed_hosts or allowed_cidrs)"
 
-    refused = _send(server.url("/ok"), WebhookPolicy(allowed_schemes=("https",)))
+    refused = _send(server.url("/ok"), WebhookPolicy(allow_private=True, allowed_schemes=("https",)))
     assert refused.error == "scheme http is not an allowed webhook scheme (allowed: https)"
     assert server.paths() == ["/ok", "/ok"]
 
@@ -684,7 +747,7 @@ def https_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Ser
 
 def test_https_connects_to_the_checked_address_and_verifies_the_url_host(https_server: tuple[Server, Path]) -> None:
     server, ca_file = https_server
-    trusted = WebhookPolicy(ca_certs=str(ca_file))
+    trusted = WebhookPolicy(allow_private=True, ca_certs=str(ca_file))
     # The certificate names localhost only: the connection goes to an address, the check to the name.
     result = _send(server.url("/ok", host="localhost"), trusted)
     assert result.ok, result
@@ -692,6 +755,6 @@ def test_https_connects_to_the_checked_address_and_verifies_the_url_host(https_s
 
     by_address = _send(server.url("/ok"), trusted)
     assert not by_address.ok and by_address.error.startswith("the TLS certificate of 127.0.0.1 was not accepted")
-    untrusted = _send(server.url("/ok", host="localhost"), WebhookPolicy())
+    untrusted = _send(server.url("/ok", host="localhost"), LOCAL)
     assert not untrusted.ok and untrusted.error.startswith("the TLS certificate of localhost was not accepted")
     assert "certificate verify failed" in untrusted.error or "unable to get local issuer" in untrusted.error
