@@ -119,15 +119,18 @@ emulators: $(AZURITE_STAMP) $(STAMP)
 # Starts what the tests need itself: Apache Cassandra (scripts/cassandra.sh, once per run),
 # moto_server, Azurite and fake-gcs-server, from pytest session fixtures.
 # `make test` leaves out the exhaustive variants marked nightly (each has a smaller case that
-# runs here); `make test-all` runs everything, for a nightly job. Both run pytest in legs side
-# by side (tests/support/legs.py: the tests that need a JVM in one, the rest in the other), and
-# end with one line that adds the legs up; logs in build/test-legs/.
+# runs here) and the podman-marked tests (image builds, the overlay in podman's pods: a static
+# check of the image definitions runs here instead, tests/unit/test_image_definitions.py);
+# `make test-all` runs everything, for a nightly job, and installs podman first. Both run pytest
+# in legs side by side (tests/support/legs.py: the tests that need a JVM in one, the rest in the
+# other), and end with one line that adds the legs up; logs in build/test-legs/.
+TEST_MARKS := not podman and not nightly
 test: proto clients ui emulators test-ui
 	@scripts/ensure-system-deps.sh
-	$(PY) -m tests.support.legs -m "not nightly" $(PYTEST_ARGS)
+	$(PY) -m tests.support.legs -m "$(TEST_MARKS)" $(PYTEST_ARGS)
 
 test-all: proto clients ui emulators test-ui
-	@scripts/ensure-system-deps.sh
+	@scripts/ensure-system-deps.sh podman
 	$(PY) -m tests.support.legs $(PYTEST_ARGS)
 
 # The quick part, for the edit-test loop (under 2 minutes on 2 cores): no whole stack (e2e),
