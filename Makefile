@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench edge tests
 
-.PHONY: all venv clients emulators lock proto ui docs run test test-all test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients emulators lock proto ui docs run test test-all test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -132,6 +132,12 @@ test: proto clients ui emulators test-ui
 test-all: proto clients ui emulators test-ui
 	@scripts/ensure-system-deps.sh podman
 	$(PY) -m tests.support.legs $(PYTEST_ARGS)
+
+# Every test's time from the last `make test` or `make test-all` (build/test-times.tsv, written
+# by the legs): the slowest tests, and with TIMES_ARGS="--by-dir" the total per directory.
+TIMES_ARGS ?= --slowest 30 --by-dir
+test-times:
+	$(PY) -m tests.support.times $(TIMES_ARGS)
 
 # The quick part, for the edit-test loop (under 2 minutes on 2 cores): no whole stack (e2e),
 # Spark, Cassandra, large data sets or fuzzing, so no Java either. The marks are pyproject.toml's;

@@ -12,7 +12,8 @@ own slowest-tests list.
 
 A `-m EXPR` among the arguments narrows every leg (`(EXPR) and (LEG)`); paths and other options
 go to each leg unchanged. A leg that collects nothing is not a failure unless none collects
-anything. The logs go to build/test-legs/<leg>.log (every test's time to <leg>.xml); they are
+anything. The logs go to build/test-legs/<leg>.log (every test's time to <leg>.xml, merged at
+the end into build/test-times.tsv: tests/support/times.py); they are
 printed whole when both legs have ended, the failing leg first, then each leg's time and
 result with its failed and erroring tests named again (what CI keeps of a long log may be its
 end only), and last one closing line that adds the legs up.
@@ -27,9 +28,12 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from ctypes import CDLL
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support import times
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = REPO_ROOT / "build" / "test-legs"
@@ -203,7 +207,18 @@ def main(argv: list[str], log_dir: Path = LOG_DIR) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    _write_times(log_dir)
     return _report(legs, timed_out)
+
+
+def _write_times(log_dir: Path) -> None:
+    """The legs' JUnit XMLs merged into one table beside log_dir (build/test-times.tsv)."""
+    try:
+        path = times.write_times(times.merge_legs(log_dir), log_dir.parent / times.TIMES_FILE.name)
+    except (OSError, ET.ParseError) as exc:  # a leg ended before writing its XML whole
+        print(f"every test's time: not written ({exc})", flush=True)
+    else:
+        print(f"every test's time: {path} (python -m tests.support.times prints the slowest)", flush=True)
 
 
 if __name__ == "__main__":
