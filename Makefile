@@ -119,15 +119,18 @@ emulators: $(AZURITE_STAMP) $(STAMP)
 # Starts what the tests need itself: Apache Cassandra (scripts/cassandra.sh, once per run),
 # moto_server, Azurite and fake-gcs-server, from pytest session fixtures.
 # `make test` leaves out the exhaustive variants marked nightly (each has a smaller case that
-# runs here) and the podman-marked tests (image builds, the overlay in podman's pods: a static
-# check of the image definitions runs here instead, tests/unit/test_image_definitions.py);
-# `make test-all` runs everything, for a nightly job, and installs podman first. Both run pytest
-# in legs side by side (tests/support/legs.py: the tests that need a JVM in one, the rest in the
-# other), and end with one line that adds the legs up; logs in build/test-legs/.
-TEST_MARKS := not podman and not nightly
+# runs here) but for the commit's rotating slice of them (tests/support/rotation.py: every
+# nightly test once in any 5 consecutive commits, about 5 minutes a commit), and the
+# podman-marked tests (image builds, the overlay in podman's pods: a static check of the image
+# definitions runs here instead, tests/unit/test_image_definitions.py); `make test-all` runs
+# everything, for a nightly job, and installs podman first. Both run pytest in legs side by side
+# (tests/support/legs.py: the tests that need a JVM in one, the rest in the other), end with one
+# line that adds the legs up, and leave every test's time in build/test-times.tsv (`make
+# test-times`); logs in build/test-legs/.
+TEST_MARKS := not podman and (not nightly or nightly_slice)
 test: proto clients ui emulators test-ui
 	@scripts/ensure-system-deps.sh
-	$(PY) -m tests.support.legs -m "$(TEST_MARKS)" $(PYTEST_ARGS)
+	$(PY) -m tests.support.legs --nightly-slice -m "$(TEST_MARKS)" $(PYTEST_ARGS)
 
 test-all: proto clients ui emulators test-ui
 	@scripts/ensure-system-deps.sh podman
