@@ -232,11 +232,14 @@ def main(argv: list[str], log_dir: Path = LOG_DIR) -> int:
 def _write_times(log_dir: Path) -> None:
     """The legs' JUnit XMLs merged into one table beside log_dir (build/test-times.tsv)."""
     try:
-        path = times.write_times(times.merge_legs(log_dir), log_dir.parent / times.TIMES_FILE.name)
+        rows = times.merge_legs(log_dir)
+        # A run that ran nothing (--collect-only) keeps the last run's table.
+        path = times.write_times(rows, log_dir.parent / times.TIMES_FILE.name) if rows else None
     except (OSError, ET.ParseError) as exc:  # a leg ended before writing its XML whole
         print(f"every test's time: not written ({exc})", flush=True)
     else:
-        print(f"every test's time: {path} (python -m tests.support.times prints the slowest)", flush=True)
+        if path is not None:
+            print(f"every test's time: {path} (python -m tests.support.times prints the slowest)", flush=True)
 
 
 if __name__ == "__main__":
