@@ -203,7 +203,7 @@ def nightly_slice(args: list[str]) -> tuple[list[str], dict[str, str] | None]:
         return args, None
     ordinal, source = rotation.commit_ordinal()
     print(f"nightly slice: commit ordinal {ordinal} (from {source})", flush=True)
-    env = {**rotation.ROTATION_ENV, **os.environ, rotation.ORDINAL_ENV: str(ordinal)}
+    env = {**rotation.rotation_env(ordinal), **os.environ, rotation.ORDINAL_ENV: str(ordinal)}
     return ["-p", "tests.support.rotation", *(a for a in args if a != NIGHTLY_SLICE)], env
 
 

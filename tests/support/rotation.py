@@ -21,7 +21,8 @@ tests' estimated times:
 - The share: a slice is meant to fit SHARE_S (5 min) of the budget, counted as the sum of its
   tests' estimates (the legs run side by side, so the wall time they add is at most that). A
   test that has runs to divide is split: in the rotation the Jepsen-style test's nightly variant
-  runs ROTATION_ENV's SILT_JEPSEN_RUNS runs (not the 20 of `make test-all`). When the tests no
+  runs ROTATION_ENV's SILT_JEPSEN_RUNS runs (not the 20 of `make test-all`), the next of those
+  20 seeds at each turn (rotation_env). When the tests no
   longer fit PERIOD slices of the share, the period grows (period_of: the fewest slices, at
   least PERIOD, each within the share or holding a single test, which no selection can divide);
   a commit then runs slice `ordinal % period`, and the promise becomes one run every `period`
@@ -54,6 +55,7 @@ COMMIT_ENV = "SILT_COMMIT"
 SLICE_MARK = "nightly_slice"
 # Set for the legs when they run a slice (a value already in the environment is kept).
 ROTATION_ENV = {"SILT_JEPSEN_RUNS": "2"}
+JEPSEN_NIGHTLY_RUNS = 20  # `make test-all`'s runs of the Jepsen-style nightly variant (seed 1000 on)
 _J = "tests/jepsen/test_jepsen.py::test_many_runs_with_every_nemesis_on"
 _R = "tests/e2e/test_replicas.py::test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothing"
 # Seconds each nightly test takes on the 2-core CI machine, cold, with the other leg running.
@@ -104,6 +106,14 @@ def selected(ordinal: int, estimates: Mapping[str, float], share_s: float = SHAR
     """The nightly tests the commit with this ordinal runs."""
     plan = slices(estimates, period_of(estimates, share_s))
     return plan[ordinal % len(plan)]
+
+
+def rotation_env(ordinal: int) -> dict[str, str]:
+    """The sizes the rotation runs the nightly tests at, for the commit with this ordinal: the
+    Jepsen-style variant runs ROTATION_ENV's few runs, from the next of `make test-all`'s seeds at
+    each turn of the rotation (every PERIOD commits), so that its turns go through all of them."""
+    runs = int(ROTATION_ENV["SILT_JEPSEN_RUNS"])
+    return {**ROTATION_ENV, "SILT_JEPSEN_FIRST_RUN": str(runs * (ordinal // PERIOD) % JEPSEN_NIGHTLY_RUNS)}
 
 
 def _git(*args: str) -> str | None:

@@ -61,6 +61,16 @@ def test_the_current_nightly_tests_fit_five_slices_of_the_share() -> None:
     assert int(rotation.ROTATION_ENV["SILT_JEPSEN_RUNS"]) < 20
 
 
+def test_the_jepsen_runs_go_through_every_nightly_seed_turn_by_turn() -> None:
+    runs = int(rotation.ROTATION_ENV["SILT_JEPSEN_RUNS"])
+    turns = rotation.JEPSEN_NIGHTLY_RUNS // runs
+    firsts = [int(rotation.rotation_env(o)["SILT_JEPSEN_FIRST_RUN"]) for o in range(rotation.PERIOD * turns)]
+    # The same first run for the commits of one turn, the next runs on the next turn.
+    assert firsts[: rotation.PERIOD] == [0] * rotation.PERIOD and firsts[rotation.PERIOD] == runs
+    seeds = {first + i for first in firsts for i in range(runs)}
+    assert seeds == set(range(rotation.JEPSEN_NIGHTLY_RUNS))
+
+
 def test_slices_are_filled_longest_first_into_the_emptiest() -> None:
     plan = rotation.slices(SETS["one-too-long"])
     assert plan == [["t::long"], ["t::b"], ["t::c"], ["t::d"], []]
@@ -108,7 +118,7 @@ def test_nightly_a():
 
 @pytest.mark.nightly
 def test_nightly_b():
-    assert os.environ["SILT_JEPSEN_RUNS"] == "2"
+    assert os.environ["SILT_JEPSEN_RUNS"] == "2" and os.environ["SILT_JEPSEN_FIRST_RUN"] == "2"
 
 
 @pytest.mark.nightly
