@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench edge tests
 
-.PHONY: all venv clients emulators lock proto ui docs run test test-all test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients emulators lock proto ui docs run test test-all test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -119,16 +119,28 @@ emulators: $(AZURITE_STAMP) $(STAMP)
 # Starts what the tests need itself: Apache Cassandra (scripts/cassandra.sh, once per run),
 # moto_server, Azurite and fake-gcs-server, from pytest session fixtures.
 # `make test` leaves out the exhaustive variants marked nightly (each has a smaller case that
-# runs here); `make test-all` runs everything, for a nightly job. Both run pytest in legs side
-# by side (tests/support/legs.py: the tests that need a JVM in one, the rest in the other), and
-# end with one line that adds the legs up; logs in build/test-legs/.
+# runs here) but for the commit's rotating slice of them (tests/support/rotation.py: every
+# nightly test once in any 5 consecutive commits, about 5 minutes a commit), and the
+# podman-marked tests (image builds, the overlay in podman's pods: a static check of the image
+# definitions runs here instead, tests/unit/test_image_definitions.py); `make test-all` runs
+# everything, for a nightly job, and installs podman first. Both run pytest in legs side by side
+# (tests/support/legs.py: the tests that need a JVM in one, the rest in the other), end with one
+# line that adds the legs up, and leave every test's time in build/test-times.tsv (`make
+# test-times`); logs in build/test-legs/.
+TEST_MARKS := not podman and (not nightly or nightly_slice)
 test: proto clients ui emulators test-ui
 	@scripts/ensure-system-deps.sh
-	$(PY) -m tests.support.legs -m "not nightly" $(PYTEST_ARGS)
+	$(PY) -m tests.support.legs --nightly-slice -m "$(TEST_MARKS)" $(PYTEST_ARGS)
 
 test-all: proto clients ui emulators test-ui
-	@scripts/ensure-system-deps.sh
+	@scripts/ensure-system-deps.sh podman
 	$(PY) -m tests.support.legs $(PYTEST_ARGS)
+
+# Every test's time from the last `make test` or `make test-all` (build/test-times.tsv, written
+# by the legs): the slowest tests, and with TIMES_ARGS="--by-dir" the total per directory.
+TIMES_ARGS ?= --slowest 30 --by-dir
+test-times:
+	$(PY) -m tests.support.times $(TIMES_ARGS)
 
 # The quick part, for the edit-test loop (under 2 minutes on 2 cores): no whole stack (e2e),
 # Spark, Cassandra, large data sets or fuzzing, so no Java either. The marks are pyproject.toml's;

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs outside Python when it is missing: Java 17 (to run the
-# test Cassandra), npm (to fetch it and to build the web UI), Chromium (the UI's browser
-# tests) and podman (tests/e2e/test_images_podman.py); with `bench`, also nginx and curl (the
-# gateway benchmark's reference server and client); with `ui`, only npm (`make ui`). Uses
-# Debian's packages; does nothing when present.
+# test Cassandra), npm (to fetch it and to build the web UI) and Chromium (the UI's browser
+# tests). With `podman` (`make test-all`), also podman and what it builds and runs images with
+# (the podman-marked tests, which only `make test-all` runs: `make test` needs none of it);
+# with `bench`, also nginx and curl (the gateway benchmark's reference server and client);
+# with `ui`, only npm (`make ui`). Uses Debian's packages; does nothing when present.
+#
+#   scripts/ensure-system-deps.sh [ui | bench | podman]
 set -euo pipefail
 
 missing=()
@@ -12,7 +15,9 @@ if [ "${1:-}" != ui ]; then
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
   # The web UI's browser tests drive Debian's Chromium (Playwright's own download is not used).
   [ -x /usr/bin/chromium ] || missing+=(chromium)
-  # Container images and the podman-marked test (scripts/images/): podman with runc, and
+fi
+if [ "${1:-}" = podman ]; then
+  # Container images and the podman-marked tests (scripts/images/): podman with runc, and
   # debootstrap for the local base image when no registry answers.
   command -v podman >/dev/null 2>&1 || missing+=(podman buildah runc debootstrap uidmap fuse-overlayfs slirp4netns)
 fi

@@ -8,11 +8,14 @@ process; the other leg holds the rest. Each leg is a whole pytest run of its own
 session fixtures, its own leak check (tests/support/leaks.py marks each run's processes), its
 own slowest-tests list.
 
-    python -m tests.support.legs [PYTEST ARGS...]
+    python -m tests.support.legs [--nightly-slice] [PYTEST ARGS...]
 
 A `-m EXPR` among the arguments narrows every leg (`(EXPR) and (LEG)`); paths and other options
 go to each leg unchanged. A leg that collects nothing is not a failure unless none collects
-anything. The logs go to build/test-legs/<leg>.log (every test's time to <leg>.xml); they are
+anything. `--nightly-slice` has both legs mark the commit's slice of the nightly tests
+`nightly_slice` (tests/support/rotation.py), for `make test`'s `-m "... (not nightly or
+nightly_slice)"`. The logs go to build/test-legs/<leg>.log (every test's time to <leg>.xml, merged at
+the end into build/test-times.tsv: tests/support/times.py); they are
 printed whole when both legs have ended, the failing leg first, then each leg's time and
 result with its failed and erroring tests named again (what CI keeps of a long log may be its
 end only), and last one closing line that adds the legs up.
@@ -27,9 +30,12 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from ctypes import CDLL
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support import rotation, times
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = REPO_ROOT / "build" / "test-legs"
@@ -46,6 +52,7 @@ _SUMMARY = re.compile(r"^(no tests ran|\d+ [a-z]+(, \d+ [a-z]+)*) in [\d.]+s\b")
 # pytest's short test summary names each failed or erroring test on a line of its own.
 _NOT_PASSED = ("FAILED ", "ERROR ")
 MAX_NAMED = 20
+NIGHTLY_SLICE = "--nightly-slice"
 
 
 @dataclass
@@ -105,7 +112,7 @@ def _die_with_parent() -> None:
         CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _start(leg: Leg, args: list[str]) -> None:
+def _start(leg: Leg, args: list[str], env: dict[str, str] | None = None) -> None:
     leg.log.parent.mkdir(parents=True, exist_ok=True)
     with leg.log.open("wb") as out:
         # A session of its own, so that a timeout or an interrupt ends the leg with everything
@@ -117,6 +124,7 @@ def _start(leg: Leg, args: list[str]) -> None:
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
+            env=env,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
@@ -186,7 +194,21 @@ def _report(legs: list[Leg], timed_out: bool) -> int:
     return 0
 
 
+def nightly_slice(args: list[str]) -> tuple[list[str], dict[str, str] | None]:
+    """With `--nightly-slice` among the arguments: the legs' pytest arguments with the rotation's
+    plugin (tests/support/rotation.py, which marks this commit's nightly tests `nightly_slice`)
+    and their environment (the commit's ordinal, found once here for both legs, and the sizes the
+    rotation runs the nightly tests at). Without it, the arguments as they are."""
+    if NIGHTLY_SLICE not in args:
+        return args, None
+    ordinal, source = rotation.commit_ordinal()
+    print(f"nightly slice: commit ordinal {ordinal} (from {source})", flush=True)
+    env = {**rotation.rotation_env(ordinal), **os.environ, rotation.ORDINAL_ENV: str(ordinal)}
+    return ["-p", "tests.support.rotation", *(a for a in args if a != NIGHTLY_SLICE)], env
+
+
 def main(argv: list[str], log_dir: Path = LOG_DIR) -> int:
+    argv, env = nightly_slice(argv)
     user_marks, args = split_marks(argv)
     legs = [Leg(name, leg_marks(user_marks, marks), log_dir / f"{name}.log") for name, marks in LEGS]
 
@@ -197,13 +219,27 @@ def main(argv: list[str], log_dir: Path = LOG_DIR) -> int:
     previous = {sig: signal.signal(sig, interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         for leg in legs:
-            _start(leg, args)
+            _start(leg, args, env)
             print(f"leg {leg.name} started: pytest -m {leg.marks!r} (log: {leg.log})", flush=True)
         timed_out = not _wait(legs, RUN_TIMEOUT_S)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    _write_times(log_dir)
     return _report(legs, timed_out)
+
+
+def _write_times(log_dir: Path) -> None:
+    """The legs' JUnit XMLs merged into one table beside log_dir (build/test-times.tsv)."""
+    try:
+        rows = times.merge_legs(log_dir)
+        # A run that ran nothing (--collect-only) keeps the last run's table.
+        path = times.write_times(rows, log_dir.parent / times.TIMES_FILE.name) if rows else None
+    except (OSError, ET.ParseError) as exc:  # a leg ended before writing its XML whole
+        print(f"every test's time: not written ({exc})", flush=True)
+    else:
+        if path is not None:
+            print(f"every test's time: {path} (python -m tests.support.times prints the slowest)", flush=True)
 
 
 if __name__ == "__main__":

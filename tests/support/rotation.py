@@ -1,0 +1,190 @@
+"""The rotating slice of the `nightly` tests that `make test` (so `.ci/run`) runs on each commit.
+
+`make test-all` runs every nightly test; `make test` leaves them out but for one slice, so that
+none goes unrun for long. The slice is a pure function of the commit's ordinal and the nightly
+tests' estimated times:
+
+- The commit's ordinal is its position on the first-parent chain: `git rev-list --count
+  --first-parent HEAD` (the first commit is 1, each commit on a branch one more than its first
+  parent). "Consecutive commits" are consecutive ordinals: a commit and the ones that follow it
+  on the branch, merges included (a merge is one commit on the chain, whatever it brings in).
+  SILT_COMMIT_ORDINAL gives the ordinal where there is no git (a source tarball, a CI that
+  exports the tree); a shallow clone's count is its depth, not the ordinal, so there the
+  commit's hash (`git rev-parse HEAD`, or SILT_COMMIT) picks the slice instead: still the same
+  slice for the same commit, but with no promise over consecutive commits.
+- The nightly tests (every test marked `nightly`, the `podman`-marked ones excepted: only
+  `make test-all` has podman) are packed into PERIOD slices by their estimated seconds
+  (ESTIMATES; DEFAULT_ESTIMATE_S for a test it does not name yet), longest first, each into the
+  slice with the least so far (ties to the lower slice; equal times by test id). Every test is in
+  exactly one slice, and a commit runs slice `ordinal % PERIOD`: any PERIOD consecutive ordinals
+  are PERIOD different remainders, so together they run every nightly test.
+- The share: a slice is meant to fit SHARE_S (5 min) of the budget, counted as the sum of its
+  tests' estimates (the legs run side by side, so the wall time they add is at most that). A
+  test that has runs to divide is split: in the rotation the Jepsen-style test's nightly variant
+  runs ROTATION_ENV's SILT_JEPSEN_RUNS runs (not the 20 of `make test-all`), the next of those
+  20 seeds at each turn (rotation_env). When the tests no
+  longer fit PERIOD slices of the share, the period grows (period_of: the fewest slices, at
+  least PERIOD, each within the share or holding a single test, which no selection can divide);
+  a commit then runs slice `ordinal % period`, and the promise becomes one run every `period`
+  commits: tests/unit/test_rotation.py fails when the nightly tests no longer fit PERIOD slices,
+  so that this is a decision (make a test smaller or splittable, or give the share more) and
+  not a drift.
+
+`python -m tests.support.rotation [ORDINAL]` prints the slices and the one a commit runs. Under
+pytest, this module is a plugin (`-p tests.support.rotation`, which tests/support/legs.py's
+`--nightly-slice` adds) that marks the commit's slice `nightly_slice`, so that
+`-m "not nightly or nightly_slice"` selects it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PERIOD = 5
+SHARE_S = 300.0
+DEFAULT_ESTIMATE_S = 120.0
+ORDINAL_ENV = "SILT_COMMIT_ORDINAL"
+COMMIT_ENV = "SILT_COMMIT"
+SLICE_MARK = "nightly_slice"
+# Set for the legs when they run a slice (a value already in the environment is kept).
+ROTATION_ENV = {"SILT_JEPSEN_RUNS": "2"}
+JEPSEN_NIGHTLY_RUNS = 20  # `make test-all`'s runs of the Jepsen-style nightly variant (seed 1000 on)
+_J = "tests/jepsen/test_jepsen.py::test_many_runs_with_every_nemesis_on"
+_R = "tests/e2e/test_replicas.py::test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothing"
+# Seconds each nightly test takes on the 2-core CI machine, cold, with the other leg running.
+# The 200-round replicas tests: the 60-round case took 118 s on one node and 136 s on the
+# cluster (its time is the committers', 3.3 times as many rounds). The Jepsen-style runs with
+# every nemesis: about 60 s a run on SQLite and 90 s on the cluster (its node restarts), plus
+# the module's stack, at ROTATION_ENV's 2 runs. Replace them with the times of a `make test-all`
+# (build/test-times.tsv, `python -m tests.support.times`), scaled to the runs above.
+ESTIMATES: dict[str, float] = {
+    f"{_R}[cluster-200-rounds]": 455.0,
+    f"{_R}[node-200-rounds]": 390.0,
+    f"{_J}_the_cassandra_cluster": 210.0,
+    f"{_J}_sqlite": 140.0,
+    "tests/integration/graveler/test_history_events.py::test_unread_streams_are_bounded_and_released[cassandra]": 90.0,
+}
+
+
+def estimates_for(tests: Iterable[str], known: Mapping[str, float] = ESTIMATES) -> dict[str, float]:
+    return {test: known.get(test, DEFAULT_ESTIMATE_S) for test in tests}
+
+
+def slices(estimates: Mapping[str, float], count: int = PERIOD) -> list[list[str]]:
+    """The tests packed into `count` slices: longest first, each into the slice with the least
+    estimated time so far (the lower slice on a tie); each slice's tests sorted by id."""
+    packed: list[list[str]] = [[] for _ in range(count)]
+    loads = [0.0] * count
+    for test in sorted(estimates, key=lambda t: (-estimates[t], t)):
+        emptiest = min(range(count), key=lambda i: (loads[i], i))
+        packed[emptiest].append(test)
+        loads[emptiest] += estimates[test]
+    return [sorted(tests) for tests in packed]
+
+
+def fits(tests: list[str], estimates: Mapping[str, float], share_s: float = SHARE_S) -> bool:
+    """Within the share, or a single test (which no selection can divide)."""
+    return len(tests) <= 1 or sum(estimates[t] for t in tests) <= share_s
+
+
+def period_of(estimates: Mapping[str, float], share_s: float = SHARE_S) -> int:
+    """The fewest slices (at least PERIOD) whose packing fits every slice in the share."""
+    count = PERIOD
+    while not all(fits(s, estimates, share_s) for s in slices(estimates, count)):
+        count += 1
+    return count
+
+
+def selected(ordinal: int, estimates: Mapping[str, float], share_s: float = SHARE_S) -> list[str]:
+    """The nightly tests the commit with this ordinal runs."""
+    plan = slices(estimates, period_of(estimates, share_s))
+    return plan[ordinal % len(plan)]
+
+
+def rotation_env(ordinal: int) -> dict[str, str]:
+    """The sizes the rotation runs the nightly tests at, for the commit with this ordinal: the
+    Jepsen-style variant runs ROTATION_ENV's few runs, from the next of `make test-all`'s seeds at
+    each turn of the rotation (every PERIOD commits), so that its turns go through all of them."""
+    runs = int(ROTATION_ENV["SILT_JEPSEN_RUNS"])
+    return {**ROTATION_ENV, "SILT_JEPSEN_FIRST_RUN": str(runs * (ordinal // PERIOD) % JEPSEN_NIGHTLY_RUNS)}
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def commit_ordinal(env: Mapping[str, str] = os.environ) -> tuple[int, str]:
+    """(ordinal, where it came from): SILT_COMMIT_ORDINAL, else the first-parent count, else (a
+    shallow clone, or no git) the commit's hash as a number; 0 when there is nothing at all."""
+    given = env.get(ORDINAL_ENV, "").strip()
+    if given:
+        return int(given), ORDINAL_ENV
+    if _git("rev-parse", "--is-shallow-repository") == "false":
+        count = _git("rev-list", "--count", "--first-parent", "HEAD")
+        if count:
+            return int(count), "git rev-list --count --first-parent HEAD"
+    commit = _git("rev-parse", "HEAD") or env.get(COMMIT_ENV, "").strip()
+    if commit:
+        return int(commit[:12], 16), f"the commit's hash {commit[:12]} (no first-parent count here)"
+    return 0, f"nothing (no git, no {ORDINAL_ENV} or {COMMIT_ENV})"
+
+
+def describe(ordinal: int, estimates: Mapping[str, float], share_s: float = SHARE_S) -> str:
+    plan = slices(estimates, period_of(estimates, share_s))
+    lines = [f"{len(estimates)} nightly tests in {len(plan)} slices of {share_s:.0f} s (estimated):"]
+    for index, tests in enumerate(plan):
+        total = sum(estimates[t] for t in tests)
+        mark = "->" if index == ordinal % len(plan) else "  "
+        lines.append(f"{mark} slice {index}: {total:5.0f} s" + ("" if total <= share_s else " (over the share)"))
+        lines += [f"       {estimates[t]:5.0f} s  {t}" for t in tests]
+    return "\n".join(lines)
+
+
+# --- the pytest plugin ---------------------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{SLICE_MARK}: the nightly tests this commit runs in `make test`")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    nightly = [i for i in items if i.get_closest_marker("nightly") and not i.get_closest_marker("podman")]
+    estimates = estimates_for(item.nodeid for item in nightly)
+    ordinal = int(os.environ.get(ORDINAL_ENV) or commit_ordinal()[0])
+    chosen = set(selected(ordinal, estimates))
+    for item in nightly:
+        if item.nodeid in chosen:
+            item.add_marker(SLICE_MARK)
+    config.stash[_SUMMARY] = f"commit ordinal {ordinal}\n{describe(ordinal, estimates)}"
+
+
+_SUMMARY = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if _SUMMARY in config.stash:
+        terminalreporter.write_sep("-", "the rotating nightly slice")
+        terminalreporter.write_line(config.stash[_SUMMARY])
+
+
+def main(argv: list[str]) -> int:
+    ordinal, source = (int(argv[0]), "the argument") if argv else commit_ordinal()
+    print(f"commit ordinal {ordinal} (from {source})")
+    print(describe(ordinal, estimates_for(ESTIMATES)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
