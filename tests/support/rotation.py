@@ -65,8 +65,8 @@ _R = "tests/e2e/test_replicas.py::test_writers_over_two_gateways_and_committers_
 # the module's stack, at ROTATION_ENV's 2 runs. Replace them with the times of a `make test-all`
 # (build/test-times.tsv, `python -m tests.support.times`), scaled to the runs above.
 ESTIMATES: dict[str, float] = {
-    f"{_R}[cluster-200-rounds]": 455.0,
-    f"{_R}[node-200-rounds]": 390.0,
+    f"{_R}[cluster-120-rounds]": 275.0,
+    f"{_R}[node-120-rounds]": 240.0,
     f"{_J}_the_cassandra_cluster": 210.0,
     f"{_J}_sqlite": 140.0,
     "tests/integration/graveler/test_history_events.py::test_unread_streams_are_bounded_and_released[cassandra]": 90.0,

@@ -54,8 +54,7 @@ def test_the_current_nightly_tests_fit_five_slices_of_the_share() -> None:
     assert sorted(t for tests in plan for t in tests) == sorted(estimates)
     for tests in plan:
         total = sum(estimates[t] for t in tests)
-        # Over the share only as a single test: one no selection can divide (estimated now: the
-        # replicas tests at 200 rounds, which tests/support/rotation.py names).
+        # Over the share only as a single test: one no selection can divide.
         assert total <= rotation.SHARE_S or len(tests) == 1, (tests, total)
     # Jepsen's nightly variant is divided: the rotation runs it at fewer runs than make test-all.
     assert int(rotation.ROTATION_ENV["SILT_JEPSEN_RUNS"]) < 20
