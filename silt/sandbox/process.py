@@ -24,6 +24,7 @@ steps are skipped (`LINUX` says which), and the rlimits and the wall-clock kill 
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import resource
 import select
@@ -217,12 +218,14 @@ def address_space() -> int:
 
 
 def limit(memory: int, cpu_seconds: int) -> None:
-    """After the imports (trusted, and their size is the interpreter's, not the job's): at most
-    `memory` bytes of address space beyond what the process holds now, `cpu_seconds` of CPU
-    (SIGXCPU then, SIGKILL 5 s later), no core dump."""
+    """After the imports (trusted, and their size and time are the interpreter's, not the job's):
+    at most `memory` bytes of address space beyond what the process holds now, `cpu_seconds` of
+    CPU beyond what it used so far (SIGXCPU then, SIGKILL 5 s later), no core dump."""
     space = address_space() + memory
     resource.setrlimit(resource.RLIMIT_AS, (space, space))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = math.ceil(usage.ru_utime + usage.ru_stime) + cpu_seconds
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
