@@ -38,6 +38,7 @@ from typing import BinaryIO
 
 LINUX = sys.platform.startswith("linux")
 HEADER_BYTES = 5
+MAX_HELLO_BYTES = 256
 _CHUNK = 1024 * 1024
 _PR_SET_PDEATHSIG = 1
 _PR_GET_DUMPABLE = 3
@@ -69,14 +70,11 @@ def set_not_dumpable() -> None:
     prctl(_PR_SET_DUMPABLE, 0)
 
 
-def is_dumpable(pid: int | None = None) -> bool:
-    """Whether a process (this one by default) is dumpable, as /proc shows it to its owner."""
-    if pid is None:
-        if not LINUX:
-            return True
-        return bool(ctypes.CDLL(None).prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0))
-    # A non-dumpable process's /proc files belong to root.
-    return Path(f"/proc/{pid}/environ").stat().st_uid == os.getuid()
+def is_dumpable() -> bool:
+    """Whether this process is dumpable (always True where prctl does not exist)."""
+    if not LINUX:
+        return True
+    return bool(ctypes.CDLL(None).prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0))
 
 
 def protect_server() -> None:
@@ -157,6 +155,7 @@ class Child:
         os.set_blocking(self._in, False)
         self.start_by = time.monotonic() + start_seconds
         self.ready = False
+        self.hello = b""
 
     def receive(self, deadline: float, limit: int) -> tuple[bytes, bytes]:
         """The next frame (kind, payload); TimeoutError past deadline, Gone past limit bytes."""
@@ -170,9 +169,10 @@ class Child:
         write_all(self._in, frame(kind, payload), deadline)
 
     def wait_ready(self, ready: bytes) -> None:
-        """The child's first frame, `ready`, by its start deadline."""
+        """The child's first frame, `ready`, by its start deadline; its payload (what the child
+        says of itself, at most MAX_HELLO_BYTES) kept as `hello`."""
         if not self.ready:
-            kind, _ = self.receive(self.start_by, 0)
+            kind, self.hello = self.receive(self.start_by, MAX_HELLO_BYTES)
             if kind != ready:
                 raise Gone("the child process did not start")
             self.ready = True

@@ -22,7 +22,7 @@ Each child serves one job and exits; `spares` children are kept started (an inte
 lupa and the sandbox imported), so a hook waits for a start only when hooks come faster.
 
 Frames (kind byte, 4-byte length, payload):
-child -> server: READY; CALL (JSON [method, args]); ANSWER (JSON); REFUSED (a message)
+child -> server: READY (JSON {dumpable}); CALL (JSON [method, args]); ANSWER (JSON); REFUSED (a message)
 server -> child: LUA (JSON {script, action, args, limits, name, username, memory, cpu});
                  YAML (JSON {file, memory, cpu} then the file's bytes after a newline);
                  RESULT (JSON [status, body]); RESULT_BYTES (2-byte status, the bytes);
@@ -129,6 +129,8 @@ class HookProcesses:
             child.wait_ready(READY)
         except (TimeoutError, sandbox.Gone) as exc:
             raise HookProcessError(f"no hook process could be started: retry shortly ({exc})") from None
+        if sandbox.LINUX and b'"dumpable": false' not in child.hello:
+            log.warning("hook process %s is dumpable: its memory is readable by processes of its user", child.proc.pid)
 
     def run_lua(
         self,
@@ -140,10 +142,12 @@ class HookProcesses:
         script_name: str = "hook",
         username: str = "",
         wall_seconds: float | None = None,
+        process_memory_bytes: int | None = None,
     ) -> LuaOutcome:
         """As lua.run_lua, in a child killed after `wall_seconds` (by default the hook's timeout
-        and GRACE_SECONDS). A child that dies or is killed fails the hook with a message that
-        says which bound ended it."""
+        and GRACE_SECONDS), whose address space may grow by `process_memory_bytes` past its
+        imports (by default the script's memory and HEADROOM_BYTES). A child that dies or is
+        killed fails the hook with a message that says which bound ended it."""
         wall = limits.timeout_seconds + GRACE_SECONDS if wall_seconds is None else wall_seconds
         request = {
             "script": script,
@@ -152,7 +156,7 @@ class HookProcesses:
             "limits": asdict(limits),
             "name": script_name,
             "username": username,
-            "memory": limits.max_memory_bytes + HEADROOM_BYTES,
+            "memory": process_memory_bytes or limits.max_memory_bytes + HEADROOM_BYTES,
             "cpu": math.ceil(wall) + 1,
         }
         payload = json.dumps(request, default=str).encode()
@@ -393,7 +397,8 @@ def child_main(parent: int) -> None:
     from services.graveler.actions import files  # noqa: F401
     from services.graveler.actions.lua import runtime  # noqa: F401
 
-    sandbox.send(out, READY)
+    # What the kernel says of this process, for the server to check (a dumpable child is logged).
+    sandbox.send(out, READY, json.dumps({"dumpable": sandbox.is_dumpable()}).encode())
     kind, payload = sandbox.receive(inp)
     if kind == LUA:
         _run_lua(inp, out, payload)
