@@ -117,7 +117,7 @@ def test_the_child_holds_no_secret_of_the_server(processes: HookProcesses, monke
         inside.set()
         return 200, {"size_bytes": 1}
 
-    calls.stat_object = stat_object  # type: ignore[method-assign]
+    calls.stat_object = stat_object  # type: ignore[method-assign,assignment]
     processes.close()  # the spare was started before the secrets were set: no spare here
     fresh = HookProcesses(spares=0, protect_server=False)
     try:
