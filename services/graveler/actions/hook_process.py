@@ -36,6 +36,7 @@ import datetime
 import json
 import logging
 import math
+import os
 import sys
 import threading
 import time
@@ -70,8 +71,10 @@ MAX_CALL_BYTES = 64 * 1024
 # An action file's document as tagged JSON: a few times the file's bytes.
 MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
 MAX_MESSAGE_BYTES = 4096
-# The child's CPU priority below graveler's.
-CHILD_NICENESS = 10
+# The child's CPU priority below graveler's, once its imports are done: under contention
+# graveler's requests go first. Not lower: a pre-event hook is part of a request too, and at
+# niceness 10 on a saturated machine a 1 ms script took seconds to get the CPU.
+CHILD_NICENESS = 5
 _METHODS = ("stat_object", "get_object", "list_objects", "diff_refs", "diff_branch", "create_tag")
 _MODULE = "services.graveler.actions.hook_process"
 
@@ -91,6 +94,7 @@ class HookProcesses:
     def __init__(self, spares: int = 1, protect_server: bool = True) -> None:
         self._lock = threading.Lock()
         self._spares: list[_Child] = []
+        self._running: set[_Child] = set()  # taken by a job: killed by close() too
         self._wanted = spares
         self._closed = False
         self._protect = protect_server
@@ -113,7 +117,14 @@ class HookProcesses:
                 if child is not None:
                     child.end()
                 child = self._start()
+            self._running.add(child)
         return child
+
+    def _done(self, child: _Child) -> None:
+        child.end()
+        with self._lock:
+            self._running.discard(child)
+        self._refill()
 
     def _refill(self) -> None:
         with self._lock:
@@ -177,8 +188,7 @@ class HookProcesses:
         except HookProcessError as exc:
             return LuaOutcome(ok=False, output="", error=str(exc))
         finally:
-            child.end()
-            self._refill()
+            self._done(child)
 
     def _serve(self, child: _Child, calls: LakeFSCalls, deadline: float, answer_limit: int) -> dict[str, Any]:
         """Answer the child's calls until its answer comes."""
@@ -238,15 +248,22 @@ class HookProcesses:
         except HookProcessError as exc:
             raise InvalidActionFile(f"action file {file!r}: {exc}") from None
         finally:
-            child.end()
-            self._refill()
+            self._done(child)
 
     def close(self) -> None:
+        """Kill every child, spares and those running a hook (whose run fails at once): a
+        graveler told to stop does not wait for a hook."""
         with self._lock:
             self._closed = True
             spares, self._spares = self._spares, []
+            running = list(self._running)
         for child in spares:
             child.end()
+        for child in running:
+            # Killed only: its job's thread reads EOF, fails the hook and closes the pipes (closed
+            # here, their descriptors could be reused under that thread's poll).
+            if child.proc.poll() is None:
+                child.proc.kill()
 
 
 def _death(status: int | None, limits: LuaLimits) -> str:
@@ -390,12 +407,15 @@ def _load_yaml(out: BinaryIO, payload: bytes) -> None:
 
 def child_main(parent: int) -> None:
     sandbox.die_with(parent)
-    sandbox.drop(CHILD_NICENESS)
+    sandbox.drop(0)
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the pipe
-    # Trusted imports, before any job: what a job would otherwise wait for.
+    # Trusted imports, before any job: what a job would otherwise wait for. At graveler's
+    # priority: a hook waiting for its process waits for them.
     from services.graveler.actions import files  # noqa: F401
     from services.graveler.actions.lua import runtime  # noqa: F401
+
+    os.nice(CHILD_NICENESS)
 
     # What the kernel says of this process, for the server to check (a dumpable child is logged).
     sandbox.send(out, READY, json.dumps({"dumpable": sandbox.is_dumpable()}).encode())
