@@ -83,6 +83,11 @@ class HookProcessError(Exception):
     """A child that did not start or answer; the message says so for a hook's run."""
 
 
+class NotParsed(InvalidActionFile):
+    """An action file not parsed because no process could be started: nothing said about the
+    file itself (so not to be remembered as its parse's outcome)."""
+
+
 class _Child(sandbox.Child):
     def __init__(self) -> None:
         super().__init__(_MODULE, START_SECONDS, sandbox.minimal_env())
@@ -246,7 +251,7 @@ class HookProcesses:
             except (ValueError, RecursionError, TypeError, KeyError):
                 raise InvalidActionFile(f"action file {file!r}: nested too deeply") from None
         except HookProcessError as exc:
-            raise InvalidActionFile(f"action file {file!r}: {exc}") from None
+            raise NotParsed(f"action file {file!r}: {exc}") from None
         finally:
             self._done(child)
 

@@ -45,7 +45,7 @@ from services.graveler.actions.files import (
     check_unique_names,
     is_action_file,
 )
-from services.graveler.actions.hook_process import HookProcesses
+from services.graveler.actions.hook_process import HookProcesses, NotParsed
 from services.graveler.actions.lua.runtime import LuaLimits
 from services.graveler.actions.reads import RepositoryReads, ScopedCalls
 from services.graveler.actions.runs import RunStore, new_run_id
@@ -168,6 +168,8 @@ class Actions:
         self.parses += 1
         try:
             return action_from(self.processes.load_yaml(data, path), path)
+        except NotParsed:
+            raise  # no process started: the next run tries again
         except InvalidActionFile as exc:
             return exc
 
