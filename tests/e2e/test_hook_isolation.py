@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 
+from services.graveler.actions.hook_process import GRACE_SECONDS, START_SECONDS
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 from tests.support.wait import wait_until
@@ -41,6 +42,9 @@ hooks:
         keep = array({})
 """
 HOOK_SECONDS = 6.0
+# A run ends by its hook's limit, the kill's grace, and the start of its processes (an action
+# file's parse, the script's), which on a saturated machine takes seconds.
+LIMIT = HOOK_SECONDS + GRACE_SECONDS + START_SECONDS
 READS = 150
 
 
@@ -124,7 +128,7 @@ def test_spinning_hooks_cost_their_runs_not_other_repositories_reads(tmp_path: P
         for took, error in outcomes:
             assert error is not None and error.code() == grpc.StatusCode.FAILED_PRECONDITION, error
             assert f"timed out after {HOOK_SECONDS:g} s" in (error.details() or "")
-            assert took < HOOK_SECONDS + 10, took
+            assert took < LIMIT, took
         assert set(statuses) == {200}
         # The machine is shared and small: the bound is loose, the figures are printed. A hook
         # inside graveler froze these reads for 30 s and more.
@@ -135,7 +139,7 @@ def test_spinning_hooks_cost_their_runs_not_other_repositories_reads(tmp_path: P
         took, error = _commit(env, "hooked", "b1")
         assert error is not None and error.code() == grpc.StatusCode.FAILED_PRECONDITION
         assert "attempt to index a string value" in (error.details() or "")
-        assert took < HOOK_SECONDS, took
+        assert took < LIMIT, took
         print(f"gcbomb commit refused in {took:.2f} s: {(error.details() or '')[:200]}")
 
 
