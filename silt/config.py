@@ -797,6 +797,10 @@ class ActionsConfig(_Section):
     """threads running post-event hooks and pull request checks, shared fairly by repositories"""
     background_queue_per_repository: int = Field(100, ge=1, le=100_000)
     """post-event runs and checks a repository may have queued; more are dropped (and logged)"""
+    max_file_bytes: int = Field(64 * 1024, ge=1024, le=256 * 1024)
+    """bytes one action file may have; a larger one fails the run that would read it"""
+    max_total_bytes: int = Field(256 * 1024, ge=1024, le=25 * 1024 * 1024)
+    """bytes the action files of one ref may have together; more fail the run that would read them"""
     env: ActionsEnvConfig = Field(default_factory=ActionsEnvConfig)
     webhook: ActionsWebhookConfig = Field(default_factory=ActionsWebhookConfig)
     lua: ActionsLuaConfig = Field(default_factory=ActionsLuaConfig)

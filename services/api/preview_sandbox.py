@@ -10,7 +10,8 @@ health checks included. A child's memory is its own, its decode holds no lock of
 and the server's thread only waits on a pipe.
 
 The child never touches the object store or the server's credentials: it starts with an almost
-empty environment and no inherited descriptors but its pipes, asks the server for byte ranges
+empty environment and no inherited descriptors but its pipes (the process shape every sandbox
+child shares: silt/sandbox/process.py), asks the server for byte ranges
 of the job's sources (one or two objects; each served within the job's byte budget) and answers
 JSON. Each child serves one job and exits; one spare is kept started (importing pyarrow and
 DuckDB takes seconds on a busy machine), so a job only waits for a start when jobs come faster
@@ -24,20 +25,16 @@ server -> child: REQUEST ({kind, sizes, budget, params}); DATA (the range's byte
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
-import os
-import resource
-import select
-import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
+
+from silt.sandbox import process as sandbox
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +54,8 @@ MAX_MESSAGE_BYTES = 64 * 1024
 
 READY, RANGE, ANSWER, REFUSED = b"R", b"G", b"A", b"E"
 REQUEST, DATA, FAILED = b"Q", b"D", b"X"
-_HEADER = 5
-_PR_SET_PDEATHSIG = 1
-_PR_SET_DUMPABLE = 4
-_PR_SET_NO_NEW_PRIVS = 38
 # The child's CPU priority below the server's: a job's seconds of DuckDB never slow requests.
 CHILD_NICENESS = 10
-_CHUNK = 1024 * 1024
 
 ReadRange = Callable[[int, int], BinaryIO]
 # What a job does in the child: jobs.py maps each to its code.
@@ -88,115 +80,35 @@ class Refused(Exception):
         self.message = message
 
 
-def _prctl(option: int, value: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"prctl({option}): {os.strerror(errno)}")
-
-
 def protect_server() -> None:
     """Makes this process non-dumpable before it starts children: its /proc/<pid>/environ, mem,
     maps and fd then belong to root, and a process of the same user (a child whose DuckDB or
     Arrow an object or a query took over) can no longer read the service credentials in its
     environment or its memory, nor ptrace it. The cost: no core dumps of the server (it is
     never run for them) and no same-user debugger attach (py-spy needs root or sudo then)."""
-    _prctl(_PR_SET_DUMPABLE, 0)
+    sandbox.protect_server()
 
 
-class _Gone(Exception):
-    """The other end closed its pipe or broke the protocol."""
+_Gone = sandbox.Gone
 
 
-def _frame(kind: bytes, payload: bytes = b"") -> bytes:
-    return kind + len(payload).to_bytes(4, "big") + payload
-
-
-# --- the server's side --------------------------------------------------------------------
-
-
-def _read_exact(fd: int, size: int, deadline: float) -> bytes:
-    parts: list[bytes] = []
-    got = 0
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    while got < size:
-        left = deadline - time.monotonic()
-        # Polled once even past the deadline: what already waits in the pipe is read. A spare
-        # child's READY frame was sent long before the preview that takes it, often more than
-        # START_SECONDS after the child started.
-        if not poller.poll(max(left, 0.0) * 1000):
-            if left <= 0:
-                raise TimeoutError
-            continue
-        chunk = os.read(fd, min(size - got, _CHUNK))
-        if not chunk:
-            raise _Gone("the preview process closed its output")
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
-
-
-def _write_all(fd: int, data: bytes, deadline: float) -> None:
-    """Non-blocking writes, so that a child that stops reading cannot hold this thread."""
-    view = memoryview(data)
-    poller = select.poll()
-    poller.register(fd, select.POLLOUT)
-    while view:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError
-        if not poller.poll(left * 1000):
-            continue
-        try:
-            view = view[os.write(fd, view[:_CHUNK]) :]
-        except BlockingIOError:
-            continue
-        except BrokenPipeError:
-            raise _Gone("the preview process closed its input") from None
-
-
-class _Child:
+class _Child(sandbox.Child):
     def __init__(self) -> None:
-        env = {name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "TZ") if name in os.environ}
-        # One malloc arena and one Arrow thread: threads' arenas and stacks are address space.
-        env.update(MALLOC_ARENA_MAX="1", OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "services.api.preview_sandbox", str(os.getpid())],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            close_fds=True,
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._in = self.proc.stdin.fileno()
-        self._out = self.proc.stdout.fileno()
-        os.set_blocking(self._in, False)
-        self.start_by = time.monotonic() + START_SECONDS
-        self.ready = False
+        # One Arrow thread: threads' stacks are address space.
+        env = sandbox.minimal_env({"OMP_NUM_THREADS": "1"})
+        super().__init__("services.api.preview_sandbox", START_SECONDS, env)
 
-    def _receive(self, deadline: float, limit: int) -> tuple[bytes, bytes]:
-        header = _read_exact(self._out, _HEADER, deadline)
-        size = int.from_bytes(header[1:], "big")
-        if size > limit:
-            raise _Gone(f"a frame of {size} bytes")
-        return header[:1], _read_exact(self._out, size, deadline)
-
-    def wait_ready(self) -> None:
-        if not self.ready:
-            kind, _ = self._receive(self.start_by, 0)
-            if kind != READY:
-                raise _Gone("the preview process did not start")
-            self.ready = True
+    def wait_ready(self, ready: bytes = READY) -> None:
+        super().wait_ready(ready)
 
     def run(self, kind: str, sources: list[Source], params: dict[str, Any], budget: int) -> dict[str, Any]:
         deadline = time.monotonic() + DECODE_SECONDS
         sizes = [source.size for source in sources]
         request = json.dumps({"kind": kind, "sizes": sizes, "budget": budget, "params": params}).encode()
-        _write_all(self._in, _frame(REQUEST, request), deadline)
+        self.send(REQUEST, request, deadline)
         served = [0] * len(sources)
         while True:
-            kind_byte, payload = self._receive(deadline, max(MAX_ANSWER_BYTES, MAX_MESSAGE_BYTES))
+            kind_byte, payload = self.receive(deadline, max(MAX_ANSWER_BYTES, MAX_MESSAGE_BYTES))
             if kind_byte == ANSWER:
                 answer: dict[str, Any] = json.loads(payload)
                 return answer
@@ -216,25 +128,13 @@ class _Child:
             try:
                 with sources[index].read_range(start, end) as reader:
                     data = reader.read()
-                reply = _frame(DATA, data)
+                reply_kind, reply = DATA, data
             except OSError as exc:
                 # The store's own message may name the object's physical address or a server
                 # path, and the child may answer it to the user: it gets none of it.
                 log.warning("a %s job's read of the store failed: %s", kind, type(exc).__name__)
-                reply = _frame(FAILED, b"the object could not be read from the store")
-            _write_all(self._in, reply, deadline)
-
-    def end(self) -> int | None:
-        """Kill it (whatever it is doing) and reap it: its exit status, negative for a signal."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                pipe.close()
-        try:
-            return self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # a process SIGKILL does not end is the kernel's
-            return None
+                reply_kind, reply = FAILED, b"the object could not be read from the store"
+            self.send(reply_kind, reply, deadline)
 
 
 class Sandbox:
@@ -333,48 +233,17 @@ class Sandbox:
 # --- the child's side ---------------------------------------------------------------------
 
 
-def _die_with(parent: int) -> None:
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before the line above: nobody waits for us
-        os._exit(0)
-
-
 def _drop() -> None:
-    """What the child gives up before it reads a byte of a job: another job's child (the same
-    user) may not read its memory or its /proc files (non-dumpable), no exec can raise its
-    privileges (no_new_privs), and it yields the CPU to the server."""
-    _prctl(_PR_SET_DUMPABLE, 0)
-    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
-    os.nice(CHILD_NICENESS)
-
-
-def _address_space() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    raise OSError("no VmSize in /proc/self/status")
-
-
-def _limit(memory: int) -> None:
-    """After the imports (trusted, and their size is the interpreter's, not the file's)."""
-    limit = _address_space() + memory
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 5))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    """What the child gives up before it reads a byte of a job (silt/sandbox/process.py)."""
+    sandbox.drop(CHILD_NICENESS)
 
 
 def _send(out: BinaryIO, kind: bytes, payload: bytes = b"") -> None:
-    out.write(_frame(kind, payload))
-    out.flush()
+    sandbox.send(out, kind, payload)
 
 
 def _receive(inp: BinaryIO) -> tuple[bytes, bytes]:
-    header = inp.read(_HEADER)
-    if len(header) < _HEADER:
-        raise SystemExit(0)  # the server is gone or gave up on us
-    payload = inp.read(int.from_bytes(header[1:], "big"))
-    return header[:1], payload
+    return sandbox.receive(inp)
 
 
 def _fitting(answer: dict[str, Any]) -> bytes:
@@ -421,7 +290,7 @@ def _refuse(out: BinaryIO, status: int, message: str) -> None:
 
 
 def child_main(parent: int) -> None:
-    _die_with(parent)
+    sandbox.die_with(parent)
     _drop()
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the pipe
@@ -430,7 +299,7 @@ def child_main(parent: int) -> None:
     from services.api import jobs  # pyarrow and DuckDB: trusted imports, before the limit
 
     jobs.prepare()
-    _limit(MEMORY_BYTES)
+    sandbox.limit(MEMORY_BYTES, CPU_SECONDS)
     _send(out, READY)
     kind, payload = _receive(inp)
     if kind != REQUEST:

@@ -91,6 +91,8 @@ def actions_options(config: Config) -> ActionsOptions:
         max_runs_per_repository=actions.max_runs_per_repository,
         background_workers=actions.background_workers,
         background_queue_per_repository=actions.background_queue_per_repository,
+        max_file_bytes=actions.max_file_bytes,
+        max_total_bytes=actions.max_total_bytes,
         webhook=webhook,
         env=EnvPolicy(
             enabled=actions.env.enabled,

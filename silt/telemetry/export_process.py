@@ -12,6 +12,10 @@ killed (a half-written frame would corrupt the stream). Drops are counted (`drop
 logged once per outage. A dead child is reaped and started again on the next batch, at most
 once per RESTART_INTERVAL; meanwhile batches are dropped.
 
+The child starts with a minimal environment (silt/sandbox/process.py: the exporter's OTEL_*
+settings, TLS roots and proxies; no credentials or SILT_* settings) and makes itself
+non-dumpable first thing (export_worker.py), so its memory and /proc files are root's.
+
 Lifecycle: the child is started by the first batch (a process that never ends a span never
 starts one; a fork child starts its own), exits on EOF of its stdin, which shutdown() closes
 and then waits for, and exits by itself when this process dies (silt/lifeline.py), even by
@@ -37,6 +41,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from silt.sandbox import process as sandbox
 from silt.telemetry.spanwire import ACK, FLUSH, RESOURCE, SPANS, Encoder, frame
 
 log = logging.getLogger(__name__)
@@ -46,6 +51,20 @@ RESTART_INTERVAL = 5.0  # seconds between starts of the child
 EXIT_TIMEOUT = 10.0  # seconds shutdown waits for the child to send what it has
 PIPE_BYTES = 1 << 20  # room for a few thousand spans between the two processes
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, missing from Python 3.11's fcntl
+# Environment variables the export process keeps: the OTLP exporter's settings, where TLS roots
+# are, the proxies it may have to go through.
+_EXPORTER_ENV = (
+    "OTEL_",
+    "GRPC_",
+    "SSL_CERT_",
+    "REQUESTS_CA_BUNDLE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
 
 
 class _Child:
@@ -53,8 +72,12 @@ class _Child:
 
     def __init__(self, resource: Resource) -> None:
         root = str(Path(__file__).resolve().parents[2])  # where `silt` is importable from
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        pythonpath = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        # What the exporter reads (OTEL_*, TLS roots, proxies), none of the server's secrets.
+        env = sandbox.minimal_env(
+            {name: value for name, value in os.environ.items() if name.startswith(_EXPORTER_ENV)},
+            code_root=pythonpath,
+        )
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "silt.telemetry.export_worker", str(os.getpid())],
             stdin=subprocess.PIPE,

@@ -19,6 +19,7 @@ import sys
 from typing import BinaryIO
 
 from silt.lifeline import die_with_parent
+from silt.sandbox.process import set_not_dumpable
 from silt.telemetry.spanwire import ACK, FLUSH, HEADER, RESOURCE, SPANS, Decoder
 
 log = logging.getLogger("silt.telemetry.export_worker")
@@ -59,6 +60,9 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when export ends (EOF)
     die_with_parent(int(sys.argv[1]))
+    # Its memory holds spans (request paths, attributes): another process of the same user may
+    # neither read it nor ptrace it.
+    set_not_dumpable()
     # BrokenPipeError: the parent stopped reading flush answers; it is going away.
     with contextlib.suppress(BrokenPipeError):
         serve(sys.stdin.buffer, sys.stdout.buffer)

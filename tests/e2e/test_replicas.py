@@ -14,8 +14,9 @@ Both check first that the keyspaces have the replication factor meant, then:
 
 * the concurrency torture test of tests/integration/graveler/test_concurrency.py across
   processes: 8 writers spread over both gateways (S3 PUT/DELETE), 2 committers, one per
-  graveler, 60 rounds each (120 in the nightly variant, which fits one slice of the rotation): no lost or resurrected writes, every commit holds every write
-  acknowledged before it started;
+  graveler, 60 rounds each (120 in the nightly variant, which fits one slice of the
+  rotation): no lost or resurrected writes, every commit holds every write acknowledged
+  before it started;
 * read-your-writes across replicas: what one graveler (or gateway) did, the other sees on
   the next call;
 * a credential deleted through one auth replica stops working through every gateway and

@@ -170,3 +170,22 @@ def test_a_fork_child_exports_through_its_own_child_and_lets_go_of_the_parents(r
     processor.shutdown()
     assert time.monotonic() - start < export_process.EXIT_TIMEOUT / 2  # the EOF came: no fork child held the pipe
     assert len(receiver.requests()) == 2
+
+
+def test_the_child_starts_without_the_servers_secrets(receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "s3cr3t-of-the-server"
+    for name in ("SILT_AUTH_ENCRYPT_SECRET_KEY", "AWS_SECRET_ACCESS_KEY", "SILT_CREDENTIALS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, secret)
+    exporter = ProcessSpanExporter(RESOURCE)
+    try:
+        exporter.export(_every_field()[:1])
+        assert exporter.force_flush(10_000)  # delivered: the child's exporter found its OTEL_* settings
+        child = exporter._child
+        assert child is not None
+        environ = Path(f"/proc/{child.proc.pid}/environ").read_bytes()
+    finally:
+        exporter.shutdown()
+    names = {item.split(b"=", 1)[0] for item in environ.split(b"\0") if item}
+    assert secret.encode() not in environ
+    assert not any(name.startswith((b"SILT_", b"AWS_")) for name in names), names
+    assert b"OTEL_EXPORTER_OTLP_ENDPOINT" in names

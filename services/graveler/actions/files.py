@@ -183,16 +183,26 @@ def _hooks(raw: Any, file: str) -> tuple[Hook, ...]:
 
 def parse_action(data: bytes, file: str) -> Action:
     """The action in one file; InvalidActionFile naming the file and the problem otherwise."""
+    return action_from(load_yaml(data, file), file)
+
+
+def load_yaml(data: bytes, file: str) -> Any:
+    """The YAML document of one file, as the safe loader builds it (YAML 1.2, no aliases): the
+    costly half of parse_action, run in a hook process (hook_process.py)."""
     if len(data) > MAX_FILE_BYTES:
         raise _fail(file, f"larger than {MAX_FILE_BYTES} bytes")
     try:
-        raw = yaml.load(data.decode("utf-8"), Loader=_Yaml12Loader)
+        return yaml.load(data.decode("utf-8"), Loader=_Yaml12Loader)
     except UnicodeDecodeError:
         raise _fail(file, "not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise _fail(file, f"not valid YAML: {str(exc)[:300]}") from None
     except RecursionError:
         raise _fail(file, "nested too deeply") from None
+
+
+def action_from(raw: Any, file: str) -> Action:
+    """The action a loaded document describes; InvalidActionFile if it is not a valid one."""
     if not isinstance(raw, Mapping):
         raise _fail(file, "must be a YAML mapping with 'name', 'on' and 'hooks'")
     name = _string(raw.get("name"), file, "'name'", required=True)

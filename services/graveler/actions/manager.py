@@ -15,7 +15,12 @@ Bounds, so that one repository's hooks never hold up another's operations:
 * background runs share a few workers fairly (at most one per repository at a time).
 
 No action files at the source ref costs one listing of `_lakefs_actions/`; for an immutable ref
-(a commit id: every post-event's source) the parsed actions are cached.
+(a commit id: every post-event's source) the parsed actions are cached. A file is parsed once
+per content (its address and ETag), whether it parsed or failed; its YAML is parsed, and every
+Lua script runs, in a child process graveler can kill (hook_process.py). Action files are
+bounded in bytes (`max_file_bytes` each, `max_total_bytes` together), and a pre-event run takes
+its slot before it reads and parses them, so a burst of commits against a large file waits in
+429s, not in graveler's CPU.
 """
 
 from __future__ import annotations
@@ -36,11 +41,12 @@ from services.graveler.actions.files import (
     Action,
     Hook,
     InvalidActionFile,
+    action_from,
     check_unique_names,
     is_action_file,
-    parse_action,
 )
-from services.graveler.actions.lua.runtime import LuaLimits, run_lua
+from services.graveler.actions.hook_process import HookProcesses, NotParsed
+from services.graveler.actions.lua.runtime import LuaLimits
 from services.graveler.actions.reads import RepositoryReads, ScopedCalls
 from services.graveler.actions.runs import RunStore, new_run_id
 from services.graveler.actions.scheduler import FairScheduler
@@ -73,6 +79,11 @@ class ActionsOptions:
     webhook: WebhookPolicy = field(default_factory=WebhookPolicy)
     env: EnvPolicy = field(default_factory=EnvPolicy)
     lua: LuaLimits = field(default_factory=LuaLimits)
+    # Bytes of one action file, and of all the files one event reads.
+    max_file_bytes: int = 64 * 1024
+    max_total_bytes: int = 256 * 1024
+    # Hook processes kept started ahead of the hooks that take them.
+    spare_processes: int = 1
 
 
 @dataclass(frozen=True)
@@ -110,7 +121,10 @@ class Actions:
         self._in_flight: dict[bytes, int] = {}
         self._running = 0
         self._by_commit: OrderedDict[tuple[bytes, str], list[Action]] = OrderedDict()
-        self._by_file: OrderedDict[tuple[str, str], Action] = OrderedDict()
+        # Content identity -> (path, the parsed action or why it failed).
+        self._by_file: OrderedDict[tuple[str, str], tuple[str, Action | InvalidActionFile]] = OrderedDict()
+        self.processes = HookProcesses(self.options.spare_processes)
+        self.parses = 0  # action files parsed (cache misses)
         self.background = FairScheduler(
             self.options.background_workers, 1, self.options.background_queue_per_repository
         )
@@ -121,25 +135,43 @@ class Actions:
     def close(self) -> None:
         self.bookkeeping.close()
         self.background.close()
+        self.processes.close()
 
     # --- loading -------------------------------------------------------------------------
 
     def _parsed(self, repo: RepoHandle, path: str, entry: pb.Entry) -> Action:
+        """The action in one file, parsed once per content: a failure is cached like a success."""
         key = (repo.namespace + "\x00" + entry.physical_address, entry.etag)
         with self._lock:
             hit = self._by_file.get(key)
-        if hit is not None and hit.file == path:
-            return hit
+        if hit is None or hit[0] != path:
+            hit = (path, self._parse(repo, path, entry))
+            with self._lock:
+                self._by_file[key] = hit
+                while len(self._by_file) > MAX_CACHED_FILES:
+                    self._by_file.popitem(last=False)
+        if isinstance(hit[1], InvalidActionFile):
+            raise InvalidActionFile(str(hit[1]))
+        return hit[1]
+
+    def _parse(self, repo: RepoHandle, path: str, entry: pb.Entry) -> Action | InvalidActionFile:
+        cap = self.options.max_file_bytes
+        if entry.size > cap:
+            return InvalidActionFile(
+                f"action file {path!r}: {entry.size} bytes, more than the {cap} an action file may have"
+            )
         try:
-            data = self.reads.read(repo, entry, 256 * 1024)
+            data = self.reads.read(repo, entry, cap)
         except SiltError as exc:
+            # Not cached: the store may answer next time.
             raise InvalidActionFile(f"action file {path!r}: cannot be read: {exc}") from None
-        action = parse_action(data, path)
-        with self._lock:
-            self._by_file[key] = action
-            while len(self._by_file) > MAX_CACHED_FILES:
-                self._by_file.popitem(last=False)
-        return action
+        self.parses += 1
+        try:
+            return action_from(self.processes.load_yaml(data, path), path)
+        except NotParsed:
+            raise  # no process started: the next run tries again
+        except InvalidActionFile as exc:
+            return exc
 
     def load(
         self,
@@ -148,9 +180,11 @@ class Actions:
         deadline: Deadline,
         immutable: bool = False,
         at: BranchRecord | None = None,
+        before_parse: Callable[[], None] | None = None,
     ) -> list[Action]:
         """Every action at source_ref (a commit id when immutable; the branch as the record `at`
-        shows it, when given); InvalidActionFile if one of them is broken."""
+        shows it, when given); InvalidActionFile if one of them is broken. `before_parse` is
+        called once there are action files to read, before the first is read."""
         key = (repo.partition, source_ref)
         if immutable:
             with self._lock:
@@ -163,7 +197,16 @@ class Actions:
             files = self.reads.files_under(repo, source_ref, ACTIONS_PREFIX, MAX_FILES, deadline)
         if len(files) > MAX_FILES:
             raise InvalidActionFile(f"more than {MAX_FILES} action files under {ACTIONS_PREFIX!r}")
-        actions = [self._parsed(repo, path, entry) for path, entry in files if is_action_file(path)]
+        files = [(path, entry) for path, entry in files if is_action_file(path)]
+        total = sum(entry.size for _, entry in files)
+        if total > self.options.max_total_bytes:
+            raise InvalidActionFile(
+                f"action files under {ACTIONS_PREFIX!r} hold {total} bytes, more than the"
+                f" {self.options.max_total_bytes} they may hold together"
+            )
+        if files and before_parse is not None:
+            before_parse()
+        actions = [self._parsed(repo, path, entry) for path, entry in files]
         check_unique_names(actions)
         if immutable:
             with self._lock:
@@ -173,11 +216,16 @@ class Actions:
         return actions
 
     def matching(
-        self, repo: RepoHandle, record: HookRecord, deadline: Deadline, at: BranchRecord | None = None
+        self,
+        repo: RepoHandle,
+        record: HookRecord,
+        deadline: Deadline,
+        at: BranchRecord | None = None,
+        before_parse: Callable[[], None] | None = None,
     ) -> list[Action]:
         if not self.options.enabled:
             return []
-        loaded = self.load(repo, record.actions_at, deadline, record.immutable, at)
+        loaded = self.load(repo, record.actions_at, deadline, record.immutable, at, before_parse)
         actions = [a for a in loaded if a.matches(record.event_type, record.branch_id)]
         if sum(len(a.hooks) for a in actions) > MAX_HOOK_RUNS:
             raise InvalidActionFile(f"event {record.event_type!r} matches more than {MAX_HOOK_RUNS} hooks")
@@ -234,7 +282,7 @@ class Actions:
                 self.reads, repo, hook_deadline, lambda tag, ref: self._create_tag(repo, tag, ref, hook_deadline)
             )
             lua_action = {**payload, "run_id": run_id, "storage_namespace": repo.namespace}
-            ran = run_lua(script, lua_action, args, calls, limits, f"{action.file}:{hook.id}")
+            ran = self.processes.run_lua(script, lua_action, args, calls, limits, f"{action.file}:{hook.id}")
             return ran.ok, ran.output, ran.error
         except (InvalidHook, SiltError, UnicodeDecodeError) as exc:
             return False, "", str(exc)
@@ -311,20 +359,47 @@ class Actions:
     ) -> str:
         """Run the pre-event hooks of record; the run id ("" if none matched). HookAborted if
         one failed, InvalidActionFile if an action file is broken: the operation must stop."""
+        held = False
+
+        def take_slot() -> None:
+            nonlocal held
+            if not held:
+                self._take_slot(repo)
+                held = True
+
         try:
-            actions = self.matching(repo, record, deadline, at)
-        except NotFound as exc:
-            if exc.what == "ref" and record.branch_id and record.source_ref == record.branch_id:
-                # The operation's own answer for a branch that is not there, not a ref's.
-                raise NotFound(
-                    f"branch {record.branch_id!r} not found in repository {repo.name!r}", what="branch"
-                ) from None
-            raise
-        except InvalidActionFile as exc:
-            run_id = self._record_broken(repo, record, str(exc))
-            raise HookAborted(f"{record.event_type} {HOOK_ABORTED} '{run_id}': {exc}") from None
-        if not actions:
-            return ""
+            try:
+                # The slot is taken once there are action files, before they are read and parsed.
+                actions = self.matching(repo, record, deadline, at, take_slot)
+            except NotFound as exc:
+                if exc.what == "ref" and record.branch_id and record.source_ref == record.branch_id:
+                    # The operation's own answer for a branch that is not there, not a ref's.
+                    raise NotFound(
+                        f"branch {record.branch_id!r} not found in repository {repo.name!r}", what="branch"
+                    ) from None
+                raise
+            except InvalidActionFile as exc:
+                run_id = self._record_broken(repo, record, str(exc))
+                raise HookAborted(f"{record.event_type} {HOOK_ABORTED} '{run_id}': {exc}") from None
+            if not actions:
+                return ""
+            take_slot()  # actions from the cache of an immutable ref
+            ends_at = time.monotonic() + self.options.run_timeout_seconds
+            remaining = deadline.remaining()
+            if remaining is not None:
+                ends_at = min(ends_at, time.monotonic() + remaining)
+            run_id = new_run_id()
+            outcome = self.run(repo, record, actions, run_id, ends_at, deadline)
+        finally:
+            if held:
+                self._give_slot(repo)
+        if outcome.failure:
+            raise HookAborted(f"{record.event_type} {HOOK_ABORTED} '{run_id}': {outcome.failure}")
+        return run_id
+
+    def _take_slot(self, repo: RepoHandle) -> None:
+        """One of the repository's pre-event run slots, and one of graveler's; ResourceExhausted
+        (429) at once when none is free."""
         with self._lock:
             if self._in_flight.get(repo.partition, 0) >= self.options.max_runs_per_repository:
                 raise ResourceExhausted(
@@ -337,24 +412,15 @@ class Actions:
                 )
             self._in_flight[repo.partition] = self._in_flight.get(repo.partition, 0) + 1
             self._running += 1
-        try:
-            ends_at = time.monotonic() + self.options.run_timeout_seconds
-            remaining = deadline.remaining()
-            if remaining is not None:
-                ends_at = min(ends_at, time.monotonic() + remaining)
-            run_id = new_run_id()
-            outcome = self.run(repo, record, actions, run_id, ends_at, deadline)
-        finally:
-            with self._lock:
-                self._running -= 1
-                left = self._in_flight[repo.partition] - 1
-                if left:
-                    self._in_flight[repo.partition] = left
-                else:
-                    del self._in_flight[repo.partition]
-        if outcome.failure:
-            raise HookAborted(f"{record.event_type} {HOOK_ABORTED} '{run_id}': {outcome.failure}")
-        return run_id
+
+    def _give_slot(self, repo: RepoHandle) -> None:
+        with self._lock:
+            self._running -= 1
+            left = self._in_flight[repo.partition] - 1
+            if left:
+                self._in_flight[repo.partition] = left
+            else:
+                del self._in_flight[repo.partition]
 
     def name_commit(self, repo: RepoHandle, run_id: str, commit_id: str) -> None:
         """Record the commit a pre-event run let through. Best effort: the operation already

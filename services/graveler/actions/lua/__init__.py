@@ -15,7 +15,9 @@ The sandbox
     `package.loadlib` (lakeFS has no `os` either: use the `time` module), and the script
     is compiled as text, never bytecode. `require` knows the modules below and what the
     script puts in `package.preload`, nothing on disk. `setmetatable` refuses `__gc`,
-    because Lua runs finalizers with hooks off.
+    because Lua runs finalizers with hooks off, and `getmetatable` never returns a
+    metatable the sandbox shares between values (guarded with `__metatable`). Graveler
+    runs `run_lua` in a child process of its own (../hook_process.py), not in itself.
 
     No Python object is reachable: lupa's `python` table and its eval and builtins are
     gone, attribute access on Python objects is refused, and the Python functions behind

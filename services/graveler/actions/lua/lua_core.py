@@ -217,7 +217,11 @@ end
 -- A call into Python answers {ok, value..., n = count, arrays = {...}} (bridge.py). Called in
 -- tail position by module functions, so level 2 is the hook code that called them.
 local setmetatable, unpack = setmetatable, table.unpack
-local ARRAY = {_is_array = true}  -- lakeFS's marker for a table that is a list
+-- lakeFS's marker for a table that is a list. One table shared by every list, so hook code
+-- must never reach it: a `__gc` it added would mark every list made afterwards for a
+-- finalizer, and Lua runs finalizers with hooks off, where no bound stops them. The guard
+-- makes `getmetatable` answer the string and `setmetatable` refuse to replace it.
+local ARRAY = {_is_array = true, __metatable = "array"}
 I.ARRAY = ARRAY
 local no_memory = conf.no_memory
 

@@ -6,7 +6,8 @@ the other chunks), `print`, a `require` that knows only the sandbox's modules (a
 script puts in `package.preload`), and lakeFS's globals `action`, `args`, `username` and
 `array`. It is compiled as text only (no bytecode, which can break the VM's invariants).
 `setmetatable` refuses a metatable with `__gc`: Lua runs finalizers with hooks off, where
-no bound could stop them.
+no bound could stop them; and `getmetatable` never hands out a metatable the sandbox shares
+between values (a `__gc` added to one would mark every value it is attached to later).
 
 `run` reports the outcome through Python's `report` before it returns: once the script
 has ended, the hook fails every instruction, the end of `run` included.
@@ -44,6 +45,22 @@ env.setmetatable = function(t, mt)
     error("cannot change a protected metatable", 2)
   end
   return setmetatable(t, mt)
+end
+
+-- The metatables the sandbox attaches (the list marker, strings') are shared by every value
+-- that has them: hook code gets their guard, never the table, even should one lack a guard.
+local HOST_METATABLES = {[ARRAY] = true, [getmetatable("")] = true}
+local base_getmetatable = I.base.getmetatable
+env.getmetatable = function(...)
+  local mt = select("#", ...) > 0 and getmetatable((...)) or nil
+  if mt ~= nil and HOST_METATABLES[mt] then
+    local guard = rawget(mt, "__metatable")
+    if guard == nil then
+      return "protected"
+    end
+    return guard
+  end
+  return base_getmetatable(...)
 end
 
 env.pcall = function(f, ...)

@@ -622,3 +622,53 @@ def test_the_lua_pattern_matcher_agrees_with_lua(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(lua_runtime, "PATTERN_BUDGET", 0)  # every match through the Lua port
     ported = run(PATTERN_CORPUS, limits=LuaLimits(max_output_bytes=1 << 24))
     assert ported.ok and ported.output == expected
+
+
+# Shared metatables: a finalizer runs with hooks off, so no bound would stop one.
+
+GCBOMB = """
+local A = getmetatable(array({}))
+A.__gc = function() while true do end end
+keep = array({})
+"""
+
+_RUN_IN_A_CHILD = """
+import json, sys
+from services.graveler.actions.lua import LuaLimits, run_lua
+from tests.unit.graveler.actions.test_lua_runtime import EVENT, FakeCalls
+outcome = run_lua(sys.argv[1], EVENT, {}, FakeCalls(), LuaLimits(timeout_seconds=2.0))
+print(json.dumps({"ok": outcome.ok, "error": outcome.error}))
+"""
+
+
+def test_a_script_cannot_reach_the_shared_array_metatable() -> None:
+    # In a process of its own: before the guard, this script's finalizer spun forever while the
+    # runtime closed, holding the GIL (no timeout inside the process could end it).
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_IN_A_CHILD, GCBOMB],
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert not outcome["ok"]
+    assert "attempt to index a string value" in outcome["error"], outcome
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        ("print(getmetatable(array({})))", "array"),
+        ('print(getmetatable(""))', "string"),
+        ("local ok = pcall(setmetatable, array({}), {}) print(ok)", "false"),
+        ("local t = setmetatable({}, {}) print(type(getmetatable(t)))", "table"),
+    ],
+)
+def test_getmetatable_hands_out_no_shared_metatable(script: str, expected: str) -> None:
+    assert lines(script) == [expected]
