@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from services.graveler.actions.manager import ActionsOptions
+from services.graveler.actions.targets import WebhookPolicy
 from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
@@ -22,7 +23,9 @@ from tests.integration.graveler.test_actions_engine import hooks as hooks  # the
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Graveler]:
-    options = GravelerOptions(actions=ActionsOptions(max_runs_per_repository=1, max_file_bytes=4096))
+    # The test's webhook listens on loopback, which a deployment must allow.
+    actions = ActionsOptions(max_runs_per_repository=1, max_file_bytes=4096, webhook=WebhookPolicy(allow_private=True))
+    options = GravelerOptions(actions=actions)
     g = open_graveler(MemStore(), LocalAdapter(tmp_path / "data"), options)
     yield g
     g.close()
