@@ -30,6 +30,7 @@ from silt.config import Config, parse_cpu_list
 from silt.errors import DeadlineExceeded, Unavailable
 from silt.journal.store import open_graveler_store
 from silt.lifeline import die_with_parent
+from silt.sandbox.process import set_not_dumpable
 from silt.telemetry.stores import open_observed_adapter
 
 
@@ -164,6 +165,9 @@ def _init_worker(config: Config, niceness: int, parent_pid: int) -> None:
     # this, every kill -9 of graveler left its workers (and, through them, multiprocessing's
     # resource tracker) running with PPID 1.
     die_with_parent(parent_pid)
+    # It holds graveler's store credentials: its memory and environment are root's, as
+    # graveler's own are (exec made it dumpable again).
+    set_not_dumpable()
     # Building is batch work: it should use idle cycles only and yield the CPU the moment a
     # process answering requests wakes up, so staging latency barely moves while a commit
     # builds. SCHED_IDLE does exactly that on Linux; elsewhere a high nice value comes close.

@@ -29,6 +29,7 @@ from silt.config import Config
 from silt.journal.store import open_graveler_store
 from silt.kv import Store
 from silt.lifeline import die_with_parent
+from silt.sandbox.process import set_not_dumpable
 from silt.telemetry.stores import open_observed_adapter
 
 
@@ -62,6 +63,9 @@ _adapter: BlockAdapter | None = None
 def _init_worker(config: Config, niceness: int, parent_pid: int) -> None:
     global _records, _adapter
     die_with_parent(parent_pid)
+    # It holds graveler's store credentials: its memory and environment are root's, as
+    # graveler's own are (exec made it dumpable again).
+    set_not_dumpable()
     if niceness:
         with contextlib.suppress(OSError):
             os.nice(niceness)

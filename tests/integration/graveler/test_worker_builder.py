@@ -15,6 +15,7 @@ from silt.block import open_adapter
 from silt.config import Config, load_config
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import open_store
+from silt.sandbox.process import is_dumpable
 from tests.support.wait import wait_until
 
 # Pools of worker processes, started and stopped per test.
@@ -60,3 +61,13 @@ def test_a_commit_built_by_workers_is_complete_and_its_token_is_dropped(tmp_path
     finally:
         graveler.close()
         kv.close()
+
+
+def test_the_workers_are_not_dumpable(tmp_path: Path) -> None:
+    """A worker holds graveler's store credentials: like graveler, it keeps its memory and
+    environment from processes of the same user (exec made it dumpable again)."""
+    builder = ProcessPoolBuilder(local_config(tmp_path, "all"), workers=1)
+    try:
+        assert builder._pool.submit(is_dumpable).result(timeout=60) is False
+    finally:
+        builder.close()
