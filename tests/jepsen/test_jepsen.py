@@ -93,13 +93,20 @@ def _runs() -> int:
     return int(os.environ.get(RUNS_ENV, "20"))
 
 
+# The suite's per-test timeout is for one test's worth of work; these make _runs() runs of a few
+# minutes each (longer on a loaded machine), so their bound grows with the runs asked for.
+MANY_RUNS_TIMEOUT_S = 300 + 480 * _runs()
+
+
 @pytest.mark.nightly
+@pytest.mark.timeout(MANY_RUNS_TIMEOUT_S)
 def test_many_runs_with_every_nemesis_on_sqlite(sqlite_topology: Topology) -> None:
     kinds = [kind for kind in ALL_KINDS if kind not in CASSANDRA_KINDS]
     _many("sqlite", sqlite_topology, None, kinds)
 
 
 @pytest.mark.nightly
+@pytest.mark.timeout(MANY_RUNS_TIMEOUT_S)
 def test_many_runs_with_every_nemesis_on_the_cassandra_cluster(
     cassandra_topology: Topology, cassandra_cluster: CassandraCluster
 ) -> None:
