@@ -313,11 +313,9 @@ class CassandraCluster:
 
     # --- faults ------------------------------------------------------------------------------
 
-    def restart(self, node: CassandraNode, timeout_s: float = 240.0) -> float:
+    def restart(self, node: CassandraNode, timeout_s: float = 120.0) -> float:
         """Start a stopped or killed node again and wait until every node sees every other;
-        returns the seconds that took. The bound is twice a start's on a loaded 2-core machine:
-        a JVM starting beside two others and a test's servers, then gossip's failure detector
-        taking the node back on every peer (a Jepsen run at load 24 went past 120 s)."""
+        returns the seconds that took."""
         started = time.monotonic()
         deadline = started + timeout_s
         node.start(seeds=self.addresses[0])
