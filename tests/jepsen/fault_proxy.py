@@ -10,7 +10,7 @@ gravelers, as a Kubernetes Service spreads connections). Faults:
   dropped with probability DROP_PROBABILITY, decided by the run's seeded random;
 * delay: every answer is held back DELAY_S before it is forwarded.
 
-``heal()`` ends any fault. The answer of a connection's first moments (the HTTP/2 handshake)
+``heal()`` ends every fault, a refusal included. The answer of a connection's first moments (the HTTP/2 handshake)
 always passes, so that a dropped answer is a request's, not the connection's setup.
 """
 
@@ -63,8 +63,12 @@ class FaultProxy(ProxyListener):
             self.stop()
 
     def heal(self) -> None:
-        fault, self.fault = self.fault, None
-        if fault == "refuse":
+        """End every fault: a refusal too when another fault was injected over it (a mixed
+        window may put two on one proxy, and either heal may come first)."""
+        self.fault = None
+        with self._lock:
+            closed = self._listener is None
+        if closed:
             self.start()
 
     def prefer(self, backend: int) -> None:

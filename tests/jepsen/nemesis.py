@@ -71,15 +71,21 @@ class Nemesis:
         for window in self.windows:
             time.sleep(max(0.0, started + window.start_s - time.monotonic()))
             heals: list[Callable[[], None]] = []
+            restarts: list[Callable[[], None]] = []
             window.injected_ns = time.monotonic_ns()
             try:
                 for kind, target in zip(window.kinds, window.targets, strict=True):
-                    heals.append(self.inject(kind, target))
+                    heal = self.inject(kind, target)
+                    heals.append(heal)
+                    if kind.endswith("-kill") or kind == "clock-offset":
+                        restarts.append(heal)
                 time.sleep(window.duration_s)
             except BaseException as exc:
                 self.errors.append(exc)
             finally:
-                for heal in reversed(heals):
+                # Restarts last: a restarted Cassandra node waits until every node sees every
+                # other, which a node still paused in the same window never would.
+                for heal in sorted(reversed(heals), key=lambda heal: heal in restarts):
                     try:
                         heal()
                     except BaseException as exc:

@@ -100,3 +100,16 @@ def test_delay_holds_the_answer_back(echo: Echo) -> None:
         started = time.monotonic()
         assert _ask(proxy, b"slow") == b"slow"
         assert time.monotonic() - started >= 0.3
+
+
+def test_two_faults_on_one_proxy_healed_in_either_order_leave_it_listening(echo: Echo) -> None:
+    """A mixed window may put refuse and drop on one proxy: whichever heal comes first ends
+    both, the listener open again (a run at seed 1003 left an edge cut off from graveler)."""
+    for first, second in (("refuse", "drop"), ("drop", "refuse")):
+        with _proxy(echo) as proxy:
+            proxy.inject(first)
+            proxy.inject(second)
+            proxy.heal()
+            assert _ask(proxy, b"back") == b"back"
+            proxy.heal()
+            assert _ask(proxy, b"still") == b"still"
