@@ -24,12 +24,23 @@ MYPY_CLEAN := silt services jobs bench edge tests
 
 all: proto
 
-$(STAMP): pyproject.toml $(LOCKS)/build.txt $(LOCKS)/dev.txt $(LOCKS)/s3a-jars.txt
+# pip installs the build tools and uv (requirements/installer.txt); uv installs the rest, with the
+# same hashes and no build isolation: it downloads and builds side by side where pip goes one
+# package at a time, which on a cold machine is minutes (pyspark and the S3A jars are sdists of
+# hundreds of MB). uv reads no pip.conf: a proxy's CA comes from SSL_CERT_FILE.
+UV_BOOT   := $(VENV)/.uv-stamp
+UV        := $(VENV)/bin/uv
+UV_LOCKED := pip install --quiet --require-hashes --no-build-isolation
+$(UV_BOOT): $(LOCKS)/build.txt $(LOCKS)/installer.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) $(PIP_LOCKED) -r $(LOCKS)/build.txt
-	$(PY) $(PIP_LOCKED) -r $(LOCKS)/dev.txt
-	$(PY) $(PIP_LOCKED) --no-deps -r $(LOCKS)/s3a-jars.txt
-	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) $(PIP_LOCKED) -r $(LOCKS)/installer.txt
+	@touch $@
+
+$(STAMP): pyproject.toml $(UV_BOOT) $(LOCKS)/dev.txt $(LOCKS)/s3a-jars.txt
+	$(UV) $(UV_LOCKED) --python $(PY) -r $(LOCKS)/dev.txt
+	$(UV) $(UV_LOCKED) --python $(PY) --no-deps -r $(LOCKS)/s3a-jars.txt
+	$(UV) pip install --quiet --python $(PY) --no-deps --no-build-isolation -e .
 	@touch $@
 
 venv: $(STAMP)
@@ -38,9 +49,9 @@ venv: $(STAMP)
 # botocore versions that conflict with our boto3 pin. Tests call them by path.
 CLIENTS_VENV  := .venv-clients
 CLIENTS_STAMP := $(CLIENTS_VENV)/.installed-stamp
-$(CLIENTS_STAMP): $(LOCKS)/clients.txt
+$(CLIENTS_STAMP): $(LOCKS)/clients.txt $(UV_BOOT)
 	@test -x $(CLIENTS_VENV)/bin/python || $(PYTHON) -m venv $(CLIENTS_VENV)
-	$(CLIENTS_VENV)/bin/python $(PIP_LOCKED) -r $(LOCKS)/clients.txt
+	$(UV) $(UV_LOCKED) --python $(CLIENTS_VENV)/bin/python -r $(LOCKS)/clients.txt
 	@touch $@
 
 clients: $(CLIENTS_STAMP)
@@ -57,6 +68,7 @@ lock: $(STAMP)
 	$(UV_COMPILE) pyproject.toml $(LOCKS)/build.in -c $(LOCKS)/dev.txt -o $(LOCKS)/runtime.txt
 	$(UV_COMPILE) pyproject.toml $(LOCKS)/build.in --extra spark -c $(LOCKS)/dev.txt -o $(LOCKS)/gc.txt
 	$(UV_COMPILE) $(LOCKS)/protoc.in -c $(LOCKS)/dev.txt -o $(LOCKS)/protoc.txt
+	$(UV_COMPILE) $(LOCKS)/installer.in -c $(LOCKS)/dev.txt -o $(LOCKS)/installer.txt
 	$(UV_COMPILE) --no-deps $(LOCKS)/s3a-jars.in -o $(LOCKS)/s3a-jars.txt
 	$(UV_COMPILE) $(LOCKS)/clients.in -o $(LOCKS)/clients.txt
 

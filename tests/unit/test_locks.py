@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCKS = ROOT / "requirements"
-LOCK_NAMES = ("build", "dev", "runtime", "gc", "protoc", "s3a-jars", "clients")
+LOCK_NAMES = ("build", "installer", "dev", "runtime", "gc", "protoc", "s3a-jars", "clients")
 _PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 _HASH_RE = re.compile(r"--hash=sha256:[0-9a-f]{64}\b")
 
@@ -86,6 +86,7 @@ def test_every_declared_dependency_is_locked_at_its_version(group: str, locks: t
         ("protoc.in", ("protoc",)),
         ("s3a-jars.in", ("s3a-jars",)),
         ("clients.in", ("clients",)),
+        ("installer.in", ("installer",)),
     ],
 )
 def test_every_lock_input_is_locked_at_its_version(source: str, locks: tuple[str, ...]) -> None:
@@ -102,7 +103,7 @@ def test_every_lock_input_is_locked_at_its_version(source: str, locks: tuple[str
 
 def test_locks_that_share_packages_agree_with_the_dev_lock() -> None:
     dev = read_lock("dev")
-    for lock in ("build", "runtime", "gc", "protoc"):
+    for lock in ("build", "installer", "runtime", "gc", "protoc"):
         for name, (version, _) in read_lock(lock).items():
             assert dev.get(name, ("",))[0] == version, f"requirements/{lock}.txt pins {name}=={version}, dev another"
     # The image's code generator is the one `make proto` uses.
