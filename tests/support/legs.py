@@ -1,22 +1,24 @@
 """`make test` in legs run side by side: one pytest per leg, at the same time, then one report.
 
 Most of the suite waits on other processes (servers starting, clients and services talking over
-loopback, a JVM warming up), so two pytest processes on two cores finish well before one does.
-The legs split by what their session fixtures start: the JVM leg holds every test that needs
-Cassandra, the 3-node cluster or Spark, so each of those servers is started once, in one
-process; the other leg holds the rest. Each leg is a whole pytest run of its own: its own
-session fixtures, its own leak check (tests/support/leaks.py marks each run's processes), its
-own slowest-tests list.
+loopback, a JVM warming up): with two legs the two cores were busy about 70 % of the run (CPU
+time over twice the wall time), so three legs finish sooner than two, and two sooner than one.
+The legs split by what their session fixtures start, so that each server is started once, in
+one process: the `cassandra` leg holds every test that needs Cassandra or the 3-node cluster;
+the `spark` leg the Spark session's tests, with the web UI's browser tests, the REST API's and
+the Jepsen-style harness's (whose servers no other leg starts); the `rest` leg the rest. Each
+leg is a whole pytest run of its own: its own session fixtures, its own leak check
+(tests/support/leaks.py marks each run's processes), its own slowest-tests list.
 
     python -m tests.support.legs [--nightly-slice] [PYTEST ARGS...]
 
 A `-m EXPR` among the arguments narrows every leg (`(EXPR) and (LEG)`); paths and other options
 go to each leg unchanged. A leg that collects nothing is not a failure unless none collects
-anything. `--nightly-slice` has both legs mark the commit's slice of the nightly tests
+anything. `--nightly-slice` has every leg mark the commit's slice of the nightly tests
 `nightly_slice` (tests/support/rotation.py), for `make test`'s `-m "... (not nightly or
 nightly_slice)"`. The logs go to build/test-legs/<leg>.log (every test's time to <leg>.xml, merged at
 the end into build/test-times.tsv: tests/support/times.py); they are
-printed whole when both legs have ended, the failing leg first, then each leg's time and
+printed whole when every leg has ended, the failing leg first, then each leg's time and
 result with its failed and erroring tests named again (what CI keeps of a long log may be its
 end only), and last one closing line that adds the legs up.
 """
@@ -39,9 +41,16 @@ from tests.support import rotation, times
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = REPO_ROOT / "build" / "test-legs"
-JVM_MARKS = "cassandra or cassandra_cluster or spark"
-# (name, marker expression): together they select every test exactly once.
-LEGS = (("jvm", JVM_MARKS), ("rest", f"not ({JVM_MARKS})"))
+CASSANDRA_MARKS = "cassandra or cassandra_cluster"
+# Balanced against the other two by the tests' times (build/test-times.tsv).
+SPARK_LEG_MARKS = "spark or browser or api or jepsen"
+# (name, marker expression): together they select every test exactly once (the first that
+# matches: a Spark test on Cassandra runs in the cassandra leg).
+LEGS = (
+    ("cassandra", CASSANDRA_MARKS),
+    ("spark", f"not ({CASSANDRA_MARKS}) and ({SPARK_LEG_MARKS})"),
+    ("rest", f"not ({CASSANDRA_MARKS} or {SPARK_LEG_MARKS})"),
+)
 # Far above the suite's budget and under CI's limit: a run that hangs is ended and reported.
 RUN_TIMEOUT_S = 80 * 60.0
 NO_TESTS_COLLECTED = 5
@@ -197,7 +206,7 @@ def _report(legs: list[Leg], timed_out: bool) -> int:
 def nightly_slice(args: list[str]) -> tuple[list[str], dict[str, str] | None]:
     """With `--nightly-slice` among the arguments: the legs' pytest arguments with the rotation's
     plugin (tests/support/rotation.py, which marks this commit's nightly tests `nightly_slice`)
-    and their environment (the commit's ordinal, found once here for both legs, and the sizes the
+    and their environment (the commit's ordinal, found once here for every leg, and the sizes the
     rotation runs the nightly tests at). Without it, the arguments as they are."""
     if NIGHTLY_SLICE not in args:
         return args, None
