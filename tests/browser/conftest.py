@@ -139,6 +139,9 @@ def ui_stack(tmp_path_factory: pytest.TempPathFactory, built_ui: Path, ui_landin
         "blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": [str(ui_landing)]}},
         # The webhook receiver is a thread of the test on 127.0.0.1: opted in (off by default).
         "actions": {"webhook": {"allow_private": True}},
+        # Auth's caches keep a key for a second rather than five: a test of a deleted key being
+        # refused waits that long.
+        "auth": {"cache_ttl_seconds": 1.0},
     }
     with gateway_stack(tmp_path_factory.mktemp("ui-stack"), overrides=overrides) as stack:
         yield stack

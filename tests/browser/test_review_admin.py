@@ -107,12 +107,12 @@ def test_admin_creates_user_credential_group_and_policy(
     page.get_by_test_id("delete-credentials").click()
     page.get_by_test_id("confirm-dialog").get_by_role("button", name="Delete access key").click()
     expect(page.get_by_test_id("credentials-table").get_by_text("No credentials.")).to_be_visible()
-    # Services cache key answers for auth.cache_ttl_seconds (5 s by default): refused after that.
+    # Services cache key answers for auth.cache_ttl_seconds (1 s on this stack): refused after that.
     wait_until(
         lambda: rest.call("GET", "/user", creds=created).status == 401,
         timeout=30,
         message="the deleted access key to be refused",
-        interval=0.5,
+        interval=0.1,
     )
 
 

@@ -20,14 +20,30 @@ from grpc_health.v1.health import HealthServicer
 from silt.rpc.health_port import HealthPort
 from silt.rpc.limits import Budget, DeliveryDelays, ServerLimits, Suspects, _Watchdog, peer_address
 from silt.rpc.server import bind, build_server
+from tests.support.wait import wait_until
 
 ECHO = "/test.Limits/Echo"
 CHECK = "/grpc.health.v1.Health/Check"
 
 
+class Arrivals(grpc.ServerInterceptor):
+    """Counts the calls the server has taken: gRPC looks up a call's handler, through its
+    interceptors, when it admits the call (past max_concurrent_rpcs it refuses it instead)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        with self._lock:
+            self.count += 1
+        return continuation(details)
+
+
 class Running:
     def __init__(self, limits: ServerLimits) -> None:
-        self.server = build_server(limits=limits)
+        self.arrivals = Arrivals()
+        self.server = build_server([self.arrivals], limits=limits)
 
         def echo(request: StringValue, context: Any) -> StringValue:
             return request
@@ -57,12 +73,13 @@ class Running:
         channel = self.channel()
         grpc.channel_ready_future(channel).result(timeout=5)
         calls: list[Any] = []
+        taken = self.arrivals.count
         for _ in range(count):
             call = channel.stream_unary(
                 ECHO, request_serializer=StringValue.SerializeToString, response_deserializer=StringValue.FromString
             )
             calls.append(call.future(never_sends(), timeout=30))
-        time.sleep(0.3)  # they have reached the server
+        wait_until(lambda: self.arrivals.count >= taken + count, 10, "the stalled calls reaching the server")
         return calls
 
     def echo(self, value: str, timeout: float) -> str:
@@ -180,7 +197,10 @@ def test_stalled_calls_past_the_budget_are_cancelled_after_the_grace_and_free_th
     running: Running,
 ) -> None:
     stalled = running.stall(6)  # more than the workers, from one peer with one slow slot
-    time.sleep(1.5)  # the grace, twice over, and then some
+    wait_until(lambda: sum(call.done() for call in stalled) >= 5, 10, "five stalled calls cancelled")
+    # Deliberate: the one left must outlast its grace (0.2 s), twice over, to show it keeps the
+    # slot; nothing happens that a test could wait for.
+    time.sleep(0.4)
     ended = [call for call in stalled if call.done()]
     assert len(ended) == 5, "one stalled call keeps the peer's slot until the receive timeout"
     for call in ended:
@@ -196,7 +216,9 @@ def test_stalled_calls_past_the_budget_are_cancelled_after_the_grace_and_free_th
 )
 def test_a_request_arriving_after_the_grace_is_served_while_its_peer_has_a_slot(running: Running) -> None:
     def late() -> Iterator[StringValue]:
-        time.sleep(0.6)
+        # Deliberate: the request must come after the grace (0.1 s) has run out, with room for
+        # the watchdog to wake; the server shows no sign of a call having become slow.
+        time.sleep(0.3)
         yield StringValue(value="late")
 
     call = running.channel().stream_unary(
@@ -219,11 +241,12 @@ SUSPICIOUS = ServerLimits(
 @pytest.mark.parametrize("running", [SUSPICIOUS], indirect=True)
 def test_a_peer_whose_calls_stalled_gets_the_short_grace(running: Running) -> None:
     first = running.stall(3)
-    time.sleep(1.6)  # past the long grace: one holds the slot, two were cancelled
+    # Past the long grace: one holds the slot, two were cancelled.
+    wait_until(lambda: sum(call.done() for call in first) >= 2, 10, "two of the first calls cancelled")
     assert sum(call.done() for call in first) == 2
     opened = time.monotonic()
     second = running.stall(2)  # the peer is suspect now: 50 ms for its requests to arrive
-    time.sleep(0.4)
+    wait_until(lambda: sum(call.done() for call in first + second) >= 4, 10, "the second calls cancelled")
     assert time.monotonic() - opened < 1.0, "the long grace would still be running"
     assert sum(call.done() for call in first + second) == 4
 
@@ -292,7 +315,7 @@ def test_the_health_port_answers_probes_while_others_stall_checks() -> None:
             .future(never_sends(), timeout=30)
             for i in range(100)
         ]
-        time.sleep(1.0)
+        wait_until(lambda: sum(call.done() for call in stalled) >= 98, 10, "the stalled checks past the slots refused")
         with grpc.insecure_channel(address) as probe:
             stub = health_pb2_grpc.HealthStub(probe)
             started = time.monotonic()

@@ -48,7 +48,9 @@ class Api:
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     # The suite's webhook receivers are threads of the test on 127.0.0.1: this deployment opts
     # in to webhooks reaching loopback and private addresses (off by default).
-    overrides = {"actions": {"webhook": {"allow_private": True}}}
+    # Auth's caches keep a key for a second rather than five: a test of an IAM change taking
+    # effect waits that long.
+    overrides = {"actions": {"webhook": {"allow_private": True}}, "auth": {"cache_ttl_seconds": 1.0}}
     with gateway_stack(tmp_path_factory.mktemp("api-stack"), overrides=overrides) as stack:
         yield Api(stack, urllib3.PoolManager())
 

@@ -40,7 +40,7 @@ def _refused_within(call: Callable[[], object], seconds: float) -> int:
             return int(refused.status)
         return None
 
-    return wait_until(status, seconds, "a refusal", interval=0.25)
+    return wait_until(status, seconds, "a refusal", interval=0.1)
 
 
 def test_objects_upload_stat_read_and_list_with_paging(client: lakefs_sdk.ApiClient, repo: str, tmp_path: Path) -> None:
@@ -240,7 +240,7 @@ def test_iam_user_group_policy_credentials(api: Api, client: lakefs_sdk.ApiClien
 
     auth.delete_credentials(user, issued.access_key_id)
     assert auth.list_user_credentials(user).results == []
-    # The API remembers a verified key for auth.cache_ttl_seconds (5 s): refused after that.
+    # The API remembers a verified key for auth.cache_ttl_seconds (1 s here): refused after that.
     assert _refused_within(lambda: lakefs_sdk.AuthApi(as_user).get_current_user(), seconds=15) == 401
     auth.detach_policy_from_group(group, policy)
     auth.delete_group_membership(group, user)

@@ -27,6 +27,7 @@ from lakefs_sdk.exceptions import ApiException
 from tests.integration.api.conftest import Api, error_message, json_post
 from tests.support.gateway_stack import gateway_stack
 from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY
+from tests.support.wait import wait_until
 
 TREE = {
     "events/2024/01/a.json": b'{"a": 1}\n',
@@ -179,8 +180,7 @@ def test_imports_are_checked_before_they_start(local_api: Api, landing: Path, tm
     started = imports.import_start(
         repo, "main", lakefs_sdk.ImportCreation(paths=[], commit=lakefs_sdk.CommitCreation(message="m"))
     )
-    while not imports.import_status(repo, "main", started.id).completed:
-        time.sleep(0.05)
+    wait_until(lambda: imports.import_status(repo, "main", started.id).completed, 30, "the empty import completing")
     with pytest.raises(ApiException) as done:
         imports.import_cancel(repo, "main", started.id)
     assert done.value.status == 409 and json.loads(done.value.body)["message"]

@@ -130,12 +130,13 @@ def test_early_flush_starts_flushes_while_writing_on_its_own_descriptor(
 
 
 def test_early_flush_error_is_raised_not_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _spy_fdatasync(monkeypatch, fail=True)
+    events = _spy_fdatasync(monkeypatch, fail=True)
     fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT)
     try:
         with pytest.raises(OSError, match="Input/output"), EarlyFlush(fd) as flush:
             flush.wrote(overlap.FLUSH_EVERY_BYTES)
-            time.sleep(0.2)  # the flush has run and failed before finish looks
+            # The flush has run and failed before finish looks.
+            wait_until(lambda: any(kind == "failed" for kind, _ in events), 5, "the early flush failing")
     finally:
         os.close(fd)
 

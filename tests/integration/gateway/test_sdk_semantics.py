@@ -592,7 +592,7 @@ def test_a_short_body_with_a_digest_is_incomplete_not_a_bad_digest(gw: GatewaySt
 
 def test_a_body_shorter_than_content_length_with_boto3(gw: GatewayStack, s3: Any, bucket: str) -> None:
     """botocore declaring more than it sends: the gateway waits for the rest; the SDK gives up."""
-    client = gw.client(read_timeout=2, connect_timeout=5)
+    client = gw.client(read_timeout=1, connect_timeout=5)
 
     def short_body(request: Any, **_: Any) -> None:
         request.headers["Content-Length"] = str(int(request.headers["Content-Length"]) + 10)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import io
 import re
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -57,15 +58,21 @@ T = TypeVar("T")
 
 class SlowBranchReads(ForwardingStore):
     """inner, except that while `pause` is set each read of a branch record first waits that
-    long: graveler is slow between taking a call and writing its entries."""
+    long, and while `held` is set, until it is let go: graveler is slow between taking a call
+    and writing its entries."""
 
     def __init__(self, inner: Store) -> None:
         super().__init__(inner)
         self.pause = 0.0
+        self.held: threading.Event | None = None
 
     def get(self, partition: bytes, key: bytes) -> Any:
-        if self.pause and key.startswith(b"branches/"):
-            time.sleep(self.pause)
+        if key.startswith(b"branches/"):
+            if self.pause:
+                time.sleep(self.pause)
+            held = self.held
+            if held is not None:
+                held.wait(30)
         return self.inner.get(partition, key)
 
 
@@ -521,7 +528,7 @@ def test_a_stage_entry_whose_deadline_passed_before_its_write_is_never_written(s
     """The call's deadline passes while graveler reads the branch: the write is not made, so
     nothing lands after its caller was told DEADLINE_EXCEEDED."""
     repo, _ = stack.new_repo()
-    stack.slow.pause = 0.5
+    let_go = stack.slow.held = threading.Event()  # until the caller has been told
     try:
         with pytest.raises(grpc.RpcError) as late:
             stack.stub.StageEntry(
@@ -532,7 +539,8 @@ def test_a_stage_entry_whose_deadline_passed_before_its_write_is_never_written(s
             )
         assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     finally:
-        stack.slow.pause = 0.0
+        stack.slow.held = None
+        let_go.set()
     stack.faults.wait_done("StageEntry", 1)  # graveler's handler went on after its client gave up
     assert stack.staged(repo, "late") is None
 

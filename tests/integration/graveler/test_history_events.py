@@ -11,6 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from services.graveler.events import reading
 from services.graveler.events.manager import HistoryEvents
 from services.graveler.events.retention import RetentionPolicy
 from services.graveler.events.streams import MAX_STREAMS_PER_CALLER, WRITE_TIMEOUT_SECONDS
@@ -119,7 +120,10 @@ def test_bad_batches_and_requests_are_refused(history_env: tuple[GravelerEnv, Hi
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_a_followed_stream_sees_new_events_within_a_poll(history_env: tuple[GravelerEnv, HistoryEvents]) -> None:
+def test_a_followed_stream_sees_new_events_within_a_poll(
+    history_env: tuple[GravelerEnv, HistoryEvents], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reading, "POLL_INTERVAL_SECONDS", 0.05)  # read at every poll
     env, _ = history_env
     repo = env.new_repo()
     env.stub.RecordEvents(ev.RecordEventsRequest(events=[_event(repo, "before")]))
@@ -144,7 +148,9 @@ def test_a_followed_stream_sees_new_events_within_a_poll(history_env: tuple[Grav
         wait_until(lambda: len(seen) == 2, 5, "the new event on the stream")
         assert [path for path, _ in seen] == ["before", "after"]
         assert seen[1][1] - sent_at < 2.0
-        time.sleep(0.6)  # the scenario: more polls pass, and nothing is sent twice
+        # Deliberate: more polls pass, and nothing is sent twice; nothing signals a poll that
+        # sent nothing.
+        time.sleep(4 * reading.POLL_INTERVAL_SECONDS)
         assert len(seen) == 2
     finally:
         stream.cancel()

@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 from pydantic import SecretStr, ValidationError
 
 from services.graveler.graveler import GravelerOptions
+from services.graveler.imports import manager
 from services.graveler.imports.ingest import IngestJob, IngestResult
 from services.graveler.imports.manager import STALE_SECONDS
 from services.graveler.imports.records import CANCELED, stamp
@@ -275,8 +276,9 @@ class GatedRunner:
 
 
 def test_cancel_leaves_the_branch_as_it_was_and_a_completed_import_cannot_be_canceled(
-    env: GravelerEnv, landing: Path
+    env: GravelerEnv, landing: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(manager, "BEAT_SECONDS", 0.05)  # read by each beat; the beater starts with the import
     tree(landing, {f"many/{i:03d}": b"x" for i in range(50)})
     runner = GatedRunner(env.graveler.imports.runner)
     env.graveler.imports.runner = runner
@@ -285,6 +287,13 @@ def test_cancel_leaves_the_branch_as_it_was_and_a_completed_import_cannot_be_can
     import_id = start_import(env.stub, repo, Location(type=PREFIX, path=f"local://{landing}/many", destination="m/"))
     status = env.stub.GetImportStatus(api.GetImportStatusRequest(repository=repo, branch="main", id=import_id))
     assert not status.completed and not status.error and status.ingested_objects == 0
+    started_at = status.update_time.ToNanoseconds()
+
+    def beaten() -> bool:
+        status = env.stub.GetImportStatus(api.GetImportStatusRequest(repository=repo, branch="main", id=import_id))
+        return bool(status.update_time.ToNanoseconds() > started_at)
+
+    wait_until(beaten, 10, "a heartbeat of the open import")
     request = api.CancelImportRequest(repository=repo, branch="main", id=import_id)
     env.stub.CancelImport(request)
     env.stub.CancelImport(request)  # again: nothing more to do
@@ -292,7 +301,8 @@ def test_cancel_leaves_the_branch_as_it_was_and_a_completed_import_cannot_be_can
     status = wait_for(env.stub, repo, import_id)
     canceled_at = status.update_time.ToNanoseconds()
     assert not status.completed and CANCELED in status.error
-    time.sleep(1.1)  # a heartbeat would have moved update_time by now
+    # Deliberate: no event says "a beat went by and left the record alone"; several beats' time.
+    time.sleep(4 * manager.BEAT_SECONDS)
     status = wait_for(env.stub, repo, import_id)
     assert status.update_time.ToNanoseconds() == canceled_at and CANCELED in status.error
     assert env.stub.GetBranch(api.GetBranchRequest(repository=repo, name="main")).commit_id == before

@@ -248,6 +248,7 @@ def test_outage_then_reconnect_without_a_new_store(cassandra_server: CassandraSe
             assert next(scan).key == b"a"  # first page (a, b) fetched
 
             proxy.stop()  # the node goes away: connections dropped, new ones refused
+            gone = time.monotonic()
             outage_ops = {
                 "get": lambda: store.get(partition, b"a"),
                 "set": lambda: store.set(partition, b"e", b"e"),
@@ -263,7 +264,9 @@ def test_outage_then_reconnect_without_a_new_store(cassandra_server: CassandraSe
                 assert time.monotonic() - started < request_timeout + 2.0, f"{name} hung"
                 message = str(err.value)
                 assert "\n" not in message and f"127.0.0.1:{proxy.port}" in message, f"{name}: {message}"
-            time.sleep(3.0)  # long enough for the driver to back off between reconnections
+            # Deliberate: the node stays away until the driver has backed off to its longest
+            # delay between reconnections (0.25 + 0.5 + 1 s, then 2 s); nothing signals that.
+            time.sleep(max(0.0, gone + 2.0 - time.monotonic()))
 
             proxy.start()  # back on the same port
             elapsed = _wait_until_ok(store, partition, b"a", within_s=10.0)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 
 from services.graveler.actions.scheduler import FairScheduler
 
@@ -36,8 +35,14 @@ def test_a_full_queue_refuses_more_and_jobs_run_in_order() -> None:
     gate = threading.Event()
     order: list[int] = []
     try:
-        assert scheduler.submit("r", lambda: gate.wait(5))
-        time.sleep(0.05)  # the worker took the first job; three more fit the queue
+        taken = threading.Event()
+
+        def first() -> None:
+            taken.set()
+            gate.wait(5)
+
+        assert scheduler.submit("r", first)
+        assert taken.wait(5), "the worker never took the first job"  # three more fit the queue
         accepted = [scheduler.submit("r", functools.partial(order.append, n)) for n in range(4)]
         assert accepted == [True, True, True, False]
         gate.set()
