@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from tests.e2e.conftest import Silt
 from tests.integration.journal.workload import api_dump
 from tests.support.emulators import AZURITE_ACCOUNT, azure_blockstore_config, gs_blockstore_config
 from tests.support.gateway_stack import GatewayStack, gateway_stack
+from tests.support.wait import wait_until
 
 MIB = 1024 * 1024
 REPO = "lake"
@@ -189,7 +190,10 @@ def test_a_repository_on_the_store_end_to_end(on_store: OnStore, spark: Any, tmp
     assert _exists(on_store, namespace, first)
 
     graveler.SetGCRules(api.SetGCRulesRequest(repository=REPO, rules=pb.GCRules(default_retention_days=0)), timeout=30)
-    time.sleep(1.1)  # the objects must predate the run by more than the stores' time resolution
+    # Every object must predate the run as the store dates it (GC's listing reads the store's
+    # times, which a store may round up to its resolution): past the newest, the run may start.
+    newest = max(item.mtime for item in on_store.adapter.list_objects(namespace))
+    wait_until(lambda: datetime.now(UTC) > newest, 10, f"the clock past the newest object's time {newest}")
     summary = run_gc(spark, graveler, REPO, on_store.blockstore, GCOptions(grace_seconds=0, unsafe_short_grace=True))
     assert summary.objects.get("expired-commit") == 1 and summary.deleted == 1, summary
     assert not _exists(on_store, namespace, first)
