@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Dialog, Page, expect
 
 from silt.graveler.v1 import graveler_pb2 as api
-from tests.browser.conftest import RestApi, Ui
+from tests.browser.conftest import PAGE_TIMEOUT_MS, RestApi, Ui
 from tests.support.gateway_stack import GatewayStack
 
 XSS_NAME = "<img src=x onerror=alert(1)>"
@@ -206,22 +206,23 @@ def test_page_through_a_directory_of_2500_objects(admin_page: Page, ui: Ui, ui_s
         list(pool.map(stage, keys[1:]))
     page.goto(ui.url(f"/repositories/{repo}/objects?ref=main&path=many/"))
     entries = page.get_by_test_id("entry")
-    expect(entries).to_have_count(1_000)
+    # A page of 1,000 rows renders in seconds on a loaded machine: each page gets the page wait.
+    expect(entries).to_have_count(1_000, timeout=PAGE_TIMEOUT_MS)
     expect(entries.first).to_have_text("00000.txt")
     expect(page.get_by_test_id("page-info")).to_have_text("Page 1: 1000 entries, more on the next page")
     ui.shot(page, "page-1")
     page.get_by_test_id("next-page").click()
-    expect(entries.first).to_have_text("01000.txt")
+    expect(entries.first).to_have_text("01000.txt", timeout=PAGE_TIMEOUT_MS)
     expect(entries).to_have_count(1_000)
     page.get_by_test_id("next-page").click()
-    expect(entries).to_have_count(500)
+    expect(entries).to_have_count(500, timeout=PAGE_TIMEOUT_MS)
     expect(entries.last).to_have_text("02499.txt")
     expect(page.get_by_test_id("page-info")).to_have_text("Page 3: 500 entries")
     expect(page.get_by_test_id("next-page")).to_have_count(0)
     ui.shot(page, "page-3")
     # Back through the browser's history: the cursor is in the URL.
     page.go_back()
-    expect(entries.first).to_have_text("01000.txt")
+    expect(entries.first).to_have_text("01000.txt", timeout=PAGE_TIMEOUT_MS)
 
 
 def test_a_hostile_object_name_is_shown_as_text(admin_page: Page, ui: Ui, ui_stack: GatewayStack, repo: str) -> None:

@@ -70,6 +70,8 @@ ESTIMATES: dict[str, float] = {
     f"{_J}_the_cassandra_cluster": 210.0,
     f"{_J}_sqlite": 140.0,
     "tests/integration/graveler/test_history_events.py::test_unread_streams_are_bounded_and_released[cassandra]": 90.0,
+    # The 1,000-example search, bounded at 45 s, and its module's stack.
+    "tests/integration/gateway/test_fuzz.py::test_fuzz_the_gateway[nightly]": 60.0,
 }
 
 
