@@ -1,12 +1,13 @@
-"""A frozen KV fails requests quickly instead of hanging them: a dedicated Cassandra node (never
-the shared one) is paused with SIGSTOP under a running stack; PUTs through the gateway answer
-503 SlowDown and graveler answers UNAVAILABLE within the default bound, and the first PUT after
-SIGCONT succeeds within seconds."""
+"""A frozen KV fails requests quickly instead of hanging them: the stack reaches the run's
+Cassandra node through a TCP proxy that is frozen under the running stack (connections stay
+open and accept bytes, nothing is answered: what a SIGSTOPped node's clients see, without a
+JVM of its own to pause, and the node keeps serving every other test); PUTs through the
+gateway answer 503 SlowDown and graveler answers UNAVAILABLE within the default bound, and the
+first PUT after the thaw succeeds within seconds. A node really paused with SIGSTOP is
+tests/integration/kv/test_cluster_faults.py's."""
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from silt.launcher import initial_config
 from tests.e2e.conftest import entry
 from tests.support.cassandra import CassandraServer
 from tests.support.gateway_stack import gateway_stack
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.cassandra
 
@@ -32,22 +34,14 @@ RECOVERY_BOUND_SECONDS = 10.0
 
 
 @pytest.fixture
-def frozen_node() -> Iterator[CassandraServer]:
-    server = CassandraServer.start()
-    try:
-        yield server
-    finally:
-        assert server._process is not None
-        os.killpg(server._process.pid, signal.SIGCONT)  # a stopped JVM ignores SIGTERM
-        server.stop()
+def frozen_node(cassandra_server: CassandraServer) -> Iterator[TcpProxy]:
+    with TcpProxy(cassandra_server.host, cassandra_server.port) as proxy:
+        yield proxy
 
 
-def _pause(server: CassandraServer, sig: signal.Signals) -> None:
-    assert server._process is not None
-    os.killpg(server._process.pid, sig)
-
-
-def test_frozen_cassandra_fails_fast_and_recovers(frozen_node: CassandraServer, tmp_path: Path) -> None:
+def test_frozen_cassandra_fails_fast_and_recovers(
+    cassandra_server: CassandraServer, frozen_node: TcpProxy, tmp_path: Path
+) -> None:
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     config = initial_config(data_dir)
@@ -55,10 +49,10 @@ def test_frozen_cassandra_fails_fast_and_recovers(frozen_node: CassandraServer, 
     config["database"] = {
         "type": "cassandra",
         "cassandra": {
-            "contact_points": [frozen_node.host],
+            "contact_points": [cassandra_server.host],
             "port": frozen_node.port,
             "keyspace": f"silt_freeze_{uuid.uuid4().hex[:10]}",
-            "protocol_version": frozen_node.protocol_version,
+            "protocol_version": cassandra_server.protocol_version,
         },
     }
     (data_dir / "config.yaml").write_text(yaml.safe_dump(config))
@@ -68,7 +62,7 @@ def test_frozen_cassandra_fails_fast_and_recovers(frozen_node: CassandraServer, 
         s3.put_object(Bucket="freeze", Key="main/before", Body=b"v")
 
         took_all: list[float] = []
-        _pause(frozen_node, signal.SIGSTOP)
+        frozen_node.freeze()
         try:
             for i in range(3):
                 started = time.monotonic()
@@ -88,7 +82,7 @@ def test_frozen_cassandra_fails_fast_and_recovers(frozen_node: CassandraServer, 
             assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
             assert time.monotonic() - started < FAILURE_BOUND_SECONDS
         finally:
-            _pause(frozen_node, signal.SIGCONT)
+            frozen_node.thaw()
 
         resumed = time.monotonic()
         quick = stack.client(read_timeout=10, retries={"total_max_attempts": 1})
@@ -97,10 +91,11 @@ def test_frozen_cassandra_fails_fast_and_recovers(frozen_node: CassandraServer, 
                 quick.put_object(Bucket="freeze", Key="main/after", Body=b"v")
                 break
             except ClientError:
-                assert time.monotonic() - resumed < RECOVERY_BOUND_SECONDS, "no good PUT after SIGCONT"
+                assert time.monotonic() - resumed < RECOVERY_BOUND_SECONDS, "no good PUT after the thaw"
                 time.sleep(0.1)
         recovered = time.monotonic() - resumed
         assert quick.get_object(Bucket="freeze", Key="main/after")["Body"].read() == b"v"
         print(
-            f"frozen PUT failures after {', '.join(f'{t:.1f}' for t in took_all)} s; first good PUT {recovered:.2f} s"
+            f"frozen PUT failures after {', '.join(f'{t:.1f}' for t in took_all)} s;"
+            f" first good PUT {recovered:.2f} s after the thaw"
         )

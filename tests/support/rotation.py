@@ -57,6 +57,8 @@ SLICE_MARK = "nightly_slice"
 ROTATION_ENV = {"SILT_JEPSEN_RUNS": "2"}
 JEPSEN_NIGHTLY_RUNS = 20  # `make test-all`'s runs of the Jepsen-style nightly variant (seed 1000 on)
 _J = "tests/jepsen/test_jepsen.py::test_many_runs_with_every_nemesis_on"
+_M = "tests/integration/graveler/test_model.py::test_graveler_matches_a_dictionary_model_in_a_longer_search"
+_S = "tests/integration/journal/test_ship_crash.py::test_a_shipper_killed_at_any_step_strands_nothing"
 _R = "tests/e2e/test_replicas.py::test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothing"
 # Seconds each nightly test takes on the 2-core CI machine, cold, with the other leg running.
 # The 200-round replicas tests: the 60-round case took 118 s on one node and 136 s on the
@@ -70,6 +72,15 @@ ESTIMATES: dict[str, float] = {
     f"{_J}_the_cassandra_cluster": 210.0,
     f"{_J}_sqlite": 140.0,
     "tests/integration/graveler/test_history_events.py::test_unread_streams_are_bounded_and_released[cassandra]": 90.0,
+    # The model test's longer searches (30 and 10 sequences): `make test`'s times scaled by those.
+    f"{_M}_on_cassandra": 100.0,
+    f"{_M}_on_a_cluster": 100.0,
+    # The shipper killed at every step boundary: 28 scenarios against `make test`'s 18.
+    **{
+        f"{_S}[{kv}-{after}-every-boundary]": s
+        for kv, s in (("cassandra", 50.0), ("local", 30.0), ("mem", 15.0))
+        for after in ("after-the-lease", "after-the-token-grace")
+    },
 }
 
 
