@@ -182,7 +182,7 @@ test-fast: proto clients emulators
 
 # The model-based test of graveler (tests/integration/graveler/test_model.py) at a search size
 # for a nightly run: 300 operation sequences on every driver, the single Cassandra node and the
-# 3-node cluster included (`make test` runs 20, and 6 on the cluster).
+# 3-node cluster included (`make test` runs 20 on mem and local, 10 on the node, 4 on the cluster).
 MODEL_EXAMPLES ?= 300
 test-model: proto
 	@scripts/ensure-system-deps.sh

@@ -24,6 +24,7 @@ from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.launcher import Stack, available_services
 from silt.rpc.signing import Credentials, signed_channel
+from tests.support.proxied_stack import proxied_kv_stack  # noqa: F401
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # `make test` installs the AWS CLI here (its botocore pin conflicts with ours); else the PATH's.

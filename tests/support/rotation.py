@@ -57,8 +57,10 @@ SLICE_MARK = "nightly_slice"
 ROTATION_ENV = {"SILT_JEPSEN_RUNS": "2"}
 JEPSEN_NIGHTLY_RUNS = 20  # `make test-all`'s runs of the Jepsen-style nightly variant (seed 1000 on)
 _J = "tests/jepsen/test_jepsen.py::test_many_runs_with_every_nemesis_on"
+_M = "tests/integration/graveler/test_model.py::test_graveler_matches_a_dictionary_model_in_a_longer_search"
+_S = "tests/integration/journal/test_ship_crash.py::test_a_shipper_killed_at_any_step_strands_nothing"
 _R = "tests/e2e/test_replicas.py::test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothing"
-# Seconds each nightly test takes on the 2-core CI machine, cold, with the other leg running.
+# Seconds each nightly test takes on the 2-core CI machine, cold, with the other legs running.
 # The 200-round replicas tests: the 60-round case took 118 s on one node and 136 s on the
 # cluster (its time is the committers', 3.3 times as many rounds). The Jepsen-style runs with
 # every nemesis: about 60 s a run on SQLite and 90 s on the cluster (its node restarts), plus
@@ -72,6 +74,15 @@ ESTIMATES: dict[str, float] = {
     "tests/integration/graveler/test_history_events.py::test_unread_streams_are_bounded_and_released[cassandra]": 90.0,
     # The 1,000-example search, bounded at 45 s, and its module's stack.
     "tests/integration/gateway/test_fuzz.py::test_fuzz_the_gateway[nightly]": 60.0,
+    # The model test's longer searches (30 and 10 sequences): 107 s and 57 s on a busy 2-core machine.
+    f"{_M}_on_cassandra": 130.0,
+    f"{_M}_on_a_cluster": 80.0,
+    # The shipper killed at every step boundary: 28 scenarios against `make test`'s 18.
+    **{
+        f"{_S}[{kv}-{after}-every-boundary]": s
+        for kv, s in (("cassandra", 50.0), ("local", 15.0), ("mem", 10.0))
+        for after in ("after-the-lease", "after-the-token-grace")
+    },
 }
 
 

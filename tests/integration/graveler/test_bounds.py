@@ -3,8 +3,11 @@ sizes and logs over long histories, through the real gRPC API."""
 
 from __future__ import annotations
 
+import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -16,6 +19,7 @@ from services.graveler.committed.merge import MAX_REPORTED_CONFLICTS
 from services.graveler.deadline import Deadline
 from silt.errors import DeadlineExceeded
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.kv import Store
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
 from tests.integration.graveler.test_branching import branch, merge
@@ -169,23 +173,33 @@ def messages(env: GravelerEnv, **request: Any) -> list[str]:
     return [c.message for page in log_pages(env, **request) for c in page.commits]
 
 
-@pytest.mark.slow  # waits on purpose
 def test_a_filtered_log_stops_when_its_client_gives_up(env: GravelerEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = linear_history(env, 40)
     compared = []
     touches = env.graveler._touches
+    log = env.graveler.log
+    walk_ended = threading.Event()
 
     def slow_touches(*args: Any) -> bool:
         compared.append(1)
         time.sleep(0.05)  # the scenario: a slow comparison, so the deadline passes mid-walk
         return touches(*args)
 
+    def watched_log(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return log(*args, **kwargs)
+        finally:
+            walk_ended.set()
+
     monkeypatch.setattr(env.graveler, "_touches", slow_touches)
+    monkeypatch.setattr(env.graveler, "log", watched_log)
     request = api.LogRequest(repository=repo, ref="main", objects=["never-written"])
     with pytest.raises(grpc.RpcError) as err:
         env.stub.Log(request, timeout=0.3)
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    time.sleep(1.5)  # a walk that ignored the deadline would compare 30 more commits meanwhile
+    # The server's walk goes on after the client's error: once it has ended, count what it
+    # compared (a walk that ignored the deadline would have compared all 40 commits by then).
+    assert walk_ended.wait(30), "the walk never ended"
     assert len(compared) <= 15
 
 
@@ -246,6 +260,25 @@ def dag_history(env: GravelerEnv) -> str:
     return repo
 
 
+# Per store: the store, a repository dag_history built on it, and the data root of its objects.
+_BUILT_DAGS: dict[int, tuple[Store, str, Path]] = {}
+
+
+def shared_dag_history(env: GravelerEnv, store: Store) -> str:
+    """dag_history's repository, built once per store and read by every test that only reads
+    it (its logs): on the Cassandra leg's one store, one build instead of one per test. A later
+    test's graveler gets a copy of its objects under its own data root."""
+    built = _BUILT_DAGS.get(id(store))
+    if built is None or built[0] is not store:
+        repo = dag_history(env)
+        _BUILT_DAGS[id(store)] = (store, repo, env.data_root)
+        return repo
+    _, repo, data_root = built
+    if data_root != env.data_root and (data_root / repo).exists():
+        shutil.copytree(data_root / repo, env.data_root / repo, dirs_exist_ok=True)
+    return repo
+
+
 def log_ids(env: GravelerEnv, **request: Any) -> list[str]:
     return [c.id for page in log_pages(env, **request) for c in page.commits]
 
@@ -253,9 +286,9 @@ def log_ids(env: GravelerEnv, **request: Any) -> list[str]:
 @pytest.mark.parametrize("first_parent", [False, True])
 @pytest.mark.parametrize(("amount", "steps"), [(1, 10_000), (2, 3), (1, 1), (3, 5)])
 def test_log_pages_of_a_merged_history_resume_exactly(
-    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch, first_parent: bool, amount: int, steps: int
+    env: GravelerEnv, store: Store, monkeypatch: pytest.MonkeyPatch, first_parent: bool, amount: int, steps: int
 ) -> None:
-    repo = dag_history(env)
+    repo = shared_dag_history(env, store)
     request = api.LogRequest(repository=repo, ref="main", amount=1000, first_parent=first_parent)
     whole = [c.id for c in env.stub.Log(request).commits]
     assert len(set(whole)) == len(whole) > 10
@@ -265,8 +298,10 @@ def test_log_pages_of_a_merged_history_resume_exactly(
     assert log_ids(env, repository=repo, ref="main", amount=amount, first_parent=first_parent, limit=5) == whole[:5]
 
 
-def test_a_history_too_wide_to_name_in_a_cursor_is_refused(env: GravelerEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    repo = dag_history(env)
+def test_a_history_too_wide_to_name_in_a_cursor_is_refused(
+    env: GravelerEnv, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = shared_dag_history(env, store)
     whole = [c.id for c in env.stub.Log(api.LogRequest(repository=repo, ref="main", amount=1000)).commits]
     monkeypatch.setattr(history, "MAX_CURSOR_FRONTIER", 1)
     with pytest.raises(grpc.RpcError) as err:
@@ -277,8 +312,10 @@ def test_a_history_too_wide_to_name_in_a_cursor_is_refused(env: GravelerEnv, mon
     assert len(log_ids(env, repository=repo, ref="main", amount=1, first_parent=True)) > 5
 
 
-def test_a_page_can_resume_after_a_commit_id_as_before(env: GravelerEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    repo = dag_history(env)
+def test_a_page_can_resume_after_a_commit_id_as_before(
+    env: GravelerEnv, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = shared_dag_history(env, store)
     whole = [c.id for c in env.stub.Log(api.LogRequest(repository=repo, ref="main", amount=1000)).commits]
     monkeypatch.setattr(history, "MAX_LOG_STEPS", 4)
     page = env.stub.Log(api.LogRequest(repository=repo, ref="main", after=whole[9], amount=2))

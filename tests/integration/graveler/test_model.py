@@ -8,9 +8,14 @@ is held back and let go at random steps, so that operations meet the state it le
 for a while (a prefix commit's copies in sealed tokens), not only what it leaves once it has
 run.
 
-Its size is SILT_MODEL_EXAMPLES sequences of up to SILT_MODEL_STEPS steps (20 of 40 by default),
-and SILT_MODEL_CLUSTER_EXAMPLES on the 3-node Cassandra cluster (6); `make test-model` runs 300
-of each."""
+Its size is SILT_MODEL_EXAMPLES sequences of up to SILT_MODEL_STEPS steps (20 of 40 by default)
+on the mem and local drivers, SILT_MODEL_CASSANDRA_EXAMPLES on the single Cassandra node (10 by
+default, SILT_MODEL_EXAMPLES when only that is set) and SILT_MODEL_CLUSTER_EXAMPLES on the 3-node
+Cassandra cluster (4); `make test-model` runs 300 of each. The search of graveler's logic is the
+same on every driver, and mem and local search the most: on Cassandra every sequence still
+takes the driver's paths (conditional writes, batches, paged scans of staging and of the
+branch's tokens after every step), with nightly variants searching 30 sequences on the node and
+10 on the cluster."""
 
 from __future__ import annotations
 
@@ -61,9 +66,13 @@ KEYS = st.sampled_from(ALL_KEYS)
 PREFIXES = st.sampled_from(["b/", "f/", "a", "e"])
 EXAMPLES = int(os.environ.get("SILT_MODEL_EXAMPLES", "20"))
 STEPS = int(os.environ.get("SILT_MODEL_STEPS", "40"))
-# The 3-node cluster's leg searches less in `make test`: its round trips are Paxos rounds on
-# three JVMs. `make test-model` sets it to the full size.
-CLUSTER_EXAMPLES = int(os.environ.get("SILT_MODEL_CLUSTER_EXAMPLES", "6"))
+# Cassandra's legs search less in `make test`: each step is tens of round trips to a JVM (on the
+# cluster, Paxos rounds on three), and the search itself is the same as mem's and local's.
+# `make test-model` sets them to the full size; the nightly variants search more.
+CASSANDRA_EXAMPLES = int(os.environ.get("SILT_MODEL_CASSANDRA_EXAMPLES", os.environ.get("SILT_MODEL_EXAMPLES", "10")))
+CLUSTER_EXAMPLES = int(os.environ.get("SILT_MODEL_CLUSTER_EXAMPLES", "4"))
+NIGHTLY_CASSANDRA_EXAMPLES = 30
+NIGHTLY_CLUSTER_EXAMPLES = 10
 Snapshot = dict[str, str]
 T = TypeVar("T")
 
@@ -77,6 +86,18 @@ def three_way(base: Snapshot, source: Snapshot, dest: Snapshot) -> Snapshot:
         if value is not None:
             merged[key] = value
     return merged
+
+
+def listed(env: GravelerEnv, repo: str, ref: str) -> dict[str, pb.Entry]:
+    """Every entry of ref, through graveler's ListEntries, page after page."""
+    out: dict[str, pb.Entry] = {}
+    after = ""
+    while True:
+        page = env.stub.ListEntries(api.ListEntriesRequest(repository=repo, ref=ref, after=after))
+        out.update({item.key: item.entry for item in page.items})
+        if not page.has_more:
+            return out
+        after = page.items[-1].key
 
 
 def direct_contents(reads: ReadEngine, repo: str, ref: str) -> Snapshot:
@@ -409,24 +430,19 @@ class GravelerModel(RuleBasedStateMachine):
     # --- what must hold after every step ---------------------------------------------------
 
     @invariant()
-    def no_entry_points_at_bytes_the_edge_deleted(self) -> None:
+    def reads_match_the_model_and_no_entry_points_at_bytes_the_edge_deleted(self) -> None:
+        """One listing of each branch's staged and committed views answers both: the keys and
+        ETags the model holds, and bytes there for every entry naming an edge's write."""
         if not self.heads:
             return
         for branch in self.heads:
-            for ref in (branch, f"{branch}@"):
-                page = self.env.stub.ListEntries(api.ListEntriesRequest(repository=self.repo, ref=ref, amount=1000))
-                for item in page.items:
-                    address = item.entry.physical_address
+            for ref, expected in ((branch, self.visible(branch)), (f"{branch}@", self.snapshots[self.heads[branch]])):
+                entries = listed(self.env, self.repo, ref)
+                assert {key: entry.etag for key, entry in entries.items()} == expected, ref
+                for key, entry in entries.items():
+                    address = entry.physical_address
                     if address in self.edge_addresses:
-                        assert self.edge.stored(self.repo, address), (ref, item.key, address)
-
-    @invariant()
-    def reads_match_the_model(self) -> None:
-        if not self.heads:
-            return
-        for branch in self.heads:
-            assert contents(self.env, self.repo, branch) == self.visible(branch), branch
-            assert contents(self.env, self.repo, f"{branch}@") == self.snapshots[self.heads[branch]], branch
+                        assert self.edge.stored(self.repo, address), (ref, key, address)
 
     @invariant()
     def the_edges_reads_match_the_model(self) -> None:
@@ -465,9 +481,21 @@ def model_env(store: Store, tmp_path: Path) -> Iterator[Modelled]:
 
 
 # A search of 300 sequences on Cassandra takes over ten minutes on a loaded machine.
-@pytest.mark.timeout(max(600, EXAMPLES * STEPS // 4))
-def test_graveler_matches_a_dictionary_model(model_env: Modelled) -> None:
-    search(model_env, EXAMPLES)
+@pytest.mark.timeout(max(600, max(EXAMPLES, CASSANDRA_EXAMPLES) * STEPS // 4))
+def test_graveler_matches_a_dictionary_model(model_env: Modelled, request: pytest.FixtureRequest) -> None:
+    search(model_env, CASSANDRA_EXAMPLES if request.node.callspec.params["store"] == "cassandra" else EXAMPLES)
+
+
+@pytest.fixture
+def cassandra_model_env(cassandra_store: Store, tmp_path: Path) -> Iterator[Modelled]:
+    yield from modelled(cassandra_store, tmp_path)
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(max(600, NIGHTLY_CASSANDRA_EXAMPLES * STEPS // 4))
+def test_graveler_matches_a_dictionary_model_in_a_longer_search_on_cassandra(cassandra_model_env: Modelled) -> None:
+    """The single node's search at three times `make test`'s size."""
+    search(cassandra_model_env, NIGHTLY_CASSANDRA_EXAMPLES)
 
 
 @pytest.fixture
@@ -479,6 +507,13 @@ def cluster_env(cassandra_cluster_store: Store, tmp_path: Path) -> Iterator[Mode
 def test_graveler_matches_a_dictionary_model_on_a_cluster(cluster_env: Modelled) -> None:
     """The same search on the 3-node cluster (RF 3, QUORUM and SERIAL)."""
     search(cluster_env, CLUSTER_EXAMPLES)
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(max(600, NIGHTLY_CLUSTER_EXAMPLES * STEPS // 2))
+def test_graveler_matches_a_dictionary_model_in_a_longer_search_on_a_cluster(cluster_env: Modelled) -> None:
+    """The cluster's search at two and a half times `make test`'s size."""
+    search(cluster_env, NIGHTLY_CLUSTER_EXAMPLES)
 
 
 def search(modelled: Modelled, examples: int) -> None:
