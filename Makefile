@@ -136,7 +136,7 @@ emulators: $(AZURITE_STAMP) $(STAMP)
 # podman-marked tests (image builds, the overlay in podman's pods: a static check of the image
 # definitions runs here instead, tests/unit/test_image_definitions.py); `make test-all` runs
 # everything, for a nightly job, and installs podman first. Both run pytest in legs side by side
-# (tests/support/legs.py: Cassandra's tests, Spark's with the browser's and the API's, the rest), end with one
+# (tests/support/legs.py: the tests that need a JVM in one, the rest in the other), end with one
 # line that adds the legs up, and leave every test's time in build/test-times.tsv (`make
 # test-times`); logs in build/test-legs/.
 TEST_MARKS := not podman and (not nightly or nightly_slice)

@@ -32,6 +32,10 @@ mounts=(-v "$repo:/src:ro" -v "$out:/out")
 for file in /root/.npmrc /etc/pip.conf /etc/apt/sources.list.d/debian.sources; do
 	[ -f "$file" ] && mounts+=(-v "$file:$file:ro")
 done
+# The base machine's kubectl (it renders deploy/k8s with its built-in kustomize).
+if command -v kubectl >/dev/null 2>&1; then
+	mounts+=(-v "$(readlink -f "$(command -v kubectl)"):/usr/local/bin/kubectl:ro")
+fi
 
 podman run --rm --init --privileged --network=host --shm-size=2g "${envs[@]}" "${mounts[@]}" "$image" bash -c '
 	set -u

@@ -14,18 +14,12 @@ import pytest
 
 
 @pytest.mark.cassandra
-def test_in_the_cassandra_leg():
+def test_in_the_jvm_leg():
     pass
 
 
-@pytest.mark.cassandra
 @pytest.mark.spark
-def test_on_cassandra_with_spark_also_in_the_cassandra_leg():
-    pass
-
-
-@pytest.mark.browser
-def test_in_the_spark_leg():
+def test_also_in_the_jvm_leg():
     pass
 
 
@@ -43,8 +37,7 @@ def _suite(tmp_path: Path) -> Path:
     root = tmp_path / "suite"
     root.mkdir()
     # An ini of its own, so that the repository's conftest and its strict markers stay out of it.
-    marks = ("cassandra", "cassandra_cluster", "spark", "browser", "api", "jepsen")
-    (root / "pytest.ini").write_text("[pytest]\nmarkers =\n" + "".join(f"    {mark}: x\n" for mark in marks))
+    (root / "pytest.ini").write_text("[pytest]\nmarkers =\n    cassandra: x\n    cassandra_cluster: x\n    spark: x\n")
     (root / "test_sample.py").write_text(SUITE)
     return root
 
@@ -54,18 +47,15 @@ def test_the_legs_split_by_mark_run_at_once_and_add_up(tmp_path: Path, capsys: p
     code = legs.main(["-p", "no:cacheprovider", "-q", str(root)], tmp_path / "logs")
     out = capsys.readouterr().out
     assert code == 1
-    cassandra = (tmp_path / "logs" / "cassandra.log").read_text()
-    spark = (tmp_path / "logs" / "spark.log").read_text()
+    jvm = (tmp_path / "logs" / "jvm.log").read_text()
     rest = (tmp_path / "logs" / "rest.log").read_text()
-    assert "2 passed" in cassandra and "failed" not in cassandra
-    assert "1 passed" in spark and "failed" not in spark
+    assert "2 passed" in jvm and "failed" not in jvm
     assert "1 failed" in rest and "1 skipped" in rest
-    # The failing leg's log comes first, and the last line adds the legs up.
-    assert out.index("the other leg fails") < out.index("######## leg cassandra") < out.index("######## leg spark")
-    assert out.strip().splitlines()[-1] == "total: 3 passed, 1 failed, 1 skipped"
+    # The failing leg's log comes first, and the last line adds both legs up.
+    assert out.index("the other leg fails") < out.index("######## leg jvm")
+    assert out.strip().splitlines()[-1] == "total: 2 passed, 1 failed, 1 skipped"
     # Each leg's time and result, before the closing line.
-    ends = [line.split(":")[0] for line in out.splitlines() if line.startswith(("cassandra:", "spark:", "rest:"))]
-    assert ends == ["cassandra", "spark", "rest"]
+    assert [line.split(":")[0] for line in out.splitlines() if line.startswith(("jvm:", "rest:"))] == ["jvm", "rest"]
     # The failing test is named again at the end, under its leg.
     closing = out[out.index("######## legs ########") :].splitlines()
     named = [line for line in closing if line.startswith("  FAILED ")]
@@ -78,7 +68,7 @@ def test_a_selection_narrows_every_leg(tmp_path: Path, capsys: pytest.CaptureFix
     code = legs.main(["-p", "no:cacheprovider", "-m", "spark", str(root)], tmp_path / "logs")
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "pytest -m '(spark) and (cassandra or cassandra_cluster)'" in out
+    assert "pytest -m '(spark) and (cassandra or cassandra_cluster or spark)'" in out
     assert out.strip().splitlines()[-1] == "total: 1 passed, 0 failed, 0 skipped"
 
 
@@ -105,7 +95,7 @@ def test_the_legs_together_select_every_test_once() -> None:
 
     from _pytest.mark.expression import Expression
 
-    names = ["cassandra", "cassandra_cluster", "spark", "browser", "api", "jepsen", "e2e"]
+    names = ["cassandra", "cassandra_cluster", "spark", "browser", "e2e"]
     expressions = [(name, Expression.compile(marks)) for name, marks in legs.LEGS]
     for marks in chain.from_iterable(combinations(names, k) for k in range(len(names) + 1)):
         present = set(marks)
@@ -114,7 +104,4 @@ def test_the_legs_together_select_every_test_once() -> None:
             return mark in present  # noqa: B023 - called at once, inside this iteration
 
         chosen = [name for name, expression in expressions if expression.evaluate(has)]
-        assert len(chosen) == 1, (marks, chosen)
-        if {"cassandra", "cassandra_cluster"} & set(marks):
-            assert chosen == ["cassandra"], marks
-    assert [name for name, _ in legs.LEGS] == ["cassandra", "spark", "rest"]
+        assert chosen == (["jvm"] if present & {"cassandra", "cassandra_cluster", "spark"} else ["rest"]), marks

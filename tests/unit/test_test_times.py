@@ -111,11 +111,11 @@ def test_the_legs_write_every_tests_time_beside_their_logs(tmp_path: Path) -> No
     suite.mkdir()
     (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n    cassandra: x\n    cassandra_cluster: x\n    spark: x\n")
     (suite / "test_sample.py").write_text(
-        "import pytest\n\n@pytest.mark.spark\ndef test_spark():\n    pass\n\ndef test_rest():\n    pass\n"
+        "import pytest\n\n@pytest.mark.spark\ndef test_jvm():\n    pass\n\ndef test_rest():\n    pass\n"
     )
     assert legs.main(["-p", "no:cacheprovider", "-q", str(suite)], tmp_path / "logs") == 0
     rows = times.read_times(tmp_path / "test-times.tsv")
     assert [(r.test.rsplit("::", 1)[-1], r.leg, r.outcome) for r in rows] == [
+        ("test_jvm", "jvm", "passed"),
         ("test_rest", "rest", "passed"),
-        ("test_spark", "spark", "passed"),
     ]
