@@ -36,10 +36,18 @@ done
 if command -v kubectl >/dev/null 2>&1; then
 	mounts+=(-v "$(readlink -f "$(command -v kubectl)"):/usr/local/bin/kubectl:ro")
 fi
+# The base machine's Python (the CI machine's python3 is its own build, not Debian's 3.11.2),
+# first on PATH, at the same path (its venvs record it).
+python_home="$(python3 -c 'import sys; print(sys.base_prefix)')"
+path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+if [ "$python_home" != /usr ]; then
+	mounts+=(-v "$python_home:$python_home:ro")
+	path="$python_home/bin:$path"
+fi
 
-podman run --rm --init --privileged --network=host --shm-size=2g "${envs[@]}" "${mounts[@]}" "$image" bash -c '
+podman run --rm --init --privileged --network=host --shm-size=2g -e "PATH=$path" "${envs[@]}" "${mounts[@]}" "$image" bash -c '
 	set -u
-	git clone -q /src /work/repo && cd /work/repo && git log --oneline -1
+	git clone -q /src /work/repo && cd /work/repo && git log --oneline -1 && python3 --version
 	(while sleep 10; do echo "$(date +%s) $(head -1 /proc/stat)"; done) >/out/cpu.log &
 	t0=$(date +%s)
 	make --no-print-directory -j5 -Otarget test-deps >/out/install.log 2>&1; rc=$?

@@ -2,9 +2,9 @@
 
 Most of the suite waits on other processes (servers starting, clients and services talking over
 loopback, a JVM warming up), so two pytest processes on two cores finish well before one does.
-Two, not more: with two legs the cores are busy about 70 % of the run, and a third leg (tried:
-Cassandra's tests, Spark's with the browser's and the API's, the rest) kept them busy all the
-time but made each leg about 1.6 times as slow, which gained nothing.
+Two, not more: with two legs the cores are already busy about 96 % of the run (scripts/ci-cold.sh's
+CPU trace), and a third leg (tried: Cassandra's tests, Spark's with the browser's and the API's,
+the rest) made each leg about 1.6 times as slow, which gained nothing.
 The legs split by what their session fixtures start: the JVM leg holds every test that needs
 Cassandra, the 3-node cluster or Spark, so each of those servers is started once, in one
 process; the other leg holds the rest. Each leg is a whole pytest run of its own: its own
