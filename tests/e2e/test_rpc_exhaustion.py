@@ -44,6 +44,8 @@ PROMPT_SECONDS = 3.0
 # once saw one call of hundreds take 3.9 s) while any hang still fails the test.
 WORST_SECONDS = 8.0
 TYPICAL_SECONDS = 1.0
+# The hostile calls' own deadline, which the server must never leave them to.
+CALL_DEADLINE_SECONDS = 60
 
 
 @pytest.fixture(scope="module")
@@ -160,14 +162,19 @@ class Flood:
         self.channels = [grpc.insecure_channel(endpoint) for _ in range(connections)]
         self.ended: dict[grpc.StatusCode, int] = {}
         self.opened = 0
+        self.peak_threads = 0
         self._calls: list[grpc.Future] = []
-        self._release = threading.Event()
         self._stop = threading.Event()
         self._filled = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _never_sends(self) -> Iterator[bytes]:
-        self._release.wait(60)
+    @staticmethod
+    def _never_sends(ended: threading.Event) -> Iterator[bytes]:
+        # gRPC reads the request in a thread per call: holding it only until the call ends keeps
+        # a thread per call still open, not one per call ever opened (the renewals made
+        # thousands, more than a container's process limit, and a call whose thread could not
+        # start left its channel's close waiting for ever). The call's own deadline comes first.
+        ended.wait(2 * CALL_DEADLINE_SECONDS)
         return
         yield b""
 
@@ -175,7 +182,10 @@ class Flood:
         channel = self.channels[self.opened % len(self.channels)]
         self.opened += 1
         call = channel.stream_unary(self.method, request_serializer=bytes, response_deserializer=bytes)
-        return call.future(self._never_sends(), metadata=self.metadata(), timeout=60)
+        ended = threading.Event()
+        future = call.future(self._never_sends(ended), metadata=self.metadata(), timeout=CALL_DEADLINE_SECONDS)
+        future.add_done_callback(lambda _: ended.set())
+        return future
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -190,6 +200,7 @@ class Flood:
             while len(live) < self.size:
                 live.append(self._open())
             self._calls = live
+            self.peak_threads = max(self.peak_threads, threading.active_count())
             self._filled.set()
             self._stop.wait(0.05)
 
@@ -200,12 +211,14 @@ class Flood:
     def stop(self) -> list[grpc.Future]:
         """Stop renewing; the calls still open."""
         self._stop.set()
-        self._thread.join(30)
+        if self._thread.ident is not None:  # started
+            self._thread.join(30)
         return [call for call in self._calls if not call.done()]
 
     def close(self) -> None:
-        self._stop.set()
-        self._release.set()
+        # Renewals stop first, so that every call this flood opened is cancelled (which ends its
+        # request) before the channels close: a channel's close waits for its calls.
+        self.stop()
         for call in self._calls:
             call.cancel()
         for channel in self.channels:
@@ -286,6 +299,9 @@ def test_a_renewed_flood_of_stalled_checks_and_forged_calls_leaves_signed_calls_
         )
 
         left = [flood.stop() for flood in floods]
+        # A thread per call still open, not per call ever opened (a container's 2,048 processes).
+        peak = max(flood.peak_threads for flood in floods)
+        assert peak < 1000, f"{peak} threads for {sum(flood.size for flood in floods)} calls open"
         # The server ended the stalled calls itself, over and over (the flood renewed them): it
         # cancelled them, or refused a renewed one at its limit of calls in flight, never leaving
         # one to the client's own deadline.
