@@ -25,6 +25,7 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.launcher import Stack, available_services
 from silt.rpc.signing import Credentials, signed_channel
 from tests.support.proxied_stack import proxied_kv_stack  # noqa: F401
+from tests.support.spark import SHORT_JVM_OPTIONS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # `make test` installs the AWS CLI here (its botocore pin conflicts with ours); else the PATH's.
@@ -35,7 +36,7 @@ CLIENTS_BIN = REPO_ROOT / ".venv-clients" / "bin"
 # seconds over a few objects: C2's compiles and a parallel collector's threads only pay off in
 # long runs, so C1 alone and the serial collector start and finish such a job about a third
 # sooner. What the job does, and what the tests check of it, is the same.
-SHORT_JVM_ENV = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+SHORT_JVM_ENV = {"JAVA_TOOL_OPTIONS": SHORT_JVM_OPTIONS}
 
 
 def aws_cli() -> str:

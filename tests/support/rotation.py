@@ -46,6 +46,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import leg_balance
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PERIOD = 5
 SHARE_S = 300.0
@@ -181,7 +183,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in nightly:
         if item.nodeid in chosen:
             item.add_marker(SLICE_MARK)
-    config.stash[_SUMMARY] = f"commit ordinal {ordinal}\n{describe(ordinal, estimates)}"
+    moved = _balance_legs(items, {t: s for t, s in estimates.items() if t in chosen})
+    shown = f"\nthe rest leg takes, to balance the legs: {', '.join(moved)}" if moved else ""
+    config.stash[_SUMMARY] = f"commit ordinal {ordinal}\n{describe(ordinal, estimates)}{shown}"
+
+
+def _balance_legs(items: list[pytest.Item], chosen: Mapping[str, float]) -> list[str]:
+    """Marks the tests of the files the `rest` leg takes this commit (tests/support/leg_balance.py),
+    the legs' marks (applied by tests/conftest.py's hook, which runs before this one) and the
+    slice's estimates (the chosen tests) telling how much more the `jvm` leg has."""
+    marks = {item.nodeid: [mark.name for mark in item.iter_markers()] for item in items}
+    excess = leg_balance.BASE_EXCESS_S
+    for test, seconds in chosen.items():
+        excess += seconds if leg_balance.leg_of(marks.get(test, ())) == "jvm" else -seconds
+    moved = leg_balance.files_to_move(excess, leg_balance.movable_files(marks))
+    for item in items:
+        if item.nodeid.split("::")[0] in moved:
+            item.add_marker(leg_balance.MOVED_MARK)
+    return moved
 
 
 _SUMMARY = pytest.StashKey[str]()

@@ -14,6 +14,9 @@ import pytest
 
 from silt.spark import local_session
 
+# C1 alone and the serial collector: for JVMs that live seconds to minutes over little data.
+SHORT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
@@ -24,7 +27,14 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         master="local[2]",
         app_name="silt-tests",
         # Per-bucket endpoints are read when a bucket's FileSystem is created: never reuse one.
-        extra={"spark.hadoop.fs.s3a.impl.disable.cache": "true", "spark.sql.warehouse.dir": str(warehouse)},
+        extra={
+            "spark.hadoop.fs.s3a.impl.disable.cache": "true",
+            "spark.sql.warehouse.dir": str(warehouse),
+            # The tests' jobs are seconds over a few objects each: C2's compiles and a parallel
+            # collector's threads never pay off there, and cost about a fifth of the Spark
+            # tests' CPU. What the jobs do, and what the tests check of them, is the same.
+            "spark.driver.extraJavaOptions": SHORT_JVM_OPTIONS,
+        },
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -1,0 +1,126 @@
+"""tests/support/leg_balance.py: a nightly slice that loads the `jvm` leg moves files that need
+Spark and not Cassandra to the `rest` leg, up to half the difference; the legs then run each of
+their tests once, in the leg the choice says."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from tests.support import leg_balance, legs, rotation
+
+
+def test_only_files_without_cassandra_tests_can_move() -> None:
+    marks = {
+        "a.py::t1": ["spark"],
+        "a.py::t2": [],
+        "b.py::t1": ["spark"],
+        "b.py::t2": ["cassandra"],
+        "c.py::t1": ["spark", "cassandra_cluster"],
+        "d.py::t1": ["e2e"],
+        "e.py::t[x]": ["spark", "slow"],
+    }
+    assert leg_balance.movable_files(marks) == ["a.py", "e.py"]
+
+
+def test_the_longest_files_move_within_half_the_excess() -> None:
+    known = {"big.py": 100.0, "mid.py": 60.0, "small.py": 30.0, "tiny.py": 10.0}
+    # Half of 250 s is 125: 100 fits, 60 no longer does, 10 still does (30 would pass 125).
+    assert leg_balance.files_to_move(250.0, known, known) == ["big.py", "tiny.py"]
+    assert leg_balance.files_to_move(400.0, known, known) == ["big.py", "mid.py", "small.py", "tiny.py"]
+    # Too little to repay a second Spark JVM, or the rest leg already the longer one.
+    assert leg_balance.files_to_move(2 * leg_balance.MIN_MOVE_S - 1, known, known) == []
+    assert leg_balance.files_to_move(-300.0, known, known) == []
+    # A file the table does not name counts DEFAULT_FILE_S.
+    enough = 2 * max(leg_balance.DEFAULT_FILE_S, leg_balance.MIN_MOVE_S)
+    assert leg_balance.files_to_move(enough, ["new.py"], known) == ["new.py"]
+
+
+def test_a_test_runs_in_the_jvm_leg_when_it_needs_a_jvm() -> None:
+    assert [leg_balance.leg_of(m) for m in (["spark"], ["cassandra", "e2e"], ["e2e"], [])] == [
+        "jvm",
+        "jvm",
+        "rest",
+        "rest",
+    ]
+
+
+FILES = {
+    "test_heavy.py": """
+import pytest
+
+
+@pytest.mark.nightly
+@pytest.mark.cassandra
+def test_nightly_on_cassandra():
+    pass
+""",
+    "test_sparky.py": """
+import pytest
+
+
+@pytest.mark.spark
+def test_needs_spark_only():
+    pass
+
+
+def test_needs_nothing():
+    pass
+""",
+    "test_mixed.py": """
+import pytest
+
+
+@pytest.mark.spark
+def test_spark_here():
+    pass
+
+
+@pytest.mark.cassandra
+def test_cassandra_here():
+    pass
+""",
+}
+
+
+def _legs_of_tests(tmp_path: Path, ordinal: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv(rotation.ORDINAL_ENV, ordinal)
+    marks = "not podman and (not nightly or nightly_slice)"
+    logs = tmp_path / f"logs-{ordinal}"
+    assert legs.main(["--nightly-slice", "-p", "no:cacheprovider", "-m", marks, str(tmp_path / "suite")], logs) == 0
+    with (logs.parent / "test-times.tsv").open() as table:
+        return {row["test"].split("::")[-1]: row["leg"] for row in csv.DictReader(table, delimiter="\t")}
+
+
+def test_the_legs_move_a_spark_file_when_the_slice_loads_the_jvm_leg(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    names = ("cassandra", "cassandra_cluster", "spark", "nightly", "podman", "rest_leg")
+    (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n" + "".join(f"    {m}: x\n" for m in names))
+    for name, text in FILES.items():
+        (suite / name).write_text(text)
+    monkeypatch.delenv("SILT_JEPSEN_RUNS", raising=False)
+    monkeypatch.delenv("SILT_JEPSEN_FIRST_RUN", raising=False)
+    # The one nightly test (the default estimate, in the jvm leg) is slice 0: commit 5 runs it,
+    # which leaves the jvm leg DEFAULT_ESTIMATE_S + BASE_EXCESS_S more, half of it room enough
+    # for a file of DEFAULT_FILE_S.
+    excess = rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S
+    assert excess / 2 >= max(leg_balance.DEFAULT_FILE_S, leg_balance.MIN_MOVE_S)
+    assert _legs_of_tests(tmp_path, "5", monkeypatch) == {
+        "test_nightly_on_cassandra": "jvm",
+        "test_needs_spark_only": "rest",
+        "test_needs_nothing": "rest",
+        "test_spark_here": "jvm",
+        "test_cassandra_here": "jvm",
+    }
+    # Commit 6 runs no nightly test: the Spark file stays in the jvm leg.
+    assert _legs_of_tests(tmp_path, "6", monkeypatch) == {
+        "test_needs_spark_only": "jvm",
+        "test_needs_nothing": "rest",
+        "test_spark_here": "jvm",
+        "test_cassandra_here": "jvm",
+    }
