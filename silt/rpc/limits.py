@@ -358,6 +358,10 @@ class DeliveryDelays:
 
 # A watchdog waking this much later than it asked to was not running: see _Watchdog.
 LATE_WAKE_SECONDS = 0.02
+# A watchdog with no call to watch for this long ends its thread (the next call starts one):
+# a stopped server's watchdog has nothing left to watch, and a process that builds servers
+# one after another (a restart, a test run) would otherwise keep a thread for each.
+IDLE_EXIT_SECONDS = 5.0
 # A suspect peer's calls get at least this many times the time requests take to arrive now
 # (DeliveryDelays), so that its honest calls still arrive within their grace on a loaded server.
 SUSPECT_GRACE_FACTOR = 4.0
@@ -474,7 +478,14 @@ class _Watchdog:
                 cancel = self._expired(now)
                 if not cancel:
                     timeout = self._until_next(now)
-                    if not self._wake.wait(timeout) and timeout is not None:
+                    if timeout is None:
+                        # Nothing to watch: wait for a call, and end if none comes (watch(),
+                        # under the same lock, starts a thread again when it finds none).
+                        if not self._wake.wait(IDLE_EXIT_SECONDS) and self._until_next(self._clock()) is None:
+                            self._thread = None
+                            return
+                        continue
+                    if not self._wake.wait(timeout):
                         late = self._clock() - (now + timeout)
                         if late > LATE_WAKE_SECONDS:
                             self._hold_until = self._clock() + min(late, self._timeout)

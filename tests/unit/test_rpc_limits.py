@@ -17,6 +17,7 @@ from google.protobuf.wrappers_pb2 import StringValue
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import HealthServicer
 
+from silt.rpc import limits as limits_module
 from silt.rpc.health_port import HealthPort
 from silt.rpc.limits import Budget, DeliveryDelays, ServerLimits, Suspects, _Watchdog, peer_address
 from silt.rpc.server import bind, build_server
@@ -261,6 +262,37 @@ def test_delivery_delays_remember_the_longest_over_the_last_window() -> None:
     delays.add(0.02, 11.6)
     assert delays.recent(12.2) == 0.02  # the 50 ms one is two windows old
     assert delays.recent(14.5) == 0.0
+
+
+class _Context:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def test_an_idle_watchdog_ends_its_thread_and_the_next_call_starts_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that builds server after server (a test run, a restart in place) must not keep
+    a watchdog thread for each: with nothing left to watch the thread ends, and a call after that
+    is watched by a new one, which still cancels it at its deadline."""
+    monkeypatch.setattr(limits_module, "IDLE_EXIT_SECONDS", 0.2)
+    limits = ServerLimits(receive_grace_seconds=0.1, suspect_grace_seconds=0.1, receive_timeout_seconds=0.3)
+    watchdog = _Watchdog(limits)
+    budget: Budget[Any] = Budget(8, 8)
+    first = watchdog.watch(_Context(), "10.0.0.1", budget)  # type: ignore[arg-type]
+    thread = watchdog._thread
+    assert thread is not None and thread.is_alive()
+    watchdog.arrived(first)
+    thread.join(5)
+    assert not thread.is_alive() and watchdog._thread is None
+    context = _Context()
+    watchdog.watch(context, "10.0.0.1", budget)  # type: ignore[arg-type]
+    again = watchdog._thread
+    assert again is not None and again is not thread and again.is_alive()
+    wait_until(lambda: context.cancelled, 5, "the stalled call cancelled at its deadline")
+    again.join(5)
+    assert not again.is_alive()
 
 
 def test_a_suspect_peers_grace_grows_with_how_long_requests_take_to_arrive() -> None:
