@@ -54,7 +54,8 @@ import pytest
 
 @pytest.mark.nightly
 @pytest.mark.cassandra
-def test_nightly_on_cassandra():
+@pytest.mark.parametrize("n", range(6))
+def test_nightly_on_cassandra(n):
     pass
 """,
     "test_sparky.py": """
@@ -105,20 +106,23 @@ def test_the_legs_move_a_spark_file_when_the_slice_loads_the_jvm_leg(
         (suite / name).write_text(text)
     monkeypatch.delenv("SILT_JEPSEN_RUNS", raising=False)
     monkeypatch.delenv("SILT_JEPSEN_FIRST_RUN", raising=False)
-    # The one nightly test (the default estimate, in the jvm leg) is slice 0: commit 5 runs it,
-    # which leaves the jvm leg DEFAULT_ESTIMATE_S + BASE_EXCESS_S more, half of it room enough
-    # for a file of DEFAULT_FILE_S.
-    excess = rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S
+    # Six nightly tests of the default estimate, in the jvm leg, in five slices: slice 0 has two
+    # ([0] and [5]), which commit 5 runs, leaving the jvm leg 2 * DEFAULT_ESTIMATE_S +
+    # BASE_EXCESS_S more, half of it room enough for a file of DEFAULT_FILE_S; slice 1 has one.
+    excess = 2 * rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S
     assert excess / 2 >= max(leg_balance.DEFAULT_FILE_S, leg_balance.MIN_MOVE_S)
+    assert (rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2 < leg_balance.MIN_MOVE_S
     assert _legs_of_tests(tmp_path, "5", monkeypatch) == {
-        "test_nightly_on_cassandra": "jvm",
+        "test_nightly_on_cassandra[0]": "jvm",
+        "test_nightly_on_cassandra[5]": "jvm",
         "test_needs_spark_only": "rest",
         "test_needs_nothing": "rest",
         "test_spark_here": "jvm",
         "test_cassandra_here": "jvm",
     }
-    # Commit 6 runs no nightly test: the Spark file stays in the jvm leg.
+    # Commit 6 runs one: too little to move anything, the Spark file stays in the jvm leg.
     assert _legs_of_tests(tmp_path, "6", monkeypatch) == {
+        "test_nightly_on_cassandra[1]": "jvm",
         "test_needs_spark_only": "jvm",
         "test_needs_nothing": "rest",
         "test_spark_here": "jvm",
