@@ -48,6 +48,9 @@ from tests.support.cassandra import (
     _tail,
     ports_free_on_all,
 )
+from tests.support.cassandra import (
+    JVM_OPTS as NODE_JVM_OPTS,
+)
 
 CLUSTER_ENV = "SILT_TEST_CASSANDRA_CLUSTER"
 CONFIGURE = REPO / "scripts" / "cassandra-cluster-node.sh"
@@ -58,7 +61,7 @@ KEYSPACE = "silt_cluster_tests"
 # three JVMs starting at once on two cores spend most of their start compiling with C2,
 # for code that test loads never make hot enough to repay it.
 HEAP = "512M"
-JVM_OPTS = "-Xmn100M -XX:TieredStopAtLevel=1"
+JVM_OPTS = f"-Xmn100M {NODE_JVM_OPTS}"
 # Murmur3 tokens span [-2**63, 2**63): one token per node, evenly spaced, balances the ring.
 _RING = 2**64
 STOP_GRACE_S = 20.0
