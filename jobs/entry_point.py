@@ -16,12 +16,15 @@ from silt.config import BlockstoreConfig
 def job_session(master: str | None, app_name: str) -> Any:
     """spark-submit's session when spark-submit started the job (it chose the master), else a
     local one on `master` (default local[*])."""
-    from silt.spark import local_session
+    from silt.spark import WORKER_SETTINGS, local_session
 
     if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
         from pyspark.sql import SparkSession
 
-        return SparkSession.builder.appName(app_name).getOrCreate()
+        builder = SparkSession.builder.appName(app_name)
+        for key, value in WORKER_SETTINGS.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
     return local_session(None, master=master or "local[*]", app_name=app_name)
 
 

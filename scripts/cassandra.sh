@@ -13,6 +13,9 @@
 #   SILT_CASSANDRA_NATIVE_PORT   CQL port (default 9042)
 #   SILT_CASSANDRA_STORAGE_PORT  internode port (default 7000); give each instance its own
 #   SILT_CASSANDRA_HEAP          JVM heap (default 1G)
+#   SILT_CASSANDRA_COMMITLOG_SYNC  batch (default: a write is acknowledged once its commit log
+#                                entry is on disk) or periodic (every 10 s: cheaper, for a node no
+#                                test kills; the tests' shared node)
 #   SILT_CASSANDRA_JVM_OPTS      more JVM options, split on spaces (the 3-node test cluster
 #                                gives each node a small young generation and C1 only)
 #   SILT_CASSANDRA_CONFIGURE     a bash script run as `bash SCRIPT DATA/cassandra.yaml` after the
@@ -85,8 +88,20 @@ check_port() {
 	[[ "$2" =~ ^[0-9]+$ ]] && ((10#$2 >= 1 && 10#$2 <= 65535)) || die "$1 must be a port number, got '$2'"
 }
 
+# batch: a write is acknowledged only after its commit log entry is fsynced, so tests that
+# kill the node prove durability; with periodic sync a killed node lost acknowledged writes. Cassandra 2.1
+# requires the window; it groups fsyncs of concurrent writes. periodic: the fsyncs, about half of a
+# busy test node's CPU, once every 10 s, for a node that is never killed.
+commitlog_sync() {
+	case "$1" in
+	batch) printf 'commitlog_sync: batch\ncommitlog_sync_batch_window_in_ms: 2' ;;
+	periodic) printf 'commitlog_sync: periodic\ncommitlog_sync_period_in_ms: 10000' ;;
+	*) die "SILT_CASSANDRA_COMMITLOG_SYNC must be batch or periodic, got '$1'" ;;
+	esac
+}
+
 write_config() {
-	local data="$1" native_port="$2" storage_port="$3"
+	local data="$1" native_port="$2" storage_port="$3" sync="$4"
 	mkdir -p "$data/data" "$data/commitlog" "$data/saved_caches" "$data/logs"
 	cat >"$data/cassandra.yaml" <<YAML
 # Written by scripts/cassandra.sh for a single-node test instance; rewritten at every start.
@@ -119,11 +134,7 @@ saved_caches_directory: $data/saved_caches
 authenticator: AllowAllAuthenticator
 authorizer: AllowAllAuthorizer
 
-# batch: a write is acknowledged only after its commit log entry is fsynced, so tests that
-# kill the node prove durability; with periodic sync a killed node lost acknowledged writes. Cassandra 2.1
-# requires the window; it groups fsyncs of concurrent writes.
-commitlog_sync: batch
-commitlog_sync_batch_window_in_ms: 2
+$(commitlog_sync "$sync")
 commitlog_segment_size_in_mb: 32
 disk_failure_policy: stop
 commit_failure_policy: stop
@@ -193,7 +204,9 @@ run() {
 	fetch
 	mkdir -p "$data"
 	data="$(cd "$data" && pwd)"
-	write_config "$data" "$native_port" "$storage_port"
+	local sync="${SILT_CASSANDRA_COMMITLOG_SYNC:-batch}"
+	commitlog_sync "$sync" >/dev/null
+	write_config "$data" "$native_port" "$storage_port" "$sync"
 	if [[ -n "${SILT_CASSANDRA_CONFIGURE:-}" ]]; then
 		bash "$SILT_CASSANDRA_CONFIGURE" "$data/cassandra.yaml" || die "$SILT_CASSANDRA_CONFIGURE failed on $data/cassandra.yaml"
 	fi

@@ -19,6 +19,10 @@ from typing import Any
 
 S3A_JAR_NAMES = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
 
+# The jobs' Python workers are forked from a daemon that imports pyspark from the installed
+# package rather than from Spark's zip, which costs a directory read per task (jobs/worker_daemon.py).
+WORKER_SETTINGS = {"spark.python.daemon.module": "jobs.worker_daemon"}
+
 
 class SparkSetupError(RuntimeError):
     """The S3A jars or Spark itself are not installed where we look."""
@@ -111,6 +115,7 @@ def local_session(
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "4",
         "spark.driver.memory": "1g",
+        **WORKER_SETTINGS,
         **spark_settings(target),
         **(extra or {}),
     }
