@@ -125,9 +125,10 @@ def _file_reader(blockstore: BlockstoreConfig, namespace: str, schema: StructTyp
         import pyarrow.parquet as pq
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from silt.block import CHUNK_SIZE, open_adapter
+        from jobs.executor_adapters import executor_adapter
+        from silt.block import CHUNK_SIZE
 
-        adapter = open_adapter(blockstore)
+        adapter = executor_adapter(blockstore)
         target = to_arrow_schema(schema)
         columns = [name for name in target.names if name != file_name_column]
         for batch in batches:
@@ -192,7 +193,7 @@ def _partition_writer(blockstore: BlockstoreConfig, namespace: str, path: str, m
         import pyarrow.parquet as pq
         from pyspark import TaskContext
 
-        from silt.block import open_adapter
+        from jobs.executor_adapters import executor_adapter
 
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
@@ -210,7 +211,7 @@ def _partition_writer(blockstore: BlockstoreConfig, namespace: str, path: str, m
                         rows += piece.num_rows
                 size = spool.tell()
                 spool.seek(0)
-                adapter = adapter or open_adapter(blockstore)
+                adapter = adapter or executor_adapter(blockstore)
                 adapter.put(namespace, key, cast(BinaryIO, spool), size)
             yield pa.RecordBatch.from_pydict({"key": [key], "rows": [rows], "bytes": [size]}, schema=result)
 

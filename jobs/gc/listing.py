@@ -135,10 +135,10 @@ def _s3_lister(blockstore: BlockstoreConfig) -> Any:
 def _adapter_lister(blockstore: BlockstoreConfig) -> Any:
     def list_range(task: tuple[str, str | None, str | None]) -> Iterator[tuple[str, int, int]]:
         # Imported on the executor: the adapter is built there, never shipped.
-        from silt.block import open_adapter
+        from jobs.executor_adapters import executor_adapter
 
         namespace, low, high = task
-        adapter = open_adapter(blockstore)
+        adapter = executor_adapter(blockstore)
         # Every key of (low, high] starts with what the two bounds share: listing that prefix
         # reads only the range's own part of the namespace, even on a store without a
         # start-after (Azure), which would otherwise read every key before `low` again.

@@ -23,9 +23,9 @@ def sweep(report: DataFrame, namespace: str, blockstore: BlockstoreConfig, parti
 
     def delete_partition(rows: Iterable[Any]) -> Iterator[int]:
         # Imported on the executor: the adapter is built there, never shipped.
-        from silt.block import open_adapter
+        from jobs.executor_adapters import executor_adapter
 
-        adapter = open_adapter(blockstore)
+        adapter = executor_adapter(blockstore)
         count = 0
         with ThreadPoolExecutor(THREADS_PER_TASK) as pool:
             for _ in pool.map(lambda row: adapter.delete(namespace, row.address), rows):

@@ -1,16 +1,20 @@
-"""Which test files needing Spark but not Cassandra the `rest` leg takes from the `jvm` leg,
-for a commit whose nightly slice loads the `jvm` leg more.
+"""Which whole test files change legs for a commit, so that its two legs take about as long.
 
 The legs split by what their tests start (tests/support/legs.py): every test that needs
-Cassandra, the 3-node cluster or Spark runs in the `jvm` leg, and without the nightly slice the
-two legs take about the same time. The slice's tests are mostly the JVM leg's (the replicas
-torture test, the Jepsen-style runs on the cluster, the model test's longer searches on
-Cassandra), so a slice alone would add up to 4.5 minutes to that leg while the other waits.
-A file whose tests need Spark and not Cassandra can run in either leg (the `rest` leg then
-starts a Spark JVM of its own): the `rest` leg takes such files, longest first, up to half of
-what the `jvm` leg has more. Both legs collect every test and run this same choice on the same
-items, so each test still runs in exactly one leg: the rotation's plugin marks the chosen
-files' tests MOVED_MARK, which the legs' marker expressions send to `rest`.
+Cassandra, the 3-node cluster or Spark runs in the `jvm` leg, everything else in the `rest`
+leg, which without the nightly slice is the longer one by BASE_EXCESS_S. The slice's tests are
+mostly the `jvm` leg's (the replicas torture test, the Jepsen-style runs on the cluster, the
+model test's longer searches on Cassandra), and a slice adds 130 to 280 s to that leg. Files
+move one way or the other, longest first, up to half of what one leg has more:
+
+* when the `jvm` leg has more, the `rest` leg takes files whose tests need Spark and not
+  Cassandra (it then starts a Spark JVM of its own): FILE_ESTIMATES, marked MOVED_MARK;
+* when the `rest` leg has more, the `jvm` leg takes end-to-end files that start their own
+  stacks and need no JVM: JVM_LEG_FILES, marked TO_JVM_MARK.
+
+Both legs collect every test and make this same choice on the same items, so each test still
+runs in exactly one leg: the rotation's plugin marks the chosen files' tests, and the legs'
+marker expressions send them where the mark says.
 """
 
 from __future__ import annotations
@@ -20,28 +24,41 @@ from collections.abc import Iterable, Mapping
 CASSANDRA_MARKS = ("cassandra", "cassandra_cluster")
 JVM_MARKS = (*CASSANDRA_MARKS, "spark")
 MOVED_MARK = "rest_leg"
-# Seconds each file's tests take in `make test` on the cold container (scripts/ci-cold.sh of
-# 2026-11-27, the tests' JVMs at C1); DEFAULT_FILE_S for a file not named here.
+TO_JVM_MARK = "jvm_leg"
+# Seconds each file's tests take in `make test` (this machine, 2026-11-27, a6098c5: the shared
+# Cassandra node's commit log synced periodically, the Spark workers off pyspark's archives);
+# DEFAULT_FILE_S for a file not named here.
 FILE_ESTIMATES: dict[str, float] = {
-    "tests/e2e/test_blockstores.py": 107.0,
-    "tests/e2e/test_gc.py": 85.0,
-    "tests/e2e/test_spark.py": 49.0,
-    "tests/integration/gc/test_gc_adapter.py": 44.0,
-    "tests/e2e/test_last_access.py": 35.0,
-    "tests/integration/gc/test_gc_s3.py": 30.0,
-    "tests/integration/gc/test_gc_run.py": 26.0,
-    "tests/integration/gc/test_gc_model.py": 20.0,
-    "tests/integration/gc/test_gc_concurrency.py": 20.0,
-    "tests/integration/journal/test_compact_job.py": 11.0,
-    "tests/integration/gc/test_gc_imported.py": 8.0,
+    "tests/e2e/test_blockstores.py": 62.0,
+    "tests/e2e/test_gc.py": 61.0,
+    "tests/e2e/test_spark.py": 50.0,
+    "tests/e2e/test_last_access.py": 29.0,
+    "tests/integration/gc/test_gc_adapter.py": 26.0,
+    "tests/integration/gc/test_gc_s3.py": 21.0,
+    "tests/integration/gc/test_gc_run.py": 19.0,
+    "tests/integration/gc/test_gc_model.py": 12.0,
+    "tests/integration/gc/test_gc_concurrency.py": 9.0,
+    "tests/integration/journal/test_compact_job.py": 8.0,
     "tests/integration/gc/test_last_access.py": 8.0,
+    "tests/integration/gc/test_gc_imported.py": 4.0,
 }
 DEFAULT_FILE_S = 20.0
-# What the `jvm` leg takes more than the `rest` leg without a slice (negative: less): about
-# -25 s on this machine (2026-11-27) and -230 s in the cold container the same day, whose
-# `rest` leg ran slower; between the two.
-BASE_EXCESS_S = -150.0
-# A second Spark JVM's start and its share of the files' setup: moving less gains nothing.
+# The `rest` leg's files the `jvm` leg may take: each starts the stacks it needs, and the jvm leg
+# starts the e2e session stack anyway. Seconds as FILE_ESTIMATES'.
+JVM_LEG_FILES: dict[str, float] = {
+    "tests/e2e/test_journal_crash.py": 61.0,
+    "tests/e2e/test_gateway.py": 31.0,
+    "tests/e2e/test_connection_limits.py": 30.0,
+    "tests/e2e/test_hook_isolation.py": 28.0,
+    "tests/e2e/test_observability.py": 19.0,
+    "tests/e2e/test_history_events.py": 17.0,
+    "tests/e2e/test_restart_backoff.py": 16.0,
+}
+# What the `jvm` leg takes more than the `rest` leg without a slice (negative: less): -330 s in
+# the run FILE_ESTIMATES come from.
+BASE_EXCESS_S = -330.0
+# A second Spark JVM's start and its share of the files' setup, or another leg's start of a
+# stack: moving less gains nothing.
 MIN_MOVE_S = 30.0
 
 
@@ -63,10 +80,23 @@ def movable_files(marks_by_test: Mapping[str, Iterable[str]]) -> list[str]:
     return sorted(spark - cassandra)
 
 
-def files_to_move(jvm_excess_s: float, files: Iterable[str], known: Mapping[str, float] = FILE_ESTIMATES) -> list[str]:
-    """The files the `rest` leg takes when the `jvm` leg has jvm_excess_s seconds more: longest
-    first, each that keeps the moved time within half the excess; none if that is too little."""
-    budget = jvm_excess_s / 2
+def jvm_leg_files(marks_by_test: Mapping[str, Iterable[str]]) -> list[str]:
+    """The files of JVM_LEG_FILES collected, if none of their tests needs a JVM (test ids to marks)."""
+    found: set[str] = set()
+    needs_jvm: set[str] = set()
+    for test, marks in marks_by_test.items():
+        path = test.split("::")[0]
+        if path in JVM_LEG_FILES:
+            found.add(path)
+            if leg_of(marks) == "jvm":
+                needs_jvm.add(path)
+    return sorted(found - needs_jvm)
+
+
+def files_to_move(excess_s: float, files: Iterable[str], known: Mapping[str, float] = FILE_ESTIMATES) -> list[str]:
+    """The files the shorter leg takes when the other has excess_s seconds more: longest first,
+    each that keeps the moved time within half the excess; none if that is too little."""
+    budget = excess_s / 2
     if budget < MIN_MOVE_S:
         return []
     seconds = {f: known.get(f, DEFAULT_FILE_S) for f in files}

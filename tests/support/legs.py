@@ -7,9 +7,9 @@ CPU trace), and a third leg (tried: Cassandra's tests, Spark's with the browser'
 the rest) made each leg about 1.6 times as slow, which gained nothing.
 The legs split by what their session fixtures start: the JVM leg holds every test that needs
 Cassandra, the 3-node cluster or Spark, so each of those servers is started once, in one
-process; the other leg holds the rest, and, in a commit whose nightly slice loads the JVM
-leg, some files that need Spark and not Cassandra (tests/support/leg_balance.py). Each leg is
-a whole pytest run of its own: its own session fixtures, its own leak check
+process; the other leg holds the rest. Whole files move from the longer leg to the other, by
+how much the commit's nightly slice loads each (tests/support/leg_balance.py). Each leg is a
+whole pytest run of its own: its own session fixtures, its own leak check
 (tests/support/leaks.py marks each run's processes), its own slowest-tests list.
 
     python -m tests.support.legs [--nightly-slice] [PYTEST ARGS...]
@@ -44,10 +44,13 @@ from tests.support import leg_balance, rotation, times
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = REPO_ROOT / "build" / "test-legs"
 JVM_MARKS = " or ".join(leg_balance.JVM_MARKS)
-MOVED = leg_balance.MOVED_MARK
+TO_REST, TO_JVM = leg_balance.MOVED_MARK, leg_balance.TO_JVM_MARK
 # (name, marker expression): together they select every test exactly once (the files the
-# nightly slice's balancing moves, marked MOVED, run in `rest`: tests/support/leg_balance.py).
-LEGS = (("jvm", f"({JVM_MARKS}) and not {MOVED}"), ("rest", f"not ({JVM_MARKS}) or {MOVED}"))
+# balancing moves run in the leg their mark names: tests/support/leg_balance.py).
+LEGS = (
+    ("jvm", f"(({JVM_MARKS}) and not {TO_REST}) or {TO_JVM}"),
+    ("rest", f"(not ({JVM_MARKS}) or {TO_REST}) and not {TO_JVM}"),
+)
 # Far above the suite's budget and under CI's limit: a run that hangs is ended and reported.
 RUN_TIMEOUT_S = 80 * 60.0
 NO_TESTS_COLLECTED = 5

@@ -183,24 +183,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in nightly:
         if item.nodeid in chosen:
             item.add_marker(SLICE_MARK)
-    moved = _balance_legs(items, {t: s for t, s in estimates.items() if t in chosen})
-    shown = f"\nthe rest leg takes, to balance the legs: {', '.join(moved)}" if moved else ""
+    taker, moved = _balance_legs(items, {t: s for t, s in estimates.items() if t in chosen})
+    shown = f"\nthe {taker} leg takes, to balance the legs: {', '.join(moved)}" if moved else ""
     config.stash[_SUMMARY] = f"commit ordinal {ordinal}\n{describe(ordinal, estimates)}{shown}"
 
 
-def _balance_legs(items: list[pytest.Item], chosen: Mapping[str, float]) -> list[str]:
-    """Marks the tests of the files the `rest` leg takes this commit (tests/support/leg_balance.py),
-    the legs' marks (applied by tests/conftest.py's hook, which runs before this one) and the
-    slice's estimates (the chosen tests) telling how much more the `jvm` leg has."""
+def _balance_legs(items: list[pytest.Item], chosen: Mapping[str, float]) -> tuple[str, list[str]]:
+    """Marks the tests of the files that change legs this commit (tests/support/leg_balance.py),
+    from the legs' marks (applied by tests/conftest.py's hook, which runs before this one) and the
+    slice's estimates (the chosen tests) telling how much more the `jvm` leg has; the leg that
+    takes them, and the files."""
     marks = {item.nodeid: [mark.name for mark in item.iter_markers()] for item in items}
     excess = leg_balance.BASE_EXCESS_S
     for test, seconds in chosen.items():
         excess += seconds if leg_balance.leg_of(marks.get(test, ())) == "jvm" else -seconds
-    moved = leg_balance.files_to_move(excess, leg_balance.movable_files(marks))
+    if excess >= 0:
+        taker, mark = "rest", leg_balance.MOVED_MARK
+        moved = leg_balance.files_to_move(excess, leg_balance.movable_files(marks))
+    else:
+        taker, mark = "jvm", leg_balance.TO_JVM_MARK
+        moved = leg_balance.files_to_move(-excess, leg_balance.jvm_leg_files(marks), leg_balance.JVM_LEG_FILES)
     for item in items:
         if item.nodeid.split("::")[0] in moved:
-            item.add_marker(leg_balance.MOVED_MARK)
-    return moved
+            item.add_marker(mark)
+    return taker, moved
 
 
 _SUMMARY = pytest.StashKey[str]()

@@ -1,10 +1,11 @@
-"""tests/support/leg_balance.py: a nightly slice that loads the `jvm` leg moves files that need
-Spark and not Cassandra to the `rest` leg, up to half the difference; the legs then run each of
-their tests once, in the leg the choice says."""
+"""tests/support/leg_balance.py: whole files move from the longer leg to the other, up to half the
+difference (files that need Spark and not Cassandra to the `rest` leg, end-to-end files that need
+no JVM to the `jvm` leg); the legs then run each of their tests once, in the leg the choice says."""
 
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -30,12 +31,60 @@ def test_the_longest_files_move_within_half_the_excess() -> None:
     # Half of 250 s is 125: 100 fits, 60 no longer does, 10 still does (30 would pass 125).
     assert leg_balance.files_to_move(250.0, known, known) == ["big.py", "tiny.py"]
     assert leg_balance.files_to_move(400.0, known, known) == ["big.py", "mid.py", "small.py", "tiny.py"]
-    # Too little to repay a second Spark JVM, or the rest leg already the longer one.
+    # Too little to repay a second Spark JVM, or the other leg already the longer one.
     assert leg_balance.files_to_move(2 * leg_balance.MIN_MOVE_S - 1, known, known) == []
     assert leg_balance.files_to_move(-300.0, known, known) == []
     # A file the table does not name counts DEFAULT_FILE_S.
     enough = 2 * max(leg_balance.DEFAULT_FILE_S, leg_balance.MIN_MOVE_S)
     assert leg_balance.files_to_move(enough, ["new.py"], known) == ["new.py"]
+
+
+def test_the_jvm_leg_takes_only_its_listed_files_and_none_that_needs_a_jvm() -> None:
+    listed = sorted(leg_balance.JVM_LEG_FILES)
+    marks = {
+        f"{listed[0]}::t1": ["e2e"],
+        f"{listed[0]}::t2": [],
+        f"{listed[1]}::t1": ["e2e"],
+        f"{listed[1]}::t2": ["cassandra"],  # a file that grew a Cassandra test stays where it is
+        "tests/e2e/test_unlisted.py::t": ["e2e"],
+    }
+    assert leg_balance.jvm_leg_files(marks) == [listed[0]]
+
+
+@dataclass
+class _Mark:
+    name: str
+
+
+class _Item:
+    """What _balance_legs reads of a pytest item, and the mark it adds."""
+
+    def __init__(self, nodeid: str, *marks: str) -> None:
+        self.nodeid = nodeid
+        self.marks = [_Mark(name) for name in marks]
+
+    def iter_markers(self) -> list[_Mark]:
+        return self.marks
+
+    def add_marker(self, name: str) -> None:
+        self.marks.append(_Mark(name))
+
+
+def test_the_shorter_leg_takes_files_from_the_longer(monkeypatch: pytest.MonkeyPatch) -> None:
+    spark = _Item("tests/e2e/test_gc.py::t", "spark")
+    crash = _Item("tests/e2e/test_journal_crash.py::t", "e2e")
+    nightly = _Item("tests/e2e/test_replicas.py::t[120]", "cassandra", "nightly")
+    items: list[pytest.Item] = [spark, crash, nightly]  # type: ignore[list-item]
+    # A slice that loads the jvm leg past the rest leg's base excess: the rest leg takes Spark.
+    monkeypatch.setattr(leg_balance, "BASE_EXCESS_S", -100.0)
+    assert rotation._balance_legs(items, {nightly.nodeid: 300.0}) == ("rest", ["tests/e2e/test_gc.py"])
+    assert [m.name for m in spark.marks] == ["spark", leg_balance.MOVED_MARK]
+    # A slice that leaves the rest leg the longer one: the jvm leg takes an end-to-end file.
+    spark.marks, crash.marks = spark.marks[:1], crash.marks[:1]
+    monkeypatch.setattr(leg_balance, "BASE_EXCESS_S", -330.0)
+    assert rotation._balance_legs(items, {nightly.nodeid: 130.0}) == ("jvm", ["tests/e2e/test_journal_crash.py"])
+    assert [m.name for m in crash.marks] == ["e2e", leg_balance.TO_JVM_MARK]
+    assert [m.name for m in spark.marks] == ["spark"]
 
 
 def test_a_test_runs_in_the_jvm_leg_when_it_needs_a_jvm() -> None:
@@ -95,36 +144,38 @@ def _legs_of_tests(tmp_path: Path, ordinal: str, monkeypatch: pytest.MonkeyPatch
         return {row["test"].split("::")[-1]: row["leg"] for row in csv.DictReader(table, delimiter="\t")}
 
 
-def test_the_legs_move_a_spark_file_when_the_slice_loads_the_jvm_leg(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_legs_move_a_file_by_what_the_slice_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     suite = tmp_path / "suite"
-    suite.mkdir()
-    names = ("cassandra", "cassandra_cluster", "spark", "nightly", "podman", "rest_leg")
+    (suite / "tests" / "e2e").mkdir(parents=True)
+    names = ("cassandra", "cassandra_cluster", "spark", "nightly", "podman", "rest_leg", "jvm_leg")
     (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n" + "".join(f"    {m}: x\n" for m in names))
     for name, text in FILES.items():
         (suite / name).write_text(text)
+    # A file the jvm leg may take (leg_balance.JVM_LEG_FILES), at the path it has there.
+    crash = "tests/e2e/test_journal_crash.py"
+    (suite / crash).write_text("def test_a_crash_file():\n    pass\n")
     monkeypatch.delenv("SILT_JEPSEN_RUNS", raising=False)
     monkeypatch.delenv("SILT_JEPSEN_FIRST_RUN", raising=False)
-    # Six nightly tests of the default estimate, in the jvm leg, in five slices: slice 0 has two
-    # ([0] and [5]), which commit 5 runs, leaving the jvm leg 2 * DEFAULT_ESTIMATE_S +
-    # BASE_EXCESS_S more, half of it room enough for a file of DEFAULT_FILE_S; slice 1 has one.
-    excess = 2 * rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S
-    assert excess / 2 >= max(leg_balance.DEFAULT_FILE_S, leg_balance.MIN_MOVE_S)
-    assert (rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2 < leg_balance.MIN_MOVE_S
-    assert _legs_of_tests(tmp_path, "5", monkeypatch) == {
-        "test_nightly_on_cassandra[0]": "jvm",
-        "test_nightly_on_cassandra[5]": "jvm",
-        "test_needs_spark_only": "rest",
-        "test_needs_nothing": "rest",
-        "test_spark_here": "jvm",
-        "test_cassandra_here": "jvm",
-    }
-    # Commit 6 runs one: too little to move anything, the Spark file stays in the jvm leg.
+    # Six nightly tests of the default estimate, in the jvm leg, in five slices: slice 1 has one,
+    # which commit 6 runs, leaving the rest leg the longer one by enough for the crash file;
+    # slice 0 has two ([0] and [5]), which commit 5 runs, and the legs are then close enough.
+    budget = -(rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2
+    assert budget >= max(leg_balance.JVM_LEG_FILES[crash], leg_balance.MIN_MOVE_S)
+    assert abs(2 * rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2 < leg_balance.JVM_LEG_FILES[crash]
     assert _legs_of_tests(tmp_path, "6", monkeypatch) == {
         "test_nightly_on_cassandra[1]": "jvm",
         "test_needs_spark_only": "jvm",
         "test_needs_nothing": "rest",
         "test_spark_here": "jvm",
         "test_cassandra_here": "jvm",
+        "test_a_crash_file": "jvm",
+    }
+    assert _legs_of_tests(tmp_path, "5", monkeypatch) == {
+        "test_nightly_on_cassandra[0]": "jvm",
+        "test_nightly_on_cassandra[5]": "jvm",
+        "test_needs_spark_only": "jvm",
+        "test_needs_nothing": "rest",
+        "test_spark_here": "jvm",
+        "test_cassandra_here": "jvm",
+        "test_a_crash_file": "rest",
     }
