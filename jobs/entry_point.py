@@ -19,11 +19,17 @@ def job_session(master: str | None, app_name: str) -> Any:
     from silt.spark import WORKER_SETTINGS, local_session
 
     if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        from pyspark import SparkConf, SparkContext
         from pyspark.sql import SparkSession
 
+        # spark-submit's settings, which win over ours: a SparkConf reads them from the JVM only
+        # once this process is attached to it (pyspark's SparkContext does this same call first).
+        SparkContext._ensure_initialized()
+        submitted = SparkConf()
         builder = SparkSession.builder.appName(app_name)
         for key, value in WORKER_SETTINGS.items():
-            builder = builder.config(key, value)
+            if not submitted.contains(key):
+                builder = builder.config(key, value)
         return builder.getOrCreate()
     return local_session(None, master=master or "local[*]", app_name=app_name)
 

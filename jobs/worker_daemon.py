@@ -8,9 +8,9 @@ to the installed package, which holds the same modules. Every task calls
 ``importlib.invalidate_caches()`` (``pyspark.worker_util.setup_spark_files``), and Python
 3.11's zipimporter then reads each archive's directory again, in Python: 5,400 entries for the
 jar, which holds no Python at all, and 1,300 for pyspark's zip, from which every daemon also
-compiles pyspark from source (zipimport keeps no bytecode). That was two thirds of the workers'
-CPU in the GC job's tests. Without them, the same modules load from site-packages' cached
-bytecode and a cache invalidation costs nothing. An archive that is the only place a package is
+compiles pyspark from source (zipimport keeps no bytecode). Without them, the same modules load
+from site-packages' cached bytecode and a cache invalidation costs nothing: the workers' CPU in
+the GC job's tests fell from 36 s to 7 s. An archive that is the only place a package is
 found (a Spark distribution without pip's pyspark) stays.
 """
 

@@ -19,8 +19,9 @@ from typing import Any
 
 S3A_JAR_NAMES = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
 
-# The jobs' Python workers are forked from a daemon that imports pyspark from the installed
-# package rather than from Spark's zip, which costs a directory read per task (jobs/worker_daemon.py).
+# The jobs' Python workers are forked from a daemon that takes off their path the archives Spark
+# puts there (the spark-core jar, pyspark's zip) and they need not import from: each cost a read
+# of its directory at every task (jobs/worker_daemon.py).
 WORKER_SETTINGS = {"spark.python.daemon.module": "jobs.worker_daemon"}
 
 
