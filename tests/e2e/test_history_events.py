@@ -106,6 +106,9 @@ def sse(stack: Stack, silt: Silt, repo: str) -> Iterator[Feed]:
         assert feed.opened.wait(10), "the stream never opened"
         yield feed
     finally:
+        # Ends the reading thread's wait on the socket at once: closing the response from this
+        # thread does not, and the thread would read on until the feed's next keep-alive.
+        response.shutdown()
         response.release_conn()
         response.close()
         reader.join(10)
