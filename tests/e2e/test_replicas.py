@@ -14,7 +14,7 @@ Both check first that the keyspaces have the replication factor meant, then:
 
 * the concurrency torture test of tests/integration/graveler/test_concurrency.py across
   processes: 8 writers spread over both gateways (S3 PUT/DELETE), 2 committers, one per
-  graveler, 20 rounds each (120 in the nightly variant, which fits one slice of the
+  graveler, 8 rounds each (120 in the nightly variant, which fits one slice of the
   rotation): no lost or resurrected writes, every commit holds every write acknowledged
   before it started. The short case runs every path the long one does (the two committers,
   in two processes, race for the branch head while writes land through both gateways, and
@@ -50,7 +50,7 @@ WRITERS = 8
 COMMITTERS = 2
 # Commits each committer makes: `make test` runs the short case, `make test-all` both. The
 # committers' rounds are the test's time (each commit races the other's for the branch head).
-ROUNDS = [pytest.param(20, id="20-rounds"), pytest.param(120, id="120-rounds", marks=pytest.mark.nightly)]
+ROUNDS = [pytest.param(8, id="8-rounds"), pytest.param(120, id="120-rounds", marks=pytest.mark.nightly)]
 KEYS_PER_WRITER = 4
 # auth.cache_ttl_seconds (dev overlay: the default, 5 s) bounds two caches in a row: the
 # gateway's (or graveler's) cache of key owners, then auth's own. Plus one polling step.

@@ -103,7 +103,7 @@ import pytest
 
 @pytest.mark.nightly
 @pytest.mark.cassandra
-@pytest.mark.parametrize("n", range(6))
+@pytest.mark.parametrize("n", range(8))
 def test_nightly_on_cassandra(n):
     pass
 """,
@@ -151,31 +151,44 @@ def test_the_legs_move_a_file_by_what_the_slice_loads(tmp_path: Path, monkeypatc
     (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n" + "".join(f"    {m}: x\n" for m in names))
     for name, text in FILES.items():
         (suite / name).write_text(text)
-    # A file the jvm leg may take (leg_balance.JVM_LEG_FILES), at the path it has there.
-    crash = "tests/e2e/test_journal_crash.py"
-    (suite / crash).write_text("def test_a_crash_file():\n    pass\n")
+    # Files the jvm leg may take (leg_balance.JVM_LEG_FILES), at the paths they have there.
+    files = {
+        "tests/e2e/test_run.py": "test_a_run_file",
+        "tests/e2e/test_journal_crash.py": "test_a_crash_file",
+        "tests/e2e/test_connection_limits.py": "test_a_limits_file",
+    }
+    for path, test in files.items():
+        (suite / path).write_text(f"def {test}():\n    pass\n")
+    run, crash, limits = (leg_balance.JVM_LEG_FILES[path] for path in files)
     monkeypatch.delenv("SILT_JEPSEN_RUNS", raising=False)
     monkeypatch.delenv("SILT_JEPSEN_FIRST_RUN", raising=False)
-    # Six nightly tests of the default estimate, in the jvm leg, in five slices: slice 1 has one,
-    # which commit 6 runs, leaving the rest leg the longer one by enough for the crash file;
-    # slice 0 has two ([0] and [5]), which commit 5 runs, and the legs are then close enough.
-    budget = -(rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2
-    assert budget >= max(leg_balance.JVM_LEG_FILES[crash], leg_balance.MIN_MOVE_S)
-    assert abs(2 * rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2 < leg_balance.JVM_LEG_FILES[crash]
-    assert _legs_of_tests(tmp_path, "6", monkeypatch) == {
-        "test_nightly_on_cassandra[1]": "jvm",
+    # Eight nightly tests of the default estimate, in the jvm leg, in five slices of two, two,
+    # two, one and one. A slice of one leaves the rest leg longer by enough for all three files;
+    # a slice of two by enough for the two longest, and moving the third would overshoot.
+    one = -(rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2
+    two = -(2 * rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2
+    assert run + crash + limits <= one
+    assert max(run, crash, limits) == run and min(run, crash, limits) == limits
+    assert leg_balance.MIN_MOVE_S <= run + crash <= two < run + crash + limits
+    plan = rotation.slices(dict.fromkeys((f"test_heavy.py::test_nightly_on_cassandra[{n}]" for n in range(8)), 120.0))
+    assert [len(tests) for tests in plan] == [2, 2, 2, 1, 1]
+    common = {
         "test_needs_spark_only": "jvm",
         "test_needs_nothing": "rest",
         "test_spark_here": "jvm",
         "test_cassandra_here": "jvm",
+    }
+    assert _legs_of_tests(tmp_path, "8", monkeypatch) == {
+        **common,
+        **{test.split("::")[-1]: "jvm" for test in plan[3]},
+        "test_a_run_file": "jvm",
         "test_a_crash_file": "jvm",
+        "test_a_limits_file": "jvm",
     }
     assert _legs_of_tests(tmp_path, "5", monkeypatch) == {
-        "test_nightly_on_cassandra[0]": "jvm",
-        "test_nightly_on_cassandra[5]": "jvm",
-        "test_needs_spark_only": "jvm",
-        "test_needs_nothing": "rest",
-        "test_spark_here": "jvm",
-        "test_cassandra_here": "jvm",
-        "test_a_crash_file": "rest",
+        **common,
+        **{test.split("::")[-1]: "jvm" for test in plan[0]},
+        "test_a_run_file": "jvm",
+        "test_a_crash_file": "jvm",
+        "test_a_limits_file": "rest",
     }
