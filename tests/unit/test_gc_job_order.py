@@ -1,4 +1,4 @@
-"""The GC job asks graveler first and starts Spark only for a run graveler prepared: a refusal
+"""The GC and expiry jobs ask graveler first and start Spark only for a run graveler prepared: a refusal
 (no GC rules, no permission, a foreign namespace) is heard in a second, not after a JVM start."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import jobs.gc.job as job
+import jobs.retention.last_access as last_access
 import silt.cli.common
 from silt.config import BlockstoreConfig
 from silt.errors import FailedPrecondition, PermissionDenied, SiltError
@@ -74,3 +75,33 @@ def test_spark_starts_after_graveler_prepared_the_run(monkeypatch: pytest.Monkey
 def test_a_malformed_sweep_only_run_id_asks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     code, calls = run_main(monkeypatch, None, ["r", "--grace", "3d", "--sweep-only", "../other"])
     assert code != 0 and calls == []
+
+
+def test_a_refused_expiry_run_starts_no_spark(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls: list[str] = []
+    refusal = FailedPrecondition("branch 'main' of repository 'r' has no last-access rule")
+
+    class Graveler:
+        def PrepareLastAccess(self, request: Any, timeout: float) -> Any:
+            calls.append(f"PrepareLastAccess {request.repository}/{request.branch}")
+            raise refusal
+
+    class State:
+        def __init__(self, **_: Any) -> None:
+            pass
+
+        def config(self) -> Any:
+            return SimpleNamespace(
+                blockstore=BlockstoreConfig(), graveler=SimpleNamespace(history=SimpleNamespace(retention_days=None))
+            )
+
+        def client(self) -> Any:
+            return SimpleNamespace(graveler=Graveler())
+
+    monkeypatch.setattr(silt.cli.common, "State", State)
+    monkeypatch.setattr(last_access, "job_session", lambda *_: calls.append("spark"))
+    code = last_access.exit_code_of_main("silt-last-access", lambda: last_access.main(["silt://r", "main"]))
+    assert code != 0 and str(refusal) in capsys.readouterr().err
+    assert calls == ["PrepareLastAccess r/main"]
