@@ -70,39 +70,6 @@ class Summary:
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """A run's first step, which needs no Spark: graveler's export of the repository's references
-    (PrepareGC), with its refusals: no GC rules, a namespace that is not the repository's own, a
-    caller without PrepareGC. A sweep-only run's is the fresh export its sweep re-checks against."""
-
-    repository: str
-    export: Any  # PrepareGCResponse
-    started: float  # time.perf_counter() when the run began
-    seconds: float  # PrepareGC's
-
-
-def prepare_gc(graveler: Any, repository: str, options: GCOptions, progress: Progress = lambda m: None) -> Prepared:
-    """Graveler's export for a run, before anything starts: GraceTooShort for a grace a linked
-    upload could outlive, InvalidArgument for a malformed sweep-only run id, then PrepareGC."""
-    # Checked here too, whoever built the options: GCOptions' fields may be changed after it
-    # checked them.
-    check_grace(options.grace_seconds, unsafe_short_grace=options.unsafe_short_grace)
-    started = time.perf_counter()
-    if options.sweep_only:
-        validate_run_id(options.sweep_only)
-        # The sweep's fresh export comes first, and with it PrepareGC's refusals (a namespace
-        # that overlaps another live repository's, or lies outside the allowed roots): a
-        # sweep-only run stops there, as a full run does, before Spark reads or deletes anything.
-        progress(
-            "re-checking: graveler exports its references again (and checks the namespace is the repository's own)"
-        )
-    else:
-        progress(f"preparing: graveler exports the commit graph and staged entries of {repository}")
-    export = graveler.PrepareGC(api.PrepareGCRequest(repository=repository), timeout=3600)
-    return Prepared(repository, export, started, time.perf_counter() - started)
-
-
 def run_gc(
     spark: Any,
     graveler: Any,
@@ -113,48 +80,41 @@ def run_gc(
 ) -> Summary:
     """One run; ``graveler`` is a GravelerService stub (silt.client's, with timeouts).
     GraceTooShort, before anything starts, for a grace a linked upload could outlive."""
-    prepared = prepare_gc(graveler, repository, options, progress)
-    return finish_gc(spark, graveler, prepared, blockstore, options, progress)
-
-
-def finish_gc(
-    spark: Any,
-    graveler: Any,
-    prepared: Prepared,
-    blockstore: BlockstoreConfig,
-    options: GCOptions,
-    progress: Progress = lambda message: None,
-) -> Summary:
-    """The rest of a run prepare_gc began, in ``spark``: mark, report, then sweep or not."""
+    # Checked here too, whoever built the options: GCOptions' fields may be changed after it
+    # checked them.
+    check_grace(options.grace_seconds, unsafe_short_grace=options.unsafe_short_grace)
     if options.sweep_only:
-        return _sweep_only(spark, graveler, prepared, blockstore, options, progress)
-    export, repository = prepared.export, prepared.repository
-    timings: dict[str, float] = {"prepare": prepared.seconds}
+        return _sweep_only(spark, graveler, repository, blockstore, options, progress)
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    progress(f"preparing: graveler exports the commit graph and staged entries of {repository}")
+    prepared = graveler.PrepareGC(api.PrepareGCRequest(repository=repository), timeout=3600)
+    timings["prepare"] = time.perf_counter() - started
     progress(
-        f"run {export.run_id}: {export.commits} commits ({export.expired_commits} expired), "
-        f"{export.staged_entries} staged entries"
+        f"run {prepared.run_id}: {prepared.commits} commits ({prepared.expired_commits} expired), "
+        f"{prepared.staged_entries} staged entries"
     )
-    root = namespace_root(export.storage_namespace, blockstore)
+    root = namespace_root(prepared.storage_namespace, blockstore)
     configure_s3a(spark, root, blockstore)
-    started_micros = export.started.seconds * 1_000_000 + export.started.nanos // 1000
+    started_micros = prepared.started.seconds * 1_000_000 + prepared.started.nanos // 1000
     cutoff = started_micros - options.grace_seconds * 1_000_000
 
     phase = time.perf_counter()
     progress("marking: listing the namespace and reading the committed layer")
     listing = list_objects(spark, root, blockstore, options.listing_shards)
-    report_path = export.location + "report"
-    report, cached = mark(spark, root, export.location, listing, cutoff)
+    report_path = prepared.location + "report"
+    report, cached = mark(spark, root, prepared.location, listing, cutoff)
     try:
         _write(report, root, report_path)
     finally:
         cached.unpersist()
-    summary = _summarise(spark, root, repository, export.run_id, report_path, options.dry_run)
+    summary = _summarise(spark, root, repository, prepared.run_id, report_path, options.dry_run)
     timings["mark"] = time.perf_counter() - phase
-    progress(f"marked {sum(summary.objects.values())} objects, report at {root.namespace}/{export.location}report")
+    progress(f"marked {sum(summary.objects.values())} objects, report at {root.namespace}/{prepared.location}report")
 
     if not options.dry_run:
         timings["sweep"] = _sweep(spark, graveler, root, report_path, blockstore, options, summary, progress)
-    summary.seconds = {**timings, **summary.seconds, "total": time.perf_counter() - prepared.started}
+    summary.seconds = {**timings, **summary.seconds, "total": time.perf_counter() - started}
     _write_summary(blockstore, root.namespace, summary)
     return summary
 
@@ -162,13 +122,18 @@ def finish_gc(
 def _sweep_only(
     spark: Any,
     graveler: Any,
-    prepared: Prepared,
+    repository: str,
     blockstore: BlockstoreConfig,
     options: GCOptions,
     progress: Progress,
 ) -> Summary:
     run_id = validate_run_id(options.sweep_only or "")
-    fresh, repository = prepared.export, prepared.repository
+    started = time.perf_counter()
+    # The sweep's fresh export comes first, and with it PrepareGC's refusals (a namespace that
+    # overlaps another live repository's, or lies outside the allowed roots): a sweep-only run
+    # stops there, as a full run does, before Spark reads or deletes anything.
+    progress("re-checking: graveler exports its references again (and checks the namespace is the repository's own)")
+    fresh = graveler.PrepareGC(api.PrepareGCRequest(repository=repository), timeout=3600)
     root = namespace_root(fresh.storage_namespace, blockstore)
     configure_s3a(spark, root, blockstore)
     report_path = f"{GC_PREFIX}{run_id}/report"
@@ -181,7 +146,7 @@ def _sweep_only(
     summary.seconds["sweep"] = _sweep(
         spark, graveler, root, report_path, blockstore, options, summary, progress, fresh=fresh
     )
-    summary.seconds["total"] = time.perf_counter() - prepared.started
+    summary.seconds["total"] = time.perf_counter() - started
     _write_summary(blockstore, root.namespace, summary)
     return summary
 
@@ -291,14 +256,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     state = State(config_path=args.config, graveler=args.graveler)
     config = state.config()
-    client = state.client()
-    repository = args.repository.removeprefix("silt://").strip("/")
-    # Graveler's refusals (no rules, no permission, a foreign namespace) come before Spark,
-    # which takes seconds to start and is not needed to hear them.
-    prepared = prepare_gc(client.graveler, repository, options, print_progress)
+    # Spark before any gRPC call: PySpark forks its JVM with a preexec_fn, and a fork while
+    # gRPC's threads run can kill the child before it execs (the gateway then never starts).
     spark = job_session(args.master, "silt-gc")
-    summary = finish_gc(
-        spark, client.graveler, prepared, blockstore=config.blockstore, options=options, progress=print_progress
+    client = state.client()
+    summary = run_gc(
+        spark,
+        client.graveler,
+        args.repository.removeprefix("silt://").strip("/"),
+        config.blockstore,
+        options,
+        print_progress,
     )
     print(summary.as_json(), flush=True)
     return 0

@@ -104,35 +104,6 @@ def _history_warnings(rules: list[pb.LastAccessRule], history_days: float | None
     ]
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """A run's first step, which needs no Spark: graveler's export of the branch's listing and
-    history (PrepareLastAccess), with its refusals (no last-access rules, a caller without the
-    permission), and the summary it begins."""
-
-    export: Any  # PrepareLastAccessResponse
-    summary: Summary
-    started: float  # time.perf_counter() when the run began
-
-
-def prepare_last_access(
-    graveler: Any, repository: str, branch: str, options: LastAccessOptions, progress: Progress = lambda m: None
-) -> Prepared:
-    """Graveler's export for a run of ``branch``."""
-    started = time.perf_counter()
-    progress(f"preparing: graveler exports the listing and history of {repository}/{branch}")
-    request = api.PrepareLastAccessRequest(repository=repository, branch=branch)
-    export = graveler.PrepareLastAccess(request, timeout=3600)
-    summary = Summary(repository, branch, export.run_id, options.dry_run, export.entries, export.events)
-    summary.rules = [RuleTotals(describe(rule)) for rule in export.rules]
-    summary.warnings = _history_warnings(list(export.rules), options.history_retention_days)
-    for warning in summary.warnings:
-        progress(f"warning: {warning}")
-    summary.seconds["prepare"] = time.perf_counter() - started
-    progress(f"run {export.run_id}: {export.entries} objects under the rules, {export.events} events")
-    return Prepared(export, summary, started)
-
-
 def run_last_access(
     spark: Any,
     graveler: Any,
@@ -143,20 +114,18 @@ def run_last_access(
     progress: Progress = lambda message: None,
 ) -> Summary:
     """One run; ``graveler`` is a GravelerService stub (silt.client's, with timeouts)."""
-    prepared = prepare_last_access(graveler, repository, branch, options, progress)
-    return finish_last_access(spark, graveler, prepared, blockstore, options, progress)
+    started = time.perf_counter()
+    progress(f"preparing: graveler exports the listing and history of {repository}/{branch}")
+    request = api.PrepareLastAccessRequest(repository=repository, branch=branch)
+    prepared = graveler.PrepareLastAccess(request, timeout=3600)
+    summary = Summary(repository, branch, prepared.run_id, options.dry_run, prepared.entries, prepared.events)
+    summary.rules = [RuleTotals(describe(rule)) for rule in prepared.rules]
+    summary.warnings = _history_warnings(list(prepared.rules), options.history_retention_days)
+    for warning in summary.warnings:
+        progress(f"warning: {warning}")
+    summary.seconds["prepare"] = time.perf_counter() - started
+    progress(f"run {prepared.run_id}: {prepared.entries} objects under the rules, {prepared.events} events")
 
-
-def finish_last_access(
-    spark: Any,
-    graveler: Any,
-    run: Prepared,
-    blockstore: BlockstoreConfig,
-    options: LastAccessOptions,
-    progress: Progress = lambda message: None,
-) -> Summary:
-    """The rest of a run prepare_last_access began, in ``spark``: find, report, expire or not."""
-    prepared, summary, started = run.export, run.summary, run.started
     phase = time.perf_counter()
     root = namespace_root(prepared.storage_namespace, blockstore)
     configure_s3a(spark, root, blockstore)
@@ -249,13 +218,18 @@ def main(argv: list[str] | None = None) -> int:
         batch_size=args.batch_size,
         history_retention_days=config.graveler.history.retention_days,
     )
-    graveler = state.client().graveler
-    repository = args.repository.removeprefix("silt://").strip("/")
-    # Graveler's refusals come before Spark, which takes seconds to start and is not needed to
-    # hear them.
-    prepared = prepare_last_access(graveler, repository, args.branch, options, print_progress)
+    # Spark before any gRPC call: PySpark forks its JVM with a preexec_fn, and a fork while
+    # gRPC's threads run can kill the child before it execs (the gateway then never starts).
     spark = job_session(args.master, "silt-last-access")
-    summary = finish_last_access(spark, graveler, prepared, config.blockstore, options, print_progress)
+    summary = run_last_access(
+        spark,
+        state.client().graveler,
+        args.repository.removeprefix("silt://").strip("/"),
+        args.branch,
+        config.blockstore,
+        options,
+        print_progress,
+    )
     print(summary.as_json(), flush=True)
     return 0
 

@@ -30,7 +30,7 @@ TO_JVM_MARK = "jvm_leg"
 # DEFAULT_FILE_S for a file not named here.
 FILE_ESTIMATES: dict[str, float] = {
     "tests/e2e/test_blockstores.py": 62.0,
-    "tests/e2e/test_gc.py": 46.0,
+    "tests/e2e/test_gc.py": 61.0,
     "tests/e2e/test_spark.py": 50.0,
     "tests/e2e/test_last_access.py": 29.0,
     "tests/integration/gc/test_gc_adapter.py": 26.0,

@@ -95,10 +95,7 @@ def test_the_job_runs_with_a_short_grace_only_when_told_it_is_unsafe(monkeypatch
     def started(*_: object) -> None:
         raise Started
 
-    # A run's first step is graveler's export (Spark starts after it): reached, the run started.
-    monkeypatch.setenv("SILT_ACCESS_KEY_ID", "AKIAEXAMPLEEXAMPLE00")
-    monkeypatch.setenv("SILT_SECRET_ACCESS_KEY", "x" * 40)
-    monkeypatch.setattr(job, "prepare_gc", started)
+    monkeypatch.setattr(job, "job_session", started)
     with pytest.raises(Started):
         job.main(["repo", "--grace", "0", "--unsafe-short-grace"])
 
