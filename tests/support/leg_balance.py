@@ -60,8 +60,8 @@ JVM_LEG_FILES: dict[str, float] = {
     "tests/e2e/test_tls.py": 13.0,
 }
 # What the `jvm` leg takes more than the `rest` leg without a slice (negative: less): -378 s in
-# this machine's run of 2026-11-27 (dd374a2), less the replicas torture test's shorter case and
-# the GC test's Spark start saved since.
+# this machine's run of 2026-11-27 (dd374a2), less what the replicas torture test's shorter case
+# saved since.
 BASE_EXCESS_S = -440.0
 # A second Spark JVM's start and its share of the files' setup, or another leg's start of a
 # stack: moving less gains nothing.
