@@ -170,7 +170,9 @@ def test_the_legs_move_a_file_by_what_the_slice_loads(tmp_path: Path, monkeypatc
     assert run + crash + limits <= one
     assert max(run, crash, limits) == run and min(run, crash, limits) == limits
     assert leg_balance.MIN_MOVE_S <= run + crash <= two < run + crash + limits
-    plan = rotation.slices(dict.fromkeys((f"test_heavy.py::test_nightly_on_cassandra[{n}]" for n in range(8)), 120.0))
+    plan = rotation.slices(
+        dict.fromkeys((f"test_heavy.py::test_nightly_on_cassandra[{n}]" for n in range(8)), rotation.DEFAULT_ESTIMATE_S)
+    )
     assert [len(tests) for tests in plan] == [2, 2, 2, 1, 1]
     common = {
         "test_needs_spark_only": "jvm",
