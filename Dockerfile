@@ -62,6 +62,7 @@ RUN python -m venv /opt/protoc \
 COPY pyproject.toml README.md ./
 COPY protos ./protos
 COPY silt ./silt
+COPY engine ./engine
 COPY services ./services
 COPY jobs ./jobs
 COPY edge ./edge

@@ -18,7 +18,7 @@ PROTO_STAMP := silt/.proto-stamp
 PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=quiet:. \
 	--plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc --mypy_grpc_out=quiet:.
 # Everything mypy checks in `make lint`: the whole tree.
-MYPY_CLEAN := silt services jobs bench edge tests
+MYPY_CLEAN := silt engine services jobs bench edge tests
 
 .PHONY: all venv clients emulators lock proto ui docs run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
 

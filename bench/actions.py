@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import emit, p99
-from services.graveler.actions.manager import ActionsOptions
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.graveler import Graveler, GravelerOptions
-from services.graveler.wiring import open_graveler
+from engine.actions.manager import ActionsOptions
+from engine.core.deadline import NO_DEADLINE
+from engine.graveler import Graveler, GravelerOptions
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.graveler.v1 import model_pb2 as pb

@@ -36,8 +36,8 @@ import urllib3
 
 from bench.graveler import stage_in_process
 from bench.report import emit
-from services.graveler.graveler import Graveler
-from services.graveler.wiring import open_graveler
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.kv import open_store
 from tests.support.gateway_stack import GatewayStack, gateway_stack

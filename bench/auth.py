@@ -28,6 +28,7 @@ import grpc
 from pydantic import SecretStr
 
 from bench.report import emit, p99
+from engine.open import open_graveler
 from services.auth.authority import LocalAuthority, local_interceptor
 from services.auth.model import IamModel
 from services.auth.secrets import SecretBox
@@ -35,7 +36,6 @@ from services.auth.server import start as start_auth
 from services.auth.setup import DEVELOPERS, setup
 from services.graveler.permissions import RULES
 from services.graveler.server import start as start_graveler
-from services.graveler.wiring import open_graveler
 from silt import actions as a
 from silt.block.local import LocalAdapter
 from silt.config import AuthConfig, Config, CredentialsConfig, DatabaseConfig, LocalDatabaseConfig

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.committed.model import Change, Record
+from engine.core.committed.cache import CommittedCache
+from engine.core.committed.manager import CommittedManager
+from engine.core.committed.model import Change, Record
 from silt.block.local import LocalAdapter
 
 NAMESPACE = "local://bench"

@@ -30,11 +30,11 @@ import grpc
 
 from bench.graveler import entry_for, import_entries, key_for
 from bench.report import emit, p99
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.graveler import Graveler
-from services.graveler.model import StagingToken
-from services.graveler.values import TOMBSTONE
-from services.graveler.wiring import open_graveler
+from engine.core.deadline import NO_DEADLINE
+from engine.core.model import StagingToken
+from engine.core.values import TOMBSTONE
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.compactor.v1 import compactor_pb2 as capi
 from silt.compactor.v1 import compactor_pb2_grpc as capi_grpc

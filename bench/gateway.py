@@ -466,7 +466,7 @@ def bench_telemetry(
 
 def bench_list(gw: GatewayStack, count: int) -> None:
     from bench.graveler import stage_in_process
-    from services.graveler.wiring import open_graveler
+    from engine.open import open_graveler
     from silt.block.local import LocalAdapter
     from silt.kv import open_store
 

@@ -38,9 +38,9 @@ def _generate(root: str, commits: int, objects: int, orphans: int) -> None:
     """Child process: write the repository's metadata and its (empty) object files."""
     from google.protobuf.timestamp_pb2 import Timestamp
 
-    from services.graveler.committed.cache import CommittedCache
-    from services.graveler.committed.store import ObjectStore
-    from services.graveler.wiring import open_graveler
+    from engine.core.committed.cache import CommittedCache
+    from engine.core.committed.store import ObjectStore
+    from engine.open import open_graveler
     from silt.block.local import LocalAdapter
     from silt.config import DatabaseConfig, LocalDatabaseConfig
     from silt.graveler.v1 import model_pb2 as pb
@@ -99,8 +99,8 @@ def _generate(root: str, commits: int, objects: int, orphans: int) -> None:
 
 def _serve_graveler(root: str, ports: Connection, stop: Event) -> None:
     """Child process: graveler over the generated repository, on a free port sent back."""
+    from engine.open import open_graveler
     from services.graveler.server import start
-    from services.graveler.wiring import open_graveler
     from silt.block.local import LocalAdapter
     from silt.config import DatabaseConfig, LocalDatabaseConfig
     from silt.kv import open_store

@@ -23,13 +23,13 @@ from pathlib import Path
 import grpc
 
 from bench.report import emit, p99
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.committed.model import Record
-from services.graveler.graveler import Graveler
-from services.graveler.model import CommitId, StagingToken
-from services.graveler.refs import new_commit
-from services.graveler.values import entry_value
-from services.graveler.wiring import open_graveler
+from engine.core.committed.manager import CommittedManager
+from engine.core.committed.model import Record
+from engine.core.model import CommitId, StagingToken
+from engine.core.refs import new_commit
+from engine.core.values import entry_value
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.graveler.v1 import graveler_pb2 as api

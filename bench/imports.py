@@ -1,7 +1,7 @@
 """`make bench-import`: zero-copy import (docs/import.md), one JSON object per figure.
 
 * ``local``: ``--local-objects`` (100,000) small files in a directory tree, imported by a graveler
-  wired as the service wires it (services/graveler/wiring.py: the ingestion in its worker process,
+  wired as the service wires it (engine/open.py: the ingestion in its worker process,
   SQLite KV, the local blockstore), from the start call until the status says completed.
   Target: at least 20,000 objects/s.
 * ``s3``: ``--s3-objects`` (100,000) objects under a prefix of moto_server (tests/support/moto.py),
@@ -69,7 +69,7 @@ class Timed:
 
 
 def _import(graveler: Any, path: str) -> Timed:
-    from services.graveler.deadline import Deadline
+    from engine.core.deadline import Deadline
 
     started, cpu = time.perf_counter(), _cpu_seconds()
     locations = [("common_prefix", path, "lake/")]
@@ -88,9 +88,9 @@ def _timed_import(config: Any, namespace: str, path: str, warm_path: str) -> Tim
     """Seconds from the start call to the completed status (and CPU seconds), and the objects
     ingested, on a graveler that has made one import already (of nothing, at warm_path), as a
     running one has."""
-    from services.graveler.wiring import build_graveler
+    from engine.open import open_engine
 
-    graveler = build_graveler(config)
+    graveler = open_engine(config, "server")
     try:
         graveler.lifecycle.create_repository(REPO, namespace, "main", False)
         _import(graveler, warm_path)
@@ -211,15 +211,15 @@ def _peak_rss_mib() -> float:
 
 
 def _memory_child(root: str, count: int, results: Any) -> None:
-    from services.graveler.committed.cache import CommittedCache
-    from services.graveler.committed.chunking import ChunkingPolicy
-    from services.graveler.committed.manager import CommittedManager
-    from services.graveler.committed.model import MetaRangeId
-    from services.graveler.committed.replace import Region
-    from services.graveler.imports import ingest as ingest_module
-    from services.graveler.imports.ingest import INGEST_CACHE_BYTES, IngestJob
-    from services.graveler.imports.locations import Source
-    from services.graveler.imports.records import ImportRecords
+    from engine.core.committed.cache import CommittedCache
+    from engine.core.committed.chunking import ChunkingPolicy
+    from engine.core.committed.manager import CommittedManager
+    from engine.core.committed.model import MetaRangeId
+    from engine.core.committed.replace import Region
+    from engine.features.imports import ingest as ingest_module
+    from engine.features.imports.ingest import INGEST_CACHE_BYTES, IngestJob
+    from engine.features.imports.locations import Source
+    from engine.features.imports.records import ImportRecords
     from silt.config import DatabaseConfig
     from silt.graveler.v1 import model_pb2 as pb
     from silt.kv import open_store

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bench.kv import open_driver
 from bench.report import emit
-from services.graveler.wiring import open_graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.graveler.v1 import model_pb2 as pb

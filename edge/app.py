@@ -2,7 +2,7 @@
 UI, built here and handed to silt/asgi.py's Dispatcher, which picks one per request (an AWS
 signature is S3, otherwise /api/v1/... is the API and /ui/... the UI).
 
-Here too the gateway gets graveler's reader (services/graveler/reads.py), so that it answers
+Here too the gateway gets graveler's reader (engine/reads.py), so that it answers
 HEAD, GET and LIST without a call to graveler (gateways.s3.direct_reads).
 
 Apart from edge/server.py because building them imports most of Silt (the API's models alone
@@ -14,10 +14,11 @@ from __future__ import annotations
 import logging
 import threading
 
+from engine.open import open_engine
+from engine.reads import ReadEngine
 from services.api.app import create_app as api_app
 from services.gateway.app import GatewayApp
 from services.gateway.serving import configure_connection_limits
-from services.graveler.reads import ReadEngine, open_read_engine
 from services.ui.app import create_app as ui_app
 from silt.asgi import ASGIApp, Dispatcher
 from silt.collector import tune_for_serving
@@ -43,7 +44,7 @@ class SharedReads:
     def open(self) -> EntryReads | None:
         with self._lock:
             if self._users == 0:
-                self._engine = open_read_engine(self._config)
+                self._engine = open_engine(self._config, "reader")
             self._users += 1
             return None if self._engine is None else self
 

@@ -30,7 +30,7 @@ DELETE_GC_RULES = "DeleteGCRules"
 PREPARE_GC = "PrepareGC"
 DUMP_REFS = "DumpRefs"
 RESTORE_REFS = "RestoreRefs"
-# Branch protection rules decide who may change a branch at all (services/graveler/protection.py):
+# Branch protection rules decide who may change a branch at all (engine/features/protection.py):
 # a writer who could set them could lift the protection meant to bind them.
 SET_BRANCH_PROTECTION = "SetBranchProtection"
 # A hook's output: what a webhook's receiver answered (a writer chooses where it goes, so an

@@ -482,7 +482,7 @@ class HistoryEventsConfig(_Section):
     """hours of history events older than this are deleted"""
     retention_interval_seconds: float = Field(3600.0, gt=0)
     """how often each repository's history is pruned (by one graveler replica)"""
-    # WatchEvents streams (services/graveler/events/streams.py, docs/security.md "Event streams").
+    # WatchEvents streams (engine/features/events/streams.py, docs/security.md "Event streams").
     max_streams: int = Field(8, ge=1, le=24)
     """`WatchEvents` streams open at once per graveler process (more: `RESOURCE_EXHAUSTED`)"""
     max_streams_per_caller: int = Field(2, ge=1, le=24)
@@ -594,7 +594,7 @@ class GravelerConfig(DialableServiceConfig):
     """absolute URIs (e.g. `s3://landing/exports/`) that staged entries may name besides their repository's storage
     namespace
     """
-    # Unset resolves by blockstore.type (services/graveler/wiring.py: namespace_roots): local://
+    # Unset resolves by blockstore.type (engine/open.py: namespace_roots): local://
     # (the local adapter's whole root) for the local store, nothing for S3, whose bucket is the
     # operator's to name. Nothing allowed means every CreateRepository is refused.
     allowed_namespace_roots: list[str] | None = Field(
@@ -760,7 +760,7 @@ class ActionsEnvConfig(_Section):
 
 
 class ActionsWebhookConfig(_Section):
-    """Where webhooks may go (services/graveler/actions/webhook.py). Link-local addresses and cloud metadata
+    """Where webhooks may go (engine/actions/webhook.py). Link-local addresses and cloud metadata
     endpoints are always refused."""
 
     allowed_hosts: list[str] = Field(default_factory=list, max_length=1000)

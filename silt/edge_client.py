@@ -59,7 +59,7 @@ class Readable(Protocol):
 
 class EntryReads(Protocol):
     """Graveler's StatEntry and ListEntries answered in the edge process from the KV store and the
-    committed ranges (services/graveler/reads.py, composed by edge/app.py): blocking, so they run
+    committed ranges (engine/reads.py, composed by edge/app.py): blocking, so they run
     in the client's threads; errors are silt.errors, as graveler's engine raises them."""
 
     def StatEntry(self, request: graveler_pb2.StatEntryRequest, *, timeout: float) -> graveler_pb2.EntryInfo: ...

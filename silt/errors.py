@@ -69,7 +69,7 @@ class OutcomeUnknown(Unavailable):
     An Unavailable, so every caller that does not know better treats it as one (and a gRPC
     call fails UNAVAILABLE). A caller that can tell from the key's current value whether its
     write is in there resolves it: graveler does for branch records
-    (services/graveler/updater.py, docs/design/kv.md).
+    (engine/core/updater.py, docs/design/kv.md).
     """
 
 
@@ -105,7 +105,7 @@ class PermissionDenied(SiltError):
 # with this text; the REST API answers it 409 Conflict rather than 400.
 SILT_OWN_POLICY = "is one of Silt's own policies"
 
-# Graveler refuses a write to a protected branch (services/graveler/protection.py) as
+# Graveler refuses a write to a protected branch (engine/features/protection.py) as
 # PermissionDenied with one of these texts, lakeFS's own: the gateway and the REST API tell it
 # from a refusal of the caller by them (S3 AccessDenied, HTTP 403). A commit has its own.
 PROTECTED_BRANCH = "cannot write to protected branch"
@@ -139,7 +139,7 @@ HOOK_ABORTED = "hook aborted, run id"
 
 
 class HookAborted(FailedPrecondition):
-    """A pre-event hook refused the operation: nothing changed (services/graveler/actions/)."""
+    """A pre-event hook refused the operation: nothing changed (engine/actions/)."""
 
 
 def is_hook_refusal(details: str) -> bool:

@@ -1,7 +1,7 @@
 """The paging policy of every collection a Silt API lists (repositories, branches, tags, commits,
 users, groups, policies, credentials): ``amount`` 0 means DEFAULT_PAGE, anything larger than
 MAX_PAGE is cut to it, a negative one is refused. Entry listings have their own, larger limits
-(services/graveler/paging.py): they page through millions of keys, these through thousands."""
+(engine/core/paging.py): they page through millions of keys, these through thousands."""
 
 from __future__ import annotations
 

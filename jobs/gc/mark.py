@@ -25,14 +25,16 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from engine.core.committed.model import METARANGES_PREFIX, RANGES_PREFIX
 from jobs.gc.adapter_parquet import read_dataset
 from jobs.gc.location import NamespaceRoot
 from silt.graveler.v1 import model_pb2 as pb
 
 EXPIRED = "expired-commit"
 UNREFERENCED = "unreferenced"
-RANGES_DIR = "_silt/ranges"
-METARANGES_DIR = "_silt/metaranges"
+# Where graveler's committed layer keeps its objects in a namespace, as directories.
+RANGES_DIR = RANGES_PREFIX.rstrip("/")
+METARANGES_DIR = METARANGES_PREFIX.rstrip("/")
 
 
 def _physical_address(value: bytes | None) -> str | None:

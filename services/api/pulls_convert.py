@@ -2,7 +2,7 @@
 
 A pull request is lakefs-sdk's `PullRequest`; Silt adds three fields the model does not name
 (the SDK ignores them): `approvals`, `required_approvals`, `merge_blocked_reason`, `checks`
-(its pull request checks, services/graveler/checks.py) and `required_checks`, so that a
+(its pull request checks, engine/actions/checks.py) and `required_checks`, so that a
 UI can say why a merge is refused. Reviews and comments are Silt's own shapes (lakeFS has none).
 """
 

@@ -1,7 +1,7 @@
 """lakeFS's branch protection rules over graveler's richer ones.
 
 A lakeFS rule is a pattern whose branches refuse direct writes and commits; graveler's rule
-(services/graveler/protection.py) is a pattern with `block_direct_writes` and
+(engine/features/protection.py) is a pattern with `block_direct_writes` and
 `required_approvals` and `required_checks`. The REST API shows every protecting rule as
 `{pattern}` plus Silt's three fields (lakefs-sdk ignores fields it does not know), and reads them back the same way:
 
@@ -29,7 +29,7 @@ from services.api.errors import ApiError, bad_request
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
-# What graveler says when if_match no longer names the rules (services/graveler/protection.py).
+# What graveler says when if_match no longer names the rules (engine/features/protection.py).
 ETAG_MISMATCH = "etag mismatch"
 # A writer without If-Match retries its read-rewrite-set this many times when others win.
 MAX_ATTEMPTS = 5
@@ -104,7 +104,7 @@ def to_rule(body: RuleBody, current: Rules) -> pb.BranchProtectionRule:
     return rule
 
 
-# Graveler's own limit (services/graveler/protection.py MAX_RULES; services do not import each other).
+# Graveler's own limit (engine/features/protection.py MAX_RULES; services do not import each other).
 MAX_RULES = 100
 
 

@@ -14,10 +14,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from services.graveler.compaction import CompactionLost, CompactionResult
-from services.graveler.deadline import Deadline
-from services.graveler.graveler import Graveler
-from services.graveler.validation import validate_ref_name
+from engine.core.compaction import CompactionLost, CompactionResult
+from engine.core.deadline import Deadline
+from engine.core.validation import validate_ref_name
+from engine.graveler import Graveler
 from silt.errors import Aborted, InvalidArgument
 from silt.graveler.v1 import model_pb2 as pb
 from silt.telemetry import metrics

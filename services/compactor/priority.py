@@ -1,7 +1,7 @@
 """The compactor's claim on the CPU: compactions are batch work on a machine that also
 answers requests (graveler's staging writes above all).
 
-A lower priority alone is not enough: measured on a 2-vCPU VM (services/graveler/builder.py,
+A lower priority alone is not enough: measured on a 2-vCPU VM (engine/core/builder.py,
 worker_cpus), an unpinned CPU-bound process even at SCHED_IDLE raised the p99 of staging
 writes several times over, the same process pinned to one CPU left it as it was. So the
 compactor runs niced and on the CPUs graveler's commit workers use
@@ -21,7 +21,7 @@ import os
 import platform
 import sys
 
-from services.graveler.builder import worker_cpus
+from engine.core.builder import worker_cpus
 
 # Compactions share the CPU with request serving: let the scheduler prefer the latter.
 NICENESS = 10

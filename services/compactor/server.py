@@ -15,13 +15,12 @@ from collections.abc import Sequence
 import grpc
 from grpc_health.v1.health import HealthServicer
 
+from engine.core.deadline import Deadline
+from engine.open import open_engine
 from services.compactor.compactor import Compactor
 from services.compactor.permissions import RULES
 from services.compactor.priority import yield_cpu, yield_disk
 from services.compactor.shipping import ShippingLoop
-from services.graveler.builder import DROP_PACE_SECONDS, InProcessBuilder
-from services.graveler.deadline import Deadline
-from services.graveler.wiring import build_graveler
 from silt.compactor.v1 import compactor_pb2 as api
 from silt.compactor.v1 import compactor_pb2_grpc as api_grpc
 from silt.config import Config
@@ -72,12 +71,7 @@ class CompactorServicer(api_grpc.CompactorServiceServicer):
 
 
 def build_compactor(config: Config) -> Compactor:
-    # Builds run in this process: it is the compactor's worker already, apart from graveler's.
-    graveler = build_graveler(config, commit_workers=False)
-    # A compacted token is dropped one KV delete at a time; on the embedded driver each takes
-    # the database's write lock, so the drop rests between bursts as commit workers' drops do.
-    graveler.builder = InProcessBuilder(graveler.staging, graveler.committed, drop_pace=DROP_PACE_SECONDS)
-    return Compactor(graveler, config.compactor.compaction_timeout_seconds)
+    return Compactor(open_engine(config, "compactor"), config.compactor.compaction_timeout_seconds)
 
 
 def build_shipping(compactor: Compactor, config: Config) -> ShippingLoop:

@@ -1,1 +1,1 @@
-"""Graveler: the versioning engine (repositories, branches, commits, staging)."""
+"""Graveler's gRPC service: the engine (engine/) served over gRPC, with its permissions, sensor and journaling."""

@@ -8,11 +8,11 @@ in protobuf's wire format around them and parsed once, in C.
 
 from __future__ import annotations
 
-from services.graveler.branching import SummaryPage
-from services.graveler.committed.diff import Difference
-from services.graveler.list_answer import length_varint
-from services.graveler.paging import CommonPrefix, Page
-from services.graveler.values import decode_entry
+from engine.core.branching import SummaryPage
+from engine.core.committed.diff import Difference
+from engine.core.list_answer import length_varint
+from engine.core.paging import CommonPrefix, Page
+from engine.core.values import decode_entry
 from silt.graveler.v1 import graveler_pb2 as api
 
 # Wire-format tags: (field number << 3) | wire type (0 varint, 2 length-delimited).

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler.refs import BranchRecord, RefManager, branch_tokens
-from services.graveler.staging import StagingStore
-from services.graveler.updater import Raced, set_branch_if
+from engine.core.refs import BranchRecord, RefManager, branch_tokens
+from engine.core.staging import StagingStore
+from engine.core.updater import Raced, set_branch_if
 from silt.errors import NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import background_context

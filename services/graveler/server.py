@@ -1,5 +1,5 @@
 """The graveler process: `python -m services.graveler.server [--config FILE]`; its handlers are
-services/graveler/servicer.py, its engine wired by services/graveler/wiring.py."""
+services/graveler/servicer.py, its engine wired by engine/open.py."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from collections.abc import Callable, Sequence
 import grpc
 from grpc_health.v1.health import HealthServicer
 
-from services.graveler.events.manager import HistoryEvents
-from services.graveler.events.retention import RetentionPolicy
-from services.graveler.events.streams import StreamLimits, stream_authority
-from services.graveler.graveler import Graveler
+from engine.features.events.manager import HistoryEvents
+from engine.features.events.retention import RetentionPolicy
+from engine.features.events.streams import StreamLimits, stream_authority
+from engine.graveler import Graveler
+from engine.open import open_engine
 from services.graveler.journaling import JournalContextInterceptor
 from services.graveler.permissions import RULES
 from services.graveler.registration import add_graveler_service
 from services.graveler.sensor import Sensor, Thresholds, Trigger
 from services.graveler.servicer import GravelerServicer, caller_may
-from services.graveler.wiring import build_graveler
 from silt.compactor.v1 import compactor_pb2 as compactor_api
 from silt.compactor.v1 import compactor_pb2_grpc as compactor_grpc
 from silt.config import Config
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     # in between (the long-commit-with-staging benchmark, bench/graveler.py).
     sys.setswitchinterval(0.0005)
     with startup_errors("graveler"):
-        graveler = build_graveler(config)
+        graveler = open_engine(config, "server")
         tls = server_credentials(config.tls)
     # Every call is authenticated and authorized by auth; nothing is served without it.
     interceptor = remote_interceptor(config, RULES, GRAVELER_AUDIENCE)

@@ -12,25 +12,25 @@ from typing import Any
 
 import grpc
 
-from services.graveler import telemetry
-from services.graveler.branching import CherryPickOverrides, MergeOutcome
+from engine import metered
+from engine.core.branching import CherryPickOverrides, MergeOutcome
+from engine.core.committed.model import Record
+from engine.core.deadline import Deadline
+from engine.core.entries import Condition
+from engine.core.list_answer import serialized_list_response
+from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
+from engine.core.validation import validate_key
+from engine.core.values import decode_entry
+from engine.features.events.manager import HistoryEvents
+from engine.features.events.streams import EventStreams
+from engine.features.last_access import PreparedLastAccess
+from engine.features.retention import PreparedRun
+from engine.graveler import Graveler
 from services.graveler.commit_info import commit_info
-from services.graveler.committed.model import Record
-from services.graveler.deadline import Deadline
 from services.graveler.diff_answer import diff_response, summary_response
-from services.graveler.entries import Condition
-from services.graveler.events.handlers import HistoryHandlers
-from services.graveler.events.manager import HistoryEvents
-from services.graveler.events.streams import EventStreams
-from services.graveler.graveler import Graveler
-from services.graveler.imports.handlers import ImportHandlers
-from services.graveler.last_access import PreparedLastAccess
-from services.graveler.list_answer import serialized_list_response
-from services.graveler.model import REQUESTED_COMMITTER_KEY, MergeStrategy
+from services.graveler.event_handlers import HistoryHandlers
+from services.graveler.import_handlers import ImportHandlers
 from services.graveler.permissions import TABLE
-from services.graveler.retention import PreparedRun
-from services.graveler.validation import validate_key
-from services.graveler.values import decode_entry
 from silt.actions import ACT_FOR_USER, user_resource
 from silt.errors import InvalidArgument, SiltError
 from silt.graveler.v1 import events_pb2 as ev
@@ -260,7 +260,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
 
     # commits
     def Commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
-        with telemetry.timed_commit():
+        with metered.timed_commit():
             commit = self._commit(request, context)
         self._ref_event(
             ev.COMMIT,
@@ -341,7 +341,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             repository_id=request.repository_id,
             deadline=_deadline(context),
         )
-        telemetry.staged("put")
+        metered.staged("put")
         return api.StageEntryResponse()
 
     def StageEntries(self, request: api.StageEntriesRequest, context: grpc.ServicerContext) -> api.StageEntriesResponse:
@@ -359,13 +359,13 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         response = api.StageEntriesResponse(per_entry_deadlines=True)
         for outcome in outcomes:
             if outcome.result == "staged":
-                telemetry.staged("put")
+                metered.staged("put")
             response.outcomes.add(key=outcome.key, result=_STAGE_RESULTS[outcome.result], message=outcome.message)
         return response
 
     def DeleteEntry(self, request: api.DeleteEntryRequest, context: grpc.ServicerContext) -> api.DeleteEntryResponse:
         self.g.delete_entry(request.repository, request.branch, request.key, deadline=_deadline(context))
-        telemetry.staged("delete")
+        metered.staged("delete")
         return api.DeleteEntryResponse()
 
     def DeleteEntries(
@@ -377,7 +377,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         response = api.DeleteEntriesResponse()
         for outcome in outcomes:
             if outcome.result == "deleted":
-                telemetry.staged("delete")
+                metered.staged("delete")
             response.outcomes.add(key=outcome.key, result=_DELETE_RESULTS[outcome.result], message=outcome.message)
         return response
 

@@ -65,7 +65,7 @@ from silt.kv.store import MAX_APPLY_ROWS, Store
 GRAVELER_PARTITION = b"graveler"
 REPOS = b"repos/"
 CHECKPOINT_PREFIX = b"rebuild/"
-# graveler's keys of one repository in its shared partition (services/graveler/claims.py,
+# graveler's keys of one repository in its shared partition (engine/core/claims.py,
 # lifecycle.py), which silt/ may not import.
 CLAIMS = b"ns_claims/"
 TO_DELETE = b"to_delete/"

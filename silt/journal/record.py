@@ -27,7 +27,7 @@ STAGED_DELETED_AT = b"deleted-at"
 # deletion of that one key (its envelope's), written with it. A conditional writer's guard can
 # outlive the deletion of its key (the guard is deleted first, the writer then admitted), so
 # whether a guard's write is older than the key's deletion is judged from this key's mark:
-# the partition's says only that some key went (services/graveler/staging.py).
+# the partition's says only that some key went (engine/core/staging.py).
 STAGED_KEY_DELETED_AT_PREFIX = STAGED_DELETED_AT + b"/"
 
 

@@ -37,7 +37,7 @@ in KV, never shipped and harmless.
 For a gone P: the rows of every token in its saved list are deleted, then the list's keys,
 then P's rows of the shared partition, last: a crash anywhere leaves those rows, and the next
 round finds P again and finishes. The deletion's own clean-up drops the saved list first
-(drop_saved_tokens, from services/graveler/lifecycle.py), so a repository whose shared rows a
+(drop_saved_tokens, from engine/features/lifecycle.py), so a repository whose shared rows a
 shipper racing its deletion shipped (and which no round finds again here) leaves nothing.
 """
 

@@ -58,7 +58,7 @@ from silt.kv.store import MAX_APPLY_ROWS, Store, scan_prefix
 log = logging.getLogger(__name__)
 _M = TypeVar("_M", pb.Repository, pb.Branch)
 
-# graveler's key schema (services/graveler/refs/manager.py), which silt/ may not import.
+# graveler's key schema (engine/core/refs/manager.py), which silt/ may not import.
 GRAVELER_PARTITION = b"graveler"
 REPOS = b"repos/"
 BRANCHES = b"branches/"

@@ -169,7 +169,7 @@ class JournaledStore(Store):
 
         unjournaled: rows written in the same batch as they are, without an envelope and
         outside the journal row (the cleaner's drop records, written with the branch update
-        that makes the tokens unreachable: services/graveler/drop_records.py).
+        that makes the tokens unreachable: engine/core/drop_records.py).
 
         before_write, if given, is called once the write's timestamp is chosen and right before
         the write: a check that raises there (a caller's deadline) writes nothing, and a write
@@ -178,7 +178,7 @@ class JournaledStore(Store):
 
         The logical timestamp is this store's to choose, with one exception: a blind write of
         staged values may be given the logical timestamp another writer chose for it (a
-        conditional staging write finished on its owner's behalf, services/graveler/staging.py),
+        conditional staging write finished on its owner's behalf, engine/core/staging.py),
         so that it lands exactly as the owner's own write would. Anything else with a timestamp
         is InvalidArgument."""
         check_apply(partition, [*puts, *unjournaled], deletes, condition, timestamp)
@@ -248,7 +248,7 @@ class JournaledStore(Store):
             if stored.startswith(magic) and len(stored) >= header:
                 newest = max(newest, timestamp_of.unpack_from(stored, len(magic))[0])
         # Two past, not one: a conditional write stamps itself one past what it judged
-        # (services/graveler/staging.py, set_if), and a write it did not see must win over it.
+        # (engine/core/staging.py, set_if), and a write it did not see must win over it.
         self.clock.observe(newest + 1 if newest else 0)
         return found
 

@@ -81,7 +81,7 @@ class ServerLimits:
     # 64 KiB) and bounded lists (1,000 resources of 1 KiB in AuthorizeMany, 100 policy
     # statements, 1,000 retention rules): a few MiB at most.
     max_receive_bytes: int = 4 * MiB
-    # Responses are pages capped at 8 MiB (services/graveler/paging.py) plus their framing.
+    # Responses are pages capped at 8 MiB (engine/core/paging.py) plus their framing.
     max_send_bytes: int = 64 * MiB
     # A call's request may take this long to arrive before the call counts as slow: an honest
     # unary request is sent with the call's headers and is read within milliseconds (a few MiB

@@ -20,8 +20,8 @@ from typing import Any
 import lakefs
 import pytest
 
+from engine.open import open_graveler
 from jobs.gc.job import GCOptions, run_gc
-from services.graveler.wiring import open_graveler
 from silt.block import BlockAdapter, open_adapter
 from silt.config import BlockstoreConfig, DatabaseConfig, LocalDatabaseConfig
 from silt.errors import NotFound

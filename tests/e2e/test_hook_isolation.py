@@ -1,4 +1,4 @@
-"""Hooks run outside graveler (services/graveler/actions/hook_process.py), against a running
+"""Hooks run outside graveler (engine/actions/hook_process.py), against a running
 stack: a hook that spins costs its own run and nothing else. Another repository's reads keep
 their latency and the gateway stays ready while hooks burn CPU in their processes, the gcbomb
 (a finalizer that loops forever) ends its run with an error, and graveler answers SIGTERM in
@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 
-from services.graveler.actions.hook_process import GRACE_SECONDS, START_SECONDS
+from engine.actions.hook_process import GRACE_SECONDS, START_SECONDS
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 from tests.support.wait import wait_until

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.wiring import actions_options
+from engine.open import actions_options
 from silt import config_reference
 from silt.config import env_keys, load_config
 from silt.errors import ConfigError

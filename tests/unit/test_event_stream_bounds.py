@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from engine.features.events.streams import StreamAccess, StreamLimits, StreamSlots
 from services.api.errors import ApiError
 from services.api.live_feed import FeedAccess, FeedSlots
-from services.graveler.events.streams import StreamAccess, StreamLimits, StreamSlots
 from silt.actions import READ_REPO
 from silt.errors import PermissionDenied, ResourceExhausted
 from silt.rpc.authority import CallKey

@@ -137,7 +137,7 @@ def test_the_modules_the_build_imports_exist() -> None:
     imported = re.match(r"import ([^;]+);", program.group(1))
     assert imported is not None
     modules = [name.strip() for name in imported.group(1).split(",")]
-    ours = [m for m in modules if m.split(".")[0] in {"silt", "services", "jobs", "edge"}]
+    ours = [m for m in modules if m.split(".")[0] in {"silt", "engine", "services", "jobs", "edge"}]
     assert ours, modules
     for module in ours:
         assert importlib.util.find_spec(module) is not None, f"the build imports {module}, which does not exist"

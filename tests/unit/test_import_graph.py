@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("silt", "services", "jobs", "bench", "edge")
+PACKAGES = ("silt", "engine", "services", "jobs", "bench", "edge")
 
 
 def _module_name(path: Path) -> str:

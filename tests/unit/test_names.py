@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.graveler import validation
+from engine.core import validation
 from silt.errors import InvalidArgument
 from silt.names import is_repository_name, validate_repository_name
 

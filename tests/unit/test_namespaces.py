@@ -91,7 +91,7 @@ def test_roots_are_checked_when_the_configuration_is_read() -> None:
 
 
 def test_an_import_prefix_inside_a_root_is_refused_at_start() -> None:
-    from services.graveler.wiring import namespace_roots
+    from engine.open import namespace_roots
 
     config = Config.model_validate(
         {"graveler": {"allowed_namespace_roots": ["s3://lake/silt/"], "allowed_import_prefixes": ["s3://lake/"]}}
@@ -101,7 +101,7 @@ def test_an_import_prefix_inside_a_root_is_refused_at_start() -> None:
 
 
 def test_default_roots_follow_the_blockstore() -> None:
-    from services.graveler.wiring import namespace_roots
+    from engine.open import namespace_roots
 
     assert namespace_roots(Config.model_validate({})) == ("local://",)
     assert namespace_roots(Config.model_validate({"blockstore": {"type": "s3"}})) == ()
@@ -158,7 +158,7 @@ def test_an_objects_uri_splits_at_its_bucket_or_container(uri: str, root: str, k
 
 
 def test_gcs_and_azure_have_no_default_root() -> None:
-    from services.graveler.wiring import namespace_roots
+    from engine.open import namespace_roots
 
     for kind in ("gs", "azure"):
         assert namespace_roots(Config.model_validate({"blockstore": {"type": kind}})) == ()

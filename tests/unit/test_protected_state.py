@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from services.graveler.wiring import import_prefixes
+from engine.open import import_prefixes
 from silt.config import Config
 from silt.errors import ConfigError
 

@@ -2,7 +2,7 @@
 
 Runs and their hooks' statuses need ReadRepo; a hook's output needs ReadActionOutput too (the
 REST API asks auth for its caller, and reads the output from graveler as itself).
-Graveler keeps the runs (services/graveler/actions/runs.py) and lists them newest first; a
+Graveler keeps the runs (engine/actions/runs.py) and lists them newest first; a
 listing filtered by branch or commit may take several graveler pages to fill one of ours, and
 stops after a bounded number of calls with a cursor to go on from.
 """

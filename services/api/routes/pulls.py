@@ -1,6 +1,6 @@
 """Pull requests (lakeFS's `pulls` API) and, under Silt's own paths, their reviews and comments.
 
-Graveler keeps them (services/graveler/pulls.py); the author of a pull request, review or
+Graveler keeps them (engine/features/pulls.py); the author of a pull request, review or
 comment and the committer of a merge is the caller this API authenticated, named to graveler
 through `auth:ActForUser`, which only the API's service user holds.
 """

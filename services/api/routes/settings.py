@@ -1,6 +1,6 @@
 """Repository settings: branch protection rules and garbage-collection rules.
 
-Both live in graveler (services/graveler/protection.py, retention.py). Reading them needs
+Both live in graveler (engine/features/protection.py, retention.py). Reading them needs
 ReadRepo; changing them needs the administrative actions writers do not hold
 (SetBranchProtection, SetGCRules, DeleteGCRules). The older lakeFS paths
 (`/branch_protection`, `/gc/rules`) that lakectl and older clients call are served too.

@@ -10,17 +10,17 @@ from pathlib import Path
 import grpc
 from pydantic import SecretStr
 
+from engine.features.events.manager import HistoryEvents
+from engine.features.events.streams import StreamLimits
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from services.auth.authority import local_interceptor
 from services.auth.model import IamModel
 from services.auth.secrets import SecretBox
 from services.auth.server import start as start_auth
 from services.auth.setup import setup as run_setup
-from services.graveler.events.manager import HistoryEvents
-from services.graveler.events.streams import StreamLimits
-from services.graveler.graveler import Graveler
 from services.graveler.permissions import RULES as GRAVELER_RULES
 from services.graveler.server import start as start_graveler
-from services.graveler.wiring import open_graveler
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import auth_pb2_grpc as auth_grpc
 from silt.block.local import LocalAdapter

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.imports.listing import walk_local
-from services.graveler.imports.locations import COMMON_PREFIX, Source
+from engine.features.imports.listing import walk_local
+from engine.features.imports.locations import COMMON_PREFIX, Source
 from silt.block import beneath
 from silt.block.external import ExternalFiles, SourceVersion
 from silt.errors import InvalidArgument, NotFound

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from services.graveler.imports.ingest import imported_record
-from services.graveler.imports.listing import Found
+from engine.features.imports.ingest import imported_record
+from engine.features.imports.listing import Found
 from silt.block import BlockAdapter
 from silt.block.azure import ETAG_METADATA as AZURE_ETAG_METADATA
 from silt.block.azure import AzureAdapter

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import hashlib
 import secrets
 from collections.abc import Iterator
@@ -17,9 +16,9 @@ import boto3
 import pytest
 from botocore.config import Config as BotoConfig
 
+from engine.open import open_engine
 from services.gateway.app import GatewayApp
 from services.gateway.backend import Backend
-from services.graveler.reads import open_read_engine
 from silt.config import load_config
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.support.gateway_stack import GatewayStack
@@ -69,7 +68,7 @@ class Counted:
 def counted(gw: GatewayStack) -> Iterator[Counted]:
     gateway_env = gw.stack._services["gateway"].env
     config = load_config(gw.stack.config_path, env=gateway_env)
-    app = GatewayApp(config, functools.partial(open_read_engine, config))
+    app = GatewayApp(config, lambda: open_engine(config, "reader"))
     with served_in_process(app, "the in-process gateway to start") as endpoint:
         served = Counted(app, endpoint)
         assert app.backend is not None
@@ -173,7 +172,7 @@ def test_without_direct_reads_a_read_is_one_graveler_call(gw: GatewayStack) -> N
     config = load_config(gw.stack.config_path, env={**gw.stack._services["gateway"].env})
     s3_section = config.gateways.s3.model_copy(update={"direct_reads": False})
     off = config.model_copy(update={"gateways": config.gateways.model_copy(update={"s3": s3_section})})
-    assert open_read_engine(off) is None
+    assert open_engine(off, "reader") is None
 
     async def read() -> tuple[str, list[str]]:
         backend = Backend(config)

@@ -18,9 +18,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from services.graveler.graveler import Graveler, GravelerOptions
+from engine.graveler import Graveler, GravelerOptions
+from engine.open import open_graveler
 from services.graveler.server import start
-from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import BlockstoreConfig, DatabaseConfig, LocalBlockstoreConfig, LocalDatabaseConfig
 from silt.graveler.v1 import graveler_pb2 as api

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from engine.graveler import GravelerOptions
 from jobs.gc.job import GCOptions, run_gc
-from services.graveler.graveler import GravelerOptions
 from silt.config import BlockstoreConfig, LocalBlockstoreConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

@@ -10,9 +10,9 @@ import uuid
 import grpc
 import pytest
 
+from engine.core.placement import Placement
+from engine.core.refs.manager import now
 from jobs.gc.job import GCOptions, run_gc
-from services.graveler.placement import Placement
-from services.graveler.refs.manager import now
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.gc.conftest import GCEnv

@@ -13,10 +13,10 @@ from typing import Any
 import grpc
 import pytest
 
+from engine.graveler import GravelerOptions
+from engine.open import open_graveler
 from jobs.gc.job import GCOptions, run_gc
-from services.graveler.graveler import GravelerOptions
 from services.graveler.server import start
-from services.graveler.wiring import open_graveler
 from silt.block.s3 import S3Adapter
 from silt.config import BlockstoreConfig, DatabaseConfig, LocalDatabaseConfig
 from silt.graveler.v1 import graveler_pb2 as api

@@ -14,10 +14,10 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from engine.features.events.writer import EventWriter
+from engine.features.last_access import SYSTEM_COMMITTER
 from jobs.gc.job import GCOptions, run_gc
 from jobs.retention.last_access import LastAccessOptions, run_last_access
-from services.graveler.events.writer import EventWriter
-from services.graveler.last_access import SYSTEM_COMMITTER
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

@@ -11,11 +11,11 @@ from typing import Any
 import grpc
 import pytest
 
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.graveler import Graveler, GravelerOptions
-from services.graveler.reads import ReadEngine
+from engine.core.committed.manager import CommittedManager
+from engine.graveler import Graveler, GravelerOptions
+from engine.open import open_graveler
+from engine.reads import ReadEngine
 from services.graveler.server import start
-from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc

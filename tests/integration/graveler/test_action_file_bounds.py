@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.actions.manager import ActionsOptions
-from services.graveler.actions.targets import WebhookPolicy
-from services.graveler.graveler import Graveler, GravelerOptions
-from services.graveler.wiring import open_graveler
+from engine.actions.manager import ActionsOptions
+from engine.actions.targets import WebhookPolicy
+from engine.graveler import Graveler, GravelerOptions
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import HookAborted, ResourceExhausted
 from silt.kv.mem import MemStore

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from services.graveler.actions.manager import ActionsOptions
-from services.graveler.actions.targets import WebhookPolicy
-from services.graveler.actions.webhook import EnvPolicy
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.graveler import Graveler, GravelerOptions
-from services.graveler.wiring import open_graveler
+from engine.actions.manager import ActionsOptions
+from engine.actions.targets import WebhookPolicy
+from engine.actions.webhook import EnvPolicy
+from engine.core.deadline import NO_DEADLINE
+from engine.graveler import Graveler, GravelerOptions
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import HookAborted, NotFound, ResourceExhausted
 from silt.graveler.v1 import model_pb2 as pb

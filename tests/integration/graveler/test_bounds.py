@@ -13,10 +13,10 @@ from typing import Any
 import grpc
 import pytest
 
-from services.graveler import history
-from services.graveler.committed import globs
-from services.graveler.committed.merge import MAX_REPORTED_CONFLICTS
-from services.graveler.deadline import Deadline
+from engine.core import history
+from engine.core.committed import globs
+from engine.core.committed.merge import MAX_REPORTED_CONFLICTS
+from engine.core.deadline import Deadline
 from silt.errors import DeadlineExceeded
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.kv import Store

@@ -8,7 +8,7 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler import branching
+from engine.core import branching
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of

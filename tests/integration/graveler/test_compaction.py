@@ -11,9 +11,9 @@ from typing import Any
 import grpc
 import pytest
 
-from services.graveler.compaction import CompactionLost
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.model import StagingToken
+from engine.core.compaction import CompactionLost
+from engine.core.deadline import NO_DEADLINE
+from engine.core.model import StagingToken
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of

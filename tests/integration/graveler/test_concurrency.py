@@ -22,9 +22,9 @@ from typing import Any
 import grpc
 import pytest
 
-from services.graveler.builder import MetaRangeBuilder
-from services.graveler.compaction import CompactionLost
-from services.graveler.model import StagingToken
+from engine.core.builder import MetaRangeBuilder
+from engine.core.compaction import CompactionLost
+from engine.core.model import StagingToken
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.graveler.conftest import GravelerEnv

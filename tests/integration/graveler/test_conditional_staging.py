@@ -16,8 +16,8 @@ from typing import Any
 import grpc
 import pytest
 
-from services.graveler.model import StagingToken
-from services.graveler.staging import GUARD_PREFIX, KEY_PREFIX
+from engine.core.model import StagingToken
+from engine.core.staging import GUARD_PREFIX, KEY_PREFIX
 from silt.errors import Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

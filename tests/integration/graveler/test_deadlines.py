@@ -7,10 +7,10 @@ import threading
 import grpc
 import pytest
 
-from services.graveler.builder import MetaRangeBuilder
-from services.graveler.committed.model import ApplyResult, MetaRangeId
-from services.graveler.deadline import NO_DEADLINE, Deadline
-from services.graveler.model import StagingToken
+from engine.core.builder import MetaRangeBuilder
+from engine.core.committed.model import ApplyResult, MetaRangeId
+from engine.core.deadline import NO_DEADLINE, Deadline
+from engine.core.model import StagingToken
 from silt.errors import DeadlineExceeded
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.integration.graveler.conftest import GravelerEnv

@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 import grpc
 import pytest
 
+from engine.graveler import Graveler, GravelerOptions
+from engine.open import open_graveler
 from services.api.backend import Backend as ApiBackend
 from services.api.context import Context as ApiContext
 from services.api.errors import ApiError
@@ -39,9 +41,7 @@ from services.gateway.operations import multipart
 from services.gateway.operations.common import Context, Response, WriteCondition
 from services.gateway.operations.common import stage_new_bytes as gateway_stage_new_bytes
 from services.gateway.request import Body, Request, parse_query
-from services.graveler.graveler import Graveler, GravelerOptions
 from services.graveler.server import start
-from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import Config, DatabaseConfig, LocalDatabaseConfig, S3GatewayConfig
 from silt.graveler.v1 import graveler_pb2 as api

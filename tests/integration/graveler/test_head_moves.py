@@ -18,8 +18,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from services.graveler.graveler import Graveler, GravelerOptions
-from services.graveler.model import StagingToken
+from engine.core.model import StagingToken
+from engine.graveler import Graveler, GravelerOptions
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store

@@ -11,12 +11,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from services.graveler.events import reading
-from services.graveler.events.manager import HistoryEvents
-from services.graveler.events.retention import RetentionPolicy
-from services.graveler.events.streams import MAX_STREAMS_PER_CALLER, WRITE_TIMEOUT_SECONDS
+from engine.features.events import reading
+from engine.features.events.manager import HistoryEvents
+from engine.features.events.retention import RetentionPolicy
+from engine.features.events.streams import MAX_STREAMS_PER_CALLER, WRITE_TIMEOUT_SECONDS
+from engine.open import open_graveler
 from services.graveler.server import start
-from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api

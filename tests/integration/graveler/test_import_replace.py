@@ -8,11 +8,11 @@ import hashlib
 import random
 from pathlib import Path
 
-from services.graveler.committed.cache import CommittedCache
-from services.graveler.committed.chunking import ChunkingPolicy
-from services.graveler.committed.manager import CommittedManager
-from services.graveler.committed.model import Record
-from services.graveler.committed.replace import Region
+from engine.core.committed.cache import CommittedCache
+from engine.core.committed.chunking import ChunkingPolicy
+from engine.core.committed.manager import CommittedManager
+from engine.core.committed.model import Record
+from engine.core.committed.replace import Region
 from silt.block.local import LocalAdapter
 
 NAMESPACE = "local://replace"

@@ -21,14 +21,14 @@ import pytest
 from click.testing import CliRunner, Result
 from pydantic import SecretStr, ValidationError
 
-from services.graveler.graveler import GravelerOptions
-from services.graveler.imports import manager
-from services.graveler.imports.ingest import IngestJob, IngestResult
-from services.graveler.imports.manager import STALE_SECONDS
-from services.graveler.imports.records import CANCELED, stamp
-from services.graveler.imports.runner import IngestRunner
+from engine.features.imports import manager
+from engine.features.imports.ingest import IngestJob, IngestResult
+from engine.features.imports.manager import STALE_SECONDS
+from engine.features.imports.records import CANCELED, stamp
+from engine.features.imports.runner import IngestRunner
+from engine.graveler import GravelerOptions
+from engine.open import import_prefixes, open_graveler
 from services.graveler.server import start
-from services.graveler.wiring import import_prefixes, open_graveler
 from silt.block.local import LocalAdapter
 from silt.block.s3 import S3Adapter
 from silt.cli.common import State

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import grpc
 import pytest
 
-from services.graveler.graveler import GravelerOptions
+from engine.graveler import GravelerOptions
+from engine.open import open_graveler
 from services.graveler.server import start
-from services.graveler.wiring import open_graveler
 from silt.block import BlockAdapter, open_adapter
 from silt.block.external import ExternalFiles, source_reader
 from silt.config import BlockstoreConfig, DatabaseConfig

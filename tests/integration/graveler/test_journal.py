@@ -12,10 +12,10 @@ from typing import Any
 import grpc
 import pytest
 
-from services.graveler.graveler import Graveler
-from services.graveler.refs import GRAVELER_PARTITION
+from engine.core.refs import GRAVELER_PARTITION
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from services.graveler.server import start
-from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import grpc
 import pytest
 
-from services.graveler.lifecycle import ABORTED_BEFORE_ANSWER, TO_DELETE
-from services.graveler.refs import GRAVELER_PARTITION
+from engine.core.refs import GRAVELER_PARTITION
+from engine.features.lifecycle import ABORTED_BEFORE_ANSWER, TO_DELETE
 from silt import multipart_uploads as uploads
 from silt.errors import Unavailable
 from silt.graveler.v1 import graveler_pb2 as api

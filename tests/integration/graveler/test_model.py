@@ -43,7 +43,7 @@ from hypothesis.stateful import (
 )
 from pydantic import SecretStr
 
-from services.graveler.reads import ReadEngine
+from engine.reads import ReadEngine
 from silt.block.local import LocalAdapter
 from silt.config import Config
 from silt.edge_client import EdgeClient
@@ -446,7 +446,7 @@ class GravelerModel(RuleBasedStateMachine):
 
     @invariant()
     def the_edges_reads_match_the_model(self) -> None:
-        """The reader the edge runs beside graveler (services/graveler/reads.py) sees the same,
+        """The reader the edge runs beside graveler (engine/reads.py) sees the same,
         from its own caches and a read-only store: each branch's staged and committed views as
         listings, and the staged view key by key, where staging tokens and tombstones decide."""
         if not self.heads:

@@ -15,10 +15,10 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler.claims import STALE_AFTER_SECONDS, claim_key
-from services.graveler.graveler import GravelerOptions
+from engine.core.claims import STALE_AFTER_SECONDS, claim_key
+from engine.graveler import GravelerOptions
+from engine.open import open_graveler
 from services.graveler.server import start
-from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc

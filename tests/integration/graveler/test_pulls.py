@@ -483,7 +483,7 @@ def test_callers_cannot_supply_the_reserved_requested_committer(env: GravelerEnv
 def test_a_status_filter_examines_a_bounded_number_of_records_per_call(
     env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from services.graveler import pulls
+    from engine.features import pulls
 
     monkeypatch.setattr(pulls, "MAX_LIST_EXAMINED", 2)
     repo = env.new_repo()

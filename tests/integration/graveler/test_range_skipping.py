@@ -9,11 +9,11 @@ from pathlib import Path
 import grpc
 import pytest
 
-from services.graveler.committed.chunking import ChunkingPolicy
-from services.graveler.committed.model import MetaRangeId
-from services.graveler.graveler import Graveler
+from engine.core.committed.chunking import ChunkingPolicy
+from engine.core.committed.model import MetaRangeId
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from services.graveler.server import start
-from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc

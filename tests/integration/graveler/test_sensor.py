@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
+from engine.core.deadline import NO_DEADLINE
+from engine.open import open_graveler
 from services.compactor.compactor import Compactor
 from services.compactor.server import start as start_compactor
-from services.graveler.deadline import NO_DEADLINE
 from services.graveler.sensor import Sensor, Thresholds, Trigger
-from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.compactor.v1 import compactor_pb2 as capi
 from silt.compactor.v1 import compactor_pb2_grpc as capi_grpc

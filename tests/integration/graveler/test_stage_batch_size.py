@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.entries import STAGE_WRITE_BYTES
-from services.graveler.graveler import Graveler
-from services.graveler.values import entry_value
-from services.graveler.wiring import open_graveler
+from engine.core.deadline import NO_DEADLINE
+from engine.core.entries import STAGE_WRITE_BYTES
+from engine.core.values import entry_value
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import journal_context

@@ -10,12 +10,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from services.graveler.deadline import Deadline
-from services.graveler.entries import MAX_STAGE_ENTRIES, STAGE_WRITE_BYTES
-from services.graveler.graveler import GravelerOptions
-from services.graveler.model import StagingToken
+from engine.core.deadline import Deadline
+from engine.core.entries import MAX_STAGE_ENTRIES, STAGE_WRITE_BYTES
+from engine.core.model import StagingToken
+from engine.graveler import GravelerOptions
+from engine.open import open_graveler
 from services.graveler.servicer import GravelerServicer
-from services.graveler.wiring import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import Aborted
 from silt.graveler.v1 import graveler_pb2 as api

@@ -1,6 +1,6 @@
 """A compare-and-set of a branch record whose outcome the KV store cannot tell (OutcomeUnknown:
 on Cassandra, a Paxos round that timed out, after which another writer changed the record) is
-resolved by graveler from the record itself (services/graveler/updater.py, docs/design/kv.md).
+resolved by graveler from the record itself (engine/core/updater.py, docs/design/kv.md).
 
 A store wrapper makes one chosen conditional write of a branch record end in OutcomeUnknown: after
 applying it or without, and with another writer's change of the branch landing in between or
@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler.graveler import Graveler, GravelerOptions
-from services.graveler.model import StagingToken
-from services.graveler.refs import BranchRecord
+from engine.core.model import StagingToken
+from engine.core.refs import BranchRecord
+from engine.graveler import Graveler, GravelerOptions
 from silt.errors import OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
@@ -239,7 +239,7 @@ def test_a_commit_whose_move_had_an_unknown_outcome_lands_once(
     other = {"commit": another_commit(graveler, repo, "x"), "claim": a_claim(graveler, repo), None: None}[between]
     faulty.arm(moves_head, applied, other)
 
-    with caplog.at_level(logging.WARNING, logger="services.graveler.updater"):
+    with caplog.at_level(logging.WARNING, logger="engine.core.updater"):
         commit = graveler.commit(repo, "main", "ours")
 
     assert faulty.fired == 1

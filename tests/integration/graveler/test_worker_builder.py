@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.builder import ProcessPoolBuilder, worker_cpus
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.model import StagingToken
-from services.graveler.wiring import open_graveler
+from engine.core.builder import ProcessPoolBuilder, worker_cpus
+from engine.core.deadline import NO_DEADLINE
+from engine.core.model import StagingToken
+from engine.open import open_graveler
 from silt.block import open_adapter
 from silt.config import Config, load_config
 from silt.graveler.v1 import model_pb2 as pb

@@ -15,7 +15,7 @@ from typing import Any
 import grpc
 import pytest
 
-from services.graveler.staging import StagingStore
+from engine.core.staging import StagingStore
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from tests.integration.graveler.conftest import GravelerEnv

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.deadline import Deadline
-from services.graveler.graveler import Graveler
-from services.graveler.wiring import open_graveler
+from engine.core.deadline import Deadline
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import DeadlineExceeded, NotFound
 from silt.graveler.v1 import model_pb2 as pb

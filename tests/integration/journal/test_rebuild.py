@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.graveler import Graveler
-from services.graveler.wiring import open_graveler
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import AlreadyExists
 from silt.journal.rebuild import Rebuild, repository_of

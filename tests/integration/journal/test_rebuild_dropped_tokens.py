@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.wiring import open_graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.journal.batch import decode_batch
 from silt.journal.bucket import JournalBucket

@@ -7,8 +7,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.wiring import open_graveler
+from engine.core.deadline import NO_DEADLINE
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.journal.clock import HybridLogicalClock, wall_micros
 from silt.journal.rebuild import Rebuild

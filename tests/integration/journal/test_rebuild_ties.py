@@ -8,10 +8,10 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from services.graveler.model import StagingToken
-from services.graveler.staging import KEY_PREFIX, StagingStore
-from services.graveler.values import Value
-from services.graveler.wiring import open_graveler
+from engine.core.model import StagingToken
+from engine.core.staging import KEY_PREFIX, StagingStore
+from engine.core.values import Value
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.clock import HybridLogicalClock, wall_micros

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.wiring import open_graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import NotFound
 from silt.journal.batch import ShippedRecord, batch_key, decode_batch, encode_batch

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.wiring import open_graveler
+from engine.core.deadline import NO_DEADLINE
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.journal.batch import decode_batch, position
 from silt.journal.bucket import JournalBucket

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.graveler import Graveler
-from services.graveler.wiring import open_graveler
+from engine.core.deadline import NO_DEADLINE
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.batch import decode_batch, position

@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 import pytest
 
-from services.graveler.graveler import Graveler
-from services.graveler.wiring import open_graveler
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import journal_context, note_repository_partition

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.model import StagingToken
-from services.graveler.staging import StagingStore, purge
-from services.graveler.values import Value
+from engine.core.model import StagingToken
+from engine.core.staging import StagingStore, purge
+from engine.core.values import Value
 from silt.journal.clock import CLOCK_OFFSET_ENV, HybridLogicalClock, wall_micros
 from silt.journal.context import journal_context
 from silt.journal.store import JournaledStore

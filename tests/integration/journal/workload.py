@@ -10,8 +10,8 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.graveler import Graveler
+from engine.core.deadline import NO_DEADLINE
+from engine.graveler import Graveler
 from silt.block.adapter import BlockAdapter
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb

@@ -167,7 +167,7 @@ def test_a_conditional_delete_in_doubt_is_applied_when_the_key_is_gone() -> None
 
 
 def test_a_conditional_apply_overtaken_by_another_writer_is_outcome_unknown() -> None:
-    # The type that graveler resolves for branch records (services/graveler/updater.py); still
+    # The type that graveler resolves for branch records (engine/core/updater.py); still
     # an Unavailable for every other caller.
     store, _ = scripted_store([fails(CAS_TIMEOUT), value(b"theirs")])
     with pytest.raises(OutcomeUnknown, match=r"apply .*outcome unknown.*another writer has changed the key") as err:

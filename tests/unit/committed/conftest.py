@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.committed import ChunkingPolicy, CommittedCache, CommittedManager
+from engine.core.committed import ChunkingPolicy, CommittedCache, CommittedManager
 from silt.block.local import LocalAdapter
 from tests.unit.committed.support import MemoryAdapter
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from hypothesis import strategies as st
 
-from services.graveler.committed import (
+from engine.core.committed import (
     ChunkingPolicy,
     CommittedCache,
     CommittedManager,

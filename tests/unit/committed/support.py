@@ -7,7 +7,7 @@ import io
 from datetime import UTC, datetime
 from typing import BinaryIO
 
-from services.graveler.committed import Change, Record
+from engine.core.committed import Change, Record
 from silt.block.adapter import BlockAdapter, ObjectStat, PartInfo, PutResult
 from silt.errors import NotFound
 

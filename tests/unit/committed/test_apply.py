@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.graveler.committed import (
+from engine.core.committed import (
     ApplyResult,
     Change,
     ChangeBatch,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.committed import CommittedCache, CommittedManager, DiskCache, MemoryCache
-from services.graveler.committed.cache import cache_key
+from engine.core.committed import CommittedCache, CommittedManager, DiskCache, MemoryCache
+from engine.core.committed.cache import cache_key
 from silt.block.local import LocalAdapter
 from silt.errors import NotFound
 from tests.unit.committed.conftest import MEM_NAMESPACE, NAMESPACE, SMALL_POLICY

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.graveler.committed import ChunkingPolicy, CommittedCache, CommittedManager, Record
+from engine.core.committed import ChunkingPolicy, CommittedCache, CommittedManager, Record
 from silt.block.local import LocalAdapter
 from silt.errors import InvalidArgument
 from tests.unit.committed.conftest import NAMESPACE, SMALL_POLICY

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.graveler.committed import Change, ChunkingPolicy, CommittedCache, CommittedManager, MetaRangeId, Record
-from services.graveler.committed.diff import REMOVED, Difference, DifferenceRun, DiffWalk, prefix_end
-from services.graveler.committed.store import ObjectStore
+from engine.core.committed import Change, ChunkingPolicy, CommittedCache, CommittedManager, MetaRangeId, Record
+from engine.core.committed.diff import REMOVED, Difference, DifferenceRun, DiffWalk, prefix_end
+from engine.core.committed.store import ObjectStore
 from silt.errors import InvalidArgument, NotFound
 from tests.unit.committed.conftest import MEM_NAMESPACE, SMALL_POLICY
 from tests.unit.committed.models import (

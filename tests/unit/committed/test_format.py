@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from services.graveler.committed import ChunkingPolicy, CommittedCache, CommittedManager, Record
-from services.graveler.committed.ranges import ROW_GROUP_ROWS
+from engine.core.committed import ChunkingPolicy, CommittedCache, CommittedManager, Record
+from engine.core.committed.ranges import ROW_GROUP_ROWS
 from silt.block.local import LocalAdapter
 from tests.unit.committed.conftest import MEM_NAMESPACE, NAMESPACE, SMALL_POLICY
 from tests.unit.committed.support import MemoryAdapter, records
@@ -113,10 +113,10 @@ def test_arrays_from_buffers_write_the_bytes_pa_array_writes() -> None:
     byte for byte what pa.array's arrays gave (empty values and an empty range included)."""
     import io
 
-    from services.graveler.committed.metarange import METARANGE_SCHEMA, encode_metarange
-    from services.graveler.committed.metarange import ROW_GROUP_ROWS as METARANGE_ROWS
-    from services.graveler.committed.model import RangeId, RangeInfo
-    from services.graveler.committed.ranges import RANGE_SCHEMA, encode_range
+    from engine.core.committed.metarange import METARANGE_SCHEMA, encode_metarange
+    from engine.core.committed.metarange import ROW_GROUP_ROWS as METARANGE_ROWS
+    from engine.core.committed.model import RangeId, RangeInfo
+    from engine.core.committed.ranges import RANGE_SCHEMA, encode_range
 
     def written(columns: list[pa.Array], schema: pa.Schema, **options: object) -> bytes:
         sink = io.BytesIO()

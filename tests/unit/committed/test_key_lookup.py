@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from services.graveler.committed import Change, CommittedCache, CommittedManager, MetaRangeId
-from services.graveler.committed import ranges as range_files
-from services.graveler.committed.diff import DiffWalk, key_successor
-from services.graveler.committed.ranges import RANGE_SCHEMA, decode_range, encode_range, identity_in_file
-from services.graveler.committed.store import ObjectStore
+from engine.core.committed import Change, CommittedCache, CommittedManager, MetaRangeId
+from engine.core.committed import ranges as range_files
+from engine.core.committed.diff import DiffWalk, key_successor
+from engine.core.committed.ranges import RANGE_SCHEMA, decode_range, encode_range, identity_in_file
+from engine.core.committed.store import ObjectStore
 from tests.unit.committed.conftest import MEM_NAMESPACE, SMALL_POLICY
 from tests.unit.committed.support import MemoryAdapter, key_of, make_record
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from services.graveler.committed import (
+from engine.core.committed import (
     Change,
     ChunkingPolicy,
     CommittedCache,
@@ -25,15 +25,15 @@ from services.graveler.committed import (
     fail,
     source_wins,
 )
-from services.graveler.committed.globs import (
+from engine.core.committed.globs import (
     MAX_PATH_RULES,
     MAX_PATTERN_BYTES,
     MAX_PATTERN_WILDCARDS,
     MAX_RULES_BYTES,
     GlobSet,
 )
-from services.graveler.committed.merge import MAX_REPORTED_CONFLICTS, glob_regex
-from services.graveler.deadline import Deadline
+from engine.core.committed.merge import MAX_REPORTED_CONFLICTS, glob_regex
+from engine.core.deadline import Deadline
 from silt.errors import DeadlineExceeded, InvalidArgument
 from tests.unit.committed.conftest import MEM_NAMESPACE, SMALL_POLICY
 from tests.unit.committed.models import (

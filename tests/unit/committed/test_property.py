@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.graveler.committed import Change, ChunkingPolicy, CommittedCache, CommittedManager, Record
+from engine.core.committed import Change, ChunkingPolicy, CommittedCache, CommittedManager, Record
 from tests.unit.committed.conftest import MEM_NAMESPACE
 from tests.unit.committed.support import MemoryAdapter, make_record, merged
 

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from services.graveler.committed import CommittedCache, CommittedManager, Record
+from engine.core.committed import CommittedCache, CommittedManager, Record
 from silt.block.local import LocalAdapter
 from silt.errors import InvalidArgument, NotFound
 from tests.unit.committed.conftest import NAMESPACE, SMALL_POLICY

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.graveler.refs import RefManager, RepoHandle, set_tokens
+from engine.core.refs import RefManager, RepoHandle, set_tokens
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.mem import MemStore
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.graveler.builder import worker_cpus
+from engine.core.builder import worker_cpus
 from silt.config import parse_cpu_list
 
 

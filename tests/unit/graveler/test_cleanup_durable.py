@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler import cleanup
-from services.graveler.builder import MetaRangeBuilder
-from services.graveler.cleanup import Cleaner, RetryPacing
-from services.graveler.drop_records import LEGACY_PARTITION, PENDING_PREFIX, record_key
-from services.graveler.graveler import Graveler
-from services.graveler.model import StagingToken
-from services.graveler.refs import set_tokens
-from services.graveler.updater import modify_branch, set_branch_if
-from services.graveler.wiring import open_graveler
+from engine.core import cleanup
+from engine.core.builder import MetaRangeBuilder
+from engine.core.cleanup import Cleaner, RetryPacing
+from engine.core.drop_records import LEGACY_PARTITION, PENDING_PREFIX, record_key
+from engine.core.model import StagingToken
+from engine.core.refs import set_tokens
+from engine.core.updater import modify_branch, set_branch_if
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.errors import PredicateFailed

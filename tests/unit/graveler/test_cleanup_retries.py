@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from services.graveler.cleanup import Cleaner, RetryPacing
-from services.graveler.model import StagingToken
+from engine.core.cleanup import Cleaner, RetryPacing
+from engine.core.model import StagingToken
 
 
 class FlakyBuilder:
@@ -37,7 +37,7 @@ def test_a_failed_drop_is_tried_again_until_it_succeeds(caplog: pytest.LogCaptur
     cleaner = Cleaner(builder, pacing=RetryPacing(first=0.01, longest=0.02))  # type: ignore[arg-type]
     failures_before = counter("silt_graveler_cleanup_failures_total")
     try:
-        with caplog.at_level(logging.WARNING, logger="services.graveler.cleanup"):
+        with caplog.at_level(logging.WARNING, logger="engine.core.cleanup"):
             cleaner.drop_recorded(b"repo", [StagingToken("t1")])
             assert builder.dropped.wait(10)
         assert builder.tries == {"t1": 4}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from services.graveler.iterators import combined, combined_columns, live_columns
-from services.graveler.values import Columns, KeyValue, Value
+from engine.core.iterators import combined, combined_columns, live_columns
+from engine.core.values import Columns, KeyValue, Value
 
 
 def _source(name: str, keys: list[bytes]) -> list[KeyValue]:

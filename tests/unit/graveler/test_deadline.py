@@ -7,8 +7,8 @@ from concurrent.futures import Future
 
 import pytest
 
-from services.graveler.builder import _wait
-from services.graveler.deadline import NO_DEADLINE, Deadline
+from engine.core.builder import _wait
+from engine.core.deadline import NO_DEADLINE, Deadline
 from silt.errors import DeadlineExceeded, Unavailable
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.entries import MAX_DELETE_KEYS, DeleteOutcome
-from services.graveler.graveler import Graveler
-from services.graveler.wiring import open_graveler
+from engine.core.deadline import NO_DEADLINE
+from engine.core.entries import MAX_DELETE_KEYS, DeleteOutcome
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb

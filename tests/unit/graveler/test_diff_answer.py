@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from services.graveler.branching import SummaryPage
-from services.graveler.committed.diff import ADDED, CHANGED, REMOVED, Difference
-from services.graveler.committed.model import Record
+from engine.core.branching import SummaryPage
+from engine.core.committed.diff import ADDED, CHANGED, REMOVED, Difference
+from engine.core.committed.model import Record
+from engine.core.paging import CommonPrefix, Page
 from services.graveler.diff_answer import diff_response, summary_response
-from services.graveler.paging import CommonPrefix, Page
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.graveler import Graveler
-from services.graveler.paging import MAX_PAGE, MAX_PAGE_BYTES, CommonPrefix, paginate
-from services.graveler.validation import MAX_ENTRY_BYTES
-from services.graveler.wiring import open_graveler
+from engine.core.deadline import NO_DEADLINE
+from engine.core.paging import MAX_PAGE, MAX_PAGE_BYTES, CommonPrefix, paginate
+from engine.core.validation import MAX_ENTRY_BYTES
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig
 from silt.errors import InvalidArgument

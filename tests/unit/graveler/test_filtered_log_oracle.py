@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.committed.model import MetaRangeId
-from services.graveler.graveler import Graveler
-from services.graveler.wiring import open_graveler
+from engine.core.committed.model import MetaRangeId
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import NotFound
 from silt.graveler.v1 import model_pb2 as pb

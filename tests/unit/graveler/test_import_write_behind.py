@@ -9,7 +9,7 @@ from typing import Any, BinaryIO
 
 import pytest
 
-from services.graveler.imports.write_behind import WriteBehind
+from engine.features.imports.write_behind import WriteBehind
 from silt.block.adapter import PutResult
 
 

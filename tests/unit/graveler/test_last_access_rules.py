@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.graveler.last_access_rules import (
+from engine.features.last_access_rules import (
     MAX_LAST_ACCESS_RULES,
     MAX_PREFIX_BYTES,
     MAX_PREFIXES_PER_RULE,
@@ -13,7 +13,7 @@ from services.graveler.last_access_rules import (
     rules_of_branch,
     validate_last_access_rules,
 )
-from services.graveler.retention import validate_rules
+from engine.features.retention import validate_rules
 from silt.errors import InvalidArgument
 from silt.graveler.v1 import model_pb2 as pb
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.graveler.entries import StoredListPage
-from services.graveler.list_answer import list_response, varint
+from engine.core.entries import StoredListPage
+from engine.core.list_answer import list_response, varint
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 

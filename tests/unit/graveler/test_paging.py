@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.graveler.paging import (
+from engine.core.paging import (
     MAX_DELIMITER,
     CommonPrefix,
     delimiter_bytes,

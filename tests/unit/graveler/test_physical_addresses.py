@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.addresses import validate_physical_address
-from services.graveler.deadline import NO_DEADLINE
-from services.graveler.graveler import Graveler
-from services.graveler.wiring import open_graveler
+from engine.core.addresses import validate_physical_address
+from engine.core.deadline import NO_DEADLINE
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig
 from silt.errors import FailedPrecondition, InvalidArgument, PermissionDenied

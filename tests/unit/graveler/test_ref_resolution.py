@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.graveler import Graveler
-from services.graveler.refs import Resolved
-from services.graveler.wiring import open_graveler
+from engine.core.refs import Resolved
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.config import DatabaseConfig
 from silt.errors import InvalidArgument, NotFound

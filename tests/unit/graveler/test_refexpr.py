@@ -1,10 +1,10 @@
-"""Parsing ref expressions: ``<base>[@][~N|^N]*`` (services/graveler/refs/expr.py)."""
+"""Parsing ref expressions: ``<base>[@][~N|^N]*`` (engine/core/refs/expr.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.graveler.refs.expr import MIN_COMMIT_PREFIX, RefExpr, looks_like_commit_prefix, parse
+from engine.core.refs.expr import MIN_COMMIT_PREFIX, RefExpr, looks_like_commit_prefix, parse
 from silt.errors import InvalidArgument
 
 

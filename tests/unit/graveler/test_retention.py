@@ -1,4 +1,4 @@
-"""Which commits a GC run treats as expired, and the export through the facade (services/graveler/retention.py)."""
+"""Which commits a GC run treats as expired, and the export through the facade (engine/features/retention.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.graveler.deadline import NO_DEADLINE, Deadline
-from services.graveler.retention import expired_commits, validate_rules
-from services.graveler.wiring import open_graveler
+from engine.core.deadline import NO_DEADLINE, Deadline
+from engine.features.retention import expired_commits, validate_rules
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import DeadlineExceeded, FailedPrecondition, InvalidArgument
 from silt.gc_runs import validate_run_id

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.graveler.model import StagingToken
-from services.graveler.staging import KEY_PREFIX, StagingStore
-from services.graveler.values import TOMBSTONE, Value
+from engine.core.model import StagingToken
+from engine.core.staging import KEY_PREFIX, StagingStore
+from engine.core.values import TOMBSTONE, Value
 from silt.config import DatabaseConfig
 from silt.journal.clock import HybridLogicalClock
 from silt.journal.context import journal_context

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from services.graveler import staging as staging_module
-from services.graveler.model import StagingToken
-from services.graveler.staging import StagingStore
-from services.graveler.values import Value
+from engine.core import staging as staging_module
+from engine.core.model import StagingToken
+from engine.core.staging import StagingStore
+from engine.core.values import Value
 from silt.config import DatabaseConfig
 from silt.kv import open_store
 from silt.kv.store import Condition

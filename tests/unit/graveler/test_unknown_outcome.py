@@ -1,4 +1,4 @@
-"""Resolving a branch update whose outcome the store could not tell (services/graveler/updater.py,
+"""Resolving a branch update whose outcome the store could not tell (engine/core/updater.py,
 set_branch_if) and the walk that finds a moved-to commit in a head's history (history.descends_from).
 The flows on a whole graveler: tests/integration/graveler/test_unknown_outcomes.py."""
 
@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from services.graveler.deadline import Deadline
-from services.graveler.history import descends_from
-from services.graveler.refs import BranchRecord, RefManager, RepoHandle
-from services.graveler.updater import REDO, UNKNOWN_SENDS, UNKNOWN_WALK, BranchUpdater, Raced, set_branch_if
+from engine.core.deadline import Deadline
+from engine.core.history import descends_from
+from engine.core.refs import BranchRecord, RefManager, RepoHandle
+from engine.core.updater import REDO, UNKNOWN_SENDS, UNKNOWN_WALK, BranchUpdater, Raced, set_branch_if
 from silt.errors import OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.mem import MemStore
@@ -154,7 +154,7 @@ def test_without_a_hook_the_unknown_outcome_is_passed_on() -> None:
 def test_applied_is_success_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     store, refs, current = setup()
     store.script = ["applied"]
-    with caplog.at_level(logging.WARNING, logger="services.graveler.updater"):
+    with caplog.at_level(logging.WARNING, logger="engine.core.updater"):
         set_branch_if(refs, REPO, current, changed(current, "t2"), "test", mine("t2"))
     assert refs.get_branch(REPO, "main").branch.staging_token == "t2"
     assert [r.getMessage() for r in caplog.records] == [

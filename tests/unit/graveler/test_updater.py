@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from services.graveler.deadline import Deadline
-from services.graveler.refs import RefManager
-from services.graveler.updater import BranchUpdater, Raced, RetryPolicy
+from engine.core.deadline import Deadline
+from engine.core.refs import RefManager
+from engine.core.updater import BranchUpdater, Raced, RetryPolicy
 from silt.errors import Aborted, DeadlineExceeded
 from silt.kv.mem import MemStore
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from services.graveler.deadline import NO_DEADLINE, Deadline
-from services.graveler.entries import Condition as WriteCondition
-from services.graveler.graveler import Graveler
-from services.graveler.refs import RepoHandle
-from services.graveler.wiring import open_graveler
+from engine.core.deadline import NO_DEADLINE, Deadline
+from engine.core.entries import Condition as WriteCondition
+from engine.core.refs import RepoHandle
+from engine.graveler import Graveler
+from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import FailedPrecondition
 from silt.graveler.v1 import model_pb2 as pb

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.graveler.events.retention import HistoryRetention, RetentionPolicy
-from services.graveler.events.writer import EventWriter
-from services.graveler.refs import RefManager
-from services.graveler.refs.manager import RepoHandle
+from engine.core.refs import RefManager
+from engine.core.refs.manager import RepoHandle
+from engine.features.events.retention import HistoryRetention, RetentionPolicy
+from engine.features.events.writer import EventWriter
 from silt.cli.events import parse_since
 from silt.config import DatabaseConfig
 from silt.errors import InvalidArgument, NotFound

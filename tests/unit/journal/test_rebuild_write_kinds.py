@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.graveler.imports.records import check_import_id
+from engine.features.imports.records import check_import_id
 from silt.journal.envelope import wrap
 from silt.journal.rebuild import _compare_and_set, _stamp_of
 from silt.journal.record import record_key

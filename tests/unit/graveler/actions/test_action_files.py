@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.graveler.actions.files import (
+from engine.actions.files import (
     InvalidActionFile,
     check_unique_names,
     is_action_file,

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from services.graveler.actions.files import InvalidActionFile
-from services.graveler.actions.hook_process import HookProcesses
-from services.graveler.actions.lua import LuaLimits
+from engine.actions.files import InvalidActionFile
+from engine.actions.hook_process import HookProcesses
+from engine.actions.lua import LuaLimits
 from tests.unit.graveler.actions.test_lua_runtime import EVENT, GCBOMB, FakeCalls
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -135,7 +135,7 @@ def test_the_child_holds_no_secret_of_the_server(processes: HookProcesses, monke
 _SERVER = textwrap.dedent(
     """
     import json
-    from services.graveler.actions.hook_process import HookProcesses
+    from engine.actions.hook_process import HookProcesses
     from silt.sandbox.process import is_dumpable
     processes = HookProcesses(spares=0, protect_server=True)
     child = processes._take()

@@ -11,9 +11,9 @@ from typing import Any
 import lupa.lua54 as lupa  # type: ignore[import-untyped]  # lupa ships no type information
 import pytest
 
-from services.graveler.actions.lua import LuaLimits, LuaOutcome, lua_action, run_lua
-from services.graveler.actions.lua import runtime as lua_runtime
-from services.graveler.actions.lua.output import BoundedOutput
+from engine.actions.lua import LuaLimits, LuaOutcome, lua_action, run_lua
+from engine.actions.lua import runtime as lua_runtime
+from engine.actions.lua.output import BoundedOutput
 
 EVENT = {
     "event_type": "pre-merge",
@@ -634,7 +634,7 @@ keep = array({})
 
 _RUN_IN_A_CHILD = """
 import json, sys
-from services.graveler.actions.lua import LuaLimits, run_lua
+from engine.actions.lua import LuaLimits, run_lua
 from tests.unit.graveler.actions.test_lua_runtime import EVENT, FakeCalls
 outcome = run_lua(sys.argv[1], EVENT, {}, FakeCalls(), LuaLimits(timeout_seconds=2.0))
 print(json.dumps({"ok": outcome.ok, "error": outcome.error}))

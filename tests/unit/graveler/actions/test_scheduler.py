@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import threading
 
-from services.graveler.actions.scheduler import FairScheduler
+from engine.actions.scheduler import FairScheduler
 
 
 def test_a_hanging_repository_does_not_delay_another() -> None:

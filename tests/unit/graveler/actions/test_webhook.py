@@ -26,8 +26,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from services.graveler.actions.targets import IPAddress
-from services.graveler.actions.webhook import (
+from engine.actions.targets import IPAddress
+from engine.actions.webhook import (
     DEFAULT_TIMEOUT,
     MASK,
     RESPONSE_BODY_LIMIT,

@@ -1,0 +1,578 @@
+"""Branching: comparing, combining and undoing — diff, merge, revert, cherry-pick and reset.
+
+Everything here works on metaranges through the committed layer, whose walks skip ranges
+with equal ids, so the cost follows the size of the change, not of the repository. Branch
+moves go through the BranchUpdater, like commits: no lock anywhere.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from engine.core.cleanup import Cleaner
+from engine.core.committed.diff import Difference, DifferenceRun
+from engine.core.committed.manager import CommittedManager
+from engine.core.committed.merge import Conflict, Resolver, by_pattern
+from engine.core.committed.model import MetaRangeId
+from engine.core.compaction import CompactedState
+from engine.core.deadline import Deadline
+from engine.core.entries import Entries
+from engine.core.history import find_merge_base
+from engine.core.model import (
+    MERGE_STRATEGIES,
+    REQUESTED_COMMITTER_KEY,
+    RESERVED_METADATA_KEYS,
+    CommitId,
+    DifferenceKind,
+    MergeStrategy,
+    StagingToken,
+)
+from engine.core.paging import (
+    MAX_PAGE,
+    MAX_PAGE_BYTES,
+    CommonPrefix,
+    Page,
+    delimiter_bytes,
+    page_amount,
+    paginate,
+)
+from engine.core.refs import BranchRecord, RefManager, RepoHandle, Resolved, new_commit, set_tokens
+from engine.core.staging import StagingStore, new_token
+from engine.core.updater import REDO, BranchUpdater, Raced, modify_branch
+from engine.core.validation import validate_key
+from silt.errors import FailedPrecondition, InvalidArgument, NotFound
+from silt.graveler.v1 import model_pb2 as pb
+
+# The longest page of diff_summary. Its items are a key, a type and a size, no entries:
+# 100,000 of keys of the usual tens of bytes fit well within MAX_PAGE_BYTES.
+MAX_SUMMARY_PAGE = 100_000
+# What a summary item costs in its answer besides its key: tags, lengths, type and size.
+SUMMARY_ITEM_BYTES = 16
+
+
+class SummaryPage(NamedTuple):
+    """A page of diff_summary: the i-th difference is keys[i], kinds[i] and values[i], the value
+    on the side that has the key (the right one when changed)."""
+
+    keys: list[bytes]
+    kinds: list[DifferenceKind]
+    values: list[bytes]
+    has_more: bool
+
+
+# lakeFS's metadata keys on a cherry-picked commit: the commit it came from, and who made that one.
+CHERRY_PICK_ORIGIN_KEY = "cherry-pick-origin"
+CHERRY_PICK_COMMITTER_KEY = "cherry-pick-committer"
+
+
+@dataclass(frozen=True)
+class CherryPickOverrides:
+    """What a cherry-pick may change of the picked commit."""
+
+    message: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    allow_empty: bool = False
+
+
+@dataclass
+class MergeOutcome:
+    """Either the commit made, or the conflicts that stopped the operation (nothing changed)."""
+
+    commit: pb.Commit | None = None
+    conflicts: list[Conflict] = field(default_factory=list)
+    conflicts_truncated: bool = False  # more conflicts may follow those listed (merge.py)
+
+
+class Plan(NamedTuple):
+    """A three-way merge onto a branch's head, and the commit that records it."""
+
+    base: MetaRangeId
+    source: MetaRangeId
+    dest: MetaRangeId
+    parents: list[CommitId]
+    message: str
+    generation: int
+
+
+def resolver_for(strategy: str, path_strategies: list[tuple[str, MergeStrategy]]) -> Resolver | None:
+    if strategy not in MERGE_STRATEGIES or any(s not in MERGE_STRATEGIES for _, s in path_strategies):
+        raise InvalidArgument(f"merge strategy must be one of {sorted(MERGE_STRATEGIES)}")
+    if not path_strategies and strategy == "fail":
+        return None
+    return by_pattern(path_strategies, strategy)
+
+
+class Branching:
+    def __init__(
+        self,
+        refs: RefManager,
+        staging: StagingStore,
+        committed: CommittedManager,
+        updater: BranchUpdater,
+        entries: Entries,
+        cleaner: Cleaner,
+        state: CompactedState,
+    ) -> None:
+        self._refs = refs
+        self._state = state
+        self._staging = staging
+        self._committed = committed
+        self._updater = updater
+        self._entries = entries
+        self._cleaner = cleaner
+
+    # --- diff --------------------------------------------------------------------------------
+
+    def diff(
+        self,
+        repo: RepoHandle,
+        left_ref: str,
+        right_ref: str,
+        three_dot: bool,
+        prefix: str,
+        delimiter: str,
+        after: str,
+        amount: int,
+    ) -> Page[Difference]:
+        left_mr, right_mr = self._compared(repo, left_ref, right_ref, three_dot)
+        return paginate(
+            lambda start: self._committed.diff(repo.namespace, left_mr, right_mr, start),
+            _difference_key,
+            prefix.encode(),
+            delimiter_bytes(delimiter),
+            after.encode(),
+            page_amount(amount),
+            size_of=_difference_size,
+        )
+
+    def diff_summary(
+        self, repo: RepoHandle, left_ref: str, right_ref: str, three_dot: bool, after: str, amount: int
+    ) -> SummaryPage:
+        """The differences of diff() without prefix or delimiter, as columns, in pages of up to
+        MAX_SUMMARY_PAGE (10,000 when amount is 0) and MAX_PAGE_BYTES: a summary reads every
+        change, and its answer holds no entries, so its pages can be longer."""
+        if amount < 0:
+            raise InvalidArgument(f"amount must not be negative, got {amount}")
+        amount = min(amount or MAX_PAGE, MAX_SUMMARY_PAGE)
+        left_mr, right_mr = self._compared(repo, left_ref, right_ref, three_dot)
+        start = after.encode() + b"\x00" if after else b""
+        page = SummaryPage([], [], [], False)
+        keys, kinds, values = page.keys, page.kinds, page.values
+        budget = MAX_PAGE_BYTES
+        # Stretches of added or removed keys come as runs, taken whole; the rest one by one,
+        # each taken apart as it comes and dropped: a page holding its differences (three
+        # tuples each) would set off the cyclic garbage collector over and over, which costs
+        # more than the walk itself.
+        for item in self._committed.diff_grouped(repo.namespace, left_mr, right_mr, start):
+            if isinstance(item, DifferenceRun):
+                taken = _within(item.keys, amount - len(keys), budget, not keys)
+                budget -= sum(map(len, item.keys[:taken])) + taken * SUMMARY_ITEM_BYTES
+                keys += item.keys[:taken]
+                kinds += [item.kind] * taken
+                values += item.values[:taken]
+                if taken < len(item.keys):
+                    return page._replace(has_more=True)
+                continue
+            key, kind, left, right = item
+            budget -= len(key) + SUMMARY_ITEM_BYTES
+            if len(keys) == amount or (keys and budget < 0):
+                return page._replace(has_more=True)
+            side = right if right is not None else left
+            assert side is not None  # a difference has at least one side
+            keys.append(key)
+            kinds.append(kind)
+            values.append(side.value)
+        return page
+
+    def _compared(
+        self, repo: RepoHandle, left_ref: str, right_ref: str, three_dot: bool
+    ) -> tuple[MetaRangeId, MetaRangeId]:
+        """The metaranges a diff compares: right's against left's, or against the merge base's
+        when three_dot."""
+        left = self._refs.get_commit(repo, self._refs.resolve(repo, left_ref).commit_id)
+        right = self._refs.get_commit(repo, self._refs.resolve(repo, right_ref).commit_id)
+        if three_dot:
+            base_id = self.merge_base_of(repo, CommitId(left.id), CommitId(right.id))
+            left = self._refs.get_commit(repo, base_id)
+        return MetaRangeId(left.metarange_id), MetaRangeId(right.metarange_id)
+
+    def diff_branch(
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        prefix: str,
+        delimiter: str,
+        after: str,
+        amount: int,
+        deadline: Deadline,
+    ) -> Page[Difference]:
+        """The uncommitted changes of a branch: staged values against its head commit."""
+
+        def body(resolved: Resolved) -> Page[Difference]:
+            branch = resolved.branch
+            assert branch is not None  # a plain branch name always resolves with its staging area
+            return paginate(
+                lambda start: self._uncommitted(repo, branch, start),
+                _difference_key,
+                prefix.encode(),
+                delimiter_bytes(delimiter),
+                after.encode(),
+                page_amount(amount),
+                size_of=_difference_size,
+            )
+
+        return self._entries.read(repo, self._plain_branch(repo, branch_name), body, deadline)
+
+    def _uncommitted(self, repo: RepoHandle, branch: BranchRecord, start: bytes = b"") -> Iterator[Difference]:
+        # Staged values, then what a compaction folded in (the compacted metarange against
+        # the head's): both are uncommitted.
+        head = self._state.head_metarange(repo, branch.branch)
+        changes = self._state.pending(repo, branch.branch, branch.tokens, head, start)
+        return self._committed.diff_changes(repo.namespace, head, changes)
+
+    def _plain_branch(self, repo: RepoHandle, name: str) -> str:
+        # A branch name, exactly: an expression like main~1 or main@ has no staging area.
+        self._refs.get_branch(repo, name)
+        return name
+
+    def _require_clean(self, repo: RepoHandle, branch: BranchRecord, what: str) -> None:
+        if next(self._uncommitted(repo, branch), None) is not None:
+            raise FailedPrecondition(
+                f"branch {branch.branch.name!r} has uncommitted changes; commit or reset them before {what}"
+            )
+
+    def merge_base_of(self, repo: RepoHandle, left: CommitId, right: CommitId) -> CommitId:
+        base = find_merge_base(lambda cid: self._refs.get_commit(repo, cid), left, right)
+        if base is None:
+            raise FailedPrecondition(f"commits {left[:12]} and {right[:12]} have no common ancestor")
+        return CommitId(base)
+
+    def find_merge_base(self, repo: RepoHandle, left_ref: str, right_ref: str) -> CommitId:
+        return self.merge_base_of(
+            repo, self._refs.resolve(repo, left_ref).commit_id, self._refs.resolve(repo, right_ref).commit_id
+        )
+
+    # --- merge, revert, cherry-pick -----------------------------------------------------------
+
+    def merge(
+        self,
+        repo: RepoHandle,
+        source_ref: str,
+        destination: str,
+        strategy: MergeStrategy,
+        path_strategies: list[tuple[str, MergeStrategy]],
+        squash: bool,
+        allow_empty: bool,
+        message: str,
+        metadata: dict[str, str],
+        committer: str,
+        deadline: Deadline,
+    ) -> MergeOutcome:
+        resolver = resolver_for(strategy, path_strategies)
+        source_id = self._refs.resolve(repo, source_ref).commit_id
+        source = self._refs.get_commit(repo, source_id)
+
+        def plan(dest: BranchRecord) -> Plan:
+            dest_head = self._refs.get_commit(repo, dest.branch.commit_id)
+            base_id = self.merge_base_of(repo, source_id, CommitId(dest_head.id))
+            if base_id == source_id and not allow_empty:
+                raise FailedPrecondition(f"nothing to merge: {source_ref!r} is already in {destination!r}")
+            base = self._refs.get_commit(repo, base_id)
+            parents = [CommitId(dest_head.id)] if squash else [CommitId(dest_head.id), source_id]
+            generation = max(dest_head.generation, source.generation) + 1
+            text = message or f"Merge {source_ref!r} into {destination!r}"
+            return Plan(
+                MetaRangeId(base.metarange_id),
+                MetaRangeId(source.metarange_id),
+                MetaRangeId(dest_head.metarange_id),
+                parents,
+                text,
+                generation,
+            )
+
+        # A merge records the source's history even when the content ends up unchanged (e.g.
+        # dest-wins on every conflict); "nothing to merge" is decided by ancestry above.
+        return self._combine(repo, destination, "merging", plan, resolver, True, metadata, committer, deadline)
+
+    def revert(
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        ref: str,
+        parent_number: int,
+        message: str,
+        metadata: dict[str, str],
+        committer: str,
+        deadline: Deadline,
+        allow_empty: bool = False,
+    ) -> MergeOutcome:
+        """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
+        target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
+        parent = self._refs.get_commit(repo, _parent_of(target, parent_number))
+
+        def plan(dest: BranchRecord) -> Plan:
+            head = self._refs.get_commit(repo, dest.branch.commit_id)
+            text = message or f"Revert {target.id}"
+            return Plan(
+                MetaRangeId(target.metarange_id),
+                MetaRangeId(parent.metarange_id),
+                MetaRangeId(head.metarange_id),
+                [CommitId(head.id)],
+                text,
+                head.generation + 1,
+            )
+
+        return self._combine(repo, branch_name, "reverting", plan, None, allow_empty, metadata, committer, deadline)
+
+    def cherry_pick(
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        ref: str,
+        parent_number: int,
+        committer: str,
+        deadline: Deadline,
+        pick: CherryPickOverrides | None = None,
+    ) -> MergeOutcome:
+        """Apply a commit's change onto a branch: a three-way merge from its parent to it. The
+        new commit keeps the picked one's message and metadata (unless overridden), says where
+        it came from and who made that, under lakeFS's keys, and is by the picker."""
+        pick = pick or CherryPickOverrides()
+        target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
+        parent = self._refs.get_commit(repo, _parent_of(target, parent_number))
+        # The name the picked commit was made under (the user the REST API named, else its
+        # committer) is recorded; the key that named it is not carried over: the new commit is
+        # the picker's, labelled by the caller's own metadata.
+        original = target.metadata.get(REQUESTED_COMMITTER_KEY) or target.committer
+        kept = {k: v for k, v in target.metadata.items() if k not in RESERVED_METADATA_KEYS}
+        metadata = {
+            **kept,
+            **pick.metadata,
+            CHERRY_PICK_ORIGIN_KEY: target.id,
+            CHERRY_PICK_COMMITTER_KEY: original,
+        }
+        message = pick.message or target.message
+
+        def plan(dest: BranchRecord) -> Plan:
+            head = self._refs.get_commit(repo, dest.branch.commit_id)
+            return Plan(
+                MetaRangeId(parent.metarange_id),
+                MetaRangeId(target.metarange_id),
+                MetaRangeId(head.metarange_id),
+                [CommitId(head.id)],
+                message,
+                head.generation + 1,
+            )
+
+        return self._combine(
+            repo, branch_name, "cherry-picking", plan, None, pick.allow_empty, metadata, committer, deadline
+        )
+
+    def _combine(
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        what: str,
+        plan: Callable[[BranchRecord], Plan],
+        resolver: Resolver | None,
+        allow_empty: bool,
+        metadata: dict[str, str],
+        committer: str,
+        deadline: Deadline,
+    ) -> MergeOutcome:
+        """Three-way merge onto a branch's head, committed and moved with set_if; redone if the branch moved.
+
+        The branch must be clean, but clean is a statement about what its staged values show,
+        not that it has none: copies of committed values that a prefix commit left in its
+        sealed tokens, a staged value equal to the head's, a tombstone for a key the head does
+        not have. Staged values are read before the head, so any of them left in place would
+        hide the new head. So the move drops every token it checked, in the same set_if: the
+        sealed ones as they are (nothing writes to a sealed token and stays there: a writer
+        that finds its token sealed writes again to the new one), and a staging token that
+        holds anything is sealed first (a set_if of its own) and checked again, so that a
+        write racing with the merge lands in a token the move keeps, on top of the new head.
+        """
+        dropped: list[StagingToken] = []
+
+        def attempt(_: int) -> MergeOutcome:
+            dest = self._refs.get_branch(repo, branch_name)
+            self._require_clean(repo, dest, what)
+            if not self._staging.is_empty(StagingToken(dest.branch.staging_token)):
+                self._seal(repo, branch_name, dest)
+                raise Raced
+            planned = plan(dest)
+            result = self._committed.merge(
+                repo.namespace, planned.base, planned.source, planned.dest, resolver, deadline
+            )
+            if not result.succeeded:
+                return MergeOutcome(conflicts=list(result.conflicts), conflicts_truncated=result.conflicts_truncated)
+            assert result.metarange_id is not None
+            if result.metarange_id == planned.dest and not allow_empty:
+                raise FailedPrecondition(f"{what} changes nothing on branch {branch_name!r}")
+            deadline.check(f"{what} onto {branch_name!r}")
+            commit = new_commit(
+                planned.message, dict(metadata), committer, result.metarange_id, planned.parents, planned.generation
+            )
+            self._refs.put_commit(repo, commit)
+
+            def point(branch: pb.Branch) -> None:
+                branch.commit_id = commit.id
+                # The branch was clean: a compacted metarange and the sealed tokens held only
+                # the old head's content.
+                branch.compacted_metarange_id = ""
+                set_tokens(branch, branch.staging_token, [])
+
+            # PredicateFailed: the branch moved (a commit or another merge); the updater
+            # starts over on its new head. An unknown outcome: the commit is in the head's
+            # history (the move applied, finish as it does) or the move did not apply.
+            moved_to = self._updater.moved_to(repo, commit)
+            self._updater.set_if(repo, dest, modify_branch(dest, point), f"{what} onto {branch_name!r}", moved_to)
+            dropped[:] = dest.sealed_tokens
+            return MergeOutcome(commit=commit)
+
+        outcome = self._updater.retry(attempt, f"{what} onto {branch_name!r}", deadline)
+        if dropped:
+            self._cleaner.drop_recorded(repo.partition, dropped)  # recorded with the move (updater.set_branch_if)
+            self._entries.observer.cleared(repo.name, branch_name)
+        return outcome
+
+    def _seal(self, repo: RepoHandle, branch_name: str, current: BranchRecord) -> None:
+        """Seal the staging token of the branch as read (PredicateFailed if it changed since;
+        Raced if its outcome was unknown: the attempt, which reads the branch again and seals
+        what it finds if need be, is run again as after either outcome)."""
+
+        def seal(branch: pb.Branch) -> None:
+            set_tokens(branch, new_token(repo.partition, branch_name), [branch.staging_token, *branch.sealed_tokens])
+
+        self._updater.set_if(repo, current, modify_branch(current, seal), f"sealing {branch_name!r}", REDO)
+
+    # --- reset ---------------------------------------------------------------------------------
+
+    def reset_branch(
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        key: str | None,
+        prefix: str | None,
+        hard_ref: str | None,
+        deadline: Deadline,
+    ) -> pb.Branch:
+        """Drop uncommitted changes: all of them, one key's, a prefix's; or move the branch to a ref."""
+        if key is not None or prefix is not None:
+            under = validate_key(key) if key is not None else (prefix or "").encode()
+            branch = self._refs.get_branch(repo, branch_name)
+            # Oldest token first, as a partial commit's clean-up does: until the newest copy goes,
+            # reads keep answering it, never an older staged value it had overwritten.
+            for token in reversed(branch.tokens):
+                if key is not None:
+                    self._staging.drop_key(token, under)
+                else:
+                    self._staging.drop_under(token, under)
+            if branch.branch.compacted_metarange_id:
+                self._reset_compacted(repo, branch_name, under, key is not None, deadline)
+            return self._refs.get_branch(repo, branch_name).branch
+        target = self._refs.resolve(repo, hard_ref).commit_id if hard_ref else None
+        # Every token of every record the reset was made over: once it applied, the branch holds
+        # a fresh token only, and tokens never come back, so none of them is referenced any more.
+        seen: dict[StagingToken, None] = {}
+        last: list[tuple[BranchRecord, pb.Branch]] = []
+
+        def reset(current: BranchRecord) -> pb.Branch:
+            def change(branch: pb.Branch) -> None:
+                set_tokens(branch, new_token(repo.partition, branch_name), [])
+                branch.compacted_metarange_id = ""
+                if target is not None:
+                    branch.commit_id = target
+
+            seen.update(dict.fromkeys(current.tokens))
+            updated = modify_branch(current, change)
+            last[:] = [(current, updated)]
+            return updated
+
+        def applied(record: BranchRecord) -> bool | None:
+            """Whether the reset whose outcome was unknown applied, by its tokens: the fresh one
+            it gave the branch is there (it applied), or one it removed is (it did not);
+            neither, when later changes replaced them all: cannot tell."""
+            before, after = last[0]
+            if after.staging_token in record.tokens:
+                return True
+            if any(token in record.tokens for token in before.tokens):
+                return False
+            return None
+
+        # A reset of the uncommitted changes made again on the branch as it is now is right
+        # whether or not it applied: it drops what was written since, which raced with it. A
+        # hard reset made again could undo a commit made on top of it: only what its tokens
+        # tell (OutcomeUnknown when they cannot).
+        _, updated = self._updater.update(
+            repo, branch_name, reset, "reset", deadline, REDO if target is None else applied
+        )
+        # The reset's own update recorded the drops of the tokens it removed; any other token seen
+        # was removed, and recorded, by the change it lost a race to (updater.set_branch_if).
+        self._cleaner.drop_recorded(repo.partition, seen)
+        self._entries.observer.cleared(repo.name, branch_name)
+        return updated
+
+    def _reset_compacted(
+        self, repo: RepoHandle, branch_name: str, under: bytes, exact: bool, deadline: Deadline
+    ) -> None:
+        """Give the compacted metarange the head's values at one key or under a prefix."""
+
+        def reset(current: BranchRecord) -> pb.Branch:
+            branch = current.branch
+            if not branch.compacted_metarange_id:
+                return branch
+            head = self._state.head_metarange(repo, branch)
+            compacted = MetaRangeId(branch.compacted_metarange_id)
+            changes = self._state.restoring(repo.namespace, head, compacted, under)
+            if exact:
+                changes = (c for c in changes if c.key == under)
+            result = self._committed.apply(repo.namespace, compacted, changes)
+            return modify_branch(
+                current,
+                lambda b: setattr(
+                    b, "compacted_metarange_id", "" if result.metarange_id == head else result.metarange_id
+                ),
+            )
+
+        # Made again on the branch as it is now, it gives the compaction the head's values there
+        # again: right whether or not it applied (what was compacted in since raced with it).
+        self._updater.update(repo, branch_name, reset, "reset", deadline, REDO)
+
+
+def _within(keys: list[bytes], room: int, budget: int, first: bool) -> int:
+    """How many of keys, at most room, fit in the budget (bytes) left on a summary page; the
+    page's first item always does (first: the page is empty), as in paginate."""
+    taken = min(len(keys), room)
+    if taken and sum(map(len, keys[:taken])) + taken * SUMMARY_ITEM_BYTES > budget:
+        ends = list(itertools.accumulate(len(key) + SUMMARY_ITEM_BYTES for key in keys[:taken]))
+        taken = max(bisect.bisect_right(ends, budget), 1 if first else 0)
+    return taken
+
+
+def _parent_of(commit: pb.Commit, parent_number: int) -> CommitId:
+    if not commit.parents:
+        raise FailedPrecondition(f"commit {commit.id[:12]} has no parent")
+    if len(commit.parents) > 1 and parent_number == 0:
+        raise InvalidArgument(f"commit {commit.id[:12]} is a merge commit: choose a parent number (1-based)")
+    number = parent_number or 1
+    if not 1 <= number <= len(commit.parents):
+        raise NotFound(f"commit {commit.id[:12]} has no parent number {number}", what="commit")
+    return CommitId(commit.parents[number - 1])
+
+
+def _difference_key(difference: Difference) -> bytes:
+    return difference.key
+
+
+def _difference_size(difference: Difference) -> int:
+    # Called once per item of a page (up to 10,000): no generator or tuple per call.
+    key, _, left, right = difference
+    return len(key) + (0 if left is None else len(left.value)) + (0 if right is None else len(right.value))
+
+
+__all__ = ["Branching", "CommonPrefix", "MergeOutcome"]

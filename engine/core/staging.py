@@ -1,0 +1,399 @@
+"""Staged writes: one KV partition per staging token (docs/design/kv.md).
+
+Keys ``key/<object key>`` hold the staged values, written and deleted only by plain writes
+stamped with the journal's logical clock (unconditional and conditional writes alike), each
+stamped after what it replaces or deletes and after the partition's deletion mark
+``deleted-at`` (silt/journal/store.py, observe_staged); each deletion also stamps the key's own
+mark ``deleted-at/key/<object key>``, against which a guard's write is judged. Keys ``guard/<object key>`` are the
+conditional writers' guards, written and deleted only by compare-and-set: on Cassandra a key
+written both ways is unsafe (a plain write and a Paxos ballot are not ordered on one cell), so
+conditional writers exclude each other on the guard and then write the value plainly
+(docs/design/lockfree-staging.md, conditional writer flow). Every scan of staged values reads
+the ``key/`` prefix only, so guards never show in listings or commits.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from itertools import takewhile
+
+from engine.core.model import StagingToken
+from engine.core.values import Columns, KeyValue, Value
+from silt.errors import NotFound
+from silt.graveler.v1 import model_pb2 as pb
+from silt.journal import envelope
+from silt.journal.record import STAGED_DELETED_AT, is_journal_key, parse_record_key, staged_key_deleted_at
+from silt.journal.store import JournaledStore, journaled, raw_store
+from silt.kv import Store
+from silt.kv.conditional import delete_current
+from silt.kv.store import SCAN_CHUNK, Predicate, scan_prefix
+
+KEY_PREFIX = b"key/"
+GUARD_PREFIX = b"guard/"
+# A guard's value: the logical timestamp of the write it admitted, then the staged value.
+_GUARD_TIMESTAMP = struct.Struct(">Q")
+# A staged value's first bytes as stored: its precedence field (StagedValue.precedence, tag 15
+# varint), written before every other field. Two writes of a key at one stamp are a blind write
+# that never saw the value a conditional write judged (its writer's clock behind that value's
+# stamp) and the conditional write stamped one past it: the blind one landed after the
+# judgement and must win. Every store keeps the larger value at equal stamps (Cassandra's rule),
+# and the larger is the blind write's. Protobuf reads fields in any order: no slicing.
+_CONDITIONAL = b"\x78\x01"
+_BLIND = b"\x78\x02"
+# Staged keys deleted by one KV write when many go.
+_DELETE_CHUNK = 100
+# Bytes of keys one journaled deletion of staged keys carries, each key counted four times (its
+# delete, its own deletion mark, and both again in the journal row): long object keys make
+# fewer per write, under Cassandra's batch size limit.
+_DELETE_KEY_BYTES = 4 * 1024
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What a conditional writer read of one key in one token: the staged value (None: nothing
+    staged; a tombstone is a value), the predicate of the key's guard (None: no guard), and the
+    newest stamp the judgement rests on (the value's or the partition's deletion mark's; -1:
+    neither; None: a value written before stamps, whose write time no stamp orders)."""
+
+    value: Value | None
+    guard: Predicate | None
+    judged_at: int | None = -1
+
+    def judging(self, stamp: int) -> Staged:
+        """This read, its judgement also resting on a value stamped stamp (found in a sealed
+        token: the conditional write must be stamped past it too)."""
+        if self.judged_at is None or stamp <= self.judged_at:
+            return self
+        return replace(self, judged_at=stamp)
+
+
+def new_token(repo_partition: bytes, branch: str) -> StagingToken:
+    # Names the repository and branch so an operator can tell whose partition it is.
+    return StagingToken(f"{repo_partition.decode()}_{branch}_{uuid.uuid4().hex}")
+
+
+class StagingStore:
+    def __init__(self, kv: Store) -> None:
+        # Journaled (graveler's store is already): staged values carry their logical timestamp.
+        self.kv: JournaledStore = journaled(kv)
+
+    def set(
+        self,
+        token: StagingToken,
+        key: bytes,
+        value: Value,
+        before_write: Callable[[], None] | None = None,
+        *,
+        at: int | None = None,
+        past: Sequence[StagingToken] = (),
+    ) -> int:
+        """Stage value blindly; the write's stamp. before_write is called once the stamp is
+        chosen, right before the write (JournaledStore.apply): a deadline checked there never
+        lets a write land stamped after the check.
+
+        The stamp passes every stamp of key found in token and in past (the branch's sealed
+        tokens, which a conditional writer judges when token has nothing for the key, stamping
+        itself one past what it found there: a blind write it did not see must still win).
+        at: the stamp an earlier attempt of this very write chose (written again into the
+        branch's new token after a commit or compaction sealed the one it went to): the same
+        write at the same time, never a later one, which would hide what writers ordered after
+        the first attempt wrote meanwhile."""
+        return self._write_blind(token, [(key, value)], before_write, at, past)
+
+    def set_many(
+        self,
+        token: StagingToken,
+        values: Sequence[tuple[bytes, Value]],
+        before_write: Callable[[], None] | None = None,
+        *,
+        at: int | None = None,
+        past: Sequence[StagingToken] = (),
+    ) -> int:
+        """set for each (key, value), in one atomic write at one stamp: every value is staged or none."""
+        return self._write_blind(token, values, before_write, at, past)
+
+    def _write_blind(
+        self,
+        token: StagingToken,
+        values: Sequence[tuple[bytes, Value]],
+        before_write: Callable[[], None] | None,
+        at: int | None,
+        past: Sequence[StagingToken],
+    ) -> int:
+        partition = token.encode()
+        rows = [(KEY_PREFIX + key, _encode(value, _BLIND)) for key, value in values]
+        if at is None:
+            keys = [key for key, _ in rows]
+            for sealed in past:
+                self.kv.observe_staged(sealed.encode(), keys)
+            self.kv.observe_staged(partition, keys)
+            at = self.kv.clock.now()
+        self.kv.apply(partition, rows, timestamp=at, before_write=before_write)
+        return at
+
+    def read_for_write(self, token: StagingToken, key: bytes) -> Staged:
+        """The staged value of key in token as a conditional write must judge it, and its guard.
+
+        A guard admitting a write newer than the staged value means its writer has not written
+        yet, or died before it could: the write is finished here, with the writer's value at
+        the writer's logical timestamp, so it lands exactly as the writer's own would (same
+        bytes, same write time; a later write of the key still wins) and is the value judged.
+        """
+        partition = token.encode()
+        # The value before the guard: deleters of staged keys remove the guard first (drop_key,
+        # drop_under, drop), so a value found deleted is never brought back from a guard read
+        # before the deletion.
+        # With the partition's deletion mark, so that this write's timestamp passes a deletion.
+        # With the key's own deletion mark: the guard may have outlived a deletion of the key
+        # (deleted first, then this guard's writer admitted on it), the writer's value stamped
+        # before the deletion and so hidden by it; such a write is older than what the key holds
+        # (nothing) and is not finished again.
+        found = self.kv.observe_staged(partition, [KEY_PREFIX + key, staged_key_deleted_at(KEY_PREFIX + key)])
+        stored = found.get(KEY_PREFIX + key)
+        value: Value | None = None
+        written_at = -1
+        legacy = False
+        if stored is not None:
+            written_at, data = envelope.unwrap(stored)
+            legacy = data is stored
+            value = _decode(data)
+        deleted = found.get(staged_key_deleted_at(KEY_PREFIX + key))
+        if deleted is not None:
+            written_at = max(written_at, envelope.unwrap(deleted)[0])
+        # The judgement rests on the value or the key's deletion, whichever is newer (not on the
+        # partition's mark, which other keys' deletions move: a blind write of this key that
+        # the condition never saw must still be stamped past this write).
+        judged_at = written_at
+        try:
+            guard = self.kv.get(partition, GUARD_PREFIX + key)
+        except NotFound:
+            return Staged(value, None, None if legacy else judged_at)
+        admitted_at, admitted = _decode_guard(guard.value)
+        self.kv.clock.observe(admitted_at)
+        if admitted_at > judged_at:
+            self.kv.apply(partition, [(KEY_PREFIX + key, _encode(admitted, _CONDITIONAL))], timestamp=admitted_at)
+            value, judged_at, legacy = admitted, admitted_at, False
+        return Staged(value, guard.predicate, None if legacy else judged_at)
+
+    def set_if(
+        self,
+        token: StagingToken,
+        key: bytes,
+        value: Value,
+        read: Staged,
+        before_write: Callable[[], None] | None = None,
+    ) -> None:
+        """Stage value only if no conditional writer of key in token got in since read
+        (PredicateFailed otherwise): a compare-and-set of the key's guard, admitting this write
+        at a logical timestamp just past what was judged, then the value written plainly at
+        that timestamp.
+
+        Just past, not now: the write supersedes the value judged, and nothing else. A blind
+        write of the key stamps itself at least two past every stamp it read (observe_staged),
+        so one that landed after this judgement, which the condition never saw, is stamped past
+        this write whatever the clocks and wins over it: the conditional write is then ordered
+        before it, as its judgement was. One that landed before the judgement was judged. A
+        writer that dies between the two steps leaves its write to the next conditional writer
+        of the key (read_for_write). before_write is called once the timestamp is chosen, before
+        the guard is written (as for set)."""
+        partition = token.encode()
+        # A value from before stamps was written at the coordinator's time, which no logical
+        # stamp orders: a write over it takes the clock's time, as every write did then.
+        at = self.kv.clock.now() if read.judged_at is None else max(read.judged_at + 1, 1)
+        if before_write is not None:
+            before_write()
+        self.kv.set_if(partition, GUARD_PREFIX + key, _encode_guard(at, value), read.guard)
+        self.kv.apply(partition, [(KEY_PREFIX + key, _encode(value, _CONDITIONAL))], timestamp=at)
+
+    def newest_sealed(self, tokens: Sequence[StagingToken], key: bytes) -> tuple[Value | None, int]:
+        """The value of key in the first of tokens (sealed, newest first) that has one, with its
+        stamp read with it (-1: none found, or written before stamps); the clock passes it."""
+        for token in tokens:
+            stored = self.kv.observe_staged(token.encode(), [KEY_PREFIX + key]).get(KEY_PREFIX + key)
+            if stored is not None:
+                written_at, data = envelope.unwrap(stored)
+                return _decode(data), (-1 if data is stored else written_at)
+        return None, -1
+
+    def get(self, token: StagingToken, key: bytes) -> Value | None:
+        try:
+            data = self.kv.get(token.encode(), KEY_PREFIX + key).value
+        except NotFound:
+            return None
+        return _decode(data)
+
+    def scan(self, token: StagingToken, start: bytes = b"") -> Iterator[KeyValue]:
+        """Staged values of token from key start on, in key order (tombstones included)."""
+        # One message parsed into again and again, no calls: commits and compactions walk
+        # every staged value through this loop.
+        record = pb.StagedValue()
+        skip = len(KEY_PREFIX)
+        for entry in self.kv.scan(token.encode(), KEY_PREFIX + start):
+            key = entry.key
+            if not key.startswith(KEY_PREFIX):
+                return
+            record.ParseFromString(entry.value)
+            yield KeyValue(key[skip:], Value(record.identity, record.data, record.tombstone))
+
+    def scan_columns(self, token: StagingToken, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Columns]:
+        """scan's values as Columns of consecutive ones, none empty, of at most size."""
+        # The hot loop of every listing and commit: one pass per value takes it out of its
+        # journal envelope (as the journaled store's reads do: the clock observes the newest
+        # timestamp before any value is handed out) and parses it into one message used again
+        # and again, each field appended to its column (no object per value). The store
+        # underneath is scanned directly: staged keys sort after every journal row.
+        record = pb.StagedValue()
+        parse = record.ParseFromString
+        skip = len(KEY_PREFIX)
+        magic, header, timestamp_of = envelope.MAGIC, envelope.HEADER_SIZE, envelope.TIMESTAMP.unpack_from
+        magic_size = len(magic)
+        observe = self.kv.clock.observe
+        for chunk in raw_store(self.kv).scan_chunks(token.encode(), KEY_PREFIX + start, size):
+            # Keys come sorted from KEY_PREFIX on: they all start with it when the last does.
+            last = chunk[-1][0].startswith(KEY_PREFIX)
+            if not last:
+                chunk = list(takewhile(lambda pair: pair[0].startswith(KEY_PREFIX), chunk))
+                if not chunk:
+                    return
+            identities: list[bytes] = []
+            data: list[bytes] = []
+            tombstones: list[bool] = []
+            add_identity, add_data, add_tombstone = identities.append, data.append, tombstones.append
+            newest = 0
+            for _, stored in chunk:
+                if stored.startswith(magic) and len(stored) >= header:
+                    timestamp = timestamp_of(stored, magic_size)[0]
+                    if timestamp > newest:
+                        newest = timestamp
+                    parse(stored[header:])
+                else:
+                    parse(stored)  # written before journaling: timestamp 0
+                add_identity(record.identity)
+                add_data(record.data)
+                add_tombstone(record.tombstone)
+            observe(newest)
+            yield Columns([pair[0][skip:] for pair in chunk], identities, data, tombstones)
+            if not last:
+                return
+
+    def drop_key(self, token: StagingToken, key: bytes) -> None:
+        """Delete key's staged value and guard from token. The guard goes first, by
+        compare-and-set as it is written: a conditional writer reads the value before the guard,
+        so it never finishes, from a guard read before the deletion, a write deleted since."""
+        delete_current(self.kv, token.encode(), GUARD_PREFIX + key)
+        self.kv.delete(token.encode(), KEY_PREFIX + key)
+
+    def drop_under(self, token: StagingToken, prefix: bytes) -> None:
+        """drop_key of every staged key of token under prefix (all guards first)."""
+        partition = token.encode()
+        for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX + prefix)):
+            delete_current(self.kv, partition, guard.key)
+        chunk: list[bytes] = []
+        size = 0
+        for key in self.keys_under(token, prefix):
+            staged = KEY_PREFIX + key
+            if chunk and (len(chunk) >= _DELETE_CHUNK or size + len(staged) > _DELETE_KEY_BYTES):
+                self.kv.apply(partition, [], chunk)
+                chunk, size = [], 0
+            chunk.append(staged)
+            size += len(staged)
+        if chunk:
+            self.kv.apply(partition, [], chunk)
+
+    def drop(self, token: StagingToken, pace: float = 0.0) -> None:
+        """Delete the staged values and guards of an unreachable token, unjournaled (the KV interface has
+        no drop-partition), and leave its journal rows to the shipper.
+
+        Only called once the branch update that made the token unreachable (commit, reset,
+        branch deletion) is itself journaled, so replaying that update makes the deletions
+        irrelevant; the token's journal rows still record every acknowledged write, and the
+        shipper (which finds dropped tokens through the branch records it ships) moves them
+        to the bucket and then deletes them, emptying the partition (docs/design/journal.md).
+        pace > 0 rests as long as each burst of deletes took, a burst lasting about pace
+        seconds: on the embedded driver every delete takes the database's write lock, and a
+        tight loop of them makes staging writes queue behind it for tens of milliseconds.
+        """
+        raw = raw_store(self.kv)
+        partition = token.encode()
+        # Guards before values, as drop_key; by compare-and-set, as they are written.
+        for guard in list(scan_prefix(raw, partition, GUARD_PREFIX)):
+            delete_current(raw, partition, guard.key)
+        # Values are written at their logical timestamps, which may be ahead of any clock here or
+        # on Cassandra's coordinator: each list of them is deleted at a write time past all of
+        # their stamps, or the deletes would be no-ops. The deletion marks (the partition's and
+        # every key's own, sorted together) go last, the same way.
+        burst_started = time.perf_counter()
+        for prefix in (KEY_PREFIX, STAGED_DELETED_AT):
+            for chunk in raw.scan_chunks(partition, prefix, _DELETE_CHUNK):
+                ours = next((i for i, (key, _) in enumerate(chunk) if not key.startswith(prefix)), len(chunk))
+                rows = chunk[:ours]
+                if pace <= 0:
+                    if rows:
+                        self._delete_past(raw, partition, [key for key, _ in rows], [stored for _, stored in rows])
+                else:
+                    # One key a write, so that no write holds the embedded driver's lock for long.
+                    for key, stored in rows:
+                        self._delete_past(raw, partition, [key], [stored])
+                        spent = time.perf_counter() - burst_started
+                        if spent >= pace:
+                            time.sleep(spent)
+                            burst_started = time.perf_counter()
+                if len(rows) < len(chunk):
+                    break
+
+    def _delete_past(self, raw: Store, partition: bytes, keys: list[bytes], stored: list[bytes]) -> None:
+        """Delete keys, unjournaled, at a write time after every stamp in stored (their values)."""
+        observe = self.kv.clock.observe
+        for value in stored:
+            observe(envelope.unwrap(value)[0])
+        raw.apply(partition, [], keys, timestamp=self.kv.clock.now())
+
+    def keys_under(self, token: StagingToken, prefix: bytes) -> Iterator[bytes]:
+        """Staged keys of token under prefix (tombstones included), in key order."""
+        for kv in self.scan(token, prefix):
+            if not kv.key.startswith(prefix):
+                return
+            yield kv.key
+
+    def is_empty(self, token: StagingToken) -> bool:
+        return next(iter(self.kv.scan(token.encode(), KEY_PREFIX)), None) is None
+
+
+def purge(kv: Store, partition: bytes) -> None:
+    """Delete every row left in the partition of a token nothing reaches any more (a deleted
+    repository's), unjournaled: guards by compare-and-set, as they are written; every other row
+    at a write time past its stamp (its envelope's, or a journal row's from its key), since a
+    row written at a logical timestamp ahead of this clock would survive a delete stamped by it."""
+    raw, clock = raw_store(kv), journaled(kv).clock
+    keys: list[bytes] = []
+    for key, stored in [(entry.key, entry.value) for entry in raw.scan(partition)]:
+        if key.startswith(GUARD_PREFIX):
+            delete_current(raw, partition, key)
+            continue
+        clock.observe(parse_record_key(key)[0] if is_journal_key(key) else envelope.unwrap(stored)[0])
+        keys.append(key)
+    for start in range(0, len(keys), _DELETE_CHUNK):
+        raw.apply(partition, [], keys[start : start + _DELETE_CHUNK], timestamp=clock.now())
+
+
+def _encode(value: Value, precedence: bytes) -> bytes:
+    record = pb.StagedValue(identity=value.identity, data=value.data, tombstone=value.tombstone)
+    return precedence + record.SerializeToString()
+
+
+def _decode(data: bytes) -> Value:
+    record = pb.StagedValue()
+    record.ParseFromString(data)
+    return Value(record.identity, record.data, record.tombstone)
+
+
+def _encode_guard(at: int, value: Value) -> bytes:
+    return _GUARD_TIMESTAMP.pack(at) + _encode(value, _CONDITIONAL)
+
+
+def _decode_guard(data: bytes) -> tuple[int, Value]:
+    return _GUARD_TIMESTAMP.unpack_from(data)[0], _decode(data[_GUARD_TIMESTAMP.size :])

@@ -1,0 +1,85 @@
+"""Graveler's reader flow for a process beside graveler: the edge answers HEAD, GET and LIST
+from the KV store and the committed ranges itself, without a call to graveler for each.
+
+It is the engine's own reader (Entries.read: a consistent view of the ref, read again while a
+branch changes under it; docs/design/lockfree-staging.md) over a KV store opened for reading
+only, so what it answers is what graveler would: every cache it keeps is of immutable data
+(commits, ranges, metaranges) or re-checked against a fresh read of the branch record, as
+graveler's replicas already require of each other. Writes and ref changes still go through
+graveler. The methods take and answer graveler's own request and response messages, so that an
+edge serves a read either way with the same code around it.
+
+The edge composes it (edge/app.py); the gateway and the REST API see only the EntryReads
+protocol of silt/edge_client.py.
+"""
+
+from __future__ import annotations
+
+import time
+
+from engine.core.committed.manager import CommittedManager
+from engine.core.compaction import CompactedState, NoObserver
+from engine.core.deadline import Clock, Deadline
+from engine.core.entries import Entries
+from engine.core.list_answer import list_response
+from engine.core.refs import RefManager
+from engine.core.staging import StagingStore
+from engine.core.updater import BranchUpdater, RetryPolicy
+from engine.core.validation import validate_key
+from silt.config import Config, DatabaseConfig
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.kv.store import Store
+
+# A read may start from a branch record this young; it is always re-checked against a fresh one.
+BRANCH_CACHE_SECONDS = 0.05
+
+
+class ReadEngine:
+    """StatEntry and ListEntries as graveler answers them, in this process."""
+
+    def __init__(
+        self,
+        kv: Store,
+        committed: CommittedManager,
+        branch_cache_seconds: float = BRANCH_CACHE_SECONDS,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self._clock = clock
+        self._kv = kv
+        self.refs = RefManager(kv, branch_cache_seconds, clock)
+        staging = StagingStore(kv)
+        updater = BranchUpdater(self.refs, RetryPolicy())
+        compacted = CompactedState(self.refs, staging, committed)
+        self.entries = Entries(self.refs, staging, committed, updater, compacted, NoObserver())
+
+    def StatEntry(self, request: api.StatEntryRequest, *, timeout: float) -> api.EntryInfo:
+        validate_key(request.key)
+        deadline = Deadline.after(timeout, self._clock)
+        repo = self.refs.repository(request.repository, deadline)
+        return api.EntryInfo(key=request.key, entry=self.entries.stat(repo, request.ref, request.key, deadline))
+
+    def ListEntries(self, request: api.ListEntriesRequest, *, timeout: float) -> api.ListEntriesResponse:
+        deadline = Deadline.after(timeout, self._clock)
+        repo = self.refs.repository(request.repository, deadline)
+        page = self.entries.list_stored(
+            repo, request.ref, request.prefix, request.delimiter, request.after, request.amount, deadline
+        )
+        return list_response(page)
+
+    def close(self) -> None:
+        self._kv.close()
+
+
+def reads_database(config: Config) -> DatabaseConfig | None:
+    """Graveler's KV as an edge reads it, or None where another process cannot (the `mem` driver
+    lives in graveler's memory). On Cassandra: graveler's keyspace (gateways.s3.graveler_keyspace, by
+    default the edge's own) with the edge's own login, which holds SELECT there and nothing more in a
+    deployment with a login per service; the schema is graveler's."""
+    database = config.database
+    if database.type == "mem":
+        return None
+    if database.type == "cassandra":
+        keyspace = config.gateways.s3.graveler_keyspace or database.cassandra.keyspace
+        cassandra = database.cassandra.model_copy(update={"keyspace": keyspace, "create_schema": False})
+        return database.model_copy(update={"cassandra": cassandra})
+    return database
