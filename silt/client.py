@@ -194,7 +194,7 @@ class TLSView:
 class ClientView:
     """What a client reads from a validated configuration (Config or ClientConfig): where it
     dials each service, the gateway's URL, region and CA, TLS file paths. Plain values, no
-    secret: the `silt` CLI caches it (silt/cli/config_cache.py) and starts without pydantic."""
+    secret: the `silt` CLI caches it (cli/config_cache.py) and starts without pydantic."""
 
     graveler: str
     auth: str

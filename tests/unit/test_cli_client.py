@@ -9,9 +9,9 @@ import grpc
 import pytest
 from click.testing import CliRunner
 
-from silt.cli.common import State
-from silt.cli.main import cli
-from silt.cli.run import _hint_data_dir
+from cli.common import State
+from cli.main import cli
+from cli.run import _hint_data_dir
 from silt.client import (
     EXIT_CONFLICT,
     EXIT_DENIED,

@@ -21,6 +21,8 @@ import pytest
 from click.testing import CliRunner, Result
 from pydantic import SecretStr, ValidationError
 
+from cli.common import State
+from cli.main import cli
 from services.graveler.graveler import GravelerOptions
 from services.graveler.imports import manager
 from services.graveler.imports.ingest import IngestJob, IngestResult
@@ -31,8 +33,6 @@ from services.graveler.server import start
 from services.graveler.wiring import import_prefixes, open_graveler
 from silt.block.local import LocalAdapter
 from silt.block.s3 import S3Adapter
-from silt.cli.common import State
-from silt.cli.main import cli
 from silt.client import Client, Settings
 from silt.config import Config, DatabaseConfig, LocalDatabaseConfig
 from silt.errors import ConfigError

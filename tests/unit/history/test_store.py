@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from cli.events import parse_since
 from services.graveler.events.retention import HistoryRetention, RetentionPolicy
 from services.graveler.events.writer import EventWriter
 from services.graveler.refs import RefManager
 from services.graveler.refs.manager import RepoHandle
-from silt.cli.events import parse_since
 from silt.config import DatabaseConfig
 from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev

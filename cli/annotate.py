@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from silt.cli.common import client, json_option, output, table, when
+from cli.common import client, json_option, output, table, when
 from silt.client import EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 

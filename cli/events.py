@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import click
 import grpc
 
-from silt.cli.common import client, json_option, state
+from cli.common import client, json_option, state
 from silt.client import EXIT_USAGE, ClientError, error_of_rpc, parse_uri
 from silt.graveler.v1 import events_pb2 as ev
 from silt.history.codec import source_name, to_json, type_name

@@ -28,12 +28,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import silt
 from silt.client import ClientView, TLSView
 
 FORMAT = 1
 FILE_NAME = "client-config.json"
 MAX_ENTRIES = 8  # configurations (stacks, environments) a user switches between
 _SECRET_WORDS = ("SECRET", "PASSWORD")
+# The configuration's rules and defaults (silt/config.py), found without importing it (pydantic).
+CONFIG_RULES = Path(silt.__file__).resolve().parent / "config.py"
 
 
 def cache_path() -> Path:
@@ -56,7 +59,7 @@ def cache_key(path: str | None, env: dict[str, str] | os._Environ[str] | None = 
             digest.update(json.dumps(["file", str(resolved), hashlib.sha256(content).hexdigest()]).encode())
         else:
             digest.update(b'["defaults"]')
-        rules = os.stat(Path(__file__).resolve().parents[1] / "config.py")
+        rules = os.stat(CONFIG_RULES)
     except OSError:
         return None
     variables = sorted(

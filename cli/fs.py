@@ -1,7 +1,7 @@
 """`silt fs`: objects. Listing, stat and rm are graveler calls. Bytes go through presigned URLs
 when the server hands them out (straight to and from the object store, with no storage
 credentials: the URL is the credential), else through the S3 gateway (boto3); --no-presign
-always takes the gateway (silt/cli/transfer.py)."""
+always takes the gateway (cli/transfer.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
-from silt.cli.common import as_dict, client, done, human_size, json_option, on_branch, output, table, when
-from silt.cli.presign import presign
-from silt.cli.transfer import TRANSFER_THREADS, mover, presign_option, progress_option, run_transfers
+from cli.common import as_dict, client, done, human_size, json_option, on_branch, output, table, when
+from cli.presign import presign
+from cli.transfer import TRANSFER_THREADS, mover, presign_option, progress_option, run_transfers
 from silt.client import EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 

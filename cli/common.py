@@ -17,7 +17,7 @@ from silt.errors import ConfigError, SiltError
 
 # Every `silt` invocation imports this module, `silt --version` and completion included: what
 # only some commands need (gRPC, protobuf, pydantic's configuration models) is imported where used;
-# a client's configuration is read from its cache (silt/cli/config_cache.py), without pydantic.
+# a client's configuration is read from its cache (cli/config_cache.py), without pydantic.
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
     from google.protobuf.message import Message
@@ -38,7 +38,7 @@ class State:
     auth: str | None = None
     s3_endpoint: str | None = None
     _client: Client | None = field(default=None, repr=False)
-    # The REST API's client (silt/cli/presign.py), made on first use: one per invocation, so
+    # The REST API's client (cli/presign.py), made on first use: one per invocation, so
     # what it learns from the server (does it presign?) is asked once.
     rest_api: Any = field(default=None, repr=False)
 
@@ -59,10 +59,10 @@ class State:
 
     def client(self) -> Client:
         if self._client is None:
-            from silt.cli.config_cache import client_view
+            from cli.config_cache import client_view
             from silt.client import Client, find_config_path, resolve_settings
 
-            # Validated once per change of the file or SILT_* variables (silt/cli/config_cache.py).
+            # Validated once per change of the file or SILT_* variables (cli/config_cache.py).
             view = client_view(find_config_path(self.config_path))
             settings = resolve_settings(view, self.graveler, self.auth, self.s3_endpoint)
             self._client = Client(settings)

@@ -3,7 +3,7 @@ until it expires. It is the REST API's presigned address (stat with presign), so
 store's own URL on S3, and the edge's signed one on local disk, as lakeFS clients get it.
 
 RestApi is also what `silt fs` and `silt local` move bytes with when the server presigns
-(silt/cli/transfer.py): lakeFS's REST API on the gateway's endpoint, with the CLI's credentials.
+(cli/transfer.py): lakeFS's REST API on the gateway's endpoint, with the CLI's credentials.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import click
 
-from silt.cli.common import client, json_option, output, state
+from cli.common import client, json_option, output, state
 from silt.client import EXIT_DENIED, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE, ClientError, parse_uri
 
 _EXIT_OF_STATUS = {400: EXIT_USAGE, 401: EXIT_DENIED, 403: EXIT_DENIED, 404: EXIT_NOT_FOUND}

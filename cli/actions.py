@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from silt.cli.common import client, json_option, output, table
+from cli.common import client, json_option, output, table
 from silt.client import ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

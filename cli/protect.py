@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import click
 
-from silt.cli.common import client, done, json_option, output, table
+from cli.common import client, done, json_option, output, table
 from silt.client import EXIT_CONFLICT, EXIT_NOT_FOUND, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from silt.cli.common import output
+from cli.common import output
 from silt.client import EXIT_UNAVAILABLE, ClientError
 from silt.config import Config
 from silt.errors import InvalidArgument, NotFound, SiltError

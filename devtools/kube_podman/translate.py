@@ -4,7 +4,7 @@ podman 4.3 plays Pods, Deployments, ConfigMaps and PVCs only, one replica each, 
 DNS, no API server and no kubelet probes. This module rewrites, without running anything:
 
 - Services -> a bridge network with fixed pod IPs; a ClusterIP Service gets an address of its own,
-  served by a front pod (silt/kube_podman/service_front.py: kube-proxy's part, each Service port
+  served by a front pod (devtools/kube_podman/service_front.py: kube-proxy's part, each Service port
   listened on once and spread over the selected pods that are ready), a headless one names its
   pods directly; every Service's DNS names (and each StatefulSet pod's own name under its
   headless Service) are hostAliases in every pod;
@@ -47,7 +47,7 @@ SKIPPED_KINDS = {
     "NetworkPolicy": "podman's bridge network has no policy engine: every pod reaches every other",
     "PodDisruptionBudget": "no voluntary evictions without a scheduler",
     "HorizontalPodAutoscaler": "no metrics server; replicas stay as declared",
-    "CronJob": "no scheduler: `python -m silt.kube_podman cronjob NAME` runs its Job once",
+    "CronJob": "no scheduler: `python -m devtools.kube_podman cronjob NAME` runs its Job once",
     "ServiceAccount": "no API server; the setup Job's token comes from the stand-in API",
     "Role": "enforced by the stand-in API for the setup Job's Secrets",
     "RoleBinding": "enforced by the stand-in API for the setup Job's Secrets",
@@ -351,7 +351,7 @@ def _front(service: Doc, ip: str, chosen: list[tuple[str, str, Doc]], *, stack: 
     container = {
         "name": "front",
         "image": image,
-        "command": ["python", "-m", "silt.kube_podman.service_front", config],
+        "command": ["python", "-m", "devtools.kube_podman.service_front", config],
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,

@@ -26,7 +26,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from silt.cli.common import human_size
+from cli.common import human_size
 
 INTERVAL_ENV = "SILT_PROGRESS_INTERVAL_SECONDS"
 DEFAULT_INTERVAL_SECONDS = 5.0

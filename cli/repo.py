@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from silt.cli.common import as_dict, client, done, json_option, output, table, when
+from cli.common import as_dict, client, done, json_option, output, table, when
 from silt.client import paged, strip_scheme
 from silt.graveler.v1 import graveler_pb2 as api
 
@@ -41,7 +41,7 @@ def create(repository: str, storage_namespace: str | None, default_branch: str, 
     g = client().graveler
     if sample:
         # The sample is written by the REST API (the same as the web UI's), imported only here.
-        from silt.cli.presign import rest_api
+        from cli.presign import rest_api
 
         rest_api().create_repository(name, storage_namespace, default_branch, sample=True)
         info = g.GetRepository(api.GetRepositoryRequest(name=name))

@@ -10,8 +10,8 @@ import time
 
 import click
 
+from cli.common import done, json_option, output, state
 from silt.block import open_adapter
-from silt.cli.common import done, json_option, output, state
 from silt.config import Config
 from silt.errors import ConfigError
 from silt.journal.mac import journal_key

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from silt.cli.common import as_dict, client, human_size, output, state, table
+from cli.common import as_dict, client, human_size, output, state, table
 from silt.client import ClientError, strip_scheme
 from silt.errors import InvalidArgument
 from silt.gc_grace import DEFAULT_GRACE, MIN_GRACE_SECONDS, check_grace, parse_grace

@@ -15,64 +15,64 @@ from typing import TYPE_CHECKING
 
 import click
 
-from silt.cli.common import SiltGroup, State, json_option
+from cli.common import SiltGroup, State, json_option
 
 if TYPE_CHECKING:
     from silt.config import Config
 
 # name -> ("module:attribute", the first line of its help, as `silt --help` shows it).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "actions": ("silt.cli.actions:actions", "Hooks' runs (lakectl's actions)."),
+    "actions": ("cli.actions:actions", "Hooks' runs (lakectl's actions)."),
     "admin": (
-        "silt.cli.admin:admin",
+        "cli.admin:admin",
         "Operator commands on the KV store and the object store (configuration file, no services).",
     ),
     "annotate": (
-        "silt.cli.annotate:annotate",
+        "cli.annotate:annotate",
         "Each object under PATH with the last commit that changed it (lakectl's annotate).",
     ),
-    "auth": ("silt.cli.iam:auth", "Users, groups, policies and credentials."),
-    "branch": ("silt.cli.branch:branch", "Branches."),
-    "branch-protect": ("silt.cli.protect:branch_protect", "Branch protection rules (lakectl's branch-protect)."),
+    "auth": ("cli.iam:auth", "Users, groups, policies and credentials."),
+    "branch": ("cli.branch:branch", "Branches."),
+    "branch-protect": ("cli.protect:branch_protect", "Branch protection rules (lakectl's branch-protect)."),
     "commit": (
-        "silt.cli.history:commit",
+        "cli.history:commit",
         "Commit a branch's uncommitted changes (only those under PREFIX when given).",
     ),
     "diff": (
-        "silt.cli.history:diff",
+        "cli.history:diff",
         "Differences between two refs, or a branch's uncommitted changes when only LEFT is given.",
     ),
-    "doctor": ("silt.cli.doctor:doctor", "Check credentials and connectivity to auth, graveler and the S3 gateway."),
+    "doctor": ("cli.doctor:doctor", "Check credentials and connectivity to auth, graveler and the S3 gateway."),
     "events": (
-        "silt.cli.events:events",
+        "cli.events:events",
         "A branch's history events: reads, writes and deletes through S3 and the REST API,"
         " and commits, merges, reverts, cherry-picks, resets, branch and tag changes.",
     ),
-    "fs": ("silt.cli.fs:fs", "Objects in a repository: silt://REPO/REF/PATH."),
-    "gc": ("silt.cli.gc:gc", "Garbage collection: retention rules and runs."),
+    "fs": ("cli.fs:fs", "Objects in a repository: silt://REPO/REF/PATH."),
+    "gc": ("cli.gc:gc", "Garbage collection: retention rules and runs."),
     "import": (
-        "silt.cli.imports:import_",
+        "cli.imports:import_",
         "Import objects in place, zero-copy: entries naming them where they are, committed as one commit.",
     ),
     "local": (
-        "silt.cli.local:local",
+        "cli.local:local",
         "Local checkouts of a path of a ref, as lakectl's `local` (a `.lakefs_ref.yaml` in each).",
     ),
     "log": (
-        "silt.cli.history:log",
+        "cli.history:log",
         "History of a ref, newest first (only commits that touched PATH, a key or prefix, when given).",
     ),
     "merge": (
-        "silt.cli.history:merge",
+        "cli.history:merge",
         "Merge SOURCE into the branch DESTINATION; conflicts are listed and exit with code 5.",
     ),
-    "repo": ("silt.cli.repo:repo", "Repositories."),
+    "repo": ("cli.repo:repo", "Repositories."),
     "run": (
-        "silt.cli.run:run",
+        "cli.run:run",
         "Start auth, graveler and the S3 gateway locally; restart what crashes; stop on Ctrl-C.",
     ),
-    "show": ("silt.cli.history:show_commit", "The commit a ref resolves to."),
-    "tag": ("silt.cli.branch:tag", "Tags: immutable names for commits."),
+    "show": ("cli.history:show_commit", "The commit a ref resolves to."),
+    "tag": ("cli.branch:tag", "Tags: immutable names for commits."),
 }
 
 
@@ -131,7 +131,7 @@ def config_check(ctx: click.Context) -> None:
 @click.pass_context
 def check(ctx: click.Context) -> None:
     """Validate the configuration and reach the KV store and the object store; creates nothing."""
-    from silt.cli.stack_check import run_check
+    from cli.stack_check import run_check
     from silt.client import find_config_path
     from silt.config import load_config
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import click
 
-from silt.cli.common import client
-from silt.cli.presign import RestApi, http_error, rest_api
-from silt.cli.progress import TransferProgress
+from cli.common import client
+from cli.presign import RestApi, http_error, rest_api
+from cli.progress import TransferProgress
 from silt.client import EXIT_DENIED, EXIT_NOT_FOUND, EXIT_UNAVAILABLE, ClientError
 
 TRANSFER_THREADS = 8

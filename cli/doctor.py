@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from cli.common import client, json_option, output, table
 from silt.auth.v1 import auth_pb2 as aapi
-from silt.cli.common import client, json_option, output, table
 from silt.client import EXIT_DENIED, EXIT_UNAVAILABLE, Client, ClientError
 from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.rpc.channels import ClientTLS
@@ -77,7 +77,7 @@ def _exit_code(codes: list[int]) -> int:
 def _blockstore_config() -> tuple[Config, str] | None:
     """The services' configuration, if this machine has one (else the store is not checked here:
     the services' health above includes their own view of it)."""
-    from silt.cli.common import state
+    from cli.common import state
     from silt.client import find_config_path
     from silt.config import load_config
 
@@ -91,8 +91,8 @@ def _blockstore_config() -> tuple[Config, str] | None:
 
 
 def _blockstore(config: Config) -> str:
+    from cli.stack_check import probe_blockstore
     from silt.block import open_adapter
-    from silt.cli.stack_check import probe_blockstore
     from silt.errors import SiltError
 
     try:

@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
+from cli.common import as_dict, client, done, json_option, output, table, when
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import model_pb2 as pb
-from silt.cli.common import as_dict, client, done, json_option, output, table, when
 from silt.client import EXIT_USAGE, ClientError, paged
 from silt.spark import S3AEndpoint, builder_lines, spark_defaults_conf, spark_settings
 

@@ -1,7 +1,7 @@
 """A Kubernetes Service's address for `make k8s-up`: what kube-proxy does for a ClusterIP, as
 one process in a pod of its own (on the `silt` image, whose Python this is).
 
-    python -m silt.kube_podman.service_front SPEC
+    python -m devtools.kube_podman.service_front SPEC
 
 SPEC is JSON: {"service": NAME, "ports": [{"port": P, "backends": [[IP, PORT], ...]}, ...],
 "pods": [{"ip": IP, "probes": [[PROBE, CONTAINER_PORTS], ...]}, ...]}. Each port is listened on
@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any
 
-from silt.kube_podman.probes import passes
+from devtools.kube_podman.probes import passes
 
 CONNECT_TIMEOUT_S = 2.0
 # A pod not ready is probed this often, faster than the manifests' periods, so that one the

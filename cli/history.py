@@ -6,7 +6,7 @@ import json
 
 import click
 
-from silt.cli.common import as_dict, client, json_option, on_branch, output, state, table, when
+from cli.common import as_dict, client, json_option, on_branch, output, state, table, when
 from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, is_uri, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 

@@ -1,8 +1,8 @@
 """`make k8s-up` / `make k8s-down`: the dev overlay, rendered, run with `podman kube play`.
 
-    python -m silt.kube_podman up [--max-replicas N] [--workdir DIR]
-    python -m silt.kube_podman down [--workdir DIR]
-    python -m silt.kube_podman cronjob NAME [--workdir DIR]   (one run of a CronJob's Job)
+    python -m devtools.kube_podman up [--max-replicas N] [--workdir DIR]
+    python -m devtools.kube_podman down [--workdir DIR]
+    python -m devtools.kube_podman cronjob NAME [--workdir DIR]   (one run of a CronJob's Job)
 
 up builds the stand-in images (scripts/images/standins.sh), removes what an earlier run left,
 creates the network and the Secrets, then plays one front pod per ClusterIP Service (its
@@ -35,10 +35,10 @@ from urllib.parse import urlsplit
 import boto3
 import yaml
 
+from devtools.kube_podman.kube_api import KubeApiStandIn, patchable_secrets
+from devtools.kube_podman.probes import passes
+from devtools.kube_podman.translate import STACK_LABEL, Doc, Plan, PodPlan, decoded_secret, plan, secret_payload
 from silt.errors import FailedPrecondition, SiltError, Unavailable
-from silt.kube_podman.kube_api import KubeApiStandIn, patchable_secrets
-from silt.kube_podman.probes import passes
-from silt.kube_podman.translate import STACK_LABEL, Doc, Plan, PodPlan, decoded_secret, plan, secret_payload
 
 T = TypeVar("T")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -350,7 +350,7 @@ def cronjob(workdir: Path, name: str, max_replicas: int | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m silt.kube_podman", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m devtools.kube_podman", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["up", "down", "cronjob"])
     parser.add_argument("name", nargs="?", help="cronjob: the CronJob to run once")
     parser.add_argument("--workdir", type=Path, default=REPO_ROOT / "build" / "k8s-podman")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import click
 
-from silt.cli.common import client, done, human_size, json_option, on_branch, output, state, table
-from silt.cli.history import _metadata
-from silt.cli.local_index import (
+from cli.common import client, done, human_size, json_option, on_branch, output, state, table
+from cli.history import _metadata
+from cli.local_index import (
     ADDED,
     MODIFIED,
     MTIME_META,
@@ -31,7 +31,7 @@ from silt.cli.local_index import (
     scan,
     write_source,
 )
-from silt.cli.transfer import Job, mover, presign_option, progress_option, run_transfers
+from cli.transfer import Job, mover, presign_option, progress_option, run_transfers
 from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, paged, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

@@ -16,9 +16,9 @@ import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from silt.cli.common import as_dict, client, json_option, on_branch, output, state
-from silt.cli.history import _metadata
-from silt.cli.progress import _duration, _interval
+from cli.common import as_dict, client, json_option, on_branch, output, state
+from cli.history import _metadata
+from cli.progress import _duration, _interval
 from silt.client import EXIT_FAILURE, EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 
