@@ -15,7 +15,7 @@ import grpc
 from cli.common import client, json_option, state
 from silt.client import EXIT_USAGE, ClientError, error_of_rpc, parse_uri
 from silt.graveler.v1 import events_pb2 as ev
-from silt.history.codec import source_name, to_json, type_name
+from silt.history_events.codec import source_name, to_json, type_name
 
 _DURATION = re.compile(r"(\d+)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -1,7 +1,7 @@
 """`silt gc`: retention rules, garbage-collection runs (jobs/gc) and last-access expiry
 runs (jobs/retention) on Spark.
 
-Changing rules and running GC are administration, not writing (silt/actions.py): setting and
+Changing rules and running GC are administration, not writing (silt/iam_actions.py): setting and
 deleting rules need SetGCRules and DeleteGCRules, a run needs PrepareGC and ReadRepo, and so
 does an expiry run. The Admins preset holds them all; the user svc-gc, which auth setup
 creates for scheduled runs, holds only what a run needs. Showing rules needs ReadRepo.

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Awaitable, Callable
 
 from silt.graveler.v1 import events_pb2 as ev
-from silt.history.queue import MAX_BATCH, EventQueue
+from silt.history_events.queue import MAX_BATCH, EventQueue
 from silt.telemetry import metrics
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from silt.errors import NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import model_pb2 as pb
-from silt.history import layout
+from silt.history_events import layout
 from silt.kv.store import Store, scan_prefix
 
 GRAVELER_PARTITION = b"graveler"

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from silt.graveler.v1 import events_pb2 as ev
-from silt.history.flush import FLUSH_INTERVAL_SECONDS, SEND_TIMEOUT_SECONDS, run_async_flusher
-from silt.history.queue import EventQueue
+from silt.history_events.flush import FLUSH_INTERVAL_SECONDS, SEND_TIMEOUT_SECONDS, run_async_flusher
+from silt.history_events.queue import EventQueue
 
 
 class EventEmitter:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from silt.actions import READ_USER, RECORD_EVENTS, USERS
 from silt.errors import SiltError
 from silt.graveler.v1 import events_pb2 as ev
+from silt.iam_actions import READ_USER, RECORD_EVENTS, USERS
 from silt.rpc.interceptor import current_principal
 
 # (action, resource) -> whether the current caller holds it
