@@ -79,7 +79,7 @@ RUN { test -f services/ui/static/dist/index.html \
        done \
     && /opt/silt/bin/pip install --no-deps --no-build-isolation --root /opt/silt-root . \
     && cp -a /opt/silt-root/opt/silt/. /opt/silt/ \
-    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, uvloop, grpc, cryptography.hazmat.bindings._rust, yaml._yaml, boto3, azure.storage.blob, azure.identity, google.cloud.storage, google.oauth2.service_account, google.auth.crypt._cryptography_rsa, silt.block.azure, silt.block.gcs, cli.main, rich.progress, rich.table, rich.live; duckdb.sql('select 42').fetchall(); boto3.client('s3', region_name='us-east-1')" \
+    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, uvloop, grpc, cryptography.hazmat.bindings._rust, yaml._yaml, boto3, azure.storage.blob, azure.identity, google.cloud.storage, google.oauth2.service_account, google.auth.crypt._cryptography_rsa, silt.block.azure, silt.block.gcs, cli.main, devtools.kube_podman.service_front, rich.progress, rich.table, rich.live; duckdb.sql('select 42').fetchall(); boto3.client('s3', region_name='us-east-1')" \
     && test -f /opt/silt-root/opt/silt/lib/python3.11/site-packages/services/ui/static/dist/index.html
 
 # --- runtime: the venv only, as a non-root user (image silt) --------------------------------

@@ -6,17 +6,9 @@ from typing import Any
 
 import click
 
-from cli.common import client, json_option, output, table
-from silt.client import ClientError, parse_uri
+from cli.common import client, json_option, output, repository_argument, table
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-
-
-def _repository(uri: str) -> str:
-    repo, ref, path = parse_uri(uri, need_ref=False)
-    if ref or path:
-        raise ClientError(f"expected silt://<repository> (or lakefs://<repository>), got {uri!r}", 2)
-    return repo
 
 
 def _when(run_or_hook: Any, field: str) -> str:
@@ -60,7 +52,7 @@ def runs() -> None:
 @json_option
 def runs_list(uri: str, branch: str, commit: str, amount: int, after: str) -> None:
     """The runs of a repository's hooks, newest first."""
-    repo = _repository(uri)
+    repo = repository_argument(uri)
     found: list[pb.ActionRun] = []
     more = True
     while more and len(found) < amount:
@@ -99,7 +91,7 @@ def runs_list(uri: str, branch: str, commit: str, amount: int, after: str) -> No
 @json_option
 def runs_describe(uri: str, run_id: str) -> None:
     """One run: its hooks, their status and their output."""
-    repo = _repository(uri)
+    repo = repository_argument(uri)
     run = client().graveler.GetActionRun(api.GetActionRunRequest(repository=repo, run_id=run_id))
     hooks = [
         {

@@ -260,6 +260,22 @@ def output(data: Any, human: Callable[[], None]) -> None:
         human()
 
 
+def repository_argument(uri: str) -> str:
+    """The repository a command's `silt://REPO` argument names (lakectl's `lakefs://REPO`, or a
+    bare name); a ref or path after it is a usage error, not a name the server would refuse."""
+    from silt.client import EXIT_USAGE, ClientError, parse_uri
+
+    repo, ref, path = parse_uri(uri, need_ref=False)
+    if ref or path:
+        raise ClientError(f"expected silt://<repository> (or lakefs://<repository>), got {uri!r}", EXIT_USAGE)
+    return repo
+
+
+def directory_prefix(path: str) -> str:
+    """path as the prefix of the objects below it: ending in "/" (the empty path: every object)."""
+    return path if not path or path.endswith("/") else path + "/"
+
+
 @contextmanager
 def on_branch(repo: str, name: str) -> Iterator[None]:
     """Around a call that needs a branch: when name is a tag instead, say so, not "not found"."""

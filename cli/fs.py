@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from cli.common import as_dict, client, done, human_size, json_option, on_branch, output, table, when
+from cli.common import as_dict, client, directory_prefix, done, human_size, json_option, on_branch, output, table, when
 from cli.presign import presign
 from cli.transfer import TRANSFER_THREADS, mover, presign_option, progress_option, run_transfers
 from silt.client import EXIT_USAGE, ClientError, parse_uri
@@ -30,9 +30,8 @@ def fs() -> None:
 @json_option
 def ls(uri: str, recursive: bool) -> None:
     """Objects and directories under a prefix."""
-    repo, ref, prefix = parse_uri(uri)
-    if prefix and not prefix.endswith("/"):
-        prefix += "/"
+    repo, ref, path = parse_uri(uri)
+    prefix = directory_prefix(path)
     items = list(client().entries(repo, ref, prefix, "" if recursive else "/"))
 
     def human() -> None:
@@ -84,7 +83,7 @@ def rm(uri: str, recursive: bool) -> None:
             c.graveler.DeleteEntry(api.DeleteEntryRequest(repository=repo, branch=branch, key=path))
         done(f"Removed {path}", removed=[path])
         return
-    prefix = path if not path or path.endswith("/") else path + "/"
+    prefix = directory_prefix(path)
     keys = [item.key for item in c.entries(repo, branch, prefix)]
 
     def delete(key: str) -> None:
@@ -122,7 +121,7 @@ def upload(
     if source.is_dir():
         if not recursive:
             raise ClientError(f"{source} is a directory: use --recursive", EXIT_USAGE)
-        prefix = path if not path or path.endswith("/") else path + "/"
+        prefix = directory_prefix(path)
         files = sorted(p for p in source.rglob("*") if p.is_file())
         pairs = [(f, prefix + f.relative_to(source).as_posix()) for f in files]
     else:
@@ -160,7 +159,7 @@ def download(uri: str, destination: Path, recursive: bool, quiet: bool, presign:
     repo, ref, path = parse_uri(uri)
     c = client()
     if recursive:
-        prefix = path if not path or path.endswith("/") else path + "/"
+        prefix = directory_prefix(path)
         items = [i for i in c.entries(repo, ref, prefix) if not i.common_prefix]
         pairs = [(i.key, destination / i.key[len(prefix) :], i.entry.size) for i in items]
     else:

@@ -18,8 +18,8 @@ from typing import Any
 
 import click
 
-from cli.common import as_dict, client, human_size, output, state, table
-from silt.client import ClientError, strip_scheme
+from cli.common import as_dict, client, human_size, output, repository_argument, state, table
+from silt.client import ClientError
 from silt.errors import InvalidArgument
 from silt.gc_grace import DEFAULT_GRACE, MIN_GRACE_SECONDS, check_grace, parse_grace
 from silt.graveler.v1 import graveler_pb2 as api
@@ -40,10 +40,6 @@ def gc() -> None:
 @gc.group()
 def rules() -> None:
     """Retention rules of a repository."""
-
-
-def _repo_name(uri: str) -> str:
-    return strip_scheme(uri).strip("/")
 
 
 def _last_access_rules(texts: tuple[str, ...]) -> list[pb.LastAccessRule]:
@@ -84,7 +80,7 @@ def rules_set(repository: str, default_days: int, branches: tuple[str, ...], las
     overrides = dict(_branch_rule(b) for b in branches)
     expiring = _last_access_rules(last_access)
     request = api.SetGCRulesRequest(
-        repository=_repo_name(repository),
+        repository=repository_argument(repository),
         rules=pb.GCRules(
             default_retention_days=default_days, branch_retention_days=overrides, last_access_rules=expiring
         ),
@@ -100,7 +96,8 @@ def rules_set(repository: str, default_days: int, branches: tuple[str, ...], las
 @click.argument("repository")
 def rules_show(repository: str) -> None:
     """REPOSITORY's retention rules."""
-    info = client().graveler.GetGCRules(api.GetGCRulesRequest(repository=_repo_name(repository)))
+    request = api.GetGCRulesRequest(repository=repository_argument(repository))
+    info = client().graveler.GetGCRules(request)
 
     def human() -> None:
         if not info.is_set:
@@ -123,7 +120,7 @@ def rules_show(repository: str) -> None:
 @click.argument("repository")
 def rules_delete(repository: str) -> None:
     """Remove REPOSITORY's retention rules; GC then refuses to run on it (needs DeleteGCRules)."""
-    name = _repo_name(repository)
+    name = repository_argument(repository)
     client().graveler.DeleteGCRules(api.DeleteGCRulesRequest(repository=name))
     click.echo(f"GC rules of {name} deleted")
 
@@ -153,7 +150,7 @@ def run(
         check_grace(parse_grace(grace), unsafe_short_grace=unsafe_short_grace)
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), param_hint="--grace") from None
-    args = [_repo_name(repository), "--master", master, "--grace", grace]
+    args = [repository_argument(repository), "--master", master, "--grace", grace]
     args += ["--unsafe-short-grace"] if unsafe_short_grace else []
     args += ["--dry-run"] if dry_run else []
     args += ["--sweep-only", sweep_only] if sweep_only else []
@@ -193,7 +190,7 @@ def expire(repository: str, branch: str, dry_run: bool, master: str, batch_size:
     branch in commits by the system user; `silt gc run` then frees their bytes. Needs
     PrepareGC on REPOSITORY: an administrator, or the svc-gc user's key.
     """
-    args = [_repo_name(repository), branch, "--master", master, "--batch-size", str(batch_size)]
+    args = [repository_argument(repository), branch, "--master", master, "--batch-size", str(batch_size)]
     args += ["--dry-run"] if dry_run else []
     settings = state()
     args += ["--config", settings.config_path] if settings.config_path else []

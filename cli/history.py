@@ -7,7 +7,7 @@ import json
 import click
 
 from cli.common import as_dict, client, json_option, on_branch, output, state, table, when
-from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, is_uri, parse_uri
+from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, is_uri, paged, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 
 _DIFF_SIGN = {
@@ -163,14 +163,7 @@ def diff(left: str, right: str | None, three_dot: bool, delimiter: str) -> None:
                 )
             )
 
-    items: list[api.DiffItem] = []
-    after = ""
-    while True:
-        resp = fetch(after)
-        items += resp.items
-        if not resp.has_more or not resp.items:
-            break
-        after = resp.items[-1].key
+    items: list[api.DiffItem] = list(paged(fetch, "items", lambda item: item.key))
 
     def human() -> None:
         if not items:

@@ -19,8 +19,11 @@ from silt.spark import S3AEndpoint, builder_lines, spark_defaults_conf, spark_se
 _EFFECTS = {"allow": pb.EFFECT_ALLOW, "deny": pb.EFFECT_DENY}
 
 
-def _all(call: Callable[[str], Any], items: str, key: Callable[[Any], str]) -> list[Any]:
-    return list(paged(call, items, key))
+def _all(call: str, items: str, key: Callable[[Any], str] = lambda r: str(r.id), **fields: Any) -> list[Any]:
+    """Every record auth's list call answers (e.g. "ListGroupMembers" with group_id=...), all its
+    pages: the records under the field items, paged after key(last record)."""
+    stub, request = getattr(client().auth, call), getattr(api, f"{call}Request")
+    return list(paged(lambda after: stub(request(after=after, **fields)), items, key))
 
 
 _description_option = click.option("--description", default="", help="Free text shown by list and show.")
@@ -29,10 +32,6 @@ _description_option = click.option("--description", default="", help="Free text 
 def _created(kind: str, record: Any) -> None:
     """Answer a created user, group or policy: its record, or a line naming it."""
     output(as_dict(record), lambda: click.echo(f"{kind} {record.id} created"))
-
-
-def _id_of(record: Any) -> str:
-    return str(record.id)
 
 
 def _show_ids(kind: str, items: list[Any]) -> None:
@@ -69,7 +68,7 @@ def _entity_commands(group: click.Group, kind: str, plural: str, create_help: st
     @group.command("list", help=f"Every {kind}'s id.")
     @json_option
     def list_entities() -> None:
-        _show_ids(kind, _all(lambda after: _call(plural.capitalize(), "List", after=after), plural, _id_of))
+        _show_ids(kind, _all(f"List{plural.capitalize()}", plural))
 
     @group.command("delete", help=delete_help)
     @click.argument("entity_id", metavar=metavar)
@@ -114,18 +113,9 @@ _entity_commands(
 @json_option
 def user_show(user_id: str) -> None:
     """A user with its groups and effective policies."""
-    a = client().auth
-    user = a.GetUser(api.GetUserRequest(id=user_id))
-    groups = _all(
-        lambda after: a.ListUserGroups(api.ListUserGroupsRequest(user_id=user_id, after=after)),
-        "groups",
-        lambda g: g.id,
-    )
-    policies = _all(
-        lambda after: a.ListUserPolicies(api.ListUserPoliciesRequest(user_id=user_id, effective=True, after=after)),
-        "policies",
-        lambda p: p.id,
-    )
+    user = client().auth.GetUser(api.GetUserRequest(id=user_id))
+    groups = _all("ListUserGroups", "groups", user_id=user_id)
+    policies = _all("ListUserPolicies", "policies", user_id=user_id, effective=True)
     data = {**as_dict(user), "groups": [g.id for g in groups], "policies": [p.id for p in policies]}
 
     def human() -> None:
@@ -154,24 +144,21 @@ _entity_commands(
 )
 
 
-@groups.command("add-member")
-@click.argument("group_id")
-@click.argument("user_id")
-@json_option
-def group_add(group_id: str, user_id: str) -> None:
-    """Add a user to a group."""
-    client().auth.AddGroupMember(api.GroupMemberRequest(group_id=group_id, user_id=user_id))
-    done(f"User {user_id} added to {group_id}", group_id=group_id, user_id=user_id)
+def _membership_command(name: str, call: str, done_words: str, help: str) -> None:
+    """`auth groups NAME GROUP_ID USER_ID`: auth's call (AddGroupMember, RemoveGroupMember) on
+    one membership."""
+
+    @groups.command(name, help=help)
+    @click.argument("group_id")
+    @click.argument("user_id")
+    @json_option
+    def change_membership(group_id: str, user_id: str) -> None:
+        getattr(client().auth, call)(api.GroupMemberRequest(group_id=group_id, user_id=user_id))
+        done(f"User {user_id} {done_words} {group_id}", group_id=group_id, user_id=user_id)
 
 
-@groups.command("remove-member")
-@click.argument("group_id")
-@click.argument("user_id")
-@json_option
-def group_remove(group_id: str, user_id: str) -> None:
-    """Remove a user from a group."""
-    client().auth.RemoveGroupMember(api.GroupMemberRequest(group_id=group_id, user_id=user_id))
-    done(f"User {user_id} removed from {group_id}", group_id=group_id, user_id=user_id)
+_membership_command("add-member", "AddGroupMember", "added to", "Add a user to a group.")
+_membership_command("remove-member", "RemoveGroupMember", "removed from", "Remove a user from a group.")
 
 
 @groups.command("members")
@@ -179,13 +166,7 @@ def group_remove(group_id: str, user_id: str) -> None:
 @json_option
 def group_members(group_id: str) -> None:
     """The users in a group."""
-    a = client().auth
-    members = _all(
-        lambda after: a.ListGroupMembers(api.ListGroupMembersRequest(group_id=group_id, after=after)),
-        "users",
-        lambda u: u.id,
-    )
-    _show_ids("user", members)
+    _show_ids("user", _all("ListGroupMembers", "users", group_id=group_id))
 
 
 # --- policies -----------------------------------------------------------------------------
@@ -264,26 +245,30 @@ def _attachment(policy_id: str, user: str | None, group: str | None) -> api.Poli
     return api.PolicyAttachmentRequest(policy_id=policy_id, group_id=group)
 
 
-@policies.command("attach")
-@click.argument("policy_id")
-@click.option("--user", help="The user to attach it to.")
-@click.option("--group", help="The group to attach it to.")
-@json_option
-def policy_attach(policy_id: str, user: str | None, group: str | None) -> None:
-    """Attach a policy to a user or a group (exactly one)."""
-    client().auth.AttachPolicy(_attachment(policy_id, user, group))
-    done(f"Policy {policy_id} attached to {user or group}", policy_id=policy_id, user_id=user, group_id=group)
+def _attachment_command(name: str, call: str, done_words: str, to_whom: str, help: str) -> None:
+    """`auth policies NAME POLICY_ID --user U | --group G`: auth's call (AttachPolicy,
+    DetachPolicy) on one attachment."""
+
+    @policies.command(name, help=help)
+    @click.argument("policy_id")
+    @click.option("--user", help=f"The user {to_whom}.")
+    @click.option("--group", help=f"The group {to_whom}.")
+    @json_option
+    def change_attachment(policy_id: str, user: str | None, group: str | None) -> None:
+        getattr(client().auth, call)(_attachment(policy_id, user, group))
+        done(f"Policy {policy_id} {done_words} {user or group}", policy_id=policy_id, user_id=user, group_id=group)
 
 
-@policies.command("detach")
-@click.argument("policy_id")
-@click.option("--user", help="The user to detach it from.")
-@click.option("--group", help="The group to detach it from.")
-@json_option
-def policy_detach(policy_id: str, user: str | None, group: str | None) -> None:
-    """Detach a policy from a user or a group (exactly one)."""
-    client().auth.DetachPolicy(_attachment(policy_id, user, group))
-    done(f"Policy {policy_id} detached from {user or group}", policy_id=policy_id, user_id=user, group_id=group)
+_attachment_command(
+    "attach", "AttachPolicy", "attached to", "to attach it to", "Attach a policy to a user or a group (exactly one)."
+)
+_attachment_command(
+    "detach",
+    "DetachPolicy",
+    "detached from",
+    "to detach it from",
+    "Detach a policy from a user or a group (exactly one).",
+)
 
 
 # --- credentials --------------------------------------------------------------------------
@@ -319,12 +304,7 @@ def credentials_create(user_id: str) -> None:
 @json_option
 def credentials_list(user_id: str) -> None:
     """A user's access keys (never their secrets)."""
-    a = client().auth
-    items = _all(
-        lambda after: a.ListCredentials(api.ListCredentialsRequest(user_id=user_id, after=after)),
-        "credentials",
-        lambda c: c.access_key_id,
-    )
+    items = _all("ListCredentials", "credentials", lambda c: c.access_key_id, user_id=user_id)
     output(
         [as_dict(c) for c in items],
         lambda: table(

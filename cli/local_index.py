@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from cli.common import directory_prefix
 from silt.client import EXIT_FAILURE, EXIT_NOT_FOUND, ClientError, parse_uri
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -41,7 +42,7 @@ class Source:
     @property
     def prefix(self) -> str:
         """The key prefix of the checkout's objects ("" for the whole ref)."""
-        return self.path if not self.path or self.path.endswith("/") else self.path + "/"
+        return directory_prefix(self.path)
 
     @property
     def src(self) -> str:

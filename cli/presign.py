@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -19,6 +19,7 @@ from silt.client import EXIT_DENIED, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_UNAVAILA
 
 _EXIT_OF_STATUS = {400: EXIT_USAGE, 401: EXIT_DENIED, 403: EXIT_DENIED, 404: EXIT_NOT_FOUND}
 _T = TypeVar("_T")
+_NOT_ASKED = object()  # the storage config before /config is asked (None is an answer)
 
 
 def exit_of_status(status: int) -> int:
@@ -66,7 +67,7 @@ class RestApi:
         self.objects = lakefs_sdk.ObjectsApi(self._api_client)
         self.staging = lakefs_sdk.StagingApi(self._api_client)
         self._config = lakefs_sdk.ConfigApi(self._api_client)
-        self._presigns: bool | None = None
+        self._storage: Any = _NOT_ASKED
 
     def call(self, what: str, fn: Callable[[], _T]) -> _T:
         """fn(), with the API's errors as the CLI's one-line errors and exit codes."""
@@ -80,16 +81,18 @@ class RestApi:
         except (OSError, HTTPError) as exc:  # connection errors (urllib3's and the socket's)
             raise ClientError(f"REST API unavailable at {self.endpoint}: {exc}", EXIT_UNAVAILABLE) from None
 
-    def presigns(self) -> bool:
-        """Whether the server hands out presigned URLs (lakeFS's /config: the storage config's
-        pre_sign_support); asked once."""
-        if self._presigns is None:
+    def storage_config(self) -> Any:
+        """The server's storage config (lakeFS's /config: its storage_config, else the first of
+        storage_config_list; None when it has neither); asked once."""
+        if self._storage is _NOT_ASKED:
             config = self.call("GET /config", self._config.get_config)
-            storage = config.storage_config
-            if storage is None and config.storage_config_list:
-                storage = config.storage_config_list[0]
-            self._presigns = bool(storage is not None and storage.pre_sign_support)
-        return self._presigns
+            self._storage = config.storage_config or (config.storage_config_list or [None])[0]
+        return self._storage
+
+    def presigns(self) -> bool:
+        """Whether the server hands out presigned URLs (the storage config's pre_sign_support)."""
+        storage = self.storage_config()
+        return bool(storage is not None and storage.pre_sign_support)
 
     def presigned_url(self, repo: str, ref: str, path: str) -> str:
         """The REST API's presigned GET address of the object at ref."""
@@ -139,8 +142,7 @@ class RestApi:
 
     def default_namespace_prefix(self) -> str | None:
         """Where the server puts a repository created without a namespace (/config)."""
-        config = self.call("GET /config", self._config.get_config)
-        storage = config.storage_config or (config.storage_config_list or [None])[0]
+        storage = self.storage_config()
         return storage.default_namespace_prefix if storage is not None else None
 
     def create_repository(self, name: str, storage_namespace: str | None, default_branch: str, sample: bool) -> None:

@@ -11,20 +11,13 @@ from collections.abc import Callable
 
 import click
 
-from cli.common import client, done, json_option, output, table
-from silt.client import EXIT_CONFLICT, EXIT_NOT_FOUND, ClientError, parse_uri
+from cli.common import client, done, json_option, output, repository_argument, table
+from silt.client import EXIT_CONFLICT, EXIT_NOT_FOUND, ClientError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
 # Each change is a compare-and-set on the rules' ETag: a concurrent change makes it read again.
 _ATTEMPTS = 5
-
-
-def _repository(uri: str) -> str:
-    repo, ref, path = parse_uri(uri, need_ref=False)
-    if ref or path:
-        raise ClientError(f"expected silt://<repository> (or lakefs://<repository>), got {uri!r}", 2)
-    return repo
 
 
 def _change(repo: str, edit: Callable[[list[pb.BranchProtectionRule]], str]) -> str:
@@ -54,7 +47,7 @@ def branch_protect() -> None:
 @json_option
 def protect_list(uri: str) -> None:
     """The protection rules of a repository."""
-    repo = _repository(uri)
+    repo = repository_argument(uri)
     info = client().graveler.GetBranchProtection(api.GetBranchProtectionRequest(repository=repo))
     rules = [
         {
@@ -105,7 +98,7 @@ def protect_list(uri: str) -> None:
 @json_option
 def protect_add(uri: str, pattern: str, required_approvals: int, required_checks: tuple[str, ...]) -> None:
     """Protect branches matching PATTERN (a glob, e.g. main or release-*) from direct writes."""
-    repo = _repository(uri)
+    repo = repository_argument(uri)
     rule = pb.BranchProtectionRule(
         pattern=pattern,
         block_direct_writes=True,
@@ -136,7 +129,7 @@ def protect_add(uri: str, pattern: str, required_approvals: int, required_checks
 @json_option
 def protect_delete(uri: str, pattern: str) -> None:
     """Remove the protection rule whose pattern is PATTERN."""
-    repo = _repository(uri)
+    repo = repository_argument(uri)
 
     def edit(rules: list[pb.BranchProtectionRule]) -> str:
         for n, existing in enumerate(rules):

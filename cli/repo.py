@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import click
 
-from cli.common import as_dict, client, done, json_option, output, table, when
-from silt.client import paged, strip_scheme
+from cli.common import as_dict, client, done, json_option, output, repository_argument, table, when
+from silt.client import paged
 from silt.graveler.v1 import graveler_pb2 as api
 
 
 @click.group()
 def repo() -> None:
     """Repositories."""
-
-
-def _repo_name(uri: str) -> str:
-    # `silt://name`, `lakefs://name` and a bare name are accepted: a repository is a single word.
-    return strip_scheme(uri).strip("/")
 
 
 @repo.command("create")
@@ -37,7 +32,7 @@ def _repo_name(uri: str) -> str:
 @json_option
 def create(repository: str, storage_namespace: str | None, default_branch: str, sample: bool) -> None:
     """Create REPOSITORY (silt://name or name) with an initial commit on the default branch."""
-    name = _repo_name(repository)
+    name = repository_argument(repository)
     g = client().graveler
     if sample:
         # The sample is written by the REST API (the same as the web UI's), imported only here.
@@ -87,7 +82,8 @@ def list_() -> None:
 @json_option
 def show(repository: str) -> None:
     """One repository's details."""
-    info = client().graveler.GetRepository(api.GetRepositoryRequest(name=_repo_name(repository)))
+    request = api.GetRepositoryRequest(name=repository_argument(repository))
+    info = client().graveler.GetRepository(request)
 
     def human() -> None:
         click.echo(f"name:              {info.name}")
@@ -104,7 +100,7 @@ def show(repository: str) -> None:
 @json_option
 def delete(repository: str, yes: bool) -> None:
     """Delete a repository with all its branches, tags and history."""
-    name = _repo_name(repository)
+    name = repository_argument(repository)
     g = client().graveler
     g.GetRepository(api.GetRepositoryRequest(name=name))  # a missing one fails before anyone is asked
     if not yes:
