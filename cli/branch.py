@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
+from cli.commits import print_merge_result
 from cli.common import as_dict, client, done, json_option, on_branch, output, table
-from cli.history import print_merge_result
 from silt.client import EXIT_UNAVAILABLE, ClientError, paged, parse_uri
 from silt.compactor.v1 import compactor_pb2 as capi
 from silt.graveler.v1 import graveler_pb2 as api

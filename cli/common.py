@@ -271,6 +271,19 @@ def repository_argument(uri: str) -> str:
     return repo
 
 
+def meta_pairs(pairs: tuple[str, ...]) -> dict[str, str]:
+    """--meta KEY=VALUE options (commit and import metadata) as a dict; a later key wins."""
+    from silt.client import EXIT_USAGE, ClientError
+
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ClientError(f"expected --meta key=value, got {pair!r}", EXIT_USAGE)
+        out[key] = value
+    return out
+
+
 def directory_prefix(path: str) -> str:
     """path as the prefix of the objects below it: ending in "/" (the empty path: every object)."""
     return path if not path or path.endswith("/") else path + "/"

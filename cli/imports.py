@@ -16,8 +16,7 @@ import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from cli.common import as_dict, client, json_option, on_branch, output, state
-from cli.history import _metadata
+from cli.common import as_dict, client, json_option, meta_pairs, on_branch, output, state
 from cli.progress import _duration, _interval
 from silt.client import EXIT_FAILURE, EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
@@ -101,7 +100,7 @@ def import_(
         branch=branch,
         locations=[api.ImportLocation(type=kind, path=source, destination=path)],
         message=message,
-        metadata=_metadata(meta),
+        metadata=meta_pairs(meta),
     )
     graveler = client().graveler
     with on_branch(repo, branch):

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import click
 
-from cli.common import client, done, human_size, json_option, on_branch, output, state, table
-from cli.history import _metadata
+from cli.common import client, done, human_size, json_option, meta_pairs, on_branch, output, state, table
 from cli.local_index import (
     ADDED,
     MODIFIED,
@@ -222,7 +221,7 @@ def status(directory: Path) -> None:
 def commit(directory: Path, message: str, meta: tuple[str, ...], quiet: bool, presign: bool | None) -> None:
     """Upload added and modified files, delete removed ones, and commit them on the branch."""
     source = read_source(directory)
-    metadata = _metadata(meta)
+    metadata = meta_pairs(meta)
     resolved = _resolve(source.repo, source.ref)
     if resolved.type != api.ResolveRefResponse.REF_TYPE_BRANCH:
         kind = _REF_KIND.get(resolved.type, "ref")

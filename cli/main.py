@@ -35,11 +35,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "branch": ("cli.branch:branch", "Branches."),
     "branch-protect": ("cli.protect:branch_protect", "Branch protection rules (lakectl's branch-protect)."),
     "commit": (
-        "cli.history:commit",
+        "cli.commits:commit",
         "Commit a branch's uncommitted changes (only those under PREFIX when given).",
     ),
     "diff": (
-        "cli.history:diff",
+        "cli.commits:diff",
         "Differences between two refs, or a branch's uncommitted changes when only LEFT is given.",
     ),
     "doctor": ("cli.doctor:doctor", "Check credentials and connectivity to auth, graveler and the S3 gateway."),
@@ -59,11 +59,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Local checkouts of a path of a ref, as lakectl's `local` (a `.lakefs_ref.yaml` in each).",
     ),
     "log": (
-        "cli.history:log",
+        "cli.commits:log",
         "History of a ref, newest first (only commits that touched PATH, a key or prefix, when given).",
     ),
     "merge": (
-        "cli.history:merge",
+        "cli.commits:merge",
         "Merge SOURCE into the branch DESTINATION; conflicts are listed and exit with code 5.",
     ),
     "repo": ("cli.repo:repo", "Repositories."),
@@ -71,7 +71,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cli.run:run",
         "Start auth, graveler and the S3 gateway locally; restart what crashes; stop on Ctrl-C.",
     ),
-    "show": ("cli.history:show_commit", "The commit a ref resolves to."),
+    "show": ("cli.commits:show_commit", "The commit a ref resolves to."),
     "tag": ("cli.branch:tag", "Tags: immutable names for commits."),
 }
 

@@ -1,4 +1,4 @@
-"""`silt commit`, `log`, `diff` and `merge`: recording and combining changes."""
+"""`silt commit`, `log`, `diff`, `merge` and `show`: recording, reading and combining commits."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import click
 
-from cli.common import as_dict, client, json_option, on_branch, output, state, table, when
+from cli.common import as_dict, client, json_option, meta_pairs, on_branch, output, state, table, when
 from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, is_uri, paged, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 
@@ -21,16 +21,6 @@ _STRATEGIES = {
     "source-wins": api.MERGE_STRATEGY_SOURCE_WINS,
     "dest-wins": api.MERGE_STRATEGY_DEST_WINS,
 }
-
-
-def _metadata(pairs: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ClientError(f"expected --meta key=value, got {pair!r}", EXIT_USAGE)
-        out[key] = value
-    return out
 
 
 def print_merge_result(resp: api.MergeResponse, done: str) -> None:
@@ -65,7 +55,7 @@ def commit(uri: str, message: str, meta: tuple[str, ...], allow_empty: bool) -> 
                 repository=repo,
                 branch=branch,
                 message=message,
-                metadata=_metadata(meta),
+                metadata=meta_pairs(meta),
                 allow_empty=allow_empty,
                 prefixes=[prefix] if prefix else [],
             )
