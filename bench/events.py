@@ -27,8 +27,8 @@ from bench.gateway import _small_rates
 from bench.report import emit
 from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.graveler.v1 import events_pb2 as ev
-from silt.history.emitter import EventEmitter
-from silt.history.queue import EventQueue
+from silt.history_events.emitter import EventEmitter
+from silt.history_events.queue import EventQueue
 from silt.kv import open_store
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 

@@ -8,9 +8,13 @@ import io
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from silt.config import BlockstoreConfig
+
+if TYPE_CHECKING:
+    from silt.client import Client
+    from silt.config import Config
 
 
 def job_session(master: str | None, app_name: str) -> Any:
@@ -39,6 +43,23 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
     parser.add_argument("--config", help="Silt YAML configuration (default: $SILT_CONFIG)")
     parser.add_argument("--graveler", metavar="HOST:PORT", help="graveler endpoint (default: as the silt CLI)")
+
+
+def job_config(path: str | None) -> Config:
+    """The whole configuration, every section validated: a job opens the stores (--config, else
+    $SILT_CONFIG, else where the CLI looks)."""
+    from silt.client import find_config_path
+    from silt.config import load_config
+
+    return load_config(find_config_path(path))
+
+
+def job_client(config: Config, graveler: str | None) -> Client:
+    """Signed channels to the services, found and authenticated as the CLI's are (its saved
+    login, SILT_* variables); --graveler wins over both."""
+    from silt.client import Client, resolve_settings
+
+    return Client(resolve_settings(config, graveler))
 
 
 def print_progress(message: str) -> None:

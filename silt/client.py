@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
-from silt.addresses import dialable_address
 from silt.errors import (
     Aborted,
     AlreadyExists,
@@ -43,6 +42,7 @@ from silt.errors import (
 )
 from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.graveler.v1 import graveler_pb2_grpc
+from silt.listen_addresses import dialable_address
 from silt.rpc.channels import ClientTLS, client_tls
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import AUTH_AUDIENCE, COMPACTOR_AUDIENCE, GRAVELER_AUDIENCE, Credentials, signed_channel
@@ -194,7 +194,7 @@ class TLSView:
 class ClientView:
     """What a client reads from a validated configuration (Config or ClientConfig): where it
     dials each service, the gateway's URL, region and CA, TLS file paths. Plain values, no
-    secret: the `silt` CLI caches it (silt/cli/config_cache.py) and starts without pydantic."""
+    secret: the `silt` CLI caches it (cli/config_cache.py) and starts without pydantic."""
 
     graveler: str
     auth: str

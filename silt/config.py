@@ -22,11 +22,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-# Defined without pydantic, for the `silt` CLI; importable from here as they always were.
-from silt.addresses import WILDCARD_HOSTS as WILDCARD_HOSTS
-from silt.addresses import dialable_address as dialable_address
-from silt.addresses import dialable_host as dialable_host
 from silt.errors import ConfigError, InvalidArgument
+
+# Defined without pydantic, for the `silt` CLI; importable from here as they always were.
+from silt.listen_addresses import WILDCARD_HOSTS as WILDCARD_HOSTS
+from silt.listen_addresses import dialable_address as dialable_address
+from silt.listen_addresses import dialable_host as dialable_host
 from silt.namespaces import parse_roots
 
 ENV_PREFIX = "SILT_"

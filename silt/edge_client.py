@@ -29,7 +29,7 @@ from silt.block.external import ExternalFiles, ObjectReader, external_prefixes, 
 from silt.config import Config
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
-from silt.history.emitter import EventEmitter
+from silt.history_events.emitter import EventEmitter
 from silt.repository_place import RepositoryPlace
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
 from silt.rpc.signing import Credentials, service_aio_channels

@@ -38,7 +38,7 @@ from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.gc_runs import RETENTION_PREFIX, new_run_id, validate_run_id
 from silt.graveler.v1 import events_pb2
 from silt.graveler.v1 import model_pb2 as pb
-from silt.history.reader import scan_partition_events
+from silt.history_events.reader import scan_partition_events
 from silt.journal.store import raw_store
 from silt.kv import Store
 

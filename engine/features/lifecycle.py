@@ -52,7 +52,7 @@ from engine.features.protection import Protection
 from engine.features.pulls import PullRequests
 from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
-from silt.history.layout import HOURS_PREFIX
+from silt.history_events.layout import HOURS_PREFIX
 from silt.journal.context import background_context, note_repository_partition
 from silt.journal.record import JOURNAL_PREFIX
 from silt.journal.ship_deleted import drop_saved_tokens

@@ -21,7 +21,15 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from jobs.entry_point import add_job_options, exit_code_of_main, job_session, print_progress, write_summary
+from jobs.entry_point import (
+    add_job_options,
+    exit_code_of_main,
+    job_client,
+    job_config,
+    job_session,
+    print_progress,
+    write_summary,
+)
 from jobs.gc.adapter_parquet import read_dataset, write_dataset
 from jobs.gc.listing import list_objects
 from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root
@@ -231,8 +239,6 @@ def _write_summary(blockstore: BlockstoreConfig, namespace: str, summary: Summar
 
 
 def main(argv: list[str] | None = None) -> int:
-    from silt.cli.common import State
-
     parser = argparse.ArgumentParser(prog="silt-gc", description="Garbage-collect one Silt repository.")
     parser.add_argument("repository")
     parser.add_argument("--dry-run", action="store_true", help="mark and report only")
@@ -254,12 +260,11 @@ def main(argv: list[str] | None = None) -> int:
         sweep_only=args.sweep_only,
         unsafe_short_grace=args.unsafe_short_grace,
     )
-    state = State(config_path=args.config, graveler=args.graveler)
-    config = state.config()
+    config = job_config(args.config)
     # Spark before any gRPC call: PySpark forks its JVM with a preexec_fn, and a fork while
     # gRPC's threads run can kill the child before it execs (the gateway then never starts).
     spark = job_session(args.master, "silt-gc")
-    client = state.client()
+    client = job_client(config, args.graveler)
     summary = run_gc(
         spark,
         client.graveler,

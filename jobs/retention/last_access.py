@@ -27,7 +27,15 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from jobs.entry_point import add_job_options, exit_code_of_main, job_session, print_progress, write_summary
+from jobs.entry_point import (
+    add_job_options,
+    exit_code_of_main,
+    job_client,
+    job_config,
+    job_session,
+    print_progress,
+    write_summary,
+)
 from jobs.gc.adapter_parquet import read_dataset, write_dataset
 from jobs.gc.location import configure_s3a, namespace_root
 from jobs.retention.expired import expired, last_access
@@ -202,8 +210,6 @@ def _expire(graveler: Any, prepared: Any, report: Any, size: int, summary: Summa
 
 
 def main(argv: list[str] | None = None) -> int:
-    from silt.cli.common import State
-
     parser = argparse.ArgumentParser(prog="silt-last-access", description="Expire a branch's objects by last access.")
     parser.add_argument("repository")
     parser.add_argument("branch")
@@ -211,8 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=MAX_BATCH, help=f"objects per commit (1..{MAX_BATCH})")
     add_job_options(parser)
     args = parser.parse_args(argv)
-    state = State(config_path=args.config, graveler=args.graveler)
-    config = state.config()
+    config = job_config(args.config)
     options = LastAccessOptions(
         dry_run=args.dry_run,
         batch_size=args.batch_size,
@@ -223,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = job_session(args.master, "silt-last-access")
     summary = run_last_access(
         spark,
-        state.client().graveler,
+        job_client(config, args.graveler).graveler,
         args.repository.removeprefix("silt://").strip("/"),
         args.branch,
         config.blockstore,

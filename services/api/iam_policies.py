@@ -2,7 +2,7 @@
 
 A lakeFS policy statement is `{effect, action: [...], resource}`. Two vocabularies arrive:
 
-* **Silt's own** (silt/actions.py: `ReadRepo` on `foo`, `iam:*` on `users/x`, ...): stored as
+* **Silt's own** (silt/iam_actions.py: `ReadRepo` on `foo`, `iam:*` on `users/x`, ...): stored as
   is; auth validates it like any policy.
 * **lakeFS's** (`fs:ReadObject`, `auth:*`, `arn:lakefs:fs:::repository/foo/object/*`):
   translated into Silt statements, but only where the translation never allows more than the
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from lakefs_sdk.models import Policy, Statement
 
 from services.api.errors import bad_request
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import model_pb2 as pb
 
 # Bounds on a policy body, far above any real policy (lakeFS's own are a few statements of a

@@ -20,8 +20,8 @@ from starlette.responses import StreamingResponse
 from starlette.types import Message, Send
 
 from services.api.errors import ApiError
-from silt.actions import DELETE_USER, user_resource
 from silt.errors import InvalidArgument, Unavailable
+from silt.iam_actions import DELETE_USER, user_resource
 from silt.rpc.authority import AsyncAuthority, Clock, TTLCache
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ honors it only when:
 * the call is an IAM call (ACTING_METHODS: users, groups, policies, memberships, attachments,
   credentials), never a decision, signature or session call;
 * the signed caller holds `auth:ActForUser` on `users/<that id>`. The action is literal-only
-  (silt.actions.LITERAL_ONLY_ACTIONS), so `*` never allows it and an administrator's key does
+  (silt.iam_actions.LITERAL_ONLY_ACTIONS), so `*` never allows it and an administrator's key does
   not; setup grants it to svc-api alone (policy `ApiActsForUsers`).
 
 Any other use of the header is refused (PERMISSION_DENIED or INVALID_ARGUMENT), never silently
@@ -29,8 +29,8 @@ from typing import Any
 
 from services.auth.keys import check_id
 from services.auth.permissions import SERVICE
-from silt.actions import ACT_FOR_USER, user_resource
 from silt.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from silt.iam_actions import ACT_FOR_USER, user_resource
 from silt.rpc.interceptor import AuthInterceptor, Principal, Rule, current_principal
 from silt.rpc.signing import ACTING_USER_HEADER
 

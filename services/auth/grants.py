@@ -35,7 +35,7 @@ Deny statements granted are never checked (a Deny cannot give anything). An admi
 (the Admins preset, Allow * * and no Deny) holds every pair but one kind:
 
 **auth:VerifySignature is held only literally.** It is allowed only by a statement that names
-it (silt.actions.LITERAL_ONLY_ACTIONS, services/auth/policies.py), so it is held only through
+it (silt.iam_actions.LITERAL_ONLY_ACTIONS, services/auth/policies.py), so it is held only through
 an Allow statement naming `auth:VerifySignature` itself: `*` does not cover it here either.
 Since only setup writes such statements (the verifier presets of Silt's service users,
 straight to KV), nobody can create or attach a policy naming it, add a user to a group holding
@@ -53,9 +53,9 @@ from dataclasses import dataclass
 
 from services.auth.model import IamModel
 from services.auth.policies import check_statements, compile_pattern
-from silt.actions import LITERAL_ONLY_ACTIONS
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import PermissionDenied
+from silt.iam_actions import LITERAL_ONLY_ACTIONS
 
 
 def covers(outer: str, inner: str) -> bool:

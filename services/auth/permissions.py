@@ -1,4 +1,4 @@
-"""What each AuthService call needs (see silt/actions.py for the resources).
+"""What each AuthService call needs (see silt/iam_actions.py for the resources).
 
 Calls that give someone more (creating, attaching or detaching a policy, changing group
 membership, issuing a key for another user, deleting a policy or group) are checked again in
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from services.auth.signatures import check_call_key_audience
-from silt import actions as a
+from silt import iam_actions as a
 from silt.rpc.interceptor import Authenticated, Require, Rule
 
 SERVICE = "silt.auth.v1.AuthService"
@@ -97,7 +97,7 @@ _RULES: dict[str, Rule] = {
     "WhoAmI": Authenticated(),
     # Whoever verifies for an audience can act as any signer toward it: each service user holds
     # auth:VerifySignature on its own audience only (services/auth/setup.py), and only a
-    # statement naming the action allows it (`*` does not: silt.actions.LITERAL_ONLY_ACTIONS).
+    # statement naming the action allows it (`*` does not: silt.iam_actions.LITERAL_ONLY_ACTIONS).
     "VerifyS3Signature": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.S3_AUDIENCE))),
     "GetCallSigningKey": Require(a.VERIFY_SIGNATURE, _call_key_audience),
     # Checking a secret, or a session opened with one, is verifying for the REST API's audience.

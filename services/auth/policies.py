@@ -2,7 +2,7 @@
 
 A request (action, resource) is allowed when some statement of the principal's effective
 policies allows it and none denies it: deny wins over allow, and no statement means deny.
-An action of silt.actions.LITERAL_ONLY_ACTIONS (auth:VerifySignature) is allowed only by a
+An action of silt.iam_actions.LITERAL_ONLY_ACTIONS (auth:VerifySignature) is allowed only by a
 statement that names it literally: `*` and `auth:*` never grant it, though they deny it.
 """
 
@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from silt.actions import ALL_ACTIONS, LITERAL_ONLY_ACTIONS, MAX_RESOURCE_LENGTH
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
+from silt.iam_actions import ALL_ACTIONS, LITERAL_ONLY_ACTIONS, MAX_RESOURCE_LENGTH
 
 Matcher = Callable[[str], bool]
 

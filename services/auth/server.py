@@ -22,11 +22,11 @@ from services.auth.secrets import SecretBox
 from services.auth.sessions import SessionTokens, secrets_match
 from services.auth.setup import SILT_POLICIES
 from silt.access_keys import check_access_key_id
-from silt.actions import ATTACH_POLICY, DELETE_POLICY, check_action, group_resource, policy_resource, user_resource
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import SILT_OWN_POLICY, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from silt.iam_actions import ATTACH_POLICY, DELETE_POLICY, check_action, group_resource, policy_resource, user_resource
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import current_principal
 from silt.rpc.limits import AUTH_LIMITS

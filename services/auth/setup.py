@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from services.auth.model import IamModel
 from services.auth.policies import statement
 from services.auth.secrets import SecretBox
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import model_pb2 as pb
 from silt.config import load_config
 from silt.errors import AlreadyExists, SiltError
@@ -77,7 +77,7 @@ API_SETTINGS_POLICY_SPEC = (
     [statement(pb.EFFECT_ALLOW, [a.SET_GC_RULES, a.DELETE_GC_RULES, a.SET_BRANCH_PROTECTION, a.READ_ACTION_OUTPUT])],
 )
 # History events: the gateway and the REST API record the reads, writes and deletes they served,
-# naming their callers; nobody else may (a literal-only action, silt/actions.py).
+# naming their callers; nobody else may (a literal-only action, silt/iam_actions.py).
 EVENT_RECORDER_POLICY = "HistoryEventRecorder"
 EVENT_RECORDER_POLICY_SPEC = (
     "the S3 gateway and the REST API: record history events of the requests they served",

@@ -4,7 +4,7 @@ reading the branch needs (as graveler's table says for Commit and GetBranch, doc
 
 from __future__ import annotations
 
-from silt.actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import READ_REPO, WRITE_REPO
 from silt.rpc.interceptor import Require, Rule, repository_field
 
 SERVICE = "silt.compactor.v1.CompactorService"

@@ -13,7 +13,7 @@ from engine.features.events.streams import WRITE_TIMEOUT_SECONDS, EventStreams, 
 from services.graveler.permissions import TABLE
 from silt.errors import SiltError
 from silt.graveler.v1 import events_pb2 as ev
-from silt.history.visibility import May, reads_viewer, shown_to
+from silt.history_events.visibility import May, reads_viewer, shown_to
 from silt.rpc.interceptor import current_principal
 
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from silt.actions import (
+from silt.errors import PermissionDenied
+from silt.graveler.v1 import events_pb2 as ev
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import (
     CREATE_REPO,
     DELETE_GC_RULES,
     DELETE_REPO,
@@ -28,9 +31,6 @@ from silt.actions import (
     SET_GC_RULES,
     WRITE_REPO,
 )
-from silt.errors import PermissionDenied
-from silt.graveler.v1 import events_pb2 as ev
-from silt.graveler.v1 import graveler_pb2 as api
 from silt.paging import page_size
 from silt.rpc.interceptor import MayFn, Narrowed, Require, Rule, repository_field
 
@@ -68,7 +68,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "Revert": (WRITE_REPO, "repository"),
     "CherryPick": (WRITE_REPO, "repository"),
     "ResetBranch": (WRITE_REPO, "repository"),
-    # Administration beyond writing (silt/actions.py, REPO_ADMIN_ACTIONS): a dump copies every
+    # Administration beyond writing (silt/iam_actions.py, REPO_ADMIN_ACTIONS): a dump copies every
     # ref into the storage namespace, a restore rewrites them all; retention rules decide what
     # garbage collection deletes (0 days drops every old commit), and PrepareGC starts a run.
     "DumpRefs": (DUMP_REFS, "repository"),

@@ -31,12 +31,12 @@ from services.graveler.diff_answer import diff_response, summary_response
 from services.graveler.event_handlers import HistoryHandlers
 from services.graveler.import_handlers import ImportHandlers
 from services.graveler.permissions import TABLE
-from silt.actions import ACT_FOR_USER, user_resource
 from silt.errors import InvalidArgument, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import ACT_FOR_USER, user_resource
 from silt.paging import take_page
 from silt.rpc.authority import Authority
 from silt.rpc.interceptor import AuthInterceptor, current_principal

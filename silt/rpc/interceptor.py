@@ -24,8 +24,8 @@ import grpc
 from google.protobuf.message import Message
 
 from silt.access_keys import is_access_key_id
-from silt.actions import MAX_RESOURCE_LENGTH
 from silt.errors import InvalidArgument, NotFound, PermissionDenied, SiltError, Unauthenticated
+from silt.iam_actions import MAX_RESOURCE_LENGTH
 from silt.names import validate_repository_name
 from silt.rpc.authority import CachedAuthority, Clock, RemoteAuthority
 from silt.rpc.channels import client_tls

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from silt.cli.common import State
-from silt.cli.main import cli
+from cli.common import State
+from cli.main import cli
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
@@ -89,9 +89,9 @@ class Silt:
         return {k: v for k, v in merged.items() if v is not None}
 
     def proc(self, *args: str, ok: bool = True, input: str | None = None) -> Result:
-        """As a real process: `python -m silt.cli.main ...`."""
+        """As a real process: `python -m cli.main ...`."""
         done = subprocess.run(
-            [sys.executable, "-m", "silt.cli.main", *args],
+            [sys.executable, "-m", "cli.main", *args],
             env=self.process_env(),
             cwd=self.cwd,
             capture_output=True,

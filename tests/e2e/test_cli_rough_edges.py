@@ -113,7 +113,7 @@ def test_run_hint_works_as_printed(tmp_path: Path) -> None:
     env["PATH"] = os.pathsep.join([str(CLIENTS_BIN), str(Path(sys.executable).parent), env.get("PATH", "")])
     ports = [f"--{name}-port={free_port()}" for name in ("auth", "graveler", "gateway")]
     run = subprocess.Popen(
-        [sys.executable, "-m", "silt.cli.main", "run", "--data-dir", str(data_dir), *ports],
+        [sys.executable, "-m", "cli.main", "run", "--data-dir", str(data_dir), *ports],
         env=env,
         cwd=tmp_path,
         stdout=subprocess.PIPE,

@@ -122,7 +122,7 @@ def cli_feed(silt: Silt, repo: str) -> Iterator[Feed]:
         [
             sys.executable,
             "-m",
-            "silt.cli.main",
+            "cli.main",
             "events",
             f"silt://{repo}/main",
             "--follow",

@@ -194,7 +194,7 @@ def test_shipper_killed_mid_shipping(stack: Stack, silt: Silt, tmp_path: Path) -
         [
             sys.executable,
             "-m",
-            "silt.cli.main",
+            "cli.main",
             "admin",
             "journal",
             "ship",

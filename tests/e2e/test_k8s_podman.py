@@ -1,4 +1,4 @@
-"""deploy/k8s's dev overlay run in containers with podman (`make k8s-up`, silt/kube_podman), as
+"""deploy/k8s's dev overlay run in containers with podman (`make k8s-up`, devtools/kube_podman), as
 shipped: the manifests' replica counts (two of each Silt service), the images `make image` builds
 and the local stand-ins for Cassandra and the object store, every pod ready through its
 manifest's own probes, under its manifest's security context, each Service one address in front
@@ -26,8 +26,8 @@ import boto3
 import pytest
 from botocore.config import Config as BotoConfig
 
-from silt.kube_podman.run import make_plan, ready, render
-from silt.kube_podman.translate import Plan, PodPlan
+from devtools.kube_podman.run import make_plan, ready, render
+from devtools.kube_podman.translate import Plan, PodPlan
 from tests.e2e.conftest import aws_cli, isolated_aws_env
 from tests.support.wait import wait_until
 
@@ -68,7 +68,7 @@ def podman(env: dict[str, str], *args: str) -> str:
 
 def kube_podman(env: dict[str, str], workdir: Path, *args: str, timeout: float) -> str:
     done = subprocess.run(
-        [str(REPO_ROOT / ".venv" / "bin" / "python"), "-m", "silt.kube_podman", *args, "--workdir", str(workdir)],
+        [str(REPO_ROOT / ".venv" / "bin" / "python"), "-m", "devtools.kube_podman", *args, "--workdir", str(workdir)],
         env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT,
     )  # fmt: skip
     assert done.returncode == 0, f"kube_podman {' '.join(args)}: exit {done.returncode}\n{done.stderr[-6000:]}"

@@ -25,7 +25,7 @@ def _start(data_dir: Path, ports: dict[str, int]) -> tuple[subprocess.Popen[str]
     env["SILT_LOGGING_LEVEL"] = "WARN"
     args = [f"--{name}-port={port}" for name, port in ports.items()]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "silt.cli.main", "run", "--data-dir", str(data_dir), *args],
+        [sys.executable, "-m", "cli.main", "run", "--data-dir", str(data_dir), *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -188,7 +188,7 @@ def test_the_cli_uses_tls_from_its_configuration(tls_stack: TlsStack, tmp_path: 
 
     def silt(*args: str, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "silt.cli.main", *args],
+            [sys.executable, "-m", "cli.main", *args],
             env={**env, **(extra or {})},
             cwd=tmp_path,
             capture_output=True,

@@ -308,7 +308,7 @@ class Cluster:
         if command[0] == "python":
             command[0] = sys.executable
         elif command[0] == "silt":
-            command[:1] = [sys.executable, "-m", "silt.cli.main"]
+            command[:1] = [sys.executable, "-m", "cli.main"]
         ports = {p.get("name", str(p["containerPort"])): p["containerPort"] for p in container.get("ports", [])}
         port = free_port()
         base = {

@@ -9,9 +9,9 @@ import grpc
 import pytest
 from click.testing import CliRunner
 
-from silt.cli.common import State
-from silt.cli.main import cli
-from silt.cli.run import _hint_data_dir
+from cli.common import State, directory_prefix, repository_argument
+from cli.main import cli
+from cli.run import _hint_data_dir
 from silt.client import (
     EXIT_CONFLICT,
     EXIT_DENIED,
@@ -66,6 +66,34 @@ def test_repository_only_uri() -> None:
     assert parse_uri("silt://repo", need_ref=False) == ("repo", "", "")
     assert parse_uri("lakefs://repo", need_ref=False) == ("repo", "", "")
     assert parse_uri("repo", need_ref=False) == ("repo", "", "")
+
+
+@pytest.mark.parametrize("uri", ["silt://repo", "lakefs://repo", "repo", "silt://repo/"])
+def test_a_repository_argument(uri: str) -> None:
+    assert repository_argument(uri) == "repo"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["gc", "rules", "show", "silt://repo/main"],
+        ["repo", "show", "silt://repo/main"],
+        ["actions", "runs", "list", "silt://repo/main"],
+        ["branch-protect", "list", "lakefs://repo/main/x"],
+    ],
+)
+def test_a_ref_after_a_repository_argument_is_a_usage_error(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # Credentials, and nothing listening at the graveler address: a call made would exit with
+    # EXIT_UNAVAILABLE; the argument is refused before any.
+    monkeypatch.setenv("SILT_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    monkeypatch.setenv("SILT_SECRET_ACCESS_KEY", "secret")
+    result = CliRunner().invoke(cli, ["--graveler", "127.0.0.1:1", *args], obj=State())
+    assert result.exit_code == EXIT_USAGE, result.output
+
+
+@pytest.mark.parametrize(("path", "prefix"), [("", ""), ("dir", "dir/"), ("dir/", "dir/"), ("a/b", "a/b/")])
+def test_a_path_as_a_directory_prefix(path: str, prefix: str) -> None:
+    assert directory_prefix(path) == prefix
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The `silt` CLI's configuration cache (silt/cli/config_cache.py): what a client reads from the
+"""The `silt` CLI's configuration cache (cli/config_cache.py): what a client reads from the
 validated configuration, stored without secrets, found again only for the same file and SILT_*
 variables, and ignored when it cannot be trusted."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from silt.cli import config_cache
-from silt.cli.config_cache import cache_path, client_view
+from cli import config_cache
+from cli.config_cache import cache_path, client_view
 from silt.client import ClientView, resolve_settings
 from silt.config import ClientConfig, _leaf_paths, load_client_config
 from silt.errors import ConfigError

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from silt.cli import gc as gc_cli
-from silt.cli.common import State
-from silt.cli.main import cli
+from cli import gc as gc_cli
+from cli.common import State
+from cli.main import cli
 
 SUMMARY = {
     "repository": "repo",

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import click
 
-from silt.cli.main import cli
+from cli.main import cli
 
 
 def _walk(command: click.Command, path: str) -> Iterator[tuple[str, click.Command]]:
-    """Every command, the lazily loaded ones included (silt/cli/main.py's COMMANDS)."""
+    """Every command, the lazily loaded ones included (cli/main.py's COMMANDS)."""
     yield path, command
     if isinstance(command, click.Group):
         ctx = click.Context(command)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from silt.cli.local_index import REF_FILE, local_path, scan
+from cli.local_index import REF_FILE, local_path, scan
 from silt.client import ClientError
 
 

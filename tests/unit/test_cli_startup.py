@@ -1,13 +1,13 @@
 """`silt` starts fast: scripts and shell completion run it thousands of times.
 
 No timing here (bench/cli.py measures, `make bench-cli`): each test runs a fresh interpreter and
-checks which modules it imported. Importing silt.cli.main, `silt --version`, `silt --help` and
+checks which modules it imported. Importing cli.main, `silt --version`, `silt --help` and
 completing a command name import no command's module, nor gRPC, protobuf, pydantic, boto3,
 pyarrow and the like; `silt repo list` imports what a gRPC call needs and nothing of the
 journal, object stores or data frames, and builds the validator of the configuration sections it
 reads alone (silt.config.load_client_config), or, its configuration cached, no pydantic at all
-(silt/cli/config_cache.py). Re-adding an eager import to silt/cli/main.py or
-silt/cli/common.py fails these.
+(cli/config_cache.py). Re-adding an eager import to cli/main.py or
+cli/common.py fails these.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from silt.cli.common import SiltGroup
-from silt.cli.main import COMMANDS, cli
+from cli.common import SiltGroup
+from cli.main import COMMANDS, cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ NO_SERVER = (
 
 _PROBE = """
 import json, sys
-from silt.cli.main import main
+from cli.main import main
 sys.argv = ["silt", *json.loads(sys.argv[1])]
 try:
     main()
@@ -76,7 +76,7 @@ def _imported(modules: set[str], packages: tuple[str, ...]) -> list[str]:
 
 def test_import_alone_loads_no_command() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", "import json, sys, silt.cli.main; print(json.dumps(sorted(sys.modules)))"],
+        [sys.executable, "-c", "import json, sys, cli.main; print(json.dumps(sorted(sys.modules)))"],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         cwd=ROOT,
         capture_output=True,
@@ -90,13 +90,13 @@ def test_import_alone_loads_no_command() -> None:
 @pytest.mark.parametrize("args", [["--version"], ["--help"]], ids=" ".join)
 def test_version_and_help_load_nothing_heavy(args: list[str]) -> None:
     modules = _modules_after(args)
-    assert "silt.cli.main" in modules
+    assert "cli.main" in modules
     assert _imported(modules, NO_SERVER) == []
 
 
 def test_a_commands_help_loads_its_module_alone() -> None:
     modules = _modules_after(["repo", "--help"])
-    assert "silt.cli.repo" in modules
+    assert "cli.repo" in modules
     assert _imported(modules, NEVER) == []
     others = tuple(path.partition(":")[0] for name, (path, _) in COMMANDS.items() if name != "repo")
     assert _imported(modules, others) == []
@@ -110,7 +110,7 @@ def test_completing_a_command_name_loads_no_command() -> None:
 def test_repo_list_loads_only_what_a_grpc_call_needs() -> None:
     # No server listens on port 1: the call fails, after everything it needs was imported.
     modules = _modules_after(["--graveler", "127.0.0.1:1", "repo", "list"], {"SILT_ACCESS_KEY_ID": "a"})
-    assert "silt.cli.repo" in modules
+    assert "cli.repo" in modules
     assert _imported(modules, NEVER) == []
     others = tuple(path.partition(":")[0] for name, (path, _) in COMMANDS.items() if name != "repo")
     assert _imported(modules, others) == []
@@ -118,20 +118,20 @@ def test_repo_list_loads_only_what_a_grpc_call_needs() -> None:
 
 def test_repo_list_with_its_configuration_cached_imports_no_pydantic(tmp_path: Path) -> None:
     # The first run validates the configuration (pydantic) and caches what the client reads
-    # (silt/cli/config_cache.py); the next ones read the cache alone: no pydantic, no YAML.
+    # (cli/config_cache.py); the next ones read the cache alone: no pydantic, no YAML.
     config = tmp_path / "config.yaml"
     config.write_text("graveler:\n  endpoint: 127.0.0.1:1\n")
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "SILT_CONFIG": str(config), "SILT_ACCESS_KEY_ID": "a"}
     first = _modules_after(["repo", "list"], env)
     assert "pydantic" in first
     again = _modules_after(["repo", "list"], env)
-    assert "silt.cli.repo" in again and "grpc" in again
+    assert "cli.repo" in again and "grpc" in again
     assert _imported(again, ("pydantic", "pydantic_core", "yaml", "silt.config")) == []
 
 
 _BUILT_PROBE = """
 import sys
-from silt.cli.main import main
+from cli.main import main
 sys.argv = ["silt", "--graveler", "127.0.0.1:1", "repo", "list"]
 try:
     main()

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from silt.cli.common import State
-from silt.cli.main import cli
+from cli.common import State
+from cli.main import cli
 from silt.client import EXIT_USAGE, resolve_settings
 from silt.config import ClientConfig, Config, load_client_config, load_config
 from silt.errors import ConfigError

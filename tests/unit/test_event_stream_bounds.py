@@ -12,8 +12,8 @@ import pytest
 from engine.features.events.streams import StreamAccess, StreamLimits, StreamSlots
 from services.api.errors import ApiError
 from services.api.live_feed import FeedAccess, FeedSlots
-from silt.actions import READ_REPO
 from silt.errors import PermissionDenied, ResourceExhausted
+from silt.iam_actions import READ_REPO
 from silt.rpc.authority import CallKey
 from tests.support.clock import ManualClock
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from cli import gc as gc_cli
+from cli.common import State
+from cli.main import cli
 from jobs.gc import job
 from services.api.link_addresses import LINK_VALIDITY_SECONDS
-from silt.cli import gc as gc_cli
-from silt.cli.common import State
-from silt.cli.main import cli
 from silt.config import BlockstoreConfig
 from silt.gc_grace import (
     DEFAULT_GRACE,

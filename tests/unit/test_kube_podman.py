@@ -1,4 +1,4 @@
-"""silt/kube_podman without podman: the dev overlay translated into what `podman kube play` runs
+"""devtools/kube_podman without podman: the dev overlay translated into what `podman kube play` runs
 (network addresses, hostAliases, Pods, Secrets, skipped kinds), the stand-in API server the setup
 Job writes its keys through (over real HTTPS), and the probes checked against real listeners."""
 
@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
+from devtools.kube_podman.kube_api import KubeApiStandIn, patchable_secrets
+from devtools.kube_podman.probes import passes
+from devtools.kube_podman.run import ORDER
+from devtools.kube_podman.translate import STACK_LABEL, Plan, plan, secret_payload
 from silt.errors import InvalidArgument
-from silt.kube_podman.kube_api import KubeApiStandIn, patchable_secrets
-from silt.kube_podman.probes import passes
-from silt.kube_podman.run import ORDER
-from silt.kube_podman.translate import STACK_LABEL, Plan, plan, secret_payload
 from tests.support.k8s import render
 
 SUBNET = "10.89.250.0/24"

@@ -1,3 +1,3 @@
 """History events in graveler: storing batches (writer.py, recorder.py), reading and following
 them (reading.py), and dropping hours past retention (retention.py). The layout is shared,
-silt/history/layout.py."""
+silt/history_events/layout.py."""

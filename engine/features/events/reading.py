@@ -1,5 +1,5 @@
 """Serving history events: a page at a time (ListEvents) or as a stream that follows new ones
-(WatchEvents), both over silt/history/reader.py."""
+(WatchEvents), both over silt/history_events/reader.py."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from engine.core.refs import RefManager
 from engine.core.validation import validate_ref_name
 from silt.errors import InvalidArgument
 from silt.graveler.v1 import events_pb2 as ev
-from silt.history import layout
-from silt.history.reader import scan_partition_events
+from silt.history_events import layout
+from silt.history_events.reader import scan_partition_events
 from silt.journal.store import raw_store
 from silt.paging import take_page
 

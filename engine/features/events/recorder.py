@@ -12,8 +12,8 @@ from engine.core.validation import validate_ref_name
 from engine.features.events.writer import EventWriter
 from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
-from silt.history.flush import ThreadFlusher
-from silt.history.queue import MAX_BATCH, EventQueue
+from silt.history_events.flush import ThreadFlusher
+from silt.history_events.queue import MAX_BATCH, EventQueue
 from silt.names import validate_repository_name
 
 MAX_PATH_BYTES = 1024  # S3's longest key

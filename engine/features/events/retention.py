@@ -20,8 +20,8 @@ from engine.core.refs import RefManager
 from engine.core.refs.manager import RepoHandle
 from engine.features.events.writer import EventWriter
 from silt.errors import NotFound, PredicateFailed
-from silt.history import layout
-from silt.history.reader import all_event_hours
+from silt.history_events import layout
+from silt.history_events.reader import all_event_hours
 from silt.journal.store import raw_store
 from silt.kv.store import Store
 

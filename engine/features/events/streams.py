@@ -25,8 +25,8 @@ from typing import TypeVar
 
 import grpc
 
-from silt.actions import DELETE_USER, user_resource
 from silt.errors import PermissionDenied, ResourceExhausted
+from silt.iam_actions import DELETE_USER, user_resource
 from silt.rpc.authority import Authority, CachedAuthority, Clock, TTLCache
 from silt.rpc.interceptor import AuthInterceptor
 

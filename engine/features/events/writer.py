@@ -1,4 +1,4 @@
-"""Writes history events into their hour partitions (silt/history/layout.py).
+"""Writes history events into their hour partitions (silt/history_events/layout.py).
 
 Each event is one plain `set`: no compare-and-set, no key shared between writers. The writer id is
 random per process and the sequence a per-process counter, so no two writers ever make the same key.
@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable
 
 from silt.graveler.v1 import events_pb2 as ev
-from silt.history import layout
+from silt.history_events import layout
 from silt.kv.store import Store
 
 # Index keys this process remembers having written; past this the memory starts over (a few

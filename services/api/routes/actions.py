@@ -18,9 +18,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from services.api.context import Ctx
 from services.api.errors import not_found
 from services.api.paging import After, Amount, page_size, pagination
-from silt.actions import READ_ACTION_OUTPUT, READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import READ_ACTION_OUTPUT, READ_REPO
 
 router = APIRouter()
 

@@ -22,8 +22,8 @@ from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pag
 from services.api.refs_listing import Named, list_refs
 from services.api.refs_merge import commit_of, conflict_message, lakefs_call
 from services.api.responses import model_response, no_content, text_response
-from silt.actions import READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import READ_REPO, WRITE_REPO
 
 router = APIRouter()
 

@@ -12,8 +12,8 @@ from services.api import convert
 from services.api.context import Ctx
 from services.api.paging import MAX_TOKEN, After, Amount, page_size, pagination
 from services.api.responses import model_response
-from silt.actions import READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import READ_REPO
 
 router = APIRouter()
 

@@ -21,9 +21,9 @@ from services.api.objects_write import checked_path
 from services.api.preview_sandbox import Refused, Source
 from services.api.routes.objects import REF_OBJECTS, ObjectPath
 from services.api.routes.preview import gate, sandbox
-from silt.actions import READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import READ_REPO
 from silt.objects import DEFAULT_CONTENT_TYPE, split_address, user_metadata
 
 router = APIRouter()

@@ -14,8 +14,8 @@ from services.api.diff_summary import SUMMARY_PAGE, Page, diff_page, summary_pag
 from services.api.diff_tree import CHANGE_TYPES, MAX_FILTER, DiffTree
 from services.api.errors import bad_request
 from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
-from silt.actions import READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import READ_REPO
 
 router = APIRouter()
 

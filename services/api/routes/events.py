@@ -3,7 +3,7 @@
 
 GET /repositories/{repository}/branches/{branch}/events[?since=<unix micros>] answers
 `text/event-stream`: each event as `id: <event id>`, `event: history` and one `data:` line of
-JSON (silt/history/codec.py), a `: keepalive` comment every 15 s, resuming after `Last-Event-ID`.
+JSON (silt/history_events/codec.py), a `: keepalive` comment every 15 s, resuming after `Last-Event-ID`.
 `follow=false` (a Silt extension for tooling and tests) sends what is stored and ends.
 
 The stream reads graveler with ListEvents, a bounded unary call, never with a graveler stream:
@@ -31,11 +31,11 @@ from services.api.context import Ctx, authenticate
 from services.api.errors import ApiError, bad_request, forbidden
 from services.api.live_feed import WRITE_TIMEOUT_SECONDS, WriteTimedStreamingResponse
 from services.api.objects_write import ensure_branch
-from silt.actions import READ_REPO, READ_USER, USERS
 from silt.graveler.v1 import events_pb2 as ev
-from silt.history import layout
-from silt.history.codec import to_json
-from silt.history.visibility import shown
+from silt.history_events import layout
+from silt.history_events.codec import to_json
+from silt.history_events.visibility import shown
+from silt.iam_actions import READ_REPO, READ_USER, USERS
 
 router = APIRouter()
 
@@ -79,7 +79,7 @@ class _Feed:
         self, ctx: Ctx, repository: str, branch: str, since_us: int, after: str, viewer: str | None = None
     ) -> None:
         self._ctx = ctx
-        self._viewer = viewer  # whose reads are sent (silt/history/visibility.py); None: all
+        self._viewer = viewer  # whose reads are sent (silt/history_events/visibility.py); None: all
         self.repository = repository
         self._branch = branch
         self._since_us = since_us

@@ -33,7 +33,7 @@ from services.api.iam_policies import from_silt, to_silt
 from services.api.paging import After, Amount, Prefix
 from services.api.responses import model_response, no_content
 from services.api.session_cookie import drop_session_cookie
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.errors import SILT_OWN_POLICY
 

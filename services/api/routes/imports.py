@@ -19,8 +19,8 @@ from services.api.bodies import json_body
 from services.api.context import Ctx
 from services.api.refs_merge import lakefs_call
 from services.api.responses import model_response, no_content
-from silt.actions import READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import READ_REPO, WRITE_REPO
 
 router = APIRouter()
 

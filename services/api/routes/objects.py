@@ -45,13 +45,13 @@ from services.api.objects_write import (
 from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
 from services.api.presign import Presigner, download_name, presigner
 from services.api.responses import model_response, no_content
-from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import CHUNK_SIZE
 from silt.block.adapter import PresignedURL
 from silt.errors import FailedPrecondition, NotFound, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import READ_REPO, WRITE_REPO
 from silt.objects import new_physical_address, split_address, with_user_metadata
 from silt.repository_place import RepositoryPlace
 

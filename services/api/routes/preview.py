@@ -19,8 +19,8 @@ from services.api.errors import ApiError
 from services.api.objects_write import checked_path
 from services.api.preview_sandbox import Refused, Sandbox
 from services.api.routes.objects import REF_OBJECTS, ObjectPath
-from silt.actions import READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import READ_REPO
 from silt.objects import split_address
 
 router = APIRouter()

@@ -21,9 +21,9 @@ from services.api.errors import ApiError, bad_request
 from services.api.paging import After, Amount, Prefix, page_size, pagination
 from services.api.refs_merge import optional_body, strategy_of
 from services.api.responses import model_response, no_content
-from silt.actions import READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import READ_REPO, WRITE_REPO
 from silt.paging import MAX_PAGE
 
 router = APIRouter()

@@ -20,8 +20,8 @@ from services.api.refs_merge import (
     strategy_of,
 )
 from services.api.responses import model_response
-from silt.actions import READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import READ_REPO, WRITE_REPO
 
 router = APIRouter()
 

@@ -16,8 +16,8 @@ from services.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pag
 from services.api.responses import model_response, no_content
 from services.api.routes.setup import storage_config
 from services.api.sample_repo import fill_with_sample
-from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
 from silt.paging import MAX_PAGE
 
 router = APIRouter()

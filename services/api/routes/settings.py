@@ -21,9 +21,9 @@ from services.api.bodies import body_limit, json_object, validate
 from services.api.context import Ctx
 from services.api.errors import bad_request, not_found
 from services.api.responses import model_response, no_content
-from silt.actions import DELETE_GC_RULES, READ_REPO, SET_BRANCH_PROTECTION, SET_GC_RULES
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import DELETE_GC_RULES, READ_REPO, SET_BRANCH_PROTECTION, SET_GC_RULES
 
 router = APIRouter()
 

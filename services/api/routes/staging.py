@@ -35,12 +35,12 @@ from services.api.objects_stats import object_stats
 from services.api.objects_write import checked_content_type, checked_path, checked_user_metadata, ensure_branch, now
 from services.api.presign import presigner
 from services.api.responses import model_response
-from silt.actions import WRITE_REPO
 from silt.block.rules import normalize_etag
 from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import WRITE_REPO
 from silt.namespaces import Namespace, parse_roots
 from silt.objects import DEFAULT_CONTENT_TYPE, SOURCE_VERSION_KEY, split_address, with_user_metadata
 

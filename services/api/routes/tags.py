@@ -12,8 +12,8 @@ from services.api.errors import ApiError
 from services.api.paging import After, Amount, Prefix, page_size
 from services.api.refs_listing import Named, list_refs
 from services.api.responses import model_response, no_content
-from silt.actions import READ_REPO, WRITE_REPO
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import READ_REPO, WRITE_REPO
 
 router = APIRouter()
 

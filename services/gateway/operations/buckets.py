@@ -5,8 +5,8 @@ from __future__ import annotations
 from services.gateway.errors import S3Error
 from services.gateway.operations.common import Context, Response, iso_time, x, xml_response
 from services.gateway.operations.listing import branches, decode_token, encode_token
-from silt.actions import CREATE_REPO, DELETE_REPO, READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_REPO
 
 _XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
 

@@ -13,11 +13,11 @@ from services.gateway.backend import Backend
 from services.gateway.errors import S3Error
 from services.gateway.metadata_values import stored_value
 from services.gateway.request import DECIMAL_CAP, Request, decimal
-from silt.actions import READ_REPO
 from silt.config import S3GatewayConfig
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import READ_REPO
 from silt.objects import MAX_USER_METADATA_BYTES, USER_METADATA_PREFIX
 
 # Shared with the REST API (one layout of objects in a namespace); operations import them from here.

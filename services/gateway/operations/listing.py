@@ -15,9 +15,9 @@ from services.gateway.errors import S3Error
 from services.gateway.operations.common import Context, Response, x, xml_response
 from services.gateway.operations.listing_xml import TimeFormat, etag_texts, url_text, url_texts, xml_text, xml_texts
 from services.gateway.request import decimal
-from silt.actions import READ_REPO
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import READ_REPO
 
 MAX_KEYS = 1000
 GRAVELER_MAX_PAGE = 10000

@@ -76,12 +76,12 @@ from services.gateway.operations.objects import (
 from services.gateway.request import decimal
 from services.gateway.routing import split_path
 from silt import multipart_uploads as uploads
-from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import PartInfo
 from silt.config import S3GatewayConfig
 from silt.errors import NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import READ_REPO, WRITE_REPO
 from silt.kv.store import scan_prefix
 from silt.objects import DEFAULT_CONTENT_TYPE
 from silt.repository_place import RepositoryPlace

@@ -46,13 +46,13 @@ from services.gateway.operations.common import (
 from services.gateway.payload import AwsChunked, DeclaredLength, Sha256Checked, Source, SyncReader
 from services.gateway.request import decimal, decode_component
 from services.gateway.routing import split_path
-from silt.actions import READ_REPO, WRITE_REPO
 from silt.block import CHUNK_SIZE
 from silt.edge_client import SMALL_BODY
 from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import READ_REPO, WRITE_REPO
 from silt.objects import DEFAULT_CONTENT_TYPE, USER_METADATA_PREFIX
 
 _SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")

@@ -21,8 +21,8 @@ import urllib3
 from click.testing import CliRunner
 from lakefs_sdk.exceptions import ApiException
 
-from silt.cli.common import State
-from silt.cli.main import cli
+from cli.common import State
+from cli.main import cli
 from silt.client import Client, Settings
 from tests.integration.api.conftest import Api, json_post
 

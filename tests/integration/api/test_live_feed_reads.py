@@ -1,6 +1,6 @@
 """Reads in the history feeds: a reader who is no administrator sees its own reads and every
 other kind of event, never another user's reads, in the REST API's live feed and in graveler's
-ListEvents and WatchEvents; an administrator sees every read (silt/history/visibility.py)."""
+ListEvents and WatchEvents; an administrator sees every read (silt/history_events/visibility.py)."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from lakefs_sdk.exceptions import ApiException
 from pydantic import SecretStr
 
+from cli.common import State
+from cli.main import cli
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
-from silt.cli.common import State
-from silt.cli.main import cli
 from silt.client import Client, Settings
 from silt.graveler.v1 import graveler_pb2 as api_pb2
 from silt.rpc.signing import Credentials, signed_channel

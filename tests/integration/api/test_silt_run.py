@@ -26,7 +26,7 @@ def test_silt_run_prints_the_lakefs_endpoint_and_it_serves_the_sdk(tmp_path: Pat
     ports = [f"--{name}-port={free_port()}" for name in ("auth", "graveler", "gateway", "compactor")]
     data_dir = tmp_path / "data"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "silt.cli.main", "run", "--data-dir", str(data_dir), *ports],
+        [sys.executable, "-m", "cli.main", "run", "--data-dir", str(data_dir), *ports],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

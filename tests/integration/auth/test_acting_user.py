@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from services.auth.setup import ADMINS
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import auth_pb2_grpc as auth_grpc
 from silt.auth.v1 import model_pb2 as pb

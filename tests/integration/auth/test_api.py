@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 from pydantic import SecretStr
 
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import model_pb2 as pb
 from silt.rpc.signing import Credentials

@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 import pytest
 
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import model_pb2 as auth_pb
 from silt.compactor.v1 import compactor_pb2 as compactor_api

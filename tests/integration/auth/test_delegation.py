@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from services.auth import grants
 from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import auth_pb2_grpc as auth_grpc
 from silt.auth.v1 import model_pb2 as pb

@@ -11,7 +11,7 @@ from google.protobuf.message import Message
 from pydantic import SecretStr
 
 from services.auth.setup import ANALYSTS, DEVELOPERS
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import model_pb2 as pb
 from silt.graveler.v1 import graveler_pb2 as api

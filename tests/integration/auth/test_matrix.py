@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS, PRESET_GROUPS, SERVICES
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import model_pb2 as pb
 from silt.graveler.v1 import events_pb2 as ev

@@ -9,7 +9,7 @@ from pydantic import SecretStr
 
 from services.auth.model import IamModel
 from services.auth.secrets import SecretBox
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 from silt.kv import Store

@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from services.auth.setup import DEVELOPERS
-from silt import actions as a
+from silt import iam_actions as a
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.integration.auth.support import Stack, code_of, details_of
 from tests.integration.auth.test_matrix import PROBES

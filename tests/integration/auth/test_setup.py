@@ -14,7 +14,7 @@ from services.auth.model import IamModel
 from services.auth.policies import compile_statements, is_allowed
 from services.auth.secrets import SecretBox
 from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS, SERVICES, SetupResult
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import model_pb2 as pb
 from silt.kv import Store
 from tests.integration.auth.support import ENCRYPT_KEY, remember

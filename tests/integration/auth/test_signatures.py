@@ -17,7 +17,7 @@ from google.protobuf.wrappers_pb2 import StringValue
 from pydantic import SecretStr
 
 from services.auth.setup import ADMINS
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.auth.v1 import model_pb2 as pb
 from silt.auth.v1.auth_pb2_grpc import AuthServiceStub

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from silt.cli.common import State
-from silt.cli.main import cli
+from cli.common import State
+from cli.main import cli
 from silt.launcher import free_port
 
 

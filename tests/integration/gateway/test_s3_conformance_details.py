@@ -18,7 +18,7 @@ from botocore.credentials import Credentials as BotoCredentials
 from botocore.exceptions import ClientError
 from pydantic import SecretStr
 
-from silt import actions
+from silt import iam_actions
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.auth.v1 import model_pb2 as auth_model
 from silt.rpc.signing import Credentials, signed_channel
@@ -194,7 +194,7 @@ def _creator_without_read(gw: GatewayStack) -> Credentials:
         auth = auth_pb2_grpc.AuthServiceStub(channel)
         user = f"creator-{secrets.token_hex(4)}"
         auth.CreateUser(auth_pb2.CreateUserRequest(id=user))
-        allow = auth_model.Statement(effect=auth_model.EFFECT_ALLOW, actions=[actions.CREATE_REPO], resources=["*"])
+        allow = auth_model.Statement(effect=auth_model.EFFECT_ALLOW, actions=[iam_actions.CREATE_REPO], resources=["*"])
         auth.CreatePolicy(auth_pb2.CreatePolicyRequest(id=user, statements=[allow]))
         auth.AttachPolicy(auth_pb2.PolicyAttachmentRequest(policy_id=user, user_id=user))
         issued = auth.CreateCredentials(auth_pb2.CreateCredentialsRequest(user_id=user))

@@ -7,8 +7,8 @@ import json
 from click.testing import CliRunner, Result
 from pydantic import SecretStr
 
-from silt.cli.common import State
-from silt.cli.main import cli
+from cli.common import State
+from cli.main import cli
 from silt.client import Client, Settings
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

@@ -21,8 +21,8 @@ from silt.block.local import LocalAdapter
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
-from silt.history import layout
-from silt.history.reader import all_event_hours
+from silt.history_events import layout
+from silt.history_events.reader import all_event_hours
 from silt.kv import Store
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.support.wait import wait_until

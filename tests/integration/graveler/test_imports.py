@@ -21,6 +21,8 @@ import pytest
 from click.testing import CliRunner, Result
 from pydantic import SecretStr, ValidationError
 
+from cli.common import State
+from cli.main import cli
 from engine.features.imports import manager
 from engine.features.imports.ingest import IngestJob, IngestResult
 from engine.features.imports.manager import STALE_SECONDS
@@ -31,8 +33,6 @@ from engine.open import import_prefixes, open_graveler
 from services.graveler.server import start
 from silt.block.local import LocalAdapter
 from silt.block.s3 import S3Adapter
-from silt.cli.common import State
-from silt.cli.main import cli
 from silt.client import Client, Settings
 from silt.config import Config, DatabaseConfig, LocalDatabaseConfig
 from silt.errors import ConfigError

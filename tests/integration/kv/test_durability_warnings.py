@@ -9,8 +9,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from silt.cli.common import State
-from silt.cli.main import cli
+from cli.common import State
+from cli.main import cli
 from silt.kv.cassandra import CassandraStore
 from tests.support.cassandra import CassandraServer
 

@@ -10,7 +10,7 @@ import pytest
 
 from services.auth.grants import Holdings, covers, overlaps
 from services.auth.policies import statement
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import model_pb2 as pb
 
 

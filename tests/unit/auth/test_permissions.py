@@ -9,7 +9,7 @@ import pytest
 from services.auth.permissions import RULES as AUTH_RULES
 from services.graveler.permissions import RULES as GRAVELER_RULES
 from services.graveler.permissions import TABLE, list_readable_repositories, runs_narrowed_to_outputs_allowed
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2
 from silt.errors import PermissionDenied
 from silt.graveler.v1 import events_pb2

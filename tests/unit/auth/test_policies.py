@@ -16,7 +16,7 @@ from services.auth.policies import (
     is_allowed,
     statement,
 )
-from silt import actions as a
+from silt import iam_actions as a
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
 

@@ -11,9 +11,9 @@ import time
 from prometheus_client import REGISTRY
 
 from silt.graveler.v1 import events_pb2 as ev
-from silt.history.emitter import EventEmitter
-from silt.history.flush import ThreadFlusher, flush_async, run_async_flusher
-from silt.history.queue import EventQueue
+from silt.history_events.emitter import EventEmitter
+from silt.history_events.flush import ThreadFlusher, flush_async, run_async_flusher
+from silt.history_events.queue import EventQueue
 
 
 def _event(n: int = 0) -> ev.HistoryEvent:

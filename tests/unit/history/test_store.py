@@ -6,18 +6,18 @@ from collections.abc import Iterator
 
 import pytest
 
+from cli.events import parse_since
 from engine.core.refs import RefManager
 from engine.core.refs.manager import RepoHandle
 from engine.features.events.retention import HistoryRetention, RetentionPolicy
 from engine.features.events.writer import EventWriter
-from silt.cli.events import parse_since
 from silt.config import DatabaseConfig
 from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import model_pb2 as pb
-from silt.history import layout
-from silt.history.codec import to_json
-from silt.history.reader import event_hours, list_branches_with_events, scan_events
+from silt.history_events import layout
+from silt.history_events.codec import to_json
+from silt.history_events.reader import event_hours, list_branches_with_events, scan_events
 from silt.kv import Store, open_store
 
 HOUR = 3_600_000_000

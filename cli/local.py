@@ -1,0 +1,362 @@
+"""`silt local`: lakectl's local checkouts. A directory holds the objects under a path of a ref
+and a `.lakefs_ref.yaml` naming its source and the commit it was synced at (`at_head`);
+status, commit, pull and checkout compare it with that commit and with the ref's head now."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+
+from cli.common import client, done, human_size, json_option, meta_pairs, on_branch, output, state, table
+from cli.local_index import (
+    ADDED,
+    MODIFIED,
+    MTIME_META,
+    REF_FILE,
+    REMOVED,
+    Change,
+    Source,
+    as_json,
+    entry_mtime_ns,
+    find_checkouts,
+    local_changes,
+    local_path,
+    read_source,
+    same_content,
+    scan,
+    write_source,
+)
+from cli.transfer import Job, mover, presign_option, progress_option, run_transfers
+from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, paged, parse_uri
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
+
+# A change to make in the checkout: the object to download, or None to delete the file.
+Plan = list[tuple[str, pb.Entry | None]]
+
+_DIFF_KIND = {api.DIFF_TYPE_ADDED: ADDED, api.DIFF_TYPE_REMOVED: REMOVED, api.DIFF_TYPE_CHANGED: MODIFIED}
+_REF_KIND = {
+    api.ResolveRefResponse.REF_TYPE_BRANCH: "branch",
+    api.ResolveRefResponse.REF_TYPE_TAG: "tag",
+    api.ResolveRefResponse.REF_TYPE_COMMIT: "commit",
+}
+
+dir_argument = click.argument("directory", required=False, default=".", type=click.Path(path_type=Path))
+
+
+@click.group()
+def local() -> None:
+    """Local checkouts of a path of a ref, as lakectl's `local` (a `.lakefs_ref.yaml` in each)."""
+
+
+# --- remote side ---------------------------------------------------------------------------
+
+
+def _resolve(repo: str, ref: str) -> api.ResolveRefResponse:
+    return client().graveler.ResolveRef(api.ResolveRefRequest(repository=repo, ref=ref))
+
+
+def _objects(source: Source, commit_id: str) -> dict[str, pb.Entry]:
+    """The objects of the checkout's path at a commit, by path relative to it."""
+    prefix = source.prefix
+    out = {}
+    for item in client().entries(source.repo, commit_id, prefix):
+        rel = item.key[len(prefix) :]
+        if not item.common_prefix and rel and not rel.endswith("/") and rel != REF_FILE:
+            out[rel] = item.entry
+    return out
+
+
+def _remote_changes(source: Source, head: str) -> list[tuple[Change, pb.Entry | None]]:
+    """What changed under the checkout's path between at_head and head, with the new object."""
+    if head == source.at_head:
+        return []
+    g = client().graveler
+
+    def fetch(after: str) -> api.DiffResponse:
+        request = api.DiffRequest(
+            repository=source.repo,
+            left_ref=source.at_head,
+            right_ref=head,
+            prefix=source.prefix,
+            after=after,
+            amount=1000,
+        )
+        return g.Diff(request)
+
+    out = []
+    for item in paged(fetch, "items", lambda i: i.key):
+        rel = item.key[len(source.prefix) :]
+        if item.type in _DIFF_KIND and rel and not rel.endswith("/") and rel != REF_FILE:
+            kind = _DIFF_KIND[item.type]
+            out.append((Change(rel, kind), None if kind == REMOVED else item.right))
+    return out
+
+
+# --- local side ----------------------------------------------------------------------------
+
+
+def _apply(root: Path, source: Source, commit_id: str, plan: Plan, quiet: bool, presign: bool | None) -> None:
+    """Download or delete files so that the planned paths match the commit's objects."""
+    targets = [(rel, local_path(root, rel), entry) for rel, entry in plan]  # all checked first
+    move = mover(presign) if any(entry is not None for _, _, entry in targets) else None
+    jobs: list[tuple[str, int, Job]] = []
+    for rel, target, entry in targets:
+        if entry is None:
+            _remove(root, target)
+            continue
+        mtime = entry_mtime_ns(entry)
+
+        def stamp(path: Path = target, mtime: int = mtime) -> None:
+            os.utime(path, ns=(mtime, mtime))
+
+        key = source.prefix + rel
+        assert move is not None
+        jobs.append((rel, entry.size, move.download(source.repo, commit_id, key, target, entry.size, stamp)))
+    if jobs:
+        run_transfers(jobs, "downloading", quiet)
+
+
+def _remove(root: Path, target: Path) -> None:
+    if target.is_file():
+        target.unlink()
+    parent = target.parent
+    while parent != root and parent.is_dir() and not any(parent.iterdir()):
+        parent.rmdir()
+        parent = parent.parent
+
+
+def _refuse(paths: Iterable[str], message: str) -> None:
+    """List the conflicting paths (stdout, or JSON) and fail with exit code 5."""
+    listed = sorted(set(paths))
+    if state().json:
+        click.echo(json.dumps({"conflicts": listed}, indent=2))
+    else:
+        for path in listed:
+            click.echo(f"conflict: {path}")
+    raise ClientError(f"{len(listed)} conflicting path(s): {message}", EXIT_CONFLICT)
+
+
+def _changes_json(changes: Iterable[Change]) -> list[dict[str, str]]:
+    return as_json(changes)
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+@local.command("clone")
+@click.argument("uri", metavar="silt://REPO/REF[/PATH]")
+@click.argument("directory", required=False, type=click.Path(path_type=Path))
+@progress_option
+@presign_option
+@json_option
+def clone(uri: str, directory: Path | None, quiet: bool, presign: bool | None) -> None:
+    """Download every object under PATH at REF into DIRECTORY (default: PATH's last element or
+    the repository's name), which must be empty or absent."""
+    repo, ref, path = parse_uri(uri)
+    root = directory or Path(path.rstrip("/").rpartition("/")[2] or repo)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise ClientError(f"{root} already exists and is not an empty directory", EXIT_CONFLICT)
+    head = _resolve(repo, ref).commit_id
+    source = Source(repo, ref, path, head)
+    objects = _objects(source, head)
+    root.mkdir(parents=True, exist_ok=True)
+    _apply(root, source, head, list(objects.items()), quiet, presign)
+    write_source(root, source)
+    total = sum(e.size for e in objects.values())
+    done(
+        f"Cloned {source.src} at {head[:12]} into {root}: {len(objects)} file(s), {human_size(total)}",
+        directory=os.fspath(root),
+        src=source.src,
+        at_head=head,
+        files=len(objects),
+        bytes=total,
+    )
+
+
+@local.command("status")
+@dir_argument
+@json_option
+def status(directory: Path) -> None:
+    """Local changes against the synced commit and, if the ref moved since, remote changes."""
+    source = read_source(directory)
+    changes = local_changes(scan(directory), _objects(source, source.at_head))
+    head = _resolve(source.repo, source.ref).commit_id
+    remote = [change for change, _ in _remote_changes(source, head)]
+
+    def human() -> None:
+        click.echo(f"{source.src} at {source.at_head[:12]}")
+        if not changes and not remote:
+            click.echo("No changes")
+        rows = [("local", c.kind, c.path) for c in changes]
+        rows += [("remote", c.kind, c.path) for c in remote]
+        if rows:
+            table(["side", "change", "path"], rows)
+        if remote:
+            click.echo(f"{source.ref} moved to {head[:12]}: `silt local pull` brings its changes")
+
+    output(
+        {
+            "src": source.src,
+            "at_head": source.at_head,
+            "remote_head": head,
+            "local": _changes_json(changes),
+            "remote": _changes_json(remote),
+        },
+        human,
+    )
+
+
+@local.command("commit")
+@dir_argument
+@click.option("--message", "-m", required=True, help="Commit message.")
+@click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Commit metadata; repeatable.")
+@progress_option
+@presign_option
+@json_option
+def commit(directory: Path, message: str, meta: tuple[str, ...], quiet: bool, presign: bool | None) -> None:
+    """Upload added and modified files, delete removed ones, and commit them on the branch."""
+    source = read_source(directory)
+    metadata = meta_pairs(meta)
+    resolved = _resolve(source.repo, source.ref)
+    if resolved.type != api.ResolveRefResponse.REF_TYPE_BRANCH:
+        kind = _REF_KIND.get(resolved.type, "ref")
+        raise ClientError(
+            f"{source.ref!r} is a {kind}, not a branch: only a branch takes commits; "
+            f"`silt local checkout {directory} --ref BRANCH` first",
+            EXIT_USAGE,
+        )
+    changes = local_changes(scan(directory), _objects(source, source.at_head))
+    if not changes:
+        done("No local changes: nothing to commit", commit=None, changes=[])
+        return
+    mine = {c.path for c in changes}
+    remote = _remote_changes(source, resolved.commit_id)
+    overlap = mine & {c.path for c, _ in remote}
+    if overlap:
+        _refuse(overlap, f"{source.ref} changed them since {source.at_head[:12]}; `silt local pull` first")
+    _check_clean_branch(source)
+    _push(directory, source, changes, quiet, presign)
+    with on_branch(source.repo, source.ref):
+        info = client().graveler.Commit(
+            api.CommitRequest(
+                repository=source.repo,
+                branch=source.ref,
+                message=message,
+                metadata=metadata,
+                prefixes=[source.prefix] if source.prefix else [],
+            )
+        )
+    # Others' commits since at_head (none on our paths) come in too: the checkout is at the new commit.
+    theirs = [(c.path, e) for c, e in _remote_changes(source, info.id) if c.path not in mine]
+    _apply(directory, source, info.id, theirs, quiet, presign)
+    write_source(directory, Source(source.repo, source.ref, source.path, info.id))
+    done(
+        f"Commit {info.id} on {source.ref}: {len(changes)} change(s)",
+        commit=info.id,
+        changes=_changes_json(changes),
+    )
+
+
+def _check_clean_branch(source: Source) -> None:
+    """Refuse when the branch has uncommitted changes under the path: the commit would take them."""
+    g = client().graveler
+    resp = g.DiffBranch(
+        api.DiffBranchRequest(repository=source.repo, branch=source.ref, prefix=source.prefix, amount=100)
+    )
+    if resp.items:
+        keys = [item.key[len(source.prefix) :] for item in resp.items]  # as paths in the checkout
+        _refuse(
+            keys,
+            f"{source.ref} has uncommitted changes under {source.prefix or '/'} that are not from this "
+            f"checkout; commit or reset them first (silt branch reset)",
+        )
+
+
+def _push(root: Path, source: Source, changes: list[Change], quiet: bool, presign: bool | None) -> None:
+    """Upload added and modified files (with their mtime) and delete removed ones, on the branch."""
+    files = scan(root)
+    uploads = [change for change in changes if change.kind != REMOVED]
+    move = mover(presign) if uploads else None
+    jobs: list[tuple[str, int, Job]] = []
+    for change in uploads:
+        assert move is not None
+        f = files[change.path]
+        metadata = {MTIME_META: str(f.mtime_ns)}
+        key = source.prefix + change.path
+        jobs.append((change.path, f.size, move.upload(source.repo, source.ref, key, f.path, metadata)))
+    if jobs:
+        run_transfers(jobs, "uploading", quiet)
+    g = client().graveler
+    for change in changes:
+        if change.kind == REMOVED:
+            key = source.prefix + change.path
+            g.DeleteEntry(api.DeleteEntryRequest(repository=source.repo, branch=source.ref, key=key))
+
+
+@local.command("pull")
+@dir_argument
+@click.option("--force", is_flag=True, help="Overwrite local changes to paths that changed remotely.")
+@progress_option
+@presign_option
+@json_option
+def pull(directory: Path, force: bool, quiet: bool, presign: bool | None) -> None:
+    """Bring the ref's changes since the synced commit into the checkout."""
+    source = read_source(directory)
+    head = _resolve(source.repo, source.ref).commit_id
+    remote = _remote_changes(source, head)
+    if not force:
+        mine = {c.path for c in local_changes(scan(directory), _objects(source, source.at_head))}
+        overlap = mine & {c.path for c, _ in remote}
+        if overlap:
+            _refuse(overlap, "local changes to paths that changed remotely, nothing changed; commit, undo, or --force")
+    _apply(directory, source, head, [(c.path, e) for c, e in remote], quiet, presign)
+    write_source(directory, Source(source.repo, source.ref, source.path, head))
+    message = f"Pulled {len(remote)} change(s) at {head[:12]}" if remote else f"Up to date at {head[:12]}"
+    done(message, at_head=head, changes=_changes_json(c for c, _ in remote))
+
+
+@local.command("checkout")
+@dir_argument
+@click.option("--ref", "new_ref", help="Switch to this ref (branch, tag or commit); default: the current one.")
+@click.option("--force", is_flag=True, help="Discard local changes.")
+@progress_option
+@presign_option
+@json_option
+def checkout(directory: Path, new_ref: str | None, force: bool, quiet: bool, presign: bool | None) -> None:
+    """Make the checkout match a ref's head (its own ref's, or --ref's)."""
+    source = read_source(directory)
+    files = scan(directory)
+    if not force:
+        changes = local_changes(files, _objects(source, source.at_head))
+        if changes:
+            _refuse((c.path for c in changes), "local changes would be lost; commit them, or --force")
+    ref = new_ref or source.ref
+    target = Source(source.repo, ref, source.path, _resolve(source.repo, ref).commit_id)
+    wanted = _objects(target, target.at_head)
+    plan: Plan = [(rel, None) for rel in files if rel not in wanted]
+    plan += [(rel, e) for rel, e in wanted.items() if rel not in files or not same_content(files[rel], e)]
+    _apply(directory, target, target.at_head, plan, quiet, presign)
+    write_source(directory, target)
+    done(
+        f"{directory} is at {target.src} {target.at_head[:12]} ({len(plan)} file(s) changed)",
+        src=target.src,
+        at_head=target.at_head,
+        changed=len(plan),
+    )
+
+
+@local.command("list")
+@click.argument("directory", required=False, default=".", type=click.Path(path_type=Path, file_okay=False))
+@json_option
+def list_(directory: Path) -> None:
+    """Local checkouts under DIRECTORY (default: here): their source and synced commit."""
+    rows = []
+    for root in find_checkouts(directory):
+        source = read_source(root)
+        rows.append({"directory": os.fspath(root), "src": source.src, "at_head": source.at_head})
+    output(rows, lambda: table(["directory", "src", "at head"], [tuple(r.values()) for r in rows]))

@@ -1,0 +1,5 @@
+import sys
+
+from devtools.kube_podman.run import main
+
+sys.exit(main())

@@ -1,0 +1,98 @@
+"""Flushers: move queued history events to where they are stored, in batches, off the request path.
+
+Every `interval` seconds a flusher drains the queue in batches of at most `batch_size`. A batch
+that cannot be delivered within `timeout` is dropped and counted: history is lossy by design,
+and retrying would only let a backlog grow while graveler is away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+
+from silt.graveler.v1 import events_pb2 as ev
+from silt.history_events.queue import MAX_BATCH, EventQueue
+from silt.telemetry import metrics
+
+log = logging.getLogger(__name__)
+
+FLUSH_INTERVAL_SECONDS = 0.2
+SEND_TIMEOUT_SECONDS = 5.0
+
+AsyncSend = Callable[[list[ev.HistoryEvent]], Awaitable[None]]
+Send = Callable[[list[ev.HistoryEvent]], None]
+
+
+async def run_async_flusher(
+    queue: EventQueue,
+    send: AsyncSend,
+    interval: float = FLUSH_INTERVAL_SECONDS,
+    batch_size: int = MAX_BATCH,
+    timeout: float = SEND_TIMEOUT_SECONDS,
+) -> None:
+    """Flush queue through send until cancelled; on cancellation, one last bounded flush."""
+    try:
+        while True:
+            await asyncio.sleep(interval)
+            await flush_async(queue, send, batch_size, timeout)
+    except asyncio.CancelledError:
+        await asyncio.shield(flush_async(queue, send, batch_size, timeout))
+        raise
+
+
+async def flush_async(queue: EventQueue, send: AsyncSend, batch_size: int, timeout: float) -> None:
+    while batch := queue.take(batch_size):
+        try:
+            await asyncio.wait_for(send(batch), timeout)
+        except Exception as exc:  # any failure loses this batch only, and is counted
+            log.warning("history events: %d dropped, delivery failed: %s", len(batch), exc)
+            queue.lost(batch)
+            return
+        metrics.HISTORY_EVENTS_SENT.inc(len(batch))
+
+
+class ThreadFlusher:
+    """A flusher on a thread of its own, for a process without an event loop (graveler)."""
+
+    def __init__(
+        self, queue: EventQueue, send: Send, interval: float = FLUSH_INTERVAL_SECONDS, batch_size: int = MAX_BATCH
+    ) -> None:
+        self.queue = queue
+        self._send = send
+        self._interval = interval
+        self._batch_size = batch_size
+        self._stop = threading.Event()
+        # One flush at a time: a flush returns only once every event queued before it is stored,
+        # including a batch the thread took just before and is still storing.
+        self._flushing = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="history-flusher", daemon=True)
+
+    def start(self) -> ThreadFlusher:
+        self._thread.start()
+        return self
+
+    def flush(self) -> None:
+        """Store what is queued; on return, every event queued before the call is stored (or
+        counted lost), whichever thread took it."""
+        with self._flushing:
+            while batch := self.queue.take(self._batch_size):
+                try:
+                    self._send(batch)
+                except Exception as exc:  # any failure loses this batch only, and is counted
+                    log.warning("history events: %d dropped, storing failed: %s", len(batch), exc)
+                    self.queue.lost(batch)
+                    return
+                metrics.HISTORY_EVENTS_SENT.inc(len(batch))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.flush()
+
+    def close(self, timeout: float = SEND_TIMEOUT_SECONDS) -> None:
+        """Stop after one last flush, waiting at most timeout for it."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self.flush()

@@ -1,5 +1,0 @@
-import sys
-
-from silt.kube_podman.run import main
-
-sys.exit(main())
