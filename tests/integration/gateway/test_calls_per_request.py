@@ -16,9 +16,9 @@ import boto3
 import pytest
 from botocore.config import Config as BotoConfig
 
+from edge.gateway.app import GatewayApp
+from edge.gateway.backend import Backend
 from engine.open import open_engine
-from services.gateway.app import GatewayApp
-from services.gateway.backend import Backend
 from silt.config import load_config
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.support.gateway_stack import GatewayStack

@@ -11,8 +11,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from lakefs_sdk.models import ObjectStats, ObjectStatsList, Pagination
 from starlette.responses import JSONResponse
 
-from services.api.objects_listing import listing_page
-from services.api.objects_stats import common_prefix_row, object_row, object_stats
+from edge.api.objects_listing import listing_page
+from edge.api.objects_stats import common_prefix_row, object_row, object_stats
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 

@@ -1,4 +1,4 @@
-"""Which requests the object fast path (services/api/objects_fast.py) takes: exactly the plain
+"""Which requests the object fast path (edge/api/objects_fast.py) takes: exactly the plain
 getObject, HEAD, uploadObject and listObjects, routed to the route function FastAPI itself would pick, and
 nothing with a parameter it does not read. Whether both answer alike is
 tests/integration/api/test_objects_fast_path.py's."""
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
-from services.api.app import create_app
-from services.api.context import context
-from services.api.errors import ApiError
-from services.api.objects_fast import plain_request
+from edge.api.app import create_app
+from edge.api.context import context
+from edge.api.errors import ApiError
+from edge.api.objects_fast import plain_request
 from silt.config import Config
 
 REF = "/api/v1/repositories/repo-1/refs/main/objects"
