@@ -58,6 +58,8 @@ from typing import Any, Generic, Protocol, TypeVar
 import grpc
 from grpc_health.v1 import health_pb2
 
+from silt.grpc_handlers import reading_requests, refusal
+
 log = logging.getLogger(__name__)
 
 HEALTH_SERVICE = "grpc.health.v1.Health"
@@ -521,19 +523,11 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
             try:
                 self._check_headers(details.invocation_metadata or ())
             except Exception as exc:  # the check's refusal: its message says why
-                return _refusal(handler, str(exc))
+                return refusal(handler, grpc.StatusCode.UNAUTHENTICATED, str(exc))
         budget = self._health if health else self._calls
         if handler.response_streaming:
-            return grpc.stream_stream_rpc_method_handler(
-                self._stream(handler.unary_stream, budget),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return grpc.stream_unary_rpc_method_handler(
-            self._unary(handler.unary_unary, budget),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+            return reading_requests(handler, self._stream(handler.unary_stream, budget))
+        return reading_requests(handler, self._unary(handler.unary_unary, budget))
 
     def _receive(
         self, requests: Iterator[Any], context: grpc.ServicerContext, budget: Budget[_Ticket]
@@ -583,17 +577,3 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                 self._vouch(late_peer, context)
 
         return handle
-
-
-def _refusal(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
-    """A handler that answers UNAUTHENTICATED without reading the request."""
-
-    def refuse(_requests: Any, context: grpc.ServicerContext) -> Any:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
-
-    factory = (
-        grpc.stream_stream_rpc_method_handler if handler.response_streaming else grpc.stream_unary_rpc_method_handler
-    )
-    return factory(
-        refuse, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
-    )
