@@ -13,6 +13,7 @@ imports silt.telemetry.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
@@ -24,6 +25,23 @@ Behavior = Callable[[Any, grpc.ServicerContext], Any]
 # Opened around one call: (request, context) -> a context manager.
 Scope = Callable[[Any, grpc.ServicerContext], AbstractContextManager[object]]
 Wrap = Callable[[Behavior], Behavior]
+
+
+class HandlerInterceptor(grpc.ServerInterceptor, abc.ABC):
+    """A server interceptor that rebuilds the handler of every method the server has (wrap);
+    a method it does not have passes through as no handler, for gRPC to answer UNIMPLEMENTED."""
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = continuation(handler_call_details)
+        return None if handler is None else self.wrap(handler, handler_call_details)
+
+    @abc.abstractmethod
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        """The handler of the method details names, in place of handler."""
 
 
 def wrapped(handler: grpc.RpcMethodHandler, unary: Wrap | None, streamed: Wrap | None = None) -> grpc.RpcMethodHandler:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
 import grpc
 
 from silt.errors import SiltError
-from silt.grpc_handlers import within
+from silt.grpc_handlers import HandlerInterceptor, within
 from silt.journal.context import SYSTEM_CLIENT, journal_context
 from silt.rpc.interceptor import current_principal
 
@@ -58,18 +57,11 @@ def repository_of(request: Any) -> str:
     return ""
 
 
-class JournalContextInterceptor(grpc.ServerInterceptor):
+class JournalContextInterceptor(HandlerInterceptor):
     """Runs each unary call inside the JournalContext naming it (after authentication)."""
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return None
-        event = event_type(handler_call_details.method)
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        event = event_type(details.method)
 
         def naming(request: Any, context: grpc.ServicerContext) -> AbstractContextManager[object]:
             return journal_context(event, caller_id(), repository_of(request))

@@ -9,7 +9,6 @@ into the typed error with ``error_from_rpc``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NoReturn, cast, get_args
 
 import grpc
@@ -33,7 +32,7 @@ from silt.errors import (
     Unauthenticated,
     Unavailable,
 )
-from silt.grpc_handlers import within
+from silt.grpc_handlers import HandlerInterceptor, within
 
 # The trailer grpcio-status and the other languages' gRPC libraries read rich status from.
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
@@ -148,13 +147,8 @@ class _AbortingOnSiltError:
             abort(self._context, exc)
 
 
-class ErrorMappingInterceptor(grpc.ServerInterceptor):
+class ErrorMappingInterceptor(HandlerInterceptor):
     """Turns SiltErrors raised by any handler into the matching status code and message."""
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(handler_call_details)
-        return None if handler is None else within(handler, _AbortingOnSiltError)
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        return within(handler, _AbortingOnSiltError)

@@ -27,7 +27,7 @@ from google.protobuf.message import Message
 from silt.access_keys import is_access_key_id
 from silt.actions import MAX_RESOURCE_LENGTH
 from silt.errors import InvalidArgument, NotFound, PermissionDenied, SiltError, Unauthenticated
-from silt.grpc_handlers import in_scope, refusal, within, wrapped
+from silt.grpc_handlers import HandlerInterceptor, in_scope, refusal, within, wrapped
 from silt.names import validate_repository_name
 from silt.rpc.authority import CachedAuthority, Clock, RemoteAuthority
 from silt.rpc.channels import client_tls
@@ -158,7 +158,7 @@ def current_principal() -> Principal:
     return principal
 
 
-class AuthInterceptor(grpc.ServerInterceptor):
+class AuthInterceptor(HandlerInterceptor):
     """Authenticates and authorizes every call before its handler runs."""
 
     def __init__(
@@ -267,16 +267,8 @@ class AuthInterceptor(grpc.ServerInterceptor):
 
     # -- wrapping handlers
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return None
-        method = handler_call_details.method
-        metadata = handler_call_details.invocation_metadata
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        method, metadata = details.method, details.invocation_metadata
         if handler.request_streaming:
             # Streamed requests cannot be signed up front; no Silt API has them. Fail closed.
             message = f"{method}: streamed requests are not supported by the auth interceptor"

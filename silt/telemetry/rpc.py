@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import grpc
@@ -15,7 +14,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Status, StatusCode
 
-from silt.grpc_handlers import within
+from silt.grpc_handlers import HandlerInterceptor, within
 from silt.telemetry import requestid
 from silt.telemetry.setup import metrics_enabled, tracing_enabled
 
@@ -43,7 +42,7 @@ def server_interceptors() -> list[grpc.ServerInterceptor]:
     return [ServerCallInterceptor(metrics_enabled(), tracer() if tracing_enabled() else None)]
 
 
-class ServerCallInterceptor(grpc.ServerInterceptor):
+class ServerCallInterceptor(HandlerInterceptor):
     """Opens one server span per call (a child of the caller's traceparent), makes the caller's
     request id current for the handler, and counts and times each call.
 
@@ -76,12 +75,7 @@ class ServerCallInterceptor(grpc.ServerInterceptor):
         if log.isEnabledFor(logging.DEBUG):
             log.debug("rpc %s %s %.1f ms", method, code.name, seconds * 1000)
 
-    def intercept_service(
-        self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None], details: Any
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(details)
-        if handler is None:
-            return None
+    def wrap(self, handler: grpc.RpcMethodHandler, details: Any) -> grpc.RpcMethodHandler:
         method: str = details.method
         service, _, name = method.lstrip("/").rpartition("/")
         request_id = None
