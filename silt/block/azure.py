@@ -77,13 +77,12 @@ import hashlib
 import io
 import re
 import secrets
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import IO, Any, BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
@@ -115,7 +114,6 @@ from azure.storage.blob import (
 from azure.storage.blob._generated.models import ModifiedAccessConditions
 
 from silt.block.adapter import (
-    CHUNK_SIZE,
     ListedObject,
     ObjectStat,
     PartInfo,
@@ -123,6 +121,7 @@ from silt.block.adapter import (
     PresignMethod,
     PutResult,
 )
+from silt.block.common import Calls, Spool, check_size, one_line
 from silt.block.pinned import Pin, PinnedReadAdapter, check_as_imported
 from silt.block.rules import (
     MAX_KEY_BYTES,
@@ -142,7 +141,6 @@ from silt.errors import AlreadyExists, ConfigError, InvalidArgument, NotFound, P
 
 MiB = 1024 * 1024
 BLOCK_SIZE = 8 * MiB  # put's blocks, and the largest object sent with one Put Blob
-BUFFER_MEMORY = 8 * MiB  # the most a buffer keeps in memory before it moves to a temporary file
 DOWNLOAD_CHUNK = 256 * 1024  # the pieces a download's body is read in
 MAX_BLOCKS = 50_000  # Azure's limit of committed blocks in a blob
 MAX_BLOCK_SIZE = 4000 * MiB  # Azure's largest block
@@ -195,7 +193,7 @@ _INVALID_CODES = {
 
 
 def _one_line(text: object) -> str:
-    return _QUERY.sub("?...", " ".join(str(text).split()))
+    return _QUERY.sub("?...", one_line(text))
 
 
 def _translate(exc: Exception, what: str) -> SiltError:
@@ -222,20 +220,8 @@ def _translate(exc: Exception, what: str) -> SiltError:
     )
 
 
-@contextlib.contextmanager
-def _calls(what: str) -> Iterator[None]:
-    """Turn Azure SDK and network exceptions into Silt errors."""
-    try:
-        yield
-    except (AzureError, requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-        raise _translate(exc, what) from None
-
-
-def _check_size(size: int | None, what: str) -> None:
-    if size is None:
-        return
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise InvalidArgument(f"{what}: size must be a non-negative integer, got {size!r}")
+# Turns Azure SDK and network exceptions into Silt errors.
+_calls = Calls((AzureError, requests.RequestException, urllib3.exceptions.HTTPError, OSError), _translate)
 
 
 def _utc(value: datetime | None) -> datetime:
@@ -268,53 +254,9 @@ def _content_etag_of(props: BlobProperties) -> str:
     return normalize_etag(str(props.etag or ""))
 
 
-class _Buffer:
-    """Up to `limit` bytes of a stream, held so they can be sent (and re-sent on retry): in memory
-    up to BUFFER_MEMORY, then in a temporary file. Not a SpooledTemporaryFile: the HTTP client asks
-    a body for its fileno(), which would move every spooled block to disk."""
-
-    def __init__(self, stream: BinaryIO, limit: int, what: str, first: bytes = b"", running: Any = None) -> None:
-        """`running`, a hash object, is fed the bytes too (the MD5 of an object of many blocks)."""
-        self.file: IO[bytes] = io.BytesIO()
-        md5 = hashlib.md5(usedforsecurity=False)
-        self.size = 0
-        try:
-            chunk = first
-            while True:
-                if chunk:
-                    md5.update(chunk)
-                    if running is not None:
-                        running.update(chunk)
-                    self._write(chunk, what)
-                    self.size += len(chunk)
-                if self.size >= limit:
-                    break
-                # Exceptions of the caller's stream propagate unchanged: they are the caller's.
-                chunk = stream.read(min(CHUNK_SIZE, limit - self.size))
-                if not chunk:
-                    break
-            self.file.seek(0)
-        except BaseException:
-            self.file.close()
-            raise
-        self.md5 = md5.digest()
-
-    def _write(self, chunk: bytes, what: str) -> None:
-        try:
-            if isinstance(self.file, io.BytesIO) and self.size + len(chunk) > BUFFER_MEMORY:
-                spill = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the buffer
-                spill.write(self.file.getbuffer())
-                self.file.close()
-                self.file = spill
-            self.file.write(chunk)
-        except OSError as exc:
-            raise Unavailable(f"azure {what}: buffering to a temporary file: {exc.strerror}") from None
-
-    def __enter__(self) -> _Buffer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.file.close()
+def _buffer(stream: BinaryIO, limit: int, what: str, first: bytes = b"", running: Any = None) -> Spool:
+    """Up to `limit` bytes of the stream, in memory up to 8 MiB, then in a temporary file."""
+    return Spool(stream, limit, what, "azure", first, running)
 
 
 class _BlobReader(PieceStream):
@@ -566,13 +508,13 @@ class AzureAdapter(PinnedReadAdapter):
         """Write the stream as the blob (only if there is none when `if_absent`); its ETag is the
         MD5 of the bytes, or `etag` when given (a copy keeps its source's)."""
         what = target.what
-        _check_size(size, what)
+        check_size(size, what)
         if size is not None and size > MAX_OBJECT_SIZE:
             raise InvalidArgument(f"{what}: {size} bytes exceeds Azure's block blob size limit")
         block_size = BLOCK_SIZE if size is None else max(BLOCK_SIZE, -(-size // MAX_BLOCKS))
         first_limit = block_size if size is None else min(size, block_size)
         running = hashlib.md5(usedforsecurity=False)
-        with _Buffer(stream, first_limit, what, running=running) as first:
+        with _buffer(stream, first_limit, what, running=running) as first:
             if size is not None:
                 if first.size < first_limit:
                     raise InvalidArgument(f"{what}: stream ended after {first.size} of {size} bytes")
@@ -616,7 +558,7 @@ class AzureAdapter(PinnedReadAdapter):
         stream: BinaryIO,
         size: int | None,
         block_size: int,
-        first: _Buffer,
+        first: Spool,
         carry: bytes,
         md5: Any,
         if_absent: bool,
@@ -654,7 +596,7 @@ class AzureAdapter(PinnedReadAdapter):
                 # Blocks double every 10,000, so 50,000 blocks hold far more than S3's 5 TiB.
                 block_size = BLOCK_SIZE << (len(blocks) // 10_000)
                 limit = block_size
-            buffer = _Buffer(stream, limit, what, carry, running=md5)
+            buffer = _buffer(stream, limit, what, carry, running=md5)
             if size is not None and buffer.size < limit:
                 buffer.file.close()
                 raise InvalidArgument(f"{what}: stream ended after {total + buffer.size} of {size} bytes")
@@ -914,12 +856,12 @@ class AzureAdapter(PinnedReadAdapter):
     ) -> PartInfo:
         check_part_number(part_number)
         target = self._locate(namespace, key)
-        _check_size(size, target.what)
+        check_size(size, target.what)
         if size is not None and size > MAX_PART_SIZE:
             raise InvalidArgument(f"{target.what}: a part holds at most {MAX_PART_SIZE // MiB} MiB, got {size} bytes")
         self._check_upload(target, upload_id)
         # Read one byte past the limit to notice an oversized part of unknown size.
-        with _Buffer(stream, MAX_PART_SIZE + 1 if size is None else size, target.what) as buffer:
+        with _buffer(stream, MAX_PART_SIZE + 1 if size is None else size, target.what) as buffer:
             if size is not None and buffer.size != size:
                 raise InvalidArgument(f"{target.what}: stream ended after {buffer.size} of {size} bytes")
             if buffer.size > MAX_PART_SIZE:

@@ -1,8 +1,8 @@
 """The S3 block adapter, on boto3: any S3-compatible object store.
 
 Streaming. ``put`` never holds more than one part of the object: it reads the caller's
-stream one part (8 MiB) at a time into a spool — memory up to 8 MiB, a temporary file
-beyond that — and sends it with its Content-MD5, so a retry can rewind the spool and the
+stream one part (8 MiB) at a time into a spool (silt/block/common.py) — memory up to 8 MiB,
+a temporary file beyond that — and sends it with its Content-MD5, so a retry can rewind the spool and the
 store verifies the bytes. A stream that ends within the first part is sent with one
 PutObject (ETag: the MD5); anything longer becomes a multipart upload under the hood
 (ETag: ``<md5>-<N>``), aborted again if anything fails. The ETag is the one the store
@@ -24,12 +24,9 @@ Unavailable with a one-line message.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 import io
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -44,7 +41,6 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from silt.block.adapter import (
-    CHUNK_SIZE,
     CopySource,
     ListedObject,
     ObjectStat,
@@ -54,6 +50,7 @@ from silt.block.adapter import (
     PutResult,
     UploadPart,
 )
+from silt.block.common import Calls, Spool, check_size, one_line
 from silt.block.pinned import Pin, PinnedReadAdapter
 from silt.block.rules import (
     MAX_KEY_BYTES,
@@ -74,10 +71,8 @@ from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed,
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
-# The part size put() starts with, and the most a spool keeps in memory before it moves
-# to a temporary file.
+# The part size put() starts with.
 PART_SIZE = 8 * MiB
-SPOOL_MEMORY = 8 * MiB
 MAX_PART_SIZE = 5 * GiB
 MAX_PARTS = 10_000
 MAX_OBJECT_SIZE = 5 * 1024 * GiB
@@ -104,10 +99,6 @@ _INVALID = {
 _STREAM_ERRORS = (BotoCoreError, urllib3.exceptions.HTTPError, OSError)
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 def _version_id(head: dict[str, Any]) -> str:
     """The VersionId a HeadObject reported: "" without versioning, and for S3's "null" version
     (versioning suspended), which the next write replaces in place."""
@@ -122,7 +113,7 @@ def _error_code(exc: ClientError) -> str:
 def _translate(exc: Exception, what: str) -> SiltError:
     if isinstance(exc, ClientError):
         code = _error_code(exc)
-        message = _one_line(exc.response.get("Error", {}).get("Message") or "")
+        message = one_line(exc.response.get("Error", {}).get("Message") or "")
         text = f"{what}: {code}: {message}" if message and message != code else f"{what}: {code}"
         if code in _NOT_FOUND:
             return NotFound(text)
@@ -130,62 +121,16 @@ def _translate(exc: Exception, what: str) -> SiltError:
             return InvalidArgument(text)
         return Unavailable(f"s3 {text}")
     if isinstance(exc, ParamValidationError):
-        return InvalidArgument(f"{what}: {_one_line(exc)}")
-    return Unavailable(f"s3 {what}: {_one_line(exc)}")
+        return InvalidArgument(f"{what}: {one_line(exc)}")
+    return Unavailable(f"s3 {what}: {one_line(exc)}")
 
 
-@contextlib.contextmanager
-def _calls(what: str) -> Iterator[None]:
-    """Turn botocore and network exceptions into Silt errors."""
-    try:
-        yield
-    except (ClientError, *_STREAM_ERRORS) as exc:
-        raise _translate(exc, what) from None
+# Turns botocore and network exceptions into Silt errors.
+_calls = Calls((ClientError, *_STREAM_ERRORS), _translate)
 
 
-def _check_size(size: int | None, what: str) -> None:
-    if size is None:
-        return
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise InvalidArgument(f"{what}: size must be a non-negative integer, got {size!r}")
-
-
-class _Spool:
-    """Up to `limit` bytes of a stream, held so they can be sent (and re-sent on retry)."""
-
-    def __init__(self, stream: BinaryIO, limit: int, what: str, first: bytes = b"") -> None:
-        # Closed by __exit__, or right here if filling it fails.
-        self.file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # noqa: SIM115
-        md5 = hashlib.md5(usedforsecurity=False)
-        self.size = 0
-        try:
-            chunk = first
-            while True:
-                if chunk:
-                    md5.update(chunk)
-                    try:
-                        self.file.write(chunk)
-                    except OSError as exc:
-                        raise Unavailable(f"s3 {what}: spooling to a temporary file: {exc.strerror}") from None
-                    self.size += len(chunk)
-                if self.size >= limit:
-                    break
-                # Exceptions of the caller's stream propagate unchanged: they are the caller's.
-                chunk = stream.read(min(CHUNK_SIZE, limit - self.size))
-                if not chunk:
-                    break
-            self.file.seek(0)
-        except BaseException:
-            self.file.close()
-            raise
-        self.md5 = md5.digest()
-        self.content_md5 = base64.b64encode(self.md5).decode("ascii")
-
-    def __enter__(self) -> _Spool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.file.close()
+def _spool(stream: BinaryIO, limit: int, what: str, first: bytes = b"") -> Spool:
+    return Spool(stream, limit, what, "s3", first)
 
 
 class _BodyReader(ObjectStream):
@@ -269,7 +214,7 @@ def build_client(
         endpoint = endpoint_url or config.endpoint_url
         return session.client("s3", endpoint_url=endpoint, config=client_config, **static)
     except BotoCoreError as exc:
-        raise ConfigError(f"blockstore.s3: cannot create the S3 client: {_one_line(exc)}") from None
+        raise ConfigError(f"blockstore.s3: cannot create the S3 client: {one_line(exc)}") from None
 
 
 class S3Adapter(PinnedReadAdapter):
@@ -305,7 +250,7 @@ class S3Adapter(PinnedReadAdapter):
 
     def put(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
         bucket, name, what = self._locate(namespace, key)
-        _check_size(size, what)
+        check_size(size, what)
         if size is not None and size > MAX_OBJECT_SIZE:
             raise InvalidArgument(f"{what}: {size} bytes exceeds S3's object size limit")
         if size is not None:
@@ -313,7 +258,7 @@ class S3Adapter(PinnedReadAdapter):
             first_limit = min(size, part_size)
         else:
             part_size = first_limit = PART_SIZE
-        with _Spool(stream, first_limit, what) as first:
+        with _spool(stream, first_limit, what) as first:
             if size is not None:
                 if first.size < first_limit:
                     raise InvalidArgument(f"{what}: stream ended after {first.size} of {size} bytes")
@@ -338,7 +283,7 @@ class S3Adapter(PinnedReadAdapter):
         stream: BinaryIO,
         size: int | None,
         part_size: int,
-        first: _Spool,
+        first: Spool,
         carry: bytes,
     ) -> PutResult:
         with _calls(what):
@@ -374,7 +319,7 @@ class S3Adapter(PinnedReadAdapter):
                     # while small objects keep small parts. Spools beyond 8 MiB go to disk.
                     part_size = PART_SIZE << (number // 1000)
                     limit = part_size
-                spool = _Spool(stream, limit, what, carry)
+                spool = _spool(stream, limit, what, carry)
                 if size is not None and spool.size < limit:
                     spool.file.close()
                     raise InvalidArgument(f"{what}: stream ended after {total + spool.size} of {size} bytes")
@@ -390,7 +335,7 @@ class S3Adapter(PinnedReadAdapter):
             raise
         return PutResult(size=total, etag=normalize_etag(response["ETag"]))
 
-    def _send_part(self, bucket: str, name: str, what: str, upload_id: str, number: int, spool: _Spool) -> str:
+    def _send_part(self, bucket: str, name: str, what: str, upload_id: str, number: int, spool: Spool) -> str:
         with _calls(what):
             response = self._client.upload_part(
                 Bucket=bucket,
@@ -550,11 +495,11 @@ class S3Adapter(PinnedReadAdapter):
     ) -> PartInfo:
         check_part_number(part_number)
         bucket, name, what = self._locate(namespace, key)
-        _check_size(size, what)
+        check_size(size, what)
         if size is not None and size > MAX_PART_SIZE:
             raise InvalidArgument(f"{what}: a part holds at most 5 GiB, got {size} bytes")
         # Read one byte past the limit to notice an oversized part of unknown size.
-        with _Spool(stream, MAX_PART_SIZE + 1 if size is None else size, what) as spool:
+        with _spool(stream, MAX_PART_SIZE + 1 if size is None else size, what) as spool:
             if size is not None and spool.size != size:
                 raise InvalidArgument(f"{what}: stream ended after {spool.size} of {size} bytes")
             if spool.size > MAX_PART_SIZE:
