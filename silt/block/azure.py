@@ -79,7 +79,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO
@@ -121,7 +121,7 @@ from silt.block.adapter import (
     PresignMethod,
     PutResult,
 )
-from silt.block.common import Calls, Spool, check_size, one_line
+from silt.block.common import Calls, Pieces, Spool, check_part_size, check_size, one_line, spool_part
 from silt.block.pinned import Pin, PinnedReadAdapter, check_as_imported
 from silt.block.rules import (
     MAX_KEY_BYTES,
@@ -148,6 +148,9 @@ MAX_PART_SIZE = MAX_BLOCK_SIZE
 MAX_OBJECT_SIZE = MAX_BLOCKS * MAX_BLOCK_SIZE
 MAX_POOL_CONNECTIONS = 64
 COPY_POLL_SECONDS = 0.2
+_PART_SHOWN = f"{MAX_PART_SIZE // MiB} MiB"
+# Blocks double every 10,000, so 50,000 blocks hold far more than S3's 5 TiB.
+BLOCKS = Pieces("azure", f"Azure's limit of {MAX_BLOCKS} blocks", BLOCK_SIZE, MAX_BLOCKS, 10_000)
 
 ETAG_METADATA = "silt_etag"
 TARGET_METADATA = "silt_target"
@@ -252,11 +255,6 @@ def _content_etag_of(props: BlobProperties) -> str:
     if content_md5:
         return bytes(content_md5).hex()
     return normalize_etag(str(props.etag or ""))
-
-
-def _buffer(stream: BinaryIO, limit: int, what: str, first: bytes = b"", running: Any = None) -> Spool:
-    """Up to `limit` bytes of the stream, in memory up to 8 MiB, then in a temporary file."""
-    return Spool(stream, limit, what, "azure", first, running)
 
 
 class _BlobReader(PieceStream):
@@ -511,18 +509,10 @@ class AzureAdapter(PinnedReadAdapter):
         check_size(size, what)
         if size is not None and size > MAX_OBJECT_SIZE:
             raise InvalidArgument(f"{what}: {size} bytes exceeds Azure's block blob size limit")
-        block_size = BLOCK_SIZE if size is None else max(BLOCK_SIZE, -(-size // MAX_BLOCKS))
-        first_limit = block_size if size is None else min(size, block_size)
+        block_size = BLOCKS.size_for(size)
         running = hashlib.md5(usedforsecurity=False)
-        with _buffer(stream, first_limit, what, running=running) as first:
-            if size is not None:
-                if first.size < first_limit:
-                    raise InvalidArgument(f"{what}: stream ended after {first.size} of {size} bytes")
-                single, carry = size <= block_size, b""
-            else:
-                # One byte of look-ahead tells a stream of exactly one block from a longer one.
-                carry = stream.read(1) if first.size == block_size else b""
-                single = not carry
+        first, carry, single = BLOCKS.first(stream, size, block_size, what, running)
+        with first:
             if single:
                 result_etag = etag or first.md5.hex()
                 with self._writing(target, if_absent):
@@ -534,7 +524,8 @@ class AzureAdapter(PinnedReadAdapter):
                         content_settings=ContentSettings(content_md5=bytearray(first.md5)),
                     )
                 return PutResult(size=first.size, etag=result_etag)
-            return self._upload_blocks(target, stream, size, block_size, first, carry, running, if_absent, etag)
+            spools = BLOCKS.all(stream, size, first, carry, block_size, what, running)
+            return self._upload_blocks(target, spools, running, if_absent, etag)
 
     @staticmethod
     def _conditions(if_absent: bool) -> dict[str, Any]:
@@ -553,53 +544,19 @@ class AzureAdapter(PinnedReadAdapter):
             raise _translate(exc, target.what) from None
 
     def _upload_blocks(
-        self,
-        target: _Target,
-        stream: BinaryIO,
-        size: int | None,
-        block_size: int,
-        first: Spool,
-        carry: bytes,
-        md5: Any,
-        if_absent: bool,
-        etag: str | None,
+        self, target: _Target, spools: Generator[Spool], md5: Any, if_absent: bool, etag: str | None
     ) -> PutResult:
-        what = target.what
         token = secrets.token_hex(16)
         blocks: list[BlobBlock] = []
         total = 0
-        buffer = first
-        while True:
-            block_id = _put_block_id(token, len(blocks))
-            try:
-                with _calls(what):
+        # Each block is let go before the next is read: one block in memory at a time.
+        with contextlib.closing(spools):
+            for buffer in spools:
+                block_id = _put_block_id(token, len(blocks))
+                with _calls(target.what):
                     target.blob.stage_block(block_id, buffer.file, length=buffer.size)
-            finally:
-                # Each block is let go before the next is read: one block in memory at a time.
-                buffer.file.close()
-            blocks.append(BlobBlock(block_id))
-            total += buffer.size
-            if size is not None:
-                if total >= size:
-                    break
-                limit = min(block_size, size - total)
-                carry = b""
-            else:
-                if buffer.size < block_size:
-                    break
-                if len(blocks) > 1:  # the first block's look-ahead byte was read by _upload
-                    carry = stream.read(1)
-                    if not carry:
-                        break
-                if len(blocks) >= MAX_BLOCKS:
-                    raise InvalidArgument(f"{what}: stream exceeds Azure's limit of {MAX_BLOCKS} blocks")
-                # Blocks double every 10,000, so 50,000 blocks hold far more than S3's 5 TiB.
-                block_size = BLOCK_SIZE << (len(blocks) // 10_000)
-                limit = block_size
-            buffer = _buffer(stream, limit, what, carry, running=md5)
-            if size is not None and buffer.size < limit:
-                buffer.file.close()
-                raise InvalidArgument(f"{what}: stream ended after {total + buffer.size} of {size} bytes")
+                blocks.append(BlobBlock(block_id))
+                total += buffer.size
         digest = md5.digest()
         result_etag = etag or digest.hex()
         with self._writing(target, if_absent):
@@ -856,16 +813,9 @@ class AzureAdapter(PinnedReadAdapter):
     ) -> PartInfo:
         check_part_number(part_number)
         target = self._locate(namespace, key)
-        check_size(size, target.what)
-        if size is not None and size > MAX_PART_SIZE:
-            raise InvalidArgument(f"{target.what}: a part holds at most {MAX_PART_SIZE // MiB} MiB, got {size} bytes")
+        check_part_size(size, target.what, MAX_PART_SIZE, _PART_SHOWN)
         self._check_upload(target, upload_id)
-        # Read one byte past the limit to notice an oversized part of unknown size.
-        with _buffer(stream, MAX_PART_SIZE + 1 if size is None else size, target.what) as buffer:
-            if size is not None and buffer.size != size:
-                raise InvalidArgument(f"{target.what}: stream ended after {buffer.size} of {size} bytes")
-            if buffer.size > MAX_PART_SIZE:
-                raise InvalidArgument(f"{target.what}: a part holds at most {MAX_PART_SIZE // MiB} MiB")
+        with spool_part(stream, size, target.what, "azure", MAX_PART_SIZE, _PART_SHOWN) as buffer:
             if buffer.size:
                 with _calls(target.what):
                     target.blob.stage_block(

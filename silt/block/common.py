@@ -1,6 +1,7 @@
 """What the cloud block adapters (s3.py, azure.py, gcs.py) do alike: turning their SDK's
-exceptions into Silt errors, checking a caller's size, one-line messages, and holding a piece of
-the caller's stream so that it can be sent, and re-sent on a retry."""
+exceptions into Silt errors, checking a caller's size, one-line messages, holding a piece of the
+caller's stream so that it can be sent, and re-sent on a retry, and cutting a stream into the
+pieces of one upload (S3's parts, Azure's blocks) one piece in memory at a time."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import contextlib
 import hashlib
 import io
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from typing import IO, Any, BinaryIO
 
 from silt.block.adapter import CHUNK_SIZE
@@ -110,3 +112,101 @@ class Spool:
 
     def __exit__(self, *exc: object) -> None:
         self.file.close()
+
+
+def spool_part(stream: BinaryIO, size: int | None, what: str, store: str, max_size: int, shown: str) -> Spool:
+    """One part of a multipart upload, spooled whole: exactly `size` bytes when given (and checked
+    first), at most `max_size` (`shown`, as messages say it) either way. The caller closes it."""
+    # Read one byte past the limit to notice an oversized part of unknown size.
+    spool = Spool(stream, max_size + 1 if size is None else size, what, store)
+    try:
+        if size is not None and spool.size != size:
+            raise InvalidArgument(f"{what}: stream ended after {spool.size} of {size} bytes")
+        if spool.size > max_size:
+            raise InvalidArgument(f"{what}: a part holds at most {shown}")
+    except BaseException:
+        spool.file.close()
+        raise
+    return spool
+
+
+def check_part_size(size: int | None, what: str, max_size: int, shown: str) -> None:
+    """What spool_part checks before it reads a byte: a size a part may have."""
+    check_size(size, what)
+    if size is not None and size > max_size:
+        raise InvalidArgument(f"{what}: a part holds at most {shown}, got {size} bytes")
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """How a store's upload cuts a stream into pieces: `base` bytes each (more when a known size
+    needs more than `most` of them), doubling every `doubling` pieces when the size is unknown, so
+    that `most` pieces reach the store's object size limit while small objects keep small pieces."""
+
+    store: str  # as errors name the store: "s3", "azure"
+    label: str  # the limit in words: "S3's limit of 10000 parts"
+    base: int
+    most: int
+    doubling: int
+
+    def size_for(self, size: int | None) -> int:
+        """The first piece's size for a stream of `size` bytes (None: unknown)."""
+        return self.base if size is None else max(self.base, -(-size // self.most))
+
+    def first(
+        self, stream: BinaryIO, size: int | None, piece: int, what: str, running: Any = None
+    ) -> tuple[Spool, bytes, bool]:
+        """The first piece spooled, the byte read after it (b"" if none), and whether it is the
+        whole stream (sent in one request then). The caller closes the spool."""
+        first = Spool(stream, piece if size is None else min(size, piece), what, self.store, running=running)
+        try:
+            if size is not None:
+                if first.size < min(size, piece):
+                    raise InvalidArgument(f"{what}: stream ended after {first.size} of {size} bytes")
+                return first, b"", size <= piece
+            # One byte of look-ahead tells a stream of exactly one piece from a longer one.
+            carry = stream.read(1) if first.size == piece else b""
+        except BaseException:
+            first.file.close()
+            raise
+        return first, carry, not carry
+
+    def all(
+        self,
+        stream: BinaryIO,
+        size: int | None,
+        first: Spool,
+        carry: bytes,
+        piece: int,
+        what: str,
+        running: Any = None,
+    ) -> Generator[Spool]:
+        """`first`, then every further piece of the stream, each spooled once the caller is done
+        with the one before, which is closed then: one piece in memory at a time. A stream shorter
+        than `size`, or one that needs more than `most` pieces, is InvalidArgument."""
+        spool, total, number = first, 0, 0
+        while True:
+            number += 1
+            try:
+                yield spool
+            finally:
+                spool.file.close()
+            total += spool.size
+            if size is not None:
+                if total >= size:
+                    return
+                limit, carry = min(piece, size - total), b""
+            else:
+                if spool.size < piece:
+                    return
+                if number > 1:  # the first piece's look-ahead byte was read by first()
+                    carry = stream.read(1)
+                    if not carry:
+                        return
+                if number >= self.most:
+                    raise InvalidArgument(f"{what}: stream exceeds {self.label}")
+                piece = limit = self.base << (number // self.doubling)
+            spool = Spool(stream, limit, what, self.store, carry, running)
+            if size is not None and spool.size < limit:
+                spool.file.close()
+                raise InvalidArgument(f"{what}: stream ended after {total + spool.size} of {size} bytes")

@@ -29,7 +29,7 @@ import io
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
@@ -50,7 +50,7 @@ from silt.block.adapter import (
     PutResult,
     UploadPart,
 )
-from silt.block.common import Calls, Spool, check_size, one_line
+from silt.block.common import Calls, Pieces, Spool, check_part_size, check_size, one_line, spool_part
 from silt.block.pinned import Pin, PinnedReadAdapter
 from silt.block.rules import (
     MAX_KEY_BYTES,
@@ -77,6 +77,9 @@ MAX_PART_SIZE = 5 * GiB
 MAX_PARTS = 10_000
 MAX_OBJECT_SIZE = 5 * 1024 * GiB
 MAX_COPY_SIZE = 5 * GiB
+# Parts double every 1000, so 10,000 parts reach S3's 5 TiB object limit while small objects
+# keep small parts. Spools beyond 8 MiB go to disk.
+PARTS = Pieces("s3", f"S3's limit of {MAX_PARTS} parts", PART_SIZE, MAX_PARTS, 1000)
 # A gateway serves many requests at once; botocore's default pool of 10 would queue them.
 MAX_POOL_CONNECTIONS = 64
 
@@ -127,10 +130,6 @@ def _translate(exc: Exception, what: str) -> SiltError:
 
 # Turns botocore and network exceptions into Silt errors.
 _calls = Calls((ClientError, *_STREAM_ERRORS), _translate)
-
-
-def _spool(stream: BinaryIO, limit: int, what: str, first: bytes = b"") -> Spool:
-    return Spool(stream, limit, what, "s3", first)
 
 
 class _BodyReader(ObjectStream):
@@ -253,76 +252,29 @@ class S3Adapter(PinnedReadAdapter):
         check_size(size, what)
         if size is not None and size > MAX_OBJECT_SIZE:
             raise InvalidArgument(f"{what}: {size} bytes exceeds S3's object size limit")
-        if size is not None:
-            part_size = max(PART_SIZE, -(-size // MAX_PARTS))
-            first_limit = min(size, part_size)
-        else:
-            part_size = first_limit = PART_SIZE
-        with _spool(stream, first_limit, what) as first:
-            if size is not None:
-                if first.size < first_limit:
-                    raise InvalidArgument(f"{what}: stream ended after {first.size} of {size} bytes")
-                single, carry = size <= part_size, b""
-            else:
-                # One byte of look-ahead tells a stream of exactly one part from a longer one.
-                carry = stream.read(1) if first.size == part_size else b""
-                single = not carry
+        part_size = PARTS.size_for(size)
+        first, carry, single = PARTS.first(stream, size, part_size, what)
+        with first:
             if single:
                 with _calls(what):
                     response = self._client.put_object(
                         Bucket=bucket, Key=name, Body=first.file, ContentLength=first.size, ContentMD5=first.content_md5
                     )
                 return PutResult(size=first.size, etag=normalize_etag(response["ETag"]))
-            return self._put_multipart(bucket, name, what, stream, size, part_size, first, carry)
+            return self._put_multipart(bucket, name, what, PARTS.all(stream, size, first, carry, part_size, what))
 
-    def _put_multipart(
-        self,
-        bucket: str,
-        name: str,
-        what: str,
-        stream: BinaryIO,
-        size: int | None,
-        part_size: int,
-        first: Spool,
-        carry: bytes,
-    ) -> PutResult:
+    def _put_multipart(self, bucket: str, name: str, what: str, spools: Generator[Spool]) -> PutResult:
         with _calls(what):
             upload_id = self._client.create_multipart_upload(Bucket=bucket, Key=name)["UploadId"]
         try:
             parts: list[dict[str, Any]] = []
             total = 0
-            spool = first
-            while True:
-                number = len(parts) + 1
-                try:
+            # Each part is let go before the next is read: one part in memory at a time.
+            with contextlib.closing(spools):
+                for number, spool in enumerate(spools, 1):
                     etag = self._send_part(bucket, name, what, upload_id, number, spool)
-                finally:
-                    # Each part is let go before the next is read: one part in memory at a time.
-                    spool.file.close()
-                parts.append({"PartNumber": number, "ETag": f'"{etag}"'})
-                total += spool.size
-                if size is not None:
-                    if total >= size:
-                        break
-                    limit = min(part_size, size - total)
-                    carry = b""
-                else:
-                    if spool.size < part_size:
-                        break
-                    if number > 1:  # the first part's look-ahead byte was read by put()
-                        carry = stream.read(1)
-                        if not carry:
-                            break
-                    if number >= MAX_PARTS:
-                        raise InvalidArgument(f"{what}: stream exceeds S3's limit of {MAX_PARTS} parts")
-                    # Parts double every 1000, so 10,000 parts reach S3's 5 TiB object limit
-                    # while small objects keep small parts. Spools beyond 8 MiB go to disk.
-                    part_size = PART_SIZE << (number // 1000)
-                    limit = part_size
-                spool = _spool(stream, limit, what, carry)
-                if size is not None and spool.size < limit:
-                    spool.file.close()
-                    raise InvalidArgument(f"{what}: stream ended after {total + spool.size} of {size} bytes")
+                    parts.append({"PartNumber": number, "ETag": f'"{etag}"'})
+                    total += spool.size
             with _calls(what):
                 response = self._client.complete_multipart_upload(
                     Bucket=bucket, Key=name, UploadId=upload_id, MultipartUpload={"Parts": parts}
@@ -495,15 +447,8 @@ class S3Adapter(PinnedReadAdapter):
     ) -> PartInfo:
         check_part_number(part_number)
         bucket, name, what = self._locate(namespace, key)
-        check_size(size, what)
-        if size is not None and size > MAX_PART_SIZE:
-            raise InvalidArgument(f"{what}: a part holds at most 5 GiB, got {size} bytes")
-        # Read one byte past the limit to notice an oversized part of unknown size.
-        with _spool(stream, MAX_PART_SIZE + 1 if size is None else size, what) as spool:
-            if size is not None and spool.size != size:
-                raise InvalidArgument(f"{what}: stream ended after {spool.size} of {size} bytes")
-            if spool.size > MAX_PART_SIZE:
-                raise InvalidArgument(f"{what}: a part holds at most 5 GiB")
+        check_part_size(size, what, MAX_PART_SIZE, "5 GiB")
+        with spool_part(stream, size, what, "s3", MAX_PART_SIZE, "5 GiB") as spool:
             etag = self._send_part(bucket, name, what, upload_id, part_number, spool)
         return PartInfo(part_number=part_number, etag=etag)
 
