@@ -58,6 +58,10 @@ class BlockStore:
     opener: Callable[[BlockstoreConfig], BlockAdapter]
     # How a spelled-out source (an import path) is shown to operators, in error messages.
     shape: str
+    # Whether its listings name each object's version (GCS's generation, Azure's ETag), which an
+    # import then records for reads to ask for. S3's do not (ListObjectsV2 has no versions), so
+    # an S3 import records none, one object or many (a read of a version needs another permission).
+    lists_versions: bool = False
 
     def split(self, uri: str) -> tuple[str, str]:
         """(the namespace of the URI's bucket or container, the key below it): ``s3://b/x/y`` is
@@ -72,8 +76,10 @@ class BlockStore:
 STORES: tuple[BlockStore, ...] = (
     BlockStore("local", ("local",), _open_local, "local:///absolute/path"),
     BlockStore("s3", ("s3",), _open_s3, "s3://bucket/prefix"),
-    BlockStore("azure", ("https", "http"), _open_azure, "https://<account>.blob.core.windows.net/<container>/prefix"),
-    BlockStore("gs", ("gs",), _open_gcs, "gs://bucket/prefix"),
+    BlockStore(
+        "azure", ("https", "http"), _open_azure, "https://<account>.blob.core.windows.net/<container>/prefix", True
+    ),
+    BlockStore("gs", ("gs",), _open_gcs, "gs://bucket/prefix", True),
 )
 _BY_SCHEME = {scheme: store for store in STORES for scheme in store.schemes}
 _BY_TYPE = {store.type: store for store in STORES}

@@ -71,6 +71,11 @@ def test_every_store_names_the_adapter_that_serves_it() -> None:
             assert store_for_scheme(scheme) is store
 
 
+def test_the_stores_whose_listings_name_versions_are_gcs_and_azure() -> None:
+    # An import records a version only from these: S3's ListObjectsV2 names none.
+    assert {store.type for store in STORES if store.lists_versions} == {"gs", "azure"}
+
+
 def test_open_adapter_opens_the_configured_store(tmp_path: Path) -> None:
     adapter = open_adapter(BlockstoreConfig(type="local", local=LocalBlockstoreConfig(path=str(tmp_path))))
     assert isinstance(adapter, LocalAdapter)

@@ -33,7 +33,7 @@ from services.graveler.imports.names import name_problem, plain_name
 from silt.block.adapter import BlockAdapter
 from silt.block.beneath import DIRECTORY_FLAGS, LinkRefused, open_child
 from silt.block.external import ExternalFiles
-from silt.block.registry import list_under
+from silt.block.registry import list_under, store_for_uri
 from silt.errors import InvalidArgument, NotFound, Unavailable
 
 SORT_IN_MEMORY = 100_000
@@ -66,7 +66,9 @@ def list_store(adapter: BlockAdapter, source: Source) -> Iterator[Found]:
             found = adapter.stat(source.bucket, source.key)
         except NotFound:
             raise NotFound(f"reading {source.path}: no such object") from None
-        yield Found(source.key, found.size, found.etag, _mtime_ns(found.mtime), found.version)
+        # The version only where a listing would give it too: one object imports as many do.
+        version = found.version if store_for_uri(source.bucket).lists_versions else ""
+        yield Found(source.key, found.size, found.etag, _mtime_ns(found.mtime), version)
         return
     for item in list_under(adapter, source.bucket, source.key):
         yield Found(item.key, item.size, item.etag, _mtime_ns(item.mtime), item.version)

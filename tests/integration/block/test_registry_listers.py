@@ -105,3 +105,25 @@ def test_a_put_object_key_is_listed_by_its_relative_name(s3_adapter: S3Adapter, 
     assert (listed.key, listed.size) == ("k/one", 1)
     (stat,) = list_under(s3_adapter, f"s3://{s3_bucket}", "ns/k/")
     assert stat.key == "ns/k/one"
+
+
+def test_an_s3_object_source_records_no_version_as_its_listing_would_not(s3_adapter: S3Adapter) -> None:
+    bucket = f"silt-test-{uuid.uuid4().hex[:20]}"
+    s3_adapter.client.create_bucket(Bucket=bucket)
+    try:
+        s3_adapter.client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        s3_adapter.put(f"s3://{bucket}", "in/one", io.BytesIO(b"1"), 1)
+        assert s3_adapter.stat(f"s3://{bucket}", "in/one").version != ""
+        rules = ImportRules("s3", (f"s3://{bucket}/",), ExternalFiles(()))
+        (one, prefix), _ = check_sources(
+            [(OBJECT, f"s3://{bucket}/in/one", "one"), (COMMON_PREFIX, f"s3://{bucket}/in/", "all/")],
+            rules,
+            f"s3://{bucket}/repo",
+        )
+        (by_stat,) = list_store(s3_adapter, one)
+        (by_listing,) = list_store(s3_adapter, prefix)
+        assert by_stat == by_listing and by_stat.version == ""
+    finally:
+        for version in s3_adapter.client.list_object_versions(Bucket=bucket).get("Versions", []):
+            s3_adapter.client.delete_object(Bucket=bucket, Key=version["Key"], VersionId=version["VersionId"])
+        s3_adapter.client.delete_bucket(Bucket=bucket)
