@@ -33,12 +33,19 @@ _PR_GET_DUMPABLE = 3
 _PR_SET_DUMPABLE = 4
 
 
+# Looked up once, here: set_parent_death_signal may run in a forked child before its exec
+# (a preexec_fn), where loading a library could wait forever on a lock another thread held.
+try:
+    _PRCTL: Any = ctypes.CDLL(None, use_errno=True).prctl if LINUX else None
+except (OSError, AttributeError):
+    _PRCTL = None
+
+
 def prctl(option: int, value: int) -> None:
     """prctl(2) through libc; a no-op where it does not exist (not Linux)."""
-    if not LINUX:
+    if _PRCTL is None:
         return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
+    if _PRCTL(option, value, 0, 0, 0) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"prctl({option}): {os.strerror(errno)}")
 
@@ -51,9 +58,9 @@ def set_not_dumpable() -> None:
 
 def is_dumpable() -> bool:
     """Whether this process is dumpable (always True where prctl does not exist)."""
-    if not LINUX:
+    if _PRCTL is None:
         return True
-    return bool(ctypes.CDLL(None).prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0))
+    return bool(_PRCTL(_PR_GET_DUMPABLE, 0, 0, 0, 0))
 
 
 def set_parent_death_signal(sig: int = signal.SIGKILL) -> None:
