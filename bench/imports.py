@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import emit
+from silt.block.adapter import ListedObject
 
 REPO = "bench-import"
 TARGET_LOCAL_RATE = 20_000
@@ -161,33 +162,9 @@ def bench_s3(workdir: Path, count: int) -> None:
         _stop(process)
 
 
-class _GeneratedListing:
-    """An S3 client answering ListObjectsV2 with pages of synthetic keys in key order."""
-
-    def __init__(self, count: int) -> None:
-        self._count = count
-        self._modified = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def list_objects_v2(self, **arguments: Any) -> dict[str, Any]:
-        start = int(arguments.get("ContinuationToken", "0"))
-        end = min(start + arguments["MaxKeys"], self._count)
-        contents = [
-            {
-                "Key": f"{arguments['Prefix']}date=2026-01-{1 + i * 28 // self._count:02d}/part-{i:08d}.parquet",
-                "Size": 1000 + i % 977,
-                "ETag": f'"{i:032x}"',
-                "LastModified": self._modified,
-            }
-            for i in range(start, end)
-        ]
-        page: dict[str, Any] = {"Contents": contents, "IsTruncated": end < self._count}
-        if end < self._count:
-            page["NextContinuationToken"] = str(end)
-        return page
-
-
 class _ListingAdapter:
-    """The local adapter for ranges, the generated listing as its S3 client."""
+    """The local adapter for ranges; its listing of the source: synthetic keys in key order,
+    generated as it is read (a listing of the size of a large S3 prefix, without the store)."""
 
     scheme = "local"
 
@@ -195,7 +172,14 @@ class _ListingAdapter:
         from silt.block.local import LocalAdapter
 
         self._inner = LocalAdapter(root)
-        self.client = _GeneratedListing(count)
+        self._count = count
+        self._modified = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def list_objects(self, namespace: str, prefix: str = "", after: str = "") -> Iterator[ListedObject]:
+        for i in range(self._count):
+            key = f"{prefix}date=2026-01-{1 + i * 28 // self._count:02d}/part-{i:08d}.parquet"
+            if key > after:
+                yield ListedObject(key, 1000 + i % 977, f"{i:032x}", self._modified)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -230,7 +214,7 @@ def _memory_child(root: str, count: int, results: Any) -> None:
     store = open_store(DatabaseConfig(type="mem"))
     records = ImportRecords(store)
     records.create(b"bench", pb.ImportRecord(id="bench"))
-    source = Source("common_prefix", "s3://generated/lake/", "lake/", "s3", "generated", "lake/", "lake/")
+    source = Source("common_prefix", "s3://generated/lake/", "lake/", "store", "s3://generated", "lake/", "lake/")
     job = IngestJob("bench", b"bench", namespace, (source,), (), ChunkingPolicy())
     marks: list[tuple[int, float]] = []
     report = records.progress

@@ -5,32 +5,19 @@ A watch thread in the child waits on a pidfd of the parent (polls getppid where 
 missing) and exits the process the moment the parent is gone. PR_SET_PDEATHSIG alone is not
 enough: it fires when the *thread* that created the child exits (a pool may spawn workers
 from any request thread), and it is lost if the parent died before it was set. It remains
-the right tool before an exec (set_parent_death_signal), where no thread of ours survives.
+the right tool before an exec (silt/child_process.py set_parent_death_signal), where no thread
+of ours survives; silt/child_process.py also starts the pools whose workers watch their parent.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import signal
 import threading
-from typing import Any
 
 PARENT_PID_ENV = "SILT_PARENT_PID"
-_PR_SET_PDEATHSIG = 1
 POLL_SECONDS = 0.5
-
-try:
-    _PRCTL: Any = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):  # not Linux
-    _PRCTL = None
-
-
-def set_parent_death_signal(sig: int = signal.SIGKILL) -> None:
-    """Ask the kernel to send sig to this process when its parent (thread) exits; Linux only."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, int(sig))
 
 
 def _wait_gone(parent_pid: int) -> None:

@@ -87,7 +87,7 @@ def call_failure(exc: grpc.aio.AioRpcError, attempts: Attempts, seconds: float, 
         error = MaybeApplied(f"graveler: the call may have been applied: {exc.details()}")
     else:
         error = error_from_rpc(exc)
-    # Whether graveler certainly did not apply the call in any attempt (silt/write_outcome.py).
+    # Whether graveler certainly did not apply the call in any attempt (edge/core/write_outcome.py).
     error.not_applied = attempts.not_applied  # type: ignore[attr-defined]
     return error
 

@@ -11,10 +11,9 @@ builds in a small pool of worker processes instead, each with its own connection
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import wait as wait_for
 from typing import Protocol, TypeVar
 
@@ -26,10 +25,9 @@ from engine.core.model import StagingToken
 from engine.core.staging import StagingStore
 from engine.core.stores import open_stores
 from engine.core.values import KeyValue
+from silt.child_process import spawn_pool
 from silt.config import Config, parse_cpu_list
 from silt.errors import DeadlineExceeded, Unavailable
-from silt.lifeline import die_with_parent
-from silt.sandbox.process import set_not_dumpable
 
 
 class MetaRangeBuilder(Protocol):
@@ -157,15 +155,9 @@ def worker_cpus(spec: str, available: set[int]) -> set[int] | None:
     return (chosen & available) or None  # none of them available: unpinned rather than failing
 
 
-def _init_worker(config: Config, niceness: int, parent_pid: int) -> None:
+def _init_worker(config: Config, niceness: int) -> None:
+    """After spawn_pool's own start (dies with graveler, not dumpable)."""
     global _worker
-    # A worker blocked on the call queue never notices its parent's death by itself: without
-    # this, every kill -9 of graveler left its workers (and, through them, multiprocessing's
-    # resource tracker) running with PPID 1.
-    die_with_parent(parent_pid)
-    # It holds graveler's store credentials: its memory and environment are root's, as
-    # graveler's own are (exec made it dumpable again).
-    set_not_dumpable()
     # Building is batch work: it should use idle cycles only and yield the CPU the moment a
     # process answering requests wakes up, so staging latency barely moves while a commit
     # builds. SCHED_IDLE does exactly that on Linux; elsewhere a high nice value comes close.
@@ -235,13 +227,8 @@ class ProcessPoolBuilder:
         self._timeout = timeout
         if config.database.type == "mem":
             raise ValueError("the mem KV driver lives in one process; build in-process instead")
-        # spawn, not fork: a forked gRPC server process is not safe to use in the child.
-        self._pool = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_init_worker,
-            initargs=(config, niceness, os.getpid()),  # pickled whole: secrets reach the worker, masked JSON would not
-        )
+        # The config is pickled whole: secrets reach the worker, masked JSON would not.
+        self._pool = spawn_pool(workers, _init_worker, (config, niceness))
         # Start a worker now: spawning one (an interpreter importing pyarrow) costs ~0.3 s,
         # which would otherwise fall on the first commit.
         self._pool.submit(_warm_up)

@@ -6,12 +6,11 @@ grows with the number of objects.
 
 * local: each of N tasks walks the namespace's directory tree (names only, cheap) and stats
   the files whose key hashes to its shard;
-* S3: the key space is cut at fixed boundaries into ranges ``(lo, hi]``; each task lists its
-  range with ``StartAfter=lo`` until a key passes ``hi``. The ranges cover every key whatever
-  its spelling; the boundaries only balance the physical addresses graveler hands out
-  (``data/<hex>``);
-* through the block adapter (Azure, GCS: jobs/gc/location.py): the same ranges, each task
-  listing its own with ``adapter.list_objects(namespace, after=lo)`` until a key passes ``hi``.
+* an object store (S3, Azure, GCS): the key space is cut at fixed boundaries into ranges
+  ``(lo, hi]``; each task lists its range through the block adapter (silt/block/registry.py's
+  ``list_under``, S3's StartAfter) from ``lo`` until a key passes ``hi``. The ranges cover every
+  key whatever its spelling; the boundaries only balance the physical addresses graveler hands
+  out (``data/<hex>``).
 
 Never listed: Silt's own metadata (``_silt/``) and the local adapter's reserved names
 (``.silt-*``: temporary files, ETag records, multipart uploads). S3 lists no multipart parts.
@@ -29,6 +28,7 @@ from typing import Any
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from jobs.gc.location import NamespaceRoot
+from silt.block.registry import list_under
 from silt.block.rules import RESERVED_PREFIX, split_namespace
 from silt.config import BlockstoreConfig
 
@@ -62,11 +62,8 @@ def list_objects(spark: Any, root: NamespaceRoot, blockstore: BlockstoreConfig, 
     if root.kind == "local":
         tasks = [(namespace, i, shards) for i in range(shards)]
         lister = _local_lister(blockstore)
-    elif root.kind == "s3":
-        tasks = _s3_ranges(namespace)
-        lister = _s3_lister(blockstore)
     else:
-        tasks = _key_ranges(namespace, "")
+        tasks = _key_ranges(namespace)
         lister = _adapter_lister(blockstore)
     rdd = spark.sparkContext.parallelize(tasks, len(tasks)).flatMap(lister)
     return spark.createDataFrame(rdd, LISTING_SCHEMA)
@@ -98,38 +95,10 @@ def _local_lister(blockstore: BlockstoreConfig) -> Any:
     return list_shard
 
 
-def _s3_ranges(namespace: str) -> list[tuple[str, str | None, str | None]]:
-    _, prefix = split_namespace(namespace, "s3")
-    return _key_ranges(namespace, "/".join(prefix) + "/" if prefix else "")
-
-
-def _key_ranges(namespace: str, base: str) -> list[tuple[str, str | None, str | None]]:
-    """Ranges (lo, hi] of keys (spelled from `base`) that cover them all, one task each."""
-    bounds: list[str | None] = [None, *[f"{base}data/{a}{b}" for a in _HEX for b in "08"], None]
+def _key_ranges(namespace: str) -> list[tuple[str, str | None, str | None]]:
+    """Ranges (lo, hi] of keys (relative to the namespace) that cover them all, one task each."""
+    bounds: list[str | None] = [None, *[f"data/{a}{b}" for a in _HEX for b in "08"], None]
     return [(namespace, bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
-
-
-def _s3_lister(blockstore: BlockstoreConfig) -> Any:
-    def list_range(task: tuple[str, str | None, str | None]) -> Iterator[tuple[str, int, int]]:
-        from silt.block.s3 import build_client
-
-        namespace, low, high = task
-        bucket, prefix = split_namespace(namespace, "s3")
-        base = "/".join(prefix) + "/" if prefix else ""
-        client = build_client(blockstore.s3)
-        arguments: dict[str, Any] = {"Bucket": bucket, "Prefix": base}
-        if low is not None:
-            arguments["StartAfter"] = low
-        for page in client.get_paginator("list_objects_v2").paginate(**arguments):
-            for item in page.get("Contents", []):
-                full: str = item["Key"]
-                if high is not None and full > high:
-                    return
-                key = full[len(base) :]
-                if is_candidate_key(key):
-                    yield key, int(item["Size"]), int(item["LastModified"].timestamp() * 1_000_000)
-
-    return list_range
 
 
 def _adapter_lister(blockstore: BlockstoreConfig) -> Any:
@@ -145,7 +114,7 @@ def _adapter_lister(blockstore: BlockstoreConfig) -> Any:
         # Character by character on purpose: keys share a prefix of characters, not of path parts.
         prefix = os.path.commonprefix([low, high]) if low is not None and high is not None else ""  # noqa: RUF071
         # Keys come in UTF-8 byte order, which is the order of Python's str comparison.
-        for item in adapter.list_objects(namespace, prefix, after=low or ""):
+        for item in list_under(adapter, namespace, prefix, after=low or "", strict=False):
             if high is not None and item.key > high:
                 return
             if is_candidate_key(item.key):

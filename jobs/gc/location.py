@@ -13,14 +13,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from silt.block.registry import served_by
 from silt.block.rules import split_namespace
 from silt.config import BlockstoreConfig
-from silt.errors import InvalidArgument
 from silt.spark import S3AEndpoint, use_endpoint_for_bucket
 
 Kind = Literal["local", "s3", "adapter"]
-# Namespace spellings whose store only the block adapter reaches, and the blockstore type each needs.
-_ADAPTER_SCHEMES = {"https://": "azure", "http://": "azure", "gs://": "gs"}
 
 
 @dataclass(frozen=True)
@@ -46,25 +44,17 @@ def adapter_root(namespace: str, blockstore: BlockstoreConfig) -> NamespaceRoot:
 
 
 def namespace_root(namespace: str, blockstore: BlockstoreConfig) -> NamespaceRoot:
-    if namespace.startswith("local://"):
-        if blockstore.type != "local":
-            raise InvalidArgument(f"namespace {namespace} needs the local blockstore, configured: {blockstore.type}")
+    """Where the namespace is for Spark; InvalidArgument for a scheme no block store serves
+    (silt/block/registry.py) or one the configured blockstore does not."""
+    store = served_by(namespace, blockstore.type, "garbage collection's storage namespace")
+    if store.type == "local":
         name, prefix = split_namespace(namespace, "local")
         path = os.path.join(os.path.realpath(os.path.expanduser(blockstore.local.path)), name, *prefix)
         return NamespaceRoot(namespace, "file:" + path, None, "local")
-    if namespace.startswith("s3://"):
-        if blockstore.type != "s3":
-            raise InvalidArgument(f"namespace {namespace} needs the s3 blockstore, configured: {blockstore.type}")
+    if store.type == "s3":
         bucket, prefix = split_namespace(namespace, "s3")
         return NamespaceRoot(namespace, "/".join([f"s3a://{bucket}", *prefix]), bucket, "s3")
-    for head, store in _ADAPTER_SCHEMES.items():
-        if namespace.startswith(head):
-            if blockstore.type != store:
-                raise InvalidArgument(
-                    f"namespace {namespace} needs the {store} blockstore, configured: {blockstore.type}"
-                )
-            return adapter_root(namespace, blockstore)
-    raise InvalidArgument(f"garbage collection does not support storage namespace {namespace!r}")
+    return adapter_root(namespace, blockstore)
 
 
 def configure_s3a(spark: Any, root: NamespaceRoot, blockstore: BlockstoreConfig) -> None:

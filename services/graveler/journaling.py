@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import grpc
 
 from silt.errors import SiltError
+from silt.grpc_handlers import HandlerInterceptor, within
 from silt.journal.context import SYSTEM_CLIENT, journal_context
 from silt.rpc.interceptor import current_principal
 
@@ -56,26 +57,13 @@ def repository_of(request: Any) -> str:
     return ""
 
 
-class JournalContextInterceptor(grpc.ServerInterceptor):
+class JournalContextInterceptor(HandlerInterceptor):
     """Runs each unary call inside the JournalContext naming it (after authentication)."""
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
-            return handler
-        behavior = handler.unary_unary
-        event = event_type(handler_call_details.method)
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        event = event_type(details.method)
 
-        def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            with journal_context(event, caller_id(), repository_of(request)):
-                return behavior(request, context)
+        def naming(request: Any, context: grpc.ServicerContext) -> AbstractContextManager[object]:
+            return journal_context(event, caller_id(), repository_of(request))
 
-        return grpc.unary_unary_rpc_method_handler(
-            handle,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return within(handler, naming, streams=False)

@@ -77,13 +77,12 @@ import hashlib
 import io
 import re
 import secrets
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import IO, Any, BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
@@ -115,7 +114,6 @@ from azure.storage.blob import (
 from azure.storage.blob._generated.models import ModifiedAccessConditions
 
 from silt.block.adapter import (
-    CHUNK_SIZE,
     ListedObject,
     ObjectStat,
     PartInfo,
@@ -123,6 +121,7 @@ from silt.block.adapter import (
     PresignMethod,
     PutResult,
 )
+from silt.block.common import Calls, Pieces, Spool, check_part_size, check_size, one_line, spool_part
 from silt.block.pinned import Pin, PinnedReadAdapter, check_as_imported
 from silt.block.rules import (
     MAX_KEY_BYTES,
@@ -142,7 +141,6 @@ from silt.errors import AlreadyExists, ConfigError, InvalidArgument, NotFound, P
 
 MiB = 1024 * 1024
 BLOCK_SIZE = 8 * MiB  # put's blocks, and the largest object sent with one Put Blob
-BUFFER_MEMORY = 8 * MiB  # the most a buffer keeps in memory before it moves to a temporary file
 DOWNLOAD_CHUNK = 256 * 1024  # the pieces a download's body is read in
 MAX_BLOCKS = 50_000  # Azure's limit of committed blocks in a blob
 MAX_BLOCK_SIZE = 4000 * MiB  # Azure's largest block
@@ -150,6 +148,9 @@ MAX_PART_SIZE = MAX_BLOCK_SIZE
 MAX_OBJECT_SIZE = MAX_BLOCKS * MAX_BLOCK_SIZE
 MAX_POOL_CONNECTIONS = 64
 COPY_POLL_SECONDS = 0.2
+_PART_SHOWN = f"{MAX_PART_SIZE // MiB} MiB"
+# Blocks double every 10,000, so 50,000 blocks hold far more than S3's 5 TiB.
+BLOCKS = Pieces("azure", f"Azure's limit of {MAX_BLOCKS} blocks", BLOCK_SIZE, MAX_BLOCKS, 10_000)
 
 ETAG_METADATA = "silt_etag"
 TARGET_METADATA = "silt_target"
@@ -195,7 +196,7 @@ _INVALID_CODES = {
 
 
 def _one_line(text: object) -> str:
-    return _QUERY.sub("?...", " ".join(str(text).split()))
+    return _QUERY.sub("?...", one_line(text))
 
 
 def _translate(exc: Exception, what: str) -> SiltError:
@@ -222,20 +223,8 @@ def _translate(exc: Exception, what: str) -> SiltError:
     )
 
 
-@contextlib.contextmanager
-def _calls(what: str) -> Iterator[None]:
-    """Turn Azure SDK and network exceptions into Silt errors."""
-    try:
-        yield
-    except (AzureError, requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-        raise _translate(exc, what) from None
-
-
-def _check_size(size: int | None, what: str) -> None:
-    if size is None:
-        return
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise InvalidArgument(f"{what}: size must be a non-negative integer, got {size!r}")
+# Turns Azure SDK and network exceptions into Silt errors.
+_calls = Calls((AzureError, requests.RequestException, urllib3.exceptions.HTTPError, OSError), _translate)
 
 
 def _utc(value: datetime | None) -> datetime:
@@ -266,55 +255,6 @@ def _content_etag_of(props: BlobProperties) -> str:
     if content_md5:
         return bytes(content_md5).hex()
     return normalize_etag(str(props.etag or ""))
-
-
-class _Buffer:
-    """Up to `limit` bytes of a stream, held so they can be sent (and re-sent on retry): in memory
-    up to BUFFER_MEMORY, then in a temporary file. Not a SpooledTemporaryFile: the HTTP client asks
-    a body for its fileno(), which would move every spooled block to disk."""
-
-    def __init__(self, stream: BinaryIO, limit: int, what: str, first: bytes = b"", running: Any = None) -> None:
-        """`running`, a hash object, is fed the bytes too (the MD5 of an object of many blocks)."""
-        self.file: IO[bytes] = io.BytesIO()
-        md5 = hashlib.md5(usedforsecurity=False)
-        self.size = 0
-        try:
-            chunk = first
-            while True:
-                if chunk:
-                    md5.update(chunk)
-                    if running is not None:
-                        running.update(chunk)
-                    self._write(chunk, what)
-                    self.size += len(chunk)
-                if self.size >= limit:
-                    break
-                # Exceptions of the caller's stream propagate unchanged: they are the caller's.
-                chunk = stream.read(min(CHUNK_SIZE, limit - self.size))
-                if not chunk:
-                    break
-            self.file.seek(0)
-        except BaseException:
-            self.file.close()
-            raise
-        self.md5 = md5.digest()
-
-    def _write(self, chunk: bytes, what: str) -> None:
-        try:
-            if isinstance(self.file, io.BytesIO) and self.size + len(chunk) > BUFFER_MEMORY:
-                spill = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the buffer
-                spill.write(self.file.getbuffer())
-                self.file.close()
-                self.file = spill
-            self.file.write(chunk)
-        except OSError as exc:
-            raise Unavailable(f"azure {what}: buffering to a temporary file: {exc.strerror}") from None
-
-    def __enter__(self) -> _Buffer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.file.close()
 
 
 class _BlobReader(PieceStream):
@@ -566,21 +506,13 @@ class AzureAdapter(PinnedReadAdapter):
         """Write the stream as the blob (only if there is none when `if_absent`); its ETag is the
         MD5 of the bytes, or `etag` when given (a copy keeps its source's)."""
         what = target.what
-        _check_size(size, what)
+        check_size(size, what)
         if size is not None and size > MAX_OBJECT_SIZE:
             raise InvalidArgument(f"{what}: {size} bytes exceeds Azure's block blob size limit")
-        block_size = BLOCK_SIZE if size is None else max(BLOCK_SIZE, -(-size // MAX_BLOCKS))
-        first_limit = block_size if size is None else min(size, block_size)
+        block_size = BLOCKS.size_for(size)
         running = hashlib.md5(usedforsecurity=False)
-        with _Buffer(stream, first_limit, what, running=running) as first:
-            if size is not None:
-                if first.size < first_limit:
-                    raise InvalidArgument(f"{what}: stream ended after {first.size} of {size} bytes")
-                single, carry = size <= block_size, b""
-            else:
-                # One byte of look-ahead tells a stream of exactly one block from a longer one.
-                carry = stream.read(1) if first.size == block_size else b""
-                single = not carry
+        first, carry, single = BLOCKS.first(stream, size, block_size, what, running)
+        with first:
             if single:
                 result_etag = etag or first.md5.hex()
                 with self._writing(target, if_absent):
@@ -592,7 +524,8 @@ class AzureAdapter(PinnedReadAdapter):
                         content_settings=ContentSettings(content_md5=bytearray(first.md5)),
                     )
                 return PutResult(size=first.size, etag=result_etag)
-            return self._upload_blocks(target, stream, size, block_size, first, carry, running, if_absent, etag)
+            spools = BLOCKS.all(stream, size, first, carry, block_size, what, running)
+            return self._upload_blocks(target, spools, running, if_absent, etag)
 
     @staticmethod
     def _conditions(if_absent: bool) -> dict[str, Any]:
@@ -611,53 +544,19 @@ class AzureAdapter(PinnedReadAdapter):
             raise _translate(exc, target.what) from None
 
     def _upload_blocks(
-        self,
-        target: _Target,
-        stream: BinaryIO,
-        size: int | None,
-        block_size: int,
-        first: _Buffer,
-        carry: bytes,
-        md5: Any,
-        if_absent: bool,
-        etag: str | None,
+        self, target: _Target, spools: Generator[Spool], md5: Any, if_absent: bool, etag: str | None
     ) -> PutResult:
-        what = target.what
         token = secrets.token_hex(16)
         blocks: list[BlobBlock] = []
         total = 0
-        buffer = first
-        while True:
-            block_id = _put_block_id(token, len(blocks))
-            try:
-                with _calls(what):
+        # Each block is let go before the next is read: one block in memory at a time.
+        with contextlib.closing(spools):
+            for buffer in spools:
+                block_id = _put_block_id(token, len(blocks))
+                with _calls(target.what):
                     target.blob.stage_block(block_id, buffer.file, length=buffer.size)
-            finally:
-                # Each block is let go before the next is read: one block in memory at a time.
-                buffer.file.close()
-            blocks.append(BlobBlock(block_id))
-            total += buffer.size
-            if size is not None:
-                if total >= size:
-                    break
-                limit = min(block_size, size - total)
-                carry = b""
-            else:
-                if buffer.size < block_size:
-                    break
-                if len(blocks) > 1:  # the first block's look-ahead byte was read by _upload
-                    carry = stream.read(1)
-                    if not carry:
-                        break
-                if len(blocks) >= MAX_BLOCKS:
-                    raise InvalidArgument(f"{what}: stream exceeds Azure's limit of {MAX_BLOCKS} blocks")
-                # Blocks double every 10,000, so 50,000 blocks hold far more than S3's 5 TiB.
-                block_size = BLOCK_SIZE << (len(blocks) // 10_000)
-                limit = block_size
-            buffer = _Buffer(stream, limit, what, carry, running=md5)
-            if size is not None and buffer.size < limit:
-                buffer.file.close()
-                raise InvalidArgument(f"{what}: stream ended after {total + buffer.size} of {size} bytes")
+                blocks.append(BlobBlock(block_id))
+                total += buffer.size
         digest = md5.digest()
         result_etag = etag or digest.hex()
         with self._writing(target, if_absent):
@@ -914,16 +813,9 @@ class AzureAdapter(PinnedReadAdapter):
     ) -> PartInfo:
         check_part_number(part_number)
         target = self._locate(namespace, key)
-        _check_size(size, target.what)
-        if size is not None and size > MAX_PART_SIZE:
-            raise InvalidArgument(f"{target.what}: a part holds at most {MAX_PART_SIZE // MiB} MiB, got {size} bytes")
+        check_part_size(size, target.what, MAX_PART_SIZE, _PART_SHOWN)
         self._check_upload(target, upload_id)
-        # Read one byte past the limit to notice an oversized part of unknown size.
-        with _Buffer(stream, MAX_PART_SIZE + 1 if size is None else size, target.what) as buffer:
-            if size is not None and buffer.size != size:
-                raise InvalidArgument(f"{target.what}: stream ended after {buffer.size} of {size} bytes")
-            if buffer.size > MAX_PART_SIZE:
-                raise InvalidArgument(f"{target.what}: a part holds at most {MAX_PART_SIZE // MiB} MiB")
+        with spool_part(stream, size, target.what, "azure", MAX_PART_SIZE, _PART_SHOWN) as buffer:
             if buffer.size:
                 with _calls(target.what):
                     target.blob.stage_block(

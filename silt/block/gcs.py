@@ -92,6 +92,7 @@ from silt.block.adapter import (
     PutResult,
     UploadPart,
 )
+from silt.block.common import Calls, check_size, one_line
 from silt.block.pinned import Pin, PinnedReadAdapter, check_as_imported
 from silt.block.rules import (
     MAX_KEY_BYTES,
@@ -145,9 +146,8 @@ _TRANSPORT_ERRORS = (
 )
 
 
-def _one_line(text: object, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+def _one_line(text: object) -> str:
+    return one_line(text, 300)
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -210,22 +210,8 @@ _SDK_ERRORS = (
 )
 
 
-@contextlib.contextmanager
-def _calls(what: str) -> Iterator[None]:
-    """Turn SDK, auth and network exceptions into Silt errors."""
-    try:
-        yield
-    except SiltError:
-        raise
-    except _SDK_ERRORS as exc:
-        raise _translate(exc, what) from None
-
-
-def _check_size(size: int | None, what: str) -> None:
-    if size is None:
-        return
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise InvalidArgument(f"{what}: size must be a non-negative integer, got {size!r}")
+# Turns SDK, auth and network exceptions into Silt errors.
+_calls = Calls(_SDK_ERRORS, _translate)
 
 
 def _hex_md5(b64: str | None) -> str | None:
@@ -605,7 +591,7 @@ class GCSAdapter(PinnedReadAdapter):
     ) -> PutResult:
         """Write the stream as `blob` (its metadata set beforehand goes along); the MD5 GCS
         computed, which matches the one computed here on the way."""
-        _check_size(size, what)
+        check_size(size, what)
         first = None
         if size is None:
             # A stream that ends within SINGLE_REQUEST_SIZE is sent in one request; the bytes
@@ -832,7 +818,7 @@ class GCSAdapter(PinnedReadAdapter):
     ) -> PartInfo:
         check_part_number(part_number)
         bucket, name, marker, what = self._upload_names(namespace, key, upload_id)
-        _check_size(size, what)
+        check_size(size, what)
         self._check_upload(bucket, name, marker, what)
         result = self._upload(bucket.blob(f"{marker}/{part_number:05d}"), stream, size, f"{what} part {part_number}")
         return PartInfo(part_number=part_number, etag=result.etag)

@@ -423,21 +423,23 @@ class LocalAdapter(BlockAdapter):
     # --- objects -------------------------------------------------------------------
 
     def put(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
-        target, exists = self._located(namespace, key)
-        self._make_directory(target, exists)
-        with _TempFile(target.directory, target.what) as tmp:
-            total, digest = _copy_stream(stream, tmp.fd, size, target.what)
-            etag = digest.hex()
-            tmp.publish(target.path, target.etag_path, etag)
-        return PutResult(size=total, etag=etag)
+        return self._put(namespace, key, stream, size, replace=True)
 
     def put_if_absent(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
+        return self._put(namespace, key, stream, size, replace=False)
+
+    def _put(self, namespace: str, key: str, stream: BinaryIO, size: int | None, *, replace: bool) -> PutResult:
+        """Write the stream to a temporary file, then rename it over the object (`replace`) or link
+        it into place only if there is none (AlreadyExists otherwise)."""
         target, exists = self._located(namespace, key)
         self._make_directory(target, exists)
         with _TempFile(target.directory, target.what) as tmp:
             total, digest = _copy_stream(stream, tmp.fd, size, target.what)
             etag = digest.hex()
-            tmp.publish_new(target.path, target.etag_path, etag)
+            if replace:
+                tmp.publish(target.path, target.etag_path, etag)
+            else:
+                tmp.publish_new(target.path, target.etag_path, etag)
         return PutResult(size=total, etag=etag)
 
     def get(self, namespace: str, key: str) -> BinaryIO:

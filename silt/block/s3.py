@@ -1,8 +1,8 @@
 """The S3 block adapter, on boto3: any S3-compatible object store.
 
 Streaming. ``put`` never holds more than one part of the object: it reads the caller's
-stream one part (8 MiB) at a time into a spool — memory up to 8 MiB, a temporary file
-beyond that — and sends it with its Content-MD5, so a retry can rewind the spool and the
+stream one part (8 MiB) at a time into a spool (silt/block/common.py) — memory up to 8 MiB,
+a temporary file beyond that — and sends it with its Content-MD5, so a retry can rewind the spool and the
 store verifies the bytes. A stream that ends within the first part is sent with one
 PutObject (ETag: the MD5); anything longer becomes a multipart upload under the hood
 (ETag: ``<md5>-<N>``), aborted again if anything fails. The ETag is the one the store
@@ -24,15 +24,12 @@ Unavailable with a one-line message.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 import io
 import os
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
@@ -44,7 +41,6 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from silt.block.adapter import (
-    CHUNK_SIZE,
     CopySource,
     ListedObject,
     ObjectStat,
@@ -54,6 +50,7 @@ from silt.block.adapter import (
     PutResult,
     UploadPart,
 )
+from silt.block.common import Calls, Pieces, Spool, check_part_size, check_size, one_line, spool_part
 from silt.block.pinned import Pin, PinnedReadAdapter
 from silt.block.rules import (
     MAX_KEY_BYTES,
@@ -74,14 +71,15 @@ from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed,
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
-# The part size put() starts with, and the most a spool keeps in memory before it moves
-# to a temporary file.
+# The part size put() starts with.
 PART_SIZE = 8 * MiB
-SPOOL_MEMORY = 8 * MiB
 MAX_PART_SIZE = 5 * GiB
 MAX_PARTS = 10_000
 MAX_OBJECT_SIZE = 5 * 1024 * GiB
 MAX_COPY_SIZE = 5 * GiB
+# Parts double every 1000, so 10,000 parts reach S3's 5 TiB object limit while small objects
+# keep small parts. Spools beyond 8 MiB go to disk.
+PARTS = Pieces("s3", f"S3's limit of {MAX_PARTS} parts", PART_SIZE, MAX_PARTS, 1000)
 # A gateway serves many requests at once; botocore's default pool of 10 would queue them.
 MAX_POOL_CONNECTIONS = 64
 
@@ -104,10 +102,6 @@ _INVALID = {
 _STREAM_ERRORS = (BotoCoreError, urllib3.exceptions.HTTPError, OSError)
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 def _version_id(head: dict[str, Any]) -> str:
     """The VersionId a HeadObject reported: "" without versioning, and for S3's "null" version
     (versioning suspended), which the next write replaces in place."""
@@ -122,7 +116,7 @@ def _error_code(exc: ClientError) -> str:
 def _translate(exc: Exception, what: str) -> SiltError:
     if isinstance(exc, ClientError):
         code = _error_code(exc)
-        message = _one_line(exc.response.get("Error", {}).get("Message") or "")
+        message = one_line(exc.response.get("Error", {}).get("Message") or "")
         text = f"{what}: {code}: {message}" if message and message != code else f"{what}: {code}"
         if code in _NOT_FOUND:
             return NotFound(text)
@@ -130,62 +124,12 @@ def _translate(exc: Exception, what: str) -> SiltError:
             return InvalidArgument(text)
         return Unavailable(f"s3 {text}")
     if isinstance(exc, ParamValidationError):
-        return InvalidArgument(f"{what}: {_one_line(exc)}")
-    return Unavailable(f"s3 {what}: {_one_line(exc)}")
+        return InvalidArgument(f"{what}: {one_line(exc)}")
+    return Unavailable(f"s3 {what}: {one_line(exc)}")
 
 
-@contextlib.contextmanager
-def _calls(what: str) -> Iterator[None]:
-    """Turn botocore and network exceptions into Silt errors."""
-    try:
-        yield
-    except (ClientError, *_STREAM_ERRORS) as exc:
-        raise _translate(exc, what) from None
-
-
-def _check_size(size: int | None, what: str) -> None:
-    if size is None:
-        return
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise InvalidArgument(f"{what}: size must be a non-negative integer, got {size!r}")
-
-
-class _Spool:
-    """Up to `limit` bytes of a stream, held so they can be sent (and re-sent on retry)."""
-
-    def __init__(self, stream: BinaryIO, limit: int, what: str, first: bytes = b"") -> None:
-        # Closed by __exit__, or right here if filling it fails.
-        self.file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # noqa: SIM115
-        md5 = hashlib.md5(usedforsecurity=False)
-        self.size = 0
-        try:
-            chunk = first
-            while True:
-                if chunk:
-                    md5.update(chunk)
-                    try:
-                        self.file.write(chunk)
-                    except OSError as exc:
-                        raise Unavailable(f"s3 {what}: spooling to a temporary file: {exc.strerror}") from None
-                    self.size += len(chunk)
-                if self.size >= limit:
-                    break
-                # Exceptions of the caller's stream propagate unchanged: they are the caller's.
-                chunk = stream.read(min(CHUNK_SIZE, limit - self.size))
-                if not chunk:
-                    break
-            self.file.seek(0)
-        except BaseException:
-            self.file.close()
-            raise
-        self.md5 = md5.digest()
-        self.content_md5 = base64.b64encode(self.md5).decode("ascii")
-
-    def __enter__(self) -> _Spool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.file.close()
+# Turns botocore and network exceptions into Silt errors.
+_calls = Calls((ClientError, *_STREAM_ERRORS), _translate)
 
 
 class _BodyReader(ObjectStream):
@@ -269,7 +213,7 @@ def build_client(
         endpoint = endpoint_url or config.endpoint_url
         return session.client("s3", endpoint_url=endpoint, config=client_config, **static)
     except BotoCoreError as exc:
-        raise ConfigError(f"blockstore.s3: cannot create the S3 client: {_one_line(exc)}") from None
+        raise ConfigError(f"blockstore.s3: cannot create the S3 client: {one_line(exc)}") from None
 
 
 class S3Adapter(PinnedReadAdapter):
@@ -305,79 +249,32 @@ class S3Adapter(PinnedReadAdapter):
 
     def put(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
         bucket, name, what = self._locate(namespace, key)
-        _check_size(size, what)
+        check_size(size, what)
         if size is not None and size > MAX_OBJECT_SIZE:
             raise InvalidArgument(f"{what}: {size} bytes exceeds S3's object size limit")
-        if size is not None:
-            part_size = max(PART_SIZE, -(-size // MAX_PARTS))
-            first_limit = min(size, part_size)
-        else:
-            part_size = first_limit = PART_SIZE
-        with _Spool(stream, first_limit, what) as first:
-            if size is not None:
-                if first.size < first_limit:
-                    raise InvalidArgument(f"{what}: stream ended after {first.size} of {size} bytes")
-                single, carry = size <= part_size, b""
-            else:
-                # One byte of look-ahead tells a stream of exactly one part from a longer one.
-                carry = stream.read(1) if first.size == part_size else b""
-                single = not carry
+        part_size = PARTS.size_for(size)
+        first, carry, single = PARTS.first(stream, size, part_size, what)
+        with first:
             if single:
                 with _calls(what):
                     response = self._client.put_object(
                         Bucket=bucket, Key=name, Body=first.file, ContentLength=first.size, ContentMD5=first.content_md5
                     )
                 return PutResult(size=first.size, etag=normalize_etag(response["ETag"]))
-            return self._put_multipart(bucket, name, what, stream, size, part_size, first, carry)
+            return self._put_multipart(bucket, name, what, PARTS.all(stream, size, first, carry, part_size, what))
 
-    def _put_multipart(
-        self,
-        bucket: str,
-        name: str,
-        what: str,
-        stream: BinaryIO,
-        size: int | None,
-        part_size: int,
-        first: _Spool,
-        carry: bytes,
-    ) -> PutResult:
+    def _put_multipart(self, bucket: str, name: str, what: str, spools: Generator[Spool]) -> PutResult:
         with _calls(what):
             upload_id = self._client.create_multipart_upload(Bucket=bucket, Key=name)["UploadId"]
         try:
             parts: list[dict[str, Any]] = []
             total = 0
-            spool = first
-            while True:
-                number = len(parts) + 1
-                try:
+            # Each part is let go before the next is read: one part in memory at a time.
+            with contextlib.closing(spools):
+                for number, spool in enumerate(spools, 1):
                     etag = self._send_part(bucket, name, what, upload_id, number, spool)
-                finally:
-                    # Each part is let go before the next is read: one part in memory at a time.
-                    spool.file.close()
-                parts.append({"PartNumber": number, "ETag": f'"{etag}"'})
-                total += spool.size
-                if size is not None:
-                    if total >= size:
-                        break
-                    limit = min(part_size, size - total)
-                    carry = b""
-                else:
-                    if spool.size < part_size:
-                        break
-                    if number > 1:  # the first part's look-ahead byte was read by put()
-                        carry = stream.read(1)
-                        if not carry:
-                            break
-                    if number >= MAX_PARTS:
-                        raise InvalidArgument(f"{what}: stream exceeds S3's limit of {MAX_PARTS} parts")
-                    # Parts double every 1000, so 10,000 parts reach S3's 5 TiB object limit
-                    # while small objects keep small parts. Spools beyond 8 MiB go to disk.
-                    part_size = PART_SIZE << (number // 1000)
-                    limit = part_size
-                spool = _Spool(stream, limit, what, carry)
-                if size is not None and spool.size < limit:
-                    spool.file.close()
-                    raise InvalidArgument(f"{what}: stream ended after {total + spool.size} of {size} bytes")
+                    parts.append({"PartNumber": number, "ETag": f'"{etag}"'})
+                    total += spool.size
             with _calls(what):
                 response = self._client.complete_multipart_upload(
                     Bucket=bucket, Key=name, UploadId=upload_id, MultipartUpload={"Parts": parts}
@@ -390,7 +287,7 @@ class S3Adapter(PinnedReadAdapter):
             raise
         return PutResult(size=total, etag=normalize_etag(response["ETag"]))
 
-    def _send_part(self, bucket: str, name: str, what: str, upload_id: str, number: int, spool: _Spool) -> str:
+    def _send_part(self, bucket: str, name: str, what: str, upload_id: str, number: int, spool: Spool) -> str:
         with _calls(what):
             response = self._client.upload_part(
                 Bucket=bucket,
@@ -550,15 +447,8 @@ class S3Adapter(PinnedReadAdapter):
     ) -> PartInfo:
         check_part_number(part_number)
         bucket, name, what = self._locate(namespace, key)
-        _check_size(size, what)
-        if size is not None and size > MAX_PART_SIZE:
-            raise InvalidArgument(f"{what}: a part holds at most 5 GiB, got {size} bytes")
-        # Read one byte past the limit to notice an oversized part of unknown size.
-        with _Spool(stream, MAX_PART_SIZE + 1 if size is None else size, what) as spool:
-            if size is not None and spool.size != size:
-                raise InvalidArgument(f"{what}: stream ended after {spool.size} of {size} bytes")
-            if spool.size > MAX_PART_SIZE:
-                raise InvalidArgument(f"{what}: a part holds at most 5 GiB")
+        check_part_size(size, what, MAX_PART_SIZE, "5 GiB")
+        with spool_part(stream, size, what, "s3", MAX_PART_SIZE, "5 GiB") as spool:
             etag = self._send_part(bucket, name, what, upload_id, part_number, spool)
         return PartInfo(part_number=part_number, etag=etag)
 

@@ -39,6 +39,7 @@ from silt.journal.record import (
 from silt.journal.v1.journal_pb2 import Change, Record
 from silt.kv.store import (
     SCAN_CHUNK,
+    CheckedBatch,
     Condition,
     Entry,
     Pair,
@@ -231,6 +232,10 @@ class JournaledStore(Store):
         if before_write is not None:
             before_write()
         self._inner.apply(partition, rows, deletes, condition, logical if blind_staged else None)
+
+    def apply_checked(self, batch: CheckedBatch) -> None:
+        # Through apply: its own checks (journal keys, timestamps) and the journal row.
+        self.apply(*batch)
 
     def observe_staged(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         """Read keys' stored values and the partition's deletion mark in one request, and make

@@ -107,12 +107,11 @@ from silt.errors import (
 )
 from silt.kv.durability import durability_warnings
 from silt.kv.store import (
-    Condition,
+    CheckedBatch,
     Entry,
     Predicate,
     Store,
     ValueWithPredicate,
-    check_apply,
     check_key,
     check_value,
     register_driver,
@@ -808,44 +807,37 @@ class CassandraStore(Store):
             f"{reason}; another writer has changed the key since"
         ) from cause
 
-    def apply(
-        self,
-        partition: bytes,
-        puts: Sequence[tuple[bytes, bytes]],
-        deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
-    ) -> None:
-        partition, puts, deletes, condition, timestamp = check_apply(partition, puts, deletes, condition, timestamp)
+    def apply_checked(self, batch: CheckedBatch) -> None:
+        partition, puts, deletes, condition, timestamp = batch
         # One partition: Cassandra applies the batch as a single mutation, atomic and isolated,
         # so no batch log is needed; with a condition the whole batch is one Paxos round.
-        batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+        statement = BatchStatement(batch_type=BatchType.UNLOGGED)
         cond_key, predicate = condition or (None, None)
         for key, value in puts:
             if key == cond_key and predicate is None:
-                batch.add(self._insert_if_absent, (partition, key, value))
+                statement.add(self._insert_if_absent, (partition, key, value))
             elif key == cond_key:
-                batch.add(self._update_if, (value, partition, key, predicate))
+                statement.add(self._update_if, (value, partition, key, predicate))
             elif timestamp is not None:
-                batch.add(self._set_at, (partition, key, value, timestamp))
+                statement.add(self._set_at, (partition, key, value, timestamp))
             else:
-                batch.add(self._set, (partition, key, value))
+                statement.add(self._set, (partition, key, value))
         for key in deletes:
             if key == cond_key:
-                batch.add(self._delete_if, (partition, key, predicate))
+                statement.add(self._delete_if, (partition, key, predicate))
             elif timestamp is not None:
-                batch.add(self._delete_at, (timestamp, partition, key))
+                statement.add(self._delete_at, (timestamp, partition, key))
             else:
-                batch.add(self._delete, (partition, key))
+                statement.add(self._delete, (partition, key))
         if condition is not None:
             assert cond_key is not None
             after = next((value for key, value in puts if key == cond_key), None)
-            self._conditional("apply", batch, None, _Change(partition, cond_key, predicate, after))
+            self._conditional("apply", statement, None, _Change(partition, cond_key, predicate, after))
             return
         # An unconditional batch is a plain write (see _prepare), with a fixed timestamp if given.
-        batch.is_idempotent = timestamp is not None or self._session.use_client_timestamp
-        setattr(batch, _PLAIN_WRITE, True)
-        self._write("apply", batch, None)
+        statement.is_idempotent = timestamp is not None or self._session.use_client_timestamp
+        setattr(statement, _PLAIN_WRITE, True)
+        self._write("apply", statement, None)
 
     def delete(self, partition: bytes, key: bytes) -> None:
         check_key(partition, key)

@@ -22,13 +22,13 @@ from silt.config import DatabaseConfig, LocalDatabaseConfig
 from silt.errors import NotApplied, NotFound, PredicateFailed, Unavailable
 from silt.kv.store import (
     SCAN_CHUNK,
+    CheckedBatch,
     Condition,
     Entry,
     Pair,
     Predicate,
     Store,
     ValueWithPredicate,
-    check_apply,
     check_key,
     check_value,
     chunk_size,
@@ -231,15 +231,8 @@ class LocalStore(Store):
         with self._errors():
             self._conn().execute(_DELETE, (partition, key))
 
-    def apply(
-        self,
-        partition: bytes,
-        puts: Sequence[tuple[bytes, bytes]],
-        deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
-    ) -> None:
-        partition, puts, deletes, condition, timestamp = check_apply(partition, puts, deletes, condition, timestamp)
+    def apply_checked(self, batch: CheckedBatch) -> None:
+        partition, puts, deletes, condition, timestamp = batch
         conn = self._conn()
         if condition is None and not deletes and len(puts) <= _MAX_ROWS_PER_INSERT:
             # The common case (a value and its journal row): one multi-row statement, which in

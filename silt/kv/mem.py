@@ -5,16 +5,15 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from silt.errors import NotFound, PredicateFailed
 from silt.kv.store import (
-    Condition,
+    CheckedBatch,
     Entry,
     Predicate,
     Store,
     ValueWithPredicate,
-    check_apply,
     check_key,
     check_value,
     register_driver,
@@ -117,15 +116,8 @@ class MemStore(Store):
         with self._lock:
             self._remove(bytes(partition), bytes(key))
 
-    def apply(
-        self,
-        partition: bytes,
-        puts: Sequence[tuple[bytes, bytes]],
-        deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
-    ) -> None:
-        partition, puts, deletes, condition, timestamp = check_apply(partition, puts, deletes, condition, timestamp)
+    def apply_checked(self, batch: CheckedBatch) -> None:
+        partition, puts, deletes, condition, timestamp = batch
         # Under the one lock: a scan copies its page under it too, so it sees all or none.
         with self._lock:
             if condition is not None:

@@ -5,50 +5,31 @@ process's login is granted SELECT alone on that keyspace as well (silt/kv/cassan
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from silt.errors import PermissionDenied
-from silt.kv.store import SCAN_CHUNK, Condition, Entry, Pair, Predicate, Store, ValueWithPredicate
+from silt.kv.forwarding import ForwardingStore
+from silt.kv.store import CheckedBatch, Predicate
 
 
-class ReadOnlyStore(Store):
-    def __init__(self, store: Store) -> None:
-        self._store = store
+class ReadOnlyStore(ForwardingStore):
+    """Reads pass through to the store underneath; every write is refused, whatever it asks."""
 
-    def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
-        return self._store.get(partition, key)
-
-    def get_many(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
-        return self._store.get_many(partition, keys)
-
-    def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
-        return self._store.scan(partition, start)
-
-    def scan_chunks(self, partition: bytes, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Sequence[Pair]]:
-        return self._store.scan_chunks(partition, start, size)
-
-    def set(self, partition: bytes, key: bytes, value: bytes) -> None:
+    def set(self, partition: bytes, key: bytes, value: bytes) -> NoReturn:
         self._refuse()
 
-    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
+    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> NoReturn:
         self._refuse()
 
-    def delete(self, partition: bytes, key: bytes) -> None:
+    def delete(self, partition: bytes, key: bytes) -> NoReturn:
         self._refuse()
 
-    def apply(
-        self,
-        partition: bytes,
-        puts: Sequence[tuple[bytes, bytes]],
-        deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
-    ) -> None:
+    def apply(self, *batch: object, **options: object) -> NoReturn:
+        # Refused before its arguments are looked at, as every other write is.
         self._refuse()
 
-    def close(self) -> None:
-        self._store.close()
+    def apply_checked(self, batch: CheckedBatch) -> NoReturn:
+        self._refuse()
 
     @staticmethod
     def _refuse() -> NoReturn:

@@ -84,7 +84,6 @@ class Store(abc.ABC):
     def delete(self, partition: bytes, key: bytes) -> None:
         """Delete key if it exists; deleting a missing key is not an error."""
 
-    @abc.abstractmethod
     def apply(
         self,
         partition: bytes,
@@ -101,7 +100,18 @@ class Store(abc.ABC):
         is the write time of every row of an unconditional apply, last write wins: a row
         stored with a newer timestamp is left as it is (every driver; Cassandra natively).
         It cannot be combined with a condition. See check_apply.
+
+        The arguments are checked here, once for every driver: a driver implements
+        apply_checked, which a wrapper also calls to pass a checked batch on unchecked.
         """
+        self.apply_checked(check_apply(partition, puts, deletes, condition, timestamp))
+
+    def apply_checked(self, batch: CheckedBatch) -> None:
+        """apply, of a batch check_apply made: what a driver implements. A store that overrides
+        apply itself (the journal's, which adds to the batch) makes this call its apply, so that
+        a wrapper passing a checked batch on does not go around it; one that nothing wraps (a
+        test's) need not implement it, hence not abstract."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither apply nor apply_checked")
 
     def get_many(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         """The stored values of those of keys that exist in partition, read at once: at the
@@ -174,9 +184,9 @@ def check_value(value: bytes) -> None:
         raise InvalidArgument("KV value must be bytes")
 
 
-class Mutation(NamedTuple):
-    """A checked apply, every partition, key, value and predicate as bytes (callers may pass
-    bytearrays; drivers compare and store bytes)."""
+class CheckedBatch(NamedTuple):
+    """The arguments of an apply as check_apply passes them: checked, and every partition, key,
+    value and predicate as bytes (callers may pass bytearrays; drivers compare and store bytes)."""
 
     partition: bytes
     puts: list[tuple[bytes, bytes]]
@@ -191,7 +201,7 @@ def check_apply(
     deletes: Sequence[bytes],
     condition: Condition | None,
     timestamp: int | None,
-) -> Mutation:
+) -> CheckedBatch:
     """Reject an apply no driver can do atomically or that would be ambiguous; the checked apply."""
     keys: set[bytes] = set()
     for key, value in puts:
@@ -223,7 +233,7 @@ def check_apply(
         key, predicate = condition
         condition = (bytes(key), None if predicate is None else Predicate(bytes(predicate)))
     rows = [(bytes(key), bytes(value)) for key, value in puts]
-    return Mutation(bytes(partition), rows, [bytes(key) for key in deletes], condition, timestamp)
+    return CheckedBatch(bytes(partition), rows, [bytes(key) for key in deletes], condition, timestamp)
 
 
 def scan_prefix(store: Store, partition: bytes, prefix: bytes) -> Iterator[Entry]:

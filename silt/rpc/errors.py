@@ -9,7 +9,6 @@ into the typed error with ``error_from_rpc``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NoReturn, cast, get_args
 
 import grpc
@@ -33,6 +32,7 @@ from silt.errors import (
     Unauthenticated,
     Unavailable,
 )
+from silt.grpc_handlers import HandlerInterceptor, within
 
 # The trailer grpcio-status and the other languages' gRPC libraries read rich status from.
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
@@ -131,47 +131,24 @@ def error_from_rpc(exc: grpc.RpcError) -> SiltError:
     return cls(details)
 
 
-def _wrap(behavior: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[[Any, grpc.ServicerContext], Any]:
-    def handle(request: Any, context: grpc.ServicerContext) -> Any:
-        try:
-            return behavior(request, context)
-        except SiltError as exc:
-            abort(context, exc)
+class _AbortingOnSiltError:
+    """A call's scope: a SiltError raised inside ends the call with its status code (abort)."""
 
-    return handle
+    __slots__ = ("_context",)
 
+    def __init__(self, request: Any, context: grpc.ServicerContext) -> None:
+        self._context = context
 
-def _wrap_stream(behavior: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[[Any, grpc.ServicerContext], Any]:
-    def handle(request: Any, context: grpc.ServicerContext) -> Any:
-        try:
-            yield from behavior(request, context)
-        except SiltError as exc:
-            abort(context, exc)
+    def __enter__(self) -> None:
+        return None
 
-    return handle
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, SiltError):
+            abort(self._context, exc)
 
 
-class ErrorMappingInterceptor(grpc.ServerInterceptor):
+class ErrorMappingInterceptor(HandlerInterceptor):
     """Turns SiltErrors raised by any handler into the matching status code and message."""
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return None
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                _wrap(handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream(handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        return within(handler, _AbortingOnSiltError)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hmac
 import logging
 import time
@@ -25,6 +26,7 @@ from google.protobuf.message import Message
 
 from silt.access_keys import is_access_key_id
 from silt.errors import InvalidArgument, NotFound, PermissionDenied, SiltError, Unauthenticated
+from silt.grpc_handlers import HandlerInterceptor, in_scope, refusal, within, wrapped
 from silt.iam_actions import MAX_RESOURCE_LENGTH
 from silt.names import validate_repository_name
 from silt.rpc.authority import CachedAuthority, Clock, RemoteAuthority
@@ -156,7 +158,7 @@ def current_principal() -> Principal:
     return principal
 
 
-class AuthInterceptor(grpc.ServerInterceptor):
+class AuthInterceptor(HandlerInterceptor):
     """Authenticates and authorizes every call before its handler runs."""
 
     def __init__(
@@ -265,33 +267,20 @@ class AuthInterceptor(grpc.ServerInterceptor):
 
     # -- wrapping handlers
 
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return None
-        method = handler_call_details.method
-        metadata = handler_call_details.invocation_metadata
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        method, metadata = details.method, details.invocation_metadata
+        if handler.request_streaming:
+            # Streamed requests cannot be signed up front; no Silt API has them. Fail closed.
+            message = f"{method}: streamed requests are not supported by the auth interceptor"
+            return refusal(handler, grpc.StatusCode.PERMISSION_DENIED, message)
         rule = self._rules.get(method)
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._guard(handler.unary_unary, method, metadata, rule),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            if isinstance(rule, Narrowed):
-                rule = None  # narrowing a stream is not supported: refuse rather than leak
-            return grpc.unary_stream_rpc_method_handler(
-                self._guard_stream(handler.unary_stream, method, metadata, rule),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        # Streamed requests cannot be signed up front; no Silt API has them. Fail closed.
-        return _refuse(handler, f"{method}: streamed requests are not supported by the auth interceptor")
+        if handler.response_streaming and isinstance(rule, Narrowed):
+            rule = None  # narrowing a stream is not supported: refuse rather than leak
+        admitted = functools.partial(self._admitted, method, metadata, rule)
+        if isinstance(rule, Narrowed):
+            narrowed = functools.partial(self._narrowed, rule)
+            return wrapped(handler, lambda behavior: in_scope(functools.partial(narrowed, behavior), admitted))
+        return within(handler, admitted)
 
     def _enter(self, method: str, metadata: Sequence[Any], request: Any, rule: Rule | None, context: Any) -> Principal:
         try:
@@ -301,20 +290,23 @@ class AuthInterceptor(grpc.ServerInterceptor):
                 log.info("unauthenticated call to %s: %s", method, exc)
             abort(context, exc)
 
-    def _guard(self, behavior: Callable[[Any, Any], Any], method: str, metadata: Any, rule: Rule | None) -> Any:
-        def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            principal = self._enter(method, metadata, request, rule, context)
-            token = _principal.set(principal)
-            try:
-                if isinstance(rule, Narrowed):
-                    return self._narrowed(rule, behavior, request, context, principal)
-                return behavior(request, context)
-            finally:
+    @contextlib.contextmanager
+    def _admitted(
+        self, method: str, metadata: Sequence[Any], rule: Rule | None, request: Any, context: Any
+    ) -> Iterator[None]:
+        """A call's scope: admitted on entry (ended with its status otherwise), its caller the
+        current principal until it ends."""
+        token = _principal.set(self._enter(method, metadata, request, rule, context))
+        try:
+            yield
+        finally:
+            # A cancelled stream may be closed from another thread, i.e. another context.
+            with contextlib.suppress(ValueError):
                 _principal.reset(token)
 
-        return handle
+    def _narrowed(self, rule: Narrowed, behavior: Any, request: Any, context: Any) -> Any:
+        principal = current_principal()
 
-    def _narrowed(self, rule: Narrowed, behavior: Any, request: Any, context: Any, principal: Principal) -> Any:
         def may(action: str, resources: Sequence[str]) -> list[bool]:
             return self.authority.allowed_many(principal.user_id, action, resources)
 
@@ -322,31 +314,6 @@ class AuthInterceptor(grpc.ServerInterceptor):
             return rule.narrow(lambda r: behavior(r, context), request, may)
         except SiltError as exc:
             abort(context, exc)
-
-    def _guard_stream(self, behavior: Callable[[Any, Any], Any], method: str, metadata: Any, rule: Rule | None) -> Any:
-        def handle(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-            principal = self._enter(method, metadata, request, rule, context)
-            token = _principal.set(principal)
-            try:
-                yield from behavior(request, context)
-            finally:
-                # A cancelled stream may be closed from another thread, i.e. another context.
-                with contextlib.suppress(ValueError):
-                    _principal.reset(token)
-
-        return handle
-
-
-def _refuse(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
-    def refuse(_: Any, context: grpc.ServicerContext) -> Any:
-        context.abort(grpc.StatusCode.PERMISSION_DENIED, message)
-
-    factory = (
-        grpc.stream_stream_rpc_method_handler if handler.response_streaming else grpc.stream_unary_rpc_method_handler
-    )
-    return factory(
-        refuse, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
-    )
 
 
 def remote_interceptor(

@@ -58,6 +58,8 @@ from typing import Any, Generic, Protocol, TypeVar
 import grpc
 from grpc_health.v1 import health_pb2
 
+from silt.grpc_handlers import HandlerInterceptor, reading_requests, refusal
+
 log = logging.getLogger(__name__)
 
 HEALTH_SERVICE = "grpc.health.v1.Health"
@@ -495,7 +497,7 @@ class _Watchdog:
                 context.cancel()
 
 
-class AdmissionInterceptor(grpc.ServerInterceptor):
+class AdmissionInterceptor(HandlerInterceptor):
     """Outermost interceptor: refuses calls whose signature headers cannot be valid before
     reading anything, and reads each call's request under the budgets above.
 
@@ -510,10 +512,9 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         self._calls: Budget[_Ticket] = Budget(limits.slow_calls_per_peer, limits.slow_calls)
         self._health: Budget[_Ticket] = Budget(limits.slow_health_checks, limits.slow_health_checks)
 
-    def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        handler = continuation(details)
-        if handler is None or handler.request_streaming:
-            return handler  # unknown methods are refused by gRPC without a worker
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        if handler.request_streaming:
+            return handler  # read as a stream already (unknown methods gRPC refuses without a worker)
         method: str = details.method
         health = is_health(method)
         if self._check_headers is not None and not health:
@@ -521,19 +522,12 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
             try:
                 self._check_headers(details.invocation_metadata or ())
             except Exception as exc:  # the check's refusal: its message says why
-                return _refusal(handler, str(exc))
+                return refusal(handler, grpc.StatusCode.UNAUTHENTICATED, str(exc))
         budget = self._health if health else self._calls
-        if handler.response_streaming:
-            return grpc.stream_stream_rpc_method_handler(
-                self._stream(handler.unary_stream, budget),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return grpc.stream_unary_rpc_method_handler(
-            self._unary(handler.unary_unary, budget),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        if handler.unary_stream is not None:
+            return reading_requests(handler, self._stream(handler.unary_stream, budget))
+        assert handler.unary_unary is not None  # a unary request has one behaviour or the other
+        return reading_requests(handler, self._unary(handler.unary_unary, budget))
 
     def _receive(
         self, requests: Iterator[Any], context: grpc.ServicerContext, budget: Budget[_Ticket]
@@ -583,17 +577,3 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                 self._vouch(late_peer, context)
 
         return handle
-
-
-def _refusal(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
-    """A handler that answers UNAUTHENTICATED without reading the request."""
-
-    def refuse(_requests: Any, context: grpc.ServicerContext) -> Any:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
-
-    factory = (
-        grpc.stream_stream_rpc_method_handler if handler.response_streaming else grpc.stream_unary_rpc_method_handler
-    )
-    return factory(
-        refuse, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
-    )

@@ -18,31 +18,32 @@ priority, and after its trusted imports limits its address space (RLIMIT_AS), it
 Frames: one kind byte, a 4-byte big-endian length, the payload.
 
 prctl (PR_SET_DUMPABLE, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS) is Linux only: elsewhere those
-steps are skipped (`LINUX` says which), and the rlimits and the wall-clock kill still apply.
+steps are skipped (`LINUX` says which), and the rlimits and the wall-clock kill still apply. The
+child is started, and prctl called, the one way silt/child_process.py does it.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
 import resource
 import select
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
-LINUX = sys.platform.startswith("linux")
+# prctl's steps are silt/child_process.py's, as are the pipes a child is started with; named
+# here too, as this module's users know them.
+from silt.child_process import LINUX as LINUX
+from silt.child_process import is_dumpable as is_dumpable
+from silt.child_process import prctl, set_not_dumpable, set_parent_death_signal, start_module
+
 HEADER_BYTES = 5
 MAX_HELLO_BYTES = 256
 _CHUNK = 1024 * 1024
-_PR_SET_PDEATHSIG = 1
-_PR_GET_DUMPABLE = 3
-_PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
 # What a child may inherit of the server's environment: how to find programs and read text.
 _KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
@@ -52,29 +53,6 @@ CODE_ROOT = str(Path(__file__).resolve().parents[2])
 
 class Gone(Exception):
     """The other end closed its pipe, sent a frame it may not send, or broke the protocol."""
-
-
-def prctl(option: int, value: int) -> None:
-    """prctl(2) through libc; a no-op where it does not exist (not Linux)."""
-    if not LINUX:
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"prctl({option}): {os.strerror(errno)}")
-
-
-def set_not_dumpable() -> None:
-    """This process's /proc/<pid>/environ, mem, maps and fd then belong to root, and no process
-    of the same user may ptrace it. Costs core dumps and same-user debugger attach."""
-    prctl(_PR_SET_DUMPABLE, 0)
-
-
-def is_dumpable() -> bool:
-    """Whether this process is dumpable (always True where prctl does not exist)."""
-    if not LINUX:
-        return True
-    return bool(ctypes.CDLL(None).prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0))
 
 
 def protect_server() -> None:
@@ -142,13 +120,7 @@ class Child:
     """The server's end of one child: `python -m module <server pid>`, its pipes, its kill."""
 
     def __init__(self, module: str, start_seconds: float, env: Mapping[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", module, str(os.getpid())],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=minimal_env() if env is None else dict(env),
-            close_fds=True,
-        )
+        self.proc = start_module(module, minimal_env() if env is None else env)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
@@ -194,7 +166,7 @@ class Child:
 
 
 def die_with(parent: int) -> None:
-    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before the line above: nobody waits for us
         os._exit(0)
 

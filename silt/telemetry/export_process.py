@@ -12,7 +12,8 @@ killed (a half-written frame would corrupt the stream). Drops are counted (`drop
 logged once per outage. A dead child is reaped and started again on the next batch, at most
 once per RESTART_INTERVAL; meanwhile batches are dropped.
 
-The child starts with a minimal environment (silt/sandbox/process.py: the exporter's OTEL_*
+The child is started as silt/child_process.py starts one, with a minimal environment
+(silt/sandbox/process.py: the exporter's OTEL_*
 settings, TLS roots and proxies; no credentials or SILT_* settings) and makes itself
 non-dumpable first thing (export_worker.py), so its memory and /proc files are root's.
 
@@ -30,7 +31,6 @@ import logging
 import os
 import select
 import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -41,6 +41,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from silt.child_process import start_module
 from silt.sandbox import process as sandbox
 from silt.telemetry.spanwire import ACK, FLUSH, RESOURCE, SPANS, Encoder, frame
 
@@ -78,15 +79,9 @@ class _Child:
             {name: value for name, value in os.environ.items() if name.startswith(_EXPORTER_ENV)},
             code_root=pythonpath,
         )
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "silt.telemetry.export_worker", str(os.getpid())],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            # Its own session: a terminal's Ctrl-C reaches the service, whose shutdown then
-            # flushes through the child, instead of killing the child first.
-            start_new_session=True,
-        )
+        # Its own session: a terminal's Ctrl-C reaches the service, whose shutdown then
+        # flushes through the child, instead of killing the child first.
+        self.proc = start_module("silt.telemetry.export_worker", env, new_session=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin, self.stdout = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         with contextlib.suppress(OSError):

@@ -18,8 +18,8 @@ import signal
 import sys
 from typing import BinaryIO
 
+from silt.child_process import set_not_dumpable
 from silt.lifeline import die_with_parent
-from silt.sandbox.process import set_not_dumpable
 from silt.telemetry.spanwire import ACK, FLUSH, HEADER, RESOURCE, SPANS, Decoder
 
 log = logging.getLogger("silt.telemetry.export_worker")

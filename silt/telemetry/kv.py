@@ -12,7 +12,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from silt.errors import NotFound, PredicateFailed
-from silt.kv.store import SCAN_CHUNK, Condition, Entry, Pair, Predicate, Store, ValueWithPredicate
+from silt.kv.forwarding import ForwardingStore
+from silt.kv.store import SCAN_CHUNK, CheckedBatch, Entry, Pair, Predicate, Store, ValueWithPredicate
 from silt.telemetry import metrics
 
 _Item = TypeVar("_Item")
@@ -24,9 +25,12 @@ def _partition(partition: bytes) -> str:
     return partition[:128].decode("utf-8", "replace")
 
 
-class InstrumentedStore(Store):
+class InstrumentedStore(ForwardingStore):
+    """Every call of the Store timed, counted and traced; an apply from its checked batch on (the
+    arguments of an apply that Store.apply refuses never reach the driver)."""
+
     def __init__(self, inner: Store, driver: str, tracer: trace.Tracer | None, with_metrics: bool) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.driver = driver
         self._tracer = tracer
         self._metrics = with_metrics
@@ -37,6 +41,7 @@ class InstrumentedStore(Store):
         self._conflicts = metrics.KV_CONFLICTS.labels(driver)
 
     def _call(self, op: str, partition: bytes, fn: Any, *args: Any) -> Any:
+        """fn(*args), the call of op on partition, timed, counted and traced."""
         started = time.perf_counter()
         span = None
         if self._tracer is not None:
@@ -52,7 +57,7 @@ class InstrumentedStore(Store):
         try:
             # The span is not made current: drivers start no spans of their own, and
             # attaching a context costs as much as the span.
-            return fn(partition, *args)
+            return fn(*args)
         except NotFound:
             raise
         except PredicateFailed:
@@ -75,31 +80,24 @@ class InstrumentedStore(Store):
                 span.end()
 
     def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
-        value: ValueWithPredicate = self._call("get", partition, self.inner.get, key)
+        value: ValueWithPredicate = self._call("get", partition, self.inner.get, partition, key)
         return value
 
     def get_many(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
-        found: dict[bytes, bytes] = self._call("get_many", partition, self.inner.get_many, keys)
+        found: dict[bytes, bytes] = self._call("get_many", partition, self.inner.get_many, partition, keys)
         return found
 
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
-        self._call("set", partition, self.inner.set, key, value)
+        self._call("set", partition, self.inner.set, partition, key, value)
 
     def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
-        self._call("set_if", partition, self.inner.set_if, key, value, predicate)
+        self._call("set_if", partition, self.inner.set_if, partition, key, value, predicate)
 
     def delete(self, partition: bytes, key: bytes) -> None:
-        self._call("delete", partition, self.inner.delete, key)
+        self._call("delete", partition, self.inner.delete, partition, key)
 
-    def apply(
-        self,
-        partition: bytes,
-        puts: Sequence[tuple[bytes, bytes]],
-        deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
-    ) -> None:
-        self._call("apply", partition, self.inner.apply, puts, deletes, condition, timestamp)
+    def apply_checked(self, batch: CheckedBatch) -> None:
+        self._call("apply", batch.partition, self.apply_inner, batch)
 
     def scan(self, partition: bytes, start: bytes = b"") -> Iterator[Entry]:
         # A scan is lazy: its span and latency cover the whole iteration, page fetches included.
@@ -148,9 +146,6 @@ class InstrumentedStore(Store):
                 self._latency["scan"].observe(time.perf_counter() - started)
             if span is not None:
                 span.end()
-
-    def close(self) -> None:
-        self.inner.close()
 
     def __getattr__(self, name: str) -> Any:
         # Driver-specific extras (none in the interface) stay reachable.

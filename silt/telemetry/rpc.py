@@ -4,9 +4,9 @@ every call a server handles."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import grpc
@@ -14,6 +14,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Status, StatusCode
 
+from silt.grpc_handlers import HandlerInterceptor, within
 from silt.telemetry import requestid
 from silt.telemetry.setup import metrics_enabled, tracing_enabled
 
@@ -41,7 +42,7 @@ def server_interceptors() -> list[grpc.ServerInterceptor]:
     return [ServerCallInterceptor(metrics_enabled(), tracer() if tracing_enabled() else None)]
 
 
-class ServerCallInterceptor(grpc.ServerInterceptor):
+class ServerCallInterceptor(HandlerInterceptor):
     """Opens one server span per call (a child of the caller's traceparent), makes the caller's
     request id current for the handler, and counts and times each call.
 
@@ -74,12 +75,7 @@ class ServerCallInterceptor(grpc.ServerInterceptor):
         if log.isEnabledFor(logging.DEBUG):
             log.debug("rpc %s %s %.1f ms", method, code.name, seconds * 1000)
 
-    def intercept_service(
-        self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None], details: Any
-    ) -> grpc.RpcMethodHandler | None:
-        handler = continuation(details)
-        if handler is None:
-            return None
+    def wrap(self, handler: grpc.RpcMethodHandler, details: Any) -> grpc.RpcMethodHandler:
         method: str = details.method
         service, _, name = method.lstrip("/").rpartition("/")
         request_id = None
@@ -89,20 +85,7 @@ class ServerCallInterceptor(grpc.ServerInterceptor):
                 request_id = requestid.sanitize(value)
             elif key in _TRACE_HEADERS:
                 carrier[key] = value
-        call = _Call(service, name, method, request_id, carrier)
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._unary(handler.unary_unary, call),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                self._stream(handler.unary_stream, call),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        return within(handler, functools.partial(_Handling, self, _Call(service, name, method, request_id, carrier)))
 
     def _begin(self, call: _Call) -> tuple[trace.Span | None, object | None]:
         if self._tracer is None:
@@ -128,43 +111,30 @@ class ServerCallInterceptor(grpc.ServerInterceptor):
         span.end()
         otel_context.detach(token)  # type: ignore[arg-type]
 
-    def _unary(self, behavior: Any, call: _Call) -> Any:
-        def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            token = requestid.current.set(call.request_id)
-            span, otel_token = self._begin(call)
-            started = time.perf_counter()
-            failed = False
-            try:
-                return behavior(request, context)
-            except BaseException:
-                failed = True
-                raise
-            finally:
-                code = context.code() or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)  # type: ignore[attr-defined]
-                self._record(call.service, call.name, code, time.perf_counter() - started, call.method)
-                self._end(span, otel_token, code)
-                requestid.current.reset(token)
 
-        return handle
+class _Handling:
+    """One call handled, as its scope: the caller's request id current, the server span open
+    and the clock running from entry; on exit the call is counted and timed by its status code
+    (UNKNOWN if the handler raised without setting one) and the span ended."""
 
-    def _stream(self, behavior: Any, call: _Call) -> Any:
-        def handle(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-            token = requestid.current.set(call.request_id)
-            span, otel_token = self._begin(call)
-            started = time.perf_counter()
-            failed = False
-            try:
-                yield from behavior(request, context)
-            except BaseException:
-                failed = True
-                raise
-            finally:
-                code = context.code() or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)  # type: ignore[attr-defined]
-                self._record(call.service, call.name, code, time.perf_counter() - started, call.method)
-                self._end(span, otel_token, code)
-                requestid.current.reset(token)
+    __slots__ = ("_call", "_context", "_interceptor", "_otel_token", "_request_id", "_span", "_started")
 
-        return handle
+    def __init__(self, interceptor: ServerCallInterceptor, call: _Call, request: Any, context: Any) -> None:
+        self._interceptor = interceptor
+        self._call = call
+        self._context = context
+
+    def __enter__(self) -> None:
+        self._request_id = requestid.current.set(self._call.request_id)
+        self._span, self._otel_token = self._interceptor._begin(self._call)
+        self._started = time.perf_counter()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        call, failed = self._call, exc_type is not None
+        code = self._context.code() or (grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK)
+        self._interceptor._record(call.service, call.name, code, time.perf_counter() - self._started, call.method)
+        self._interceptor._end(self._span, self._otel_token, code)
+        requestid.current.reset(self._request_id)
 
 
 class _Call(NamedTuple):

@@ -14,8 +14,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from silt.child_process import set_parent_death_signal
 from silt.launcher import free_port
-from silt.lifeline import set_parent_death_signal
 
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 10.0

@@ -16,19 +16,17 @@ import heapq
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from engine.core.committed.cache import CommittedCache
 from engine.core.committed.chunking import ChunkingPolicy
 from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import MetaRangeId, Record
-from engine.features.imports.listing import Found, check_name, list_s3, list_store, walk_local
+from engine.features.imports.listing import Found, check_name, list_store, walk_local
 from engine.features.imports.locations import OBJECT, Source
 from engine.features.imports.records import ImportCanceled, ImportRecords
 from engine.features.imports.write_behind import WriteBehind
 from silt.block.adapter import BlockAdapter
 from silt.block.external import LOCAL_EXTERNAL, ExternalFiles
-from silt.errors import InvalidArgument
 from silt.graveler.v1 import model_pb2 as pb
 from silt.objects import SOURCE_MTIME_KEY, SOURCE_VERSION_KEY
 
@@ -78,11 +76,6 @@ def imported_record(key: bytes, address: str, found: Found) -> Record:
 
 
 def _listing(source: Source, adapter: BlockAdapter, files: ExternalFiles) -> Iterator[Found]:
-    if source.scheme == "s3":
-        client: Any = getattr(adapter, "client", None)
-        if client is None:
-            raise InvalidArgument(f"import path {source.path!r}: s3:// sources need the s3 blockstore")
-        return list_s3(client, source)
     if source.scheme == "store":
         return list_store(adapter, source)
     return walk_local(files, source)

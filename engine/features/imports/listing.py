@@ -1,9 +1,7 @@
 """Listing an import's sources in key order, streamed: nothing holds a whole listing.
 
-* S3: ListObjectsV2 page by page (1,000 keys), which S3 returns in UTF-8 byte order; one
-  page is in memory at a time.
-* gs and azure: the block adapter's listing (silt/block/adapter.py list_objects), also in UTF-8
-  byte order and page by page.
+* s3, gs and azure: the block adapter's listing (silt/block/registry.py list_under), in UTF-8
+  byte order and page by page (S3: ListObjectsV2, 1,000 keys); one page is in memory at a time.
 * Local: a depth-first walk that visits each directory's entries sorted as the keys they make
   would sort (a directory ``a`` as ``a/``, so ``a-b`` comes before ``a/x``), which makes the
   whole walk come out in key order. A directory's names are sorted in memory up to
@@ -30,15 +28,14 @@ import tempfile
 from collections.abc import Generator, Iterator
 from typing import Any, BinaryIO, NamedTuple
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from engine.features.imports.locations import OBJECT, Source
 from engine.features.imports.names import name_problem, plain_name
+from silt.block.adapter import BlockAdapter
 from silt.block.beneath import DIRECTORY_FLAGS, LinkRefused, open_child
 from silt.block.external import ExternalFiles
+from silt.block.registry import list_under, store_for_uri
 from silt.errors import InvalidArgument, NotFound, Unavailable
 
-S3_PAGE = 1000
 SORT_IN_MEMORY = 100_000
 # Files up to this size are read in one call for their MD5; larger ones in pieces.
 _WHOLE_READ = 1024 * 1024
@@ -56,71 +53,24 @@ class Found(NamedTuple):
     version: str = ""  # the store's own version of it (ObjectStat.version), "" if none
 
 
-def _s3_error(exc: Exception, what: str) -> Exception:
-    if isinstance(exc, ClientError):
-        code = str(exc.response.get("Error", {}).get("Code", ""))
-        message = " ".join(str(exc.response.get("Error", {}).get("Message", "")).split())
-        if code in ("NoSuchBucket", "NoSuchKey", "404", "NotFound"):
-            return NotFound(f"{what}: {code}")
-        return Unavailable(f"{what}: {code}: {message}")
-    return Unavailable(f"{what}: {' '.join(str(exc).split())}")
-
-
 def _mtime_ns(value: Any) -> int:
     return int(value.timestamp()) * 1_000_000_000 + value.microsecond * 1000
 
 
-def list_s3(client: Any, source: Source) -> Iterator[Found]:
-    """The objects under an s3 common_prefix source, or the one object of an object source."""
-    what = f"listing {source.path}"
-    if source.kind == OBJECT:
-        try:
-            head = client.head_object(Bucket=source.bucket, Key=source.key)
-        except (ClientError, BotoCoreError) as exc:
-            raise _s3_error(exc, f"reading {source.path}") from None
-        yield Found(source.key, int(head["ContentLength"]), head["ETag"].strip('"'), _mtime_ns(head["LastModified"]))
-        return
-    token: str | None = None
-    last = ""
-    while True:
-        arguments: dict[str, Any] = {"Bucket": source.bucket, "Prefix": source.key, "MaxKeys": S3_PAGE}
-        if token:
-            arguments["ContinuationToken"] = token
-        try:
-            page = client.list_objects_v2(**arguments)
-        except (ClientError, BotoCoreError) as exc:
-            raise _s3_error(exc, what) from None
-        for item in page.get("Contents", ()):
-            key = item["Key"]
-            if key.encode() <= last.encode() and last:
-                raise Unavailable(f"{what}: the store listed {key!r} after {last!r}, out of order")
-            last = key
-            yield Found(key, int(item["Size"]), item["ETag"].strip('"'), _mtime_ns(item["LastModified"]))
-        if not page.get("IsTruncated"):
-            return
-        token = page.get("NextContinuationToken")
-        if not token:
-            raise Unavailable(f"{what}: a truncated page without a continuation token")
-
-
-def list_store(adapter: Any, source: Source) -> Iterator[Found]:
-    """The objects under a gs or azure common_prefix source, or the one object of an object
-    source, through the block adapter (which lists in UTF-8 key order, a page at a time)."""
+def list_store(adapter: BlockAdapter, source: Source) -> Iterator[Found]:
+    """The objects under an object store's common_prefix source (s3, gs, azure), or the one object
+    of an object source, through the block adapter (silt/block/registry.py's list_under: UTF-8 key
+    order, a page at a time, the order checked)."""
     if source.kind == OBJECT:
         try:
             found = adapter.stat(source.bucket, source.key)
         except NotFound:
             raise NotFound(f"reading {source.path}: no such object") from None
-        yield Found(source.key, found.size, found.etag, _mtime_ns(found.mtime), found.version)
+        # The version only where a listing would give it too: one object imports as many do.
+        version = found.version if store_for_uri(source.bucket).lists_versions else ""
+        yield Found(source.key, found.size, found.etag, _mtime_ns(found.mtime), version)
         return
-    last = ""
-    for item in adapter.list_objects(source.bucket, source.key):
-        if last and item.key.encode() <= last.encode():
-            raise InvalidArgument(
-                f"listing {source.path}: the store listed {item.key!r} after {last!r}, out of UTF-8 key order "
-                "(Azure orders characters beyond the Basic Multilingual Plane otherwise): such names cannot be imported"
-            )
-        last = item.key
+    for item in list_under(adapter, source.bucket, source.key):
         yield Found(item.key, item.size, item.etag, _mtime_ns(item.mtime), item.version)
 
 

@@ -9,7 +9,8 @@ object under it) or ``object`` (exactly that object), and a ``destination`` on t
   does not end in ``/`` lists every key starting with it, and keys keep the part after the
   prefix's last ``/`` (``s3://b/data/2024`` puts ``data/2024-01/x`` at ``<dest>/2024-01/x``).
 * ``gs://bucket/prefix`` on the gs blockstore and ``https://<account>.blob.core.windows.net/<container>/prefix``
-  on the azure blockstore, the same way, listed through the block adapter.
+  on the azure blockstore, the same way. Which blockstore serves a scheme is silt/block/registry.py's
+  table, and every store's source is listed through its block adapter.
 * ``local:///absolute/dir`` on the local blockstore with ``blockstore.local.import_enabled``, at or
   under one of ``blockstore.local.allowed_external_prefixes``: a directory (``common_prefix``) or a
   file (``object``).
@@ -31,8 +32,9 @@ from engine.core.committed.replace import Region
 from engine.core.validation import validate_key, validate_prefix
 from engine.features.imports.names import name_problem
 from silt.block.external import LOCAL_EXTERNAL, ExternalFiles
+from silt.block.registry import STORES, BlockStore, scheme_of, store_for_uri
 from silt.errors import InvalidArgument
-from silt.namespaces import parse_namespace, split_store_uri
+from silt.namespaces import parse_namespace
 
 COMMON_PREFIX: Final = "common_prefix"
 OBJECT: Final = "object"
@@ -52,20 +54,18 @@ class Source:
     kind: Kind
     path: str  # as given
     destination: str  # a key (object) or a prefix ending in "/" or empty (common_prefix)
-    scheme: Literal["s3", "store", "local"]  # store: a gs or azure source, listed through the block adapter
-    bucket: str  # s3: the bucket; store: the bucket's or container's URI (gs://b, https://a.blob.../c)
-    key: str  # s3 and store: the listing prefix or the object's key; local: the absolute path
-    trim: str  # what is cut off a listed key (s3, store) or path (local) to place it under destination
+    scheme: Literal["store", "local"]  # store: an object store's source, listed through the block adapter
+    bucket: str  # store: the namespace of its bucket or container (s3://b, gs://b, https://a.blob.../c)
+    key: str  # store: the listing prefix or the object's key; local: the absolute path
+    trim: str  # what is cut off a listed key (store) or path (local) to place it under destination
 
     def destination_of(self, name: str) -> str:
-        """Where a listed key (s3) or file path (local) goes on the branch."""
+        """Where a listed key (store) or file path (local) goes on the branch."""
         if self.kind == OBJECT:
             return self.destination
         return self.destination + name[len(self.trim) :]
 
     def address_of(self, name: str) -> str:
-        if self.scheme == "s3":
-            return f"s3://{self.bucket}/{name}"
         if self.scheme == "store":
             return f"{self.bucket}/{name}"
         return "local://" + name
@@ -80,16 +80,15 @@ class ImportRules:
     local: ExternalFiles  # the local blockstore's importable directories (none unless enabled)
 
 
-# The URI schemes of each object store's sources.
-STORE_SCHEMES = {"s3": ("s3",), "gs": ("gs",), "azure": ("https", "http")}
+# The URI schemes of each object store's sources (the registry's, without the local disk's: its
+# sources are directories ExternalFiles allows, never import prefixes).
+STORE_SCHEMES = {store.type: store.schemes for store in STORES if store.type != "local"}
 
 
-def _store_source(kind: Kind, path: str, destination: str, rules: ImportRules) -> Source:
-    scheme = path.partition("://")[0].lower()
-    if scheme not in STORE_SCHEMES.get(rules.blockstore, ()):
-        needed = next(store for store, schemes in STORE_SCHEMES.items() if scheme in schemes)
-        raise InvalidArgument(f"import path {path!r}: {scheme}:// sources need the {needed} blockstore")
-    root, key = split_store_uri(path)
+def _store_source(kind: Kind, path: str, destination: str, rules: ImportRules, store: BlockStore) -> Source:
+    if store.type != rules.blockstore:
+        raise InvalidArgument(f"import path {path!r}: {scheme_of(path)}:// sources need the {store.type} blockstore")
+    root, key = store.split(path)
     try:
         parse_namespace(root)
     except InvalidArgument as exc:
@@ -103,8 +102,6 @@ def _store_source(kind: Kind, path: str, destination: str, rules: ImportRules) -
             f"import path {path!r} is not under an allowed import prefix (graveler.allowed_import_prefixes: {shown})"
         )
     trim = key[: key.rfind("/") + 1]
-    if scheme == "s3":
-        return Source(kind, path, destination, "s3", root[len("s3://") :], key, trim)
     return Source(kind, path, destination, "store", root, key, trim)
 
 
@@ -152,16 +149,11 @@ def check_sources(
             if destination and not destination.endswith("/"):
                 destination += "/"
             prefixes.append(validate_prefix(destination))
-        scheme = path.partition("://")[0].lower()
-        if scheme == "local":
+        store = store_for_uri(path, "import path")
+        if store.type == "local":
             source = _local_source(kind, path, destination, rules)
-        elif any(scheme in schemes for schemes in STORE_SCHEMES.values()):
-            source = _store_source(kind, path, destination, rules)
         else:
-            raise InvalidArgument(
-                f"import path {path!r}: expected s3://bucket/prefix, gs://bucket/prefix, "
-                "https://<account>.blob.core.windows.net/<container>/prefix or local:///absolute/path"
-            )
+            source = _store_source(kind, path, destination, rules, store)
         # What every imported name starts with is checked once, here; listing.py checks the rest.
         problem = name_problem((source.trim if kind == COMMON_PREFIX else source.key).strip("/"))
         if problem and (kind == OBJECT or source.trim.strip("/")):

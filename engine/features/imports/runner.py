@@ -15,7 +15,6 @@ shared 2-core VM, nice 5 took a 100,000-file import from 23,000 to 18,000 object
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import threading
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -26,10 +25,9 @@ from engine.core.stores import open_stores
 from engine.features.imports.ingest import IngestJob, IngestResult, ingest
 from engine.features.imports.records import ImportRecords
 from silt.block.adapter import BlockAdapter
+from silt.child_process import spawn_pool
 from silt.config import Config
 from silt.kv import Store
-from silt.lifeline import die_with_parent
-from silt.sandbox.process import set_not_dumpable
 
 
 class IngestRunner(Protocol):
@@ -59,12 +57,9 @@ _records: ImportRecords | None = None
 _adapter: BlockAdapter | None = None
 
 
-def _init_worker(config: Config, niceness: int, parent_pid: int) -> None:
+def _init_worker(config: Config, niceness: int) -> None:
+    """After spawn_pool's own start (dies with graveler, not dumpable)."""
     global _records, _adapter
-    die_with_parent(parent_pid)
-    # It holds graveler's store credentials: its memory and environment are root's, as
-    # graveler's own are (exec made it dumpable again).
-    set_not_dumpable()
     if niceness:
         with contextlib.suppress(OSError):
             os.nice(niceness)
@@ -98,13 +93,7 @@ class ProcessRunner:
 
     def _started(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            # spawn, not fork: a forked gRPC server process is not safe to use in the child.
-            self._pool = ProcessPoolExecutor(
-                max_workers=1,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker,
-                initargs=(self._config, self._niceness, os.getpid()),
-            )
+            self._pool = spawn_pool(1, _init_worker, (self._config, self._niceness))
         return self._pool
 
     def submit(self, job: IngestJob) -> Future[IngestResult]:
