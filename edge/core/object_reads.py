@@ -14,8 +14,10 @@ from typing import Any, BinaryIO, Protocol, TypeVar
 from silt.block import CHUNK_SIZE
 
 T = TypeVar("T")
-# Offsets longer than this are no object's (2**63 has 19 digits).
+# Offsets longer than this are no object's (2**63 has 19 digits); they read as _BEYOND, past the
+# end of every object.
 _MAX_DIGITS = 19
+_BEYOND = 10**_MAX_DIGITS
 
 
 class RangeNotSatisfiable(Exception):
@@ -28,12 +30,15 @@ class NotOneRange(RangeNotSatisfiable):
 
 
 def _offset(text: str) -> int | None:
-    """A byte offset: ASCII digits only (int() also takes "٣", "+5" and "1_0"), or None if empty."""
+    """A byte offset: ASCII digits only (int() also takes "٣", "+5" and "1_0"), or None if empty.
+    An offset of more digits than any object's size has is that many bytes in effect: read as
+    _BEYOND, never converted (a hostile thousands of digits costs nothing)."""
     if not text:
         return None
-    if not text.isascii() or not text.isdigit() or len(text) > _MAX_DIGITS:
-        raise NotOneRange(f"invalid range: {text!r} is not a byte offset")
-    return int(text)
+    if not text.isascii() or not text.isdigit():
+        raise NotOneRange(f"invalid range: {text[:40]!r} is not a byte offset")
+    digits = text.lstrip("0") or "0"
+    return _BEYOND if len(digits) > _MAX_DIGITS else int(digits)
 
 
 def parse_byte_range(header: str, size: int) -> tuple[int, int]:
