@@ -183,10 +183,12 @@ class FastTable:
     def __init__(
         self,
         app: FastAPI,
-        by_method: dict[str, tuple[re.Pattern[str], list[FastRoute | None]]],
+        by_method: dict[str, tuple[re.Pattern[str], re.Pattern[str], list[FastRoute | None]]],
         declined: dict[str, str],
     ) -> None:
         self.app = app
+        # Per method: the hot routes' own regexes (a cheap first look, which most other
+        # requests fail), every route's up to the last hot one, and the hot route of each.
         self.by_method = by_method
         # Hot routes the fast path leaves to FastAPI, and why (as the name of the function).
         self.declined = declined
@@ -221,7 +223,8 @@ class FastTable:
             # The routes after the last hot one cannot take a request from it.
             kept = patterns[method][: hot_at[-1] + 1]
             regex = re.compile("|".join(f"(?P<r{i}>{pattern})" for i, pattern in enumerate(kept)))
-            by_method[method] = (regex, targets[method][: len(kept)])
+            hot_only = re.compile("|".join(f"(?:{kept[i]})" for i in hot_at))
+            by_method[method] = (hot_only, regex, targets[method][: len(kept)])
         return cls(app, by_method, declined)
 
     def plan(self, scope: Scope) -> Plan | None:
@@ -229,8 +232,10 @@ class FastTable:
         entry = self.by_method.get(scope["method"])
         if entry is None or scope.get("root_path") or self.app.dependency_overrides:
             return None
-        regex, targets = entry
+        hot_only, regex, targets = entry
         path: str = scope["path"]
+        if hot_only.match(path) is None:
+            return None
         first = regex.match(path)
         if first is None:
             return None
