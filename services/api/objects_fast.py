@@ -21,6 +21,8 @@ always safe. Telemetry (observe.py) wraps both.
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import FastAPI
 from starlette.requests import Request
 
@@ -28,6 +30,8 @@ from services.api.error_responses import error_response, unexpected
 from services.api.fast_table import FastTable, Plan
 from services.api.routes import objects
 from silt.asgi import Receive, Scope, Send
+
+log = logging.getLogger(__name__)
 
 # The routes worth answering before FastAPI: the object reads, writes and listings.
 HOT = (objects.get_object, objects.head_object, objects.upload_object, objects.list_objects)
@@ -41,6 +45,9 @@ class ObjectsFastPath:
         self.app = app
         # Built once, from the routes as the app was composed.
         self.table = FastTable.from_app(app, HOT)
+        for name, reason in self.table.declined.items():
+            # Correct, only slower: said once, so that a change to a route is not a silent cost.
+            log.warning("the object fast path leaves %s to FastAPI: %s", name, reason)
 
     def plan(self, scope: Scope) -> Plan | None:
         return self.table.plan(scope) if scope["type"] == "http" else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import SimpleNamespace
 from typing import Annotated, Any
@@ -182,12 +183,15 @@ def _reads_a_header(x_tenant: Annotated[str | None, Header()] = None) -> None:
     ],
 )
 def test_a_dependency_the_fast_path_cannot_run_leaves_the_route_to_fastapi(
-    dependency: Callable[..., Any], reason: str
+    dependency: Callable[..., Any], reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     app = _app(dependency, "router")
-    fast = ObjectsFastPath(app)
+    with caplog.at_level(logging.WARNING, "services.api.objects_fast"):
+        fast = ObjectsFastPath(app)
     assert set(fast.table.declined) == {"get_object", "head_object", "list_objects", "upload_object"}
     assert all(reason in why for why in fast.table.declined.values()), fast.table.declined
+    # Said at start-up: the routes are only slower, but not silently.
+    assert any("leaves list_objects to FastAPI" in record.getMessage() for record in caplog.records)
     assert fast.plan(_scope_of(LIST, b"")) is None
     assert _both(app, LIST)[0] == 401
     assert _both(app, GET, b"path=x")[0] == 401
