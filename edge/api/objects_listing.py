@@ -1,71 +1,112 @@
-"""A listObjects page's JSON written as text, without building rows or a model.
+"""lakeFS's ObjectStats rows, and listObjects pages of them, written as JSON text: the one
+serializer of an entry as a row, used by listings (presigned or not), uploads, stat and copy,
+whichever way the request came in (objects_fast.py or FastAPI).
 
-Why: a page is up to 1,000 entries. Building a dict per entry (objects_stats.object_row) and
-then json.dumps over the page was most of a page's time in the API (4 to 5 ms a page, profiled,
-against under 2 ms for this), which left the REST listing well behind ListObjectsV2.
+Why text: a page is up to 1,000 entries. Building a dict per entry and then json.dumps over the
+page (or validating each through the lakefs-sdk model) was most of a page's time in the API
+(4 to 5 ms a page, profiled, against under 2 ms for this), which left the REST listing well
+behind ListObjectsV2.
 
-What it writes is, byte for byte, what JSONResponse({"pagination": ..., "results": [rows]})
-writes (json.dumps with ensure_ascii=False and separators ",", ":"): the same fields in the
-same order, strings escaped by json's own encoder. tests/unit/api/test_object_rows.py holds the
-two to the same bytes. Presigned pages keep the rows (their URLs are signed row by row anyway).
+What it writes is, byte for byte, what JSONResponse(ObjectStats(...).to_dict()) writes
+(json.dumps with ensure_ascii=False and separators ",", ":"): the model's fields in the
+model's order, strings escaped by json's own encoder. tests/unit/api/test_object_rows.py holds
+the two to the same bytes.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
-from silt.objects import DEFAULT_CONTENT_TYPE, user_metadata
+from silt.block.adapter import PresignedURL
+from silt.objects import DEFAULT_CONTENT_TYPE, USER_METADATA_PREFIX
 
-# JSONResponse.render's own settings, for the few values written through json.dumps.
-_DUMPS: dict[str, Any] = {"ensure_ascii": False, "allow_nan": False, "separators": (",", ":")}
+# What a row says of the object's user metadata: the map (USER); an empty one (EMPTY: stat
+# without user_metadata); nothing (OMITTED: lakeFS leaves the field out of listing rows unless
+# asked for it).
+USER, EMPTY, OMITTED = "user", "empty", "omitted"
+
 _PREFIX_TAIL = ',"path_type":"common_prefix","physical_address":"","checksum":"","mtime":0}'
 _DEFAULT_TYPE = encode_basestring(DEFAULT_CONTENT_TYPE)
 _QUOTE = '"'
-_NO_METADATA = ',"metadata":{}'
+_EMPTY_METADATA = ',"metadata":{}'
 
 
-def _user_metadata(metadata: Any) -> str:
-    """The user metadata in an entry's metadata map, as JSON."""
-    return json.dumps(user_metadata(metadata), **_DUMPS)
+def user_metadata_json(metadata: Mapping[str, str]) -> str:
+    """silt.objects.user_metadata(metadata) as json.dumps(..., ensure_ascii=False,
+    separators=(",", ":")) writes it (a map of strings: each name and value escaped by the same
+    encoder), without building the dict."""
+    escape, prefix, n = encode_basestring, USER_METADATA_PREFIX, len(USER_METADATA_PREFIX)
+    return "{" + ",".join(f"{escape(k[n:])}:{escape(v)}" for k, v in metadata.items() if k.startswith(prefix)) + "}"
 
 
-def listing_page(items: Sequence[Any], namespace: str, with_metadata: bool, has_more: bool, max_per_page: int) -> bytes:
-    """The JSON body of a listing page of graveler's ListEntries items (common prefixes and
-    entries), with its pagination (next_offset: the last key when there is more)."""
+def namespace_base(namespace: str) -> str:
+    """What a relative physical address is written under (objects.full_address's prefix):
+    worked out once per page rather than per row."""
+    return namespace.rstrip("/") + "/"
+
+
+def object_row(key: str, entry: Any, base: str, metadata: str = USER, presigned: PresignedURL | None = None) -> str:
+    """The ObjectStats row of an entry (a model_pb2.Entry) at key, as JSON text. base:
+    namespace_base of the repository's namespace; presigned: a URL to read the bytes from,
+    written in place of the physical address."""
     escape = encode_basestring
-    parts: list[str] = []
-    append = parts.append
-    # full_address, with the namespace's part worked out once per page.
-    base = namespace.rstrip("/") + "/"
-    for item in items:
-        key = escape(item.key)
-        if item.common_prefix:
-            append('{"path":' + key + _PREFIX_TAIL)
-            continue
-        entry = item.entry
+    if presigned is None:
         address = entry.physical_address
-        address = address if "://" in address else base + address
-        content_type = entry.content_type
-        # One f-string per row: a single join, where concatenating piece by piece copies the row
-        # again at each piece. An unset last_modified reads as 0 seconds, objects_stats.mtime's
-        # answer for it.
-        if with_metadata:
-            # Without any metadata (the usual case) known without iterating the map.
-            stored = entry.metadata
-            metadata = f',"metadata":{_user_metadata(stored)}' if stored else _NO_METADATA
-        else:
-            metadata = ""
-        append(
-            f'{{"path":{key},"path_type":"object","physical_address":{escape(address)},'
-            f'"checksum":{escape(entry.etag.strip(_QUOTE))},"size_bytes":{entry.size},'
-            f'"mtime":{entry.last_modified.seconds}{metadata},'
-            f'"content_type":{escape(content_type) if content_type else _DEFAULT_TYPE}}}'
-        )
+        where = escape(address if "://" in address else base + address)
+    else:
+        where = f'{escape(presigned.url)},"physical_address_expiry":{presigned.expires}'
+    if metadata == OMITTED:
+        user = ""
+    else:
+        # Without any metadata (the usual case) known without iterating the map.
+        stored = entry.metadata
+        user = f',"metadata":{user_metadata_json(stored)}' if stored and metadata == USER else _EMPTY_METADATA
+    content_type = entry.content_type
+    # One f-string per row: a single join, where concatenating piece by piece copies the row
+    # again at each piece. An unset last_modified reads as 0 seconds, objects_stats.mtime's
+    # answer for it.
+    return (
+        f'{{"path":{escape(key)},"path_type":"object","physical_address":{where},'
+        f'"checksum":{escape(entry.etag.strip(_QUOTE))},"size_bytes":{entry.size},'
+        f'"mtime":{entry.last_modified.seconds}{user},'
+        f'"content_type":{escape(content_type) if content_type else _DEFAULT_TYPE}}}'
+    )
+
+
+def common_prefix_row(key: str) -> str:
+    """A common prefix as a listing row: the SDK requires these fields on every row, and lakeFS
+    sends them empty for a prefix."""
+    return '{"path":' + encode_basestring(key) + _PREFIX_TAIL
+
+
+def listing_page(
+    items: Sequence[Any],
+    namespace: str,
+    with_metadata: bool,
+    has_more: bool,
+    max_per_page: int,
+    presigned: Sequence[PresignedURL | None] | None = None,
+) -> bytes:
+    """The JSON body of a listing page of graveler's ListEntries items (common prefixes and
+    entries), with its pagination (next_offset: the last key when there is more). presigned:
+    each item's URL to read its bytes from, when the page is presigned."""
+    base = namespace_base(namespace)
+    metadata = USER if with_metadata else OMITTED
+    row = object_row
+    if presigned is None:
+        parts = [
+            common_prefix_row(item.key) if item.common_prefix else row(item.key, item.entry, base, metadata)
+            for item in items
+        ]
+    else:
+        parts = [
+            common_prefix_row(item.key) if item.common_prefix else row(item.key, item.entry, base, metadata, url)
+            for item, url in zip(items, presigned, strict=True)
+        ]
     has_more = has_more and bool(items)
-    next_offset = escape(items[-1].key) if has_more else '""'
+    next_offset = encode_basestring(items[-1].key) if has_more else '""'
     pagination = (
         '{"pagination":{"has_more":'
         + ("true" if has_more else "false")

@@ -33,30 +33,6 @@ def object_stats(path: str, entry: pb.Entry, namespace: str, with_metadata: bool
     )
 
 
-def object_row(path: str, entry: pb.Entry, namespace: str, with_metadata: bool) -> dict[str, object]:
-    """object_stats(...).to_dict() without the model: a listing page builds up to 1,000 rows,
-    and validating each through pydantic was most of the page's time. The contract test and
-    tests/unit/api/test_object_rows.py hold the rows to the model's shape."""
-    row: dict[str, object] = {
-        "path": path,
-        "path_type": "object",
-        "physical_address": full_address(namespace, entry.physical_address),
-        "checksum": entry.etag.strip('"'),
-        "size_bytes": int(entry.size),
-        "mtime": mtime(entry),
-    }
-    if with_metadata:
-        row["metadata"] = user_metadata(entry.metadata)
-    row["content_type"] = entry.content_type or DEFAULT_CONTENT_TYPE
-    return row
-
-
-def common_prefix_row(path: str) -> dict[str, object]:
-    """A common prefix as a listing row: the SDK requires these fields on every row, and lakeFS
-    sends them empty for a prefix."""
-    return {"path": path, "path_type": "common_prefix", "physical_address": "", "checksum": "", "mtime": 0}
-
-
 def object_headers(entry: pb.Entry) -> dict[str, str]:
     when = (
         entry.last_modified.ToDatetime(tzinfo=UTC)

@@ -26,8 +26,8 @@ from lakefs_sdk.models import (
 from edge.api.bodies import json_body
 from edge.api.context import Ctx
 from edge.api.errors import ApiError, bad_request, from_silt
-from edge.api.objects_listing import listing_page
-from edge.api.objects_stats import common_prefix_row, object_headers, object_row, object_stats
+from edge.api.objects_listing import EMPTY, USER, listing_page, namespace_base, object_row
+from edge.api.objects_stats import object_headers
 from edge.api.objects_write import (
     SMALL_BODY,
     checked_path,
@@ -40,7 +40,7 @@ from edge.api.objects_write import (
     stage_new_bytes,
     typed_call,
 )
-from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size
 from edge.api.presign import Presigner, download_name, presigner
 from edge.api.responses import model_response, no_content
 from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
@@ -188,22 +188,18 @@ async def stat_object(
     entry = await _entry(ctx, repository, ref, path)
     ctx.record(ev.READ, repository, ref, checked_path(path), entry.size)
     namespace = await ctx.backend.namespace(repository, ctx.deadline)
-    stats = object_stats(checked_path(path), entry, namespace, user_metadata)
-    if presign:
-        url = await _presigned_read(ctx, request, repository, checked_path(path), entry)
-        stats.physical_address, stats.physical_address_expiry = url.url, url.expires
-    return model_response(stats)
+    url = await _presigned_read(ctx, request, repository, checked_path(path), entry) if presign else None
+    row = object_row(checked_path(path), entry, namespace_base(namespace), USER if user_metadata else EMPTY, url)
+    return Response(row, media_type=JSON)
 
 
-def _presign_rows(
-    signer: Presigner, request: Request, namespace: str, items: list[Any], rows: list[dict[str, object]]
-) -> None:
-    """Each object row's physical address as a presigned GET URL (in a worker thread: the store's
-    signer may take a while over a page of 1,000)."""
-    for item, row in zip(items, rows, strict=True):
-        if not item.common_prefix:
-            url = signer.sign_read(request, namespace, item.entry, download_name(item.key))
-            row["physical_address"], row["physical_address_expiry"] = url.url, url.expires
+def _presigned_urls(signer: Presigner, request: Request, namespace: str, items: list[Any]) -> list[PresignedURL | None]:
+    """Each object's presigned GET URL (None for a common prefix), in a worker thread: the
+    store's signer may take a while over a page of 1,000."""
+    return [
+        None if item.common_prefix else signer.sign_read(request, namespace, item.entry, download_name(item.key))
+        for item in items
+    ]
 
 
 @router.get(REF_OBJECTS + "/ls")
@@ -229,23 +225,12 @@ async def list_objects(
     )
     reply = await ctx.backend.list_entries(listing, ctx.deadline)
     items = reply.items
-    if not presign:
-        # The page's JSON written as text (objects_listing.py): the same bytes as the rows below
-        # give, in under half the time.
-        return Response(listing_page(items, namespace, user_metadata, reply.has_more, size), media_type=JSON)
-    # Rows built as the model would serialize them (objects_stats.object_row); without user
-    # metadata asked for, lakeFS leaves the field out of listing rows.
-    results = [
-        common_prefix_row(item.key)
-        if item.common_prefix
-        else object_row(item.key, item.entry, namespace, user_metadata)
-        for item in items
-    ]
-    await ctx.backend.run(_presign_rows, presigner(request), request, namespace, list(items), results)
-    # A page that says "more" must name where they start, or clients ask for it forever.
-    has_more = reply.has_more and bool(items)
-    page = pagination(has_more, items[-1].key if items else "", len(items), size)
-    return JSONResponse({"pagination": page.to_dict(), "results": results})
+    urls = None
+    if presign:
+        urls = await ctx.backend.run(_presigned_urls, presigner(request), request, namespace, list(items))
+    # The page's JSON written as text (objects_listing.py), the model's bytes; a page that says
+    # "more" names where they start, or clients ask for it forever.
+    return Response(listing_page(items, namespace, user_metadata, reply.has_more, size, urls), media_type=JSON)
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -304,7 +289,7 @@ async def upload_object(
     ctx.record(ev.WRITE, repository, branch, key, entry.size)
     # The ObjectStats as its model writes it, without building the model: a tenth of the time of
     # a small upload's answer (tests/unit/api/test_object_rows.py holds the two to the same bytes).
-    return JSONResponse(object_row(key, staged.entry, place.namespace, True), status_code=201)
+    return Response(object_row(key, staged.entry, namespace_base(place.namespace)), status_code=201, media_type=JSON)
 
 
 async def _exists(ctx: Ctx, repository: str, branch: str, key: str) -> bool:
@@ -411,7 +396,7 @@ async def copy_object(
 
     entry, place = await _in_current_repository(ctx, repository, copy)
     ctx.record(ev.WRITE, repository, branch, destination, entry.size)
-    return model_response(object_stats(destination, entry, place.namespace), 201)
+    return Response(object_row(destination, entry, namespace_base(place.namespace)), status_code=201, media_type=JSON)
 
 
 async def _in_current_repository(ctx: Ctx, repository: str, write: Callable[[], Awaitable[T]]) -> T:

@@ -1,6 +1,7 @@
-"""Listing rows are built without the lakefs-sdk model (for speed): each must be exactly what the
-model reads back and writes out, and what object_stats (the model, for stat) gives; uploads
-answer the row, and listing pages are written as text, byte for byte the model's JSON."""
+"""ObjectStats rows are written as JSON text without the lakefs-sdk model (for speed), by one
+serializer (objects_listing.object_row) that listings, uploads, stat and copy all answer with:
+each row must be byte for byte what the model (objects_stats.object_stats) writes, presigned or
+not, with or without user metadata, and what the SDK reads back; listing pages likewise."""
 
 from __future__ import annotations
 
@@ -11,10 +12,21 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from lakefs_sdk.models import ObjectStats, ObjectStatsList, Pagination
 from starlette.responses import JSONResponse
 
-from edge.api.objects_listing import listing_page
-from edge.api.objects_stats import common_prefix_row, object_row, object_stats
+from edge.api.objects_listing import (
+    EMPTY,
+    OMITTED,
+    USER,
+    common_prefix_row,
+    listing_page,
+    namespace_base,
+    object_row,
+    user_metadata_json,
+)
+from edge.api.objects_stats import object_stats
+from silt.block.adapter import PresignedURL
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.objects import user_metadata
 
 ENTRIES = [
     pb.Entry(physical_address="data/abc", size=5, etag="d41d8cd98f00b204e9800998ecf8427e"),
@@ -29,23 +41,43 @@ ENTRIES = [
 ]
 
 
+def _model_row(path: str, entry: pb.Entry, metadata: str, presigned: PresignedURL | None) -> bytes:
+    """The row as the model writes it (as stat answered it), rendered as JSONResponse renders it."""
+    stats = object_stats(path, entry, "local://ns", metadata == USER)
+    if presigned is not None:
+        stats.physical_address, stats.physical_address_expiry = presigned.url, presigned.expires
+    if metadata == OMITTED:
+        stats.metadata = None  # listings leave it out when not asked for
+    return bytes(JSONResponse(stats.to_dict()).body)
+
+
 @pytest.mark.parametrize("entry", ENTRIES)
-@pytest.mark.parametrize("with_metadata", [True, False])
-def test_object_rows_are_the_models_rows(entry: pb.Entry, with_metadata: bool) -> None:
-    row = object_row("dir/name.csv", entry, "local://ns", with_metadata)
-    assert ObjectStats.parse_obj(row).to_dict() == row
-    model = object_stats("dir/name.csv", entry, "local://ns", with_metadata).to_dict()
-    if not with_metadata:
-        model.pop("metadata")  # listings leave it out when not asked for
-    assert row == model
-    # Uploads answer the row itself: the same JSON text, fields in the model's order.
-    assert json.dumps(row) == json.dumps(model)
+@pytest.mark.parametrize("metadata", [USER, EMPTY, OMITTED])
+@pytest.mark.parametrize("presigned", [None, PresignedURL("https://store.example/b/k?X-Sig=a%2Fb&é", 1_700_000_900)])
+def test_object_rows_are_the_models_rows(entry: pb.Entry, metadata: str, presigned: PresignedURL | None) -> None:
+    row = object_row('dir/ünï "name".csv', entry, namespace_base("local://ns"), metadata, presigned)
+    assert row.encode() == _model_row('dir/ünï "name".csv', entry, metadata, presigned)
+    assert ObjectStats.from_json(row).to_dict() == json.loads(row)
 
 
 def test_common_prefix_rows_carry_what_the_sdk_requires() -> None:
-    row = common_prefix_row("dir/")
+    row = json.loads(common_prefix_row("dir/"))
     assert ObjectStats.parse_obj(row).to_dict() == row
     assert row["path_type"] == "common_prefix" and row["checksum"] == "" and row["mtime"] == 0
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {},
+        {"x-amz-checksum-crc32": "AAAAAA=="},
+        {"x-amz-meta-a": "", "x-amz-meta-Ünï": 'välue "q" \x7f\\', "x-amz-meta-数据": "\u2028 \U0001f642 \t"},
+        {"X-Amz-Meta-upper": "not user metadata", "x-amz-meta-": "empty name"},
+    ],
+)
+def test_user_metadata_is_written_as_json_writes_it(metadata: dict[str, str]) -> None:
+    expected = json.dumps(user_metadata(metadata), ensure_ascii=False, separators=(",", ":"))
+    assert user_metadata_json(metadata) == expected
 
 
 def _item(key: str, entry: pb.Entry | None) -> api.ListItem:
@@ -84,10 +116,16 @@ PAGE = [
 ]
 
 
-def _model_page(items: list[api.ListItem], with_metadata: bool, has_more: bool, size: int) -> bytes:
+def _model_page(
+    items: list[api.ListItem],
+    with_metadata: bool,
+    has_more: bool,
+    size: int,
+    presigned: list[PresignedURL | None] | None = None,
+) -> bytes:
     """The page as the lakefs-sdk model writes it, rendered as JSONResponse renders it."""
     results = []
-    for item in items:
+    for i, item in enumerate(items):
         if item.common_prefix:
             prefix = {
                 "path": item.key,
@@ -102,6 +140,9 @@ def _model_page(items: list[api.ListItem], with_metadata: bool, has_more: bool, 
             stats = object_stats(item.key, item.entry, "local://ns/", with_metadata)
             if not with_metadata:
                 stats.metadata = None  # listings leave it out when not asked for
+            url = presigned[i] if presigned is not None else None
+            if url is not None:
+                stats.physical_address, stats.physical_address_expiry = url.url, url.expires
         results.append(stats)
     more = has_more and bool(items)
     page = Pagination(has_more=more, next_offset=items[-1].key if more else "", results=len(items), max_per_page=size)
@@ -112,9 +153,16 @@ def _model_page(items: list[api.ListItem], with_metadata: bool, has_more: bool, 
 @pytest.mark.parametrize("with_metadata", [True, False])
 @pytest.mark.parametrize("has_more", [True, False])
 @pytest.mark.parametrize("count", [0, 1, 2, len(PAGE)])
-def test_listing_pages_are_the_models_json(with_metadata: bool, has_more: bool, count: int) -> None:
+@pytest.mark.parametrize("presign", [False, True])
+def test_listing_pages_are_the_models_json(with_metadata: bool, has_more: bool, count: int, presign: bool) -> None:
     items = [_item(key, entry) for key, entry in PAGE[:count]]
-    written = listing_page(items, "local://ns/", with_metadata, has_more, 1000)
-    assert written == _model_page(items, with_metadata, has_more, 1000)
+    urls: list[PresignedURL | None] | None = None
+    if presign:
+        urls = [
+            None if item.common_prefix else PresignedURL(f"https://s/{i}?a=b&c=é", 1000 + i)
+            for i, item in enumerate(items)
+        ]
+    written = listing_page(items, "local://ns/", with_metadata, has_more, 1000, urls)
+    assert written == _model_page(items, with_metadata, has_more, 1000, urls)
     # And what the SDK reads back from it is the model.
     assert ObjectStatsList.from_json(written.decode()).to_dict() == json.loads(written)

@@ -1,11 +1,15 @@
-"""ListEntries' answer written from stored entries is the message built field by field."""
+"""ListEntries' answer written from stored entries is the message built field by field, under
+the tags the messages' descriptors give."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from engine.core.entries import StoredListPage
-from engine.core.list_answer import list_response, varint
+from engine.core.list_answer import TAGS, list_response, serialized_list_response, varint, wire_tags
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -49,3 +53,80 @@ def test_empty_page() -> None:
 def test_varint_is_protobufs(n: int) -> None:
     # size is an int64 field: its wire form is the varint of the value after tag 0x10.
     assert pb.Entry(size=n).SerializeToString() == (b"\x10" + varint(n) if n else b"")
+
+
+def test_tags_are_the_descriptors() -> None:
+    # Each tag, read back, is its field's number and wire type.
+    def field_of(tag: bytes) -> tuple[int, int]:
+        value = sum((byte & 0x7F) << (7 * i) for i, byte in enumerate(tag))
+        return value >> 3, value & 7
+
+    response, item = api.ListEntriesResponse.DESCRIPTOR, api.ListItem.DESCRIPTOR
+    assert field_of(TAGS.response_item) == (response.fields_by_name["items"].number, 2)
+    assert field_of(TAGS.response_has_more[:-1]) == (response.fields_by_name["has_more"].number, 0)
+    assert field_of(TAGS.item_key) == (item.fields_by_name["key"].number, 2)
+    assert field_of(TAGS.item_common_prefix[:-1]) == (item.fields_by_name["common_prefix"].number, 0)
+    assert field_of(TAGS.item_entry) == (item.fields_by_name["entry"].number, 2)
+
+
+def _renumbered(
+    numbers: dict[str, dict[str, int]],
+    types: dict[str, dict[str, descriptor_pb2.FieldDescriptorProto.Type.ValueType]] | None = None,
+) -> Any:
+    """graveler.proto's messages in a pool of their own, with fields renumbered (or retyped)."""
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add(file: Any) -> None:
+        if file.name in added:
+            return
+        for dependency in file.dependencies:
+            add(dependency)
+        proto = descriptor_pb2.FileDescriptorProto()
+        file.CopyToProto(proto)
+        for message in proto.message_type:
+            for field in message.field:
+                field.number = numbers.get(message.name, {}).get(field.name, field.number)
+                field.type = (types or {}).get(message.name, {}).get(field.name, field.type)
+        pool.Add(proto)
+        added.add(file.name)
+
+    add(api.DESCRIPTOR)
+    return pool
+
+
+def test_a_renumbered_field_is_written_under_its_new_number() -> None:
+    # Numbers of one and two bytes (16 and up need two).
+    pool = _renumbered(
+        {"ListEntriesResponse": {"items": 16, "has_more": 3}, "ListItem": {"key": 7, "common_prefix": 200, "entry": 21}}
+    )
+    response = pool.FindMessageTypeByName("silt.graveler.v1.ListEntriesResponse")
+    item = pool.FindMessageTypeByName("silt.graveler.v1.ListItem")
+    entry = pool.FindMessageTypeByName("silt.graveler.v1.Entry")
+    tags = wire_tags(response, item, entry)
+    assert tags != TAGS
+    Response = message_factory.GetMessageClass(response)
+    Item = message_factory.GetMessageClass(item)
+    Entry = message_factory.GetMessageClass(entry)
+    entries = [(b"a", _entry(0)), (b"dir/", None), (b"z" * 20_000, _entry(4, 70_000))]
+    page = StoredListPage([(k, None if e is None else e.SerializeToString()) for k, e in entries], True)
+    expected = Response(
+        items=[
+            Item(key=k.decode(), common_prefix=True)
+            if e is None
+            else Item(key=k.decode(), entry=Entry.FromString(e.SerializeToString()))
+            for k, e in entries
+        ],
+        has_more=True,
+    )
+    assert Response.FromString(serialized_list_response(page, tags)) == expected
+
+
+def test_a_field_of_another_type_is_refused() -> None:
+    pool = _renumbered({}, {"ListItem": {"common_prefix": descriptor_pb2.FieldDescriptorProto.TYPE_STRING}})
+    with pytest.raises(TypeError):
+        wire_tags(
+            pool.FindMessageTypeByName("silt.graveler.v1.ListEntriesResponse"),
+            pool.FindMessageTypeByName("silt.graveler.v1.ListItem"),
+            pool.FindMessageTypeByName("silt.graveler.v1.Entry"),
+        )
