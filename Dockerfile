@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Silt's images: silt (auth, graveler, gateway, compactor and the `silt` CLI) and silt-gc (the same
 # plus Spark and Java, for the GC CronJob). Build: `make image` (docker or podman), which builds
-# the web UI's bundle first (`make ui`, into services/ui/static/dist/, carried by the wheel as
+# the web UI's bundle first (`make ui`, into edge/ui/static/dist/, carried by the wheel as
 # package data). Every process is chosen by the manifest's command, e.g.
 # `python -m services.graveler.server`.
 
@@ -71,7 +71,7 @@ COPY cli ./cli
 COPY devtools ./devtools
 # Silt is installed under /opt/silt-root (--root): the runtime stage copies only those files
 # over the unchanged dependency layer, so a code change rebuilds a few MiB, not the venv.
-RUN { test -f services/ui/static/dist/index.html \
+RUN { test -f edge/ui/static/dist/index.html \
       || { echo "the web UI bundle is missing: run make ui first (make image does)" >&2; exit 1; }; } \
     && /opt/protoc/bin/python -m grpc_tools.protoc -Iprotos --python_out=. --grpc_python_out=. \
         $(find protos -name '*.proto') \
@@ -81,7 +81,7 @@ RUN { test -f services/ui/static/dist/index.html \
     && /opt/silt/bin/pip install --no-deps --no-build-isolation --root /opt/silt-root . \
     && cp -a /opt/silt-root/opt/silt/. /opt/silt/ \
     && /opt/silt/bin/python -c "import silt.graveler.v1.graveler_pb2_grpc, edge.server, pyarrow.parquet, pyarrow.fs, lupa.lua54, duckdb, uvloop, grpc, cryptography.hazmat.bindings._rust, yaml._yaml, boto3, azure.storage.blob, azure.identity, google.cloud.storage, google.oauth2.service_account, google.auth.crypt._cryptography_rsa, silt.block.azure, silt.block.gcs, cli.main, devtools.kube_podman.service_front, rich.progress, rich.table, rich.live; duckdb.sql('select 42').fetchall(); boto3.client('s3', region_name='us-east-1')" \
-    && test -f /opt/silt-root/opt/silt/lib/python3.11/site-packages/services/ui/static/dist/index.html
+    && test -f /opt/silt-root/opt/silt/lib/python3.11/site-packages/edge/ui/static/dist/index.html
 
 # --- runtime: the venv only, as a non-root user (image silt) --------------------------------
 FROM ${PYTHON_IMAGE} AS runtime

@@ -82,9 +82,9 @@ $(PROTO_STAMP): $(STAMP) $(PROTOS)
 
 proto: $(PROTO_STAMP)
 
-# The web UI bundle (webui/ -> services/ui/static/dist/, git-ignored): `npm ci` when the lockfile
+# The web UI bundle (webui/ -> edge/ui/static/dist/, git-ignored): `npm ci` when the lockfile
 # changes, then esbuild (webui/build.mjs) when any source changes; nothing to do otherwise.
-UI_INDEX   := services/ui/static/dist/index.html
+UI_INDEX   := edge/ui/static/dist/index.html
 UI_NPM     := webui/node_modules/.ci-stamp
 UI_SOURCES := $(shell find webui/src -type f 2>/dev/null) webui/build.mjs webui/tsconfig.json
 $(UI_NPM): webui/package.json webui/package-lock.json

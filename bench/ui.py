@@ -31,7 +31,7 @@ from playwright.sync_api import Page, sync_playwright
 from bench.api import _graveler
 from bench.graveler import entry_for, stage_in_process
 from bench.report import emit
-from services.ui.app import DIST
+from edge.ui.app import DIST
 from silt.graveler.v1 import model_pb2 as pb
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import urllib3
 
 from bench.report import emit
-from services.api.preview_sandbox import START_SECONDS
+from edge.api.preview_sandbox import START_SECONDS
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 
 REPO = "bench-ui-data"

@@ -1,5 +1,5 @@
 """What the edge process serves: the S3 gateway, and with api.enabled the REST API and the web
-UI, built here and handed to silt/asgi.py's Dispatcher, which picks one per request (an AWS
+UI, built here and handed to edge/core/asgi.py's Dispatcher, which picks one per request (an AWS
 signature is S3, otherwise /api/v1/... is the API and /ui/... the UI).
 
 Here too the gateway gets graveler's reader (engine/reads.py), so that it answers
@@ -14,16 +14,16 @@ from __future__ import annotations
 import logging
 import threading
 
+from edge.api.app import create_app as api_app
+from edge.core.asgi import ASGIApp, Dispatcher
+from edge.core.client import EntryReads
+from edge.gateway.app import GatewayApp
+from edge.gateway.serving import configure_connection_limits
+from edge.ui.app import create_app as ui_app
 from engine.open import open_engine
 from engine.reads import ReadEngine
-from services.api.app import create_app as api_app
-from services.gateway.app import GatewayApp
-from services.gateway.serving import configure_connection_limits
-from services.ui.app import create_app as ui_app
-from silt.asgi import ASGIApp, Dispatcher
 from silt.collector import tune_for_serving
 from silt.config import Config, load_config
-from silt.edge_client import EntryReads
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.logs import configure_logging
 from silt.telemetry.setup import setup as setup_telemetry

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import sys
 
-from services.gateway.protocol import BoundedHttpToolsProtocol
-from services.gateway.serving import configure_connection_limits, https_options
-from silt.asgi import ASGIApp
+from edge.core.asgi import ASGIApp
+from edge.core.http_server import serve_http
+from edge.gateway.protocol import BoundedHttpToolsProtocol
+from edge.gateway.serving import configure_connection_limits, https_options
 from silt.collector import tune_for_serving
-from silt.http_server import serve_http
 from silt.lifeline import PARENT_PID_ENV, watch_parent_from_env
 from silt.service import service_config
 

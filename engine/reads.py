@@ -10,7 +10,7 @@ graveler. The methods take and answer graveler's own request and response messag
 edge serves a read either way with the same code around it.
 
 The edge composes it (edge/app.py); the gateway and the REST API see only the EntryReads
-protocol of silt/edge_client.py.
+protocol of edge/core/client.py.
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Silt services, each its own process talking gRPC."""
+"""Silt's gRPC services, each its own process: auth, graveler (the engine served) and the compactor."""

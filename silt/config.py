@@ -659,15 +659,15 @@ class ApiCredentialsConfig(CredentialsConfig):
 
 
 class ApiConfig(_Section):
-    """lakeFS's REST API (services/api). It answers on the S3 gateway's port (requests without
-    an AWS signature under /api/v1/) and, run as `python -m services.api.server`, on its own."""
+    """lakeFS's REST API (edge/api). It answers on the S3 gateway's port (requests without
+    an AWS signature under /api/v1/) and, run as `python -m edge.api.server`, on its own."""
 
     enabled: bool = True
     """serve lakeFS's REST API on the S3 gateway's port too: a request with an AWS signature is S3, any other under
     `/api/v1/` is the API
     """
     listen_address: str = "127.0.0.1:8001"
-    """where the API listens when run as its own process (`python -m services.api.server`)"""
+    """where the API listens when run as its own process (`python -m edge.api.server`)"""
     metrics_listen_address: str | None = None
     """`host:port` of the API process's Prometheus `/metrics`; unset: none (on the gateway's port the gateway's
     endpoint serves the API's metrics)

@@ -1,5 +1,5 @@
 // Builds the web UI: type-checks, refuses HTML-string rendering, bundles with esbuild into
-// services/ui/static/dist/ with content-hashed asset names, and writes the index.html that
+// edge/ui/static/dist/ with content-hashed asset names, and writes the index.html that
 // references them. Run from anywhere: `node webui/build.mjs`.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -9,8 +9,8 @@ import * as esbuild from "esbuild";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const src = join(here, "src");
-const out = join(here, "..", "services", "ui", "static", "dist");
-// The UI's URL prefix: services/ui serves `out` under it (assets under /ui/assets/).
+const out = join(here, "..", "edge", "ui", "static", "dist");
+// The UI's URL prefix: edge/ui serves `out` under it (assets under /ui/assets/).
 const base = "/ui/";
 
 // User data is rendered as DOM text only. These are the ways to turn a string into markup;

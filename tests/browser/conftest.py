@@ -24,7 +24,7 @@ import urllib3
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 from pydantic import SecretStr
 
-from services.ui.app import DIST
+from edge.ui.app import DIST
 from silt.rpc.signing import Credentials
 from tests.browser.accessibility import assert_accessible
 from tests.support.gateway_stack import GatewayStack, gateway_stack

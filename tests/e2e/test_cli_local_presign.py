@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from silt.asgi import API_PREFIX, PRESIGNED_PREFIX
+from edge.core.asgi import API_PREFIX, PRESIGNED_PREFIX
 from silt.launcher import Stack
 from tests.e2e.conftest import Result, Silt
 

@@ -1,4 +1,4 @@
-"""silt/asgi.py: which app a request goes to, and lifespans run for every app."""
+"""edge/core/asgi.py: which app a request goes to, and lifespans run for every app."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from silt.asgi import Dispatcher, is_browser_root, is_s3_request
+from edge.core.asgi import Dispatcher, is_browser_root, is_s3_request
 
 
 def _scope(path: str, headers: list[tuple[bytes, bytes]] | None = None, query: bytes = b"") -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """The import rules live in pyproject.toml's [tool.importlinter] contracts, run by `make lint`
-(lint-imports): services never import each other, the engine (engine/) imports no service, the
-shared library imports no service, job or benchmark, services and
-jobs import no benchmark and not each other, and sibling packages form no circle.
+(lint-imports): the gRPC services never import each other; the edge's front ends (S3, the REST
+API, the web UI) never import each other and reach the rest through the edge's core; the engine
+imports no service, the edge or a job; the shared library imports none of them; and sibling
+packages form no circle.
 
 What those contracts cannot say about themselves is checked here: that they name every
-service and every top-level package, so a new one is not left outside the rules."""
+service, every top-level package and every module of the engine and the edge, so a new one is
+not left outside the rules."""
 
 from __future__ import annotations
 
@@ -49,3 +51,12 @@ def test_every_service_is_in_the_independence_contract() -> None:
 
 def test_every_top_level_package_is_checked_for_circles() -> None:
     assert set(_contract("acyclic_siblings")["ancestors"]) == set(_config()["root_packages"])
+
+
+def test_every_module_of_the_engine_and_the_edge_has_its_layer() -> None:
+    """A module added to the engine or the edge is placed in their layers, not left outside them."""
+    for container in ("engine", "edge"):
+        (contract,) = [c for c in _config()["contracts"] if c.get("containers") == [container]]
+        layered = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
+        modules = {p.stem for p in (ROOT / container).glob("*.py") if p.stem != "__init__"}
+        assert layered == modules | _packages(ROOT / container), container

@@ -1,4 +1,4 @@
-"""silt/edge_client.py: the one way both front ends of the edge write, stage and delete object bytes.
+"""edge/core/client.py: the one way both front ends of the edge write, stage and delete object bytes.
 
 A real local block adapter; graveler's answers are the gRPC errors its channel raises.
 """
@@ -15,15 +15,19 @@ import grpc.aio
 import pytest
 from pydantic import SecretStr
 
-from services.api.errors import from_rpc
-from services.gateway.backend import rpc_error
+from edge.api.errors import from_rpc
+from edge.core.client import EdgeClient
+from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
+from edge.gateway.backend import s3_error
 from silt.config import Config
-from silt.edge_client import EdgeClient
+from silt.errors import NotFound, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
 from silt.launcher import free_port
+from silt.repository_place import RepositoryPlace
+from silt.rpc.errors import STATUS_DETAILS_KEY, error_from_rpc, rich_status
 from silt.rpc.signing import Credentials
-from silt.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
 
 NAMESPACE = "local://repo"
 ADDRESS = "data/object"
@@ -91,33 +95,107 @@ def test_bytes_are_deleted_only_when_graveler_certainly_refused_them(
 
     async def body(client: EdgeClient) -> None:
         await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
-
-        async def stage() -> None:
-            raise error
-
-        with pytest.raises(grpc.aio.AioRpcError):
-            await client.stage_new_bytes(stage, NAMESPACE, ADDRESS)
+        _answer(client, _Graveler(stage=[error] * 3))
+        with pytest.raises(SiltError) as failed:
+            await client.stage_new_bytes(_request(), RepositoryPlace(NAMESPACE, "id-1"))
+        assert certainly_not_applied(failed.value) is not kept
         assert _stored(client) is kept
 
     asyncio.run(_with_client(tmp_path, body))
 
 
-def test_an_edge_error_that_says_not_applied_deletes_the_bytes(tmp_path: Path) -> None:
-    # The gateway maps graveler's answer to an S3 error first, keeping whether it was applied.
-    class Mapped(Exception):
-        not_applied = True
+def _missing_repository() -> grpc.aio.AioRpcError:
+    code = grpc.StatusCode.NOT_FOUND
+    trailing = grpc.aio.Metadata((STATUS_DETAILS_KEY, rich_status(code, "repository not found", "repository")))
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), trailing, "repository not found")
+
+
+def test_a_write_to_a_repository_created_again_is_copied_into_and_staged_in_the_new_one(tmp_path: Path) -> None:
+    """Graveler refused the write because the repository looked up is gone and another took its
+    name: the bytes are copied into the new one's namespace and staged there, by the core alone."""
 
     async def body(client: EdgeClient) -> None:
         await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
-
-        async def stage() -> None:
-            raise Mapped
-
-        with pytest.raises(Mapped):
-            await client.stage_new_bytes(stage, NAMESPACE, ADDRESS)
-        assert not _stored(client)
+        graveler = _Graveler(stage=[_missing_repository(), None], repository=("local://again", "id-2"))
+        _answer(client, graveler)
+        request = _request()
+        staged_in = await client.stage_new_bytes(request, RepositoryPlace(NAMESPACE, "id-1"))
+        assert staged_in == RepositoryPlace("local://again", "id-2")
+        assert [r.repository_id for r in graveler.staged] == ["id-1", "id-2"]
+        moved = request.entry.physical_address
+        assert moved != ADDRESS and graveler.staged[1].entry.physical_address == moved
+        assert client.adapter.stat("local://again", moved).size == 7
+        assert _stored(client)  # an earlier attempt may have staged them in the old one: they stay
 
     asyncio.run(_with_client(tmp_path, body))
+
+
+def test_a_write_that_must_not_follow_a_replacement_is_refused_and_its_bytes_go(tmp_path: Path) -> None:
+    async def body(client: EdgeClient) -> None:
+        await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
+        graveler = _Graveler(stage=[_missing_repository()], repository=("local://again", "id-2"))
+        _answer(client, graveler)
+        with pytest.raises(NotFound):
+            await client.stage_new_bytes(_request(), RepositoryPlace(NAMESPACE, "id-1"), follow_replacement=False)
+        assert not _stored(client)
+        assert graveler.looked_up == 0
+
+    asyncio.run(_with_client(tmp_path, body))
+
+
+def test_a_write_to_a_repository_gone_for_good_is_refused_and_its_bytes_go(tmp_path: Path) -> None:
+    async def body(client: EdgeClient) -> None:
+        await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
+        graveler = _Graveler(stage=[_missing_repository()], repository=None)
+        _answer(client, graveler)
+        with pytest.raises(NotFound) as refused:
+            await client.stage_new_bytes(_request(), RepositoryPlace(NAMESPACE, "id-1"))
+        assert refused.value.what == "repository"
+        assert not _stored(client)
+        assert graveler.looked_up == 1
+
+    asyncio.run(_with_client(tmp_path, body))
+
+
+class _Graveler:
+    """Graveler's StageEntry answering each of `stage` in turn (an error raised, None accepted) and
+    GetRepository answering `repository` (namespace, id), or NOT_FOUND for None."""
+
+    def __init__(self, stage: list[grpc.aio.AioRpcError | None], repository: tuple[str, str] | None = None) -> None:
+        self._stage = list(stage)
+        self._repository = repository
+        self.staged: list[api.StageEntryRequest] = []
+        self.looked_up = 0
+
+    async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> object:
+        copy = api.StageEntryRequest()
+        copy.CopyFrom(request)
+        self.staged.append(copy)
+        answer = self._stage.pop(0)
+        if answer is not None:
+            raise answer
+        return api.StageEntryResponse()
+
+    async def GetRepository(self, request: api.GetRepositoryRequest, *, timeout: float | None = None) -> object:
+        self.looked_up += 1
+        if self._repository is None:
+            raise _missing_repository()
+        namespace, unique_id = self._repository
+        return api.RepositoryInfo(name=request.name, storage_namespace=namespace, unique_id=unique_id)
+
+    async def ready(self, timeout: float | None) -> None:
+        return None
+
+
+def _answer(client: EdgeClient, graveler: _Graveler) -> None:
+    client.staging = graveler  # type: ignore[assignment]
+    client.graveler = graveler  # type: ignore[assignment]
+    client.gate = graveler  # type: ignore[assignment]
+
+
+def _request() -> api.StageEntryRequest:
+    entry = pb.Entry(physical_address=ADDRESS, size=7)
+    return api.StageEntryRequest(repository="repo", branch="main", key="k", entry=entry)
 
 
 def test_a_refusal_after_an_attempt_that_may_have_applied_is_not_a_refusal() -> None:
@@ -223,5 +301,5 @@ def test_a_write_the_edge_knows_was_not_sent_is_answered_503_by_both_front_ends(
     """Its time ran out before it was sent, or graveler was not reachable: a retryable 503
     (S3 ServiceUnavailable, lakeFS 503), never 500."""
     unsent = not_applied_error(code, "the write was not sent")
-    assert rpc_error(unsent).code == "ServiceUnavailable"
+    assert s3_error(error_from_rpc(unsent)).code == "ServiceUnavailable"
     assert from_rpc(unsent, "graveler").status == 503

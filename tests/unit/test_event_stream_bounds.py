@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from edge.api.errors import ApiError
+from edge.api.live_feed import FeedAccess, FeedSlots
 from engine.features.events.streams import StreamAccess, StreamLimits, StreamSlots
-from services.api.errors import ApiError
-from services.api.live_feed import FeedAccess, FeedSlots
 from silt.errors import PermissionDenied, ResourceExhausted
 from silt.iam_actions import READ_REPO
 from silt.rpc.authority import CallKey

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from cli import gc as gc_cli
 from cli.common import State
 from cli.main import cli
+from edge.api.link_addresses import LINK_VALIDITY_SECONDS
 from jobs.gc import job
-from services.api.link_addresses import LINK_VALIDITY_SECONDS
 from silt.config import BlockstoreConfig
 from silt.gc_grace import (
     DEFAULT_GRACE,

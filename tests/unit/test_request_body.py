@@ -1,10 +1,10 @@
-"""silt/request_body.py: what the edge's HTTP protocol records of a body reaches both apps' readers."""
+"""edge/core/request_body.py: what the edge's HTTP protocol records of a body reaches both apps' readers."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from silt.request_body import BodyEnd, body_end, track_body
+from edge.core.request_body import BodyEnd, body_end, track_body
 
 
 def test_a_tracked_body_is_the_one_the_app_reads() -> None:

@@ -13,7 +13,7 @@ import pytest
 from google.protobuf.wrappers_pb2 import StringValue
 from google.rpc import error_details_pb2, status_pb2
 
-from services.gateway.backend import rpc_error, s3_error
+from edge.gateway.backend import s3_error
 from silt.errors import (
     Aborted,
     AlreadyExists,
@@ -175,7 +175,7 @@ async def _aio_failure(address: str, value: str) -> grpc.aio.AioRpcError:
 )
 def test_gateway_maps_the_decoded_error(server: Server, value: str, default: str, s3_code: str) -> None:
     err = asyncio.run(_aio_failure(server.address, value))
-    s3 = rpc_error(err, default)
+    s3 = s3_error(error_from_rpc(err), default)
     assert s3.code == s3_code
     expected_what = RAISES[value].what if isinstance(RAISES[value], NotFound) else None  # type: ignore[attr-defined]
     assert getattr(s3, "what", None) == expected_what

@@ -15,11 +15,11 @@ import grpc
 import grpc.aio
 import pytest
 
-from silt import stage_batching
+from edge.core import stage_batching
+from edge.core.stage_batching import DEADLINE_MARGIN, SINGLES_FOR, StageBatcher
+from edge.core.write_outcome import NotApplied, certainly_not_applied
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.stage_batching import DEADLINE_MARGIN, SINGLES_FOR, StageBatcher
-from silt.write_outcome import NotApplied, certainly_not_applied
 
 
 class Graveler:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
+from edge.core.stage_batching import StageBatcher
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.stage_batching import StageBatcher
 from tests.unit.test_stage_batching import Graveler, in_a_loop, settle
 
 

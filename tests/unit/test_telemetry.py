@@ -12,10 +12,10 @@ import pytest
 from grpc_health.v1 import health_pb2
 from prometheus_client import REGISTRY
 
-from services.gateway.observe import _text, operation_name
-from services.gateway.operations import dispatch
-from services.gateway.operations.common import Context
-from services.gateway.request import from_scope
+from edge.gateway.observe import _text, operation_name
+from edge.gateway.operations import dispatch
+from edge.gateway.operations.common import Context
+from edge.gateway.request import from_scope
 from silt.config import DatabaseConfig
 from silt.errors import ConfigError, InvalidArgument, PredicateFailed, Unavailable
 from silt.kv import open_store

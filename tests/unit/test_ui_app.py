@@ -1,4 +1,4 @@
-"""services/ui: index.html for every UI path (never cached), hashed assets cached for good, the
+"""edge/ui: index.html for every UI path (never cached), hashed assets cached for good, the
 security headers on every answer, and a readable 503 when the bundle was not built."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from services.ui.app import IMMUTABLE, SECURITY_HEADERS, build_app
-from silt.asgi import ASGIApp
+from edge.core.asgi import ASGIApp
+from edge.ui.app import IMMUTABLE, SECURITY_HEADERS, build_app
 
 INDEX = b"<!doctype html><title>Silt</title><script type=module src=/ui/assets/main-ABC.js></script>"
 

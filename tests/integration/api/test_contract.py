@@ -26,8 +26,8 @@ import urllib3
 from pydantic.v1 import BaseModel, Extra, Field, StrictBool, StrictInt, StrictStr, ValidationError
 from pydantic.v1.fields import SHAPE_SINGLETON
 
-from services.api.app import create_app
-from silt.asgi import API_PREFIX
+from edge.api.app import create_app
+from edge.core.asgi import API_PREFIX
 from silt.config import Config
 from tests.integration.api.conftest import Api
 

@@ -17,7 +17,7 @@ import pytest
 import urllib3
 from lakefs_sdk.exceptions import BadRequestException
 
-from services.api.backend import UploadLimits
+from edge.api.backend import UploadLimits
 from tests.integration.api.conftest import Api
 
 LIMITS = UploadLimits()

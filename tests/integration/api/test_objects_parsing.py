@@ -13,11 +13,11 @@ import urllib3
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
-from services.api.backend import UploadLimits
-from services.api.errors import ApiError
-from services.api.objects_body import MultipartContent, RawBody, RawChunks, multipart_boundary
-from services.api.objects_ranges import RangeNotSatisfiable, parse_range
-from services.api.objects_write import header_metadata
+from edge.api.backend import UploadLimits
+from edge.api.errors import ApiError
+from edge.api.objects_body import MultipartContent, RawBody, RawChunks, multipart_boundary
+from edge.api.objects_write import header_metadata
+from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range
 from silt.objects import content_type_problem, user_metadata_problem
 
 
@@ -33,7 +33,7 @@ from silt.objects import content_type_problem, user_metadata_problem
     ],
 )
 def test_satisfiable_ranges(header: str, size: int, expected: tuple[int, int]) -> None:
-    assert parse_range(header, size) == expected
+    assert parse_byte_range(header, size) == expected
 
 
 @pytest.mark.parametrize(
@@ -52,12 +52,12 @@ def test_satisfiable_ranges(header: str, size: int, expected: tuple[int, int]) -
 )
 def test_unsatisfiable_ranges(header: str) -> None:
     with pytest.raises(RangeNotSatisfiable):
-        parse_range(header, 100)
+        parse_byte_range(header, 100)
 
 
 def test_an_empty_object_has_no_range() -> None:
     with pytest.raises(RangeNotSatisfiable):
-        parse_range("bytes=0-", 0)
+        parse_byte_range("bytes=0-", 0)
 
 
 PACE = UploadLimits()

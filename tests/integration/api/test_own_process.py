@@ -1,4 +1,4 @@
-"""The REST API as its own process (`python -m services.api.server`), signed in to auth and
+"""The REST API as its own process (`python -m edge.api.server`), signed in to auth and
 graveler as svc-api, next to the stack's gateway."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def own_api(api: Api) -> Iterator[str]:
         "SILT_CREDENTIALS_SECRET_ACCESS_KEY": key["secret_access_key"],
         "PYTHONPATH": str(ROOT),
     }
-    proc = subprocess.Popen([sys.executable, "-m", "services.api.server"], env=env, cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "edge.api.server"], env=env, cwd=ROOT)
     endpoint = f"http://127.0.0.1:{port}"
     http = urllib3.PoolManager()
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from services.gateway.app import GatewayApp
+from edge.gateway.app import GatewayApp
 from silt.config import load_config
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 from tests.support.in_process import served_in_process

@@ -16,9 +16,9 @@ import boto3
 import pytest
 from botocore.config import Config as BotoConfig
 
+from edge.gateway.app import GatewayApp
+from edge.gateway.backend import Backend
 from engine.open import open_engine
-from services.gateway.app import GatewayApp
-from services.gateway.backend import Backend
 from silt.config import load_config
 from silt.graveler.v1 import graveler_pb2 as api
 from tests.support.gateway_stack import GatewayStack
@@ -28,7 +28,8 @@ pytestmark = pytest.mark.e2e
 
 
 class Counted:
-    """A served gateway whose Backend counts authorize calls (action, resource) and graveler calls."""
+    """A served gateway whose Backend counts authorize calls (action, resource) and graveler calls
+    (every one goes through the edge core's graveler_call)."""
 
     def __init__(self, app: GatewayApp, endpoint: str) -> None:
         self.app = app
@@ -39,7 +40,7 @@ class Counted:
 
     def instrument(self, backend: Backend) -> None:
         real_allowed = backend.allowed
-        real_call = backend.call
+        real_call = backend.graveler_call
         real_read = backend.read_entries
 
         async def read_entries(method: Any, request: Any, *args: Any) -> Any:
@@ -55,7 +56,7 @@ class Counted:
             return await real_call(method, request, *args, **kwargs)
 
         backend.allowed = allowed  # type: ignore[method-assign]
-        backend.call = call  # type: ignore[method-assign]
+        backend.graveler_call = call  # type: ignore[method-assign]
         backend.read_entries = read_entries  # type: ignore[method-assign,assignment]
 
     def reset(self) -> None:
@@ -177,13 +178,13 @@ def test_without_direct_reads_a_read_is_one_graveler_call(gw: GatewayStack) -> N
     async def read() -> tuple[str, list[str]]:
         backend = Backend(config)
         calls: collections.Counter[str] = collections.Counter()
-        real_call = backend.call
+        real_call = backend.graveler_call
 
-        async def call(method: Any, request: Any, *args: Any) -> Any:
+        async def call(method: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
             calls[type(request).__name__.removesuffix("Request")] += 1
-            return await real_call(method, request, *args)
+            return await real_call(method, request, *args, **kwargs)
 
-        backend.call = call  # type: ignore[method-assign,assignment]
+        backend.graveler_call = call  # type: ignore[method-assign]
         try:
             stat = await backend.stat_entry(api.StatEntryRequest(repository=bucket, ref="main", key="a.txt"))
             page = await backend.list_entries(api.ListEntriesRequest(repository=bucket, ref="main"))

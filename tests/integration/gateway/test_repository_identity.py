@@ -25,9 +25,9 @@ import pytest
 import urllib3
 from botocore.exceptions import ClientError
 
+from edge.api.routes import objects as api_objects
 from edge.app import serving_app
-from services.api.routes import objects as api_objects
-from services.gateway.operations import objects as gateway_objects
+from edge.gateway.operations import objects as gateway_objects
 from silt import multipart_uploads as uploads
 from silt.config import Config, load_config
 from silt.errors import NotFound

@@ -7,7 +7,7 @@ from typing import Any
 
 import urllib3
 
-from services.ui.app import SECURITY_HEADERS
+from edge.ui.app import SECURITY_HEADERS
 from tests.support.gateway_stack import GatewayStack
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"

@@ -1,7 +1,7 @@
 """An edge's write of new bytes when graveler's answer cannot be trusted or never comes.
 
 The edge writes an object's bytes, then stages their entry; it may delete the bytes again only
-when graveler certainly did not apply the entry in any attempt (silt/write_outcome.py). Here a
+when graveler certainly did not apply the entry in any attempt (edge/core/write_outcome.py). Here a
 real graveler gRPC server runs in this process behind a TCP proxy (tests/support/tcp_proxy.py),
 and the edge's own code (the gateway's Backend and staging path, the REST API's, the batcher)
 reaches it over real gRPC. Faults (tests/support/edge_faults.py): graveler applies the write and
@@ -29,18 +29,18 @@ from typing import Any, TypeVar
 import grpc
 import pytest
 
+from edge.api.backend import Backend as ApiBackend
+from edge.api.context import Context as ApiContext
+from edge.api.errors import ApiError
+from edge.api.objects_write import stage_new_bytes as api_stage_new_bytes
+from edge.gateway.backend import Backend
+from edge.gateway.errors import S3Error
+from edge.gateway.operations import multipart
+from edge.gateway.operations.common import Context, Response, WriteCondition
+from edge.gateway.operations.common import stage_new_bytes as gateway_stage_new_bytes
+from edge.gateway.request import Body, Request, parse_query
 from engine.graveler import Graveler, GravelerOptions
 from engine.open import open_graveler
-from services.api.backend import Backend as ApiBackend
-from services.api.context import Context as ApiContext
-from services.api.errors import ApiError
-from services.api.objects_write import stage_new_bytes as api_stage_new_bytes
-from services.gateway.backend import Backend
-from services.gateway.errors import S3Error
-from services.gateway.operations import multipart
-from services.gateway.operations.common import Context, Response, WriteCondition
-from services.gateway.operations.common import stage_new_bytes as gateway_stage_new_bytes
-from services.gateway.request import Body, Request, parse_query
 from services.graveler.server import start
 from silt.block.local import LocalAdapter
 from silt.config import Config, DatabaseConfig, LocalDatabaseConfig, S3GatewayConfig

@@ -1,5 +1,5 @@
 """StageEntries over graveler's real gRPC API: many unconditional writes to one branch in one
-call, each as StageEntry would stage it (the edge's group commit, silt/stage_batching.py)."""
+call, each as StageEntry would stage it (the edge's group commit, edge/core/stage_batching.py)."""
 
 from __future__ import annotations
 

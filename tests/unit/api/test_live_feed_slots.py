@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 from starlette.types import Message
 
-from services.api.errors import ApiError
-from services.api.live_feed import FeedSlots, WriteTimedStreamingResponse
+from edge.api.errors import ApiError
+from edge.api.live_feed import FeedSlots, WriteTimedStreamingResponse
 
 
 def test_leases_are_capped_per_user_then_per_process() -> None:

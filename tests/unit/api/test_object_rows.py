@@ -12,7 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from lakefs_sdk.models import ObjectStats, ObjectStatsList, Pagination
 from starlette.responses import JSONResponse
 
-from services.api.objects_listing import (
+from edge.api.objects_listing import (
     EMPTY,
     OMITTED,
     USER,
@@ -22,7 +22,7 @@ from services.api.objects_listing import (
     object_row,
     user_metadata_json,
 )
-from services.api.objects_stats import object_stats
+from edge.api.objects_stats import object_stats
 from silt.block.adapter import PresignedURL
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

@@ -1,4 +1,4 @@
-"""Which requests the object fast path (services/api/objects_fast.py) takes: exactly the plain
+"""Which requests the object fast path (edge/api/objects_fast.py) takes: exactly the plain
 getObject, HEAD, uploadObject and listObjects, routed to the route function FastAPI itself would pick,
 with the arguments FastAPI's own parameter reading gives, and nothing with a parameter the route does
 not declare or a value it refuses. Whether both answer alike is
@@ -17,11 +17,11 @@ from fastapi.dependencies.utils import request_params_to_args
 from fastapi.routing import iter_route_contexts
 from starlette.datastructures import QueryParams
 
-from services.api.app import create_app
-from services.api.context import context
-from services.api.errors import ApiError
-from services.api.fast_table import Plan, query_pairs
-from services.api.objects_fast import ObjectsFastPath
+from edge.api.app import create_app
+from edge.api.context import context
+from edge.api.errors import ApiError
+from edge.api.fast_table import Plan, query_pairs
+from edge.api.objects_fast import ObjectsFastPath
 from silt.config import Config
 
 REF = "/api/v1/repositories/repo-1/refs/main/objects"

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from services.api import parquet_preview
-from services.api.errors import ApiError
+from edge.api import parquet_preview
+from edge.api.errors import ApiError
 
 
 def _parquet(rows: int, row_group_size: int) -> bytes:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from starlette.requests import Request
 
-from services.api.errors import ApiError
-from services.api.presign import Presigner
-from services.api.routes.setup import storage_config
+from edge.api.errors import ApiError
+from edge.api.presign import Presigner
+from edge.api.routes.setup import storage_config
 from silt.block.local import LocalAdapter
 from silt.config import Config
 

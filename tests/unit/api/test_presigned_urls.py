@@ -8,10 +8,10 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from services.api.edge_urls import EdgeUrls
-from services.api.errors import ApiError
-from services.api.link_addresses import LINK_VALIDITY_SECONDS, LinkAddresses
-from silt.asgi import Dispatcher
+from edge.api.edge_urls import EdgeUrls
+from edge.api.errors import ApiError
+from edge.api.link_addresses import LINK_VALIDITY_SECONDS, LinkAddresses
+from edge.core.asgi import Dispatcher
 from silt.block.external import SourceVersion
 
 KEY = b"k" * 32

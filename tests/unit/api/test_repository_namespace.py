@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
-from services.api.app import create_app
-from services.api.backend import Caller
-from services.api.context import Context, context
-from services.api.routes.setup import storage_config
+from edge.api.app import create_app
+from edge.api.backend import Caller
+from edge.api.context import Context, context
+from edge.api.routes.setup import storage_config
 from silt.config import Config
 
 CREDENTIALS = {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}

@@ -7,8 +7,8 @@ from urllib.parse import quote
 
 import pytest
 
-from services.gateway.operations.common import entry_time, iso_time, quoted_etag, x
-from services.gateway.operations.listing_xml import TimeFormat, etag_texts, url_text, url_texts, xml_text, xml_texts
+from edge.gateway.operations.common import entry_time, iso_time, quoted_etag, x
+from edge.gateway.operations.listing_xml import TimeFormat, etag_texts, url_text, url_texts, xml_text, xml_texts
 from silt.graveler.v1 import model_pb2 as pb
 
 KEYS = [

@@ -1,4 +1,4 @@
-"""User metadata values between HTTP headers and entries (services/gateway/metadata_values.py)."""
+"""User metadata values between HTTP headers and entries (edge/gateway/metadata_values.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from email.header import decode_header, make_header
 
 import pytest
 
-from services.gateway.metadata_values import header_value, stored_value
+from edge.gateway.metadata_values import header_value, stored_value
 
 
 def wire(text: str) -> str:

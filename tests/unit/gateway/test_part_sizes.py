@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.gateway.operations.objects import decode_part_sizes, encode_part_sizes
+from edge.gateway.operations.objects import decode_part_sizes, encode_part_sizes
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from services.gateway import sigv4
-from services.gateway.errors import S3Error
-from services.gateway.request import Body, Request, parse_query
+from edge.gateway import sigv4
+from edge.gateway.errors import S3Error
+from edge.gateway.request import Body, Request, parse_query
 
 CREDENTIAL = "AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request"
 

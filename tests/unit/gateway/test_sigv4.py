@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from services.gateway import sigv4
-from services.gateway.errors import S3Error
-from services.gateway.request import Body, Request, parse_query
+from edge.gateway import sigv4
+from edge.gateway.errors import S3Error
+from edge.gateway.request import Body, Request, parse_query
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 WHEN = datetime(2013, 5, 24, 0, 0, 30, tzinfo=UTC)

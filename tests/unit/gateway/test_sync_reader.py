@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from services.gateway.payload import SyncReader
+from edge.gateway.payload import SyncReader
 
 
 class Pieces:

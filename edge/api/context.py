@@ -1,0 +1,112 @@
+"""Per-request context by dependency injection: the backend, the authenticated caller, and
+`authorize`, the one way a route asks whether its caller may do something."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import Depends, Request
+
+from edge.api.backend import CALL_TIMEOUT, Backend, Caller
+from edge.api.errors import forbidden, unauthorized
+from silt.graveler.v1 import events_pb2 as ev
+
+# lakeFS's name for the login session cookie (swagger: securitySchemes.cookie_auth).
+SESSION_COOKIE = "internal_auth_session"
+# An Authorization header longer than this is not one of ours (a token, or id:secret).
+MAX_AUTHORIZATION_LENGTH = 2048
+# Methods that change nothing, so a forged cross-site one gains nothing.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def backend_of(request: Request) -> Backend:
+    backend: Backend | None = getattr(request.app.state, "backend", None)
+    if backend is None:
+        raise RuntimeError("the REST API's lifespan has not started")
+    return backend
+
+
+def basic_credentials(header: str) -> tuple[str, str]:
+    """(access key id, secret) of an `Authorization: Basic ...` value."""
+    try:
+        decoded = base64.b64decode(header[len("Basic ") :].strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise unauthorized("malformed Basic credentials") from None
+    access_key_id, sep, secret = decoded.partition(":")
+    if not sep:
+        raise unauthorized("malformed Basic credentials")
+    return access_key_id, secret
+
+
+def refuse_cross_site(request: Request) -> None:
+    """A browser sends the session cookie with any request to this host, so a state-changing
+    request carrying the cookie must prove it comes from this host's own pages: its Origin (or
+    else Referer) must name the request's host. Browsers send Origin on every POST, PUT, PATCH
+    and DELETE, from fetch and forms alike, so a request with neither is refused rather than
+    trusted: whatever strips both headers cannot be told apart from a forgery. Basic and Bearer
+    are never sent by a browser on its own, so callers check only cookie-authenticated requests."""
+    if request.method in SAFE_METHODS:
+        return
+    source = request.headers.get("origin") or request.headers.get("referer")
+    if not source:
+        raise forbidden(
+            "cross-site request refused: a request authenticated by the session cookie must send Origin "
+            "(or Referer) naming this host; other clients use Basic or Bearer"
+        )
+    host = request.headers.get("host", "")
+    if source == "null" or urlsplit(source).netloc.lower() != host.lower():
+        raise forbidden("cross-site request refused: Origin or Referer does not match the host")
+
+
+async def authenticate(request: Request) -> Caller:
+    """The caller: HTTP Basic (access key and secret), or a login session token as Bearer or cookie."""
+    backend = backend_of(request)
+    header = request.headers.get("authorization", "")
+    if len(header) > MAX_AUTHORIZATION_LENGTH:
+        raise unauthorized()
+    if header[:6].lower() == "basic ":
+        return await backend.verify_secret(*basic_credentials(header))
+    if header[:7].lower() == "bearer ":
+        return await backend.verify_session(header[7:].strip())
+    if header:
+        raise unauthorized("unsupported authorization scheme: use Basic or Bearer")
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        refuse_cross_site(request)
+        return await backend.verify_session(token)
+    raise unauthorized("missing credentials: send an access key and secret (Basic) or a session token")
+
+
+@dataclass
+class Context:
+    backend: Backend
+    caller: Caller
+    # Every call a request makes shares one deadline (time.monotonic()).
+    deadline: float = field(default_factory=lambda: time.monotonic() + CALL_TIMEOUT)
+
+    async def call(self, method: Any, request: Any) -> Any:
+        """A graveler call within this request's deadline."""
+        return await self.backend.call(method, request, self.deadline)
+
+    async def authorize(self, action: str, resource: str) -> None:
+        if not await self.backend.allowed(self.caller.user_id, action, resource):
+            raise forbidden(f"user {self.caller.user_id} may not {action} on {resource}")
+
+    def record(
+        self, event_type: ev.HistoryEventType.ValueType, repository: str, ref: str, path: str, size: int = 0
+    ) -> None:
+        """A history event for what this request did (queued, never waited for)."""
+        self.backend.history.emit(event_type, repository, ref, path, self.caller.user_id, size)
+
+
+async def context(request: Request, caller: Annotated[Caller, Depends(authenticate)]) -> Context:
+    request.state.user_id = caller.user_id  # for the access log
+    return Context(backend_of(request), caller)
+
+
+Ctx = Annotated[Context, Depends(context)]

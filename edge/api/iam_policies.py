@@ -1,0 +1,403 @@
+"""Policies in lakeFS's shape, stored in Silt's vocabulary.
+
+A lakeFS policy statement is `{effect, action: [...], resource}`. Two vocabularies arrive:
+
+* **Silt's own** (silt/iam_actions.py: `ReadRepo` on `foo`, `iam:*` on `users/x`, ...): stored as
+  is; auth validates it like any policy.
+* **lakeFS's** (`fs:ReadObject`, `auth:*`, `arn:lakefs:fs:::repository/foo/object/*`):
+  translated into Silt statements, but only where the translation never allows more than the
+  lakeFS statement does. Silt grants per whole repository (ReadRepo covers objects, branches,
+  commits, tags, pull requests, GC and protection rules alike), so:
+  - an **Allow** becomes Silt action X only when the statement's actions cover every lakeFS
+    action X stands for (LAKEFS_EQUIVALENT) on resources covering whole repositories (`*`,
+    `arn:lakefs:fs:::repository/<prefix>*`, or the lakeFS idiom of a pair of statements on
+    `.../repository/<name>` and `.../repository/<name>/*`, each covering the actions), and
+    every lakeFS action it names is then accounted for (part of such an X, or of a feature
+    Silt does not have, NO_COUNTERPART). Anything else is refused (400) naming the action;
+  - a **Deny** becomes every Silt action sharing any lakeFS action with it, on every
+    repository the resource may touch: denying more than asked is safe.
+
+A policy read back is shown in Silt's vocabulary, whichever was sent: that is what is enforced.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from lakefs_sdk.models import Policy, Statement
+
+from edge.api.errors import bad_request
+from silt import iam_actions as a
+from silt.auth.v1 import model_pb2 as pb
+
+# Bounds on a policy body, far above any real policy (lakeFS's own are a few statements of a
+# few actions) yet keeping translation to milliseconds. Auth stores at most MAX_STATEMENTS too,
+# and bounds a resource by the same length; the body as a whole is bounded by the route.
+MAX_STATEMENTS = 100
+MAX_ACTIONS = 50  # per statement (lakeFS's statement has one resource)
+MAX_POLICY_ACTIONS = 1000  # over all statements
+MAX_ACTION_LENGTH = 64  # the longest action, Silt's or lakeFS's, is under 50
+MAX_ACTION_STARS = 4
+MAX_RESOURCE_LENGTH = a.MAX_RESOURCE_LENGTH
+
+REPOSITORY_ARN = "arn:lakefs:fs:::repository/"
+LAKEFS_PREFIXES = ("fs:", "auth:", "ci:", "retention:", "branches:", "pr:", "catalog:")
+REPO_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+# Silt action -> the lakeFS actions it allows (each Silt action is at most these together).
+REPO_EQUIVALENT: dict[str, frozenset[str]] = {
+    a.READ_REPO: frozenset(
+        {
+            "fs:ReadRepository",
+            "fs:ReadObject",
+            "fs:ListObjects",
+            "fs:ReadCommit",
+            "fs:ListCommits",
+            "fs:ReadBranch",
+            "fs:ListBranches",
+            "fs:ReadTag",
+            "fs:ListTags",
+            "retention:GetGarbageCollectionRules",
+            "branches:GetBranchProtectionRules",
+            "pr:ReadPullRequest",
+            "pr:ListPullRequests",
+        }
+    ),
+    a.WRITE_REPO: frozenset(
+        {
+            "fs:WriteObject",
+            "fs:DeleteObject",
+            "fs:CreateCommit",
+            "fs:CreateBranch",
+            "fs:DeleteBranch",
+            "fs:RevertBranch",
+            "fs:CreateTag",
+            "fs:DeleteTag",
+            "pr:WritePullRequest",
+        }
+    ),
+    a.CREATE_REPO: frozenset({"fs:CreateRepository", "fs:AttachStorageNamespace"}),
+    a.DELETE_REPO: frozenset({"fs:DeleteRepository"}),
+    a.SET_GC_RULES: frozenset({"retention:SetGarbageCollectionRules"}),
+    a.DELETE_GC_RULES: frozenset({"retention:SetGarbageCollectionRules"}),
+    a.PREPARE_GC: frozenset({"retention:PrepareGarbageCollectionCommits"}),
+    a.SET_BRANCH_PROTECTION: frozenset({"branches:SetBranchProtectionRules"}),
+    # lakeFS's permission to read action runs; here runs and statuses are ReadRepo's, outputs this.
+    a.READ_ACTION_OUTPUT: frozenset({"ci:ReadAction"}),
+}
+IAM_EQUIVALENT: dict[str, frozenset[str]] = {
+    a.READ_USER: frozenset({"auth:ReadUser", "auth:ListUsers"}),
+    a.CREATE_USER: frozenset({"auth:CreateUser"}),
+    a.DELETE_USER: frozenset({"auth:DeleteUser"}),
+    a.READ_GROUP: frozenset({"auth:ReadGroup", "auth:ListGroups"}),
+    a.CREATE_GROUP: frozenset({"auth:CreateGroup"}),
+    a.DELETE_GROUP: frozenset({"auth:DeleteGroup"}),
+    a.ADD_GROUP_MEMBER: frozenset({"auth:AddGroupMember"}),
+    a.REMOVE_GROUP_MEMBER: frozenset({"auth:RemoveGroupMember"}),
+    a.READ_POLICY: frozenset({"auth:ReadPolicy", "auth:ListPolicies"}),
+    a.CREATE_POLICY: frozenset({"auth:CreatePolicy"}),
+    a.DELETE_POLICY: frozenset({"auth:DeletePolicy"}),
+    a.ATTACH_POLICY: frozenset({"auth:AttachPolicy"}),
+    a.DETACH_POLICY: frozenset({"auth:DetachPolicy"}),
+    a.CREATE_CREDENTIALS: frozenset({"auth:CreateCredentials"}),
+    a.READ_CREDENTIALS: frozenset({"auth:ReadCredentials", "auth:ListCredentials"}),
+    a.DELETE_CREDENTIALS: frozenset({"auth:DeleteCredentials"}),
+}
+# lakeFS actions of features Silt does not have: allowing them allows nothing here.
+NO_COUNTERPART = frozenset(
+    {
+        "fs:UpdateRepository",
+        "fs:ImportFromStorage",
+        "fs:ImportCancel",
+        "fs:ListRepositories",
+        "fs:ReadConfig",
+        "auth:UpdatePolicy",
+        "auth:CreateUserExternalPrincipal",
+        "auth:DeleteUserExternalPrincipal",
+        "auth:ReadExternalPrincipal",
+        "retention:PrepareGarbageCollectionUncommitted",
+        *(
+            f"catalog:{verb}"
+            for verb in (
+                "ListNamespaces",
+                "GetNamespace",
+                "CreateNamespace",
+                "UpdateNamespace",
+                "DeleteNamespace",
+                "ListTables",
+                "ReadTable",
+                "CreateTable",
+                "UpdateTable",
+                "DeleteTable",
+                "ListViews",
+                "ReadView",
+                "CreateView",
+                "UpdateView",
+                "DeleteView",
+            )
+        ),
+    }
+)
+EQUIVALENT = {**REPO_EQUIVALENT, **IAM_EQUIVALENT}
+LAKEFS_ACTIONS = frozenset().union(*EQUIVALENT.values(), NO_COUNTERPART)
+
+_EFFECTS = {"allow": pb.EFFECT_ALLOW, "deny": pb.EFFECT_DENY}
+_EFFECT_NAMES = {pb.EFFECT_ALLOW: "allow", pb.EFFECT_DENY: "deny"}
+
+
+def glob(pattern: str, value: str) -> bool:
+    """lakeFS's `*` (any run of characters), matched greedily: linear in the value per piece."""
+    pieces = pattern.split("*")
+    if len(pieces) == 1:
+        return pattern == value
+    head, *middle, tail = pieces
+    if not value.startswith(head) or not value.endswith(tail) or len(value) < len(head) + len(tail):
+        return False
+    at, end = len(head), len(value) - len(tail)
+    for piece in middle:
+        found = value.find(piece, at, end)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
+
+
+def _is_lakefs_action(action: str) -> bool:
+    # Silt's own service actions share the `auth:` prefix with lakeFS's IAM actions.
+    return action.startswith(LAKEFS_PREFIXES) and action not in a.SERVICE_ACTIONS
+
+
+def _is_lakefs(statement: Statement) -> bool:
+    return statement.resource.startswith("arn:") or any(_is_lakefs_action(x) for x in statement.action)
+
+
+def _check_bounds(policy: Policy) -> None:
+    """Refuse (400) a policy over the bounds, before any translation work."""
+    if len(policy.statement) > MAX_STATEMENTS:
+        raise bad_request(f"a policy has at most {MAX_STATEMENTS} statements")
+    total = sum(len(statement.action) for statement in policy.statement)
+    if total > MAX_POLICY_ACTIONS:
+        raise bad_request(f"a policy names at most {MAX_POLICY_ACTIONS} actions over all its statements")
+    for n, statement in enumerate(policy.statement, 1):
+        _check_shape(n, statement)
+
+
+def _check_shape(n: int, statement: Statement) -> None:
+    if statement.condition:
+        raise bad_request(f"statement {n}: conditions are not supported")
+    if len(statement.action) > MAX_ACTIONS:
+        raise bad_request(f"statement {n}: at most {MAX_ACTIONS} actions")
+    if not statement.resource or len(statement.resource) > MAX_RESOURCE_LENGTH:
+        raise bad_request(f"statement {n}: resource must be 1 to {MAX_RESOURCE_LENGTH} characters")
+    for action in statement.action:
+        if not action or len(action) > MAX_ACTION_LENGTH:
+            raise bad_request(f"statement {n}: an action is 1 to {MAX_ACTION_LENGTH} characters")
+        if action.count("*") > MAX_ACTION_STARS:
+            raise bad_request(f"statement {n}: an action has at most {MAX_ACTION_STARS} '*'")
+
+
+@functools.lru_cache(maxsize=4096)
+def _named_one(pattern: str) -> frozenset[str]:
+    """The concrete lakeFS actions one pattern matches. Cached: a policy repeats its patterns
+    across statements, and so do policies (`fs:*`, `fs:Read*`)."""
+    if "*" not in pattern:
+        return frozenset({pattern}) & LAKEFS_ACTIONS
+    return frozenset(x for x in LAKEFS_ACTIONS if glob(pattern, x))
+
+
+def _named(patterns: Iterable[str]) -> frozenset[str]:
+    """The concrete lakeFS actions some pattern matches."""
+    return frozenset().union(*(_named_one(p) for p in patterns))
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Where an Allow statement applies, in Silt's terms: a repository pattern, and whether it
+    is every resource (so that IAM actions may be granted too)."""
+
+    repository: str
+    everything: bool
+
+
+def _pair_name(resource: str) -> str | None:
+    """The repository of `.../repository/<name>` or `.../repository/<name>/*`, else None."""
+    if not resource.startswith(REPOSITORY_ARN):
+        return None
+    rest = resource[len(REPOSITORY_ARN) :]
+    name = rest[: -len("/*")] if rest.endswith("/*") else rest
+    if not name or not set(name) <= REPO_NAME_CHARS:
+        return None
+    return name
+
+
+def _allow_scope(resource: str) -> _Scope | None:
+    if resource == "*":
+        return _Scope("*", everything=True)
+    if resource.startswith(REPOSITORY_ARN) and resource.endswith("*"):
+        prefix = resource[len(REPOSITORY_ARN) : -1]
+        # `repository/foo*` matches every resource of every repository named foo...: exactly
+        # Silt's pattern `foo*` over repository names (which never contain `/`).
+        if set(prefix) <= REPO_NAME_CHARS:
+            return _Scope(prefix + "*", everything=False)
+    return None
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """The Allow statements on one repository's `.../repository/<name>` and `<name>/*`: what
+    they all name (a Silt action needs all of them to cover it), and whether both forms occur."""
+
+    covered: frozenset[str]
+    both_forms: bool
+
+
+def _pairs(statements: Sequence[Statement]) -> dict[str, _Pair]:
+    """Each repository's pair, computed once for the policy, so each statement's translation
+    costs the same whatever the number of its partners."""
+    covered: dict[str, frozenset[str]] = {}
+    resources: dict[str, set[str]] = {}
+    for statement in statements:
+        name = _pair_name(statement.resource)
+        if name is None or statement.effect != "allow":
+            continue
+        named = _named(statement.action)
+        covered[name] = covered[name] & named if name in covered else named
+        resources.setdefault(name, set()).add(statement.resource)
+    return {name: _Pair(covered[name], len(resources[name]) >= 2) for name in covered}
+
+
+def _translate_allow(n: int, statement: Statement, pairs: dict[str, _Pair]) -> list[pb.Statement]:
+    scope = _allow_scope(statement.resource)
+    covered = _named(statement.action)
+    if scope is None:
+        name = _pair_name(statement.resource)
+        pair = pairs.get(name or "")
+        if name is None or pair is None or not pair.both_forms:
+            raise bad_request(_not_whole(n, statement))
+        scope = _Scope(name, everything=False)
+        covered = pair.covered
+    candidates = EQUIVALENT if scope.everything else REPO_EQUIVALENT
+    granted = [silt for silt, lakefs in candidates.items() if lakefs <= covered]
+    accounted = set(NO_COUNTERPART).union(*(EQUIVALENT[x] for x in granted))
+    if not scope.everything:
+        # lakeFS checks its auth: actions on auth: resources only: on a repository they allow nothing.
+        accounted = accounted.union(*IAM_EQUIVALENT.values())
+    for action in statement.action:
+        named = _named_one(action)
+        if not named:
+            raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
+        missing = sorted(named - accounted)
+        if missing:
+            raise bad_request(_partial(n, missing[0], statement, scope))
+    if not granted:
+        raise bad_request(f"statement {n}: {', '.join(statement.action)} has no counterpart in Silt")
+    repo_actions = [x for x in granted if x in REPO_EQUIVALENT]
+    iam_actions = [x for x in granted if x in IAM_EQUIVALENT]
+    out = []
+    if repo_actions:
+        out.append(_statement(pb.EFFECT_ALLOW, repo_actions, scope.repository))
+    if iam_actions:
+        out.append(_statement(pb.EFFECT_ALLOW, iam_actions, "*"))
+    return out
+
+
+def _not_whole(n: int, statement: Statement) -> str:
+    doing = f"statement {n}: cannot allow {', '.join(statement.action)} on {statement.resource!r}"
+    if any(x.startswith("auth:") for x in statement.action):
+        return f"{doing}: lakeFS's auth: actions translate on resource '*' only; use Silt's iam: actions"
+    return (
+        f"{doing}: that is not a whole repository, and Silt grants per repository: use '*', "
+        f"'{REPOSITORY_ARN}<name prefix>*', the pair '{REPOSITORY_ARN}<name>' and '{REPOSITORY_ARN}<name>/*', "
+        "or Silt's own actions (ReadRepo on <name>)"
+    )
+
+
+def _partial(n: int, missing: str, statement: Statement, scope: _Scope) -> str:
+    whole = [silt for silt, lakefs in EQUIVALENT.items() if missing in lakefs]
+    if whole and (scope.everything or whole[0] in REPO_EQUIVALENT):
+        needed = ", ".join(sorted(EQUIVALENT[whole[0]] - _named(statement.action)))
+        return (
+            f"statement {n}: lakeFS action {missing!r} cannot be allowed alone: Silt's {whole[0]} also allows "
+            f"{needed}; allow those too, or use Silt's own actions"
+        )
+    return f"statement {n}: lakeFS action {missing!r} cannot be allowed on {statement.resource!r}"
+
+
+def _deny_repository(resource: str) -> str:
+    """Every repository a denied lakeFS resource may touch, as a Silt pattern (wider is safe)."""
+    if not resource.startswith(REPOSITORY_ARN):
+        return "*"
+    name = resource[len(REPOSITORY_ARN) :].split("/", 1)[0]
+    if "*" in name:
+        return name[: name.index("*")] + "*"
+    return name or "*"
+
+
+def _translate_deny(n: int, statement: Statement) -> list[pb.Statement]:
+    repository = _deny_repository(statement.resource)
+    if "*" in statement.action:
+        return [_statement(pb.EFFECT_DENY, ["*"], repository)]
+    named: set[str] = set()
+    for action in statement.action:
+        found = _named_one(action)
+        if not found:
+            raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
+        named |= found
+    repo_actions = [x for x, lakefs in REPO_EQUIVALENT.items() if lakefs & named]
+    iam_actions = [x for x, lakefs in IAM_EQUIVALENT.items() if lakefs & named]
+    out = []
+    if repo_actions:
+        out.append(_statement(pb.EFFECT_DENY, repo_actions, repository))
+    if iam_actions:
+        out.append(_statement(pb.EFFECT_DENY, iam_actions, "*"))
+    return out
+
+
+def _statement(effect: int, actions: Sequence[str], resource: str) -> pb.Statement:
+    return pb.Statement(effect=effect, actions=list(actions), resources=[resource])  # type: ignore[arg-type]
+
+
+def to_silt(policy: Policy) -> list[pb.Statement]:
+    """The statements auth stores for a lakeFS policy body (400 for what cannot be translated).
+
+    Linear in the policy: each distinct action pattern is matched once against lakeFS's
+    actions (_named_one), and each statement then costs a few set operations."""
+    _check_bounds(policy)
+    pairs = _pairs(policy.statement)
+    out: list[pb.Statement] = []
+    seen: set[bytes] = set()
+    for n, statement in enumerate(policy.statement, 1):
+        effect = _EFFECTS[statement.effect]
+        if not _is_lakefs(statement):
+            out.append(_statement(effect, statement.action, statement.resource))
+            continue
+        silt_only = [x for x in statement.action if x != "*" and not _is_lakefs_action(x)]
+        if silt_only:
+            raise bad_request(f"statement {n}: {silt_only[0]!r} is Silt's vocabulary; do not mix it with lakeFS's")
+        if "?" in statement.resource or any("?" in x for x in statement.action):
+            raise bad_request(f"statement {n}: '?' wildcards are not supported")
+        translated = (
+            _translate_allow(n, statement, pairs) if effect == pb.EFFECT_ALLOW else _translate_deny(n, statement)
+        )
+        for silt_statement in translated:
+            key = silt_statement.SerializeToString(deterministic=True)
+            if key not in seen:  # the two halves of a pair translate alike
+                seen.add(key)
+                out.append(silt_statement)
+    if not out:
+        raise bad_request("the policy allows or denies nothing Silt has")
+    if len(out) > MAX_STATEMENTS:
+        raise bad_request(f"the policy translates into {len(out)} Silt statements; at most {MAX_STATEMENTS} are stored")
+    return out
+
+
+def from_silt(policy: pb.Policy) -> Policy:
+    """A stored policy as lakeFS's model: one lakeFS statement per Silt resource."""
+    statements = [
+        Statement(effect=_EFFECT_NAMES.get(s.effect, "deny"), action=list(s.actions), resource=resource, condition=None)
+        for s in policy.statements
+        for resource in s.resources
+    ]
+    return Policy(id=policy.id, creation_date=int(policy.creation_date.seconds), statement=statements)

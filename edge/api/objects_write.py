@@ -1,0 +1,179 @@
+"""Writing objects as the S3 gateway's PutObject does, through the same edge client
+(edge/core/client.py): new bytes at a fresh physical address in the repository's storage
+namespace, then one StageEntry; bytes graveler certainly did not take are deleted again
+(edge/core/write_outcome.py; the uncommitted sweep of garbage collection removes what a lost answer
+or a crash leaves)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from starlette.datastructures import Headers
+from starlette.requests import Request
+
+from edge.api.backend import Backend
+from edge.api.context import Context
+from edge.api.errors import ApiError, bad_request, from_graveler, typed_graveler_call
+from edge.api.objects_body import (
+    MAX_UPLOAD_BYTES,
+    MultipartContent,
+    RawBody,
+    RawChunks,
+    Source,
+    ThreadReader,
+    multipart_boundary,
+)
+from edge.core.client import SMALL_BODY
+from edge.core.write_outcome import certainly_not_applied
+from silt.errors import Aborted, FailedPrecondition, SiltError
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.objects import (
+    DEFAULT_CONTENT_TYPE,
+    MAX_USER_METADATA_BYTES,
+    content_type_problem,
+    user_metadata_problem,
+    user_metadata_size,
+)
+from silt.repository_place import RepositoryPlace
+
+# Longest object path, in UTF-8 bytes (S3's and graveler's key limit).
+MAX_PATH_BYTES = 1024
+# lakeFS's user metadata headers: `X-Lakefs-Meta-<name>: <value>`.
+METADATA_HEADER_PREFIX = "x-lakefs-meta-"
+
+
+def checked_path(path: str | None, name: str = "path") -> str:
+    if path is None:
+        raise bad_request(f"invalid parameters: {name} is required")
+    if not path:
+        raise bad_request(f"{name} must not be empty")
+    size = len(path.encode("utf-8", "surrogatepass"))
+    if size > MAX_PATH_BYTES:
+        raise bad_request(f"{name} is {size} bytes; at most {MAX_PATH_BYTES} are allowed")
+    return path
+
+
+def checked_user_metadata(metadata: dict[str, str]) -> dict[str, str]:
+    size = user_metadata_size(metadata)
+    if size > MAX_USER_METADATA_BYTES:
+        raise bad_request(f"user metadata is {size} bytes; at most {MAX_USER_METADATA_BYTES} are allowed")
+    problem = user_metadata_problem(metadata)
+    if problem is not None:
+        raise bad_request(problem)
+    return metadata
+
+
+def checked_content_type(content_type: str) -> str:
+    problem = content_type_problem(content_type)
+    if problem is not None:
+        raise bad_request(problem)
+    return content_type
+
+
+def header_metadata(headers: Headers) -> dict[str, str]:
+    """User metadata from `X-Lakefs-Meta-*` headers: names lower-cased (as HTTP header names
+    are compared), everything after the prefix kept, underscores included."""
+    n = len(METADATA_HEADER_PREFIX)
+    found = {k[n:]: v for k, v in headers.items() if k.startswith(METADATA_HEADER_PREFIX)}
+    return checked_user_metadata(found)
+
+
+def now() -> Timestamp:
+    stamp = Timestamp()
+    stamp.GetCurrentTime()
+    return stamp
+
+
+async def typed_call(ctx: Context, method: Any, request: Any) -> Any:
+    """One graveler call whose refusals stay typed (NotFound says what is missing), so a route
+    can tell a missing object from a missing branch; other failures as ctx.call answers them."""
+    return await typed_graveler_call(method, request, ctx.deadline)
+
+
+async def ensure_branch(ctx: Context, repository: str, branch: str) -> None:
+    """Writes go to existing branches only: checked before any byte is written."""
+    backend = ctx.backend
+    if backend.known_branch(repository, branch):
+        return
+    await ctx.call(backend.graveler.GetBranch, api.GetBranchRequest(repository=repository, name=branch))
+    backend.remember_branch(repository, branch)
+
+
+@dataclass(frozen=True)
+class Received:
+    size: int
+    etag: str  # hex MD5, as the block adapter computed it while writing (S3's ETag)
+    content_type: str
+
+
+async def receive(backend: Backend, request: Request, namespace: str, address: str) -> Received:
+    """Write the upload's bytes at `address`, streamed; nothing is left there if it fails."""
+    chunks = RawChunks(request, MAX_UPLOAD_BYTES, backend.upload_limits)
+    header_type = request.headers.get("content-type", "")
+    boundary = multipart_boundary(header_type)
+    source: Source
+    declared: int | None = None
+    if boundary is not None:
+        form = MultipartContent(chunks, boundary)
+        await form.start()
+        source, content_type = form, form.content_type or DEFAULT_CONTENT_TYPE
+    else:
+        source, content_type = RawBody(chunks), header_type or DEFAULT_CONTENT_TYPE
+        declared = chunks.declared
+    checked_content_type(content_type)  # before any byte is written
+    async with backend.new_bytes(namespace, address):
+        if declared is not None and declared <= SMALL_BODY:
+            data = await _read_all(source)  # on the event loop; RawChunks refuses a short body
+            result = await backend.write_bytes(namespace, address, io.BytesIO(data), len(data))
+        else:
+            reader = ThreadReader(source, asyncio.get_running_loop())
+            try:
+                result = await backend.write_bytes(namespace, address, reader, declared, backend.upload_pool)
+            except Exception:
+                if reader.error is not None:
+                    raise reader.error from None  # the body's own error (413, 408, 400)
+                raise
+    return Received(result.size, result.etag.strip('"'), content_type)
+
+
+async def _read_all(source: Source) -> bytes:
+    parts = []
+    while data := await source.read(SMALL_BODY):
+        parts.append(data)
+    return b"".join(parts)
+
+
+async def stage_new_bytes(
+    ctx: Context, request: api.StageEntryRequest, place: RepositoryPlace, *, follow_replacement: bool = True
+) -> RepositoryPlace:
+    """Stage an entry for bytes this request wrote in place.namespace, as the edge's core does
+    (EdgeClient.stage_new_bytes: the bytes deleted if graveler certainly did not take it, a
+    repository created again under the name followed unless follow_replacement is off; then
+    request.entry names the bytes staged). A condition that does not hold is 412; a failure
+    after which the entry may stand is 503 (retry), whatever graveler's status was; a
+    repository gone is 404 as graveler answers. Returns where the entry was staged."""
+    try:
+        return await ctx.backend.stage_new_bytes(request, place, ctx.deadline, follow_replacement=follow_replacement)
+    except SiltError as exc:
+        conditional = request.if_absent or request.if_match_etag
+        if conditional and isinstance(exc, FailedPrecondition):
+            raise ApiError(412, "path already exists" if request.if_absent else "object changed") from None
+        if conditional and isinstance(exc, Aborted):
+            # It may stand: not a 409, which would say it did not happen.
+            raise ApiError(503, f"a concurrent write raced this conditional upload, which may stand: {exc}") from None
+        if not certainly_not_applied(exc):
+            raise ApiError(503, f"graveler may have staged the object, retry: {exc}") from None
+        raise from_graveler(exc, "graveler") from None
+
+
+async def repository_replaced(ctx: Context, repository: str) -> bool:
+    """Whether the repository this edge remembers under the name was deleted and another created
+    under it since (then the new one is remembered instead)."""
+    try:
+        return await ctx.backend.remembered_replaced(repository, ctx.deadline)
+    except SiltError as exc:
+        raise from_graveler(exc, "graveler") from None

@@ -1,0 +1,184 @@
+"""Branches: list, create, get, delete, commit, uncommitted changes, reset, revert, cherry-pick."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from lakefs_sdk.models import (
+    BranchCreation,
+    CherryPickCreation,
+    CommitCreation,
+    DiffList,
+    ResetCreation,
+    RevertCreation,
+)
+
+from edge.api import convert
+from edge.api.bodies import json_body
+from edge.api.context import Ctx
+from edge.api.errors import ApiError, bad_request
+from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from edge.api.refs_listing import Named, list_refs
+from edge.api.refs_merge import commit_of, conflict_message, lakefs_call
+from edge.api.responses import model_response, no_content, text_response
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import READ_REPO, WRITE_REPO
+
+router = APIRouter()
+
+BRANCHES = "/repositories/{repository}/branches"
+BRANCH = BRANCHES + "/{branch}"
+
+
+@router.get(BRANCHES)
+async def list_branches(
+    ctx: Ctx,
+    repository: str,
+    prefix: Prefix = "",
+    after: After = "",
+    amount: Amount = 100,
+    show_hidden: bool = False,
+) -> Response:
+    await ctx.authorize(READ_REPO, repository)
+
+    async def fetch(cursor: str, want: int) -> tuple[list[Named], bool]:
+        request = api.ListBranchesRequest(repository=repository, after=cursor, amount=want)
+        reply = await ctx.call(ctx.backend.graveler.ListBranches, request)
+        return [Named(b.name, b.commit_id, b.hidden) for b in reply.branches], reply.has_more
+
+    return model_response(await list_refs(fetch, prefix, after, page_size(amount), show_hidden))
+
+
+@router.post(BRANCHES, status_code=201)
+async def create_branch(ctx: Ctx, request: Request, repository: str) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, BranchCreation)
+    created = api.CreateBranchRequest(
+        repository=repository, name=body.name, source_ref=body.source, hidden=bool(body.hidden)
+    )
+    info = await ctx.call(ctx.backend.graveler.CreateBranch, created)
+    # lakeFS answers the new branch's commit id as text.
+    return text_response(info.commit_id, 201)
+
+
+@router.get(BRANCH)
+async def get_branch(ctx: Ctx, repository: str, branch: str) -> Response:
+    await ctx.authorize(READ_REPO, repository)
+    info = await ctx.call(ctx.backend.graveler.GetBranch, api.GetBranchRequest(repository=repository, name=branch))
+    return model_response(convert.ref(info.name, info.commit_id))
+
+
+@router.delete(BRANCH, status_code=204)
+async def delete_branch(ctx: Ctx, repository: str, branch: str, force: bool = False) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)
+    request = api.DeleteBranchRequest(repository=repository, name=branch)
+    await ctx.call(ctx.backend.graveler.DeleteBranch, request)
+    return no_content()
+
+
+@router.post(BRANCH + "/commits", status_code=201)
+async def commit(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, CommitCreation)
+    if body.var_date is not None:
+        raise bad_request("setting a commit's date is not supported")
+    created = api.CommitRequest(
+        repository=repository,
+        branch=branch,
+        message=body.message,
+        metadata=body.metadata or {},
+        committer=ctx.caller.user_id,
+        allow_empty=bool(body.allow_empty),
+    )
+    info = await lakefs_call(ctx.call(ctx.backend.graveler.Commit, created))
+    return model_response(convert.commit(info, await ctx.backend.own_user_id()), 201)
+
+
+@router.get(BRANCH + "/diff")
+async def diff_branch(
+    ctx: Ctx,
+    repository: str,
+    branch: str,
+    after: After = "",
+    amount: Amount = 100,
+    prefix: Prefix = "",
+    delimiter: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
+) -> Response:
+    await ctx.authorize(READ_REPO, repository)
+    size = page_size(amount)
+    request = api.DiffBranchRequest(
+        repository=repository, branch=branch, prefix=prefix, delimiter=delimiter, after=after, amount=size
+    )
+    reply = await ctx.call(ctx.backend.graveler.DiffBranch, request)
+    items = list(reply.items)
+    body = DiffList(
+        pagination=pagination(reply.has_more, items[-1].key if items else "", len(items), size),
+        results=[convert.diff(i, uncommitted=True) for i in items],
+    )
+    return model_response(body)
+
+
+@router.put(BRANCH, status_code=204)
+async def reset_branch(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, ResetCreation)
+    reset = api.ResetBranchRequest(repository=repository, branch=branch)
+    if body.type == "reset":
+        reset.all = True
+    elif not body.path:
+        raise bad_request(f"reset of type {body.type} needs a path")
+    elif body.type == "object":
+        reset.key = body.path
+    else:
+        reset.prefix = body.path
+    await ctx.call(ctx.backend.graveler.ResetBranch, reset)
+    return no_content()
+
+
+@router.post(BRANCH + "/revert", status_code=204)
+async def revert_branch(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, RevertCreation)
+    # `force`, as everywhere in lakeFS, is for read-only repositories, which Silt does not have.
+    target = await commit_of(ctx, repository, body.ref, body.parent_number, merge_needs=409)
+    overrides = body.commit_overrides
+    revert = api.RevertRequest(
+        repository=repository,
+        branch=branch,
+        ref=target,
+        parent_number=body.parent_number,
+        # lakeFS's message names the ref as given; overrides replace message and metadata.
+        message=(overrides.message if overrides and overrides.message else "") or f"Revert {body.ref}",
+        metadata=(overrides.metadata if overrides and overrides.metadata is not None else {}),
+        committer=ctx.caller.user_id,
+        allow_empty=bool(body.allow_empty),
+    )
+    reply = await lakefs_call(ctx.call(ctx.backend.graveler.Revert, revert))
+    if not reply.HasField("commit"):
+        raise ApiError(409, conflict_message(reply))
+    return no_content()
+
+
+@router.post(BRANCH + "/cherry-pick", status_code=201)
+async def cherry_pick(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, CherryPickCreation)
+    if body.parent_number is not None and body.parent_number < 1:
+        raise bad_request("parent_number must be 1 or more")
+    target = await commit_of(ctx, repository, body.ref, body.parent_number, merge_needs=400)
+    overrides = body.commit_overrides
+    pick = api.CherryPickRequest(
+        repository=repository,
+        branch=branch,
+        ref=target,
+        parent_number=body.parent_number or 0,
+        committer=ctx.caller.user_id,
+        # Overrides replace the message and are set over the picked commit's metadata.
+        message=(overrides.message or "") if overrides else "",
+        metadata=(overrides.metadata or {}) if overrides else {},
+    )
+    reply = await lakefs_call(ctx.call(ctx.backend.graveler.CherryPick, pick))
+    if not reply.HasField("commit"):
+        raise ApiError(409, conflict_message(reply))
+    return model_response(convert.commit(reply.commit, await ctx.backend.own_user_id()), 201)

@@ -1,0 +1,380 @@
+"""IAM: users, groups, memberships, policies and their attachments, credentials.
+
+Every route asks auth (ctx.authorize) with the action auth's own rule names for the call
+(services/auth/permissions.py), then makes the call *for the caller* (edge/api/iam_calls.py):
+auth judges it again as the caller's, grants check included, so the API adds no rights of its
+own. Reading about oneself needs no policy, as in auth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Protocol
+
+from fastapi import APIRouter, Path, Request, Response
+from lakefs_sdk.models import (
+    CredentialsList,
+    GroupCreation,
+    GroupList,
+    Pagination,
+    Policy,
+    PolicyList,
+    UserCreation,
+    UserList,
+)
+
+from edge.api import iam_models
+from edge.api.bodies import POLICY_BODY_BYTES, SMALL_BODY_BYTES, json_body
+from edge.api.context import Context, Ctx
+from edge.api.errors import ApiError, bad_request, not_found
+from edge.api.iam_calls import iam_call
+from edge.api.iam_paging import id_page
+from edge.api.iam_policies import from_silt, to_silt
+from edge.api.paging import After, Amount, Prefix
+from edge.api.responses import model_response, no_content
+from edge.api.session_cookie import drop_session_cookie
+from silt import iam_actions as a
+from silt.auth.v1 import auth_pb2 as auth_api
+from silt.errors import SILT_OWN_POLICY
+
+router = APIRouter()
+
+# Auth's ids are at most 128 characters; access key ids 20.
+MAX_ID = 128
+UserId = Annotated[str, Path(alias="userId", max_length=MAX_ID)]
+GroupId = Annotated[str, Path(alias="groupId", max_length=MAX_ID)]
+PolicyId = Annotated[str, Path(alias="policyId", max_length=MAX_ID)]
+AccessKeyId = Annotated[str, Path(alias="accessKeyId", max_length=MAX_ID)]
+
+USER = "/auth/users/{userId}"
+GROUP = "/auth/groups/{groupId}"
+POLICY = "/auth/policies/{policyId}"
+# Credentials of one user examined to find one key: ids share a 19-character prefix with at
+# most 36 others (20 upper-case letters and digits), so this many always reach it.
+KEY_SEARCH = 64
+
+
+async def _authorize_about(ctx: Context, action: str, user_id: str) -> None:
+    """As auth's rules: a user reads about itself without any policy."""
+    if user_id != ctx.caller.user_id:
+        await ctx.authorize(action, a.user_resource(user_id))
+
+
+def _created() -> Response:
+    return Response(status_code=201)
+
+
+class _ListRequest(Protocol):
+    """What every auth list request has: it pages by id from an exclusive `after`."""
+
+    after: str
+    amount: int
+
+
+def _id_of(record: Any) -> str:
+    return str(record.id)
+
+
+def _access_key_id_of(credential: Any) -> str:
+    return str(credential.access_key_id)
+
+
+async def _listing(
+    ctx: Context,
+    method: Any,
+    request: _ListRequest,
+    items: str,
+    prefix: str,
+    after: str,
+    amount: int,
+    id_of: Callable[[Any], str] = _id_of,
+) -> tuple[list[Any], Pagination]:
+    """A lakeFS page (prefix, after, amount) of an auth list call made for the caller; items
+    names the reply's repeated field."""
+
+    async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
+        request.after, request.amount = cursor, want  # one call at a time: the request is reused
+        reply = await iam_call(ctx, method, request)
+        return getattr(reply, items), reply.has_more
+
+    return await id_page(fetch, id_of, prefix, after, amount)
+
+
+# --- users --------------------------------------------------------------------------------
+
+
+@router.get("/auth/users")
+async def list_users(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: Amount = 100) -> Response:
+    await ctx.authorize(a.READ_USER, a.USERS)
+    request = auth_api.ListUsersRequest()
+    page, paging = await _listing(ctx, ctx.backend.auth.ListUsers, request, "users", prefix, after, amount)
+    return model_response(UserList(pagination=paging, results=[iam_models.user(u) for u in page]))
+
+
+@router.post("/auth/users", status_code=201)
+async def create_user(ctx: Ctx, request: Request) -> Response:
+    # The resource to authorize is the id in the body, so the body (kept small) is read first.
+    body = await json_body(request, UserCreation, SMALL_BODY_BYTES)
+    await ctx.authorize(a.CREATE_USER, a.user_resource(body.id))
+    created = await iam_call(ctx, ctx.backend.auth.CreateUser, auth_api.CreateUserRequest(id=body.id))
+    return model_response(iam_models.user(created), 201)
+
+
+@router.get(USER)
+async def get_user(ctx: Ctx, user_id: UserId) -> Response:
+    await _authorize_about(ctx, a.READ_USER, user_id)
+    found = await iam_call(ctx, ctx.backend.auth.GetUser, auth_api.GetUserRequest(id=user_id))
+    return model_response(iam_models.user(found))
+
+
+@router.delete(USER, status_code=204)
+async def delete_user(ctx: Ctx, user_id: UserId) -> Response:
+    await ctx.authorize(a.DELETE_USER, a.user_resource(user_id))
+    await iam_call(ctx, ctx.backend.auth.DeleteUser, auth_api.DeleteUserRequest(id=user_id))
+    return no_content()
+
+
+@router.get(USER + "/groups")
+async def list_user_groups(
+    ctx: Ctx, user_id: UserId, prefix: Prefix = "", after: After = "", amount: Amount = 100
+) -> Response:
+    await _authorize_about(ctx, a.READ_USER, user_id)
+    request = auth_api.ListUserGroupsRequest(user_id=user_id)
+    page, paging = await _listing(ctx, ctx.backend.auth.ListUserGroups, request, "groups", prefix, after, amount)
+    return model_response(GroupList(pagination=paging, results=[iam_models.group(g) for g in page]))
+
+
+@router.get(USER + "/policies")
+async def list_user_policies(
+    ctx: Ctx,
+    user_id: UserId,
+    prefix: Prefix = "",
+    after: After = "",
+    amount: Amount = 100,
+    effective: bool = False,
+) -> Response:
+    await _authorize_about(ctx, a.READ_USER, user_id)
+    request = auth_api.ListUserPoliciesRequest(user_id=user_id, effective=effective)
+    page, paging = await _listing(ctx, ctx.backend.auth.ListUserPolicies, request, "policies", prefix, after, amount)
+    return model_response(PolicyList(pagination=paging, results=[from_silt(p) for p in page]))
+
+
+async def _attachment(ctx: Context, action: str, method: Any, principal: str, policy_id: str, **ids: str) -> None:
+    # Both ends, as auth's rule: whoever attaches to a user must also hold the action on the policy.
+    await ctx.authorize(action, principal)
+    await ctx.authorize(action, a.policy_resource(policy_id))
+    await iam_call(ctx, method, auth_api.PolicyAttachmentRequest(policy_id=policy_id, **ids))
+
+
+@router.put(USER + "/policies/{policyId}", status_code=201)
+async def attach_policy_to_user(ctx: Ctx, user_id: UserId, policy_id: PolicyId) -> Response:
+    principal = a.user_resource(user_id)
+    await _attachment(ctx, a.ATTACH_POLICY, ctx.backend.auth.AttachPolicy, principal, policy_id, user_id=user_id)
+    return _created()
+
+
+@router.delete(USER + "/policies/{policyId}", status_code=204)
+async def detach_policy_from_user(ctx: Ctx, user_id: UserId, policy_id: PolicyId) -> Response:
+    principal = a.user_resource(user_id)
+    await _attachment(ctx, a.DETACH_POLICY, ctx.backend.auth.DetachPolicy, principal, policy_id, user_id=user_id)
+    return no_content()
+
+
+# --- credentials --------------------------------------------------------------------------
+
+
+@router.get(USER + "/credentials")
+async def list_user_credentials(
+    ctx: Ctx, user_id: UserId, prefix: Prefix = "", after: After = "", amount: Amount = 100
+) -> Response:
+    await _authorize_about(ctx, a.READ_CREDENTIALS, user_id)
+    request = auth_api.ListCredentialsRequest(user_id=user_id)
+    method = ctx.backend.auth.ListCredentials
+    page, paging = await _listing(ctx, method, request, "credentials", prefix, after, amount, _access_key_id_of)
+    return model_response(CredentialsList(pagination=paging, results=[iam_models.credentials(c) for c in page]))
+
+
+@router.post(USER + "/credentials", status_code=201)
+async def create_credentials(ctx: Ctx, user_id: UserId) -> Response:
+    await ctx.authorize(a.CREATE_CREDENTIALS, a.user_resource(user_id))
+    request = auth_api.CreateCredentialsRequest(user_id=user_id)
+    issued = await iam_call(ctx, ctx.backend.auth.CreateCredentials, request)
+    # The only time the secret is ever returned (auth stores it encrypted and never sends it again).
+    return model_response(iam_models.credentials_with_secret(issued), 201)
+
+
+@router.get(USER + "/credentials/{accessKeyId}")
+async def get_credentials(ctx: Ctx, user_id: UserId, access_key_id: AccessKeyId) -> Response:
+    await _authorize_about(ctx, a.READ_CREDENTIALS, user_id)
+    # Auth has no single-key read: list from just before the id (ids have one fixed length).
+    request = auth_api.ListCredentialsRequest(user_id=user_id, after=access_key_id[:-1], amount=KEY_SEARCH)
+    reply = await iam_call(ctx, ctx.backend.auth.ListCredentials, request)
+    for info in reply.credentials:
+        if info.access_key_id == access_key_id:
+            return model_response(iam_models.credentials(info))
+    raise not_found(f"access key {access_key_id} of user {user_id} not found")
+
+
+@router.delete(USER + "/credentials/{accessKeyId}", status_code=204)
+async def delete_credentials(ctx: Ctx, user_id: UserId, access_key_id: AccessKeyId) -> Response:
+    await ctx.authorize(a.DELETE_CREDENTIALS, a.user_resource(user_id))
+    request = auth_api.DeleteCredentialsRequest(user_id=user_id, access_key_id=access_key_id)
+    await iam_call(ctx, ctx.backend.auth.DeleteCredentials, request)
+    return no_content()
+
+
+# --- sessions -----------------------------------------------------------------------------
+
+
+@router.delete(USER + "/sessions", status_code=204)
+async def revoke_sessions(ctx: Ctx, user_id: UserId, request: Request) -> Response:
+    """Sign out everywhere: every login session of the user ends (access keys do not). Anyone
+    may end their own; ending another user's takes what deleting their keys takes."""
+    await _authorize_about(ctx, a.DELETE_CREDENTIALS, user_id)
+    await iam_call(ctx, ctx.backend.auth.RevokeSessions, auth_api.RevokeSessionsRequest(user_id=user_id))
+    ctx.backend.forget_sessions()
+    response = no_content()
+    if user_id == ctx.caller.user_id:
+        drop_session_cookie(request, response)
+    return response
+
+
+# --- groups -------------------------------------------------------------------------------
+
+
+@router.get("/auth/groups")
+async def list_groups(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: Amount = 100) -> Response:
+    await ctx.authorize(a.READ_GROUP, a.GROUPS)
+    request = auth_api.ListGroupsRequest()
+    page, paging = await _listing(ctx, ctx.backend.auth.ListGroups, request, "groups", prefix, after, amount)
+    return model_response(GroupList(pagination=paging, results=[iam_models.group(g) for g in page]))
+
+
+@router.post("/auth/groups", status_code=201)
+async def create_group(ctx: Ctx, request: Request) -> Response:
+    body = await json_body(request, GroupCreation, SMALL_BODY_BYTES)
+    await ctx.authorize(a.CREATE_GROUP, a.group_resource(body.id))
+    created = auth_api.CreateGroupRequest(id=body.id, description=body.description or "")
+    group = await iam_call(ctx, ctx.backend.auth.CreateGroup, created)
+    return model_response(iam_models.group(group), 201)
+
+
+@router.get(GROUP)
+async def get_group(ctx: Ctx, group_id: GroupId) -> Response:
+    await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
+    found = await iam_call(ctx, ctx.backend.auth.GetGroup, auth_api.GetGroupRequest(id=group_id))
+    return model_response(iam_models.group(found))
+
+
+@router.delete(GROUP, status_code=204)
+async def delete_group(ctx: Ctx, group_id: GroupId) -> Response:
+    await ctx.authorize(a.DELETE_GROUP, a.group_resource(group_id))
+    await iam_call(ctx, ctx.backend.auth.DeleteGroup, auth_api.DeleteGroupRequest(id=group_id))
+    return no_content()
+
+
+@router.get(GROUP + "/members")
+async def list_group_members(
+    ctx: Ctx, group_id: GroupId, prefix: Prefix = "", after: After = "", amount: Amount = 100
+) -> Response:
+    await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
+    request = auth_api.ListGroupMembersRequest(group_id=group_id)
+    page, paging = await _listing(ctx, ctx.backend.auth.ListGroupMembers, request, "users", prefix, after, amount)
+    return model_response(UserList(pagination=paging, results=[iam_models.user(u) for u in page]))
+
+
+async def _membership(ctx: Context, action: str, method: Any, group_id: str, user_id: str) -> None:
+    # Both ends, as auth's rule: a membership changes what the user may do.
+    await ctx.authorize(action, a.group_resource(group_id))
+    await ctx.authorize(action, a.user_resource(user_id))
+    await iam_call(ctx, method, auth_api.GroupMemberRequest(group_id=group_id, user_id=user_id))
+
+
+@router.put(GROUP + "/members/{userId}", status_code=201)
+async def add_group_membership(ctx: Ctx, group_id: GroupId, user_id: UserId) -> Response:
+    await _membership(ctx, a.ADD_GROUP_MEMBER, ctx.backend.auth.AddGroupMember, group_id, user_id)
+    return _created()
+
+
+@router.delete(GROUP + "/members/{userId}", status_code=204)
+async def delete_group_membership(ctx: Ctx, group_id: GroupId, user_id: UserId) -> Response:
+    await _membership(ctx, a.REMOVE_GROUP_MEMBER, ctx.backend.auth.RemoveGroupMember, group_id, user_id)
+    return no_content()
+
+
+@router.get(GROUP + "/policies")
+async def list_group_policies(
+    ctx: Ctx, group_id: GroupId, prefix: Prefix = "", after: After = "", amount: Amount = 100
+) -> Response:
+    await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
+    request = auth_api.ListGroupPoliciesRequest(group_id=group_id)
+    page, paging = await _listing(ctx, ctx.backend.auth.ListGroupPolicies, request, "policies", prefix, after, amount)
+    return model_response(PolicyList(pagination=paging, results=[from_silt(p) for p in page]))
+
+
+@router.put(GROUP + "/policies/{policyId}", status_code=201)
+async def attach_policy_to_group(ctx: Ctx, group_id: GroupId, policy_id: PolicyId) -> Response:
+    principal = a.group_resource(group_id)
+    await _attachment(ctx, a.ATTACH_POLICY, ctx.backend.auth.AttachPolicy, principal, policy_id, group_id=group_id)
+    return _created()
+
+
+@router.delete(GROUP + "/policies/{policyId}", status_code=204)
+async def detach_policy_from_group(ctx: Ctx, group_id: GroupId, policy_id: PolicyId) -> Response:
+    principal = a.group_resource(group_id)
+    await _attachment(ctx, a.DETACH_POLICY, ctx.backend.auth.DetachPolicy, principal, policy_id, group_id=group_id)
+    return no_content()
+
+
+# --- policies -----------------------------------------------------------------------------
+
+
+@router.get("/auth/policies")
+async def list_policies(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: Amount = 100) -> Response:
+    await ctx.authorize(a.READ_POLICY, a.POLICIES)
+    request = auth_api.ListPoliciesRequest()
+    page, paging = await _listing(ctx, ctx.backend.auth.ListPolicies, request, "policies", prefix, after, amount)
+    return model_response(PolicyList(pagination=paging, results=[from_silt(p) for p in page]))
+
+
+@router.post("/auth/policies", status_code=201)
+async def create_policy(ctx: Ctx, request: Request) -> Response:
+    body = await json_body(request, Policy, POLICY_BODY_BYTES)
+    await ctx.authorize(a.CREATE_POLICY, a.policy_resource(body.id))
+    created = auth_api.CreatePolicyRequest(id=body.id, statements=to_silt(body))
+    policy = await iam_call(ctx, ctx.backend.auth.CreatePolicy, created)
+    return model_response(from_silt(policy), 201)
+
+
+@router.get(POLICY)
+async def get_policy(ctx: Ctx, policy_id: PolicyId) -> Response:
+    await ctx.authorize(a.READ_POLICY, a.policy_resource(policy_id))
+    found = await iam_call(ctx, ctx.backend.auth.GetPolicy, auth_api.GetPolicyRequest(id=policy_id))
+    return model_response(from_silt(found))
+
+
+@router.put(POLICY)
+async def update_policy(ctx: Ctx, policy_id: PolicyId, request: Request) -> Response:
+    body = await json_body(request, Policy, POLICY_BODY_BYTES)
+    if body.id != policy_id:
+        raise bad_request(f"the policy's id {body.id!r} differs from the path's {policy_id!r}")
+    # Replacing a policy is deleting it and creating it again under the same attachments.
+    for action in (a.CREATE_POLICY, a.DELETE_POLICY, a.ATTACH_POLICY):
+        await ctx.authorize(action, a.policy_resource(policy_id))
+    # lakeFS's Policy carries no description: an empty one tells auth to keep Silt's.
+    updated = auth_api.UpdatePolicyRequest(id=policy_id, statements=to_silt(body))
+    try:
+        policy = await iam_call(ctx, ctx.backend.auth.UpdatePolicy, updated)
+    except ApiError as exc:
+        if exc.status == 400 and SILT_OWN_POLICY in exc.message:
+            # Not a malformed request: the policy is Silt's own and stays as setup writes it.
+            raise ApiError(409, exc.message) from None
+        raise
+    return model_response(from_silt(policy))
+
+
+@router.delete(POLICY, status_code=204)
+async def delete_policy(ctx: Ctx, policy_id: PolicyId) -> Response:
+    await ctx.authorize(a.DELETE_POLICY, a.policy_resource(policy_id))
+    await iam_call(ctx, ctx.backend.auth.DeletePolicy, auth_api.DeletePolicyRequest(id=policy_id))
+    return no_content()

@@ -1,0 +1,128 @@
+"""Refs: the diff between two refs, merge into a branch, and the merge base of two refs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
+from lakefs_sdk.models import DiffList, DiffObjectStat, FindMergeBaseResult, Merge, MergeResult
+
+from edge.api import convert
+from edge.api.context import Ctx
+from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from edge.api.refs_merge import (
+    STRATEGY_LABELS,
+    STRATEGY_METADATA_KEY,
+    conflict_body,
+    lakefs_call,
+    optional_body,
+    strategy_of,
+)
+from edge.api.responses import model_response
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import READ_REPO, WRITE_REPO
+
+router = APIRouter()
+
+REFS = "/repositories/{repository}/refs"
+MERGE = REFS + "/{sourceRef}/merge/{destinationBranch}"
+
+
+@router.get(REFS + "/{leftRef}/diff/{rightRef}")
+async def diff_refs(
+    ctx: Ctx,
+    repository: str,
+    left_ref: Annotated[str, Path(alias="leftRef", max_length=MAX_TOKEN)],
+    right_ref: Annotated[str, Path(alias="rightRef", max_length=MAX_TOKEN)],
+    after: After = "",
+    amount: Amount = 100,
+    prefix: Prefix = "",
+    delimiter: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
+    type: Literal["two_dot", "three_dot"] = "three_dot",
+    include_right_stats: bool = False,
+) -> Response:
+    await ctx.authorize(READ_REPO, repository)
+    size = page_size(amount)
+    request = api.DiffRequest(
+        repository=repository,
+        left_ref=left_ref,
+        right_ref=right_ref,
+        three_dot=type == "three_dot",
+        prefix=prefix,
+        delimiter=delimiter,
+        after=after,
+        amount=size,
+    )
+    reply = await ctx.call(ctx.backend.graveler.Diff, request)
+    items = list(reply.items)
+    results = []
+    for item in items:
+        diff = convert.diff(item)
+        if include_right_stats and item.HasField("right") and item.type != api.DIFF_TYPE_PREFIX_CHANGED:
+            diff.right = DiffObjectStat(
+                checksum=item.right.etag,
+                mtime=int(item.right.last_modified.seconds),
+                content_type=item.right.content_type,
+            )
+        results.append(diff)
+    body = DiffList(
+        pagination=pagination(reply.has_more, items[-1].key if items else "", len(items), size),
+        results=results,
+    )
+    return model_response(body)
+
+
+@router.post(MERGE)
+async def merge_into_branch(
+    ctx: Ctx,
+    request: Request,
+    repository: str,
+    source_ref: Annotated[str, Path(alias="sourceRef", max_length=MAX_TOKEN)],
+    destination: Annotated[str, Path(alias="destinationBranch", max_length=MAX_TOKEN)],
+) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)
+    body = await optional_body(request, Merge)
+    strategy = strategy_of(body.strategy)
+    metadata = {**(body.metadata or {}), STRATEGY_METADATA_KEY: STRATEGY_LABELS[body.strategy or ""]}
+    merge = api.MergeRequest(
+        repository=repository,
+        source_ref=source_ref,
+        destination_branch=destination,
+        strategy=strategy,
+        squash=bool(body.squash_merge),
+        # lakeFS's `force` also lets a merge with nothing new through (and writes to read-only
+        # repositories, which Silt does not have).
+        allow_empty=bool(body.allow_empty or body.force),
+        message=body.message or f"Merge '{source_ref}' into '{destination}'",
+        metadata=metadata,
+        committer=ctx.caller.user_id,
+    )
+    reply = await lakefs_call(ctx.call(ctx.backend.graveler.Merge, merge))
+    if not reply.HasField("commit"):
+        # The schema names MergeResult for a 409 and lakeFS plans the Error model: both fit.
+        return JSONResponse(conflict_body(reply), status_code=409)
+    return model_response(MergeResult(reference=reply.commit.id))
+
+
+@router.get(MERGE)
+async def find_merge_base(
+    ctx: Ctx,
+    repository: str,
+    source_ref: Annotated[str, Path(alias="sourceRef", max_length=MAX_TOKEN)],
+    destination: Annotated[str, Path(alias="destinationBranch", max_length=MAX_TOKEN)],
+) -> Response:
+    await ctx.authorize(READ_REPO, repository)
+    # Resolved once, so the base is of exactly the two commits answered.
+    source = await _resolve(ctx, repository, source_ref)
+    dest = await _resolve(ctx, repository, destination)
+    request = api.FindMergeBaseRequest(repository=repository, left_ref=source, right_ref=dest)
+    base = await ctx.call(ctx.backend.graveler.FindMergeBase, request)
+    result = FindMergeBaseResult(source_commit_id=source, destination_commit_id=dest, base_commit_id=base.commit_id)
+    return model_response(result)
+
+
+async def _resolve(ctx: Ctx, repository: str, ref: str) -> str:
+    reply = await ctx.call(ctx.backend.graveler.ResolveRef, api.ResolveRefRequest(repository=repository, ref=ref))
+    commit_id: str = reply.commit_id
+    return commit_id

@@ -1,0 +1,347 @@
+"""The edge's client of graveler, auth and the object store, one for the S3 gateway and the REST API.
+
+Both front ends on the edge port write objects the same way: new bytes at a fresh physical
+address in the repository's storage namespace (`write_bytes` inside `new_bytes`, which leaves
+nothing there if the write or a check on it fails), then one StageEntry through `staging`
+(edge/core/stage_batching.py: concurrent writes to a branch share a call) in `stage_new_bytes`,
+which deletes the bytes again only when graveler certainly did not take the entry in any
+attempt, judged from the client's own signals (edge/core/write_outcome.py; the uncommitted sweep of
+garbage collection removes what a timeout, a lost answer or a crash leaves); bytes nothing refers to
+are deleted with `delete_bytes`. Each front end keeps its own service user (svc-gateway,
+svc-api), its own history source and its own errors: graveler's answers are mapped to S3 codes
+or lakeFS statuses at each edge, not here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar
+
+import grpc
+import grpc.aio
+
+from edge.core.stage_batching import StageBatcher
+from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
+from silt.block import BlockAdapter
+from silt.block.adapter import PutResult
+from silt.block.external import ExternalFiles, ObjectReader, external_prefixes, source_reader
+from silt.config import Config
+from silt.errors import NotFound, SiltError, Unavailable
+from silt.graveler.v1 import events_pb2 as ev
+from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
+from silt.history_events.emitter import EventEmitter
+from silt.objects import new_physical_address
+from silt.repository_place import RepositoryPlace
+from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
+from silt.rpc.errors import error_from_rpc
+from silt.rpc.signing import Credentials, service_aio_channels
+from silt.telemetry.stores import open_observed_adapter
+
+T = TypeVar("T")
+# One graveler or auth call's time limit, and the pauses before retrying a graveler call that
+# was never sent because its channel was not READY (a restarting graveler is reachable again
+# within moments). A call that was sent is never retried by the edge: it may have been applied,
+# and applying it again after a later write was acknowledged would undo that write.
+CALL_TIMEOUT = 30.0
+UNAVAILABLE_RETRY_DELAYS = (0.1, 0.3)
+# Threads for the blocking block adapter (reads, deletes, a small body's one write).
+IO_THREADS = 32
+# Bodies declared this small are taken whole, and objects this small are read in one piece: one
+# trip to a worker thread instead of one per read.
+SMALL_BODY = 256 * 1024
+
+
+# An UNAVAILABLE that took this long came from a timeout in graveler (a frozen KV store), not
+# from a restarting graveler.
+SLOW_FAILURE_SECONDS = 1.0
+# Answers of a write that say what they say even after an attempt that may have been applied:
+# ABORTED (a conditional write raced another across a commit: it may stand) and
+# RESOURCE_EXHAUSTED (graveler sheds load).
+_RETRYABLE_ANSWERS = frozenset({grpc.StatusCode.ABORTED, grpc.StatusCode.RESOURCE_EXHAUSTED})
+
+
+class MaybeApplied(Unavailable):
+    """A graveler call that failed in a way that says nothing final: it may have been applied
+    (the connection broke after it was sent, or a write timed out). Clients retry it."""
+
+
+class SlowlyUnavailable(Unavailable):
+    """Graveler answered UNAVAILABLE only after a while: something it depends on timed out."""
+
+
+def call_failure(exc: grpc.aio.AioRpcError, attempts: Attempts, seconds: float, changes: bool) -> SiltError:
+    """What a failed call to graveler says, as a silt error: graveler's refusal as its engine
+    raised it, or what the edge can tell of an attempt that may have been applied."""
+    unavailable = exc.code() == grpc.StatusCode.UNAVAILABLE
+    sent = not isinstance(exc, NotApplied)
+    error: SiltError
+    if unavailable and sent and seconds >= SLOW_FAILURE_SECONDS:
+        error = SlowlyUnavailable(f"graveler: {exc.details() or 'unavailable'}")
+    elif (changes and attempts.maybe_applied and exc.code() not in _RETRYABLE_ANSWERS) or (unavailable and sent):
+        error = MaybeApplied(f"graveler: the call may have been applied: {exc.details()}")
+    else:
+        error = error_from_rpc(exc)
+    # Whether graveler certainly did not apply the call in any attempt (edge/core/write_outcome.py).
+    error.not_applied = attempts.not_applied  # type: ignore[attr-defined]
+    return error
+
+
+class Readable(Protocol):
+    """What a block adapter reads an object's bytes from: a binary file, or a body's reader."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+class EntryReads(Protocol):
+    """Graveler's StatEntry and ListEntries answered in the edge process from the KV store and the
+    committed ranges (engine/reads.py, composed by edge/app.py): blocking, so they run
+    in the client's threads; errors are silt.errors, as graveler's engine raises them."""
+
+    def StatEntry(self, request: graveler_pb2.StatEntryRequest, *, timeout: float) -> graveler_pb2.EntryInfo: ...
+
+    def ListEntries(
+        self, request: graveler_pb2.ListEntriesRequest, *, timeout: float
+    ) -> graveler_pb2.ListEntriesResponse: ...
+
+    def close(self) -> None: ...
+
+
+class EdgeClient:
+    """Graveler, auth's decisions and the object store, as one front end of the edge reaches them."""
+
+    def __init__(
+        self,
+        config: Config,
+        credentials: Credentials,
+        source: ev.HistoryEventSource.ValueType,
+        thread_name_prefix: str,
+        clock: Clock = time.monotonic,
+        reads: EntryReads | None = None,
+    ) -> None:
+        self.auth_channel, self.graveler_channel = service_aio_channels(config, credentials)
+        self.graveler = graveler_pb2_grpc.GravelerServiceStub(self.graveler_channel)
+        # Graveler's channel, gated: a call is sent only once it is READY, so that one never sent
+        # is known not applied (the one failure a front end retries by itself).
+        self.gate = SentWhenReady(self.graveler, self.graveler_channel)
+        # StageEntry for writes of new bytes: concurrent ones to a branch share a call, each gated.
+        self.staging = StageBatcher(self.gate)
+        # Entries read without a call to graveler, when the edge composed a reader (None: by calls).
+        self.reads = reads
+        ttl = config.auth.cache_ttl_seconds
+        self.authority = AioCachedAuthority(AioRemoteAuthority(self.auth_channel, CALL_TIMEOUT), ttl, clock)
+        # Object bytes go straight between the client and the object store; the adapter is
+        # blocking, so it runs in threads of its own and a slow disk never stalls the event loop.
+        self.adapter: BlockAdapter = open_observed_adapter(config.blockstore)
+        # Files of the local blockstore's import prefixes, which imported entries may name.
+        self.external_files = ExternalFiles(external_prefixes(config.blockstore))
+        self.pool = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix=thread_name_prefix)
+        # A repository's namespace with its identity: what a write's bytes went under is what
+        # its StageEntry names (silt/repository_place.py).
+        self._places: TTLCache[str, RepositoryPlace] = TTLCache(ttl, clock=clock)
+        # Refs known to be branches, so that a write costs no extra call. Briefly: a deleted
+        # branch is then refused by graveler itself when the entry is staged.
+        self._branches: TTLCache[tuple[str, str], bool] = TTLCache(ttl, clock=clock)
+        # Object reads, writes and deletes served, queued for graveler off the request path
+        # (started by the app's lifespan, on its event loop).
+        self.history = EventEmitter(source, self.graveler, enabled=config.graveler.history.enabled)
+
+    async def graveler_call(
+        self, method: Any, request: Any, deadline: float | None = None, *, changes: bool = False
+    ) -> Any:
+        """One graveler call within deadline (time.monotonic(); CALL_TIMEOUT from now if None),
+        sent only on a READY channel and retried briefly while it was not (never sent: certainly
+        not applied, edge/core/write_outcome.py). A call that was sent is never sent again:
+        applying a write twice, after another write was acknowledged in between, would undo that
+        one; the client retries instead. Its failure is a silt error (call_failure) whose
+        `not_applied` says whether graveler certainly did not apply it in any attempt.
+        changes: a write, which fails MaybeApplied once any attempt may have been applied: a
+        timeout or an internal error then says nothing final, and a refusal may be the earlier
+        attempt's own doing. Each front end answers these errors in its own protocol's terms."""
+        until = time.monotonic() + CALL_TIMEOUT if deadline is None else deadline
+        attempts = Attempts()
+        for delay in (*UNAVAILABLE_RETRY_DELAYS, None):
+            started = time.monotonic()
+            try:
+                await self.gate.ready(max(until - started, 0.0))
+                left = until - time.monotonic()
+                if left <= 0:
+                    raise not_applied_error(
+                        grpc.StatusCode.DEADLINE_EXCEEDED, "graveler did not answer within the request's deadline"
+                    )
+                return await method(request, timeout=left)
+            except grpc.aio.AioRpcError as exc:
+                attempts.failed(exc)
+                unsent_unavailable = isinstance(exc, NotApplied) and exc.code() == grpc.StatusCode.UNAVAILABLE
+                if unsent_unavailable and delay is not None and until - time.monotonic() > delay:
+                    await asyncio.sleep(delay)
+                    continue
+                raise call_failure(exc, attempts, time.monotonic() - started, changes) from None
+        raise AssertionError("unreachable: the last attempt raises")
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """A blocking call (the block adapter, KV) in a worker thread, in the request's context
+        (its trace span and request id follow it)."""
+        return await self.run_in(self.pool, fn, *args)
+
+    @staticmethod
+    async def run_in(pool: Executor, fn: Callable[..., T], *args: Any) -> T:
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(pool, context.run, fn, *args)
+
+    # --- what is cached ---------------------------------------------------------------------
+
+    def cached_place(self, repository: str) -> RepositoryPlace | None:
+        return self._places.get(repository)
+
+    def remember_place(self, repository: str, place: RepositoryPlace) -> None:
+        self._places.put(repository, place)
+
+    def forget_namespace(self, repository: str) -> None:
+        self._places.put(repository, None)  # type: ignore[arg-type]
+
+    async def look_up_place(self, repository: str, deadline: float | None = None) -> RepositoryPlace:
+        """The storage namespace of a repository with its identity, remembered briefly: new bytes
+        written in that namespace are staged naming that identity. NotFound (what="repository")
+        if there is none."""
+        cached = self.cached_place(repository)
+        if cached is None:
+            request = graveler_pb2.GetRepositoryRequest(name=repository)
+            cached = RepositoryPlace.of(await self.graveler_call(self.graveler.GetRepository, request, deadline))
+            self.remember_place(repository, cached)
+        return cached
+
+    async def replacement_of(
+        self, repository: str, place: RepositoryPlace, deadline: float | None = None
+    ) -> RepositoryPlace | None:
+        """The repository now named `repository` when it is another than `place` (one deleted and
+        another created under the name since); None when the name names none now or the same one.
+        The remembered place is forgotten and looked up afresh."""
+        self.forget_namespace(repository)
+        try:
+            current = await self.look_up_place(repository, deadline)
+        except NotFound as exc:
+            if exc.what == "repository":
+                return None
+            raise
+        return None if current.repository_id == place.repository_id else current
+
+    async def remembered_replaced(self, repository: str, deadline: float | None = None) -> bool:
+        """Whether the repository this edge remembers under the name was deleted and another
+        created under it since (then the new one is remembered instead)."""
+        remembered = self.cached_place(repository)
+        return remembered is not None and await self.replacement_of(repository, remembered, deadline) is not None
+
+    def known_branch(self, repository: str, branch: str) -> bool:
+        return bool(self._branches.get((repository, branch)))
+
+    def remember_branch(self, repository: str, branch: str) -> None:
+        self._branches.put((repository, branch), True)
+
+    def entry_reader(self, namespace: str, entry: Any) -> ObjectReader:
+        """What reads an entry's bytes (get, get_range, stat, or as a copy's source): the block
+        adapter, or for an imported object one that reads its source only while it is as imported
+        and answers SourceChanged otherwise (silt/block/external.py)."""
+        return source_reader(self.adapter, self.external_files, namespace, entry)
+
+    # --- objects: write bytes, stage them, delete them -------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def new_bytes(self, namespace: str, address: str) -> AsyncIterator[None]:
+        """Bytes written at `address` inside this block, with every check on them: nothing is
+        left there if the block fails, whatever the failure (the body's own error included)."""
+        try:
+            yield
+        except BaseException:
+            await self.delete_bytes(namespace, address)
+            raise
+
+    async def write_bytes(
+        self, namespace: str, address: str, stream: Readable, size: int | None, pool: Executor | None = None
+    ) -> PutResult:
+        """Write an object's bytes at `address`, in `pool` (the I/O threads by default)."""
+        return await self.run_in(pool or self.pool, self.adapter.put, namespace, address, stream, size)
+
+    async def delete_bytes(self, namespace: str, address: str) -> None:
+        """Delete bytes no entry refers to; a failure leaves them to garbage collection."""
+        with contextlib.suppress(Exception):
+            await self.run(self.adapter.delete, namespace, address)
+
+    async def stage_new_bytes(
+        self,
+        request: graveler_pb2.StageEntryRequest,
+        place: RepositoryPlace,
+        deadline: float | None = None,
+        *,
+        follow_replacement: bool = True,
+    ) -> RepositoryPlace:
+        """Stage the entry of request for bytes this request just wrote in place.namespace, naming
+        the identity of the repository looked up with it (graveler refuses the write if the
+        repository is another one by now), batched with the branch's other writes. If graveler
+        certainly did not take it in any attempt (a refusal, a condition that did not hold, a
+        write never sent: edge/core/write_outcome.py), the bytes are deleted rather than left with
+        no entry referring to them; once an attempt may have been applied they stay, whatever the
+        client is answered (it retries), and the uncommitted sweep of garbage collection removes
+        them if no entry came to point at them.
+
+        A repository deleted and created again under its name since place was looked up (the
+        edge remembers it briefly) is the one the write names now: with follow_replacement the
+        bytes are copied into its namespace and staged there (request.entry then names them).
+        Not for a write that belongs to the old repository alone (an upload opened in it).
+        Returns where the entry was staged; a failure is a silt error (call_failure)."""
+        request.repository_id = place.repository_id
+        request.fresh_address = True  # bytes this request wrote, at an address of their own
+        address = request.entry.physical_address
+        try:
+            await self.graveler_call(self.staging.StageEntry, request, deadline, changes=True)
+            return place
+        except SiltError as refused:
+            successor = None
+            try:
+                if follow_replacement:
+                    successor = await self._replacement_refusing(request.repository, place, refused, deadline)
+            finally:
+                if successor is None and certainly_not_applied(refused):
+                    await self.delete_bytes(place.namespace, address)
+            if successor is None:
+                raise
+        # Staged in the repository now under the name instead, from a copy of the bytes there.
+        # These stay whatever that staging does, unless it certainly failed: an earlier attempt
+        # may have staged them here, and garbage collection removes them if nothing refers to them.
+        try:
+            request.entry.physical_address = new_physical_address()
+            await self.run(
+                self.adapter.copy, place.namespace, address, successor.namespace, request.entry.physical_address
+            )
+            return await self.stage_new_bytes(request, successor, deadline, follow_replacement=False)
+        except BaseException as exc:
+            if certainly_not_applied(exc):
+                await self.delete_bytes(place.namespace, address)
+            raise
+
+    async def _replacement_refusing(
+        self, repository: str, place: RepositoryPlace, refused: SiltError, deadline: float | None
+    ) -> RepositoryPlace | None:
+        """The repository now named `repository`, when graveler refused a write because the one
+        looked up as place is gone (it says the repository is missing, not the branch) and
+        another was created under the name since; None otherwise."""
+        if not place.repository_id or not isinstance(refused, NotFound) or refused.what != "repository":
+            return None
+        return await self.replacement_of(repository, place, deadline)
+
+    async def read_entries(self, method: Callable[..., T], request: Any, timeout: float = CALL_TIMEOUT) -> T:
+        """One of self.reads' methods, in a worker thread, within a graveler call's time limit."""
+        return await self.run(functools.partial(method, request, timeout=timeout))
+
+    async def close(self) -> None:
+        await self.history.close()  # its last flush still needs the graveler channel
+        await self.auth_channel.close()
+        await self.graveler_channel.close()
+        self.pool.shutdown(wait=False)
+        if self.reads is not None:
+            self.reads.close()

@@ -1,0 +1,342 @@
+"""What every operation shares: the request context, responses, authorization, XML and entry helpers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from xml.etree import ElementTree
+from xml.sax.saxutils import escape
+
+from edge.gateway.backend import Backend, s3_error
+from edge.gateway.errors import S3Error
+from edge.gateway.metadata_values import stored_value
+from edge.gateway.request import DECIMAL_CAP, Request, decimal
+from silt.config import S3GatewayConfig
+from silt.errors import SiltError
+from silt.graveler.v1 import events_pb2 as ev
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import READ_REPO
+from silt.objects import MAX_USER_METADATA_BYTES, USER_METADATA_PREFIX
+
+# Shared with the REST API (one layout of objects in a namespace); operations import them from here.
+from silt.objects import new_physical_address as new_physical_address
+from silt.objects import split_address as split_address
+from silt.repository_place import RepositoryPlace
+
+XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
+XML_DECL = '<?xml version="1.0" encoding="UTF-8"?>\n'
+# Standard headers kept with an object and returned on GET/HEAD, besides x-amz-meta-*.
+STORED_HEADERS = ("cache-control", "content-disposition", "content-encoding", "content-language", "expires")
+
+
+@dataclass
+class Response:
+    status: int = 200
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    stream: AsyncIterator[bytes] | None = None
+    length: int | None = None  # Content-Length of a streamed body
+
+
+@dataclass
+class Context:
+    request: Request
+    backend: Backend
+    config: S3GatewayConfig
+    user_id: str = ""
+    access_key_id: str = ""
+    # (signing key, claim) of a SigV4-signed request: aws-chunked bodies verify each chunk with them.
+    v4: tuple[bytes, Any] | None = None
+
+    async def authorize(self, action: str, repository: str) -> None:
+        if not await self.backend.allowed(self.user_id, action, repository):
+            raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
+
+    def record(
+        self, event_type: ev.HistoryEventType.ValueType, repository: str, ref: str, key: str, size: int = 0
+    ) -> None:
+        """A history event for what this request did (queued, never waited for)."""
+        self.backend.history.emit(event_type, repository, ref, key, self.user_id, size)
+
+
+def parse_xml(raw: bytes) -> ElementTree.Element:
+    """A request's XML document (DeleteObjects, CompleteMultipartUpload), or MalformedXML.
+
+    Not only ParseError: a declared encoding Python does not know (`encoding="U0TF-8"`) is a
+    LookupError from the parser, and once answered 500.
+    """
+    try:
+        return ElementTree.fromstring(raw)
+    except (ElementTree.ParseError, LookupError, ValueError):
+        raise S3Error("MalformedXML") from None
+
+
+def xml_response(body: str, status: int = 200) -> Response:
+    return Response(status, [("Content-Type", "application/xml")], (XML_DECL + body).encode())
+
+
+# Characters an XML parser would not give back as they are: a CR is normalized to LF, and the
+# C0 controls other than TAB, LF and CR are not XML 1.0 text at all. S3 writes every C0 control
+# as a character reference (a client that cannot parse those asks for encoding-type=url, as
+# the SDKs do by default).
+_CONTROL_REFERENCES = {c: f"&#x{c:X};" for c in range(0x00, 0x20)}
+
+
+def x(value: str) -> str:
+    escaped = escape(value)
+    if any(ord(c) < 0x20 for c in escaped):
+        escaped = escaped.translate(_CONTROL_REFERENCES)
+    return escaped
+
+
+def iso_time(when: datetime) -> str:
+    # Milliseconds matter: `aws s3 sync` re-uploads files whose local mtime is newer than this.
+    when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def http_time(when: datetime) -> str:
+    """An HTTP date (RFC 9110 IMF-fixdate), written directly: every object response carries one."""
+    t = when.astimezone(UTC)
+    return (
+        f"{_WEEKDAYS[t.weekday()]}, {t.day:02d} {_MONTHS[t.month - 1]} {t.year:04d} "
+        f"{t.hour:02d}:{t.minute:02d}:{t.second:02d} GMT"
+    )
+
+
+def entry_time(entry: pb.Entry) -> datetime:
+    if entry.HasField("last_modified"):
+        return entry.last_modified.ToDatetime(tzinfo=UTC)
+    return datetime.fromtimestamp(0, UTC)
+
+
+def quoted_etag(etag: str) -> str:
+    etag = etag.strip('"')
+    return f'"{etag}"'
+
+
+_META_PREFIX = USER_METADATA_PREFIX
+
+
+def user_metadata(request: Request) -> dict[str, str]:
+    """The user metadata (x-amz-meta-*) and stored headers a write sends. Nothing else is kept
+    from its headers: checksums and the other transport headers are never user metadata."""
+    headers = request.headers
+    out = {k: stored_value(v) for k, v in headers.items() if k.startswith(_META_PREFIX)}
+    # S3 counts the UTF-8 bytes of names and values.
+    size = sum(len(k) - len(_META_PREFIX) + len(v.encode("utf-8", "surrogatepass")) for k, v in out.items())
+    if size > MAX_USER_METADATA_BYTES:
+        raise S3Error(
+            "MetadataTooLarge",
+            f"user metadata is {size} bytes; S3 allows {MAX_USER_METADATA_BYTES}",
+            Size=str(size),
+            MaxSizeAllowed=str(MAX_USER_METADATA_BYTES),
+        )
+    for name in STORED_HEADERS:
+        value = headers.get(name)
+        if value and name == "content-encoding":
+            # aws-chunked describes how this request's body was framed, not the object. Anything
+            # else is kept exactly as sent (S3 returns "deflate, gzip" as it came).
+            codings = [c.strip() for c in value.split(",")]
+            if any(c.lower() == "aws-chunked" for c in codings):
+                value = ",".join(c for c in codings if c and c.lower() != "aws-chunked")
+        if value:
+            out[name] = value
+    return out
+
+
+async def ensure_branch(ctx: Context, repository: str, ref: str) -> None:
+    """Writes go to branches only; anything else gets a clear refusal rather than a graveler error."""
+    if ctx.backend.known_branch(repository, ref):
+        return
+    if any(mark in ref for mark in "~^@"):
+        # A ref expression (an ancestor, or a branch's committed state) names a commit, which
+        # is immutable; no branch name contains these characters.
+        await ctx.backend.namespace(repository)
+        raise S3Error("MethodNotAllowed", f"{ref!r} is a ref expression, not a branch: only branches can be written")
+    resolved = await resolve(ctx, repository, ref, missing_ok=True)
+    if resolved is None:
+        # A missing repository is NoSuchBucket too, raised by resolve itself.
+        raise S3Error("NoSuchBucket", f"repository {repository} has no branch {ref!r}")
+    if resolved.type != api.ResolveRefResponse.REF_TYPE_BRANCH:
+        raise S3Error("MethodNotAllowed", f"{ref!r} is not a branch of {repository}: only branches can be written")
+    ctx.backend.remember_branch(repository, ref)
+
+
+async def resolve(ctx: Context, repository: str, ref: str, missing_ok: bool = False) -> api.ResolveRefResponse | None:
+    try:
+        return await ctx.backend.call(
+            ctx.backend.graveler.ResolveRef, api.ResolveRefRequest(repository=repository, ref=ref), "NoSuchKey"
+        )
+    except S3Error as exc:
+        if missing_ok and exc.code in ("NoSuchKey", "InvalidArgument"):
+            return None
+        raise
+
+
+async def stat_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.Entry:
+    """The entry at ref/key, in one graveler call that resolves the ref and reads the entry.
+
+    The caller has authorized ReadRepo on the repository.
+    """
+    if not key:
+        raise S3Error("NoSuchKey")
+    backend = ctx.backend
+    # Graveler's NotFound says whether the repository or the key is missing (NoSuchBucket or
+    # NoSuchKey): no extra lookup.
+    info = await backend.stat_entry(api.StatEntryRequest(repository=repository, ref=ref, key=key))
+    return info.entry
+
+
+@dataclass(frozen=True)
+class WriteCondition:
+    """S3's conditional write headers (PutObject, CompleteMultipartUpload)."""
+
+    if_absent: bool = False  # If-None-Match: *
+    if_match_etag: str = ""  # If-Match: <etag>
+
+    @property
+    def any(self) -> bool:
+        return self.if_absent or bool(self.if_match_etag)
+
+
+def write_condition(request: Request) -> WriteCondition:
+    """The condition a write's headers ask for; checked by graveler as it stages the entry."""
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None and if_none_match.strip() != "*":
+        raise S3Error("NotImplemented", "If-None-Match on a write takes only *", Header="If-None-Match")
+    if_match = (request.headers.get("if-match") or "").strip().strip('"')  # "*": any existing version
+    return WriteCondition(if_absent=if_none_match is not None, if_match_etag=if_match)
+
+
+async def precheck_write_condition(
+    ctx: Context, repository: str, branch: str, key: str, condition: WriteCondition, own_address: str = ""
+) -> None:
+    """Refuse a conditional write that certainly fails before it consumes anything (the parts
+    of a multipart upload); the exact check is still the one graveler makes as it stages.
+    own_address: the physical address this write stages (a retried CompleteMultipartUpload's);
+    a current entry naming it is this write's own, from an earlier attempt whose answer was
+    lost, and graveler takes the retry as a success."""
+    if not condition.any:
+        return
+    # Reading the current entry is a read: a writer without ReadRepo learns nothing from it.
+    await ctx.authorize(READ_REPO, repository)
+    try:
+        current: pb.Entry | None = await stat_entry(ctx, repository, branch, key)
+    except S3Error as exc:
+        if exc.code != "NoSuchKey":
+            raise
+        current = None
+    if own_address and current is not None and current.physical_address == own_address:
+        return
+    if condition.if_absent and current is not None:
+        raise S3Error("PreconditionFailed", Condition="If-None-Match")
+    if condition.if_match_etag:
+        if current is None:
+            raise S3Error("NoSuchKey")
+        if condition.if_match_etag != "*" and current.etag.strip('"') != condition.if_match_etag:
+            raise S3Error("PreconditionFailed", Condition="If-Match")
+
+
+def stage_request(
+    repository: str, branch: str, key: str, entry: pb.Entry, condition: WriteCondition | None = None
+) -> api.StageEntryRequest:
+    request = api.StageEntryRequest(repository=repository, branch=branch, key=key, entry=entry)
+    if condition is not None and condition.any:
+        request.if_absent = condition.if_absent
+        request.if_match_etag = condition.if_match_etag
+    return request
+
+
+def staging_error(error: SiltError, request: api.StageEntryRequest) -> S3Error:
+    """A failed StageEntry as S3 answers it. Graveler answers FAILED_PRECONDITION for a condition
+    that does not hold, NOT_FOUND for If-Match on a missing key (the branch was checked before
+    the bytes were written)."""
+    if request.if_absent or request.if_match_etag:
+        return s3_error(error, "NoSuchKey", "PreconditionFailed")
+    return s3_error(error, "NoSuchBucket")
+
+
+async def stage(
+    ctx: Context,
+    repository: str,
+    branch: str,
+    key: str,
+    entry: pb.Entry,
+    condition: WriteCondition | None = None,
+    repository_id: str = "",
+) -> None:
+    """StageEntry of an entry for bytes this request did not write (a copy's, an upload's);
+    repository_id: the identity of the repository whose namespace holds the entry's bytes, as
+    looked up before the request read the entry it copies (graveler refuses the write if the
+    repository is another one by now); empty: not checked."""
+    request = stage_request(repository, branch, key, entry, condition)
+    request.repository_id = repository_id
+    try:
+        await ctx.backend.graveler_call(ctx.backend.staging.StageEntry, request, changes=True)
+    except SiltError as exc:
+        raise staging_error(exc, request) from None
+
+
+async def stage_new_bytes(
+    ctx: Context,
+    repository: str,
+    branch: str,
+    key: str,
+    entry: pb.Entry,
+    place: RepositoryPlace,
+    condition: WriteCondition | None = None,
+    *,
+    follow_replacement: bool = True,
+) -> None:
+    """Stage an entry for bytes this request just wrote in place.namespace, as the edge's core
+    does (EdgeClient.stage_new_bytes: the bytes deleted if graveler certainly did not take it,
+    a repository created again under the name followed unless follow_replacement is off, as
+    for a write that belongs to the old repository alone: an upload opened in it)."""
+    request = stage_request(repository, branch, key, entry, condition)
+    try:
+        await ctx.backend.stage_new_bytes(request, place, follow_replacement=follow_replacement)
+    except SiltError as exc:
+        raise staging_error(exc, request) from None
+
+
+async def repository_replaced(ctx: Context, repository: str) -> bool:
+    """Whether the repository this edge remembers under the name was deleted and another created
+    under it since (then the new one is remembered instead)."""
+    try:
+        return await ctx.backend.remembered_replaced(repository)
+    except SiltError as exc:
+        raise s3_error(exc, "NoSuchBucket") from None
+
+
+def object_key_required(ref: str, key: str) -> None:
+    """An object write names a branch and a key: <branch>/<key>."""
+    if not ref or not key:
+        raise S3Error("InvalidArgument", "an object key needs a branch and a name: <branch>/<key>")
+
+
+async def writable_branch(ctx: Context, repository: str, ref: str) -> RepositoryPlace:
+    """The storage namespace (and identity) of a repository whose ref is a branch (a write target).
+
+    Authorization is the caller's, once, before this: this only resolves. Both lookups are
+    cached, so a write to a known branch costs no graveler call here.
+    """
+    if not ref:
+        raise S3Error("InvalidArgument", "an object key needs a branch and a name: <branch>/<key>")
+    place = await ctx.backend.place(repository)
+    await ensure_branch(ctx, repository, ref)
+    return place
+
+
+def declared_body_size(ctx: Context) -> int | None:
+    """The size of the object the request carries, as its headers declare it (aws-chunked decoded)."""
+    headers = ctx.request.headers
+    declared = decimal(headers.get("x-amz-decoded-content-length") or headers.get("content-length") or "")
+    return declared if declared is not None and declared < DECIMAL_CAP else None
