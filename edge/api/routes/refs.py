@@ -11,7 +11,7 @@ from lakefs_sdk.models import DiffList, DiffObjectStat, FindMergeBaseResult, Mer
 from edge.api import convert
 from edge.api.context import Ctx
 from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
-from edge.api.refs_merge import (
+from edge.api.refs.merge import (
     STRATEGY_LABELS,
     STRATEGY_METADATA_KEY,
     conflict_body,
