@@ -71,6 +71,11 @@ async def json_object(request: Request, limit: int) -> dict[str, Any]:
     raw = await read_body(request, limit)
     if not raw.strip():
         raise bad_request("request body is missing: expected a JSON object")
+    return parsed_object(raw)
+
+
+def parsed_object(raw: bytes) -> dict[str, Any]:
+    """A body that is there, as the JSON object it must be."""
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
