@@ -7,7 +7,7 @@ JSON object per line, each the median of --rounds calls:
   key column, on the bounded sample (the first row groups that fit in 16 MiB). Target 2 s.
 - `ui_data.query_1m_rows`: a GROUP BY over a Parquet object of 1,000,000 rows. Target 2 s.
 
-Each call starts a fresh sandbox child (preview_sandbox.py), as the server does for every job;
+Each call starts a fresh sandbox child (edge/api/preview/sandbox.py), as the server does for every job;
 the one started ahead is warm when the call comes, as between a user's clicks.
 """
 
@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import urllib3
 
 from bench.report import emit
-from edge.api.preview_sandbox import START_SECONDS
+from edge.api.preview.sandbox import START_SECONDS
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 
 REPO = "bench-ui-data"

@@ -24,7 +24,7 @@ import re
 
 from silt.errors import InvalidArgument
 
-# How long after getPhysicalAddress its address may be linked (edge/api/link_addresses.py).
+# How long after getPhysicalAddress its address may be linked (edge/api/objects/link_addresses.py).
 LINK_VALIDITY_SECONDS = 6 * 3600
 # What the grace must exceed the link validity by: clock skew between three machines, and the
 # second the address's stamp is rounded to, with a wide margin.

@@ -32,7 +32,7 @@ SOURCE_MTIME_KEY = "x-silt-source-mtime-ns"
 # reads of the source ask for exactly that version (silt/block/external.py). An object a client
 # uploaded itself and linked (linkPhysicalAddress) records it the same way.
 SOURCE_VERSION_KEY = "x-silt-source-version"
-# The addresses getPhysicalAddress hands out (edge/api/link_addresses.py): the only places in
+# The addresses getPhysicalAddress hands out (edge/api/objects/link_addresses.py): the only places in
 # a namespace whose bytes a client writes itself (with a presigned URL of the store's own, which
 # stays usable until it expires), so the only ones read pinned to what the link checked.
 # One spelling per address: no leading zero in the time (the signature covers its value).

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from edge.api.backend import Backend
 from edge.api.error_responses import HANDLERS
-from edge.api.objects_fast import ObjectsFastPath
+from edge.api.fast.objects import ObjectsFastPath
 from edge.api.observe import Observed
 from edge.api.routes import (
     actions,
@@ -47,7 +47,7 @@ def create_app(
 ) -> ASGIApp:
     """open_reads: what reads entries in this process, opened at start-up (edge/app.py composes
     graveler's reader); without it every read is a call to graveler. fast_paths: the hot object
-    routes answered before FastAPI's routing (objects_fast.py); off, FastAPI answers everything."""
+    routes answered before FastAPI's routing (fast/objects.py); off, FastAPI answers everything."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

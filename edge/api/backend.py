@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import grpc
 import grpc.aio
 
-from edge.api.diff_summary import SummaryCache
+from edge.api.diff.summary import SummaryCache
 from edge.api.errors import (
     TYPED_REFUSALS,
     ApiError,

@@ -19,7 +19,7 @@ M = TypeVar("M", bound=BaseModel)
 # is parsed for whoever sends it, so it is kept to what the route could ever need.
 # Ids, names, a login, a repository's creation: a few short strings.
 SMALL_BODY_BYTES = 16 * 1024
-# A policy: iam_policies bounds statements and actions; this bounds the document as a whole,
+# A policy: iam/policies.py bounds statements and actions; this bounds the document as a whole,
 # several times the largest real policy.
 POLICY_BODY_BYTES = 128 * 1024
 
@@ -71,6 +71,11 @@ async def json_object(request: Request, limit: int) -> dict[str, Any]:
     raw = await read_body(request, limit)
     if not raw.strip():
         raise bad_request("request body is missing: expected a JSON object")
+    return parsed_object(raw)
+
+
+def parsed_object(raw: bytes) -> dict[str, Any]:
+    """A body that is there, as the JSON object it must be."""
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):

@@ -1,6 +1,6 @@
 """The one place exceptions become lakeFS's JSON errors (`{"message": ...}`): registered as the
 FastAPI app's exception handlers (app.py) and used as they are by the object fast path
-(objects_fast.py), so both answer every failure alike."""
+(fast/objects.py), so both answer every failure alike."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from cli import gc as gc_cli
 from cli.common import State
 from cli.main import cli
-from edge.api.link_addresses import LINK_VALIDITY_SECONDS
+from edge.api.objects.link_addresses import LINK_VALIDITY_SECONDS
 from jobs.gc import job
 from silt.config import BlockstoreConfig
 from silt.gc_grace import (

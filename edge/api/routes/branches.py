@@ -19,8 +19,8 @@ from edge.api.bodies import json_body
 from edge.api.context import Ctx
 from edge.api.errors import ApiError, bad_request
 from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
-from edge.api.refs_listing import Named, list_refs
-from edge.api.refs_merge import commit_of, conflict_message, lakefs_call
+from edge.api.refs.listing import Named, list_refs
+from edge.api.refs.merge import commit_of, conflict_message, lakefs_call
 from edge.api.responses import model_response, no_content, text_response
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import READ_REPO, WRITE_REPO

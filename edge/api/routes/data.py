@@ -1,7 +1,7 @@
 """Silt's own data-aware endpoints for the web UI (docs/design/api.md): one object compared
 between two refs (a table's schema and rows, a text's lines, anything else's metadata), and SQL
 over one CSV, TSV or Parquet object. Decoding and SQL run in the bounded child processes of
-preview_sandbox.py, never in this one, and share the previews' cap (routes/preview.py)."""
+preview/sandbox.py, never in this one, and share the previews' cap (routes/preview.py)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from fastapi.responses import Response
 from edge.api.bodies import read_body
 from edge.api.context import Ctx
 from edge.api.errors import ApiError, bad_request
-from edge.api.job_limits import DIFF_BYTES, MAX_LISTED, MAX_PAGE, PAGE_SIZE, QUERY_BYTES
-from edge.api.object_kinds import TABLE_FORMATS, kind_of
-from edge.api.objects_stats import mtime
-from edge.api.objects_write import checked_path
-from edge.api.preview_sandbox import Refused, Source
+from edge.api.objects.stats import mtime
+from edge.api.objects.write import checked_path
+from edge.api.preview.kinds import TABLE_FORMATS, kind_of
+from edge.api.preview.limits import DIFF_BYTES, MAX_LISTED, MAX_PAGE, PAGE_SIZE, QUERY_BYTES
+from edge.api.preview.sandbox import Refused, Source
 from edge.api.routes.objects import REF_OBJECTS, ObjectPath
 from edge.api.routes.preview import gate, sandbox
 from silt.graveler.v1 import graveler_pb2 as api

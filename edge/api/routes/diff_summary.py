@@ -1,6 +1,6 @@
 """Silt's own diff summaries: a diff as a tree of "/"-delimited folders, one folder's direct
 children a page at a time, each folder with its added/removed/changed counts and sizes, and the
-totals (diff_tree.py, diff_summary.py)."""
+totals (diff/tree.py, diff_summary.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from fastapi import APIRouter, Path, Query, Response
 from fastapi.responses import JSONResponse
 
 from edge.api.context import Ctx
-from edge.api.diff_summary import SUMMARY_PAGE, Page, diff_page, summary_page, uncached_tree
-from edge.api.diff_tree import CHANGE_TYPES, MAX_FILTER, DiffTree
+from edge.api.diff.summary import SUMMARY_PAGE, Page, diff_page, summary_page, uncached_tree
+from edge.api.diff.tree import CHANGE_TYPES, MAX_FILTER, DiffTree
 from edge.api.errors import bad_request
 from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
 from silt.graveler.v1 import graveler_pb2 as api

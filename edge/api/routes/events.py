@@ -30,7 +30,7 @@ from fastapi import APIRouter, Header, Query, Request
 from edge.api.context import Ctx, authenticate
 from edge.api.errors import ApiError, bad_request, forbidden
 from edge.api.live_feed import WRITE_TIMEOUT_SECONDS, WriteTimedStreamingResponse
-from edge.api.objects_write import ensure_branch
+from edge.api.objects.write import ensure_branch
 from silt.graveler.v1 import events_pb2 as ev
 from silt.history_events import layout
 from silt.history_events.codec import to_json

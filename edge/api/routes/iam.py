@@ -1,7 +1,7 @@
 """IAM: users, groups, memberships, policies and their attachments, credentials.
 
 Every route asks auth (ctx.authorize) with the action auth's own rule names for the call
-(services/auth/permissions.py), then makes the call *for the caller* (edge/api/iam_calls.py):
+(services/auth/permissions.py), then makes the call *for the caller* (edge/api/iam/calls.py):
 auth judges it again as the caller's, grants check included, so the API adds no rights of its
 own. Reading about oneself needs no policy, as in auth.
 """
@@ -23,13 +23,13 @@ from lakefs_sdk.models import (
     UserList,
 )
 
-from edge.api import iam_models
 from edge.api.bodies import POLICY_BODY_BYTES, SMALL_BODY_BYTES, json_body
 from edge.api.context import Context, Ctx
 from edge.api.errors import ApiError, bad_request, not_found
-from edge.api.iam_calls import iam_call
-from edge.api.iam_paging import id_page
-from edge.api.iam_policies import from_silt, to_silt
+from edge.api.iam import models as iam_models
+from edge.api.iam.calls import iam_call
+from edge.api.iam.paging import id_page
+from edge.api.iam.policies import from_silt, to_silt
 from edge.api.paging import After, Amount, Prefix
 from edge.api.responses import model_response, no_content
 from edge.api.session_cookie import drop_session_cookie

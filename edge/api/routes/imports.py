@@ -17,7 +17,7 @@ from lakefs_sdk.models import Error, ImportCreation, ImportCreationResponse, Imp
 from edge.api import convert
 from edge.api.bodies import json_body
 from edge.api.context import Ctx
-from edge.api.refs_merge import lakefs_call
+from edge.api.refs.merge import lakefs_call
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import READ_REPO, WRITE_REPO

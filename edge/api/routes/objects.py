@@ -26,9 +26,10 @@ from lakefs_sdk.models import (
 from edge.api.bodies import json_body
 from edge.api.context import Ctx
 from edge.api.errors import ApiError, bad_request, from_silt
-from edge.api.objects_listing import EMPTY, USER, listing_page, namespace_base, object_row
-from edge.api.objects_stats import object_headers
-from edge.api.objects_write import (
+from edge.api.objects.listing import EMPTY, USER, listing_page, namespace_base, object_row
+from edge.api.objects.presign import Presigner, download_name, presigner
+from edge.api.objects.stats import object_headers
+from edge.api.objects.write import (
     SMALL_BODY,
     checked_path,
     checked_user_metadata,
@@ -41,7 +42,6 @@ from edge.api.objects_write import (
     typed_call,
 )
 from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size
-from edge.api.presign import Presigner, download_name, presigner
 from edge.api.responses import model_response, no_content
 from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
 from silt.block.adapter import PresignedURL
@@ -228,7 +228,7 @@ async def list_objects(
     urls = None
     if presign:
         urls = await ctx.backend.run(_presigned_urls, presigner(request), request, namespace, list(items))
-    # The page's JSON written as text (objects_listing.py), the model's bytes; a page that says
+    # The page's JSON written as text (objects/listing.py), the model's bytes; a page that says
     # "more" names where they start, or clients ask for it forever.
     return Response(listing_page(items, namespace, user_metadata, reply.has_more, size, urls), media_type=JSON)
 

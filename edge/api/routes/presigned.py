@@ -1,5 +1,5 @@
 """The edge's own presigned URLs, served: GET (and HEAD, one `Range` honoured) and PUT of the one
-object a URL names (edge_urls.py checks it). No credentials: the URL is the credential. Bytes
+object a URL names (objects/edge_urls.py checks it). No credentials: the URL is the credential. Bytes
 stream between the client and the store in 1 MiB pieces, as getObject streams them; an imported
 object's only while its source is as imported (else 410, naming the source, as getObject
 answers); a PUT must declare its Content-Length (as S3 requires of presigned PUTs), at most 5 GiB.
@@ -20,11 +20,11 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from edge.api.backend import Backend
 from edge.api.context import backend_of
-from edge.api.edge_urls import Grant
 from edge.api.errors import ApiError, forbidden
-from edge.api.objects_body import MAX_UPLOAD_BYTES, RawBody, RawChunks, ThreadReader
-from edge.api.objects_stats import ACTIVE_CONTENT_GUARDS
-from edge.api.presign import download_name, presigner
+from edge.api.objects.body import MAX_UPLOAD_BYTES, RawBody, RawChunks, ThreadReader
+from edge.api.objects.edge_urls import Grant
+from edge.api.objects.presign import download_name, presigner
+from edge.api.objects.stats import ACTIVE_CONTENT_GUARDS
 from edge.core.asgi import PRESIGNED_PREFIX
 from edge.core.client import SMALL_BODY
 from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range, read_all, stream_reader

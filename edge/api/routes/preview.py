@@ -1,6 +1,6 @@
 """Silt's own object preview for the web UI: a Parquet object's schema and first rows
-(parquet_preview.py), so the browser never downloads a whole file to show it. The decoding runs
-in a bounded child process (preview_sandbox.py), never in this one."""
+(preview/parquet.py), so the browser never downloads a whole file to show it. The decoding runs
+in a bounded child process (preview/sandbox.py), never in this one."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import Any, BinaryIO
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from edge.api import parquet_preview
 from edge.api.context import Ctx
 from edge.api.errors import ApiError
-from edge.api.objects_write import checked_path
-from edge.api.preview_sandbox import Refused, Sandbox
+from edge.api.objects.write import checked_path
+from edge.api.preview import parquet
+from edge.api.preview.sandbox import Refused, Sandbox
 from edge.api.routes.objects import REF_OBJECTS, ObjectPath
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import READ_REPO
@@ -72,7 +72,7 @@ def _answer(key: str, read_range: Any, size: int) -> bytes:
     """The preview as the response's JSON, built in the worker thread as well: an answer of
     megabytes serialized on the event loop would stall it."""
     try:
-        answer = sandbox.preview(read_range, size, parquet_preview.MAX_ROWS, parquet_preview.MAX_BYTES_READ)
+        answer = sandbox.preview(read_range, size, parquet.MAX_ROWS, parquet.MAX_BYTES_READ)
     except Refused as refused:
         raise ApiError(refused.status, refused.message) from None
     return json.dumps({"path": key, **answer}, ensure_ascii=False, separators=(",", ":")).encode()

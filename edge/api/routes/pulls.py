@@ -14,12 +14,12 @@ from fastapi.responses import JSONResponse
 from lakefs_sdk.models import MergeResult, PullRequestBasic, PullRequestCreation, PullRequestCreationResponse
 from pydantic.v1 import BaseModel, StrictStr
 
-from edge.api import pulls_convert as convert
 from edge.api.bodies import json_body, json_object, validate
 from edge.api.context import Ctx
 from edge.api.errors import ApiError, bad_request
 from edge.api.paging import After, Amount, Prefix, page_size, pagination
-from edge.api.refs_merge import optional_body, strategy_of
+from edge.api.pulls import convert
+from edge.api.refs.merge import optional_body, strategy_of
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

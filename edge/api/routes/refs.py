@@ -11,7 +11,7 @@ from lakefs_sdk.models import DiffList, DiffObjectStat, FindMergeBaseResult, Mer
 from edge.api import convert
 from edge.api.context import Ctx
 from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
-from edge.api.refs_merge import (
+from edge.api.refs.merge import (
     STRATEGY_LABELS,
     STRATEGY_METADATA_KEY,
     conflict_body,
@@ -22,6 +22,10 @@ from edge.api.refs_merge import (
 from edge.api.responses import model_response
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import READ_REPO, WRITE_REPO
+
+# The two ends of a merge, as lakeFS's paths name them (merge and its base).
+SourceRef = Annotated[str, Path(alias="sourceRef", max_length=MAX_TOKEN)]
+DestinationBranch = Annotated[str, Path(alias="destinationBranch", max_length=MAX_TOKEN)]
 
 router = APIRouter()
 
@@ -78,8 +82,8 @@ async def merge_into_branch(
     ctx: Ctx,
     request: Request,
     repository: str,
-    source_ref: Annotated[str, Path(alias="sourceRef", max_length=MAX_TOKEN)],
-    destination: Annotated[str, Path(alias="destinationBranch", max_length=MAX_TOKEN)],
+    source_ref: SourceRef,
+    destination: DestinationBranch,
 ) -> Response:
     await ctx.authorize(WRITE_REPO, repository)
     body = await optional_body(request, Merge)
@@ -109,8 +113,8 @@ async def merge_into_branch(
 async def find_merge_base(
     ctx: Ctx,
     repository: str,
-    source_ref: Annotated[str, Path(alias="sourceRef", max_length=MAX_TOKEN)],
-    destination: Annotated[str, Path(alias="destinationBranch", max_length=MAX_TOKEN)],
+    source_ref: SourceRef,
+    destination: DestinationBranch,
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
     # Resolved once, so the base is of exactly the two commits answered.

@@ -15,7 +15,7 @@ from edge.api.errors import ApiError, bad_request
 from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
 from edge.api.responses import model_response, no_content
 from edge.api.routes.setup import storage_config
-from edge.api.sample_repo import fill_with_sample
+from edge.api.sample.repo import fill_with_sample
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
 from silt.paging import MAX_PAGE

@@ -16,10 +16,10 @@ from lakefs_sdk.models import GarbageCollectionRule, GarbageCollectionRules
 from pydantic.v1 import BaseModel, StrictStr
 
 from edge.api import last_access_rules as last_access
-from edge.api import pulls_protection as protection
 from edge.api.bodies import body_limit, json_object, validate
 from edge.api.context import Ctx
 from edge.api.errors import bad_request, not_found
+from edge.api.pulls import protection
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

@@ -11,7 +11,7 @@ from lakefs_sdk.models import Config as LakeFSConfig
 from edge.api.backend import Caller
 from edge.api.bodies import SMALL_BODY_BYTES, json_body
 from edge.api.context import SESSION_COOKIE, authenticate, backend_of, refuse_cross_site
-from edge.api.presign import presign_settings
+from edge.api.objects.presign import presign_settings
 from edge.api.responses import model_response
 from edge.api.session_cookie import drop_session_cookie, set_session_cookie
 from silt import __version__ as silt_version

@@ -4,7 +4,7 @@ credentials), then links the address to a path of a branch.
 
 Linking is checked before anything is staged (lakeFS checks less; docs/clients/lakefs.md):
 - an address inside the repository's storage namespace must be one getPhysicalAddress handed
-  out for this repository, branch and path within 24 hours (link_addresses.py);
+  out for this repository, branch and path within 24 hours (objects/link_addresses.py);
 - any other address must lie under `graveler.allowed_import_prefixes` (graveler checks again, and
   keeps such entries out of garbage collection's reach);
 - the object must be there, with the size and checksum (ETag) the client states: an entry never
@@ -31,9 +31,9 @@ from lakefs_sdk.models import StagingLocation, StagingMetadata
 from edge.api.bodies import SMALL_BODY_BYTES, json_body
 from edge.api.context import Ctx
 from edge.api.errors import ApiError, bad_request, from_rpc
-from edge.api.objects_stats import object_stats
-from edge.api.objects_write import checked_content_type, checked_path, checked_user_metadata, ensure_branch, now
-from edge.api.presign import presigner
+from edge.api.objects.presign import presigner
+from edge.api.objects.stats import object_stats
+from edge.api.objects.write import checked_content_type, checked_path, checked_user_metadata, ensure_branch, now
 from edge.api.responses import model_response
 from silt.block.rules import normalize_etag
 from silt.errors import InvalidArgument, NotFound

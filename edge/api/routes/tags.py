@@ -10,7 +10,7 @@ from edge.api.bodies import json_body
 from edge.api.context import Ctx
 from edge.api.errors import ApiError
 from edge.api.paging import After, Amount, Prefix, page_size
-from edge.api.refs_listing import Named, list_refs
+from edge.api.refs.listing import Named, list_refs
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import READ_REPO, WRITE_REPO

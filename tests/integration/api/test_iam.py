@@ -1,7 +1,7 @@
 """IAM through the REST API with lakefs-sdk's AuthApi, on the real stack: users, groups,
 memberships, policies, attachments and credentials, and who may do what with them.
 
-The API makes every IAM call for its caller (edge/api/iam_calls.py): a delegate's
+The API makes every IAM call for its caller (edge/api/iam/calls.py): a delegate's
 limits and auth's "nobody grants what they do not hold" apply through the API too.
 """
 

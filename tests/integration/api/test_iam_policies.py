@@ -1,4 +1,4 @@
-"""lakeFS policy documents through the REST API (edge/api/iam_policies.py): Silt's own
+"""lakeFS policy documents through the REST API (edge/api/iam/policies.py): Silt's own
 vocabulary stored as is; lakeFS's translated only where Silt then allows no more than the
 statement did (Allow), or at least as much is denied (Deny); refused (400) otherwise."""
 
@@ -14,9 +14,10 @@ import urllib3
 from lakefs_sdk.exceptions import ApiException
 from pydantic import SecretStr
 
-from edge.api import iam_calls, iam_policies
 from edge.api.errors import ApiError
-from edge.api.iam_policies import EQUIVALENT, LAKEFS_ACTIONS, from_silt, glob, to_silt
+from edge.api.iam import calls as iam_calls
+from edge.api.iam import policies as iam_policies
+from edge.api.iam.policies import EQUIVALENT, LAKEFS_ACTIONS, from_silt, glob, to_silt
 from services.auth import acting
 from silt.auth.v1 import model_pb2 as pb
 from silt.rpc.signing import Credentials

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from edge.api.job_limits import DIFF_BYTES
+from edge.api.preview.limits import DIFF_BYTES
 from tests.integration.api.conftest import Api, error_message, json_post
 from tests.integration.api.data_support import auth, branch_off, diff, diff_ok, parquet, upload
 

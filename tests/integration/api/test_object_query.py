@@ -9,8 +9,8 @@ import time
 
 import pyarrow as pa
 
-from edge.api.job_limits import PAGE_SIZE
-from edge.api.preview_sandbox import DECODE_SECONDS
+from edge.api.preview.limits import PAGE_SIZE
+from edge.api.preview.sandbox import DECODE_SECONDS
 from tests.integration.api.conftest import Api, error_message
 from tests.integration.api.data_support import parquet, query, upload
 

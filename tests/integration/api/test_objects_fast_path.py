@@ -1,4 +1,4 @@
-"""The object fast path (edge/api/objects_fast.py) answers as FastAPI does: each request is
+"""The object fast path (edge/api/fast/objects.py) answers as FastAPI does: each request is
 sent twice, plainly (the fast path takes it) and with one more query parameter no route reads
 (the fast path leaves it to FastAPI, which ignores the parameter), and the two answers must
 have the same status, headers (but Date and the request id) and body. Which requests the fast

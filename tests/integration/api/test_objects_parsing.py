@@ -15,8 +15,8 @@ from starlette.requests import Request
 
 from edge.api.backend import UploadLimits
 from edge.api.errors import ApiError
-from edge.api.objects_body import MultipartContent, RawBody, RawChunks, multipart_boundary
-from edge.api.objects_write import header_metadata
+from edge.api.objects.body import MultipartContent, RawBody, RawChunks, multipart_boundary
+from edge.api.objects.write import header_metadata
 from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range
 from silt.objects import content_type_problem, user_metadata_problem
 

@@ -25,8 +25,8 @@ from lakefs.exceptions import ObjectExistsException
 from lakefs_sdk.exceptions import ApiException
 from lakefs_spec import LakeFSFileSystem
 
-from edge.api.edge_urls import EdgeUrls
-from edge.api.signing import edge_signing_key, purpose_key
+from edge.api.objects.edge_urls import EdgeUrls
+from edge.api.objects.signing import edge_signing_key, purpose_key
 from silt.config import Config
 from silt.launcher import SERVICE_KEYS_FILE
 from tests.integration.api.conftest import Api, error_message

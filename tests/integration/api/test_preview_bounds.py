@@ -1,7 +1,7 @@
 """A Parquet file of a few hundred bytes whose first rows decode to gigabytes, previewed through
 the running gateway: refused with a clear error, while the gateway's memory stays where it was
 and its health check keeps answering (the decoding runs in a bounded child process,
-edge/api/preview_sandbox.py)."""
+edge/api/preview/sandbox.py)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import urllib3
 
-from edge.api.link_addresses import LinkAddresses
+from edge.api.objects.link_addresses import LinkAddresses
 from silt.block.external import ExternalFiles, source_reader
 from silt.block.gcs import GCSAdapter
 from silt.block.local import LocalAdapter

@@ -32,7 +32,7 @@ import pytest
 from edge.api.backend import Backend as ApiBackend
 from edge.api.context import Context as ApiContext
 from edge.api.errors import ApiError
-from edge.api.objects_write import stage_new_bytes as api_stage_new_bytes
+from edge.api.objects.write import stage_new_bytes as api_stage_new_bytes
 from edge.gateway.backend import Backend
 from edge.gateway.errors import S3Error
 from edge.gateway.operations import multipart

@@ -1,5 +1,5 @@
-"""A diff's tree (edge/api/diff_tree.py) and the cache of commit-to-commit trees
-(edge/api/diff_summary.py), without a stack."""
+"""A diff's tree (edge/api/diff/tree.py) and the cache of commit-to-commit trees
+(edge/api/diff/summary.py), without a stack."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from edge.api import diff_tree
-from edge.api.diff_summary import Page, ReadPage, SummaryCache, diff_page, read_tree, summary_page
-from edge.api.diff_tree import ADDED, CHANGED, REMOVED, Change, Changes, TreeBuilder, build
+from edge.api.diff import tree as diff_tree
+from edge.api.diff.summary import Page, ReadPage, SummaryCache, diff_page, read_tree, summary_page
+from edge.api.diff.tree import ADDED, CHANGED, REMOVED, Change, Changes, TreeBuilder, build
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 
@@ -175,7 +175,7 @@ def test_past_its_folder_budget_a_tree_lists_keys_in_their_deepest_folder_there(
 
 
 def test_a_read_that_ran_out_of_time_is_answered_truncated_and_not_cached(monkeypatch: pytest.MonkeyPatch) -> None:
-    from edge.api import diff_summary
+    from edge.api.diff import summary as diff_summary
 
     keys = [f"k{i:03d}" for i in range(10)]
     calls: list[int] = []

@@ -19,12 +19,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from edge.api import table_load, table_query, text_diff
 from edge.api.errors import ApiError
-from edge.api.job_limits import PAGE_SIZE
-from edge.api.preview_sandbox import CHILD_NICENESS, MAX_ANSWER_BYTES, _Child, _fitting
+from edge.api.preview import table_load, table_query, text_diff
+from edge.api.preview.limits import PAGE_SIZE
+from edge.api.preview.sandbox import CHILD_NICENESS, MAX_ANSWER_BYTES, _Child, _fitting
+from edge.api.preview.table_load import JobRefused
 from edge.api.routes.preview import PreviewGate
-from edge.api.table_load import JobRefused
 
 
 def _reader(data: bytes) -> table_load.ReadRange:
@@ -161,7 +161,7 @@ def test_a_job_child_runs_niced_without_new_privileges() -> None:
 def test_the_server_starting_children_and_each_child_are_not_dumpable() -> None:
     # In processes of their own: this one (pytest) stays dumpable.
     probe = (
-        "import ctypes, sys; from edge.api import preview_sandbox as s; "
+        "import ctypes, sys; from edge.api.preview import sandbox as s; "
         "s.Sandbox()._take().end() if sys.argv[1] == 'server' else s._drop(); "
         "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"
     )

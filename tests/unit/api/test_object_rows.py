@@ -1,6 +1,6 @@
 """ObjectStats rows are written as JSON text without the lakefs-sdk model (for speed), by one
-serializer (objects_listing.object_row) that listings, uploads, stat and copy all answer with:
-each row must be byte for byte what the model (objects_stats.object_stats) writes, presigned or
+serializer (objects/listing.py object_row) that listings, uploads, stat and copy all answer with:
+each row must be byte for byte what the model (objects/stats.py object_stats) writes, presigned or
 not, with or without user metadata, and what the SDK reads back; listing pages likewise."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from lakefs_sdk.models import ObjectStats, ObjectStatsList, Pagination
 from starlette.responses import JSONResponse
 
-from edge.api.objects_listing import (
+from edge.api.objects.listing import (
     EMPTY,
     OMITTED,
     USER,
@@ -22,7 +22,7 @@ from edge.api.objects_listing import (
     object_row,
     user_metadata_json,
 )
-from edge.api.objects_stats import object_stats
+from edge.api.objects.stats import object_stats
 from silt.block.adapter import PresignedURL
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

@@ -1,4 +1,4 @@
-"""Which requests the object fast path (edge/api/objects_fast.py) takes: exactly the plain
+"""Which requests the object fast path (edge/api/fast/objects.py) takes: exactly the plain
 getObject, HEAD, uploadObject and listObjects, routed to the route function FastAPI itself would pick,
 with the arguments FastAPI's own parameter reading gives, and nothing with a parameter the route does
 not declare or a value it refuses. Whether both answer alike is
@@ -20,8 +20,8 @@ from starlette.datastructures import QueryParams
 from edge.api.app import create_app
 from edge.api.context import context
 from edge.api.errors import ApiError
-from edge.api.fast_table import Plan, query_pairs
-from edge.api.objects_fast import ObjectsFastPath
+from edge.api.fast.objects import ObjectsFastPath
+from edge.api.fast.table import Plan, query_pairs
 from silt.config import Config
 
 REF = "/api/v1/repositories/repo-1/refs/main/objects"

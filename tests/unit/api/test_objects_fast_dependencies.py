@@ -1,5 +1,5 @@
 """A dependency added to a hot object route is honoured by the fast path (edge/api/
-objects_fast.py): the fast path runs it as FastAPI does, or, when it cannot, leaves the route to
+fast/objects.py): the fast path runs it as FastAPI does, or, when it cannot, leaves the route to
 FastAPI; either way the answer is FastAPI's own. Each test app serves routes/objects.py's routes
 with one more dependency, and every request is answered twice: through the fast path and by the
 FastAPI app alone."""
@@ -20,7 +20,7 @@ from starlette.requests import Request
 
 from edge.api.error_responses import HANDLERS
 from edge.api.errors import ApiError
-from edge.api.objects_fast import ObjectsFastPath
+from edge.api.fast.objects import ObjectsFastPath
 from edge.api.routes import objects
 from edge.core.asgi import API_PREFIX
 
@@ -186,7 +186,7 @@ def test_a_dependency_the_fast_path_cannot_run_leaves_the_route_to_fastapi(
     dependency: Callable[..., Any], reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     app = _app(dependency, "router")
-    with caplog.at_level(logging.WARNING, "edge.api.objects_fast"):
+    with caplog.at_level(logging.WARNING, "edge.api.fast.objects"):
         fast = ObjectsFastPath(app)
     assert set(fast.table.declined) == {"get_object", "head_object", "list_objects", "upload_object"}
     assert all(reason in why for why in fast.table.declined.values()), fast.table.declined

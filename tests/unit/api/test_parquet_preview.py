@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from edge.api import parquet_preview
 from edge.api.errors import ApiError
+from edge.api.preview import parquet
 
 
 def _parquet(rows: int, row_group_size: int) -> bytes:
@@ -45,14 +45,14 @@ class Reads:
 def test_schema_and_first_rows_of_the_first_row_group() -> None:
     data = _parquet(rows=50_000, row_group_size=1_000)
     reads = Reads(data)
-    answer = parquet_preview.preview(reads, len(data))
+    answer = parquet.preview(reads, len(data))
     assert answer["schema"] == [
         {"name": "id", "type": "int64"},
         {"name": "name", "type": "string"},
         {"name": "when", "type": "date32[day]"},
         {"name": "blob", "type": "binary"},
     ]
-    assert len(answer["rows"]) == parquet_preview.MAX_ROWS
+    assert len(answer["rows"]) == parquet.MAX_ROWS
     assert answer["rows"][0] == [0, "name-0", "2026-01-01", "base64:AAAAAA=="]
     assert answer["rows"][99][:2] == [99, "name-99"]
     assert answer["total_rows"] == 50_000 and answer["row_groups"] == 50
@@ -65,7 +65,7 @@ def test_a_first_row_group_over_the_budget_is_refused_before_it_is_read() -> Non
     data = _parquet(rows=20_000, row_group_size=20_000)
     reads = Reads(data)
     with pytest.raises(ApiError) as refused:
-        parquet_preview.preview(reads, len(data), budget=len(data) // 2)
+        parquet.preview(reads, len(data), budget=len(data) // 2)
     assert refused.value.status == 400 and "too large to preview" in refused.value.message
     assert sum(end - start + 1 for start, end in reads.ranges) <= len(data) // 2
 
@@ -73,7 +73,7 @@ def test_a_first_row_group_over_the_budget_is_refused_before_it_is_read() -> Non
 @pytest.mark.parametrize("data", [b"", b"a,b\n1,2\n", b"PAR1" + b"x" * 100 + b"PAR1"])
 def test_not_parquet_is_a_bad_request(data: bytes) -> None:
     with pytest.raises(ApiError) as refused:
-        parquet_preview.preview(Reads(data), len(data))
+        parquet.preview(Reads(data), len(data))
     assert refused.value.status == 400 and "not a Parquet file" in refused.value.message
 
 
@@ -88,7 +88,7 @@ def test_a_decompression_bomb_is_decoded_one_batch_at_a_time() -> None:
     zeros = pa.table({"z": pa.array(np.zeros(20_000_000, dtype=np.int64))})
     data = _write(zeros, row_group_size=20_000_000, compression="zstd")
     assert len(data) < 2 * 1024 * 1024
-    tracemalloc_peak = _peak_arrow_bytes(lambda: parquet_preview.preview(Reads(data), len(data)))
+    tracemalloc_peak = _peak_arrow_bytes(lambda: parquet.preview(Reads(data), len(data)))
     assert tracemalloc_peak < 40 * 1024 * 1024, tracemalloc_peak
 
 
@@ -96,23 +96,23 @@ def _peak_arrow_bytes(run: Callable[[], object]) -> int:
     pool = pa.default_memory_pool()
     before = pool.max_memory()
     answer = run()
-    assert isinstance(answer, dict) and len(answer["rows"]) == parquet_preview.MAX_ROWS
+    assert isinstance(answer, dict) and len(answer["rows"]) == parquet.MAX_ROWS
     return pool.max_memory() - before
 
 
 def test_only_the_first_columns_are_shown_and_counted() -> None:
-    wide = pa.table({f"c{i}": pa.array([i, i + 1]) for i in range(parquet_preview.MAX_COLUMNS + 50)})
+    wide = pa.table({f"c{i}": pa.array([i, i + 1]) for i in range(parquet.MAX_COLUMNS + 50)})
     data = _write(wide)
-    answer = parquet_preview.preview(Reads(data), len(data))
-    assert answer["columns"] == parquet_preview.MAX_COLUMNS + 50
-    assert answer["columns_shown"] == len(answer["schema"]) == parquet_preview.MAX_COLUMNS
-    assert answer["rows"][1][-1] == parquet_preview.MAX_COLUMNS
+    answer = parquet.preview(Reads(data), len(data))
+    assert answer["columns"] == parquet.MAX_COLUMNS + 50
+    assert answer["columns_shown"] == len(answer["schema"]) == parquet.MAX_COLUMNS
+    assert answer["rows"][1][-1] == parquet.MAX_COLUMNS
 
 
 def test_repeated_column_names_keep_their_own_values() -> None:
     table = pa.Table.from_arrays([pa.array([1, 2]), pa.array(["x", "y"]), pa.array([3.5, 4.5])], names=["a", "b", "a"])
     data = _write(table)
-    answer = parquet_preview.preview(Reads(data), len(data))
+    answer = parquet.preview(Reads(data), len(data))
     assert [f["name"] for f in answer["schema"]] == ["a", "b", "a"]
     assert answer["rows"] == [[1, "x", 3.5], [2, "y", 4.5]]
 
@@ -125,7 +125,7 @@ def test_values_python_cannot_hold_are_shown_as_text() -> None:
         }
     )
     data = _write(table)
-    answer = parquet_preview.preview(Reads(data), len(data))
+    answer = parquet.preview(Reads(data), len(data))
     first, second = answer["rows"]
     assert isinstance(first[0], str) and first[0] and second[0] is None
     assert isinstance(first[1], str) and second[1] == "1970-01-01"

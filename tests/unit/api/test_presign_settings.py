@@ -10,7 +10,7 @@ import pytest
 from starlette.requests import Request
 
 from edge.api.errors import ApiError
-from edge.api.presign import Presigner
+from edge.api.objects.presign import Presigner
 from edge.api.routes.setup import storage_config
 from silt.block.local import LocalAdapter
 from silt.config import Config

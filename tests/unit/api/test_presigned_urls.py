@@ -1,5 +1,5 @@
 """The local blockstore's presigned URLs (local_urls.py) and the addresses getPhysicalAddress hands
-out (link_addresses.py): what passes, what is refused, with a clock the tests move."""
+out (objects/link_addresses.py): what passes, what is refused, with a clock the tests move."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from edge.api.edge_urls import EdgeUrls
 from edge.api.errors import ApiError
-from edge.api.link_addresses import LINK_VALIDITY_SECONDS, LinkAddresses
+from edge.api.objects.edge_urls import EdgeUrls
+from edge.api.objects.link_addresses import LINK_VALIDITY_SECONDS, LinkAddresses
 from edge.core.asgi import Dispatcher
 from silt.block.external import SourceVersion
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import select
 import time
 
-from edge.api.preview_sandbox import START_SECONDS, _Child
+from edge.api.preview.sandbox import START_SECONDS, _Child
 from tests.support.wait import wait_until
 
 

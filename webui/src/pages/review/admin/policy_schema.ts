@@ -4,7 +4,7 @@
 // can never pass, so that a save is not a round trip to learn of a missing comma.
 import type { Statement } from "./iam_api";
 
-// The API's bounds (edge/api/iam_policies.py).
+// The API's bounds (edge/api/iam/policies.py).
 export const MAX_STATEMENTS = 100;
 export const MAX_ACTIONS = 50;
 export const MAX_ACTION_LENGTH = 64;

@@ -1,5 +1,5 @@
 """A user's SQL over one object, in the sandbox's child: the object's sample is loaded as the
-table `data` (table_load.py), then DuckDB is locked (no files, network, extensions or SET) and
+table `data` (preview/table_load.py), then DuckDB is locked (no files, network, extensions or SET) and
 the SQL runs as one SELECT, paged. What keeps it to `data` is that configuration and the
 process it runs in, not the SQL's text: the text is only parsed, by DuckDB, to check that it is
 a single SELECT statement."""
@@ -12,9 +12,9 @@ from typing import Any
 
 import duckdb
 
-from edge.api.job_limits import PAGE_SIZE
-from edge.api.parquet_preview import MAX_CELL_CHARS, _cell
-from edge.api.table_load import JobRefused
+from edge.api.preview.limits import PAGE_SIZE
+from edge.api.preview.parquet import MAX_CELL_CHARS, _cell
+from edge.api.preview.table_load import JobRefused
 
 TABLE = "data"
 # A total is counted (the query run a second time) only when the page came this fast.

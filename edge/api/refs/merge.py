@@ -3,14 +3,13 @@ clients match ("conflict found", "no changes", "dirty branch"), and a body that 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from fastapi import Request
 from pydantic.v1 import BaseModel
 
-from edge.api.bodies import read_body, require_json, validate
+from edge.api.bodies import parsed_object, read_body, require_json, validate
 from edge.api.context import Context
 from edge.api.errors import ApiError, bad_request
 from silt.graveler.v1 import graveler_pb2 as api
@@ -111,13 +110,7 @@ async def optional_body(request: Request, model: type[M]) -> M:
     if not raw.strip():
         return model()
     require_json(request)
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise bad_request("request body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise bad_request("request body must be a JSON object")
-    return validate(model, data)
+    return validate(model, parsed_object(raw))
 
 
 async def commit_of(ctx: Context, repository: str, ref: str, parent_number: int | None, merge_needs: int) -> str:

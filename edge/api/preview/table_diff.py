@@ -1,4 +1,4 @@
-"""Two samples of a table (CSV, TSV or Parquet; table_load.py) compared in DuckDB, in the
+"""Two samples of a table (CSV, TSV or Parquet; preview/table_load.py) compared in DuckDB, in the
 sandbox's child: the schema change (columns added, removed, of another type) and the rows
 added, removed and changed, matched on a key column or, without one, by position. Counts cover
 the whole samples; at most `limit` changed rows are listed, in key (or position) order."""
@@ -10,9 +10,9 @@ from typing import Any
 
 import duckdb
 
-from edge.api.job_limits import DIFF_ROWS
-from edge.api.parquet_preview import MAX_CELL_CHARS, ReadRange
-from edge.api.table_load import JobRefused, Sample, columns, load, quoted
+from edge.api.preview.limits import DIFF_ROWS
+from edge.api.preview.parquet import MAX_CELL_CHARS, ReadRange
+from edge.api.preview.table_load import JobRefused, Sample, columns, load, quoted
 
 LEFT, RIGHT = "left_rows", "right_rows"
 

@@ -1,4 +1,4 @@
-"""Filling a new repository with the sample (edge/api/sample_files.py) for its creator:
+"""Filling a new repository with the sample (edge/api/sample/files.py) for its creator:
 the same writes, commits, branch and pull request a client would make, so the sample looks
 like any repository (history, review, garbage collection)."""
 
@@ -9,8 +9,8 @@ import io
 import logging
 
 from edge.api.context import Context
-from edge.api.objects_write import now, stage_new_bytes
-from edge.api.sample_files import PULL_TITLE, REVIEW_BRANCH, SampleFile, sample_steps
+from edge.api.objects.write import now, stage_new_bytes
+from edge.api.sample.files import PULL_TITLE, REVIEW_BRANCH, SampleFile, sample_steps
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

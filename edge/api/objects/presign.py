@@ -1,7 +1,7 @@
 """Presigned URLs for the REST API (`presign=true` on getObject, statObject, listObjects and
 getPhysicalAddress): the store's own where it has them (S3: boto3 signs them for
 `blockstore.s3.pre_signed_endpoint` or the store's endpoint; Azure: SAS URLs; GCS: V4 signed
-URLs), else the edge's own (edge_urls.py) on the origin the client reached this server at. An
+URLs), else the edge's own (objects/edge_urls.py) on the origin the client reached this server at. An
 imported object, and an object a client uploaded to an address of getPhysicalAddress and linked,
 is always read through the edge's own URL, which checks that it is still as imported or linked
 (silt/block/external.py reads_pinned); the store's URL would serve whatever is there now, and
@@ -17,10 +17,10 @@ import re
 from starlette.requests import Request
 
 from edge.api.context import backend_of
-from edge.api.edge_urls import EdgeUrls
 from edge.api.errors import bad_request
-from edge.api.link_addresses import LinkAddresses
-from edge.api.signing import edge_signing_key, purpose_key
+from edge.api.objects.edge_urls import EdgeUrls
+from edge.api.objects.link_addresses import LinkAddresses
+from edge.api.objects.signing import edge_signing_key, purpose_key
 from silt.block import BlockAdapter
 from silt.block.adapter import PresignedURL, PresignMethod
 from silt.block.external import SourceVersion, reads_pinned

@@ -96,7 +96,7 @@ class _Child(sandbox.Child):
     def __init__(self) -> None:
         # One Arrow thread: threads' stacks are address space.
         env = sandbox.minimal_env({"OMP_NUM_THREADS": "1"})
-        super().__init__("edge.api.preview_sandbox", START_SECONDS, env)
+        super().__init__("edge.api.preview.sandbox", START_SECONDS, env)
 
     def wait_ready(self, ready: bytes = READY) -> None:
         super().wait_ready(ready)
@@ -180,7 +180,7 @@ class Sandbox:
                 log.warning("no spare job process started: %s", exc)
 
     def preview(self, read_range: ReadRange, size: int, rows: int, budget: int) -> dict[str, Any]:
-        """The preview's answer (parquet_preview.decode), or Refused: 413 past the memory or time
+        """The preview's answer (parquet.decode), or Refused: 413 past the memory or time
         bound, 400 for what is no Parquet file or too large to read, 503 if no child starts.
         Blocking: run it in a worker thread (it waits on pipes, holding no lock)."""
         return self.run("preview", [Source(read_range, size)], {"rows": rows}, budget)
@@ -296,7 +296,7 @@ def child_main(parent: int) -> None:
     sys.stdout = sys.stderr  # nothing but frames on the pipe
     import io
 
-    from edge.api import jobs  # pyarrow and DuckDB: trusted imports, before the limit
+    from edge.api.preview import jobs  # pyarrow and DuckDB: trusted imports, before the limit
 
     jobs.prepare()
     sandbox.limit(MEMORY_BYTES, CPU_SECONDS)

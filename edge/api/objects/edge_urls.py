@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlencode
 
 from edge.api.errors import forbidden
-from edge.api.signing import mac
+from edge.api.objects.signing import mac
 from edge.core.asgi import PRESIGNED_PREFIX
 from silt.block.adapter import PresignedURL, PresignMethod
 from silt.block.external import SourceVersion

@@ -1,6 +1,6 @@
 """lakeFS's ObjectStats rows, and listObjects pages of them, written as JSON text: the one
 serializer of an entry as a row, used by listings (presigned or not), uploads, stat and copy,
-whichever way the request came in (objects_fast.py or FastAPI).
+whichever way the request came in (fast/objects.py or FastAPI).
 
 Why text: a page is up to 1,000 entries. Building a dict per entry and then json.dumps over the
 page (or validating each through the lakefs-sdk model) was most of a page's time in the API
@@ -65,7 +65,7 @@ def object_row(key: str, entry: Any, base: str, metadata: str = USER, presigned:
         user = f',"metadata":{user_metadata_json(stored)}' if stored and metadata == USER else _EMPTY_METADATA
     content_type = entry.content_type
     # One f-string per row: a single join, where concatenating piece by piece copies the row
-    # again at each piece. An unset last_modified reads as 0 seconds, objects_stats.mtime's
+    # again at each piece. An unset last_modified reads as 0 seconds, stats.mtime's
     # answer for it.
     return (
         f'{{"path":{escape(key)},"path_type":"object","physical_address":{where},'

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from edge.api.errors import bad_request
-from edge.api.signing import mac
+from edge.api.objects.signing import mac
 from silt.gc_grace import LINK_VALIDITY_SECONDS
 from silt.objects import LINK_ADDRESS, new_physical_address
 

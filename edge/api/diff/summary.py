@@ -1,4 +1,4 @@
-"""Diff trees (diff_tree.py) read from graveler, and the bounded LRU cache of those between commits.
+"""Diff trees (diff/tree.py) read from graveler, and the bounded LRU cache of those between commits.
 
 A diff between two commits never changes, so its tree is cached under the resolved commit ids
 (and whether it is three-dot): a branch name is resolved on every request, so a new commit on
@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
-from edge.api.diff_tree import ADDED, CHANGED, REMOVED, Change, Changes, DiffTree, TreeBuilder, build
+from edge.api.diff.tree import ADDED, CHANGED, REMOVED, Change, Changes, DiffTree, TreeBuilder, build
 from silt.graveler.v1 import graveler_pb2 as api
 
 # The most changes one summary reads: past this a summary is marked truncated. 500,000 changes

@@ -8,7 +8,7 @@ with the page's JSON written as text, a listing page behind ListObjectsV2's).
 
 What does not change: the answer comes from the very route functions of routes/objects.py, run
 as FastAPI runs them. Which requests are theirs, their parameters and their dependencies are
-read from the app's own routes when the app is composed (fast_table.py): a route's path, the
+read from the app's own routes when the app is composed (fast/table.py): a route's path, the
 limits of its query parameters and the dependencies it declares (the `Ctx` one: authentication,
 the session cookie's cross-site check, the context) are the route's, and a dependency the fast
 path cannot run as FastAPI would makes it leave that route to FastAPI. Failures become
@@ -27,7 +27,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 
 from edge.api.error_responses import error_response, unexpected
-from edge.api.fast_table import FastTable, Plan
+from edge.api.fast.table import FastTable, Plan
 from edge.api.routes import objects
 from edge.core.asgi import Receive, Scope, Send
 

@@ -1,4 +1,4 @@
-"""What a sandbox child (preview_sandbox.py) does for each kind of job: `preview` (a Parquet
+"""What a sandbox child (preview/sandbox.py) does for each kind of job: `preview` (a Parquet
 object's first rows), `diff` (two versions of an object) and `query` (SQL over one object).
 Runs only in the child, with the job's sources read over its pipes; a refusal is JobRefused,
 running out of memory a MemoryError, both answered by the child's loop."""
@@ -14,8 +14,8 @@ from typing import Any, BinaryIO
 import duckdb
 import pyarrow as pa
 
-from edge.api import job_limits, parquet_preview, table_diff, table_load, table_query, text_diff
-from edge.api.table_load import JobRefused
+from edge.api.preview import limits, parquet, table_diff, table_load, table_query, text_diff
+from edge.api.preview.table_load import JobRefused
 
 ReadRange = Callable[[int, int], BinaryIO]
 Source = tuple[ReadRange, int]
@@ -60,7 +60,7 @@ def _diff(sources: list[Source], params: dict[str, Any], budget: int) -> dict[st
         right, right_complete = _bytes(sides["right"], min(budget, text_diff.MAX_BYTES))
         return text_diff.diff(left, right, left_complete, right_complete)
     key = params.get("key")
-    limit = max(1, min(int(params.get("limit") or 100), job_limits.MAX_LISTED))
+    limit = max(1, min(int(params.get("limit") or 100), limits.MAX_LISTED))
     with _database() as (con, workdir):
         return table_diff.diff(con, fmt, sides["left"], sides["right"], key, limit, budget, workdir)
 
@@ -71,18 +71,18 @@ def _query(sources: list[Source], params: dict[str, Any], budget: int) -> dict[s
         # Parsed before anything is read: bad SQL costs no reading.
         table_query.single_select(con, str(params["sql"]))
         sample = table_load.load(
-            con, table_query.TABLE, str(params["format"]), read_range, size, budget, job_limits.QUERY_ROWS, workdir
+            con, table_query.TABLE, str(params["format"]), read_range, size, budget, limits.QUERY_ROWS, workdir
         )
         table_load.lock(con)
         answer = table_query.run(con, str(params["sql"]), int(params.get("offset") or 0))
-        answer["sample"] = {**sample.as_json(), "limit_bytes": budget, "limit_rows": job_limits.QUERY_ROWS}
+        answer["sample"] = {**sample.as_json(), "limit_bytes": budget, "limit_rows": limits.QUERY_ROWS}
         return answer
 
 
 def run(kind: str, sources: list[Source], params: dict[str, Any], budget: int) -> dict[str, Any]:
     if kind == "preview":
         read_range, size = sources[0]
-        return parquet_preview.decode(read_range, size, int(params["rows"]), budget)
+        return parquet.decode(read_range, size, int(params["rows"]), budget)
     if kind == "diff":
         return _diff(sources, params, budget)
     if kind == "query":

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from edge.api.backend import Backend
 from edge.api.context import Context
 from edge.api.errors import ApiError, bad_request, from_graveler, typed_graveler_call
-from edge.api.objects_body import (
+from edge.api.objects.body import (
     MAX_UPLOAD_BYTES,
     MultipartContent,
     RawBody,

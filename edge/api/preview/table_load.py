@@ -1,5 +1,5 @@
 """A CSV, TSV or Parquet object's bounded sample loaded into a DuckDB table, in the sandbox's
-child process (preview_sandbox.py): the first `budget` bytes of a CSV (cut after its last whole
+child process (preview/sandbox.py): the first `budget` bytes of a CSV (cut after its last whole
 line), the first whole row groups of a Parquet file that fit in `budget`, at most `max_rows`
 rows either way.
 
@@ -17,11 +17,11 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from edge.api import parquet_preview
-from edge.api.parquet_preview import BudgetExceeded, PreviewRefused, RangedFile, ReadRange
+from edge.api.preview import parquet as parquet_preview
+from edge.api.preview.parquet import BudgetExceeded, PreviewRefused, RangedFile, ReadRange
 
 FORMATS = ("csv", "tsv", "parquet")
-# DuckDB's own memory limit, under the process's address-space limit (preview_sandbox.py): past
+# DuckDB's own memory limit, under the process's address-space limit (preview/sandbox.py): past
 # it DuckDB refuses the query with an error of its own, and the child answers it as 422.
 DUCKDB_MEMORY = "256MB"
 # Bytes read from the store in one range: each is one DATA frame on the pipe.

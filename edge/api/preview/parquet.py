@@ -7,7 +7,7 @@ decoded one batch of at most MAX_ROWS rows at a time, so a small file that decod
 row group costs one batch of memory, not the row group.
 
 A batch can still be huge (100 copies of one dictionary value of 40 MB), and no claim of the
-footer bounds it, so the server never decodes in its own process: preview_sandbox.py runs
+footer bounds it, so the server never decodes in its own process: preview/sandbox.py runs
 `decode` in a child process with a memory limit and a deadline. `preview` is the same work in
 the calling process, for tests and tools that hold trusted files."""
 
@@ -239,7 +239,7 @@ def decode(read_range: ReadRange, size: int, rows: int = MAX_ROWS, budget: int =
 
 def preview(read_range: ReadRange, size: int, rows: int = MAX_ROWS, budget: int = MAX_BYTES_READ) -> dict[str, Any]:
     """`decode` in this process, unbounded in memory and time: for trusted files only (the
-    server uses preview_sandbox.py). Refusals raise the API's ApiError."""
+    server uses preview/sandbox.py). Refusals raise the API's ApiError."""
     from edge.api.errors import ApiError  # not in the sandbox's imports: it needs none of grpc
 
     try:
