@@ -52,11 +52,10 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 # Marks that follow from where a test lives or what it needs, so `-m` selects them without
 # every module remembering to say so (a module marks itself only where no rule can tell).
 _MARK_BY_DIRECTORY = [
+    # Everything under tests/e2e runs the services as processes, driven by real clients: the
+    # gateway's and the REST API's suites (e2e/gateway, e2e/api) and the whole-stack tests.
     (("tests", "e2e"), "e2e"),
-    # The gateway and API suites run the services as processes too, driven by real clients.
-    (("tests", "integration", "gateway"), "e2e"),
-    (("tests", "integration", "api"), "e2e"),
-    (("tests", "integration", "api"), "api"),
+    (("tests", "e2e", "api"), "api"),
     (("tests", "unit", "api"), "api"),
     # The web UI in a real browser, over the services as processes.
     (("tests", "browser"), "browser"),

@@ -76,7 +76,7 @@ ESTIMATES: dict[str, float] = {
     f"{_J}_sqlite": 140.0,
     "tests/integration/graveler/test_history_events.py::test_unread_streams_are_bounded_and_released[cassandra]": 90.0,
     # The 1,000-example search, bounded at 45 s, and its module's stack.
-    "tests/integration/gateway/test_fuzz.py::test_fuzz_the_gateway[nightly]": 60.0,
+    "tests/e2e/gateway/test_fuzz.py::test_fuzz_the_gateway[nightly]": 60.0,
     # The model test's longer searches (30 and 10 sequences): 107 s and 57 s on a busy 2-core machine.
     f"{_M}_on_cassandra": 130.0,
     f"{_M}_on_a_cluster": 80.0,

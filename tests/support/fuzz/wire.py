@@ -15,7 +15,7 @@ from botocore.auth import HmacV1Auth, HmacV1QueryAuth, S3SigV4QueryAuth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotoCredentials
 
-from tests.integration.gateway.test_auth import STREAMING, chunked_body, signed
+from tests.e2e.gateway.test_auth import STREAMING, chunked_body, signed
 from tests.support.fuzz.target import XMLNS, FuzzTarget
 
 # A recipe is plain JSON. Byte strings are latin-1 text (one char per byte), so any byte fits.

@@ -2,7 +2,7 @@
 getObject, HEAD, uploadObject and listObjects, routed to the route function FastAPI itself would pick,
 with the arguments FastAPI's own parameter reading gives, and nothing with a parameter the route does
 not declare or a value it refuses. Whether both answer alike is
-tests/integration/api/test_objects_fast_path.py's; dependencies added to a route are
+tests/e2e/api/test_objects_fast_path.py's; dependencies added to a route are
 test_objects_fast_dependencies.py's."""
 
 from __future__ import annotations
