@@ -139,14 +139,12 @@ class Branching:
         amount: int,
     ) -> Page[Difference]:
         left_mr, right_mr = self._compared(repo, left_ref, right_ref, three_dot)
-        return paginate(
+        return _differences_page(
             lambda start: self._committed.diff(repo.namespace, left_mr, right_mr, start),
-            _difference_key,
-            prefix.encode(),
-            delimiter_bytes(delimiter),
-            after.encode(),
-            page_amount(amount),
-            size_of=_difference_size,
+            prefix,
+            delimiter,
+            after,
+            amount,
         )
 
     def diff_summary(
@@ -215,14 +213,8 @@ class Branching:
         def body(resolved: Resolved) -> Page[Difference]:
             branch = resolved.branch
             assert branch is not None  # a plain branch name always resolves with its staging area
-            return paginate(
-                lambda start: self._uncommitted(repo, branch, start),
-                _difference_key,
-                prefix.encode(),
-                delimiter_bytes(delimiter),
-                after.encode(),
-                page_amount(amount),
-                size_of=_difference_size,
+            return _differences_page(
+                lambda start: self._uncommitted(repo, branch, start), prefix, delimiter, after, amount
             )
 
         return self._entries.read(repo, self._plain_branch(repo, branch_name), body, deadline)
@@ -563,6 +555,22 @@ def _parent_of(commit: pb.Commit, parent_number: int) -> CommitId:
     if not 1 <= number <= len(commit.parents):
         raise NotFound(f"commit {commit.id[:12]} has no parent number {number}", what="commit")
     return CommitId(commit.parents[number - 1])
+
+
+def _differences_page(
+    read: Callable[[bytes], Iterator[Difference]], prefix: str, delimiter: str, after: str, amount: int
+) -> Page[Difference]:
+    """One page of the differences `read` yields from a start key on (a diff's or a branch's
+    uncommitted changes): under `prefix`, grouped by `delimiter`, after `after`."""
+    return paginate(
+        read,
+        _difference_key,
+        prefix.encode(),
+        delimiter_bytes(delimiter),
+        after.encode(),
+        page_amount(amount),
+        size_of=_difference_size,
+    )
 
 
 def _difference_key(difference: Difference) -> bytes:

@@ -19,6 +19,7 @@ from engine.core.deadline import Deadline
 from engine.core.entries import Condition
 from engine.core.list_answer import serialized_list_response
 from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
+from engine.core.refs import RepoHandle
 from engine.core.validation import validate_key
 from engine.core.values import decode_entry
 from engine.features.events.manager import HistoryEvents
@@ -133,6 +134,11 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         graveler.imports.on_commit = lambda repository, branch, commit: self._ref_event(
             ev.COMMIT, repository, branch, commit.committer, commit_id=commit.id, message=commit.message
         )
+
+    def _repository(self, repository: str, context: grpc.ServicerContext) -> tuple[RepoHandle, Deadline]:
+        """The repository a call names, read within the call's deadline, and that deadline."""
+        deadline = _deadline(context)
+        return self.g.refs.repository(repository, deadline), deadline
 
     def _ref_event(
         self,
@@ -308,8 +314,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     # entries
     def StatEntry(self, request: api.StatEntryRequest, context: grpc.ServicerContext) -> api.EntryInfo:
         validate_key(request.key)
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         return api.EntryInfo(key=request.key, entry=self.g.entries.stat(repo, request.ref, request.key, deadline))
 
     def ListEntries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> api.ListEntriesResponse:
@@ -317,8 +322,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
 
     def serialized_list_entries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> bytes:
         """ListEntries' answer serialized: what the server sends (registration.py)."""
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         page = self.g.entries.list_stored(
             repo, request.ref, request.prefix, request.delimiter, request.after, request.amount, deadline
         )
@@ -418,8 +422,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         return summary_response(page)
 
     def DiffBranch(self, request: api.DiffBranchRequest, context: grpc.ServicerContext) -> api.DiffResponse:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         page = self.g.branching.diff_branch(
             repo, request.branch, request.prefix, request.delimiter, request.after, request.amount, deadline
         )
@@ -524,16 +527,15 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         return api.DeleteGCRulesResponse()
 
     def PrepareGC(self, request: api.PrepareGCRequest, context: grpc.ServicerContext) -> api.PrepareGCResponse:
-        deadline = _deadline(context)
-        run = self.g.retention.prepare(self.g.refs.repository(request.repository, deadline), deadline)
+        repo, deadline = self._repository(request.repository, context)
+        run = self.g.retention.prepare(repo, deadline)
         return api.PrepareGCResponse(**_prepared_run_fields(run))
 
     # retention by last access
     def PrepareLastAccess(
         self, request: api.PrepareLastAccessRequest, context: grpc.ServicerContext
     ) -> api.PrepareLastAccessResponse:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         run = self.g.last_access.prepare(repo, request.branch, deadline)
         return api.PrepareLastAccessResponse(**_prepared_run_fields(run))
 
@@ -562,8 +564,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def SetBranchProtection(
         self, request: api.SetBranchProtectionRequest, context: grpc.ServicerContext
     ) -> api.BranchProtectionInfo:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         record, etag = self.g.protection.set(repo, list(request.rules), request.if_match, deadline)
         return api.BranchProtectionInfo(rules=record.rules, etag=etag)
 
@@ -586,8 +587,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def _pull_infos(
         self, repository: str, pulls: list[pb.PullRequest], context: grpc.ServicerContext
     ) -> list[api.PullRequestInfo]:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(repository, deadline)  # one repository read for all of them
+        repo, deadline = self._repository(repository, context)  # one repository read for all of them
         standings = [self.g.pulls.standing(repo, pull, deadline) for pull in pulls]
         infos = []
         for pull, standing in zip(pulls, standings, strict=True):
@@ -633,8 +633,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def ListPullRequests(
         self, request: api.ListPullRequestsRequest, context: grpc.ServicerContext
     ) -> api.ListPullRequestsResponse:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         pulls, more, next_after = self.g.pulls.list_page(repo, request.status, request.after, request.amount, deadline)
         return api.ListPullRequestsResponse(
             pull_requests=self._pull_infos(request.repository, pulls, context), has_more=more, next_after=next_after
@@ -643,8 +642,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def UpdatePullRequest(
         self, request: api.UpdatePullRequestRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         was_open = self.g.pulls.get(repo, request.id).status == pb.PULL_REQUEST_STATUS_OPEN
         pull = self.g.pulls.update(
             repo,
@@ -662,8 +660,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def RerunPullRequestCheck(
         self, request: api.RerunPullRequestCheckRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         pull = self.g.checks.rerun(repo, request.id, request.name, deadline)
         return self._pull_info(request.repository, pull, context)
 
@@ -671,8 +668,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def ListActionRuns(
         self, request: api.ListActionRunsRequest, context: grpc.ServicerContext
     ) -> api.ListActionRunsResponse:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         runs, more, next_after = self.g.actions.runs.list_page(
             repo, request.branch, request.commit_id, request.after, request.amount, deadline
         )
@@ -690,8 +686,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         strategy = _STRATEGY.get(request.strategy)
         if strategy is None:
             raise InvalidArgument(f"unknown merge strategy {request.strategy}")
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         pull, outcome = self.g.pulls.merge(repo, request.id, strategy, request.message, metadata, committer, deadline)
         if outcome.commit is not None:  # a push to the destination: pull requests from it are checked again
             self.g.checks.pushed(repo, pull.destination_branch)
@@ -718,8 +713,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         self, request: api.SubmitPullRequestReviewRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
         author, caller = self._user(request.author)
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         pull = self.g.pulls.review(repo, request.id, author, request.verdict, request.body, deadline, caller)
         return self._pull_info(request.repository, pull, context)
 
