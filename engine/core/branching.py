@@ -303,20 +303,10 @@ class Branching:
         allow_empty: bool = False,
     ) -> MergeOutcome:
         """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
-        target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
-        parent = self._refs.get_commit(repo, _parent_of(target, parent_number))
+        target, parent = self._with_parent(repo, ref, parent_number)
 
         def plan(dest: BranchRecord) -> Plan:
-            head = self._refs.get_commit(repo, dest.branch.commit_id)
-            text = message or f"Revert {target.id}"
-            return Plan(
-                MetaRangeId(target.metarange_id),
-                MetaRangeId(parent.metarange_id),
-                MetaRangeId(head.metarange_id),
-                [CommitId(head.id)],
-                text,
-                head.generation + 1,
-            )
+            return self._onto_head(repo, dest, target, parent, message or f"Revert {target.id}")
 
         return self._combine(repo, branch_name, "reverting", plan, None, allow_empty, metadata, committer, deadline)
 
@@ -334,8 +324,7 @@ class Branching:
         new commit keeps the picked one's message and metadata (unless overridden), says where
         it came from and who made that, under lakeFS's keys, and is by the picker."""
         pick = pick or CherryPickOverrides()
-        target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
-        parent = self._refs.get_commit(repo, _parent_of(target, parent_number))
+        target, parent = self._with_parent(repo, ref, parent_number)
         # The name the picked commit was made under (the user the REST API named, else its
         # committer) is recorded; the key that named it is not carried over: the new commit is
         # the picker's, labelled by the caller's own metadata.
@@ -350,18 +339,31 @@ class Branching:
         message = pick.message or target.message
 
         def plan(dest: BranchRecord) -> Plan:
-            head = self._refs.get_commit(repo, dest.branch.commit_id)
-            return Plan(
-                MetaRangeId(parent.metarange_id),
-                MetaRangeId(target.metarange_id),
-                MetaRangeId(head.metarange_id),
-                [CommitId(head.id)],
-                message,
-                head.generation + 1,
-            )
+            return self._onto_head(repo, dest, parent, target, message)
 
         return self._combine(
             repo, branch_name, "cherry-picking", plan, None, pick.allow_empty, metadata, committer, deadline
+        )
+
+    def _with_parent(self, repo: RepoHandle, ref: str, parent_number: int) -> tuple[pb.Commit, pb.Commit]:
+        """The commit `ref` names and its parent number `parent_number` (0: the first): what a
+        revert or a cherry-pick merges between."""
+        target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
+        return target, self._refs.get_commit(repo, _parent_of(target, parent_number))
+
+    def _onto_head(
+        self, repo: RepoHandle, dest: BranchRecord, base: pb.Commit, source: pb.Commit, message: str
+    ) -> Plan:
+        """The change from `base` to `source` merged onto `dest`'s head, committed with `message`
+        as the head's only child."""
+        head = self._refs.get_commit(repo, dest.branch.commit_id)
+        return Plan(
+            MetaRangeId(base.metarange_id),
+            MetaRangeId(source.metarange_id),
+            MetaRangeId(head.metarange_id),
+            [CommitId(head.id)],
+            message,
+            head.generation + 1,
         )
 
     def _combine(
