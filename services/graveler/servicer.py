@@ -7,8 +7,8 @@ Graveler's own operations where one spans components (a write checked against pr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import grpc
 
@@ -16,7 +16,7 @@ from engine import metered
 from engine.core.branching import CherryPickOverrides, MergeOutcome
 from engine.core.committed.model import Record
 from engine.core.deadline import Deadline
-from engine.core.entries import Condition
+from engine.core.entries import Condition, DeleteOutcome, StageOutcome
 from engine.core.list_answer import serialized_list_response
 from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from engine.core.refs import RepoHandle
@@ -76,6 +76,25 @@ def _prepared_run_fields(run: PreparedRun | PreparedLastAccess) -> dict[str, Any
     fields = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
     fields["storage_namespace"] = fields.pop("namespace")
     return fields
+
+
+_Batch = TypeVar("_Batch", api.StageEntriesResponse, api.DeleteEntriesResponse)
+
+
+def _with_outcomes(
+    response: _Batch,
+    outcomes: Sequence[StageOutcome | DeleteOutcome],
+    results: Mapping[str, Any],
+    done: str,
+    kind: str,
+) -> _Batch:
+    """A batch write's answer: one outcome a key, in order, its result as `results` maps it; the
+    keys whose result is `done` counted as staged writes of `kind` ("put" or "delete")."""
+    for outcome in outcomes:
+        if outcome.result == done:
+            metered.staged(kind)
+        response.outcomes.add(key=outcome.key, result=results[outcome.result], message=outcome.message)
+    return response
 
 
 def _deadline(context: grpc.ServicerContext) -> Deadline:
@@ -360,12 +379,9 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             # the call's arrival: time spent queued and in the interceptors counts against it.
             entry_deadlines=[deadline.less(staged.slack_ms / 1000) for staged in request.entries],
         )
-        response = api.StageEntriesResponse(per_entry_deadlines=True)
-        for outcome in outcomes:
-            if outcome.result == "staged":
-                metered.staged("put")
-            response.outcomes.add(key=outcome.key, result=_STAGE_RESULTS[outcome.result], message=outcome.message)
-        return response
+        return _with_outcomes(
+            api.StageEntriesResponse(per_entry_deadlines=True), outcomes, _STAGE_RESULTS, "staged", "put"
+        )
 
     def DeleteEntry(self, request: api.DeleteEntryRequest, context: grpc.ServicerContext) -> api.DeleteEntryResponse:
         self.g.delete_entry(request.repository, request.branch, request.key, deadline=_deadline(context))
@@ -378,12 +394,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         outcomes = self.g.delete_entries(
             request.repository, request.branch, list(request.keys), deadline=_deadline(context)
         )
-        response = api.DeleteEntriesResponse()
-        for outcome in outcomes:
-            if outcome.result == "deleted":
-                metered.staged("delete")
-            response.outcomes.add(key=outcome.key, result=_DELETE_RESULTS[outcome.result], message=outcome.message)
-        return response
+        return _with_outcomes(api.DeleteEntriesResponse(), outcomes, _DELETE_RESULTS, "deleted", "delete")
 
     # refs
     def ResolveRef(self, request: api.ResolveRefRequest, context: grpc.ServicerContext) -> api.ResolveRefResponse:
