@@ -592,24 +592,25 @@ class Graveler:
             committer=committer,
             commit_metadata=dict(metadata or {}),
         )
-        pre_run = self.actions.pre(repo, record, deadline)
         # The commit the hooks were shown, not the ref: a push to the source meanwhile is not merged.
-        outcome = self.branching.merge(
+        return self._hooked_merge(
             repo,
-            source_commit,
-            destination,
-            strategy,
-            path_strategies or [],
-            squash,
-            allow_empty,
-            message,
-            dict(metadata or {}),
-            committer,
+            record,
             deadline,
+            lambda: self.branching.merge(
+                repo,
+                source_commit,
+                destination,
+                strategy,
+                path_strategies or [],
+                squash,
+                allow_empty,
+                message,
+                dict(metadata or {}),
+                committer,
+                deadline,
+            ),
         )
-        if outcome.commit is not None:
-            self._after(repo, record, pre_run, outcome.commit, deadline)
-        return outcome
 
     def revert(
         self,
@@ -636,13 +637,14 @@ class Graveler:
             committer=committer,
             commit_metadata=dict(metadata or {}),
         )
-        pre_run = self.actions.pre(repo, record, deadline)
-        outcome = self.branching.revert(
-            repo, branch_name, ref, parent_number, message, dict(metadata or {}), committer, deadline, allow_empty
+        return self._hooked_merge(
+            repo,
+            record,
+            deadline,
+            lambda: self.branching.revert(
+                repo, branch_name, ref, parent_number, message, dict(metadata or {}), committer, deadline, allow_empty
+            ),
         )
-        if outcome.commit is not None:
-            self._after(repo, record, pre_run, outcome.commit, deadline)
-        return outcome
 
     def cherry_pick(
         self,
@@ -659,8 +661,20 @@ class Graveler:
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, "cherry-pick")
         record = HookRecord("pre-cherry-pick", repository, branch_name, branch_id=branch_name, committer=committer)
+        return self._hooked_merge(
+            repo,
+            record,
+            deadline,
+            lambda: self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline, pick),
+        )
+
+    def _hooked_merge(
+        self, repo: RepoHandle, record: HookRecord, deadline: Deadline, run: Callable[[], MergeOutcome]
+    ) -> MergeOutcome:
+        """A merge, revert or cherry-pick between its hooks: the pre-hooks of `record` first, then
+        `run`; the post-hooks only when it made a commit."""
         pre_run = self.actions.pre(repo, record, deadline)
-        outcome = self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline, pick)
+        outcome = run()
         if outcome.commit is not None:
             self._after(repo, record, pre_run, outcome.commit, deadline)
         return outcome

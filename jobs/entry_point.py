@@ -62,6 +62,20 @@ def job_client(config: Config, graveler: str | None) -> Client:
     return Client(resolve_settings(config, graveler))
 
 
+def start_job(args: argparse.Namespace, config: Config, app_name: str) -> tuple[Any, Any]:
+    """The job's Spark session and graveler stub (from add_job_options' --master and --graveler).
+
+    Spark before any gRPC call: PySpark forks its JVM with a preexec_fn, and a fork while gRPC's
+    threads run can kill the child before it execs (the gateway then never starts)."""
+    spark = job_session(args.master, app_name)
+    return spark, job_client(config, args.graveler).graveler
+
+
+def repository_name(argument: str) -> str:
+    """The repository a job's argument names, written with or without ``silt://``."""
+    return argument.removeprefix("silt://").strip("/")
+
+
 def print_progress(message: str) -> None:
     """Progress goes to stderr: stdout carries only the summary, for scripts."""
     print(message, file=sys.stderr, flush=True)

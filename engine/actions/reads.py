@@ -210,21 +210,7 @@ class ScopedCalls:
         def call() -> tuple[int, Any]:
             self._scoped(repository)
             page = self._reads.branching.diff(self._repo, left_ref, right_ref, True, prefix, delimiter, after, amount)
-            results: list[dict[str, Any]] = []
-            for item in page.items:
-                if isinstance(item, CommonPrefix):
-                    results.append({"type": "prefix_changed", "path": item.key.decode(), "path_type": "common_prefix"})
-                    continue
-                record = item.right if item.right is not None else item.left
-                size = 0
-                if record is not None:
-                    entry = pb.Entry()
-                    entry.ParseFromString(record.value)
-                    size = entry.size
-                results.append(
-                    {"type": item.kind, "path": item.key.decode(), "path_type": "object", "size_bytes": size}
-                )
-            return 200, {"pagination": _pagination(results, page.has_more), "results": results}
+            return 200, _diff_list(page)
 
         return self._answer(call)
 

@@ -139,14 +139,12 @@ class Branching:
         amount: int,
     ) -> Page[Difference]:
         left_mr, right_mr = self._compared(repo, left_ref, right_ref, three_dot)
-        return paginate(
+        return _differences_page(
             lambda start: self._committed.diff(repo.namespace, left_mr, right_mr, start),
-            _difference_key,
-            prefix.encode(),
-            delimiter_bytes(delimiter),
-            after.encode(),
-            page_amount(amount),
-            size_of=_difference_size,
+            prefix,
+            delimiter,
+            after,
+            amount,
         )
 
     def diff_summary(
@@ -215,14 +213,8 @@ class Branching:
         def body(resolved: Resolved) -> Page[Difference]:
             branch = resolved.branch
             assert branch is not None  # a plain branch name always resolves with its staging area
-            return paginate(
-                lambda start: self._uncommitted(repo, branch, start),
-                _difference_key,
-                prefix.encode(),
-                delimiter_bytes(delimiter),
-                after.encode(),
-                page_amount(amount),
-                size_of=_difference_size,
+            return _differences_page(
+                lambda start: self._uncommitted(repo, branch, start), prefix, delimiter, after, amount
             )
 
         return self._entries.read(repo, self._plain_branch(repo, branch_name), body, deadline)
@@ -311,20 +303,10 @@ class Branching:
         allow_empty: bool = False,
     ) -> MergeOutcome:
         """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
-        target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
-        parent = self._refs.get_commit(repo, _parent_of(target, parent_number))
+        target, parent = self._with_parent(repo, ref, parent_number)
 
         def plan(dest: BranchRecord) -> Plan:
-            head = self._refs.get_commit(repo, dest.branch.commit_id)
-            text = message or f"Revert {target.id}"
-            return Plan(
-                MetaRangeId(target.metarange_id),
-                MetaRangeId(parent.metarange_id),
-                MetaRangeId(head.metarange_id),
-                [CommitId(head.id)],
-                text,
-                head.generation + 1,
-            )
+            return self._onto_head(repo, dest, target, parent, message or f"Revert {target.id}")
 
         return self._combine(repo, branch_name, "reverting", plan, None, allow_empty, metadata, committer, deadline)
 
@@ -342,8 +324,7 @@ class Branching:
         new commit keeps the picked one's message and metadata (unless overridden), says where
         it came from and who made that, under lakeFS's keys, and is by the picker."""
         pick = pick or CherryPickOverrides()
-        target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
-        parent = self._refs.get_commit(repo, _parent_of(target, parent_number))
+        target, parent = self._with_parent(repo, ref, parent_number)
         # The name the picked commit was made under (the user the REST API named, else its
         # committer) is recorded; the key that named it is not carried over: the new commit is
         # the picker's, labelled by the caller's own metadata.
@@ -358,18 +339,31 @@ class Branching:
         message = pick.message or target.message
 
         def plan(dest: BranchRecord) -> Plan:
-            head = self._refs.get_commit(repo, dest.branch.commit_id)
-            return Plan(
-                MetaRangeId(parent.metarange_id),
-                MetaRangeId(target.metarange_id),
-                MetaRangeId(head.metarange_id),
-                [CommitId(head.id)],
-                message,
-                head.generation + 1,
-            )
+            return self._onto_head(repo, dest, parent, target, message)
 
         return self._combine(
             repo, branch_name, "cherry-picking", plan, None, pick.allow_empty, metadata, committer, deadline
+        )
+
+    def _with_parent(self, repo: RepoHandle, ref: str, parent_number: int) -> tuple[pb.Commit, pb.Commit]:
+        """The commit `ref` names and its parent number `parent_number` (0: the first): what a
+        revert or a cherry-pick merges between."""
+        target = self._refs.get_commit(repo, self._refs.resolve(repo, ref).commit_id)
+        return target, self._refs.get_commit(repo, _parent_of(target, parent_number))
+
+    def _onto_head(
+        self, repo: RepoHandle, dest: BranchRecord, base: pb.Commit, source: pb.Commit, message: str
+    ) -> Plan:
+        """The change from `base` to `source` merged onto `dest`'s head, committed with `message`
+        as the head's only child."""
+        head = self._refs.get_commit(repo, dest.branch.commit_id)
+        return Plan(
+            MetaRangeId(base.metarange_id),
+            MetaRangeId(source.metarange_id),
+            MetaRangeId(head.metarange_id),
+            [CommitId(head.id)],
+            message,
+            head.generation + 1,
         )
 
     def _combine(
@@ -563,6 +557,22 @@ def _parent_of(commit: pb.Commit, parent_number: int) -> CommitId:
     if not 1 <= number <= len(commit.parents):
         raise NotFound(f"commit {commit.id[:12]} has no parent number {number}", what="commit")
     return CommitId(commit.parents[number - 1])
+
+
+def _differences_page(
+    read: Callable[[bytes], Iterator[Difference]], prefix: str, delimiter: str, after: str, amount: int
+) -> Page[Difference]:
+    """One page of the differences `read` yields from a start key on (a diff's or a branch's
+    uncommitted changes): under `prefix`, grouped by `delimiter`, after `after`."""
+    return paginate(
+        read,
+        _difference_key,
+        prefix.encode(),
+        delimiter_bytes(delimiter),
+        after.encode(),
+        page_amount(amount),
+        size_of=_difference_size,
+    )
 
 
 def _difference_key(difference: Difference) -> bytes:

@@ -24,10 +24,10 @@ from pyspark.sql import functions as F
 from jobs.entry_point import (
     add_job_options,
     exit_code_of_main,
-    job_client,
     job_config,
-    job_session,
     print_progress,
+    repository_name,
+    start_job,
     write_summary,
 )
 from jobs.gc.adapter_parquet import read_dataset, write_dataset
@@ -261,18 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         unsafe_short_grace=args.unsafe_short_grace,
     )
     config = job_config(args.config)
-    # Spark before any gRPC call: PySpark forks its JVM with a preexec_fn, and a fork while
-    # gRPC's threads run can kill the child before it execs (the gateway then never starts).
-    spark = job_session(args.master, "silt-gc")
-    client = job_client(config, args.graveler)
-    summary = run_gc(
-        spark,
-        client.graveler,
-        args.repository.removeprefix("silt://").strip("/"),
-        config.blockstore,
-        options,
-        print_progress,
-    )
+    spark, graveler = start_job(args, config, "silt-gc")
+    summary = run_gc(spark, graveler, repository_name(args.repository), config.blockstore, options, print_progress)
     print(summary.as_json(), flush=True)
     return 0
 

@@ -30,10 +30,10 @@ from pyspark.sql import functions as F
 from jobs.entry_point import (
     add_job_options,
     exit_code_of_main,
-    job_client,
     job_config,
-    job_session,
     print_progress,
+    repository_name,
+    start_job,
     write_summary,
 )
 from jobs.gc.adapter_parquet import read_dataset, write_dataset
@@ -223,17 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         batch_size=args.batch_size,
         history_retention_days=config.graveler.history.retention_days,
     )
-    # Spark before any gRPC call: PySpark forks its JVM with a preexec_fn, and a fork while
-    # gRPC's threads run can kill the child before it execs (the gateway then never starts).
-    spark = job_session(args.master, "silt-last-access")
+    spark, graveler = start_job(args, config, "silt-last-access")
     summary = run_last_access(
-        spark,
-        job_client(config, args.graveler).graveler,
-        args.repository.removeprefix("silt://").strip("/"),
-        args.branch,
-        config.blockstore,
-        options,
-        print_progress,
+        spark, graveler, repository_name(args.repository), args.branch, config.blockstore, options, print_progress
     )
     print(summary.as_json(), flush=True)
     return 0

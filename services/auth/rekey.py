@@ -25,8 +25,9 @@ from services.auth import keys
 from services.auth.secrets import SecretBox
 from silt.auth.v1 import model_pb2 as pb
 from silt.config import load_config
-from silt.errors import Aborted, ConfigError, FailedPrecondition, NotFound, PredicateFailed, SiltError
+from silt.errors import Aborted, ConfigError, FailedPrecondition, NotFound, PredicateFailed
 from silt.kv import Store, open_store
+from silt.tool_main import run_tool
 
 PREVIOUS_KEY_ENV = "SILT_AUTH_PREVIOUS_ENCRYPT_SECRET_KEY"
 
@@ -71,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--config", help="YAML configuration file")
     args = parser.parse_args(argv)
-    try:
+
+    def body() -> None:
         config = load_config(args.config)
         old_key = os.environ.get(PREVIOUS_KEY_ENV, "")
         if not old_key:
@@ -79,11 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         new_box = SecretBox(config.auth.encrypt_secret_key)
         with open_store(config.database) as store:
             result = rekey(store, SecretBox.previous(SecretStr(old_key)), new_box)
-    except SiltError as exc:
-        print(f"silt auth rekey: {exc}", file=sys.stderr)
-        return 2
-    print(f"re-encrypted {result.moved} credential secrets ({result.already} were under the new key already)")
-    return 0
+        print(f"re-encrypted {result.moved} credential secrets ({result.already} were under the new key already)")
+
+    return run_tool("silt auth rekey", body)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,12 @@ prints the new secrets once, on stdout: they are stored only encrypted and never
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from services.auth.model import IamModel
@@ -27,9 +28,10 @@ from services.auth.policies import statement
 from services.auth.secrets import SecretBox
 from silt import iam_actions as a
 from silt.auth.v1 import model_pb2 as pb
-from silt.config import load_config
-from silt.errors import AlreadyExists, SiltError
+from silt.config import Config, load_config
+from silt.errors import AlreadyExists
 from silt.kv import open_store
+from silt.tool_main import run_tool
 
 log = logging.getLogger(__name__)
 
@@ -270,11 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the keys as one JSON object")
     args = parser.parse_args(argv)
-    try:
-        config = load_config(args.config)
-        logging.basicConfig(level=getattr(logging, config.logging.level.replace("WARN", "WARNING"), logging.INFO))
-        with open_store(config.database) as store:
-            model = IamModel(store, SecretBox(config.auth.encrypt_secret_key))
+
+    def body() -> None:
+        with open_iam(load_config(args.config)) as model:
             services = DEFAULT_SERVICES if args.services is None else args.services
             result = setup(model, args.admin, services, _print_json if args.json else _print_text)
             if result is None:
@@ -287,10 +287,17 @@ def main(argv: list[str] | None = None) -> int:
                         f" `silt auth credentials create --user {user_id}`",
                         file=sys.stderr,
                     )
-    except SiltError as exc:
-        print(f"silt auth setup: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return run_tool("silt auth setup", body)
+
+
+@contextlib.contextmanager
+def open_iam(config: Config) -> Iterator[IamModel]:
+    """What a setup command works on: the IAM model over the configured store, with logging at
+    the configured level."""
+    logging.basicConfig(level=getattr(logging, config.logging.level.replace("WARN", "WARNING"), logging.INFO))
+    with open_store(config.database) as store:
+        yield IamModel(store, SecretBox(config.auth.encrypt_secret_key))
 
 
 if __name__ == "__main__":

@@ -15,19 +15,16 @@ after a completed one changes nothing, Secrets included. Prints where the keys w
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from services.auth.kube_secrets import DEFAULT_CREDENTIALS_DIR, KubeApi
-from services.auth.model import IamModel
-from services.auth.secrets import SecretBox
-from services.auth.setup import DEFAULT_ADMIN, IssuedKey, SetupResult, setup
+from services.auth.setup import DEFAULT_ADMIN, IssuedKey, SetupResult, open_iam, setup
 from silt.config import load_config
-from silt.errors import FailedPrecondition, InvalidArgument, SiltError
-from silt.kv import open_store
+from silt.errors import FailedPrecondition, InvalidArgument
+from silt.tool_main import run_tool
 
 ADMIN = "admin"
 
@@ -83,21 +80,18 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the ServiceAccount's token, ca.crt and namespace (default {DEFAULT_CREDENTIALS_DIR})",
     )
     args = parser.parse_args(argv)
-    try:
+
+    def body() -> None:
         targets = parse_targets(args.secret)
         config = load_config(args.config)
-        logging.basicConfig(level=getattr(logging, config.logging.level.replace("WARN", "WARNING"), logging.INFO))
         api = KubeApi.in_cluster(args.credentials_dir, os.environ)
         services = [name for name in targets if name != ADMIN]
-        with open_store(config.database) as store:
-            model = IamModel(store, SecretBox(config.auth.encrypt_secret_key))
+        with open_iam(config) as model:
             result = setup(model, args.admin, services, lambda issued: publish(api, targets, issued))
             if result is None:
                 print("Silt auth was set up already; no key was issued and the Secrets are unchanged.", flush=True)
-    except SiltError as exc:
-        print(f"silt auth setup: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return run_tool("silt auth setup", body)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ Graveler's own operations where one spans components (a write checked against pr
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import grpc
 
@@ -16,9 +16,10 @@ from engine import metered
 from engine.core.branching import CherryPickOverrides, MergeOutcome
 from engine.core.committed.model import Record
 from engine.core.deadline import Deadline
-from engine.core.entries import Condition
+from engine.core.entries import Condition, DeleteOutcome, StageOutcome
 from engine.core.list_answer import serialized_list_response
 from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
+from engine.core.refs import RepoHandle
 from engine.core.validation import validate_key
 from engine.core.values import decode_entry
 from engine.features.events.manager import HistoryEvents
@@ -77,6 +78,25 @@ def _prepared_run_fields(run: PreparedRun | PreparedLastAccess) -> dict[str, Any
     return fields
 
 
+_Batch = TypeVar("_Batch", api.StageEntriesResponse, api.DeleteEntriesResponse)
+
+
+def _with_outcomes(
+    response: _Batch,
+    outcomes: Sequence[StageOutcome | DeleteOutcome],
+    results: Mapping[str, Any],
+    done: str,
+    kind: str,
+) -> _Batch:
+    """A batch write's answer: one outcome a key, in order, its result as `results` maps it; the
+    keys whose result is `done` counted as staged writes of `kind` ("put" or "delete")."""
+    for outcome in outcomes:
+        if outcome.result == done:
+            metered.staged(kind)
+        response.outcomes.add(key=outcome.key, result=results[outcome.result], message=outcome.message)
+    return response
+
+
 def _deadline(context: grpc.ServicerContext) -> Deadline:
     """The call's deadline, and whether its client still waits: engine work stops when it no longer does."""
     return Deadline.after(context.time_remaining(), is_active=context.is_active)
@@ -133,6 +153,11 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         graveler.imports.on_commit = lambda repository, branch, commit: self._ref_event(
             ev.COMMIT, repository, branch, commit.committer, commit_id=commit.id, message=commit.message
         )
+
+    def _repository(self, repository: str, context: grpc.ServicerContext) -> tuple[RepoHandle, Deadline]:
+        """The repository a call names, read within the call's deadline, and that deadline."""
+        deadline = _deadline(context)
+        return self.g.refs.repository(repository, deadline), deadline
 
     def _ref_event(
         self,
@@ -308,8 +333,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     # entries
     def StatEntry(self, request: api.StatEntryRequest, context: grpc.ServicerContext) -> api.EntryInfo:
         validate_key(request.key)
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         return api.EntryInfo(key=request.key, entry=self.g.entries.stat(repo, request.ref, request.key, deadline))
 
     def ListEntries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> api.ListEntriesResponse:
@@ -317,8 +341,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
 
     def serialized_list_entries(self, request: api.ListEntriesRequest, context: grpc.ServicerContext) -> bytes:
         """ListEntries' answer serialized: what the server sends (registration.py)."""
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         page = self.g.entries.list_stored(
             repo, request.ref, request.prefix, request.delimiter, request.after, request.amount, deadline
         )
@@ -356,12 +379,9 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             # the call's arrival: time spent queued and in the interceptors counts against it.
             entry_deadlines=[deadline.less(staged.slack_ms / 1000) for staged in request.entries],
         )
-        response = api.StageEntriesResponse(per_entry_deadlines=True)
-        for outcome in outcomes:
-            if outcome.result == "staged":
-                metered.staged("put")
-            response.outcomes.add(key=outcome.key, result=_STAGE_RESULTS[outcome.result], message=outcome.message)
-        return response
+        return _with_outcomes(
+            api.StageEntriesResponse(per_entry_deadlines=True), outcomes, _STAGE_RESULTS, "staged", "put"
+        )
 
     def DeleteEntry(self, request: api.DeleteEntryRequest, context: grpc.ServicerContext) -> api.DeleteEntryResponse:
         self.g.delete_entry(request.repository, request.branch, request.key, deadline=_deadline(context))
@@ -374,12 +394,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         outcomes = self.g.delete_entries(
             request.repository, request.branch, list(request.keys), deadline=_deadline(context)
         )
-        response = api.DeleteEntriesResponse()
-        for outcome in outcomes:
-            if outcome.result == "deleted":
-                metered.staged("delete")
-            response.outcomes.add(key=outcome.key, result=_DELETE_RESULTS[outcome.result], message=outcome.message)
-        return response
+        return _with_outcomes(api.DeleteEntriesResponse(), outcomes, _DELETE_RESULTS, "deleted", "delete")
 
     # refs
     def ResolveRef(self, request: api.ResolveRefRequest, context: grpc.ServicerContext) -> api.ResolveRefResponse:
@@ -418,8 +433,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         return summary_response(page)
 
     def DiffBranch(self, request: api.DiffBranchRequest, context: grpc.ServicerContext) -> api.DiffResponse:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         page = self.g.branching.diff_branch(
             repo, request.branch, request.prefix, request.delimiter, request.after, request.amount, deadline
         )
@@ -524,16 +538,15 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         return api.DeleteGCRulesResponse()
 
     def PrepareGC(self, request: api.PrepareGCRequest, context: grpc.ServicerContext) -> api.PrepareGCResponse:
-        deadline = _deadline(context)
-        run = self.g.retention.prepare(self.g.refs.repository(request.repository, deadline), deadline)
+        repo, deadline = self._repository(request.repository, context)
+        run = self.g.retention.prepare(repo, deadline)
         return api.PrepareGCResponse(**_prepared_run_fields(run))
 
     # retention by last access
     def PrepareLastAccess(
         self, request: api.PrepareLastAccessRequest, context: grpc.ServicerContext
     ) -> api.PrepareLastAccessResponse:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         run = self.g.last_access.prepare(repo, request.branch, deadline)
         return api.PrepareLastAccessResponse(**_prepared_run_fields(run))
 
@@ -562,8 +575,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def SetBranchProtection(
         self, request: api.SetBranchProtectionRequest, context: grpc.ServicerContext
     ) -> api.BranchProtectionInfo:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         record, etag = self.g.protection.set(repo, list(request.rules), request.if_match, deadline)
         return api.BranchProtectionInfo(rules=record.rules, etag=etag)
 
@@ -586,8 +598,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def _pull_infos(
         self, repository: str, pulls: list[pb.PullRequest], context: grpc.ServicerContext
     ) -> list[api.PullRequestInfo]:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(repository, deadline)  # one repository read for all of them
+        repo, deadline = self._repository(repository, context)  # one repository read for all of them
         standings = [self.g.pulls.standing(repo, pull, deadline) for pull in pulls]
         infos = []
         for pull, standing in zip(pulls, standings, strict=True):
@@ -633,8 +644,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def ListPullRequests(
         self, request: api.ListPullRequestsRequest, context: grpc.ServicerContext
     ) -> api.ListPullRequestsResponse:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         pulls, more, next_after = self.g.pulls.list_page(repo, request.status, request.after, request.amount, deadline)
         return api.ListPullRequestsResponse(
             pull_requests=self._pull_infos(request.repository, pulls, context), has_more=more, next_after=next_after
@@ -643,8 +653,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def UpdatePullRequest(
         self, request: api.UpdatePullRequestRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         was_open = self.g.pulls.get(repo, request.id).status == pb.PULL_REQUEST_STATUS_OPEN
         pull = self.g.pulls.update(
             repo,
@@ -662,8 +671,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def RerunPullRequestCheck(
         self, request: api.RerunPullRequestCheckRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         pull = self.g.checks.rerun(repo, request.id, request.name, deadline)
         return self._pull_info(request.repository, pull, context)
 
@@ -671,8 +679,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def ListActionRuns(
         self, request: api.ListActionRunsRequest, context: grpc.ServicerContext
     ) -> api.ListActionRunsResponse:
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         runs, more, next_after = self.g.actions.runs.list_page(
             repo, request.branch, request.commit_id, request.after, request.amount, deadline
         )
@@ -690,8 +697,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         strategy = _STRATEGY.get(request.strategy)
         if strategy is None:
             raise InvalidArgument(f"unknown merge strategy {request.strategy}")
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         pull, outcome = self.g.pulls.merge(repo, request.id, strategy, request.message, metadata, committer, deadline)
         if outcome.commit is not None:  # a push to the destination: pull requests from it are checked again
             self.g.checks.pushed(repo, pull.destination_branch)
@@ -718,8 +724,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         self, request: api.SubmitPullRequestReviewRequest, context: grpc.ServicerContext
     ) -> api.PullRequestInfo:
         author, caller = self._user(request.author)
-        deadline = _deadline(context)
-        repo = self.g.refs.repository(request.repository, deadline)
+        repo, deadline = self._repository(request.repository, context)
         pull = self.g.pulls.review(repo, request.id, author, request.verdict, request.body, deadline, caller)
         return self._pull_info(request.repository, pull, context)
 

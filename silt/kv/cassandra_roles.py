@@ -43,8 +43,9 @@ from cassandra.policies import DCAwareRoundRobinPolicy
 from pydantic import SecretStr
 
 from silt.config import CassandraConfig, load_config
-from silt.errors import ConfigError, InvalidArgument, SiltError, Unavailable
+from silt.errors import ConfigError, InvalidArgument, Unavailable
 from silt.kv.cassandra import CassandraStore, replication
+from silt.tool_main import run_tool
 
 log = logging.getLogger(__name__)
 
@@ -341,14 +342,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    try:
+
+    def body() -> None:
         config = load_config(args.config).database.cassandra
         roles = [parse_role(spec, dict(os.environ)) for spec in args.role]
         provision(config, roles, args.wait, lambda text: print(text, flush=True))
-    except SiltError as exc:
-        print(f"silt cassandra roles: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return run_tool("silt cassandra roles", body)
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ def test_the_job_refuses_a_short_grace_before_spark_or_graveler(monkeypatch: pyt
     def no_session(*_: object) -> None:
         raise AssertionError("the job started Spark with a grace it should have refused")
 
-    monkeypatch.setattr(job, "job_session", no_session)
+    monkeypatch.setattr(job, "start_job", no_session)
     with pytest.raises(GraceTooShort):
         job.main(["repo", "--grace", "6h"])
 
@@ -95,7 +95,7 @@ def test_the_job_runs_with_a_short_grace_only_when_told_it_is_unsafe(monkeypatch
     def started(*_: object) -> None:
         raise Started
 
-    monkeypatch.setattr(job, "job_session", started)
+    monkeypatch.setattr(job, "start_job", started)
     with pytest.raises(Started):
         job.main(["repo", "--grace", "0", "--unsafe-short-grace"])
 

@@ -168,13 +168,19 @@ local function interror(n, fname, v, nonintegral)
   return badtype(n, fname, "number", v)
 end
 
-function I.checkstr(v, n, fname)
-  local s = tostr(v)
-  if s then
-    return s
+-- A check of one argument's type: `convert`'s answer, else an error at level 3, which names
+-- the hook code that called the module function doing the check.
+local function checker(convert, expected)
+  return function(v, n, fname)
+    local x = convert(v)
+    if x then
+      return x
+    end
+    error(badtype(n, fname, expected, v), 3)
   end
-  error(badtype(n, fname, "string", v), 3)
 end
+
+I.checkstr = checker(tostr, "string")
 
 -- A tail call: the error's level still names the caller of optstr.
 function I.optstr(v, n, fname, default)
@@ -199,13 +205,7 @@ function I.optint(v, n, fname, default)
   return I.checkint(v, n, fname)
 end
 
-function I.checknum(v, n, fname)
-  local x = tonumber(v)
-  if x then
-    return x
-  end
-  error(badtype(n, fname, "number", v), 3)
-end
+I.checknum = checker(tonumber, "number")
 
 function I.checktable(v, n, fname)
   if type(v) ~= "table" then

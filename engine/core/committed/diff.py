@@ -106,6 +106,15 @@ class _Cursor:
             self.keys = None  # past the open range's last record: at the next header
             self.index += 1
 
+    def next_key(self) -> tuple[bytes | None, bool]:
+        """The key the cursor is at (None: past the last range), and whether it is an unread
+        range's header (its first key) rather than a record of the open range."""
+        if self.keys is not None:
+            return self.keys[self.pos], False
+        if self.index < len(self.ranges):
+            return self.ranges[self.index].min_key, True
+        return None, False
+
     def record(self, pos: int) -> Record:
         assert self.keys is not None
         return Record(self.keys[pos], self.identities[pos], self.values[pos])
@@ -142,19 +151,8 @@ class DiffWalk:
         left.settle()
         right.settle()
         while True:
-            left_header = right_header = False
-            if left.keys is not None:
-                left_key: bytes | None = left.keys[left.pos]
-            elif left.index < len(left.ranges):
-                left_key, left_header = left.ranges[left.index].min_key, True
-            else:
-                left_key = None
-            if right.keys is not None:
-                right_key: bytes | None = right.keys[right.pos]
-            elif right.index < len(right.ranges):
-                right_key, right_header = right.ranges[right.index].min_key, True
-            else:
-                right_key = None
+            left_key, left_header = left.next_key()
+            right_key, right_header = right.next_key()
 
             if left_key is None:
                 if right_key is None:

@@ -19,6 +19,7 @@ from engine.actions.manager import ActionsOptions
 from engine.actions.targets import WebhookPolicy
 from engine.actions.webhook import EnvPolicy
 from engine.core.deadline import NO_DEADLINE
+from engine.core.refs import RepoHandle
 from engine.graveler import Graveler, GravelerOptions
 from engine.open import open_graveler
 from silt.block.local import LocalAdapter
@@ -256,12 +257,8 @@ hooks:
 """
 
 
-def test_a_tag_created_by_a_hook_passes_the_pre_create_tag_hooks(engine: Graveler) -> None:
-    repo = _repo(engine, "hook-tags")
-    _put(engine, repo, "main", "_lakefs_actions/rule.yaml", TAG_RULE)
-    _put(engine, repo, "main", "_lakefs_actions/tagger.yaml", TAGGING_HOOK)
-    commit_id = engine.commit(repo, "main", "tag me").id
-    handle = engine.refs.repository(repo)
+def _post_commit_output(engine: Graveler, handle: RepoHandle) -> str:
+    """The output of the first hook of main's post-commit run, once that run has ended."""
 
     def post_run() -> pb.ActionRun | None:
         runs, _, _ = engine.actions.runs.list_page(handle, "main", "", "", 100, NO_DEADLINE)
@@ -271,7 +268,16 @@ def test_a_tag_created_by_a_hook_passes_the_pre_create_tag_hooks(engine: Gravele
     while (run := post_run()) is None:
         assert time.monotonic() < ends, "the post-commit hook did not run"
         time.sleep(0.01)
-    output = engine.actions.runs.get(handle, run.run_id).hooks[0].output
+    return engine.actions.runs.get(handle, run.run_id).hooks[0].output
+
+
+def test_a_tag_created_by_a_hook_passes_the_pre_create_tag_hooks(engine: Graveler) -> None:
+    repo = _repo(engine, "hook-tags")
+    _put(engine, repo, "main", "_lakefs_actions/rule.yaml", TAG_RULE)
+    _put(engine, repo, "main", "_lakefs_actions/tagger.yaml", TAGGING_HOOK)
+    commit_id = engine.commit(repo, "main", "tag me").id
+    handle = engine.refs.repository(repo)
+    output = _post_commit_output(engine, handle)
     assert "ok-1 201" in output and "blocked-1 412" in output, output
     assert engine.refs.get_tag(handle, "ok-1").commit_id == commit_id
     with pytest.raises(NotFound):
@@ -300,3 +306,45 @@ def test_an_env_value_reaches_only_the_hooks_of_repositories_it_is_granted_to(tm
         assert hooks.headers["/ci-main"]["Authorization"] == "Bearer granted-secret"
     finally:
         g.close()
+
+
+DIFFING_HOOK = b"""name: differ
+on:
+  post-commit:
+hooks:
+  - id: diff
+    type: lua
+    properties:
+      script: |
+        local lakefs = require("lakefs")
+        local code, diff = lakefs.diff_refs(action.repository_id, "base", action.commit_id)
+        for _, d in ipairs(diff.results) do
+          print(code .. " " .. d.type .. " " .. d.path .. " " .. d.path_type .. " " .. d.size_bytes)
+        end
+        local _, grouped = lakefs.diff_refs(action.repository_id, "base", action.commit_id, "", "", "/")
+        for _, d in ipairs(grouped.results) do
+          print("grouped " .. d.type .. " " .. d.path .. " " .. d.path_type)
+        end
+"""
+
+
+def test_a_hook_reads_a_diff_of_two_refs_with_sizes_and_common_prefixes(engine: Graveler) -> None:
+    repo = _repo(engine, "hook-diff")
+    _put(engine, repo, "main", "gone.txt", b"12345")
+    _put(engine, repo, "main", "kept.txt", b"1")
+    engine.commit(repo, "main", "base")
+    engine.create_tag(repo, "base", "main")
+    engine.delete_entry(repo, "main", "gone.txt")
+    _put(engine, repo, "main", "dir/new.txt", b"123")
+    _put(engine, repo, "main", "_lakefs_actions/differ.yaml", DIFFING_HOOK)
+    engine.commit(repo, "main", "change")
+    handle = engine.refs.repository(repo)
+    output = _post_commit_output(engine, handle)
+    assert output.splitlines() == [
+        "200 added _lakefs_actions/differ.yaml object " + str(len(DIFFING_HOOK)),
+        "200 added dir/new.txt object 3",
+        "200 removed gone.txt object 5",  # a removed object's size is its left side's
+        "grouped prefix_changed _lakefs_actions/ common_prefix",
+        "grouped prefix_changed dir/ common_prefix",
+        "grouped removed gone.txt object",
+    ], output
