@@ -48,7 +48,7 @@ def bench_emit(count: int) -> float:
 
 def bench_storing(workdir: Path, batches: int) -> None:
     """Events stored per second by graveler's writer on the local KV (SQLite), as RecordEvents does."""
-    from engine.features.events.writer import EventWriter
+    from engine.features.history_events.writer import EventWriter
 
     with open_store(DatabaseConfig(type="local", local=LocalDatabaseConfig(path=str(workdir / "events.db")))) as kv:
         writer = EventWriter(kv)

@@ -39,6 +39,7 @@ from engine.actions.runs import RunStore
 from engine.core.branching import Branching, CherryPickOverrides, MergeOutcome
 from engine.core.builder import InProcessBuilder, MetaRangeBuilder
 from engine.core.cleanup import Cleaner
+from engine.core.commit_graph import LogFilter, LogPage, log_page
 from engine.core.commits import Committer
 from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import MetaRangeId
@@ -52,7 +53,6 @@ from engine.core.entries import (
     Entries,
     StageOutcome,
 )
-from engine.core.history import LogFilter, LogPage, log_page
 from engine.core.hooks import HookRecord, after_commit
 from engine.core.model import MergeStrategy
 from engine.core.placement import Placement

@@ -483,7 +483,7 @@ class HistoryEventsConfig(_Section):
     """hours of history events older than this are deleted"""
     retention_interval_seconds: float = Field(3600.0, gt=0)
     """how often each repository's history is pruned (by one graveler replica)"""
-    # WatchEvents streams (engine/features/events/streams.py, docs/security.md "Event streams").
+    # WatchEvents streams (engine/features/history_events/streams.py, docs/security.md "Event streams").
     max_streams: int = Field(8, ge=1, le=24)
     """`WatchEvents` streams open at once per graveler process (more: `RESOURCE_EXHAUSTED`)"""
     max_streams_per_caller: int = Field(2, ge=1, le=24)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from engine.core.cleanup import Cleaner
+from engine.core.commit_graph import find_merge_base
 from engine.core.committed.diff import Difference, DifferenceRun
 from engine.core.committed.manager import CommittedManager
 from engine.core.committed.merge import Conflict, Resolver, by_pattern
@@ -21,7 +22,6 @@ from engine.core.committed.model import MetaRangeId
 from engine.core.compaction import CompactedState
 from engine.core.deadline import Deadline
 from engine.core.entries import Entries
-from engine.core.history import find_merge_base
 from engine.core.model import (
     MERGE_STRATEGIES,
     REQUESTED_COMMITTER_KEY,

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from engine.core.addresses import validate_physical_address
 from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import MetaRangeId, Record
 from engine.core.compaction import CompactedState, StagingObserver
@@ -23,6 +22,7 @@ from engine.core.deadline import Deadline
 from engine.core.iterators import combined, combined_columns, live, live_columns
 from engine.core.model import StagingToken
 from engine.core.paging import CommonPrefix, delimiter_bytes, first_key, page_amount, page_of_columns, paginate
+from engine.core.physical_addresses import validate_physical_address
 from engine.core.refs import BranchRecord, RefManager, RepoHandle, Resolved
 from engine.core.staging import Staged, StagingStore, new_token
 from engine.core.updater import BranchUpdater, Raced

@@ -35,8 +35,8 @@ from typing import TypeVar
 
 import tenacity
 
+from engine.core.commit_graph import descends_from
 from engine.core.deadline import Deadline
-from engine.core.history import descends_from
 from engine.core.model import CommitId
 from engine.core.refs import BranchRecord, RefManager, RepoHandle, branch_tokens
 from silt.errors import Aborted, DeadlineExceeded, OutcomeUnknown, PredicateFailed

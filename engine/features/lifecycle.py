@@ -47,7 +47,7 @@ from engine.core.refs import GRAVELER_PARTITION, RefManager, RepoHandle, branch_
 from engine.core.refs.manager import COMMITS, now
 from engine.core.staging import new_token, purge
 from engine.core.validation import validate_ref_name, validate_repository_name
-from engine.features.events.retention import drop_history
+from engine.features.history_events.retention import drop_history
 from engine.features.protection import Protection
 from engine.features.pulls import PullRequests
 from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound

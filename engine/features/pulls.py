@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from engine.core.branching import Branching, MergeOutcome
+from engine.core.commit_graph import GetCommit
 from engine.core.deadline import NO_DEADLINE, Deadline
 from engine.core.filtered_page import filtered_page
-from engine.core.history import GetCommit
 from engine.core.hooks import HookRecord, Hooks, after_commit
 from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from engine.core.refs import RefManager, RepoHandle

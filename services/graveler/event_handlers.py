@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import grpc
 
 from engine.core.deadline import Deadline
-from engine.features.events.manager import HistoryEvents
-from engine.features.events.streams import WRITE_TIMEOUT_SECONDS, EventStreams, sent_within_deadline
+from engine.features.history_events.manager import HistoryEvents
+from engine.features.history_events.streams import WRITE_TIMEOUT_SECONDS, EventStreams, sent_within_deadline
 from services.graveler.permissions import TABLE
 from silt.errors import SiltError
 from silt.graveler.v1 import events_pb2 as ev
@@ -43,7 +43,7 @@ class HistoryHandlers:
         return ev.ListEventsResponse(events=events, has_more=page.has_more, next_after=page.next_after)
 
     def WatchEvents(self, request: ev.WatchEventsRequest, context: grpc.ServicerContext) -> Iterator[ev.HistoryEvent]:
-        """Every stream, followed or not, holds a slot (engine/features/events/streams.py), is
+        """Every stream, followed or not, holds a slot (engine/features/history_events/streams.py), is
         cancelled when its client stops reading, and ends with PERMISSION_DENIED once its caller
         may no longer do what opening it needed."""
         caller = _caller()

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 import grpc
 from grpc_health.v1.health import HealthServicer
 
-from engine.features.events.manager import HistoryEvents
-from engine.features.events.retention import RetentionPolicy
-from engine.features.events.streams import StreamLimits, stream_authority
+from engine.features.history_events.manager import HistoryEvents
+from engine.features.history_events.retention import RetentionPolicy
+from engine.features.history_events.streams import StreamLimits, stream_authority
 from engine.graveler import Graveler
 from engine.open import open_engine
 from services.graveler.journaling import JournalContextInterceptor

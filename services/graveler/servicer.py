@@ -22,8 +22,8 @@ from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from engine.core.refs import RepoHandle
 from engine.core.validation import validate_key
 from engine.core.values import decode_entry
-from engine.features.events.manager import HistoryEvents
-from engine.features.events.streams import EventStreams
+from engine.features.history_events.manager import HistoryEvents
+from engine.features.history_events.streams import EventStreams
 from engine.features.last_access import PreparedLastAccess
 from engine.features.retention import PreparedRun
 from engine.graveler import Graveler

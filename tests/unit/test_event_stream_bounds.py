@@ -11,7 +11,7 @@ import pytest
 
 from edge.api.errors import ApiError
 from edge.api.live_feed import FeedAccess, FeedSlots
-from engine.features.events.streams import StreamAccess, StreamLimits, StreamSlots
+from engine.features.history_events.streams import StreamAccess, StreamLimits, StreamSlots
 from silt.errors import PermissionDenied, ResourceExhausted
 from silt.iam_actions import READ_REPO
 from silt.rpc.authority import CallKey

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import unquote
 
-from engine.core.addresses import METADATA_TREE, is_metadata_tree
+from engine.core.physical_addresses import METADATA_TREE, is_metadata_tree
 
 
 def plain_name(name: str) -> bool:

@@ -10,8 +10,8 @@ from pathlib import Path
 import grpc
 from pydantic import SecretStr
 
-from engine.features.events.manager import HistoryEvents
-from engine.features.events.streams import StreamLimits
+from engine.features.history_events.manager import HistoryEvents
+from engine.features.history_events.streams import StreamLimits
 from engine.graveler import Graveler
 from engine.open import open_graveler
 from services.auth.authority import local_interceptor

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 import pytest
 
-from engine.features.events.streams import StreamLimits
+from engine.features.history_events.streams import StreamLimits
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.config import DatabaseConfig
 from silt.graveler.v1 import events_pb2 as ev

@@ -14,7 +14,7 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from engine.features.events.writer import EventWriter
+from engine.features.history_events.writer import EventWriter
 from engine.features.last_access import SYSTEM_COMMITTER
 from jobs.gc.job import GCOptions, run_gc
 from jobs.retention.last_access import LastAccessOptions, run_last_access

@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 import pytest
 
-from engine.core import history
+from engine.core import commit_graph
 from engine.core.committed import globs
 from engine.core.committed.merge import MAX_REPORTED_CONFLICTS
 from engine.core.deadline import Deadline
@@ -226,14 +226,14 @@ def test_a_log_examines_a_bounded_number_of_commits_per_call(env: GravelerEnv, m
         return touches(*args)
 
     monkeypatch.setattr(env.graveler, "_touches", counted)
-    monkeypatch.setattr(history, "MAX_LOG_DIFFS", 4)
+    monkeypatch.setattr(commit_graph, "MAX_LOG_DIFFS", 4)
     pages = list(log_pages(env, repository=repo, ref="main", objects=["target"]))
     assert [c.message for page in pages for c in page.commits] == expected
     assert len(pages) >= 45 // 4 and any(not page.commits for page in pages)  # short pages, even empty ones
     assert len(compared) == 46  # each commit compared once, over all the pages
 
     # Reading commits is capped too (here while only skipping to a page's last commit).
-    monkeypatch.setattr(history, "MAX_LOG_STEPS", 7)
+    monkeypatch.setattr(commit_graph, "MAX_LOG_STEPS", 7)
     assert messages(env, repository=repo, ref="main", amount=3) == [f"c{i}" for i in range(44, -1, -1)] + [
         "Repository created"
     ]
@@ -292,7 +292,7 @@ def test_log_pages_of_a_merged_history_resume_exactly(
     request = api.LogRequest(repository=repo, ref="main", amount=1000, first_parent=first_parent)
     whole = [c.id for c in env.stub.Log(request).commits]
     assert len(set(whole)) == len(whole) > 10
-    monkeypatch.setattr(history, "MAX_LOG_STEPS", steps)
+    monkeypatch.setattr(commit_graph, "MAX_LOG_STEPS", steps)
     assert log_ids(env, repository=repo, ref="main", amount=amount, first_parent=first_parent) == whole
     # `limit` counts across pages.
     assert log_ids(env, repository=repo, ref="main", amount=amount, first_parent=first_parent, limit=5) == whole[:5]
@@ -303,7 +303,7 @@ def test_a_history_too_wide_to_name_in_a_cursor_is_refused(
 ) -> None:
     repo = shared_dag_history(env, store)
     whole = [c.id for c in env.stub.Log(api.LogRequest(repository=repo, ref="main", amount=1000)).commits]
-    monkeypatch.setattr(history, "MAX_CURSOR_FRONTIER", 1)
+    monkeypatch.setattr(commit_graph, "MAX_CURSOR_FRONTIER", 1)
     with pytest.raises(grpc.RpcError) as err:
         log_ids(env, repository=repo, ref="main", amount=1)
     assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
@@ -317,7 +317,7 @@ def test_a_page_can_resume_after_a_commit_id_as_before(
 ) -> None:
     repo = shared_dag_history(env, store)
     whole = [c.id for c in env.stub.Log(api.LogRequest(repository=repo, ref="main", amount=1000)).commits]
-    monkeypatch.setattr(history, "MAX_LOG_STEPS", 4)
+    monkeypatch.setattr(commit_graph, "MAX_LOG_STEPS", 4)
     page = env.stub.Log(api.LogRequest(repository=repo, ref="main", after=whole[9], amount=2))
     # Re-walking to the commit takes more than one call's steps: an empty page and a cursor.
     assert not page.commits and page.has_more

@@ -11,10 +11,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from engine.features.events import reading
-from engine.features.events.manager import HistoryEvents
-from engine.features.events.retention import RetentionPolicy
-from engine.features.events.streams import MAX_STREAMS_PER_CALLER, WRITE_TIMEOUT_SECONDS
+from engine.features.history_events import reading
+from engine.features.history_events.manager import HistoryEvents
+from engine.features.history_events.retention import RetentionPolicy
+from engine.features.history_events.streams import MAX_STREAMS_PER_CALLER, WRITE_TIMEOUT_SECONDS
 from engine.open import open_graveler
 from services.graveler.server import start
 from silt.block.local import LocalAdapter

@@ -1,4 +1,4 @@
-"""Finding the merge base of two commits (engine/core/history.py), on hand-built graphs."""
+"""Finding the merge base of two commits (engine/core/commit_graph.py), on hand-built graphs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from engine.core.history import find_merge_base
+from engine.core.commit_graph import find_merge_base
 from silt.graveler.v1 import model_pb2 as pb
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.core.addresses import validate_physical_address
 from engine.core.deadline import NO_DEADLINE
+from engine.core.physical_addresses import validate_physical_address
 from engine.graveler import Graveler
 from engine.open import open_graveler
 from silt.block.local import LocalAdapter

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from engine.core.commit_graph import descends_from
 from engine.core.deadline import Deadline
-from engine.core.history import descends_from
 from engine.core.refs import BranchRecord, RefManager, RepoHandle
 from engine.core.updater import REDO, UNKNOWN_SENDS, UNKNOWN_WALK, BranchUpdater, Raced, set_branch_if
 from silt.errors import OutcomeUnknown, PredicateFailed

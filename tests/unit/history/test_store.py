@@ -9,8 +9,8 @@ import pytest
 from cli.events import parse_since
 from engine.core.refs import RefManager
 from engine.core.refs.manager import RepoHandle
-from engine.features.events.retention import HistoryRetention, RetentionPolicy
-from engine.features.events.writer import EventWriter
+from engine.features.history_events.retention import HistoryRetention, RetentionPolicy
+from engine.features.history_events.writer import EventWriter
 from silt.config import DatabaseConfig
 from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from engine.core.refs import RefManager
 from engine.core.refs.manager import RepoHandle
-from engine.features.events.writer import EventWriter
+from engine.features.history_events.writer import EventWriter
 from silt.errors import NotFound, PredicateFailed
 from silt.history_events import layout
 from silt.history_events.reader import all_event_hours

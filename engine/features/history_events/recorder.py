@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from engine.core.refs import RefManager
 from engine.core.refs.manager import RepoHandle
 from engine.core.validation import validate_ref_name
-from engine.features.events.writer import EventWriter
+from engine.features.history_events.writer import EventWriter
 from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.history_events.flush import ThreadFlusher

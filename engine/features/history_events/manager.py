@@ -4,11 +4,11 @@ recorder of callers' batches and of graveler's own events, the reader, and reten
 from __future__ import annotations
 
 from engine.core.refs import RefManager
-from engine.features.events.reading import EventReader
-from engine.features.events.recorder import EventRecorder, OwnEvents
-from engine.features.events.retention import HistoryRetention, RetentionPolicy
-from engine.features.events.streams import StreamLimits
-from engine.features.events.writer import EventWriter
+from engine.features.history_events.reading import EventReader
+from engine.features.history_events.recorder import EventRecorder, OwnEvents
+from engine.features.history_events.retention import HistoryRetention, RetentionPolicy
+from engine.features.history_events.streams import StreamLimits
+from engine.features.history_events.writer import EventWriter
 from silt.journal.store import raw_store
 
 
