@@ -26,7 +26,7 @@ from tests.support.wait import wait_until
 # Every run searches the same examples unless SILT_FUZZ_SEED says otherwise (printed either
 # way), so a failure seen once is seen again by whoever reruns it; new seeds search further.
 DEFAULT_SEED = 20261123
-CORPUS = Path(__file__).resolve().parents[2] / "integration" / "gateway" / "fuzz_corpus"
+CORPUS = Path(__file__).resolve().parents[2] / "e2e" / "gateway" / "fuzz_corpus"
 
 # --- running one recipe --------------------------------------------------------------------
 
@@ -71,7 +71,12 @@ def save_to_corpus(recipe: dict[str, Any], data: bytes, failure: str) -> Path:
 
 
 def corpus_files() -> list[Path]:
-    return sorted(CORPUS.glob("*.json")) if CORPUS.is_dir() else []
+    """The corpus's recipes. It is part of the repository: a missing one is a broken checkout (or
+    a path that went stale when the tests moved), never a reason to replay nothing."""
+    files = sorted(CORPUS.glob("*.json"))
+    if not files:
+        raise FileNotFoundError(f"the fuzz corpus is missing or empty: {CORPUS}")
+    return files
 
 
 def gateway_ready(target: FuzzTarget) -> bool:
