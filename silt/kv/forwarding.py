@@ -1,5 +1,6 @@
 """ForwardingStore: the base of the KV wrappers that change a few of a Store's calls and pass
-the rest on (the read-only store, the instrumented one): each overrides only what it changes."""
+the rest on (the read-only store, the instrumented one, and the tests' stores that inject faults
+or record calls): each overrides only what it changes."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ import grpc
 
 from silt.errors import Unavailable
 from silt.kv import Store
+from silt.kv.forwarding import ForwardingStore
 from silt.kv.store import Condition
-from tests.support.stores import ForwardingStore
 
 SERVICE = "/silt.graveler.v1.GravelerService/"
 # What a failed connection says, word for word: the text the edge once trusted.

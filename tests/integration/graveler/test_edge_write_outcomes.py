@@ -48,9 +48,9 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store, open_store
+from silt.kv.forwarding import ForwardingStore
 from silt.repository_place import RepositoryPlace
 from tests.support.edge_faults import CallFaults, StagingWriteFaults
-from tests.support.stores import ForwardingStore
 from tests.support.tcp_proxy import TcpProxy
 
 T = TypeVar("T")

@@ -17,12 +17,12 @@ from silt.errors import Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.journal.store import JournaledStore, raw_store
 from silt.kv import Store
+from silt.kv.forwarding import ForwardingStore
 from silt.kv.store import Condition, scan_prefix
 from silt.repository_place import RepositoryPlace
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
 from tests.integration.graveler.test_branching import contents, merge
-from tests.support.stores import ForwardingStore
 
 
 class FailingDeletes(ForwardingStore):

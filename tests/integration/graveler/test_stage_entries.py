@@ -21,10 +21,10 @@ from silt.errors import Aborted
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
+from silt.kv.forwarding import ForwardingStore
 from silt.kv.store import Condition
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
-from tests.support.stores import ForwardingStore
 
 STAGED = api.StageEntryOutcome.RESULT_STAGED
 INVALID = api.StageEntryOutcome.RESULT_INVALID

@@ -28,10 +28,10 @@ from silt.errors import OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
 from silt.kv import Store
+from silt.kv.forwarding import ForwardingStore
 from silt.kv.store import Condition, Predicate
 from tests.integration.graveler.conftest import GravelerEnv, graveler_env
 from tests.integration.graveler.test_branching import contents
-from tests.support.stores import ForwardingStore
 
 BRANCH_KEY = b"branches/main"
 

@@ -23,12 +23,12 @@ from silt.journal.record import JOURNAL_PREFIX, decode_record
 from silt.journal.ship_deleted import SAFETY_SECONDS, DeletedRepositories
 from silt.journal.ship_tokens import ShippedTokens
 from silt.journal.shipper import Shipper
+from silt.kv.forwarding import ForwardingStore
 from silt.kv.mem import MemStore
 from silt.kv.store import Condition, Entry, Store, scan_prefix
 from silt.namespaces import parse_recorded
 from tests.integration.journal.test_ship_deleted_and_many_tokens import stale_row
 from tests.integration.journal.workload import JOURNAL_KEY, InCalls, put, raw
-from tests.support.stores import ForwardingStore
 
 CLAIMS = b"ns_claims/"
 

@@ -9,8 +9,8 @@ import pytest
 from silt.errors import Aborted, NotFound, PredicateFailed
 from silt.kv import Store
 from silt.kv.conditional import delete_current, replace
+from silt.kv.forwarding import ForwardingStore
 from silt.kv.store import Condition, Predicate
-from tests.support.stores import ForwardingStore
 
 
 def test_replace_writes_whatever_is_there(store: Store, partition: bytes) -> None:

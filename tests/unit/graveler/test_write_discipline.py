@@ -28,9 +28,9 @@ from silt.block.local import LocalAdapter
 from silt.errors import FailedPrecondition
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.record import JOURNAL_PREFIX
+from silt.kv.forwarding import ForwardingStore
 from silt.kv.mem import MemStore
 from silt.kv.store import Condition, Predicate, Store
-from tests.support.stores import ForwardingStore
 
 PLAIN, LWT = "plain", "lwt"
 Touch = tuple[str, str]  # (PLAIN or LWT, "write" or "delete")
