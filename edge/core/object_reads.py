@@ -9,9 +9,10 @@ The front ends differ only in what they answer for a `Range` that is not one ran
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, BinaryIO, Protocol, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from silt.block import CHUNK_SIZE
+from silt.block.external import ObjectReader
 
 T = TypeVar("T")
 # Offsets longer than this are no object's (2**63 has 19 digits); they read as _BEYOND, past the
@@ -68,15 +69,7 @@ def parse_byte_range(header: str, size: int) -> tuple[int, int]:
     return first, size - 1 if last is None else min(last, size - 1)
 
 
-class RangeReader(Protocol):
-    """What reads an object's bytes: a block adapter, or an imported object's source reader."""
-
-    def get(self, namespace: str, address: str) -> Any: ...
-
-    def get_range(self, namespace: str, address: str, start: int, end: int) -> Any: ...
-
-
-def read_whole(source: RangeReader, namespace: str, address: str, byte_range: tuple[int, int] | None) -> bytes:
+def read_whole(source: ObjectReader, namespace: str, address: str, byte_range: tuple[int, int] | None) -> bytes:
     """A small object (or range) in one piece: one worker-thread trip instead of three."""
     reader = source.get(namespace, address) if byte_range is None else source.get_range(namespace, address, *byte_range)
     return read_all(reader)

@@ -106,12 +106,11 @@ class Store(abc.ABC):
         """
         self.apply_checked(check_apply(partition, puts, deletes, condition, timestamp))
 
+    @abc.abstractmethod
     def apply_checked(self, batch: CheckedBatch) -> None:
         """apply, of a batch check_apply made: what a driver implements. A store that overrides
         apply itself (the journal's, which adds to the batch) makes this call its apply, so that
-        a wrapper passing a checked batch on does not go around it; one that nothing wraps (a
-        test's) need not implement it, hence not abstract."""
-        raise NotImplementedError(f"{type(self).__name__} implements neither apply nor apply_checked")
+        a wrapper passing a checked batch on does not go around it."""
 
     def get_many(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         """The stored values of those of keys that exist in partition, read at once: at the

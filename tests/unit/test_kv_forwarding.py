@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import silt.kv.store as kv_store
-from silt.errors import InvalidArgument, PermissionDenied
+from silt.errors import InvalidArgument, NotFound, PermissionDenied
 from silt.kv.forwarding import ForwardingStore
 from silt.kv.mem import MemStore
 from silt.kv.read_only import ReadOnlyStore
@@ -45,13 +45,16 @@ def test_the_read_only_store_refuses_any_apply_before_looking_at_it() -> None:
         store.apply_checked(check_apply(b"p", [(b"k", b"v")], (), None, None))
 
 
-def test_a_store_implementing_neither_apply_says_so() -> None:
-    class ReadsOnly(ForwardingStore):
-        def apply_checked(self, batch: CheckedBatch) -> None:
-            Store.apply_checked(self, batch)
+def test_a_store_without_apply_checked_cannot_be_made() -> None:
+    """apply_checked is what a driver writes an apply with: a store lacking it is refused when it
+    is made, not when it first writes."""
 
-    with pytest.raises(NotImplementedError):
-        ReadsOnly(MemStore()).apply(b"p", [(b"k", b"v")])
+    class NoApply(Store):
+        def get(self, partition: bytes, key: bytes) -> Any:
+            raise NotFound("nothing")
+
+    with pytest.raises(TypeError, match="apply_checked"):
+        NoApply()  # type: ignore[abstract]
 
 
 def test_a_wrapper_over_a_store_with_its_own_apply_goes_through_that_apply() -> None:
