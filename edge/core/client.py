@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import io
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -25,14 +26,16 @@ from typing import Any, Protocol, TypeVar
 
 import grpc
 import grpc.aio
+from google.protobuf.timestamp_pb2 import Timestamp
 
+from edge.core.object_writes import BodyReader, CheckedBody, NoSuchBranch, NotABranch, ShortBody, Written
 from edge.core.stage_batching import StageBatcher
 from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
 from silt.block import BlockAdapter
 from silt.block.adapter import PutResult
 from silt.block.external import ExternalFiles, ObjectReader, external_prefixes, source_reader
 from silt.config import Config
-from silt.errors import NotFound, SiltError, Unavailable
+from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
 from silt.history_events.emitter import EventEmitter
@@ -243,6 +246,29 @@ class EdgeClient:
     def remember_branch(self, repository: str, branch: str) -> None:
         self._branches.put((repository, branch), True)
 
+    async def writable_place(self, repository: str, ref: str, deadline: float | None = None) -> RepositoryPlace:
+        """Where a write to repository/ref puts its bytes, once ref is known to be a branch:
+        NotFound (what="repository") without the repository, NoSuchBranch without the branch,
+        NotABranch for a tag, a commit or a ref expression. Both lookups are remembered briefly,
+        so a write to a known branch costs no graveler call here."""
+        place = await self.look_up_place(repository, deadline)
+        if self.known_branch(repository, ref):
+            return place
+        if any(mark in ref for mark in "~^@"):
+            # An ancestor, or a branch's committed state, names a commit; no branch name has these.
+            raise NotABranch(f"{ref!r} is a ref expression, not a branch: only branches can be written")
+        request = graveler_pb2.ResolveRefRequest(repository=repository, ref=ref)
+        try:
+            resolved = await self.graveler_call(self.graveler.ResolveRef, request, deadline)
+        except (NotFound, InvalidArgument) as exc:
+            if isinstance(exc, NotFound) and exc.what == "repository":
+                raise
+            raise NoSuchBranch(f"repository {repository} has no branch {ref!r}") from None
+        if resolved.type != graveler_pb2.ResolveRefResponse.REF_TYPE_BRANCH:
+            raise NotABranch(f"{ref!r} is not a branch of {repository}: only branches can be written")
+        self.remember_branch(repository, ref)
+        return place
+
     def entry_reader(self, namespace: str, entry: Any) -> ObjectReader:
         """What reads an entry's bytes (get, get_range, stat, or as a copy's source): the block
         adapter, or for an imported object one that reads its source only while it is as imported
@@ -266,6 +292,61 @@ class EdgeClient:
     ) -> PutResult:
         """Write an object's bytes at `address`, in `pool` (the I/O threads by default)."""
         return await self.run_in(pool or self.pool, self.adapter.put, namespace, address, stream, size)
+
+    async def receive(
+        self, body: CheckedBody, put: Callable[..., PutResult], *args: Any, pool: Executor | None = None
+    ) -> Written:
+        """Run a block adapter's write (put(*args, stream, size)) fed from body, in pool (the I/O
+        threads by default), then the body's own checks on the whole of it. A body declared
+        small is read at once: one trip to a worker thread instead of one per read. ShortBody
+        when it ends before its declared size; the body's own error as it raised it."""
+        declared = body.declared
+        if declared is not None and declared <= SMALL_BODY:
+            data = await body.read(declared)
+            if len(data) != declared:
+                raise ShortBody(f"the body ended after {len(data)} of its {declared} bytes")
+            result = await self.run_in(pool or self.pool, put, *args, io.BytesIO(data), declared)
+            size = declared
+        else:
+            reader = BodyReader(body, asyncio.get_running_loop(), declared)
+            try:
+                result = await self.run_in(pool or self.pool, put, *args, reader, declared)
+            except Exception as exc:
+                if reader.error is not None:
+                    raise reader.error from None
+                if isinstance(exc, InvalidArgument) and declared is not None and reader.size < declared:
+                    raise ShortBody(f"the body ended after {reader.size} of its {declared} bytes") from None
+                raise
+            finally:
+                reader.close()
+            size = reader.size
+        metadata = await body.finish(result)
+        return Written(size, result.etag.strip('"'), metadata)
+
+    async def write_object(
+        self,
+        request: graveler_pb2.StageEntryRequest,
+        body: CheckedBody,
+        deadline: float | None = None,
+        *,
+        pool: Executor | None = None,
+    ) -> RepositoryPlace:
+        """A whole object write: request.branch checked to be a branch (writable_place), the body
+        written at a fresh physical address of the repository's namespace (nothing is left there
+        if the body or the store fails), request.entry completed with what was written (address,
+        size, ETag, the body's metadata, the time) and staged as stage_new_bytes stages it.
+        Returns where the entry was staged; request.entry names what was."""
+        place = await self.writable_place(request.repository, request.branch, deadline)
+        address = new_physical_address()
+        async with self.new_bytes(place.namespace, address):
+            written = await self.receive(body, self.adapter.put, place.namespace, address, pool=pool)
+        entry = request.entry
+        entry.physical_address = address
+        entry.size = written.size
+        entry.etag = written.etag
+        entry.metadata.update(written.metadata)
+        entry.last_modified.CopyFrom(_now())
+        return await self.stage_new_bytes(request, place, deadline)
 
     async def delete_bytes(self, namespace: str, address: str) -> None:
         """Delete bytes no entry refers to; a failure leaves them to garbage collection."""
@@ -345,3 +426,9 @@ class EdgeClient:
         self.pool.shutdown(wait=False)
         if self.reads is not None:
             self.reads.close()
+
+
+def _now() -> Timestamp:
+    stamp = Timestamp()
+    stamp.GetCurrentTime()
+    return stamp

@@ -6,12 +6,10 @@ chunk signature) fail on the read that reaches its end, before any operation com
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import re
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Protocol
 
 from edge.gateway.errors import S3Error
@@ -161,56 +159,3 @@ class AwsChunked:
                     raise S3Error("InvalidRequest", "malformed aws-chunked body: a chunk lacks its CRLF")
                 self._finish_chunk()
         return bytes(out)
-
-
-BODY_STALL_SECONDS = 300.0
-
-
-class SyncReader:
-    """A blocking file-like view of an async source, for block adapters running in worker threads.
-
-    The adapter computes the MD5 (the ETag) as it writes; this only counts the bytes. With the
-    body's declared size it reads one piece ahead: the event loop receives the next piece while
-    the worker thread hashes and writes this one, instead of each waiting for the other. The
-    read-ahead never passes the declared size, so the bytes after it stay in the source for
-    the check that the body is not longer than declared.
-    """
-
-    def __init__(self, source: Source, loop: asyncio.AbstractEventLoop, declared: int | None = None) -> None:
-        self._source = source
-        self._loop = loop
-        self._declared = declared
-        self._requested = 0  # bytes asked of the source so far, the read-ahead included
-        self._ahead: Future[bytes] | None = None
-        self._leftover = b""
-        self.size = 0
-
-    def _fetch(self, n: int) -> Future[bytes]:
-        self._requested += n
-        return asyncio.run_coroutine_threadsafe(self._source.read(n), self._loop)
-
-    def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:
-            n = 1024 * 1024
-        if self._leftover:
-            data, self._leftover = self._leftover[:n], self._leftover[n:]
-            self.size += len(data)
-            return data
-        future, self._ahead = self._ahead or self._fetch(n), None
-        # Bounded: a body that stops arriving must not pin a worker thread forever.
-        data = future.result(timeout=BODY_STALL_SECONDS)
-        if len(data) > n:  # the read-ahead was for a larger piece than this read asks
-            data, self._leftover = data[:n], data[n:]
-        if data and self._declared is not None and self._requested < self._declared:
-            self._ahead = self._fetch(min(n, self._declared - self._requested))
-        self.size += len(data)
-        return data
-
-    def close(self) -> None:
-        """Stop a read-ahead still under way (the write failed; nobody will take its bytes)."""
-        if self._ahead is not None:
-            self._ahead.cancel()
-            self._ahead = None
-
-    def readable(self) -> bool:
-        return True

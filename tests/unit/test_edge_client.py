@@ -16,9 +16,11 @@ import pytest
 from pydantic import SecretStr
 
 from edge.api.errors import from_rpc
-from edge.core.client import EdgeClient
+from edge.core.client import SMALL_BODY, EdgeClient
+from edge.core.object_writes import NoSuchBranch, NotABranch, ShortBody
 from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
 from edge.gateway.backend import s3_error
+from silt.block.adapter import PutResult
 from silt.config import Config
 from silt.errors import NotFound, SiltError
 from silt.graveler.v1 import events_pb2 as ev
@@ -161,11 +163,24 @@ class _Graveler:
     """Graveler's StageEntry answering each of `stage` in turn (an error raised, None accepted) and
     GetRepository answering `repository` (namespace, id), or NOT_FOUND for None."""
 
-    def __init__(self, stage: list[grpc.aio.AioRpcError | None], repository: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        stage: list[grpc.aio.AioRpcError | None],
+        repository: tuple[str, str] | None = None,
+        refs: dict[str, api.ResolveRefResponse.RefType.ValueType] | None = None,
+    ) -> None:
         self._stage = list(stage)
         self._repository = repository
+        self._refs = refs or {}
         self.staged: list[api.StageEntryRequest] = []
         self.looked_up = 0
+        self.resolved: list[str] = []
+
+    async def ResolveRef(self, request: api.ResolveRefRequest, *, timeout: float | None = None) -> object:
+        self.resolved.append(request.ref)
+        if request.ref not in self._refs:
+            raise _rpc_error(grpc.StatusCode.NOT_FOUND, f"ref {request.ref} not found")
+        return api.ResolveRefResponse(type=self._refs[request.ref])
 
     async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> object:
         copy = api.StageEntryRequest()
@@ -303,3 +318,109 @@ def test_a_write_the_edge_knows_was_not_sent_is_answered_503_by_both_front_ends(
     unsent = not_applied_error(code, "the write was not sent")
     assert s3_error(error_from_rpc(unsent)).code == "ServiceUnavailable"
     assert from_rpc(unsent, "graveler").status == 503
+
+
+class _Body:
+    """A checked body over bytes: `bad_at` makes a read past that many bytes raise the front
+    end's own error; `refuse` makes the checks on the whole body refuse it."""
+
+    def __init__(self, data: bytes, declared: int | None, bad_at: int | None = None, refuse: bool = False) -> None:
+        self._data = data
+        self._declared = declared
+        self._bad_at = bad_at
+        self._refuse = refuse
+        self._read = 0
+
+    @property
+    def declared(self) -> int | None:
+        return self._declared
+
+    async def read(self, n: int) -> bytes:
+        if self._bad_at is not None and self._read + n > self._bad_at:
+            raise _BadChunk("a chunk's signature does not match")
+        out, self._data = self._data[:n], self._data[n:]
+        self._read += len(out)
+        return out
+
+    async def finish(self, written: PutResult) -> dict[str, str]:
+        if self._refuse:
+            raise _BadChunk("Content-MD5 does not match")
+        return {"checksum": written.etag.strip('"')}
+
+
+class _BadChunk(Exception):
+    """A front end's own error for a bad body."""
+
+
+_BRANCH = api.ResolveRefResponse.REF_TYPE_BRANCH
+_TAG = api.ResolveRefResponse.REF_TYPE_TAG
+
+
+def _files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()]
+
+
+def test_an_object_write_is_one_call_that_checks_the_branch_writes_the_bytes_and_stages_them(tmp_path: Path) -> None:
+    async def body(client: EdgeClient) -> None:
+        graveler = _Graveler(stage=[None, None], repository=(NAMESPACE, "id-1"), refs={"main": _BRANCH})
+        _answer(client, graveler)
+        for data in (b"payload", b"x" * (SMALL_BODY + 5)):  # read whole, and streamed from a thread
+            request = _request()
+            request.entry.physical_address = ""
+            place = await client.write_object(request, _Body(data, len(data)))
+            assert place == RepositoryPlace(NAMESPACE, "id-1")
+            entry = graveler.staged[-1].entry
+            assert entry.size == len(data) and entry.physical_address and entry.last_modified.seconds > 0
+            assert entry.metadata["checksum"] == entry.etag  # what the body's checks keep
+            assert graveler.staged[-1].repository_id == "id-1" and graveler.staged[-1].fresh_address
+            with client.adapter.get(NAMESPACE, entry.physical_address) as stored:
+                assert stored.read() == data
+        assert graveler.resolved == ["main"] and graveler.looked_up == 1  # remembered for the second
+
+    asyncio.run(_with_client(tmp_path, body))
+
+
+@pytest.mark.parametrize(
+    ("data", "declared", "bad_at", "refuse", "raised"),
+    [
+        (b"payload", 7, None, True, _BadChunk),  # the whole body's check refuses it
+        (b"x" * (SMALL_BODY * 2), SMALL_BODY * 2, SMALL_BODY, False, _BadChunk),  # raised in the thread
+        (b"short", 7, None, False, ShortBody),
+        (b"x" * SMALL_BODY, SMALL_BODY + 10, None, False, ShortBody),
+    ],
+)
+def test_a_bad_body_leaves_no_bytes_and_stages_nothing(
+    tmp_path: Path, data: bytes, declared: int, bad_at: int | None, refuse: bool, raised: type[Exception]
+) -> None:
+    async def body(client: EdgeClient) -> None:
+        graveler = _Graveler(stage=[], repository=(NAMESPACE, "id-1"), refs={"main": _BRANCH})
+        _answer(client, graveler)
+        with pytest.raises(raised):
+            await client.write_object(_request(), _Body(data, declared, bad_at, refuse))
+        assert graveler.staged == []
+        assert _files(tmp_path) == []
+
+    asyncio.run(_with_client(tmp_path, body))
+
+
+@pytest.mark.parametrize(
+    ("ref", "raised", "resolved"),
+    [
+        ("v1", NotABranch, ["v1"]),
+        ("main~1", NotABranch, []),
+        ("main@", NotABranch, []),
+        ("gone", NoSuchBranch, ["gone"]),
+    ],
+)
+def test_only_a_branch_takes_a_write(tmp_path: Path, ref: str, raised: type[Exception], resolved: list[str]) -> None:
+    async def body(client: EdgeClient) -> None:
+        graveler = _Graveler(stage=[], repository=(NAMESPACE, "id-1"), refs={"main": _BRANCH, "v1": _TAG})
+        _answer(client, graveler)
+        request = _request()
+        request.branch = ref
+        with pytest.raises(raised):
+            await client.write_object(request, _Body(b"payload", 7))
+        assert graveler.resolved == resolved
+        assert graveler.staged == [] and _files(tmp_path) == []
+
+    asyncio.run(_with_client(tmp_path, body))

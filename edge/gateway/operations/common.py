@@ -9,6 +9,7 @@ from typing import Any
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
+from edge.core.object_writes import NoSuchBranch, NotABranch, ShortBody
 from edge.gateway.backend import Backend, s3_error
 from edge.gateway.errors import S3Error
 from edge.gateway.metadata_values import stored_value
@@ -150,35 +151,6 @@ def user_metadata(request: Request) -> dict[str, str]:
         if value:
             out[name] = value
     return out
-
-
-async def ensure_branch(ctx: Context, repository: str, ref: str) -> None:
-    """Writes go to branches only; anything else gets a clear refusal rather than a graveler error."""
-    if ctx.backend.known_branch(repository, ref):
-        return
-    if any(mark in ref for mark in "~^@"):
-        # A ref expression (an ancestor, or a branch's committed state) names a commit, which
-        # is immutable; no branch name contains these characters.
-        await ctx.backend.namespace(repository)
-        raise S3Error("MethodNotAllowed", f"{ref!r} is a ref expression, not a branch: only branches can be written")
-    resolved = await resolve(ctx, repository, ref, missing_ok=True)
-    if resolved is None:
-        # A missing repository is NoSuchBucket too, raised by resolve itself.
-        raise S3Error("NoSuchBucket", f"repository {repository} has no branch {ref!r}")
-    if resolved.type != api.ResolveRefResponse.REF_TYPE_BRANCH:
-        raise S3Error("MethodNotAllowed", f"{ref!r} is not a branch of {repository}: only branches can be written")
-    ctx.backend.remember_branch(repository, ref)
-
-
-async def resolve(ctx: Context, repository: str, ref: str, missing_ok: bool = False) -> api.ResolveRefResponse | None:
-    try:
-        return await ctx.backend.call(
-            ctx.backend.graveler.ResolveRef, api.ResolveRefRequest(repository=repository, ref=ref), "NoSuchKey"
-        )
-    except S3Error as exc:
-        if missing_ok and exc.code in ("NoSuchKey", "InvalidArgument"):
-            return None
-        raise
 
 
 async def stat_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.Entry:
@@ -323,16 +295,30 @@ def object_key_required(ref: str, key: str) -> None:
 
 
 async def writable_branch(ctx: Context, repository: str, ref: str) -> RepositoryPlace:
-    """The storage namespace (and identity) of a repository whose ref is a branch (a write target).
+    """The storage namespace (and identity) of a repository whose ref is a branch (a write
+    target), as the edge's core checks it (EdgeClient.writable_place).
 
     Authorization is the caller's, once, before this: this only resolves. Both lookups are
     cached, so a write to a known branch costs no graveler call here.
     """
     if not ref:
         raise S3Error("InvalidArgument", "an object key needs a branch and a name: <branch>/<key>")
-    place = await ctx.backend.place(repository)
-    await ensure_branch(ctx, repository, ref)
-    return place
+    try:
+        return await ctx.backend.writable_place(repository, ref)
+    except SiltError as exc:
+        raise core_write_error(exc) from None
+
+
+def core_write_error(error: SiltError, request: api.StageEntryRequest | None = None) -> S3Error:
+    """A failed write of the edge's core (the branch check, the body, the staging of request)
+    as S3 answers it."""
+    if isinstance(error, NotABranch):
+        return S3Error("MethodNotAllowed", str(error))
+    if isinstance(error, NoSuchBranch):
+        return S3Error("NoSuchBucket", str(error))
+    if isinstance(error, ShortBody):
+        return S3Error("IncompleteBody", str(error))
+    return s3_error(error, "NoSuchBucket") if request is None else staging_error(error, request)
 
 
 def declared_body_size(ctx: Context) -> int | None:

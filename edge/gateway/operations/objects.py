@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import functools
-import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, BinaryIO
+from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.core.client import SMALL_BODY
 from edge.core.object_reads import NotOneRange, RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
+from edge.core.object_writes import ShortBody
 from edge.gateway import checksums, sigv4
 from edge.gateway.backend import Backend
 from edge.gateway.errors import S3Error
@@ -26,6 +25,7 @@ from edge.gateway.operations.common import (
     XMLNS,
     Context,
     Response,
+    core_write_error,
     declared_body_size,
     entry_time,
     http_time,
@@ -38,6 +38,7 @@ from edge.gateway.operations.common import (
     split_address,
     stage,
     stage_new_bytes,
+    stage_request,
     stat_entry,
     user_metadata,
     writable_branch,
@@ -45,10 +46,11 @@ from edge.gateway.operations.common import (
     x,
     xml_response,
 )
-from edge.gateway.payload import AwsChunked, DeclaredLength, Sha256Checked, Source, SyncReader
+from edge.gateway.payload import AwsChunked, DeclaredLength, Sha256Checked, Source
 from edge.gateway.request import decimal, decode_component
 from edge.gateway.routing import split_path
-from silt.errors import InvalidArgument, NotFound
+from silt.block.adapter import PutResult
+from silt.errors import NotFound, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -353,62 +355,72 @@ class Received:
     checksum: tuple[str, str] | None  # (x-amz-checksum-<algorithm>, base64) when one was asked for
 
     def checksum_headers(self) -> list[tuple[str, str]]:
-        return [self.checksum] if self.checksum else []
+        return checksum_headers(self.checksum)
+
+
+def checksum_headers(checksum: tuple[str, str] | None) -> list[tuple[str, str]]:
+    return [checksum] if checksum else []
+
+
+class S3Body:
+    """A write's body with every check S3 makes on it, as the edge's core reads it (CheckedBody):
+    the payload's signature or SHA-256, aws-chunked framing, Content-MD5 and the checksum asked
+    for. Refused before any byte is written: a malformed Content-MD5, a bad declared length.
+
+    upload_algorithm: the checksum algorithm of the multipart upload a part belongs to.
+    """
+
+    def __init__(self, ctx: Context, upload_algorithm: str | None = None) -> None:
+        self._request = ctx.request
+        self._expected_md5 = _content_md5(ctx)
+        source = body_source(ctx)
+        self._wanted = checksums.wanted(ctx.request.headers, isinstance(source, AwsChunked), upload_algorithm)
+        self._checked: checksums.ChecksumComputed | None = None
+        if self._wanted is not None:
+            trailers = source.trailers if isinstance(source, AwsChunked) else {}
+            source = self._checked = checksums.ChecksumComputed(source, self._wanted, lambda: trailers)
+        self._source = source
+        length = ctx.request.headers.get("x-amz-decoded-content-length") or ctx.request.headers.get("content-length")
+        self._declared = decimal(length or "")
+        self.checksum: tuple[str, str] | None = None  # once finished
+
+    @property
+    def declared(self) -> int | None:
+        return self._declared
+
+    async def read(self, n: int) -> bytes:
+        return await self._source.read(n)
+
+    async def finish(self, written: PutResult) -> dict[str, str]:
+        # Adapters stop at the declared size; reading on to the end runs the checks that need the
+        # whole body (payload SHA-256, the final chunk and trailer signatures, the checksum)
+        # before anything is staged.
+        if await self._source.read(1) or self._request.body.overrun:
+            raise S3Error("IncompleteBody", "the body is longer than its declared length")
+        if self._expected_md5 is not None and written.etag.strip('"') != self._expected_md5.hex():
+            raise S3Error("BadDigest")
+        if self._checked is not None and self._wanted is not None and self._checked.value is not None:
+            self.checksum = (self._wanted.header, self._checked.value)
+        # The checksum of the whole object is kept with its metadata, for GET/HEAD with
+        # x-amz-checksum-mode: ENABLED.
+        return checksums.as_metadata(self.checksum)
 
 
 async def receive_into(
     ctx: Context, put: Callable[..., Any], *args: object, upload_algorithm: str | None = None
 ) -> Received:
-    """Run a block adapter write fed from the request body, with every check S3 makes on it.
-
-    upload_algorithm: the checksum algorithm of the multipart upload a part belongs to.
-    """
-    expected_md5 = _content_md5(ctx)
-    source = body_source(ctx)
-    chunked = isinstance(source, AwsChunked)
-    wanted = checksums.wanted(ctx.request.headers, chunked, upload_algorithm)
-    checked: checksums.ChecksumComputed | None = None
-    if wanted is not None:
-        trailers = source.trailers if isinstance(source, AwsChunked) else {}
-        source = checked = checksums.ChecksumComputed(source, wanted, lambda: trailers)
-    length = ctx.request.headers.get("x-amz-decoded-content-length") or ctx.request.headers.get("content-length")
-    size = decimal(length or "")
-    stream: BinaryIO | SyncReader
-    if size is not None and size <= SMALL_BODY:
-        # Small bodies are read here at once: one trip to a worker thread instead of one per read.
-        data = await source.read(size)
-        if len(data) != size:
-            raise S3Error("IncompleteBody")
-        stream, written = io.BytesIO(data), size
-        result = await ctx.backend.run(put, *args, stream, size)
-    else:
-        stream = SyncReader(source, asyncio.get_running_loop(), size)
-        try:
-            result = await ctx.backend.run(put, *args, stream, size)
-        except InvalidArgument:
-            if size is not None and stream.size < size:
-                raise S3Error("IncompleteBody") from None  # the adapter's "stream ended early"
-            raise
-        finally:
-            stream.close()
-        written = stream.size
-    # Adapters stop at `size` bytes; reading on to the end runs the checks that need the whole
-    # body (payload SHA-256, the final chunk and trailer signatures, the checksum) before
-    # anything is staged.
-    if await source.read(1) or ctx.request.body.overrun:
-        raise S3Error("IncompleteBody", "the body is longer than its declared length")
-    etag = result.etag.strip('"')
-    if expected_md5 is not None and etag != expected_md5.hex():
-        raise S3Error("BadDigest")
-    checksum = None
-    if checked is not None and wanted is not None and checked.value is not None:
-        checksum = (wanted.header, checked.value)
-    return Received(written, etag, checksum)
+    """Run a block adapter write fed from the request body, with every check S3 makes on it."""
+    body = S3Body(ctx, upload_algorithm)
+    try:
+        written = await ctx.backend.receive(body, put, *args)
+    except ShortBody as exc:
+        raise S3Error("IncompleteBody", str(exc)) from None
+    return Received(written.size, written.etag, body.checksum)
 
 
 async def put_object(ctx: Context) -> Response:
-    """PutObject, one way down: parse, authorize once, resolve the target branch, stream the
-    body to the object store, stage the entry, answer."""
+    """PutObject, one way down: parse and check what can be before any byte is read, authorize
+    once, then one write through the edge's core (branch, bytes, entry), answer."""
     request = ctx.request
     if "x-amz-copy-source" in request.headers:
         return await copy_object(ctx)
@@ -418,31 +430,18 @@ async def put_object(ctx: Context) -> Response:
     if ref and not key:
         return await _put_branch_root_marker(ctx, repository, ref)
     object_key_required(ref, key)
-    metadata = user_metadata(request)  # refused before any byte is written
-    condition = write_condition(request)
-    place = await writable_branch(ctx, repository, ref)
-    address = new_physical_address()
-    received = await _receive_object(ctx, place.namespace, address)
     entry = pb.Entry(
-        physical_address=address,
-        size=received.size,
-        etag=received.etag,
-        last_modified=now_timestamp(),
         content_type=request.headers.get("content-type", DEFAULT_CONTENT_TYPE),
-        metadata=metadata,
+        metadata=user_metadata(request),  # refused before any byte is written
     )
-    # The checksum of the whole object is kept with its metadata, for GET/HEAD with
-    # x-amz-checksum-mode: ENABLED.
-    entry.metadata.update(checksums.as_metadata(received.checksum))
-    await stage_new_bytes(ctx, repository, ref, key, entry, place, condition)
-    ctx.record(ev.WRITE, repository, ref, key, received.size)
-    return Response(200, [("ETag", quoted_etag(received.etag)), *received.checksum_headers()])
-
-
-async def _receive_object(ctx: Context, namespace: str, address: str) -> Received:
-    """The request body written at address; nothing is left there if that fails."""
-    async with ctx.backend.new_bytes(namespace, address):
-        return await receive_into(ctx, ctx.backend.adapter.put, namespace, address)
+    staged = stage_request(repository, ref, key, entry, write_condition(request))
+    body = S3Body(ctx)
+    try:
+        await ctx.backend.write_object(staged, body)
+    except SiltError as exc:
+        raise core_write_error(exc, staged) from None
+    ctx.record(ev.WRITE, repository, ref, key, staged.entry.size)
+    return Response(200, [("ETag", quoted_etag(staged.entry.etag)), *checksum_headers(body.checksum)])
 
 
 async def _put_branch_root_marker(ctx: Context, repository: str, ref: str) -> Response:

@@ -1,10 +1,11 @@
-"""SyncReader: a worker thread reads an async body, one piece ahead, never past the declared size."""
+"""BodyReader (the edge core's): a worker thread reads an async body, one piece ahead, never past the declared size."""
 
 from __future__ import annotations
 
 import asyncio
 
-from edge.gateway.payload import SyncReader
+from edge.core.object_writes import BodyReader
+from silt.block.adapter import PutResult
 
 
 class Pieces:
@@ -14,13 +15,20 @@ class Pieces:
         self.data = data
         self.asked: list[int] = []
 
+    @property
+    def declared(self) -> int | None:
+        return None
+
     async def read(self, n: int) -> bytes:
         self.asked.append(n)
         out, self.data = self.data[:n], self.data[n:]
         return out
 
+    async def finish(self, written: PutResult) -> dict[str, str]:
+        return {}
 
-async def _drain(reader: SyncReader, piece: int) -> bytes:
+
+async def _drain(reader: BodyReader, piece: int) -> bytes:
     def in_thread() -> bytes:
         out = b""
         while chunk := reader.read(piece):
@@ -35,7 +43,7 @@ async def _drain(reader: SyncReader, piece: int) -> bytes:
 def test_the_read_ahead_stops_at_the_declared_size() -> None:
     async def run() -> tuple[bytes, Pieces, bytes]:
         source = Pieces(b"0123456789OVERRUN")
-        reader = SyncReader(source, asyncio.get_running_loop(), declared=10)
+        reader = BodyReader(source, asyncio.get_running_loop(), declared=10)
         got = await _drain(reader, 4)
         reader.close()
         return got, source, await source.read(100)
@@ -48,7 +56,7 @@ def test_the_read_ahead_stops_at_the_declared_size() -> None:
 
 def test_a_read_smaller_than_the_read_ahead_keeps_the_rest() -> None:
     async def run() -> list[bytes]:
-        reader = SyncReader(Pieces(b"abcdefghij"), asyncio.get_running_loop(), declared=10)
+        reader = BodyReader(Pieces(b"abcdefghij"), asyncio.get_running_loop(), declared=10)
 
         def in_thread() -> list[bytes]:
             return [reader.read(4), reader.read(2), reader.read(2), reader.read(4), reader.read(4)]
@@ -61,7 +69,7 @@ def test_a_read_smaller_than_the_read_ahead_keeps_the_rest() -> None:
 def test_without_a_declared_size_nothing_is_read_ahead() -> None:
     async def run() -> Pieces:
         source = Pieces(b"abcdef")
-        reader = SyncReader(source, asyncio.get_running_loop())
+        reader = BodyReader(source, asyncio.get_running_loop())
         await asyncio.to_thread(reader.read, 3)
         return source
 
