@@ -128,10 +128,6 @@ class Backend(EdgeClient):
         # Trees of commit-to-commit diffs (routes/diff_summary.py).
         self.diff_summaries = SummaryCache()
 
-    async def run_upload(self, fn: Callable[..., T], *args: Any) -> T:
-        """A blocking call that reads an upload's body, in the uploads' own threads."""
-        return await self.run_in(self.upload_pool, fn, *args)
-
     @contextlib.contextmanager
     def upload_slot(self) -> Iterator[None]:
         """One of the process's upload slots for the block, or 503 when all are taken. Only the

@@ -1,15 +1,17 @@
 """The edge's client of graveler, auth and the object store, one for the S3 gateway and the REST API.
 
-Both front ends on the edge port write objects the same way: new bytes at a fresh physical
-address in the repository's storage namespace (`write_bytes` inside `new_bytes`, which leaves
-nothing there if the write or a check on it fails), then one StageEntry through `staging`
-(edge/core/stage_batching.py: concurrent writes to a branch share a call) in `stage_new_bytes`,
-which deletes the bytes again only when graveler certainly did not take the entry in any
-attempt, judged from the client's own signals (edge/core/write_outcome.py; the uncommitted sweep of
-garbage collection removes what a timeout, a lost answer or a crash leaves); bytes nothing refers to
-are deleted with `delete_bytes`. Each front end keeps its own service user (svc-gateway,
-svc-api), its own history source and its own errors: graveler's answers are mapped to S3 codes
-or lakeFS statuses at each edge, not here.
+Both front ends on the edge port write an object the same way, in one call: `write_object`
+checks that the ref is a branch, writes the body the front end hands over (a CheckedBody,
+edge/core/object_writes.py, which raises the front end's own errors) at a fresh physical address
+in the repository's storage namespace (inside `new_bytes`, which leaves nothing there if the
+write or a check on it fails), then stages the entry with one StageEntry through `staging`
+(edge/core/stage_batching.py: concurrent writes to a branch share a call) in `stage_new_bytes`.
+That deletes the bytes again only when graveler certainly did not take the entry in any
+attempt, judged from the client's own signals (edge/core/write_outcome.py; the uncommitted sweep
+of garbage collection removes what a timeout, a lost answer or a crash leaves); bytes nothing
+refers to are deleted with `delete_bytes`. Each front end keeps its own service user
+(svc-gateway, svc-api), its own history source and its own errors: graveler's answers are
+mapped to S3 codes or lakeFS statuses at each edge, not here.
 """
 
 from __future__ import annotations
@@ -296,16 +298,17 @@ class EdgeClient:
     async def receive(
         self, body: CheckedBody, put: Callable[..., PutResult], *args: Any, pool: Executor | None = None
     ) -> Written:
-        """Run a block adapter's write (put(*args, stream, size)) fed from body, in pool (the I/O
-        threads by default), then the body's own checks on the whole of it. A body declared
-        small is read at once: one trip to a worker thread instead of one per read. ShortBody
-        when it ends before its declared size; the body's own error as it raised it."""
+        """Run a block adapter's write (put(*args, stream, size)) fed from body, then the body's
+        own checks on the whole of it. A body declared small is read first and written in one
+        trip to the I/O threads instead of one per read; a larger one is streamed from pool's
+        threads (the I/O threads by default). ShortBody when the body ends before its declared
+        size; the body's own error as it raised it."""
         declared = body.declared
         if declared is not None and declared <= SMALL_BODY:
-            data = await body.read(declared)
+            data = await _read_up_to(body, declared)
             if len(data) != declared:
                 raise ShortBody(f"the body ended after {len(data)} of its {declared} bytes")
-            result = await self.run_in(pool or self.pool, put, *args, io.BytesIO(data), declared)
+            result = await self.run(put, *args, io.BytesIO(data), declared)
             size = declared
         else:
             reader = BodyReader(body, asyncio.get_running_loop(), declared)
@@ -432,3 +435,12 @@ def _now() -> Timestamp:
     stamp = Timestamp()
     stamp.GetCurrentTime()
     return stamp
+
+
+async def _read_up_to(body: CheckedBody, size: int) -> bytes:
+    """size bytes of body, or fewer if it ends first."""
+    parts, left = [], size
+    while left > 0 and (data := await body.read(left)):
+        parts.append(data)
+        left -= len(data)
+    return b"".join(parts)

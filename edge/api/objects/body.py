@@ -3,7 +3,7 @@
 Two shapes arrive (lakeFS's uploadObject): a raw body (`application/octet-stream` or any other
 type, often chunked with no Content-Length), and `multipart/form-data` whose part named
 `content` is the object. Both are read chunk by chunk under one size limit and a least pace;
-`ThreadReader` lets a block adapter, running in a worker thread, pull them as a blocking file.
+the edge's core streams them to the block adapter (edge/core/object_writes.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from concurrent.futures import Future
 from typing import Protocol
 
 from python_multipart.exceptions import MultipartParseError
@@ -27,10 +26,6 @@ MAX_UPLOAD_BYTES = 5 * 1024**3
 # A multipart/form-data part's headers: a few short lines each.
 MAX_PART_HEADERS = 16
 MAX_PART_HEADER_BYTES = 8 * 1024
-# A worker thread waits at most this long for the next piece of the body (which the request
-# itself times out sooner, UploadLimits): a request that the event loop no longer serves must
-# not pin a thread forever.
-THREAD_WAIT_SECONDS = UploadLimits.idle_seconds + 30
 
 
 def too_large(limit: int) -> ApiError:
@@ -235,31 +230,3 @@ class MultipartContent:
             return first
         self._pending[0] = first[n:]
         return first[:n]
-
-
-class ThreadReader:
-    """A blocking file-like view of a Source, for a block adapter in a worker thread. An error
-    of the source (413, 408, a malformed body) is kept in `error` for the request to raise: an
-    adapter may wrap what its stream raises."""
-
-    def __init__(self, source: Source, loop: asyncio.AbstractEventLoop) -> None:
-        self._source = source
-        self._loop = loop
-        self.size = 0
-        self.error: BaseException | None = None
-
-    def read(self, n: int | None = -1) -> bytes:
-        if n is None or n < 0:
-            n = 1024 * 1024
-        future: Future[bytes] = asyncio.run_coroutine_threadsafe(self._source.read(n), self._loop)
-        try:
-            data = future.result(timeout=THREAD_WAIT_SECONDS)
-        except BaseException as exc:
-            future.cancel()
-            self.error = exc
-            raise
-        self.size += len(data)
-        return data
-
-    def readable(self) -> bool:
-        return True

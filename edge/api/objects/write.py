@@ -6,9 +6,6 @@ or a crash leaves)."""
 
 from __future__ import annotations
 
-import asyncio
-import io
-from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -24,11 +21,10 @@ from edge.api.objects.body import (
     RawBody,
     RawChunks,
     Source,
-    ThreadReader,
     multipart_boundary,
 )
-from edge.core.client import SMALL_BODY
 from edge.core.write_outcome import certainly_not_applied
+from silt.block.adapter import PutResult
 from silt.errors import Aborted, FailedPrecondition, SiltError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.objects import (
@@ -103,48 +99,42 @@ async def ensure_branch(ctx: Context, repository: str, branch: str) -> None:
     backend.remember_branch(repository, branch)
 
 
-@dataclass(frozen=True)
-class Received:
-    size: int
-    etag: str  # hex MD5, as the block adapter computed it while writing (S3's ETag)
-    content_type: str
+class UploadBody:
+    """An upload's bytes as the edge's core reads them (CheckedBody): a raw body, or the part
+    named `content` of a multipart/form-data one, within the upload's size limit and pace;
+    refused before any byte is written: a declared size over the limit, a bad content type."""
 
+    def __init__(self, source: Source, declared: int | None, content_type: str) -> None:
+        self._source = source
+        self._declared = declared
+        self.content_type = content_type
 
-async def receive(backend: Backend, request: Request, namespace: str, address: str) -> Received:
-    """Write the upload's bytes at `address`, streamed; nothing is left there if it fails."""
-    chunks = RawChunks(request, MAX_UPLOAD_BYTES, backend.upload_limits)
-    header_type = request.headers.get("content-type", "")
-    boundary = multipart_boundary(header_type)
-    source: Source
-    declared: int | None = None
-    if boundary is not None:
-        form = MultipartContent(chunks, boundary)
-        await form.start()
-        source, content_type = form, form.content_type or DEFAULT_CONTENT_TYPE
-    else:
-        source, content_type = RawBody(chunks), header_type or DEFAULT_CONTENT_TYPE
-        declared = chunks.declared
-    checked_content_type(content_type)  # before any byte is written
-    async with backend.new_bytes(namespace, address):
-        if declared is not None and declared <= SMALL_BODY:
-            data = await _read_all(source)  # on the event loop; RawChunks refuses a short body
-            result = await backend.write_bytes(namespace, address, io.BytesIO(data), len(data))
+    @classmethod
+    async def of(cls, backend: Backend, request: Request) -> UploadBody:
+        chunks = RawChunks(request, MAX_UPLOAD_BYTES, backend.upload_limits)
+        header_type = request.headers.get("content-type", "")
+        boundary = multipart_boundary(header_type)
+        if boundary is None:
+            body = cls(RawBody(chunks), chunks.declared, header_type or DEFAULT_CONTENT_TYPE)
         else:
-            reader = ThreadReader(source, asyncio.get_running_loop())
-            try:
-                result = await backend.write_bytes(namespace, address, reader, declared, backend.upload_pool)
-            except Exception:
-                if reader.error is not None:
-                    raise reader.error from None  # the body's own error (413, 408, 400)
-                raise
-    return Received(result.size, result.etag.strip('"'), content_type)
+            form = MultipartContent(chunks, boundary)
+            await form.start()
+            body = cls(form, None, form.content_type or DEFAULT_CONTENT_TYPE)
+        checked_content_type(body.content_type)
+        return body
 
+    @property
+    def declared(self) -> int | None:
+        return self._declared
 
-async def _read_all(source: Source) -> bytes:
-    parts = []
-    while data := await source.read(SMALL_BODY):
-        parts.append(data)
-    return b"".join(parts)
+    async def read(self, n: int) -> bytes:
+        return await self._source.read(n)
+
+    async def finish(self, written: PutResult) -> dict[str, str]:
+        # Read to its end: a body cut short of its Content-Length is refused (RawChunks).
+        if await self._source.read(1):
+            raise bad_request("the body is longer than its declared length")
+        return {}
 
 
 async def stage_new_bytes(
@@ -153,21 +143,27 @@ async def stage_new_bytes(
     """Stage an entry for bytes this request wrote in place.namespace, as the edge's core does
     (EdgeClient.stage_new_bytes: the bytes deleted if graveler certainly did not take it, a
     repository created again under the name followed unless follow_replacement is off; then
-    request.entry names the bytes staged). A condition that does not hold is 412; a failure
-    after which the entry may stand is 503 (retry), whatever graveler's status was; a
-    repository gone is 404 as graveler answers. Returns where the entry was staged."""
+    request.entry names the bytes staged). Its failure as staging_error answers it. Returns
+    where the entry was staged."""
     try:
         return await ctx.backend.stage_new_bytes(request, place, ctx.deadline, follow_replacement=follow_replacement)
     except SiltError as exc:
-        conditional = request.if_absent or request.if_match_etag
-        if conditional and isinstance(exc, FailedPrecondition):
-            raise ApiError(412, "path already exists" if request.if_absent else "object changed") from None
-        if conditional and isinstance(exc, Aborted):
-            # It may stand: not a 409, which would say it did not happen.
-            raise ApiError(503, f"a concurrent write raced this conditional upload, which may stand: {exc}") from None
-        if not certainly_not_applied(exc):
-            raise ApiError(503, f"graveler may have staged the object, retry: {exc}") from None
-        raise from_graveler(exc, "graveler") from None
+        raise staging_error(exc, request) from None
+
+
+def staging_error(error: SiltError, request: api.StageEntryRequest) -> ApiError:
+    """A failed staging of request as the API answers it: a condition that does not hold is 412;
+    a failure after which the entry may stand is 503 (retry), whatever graveler's status was; a
+    repository gone is 404 as graveler answers."""
+    conditional = request.if_absent or request.if_match_etag
+    if conditional and isinstance(error, FailedPrecondition):
+        return ApiError(412, "path already exists" if request.if_absent else "object changed")
+    if conditional and isinstance(error, Aborted):
+        # It may stand: not a 409, which would say it did not happen.
+        return ApiError(503, f"a concurrent write raced this conditional upload, which may stand: {error}")
+    if not certainly_not_applied(error):
+        return ApiError(503, f"graveler may have staged the object, retry: {error}")
+    return from_graveler(error, "graveler")
 
 
 async def repository_replaced(ctx: Context, repository: str) -> bool:

@@ -30,19 +30,19 @@ from edge.api.objects.listing import EMPTY, USER, listing_page, namespace_base, 
 from edge.api.objects.presign import Presigner, download_name, presigner
 from edge.api.objects.stats import object_headers
 from edge.api.objects.write import (
-    SMALL_BODY,
+    UploadBody,
     checked_path,
     checked_user_metadata,
     ensure_branch,
     header_metadata,
     now,
-    receive,
     repository_replaced,
-    stage_new_bytes,
+    staging_error,
     typed_call,
 )
 from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size
 from edge.api.responses import model_response, no_content
+from edge.core.client import SMALL_BODY
 from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
 from silt.block.adapter import PresignedURL
 from silt.errors import FailedPrecondition, NotFound, SiltError
@@ -50,7 +50,7 @@ from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.iam_actions import READ_REPO, WRITE_REPO
-from silt.objects import new_physical_address, split_address, with_user_metadata
+from silt.objects import split_address, with_user_metadata
 from silt.repository_place import RepositoryPlace
 
 router = APIRouter()
@@ -254,38 +254,33 @@ async def upload_object(
         raise ApiError(501, "If-None-Match on an upload takes only *")
     if_match = (request.headers.get("if-match") or "").strip().strip('"')
     backend = ctx.backend
-    place = await backend.place(repository, ctx.deadline)
-    namespace = place.namespace
+    # The repository and the branch as lakeFS checks them (the core finds both remembered).
+    await backend.place(repository, ctx.deadline)
     await ensure_branch(ctx, repository, branch)
     if if_none_match is not None and await _exists(ctx, repository, branch, key):
         raise ApiError(412, "path already exists")  # before the body is read; graveler checks again
-    address = new_physical_address()
+    staged = api.StageEntryRequest(
+        repository=repository,
+        branch=branch,
+        key=key,
+        entry=pb.Entry(metadata=with_user_metadata({}, metadata)),
+        if_absent=if_none_match is not None,
+        if_match_etag=if_match,
+    )
     try:
         with backend.upload_slot():
-            received = await receive(backend, request, namespace, address)
-    except ApiError as exc:
+            body = await UploadBody.of(backend, request)
+            staged.entry.content_type = body.content_type
+            place = await backend.write_object(staged, body, ctx.deadline, pool=backend.upload_pool)
+    except ApiError as exc:  # the body's own (413, 408, 400), or all upload slots taken
         # The rest of the body is not read: the connection cannot carry another request.
         headers = {"Connection": "close"}
         if exc.status == 503:  # all upload slots taken
             headers["Retry-After"] = str(backend.upload_limits.retry_after_seconds)
         return JSONResponse({"message": exc.message}, status_code=exc.status, headers=headers)
-    entry = pb.Entry(
-        physical_address=address,
-        size=received.size,
-        etag=received.etag,
-        last_modified=now(),
-        content_type=received.content_type,
-        metadata=with_user_metadata({}, metadata),
-    )
-    staged = api.StageEntryRequest(
-        repository=repository,
-        branch=branch,
-        key=key,
-        entry=entry,
-        if_absent=if_none_match is not None,
-        if_match_etag=if_match,
-    )
-    place = await stage_new_bytes(ctx, staged, place)
+    except SiltError as exc:
+        raise staging_error(exc, staged) from None
+    entry = staged.entry
     ctx.record(ev.WRITE, repository, branch, key, entry.size)
     # The ObjectStats as its model writes it, without building the model: a tenth of the time of
     # a small upload's answer (tests/unit/api/test_object_rows.py holds the two to the same bytes).

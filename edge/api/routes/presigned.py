@@ -11,8 +11,6 @@ holds. S3's presigned PUTs cannot promise that; here it is 412.
 
 from __future__ import annotations
 
-import asyncio
-import io
 from email.utils import format_datetime
 
 from fastapi import APIRouter, Request, Response
@@ -20,15 +18,16 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from edge.api.backend import Backend
 from edge.api.context import backend_of
-from edge.api.errors import ApiError, forbidden
-from edge.api.objects.body import MAX_UPLOAD_BYTES, RawBody, RawChunks, ThreadReader
+from edge.api.errors import ApiError, bad_request, forbidden
+from edge.api.objects.body import MAX_UPLOAD_BYTES, RawBody, RawChunks
 from edge.api.objects.edge_urls import Grant
 from edge.api.objects.presign import download_name, presigner
 from edge.api.objects.stats import ACTIVE_CONTENT_GUARDS
+from edge.api.objects.write import UploadBody
 from edge.core.asgi import PRESIGNED_PREFIX
 from edge.core.client import SMALL_BODY
 from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range, read_all, stream_reader
-from silt.block.adapter import PutResult
+from edge.core.object_writes import ShortBody, Written
 from silt.block.external import ObjectReader, SourceReader, split_external
 from silt.block.rules import attachment
 from silt.errors import AlreadyExists, NotFound
@@ -98,21 +97,12 @@ async def _exists(backend: Backend, namespace: str, key: str) -> bool:
     return True
 
 
-async def _write(backend: Backend, request: Request, namespace: str, key: str, declared: int) -> PutResult:
-    source = RawBody(RawChunks(request, MAX_UPLOAD_BYTES, backend.upload_limits))
-    if declared <= SMALL_BODY:
-        parts = []
-        while data := await source.read(SMALL_BODY):
-            parts.append(data)
-        body = b"".join(parts)
-        return await backend.run(backend.adapter.put_if_absent, namespace, key, io.BytesIO(body), len(body))
-    reader = ThreadReader(source, asyncio.get_running_loop())
+async def _write(backend: Backend, request: Request, namespace: str, key: str, declared: int) -> Written:
+    body = UploadBody(RawBody(RawChunks(request, MAX_UPLOAD_BYTES, backend.upload_limits)), declared, "")
     try:
-        return await backend.run_upload(backend.adapter.put_if_absent, namespace, key, reader, declared)
-    except Exception:
-        if reader.error is not None:
-            raise reader.error from None  # the body's own error (408, 400)
-        raise
+        return await backend.receive(body, backend.adapter.put_if_absent, namespace, key, pool=backend.upload_pool)
+    except ShortBody as exc:
+        raise bad_request(str(exc)) from None
 
 
 def _refused(status: int, message: str, retry_after: int | None = None) -> JSONResponse:
