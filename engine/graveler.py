@@ -569,17 +569,7 @@ class Graveler:
         self.protection.check_direct_merge(repo, destination)
         source_commit = self.refs.resolve(repo, source_ref).commit_id
         message = message or f"Merge {source_ref!r} into {destination!r}"
-        record = HookRecord(
-            "pre-merge",
-            repository,
-            source_commit,
-            branch_id=destination,
-            merge_source=source_ref,
-            immutable=True,
-            commit_message=message,
-            committer=committer,
-            commit_metadata=dict(metadata or {}),
-        )
+        record = HookRecord.pre_merge(repository, source_commit, destination, source_ref, message, committer, metadata)
         # The commit the hooks were shown, not the ref: a push to the source meanwhile is not merged.
         return self._hooked_merge(
             repo,
