@@ -55,6 +55,7 @@ from engine.core.entries import (
 )
 from engine.core.hooks import HookRecord, after_commit
 from engine.core.model import MergeStrategy
+from engine.core.parts import CoreParts
 from engine.core.placement import Placement
 from engine.core.refs import BranchRecord, RefManager, RepoHandle
 from engine.core.refs import expr as refexpr
@@ -146,21 +147,12 @@ class Graveler:
         )
         observer = observer or NoObserver()
         self.compacted = CompactedState(self.refs, self.staging, committed)
-        self.entries = Entries(
-            self.refs,
-            self.staging,
-            committed,
-            self.updater,
-            self.compacted,
-            observer,
-            options.allowed_import_prefixes,
-        )
+        core = CoreParts(self.refs, self.staging, committed, self.updater, self.compacted)
+        self.entries = Entries(core, observer, options.allowed_import_prefixes)
         self.committer = Committer(
             self.refs, self.staging, builder, self.updater, self.cleaner, committed, self.compacted, observer
         )
-        self.branching = Branching(
-            self.refs, self.staging, committed, self.updater, self.entries, self.cleaner, self.compacted
-        )
+        self.branching = Branching(core, self.entries, self.cleaner)
         self.protection = Protection(kv, self.updater, options.branch_cache_seconds, clock)
         self.repo_metadata = RepositoryMetadata(kv, self.updater)
         rules = import_rules(committed.adapter.scheme, options.allowed_import_prefixes)
@@ -188,12 +180,8 @@ class Graveler:
         )
         self.checks = Checks(self.refs, self.actions, self.pulls)
         self.imports: Imports = Imports(
-            self.refs,
-            self.staging,
-            committed,
-            self.updater,
+            core,
             self.cleaner,
-            self.compacted,
             self.protection,
             self.repo_metadata,
             import_runner or InProcessRunner(kv, committed.adapter),
@@ -581,17 +569,7 @@ class Graveler:
         self.protection.check_direct_merge(repo, destination)
         source_commit = self.refs.resolve(repo, source_ref).commit_id
         message = message or f"Merge {source_ref!r} into {destination!r}"
-        record = HookRecord(
-            "pre-merge",
-            repository,
-            source_commit,
-            branch_id=destination,
-            merge_source=source_ref,
-            immutable=True,
-            commit_message=message,
-            committer=committer,
-            commit_metadata=dict(metadata or {}),
-        )
+        record = HookRecord.pre_merge(repository, source_commit, destination, source_ref, message, committer, metadata)
         # The commit the hooks were shown, not the ref: a push to the source meanwhile is not merged.
         return self._hooked_merge(
             repo,

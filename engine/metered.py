@@ -8,8 +8,8 @@ import contextlib
 import time
 from collections.abc import Iterator
 
-from engine.core.builder import MetaRangeBuilder
-from engine.core.committed.model import ApplyResult, MetaRangeId
+from engine.core.builder import Build, MetaRangeBuilder
+from engine.core.committed.model import ApplyResult
 from engine.core.deadline import NO_DEADLINE, Deadline
 from engine.core.model import StagingToken
 from silt.telemetry import metrics
@@ -38,17 +38,10 @@ class MeteredBuilder:
     def __init__(self, inner: MetaRangeBuilder) -> None:
         self.inner = inner
 
-    def apply_tokens(
-        self,
-        namespace: str,
-        base: MetaRangeId,
-        tokens: list[StagingToken],
-        prefixes: list[bytes] | None = None,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> ApplyResult:
-        metrics.COMMIT_SEALED_TOKENS.observe(len(tokens))
-        with span("graveler.commit.build", {"silt.commit.tokens": len(tokens)}) as current:
-            result = self.inner.apply_tokens(namespace, base, tokens, prefixes, deadline)
+    def apply_tokens(self, build: Build, deadline: Deadline = NO_DEADLINE) -> ApplyResult:
+        metrics.COMMIT_SEALED_TOKENS.observe(len(build.tokens))
+        with span("graveler.commit.build", {"silt.commit.tokens": len(build.tokens)}) as current:
+            result = self.inner.apply_tokens(build, deadline)
             if current is not None:
                 current.set_attribute("silt.commit.ranges_written", result.ranges_written)
                 current.set_attribute("silt.commit.ranges_reused", result.ranges_reused)

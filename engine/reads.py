@@ -22,6 +22,7 @@ from engine.core.compaction import CompactedState, NoObserver
 from engine.core.deadline import Clock, Deadline
 from engine.core.entries import Entries
 from engine.core.list_answer import list_response
+from engine.core.parts import CoreParts
 from engine.core.refs import RefManager
 from engine.core.staging import StagingStore
 from engine.core.updater import BranchUpdater, RetryPolicy
@@ -50,7 +51,7 @@ class ReadEngine:
         staging = StagingStore(kv)
         updater = BranchUpdater(self.refs, RetryPolicy())
         compacted = CompactedState(self.refs, staging, committed)
-        self.entries = Entries(self.refs, staging, committed, updater, compacted, NoObserver())
+        self.entries = Entries(CoreParts(self.refs, staging, committed, updater, compacted), NoObserver())
 
     def StatEntry(self, request: api.StatEntryRequest, *, timeout: float) -> api.EntryInfo:
         validate_key(request.key)

@@ -16,10 +16,8 @@ from typing import NamedTuple
 from engine.core.cleanup import Cleaner
 from engine.core.commit_graph import find_merge_base
 from engine.core.committed.diff import Difference, DifferenceRun
-from engine.core.committed.manager import CommittedManager
 from engine.core.committed.merge import Conflict, Resolver, by_pattern
 from engine.core.committed.model import MetaRangeId
-from engine.core.compaction import CompactedState
 from engine.core.deadline import Deadline
 from engine.core.entries import Entries
 from engine.core.model import (
@@ -40,9 +38,10 @@ from engine.core.paging import (
     page_amount,
     paginate,
 )
-from engine.core.refs import BranchRecord, RefManager, RepoHandle, Resolved, new_commit, set_tokens
-from engine.core.staging import StagingStore, new_token
-from engine.core.updater import REDO, BranchUpdater, Raced, modify_branch
+from engine.core.parts import CoreParts, OnCore
+from engine.core.refs import BranchRecord, RepoHandle, Resolved, new_commit, set_tokens
+from engine.core.staging import new_token
+from engine.core.updater import REDO, Raced, modify_branch
 from engine.core.validation import validate_key
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
@@ -106,22 +105,9 @@ def resolver_for(strategy: str, path_strategies: list[tuple[str, MergeStrategy]]
     return by_pattern(path_strategies, strategy)
 
 
-class Branching:
-    def __init__(
-        self,
-        refs: RefManager,
-        staging: StagingStore,
-        committed: CommittedManager,
-        updater: BranchUpdater,
-        entries: Entries,
-        cleaner: Cleaner,
-        state: CompactedState,
-    ) -> None:
-        self._refs = refs
-        self._state = state
-        self._staging = staging
-        self._committed = committed
-        self._updater = updater
+class Branching(OnCore):
+    def __init__(self, core: CoreParts, entries: Entries, cleaner: Cleaner) -> None:
+        super().__init__(core)
         self._entries = entries
         self._cleaner = cleaner
 

@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from engine.core.committed.manager import CommittedManager
@@ -30,16 +31,21 @@ from silt.config import Config, parse_cpu_list
 from silt.errors import DeadlineExceeded, Unavailable
 
 
+@dataclass(frozen=True)
+class Build:
+    """What one build applies: the staged values of tokens (newest first) onto base, a metarange
+    of the repository whose storage namespace is namespace; only keys under prefixes, if given.
+    One value, so that every builder (and a worker process, pickled) is handed the same thing."""
+
+    namespace: str
+    base: MetaRangeId
+    tokens: list[StagingToken]
+    prefixes: list[bytes] | None = None
+
+
 class MetaRangeBuilder(Protocol):
-    def apply_tokens(
-        self,
-        namespace: str,
-        base: MetaRangeId,
-        tokens: list[StagingToken],
-        prefixes: list[bytes] | None = None,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> ApplyResult:
-        """Apply the staged values of tokens (newest first) onto base; only keys under prefixes, if given.
+    def apply_tokens(self, build: Build, deadline: Deadline = NO_DEADLINE) -> ApplyResult:
+        """The metarange of build.
 
         Gives up with DeadlineExceeded once deadline passes (the caller stopped waiting).
         """
@@ -117,16 +123,9 @@ class InProcessBuilder:
         self._committed = committed
         self._drop_pace = drop_pace  # see StagingStore.drop
 
-    def apply_tokens(
-        self,
-        namespace: str,
-        base: MetaRangeId,
-        tokens: list[StagingToken],
-        prefixes: list[bytes] | None = None,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> ApplyResult:
-        batches = batches_until(deadline, staged_change_batches(self._staging, tokens, prefixes))
-        return self._committed.apply_batches(namespace, base, batches)
+    def apply_tokens(self, build: Build, deadline: Deadline = NO_DEADLINE) -> ApplyResult:
+        batches = batches_until(deadline, staged_change_batches(self._staging, build.tokens, build.prefixes))
+        return self._committed.apply_batches(build.namespace, build.base, batches)
 
     def drop_token(self, token: StagingToken) -> None:
         self._staging.drop(token, self._drop_pace)
@@ -174,11 +173,9 @@ def _init_worker(config: Config, niceness: int) -> None:
     _worker = InProcessBuilder(StagingStore(stores.kv), stores.committed(), drop_pace=DROP_PACE_SECONDS)
 
 
-def _apply_in_worker(
-    namespace: str, base: MetaRangeId, tokens: list[StagingToken], prefixes: list[bytes] | None
-) -> ApplyResult:
+def _apply_in_worker(build: Build) -> ApplyResult:
     assert _worker is not None, "worker not initialised"
-    return _worker.apply_tokens(namespace, base, tokens, prefixes)
+    return _worker.apply_tokens(build)
 
 
 def _warm_up() -> None:
@@ -233,16 +230,9 @@ class ProcessPoolBuilder:
         # which would otherwise fall on the first commit.
         self._pool.submit(_warm_up)
 
-    def apply_tokens(
-        self,
-        namespace: str,
-        base: MetaRangeId,
-        tokens: list[StagingToken],
-        prefixes: list[bytes] | None = None,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> ApplyResult:
+    def apply_tokens(self, build: Build, deadline: Deadline = NO_DEADLINE) -> ApplyResult:
         deadline.check("building the commit")
-        future = self._pool.submit(_apply_in_worker, namespace, base, tokens, prefixes)
+        future = self._pool.submit(_apply_in_worker, build)
         return _wait(future, deadline, "building the commit", self._timeout)
 
     def drop_token(self, token: StagingToken) -> None:

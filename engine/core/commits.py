@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.core.builder import MetaRangeBuilder, until
+from engine.core.builder import Build, MetaRangeBuilder, until
 from engine.core.cleanup import Cleaner
 from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import ApplyResult, MetaRangeId
@@ -209,11 +209,11 @@ class Committer:
     ) -> ApplyResult:
         """The metarange a commit of tokens (and of the branch's compaction) makes over head."""
         if not branch.compacted_metarange_id:
-            return self.builder.apply_tokens(repo.namespace, head, tokens, only, deadline)
+            return self.builder.apply_tokens(Build(repo.namespace, head, tokens, only), deadline)
         if only is None:
             # The compacted metarange is the branch's content below its sealed tokens.
             compacted = MetaRangeId(branch.compacted_metarange_id)
-            return self.builder.apply_tokens(repo.namespace, compacted, tokens, None, deadline)
+            return self.builder.apply_tokens(Build(repo.namespace, compacted, tokens), deadline)
         # Only the prefixes: the tokens' changes and the compaction's under them, onto the head.
         changes = self._state.pending(repo, branch, tokens, head, prefixes=only)
         return self._committed.apply(repo.namespace, head, until(deadline, changes))
@@ -236,7 +236,7 @@ class Committer:
         if only is None or not branch.compacted_metarange_id:
             return ""
         compacted = MetaRangeId(branch.compacted_metarange_id)
-        return self.builder.apply_tokens(repo.namespace, compacted, tokens, only, deadline).metarange_id
+        return self.builder.apply_tokens(Build(repo.namespace, compacted, tokens, only), deadline).metarange_id
 
     def _changes(self, repo: RepoHandle, branch: pb.Branch, head: MetaRangeId, built: ApplyResult) -> bool:
         if not branch.compacted_metarange_id:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from engine.core.builder import MetaRangeBuilder, changes_of
+from engine.core.builder import Build, MetaRangeBuilder, changes_of
 from engine.core.cleanup import Cleaner
 from engine.core.committed.diff import Difference
 from engine.core.committed.manager import CommittedManager
@@ -219,7 +219,7 @@ class Compaction:
         base = self._state.base_metarange(repo, sealed)
         # 2. Build: the commit's apply, tombstones as deletes, onto the compacted metarange or the head's.
         deadline.check(f"compacting branch {branch_name!r}")
-        result = self.builder_of().apply_tokens(repo.namespace, base, tokens, None, deadline)
+        result = self.builder_of().apply_tokens(Build(repo.namespace, base, tokens), deadline)
         compacted = "" if result.metarange_id == head else result.metarange_id
         deadline.check(f"compacting branch {branch_name!r}")
 

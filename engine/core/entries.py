@@ -15,17 +15,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import MetaRangeId, Record
-from engine.core.compaction import CompactedState, StagingObserver
+from engine.core.compaction import StagingObserver
 from engine.core.deadline import Deadline
 from engine.core.iterators import combined, combined_columns, live, live_columns
 from engine.core.model import StagingToken
 from engine.core.paging import CommonPrefix, delimiter_bytes, first_key, page_amount, page_of_columns, paginate
+from engine.core.parts import CoreParts, OnCore
 from engine.core.physical_addresses import validate_physical_address
-from engine.core.refs import BranchRecord, RefManager, RepoHandle, Resolved
-from engine.core.staging import Staged, StagingStore, new_token
-from engine.core.updater import BranchUpdater, Raced
+from engine.core.refs import BranchRecord, RepoHandle, Resolved
+from engine.core.staging import Staged, new_token
+from engine.core.updater import Raced
 from engine.core.validation import validate_entry_size, validate_key
 from engine.core.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
 from silt.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
@@ -79,23 +79,12 @@ class StoredListPage:
     has_more: bool = False
 
 
-class Entries:
+class Entries(OnCore):
     def __init__(
-        self,
-        refs: RefManager,
-        staging: StagingStore,
-        committed: CommittedManager,
-        updater: BranchUpdater,
-        state: CompactedState,
-        observer: StagingObserver,
-        allowed_import_prefixes: tuple[str, ...] = (),
+        self, core: CoreParts, observer: StagingObserver, allowed_import_prefixes: tuple[str, ...] = ()
     ) -> None:
-        self._refs = refs
-        self._state = state
+        super().__init__(core)
         self.observer = observer
-        self._staging = staging
-        self._committed = committed
-        self._updater = updater
         self._allowed_import_prefixes = allowed_import_prefixes
 
     # --- writer flow -------------------------------------------------------------------------

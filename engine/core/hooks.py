@@ -70,6 +70,32 @@ class HookRecord:
     # a branch may be named like one, so the name's shape does not say.
     immutable: bool = False
 
+    @classmethod
+    def pre_merge(
+        cls,
+        repository: str,
+        source_commit: str,
+        destination: str,
+        source_name: str,
+        message: str,
+        committer: str,
+        metadata: Mapping[str, str] | None,
+    ) -> HookRecord:
+        """A merge's pre-merge event (a merge's or a pull request's): read at the source commit
+        the merge decided on, an immutable ref, so that a push to the source meanwhile is
+        neither shown to the hooks nor merged."""
+        return cls(
+            "pre-merge",
+            repository,
+            source_commit,
+            branch_id=destination,
+            merge_source=source_name,
+            immutable=True,
+            commit_message=message,
+            committer=committer,
+            commit_metadata=dict(metadata or {}),
+        )
+
     @property
     def actions_at(self) -> str:
         return self.actions_ref or self.source_ref

@@ -523,16 +523,8 @@ class PullRequests:
 
         claimed = self._change(repo, pull_id, take, "merge", deadline)
         message = message or f"Merge pull request {pull_id}: {claimed.title}"
-        record = HookRecord(
-            "pre-merge",
-            repo.name,
-            heads[0],
-            branch_id=claimed.destination_branch,
-            merge_source=claimed.source_branch,
-            immutable=True,
-            commit_message=message,
-            committer=committer,
-            commit_metadata=metadata,
+        record = HookRecord.pre_merge(
+            repo.name, heads[0], claimed.destination_branch, claimed.source_branch, message, committer, metadata
         )
         try:
             pre_run = self._hooks.pre(repo, record, deadline)

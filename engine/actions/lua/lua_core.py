@@ -141,6 +141,7 @@ local function badtype(n, fname, expected, v)
 end
 I.badtype = badtype
 
+-- A string or number as a string (as Lua's lua_tolstring converts); anything else nil.
 local function tostr(v)
   local t = type(v)
   if t == "string" then
@@ -149,6 +150,7 @@ local function tostr(v)
     return tostring(v)
   end
 end
+I.tostr = tostr
 
 local function toint(v)
   if type(v) == "string" then

@@ -107,7 +107,38 @@ function I.json_encode(value, indent, prefix)
     end
   end
 
-  local function walk(v, depth)
+  local walk
+
+  -- An array (names nil: rawget(values, 1..count)) or an object (each names[i], sorted, with
+  -- values[names[i]]), between open and close.
+  local function container(open, close, count, names, values, depth)
+    if count == 0 then
+      out[n] = open .. close
+      return
+    end
+    out[n] = open
+    for i = 1, count do
+      if i > 1 then
+        n = n + 1
+        out[n] = ","
+      end
+      newline(depth + 1)
+      local item
+      if names then
+        n = n + 1
+        out[n] = quote(names[i]) .. colon
+        item = values[names[i]]
+      else
+        item = rawget(values, i)
+      end
+      walk(item, depth + 1)
+    end
+    newline(depth)
+    n = n + 1
+    out[n] = close
+  end
+
+  walk = function(v, depth)
     local t = type(v)
     n = n + 1
     if t == "nil" then
@@ -124,51 +155,21 @@ function I.json_encode(value, indent, prefix)
       error("json: unsupported value: tables nested deeper than " .. MAX_DEPTH .. " (a cycle?)", 0)
     else
       local len = array_length(v)
-      if len == 0 then
-        out[n] = "[]"
-      elseif len then
-        out[n] = "["
-        for i = 1, len do
-          if i > 1 then
-            n = n + 1
-            out[n] = ","
-          end
-          newline(depth + 1)
-          walk(rawget(v, i), depth + 1)
-        end
-        newline(depth)
-        n = n + 1
-        out[n] = "]"
-      else
-        local keys, items, count = {}, {}, 0
-        for k, item in next, v do
-          local ks = key(k)
-          if items[ks] == nil then
-            count = count + 1
-            keys[count] = ks
-          end
-          items[ks] = item
-        end
-        if count == 0 then
-          out[n] = "{}"
-          return
-        end
-        nsort(keys)
-        out[n] = "{"
-        for i = 1, count do
-          if i > 1 then
-            n = n + 1
-            out[n] = ","
-          end
-          newline(depth + 1)
-          n = n + 1
-          out[n] = quote(keys[i]) .. colon
-          walk(items[keys[i]], depth + 1)
-        end
-        newline(depth)
-        n = n + 1
-        out[n] = "}"
+      if len then
+        container("[", "]", len, nil, v, depth)
+        return
       end
+      local keys, items, count = {}, {}, 0
+      for k, item in next, v do
+        local ks = key(k)
+        if items[ks] == nil then
+          count = count + 1
+          keys[count] = ks
+        end
+        items[ks] = item
+      end
+      nsort(keys)
+      container("{", "}", count, keys, items, depth)
     end
   end
 

@@ -19,7 +19,7 @@ local action, args = I.results(prepared)
 local error, type, tostring, select, rawget, format = error, type, tostring, select, rawget, I.string.format
 local setmetatable, getmetatable = setmetatable, I.getmetatable
 local pcall, xpcall, rethrow = I.pcall, I.xpcall, I.rethrow
-local checkstr, checktable, optint, badtype = I.checkstr, I.checktable, I.optint, I.badtype
+local checkstr, checktable, optint, badtype, tostr = I.checkstr, I.checktable, I.optint, I.badtype, I.tostr
 local co_create, co_wrap, co_resume, co_close = I.co_create, I.co_wrap, I.co_resume, I.co_close
 local install_hook, stopped, sethook = I.install_hook, I.stopped, I.sethook
 local collectgarbage, modules, ARRAY = I.collectgarbage, I.modules, I.ARRAY
@@ -160,11 +160,9 @@ env.action, env.args, env.username = action, args, username
 env._G = env
 
 local function message(e)
-  local t = type(e)
-  if t == "string" then
-    return e
-  elseif t == "number" then
-    return tostring(e)
+  local s = tostr(e)
+  if s then
+    return s
   end
   local mt = getmetatable(e)
   if mt and rawget(mt, "__tostring") then
@@ -173,7 +171,7 @@ local function message(e)
       return s
     end
   end
-  return "(error object is a " .. t .. " value)"
+  return "(error object is a " .. type(e) .. " value)"
 end
 
 local function handler(e)

@@ -586,14 +586,16 @@ local function start(init, len, n, fname)
   return len + init + 1
 end
 
-local function find(s, p, init, plain)
-  s, p = checkstr(s, 1, "find"), checkstr(p, 2, "find")
+-- find (is_find) and match, as Lua's own str_find_aux serves both. Called in tail position, so
+-- that a bad argument's error still names the hook code that called find or match.
+local function find_aux(s, p, init, plain, is_find, fname)
+  s, p = checkstr(s, 1, fname), checkstr(p, 2, fname)
   local len = #s
-  local i = start(init, len, 3, "find")
+  local i = start(init, len, 3, fname)
   if i > len + 1 then
     return nil
   end
-  if plain or not has_specials(p) then
+  if is_find and (plain or not has_specials(p)) then
     if (len - i + 1) * #p <= BUDGET then
       return positioned(pcall(native, nfind, s, p, i, true))
     end
@@ -604,22 +606,17 @@ local function find(s, p, init, plain)
     return at, at + #p - 1
   end
   if cheap(p, len - i + 1, len - i + 2, true) then
-    return positioned(pcall(native, nfind, s, p, i))
+    return positioned(pcall(native, is_find and nfind or nmatch, s, p, i))
   end
-  return positioned(pcall(lua_find, s, p, i, true))
+  return positioned(pcall(lua_find, s, p, i, is_find))
+end
+
+local function find(s, p, init, plain)
+  return find_aux(s, p, init, plain, true, "find")
 end
 
 local function match(s, p, init)
-  s, p = checkstr(s, 1, "match"), checkstr(p, 2, "match")
-  local len = #s
-  local i = start(init, len, 3, "match")
-  if i > len + 1 then
-    return nil
-  end
-  if cheap(p, len - i + 1, len - i + 2, true) then
-    return positioned(pcall(native, nmatch, s, p, i))
-  end
-  return positioned(pcall(lua_find, s, p, i, false))
+  return find_aux(s, p, init, false, false, "match")
 end
 
 local function gmatch(s, p, init)

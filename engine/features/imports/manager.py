@@ -32,17 +32,15 @@ from dataclasses import dataclass
 
 from engine.core.builder import staged_changes
 from engine.core.cleanup import Cleaner
-from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import MetaRangeId
 from engine.core.committed.replace import Region
-from engine.core.compaction import CompactedState
 from engine.core.deadline import Deadline
 from engine.core.hooks import BranchWatch, HookRecord, Hooks, after_commit
 from engine.core.model import CommitId, StagingToken
-from engine.core.refs import BranchRecord, RefManager, RepoHandle, new_commit, set_tokens
+from engine.core.parts import CoreParts, OnCore
+from engine.core.refs import BranchRecord, RepoHandle, new_commit, set_tokens
 from engine.core.repo_metadata import RepositoryMetadata
-from engine.core.staging import StagingStore
-from engine.core.updater import BranchUpdater, Raced, modify_branch
+from engine.core.updater import Raced, modify_branch
 from engine.features.imports.ingest import IngestJob, IngestResult
 from engine.features.imports.locations import ImportRules, Kind, check_sources
 from engine.features.imports.records import (
@@ -91,15 +89,11 @@ class _Plan:
     committer: str
 
 
-class Imports:
+class Imports(OnCore):
     def __init__(
         self,
-        refs: RefManager,
-        staging: StagingStore,
-        committed: CommittedManager,
-        updater: BranchUpdater,
+        core: CoreParts,
         cleaner: Cleaner,
-        state: CompactedState,
         protection: Protection,
         repo_metadata: RepositoryMetadata,
         runner: IngestRunner,
@@ -107,12 +101,8 @@ class Imports:
         hooks: Hooks,
         watch: BranchWatch,
     ) -> None:
-        self._refs = refs
-        self._staging = staging
-        self._committed = committed
-        self._updater = updater
+        super().__init__(core)
         self._cleaner = cleaner
-        self._state = state
         self._protection = protection
         self._repo_metadata = repo_metadata
         self.runner = runner
@@ -121,7 +111,7 @@ class Imports:
         # checks of pull requests from the branch, as any commit does.
         self._hooks = hooks
         self._watch = watch
-        self.records = ImportRecords(refs.kv)
+        self.records = ImportRecords(core.refs.kv)
         self._owners = ThreadPoolExecutor(max_workers=8, thread_name_prefix="import-owner")
         self._active: dict[tuple[bytes, str], None] = {}
         self._lock = threading.Lock()

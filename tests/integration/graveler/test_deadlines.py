@@ -7,8 +7,8 @@ import threading
 import grpc
 import pytest
 
-from engine.core.builder import MetaRangeBuilder
-from engine.core.committed.model import ApplyResult, MetaRangeId
+from engine.core.builder import Build, MetaRangeBuilder
+from engine.core.committed.model import ApplyResult
 from engine.core.deadline import NO_DEADLINE, Deadline
 from engine.core.model import StagingToken
 from silt.errors import DeadlineExceeded
@@ -26,20 +26,13 @@ class _SlowBuilder:
         self.finished = threading.Event()
         self.error: BaseException | None = None
 
-    def apply_tokens(
-        self,
-        namespace: str,
-        base: MetaRangeId,
-        tokens: list[StagingToken],
-        prefixes: list[bytes] | None = None,
-        deadline: Deadline = NO_DEADLINE,
-    ) -> ApplyResult:
+    def apply_tokens(self, build: Build, deadline: Deadline = NO_DEADLINE) -> ApplyResult:
         self.building.set()
         try:
             remaining = deadline.remaining()
             # Outlast the deadline: the build is still running when the client gives up.
             self.release.wait(30 if remaining is None else remaining + 0.05)
-            return self.inner.apply_tokens(namespace, base, tokens, prefixes, deadline)
+            return self.inner.apply_tokens(build, deadline)
         except BaseException as exc:
             self.error = exc
             raise
