@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import click
@@ -14,14 +15,6 @@ from silt.compactor.v1 import compactor_pb2 as capi
 from silt.graveler.v1 import graveler_pb2 as api
 
 _LIST_PAGE = 1000
-
-
-def _branch_name(b: api.BranchInfo) -> str:
-    return b.name
-
-
-def _tag_id(t: api.TagInfo) -> str:
-    return t.id
 
 
 def _repo_and_name(uri: str, what: str) -> tuple[str, str]:
@@ -36,15 +29,27 @@ def _ref_created(kind: str, name: str, info: Any) -> None:
     output(as_dict(info), lambda: click.echo(f"{kind} {name} created at {info.commit_id[:12]}"))
 
 
-def _list_refs(uri: str, column: str, items: str, key: Callable[[Any], str], page: Callable[..., Any]) -> None:
-    """Answer a listing of branches or tags: their records, or a table of name and commit.
+def _add_list_command(
+    group: click.Group,
+    column: str,
+    items: str,
+    key: Callable[[Any], str],
+    rpc: Callable[[Any], Callable[[Any], Any]],
+    request: Callable[..., Any],
+) -> None:
+    """Give group its `list` command: the records of the repository's branches or tags, or a table
+    of name and commit. The two listings differ only in these arguments: rpc(graveler stub) is the
+    call that answers one page of request(repository, after, amount), the refs under the field items,
+    each named by key."""
 
-    page(graveler stub, repository, after, amount) returns one page, the refs under the field items.
-    """
-    repo, _, _ = parse_uri(uri, need_ref=False)
-    g = client().graveler
-    refs = list(paged(lambda after: page(g, repo, after, _LIST_PAGE), items, key))
-    output([as_dict(r) for r in refs], lambda: table([column, "commit"], [(key(r), r.commit_id) for r in refs]))
+    @group.command("list", help=f"The {items} of a repository.")
+    @click.argument("uri", metavar="silt://REPO")
+    @json_option
+    def list_refs(uri: str) -> None:
+        repo, _, _ = parse_uri(uri, need_ref=False)
+        call = rpc(client().graveler)
+        refs = list(paged(lambda after: call(request(repository=repo, after=after, amount=_LIST_PAGE)), items, key))
+        output([as_dict(r) for r in refs], lambda: table([column, "commit"], [(key(r), r.commit_id) for r in refs]))
 
 
 @click.group()
@@ -63,20 +68,7 @@ def branch_create(uri: str, source: str) -> None:
     _ref_created("Branch", name, info)
 
 
-@branch.command("list")
-@click.argument("uri", metavar="silt://REPO")
-@json_option
-def branch_list(uri: str) -> None:
-    """The branches of a repository."""
-    _list_refs(
-        uri,
-        "branch",
-        "branches",
-        _branch_name,
-        lambda g, repo, after, amount: g.ListBranches(
-            api.ListBranchesRequest(repository=repo, after=after, amount=amount)
-        ),
-    )
+_add_list_command(branch, "branch", "branches", attrgetter("name"), lambda g: g.ListBranches, api.ListBranchesRequest)
 
 
 @branch.command("show")
@@ -223,18 +215,7 @@ def tag_create(uri: str, ref: str) -> None:
     _ref_created("Tag", info.id, info)
 
 
-@tag.command("list")
-@click.argument("uri", metavar="silt://REPO")
-@json_option
-def tag_list(uri: str) -> None:
-    """The tags of a repository."""
-    _list_refs(
-        uri,
-        "tag",
-        "tags",
-        _tag_id,
-        lambda g, repo, after, amount: g.ListTags(api.ListTagsRequest(repository=repo, after=after, amount=amount)),
-    )
+_add_list_command(tag, "tag", "tags", attrgetter("id"), lambda g: g.ListTags, api.ListTagsRequest)
 
 
 @tag.command("show")

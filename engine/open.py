@@ -37,6 +37,7 @@ from silt.journal.store import journaled
 from silt.kv.store import Store
 from silt.namespaces import parse_recorded, parse_roots
 from silt.protected_state import check_external_prefixes_spare_state
+from silt.same_named import built_from
 
 Role = Literal["server", "compactor", "reader"]
 
@@ -124,33 +125,20 @@ def actions_options(config: Config) -> ActionsOptions:
     """The `actions` section as the engine's options; a bad network or host pattern stops graveler."""
     actions = config.actions
     try:
-        webhook = WebhookPolicy(
-            allow_private=actions.webhook.allow_private,
-            allowed_hosts=tuple(actions.webhook.allowed_hosts),
-            allowed_cidrs=tuple(actions.webhook.allowed_cidrs),
-            denied_cidrs=tuple(actions.webhook.denied_cidrs),
-        )
+        webhook = built_from(actions.webhook, WebhookPolicy)
     except ValueError as exc:
         raise ConfigError(f"actions.webhook: {exc}") from None
-    return ActionsOptions(
-        enabled=actions.enabled,
-        run_timeout_seconds=actions.run_timeout_seconds,
-        max_runs_per_repository=actions.max_runs_per_repository,
-        background_workers=actions.background_workers,
-        background_queue_per_repository=actions.background_queue_per_repository,
-        max_file_bytes=actions.max_file_bytes,
-        max_total_bytes=actions.max_total_bytes,
+    # The options' fields are the section's, by name; the nested sections become the hooks' policies.
+    return built_from(
+        actions,
+        ActionsOptions,
         webhook=webhook,
-        env=EnvPolicy(
-            enabled=actions.env.enabled,
-            prefix=actions.env.prefix,
+        env=built_from(
+            actions.env,
+            EnvPolicy,
             repositories={name: tuple(patterns) for name, patterns in actions.env.repositories.items()},
         ),
-        lua=LuaLimits(
-            max_memory_bytes=actions.lua.max_memory_bytes,
-            max_instructions=actions.lua.max_instructions,
-            timeout_seconds=actions.lua.timeout_seconds,
-        ),
+        lua=built_from(actions.lua, LuaLimits),
     )
 
 

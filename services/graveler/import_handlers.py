@@ -13,6 +13,7 @@ from engine.features.imports.manager import Imports
 from services.graveler.commit_info import commit_info
 from silt.errors import InvalidArgument
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.same_named import built_from
 
 _KINDS: dict[api.ImportLocation.Type.ValueType, Kind] = {
     api.ImportLocation.TYPE_COMMON_PREFIX: COMMON_PREFIX,
@@ -55,15 +56,8 @@ class ImportHandlers:
         self, request: api.GetImportStatusRequest, context: grpc.ServicerContext
     ) -> api.ImportStatusInfo:
         status = self._imports.status(request.repository, request.branch, request.id, self._import_deadline(context))
-        record = status.record
-        info = api.ImportStatusInfo(
-            id=record.id,
-            completed=record.completed,
-            update_time=record.update_time,
-            ingested_objects=record.ingested_objects,
-            metarange_id=record.metarange_id,
-            error=record.error,
-        )
+        # The stored record's fields the answer shares by name; its commit is looked up.
+        info = built_from(status.record, api.ImportStatusInfo)
         if status.commit is not None:
             info.commit.CopyFrom(commit_info(status.commit))
         return info
