@@ -14,7 +14,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from edge.core.asgi import ASGIApp, Message, Receive, Scope, Send
+from edge.core.asgi import Message, Receive, Scope, Send
+from edge.core.middleware import HttpMiddleware
 from silt.telemetry import metrics, requestid
 from silt.telemetry.setup import metrics_enabled
 from silt.telemetry.tracing import tracer
@@ -35,16 +36,10 @@ def operation_of(scope: Scope) -> str:
     return getattr(endpoint, "__name__", "unknown")
 
 
-class Observed:
+class Observed(HttpMiddleware):
     """ASGI middleware around the API app."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         request_id = uuid.uuid4().hex[:16]
         token = requestid.current.set(request_id)
