@@ -31,9 +31,10 @@ _INTERNAL_START = {
 
 
 def operation_of(scope: Scope) -> str:
-    """The route's function name: a fixed set, so a bounded metrics label."""
-    endpoint = scope.get("endpoint")
-    return getattr(endpoint, "__name__", "unknown")
+    """The route's name (its function's, unless the route names the operation itself: an older
+    path one function serves too): a fixed set, so a bounded metrics label."""
+    name = getattr(scope.get("route"), "name", None)
+    return name if isinstance(name, str) else getattr(scope.get("endpoint"), "__name__", "unknown")
 
 
 class Observed(HttpMiddleware):
