@@ -53,34 +53,43 @@ def _run(tmp_path: Path, make: Any, auth: Auth, body: Callable[[Any], Awaitable[
     asyncio.run(run())
 
 
-def test_the_gateway_answers_auth_not_deciding_as_service_unavailable(tmp_path: Path) -> None:
-    async def body(backend: GatewayBackend) -> None:
-        with pytest.raises(S3Error) as one:
+def _s3(error: Exception) -> tuple[object, str]:
+    assert isinstance(error, S3Error)
+    return error.code, error.message
+
+
+def _lakefs(error: Exception) -> tuple[object, str]:
+    assert isinstance(error, ApiError)
+    return error.status, error.message
+
+
+@pytest.mark.parametrize(
+    ("make", "answer", "expected"),
+    [
+        (GatewayBackend, _s3, ("ServiceUnavailable", "auth: auth is down")),
+        (ApiBackend, _lakefs, (503, "auth: auth is down")),
+    ],
+)
+def test_auth_not_deciding_is_answered_in_each_front_ends_terms(
+    tmp_path: Path, make: Any, answer: Callable[[Exception], tuple[object, str]], expected: tuple[object, str]
+) -> None:
+    async def body(backend: Any) -> None:
+        with pytest.raises(Exception) as one:
             await backend.allowed("alice", "ReadRepo", "repo")
-        with pytest.raises(S3Error) as many:
+        with pytest.raises(Exception) as many:
             await backend.allowed_many("alice", "ReadRepo", ["repo", "other"])
-        for refused in (one.value, many.value):
-            assert (refused.code, refused.message) == ("ServiceUnavailable", "auth: auth is down")
+        assert answer(one.value) == answer(many.value) == expected
 
-    _run(tmp_path, GatewayBackend, Auth(Unavailable("auth is down")), body)
+    _run(tmp_path, make, Auth(Unavailable("auth is down")), body)
 
 
-def test_the_api_answers_auth_not_deciding_503_and_a_refused_resource_400(tmp_path: Path) -> None:
-    auth = Auth(Unavailable("auth is down"))
-
+def test_the_api_answers_a_resource_auth_refuses_400(tmp_path: Path) -> None:
     async def body(backend: ApiBackend) -> None:
-        with pytest.raises(ApiError) as one:
-            await backend.allowed("alice", "ReadRepo", "repo")
-        with pytest.raises(ApiError) as many:
-            await backend.allowed_many("alice", "ReadRepo", ["repo", "other"])
-        for refused in (one.value, many.value):
-            assert (refused.status, refused.message) == (503, "auth: auth is down")
-        auth.error = InvalidArgument("no such resource")
         with pytest.raises(ApiError) as invalid:
             await backend.allowed("alice", "ReadRepo", "repo")
         assert (invalid.value.status, invalid.value.message) == (400, "no such resource")
 
-    _run(tmp_path, ApiBackend, auth, body)
+    _run(tmp_path, ApiBackend, Auth(InvalidArgument("no such resource")), body)
 
 
 @pytest.mark.parametrize("make", [GatewayBackend, ApiBackend])
