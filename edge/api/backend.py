@@ -259,21 +259,14 @@ class Backend(EdgeClient):
                 raise unauthorized() from None
             raise from_rpc(exc, "auth") from None
 
+    def auth_unavailable(self, exc: Unavailable) -> Exception:
+        return ApiError(503, f"auth: {exc}")
+
     async def allowed(self, user_id: str, action: str, resource: str) -> bool:
         try:
-            return await self.authority.allowed(user_id, action, resource)
-        except Unavailable as exc:
-            raise ApiError(503, f"auth: {exc}") from None
+            return await super().allowed(user_id, action, resource)
         except InvalidArgument as exc:
             raise ApiError(400, str(exc)) from None
-
-    async def allowed_many(self, user_id: str, action: str, resources: list[str]) -> list[bool]:
-        if not resources:
-            return []
-        try:
-            return await self.authority.allowed_many(user_id, action, resources)
-        except Unavailable as exc:
-            raise ApiError(503, f"auth: {exc}") from None
 
     async def close(self) -> None:
         await super().close()

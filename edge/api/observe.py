@@ -14,7 +14,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from edge.core.asgi import ASGIApp, Message, Receive, Scope, Send
+from edge.core.asgi import Message, Receive, Scope, Send
+from edge.core.middleware import HttpMiddleware
 from silt.telemetry import metrics, requestid
 from silt.telemetry.setup import metrics_enabled
 from silt.telemetry.tracing import tracer
@@ -30,21 +31,16 @@ _INTERNAL_START = {
 
 
 def operation_of(scope: Scope) -> str:
-    """The route's function name: a fixed set, so a bounded metrics label."""
-    endpoint = scope.get("endpoint")
-    return getattr(endpoint, "__name__", "unknown")
+    """The route's name (its function's, unless the route names the operation itself: an older
+    path one function serves too): a fixed set, so a bounded metrics label."""
+    name = getattr(scope.get("route"), "name", None)
+    return name if isinstance(name, str) else getattr(scope.get("endpoint"), "__name__", "unknown")
 
 
-class Observed:
+class Observed(HttpMiddleware):
     """ASGI middleware around the API app."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         request_id = uuid.uuid4().hex[:16]
         token = requestid.current.set(request_id)

@@ -422,6 +422,28 @@ class EdgeClient:
         """One of self.reads' methods, in a worker thread, within a graveler call's time limit."""
         return await self.run(functools.partial(method, request, timeout=timeout))
 
+    # --- auth's decisions ----------------------------------------------------------------
+
+    def auth_unavailable(self, exc: Unavailable) -> Exception:
+        """The front end's own error for auth not deciding (exc): what a caller is answered."""
+        raise NotImplementedError
+
+    async def allowed(self, user_id: str, action: str, resource: str) -> bool:
+        """Whether auth lets user_id do action on resource (cached decisions, self.authority)."""
+        try:
+            return await self.authority.allowed(user_id, action, resource)
+        except Unavailable as exc:
+            raise self.auth_unavailable(exc) from None
+
+    async def allowed_many(self, user_id: str, action: str, resources: list[str]) -> list[bool]:
+        """allowed for each of resources, in order; none asked, auth not called."""
+        if not resources:
+            return []
+        try:
+            return await self.authority.allowed_many(user_id, action, resources)
+        except Unavailable as exc:
+            raise self.auth_unavailable(exc) from None
+
     async def close(self) -> None:
         await self.history.close()  # its last flush still needs the graveler channel
         await self.auth_channel.close()

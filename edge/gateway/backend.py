@@ -159,19 +159,8 @@ class Backend(EdgeClient):
 
     # --- auth ------------------------------------------------------------------------
 
-    async def allowed(self, user_id: str, action: str, resource: str) -> bool:
-        try:
-            return await self.authority.allowed(user_id, action, resource)
-        except Unavailable as exc:
-            raise S3Error("ServiceUnavailable", f"auth: {exc}") from None
-
-    async def allowed_many(self, user_id: str, action: str, resources: list[str]) -> list[bool]:
-        if not resources:
-            return []
-        try:
-            return await self.authority.allowed_many(user_id, action, resources)
-        except Unavailable as exc:
-            raise S3Error("ServiceUnavailable", f"auth: {exc}") from None
+    def auth_unavailable(self, exc: Unavailable) -> Exception:
+        return S3Error("ServiceUnavailable", f"auth: {exc}")
 
     # --- repositories ----------------------------------------------------------------
 

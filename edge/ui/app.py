@@ -17,6 +17,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from edge.core.asgi import UI_PREFIX, ASGIApp
+from edge.core.middleware import HttpMiddleware
 from silt.config import Config
 
 DIST = Path(__file__).parent / "static" / "dist"
@@ -55,17 +56,10 @@ class _ImmutableAssets(StaticFiles):
         return response
 
 
-class _SecurityHeaders:
+class _SecurityHeaders(HttpMiddleware):
     """Adds SECURITY_HEADERS to every response of the wrapped app."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def with_headers(message: dict[str, object]) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))  # type: ignore[call-overload]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 from lakefs_sdk.models import RepositoryCreation, RepositoryList, RepositoryMetadataKeys, RepositoryMetadataSet
 
 from edge.api import convert
-from edge.api.bodies import SMALL_BODY_BYTES, body_limit, json_body, json_object, validate
+from edge.api.bodies import SMALL_BODY_BYTES, M, body_limit, json_body, json_object, validate
 from edge.api.context import Context, Ctx
 from edge.api.errors import ApiError, bad_request
 from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
@@ -144,21 +145,25 @@ async def get_repository_metadata(ctx: Ctx, repository: str) -> Response:
     return JSONResponse(dict(sorted(info.metadata.items())))
 
 
+async def _change_metadata(
+    ctx: Context, request: Request, repository: str, model: type[M], change: Callable[[M], dict[str, Any]]
+) -> Response:
+    """A change to a repository's metadata, as setting and deleting keys make it: the body (a
+    model) read once the caller may write, then UpdateRepositoryMetadata with change(body)."""
+    await ctx.authorize(WRITE_REPO, repository)
+    body = await json_body(request, model)
+    update = api.UpdateRepositoryMetadataRequest(repository=repository, **change(body))
+    await ctx.call(ctx.backend.graveler.UpdateRepositoryMetadata, update)
+    return no_content()
+
+
 @router.post(METADATA, status_code=204)
 async def set_repository_metadata(ctx: Ctx, request: Request, repository: str) -> Response:
     """Add or replace the given keys, keeping the others (lakeFS)."""
-    await ctx.authorize(WRITE_REPO, repository)
-    body = await json_body(request, RepositoryMetadataSet)
-    update = api.UpdateRepositoryMetadataRequest(repository=repository, set=body.metadata)
-    await ctx.call(ctx.backend.graveler.UpdateRepositoryMetadata, update)
-    return no_content()
+    return await _change_metadata(ctx, request, repository, RepositoryMetadataSet, lambda body: {"set": body.metadata})
 
 
 @router.delete(METADATA, status_code=204)
 async def delete_repository_metadata(ctx: Ctx, request: Request, repository: str) -> Response:
     """Remove the given keys; absent ones are no error (lakeFS)."""
-    await ctx.authorize(WRITE_REPO, repository)
-    body = await json_body(request, RepositoryMetadataKeys)
-    update = api.UpdateRepositoryMetadataRequest(repository=repository, delete=body.keys)
-    await ctx.call(ctx.backend.graveler.UpdateRepositoryMetadata, update)
-    return no_content()
+    return await _change_metadata(ctx, request, repository, RepositoryMetadataKeys, lambda body: {"delete": body.keys})

@@ -8,7 +8,8 @@ ReadRepo; changing them needs the administrative actions writers do not hold
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request, Response
 from fastapi.responses import JSONResponse
@@ -38,23 +39,23 @@ MAX_IF_MATCH = 256
 IfMatch = Annotated[str | None, Header(alias="If-Match", max_length=MAX_IF_MATCH)]
 
 
+def _older(path: str, method: str, endpoint: Callable[..., Awaitable[Response]], name: str, **route: Any) -> None:
+    """The older lakeFS path of an operation, answered by the same function under lakeFS's name
+    for it (the route's name: its operation in metrics and the access log, observe.py)."""
+    router.add_api_route(path, endpoint, methods=[method], name=name, **route)
+
+
 # --- branch protection --------------------------------------------------------------------
 
 
-async def _get_protection(ctx: Ctx, repository: str) -> Response:
+@router.get(PROTECTION)
+async def get_branch_protection_rules(ctx: Ctx, repository: str) -> Response:
     await ctx.authorize(READ_REPO, repository)
     info = await protection.read(ctx, repository)
     return JSONResponse(protection.shown(list(info.rules)), headers={"ETag": protection.etag_header(info.etag)})
 
 
-@router.get(PROTECTION)
-async def get_branch_protection_rules(ctx: Ctx, repository: str) -> Response:
-    return await _get_protection(ctx, repository)
-
-
-@router.get(OLD_PROTECTION)
-async def internal_get_branch_protection_rules(ctx: Ctx, repository: str) -> Response:
-    return await _get_protection(ctx, repository)
+_older(OLD_PROTECTION, "GET", get_branch_protection_rules, "internal_get_branch_protection_rules")
 
 
 @router.put(PROTECTION, status_code=204)
@@ -116,7 +117,8 @@ async def create_branch_protection_rule_preflight(ctx: Ctx, repository: str) -> 
 # --- garbage collection rules --------------------------------------------------------------
 
 
-async def _get_gc_rules(ctx: Ctx, repository: str) -> Response:
+@router.get(GC_RULES)
+async def get_gc_rules(ctx: Ctx, repository: str) -> Response:
     await ctx.authorize(READ_REPO, repository)
     info = await ctx.call(ctx.backend.graveler.GetGCRules, api.GetGCRulesRequest(repository=repository))
     if not info.is_set:
@@ -132,17 +134,11 @@ async def _get_gc_rules(ctx: Ctx, repository: str) -> Response:
     return JSONResponse(rules.to_dict() | {last_access.FIELD: last_access.rules_as_json(info.rules)})
 
 
-@router.get(GC_RULES)
-async def get_gc_rules(ctx: Ctx, repository: str) -> Response:
-    return await _get_gc_rules(ctx, repository)
+_older(OLD_GC_RULES, "GET", get_gc_rules, "internal_get_garbage_collection_rules")
 
 
-@router.get(OLD_GC_RULES)
-async def internal_get_garbage_collection_rules(ctx: Ctx, repository: str) -> Response:
-    return await _get_gc_rules(ctx, repository)
-
-
-async def _set_gc_rules(ctx: Ctx, request: Request, repository: str) -> Response:
+@router.put(GC_RULES, status_code=204)
+async def set_gc_rules(ctx: Ctx, request: Request, repository: str) -> Response:
     await ctx.authorize(SET_GC_RULES, repository)
     raw = await json_object(request, body_limit(request))
     body = validate(GarbageCollectionRules, raw)
@@ -162,30 +158,17 @@ async def _set_gc_rules(ctx: Ctx, request: Request, repository: str) -> Response
     return no_content()
 
 
-@router.put(GC_RULES, status_code=204)
-async def set_gc_rules(ctx: Ctx, request: Request, repository: str) -> Response:
-    return await _set_gc_rules(ctx, request, repository)
+_older(OLD_GC_RULES, "POST", set_gc_rules, "internal_set_garbage_collection_rules", status_code=204)
 
 
-@router.post(OLD_GC_RULES, status_code=204)
-async def internal_set_garbage_collection_rules(ctx: Ctx, request: Request, repository: str) -> Response:
-    return await _set_gc_rules(ctx, request, repository)
-
-
-async def _delete_gc_rules(ctx: Ctx, repository: str) -> Response:
+@router.delete(GC_RULES, status_code=204)
+async def delete_gc_rules(ctx: Ctx, repository: str) -> Response:
     await ctx.authorize(DELETE_GC_RULES, repository)
     await ctx.call(ctx.backend.graveler.DeleteGCRules, api.DeleteGCRulesRequest(repository=repository))
     return no_content()
 
 
-@router.delete(GC_RULES, status_code=204)
-async def delete_gc_rules(ctx: Ctx, repository: str) -> Response:
-    return await _delete_gc_rules(ctx, repository)
-
-
-@router.delete(OLD_GC_RULES, status_code=204)
-async def internal_delete_garbage_collection_rules(ctx: Ctx, repository: str) -> Response:
-    return await _delete_gc_rules(ctx, repository)
+_older(OLD_GC_RULES, "DELETE", delete_gc_rules, "internal_delete_garbage_collection_rules", status_code=204)
 
 
 @router.get(OLD_GC_RULES + "/set_allowed", status_code=204)
