@@ -9,6 +9,7 @@ protocol's terms. The body raises the front end's own errors, which pass through
 
 from __future__ import annotations
 
+import abc
 import asyncio
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -53,6 +54,35 @@ class CheckedBody(Protocol):
         """The checks that need the whole body, once the store took it (raise to refuse it: the
         bytes are deleted and nothing is staged); the metadata to keep with the entry."""
         ...
+
+
+class Readable(Protocol):
+    async def read(self, n: int) -> bytes: ...
+
+
+class SourceBody(abc.ABC):
+    """A CheckedBody over a front end's own decoded source, whose checks a subclass's finish
+    adds to: the size its request declares, and the reads as the source answers them."""
+
+    def __init__(self, source: Readable, declared: int | None) -> None:
+        self._source = source
+        self._declared = declared
+
+    @property
+    def declared(self) -> int | None:
+        return self._declared
+
+    async def read(self, n: int) -> bytes:
+        return await self._source.read(n)
+
+    async def ended(self) -> bool:
+        """Whether the source has nothing past what the store took: reading on to its end runs
+        the source's own checks that need all of it (signatures, a cut short body)."""
+        return not await self._source.read(1)
+
+    @abc.abstractmethod
+    async def finish(self, written: PutResult) -> dict[str, str]:
+        """As CheckedBody.finish: what the front end checks of the whole body."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from edge.api.objects.body import (
     Source,
     multipart_boundary,
 )
+from edge.core.object_writes import SourceBody
 from edge.core.write_outcome import certainly_not_applied
 from silt.block.adapter import PutResult
 from silt.errors import Aborted, FailedPrecondition, SiltError
@@ -99,14 +100,13 @@ async def ensure_branch(ctx: Context, repository: str, branch: str) -> None:
     backend.remember_branch(repository, branch)
 
 
-class UploadBody:
+class UploadBody(SourceBody):
     """An upload's bytes as the edge's core reads them (CheckedBody): a raw body, or the part
     named `content` of a multipart/form-data one, within the upload's size limit and pace;
     refused before any byte is written: a declared size over the limit, a bad content type."""
 
     def __init__(self, source: Source, declared: int | None, content_type: str) -> None:
-        self._source = source
-        self._declared = declared
+        super().__init__(source, declared)
         self.content_type = content_type
 
     @classmethod
@@ -123,16 +123,9 @@ class UploadBody:
         checked_content_type(body.content_type)
         return body
 
-    @property
-    def declared(self) -> int | None:
-        return self._declared
-
-    async def read(self, n: int) -> bytes:
-        return await self._source.read(n)
-
     async def finish(self, written: PutResult) -> dict[str, str]:
         # Read to its end: a body cut short of its Content-Length is refused (RawChunks).
-        if await self._source.read(1):
+        if not await self.ended():
             raise bad_request("the body is longer than its declared length")
         return {}
 

@@ -16,7 +16,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.core.client import SMALL_BODY
 from edge.core.object_reads import NotOneRange, RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
-from edge.core.object_writes import ShortBody
+from edge.core.object_writes import ShortBody, SourceBody
 from edge.gateway import checksums, sigv4
 from edge.gateway.backend import Backend
 from edge.gateway.errors import S3Error
@@ -362,7 +362,7 @@ def checksum_headers(checksum: tuple[str, str] | None) -> list[tuple[str, str]]:
     return [checksum] if checksum else []
 
 
-class S3Body:
+class S3Body(SourceBody):
     """A write's body with every check S3 makes on it, as the edge's core reads it (CheckedBody):
     the payload's signature or SHA-256, aws-chunked framing, Content-MD5 and the checksum asked
     for. Refused before any byte is written: a malformed Content-MD5, a bad declared length.
@@ -379,23 +379,15 @@ class S3Body:
         if self._wanted is not None:
             trailers = source.trailers if isinstance(source, AwsChunked) else {}
             source = self._checked = checksums.ChecksumComputed(source, self._wanted, lambda: trailers)
-        self._source = source
         length = ctx.request.headers.get("x-amz-decoded-content-length") or ctx.request.headers.get("content-length")
-        self._declared = decimal(length or "")
+        super().__init__(source, decimal(length or ""))
         self.checksum: tuple[str, str] | None = None  # once finished
-
-    @property
-    def declared(self) -> int | None:
-        return self._declared
-
-    async def read(self, n: int) -> bytes:
-        return await self._source.read(n)
 
     async def finish(self, written: PutResult) -> dict[str, str]:
         # Adapters stop at the declared size; reading on to the end runs the checks that need the
         # whole body (payload SHA-256, the final chunk and trailer signatures, the checksum)
         # before anything is staged.
-        if await self._source.read(1) or self._request.body.overrun:
+        if not await self.ended() or self._request.body.overrun:
             raise S3Error("IncompleteBody", "the body is longer than its declared length")
         if self._expected_md5 is not None and written.etag.strip('"') != self._expected_md5.hex():
             raise S3Error("BadDigest")
