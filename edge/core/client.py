@@ -389,6 +389,10 @@ class EdgeClient:
             try:
                 if follow_replacement:
                     successor = await self._replacement_refusing(request.repository, place, refused, deadline)
+            except SiltError:
+                # Whether another repository took the name is not known: the refusal stands, as
+                # graveler gave it (the write certainly was not applied, whatever the lookup met).
+                pass
             finally:
                 if successor is None and certainly_not_applied(refused):
                     await self.delete_bytes(place.namespace, address)

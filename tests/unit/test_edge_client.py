@@ -159,6 +159,24 @@ def test_a_write_to_a_repository_gone_for_good_is_refused_and_its_bytes_go(tmp_p
     asyncio.run(_with_client(tmp_path, body))
 
 
+def test_a_refused_write_whose_replacement_cannot_be_looked_up_answers_the_refusal(tmp_path: Path) -> None:
+    """Graveler certainly refused the write (its repository is gone); looking up whether another
+    took the name then fails: the write's outcome is still the refusal, not "may have staged"."""
+
+    async def body(client: EdgeClient) -> None:
+        await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
+        graveler = _Graveler(stage=[_missing_repository()], repository=("local://again", "id-2"))
+        graveler.lookup_error = _rpc_error(grpc.StatusCode.INTERNAL, "KV store failed")
+        _answer(client, graveler)
+        with pytest.raises(NotFound) as refused:
+            await client.stage_new_bytes(_request(), RepositoryPlace(NAMESPACE, "id-1"))
+        assert refused.value.what == "repository" and certainly_not_applied(refused.value)
+        assert graveler.looked_up == 1
+        assert not _stored(client)
+
+    asyncio.run(_with_client(tmp_path, body))
+
+
 class _Graveler:
     """Graveler's StageEntry answering each of `stage` in turn (an error raised, None accepted) and
     GetRepository answering `repository` (namespace, id), or NOT_FOUND for None."""
@@ -174,6 +192,7 @@ class _Graveler:
         self._refs = refs or {}
         self.staged: list[api.StageEntryRequest] = []
         self.looked_up = 0
+        self.lookup_error: grpc.aio.AioRpcError | None = None
         self.resolved: list[str] = []
 
     async def ResolveRef(self, request: api.ResolveRefRequest, *, timeout: float | None = None) -> object:
@@ -193,6 +212,8 @@ class _Graveler:
 
     async def GetRepository(self, request: api.GetRepositoryRequest, *, timeout: float | None = None) -> object:
         self.looked_up += 1
+        if self.lookup_error is not None:
+            raise self.lookup_error
         if self._repository is None:
             raise _missing_repository()
         namespace, unique_id = self._repository
