@@ -108,7 +108,7 @@ from silt.block.rules import (
     split_key,
     split_namespace,
 )
-from silt.block.streams import PieceStream
+from silt.block.streams import PieceStream, SeekableStream
 from silt.config import GSBlockstoreConfig
 from silt.errors import (
     AlreadyExists,
@@ -310,7 +310,7 @@ def build_client(config: GSBlockstoreConfig, credentials: Credentials, project: 
 # --- streams ---------------------------------------------------------------------------
 
 
-class _Source(io.RawIOBase):
+class _Source(SeekableStream):
     """The caller's stream as the upload reads it: reads fill the requested count (the SDK
     takes a short read for the end), tell() counts bytes, the last read can be re-read (the
     SDK seeks back when GCS kept only part of a request), and a stream shorter than its
@@ -334,15 +334,6 @@ class _Source(io.RawIOBase):
         self._last: bytearray | None = None  # what the last read gave out, for seeking back
         self._last_start = 0
         self._replay = 0  # bytes at the end of _last to give out again
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence == io.SEEK_CUR:
