@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Literal
 
-from silt.block.rules import check_part_number, check_range
+from silt.block.rules import check_part_number, check_parts_list, check_range
 from silt.errors import InvalidArgument
 
 # Streams are copied in pieces of this size: large enough for throughput, small enough
@@ -178,11 +178,17 @@ class BlockAdapter(ObjectReader):
     def create_multipart_upload(self, namespace: str, key: str) -> str:
         """Start a multipart upload; return its upload id."""
 
-    @abc.abstractmethod
     def upload_part(
         self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
     ) -> PartInfo:
-        """Store one part (numbers 1..10000); re-uploading a part number replaces it."""
+        """Store one part (numbers 1..10000); re-uploading a part number replaces it.
+        Checks the part number, then stores with _upload_part."""
+        check_part_number(part_number)
+        return self._upload_part(UploadPart(namespace, key, upload_id, part_number), stream, size)
+
+    @abc.abstractmethod
+    def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
+        """upload_part once the part number is checked."""
 
     def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
         """Copy a checked part by streaming the source through this process; an adapter whose
@@ -194,11 +200,18 @@ class BlockAdapter(ObjectReader):
                 f"{source.namespace} {source.key}: copy range {first}-{last} is outside the object's {size} bytes"
             )
         with self.get_range(source.namespace, source.key, first, last) as stream:
-            return self.upload_part(part.namespace, part.key, part.upload_id, part.number, stream, last - first + 1)
+            return self._upload_part(part, stream, last - first + 1)
+
+    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
+        """Join the listed parts, in order, into the object. The ETag has the S3 ``<md5>-<N>`` form.
+        Checks the list (not empty, valid numbers, ascending without repeats), then joins with
+        _complete_multipart_upload."""
+        check_parts_list(parts)
+        return self._complete_multipart_upload(namespace, key, upload_id, parts)
 
     @abc.abstractmethod
-    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
-        """Join the listed parts, in order, into the object. The ETag has the S3 ``<md5>-<N>`` form."""
+    def _complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
+        """complete_multipart_upload once the list of parts is checked."""
 
     @abc.abstractmethod
     def abort_multipart_upload(self, namespace: str, key: str, upload_id: str) -> None:

@@ -100,8 +100,6 @@ from silt.block.rules import (
     RESERVED_PREFIX,
     WRITE_ONCE_GCS,
     attachment,
-    check_part_number,
-    check_parts_list,
     check_range,
     multipart_etag,
     normalize_etag,
@@ -804,15 +802,12 @@ class GCSAdapter(PinnedReadAdapter):
             )
         return upload_id
 
-    def upload_part(
-        self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
-    ) -> PartInfo:
-        check_part_number(part_number)
-        bucket, name, marker, what = self._upload_names(namespace, key, upload_id)
+    def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
+        bucket, name, marker, what = self._upload_names(part.namespace, part.key, part.upload_id)
         check_size(size, what)
         self._check_upload(bucket, name, marker, what)
-        result = self._upload(bucket.blob(f"{marker}/{part_number:05d}"), stream, size, f"{what} part {part_number}")
-        return PartInfo(part_number=part_number, etag=result.etag)
+        result = self._upload(bucket.blob(f"{marker}/{part.number:05d}"), stream, size, f"{what} part {part.number}")
+        return PartInfo(part_number=part.number, etag=result.etag)
 
     def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
         bucket, name, marker, what = self._upload_names(part.namespace, part.key, part.upload_id)
@@ -834,8 +829,7 @@ class GCSAdapter(PinnedReadAdapter):
             destination.compose(sources, timeout=self._timeout, retry=self._retry())
         return destination
 
-    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
-        check_parts_list(parts)
+    def _complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
         bucket, name, marker, what = self._upload_names(namespace, key, upload_id)
         self._check_upload(bucket, name, marker, what)
         stored = {blob.name: blob for blob in self._parts(bucket, marker, what)}

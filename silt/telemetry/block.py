@@ -7,7 +7,7 @@ from typing import Any, BinaryIO
 
 from opentelemetry import trace
 
-from silt.block.adapter import BlockAdapter, PresignedURL, PresignMethod, PutResult
+from silt.block.adapter import BlockAdapter, PartInfo, PresignedURL, PresignMethod, PutResult, UploadPart
 
 
 def _traced(op: str) -> Callable[..., Any]:
@@ -62,11 +62,16 @@ class TracedAdapter(BlockAdapter):
     # One span for opening a listing: its pages are read as the caller goes.
     list_objects = _traced("list_objects")
     create_multipart_upload = _traced("create_multipart_upload")
-    upload_part = _traced("upload_part")
     # The inner adapter's own, checks included: it may copy a part inside its store.
     upload_part_copy = _traced("upload_part_copy")
-    complete_multipart_upload = _traced("complete_multipart_upload")
     abort_multipart_upload = _traced("abort_multipart_upload")
+    # Spans of the calls that pass the interface's checks (a refused part number or parts list
+    # never reaches the store); the inner adapter checks again, as any caller's call.
+    _complete_multipart_upload = _traced("complete_multipart_upload")
+
+    def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
+        with self._span("upload_part"):
+            return self.inner.upload_part(part.namespace, part.key, part.upload_id, part.number, stream, size)
 
     def __getattr__(self, name: str) -> Any:
         # Adapter-specific extras (a client, a root path) stay reachable.

@@ -66,3 +66,19 @@ def test_an_error_of_the_inner_adapter_passes_unchanged_and_is_recorded(
     spans = exporter.get_finished_spans()
     assert [s.name for s in spans] == ["block.get", "block.upload_part_copy"]
     assert all(not s.status.is_ok for s in spans)
+
+
+def test_a_part_the_interface_refuses_never_reaches_the_store(
+    traced: tuple[TracedAdapter, MemoryAdapter, InMemorySpanExporter],
+) -> None:
+    adapter, inner, exporter = traced
+    upload = inner.create_multipart_upload("ns", "t")
+    with pytest.raises(InvalidArgument):
+        adapter.upload_part("ns", "t", upload, 0, io.BytesIO(b"x"))
+    with pytest.raises(InvalidArgument):
+        adapter.complete_multipart_upload("ns", "t", upload, [])
+    assert exporter.get_finished_spans() == ()
+    assert inner.uploads[upload] == {}
+    part = adapter.upload_part("ns", "t", upload, 1, io.BytesIO(b"x"))
+    adapter.complete_multipart_upload("ns", "t", upload, [part])
+    assert [s.name for s in exporter.get_finished_spans()] == ["block.upload_part", "block.complete_multipart_upload"]
