@@ -8,65 +8,19 @@ statement that names it literally: `*` and `auth:*` never grant it, though they 
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
 from silt.iam_actions import ALL_ACTIONS, LITERAL_ONLY_ACTIONS, MAX_RESOURCE_LENGTH
-
-Matcher = Callable[[str], bool]
+from silt.wildcards import Matcher, compile_pattern
 
 MAX_STATEMENTS = 100
 MAX_RESOURCE_CHARS = MAX_RESOURCE_LENGTH  # patterns, and the resources decisions are asked about
 _ACTION_CHARS = re.compile(r"^[A-Za-z:*]+$")
 _RESOURCE_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
-
-
-def _always(_: str) -> bool:
-    return True
-
-
-def _wildcard_matcher(pattern: str) -> Matcher:
-    """`*` matches any run of characters: a match is the literal pieces between the stars, in
-    order, each found at the leftmost place after the previous one.
-
-    Leftmost is always right for `*`-only patterns (if a piece fits further right, it also fits
-    at the leftmost place, leaving more room for the rest), so there is nothing to backtrack:
-    one `str.find` per piece, each starting where the last one ended, is one pass over the value.
-    A regex (`.*` joined) backtracks instead: quadratic and worse in the number of stars.
-    """
-    first, *middle, last = pattern.split("*")
-    least = len(first) + len(last) + sum(len(piece) for piece in middle)
-
-    def match(value: str) -> bool:
-        if len(value) < least or not value.startswith(first) or not value.endswith(last):
-            return False
-        position, end = len(first), len(value) - len(last)
-        for piece in middle:
-            found = value.find(piece, position, end)
-            if found < 0:
-                return False
-            position = found + len(piece)
-        return True
-
-    return match
-
-
-@functools.lru_cache(maxsize=4096)
-def compile_pattern(pattern: str) -> Matcher:
-    """`*` matches any run of characters (also none, also `/`); everything else is literal.
-
-    Linear in the value; with patterns and resources of at most MAX_RESOURCE_CHARS, a decision
-    costs microseconds whatever the pattern.
-    """
-    if pattern == "*":
-        return _always
-    if "*" not in pattern:
-        return pattern.__eq__
-    return _wildcard_matcher(pattern)
 
 
 def check_resource(resource: str) -> str:

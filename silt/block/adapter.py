@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO, Literal
 
-from silt.block.rules import check_part_number, check_range
+from silt.block.rules import check_part_number, check_parts_list, check_range
 from silt.errors import InvalidArgument
 
 # Streams are copied in pieces of this size: large enough for throughput, small enough
@@ -92,18 +92,9 @@ class CopySource:
     byte_range: tuple[int, int] | None
 
 
-class BlockAdapter(abc.ABC):
-    """Stores and streams object bytes. Every method may raise NotFound, InvalidArgument or Unavailable."""
-
-    scheme: str
-
-    @abc.abstractmethod
-    def put(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
-        """Write the whole stream as the object; atomically replaces any previous object."""
-
-    def put_if_absent(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
-        """Write the stream as the object only if there is none yet (AlreadyExists otherwise), atomically."""
-        raise InvalidArgument(f"{self.scheme} blockstore: writes that never replace an object are not supported")
+class ObjectReader(abc.ABC):
+    """What reading one entry's bytes needs of a block adapter: the adapter itself has all of it,
+    and silt/block/external.py's SourceReader gives it for an imported source."""
 
     @abc.abstractmethod
     def get(self, namespace: str, key: str) -> BinaryIO:
@@ -118,12 +109,51 @@ class BlockAdapter(abc.ABC):
         """Size, ETag and modification time of the object."""
 
     @abc.abstractmethod
-    def delete(self, namespace: str, key: str) -> None:
-        """Remove the object; removing a missing object is not an error."""
-
-    @abc.abstractmethod
     def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
         """Copy an object inside the store, without passing its bytes through this process if possible."""
+
+    def upload_part_copy(
+        self,
+        namespace: str,
+        key: str,
+        upload_id: str,
+        part_number: int,
+        src_namespace: str,
+        src_key: str,
+        src_range: tuple[int, int] | None = None,
+    ) -> PartInfo:
+        """Store a part whose bytes are (a byte range, inclusive, of) an existing object.
+
+        Like S3's UploadPartCopy, the range must lie inside the source (InvalidArgument if not).
+        Checks what it can without I/O, then copies with _copy_part.
+        """
+        check_part_number(part_number)
+        if src_range is not None:
+            check_range(*src_range)
+        part = UploadPart(namespace, key, upload_id, part_number)
+        return self._copy_part(part, CopySource(src_namespace, src_key, src_range))
+
+    @abc.abstractmethod
+    def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
+        """upload_part_copy once its part number and range are checked."""
+
+
+class BlockAdapter(ObjectReader):
+    """Stores and streams object bytes. Every method may raise NotFound, InvalidArgument or Unavailable."""
+
+    scheme: str
+
+    @abc.abstractmethod
+    def put(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
+        """Write the whole stream as the object; atomically replaces any previous object."""
+
+    def put_if_absent(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:
+        """Write the stream as the object only if there is none yet (AlreadyExists otherwise), atomically."""
+        raise InvalidArgument(f"{self.scheme} blockstore: writes that never replace an object are not supported")
+
+    @abc.abstractmethod
+    def delete(self, namespace: str, key: str) -> None:
+        """Remove the object; removing a missing object is not an error."""
 
     def presign(
         self, namespace: str, key: str, method: PresignMethod, expires_in: int, filename: str | None = None
@@ -148,32 +178,17 @@ class BlockAdapter(abc.ABC):
     def create_multipart_upload(self, namespace: str, key: str) -> str:
         """Start a multipart upload; return its upload id."""
 
-    @abc.abstractmethod
     def upload_part(
         self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
     ) -> PartInfo:
-        """Store one part (numbers 1..10000); re-uploading a part number replaces it."""
-
-    def upload_part_copy(
-        self,
-        namespace: str,
-        key: str,
-        upload_id: str,
-        part_number: int,
-        src_namespace: str,
-        src_key: str,
-        src_range: tuple[int, int] | None = None,
-    ) -> PartInfo:
-        """Store a part whose bytes are (a byte range, inclusive, of) an existing object.
-
-        Like S3's UploadPartCopy, the range must lie inside the source (InvalidArgument if not).
-        Checks what it can without I/O, then copies with _copy_part.
-        """
+        """Store one part (numbers 1..10000); re-uploading a part number replaces it.
+        Checks the part number, then stores with _upload_part."""
         check_part_number(part_number)
-        if src_range is not None:
-            check_range(*src_range)
-        part = UploadPart(namespace, key, upload_id, part_number)
-        return self._copy_part(part, CopySource(src_namespace, src_key, src_range))
+        return self._upload_part(UploadPart(namespace, key, upload_id, part_number), stream, size)
+
+    @abc.abstractmethod
+    def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
+        """upload_part once the part number is checked."""
 
     def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
         """Copy a checked part by streaming the source through this process; an adapter whose
@@ -185,11 +200,18 @@ class BlockAdapter(abc.ABC):
                 f"{source.namespace} {source.key}: copy range {first}-{last} is outside the object's {size} bytes"
             )
         with self.get_range(source.namespace, source.key, first, last) as stream:
-            return self.upload_part(part.namespace, part.key, part.upload_id, part.number, stream, last - first + 1)
+            return self._upload_part(part, stream, last - first + 1)
+
+    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
+        """Join the listed parts, in order, into the object. The ETag has the S3 ``<md5>-<N>`` form.
+        Checks the list (not empty, valid numbers, ascending without repeats), then joins with
+        _complete_multipart_upload."""
+        check_parts_list(parts)
+        return self._complete_multipart_upload(namespace, key, upload_id, parts)
 
     @abc.abstractmethod
-    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
-        """Join the listed parts, in order, into the object. The ETag has the S3 ``<md5>-<N>`` form."""
+    def _complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
+        """complete_multipart_upload once the list of parts is checked."""
 
     @abc.abstractmethod
     def abort_multipart_upload(self, namespace: str, key: str, upload_id: str) -> None:

@@ -120,6 +120,7 @@ from silt.block.adapter import (
     PresignedURL,
     PresignMethod,
     PutResult,
+    UploadPart,
 )
 from silt.block.common import Calls, Pieces, Spool, check_part_size, check_size, one_line, spool_part
 from silt.block.pinned import Pin, PinnedReadAdapter, check_as_imported
@@ -128,8 +129,6 @@ from silt.block.rules import (
     MAX_PRESIGN_SECONDS,
     RESERVED_PREFIX,
     attachment,
-    check_part_number,
-    check_parts_list,
     check_range,
     multipart_etag,
     normalize_etag,
@@ -808,23 +807,19 @@ class AzureAdapter(PinnedReadAdapter):
             )
         return upload_id
 
-    def upload_part(
-        self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
-    ) -> PartInfo:
-        check_part_number(part_number)
-        target = self._locate(namespace, key)
+    def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
+        target = self._locate(part.namespace, part.key)
         check_part_size(size, target.what, MAX_PART_SIZE, _PART_SHOWN)
-        self._check_upload(target, upload_id)
+        self._check_upload(target, part.upload_id)
         with spool_part(stream, size, target.what, "azure", MAX_PART_SIZE, _PART_SHOWN) as buffer:
             if buffer.size:
                 with _calls(target.what):
                     target.blob.stage_block(
-                        _part_block_id(upload_id, part_number, buffer.md5), buffer.file, length=buffer.size
+                        _part_block_id(part.upload_id, part.number, buffer.md5), buffer.file, length=buffer.size
                     )
-        return PartInfo(part_number=part_number, etag=buffer.md5.hex())
+        return PartInfo(part_number=part.number, etag=buffer.md5.hex())
 
-    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
-        check_parts_list(parts)
+    def _complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
         target = self._locate(namespace, key)
         marker = self._check_upload(target, upload_id)
         try:

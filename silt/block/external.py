@@ -38,11 +38,20 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO
 
-from silt.block.adapter import CHUNK_SIZE, BlockAdapter, ObjectStat, PartInfo, PutResult
+from silt.block.adapter import (
+    CHUNK_SIZE,
+    BlockAdapter,
+    CopySource,
+    ObjectReader,
+    ObjectStat,
+    PartInfo,
+    PutResult,
+    UploadPart,
+)
 from silt.block.beneath import DIRECTORY_FLAGS, LinkRefused, open_beneath
-from silt.block.rules import check_part_number, check_range
+from silt.block.rules import check_range
 from silt.config import BlockstoreConfig
 from silt.errors import ConfigError, InvalidArgument, NotFound, PredicateFailed, SourceChanged, Unavailable
 from silt.namespaces import split_store_uri
@@ -265,29 +274,6 @@ class ExternalFiles:
         return io.BufferedReader(_FileRange(fd, start, max(0, end - start + 1), address), 64 * 1024)
 
 
-class ObjectReader(Protocol):
-    """What reading one entry's bytes needs of a block adapter (the adapter itself has all of it)."""
-
-    def get(self, namespace: str, key: str) -> BinaryIO: ...
-
-    def get_range(self, namespace: str, key: str, start: int, end: int) -> BinaryIO: ...
-
-    def stat(self, namespace: str, key: str) -> ObjectStat: ...
-
-    def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult: ...
-
-    def upload_part_copy(
-        self,
-        namespace: str,
-        key: str,
-        upload_id: str,
-        part_number: int,
-        src_namespace: str,
-        src_key: str,
-        src_range: tuple[int, int] | None = None,
-    ) -> PartInfo: ...
-
-
 def _version_of(entry: Any) -> SourceVersion:
     recorded = entry.metadata.get(SOURCE_MTIME_KEY, "")
     return SourceVersion(
@@ -304,7 +290,7 @@ def split_external(address: str) -> tuple[str, str]:
     return split_store_uri(address)
 
 
-class SourceReader:
+class SourceReader(ObjectReader):
     """The block adapter as the reads of one external entry see it: reads of the entry's source
     are checked against the version the import recorded; everything else goes to the adapter.
     Writing or deleting the source is refused: it is not Silt's."""
@@ -390,29 +376,19 @@ class SourceReader:
         with self._open(None) as stream:
             return self._adapter.put(dst_namespace, dst_key, stream, self._version.size)
 
-    def upload_part_copy(
-        self,
-        namespace: str,
-        key: str,
-        upload_id: str,
-        part_number: int,
-        src_namespace: str,
-        src_key: str,
-        src_range: tuple[int, int] | None = None,
-    ) -> PartInfo:
-        if not self._is_source(src_namespace, src_key):
+    def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
+        if not self._is_source(source.namespace, source.key):
             return self._adapter.upload_part_copy(
-                namespace, key, upload_id, part_number, src_namespace, src_key, src_range
+                part.namespace, part.key, part.upload_id, part.number, source.namespace, source.key, source.byte_range
             )
-        check_part_number(part_number)
         size = self._version.size
-        first, last = (0, size - 1) if src_range is None else src_range
-        if src_range is not None:
-            check_range(first, last)
+        first, last = (0, size - 1) if source.byte_range is None else source.byte_range
         if last >= size:
             raise InvalidArgument(f"{self._address}: copy range {first}-{last} is outside the object's {size} bytes")
         with self._open((first, last)) as stream:
-            return self._adapter.upload_part(namespace, key, upload_id, part_number, stream, last - first + 1)
+            return self._adapter.upload_part(
+                part.namespace, part.key, part.upload_id, part.number, stream, last - first + 1
+            )
 
     def __getattr__(self, name: str) -> Any:
         # Anything else (writes elsewhere, an adapter's extras) is the adapter's.

@@ -100,15 +100,13 @@ from silt.block.rules import (
     RESERVED_PREFIX,
     WRITE_ONCE_GCS,
     attachment,
-    check_part_number,
-    check_parts_list,
     check_range,
     multipart_etag,
     normalize_etag,
     split_key,
     split_namespace,
 )
-from silt.block.streams import PieceStream
+from silt.block.streams import PieceStream, SeekableStream
 from silt.config import GSBlockstoreConfig
 from silt.errors import (
     AlreadyExists,
@@ -310,7 +308,7 @@ def build_client(config: GSBlockstoreConfig, credentials: Credentials, project: 
 # --- streams ---------------------------------------------------------------------------
 
 
-class _Source(io.RawIOBase):
+class _Source(SeekableStream):
     """The caller's stream as the upload reads it: reads fill the requested count (the SDK
     takes a short read for the end), tell() counts bytes, the last read can be re-read (the
     SDK seeks back when GCS kept only part of a request), and a stream shorter than its
@@ -334,15 +332,6 @@ class _Source(io.RawIOBase):
         self._last: bytearray | None = None  # what the last read gave out, for seeking back
         self._last_start = 0
         self._replay = 0  # bytes at the end of _last to give out again
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence == io.SEEK_CUR:
@@ -813,15 +802,12 @@ class GCSAdapter(PinnedReadAdapter):
             )
         return upload_id
 
-    def upload_part(
-        self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
-    ) -> PartInfo:
-        check_part_number(part_number)
-        bucket, name, marker, what = self._upload_names(namespace, key, upload_id)
+    def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
+        bucket, name, marker, what = self._upload_names(part.namespace, part.key, part.upload_id)
         check_size(size, what)
         self._check_upload(bucket, name, marker, what)
-        result = self._upload(bucket.blob(f"{marker}/{part_number:05d}"), stream, size, f"{what} part {part_number}")
-        return PartInfo(part_number=part_number, etag=result.etag)
+        result = self._upload(bucket.blob(f"{marker}/{part.number:05d}"), stream, size, f"{what} part {part.number}")
+        return PartInfo(part_number=part.number, etag=result.etag)
 
     def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
         bucket, name, marker, what = self._upload_names(part.namespace, part.key, part.upload_id)
@@ -843,8 +829,7 @@ class GCSAdapter(PinnedReadAdapter):
             destination.compose(sources, timeout=self._timeout, retry=self._retry())
         return destination
 
-    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
-        check_parts_list(parts)
+    def _complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
         bucket, name, marker, what = self._upload_names(namespace, key, upload_id)
         self._check_upload(bucket, name, marker, what)
         stored = {blob.name: blob for blob in self._parts(bucket, marker, what)}

@@ -63,8 +63,6 @@ from silt.block.adapter import (
 from silt.block.overlap import BackgroundMD5, EarlyFlush
 from silt.block.rules import (
     RESERVED_PREFIX,
-    check_part_number,
-    check_parts_list,
     check_range,
     multipart_etag,
     normalize_etag,
@@ -587,16 +585,13 @@ class LocalAdapter(BlockAdapter):
                 tmp.publish(os.path.join(path, _UPLOAD_TARGET))
         return upload_id
 
-    def upload_part(
-        self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
-    ) -> PartInfo:
-        check_part_number(part_number)
-        target = self._target(namespace, key)
-        path = self._upload_dir(target, upload_id)
+    def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
+        target = self._target(part.namespace, part.key)
+        path = self._upload_dir(target, part.upload_id)
         with _TempFile(path, target.what) as tmp:
             _, digest = _copy_stream(stream, tmp.fd, size, target.what)
-            tmp.publish(os.path.join(path, f"part-{part_number:05d}"))
-        return PartInfo(part_number=part_number, etag=digest.hex())
+            tmp.publish(os.path.join(path, f"part-{part.number:05d}"))
+        return PartInfo(part_number=part.number, etag=digest.hex())
 
     def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
         target = self._target(part.namespace, part.key)
@@ -619,8 +614,7 @@ class LocalAdapter(BlockAdapter):
             os.close(fd)
         return PartInfo(part_number=part.number, etag=md5.hexdigest())
 
-    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
-        check_parts_list(parts)
+    def _complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
         target = self._target(namespace, key)
         path = self._upload_dir(target, upload_id)
         self._make_directory(target)

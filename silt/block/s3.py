@@ -58,8 +58,6 @@ from silt.block.rules import (
     RESERVED_PREFIX,
     WRITE_ONCE_S3,
     attachment,
-    check_part_number,
-    check_parts_list,
     check_range,
     normalize_etag,
     split_key,
@@ -442,15 +440,12 @@ class S3Adapter(PinnedReadAdapter):
             upload_id: str = self._client.create_multipart_upload(Bucket=bucket, Key=name)["UploadId"]
         return upload_id
 
-    def upload_part(
-        self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
-    ) -> PartInfo:
-        check_part_number(part_number)
-        bucket, name, what = self._locate(namespace, key)
+    def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
+        bucket, name, what = self._locate(part.namespace, part.key)
         check_part_size(size, what, MAX_PART_SIZE, "5 GiB")
         with spool_part(stream, size, what, "s3", MAX_PART_SIZE, "5 GiB") as spool:
-            etag = self._send_part(bucket, name, what, upload_id, part_number, spool)
-        return PartInfo(part_number=part_number, etag=etag)
+            etag = self._send_part(bucket, name, what, part.upload_id, part.number, spool)
+        return PartInfo(part_number=part.number, etag=etag)
 
     def _copy_part(self, part: UploadPart, source: CopySource) -> PartInfo:
         bucket, name, what = self._locate(part.namespace, part.key)
@@ -478,8 +473,7 @@ class S3Adapter(PinnedReadAdapter):
             )
         return PartInfo(part_number=part.number, etag=normalize_etag(response["CopyPartResult"]["ETag"]))
 
-    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
-        check_parts_list(parts)
+    def _complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
         bucket, name, what = self._locate(namespace, key)
         listed = [{"PartNumber": p.part_number, "ETag": f'"{normalize_etag(p.etag)}"'} for p in parts]
         with _calls(what):

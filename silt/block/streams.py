@@ -1,5 +1,7 @@
 """The raw streams block adapters hand out: read in pieces as large as the caller asks, whole
-reads in CHUNK_SIZE pieces, and bodies that arrive as pieces of bytes."""
+reads in CHUNK_SIZE pieces, and bodies that arrive as pieces of bytes; and the seekable ones that
+keep their own position (an upload's source that the SDK seeks back in, a preview's file over
+ranged reads)."""
 
 from __future__ import annotations
 
@@ -53,3 +55,19 @@ class PieceStream(ObjectStream):
     def close(self) -> None:
         self._piece = memoryview(b"")
         super().close()
+
+
+class SeekableStream(io.RawIOBase):
+    """A readable, seekable raw stream that keeps its own position in `_position`: a subclass
+    reads and seeks, and tell() is that position without a seek."""
+
+    _position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position

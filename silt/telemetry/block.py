@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from opentelemetry import trace
 
-from silt.block.adapter import BlockAdapter, ListedObject, PartInfo, PresignedURL, PresignMethod, PutResult
+from silt.block.adapter import BlockAdapter, PartInfo, PresignedURL, PresignMethod, PutResult, UploadPart
+
+
+def _traced(op: str) -> Callable[..., Any]:
+    """The method `op` of the inner adapter, called inside a span named for it: every traced call
+    is the same wrapping, so it is written once."""
+
+    def call(self: TracedAdapter, *args: Any, **kwargs: Any) -> Any:
+        with self._span(op):
+            return getattr(self.inner, op)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = op
+    return call
 
 
 class TracedAdapter(BlockAdapter):
@@ -42,63 +54,24 @@ class TracedAdapter(BlockAdapter):
         # No span: computed locally, without a call to the store.
         return self.inner.presign(namespace, key, method, expires_in, filename)
 
-    def get(self, namespace: str, key: str) -> BinaryIO:
-        with self._span("get"):
-            return self.inner.get(namespace, key)
+    get = _traced("get")
+    get_range = _traced("get_range")
+    stat = _traced("stat")
+    delete = _traced("delete")
+    copy = _traced("copy")
+    # One span for opening a listing: its pages are read as the caller goes.
+    list_objects = _traced("list_objects")
+    create_multipart_upload = _traced("create_multipart_upload")
+    # The inner adapter's own, checks included: it may copy a part inside its store.
+    upload_part_copy = _traced("upload_part_copy")
+    abort_multipart_upload = _traced("abort_multipart_upload")
+    # Spans of the calls that pass the interface's checks (a refused part number or parts list
+    # never reaches the store); the inner adapter checks again, as any caller's call.
+    _complete_multipart_upload = _traced("complete_multipart_upload")
 
-    def get_range(self, namespace: str, key: str, start: int, end: int) -> BinaryIO:
-        with self._span("get_range"):
-            return self.inner.get_range(namespace, key, start, end)
-
-    def stat(self, namespace: str, key: str) -> Any:
-        with self._span("stat"):
-            return self.inner.stat(namespace, key)
-
-    def delete(self, namespace: str, key: str) -> None:
-        with self._span("delete"):
-            self.inner.delete(namespace, key)
-
-    def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
-        with self._span("copy"):
-            return self.inner.copy(src_namespace, src_key, dst_namespace, dst_key)
-
-    def list_objects(self, namespace: str, prefix: str = "", after: str = "") -> Iterator[ListedObject]:
-        # One span for opening the listing: its pages are read as the caller goes.
-        with self._span("list_objects"):
-            return self.inner.list_objects(namespace, prefix, after)
-
-    def create_multipart_upload(self, namespace: str, key: str) -> str:
-        with self._span("create_multipart_upload"):
-            return self.inner.create_multipart_upload(namespace, key)
-
-    def upload_part(
-        self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
-    ) -> PartInfo:
+    def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
         with self._span("upload_part"):
-            return self.inner.upload_part(namespace, key, upload_id, part_number, stream, size)
-
-    def upload_part_copy(
-        self,
-        namespace: str,
-        key: str,
-        upload_id: str,
-        part_number: int,
-        src_namespace: str,
-        src_key: str,
-        src_range: tuple[int, int] | None = None,
-    ) -> PartInfo:
-        with self._span("upload_part_copy"):
-            return self.inner.upload_part_copy(
-                namespace, key, upload_id, part_number, src_namespace, src_key, src_range
-            )
-
-    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
-        with self._span("complete_multipart_upload"):
-            return self.inner.complete_multipart_upload(namespace, key, upload_id, parts)
-
-    def abort_multipart_upload(self, namespace: str, key: str, upload_id: str) -> None:
-        with self._span("abort_multipart_upload"):
-            self.inner.abort_multipart_upload(namespace, key, upload_id)
+            return self.inner.upload_part(part.namespace, part.key, part.upload_id, part.number, stream, size)
 
     def __getattr__(self, name: str) -> Any:
         # Adapter-specific extras (a client, a root path) stay reachable.

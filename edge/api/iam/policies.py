@@ -31,6 +31,7 @@ from lakefs_sdk.models import Policy, Statement
 from edge.api.errors import bad_request
 from silt import iam_actions as a
 from silt.auth.v1 import model_pb2 as pb
+from silt.wildcards import compile_pattern
 
 # Bounds on a policy body, far above any real policy (lakeFS's own are a few statements of a
 # few actions) yet keeping translation to milliseconds. Auth stores at most MAX_STATEMENTS too,
@@ -148,20 +149,8 @@ _EFFECT_NAMES = {pb.EFFECT_ALLOW: "allow", pb.EFFECT_DENY: "deny"}
 
 
 def glob(pattern: str, value: str) -> bool:
-    """lakeFS's `*` (any run of characters), matched greedily: linear in the value per piece."""
-    pieces = pattern.split("*")
-    if len(pieces) == 1:
-        return pattern == value
-    head, *middle, tail = pieces
-    if not value.startswith(head) or not value.endswith(tail) or len(value) < len(head) + len(tail):
-        return False
-    at, end = len(head), len(value) - len(tail)
-    for piece in middle:
-        found = value.find(piece, at, end)
-        if found < 0:
-            return False
-        at = found + len(piece)
-    return True
+    """lakeFS's `*` (any run of characters): linear in the value."""
+    return compile_pattern(pattern)(value)
 
 
 def _is_lakefs_action(action: str) -> bool:

@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from silt.block.streams import SeekableStream
+
 MAX_ROWS = 100
 MAX_BYTES_READ = 16 * 1024 * 1024
 # The footer sits at the end: one read of this many bytes covers it for most files.
@@ -56,7 +58,7 @@ class PreviewRefused(Exception):
         self.message = message
 
 
-class RangedFile(io.RawIOBase):
+class RangedFile(SeekableStream):
     """A seekable read-only file over ranged reads of an object, refusing to read more than
     `budget` bytes in all. The last TAIL_BYTES are fetched once, as the footer lives there."""
 
@@ -68,15 +70,6 @@ class RangedFile(io.RawIOBase):
         self.bytes_read = 0
         self._tail_start = max(0, size - TAIL_BYTES)
         self._tail: bytes | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]

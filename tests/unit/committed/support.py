@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import BinaryIO
 
 from engine.core.committed import Change, Record
-from silt.block.adapter import BlockAdapter, ObjectStat, PartInfo, PutResult
+from silt.block.adapter import BlockAdapter, ObjectStat, PartInfo, PutResult, UploadPart
 from silt.errors import NotFound
 
 
@@ -90,16 +90,14 @@ class MemoryAdapter(BlockAdapter):
         except KeyError:
             raise NotFound(f"upload {upload_id}") from None
 
-    def upload_part(
-        self, namespace: str, key: str, upload_id: str, part_number: int, stream: BinaryIO, size: int | None = None
-    ) -> PartInfo:
+    def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
         data = stream.read()
-        self._parts(upload_id)[part_number] = data
-        return PartInfo(part_number, hashlib.md5(data).hexdigest())
+        self._parts(part.upload_id)[part.number] = data
+        return PartInfo(part.number, hashlib.md5(data).hexdigest())
 
     # upload_part_copy: the interface's own, streaming the source through upload_part.
 
-    def complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
+    def _complete_multipart_upload(self, namespace: str, key: str, upload_id: str, parts: list[PartInfo]) -> PutResult:
         stored = self._parts(upload_id)
         data = b"".join(stored[part.part_number] for part in parts)
         self.objects[(namespace, key)] = data
