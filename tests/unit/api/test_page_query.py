@@ -25,15 +25,20 @@ LONG = "a" * 1025
 ROUTES = [
     "/api/v1/auth/users",
     "/api/v1/auth/groups/g/members",
+    "/api/v1/repositories",
     "/api/v1/repositories/repo-1/branches",
+    "/api/v1/repositories/repo-1/branches/main/diff",
+    "/api/v1/repositories/repo-1/branches/main/diff/summary",
     "/api/v1/repositories/repo-1/tags",
     "/api/v1/repositories/repo-1/pulls",
+    "/api/v1/repositories/repo-1/pulls/p/comments",
     "/api/v1/repositories/repo-1/actions/runs",
+    "/api/v1/repositories/repo-1/actions/runs/r/hooks",
     "/api/v1/repositories/repo-1/refs/main/commits",
     "/api/v1/repositories/repo-1/refs/main/diff/dev",
     "/api/v1/repositories/repo-1/refs/main/diff/dev/summary",
 ]
-WITH_PREFIX = {r for r in ROUTES if not r.endswith(("/actions/runs", "/commits"))}
+WITH_PREFIX = {r for r in ROUTES if not r.endswith(("/actions/runs", "/hooks", "/comments", "/commits"))}
 
 
 class _Backend:
