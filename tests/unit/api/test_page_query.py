@@ -4,7 +4,6 @@ from a validation error located at ("query", name). Nothing is asked of graveler
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -17,6 +16,7 @@ from edge.api.backend import Caller
 from edge.api.context import Context, context
 from edge.api.error_responses import invalid_parameters
 from silt.config import Config
+from tests.support.asgi import asgi_answer
 
 CREDENTIALS = {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}
 LONG = "a" * 1025
@@ -64,30 +64,8 @@ def _app(located: list[Any]) -> FastAPI:
 
 
 def _get(app: FastAPI, path: str, query: str) -> tuple[int, dict[str, Any]]:
-    scope = {
-        "type": "http",
-        "method": "GET",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query.encode(),
-        "headers": [],
-        "scheme": "http",
-        "server": ("test", 80),
-        "client": ("test", 1),
-        "http_version": "1.1",
-    }
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    asyncio.run(app(scope, receive, send))  # type: ignore[arg-type]
-    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
-    data = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return status, json.loads(data)
+    status, _, body = asgi_answer(app, path, query.encode())
+    return status, json.loads(body)
 
 
 REFUSALS = [
