@@ -3,9 +3,10 @@ schema says; more is refused), and a `Pagination` on every list."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Depends, Query
 from lakefs_sdk.models import Pagination
 
 from silt.paging import DEFAULT_PAGE, MAX_PAGE
@@ -21,6 +22,31 @@ Prefix = Annotated[str, Query(max_length=MAX_TOKEN, description="return items pr
 def page_size(amount: int) -> int:
     """-1 and 0 ask for the default page."""
     return amount if amount > 0 else DEFAULT_PAGE
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """A list request's page, read from its query as one value: the items after `after`, at
+    most `amount` of them. FastAPI validates each field as the query parameter of its name."""
+
+    after: After = ""
+    amount: Amount = 100
+
+    @property
+    def size(self) -> int:
+        return page_size(self.amount)
+
+
+@dataclass(frozen=True)
+class PrefixPageQuery(PageQuery):
+    """A page of the items whose names start with `prefix`."""
+
+    prefix: Prefix = ""
+
+
+# What a list route declares to take its page's query parameters.
+PageParams = Annotated[PageQuery, Depends()]
+PrefixPageParams = Annotated[PrefixPageQuery, Depends()]
 
 
 def pagination(has_more: bool, next_offset: str, results: int, max_per_page: int) -> Pagination:

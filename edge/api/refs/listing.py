@@ -9,7 +9,7 @@ from typing import NamedTuple
 from lakefs_sdk.models import RefList
 
 from edge.api import convert
-from edge.api.paging import pagination
+from edge.api.paging import PrefixPageQuery, pagination
 from silt.paging import MAX_PAGE
 
 # A listing with a prefix stops after this many names examined (bounded work per call).
@@ -26,10 +26,11 @@ class Named(NamedTuple):
 Fetch = Callable[[str, int], Awaitable[tuple[Sequence[Named], bool]]]
 
 
-async def list_refs(fetch: Fetch, prefix: str, after: str, size: int, show_hidden: bool = False) -> RefList:
-    """One page of names starting with `prefix`, after `after` (exclusive); hidden ones only
-    when asked for."""
-    cursor = max(after, prefix[:-1])
+async def list_refs(fetch: Fetch, requested: PrefixPageQuery, show_hidden: bool = False) -> RefList:
+    """The page of names requested: starting with its `prefix`, after its `after` (exclusive);
+    hidden ones only when asked for."""
+    prefix, size = requested.prefix, requested.size
+    cursor = max(requested.after, prefix[:-1])
     found: list[Named] = []
     examined = 0
     exhausted = False

@@ -17,7 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.api.context import Ctx
 from edge.api.errors import not_found
-from edge.api.paging import After, Amount, page_size, pagination
+from edge.api.paging import PageParams, pagination
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.iam_actions import READ_ACTION_OUTPUT, READ_REPO
@@ -76,15 +76,14 @@ async def _run(ctx: Ctx, repository: str, run_id: str) -> pb.ActionRun:
 async def list_repository_runs(
     ctx: Ctx,
     repository: str,
-    after: After = "",
-    amount: Amount = 100,
+    requested: PageParams,
     branch: Annotated[str, Query()] = "",
     commit: Annotated[str, Query()] = "",
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
-    size = page_size(amount)
+    size = requested.size
     found: list[pb.ActionRun] = []
-    cursor, more = after, True
+    cursor, more = requested.after, True
     for _ in range(MAX_CALLS):
         reply = await ctx.call(
             ctx.backend.graveler.ListActionRuns,
@@ -111,10 +110,10 @@ async def get_run(ctx: Ctx, repository: str, run_id: str) -> Response:
 
 
 @router.get(RUN + "/hooks")
-async def list_run_hooks(ctx: Ctx, repository: str, run_id: str, after: After = "", amount: Amount = 100) -> Response:
+async def list_run_hooks(ctx: Ctx, repository: str, run_id: str, requested: PageParams) -> Response:
     await ctx.authorize(READ_REPO, repository)
-    size = page_size(amount)
-    hooks = [h for h in (await _run(ctx, repository, run_id)).hooks if h.hook_run_id > after]
+    size = requested.size
+    hooks = [h for h in (await _run(ctx, repository, run_id)).hooks if h.hook_run_id > requested.after]
     page = hooks[:size]
     has_more = len(hooks) > size
     shown = pagination(has_more, page[-1].hook_run_id if has_more else "", len(page), size)

@@ -18,7 +18,7 @@ from edge.api import convert
 from edge.api.bodies import json_body
 from edge.api.context import Ctx
 from edge.api.errors import ApiError, bad_request
-from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.refs.listing import Named, list_refs
 from edge.api.refs.merge import commit_of, conflict_message, lakefs_call
 from edge.api.responses import model_response, no_content, text_response
@@ -35,9 +35,7 @@ BRANCH = BRANCHES + "/{branch}"
 async def list_branches(
     ctx: Ctx,
     repository: str,
-    prefix: Prefix = "",
-    after: After = "",
-    amount: Amount = 100,
+    page: PrefixPageParams,
     show_hidden: bool = False,
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
@@ -47,7 +45,7 @@ async def list_branches(
         reply = await ctx.call(ctx.backend.graveler.ListBranches, request)
         return [Named(b.name, b.commit_id, b.hidden) for b in reply.branches], reply.has_more
 
-    return model_response(await list_refs(fetch, prefix, after, page_size(amount), show_hidden))
+    return model_response(await list_refs(fetch, page, show_hidden))
 
 
 @router.post(BRANCHES, status_code=201)
@@ -100,15 +98,13 @@ async def diff_branch(
     ctx: Ctx,
     repository: str,
     branch: str,
-    after: After = "",
-    amount: Amount = 100,
-    prefix: Prefix = "",
+    page: PrefixPageParams,
     delimiter: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
-    size = page_size(amount)
+    size = page.size
     request = api.DiffBranchRequest(
-        repository=repository, branch=branch, prefix=prefix, delimiter=delimiter, after=after, amount=size
+        repository=repository, branch=branch, prefix=page.prefix, delimiter=delimiter, after=page.after, amount=size
     )
     reply = await ctx.call(ctx.backend.graveler.DiffBranch, request)
     items = list(reply.items)

@@ -10,7 +10,7 @@ from lakefs_sdk.models import CommitList
 
 from edge.api import convert
 from edge.api.context import Ctx
-from edge.api.paging import MAX_TOKEN, After, Amount, page_size, pagination
+from edge.api.paging import MAX_TOKEN, PageParams, pagination
 from edge.api.responses import model_response
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import READ_REPO
@@ -39,8 +39,7 @@ async def log_commits(
     ctx: Ctx,
     repository: str,
     ref: str,
-    after: After = "",
-    amount: Amount = 100,
+    page: PageParams,
     objects: PathList = None,
     prefixes: PathList = None,
     limit: bool = False,
@@ -49,11 +48,11 @@ async def log_commits(
     stop_at: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
-    size = page_size(amount)
+    size = page.size
     request = api.LogRequest(
         repository=repository,
         ref=ref,
-        after=after,
+        after=page.after,
         amount=size,
         objects=objects or [],
         prefixes=prefixes or [],

@@ -13,7 +13,7 @@ from edge.api.context import Ctx
 from edge.api.diff.summary import SUMMARY_PAGE, Page, diff_page, summary_page, uncached_tree
 from edge.api.diff.tree import CHANGE_TYPES, MAX_FILTER, DiffTree
 from edge.api.errors import bad_request
-from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from edge.api.paging import MAX_TOKEN, PrefixPageParams, PrefixPageQuery, pagination
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import READ_REPO
 
@@ -28,14 +28,12 @@ async def summarize_diff(
     repository: str,
     left_ref: Annotated[str, Path(alias="leftRef", max_length=MAX_TOKEN)],
     right_ref: Annotated[str, Path(alias="rightRef", max_length=MAX_TOKEN)],
-    prefix: Prefix = "",
-    after: After = "",
-    amount: Amount = 100,
+    requested: PrefixPageParams,
     filter: Filter = "",
     type: Literal["two_dot", "three_dot"] = "three_dot",
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
-    _check_prefix(prefix)
+    _check_prefix(requested.prefix)
     # Resolved first, so the cache key names immutable commits and the diff read is of them.
     left = await _resolve(ctx, repository, left_ref)
     right = await _resolve(ctx, repository, right_ref)
@@ -52,7 +50,7 @@ async def summarize_diff(
         return summary_page(await ctx.call(ctx.backend.graveler.DiffSummary, request))
 
     tree = await ctx.backend.diff_summaries.tree((repository, left, right, type), read, filter, SUMMARY_PAGE)
-    return _answer(tree, prefix, after, page_size(amount), {"left_commit": left, "right_commit": right})
+    return _answer(tree, requested, {"left_commit": left, "right_commit": right})
 
 
 @router.get("/repositories/{repository}/branches/{branch}/diff/summary")
@@ -60,20 +58,18 @@ async def summarize_uncommitted(
     ctx: Ctx,
     repository: str,
     branch: Annotated[str, Path(max_length=MAX_TOKEN)],
-    prefix: Prefix = "",
-    after: After = "",
-    amount: Amount = 100,
+    requested: PrefixPageParams,
     filter: Filter = "",
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
-    _check_prefix(prefix)
+    _check_prefix(requested.prefix)
 
     async def read(cursor: str, want: int) -> Page:
         request = api.DiffBranchRequest(repository=repository, branch=branch, after=cursor, amount=want)
         return diff_page(await ctx.call(ctx.backend.graveler.DiffBranch, request))
 
     tree = await uncached_tree(read, filter)
-    return _answer(tree, prefix, after, page_size(amount), {"branch": branch})
+    return _answer(tree, requested, {"branch": branch})
 
 
 def _check_prefix(prefix: str) -> None:
@@ -87,8 +83,9 @@ async def _resolve(ctx: Ctx, repository: str, ref: str) -> str:
     return commit_id
 
 
-def _answer(tree: DiffTree, prefix: str, after: str, size: int, sides: dict[str, str]) -> Response:
-    children, has_more = tree.page(prefix, after, size)
+def _answer(tree: DiffTree, requested: PrefixPageQuery, sides: dict[str, str]) -> Response:
+    prefix, size = requested.prefix, requested.size
+    children, has_more = tree.page(prefix, requested.after, size)
     results: list[dict[str, Any]] = []
     for child in children:
         if child.folder is not None:

@@ -9,14 +9,13 @@ own. Reading about oneself needs no policy, as in auth.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, NamedTuple, Protocol
 
 from fastapi import APIRouter, Path, Request, Response
 from lakefs_sdk.models import (
     CredentialsList,
     GroupCreation,
     GroupList,
-    Pagination,
     Policy,
     PolicyList,
     UserCreation,
@@ -30,7 +29,7 @@ from edge.api.iam import models as iam_models
 from edge.api.iam.calls import iam_call
 from edge.api.iam.paging import id_page
 from edge.api.iam.policies import from_silt, to_silt
-from edge.api.paging import After, Amount, Prefix
+from edge.api.paging import PrefixPageParams, PrefixPageQuery
 from edge.api.responses import model_response, no_content
 from edge.api.session_cookie import drop_session_cookie
 from silt import iam_actions as a
@@ -79,36 +78,44 @@ def _access_key_id_of(credential: Any) -> str:
     return str(credential.access_key_id)
 
 
+class _Listed(NamedTuple):
+    """What one kind of auth list answers: the reply's repeated field, lakeFS's list model,
+    how an item is shown in it, and the id an item is paged by."""
+
+    items: str
+    model: Callable[..., Any]
+    shown: Callable[[Any], Any]
+    id_of: Callable[[Any], str] = _id_of
+
+
+_USERS = _Listed("users", UserList, iam_models.user)
+_GROUPS = _Listed("groups", GroupList, iam_models.group)
+_POLICIES = _Listed("policies", PolicyList, from_silt)
+_CREDENTIALS = _Listed("credentials", CredentialsList, iam_models.credentials, _access_key_id_of)
+
+
 async def _listing(
-    ctx: Context,
-    method: Any,
-    request: _ListRequest,
-    items: str,
-    prefix: str,
-    after: str,
-    amount: int,
-    id_of: Callable[[Any], str] = _id_of,
-) -> tuple[list[Any], Pagination]:
-    """A lakeFS page (prefix, after, amount) of an auth list call made for the caller; items
-    names the reply's repeated field."""
+    ctx: Context, method: Any, request: _ListRequest, listed: _Listed, page: PrefixPageQuery
+) -> Response:
+    """A lakeFS page (prefix, after, amount) of an auth list call made for the caller."""
 
     async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
         request.after, request.amount = cursor, want  # one call at a time: the request is reused
         reply = await iam_call(ctx, method, request)
-        return getattr(reply, items), reply.has_more
+        return getattr(reply, listed.items), reply.has_more
 
-    return await id_page(fetch, id_of, prefix, after, amount)
+    found, paging = await id_page(fetch, listed.id_of, page.prefix, page.after, page.amount)
+    return model_response(listed.model(pagination=paging, results=[listed.shown(r) for r in found]))
 
 
 # --- users --------------------------------------------------------------------------------
 
 
 @router.get("/auth/users")
-async def list_users(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: Amount = 100) -> Response:
+async def list_users(ctx: Ctx, page: PrefixPageParams) -> Response:
     await ctx.authorize(a.READ_USER, a.USERS)
     request = auth_api.ListUsersRequest()
-    page, paging = await _listing(ctx, ctx.backend.auth.ListUsers, request, "users", prefix, after, amount)
-    return model_response(UserList(pagination=paging, results=[iam_models.user(u) for u in page]))
+    return await _listing(ctx, ctx.backend.auth.ListUsers, request, _USERS, page)
 
 
 @router.post("/auth/users", status_code=201)
@@ -135,28 +142,22 @@ async def delete_user(ctx: Ctx, user_id: UserId) -> Response:
 
 
 @router.get(USER + "/groups")
-async def list_user_groups(
-    ctx: Ctx, user_id: UserId, prefix: Prefix = "", after: After = "", amount: Amount = 100
-) -> Response:
+async def list_user_groups(ctx: Ctx, user_id: UserId, page: PrefixPageParams) -> Response:
     await _authorize_about(ctx, a.READ_USER, user_id)
     request = auth_api.ListUserGroupsRequest(user_id=user_id)
-    page, paging = await _listing(ctx, ctx.backend.auth.ListUserGroups, request, "groups", prefix, after, amount)
-    return model_response(GroupList(pagination=paging, results=[iam_models.group(g) for g in page]))
+    return await _listing(ctx, ctx.backend.auth.ListUserGroups, request, _GROUPS, page)
 
 
 @router.get(USER + "/policies")
 async def list_user_policies(
     ctx: Ctx,
     user_id: UserId,
-    prefix: Prefix = "",
-    after: After = "",
-    amount: Amount = 100,
+    page: PrefixPageParams,
     effective: bool = False,
 ) -> Response:
     await _authorize_about(ctx, a.READ_USER, user_id)
     request = auth_api.ListUserPoliciesRequest(user_id=user_id, effective=effective)
-    page, paging = await _listing(ctx, ctx.backend.auth.ListUserPolicies, request, "policies", prefix, after, amount)
-    return model_response(PolicyList(pagination=paging, results=[from_silt(p) for p in page]))
+    return await _listing(ctx, ctx.backend.auth.ListUserPolicies, request, _POLICIES, page)
 
 
 async def _attachment(ctx: Context, action: str, method: Any, principal: str, policy_id: str, **ids: str) -> None:
@@ -184,14 +185,10 @@ async def detach_policy_from_user(ctx: Ctx, user_id: UserId, policy_id: PolicyId
 
 
 @router.get(USER + "/credentials")
-async def list_user_credentials(
-    ctx: Ctx, user_id: UserId, prefix: Prefix = "", after: After = "", amount: Amount = 100
-) -> Response:
+async def list_user_credentials(ctx: Ctx, user_id: UserId, page: PrefixPageParams) -> Response:
     await _authorize_about(ctx, a.READ_CREDENTIALS, user_id)
     request = auth_api.ListCredentialsRequest(user_id=user_id)
-    method = ctx.backend.auth.ListCredentials
-    page, paging = await _listing(ctx, method, request, "credentials", prefix, after, amount, _access_key_id_of)
-    return model_response(CredentialsList(pagination=paging, results=[iam_models.credentials(c) for c in page]))
+    return await _listing(ctx, ctx.backend.auth.ListCredentials, request, _CREDENTIALS, page)
 
 
 @router.post(USER + "/credentials", status_code=201)
@@ -243,11 +240,10 @@ async def revoke_sessions(ctx: Ctx, user_id: UserId, request: Request) -> Respon
 
 
 @router.get("/auth/groups")
-async def list_groups(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: Amount = 100) -> Response:
+async def list_groups(ctx: Ctx, page: PrefixPageParams) -> Response:
     await ctx.authorize(a.READ_GROUP, a.GROUPS)
     request = auth_api.ListGroupsRequest()
-    page, paging = await _listing(ctx, ctx.backend.auth.ListGroups, request, "groups", prefix, after, amount)
-    return model_response(GroupList(pagination=paging, results=[iam_models.group(g) for g in page]))
+    return await _listing(ctx, ctx.backend.auth.ListGroups, request, _GROUPS, page)
 
 
 @router.post("/auth/groups", status_code=201)
@@ -274,13 +270,10 @@ async def delete_group(ctx: Ctx, group_id: GroupId) -> Response:
 
 
 @router.get(GROUP + "/members")
-async def list_group_members(
-    ctx: Ctx, group_id: GroupId, prefix: Prefix = "", after: After = "", amount: Amount = 100
-) -> Response:
+async def list_group_members(ctx: Ctx, group_id: GroupId, page: PrefixPageParams) -> Response:
     await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
     request = auth_api.ListGroupMembersRequest(group_id=group_id)
-    page, paging = await _listing(ctx, ctx.backend.auth.ListGroupMembers, request, "users", prefix, after, amount)
-    return model_response(UserList(pagination=paging, results=[iam_models.user(u) for u in page]))
+    return await _listing(ctx, ctx.backend.auth.ListGroupMembers, request, _USERS, page)
 
 
 async def _membership(ctx: Context, action: str, method: Any, group_id: str, user_id: str) -> None:
@@ -303,13 +296,10 @@ async def delete_group_membership(ctx: Ctx, group_id: GroupId, user_id: UserId) 
 
 
 @router.get(GROUP + "/policies")
-async def list_group_policies(
-    ctx: Ctx, group_id: GroupId, prefix: Prefix = "", after: After = "", amount: Amount = 100
-) -> Response:
+async def list_group_policies(ctx: Ctx, group_id: GroupId, page: PrefixPageParams) -> Response:
     await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
     request = auth_api.ListGroupPoliciesRequest(group_id=group_id)
-    page, paging = await _listing(ctx, ctx.backend.auth.ListGroupPolicies, request, "policies", prefix, after, amount)
-    return model_response(PolicyList(pagination=paging, results=[from_silt(p) for p in page]))
+    return await _listing(ctx, ctx.backend.auth.ListGroupPolicies, request, _POLICIES, page)
 
 
 @router.put(GROUP + "/policies/{policyId}", status_code=201)
@@ -330,11 +320,10 @@ async def detach_policy_from_group(ctx: Ctx, group_id: GroupId, policy_id: Polic
 
 
 @router.get("/auth/policies")
-async def list_policies(ctx: Ctx, prefix: Prefix = "", after: After = "", amount: Amount = 100) -> Response:
+async def list_policies(ctx: Ctx, page: PrefixPageParams) -> Response:
     await ctx.authorize(a.READ_POLICY, a.POLICIES)
     request = auth_api.ListPoliciesRequest()
-    page, paging = await _listing(ctx, ctx.backend.auth.ListPolicies, request, "policies", prefix, after, amount)
-    return model_response(PolicyList(pagination=paging, results=[from_silt(p) for p in page]))
+    return await _listing(ctx, ctx.backend.auth.ListPolicies, request, _POLICIES, page)
 
 
 @router.post("/auth/policies", status_code=201)

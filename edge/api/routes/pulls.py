@@ -17,7 +17,7 @@ from pydantic.v1 import BaseModel, StrictStr
 from edge.api.bodies import json_body, json_object, validate
 from edge.api.context import Ctx
 from edge.api.errors import ApiError, bad_request
-from edge.api.paging import After, Amount, Prefix, page_size, pagination
+from edge.api.paging import PageParams, PrefixPageParams, pagination
 from edge.api.pulls import convert
 from edge.api.refs.merge import optional_body, strategy_of
 from edge.api.responses import model_response, no_content
@@ -57,15 +57,13 @@ def _wanted(status: str, info: api.PullRequestInfo) -> bool:
 async def list_pull_requests(
     ctx: Ctx,
     repository: str,
-    prefix: Prefix = "",
-    after: After = "",
-    amount: Amount = 100,
+    requested: PrefixPageParams,
     status: Annotated[StatusFilter, Query()] = "all",
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
-    size = page_size(amount)
+    prefix, size = requested.prefix, requested.size
     # Graveler lists ids strictly after its cursor; every id with the prefix is after prefix[:-1].
-    cursor = max(after, prefix[:-1])
+    cursor = max(requested.after, prefix[:-1])
     found: list[api.PullRequestInfo] = []
     examined = 0
     exhausted = False
@@ -245,12 +243,10 @@ async def submit_pull_request_review(ctx: Ctx, request: Request, repository: str
 
 
 @router.get(PULL + "/comments")
-async def list_pull_request_comments(
-    ctx: Ctx, repository: str, pull_request: str, after: After = "", amount: Amount = 100
-) -> Response:
+async def list_pull_request_comments(ctx: Ctx, repository: str, pull_request: str, page: PageParams) -> Response:
     await ctx.authorize(READ_REPO, repository)
-    size = page_size(amount)
-    listed = api.ListPullRequestCommentsRequest(repository=repository, id=pull_request, after=after, amount=size)
+    size = page.size
+    listed = api.ListPullRequestCommentsRequest(repository=repository, id=pull_request, after=page.after, amount=size)
     reply = await ctx.call(ctx.backend.graveler.ListPullRequestComments, listed)
     comments = list(reply.comments)
     next_offset = comments[-1].id if comments else ""

@@ -10,7 +10,7 @@ from lakefs_sdk.models import DiffList, DiffObjectStat, FindMergeBaseResult, Mer
 
 from edge.api import convert
 from edge.api.context import Ctx
-from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.refs.merge import (
     STRATEGY_LABELS,
     STRATEGY_METADATA_KEY,
@@ -39,23 +39,21 @@ async def diff_refs(
     repository: str,
     left_ref: Annotated[str, Path(alias="leftRef", max_length=MAX_TOKEN)],
     right_ref: Annotated[str, Path(alias="rightRef", max_length=MAX_TOKEN)],
-    after: After = "",
-    amount: Amount = 100,
-    prefix: Prefix = "",
+    page: PrefixPageParams,
     delimiter: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
     type: Literal["two_dot", "three_dot"] = "three_dot",
     include_right_stats: bool = False,
 ) -> Response:
     await ctx.authorize(READ_REPO, repository)
-    size = page_size(amount)
+    size = page.size
     request = api.DiffRequest(
         repository=repository,
         left_ref=left_ref,
         right_ref=right_ref,
         three_dot=type == "three_dot",
-        prefix=prefix,
+        prefix=page.prefix,
         delimiter=delimiter,
-        after=after,
+        after=page.after,
         amount=size,
     )
     reply = await ctx.call(ctx.backend.graveler.Diff, request)

@@ -13,7 +13,7 @@ from edge.api import convert
 from edge.api.bodies import SMALL_BODY_BYTES, M, body_limit, json_body, json_object, validate
 from edge.api.context import Context, Ctx
 from edge.api.errors import ApiError, bad_request
-from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size, pagination
+from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.responses import model_response, no_content
 from edge.api.routes.setup import storage_config
 from edge.api.sample.repo import fill_with_sample
@@ -31,14 +31,12 @@ MAX_EXAMINED = 10 * MAX_PAGE
 @router.get("/repositories")
 async def list_repositories(
     ctx: Ctx,
-    prefix: Prefix = "",
-    after: After = "",
-    amount: Amount = 100,
+    requested: PrefixPageParams,
     search: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
 ) -> Response:
-    size = page_size(amount)
+    prefix, size = requested.prefix, requested.size
     # Graveler lists names strictly after its `after`; every name with the prefix is after prefix[:-1].
-    cursor = max(after, prefix[:-1])
+    cursor = max(requested.after, prefix[:-1])
     found: list[api.RepositoryInfo] = []
     examined = 0
     exhausted = False

@@ -9,7 +9,7 @@ from edge.api import convert
 from edge.api.bodies import json_body
 from edge.api.context import Ctx
 from edge.api.errors import ApiError
-from edge.api.paging import After, Amount, Prefix, page_size
+from edge.api.paging import PrefixPageParams
 from edge.api.refs.listing import Named, list_refs
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
@@ -24,9 +24,7 @@ TAG_EXISTS = "tag already exists"
 
 
 @router.get(TAGS)
-async def list_tags(
-    ctx: Ctx, repository: str, prefix: Prefix = "", after: After = "", amount: Amount = 100
-) -> Response:
+async def list_tags(ctx: Ctx, repository: str, page: PrefixPageParams) -> Response:
     await ctx.authorize(READ_REPO, repository)
 
     async def fetch(cursor: str, want: int) -> tuple[list[Named], bool]:
@@ -35,7 +33,7 @@ async def list_tags(
         )
         return [Named(t.id, t.commit_id) for t in reply.tags], reply.has_more
 
-    return model_response(await list_refs(fetch, prefix, after, page_size(amount)))
+    return model_response(await list_refs(fetch, page))
 
 
 @router.post(TAGS, status_code=201)

@@ -23,6 +23,7 @@ from edge.api.errors import ApiError
 from edge.api.fast.objects import ObjectsFastPath
 from edge.api.fast.table import Plan, query_pairs
 from silt.config import Config
+from tests.support.asgi import http_scope
 
 REF = "/api/v1/repositories/repo-1/refs/main/objects"
 BRANCH = "/api/v1/repositories/repo-1/branches/main/objects"
@@ -30,20 +31,7 @@ LIST = REF + "/ls"
 
 
 def _scope(method: str, path: str, query: bytes = b"path=a/b.txt", **extra: Any) -> dict[str, Any]:
-    return {
-        "type": "http",
-        "method": method,
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": query,
-        "headers": [],
-        "scheme": "http",
-        "server": ("test", 80),
-        "client": ("test", 1),
-        "http_version": "1.1",
-        **extra,
-    }
+    return {**http_scope(method, path, query, []), **extra}
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ FastAPI app alone."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -23,11 +22,10 @@ from edge.api.errors import ApiError
 from edge.api.fast.objects import ObjectsFastPath
 from edge.api.routes import objects
 from edge.core.asgi import API_PREFIX
+from tests.support.asgi import Answer, asgi_answer
 
 LIST = API_PREFIX + "/repositories/repo-1/refs/main/objects/ls"
 GET = API_PREFIX + "/repositories/repo-1/refs/main/objects"
-
-Answer = tuple[int, dict[str, str], bytes]
 
 
 def _app(dependency: Callable[..., Any], level: str) -> FastAPI:
@@ -53,31 +51,7 @@ def _app(dependency: Callable[..., Any], level: str) -> FastAPI:
 
 
 def _answer(app: Any, path: str, query: bytes = b"", method: str = "GET") -> Answer:
-    scope = {
-        "type": "http",
-        "method": method,
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": query,
-        "headers": [(b"host", b"test")],
-        "scheme": "http",
-        "server": ("test", 80),
-        "client": ("test", 1),
-        "http_version": "1.1",
-    }
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    asyncio.run(app(scope, receive, send))
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    headers = {k.decode(): v.decode() for k, v in start["headers"]}
-    return start["status"], headers, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return asgi_answer(app, path, query, method)
 
 
 def _both(app: FastAPI, path: str, query: bytes = b"", method: str = "GET") -> Answer:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -15,6 +14,7 @@ from edge.api.backend import Caller
 from edge.api.context import Context, context
 from edge.api.routes.setup import storage_config
 from silt.config import Config
+from tests.support.asgi import asgi_answer
 
 CREDENTIALS = {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}
 
@@ -32,30 +32,9 @@ class _Backend:
 def _post(app: FastAPI, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """One request through the ASGI app, without a server (no HTTP client library needed)."""
     raw = json.dumps(body).encode()
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())],
-        "scheme": "http",
-        "server": ("test", 80),
-        "client": ("test", 1),
-        "http_version": "1.1",
-    }
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": raw, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    asyncio.run(app(scope, receive, send))  # type: ignore[arg-type]
-    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
-    data = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return status, json.loads(data)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    status, _, answer = asgi_answer(app, path, method="POST", body=raw, headers=headers)
+    return status, json.loads(answer)
 
 
 def _app(roots: list[str] | None) -> FastAPI:
