@@ -129,16 +129,25 @@ class Backend(EdgeClient):
         self.diff_summaries = SummaryCache()
 
     @contextlib.contextmanager
-    def upload_slot(self) -> Iterator[None]:
-        """One of the process's upload slots for the block, or 503 when all are taken. Only the
-        event loop counts, so no lock is needed."""
+    def upload_slot(self) -> Iterator[Callable[[], None]]:
+        """One of the process's upload slots for the block, or 503 when all are taken; what it
+        yields gives the slot back early, once the body has been received. Only the event loop
+        counts, so no lock is needed."""
         if self._uploads >= self.upload_limits.in_flight:
             raise ApiError(503, f"too many uploads in progress (at most {self.upload_limits.in_flight}); retry later")
         self._uploads += 1
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self._uploads -= 1
+
         try:
-            yield
+            yield release
         finally:
-            self._uploads -= 1
+            release()
 
     async def namespace(self, repository: str, deadline: float | None = None) -> str:
         """The storage namespace of a repository (404 if there is none); remembered briefly."""

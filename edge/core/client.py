@@ -30,7 +30,16 @@ import grpc
 import grpc.aio
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from edge.core.object_writes import BodyReader, CheckedBody, NoSuchBranch, NotABranch, ShortBody, Written
+from edge.core.object_writes import (
+    BodyReader,
+    CheckedBody,
+    NoSuchBranch,
+    NotABranch,
+    ObjectWriteFailed,
+    ShortBody,
+    WritePhase,
+    Written,
+)
 from edge.core.stage_batching import StageBatcher
 from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
 from silt.block import BlockAdapter
@@ -38,6 +47,7 @@ from silt.block.adapter import PutResult
 from silt.block.external import ExternalFiles, ObjectReader, external_prefixes, source_reader
 from silt.config import Config
 from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
+from silt.errors import NotApplied as CertainlyNotApplied
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
 from silt.history_events.emitter import EventEmitter
@@ -303,6 +313,7 @@ class EdgeClient:
         trip to the I/O threads instead of one per read; a larger one is streamed from pool's
         threads (the I/O threads by default). ShortBody when the body ends before its declared
         size; the body's own error as it raised it."""
+        await body.start()
         declared = body.declared
         if declared is not None and declared <= SMALL_BODY:
             data = await _read_up_to(body, declared)
@@ -338,18 +349,28 @@ class EdgeClient:
         written at a fresh physical address of the repository's namespace (nothing is left there
         if the body or the store fails), request.entry completed with what was written (address,
         size, ETag, the body's metadata, the time) and staged as stage_new_bytes stages it.
-        Returns where the entry was staged; request.entry names what was."""
-        place = await self.writable_place(request.repository, request.branch, deadline)
+        Returns where the entry was staged; request.entry names what was. A silt error is raised
+        as ObjectWriteFailed, which says in which phase; the body's own errors as it raised them."""
+        try:
+            place = await self.writable_place(request.repository, request.branch, deadline)
+        except SiltError as exc:
+            raise ObjectWriteFailed(WritePhase.TARGET, exc) from exc
         address = new_physical_address()
-        async with self.new_bytes(place.namespace, address):
-            written = await self.receive(body, self.adapter.put, place.namespace, address, pool=pool)
+        try:
+            async with self.new_bytes(place.namespace, address):
+                written = await self.receive(body, self.adapter.put, place.namespace, address, pool=pool)
+        except SiltError as exc:
+            raise ObjectWriteFailed(WritePhase.BYTES, exc) from exc
         entry = request.entry
         entry.physical_address = address
         entry.size = written.size
         entry.etag = written.etag
         entry.metadata.update(written.metadata)
         entry.last_modified.CopyFrom(_now())
-        return await self.stage_new_bytes(request, place, deadline)
+        try:
+            return await self.stage_new_bytes(request, place, deadline)
+        except SiltError as exc:
+            raise ObjectWriteFailed(WritePhase.STAGING, exc) from exc
 
     async def delete_bytes(self, namespace: str, address: str) -> None:
         """Delete bytes no entry refers to; a failure leaves them to garbage collection."""
@@ -389,10 +410,14 @@ class EdgeClient:
             try:
                 if follow_replacement:
                     successor = await self._replacement_refusing(request.repository, place, refused, deadline)
-            except SiltError:
-                # Whether another repository took the name is not known: the refusal stands, as
-                # graveler gave it (the write certainly was not applied, whatever the lookup met).
-                pass
+            except SiltError as lookup_failed:
+                # The write certainly was not applied; whether another repository took the name
+                # (and would take it) is not known: a retry finds out.
+                raise CertainlyNotApplied(
+                    f"nothing was staged: graveler refused the write ({refused}), and whether another"
+                    f" repository was created under the name {request.repository!r} could not be"
+                    f" looked up ({lookup_failed}); retry"
+                ) from None
             finally:
                 if successor is None and certainly_not_applied(refused):
                     await self.delete_bytes(place.namespace, address)

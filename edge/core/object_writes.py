@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import enum
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from silt.block.adapter import PutResult
-from silt.errors import FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import FailedPrecondition, InvalidArgument, NotFound, SiltError
 
-# A body that stops arriving must not pin a worker thread forever.
+# A body's stall_seconds unless it says otherwise.
 BODY_STALL_SECONDS = 300.0
 
 
@@ -38,8 +39,34 @@ class ShortBody(InvalidArgument):
     """The body ended before the size its request declared."""
 
 
+class WritePhase(enum.Enum):
+    TARGET = "target"  # the repository and branch looked up: nothing written
+    BYTES = "bytes"  # writing the body to the store: nothing left there
+    STAGING = "staging"  # staging the entry of the bytes written (stage_new_bytes)
+
+
+class ObjectWriteFailed(Exception):
+    """A write of the edge's core failed in `phase`, with `error` (a silt error) as it was raised:
+    each phase is answered in its own terms (a staging error may leave the entry standing). The
+    body's own errors are never wrapped."""
+
+    def __init__(self, phase: WritePhase, error: SiltError) -> None:
+        super().__init__(f"{phase.value}: {error}")
+        self.phase = phase
+        self.error = error
+
+
 class CheckedBody(Protocol):
     """An object's bytes as the front end that received them checks them."""
+
+    # How long a worker thread waits for the next piece before it gives the write up: a
+    # request that the event loop no longer serves must not pin a thread forever.
+    stall_seconds: float
+
+    async def start(self) -> None:
+        """The checks made before any byte is read (the headers that describe the body), once
+        the write's target is known to take it."""
+        ...
 
     @property
     def declared(self) -> int | None:
@@ -64,9 +91,14 @@ class SourceBody(abc.ABC):
     """A CheckedBody over a front end's own decoded source, whose checks a subclass's finish
     adds to: the size its request declares, and the reads as the source answers them."""
 
+    stall_seconds = BODY_STALL_SECONDS
+
     def __init__(self, source: Readable, declared: int | None) -> None:
         self._source = source
         self._declared = declared
+
+    async def start(self) -> None:
+        return None
 
     @property
     def declared(self) -> int | None:
@@ -105,6 +137,7 @@ class BodyReader:
 
     def __init__(self, body: CheckedBody, loop: asyncio.AbstractEventLoop, declared: int | None = None) -> None:
         self._body = body
+        self._stall_seconds = body.stall_seconds
         self._loop = loop
         self._declared = declared
         self._requested = 0  # bytes asked of the body so far, the read-ahead included
@@ -126,7 +159,7 @@ class BodyReader:
             return data
         future, self._ahead = self._ahead or self._fetch(n), None
         try:
-            data = future.result(timeout=BODY_STALL_SECONDS)
+            data = future.result(timeout=self._stall_seconds)
         except BaseException as exc:
             future.cancel()
             self.error = exc

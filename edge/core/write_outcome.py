@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import grpc
 import grpc.aio
 
+from silt.errors import NotApplied as StoreNotApplied
 from silt.graveler.v1 import graveler_pb2 as api
 
 # Answers after which graveler certainly did not apply the call: it refused it.
@@ -59,9 +60,10 @@ def not_applied_error(code: grpc.StatusCode, details: str) -> NotApplied:
 
 
 def certainly_not_applied(exc: BaseException) -> bool:
-    """Whether a failed write certainly changed nothing in graveler: its refusal, a NotApplied,
-    or an edge's error for it that says so (`not_applied`, set where an edge maps the answer)."""
-    if isinstance(exc, NotApplied):
+    """Whether a failed write certainly changed nothing in graveler: its refusal, a NotApplied
+    (a call never sent, or silt's own for a write the edge knows was not applied), or an edge's
+    error for it that says so (`not_applied`, set where an edge maps the answer)."""
+    if isinstance(exc, NotApplied | StoreNotApplied):
         return True
     if isinstance(exc, grpc.aio.AioRpcError):
         return exc.code() in REFUSED

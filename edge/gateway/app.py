@@ -11,7 +11,7 @@ from typing import Any
 from edge.core.client import EntryReads
 from edge.gateway import health
 from edge.gateway.authn import authenticate, check_unambiguous
-from edge.gateway.backend import Backend
+from edge.gateway.backend import Backend, store_error
 from edge.gateway.errors import S3Error, error_body
 from edge.gateway.health import is_health_path
 from edge.gateway.observe import RequestRecord, operation_name
@@ -21,20 +21,9 @@ from edge.gateway.operations.multipart import expire_uploads
 from edge.gateway.request import Receive, Request, from_scope
 from edge.gateway.routing import route
 from silt.config import Config
-from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
+from silt.errors import SiltError
 
 log = logging.getLogger(__name__)
-
-
-def _from_silt(exc: SiltError) -> S3Error:
-    """Errors raised by the block adapter or KV, as S3 errors."""
-    if isinstance(exc, Unavailable):
-        return S3Error("ServiceUnavailable", str(exc))
-    if isinstance(exc, NotFound):
-        return S3Error("NoSuchKey", str(exc))
-    if isinstance(exc, InvalidArgument):
-        return S3Error("InvalidArgument", str(exc))
-    return S3Error("InternalError", str(exc))
 
 
 def _handler_for_naming(ctx: Context) -> Any:
@@ -82,7 +71,7 @@ class GatewayApp:
             error_code = exc.code
             response = self._error(ctx, exc)
         except SiltError as exc:
-            error = _from_silt(exc)
+            error = store_error(exc)
             error_code = error.code
             response = self._error(ctx, error)
         except Exception:

@@ -54,6 +54,17 @@ T = TypeVar("T")
 _NOT_FOUND_CODE: dict[str, str] = {"repository": "NoSuchBucket", "object": "NoSuchKey", "upload": "NoSuchUpload"}
 
 
+def store_error(exc: SiltError) -> S3Error:
+    """Errors raised by the block adapter or KV, as S3 errors."""
+    if isinstance(exc, Unavailable):
+        return S3Error("ServiceUnavailable", str(exc))
+    if isinstance(exc, NotFound):
+        return S3Error("NoSuchKey", str(exc))
+    if isinstance(exc, InvalidArgument):
+        return S3Error("InvalidArgument", str(exc))
+    return S3Error("InternalError", str(exc))
+
+
 def s3_error(error: SiltError, not_found: str = "NoSuchKey", failed_precondition: str = "InvalidRequest") -> S3Error:
     """The S3 error for what graveler's engine raised, by a call or in this process, or for what
     the edge's core tells of a call that may have been applied; it keeps `not_applied`."""

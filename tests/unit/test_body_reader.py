@@ -15,6 +15,11 @@ class Pieces:
         self.data = data
         self.asked: list[int] = []
 
+    stall_seconds = 5.0
+
+    async def start(self) -> None:
+        return None
+
     @property
     def declared(self) -> int | None:
         return None

@@ -17,11 +17,12 @@ from pydantic import SecretStr
 
 from edge.api.errors import from_rpc
 from edge.core.client import SMALL_BODY, EdgeClient
-from edge.core.object_writes import NoSuchBranch, NotABranch, ShortBody
+from edge.core.object_writes import NoSuchBranch, NotABranch, ObjectWriteFailed, ShortBody, WritePhase
 from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
 from edge.gateway.backend import s3_error
 from silt.block.adapter import PutResult
 from silt.config import Config
+from silt.errors import NotApplied as SiltNotApplied
 from silt.errors import NotFound, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
@@ -159,18 +160,19 @@ def test_a_write_to_a_repository_gone_for_good_is_refused_and_its_bytes_go(tmp_p
     asyncio.run(_with_client(tmp_path, body))
 
 
-def test_a_refused_write_whose_replacement_cannot_be_looked_up_answers_the_refusal(tmp_path: Path) -> None:
+def test_a_refused_write_whose_replacement_cannot_be_looked_up_is_not_applied(tmp_path: Path) -> None:
     """Graveler certainly refused the write (its repository is gone); looking up whether another
-    took the name then fails: the write's outcome is still the refusal, not "may have staged"."""
+    took the name then fails: the write certainly was not applied (a retry finds out which
+    repository the name names), never "may have staged", nor a refusal that says none does."""
 
     async def body(client: EdgeClient) -> None:
         await client.write_bytes(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
         graveler = _Graveler(stage=[_missing_repository()], repository=("local://again", "id-2"))
         graveler.lookup_error = _rpc_error(grpc.StatusCode.INTERNAL, "KV store failed")
         _answer(client, graveler)
-        with pytest.raises(NotFound) as refused:
+        with pytest.raises(SiltNotApplied) as failed:
             await client.stage_new_bytes(_request(), RepositoryPlace(NAMESPACE, "id-1"))
-        assert refused.value.what == "repository" and certainly_not_applied(refused.value)
+        assert certainly_not_applied(failed.value) and "nothing was staged" in str(failed.value)
         assert graveler.looked_up == 1
         assert not _stored(client)
 
@@ -352,6 +354,11 @@ class _Body:
         self._refuse = refuse
         self._read = 0
 
+    stall_seconds = 5.0
+
+    async def start(self) -> None:
+        return None
+
     @property
     def declared(self) -> int | None:
         return self._declared
@@ -416,8 +423,12 @@ def test_a_bad_body_leaves_no_bytes_and_stages_nothing(
     async def body(client: EdgeClient) -> None:
         graveler = _Graveler(stage=[], repository=(NAMESPACE, "id-1"), refs={"main": _BRANCH})
         _answer(client, graveler)
-        with pytest.raises(raised):
+        with pytest.raises((raised, ObjectWriteFailed)) as failed:
             await client.write_object(_request(), _Body(data, declared, bad_at, refuse))
+        if isinstance(failed.value, ObjectWriteFailed):  # the core's own, said in which phase
+            assert failed.value.phase is WritePhase.BYTES and isinstance(failed.value.error, raised)
+        else:  # the body's own error, as it raised it
+            assert raised is _BadChunk
         assert graveler.staged == []
         assert _files(tmp_path) == []
 
@@ -439,8 +450,9 @@ def test_only_a_branch_takes_a_write(tmp_path: Path, ref: str, raised: type[Exce
         _answer(client, graveler)
         request = _request()
         request.branch = ref
-        with pytest.raises(raised):
+        with pytest.raises(ObjectWriteFailed) as failed:
             await client.write_object(request, _Body(b"payload", 7))
+        assert failed.value.phase is WritePhase.TARGET and isinstance(failed.value.error, raised)
         assert graveler.resolved == resolved
         assert graveler.staged == [] and _files(tmp_path) == []
 

@@ -6,15 +6,16 @@ or a crash leaves)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
-from edge.api.backend import Backend
+from edge.api.backend import Backend, UploadLimits
 from edge.api.context import Context
-from edge.api.errors import ApiError, bad_request, from_graveler, typed_graveler_call
+from edge.api.errors import ApiError, bad_request, from_graveler, from_silt, typed_graveler_call
 from edge.api.objects.body import (
     MAX_UPLOAD_BYTES,
     MultipartContent,
@@ -23,7 +24,7 @@ from edge.api.objects.body import (
     Source,
     multipart_boundary,
 )
-from edge.core.object_writes import SourceBody
+from edge.core.object_writes import ObjectWriteFailed, ShortBody, SourceBody, WritePhase
 from edge.core.write_outcome import certainly_not_applied
 from silt.block.adapter import PutResult
 from silt.errors import Aborted, FailedPrecondition, SiltError
@@ -105,21 +106,30 @@ class UploadBody(SourceBody):
     named `content` of a multipart/form-data one, within the upload's size limit and pace;
     refused before any byte is written: a declared size over the limit, a bad content type."""
 
-    def __init__(self, source: Source, declared: int | None, content_type: str) -> None:
+    # The request itself ends a stalled body sooner (UploadLimits); this bounds a worker thread's
+    # wait when the event loop no longer serves the request.
+    stall_seconds = UploadLimits.idle_seconds + 30
+
+    def __init__(
+        self, source: Source, declared: int | None, content_type: str, received: Callable[[], None] | None = None
+    ) -> None:
+        """received: called once the whole body has been received and checked (an upload slot
+        given back before the entry is staged)."""
         super().__init__(source, declared)
         self.content_type = content_type
+        self._received = received
 
     @classmethod
-    async def of(cls, backend: Backend, request: Request) -> UploadBody:
+    async def of(cls, backend: Backend, request: Request, received: Callable[[], None] | None = None) -> UploadBody:
         chunks = RawChunks(request, MAX_UPLOAD_BYTES, backend.upload_limits)
         header_type = request.headers.get("content-type", "")
         boundary = multipart_boundary(header_type)
         if boundary is None:
-            body = cls(RawBody(chunks), chunks.declared, header_type or DEFAULT_CONTENT_TYPE)
+            body = cls(RawBody(chunks), chunks.declared, header_type or DEFAULT_CONTENT_TYPE, received)
         else:
             form = MultipartContent(chunks, boundary)
             await form.start()
-            body = cls(form, None, form.content_type or DEFAULT_CONTENT_TYPE)
+            body = cls(form, None, form.content_type or DEFAULT_CONTENT_TYPE, received)
         checked_content_type(body.content_type)
         return body
 
@@ -127,6 +137,8 @@ class UploadBody(SourceBody):
         # Read to its end: a body cut short of its Content-Length is refused (RawChunks).
         if not await self.ended():
             raise bad_request("the body is longer than its declared length")
+        if self._received is not None:
+            self._received()
         return {}
 
 
@@ -142,6 +154,20 @@ async def stage_new_bytes(
         return await ctx.backend.stage_new_bytes(request, place, ctx.deadline, follow_replacement=follow_replacement)
     except SiltError as exc:
         raise staging_error(exc, request) from None
+
+
+def write_error(failed: ObjectWriteFailed, request: api.StageEntryRequest) -> ApiError:
+    """A failed write of the edge's core as the API answers it, by the phase it failed in: the
+    target's lookup as graveler's answer, the store's error as any (400 for a body that ended
+    early), the staging as staging_error."""
+    error = failed.error
+    if failed.phase is WritePhase.STAGING:
+        return staging_error(error, request)
+    if isinstance(error, ShortBody):
+        return bad_request(str(error))
+    if failed.phase is WritePhase.BYTES:
+        return from_silt(error)
+    return from_graveler(error, "graveler")
 
 
 def staging_error(error: SiltError, request: api.StageEntryRequest) -> ApiError:

@@ -37,13 +37,14 @@ from edge.api.objects.write import (
     header_metadata,
     now,
     repository_replaced,
-    staging_error,
     typed_call,
+    write_error,
 )
 from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size
 from edge.api.responses import model_response, no_content
 from edge.core.client import SMALL_BODY
 from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
+from edge.core.object_writes import ObjectWriteFailed
 from silt.block.adapter import PresignedURL
 from silt.errors import FailedPrecondition, NotFound, SiltError
 from silt.graveler.v1 import events_pb2 as ev
@@ -268,8 +269,8 @@ async def upload_object(
         if_match_etag=if_match,
     )
     try:
-        with backend.upload_slot():
-            body = await UploadBody.of(backend, request)
+        with backend.upload_slot() as received:  # given back once the body is in, before staging
+            body = await UploadBody.of(backend, request, received)
             staged.entry.content_type = body.content_type
             place = await backend.write_object(staged, body, ctx.deadline, pool=backend.upload_pool)
     except ApiError as exc:  # the body's own (413, 408, 400), or all upload slots taken
@@ -278,8 +279,8 @@ async def upload_object(
         if exc.status == 503:  # all upload slots taken
             headers["Retry-After"] = str(backend.upload_limits.retry_after_seconds)
         return JSONResponse({"message": exc.message}, status_code=exc.status, headers=headers)
-    except SiltError as exc:
-        raise staging_error(exc, staged) from None
+    except ObjectWriteFailed as failed:
+        raise write_error(failed, staged) from None
     entry = staged.entry
     ctx.record(ev.WRITE, repository, branch, key, entry.size)
     # The ObjectStats as its model writes it, without building the model: a tenth of the time of

@@ -9,8 +9,8 @@ from typing import Any
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
-from edge.core.object_writes import NoSuchBranch, NotABranch, ShortBody
-from edge.gateway.backend import Backend, s3_error
+from edge.core.object_writes import NoSuchBranch, NotABranch, ObjectWriteFailed, ShortBody, WritePhase
+from edge.gateway.backend import Backend, s3_error, store_error
 from edge.gateway.errors import S3Error
 from edge.gateway.metadata_values import stored_value
 from edge.gateway.request import DECIMAL_CAP, Request, decimal
@@ -309,16 +309,25 @@ async def writable_branch(ctx: Context, repository: str, ref: str) -> Repository
         raise core_write_error(exc) from None
 
 
-def core_write_error(error: SiltError, request: api.StageEntryRequest | None = None) -> S3Error:
-    """A failed write of the edge's core (the branch check, the body, the staging of request)
-    as S3 answers it."""
+def core_write_error(error: SiltError | ObjectWriteFailed, request: api.StageEntryRequest | None = None) -> S3Error:
+    """A failed write of the edge's core as S3 answers it, by the phase it failed in: looking up
+    the target (NoSuchBucket for a repository or branch missing, MethodNotAllowed for a ref that
+    is not a branch), writing the bytes (the store's error; IncompleteBody for a body that ended
+    early), staging request's entry (staging_error)."""
+    phase = WritePhase.TARGET
+    if isinstance(error, ObjectWriteFailed):
+        phase, error = error.phase, error.error
     if isinstance(error, NotABranch):
         return S3Error("MethodNotAllowed", str(error))
     if isinstance(error, NoSuchBranch):
         return S3Error("NoSuchBucket", str(error))
     if isinstance(error, ShortBody):
         return S3Error("IncompleteBody", str(error))
-    return s3_error(error, "NoSuchBucket") if request is None else staging_error(error, request)
+    if phase is WritePhase.BYTES:
+        return store_error(error)
+    if phase is WritePhase.STAGING and request is not None:
+        return staging_error(error, request)
+    return s3_error(error, "NoSuchBucket")
 
 
 def declared_body_size(ctx: Context) -> int | None:

@@ -16,7 +16,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.core.client import SMALL_BODY
 from edge.core.object_reads import NotOneRange, RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
-from edge.core.object_writes import ShortBody, SourceBody
+from edge.core.object_writes import ObjectWriteFailed, ShortBody, SourceBody
 from edge.gateway import checksums, sigv4
 from edge.gateway.backend import Backend
 from edge.gateway.errors import S3Error
@@ -50,7 +50,7 @@ from edge.gateway.payload import AwsChunked, DeclaredLength, Sha256Checked, Sour
 from edge.gateway.request import decimal, decode_component
 from edge.gateway.routing import split_path
 from silt.block.adapter import PutResult
-from silt.errors import NotFound, SiltError
+from silt.errors import NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -371,17 +371,25 @@ class S3Body(SourceBody):
     """
 
     def __init__(self, ctx: Context, upload_algorithm: str | None = None) -> None:
+        length = ctx.request.headers.get("x-amz-decoded-content-length") or ctx.request.headers.get("content-length")
+        super().__init__(ctx.request.body, decimal(length or ""))
+        self._ctx = ctx
+        self._upload_algorithm = upload_algorithm
         self._request = ctx.request
-        self._expected_md5 = _content_md5(ctx)
-        source = body_source(ctx)
-        self._wanted = checksums.wanted(ctx.request.headers, isinstance(source, AwsChunked), upload_algorithm)
+        self._expected_md5: bytes | None = None
+        self._wanted: checksums.Requested | None = None
         self._checked: checksums.ChecksumComputed | None = None
+        self.checksum: tuple[str, str] | None = None  # once finished
+
+    async def start(self) -> None:
+        # The headers are checked once the target is known (a missing branch answers first).
+        self._expected_md5 = _content_md5(self._ctx)
+        source = body_source(self._ctx)
+        self._wanted = checksums.wanted(self._request.headers, isinstance(source, AwsChunked), self._upload_algorithm)
         if self._wanted is not None:
             trailers = source.trailers if isinstance(source, AwsChunked) else {}
             source = self._checked = checksums.ChecksumComputed(source, self._wanted, lambda: trailers)
-        length = ctx.request.headers.get("x-amz-decoded-content-length") or ctx.request.headers.get("content-length")
-        super().__init__(source, decimal(length or ""))
-        self.checksum: tuple[str, str] | None = None  # once finished
+        self._source = source
 
     async def finish(self, written: PutResult) -> dict[str, str]:
         # Adapters stop at the declared size; reading on to the end runs the checks that need the
@@ -430,8 +438,8 @@ async def put_object(ctx: Context) -> Response:
     body = S3Body(ctx)
     try:
         await ctx.backend.write_object(staged, body)
-    except SiltError as exc:
-        raise core_write_error(exc, staged) from None
+    except ObjectWriteFailed as failed:
+        raise core_write_error(failed, staged) from None
     ctx.record(ev.WRITE, repository, ref, key, staged.entry.size)
     return Response(200, [("ETag", quoted_etag(staged.entry.etag)), *checksum_headers(body.checksum)])
 
