@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from edge.api.errors import from_rpc
 from edge.core.client import SMALL_BODY, EdgeClient
-from edge.core.object_writes import NoSuchBranch, NotABranch, ObjectWriteFailed, ShortBody, WritePhase
+from edge.core.object_writes import NoSuchBranch, NotABranch, ObjectWriteFailed, ShortBody, SourceBody, WritePhase
 from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
 from edge.gateway.backend import s3_error
 from silt.block.adapter import PutResult
@@ -343,25 +343,13 @@ def test_a_write_the_edge_knows_was_not_sent_is_answered_503_by_both_front_ends(
     assert from_rpc(unsent, "graveler").status == 503
 
 
-class _Body:
-    """A checked body over bytes: `bad_at` makes a read past that many bytes raise the front
-    end's own error; `refuse` makes the checks on the whole body refuse it."""
+class _Pieces:
+    """Bytes read in pieces; a read past `bad_at` bytes raises the front end's own error."""
 
-    def __init__(self, data: bytes, declared: int | None, bad_at: int | None = None, refuse: bool = False) -> None:
+    def __init__(self, data: bytes, bad_at: int | None) -> None:
         self._data = data
-        self._declared = declared
         self._bad_at = bad_at
-        self._refuse = refuse
         self._read = 0
-
-    stall_seconds = 5.0
-
-    async def start(self) -> None:
-        return None
-
-    @property
-    def declared(self) -> int | None:
-        return self._declared
 
     async def read(self, n: int) -> bytes:
         if self._bad_at is not None and self._read + n > self._bad_at:
@@ -369,6 +357,18 @@ class _Body:
         out, self._data = self._data[:n], self._data[n:]
         self._read += len(out)
         return out
+
+
+class _Body(SourceBody):
+    """A checked body over bytes, as a front end writes one: `bad_at` makes a read past that
+    many bytes raise the front end's own error; `refuse` makes the checks on the whole body
+    refuse it."""
+
+    stall_seconds = 5.0
+
+    def __init__(self, data: bytes, declared: int | None, bad_at: int | None = None, refuse: bool = False) -> None:
+        super().__init__(_Pieces(data, bad_at), declared)
+        self._refuse = refuse
 
     async def finish(self, written: PutResult) -> dict[str, str]:
         if self._refuse:

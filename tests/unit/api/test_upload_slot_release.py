@@ -27,13 +27,19 @@ class _Bytes:
         return out
 
 
+def _one_slot(tmp_path: Path) -> Backend:
+    """An API backend with a single upload slot."""
+    config = Config.model_validate(
+        {"api": {"credentials": CREDENTIALS}, "blockstore": {"type": "local", "local": {"path": str(tmp_path)}}}
+    )
+    backend = Backend(config)
+    backend.upload_limits = UploadLimits(in_flight=1)
+    return backend
+
+
 def test_the_slot_is_given_back_once_the_body_is_in(tmp_path: Path) -> None:
     async def run() -> None:
-        config = Config.model_validate(
-            {"api": {"credentials": CREDENTIALS}, "blockstore": {"type": "local", "local": {"path": str(tmp_path)}}}
-        )
-        backend = Backend(config)
-        backend.upload_limits = UploadLimits(in_flight=1)
+        backend = _one_slot(tmp_path)
         try:
             with backend.upload_slot() as received:
                 with pytest.raises(ApiError) as full, backend.upload_slot():
@@ -54,11 +60,7 @@ def test_the_slot_is_given_back_once_the_body_is_in(tmp_path: Path) -> None:
 
 def test_a_body_longer_than_declared_keeps_its_slot_until_the_request_ends(tmp_path: Path) -> None:
     async def run() -> None:
-        config = Config.model_validate(
-            {"api": {"credentials": CREDENTIALS}, "blockstore": {"type": "local", "local": {"path": str(tmp_path)}}}
-        )
-        backend = Backend(config)
-        backend.upload_limits = UploadLimits(in_flight=1)
+        backend = _one_slot(tmp_path)
         try:
             with backend.upload_slot() as received:
                 body = UploadBody(_Bytes(b"abcd"), 3, "text/plain", received)
