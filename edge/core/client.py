@@ -454,8 +454,9 @@ class EdgeClient:
     # --- auth's decisions ----------------------------------------------------------------
 
     def auth_unavailable(self, exc: Unavailable) -> Exception:
-        """The front end's own error for auth not deciding (exc): what a caller is answered."""
-        raise NotImplementedError
+        """The error for auth not deciding (exc): silt's own here, as the core answers everything;
+        a front end's client names its protocol's instead."""
+        return exc
 
     async def allowed(self, user_id: str, action: str, resource: str) -> bool:
         """Whether auth lets user_id do action on resource (cached decisions, self.authority)."""

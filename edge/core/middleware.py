@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import abc
+
 from edge.core.asgi import ASGIApp, Receive, Scope, Send
 
 
-class HttpMiddleware:
+class HttpMiddleware(abc.ABC):
     """Wraps app; an HTTP request goes to `http`, anything else (lifespan, websocket) straight to
     the wrapped app, untouched."""
 
@@ -18,5 +20,6 @@ class HttpMiddleware:
             return
         await self.http(scope, receive, send)
 
+    @abc.abstractmethod
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raise NotImplementedError
+        """What the middleware does with an HTTP request (passing it on to self.app or not)."""
