@@ -25,9 +25,7 @@ _adapters: dict[bytes, BlockAdapter] = {}
 
 def executor_adapter(blockstore: BlockstoreConfig) -> BlockAdapter:
     """This process's adapter for blockstore, opened on first use."""
-    # The configuration's values, not the model's pickle: that carries pydantic's set of fields
-    # set, whose order (and so the bytes) can differ between equal copies.
-    key = pickle.dumps(blockstore.model_dump())
+    key = pickle.dumps(blockstore)
     with _lock:
         adapter = _adapters.get(key)
         if adapter is None:
