@@ -3,12 +3,12 @@
 Repository actions are four (docs/design/auth.md), on resources named by the repository, and
 seven administrative ones on the same resources (REPO_ADMIN_ACTIONS: GC rules and runs, refs
 dump and restore, branch protection rules, hooks' outputs) that writers do not hold. The IAM actions
-(`iam:*`) manage users, groups, policies and credentials, on resources `users/<id>`,
-`groups/<id>` and `policies/<id>`; listing a whole collection is an action on its prefix
-(`users/`), so `users/*` grants it and `users/alice` does not. The `auth:*` actions are for
-services that verify other principals' requests. Attaching or detaching a policy needs the
-action on both ends: the user or group, and the policy. Repository names never contain `/`, so a
-repository pattern such as `prod-*` cannot match an IAM resource.
+(`iam:*`) manage users, groups, policies, credentials and external principals, on resources
+`users/<id>`, `groups/<id>`, `policies/<id>` and `external_principals/<id>`; listing a whole
+collection is an action on its prefix (`users/`), so `users/*` grants it and `users/alice` does
+not. The `auth:*` actions are for services that verify other principals' requests. Attaching or
+detaching a policy needs the action on both ends: the user or group, and the policy. Repository
+names never contain `/`, so a repository pattern such as `prod-*` cannot match an IAM resource.
 """
 
 from __future__ import annotations
@@ -63,6 +63,12 @@ DETACH_POLICY = "iam:DetachPolicy"
 CREATE_CREDENTIALS = "iam:CreateCredentials"
 READ_CREDENTIALS = "iam:ReadCredentials"
 DELETE_CREDENTIALS = "iam:DeleteCredentials"
+# External principals (another provider's identities linked to a user): linking one lets whoever
+# holds that identity act as the user, so it is on the user, as issuing a key is; reading one is
+# on `external_principals/<principal id>`, as the principal's user is not known before the read.
+CREATE_USER_EXTERNAL_PRINCIPAL = "iam:CreateUserExternalPrincipal"
+DELETE_USER_EXTERNAL_PRINCIPAL = "iam:DeleteUserExternalPrincipal"
+READ_EXTERNAL_PRINCIPAL = "iam:ReadExternalPrincipal"
 IAM_ACTIONS = (
     CREATE_USER,
     READ_USER,
@@ -80,6 +86,9 @@ IAM_ACTIONS = (
     CREATE_CREDENTIALS,
     READ_CREDENTIALS,
     DELETE_CREDENTIALS,
+    CREATE_USER_EXTERNAL_PRINCIPAL,
+    DELETE_USER_EXTERNAL_PRINCIPAL,
+    READ_EXTERNAL_PRINCIPAL,
 )
 
 # Ask for decisions about other users. Verify signatures addressed to an audience, on
@@ -121,6 +130,10 @@ def group_resource(group_id: str) -> str:
 
 def policy_resource(policy_id: str) -> str:
     return f"policies/{policy_id}"
+
+
+def external_principal_resource(principal_id: str) -> str:
+    return f"external_principals/{principal_id}"
 
 
 # The audience of S3 requests: what the gateway verifies.

@@ -24,8 +24,10 @@ from edge.api.routes import (
     data,
     diff_summary,
     events,
+    external_principals,
     iam,
     imports,
+    not_served,
     objects,
     presigned,
     preview,
@@ -86,6 +88,8 @@ def create_app(
         pulls.router,
         actions.router,
         iam.router,
+        external_principals.router,
+        not_served.router,
     )
     for router in routers:
         app.include_router(router, prefix=API_PREFIX)

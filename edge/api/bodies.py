@@ -100,3 +100,15 @@ def body_limit(request: Request, cap: int | None = None) -> int:
 
 async def json_body(request: Request, model: type[M], cap: int | None = None) -> M:
     return validate(model, await json_object(request, body_limit(request, cap)))
+
+
+async def optional_json_body(request: Request, model: type[M], cap: int | None = None) -> M:
+    """A body the schema does not require: absent or empty means every field's default. One
+    that is there, or a declared Content-Type even with none, must be JSON (require_json)."""
+    if request.headers.get("content-type") is not None:
+        require_json(request)
+    raw = await read_body(request, body_limit(request, cap))
+    if not raw.strip():
+        return model()
+    require_json(request)
+    return validate(model, parsed_object(raw))

@@ -141,7 +141,7 @@ def render(compatibility: Compatibility) -> str:
         for operation in compatibility.not_served:
             lines.append(
                 f"| `{operation.operation_id}` | `{operation.method} {operation.path}` |"
-                f" {_cell(NOT_SERVED[operation.operation_id])} |"
+                f" {_cell(NOT_SERVED[operation.operation_id].reason)} |"
             )
     if compatibility.missing:
         lines += ["", "## Not served yet", "", "| operation | method and path |", "|---|---|"]

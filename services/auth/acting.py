@@ -5,7 +5,7 @@ A call may name the user it is made for in the metadata header `x-silt-acting-us
 honors it only when:
 
 * the call is an IAM call (ACTING_METHODS: users, groups, policies, memberships, attachments,
-  credentials), never a decision, signature or session call;
+  credentials, external principals), never a decision, signature or session call;
 * the signed caller holds `auth:ActForUser` on `users/<that id>`. The action is literal-only
   (silt.iam_actions.LITERAL_ONLY_ACTIONS), so `*` never allows it and an administrator's key does
   not; setup grants it to svc-api alone (policy `ApiActsForUsers`).
@@ -68,6 +68,10 @@ ACTING_METHODS = frozenset(
         "ListCredentials",
         "DeleteCredentials",
         "RevokeSessions",
+        "CreateUserExternalPrincipal",
+        "DeleteUserExternalPrincipal",
+        "GetExternalPrincipal",
+        "ListUserExternalPrincipals",
     )
 )
 

@@ -8,9 +8,13 @@
     iam/group_policies/<group>/<policy>       Attachment
     iam/credentials/<access key id>           Credential (secret encrypted)
     iam/user_credentials/<user>/<key id>      UserCredential
+    iam/external_principals/<principal id>    ExternalPrincipal
+    iam/user_external_principals/<user>/<principal id>   UserExternalPrincipal
     iam/setup                                 SetupRecord
 
-Ids never contain `/`, so every relation of one entity is one contiguous prefix. Reverse
+User, group and policy ids never contain `/`, so every relation of one entity is one contiguous
+prefix. External principal ids may (`arn:aws:iam::123:role/x`): they only ever end a key, and
+the index records carry them whole, so nothing splits them. Reverse
 lookups (a group's members, a policy's attachments) scan and filter: the IAM keyspace is
 small (thousands of ids, not millions), and one index per relation keeps writes single-key.
 """
@@ -52,6 +56,8 @@ USER_POLICIES = prefix("user_policies")
 GROUP_POLICIES = prefix("group_policies")
 CREDENTIALS = prefix("credentials")
 USER_CREDENTIALS = prefix("user_credentials")
+EXTERNAL_PRINCIPALS = prefix("external_principals")
+USER_EXTERNAL_PRINCIPALS = prefix("user_external_principals")
 SETUP = key("setup")
 
 

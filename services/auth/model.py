@@ -23,17 +23,26 @@ from pydantic import SecretStr
 from services.auth import keys
 from services.auth.keys import check_id, key, last_part, prefix
 from services.auth.policies import check_statements
+from services.auth.principals import MAX_PRINCIPALS_PER_USER, check_principal_id, check_settings
 from services.auth.secrets import SecretBox, new_access_key_id, new_secret
 from silt.access_keys import check_access_key_id
 from silt.auth.v1 import model_pb2 as pb
-from silt.errors import Aborted, AlreadyExists, InvalidArgument, NotFound, NotFoundKind, PredicateFailed
+from silt.errors import (
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    NotFoundKind,
+    PredicateFailed,
+)
 from silt.kv.conditional import delete_current
 from silt.kv.store import Predicate, Store
 from silt.paging import take_page
 
 _M = TypeVar("_M", bound=Message)
-# Tries of one compare-and-set on a user record before giving up (Aborted).
-_EPOCH_ATTEMPTS = 20
+# Tries of one compare-and-set (a user record, a principal link) before giving up (Aborted).
+_CAS_ATTEMPTS = 20
 
 
 class IssuedCredential(NamedTuple):
@@ -194,7 +203,7 @@ class IamModel:
         Compare-and-set on the user record, so a concurrent delete or re-creation is never
         overwritten with the old record; retried while other writers get in between."""
         k = key("users", check_id("user", user_id))
-        for _ in range(_EPOCH_ATTEMPTS):
+        for _ in range(_CAS_ATTEMPTS):
             try:
                 value, predicate = self.kv.get(self.partition, k)
             except NotFound:
@@ -214,6 +223,8 @@ class IamModel:
             self.kv.delete(self.partition, index_key)
         self._delete_all(k for k, _ in self._scan(prefix("user_groups", user_id)))
         self._delete_all(k for k, _ in self._scan(prefix("user_policies", user_id)))
+        for _, value in list(self._scan(prefix("user_external_principals", user_id))):
+            self._unlink_principal(user_id, pb.UserExternalPrincipal.FromString(value).principal_id)
 
     # --- groups -------------------------------------------------------------------------
 
@@ -471,6 +482,83 @@ class IamModel:
         if not self._exists(key("users", credential.user_id)):
             raise NotFound(f"access key {access_key_id} not found", what="credential")
         return KeyOwner(credential.user_id, self.box.open(access_key_id, credential.encrypted_secret))
+
+    # --- external principals ------------------------------------------------------------
+    # A principal's record and its user's index entry are written and deleted together (one
+    # atomic KV batch, conditional on the record), so neither outlives the other.
+
+    def create_external_principal(
+        self, user_id: str, principal_id: str, settings: Iterable[pb.PrincipalSettings] = ()
+    ) -> pb.ExternalPrincipal:
+        """Link a principal to a user: AlreadyExists if it is linked to any user already."""
+        check_id("user", user_id)
+        check_principal_id(principal_id)
+        settings = list(settings)
+        check_settings(settings)
+        self.get_user(user_id)
+        linked = sum(1 for _ in self._scan(prefix("user_external_principals", user_id)))
+        if linked >= MAX_PRINCIPALS_PER_USER:
+            raise FailedPrecondition(f"user {user_id!r} has {linked} external principals, the most one user may have")
+        record = pb.ExternalPrincipal(id=principal_id, user_id=user_id, creation_date=_now(), settings=settings)
+        index = pb.UserExternalPrincipal(user_id=user_id, principal_id=principal_id)
+        record_key = key("external_principals", principal_id)
+        puts = [
+            (record_key, record.SerializeToString()),
+            (key("user_external_principals", user_id, principal_id), index.SerializeToString()),
+        ]
+        try:
+            self.kv.apply(self.partition, puts, condition=(record_key, None))
+        except PredicateFailed:
+            raise AlreadyExists(f"external principal {principal_id!r} is already linked to a user") from None
+        if not self._exists(key("users", user_id)):
+            # The user was deleted meanwhile, after its sweep: nothing may stay linked to its id.
+            self._unlink_principal(user_id, principal_id)
+            raise NotFound(f"user {user_id!r} not found", what="user")
+        return record
+
+    def get_external_principal(self, principal_id: str) -> pb.ExternalPrincipal:
+        check_principal_id(principal_id)
+        record = self._get(
+            key("external_principals", principal_id), pb.ExternalPrincipal, f"external principal {principal_id!r}"
+        )
+        if not self._exists(key("users", record.user_id)):
+            raise NotFound(f"external principal {principal_id!r} not found")
+        return record
+
+    def delete_external_principal(self, user_id: str, principal_id: str) -> None:
+        check_id("user", user_id)
+        check_principal_id(principal_id)
+        if not self._unlink_principal(user_id, principal_id):
+            raise NotFound(f"external principal {principal_id!r} of user {user_id!r} not found")
+
+    def list_external_principals(
+        self, user_id: str, after: str = "", amount: int = 0
+    ) -> tuple[list[pb.ExternalPrincipal], bool]:
+        self.get_user(user_id)
+        entries = keys.scan_after(self.kv, self.partition, prefix("user_external_principals", user_id), after)
+        ids, more = take_page((pb.UserExternalPrincipal.FromString(e.value).principal_id for e in entries), amount)
+        found = self._records(ids, "external_principals", pb.ExternalPrincipal)
+        return [p for p in found if p.user_id == user_id], more
+
+    def _unlink_principal(self, user_id: str, principal_id: str) -> bool:
+        """Remove the principal's link to this user (never to another); whether there was one."""
+        record_key = key("external_principals", principal_id)
+        index_key = key("user_external_principals", user_id, principal_id)
+        for _ in range(_CAS_ATTEMPTS):
+            try:
+                value, predicate = self.kv.get(self.partition, record_key)
+            except NotFound:
+                self.kv.delete(self.partition, index_key)
+                return False
+            if pb.ExternalPrincipal.FromString(value).user_id != user_id:
+                self.kv.delete(self.partition, index_key)  # a stale entry, if any: the link is another's
+                return False
+            try:
+                self.kv.apply(self.partition, [], [record_key, index_key], condition=(record_key, predicate))
+            except PredicateFailed:
+                continue
+            return True
+        raise Aborted(f"external principal {principal_id!r} kept changing; try again")
 
     # --- setup --------------------------------------------------------------------------
 

@@ -33,6 +33,10 @@ def _policy(name: str) -> Callable[[Any], str]:
     return lambda request: a.policy_resource(getattr(request, name))
 
 
+def _principal(name: str) -> Callable[[Any], str]:
+    return lambda request: a.external_principal_resource(getattr(request, name))
+
+
 def _const(resource: str) -> Callable[[Any], str]:
     return lambda _request: resource
 
@@ -89,6 +93,12 @@ _RULES: dict[str, Rule] = {
     "CreateCredentials": Require(a.CREATE_CREDENTIALS, _user("user_id")),
     "ListCredentials": Require(a.READ_CREDENTIALS, _user("user_id"), unless_self=_self("user_id")),
     "DeleteCredentials": Require(a.DELETE_CREDENTIALS, _user("user_id")),
+    # Linking an identity of another provider to a user lets it in as that user: on the user, as
+    # issuing a key is (and the handler checks it as one). Listing a user's is reading about it.
+    "CreateUserExternalPrincipal": Require(a.CREATE_USER_EXTERNAL_PRINCIPAL, _user("user_id")),
+    "DeleteUserExternalPrincipal": Require(a.DELETE_USER_EXTERNAL_PRINCIPAL, _user("user_id")),
+    "GetExternalPrincipal": Require(a.READ_EXTERNAL_PRINCIPAL, _principal("principal_id")),
+    "ListUserExternalPrincipals": Require(a.READ_USER, _user("user_id"), unless_self=_self("user_id")),
     # Ending someone's sessions is less than deleting their keys (which ends them too); anyone
     # may end their own.
     "RevokeSessions": Require(a.DELETE_CREDENTIALS, _user("user_id"), unless_self=_self("user_id")),

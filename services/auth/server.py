@@ -252,6 +252,38 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         log.info("access key %s of user %r deleted by %s", request.access_key_id, request.user_id, describe_caller())
         return api.DeleteCredentialsResponse()
 
+    # external principals: linking one is a way in as the user, so it is checked as issuing a key
+    def CreateUserExternalPrincipal(
+        self, request: api.CreateUserExternalPrincipalRequest, context: grpc.ServicerContext
+    ) -> pb.ExternalPrincipal:
+        self.grants.issue_key(current_principal().user_id, request.user_id)
+        principal = self.model.create_external_principal(request.user_id, request.principal_id, request.settings)
+        log.info("external principal %r linked to user %r by %s", principal.id, principal.user_id, describe_caller())
+        return principal
+
+    def DeleteUserExternalPrincipal(
+        self, request: api.DeleteUserExternalPrincipalRequest, context: grpc.ServicerContext
+    ) -> api.DeleteUserExternalPrincipalResponse:
+        self.model.delete_external_principal(request.user_id, request.principal_id)
+        log.info(
+            "external principal %r unlinked from user %r by %s",
+            request.principal_id,
+            request.user_id,
+            describe_caller(),
+        )
+        return api.DeleteUserExternalPrincipalResponse()
+
+    def GetExternalPrincipal(
+        self, request: api.GetExternalPrincipalRequest, context: grpc.ServicerContext
+    ) -> pb.ExternalPrincipal:
+        return self.model.get_external_principal(request.principal_id)
+
+    def ListUserExternalPrincipals(
+        self, request: api.ListUserExternalPrincipalsRequest, context: grpc.ServicerContext
+    ) -> api.ListUserExternalPrincipalsResponse:
+        principals, more = self.model.list_external_principals(_subject(request.user_id), request.after, request.amount)
+        return api.ListUserExternalPrincipalsResponse(principals=principals, has_more=more)
+
     # decisions
     def Authorize(self, request: api.AuthorizeRequest, context: grpc.ServicerContext) -> api.AuthorizeResponse:
         allowed = self.authority.allowed_many(

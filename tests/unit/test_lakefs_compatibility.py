@@ -6,7 +6,7 @@ import pytest
 
 from edge.api import compatibility
 from edge.api.compatibility import Operation, compare, lakefs_operations, render, served_routes
-from edge.api.not_served import NOT_SERVED
+from edge.api.not_served import NOT_SERVED, NotServed
 
 # What the issue that asked for every operation allows: each argued in NOT_SERVED's reason.
 MAX_NOT_SERVED = 5
@@ -25,7 +25,9 @@ def test_every_lakefs_operation_is_served_or_answers_501_with_a_reason() -> None
     missing = [f"{op.operation_id} ({op.method} {op.path})" for op in result.missing]
     assert not missing, f"lakeFS operations neither served nor listed in NOT_SERVED with a 501 route: {missing}"
     assert len(result.not_served) <= MAX_NOT_SERVED
-    assert all(len(NOT_SERVED[op.operation_id]) > 20 for op in result.not_served), "each needs a reason"
+    assert all(len(NOT_SERVED[op.operation_id].reason) > 20 for op in result.not_served), "each needs a reason"
+    for op in result.not_served:
+        assert (NOT_SERVED[op.operation_id].method, NOT_SERVED[op.operation_id].path) == (op.method, op.path)
     assert set(NOT_SERVED) <= {op.operation_id for op in lakefs_operations()}, "NOT_SERVED names no such operation"
 
 
@@ -48,6 +50,6 @@ def test_path_parameters_match_by_position_not_name() -> None:
 
 def test_an_operation_listed_as_not_served_still_needs_its_501_route(monkeypatch: pytest.MonkeyPatch) -> None:
     operation = Operation("internal", "someOperation", "GET", "/some")
-    monkeypatch.setitem(NOT_SERVED, "someOperation", "a reason long enough to count as one")
+    monkeypatch.setitem(NOT_SERVED, "someOperation", NotServed("GET", "/some", "a reason long enough to count"))
     assert compare([operation], {}).missing == [operation]
     assert compare([operation], {("GET", "/some"): "/api/v1/some"}).not_served == [operation]

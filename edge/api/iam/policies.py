@@ -105,6 +105,9 @@ IAM_EQUIVALENT: dict[str, frozenset[str]] = {
     a.CREATE_CREDENTIALS: frozenset({"auth:CreateCredentials"}),
     a.READ_CREDENTIALS: frozenset({"auth:ReadCredentials", "auth:ListCredentials"}),
     a.DELETE_CREDENTIALS: frozenset({"auth:DeleteCredentials"}),
+    a.CREATE_USER_EXTERNAL_PRINCIPAL: frozenset({"auth:CreateUserExternalPrincipal"}),
+    a.DELETE_USER_EXTERNAL_PRINCIPAL: frozenset({"auth:DeleteUserExternalPrincipal"}),
+    a.READ_EXTERNAL_PRINCIPAL: frozenset({"auth:ReadExternalPrincipal"}),
 }
 # lakeFS actions of features Silt does not have: allowing them allows nothing here.
 NO_COUNTERPART = frozenset(
@@ -115,9 +118,6 @@ NO_COUNTERPART = frozenset(
         "fs:ListRepositories",
         "fs:ReadConfig",
         "auth:UpdatePolicy",
-        "auth:CreateUserExternalPrincipal",
-        "auth:DeleteUserExternalPrincipal",
-        "auth:ReadExternalPrincipal",
         "retention:PrepareGarbageCollectionUncommitted",
         *(
             f"catalog:{verb}"

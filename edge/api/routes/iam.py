@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, NamedTuple, Protocol
 
 from fastapi import APIRouter, Path, Request, Response
+from fastapi.responses import JSONResponse
 from lakefs_sdk.models import (
     CredentialsList,
     GroupCreation,
@@ -25,6 +26,7 @@ from lakefs_sdk.models import (
 from edge.api.bodies import POLICY_BODY_BYTES, SMALL_BODY_BYTES, json_body
 from edge.api.context import Context, Ctx
 from edge.api.errors import ApiError, bad_request, not_found
+from edge.api.iam import acl
 from edge.api.iam import models as iam_models
 from edge.api.iam.calls import iam_call
 from edge.api.iam.paging import id_page
@@ -35,6 +37,7 @@ from edge.api.session_cookie import drop_session_cookie
 from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.errors import SILT_OWN_POLICY
+from silt.paging import MAX_PAGE
 
 router = APIRouter()
 
@@ -53,7 +56,7 @@ POLICY = "/auth/policies/{policyId}"
 KEY_SEARCH = 64
 
 
-async def _authorize_about(ctx: Context, action: str, user_id: str) -> None:
+async def authorize_about(ctx: Context, action: str, user_id: str) -> None:
     """As auth's rules: a user reads about itself without any policy."""
     if user_id != ctx.caller.user_id:
         await ctx.authorize(action, a.user_resource(user_id))
@@ -129,7 +132,7 @@ async def create_user(ctx: Ctx, request: Request) -> Response:
 
 @router.get(USER)
 async def get_user(ctx: Ctx, user_id: UserId) -> Response:
-    await _authorize_about(ctx, a.READ_USER, user_id)
+    await authorize_about(ctx, a.READ_USER, user_id)
     found = await iam_call(ctx, ctx.backend.auth.GetUser, auth_api.GetUserRequest(id=user_id))
     return model_response(iam_models.user(found))
 
@@ -143,7 +146,7 @@ async def delete_user(ctx: Ctx, user_id: UserId) -> Response:
 
 @router.get(USER + "/groups")
 async def list_user_groups(ctx: Ctx, user_id: UserId, page: PrefixPageParams) -> Response:
-    await _authorize_about(ctx, a.READ_USER, user_id)
+    await authorize_about(ctx, a.READ_USER, user_id)
     request = auth_api.ListUserGroupsRequest(user_id=user_id)
     return await _listing(ctx, ctx.backend.auth.ListUserGroups, request, _GROUPS, page)
 
@@ -155,7 +158,7 @@ async def list_user_policies(
     page: PrefixPageParams,
     effective: bool = False,
 ) -> Response:
-    await _authorize_about(ctx, a.READ_USER, user_id)
+    await authorize_about(ctx, a.READ_USER, user_id)
     request = auth_api.ListUserPoliciesRequest(user_id=user_id, effective=effective)
     return await _listing(ctx, ctx.backend.auth.ListUserPolicies, request, _POLICIES, page)
 
@@ -186,7 +189,7 @@ async def detach_policy_from_user(ctx: Ctx, user_id: UserId, policy_id: PolicyId
 
 @router.get(USER + "/credentials")
 async def list_user_credentials(ctx: Ctx, user_id: UserId, page: PrefixPageParams) -> Response:
-    await _authorize_about(ctx, a.READ_CREDENTIALS, user_id)
+    await authorize_about(ctx, a.READ_CREDENTIALS, user_id)
     request = auth_api.ListCredentialsRequest(user_id=user_id)
     return await _listing(ctx, ctx.backend.auth.ListCredentials, request, _CREDENTIALS, page)
 
@@ -202,7 +205,7 @@ async def create_credentials(ctx: Ctx, user_id: UserId) -> Response:
 
 @router.get(USER + "/credentials/{accessKeyId}")
 async def get_credentials(ctx: Ctx, user_id: UserId, access_key_id: AccessKeyId) -> Response:
-    await _authorize_about(ctx, a.READ_CREDENTIALS, user_id)
+    await authorize_about(ctx, a.READ_CREDENTIALS, user_id)
     # Auth has no single-key read: list from just before the id (ids have one fixed length).
     request = auth_api.ListCredentialsRequest(user_id=user_id, after=access_key_id[:-1], amount=KEY_SEARCH)
     reply = await iam_call(ctx, ctx.backend.auth.ListCredentials, request)
@@ -227,7 +230,7 @@ async def delete_credentials(ctx: Ctx, user_id: UserId, access_key_id: AccessKey
 async def revoke_sessions(ctx: Ctx, user_id: UserId, request: Request) -> Response:
     """Sign out everywhere: every login session of the user ends (access keys do not). Anyone
     may end their own; ending another user's takes what deleting their keys takes."""
-    await _authorize_about(ctx, a.DELETE_CREDENTIALS, user_id)
+    await authorize_about(ctx, a.DELETE_CREDENTIALS, user_id)
     await iam_call(ctx, ctx.backend.auth.RevokeSessions, auth_api.RevokeSessionsRequest(user_id=user_id))
     ctx.backend.forget_sessions()
     response = no_content()
@@ -314,6 +317,94 @@ async def detach_policy_from_group(ctx: Ctx, group_id: GroupId, policy_id: Polic
     principal = a.group_resource(group_id)
     await _attachment(ctx, a.DETACH_POLICY, ctx.backend.auth.DetachPolicy, principal, policy_id, group_id=group_id)
     return no_content()
+
+
+# --- group ACLs (lakeFS's ACL model, edge/api/iam/acl.py) ---------------------------------
+
+NO_ACL = "Policy attached to group has no ACL"
+SEVERAL_POLICIES = "Multiple policies attached to group - no ACL"
+
+
+def _no_acl(message: str) -> Response:
+    # lakeFS's ErrorNoACL: the group exists, but what it holds is no ACL.
+    return JSONResponse({"message": message, "no_acl": True}, status_code=404)
+
+
+@router.get(GROUP + "/acl")
+async def get_group_acl(ctx: Ctx, group_id: GroupId) -> Response:
+    await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
+    acl_policy = acl.policy_id(group_id)
+    if acl_policy is not None:
+        await ctx.authorize(a.READ_POLICY, a.policy_resource(acl_policy))
+    # Two are enough to tell "its only policy" from "one of several", as lakeFS asks.
+    request = auth_api.ListGroupPoliciesRequest(group_id=group_id, amount=2)
+    policies = list((await iam_call(ctx, ctx.backend.auth.ListGroupPolicies, request)).policies)
+    if not policies:
+        # lakeFS: a blank ACL, valid, allowing nothing (as a group without policies does).
+        return JSONResponse({"permission": ""})
+    if len(policies) > 1:
+        return _no_acl(SEVERAL_POLICIES)
+    permission = acl.permission_of(policies[0]) if policies[0].id == acl_policy else None
+    if permission is None:
+        return _no_acl(NO_ACL)
+    return JSONResponse({"permission": permission})
+
+
+@router.post(GROUP + "/acl", status_code=201)
+async def set_group_acl(ctx: Ctx, group_id: GroupId, request: Request) -> Response:
+    """As lakeFS: write the group's ACL policy, attach it, and detach every other policy, so the
+    ACL is all the group grants. Each call is auth's, made for the caller (grants included)."""
+    acl_policy = acl.settable_policy_id(group_id)
+    await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
+    # Writing the policy may replace it (delete and create) and attaches it to the group.
+    for action in (a.CREATE_POLICY, a.DELETE_POLICY, a.ATTACH_POLICY):
+        await ctx.authorize(action, a.policy_resource(acl_policy))
+    await ctx.authorize(a.ATTACH_POLICY, a.group_resource(group_id))
+    body = await json_body(request, acl.ACL, SMALL_BODY_BYTES)
+    statements = acl.statements(body.permission)
+    await iam_call(ctx, ctx.backend.auth.GetGroup, auth_api.GetGroupRequest(id=group_id))
+    await _write_acl_policy(ctx, acl_policy, statements, acl.description(group_id, body.permission))
+    attach = auth_api.PolicyAttachmentRequest(policy_id=acl_policy, group_id=group_id)
+    await iam_call(ctx, ctx.backend.auth.AttachPolicy, attach)
+    for other in await _group_policy_ids(ctx, group_id):
+        if other != acl_policy:
+            detach = auth_api.PolicyAttachmentRequest(policy_id=other, group_id=group_id)
+            await iam_call(ctx, ctx.backend.auth.DetachPolicy, detach)
+    return _created()
+
+
+async def _write_acl_policy(ctx: Context, policy_id: str, statements: list[Any], description: str) -> None:
+    """Replace the policy, or create it; once more if another request created it meanwhile."""
+    update = auth_api.UpdatePolicyRequest(id=policy_id, statements=statements, description=description)
+    create = auth_api.CreatePolicyRequest(id=policy_id, statements=statements, description=description)
+    try:
+        await iam_call(ctx, ctx.backend.auth.UpdatePolicy, update)
+        return
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+    try:
+        await iam_call(ctx, ctx.backend.auth.CreatePolicy, create)
+    except ApiError as exc:
+        if exc.status != 409:
+            raise
+        await iam_call(ctx, ctx.backend.auth.UpdatePolicy, update)
+
+
+# Pages of a group's policies read before detaching them: far more than any group holds.
+MAX_GROUP_POLICY_PAGES = 10
+
+
+async def _group_policy_ids(ctx: Context, group_id: str) -> list[str]:
+    ids: list[str] = []
+    request = auth_api.ListGroupPoliciesRequest(group_id=group_id, amount=MAX_PAGE)
+    for _ in range(MAX_GROUP_POLICY_PAGES):
+        reply = await iam_call(ctx, ctx.backend.auth.ListGroupPolicies, request)
+        ids += [p.id for p in reply.policies]
+        if not reply.has_more or not reply.policies:
+            break
+        request.after = reply.policies[-1].id
+    return ids
 
 
 # --- policies -----------------------------------------------------------------------------

@@ -175,6 +175,14 @@ SILT_MODELS: dict[str, type[BaseModel]] = {
     "SiltObjectDiff": SiltObjectDiff,
     "SiltObjectQuery": SiltObjectQuery,
 }
+
+
+class LakeFSACL(BaseModel, extra=Extra.forbid):
+    permission: StrictStr
+
+
+# lakeFS's models that its swagger names but lakefs-sdk does not carry (the group ACL calls).
+SWAGGER_ONLY_MODELS: dict[str, type[BaseModel]] = {"ACL": LakeFSACL}
 # Fields Silt adds to a lakeFS model (documented in docs/design/api.md); the SDK ignores them.
 EXTENSIONS: dict[str, frozenset[str]] = {
     "PullRequest": frozenset({"approvals", "required_approvals", "merge_blocked_reason", "checks", "required_checks"}),
@@ -307,6 +315,18 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("PUT", "/auth/policies/{}"): Contract("updatePolicy", 200, "Policy"),
     ("DELETE", "/auth/policies/{}"): Contract("deletePolicy", 204, NO_BODY),
     ("DELETE", "/auth/users/{}/sessions"): Contract("silt:revokeSessions", 204, NO_BODY),  # sign out everywhere
+    ("POST", "/auth/groups/{}/acl"): Contract("setGroupACL", 201, NO_BODY),
+    ("GET", "/auth/groups/{}/acl"): Contract("getGroupACL", 200, "ACL"),
+    ("POST", "/auth/users/{}/external/principals"): Contract("createUserExternalPrincipal", 201, NO_BODY),
+    ("DELETE", "/auth/users/{}/external/principals"): Contract("deleteUserExternalPrincipal", 204, NO_BODY),
+    ("GET", "/auth/users/{}/external/principals/ls"): Contract(
+        "listUserExternalPrincipals", 200, "ExternalPrincipalList"
+    ),
+    ("GET", "/auth/external/principals"): Contract("getExternalPrincipal", 200, "ExternalPrincipal"),
+    # Not served (edge/api/not_served.py): 501 with lakeFS's Error, the reason as its message.
+    ("POST", "/auth/external/principal/login"): Contract("externalPrincipalLogin", 501, "Error"),
+    ("POST", "/sts/login"): Contract("stsLogin", 501, "Error"),
+    ("GET", "/oidc/callback"): Contract("oauthCallback", 501, "Error"),
 }
 
 _PARAM = re.compile(r"\{[^}]*\}")
@@ -536,10 +556,25 @@ def _steps() -> list[Step]:
         Step("GET", REPO + "/pulls/{pull}/reviews"),
         Step("POST", REPO + "/pulls/{pull}/checks/rerun", json={"name": "contract/ok"}),
         Step("PUT", REPO + "/pulls/{pull}/merge"),
+        Step(
+            "POST",
+            "/auth/users/{user}/external/principals",
+            query={"principalId": "arn:aws:iam::1:role/{user}"},
+            json={"settings": [{"region": "eu-west-1"}]},
+        ),
+        Step("GET", "/auth/users/{user}/external/principals/ls"),
+        Step("GET", "/auth/external/principals", query={"principalId": "arn:aws:iam::1:role/{user}"}),
+        Step("DELETE", "/auth/users/{user}/external/principals", query={"principalId": "arn:aws:iam::1:role/{user}"}),
+        Step("POST", "/auth/external/principal/login", json={"identityRequest": {}}, anonymous=True),
+        Step("POST", "/sts/login", json={"code": "c", "state": "s", "redirect_uri": "http://x/"}, anonymous=True),
+        Step("GET", "/oidc/callback", anonymous=True),
         Step("DELETE", "/auth/users/{user}/sessions"),
         Step("DELETE", "/auth/users/{user}/credentials/{issued}"),
         Step("DELETE", "/auth/groups/{group}/members/{user}"),
         Step("DELETE", "/auth/groups/{group}/policies/{policy}"),
+        # Setting an ACL detaches the group's other policies (lakeFS's ACL model): after the rest.
+        Step("POST", "/auth/groups/{group}/acl", json={"permission": "Read"}),
+        Step("GET", "/auth/groups/{group}/acl"),
         Step("DELETE", "/auth/users/{user}/policies/{policy}"),
         Step("DELETE", "/auth/users/{user}"),
         Step("DELETE", "/auth/groups/{group}"),
@@ -556,6 +591,8 @@ def _steps() -> list[Step]:
 def _model(name: str) -> type[BaseModel]:
     if name in SILT_MODELS:
         return SILT_MODELS[name]
+    if name in SWAGGER_ONLY_MODELS:
+        return SWAGGER_ONLY_MODELS[name]
     model = getattr(lakefs_sdk.models, name, None)
     assert isinstance(model, type) and issubclass(model, BaseModel), f"lakefs-sdk has no model {name}"
     return model
@@ -738,7 +775,15 @@ def test_the_checker_catches_missing_and_unknown_fields(body: dict[str, Any], pr
 
 
 # Routes that answer without credentials, as lakeFS's do.
-ANONYMOUS = {("GET", "/healthcheck"), ("POST", "/auth/login"), ("POST", "/auth/logout")}
+ANONYMOUS = {
+    ("GET", "/healthcheck"),
+    ("POST", "/auth/login"),
+    ("POST", "/auth/logout"),
+    # Logins through an identity provider: not served, 501 to anyone (edge/api/not_served.py).
+    ("POST", "/auth/external/principal/login"),
+    ("POST", "/sts/login"),
+    ("GET", "/oidc/callback"),
+}
 
 
 def test_every_other_route_refuses_a_caller_without_credentials(api: Api) -> None:

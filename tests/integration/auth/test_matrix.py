@@ -290,6 +290,26 @@ def _record_events(stack: Stack, creds: Credentials) -> Callable[[], object]:
     return lambda: stack.gv(creds).RecordEvents(ev.RecordEventsRequest(events=[event]))
 
 
+def _linked_principal(stack: Stack) -> tuple[str, str]:
+    user_id, _ = _victim(stack)
+    principal_id = unique("role")
+    request = auth_api.CreateUserExternalPrincipalRequest(user_id=user_id, principal_id=principal_id)
+    stack.auth(stack.admin).CreateUserExternalPrincipal(request)
+    return user_id, principal_id
+
+
+def _unlink_principal(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    user_id, principal_id = _linked_principal(stack)
+    request = auth_api.DeleteUserExternalPrincipalRequest(user_id=user_id, principal_id=principal_id)
+    return lambda: stack.auth(creds).DeleteUserExternalPrincipal(request)
+
+
+def _read_principal(stack: Stack, creds: Credentials) -> Callable[[], object]:
+    _, principal_id = _linked_principal(stack)
+    request = auth_api.GetExternalPrincipalRequest(principal_id=principal_id)
+    return lambda: stack.auth(creds).GetExternalPrincipal(request)
+
+
 PROBES: dict[str, Probe] = {
     a.CREATE_REPO: _create_repo,
     a.DELETE_REPO: _delete_repo,
@@ -322,6 +342,12 @@ PROBES: dict[str, Probe] = {
     a.DELETE_CREDENTIALS: _on_victim(
         "DeleteCredentials", lambda u, k: auth_api.DeleteCredentialsRequest(user_id=u, access_key_id=k), True
     ),
+    a.CREATE_USER_EXTERNAL_PRINCIPAL: _on_victim(
+        "CreateUserExternalPrincipal",
+        lambda u, _: auth_api.CreateUserExternalPrincipalRequest(user_id=u, principal_id=unique("role")),
+    ),
+    a.DELETE_USER_EXTERNAL_PRINCIPAL: _unlink_principal,
+    a.READ_EXTERNAL_PRINCIPAL: _read_principal,
     a.AUTHORIZE: _on_victim(
         "Authorize", lambda u, _: auth_api.AuthorizeRequest(user_id=u, action=a.READ_REPO, resource="some-repo")
     ),

@@ -61,12 +61,19 @@ def _recorded(method: str, path: str, caplog: pytest.LogCaptureFixture) -> tuple
         ("DELETE", "/repositories/repo/settings/gc_rules", "delete_gc_rules"),
         ("DELETE", "/repositories/repo/gc/rules", "internal_delete_garbage_collection_rules"),
         ("GET", "/repositories/repo/branches", "list_branches"),
+        ("GET", "/auth/groups/g/acl", "get_group_acl"),
+        ("GET", "/auth/external/principals", "get_external_principal"),
     ],
 )
 def test_a_request_is_recorded_under_its_routes_operation(
     method: str, path: str, operation: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert _recorded(method, path, caplog) == (401, operation)
+
+
+def test_an_operation_not_served_is_recorded_under_lakefs_name(caplog: pytest.LogCaptureFixture) -> None:
+    assert _recorded("POST", "/sts/login", caplog) == (501, "sts_login")
+    assert _recorded("POST", "/auth/external/principal/login", caplog) == (501, "external_principal_login")
 
 
 def test_a_path_no_route_serves_is_recorded_as_unknown(caplog: pytest.LogCaptureFixture) -> None:
