@@ -339,13 +339,18 @@ class Lifecycle:
         # Parents before children, so a restore never holds a commit whose parent is missing.
         return sorted(found, key=lambda c: (c.generation, c.id))
 
-    def restore_refs(self, repo: RepoHandle, location: str) -> Restored:
+    def check_restorable(self, repo: RepoHandle, location: str) -> None:
+        """InvalidArgument unless location names a dump's manifest; FailedPrecondition unless the
+        repository is bare (no branch)."""
         if not location.startswith(DUMPS_PREFIX) or not location.endswith("/manifest.json") or ".." in location:
             raise InvalidArgument(f"invalid dump location {location!r}")
         if next(iter(self._refs.list_branches(repo)), None) is not None:
             raise FailedPrecondition(
                 f"repository {repo.name!r} is not bare: restore needs a repository without branches"
             )
+
+    def restore_refs(self, repo: RepoHandle, location: str) -> Restored:
+        self.check_restorable(repo, location)
         folder = location[: -len("manifest.json")]
         adapter = self._committed.adapter
 

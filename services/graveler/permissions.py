@@ -73,6 +73,10 @@ TABLE: dict[str, tuple[str, str]] = {
     # garbage collection deletes (0 days drops every old commit), and PrepareGC starts a run.
     "DumpRefs": (DUMP_REFS, "repository"),
     "RestoreRefs": (RESTORE_REFS, "repository"),
+    "StartDump": (DUMP_REFS, "repository"),
+    "GetDumpStatus": (DUMP_REFS, "repository"),
+    "StartRestore": (RESTORE_REFS, "repository"),
+    "GetRestoreStatus": (RESTORE_REFS, "repository"),
     "SetGCRules": (SET_GC_RULES, "repository"),
     "GetGCRules": (READ_REPO, "repository"),
     "DeleteGCRules": (DELETE_GC_RULES, "repository"),

@@ -231,6 +231,13 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("GET", "/repositories/{}/branches/{}/diff"): Contract("diffBranch", 200, "DiffList"),
     ("GET", "/repositories/{}/branches/{}/diff/summary"): Contract("silt:summarizeUncommitted", 200, "SiltDiffSummary"),
     ("POST", "/repositories/{}/branches/{}/revert"): Contract("revertBranch", 204, NO_BODY),
+    ("PUT", "/repositories/{}/branches/{}/hard_reset"): Contract("hardResetBranch", 204, NO_BODY),
+    ("PUT", "/repositories/{}/refs/dump"): Contract("dumpRefs", 201, "RefsDump"),
+    ("PUT", "/repositories/{}/refs/restore"): Contract("restoreRefs", 200, NO_BODY),  # lakeFS answers no body
+    ("POST", "/repositories/{}/dump"): Contract("dumpSubmit", 202, "TaskInfo"),
+    ("GET", "/repositories/{}/dump"): Contract("dumpStatus", 200, "RepositoryDumpStatus"),
+    ("POST", "/repositories/{}/restore"): Contract("restoreSubmit", 202, "TaskInfo"),
+    ("GET", "/repositories/{}/restore"): Contract("restoreStatus", 200, "RepositoryRestoreStatus"),
     ("POST", "/repositories/{}/branches/{}/cherry-pick"): Contract("cherryPick", 201, "Commit"),
     ("GET", "/repositories/{}/commits/{}"): Contract("getCommit", 200, "Commit"),
     ("GET", "/repositories/{}/refs/{}/commits"): Contract("logCommits", 200, "CommitList"),
@@ -383,6 +390,11 @@ hooks:
 """
 
 
+def _refs(location: str) -> dict[str, str]:
+    """A RefsRestore naming one Silt dump (its manifest's key in all three fields)."""
+    return {"commits_meta_range_id": location, "tags_meta_range_id": location, "branches_meta_range_id": location}
+
+
 def _steps() -> list[Step]:
     """A valid request to every route, in an order where each finds what it needs."""
     return [
@@ -470,6 +482,27 @@ def _steps() -> list[Step]:
         Step("GET", REPO + "/tags"),
         Step("GET", REPO + "/tags/v1"),
         Step("DELETE", REPO + "/tags/v1"),
+        # refs dump and restore, into bare repositories on the repository's namespace (where its
+        # dumps are); then a hard reset
+        Step("PUT", REPO + "/refs/dump", keep={"dump": "commits_meta_range_id"}),
+        Step(
+            "POST",
+            "/repositories",
+            query={"bare": "true"},
+            json={"name": "{repo}-restored", "storage_namespace": "local://{repo}"},
+        ),
+        Step("PUT", "/repositories/{repo}-restored/refs/restore", json=_refs("{dump}")),
+        Step("POST", REPO + "/dump", keep={"dump_task": "id"}),
+        Step("GET", REPO + "/dump", query={"task_id": "{dump_task}"}),
+        Step(
+            "POST",
+            "/repositories",
+            query={"bare": "true"},
+            json={"name": "{repo}-restored2", "storage_namespace": "local://{repo}"},
+        ),
+        Step("POST", "/repositories/{repo}-restored2/restore", json=_refs("{dump}"), keep={"restore_task": "id"}),
+        Step("GET", "/repositories/{repo}-restored2/restore", query={"task_id": "{restore_task}"}),
+        Step("PUT", MAIN + "/hard_reset", query={"ref": "main~1"}),
         # repository settings
         Step("PUT", REPO + "/settings/gc_rules", json={"default_retention_days": 7, "branches": []}),
         Step("GET", REPO + "/settings/gc_rules"),
@@ -546,6 +579,8 @@ def _steps() -> list[Step]:
         Step("DELETE", "/auth/policies/{policy}"),
         # the end of the repository
         Step("DELETE", REPO + "/branches/dev"),
+        Step("DELETE", "/repositories/{repo}-restored"),
+        Step("DELETE", "/repositories/{repo}-restored2"),
         Step("DELETE", REPO),
     ]
 
