@@ -36,9 +36,8 @@ from silt.kv import Store
 log = logging.getLogger(__name__)
 
 TASKS = b"refs_tasks/"
-Kind = pb.RefsTaskRecord.Kind.ValueType
-DUMP: Kind = pb.RefsTaskRecord.KIND_DUMP
-RESTORE: Kind = pb.RefsTaskRecord.KIND_RESTORE
+DUMP = pb.RefsTaskRecord.KIND_DUMP
+RESTORE = pb.RefsTaskRecord.KIND_RESTORE
 BEAT_SECONDS = 2.0
 STALE_SECONDS = 30.0
 INTERRUPTED = "interrupted: the graveler process running the task stopped before it ended"
@@ -95,7 +94,9 @@ class RefsTasks:
 
         return self._start(repo, RESTORE, location, restore)
 
-    def _start(self, repo: RepoHandle, kind: Kind, location: str, work: Callable[[], Counts]) -> pb.RefsTaskRecord:
+    def _start(
+        self, repo: RepoHandle, kind: pb.RefsTaskRecord.Kind.ValueType, location: str, work: Callable[[], Counts]
+    ) -> pb.RefsTaskRecord:
         now = _stamp()
         record = pb.RefsTaskRecord(id=secrets.token_hex(10), kind=kind, created=now, update_time=now, location=location)
         self._kv.set_if(repo.partition, _key(record.id), record.SerializeToString(), None)
@@ -159,7 +160,7 @@ class RefsTasks:
 
     # --- status --------------------------------------------------------------------------------
 
-    def status(self, repo: RepoHandle, kind: Kind, task_id: str) -> pb.RefsTaskRecord:
+    def status(self, repo: RepoHandle, kind: pb.RefsTaskRecord.Kind.ValueType, task_id: str) -> pb.RefsTaskRecord:
         """The task's record; NotFound for an id no task of this kind has in this repository."""
         try:
             got = self._kv.get(repo.partition, _key(task_id))
