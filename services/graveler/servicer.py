@@ -563,6 +563,13 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         repo = self.g.refs.repository(request.repository, _deadline(context))
         return api.RefsTaskInfo(task=self.g.refs_tasks.status(repo, RESTORE, request.id))
 
+    def CreateCommitRecord(
+        self, request: api.CreateCommitRecordRequest, context: grpc.ServicerContext
+    ) -> api.CreateCommitRecordResponse:
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        self.g.lifecycle.create_commit_record(repo, request.commit)
+        return api.CreateCommitRecordResponse()
+
     # garbage collection
     def SetGCRules(self, request: api.SetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:
         repo = self.g.refs.repository(request.repository, _deadline(context))

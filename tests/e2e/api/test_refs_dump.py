@@ -1,5 +1,5 @@
 """Refs dump and restore (lakeFS's dumpRefs / restoreRefs and the dumpSubmit / restoreSubmit
-tasks) and hard reset, through lakefs-sdk against the real stack: a repository with branches,
+tasks), hard reset and commit records, through lakefs-sdk against the real stack: a repository with branches,
 tags and a merge, dumped and restored into a new bare repository on its namespace, reads back
 the same heads, tags and logs; refusals answer lakeFS's statuses and texts."""
 
@@ -14,9 +14,12 @@ from typing import Any
 import lakefs_sdk
 import pytest
 import urllib3
+from google.protobuf.timestamp_pb2 import Timestamp
 from lakefs_sdk.exceptions import ApiException
 from pydantic import SecretStr
 
+from engine.features.lifecycle import commit_id_of
+from silt.graveler.v1 import model_pb2 as pb
 from silt.rpc.signing import Credentials
 from tests.e2e.api.conftest import Api, json_post
 from tests.e2e.api.conftest import error_message as _message
@@ -271,3 +274,55 @@ def test_writers_may_not_dump_or_restore(
     # Hard reset is writing (lakeFS's fs:RevertBranch): allowed.
     reset = api.request("PUT", f"/repositories/{history}/branches/feature/hard_reset?ref=main", headers=_json(creator))
     assert reset.status == 204, reset.data
+
+
+# --- commit records -----------------------------------------------------------------------------
+
+
+def _record(parent: lakefs_sdk.Commit, **changes: Any) -> dict[str, Any]:
+    """A commit record over parent's metarange, with its id computed as Silt computes it."""
+    fields = {
+        "version": 1,
+        "committer": "restore-tool",
+        "message": "recorded",
+        "metarange_id": parent.meta_range_id,
+        "creation_date": 1_700_000_000,
+        "parents": [parent.id],
+        "metadata": {"origin": "elsewhere"},
+        "generation": (parent.generation or 0) + 1,
+        **changes,
+    }
+    stamp = Timestamp(seconds=fields["creation_date"])
+    commit = pb.Commit(**{**fields, "creation_date": stamp})
+    return {"commit_id": commit_id_of(commit), **fields}
+
+
+def test_create_commit_record(api: Api, client: lakefs_sdk.ApiClient, creator: Credentials, history: str) -> None:
+    commits = lakefs_sdk.CommitsApi(client)
+    head = commits.get_commit(history, "main")
+    record = _record(head)
+    lakefs_sdk.InternalApi(client).create_commit_record(history, lakefs_sdk.CommitRecordCreation(**record))
+    stored = commits.get_commit(history, record["commit_id"])
+    assert (stored.message, stored.parents, stored.meta_range_id, stored.creation_date, stored.metadata) == (
+        "recorded",
+        [head.id],
+        head.meta_range_id,
+        1_700_000_000,
+        {"origin": "elsewhere"},
+    )
+    # Usable as any commit: a branch from it reads its parent's data.
+    lakefs_sdk.BranchesApi(client).create_branch(
+        history, lakefs_sdk.BranchCreation(name="recorded", source=record["commit_id"])
+    )
+    assert lakefs_sdk.RefsApi(client).diff_refs(history, "main", "recorded").results == []
+
+    path = f"/repositories/{history}/commits"
+    assert "already exists" in _message(json_post(api, path, record), 409)
+    forged = {**_record(head), "message": "changed after hashing"}
+    assert "commit id" in _message(json_post(api, path, forged), 400)
+    assert _message(json_post(api, path, _record(head, generation=head.generation)), 400)
+    assert _message(json_post(api, path, _record(head, parents=["ab" * 32])), 404)
+    assert _message(json_post(api, path, _record(head, metarange_id="cd" * 32)), 404)
+    assert _message(json_post(api, path, _record(head, metarange_id="../x")), 400)
+    # Any committer, any parents: an administrator's (RestoreRefs), not a writer's.
+    assert _message(json_post(api, path, _record(head, message="by a writer"), creds=creator), 403)

@@ -70,6 +70,8 @@ ADMINISTRATION = {
     "GetDumpStatus": a.DUMP_REFS,
     "StartRestore": a.RESTORE_REFS,
     "GetRestoreStatus": a.RESTORE_REFS,
+    # A commit record as given (any committer, any parents): a restore's tool.
+    "CreateCommitRecord": a.RESTORE_REFS,
     "SetGCRules": a.SET_GC_RULES,
     "DeleteGCRules": a.DELETE_GC_RULES,
     "PrepareGC": a.PREPARE_GC,
