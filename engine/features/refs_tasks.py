@@ -5,7 +5,9 @@ model.proto's RefsTaskRecord), so any graveler replica answers for a task anothe
 the REST API, which holds no state, asks whichever graveler it reaches. The graveler thread that
 runs a task rewrites the record's update_time every BEAT_SECONDS and writes the outcome once; a
 task that is not done and has not been rewritten for STALE_SECONDS reads as interrupted (the
-process running it stopped). Nothing re-runs an interrupted task: a dump left half written is
+process running it stopped; judged by the reader's clock, so replicas whose clocks are further
+apart than that could call a running task interrupted: only its status reads so, the task goes
+on and its record is rewritten when it ends). Nothing re-runs an interrupted task: a dump left half written is
 files nobody names, and a restore left half done is a repository no longer bare, which its
 operator deletes and restores again (docs/operations.md, "Backing up").
 

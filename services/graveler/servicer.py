@@ -152,13 +152,13 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         may: CallerMay | None = None,
         history: HistoryEvents | None = None,
         authority: Authority | None = None,
-        user_may_: UserMay | None = None,
+        named_user_may: UserMay | None = None,
     ) -> None:
         """authority: auth's uncached answers, for re-checking open event streams (None: no auth).
-        user_may_: whether a user a call is made for holds an action (None: nobody does)."""
+        named_user_may: whether a user a call is made for holds an action (None: nobody does)."""
         self.g = graveler
         self._may = may or caller_may(())
-        self._user_may = user_may_ or user_may(())
+        self._user_may = named_user_may or user_may(())
         if history is None:
             # Its own recorder (in-process uses, tests): its flusher writes to the engine's store,
             # so it must stop with the engine, before the store is closed under it.

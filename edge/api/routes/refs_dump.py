@@ -103,7 +103,8 @@ async def dump_submit(ctx: Ctx, repository: str) -> Response:
 @router.get(REPO + "/dump")
 async def dump_status(ctx: Ctx, repository: str, task_id: TaskId) -> Response:
     await ctx.authorize(DUMP_REFS, repository)
-    info = await ctx.call(ctx.backend.graveler.GetDumpStatus, api.GetDumpStatusRequest(repository=repository, id=task_id))
+    request = api.GetDumpStatusRequest(repository=repository, id=task_id)
+    info = await ctx.call(ctx.backend.graveler.GetDumpStatus, request)
     task = info.task
     status = RepositoryDumpStatus(
         id=task.id,
