@@ -70,6 +70,7 @@ from engine.features.last_access import LastAccess
 from engine.features.lifecycle import DEFAULT_BRANCH, Lifecycle
 from engine.features.protection import COMMIT, Protection
 from engine.features.pulls import PullRequests
+from engine.features.refs_tasks import RefsTasks
 from engine.features.retention import Retention
 from silt.block.external import ExternalFiles
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -189,6 +190,7 @@ class Graveler:
             self.actions,
             self.checks,
         )
+        self.refs_tasks = RefsTasks(kv, self.lifecycle)
         # Drops a graveler asked for and did not finish (it was killed): done in the background.
         self.cleaner.resume()
 
@@ -219,6 +221,7 @@ class Graveler:
         while self._on_close:
             self._on_close.pop()()
         self.actions.close()
+        self.refs_tasks.close()
         self.imports.close()
         self.cleaner.close()
         self.builder.close()

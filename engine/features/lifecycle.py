@@ -41,10 +41,11 @@ from google.protobuf.message import DecodeError, Message
 from engine.core.claims import NamespaceClaims, record_claim_key
 from engine.core.cleanup import Cleaner
 from engine.core.committed.manager import CommittedManager
+from engine.core.committed.model import MetaRangeId
 from engine.core.drop_records import PENDING_PREFIX, token_of
 from engine.core.placement import Placement, ShareCheck, nobody
 from engine.core.refs import GRAVELER_PARTITION, RefManager, RepoHandle, branch_tokens, new_commit
-from engine.core.refs.manager import COMMITS, now
+from engine.core.refs.manager import COMMIT_VERSION, COMMITS, now
 from engine.core.staging import new_token, purge
 from engine.core.validation import validate_ref_name, validate_repository_name
 from engine.features.history_events.retention import drop_history
@@ -339,13 +340,44 @@ class Lifecycle:
         # Parents before children, so a restore never holds a commit whose parent is missing.
         return sorted(found, key=lambda c: (c.generation, c.id))
 
-    def restore_refs(self, repo: RepoHandle, location: str) -> Restored:
+    def create_commit_record(self, repo: RepoHandle, commit: pb.Commit) -> None:
+        """Store a commit record as given (lakeFS's CreateCommitRecord), only one that keeps the
+        commit graph sound: its id is the hash of its content (Silt's ids are content hashes, so
+        a record can only be stored under its own), its parents are in the repository with lower
+        generations (log and merge-base walks rely on it), its metarange is in the namespace."""
+        if commit.version not in (0, COMMIT_VERSION):
+            raise InvalidArgument(f"commit version {commit.version} is not supported")
+        if commit_id_of(commit) != commit.id:
+            raise InvalidArgument(f"commit id: invalid value: {commit.id!r} is not the hash of the record's content")
+        try:
+            self._refs.get_commit(repo, commit.id)
+        except NotFound:
+            pass
+        else:
+            raise AlreadyExists(f"commit already exists: {commit.id}")
+        parents = [self._refs.get_commit(repo, parent) for parent in commit.parents]
+        if commit.generation <= max((p.generation for p in parents), default=0):
+            raise InvalidArgument(
+                f"generation {commit.generation} must be above every parent's (and at least 1 for a first commit)"
+            )
+        try:
+            self._committed.ranges(repo.namespace, MetaRangeId(commit.metarange_id))
+        except NotFound:
+            raise NotFound(f"metarange {commit.metarange_id!r} not found in repository {repo.name!r}") from None
+        self._refs.put_commit(repo, commit)
+
+    def check_restorable(self, repo: RepoHandle, location: str) -> None:
+        """InvalidArgument unless location names a dump's manifest; FailedPrecondition unless the
+        repository is bare (no branch)."""
         if not location.startswith(DUMPS_PREFIX) or not location.endswith("/manifest.json") or ".." in location:
             raise InvalidArgument(f"invalid dump location {location!r}")
         if next(iter(self._refs.list_branches(repo)), None) is not None:
             raise FailedPrecondition(
                 f"repository {repo.name!r} is not bare: restore needs a repository without branches"
             )
+
+    def restore_refs(self, repo: RepoHandle, location: str) -> Restored:
+        self.check_restorable(repo, location)
         folder = location[: -len("manifest.json")]
         adapter = self._committed.adapter
 

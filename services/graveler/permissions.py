@@ -73,6 +73,13 @@ TABLE: dict[str, tuple[str, str]] = {
     # garbage collection deletes (0 days drops every old commit), and PrepareGC starts a run.
     "DumpRefs": (DUMP_REFS, "repository"),
     "RestoreRefs": (RESTORE_REFS, "repository"),
+    "StartDump": (DUMP_REFS, "repository"),
+    "GetDumpStatus": (DUMP_REFS, "repository"),
+    "StartRestore": (RESTORE_REFS, "repository"),
+    "GetRestoreStatus": (RESTORE_REFS, "repository"),
+    # A commit record written as given names any committer and any parents: a restore's tool,
+    # as lakeFS uses it, and an administrator's (lakeFS asks only fs:CreateCommit).
+    "CreateCommitRecord": (RESTORE_REFS, "repository"),
     "SetGCRules": (SET_GC_RULES, "repository"),
     "GetGCRules": (READ_REPO, "repository"),
     "DeleteGCRules": (DELETE_GC_RULES, "repository"),

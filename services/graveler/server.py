@@ -20,7 +20,7 @@ from services.graveler.journaling import JournalContextInterceptor
 from services.graveler.permissions import RULES
 from services.graveler.registration import add_graveler_service
 from services.graveler.sensor import Sensor, Thresholds, Trigger
-from services.graveler.servicer import GravelerServicer, caller_may
+from services.graveler.servicer import GravelerServicer, caller_may, user_may
 from silt.compactor.v1 import compactor_pb2 as compactor_api
 from silt.compactor.v1 import compactor_pb2_grpc as compactor_grpc
 from silt.config import Config
@@ -86,7 +86,9 @@ def start(
 ) -> tuple[grpc.Server, int]:
     # After authentication, so the journal names the authenticated caller.
     server = build_server([*interceptors, JournalContextInterceptor()], health=health, limits=GRAVELER_LIMITS)
-    servicer = GravelerServicer(graveler, caller_may(interceptors), history, stream_authority(interceptors))
+    servicer = GravelerServicer(
+        graveler, caller_may(interceptors), history, stream_authority(interceptors), user_may(interceptors)
+    )
     add_graveler_service(servicer, server, {"ListEntries": servicer.serialized_list_entries})
     port = bind(server, address, tls)
     server.start()

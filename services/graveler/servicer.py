@@ -25,6 +25,7 @@ from engine.core.values import decode_entry
 from engine.features.history_events.manager import HistoryEvents
 from engine.features.history_events.streams import EventStreams
 from engine.features.last_access import PreparedLastAccess
+from engine.features.refs_tasks import DUMP, RESTORE
 from engine.features.retention import PreparedRun
 from engine.graveler import Graveler
 from services.graveler.commit_info import commit_info
@@ -130,6 +131,20 @@ def caller_may(interceptors: Sequence[grpc.ServerInterceptor]) -> CallerMay:
     return may
 
 
+UserMay = Callable[[str, str, str], bool]
+
+
+def user_may(interceptors: Sequence[grpc.ServerInterceptor]) -> UserMay:
+    """Whether a named user holds an action on a resource (for calls made on a user's behalf by
+    a service that may name them); served without auth, nobody holds anything."""
+    auth = next((i for i in interceptors if isinstance(i, AuthInterceptor)), None)
+
+    def may(user_id: str, action: str, resource: str) -> bool:
+        return auth is not None and auth.authority.allowed(user_id, action, resource)
+
+    return may
+
+
 class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerServiceServicer):
     def __init__(
         self,
@@ -137,10 +152,13 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         may: CallerMay | None = None,
         history: HistoryEvents | None = None,
         authority: Authority | None = None,
+        named_user_may: UserMay | None = None,
     ) -> None:
-        """authority: auth's uncached answers, for re-checking open event streams (None: no auth)."""
+        """authority: auth's uncached answers, for re-checking open event streams (None: no auth).
+        named_user_may: whether a user a call is made for holds an action (None: nobody does)."""
         self.g = graveler
         self._may = may or caller_may(())
+        self._user_may = named_user_may or user_may(())
         if history is None:
             # Its own recorder (in-process uses, tests): its flusher writes to the engine's store,
             # so it must stop with the engine, before the store is closed under it.
@@ -198,11 +216,15 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             return
         self._ref_event(event_type, repository, branch, path=tag)
 
-    def _may_restore(self, repository: str) -> bool:
+    def _may_restore(self, repository: str, on_behalf_of: str) -> bool:
         # A bare repository on exactly another's namespace is where that one's dump is
-        # restored: it needs what RestoreRefs needs, on the repository whose namespace it shares.
+        # restored: it needs what RestoreRefs needs, on the repository whose namespace it shares,
+        # held by the caller and by the user a service (the REST API) creates it for.
         action, _ = TABLE["RestoreRefs"]
-        return self._may(action, repository)
+        if not self._may(action, repository):
+            return False
+        user, caller = self._user(on_behalf_of)
+        return user == caller or self._user_may(user, action, repository)
 
     # repositories
     def CreateRepository(
@@ -211,7 +233,11 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         _deadline(context).check(f"creating repository {request.name!r}")
         return _repo_info(
             self.g.lifecycle.create_repository(
-                request.name, request.storage_namespace, request.default_branch, request.bare, self._may_restore
+                request.name,
+                request.storage_namespace,
+                request.default_branch,
+                request.bare,
+                lambda sharing: self._may_restore(sharing, request.on_behalf_of),
             )
         )
 
@@ -520,6 +546,29 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         repo = self.g.refs.repository(request.repository, _deadline(context))
         restored = self.g.lifecycle.restore_refs(repo, request.location)
         return api.RestoreRefsResponse(**restored._asdict())
+
+    def StartDump(self, request: api.StartDumpRequest, context: grpc.ServicerContext) -> api.RefsTaskInfo:
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        return api.RefsTaskInfo(task=self.g.refs_tasks.start_dump(repo))
+
+    def GetDumpStatus(self, request: api.GetDumpStatusRequest, context: grpc.ServicerContext) -> api.RefsTaskInfo:
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        return api.RefsTaskInfo(task=self.g.refs_tasks.status(repo, DUMP, request.id))
+
+    def StartRestore(self, request: api.StartRestoreRequest, context: grpc.ServicerContext) -> api.RefsTaskInfo:
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        return api.RefsTaskInfo(task=self.g.refs_tasks.start_restore(repo, request.location))
+
+    def GetRestoreStatus(self, request: api.GetRestoreStatusRequest, context: grpc.ServicerContext) -> api.RefsTaskInfo:
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        return api.RefsTaskInfo(task=self.g.refs_tasks.status(repo, RESTORE, request.id))
+
+    def CreateCommitRecord(
+        self, request: api.CreateCommitRecordRequest, context: grpc.ServicerContext
+    ) -> api.CreateCommitRecordResponse:
+        repo = self.g.refs.repository(request.repository, _deadline(context))
+        self.g.lifecycle.create_commit_record(repo, request.commit)
+        return api.CreateCommitRecordResponse()
 
     # garbage collection
     def SetGCRules(self, request: api.SetGCRulesRequest, context: grpc.ServicerContext) -> api.GCRulesInfo:

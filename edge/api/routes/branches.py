@@ -132,6 +132,24 @@ async def reset_branch(ctx: Ctx, request: Request, repository: str, branch: str)
     return no_content()
 
 
+@router.put(BRANCH + "/hard_reset", status_code=204)
+async def hard_reset_branch(
+    ctx: Ctx,
+    repository: str,
+    branch: str,
+    ref: Annotated[str, Query(min_length=1, max_length=MAX_TOKEN)],
+    force: bool = False,
+) -> Response:
+    """Point the branch at ref (lakeFS's fs:RevertBranch, part of WriteRepo). Branch protection
+    refuses it as lakeFS's does, force or not: lakeFS's `force` is for read-only repositories,
+    which Silt does not have. Unlike lakeFS, which refuses a branch with a commit in flight and
+    keeps what is staged on top of the new head, Silt drops the branch's uncommitted changes."""
+    await ctx.authorize(WRITE_REPO, repository)
+    reset = api.ResetBranchRequest(repository=repository, branch=branch, hard_ref=ref)
+    await ctx.call(ctx.backend.graveler.ResetBranch, reset)
+    return no_content()
+
+
 @router.post(BRANCH + "/revert", status_code=204)
 async def revert_branch(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
     await ctx.authorize(WRITE_REPO, repository)

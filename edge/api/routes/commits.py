@@ -1,19 +1,22 @@
-"""Commits: get one (by id, branch or tag) and the log of a ref."""
+"""Commits: get one (by id, branch or tag), the log of a ref, and a commit record written as given."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
-from lakefs_sdk.models import CommitList
+from fastapi import APIRouter, Query, Request, Response
+from google.protobuf.timestamp_pb2 import Timestamp
+from lakefs_sdk.models import CommitList, CommitRecordCreation
 
 from edge.api import convert
+from edge.api.bodies import json_body
 from edge.api.context import Ctx
 from edge.api.paging import MAX_TOKEN, PageParams, pagination
-from edge.api.responses import model_response
+from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REPO
+from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import READ_REPO, RESTORE_REFS
 
 router = APIRouter()
 
@@ -32,6 +35,32 @@ async def get_commit(ctx: Ctx, repository: str, commit_id: str) -> Response:
     request = api.GetCommitRequest(repository=repository, commit_id=resolved.commit_id)
     info = await ctx.call(ctx.backend.graveler.GetCommit, request)
     return model_response(convert.commit(info, await ctx.backend.own_user_id()))
+
+
+@router.post("/repositories/{repository}/commits", status_code=204)
+async def create_commit_record(ctx: Ctx, request: Request, repository: str) -> Response:
+    """A commit record as given (lakeFS's internal CreateCommitRecord, for restore tools). Silt's
+    commit ids are SHA-256 hashes of the whole record, so graveler stores only a record whose
+    id is its own (400 otherwise: lakeFS checks its content address too), whose parents are
+    there with lower generations and whose metarange is in the namespace. A record names any
+    committer: RestoreRefs, an administrator's action (lakeFS asks fs:CreateCommit)."""
+    await ctx.authorize(RESTORE_REFS, repository)
+    body = await json_body(request, CommitRecordCreation)
+    # `force`, as everywhere in lakeFS, is for read-only repositories, which Silt does not have.
+    commit = pb.Commit(
+        id=body.commit_id,
+        version=body.version,
+        committer=body.committer,
+        message=body.message,
+        metarange_id=body.metarange_id,
+        creation_date=Timestamp(seconds=body.creation_date),
+        parents=body.parents,
+        metadata=body.metadata or {},
+        generation=body.generation,
+    )
+    created = api.CreateCommitRecordRequest(repository=repository, commit=commit)
+    await ctx.call(ctx.backend.graveler.CreateCommitRecord, created)
+    return no_content()
 
 
 @router.get("/repositories/{repository}/refs/{ref}/commits")

@@ -12,11 +12,12 @@ from lakefs_sdk.models import RepositoryCreation, RepositoryList, RepositoryMeta
 from edge.api import convert
 from edge.api.bodies import SMALL_BODY_BYTES, M, body_limit, json_body, json_object, validate
 from edge.api.context import Context, Ctx
-from edge.api.errors import ApiError, bad_request
+from edge.api.errors import ApiError, bad_request, from_graveler
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.responses import model_response, no_content
 from edge.api.routes.setup import storage_config
 from edge.api.sample.repo import fill_with_sample
+from silt.errors import PermissionDenied, SiltError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
 from silt.paging import MAX_PAGE
@@ -109,8 +110,20 @@ async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> R
         storage_namespace="" if derived else body.storage_namespace,
         default_branch=body.default_branch or "main",
         bare=bare,
+        # A bare repository on another's namespace (where its dump is restored) needs the caller's
+        # own RestoreRefs on that repository: graveler asks for the user named here.
+        on_behalf_of=ctx.caller.user_id,
     )
-    info = await ctx.call(ctx.backend.graveler.CreateRepository, request_pb)
+    try:
+        info = await ctx.backend.graveler_call(ctx.backend.graveler.CreateRepository, request_pb, ctx.deadline)
+    except PermissionDenied as exc:
+        if not bare:
+            raise from_graveler(exc, "graveler") from None
+        # The one refusal of the user named: a bare repository on another's namespace needs
+        # that repository's RestoreRefs (the API's own credentials hold what creation needs).
+        raise ApiError(403, str(exc)) from None
+    except SiltError as exc:
+        raise from_graveler(exc, "graveler") from None
     if body.sample_data:
         await fill_with_sample(ctx, info)
     return model_response(convert.repository(info), 201)

@@ -15,6 +15,7 @@ import json
 import re
 import secrets
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,12 +24,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import urllib3
+from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic.v1 import BaseModel, Extra, Field, StrictBool, StrictInt, StrictStr, ValidationError
 from pydantic.v1.fields import SHAPE_SINGLETON
 
 from edge.api.app import create_app
 from edge.core.asgi import API_PREFIX
+from engine.features.lifecycle import commit_id_of
 from silt.config import Config
+from silt.graveler.v1 import model_pb2 as pb
 from tests.e2e.api.conftest import Api
 
 # Bodies that are not a lakefs-sdk model.
@@ -239,8 +243,16 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("GET", "/repositories/{}/branches/{}/diff"): Contract("diffBranch", 200, "DiffList"),
     ("GET", "/repositories/{}/branches/{}/diff/summary"): Contract("silt:summarizeUncommitted", 200, "SiltDiffSummary"),
     ("POST", "/repositories/{}/branches/{}/revert"): Contract("revertBranch", 204, NO_BODY),
+    ("PUT", "/repositories/{}/branches/{}/hard_reset"): Contract("hardResetBranch", 204, NO_BODY),
+    ("PUT", "/repositories/{}/refs/dump"): Contract("dumpRefs", 201, "RefsDump"),
+    ("PUT", "/repositories/{}/refs/restore"): Contract("restoreRefs", 200, NO_BODY),  # lakeFS answers no body
+    ("POST", "/repositories/{}/dump"): Contract("dumpSubmit", 202, "TaskInfo"),
+    ("GET", "/repositories/{}/dump"): Contract("dumpStatus", 200, "RepositoryDumpStatus"),
+    ("POST", "/repositories/{}/restore"): Contract("restoreSubmit", 202, "TaskInfo"),
+    ("GET", "/repositories/{}/restore"): Contract("restoreStatus", 200, "RepositoryRestoreStatus"),
     ("POST", "/repositories/{}/branches/{}/cherry-pick"): Contract("cherryPick", 201, "Commit"),
     ("GET", "/repositories/{}/commits/{}"): Contract("getCommit", 200, "Commit"),
+    ("POST", "/repositories/{}/commits"): Contract("CreateCommitRecord", 204, NO_BODY),
     ("GET", "/repositories/{}/refs/{}/commits"): Contract("logCommits", 200, "CommitList"),
     ("GET", "/repositories/{}/refs/{}/diff/{}"): Contract("diffRefs", 200, "DiffList"),
     ("GET", "/repositories/{}/refs/{}/diff/{}/summary"): Contract("silt:summarizeDiff", 200, "SiltDiffSummary"),
@@ -376,6 +388,7 @@ class Step:
     anonymous: bool = False
     as_user: bool = False  # signed with the credentials issued to {user}, not the admin's
     upload: tuple[str, bytes] | None = None  # first PUT these bytes to this (presigned) URL
+    build: Callable[[dict[str, str]], Any] | None = None  # a JSON body computed from the run's values
 
 
 def _parquet_bytes() -> bytes:
@@ -401,6 +414,27 @@ hooks:
     properties:
       script: print("checked " .. action.event_type)
 """
+
+
+def _commit_record(values: dict[str, str]) -> dict[str, Any]:
+    """A commit record over main's head, its id computed as Silt computes it (a content hash)."""
+    fields: dict[str, Any] = {
+        "version": 1,
+        "committer": "contract",
+        "message": "a record",
+        "metarange_id": values["head_metarange"],
+        "creation_date": 1_700_000_000,
+        "parents": [values["head"]],
+        "metadata": {},
+        "generation": int(values["head_generation"]) + 1,
+    }
+    commit = pb.Commit(**{**fields, "creation_date": Timestamp(seconds=fields["creation_date"])})
+    return {"commit_id": commit_id_of(commit), **fields}
+
+
+def _refs(location: str) -> dict[str, str]:
+    """A RefsRestore naming one Silt dump (its manifest's key in all three fields)."""
+    return {"commits_meta_range_id": location, "tags_meta_range_id": location, "branches_meta_range_id": location}
 
 
 def _steps() -> list[Step]:
@@ -475,7 +509,12 @@ def _steps() -> list[Step]:
         Step("GET", REPO + "/refs/main/diff/dev/object", query={"path": "data/t.parquet"}),
         Step("GET", REPO + "/refs/dev/merge/main"),
         Step("POST", REPO + "/refs/dev/merge/main", json={"message": "dev into main"}),
-        Step("GET", REPO + "/commits/main"),
+        Step(
+            "GET",
+            REPO + "/commits/main",
+            keep={"head": "id", "head_metarange": "meta_range_id", "head_generation": "generation"},
+        ),
+        Step("POST", REPO + "/commits", build=_commit_record),
         Step("GET", REPO + "/refs/main/commits", query={"amount": "2"}),
         Step("POST", MAIN + "/revert", json={"ref": "main", "parent_number": 1}),
         Step("POST", REPO + "/branches/dev/cherry-pick", json={"ref": "main"}),
@@ -490,6 +529,27 @@ def _steps() -> list[Step]:
         Step("GET", REPO + "/tags"),
         Step("GET", REPO + "/tags/v1"),
         Step("DELETE", REPO + "/tags/v1"),
+        # refs dump and restore, into bare repositories on the repository's namespace (where its
+        # dumps are); then a hard reset
+        Step("PUT", REPO + "/refs/dump", keep={"dump": "commits_meta_range_id"}),
+        Step(
+            "POST",
+            "/repositories",
+            query={"bare": "true"},
+            json={"name": "{repo}-restored", "storage_namespace": "local://{repo}"},
+        ),
+        Step("PUT", "/repositories/{repo}-restored/refs/restore", json=_refs("{dump}")),
+        Step("POST", REPO + "/dump", keep={"dump_task": "id"}),
+        Step("GET", REPO + "/dump", query={"task_id": "{dump_task}"}),
+        Step(
+            "POST",
+            "/repositories",
+            query={"bare": "true"},
+            json={"name": "{repo}-restored2", "storage_namespace": "local://{repo}"},
+        ),
+        Step("POST", "/repositories/{repo}-restored2/restore", json=_refs("{dump}"), keep={"restore_task": "id"}),
+        Step("GET", "/repositories/{repo}-restored2/restore", query={"task_id": "{restore_task}"}),
+        Step("PUT", MAIN + "/hard_reset", query={"ref": "main~1"}),
         # repository settings
         Step("PUT", REPO + "/settings/gc_rules", json={"default_retention_days": 7, "branches": []}),
         Step("GET", REPO + "/settings/gc_rules"),
@@ -581,6 +641,8 @@ def _steps() -> list[Step]:
         Step("DELETE", "/auth/policies/{policy}"),
         # the end of the repository
         Step("DELETE", REPO + "/branches/dev"),
+        Step("DELETE", "/repositories/{repo}-restored"),
+        Step("DELETE", "/repositories/{repo}-restored2"),
         Step("DELETE", REPO),
     ]
 
@@ -738,8 +800,9 @@ def test_every_route_answers_its_contract(api: Api) -> None:
         elif not step.anonymous:
             headers.update(admin_auth)
         body = step.content
-        if step.json is not None:
-            body = json.dumps(_fill(step.json, values)).encode()
+        if step.json is not None or step.build is not None:
+            data = _fill(step.json, values) if step.build is None else step.build(values)
+            body = json.dumps(data).encode()
             headers["Content-Type"] = "application/json"
         query = _fill(step.query, values)
         if query:

@@ -1,6 +1,6 @@
 """The manual's lakeFS-client examples (docs/clients/lakefs.md, one per client: lakefs-sdk, lakefs,
-lakefs-spec with pandas), each run as written against the API stack, with only the endpoint, the
-credentials and the repository name swapped in."""
+lakefs-spec with pandas; and lakefs-sdk's refs dump and restore), each run as written against the
+API stack, with only the endpoint, the credentials and the repository name swapped in."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ DOC_ENDPOINT = "http://127.0.0.1:8000"
 
 # Which example: a line only its code has -> the repository it creates, and what it prints.
 EXAMPLES = {
-    "import lakefs_sdk": ("sdk-demo", ["Repository created"]),
+    "lakefs_sdk.BranchesApi(client).create_branch": ("sdk-demo", ["Repository created"]),
+    "repos.dump_submit": ("dump-demo", ["restored: ok same v1: True"]),
     "from lakefs.client import Client": ("hl-demo", ["Hello from dev", "Merge"]),
     "from lakefs_spec import LakeFSFileSystem": ("spec-demo", ["Oslo", "19.0"]),
 }

@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import grpc
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from engine.core.refs import GRAVELER_PARTITION
 from engine.features.lifecycle import ABORTED_BEFORE_ANSWER, TO_DELETE
+from engine.features.refs_tasks import DUMP, INTERRUPTED, RESTORE, STALE_SECONDS, RefsTasks
 from silt import multipart_uploads as uploads
-from silt.errors import Unavailable
+from silt.errors import NotFound, Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.store import JournaledStore, raw_store
 from silt.kv import Store
 from silt.kv.forwarding import ForwardingStore
@@ -175,3 +178,61 @@ def test_deletion_aborts_a_bounded_number_of_uploads_before_answering_and_the_cl
         release.set()
     env.graveler.cleaner.flush(30)
     assert not [e.key for e in scan_prefix(raw, uploads.PARTITION, b"") if any(i in e.key.decode() for i in ids)]
+
+
+def _task_done(read: Callable[[], api.RefsTaskInfo]) -> pb.RefsTaskRecord:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        task = read().task
+        if task.done:
+            return task
+        time.sleep(0.05)
+    raise AssertionError("the task did not end in time")
+
+
+def test_dump_and_restore_tasks_are_records_any_replica_reads(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    env.put(repo, "main", "a", "1")
+    env.commit(repo, "main", "one")
+    env.stub.CreateTag(api.CreateTagRequest(repository=repo, id="v1", ref="main"))
+    started = env.stub.StartDump(api.StartDumpRequest(repository=repo)).task
+    assert started.kind == pb.RefsTaskRecord.KIND_DUMP and not started.done
+    dumped = _task_done(lambda: env.stub.GetDumpStatus(api.GetDumpStatusRequest(repository=repo, id=started.id)))
+    assert (dumped.error, dumped.commits, dumped.branches, dumped.tags) == ("", 2, 1, 1)
+    assert dumped.location.startswith("_silt/refs/") and dumped.location.endswith("/manifest.json")
+    # Another replica (its own RefsTasks over the same KV) answers for the task.
+    replica = RefsTasks(env.graveler.refs.kv, env.graveler.lifecycle)
+    try:
+        handle = env.graveler.refs.repository(repo)
+        assert replica.status(handle, DUMP, started.id).location == dumped.location
+        with pytest.raises(NotFound):
+            replica.status(handle, RESTORE, started.id)  # a dump is no restore task
+    finally:
+        replica.close()
+
+    info = env.stub.GetRepository(api.GetRepositoryRequest(name=repo))
+    env.stub.DeleteRepository(api.DeleteRepositoryRequest(name=repo))
+    restored = f"{repo}-r"
+    env.stub.CreateRepository(
+        api.CreateRepositoryRequest(name=restored, storage_namespace=info.storage_namespace, bare=True)
+    )
+    start = api.StartRestoreRequest(repository=restored, location=dumped.location)
+    task = env.stub.StartRestore(start).task
+    done = _task_done(lambda: env.stub.GetRestoreStatus(api.GetRestoreStatusRequest(repository=restored, id=task.id)))
+    assert (done.error, done.commits, done.branches, done.tags) == ("", 2, 1, 1)
+    assert contents(env, restored, "v1") == contents(env, restored, "main") != {}
+    # Not bare any more: refused at once, with no task.
+    assert code_of(lambda: env.stub.StartRestore(start)) == grpc.StatusCode.FAILED_PRECONDITION
+    missing = api.GetRestoreStatusRequest(repository=restored, id="0123456789abcdef0123")
+    assert code_of(lambda: env.stub.GetRestoreStatus(missing)) == grpc.StatusCode.NOT_FOUND
+
+
+def test_a_task_whose_runner_stopped_reads_as_interrupted(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    handle = env.graveler.refs.repository(repo)
+    old = Timestamp()
+    old.FromSeconds(int(time.time() - STALE_SECONDS - 5))
+    record = pb.RefsTaskRecord(id="abc123", kind=pb.RefsTaskRecord.KIND_DUMP, created=old, update_time=old)
+    env.graveler.refs.kv.set_if(handle.partition, b"refs_tasks/abc123", record.SerializeToString(), None)
+    status = env.stub.GetDumpStatus(api.GetDumpStatusRequest(repository=repo, id="abc123")).task
+    assert status.done and status.error == INTERRUPTED

@@ -65,6 +65,13 @@ WRITES = {
 ADMINISTRATION = {
     "DumpRefs": a.DUMP_REFS,
     "RestoreRefs": a.RESTORE_REFS,
+    # The same in the background: starting one and reading its status need the same action.
+    "StartDump": a.DUMP_REFS,
+    "GetDumpStatus": a.DUMP_REFS,
+    "StartRestore": a.RESTORE_REFS,
+    "GetRestoreStatus": a.RESTORE_REFS,
+    # A commit record as given (any committer, any parents): a restore's tool.
+    "CreateCommitRecord": a.RESTORE_REFS,
     "SetGCRules": a.SET_GC_RULES,
     "DeleteGCRules": a.DELETE_GC_RULES,
     "PrepareGC": a.PREPARE_GC,
