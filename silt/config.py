@@ -183,6 +183,10 @@ class PreSignedConfig(_Section):
 class LocalBlockstoreConfig(PreSignedConfig):
     path: str = "~/silt/data"
     """root directory of `local://` namespaces"""
+    disable_pre_signed_multipart: bool = False
+    """refuse lakeFS's presigned multipart uploads (501) and report `pre_sign_multipart_upload: false` in `/config`
+    (they are offered while presigned URLs are on)
+    """
     import_enabled: bool = False
     """allow importing files in place from `allowed_external_prefixes` (lakeFS's key; see docs/import.md)"""
     allowed_external_prefixes: list[str] = Field(default_factory=list)
@@ -227,6 +231,10 @@ class S3BlockstoreConfig(PreSignedConfig):
     """path-style addressing"""
     max_retries: int = Field(5, ge=0)
     """attempts per request"""
+    disable_pre_signed_multipart: bool = False
+    """refuse lakeFS's presigned multipart uploads (501) and report `pre_sign_multipart_upload: false` in `/config`
+    (they are offered while presigned URLs are on)
+    """
     pre_signed_put_write_once: bool = False
     """sign `If-None-Match: *` into presigned PUT URLs: an upload URL then writes once (412 after) and an upload
     without the header is refused. lakeFS's clients (lakectl, lakefs-sdk, lakefs-spec) never send it: turn on only

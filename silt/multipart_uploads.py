@@ -1,7 +1,9 @@
 """The KV records of the S3 gateway's multipart uploads: by id, in S3's listing order, and by age.
 
 Shared library, not the gateway's alone: graveler's repository deletion aborts a deleted
-repository's open uploads with `abort_repository`, whichever front end deleted it.
+repository's open uploads with `abort_repository`, whichever front end deleted it, and the REST
+API records its presigned multipart uploads here too (`origin` PRESIGNED_ORIGIN, no part
+records: their parts go straight to the store), so that the same expiry and deletion abort them.
 
 Partition `gateway-multipart`:
 
@@ -47,6 +49,9 @@ from silt.repository_place import RepositoryPlace
 log = logging.getLogger(__name__)
 
 PARTITION = b"gateway-multipart"
+# The `origin` of a record of the REST API's presigned multipart uploads, whose parts go straight
+# to the store (edge/api/routes/presigned_multipart.py); the gateway's own records have none.
+PRESIGNED_ORIGIN = "api-presigned"
 MAX_UPLOADS = 1000  # S3's cap on max-uploads
 EXPIRE_BATCH = 1000  # uploads one expiry step aborts
 # Expired uploads the sweep has not removed yet that one listing page skips before it stops

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import hmac
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,7 @@ from silt.config import Config
 from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.kv.store import Store
 from silt.repository_place import RepositoryPlace
 from silt.rpc.authority import (
     Clock,
@@ -51,6 +53,7 @@ from silt.rpc.authority import (
 )
 from silt.rpc.errors import error_from_rpc
 from silt.rpc.signing import Credentials
+from silt.telemetry.stores import open_observed_store
 
 T = TypeVar("T")
 MAX_SECRET_LENGTH = 128
@@ -127,6 +130,18 @@ class Backend(EdgeClient):
         self.feed_access = FeedAccess(self.authority.inner, config.api.live_feed_reauthorize_seconds, clock)
         # Trees of commit-to-commit diffs (routes/diff_summary.py).
         self.diff_summaries = SummaryCache()
+        self._database = config.database
+        self._kv: Store | None = None
+        self._kv_lock = threading.Lock()
+
+    @property
+    def kv(self) -> Store:
+        """The shared KV, opened on first use: the API keeps only its presigned multipart uploads
+        there, in the gateway's records (silt/multipart_uploads.py). Blocking: call in a thread."""
+        with self._kv_lock:
+            if self._kv is None:
+                self._kv = open_observed_store(self._database)
+            return self._kv
 
     @contextlib.contextmanager
     def upload_slot(self) -> Iterator[Callable[[], None]]:
@@ -280,3 +295,5 @@ class Backend(EdgeClient):
     async def close(self) -> None:
         await super().close()
         self.upload_pool.shutdown(wait=False)
+        if self._kv is not None:
+            self._kv.close()

@@ -166,6 +166,18 @@ class BlockAdapter(ObjectReader):
         """
         return None
 
+    def presign_part(
+        self, namespace: str, key: str, upload_id: str, part_number: int, expires_in: int
+    ) -> PresignedURL | None:
+        """A URL of the store's own that lets anyone holding it PUT part `part_number` of multipart
+        upload `upload_id` of this object for `expires_in` seconds (the answer's ETag names the part).
+
+        None when the store has no URLs of its own (a local disk): the edge then signs its own.
+        Computed locally, without a request to the store.
+        """
+        check_part_number(part_number)
+        return None
+
     def list_objects(self, namespace: str, prefix: str = "", after: str = "") -> Iterator[ListedObject]:
         """Every object under the namespace whose key starts with `prefix` and sorts strictly after
         `after`, in ascending order of the keys' UTF-8 bytes, read page by page as the caller

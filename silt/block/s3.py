@@ -58,6 +58,7 @@ from silt.block.rules import (
     RESERVED_PREFIX,
     WRITE_ONCE_S3,
     attachment,
+    check_part_number,
     check_range,
     normalize_etag,
     split_key,
@@ -429,6 +430,19 @@ class S3Adapter(PinnedReadAdapter):
         with _calls(f"presigning {what}"):
             url: str = self._presigning_client().generate_presigned_url(
                 operation, Params=params, ExpiresIn=expires_in, HttpMethod=method
+            )
+        return PresignedURL(url, expires)
+
+    def presign_part(self, namespace: str, key: str, upload_id: str, part_number: int, expires_in: int) -> PresignedURL:
+        bucket, name, what = self._locate(namespace, key)
+        check_part_number(part_number)
+        if not 1 <= expires_in <= MAX_PRESIGN_SECONDS:
+            raise InvalidArgument(f"{what}: a presigned URL lives 1 to {MAX_PRESIGN_SECONDS} seconds, not {expires_in}")
+        params = {"Bucket": bucket, "Key": name, "UploadId": upload_id, "PartNumber": part_number}
+        expires = int(time.time()) + expires_in
+        with _calls(f"presigning part {part_number} of {what}"):
+            url: str = self._presigning_client().generate_presigned_url(
+                "upload_part", Params=params, ExpiresIn=expires_in, HttpMethod="PUT"
             )
         return PresignedURL(url, expires)
 

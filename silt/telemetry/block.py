@@ -54,6 +54,11 @@ class TracedAdapter(BlockAdapter):
         # No span: computed locally, without a call to the store.
         return self.inner.presign(namespace, key, method, expires_in, filename)
 
+    def presign_part(
+        self, namespace: str, key: str, upload_id: str, part_number: int, expires_in: int
+    ) -> PresignedURL | None:
+        return self.inner.presign_part(namespace, key, upload_id, part_number, expires_in)
+
     get = _traced("get")
     get_range = _traced("get_range")
     stat = _traced("stat")

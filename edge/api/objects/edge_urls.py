@@ -4,7 +4,9 @@ of its own, and for imported objects on any store, whose reads must check that t
 still as imported (silt/block/external.py), which a store's own URL cannot.
 
 A URL lets its holder do one thing to one object until it expires: GET it (HEAD too, which tells
-less), or PUT it. What it allows is in its path (the object's address) and its query
+less), PUT it, or PUT one part of a multipart upload of it (a presigned multipart upload,
+routes/presigned_multipart.py: `X-Silt-Upload-Id` names the block adapter's upload and
+`X-Silt-Part-Number` the part). What it allows is in its path (the object's address) and its query
 (`X-Silt-Method`, `X-Silt-Expires` in Unix seconds, `X-Silt-Filename` for a download's name, and
 for an imported object the version its reads must find: `X-Silt-Size`, `X-Silt-ETag`,
 `X-Silt-Mtime`), and `X-Silt-Signature` is an HMAC of all of them with the edge's key
@@ -38,10 +40,13 @@ MTIME = "X-Silt-Mtime"
 # The store's own version of an imported object (SourceVersion.store_version), when recorded:
 # optional, and signed only when present, so URLs made without it still verify.
 STORE_VERSION = "X-Silt-Source-Version"
+UPLOAD_ID = "X-Silt-Upload-Id"
+PART_NUMBER = "X-Silt-Part-Number"
 SIGNATURE = "X-Silt-Signature"
 _REQUIRED = {METHOD, EXPIRES, SIGNATURE}
 _VERSION = {SIZE, ETAG, MTIME}
-_NAMES = _REQUIRED | _VERSION | {FILENAME, STORE_VERSION}
+_PART = {UPLOAD_ID, PART_NUMBER}
+_NAMES = _REQUIRED | _VERSION | _PART | {FILENAME, STORE_VERSION}
 # A URL's query names a method, a time, a file name, a version and a signature: nothing longer.
 MAX_QUERY_BYTES = 4096
 _MAX_DIGITS = 19
@@ -56,15 +61,29 @@ class Grant:
     expires: int
     filename: str
     version: SourceVersion | None  # an imported object: what its source must still be
+    part: UploadPartGrant | None = None  # a PUT of one part of a multipart upload, not of the object
 
 
-def _signed_text(method: str, address: str, expires: int, filename: str, version: SourceVersion | None) -> bytes:
+@dataclass(frozen=True)
+class UploadPartGrant:
+    """Part `number` of the block adapter's multipart upload `upload_id` of the granted object."""
+
+    upload_id: str
+    number: int
+
+
+def _signed_text(
+    method: str, address: str, expires: int, filename: str, version: SourceVersion | None, part: UploadPartGrant | None
+) -> bytes:
     # JSON: no choice of separator can make two different grants sign alike.
-    fields = [method, address, expires, filename]
+    fields: list[object] = [method, address, expires, filename]
     if version is not None:
         fields += [version.size, version.etag, version.mtime_ns]
         if version.store_version:
             fields.append(version.store_version)
+    if part is not None:
+        # Marked, so that no object grant's fields can read as a part grant's.
+        fields += ["part", part.upload_id, part.number]
     return json.dumps(["silt-presigned-url/v1", *fields], ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
@@ -103,10 +122,14 @@ class EdgeUrls:
         expires_in: int,
         filename: str = "",
         version: SourceVersion | None = None,
+        part: UploadPartGrant | None = None,
     ) -> PresignedURL:
-        """A URL on origin (`http://host:port`) for one method on the object at address."""
+        """A URL on origin (`http://host:port`) for one method on the object at address (with
+        part, a PUT of that part of a multipart upload of it)."""
         if "://" not in address:
             raise ValueError(f"not an object's address: {address!r}")
+        if part is not None and (method != "PUT" or version is not None or filename):
+            raise ValueError("a part's URL is a PUT of the part, nothing else")
         expires = int(self._clock()) + min(max(expires_in, 1), MAX_PRESIGN_SECONDS)
         query = {METHOD: method, EXPIRES: str(expires)}
         if filename:
@@ -115,7 +138,9 @@ class EdgeUrls:
             query.update({SIZE: str(version.size), ETAG: version.etag, MTIME: str(version.mtime_ns)})
             if version.store_version:
                 query[STORE_VERSION] = version.store_version
-        query[SIGNATURE] = _encode(mac(self._key, _signed_text(method, address, expires, filename, version)))
+        if part is not None:
+            query.update({UPLOAD_ID: part.upload_id, PART_NUMBER: str(part.number)})
+        query[SIGNATURE] = _encode(mac(self._key, _signed_text(method, address, expires, filename, version, part)))
         path = quote(url_path(address), safe="/")
         return PresignedURL(f"{origin}{path}?{urlencode(query, quote_via=quote)}", expires)
 
@@ -133,6 +158,8 @@ class EdgeUrls:
             raise forbidden("malformed presigned URL: each of its parameters must appear once")
         if (names & _VERSION or STORE_VERSION in names) and not names >= _VERSION:
             raise forbidden("malformed presigned URL: an incomplete version")
+        if names & _PART and not names >= _PART:
+            raise forbidden("malformed presigned URL: an incomplete part")
         granted = params[METHOD]
         if granted not in ("GET", "PUT"):
             raise forbidden("malformed presigned URL")
@@ -143,13 +170,16 @@ class EdgeUrls:
             version = SourceVersion(
                 _number(params[SIZE]), params[ETAG], _number(params[MTIME]), params.get(STORE_VERSION, "")
             )
+        part = None
+        if UPLOAD_ID in params:
+            part = UploadPartGrant(params[UPLOAD_ID], _number(params[PART_NUMBER]))
         address = address_of(path)
         signature = params[SIGNATURE]
         try:
             given = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
         except (binascii.Error, ValueError):
             raise forbidden("malformed presigned URL signature") from None
-        expected = mac(self._key, _signed_text(granted, address, expires, filename, version))
+        expected = mac(self._key, _signed_text(granted, address, expires, filename, version, part))
         if not hmac.compare_digest(given, expected):
             raise forbidden("the presigned URL's signature does not match: it was changed, or not made here")
         allowed = ("GET", "HEAD") if granted == "GET" else ("PUT",)
@@ -157,4 +187,4 @@ class EdgeUrls:
             raise forbidden(f"this presigned URL allows {granted} only")
         if self._clock() >= expires:
             raise forbidden("Request has expired: ask for a new presigned URL")
-        return Grant(address, granted, expires, filename, version)  # type: ignore[arg-type]
+        return Grant(address, granted, expires, filename, version, part)  # type: ignore[arg-type]

@@ -8,6 +8,12 @@ is always read through the edge's own URL, which checks that it is still as impo
 the store's presigned PUT URL can write there again until it expires.
 Turned off by `blockstore.<type>.disable_pre_signed`: `presign=true` is then refused, as lakeFS
 refuses it ("operation not supported").
+
+Presigned multipart uploads (routes/presigned_multipart.py) get URLs for the parts the same way:
+S3's own presigned UploadPart, the edge's own on the local store. Azure and GCS do not offer them:
+Silt's Azure adapter names a part's block by the part's MD5, known only once the bytes arrived,
+and its GCS adapter composes parts it wrote itself; neither store has a URL that uploads a part
+a later complete can find.
 """
 
 from __future__ import annotations
@@ -17,8 +23,8 @@ import re
 from starlette.requests import Request
 
 from edge.api.context import backend_of
-from edge.api.errors import bad_request
-from edge.api.objects.edge_urls import EdgeUrls
+from edge.api.errors import ApiError, bad_request
+from edge.api.objects.edge_urls import EdgeUrls, UploadPartGrant
 from edge.api.objects.link_addresses import LinkAddresses
 from edge.api.objects.signing import edge_signing_key, purpose_key
 from silt.block import BlockAdapter
@@ -30,6 +36,9 @@ from silt.objects import SOURCE_MTIME_KEY, SOURCE_VERSION_KEY, full_address, spl
 
 # What a Host header may hold to be put into a URL: a name or address and a port, nothing else.
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
+# The blockstores whose parts can be uploaded with a presigned URL (the module's docstring says why
+# not the others).
+PRESIGNED_MULTIPART_STORES = frozenset({"s3", "local"})
 
 
 def presign_settings(config: Config) -> PreSignedConfig:
@@ -39,10 +48,19 @@ def presign_settings(config: Config) -> PreSignedConfig:
     return settings
 
 
+def presigned_multipart_offered(config: Config) -> bool:
+    """Whether the blockstore offers presigned multipart uploads (`pre_sign_multipart_upload`)."""
+    settings = presign_settings(config)
+    if settings.disable_pre_signed or config.blockstore.type not in PRESIGNED_MULTIPART_STORES:
+        return False
+    return not getattr(settings, "disable_pre_signed_multipart", True)
+
+
 class Presigner:
     def __init__(self, config: Config, adapter: BlockAdapter) -> None:
         self.settings = presign_settings(config)
         self._section = f"blockstore.{config.blockstore.type}"
+        self._multipart = presigned_multipart_offered(config)
         self._adapter = adapter
         key = edge_signing_key(config)
         self.edge = EdgeUrls(purpose_key(key, "presigned-url"))
@@ -55,6 +73,16 @@ class Presigner:
     @property
     def enabled_for_ui(self) -> bool:
         return self.enabled and not self.settings.disable_pre_signed_ui
+
+    @property
+    def multipart_enabled(self) -> bool:
+        """Whether presigned multipart uploads are offered (`pre_sign_multipart_upload` in /config)."""
+        return self._multipart
+
+    def check_multipart_enabled(self) -> None:
+        if not self.multipart_enabled:
+            # lakeFS's answer when its blockstore does not offer them.
+            raise ApiError(501, "presign multipart upload API is not supported")
 
     def check_enabled(self) -> None:
         if not self.enabled:
@@ -75,6 +103,20 @@ class Presigner:
     def sign_upload(self, request: Request, namespace: str, address: str) -> PresignedURL:
         """A PUT URL for an address of the namespace (blocking, as sign_read)."""
         return self._sign(request, namespace, address, "PUT", "")
+
+    def sign_part(
+        self, request: Request, namespace: str, address: str, upload_id: str, part_number: int
+    ) -> PresignedURL:
+        """A PUT URL for one part of the block adapter's multipart upload `upload_id` of an address
+        of the namespace (blocking, as sign_read)."""
+        store_namespace, key = split_address(namespace, address)
+        expires_in = self.settings.pre_signed_expiry_seconds
+        url = self._adapter.presign_part(store_namespace, key, upload_id, part_number, expires_in)
+        if url is not None:
+            return url
+        part = UploadPartGrant(upload_id, part_number)
+        origin = self._origin(request)
+        return self.edge.sign(origin, full_address(namespace, address), "PUT", expires_in, part=part)
 
     def _sign(
         self, request: Request, namespace: str, address: str, method: PresignMethod, filename: str

@@ -7,11 +7,16 @@ answers); a PUT must declare its Content-Length (as S3 requires of presigned PUT
 A PUT never replaces an object: the addresses getPhysicalAddress hands out are new, and once
 the bytes are linked into a branch a second PUT with the same URL must not change what a commit
 holds. S3's presigned PUTs cannot promise that; here it is 412.
+
+A part's URL (a presigned multipart upload, routes/presigned_multipart.py) PUTs one part of the
+block adapter's upload instead: sent again, it replaces the part, as S3's UploadPart does; once
+the upload is completed or aborted it is 404 (the object itself is never written through it).
 """
 
 from __future__ import annotations
 
 from email.utils import format_datetime
+from typing import BinaryIO
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -20,7 +25,7 @@ from edge.api.backend import Backend
 from edge.api.context import backend_of
 from edge.api.errors import ApiError, bad_request, forbidden
 from edge.api.objects.body import MAX_UPLOAD_BYTES, RawBody, RawChunks
-from edge.api.objects.edge_urls import Grant
+from edge.api.objects.edge_urls import Grant, UploadPartGrant
 from edge.api.objects.presign import download_name, presigner
 from edge.api.objects.stats import ACTIVE_CONTENT_GUARDS
 from edge.api.objects.write import UploadBody
@@ -28,6 +33,7 @@ from edge.core.asgi import PRESIGNED_PREFIX
 from edge.core.client import SMALL_BODY
 from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range, read_all, stream_reader
 from edge.core.object_writes import ShortBody, Written
+from silt.block.adapter import PutResult
 from silt.block.external import ObjectReader, SourceReader, split_external
 from silt.block.rules import attachment
 from silt.errors import AlreadyExists, NotFound
@@ -97,9 +103,19 @@ async def _exists(backend: Backend, namespace: str, key: str) -> bool:
     return True
 
 
-async def _write(backend: Backend, request: Request, namespace: str, key: str, declared: int) -> Written:
+async def _write(
+    backend: Backend, request: Request, namespace: str, key: str, declared: int, part: UploadPartGrant | None
+) -> Written:
     body = UploadBody(RawBody(RawChunks(request, MAX_UPLOAD_BYTES, backend.upload_limits)), declared, "")
     try:
+        if part is not None:
+            adapter = backend.adapter
+
+            def put_part(stream: BinaryIO, size: int | None) -> PutResult:
+                stored = adapter.upload_part(namespace, key, part.upload_id, part.number, stream, size)
+                return PutResult(declared, stored.etag)
+
+            return await backend.receive(body, put_part, pool=backend.upload_pool)
         return await backend.receive(body, backend.adapter.put_if_absent, namespace, key, pool=backend.upload_pool)
     except ShortBody as exc:
         raise bad_request(str(exc)) from None
@@ -124,11 +140,14 @@ async def write_presigned(request: Request, place: str) -> Response:
     declared = int(length)
     if declared > MAX_UPLOAD_BYTES:
         return _refused(413, f"EntityTooLarge: a presigned PUT takes at most {MAX_UPLOAD_BYTES} bytes")
-    if await _exists(backend, namespace, key):
+    if grant.part is None and await _exists(backend, namespace, key):
         return _refused(412, "PreconditionFailed: this URL's object was already uploaded; ask for a new address")
     try:
         with backend.upload_slot():
-            result = await _write(backend, request, namespace, key, declared)
+            result = await _write(backend, request, namespace, key, declared, grant.part)
+    except NotFound:
+        # Only a part's upload looks anything up: its multipart upload was completed or aborted.
+        return _refused(404, "NoSuchUpload: this URL's multipart upload was completed or aborted")
     except AlreadyExists:
         return _refused(412, "PreconditionFailed: this URL's object was already uploaded; ask for a new address")
     except ApiError as exc:

@@ -11,7 +11,7 @@ from lakefs_sdk.models import Config as LakeFSConfig
 from edge.api.backend import Caller
 from edge.api.bodies import SMALL_BODY_BYTES, json_body
 from edge.api.context import SESSION_COOKIE, authenticate, backend_of, refuse_cross_site
-from edge.api.objects.presign import presign_settings
+from edge.api.objects.presign import presign_settings, presigned_multipart_offered
 from edge.api.responses import model_response
 from edge.api.session_cookie import drop_session_cookie, set_session_cookie
 from silt import __version__ as silt_version
@@ -53,7 +53,7 @@ def storage_config(request: Request) -> StorageConfig:
         pre_sign_support_ui=not (presigned.disable_pre_signed or presigned.disable_pre_signed_ui),
         import_support=blockstore != "local" or config.blockstore.local.import_enabled,
         import_validity_regex=_NAMESPACE_PATTERNS.get(blockstore, f"^{blockstore}://"),
-        pre_sign_multipart_upload=False,
+        pre_sign_multipart_upload=presigned_multipart_offered(config),
     )
 
 

@@ -76,7 +76,7 @@ async def get_physical_address(
     return model_response(location)
 
 
-def _inside(address: str, namespace: str) -> str | None:
+def inside_namespace(address: str, namespace: str) -> str | None:
     """The address relative to the namespace if it lies below it, else None."""
     prefix = namespace.rstrip("/") + "/"
     return address[len(prefix) :] if address.startswith(prefix) and len(address) > len(prefix) else None
@@ -142,7 +142,7 @@ async def link_physical_address(
     backend = ctx.backend
     place = await backend.place(repository, ctx.deadline)
     namespace = place.namespace
-    relative = _inside(given, namespace)
+    relative = inside_namespace(given, namespace)
     if relative is not None:
         presigner(request).links.check(repository, branch, key, relative)
         stored = relative

@@ -89,6 +89,9 @@ from silt.repository_place import RepositoryPlace
 log = logging.getLogger(__name__)
 
 PARTITION = uploads.PARTITION
+# The `origin` of the records of the REST API's presigned multipart uploads
+# (edge/api/routes/presigned_multipart.py), which share these records.
+PRESIGNED_ORIGIN = uploads.PRESIGNED_ORIGIN
 COMPLETED_REPLAY_SECONDS = 3600
 _PRUNE_BATCH = 64
 MIN_PART_SIZE = 5 * 1024 * 1024
@@ -118,6 +121,13 @@ async def _upload(ctx: Context, action: str, composed_ok: bool = False) -> tuple
         record = await ctx.backend.run(ctx.backend.kv_get, PARTITION, uploads.upload_key(repository, upload_id))
     if record is None or record["path"] != request.path:
         raise S3Error("NoSuchUpload", UploadId=upload_id)
+    if record.get("origin") == PRESIGNED_ORIGIN:
+        # Its parts go straight to the store, unrecorded here: only the REST API completes it.
+        raise S3Error(
+            "NoSuchUpload",
+            "a presigned multipart upload of the REST API: complete or abort it there",
+            UploadId=upload_id,
+        )
     place = await _owner(ctx, repository, record)
     if place is None:
         # Opened in a repository deleted since (its deletion aborts it): not this one's.

@@ -39,6 +39,10 @@ WRITE_ROUTES = [
     ("POST", "/branches/main/objects/delete"),
     ("POST", "/branches/main/objects/copy?dest_path=c"),
     ("PUT", "/branches/main/objects/stat/user_metadata?path=a"),
+    ("PUT", "/branches/main/staging/pmpu/some-id/parts/1?path=a"),
+    ("PUT", "/branches/main/staging/pmpu/some-id/parts/1/copy?path=a"),
+    ("PUT", "/branches/main/staging/pmpu/some-id?path=a"),
+    ("DELETE", "/branches/main/staging/pmpu/some-id?path=a"),
 ]
 
 

@@ -279,6 +279,15 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("DELETE", "/repositories/{}/branches/{}/import"): Contract("importCancel", 409, "Error"),
     ("GET", "/repositories/{}/branches/{}/staging/backing"): Contract("getPhysicalAddress", 200, "StagingLocation"),
     ("PUT", "/repositories/{}/branches/{}/staging/backing"): Contract("linkPhysicalAddress", 200, "ObjectStats"),
+    ("POST", "/repositories/{}/branches/{}/staging/pmpu"): Contract(
+        "createPresignMultipartUpload", 201, "PresignMultipartUpload"
+    ),
+    ("PUT", "/repositories/{}/branches/{}/staging/pmpu/{}/parts/{}"): Contract("uploadPart", 200, "UploadTo"),
+    ("PUT", "/repositories/{}/branches/{}/staging/pmpu/{}/parts/{}/copy"): Contract("uploadPartCopy", 204, NO_BODY),
+    ("PUT", "/repositories/{}/branches/{}/staging/pmpu/{}"): Contract(
+        "completePresignMultipartUpload", 200, "ObjectStats"
+    ),
+    ("DELETE", "/repositories/{}/branches/{}/staging/pmpu/{}"): Contract("abortPresignMultipartUpload", 204, NO_BODY),
     # swagger says 201; lakeFS's server answers 204.
     ("PUT", "/repositories/{}/branches/{}/objects/stat/user_metadata"): Contract(
         "updateObjectUserMetadata", 204, NO_BODY
@@ -480,6 +489,48 @@ def _steps() -> list[Step]:
             query={"path": "data/s.csv"},
             json={"staging": {"physical_address": "{staged}"}, "checksum": _MD5_OF_S, "size_bytes": 1},
             upload=("{upload_url}", b"s"),
+        ),
+        # a presigned multipart upload of one part (its URL asked for again), and one aborted
+        Step(
+            "POST",
+            MAIN + "/staging/pmpu",
+            query={"path": "data/m.csv", "parts": "1"},
+            keep={"mpu": "upload_id", "mpu_address": "physical_address"},
+        ),
+        Step(
+            "PUT",
+            MAIN + "/staging/pmpu/{mpu}/parts/1",
+            query={"path": "data/m.csv"},
+            json={"physical_address": "{mpu_address}"},
+            keep={"part_url": "presigned_url"},
+        ),
+        Step(
+            "PUT",
+            MAIN + "/staging/pmpu/{mpu}",
+            query={"path": "data/m.csv"},
+            json={"physical_address": "{mpu_address}", "parts": [{"part_number": 1, "etag": _MD5_OF_S}]},
+            upload=("{part_url}", b"s"),
+        ),
+        Step(
+            "POST",
+            MAIN + "/staging/pmpu",
+            query={"path": "data/n.csv"},
+            keep={"mpu2": "upload_id", "mpu2_address": "physical_address"},
+        ),
+        Step(
+            "PUT",
+            MAIN + "/staging/pmpu/{mpu2}/parts/1/copy",
+            query={"path": "data/n.csv"},
+            json={
+                "physical_address": "{mpu2_address}",
+                "copy_source": {"repository": "{repo}", "ref": "main", "path": "data/a.csv"},
+            },
+        ),
+        Step(
+            "DELETE",
+            MAIN + "/staging/pmpu/{mpu2}",
+            query={"path": "data/n.csv"},
+            json={"physical_address": "{mpu2_address}"},
         ),
         Step("POST", MAIN + "/objects", query={"path": "data/c.csv"}, content=b"c", headers=OCTETS),
         Step("POST", MAIN + "/objects/delete", json={"paths": ["data/c.csv"]}),

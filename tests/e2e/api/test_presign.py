@@ -109,7 +109,7 @@ def test_config_says_presign_is_supported(api: Api) -> None:
     storage = lakefs_sdk.ConfigApi(api.sdk()).get_config().storage_config
     assert storage is not None
     assert storage.pre_sign_support is True and storage.pre_sign_support_ui is True
-    assert storage.pre_sign_multipart_upload is False
+    assert storage.pre_sign_multipart_upload is True  # test_presign_multipart.py
 
 
 def test_stat_and_get_with_presign(store: Store) -> None:

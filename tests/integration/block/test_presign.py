@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import urllib3
 
+from silt.block.adapter import PartInfo
 from silt.block.local import LocalAdapter
 from silt.block.s3 import S3Adapter
 from silt.errors import AlreadyExists, InvalidArgument
@@ -44,6 +45,28 @@ def test_s3_presigned_urls_read_and_write_one_object(s3_adapter: S3Adapter, s3_b
         s3_adapter.presign(namespace, "../a", "GET", 60)
 
 
+@pytest.mark.s3
+def test_s3_presigned_part_urls_upload_parts_a_complete_joins(s3_adapter: S3Adapter, s3_bucket: str) -> None:
+    namespace = f"s3://{s3_bucket}/ns"
+    upload_id = s3_adapter.create_multipart_upload(namespace, "data/mp")
+    first, last = b"a" * (5 * 1024 * 1024), b"the end"
+    etags = []
+    for number, data in enumerate((first, last), 1):
+        url = s3_adapter.presign_part(namespace, "data/mp", upload_id, number, 300)
+        assert f"partNumber={number}" in url.url and "X-Amz-Signature=" in url.url
+        stored = HTTP.request("PUT", url.url, body=data)
+        assert stored.status == 200, stored.data
+        etags.append(PartInfo(number, stored.headers["ETag"].strip('"')))
+    joined = s3_adapter.complete_multipart_upload(namespace, "data/mp", upload_id, etags)
+    assert joined.size == len(first) + len(last) and joined.etag.endswith("-2")
+    with s3_adapter.get(namespace, "data/mp") as reader:
+        assert reader.read() == first + last
+    with pytest.raises(InvalidArgument):
+        s3_adapter.presign_part(namespace, "data/mp", upload_id, 10001, 60)
+    with pytest.raises(InvalidArgument):
+        s3_adapter.presign_part(namespace, "data/mp", upload_id, 1, 8 * 24 * 3600)
+
+
 def test_s3_presigned_urls_name_the_configured_endpoint() -> None:
     config = s3_blockstore_config("http://127.0.0.1:9").model_copy(
         update={"pre_signed_endpoint": "https://store.example.com"}
@@ -56,6 +79,7 @@ def test_s3_presigned_urls_name_the_configured_endpoint() -> None:
 def test_local_store_has_no_urls_and_creates_once(tmp_path: Path) -> None:
     adapter = LocalAdapter(tmp_path / "blocks")
     assert adapter.presign("local://ns", "data/a", "GET", 60) is None
+    assert adapter.presign_part("local://ns", "data/a", "some-upload", 1, 60) is None
     first = adapter.put_if_absent("local://ns", "data/a", io.BytesIO(b"first"), 5)
     assert first.size == 5
     with pytest.raises(AlreadyExists):

@@ -10,7 +10,7 @@ import pytest
 from starlette.requests import Request
 
 from edge.api.errors import ApiError
-from edge.api.objects.presign import Presigner
+from edge.api.objects.presign import Presigner, presigned_multipart_offered
 from edge.api.routes.setup import storage_config
 from silt.block.local import LocalAdapter
 from silt.config import Config
@@ -36,16 +36,71 @@ def _request(config: Config, host: bytes = b"silt.example:8000") -> Request:
 
 
 @pytest.mark.parametrize(
-    ("settings", "support", "support_ui"),
-    [({}, True, True), ({"disable_pre_signed_ui": True}, True, False), ({"disable_pre_signed": True}, False, False)],
+    ("settings", "support", "support_ui", "multipart"),
+    [
+        ({}, True, True, True),
+        ({"disable_pre_signed_ui": True}, True, False, True),
+        ({"disable_pre_signed_multipart": True}, True, True, False),
+        ({"disable_pre_signed": True}, False, False, False),
+    ],
 )
-def test_config_reports_what_is_enabled(settings: dict[str, bool], support: bool, support_ui: bool) -> None:
+def test_config_reports_what_is_enabled(
+    settings: dict[str, bool], support: bool, support_ui: bool, multipart: bool
+) -> None:
     storage = storage_config(_request(_config(**settings)))
     assert (storage.pre_sign_support, storage.pre_sign_support_ui, storage.pre_sign_multipart_upload) == (
         support,
         support_ui,
-        False,
+        multipart,
     )
+
+
+@pytest.mark.parametrize(
+    ("blockstore", "multipart"),
+    [
+        ({"type": "s3"}, True),
+        ({"type": "s3", "s3": {"disable_pre_signed_multipart": True}}, False),
+        ({"type": "s3", "s3": {"disable_pre_signed": True}}, False),
+        # Their adapters cannot take a part from a URL (edge/api/objects/presign.py).
+        ({"type": "azure", "azure": {"storage_account": "a", "storage_access_key": "a2V5"}}, False),
+        ({"type": "gs"}, False),
+    ],
+)
+def test_presigned_multipart_is_offered_by_s3_and_local_only(blockstore: dict[str, Any], multipart: bool) -> None:
+    config = Config.model_validate({"blockstore": blockstore})
+    assert presigned_multipart_offered(config) is multipart
+
+
+def test_presigned_multipart_is_refused_as_lakefs_refuses_it_when_off(tmp_path: Any) -> None:
+    signer = Presigner(_config(disable_pre_signed_multipart=True), LocalAdapter(tmp_path))
+    with pytest.raises(ApiError, match="presign multipart upload API is not supported") as refused:
+        signer.check_multipart_enabled()
+    assert refused.value.status == 501
+    Presigner(_config(), LocalAdapter(tmp_path)).check_multipart_enabled()
+
+
+def test_a_local_part_url_puts_that_part_only(tmp_path: Any) -> None:
+    """The part's upload and number are signed: changed, or left off to make an object's PUT URL
+    of it, the URL is refused."""
+    config = _config()
+    signer = Presigner(config, LocalAdapter(tmp_path))
+    url = signer.sign_part(_request(config), "local://ns", "data/x", "upload-1", 7).url
+    path, _, query = url.removeprefix("https://silt.example:8000").partition("?")
+    grant = signer.edge.verify(path, query.encode(), "PUT")
+    assert grant.address == "local://ns/data/x" and grant.part is not None
+    assert (grant.part.upload_id, grant.part.number) == ("upload-1", 7)
+    for changed in (
+        query.replace("X-Silt-Part-Number=7", "X-Silt-Part-Number=8"),
+        query.replace("X-Silt-Upload-Id=upload-1", "X-Silt-Upload-Id=upload-2"),
+        "&".join(p for p in query.split("&") if not p.startswith(("X-Silt-Upload-Id", "X-Silt-Part-Number"))),
+    ):
+        assert changed != query
+        with pytest.raises(ApiError) as refused:
+            signer.edge.verify(path, changed.encode(), "PUT")
+        assert refused.value.status == 403
+    with pytest.raises(ApiError) as refused:
+        signer.edge.verify(path, query.encode(), "GET")
+    assert refused.value.status == 403
 
 
 def test_presign_is_refused_when_turned_off(tmp_path: Any) -> None:
