@@ -66,6 +66,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cli.commits:merge",
         "Merge SOURCE into the branch DESTINATION; conflicts are listed and exit with code 5.",
     ),
+    "migrate": ("cli.migrate:migrate", "Bring repositories across from another system, with their history."),
     "repo": ("cli.repo:repo", "Repositories."),
     "run": (
         "cli.run:run",

@@ -40,7 +40,7 @@ from engine.core.branching import Branching, CherryPickOverrides, MergeOutcome
 from engine.core.builder import InProcessBuilder, MetaRangeBuilder
 from engine.core.cleanup import Cleaner
 from engine.core.commit_graph import LogFilter, LogPage, log_page
-from engine.core.commits import Committer
+from engine.core.commits import Committer, Recorded
 from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import MetaRangeId
 from engine.core.compaction import CompactedState, Compaction, CompactionResult, NoObserver, StagingObserver
@@ -440,11 +440,19 @@ class Graveler:
         prefixes: list[str] | None = None,
         *,
         deadline: Deadline = NO_DEADLINE,
+        recorded: Recorded | None = None,
     ) -> pb.Commit:
-        """Commit the staged changes of a branch (only those under prefixes, if given)."""
+        """Commit the staged changes of a branch (only those under prefixes, if given).
+
+        recorded: a commit made elsewhere, recorded with its date and parents; no hooks run for
+        it, as none run for a restore: it is history already made, not a change being made."""
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, COMMIT)
         metadata = dict(metadata or {})
+        if recorded is not None:
+            return self.committer.commit(
+                repo, branch_name, message, metadata, committer, allow_empty, prefixes or [], deadline, None, recorded
+            )
         record = HookRecord(
             "pre-commit",
             repository,

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from engine.core.builder import Build, MetaRangeBuilder, until
 from engine.core.cleanup import Cleaner
 from engine.core.committed.manager import CommittedManager
@@ -34,10 +36,20 @@ from silt.graveler.v1 import model_pb2 as pb
 
 
 @dataclass(frozen=True)
+class Recorded:
+    """A commit as it was made elsewhere, recorded here (a history brought across from another
+    system): its date, and its parents after the branch's head (a merge's source)."""
+
+    creation_date: Timestamp
+    merge_parents: tuple[CommitId, ...] = ()
+
+
+@dataclass(frozen=True)
 class _Message:
     message: str
     metadata: dict[str, str]
     committer: str
+    recorded: Recorded | None = None
 
 
 @dataclass(frozen=True)
@@ -113,8 +125,11 @@ class Committer:
         prefixes: list[str],
         deadline: Deadline,
         after_seal: Callable[[BranchRecord], None] | None = None,
+        recorded: Recorded | None = None,
     ) -> pb.Commit:
         """Commit the staged changes of a branch (only those under prefixes, if given).
+
+        recorded: the commit is one made elsewhere, with its date and further parents.
 
         after_seal runs once the staging token is sealed (given the branch as sealed), before
         anything is built: what it
@@ -125,6 +140,10 @@ class Committer:
         only = [p.encode() for p in prefixes] or None
         if only is not None and not all(only):
             raise InvalidArgument("commit prefixes must not be empty")
+        if recorded is not None:
+            # Before sealing: a refused recording leaves the branch as it was.
+            for parent in recorded.merge_parents:
+                self._refs.get_commit(repo, parent)
         sealed = self._seal(repo, branch_name, deadline)
         if after_seal is not None:
             after_seal(sealed)
@@ -139,7 +158,14 @@ class Committer:
             raise FailedPrecondition(f"nothing to commit on branch {branch_name!r}")
         deadline.check(f"commit on branch {branch_name!r}")
         plan = self._plan(
-            repo, sealed.branch, base, built, to_commit, only, _Message(message, metadata, committer), deadline
+            repo,
+            sealed.branch,
+            base,
+            built,
+            to_commit,
+            only,
+            _Message(message, metadata, committer, recorded),
+            deadline,
         )
 
         def attempt(_: int) -> None:
@@ -174,13 +200,14 @@ class Committer:
         deadline: Deadline,
     ) -> _Plan:
         """Store the commit of built over base, and what the branch keeps of its compaction."""
+        parents, generation, created = [CommitId(base.id)], base.generation + 1, None
+        if message.recorded is not None:
+            merged = [self._refs.get_commit(repo, parent) for parent in message.recorded.merge_parents]
+            parents += [CommitId(parent.id) for parent in merged]
+            generation = max([base.generation, *(parent.generation for parent in merged)]) + 1
+            created = message.recorded.creation_date
         commit = new_commit(
-            message.message,
-            message.metadata,
-            message.committer,
-            built.metarange_id,
-            [CommitId(base.id)],
-            base.generation + 1,
+            message.message, message.metadata, message.committer, built.metarange_id, parents, generation, created
         )
         self._refs.put_commit(repo, commit)
         # A prefix commit keeps the compaction, with the committed prefixes brought up to date

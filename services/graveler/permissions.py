@@ -50,7 +50,6 @@ TABLE: dict[str, tuple[str, str]] = {
     "GetTag": (READ_REPO, "repository"),
     "ListTags": (READ_REPO, "repository"),
     "DeleteTag": (WRITE_REPO, "repository"),
-    "Commit": (WRITE_REPO, "repository"),
     "GetCommit": (READ_REPO, "repository"),
     "Log": (READ_REPO, "repository"),
     "StatEntry": (READ_REPO, "repository"),
@@ -168,11 +167,23 @@ def runs_narrowed_to_outputs_allowed(call: Callable[[Any], Any], request: Any, m
     return response
 
 
+def commit_recorded_only_with_restore(call: Callable[[Any], Any], request: api.CommitRequest, may: MayFn) -> Any:
+    """Commit: WriteRepo; a commit recorded as made elsewhere (its own date, committer and
+    parents) writes history as a restore does, so it needs RestoreRefs too."""
+    repository = repository_field("repository")(request)
+    needed = [WRITE_REPO, RESTORE_REFS] if request.HasField("recorded") else [WRITE_REPO]
+    for action in needed:
+        if not may(action, [repository])[0]:
+            raise PermissionDenied(f"the caller may not {action} on {repository!r}")
+    return call(request)
+
+
 def _rules() -> dict[str, Rule]:
     rules: dict[str, Rule] = {
         f"/{SERVICE}/{method}": Require(action, repository_field(name)) for method, (action, name) in TABLE.items()
     }
     rules[f"/{SERVICE}/ListRepositories"] = Narrowed(list_readable_repositories)
+    rules[f"/{SERVICE}/Commit"] = Narrowed(commit_recorded_only_with_restore)
     rules[f"/{SERVICE}/RecordEvents"] = Require(RECORD_EVENTS, event_repositories)
     for method in ("ListActionRuns", "GetActionRun"):
         rules[f"/{SERVICE}/{method}"] = Narrowed(runs_narrowed_to_outputs_allowed)

@@ -7,6 +7,7 @@ Graveler's own operations where one spans components (a write checked against pr
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -14,11 +15,12 @@ import grpc
 
 from engine import metered
 from engine.core.branching import CherryPickOverrides, MergeOutcome
+from engine.core.commits import Recorded
 from engine.core.committed.model import Record
 from engine.core.deadline import Deadline
 from engine.core.entries import Condition, DeleteOutcome, StageOutcome
 from engine.core.list_answer import serialized_list_response
-from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
+from engine.core.model import REQUESTED_COMMITTER_KEY, CommitId, MergeStrategy
 from engine.core.refs import RepoHandle
 from engine.core.validation import validate_key
 from engine.core.values import decode_entry
@@ -115,6 +117,28 @@ def _unreserved(metadata: dict[str, str]) -> dict[str, str]:
     """Caller metadata without the reserved key, which on old commits names their real committer
     (silt/commit_metadata.py): no new commit can claim to be someone else's that way."""
     return {k: v for k, v in metadata.items() if k != REQUESTED_COMMITTER_KEY}
+
+
+_FULL_COMMIT_ID = re.compile(r"[0-9a-f]{64}")
+# A recorded commit's further parents: a merge has one; git's octopus merges a few.
+MAX_MERGE_PARENTS = 4
+MAX_COMMITTER_LENGTH = 256
+
+
+def _recorded(request: api.CommitRequest) -> Recorded:
+    """A commit made elsewhere, as the request records it (the permission rule has checked that
+    the caller may record history)."""
+    recorded = request.recorded
+    if not recorded.HasField("creation_date"):
+        raise InvalidArgument("a recorded commit needs its creation_date")
+    if not request.committer or len(request.committer) > MAX_COMMITTER_LENGTH:
+        raise InvalidArgument(f"a recorded commit needs its committer, at most {MAX_COMMITTER_LENGTH} characters")
+    if len(recorded.merge_parents) > MAX_MERGE_PARENTS:
+        raise InvalidArgument(f"a recorded commit has at most {MAX_MERGE_PARENTS} merge parents")
+    for parent in recorded.merge_parents:
+        if not _FULL_COMMIT_ID.fullmatch(parent):
+            raise InvalidArgument(f"merge parent {parent[:80]!r} is not a full commit id")
+    return Recorded(recorded.creation_date, tuple(CommitId(parent) for parent in recorded.merge_parents))
 
 
 CallerMay = Callable[[str, str], bool]
@@ -324,15 +348,17 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         return commit_info(commit)
 
     def _commit(self, request: api.CommitRequest, context: grpc.ServicerContext) -> pb.Commit:
+        recorded = _recorded(request) if request.HasField("recorded") else None
         return self.g.commit(
             request.repository,
             request.branch,
             request.message,
             _unreserved(dict(request.metadata)),
-            self._acting(request.committer),
+            request.committer if recorded is not None else self._acting(request.committer),
             request.allow_empty,
             list(request.prefixes),
             deadline=_deadline(context),
+            recorded=recorded,
         )
 
     def GetCommit(self, request: api.GetCommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:

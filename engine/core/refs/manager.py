@@ -117,14 +117,16 @@ def new_commit(
     metarange_id: MetaRangeId,
     parents: list[CommitId],
     generation: int,
+    creation_date: Timestamp | None = None,
 ) -> pb.Commit:
-    """A commit record; its id is the hash of its content, the creation time keeping equal commits apart."""
+    """A commit record; its id is the hash of its content, the creation time keeping equal commits apart.
+    creation_date: now, unless the commit is one recorded as made elsewhere earlier."""
     commit = pb.Commit(
         version=COMMIT_VERSION,
         committer=committer,
         message=message,
         metarange_id=metarange_id,
-        creation_date=now(),
+        creation_date=creation_date if creation_date is not None else now(),
         parents=parents,
         metadata=metadata,
         generation=generation,
