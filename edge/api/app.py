@@ -35,6 +35,8 @@ from edge.api.routes import (
     settings,
     setup,
     staging,
+    statistics,
+    symlinks,
     tags,
 )
 from edge.core.asgi import API_PREFIX, ASGIApp
@@ -86,6 +88,8 @@ def create_app(
         pulls.router,
         actions.router,
         iam.router,
+        statistics.router,
+        symlinks.router,
     )
     for router in routers:
         app.include_router(router, prefix=API_PREFIX)

@@ -53,6 +53,9 @@ GROUP_POLICIES = prefix("group_policies")
 CREDENTIALS = prefix("credentials")
 USER_CREDENTIALS = prefix("user_credentials")
 SETUP = key("setup")
+# Written by a setup that issued the service users' keys but left the admin to the REST API
+# (--defer-admin): a later setup run must not issue those keys again.
+SERVICES_SETUP = key("setup_services")
 
 
 def last_part(entry_key: bytes) -> str:
