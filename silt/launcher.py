@@ -199,6 +199,8 @@ class Stack:
     services: which to run (default: every service present in this installation).
     on_event: receives one line per notable event (a crash, a restart); default: logging.
     They are kept in `events` too.
+    defer_admin: the first start creates no admin (auth setup --defer-admin): it is created once
+    through the REST API's POST /api/v1/setup_lakefs, and `admin` stays None.
     """
 
     def __init__(
@@ -211,6 +213,7 @@ class Stack:
         log_level: str | None = None,
         max_restart_delay: float = MAX_RESTART_DELAY_SECONDS,
         stable_after: float = STABLE_AFTER_SECONDS,
+        defer_admin: bool = False,
     ) -> None:
         """stable_after: how long a run must last to count as healthy (resetting the backoff)."""
         self.data_dir = Path(data_dir).expanduser().resolve() if data_dir is not None else default_data_dir()
@@ -223,6 +226,7 @@ class Stack:
         self.events: list[str] = []  # every event reported, oldest first (tests inspect it)
         self.log_level = log_level
         self.first_run = False
+        self.defer_admin = defer_admin
         self.admin: Credentials | None = None
         self.admin_user_id = "admin"
         self.config: Config | None = None
@@ -294,7 +298,7 @@ class Stack:
     def _run_setup(self, env: dict[str, str]) -> None:
         keys_path = self.data_dir / SERVICE_KEYS_FILE
         done = subprocess.run(
-            [sys.executable, "-m", "services.auth.setup", "--json"],
+            [sys.executable, "-m", "services.auth.setup", "--json", *(["--defer-admin"] if self.defer_admin else [])],
             env=env,
             capture_output=True,
             text=True,
@@ -307,9 +311,12 @@ class Stack:
             self.first_run = True
             _write_private(keys_path, json.dumps(keys["services"], indent=2) + "\n")
             admin = keys["admin"]
-            self.admin_user_id = admin["user_id"]
-            self.admin = Credentials(admin["access_key_id"], SecretStr(admin["secret_access_key"]))
+            if admin is not None:
+                self.admin_user_id = admin["user_id"]
+                self.admin = Credentials(admin["access_key_id"], SecretStr(admin["secret_access_key"]))
             return
+        if self.defer_admin and keys_path.exists() and not self.credentials_path.exists():
+            return  # the admin is (or was) created through the REST API, which alone showed its key
         if not keys_path.exists() or not self.credentials_path.exists():
             raise StackError(
                 f"auth in {self.data_dir} was set up, but its keys were not saved there "
@@ -363,7 +370,8 @@ class Stack:
                 service_env["SILT_API_CREDENTIALS_SECRET_ACCESS_KEY"] = api_key["secret_access_key"]
             host, port = _split(addresses[name])
             self._services[name] = _Service(name, service_env, host, port)
-        self._save_client_credentials()
+        if self.admin is not None:
+            self._save_client_credentials()
 
     # --- what clients need ------------------------------------------------------------
 

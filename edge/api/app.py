@@ -39,6 +39,8 @@ from edge.api.routes import (
     settings,
     setup,
     staging,
+    statistics,
+    symlinks,
     tags,
 )
 from edge.core.asgi import API_PREFIX, ASGIApp
@@ -94,6 +96,8 @@ def create_app(
         iam.router,
         external_principals.router,
         not_served.router,
+        statistics.router,
+        symlinks.router,
     )
     for router in routers:
         app.include_router(router, prefix=API_PREFIX)

@@ -283,6 +283,22 @@ class Backend(EdgeClient):
                 raise unauthorized() from None
             raise from_rpc(exc, "auth") from None
 
+    async def setup_initialized(self) -> bool:
+        """Whether first-run setup has created the admin (once true, it stays true)."""
+        reply = await self._ask_auth(self.auth.GetSetupState, auth_pb2.GetSetupStateRequest(), None)
+        return bool(reply.initialized)
+
+    async def setup_admin(self, user_id: str) -> auth_pb2.SetupAdminResponse:
+        """The first admin and its key, once. Never retried: a second try after an answer that was
+        lost would find setup done and the key gone, so an unknown outcome is answered 503."""
+        try:
+            reply: auth_pb2.SetupAdminResponse = await self.auth.SetupAdmin(
+                auth_pb2.SetupAdminRequest(user_id=user_id), timeout=CALL_TIMEOUT
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc(exc, "auth") from None
+        return reply
+
     def auth_unavailable(self, exc: Unavailable) -> Exception:
         return ApiError(503, f"auth: {exc}")
 

@@ -59,6 +59,9 @@ USER_CREDENTIALS = prefix("user_credentials")
 EXTERNAL_PRINCIPALS = prefix("external_principals")
 USER_EXTERNAL_PRINCIPALS = prefix("user_external_principals")
 SETUP = key("setup")
+# Written by a setup that issued the service users' keys but left the admin to the REST API
+# (--defer-admin): a later setup run must not issue those keys again.
+SERVICES_SETUP = key("setup_services")
 
 
 def last_part(entry_key: bytes) -> str:

@@ -571,3 +571,29 @@ class IamModel:
     def mark_setup_done(self, admin_user_id: str) -> None:
         record = pb.SetupRecord(admin_user_id=admin_user_id, completed=_now())
         self._create(keys.SETUP, record, "setup record")
+
+    def services_setup_record(self) -> pb.SetupRecord | None:
+        """Present once a setup with the admin deferred has issued the service users' keys."""
+        try:
+            return self._get(keys.SERVICES_SETUP, pb.SetupRecord, "services setup record")
+        except NotFound:
+            return None
+
+    def mark_services_setup_done(self) -> None:
+        self._create(keys.SERVICES_SETUP, pb.SetupRecord(completed=_now()), "services setup record")
+
+    def create_first_admin(self, user_id: str, admins_group: str) -> tuple[pb.User, IssuedCredential]:
+        """The first admin, once (AlreadyExists after setup, or to the loser of a race).
+
+        The user is created first (a taken id fails here, before anything is claimed), then the
+        setup record by conditional write: the one call that writes it goes on to add its user
+        to the admins group and issue the key; any other deletes the user it created. So two
+        racing setups never make two admins, whatever their user ids."""
+        user = self.create_user(user_id, "administrator created by setup")
+        try:
+            self.mark_setup_done(user_id)
+        except AlreadyExists:
+            self.delete_user(user_id)
+            raise AlreadyExists("setup has completed already") from None
+        self.add_member(admins_group, user_id)
+        return user, self.create_credentials(user_id)

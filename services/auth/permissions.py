@@ -114,6 +114,11 @@ _RULES: dict[str, Rule] = {
     "VerifySecret": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),
     "CreateSession": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),
     "VerifySession": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),
+    # First-run setup (lakeFS's /setup_lakefs), the REST API's front door before anyone can log
+    # in: it takes what the API's own user holds for its audience (an admin's `*` does not).
+    # Creating the first admin succeeds only once, ever.
+    "GetSetupState": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),
+    "SetupAdmin": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),
 }
 
 RULES: dict[str, Rule] = {f"/{SERVICE}/{method}": rule for method, rule in _RULES.items()}

@@ -20,7 +20,7 @@ from services.auth.model import IamModel
 from services.auth.policies import check_resource
 from services.auth.secrets import SecretBox
 from services.auth.sessions import SessionTokens, secrets_match
-from services.auth.setup import SILT_POLICIES
+from services.auth.setup import ADMINS, SILT_POLICIES
 from silt.access_keys import check_access_key_id
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
@@ -385,6 +385,26 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         reply = api.VerifySessionResponse(valid=True, user=user, access_key_id=session.access_key_id)
         reply.expires.FromSeconds(session.expires)
         return reply
+
+    # first-run setup through the REST API
+    def GetSetupState(
+        self, request: api.GetSetupStateRequest, context: grpc.ServicerContext
+    ) -> api.GetSetupStateResponse:
+        return api.GetSetupStateResponse(initialized=self.model.setup_record() is not None)
+
+    def SetupAdmin(self, request: api.SetupAdminRequest, context: grpc.ServicerContext) -> api.SetupAdminResponse:
+        user, issued = self.model.create_first_admin(request.user_id, ADMINS)
+        log.info(
+            "first admin user %r created with access key %s by %s",
+            user.id,
+            issued.credential.access_key_id,
+            describe_caller(),
+        )
+        return api.SetupAdminResponse(
+            user=user,
+            credential=_credential_info(issued.credential),
+            secret_access_key=issued.secret.get_secret_value(),
+        )
 
 
 def start(

@@ -166,6 +166,13 @@ class SetupResult:
     services: dict[str, IssuedKey]
 
 
+@dataclass(frozen=True)
+class ServicesSetupResult:
+    """A setup that left the admin to the REST API (setup_without_admin)."""
+
+    services: dict[str, IssuedKey]
+
+
 def _ensure(create: Callable[[], object]) -> bool:
     """Run a create step; False if its entity exists already."""
     try:
@@ -237,10 +244,26 @@ def setup(
     service's user, without a key: see keyless_service_users). `announce` receives the new
     keys before setup is marked complete, so that a crash can never leave keys that were
     issued but never shown.
+
+    After setup_without_admin, only the admin is created (the services have their keys), by
+    the same one-time conditional write as the REST API's setup: whichever comes first makes
+    the admin, and the other makes none.
     """
     _sync_presets(model, services)
     if model.setup_record() is not None:
         return None
+    if model.services_setup_record() is not None:
+        try:
+            user, issued_admin = model.create_first_admin(admin_user_id, ADMINS)
+        except AlreadyExists:
+            if model.setup_record() is not None:
+                return None  # the REST API's setup came first
+            raise
+        admin = IssuedKey(user.id, issued_admin.credential.access_key_id, issued_admin.secret.get_secret_value())
+        result = SetupResult(admin, {})
+        announce(result)
+        log.info("auth set up: admin user %r", admin_user_id)
+        return result
     _ensure(functools.partial(model.create_user, admin_user_id, "administrator created by setup"))
     model.add_member(ADMINS, admin_user_id)
     admin = _fresh_key(model, admin_user_id)
@@ -252,11 +275,34 @@ def setup(
     return result
 
 
-def _print_text(result: SetupResult) -> None:
+def setup_without_admin(
+    model: IamModel,
+    services: Sequence[str] = DEFAULT_SERVICES,
+    announce: Callable[[ServicesSetupResult], None] = lambda _: None,
+) -> ServicesSetupResult | None:
+    """Set auth up as setup does, but issue the service users' keys only: the admin is created
+    once through the REST API (POST /api/v1/setup_lakefs, lakeFS's first-run page), which until
+    then reports setup as not initialized; or by a later run of setup. None if the services'
+    keys were issued already (by either function), having issued none."""
+    _sync_presets(model, services)
+    if model.setup_record() is not None or model.services_setup_record() is not None:
+        return None
+    issued = {service: _fresh_key(model, service_user_id(service)) for service in services}
+    result = ServicesSetupResult(issued)
+    announce(result)
+    model.mark_services_setup_done()
+    log.info("auth set up without an admin (POST /api/v1/setup_lakefs creates it): service users %s", sorted(issued))
+    return result
+
+
+def _print_text(result: SetupResult | ServicesSetupResult) -> None:
     print("Silt auth is set up. These secrets are shown only this once; store them now.")
-    print(f"\nadmin user {result.admin.user_id!r}:")
-    print(f"  access_key_id:     {result.admin.access_key_id}")
-    print(f"  secret_access_key: {result.admin.secret_access_key}")
+    if isinstance(result, ServicesSetupResult):
+        print("\nno admin user yet: create it once with POST /api/v1/setup_lakefs (the web UI's setup page)")
+    else:
+        print(f"\nadmin user {result.admin.user_id!r}:")
+        print(f"  access_key_id:     {result.admin.access_key_id}")
+        print(f"  secret_access_key: {result.admin.secret_access_key}")
     for service, key in result.services.items():
         # The services read config.credentials; GC runs the CLI, which reads the CLI's variables.
         prefix = "SILT" if service == GC_SERVICE else "SILT_CREDENTIALS"
@@ -266,11 +312,12 @@ def _print_text(result: SetupResult) -> None:
     sys.stdout.flush()
 
 
-def _print_json(result: SetupResult) -> None:
+def _print_json(result: SetupResult | ServicesSetupResult) -> None:
     def key(k: IssuedKey) -> dict[str, str]:
         return {"user_id": k.user_id, "access_key_id": k.access_key_id, "secret_access_key": k.secret_access_key}
 
-    print(json.dumps({"admin": key(result.admin), "services": {s: key(k) for s, k in result.services.items()}}))
+    admin = key(result.admin) if isinstance(result, SetupResult) else None
+    print(json.dumps({"admin": admin, "services": {s: key(k) for s, k in result.services.items()}}))
     sys.stdout.flush()
 
 
@@ -285,16 +332,36 @@ def main(argv: list[str] | None = None) -> int:
         help=f"a service to create a user and key for; repeatable (default: {', '.join(DEFAULT_SERVICES)})",
     )
     parser.add_argument("--json", action="store_true", help="print the keys as one JSON object")
+    parser.add_argument(
+        "--defer-admin",
+        action="store_true",
+        help="issue the service users' keys only; the admin is created once through POST /api/v1/setup_lakefs",
+    )
     args = parser.parse_args(argv)
 
     def body() -> None:
         with open_iam(load_config(args.config)) as model:
             services = DEFAULT_SERVICES if args.services is None else args.services
-            result = setup(model, args.admin, services, _print_json if args.json else _print_text)
-            if result is None:
-                record = model.setup_record()
-                admin = record.admin_user_id if record else "?"
-                print(f"Silt auth was set up already (admin user {admin!r}); no key was issued.", file=sys.stderr)
+            printer = _print_json if args.json else _print_text
+            done: SetupResult | ServicesSetupResult | None
+            if args.defer_admin:
+                done = setup_without_admin(model, services, printer)
+            else:
+                done = setup(model, args.admin, services, printer)
+            if done is not None:
+                return
+            record = model.setup_record()
+            if record is None:
+                print(
+                    "Silt auth was set up already, without an admin: create it once with POST /api/v1/setup_lakefs"
+                    " (or run this without --defer-admin); no key was issued.",
+                    file=sys.stderr,
+                )
+            else:
+                print(
+                    f"Silt auth was set up already (admin user {record.admin_user_id!r}); no key was issued.",
+                    file=sys.stderr,
+                )
                 for user_id in keyless_service_users(model, services):
                     print(
                         f"user {user_id!r} has no access key yet (added by this version): issue one with"

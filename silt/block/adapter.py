@@ -38,6 +38,10 @@ class ObjectStat:
     # (GCS: the generation; Azure: its ETag); "" elsewhere. Assigned by the store, never by
     # whoever writes the object.
     version: str = ""
+    # The store's storage class (S3: STANDARD_IA, GLACIER, ...; GCS: NEARLINE, ...; Azure: the
+    # access tier), where it names one; None where it cannot tell (S3 omits STANDARD, as lakeFS
+    # reports it) or has none (a local disk).
+    storage_class: str | None = None
 
 
 @dataclass(frozen=True)

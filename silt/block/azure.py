@@ -634,8 +634,13 @@ class AzureAdapter(PinnedReadAdapter):
     def stat(self, namespace: str, key: str) -> ObjectStat:
         target = self._locate(namespace, key)
         props = self._properties(target)
+        tier = props.blob_tier
         return ObjectStat(
-            size=int(props.size), etag=_etag_of(props), mtime=_utc(props.last_modified), version=_version_of(props)
+            size=int(props.size),
+            etag=_etag_of(props),
+            mtime=_utc(props.last_modified),
+            version=_version_of(props),
+            storage_class=str(tier.value if hasattr(tier, "value") else tier) if tier else None,
         )
 
     def delete(self, namespace: str, key: str) -> None:

@@ -32,6 +32,7 @@ namespace (nothing changes for those), a SourceReader for an external one.
 from __future__ import annotations
 
 import errno
+import hashlib
 import io
 import os
 import stat
@@ -62,6 +63,8 @@ LOCAL_EXTERNAL = "local:///"
 # O_NONBLOCK: a FIFO planted under an import prefix must not hang the open; it is then refused
 # as not a regular file. No effect on regular files.
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+# What describe reads at a time while hashing a file.
+_HASH_CHUNK = 1024 * 1024
 
 
 def external_prefixes(blockstore: BlockstoreConfig) -> tuple[str, ...]:
@@ -260,6 +263,20 @@ class ExternalFiles:
             raise Unavailable(f"{shown}: {exc.strerror or exc}") from None
         finally:
             os.close(root_fd)
+
+    def describe(self, address: str) -> SourceVersion:
+        """The file as it is now (size, MD5 of its bytes, modification time), for a link or a
+        staged entry that names it; NotFound if there is none."""
+        fd, st = self.open_file(address)
+        try:
+            digest = hashlib.md5(usedforsecurity=False)
+            while chunk := os.read(fd, _HASH_CHUNK):
+                digest.update(chunk)
+        except OSError as exc:
+            raise Unavailable(f"reading {address}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+        return SourceVersion(st.st_size, digest.hexdigest(), st.st_mtime_ns)
 
     def open(self, address: str, version: SourceVersion, byte_range: tuple[int, int] | None) -> BinaryIO:
         """The file's bytes (or an inclusive range of them) while it is as imported; SourceChanged if not."""

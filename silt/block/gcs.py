@@ -683,7 +683,11 @@ class GCSAdapter(PinnedReadAdapter):
         bucket, name, what = self._locate(namespace, key)
         blob = self._reload(bucket, name, what)
         return ObjectStat(
-            size=int(blob.size or 0), etag=_etag_of(blob), mtime=_mtime_of(blob), version=_version_of(blob)
+            size=int(blob.size or 0),
+            etag=_etag_of(blob),
+            mtime=_mtime_of(blob),
+            version=_version_of(blob),
+            storage_class=blob.storage_class or None,
         )
 
     def delete(self, namespace: str, key: str) -> None:

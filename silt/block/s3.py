@@ -347,6 +347,7 @@ class S3Adapter(PinnedReadAdapter):
             mtime=head["LastModified"].astimezone(UTC),
             # In a versioned bucket, the version a read can ask for; "" otherwise.
             version=_version_id(head),
+            storage_class=head.get("StorageClass"),
         )
 
     def delete(self, namespace: str, key: str) -> None:

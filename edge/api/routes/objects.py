@@ -20,6 +20,7 @@ from lakefs_sdk.models import (
     ObjectError,
     ObjectErrorList,
     PathList,
+    UnderlyingObjectProperties,
     UpdateObjectUserMetadata,
 )
 
@@ -192,6 +193,18 @@ async def stat_object(
     url = await _presigned_read(ctx, request, repository, checked_path(path), entry) if presign else None
     row = object_row(checked_path(path), entry, namespace_base(namespace), USER if user_metadata else EMPTY, url)
     return Response(row, media_type=JSON)
+
+
+@router.get(REF_OBJECTS + "/underlyingProperties")
+async def get_underlying_properties(ctx: Ctx, repository: str, ref: str, path: ObjectPath = None) -> Response:
+    """What the object store says of the object's bytes: its storage class, where the store
+    names one (silt/block/adapter.py ObjectStat.storage_class), else null."""
+    await ctx.authorize(READ_REPO, repository)
+    entry = await _entry(ctx, repository, ref, path)
+    namespace = await ctx.backend.namespace(repository, ctx.deadline)
+    store_namespace, store_key = split_address(namespace, entry.physical_address)
+    stat = await ctx.backend.run(ctx.backend.adapter.stat, store_namespace, store_key)
+    return model_response(UnderlyingObjectProperties(storage_class=stat.storage_class))
 
 
 def _presigned_urls(signer: Presigner, request: Request, namespace: str, items: list[Any]) -> list[PresignedURL | None]:

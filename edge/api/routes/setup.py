@@ -1,20 +1,40 @@
-"""Setup and identity: health, configuration, the current user, login and logout."""
+"""Setup and identity: health, configuration, first-run setup, the current user, login and logout.
+
+First-run setup (lakeFS's /setup_lakefs) creates the admin user through auth's SetupAdmin, once:
+only an installation whose auth setup left the admin to it (`services.auth.setup --defer-admin`)
+is ever "not_initialized"; every other is set up before the API starts (docs/getting-started.md).
+"""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
-from lakefs_sdk.models import AuthenticationToken, CurrentUser, LoginInformation, StorageConfig, User, VersionConfig
+from fastapi.responses import JSONResponse
+from lakefs_sdk.models import (
+    AuthenticationToken,
+    CommPrefsInput,
+    CredentialsWithSecret,
+    CurrentUser,
+    GarbageCollectionConfig,
+    LoginInformation,
+    Setup,
+    SetupState,
+    StorageConfig,
+    User,
+    VersionConfig,
+)
 from lakefs_sdk.models import Config as LakeFSConfig
 
 from edge.api.backend import Caller
 from edge.api.bodies import SMALL_BODY_BYTES, json_body
 from edge.api.context import SESSION_COOKIE, authenticate, backend_of, refuse_cross_site
+from edge.api.errors import ApiError, bad_request
 from edge.api.objects.presign import presign_settings, presigned_multipart_offered
 from edge.api.responses import model_response
 from edge.api.session_cookie import drop_session_cookie, set_session_cookie
 from silt import __version__ as silt_version
+from silt.gc_grace import DEFAULT_GRACE_SECONDS
 
 router = APIRouter()
 
@@ -57,11 +77,121 @@ def storage_config(request: Request) -> StorageConfig:
     )
 
 
+def version_config() -> VersionConfig:
+    # No latest_version or upgrade_recommended: Silt never asks anyone what the latest release is.
+    return VersionConfig(version=LAKEFS_API_VERSION, version_context=f"silt {silt_version}")
+
+
 @router.get("/config")
 async def get_config(request: Request, caller: Annotated[Caller, Depends(authenticate)]) -> Response:
     storage = storage_config(request)
-    version = VersionConfig(version=LAKEFS_API_VERSION, version_context=f"silt {silt_version}")
-    return model_response(LakeFSConfig(version_config=version, storage_config=storage, storage_config_list=[storage]))
+    return model_response(
+        LakeFSConfig(version_config=version_config(), storage_config=storage, storage_config_list=[storage])
+    )
+
+
+@router.get("/config/version")
+async def get_lakefs_version(caller: Annotated[Caller, Depends(authenticate)]) -> Response:
+    return model_response(version_config())
+
+
+@router.get("/config/storage")
+async def get_storage_config(request: Request, caller: Annotated[Caller, Depends(authenticate)]) -> Response:
+    return model_response(storage_config(request))
+
+
+@router.get("/config/garbage-collection")
+async def get_garbage_collection_config(caller: Annotated[Caller, Depends(authenticate)]) -> Response:
+    # The grace period a GC run keeps recent objects for unless told otherwise (silt/gc_grace.py):
+    # lakeFS answers its link-address lifetime, which Silt's default grace exceeds by a margin.
+    return model_response(GarbageCollectionConfig(grace_period=DEFAULT_GRACE_SECONDS))
+
+
+# --- first-run setup (lakeFS's setup wizard) --------------------------------------------------
+
+ALREADY_INITIALIZED = "lakeFS already initialized"
+NOT_INITIALIZED = "lakeFS is not initialized"
+COMM_PREFS_SET = "communication preferences already set"
+# Silt's login: its own access keys (Basic) and login sessions in lakeFS's cookie, with full
+# RBAC policies managed through this API (lakeFS's "internal"). The swagger's LoginConfig, whose
+# required fields the lakefs-sdk's trimmed model leaves out, so written as the swagger has it.
+_LOGIN_CONFIG = {
+    "RBAC": "internal",
+    "login_url": "",
+    "login_url_method": "none",
+    "login_failed_message": "The credentials don't match.",
+    "login_cookie_names": [SESSION_COOKIE],
+    "logout_url": "",
+}
+
+
+async def _initialized(request: Request) -> bool:
+    # Setup happens once and is never undone: once seen done, asking auth again tells nothing new.
+    if getattr(request.app.state, "setup_initialized", False):
+        return True
+    initialized = await backend_of(request).setup_initialized()
+    if initialized:
+        request.app.state.setup_initialized = True
+    return initialized
+
+
+@router.get("/setup_lakefs")
+async def get_setup_state(request: Request) -> Response:
+    # Public, as in lakeFS: the UI asks before anyone can log in. comm_prefs_missing is always
+    # false: Silt has nowhere to send communication preferences (lakeFS with its email
+    # subscription disabled answers the same).
+    state = SetupState(
+        state="initialized" if await _initialized(request) else "not_initialized", comm_prefs_missing=False
+    )
+    return JSONResponse({**state.to_dict(), "login_config": _LOGIN_CONFIG})
+
+
+@router.post("/setup_lakefs")
+async def setup(request: Request) -> Response:
+    # Anyone may send this before setup, as in lakeFS: the body is kept small, and auth lets
+    # exactly one call ever create an admin (services/auth/model.py: create_first_admin).
+    body = await json_body(request, Setup, SMALL_BODY_BYTES)
+    if not body.username:
+        raise bad_request("empty user display name")
+    if await _initialized(request):
+        raise ApiError(409, ALREADY_INITIALIZED)
+    if body.key is not None:
+        raise bad_request(
+            "Silt issues the admin's access key itself: send Setup without `key` and store the key in the answer"
+        )
+    try:
+        reply = await backend_of(request).setup_admin(body.username)
+    except ApiError as exc:
+        # Lost a race to another setup, or the user id is taken: which one, auth's state says.
+        if exc.status == 409 and await _initialized(request):
+            raise ApiError(409, ALREADY_INITIALIZED) from None
+        raise
+    request.app.state.setup_initialized = True
+    credentials = CredentialsWithSecret(
+        access_key_id=reply.credential.access_key_id,
+        secret_access_key=reply.secret_access_key,
+        creation_date=reply.credential.creation_date.seconds,
+    )
+    # The only time the secret is shown: never cached by anything in between.
+    return JSONResponse(credentials.to_dict(), headers={"Cache-Control": "no-store"})
+
+
+@router.post("/setup_comm_prefs")
+async def setup_comm_prefs(request: Request) -> Response:
+    # Public, as in lakeFS. Silt sends no email and phones nowhere home, so there are never
+    # preferences missing to collect: lakeFS with its email subscription disabled answers 412
+    # before setup and 409 after, and so does this, storing nothing.
+    await json_body(request, CommPrefsInput, SMALL_BODY_BYTES)
+    if not await _initialized(request):
+        raise ApiError(412, NOT_INITIALIZED)
+    raise ApiError(409, COMM_PREFS_SET)
+
+
+@router.get("/auth/capabilities")
+async def get_auth_capabilities() -> Response:
+    # Public, as in lakeFS. Silt sends no email: it can neither invite a user nor reset a
+    # password (an administrator issues keys: POST /auth/users/{id}/credentials).
+    return JSONResponse({"invite_user": False, "forgot_password": False})
 
 
 @router.get("/user")

@@ -15,6 +15,12 @@ Linking is checked before anything is staged (lakeFS checks less; docs/clients/l
   expires, and a second PUT to it after the link never changes what the entry serves.
 A link refused leaves the uploaded bytes in place, for the client to link again (garbage
 collection removes what is never linked).
+
+Also lakeFS's stageObject (an entry pointing at an object that is already somewhere, as an
+import of one object would) and uploadObjectPreflight (may the caller write there). stageObject
+takes only addresses under `graveler.allowed_import_prefixes`, checked and then stat'ed as a
+link's outside address is: never the repository's own namespace (its addresses are handed out
+and linked as above) nor another's (import prefixes never overlap a namespace root).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import grpc
 import grpc.aio
 from fastapi import APIRouter, Header, Request, Response
 from google.protobuf.timestamp_pb2 import Timestamp
-from lakefs_sdk.models import StagingLocation, StagingMetadata
+from lakefs_sdk.models import ObjectStageCreation, StagingLocation, StagingMetadata
 
 from edge.api.bodies import SMALL_BODY_BYTES, json_body
 from edge.api.context import Ctx
@@ -34,19 +40,27 @@ from edge.api.errors import ApiError, bad_request, from_rpc
 from edge.api.objects.presign import presigner
 from edge.api.objects.stats import object_stats
 from edge.api.objects.write import checked_content_type, checked_path, checked_user_metadata, ensure_branch, now
-from edge.api.responses import model_response
+from edge.api.responses import model_response, no_content
+from silt.block.external import LOCAL_EXTERNAL, external_prefixes
 from silt.block.rules import normalize_etag
+from silt.config import Config
 from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.iam_actions import WRITE_REPO
-from silt.namespaces import Namespace, parse_roots
-from silt.objects import DEFAULT_CONTENT_TYPE, SOURCE_VERSION_KEY, split_address, with_user_metadata
+from silt.objects import (
+    DEFAULT_CONTENT_TYPE,
+    SOURCE_MTIME_KEY,
+    SOURCE_VERSION_KEY,
+    split_address,
+    with_user_metadata,
+)
 
 router = APIRouter()
 
 BACKING = "/repositories/{repository}/branches/{branch}/staging/backing"
+BRANCH_OBJECTS = "/repositories/{repository}/branches/{branch}/objects"
 # A link's body: a staging location, a checksum and user metadata (2 KiB at most, checked
 # below), well within this.
 LINK_BODY_BYTES = SMALL_BODY_BYTES
@@ -76,21 +90,36 @@ async def get_physical_address(
     return model_response(location)
 
 
+def import_prefixes(config: Config) -> list[str]:
+    """Where an entry may point besides its namespace, as graveler counts them (engine/open.py):
+    graveler.allowed_import_prefixes, and the local blockstore's importable directories."""
+    return [*config.graveler.allowed_import_prefixes, *external_prefixes(config.blockstore)]
+
+
 def inside_namespace(address: str, namespace: str) -> str | None:
     """The address relative to the namespace if it lies below it, else None."""
     prefix = namespace.rstrip("/") + "/"
     return address[len(prefix) :] if address.startswith(prefix) and len(address) > len(prefix) else None
 
 
+def _under(scheme: str, rest: str, prefix: str) -> bool:
+    """Whether scheme://rest lies strictly below an import prefix, compared as graveler compares
+    them (engine/core/physical_addresses.py): `local:///landing` is a directory of the machine and
+    never the store's `local://landing`."""
+    prefix_scheme, sep, prefix_rest = prefix.partition("://")
+    root = prefix_rest.rstrip("/")
+    return bool(sep and root) and prefix_scheme.lower() == scheme.lower() and rest.startswith(root + "/")
+
+
 def _check_external(address: str, allowed: list[str]) -> None:
     """An address outside the namespace must lie under an allowed import prefix (before the store
     is asked anything about it: no probing of places the repository may not name)."""
     scheme, sep, rest = address.partition("://")
-    parts = tuple(rest.split("/"))
-    if not sep or any(part in ("", ".", "..") for part in parts):
+    # A local file outside the store is lakeFS's local:// and an absolute path.
+    path = rest[1:] if scheme.lower() == "local" and rest.startswith("/") else rest
+    if not sep or any(part in ("", ".", "..") for part in path.split("/")):
         raise bad_request(f"invalid physical address {address!r}: expected scheme://bucket/key, no empty, . or .. part")
-    place = Namespace(scheme.lower(), parts)
-    if not any(prefix.contains(place) for prefix in parse_roots(allowed)):
+    if not any(_under(scheme, rest, prefix) for prefix in allowed):
         raise bad_request(
             f"physical address {address!r} is outside the repository's storage namespace and every allowed import "
             "prefix (graveler.allowed_import_prefixes)"
@@ -147,14 +176,12 @@ async def link_physical_address(
         presigner(request).links.check(repository, branch, key, relative)
         stored = relative
     else:
-        _check_external(given, request.app.state.config.graveler.allowed_import_prefixes)
+        _check_external(given, import_prefixes(request.app.state.config))
         stored = given
     await ensure_branch(ctx, repository, branch)
-    version = await _check_object(ctx, namespace, stored, body.size_bytes, checksum)
-    metadata = with_user_metadata({}, user)
-    if version:
-        # The store's version of what was checked: reads ask for exactly it (silt/block/external.py).
-        metadata[SOURCE_VERSION_KEY] = version
+    pinned = await _check_object(ctx, namespace, stored, body.size_bytes, checksum)
+    # The store's version of what was checked: reads ask for exactly it (silt/block/external.py).
+    metadata = with_user_metadata(pinned, user)
     entry = pb.Entry(
         physical_address=stored,
         size=body.size_bytes,
@@ -176,23 +203,31 @@ async def link_physical_address(
     return model_response(stats)
 
 
-async def _check_object(ctx: Ctx, namespace: str, address: str, size: int, checksum: str) -> str:
-    """Refuse (400) a link to an object that is missing or not of this size and ETag; the store's
-    own version of the object checked ("" where it has none: S3 without versioning, a local disk)."""
+async def _check_object(ctx: Ctx, namespace: str, address: str, size: int, checksum: str) -> dict[str, str]:
+    """Refuse (400) a link to an object that is missing or not of this size and ETag; the entry
+    metadata that pins reads to the version checked: the store's own version (none where it has
+    none: S3 without versioning, the namespace of a local disk), or a local file's mtime."""
     backend = ctx.backend
-    store_namespace, store_key = split_address(namespace, address)
     try:
-        stat = await backend.run(backend.adapter.stat, store_namespace, store_key)
+        if address.startswith(LOCAL_EXTERNAL):
+            # A file under the local blockstore's importable directories (docs/import.md).
+            found = await backend.run(backend.external_files.describe, address)
+            actual_size, etag, pinned = found.size, found.etag, {SOURCE_MTIME_KEY: str(found.mtime_ns)}
+        else:
+            store_namespace, store_key = split_address(namespace, address)
+            stat = await backend.run(backend.adapter.stat, store_namespace, store_key)
+            actual_size, etag = stat.size, stat.etag
+            pinned = {SOURCE_VERSION_KEY: stat.version} if stat.version else {}
     except NotFound:
         raise bad_request(f"no object at physical address {address!r}: upload it before linking") from None
     except InvalidArgument as exc:
         raise bad_request(f"invalid blockstore type or address: {exc}") from None
-    if stat.size != size:
-        raise bad_request(f"size_bytes is {size}, but the object at the physical address has {stat.size} bytes")
-    stored = normalize_etag(stat.etag)
+    if actual_size != size:
+        raise bad_request(f"size_bytes is {size}, but the object at the physical address has {actual_size} bytes")
+    stored = normalize_etag(etag)
     if stored != checksum:
         raise bad_request(f"checksum {checksum!r} differs from the ETag {stored!r} of the object at the address")
-    return stat.version
+    return pinned
 
 
 async def _stage(ctx: Ctx, request: api.StageEntryRequest) -> None:
@@ -215,3 +250,53 @@ async def _stage(ctx: Ctx, request: api.StageEntryRequest) -> None:
                 503, f"a concurrent write raced this conditional link, which may stand: {exc.details()}"
             ) from None
         raise from_rpc(exc, "graveler") from None
+
+
+@router.get(BRANCH_OBJECTS + "/stage_allowed", status_code=204)
+async def upload_object_preflight(ctx: Ctx, repository: str, branch: str, path: str | None = None) -> Response:
+    # As lakeFS: only whether the caller may write the path (repository and branch are not looked
+    # up; the upload itself answers 404 for them).
+    await ctx.authorize(WRITE_REPO, repository)
+    checked_path(path)
+    return no_content()
+
+
+@router.put(BRANCH_OBJECTS, status_code=201)
+async def stage_object(ctx: Ctx, request: Request, repository: str, branch: str, path: str | None = None) -> Response:
+    await ctx.authorize(WRITE_REPO, repository)  # before the body is read
+    body = await json_body(request, ObjectStageCreation, LINK_BODY_BYTES)
+    key = checked_path(path)
+    given = body.physical_address
+    if not given:
+        raise bad_request("physical_address is required")
+    checksum = normalize_etag(body.checksum)
+    if not checksum:
+        raise bad_request("checksum is required")
+    if body.size_bytes < 0:
+        raise bad_request(f"size_bytes must not be negative, got {body.size_bytes}")
+    user = checked_user_metadata(dict(body.metadata or {}))
+    content_type = checked_content_type(body.content_type or DEFAULT_CONTENT_TYPE)
+    modified = _mtime(body.mtime)
+    namespace = await ctx.backend.namespace(repository, ctx.deadline)
+    if inside_namespace(given, namespace) is not None:
+        raise bad_request(
+            f"physical address {given!r} is inside the repository's storage namespace: stageObject names objects"
+            " under an allowed import prefix; link uploads to the namespace with linkPhysicalAddress"
+        )
+    _check_external(given, import_prefixes(request.app.state.config))
+    await ensure_branch(ctx, repository, branch)
+    pinned = await _check_object(ctx, namespace, given, body.size_bytes, checksum)
+    metadata = with_user_metadata(pinned, user)
+    # `force` (lakeFS: write to a read-only repository) changes nothing: Silt has no read-only
+    # repositories, and branch protection binds every writer alike.
+    entry = pb.Entry(
+        physical_address=given,
+        size=body.size_bytes,
+        etag=checksum,
+        last_modified=modified,
+        content_type=content_type,
+        metadata=metadata,
+    )
+    await _stage(ctx, api.StageEntryRequest(repository=repository, branch=branch, key=key, entry=entry))
+    ctx.record(ev.WRITE, repository, branch, key, entry.size)
+    return model_response(object_stats(key, entry, namespace), 201)

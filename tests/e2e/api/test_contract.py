@@ -168,6 +168,13 @@ class SiltObjectQuery(BaseModel, extra=Extra.forbid):
     sample: dict[str, Any]
 
 
+class AuthCapabilities(BaseModel, extra=Extra.forbid):
+    """lakeFS's AuthCapabilities, which lakefs-sdk 1.88 has no model of."""
+
+    invite_user: StrictBool | None = None
+    forgot_password: StrictBool | None = None
+
+
 # Silt's own models, for the routes lakeFS does not have (pull request reviews and comments,
 # the web UI's Parquet preview, object diff and query, diff summaries).
 SILT_MODELS: dict[str, type[BaseModel]] = {
@@ -178,6 +185,7 @@ SILT_MODELS: dict[str, type[BaseModel]] = {
     "SiltDiffSummary": SiltDiffSummary,
     "SiltObjectDiff": SiltObjectDiff,
     "SiltObjectQuery": SiltObjectQuery,
+    "AuthCapabilities": AuthCapabilities,
 }
 
 
@@ -191,6 +199,8 @@ SWAGGER_ONLY_MODELS: dict[str, type[BaseModel]] = {"ACL": LakeFSACL}
 EXTENSIONS: dict[str, frozenset[str]] = {
     "PullRequest": frozenset({"approvals", "required_approvals", "merge_blocked_reason", "checks", "required_checks"}),
     "BranchProtectionRule": frozenset({"block_direct_writes", "required_approvals", "required_checks"}),
+    # Not Silt's: the swagger's LoginConfig fields, which the lakefs-sdk's trimmed model leaves out.
+    "LoginConfig": frozenset({"RBAC", "login_url", "login_url_method", "login_cookie_names", "logout_url"}),
 }
 
 
@@ -205,6 +215,18 @@ class Contract:
 CONTRACTS: dict[tuple[str, str], Contract] = {
     ("GET", "/healthcheck"): Contract("healthCheck", 204, NO_BODY),
     ("GET", "/config"): Contract("getConfig", 200, "Config"),
+    ("GET", "/config/version"): Contract("getLakeFSVersion", 200, "VersionConfig"),
+    ("GET", "/config/storage"): Contract("getStorageConfig", 200, "StorageConfig"),
+    ("GET", "/config/garbage-collection"): Contract("getGarbageCollectionConfig", 200, "GarbageCollectionConfig"),
+    ("GET", "/setup_lakefs"): Contract("getSetupState", 200, "SetupState"),
+    # This stack was set up before it started: 409. A first setup (200): test_setup_lakefs.py.
+    ("POST", "/setup_lakefs"): Contract("setup", 409, "Error"),
+    # Silt collects no communication preferences: 409 once set up, as lakeFS without email subscription.
+    ("POST", "/setup_comm_prefs"): Contract("setupCommPrefs", 409, "Error"),
+    ("GET", "/auth/capabilities"): Contract("getAuthCapabilities", 200, "AuthCapabilities"),
+    ("POST", "/statistics"): Contract("postStatsEvents", 204, NO_BODY),
+    # Silt keeps no usage report: lakeFS's answer without an installation id.
+    ("GET", "/usage-report/summary"): Contract("getUsageReportSummary", 404, "Error"),
     ("GET", "/user"): Contract("getCurrentUser", 200, "CurrentUser"),
     ("POST", "/auth/login"): Contract("login", 200, "AuthenticationToken"),
     ("POST", "/auth/logout"): Contract("silt:logout", 204, NO_BODY),  # lakeFS's UI logs out elsewhere
@@ -278,6 +300,13 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     # The contract's import has completed: 409. A running one's cancel (204): graveler/test_imports.py.
     ("DELETE", "/repositories/{}/branches/{}/import"): Contract("importCancel", 409, "Error"),
     ("GET", "/repositories/{}/branches/{}/staging/backing"): Contract("getPhysicalAddress", 200, "StagingLocation"),
+    ("GET", "/repositories/{}/branches/{}/objects/stage_allowed"): Contract("uploadObjectPreflight", 204, NO_BODY),
+    # This stack allows no import prefix, so the address is refused: 400. Staged (201): test_stage_object.py.
+    ("PUT", "/repositories/{}/branches/{}/objects"): Contract("stageObject", 400, "Error"),
+    ("GET", "/repositories/{}/refs/{}/objects/underlyingProperties"): Contract(
+        "getUnderlyingProperties", 200, "UnderlyingObjectProperties"
+    ),
+    ("POST", "/repositories/{}/refs/{}/symlink"): Contract("createSymlinkFile", 201, "StorageURI"),
     ("PUT", "/repositories/{}/branches/{}/staging/backing"): Contract("linkPhysicalAddress", 200, "ObjectStats"),
     ("POST", "/repositories/{}/branches/{}/staging/pmpu"): Contract(
         "createPresignMultipartUpload", 201, "PresignMultipartUpload"
@@ -451,6 +480,15 @@ def _steps() -> list[Step]:
     return [
         Step("GET", "/healthcheck", anonymous=True),
         Step("GET", "/config"),
+        Step("GET", "/config/version"),
+        Step("GET", "/config/storage"),
+        Step("GET", "/config/garbage-collection"),
+        Step("GET", "/setup_lakefs", anonymous=True),
+        Step("POST", "/setup_lakefs", json={"username": "second-admin"}, anonymous=True),
+        Step("POST", "/setup_comm_prefs", json={"featureUpdates": False, "securityUpdates": False}, anonymous=True),
+        Step("GET", "/auth/capabilities", anonymous=True),
+        Step("POST", "/statistics", json={"events": [{"class": "ui-event", "name": "contract", "count": 1}]}),
+        Step("GET", "/usage-report/summary"),
         Step("GET", "/user"),
         Step("POST", "/auth/login", json={"access_key_id": "{key}", "secret_access_key": "{secret}"}),
         Step("POST", "/auth/logout"),
@@ -532,6 +570,15 @@ def _steps() -> list[Step]:
             query={"path": "data/n.csv"},
             json={"physical_address": "{mpu2_address}"},
         ),
+        Step("GET", MAIN + "/objects/stage_allowed", query={"path": "data/staged.csv"}),
+        Step(
+            "PUT",
+            MAIN + "/objects",
+            query={"path": "data/staged.csv"},
+            json={"physical_address": "s3://elsewhere/a.csv", "checksum": _MD5_OF_S, "size_bytes": 1},
+        ),
+        Step("GET", REPO + "/refs/main/objects/underlyingProperties", query={"path": "data/a.csv"}),
+        Step("POST", REPO + "/refs/main/symlink", query={"location": "data/"}),
         Step("POST", MAIN + "/objects", query={"path": "data/c.csv"}, content=b"c", headers=OCTETS),
         Step("POST", MAIN + "/objects/delete", json={"paths": ["data/c.csv"]}),
         Step("GET", MAIN + "/events", query={"follow": "false"}),
@@ -897,6 +944,10 @@ ANONYMOUS = {
     ("POST", "/auth/external/principal/login"),
     ("POST", "/sts/login"),
     ("GET", "/oidc/callback"),
+    ("GET", "/setup_lakefs"),
+    ("POST", "/setup_lakefs"),
+    ("POST", "/setup_comm_prefs"),
+    ("GET", "/auth/capabilities"),
 }
 
 

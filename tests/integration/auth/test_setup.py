@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from services.auth.secrets import SecretBox
 from services.auth.setup import ADMINS, ANALYSTS, DEVELOPERS, SERVICES, SetupResult
 from silt import iam_actions as a
 from silt.auth.v1 import model_pb2 as pb
+from silt.errors import AlreadyExists, NotFound
 from silt.kv import Store
 from tests.integration.auth.support import ENCRYPT_KEY, remember
 
@@ -223,3 +226,83 @@ def test_command_line_needs_an_encryption_key(
     monkeypatch.delenv("SILT_CONFIG", raising=False)
     assert auth_setup.main([]) == 2
     assert "auth.encrypt_secret_key must be set" in capsys.readouterr().err
+
+
+# --- the admin left to the REST API (setup --defer-admin, POST /api/v1/setup_lakefs) ---------
+
+
+def test_setup_without_admin_issues_service_keys_only_and_once(iam: IamModel) -> None:
+    result = auth_setup.setup_without_admin(iam, services=["graveler"])
+    assert result is not None
+    remember(result.services["graveler"].secret_access_key)
+    assert iam.key_owner(result.services["graveler"].access_key_id).user_id == "svc-graveler"
+    assert iam.setup_record() is None and iam.list_members(ADMINS)[0] == []
+    before = snapshot(iam)
+    assert auth_setup.setup_without_admin(iam, services=["graveler"]) is None
+    assert snapshot(iam) == before  # no key issued again: the running services keep theirs
+
+
+def test_setup_after_setup_without_admin_creates_only_the_admin(iam: IamModel) -> None:
+    services = auth_setup.setup_without_admin(iam, services=["graveler"])
+    assert services is not None
+    remember(services.services["graveler"].secret_access_key)
+    result = run_setup(iam, "boss", services=["graveler"])
+    assert result is not None and result.services == {}
+    remember(result.admin.secret_access_key)
+    assert iam.key_owner(result.admin.access_key_id).user_id == "boss"
+    assert [u.id for u in iam.list_members(ADMINS)[0]] == ["boss"]
+    assert iam.key_owner(services.services["graveler"].access_key_id).user_id == "svc-graveler"
+    record = iam.setup_record()
+    assert record is not None and record.admin_user_id == "boss"
+    assert run_setup(iam, "other", services=["graveler"]) is None
+    with pytest.raises(AlreadyExists):
+        iam.create_first_admin("late", ADMINS)
+    assert [u.id for u in iam.list_members(ADMINS)[0]] == ["boss"]
+    with pytest.raises(NotFound):
+        iam.get_user("late")
+
+
+def test_racing_first_admins_make_exactly_one(iam: IamModel) -> None:
+    assert auth_setup.setup_without_admin(iam, services=[]) is not None
+    names = [f"racer-{i}" for i in range(8)]
+    barrier = threading.Barrier(len(names))
+
+    def attempt(name: str) -> str | None:
+        barrier.wait()
+        try:
+            _, issued = iam.create_first_admin(name, ADMINS)
+        except AlreadyExists:
+            return None
+        remember(issued.secret.get_secret_value())
+        return name
+
+    with ThreadPoolExecutor(len(names)) as pool:
+        winners = [w for w in pool.map(attempt, names) if w is not None]
+    assert len(winners) == 1
+    assert [u.id for u in iam.list_members(ADMINS)[0]] == winners
+    assert [u.id for u in iam.list_users()[0] if u.id.startswith("racer-")] == winners
+    record = iam.setup_record()
+    assert record is not None and record.admin_user_id == winners[0]
+
+
+def test_command_line_defers_the_admin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SILT_DATABASE_TYPE", "local")
+    monkeypatch.setenv("SILT_DATABASE_LOCAL_PATH", str(tmp_path / "kv.db"))
+    monkeypatch.setenv("SILT_AUTH_ENCRYPT_SECRET_KEY", ENCRYPT_KEY.get_secret_value())
+    monkeypatch.delenv("SILT_CONFIG", raising=False)
+
+    assert auth_setup.main(["--json", "--defer-admin", "--service", "api"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["admin"] is None and set(printed["services"]) == {"api"}
+    remember(printed["services"]["api"]["secret_access_key"])
+    assert auth_setup.main(["--defer-admin", "--service", "api"]) == 0
+    again = capsys.readouterr()
+    assert again.out == "" and "without an admin" in again.err
+    assert auth_setup.main(["--json", "--service", "api"]) == 0
+    admin = json.loads(capsys.readouterr().out)
+    assert admin["admin"]["user_id"] == "admin" and admin["services"] == {}
+    remember(admin["admin"]["secret_access_key"])
+    assert auth_setup.main(["--service", "api"]) == 0
+    assert "set up already (admin user 'admin')" in capsys.readouterr().err

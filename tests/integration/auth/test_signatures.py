@@ -69,14 +69,18 @@ def _fields_named_secret(message: Descriptor, seen: set[str]) -> Iterator[str]:
             yield from _fields_named_secret(field.message_type, seen)
 
 
-def test_only_create_credentials_answers_with_a_secret() -> None:
+def test_only_calls_issuing_a_key_answer_with_a_secret() -> None:
     service = auth_api.DESCRIPTOR.services_by_name["AuthService"]
     found = {
         method.name: sorted(_fields_named_secret(method.output_type, set()))
         for method in service.methods
         if list(_fields_named_secret(method.output_type, set()))
     }
-    assert found == {"CreateCredentials": ["silt.auth.v1.CreateCredentialsResponse.secret_access_key"]}
+    # Both answer the secret of the key the call itself issues, never one stored before.
+    assert found == {
+        "CreateCredentials": ["silt.auth.v1.CreateCredentialsResponse.secret_access_key"],
+        "SetupAdmin": ["silt.auth.v1.SetupAdminResponse.secret_access_key"],
+    }
 
 
 def _sigv4(secret: str, scope_date: str, text: bytes) -> tuple[bytes, bytes]:

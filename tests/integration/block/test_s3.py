@@ -229,3 +229,14 @@ def test_open_adapter_builds_an_s3_adapter(moto_server: str, s3_bucket: str) -> 
     adapter = open_adapter(BlockstoreConfig(type="s3", s3=s3_blockstore_config(moto_server)))
     assert isinstance(adapter, S3Adapter)
     adapter.put(f"s3://{s3_bucket}", "k", io.BytesIO(b"x"))
+
+
+def test_stat_names_the_storage_class_s3_reports(s3_adapter: S3Adapter, s3_bucket: str) -> None:
+    """getUnderlyingProperties' storage class: S3's HEAD names every class but STANDARD, which
+    it leaves out (and lakeFS reports as null)."""
+    adapter = s3_adapter
+    namespace = f"s3://{s3_bucket}"
+    adapter.put(namespace, "standard", io.BytesIO(b"s"))
+    assert adapter.stat(namespace, "standard").storage_class is None
+    adapter.client.put_object(Bucket=s3_bucket, Key="cold", Body=b"c", StorageClass="STANDARD_IA")
+    assert adapter.stat(namespace, "cold").storage_class == "STANDARD_IA"
