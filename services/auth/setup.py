@@ -70,13 +70,19 @@ API_ACTOR_POLICY_SPEC = (
     "and as the caller of the IAM calls it makes for that user",
     [statement(pb.EFFECT_ALLOW, [a.ACT_FOR_USER], [a.user_resource("*")])],
 )
-# Repository settings through the REST API (GC rules, branch protection) and hooks' outputs: it
-# asks auth whether its caller may, then calls graveler as itself, which must hold them too.
+# Repository settings through the REST API (GC rules, branch protection), hooks' outputs and
+# lakeFS's GC preparation calls: it asks auth whether its caller may, then calls graveler as
+# itself, which must hold them too.
 API_SETTINGS_POLICY = "ApiRepoSettings"
 API_SETTINGS_POLICY_SPEC = (
-    "the REST API: change GC rules and branch protection, and read hooks' outputs, on behalf of callers auth"
-    " has authorized",
-    [statement(pb.EFFECT_ALLOW, [a.SET_GC_RULES, a.DELETE_GC_RULES, a.SET_BRANCH_PROTECTION, a.READ_ACTION_OUTPUT])],
+    "the REST API: change GC rules and branch protection, read hooks' outputs and prepare GC runs, on behalf of"
+    " callers auth has authorized",
+    [
+        statement(
+            pb.EFFECT_ALLOW,
+            [a.SET_GC_RULES, a.DELETE_GC_RULES, a.SET_BRANCH_PROTECTION, a.READ_ACTION_OUTPUT, a.PREPARE_GC],
+        )
+    ],
 )
 # History events: the gateway and the REST API record the reads, writes and deletes they served,
 # naming their callers; nobody else may (a literal-only action, silt/iam_actions.py).

@@ -83,7 +83,9 @@ REPO_EQUIVALENT: dict[str, frozenset[str]] = {
     a.DELETE_REPO: frozenset({"fs:DeleteRepository"}),
     a.SET_GC_RULES: frozenset({"retention:SetGarbageCollectionRules"}),
     a.DELETE_GC_RULES: frozenset({"retention:SetGarbageCollectionRules"}),
-    a.PREPARE_GC: frozenset({"retention:PrepareGarbageCollectionCommits"}),
+    a.PREPARE_GC: frozenset(
+        {"retention:PrepareGarbageCollectionCommits", "retention:PrepareGarbageCollectionUncommitted"}
+    ),
     a.SET_BRANCH_PROTECTION: frozenset({"branches:SetBranchProtectionRules"}),
     # lakeFS's permission to read action runs; here runs and statuses are ReadRepo's, outputs this.
     a.READ_ACTION_OUTPUT: frozenset({"ci:ReadAction"}),
@@ -118,7 +120,6 @@ NO_COUNTERPART = frozenset(
         "auth:CreateUserExternalPrincipal",
         "auth:DeleteUserExternalPrincipal",
         "auth:ReadExternalPrincipal",
-        "retention:PrepareGarbageCollectionUncommitted",
         *(
             f"catalog:{verb}"
             for verb in (
