@@ -176,7 +176,7 @@ class Graveler:
         self.compaction = Compaction(
             self.refs, self.compacted, lambda: self.committer.builder, self.updater, self.cleaner, observer
         )
-        self.retention = Retention(self.refs, kv, self.staging, committed.adapter, self.lifecycle)
+        self.retention = Retention(self.refs, kv, self.staging, committed.adapter, self.lifecycle, committed)
         self.gc_tasks = PrepareTasks(kv, self.retention)
         self.last_access = LastAccess(
             self.refs, kv, self.entries, self.retention, self.committer, self.protection, committed.adapter

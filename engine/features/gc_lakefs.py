@@ -6,9 +6,9 @@ lakeFS's Spark GC client asks the REST API to prepare a run and then reads, itse
   garbage_collection_manager writes it); the client keeps the rows whose ``expired`` is
   ``false``. lakeFS lists only the commits it keeps; here every commit is listed with its flag,
   which that reader takes the same way;
-* the uncommitted addresses, a directory of Parquet files with ``physical_address`` (relative
-  to the storage namespace; lakeFS leaves out staged entries outside it) and ``creation_date``
-  (Unix seconds).
+* the uncommitted addresses (staged, or compacted and not committed), a directory of Parquet
+  files with ``physical_address`` (relative to the storage namespace; lakeFS leaves out
+  entries outside it) and ``creation_date`` (Unix seconds).
 
 Both land in the run's ``_silt/gc/<run id>/`` next to Silt's Parquet files. The client reads
 Silt's committed ranges only through the REST API, so these two files are what it needs.

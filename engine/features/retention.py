@@ -13,7 +13,8 @@ all younger than that branch's retention; every other commit is *expired*.
   current and sealed, of every branch;
 * with ``lakefs_formats``, ``commits.csv``: the commits again in lakeFS's format (gc_lakefs.py).
 
-``prepare_uncommitted`` writes only the staged addresses, in lakeFS's format, under
+``prepare_uncommitted`` writes only the uncommitted addresses (staged, and those a compaction
+folded out of staging into a branch's compacted metarange), in lakeFS's format, under
 ``_silt/gc/<run id>/uncommitted/``, for lakeFS's GC client, which asks for them apart.
 
 An export is refused (FailedPrecondition) when another live repository's namespace overlaps
@@ -38,6 +39,8 @@ import pyarrow.parquet as pq
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from engine.core.committed.manager import CommittedManager
+from engine.core.committed.model import MetaRangeId, Record
 from engine.core.deadline import Deadline
 from engine.core.refs import RefManager, RepoHandle, branch_tokens
 from engine.core.staging import StagingStore
@@ -169,9 +172,16 @@ class Retention:
     """The rules of each repository (in its partition) and the export of a GC run."""
 
     def __init__(
-        self, refs: RefManager, kv: Store, staging: StagingStore, adapter: BlockAdapter, lifecycle: Lifecycle
+        self,
+        refs: RefManager,
+        kv: Store,
+        staging: StagingStore,
+        adapter: BlockAdapter,
+        lifecycle: Lifecycle,
+        committed: CommittedManager,
     ) -> None:
         self._refs = refs
+        self._committed = committed
         self._kv = kv
         self._staging = staging
         self._adapter = adapter
@@ -276,14 +286,15 @@ class Retention:
         )
 
     def prepare_uncommitted(self, repo: RepoHandle, deadline: Deadline) -> PreparedUncommitted:
-        """Write the staged entries' addresses in lakeFS's format (gc_lakefs.py). Needs no GC
-        rules, as lakeFS's does not: without rules its client keeps every commit."""
+        """Write the uncommitted entries' addresses in lakeFS's format (gc_lakefs.py): staged, and
+        compacted but not committed. Needs no GC rules, as lakeFS's does not: without rules its
+        client keeps every commit."""
         started = Timestamp()
         started.GetCurrentTime()
         self._lifecycle.check_collectable(repo)
         run_id = new_run_id(started.ToDatetime(dt.UTC))
         location = f"{GC_PREFIX}{run_id}/{UNCOMMITTED_DIR}"
-        batches = self._uncommitted_batches(repo.namespace, list(self._refs.list_branches(repo)))
+        batches = self._uncommitted_batches(repo, list(self._refs.list_branches(repo)))
         first = next(batches)
         if not first.num_rows:
             return PreparedUncommitted(run_id, repo.namespace, "", 0)
@@ -313,12 +324,31 @@ class Retention:
                 tokens, keys, addresses = [], [], []
         yield _staged_batch(tokens, keys, addresses)
 
-    def _uncommitted_batches(self, namespace: str, branches: list[pb.Branch]) -> Iterator[pa.RecordBatch]:
+    def _compacted_uncommitted(self, repo: RepoHandle, branches: list[pb.Branch]) -> Iterator[pb.Entry]:
+        """Entries a branch's compaction holds that its HEAD commit does not: uncommitted writes
+        folded out of staging (engine/core/compaction.py), uncommitted all the same."""
+        for branch in branches:
+            if not branch.compacted_metarange_id:
+                continue
+            compacted = MetaRangeId(branch.compacted_metarange_id)
+            head = self._refs.get_commit(repo, branch.commit_id).metarange_id if branch.commit_id else ""
+            if head:
+                records: Iterator[Record | None] = (
+                    d.right for d in self._committed.diff(repo.namespace, MetaRangeId(head), compacted)
+                )
+            else:
+                records = iter(self._committed.iterate(repo.namespace, compacted))
+            for record in records:
+                if record is not None:  # None: removed by the compaction, nothing to keep
+                    yield decode_entry(record.value)
+
+    def _uncommitted_batches(self, repo: RepoHandle, branches: list[pb.Branch]) -> Iterator[pa.RecordBatch]:
         """lakeFS's uncommitted rows, the first batch holding at least one row unless there are none."""
         addresses: list[str] = []
         created: list[int] = []
-        for _, _, entry in self._staged(branches):
-            relative = namespace_relative(entry.physical_address, namespace)
+        staged = (entry for _, _, entry in self._staged(branches))
+        for entry in itertools.chain(staged, self._compacted_uncommitted(repo, branches)):
+            relative = namespace_relative(entry.physical_address, repo.namespace)
             if relative is None:
                 continue
             addresses.append(relative)

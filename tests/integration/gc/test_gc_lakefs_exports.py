@@ -142,3 +142,22 @@ def test_a_task_no_graveler_beats_reads_as_failed(gc_env: GCEnv) -> None:
     gc_env.store.set_if(handle.partition, b"gc/tasks/" + task.id.encode(), task.SerializeToString(), None)
     status = gc_env.stub.GetPrepareGCTask(api.GetPrepareGCTaskRequest(repository=repo, task_id=task.id))
     assert status.completed and "stopped" in status.error and not status.HasField("result")
+
+
+def test_uncommitted_includes_what_a_compaction_folded(gc_env: GCEnv) -> None:
+    """Compacted but uncommitted entries live only in the compacted metarange: still uncommitted."""
+    env = gc_env
+    repo = env.new_repo(default_days=None)
+    committed = env.put(repo, "main", "a", b"a1")
+    env.stub.Commit(api.CommitRequest(repository=repo, branch="main", message="1"))
+    compacted = env.put(repo, "main", "b", b"b1")
+    replaced = env.put(repo, "main", "a", b"a2")
+    env.graveler.compact(repo, "main")
+    branch = env.graveler.refs.get_branch(env.graveler.refs.repository(repo), "main").branch
+    assert branch.compacted_metarange_id and not branch.sealed_tokens
+    staged = env.put(repo, "main", "c", b"c1")
+
+    run = env.stub.PrepareGCUncommitted(api.PrepareGCUncommittedRequest(repository=repo))
+    listed = pq.read_table(env.path(repo, run.location + "staged.parquet")).column("physical_address").to_pylist()
+    assert sorted(listed) == sorted([compacted, replaced, staged])
+    assert committed not in listed
