@@ -31,7 +31,7 @@ from lakefs_sdk.models import (
 )
 
 from edge.api.context import Ctx
-from edge.api.errors import bad_request, not_found
+from edge.api.errors import ApiError, bad_request, not_found
 from edge.api.objects.presign import presigner
 from edge.api.refs.merge import optional_body
 from edge.api.responses import model_response
@@ -65,8 +65,8 @@ async def _prepared(ctx: Ctx, request: Request, run: api.PrepareGCResponse) -> G
                 signer.sign_key_read, request, namespace, run.lakefs_commits_location, "commits.csv"
             )
             url = signed.url
-        except (SiltError, OSError):
-            url = None  # as lakeFS: the answer goes out without the URL
+        except (ApiError, SiltError, OSError):
+            url = None  # as lakeFS: the answer goes out without the URL (the run is written)
     return GarbageCollectionPrepareResponse(
         run_id=run.run_id,
         gc_commits_location=full_address(namespace, run.lakefs_commits_location),
