@@ -12,6 +12,7 @@
   whose protection requires approvals;
 * Compaction, CompactedState (compaction.py): folding staged changes into a compacted metarange;
 * Retention (retention.py): garbage-collection rules and the export a GC run starts from;
+* PrepareTasks (gc_tasks.py): that export in the background, its status in KV;
 * LastAccess (last_access.py): the export a last-access run reads, and the expiries it asks for;
 * Cleaner (cleanup.py): background deletion of staged values nothing refers to.
 
@@ -63,6 +64,7 @@ from engine.core.repo_metadata import RepositoryMetadata
 from engine.core.staging import StagingStore, new_token
 from engine.core.updater import BranchUpdater, RetryPolicy
 from engine.core.validation import validate_key, validate_prefix, validate_ref_name
+from engine.features.gc_tasks import PrepareTasks
 from engine.features.imports.locations import STORE_SCHEMES, ImportRules
 from engine.features.imports.manager import Imports
 from engine.features.imports.runner import IngestRunner, InProcessRunner
@@ -175,7 +177,8 @@ class Graveler:
         self.compaction = Compaction(
             self.refs, self.compacted, lambda: self.committer.builder, self.updater, self.cleaner, observer
         )
-        self.retention = Retention(self.refs, kv, self.staging, committed.adapter, self.lifecycle)
+        self.retention = Retention(self.refs, kv, self.staging, committed.adapter, self.lifecycle, committed)
+        self.gc_tasks = PrepareTasks(kv, self.retention)
         self.last_access = LastAccess(
             self.refs, kv, self.entries, self.retention, self.committer, self.protection, committed.adapter
         )
@@ -222,6 +225,7 @@ class Graveler:
             self._on_close.pop()()
         self.actions.close()
         self.refs_tasks.close()
+        self.gc_tasks.close()
         self.imports.close()
         self.cleaner.close()
         self.builder.close()

@@ -10,7 +10,12 @@ all younger than that branch's retention; every other commit is *expired*.
 * ``metaranges.parquet``: the metarange ids of every commit and of every branch's compaction,
   ``expired`` when only expired commits name it;
 * ``staged.parquet``: the physical address of every staged entry of every staging token,
-  current and sealed, of every branch.
+  current and sealed, of every branch;
+* with ``lakefs_formats``, ``commits.csv``: the commits again in lakeFS's format (gc_lakefs.py).
+
+``prepare_uncommitted`` writes only the uncommitted addresses (staged, and those a compaction
+folded out of staging into a branch's compacted metarange), in lakeFS's format, under
+``_silt/gc/<run id>/uncommitted/``, for lakeFS's GC client, which asks for them apart.
 
 An export is refused (FailedPrecondition) when another live repository's namespace overlaps
 this one's, or it lies outside the allowed roots: the run would delete what is not this
@@ -23,6 +28,7 @@ that leaves staging by a commit meanwhile is found in that commit's ranges (see 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -33,10 +39,21 @@ import pyarrow.parquet as pq
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from engine.core.committed.manager import CommittedManager
+from engine.core.committed.model import MetaRangeId, Record
 from engine.core.deadline import Deadline
 from engine.core.refs import RefManager, RepoHandle, branch_tokens
 from engine.core.staging import StagingStore
 from engine.core.values import decode_entry
+from engine.features.gc_lakefs import (
+    COMMITS_CSV,
+    UNCOMMITTED_DIR,
+    UNCOMMITTED_FILE,
+    UNCOMMITTED_SCHEMA,
+    namespace_relative,
+    uncommitted_batch,
+    write_commits_csv,
+)
 from engine.features.last_access_rules import validate_last_access_rules
 from engine.features.lifecycle import Lifecycle
 from silt.block.adapter import BlockAdapter
@@ -140,15 +157,31 @@ class PreparedRun:
     commits: int
     expired_commits: int
     staged_entries: int
+    lakefs_commits_location: str = ""
+
+
+@dataclass(frozen=True)
+class PreparedUncommitted:
+    run_id: str
+    namespace: str
+    location: str  # "" when nothing was staged: no file written, as lakeFS answers
+    staged_entries: int
 
 
 class Retention:
     """The rules of each repository (in its partition) and the export of a GC run."""
 
     def __init__(
-        self, refs: RefManager, kv: Store, staging: StagingStore, adapter: BlockAdapter, lifecycle: Lifecycle
+        self,
+        refs: RefManager,
+        kv: Store,
+        staging: StagingStore,
+        adapter: BlockAdapter,
+        lifecycle: Lifecycle,
+        committed: CommittedManager,
     ) -> None:
         self._refs = refs
+        self._committed = committed
         self._kv = kv
         self._staging = staging
         self._adapter = adapter
@@ -198,8 +231,9 @@ class Retention:
     def delete_rules(self, repo: RepoHandle) -> None:
         delete_current(self._kv, repo.partition, RULES_KEY)
 
-    def prepare(self, repo: RepoHandle, deadline: Deadline) -> PreparedRun:
-        """Write the run's export; stops between batches once the caller no longer waits."""
+    def prepare(self, repo: RepoHandle, deadline: Deadline, lakefs_formats: bool = False) -> PreparedRun:
+        """Write the run's export; stops between batches once the caller no longer waits.
+        lakefs_formats: also the commits in lakeFS's CSV (gc_lakefs.py)."""
         what = f"preparing GC of repository {repo.name!r}"
         started = Timestamp()
         started.GetCurrentTime()
@@ -222,6 +256,11 @@ class Retention:
         tagged = [t.commit_id for t in self._refs.list_tags(repo)]
         expired = expired_commits(commits, heads, tagged, rules, _seconds(started))
         self._write(repo, location + "commits.parquet", COMMITS_SCHEMA, _commit_batches(commits, expired), deadline)
+        lakefs_commits = ""
+        if lakefs_formats:
+            lakefs_commits = location + COMMITS_CSV
+            ordered = (commits[i] for i in sorted(commits))
+            write_commits_csv(self._adapter, repo.namespace, lakefs_commits, ordered, expired, deadline, what)
         kept = {c.metarange_id for i, c in commits.items() if i not in expired} | {
             b.compacted_metarange_id for b in branches if b.compacted_metarange_id
         }
@@ -243,24 +282,81 @@ class Retention:
             commits=len(commits),
             expired_commits=len(expired),
             staged_entries=staged,
+            lakefs_commits_location=lakefs_commits,
         )
 
-    def _staged_batches(self, branches: list[pb.Branch]) -> Iterator[pa.RecordBatch]:
-        tokens, keys, addresses = [], [], []
+    def prepare_uncommitted(self, repo: RepoHandle, deadline: Deadline) -> PreparedUncommitted:
+        """Write the uncommitted entries' addresses in lakeFS's format (gc_lakefs.py): staged, and
+        compacted but not committed. Needs no GC rules, as lakeFS's does not: without rules its
+        client keeps every commit."""
+        started = Timestamp()
+        started.GetCurrentTime()
+        self._lifecycle.check_collectable(repo)
+        run_id = new_run_id(started.ToDatetime(dt.UTC))
+        location = f"{GC_PREFIX}{run_id}/{UNCOMMITTED_DIR}"
+        batches = self._uncommitted_batches(repo, list(self._refs.list_branches(repo)))
+        first = next(batches)
+        if not first.num_rows:
+            return PreparedUncommitted(run_id, repo.namespace, "", 0)
+        rows = self._write(
+            repo, location + UNCOMMITTED_FILE, UNCOMMITTED_SCHEMA, itertools.chain([first], batches), deadline
+        )
+        return PreparedUncommitted(run_id, repo.namespace, location, rows)
+
+    def _staged(self, branches: list[pb.Branch]) -> Iterator[tuple[str, bytes, pb.Entry]]:
+        """(staging token, key, entry) of every staged write (tombstones left out)."""
         for branch in branches:
             for token in branch_tokens(branch):
                 if not token:
                     continue
                 for item in self._staging.scan(token):
-                    if item.value.tombstone:
-                        continue
-                    tokens.append(token)
-                    keys.append(item.key)
-                    addresses.append(decode_entry(item.value.data).physical_address)
-                    if len(tokens) >= _BATCH_ROWS:
-                        yield _staged_batch(tokens, keys, addresses)
-                        tokens, keys, addresses = [], [], []
+                    if not item.value.tombstone:
+                        yield token, item.key, decode_entry(item.value.data)
+
+    def _staged_batches(self, branches: list[pb.Branch]) -> Iterator[pa.RecordBatch]:
+        tokens, keys, addresses = [], [], []
+        for token, key, entry in self._staged(branches):
+            tokens.append(token)
+            keys.append(key)
+            addresses.append(entry.physical_address)
+            if len(tokens) >= _BATCH_ROWS:
+                yield _staged_batch(tokens, keys, addresses)
+                tokens, keys, addresses = [], [], []
         yield _staged_batch(tokens, keys, addresses)
+
+    def _compacted_uncommitted(self, repo: RepoHandle, branches: list[pb.Branch]) -> Iterator[pb.Entry]:
+        """Entries a branch's compaction holds that its HEAD commit does not: uncommitted writes
+        folded out of staging (engine/core/compaction.py), uncommitted all the same."""
+        for branch in branches:
+            if not branch.compacted_metarange_id:
+                continue
+            compacted = MetaRangeId(branch.compacted_metarange_id)
+            head = self._refs.get_commit(repo, branch.commit_id).metarange_id if branch.commit_id else ""
+            if head:
+                records: Iterator[Record | None] = (
+                    d.right for d in self._committed.diff(repo.namespace, MetaRangeId(head), compacted)
+                )
+            else:
+                records = iter(self._committed.iterate(repo.namespace, compacted))
+            for record in records:
+                if record is not None:  # None: removed by the compaction, nothing to keep
+                    yield decode_entry(record.value)
+
+    def _uncommitted_batches(self, repo: RepoHandle, branches: list[pb.Branch]) -> Iterator[pa.RecordBatch]:
+        """lakeFS's uncommitted rows, the first batch holding at least one row unless there are none."""
+        addresses: list[str] = []
+        created: list[int] = []
+        staged = (entry for _, _, entry in self._staged(branches))
+        for entry in itertools.chain(staged, self._compacted_uncommitted(repo, branches)):
+            relative = namespace_relative(entry.physical_address, repo.namespace)
+            if relative is None:
+                continue
+            addresses.append(relative)
+            created.append(entry.last_modified.seconds)
+            if len(addresses) >= _BATCH_ROWS:
+                yield uncommitted_batch(addresses, created)
+                addresses, created = [], []
+        yield uncommitted_batch(addresses, created)
 
     def _write(
         self,

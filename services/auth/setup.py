@@ -70,14 +70,14 @@ API_ACTOR_POLICY_SPEC = (
     "and as the caller of the IAM calls it makes for that user",
     [statement(pb.EFFECT_ALLOW, [a.ACT_FOR_USER], [a.user_resource("*")])],
 )
-# Repository settings through the REST API (GC rules, branch protection), hooks' outputs and refs
-# dumps and restores: it asks auth whether its caller may, then calls graveler as itself, which
-# must hold them too. (A bare repository on another's namespace, where a dump is restored, also
+# Repository settings through the REST API (GC rules, branch protection), hooks' outputs, refs
+# dumps and restores and lakeFS's GC preparation calls: it asks auth whether its caller may, then
+# calls graveler as itself, which must hold them too. (A bare repository on another's namespace, where a dump is restored, also
 # needs the user's own RestoreRefs there: graveler asks for the user the API names.)
 API_SETTINGS_POLICY = "ApiRepoSettings"
 API_SETTINGS_POLICY_SPEC = (
-    "the REST API: change GC rules and branch protection, read hooks' outputs, and dump and restore refs, on"
-    " behalf of callers auth has authorized",
+    "the REST API: change GC rules and branch protection, read hooks' outputs, dump and restore refs and prepare"
+    " GC runs, on behalf of callers auth has authorized",
     [
         statement(
             pb.EFFECT_ALLOW,
@@ -88,6 +88,7 @@ API_SETTINGS_POLICY_SPEC = (
                 a.READ_ACTION_OUTPUT,
                 a.DUMP_REFS,
                 a.RESTORE_REFS,
+                a.PREPARE_GC,
             ],
         )
     ],

@@ -83,6 +83,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "GetGCRules": (READ_REPO, "repository"),
     "DeleteGCRules": (DELETE_GC_RULES, "repository"),
     "PrepareGC": (PREPARE_GC, "repository"),
+    # lakeFS's GC client's prepare calls: the same export, in the background or of staging only.
+    "StartPrepareGC": (PREPARE_GC, "repository"),
+    "GetPrepareGCTask": (PREPARE_GC, "repository"),
+    "PrepareGCUncommitted": (PREPARE_GC, "repository"),
     # Expiry by last access deletes only what the rules (set with SetGCRules) expire, in
     # commits by the system user: the same authority as a GC run, which frees the bytes.
     "PrepareLastAccess": (PREPARE_GC, "repository"),

@@ -81,6 +81,31 @@ def _prepared_run_fields(run: PreparedRun | PreparedLastAccess) -> dict[str, Any
     return fields
 
 
+def _task_info(task: pb.GCPrepareTask, namespace: str) -> api.PrepareGCTaskInfo:
+    """A background GC export's record as its status; the run's files once it completed."""
+    info = api.PrepareGCTaskInfo(
+        task_id=task.id, completed=task.completed, update_time=task.update_time, error=task.error
+    )
+    if task.completed and not task.error:
+        location = task.location
+        info.result.CopyFrom(
+            api.PrepareGCResponse(
+                run_id=task.run_id,
+                storage_namespace=namespace,
+                location=location,
+                commits_location=location + "commits.parquet",
+                metaranges_location=location + "metaranges.parquet",
+                staged_location=location + "staged.parquet",
+                started=task.started,
+                commits=task.commits,
+                expired_commits=task.expired_commits,
+                staged_entries=task.staged_entries,
+                lakefs_commits_location=task.lakefs_commits_location,
+            )
+        )
+    return info
+
+
 _Batch = TypeVar("_Batch", api.StageEntriesResponse, api.DeleteEntriesResponse)
 
 
@@ -614,8 +639,29 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
 
     def PrepareGC(self, request: api.PrepareGCRequest, context: grpc.ServicerContext) -> api.PrepareGCResponse:
         repo, deadline = self._repository(request.repository, context)
-        run = self.g.retention.prepare(repo, deadline)
+        run = self.g.retention.prepare(repo, deadline, lakefs_formats=request.lakefs_formats)
         return api.PrepareGCResponse(**_prepared_run_fields(run))
+
+    def StartPrepareGC(
+        self, request: api.StartPrepareGCRequest, context: grpc.ServicerContext
+    ) -> api.PrepareGCTaskInfo:
+        repo, _ = self._repository(request.repository, context)
+        return _task_info(self.g.gc_tasks.start(repo), repo.namespace)
+
+    def GetPrepareGCTask(
+        self, request: api.GetPrepareGCTaskRequest, context: grpc.ServicerContext
+    ) -> api.PrepareGCTaskInfo:
+        repo, _ = self._repository(request.repository, context)
+        return _task_info(self.g.gc_tasks.status(repo, request.task_id), repo.namespace)
+
+    def PrepareGCUncommitted(
+        self, request: api.PrepareGCUncommittedRequest, context: grpc.ServicerContext
+    ) -> api.PrepareGCUncommittedResponse:
+        repo, deadline = self._repository(request.repository, context)
+        run = self.g.retention.prepare_uncommitted(repo, deadline)
+        return api.PrepareGCUncommittedResponse(
+            run_id=run.run_id, storage_namespace=run.namespace, location=run.location, staged_entries=run.staged_entries
+        )
 
     # retention by last access
     def PrepareLastAccess(

@@ -83,7 +83,9 @@ REPO_EQUIVALENT: dict[str, frozenset[str]] = {
     a.DELETE_REPO: frozenset({"fs:DeleteRepository"}),
     a.SET_GC_RULES: frozenset({"retention:SetGarbageCollectionRules"}),
     a.DELETE_GC_RULES: frozenset({"retention:SetGarbageCollectionRules"}),
-    a.PREPARE_GC: frozenset({"retention:PrepareGarbageCollectionCommits"}),
+    a.PREPARE_GC: frozenset(
+        {"retention:PrepareGarbageCollectionCommits", "retention:PrepareGarbageCollectionUncommitted"}
+    ),
     a.SET_BRANCH_PROTECTION: frozenset({"branches:SetBranchProtectionRules"}),
     # lakeFS's permission to read action runs; here runs and statuses are ReadRepo's, outputs this.
     a.READ_ACTION_OUTPUT: frozenset({"ci:ReadAction"}),
@@ -119,6 +121,9 @@ NO_COUNTERPART = frozenset(
         "fs:ReadConfig",
         "auth:UpdatePolicy",
         "retention:PrepareGarbageCollectionUncommitted",
+        "auth:CreateUserExternalPrincipal",
+        "auth:DeleteUserExternalPrincipal",
+        "auth:ReadExternalPrincipal",
         *(
             f"catalog:{verb}"
             for verb in (

@@ -100,6 +100,11 @@ class Presigner:
             return self._edge_url(request, full_address(namespace, address), "GET", filename, version)
         return self._sign(request, namespace, address, "GET", filename)
 
+    def sign_key_read(self, request: Request, namespace: str, key: str, filename: str) -> PresignedURL:
+        """A GET URL for a file Silt wrote in a namespace (a GC run's file, a range): no entry,
+        so no source version to pin (blocking, as sign_read)."""
+        return self._sign(request, namespace, key, "GET", filename)
+
     def sign_upload(self, request: Request, namespace: str, address: str) -> PresignedURL:
         """A PUT URL for an address of the namespace (blocking, as sign_read)."""
         return self._sign(request, namespace, address, "PUT", "")

@@ -23,6 +23,7 @@ WRITE_ROUTES = [
     ("DELETE", "/branch_protection"),
     ("PUT", "/settings/gc_rules"),
     ("POST", "/gc/rules"),
+    ("POST", "/gc/prepare_uncommited"),
     ("POST", "/branches"),
     ("PUT", "/branches/main"),
     ("POST", "/branches/main/commits"),

@@ -244,6 +244,21 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("POST", "/repositories/{}/gc/rules"): Contract("internalSetGarbageCollectionRules", 204, NO_BODY),
     ("DELETE", "/repositories/{}/gc/rules"): Contract("internalDeleteGarbageCollectionRules", 204, NO_BODY),
     ("GET", "/repositories/{}/gc/rules/set_allowed"): Contract("setGarbageCollectionRulesPreflight", 204, NO_BODY),
+    ("POST", "/repositories/{}/gc/prepare_commits"): Contract(
+        "prepareGarbageCollectionCommits", 201, "GarbageCollectionPrepareResponse"
+    ),
+    ("POST", "/repositories/{}/gc/prepare_commits/async"): Contract(
+        "prepareGarbageCollectionCommitsAsync", 202, "TaskInfo"
+    ),
+    ("GET", "/repositories/{}/gc/prepare_commits/status"): Contract(
+        "prepareGarbageCollectionCommitsStatus", 200, "PrepareGarbageCollectionCommitsStatus"
+    ),
+    ("POST", "/repositories/{}/gc/prepare_uncommited"): Contract(
+        "prepareGarbageCollectionUncommitted", 201, "PrepareGCUncommittedResponse"
+    ),
+    ("GET", "/repositories/{}/metadata/meta_range/{}"): Contract("getMetaRange", 200, "StorageURI"),
+    ("GET", "/repositories/{}/metadata/range/{}"): Contract("getRange", 200, "StorageURI"),
+    ("GET", "/repositories/{}/metadata/object/{}/{}"): Contract("getMetadataObject", 200, BYTES),
     ("GET", "/repositories/{}/settings/branch_protection"): Contract(
         "getBranchProtectionRules", 200, "List[BranchProtectionRule]"
     ),
@@ -427,6 +442,7 @@ class Step:
     as_user: bool = False  # signed with the credentials issued to {user}, not the admin's
     upload: tuple[str, bytes] | None = None  # first PUT these bytes to this (presigned) URL
     build: Callable[[dict[str, str]], Any] | None = None  # a JSON body computed from the run's values
+    keep_parquet: dict[str, str] = field(default_factory=dict)  # value name -> column of a Parquet answer's first row
 
 
 def _parquet_bytes() -> bytes:
@@ -655,7 +671,17 @@ def _steps() -> list[Step]:
         Step("GET", REPO + "/gc/rules/set_allowed"),
         Step("POST", REPO + "/gc/rules", json={"default_retention_days": 3, "branches": []}),
         Step("GET", REPO + "/gc/rules"),
+        # garbage collection's preparation, as lakeFS's GC client asks for it (the rules are set)
+        Step("POST", REPO + "/gc/prepare_commits"),
+        Step("POST", REPO + "/gc/prepare_commits/async", keep={"gc_task": "id"}),
+        Step("GET", REPO + "/gc/prepare_commits/status", query={"id": "{gc_task}"}),
+        Step("POST", REPO + "/gc/prepare_uncommited", json={}),
         Step("DELETE", REPO + "/gc/rules"),
+        # committed metadata: a metarange (of the first commit), then one of its ranges
+        Step("GET", REPO + "/commits/{first}", keep={"meta_range": "meta_range_id"}),
+        Step("GET", REPO + "/metadata/meta_range/{meta_range}"),
+        Step("GET", REPO + "/metadata/object/meta_range/{meta_range}", keep_parquet={"range": "range_id"}),
+        Step("GET", REPO + "/metadata/range/{range}"),
         Step("PUT", REPO + "/settings/branch_protection", json=[{"pattern": "prod-*"}]),
         Step("GET", REPO + "/settings/branch_protection"),
         Step("GET", REPO + "/branch_protection/set_allowed"),
@@ -916,6 +942,9 @@ def test_every_route_answers_its_contract(api: Api) -> None:
         elif step.keep:
             answer = json.loads(response.data)
             values.update({name: str(_field(answer, key)) for name, key in step.keep.items()})
+        elif step.keep_parquet:
+            first = pq.read_table(io.BytesIO(response.data)).to_pylist()[0]
+            values.update({name: str(first[column]) for name, column in step.keep_parquet.items()})
     assert not failures, "contract violations:\n" + "\n".join(failures)
     assert not unserved, f"contracts for routes the app does not serve: {unserved}"
 

@@ -78,6 +78,10 @@ ADMINISTRATION = {
     # Expiry by last access deletes what the GC rules say, with a GC run's authority.
     "PrepareLastAccess": a.PREPARE_GC,
     "ExpireEntries": a.PREPARE_GC,
+    # lakeFS's GC client's preparation: the same export (its status too: it names the run's files).
+    "StartPrepareGC": a.PREPARE_GC,
+    "GetPrepareGCTask": a.PREPARE_GC,
+    "PrepareGCUncommitted": a.PREPARE_GC,
     "SetBranchProtection": a.SET_BRANCH_PROTECTION,
 }
 

@@ -13,6 +13,7 @@ tests/unit/auth/test_write_discipline.py.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -164,7 +165,15 @@ def test_graveler_managers_never_mix_plain_writes_and_lwts_on_a_key(tmp_path: Pa
         last_access = pb.LastAccessRule(branch="main", prefixes=["logs/"], days=30)
         retention.set_rules(repo("repo"), pb.GCRules(default_retention_days=1, last_access_rules=[last_access]))
         retention.set_rules(repo("repo"), pb.GCRules(default_retention_days=2), keep_last_access_rules=True)
-        retention.prepare(repo("repo"), deadline)
+        retention.prepare(repo("repo"), deadline, lakefs_formats=True)
+        retention.prepare_uncommitted(repo("repo"), deadline)
+        # A background export (lakeFS's async prepare): its record created, beaten, completed.
+        task = graveler.gc_tasks.start(repo("repo"))
+        waited_until = time.monotonic() + 30
+        while not graveler.gc_tasks.status(repo("repo"), task.id).completed:
+            assert time.monotonic() < waited_until, "the background GC export did not complete"
+            time.sleep(0.05)
+        assert not graveler.gc_tasks.status(repo("repo"), task.id).error
         graveler.last_access.prepare(repo("repo"), "main", deadline)
 
         # Pull requests: created, updated, commented, reviewed, merged; another closed.
