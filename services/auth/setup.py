@@ -72,8 +72,9 @@ API_ACTOR_POLICY_SPEC = (
 )
 # Repository settings through the REST API (GC rules, branch protection), hooks' outputs, refs
 # dumps and restores and lakeFS's GC preparation calls: it asks auth whether its caller may, then
-# calls graveler as itself, which must hold them too. (A bare repository on another's namespace, where a dump is restored, also
-# needs the user's own RestoreRefs there: graveler asks for the user the API names.)
+# calls graveler as itself, which must hold them too. (A bare repository on another's namespace,
+# where a dump is restored, also needs the user's own RestoreRefs there: graveler asks for the
+# user the API names.)
 API_SETTINGS_POLICY = "ApiRepoSettings"
 API_SETTINGS_POLICY_SPEC = (
     "the REST API: change GC rules and branch protection, read hooks' outputs, dump and restore refs and prepare"
