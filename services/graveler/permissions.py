@@ -50,6 +50,9 @@ TABLE: dict[str, tuple[str, str]] = {
     "GetTag": (READ_REPO, "repository"),
     "ListTags": (READ_REPO, "repository"),
     "DeleteTag": (WRITE_REPO, "repository"),
+    # A recorded commit (its own date, committer and parents) needs RestoreRefs too: the rule is
+    # commit_recorded_only_with_restore, below.
+    "Commit": (WRITE_REPO, "repository"),
     "GetCommit": (READ_REPO, "repository"),
     "Log": (READ_REPO, "repository"),
     "StatEntry": (READ_REPO, "repository"),

@@ -97,8 +97,36 @@ def test_graveler_actions_follow_the_rbac_design(method: str) -> None:
     request_type = getattr(api, f"{method}Request", None) or getattr(events_pb2, f"{method}Request")
     assert field_name in request_type.DESCRIPTOR.fields_by_name
     rule = GRAVELER_RULES[f"/silt.graveler.v1.GravelerService/{method}"]
+    if method == "Commit":  # the table's action, and RestoreRefs for a recorded commit (below)
+        assert isinstance(rule, Narrowed)
+        return
     assert isinstance(rule, Require)
     assert rule.resource(request_type(**{field_name: "the-repo"})) == "the-repo"
+
+
+@pytest.mark.parametrize("recorded", [False, True])
+def test_a_recorded_commit_needs_restore_refs_beside_write(recorded: bool) -> None:
+    rule = GRAVELER_RULES["/silt.graveler.v1.GravelerService/Commit"]
+    assert isinstance(rule, Narrowed)
+    request = api.CommitRequest(repository="the-repo", branch="main", message="m")
+    if recorded:
+        request.recorded.creation_date.seconds = 1
+    asked: list[tuple[str, list[str]]] = []
+
+    def may_write_only(action: str, resources: Sequence[str]) -> list[bool]:
+        asked.append((action, list(resources)))
+        return [action == a.WRITE_REPO for _ in resources]
+
+    def call(_: object) -> str:
+        return "committed"
+
+    if recorded:
+        with pytest.raises(PermissionDenied, match=a.RESTORE_REFS):
+            rule.narrow(call, request, may_write_only)
+        assert asked == [(a.WRITE_REPO, ["the-repo"]), (a.RESTORE_REFS, ["the-repo"])]
+    else:
+        assert rule.narrow(call, request, may_write_only) == "committed"
+        assert asked == [(a.WRITE_REPO, ["the-repo"])]
 
 
 def test_list_repositories_is_narrowed() -> None:
