@@ -103,11 +103,13 @@ test-ui: $(UI_NPM)
 	cd webui && npm test --silent
 
 # The manual (mkdocs.yml, docs/) into build/site/ (git-ignored): the configuration reference is
-# regenerated from silt/config.py's schema first, and the lakeFS compatibility page from the API's
+# regenerated from silt/config.py's schema first, the lakeFS settings page from its mapping
+# (silt/lakefs_settings.py), and the lakeFS compatibility page from the API's
 # routes (edge/api/compatibility.py), then mkdocs builds in strict mode (a broken link
 # or anchor fails). tests/unit/test_docs_site.py runs the same build under `make test`.
 docs: $(STAMP)
 	$(PY) -m silt.config_reference --write
+	$(PY) -m silt.lakefs_settings_reference --write
 	$(PY) -m edge.api.compatibility --write
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 

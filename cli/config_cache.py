@@ -7,11 +7,13 @@ secret) is kept in ``$XDG_CACHE_HOME/silt/client-config.json`` (``~/.cache/silt/
 it; mode 0600, written atomically), under a key hashing:
 
 - the configuration file's path and content (none: built-in defaults);
-- every ``SILT_*`` environment variable but those naming a secret (``SECRET``, ``PASSWORD``):
-  their values are never hashed into a file; the client sections' only such key,
+- every ``SILT_*`` environment variable, and the ``LAKEFS_*`` ones of lakeFS's keys that the
+  client sections translate (silt/lakefs_settings.py), but those naming a secret (``SECRET``,
+  ``PASSWORD``): their values are never hashed into a file; the client sections' only such key,
   ``auth.encrypt_secret_key``, accepts any string and is no part of what is cached
   (tests/unit/test_cli_config_cache.py checks both);
-- silt/config.py's size and modification time, so a new version's rules and defaults apply.
+- silt/config.py's and silt/lakefs_settings.py's size and modification time, so a new
+  version's rules and defaults apply.
 
 A hit imports no pydantic, no YAML parser. A miss validates as every command always did
 (silt.config.load_client_config: same rules, same messages) and stores the result; an invalid
@@ -35,8 +37,23 @@ FORMAT = 1
 FILE_NAME = "client-config.json"
 MAX_ENTRIES = 8  # configurations (stacks, environments) a user switches between
 _SECRET_WORDS = ("SECRET", "PASSWORD")
-# The configuration's rules and defaults (silt/config.py), found without importing it (pydantic).
+# lakeFS's variables whose keys load_client_config reads (tests/unit/test_cli_config_cache.py
+# checks these cover them all); other LAKEFS_* variables cannot change what a client sees.
+LAKEFS_CLIENT_PREFIXES = (
+    "LAKEFS_LISTEN_ADDRESS",
+    "LAKEFS_TLS_",
+    "LAKEFS_GATEWAYS_",
+    "LAKEFS_AUTH_CACHE_",
+    "LAKEFS_AUTH_ENCRYPT_",
+    "LAKEFS_AUTH_LOGIN_DURATION",
+    "LAKEFS_COMMITTED_",
+    "LAKEFS_GRAVELER_COMPACTION_SENSOR_THRESHOLD",
+)
+_PREFIXES = ("SILT_", *LAKEFS_CLIENT_PREFIXES)
+# The configuration's rules and defaults (silt/config.py, and the lakeFS keys it reads),
+# found without importing them (pydantic).
 CONFIG_RULES = Path(silt.__file__).resolve().parent / "config.py"
+LAKEFS_RULES = CONFIG_RULES.with_name("lakefs_settings.py")
 
 
 def cache_path() -> Path:
@@ -59,13 +76,14 @@ def cache_key(path: str | None, env: dict[str, str] | os._Environ[str] | None = 
             digest.update(json.dumps(["file", str(resolved), hashlib.sha256(content).hexdigest()]).encode())
         else:
             digest.update(b'["defaults"]')
-        rules = os.stat(CONFIG_RULES)
+        rules = [os.stat(CONFIG_RULES), os.stat(LAKEFS_RULES)]
     except OSError:
         return None
     variables = sorted(
-        (k, v) for k, v in env.items() if k.startswith("SILT_") and not any(w in k.upper() for w in _SECRET_WORDS)
+        (k, v) for k, v in env.items() if k.startswith(_PREFIXES) and not any(w in k.upper() for w in _SECRET_WORDS)
     )
-    digest.update(json.dumps([FORMAT, rules.st_size, rules.st_mtime_ns, variables]).encode())
+    stamps = [(rule.st_size, rule.st_mtime_ns) for rule in rules]
+    digest.update(json.dumps([FORMAT, stamps, variables]).encode())
     return digest.hexdigest()
 
 

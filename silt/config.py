@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from silt import lakefs_settings
 from silt.errors import ConfigError, InvalidArgument
 
 # Defined without pydantic, for the `silt` CLI; importable from here as they always were.
@@ -890,6 +891,10 @@ def _parse_env_value(raw: str, annotation: Any) -> Any:
 
 
 _ENV_KEYS = _leaf_paths(Config)
+# What silt/lakefs_settings.py needs to read lakeFS's keys as Silt's.
+_LAKEFS_SCHEMA = lakefs_settings.SiltSchema(
+    {".".join(path): kind for path, kind in _ENV_KEYS.values()}, _parse_env_value
+)
 
 
 def _apply_env(data: dict[str, Any], env: Mapping[str, str], sections: Collection[str] | None = None) -> dict[str, str]:
@@ -959,10 +964,15 @@ def _read_file(path: str | os.PathLike[str] | None) -> tuple[dict[str, Any], str
 
 
 def load_config(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Config:
-    """Read the YAML file at path (or $SILT_CONFIG, or none), apply SILT_* overrides, validate."""
+    """Read the YAML file at path (or $SILT_CONFIG, or none), apply SILT_* overrides, validate.
+
+    lakeFS's keys in the file and LAKEFS_* variables are read as their Silt keys first
+    (silt/lakefs_settings.py): a team moving from lakeFS brings its configuration as it is."""
     env = os.environ if env is None else env
     data, source = _read_file(path if path is not None else env.get(CONFIG_PATH_ENV))
-    applied = _apply_env(data, env)
+    applied = lakefs_settings.translate_file(data, source, _LAKEFS_SCHEMA)
+    applied.update(lakefs_settings.translate_env(data, env, _LAKEFS_SCHEMA))
+    applied.update(_apply_env(data, env))
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
@@ -975,13 +985,16 @@ def load_client_config(
     """load_config for a client: the same file, overrides and messages, but only ClientConfig's
     sections are validated. An unknown top-level key is still refused; a bad value (file or
     SILT_* variable) in a section the client does not read is not its to report: the services
-    validate the whole file when they start."""
+    validate the whole file when they start. lakeFS's keys and LAKEFS_* variables are read as in
+    load_config, those of the client's sections only."""
     env = os.environ if env is None else env
     data, source = _read_file(path if path is not None else env.get(CONFIG_PATH_ENV))
+    applied = lakefs_settings.translate_file(data, source, _LAKEFS_SCHEMA, ClientConfig.model_fields)
     unknown = [key for key in data if key not in Config.model_fields]
     if unknown:
         raise ConfigError(f"invalid configuration: {unknown[0]} (in {source}): unknown key")
-    applied = _apply_env(data, env, ClientConfig.model_fields)
+    applied.update(lakefs_settings.translate_env(data, env, _LAKEFS_SCHEMA, ClientConfig.model_fields))
+    applied.update(_apply_env(data, env, ClientConfig.model_fields))
     try:
         return ClientConfig.model_validate(
             _with_sections(ClientConfig, {k: data[k] for k in ClientConfig.model_fields if k in data})

@@ -23,7 +23,7 @@ from silt.secret import Secret
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key in list(os.environ):
-        if key.startswith(("SILT_", "AWS_")):
+        if key.startswith(("SILT_", "LAKEFS_", "AWS_")):
             monkeypatch.delenv(key)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     config = tmp_path / "config.yaml"
@@ -69,6 +69,23 @@ def test_a_changed_variable_is_validated_again(env: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("SILT_ANYTHING_ELSE", "x")  # any SILT_* variable counts
     client_view(str(env))
     assert len(calls) == 3
+
+
+def test_a_changed_lakefs_variable_is_validated_again(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # lakeFS's variables are read as their Silt keys (silt/lakefs_settings.py), so they are part of the key.
+    calls = _validations(monkeypatch)
+    client_view(str(env))
+    monkeypatch.setenv("LAKEFS_GATEWAYS_S3_REGION", "eu-west-1")
+    assert client_view(str(env)).region == "eu-west-1"
+    assert len(calls) == 2
+
+
+def test_every_lakefs_variable_the_client_reads_is_in_the_key() -> None:
+    from silt.lakefs_settings import KEYS
+
+    read = [e.variable for e in KEYS if e.silt and e.silt.split(".", 1)[0] in ClientConfig.model_fields]
+    assert "LAKEFS_GATEWAYS_S3_REGION" in read
+    assert [v for v in read if not v.startswith(config_cache.LAKEFS_CLIENT_PREFIXES)] == []
 
 
 def test_a_bad_value_is_never_cached(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
