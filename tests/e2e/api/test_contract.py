@@ -643,8 +643,21 @@ def _steps() -> list[Step]:
         Step("GET", REPO + "/tags"),
         Step("GET", REPO + "/tags/v1"),
         Step("DELETE", REPO + "/tags/v1"),
+        # repository settings
+        Step("PUT", REPO + "/settings/gc_rules", json={"default_retention_days": 7, "branches": []}),
+        Step("GET", REPO + "/settings/gc_rules"),
+        Step("DELETE", REPO + "/settings/gc_rules"),
+        Step("GET", REPO + "/gc/rules/set_allowed"),
+        Step("POST", REPO + "/gc/rules", json={"default_retention_days": 3, "branches": []}),
+        Step("GET", REPO + "/gc/rules"),
+        # garbage collection's preparation, as lakeFS's GC client asks for it (the rules are set)
+        Step("POST", REPO + "/gc/prepare_commits"),
+        Step("POST", REPO + "/gc/prepare_commits/async", keep={"gc_task": "id"}),
+        Step("GET", REPO + "/gc/prepare_commits/status", query={"id": "{gc_task}"}),
+        Step("POST", REPO + "/gc/prepare_uncommited", json={}),
+        Step("DELETE", REPO + "/gc/rules"),
         # refs dump and restore, into bare repositories on the repository's namespace (where its
-        # dumps are); then a hard reset
+        # dumps are; after garbage collection's steps, which refuse a namespace shared); then a hard reset
         Step("PUT", REPO + "/refs/dump", keep={"dump": "commits_meta_range_id"}),
         Step(
             "POST",
@@ -664,19 +677,6 @@ def _steps() -> list[Step]:
         Step("POST", "/repositories/{repo}-restored2/restore", json=_refs("{dump}"), keep={"restore_task": "id"}),
         Step("GET", "/repositories/{repo}-restored2/restore", query={"task_id": "{restore_task}"}),
         Step("PUT", MAIN + "/hard_reset", query={"ref": "main~1"}),
-        # repository settings
-        Step("PUT", REPO + "/settings/gc_rules", json={"default_retention_days": 7, "branches": []}),
-        Step("GET", REPO + "/settings/gc_rules"),
-        Step("DELETE", REPO + "/settings/gc_rules"),
-        Step("GET", REPO + "/gc/rules/set_allowed"),
-        Step("POST", REPO + "/gc/rules", json={"default_retention_days": 3, "branches": []}),
-        Step("GET", REPO + "/gc/rules"),
-        # garbage collection's preparation, as lakeFS's GC client asks for it (the rules are set)
-        Step("POST", REPO + "/gc/prepare_commits"),
-        Step("POST", REPO + "/gc/prepare_commits/async", keep={"gc_task": "id"}),
-        Step("GET", REPO + "/gc/prepare_commits/status", query={"id": "{gc_task}"}),
-        Step("POST", REPO + "/gc/prepare_uncommited", json={}),
-        Step("DELETE", REPO + "/gc/rules"),
         # committed metadata: a metarange (of the first commit), then one of its ranges
         Step("GET", REPO + "/commits/{first}", keep={"meta_range": "meta_range_id"}),
         Step("GET", REPO + "/metadata/meta_range/{meta_range}"),
