@@ -7,7 +7,7 @@ addresses, which the migrated entries keep). Nothing is written to the source or
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -91,18 +91,18 @@ class LakeFSSource:
 
     def branches(self) -> dict[str, str]:
         """Branch name -> head commit id."""
-        return dict(self._paged_refs("branches", self._branches.list_branches))
+        return {ref.id: ref.commit_id for ref in self._paged("branches", self._branches.list_branches)}
 
     def tags(self) -> dict[str, str]:
         """Tag name -> commit id."""
-        return dict(self._paged_refs("tags", self._tags.list_tags))
+        return {ref.id: ref.commit_id for ref in self._paged("tags", self._tags.list_tags)}
 
-    def _paged_refs(self, what: str, list_page: Callable[..., Any]) -> Iterator[tuple[str, str]]:
+    def _paged(self, what: str, list_page: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[Any]:
+        """Every result of a paged lakeFS listing of the repository, page after page."""
         after = ""
         while True:
-            page = self.call(what, list_page, self.repository, after=after, amount=PAGE)
-            for ref in page.results:
-                yield ref.id, ref.commit_id
+            page = self.call(what, list_page, self.repository, *args, after=after, amount=PAGE, **kwargs)
+            yield from page.results
             if not page.pagination.has_more:
                 return
             after = page.pagination.next_offset
@@ -116,18 +116,9 @@ class LakeFSSource:
         each walk reads the whole history under its head, so that head's ancestors are in."""
         commits: dict[str, SourceCommit] = {}
         for head in heads:
-            if head in commits:
-                continue
-            after = ""
-            while True:
-                page = self.call(
-                    f"log of {head}", self._refs.log_commits, self.repository, head, after=after, amount=PAGE
-                )
-                for found in page.results:
+            if head not in commits:
+                for found in self._paged(f"log of {head}", self._refs.log_commits, head):
                     commits.setdefault(found.id, _commit(found))
-                if not page.pagination.has_more:
-                    break
-                after = page.pagination.next_offset
         return commits
 
     # --- contents -----------------------------------------------------------------------
@@ -136,28 +127,21 @@ class LakeFSSource:
         """What commit holds that base does not (every object, without base)."""
         if base is None:
             return Changes(list(self.objects(commit)), [])
-        written_paths: list[str] = []
+        what = f"diff {base[:12]}..{commit[:12]}"
+        return self._changes(commit, self._paged(what, self._refs.diff_refs, base, commit, type="two_dot"))
+
+    def uncommitted(self, branch: str) -> Changes:
+        """A branch's staged changes, as lakeFS's diff of the branch lists them."""
+        what = f"uncommitted changes of {branch!r}"
+        return self._changes(branch, self._paged(what, self._branches.diff_branch, branch))
+
+    def _changes(self, ref: str, differences: Iterable[Any]) -> Changes:
+        written: list[str] = []
         removed: list[str] = []
-        after = ""
-        while True:
-            page = self.call(
-                f"diff {base[:12]}..{commit[:12]}",
-                self._refs.diff_refs,
-                self.repository,
-                base,
-                commit,
-                after=after,
-                amount=PAGE,
-                type="two_dot",
-            )
-            for difference in page.results:
-                if difference.path_type != "object":
-                    continue
-                (removed if difference.type == "removed" else written_paths).append(difference.path)
-            if not page.pagination.has_more:
-                break
-            after = page.pagination.next_offset
-        return Changes(self.stats(commit, written_paths), removed)
+        for difference in differences:
+            if difference.path_type == "object":
+                (removed if difference.type == "removed" else written).append(difference.path)
+        return Changes(self.stats(ref, written), removed)
 
     def stats(self, ref: str, paths: list[str]) -> list[SourceObject]:
         if len(paths) <= STAT_ONE_BY_ONE:
@@ -174,47 +158,12 @@ class LakeFSSource:
         return found
 
     def objects(self, ref: str, prefix: str = "") -> Iterator[SourceObject]:
-        after = ""
-        while True:
-            page = self.call(
-                f"objects at {ref[:12]}",
-                self._objects.list_objects,
-                self.repository,
-                ref,
-                after=after,
-                amount=PAGE,
-                prefix=prefix,
-                user_metadata=True,
-                presign=False,
-            )
-            for item in page.results:
-                if item.path_type == "object":
-                    yield _object(item)
-            if not page.pagination.has_more:
-                return
-            after = page.pagination.next_offset
-
-    def uncommitted(self, branch: str) -> Changes:
-        """A branch's staged changes, as lakeFS's diff of the branch lists them."""
-        written_paths: list[str] = []
-        removed: list[str] = []
-        after = ""
-        while True:
-            page = self.call(
-                f"uncommitted changes of {branch!r}",
-                self._branches.diff_branch,
-                self.repository,
-                branch,
-                after=after,
-                amount=PAGE,
-            )
-            for difference in page.results:
-                if difference.path_type == "object":
-                    (removed if difference.type == "removed" else written_paths).append(difference.path)
-            if not page.pagination.has_more:
-                break
-            after = page.pagination.next_offset
-        return Changes(self.stats(branch, written_paths), removed)
+        listing = self._objects.list_objects
+        for item in self._paged(
+            f"objects at {ref[:12]}", listing, ref, prefix=prefix, user_metadata=True, presign=False
+        ):
+            if item.path_type == "object":
+                yield _object(item)
 
 
 def _commit(found: Any) -> SourceCommit:
