@@ -28,7 +28,7 @@ import re
 import secrets
 import time
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from lakefs_sdk.models import (
@@ -194,6 +194,29 @@ def _sign_parts(
     return [signer.sign_part(request, namespace, address, block_id, number).url for number in range(1, count + 1)]
 
 
+_PartBody = TypeVar("_PartBody", UploadPartFrom, UploadPartCopyFrom)
+
+
+async def _part_call(
+    ctx: Ctx,
+    request: Request,
+    repository: str,
+    branch: str,
+    upload_id: str,
+    path: str | None,
+    model: type[_PartBody],
+) -> tuple[Presigner, _PartBody, dict[str, Any], RepositoryPlace]:
+    """What a call about one part starts with: the caller may write, presigned multipart is on,
+    and the body names this upload's own address (the upload's record and the repository's place)."""
+    await ctx.authorize(WRITE_REPO, repository)
+    signer = presigner(request)
+    signer.check_multipart_enabled()
+    body = await json_body(request, model, SMALL_BODY_BYTES)
+    key = checked_path(path)
+    record, place = await _open_upload(ctx, request, repository, branch, key, upload_id, body.physical_address)
+    return signer, body, record, place
+
+
 @router.put(PART)
 async def upload_part(
     ctx: Ctx,
@@ -204,12 +227,7 @@ async def upload_part(
     part_number: PartNumber,
     path: str | None = None,
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
-    signer = presigner(request)
-    signer.check_multipart_enabled()
-    body = await json_body(request, UploadPartFrom, SMALL_BODY_BYTES)
-    key = checked_path(path)
-    record, place = await _open_upload(ctx, request, repository, branch, key, upload_id, body.physical_address)
+    signer, _, record, place = await _part_call(ctx, request, repository, branch, upload_id, path, UploadPartFrom)
     url = await ctx.backend.run(
         signer.sign_part, request, place.namespace, record["address"], record["block_id"], part_number
     )
@@ -238,14 +256,9 @@ async def upload_part_copy(
     part_number: PartNumber,
     path: str | None = None,
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
-    signer = presigner(request)
-    signer.check_multipart_enabled()
-    body = await json_body(request, UploadPartCopyFrom, SMALL_BODY_BYTES)
+    _, body, record, _ = await _part_call(ctx, request, repository, branch, upload_id, path, UploadPartCopyFrom)
     source = body.copy_source
     await ctx.authorize(READ_REPO, source.repository)
-    key = checked_path(path)
-    record, _ = await _open_upload(ctx, request, repository, branch, key, upload_id, body.physical_address)
     backend = ctx.backend
     stat = api.StatEntryRequest(repository=source.repository, ref=source.ref, key=checked_path(source.path))
     entry = (await backend.stat_entry(stat, ctx.deadline)).entry

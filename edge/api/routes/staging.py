@@ -26,6 +26,7 @@ and linked as above) nor another's (import prefixes never overlap a namespace ro
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Annotated
 
 import grpc
@@ -135,6 +136,49 @@ def _conditions(if_none_match: str | None, if_match: str | None) -> tuple[bool, 
     return if_none_match is not None, (if_match or "").strip().strip('"')
 
 
+@dataclass(frozen=True)
+class _Described:
+    """What a link or a stageObject says of the object it names, checked as far as it can be
+    without the store."""
+
+    checksum: str
+    size: int
+    user_metadata: dict[str, str]
+    content_type: str
+    modified: Timestamp
+
+
+def _described(
+    checksum: str | None, size: int, user_metadata: dict[str, str] | None, content_type: str | None, mtime: int | None
+) -> _Described:
+    etag = normalize_etag(checksum or "")
+    if not etag:
+        raise bad_request("checksum is required")
+    if size < 0:
+        raise bad_request(f"size_bytes must not be negative, got {size}")
+    return _Described(
+        etag,
+        size,
+        checked_user_metadata(dict(user_metadata or {})),
+        checked_content_type(content_type or DEFAULT_CONTENT_TYPE),
+        _mtime(mtime),
+    )
+
+
+async def _checked_entry(ctx: Ctx, namespace: str, stored: str, described: _Described) -> pb.Entry:
+    """The entry naming stored, once the store has it as described (size, ETag)."""
+    pinned = await _check_object(ctx, namespace, stored, described.size, described.checksum)
+    # The store's version of what was checked: reads ask for exactly it (silt/block/external.py).
+    return pb.Entry(
+        physical_address=stored,
+        size=described.size,
+        etag=described.checksum,
+        last_modified=described.modified,
+        content_type=described.content_type,
+        metadata=with_user_metadata(pinned, described.user_metadata),
+    )
+
+
 def _mtime(seconds: int | None) -> Timestamp:
     if seconds is None:
         return now()
@@ -160,14 +204,7 @@ async def link_physical_address(
     given = body.staging.physical_address
     if not given:
         raise bad_request("staging.physical_address is required")
-    checksum = normalize_etag(body.checksum)
-    if not checksum:
-        raise bad_request("checksum is required")
-    if body.size_bytes < 0:
-        raise bad_request(f"size_bytes must not be negative, got {body.size_bytes}")
-    user = checked_user_metadata(dict(body.user_metadata or {}))
-    content_type = checked_content_type(body.content_type or DEFAULT_CONTENT_TYPE)
-    modified = _mtime(body.mtime)
+    described = _described(body.checksum, body.size_bytes, body.user_metadata, body.content_type, body.mtime)
     backend = ctx.backend
     place = await backend.place(repository, ctx.deadline)
     namespace = place.namespace
@@ -179,17 +216,7 @@ async def link_physical_address(
         _check_external(given, import_prefixes(request.app.state.config))
         stored = given
     await ensure_branch(ctx, repository, branch)
-    pinned = await _check_object(ctx, namespace, stored, body.size_bytes, checksum)
-    # The store's version of what was checked: reads ask for exactly it (silt/block/external.py).
-    metadata = with_user_metadata(pinned, user)
-    entry = pb.Entry(
-        physical_address=stored,
-        size=body.size_bytes,
-        etag=checksum,
-        last_modified=modified,
-        content_type=content_type,
-        metadata=metadata,
-    )
+    entry = await _checked_entry(ctx, namespace, stored, described)
     staged = api.StageEntryRequest(
         repository=repository, branch=branch, key=key, entry=entry, if_absent=if_absent, if_match_etag=if_match_etag
     )
@@ -269,14 +296,7 @@ async def stage_object(ctx: Ctx, request: Request, repository: str, branch: str,
     given = body.physical_address
     if not given:
         raise bad_request("physical_address is required")
-    checksum = normalize_etag(body.checksum)
-    if not checksum:
-        raise bad_request("checksum is required")
-    if body.size_bytes < 0:
-        raise bad_request(f"size_bytes must not be negative, got {body.size_bytes}")
-    user = checked_user_metadata(dict(body.metadata or {}))
-    content_type = checked_content_type(body.content_type or DEFAULT_CONTENT_TYPE)
-    modified = _mtime(body.mtime)
+    described = _described(body.checksum, body.size_bytes, body.metadata, body.content_type, body.mtime)
     namespace = await ctx.backend.namespace(repository, ctx.deadline)
     if inside_namespace(given, namespace) is not None:
         raise bad_request(
@@ -285,18 +305,9 @@ async def stage_object(ctx: Ctx, request: Request, repository: str, branch: str,
         )
     _check_external(given, import_prefixes(request.app.state.config))
     await ensure_branch(ctx, repository, branch)
-    pinned = await _check_object(ctx, namespace, given, body.size_bytes, checksum)
-    metadata = with_user_metadata(pinned, user)
     # `force` (lakeFS: write to a read-only repository) changes nothing: Silt has no read-only
     # repositories, and branch protection binds every writer alike.
-    entry = pb.Entry(
-        physical_address=given,
-        size=body.size_bytes,
-        etag=checksum,
-        last_modified=modified,
-        content_type=content_type,
-        metadata=metadata,
-    )
+    entry = await _checked_entry(ctx, namespace, given, described)
     await _stage(ctx, api.StageEntryRequest(repository=repository, branch=branch, key=key, entry=entry))
     ctx.record(ev.WRITE, repository, branch, key, entry.size)
     return model_response(object_stats(key, entry, namespace), 201)
