@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from engine.features.gc_tasks import STALE_SECONDS
+from engine.features.background_tasks import STALE_SECONDS
 from engine.graveler import GravelerOptions
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

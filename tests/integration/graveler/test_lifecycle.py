@@ -12,8 +12,9 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from engine.core.refs import GRAVELER_PARTITION
+from engine.features.background_tasks import INTERRUPTED, STALE_SECONDS
 from engine.features.lifecycle import ABORTED_BEFORE_ANSWER, TO_DELETE
-from engine.features.refs_tasks import DUMP, INTERRUPTED, RESTORE, STALE_SECONDS, RefsTasks
+from engine.features.refs_tasks import DUMP, RESTORE, RefsTasks
 from silt import multipart_uploads as uploads
 from silt.errors import NotFound, Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
