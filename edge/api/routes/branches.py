@@ -17,6 +17,7 @@ from lakefs_sdk.models import (
 from edge.api import convert
 from edge.api.bodies import json_body
 from edge.api.context import Ctx
+from edge.api.diff.visible import visible_changes
 from edge.api.errors import ApiError, bad_request
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.refs.listing import Named, list_refs
@@ -101,7 +102,7 @@ async def diff_branch(
     page: PrefixPageParams,
     delimiter: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    scope = await ctx.read_repo_scope(repository)
     size = page.size
     request = api.DiffBranchRequest(
         repository=repository, branch=branch, prefix=page.prefix, delimiter=delimiter, after=page.after, amount=size
@@ -110,7 +111,7 @@ async def diff_branch(
     items = list(reply.items)
     body = DiffList(
         pagination=pagination(reply.has_more, items[-1].key if items else "", len(items), size),
-        results=[convert.diff(i, uncommitted=True) for i in items],
+        results=[convert.diff(i, uncommitted=True) for i in visible_changes(scope, items)],
     )
     return model_response(body)
 

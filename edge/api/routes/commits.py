@@ -47,7 +47,10 @@ async def log_commits(
     since: datetime | None = None,
     stop_at: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    if objects or prefixes:  # which commits changed a key tells of keys one may not read
+        await ctx.authorize_every_key(repository)
+    else:
+        await ctx.authorize(READ_REPO, repository)
     size = page.size
     request = api.LogRequest(
         repository=repository,

@@ -10,6 +10,7 @@ from lakefs_sdk.models import DiffList, DiffObjectStat, FindMergeBaseResult, Mer
 
 from edge.api import convert
 from edge.api.context import Ctx
+from edge.api.diff.visible import visible_changes
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.refs.merge import (
     STRATEGY_LABELS,
@@ -44,7 +45,7 @@ async def diff_refs(
     type: Literal["two_dot", "three_dot"] = "three_dot",
     include_right_stats: bool = False,
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    scope = await ctx.read_repo_scope(repository)
     size = page.size
     request = api.DiffRequest(
         repository=repository,
@@ -59,7 +60,7 @@ async def diff_refs(
     reply = await ctx.call(ctx.backend.graveler.Diff, request)
     items = list(reply.items)
     results = []
-    for item in items:
+    for item in visible_changes(scope, items):
         diff = convert.diff(item)
         if include_right_stats and item.HasField("right") and item.type != api.DIFF_TYPE_PREFIX_CHANGED:
             diff.right = DiffObjectStat(

@@ -6,7 +6,7 @@ from edge.gateway.errors import S3Error
 from edge.gateway.operations.common import Context, Response, iso_time, x, xml_response
 from edge.gateway.operations.listing import branches, decode_token, encode_token
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_REPO
+from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_OBJECT, READ_REPO
 
 _XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
 
@@ -68,7 +68,9 @@ async def list_buckets(ctx: Context) -> Response:
 
 
 async def head_bucket(ctx: Context) -> Response:
-    await ctx.authorize(READ_REPO, ctx.request.bucket)
+    # Anyone who may read some key of the repository may know it exists (S3 clients head a
+    # bucket before reading from it).
+    await ctx.key_scope(READ_OBJECT, ctx.request.bucket)
     await ctx.backend.namespace(ctx.request.bucket)
     return Response(200, [("x-amz-bucket-region", ctx.config.region)])
 

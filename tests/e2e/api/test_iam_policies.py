@@ -87,10 +87,9 @@ def test_partial_grants_are_refused_naming_the_action() -> None:
     # and pull requests.
     message = _refusal(("allow", ["fs:Read*", "fs:List*"], "*"))
     assert "cannot be allowed alone" in message and "ReadRepo" in message and "pr:ReadPullRequest" in message
-    assert "fs:ReadObject" in _refusal(("allow", ["fs:ReadObject"], REPO + "foo/object/*"))
-    # One object path, one branch, or a repository without its contents is narrower than Silt grants.
-    assert "not a whole repository" in _refusal(("allow", READS, REPO + "foo/object/reports/*"))
+    # One branch, or a repository without its contents, is narrower than Silt grants.
     assert "not a whole repository" in _refusal(("allow", READS, REPO + "foo"))
+    assert "not a whole repository" in _refusal(("allow", READS, REPO + "foo/branch/main"))
     # IAM only on every resource: Silt's iam: resources are not lakeFS's.
     assert "auth:ReadUser" in _refusal(("allow", ["auth:ReadUser"], "arn:lakefs:auth:::user/bob"))
     assert "unknown lakeFS action" in _refusal(("allow", ["fs:Frobnicate"], "*"))
@@ -99,9 +98,37 @@ def test_partial_grants_are_refused_naming_the_action() -> None:
     assert "'?'" in _refusal(("allow", ["fs:Read?bject"], "*"))
 
 
+def test_object_statements_translate_to_object_actions() -> None:
+    """lakeFS checks only its object actions on an object's resource: those translate exactly,
+    the statement's other actions allow or deny nothing there."""
+    brief = _silt(("allow", ["fs:ReadObject", "fs:ListObjects"], REPO + "weather/object/raw/*"))
+    assert brief == [("allow", ["ReadObject"], ["weather/raw/*"])]
+    assert _silt(("allow", READS, REPO + "foo/object/reports/*")) == [("allow", ["ReadObject"], ["foo/reports/*"])]
+    writes = _silt(("allow", ["fs:WriteObject", "fs:DeleteObject"], REPO + "w/object/raw/day=??/*"))
+    assert writes == [("allow", ["WriteObject", "DeleteObject"], ["w/raw/day=??/*"])]
+    assert _silt(("allow", ["*"], REPO + "w/object/*")) == [
+        ("allow", ["ReadObject", "WriteObject", "DeleteObject"], ["w/*"])
+    ]
+    assert _silt(("deny", ["fs:*"], REPO + "w/object/gold/*")) == [
+        ("deny", ["ReadObject", "WriteObject", "DeleteObject"], ["w/gold/*"])
+    ]
+    # A wildcard in the repository could match across `/object/`: no Allow, a wider Deny.
+    assert "repository name without wildcards" in _refusal(("allow", ["fs:ReadObject"], REPO + "w*/object/raw/*"))
+    assert _silt(("deny", ["fs:ReadObject"], REPO + "w?x/object/raw/*")) == [("deny", ["ReadRepo"], ["w*"])]
+    # Only fs:ListObjects (checked on the repository in lakeFS) allows nothing on an object.
+    assert "fs:ListObjects is checked on the repository" in _refusal(
+        ("allow", ["fs:ListObjects"], REPO + "w/object/raw/*")
+    )
+    # `?` is a key pattern's only.
+    assert "object's key pattern only" in _refusal(("allow", READS, REPO + "w?"))
+
+
 def test_denials_widen_to_whole_repositories() -> None:
-    assert _silt(("deny", ["fs:WriteObject"], REPO + "prod/object/secret/*")) == [("deny", ["WriteRepo"], ["prod"])]
+    assert _silt(("deny", ["fs:WriteObject"], REPO + "prod/object/secret/*")) == [
+        ("deny", ["WriteObject"], ["prod/secret/*"])
+    ]
     assert _silt(("deny", ["fs:ReadObject"], REPO + "pr*/object/x")) == [("deny", ["ReadRepo"], ["pr*"])]
+    assert _silt(("deny", ["fs:ReadObject"], REPO + "prod/*")) == [("deny", ["ReadRepo"], ["prod"])]
     assert _silt(("deny", ["*"], REPO + "prod")) == [("deny", ["*"], ["prod"])]
     iam = _silt(("deny", ["auth:DeleteUser"], "arn:lakefs:auth:::user/bob"))
     assert iam == [("deny", ["iam:DeleteUser"], ["*"])]
@@ -239,7 +266,7 @@ def test_a_lakefs_policy_grants_through_the_api(api: Api, client: lakefs_sdk.Api
     }
     created = auth.create_policy(lakefs_sdk.Policy.from_dict(body))
     shown = [(s.effect, s.action, s.resource) for s in created.statement]
-    assert shown == [("allow", ["ReadRepo"], repo), ("deny", ["WriteRepo"], repo)]
+    assert shown == [("allow", ["ReadRepo"], repo), ("deny", ["WriteObject"], repo + "/*")]
     assert auth.get_policy(policy_id) == created
     auth.attach_policy_to_user(user_id, policy_id)
     issued = auth.create_credentials(user_id)
