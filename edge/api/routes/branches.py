@@ -17,7 +17,7 @@ from lakefs_sdk.models import (
 from edge.api import convert
 from edge.api.bodies import json_body
 from edge.api.context import Ctx
-from edge.api.diff.visible import visible_changes
+from edge.api.diff.visible import visible_diff_page
 from edge.api.errors import ApiError, bad_request
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.refs.listing import Named, list_refs
@@ -104,14 +104,18 @@ async def diff_branch(
 ) -> Response:
     scope = await ctx.read_repo_scope(repository)
     size = page.size
-    request = api.DiffBranchRequest(
-        repository=repository, branch=branch, prefix=page.prefix, delimiter=delimiter, after=page.after, amount=size
-    )
-    reply = await ctx.call(ctx.backend.graveler.DiffBranch, request)
-    items = list(reply.items)
+
+    async def read(after: str, amount: int) -> api.DiffResponse:
+        request = api.DiffBranchRequest(
+            repository=repository, branch=branch, prefix=page.prefix, delimiter=delimiter, after=after, amount=amount
+        )
+        reply: api.DiffResponse = await ctx.call(ctx.backend.graveler.DiffBranch, request)
+        return reply
+
+    items, has_more = await visible_diff_page(scope, read, page.after, size)
     body = DiffList(
-        pagination=pagination(reply.has_more, items[-1].key if items else "", len(items), size),
-        results=[convert.diff(i, uncommitted=True) for i in visible_changes(scope, items)],
+        pagination=pagination(has_more, items[-1].key if items else "", len(items), size),
+        results=[convert.diff(i, uncommitted=True) for i in items],
     )
     return model_response(body)
 

@@ -242,8 +242,9 @@ async def _visible_entries(
     ctx: Ctx, listing: api.ListEntriesRequest, scope: KeyScope, size: int
 ) -> tuple[list[Any], bool]:
     """Up to size items of a listing that scope lets the caller see (objects it may read,
-    common prefixes below which such an object can lie), reading on past the others; and
-    whether more may follow (the page then ends at its last item, as next_offset says)."""
+    common prefixes below which such an object can lie), and whether more follow. Pages are
+    read on past the others until one more visible item than asked is found or the listing
+    ends: has_more and next_offset then tell only of what the caller may see."""
     visible: list[Any] = []
     while True:
         reply = await ctx.backend.list_entries(listing, ctx.deadline)
@@ -252,8 +253,8 @@ async def _visible_entries(
             for item in reply.items
             if (scope.may_allow_under(item.key) if item.common_prefix else scope.allows(item.key))
         ]
-        if len(visible) >= size:
-            return visible[:size], len(visible) > size or reply.has_more
+        if len(visible) > size:
+            return visible[:size], True
         if not reply.has_more or not reply.items:
             return visible, False
         listing.after = reply.items[-1].key

@@ -10,7 +10,7 @@ from lakefs_sdk.models import DiffList, DiffObjectStat, FindMergeBaseResult, Mer
 
 from edge.api import convert
 from edge.api.context import Ctx
-from edge.api.diff.visible import visible_changes
+from edge.api.diff.visible import visible_diff_page
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.refs.merge import (
     STRATEGY_LABELS,
@@ -47,20 +47,24 @@ async def diff_refs(
 ) -> Response:
     scope = await ctx.read_repo_scope(repository)
     size = page.size
-    request = api.DiffRequest(
-        repository=repository,
-        left_ref=left_ref,
-        right_ref=right_ref,
-        three_dot=type == "three_dot",
-        prefix=page.prefix,
-        delimiter=delimiter,
-        after=page.after,
-        amount=size,
-    )
-    reply = await ctx.call(ctx.backend.graveler.Diff, request)
-    items = list(reply.items)
+
+    async def read(after: str, amount: int) -> api.DiffResponse:
+        request = api.DiffRequest(
+            repository=repository,
+            left_ref=left_ref,
+            right_ref=right_ref,
+            three_dot=type == "three_dot",
+            prefix=page.prefix,
+            delimiter=delimiter,
+            after=after,
+            amount=amount,
+        )
+        reply: api.DiffResponse = await ctx.call(ctx.backend.graveler.Diff, request)
+        return reply
+
+    items, has_more = await visible_diff_page(scope, read, page.after, size)
     results = []
-    for item in visible_changes(scope, items):
+    for item in items:
         diff = convert.diff(item)
         if include_right_stats and item.HasField("right") and item.type != api.DIFF_TYPE_PREFIX_CHANGED:
             diff.right = DiffObjectStat(
@@ -70,7 +74,7 @@ async def diff_refs(
             )
         results.append(diff)
     body = DiffList(
-        pagination=pagination(reply.has_more, items[-1].key if items else "", len(items), size),
+        pagination=pagination(has_more, items[-1].key if items else "", len(items), size),
         results=results,
     )
     return model_response(body)

@@ -152,6 +152,7 @@ def test_prefix_limited_reads_on_every_path(api: Api, weather: str) -> None:
     assert [r.path for r in page.results] == ["raw/a"] and page.pagination.has_more
     after = user.objects.list_objects(weather, "main", amount=1, after=page.pagination.next_offset)
     assert [r.path for r in after.results] == ["raw/sub/c"]
+    assert not after.pagination.has_more  # `top` follows, unreadable: nothing is said of it
 
     # Presigned: issued for a readable key (the URL then needs no credentials), refused otherwise.
     stat = user.objects.stat_object(weather, "main", "raw/a", presign=True)
@@ -256,6 +257,11 @@ def test_object_deny_wins_over_a_whole_repository_allow(api: Api, weather: str) 
     changed = [d.path for d in branches.diff_branch(weather, "main").results]
     assert changed == ["raw/a", "raw/sub/c", "top"]
     assert [d.path for d in branches.diff_branch(weather, "main", delimiter="/").results] == ["raw/", "top"]
+    first = branches.diff_branch(weather, "main", amount=1)  # gold/b sorts first, hidden
+    assert [d.path for d in first.results] == ["raw/a"]
+    assert (first.pagination.has_more, first.pagination.next_offset) == (True, "raw/a")
+    rest = branches.diff_branch(weather, "main", amount=5, after=first.pagination.next_offset)
+    assert [d.path for d in rest.results] == ["raw/sub/c", "top"] and not rest.pagination.has_more
     admin = api.sdk()
     lakefs_sdk.CommitsApi(admin).commit(weather, "main", lakefs_sdk.CommitCreation(message="keys"))
     lakefs_sdk.BranchesApi(admin).create_branch(weather, lakefs_sdk.BranchCreation(name="dev", source="main"))
