@@ -21,6 +21,13 @@ READ_REPO = "ReadRepo"
 WRITE_REPO = "WriteRepo"
 REPO_ACTIONS = (CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO)
 
+# The repository without its objects: its record, branches, tags and commits (lakeFS's
+# fs:ReadRepository, fs:ReadBranch, fs:ListCommits, ...), what a user allowed only some keys
+# needs to open the repository at all (the web UI, lakeFS's clients). ReadRepo holds it, and a
+# Deny of ReadRepo takes it (services/auth/policies.py). Listing objects is not part of it:
+# a listing shows the keys ReadObject allows.
+READ_REFS = "ReadRefs"
+
 # Objects below a repository, on resources `<repository>/<key>` (object_resource): what a policy
 # names to grant part of a repository's objects (`weather/raw/*`) rather than all of them.
 # Holding the repository's action (ReadRepo for reads, WriteRepo for writes and deletes) holds
@@ -117,7 +124,7 @@ SERVICE_ACTIONS = (AUTHORIZE, VERIFY_SIGNATURE, ACT_FOR_USER, RECORD_EVENTS)
 # "Allow *" (services/auth/policies.py decides, services/auth/grants.py delegates alike).
 LITERAL_ONLY_ACTIONS = frozenset((VERIFY_SIGNATURE, ACT_FOR_USER, RECORD_EVENTS))
 
-ALL_ACTIONS = (*REPO_ACTIONS, *OBJECT_ACTIONS, *REPO_ADMIN_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
+ALL_ACTIONS = (*REPO_ACTIONS, READ_REFS, *OBJECT_ACTIONS, *REPO_ADMIN_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
 _KNOWN = frozenset(ALL_ACTIONS)
 
 # The longest resource a policy may name or a decision may be asked about (characters).

@@ -4,7 +4,8 @@ A request (action, resource) is allowed when some statement of the principal's e
 policies allows it and none denies it: deny wins over allow, and no statement means deny.
 Resources match as lakeFS's wildcards (`*` any run, `?` one character; silt/wildcards.py).
 An object action on `<repository>/<key>` is decided by key_scope's rule (silt/key_scope.py):
-the repository's action holds every key, and a Deny of either wins.
+the repository's action holds every key, and a Deny of either wins. ReadRefs (the repository
+without its objects) is held through ReadRefs or ReadRepo, and a Deny of either takes it.
 An action of silt.iam_actions.LITERAL_ONLY_ACTIONS (auth:VerifySignature) is allowed only by a
 statement that names it literally: `*` and `auth:*` never grant it, though they deny it.
 """
@@ -23,6 +24,8 @@ from silt.iam_actions import (
     MAX_RESOURCE_LENGTH,
     OBJECT_ACTION_REPO_ACTION,
     OBJECT_ACTIONS,
+    READ_REFS,
+    READ_REPO,
 )
 from silt.key_scope import KeyScope
 from silt.wildcards import Matcher, compile_pattern, compile_wildcard, overlaps
@@ -82,6 +85,11 @@ def is_allowed(statements: Sequence[CompiledStatement], action: str, resource: s
     if action in OBJECT_ACTIONS:
         repository, _, key = resource.partition("/")
         return bool(repository) and key_scope(statements, action, repository).allows(key)
+    if action == READ_REFS:
+        held = (READ_REPO, READ_REFS)
+        if any(s.deny and s.matches(x, resource) for s in statements for x in held):
+            return False
+        return any(s.matches(x, resource) for s in statements for x in held)
     return _matched(statements, action, resource)
 
 

@@ -17,6 +17,11 @@ A lakeFS policy statement is `{effect, action: [...], resource}`. Two vocabulari
   - a **Deny** becomes every Silt action sharing any lakeFS action with it, on every
     repository the resource may touch: denying more than asked is safe.
 
+  ReadRefs is the repository without its objects (fs:ReadRepository, fs:ReadBranch, ...): what
+  lakeFS's readers of some keys are given beside their object statements. It is left out
+  where ReadRepo, which holds it, is granted or denied; fs:ListObjects on the repository comes
+  with it (a listing shows the keys ReadObject allows, so it gives nothing more).
+
   Statements on objects, `arn:lakefs:fs:::repository/<name>/object/<key pattern>` (lakeFS's
   wildcards, `*` and `?`, in the key pattern), translate exactly into Silt's object actions on
   `<name>/<key pattern>` (OBJECT_EQUIVALENT): lakeFS checks only its object actions against an
@@ -73,6 +78,18 @@ REPO_EQUIVALENT: dict[str, frozenset[str]] = {
             "branches:GetBranchProtectionRules",
             "pr:ReadPullRequest",
             "pr:ListPullRequests",
+        }
+    ),
+    # The repository without its objects, as lakeFS's readers of some keys need it.
+    a.READ_REFS: frozenset(
+        {
+            "fs:ReadRepository",
+            "fs:ReadCommit",
+            "fs:ListCommits",
+            "fs:ReadBranch",
+            "fs:ListBranches",
+            "fs:ReadTag",
+            "fs:ListTags",
         }
     ),
     a.WRITE_REPO: frozenset(
@@ -158,6 +175,12 @@ OBJECT_EQUIVALENT: dict[str, str] = {
 }
 OBJECT_MARK = "/object/"
 EQUIVALENT = {**REPO_EQUIVALENT, **IAM_EQUIVALENT}
+# A Silt action granted is left out when another granted one holds it.
+HELD_THROUGH = {a.READ_REFS: a.READ_REPO}
+# lakeFS actions that allow nothing more once a Silt action is granted: fs:ListObjects on a
+# repository lists every key in lakeFS; here a listing shows the keys ReadObject allows, so
+# beside ReadRefs it gives nothing.
+ACCOUNTED_WITH = {a.READ_REFS: frozenset({"fs:ListObjects"})}
 LAKEFS_ACTIONS = frozenset().union(*EQUIVALENT.values(), NO_COUNTERPART)
 LAKEFS_OBJECT_ACTIONS = frozenset(OBJECT_EQUIVALENT.values())
 
@@ -286,7 +309,9 @@ def _translate_allow(n: int, statement: Statement, pairs: dict[str, _Pair]) -> l
         covered = pair.covered
     candidates = EQUIVALENT if scope.everything else REPO_EQUIVALENT
     granted = [silt for silt, lakefs in candidates.items() if lakefs <= covered]
+    granted = [x for x in granted if HELD_THROUGH.get(x) not in granted]
     accounted = set(NO_COUNTERPART).union(*(EQUIVALENT[x] for x in granted))
+    accounted = accounted.union(*(ACCOUNTED_WITH.get(x, frozenset()) for x in granted))
     if not scope.everything:
         # lakeFS checks its auth: actions on auth: resources only: on a repository they allow nothing.
         accounted = accounted.union(*IAM_EQUIVALENT.values())
@@ -408,6 +433,8 @@ def _translate_deny(n: int, statement: Statement) -> list[pb.Statement]:
             raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
         named |= found
     repo_actions = [x for x, lakefs in REPO_EQUIVALENT.items() if lakefs & named]
+    # A Deny of ReadRepo takes ReadRefs too (services/auth/policies.py).
+    repo_actions = [x for x in repo_actions if HELD_THROUGH.get(x) not in repo_actions]
     iam_actions = [x for x, lakefs in IAM_EQUIVALENT.items() if lakefs & named]
     out = []
     if repo_actions:

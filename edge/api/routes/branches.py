@@ -24,7 +24,7 @@ from edge.api.refs.listing import Named, list_refs
 from edge.api.refs.merge import commit_of, conflict_message, lakefs_call
 from edge.api.responses import model_response, no_content, text_response
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import READ_REFS, WRITE_REPO
 
 router = APIRouter()
 
@@ -39,7 +39,7 @@ async def list_branches(
     page: PrefixPageParams,
     show_hidden: bool = False,
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REFS, repository)
 
     async def fetch(cursor: str, want: int) -> tuple[list[Named], bool]:
         request = api.ListBranchesRequest(repository=repository, after=cursor, amount=want)
@@ -63,7 +63,7 @@ async def create_branch(ctx: Ctx, request: Request, repository: str) -> Response
 
 @router.get(BRANCH)
 async def get_branch(ctx: Ctx, repository: str, branch: str) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REFS, repository)
     info = await ctx.call(ctx.backend.graveler.GetBranch, api.GetBranchRequest(repository=repository, name=branch))
     return model_response(convert.ref(info.name, info.commit_id))
 

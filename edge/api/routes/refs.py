@@ -22,7 +22,7 @@ from edge.api.refs.merge import (
 )
 from edge.api.responses import model_response
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import READ_REFS, WRITE_REPO
 
 # The two ends of a merge, as lakeFS's paths name them (merge and its base).
 SourceRef = Annotated[str, Path(alias="sourceRef", max_length=MAX_TOKEN)]
@@ -119,7 +119,7 @@ async def find_merge_base(
     source_ref: SourceRef,
     destination: DestinationBranch,
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REFS, repository)
     # Resolved once, so the base is of exactly the two commits answered.
     source = await _resolve(ctx, repository, source_ref)
     dest = await _resolve(ctx, repository, destination)

@@ -123,6 +123,31 @@ def test_object_statements_translate_to_object_actions() -> None:
     assert "object's key pattern only" in _refusal(("allow", READS, REPO + "w?"))
 
 
+REFS = ["fs:ReadRepository", "fs:ReadBranch", "fs:ListBranches", "fs:ReadCommit", "fs:ListCommits"]
+REFS += ["fs:ReadTag", "fs:ListTags"]
+
+
+def test_the_repository_without_its_objects_translates_to_read_refs() -> None:
+    """What lakeFS gives a reader of some keys beside its object statements: the repository,
+    its branches, commits and tags. fs:ListObjects comes with it (a listing here shows the keys
+    fs:ReadObject allows)."""
+    pair = _silt(
+        ("allow", [*REFS, "fs:ListObjects"], REPO + "weather"),
+        ("allow", [*REFS, "fs:ListObjects"], REPO + "weather/*"),
+        ("allow", ["fs:ReadObject"], REPO + "weather/object/raw/*"),
+    )
+    assert pair == [("allow", ["ReadRefs"], ["weather"]), ("allow", ["ReadObject"], ["weather/raw/*"])]
+    assert _silt(("allow", [*REFS, "fs:ListObjects"], REPO + "w*")) == [("allow", ["ReadRefs"], ["w*"])]
+    # fs:Read* names fs:ReadObject too: on a repository, that is every key (ReadRepo's).
+    assert "'fs:ReadObject' cannot be allowed alone" in _refusal(("allow", ["fs:Read*", "fs:List*"], REPO + "w*"))
+    # Whole reads stay ReadRepo, which holds ReadRefs; a Deny of a ref read denies ReadRepo.
+    assert _silt(("allow", READS, REPO + "w*")) == [("allow", ["ReadRepo"], ["w*"])]
+    assert _silt(("deny", ["fs:ReadBranch"], REPO + "w")) == [("deny", ["ReadRepo"], ["w"])]
+    # The repository alone does not reach its branches in lakeFS (`.../w/branch/...`).
+    assert "not a whole repository" in _refusal(("allow", REFS, REPO + "w"))
+    assert "fs:ListObjects" in _refusal(("allow", ["fs:ListObjects"], REPO + "w*"))
+
+
 def test_denials_widen_to_whole_repositories() -> None:
     assert _silt(("deny", ["fs:WriteObject"], REPO + "prod/object/secret/*")) == [
         ("deny", ["WriteObject"], ["prod/secret/*"])
@@ -191,7 +216,8 @@ def test_the_largest_allowed_policy_matches_each_pattern_once(monkeypatch: pytes
     assert sum(len(s.action) for s in policy.statement) == iam_policies.MAX_POLICY_ACTIONS
     calls = _counting_globs(monkeypatch)
     translated = to_silt(policy)
-    assert {a for s in translated for a in s.actions} == set(EQUIVALENT)
+    # ReadRefs is held through ReadRepo, granted too.
+    assert {a for s in translated for a in s.actions} == set(EQUIVALENT) - {"ReadRefs"}
     distinct = {a for s in policy.statement for a in s.action}
     assert 0 < calls[0] <= len(distinct) * len(LAKEFS_ACTIONS)
     # Translating it again matches nothing anew.

@@ -280,3 +280,37 @@ def test_object_deny_wins_over_a_whole_repository_allow(api: Api, weather: str) 
     summary = api.request("GET", f"/repositories/{weather}/refs/main/diff/dev/summary", headers=user.basic())
     assert summary.status == 403 and "every key" in json.loads(summary.data)["message"]
     _s3_denied(lambda: user.s3.list_multipart_uploads(Bucket=weather))
+
+
+def test_with_the_repository_as_lakefs_gives_it_the_repository_opens(api: Api, weather: str) -> None:
+    """lakeFS's reader of some keys also gets the repository, its branches, commits and tags
+    (and fs:ListObjects on it): here ReadRefs, which opens the repository in the web UI and
+    lakeFS's clients and reads no key."""
+    refs = ["fs:ReadRepository", "fs:ReadBranch", "fs:ListBranches", "fs:ReadCommit", "fs:ListCommits"]
+    refs += ["fs:ReadTag", "fs:ListTags", "fs:ListObjects"]
+    user, created = _user_with_policy(
+        api,
+        [
+            {"effect": "allow", "action": refs, "resource": f"{REPO_ARN}{weather}"},
+            {"effect": "allow", "action": refs, "resource": f"{REPO_ARN}{weather}/*"},
+            {**READ_RAW, "resource": f"{REPO_ARN}{weather}/object/raw/*"},
+        ],
+    )
+    assert [(s.action, s.resource) for s in created.statement] == [
+        (["ReadRefs"], weather),
+        (["ReadObject"], f"{weather}/raw/*"),
+    ]
+    # What the web UI loads to open the repository, and lakeFS's clients before reading.
+    assert lakefs_sdk.RepositoriesApi(user.sdk).get_repository(weather).id == weather
+    assert weather in [r.id for r in lakefs_sdk.RepositoriesApi(user.sdk).list_repositories().results]
+    assert [b.id for b in lakefs_sdk.BranchesApi(user.sdk).list_branches(weather).results] == ["main"]
+    assert lakefs_sdk.BranchesApi(user.sdk).get_branch(weather, "main").id == "main"
+    assert lakefs_sdk.RefsApi(user.sdk).log_commits(weather, "main").results
+    assert weather in [b["Name"] for b in user.s3.list_buckets()["Buckets"]]
+    # Keys as before: raw/ only.
+    assert _api_paths(user, weather, delimiter="/") == ["raw/"]
+    assert user.objects.get_object(weather, "main", "raw/a") == KEYS["raw/a"]
+    _api_denied(lambda: user.objects.get_object(weather, "main", "gold/b"))
+    # What shows keys unfiltered, or reads the repository whole, needs ReadRepo.
+    _api_denied(lambda: lakefs_sdk.BranchesApi(user.sdk).diff_branch(weather, "main"))
+    _api_denied(lambda: lakefs_sdk.RefsApi(user.sdk).log_commits(weather, "main", objects=["gold/b"]))

@@ -1,7 +1,7 @@
 """Every preset group x every action, through real gRPC calls to graveler and auth.
 
-Object actions (ReadObject, WriteObject, DeleteObject) are enforced by the edges, not by any
-gRPC call: here auth's answers about them (Authorize on `<repository>/<key>`, AuthorizeKeys)
+Object actions (ReadObject, WriteObject, DeleteObject) and ReadRefs are enforced by the edges,
+not by any gRPC call: here auth's answers about them (Authorize on `<repository>/<key>`, AuthorizeKeys)
 are checked for every group; tests/e2e/api/test_object_policies.py runs them through every edge
 path."""
 
@@ -32,10 +32,10 @@ EXPECTED: dict[str, set[str]] = {
     # it (FullAccess's `*` does not), and only the verifier service users have one.
     ADMINS: set(a.ALL_ACTIONS) - set(a.LITERAL_ONLY_ACTIONS),
     # The repository's action holds its object actions on every key.
-    DEVELOPERS: {a.READ_REPO, a.WRITE_REPO, *a.OBJECT_ACTIONS},
-    ANALYSTS: {a.READ_REPO, a.READ_OBJECT},
+    DEVELOPERS: {a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS},
+    ANALYSTS: {a.READ_REPO, a.READ_REFS, a.READ_OBJECT},
     # Verifying signatures is held by each service's own user, for its audience, not the group.
-    SERVICES: {a.AUTHORIZE, a.READ_REPO, a.WRITE_REPO, *a.OBJECT_ACTIONS},
+    SERVICES: {a.AUTHORIZE, a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS},
     NO_GROUP: set(),
 }
 
@@ -351,7 +351,7 @@ def members(stack: Stack) -> dict[str, Credentials]:
 
 
 def test_every_action_has_a_probe_and_an_expectation() -> None:
-    assert set(PROBES) == set(a.ALL_ACTIONS) - set(a.OBJECT_ACTIONS)
+    assert set(PROBES) == set(a.ALL_ACTIONS) - {*a.OBJECT_ACTIONS, a.READ_REFS}
     assert set(EXPECTED) == set(GROUPS)
 
 
@@ -372,7 +372,7 @@ def test_authorize_answers_the_same_matrix(stack: Stack, members: dict[str, Cred
     me = stack.auth(members[group]).WhoAmI(auth_api.WhoAmIRequest()).user.id
     admin = stack.auth(stack.admin)
     for action in a.ALL_ACTIONS:
-        on_repository = action in a.REPO_ACTIONS or action in a.REPO_ADMIN_ACTIONS
+        on_repository = action in (*a.REPO_ACTIONS, *a.REPO_ADMIN_ACTIONS, a.READ_REFS)
         resource = "some-repo" if on_repository else a.user_resource("someone")
         if action in a.OBJECT_ACTIONS:
             resource = a.object_resource("some-repo", "raw/a")
@@ -405,6 +405,8 @@ def test_object_scoped_policies_in_the_matrix(stack: Stack) -> None:
         pb.Statement(effect=pb.EFFECT_DENY, actions=[a.READ_OBJECT], resources=["weather/raw/secret*"]),
         pb.Statement(effect=pb.EFFECT_DENY, actions=[a.WRITE_REPO], resources=["sealed"]),
         pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.WRITE_OBJECT], resources=["sealed/*"]),
+        pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.READ_REFS], resources=["weather", "hidden"]),
+        pb.Statement(effect=pb.EFFECT_DENY, actions=[a.READ_REPO], resources=["hidden"]),
     ]
     admin.CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id, statements=statements))
     admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=policy_id, user_id=user_id))
@@ -421,6 +423,9 @@ def test_object_scoped_policies_in_the_matrix(stack: Stack) -> None:
         (a.DELETE_OBJECT, "weather/raw/a", False),
         (a.WRITE_OBJECT, "sealed/x", False),
         (a.READ_REPO, "weather", False),
+        (a.READ_REFS, "weather", True),
+        (a.READ_REFS, "hidden", False),  # a Deny of ReadRepo takes ReadRefs
+        (a.READ_REFS, "other", False),
     ]
     for action, resource, allowed in cases:
         reply = me.Authorize(auth_api.AuthorizeRequest(action=action, resource=resource))

@@ -132,6 +132,20 @@ def test_common_prefixes_shown_only_where_a_readable_key_may_lie() -> None:
     assert but_gold.may_allow_under("g")  # a key such as "gx" lies below, readable
 
 
+def test_read_refs_is_held_through_read_repo_and_denied_with_it() -> None:
+    def may(*statements: pb.Statement, repository: str = "weather") -> bool:
+        return is_allowed(compile_statements([pb.Policy(id="p", statements=statements)]), a.READ_REFS, repository)
+
+    assert may(statement(ALLOW, [a.READ_REFS], ["weather"]))
+    assert may(statement(ALLOW, [a.READ_REPO], ["weath*"]))
+    assert not may(statement(ALLOW, [a.READ_OBJECT], ["weather/*"]))  # keys are not the repository
+    assert not may(statement(ALLOW, [a.READ_REFS], ["*"]), statement(DENY, [a.READ_REPO], ["weather"]))
+    assert not may(statement(ALLOW, [a.READ_REPO], ["*"]), statement(DENY, [a.READ_REFS], ["weather"]))
+    # ReadRefs reads no key.
+    refs_only = _scope(statement(ALLOW, [a.READ_REFS], ["weather"]))
+    assert refs_only.nothing
+
+
 def test_authorize_on_an_object_resource_agrees_with_the_scope() -> None:
     policies = [
         pb.Policy(
