@@ -11,7 +11,9 @@ locally, with the same rule and the same matcher, after one (cached) call:
     (every_key) or an Allow of the object action matches `R/K`.
 
 The common case, a user holding the repository action and no Deny of the object action on any
-key of it, is `whole`: the edges then do no per-key work at all.
+key of it, is `whole`: the edges then do no per-key work at all. Auth answers an object action
+asked about a bare repository name with `whole` (every key of it), which graveler requires of
+callers reading or changing entries by key.
 """
 
 from __future__ import annotations
@@ -34,15 +36,20 @@ class KeyScope:
     deny: tuple[str, ...] = ()
     _allow: tuple[Matcher, ...] = field(init=False, repr=False, compare=False)
     _deny: tuple[Matcher, ...] = field(init=False, repr=False, compare=False)
+    _whole: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_allow", tuple(compile_wildcard(p) for p in self.allow))
         object.__setattr__(self, "_deny", tuple(compile_wildcard(p) for p in self.deny))
+        every = object_resource(self.repository, "*")
+        whole = not self.deny and (self.every_key or any(covers(p, every) for p in self.allow))
+        object.__setattr__(self, "_whole", whole)
 
     @property
     def whole(self) -> bool:
-        """Every key of the repository: nothing to check per key."""
-        return self.every_key and not self.deny
+        """Every key of the repository (the repository's action, or an Allow pattern covering
+        every key, and no Deny pattern about it): nothing to check per key."""
+        return self._whole
 
     @property
     def nothing(self) -> bool:

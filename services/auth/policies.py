@@ -83,8 +83,12 @@ def compile_statements(policies: Iterable[pb.Policy]) -> tuple[CompiledStatement
 def is_allowed(statements: Sequence[CompiledStatement], action: str, resource: str) -> bool:
     check_resource(resource)
     if action in OBJECT_ACTIONS:
-        repository, _, key = resource.partition("/")
-        return bool(repository) and key_scope(statements, action, repository).allows(key)
+        repository, slash, key = resource.partition("/")
+        if not repository:
+            return False
+        scope = key_scope(statements, action, repository)
+        # On a bare repository name: on every key of it (what graveler asks of its callers).
+        return scope.allows(key) if slash else scope.whole
     if action == READ_REFS:
         held = (READ_REPO, READ_REFS)
         if any(s.deny and s.matches(x, resource) for s in statements for x in held):

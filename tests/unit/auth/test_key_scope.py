@@ -146,6 +146,19 @@ def test_read_refs_is_held_through_read_repo_and_denied_with_it() -> None:
     assert refs_only.nothing
 
 
+def test_an_object_action_on_a_repository_name_is_every_key_of_it() -> None:
+    """What graveler asks of callers that read or change entries by key."""
+
+    def every_key(*statements: pb.Statement) -> bool:
+        policies = [pb.Policy(id="p", statements=statements)]
+        return is_allowed(compile_statements(policies), a.READ_OBJECT, "weather")
+
+    assert every_key(statement(ALLOW, [a.READ_REPO], ["*"]))
+    assert every_key(statement(ALLOW, [a.READ_OBJECT], ["weather/*"]))  # no key left out, though
+    assert not every_key(statement(ALLOW, [a.READ_OBJECT], ["weather/raw/*"]))
+    assert not every_key(statement(ALLOW, [a.READ_REPO], ["*"]), statement(DENY, [a.READ_OBJECT], ["weather/g*"]))
+
+
 def test_authorize_on_an_object_resource_agrees_with_the_scope() -> None:
     policies = [
         pb.Policy(
