@@ -82,8 +82,5 @@ class KeyScope:
 
 
 def whole(repository: str) -> KeyScope:
+    """Every key of repository (for callers that authorized otherwise)."""
     return KeyScope(repository, every_key=True)
-
-
-def nothing(repository: str) -> KeyScope:
-    return KeyScope(repository, every_key=False)

@@ -6,7 +6,7 @@ from edge.gateway.errors import S3Error
 from edge.gateway.operations.common import Context, Response, iso_time, x, xml_response
 from edge.gateway.operations.listing import branches, decode_token, encode_token
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_OBJECT, READ_REFS, READ_REPO
+from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_OBJECT, READ_REFS, READ_REPO, WRITE_OBJECT
 
 _XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
 
@@ -69,9 +69,11 @@ async def list_buckets(ctx: Context) -> Response:
 
 
 async def head_bucket(ctx: Context) -> Response:
-    # Anyone who may read some key of the repository may know it exists (S3 clients head a
-    # bucket before reading from it).
-    await ctx.key_scope(READ_OBJECT, ctx.request.bucket)
+    # Anyone who may read or write some key of the repository may know it exists (S3 clients
+    # head a bucket before reading from it or writing to it).
+    reading = await ctx.backend.key_scope(ctx.user_id, READ_OBJECT, ctx.request.bucket)
+    if reading.nothing:
+        await ctx.key_scope(WRITE_OBJECT, ctx.request.bucket)  # AccessDenied for no key either
     await ctx.backend.namespace(ctx.request.bucket)
     return Response(200, [("x-amz-bucket-region", ctx.config.region)])
 

@@ -223,6 +223,14 @@ def test_prefix_limited_writes_on_every_path(api: Api, weather: str) -> None:
     assert staging.get_physical_address(weather, "main", "raw/staged").physical_address
     _api_denied(lambda: staging.get_physical_address(weather, "main", "gold/staged"))
 
+    # A writer that may not read: heads the bucket, writes raw/, reads nothing.
+    writer, _ = _user_with_policy(api, [{"effect": "allow", "action": ["fs:WriteObject"], "resource": resource}])
+    writer.s3.head_bucket(Bucket=weather)
+    writer.s3.put_object(Bucket=weather, Key="main/raw/blind", Body=b"b")
+    _s3_denied(lambda: writer.s3.get_object(Bucket=weather, Key="main/raw/blind"))
+    _s3_denied(lambda: writer.s3.list_objects_v2(Bucket=weather, Prefix="main/"))
+    s3.delete_object(Bucket=weather, Key="main/raw/blind")
+
     # What the admin sees: the writes under raw/ landed, gold/ untouched.
     keys = [o["Key"] for o in admin_s3.list_objects_v2(Bucket=weather, Prefix="main/")["Contents"]]
     assert keys == ["main/gold/b", "main/raw/a", "main/raw/big", "main/raw/sub/c", "main/top"]
