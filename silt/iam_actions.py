@@ -21,6 +21,26 @@ READ_REPO = "ReadRepo"
 WRITE_REPO = "WriteRepo"
 REPO_ACTIONS = (CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO)
 
+# The repository without its objects: its record, branches, tags and commits (lakeFS's
+# fs:ReadRepository, fs:ReadBranch, fs:ListCommits, ...), what a user allowed only some keys
+# needs to open the repository at all (the web UI, lakeFS's clients). ReadRepo holds it, and a
+# Deny of ReadRepo takes it (services/auth/policies.py). Listing objects is not part of it:
+# a listing shows the keys ReadObject allows.
+READ_REFS = "ReadRefs"
+
+# Objects below a repository, on resources `<repository>/<key>` (object_resource): what a policy
+# names to grant part of a repository's objects (`weather/raw/*`) rather than all of them.
+# Holding the repository's action (ReadRepo for reads, WriteRepo for writes and deletes) holds
+# every key's; a Deny of either, on the repository or on the key, wins (silt/key_scope.py).
+# Reading a key also shows it in listings and diffs; nothing else of the repository (its
+# record, branches, commits) comes with these.
+READ_OBJECT = "ReadObject"
+WRITE_OBJECT = "WriteObject"
+DELETE_OBJECT = "DeleteObject"
+OBJECT_ACTIONS = (READ_OBJECT, WRITE_OBJECT, DELETE_OBJECT)
+# The repository action that holds an object action on every key.
+OBJECT_ACTION_REPO_ACTION = {READ_OBJECT: READ_REPO, WRITE_OBJECT: WRITE_REPO, DELETE_OBJECT: WRITE_REPO}
+
 # Administration of one repository that a writer must not have, also on the repository name:
 # retention rules decide what garbage collection deletes (0 days: every commit but the
 # heads), PrepareGC starts a run, a dump copies every ref out, a restore rewrites them all.
@@ -113,11 +133,16 @@ SERVICE_ACTIONS = (AUTHORIZE, VERIFY_SIGNATURE, ACT_FOR_USER, RECORD_EVENTS)
 # "Allow *" (services/auth/policies.py decides, services/auth/grants.py delegates alike).
 LITERAL_ONLY_ACTIONS = frozenset((VERIFY_SIGNATURE, ACT_FOR_USER, RECORD_EVENTS))
 
-ALL_ACTIONS = (*REPO_ACTIONS, *REPO_ADMIN_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
+ALL_ACTIONS = (*REPO_ACTIONS, READ_REFS, *OBJECT_ACTIONS, *REPO_ADMIN_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
 _KNOWN = frozenset(ALL_ACTIONS)
 
 # The longest resource a policy may name or a decision may be asked about (characters).
 MAX_RESOURCE_LENGTH = 1024
+
+
+def object_resource(repository: str, key: str) -> str:
+    """The resource of one object: `<repository>/<key>` (repository names never contain `/`)."""
+    return f"{repository}/{key}"
 
 
 def user_resource(user_id: str) -> str:

@@ -15,6 +15,8 @@ from fastapi import Depends, Request
 from edge.api.backend import CALL_TIMEOUT, Backend, Caller
 from edge.api.errors import forbidden, unauthorized
 from silt.graveler.v1 import events_pb2 as ev
+from silt.iam_actions import READ_OBJECT, READ_REPO
+from silt.key_scope import KeyScope
 
 # lakeFS's name for the login session cookie (swagger: securitySchemes.cookie_auth).
 SESSION_COOKIE = "internal_auth_session"
@@ -96,6 +98,39 @@ class Context:
     async def authorize(self, action: str, resource: str) -> None:
         if not await self.backend.allowed(self.caller.user_id, action, resource):
             raise forbidden(f"user {self.caller.user_id} may not {action} on {resource}")
+
+    async def key_scope(self, action: str, repository: str) -> KeyScope:
+        """The keys of repository the caller may do an object action on (silt/key_scope.py);
+        403 for none."""
+        scope = await self.backend.key_scope(self.caller.user_id, action, repository)
+        if scope.nothing:
+            raise forbidden(f"user {self.caller.user_id} may not {action} on {repository}")
+        return scope
+
+    async def read_repo_scope(self, repository: str) -> KeyScope:
+        """ReadRepo on repository (403 otherwise), and which of its keys the caller may read:
+        for routes that show keys and filter them. One call, as authorize(READ_REPO) is: a
+        scope's every_key is that decision."""
+        scope = await self.backend.key_scope(self.caller.user_id, READ_OBJECT, repository)
+        if not scope.every_key:
+            raise forbidden(f"user {self.caller.user_id} may not {READ_REPO} on {repository}")
+        return scope
+
+    async def authorize_every_key(self, repository: str) -> None:
+        """ReadRepo on repository with no key of it refused: for routes that show keys or
+        their history unfiltered (diff summaries, history events, logs filtered by path)."""
+        scope = await self.read_repo_scope(repository)
+        if not scope.whole:
+            raise forbidden(
+                f"user {self.caller.user_id} may not {READ_OBJECT} on every key of {repository}, "
+                "which this request would show"
+            )
+
+    async def authorize_key(self, action: str, repository: str, key: str) -> None:
+        """403 unless the caller may do the object action on key (a path, without its ref)."""
+        scope = await self.backend.key_scope(self.caller.user_id, action, repository)
+        if not scope.allows(key):
+            raise forbidden(f"user {self.caller.user_id} may not {action} on {repository}/{key}")
 
     def record(
         self, event_type: ev.HistoryEventType.ValueType, repository: str, ref: str, path: str, size: int = 0

@@ -51,6 +51,7 @@ from silt.errors import NotApplied as CertainlyNotApplied
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
 from silt.history_events.emitter import EventEmitter
+from silt.key_scope import KeyScope
 from silt.objects import new_physical_address
 from silt.repository_place import RepositoryPlace
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
@@ -471,6 +472,14 @@ class EdgeClient:
             return []
         try:
             return await self.authority.allowed_many(user_id, action, resources)
+        except Unavailable as exc:
+            raise self.auth_unavailable(exc) from None
+
+    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+        """Which keys of repository auth lets user_id do an object action on (cached, like
+        decisions): whole for a holder of the repository's action, checked per key otherwise."""
+        try:
+            return await self.authority.key_scope(user_id, action, repository)
         except Unavailable as exc:
             raise self.auth_unavailable(exc) from None
 

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from services.auth.acting import ActingInterceptor
 from services.auth.model import IamModel
 from services.auth.permissions import RULES
-from services.auth.policies import compile_statements, is_allowed
+from services.auth.policies import compile_statements, is_allowed, key_scope
+from silt.key_scope import KeyScope
 from silt.rpc.authority import CachedAuthority, CallKey, Clock, count_decisions
 from silt.rpc.interceptor import DEFAULT_MAX_SKEW_SECONDS
 from silt.rpc.signing import AUTH_AUDIENCE, derive_call_key
@@ -32,6 +33,9 @@ class LocalAuthority:
         decisions = [is_allowed(statements, action, resource) for resource in resources]
         count_decisions(decisions)
         return decisions
+
+    def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+        return key_scope(compile_statements(self.model.effective_policies(user_id)), action, repository)
 
 
 def local_interceptor(

@@ -27,7 +27,8 @@ resources, and the caller must *hold* each pair:
 `p` covers `q` when every string `q` matches is matched by `p` (so `*` covers everything,
 `prod-*` covers `prod-a*` and `prod-x`, and `ReadRepo` covers only `ReadRepo`); `p` overlaps
 `q` when some string matches both. Both are decided exactly for `*` patterns over arbitrary
-strings, which is conservative for the strings Silt accepts as names. Coverage by a single
+strings, which is conservative for the strings Silt accepts as names; a `?` (one character, in
+object resources) is handled conservatively (silt/wildcards.py). Coverage by a single
 statement is also conservative: `prod-*` granted by a caller holding `prod-a*` and `prod-[^a]*`
 through two statements is refused. Actions are matched as patterns, not expanded over today's
 vocabulary, so `Read*` is not held through ReadRepo alone: it would grant actions added later.
@@ -52,47 +53,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from services.auth.model import IamModel
-from services.auth.policies import check_statements, compile_pattern
+from services.auth.policies import check_statements
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import PermissionDenied
 from silt.iam_actions import LITERAL_ONLY_ACTIONS
+from silt.wildcards import covers, overlaps
 
-
-def covers(outer: str, inner: str) -> bool:
-    """Whether every string `inner` matches is also matched by `outer` (`*` patterns).
-
-    Exactly when `outer` matches the text of `inner` with `inner`'s stars as characters that
-    only `outer`'s stars may absorb: a literal piece of `outer` never contains `*`, so matching
-    `inner`'s text with compile_pattern does just that. If it matches, each way of filling
-    `inner`'s stars is absorbed by the star of `outer` that took it. If it does not, filling
-    each star of `inner` with a character that `outer` never names gives a string `inner`
-    matches and `outer` does not (only `outer`'s stars could absorb that character).
-    """
-    return compile_pattern(outer)(inner)
-
-
-def _head(pattern: str) -> str:
-    return pattern.partition("*")[0]
-
-
-def _tail(pattern: str) -> str:
-    return pattern.rpartition("*")[2]
-
-
-def overlaps(p: str, q: str) -> bool:
-    """Whether some string matches both `*` patterns.
-
-    Without a star a pattern is one string. With stars in both, the literal starts must agree
-    (one a prefix of the other) and so must the literal ends; then the longer start, every
-    middle piece of `p`, every middle piece of `q` and the longer end, in that order, is a
-    string both match.
-    """
-    if "*" not in p:
-        return compile_pattern(q)(p)
-    if "*" not in q:
-        return compile_pattern(p)(q)
-    hp, hq, tp, tq = _head(p), _head(q), _tail(p), _tail(q)
-    return (hp.startswith(hq) or hq.startswith(hp)) and (tp.endswith(tq) or tq.endswith(tp))
+__all__ = ["Grants", "Holdings", "covers", "overlaps"]
 
 
 @dataclass(frozen=True)

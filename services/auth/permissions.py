@@ -104,6 +104,7 @@ _RULES: dict[str, Rule] = {
     "RevokeSessions": Require(a.DELETE_CREDENTIALS, _user("user_id"), unless_self=_self("user_id")),
     "Authorize": Require(a.AUTHORIZE, _user("user_id"), unless_self=_self("user_id")),
     "AuthorizeMany": Require(a.AUTHORIZE, _user("user_id"), unless_self=_self("user_id")),
+    "AuthorizeKeys": Require(a.AUTHORIZE, _user("user_id"), unless_self=_self("user_id")),
     "WhoAmI": Authenticated(),
     # Whoever verifies for an audience can act as any signer toward it: each service user holds
     # auth:VerifySignature on its own audience only (services/auth/setup.py), and only a

@@ -2,6 +2,10 @@
 
 A request (action, resource) is allowed when some statement of the principal's effective
 policies allows it and none denies it: deny wins over allow, and no statement means deny.
+Resources match as lakeFS's wildcards (`*` any run, `?` one character; silt/wildcards.py).
+An object action on `<repository>/<key>` is decided by key_scope's rule (silt/key_scope.py):
+the repository's action holds every key, and a Deny of either wins. ReadRefs (the repository
+without its objects) is held through ReadRefs or ReadRepo, and a Deny of either takes it.
 An action of silt.iam_actions.LITERAL_ONLY_ACTIONS (auth:VerifySignature) is allowed only by a
 statement that names it literally: `*` and `auth:*` never grant it, though they deny it.
 """
@@ -14,8 +18,17 @@ from dataclasses import dataclass
 
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
-from silt.iam_actions import ALL_ACTIONS, LITERAL_ONLY_ACTIONS, MAX_RESOURCE_LENGTH
-from silt.wildcards import Matcher, compile_pattern
+from silt.iam_actions import (
+    ALL_ACTIONS,
+    LITERAL_ONLY_ACTIONS,
+    MAX_RESOURCE_LENGTH,
+    OBJECT_ACTION_REPO_ACTION,
+    OBJECT_ACTIONS,
+    READ_REFS,
+    READ_REPO,
+)
+from silt.key_scope import KeyScope
+from silt.wildcards import Matcher, compile_pattern, compile_wildcard, overlaps
 
 MAX_STATEMENTS = 100
 MAX_RESOURCE_CHARS = MAX_RESOURCE_LENGTH  # patterns, and the resources decisions are asked about
@@ -39,6 +52,8 @@ class CompiledStatement:
     resources: tuple[Matcher, ...]
     # The actions the statement names without a wildcard: the only way to allow a literal-only one.
     literal_actions: frozenset[str] = frozenset()
+    # The resource patterns as written: an object action's scope hands them to the edges.
+    resource_patterns: tuple[str, ...] = ()
 
     def matches(self, action: str, resource: str) -> bool:
         if action in LITERAL_ONLY_ACTIONS and not self.deny:
@@ -53,8 +68,9 @@ def compile_statements(policies: Iterable[pb.Policy]) -> tuple[CompiledStatement
         CompiledStatement(
             deny=statement.effect == pb.EFFECT_DENY,
             actions=tuple(compile_pattern(a) for a in statement.actions),
-            resources=tuple(compile_pattern(r) for r in statement.resources),
+            resources=tuple(compile_wildcard(r) for r in statement.resources),
             literal_actions=frozenset(a for a in statement.actions if "*" not in a),
+            resource_patterns=tuple(statement.resources),
         )
         for policy in policies
         for statement in policy.statements
@@ -66,6 +82,23 @@ def compile_statements(policies: Iterable[pb.Policy]) -> tuple[CompiledStatement
 
 def is_allowed(statements: Sequence[CompiledStatement], action: str, resource: str) -> bool:
     check_resource(resource)
+    if action in OBJECT_ACTIONS:
+        repository, slash, key = resource.partition("/")
+        if not repository:
+            return False
+        scope = key_scope(statements, action, repository)
+        # On a bare repository name: on every key of it (what graveler asks of its callers).
+        return scope.allows(key) if slash else scope.whole
+    if action == READ_REFS:
+        held = (READ_REPO, READ_REFS)
+        if any(s.deny and s.matches(x, resource) for s in statements for x in held):
+            return False
+        return any(s.matches(x, resource) for s in statements for x in held)
+    return _matched(statements, action, resource)
+
+
+def _matched(statements: Sequence[CompiledStatement], action: str, resource: str) -> bool:
+    """Some statement allows (action, resource) and none denies it."""
     allowed = False
     for statement in statements:
         if statement.matches(action, resource):
@@ -73,6 +106,31 @@ def is_allowed(statements: Sequence[CompiledStatement], action: str, resource: s
                 return False
             allowed = True
     return allowed
+
+
+def key_scope(statements: Sequence[CompiledStatement], action: str, repository: str) -> KeyScope:
+    """Which keys of repository the object action is allowed on (silt/key_scope.py's rule).
+
+    Carries only the patterns that may match a key of this repository (`weather/raw/*`,
+    `weath*`, `*`; not `gold/*` or `weather`), so its size follows the policies about this
+    repository."""
+    check_resource(repository)
+    repo_action = OBJECT_ACTION_REPO_ACTION[action]
+    if "/" in repository or any(s.deny and s.matches(repo_action, repository) for s in statements):
+        return KeyScope(repository, every_key=False)
+    every_key = _matched(statements, repo_action, repository)
+    below = repository + "/*"
+    allow: dict[str, None] = {}
+    deny: dict[str, None] = {}
+    for statement in statements:
+        if not any(m(action) for m in statement.actions):
+            continue
+        if not statement.deny and every_key:
+            continue  # every key is allowed already
+        for pattern in statement.resource_patterns:
+            if overlaps(pattern, below):
+                (deny if statement.deny else allow)[pattern] = None
+    return KeyScope(repository, every_key=every_key, allow=tuple(allow), deny=tuple(deny))
 
 
 def check_action_pattern(pattern: str) -> str:

@@ -26,7 +26,15 @@ from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import SILT_OWN_POLICY, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
-from silt.iam_actions import ATTACH_POLICY, DELETE_POLICY, check_action, group_resource, policy_resource, user_resource
+from silt.iam_actions import (
+    ATTACH_POLICY,
+    DELETE_POLICY,
+    OBJECT_ACTIONS,
+    check_action,
+    group_resource,
+    policy_resource,
+    user_resource,
+)
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import current_principal
 from silt.rpc.limits import AUTH_LIMITS
@@ -300,6 +308,16 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         resources = [check_resource(resource) for resource in request.resources]
         allowed = self.authority.allowed_many(_subject(request.user_id), check_action(request.action), resources)
         return api.AuthorizeManyResponse(allowed=allowed)
+
+    def AuthorizeKeys(
+        self, request: api.AuthorizeKeysRequest, context: grpc.ServicerContext
+    ) -> api.AuthorizeKeysResponse:
+        if request.action not in OBJECT_ACTIONS:
+            raise InvalidArgument(f"AuthorizeKeys answers for {', '.join(OBJECT_ACTIONS)}, not {request.action[:64]!r}")
+        if not request.repository or "/" in request.repository:
+            raise InvalidArgument("AuthorizeKeys needs a repository name")
+        scope = self.authority.key_scope(_subject(request.user_id), request.action, check_resource(request.repository))
+        return api.AuthorizeKeysResponse(every_key=scope.every_key, allow=scope.allow, deny=scope.deny)
 
     def WhoAmI(self, request: api.WhoAmIRequest, context: grpc.ServicerContext) -> api.WhoAmIResponse:
         principal = current_principal()

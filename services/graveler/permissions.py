@@ -7,6 +7,13 @@ Action runs are read with ReadRepo, their hooks' outputs only with ReadActionOut
 The table maps a method to (action, request field holding the repository name).
 ListRepositories needs no permission up front; its answer is narrowed to the repositories
 the caller may read, so a caller never learns the names of the others.
+
+Policies may also limit reads and writes to some keys (silt/key_scope.py: ReadObject,
+WriteObject, DeleteObject on `<repository>/<key>`). The edges check those per key; graveler's
+calls that read or change entries by key (EVERY_KEY) are for callers allowed the object action
+on every key of the repository (auth answers an object action on a bare repository name so),
+which the repository's action alone is when no object Deny narrows it: a caller narrowed by
+one goes through the S3 gateway or the REST API, never around them.
 """
 
 from __future__ import annotations
@@ -20,15 +27,18 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import (
     CREATE_REPO,
     DELETE_GC_RULES,
+    DELETE_OBJECT,
     DELETE_REPO,
     DUMP_REFS,
     PREPARE_GC,
     READ_ACTION_OUTPUT,
+    READ_OBJECT,
     READ_REPO,
     RECORD_EVENTS,
     RESTORE_REFS,
     SET_BRANCH_PROTECTION,
     SET_GC_RULES,
+    WRITE_OBJECT,
     WRITE_REPO,
 )
 from silt.paging import page_size
@@ -185,10 +195,50 @@ def commit_recorded_only_with_restore(call: Callable[[Any], Any], request: api.C
     return call(request)
 
 
+# Methods that read or change entries by key -> the object action they need on every key
+# (besides the table's action), and when (None: always).
+EVERY_KEY: dict[str, tuple[str, Callable[[Any], bool] | None]] = {
+    "StatEntry": (READ_OBJECT, None),
+    "ListEntries": (READ_OBJECT, None),
+    "Diff": (READ_OBJECT, None),
+    "DiffBranch": (READ_OBJECT, None),
+    "DiffSummary": (READ_OBJECT, None),
+    # Which commits changed a key tells of the key.
+    "Log": (READ_OBJECT, lambda request: bool(request.objects or request.prefixes)),
+    "ListEvents": (READ_OBJECT, None),
+    "StageEntry": (WRITE_OBJECT, None),
+    "StageEntries": (WRITE_OBJECT, None),
+    "DeleteEntry": (DELETE_OBJECT, None),
+    "DeleteEntries": (DELETE_OBJECT, None),
+}
+
+
+def _every_key(method: str) -> Narrowed:
+    """The table's action on the repository, then the object action on every key of it."""
+    action, name = TABLE[method]
+    object_action, when = EVERY_KEY[method]
+    read_repository = repository_field(name)
+
+    def narrow(call: Callable[[Any], Any], request: Any, may: MayFn) -> Any:
+        repository = read_repository(request)
+        if not may(action, [repository])[0]:
+            raise PermissionDenied(f"the caller may not {action} on {repository!r}")
+        if (when is None or when(request)) and not may(object_action, [repository])[0]:
+            raise PermissionDenied(
+                f"the caller may not {object_action} on every key of {repository!r}: "
+                "use the S3 gateway or the REST API, which check each key"
+            )
+        return call(request)
+
+    return Narrowed(narrow)
+
+
 def _rules() -> dict[str, Rule]:
     rules: dict[str, Rule] = {
         f"/{SERVICE}/{method}": Require(action, repository_field(name)) for method, (action, name) in TABLE.items()
     }
+    for method in EVERY_KEY:
+        rules[f"/{SERVICE}/{method}"] = _every_key(method)
     rules[f"/{SERVICE}/ListRepositories"] = Narrowed(list_readable_repositories)
     rules[f"/{SERVICE}/Commit"] = Narrowed(commit_recorded_only_with_restore)
     rules[f"/{SERVICE}/RecordEvents"] = Require(RECORD_EVENTS, event_repositories)

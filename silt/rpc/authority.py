@@ -29,6 +29,7 @@ import tenacity
 
 from silt.access_keys import check_access_key_id, is_access_key_id
 from silt.errors import InvalidArgument, NotFound, PermissionDenied, SiltError, Unauthenticated, Unavailable
+from silt.key_scope import KeyScope
 from silt.rpc.errors import error_from_rpc
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ UNAVAILABLE_RETRY_SECONDS = 3.0
 MAX_DECISIONS = 100_000
 # Decisions about longer resources are asked each time: at most this many characters per entry.
 MAX_CACHED_RESOURCE = 256
+# Key scopes cached (one per user, object action and repository).
+MAX_KEY_SCOPES = 20_000
 
 # Seconds, monotonic; tests pass a clock they move themselves.
 Clock = Callable[[], float]
@@ -266,6 +269,8 @@ class AsyncAuthority(Protocol):
 
     async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]: ...
 
+    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope: ...
+
 
 class AioCachedAuthority:
     """CachedAuthority's decisions for grpc.aio callers: the same cache in front of an AsyncAuthority."""
@@ -275,6 +280,18 @@ class AioCachedAuthority:
     ) -> None:
         self.inner = inner
         self._decisions = _Decisions(ttl, clock)
+        self._scopes: TTLCache[tuple[str, str, str], KeyScope] = TTLCache(ttl, MAX_KEY_SCOPES, clock)
+
+    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+        """Which keys of repository user_id may do the object action on (silt/key_scope.py)."""
+        key = (user_id, action, repository)
+        scope: KeyScope | None = self._scopes.get(key)
+        count_cache_lookup("key_scope", scope is not None)
+        if scope is None:
+            scope = await self.inner.key_scope(user_id, action, repository)
+            if len(repository) <= MAX_CACHED_RESOURCE:
+                self._scopes.put(key, scope)
+        return scope
 
     async def allowed(self, user_id: str, action: str, resource: str) -> bool:
         decision = self._decisions.decision(user_id, action, resource)
@@ -289,6 +306,7 @@ class AioCachedAuthority:
 
     def forget(self) -> None:
         self._decisions.clear()
+        self._scopes.clear()
 
 
 def auth_failure(exc: grpc.RpcError, doing: str, access_key_id: str | None = None) -> SiltError:
@@ -377,3 +395,11 @@ class AioRemoteAuthority:
         except grpc.aio.AioRpcError as exc:
             raise auth_failure(exc, "authorize") from None
         return list(reply.allowed)
+
+    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+        request = self._api.AuthorizeKeysRequest(user_id=user_id, action=action, repository=repository)
+        try:
+            reply = await retry_unavailable(lambda: self._stub.AuthorizeKeys(request, timeout=self._timeout))
+        except grpc.aio.AioRpcError as exc:
+            raise auth_failure(exc, "authorize") from None
+        return KeyScope(repository, every_key=reply.every_key, allow=tuple(reply.allow), deny=tuple(reply.deny))

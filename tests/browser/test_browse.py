@@ -388,5 +388,40 @@ def test_a_user_without_rights_gets_a_not_allowed_page(page: Page, ui: Ui, rest:
     page.goto(ui.url(f"/repositories/{repo}/objects?ref=main"))
     error = page.get_by_test_id("error-page")
     expect(error.get_by_role("heading")).to_have_text("Not allowed")
-    expect(error).to_contain_text(f"may not ReadRepo on {repo}")
+    expect(error).to_contain_text(f"may not ReadObject on {repo}")  # the listing, refused first
     ui.shot(page, "not-allowed")
+
+
+def test_a_reader_of_one_prefix_sees_only_it(
+    page: Page, ui: Ui, rest: RestApi, ui_stack: GatewayStack, repo: str
+) -> None:
+    """A policy written in the UI's vocabulary of choice, lakeFS's: the repository (as lakeFS
+    gives it to readers of some keys) and the keys below raw/. The object browser shows raw/
+    only; a gold/ object opened by its address is refused."""
+    _put(ui_stack, repo, "raw/a.txt", b"raw data\n", "text/plain")
+    _put(ui_stack, repo, "gold/b.txt", b"gold data\n", "text/plain")
+    refs = ["fs:ReadRepository", "fs:ReadBranch", "fs:ListBranches", "fs:ReadCommit", "fs:ListCommits"]
+    refs += ["fs:ReadTag", "fs:ListTags", "fs:ListObjects"]
+    arn = f"arn:lakefs:fs:::repository/{repo}"
+    policy = f"raw-{secrets.token_hex(4)}"
+    statements = [
+        {"effect": "allow", "action": refs, "resource": arn},
+        {"effect": "allow", "action": refs, "resource": arn + "/*"},
+        {"effect": "allow", "action": ["fs:ReadObject", "fs:ListObjects"], "resource": arn + "/object/raw/*"},
+    ]
+    rest.ok("POST", "/auth/policies", {"id": policy, "statement": statements})
+    reader = rest.create_user()
+    rest.ok("PUT", f"/auth/users/{rest.ok('GET', '/user', creds=reader)['user']['id']}/policies/{policy}")
+    ui.login(page, reader)
+
+    page.goto(ui.url(f"/repositories/{repo}/objects"))  # the default branch, as the repository says
+    entries = page.get_by_test_id("entry")
+    expect(entries).to_have_text(["raw/"])
+    ui.shot(page, "root-raw-only")
+    entries.first.click()
+    expect(entries).to_have_text(["a.txt"])
+    entries.first.click()
+    expect(page.get_by_test_id("preview-text")).to_contain_text("raw data")
+    page.goto(ui.url(f"/repositories/{repo}/object?ref=main&path=gold/b.txt"))
+    expect(page.get_by_test_id("error-page")).to_contain_text(f"may not ReadObject on {repo}/gold/b.txt")
+    ui.shot(page, "gold-refused")

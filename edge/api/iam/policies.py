@@ -17,6 +17,20 @@ A lakeFS policy statement is `{effect, action: [...], resource}`. Two vocabulari
   - a **Deny** becomes every Silt action sharing any lakeFS action with it, on every
     repository the resource may touch: denying more than asked is safe.
 
+  ReadRefs is the repository without its objects (fs:ReadRepository, fs:ReadBranch, ...): what
+  lakeFS's readers of some keys are given beside their object statements. It is left out
+  where ReadRepo, which holds it, is granted or denied; fs:ListObjects on the repository comes
+  with it (a listing shows the keys ReadObject allows, so it gives nothing more).
+
+  Statements on objects, `arn:lakefs:fs:::repository/<name>/object/<key pattern>` (lakeFS's
+  wildcards, `*` and `?`, in the key pattern), translate exactly into Silt's object actions on
+  `<name>/<key pattern>` (OBJECT_EQUIVALENT): lakeFS checks only its object actions against an
+  object's resource, so the statement's other actions allow or deny nothing there and are
+  accounted for. fs:ListObjects is checked on the repository in lakeFS; here a listing shows the
+  keys the caller may read, so on an object resource it comes with fs:ReadObject. An Allow needs
+  a literal repository name (a wildcard there could match across `/object/`); a Deny with one
+  denies the object actions' repository actions on every repository it may touch, as above.
+
 A policy read back is shown in Silt's vocabulary, whichever was sent: that is what is enforced.
 """
 
@@ -64,6 +78,18 @@ REPO_EQUIVALENT: dict[str, frozenset[str]] = {
             "branches:GetBranchProtectionRules",
             "pr:ReadPullRequest",
             "pr:ListPullRequests",
+        }
+    ),
+    # The repository without its objects, as lakeFS's readers of some keys need it.
+    a.READ_REFS: frozenset(
+        {
+            "fs:ReadRepository",
+            "fs:ReadCommit",
+            "fs:ListCommits",
+            "fs:ReadBranch",
+            "fs:ListBranches",
+            "fs:ReadTag",
+            "fs:ListTags",
         }
     ),
     a.WRITE_REPO: frozenset(
@@ -146,8 +172,22 @@ NO_COUNTERPART = frozenset(
         ),
     }
 )
+# Silt's object action -> the lakeFS action it is, on `.../repository/<name>/object/<key>`.
+OBJECT_EQUIVALENT: dict[str, str] = {
+    a.READ_OBJECT: "fs:ReadObject",
+    a.WRITE_OBJECT: "fs:WriteObject",
+    a.DELETE_OBJECT: "fs:DeleteObject",
+}
+OBJECT_MARK = "/object/"
 EQUIVALENT = {**REPO_EQUIVALENT, **IAM_EQUIVALENT}
+# A Silt action granted is left out when another granted one holds it.
+HELD_THROUGH = {a.READ_REFS: a.READ_REPO}
+# lakeFS actions that allow nothing more once a Silt action is granted: fs:ListObjects on a
+# repository lists every key in lakeFS; here a listing shows the keys ReadObject allows, so
+# beside ReadRefs it gives nothing.
+ACCOUNTED_WITH = {a.READ_REFS: frozenset({"fs:ListObjects"})}
 LAKEFS_ACTIONS = frozenset().union(*EQUIVALENT.values(), NO_COUNTERPART)
+LAKEFS_OBJECT_ACTIONS = frozenset(OBJECT_EQUIVALENT.values())
 
 _EFFECTS = {"allow": pb.EFFECT_ALLOW, "deny": pb.EFFECT_DENY}
 _EFFECT_NAMES = {pb.EFFECT_ALLOW: "allow", pb.EFFECT_DENY: "deny"}
@@ -274,7 +314,9 @@ def _translate_allow(n: int, statement: Statement, pairs: dict[str, _Pair]) -> l
         covered = pair.covered
     candidates = EQUIVALENT if scope.everything else REPO_EQUIVALENT
     granted = [silt for silt, lakefs in candidates.items() if lakefs <= covered]
+    granted = [x for x in granted if HELD_THROUGH.get(x) not in granted]
     accounted = set(NO_COUNTERPART).union(*(EQUIVALENT[x] for x in granted))
+    accounted = accounted.union(*(ACCOUNTED_WITH.get(x, frozenset()) for x in granted))
     if not scope.everything:
         # lakeFS checks its auth: actions on auth: resources only: on a repository they allow nothing.
         accounted = accounted.union(*IAM_EQUIVALENT.values())
@@ -324,9 +366,65 @@ def _deny_repository(resource: str) -> str:
     if not resource.startswith(REPOSITORY_ARN):
         return "*"
     name = resource[len(REPOSITORY_ARN) :].split("/", 1)[0]
-    if "*" in name:
-        return name[: name.index("*")] + "*"
+    for wildcard in ("*", "?"):
+        if wildcard in name:
+            name = name[: name.index(wildcard)] + "*"
     return name or "*"
+
+
+@dataclass(frozen=True)
+class _ObjectResource:
+    """`.../repository/<repository>/object/<key>` of a lakeFS statement."""
+
+    repository: str
+    key: str
+
+    @property
+    def literal_repository(self) -> bool:
+        return bool(self.repository) and set(self.repository) <= REPO_NAME_CHARS
+
+    @property
+    def silt(self) -> str:
+        return a.object_resource(self.repository, self.key)
+
+
+def _object_resource(resource: str) -> _ObjectResource | None:
+    if not resource.startswith(REPOSITORY_ARN):
+        return None
+    repository, mark, key = resource[len(REPOSITORY_ARN) :].partition(OBJECT_MARK)
+    if not mark or "/" in repository:
+        return None
+    return _ObjectResource(repository, key)
+
+
+def _object_actions(n: int, statement: Statement) -> list[str]:
+    """The Silt object actions a statement's lakeFS actions name (400 for an unknown one)."""
+    named: set[str] = set()
+    for action in statement.action:
+        found = LAKEFS_OBJECT_ACTIONS if action == "*" else _named_one(action)
+        if not found:
+            raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
+        named |= found
+    return [silt for silt, lakefs in OBJECT_EQUIVALENT.items() if lakefs in named]
+
+
+def _translate_object(n: int, statement: Statement, resource: _ObjectResource) -> list[pb.Statement]:
+    effect = _EFFECTS[statement.effect]
+    if effect == pb.EFFECT_DENY and not resource.literal_repository:
+        return _translate_deny(n, statement)
+    if not resource.literal_repository:
+        raise bad_request(
+            f"statement {n}: cannot allow on {statement.resource!r}: an object resource needs a repository name "
+            f"without wildcards, '{REPOSITORY_ARN}<name>{OBJECT_MARK}<key pattern>'"
+        )
+    actions = _object_actions(n, statement)
+    if not actions:
+        raise bad_request(
+            f"statement {n}: {', '.join(statement.action)} on an object: lakeFS checks only fs:ReadObject, "
+            "fs:WriteObject and fs:DeleteObject there (fs:ListObjects is checked on the repository; a listing "
+            "here shows the keys fs:ReadObject allows)"
+        )
+    return [_statement(effect, actions, resource.silt)]
 
 
 def _translate_deny(n: int, statement: Statement) -> list[pb.Statement]:
@@ -340,6 +438,8 @@ def _translate_deny(n: int, statement: Statement) -> list[pb.Statement]:
             raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
         named |= found
     repo_actions = [x for x, lakefs in REPO_EQUIVALENT.items() if lakefs & named]
+    # A Deny of ReadRepo takes ReadRefs too (services/auth/policies.py).
+    repo_actions = [x for x in repo_actions if HELD_THROUGH.get(x) not in repo_actions]
     iam_actions = [x for x, lakefs in IAM_EQUIVALENT.items() if lakefs & named]
     out = []
     if repo_actions:
@@ -370,11 +470,17 @@ def to_silt(policy: Policy) -> list[pb.Statement]:
         silt_only = [x for x in statement.action if x != "*" and not _is_lakefs_action(x)]
         if silt_only:
             raise bad_request(f"statement {n}: {silt_only[0]!r} is Silt's vocabulary; do not mix it with lakeFS's")
-        if "?" in statement.resource or any("?" in x for x in statement.action):
-            raise bad_request(f"statement {n}: '?' wildcards are not supported")
-        translated = (
-            _translate_allow(n, statement, pairs) if effect == pb.EFFECT_ALLOW else _translate_deny(n, statement)
-        )
+        if any("?" in x for x in statement.action):
+            raise bad_request(f"statement {n}: '?' wildcards are not supported in actions")
+        on_object = _object_resource(statement.resource)
+        if on_object is not None:
+            translated = _translate_object(n, statement, on_object)
+        elif effect == pb.EFFECT_DENY:
+            translated = _translate_deny(n, statement)
+        elif "?" in statement.resource:
+            raise bad_request(f"statement {n}: '?' wildcards are supported in an object's key pattern only")
+        else:
+            translated = _translate_allow(n, statement, pairs)
         for silt_statement in translated:
             key = silt_statement.SerializeToString(deterministic=True)
             if key not in seen:  # the two halves of a pair translate alike

@@ -17,13 +17,14 @@ from lakefs_sdk.models import (
 from edge.api import convert
 from edge.api.bodies import json_body
 from edge.api.context import Ctx
+from edge.api.diff.visible import visible_diff_page
 from edge.api.errors import ApiError, bad_request
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.refs.listing import Named, list_refs
 from edge.api.refs.merge import commit_of, conflict_message, lakefs_call
 from edge.api.responses import model_response, no_content, text_response
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import READ_REFS, WRITE_REPO
 
 router = APIRouter()
 
@@ -38,7 +39,7 @@ async def list_branches(
     page: PrefixPageParams,
     show_hidden: bool = False,
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REFS, repository)
 
     async def fetch(cursor: str, want: int) -> tuple[list[Named], bool]:
         request = api.ListBranchesRequest(repository=repository, after=cursor, amount=want)
@@ -62,7 +63,7 @@ async def create_branch(ctx: Ctx, request: Request, repository: str) -> Response
 
 @router.get(BRANCH)
 async def get_branch(ctx: Ctx, repository: str, branch: str) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REFS, repository)
     info = await ctx.call(ctx.backend.graveler.GetBranch, api.GetBranchRequest(repository=repository, name=branch))
     return model_response(convert.ref(info.name, info.commit_id))
 
@@ -101,15 +102,19 @@ async def diff_branch(
     page: PrefixPageParams,
     delimiter: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    scope = await ctx.read_repo_scope(repository)
     size = page.size
-    request = api.DiffBranchRequest(
-        repository=repository, branch=branch, prefix=page.prefix, delimiter=delimiter, after=page.after, amount=size
-    )
-    reply = await ctx.call(ctx.backend.graveler.DiffBranch, request)
-    items = list(reply.items)
+
+    async def read(after: str, amount: int) -> api.DiffResponse:
+        request = api.DiffBranchRequest(
+            repository=repository, branch=branch, prefix=page.prefix, delimiter=delimiter, after=after, amount=amount
+        )
+        reply: api.DiffResponse = await ctx.call(ctx.backend.graveler.DiffBranch, request)
+        return reply
+
+    items, has_more = await visible_diff_page(scope, read, page.after, size)
     body = DiffList(
-        pagination=pagination(reply.has_more, items[-1].key if items else "", len(items), size),
+        pagination=pagination(has_more, items[-1].key if items else "", len(items), size),
         results=[convert.diff(i, uncommitted=True) for i in items],
     )
     return model_response(body)

@@ -16,7 +16,7 @@ from edge.api.paging import MAX_TOKEN, PageParams, pagination
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import READ_REPO, RESTORE_REFS
+from silt.iam_actions import READ_REFS, RESTORE_REFS
 
 router = APIRouter()
 
@@ -27,7 +27,7 @@ PathList = Annotated[list[str] | None, Query(max_length=MAX_LOG_FILTERS)]
 
 @router.get("/repositories/{repository}/commits/{commit_id}")
 async def get_commit(ctx: Ctx, repository: str, commit_id: str) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REFS, repository)
     # Any ref names a commit: resolve branches, tags and expressions first.
     resolved = await ctx.call(
         ctx.backend.graveler.ResolveRef, api.ResolveRefRequest(repository=repository, ref=commit_id)
@@ -76,7 +76,10 @@ async def log_commits(
     since: datetime | None = None,
     stop_at: Annotated[str, Query(max_length=MAX_TOKEN)] = "",
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    if objects or prefixes:  # which commits changed a key tells of keys one may not read
+        await ctx.authorize_every_key(repository)
+    else:
+        await ctx.authorize(READ_REFS, repository)
     size = page.size
     request = api.LogRequest(
         repository=repository,

@@ -23,7 +23,7 @@ from edge.api.routes.objects import REF_OBJECTS, ObjectPath
 from edge.api.routes.preview import gate, sandbox
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import READ_REPO
+from silt.iam_actions import READ_OBJECT
 from silt.objects import DEFAULT_CONTENT_TYPE, split_address, user_metadata
 
 router = APIRouter()
@@ -99,8 +99,8 @@ async def diff_object(
     limit: Limit = 100,
     type: DiffType = "two_dot",  # lakeFS's name for it, as on the diff list
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
     name = checked_path(path)
+    await ctx.authorize_key(READ_OBJECT, repository, name)
     if type == "three_dot":
         # What right changed since it left `left`, as the three-dot diff list shows it.
         request = api.FindMergeBaseRequest(repository=repository, left_ref=left, right_ref=right)
@@ -160,8 +160,8 @@ def _query_request(raw: bytes) -> tuple[str, int]:
 
 @router.post(REF_OBJECTS + "/query")
 async def query_object(ctx: Ctx, request: Request, repository: str, ref: str, path: ObjectPath = None) -> Response:
-    await ctx.authorize(READ_REPO, repository)
     name = checked_path(path)
+    await ctx.authorize_key(READ_OBJECT, repository, name)
     sql, offset = _query_request(await read_body(request, MAX_QUERY_BODY))
     entry = await _entry(ctx, repository, ref, name)
     if entry is None:

@@ -190,7 +190,7 @@ async def branch_events(
     follow: Annotated[bool, Query(description="keep the stream open for new events (default)")] = True,
     last_event_id: Annotated[str | None, Header(max_length=layout.EVENT_ID_LENGTH)] = None,
 ) -> WriteTimedStreamingResponse:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize_every_key(repository)  # events name the keys read and written
     if since > _now_us() + MAX_SINCE_AHEAD_US:
         raise bad_request(f"since {since} is more than an hour in the future")
     after = last_event_id.strip() if last_event_id else ""

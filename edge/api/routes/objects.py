@@ -51,7 +51,8 @@ from silt.errors import FailedPrecondition, NotFound, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import DELETE_OBJECT, READ_OBJECT, WRITE_OBJECT
+from silt.key_scope import KeyScope
 from silt.objects import split_address, with_user_metadata
 from silt.repository_place import RepositoryPlace
 
@@ -101,7 +102,7 @@ async def _presigned_read(ctx: Ctx, request: Request, repository: str, key: str,
 async def get_object(
     ctx: Ctx, request: Request, repository: str, ref: str, path: ObjectPath = None, presign: bool = False
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize_key(READ_OBJECT, repository, checked_path(path))
     entry = await _entry(ctx, repository, ref, path)
     headers = object_headers(entry)
     if_none_match = request.headers.get("if-none-match")
@@ -160,7 +161,7 @@ async def _read_object(
 
 @router.head(REF_OBJECTS)
 async def head_object(ctx: Ctx, request: Request, repository: str, ref: str, path: ObjectPath = None) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize_key(READ_OBJECT, repository, checked_path(path))
     entry = await _entry(ctx, repository, ref, path)
     ctx.record(ev.READ, repository, ref, checked_path(path), entry.size)
     headers = object_headers(entry)
@@ -186,7 +187,7 @@ async def stat_object(
     user_metadata: bool = True,
     presign: bool = False,
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize_key(READ_OBJECT, repository, checked_path(path))
     entry = await _entry(ctx, repository, ref, path)
     ctx.record(ev.READ, repository, ref, checked_path(path), entry.size)
     namespace = await ctx.backend.namespace(repository, ctx.deadline)
@@ -229,7 +230,7 @@ async def list_objects(
     user_metadata: bool = True,
     presign: bool = False,
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    scope = await ctx.key_scope(READ_OBJECT, repository)
     if presign:
         presigner(request).check_enabled()
     size = page_size(amount)
@@ -237,14 +238,39 @@ async def list_objects(
     listing = api.ListEntriesRequest(
         repository=repository, ref=ref, prefix=prefix, delimiter=delimiter, after=after, amount=size
     )
-    reply = await ctx.backend.list_entries(listing, ctx.deadline)
-    items = reply.items
+    if scope.whole:
+        reply = await ctx.backend.list_entries(listing, ctx.deadline)
+        items, has_more = list(reply.items), reply.has_more
+    else:
+        items, has_more = await _visible_entries(ctx, listing, scope, size)
     urls = None
     if presign:
         urls = await ctx.backend.run(_presigned_urls, presigner(request), request, namespace, list(items))
     # The page's JSON written as text (objects/listing.py), the model's bytes; a page that says
     # "more" names where they start, or clients ask for it forever.
-    return Response(listing_page(items, namespace, user_metadata, reply.has_more, size, urls), media_type=JSON)
+    return Response(listing_page(items, namespace, user_metadata, has_more, size, urls), media_type=JSON)
+
+
+async def _visible_entries(
+    ctx: Ctx, listing: api.ListEntriesRequest, scope: KeyScope, size: int
+) -> tuple[list[Any], bool]:
+    """Up to size items of a listing that scope lets the caller see (objects it may read,
+    common prefixes below which such an object can lie), and whether more follow. Pages are
+    read on past the others until one more visible item than asked is found or the listing
+    ends: has_more and next_offset then tell only of what the caller may see."""
+    visible: list[Any] = []
+    while True:
+        reply = await ctx.backend.list_entries(listing, ctx.deadline)
+        visible += [
+            item
+            for item in reply.items
+            if (scope.may_allow_under(item.key) if item.common_prefix else scope.allows(item.key))
+        ]
+        if len(visible) > size:
+            return visible[:size], True
+        if not reply.has_more or not reply.items:
+            return visible, False
+        listing.after = reply.items[-1].key
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -260,8 +286,8 @@ async def upload_object(
     force: bool = False,
     storage_class: Annotated[str | None, Query(alias="storageClass", max_length=64)] = None,
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
     key = checked_path(path)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)
     metadata = header_metadata(request.headers)  # refused before any byte is written
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None and if_none_match.strip() != "*":
@@ -333,8 +359,8 @@ async def delete_object(
     force: bool = False,
     no_tombstone: bool = False,
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
     key = checked_path(path)
+    await ctx.authorize_key(DELETE_OBJECT, repository, key)
     await ensure_branch(ctx, repository, branch)
     await _delete(ctx, repository, branch, key)
     return no_content()
@@ -344,7 +370,7 @@ async def delete_object(
 async def delete_objects(
     ctx: Ctx, request: Request, repository: str, branch: str, force: bool = False, no_tombstone: bool = False
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)  # before the body is read
+    scope = await ctx.key_scope(DELETE_OBJECT, repository)  # before the body is read
     body = await json_body(request, PathList)
     if len(body.paths) > MAX_DELETE_PATHS:
         raise bad_request(f"a bulk delete takes at most {MAX_DELETE_PATHS} paths; {len(body.paths)} were given")
@@ -354,6 +380,10 @@ async def delete_objects(
     async def delete_one(path: str) -> ObjectError | None:
         if not path:
             return None  # the branch itself (Spark deletes "main/"): nothing to delete, as lakeFS answers
+        if not scope.allows(path):  # refused alone, as lakeFS refuses each path it may not delete
+            return ObjectError(
+                status_code=403, message=f"user {ctx.caller.user_id} may not {DELETE_OBJECT} on {path}", path=path
+            )
         try:
             async with limit:
                 await _delete(ctx, repository, branch, checked_path(path))
@@ -378,12 +408,12 @@ async def delete_objects(
 async def copy_object(
     ctx: Ctx, request: Request, repository: str, branch: str, dest_path: ObjectPath = None
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)  # before the body is read
-    await ctx.authorize(WRITE_REPO, repository)
-    body = await json_body(request, ObjectCopyCreation)
     destination = checked_path(dest_path, "dest_path")
+    await ctx.authorize_key(WRITE_OBJECT, repository, destination)  # before the body is read
+    body = await json_body(request, ObjectCopyCreation)
     source_ref = body.src_ref or branch
     source_path = checked_path(body.src_path, "src_path")
+    await ctx.authorize_key(READ_OBJECT, repository, source_path)
     await ensure_branch(ctx, repository, branch)
 
     async def copy() -> tuple[pb.Entry, RepositoryPlace]:
@@ -424,9 +454,11 @@ async def _in_current_repository(ctx: Ctx, repository: str, write: Callable[[], 
 async def update_object_user_metadata(
     ctx: Ctx, request: Request, repository: str, branch: str, path: ObjectPath = None
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)  # before the body is read
-    body = await json_body(request, UpdateObjectUserMetadata)
     key = checked_path(path)
+    # The update reads the entry it replaces: a read of the key as well as a write.
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)  # before the body is read
+    await ctx.authorize_key(READ_OBJECT, repository, key)
+    body = await json_body(request, UpdateObjectUserMetadata)
     metadata = checked_user_metadata(dict(body.set))
     await ensure_branch(ctx, repository, branch)
 

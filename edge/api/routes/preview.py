@@ -20,7 +20,7 @@ from edge.api.preview import parquet
 from edge.api.preview.sandbox import Refused, Sandbox
 from edge.api.routes.objects import REF_OBJECTS, ObjectPath
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REPO
+from silt.iam_actions import READ_OBJECT
 from silt.objects import split_address
 
 router = APIRouter()
@@ -80,8 +80,8 @@ def _answer(key: str, read_range: Any, size: int) -> bytes:
 
 @router.get(REF_OBJECTS + "/preview")
 async def preview_object(ctx: Ctx, repository: str, ref: str, path: ObjectPath = None) -> Response:
-    await ctx.authorize(READ_REPO, repository)
     key = checked_path(path)
+    await ctx.authorize_key(READ_OBJECT, repository, key)
     info = await ctx.backend.stat_entry(api.StatEntryRequest(repository=repository, ref=ref, key=key), ctx.deadline)
     entry = info.entry
     backend = ctx.backend

@@ -10,6 +10,7 @@ from lakefs_sdk.models import DiffList, DiffObjectStat, FindMergeBaseResult, Mer
 
 from edge.api import convert
 from edge.api.context import Ctx
+from edge.api.diff.visible import visible_diff_page
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.refs.merge import (
     STRATEGY_LABELS,
@@ -21,7 +22,7 @@ from edge.api.refs.merge import (
 )
 from edge.api.responses import model_response
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import READ_REFS, WRITE_REPO
 
 # The two ends of a merge, as lakeFS's paths name them (merge and its base).
 SourceRef = Annotated[str, Path(alias="sourceRef", max_length=MAX_TOKEN)]
@@ -44,20 +45,24 @@ async def diff_refs(
     type: Literal["two_dot", "three_dot"] = "three_dot",
     include_right_stats: bool = False,
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    scope = await ctx.read_repo_scope(repository)
     size = page.size
-    request = api.DiffRequest(
-        repository=repository,
-        left_ref=left_ref,
-        right_ref=right_ref,
-        three_dot=type == "three_dot",
-        prefix=page.prefix,
-        delimiter=delimiter,
-        after=page.after,
-        amount=size,
-    )
-    reply = await ctx.call(ctx.backend.graveler.Diff, request)
-    items = list(reply.items)
+
+    async def read(after: str, amount: int) -> api.DiffResponse:
+        request = api.DiffRequest(
+            repository=repository,
+            left_ref=left_ref,
+            right_ref=right_ref,
+            three_dot=type == "three_dot",
+            prefix=page.prefix,
+            delimiter=delimiter,
+            after=after,
+            amount=amount,
+        )
+        reply: api.DiffResponse = await ctx.call(ctx.backend.graveler.Diff, request)
+        return reply
+
+    items, has_more = await visible_diff_page(scope, read, page.after, size)
     results = []
     for item in items:
         diff = convert.diff(item)
@@ -69,7 +74,7 @@ async def diff_refs(
             )
         results.append(diff)
     body = DiffList(
-        pagination=pagination(reply.has_more, items[-1].key if items else "", len(items), size),
+        pagination=pagination(has_more, items[-1].key if items else "", len(items), size),
         results=results,
     )
     return model_response(body)
@@ -114,7 +119,7 @@ async def find_merge_base(
     source_ref: SourceRef,
     destination: DestinationBranch,
 ) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REFS, repository)
     # Resolved once, so the base is of exactly the two commits answered.
     source = await _resolve(ctx, repository, source_ref)
     dest = await _resolve(ctx, repository, destination)

@@ -19,7 +19,7 @@ from edge.api.routes.setup import storage_config
 from edge.api.sample.repo import fill_with_sample
 from silt.errors import PermissionDenied, SiltError
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_REPO, WRITE_REPO
+from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_REFS, WRITE_REPO
 from silt.paging import MAX_PAGE
 
 router = APIRouter()
@@ -54,7 +54,8 @@ async def list_repositories(
             cursor = info.name
             if info.name.startswith(prefix) and search in info.name:
                 candidates.append(info)
-        allowed = await ctx.backend.allowed_many(ctx.caller.user_id, READ_REPO, [i.name for i in candidates])
+        # ReadRefs: held through ReadRepo too, and by readers of some keys who may open it.
+        allowed = await ctx.backend.allowed_many(ctx.caller.user_id, READ_REFS, [i.name for i in candidates])
         found.extend(info for info, ok in zip(candidates, allowed, strict=True) if ok)
     page = found[:size]
     if len(found) > size:
@@ -130,7 +131,7 @@ async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> R
 
 
 async def get_info(ctx: Ctx, repository: str) -> api.RepositoryInfo:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REFS, repository)
     return await ctx.call(ctx.backend.graveler.GetRepository, api.GetRepositoryRequest(name=repository))
 
 

@@ -49,7 +49,7 @@ from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import WRITE_REPO
+from silt.iam_actions import WRITE_OBJECT
 from silt.objects import (
     DEFAULT_CONTENT_TYPE,
     SOURCE_MTIME_KEY,
@@ -73,8 +73,8 @@ MAX_MTIME = 253402300799
 async def get_physical_address(
     ctx: Ctx, request: Request, repository: str, branch: str, path: str | None = None, presign: bool = False
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
     key = checked_path(path)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)
     signer = presigner(request)
     if presign:
         signer.check_enabled()
@@ -197,9 +197,9 @@ async def link_physical_address(
     if_none_match: Annotated[str | None, Header(max_length=1024)] = None,
     if_match: Annotated[str | None, Header(max_length=1024)] = None,
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)  # before the body is read
-    body = await json_body(request, StagingMetadata, LINK_BODY_BYTES)
     key = checked_path(path)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)  # before the body is read
+    body = await json_body(request, StagingMetadata, LINK_BODY_BYTES)
     if_absent, if_match_etag = _conditions(if_none_match, if_match)
     given = body.staging.physical_address
     if not given:
@@ -283,16 +283,15 @@ async def _stage(ctx: Ctx, request: api.StageEntryRequest) -> None:
 async def upload_object_preflight(ctx: Ctx, repository: str, branch: str, path: str | None = None) -> Response:
     # As lakeFS: only whether the caller may write the path (repository and branch are not looked
     # up; the upload itself answers 404 for them).
-    await ctx.authorize(WRITE_REPO, repository)
-    checked_path(path)
+    await ctx.authorize_key(WRITE_OBJECT, repository, checked_path(path))
     return no_content()
 
 
 @router.put(BRANCH_OBJECTS, status_code=201)
 async def stage_object(ctx: Ctx, request: Request, repository: str, branch: str, path: str | None = None) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)  # before the body is read
-    body = await json_body(request, ObjectStageCreation, LINK_BODY_BYTES)
     key = checked_path(path)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)  # before the body is read
+    body = await json_body(request, ObjectStageCreation, LINK_BODY_BYTES)
     given = body.physical_address
     if not given:
         raise bad_request("physical_address is required")

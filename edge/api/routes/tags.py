@@ -13,7 +13,7 @@ from edge.api.paging import PrefixPageParams
 from edge.api.refs.listing import Named, list_refs
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import READ_REFS, WRITE_REPO
 
 router = APIRouter()
 
@@ -25,7 +25,7 @@ TAG_EXISTS = "tag already exists"
 
 @router.get(TAGS)
 async def list_tags(ctx: Ctx, repository: str, page: PrefixPageParams) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REFS, repository)
 
     async def fetch(cursor: str, want: int) -> tuple[list[Named], bool]:
         reply = await ctx.call(
@@ -68,7 +68,7 @@ async def _refuse_branch_name(ctx: Ctx, repository: str, name: str) -> None:
 
 @router.get(TAG)
 async def get_tag(ctx: Ctx, repository: str, tag: str) -> Response:
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_REFS, repository)
     info = await ctx.call(ctx.backend.graveler.GetTag, api.GetTagRequest(repository=repository, id=tag))
     return model_response(convert.ref(info.id, info.commit_id))
 

@@ -6,7 +6,7 @@ from edge.gateway.errors import S3Error
 from edge.gateway.operations.common import Context, Response, iso_time, x, xml_response
 from edge.gateway.operations.listing import branches, decode_token, encode_token
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_REPO
+from silt.iam_actions import CREATE_REPO, DELETE_REPO, READ_OBJECT, READ_REFS, READ_REPO, WRITE_OBJECT
 
 _XMLNS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
 
@@ -48,7 +48,8 @@ async def list_buckets(ctx: Context) -> Response:
         candidates = [r for r in page.repositories if r.name.startswith(prefix)]
         if prefix and after > prefix and not after.startswith(prefix):
             has_more = False  # names are listed in order: none further has the prefix
-        allowed = await backend.allowed_many(ctx.user_id, READ_REPO, [r.name for r in candidates])
+        # ReadRefs: held through ReadRepo too, and by readers of some keys who may open it.
+        allowed = await backend.allowed_many(ctx.user_id, READ_REFS, [r.name for r in candidates])
         listed += [r for r, ok in zip(candidates, allowed, strict=True) if ok]
     more = len(listed) > limit
     listed = listed[:limit]
@@ -68,7 +69,11 @@ async def list_buckets(ctx: Context) -> Response:
 
 
 async def head_bucket(ctx: Context) -> Response:
-    await ctx.authorize(READ_REPO, ctx.request.bucket)
+    # Anyone who may read or write some key of the repository may know it exists (S3 clients
+    # head a bucket before reading from it or writing to it).
+    reading = await ctx.backend.key_scope(ctx.user_id, READ_OBJECT, ctx.request.bucket)
+    if reading.nothing:
+        await ctx.key_scope(WRITE_OBJECT, ctx.request.bucket)  # AccessDenied for no key either
     await ctx.backend.namespace(ctx.request.bucket)
     return Response(200, [("x-amz-bucket-region", ctx.config.region)])
 

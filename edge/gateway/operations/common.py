@@ -19,7 +19,8 @@ from silt.errors import SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import READ_REPO
+from silt.iam_actions import READ_OBJECT
+from silt.key_scope import KeyScope
 from silt.objects import MAX_USER_METADATA_BYTES, USER_METADATA_PREFIX
 
 # Shared with the REST API (one layout of objects in a namespace); operations import them from here.
@@ -55,6 +56,19 @@ class Context:
     async def authorize(self, action: str, repository: str) -> None:
         if not await self.backend.allowed(self.user_id, action, repository):
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
+
+    async def key_scope(self, action: str, repository: str) -> KeyScope:
+        """The keys of repository this user may do an object action on; AccessDenied for none."""
+        scope = await self.backend.key_scope(self.user_id, action, repository)
+        if scope.nothing:
+            raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
+        return scope
+
+    async def authorize_key(self, action: str, repository: str, key: str) -> None:
+        """AccessDenied unless this user may do the object action on key (no ref in it)."""
+        scope = await self.backend.key_scope(self.user_id, action, repository)
+        if not scope.allows(key):
+            raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}/{key}")
 
     def record(
         self, event_type: ev.HistoryEventType.ValueType, repository: str, ref: str, key: str, size: int = 0
@@ -198,8 +212,8 @@ async def precheck_write_condition(
     lost, and graveler takes the retry as a success."""
     if not condition.any:
         return
-    # Reading the current entry is a read: a writer without ReadRepo learns nothing from it.
-    await ctx.authorize(READ_REPO, repository)
+    # Reading the current entry is a read: a writer who may not read the key learns nothing from it.
+    await ctx.authorize_key(READ_OBJECT, repository, key)
     try:
         current: pb.Entry | None = await stat_entry(ctx, repository, branch, key)
     except S3Error as exc:

@@ -4,6 +4,9 @@ A bucket key is `<ref>/<key>`. A prefix naming a ref (`main/...`) lists that ref
 graveler; a prefix without `/` is at the repository root, where the branches are listed one
 after another, each collapsing into a common prefix when the delimiter occurs in `<ref>/`
 (with delimiter `/`, every branch is the common prefix `<ref>/`).
+
+A caller who may read only some keys (silt/key_scope.py) sees only those: objects it may not
+read are left out, and a common prefix is shown only when a key it may read can lie below.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from edge.gateway.operations.listing_xml import TimeFormat, etag_texts, url_text
 from edge.gateway.request import decimal
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import READ_REPO
+from silt.iam_actions import READ_OBJECT
+from silt.key_scope import KeyScope
 
 MAX_KEYS = 1000
 GRAVELER_MAX_PAGE = 10000
@@ -45,10 +49,17 @@ async def branches(ctx: Context, repository: str) -> list[str]:
         after = page.branches[-1].name
 
 
+def _visible(scope: KeyScope, bucket_key: str, entry: pb.Entry | None) -> bool:
+    """Whether a listed item (`<ref>/<key>`, or a common prefix) is one the caller may see."""
+    key = bucket_key.partition("/")[2]
+    return scope.allows(key) if entry is not None else scope.may_allow_under(key)
+
+
 async def collect(
-    ctx: Context, repository: str, prefix: str, delimiter: str, after: str, limit: int
+    ctx: Context, repository: str, prefix: str, delimiter: str, after: str, limit: int, scope: KeyScope
 ) -> tuple[list[Item], bool]:
-    """Up to `limit` items strictly after `after`, and whether more follow."""
+    """Up to `limit` items strictly after `after` that scope lets the caller see, and whether
+    more follow."""
     if limit <= 0:
         return [], False
     # A segment is a ref listed through graveler (with an inner prefix), or None for a common
@@ -75,7 +86,8 @@ async def collect(
     for ref, inner, collapsed in segments:
         if collapsed is not None:
             # Refs collapsing into one common prefix are neighbours in key order: report it once.
-            if collapsed > after and not (items and items[-1][0] == collapsed):
+            visible = _visible(scope, collapsed, None)
+            if visible and collapsed > after and not (items and items[-1][0] == collapsed):
                 items.append((collapsed, None))
             if len(items) > limit:
                 break
@@ -94,7 +106,8 @@ async def collect(
                 prefix=inner,
                 delimiter=delimiter,
                 after=inner_after,
-                amount=min(limit + 1 - len(items), GRAVELER_MAX_PAGE),
+                # Filtered per key, a page may keep few of its items: ask for more at a time.
+                amount=min(limit + 1 - len(items) if scope.whole else max(limit + 1, 1000), GRAVELER_MAX_PAGE),
             )
             try:
                 page = await backend.list_entries(request)
@@ -102,7 +115,8 @@ async def collect(
                 if exc.code == "NoSuchKey":  # no such ref: nothing under this prefix
                     break
                 raise
-            items += [(base + i.key, None if i.common_prefix else i.entry) for i in page.items]
+            listed: list[Item] = [(base + i.key, None if i.common_prefix else i.entry) for i in page.items]
+            items += listed if scope.whole else [item for item in listed if _visible(scope, *item)]
             if not page.has_more or not page.items:
                 break
             inner_after = page.items[-1].key
@@ -133,7 +147,7 @@ def decode_token(token: str) -> str:
 async def list_objects(ctx: Context, v2: bool) -> Response:
     request = ctx.request
     repository = request.bucket
-    await ctx.authorize(READ_REPO, repository)
+    scope = await ctx.key_scope(READ_OBJECT, repository)
     await ctx.backend.namespace(repository)
     prefix = request.arg("prefix", "") or ""
     delimiter = request.arg("delimiter", "") or ""
@@ -149,7 +163,7 @@ async def list_objects(ctx: Context, v2: bool) -> Response:
     start_after = request.arg("start-after", "") or ""
     marker = request.arg("marker", "") or ""
     after = (decode_token(token) if token else start_after) if v2 else marker
-    items, truncated = await collect(ctx, repository, prefix, delimiter, after, limit)
+    items, truncated = await collect(ctx, repository, prefix, delimiter, after, limit, scope)
 
     enc = url_text if encoding == "url" else xml_text
 

@@ -81,7 +81,7 @@ from silt.config import S3GatewayConfig
 from silt.errors import NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import READ_OBJECT, WRITE_OBJECT
 from silt.kv.store import scan_prefix
 from silt.objects import DEFAULT_CONTENT_TYPE
 from silt.repository_place import RepositoryPlace
@@ -111,10 +111,11 @@ def _part_key(upload_id: str, number: int) -> bytes:
 async def _upload(ctx: Context, action: str, composed_ok: bool = False) -> tuple[str, dict, RepositoryPlace]:
     """The upload a request names, its record, and the repository (now named by the bucket)
     it belongs to; composed_ok: also one whose parts were composed by a Complete whose staging
-    failed (only a Complete, Abort or ListParts may go on)."""
+    failed (only a Complete, Abort or ListParts may go on). action: the object action the
+    request needs on the upload's key."""
     request = ctx.request
     repository = request.bucket
-    await ctx.authorize(action, repository)
+    await ctx.authorize_key(action, repository, split_path(request.path)[1])
     upload_id = request.arg("uploadId") or ""
     record = None
     if re.fullmatch(r"[0-9a-f]{32}", upload_id):
@@ -165,7 +166,7 @@ async def create(ctx: Context) -> Response:
     request = ctx.request
     repository = request.bucket
     ref, key = split_path(request.path)
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)
     object_key_required(ref, key)
     place = await writable_branch(ctx, repository, ref)
     algorithm = checksums.upload_algorithm(request.headers)
@@ -203,7 +204,7 @@ async def create(ctx: Context) -> Response:
 
 async def upload_part(ctx: Context) -> Response:
     number = _part_number(ctx)
-    upload_id, record, _ = await _upload(ctx, WRITE_REPO)
+    upload_id, record, _ = await _upload(ctx, WRITE_OBJECT)
     adapter = ctx.backend.adapter
     if "x-amz-copy-source" in ctx.request.headers:
         return await _upload_part_copy(ctx, upload_id, record, number)
@@ -234,7 +235,7 @@ async def _save_part(
 async def _upload_part_copy(ctx: Context, upload_id: str, record: dict, number: int) -> Response:
     headers = ctx.request.headers
     src_repo, src_ref, src_key = parse_copy_source(headers["x-amz-copy-source"])
-    await ctx.authorize(READ_REPO, src_repo)
+    await ctx.authorize_key(READ_OBJECT, src_repo, src_key)
     source = await stat_entry(ctx, src_repo, src_ref, src_key)
     check_copy_source_conditions(ctx, source)
     src_range = None
@@ -331,7 +332,7 @@ def _chosen_parts(listed: dict[int, list[RequestedPart]], stored: dict[int, dict
 async def complete(ctx: Context) -> Response:
     condition = write_condition(ctx.request)
     try:
-        upload_id, record, owner = await _upload(ctx, WRITE_REPO, composed_ok=True)
+        upload_id, record, owner = await _upload(ctx, WRITE_OBJECT, composed_ok=True)
     except S3Error as exc:
         if exc.code != "NoSuchUpload":
             raise
@@ -535,7 +536,7 @@ async def _forget(ctx: Context, repository: str, upload_id: str, record: dict, p
 
 
 async def abort(ctx: Context) -> Response:
-    upload_id, record, _ = await _upload(ctx, WRITE_REPO, composed_ok=True)
+    upload_id, record, _ = await _upload(ctx, WRITE_OBJECT, composed_ok=True)
     backend = ctx.backend
     # Once composed, the parts are an object an entry may name: left to garbage collection.
     if "composed" not in record:
@@ -558,7 +559,7 @@ def _int_arg(ctx: Context, name: str, default: int) -> int:
 
 
 async def list_parts(ctx: Context) -> Response:
-    upload_id, _, _ = await _upload(ctx, READ_REPO, composed_ok=True)
+    upload_id, _, _ = await _upload(ctx, READ_OBJECT, composed_ok=True)
     marker = _int_arg(ctx, "part-number-marker", 0)
     limit = min(_int_arg(ctx, "max-parts", 1000), 1000)
     backend = ctx.backend
@@ -582,7 +583,9 @@ async def list_parts(ctx: Context) -> Response:
 
 async def list_uploads(ctx: Context) -> Response:
     repository = ctx.request.bucket
-    await ctx.authorize(READ_REPO, repository)
+    # The uploads' keys are listed unfiltered: every key of the repository must be readable.
+    if not (await ctx.key_scope(READ_OBJECT, repository)).whole:
+        raise S3Error("AccessDenied", f"{ctx.user_id} may not {READ_OBJECT} on every key of {repository}")
     place = await ctx.backend.place(repository)
     prefix = ctx.request.arg("prefix", "") or ""
     limit = min(_int_arg(ctx, "max-uploads", uploads.MAX_UPLOADS), uploads.MAX_UPLOADS)

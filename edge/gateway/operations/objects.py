@@ -54,7 +54,7 @@ from silt.errors import NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import DELETE_OBJECT, READ_OBJECT, WRITE_OBJECT
 from silt.objects import DEFAULT_CONTENT_TYPE, USER_METADATA_PREFIX
 
 _SHA256_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -229,7 +229,7 @@ async def get_object(ctx: Context, head: bool = False) -> Response:
 async def _get_object(ctx: Context, head: bool) -> Response:
     repository = ctx.request.bucket
     ref, key = split_path(ctx.request.path)
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize_key(READ_OBJECT, repository, key)
     backend = ctx.backend
     small: bytes | None = None  # a whole small object, read with its entry
     if head or not key or ctx.request.has("partNumber") or "range" in ctx.request.headers:
@@ -426,7 +426,7 @@ async def put_object(ctx: Context) -> Response:
         return await copy_object(ctx)
     repository = request.bucket
     ref, key = split_path(request.path)
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)
     if ref and not key:
         return await _put_branch_root_marker(ctx, repository, ref)
     object_key_required(ref, key)
@@ -484,7 +484,7 @@ async def _copy_object(ctx: Context) -> Response:
     repository = request.bucket
     ref, key = split_path(request.path)
     src_repo, src_ref, src_key = parse_copy_source(request.headers["x-amz-copy-source"])
-    await ctx.authorize(READ_REPO, src_repo)
+    await ctx.authorize_key(READ_OBJECT, src_repo, src_key)
     # Within the bucket the copy shares the source's bytes: the repository is looked up before
     # the source is read, and the entry names its identity. Identities are never reused, so
     # graveler taking the entry means the source was read in that same repository, and its
@@ -492,7 +492,7 @@ async def _copy_object(ctx: Context) -> Response:
     read_in = (await ctx.backend.place(repository)).repository_id if src_repo == repository else ""
     source = await stat_entry(ctx, src_repo, src_ref, src_key)
     check_copy_source_conditions(ctx, source)
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)
     object_key_required(ref, key)
     place = await writable_branch(ctx, repository, ref)
     directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
@@ -552,7 +552,7 @@ async def _delete(ctx: Context, repository: str, ref: str, key: str) -> None:
 async def delete_object(ctx: Context) -> Response:
     repository = ctx.request.bucket
     ref, key = split_path(ctx.request.path)
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize_key(DELETE_OBJECT, repository, key)
     await writable_branch(ctx, repository, ref)
     if key:  # "<branch>/" is the branch root marker, never stored: deleted as asked
         await _delete(ctx, repository, ref, key)
@@ -570,13 +570,16 @@ async def delete_objects(ctx: Context) -> Response:
     paths = [(obj.findtext(f"{ns}Key") or "") for obj in root.findall(f"{ns}Object")]
     if not paths or len(paths) > MAX_DELETE_KEYS:
         raise S3Error("MalformedXML", f"DeleteObjects takes 1 to {MAX_DELETE_KEYS} keys")
-    await ctx.authorize(WRITE_REPO, repository)
+    scope = await ctx.key_scope(DELETE_OBJECT, repository)
     await ctx.backend.namespace(repository)
     keys_by_ref: dict[str, list[str]] = {}
+    outcomes: dict[tuple[str, str], S3Error | None] = {}
     for path in paths:
         ref, key = split_path(path)
-        keys_by_ref.setdefault(ref, []).append(key)
-    outcomes: dict[tuple[str, str], S3Error | None] = {}
+        if scope.allows(key):
+            keys_by_ref.setdefault(ref, []).append(key)
+        else:  # refused alone, as S3 refuses a key the caller may not delete
+            outcomes[(ref, key)] = S3Error("AccessDenied", f"{ctx.user_id} may not {DELETE_OBJECT} on {key}")
     for ref, keys in keys_by_ref.items():
         for key, error in zip(keys, await _delete_on_branch(ctx, repository, ref, keys), strict=True):
             outcomes[(ref, key)] = error

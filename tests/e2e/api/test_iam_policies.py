@@ -87,10 +87,9 @@ def test_partial_grants_are_refused_naming_the_action() -> None:
     # and pull requests.
     message = _refusal(("allow", ["fs:Read*", "fs:List*"], "*"))
     assert "cannot be allowed alone" in message and "ReadRepo" in message and "pr:ReadPullRequest" in message
-    assert "fs:ReadObject" in _refusal(("allow", ["fs:ReadObject"], REPO + "foo/object/*"))
-    # One object path, one branch, or a repository without its contents is narrower than Silt grants.
-    assert "not a whole repository" in _refusal(("allow", READS, REPO + "foo/object/reports/*"))
+    # One branch, or a repository without its contents, is narrower than Silt grants.
     assert "not a whole repository" in _refusal(("allow", READS, REPO + "foo"))
+    assert "not a whole repository" in _refusal(("allow", READS, REPO + "foo/branch/main"))
     # IAM only on every resource: Silt's iam: resources are not lakeFS's.
     assert "auth:ReadUser" in _refusal(("allow", ["auth:ReadUser"], "arn:lakefs:auth:::user/bob"))
     assert "unknown lakeFS action" in _refusal(("allow", ["fs:Frobnicate"], "*"))
@@ -99,9 +98,62 @@ def test_partial_grants_are_refused_naming_the_action() -> None:
     assert "'?'" in _refusal(("allow", ["fs:Read?bject"], "*"))
 
 
+def test_object_statements_translate_to_object_actions() -> None:
+    """lakeFS checks only its object actions on an object's resource: those translate exactly,
+    the statement's other actions allow or deny nothing there."""
+    brief = _silt(("allow", ["fs:ReadObject", "fs:ListObjects"], REPO + "weather/object/raw/*"))
+    assert brief == [("allow", ["ReadObject"], ["weather/raw/*"])]
+    assert _silt(("allow", READS, REPO + "foo/object/reports/*")) == [("allow", ["ReadObject"], ["foo/reports/*"])]
+    writes = _silt(("allow", ["fs:WriteObject", "fs:DeleteObject"], REPO + "w/object/raw/day=??/*"))
+    assert writes == [("allow", ["WriteObject", "DeleteObject"], ["w/raw/day=??/*"])]
+    assert _silt(("allow", ["*"], REPO + "w/object/*")) == [
+        ("allow", ["ReadObject", "WriteObject", "DeleteObject"], ["w/*"])
+    ]
+    assert _silt(("deny", ["fs:*"], REPO + "w/object/gold/*")) == [
+        ("deny", ["ReadObject", "WriteObject", "DeleteObject"], ["w/gold/*"])
+    ]
+    # A wildcard in the repository could match across `/object/`: no Allow, a wider Deny.
+    assert "repository name without wildcards" in _refusal(("allow", ["fs:ReadObject"], REPO + "w*/object/raw/*"))
+    assert _silt(("deny", ["fs:ReadObject"], REPO + "w?x/object/raw/*")) == [("deny", ["ReadRepo"], ["w*"])]
+    # Only fs:ListObjects (checked on the repository in lakeFS) allows nothing on an object.
+    assert "fs:ListObjects is checked on the repository" in _refusal(
+        ("allow", ["fs:ListObjects"], REPO + "w/object/raw/*")
+    )
+    # `?` is a key pattern's only.
+    assert "object's key pattern only" in _refusal(("allow", READS, REPO + "w?"))
+
+
+REFS = ["fs:ReadRepository", "fs:ReadBranch", "fs:ListBranches", "fs:ReadCommit", "fs:ListCommits"]
+REFS += ["fs:ReadTag", "fs:ListTags"]
+
+
+def test_the_repository_without_its_objects_translates_to_read_refs() -> None:
+    """What lakeFS gives a reader of some keys beside its object statements: the repository,
+    its branches, commits and tags. fs:ListObjects comes with it (a listing here shows the keys
+    fs:ReadObject allows)."""
+    pair = _silt(
+        ("allow", [*REFS, "fs:ListObjects"], REPO + "weather"),
+        ("allow", [*REFS, "fs:ListObjects"], REPO + "weather/*"),
+        ("allow", ["fs:ReadObject"], REPO + "weather/object/raw/*"),
+    )
+    assert pair == [("allow", ["ReadRefs"], ["weather"]), ("allow", ["ReadObject"], ["weather/raw/*"])]
+    assert _silt(("allow", [*REFS, "fs:ListObjects"], REPO + "w*")) == [("allow", ["ReadRefs"], ["w*"])]
+    # fs:Read* names fs:ReadObject too: on a repository, that is every key (ReadRepo's).
+    assert "'fs:ReadObject' cannot be allowed alone" in _refusal(("allow", ["fs:Read*", "fs:List*"], REPO + "w*"))
+    # Whole reads stay ReadRepo, which holds ReadRefs; a Deny of a ref read denies ReadRepo.
+    assert _silt(("allow", READS, REPO + "w*")) == [("allow", ["ReadRepo"], ["w*"])]
+    assert _silt(("deny", ["fs:ReadBranch"], REPO + "w")) == [("deny", ["ReadRepo"], ["w"])]
+    # The repository alone does not reach its branches in lakeFS (`.../w/branch/...`).
+    assert "not a whole repository" in _refusal(("allow", REFS, REPO + "w"))
+    assert "fs:ListObjects" in _refusal(("allow", ["fs:ListObjects"], REPO + "w*"))
+
+
 def test_denials_widen_to_whole_repositories() -> None:
-    assert _silt(("deny", ["fs:WriteObject"], REPO + "prod/object/secret/*")) == [("deny", ["WriteRepo"], ["prod"])]
+    assert _silt(("deny", ["fs:WriteObject"], REPO + "prod/object/secret/*")) == [
+        ("deny", ["WriteObject"], ["prod/secret/*"])
+    ]
     assert _silt(("deny", ["fs:ReadObject"], REPO + "pr*/object/x")) == [("deny", ["ReadRepo"], ["pr*"])]
+    assert _silt(("deny", ["fs:ReadObject"], REPO + "prod/*")) == [("deny", ["ReadRepo"], ["prod"])]
     assert _silt(("deny", ["*"], REPO + "prod")) == [("deny", ["*"], ["prod"])]
     iam = _silt(("deny", ["auth:DeleteUser"], "arn:lakefs:auth:::user/bob"))
     assert iam == [("deny", ["iam:DeleteUser"], ["*"])]
@@ -164,7 +216,8 @@ def test_the_largest_allowed_policy_matches_each_pattern_once(monkeypatch: pytes
     assert sum(len(s.action) for s in policy.statement) == iam_policies.MAX_POLICY_ACTIONS
     calls = _counting_globs(monkeypatch)
     translated = to_silt(policy)
-    assert {a for s in translated for a in s.actions} == set(EQUIVALENT)
+    # ReadRefs is held through ReadRepo, granted too.
+    assert {a for s in translated for a in s.actions} == set(EQUIVALENT) - {"ReadRefs"}
     distinct = {a for s in policy.statement for a in s.action}
     assert 0 < calls[0] <= len(distinct) * len(LAKEFS_ACTIONS)
     # Translating it again matches nothing anew.
@@ -239,7 +292,7 @@ def test_a_lakefs_policy_grants_through_the_api(api: Api, client: lakefs_sdk.Api
     }
     created = auth.create_policy(lakefs_sdk.Policy.from_dict(body))
     shown = [(s.effect, s.action, s.resource) for s in created.statement]
-    assert shown == [("allow", ["ReadRepo"], repo), ("deny", ["WriteRepo"], repo)]
+    assert shown == [("allow", ["ReadRepo"], repo), ("deny", ["WriteObject"], repo + "/*")]
     assert auth.get_policy(policy_id) == created
     auth.attach_policy_to_user(user_id, policy_id)
     issued = auth.create_credentials(user_id)

@@ -1,4 +1,5 @@
-"""Each S3 object operation asks auth once per repository it touches, and costs the graveler
+"""Each S3 object operation asks auth once per repository it touches (for an object operation,
+the key scope of its action: silt/key_scope.py), and costs the graveler
 calls its answer needs: a gateway app served in this process as the edge composes it (uvicorn,
 the real Backend against the stack's auth and graveler processes, graveler's reader over the
 stack's KV store) with its authorizer, graveler stub and direct reads counted."""
@@ -28,7 +29,8 @@ pytestmark = pytest.mark.e2e
 
 
 class Counted:
-    """A served gateway whose Backend counts authorize calls (action, resource) and graveler calls
+    """A served gateway whose Backend counts authorize calls (action, resource; a key scope's
+    (object action, repository)) and graveler calls
     (every one goes through the edge core's graveler_call)."""
 
     def __init__(self, app: GatewayApp, endpoint: str) -> None:
@@ -40,6 +42,7 @@ class Counted:
 
     def instrument(self, backend: Backend) -> None:
         real_allowed = backend.allowed
+        real_scope = backend.key_scope
         real_call = backend.graveler_call
         real_read = backend.read_entries
 
@@ -51,11 +54,16 @@ class Counted:
             self.authorized.append((action, resource))
             return await real_allowed(user_id, action, resource)
 
+        async def key_scope(user_id: str, action: str, repository: str) -> Any:
+            self.authorized.append((action, repository))
+            return await real_scope(user_id, action, repository)
+
         async def call(method: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
             self.graveler[type(request).__name__.removesuffix("Request")] += 1
             return await real_call(method, request, *args, **kwargs)
 
         backend.allowed = allowed  # type: ignore[method-assign]
+        backend.key_scope = key_scope  # type: ignore[method-assign]
         backend.graveler_call = call  # type: ignore[method-assign]
         backend.read_entries = read_entries  # type: ignore[method-assign,assignment]
 
@@ -95,12 +103,12 @@ def test_put_authorizes_once_and_stages_with_one_graveler_call(gw: GatewayStack,
     s3.put_object(Bucket=bucket, Key="main/warm", Body=b"caches the namespace and the branch")
     counted.reset()
     s3.put_object(Bucket=bucket, Key="main/a.txt", Body=b"x" * 4096)
-    assert counted.authorized == [("WriteRepo", bucket)]
+    assert counted.authorized == [("WriteObject", bucket)]
     assert counted.graveler == {"StageEntry": 1}
     counted.reset()
     # The branch root marker S3A writes is a PUT too: authorized once as well.
     s3.put_object(Bucket=bucket, Key="main/", Body=b"")
-    assert counted.authorized == [("WriteRepo", bucket)]
+    assert counted.authorized == [("WriteObject", bucket)]
     assert counted.graveler == {}
 
 
@@ -114,7 +122,7 @@ def test_reads_and_copies_authorize_each_repository_once(gw: GatewayStack, count
     s3.head_object(Bucket=bucket, Key="main/a.txt")
     # HEAD and GET call graveler not at all: the gateway resolves the ref and reads the entry
     # itself, in one read.
-    assert counted.authorized == [("ReadRepo", bucket), ("ReadRepo", bucket)]
+    assert counted.authorized == [("ReadObject", bucket), ("ReadObject", bucket)]
     assert counted.graveler == {}
     assert counted.direct == {"StatEntry": 2}
     counted.reset()
@@ -123,7 +131,7 @@ def test_reads_and_copies_authorize_each_repository_once(gw: GatewayStack, count
     assert counted.direct == {"ListEntries": 1}
     counted.reset()
     s3.copy_object(Bucket=bucket, Key="main/b.txt", CopySource={"Bucket": bucket, "Key": "main/a.txt"})
-    assert counted.authorized == [("ReadRepo", bucket), ("WriteRepo", bucket)]
+    assert counted.authorized == [("ReadObject", bucket), ("WriteObject", bucket)]
     assert s3.get_object(Bucket=bucket, Key="main/b.txt")["Body"].read() == b"payload"
 
 
@@ -143,7 +151,7 @@ def test_a_refused_put_writes_nothing_and_asks_once(gw: GatewayStack, counted: C
     with pytest.raises(reader.exceptions.ClientError) as refused:
         reader.put_object(Bucket=bucket, Key="main/nope", Body=b"x")
     assert refused.value.response["Error"]["Code"] == "AccessDenied"
-    assert counted.authorized == [("WriteRepo", bucket)]
+    assert counted.authorized == [("WriteObject", bucket)]
     assert counted.graveler == {}  # refused before the target was resolved or a byte was written
 
 
@@ -156,7 +164,7 @@ def test_delete_objects_is_one_graveler_call_per_branch(gw: GatewayStack, counte
     counted.reset()
     keys = ["main/dir/a", "main/dir/b", "main/dir/c", "main/dir/missing", "main/", "main/dir/a"]
     answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys]})
-    assert counted.authorized == [("WriteRepo", bucket)]
+    assert counted.authorized == [("DeleteObject", bucket)]
     assert counted.graveler == {"DeleteEntries": 1}
     assert sorted(d["Key"] for d in answer["Deleted"]) == sorted(keys)
     assert "Errors" not in answer

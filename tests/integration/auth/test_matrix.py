@@ -1,4 +1,9 @@
-"""Every preset group x every action, through real gRPC calls to graveler and auth."""
+"""Every preset group x every action, through real gRPC calls to graveler and auth.
+
+Object actions (ReadObject, WriteObject, DeleteObject) and ReadRefs are enforced by the edges,
+not by any gRPC call: here auth's answers about them (Authorize on `<repository>/<key>`, AuthorizeKeys)
+are checked for every group; tests/e2e/api/test_object_policies.py runs them through every edge
+path."""
 
 from __future__ import annotations
 
@@ -26,10 +31,11 @@ EXPECTED: dict[str, set[str]] = {
     # Everything but verifying signatures: only a statement naming auth:VerifySignature allows
     # it (FullAccess's `*` does not), and only the verifier service users have one.
     ADMINS: set(a.ALL_ACTIONS) - set(a.LITERAL_ONLY_ACTIONS),
-    DEVELOPERS: {a.READ_REPO, a.WRITE_REPO},
-    ANALYSTS: {a.READ_REPO},
+    # The repository's action holds its object actions on every key.
+    DEVELOPERS: {a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS},
+    ANALYSTS: {a.READ_REPO, a.READ_REFS, a.READ_OBJECT},
     # Verifying signatures is held by each service's own user, for its audience, not the group.
-    SERVICES: {a.AUTHORIZE, a.READ_REPO, a.WRITE_REPO},
+    SERVICES: {a.AUTHORIZE, a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS},
     NO_GROUP: set(),
 }
 
@@ -371,11 +377,11 @@ def members(stack: Stack) -> dict[str, Credentials]:
 
 
 def test_every_action_has_a_probe_and_an_expectation() -> None:
-    assert set(PROBES) == set(a.ALL_ACTIONS)
+    assert set(PROBES) == set(a.ALL_ACTIONS) - {*a.OBJECT_ACTIONS, a.READ_REFS}
     assert set(EXPECTED) == set(GROUPS)
 
 
-@pytest.mark.parametrize("action", a.ALL_ACTIONS)
+@pytest.mark.parametrize("action", sorted(PROBES))
 @pytest.mark.parametrize("group", GROUPS)
 def test_group_action_matrix(stack: Stack, members: dict[str, Credentials], group: str, action: str) -> None:
     call = PROBES[action](stack, members[group])
@@ -392,7 +398,100 @@ def test_authorize_answers_the_same_matrix(stack: Stack, members: dict[str, Cred
     me = stack.auth(members[group]).WhoAmI(auth_api.WhoAmIRequest()).user.id
     admin = stack.auth(stack.admin)
     for action in a.ALL_ACTIONS:
-        on_repository = action in a.REPO_ACTIONS or action in a.REPO_ADMIN_ACTIONS
+        on_repository = action in (*a.REPO_ACTIONS, *a.REPO_ADMIN_ACTIONS, a.READ_REFS)
         resource = "some-repo" if on_repository else a.user_resource("someone")
+        if action in a.OBJECT_ACTIONS:
+            resource = a.object_resource("some-repo", "raw/a")
         reply = admin.Authorize(auth_api.AuthorizeRequest(user_id=me, action=action, resource=resource))
         assert reply.allowed == (action in EXPECTED[group]), (group, action)
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_key_scopes_follow_the_matrix(stack: Stack, members: dict[str, Credentials], group: str) -> None:
+    """A preset group's object actions are whole repositories (no per-key work at the edges) or
+    nothing, as its repository actions are."""
+    me = stack.auth(members[group]).WhoAmI(auth_api.WhoAmIRequest()).user.id
+    for action in a.OBJECT_ACTIONS:
+        reply = stack.auth(stack.admin).AuthorizeKeys(
+            auth_api.AuthorizeKeysRequest(user_id=me, action=action, repository="some-repo")
+        )
+        held = action in EXPECTED[group]
+        assert (reply.every_key, list(reply.allow), list(reply.deny)) == (held, [], []), (group, action)
+
+
+def test_object_scoped_policies_in_the_matrix(stack: Stack) -> None:
+    """A user with object-scoped statements only: its key scope, and the same decisions through
+    Authorize, key by key; a Deny of a repository action wins over any object Allow."""
+    admin = stack.auth(stack.admin)
+    user_id, creds = stack.new_user(prefix="objects")
+    policy_id = unique("objects")
+    statements = [
+        pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.READ_OBJECT], resources=["weather/raw/*"]),
+        pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.WRITE_OBJECT], resources=["weather/raw/day=??/*"]),
+        pb.Statement(effect=pb.EFFECT_DENY, actions=[a.READ_OBJECT], resources=["weather/raw/secret*"]),
+        pb.Statement(effect=pb.EFFECT_DENY, actions=[a.WRITE_REPO], resources=["sealed"]),
+        pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.WRITE_OBJECT], resources=["sealed/*"]),
+        pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.READ_REFS], resources=["weather", "hidden"]),
+        pb.Statement(effect=pb.EFFECT_DENY, actions=[a.READ_REPO], resources=["hidden"]),
+    ]
+    admin.CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id, statements=statements))
+    admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=policy_id, user_id=user_id))
+    me = stack.auth(creds)  # about oneself, no auth:Authorize needed
+    scope = me.AuthorizeKeys(auth_api.AuthorizeKeysRequest(action=a.READ_OBJECT, repository="weather"))
+    assert (scope.every_key, list(scope.allow), list(scope.deny)) == (False, ["weather/raw/*"], ["weather/raw/secret*"])
+    cases = [
+        (a.READ_OBJECT, "weather/raw/a", True),
+        (a.READ_OBJECT, "weather/raw/secret.txt", False),
+        (a.READ_OBJECT, "weather/gold/b", False),
+        (a.READ_OBJECT, "other/raw/a", False),
+        (a.WRITE_OBJECT, "weather/raw/day=01/x", True),
+        (a.WRITE_OBJECT, "weather/raw/day=001/x", False),
+        (a.DELETE_OBJECT, "weather/raw/a", False),
+        (a.WRITE_OBJECT, "sealed/x", False),
+        (a.READ_REPO, "weather", False),
+        (a.READ_REFS, "weather", True),
+        (a.READ_REFS, "hidden", False),  # a Deny of ReadRepo takes ReadRefs
+        (a.READ_REFS, "other", False),
+    ]
+    for action, resource, allowed in cases:
+        reply = me.Authorize(auth_api.AuthorizeRequest(action=action, resource=resource))
+        assert reply.allowed == allowed, (action, resource)
+    nothing = me.AuthorizeKeys(auth_api.AuthorizeKeysRequest(action=a.WRITE_OBJECT, repository="sealed"))
+    assert (nothing.every_key, list(nothing.allow)) == (False, [])
+    with pytest.raises(grpc.RpcError) as refused:
+        me.AuthorizeKeys(auth_api.AuthorizeKeysRequest(action=a.READ_REPO, repository="weather"))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_graveler_reads_and_writes_entries_only_for_every_key(stack: Stack) -> None:
+    """A ReadRepo / WriteRepo holder narrowed by an object Deny is refused graveler's calls that
+    read or change entries by key (it goes through the edges, which check each key); without
+    the Deny the same user is served."""
+    repo = stack.new_repo()
+    admin = stack.auth(stack.admin)
+    user_id, creds = stack.new_user(prefix="narrowed")
+    policy_id = unique("narrowed")
+    statements = [
+        pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.READ_REPO, a.WRITE_REPO], resources=[repo]),
+        pb.Statement(effect=pb.EFFECT_DENY, actions=[a.READ_OBJECT, a.WRITE_OBJECT], resources=[f"{repo}/gold/*"]),
+    ]
+    admin.CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id, statements=statements))
+    admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=policy_id, user_id=user_id))
+    calls = {
+        "ListEntries": lambda: stack.gv(creds).ListEntries(api.ListEntriesRequest(repository=repo, ref="main")),
+        "StatEntry": lambda: stack.gv(creds).StatEntry(api.StatEntryRequest(repository=repo, ref="main", key="x")),
+        "DiffBranch": lambda: stack.gv(creds).DiffBranch(api.DiffBranchRequest(repository=repo, branch="main")),
+    }
+    for name, call in calls.items():
+        assert code_of(call) == grpc.StatusCode.PERMISSION_DENIED, name
+        assert "every key" in details_of(call), name
+    # What names no key is served as before.
+    assert code_of(lambda: stack.gv(creds).ListBranches(api.ListBranchesRequest(repository=repo))) == grpc.StatusCode.OK
+    admin.DetachPolicy(auth_api.PolicyAttachmentRequest(policy_id=policy_id, user_id=user_id))
+    whole = pb.Statement(effect=pb.EFFECT_ALLOW, actions=[a.READ_REPO], resources=[repo])
+    whole_id = unique("whole")
+    admin.CreatePolicy(auth_api.CreatePolicyRequest(id=whole_id, statements=[whole]))
+    admin.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=whole_id, user_id=user_id))
+    stack.pass_cache_ttl()  # graveler's cached decisions expire
+    for name, call in calls.items():
+        assert code_of(call) != grpc.StatusCode.PERMISSION_DENIED, (name, details_of(call))

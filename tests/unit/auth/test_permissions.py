@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from services.auth.permissions import RULES as AUTH_RULES
+from services.graveler.permissions import EVERY_KEY, TABLE, list_readable_repositories, runs_narrowed_to_outputs_allowed
 from services.graveler.permissions import RULES as GRAVELER_RULES
-from services.graveler.permissions import TABLE, list_readable_repositories, runs_narrowed_to_outputs_allowed
 from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2
 from silt.errors import PermissionDenied
@@ -97,7 +97,9 @@ def test_graveler_actions_follow_the_rbac_design(method: str) -> None:
     request_type = getattr(api, f"{method}Request", None) or getattr(events_pb2, f"{method}Request")
     assert field_name in request_type.DESCRIPTOR.fields_by_name
     rule = GRAVELER_RULES[f"/silt.graveler.v1.GravelerService/{method}"]
-    if method == "Commit":  # the table's action, and RestoreRefs for a recorded commit (below)
+    if method == "Commit" or method in EVERY_KEY:
+        # Commit: the table's action, and RestoreRefs for a recorded commit; entries by key:
+        # test_entries_by_key_need_every_key
         assert isinstance(rule, Narrowed)
         return
     assert isinstance(rule, Require)
@@ -127,6 +129,35 @@ def test_a_recorded_commit_needs_restore_refs_beside_write(recorded: bool) -> No
     else:
         assert rule.narrow(call, request, may_write_only) == "committed"
         assert asked == [(a.WRITE_REPO, ["the-repo"])]
+
+
+@pytest.mark.parametrize("method", sorted(EVERY_KEY))
+def test_entries_by_key_need_every_key(method: str) -> None:
+    """Calls that read or change entries by key need the table's action and the object action
+    on every key of the repository (a bare repository name): a caller an object Deny narrows is
+    refused, whatever its repository action."""
+    action, field_name = TABLE[method]
+    object_action, _ = EVERY_KEY[method]
+    request_type = getattr(api, f"{method}Request", None) or getattr(events_pb2, f"{method}Request")
+    request = request_type(**{field_name: "the-repo"})
+    if method == "Log":
+        request.objects.append("gold/b")  # only a log filtered by path tells of keys
+    rule = GRAVELER_RULES[f"/silt.graveler.v1.GravelerService/{method}"]
+    assert isinstance(rule, Narrowed)
+    asked: list[tuple[str, list[str]]] = []
+
+    def may(held: set[str]) -> Callable[[str, Sequence[str]], list[bool]]:
+        def answer(wanted: str, resources: Sequence[str]) -> list[bool]:
+            asked.append((wanted, list(resources)))
+            return [wanted in held for _ in resources]
+
+        return answer
+
+    assert rule.narrow(lambda r: "called", request, may({action, object_action})) == "called"
+    assert asked == [(action, ["the-repo"]), (object_action, ["the-repo"])]
+    for held in ({action}, {object_action}):
+        with pytest.raises(PermissionDenied):
+            rule.narrow(lambda r: pytest.fail("must not be called"), request, may(held))
 
 
 def test_list_repositories_is_narrowed() -> None:
