@@ -16,6 +16,7 @@ from edge.gateway.backend import Backend as GatewayBackend
 from edge.gateway.errors import S3Error
 from silt.config import Config
 from silt.errors import InvalidArgument, SiltError, Unavailable
+from silt.key_scope import KeyScope
 from silt.rpc.authority import AioCachedAuthority
 
 
@@ -31,6 +32,10 @@ class Auth:
         if self.error is not None:
             raise self.error
         return [True for _ in resources]
+
+    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+        # Object actions as the repository's: every key or none.
+        return KeyScope(repository, every_key=(await self.allowed_many(user_id, action, [repository]))[0])
 
 
 def _run(tmp_path: Path, make: Any, auth: Auth, body: Callable[[Any], Awaitable[None]]) -> None:

@@ -14,6 +14,7 @@ from edge.api.live_feed import FeedAccess, FeedSlots
 from engine.features.history_events.streams import StreamAccess, StreamLimits, StreamSlots
 from silt.errors import PermissionDenied, ResourceExhausted
 from silt.iam_actions import READ_REPO
+from silt.key_scope import KeyScope
 from silt.rpc.authority import CallKey
 from tests.support.clock import ManualClock
 
@@ -36,6 +37,10 @@ class Answers:
 class AsyncAnswers(Answers):
     async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:  # type: ignore[override]
         return Answers.allowed_many(self, user_id, action, resources)
+
+    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+        # Object actions as the repository's: every key or none.
+        return KeyScope(repository, every_key=(await self.allowed_many(user_id, action, [repository]))[0])
 
 
 def test_others_fill_only_the_shared_part_and_administrators_the_reserve_first() -> None:

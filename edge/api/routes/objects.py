@@ -200,7 +200,7 @@ async def stat_object(
 async def get_underlying_properties(ctx: Ctx, repository: str, ref: str, path: ObjectPath = None) -> Response:
     """What the object store says of the object's bytes: its storage class, where the store
     names one (silt/block/adapter.py ObjectStat.storage_class), else null."""
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize_key(READ_OBJECT, repository, checked_path(path))
     entry = await _entry(ctx, repository, ref, path)
     namespace = await ctx.backend.namespace(repository, ctx.deadline)
     store_namespace, store_key = split_address(namespace, entry.physical_address)

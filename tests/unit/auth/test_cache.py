@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import pytest
 
 from silt.errors import InvalidArgument, NotFound
+from silt.key_scope import KeyScope
 from silt.rpc.authority import MAX_CACHED_RESOURCE, AioCachedAuthority, CachedAuthority, CallKey, KeyCache, TTLCache
 from tests.support.clock import ManualClock
 
@@ -127,6 +128,10 @@ class AsyncCountingAuthority:
 
     async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         return self.sync.allowed_many(user_id, action, resources)
+
+    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+        # Object actions as the repository's: every key or none.
+        return KeyScope(repository, every_key=(await self.allowed_many(user_id, action, [repository]))[0])
 
 
 def test_the_async_cache_answers_like_the_sync_one() -> None:
