@@ -163,6 +163,19 @@ def _listing(stack: GatewayStack, repo: str, ref: str) -> list[tuple[str, int, s
         after = page.items[-1].key
 
 
+def _changes(stack: GatewayStack, repo: str, left: str, right: str) -> list[tuple[str, int, str, int, str]]:
+    """What right changed against left: (key, type, and the right side's size and etag)."""
+    found: list[tuple[str, int, str, int, str]] = []
+    after = ""
+    while True:
+        request = api.DiffRequest(repository=repo, left_ref=left, right_ref=right, after=after, amount=1000)
+        page = stack.graveler.Diff(request, timeout=60)
+        found += [(i.key, i.type, i.right.etag, i.right.size, i.right.content_type) for i in page.items]
+        if not page.has_more:
+            return found
+        after = page.items[-1].key
+
+
 def _log(stack: GatewayStack, repo: str, ref: str) -> list[Any]:
     commits: list[Any] = []
     after = ""
@@ -224,25 +237,32 @@ def test_a_repository_migrates_with_its_history_zero_copy_and_resumes_after_a_ki
     mapping = dict(line.split("\t") for line in Path(report["mapping"]).read_text().splitlines())
     assert len(mapping) == report["commits"] and len(set(mapping.values())) == len(mapping)
 
-    # Every commit: the same listing (path, size, checksum), committer, message, metadata, date, parents.
+    # Every commit: the same listing (path, size, checksum), committer, message, metadata, date and
+    # parents. A listing is the root's listing plus the changes of each commit on the way, so
+    # the roots are compared whole and every other commit by its changes against its first parent.
     for source_id, target_id in mapping.items():
         original = source.graveler.GetCommit(api.GetCommitRequest(repository=REPO, commit_id=source_id))
         moved = target.graveler.GetCommit(api.GetCommitRequest(repository="weather-moved", commit_id=target_id))
-        assert _listing(source, REPO, source_id) == _listing(target, "weather-moved", target_id), original.message
-        if original.parents:  # the source's root is the target's own initial commit
-            assert (moved.committer, moved.message, dict(moved.metadata)) == (
-                original.committer,
-                original.message,
-                dict(original.metadata),
-            )
-            assert moved.creation_date.seconds == original.creation_date.seconds
-            assert list(moved.parents) == [mapping[p] for p in original.parents]
+        if not original.parents:  # the source's root is the target's own initial commit
+            assert _listing(source, REPO, source_id) == _listing(target, "weather-moved", target_id)
+            continue
+        first = original.parents[0]
+        changed = _changes(source, REPO, first, source_id)
+        assert changed == _changes(target, "weather-moved", mapping[first], target_id), original.message
+        assert (moved.committer, moved.message, dict(moved.metadata)) == (
+            original.committer,
+            original.message,
+            dict(original.metadata),
+        )
+        assert moved.creation_date.seconds == original.creation_date.seconds
+        assert list(moved.parents) == [mapping[p] for p in original.parents]
 
-    # Branch heads and tags through the map; each branch's history exactly once.
+    # Branch heads and tags through the map, their listings whole; each branch's history once.
     for branch in ("main", "dev", "feature"):
         head = source.graveler.GetBranch(api.GetBranchRequest(repository=REPO, name=branch)).commit_id
         moved_head = target.graveler.GetBranch(api.GetBranchRequest(repository="weather-moved", name=branch))
         assert moved_head.commit_id == mapping[head], branch
+        assert _listing(source, REPO, head) == _listing(target, "weather-moved", moved_head.commit_id), branch
         moved_history = [c.id for c in _log(target, "weather-moved", moved_head.commit_id)]
         assert len(moved_history) == len(set(moved_history)), f"a commit twice in {branch}'s history"
         assert sorted(mapping[c.id] for c in _log(source, REPO, head)) == sorted(moved_history), branch
