@@ -23,6 +23,7 @@ from cli.lakefs_migration.source import Changes, LakeFSSource, SourceCommit, Sou
 from silt.client import EXIT_FAILURE, EXIT_NOT_FOUND, ClientError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.objects import MAX_USER_METADATA_BYTES, user_metadata_problem, user_metadata_size, with_user_metadata
 
 WORKING_BRANCH = "_silt-migrate-lakefs"
 STAGE_BATCH = 256  # StageEntries' limit
@@ -54,13 +55,21 @@ def _batches(items: list[_T], size: int) -> Iterator[list[_T]]:
 
 
 def _entry(found: SourceObject) -> pb.Entry:
+    """The entry naming the source's object. lakeFS's metadata is the user's: kept as Silt keeps
+    user metadata (x-amz-meta-), bounded as every write's is, so it can never pose as what Silt
+    keeps for itself (checksums, the pinned version of an outside object)."""
+    problem = user_metadata_problem(found.metadata)
+    if problem is None and user_metadata_size(found.metadata) > MAX_USER_METADATA_BYTES:
+        problem = f"user metadata over {MAX_USER_METADATA_BYTES} bytes"
+    if problem is not None:
+        raise ClientError(f"source object {found.path!r}: {problem}", EXIT_FAILURE)
     return pb.Entry(
         physical_address=found.physical_address,
         size=found.size,
         etag=found.checksum,
         last_modified=Timestamp(seconds=found.mtime),
         content_type=found.content_type,
-        metadata=found.metadata,
+        metadata=with_user_metadata({}, found.metadata),
     )
 
 

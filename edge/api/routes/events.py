@@ -35,7 +35,7 @@ from silt.graveler.v1 import events_pb2 as ev
 from silt.history_events import layout
 from silt.history_events.codec import to_json
 from silt.history_events.visibility import shown
-from silt.iam_actions import READ_REPO, READ_USER, USERS
+from silt.iam_actions import READ_OBJECT, READ_USER, USERS
 
 router = APIRouter()
 
@@ -138,8 +138,10 @@ async def _still_authenticated(ctx: Ctx, request: Request) -> None:
 async def _still_allowed(ctx: Ctx, repository: str) -> None:
     """ApiError 403 once the caller may no longer read the repository, from a decision at most
     one re-authorization interval old (edge/api/live_feed.py, FeedAccess)."""
-    if not await ctx.backend.feed_access.allowed(ctx.caller.user_id, READ_REPO, repository):
-        raise forbidden(f"user {ctx.caller.user_id} may no longer {READ_REPO} on {repository}")
+    # ReadObject on the bare repository: allowed only while every key is (an object Deny added
+    # since the stream opened ends it too).
+    if not await ctx.backend.feed_access.allowed(ctx.caller.user_id, READ_OBJECT, repository):
+        raise forbidden(f"user {ctx.caller.user_id} may no longer {READ_OBJECT} on every key of {repository}")
 
 
 async def _stream(

@@ -61,7 +61,7 @@ from silt.errors import NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import READ_OBJECT, WRITE_OBJECT
 from silt.objects import DEFAULT_CONTENT_TYPE, split_address, with_user_metadata
 from silt.repository_place import RepositoryPlace
 
@@ -145,10 +145,10 @@ async def create_presign_multipart_upload(
     path: str | None = None,
     parts: Annotated[int | None, Query()] = None,
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
+    key = checked_path(path)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)
     signer = presigner(request)
     signer.check_multipart_enabled()
-    key = checked_path(path)
     if parts is not None and not 0 <= parts <= MAX_PARTS:
         raise bad_request(f"parts can be between 0 and {MAX_PARTS}")
     backend = ctx.backend
@@ -206,13 +206,13 @@ async def _part_call(
     path: str | None,
     model: type[_PartBody],
 ) -> tuple[Presigner, _PartBody, dict[str, Any], RepositoryPlace]:
-    """What a call about one part starts with: the caller may write, presigned multipart is on,
+    """What a call about one part starts with: the caller may write the key, presigned multipart is on,
     and the body names this upload's own address (the upload's record and the repository's place)."""
-    await ctx.authorize(WRITE_REPO, repository)
+    key = checked_path(path)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)
     signer = presigner(request)
     signer.check_multipart_enabled()
     body = await json_body(request, model, SMALL_BODY_BYTES)
-    key = checked_path(path)
     record, place = await _open_upload(ctx, request, repository, branch, key, upload_id, body.physical_address)
     return signer, body, record, place
 
@@ -258,7 +258,8 @@ async def upload_part_copy(
 ) -> Response:
     _, body, record, _ = await _part_call(ctx, request, repository, branch, upload_id, path, UploadPartCopyFrom)
     source = body.copy_source
-    await ctx.authorize(READ_REPO, source.repository)
+    # The part's bytes are the source key's: read like any copy source, key by key.
+    await ctx.authorize_key(READ_OBJECT, source.repository, checked_path(source.path))
     backend = ctx.backend
     stat = api.StatEntryRequest(repository=source.repository, ref=source.ref, key=checked_path(source.path))
     entry = (await backend.stat_entry(stat, ctx.deadline)).entry
@@ -300,10 +301,10 @@ def _listed_parts(body: CompletePresignMultipartUpload) -> list[PartInfo]:
 async def complete_presign_multipart_upload(
     ctx: Ctx, request: Request, repository: str, branch: str, upload_id: UploadId, path: str | None = None
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
+    key = checked_path(path)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)
     presigner(request).check_multipart_enabled()
     body = await json_body(request, CompletePresignMultipartUpload, COMPLETE_BODY_BYTES)
-    key = checked_path(path)
     parts = _listed_parts(body)
     user = checked_user_metadata(dict(body.user_metadata or {}))
     content_type = checked_content_type(body.content_type or DEFAULT_CONTENT_TYPE)
@@ -335,10 +336,10 @@ async def complete_presign_multipart_upload(
 async def abort_presign_multipart_upload(
     ctx: Ctx, request: Request, repository: str, branch: str, upload_id: UploadId, path: str | None = None
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
+    key = checked_path(path)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key)
     presigner(request).check_multipart_enabled()
     body = await json_body(request, AbortPresignMultipartUpload, SMALL_BODY_BYTES)
-    key = checked_path(path)
     record, _ = await _open_upload(ctx, request, repository, branch, key, upload_id, body.physical_address)
     await ctx.backend.run(_abort, ctx, repository, upload_id, record)
     return Response(status_code=204)

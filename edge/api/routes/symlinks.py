@@ -23,7 +23,7 @@ from edge.api.context import Ctx
 from edge.api.errors import bad_request
 from edge.api.responses import model_response
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import WRITE_REPO
 from silt.objects import full_address
 
 router = APIRouter()
@@ -54,9 +54,10 @@ async def create_symlink_file(
     branch: str,  # lakeFS's name: any ref is listed, as lakeFS lists it
     location: Annotated[str, Query(max_length=1024)] = "",
 ) -> Response:
-    # lakeFS asks for fs:WriteObject; the files list the ref's objects, so reading it is asked too.
+    # lakeFS asks for fs:WriteObject; the files list the ref's objects unfiltered, so reading
+    # every key is asked too.
     await ctx.authorize(WRITE_REPO, repository)
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize_every_key(repository)
     backend = ctx.backend
     namespace = await backend.namespace(repository, ctx.deadline)
     directories: dict[str, list[str]] = {}

@@ -322,3 +322,41 @@ def test_with_the_repository_as_lakefs_gives_it_the_repository_opens(api: Api, w
     # What shows keys unfiltered, or reads the repository whole, needs ReadRepo.
     _api_denied(lambda: lakefs_sdk.BranchesApi(user.sdk).diff_branch(weather, "main"))
     _api_denied(lambda: lakefs_sdk.RefsApi(user.sdk).log_commits(weather, "main", objects=["gold/b"]))
+
+
+def test_an_object_deny_holds_on_presigned_multipart_and_committed_metadata(api: Api, weather: str) -> None:
+    """Routes that name a key besides the usual object calls: a presigned multipart upload (its
+    key, and a part copied from another key) asks per key; the committed metadata, whose ranges
+    list every key, is refused to a caller any key is refused to."""
+    user, _ = _user_with_policy(
+        api,
+        [
+            {"effect": "allow", "action": ["ReadRepo", "WriteRepo"], "resource": weather},
+            {"effect": "deny", "action": ["ReadObject", "WriteObject"], "resource": f"{weather}/gold/*"},
+        ],
+    )
+    staging = f"/repositories/{weather}/branches/main/staging/pmpu"
+    refused = api.request("POST", f"{staging}?path=gold/x&parts=1", headers=user.basic())
+    assert refused.status == 403, refused.data
+    opened = api.request("POST", f"{staging}?path=raw/x&parts=1", headers=user.basic())
+    assert opened.status == 201, opened.data
+    upload = json.loads(opened.data)
+    copy = {
+        "physical_address": upload["physical_address"],
+        "copy_source": {"repository": weather, "ref": "main", "path": "gold/b"},
+    }
+    copied = api.request(
+        "PUT",
+        f"{staging}/{upload['upload_id']}/parts/1/copy?path=raw/x",
+        body=json.dumps(copy),
+        headers={**user.basic(), "Content-Type": "application/json"},
+    )
+    assert copied.status == 403 and "gold/b" in json.loads(copied.data)["message"]
+
+    commit = lakefs_sdk.CommitsApi(api.sdk()).commit(weather, "main", lakefs_sdk.CommitCreation(message="keys"))
+    metarange = api.request(
+        "GET", f"/repositories/{weather}/metadata/meta_range/{commit.meta_range_id}", headers=user.basic()
+    )
+    assert metarange.status == 403 and "every key" in json.loads(metarange.data)["message"]
+    admin_view = api.request("GET", f"/repositories/{weather}/metadata/meta_range/{commit.meta_range_id}")
+    assert admin_view.status == 200
