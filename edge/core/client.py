@@ -87,8 +87,10 @@ class MaybeApplied(Unavailable):
     (the connection broke after it was sent, or a write timed out). Clients retry it."""
 
 
-class SlowlyUnavailable(Unavailable):
-    """Graveler answered UNAVAILABLE only after a while: something it depends on timed out."""
+class SlowlyUnavailable(MaybeApplied):
+    """Graveler answered UNAVAILABLE only after a while: something it depends on timed out. The
+    call was sent, so it may have been applied, as any MaybeApplied; only its answer to the
+    client differs (S3's SlowDown). A loaded machine makes a plain lost answer this slow too."""
 
 
 def call_failure(exc: grpc.aio.AioRpcError, attempts: Attempts, seconds: float, changes: bool) -> SiltError:
