@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -41,7 +41,7 @@ class Counts:
     uncommitted: int = 0  # staged changes brought to the target's branches
 
 
-class Progress:
+class Progress(Protocol):
     """What the command shows while the history is recorded."""
 
     def start(self, commits: int, done: int) -> None: ...
