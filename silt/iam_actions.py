@@ -9,6 +9,8 @@ collection is an action on its prefix (`users/`), so `users/*` grants it and `us
 not. The `auth:*` actions are for services that verify other principals' requests. Attaching or
 detaching a policy needs the action on both ends: the user or group, and the policy. Repository
 names never contain `/`, so a repository pattern such as `prod-*` cannot match an IAM resource.
+Objects and branches below a repository have resources of their own (`<repository>/<key>`,
+`<repository>@<branch>`) for the actions that name part of a repository.
 """
 
 from __future__ import annotations
@@ -40,6 +42,28 @@ DELETE_OBJECT = "DeleteObject"
 OBJECT_ACTIONS = (READ_OBJECT, WRITE_OBJECT, DELETE_OBJECT)
 # The repository action that holds an object action on every key.
 OBJECT_ACTION_REPO_ACTION = {READ_OBJECT: READ_REPO, WRITE_OBJECT: WRITE_REPO, DELETE_OBJECT: WRITE_REPO}
+
+# Branches, on resources `<repository>@<branch>` (branch_resource; neither a repository nor a
+# branch name ever contains '@' or '/'): what a policy names to let a writer change some branches
+# only (`weather@dev-*`), or to keep writers off one (a Deny on `weather@main`). Holding the
+# repository's action (WriteRepo; ReadRefs or ReadRepo for ReadBranch) holds them on every branch
+# of it; WriteBranch holds the other write actions on the branches it names; a Deny of any action
+# holding one, on the repository or on the branch, wins (services/auth/policies.py).
+# WriteBranch: every change to the branch: the four below, and staged writes and deletes of any
+# key on it (a Deny of it refuses those on every path, the S3 gateway's included; an Allow of it is
+# the object actions on every key of the branch: silt/key_scope.py).
+WRITE_BRANCH = "WriteBranch"
+# Commit, merge into, cherry-pick onto, merge a pull request into, import into the branch.
+COMMIT_BRANCH = "CommitBranch"
+# Revert a commit on the branch, reset it (its staged changes, or hard to another commit).
+REVERT_BRANCH = "RevertBranch"
+# Create a branch of that name; delete it.
+CREATE_BRANCH = "CreateBranch"
+DELETE_BRANCH = "DeleteBranch"
+# The branch's record (its head commit), and the log of a ref of that name.
+READ_BRANCH = "ReadBranch"
+BRANCH_WRITE_ACTIONS = (WRITE_BRANCH, COMMIT_BRANCH, REVERT_BRANCH, CREATE_BRANCH, DELETE_BRANCH)
+BRANCH_ACTIONS = (*BRANCH_WRITE_ACTIONS, READ_BRANCH)
 
 # Administration of one repository that a writer must not have, also on the repository name:
 # retention rules decide what garbage collection deletes (0 days: every commit but the
@@ -133,7 +157,15 @@ SERVICE_ACTIONS = (AUTHORIZE, VERIFY_SIGNATURE, ACT_FOR_USER, RECORD_EVENTS)
 # "Allow *" (services/auth/policies.py decides, services/auth/grants.py delegates alike).
 LITERAL_ONLY_ACTIONS = frozenset((VERIFY_SIGNATURE, ACT_FOR_USER, RECORD_EVENTS))
 
-ALL_ACTIONS = (*REPO_ACTIONS, READ_REFS, *OBJECT_ACTIONS, *REPO_ADMIN_ACTIONS, *IAM_ACTIONS, *SERVICE_ACTIONS)
+ALL_ACTIONS = (
+    *REPO_ACTIONS,
+    READ_REFS,
+    *OBJECT_ACTIONS,
+    *BRANCH_ACTIONS,
+    *REPO_ADMIN_ACTIONS,
+    *IAM_ACTIONS,
+    *SERVICE_ACTIONS,
+)
 _KNOWN = frozenset(ALL_ACTIONS)
 
 # The longest resource a policy may name or a decision may be asked about (characters).
@@ -143,6 +175,14 @@ MAX_RESOURCE_LENGTH = 1024
 def object_resource(repository: str, key: str) -> str:
     """The resource of one object: `<repository>/<key>` (repository names never contain `/`)."""
     return f"{repository}/{key}"
+
+
+BRANCH_MARK = "@"
+
+
+def branch_resource(repository: str, branch: str) -> str:
+    """The resource of one branch: `<repository>@<branch>`."""
+    return f"{repository}{BRANCH_MARK}{branch}"
 
 
 def user_resource(user_id: str) -> str:

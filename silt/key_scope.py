@@ -10,6 +10,10 @@ locally, with the same rule and the same matcher, after one (cached) call:
     of the object action matches `R/K`, and either an Allow of the repository action matches R
     (every_key) or an Allow of the object action matches `R/K`.
 
+A write or delete is asked about with the branch it is staged on (B): a Deny of WriteBranch on
+`R@B` then leaves no key, and an Allow of it counts as the repository action (every key), so
+that policies on branches (silt/iam_actions.py BRANCH_ACTIONS) hold for staged writes too.
+
 The common case, a user holding the repository action and no Deny of the object action on any
 key of it, is `whole`: the edges then do no per-key work at all. Auth answers an object action
 asked about a bare repository name with `whole` (every key of it), which graveler requires of

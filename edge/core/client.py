@@ -477,11 +477,12 @@ class EdgeClient:
         except Unavailable as exc:
             raise self.auth_unavailable(exc) from None
 
-    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
         """Which keys of repository auth lets user_id do an object action on (cached, like
-        decisions): whole for a holder of the repository's action, checked per key otherwise."""
+        decisions): whole for a holder of the repository's action, checked per key otherwise.
+        branch: where a write or delete is staged, whose WriteBranch statements count too."""
         try:
-            return await self.authority.key_scope(user_id, action, repository)
+            return await self.authority.key_scope(user_id, action, repository, branch)
         except Unavailable as exc:
             raise self.auth_unavailable(exc) from None
 

@@ -34,8 +34,8 @@ class LocalAuthority:
         count_decisions(decisions)
         return decisions
 
-    def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
-        return key_scope(compile_statements(self.model.effective_policies(user_id)), action, repository)
+    def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
+        return key_scope(compile_statements(self.model.effective_policies(user_id)), action, repository, branch)
 
 
 def local_interceptor(

@@ -6,6 +6,11 @@ Resources match as lakeFS's wildcards (`*` any run, `?` one character; silt/wild
 An object action on `<repository>/<key>` is decided by key_scope's rule (silt/key_scope.py):
 the repository's action holds every key, and a Deny of either wins. ReadRefs (the repository
 without its objects) is held through ReadRefs or ReadRepo, and a Deny of either takes it.
+A branch action on `<repository>@<branch>` (silt/iam_actions.py BRANCH_ACTIONS) is held through
+itself, WriteBranch on the branch (for the write ones) or the repository's action (WriteRepo; ReadRefs
+or ReadRepo for ReadBranch), and a Deny of any of those takes it (branch_holders). A staged write or
+delete asks key_scope with the branch: a Deny of WriteBranch on it leaves no key, an Allow of it
+every key of the branch.
 An action of silt.iam_actions.LITERAL_ONLY_ACTIONS (auth:VerifySignature) is allowed only by a
 statement that names it literally: `*` and `auth:*` never grant it, though they deny it.
 """
@@ -20,12 +25,20 @@ from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
 from silt.iam_actions import (
     ALL_ACTIONS,
+    BRANCH_ACTIONS,
+    BRANCH_MARK,
+    BRANCH_WRITE_ACTIONS,
+    DELETE_OBJECT,
     LITERAL_ONLY_ACTIONS,
     MAX_RESOURCE_LENGTH,
     OBJECT_ACTION_REPO_ACTION,
     OBJECT_ACTIONS,
     READ_REFS,
     READ_REPO,
+    WRITE_BRANCH,
+    WRITE_OBJECT,
+    WRITE_REPO,
+    branch_resource,
 )
 from silt.key_scope import KeyScope
 from silt.wildcards import Matcher, compile_pattern, compile_wildcard, overlaps
@@ -94,7 +107,33 @@ def is_allowed(statements: Sequence[CompiledStatement], action: str, resource: s
         if any(s.deny and s.matches(x, resource) for s in statements for x in held):
             return False
         return any(s.matches(x, resource) for s in statements for x in held)
+    if action in BRANCH_ACTIONS:
+        repository, mark, branch = resource.partition(BRANCH_MARK)
+        if not repository or not mark or not branch:
+            return False
+        return _held(statements, branch_holders(action, repository, branch))
     return _matched(statements, action, resource)
+
+
+def branch_holders(action: str, repository: str, branch: str) -> tuple[tuple[str, str], ...]:
+    """The (action, resource) pairs any of which holds a branch action on one branch: the action
+    itself and WriteBranch on the branch, the repository's action on the repository."""
+    on_branch = branch_resource(repository, branch)
+    if action in BRANCH_WRITE_ACTIONS:
+        return ((action, on_branch), (WRITE_BRANCH, on_branch), (WRITE_REPO, repository))
+    return ((action, on_branch), (READ_REFS, repository), (READ_REPO, repository))
+
+
+def _held(statements: Sequence[CompiledStatement], holders: Iterable[tuple[str, str]]) -> bool:
+    """Some statement allows one of the pairs and none denies any of them."""
+    allowed = False
+    for action, resource in dict.fromkeys(holders):
+        for statement in statements:
+            if statement.matches(action, resource):
+                if statement.deny:
+                    return False
+                allowed = True
+    return allowed
 
 
 def _matched(statements: Sequence[CompiledStatement], action: str, resource: str) -> bool:
@@ -108,17 +147,28 @@ def _matched(statements: Sequence[CompiledStatement], action: str, resource: str
     return allowed
 
 
-def key_scope(statements: Sequence[CompiledStatement], action: str, repository: str) -> KeyScope:
+def key_scope(statements: Sequence[CompiledStatement], action: str, repository: str, branch: str = "") -> KeyScope:
     """Which keys of repository the object action is allowed on (silt/key_scope.py's rule).
 
     Carries only the patterns that may match a key of this repository (`weather/raw/*`,
     `weath*`, `*`; not `gold/*` or `weather`), so its size follows the policies about this
-    repository."""
+    repository.
+
+    branch: where a write or delete is staged. A Deny of WriteBranch on it leaves no key; an
+    Allow of it (not denied on the repository) is every key, as the repository's action is."""
     check_resource(repository)
+    check_resource(branch)
     repo_action = OBJECT_ACTION_REPO_ACTION[action]
-    if "/" in repository or any(s.deny and s.matches(repo_action, repository) for s in statements):
+    if "/" in repository or BRANCH_MARK in repository:
+        return KeyScope(repository, every_key=False)
+    if any(s.deny and s.matches(repo_action, repository) for s in statements):
         return KeyScope(repository, every_key=False)
     every_key = _matched(statements, repo_action, repository)
+    if branch and action in (WRITE_OBJECT, DELETE_OBJECT):
+        on_branch = branch_resource(repository, branch)
+        if any(s.deny and s.matches(WRITE_BRANCH, on_branch) for s in statements):
+            return KeyScope(repository, every_key=False)
+        every_key = every_key or any(s.matches(WRITE_BRANCH, on_branch) for s in statements)
     below = repository + "/*"
     allow: dict[str, None] = {}
     deny: dict[str, None] = {}

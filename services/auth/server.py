@@ -316,7 +316,9 @@ class AuthServicer(api_grpc.AuthServiceServicer):
             raise InvalidArgument(f"AuthorizeKeys answers for {', '.join(OBJECT_ACTIONS)}, not {request.action[:64]!r}")
         if not request.repository or "/" in request.repository:
             raise InvalidArgument("AuthorizeKeys needs a repository name")
-        scope = self.authority.key_scope(_subject(request.user_id), request.action, check_resource(request.repository))
+        scope = self.authority.key_scope(
+            _subject(request.user_id), request.action, check_resource(request.repository), request.branch
+        )
         return api.AuthorizeKeysResponse(every_key=scope.every_key, allow=scope.allow, deny=scope.deny)
 
     def WhoAmI(self, request: api.WhoAmIRequest, context: grpc.ServicerContext) -> api.WhoAmIResponse:

@@ -269,7 +269,7 @@ class AsyncAuthority(Protocol):
 
     async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]: ...
 
-    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope: ...
+    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope: ...
 
 
 class AioCachedAuthority:
@@ -280,16 +280,17 @@ class AioCachedAuthority:
     ) -> None:
         self.inner = inner
         self._decisions = _Decisions(ttl, clock)
-        self._scopes: TTLCache[tuple[str, str, str], KeyScope] = TTLCache(ttl, MAX_KEY_SCOPES, clock)
+        self._scopes: TTLCache[tuple[str, str, str, str], KeyScope] = TTLCache(ttl, MAX_KEY_SCOPES, clock)
 
-    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
-        """Which keys of repository user_id may do the object action on (silt/key_scope.py)."""
-        key = (user_id, action, repository)
+    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
+        """Which keys of repository user_id may do the object action on (silt/key_scope.py),
+        staged on branch for a write or delete."""
+        key = (user_id, action, repository, branch)
         scope: KeyScope | None = self._scopes.get(key)
         count_cache_lookup("key_scope", scope is not None)
         if scope is None:
-            scope = await self.inner.key_scope(user_id, action, repository)
-            if len(repository) <= MAX_CACHED_RESOURCE:
+            scope = await self.inner.key_scope(user_id, action, repository, branch)
+            if len(repository) + len(branch) <= MAX_CACHED_RESOURCE:
                 self._scopes.put(key, scope)
         return scope
 
@@ -396,8 +397,8 @@ class AioRemoteAuthority:
             raise auth_failure(exc, "authorize") from None
         return list(reply.allowed)
 
-    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
-        request = self._api.AuthorizeKeysRequest(user_id=user_id, action=action, repository=repository)
+    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
+        request = self._api.AuthorizeKeysRequest(user_id=user_id, action=action, repository=repository, branch=branch)
         try:
             reply = await retry_unavailable(lambda: self._stub.AuthorizeKeys(request, timeout=self._timeout))
         except grpc.aio.AioRpcError as exc:

@@ -33,7 +33,7 @@ class Auth:
             raise self.error
         return [True for _ in resources]
 
-    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
         # Object actions as the repository's: every key or none.
         return KeyScope(repository, every_key=(await self.allowed_many(user_id, action, [repository]))[0])
 

@@ -54,9 +54,9 @@ class Counted:
             self.authorized.append((action, resource))
             return await real_allowed(user_id, action, resource)
 
-        async def key_scope(user_id: str, action: str, repository: str) -> Any:
+        async def key_scope(user_id: str, action: str, repository: str, branch: str = "") -> Any:
             self.authorized.append((action, repository))
-            return await real_scope(user_id, action, repository)
+            return await real_scope(user_id, action, repository, branch)
 
         async def call(method: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
             self.graveler[type(request).__name__.removesuffix("Request")] += 1

@@ -31,11 +31,12 @@ EXPECTED: dict[str, set[str]] = {
     # Everything but verifying signatures: only a statement naming auth:VerifySignature allows
     # it (FullAccess's `*` does not), and only the verifier service users have one.
     ADMINS: set(a.ALL_ACTIONS) - set(a.LITERAL_ONLY_ACTIONS),
-    # The repository's action holds its object actions on every key.
-    DEVELOPERS: {a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS},
-    ANALYSTS: {a.READ_REPO, a.READ_REFS, a.READ_OBJECT},
+    # The repository's action holds its object actions on every key, its branch actions on
+    # every branch.
+    DEVELOPERS: {a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS, *a.BRANCH_ACTIONS},
+    ANALYSTS: {a.READ_REPO, a.READ_REFS, a.READ_OBJECT, a.READ_BRANCH},
     # Verifying signatures is held by each service's own user, for its audience, not the group.
-    SERVICES: {a.AUTHORIZE, a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS},
+    SERVICES: {a.AUTHORIZE, a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS, *a.BRANCH_ACTIONS},
     NO_GROUP: set(),
 }
 
@@ -377,7 +378,9 @@ def members(stack: Stack) -> dict[str, Credentials]:
 
 
 def test_every_action_has_a_probe_and_an_expectation() -> None:
-    assert set(PROBES) == set(a.ALL_ACTIONS) - {*a.OBJECT_ACTIONS, a.READ_REFS}
+    # Object and branch actions are probed through the edges (tests/e2e/api/test_object_policies.py,
+    # test_branch_policies.py) and decided below.
+    assert set(PROBES) == set(a.ALL_ACTIONS) - {*a.OBJECT_ACTIONS, *a.BRANCH_ACTIONS, a.READ_REFS}
     assert set(EXPECTED) == set(GROUPS)
 
 
@@ -402,6 +405,8 @@ def test_authorize_answers_the_same_matrix(stack: Stack, members: dict[str, Cred
         resource = "some-repo" if on_repository else a.user_resource("someone")
         if action in a.OBJECT_ACTIONS:
             resource = a.object_resource("some-repo", "raw/a")
+        if action in a.BRANCH_ACTIONS:
+            resource = a.branch_resource("some-repo", "dev")
         reply = admin.Authorize(auth_api.AuthorizeRequest(user_id=me, action=action, resource=resource))
         assert reply.allowed == (action in EXPECTED[group]), (group, action)
 

@@ -51,7 +51,10 @@ def test_setup_creates_presets_admin_and_services(iam: IamModel) -> None:
     def may(user: str, action: str, resource: str = "any-repo") -> bool:
         return is_allowed(compile_statements(iam.effective_policies(user)), action, resource)
 
-    assert all(may("admin", action) for action in a.ALL_ACTIONS if action not in a.LITERAL_ONLY_ACTIONS)
+    assert all(
+        may("admin", action) for action in a.ALL_ACTIONS if action not in (*a.LITERAL_ONLY_ACTIONS, *a.BRANCH_ACTIONS)
+    )
+    assert all(may("admin", action, a.branch_resource("any-repo", "main")) for action in a.BRANCH_ACTIONS)
     # FullAccess's `*` does not allow verifying signatures: only the verifier service users may.
     assert not may("admin", a.VERIFY_SIGNATURE, a.audience_resource("graveler"))
     assert may("svc-graveler", a.AUTHORIZE) and not may("svc-graveler", a.CREATE_USER)

@@ -378,10 +378,10 @@ class Authorized(Context):
     async def authorize(self, action: str, repository: str) -> None:
         return None
 
-    async def authorize_key(self, action: str, repository: str, key: str) -> None:
+    async def authorize_key(self, action: str, repository: str, key: str, branch: str = "") -> None:
         return None
 
-    async def key_scope(self, action: str, repository: str) -> KeyScope:
+    async def key_scope(self, action: str, repository: str, branch: str = "") -> KeyScope:
         return whole(repository)
 
 

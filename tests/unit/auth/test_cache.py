@@ -129,7 +129,7 @@ class AsyncCountingAuthority:
     async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         return self.sync.allowed_many(user_id, action, resources)
 
-    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
         # Object actions as the repository's: every key or none.
         return KeyScope(repository, every_key=(await self.allowed_many(user_id, action, [repository]))[0])
 
