@@ -31,6 +31,20 @@ A lakeFS policy statement is `{effect, action: [...], resource}`. Two vocabulari
   a literal repository name (a wildcard there could match across `/object/`); a Deny with one
   denies the object actions' repository actions on every repository it may touch, as above.
 
+  Statements on branches, `arn:lakefs:fs:::repository/<name>/branch/<branch pattern>` (`*` and `?`
+  in the pattern), translate into Silt's branch actions on `<name>@<branch pattern>`
+  (BRANCH_EQUIVALENT: fs:CreateCommit is CommitBranch, fs:RevertBranch RevertBranch, and so on).
+  lakeFS checks only those, and the halves of an import (fs:WriteObject, fs:ImportCancel), against
+  a branch's resource, so a statement's other actions allow or deny nothing there. An **Allow** is
+  exact: an import needs more than a branch's statements in lakeFS (the storage and the
+  destination keys) and WriteRepo here, so fs:WriteObject and fs:ImportCancel allow nothing on
+  a branch; staged writes are allowed by object statements in lakeFS, never by a branch's, so
+  an Allow never becomes WriteBranch. A **Deny** of fs:WriteObject or fs:DeleteObject becomes a
+  Deny of WriteBranch, refusing every change to the branch (staged writes through the S3
+  gateway included, commits, merges into it, ...): wider than lakeFS's, which is safe, and what
+  such a Deny is written for. As with objects, an Allow needs a literal repository name, and a
+  Deny with a wildcard there denies on every repository it may touch.
+
 A policy read back is shown in Silt's vocabulary, whichever was sent: that is what is enforced.
 """
 
@@ -179,6 +193,19 @@ OBJECT_EQUIVALENT: dict[str, str] = {
     a.DELETE_OBJECT: "fs:DeleteObject",
 }
 OBJECT_MARK = "/object/"
+# Silt's branch action -> the lakeFS action it is, on `.../repository/<name>/branch/<branch>`.
+BRANCH_EQUIVALENT: dict[str, str] = {
+    a.COMMIT_BRANCH: "fs:CreateCommit",
+    a.REVERT_BRANCH: "fs:RevertBranch",
+    a.CREATE_BRANCH: "fs:CreateBranch",
+    a.DELETE_BRANCH: "fs:DeleteBranch",
+    a.READ_BRANCH: "fs:ReadBranch",
+}
+# lakeFS's actions that, on a branch, are part of an import (which needs WriteRepo here): an Allow
+# of them gives nothing; a Deny of them, or of fs:DeleteObject, denies WriteBranch.
+BRANCH_IMPORT_ACTIONS = frozenset({"fs:WriteObject", "fs:ImportCancel"})
+BRANCH_WRITE_DENIED_BY = frozenset({"fs:WriteObject", "fs:DeleteObject", "fs:ImportCancel"})
+BRANCH_MARK = "/branch/"
 EQUIVALENT = {**REPO_EQUIVALENT, **IAM_EQUIVALENT}
 # A Silt action granted is left out when another granted one holds it.
 HELD_THROUGH = {a.READ_REFS: a.READ_REPO}
@@ -188,6 +215,7 @@ HELD_THROUGH = {a.READ_REFS: a.READ_REPO}
 ACCOUNTED_WITH = {a.READ_REFS: frozenset({"fs:ListObjects"})}
 LAKEFS_ACTIONS = frozenset().union(*EQUIVALENT.values(), NO_COUNTERPART)
 LAKEFS_OBJECT_ACTIONS = frozenset(OBJECT_EQUIVALENT.values())
+LAKEFS_BRANCH_ACTIONS = frozenset(BRANCH_EQUIVALENT.values())
 
 _EFFECTS = {"allow": pb.EFFECT_ALLOW, "deny": pb.EFFECT_DENY}
 _EFFECT_NAMES = {pb.EFFECT_ALLOW: "allow", pb.EFFECT_DENY: "deny"}
@@ -427,6 +455,61 @@ def _translate_object(n: int, statement: Statement, resource: _ObjectResource) -
     return [_statement(effect, actions, resource.silt)]
 
 
+@dataclass(frozen=True)
+class _BranchResource:
+    """`.../repository/<repository>/branch/<branch>` of a lakeFS statement."""
+
+    repository: str
+    branch: str
+
+    @property
+    def literal_repository(self) -> bool:
+        return bool(self.repository) and set(self.repository) <= REPO_NAME_CHARS
+
+    @property
+    def silt(self) -> str:
+        return a.branch_resource(self.repository, self.branch)
+
+
+def _branch_resource(resource: str) -> _BranchResource | None:
+    if not resource.startswith(REPOSITORY_ARN):
+        return None
+    repository, mark, branch = resource[len(REPOSITORY_ARN) :].partition(BRANCH_MARK)
+    if not mark or "/" in repository:
+        return None
+    return _BranchResource(repository, branch)
+
+
+def _translate_branch(n: int, statement: Statement, resource: _BranchResource) -> list[pb.Statement]:
+    effect = _EFFECTS[statement.effect]
+    if effect == pb.EFFECT_DENY and not resource.literal_repository:
+        return _translate_deny(n, statement)
+    if not resource.literal_repository:
+        raise bad_request(
+            f"statement {n}: cannot allow on {statement.resource!r}: a branch resource needs a repository name "
+            f"without wildcards, '{REPOSITORY_ARN}<name>{BRANCH_MARK}<branch pattern>'"
+        )
+    if not resource.branch or "/" in resource.branch:
+        # Branch names have no '/': such a pattern matches no branch (and an empty one none).
+        raise bad_request(f"statement {n}: {statement.resource!r} names no branch: a branch name has no '/'")
+    named: set[str] = set()
+    for action in statement.action:
+        found = LAKEFS_ACTIONS if action == "*" else _named_one(action)
+        if not found:
+            raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
+        named |= found
+    actions = [silt for silt, lakefs in BRANCH_EQUIVALENT.items() if lakefs in named]
+    if effect == pb.EFFECT_DENY and named & BRANCH_WRITE_DENIED_BY:
+        actions.insert(0, a.WRITE_BRANCH)
+    if not actions:
+        checked = ", ".join(sorted(LAKEFS_BRANCH_ACTIONS | BRANCH_IMPORT_ACTIONS))
+        raise bad_request(
+            f"statement {n}: {', '.join(statement.action)} on a branch: lakeFS checks only {checked} there "
+            "(an import's halves need WriteRepo here)"
+        )
+    return [_statement(effect, actions, resource.silt)]
+
+
 def _translate_deny(n: int, statement: Statement) -> list[pb.Statement]:
     repository = _deny_repository(statement.resource)
     if "*" in statement.action:
@@ -473,12 +556,17 @@ def to_silt(policy: Policy) -> list[pb.Statement]:
         if any("?" in x for x in statement.action):
             raise bad_request(f"statement {n}: '?' wildcards are not supported in actions")
         on_object = _object_resource(statement.resource)
+        on_branch = _branch_resource(statement.resource)
         if on_object is not None:
             translated = _translate_object(n, statement, on_object)
+        elif on_branch is not None:
+            translated = _translate_branch(n, statement, on_branch)
         elif effect == pb.EFFECT_DENY:
             translated = _translate_deny(n, statement)
         elif "?" in statement.resource:
-            raise bad_request(f"statement {n}: '?' wildcards are supported in an object's key pattern only")
+            raise bad_request(
+                f"statement {n}: '?' wildcards are supported in an object's key pattern or a branch pattern only"
+            )
         else:
             translated = _translate_allow(n, statement, pairs)
         for silt_statement in translated:

@@ -87,9 +87,8 @@ def test_partial_grants_are_refused_naming_the_action() -> None:
     # and pull requests.
     message = _refusal(("allow", ["fs:Read*", "fs:List*"], "*"))
     assert "cannot be allowed alone" in message and "ReadRepo" in message and "pr:ReadPullRequest" in message
-    # One branch, or a repository without its contents, is narrower than Silt grants.
+    # A repository without its contents is narrower than Silt grants.
     assert "not a whole repository" in _refusal(("allow", READS, REPO + "foo"))
-    assert "not a whole repository" in _refusal(("allow", READS, REPO + "foo/branch/main"))
     # IAM only on every resource: Silt's iam: resources are not lakeFS's.
     assert "auth:ReadUser" in _refusal(("allow", ["auth:ReadUser"], "arn:lakefs:auth:::user/bob"))
     assert "unknown lakeFS action" in _refusal(("allow", ["fs:Frobnicate"], "*"))
@@ -119,8 +118,8 @@ def test_object_statements_translate_to_object_actions() -> None:
     assert "fs:ListObjects is checked on the repository" in _refusal(
         ("allow", ["fs:ListObjects"], REPO + "w/object/raw/*")
     )
-    # `?` is a key pattern's only.
-    assert "object's key pattern only" in _refusal(("allow", READS, REPO + "w?"))
+    # `?` is a key pattern's (or a branch pattern's) only.
+    assert "or a branch pattern only" in _refusal(("allow", READS, REPO + "w?"))
 
 
 REFS = ["fs:ReadRepository", "fs:ReadBranch", "fs:ListBranches", "fs:ReadCommit", "fs:ListCommits"]
@@ -173,6 +172,57 @@ def test_every_translation_allows_no_more_than_its_lakefs_statement() -> None:
         for statement in statements:
             for silt in statement.actions:
                 assert EQUIVALENT[silt] <= {action}, (action, silt)
+
+
+BRANCH_ACTIONS = ["CommitBranch", "RevertBranch", "CreateBranch", "DeleteBranch", "ReadBranch"]
+
+
+def test_branch_statements_translate_to_branch_actions() -> None:
+    """lakeFS checks fs:CreateCommit, fs:RevertBranch, fs:CreateBranch, fs:DeleteBranch and
+    fs:ReadBranch (and an import's halves) on a branch's resource: those translate exactly into
+    Silt's branch actions on `<repository>@<branch pattern>`; the statement's other actions
+    allow or deny nothing there."""
+    assert _silt(("allow", ["fs:CreateCommit"], REPO + "w/branch/dev-*")) == [("allow", ["CommitBranch"], ["w@dev-*"])]
+    assert _silt(("allow", ["fs:*"], REPO + "w/branch/dev-*")) == [("allow", BRANCH_ACTIONS, ["w@dev-*"])]
+    assert _silt(("allow", ["*"], REPO + "w/branch/release-?")) == [("allow", BRANCH_ACTIONS, ["w@release-?"])]
+    assert _silt(("allow", READS, REPO + "w/branch/main")) == [("allow", ["ReadBranch"], ["w@main"])]
+    reverts = _silt(("allow", ["fs:RevertBranch", "fs:ReadObject", "fs:ListObjects"], REPO + "w/branch/*"))
+    assert reverts == [("allow", ["RevertBranch"], ["w@*"])]
+    # Denials: exact for the branch actions; a Deny of writing objects there denies WriteBranch,
+    # every change to the branch, staged writes included (wider than lakeFS: safe).
+    assert _silt(("deny", ["fs:CreateCommit"], REPO + "w/branch/main")) == [("deny", ["CommitBranch"], ["w@main"])]
+    assert _silt(("deny", ["fs:*"], REPO + "w/branch/main")) == [("deny", ["WriteBranch", *BRANCH_ACTIONS], ["w@main"])]
+    assert _silt(("deny", ["fs:DeleteObject"], REPO + "w/branch/m*")) == [("deny", ["WriteBranch"], ["w@m*"])]
+    # Silt's own branch vocabulary is stored as is.
+    assert _silt(("allow", ["WriteBranch"], "w@dev-*")) == [("allow", ["WriteBranch"], ["w@dev-*"])]
+
+
+def test_branch_statements_refused_where_not_exact() -> None:
+    # An import's halves alone: lakeFS also asks for the storage and the destination keys; here
+    # imports need WriteRepo. Staged writes are never a branch statement's in lakeFS.
+    assert "on a branch" in _refusal(("allow", ["fs:WriteObject", "fs:ImportCancel"], REPO + "w/branch/dev"))
+    assert "on a branch" in _refusal(("deny", ["fs:ReadObject"], REPO + "w/branch/dev"))
+    # A wildcard in the repository could match across `/branch/`: no Allow, a wider Deny.
+    assert "repository name without wildcards" in _refusal(("allow", ["fs:CreateCommit"], REPO + "w*/branch/dev"))
+    assert _silt(("deny", ["fs:CreateCommit"], REPO + "w*/branch/dev")) == [("deny", ["WriteRepo"], ["w*"])]
+    # A branch name has no '/': such a pattern names no branch.
+    assert "names no branch" in _refusal(("allow", ["fs:CreateCommit"], REPO + "w/branch/a/b"))
+    assert "names no branch" in _refusal(("allow", ["fs:CreateCommit"], REPO + "w/branch/"))
+    assert "unknown lakeFS action" in _refusal(("allow", ["fs:Frobnicate"], REPO + "w/branch/dev"))
+
+
+def test_no_branch_translation_allows_more_than_its_lakefs_statement() -> None:
+    """Every single-action Allow on a branch: accepted only as the Silt branch actions whose
+    lakeFS action is the one named, never WriteBranch (staged writes) nor a repository action."""
+    for action in sorted(LAKEFS_ACTIONS):
+        try:
+            statements = to_silt(_policy(("allow", [action], REPO + "w/branch/dev-*")))
+        except ApiError:
+            continue
+        for statement in statements:
+            assert list(statement.resources) == ["w@dev-*"]
+            for silt in statement.actions:
+                assert iam_policies.BRANCH_EQUIVALENT[silt] == action, (action, silt)
 
 
 def test_glob_is_lakefs_star_matching() -> None:
@@ -301,4 +351,4 @@ def test_a_lakefs_policy_grants_through_the_api(api: Api, client: lakefs_sdk.Api
     with pytest.raises(ApiException) as caught:
         lakefs_sdk.BranchesApi(user).create_branch(repo, lakefs_sdk.BranchCreation(name="b", source="main"))
     assert caught.value.status == 403
-    assert "WriteRepo" in json.loads(caught.value.body)["message"]
+    assert "CreateBranch" in json.loads(caught.value.body)["message"]
