@@ -99,12 +99,13 @@ class Context:
         if not await self.backend.allowed(self.caller.user_id, action, resource):
             raise forbidden(f"user {self.caller.user_id} may not {action} on {resource}")
 
-    async def key_scope(self, action: str, repository: str) -> KeyScope:
-        """The keys of repository the caller may do an object action on (silt/key_scope.py);
-        403 for none."""
-        scope = await self.backend.key_scope(self.caller.user_id, action, repository)
+    async def key_scope(self, action: str, repository: str, branch: str = "") -> KeyScope:
+        """The keys of repository the caller may do an object action on (silt/key_scope.py),
+        staged on branch for a write or delete (its WriteBranch statements count); 403 for none."""
+        scope = await self.backend.key_scope(self.caller.user_id, action, repository, branch)
         if scope.nothing:
-            raise forbidden(f"user {self.caller.user_id} may not {action} on {repository}")
+            where = f"{repository}@{branch}" if branch else repository
+            raise forbidden(f"user {self.caller.user_id} may not {action} on {where}")
         return scope
 
     async def read_repo_scope(self, repository: str) -> KeyScope:
@@ -126,11 +127,13 @@ class Context:
                 "which this request would show"
             )
 
-    async def authorize_key(self, action: str, repository: str, key: str) -> None:
-        """403 unless the caller may do the object action on key (a path, without its ref)."""
-        scope = await self.backend.key_scope(self.caller.user_id, action, repository)
+    async def authorize_key(self, action: str, repository: str, key: str, branch: str = "") -> None:
+        """403 unless the caller may do the object action on key (a path, without its ref),
+        staged on branch for a write or delete."""
+        scope = await self.backend.key_scope(self.caller.user_id, action, repository, branch)
         if not scope.allows(key):
-            raise forbidden(f"user {self.caller.user_id} may not {action} on {repository}/{key}")
+            where = f"{repository}@{branch}" if branch and scope.nothing else f"{repository}/{key}"
+            raise forbidden(f"user {self.caller.user_id} may not {action} on {where}")
 
     def record(
         self, event_type: ev.HistoryEventType.ValueType, repository: str, ref: str, path: str, size: int = 0

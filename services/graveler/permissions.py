@@ -14,6 +14,15 @@ calls that read or change entries by key (EVERY_KEY) are for callers allowed the
 on every key of the repository (auth answers an object action on a bare repository name so),
 which the repository's action alone is when no object Deny narrows it: a caller narrowed by
 one goes through the S3 gateway or the REST API, never around them.
+
+Policies may also name branches (WriteBranch, CommitBranch, RevertBranch, CreateBranch,
+DeleteBranch, ReadBranch on `<repository>@<branch>`). Calls that change or read one branch
+(BRANCH_TABLE) need the branch action on it besides the table's action, so that a Deny on a branch
+holds for every caller; the repository's action holds every branch's, so callers without such a
+Deny see no difference. A caller allowed some branches only (WriteBranch on `weather@dev-*`
+without WriteRepo) goes through the REST API or the S3 gateway, which check the branch alone; a
+commit, merge, revert or cherry-pick made there for a user is checked against that user here too
+(servicer.py `_committing`), and a pull request's merge against its destination.
 """
 
 from __future__ import annotations
@@ -25,24 +34,31 @@ from silt.errors import PermissionDenied
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import (
+    COMMIT_BRANCH,
+    CREATE_BRANCH,
     CREATE_REPO,
+    DELETE_BRANCH,
     DELETE_GC_RULES,
     DELETE_OBJECT,
     DELETE_REPO,
     DUMP_REFS,
     PREPARE_GC,
     READ_ACTION_OUTPUT,
+    READ_BRANCH,
     READ_OBJECT,
     READ_REPO,
     RECORD_EVENTS,
     RESTORE_REFS,
+    REVERT_BRANCH,
     SET_BRANCH_PROTECTION,
     SET_GC_RULES,
+    WRITE_BRANCH,
     WRITE_OBJECT,
     WRITE_REPO,
+    branch_resource,
 )
 from silt.paging import page_size
-from silt.rpc.interceptor import MayFn, Narrowed, Require, Rule, repository_field
+from silt.rpc.interceptor import MayFn, Narrowed, Require, Rule, check_resource_length, repository_field
 
 SERVICE = "silt.graveler.v1.GravelerService"
 
@@ -233,6 +249,65 @@ def _every_key(method: str) -> Narrowed:
     return Narrowed(narrow)
 
 
+# Methods on one branch -> the branch action they need on it (besides the table's action), and
+# the request field naming the branch (lakeFS's fs:CreateCommit, fs:RevertBranch, ... on it).
+BRANCH_TABLE: dict[str, tuple[str, str]] = {
+    "CreateBranch": (CREATE_BRANCH, "name"),
+    "DeleteBranch": (DELETE_BRANCH, "name"),
+    "GetBranch": (READ_BRANCH, "name"),
+    "Commit": (COMMIT_BRANCH, "branch"),
+    "Merge": (COMMIT_BRANCH, "destination_branch"),
+    "CherryPick": (COMMIT_BRANCH, "branch"),
+    "StartImport": (COMMIT_BRANCH, "branch"),
+    "CancelImport": (COMMIT_BRANCH, "branch"),
+    "GetImportStatus": (READ_BRANCH, "branch"),
+    "Revert": (REVERT_BRANCH, "branch"),
+    "ResetBranch": (REVERT_BRANCH, "branch"),
+    # Staged changes: a Deny of WriteBranch on the branch refuses them (the S3 gateway and the
+    # REST API check it per request, with the keys: silt/key_scope.py).
+    "StageEntry": (WRITE_BRANCH, "branch"),
+    "StageEntries": (WRITE_BRANCH, "branch"),
+    "DeleteEntry": (WRITE_BRANCH, "branch"),
+    "DeleteEntries": (WRITE_BRANCH, "branch"),
+}
+
+
+def branch_of(method: str) -> Callable[[Any], str]:
+    """The branch resource a BRANCH_TABLE method's request names."""
+    _, name = BRANCH_TABLE[method]
+    read_repository = repository_field("repository")
+
+    def read(request: Any) -> str:
+        return check_resource_length(branch_resource(read_repository(request), str(getattr(request, name))))
+
+    return read
+
+
+def _on_branch(method: str, inner: Rule) -> Narrowed:
+    """inner (the method's repository rule), then the branch action on the branch it names."""
+    action, _ = BRANCH_TABLE[method]
+    read_branch = branch_of(method)
+
+    def narrow(call: Callable[[Any], Any], request: Any, may: MayFn) -> Any:
+        resource = read_branch(request)
+
+        def on_branch(checked: Any) -> Any:
+            if not may(action, [resource])[0]:
+                raise PermissionDenied(f"the caller may not {action} on {resource!r}")
+            return call(checked)
+
+        if isinstance(inner, Narrowed):
+            return inner.narrow(on_branch, request, may)
+        assert isinstance(inner, Require), f"{method}: a branch rule over {inner!r}"
+        found = inner.resource(request)
+        for needed in (found,) if isinstance(found, str) else found:
+            if not may(inner.action, [needed])[0]:
+                raise PermissionDenied(f"the caller may not {inner.action} on {needed!r}")
+        return on_branch(request)
+
+    return Narrowed(narrow)
+
+
 def _rules() -> dict[str, Rule]:
     rules: dict[str, Rule] = {
         f"/{SERVICE}/{method}": Require(action, repository_field(name)) for method, (action, name) in TABLE.items()
@@ -244,6 +319,8 @@ def _rules() -> dict[str, Rule]:
     rules[f"/{SERVICE}/RecordEvents"] = Require(RECORD_EVENTS, event_repositories)
     for method in ("ListActionRuns", "GetActionRun"):
         rules[f"/{SERVICE}/{method}"] = Narrowed(runs_narrowed_to_outputs_allowed)
+    for method in BRANCH_TABLE:
+        rules[f"/{SERVICE}/{method}"] = _on_branch(method, rules[f"/{SERVICE}/{method}"])
     return rules
 
 

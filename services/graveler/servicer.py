@@ -35,12 +35,12 @@ from services.graveler.diff_answer import diff_response, summary_response
 from services.graveler.event_handlers import HistoryHandlers
 from services.graveler.import_handlers import ImportHandlers
 from services.graveler.permissions import TABLE
-from silt.errors import InvalidArgument, SiltError
+from silt.errors import InvalidArgument, PermissionDenied, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import ACT_FOR_USER, user_resource
+from silt.iam_actions import ACT_FOR_USER, COMMIT_BRANCH, REVERT_BRANCH, branch_resource, user_resource
 from silt.paging import take_page
 from silt.rpc.authority import Authority
 from silt.rpc.interceptor import AuthInterceptor, current_principal
@@ -206,6 +206,9 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         """authority: auth's uncached answers, for re-checking open event streams (None: no auth).
         named_user_may: whether a user a call is made for holds an action (None: nobody does)."""
         self.g = graveler
+        # Served behind the auth interceptor: decisions the permission table cannot make (they
+        # need a record read first) are made here too.
+        self._authorized = authority is not None
         self._may = may or caller_may(())
         self._user_may = named_user_may or user_may(())
         if history is None:
@@ -379,7 +382,9 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             request.branch,
             request.message,
             _unreserved(dict(request.metadata)),
-            request.committer if recorded is not None else self._acting(request.committer),
+            request.committer
+            if recorded is not None
+            else self._committing(request.committer, COMMIT_BRANCH, request.repository, request.branch),
             request.allow_empty,
             list(request.prefixes),
             deadline=_deadline(context),
@@ -527,7 +532,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             request.allow_empty,
             request.message,
             _unreserved(dict(request.metadata)),
-            self._acting(request.committer),
+            self._committing(request.committer, COMMIT_BRANCH, request.repository, request.destination_branch),
             deadline=_deadline(context),
         )
         self._merge_event(ev.MERGE, request.repository, request.destination_branch, request.committer, outcome)
@@ -541,7 +546,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             request.parent_number,
             request.message,
             _unreserved(dict(request.metadata)),
-            self._acting(request.committer),
+            self._committing(request.committer, REVERT_BRANCH, request.repository, request.branch),
             allow_empty=request.allow_empty,
             deadline=_deadline(context),
         )
@@ -559,7 +564,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             request.branch,
             request.ref,
             request.parent_number,
-            self._acting(request.committer),
+            self._committing(request.committer, COMMIT_BRANCH, request.repository, request.branch),
             pick=pick,
             deadline=_deadline(context),
         )
@@ -706,6 +711,16 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         rely on it: whoever committed to a pull request's source cannot approve it."""
         return self._user(requested)[0]
 
+    def _committing(self, requested: str, action: str, repository: str, branch: str) -> str:
+        """_acting, for a commit on branch: the user a service (the REST API) makes it for must
+        hold the branch action there too, as the caller did (services/graveler/permissions.py),
+        so that a policy on one branch holds here whatever route the request came by."""
+        user, caller = self._user(requested)
+        resource = branch_resource(repository, branch)
+        if user != caller and not self._user_may(user, action, resource):
+            raise PermissionDenied(f"user {user!r} may not {action} on {resource!r}")
+        return user
+
     # pull requests
     def _user(self, requested: str) -> tuple[str, str]:
         """(who opens, reviews, comments or merges; who really called): the caller, or the user
@@ -813,12 +828,16 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     def MergePullRequest(
         self, request: api.MergePullRequestRequest, context: grpc.ServicerContext
     ) -> api.MergePullRequestResponse:
-        committer = self._acting(request.committer)
         metadata = _unreserved(dict(request.metadata))
         strategy = _STRATEGY.get(request.strategy)
         if strategy is None:
             raise InvalidArgument(f"unknown merge strategy {request.strategy}")
         repo, deadline = self._repository(request.repository, context)
+        # The destination is fixed when the pull request is opened: the merge commits there.
+        destination = self.g.pulls.get(repo, request.id).destination_branch
+        if self._authorized and not self._may(COMMIT_BRANCH, branch_resource(request.repository, destination)):
+            raise PermissionDenied(f"the caller may not {COMMIT_BRANCH} on {request.repository}@{destination}")
+        committer = self._committing(request.committer, COMMIT_BRANCH, request.repository, destination)
         pull, outcome = self.g.pulls.merge(repo, request.id, strategy, request.message, metadata, committer, deadline)
         if outcome.commit is not None:  # a push to the destination: pull requests from it are checked again
             self.g.checks.pushed(repo, pull.destination_branch)

@@ -15,7 +15,7 @@ from lakefs_sdk.models import (
 )
 
 from edge.api import convert
-from edge.api.bodies import json_body
+from edge.api.bodies import SMALL_BODY_BYTES, json_body
 from edge.api.context import Ctx
 from edge.api.diff.visible import visible_diff_page
 from edge.api.errors import ApiError, bad_request
@@ -24,7 +24,15 @@ from edge.api.refs.listing import Named, list_refs
 from edge.api.refs.merge import commit_of, conflict_message, lakefs_call
 from edge.api.responses import model_response, no_content, text_response
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REFS, WRITE_REPO
+from silt.iam_actions import (
+    COMMIT_BRANCH,
+    CREATE_BRANCH,
+    DELETE_BRANCH,
+    READ_BRANCH,
+    READ_REFS,
+    REVERT_BRANCH,
+    branch_resource,
+)
 
 router = APIRouter()
 
@@ -51,8 +59,10 @@ async def list_branches(
 
 @router.post(BRANCHES, status_code=201)
 async def create_branch(ctx: Ctx, request: Request, repository: str) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
-    body = await json_body(request, BranchCreation)
+    # The branch to authorize (lakeFS's fs:CreateBranch on the new one) is named in the body:
+    # read it, kept small, first.
+    body = await json_body(request, BranchCreation, cap=SMALL_BODY_BYTES)
+    await ctx.authorize(CREATE_BRANCH, branch_resource(repository, body.name))
     created = api.CreateBranchRequest(
         repository=repository, name=body.name, source_ref=body.source, hidden=bool(body.hidden)
     )
@@ -63,14 +73,14 @@ async def create_branch(ctx: Ctx, request: Request, repository: str) -> Response
 
 @router.get(BRANCH)
 async def get_branch(ctx: Ctx, repository: str, branch: str) -> Response:
-    await ctx.authorize(READ_REFS, repository)
+    await ctx.authorize(READ_BRANCH, branch_resource(repository, branch))
     info = await ctx.call(ctx.backend.graveler.GetBranch, api.GetBranchRequest(repository=repository, name=branch))
     return model_response(convert.ref(info.name, info.commit_id))
 
 
 @router.delete(BRANCH, status_code=204)
 async def delete_branch(ctx: Ctx, repository: str, branch: str, force: bool = False) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize(DELETE_BRANCH, branch_resource(repository, branch))
     request = api.DeleteBranchRequest(repository=repository, name=branch)
     await ctx.call(ctx.backend.graveler.DeleteBranch, request)
     return no_content()
@@ -78,7 +88,7 @@ async def delete_branch(ctx: Ctx, repository: str, branch: str, force: bool = Fa
 
 @router.post(BRANCH + "/commits", status_code=201)
 async def commit(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize(COMMIT_BRANCH, branch_resource(repository, branch))
     body = await json_body(request, CommitCreation)
     if body.var_date is not None:
         raise bad_request("setting a commit's date is not supported")
@@ -122,7 +132,7 @@ async def diff_branch(
 
 @router.put(BRANCH, status_code=204)
 async def reset_branch(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize(REVERT_BRANCH, branch_resource(repository, branch))
     body = await json_body(request, ResetCreation)
     reset = api.ResetBranchRequest(repository=repository, branch=branch)
     if body.type == "reset":
@@ -145,11 +155,11 @@ async def hard_reset_branch(
     ref: Annotated[str, Query(min_length=1, max_length=MAX_TOKEN)],
     force: bool = False,
 ) -> Response:
-    """Point the branch at ref (lakeFS's fs:RevertBranch, part of WriteRepo). Branch protection
+    """Point the branch at ref (lakeFS's fs:RevertBranch: RevertBranch here). Branch protection
     refuses it as lakeFS's does, force or not: lakeFS's `force` is for read-only repositories,
     which Silt does not have. Unlike lakeFS, which refuses a branch with a commit in flight and
     keeps what is staged on top of the new head, Silt drops the branch's uncommitted changes."""
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize(REVERT_BRANCH, branch_resource(repository, branch))
     reset = api.ResetBranchRequest(repository=repository, branch=branch, hard_ref=ref)
     await ctx.call(ctx.backend.graveler.ResetBranch, reset)
     return no_content()
@@ -157,7 +167,7 @@ async def hard_reset_branch(
 
 @router.post(BRANCH + "/revert", status_code=204)
 async def revert_branch(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize(REVERT_BRANCH, branch_resource(repository, branch))
     body = await json_body(request, RevertCreation)
     # `force`, as everywhere in lakeFS, is for read-only repositories, which Silt does not have.
     target = await commit_of(ctx, repository, body.ref, body.parent_number, merge_needs=409)
@@ -181,7 +191,7 @@ async def revert_branch(ctx: Ctx, request: Request, repository: str, branch: str
 
 @router.post(BRANCH + "/cherry-pick", status_code=201)
 async def cherry_pick(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize(COMMIT_BRANCH, branch_resource(repository, branch))
     body = await json_body(request, CherryPickCreation)
     if body.parent_number is not None and body.parent_number < 1:
         raise bad_request("parent_number must be 1 or more")

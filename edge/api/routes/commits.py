@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated
 
@@ -16,7 +17,7 @@ from edge.api.paging import MAX_TOKEN, PageParams, pagination
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import READ_REFS, RESTORE_REFS
+from silt.iam_actions import READ_BRANCH, READ_REFS, RESTORE_REFS, branch_resource
 
 router = APIRouter()
 
@@ -79,7 +80,10 @@ async def log_commits(
     if objects or prefixes:  # which commits changed a key tells of keys one may not read
         await ctx.authorize_every_key(repository)
     else:
-        await ctx.authorize(READ_REFS, repository)
+        # lakeFS's fs:ReadBranch on the ref as given, and on the branch a ref expression starts
+        # from (`main~2` is on main's log), so that a Deny of main holds whatever is appended.
+        for named in dict.fromkeys((ref, re.split(r"[~^@]", ref, maxsplit=1)[0])):
+            await ctx.authorize(READ_BRANCH, branch_resource(repository, named))
     size = page.size
     request = api.LogRequest(
         repository=repository,

@@ -20,7 +20,7 @@ from edge.api.context import Ctx
 from edge.api.refs.merge import lakefs_call
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import COMMIT_BRANCH, READ_BRANCH, WRITE_REPO, branch_resource
 
 router = APIRouter()
 
@@ -32,6 +32,8 @@ ImportId = Annotated[str, Query(min_length=1, max_length=64)]
 @router.post(IMPORT, status_code=202)
 async def import_start(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
     await ctx.authorize(WRITE_REPO, repository)
+    # An import commits on the branch: a Deny of committing there holds for it too.
+    await ctx.authorize(COMMIT_BRANCH, branch_resource(repository, branch))
     body = await json_body(request, ImportCreation)
     locations = [
         api.ImportLocation(type=_TYPES[location.type], path=location.path, destination=location.destination)
@@ -51,7 +53,7 @@ async def import_start(ctx: Ctx, request: Request, repository: str, branch: str)
 
 @router.get(IMPORT)
 async def import_status(ctx: Ctx, repository: str, branch: str, id: ImportId) -> Response:  # id: lakeFS's name
-    await ctx.authorize(READ_REPO, repository)
+    await ctx.authorize(READ_BRANCH, branch_resource(repository, branch))
     request = api.GetImportStatusRequest(repository=repository, branch=branch, id=id)
     info = await ctx.call(ctx.backend.graveler.GetImportStatus, request)
     status = ImportStatus(
@@ -69,6 +71,7 @@ async def import_status(ctx: Ctx, repository: str, branch: str, id: ImportId) ->
 @router.delete(IMPORT, status_code=204)
 async def import_cancel(ctx: Ctx, repository: str, branch: str, id: ImportId) -> Response:
     await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize(COMMIT_BRANCH, branch_resource(repository, branch))
     await ctx.call(
         ctx.backend.graveler.CancelImport, api.CancelImportRequest(repository=repository, branch=branch, id=id)
     )

@@ -287,7 +287,7 @@ async def upload_object(
     storage_class: Annotated[str | None, Query(alias="storageClass", max_length=64)] = None,
 ) -> Response:
     key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
     metadata = header_metadata(request.headers)  # refused before any byte is written
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None and if_none_match.strip() != "*":
@@ -360,7 +360,7 @@ async def delete_object(
     no_tombstone: bool = False,
 ) -> Response:
     key = checked_path(path)
-    await ctx.authorize_key(DELETE_OBJECT, repository, key)
+    await ctx.authorize_key(DELETE_OBJECT, repository, key, branch=branch)
     await ensure_branch(ctx, repository, branch)
     await _delete(ctx, repository, branch, key)
     return no_content()
@@ -370,7 +370,7 @@ async def delete_object(
 async def delete_objects(
     ctx: Ctx, request: Request, repository: str, branch: str, force: bool = False, no_tombstone: bool = False
 ) -> Response:
-    scope = await ctx.key_scope(DELETE_OBJECT, repository)  # before the body is read
+    scope = await ctx.key_scope(DELETE_OBJECT, repository, branch)  # before the body is read
     body = await json_body(request, PathList)
     if len(body.paths) > MAX_DELETE_PATHS:
         raise bad_request(f"a bulk delete takes at most {MAX_DELETE_PATHS} paths; {len(body.paths)} were given")
@@ -409,7 +409,7 @@ async def copy_object(
     ctx: Ctx, request: Request, repository: str, branch: str, dest_path: ObjectPath = None
 ) -> Response:
     destination = checked_path(dest_path, "dest_path")
-    await ctx.authorize_key(WRITE_OBJECT, repository, destination)  # before the body is read
+    await ctx.authorize_key(WRITE_OBJECT, repository, destination, branch=branch)  # before the body is read
     body = await json_body(request, ObjectCopyCreation)
     source_ref = body.src_ref or branch
     source_path = checked_path(body.src_path, "src_path")
@@ -456,7 +456,7 @@ async def update_object_user_metadata(
 ) -> Response:
     key = checked_path(path)
     # The update reads the entry it replaces: a read of the key as well as a write.
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)  # before the body is read
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)  # before the body is read
     await ctx.authorize_key(READ_OBJECT, repository, key)
     body = await json_body(request, UpdateObjectUserMetadata)
     metadata = checked_user_metadata(dict(body.set))

@@ -146,7 +146,7 @@ async def create_presign_multipart_upload(
     parts: Annotated[int | None, Query()] = None,
 ) -> Response:
     key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
     signer = presigner(request)
     signer.check_multipart_enabled()
     if parts is not None and not 0 <= parts <= MAX_PARTS:
@@ -209,7 +209,7 @@ async def _part_call(
     """What a call about one part starts with: the caller may write the key, presigned multipart is on,
     and the body names this upload's own address (the upload's record and the repository's place)."""
     key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
     signer = presigner(request)
     signer.check_multipart_enabled()
     body = await json_body(request, model, SMALL_BODY_BYTES)
@@ -302,7 +302,7 @@ async def complete_presign_multipart_upload(
     ctx: Ctx, request: Request, repository: str, branch: str, upload_id: UploadId, path: str | None = None
 ) -> Response:
     key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
     presigner(request).check_multipart_enabled()
     body = await json_body(request, CompletePresignMultipartUpload, COMPLETE_BODY_BYTES)
     parts = _listed_parts(body)
@@ -337,7 +337,7 @@ async def abort_presign_multipart_upload(
     ctx: Ctx, request: Request, repository: str, branch: str, upload_id: UploadId, path: str | None = None
 ) -> Response:
     key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
     presigner(request).check_multipart_enabled()
     body = await json_body(request, AbortPresignMultipartUpload, SMALL_BODY_BYTES)
     record, _ = await _open_upload(ctx, request, repository, branch, key, upload_id, body.physical_address)

@@ -23,7 +23,7 @@ from edge.api.refs.merge import optional_body, strategy_of
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.iam_actions import READ_REPO, WRITE_REPO
+from silt.iam_actions import COMMIT_BRANCH, READ_REPO, WRITE_REPO, branch_resource
 from silt.paging import MAX_PAGE
 
 router = APIRouter()
@@ -164,6 +164,12 @@ class PullRequestMergeOptions(BaseModel):
 @router.put(PULL + "/merge")
 async def merge_pull_request(ctx: Ctx, request: Request, repository: str, pull_request: str) -> Response:
     await ctx.authorize(WRITE_REPO, repository)
+    # The merge commits on the destination (fixed when the pull request was opened), as lakeFS
+    # asks fs:CreateCommit on it: a Deny of committing there holds for this merge too.
+    opened = await ctx.call(
+        ctx.backend.graveler.GetPullRequest, api.GetPullRequestRequest(repository=repository, id=pull_request)
+    )
+    await ctx.authorize(COMMIT_BRANCH, branch_resource(repository, opened.pull_request.destination_branch))
     options = await optional_body(request, PullRequestMergeOptions)
     merge = api.MergePullRequestRequest(
         repository=repository,

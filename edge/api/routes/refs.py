@@ -22,7 +22,7 @@ from edge.api.refs.merge import (
 )
 from edge.api.responses import model_response
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.iam_actions import READ_REFS, WRITE_REPO
+from silt.iam_actions import COMMIT_BRANCH, READ_REFS, branch_resource
 
 # The two ends of a merge, as lakeFS's paths name them (merge and its base).
 SourceRef = Annotated[str, Path(alias="sourceRef", max_length=MAX_TOKEN)]
@@ -88,7 +88,7 @@ async def merge_into_branch(
     source_ref: SourceRef,
     destination: DestinationBranch,
 ) -> Response:
-    await ctx.authorize(WRITE_REPO, repository)
+    await ctx.authorize(COMMIT_BRANCH, branch_resource(repository, destination))
     body = await optional_body(request, Merge)
     strategy = strategy_of(body.strategy)
     metadata = {**(body.metadata or {}), STRATEGY_METADATA_KEY: STRATEGY_LABELS[body.strategy or ""]}

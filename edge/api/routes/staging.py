@@ -74,7 +74,7 @@ async def get_physical_address(
     ctx: Ctx, request: Request, repository: str, branch: str, path: str | None = None, presign: bool = False
 ) -> Response:
     key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
     signer = presigner(request)
     if presign:
         signer.check_enabled()
@@ -198,7 +198,7 @@ async def link_physical_address(
     if_match: Annotated[str | None, Header(max_length=1024)] = None,
 ) -> Response:
     key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)  # before the body is read
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)  # before the body is read
     body = await json_body(request, StagingMetadata, LINK_BODY_BYTES)
     if_absent, if_match_etag = _conditions(if_none_match, if_match)
     given = body.staging.physical_address
@@ -283,14 +283,14 @@ async def _stage(ctx: Ctx, request: api.StageEntryRequest) -> None:
 async def upload_object_preflight(ctx: Ctx, repository: str, branch: str, path: str | None = None) -> Response:
     # As lakeFS: only whether the caller may write the path (repository and branch are not looked
     # up; the upload itself answers 404 for them).
-    await ctx.authorize_key(WRITE_OBJECT, repository, checked_path(path))
+    await ctx.authorize_key(WRITE_OBJECT, repository, checked_path(path), branch=branch)
     return no_content()
 
 
 @router.put(BRANCH_OBJECTS, status_code=201)
 async def stage_object(ctx: Ctx, request: Request, repository: str, branch: str, path: str | None = None) -> Response:
     key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)  # before the body is read
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)  # before the body is read
     body = await json_body(request, ObjectStageCreation, LINK_BODY_BYTES)
     given = body.physical_address
     if not given:

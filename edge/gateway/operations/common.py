@@ -57,18 +57,22 @@ class Context:
         if not await self.backend.allowed(self.user_id, action, repository):
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
 
-    async def key_scope(self, action: str, repository: str) -> KeyScope:
-        """The keys of repository this user may do an object action on; AccessDenied for none."""
-        scope = await self.backend.key_scope(self.user_id, action, repository)
+    async def key_scope(self, action: str, repository: str, branch: str = "") -> KeyScope:
+        """The keys of repository this user may do an object action on; AccessDenied for none.
+        branch: where a write or delete is staged (its WriteBranch statements count)."""
+        scope = await self.backend.key_scope(self.user_id, action, repository, branch)
         if scope.nothing:
-            raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
+            where = f"{repository}@{branch}" if branch else repository
+            raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {where}")
         return scope
 
-    async def authorize_key(self, action: str, repository: str, key: str) -> None:
-        """AccessDenied unless this user may do the object action on key (no ref in it)."""
-        scope = await self.backend.key_scope(self.user_id, action, repository)
+    async def authorize_key(self, action: str, repository: str, key: str, branch: str = "") -> None:
+        """AccessDenied unless this user may do the object action on key (no ref in it), staged
+        on branch for a write or delete."""
+        scope = await self.backend.key_scope(self.user_id, action, repository, branch)
         if not scope.allows(key):
-            raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}/{key}")
+            where = f"{repository}@{branch}" if branch and scope.nothing else f"{repository}/{key}"
+            raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {where}")
 
     def record(
         self, event_type: ev.HistoryEventType.ValueType, repository: str, ref: str, key: str, size: int = 0

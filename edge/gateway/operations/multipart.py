@@ -115,7 +115,8 @@ async def _upload(ctx: Context, action: str, composed_ok: bool = False) -> tuple
     request needs on the upload's key."""
     request = ctx.request
     repository = request.bucket
-    await ctx.authorize_key(action, repository, split_path(request.path)[1])
+    ref, key = split_path(request.path)
+    await ctx.authorize_key(action, repository, key, branch=ref)
     upload_id = request.arg("uploadId") or ""
     record = None
     if re.fullmatch(r"[0-9a-f]{32}", upload_id):
@@ -166,7 +167,7 @@ async def create(ctx: Context) -> Response:
     request = ctx.request
     repository = request.bucket
     ref, key = split_path(request.path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=ref)
     object_key_required(ref, key)
     place = await writable_branch(ctx, repository, ref)
     algorithm = checksums.upload_algorithm(request.headers)

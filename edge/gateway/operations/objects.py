@@ -426,7 +426,7 @@ async def put_object(ctx: Context) -> Response:
         return await copy_object(ctx)
     repository = request.bucket
     ref, key = split_path(request.path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=ref)
     if ref and not key:
         return await _put_branch_root_marker(ctx, repository, ref)
     object_key_required(ref, key)
@@ -492,7 +492,7 @@ async def _copy_object(ctx: Context) -> Response:
     read_in = (await ctx.backend.place(repository)).repository_id if src_repo == repository else ""
     source = await stat_entry(ctx, src_repo, src_ref, src_key)
     check_copy_source_conditions(ctx, source)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=ref)
     object_key_required(ref, key)
     place = await writable_branch(ctx, repository, ref)
     directive = request.headers.get("x-amz-metadata-directive", "COPY").upper()
@@ -552,7 +552,7 @@ async def _delete(ctx: Context, repository: str, ref: str, key: str) -> None:
 async def delete_object(ctx: Context) -> Response:
     repository = ctx.request.bucket
     ref, key = split_path(ctx.request.path)
-    await ctx.authorize_key(DELETE_OBJECT, repository, key)
+    await ctx.authorize_key(DELETE_OBJECT, repository, key, branch=ref)
     await writable_branch(ctx, repository, ref)
     if key:  # "<branch>/" is the branch root marker, never stored: deleted as asked
         await _delete(ctx, repository, ref, key)
@@ -570,13 +570,18 @@ async def delete_objects(ctx: Context) -> Response:
     paths = [(obj.findtext(f"{ns}Key") or "") for obj in root.findall(f"{ns}Object")]
     if not paths or len(paths) > MAX_DELETE_KEYS:
         raise S3Error("MalformedXML", f"DeleteObjects takes 1 to {MAX_DELETE_KEYS} keys")
-    scope = await ctx.key_scope(DELETE_OBJECT, repository)
+    refs = list(dict.fromkeys(split_path(path)[0] for path in paths))
+    # Each branch's own scope (its WriteBranch statements count); a request allowed no key on any
+    # of them is refused whole, as one without the action at all.
+    scopes = {ref: await ctx.backend.key_scope(ctx.user_id, DELETE_OBJECT, repository, ref) for ref in refs}
+    if all(scope.nothing for scope in scopes.values()):
+        raise S3Error("AccessDenied", f"{ctx.user_id} may not {DELETE_OBJECT} on {repository}")
     await ctx.backend.namespace(repository)
     keys_by_ref: dict[str, list[str]] = {}
     outcomes: dict[tuple[str, str], S3Error | None] = {}
     for path in paths:
         ref, key = split_path(path)
-        if scope.allows(key):
+        if scopes[ref].allows(key):
             keys_by_ref.setdefault(ref, []).append(key)
         else:  # refused alone, as S3 refuses a key the caller may not delete
             outcomes[(ref, key)] = S3Error("AccessDenied", f"{ctx.user_id} may not {DELETE_OBJECT} on {key}")

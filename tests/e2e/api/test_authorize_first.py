@@ -1,6 +1,6 @@
 """Routes authorize before they read a request body: a caller without the right gets 403 for
 any body, and the server never reads or parses what it sends. Where the resource to authorize
-is named in the body (a new repository, user, group or policy, and the unauthenticated login),
+is named in the body (a new repository, branch, user, group or policy, and the unauthenticated login),
 the body is read first but kept small."""
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ WRITE_ROUTES = [
     ("PUT", "/settings/gc_rules"),
     ("POST", "/gc/rules"),
     ("POST", "/gc/prepare_uncommited"),
-    ("POST", "/branches"),
     ("PUT", "/branches/main"),
     ("POST", "/branches/main/commits"),
     ("POST", "/branches/main/revert"),
@@ -88,11 +87,12 @@ def test_a_readers_oversized_body_is_refused_before_it_is_read(api: Api, repo: s
     ("path", "body"),
     [
         ("/repositories", {"name": "r-big", "storage_namespace": "local://" + "x" * 20_000}),
+        ("/repositories/any-repo/branches", {"name": "b", "source": "main" + "~1" * 10_000}),
         ("/auth/users", {"id": "u" * 20_000}),
         ("/auth/groups", {"id": "g" * 20_000}),
         ("/auth/login", {"access_key_id": "a" * 20_000, "secret_access_key": "s"}),
     ],
-    ids=["repository", "user", "group", "login"],
+    ids=["repository", "branch", "user", "group", "login"],
 )
 def test_bodies_read_before_authorizing_are_small(api: Api, path: str, body: dict[str, str]) -> None:
     """Well under api.max_body_bytes, yet refused: these are read before anyone is authorized."""

@@ -7,7 +7,13 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from services.auth.permissions import RULES as AUTH_RULES
-from services.graveler.permissions import EVERY_KEY, TABLE, list_readable_repositories, runs_narrowed_to_outputs_allowed
+from services.graveler.permissions import (
+    BRANCH_TABLE,
+    EVERY_KEY,
+    TABLE,
+    list_readable_repositories,
+    runs_narrowed_to_outputs_allowed,
+)
 from services.graveler.permissions import RULES as GRAVELER_RULES
 from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2
@@ -97,9 +103,9 @@ def test_graveler_actions_follow_the_rbac_design(method: str) -> None:
     request_type = getattr(api, f"{method}Request", None) or getattr(events_pb2, f"{method}Request")
     assert field_name in request_type.DESCRIPTOR.fields_by_name
     rule = GRAVELER_RULES[f"/silt.graveler.v1.GravelerService/{method}"]
-    if method == "Commit" or method in EVERY_KEY:
+    if method == "Commit" or method in EVERY_KEY or method in BRANCH_TABLE:
         # Commit: the table's action, and RestoreRefs for a recorded commit; entries by key:
-        # test_entries_by_key_need_every_key
+        # test_entries_by_key_need_every_key; one branch: test_branch_calls_need_the_branch_action
         assert isinstance(rule, Narrowed)
         return
     assert isinstance(rule, Require)
@@ -117,7 +123,7 @@ def test_a_recorded_commit_needs_restore_refs_beside_write(recorded: bool) -> No
 
     def may_write_only(action: str, resources: Sequence[str]) -> list[bool]:
         asked.append((action, list(resources)))
-        return [action == a.WRITE_REPO for _ in resources]
+        return [action in (a.WRITE_REPO, a.COMMIT_BRANCH) for _ in resources]
 
     def call(_: object) -> str:
         return "committed"
@@ -128,7 +134,7 @@ def test_a_recorded_commit_needs_restore_refs_beside_write(recorded: bool) -> No
         assert asked == [(a.WRITE_REPO, ["the-repo"]), (a.RESTORE_REFS, ["the-repo"])]
     else:
         assert rule.narrow(call, request, may_write_only) == "committed"
-        assert asked == [(a.WRITE_REPO, ["the-repo"])]
+        assert asked == [(a.WRITE_REPO, ["the-repo"]), (a.COMMIT_BRANCH, ["the-repo@main"])]
 
 
 @pytest.mark.parametrize("method", sorted(EVERY_KEY))
@@ -142,6 +148,10 @@ def test_entries_by_key_need_every_key(method: str) -> None:
     request = request_type(**{field_name: "the-repo"})
     if method == "Log":
         request.objects.append("gold/b")  # only a log filtered by path tells of keys
+    # Staged changes are on a branch: WriteBranch there too (test_branch_calls_need_the_branch_action).
+    on_branch = [BRANCH_TABLE[method][0]] if method in BRANCH_TABLE else []
+    if on_branch:
+        setattr(request, BRANCH_TABLE[method][1], "main")
     rule = GRAVELER_RULES[f"/silt.graveler.v1.GravelerService/{method}"]
     assert isinstance(rule, Narrowed)
     asked: list[tuple[str, list[str]]] = []
@@ -153,11 +163,34 @@ def test_entries_by_key_need_every_key(method: str) -> None:
 
         return answer
 
-    assert rule.narrow(lambda r: "called", request, may({action, object_action})) == "called"
-    assert asked == [(action, ["the-repo"]), (object_action, ["the-repo"])]
-    for held in ({action}, {object_action}):
+    assert rule.narrow(lambda r: "called", request, may({action, object_action, *on_branch})) == "called"
+    assert asked == [(action, ["the-repo"]), (object_action, ["the-repo"])] + [
+        (x, ["the-repo@main"]) for x in on_branch
+    ]
+    for held in ({action, *on_branch}, {object_action, *on_branch}):
         with pytest.raises(PermissionDenied):
             rule.narrow(lambda r: pytest.fail("must not be called"), request, may(held))
+
+
+@pytest.mark.parametrize("method", sorted(BRANCH_TABLE))
+def test_branch_calls_need_the_branch_action(method: str) -> None:
+    """Calls on one branch need the table's action on the repository and the branch action on
+    `<repository>@<branch>`: a Deny on the branch refuses them whatever the repository action."""
+    branch_action, branch_field = BRANCH_TABLE[method]
+    action, repository_field = TABLE[method]
+    request = getattr(api, f"{method}Request")(**{repository_field: "the-repo", branch_field: "dev"})
+    rule = GRAVELER_RULES[f"/silt.graveler.v1.GravelerService/{method}"]
+    assert isinstance(rule, Narrowed)
+    every_key = [EVERY_KEY[method][0]] if method in EVERY_KEY else []
+
+    def may(held: set[str]) -> MayFn:
+        return lambda wanted, resources: [wanted in held for _ in resources]
+
+    assert rule.narrow(lambda r: "called", request, may({action, branch_action, *every_key})) == "called"
+    with pytest.raises(PermissionDenied, match=f"{branch_action} on 'the-repo@dev'"):
+        rule.narrow(lambda r: pytest.fail("must not be called"), request, may({action, *every_key}))
+    with pytest.raises(PermissionDenied):
+        rule.narrow(lambda r: pytest.fail("must not be called"), request, may({branch_action, *every_key}))
 
 
 def test_list_repositories_is_narrowed() -> None:
