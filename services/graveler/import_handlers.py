@@ -13,6 +13,7 @@ from engine.features.imports.manager import Imports
 from services.graveler.commit_info import commit_info
 from silt.errors import InvalidArgument
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.iam_actions import COMMIT_BRANCH
 from silt.same_named import built_from
 
 _KINDS: dict[api.ImportLocation.Type.ValueType, Kind] = {
@@ -35,7 +36,8 @@ class ImportHandlers:
         engine: Any = getattr(self, "g")  # noqa: B009
         return engine.imports
 
-    _acting: Callable[[str], str]  # GravelerServicer's: the user a commit is by
+    # GravelerServicer's: the user a commit on a branch is by, holding the branch action there.
+    _committing: Callable[[str, str, str, str], str]
 
     def _import_deadline(self, context: grpc.ServicerContext) -> Deadline:
         return Deadline.after(context.time_remaining(), is_active=context.is_active)
@@ -47,7 +49,7 @@ class ImportHandlers:
             [(_kind(location), location.path, location.destination) for location in request.locations],
             request.message,
             dict(request.metadata),
-            self._acting(request.committer),
+            self._committing(request.committer, COMMIT_BRANCH, request.repository, request.branch),
             self._import_deadline(context),
         )
         return api.StartImportResponse(id=import_id)

@@ -705,16 +705,13 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         record, etag = self.g.protection.set(repo, list(request.rules), request.if_match, deadline)
         return api.BranchProtectionInfo(rules=record.rules, etag=etag)
 
-    def _acting(self, requested: str) -> str:
-        """Who a new commit is by: the user the call is made for, as for pull requests (`_user`),
-        never a service that forwarded it; a name the caller may not act for is ignored. Reviews
-        rely on it: whoever committed to a pull request's source cannot approve it."""
-        return self._user(requested)[0]
-
     def _committing(self, requested: str, action: str, repository: str, branch: str) -> str:
-        """_acting, for a commit on branch: the user a service (the REST API) makes it for must
-        hold the branch action there too, as the caller did (services/graveler/permissions.py),
-        so that a policy on one branch holds here whatever route the request came by."""
+        """Who a new commit on branch is by: the user the call is made for, as for pull requests
+        (`_user`), never a service that forwarded it; a name the caller may not act for is
+        ignored. Reviews rely on it: whoever committed to a pull request's source cannot approve
+        it. That user must hold the branch action there too, as the caller did
+        (services/graveler/permissions.py), so that a policy on one branch holds here whatever
+        route the request came by."""
         user, caller = self._user(requested)
         resource = branch_resource(repository, branch)
         if user != caller and not self._user_may(user, action, resource):
