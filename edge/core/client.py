@@ -30,6 +30,7 @@ import grpc
 import grpc.aio
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from edge.core.filtered_scan import ScanCursors
 from edge.core.object_writes import (
     BodyReader,
     CheckedBody,
@@ -158,6 +159,8 @@ class EdgeClient:
         self.adapter: BlockAdapter = open_observed_adapter(config.blockstore)
         # Files of the local blockstore's import prefixes, which imported entries may name.
         self.external_files = ExternalFiles(external_prefixes(config.blockstore))
+        # Where a filtered listing stopped, sealed for the caller to hand back (filtered_scan.py).
+        self.scan_cursors = ScanCursors.from_secret(credentials.secret_access_key.get_secret_value())
         self.pool = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix=thread_name_prefix)
         # A repository's namespace with its identity: what a write's bytes went under is what
         # its StageEntry names (silt/repository_place.py).
