@@ -11,6 +11,7 @@ from engine.core.deadline import Deadline
 from engine.features.imports.locations import COMMON_PREFIX, OBJECT, Kind
 from engine.features.imports.manager import Imports
 from services.graveler.commit_info import commit_info
+from silt.changed_keys import ChangeCheck
 from silt.errors import InvalidArgument
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.same_named import built_from
@@ -36,6 +37,8 @@ class ImportHandlers:
         return engine.imports
 
     _acting: Callable[[str], str]  # GravelerServicer's: the user a commit is by
+    # GravelerServicer's: the check of the keys an operation changes (repository, requested user).
+    _key_check: Callable[[str, str], ChangeCheck | None]
 
     def _import_deadline(self, context: grpc.ServicerContext) -> Deadline:
         return Deadline.after(context.time_remaining(), is_active=context.is_active)
@@ -49,6 +52,7 @@ class ImportHandlers:
             dict(request.metadata),
             self._acting(request.committer),
             self._import_deadline(context),
+            self._key_check(request.repository, request.committer),
         )
         return api.StartImportResponse(id=import_id)
 

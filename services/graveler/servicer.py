@@ -34,7 +34,9 @@ from services.graveler.commit_info import commit_info
 from services.graveler.diff_answer import diff_response, summary_response
 from services.graveler.event_handlers import HistoryHandlers
 from services.graveler.import_handlers import ImportHandlers
+from services.graveler.key_checks import KeyChecks, KeyScopeFn
 from services.graveler.permissions import TABLE
+from silt.changed_keys import ChangeCheck
 from silt.errors import InvalidArgument, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
@@ -202,12 +204,16 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         history: HistoryEvents | None = None,
         authority: Authority | None = None,
         named_user_may: UserMay | None = None,
+        key_scopes: KeyScopeFn | None = None,
     ) -> None:
         """authority: auth's uncached answers, for re-checking open event streams (None: no auth).
-        named_user_may: whether a user a call is made for holds an action (None: nobody does)."""
+        named_user_may: whether a user a call is made for holds an action (None: nobody does).
+        key_scopes: auth's key scopes, for the keys merges, resets and imports change (None:
+        served without auth, nothing checked per key)."""
         self.g = graveler
         self._may = may or caller_may(())
         self._user_may = named_user_may or user_may(())
+        self._key_checks = KeyChecks(key_scopes)
         if history is None:
             # Its own recorder (in-process uses, tests): its flusher writes to the engine's store,
             # so it must stop with the engine, before the store is closed under it.
@@ -529,6 +535,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             _unreserved(dict(request.metadata)),
             self._acting(request.committer),
             deadline=_deadline(context),
+            check=self._key_check(request.repository, request.committer),
         )
         self._merge_event(ev.MERGE, request.repository, request.destination_branch, request.committer, outcome)
         return _merge_response(outcome)
@@ -544,6 +551,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             self._acting(request.committer),
             allow_empty=request.allow_empty,
             deadline=_deadline(context),
+            check=self._key_check(request.repository, request.committer),
         )
         self._merge_event(ev.REVERT, request.repository, request.branch, request.committer, outcome)
         return _merge_response(outcome)
@@ -562,6 +570,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             self._acting(request.committer),
             pick=pick,
             deadline=_deadline(context),
+            check=self._key_check(request.repository, request.committer),
         )
         self._merge_event(ev.CHERRY_PICK, request.repository, request.branch, request.committer, outcome)
         return _merge_response(outcome)
@@ -577,6 +586,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             prefix=request.prefix if target == "prefix" else None,
             hard_ref=request.hard_ref if target == "hard_ref" else None,
             deadline=_deadline(context),
+            check=self._key_check(request.repository, request.user),
         )
         reset = request.key if target == "key" else request.prefix if target == "prefix" else ""
         self._ref_event(ev.RESET, request.repository, request.branch, commit_id=branch.commit_id, path=reset)
@@ -700,6 +710,11 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         record, etag = self.g.protection.set(repo, list(request.rules), request.if_match, deadline)
         return api.BranchProtectionInfo(rules=record.rules, etag=etag)
 
+    def _key_check(self, repository: str, requested: str) -> ChangeCheck | None:
+        """The check of the keys an operation changes, for its caller and the user it is made
+        for (`_user`); None when both hold every key of the repository."""
+        return self._key_checks.for_users(repository, self._user(requested))
+
     def _acting(self, requested: str) -> str:
         """Who a new commit is by: the user the call is made for, as for pull requests (`_user`),
         never a service that forwarded it; a name the caller may not act for is ignored. Reviews
@@ -819,7 +834,10 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         if strategy is None:
             raise InvalidArgument(f"unknown merge strategy {request.strategy}")
         repo, deadline = self._repository(request.repository, context)
-        pull, outcome = self.g.pulls.merge(repo, request.id, strategy, request.message, metadata, committer, deadline)
+        check = self._key_check(request.repository, request.committer)
+        pull, outcome = self.g.pulls.merge(
+            repo, request.id, strategy, request.message, metadata, committer, deadline, check
+        )
         if outcome.commit is not None:  # a push to the destination: pull requests from it are checked again
             self.g.checks.pushed(repo, pull.destination_branch)
         self._merge_event(ev.MERGE, request.repository, pull.destination_branch, request.committer, outcome)

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import grpc
 import grpc.aio
@@ -74,6 +74,15 @@ class Authority(Protocol):
 
     def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
         """One decision per resource, in order."""
+        ...
+
+
+@runtime_checkable
+class KeyScopes(Protocol):
+    """Auth's key scopes (silt/key_scope.py), for callers that decide many keys at once."""
+
+    def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+        """Which keys of repository user_id may do the object action on."""
         ...
 
 
@@ -228,6 +237,7 @@ class CachedAuthority:
         self.inner = inner
         self.keys: KeyCache[tuple[str, str], CallKey] = KeyCache(ttl, clock)
         self._decisions = _Decisions(ttl, clock)
+        self._scopes: TTLCache[tuple[str, str, str], KeyScope] = TTLCache(ttl, MAX_KEY_SCOPES, clock)
 
     def call_key(self, access_key_id: str, day: str, audience: str) -> CallKey:
         """InvalidArgument for an id that auth never issues, before anything is looked up."""
@@ -253,10 +263,25 @@ class CachedAuthority:
         answers = self.inner.allowed_many(user_id, action, missing) if missing else []
         return self._decisions.merge(user_id, action, resources, decisions, missing, answers)
 
+    def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+        """Which keys of repository user_id may do the object action on (silt/key_scope.py),
+        one cached AuthorizeKeys; Unavailable from an authority that cannot tell."""
+        key = (user_id, action, repository)
+        scope: KeyScope | None = self._scopes.get(key)
+        count_cache_lookup("key_scope", scope is not None)
+        if scope is None:
+            if not isinstance(self.inner, KeyScopes):
+                raise Unavailable("this service's authority answers no key scopes")
+            scope = self.inner.key_scope(user_id, action, repository)
+            if len(repository) <= MAX_CACHED_RESOURCE:
+                self._scopes.put(key, scope)
+        return scope
+
     def forget(self) -> None:
         """Drop everything cached (tests, and after a change made by this very process)."""
         self.keys.clear()
         self._decisions.clear()
+        self._scopes.clear()
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)
@@ -373,6 +398,14 @@ class RemoteAuthority:
         except grpc.RpcError as exc:
             raise auth_failure(exc, "authorize") from None
         return list(reply.allowed)
+
+    def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+        request = self._api.AuthorizeKeysRequest(user_id=user_id, action=action, repository=repository)
+        try:
+            reply = self._stub.AuthorizeKeys(request, timeout=self._timeout)
+        except grpc.RpcError as exc:
+            raise auth_failure(exc, "authorize") from None
+        return KeyScope(repository, every_key=reply.every_key, allow=tuple(reply.allow), deny=tuple(reply.deny))
 
     def close(self) -> None:
         self._channel.close()

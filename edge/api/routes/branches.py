@@ -129,7 +129,8 @@ async def diff_branch(
 async def reset_branch(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
     await ctx.authorize(WRITE_REPO, repository)
     body = await json_body(request, ResetCreation)
-    reset = api.ResetBranchRequest(repository=repository, branch=branch)
+    # The keys a reset changes are checked against the caller's object-scoped policies by graveler.
+    reset = api.ResetBranchRequest(repository=repository, branch=branch, user=ctx.caller.user_id)
     if body.type == "reset":
         reset.all = True
     elif not body.path:
@@ -155,7 +156,7 @@ async def hard_reset_branch(
     which Silt does not have. Unlike lakeFS, which refuses a branch with a commit in flight and
     keeps what is staged on top of the new head, Silt drops the branch's uncommitted changes."""
     await ctx.authorize(WRITE_REPO, repository)
-    reset = api.ResetBranchRequest(repository=repository, branch=branch, hard_ref=ref)
+    reset = api.ResetBranchRequest(repository=repository, branch=branch, hard_ref=ref, user=ctx.caller.user_id)
     await ctx.call(ctx.backend.graveler.ResetBranch, reset)
     return no_content()
 
