@@ -302,9 +302,9 @@ class Backend(EdgeClient):
     def auth_unavailable(self, exc: Unavailable) -> Exception:
         return ApiError(503, f"auth: {exc}")
 
-    async def allowed(self, user_id: str, action: str, resource: str) -> bool:
+    async def allowed(self, user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
         try:
-            return await super().allowed(user_id, action, resource)
+            return await super().allowed(user_id, action, resource, source_ip)
         except InvalidArgument as exc:
             raise ApiError(400, str(exc)) from None
 

@@ -173,7 +173,13 @@ class EdgeClient:
         self.history = EventEmitter(source, self.graveler, enabled=config.graveler.history.enabled)
 
     async def graveler_call(
-        self, method: Any, request: Any, deadline: float | None = None, *, changes: bool = False
+        self,
+        method: Any,
+        request: Any,
+        deadline: float | None = None,
+        *,
+        changes: bool = False,
+        metadata: tuple[tuple[str, str], ...] = (),
     ) -> Any:
         """One graveler call within deadline (time.monotonic(); CALL_TIMEOUT from now if None),
         sent only on a READY channel and retried briefly while it was not (never sent: certainly
@@ -183,7 +189,8 @@ class EdgeClient:
         `not_applied` says whether graveler certainly did not apply it in any attempt.
         changes: a write, which fails MaybeApplied once any attempt may have been applied: a
         timeout or an internal error then says nothing final, and a refusal may be the earlier
-        attempt's own doing. Each front end answers these errors in its own protocol's terms."""
+        attempt's own doing. Each front end answers these errors in its own protocol's terms.
+        metadata: extra headers of the call (the end user's address, silt/rpc/signing.py)."""
         until = time.monotonic() + CALL_TIMEOUT if deadline is None else deadline
         attempts = Attempts()
         for delay in (*UNAVAILABLE_RETRY_DELAYS, None):
@@ -195,6 +202,8 @@ class EdgeClient:
                     raise not_applied_error(
                         grpc.StatusCode.DEADLINE_EXCEEDED, "graveler did not answer within the request's deadline"
                     )
+                if metadata:
+                    return await method(request, timeout=left, metadata=metadata)
                 return await method(request, timeout=left)
             except grpc.aio.AioRpcError as exc:
                 attempts.failed(exc)
@@ -464,27 +473,28 @@ class EdgeClient:
         a front end's client names its protocol's instead."""
         return exc
 
-    async def allowed(self, user_id: str, action: str, resource: str) -> bool:
-        """Whether auth lets user_id do action on resource (cached decisions, self.authority)."""
+    async def allowed(self, user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
+        """Whether auth lets user_id do action on resource (cached decisions, self.authority),
+        for a request from source_ip (its client's address, silt/source_address.py; "" unknown)."""
         try:
-            return await self.authority.allowed(user_id, action, resource)
+            return await self.authority.allowed(user_id, action, resource, source_ip)
         except Unavailable as exc:
             raise self.auth_unavailable(exc) from None
 
-    async def allowed_many(self, user_id: str, action: str, resources: list[str]) -> list[bool]:
+    async def allowed_many(self, user_id: str, action: str, resources: list[str], source_ip: str = "") -> list[bool]:
         """allowed for each of resources, in order; none asked, auth not called."""
         if not resources:
             return []
         try:
-            return await self.authority.allowed_many(user_id, action, resources)
+            return await self.authority.allowed_many(user_id, action, resources, source_ip)
         except Unavailable as exc:
             raise self.auth_unavailable(exc) from None
 
-    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+    async def key_scope(self, user_id: str, action: str, repository: str, source_ip: str = "") -> KeyScope:
         """Which keys of repository auth lets user_id do an object action on (cached, like
         decisions): whole for a holder of the repository's action, checked per key otherwise."""
         try:
-            return await self.authority.key_scope(user_id, action, repository)
+            return await self.authority.key_scope(user_id, action, repository, source_ip)
         except Unavailable as exc:
             raise self.auth_unavailable(exc) from None
 

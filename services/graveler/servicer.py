@@ -177,7 +177,10 @@ def caller_may(interceptors: Sequence[grpc.ServerInterceptor]) -> CallerMay:
     auth = next((i for i in interceptors if isinstance(i, AuthInterceptor)), None)
 
     def may(action: str, resource: str) -> bool:
-        return auth is not None and auth.authority.allowed(current_principal().user_id, action, resource)
+        if auth is None:
+            return False
+        principal = current_principal()
+        return auth.authority.allowed(principal.user_id, action, resource, principal.source_ip)
 
     return may
 
@@ -187,11 +190,14 @@ UserMay = Callable[[str, str, str], bool]
 
 def user_may(interceptors: Sequence[grpc.ServerInterceptor]) -> UserMay:
     """Whether a named user holds an action on a resource (for calls made on a user's behalf by
-    a service that may name them); served without auth, nobody holds anything."""
+    a service that may name them), from the client address that service reported with the call
+    (x-silt-client-ip; unknown without one); served without auth, nobody holds anything."""
     auth = next((i for i in interceptors if isinstance(i, AuthInterceptor)), None)
 
     def may(user_id: str, action: str, resource: str) -> bool:
-        return auth is not None and auth.authority.allowed(user_id, action, resource)
+        if auth is None:
+            return False
+        return auth.authority.allowed(user_id, action, resource, current_principal().reported_ip)
 
     return may
 

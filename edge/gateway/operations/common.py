@@ -54,19 +54,19 @@ class Context:
     v4: tuple[bytes, Any] | None = None
 
     async def authorize(self, action: str, repository: str) -> None:
-        if not await self.backend.allowed(self.user_id, action, repository):
+        if not await self.backend.allowed(self.user_id, action, repository, self.request.source_ip):
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
 
     async def key_scope(self, action: str, repository: str) -> KeyScope:
         """The keys of repository this user may do an object action on; AccessDenied for none."""
-        scope = await self.backend.key_scope(self.user_id, action, repository)
+        scope = await self.backend.key_scope(self.user_id, action, repository, self.request.source_ip)
         if scope.nothing:
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
         return scope
 
     async def authorize_key(self, action: str, repository: str, key: str) -> None:
         """AccessDenied unless this user may do the object action on key (no ref in it)."""
-        scope = await self.backend.key_scope(self.user_id, action, repository)
+        scope = await self.backend.key_scope(self.user_id, action, repository, self.request.source_ip)
         if not scope.allows(key):
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}/{key}")
 

@@ -57,7 +57,7 @@ class CountingAuthority:
             raise NotFound(f"access key {access_key_id} not found")
         return CallKey("alice", f"{day}/{audience}".encode())
 
-    def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
+    def allowed_many(self, user_id: str, action: str, resources: Sequence[str], source_ip: str = "") -> list[bool]:
         self.asked.append((user_id, action, tuple(resources)))
         return [action == "ReadRepo" and r in self.allow for r in resources]
 
@@ -126,10 +126,12 @@ class AsyncCountingAuthority:
     def __init__(self) -> None:
         self.sync = CountingAuthority()
 
-    async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
+    async def allowed_many(
+        self, user_id: str, action: str, resources: Sequence[str], source_ip: str = ""
+    ) -> list[bool]:
         return self.sync.allowed_many(user_id, action, resources)
 
-    async def key_scope(self, user_id: str, action: str, repository: str) -> KeyScope:
+    async def key_scope(self, user_id: str, action: str, repository: str, source_ip: str = "") -> KeyScope:
         # Object actions as the repository's: every key or none.
         return KeyScope(repository, every_key=(await self.allowed_many(user_id, action, [repository]))[0])
 
