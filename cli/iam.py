@@ -14,6 +14,7 @@ from cli.common import as_dict, client, done, json_option, output, table, when
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import model_pb2 as pb
 from silt.client import EXIT_USAGE, ClientError, paged
+from silt.policy_conditions import OPERATORS
 from silt.spark import S3AEndpoint, builder_lines, spark_defaults_conf, spark_settings
 
 _EFFECTS = {"allow": pb.EFFECT_ALLOW, "deny": pb.EFFECT_DENY}
@@ -177,8 +178,23 @@ def policies() -> None:
     """Policies: statements of {effect, actions, resources}; deny wins, no match means deny."""
 
 
+def _conditions(given: object) -> list[pb.Condition]:
+    """lakeFS's condition shape, {"IpAddress": {"SourceIp": ["10.0.0.0/8"]}}, as Silt's; auth
+    validates it (an operator or field it does not know is refused there, naming it)."""
+    if not given:
+        return []
+    if not isinstance(given, dict) or not all(isinstance(v, dict) for v in given.values()):
+        raise ClientError('"condition" is {"IpAddress": {"SourceIp": ["<address or CIDR>", ...]}}', EXIT_USAGE)
+    return [
+        pb.Condition(operator=OPERATORS.get(name, 0), field=field, values=[str(v) for v in values])  # type: ignore[arg-type]
+        for name, fields in given.items()
+        for field, values in fields.items()
+    ]
+
+
 def _statements(raw: str) -> list[pb.Statement]:
-    """A JSON list of {"effect": "allow"|"deny", "actions": [...], "resources": [...]}."""
+    """A JSON list of {"effect": "allow"|"deny", "actions": [...], "resources": [...]}, each
+    with an optional lakeFS "condition"."""
     text = Path(raw[1:]).read_text() if raw.startswith("@") else raw
     try:
         parsed = json.loads(text)
@@ -191,7 +207,14 @@ def _statements(raw: str) -> list[pb.Statement]:
         effect = _EFFECTS.get(str(s.get("effect", "allow")).lower())
         if effect is None or not s.get("actions"):
             raise ClientError('each statement needs "effect" (allow|deny) and "actions"', EXIT_USAGE)
-        out.append(pb.Statement(effect=effect, actions=s["actions"], resources=s.get("resources", ["*"])))
+        out.append(
+            pb.Statement(
+                effect=effect,
+                actions=s["actions"],
+                resources=s.get("resources", ["*"]),
+                conditions=_conditions(s.get("condition")),
+            )
+        )
     return out
 
 

@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     serve_http(
         app,
         config.gateways.s3.listen_address,
+        config.gateways.trusted_proxies,
         factory=workers > 1,
         workers=workers,
         # Bounded heads, head timeout and connection cap, in every worker.

@@ -55,6 +55,7 @@ from engine.core.entries import (
     StageOutcome,
 )
 from engine.core.hooks import HookRecord, after_commit
+from engine.core.key_changes import KeyCheck
 from engine.core.model import MergeStrategy
 from engine.core.parts import CoreParts
 from engine.core.placement import Placement
@@ -312,11 +313,13 @@ class Graveler:
         prefix: str | None = None,
         hard_ref: str | None = None,
         deadline: Deadline = NO_DEADLINE,
+        check: KeyCheck | None = None,
     ) -> pb.Branch:
-        """Drop uncommitted changes: all of them, one key's, a prefix's; or move the branch to a ref."""
+        """Drop uncommitted changes: all of them, one key's, a prefix's; or move the branch to a ref.
+        check: the keys it changes, when the caller's policies name keys (engine/core/key_changes.py)."""
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, "reset")
-        return self.branching.reset_branch(repo, branch_name, key, prefix, hard_ref, deadline)
+        return self.branching.reset_branch(repo, branch_name, key, prefix, hard_ref, deadline, check)
 
     # --- tags ----------------------------------------------------------------------------
 
@@ -579,6 +582,7 @@ class Graveler:
         committer: str = "",
         *,
         deadline: Deadline = NO_DEADLINE,
+        check: KeyCheck | None = None,
     ) -> MergeOutcome:
         repo = self._repo(repository, deadline)
         self.protection.check_direct_merge(repo, destination)
@@ -602,6 +606,7 @@ class Graveler:
                 dict(metadata or {}),
                 committer,
                 deadline,
+                check,
             ),
         )
 
@@ -617,6 +622,7 @@ class Graveler:
         *,
         allow_empty: bool = False,
         deadline: Deadline = NO_DEADLINE,
+        check: KeyCheck | None = None,
     ) -> MergeOutcome:
         """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
         repo = self._repo(repository, deadline)
@@ -635,7 +641,16 @@ class Graveler:
             record,
             deadline,
             lambda: self.branching.revert(
-                repo, branch_name, ref, parent_number, message, dict(metadata or {}), committer, deadline, allow_empty
+                repo,
+                branch_name,
+                ref,
+                parent_number,
+                message,
+                dict(metadata or {}),
+                committer,
+                deadline,
+                allow_empty,
+                check,
             ),
         )
 
@@ -649,6 +664,7 @@ class Graveler:
         *,
         pick: CherryPickOverrides | None = None,
         deadline: Deadline = NO_DEADLINE,
+        check: KeyCheck | None = None,
     ) -> MergeOutcome:
         """Apply a commit's change onto a branch: a three-way merge from its parent to it."""
         repo = self._repo(repository, deadline)
@@ -658,7 +674,7 @@ class Graveler:
             repo,
             record,
             deadline,
-            lambda: self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline, pick),
+            lambda: self.branching.cherry_pick(repo, branch_name, ref, parent_number, committer, deadline, pick, check),
         )
 
     def _hooked_merge(

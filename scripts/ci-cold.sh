@@ -22,10 +22,12 @@ tar -C "$(dirname "$(readlink -f "$(command -v npm)")")/../.." -cf "$context/npm
 base="$("$here/images/local-base.sh" podman)"
 podman build -q --build-arg "PYTHON_IMAGE=$base" -f "$here/images/cold-machine.Containerfile" -t "$image" "$context" >/dev/null
 
-# The machine's TLS and pip settings, as the CI machine has them; Debian's sources too.
+# The machine's TLS, pip and Python settings (PYTHONDONTWRITEBYTECODE: no .pyc is written), as
+# the CI machine has them; Debian's sources too.
 envs=()
 for name in SSL_CERT_FILE SSL_CERT_DIR PIP_CERT REQUESTS_CA_BUNDLE CURL_CA_BUNDLE NODE_EXTRA_CA_CERTS \
-	GIT_SSL_CAINFO AWS_CA_BUNDLE GRPC_DEFAULT_SSL_ROOTS_FILE_PATH PIP_DEFAULT_TIMEOUT PIP_DISABLE_PIP_VERSION_CHECK; do
+	GIT_SSL_CAINFO AWS_CA_BUNDLE GRPC_DEFAULT_SSL_ROOTS_FILE_PATH PIP_DEFAULT_TIMEOUT PIP_DISABLE_PIP_VERSION_CHECK \
+	PYTHONDONTWRITEBYTECODE PYTHONUNBUFFERED; do
 	[ -n "${!name:-}" ] && envs+=(-e "$name=${!name}")
 done
 mounts=(-v "$repo:/src:ro" -v "$out:/out")

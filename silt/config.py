@@ -13,6 +13,7 @@ one-line message naming the key, where it came from, and what was expected.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import types
 import typing
@@ -430,8 +431,28 @@ class S3GatewayConfig(_Section):
     _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)
 
 
+def _check_trusted_proxies(values: list[str]) -> list[str]:
+    """Each an address or CIDR block, written canonically (`10.1.2.3/8` is `10.0.0.0/8`)."""
+    blocks = []
+    for value in values:
+        try:
+            blocks.append(str(ipaddress.ip_network(value.strip(), strict=False)))
+        except ValueError:
+            raise ValueError(f"{value[:64]!r} is not an IPv4 or IPv6 address or CIDR block") from None
+    return blocks
+
+
 class GatewaysConfig(_Section):
     s3: S3GatewayConfig = Field(default_factory=S3GatewayConfig)
+    trusted_proxies: list[str] = Field(default_factory=list, max_length=100)
+    """addresses or CIDR blocks of the HTTP proxies in front of the edge (the S3 gateway's port, with the REST API on
+    it, and the REST API's own port): a request from one of them has its client read from `X-Forwarded-For` (the
+    nearest address not in this list, read from the right) and its scheme from `X-Forwarded-Proto`; from any other
+    peer both headers are ignored and the TCP peer is the client. The client's address is what policy conditions
+    (`IpAddress`, `NotIpAddress`) see (docs/security.md, "Policy conditions"). Empty: no proxy is trusted
+    """
+
+    _trusted_proxies = field_validator("trusted_proxies")(_check_trusted_proxies)
 
 
 class ServiceConfig(_Section):

@@ -100,6 +100,12 @@ class PermissionDenied(SiltError):
     """The caller is authenticated but no policy allows the action on the resource."""
 
 
+class KeysRefused(PermissionDenied):
+    """An operation would change a key the user it is made for may not change (object-scoped
+    policies, silt/changed_keys.py): that user's refusal, even when a service made the call for
+    them, never a refusal of the service's own credentials."""
+
+
 # Auth refuses to edit one of Silt's own policies (services/auth/setup.py SILT_POLICIES: setup
 # rewrites them at every start, so an edit would silently come undone) as FailedPrecondition
 # with this text; the REST API answers it 409 Conflict rather than 400.

@@ -176,12 +176,15 @@ class Backend(EdgeClient):
         except SiltError as exc:
             raise from_graveler(exc, "graveler") from None
 
-    async def call(self, method: Any, request: Any, deadline: float | None = None) -> Any:
+    async def call(
+        self, method: Any, request: Any, deadline: float | None = None, metadata: tuple[tuple[str, str], ...] = ()
+    ) -> Any:
         """One graveler call within the request's deadline (time.monotonic()), as the edge's core
         makes it (EdgeClient.call: sent only on a READY channel, a call never sent retried
-        briefly, a sent one never again); its failure answered in lakeFS's terms."""
+        briefly, a sent one never again); its failure answered in lakeFS's terms.
+        metadata: extra headers of the call (the end user's address, silt/rpc/signing.py)."""
         try:
-            return await self.graveler_call(method, request, deadline)
+            return await self.graveler_call(method, request, deadline, metadata=metadata)
         except SiltError as exc:
             raise from_graveler(exc, "graveler") from None
 
@@ -302,9 +305,9 @@ class Backend(EdgeClient):
     def auth_unavailable(self, exc: Unavailable) -> Exception:
         return ApiError(503, f"auth: {exc}")
 
-    async def allowed(self, user_id: str, action: str, resource: str) -> bool:
+    async def allowed(self, user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
         try:
-            return await super().allowed(user_id, action, resource)
+            return await super().allowed(user_id, action, resource, source_ip)
         except InvalidArgument as exc:
             raise ApiError(400, str(exc)) from None
 

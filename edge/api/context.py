@@ -1,5 +1,6 @@
-"""Per-request context by dependency injection: the backend, the authenticated caller, and
-`authorize`, the one way a route asks whether its caller may do something."""
+"""Per-request context by dependency injection: the backend, the authenticated caller, where
+the request came from, and `authorize`, the one way a route asks whether its caller may do
+something (from that address: policy conditions, silt/policy_conditions.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from edge.api.errors import forbidden, unauthorized
 from silt.graveler.v1 import events_pb2 as ev
 from silt.iam_actions import READ_OBJECT, READ_REPO
 from silt.key_scope import KeyScope
+from silt.rpc.signing import CLIENT_IP_HEADER
+from silt.source_address import asgi_client_address
 
 # lakeFS's name for the login session cookie (swagger: securitySchemes.cookie_auth).
 SESSION_COOKIE = "internal_auth_session"
@@ -88,21 +91,31 @@ async def authenticate(request: Request) -> Caller:
 class Context:
     backend: Backend
     caller: Caller
+    # The client's address (silt/source_address.py; "" unknown): every decision is about it.
+    source_ip: str = ""
     # Every call a request makes shares one deadline (time.monotonic()).
     deadline: float = field(default_factory=lambda: time.monotonic() + CALL_TIMEOUT)
 
+    @property
+    def client_ip_metadata(self) -> tuple[tuple[str, str], ...]:
+        """The header that tells a service called for the caller where the caller is (signed
+        with the call, silt/rpc/signing.py); none when unknown."""
+        return ((CLIENT_IP_HEADER, self.source_ip),) if self.source_ip else ()
+
     async def call(self, method: Any, request: Any) -> Any:
-        """A graveler call within this request's deadline."""
-        return await self.backend.call(method, request, self.deadline)
+        """A graveler call within this request's deadline. It carries the caller's address, so
+        that graveler judges a user named in it (a commit's, merge's or reset's user, a pull
+        request's author) from where the request came, as the edge did."""
+        return await self.backend.call(method, request, self.deadline, metadata=self.client_ip_metadata)
 
     async def authorize(self, action: str, resource: str) -> None:
-        if not await self.backend.allowed(self.caller.user_id, action, resource):
+        if not await self.backend.allowed(self.caller.user_id, action, resource, self.source_ip):
             raise forbidden(f"user {self.caller.user_id} may not {action} on {resource}")
 
     async def key_scope(self, action: str, repository: str, branch: str = "") -> KeyScope:
         """The keys of repository the caller may do an object action on (silt/key_scope.py),
         staged on branch for a write or delete (its WriteBranch statements count); 403 for none."""
-        scope = await self.backend.key_scope(self.caller.user_id, action, repository, branch)
+        scope = await self.backend.key_scope(self.caller.user_id, action, repository, branch, self.source_ip)
         if scope.nothing:
             where = f"{repository}@{branch}" if branch else repository
             raise forbidden(f"user {self.caller.user_id} may not {action} on {where}")
@@ -112,7 +125,7 @@ class Context:
         """ReadRepo on repository (403 otherwise), and which of its keys the caller may read:
         for routes that show keys and filter them. One call, as authorize(READ_REPO) is: a
         scope's every_key is that decision."""
-        scope = await self.backend.key_scope(self.caller.user_id, READ_OBJECT, repository)
+        scope = await self.backend.key_scope(self.caller.user_id, READ_OBJECT, repository, source_ip=self.source_ip)
         if not scope.every_key:
             raise forbidden(f"user {self.caller.user_id} may not {READ_REPO} on {repository}")
         return scope
@@ -130,7 +143,7 @@ class Context:
     async def authorize_key(self, action: str, repository: str, key: str, branch: str = "") -> None:
         """403 unless the caller may do the object action on key (a path, without its ref),
         staged on branch for a write or delete."""
-        scope = await self.backend.key_scope(self.caller.user_id, action, repository, branch)
+        scope = await self.backend.key_scope(self.caller.user_id, action, repository, branch, self.source_ip)
         if not scope.allows(key):
             where = f"{repository}@{branch}" if branch and scope.nothing else f"{repository}/{key}"
             raise forbidden(f"user {self.caller.user_id} may not {action} on {where}")
@@ -144,7 +157,7 @@ class Context:
 
 async def context(request: Request, caller: Annotated[Caller, Depends(authenticate)]) -> Context:
     request.state.user_id = caller.user_id  # for the access log
-    return Context(backend_of(request), caller)
+    return Context(backend_of(request), caller, asgi_client_address(request.scope))
 
 
 Ctx = Annotated[Context, Depends(context)]

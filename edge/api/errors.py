@@ -13,6 +13,7 @@ from silt.errors import (
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
+    KeysRefused,
     NotFound,
     PermissionDenied,
     ResourceExhausted,
@@ -89,6 +90,9 @@ def from_graveler(error: SiltError, service: str) -> ApiError:
         # A branch protection rule refused the write: the caller's problem, answered as lakeFS
         # does (lakectl and scripts compare the whole text), not the API's credentials.
         return ApiError(403, lakefs_refusal(str(error)) or str(error))
+    if isinstance(error, KeysRefused):
+        # The user the API named may not change a key the operation would (silt/changed_keys.py).
+        return ApiError(403, str(error))
     if isinstance(error, PermissionDenied | Unauthenticated):
         return ApiError(503, f"{service} refused the REST API's service credentials: {error}")
     return from_silt(error)

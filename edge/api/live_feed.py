@@ -112,15 +112,16 @@ class FeedAccess:
 
     def __init__(self, authority: AsyncAuthority, ttl: float, clock: Clock = time.monotonic) -> None:
         self._authority = authority
-        self._decisions: TTLCache[tuple[str, str, str], bool] = TTLCache(ttl, MAX_DECISIONS, clock)
+        self._decisions: TTLCache[tuple[str, str, str, str], bool] = TTLCache(ttl, MAX_DECISIONS, clock)
 
-    async def allowed(self, user: str, action: str, resource: str) -> bool:
-        """ApiError 503 while auth cannot answer (the feed retries; it sends nothing meanwhile)."""
-        key = (user, action, resource)
+    async def allowed(self, user: str, action: str, resource: str, source_ip: str = "") -> bool:
+        """ApiError 503 while auth cannot answer (the feed retries; it sends nothing meanwhile).
+        source_ip: the feed's client address ("" unknown), for policy conditions."""
+        key = (user, action, resource, source_ip)
         decision: bool | None = self._decisions.get(key)
         if decision is None:
             try:
-                decision = (await self._authority.allowed_many(user, action, [resource]))[0]
+                decision = (await self._authority.allowed_many(user, action, [resource], source_ip))[0]
             except Unavailable as exc:
                 raise ApiError(503, f"auth: {exc}") from None
             except InvalidArgument as exc:
@@ -128,8 +129,8 @@ class FeedAccess:
             self._decisions.put(key, decision)
         return decision
 
-    async def is_admin(self, user: str) -> bool:
-        return await self.allowed(user, ADMIN_ACTION, ADMIN_RESOURCE)
+    async def is_admin(self, user: str, source_ip: str = "") -> bool:
+        return await self.allowed(user, ADMIN_ACTION, ADMIN_RESOURCE, source_ip)
 
 
 class WriteTimedStreamingResponse(StreamingResponse):

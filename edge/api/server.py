@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     config = service_config("Silt's lakeFS-compatible REST API", argv, "api")
     app = create_app(config)
     tune_for_serving()
-    serve_http(app, config.api.listen_address)
+    serve_http(app, config.api.listen_address, config.gateways.trusted_proxies)
     return 0
 
 

@@ -30,6 +30,7 @@ import grpc
 import grpc.aio
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from edge.core.filtered_scan import ScanCursors
 from edge.core.object_writes import (
     BodyReader,
     CheckedBody,
@@ -158,6 +159,8 @@ class EdgeClient:
         self.adapter: BlockAdapter = open_observed_adapter(config.blockstore)
         # Files of the local blockstore's import prefixes, which imported entries may name.
         self.external_files = ExternalFiles(external_prefixes(config.blockstore))
+        # Where a filtered listing stopped, sealed for the caller to hand back (filtered_scan.py).
+        self.scan_cursors = ScanCursors.from_secret(credentials.secret_access_key.get_secret_value())
         self.pool = ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix=thread_name_prefix)
         # A repository's namespace with its identity: what a write's bytes went under is what
         # its StageEntry names (silt/repository_place.py).
@@ -170,7 +173,13 @@ class EdgeClient:
         self.history = EventEmitter(source, self.graveler, enabled=config.graveler.history.enabled)
 
     async def graveler_call(
-        self, method: Any, request: Any, deadline: float | None = None, *, changes: bool = False
+        self,
+        method: Any,
+        request: Any,
+        deadline: float | None = None,
+        *,
+        changes: bool = False,
+        metadata: tuple[tuple[str, str], ...] = (),
     ) -> Any:
         """One graveler call within deadline (time.monotonic(); CALL_TIMEOUT from now if None),
         sent only on a READY channel and retried briefly while it was not (never sent: certainly
@@ -180,7 +189,8 @@ class EdgeClient:
         `not_applied` says whether graveler certainly did not apply it in any attempt.
         changes: a write, which fails MaybeApplied once any attempt may have been applied: a
         timeout or an internal error then says nothing final, and a refusal may be the earlier
-        attempt's own doing. Each front end answers these errors in its own protocol's terms."""
+        attempt's own doing. Each front end answers these errors in its own protocol's terms.
+        metadata: extra headers of the call (the end user's address, silt/rpc/signing.py)."""
         until = time.monotonic() + CALL_TIMEOUT if deadline is None else deadline
         attempts = Attempts()
         for delay in (*UNAVAILABLE_RETRY_DELAYS, None):
@@ -192,6 +202,8 @@ class EdgeClient:
                     raise not_applied_error(
                         grpc.StatusCode.DEADLINE_EXCEEDED, "graveler did not answer within the request's deadline"
                     )
+                if metadata:
+                    return await method(request, timeout=left, metadata=metadata)
                 return await method(request, timeout=left)
             except grpc.aio.AioRpcError as exc:
                 attempts.failed(exc)
@@ -461,28 +473,31 @@ class EdgeClient:
         a front end's client names its protocol's instead."""
         return exc
 
-    async def allowed(self, user_id: str, action: str, resource: str) -> bool:
-        """Whether auth lets user_id do action on resource (cached decisions, self.authority)."""
+    async def allowed(self, user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
+        """Whether auth lets user_id do action on resource (cached decisions, self.authority),
+        for a request from source_ip (its client's address, silt/source_address.py; "" unknown)."""
         try:
-            return await self.authority.allowed(user_id, action, resource)
+            return await self.authority.allowed(user_id, action, resource, source_ip)
         except Unavailable as exc:
             raise self.auth_unavailable(exc) from None
 
-    async def allowed_many(self, user_id: str, action: str, resources: list[str]) -> list[bool]:
+    async def allowed_many(self, user_id: str, action: str, resources: list[str], source_ip: str = "") -> list[bool]:
         """allowed for each of resources, in order; none asked, auth not called."""
         if not resources:
             return []
         try:
-            return await self.authority.allowed_many(user_id, action, resources)
+            return await self.authority.allowed_many(user_id, action, resources, source_ip)
         except Unavailable as exc:
             raise self.auth_unavailable(exc) from None
 
-    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
+    async def key_scope(
+        self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = ""
+    ) -> KeyScope:
         """Which keys of repository auth lets user_id do an object action on (cached, like
         decisions): whole for a holder of the repository's action, checked per key otherwise.
         branch: where a write or delete is staged, whose WriteBranch statements count too."""
         try:
-            return await self.authority.key_scope(user_id, action, repository, branch)
+            return await self.authority.key_scope(user_id, action, repository, branch, source_ip)
         except Unavailable as exc:
             raise self.auth_unavailable(exc) from None
 

@@ -3,6 +3,7 @@ service: uvloop and httptools, no access log or server header, and a bounded gra
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import uvicorn
@@ -10,10 +11,16 @@ import uvicorn
 from silt.service import STOP_GRACE_SECONDS
 
 
-def serve_http(app: Any, listen_address: str, **options: Any) -> None:
+def serve_http(app: Any, listen_address: str, trusted_proxies: Sequence[str], **options: Any) -> None:
     """Serve app (an ASGI app, or with factory=True an import path to a factory) on
     listen_address (host:port, [v6]:port) until SIGTERM or SIGINT; options override or add to
-    uvicorn's settings (workers, http, TLS files)."""
+    uvicorn's settings (workers, http, TLS files).
+
+    trusted_proxies (`gateways.trusted_proxies`, canonical blocks): the peers whose
+    X-Forwarded-For and X-Forwarded-Proto uvicorn believes, rewriting the scope's `client` and
+    `scheme` before the app sees them (the nearest untrusted address of X-Forwarded-For, read
+    from the right); none by default. uvicorn's own default would trust 127.0.0.1 and ::1, so
+    that any local process could name itself any client address."""
     host, _, port = listen_address.rpartition(":")
     settings: dict[str, Any] = {
         "host": host.strip("[]"),
@@ -28,5 +35,7 @@ def serve_http(app: Any, listen_address: str, **options: Any) -> None:
         "server_header": False,
         # Stop within the launcher's grace period even if a client keeps a request open.
         "timeout_graceful_shutdown": int(STOP_GRACE_SECONDS),
+        "proxy_headers": True,
+        "forwarded_allow_ips": list(trusted_proxies),
     }
     uvicorn.run(app, **{**settings, **options})

@@ -11,6 +11,7 @@ from urllib.parse import unquote_to_bytes
 
 from edge.core.request_body import BodyEnd, body_end
 from edge.gateway.errors import S3Error
+from silt.source_address import asgi_client_address
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 
@@ -115,6 +116,8 @@ class Request:
     malformed_query: S3Error | None = None
     # Header names the client sent more than once (their values are joined in `headers`).
     repeated: frozenset[str] = frozenset()
+    # The client's address (silt/source_address.py; "" unknown), for policy conditions.
+    source_ip: str = ""
 
     def arg(self, name: str, default: str | None = None) -> str | None:
         for key, value in self.query:
@@ -202,4 +205,5 @@ def from_scope(scope: dict[str, Any], receive: Receive) -> Request:
         repeated=frozenset(repeated),
         host=headers.get("host", ""),
         body=Body(receive, body_end(scope)),
+        source_ip=asgi_client_address(scope),
     )

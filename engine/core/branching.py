@@ -20,6 +20,7 @@ from engine.core.committed.merge import Conflict, Resolver, by_pattern
 from engine.core.committed.model import MetaRangeId
 from engine.core.deadline import Deadline
 from engine.core.entries import Entries
+from engine.core.key_changes import Change, KeyCheck, applied, undone
 from engine.core.model import (
     MERGE_STRATEGIES,
     REQUESTED_COMMITTER_KEY,
@@ -249,6 +250,7 @@ class Branching(OnCore):
         metadata: dict[str, str],
         committer: str,
         deadline: Deadline,
+        check: KeyCheck | None = None,
     ) -> MergeOutcome:
         resolver = resolver_for(strategy, path_strategies)
         source_id = self._refs.resolve(repo, source_ref).commit_id
@@ -274,7 +276,7 @@ class Branching(OnCore):
 
         # A merge records the source's history even when the content ends up unchanged (e.g.
         # dest-wins on every conflict); "nothing to merge" is decided by ancestry above.
-        return self._combine(repo, destination, "merging", plan, resolver, True, metadata, committer, deadline)
+        return self._combine(repo, destination, "merging", plan, resolver, True, metadata, committer, deadline, check)
 
     def revert(
         self,
@@ -287,6 +289,7 @@ class Branching(OnCore):
         committer: str,
         deadline: Deadline,
         allow_empty: bool = False,
+        check: KeyCheck | None = None,
     ) -> MergeOutcome:
         """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
         target, parent = self._with_parent(repo, ref, parent_number)
@@ -294,7 +297,9 @@ class Branching(OnCore):
         def plan(dest: BranchRecord) -> Plan:
             return self._onto_head(repo, dest, target, parent, message or f"Revert {target.id}")
 
-        return self._combine(repo, branch_name, "reverting", plan, None, allow_empty, metadata, committer, deadline)
+        return self._combine(
+            repo, branch_name, "reverting", plan, None, allow_empty, metadata, committer, deadline, check
+        )
 
     def cherry_pick(
         self,
@@ -305,6 +310,7 @@ class Branching(OnCore):
         committer: str,
         deadline: Deadline,
         pick: CherryPickOverrides | None = None,
+        check: KeyCheck | None = None,
     ) -> MergeOutcome:
         """Apply a commit's change onto a branch: a three-way merge from its parent to it. The
         new commit keeps the picked one's message and metadata (unless overridden), says where
@@ -328,7 +334,7 @@ class Branching(OnCore):
             return self._onto_head(repo, dest, parent, target, message)
 
         return self._combine(
-            repo, branch_name, "cherry-picking", plan, None, pick.allow_empty, metadata, committer, deadline
+            repo, branch_name, "cherry-picking", plan, None, pick.allow_empty, metadata, committer, deadline, check
         )
 
     def _with_parent(self, repo: RepoHandle, ref: str, parent_number: int) -> tuple[pb.Commit, pb.Commit]:
@@ -363,8 +369,13 @@ class Branching(OnCore):
         metadata: dict[str, str],
         committer: str,
         deadline: Deadline,
+        check: KeyCheck | None = None,
     ) -> MergeOutcome:
         """Three-way merge onto a branch's head, committed and moved with set_if; redone if the branch moved.
+
+        `check` is shown the keys the result changes on the head, before the commit is written:
+        a refusal ends the operation with nothing committed (the ranges the merge wrote are
+        referenced by nothing, and garbage collection removes them).
 
         The branch must be clean, but clean is a statement about what its staged values show,
         not that it has none: copies of committed values that a prefix commit left in its
@@ -393,6 +404,9 @@ class Branching(OnCore):
             assert result.metarange_id is not None
             if result.metarange_id == planned.dest and not allow_empty:
                 raise FailedPrecondition(f"{what} changes nothing on branch {branch_name!r}")
+            if check is not None and result.metarange_id != planned.dest:
+                changes = self._committed.diff_grouped(repo.namespace, planned.dest, result.metarange_id)
+                check.check(applied(changes), what)
             deadline.check(f"{what} onto {branch_name!r}")
             commit = new_commit(
                 planned.message, dict(metadata), committer, result.metarange_id, planned.parents, planned.generation
@@ -440,11 +454,18 @@ class Branching(OnCore):
         prefix: str | None,
         hard_ref: str | None,
         deadline: Deadline,
+        check: KeyCheck | None = None,
     ) -> pb.Branch:
-        """Drop uncommitted changes: all of them, one key's, a prefix's; or move the branch to a ref."""
+        """Drop uncommitted changes: all of them, one key's, a prefix's; or move the branch to a ref.
+
+        `check` is shown the keys the reset changes before anything is dropped: the uncommitted
+        changes it drops (a key added since the head is removed, any other written back) and,
+        for a move, the differences between the head and the target."""
         if key is not None or prefix is not None:
             under = validate_key(key) if key is not None else (prefix or "").encode()
             branch = self._refs.get_branch(repo, branch_name)
+            if check is not None:
+                check.check(self._dropped(repo, branch, under, key is not None), "the reset")
             # Oldest token first, as a partial commit's clean-up does: until the newest copy goes,
             # reads keep answering it, never an older staged value it had overwritten.
             for token in reversed(branch.tokens):
@@ -468,6 +489,10 @@ class Branching(OnCore):
                 if target is not None:
                     branch.commit_id = target
 
+            if check is not None:
+                check.check(self._dropped(repo, current, b"", False), "the reset")
+                if target is not None:
+                    self._check_move(repo, current, target, check)
             seen.update(dict.fromkeys(current.tokens))
             updated = modify_branch(current, change)
             last[:] = [(current, updated)]
@@ -496,6 +521,23 @@ class Branching(OnCore):
         self._cleaner.drop_recorded(repo.partition, seen)
         self._entries.observer.cleared(repo.name, branch_name)
         return updated
+
+    def _dropped(self, repo: RepoHandle, branch: BranchRecord, under: bytes, exact: bool) -> Iterator[Change]:
+        """What dropping the branch's uncommitted changes at key `under` (exact) or under that
+        prefix changes, lazily."""
+        for change in undone(self._uncommitted(repo, branch, under)):
+            if (change[0] == under) if exact else change[0].startswith(under):
+                yield change
+            else:
+                return
+
+    def _check_move(self, repo: RepoHandle, branch: BranchRecord, target: CommitId, check: KeyCheck) -> None:
+        """A hard reset's committed changes: from the branch's head to the target's."""
+        head = self._refs.get_commit(repo, branch.branch.commit_id).metarange_id
+        moved = self._refs.get_commit(repo, target).metarange_id
+        if head != moved:
+            changes = self._committed.diff_grouped(repo.namespace, MetaRangeId(head), MetaRangeId(moved))
+            check.check(applied(changes), "the reset")
 
     def _reset_compacted(
         self, repo: RepoHandle, branch_name: str, under: bytes, exact: bool, deadline: Deadline

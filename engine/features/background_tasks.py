@@ -10,8 +10,15 @@ interrupted: only its status reads so, the task goes on and its record is rewrit
 ends). Nothing re-runs an interrupted task; what to do about one is the feature's to say.
 
 Only the graveler running a task writes its record after its creation, each time by
-read-modify-set_if, as every graveler record is written. Records stay until the repository is
-deleted (its partition goes with it).
+read-modify-set_if, as every graveler record is written.
+
+Records do not stay forever: each start first removes the feature's records in the repository
+that ended (or went stale) more than RETENTION_SECONDS ago, as lakeFS expires a task's status
+after a day, and then the oldest ended ones beyond MAX_RECORDS; a start that finds MAX_RECORDS
+tasks still running is refused (ResourceExhausted). So the records one feature keeps in a
+repository, and what a start reads to prune them, stay bounded. A removed task's status is not
+found, as in lakeFS. Each removal is conditional on the record as read, so a record that changed
+meanwhile stays; what is left of a deleted repository goes with its partition.
 """
 
 from __future__ import annotations
@@ -30,13 +37,18 @@ from typing import Generic, Protocol, TypeVar
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from engine.core.refs import RepoHandle
-from silt.errors import Aborted, NotFound, PredicateFailed, SiltError
+from silt.errors import Aborted, NotFound, PredicateFailed, ResourceExhausted, SiltError
 from silt.kv import Store
+from silt.kv.store import scan_prefix
 
 log = logging.getLogger(__name__)
 
 BEAT_SECONDS = 2.0
 STALE_SECONDS = 30.0
+# How long an ended task's record stays (lakeFS's task expiry: a day).
+RETENTION_SECONDS = 24 * 3600.0
+# Records of one feature in one repository: beyond it, the oldest ended ones are removed first.
+MAX_RECORDS = 100
 _ATTEMPTS = 20
 INTERRUPTED = "interrupted: the graveler process running the task stopped before it ended"
 # What secrets.token_hex(10) gives, the ids start issues.
@@ -130,7 +142,9 @@ class BackgroundTasks(Generic[R]):
 
     def start(self, repo: RepoHandle, record: R, work: Callable[[], Callable[[R], None]]) -> R:
         """Store record (its id and times filled here) and run work in the background; record as
-        stored. work returns what writes its outcome into the record; done and error are set here."""
+        stored. work returns what writes its outcome into the record; done and error are set here.
+        Old records of the feature in the repository are removed first (the module's docstring)."""
+        self._prune(repo)
         now = _stamp()
         record.id = secrets.token_hex(10)
         record.created.CopyFrom(now)
@@ -222,6 +236,42 @@ class BackgroundTasks(Generic[R]):
         raise Aborted(f"{self._name} {task_id!r}: its record kept changing under {_ATTEMPTS} writes")
 
     # --- records ----------------------------------------------------------------------------
+
+    def _prune(self, repo: RepoHandle) -> None:
+        """Remove the repository's records that ended more than RETENTION_SECONDS ago, then the
+        oldest ended ones beyond MAX_RECORDS (room left for the one being started);
+        ResourceExhausted if MAX_RECORDS tasks are still running."""
+        now = self._clock()
+        ended: list[tuple[float, bytes]] = []  # (update time, key), a stale record counting as ended
+        running = 0
+        for entry in scan_prefix(self._kv, repo.partition, self._records.prefix):
+            record = self._parse(entry.value)
+            updated = record.update_time.ToNanoseconds() / 1e9
+            if self._done(record) or now - updated > STALE_SECONDS:
+                ended.append((updated, entry.key))
+            else:
+                running += 1
+        if running >= MAX_RECORDS:
+            raise ResourceExhausted(
+                f"{running} {self._name}s of repository {repo.name!r} are running: wait for one to end"
+            )
+        ended.sort(reverse=True)  # newest first
+        room = MAX_RECORDS - 1 - running
+        for kept, (updated, key) in enumerate(ended):
+            if kept >= room or now - updated > RETENTION_SECONDS:
+                self._remove(repo.partition, key)
+
+    def _remove(self, partition: bytes, key: bytes) -> None:
+        """Delete a record unless it changed since read (a task it turned out was still running
+        beats it): conditional, as every write of a record is."""
+        try:
+            got = self._kv.get(partition, key)
+            record = self._parse(got.value)
+            if not self._done(record) and self._clock() - record.update_time.ToNanoseconds() / 1e9 <= STALE_SECONDS:
+                return
+            self._kv.apply(partition, [], [key], condition=(key, got.predicate))
+        except (NotFound, PredicateFailed):
+            pass  # removed by another start meanwhile, or rewritten: either way not ours to remove
 
     def _key(self, task_id: str) -> bytes:
         # A malformed id is no task's, as for lakeFS: NotFound, never a key outside the prefix.

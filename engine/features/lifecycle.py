@@ -49,6 +49,7 @@ from engine.core.refs.manager import COMMIT_VERSION, COMMITS, now
 from engine.core.staging import new_token, purge
 from engine.core.validation import validate_ref_name, validate_repository_name
 from engine.features.history_events.retention import drop_history
+from engine.features.leases import Lease
 from engine.features.protection import Protection
 from engine.features.pulls import PullRequests
 from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
@@ -75,6 +76,8 @@ RUNS_PREFIX = b"last-access-runs/"
 # Cassandra: statements").
 _PLAIN_FAMILIES = (COMMITS, HOURS_PREFIX, RUNS_PREFIX, JOURNAL_PREFIX)
 DUMPS_PREFIX = "_silt/refs/"
+# The restore lease's key in the repository's partition (restore_lease).
+RESTORE_LEASE = b"refs_restore/lease"
 # Multipart uploads a repository's deletion aborts before it answers (each one a few KV writes
 # and a call to the object store); the cleaner aborts any others right after.
 ABORTED_BEFORE_ANSWER = 16
@@ -376,7 +379,20 @@ class Lifecycle:
                 f"repository {repo.name!r} is not bare: restore needs a repository without branches"
             )
 
-    def restore_refs(self, repo: RepoHandle, location: str) -> Restored:
+    def restore_lease(self, repo: RepoHandle) -> Lease:
+        """The repository's restore lease (engine/features/leases.py): one restore into a
+        repository at a time, whichever graveler runs it; AlreadyExists while another holds it."""
+        return Lease.take(self._refs.kv, repo.partition, RESTORE_LEASE, f"a restore into repository {repo.name!r}")
+
+    def restore_refs(self, repo: RepoHandle, location: str, lease: Lease | None = None) -> Restored:
+        """Restore a dump into the bare repository, holding its restore lease: the one given
+        (the caller releases it) or one taken here (AlreadyExists while another restore runs)."""
+        if lease is not None:
+            return self._restore_refs(repo, location)
+        with self.restore_lease(repo):
+            return self._restore_refs(repo, location)
+
+    def _restore_refs(self, repo: RepoHandle, location: str) -> Restored:
         self.check_restorable(repo, location)
         folder = location[: -len("manifest.json")]
         adapter = self._committed.adapter

@@ -47,6 +47,7 @@ from engine.core.commit_graph import GetCommit
 from engine.core.deadline import NO_DEADLINE, Deadline
 from engine.core.filtered_page import filtered_page
 from engine.core.hooks import HookRecord, Hooks, after_commit
+from engine.core.key_changes import KeyCheck
 from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from engine.core.refs import RefManager, RepoHandle
 from engine.core.refs.manager import now
@@ -502,8 +503,10 @@ class PullRequests:
         metadata: dict[str, str],
         committer: str,
         deadline: Deadline,
+        check: KeyCheck | None = None,
     ) -> tuple[pb.PullRequest, MergeOutcome]:
-        """Merge source into destination through the merge path, once, if protection allows it."""
+        """Merge source into destination through the merge path, once, if protection allows it
+        (and check, the keys it changes: engine/core/key_changes.py)."""
         claim = secrets.token_hex(16)
         remaining = deadline.remaining()
         lease = min(MAX_CLAIM_SECONDS if remaining is None else remaining, MAX_CLAIM_SECONDS) + CLAIM_MARGIN_SECONDS
@@ -542,6 +545,7 @@ class PullRequests:
                 metadata,
                 committer,
                 deadline,
+                check,
             )
         except BaseException:
             self._release(repo, pull_id, claim, deadline)

@@ -14,9 +14,11 @@ Any other use of the header is refused (PERMISSION_DENIED or INVALID_ARGUMENT), 
 ignored: a caller that meant to act for a user and was not allowed to must not see its call run
 under its own, possibly larger, rights.
 
-When honored, the call runs as the named user: the interceptor's rule is checked for that user,
+When honored, the call runs as the named user, from the client address the signer reported
+(x-silt-client-ip, signed with the call; unknown without one) for policy conditions: the
+interceptor's rule is checked for that user,
 and the handlers' grants check (services/auth/grants.py, "nobody grants what they do not hold")
-uses that user's holdings, because both read `current_principal().user_id`. The principal
+uses that user's holdings, because both read `current_principal()` (its user and source). The principal
 also keeps who signed the call (`ActingPrincipal.signed_by`) for the log lines.
 """
 
@@ -110,8 +112,10 @@ def describe_caller() -> str:
 class ActingInterceptor(AuthInterceptor):
     """Auth's own interceptor: AuthInterceptor plus the acting-user header (module docstring)."""
 
-    def _admit(self, method: str, metadata: Sequence[Any], request: Any, rule: Rule | None) -> Principal:
-        principal = self._authenticate(method, metadata, request)
+    def _admit(
+        self, method: str, metadata: Sequence[Any], request: Any, rule: Rule | None, peer_ip: str = ""
+    ) -> Principal:
+        principal = self._authenticate(method, metadata, request, peer_ip)
         try:
             acting = acting_user(metadata)
             if acting is not None:
@@ -125,8 +129,16 @@ class ActingInterceptor(AuthInterceptor):
     def _act_for(self, method: str, signer: Principal, user_id: str) -> ActingPrincipal:
         if method not in ACTING_METHODS:
             raise PermissionDenied(f"{method} cannot be made for another user ({ACTING_USER_HEADER})")
-        if not self.authority.allowed(signer.user_id, ACT_FOR_USER, user_resource(user_id)):
+        if not self.authority.allowed(signer.user_id, ACT_FOR_USER, user_resource(user_id), signer.source_ip):
             raise PermissionDenied(
                 f"user {signer.user_id!r} may not {ACT_FOR_USER} on {user_resource(user_id)!r}: it {REFUSED_ACTING}"
             )
-        return ActingPrincipal(user_id, signer.access_key_id, signed_by=signer.user_id)
+        # The user is judged from where its own request came, as the signer reported it (signed
+        # with the call); the signer's address is not the user's, so without a report it is unknown.
+        return ActingPrincipal(
+            user_id,
+            signer.access_key_id,
+            source_ip=signer.reported_ip,
+            reported_ip=signer.reported_ip,
+            signed_by=signer.user_id,
+        )

@@ -28,14 +28,16 @@ class LocalAuthority:
         owner = self.model.key_owner(access_key_id)
         return CallKey(owner.user_id, derive_call_key(owner.secret, day, audience))
 
-    def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
-        statements = compile_statements(self.model.effective_policies(user_id))
+    def allowed_many(self, user_id: str, action: str, resources: Sequence[str], source_ip: str = "") -> list[bool]:
+        """source_ip: where the request being decided came from ("" unknown), for conditions."""
+        statements = compile_statements(self.model.effective_policies(user_id), source_ip)
         decisions = [is_allowed(statements, action, resource) for resource in resources]
         count_decisions(decisions)
         return decisions
 
-    def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
-        return key_scope(compile_statements(self.model.effective_policies(user_id)), action, repository, branch)
+    def key_scope(self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = "") -> KeyScope:
+        statements = compile_statements(self.model.effective_policies(user_id), source_ip)
+        return key_scope(statements, action, repository, branch)
 
 
 def local_interceptor(

@@ -45,6 +45,12 @@ exception is that last case for an *unrestricted* caller (an Allow of `*` on `*`
 all), so that an administrator can rotate a service's key: such a caller already holds every
 other action on every resource, so impersonating users toward graveler or the compactor gives it
 nothing it could not do as itself (auth never hands out keys for calls to auth).
+
+**Conditions (silt/policy_conditions.py).** What a caller holds is judged for the call's own
+source address: its conditional statements count as they apply there (an unknown address: its
+conditional Allows give nothing, its conditional Denies all take). And a conditional Allow of
+the caller holds only statements granted under the very same conditions: an administrator let
+in from 10.0.0.0/8 alone cannot write itself an Allow without that condition.
 """
 
 from __future__ import annotations
@@ -55,8 +61,10 @@ from dataclasses import dataclass
 from services.auth.model import IamModel
 from services.auth.policies import check_statements
 from silt.auth.v1 import model_pb2 as pb
-from silt.errors import PermissionDenied
+from silt.errors import PermissionDenied, Unauthenticated
 from silt.iam_actions import LITERAL_ONLY_ACTIONS
+from silt.policy_conditions import applies, compile_conditions
+from silt.rpc.interceptor import current_principal
 from silt.wildcards import covers, overlaps
 
 __all__ = ["Grants", "Holdings", "covers", "overlaps"]
@@ -66,6 +74,30 @@ __all__ = ["Grants", "Holdings", "covers", "overlaps"]
 class _Patterns:
     actions: tuple[str, ...]
     resources: tuple[str, ...]
+    # The statement's conditions, serialized (b"" for none): what a granted statement must carry
+    # to be held through it.
+    conditions: bytes = b""
+
+
+def _conditions_key(statement: pb.Statement) -> bytes:
+    """The statement's conditions, whatever their order (each is length-prefixed: unambiguous)."""
+    parts = sorted(c.SerializeToString(deterministic=True) for c in statement.conditions)
+    return b"".join(len(p).to_bytes(4, "big") + p for p in parts)
+
+
+def _applying(statements: Iterable[pb.Statement], source_ip: str) -> list[pb.Statement]:
+    """The statements that apply to a call from source_ip (a corrupt condition fails closed)."""
+    kept = []
+    for statement in statements:
+        deny = statement.effect == pb.EFFECT_DENY
+        conditions = compile_conditions(statement.conditions)
+        if conditions is None:
+            if deny:
+                kept.append(statement)
+            continue
+        if applies(conditions, deny, source_ip):
+            kept.append(statement)
+    return kept
 
 
 def _by_effect(statements: Iterable[pb.Statement], effect: int) -> list[pb.Statement]:
@@ -87,15 +119,31 @@ def _resources(patterns: _Patterns) -> tuple[str, ...]:
 class Holdings:
     """What one principal holds, from its effective policies."""
 
-    def __init__(self, policies: Iterable[pb.Policy]) -> None:
+    def __init__(self, policies: Iterable[pb.Policy], source_ip: str = "") -> None:
+        """source_ip: where the caller's call came from ("" unknown), for conditional statements."""
         policies = list(policies)
-        self._allows = [_Patterns(tuple(s.actions), tuple(s.resources)) for s in _statements(policies, pb.EFFECT_ALLOW)]
-        self._denies = [_Patterns(tuple(s.actions), tuple(s.resources)) for s in _statements(policies, pb.EFFECT_DENY)]
+        allows = _applying(_statements(policies, pb.EFFECT_ALLOW), source_ip)
+        denies = _applying(_statements(policies, pb.EFFECT_DENY), source_ip)
+        self._allows = [_Patterns(tuple(s.actions), tuple(s.resources), _conditions_key(s)) for s in allows]
+        self._denies = [_Patterns(tuple(s.actions), tuple(s.resources)) for s in denies]
 
     @property
     def unrestricted(self) -> bool:
-        """Allow * * and no Deny at all: every action on every resource, but the literal-only ones."""
-        return not self._denies and any("*" in held.actions and "*" in held.resources for held in self._allows)
+        """Allow * * without conditions and no Deny at all: every action on every resource, but
+        the literal-only ones, from anywhere."""
+        return not self._denies and any(
+            "*" in held.actions and "*" in held.resources and not held.conditions for held in self._allows
+        )
+
+    def _held_under(self, statement: pb.Statement) -> int:
+        """The Allow statements that may hold a granted statement, as bits: those without
+        conditions, and those with exactly the statement's."""
+        key = _conditions_key(statement)
+        bits = 0
+        for i, held in enumerate(self._allows):
+            if not held.conditions or held.conditions == key:
+                bits |= 1 << i
+        return bits
 
     def _mask(self, pattern: str, side: Callable[[_Patterns], tuple[str, ...]]) -> tuple[int, int]:
         """Which Allow statements cover `pattern` and which Deny statements overlap it, as bits.
@@ -123,11 +171,20 @@ class Holdings:
         resources: dict[tuple[int, int], str] = {}
         for resource in statement.resources:
             resources.setdefault(self._mask(resource, _resources), resource)
+        eligible = self._held_under(statement)
         for (action_allow, action_deny), action in actions.items():
             for (resource_allow, resource_deny), resource in resources.items():
-                if not action_allow & resource_allow or action_deny & resource_deny:
+                if not action_allow & resource_allow & eligible or action_deny & resource_deny:
                     return action, resource
         return None
+
+
+def _caller_source() -> str:
+    """The current call's source address ("" unknown, also outside a call: embedded use)."""
+    try:
+        return current_principal().source_ip
+    except Unauthenticated:
+        return ""
 
 
 class Grants:
@@ -141,7 +198,7 @@ class Grants:
     ) -> None:
         if not statements:
             return
-        holdings = Holdings(self.model.effective_policies(caller))
+        holdings = Holdings(self.model.effective_policies(caller), _caller_source())
         if unrestricted_suffices and holdings.unrestricted:
             return
         for statement in statements:

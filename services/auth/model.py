@@ -13,6 +13,8 @@ Consistency without transactions (docs/design/auth.md):
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple, TypeVar
 
@@ -43,6 +45,8 @@ from silt.paging import take_page
 _M = TypeVar("_M", bound=Message)
 # Tries of one compare-and-set (a user record, a principal link) before giving up (Aborted).
 _CAS_ATTEMPTS = 20
+# How old a claim of the first admin (create_first_admin) must be for another user to take it over.
+CLAIM_SECONDS = 60.0
 
 
 class IssuedCredential(NamedTuple):
@@ -563,10 +567,17 @@ class IamModel:
     # --- setup --------------------------------------------------------------------------
 
     def setup_record(self) -> pb.SetupRecord | None:
+        """The record of a completed setup; None before, and while the first admin is only
+        claimed (create_first_admin)."""
+        claim = self._setup_claim()
+        return claim[0] if claim is not None and claim[0].HasField("completed") else None
+
+    def _setup_claim(self) -> tuple[pb.SetupRecord, Predicate] | None:
         try:
-            return self._get(keys.SETUP, pb.SetupRecord, "setup record")
+            value, predicate = self.kv.get(self.partition, keys.SETUP)
         except NotFound:
             return None
+        return pb.SetupRecord.FromString(value), predicate
 
     def mark_setup_done(self, admin_user_id: str) -> None:
         record = pb.SetupRecord(admin_user_id=admin_user_id, completed=_now())
@@ -583,17 +594,78 @@ class IamModel:
         self._create(keys.SERVICES_SETUP, pb.SetupRecord(completed=_now()), "services setup record")
 
     def create_first_admin(self, user_id: str, admins_group: str) -> tuple[pb.User, IssuedCredential]:
-        """The first admin, once (AlreadyExists after setup, or to the loser of a race).
+        """The first admin, once (AlreadyExists after setup, to the loser of a race, and while
+        another setup is under way).
 
         The user is created first (a taken id fails here, before anything is claimed), then the
-        setup record by conditional write: the one call that writes it goes on to add its user
-        to the admins group and issue the key; any other deletes the user it created. So two
-        racing setups never make two admins, whatever their user ids."""
-        user = self.create_user(user_id, "administrator created by setup")
+        setup record is written as a *claim* naming it (no `completed`) by conditional write:
+        the one call that writes it goes on to add its user to the admins group and issue the
+        key, and completes the record by a conditional write over its claim; any other deletes
+        the user it created. So two racing setups never make two admins, whatever their user ids.
+
+        A setup that died after its claim (auth stopped before the key was issued, or before
+        it was shown) leaves setup not done, and retryable: a call naming the claimed user
+        finishes it, with a new key (keys issued by the attempt that died, never shown, are
+        removed); a call naming another user takes the claim over once it is CLAIM_SECONDS
+        old (the claimed user, who never had a key shown, is removed). Completion is
+        conditional on the claim as read, so of two calls finishing one claim, exactly one
+        answers its key; the other removes its key and answers AlreadyExists."""
+        claim = self._setup_claim()
+        if claim is not None:
+            record, predicate = claim
+            if record.HasField("completed"):
+                raise AlreadyExists("setup has completed already")
+            if record.admin_user_id == user_id:
+                return self._finish_first_admin(user_id, admins_group, predicate)
+            if not self._claim_abandoned(record):
+                raise AlreadyExists(f"setup of admin {record.admin_user_id!r} is under way")
+        self.create_user(user_id, "administrator created by setup")
+        pending = pb.SetupRecord(admin_user_id=user_id).SerializeToString()
         try:
-            self.mark_setup_done(user_id)
-        except AlreadyExists:
+            self.kv.set_if(self.partition, keys.SETUP, pending, None if claim is None else claim[1])
+        except PredicateFailed:
             self.delete_user(user_id)
             raise AlreadyExists("setup has completed already") from None
+        if claim is not None:
+            # The abandoned claim's user: never shown a key, and no longer the admin to be.
+            with contextlib.suppress(NotFound):
+                self.delete_user(claim[0].admin_user_id)
+        got = self._setup_claim()
+        if got is None or got[0].admin_user_id != user_id or got[0].HasField("completed"):
+            raise AlreadyExists("setup has completed already")
+        return self._finish_first_admin(user_id, admins_group, got[1])
+
+    def _claim_abandoned(self, record: pb.SetupRecord) -> bool:
+        """A claim whose setup died: its user (created just before the claim) gone, or created
+        CLAIM_SECONDS ago or more; a setup finishes in milliseconds."""
+        try:
+            created = self.get_user(record.admin_user_id).creation_date.ToNanoseconds() / 1e9
+        except NotFound:
+            return True
+        return time.time() - created >= CLAIM_SECONDS
+
+    def _finish_first_admin(
+        self, user_id: str, admins_group: str, claim: Predicate
+    ) -> tuple[pb.User, IssuedCredential]:
+        """Add the claimed user to the admins group, issue its key and complete the setup record
+        over the claim as read (claim: its predicate)."""
+        user = self.get_user(user_id)
         self.add_member(admins_group, user_id)
-        return user, self.create_credentials(user_id)
+        issued = self.create_credentials(user_id)
+        done = pb.SetupRecord(admin_user_id=user_id, completed=_now())
+        try:
+            self.kv.set_if(self.partition, keys.SETUP, done.SerializeToString(), claim)
+        except PredicateFailed:
+            self._delete_credential(user_id, issued.credential.access_key_id)
+            raise AlreadyExists("setup has completed already") from None
+        # Keys an earlier attempt issued died unseen: no one holds them, and none should stand.
+        after = ""
+        while True:
+            page, more = self.list_credentials(user_id, after)
+            for credential in page:
+                if credential.access_key_id != issued.credential.access_key_id:
+                    self._delete_credential(user_id, credential.access_key_id)
+            if not more or not page:
+                break
+            after = page[-1].access_key_id
+        return user, issued

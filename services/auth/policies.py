@@ -13,6 +13,9 @@ delete asks key_scope with the branch: a Deny of WriteBranch on it leaves no key
 every key of the branch.
 An action of silt.iam_actions.LITERAL_ONLY_ACTIONS (auth:VerifySignature) is allowed only by a
 statement that names it literally: `*` and `auth:*` never grant it, though they deny it.
+A statement with conditions (silt/policy_conditions.py) takes part only in decisions about
+requests it applies to: `compile_statements` keeps, for one request's source address, the
+statements that apply to it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from silt.iam_actions import (
     branch_resource,
 )
 from silt.key_scope import KeyScope
+from silt.policy_conditions import applies, check_conditions, compile_conditions
 from silt.wildcards import Matcher, compile_pattern, compile_wildcard, overlaps
 
 MAX_STATEMENTS = 100
@@ -76,21 +80,33 @@ class CompiledStatement:
         return named and any(m(resource) for m in self.resources)
 
 
-def compile_statements(policies: Iterable[pb.Policy]) -> tuple[CompiledStatement, ...]:
-    return tuple(
-        CompiledStatement(
-            deny=statement.effect == pb.EFFECT_DENY,
-            actions=tuple(compile_pattern(a) for a in statement.actions),
-            resources=tuple(compile_wildcard(r) for r in statement.resources),
-            literal_actions=frozenset(a for a in statement.actions if "*" not in a),
-            resource_patterns=tuple(statement.resources),
-        )
-        for policy in policies
-        for statement in policy.statements
-        # An unspecified effect never passes validation; ignoring it keeps a corrupt record
-        # from granting anything.
-        if statement.effect in (pb.EFFECT_ALLOW, pb.EFFECT_DENY)
-    )
+def compile_statements(policies: Iterable[pb.Policy], source_ip: str = "") -> tuple[CompiledStatement, ...]:
+    """The statements of policies that apply to a request from source_ip ("" when unknown:
+    an Allow with conditions then applies not, a Deny with conditions does)."""
+    compiled = []
+    for policy in policies:
+        for statement in policy.statements:
+            # An unspecified effect never passes validation; ignoring it keeps a corrupt record
+            # from granting anything.
+            if statement.effect not in (pb.EFFECT_ALLOW, pb.EFFECT_DENY):
+                continue
+            deny = statement.effect == pb.EFFECT_DENY
+            conditions = compile_conditions(statement.conditions)
+            # A condition that no longer validates (a corrupt record) fails closed.
+            if conditions is None and not deny:
+                continue
+            if conditions and not applies(conditions, deny, source_ip):
+                continue
+            compiled.append(
+                CompiledStatement(
+                    deny=deny,
+                    actions=tuple(compile_pattern(a) for a in statement.actions),
+                    resources=tuple(compile_wildcard(r) for r in statement.resources),
+                    literal_actions=frozenset(a for a in statement.actions if "*" not in a),
+                    resource_patterns=tuple(statement.resources),
+                )
+            )
+    return tuple(compiled)
 
 
 def is_allowed(statements: Sequence[CompiledStatement], action: str, resource: str) -> bool:
@@ -222,7 +238,15 @@ def check_statements(statements: Sequence[pb.Statement]) -> None:
             check_action_pattern(action)
         for resource in statement.resources:
             check_resource_pattern(resource)
+        check_conditions(n, statement.conditions)
 
 
-def statement(effect: int, actions: Iterable[str], resources: Iterable[str] = ("*",)) -> pb.Statement:
-    return pb.Statement(effect=effect, actions=list(actions), resources=list(resources))  # type: ignore[arg-type]
+def statement(
+    effect: int, actions: Iterable[str], resources: Iterable[str] = ("*",), conditions: Iterable[pb.Condition] = ()
+) -> pb.Statement:
+    return pb.Statement(
+        effect=effect,  # type: ignore[arg-type]
+        actions=list(actions),
+        resources=list(resources),
+        conditions=list(conditions),
+    )

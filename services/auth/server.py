@@ -41,6 +41,7 @@ from silt.rpc.limits import AUTH_LIMITS
 from silt.rpc.serve import serve
 from silt.rpc.server import bind, build_server
 from silt.service import service_config, startup_errors
+from silt.source_address import MAX_ADDRESS_LENGTH, canonical
 from silt.telemetry.health import kv_probe
 from silt.telemetry.stores import open_observed_store
 
@@ -55,6 +56,20 @@ def _credential_info(credential: pb.Credential) -> api.CredentialInfo:
     return api.CredentialInfo(
         access_key_id=credential.access_key_id, user_id=credential.user_id, creation_date=credential.creation_date
     )
+
+
+def _source(source_ip: str) -> str:
+    """A decision request's source address, canonical; "" (unknown) stays unknown. Text that
+    names no address is refused: a caller that sends one has a bug to hear about."""
+    address = canonical(source_ip)
+    if source_ip and not address:
+        raise InvalidArgument(f"source_ip {source_ip[:MAX_ADDRESS_LENGTH]!r} is not an IPv4 or IPv6 address")
+    return address
+
+
+def _caller_source() -> str:
+    """Where the current call's caller is, for the checks of what it may do itself."""
+    return current_principal().source_ip
 
 
 def _subject(user_id: str) -> str:
@@ -174,7 +189,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         caller = current_principal().user_id
         resource = policy_resource(request.id)
         for action in (DELETE_POLICY, ATTACH_POLICY):
-            if not self.authority.allowed_many(caller, action, [resource])[0]:
+            if not self.authority.allowed_many(caller, action, [resource], _caller_source())[0]:
                 raise PermissionDenied(f"user {caller!r} may not {action} on {resource} (updating replaces it)")
         read = self.model.read_policy(request.id)
         self._check_reach(caller, request.id)
@@ -193,7 +208,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         principals = [user_resource(u) for u in users] + [group_resource(g) for g in groups]
         if not principals:
             return
-        allowed = self.authority.allowed_many(caller, ATTACH_POLICY, principals)
+        allowed = self.authority.allowed_many(caller, ATTACH_POLICY, principals, _caller_source())
         for principal, ok in zip(principals, allowed, strict=True):
             if not ok:
                 raise PermissionDenied(
@@ -295,7 +310,10 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     # decisions
     def Authorize(self, request: api.AuthorizeRequest, context: grpc.ServicerContext) -> api.AuthorizeResponse:
         allowed = self.authority.allowed_many(
-            _subject(request.user_id), check_action(request.action), [check_resource(request.resource)]
+            _subject(request.user_id),
+            check_action(request.action),
+            [check_resource(request.resource)],
+            _source(request.source_ip),
         )
         return api.AuthorizeResponse(allowed=allowed[0])
 
@@ -306,7 +324,9 @@ class AuthServicer(api_grpc.AuthServiceServicer):
             raise InvalidArgument(f"at most {MAX_AUTHORIZE_MANY} resources per call")
         # Checked before any decision: a caller cannot make auth match patterns over megabytes.
         resources = [check_resource(resource) for resource in request.resources]
-        allowed = self.authority.allowed_many(_subject(request.user_id), check_action(request.action), resources)
+        allowed = self.authority.allowed_many(
+            _subject(request.user_id), check_action(request.action), resources, _source(request.source_ip)
+        )
         return api.AuthorizeManyResponse(allowed=allowed)
 
     def AuthorizeKeys(
@@ -317,7 +337,11 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         if not request.repository or "/" in request.repository:
             raise InvalidArgument("AuthorizeKeys needs a repository name")
         scope = self.authority.key_scope(
-            _subject(request.user_id), request.action, check_resource(request.repository), request.branch
+            _subject(request.user_id),
+            request.action,
+            check_resource(request.repository),
+            request.branch,
+            _source(request.source_ip),
         )
         return api.AuthorizeKeysResponse(every_key=scope.every_key, allow=scope.allow, deny=scope.deny)
 

@@ -24,6 +24,14 @@ def _caller() -> str:
         return ""
 
 
+def _caller_source() -> str:
+    """Where the caller is, for policy conditions ("" unknown, also without the interceptor)."""
+    try:
+        return current_principal().source_ip
+    except SiltError:
+        return ""
+
+
 class HistoryHandlers:
     history: HistoryEvents
     _may: May
@@ -46,13 +54,13 @@ class HistoryHandlers:
         """Every stream, followed or not, holds a slot (engine/features/history_events/streams.py), is
         cancelled when its client stops reading, and ends with PERMISSION_DENIED once its caller
         may no longer do what opening it needed."""
-        caller = _caller()
+        caller, source_ip = _caller(), _caller_source()
         action, field = TABLE["WatchEvents"]
-        still_allowed = self._streams.access.checker(caller, action, getattr(request, field))
+        still_allowed = self._streams.access.checker(caller, action, getattr(request, field), source_ip)
         deadline = Deadline.after(context.time_remaining(), is_active=context.is_active)
         watch = self.history.reader.watch(
             request.repository, request.branch, request.since_us, request.after, request.follow, deadline, still_allowed
         )
-        with self._streams.slots.hold(caller, admin=self._streams.access.is_admin(caller)):
+        with self._streams.slots.hold(caller, admin=self._streams.access.is_admin(caller, source_ip)):
             shown = shown_to(watch, reads_viewer(self._may, request.repository))
             yield from sent_within_deadline(shown, context.cancel, self.stream_write_timeout)

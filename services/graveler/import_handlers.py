@@ -11,6 +11,7 @@ from engine.core.deadline import Deadline
 from engine.features.imports.locations import COMMON_PREFIX, OBJECT, Kind
 from engine.features.imports.manager import Imports
 from services.graveler.commit_info import commit_info
+from silt.changed_keys import ChangeCheck
 from silt.errors import InvalidArgument
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import COMMIT_BRANCH
@@ -38,6 +39,9 @@ class ImportHandlers:
 
     # GravelerServicer's: the user a commit on a branch is by, holding the branch action there.
     _committing: Callable[[str, str, str, str], str]
+    # GravelerServicer's: the check of the keys an operation changes (repository, branch,
+    # requested user).
+    _key_check: Callable[[str, str, str], ChangeCheck | None]
 
     def _import_deadline(self, context: grpc.ServicerContext) -> Deadline:
         return Deadline.after(context.time_remaining(), is_active=context.is_active)
@@ -51,6 +55,7 @@ class ImportHandlers:
             dict(request.metadata),
             self._committing(request.committer, COMMIT_BRANCH, request.repository, request.branch),
             self._import_deadline(context),
+            self._key_check(request.repository, request.branch, request.committer),
         )
         return api.StartImportResponse(id=import_id)
 

@@ -13,7 +13,10 @@ WriteObject, DeleteObject on `<repository>/<key>`). The edges check those per ke
 calls that read or change entries by key (EVERY_KEY) are for callers allowed the object action
 on every key of the repository (auth answers an object action on a bare repository name so),
 which the repository's action alone is when no object Deny narrows it: a caller narrowed by
-one goes through the S3 gateway or the REST API, never around them.
+one goes through the S3 gateway or the REST API, never around them. Merges, reverts,
+cherry-picks, resets and imports need the table's WriteRepo, and then every key they change is
+checked for the caller and the user it is made for (services/graveler/key_checks.py), with the
+branch they change: a WriteBranch Allow there holds its keys, a Deny of it none.
 
 Policies may also name branches (WriteBranch, CommitBranch, RevertBranch, CreateBranch,
 DeleteBranch, ReadBranch on `<repository>@<branch>`). Calls that change or read one branch

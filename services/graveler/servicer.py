@@ -34,7 +34,9 @@ from services.graveler.commit_info import commit_info
 from services.graveler.diff_answer import diff_response, summary_response
 from services.graveler.event_handlers import HistoryHandlers
 from services.graveler.import_handlers import ImportHandlers
+from services.graveler.key_checks import KeyChecks, KeyScopeFn
 from services.graveler.permissions import TABLE
+from silt.changed_keys import ChangeCheck
 from silt.errors import InvalidArgument, PermissionDenied, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
@@ -138,6 +140,14 @@ def _committer(requested: str) -> str:
         return requested
 
 
+def _caller_address() -> str:
+    """Where the authenticated caller's call came from ("" unknown or unauthenticated)."""
+    try:
+        return current_principal().source_ip
+    except SiltError:  # served without the auth interceptor (embedded use, tests)
+        return ""
+
+
 def _unreserved(metadata: dict[str, str]) -> dict[str, str]:
     """Caller metadata without the reserved key, which on old commits names their real committer
     (silt/commit_metadata.py): no new commit can claim to be someone else's that way."""
@@ -175,7 +185,10 @@ def caller_may(interceptors: Sequence[grpc.ServerInterceptor]) -> CallerMay:
     auth = next((i for i in interceptors if isinstance(i, AuthInterceptor)), None)
 
     def may(action: str, resource: str) -> bool:
-        return auth is not None and auth.authority.allowed(current_principal().user_id, action, resource)
+        if auth is None:
+            return False
+        principal = current_principal()
+        return auth.authority.allowed(principal.user_id, action, resource, principal.source_ip)
 
     return may
 
@@ -185,11 +198,14 @@ UserMay = Callable[[str, str, str], bool]
 
 def user_may(interceptors: Sequence[grpc.ServerInterceptor]) -> UserMay:
     """Whether a named user holds an action on a resource (for calls made on a user's behalf by
-    a service that may name them); served without auth, nobody holds anything."""
+    a service that may name them), from the client address that service reported with the call
+    (x-silt-client-ip; unknown without one); served without auth, nobody holds anything."""
     auth = next((i for i in interceptors if isinstance(i, AuthInterceptor)), None)
 
     def may(user_id: str, action: str, resource: str) -> bool:
-        return auth is not None and auth.authority.allowed(user_id, action, resource)
+        if auth is None:
+            return False
+        return auth.authority.allowed(user_id, action, resource, current_principal().reported_ip)
 
     return may
 
@@ -202,15 +218,19 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         history: HistoryEvents | None = None,
         authority: Authority | None = None,
         named_user_may: UserMay | None = None,
+        key_scopes: KeyScopeFn | None = None,
     ) -> None:
         """authority: auth's uncached answers, for re-checking open event streams (None: no auth).
-        named_user_may: whether a user a call is made for holds an action (None: nobody does)."""
+        named_user_may: whether a user a call is made for holds an action (None: nobody does).
+        key_scopes: auth's key scopes, for the keys merges, resets and imports change (None:
+        served without auth, nothing checked per key)."""
         self.g = graveler
         # Served behind the auth interceptor: decisions the permission table cannot make (they
         # need a record read first) are made here too.
         self._authorized = authority is not None
         self._may = may or caller_may(())
         self._user_may = named_user_may or user_may(())
+        self._key_checks = KeyChecks(key_scopes)
         if history is None:
             # Its own recorder (in-process uses, tests): its flusher writes to the engine's store,
             # so it must stop with the engine, before the store is closed under it.
@@ -534,6 +554,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             _unreserved(dict(request.metadata)),
             self._committing(request.committer, COMMIT_BRANCH, request.repository, request.destination_branch),
             deadline=_deadline(context),
+            check=self._key_check(request.repository, request.destination_branch, request.committer),
         )
         self._merge_event(ev.MERGE, request.repository, request.destination_branch, request.committer, outcome)
         return _merge_response(outcome)
@@ -549,6 +570,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             self._committing(request.committer, REVERT_BRANCH, request.repository, request.branch),
             allow_empty=request.allow_empty,
             deadline=_deadline(context),
+            check=self._key_check(request.repository, request.branch, request.committer),
         )
         self._merge_event(ev.REVERT, request.repository, request.branch, request.committer, outcome)
         return _merge_response(outcome)
@@ -567,6 +589,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             self._committing(request.committer, COMMIT_BRANCH, request.repository, request.branch),
             pick=pick,
             deadline=_deadline(context),
+            check=self._key_check(request.repository, request.branch, request.committer),
         )
         self._merge_event(ev.CHERRY_PICK, request.repository, request.branch, request.committer, outcome)
         return _merge_response(outcome)
@@ -582,6 +605,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             prefix=request.prefix if target == "prefix" else None,
             hard_ref=request.hard_ref if target == "hard_ref" else None,
             deadline=_deadline(context),
+            check=self._key_check(request.repository, request.branch, request.user),
         )
         reset = request.key if target == "key" else request.prefix if target == "prefix" else ""
         self._ref_event(ev.RESET, request.repository, request.branch, commit_id=branch.commit_id, path=reset)
@@ -718,6 +742,20 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             raise PermissionDenied(f"user {user!r} may not {action} on {resource!r}")
         return user
 
+    def _key_check(self, repository: str, branch: str, requested: str) -> ChangeCheck | None:
+        """The check of the keys an operation on branch changes, for its caller and the user it
+        is made for (`_user`); None when both hold every key of the repository (or, for writes
+        and removals, WriteBranch on the branch)."""
+        user, caller = self._user(requested)
+        if user == caller:
+            return self._key_checks.for_users(repository, branch, [(caller, _caller_address())])
+        # The named user is judged from the client address the caller reported for them, as
+        # `_user_may` judges them.
+        principal = current_principal()
+        return self._key_checks.for_users(
+            repository, branch, [(user, principal.reported_ip), (caller, principal.source_ip)]
+        )
+
     # pull requests
     def _user(self, requested: str) -> tuple[str, str]:
         """(who opens, reviews, comments or merges; who really called): the caller, or the user
@@ -835,7 +873,10 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         if self._authorized and not self._may(COMMIT_BRANCH, branch_resource(request.repository, destination)):
             raise PermissionDenied(f"the caller may not {COMMIT_BRANCH} on {request.repository}@{destination}")
         committer = self._committing(request.committer, COMMIT_BRANCH, request.repository, destination)
-        pull, outcome = self.g.pulls.merge(repo, request.id, strategy, request.message, metadata, committer, deadline)
+        check = self._key_check(request.repository, destination, request.committer)
+        pull, outcome = self.g.pulls.merge(
+            repo, request.id, strategy, request.message, metadata, committer, deadline, check
+        )
         if outcome.commit is not None:  # a push to the destination: pull requests from it are checked again
             self.g.checks.pushed(repo, pull.destination_branch)
         self._merge_event(ev.MERGE, request.repository, pull.destination_branch, request.committer, outcome)

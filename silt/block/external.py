@@ -36,10 +36,13 @@ import hashlib
 import io
 import os
 import stat
-from collections.abc import Sequence
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from silt.block.adapter import (
     CHUNK_SIZE,
@@ -65,6 +68,10 @@ LOCAL_EXTERNAL = "local:///"
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 # What describe reads at a time while hashing a file.
 _HASH_CHUNK = 1024 * 1024
+# Files whose MD5 describe remembers, and how long after its last change a file's is not
+# remembered (ExternalFiles.describe).
+MD5_CACHE = 4096
+RACY_SECONDS = 2.0
 
 
 def external_prefixes(blockstore: BlockstoreConfig) -> tuple[str, ...]:
@@ -168,9 +175,14 @@ class ExternalFiles:
     while a read is under way, cannot reach the rest of the disk.
     """
 
-    def __init__(self, prefixes: Sequence[str]) -> None:
+    def __init__(self, prefixes: Sequence[str], clock: Callable[[], float] = time.time) -> None:
         # Given as the import prefixes of external_prefixes: "local:///mnt/x".
         self._roots = tuple(p.removeprefix("local://").rstrip("/") for p in prefixes)
+        # MD5s describe worked out, by the file they are of (_FileIdentity): a file linked or
+        # staged again is not read again.
+        self._md5s: OrderedDict[_FileIdentity, str] = OrderedDict()
+        self._md5s_lock = threading.Lock()
+        self._clock = clock
 
     @property
     def roots(self) -> tuple[str, ...]:
@@ -266,17 +278,31 @@ class ExternalFiles:
 
     def describe(self, address: str) -> SourceVersion:
         """The file as it is now (size, MD5 of its bytes, modification time), for a link or a
-        staged entry that names it; NotFound if there is none."""
+        staged entry that names it; NotFound if there is none.
+
+        The MD5 is read from the bytes once per version of a file: it is remembered (up to
+        MD5_CACHE files, the least recently used forgotten first) by the file's identity as the
+        open file's stat gives it (device, inode, size, modification and change times, in ns).
+        Any write to a file changes its change time, which no user can set; a file changed within
+        RACY_SECONDS of the read is not remembered, since a second write in the same tick of a
+        coarse file-system clock would leave every time as it was."""
         fd, st = self.open_file(address)
         try:
-            digest = hashlib.md5(usedforsecurity=False)
-            while chunk := os.read(fd, _HASH_CHUNK):
-                digest.update(chunk)
-        except OSError as exc:
-            raise Unavailable(f"reading {address}: {exc.strerror or exc}") from None
+            identity = _FileIdentity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            with self._md5s_lock:
+                md5 = self._md5s.get(identity)
+                if md5 is not None:
+                    self._md5s.move_to_end(identity)
+            if md5 is None:
+                md5 = file_md5(fd, address)
+                if self._clock() - st.st_ctime_ns / 1e9 > RACY_SECONDS:
+                    with self._md5s_lock:
+                        self._md5s[identity] = md5
+                        while len(self._md5s) > MD5_CACHE:
+                            self._md5s.popitem(last=False)
         finally:
             os.close(fd)
-        return SourceVersion(st.st_size, digest.hexdigest(), st.st_mtime_ns)
+        return SourceVersion(st.st_size, md5, st.st_mtime_ns)
 
     def open(self, address: str, version: SourceVersion, byte_range: tuple[int, int] | None) -> BinaryIO:
         """The file's bytes (or an inclusive range of them) while it is as imported; SourceChanged if not."""
@@ -289,6 +315,25 @@ class ExternalFiles:
             raise changed(address, f"changed (now {st.st_size} bytes, modified at {st.st_mtime_ns} ns)")
         start, end = (0, st.st_size - 1) if byte_range is None else (byte_range[0], min(byte_range[1], st.st_size - 1))
         return io.BufferedReader(_FileRange(fd, start, max(0, end - start + 1), address), 64 * 1024)
+
+
+class _FileIdentity(NamedTuple):
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+def file_md5(fd: int, address: str) -> str:
+    """The MD5 of an open file's bytes, read from where it is to its end."""
+    digest = hashlib.md5(usedforsecurity=False)
+    try:
+        while chunk := os.read(fd, _HASH_CHUNK):
+            digest.update(chunk)
+    except OSError as exc:
+        raise Unavailable(f"reading {address}: {exc.strerror or exc}") from None
+    return digest.hexdigest()
 
 
 def _version_of(entry: Any) -> SourceVersion:

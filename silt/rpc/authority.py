@@ -8,10 +8,12 @@ GetCallSigningKey; silt/rpc/signing.py).
 
 **Caching.** Signing keys and decisions are cached for ``auth.cache_ttl_seconds``, so a call
 costs a dictionary lookup and one HMAC on the hot path; a change to users, groups, policies
-or keys takes effect within that time. Every cache is bounded in entries, and nothing a caller
-makes up reaches one unchecked: an access key id must have the issued shape before it is
-looked up (silt/access_keys.py), unknown keys are cached apart from known ones (so a flood of
-made-up ids cannot push a real key out), and a decision about a long resource is not cached.
+or keys takes effect within that time. Decisions are cached per source address too (policy
+conditions may tell two addresses apart: silt/source_address.py). Every cache is bounded in
+entries, and nothing a caller makes up reaches one unchecked: an access key id must have the
+issued shape before it is looked up (silt/access_keys.py), unknown keys are cached apart from
+known ones (so a flood of made-up ids cannot push a real key out), and a decision about a long
+resource is not cached.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import grpc
 import grpc.aio
@@ -72,8 +74,18 @@ class Authority(Protocol):
         """The signing key of access_key_id for day and audience; NotFound if the key does not exist."""
         ...
 
-    def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
-        """One decision per resource, in order."""
+    def allowed_many(self, user_id: str, action: str, resources: Sequence[str], source_ip: str = "") -> list[bool]:
+        """One decision per resource, in order, for a request from source_ip ("" unknown)."""
+        ...
+
+
+@runtime_checkable
+class KeyScopes(Protocol):
+    """Auth's key scopes (silt/key_scope.py), for callers that decide many keys at once."""
+
+    def key_scope(self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = "") -> KeyScope:
+        """Which keys of repository user_id may do the object action on, staged on branch for a
+        write or delete ("" none), for a request from source_ip ("" unknown)."""
         ...
 
 
@@ -187,17 +199,20 @@ class KeyCache(Generic[_S, _V]):
 
 class _Decisions:
     """Cached decisions, shared by the sync and the async cached authority, which differ only
-    in how they ask."""
+    in how they ask. Keyed by the source address too: a conditional statement may decide
+    differently for another address."""
 
     def __init__(self, ttl: float, clock: Clock) -> None:
-        self.cache: TTLCache[tuple[str, str, str], bool] = TTLCache(ttl, MAX_DECISIONS, clock)
+        self.cache: TTLCache[tuple[str, str, str, str], bool] = TTLCache(ttl, MAX_DECISIONS, clock)
 
-    def decision(self, user_id: str, action: str, resource: str) -> bool | None:
-        return self.cache.get((user_id, action, resource))
+    def decision(self, user_id: str, action: str, resource: str, source_ip: str) -> bool | None:
+        return self.cache.get((user_id, action, resource, source_ip))
 
-    def lookup(self, user_id: str, action: str, resources: Sequence[str]) -> tuple[list[bool | None], list[str]]:
+    def lookup(
+        self, user_id: str, action: str, resources: Sequence[str], source_ip: str
+    ) -> tuple[list[bool | None], list[str]]:
         """The cached decisions (None where missing) and the distinct resources to ask about."""
-        decisions = [self.cache.get((user_id, action, r)) for r in resources]
+        decisions = [self.cache.get((user_id, action, r, source_ip)) for r in resources]
         missing = sorted({r for r, d in zip(resources, decisions, strict=True) if d is None})
         count_cache_lookup("decision", not missing)
         return decisions, missing
@@ -207,6 +222,7 @@ class _Decisions:
         user_id: str,
         action: str,
         resources: Sequence[str],
+        source_ip: str,
         decisions: list[bool | None],
         missing: list[str],
         answers: Sequence[bool],
@@ -214,7 +230,7 @@ class _Decisions:
         fresh = dict(zip(missing, answers, strict=True))
         for resource, decision in fresh.items():
             if len(resource) <= MAX_CACHED_RESOURCE:
-                self.cache.put((user_id, action, resource), decision)
+                self.cache.put((user_id, action, resource, source_ip), decision)
         return [bool(fresh.get(r, d)) for r, d in zip(resources, decisions, strict=True)]
 
     def clear(self) -> None:
@@ -228,6 +244,7 @@ class CachedAuthority:
         self.inner = inner
         self.keys: KeyCache[tuple[str, str], CallKey] = KeyCache(ttl, clock)
         self._decisions = _Decisions(ttl, clock)
+        self._scopes: TTLCache[tuple[str, str, str, str, str], KeyScope] = TTLCache(ttl, MAX_KEY_SCOPES, clock)
 
     def call_key(self, access_key_id: str, day: str, audience: str) -> CallKey:
         """InvalidArgument for an id that auth never issues, before anything is looked up."""
@@ -242,21 +259,38 @@ class CachedAuthority:
             self.keys.put(access_key_id, (day, audience), cached)
         return cached
 
-    def allowed(self, user_id: str, action: str, resource: str) -> bool:
-        decision = self._decisions.decision(user_id, action, resource)
+    def allowed(self, user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
+        """source_ip: where the request being decided came from ("" unknown)."""
+        decision = self._decisions.decision(user_id, action, resource, source_ip)
         if decision is None:
-            return self.allowed_many(user_id, action, [resource])[0]
+            return self.allowed_many(user_id, action, [resource], source_ip)[0]
         return decision
 
-    def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
-        decisions, missing = self._decisions.lookup(user_id, action, resources)
-        answers = self.inner.allowed_many(user_id, action, missing) if missing else []
-        return self._decisions.merge(user_id, action, resources, decisions, missing, answers)
+    def allowed_many(self, user_id: str, action: str, resources: Sequence[str], source_ip: str = "") -> list[bool]:
+        decisions, missing = self._decisions.lookup(user_id, action, resources, source_ip)
+        answers = self.inner.allowed_many(user_id, action, missing, source_ip) if missing else []
+        return self._decisions.merge(user_id, action, resources, source_ip, decisions, missing, answers)
+
+    def key_scope(self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = "") -> KeyScope:
+        """Which keys of repository user_id may do the object action on (silt/key_scope.py),
+        staged on branch for a write or delete, for a request from source_ip ("" unknown): one
+        cached AuthorizeKeys; Unavailable from an authority that cannot tell."""
+        key = (user_id, action, repository, branch, source_ip)
+        scope: KeyScope | None = self._scopes.get(key)
+        count_cache_lookup("key_scope", scope is not None)
+        if scope is None:
+            if not isinstance(self.inner, KeyScopes):
+                raise Unavailable("this service's authority answers no key scopes")
+            scope = self.inner.key_scope(user_id, action, repository, branch, source_ip)
+            if len(repository) + len(branch) <= MAX_CACHED_RESOURCE:
+                self._scopes.put(key, scope)
+        return scope
 
     def forget(self) -> None:
         """Drop everything cached (tests, and after a change made by this very process)."""
         self.keys.clear()
         self._decisions.clear()
+        self._scopes.clear()
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)
@@ -267,9 +301,13 @@ class CachedAuthority:
 class AsyncAuthority(Protocol):
     """The decisions of auth for grpc.aio callers (the gateway)."""
 
-    async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]: ...
+    async def allowed_many(
+        self, user_id: str, action: str, resources: Sequence[str], source_ip: str = ""
+    ) -> list[bool]: ...
 
-    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope: ...
+    async def key_scope(
+        self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = ""
+    ) -> KeyScope: ...
 
 
 class AioCachedAuthority:
@@ -280,30 +318,34 @@ class AioCachedAuthority:
     ) -> None:
         self.inner = inner
         self._decisions = _Decisions(ttl, clock)
-        self._scopes: TTLCache[tuple[str, str, str, str], KeyScope] = TTLCache(ttl, MAX_KEY_SCOPES, clock)
+        self._scopes: TTLCache[tuple[str, str, str, str, str], KeyScope] = TTLCache(ttl, MAX_KEY_SCOPES, clock)
 
-    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
+    async def key_scope(
+        self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = ""
+    ) -> KeyScope:
         """Which keys of repository user_id may do the object action on (silt/key_scope.py),
-        staged on branch for a write or delete."""
-        key = (user_id, action, repository, branch)
+        staged on branch for a write or delete, for a request from source_ip ("" unknown)."""
+        key = (user_id, action, repository, branch, source_ip)
         scope: KeyScope | None = self._scopes.get(key)
         count_cache_lookup("key_scope", scope is not None)
         if scope is None:
-            scope = await self.inner.key_scope(user_id, action, repository, branch)
+            scope = await self.inner.key_scope(user_id, action, repository, branch, source_ip)
             if len(repository) + len(branch) <= MAX_CACHED_RESOURCE:
                 self._scopes.put(key, scope)
         return scope
 
-    async def allowed(self, user_id: str, action: str, resource: str) -> bool:
-        decision = self._decisions.decision(user_id, action, resource)
+    async def allowed(self, user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
+        decision = self._decisions.decision(user_id, action, resource, source_ip)
         if decision is None:
-            return (await self.allowed_many(user_id, action, [resource]))[0]
+            return (await self.allowed_many(user_id, action, [resource], source_ip))[0]
         return decision
 
-    async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
-        decisions, missing = self._decisions.lookup(user_id, action, resources)
-        answers = await self.inner.allowed_many(user_id, action, missing) if missing else []
-        return self._decisions.merge(user_id, action, resources, decisions, missing, answers)
+    async def allowed_many(
+        self, user_id: str, action: str, resources: Sequence[str], source_ip: str = ""
+    ) -> list[bool]:
+        decisions, missing = self._decisions.lookup(user_id, action, resources, source_ip)
+        answers = await self.inner.allowed_many(user_id, action, missing, source_ip) if missing else []
+        return self._decisions.merge(user_id, action, resources, source_ip, decisions, missing, answers)
 
     def forget(self) -> None:
         self._decisions.clear()
@@ -367,13 +409,25 @@ class RemoteAuthority:
             raise auth_failure(exc, "look up an access key", access_key_id) from None
         return CallKey(reply.user_id, reply.signing_key)
 
-    def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
-        request = self._api.AuthorizeManyRequest(user_id=user_id, action=action, resources=list(resources))
+    def allowed_many(self, user_id: str, action: str, resources: Sequence[str], source_ip: str = "") -> list[bool]:
+        request = self._api.AuthorizeManyRequest(
+            user_id=user_id, action=action, resources=list(resources), source_ip=source_ip
+        )
         try:
             reply = self._stub.AuthorizeMany(request, timeout=self._timeout)
         except grpc.RpcError as exc:
             raise auth_failure(exc, "authorize") from None
         return list(reply.allowed)
+
+    def key_scope(self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = "") -> KeyScope:
+        request = self._api.AuthorizeKeysRequest(
+            user_id=user_id, action=action, repository=repository, branch=branch, source_ip=source_ip
+        )
+        try:
+            reply = self._stub.AuthorizeKeys(request, timeout=self._timeout)
+        except grpc.RpcError as exc:
+            raise auth_failure(exc, "authorize") from None
+        return KeyScope(repository, every_key=reply.every_key, allow=tuple(reply.allow), deny=tuple(reply.deny))
 
     def close(self) -> None:
         self._channel.close()
@@ -389,16 +443,24 @@ class AioRemoteAuthority:
         self._stub = auth_pb2_grpc.AuthServiceStub(channel)
         self._timeout = timeout
 
-    async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
-        request = self._api.AuthorizeManyRequest(user_id=user_id, action=action, resources=list(resources))
+    async def allowed_many(
+        self, user_id: str, action: str, resources: Sequence[str], source_ip: str = ""
+    ) -> list[bool]:
+        request = self._api.AuthorizeManyRequest(
+            user_id=user_id, action=action, resources=list(resources), source_ip=source_ip
+        )
         try:
             reply = await retry_unavailable(lambda: self._stub.AuthorizeMany(request, timeout=self._timeout))
         except grpc.aio.AioRpcError as exc:
             raise auth_failure(exc, "authorize") from None
         return list(reply.allowed)
 
-    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
-        request = self._api.AuthorizeKeysRequest(user_id=user_id, action=action, repository=repository, branch=branch)
+    async def key_scope(
+        self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = ""
+    ) -> KeyScope:
+        request = self._api.AuthorizeKeysRequest(
+            user_id=user_id, action=action, repository=repository, branch=branch, source_ip=source_ip
+        )
         try:
             reply = await retry_unavailable(lambda: self._stub.AuthorizeKeys(request, timeout=self._timeout))
         except grpc.aio.AioRpcError as exc:

@@ -23,6 +23,7 @@ from silt.errors import (
     DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
+    KeysRefused,
     NotFound,
     NotFoundKind,
     PermissionDenied,
@@ -56,6 +57,9 @@ _ERROR_OF: dict[grpc.StatusCode, type[SiltError]] = {code: cls for cls, code in 
 # Codes with no class of their own.
 _ERROR_OF[grpc.StatusCode.OUT_OF_RANGE] = InvalidArgument
 _KINDS: frozenset[str] = frozenset(get_args(NotFoundKind))
+# The ResourceInfo type a KeysRefused travels with: a PERMISSION_DENIED carrying it is a user's
+# object-scoped refusal, told apart from a refusal of the caller's own credentials by type.
+KEYS_REFUSED = "object-keys"
 
 
 # A status message travels in a trailer, percent-encoded, and a peer refuses trailers over
@@ -96,11 +100,19 @@ def abort(context: grpc.ServicerContext, exc: SiltError) -> NoReturn:
     message = details_of(exc)
     if isinstance(exc, NotFound) and exc.what is not None:
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, exc.what)),))
+    elif isinstance(exc, KeysRefused):
+        context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, KEYS_REFUSED)),))
     context.abort(code, message)
     raise AssertionError("grpc's abort returned")  # it raises; this keeps the NoReturn honest
 
 
 def _what(exc: grpc.RpcError) -> NotFoundKind | None:
+    resource_type = _resource_type(exc)
+    return cast(NotFoundKind, resource_type) if resource_type in _KINDS else None
+
+
+def _resource_type(exc: grpc.RpcError) -> str | None:
+    """The ResourceInfo type in a failed call's rich status, if it has one."""
     trailing = getattr(exc, "trailing_metadata", None)
     for key, value in (trailing() if callable(trailing) else None) or ():
         if key != STATUS_DETAILS_KEY or not isinstance(value, bytes):
@@ -112,8 +124,8 @@ def _what(exc: grpc.RpcError) -> NotFoundKind | None:
             return None
         for detail in status.details:
             info = error_details_pb2.ResourceInfo()
-            if detail.Unpack(info) and info.resource_type in _KINDS:
-                return cast(NotFoundKind, info.resource_type)
+            if detail.Unpack(info):
+                return str(info.resource_type)
     return None
 
 
@@ -128,6 +140,8 @@ def error_from_rpc(exc: grpc.RpcError) -> SiltError:
     cls = _ERROR_OF.get(code, SiltError)
     if cls is NotFound:
         return NotFound(details, what=_what(exc))
+    if cls is PermissionDenied and _resource_type(exc) == KEYS_REFUSED:
+        return KeysRefused(details)
     return cls(details)
 
 

@@ -45,6 +45,7 @@ from silt.rpc.signing import (
     SIGNED_HEADERS,
     Credentials,
     acting_user_of,
+    client_ip_of,
     day_of,
     is_nonce,
     is_signature,
@@ -52,6 +53,7 @@ from silt.rpc.signing import (
     sign,
     signed_channel,
 )
+from silt.source_address import canonical, grpc_peer_address
 
 if TYPE_CHECKING:
     from silt.config import Config
@@ -145,6 +147,12 @@ class SignatureHeaders(NamedTuple):
 class Principal:
     user_id: str
     access_key_id: str
+    # Where the call came from, for policy conditions (silt/source_address.py; "" unknown): the
+    # gRPC peer's address, or, for a user another service acts for, the client address it reported.
+    source_ip: str = ""
+    # The client address the caller reported for the user it makes the call for (signed header
+    # x-silt-client-ip; "" without one). Believed only for a user the caller may act for.
+    reported_ip: str = ""
 
 
 _principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("silt_principal", default=None)
@@ -156,6 +164,12 @@ def current_principal() -> Principal:
     if principal is None:
         raise Unauthenticated("no authenticated caller: the service runs without AuthInterceptor")
     return principal
+
+
+def _peer_ip(context: Any) -> str:
+    """The calling peer's address ("" for a Unix socket, or a context that names no peer)."""
+    peer = getattr(context, "peer", None)
+    return grpc_peer_address(peer()) if callable(peer) else ""
 
 
 class AuthInterceptor(HandlerInterceptor):
@@ -223,21 +237,23 @@ class AuthInterceptor(HandlerInterceptor):
             raise Unauthenticated(f"{SIGNATURE_HEADER} must be 64 lower-case hex digits")
         return SignatureHeaders(key_id, date, seconds, day, scope, nonce, signature)
 
-    def _authenticate(self, method: str, metadata: Sequence[Any], request: Message) -> Principal:
+    def _authenticate(self, method: str, metadata: Sequence[Any], request: Message, peer_ip: str = "") -> Principal:
+        """peer_ip: the gRPC peer's address ("" unknown), the principal's source for conditions."""
         key_id, date, seconds, day, scope, nonce, signature = self.check_headers(metadata)
         try:
             key = self.authority.call_key(key_id, day, self.audience)
         except (NotFound, InvalidArgument):
             raise Unauthenticated(f"unknown access key id {key_id!r}") from None
         acting = acting_user_of(metadata)
-        expected = sign(key.key, date, scope, nonce, method, key_id, payload_digest(request), acting)
+        client_ip = client_ip_of(metadata)
+        expected = sign(key.key, date, scope, nonce, method, key_id, payload_digest(request), acting, client_ip)
         if not hmac.compare_digest(expected.encode(), signature.encode()):
             raise Unauthenticated(f"signature does not match for access key {key_id}: wrong secret?")
         # Only a call whose signature holds is remembered, under its own key: the cache holds
         # issued keys only, and a key that floods it locks out only itself (silt/rpc/replay.py).
         if not self.replays.admit(key_id, nonce, seconds):
             raise Unauthenticated(f"replayed call: access key {key_id} already made a call with this nonce")
-        return Principal(key.user_id, key_id)
+        return Principal(key.user_id, key_id, source_ip=peer_ip, reported_ip=canonical(client_ip))
 
     def _authorize(self, rule: Rule | None, method: str, principal: Principal, request: Any) -> None:
         if rule is None:
@@ -253,11 +269,13 @@ class AuthInterceptor(HandlerInterceptor):
         for resource in resources:
             check_resource_length(resource)
         for resource in resources:
-            if not self.authority.allowed(principal.user_id, rule.action, resource):
+            if not self.authority.allowed(principal.user_id, rule.action, resource, principal.source_ip):
                 raise PermissionDenied(f"user {principal.user_id!r} may not {rule.action} on {resource!r}")
 
-    def _admit(self, method: str, metadata: Sequence[Any], request: Any, rule: Rule | None) -> Principal:
-        principal = self._authenticate(method, metadata, request)
+    def _admit(
+        self, method: str, metadata: Sequence[Any], request: Any, rule: Rule | None, peer_ip: str = ""
+    ) -> Principal:
+        principal = self._authenticate(method, metadata, request, peer_ip)
         try:
             self._authorize(rule, method, principal, request)
         except PermissionDenied as exc:
@@ -284,7 +302,7 @@ class AuthInterceptor(HandlerInterceptor):
 
     def _enter(self, method: str, metadata: Sequence[Any], request: Any, rule: Rule | None, context: Any) -> Principal:
         try:
-            return self._admit(method, metadata, request, rule)
+            return self._admit(method, metadata, request, rule, _peer_ip(context))
         except SiltError as exc:
             if isinstance(exc, Unauthenticated):
                 log.info("unauthenticated call to %s: %s", method, exc)
@@ -308,7 +326,7 @@ class AuthInterceptor(HandlerInterceptor):
         principal = current_principal()
 
         def may(action: str, resources: Sequence[str]) -> list[bool]:
-            return self.authority.allowed_many(principal.user_id, action, resources)
+            return self.authority.allowed_many(principal.user_id, action, resources, principal.source_ip)
 
         try:
             return rule.narrow(lambda r: behavior(r, context), request, may)

@@ -19,10 +19,14 @@ Five metadata entries go with each call:
     string-to-sign = "SILT2-HMAC-SHA256" \\n date \\n scope \\n nonce \\n full method name \\n
                      access key id \\n hex SHA-256 of the request message, serialized deterministically
                      [\\n acting user, when the call carries x-silt-acting-user]
+                     [\\n "client-ip=" client address, when the call carries x-silt-client-ip]
 
 The acting-user header (an IAM call the REST API makes for the user it authenticated,
 services/auth/acting.py) changes whose rights the call is judged by, so it is signed with the
-call: nobody on the way can add it to, or change it in, a call signed without it.
+call: nobody on the way can add it to, or change it in, a call signed without it. So is the
+client-address header, the address of the HTTP client an edge makes a call for: policy
+conditions on the source address (silt/policy_conditions.py) judge the user's call by it, and
+it is believed only where the acting user is (the caller holds auth:ActForUser on that user).
 
 The server gets the signing key of (key id, day, its own audience) from auth
 (``GetCallSigningKey``; auth derives it itself), recomputes the signature, accepts the call
@@ -74,6 +78,8 @@ REQUIRED_HEADERS = (ACCESS_KEY_HEADER, DATE_HEADER, SCOPE_HEADER, NONCE_HEADER, 
 SIGNED_HEADERS = frozenset((*REQUIRED_HEADERS, REQUEST_ID_HEADER))
 # The user an IAM call is made for; part of the signature when present.
 ACTING_USER_HEADER = "x-silt-acting-user"
+# The address of the client a call is made for (silt/source_address.py); signed when present.
+CLIENT_IP_HEADER = "x-silt-client-ip"
 ALGORITHM = "SILT2-HMAC-SHA256"
 NONCE_BYTES = 16
 
@@ -160,17 +166,36 @@ def derive_call_key(secret: SecretValue, day: str, audience: str) -> bytes:
 
 
 def sign(
-    key: bytes, date: str, scope: str, nonce: str, method: str, access_key_id: str, digest: str, acting: str = ""
+    key: bytes,
+    date: str,
+    scope: str,
+    nonce: str,
+    method: str,
+    access_key_id: str,
+    digest: str,
+    acting: str = "",
+    client_ip: str = "",
 ) -> str:
     parts = (ALGORITHM, date, scope, nonce, method, access_key_id, digest) + ((acting,) if acting else ())
+    parts += (f"client-ip={client_ip}",) if client_ip else ()
     return hmac.new(key, "\n".join(parts).encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
+def _header_of(metadata: Sequence[Any] | None, name: str) -> str:
+    values = [v.decode() if isinstance(v, bytes) else str(v) for k, v in (metadata or ()) if k == name]
+    return ",".join(values)
 
 
 def acting_user_of(metadata: Sequence[Any] | None) -> str:
     """The acting-user header's values as signed: joined by "," when repeated (auth refuses a
     repeated one anyway), "" when absent."""
-    values = [v.decode() if isinstance(v, bytes) else str(v) for k, v in (metadata or ()) if k == ACTING_USER_HEADER]
-    return ",".join(values)
+    return _header_of(metadata, ACTING_USER_HEADER)
+
+
+def client_ip_of(metadata: Sequence[Any] | None) -> str:
+    """The client-address header's values as signed: joined by "," when repeated (which then
+    names no address: unknown), "" when absent."""
+    return _header_of(metadata, CLIENT_IP_HEADER)
 
 
 class _CallDetails(NamedTuple):
@@ -211,7 +236,10 @@ class SigningInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClien
         nonce = secrets.token_hex(NONCE_BYTES)
         key_id = self._credentials.access_key_id
         acting = acting_user_of(details.metadata)
-        signature = sign(self._key(day, audience), date, scope, nonce, method, key_id, payload_digest(request), acting)
+        client_ip = client_ip_of(details.metadata)
+        signature = sign(
+            self._key(day, audience), date, scope, nonce, method, key_id, payload_digest(request), acting, client_ip
+        )
         metadata: list[tuple[str, str | bytes]] = [
             (k, v) for k, v in (details.metadata or ()) if k not in SIGNED_HEADERS
         ]

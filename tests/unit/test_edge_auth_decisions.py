@@ -27,13 +27,17 @@ class Auth:
         self.error = error
         self.calls = 0
 
-    async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
+    async def allowed_many(
+        self, user_id: str, action: str, resources: Sequence[str], source_ip: str = ""
+    ) -> list[bool]:
         self.calls += 1
         if self.error is not None:
             raise self.error
         return [True for _ in resources]
 
-    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
+    async def key_scope(
+        self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = ""
+    ) -> KeyScope:
         # Object actions as the repository's: every key or none.
         return KeyScope(repository, every_key=(await self.allowed_many(user_id, action, [repository]))[0])
 

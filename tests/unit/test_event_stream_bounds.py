@@ -29,16 +29,20 @@ class Answers:
     def call_key(self, access_key_id: str, day: str, audience: str) -> CallKey:
         raise AssertionError("streams never look up keys")
 
-    def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
+    def allowed_many(self, user_id: str, action: str, resources: Sequence[str], source_ip: str = "") -> list[bool]:
         self.calls += 1
         return [self.allow for _ in resources]
 
 
 class AsyncAnswers(Answers):
-    async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:  # type: ignore[override]
+    async def allowed_many(  # type: ignore[override]
+        self, user_id: str, action: str, resources: Sequence[str], source_ip: str = ""
+    ) -> list[bool]:
         return Answers.allowed_many(self, user_id, action, resources)
 
-    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
+    async def key_scope(
+        self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = ""
+    ) -> KeyScope:
         # Object actions as the repository's: every key or none.
         return KeyScope(repository, every_key=(await self.allowed_many(user_id, action, [repository]))[0])
 

@@ -1,5 +1,6 @@
 """Typed errors across a real gRPC server: the server maps them (ErrorMappingInterceptor), the
-client decodes them (error_from_rpc), and NotFound's `what` survives in the standard rich status."""
+client decodes them (error_from_rpc), and NotFound's `what` survives in the standard rich status,
+as does a KeysRefused (a user's object-scoped refusal, not the caller's credentials')."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import pytest
 from google.protobuf.wrappers_pb2 import StringValue
 from google.rpc import error_details_pb2, status_pb2
 
+from edge.api.errors import from_graveler
 from edge.gateway.backend import s3_error
 from silt.errors import (
     Aborted,
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
+    KeysRefused,
     NotFound,
     PermissionDenied,
     ResourceExhausted,
@@ -43,6 +46,7 @@ RAISES: dict[str, SiltError] = {
     "aborted": Aborted("lost the race"),
     "unavailable": Unavailable("KV is down"),
     "denied": PermissionDenied("may not"),
+    "keys": KeysRefused("user u may not WriteObject on r/k, which merging would change"),
     "unauthenticated": Unauthenticated("who are you"),
     "exhausted": ResourceExhausted("too many requests"),
 }
@@ -123,6 +127,14 @@ def test_what_travels_as_standard_rich_status(server: Server) -> None:
     assert info.resource_type == "object"
     # No rich status when there is nothing to add.
     assert STATUS_DETAILS_KEY not in trailers_of(server.failure("unsaid"))
+
+
+def test_a_refused_key_is_the_users_403_at_the_rest_api_not_a_credentials_problem(server: Server) -> None:
+    """The REST API calls graveler as its own user: a PERMISSION_DENIED is a deployment problem
+    (503), unless it is a KeysRefused about the user the API named (403, its message)."""
+    refused = from_graveler(error_from_rpc(server.failure("keys")), "graveler")
+    assert (refused.status, refused.message) == (403, str(RAISES["keys"]))
+    assert from_graveler(error_from_rpc(server.failure("denied")), "graveler").status == 503
 
 
 def test_streaming_errors_carry_what(server: Server) -> None:

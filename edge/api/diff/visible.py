@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from edge.core.filtered_scan import Scanned, scan_visible
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.key_scope import KeyScope
+from silt.paging import MAX_PAGE
 
 
 def is_visible(scope: KeyScope, item: api.DiffItem) -> bool:
@@ -17,21 +19,22 @@ def is_visible(scope: KeyScope, item: api.DiffItem) -> bool:
 
 async def visible_diff_page(
     scope: KeyScope, read: Callable[[str, int], Awaitable[api.DiffResponse]], after: str, size: int
-) -> tuple[list[api.DiffItem], bool]:
+) -> Scanned[api.DiffItem]:
     """Up to size items of a diff from after on that scope lets the caller see, and whether more
     follow. read(after, amount) is one page of graveler's Diff or DiffBranch. A whole scope reads one page, as before;
     otherwise pages are read on past the hidden changes until one more visible item than asked
-    is found or the diff ends, so that the page's next_offset and has_more name only what the
-    caller may see."""
+    is found, the diff ends or MAX_SCANNED changes were read (edge/core/filtered_scan.py), so
+    that the page's next_offset and has_more name only what the caller may see."""
     if scope.whole:
         page = await read(after, size)
+        return Scanned(list(page.items), page.has_more)
+
+    async def items(cursor: str, amount: int) -> tuple[list[api.DiffItem], bool]:
+        page = await read(cursor, amount)
         return list(page.items), page.has_more
-    visible: list[api.DiffItem] = []
-    while True:
-        page = await read(after, size)
-        visible += [item for item in page.items if is_visible(scope, item)]
-        if len(visible) > size:
-            return visible[:size], True
-        if not page.has_more or not page.items:
-            return visible, False
-        after = page.items[-1].key
+
+    return await scan_visible(items, lambda item: is_visible(scope, item), _key_of, after, size, MAX_PAGE)
+
+
+def _key_of(item: api.DiffItem) -> str:
+    return item.key

@@ -38,7 +38,9 @@ async def iam_call(ctx: Context, method: Any, request: Any) -> Any:
     if remaining <= 0:
         raise ApiError(503, "auth did not answer within the request's deadline")
     try:
-        return await method(request, timeout=remaining, metadata=((ACTING_USER_HEADER, ctx.caller.user_id),))
+        # Where the caller is goes with it, signed: auth judges the user from there.
+        metadata = ((ACTING_USER_HEADER, ctx.caller.user_id), *ctx.client_ip_metadata)
+        return await method(request, timeout=remaining, metadata=metadata)
     except grpc.aio.AioRpcError as exc:
         error = error_from_rpc(exc)
         if isinstance(error, PermissionDenied) and REFUSED_ACTING not in str(error):

@@ -45,6 +45,12 @@ A lakeFS policy statement is `{effect, action: [...], resource}`. Two vocabulari
   such a Deny is written for. As with objects, an Allow needs a literal repository name, and a
   Deny with a wildcard there denies on every repository it may touch.
 
+A statement's `condition` (lakeFS's `{"IpAddress": {"SourceIp": [...]}}`, or NotIpAddress) goes
+unchanged onto every Silt statement it translates into (silt/policy_conditions.py), the branch
+actions of a statement on a branch included: a Deny widened to more actions or repositories (or
+to WriteBranch) is still denied only where its condition holds, and an Allow translates exactly.
+The halves of a pair must carry the same condition to pair.
+
 A policy read back is shown in Silt's vocabulary, whichever was sent: that is what is enforced.
 """
 
@@ -58,7 +64,9 @@ from lakefs_sdk.models import Policy, Statement
 
 from edge.api.errors import bad_request
 from silt import iam_actions as a
+from silt import policy_conditions as conditions
 from silt.auth.v1 import model_pb2 as pb
+from silt.errors import InvalidArgument
 from silt.wildcards import compile_pattern
 
 # Bounds on a policy body, far above any real policy (lakeFS's own are a few statements of a
@@ -247,8 +255,7 @@ def _check_bounds(policy: Policy) -> None:
 
 
 def _check_shape(n: int, statement: Statement) -> None:
-    if statement.condition:
-        raise bad_request(f"statement {n}: conditions are not supported")
+    _conditions(n, statement)
     if len(statement.action) > MAX_ACTIONS:
         raise bad_request(f"statement {n}: at most {MAX_ACTIONS} actions")
     if not statement.resource or len(statement.resource) > MAX_RESOURCE_LENGTH:
@@ -258,6 +265,35 @@ def _check_shape(n: int, statement: Statement) -> None:
             raise bad_request(f"statement {n}: an action is 1 to {MAX_ACTION_LENGTH} characters")
         if action.count("*") > MAX_ACTION_STARS:
             raise bad_request(f"statement {n}: an action has at most {MAX_ACTION_STARS} '*'")
+
+
+def _conditions(n: int, statement: Statement) -> list[pb.Condition]:
+    """A statement's lakeFS condition as Silt's (400 naming what is wrong): `{operator: {field:
+    [values]}}`, operators IpAddress and NotIpAddress, field SourceIp, values addresses or CIDR
+    blocks."""
+    given = statement.condition or {}
+    if len(given) > conditions.MAX_CONDITIONS:
+        raise bad_request(f"statement {n}: at most {conditions.MAX_CONDITIONS} condition operators")
+    out = []
+    for name, fields in given.items():
+        operator = conditions.OPERATORS.get(name)
+        if operator is None:
+            supported = " and ".join(conditions.OPERATORS)
+            raise bad_request(f"statement {n}: condition operator {name[:64]!r} is not supported (only {supported})")
+        if len(fields) != 1:
+            raise bad_request(f"statement {n}: {name} names exactly one field, {conditions.SOURCE_IP!r}")
+        ((field, values),) = fields.items()
+        out.append(pb.Condition(operator=operator, field=field, values=list(values)))
+    try:
+        conditions.check_conditions(n, out)
+    except InvalidArgument as exc:
+        raise bad_request(str(exc)) from None
+    return out
+
+
+def _conditions_key(statement: Statement) -> tuple[bytes, ...]:
+    """What tells two statements' conditions apart (() for none), whatever their order."""
+    return tuple(sorted(c.SerializeToString(deterministic=True) for c in _conditions(0, statement)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -315,27 +351,32 @@ class _Pair:
     both_forms: bool
 
 
-def _pairs(statements: Sequence[Statement]) -> dict[str, _Pair]:
+_PairKey = tuple[str, tuple[bytes, ...]]  # a repository name, and the halves' conditions
+
+
+def _pairs(statements: Sequence[Statement]) -> dict[_PairKey, _Pair]:
     """Each repository's pair, computed once for the policy, so each statement's translation
-    costs the same whatever the number of its partners."""
-    covered: dict[str, frozenset[str]] = {}
-    resources: dict[str, set[str]] = {}
+    costs the same whatever the number of its partners. Halves pair only under the same
+    conditions: the whole repository is allowed only where both halves are."""
+    covered: dict[_PairKey, frozenset[str]] = {}
+    resources: dict[_PairKey, set[str]] = {}
     for statement in statements:
         name = _pair_name(statement.resource)
         if name is None or statement.effect != "allow":
             continue
+        key = (name, _conditions_key(statement))
         named = _named(statement.action)
-        covered[name] = covered[name] & named if name in covered else named
-        resources.setdefault(name, set()).add(statement.resource)
-    return {name: _Pair(covered[name], len(resources[name]) >= 2) for name in covered}
+        covered[key] = covered[key] & named if key in covered else named
+        resources.setdefault(key, set()).add(statement.resource)
+    return {key: _Pair(covered[key], len(resources[key]) >= 2) for key in covered}
 
 
-def _translate_allow(n: int, statement: Statement, pairs: dict[str, _Pair]) -> list[pb.Statement]:
+def _translate_allow(n: int, statement: Statement, pairs: dict[_PairKey, _Pair]) -> list[pb.Statement]:
     scope = _allow_scope(statement.resource)
     covered = _named(statement.action)
     if scope is None:
         name = _pair_name(statement.resource)
-        pair = pairs.get(name or "")
+        pair = pairs.get((name or "", _conditions_key(statement)))
         if name is None or pair is None or not pair.both_forms:
             raise bad_request(_not_whole(n, statement))
         scope = _Scope(name, everything=False)
@@ -548,7 +589,9 @@ def to_silt(policy: Policy) -> list[pb.Statement]:
     for n, statement in enumerate(policy.statement, 1):
         effect = _EFFECTS[statement.effect]
         if not _is_lakefs(statement):
-            out.append(_statement(effect, statement.action, statement.resource))
+            own = _statement(effect, statement.action, statement.resource)
+            own.conditions.extend(_conditions(n, statement))
+            out.append(own)
             continue
         silt_only = [x for x in statement.action if x != "*" and not _is_lakefs_action(x)]
         if silt_only:
@@ -569,7 +612,9 @@ def to_silt(policy: Policy) -> list[pb.Statement]:
             )
         else:
             translated = _translate_allow(n, statement, pairs)
+        condition = _conditions(n, statement)
         for silt_statement in translated:
+            silt_statement.conditions.extend(condition)
             key = silt_statement.SerializeToString(deterministic=True)
             if key not in seen:  # the two halves of a pair translate alike
                 seen.add(key)
@@ -581,10 +626,25 @@ def to_silt(policy: Policy) -> list[pb.Statement]:
     return out
 
 
+def _lakefs_condition(statement: pb.Statement) -> dict[str, dict[str, list[str]]] | None:
+    """Stored conditions in lakeFS's shape (one per operator, so nothing merges); None for none."""
+    if not statement.conditions:
+        return None
+    return {
+        conditions.OPERATOR_NAMES.get(c.operator, str(c.operator)): {c.field: list(c.values)}
+        for c in statement.conditions
+    }
+
+
 def from_silt(policy: pb.Policy) -> Policy:
     """A stored policy as lakeFS's model: one lakeFS statement per Silt resource."""
     statements = [
-        Statement(effect=_EFFECT_NAMES.get(s.effect, "deny"), action=list(s.actions), resource=resource, condition=None)
+        Statement(
+            effect=_EFFECT_NAMES.get(s.effect, "deny"),
+            action=list(s.actions),
+            resource=resource,
+            condition=_lakefs_condition(s),
+        )
         for s in policy.statements
         for resource in s.resources
     ]

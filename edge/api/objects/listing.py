@@ -88,10 +88,12 @@ def listing_page(
     has_more: bool,
     max_per_page: int,
     presigned: Sequence[PresignedURL | None] | None = None,
+    next_offset: str | None = None,
 ) -> bytes:
     """The JSON body of a listing page of graveler's ListEntries items (common prefixes and
-    entries), with its pagination (next_offset: the last key when there is more). presigned:
-    each item's URL to read its bytes from, when the page is presigned."""
+    entries), with its pagination (next_offset: the last key when there is more, unless given:
+    a filtered scan's cursor). presigned: each item's URL to read its bytes from, when the page
+    is presigned."""
     base = namespace_base(namespace)
     metadata = USER if with_metadata else OMITTED
     row = object_row
@@ -105,13 +107,16 @@ def listing_page(
             common_prefix_row(item.key) if item.common_prefix else row(item.key, item.entry, base, metadata, url)
             for item, url in zip(items, presigned, strict=True)
         ]
-    has_more = has_more and bool(items)
-    next_offset = encode_basestring(items[-1].key) if has_more else '""'
+    if next_offset is None:
+        has_more = has_more and bool(items)
+        offset = encode_basestring(items[-1].key) if has_more else '""'
+    else:
+        offset = encode_basestring(next_offset if has_more else "")
     pagination = (
         '{"pagination":{"has_more":'
         + ("true" if has_more else "false")
         + ',"next_offset":'
-        + next_offset
+        + offset
         + f',"results":{len(items)},"max_per_page":{max_per_page}}},"results":['
     )
     return (pagination + ",".join(parts) + "]}").encode()

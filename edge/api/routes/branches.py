@@ -19,6 +19,7 @@ from edge.api.bodies import SMALL_BODY_BYTES, json_body
 from edge.api.context import Ctx
 from edge.api.diff.visible import visible_diff_page
 from edge.api.errors import ApiError, bad_request
+from edge.api.filtered_pages import listing_of, next_offset, resume_after
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.refs.listing import Named, list_refs
 from edge.api.refs.merge import commit_of, conflict_message, lakefs_call
@@ -114,6 +115,7 @@ async def diff_branch(
 ) -> Response:
     scope = await ctx.read_repo_scope(repository)
     size = page.size
+    listing = listing_of(ctx, "diff-branch", repository, branch, page.prefix, delimiter)
 
     async def read(after: str, amount: int) -> api.DiffResponse:
         request = api.DiffBranchRequest(
@@ -122,9 +124,12 @@ async def diff_branch(
         reply: api.DiffResponse = await ctx.call(ctx.backend.graveler.DiffBranch, request)
         return reply
 
-    items, has_more = await visible_diff_page(scope, read, page.after, size)
+    visible = await visible_diff_page(scope, read, resume_after(ctx, page.after, listing), size)
+    items, has_more = visible.items, visible.has_more
     body = DiffList(
-        pagination=pagination(has_more, items[-1].key if items else "", len(items), size),
+        pagination=pagination(
+            has_more, next_offset(ctx, visible, listing, items[-1].key if items else ""), len(items), size
+        ),
         results=[convert.diff(i, uncommitted=True) for i in items],
     )
     return model_response(body)
@@ -134,7 +139,8 @@ async def diff_branch(
 async def reset_branch(ctx: Ctx, request: Request, repository: str, branch: str) -> Response:
     await ctx.authorize(REVERT_BRANCH, branch_resource(repository, branch))
     body = await json_body(request, ResetCreation)
-    reset = api.ResetBranchRequest(repository=repository, branch=branch)
+    # The keys a reset changes are checked against the caller's object-scoped policies by graveler.
+    reset = api.ResetBranchRequest(repository=repository, branch=branch, user=ctx.caller.user_id)
     if body.type == "reset":
         reset.all = True
     elif not body.path:
@@ -160,7 +166,7 @@ async def hard_reset_branch(
     which Silt does not have. Unlike lakeFS, which refuses a branch with a commit in flight and
     keeps what is staged on top of the new head, Silt drops the branch's uncommitted changes."""
     await ctx.authorize(REVERT_BRANCH, branch_resource(repository, branch))
-    reset = api.ResetBranchRequest(repository=repository, branch=branch, hard_ref=ref)
+    reset = api.ResetBranchRequest(repository=repository, branch=branch, hard_ref=ref, user=ctx.caller.user_id)
     await ctx.call(ctx.backend.graveler.ResetBranch, reset)
     return no_content()
 

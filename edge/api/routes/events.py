@@ -140,7 +140,7 @@ async def _still_allowed(ctx: Ctx, repository: str) -> None:
     one re-authorization interval old (edge/api/live_feed.py, FeedAccess)."""
     # ReadObject on the bare repository: allowed only while every key is (an object Deny added
     # since the stream opened ends it too).
-    if not await ctx.backend.feed_access.allowed(ctx.caller.user_id, READ_OBJECT, repository):
+    if not await ctx.backend.feed_access.allowed(ctx.caller.user_id, READ_OBJECT, repository, ctx.source_ip):
         raise forbidden(f"user {ctx.caller.user_id} may no longer {READ_OBJECT} on every key of {repository}")
 
 
@@ -200,9 +200,10 @@ async def branch_events(
         layout.timestamp_of_id(after)  # InvalidArgument (400) for anything that is not an event id
     await ensure_branch(ctx, repository, branch)  # 404 in lakeFS's shape before the stream starts
     # 429 / 503 beyond the caps; administrators have a reserve of their own.
-    lease = ctx.backend.feeds.take(ctx.caller.user_id, await ctx.backend.feed_access.is_admin(ctx.caller.user_id))
+    admin_reserve = await ctx.backend.feed_access.is_admin(ctx.caller.user_id, ctx.source_ip)
+    lease = ctx.backend.feeds.take(ctx.caller.user_id, admin_reserve)
     # graveler answers the API every read; a caller who is no administrator gets its own.
-    admin = await ctx.backend.allowed(ctx.caller.user_id, READ_USER, USERS)
+    admin = await ctx.backend.allowed(ctx.caller.user_id, READ_USER, USERS, ctx.source_ip)
     feed = _Feed(ctx, repository, branch, since, after, None if admin else ctx.caller.user_id)
     reauthorize: float = request.app.state.feed_reauthorize_seconds
     return WriteTimedStreamingResponse(

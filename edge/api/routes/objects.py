@@ -27,6 +27,7 @@ from lakefs_sdk.models import (
 from edge.api.bodies import json_body
 from edge.api.context import Ctx
 from edge.api.errors import ApiError, bad_request, from_silt
+from edge.api.filtered_pages import listing_of, next_offset, resume_after
 from edge.api.objects.listing import EMPTY, USER, listing_page, namespace_base, object_row
 from edge.api.objects.presign import Presigner, download_name, presigner
 from edge.api.objects.stats import object_headers
@@ -44,6 +45,7 @@ from edge.api.objects.write import (
 from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size
 from edge.api.responses import model_response, no_content
 from edge.core.client import SMALL_BODY
+from edge.core.filtered_scan import Scanned, scan_visible
 from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
 from edge.core.object_writes import ObjectWriteFailed
 from silt.block.adapter import PresignedURL
@@ -54,6 +56,7 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.iam_actions import DELETE_OBJECT, READ_OBJECT, WRITE_OBJECT
 from silt.key_scope import KeyScope
 from silt.objects import split_address, with_user_metadata
+from silt.paging import MAX_PAGE
 from silt.repository_place import RepositoryPlace
 
 router = APIRouter()
@@ -235,42 +238,55 @@ async def list_objects(
         presigner(request).check_enabled()
     size = page_size(amount)
     namespace = await ctx.backend.namespace(repository, ctx.deadline)
+    cursor_listing = listing_of(ctx, "objects", repository, ref, prefix, delimiter)
     listing = api.ListEntriesRequest(
-        repository=repository, ref=ref, prefix=prefix, delimiter=delimiter, after=after, amount=size
+        repository=repository,
+        ref=ref,
+        prefix=prefix,
+        delimiter=delimiter,
+        after=resume_after(ctx, after, cursor_listing),
+        amount=size,
     )
+    offset = None
     if scope.whole:
         reply = await ctx.backend.list_entries(listing, ctx.deadline)
         items, has_more = list(reply.items), reply.has_more
     else:
-        items, has_more = await _visible_entries(ctx, listing, scope, size)
+        page = await _visible_entries(ctx, listing, scope, size)
+        items, has_more = page.items, page.has_more
+        offset = next_offset(ctx, page, cursor_listing, items[-1].key if items else "")
     urls = None
     if presign:
         urls = await ctx.backend.run(_presigned_urls, presigner(request), request, namespace, list(items))
     # The page's JSON written as text (objects/listing.py), the model's bytes; a page that says
     # "more" names where they start, or clients ask for it forever.
-    return Response(listing_page(items, namespace, user_metadata, has_more, size, urls), media_type=JSON)
+    return Response(listing_page(items, namespace, user_metadata, has_more, size, urls, offset), media_type=JSON)
 
 
-async def _visible_entries(
-    ctx: Ctx, listing: api.ListEntriesRequest, scope: KeyScope, size: int
-) -> tuple[list[Any], bool]:
+async def _visible_entries(ctx: Ctx, listing: api.ListEntriesRequest, scope: KeyScope, size: int) -> Scanned[Any]:
     """Up to size items of a listing that scope lets the caller see (objects it may read,
     common prefixes below which such an object can lie), and whether more follow. Pages are
-    read on past the others until one more visible item than asked is found or the listing
-    ends: has_more and next_offset then tell only of what the caller may see."""
-    visible: list[Any] = []
-    while True:
-        reply = await ctx.backend.list_entries(listing, ctx.deadline)
-        visible += [
-            item
-            for item in reply.items
-            if (scope.may_allow_under(item.key) if item.common_prefix else scope.allows(item.key))
-        ]
-        if len(visible) > size:
-            return visible[:size], True
-        if not reply.has_more or not reply.items:
-            return visible, False
-        listing.after = reply.items[-1].key
+    read on past the others until one more visible item than asked is found, the listing ends
+    or MAX_SCANNED items were read (edge/core/filtered_scan.py): has_more and next_offset then
+    tell only of what the caller may see."""
+
+    async def read(after: str, amount: int) -> tuple[list[Any], bool]:
+        request = api.ListEntriesRequest()
+        request.CopyFrom(listing)
+        request.after, request.amount = after, amount
+        reply = await ctx.backend.list_entries(request, ctx.deadline)
+        return list(reply.items), reply.has_more
+
+    def shown(item: Any) -> bool:
+        return scope.may_allow_under(item.key) if item.common_prefix else scope.allows(item.key)
+
+    # Pages of the most graveler answers at once: a filtered page may keep few of its items.
+    return await scan_visible(read, shown, _key_of, listing.after, size, MAX_PAGE)
+
+
+def _key_of(item: Any) -> str:
+    key: str = item.key
+    return key
 
 
 # --- writing -------------------------------------------------------------------------------

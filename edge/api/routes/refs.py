@@ -11,6 +11,7 @@ from lakefs_sdk.models import DiffList, DiffObjectStat, FindMergeBaseResult, Mer
 from edge.api import convert
 from edge.api.context import Ctx
 from edge.api.diff.visible import visible_diff_page
+from edge.api.filtered_pages import listing_of, next_offset, resume_after
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
 from edge.api.refs.merge import (
     STRATEGY_LABELS,
@@ -47,6 +48,7 @@ async def diff_refs(
 ) -> Response:
     scope = await ctx.read_repo_scope(repository)
     size = page.size
+    listing = listing_of(ctx, "diff", repository, left_ref, right_ref, type, page.prefix, delimiter)
 
     async def read(after: str, amount: int) -> api.DiffResponse:
         request = api.DiffRequest(
@@ -62,7 +64,8 @@ async def diff_refs(
         reply: api.DiffResponse = await ctx.call(ctx.backend.graveler.Diff, request)
         return reply
 
-    items, has_more = await visible_diff_page(scope, read, page.after, size)
+    visible = await visible_diff_page(scope, read, resume_after(ctx, page.after, listing), size)
+    items, has_more = visible.items, visible.has_more
     results = []
     for item in items:
         diff = convert.diff(item)
@@ -74,7 +77,9 @@ async def diff_refs(
             )
         results.append(diff)
     body = DiffList(
-        pagination=pagination(has_more, items[-1].key if items else "", len(items), size),
+        pagination=pagination(
+            has_more, next_offset(ctx, visible, listing, items[-1].key if items else ""), len(items), size
+        ),
         results=results,
     )
     return model_response(body)

@@ -55,7 +55,8 @@ async def list_repositories(
             if info.name.startswith(prefix) and search in info.name:
                 candidates.append(info)
         # ReadRefs: held through ReadRepo too, and by readers of some keys who may open it.
-        allowed = await ctx.backend.allowed_many(ctx.caller.user_id, READ_REFS, [i.name for i in candidates])
+        names = [i.name for i in candidates]
+        allowed = await ctx.backend.allowed_many(ctx.caller.user_id, READ_REFS, names, ctx.source_ip)
         found.extend(info for info, ok in zip(candidates, allowed, strict=True) if ok)
     page = found[:size]
     if len(found) > size:
@@ -116,7 +117,9 @@ async def create_repository(ctx: Ctx, request: Request, bare: bool = False) -> R
         on_behalf_of=ctx.caller.user_id,
     )
     try:
-        info = await ctx.backend.graveler_call(ctx.backend.graveler.CreateRepository, request_pb, ctx.deadline)
+        info = await ctx.backend.graveler_call(
+            ctx.backend.graveler.CreateRepository, request_pb, ctx.deadline, metadata=ctx.client_ip_metadata
+        )
     except PermissionDenied as exc:
         if not bare:
             raise from_graveler(exc, "graveler") from None

@@ -3,10 +3,15 @@
 First-run setup (lakeFS's /setup_lakefs) creates the admin user through auth's SetupAdmin, once:
 only an installation whose auth setup left the admin to it (`services.auth.setup --defer-admin`)
 is ever "not_initialized"; every other is set up before the API starts (docs/getting-started.md).
+A setup that auth could not finish (it stopped between claiming the admin and issuing its key)
+leaves the state "not_initialized", and setting up again finishes it (services/auth/model.py
+create_first_admin).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -112,6 +117,8 @@ async def get_garbage_collection_config(caller: Annotated[Caller, Depends(authen
 ALREADY_INITIALIZED = "lakeFS already initialized"
 NOT_INITIALIZED = "lakeFS is not initialized"
 COMM_PREFS_SET = "communication preferences already set"
+# How long a setup refused by auth waits for the setup it lost to to be done (_initialized_soon).
+SETUP_SETTLE_SECONDS = 1.0
 # Silt's login: its own access keys (Basic) and login sessions in lakeFS's cookie, with full
 # RBAC policies managed through this API (lakeFS's "internal"). The swagger's LoginConfig, whose
 # required fields the lakefs-sdk's trimmed model leaves out, so written as the swagger has it.
@@ -133,6 +140,19 @@ async def _initialized(request: Request) -> bool:
     if initialized:
         request.app.state.setup_initialized = True
     return initialized
+
+
+async def _initialized_soon(request: Request) -> bool:
+    """Whether setup is done, or gets done within SETUP_SETTLE_SECONDS: a setup that lost to
+    another still under way (auth's claim of the first admin is written before its key is
+    issued) answers as one that lost to a setup done, once the winner is done, in milliseconds.
+    A claim that stays unfinished is a setup that died: not initialized, and a retry finishes it."""
+    deadline = time.monotonic() + SETUP_SETTLE_SECONDS
+    while not await _initialized(request):
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
 
 
 @router.get("/setup_lakefs")
@@ -163,7 +183,7 @@ async def setup(request: Request) -> Response:
         reply = await backend_of(request).setup_admin(body.username)
     except ApiError as exc:
         # Lost a race to another setup, or the user id is taken: which one, auth's state says.
-        if exc.status == 409 and await _initialized(request):
+        if exc.status == 409 and await _initialized_soon(request):
             raise ApiError(409, ALREADY_INITIALIZED) from None
         raise
     request.app.state.setup_initialized = True

@@ -49,7 +49,8 @@ async def list_buckets(ctx: Context) -> Response:
         if prefix and after > prefix and not after.startswith(prefix):
             has_more = False  # names are listed in order: none further has the prefix
         # ReadRefs: held through ReadRepo too, and by readers of some keys who may open it.
-        allowed = await backend.allowed_many(ctx.user_id, READ_REFS, [r.name for r in candidates])
+        names = [r.name for r in candidates]
+        allowed = await backend.allowed_many(ctx.user_id, READ_REFS, names, ctx.request.source_ip)
         listed += [r for r, ok in zip(candidates, allowed, strict=True) if ok]
     more = len(listed) > limit
     listed = listed[:limit]
@@ -71,7 +72,7 @@ async def list_buckets(ctx: Context) -> Response:
 async def head_bucket(ctx: Context) -> Response:
     # Anyone who may read or write some key of the repository may know it exists (S3 clients
     # head a bucket before reading from it or writing to it).
-    reading = await ctx.backend.key_scope(ctx.user_id, READ_OBJECT, ctx.request.bucket)
+    reading = await ctx.backend.key_scope(ctx.user_id, READ_OBJECT, ctx.request.bucket, source_ip=ctx.request.source_ip)
     if reading.nothing:
         await ctx.key_scope(WRITE_OBJECT, ctx.request.bucket)  # AccessDenied for no key either
     await ctx.backend.namespace(ctx.request.bucket)
@@ -116,7 +117,7 @@ async def _already_exists(ctx: Context, repository: str) -> None:
     the caller's (here: one the caller may not read); the caller's own is BucketAlreadyOwnedByYou
     (409) in every region but us-east-1, where S3 keeps its legacy answer, 200 (the repository
     is left as it is). Returns for that 200."""
-    if not await ctx.backend.allowed(ctx.user_id, READ_REPO, repository):
+    if not await ctx.backend.allowed(ctx.user_id, READ_REPO, repository, ctx.request.source_ip):
         raise S3Error("BucketAlreadyExists", BucketName=repository)
     if ctx.config.region != "us-east-1":
         raise S3Error("BucketAlreadyOwnedByYou", BucketName=repository)

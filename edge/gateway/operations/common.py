@@ -54,13 +54,13 @@ class Context:
     v4: tuple[bytes, Any] | None = None
 
     async def authorize(self, action: str, repository: str) -> None:
-        if not await self.backend.allowed(self.user_id, action, repository):
+        if not await self.backend.allowed(self.user_id, action, repository, self.request.source_ip):
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {repository}")
 
     async def key_scope(self, action: str, repository: str, branch: str = "") -> KeyScope:
         """The keys of repository this user may do an object action on; AccessDenied for none.
         branch: where a write or delete is staged (its WriteBranch statements count)."""
-        scope = await self.backend.key_scope(self.user_id, action, repository, branch)
+        scope = await self.backend.key_scope(self.user_id, action, repository, branch, self.request.source_ip)
         if scope.nothing:
             where = f"{repository}@{branch}" if branch else repository
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {where}")
@@ -69,7 +69,7 @@ class Context:
     async def authorize_key(self, action: str, repository: str, key: str, branch: str = "") -> None:
         """AccessDenied unless this user may do the object action on key (no ref in it), staged
         on branch for a write or delete."""
-        scope = await self.backend.key_scope(self.user_id, action, repository, branch)
+        scope = await self.backend.key_scope(self.user_id, action, repository, branch, self.request.source_ip)
         if not scope.allows(key):
             where = f"{repository}@{branch}" if branch and scope.nothing else f"{repository}/{key}"
             raise S3Error("AccessDenied", f"{self.user_id} may not {action} on {where}")

@@ -6,7 +6,10 @@ after another, each collapsing into a common prefix when the delimiter occurs in
 (with delimiter `/`, every branch is the common prefix `<ref>/`).
 
 A caller who may read only some keys (silt/key_scope.py) sees only those: objects it may not
-read are left out, and a common prefix is shown only when a key it may read can lie below.
+read are left out, and a common prefix is shown only when a key it may read can lie below. Such
+a listing reads at most MAX_SCANNED entries per request; one stopped there is truncated, and its
+NextContinuationToken (v2) or NextMarker (v1) is a sealed cursor (edge/core/filtered_scan.py),
+taken back as the continuation token or marker.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 
+from edge.core.filtered_scan import MAX_SCANNED, InvalidCursor, Scanned, is_cursor
 from edge.gateway.errors import S3Error
 from edge.gateway.operations.common import Context, Response, x, xml_response
 from edge.gateway.operations.listing_xml import TimeFormat, etag_texts, url_text, url_texts, xml_text, xml_texts
@@ -57,11 +61,12 @@ def _visible(scope: KeyScope, bucket_key: str, entry: pb.Entry | None) -> bool:
 
 async def collect(
     ctx: Context, repository: str, prefix: str, delimiter: str, after: str, limit: int, scope: KeyScope
-) -> tuple[list[Item], bool]:
+) -> Scanned[Item]:
     """Up to `limit` items strictly after `after` that scope lets the caller see, and whether
-    more follow."""
+    more follow. Filtered, the listing reads at most MAX_SCANNED entries; stopped there, it says
+    where (edge/core/filtered_scan.py)."""
     if limit <= 0:
-        return [], False
+        return Scanned([], False)
     # A segment is a ref listed through graveler (with an inner prefix), or None for a common
     # prefix that a whole ref collapses into.
     segments: list[tuple[str, str, str | None]]
@@ -83,6 +88,7 @@ async def collect(
             segments.append((b, "", None if cut < 0 else (b + "/")[: cut + len(delimiter)]))
     items: list[Item] = []
     backend = ctx.backend
+    scanned, last_scanned = 0, ""
     for ref, inner, collapsed in segments:
         if collapsed is not None:
             # Refs collapsing into one common prefix are neighbours in key order: report it once.
@@ -100,14 +106,17 @@ async def collect(
         else:
             inner_after = ""
         while len(items) <= limit:
+            if scanned >= MAX_SCANNED:  # only ever filtered: a whole scope stops at limit + 1 items
+                return Scanned(items[:limit], True, last_scanned)
+            # Filtered per key, a page may keep few of its items: ask for more at a time.
+            wanted = limit + 1 - len(items) if scope.whole else min(max(limit + 1, 1000), MAX_SCANNED - scanned)
             request = api.ListEntriesRequest(
                 repository=repository,
                 ref=ref,
                 prefix=inner,
                 delimiter=delimiter,
                 after=inner_after,
-                # Filtered per key, a page may keep few of its items: ask for more at a time.
-                amount=min(limit + 1 - len(items) if scope.whole else max(limit + 1, 1000), GRAVELER_MAX_PAGE),
+                amount=min(wanted, GRAVELER_MAX_PAGE),
             )
             try:
                 page = await backend.list_entries(request)
@@ -116,13 +125,19 @@ async def collect(
                     break
                 raise
             listed: list[Item] = [(base + i.key, None if i.common_prefix else i.entry) for i in page.items]
-            items += listed if scope.whole else [item for item in listed if _visible(scope, *item)]
+            if scope.whole:
+                items += listed
+            else:
+                items += [item for item in listed if _visible(scope, *item)]
+                scanned += len(listed)
+                if listed:
+                    last_scanned = listed[-1][0]
             if not page.has_more or not page.items:
                 break
             inner_after = page.items[-1].key
         if len(items) > limit:
             break
-    return items[:limit], len(items) > limit
+    return Scanned(items[:limit], len(items) > limit)
 
 
 def _max_keys(ctx: Context) -> int:
@@ -144,6 +159,15 @@ def decode_token(token: str) -> str:
         raise S3Error("InvalidArgument", "The continuation token provided is incorrect") from None
 
 
+def _resumed(ctx: Context, value: str, listing: tuple[str, ...], argument: str) -> str:
+    """The position a marker or continuation token that is a filtered scan's cursor seals
+    (InvalidArgument unless this listing was given it)."""
+    try:
+        return ctx.backend.scan_cursors.open(value, listing)
+    except InvalidCursor:
+        raise S3Error("InvalidArgument", f"The {argument} provided is incorrect", ArgumentName=argument) from None
+
+
 async def list_objects(ctx: Context, v2: bool) -> Response:
     request = ctx.request
     repository = request.bucket
@@ -162,8 +186,19 @@ async def list_objects(ctx: Context, v2: bool) -> Response:
     token = request.arg("continuation-token")
     start_after = request.arg("start-after", "") or ""
     marker = request.arg("marker", "") or ""
-    after = (decode_token(token) if token else start_after) if v2 else marker
-    items, truncated = await collect(ctx, repository, prefix, delimiter, after, limit, scope)
+    # A cursor is bound to the listing it continues: the caller, the repository, prefix and delimiter.
+    listing = ("s3", ctx.user_id, repository, prefix, delimiter)
+    if v2:
+        if token and is_cursor(token):
+            after = _resumed(ctx, token, listing, "continuation-token")
+        else:
+            after = decode_token(token) if token else start_after
+    else:
+        after = _resumed(ctx, marker, listing, "marker") if is_cursor(marker) else marker
+    collected = await collect(ctx, repository, prefix, delimiter, after, limit, scope)
+    items, truncated = collected.items, collected.has_more
+    # Where a filtered scan stopped may be a key the caller may not read: only ever sealed.
+    cursor = None if collected.stopped_at is None else ctx.backend.scan_cursors.seal(collected.stopped_at, listing)
 
     enc = url_text if encoding == "url" else xml_text
 
@@ -179,11 +214,15 @@ async def list_objects(ctx: Context, v2: bool) -> Response:
             parts.append(f"<ContinuationToken>{x(token)}</ContinuationToken>")
         if start_after:
             parts.append(f"<StartAfter>{enc(start_after)}</StartAfter>")
-        if truncated and items:
+        if cursor is not None:
+            parts.append(f"<NextContinuationToken>{cursor}</NextContinuationToken>")
+        elif truncated and items:
             parts.append(f"<NextContinuationToken>{encode_token(items[-1][0])}</NextContinuationToken>")
     else:
         parts.append(f"<Marker>{enc(marker)}</Marker>")
-        if truncated and items:
+        if cursor is not None:
+            parts.append(f"<NextMarker>{cursor}</NextMarker>")
+        elif truncated and items:
             parts.append(f"<NextMarker>{enc(items[-1][0])}</NextMarker>")
     parts.append(f"<MaxKeys>{limit}</MaxKeys>")
     if delimiter:

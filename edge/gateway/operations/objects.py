@@ -573,7 +573,10 @@ async def delete_objects(ctx: Context) -> Response:
     refs = list(dict.fromkeys(split_path(path)[0] for path in paths))
     # Each branch's own scope (its WriteBranch statements count); a request allowed no key on any
     # of them is refused whole, as one without the action at all.
-    scopes = {ref: await ctx.backend.key_scope(ctx.user_id, DELETE_OBJECT, repository, ref) for ref in refs}
+    scopes = {
+        ref: await ctx.backend.key_scope(ctx.user_id, DELETE_OBJECT, repository, ref, ctx.request.source_ip)
+        for ref in refs
+    }
     if all(scope.nothing for scope in scopes.values()):
         raise S3Error("AccessDenied", f"{ctx.user_id} may not {DELETE_OBJECT} on {repository}")
     await ctx.backend.namespace(repository)

@@ -130,27 +130,28 @@ class StreamAccess:
         """authority: None when graveler is served without auth (embedded use, tests), where
         nothing was checked when the stream opened either."""
         self._authority = authority
-        self._decisions: TTLCache[tuple[str, str, str], bool] = TTLCache(ttl, MAX_DECISIONS, clock)
+        self._decisions: TTLCache[tuple[str, str, str, str], bool] = TTLCache(ttl, MAX_DECISIONS, clock)
 
-    def allowed(self, user: str, action: str, resource: str) -> bool:
+    def allowed(self, user: str, action: str, resource: str, source_ip: str = "") -> bool:
+        """source_ip: where the stream's caller is ("" unknown), for policy conditions."""
         if self._authority is None:
             return True
-        key = (user, action, resource)
+        key = (user, action, resource, source_ip)
         decision: bool | None = self._decisions.get(key)
         if decision is None:
-            decision = self._authority.allowed_many(user, action, [resource])[0]
+            decision = self._authority.allowed_many(user, action, [resource], source_ip)[0]
             self._decisions.put(key, decision)
         return decision
 
-    def is_admin(self, user: str) -> bool:
-        return self._authority is not None and self.allowed(user, ADMIN_ACTION, ADMIN_RESOURCE)
+    def is_admin(self, user: str, source_ip: str = "") -> bool:
+        return self._authority is not None and self.allowed(user, ADMIN_ACTION, ADMIN_RESOURCE, source_ip)
 
-    def checker(self, user: str, action: str, resource: str) -> Callable[[], None]:
+    def checker(self, user: str, action: str, resource: str, source_ip: str = "") -> Callable[[], None]:
         """A check to call before each event: PermissionDenied once `user` lost the right (and
         auth's own failure, Unavailable, as it comes: a stream is not served blind)."""
 
         def check() -> None:
-            if not self.allowed(user, action, resource):
+            if not self.allowed(user, action, resource, source_ip):
                 raise PermissionDenied(f"user {user!r} may no longer {action} on {resource!r}; the stream ends")
 
         return check

@@ -36,6 +36,7 @@ from engine.core.committed.model import MetaRangeId
 from engine.core.committed.replace import Region
 from engine.core.deadline import Deadline
 from engine.core.hooks import BranchWatch, HookRecord, Hooks, after_commit
+from engine.core.key_changes import KeyCheck, applied
 from engine.core.model import CommitId, StagingToken
 from engine.core.parts import CoreParts, OnCore
 from engine.core.refs import BranchRecord, RepoHandle, new_commit, set_tokens
@@ -87,6 +88,8 @@ class _Plan:
     message: str
     metadata: dict[str, str]
     committer: str
+    # The keys the commit changes, when the caller's policies name keys (engine/core/key_changes.py).
+    check: KeyCheck | None = None
 
 
 class Imports(OnCore):
@@ -131,8 +134,14 @@ class Imports(OnCore):
         metadata: dict[str, str],
         committer: str,
         deadline: Deadline,
+        check: KeyCheck | None = None,
     ) -> str:
-        """Check and record an import, start it in the background; its id."""
+        """Check and record an import, start it in the background; its id.
+
+        check: the keys the import changes, when the caller's policies name keys. An object's
+        destination, and a prefix's where no key may be written, are refused here, before
+        anything starts; every change (keys replaced under a prefix included) is checked when
+        the import commits, and a refusal then fails the import, nothing committed."""
         repo = self._refs.repository(repository, deadline)
         self._refs.get_branch(repo, branch)
         self._protection.check_direct_write(repo, branch, "import")
@@ -141,10 +150,15 @@ class Imports(OnCore):
         if sum(len(k.encode()) + len(v.encode()) for k, v in metadata.items()) > MAX_METADATA_BYTES:
             raise InvalidArgument(f"commit metadata is larger than {MAX_METADATA_BYTES} bytes")
         sources, region = check_sources(locations, self.rules, repo.namespace)
+        if check is not None:
+            check.check_keys(sorted(key.decode() for key in region.keys), "the import")
+            check.check_prefixes([prefix.decode() for prefix in region.prefixes], "the import")
         now = stamp()
         record = pb.ImportRecord(id=new_import_id(), branch=branch, created=now, update_time=now)
         self.records.create(repo.partition, record)
-        plan = _Plan(repository, repo.partition, branch, region, message or DEFAULT_MESSAGE, dict(metadata), committer)
+        plan = _Plan(
+            repository, repo.partition, branch, region, message or DEFAULT_MESSAGE, dict(metadata), committer, check
+        )
         job = IngestJob(
             record.id,
             repo.partition,
@@ -295,6 +309,9 @@ class Imports(OnCore):
             head = self._refs.get_commit(repo, current.branch.commit_id)
             self._require_no_commit_in_flight(repo, current, MetaRangeId(head.metarange_id))
             metarange = self._committed.replace(repo.namespace, MetaRangeId(head.metarange_id), source, plan.region)
+            if plan.check is not None and metarange != head.metarange_id:
+                changes = self._committed.diff_grouped(repo.namespace, MetaRangeId(head.metarange_id), metarange)
+                plan.check.check(applied(changes), "the import")
             compacted = self._rebased_compaction(repo, current, MetaRangeId(head.metarange_id), metarange)
             commit = new_commit(
                 plan.message, dict(plan.metadata), plan.committer, metarange, [CommitId(head.id)], head.generation + 1

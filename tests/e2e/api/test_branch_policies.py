@@ -19,6 +19,7 @@ import lakefs_sdk
 import pytest
 import urllib3
 from botocore.exceptions import ClientError
+from botocore.httpsession import URLLib3Session
 from lakefs_sdk.exceptions import ApiException
 from pydantic import SecretStr
 
@@ -348,3 +349,88 @@ def test_protection_still_binds_a_branch_writer(api: Api, project: str) -> None:
     finally:
         api.stack.graveler.SetBranchProtection(gapi.SetBranchProtectionRequest(repository=project, rules=[]))
     _commit(user, project, "dev-1")
+
+
+class _BoundSession(URLLib3Session):
+    """botocore's HTTP session, connecting from one local address (a loopback alias)."""
+
+    def __init__(self, source: str, **kwargs: Any) -> None:
+        self._source = source  # read by the pool manager made in __init__
+        super().__init__(**kwargs)
+
+    def _get_pool_manager_kwargs(self, **extra_kwargs: Any) -> dict[str, Any]:
+        kwargs: dict[str, Any] = super()._get_pool_manager_kwargs(source_address=(self._source, 0), **extra_kwargs)
+        return kwargs
+
+
+def test_a_branch_allow_with_a_condition_holds_from_its_addresses_only(api: Api, project: str) -> None:
+    """A branch statement under an IpAddress condition, in both vocabularies: Silt's WriteBranch on
+    dev-* and lakeFS's fs:CreateCommit / fs:ReadBranch on .../branch/dev-*, each only from
+    127.0.0.2. From there the user stages through the S3 gateway, commits and merges main in
+    (graveler's per-key check of the merge judges the user from the address the API reported);
+    from 127.0.0.1 each of them is refused and dev-1 does not move."""
+    inside, outside = "127.0.0.2", "127.0.0.1"
+    from_inside = {"IpAddress": {"SourceIp": [f"{inside}/32"]}}
+    user, created = _user_with_policy(
+        api,
+        [
+            {"effect": "allow", "action": ["ReadRepo"], "resource": project},
+            {"effect": "allow", "action": ["WriteBranch"], "resource": f"{project}@dev-*", "condition": from_inside},
+            {
+                "effect": "allow",
+                "action": ["fs:CreateCommit", "fs:ReadBranch"],
+                "resource": f"{REPO_ARN}{project}/branch/dev-*",
+                "condition": from_inside,
+            },
+        ],
+    )
+    # The lakeFS statement's condition is on the branch actions it became, and read back so.
+    assert [(s.action, s.resource, s.condition) for s in created.statement][1:] == [
+        (["WriteBranch"], f"{project}@dev-*", from_inside),
+        (["CommitBranch", "ReadBranch"], f"{project}@dev-*", from_inside),
+    ]
+    admin = api.sdk()
+    api.stack.client().put_object(Bucket=project, Key="main/later", Body=b"later")
+    lakefs_sdk.CommitsApi(admin).commit(project, "main", lakefs_sdk.CommitCreation(message="later"))
+
+    def s3_from(source: str) -> Any:
+        client = api.stack.client(user.creds)
+        client._endpoint.http_session = _BoundSession(source, timeout=30)
+        return client
+
+    pools = {
+        source: urllib3.PoolManager(source_address=(source, 0), retries=False, timeout=30)
+        for source in (inside, outside)
+    }
+
+    def rest(source: str, method: str, path: str, body: dict[str, Any]) -> urllib3.BaseHTTPResponse:
+        headers = {**user.basic(), "Content-Type": "application/json"}
+        return pools[source].request(
+            method, f"{api.stack.endpoint}/api/v1{path}", headers=headers, body=json.dumps(body).encode()
+        )
+
+    commit = f"/repositories/{project}/branches/dev-1/commits"
+    merge = f"/repositories/{project}/refs/main/merge/dev-1"
+
+    # From outside: the conditional Allows give nothing, on the gateway and the REST API alike.
+    _s3_denied(lambda: s3_from(outside).put_object(Bucket=project, Key="dev-1/out", Body=b"out"))
+    api.stack.client().put_object(Bucket=project, Key="dev-1/by-admin", Body=b"staged")
+    before = _head(api, project, "dev-1")
+    for path, body in ((commit, {"message": "outside"}), (merge, {})):
+        refused = rest(outside, "POST", path, body)
+        assert refused.status == 403, refused.data
+        assert f"CommitBranch on {project}@dev-1" in json.loads(refused.data)["message"]
+    assert _head(api, project, "dev-1") == before
+
+    # From inside: the same calls go through.
+    s3_from(inside).put_object(Bucket=project, Key="dev-1/in", Body=b"in")
+    committed = rest(inside, "POST", commit, {"message": "inside"})
+    assert committed.status == 201, committed.data
+    merged = rest(inside, "POST", merge, {})
+    assert merged.status == 200, merged.data
+    admin_s3 = api.stack.client()
+    assert admin_s3.get_object(Bucket=project, Key="dev-1/in")["Body"].read() == b"in"
+    assert admin_s3.get_object(Bucket=project, Key="dev-1/later")["Body"].read() == b"later"
+    assert "Contents" not in admin_s3.list_objects_v2(Bucket=project, Prefix="dev-1/out")
+    log = lakefs_sdk.RefsApi(admin).log_commits(project, "dev-1").results
+    assert [c.committer for c in log[:2]] == [user.id, user.id]

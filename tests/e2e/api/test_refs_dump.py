@@ -18,8 +18,13 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from lakefs_sdk.exceptions import ApiException
 from pydantic import SecretStr
 
-from engine.features.lifecycle import commit_id_of
+from engine.features.leases import Lease
+from engine.features.lifecycle import RESTORE_LEASE, commit_id_of
+from silt.config import load_config
+from silt.errors import NotFound
+from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.graveler.v1 import model_pb2 as pb
+from silt.journal.store import open_graveler_store
 from silt.rpc.signing import Credentials
 from tests.e2e.api.conftest import Api, json_post
 from tests.e2e.api.conftest import error_message as _message
@@ -326,3 +331,43 @@ def test_create_commit_record(api: Api, client: lakefs_sdk.ApiClient, creator: C
     assert _message(json_post(api, path, _record(head, metarange_id="../x")), 400)
     # Any committer, any parents: an administrator's (RestoreRefs), not a writer's.
     assert _message(json_post(api, path, _record(head, message="by a writer"), creds=creator), 403)
+
+
+def _graveler_store(api: Api) -> Any:
+    return open_graveler_store(load_config(api.stack.stack.config_path))
+
+
+def _partition(api: Api, repo: str) -> bytes:
+    info = api.stack.graveler.GetRepository(gapi.GetRepositoryRequest(name=repo))
+    return f"{repo}-{info.unique_id}".encode()
+
+
+def test_one_restore_at_a_time_and_a_dead_restores_lease_expires(
+    api: Api, client: lakefs_sdk.ApiClient, history: str
+) -> None:
+    dump = lakefs_sdk.InternalApi(client).dump_refs(history).to_dict()
+    target = _bare_beside(client, history)
+    partition = _partition(api, target)
+    store = _graveler_store(api)
+    try:
+        # A restore into target running elsewhere (another graveler) holds its lease: both ways
+        # of restoring are refused with lakeFS's 409 JSON, and nothing is restored.
+        running = Lease.take(store, partition, RESTORE_LEASE, "a restore elsewhere")
+        try:
+            message = _message(_put(api, f"/repositories/{target}/refs/restore", dump), 409)
+            assert "already running" in message
+            assert "already running" in _message(json_post(api, f"/repositories/{target}/restore", dump), 409)
+            assert lakefs_sdk.BranchesApi(client).list_branches(target).results == []
+        finally:
+            running.release()
+        # A restore whose graveler died leaves a lease no one renews: once its term is past, it
+        # is no lock, and the next restore runs (and leaves no lease behind).
+        dead = json.dumps({"holder": "a graveler that died", "until": time.time() - 1}).encode()
+        store.set_if(partition, RESTORE_LEASE, dead, None)
+        task = lakefs_sdk.RepositoriesApi(client).restore_submit(target, lakefs_sdk.RefsRestore(**dump))
+        assert _wait(lakefs_sdk.RepositoriesApi(client).restore_status, target, task.id).error is None
+        assert _state(client, target) == _state(client, history)
+        with pytest.raises(NotFound):
+            store.get(partition, RESTORE_LEASE)
+    finally:
+        store.close()

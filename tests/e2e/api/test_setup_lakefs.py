@@ -17,7 +17,13 @@ import lakefs_sdk
 import pytest
 import urllib3
 from lakefs_sdk.exceptions import ApiException
+from pydantic import SecretStr
 
+from services.auth.model import IamModel, IssuedCredential
+from services.auth.secrets import SecretBox
+from services.auth.setup import ADMINS
+from silt.config import load_config
+from silt.kv import open_store
 from silt.launcher import Stack
 from tests.e2e.api.conftest import error_message
 
@@ -139,3 +145,52 @@ def test_setup_bodies_are_bounded_and_json(fresh: Fresh) -> None:
         "POST", fresh.base + "/setup_lakefs", body=b"username=x", headers={"Content-Type": "text/plain"}
     )
     assert error_message(form, 415)
+
+
+@pytest.fixture
+def unfinished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fresh]:
+    """A stack whose first-run setup died half way: auth claimed the admin `boss` and stopped
+    before issuing its key (the model's own code, stopped there, on the stack's KV)."""
+    stack = Stack(
+        tmp_path_factory.mktemp("unfinished-setup"),
+        ports={"auth": 0, "graveler": 0, "gateway": 0},
+        services=["auth", "graveler", "gateway"],
+        restart=False,
+        log_level="WARN",
+        defer_admin=True,
+    )
+    stack.prepare()
+    stack.start()
+    try:
+        key = (stack.data_dir / "secret.key").read_text().strip()
+        store = open_store(load_config(stack.config_path).database)
+        try:
+            iam = IamModel(store, SecretBox(SecretStr(key)))
+
+            def stopped(user_id: str) -> IssuedCredential:
+                raise RuntimeError("auth stopped before issuing the admin's key")
+
+            iam.create_credentials = stopped  # type: ignore[method-assign]
+            with pytest.raises(RuntimeError):
+                iam.create_first_admin("boss", ADMINS)
+        finally:
+            store.close()
+        yield Fresh(stack, urllib3.PoolManager())
+    finally:
+        stack.stop()
+
+
+def test_a_setup_that_died_half_way_is_finished_by_setting_up_again(unfinished: Fresh) -> None:
+    internal = lakefs_sdk.InternalApi(unfinished.sdk())
+    assert internal.get_setup_state().state == "not_initialized"  # no admin key was ever shown
+    answer = unfinished.post("/setup_lakefs", {"username": "boss"})
+    assert answer.status == 200, answer.data
+    credentials = lakefs_sdk.CredentialsWithSecret.parse_obj(json.loads(answer.data))
+    admin = unfinished.sdk(credentials.access_key_id, credentials.secret_access_key)
+    assert lakefs_sdk.AuthApi(admin).get_current_user().user.id == "boss"
+    assert [m.id for m in lakefs_sdk.AuthApi(admin).list_group_members("Admins").results] == ["boss"]
+    assert [c.access_key_id for c in lakefs_sdk.AuthApi(admin).list_user_credentials("boss").results] == [
+        credentials.access_key_id
+    ]
+    assert internal.get_setup_state().state == "initialized"
+    assert error_message(unfinished.post("/setup_lakefs", {"username": "boss"}), 409) == "lakeFS already initialized"

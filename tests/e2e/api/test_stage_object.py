@@ -18,6 +18,9 @@ import pytest
 import urllib3
 from lakefs_sdk.exceptions import ApiException
 
+from edge.api.routes.symlinks import MAX_SYMLINK_FILES
+from silt.graveler.v1 import graveler_pb2 as gapi
+from silt.graveler.v1 import model_pb2 as pb
 from tests.e2e.api.conftest import Api, error_message
 from tests.support.gateway_stack import gateway_stack
 
@@ -198,3 +201,28 @@ def _admin(api: Api) -> dict[str, str]:
 
 def _json(body: dict[str, object]) -> bytes:
     return json.dumps(body).encode()
+
+
+def test_symlink_files_are_bounded_per_call(local_api: Api) -> None:
+    """More directories than one call writes files for (MAX_SYMLINK_FILES): 400 naming the bound,
+    and no file written; a narrower location within the bounds is served."""
+    client = local_api.sdk()
+    repo = _repo(client)
+    staged = [
+        gapi.StagedEntry(
+            key=f"t/p={i:04d}/part-0.csv", entry=pb.Entry(physical_address=f"data/{i}", size=1, etag="0" * 32)
+        )
+        for i in range(MAX_SYMLINK_FILES + 1)
+    ]
+    for start in range(0, len(staged), 256):
+        request = gapi.StageEntriesRequest(repository=repo, branch="main", entries=staged[start : start + 256])
+        local_api.stack.graveler.StageEntries(request, timeout=60)
+    internal = lakefs_sdk.InternalApi(client)
+    with pytest.raises(ApiException) as refused:
+        internal.create_symlink_file(repo, "main", location="t/")
+    message = json.loads(refused.value.body)["message"]
+    assert refused.value.status == 400 and f"more than {MAX_SYMLINK_FILES} directories" in message
+    config = local_api.stack.stack.config
+    assert config is not None
+    assert not (Path(config.blockstore.local.path) / repo / "_silt" / "symlinks").exists()
+    assert internal.create_symlink_file(repo, "main", location="t/p=0001/").location == f"local://{repo}/_silt/symlinks"

@@ -50,13 +50,13 @@ class Counted:
             self.direct[type(request).__name__.removesuffix("Request")] += 1
             return await real_read(method, request, *args)
 
-        async def allowed(user_id: str, action: str, resource: str) -> bool:
+        async def allowed(user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
             self.authorized.append((action, resource))
-            return await real_allowed(user_id, action, resource)
+            return await real_allowed(user_id, action, resource, source_ip)
 
-        async def key_scope(user_id: str, action: str, repository: str, branch: str = "") -> Any:
+        async def key_scope(user_id: str, action: str, repository: str, branch: str = "", source_ip: str = "") -> Any:
             self.authorized.append((action, repository))
-            return await real_scope(user_id, action, repository, branch)
+            return await real_scope(user_id, action, repository, branch, source_ip)
 
         async def call(method: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
             self.graveler[type(request).__name__.removesuffix("Request")] += 1

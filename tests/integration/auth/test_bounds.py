@@ -64,11 +64,11 @@ class _Asked:
     def __init__(self, interceptor: AuthInterceptor, monkeypatch: pytest.MonkeyPatch) -> None:
         self.resources: list[str] = []
         authority = interceptor.authority
-        allowed: Callable[[str, str, str], bool] = authority.allowed
+        allowed: Callable[[str, str, str, str], bool] = authority.allowed
 
-        def counting(user_id: str, action: str, resource: str) -> bool:
+        def counting(user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
             self.resources.append(resource)
-            return allowed(user_id, action, resource)
+            return allowed(user_id, action, resource, source_ip)
 
         monkeypatch.setattr(authority, "allowed", counting)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from services.auth import keys
+from services.auth import model as model_module
 from services.auth import setup as auth_setup
 from services.auth.model import IamModel
 from services.auth.policies import compile_statements, is_allowed
@@ -310,3 +311,65 @@ def test_command_line_defers_the_admin(
     remember(admin["admin"]["secret_access_key"])
     assert auth_setup.main(["--service", "api"]) == 0
     assert "set up already (admin user 'admin')" in capsys.readouterr().err
+
+
+# --- a first-run setup that died half way is retryable --------------------------------------
+
+
+def _dies_at_the_key(iam: IamModel, monkeypatch: pytest.MonkeyPatch, after_issuing: bool) -> None:
+    """The next create_credentials dies (auth stopped): before issuing the key, or after it was
+    issued and before anyone saw it."""
+    issue = iam.create_credentials
+
+    def dying(user_id: str) -> object:
+        monkeypatch.setattr(iam, "create_credentials", issue)
+        if after_issuing:
+            remember(issue(user_id).secret.get_secret_value())
+        raise RuntimeError("auth stopped")
+
+    monkeypatch.setattr(iam, "create_credentials", dying)
+
+
+@pytest.mark.parametrize("after_issuing", [False, True])
+def test_a_setup_that_died_before_showing_the_key_is_finished_by_the_next(
+    iam: IamModel, monkeypatch: pytest.MonkeyPatch, after_issuing: bool
+) -> None:
+    assert auth_setup.setup_without_admin(iam, services=[]) is not None
+    _dies_at_the_key(iam, monkeypatch, after_issuing)
+    with pytest.raises(RuntimeError):
+        iam.create_first_admin("boss", ADMINS)
+    assert iam.setup_record() is None  # not "set up": the admin has no key anyone saw
+    user, issued = iam.create_first_admin("boss", ADMINS)
+    remember(issued.secret.get_secret_value())
+    assert user.id == "boss" and iam.key_owner(issued.credential.access_key_id).user_id == "boss"
+    sealed = iam._credential(issued.credential.access_key_id).encrypted_secret
+    opened = iam.box.open(issued.credential.access_key_id, sealed)
+    assert opened.get_secret_value() == issued.secret.get_secret_value()  # the secret shown is the key's
+    # Only the key shown stands; the admin is the one admin; setup is done, once.
+    assert [c.access_key_id for c in iam.list_credentials("boss")[0]] == [issued.credential.access_key_id]
+    assert [u.id for u in iam.list_members(ADMINS)[0]] == ["boss"]
+    record = iam.setup_record()
+    assert record is not None and record.admin_user_id == "boss"
+    with pytest.raises(AlreadyExists):
+        iam.create_first_admin("boss", ADMINS)
+
+
+def test_a_died_setup_of_another_user_is_taken_over_only_once_abandoned(
+    iam: IamModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert auth_setup.setup_without_admin(iam, services=[]) is not None
+    _dies_at_the_key(iam, monkeypatch, after_issuing=True)
+    with pytest.raises(RuntimeError):
+        iam.create_first_admin("boss", ADMINS)
+    # Still young: it may be a setup under way, not one that died.
+    with pytest.raises(AlreadyExists, match="under way"):
+        iam.create_first_admin("chief", ADMINS)
+    monkeypatch.setattr(model_module, "CLAIM_SECONDS", 0.0)
+    user, issued = iam.create_first_admin("chief", ADMINS)
+    remember(issued.secret.get_secret_value())
+    assert user.id == "chief" and iam.key_owner(issued.credential.access_key_id).user_id == "chief"
+    assert [u.id for u in iam.list_members(ADMINS)[0]] == ["chief"]
+    with pytest.raises(NotFound):
+        iam.get_user("boss")  # the abandoned claim's user, whose key no one saw
+    record = iam.setup_record()
+    assert record is not None and record.admin_user_id == "chief"

@@ -22,7 +22,7 @@ CREDENTIALS = {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "wJ
 class _Backend:
     """Allows everything and fails any call to graveler: the refusal must come first."""
 
-    async def allowed(self, user_id: str, action: str, resource: str) -> bool:
+    async def allowed(self, user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
         return True
 
     async def call(self, *args: Any, **kwargs: Any) -> Any:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from silt.errors import InvalidArgument, NotFound
+from silt.errors import InvalidArgument, NotFound, Unavailable
 from silt.key_scope import KeyScope
 from silt.rpc.authority import MAX_CACHED_RESOURCE, AioCachedAuthority, CachedAuthority, CallKey, KeyCache, TTLCache
 from tests.support.clock import ManualClock
@@ -57,7 +57,7 @@ class CountingAuthority:
             raise NotFound(f"access key {access_key_id} not found")
         return CallKey("alice", f"{day}/{audience}".encode())
 
-    def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
+    def allowed_many(self, user_id: str, action: str, resources: Sequence[str], source_ip: str = "") -> list[bool]:
         self.asked.append((user_id, action, tuple(resources)))
         return [action == "ReadRepo" and r in self.allow for r in resources]
 
@@ -126,10 +126,14 @@ class AsyncCountingAuthority:
     def __init__(self) -> None:
         self.sync = CountingAuthority()
 
-    async def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
+    async def allowed_many(
+        self, user_id: str, action: str, resources: Sequence[str], source_ip: str = ""
+    ) -> list[bool]:
         return self.sync.allowed_many(user_id, action, resources)
 
-    async def key_scope(self, user_id: str, action: str, repository: str, branch: str = "") -> KeyScope:
+    async def key_scope(
+        self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = ""
+    ) -> KeyScope:
         # Object actions as the repository's: every key or none.
         return KeyScope(repository, every_key=(await self.allowed_many(user_id, action, [repository]))[0])
 
@@ -212,3 +216,44 @@ def test_the_key_cache_stores_only_issued_shapes() -> None:
     keys.put(KNOWN, "scope", 2)
     assert len(keys.known) == 1 and len(keys.unknown) == 0
     assert keys.get(KNOWN, "scope") == 2
+
+
+class ScopingAuthority(CountingAuthority):
+    """Also answers key scopes, as auth's AuthorizeKeys does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scoped: list[tuple[str, str, str, str, str]] = []
+
+    def key_scope(self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = "") -> KeyScope:
+        self.scoped.append((user_id, action, repository, branch, source_ip))
+        return KeyScope(repository, every_key=True, deny=(f"{repository}/secret/*",))
+
+
+def test_key_scopes_are_cached_per_user_action_repository_branch_and_address() -> None:
+    """Graveler's check of the keys a merge changes asks these for every merge: cached, apart
+    for each branch (its WriteBranch statements count) and source address (conditions)."""
+    inner = ScopingAuthority()
+    cached = CachedAuthority(inner, ttl=60)
+    for _ in range(3):
+        assert not cached.key_scope("alice", "WriteObject", "r1").allows("secret/x")
+    cached.key_scope("alice", "DeleteObject", "r1")
+    cached.key_scope("bob", "WriteObject", "r1")
+    cached.key_scope("alice", "WriteObject", "r1", "dev")
+    cached.key_scope("alice", "WriteObject", "r1", "dev", "10.0.0.1")
+    cached.key_scope("alice", "WriteObject", "r1", "dev")
+    assert inner.scoped == [
+        ("alice", "WriteObject", "r1", "", ""),
+        ("alice", "DeleteObject", "r1", "", ""),
+        ("bob", "WriteObject", "r1", "", ""),
+        ("alice", "WriteObject", "r1", "dev", ""),
+        ("alice", "WriteObject", "r1", "dev", "10.0.0.1"),
+    ]
+    cached.forget()
+    cached.key_scope("alice", "WriteObject", "r1")
+    assert len(inner.scoped) == 6
+
+
+def test_an_authority_without_key_scopes_is_unavailable_for_them() -> None:
+    with pytest.raises(Unavailable):
+        CachedAuthority(CountingAuthority(), ttl=60).key_scope("alice", "WriteObject", "r1")

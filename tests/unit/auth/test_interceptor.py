@@ -19,6 +19,7 @@ from silt.rpc.replay import ReplayCache
 from silt.rpc.server import bind, build_server
 from silt.rpc.signing import (
     ACCESS_KEY_HEADER,
+    CLIENT_IP_HEADER,
     DATE_HEADER,
     NONCE_HEADER,
     SCOPE_HEADER,
@@ -41,12 +42,14 @@ RULES: dict[str, Rule] = {
     "/test.Svc/Echo": Require("ReadRepo", field("value")),
     "/test.Svc/Stream": Require("ReadRepo", field("value")),
     "/test.Svc/Upload": Authenticated(),
+    "/test.Svc/Where": Authenticated(),
 }
 
 
 class FakeAuthority:
     def __init__(self) -> None:
         self.asked: list[str] = []
+        self.sources: list[str] = []
 
     def call_key(self, access_key_id: str, day: str, audience: str) -> CallKey:
         self.asked.append(access_key_id)
@@ -58,7 +61,8 @@ class FakeAuthority:
             raise NotFound("no such key")
         return CallKey("alice", derive_call_key(SECRET, day, audience))
 
-    def allowed_many(self, user_id: str, action: str, resources: Sequence[str]) -> list[bool]:
+    def allowed_many(self, user_id: str, action: str, resources: Sequence[str], source_ip: str = "") -> list[bool]:
+        self.sources.append(source_ip)
         return [r.startswith("open-") for r in resources]
 
 
@@ -90,6 +94,10 @@ class Env:
             yield StringValue(value=current_principal().user_id)
             yield StringValue(value=request.value)
 
+        def where(request: StringValue, context: Any) -> StringValue:
+            principal = current_principal()
+            return StringValue(value=f"{principal.source_ip}|{principal.reported_ip}")
+
         def upload(requests: Iterator[StringValue], context: Any) -> StringValue:
             self.reached.append("Upload")
             return StringValue()
@@ -100,6 +108,9 @@ class Env:
         return {
             "Echo": unruled,
             "Unruled": unruled,
+            "Where": grpc.unary_unary_rpc_method_handler(
+                where, request_deserializer=StringValue.FromString, response_serializer=StringValue.SerializeToString
+            ),
             "Stream": grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=StringValue.FromString, response_serializer=StringValue.SerializeToString
             ),
@@ -334,3 +345,34 @@ def test_calls_whose_signature_headers_cannot_be_valid_are_refused_before_their_
     assert forged.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert "signature does not match" in (forged.value.details() or "")
     assert env.reached == []
+
+
+def test_decisions_are_about_the_peer_address(env: Env) -> None:
+    """A caller's own call is judged from where it came (policy conditions): the gRPC peer."""
+    assert env.echo(ALICE, "open-1") == "alice"
+    assert env.authority.sources == ["127.0.0.1"]
+    assert env.echo(ALICE, "", method="Where") == "127.0.0.1|"
+
+
+class _Rewriter(grpc.UnaryUnaryClientInterceptor):
+    """Changes the client-address header after the call was signed, as someone on the way might."""
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        metadata = [(k, "10.0.0.1" if k == CLIENT_IP_HEADER else v) for k, v in details.metadata or ()]
+        return continuation(details._replace(metadata=metadata), request)
+
+
+def test_the_reported_client_address_is_signed_with_the_call(env: Env) -> None:
+    reported = ((CLIENT_IP_HEADER, "127.0.0.2"),)
+    assert env.echo(ALICE, "", method="Where", metadata=reported) == "127.0.0.1|127.0.0.2"
+    # Not an address: reported as unknown, never as text a condition could misread.
+    assert env.echo(ALICE, "", method="Where", metadata=[(CLIENT_IP_HEADER, "here")]) == "127.0.0.1|"
+    raw = grpc.intercept_channel(grpc.insecure_channel(env.address), _Rewriter())
+    channel = grpc.intercept_channel(raw, SigningInterceptor(ALICE, audience=AUDIENCE))
+    env.channels.append(channel)
+    call = channel.unary_unary(
+        "/test.Svc/Where",
+        request_serializer=StringValue.SerializeToString,
+        response_deserializer=StringValue.FromString,
+    )
+    assert status(lambda: call(StringValue(value=""), timeout=10, metadata=reported)) == grpc.StatusCode.UNAUTHENTICATED

@@ -1,0 +1,127 @@
+"""Listings filtered per key (silt/key_scope.py), with a bounded scan per request.
+
+A caller allowed only some keys of a repository sees a listing (REST objects and diffs, S3
+ListObjects) with the other keys left out. Reading on past hidden keys until a page is full
+would let a caller allowed one narrow prefix make one request scan the whole repository, so one
+request scans at most MAX_SCANNED listed items, shown or not. When the scan stops there with
+fewer items than asked, the page answers what it found, says there is more, and continues with a
+*cursor* naming where the scan stopped.
+
+The last item scanned may be a key the caller may not read, so a cursor never shows it: it is
+the position encrypted and authenticated (AES-256-GCM under a key derived from the edge's
+service secret) with the listing it continues (front end, caller, repository, ref, prefix,
+delimiter) as associated data. Clients hand it back unchanged (lakeFS clients pass `next_offset`
+as the next `after`; S3 clients the continuation token or marker). A value that starts like a
+cursor but does not open (forged, altered, cut, or from another listing or caller) is refused,
+never read as a position; any other value is a key, as before.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+# Listed items (shown or not) one filtered listing request reads at most: ten of the largest
+# pages a client may ask for (1,000 items). docs/security.md, "Policies on objects".
+MAX_SCANNED = 10_000
+# How a cursor starts: `~` sorts after every letter and digit, and no key is expected to begin so.
+CURSOR_MARK = "~silt-scan~"
+_KEY_LABEL = b"silt edge scan cursor v1"
+_NONCE = 12
+
+T = TypeVar("T")
+
+
+class InvalidCursor(ValueError):
+    """A value that starts as a cursor does, but is no cursor this edge gave for this listing."""
+
+
+def is_cursor(value: str) -> bool:
+    return value.startswith(CURSOR_MARK)
+
+
+class ScanCursors:
+    """Seals a scan position into a cursor bound to one listing, and opens it again."""
+
+    def __init__(self, key: bytes) -> None:
+        self._aead = AESGCM(key)
+
+    @classmethod
+    def from_secret(cls, secret: str) -> ScanCursors:
+        """The edge's cursors, keyed by its service secret: every replica of one installation
+        opens the others' cursors, and rotating the secret ends the old ones (refused)."""
+        key = hmac.new(secret.encode("utf-8", "surrogatepass"), _KEY_LABEL, hashlib.sha256).digest()
+        return cls(key)
+
+    def seal(self, position: str, listing: Sequence[str]) -> str:
+        nonce = os.urandom(_NONCE)
+        sealed = self._aead.encrypt(nonce, position.encode("utf-8", "surrogatepass"), _bound(listing))
+        return CURSOR_MARK + base64.urlsafe_b64encode(nonce + sealed).decode("ascii").rstrip("=")
+
+    def open(self, cursor: str, listing: Sequence[str]) -> str:
+        """The position sealed in cursor; InvalidCursor unless this edge sealed it for listing."""
+        if not is_cursor(cursor):
+            raise InvalidCursor("not a cursor")
+        text = cursor[len(CURSOR_MARK) :]
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        except (binascii.Error, ValueError):
+            raise InvalidCursor("malformed cursor") from None
+        if len(raw) <= _NONCE:
+            raise InvalidCursor("malformed cursor")
+        try:
+            plain = self._aead.decrypt(raw[:_NONCE], raw[_NONCE:], _bound(listing))
+        except InvalidTag:
+            raise InvalidCursor("the cursor was not given for this listing") from None
+        return plain.decode("utf-8", "surrogatepass")
+
+
+def _bound(listing: Sequence[str]) -> bytes:
+    return json.dumps(list(listing), ensure_ascii=True).encode("ascii")
+
+
+@dataclass(frozen=True)
+class Scanned(Generic[T]):
+    """A filtered page: the items shown, whether more follow, and, when the scan stopped at
+    MAX_SCANNED rather than on a full page, the last key scanned (to seal in a cursor)."""
+
+    items: list[T]
+    has_more: bool
+    stopped_at: str | None = None
+
+
+async def scan_visible(
+    read: Callable[[str, int], Awaitable[tuple[Sequence[T], bool]]],
+    shown: Callable[[T], bool],
+    key_of: Callable[[T], str],
+    after: str,
+    size: int,
+    page: int,
+    cap: int = MAX_SCANNED,
+) -> Scanned[T]:
+    """Up to size items after `after` that shown keeps, reading pages of up to `page` items
+    (read(after, amount) -> (items, has_more)) until one more than asked is found, the listing
+    ends, or cap items were scanned."""
+    found: list[T] = []
+    scanned = 0
+    while True:
+        items, more = await read(after, max(1, min(page, cap - scanned)))
+        scanned += len(items)
+        found += [item for item in items if shown(item)]
+        if len(found) > size:
+            return Scanned(found[:size], True)
+        if not more or not items:
+            return Scanned(found, False)
+        after = key_of(items[-1])
+        if scanned >= cap:
+            return Scanned(found, True, after)
