@@ -140,7 +140,7 @@ emulators: $(AZURITE_STAMP) $(STAMP)
 # moto_server, Azurite and fake-gcs-server, from pytest session fixtures.
 # `make test` leaves out the exhaustive variants marked nightly (each has a smaller case that
 # runs here) but for the commit's rotating slice of them (tests/support/rotation.py: every
-# nightly test once in any 5 consecutive commits, about 5 minutes a commit), and the
+# nightly test once in any 7 consecutive commits, about 2 minutes a commit), and the
 # podman-marked tests (image builds, the overlay in podman's pods: a static check of the image
 # definitions runs here instead, tests/unit/test_image_definitions.py); `make test-all` runs
 # everything, for a nightly job, and installs podman first. Both run pytest in legs side by side
