@@ -17,9 +17,9 @@ Both check first that the keyspaces have the replication factor meant, then:
   graveler, 8 rounds each (the nightly variant: SILT_REPLICAS_ROUNDS, 120 in `make test-all`
   and 40 in `make test`'s rotating slice, tests/support/rotation.py): no lost or resurrected
   writes, every commit holds every write acknowledged before it started. The short case runs
-  every path the long one does (the two committers, in two processes, race for the branch head while writes land through both gateways, and
-  every commit is checked through the other graveler); the long one gives a rare
-  interleaving more chances to show;
+  every path the long one does (the two committers, in two processes, race for the branch
+  head while writes land through both gateways, and every commit is checked through the other
+  graveler); the long one gives a rare interleaving more chances to show;
 * read-your-writes across replicas: what one graveler (or gateway) did, the other sees on
   the next call;
 * a credential deleted through one auth replica stops working through every gateway and
