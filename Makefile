@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt engine services jobs bench edge cli devtools tests
 
-.PHONY: all venv clients emulators lock proto bytecode ui docs run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients emulators lock proto ui docs run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -28,13 +28,9 @@ all: proto
 # same hashes and no build isolation: it downloads and builds side by side where pip goes one
 # package at a time, which on a cold machine is minutes (pyspark and the S3A jars are sdists of
 # hundreds of MB). uv reads no pip.conf: a proxy's CA comes from SSL_CERT_FILE.
-# --compile-bytecode: the .pyc files are written once here, in parallel. Without them every
-# process the tests start (about a thousand: services, CLIs, clients, Spark's workers) compiles
-# what it imports again, and where PYTHONDONTWRITEBYTECODE is set (some CI machines) nothing is
-# ever cached: measured, that doubled the CPU of the process-heavy tests.
 UV_BOOT   := $(VENV)/.uv-stamp
 UV        := $(VENV)/bin/uv
-UV_LOCKED := pip install --quiet --require-hashes --no-build-isolation --compile-bytecode
+UV_LOCKED := pip install --quiet --require-hashes --no-build-isolation
 $(UV_BOOT): $(LOCKS)/build.txt $(LOCKS)/installer.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) $(PIP_LOCKED) -r $(LOCKS)/build.txt
@@ -140,7 +136,7 @@ emulators: $(AZURITE_STAMP) $(STAMP)
 # moto_server, Azurite and fake-gcs-server, from pytest session fixtures.
 # `make test` leaves out the exhaustive variants marked nightly (each has a smaller case that
 # runs here) but for the commit's rotating slice of them (tests/support/rotation.py: every
-# nightly test once in any 5 consecutive commits, about 5 minutes a commit), and the
+# nightly test once in any 7 consecutive commits, about 2 minutes a commit), and the
 # podman-marked tests (image builds, the overlay in podman's pods: a static check of the image
 # definitions runs here instead, tests/unit/test_image_definitions.py); `make test-all` runs
 # everything, for a nightly job, and installs podman first. Both run pytest in legs side by side
@@ -163,14 +159,15 @@ test-all:
 # after the other and overlap well. -Otarget keeps each install's output in one piece.
 INSTALL_JOBS := -j5 -Otarget
 SYSTEM_DEPS ?=
-test-deps: proto bytecode clients ui emulators system-deps cassandra-package
+test-deps: proto clients ui emulators system-deps cassandra-package
 
-# The project's own .pyc files (and the generated protobuf code's), written once before the tests
-# start the processes that import them (see --compile-bytecode above); compileall writes them
-# even where PYTHONDONTWRITEBYTECODE is set, and skips what is already current.
-BYTECODE_DIRS := silt engine services jobs edge cli devtools tests
-bytecode: proto
-	@$(PY) -m compileall -q -j0 $(BYTECODE_DIRS)
+# The tests' processes write the .pyc files of what they import (git-ignored __pycache__/), even
+# where the machine sets PYTHONDONTWRITEBYTECODE (some CI machines do): the suite starts about a
+# thousand Python processes (services, CLIs, clients, Spark's workers), and without the cache each
+# compiles everything it imports again, which doubled the CPU of the tests that start processes
+# (measured: docs/testing.md, "The budget on a cold machine"). Compiling every installed file
+# up front instead (uv's --compile-bytecode) took the cold install from 83 s to 264 s.
+test test-all test-fast test-model test-jepsen: export PYTHONDONTWRITEBYTECODE :=
 
 # Java, npm and Chromium from Debian when missing (scripts/ensure-system-deps.sh; with
 # SYSTEM_DEPS=podman also podman and what it builds images with).
@@ -192,7 +189,7 @@ test-times:
 # Spark, Cassandra, large data sets or fuzzing, so no Java either. The marks are pyproject.toml's;
 # tests/conftest.py applies most by directory and fixture. `make test` still runs everything.
 FAST_MARKS := not (e2e or spark or cassandra or cassandra_cluster or slow or fuzz)
-test-fast: proto bytecode clients emulators
+test-fast: proto clients emulators
 	$(PY) -m pytest -m "$(FAST_MARKS)" $(PYTEST_ARGS)
 
 # The model-based test of graveler (tests/integration/graveler/test_model.py) at a search size

@@ -14,12 +14,12 @@ Both check first that the keyspaces have the replication factor meant, then:
 
 * the concurrency torture test of tests/integration/graveler/test_concurrency.py across
   processes: 8 writers spread over both gateways (S3 PUT/DELETE), 2 committers, one per
-  graveler, 8 rounds each (120 in the nightly variant, which fits one slice of the
-  rotation): no lost or resurrected writes, every commit holds every write acknowledged
-  before it started. The short case runs every path the long one does (the two committers,
-  in two processes, race for the branch head while writes land through both gateways, and
-  every commit is checked through the other graveler); the long one gives a rare
-  interleaving more chances to show;
+  graveler, 8 rounds each (the nightly variant: SILT_REPLICAS_ROUNDS, 120 in `make test-all`
+  and 40 in `make test`'s rotating slice, tests/support/rotation.py): no lost or resurrected
+  writes, every commit holds every write acknowledged before it started. The short case runs
+  every path the long one does (the two committers, in two processes, race for the branch
+  head while writes land through both gateways, and every commit is checked through the other
+  graveler); the long one gives a rare interleaving more chances to show;
 * read-your-writes across replicas: what one graveler (or gateway) did, the other sees on
   the next call;
 * a credential deleted through one auth replica stops working through every gateway and
@@ -29,6 +29,7 @@ Both check first that the keyspaces have the replication factor meant, then:
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -50,7 +51,8 @@ WRITERS = 8
 COMMITTERS = 2
 # Commits each committer makes: `make test` runs the short case, `make test-all` both. The
 # committers' rounds are the test's time (each commit races the other's for the branch head).
-ROUNDS = [pytest.param(8, id="8-rounds"), pytest.param(120, id="120-rounds", marks=pytest.mark.nightly)]
+NIGHTLY_ROUNDS = int(os.environ.get("SILT_REPLICAS_ROUNDS", "120"))
+ROUNDS = [pytest.param(8, id="8-rounds"), pytest.param(NIGHTLY_ROUNDS, id="many-rounds", marks=pytest.mark.nightly)]
 KEYS_PER_WRITER = 4
 # auth.cache_ttl_seconds (dev overlay: the default, 5 s) bounds two caches in a row: the
 # gateway's (or graveler's) cache of key owners, then auth's own. Plus one polling step.
