@@ -449,7 +449,9 @@ class GatewaysConfig(_Section):
     it, and the REST API's own port): a request from one of them has its client read from `X-Forwarded-For` (the
     nearest address not in this list, read from the right) and its scheme from `X-Forwarded-Proto`; from any other
     peer both headers are ignored and the TCP peer is the client. The client's address is what policy conditions
-    (`IpAddress`, `NotIpAddress`) see (docs/security.md, "Policy conditions"). Empty: no proxy is trusted
+    (`IpAddress`, `NotIpAddress`) see (docs/security.md, "Policy conditions"). List the proxies' exact addresses: any
+    host inside a listed block can name any client. An IPv4 entry also covers its `::ffff:` form, as a dual-stack
+    listener sees an IPv4 peer. Empty: no proxy is trusted
     """
 
     _trusted_proxies = field_validator("trusted_proxies")(_check_trusted_proxies)

@@ -10,8 +10,9 @@ socket's view of an IPv4 client) is its IPv4 address, and an IPv6 zone is droppe
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -42,10 +43,14 @@ def canonical(text: str) -> str:
 
 def grpc_peer_address(peer: str | None) -> str:
     """The address of a gRPC peer (``context.peer()``: `ipv4:10.0.0.5:51234`,
-    `ipv6:[::1]:51234`, `unix:/path`), without its port; UNKNOWN for anything but an IP peer."""
+    `ipv6:[::1]:51234`, `unix:/path`), without its port; UNKNOWN for anything but an IP peer.
+    gRPC percent-encodes the URI it writes (`ipv6:%5B::1%5D:51234` since 1.6x), so the text is
+    decoded before the port is split off."""
     kind, _, rest = (peer or "").partition(":")
     if kind not in ("ipv4", "ipv6"):
         return UNKNOWN
+    if not rest.startswith("["):
+        rest = unquote(rest)
     host = rest.rpartition(":")[0] or rest
     return canonical(host)
 
@@ -59,3 +64,20 @@ def asgi_client_address(scope: Mapping[str, Any]) -> str:
         return UNKNOWN
     host = client[0]
     return canonical(host) if isinstance(host, str) else UNKNOWN
+
+
+def with_mapped_forms(blocks: Iterable[str]) -> list[str]:
+    """blocks (canonical CIDR blocks) followed by the IPv4-mapped IPv6 form of each IPv4 block
+    (`10.0.0.0/8` adds `::ffff:10.0.0.0/104`).
+
+    A dual-stack listener (`[::]`) sees an IPv4 peer as `::ffff:a.b.c.d`, and uvicorn compares
+    that text with the trusted blocks as it is: without the mapped form an IPv4 proxy reaching
+    such a listener would not be trusted, its X-Forwarded-For ignored, and every client judged
+    by the proxy's address."""
+    listed = list(blocks)
+    mapped = []
+    for block in listed:
+        network = ipaddress.ip_network(block, strict=False)
+        if isinstance(network, ipaddress.IPv4Network):
+            mapped.append(f"::ffff:{network.network_address}/{96 + network.prefixlen}")
+    return listed + [str(ipaddress.ip_network(block)) for block in mapped]

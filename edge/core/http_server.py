@@ -9,6 +9,7 @@ from typing import Any
 import uvicorn
 
 from silt.service import STOP_GRACE_SECONDS
+from silt.source_address import with_mapped_forms
 
 
 def serve_http(app: Any, listen_address: str, trusted_proxies: Sequence[str], **options: Any) -> None:
@@ -20,7 +21,13 @@ def serve_http(app: Any, listen_address: str, trusted_proxies: Sequence[str], **
     X-Forwarded-For and X-Forwarded-Proto uvicorn believes, rewriting the scope's `client` and
     `scheme` before the app sees them (the nearest untrusted address of X-Forwarded-For, read
     from the right); none by default. uvicorn's own default would trust 127.0.0.1 and ::1, so
-    that any local process could name itself any client address."""
+    that any local process could name itself any client address. Each IPv4 block is also
+    given in its IPv4-mapped IPv6 form, the way a dual-stack listener sees an IPv4 peer."""
+    uvicorn.run(app, **{**http_settings(listen_address, trusted_proxies), **options})
+
+
+def http_settings(listen_address: str, trusted_proxies: Sequence[str]) -> dict[str, Any]:
+    """uvicorn's settings for serve_http, before its options."""
     host, _, port = listen_address.rpartition(":")
     settings: dict[str, Any] = {
         "host": host.strip("[]"),
@@ -36,6 +43,6 @@ def serve_http(app: Any, listen_address: str, trusted_proxies: Sequence[str], **
         # Stop within the launcher's grace period even if a client keeps a request open.
         "timeout_graceful_shutdown": int(STOP_GRACE_SECONDS),
         "proxy_headers": True,
-        "forwarded_allow_ips": list(trusted_proxies),
+        "forwarded_allow_ips": with_mapped_forms(trusted_proxies),
     }
-    uvicorn.run(app, **{**settings, **options})
+    return settings

@@ -16,10 +16,13 @@ Five metadata entries go with each call:
     x-silt-nonce           32 hex digits, random for every call
     x-silt-signature       hex HMAC-SHA256(signing key, string-to-sign)
 
-    string-to-sign = "SILT2-HMAC-SHA256" \\n date \\n scope \\n nonce \\n full method name \\n
-                     access key id \\n hex SHA-256 of the request message, serialized deterministically
-                     [\\n acting user, when the call carries x-silt-acting-user]
-                     [\\n "client-ip=" client address, when the call carries x-silt-client-ip]
+    string-to-sign = "SILT3-HMAC-SHA256" \\n date \\n scope \\n nonce \\n full method name \\n
+                     access key id \\n hex SHA-256 of the request message, serialized deterministically \\n
+                     "acting-user=" length ":" acting user \\n "client-ip=" length ":" client address
+
+Both trailing fields are always there, "" (length 0) when the call carries no such header, and
+each value is prefixed with its length in characters: no value of one field can be read as the
+other's tag, or as a line of its own, so each pair of values has a string-to-sign of its own.
 
 The acting-user header (an IAM call the REST API makes for the user it authenticated,
 services/auth/acting.py) changes whose rights the call is judged by, so it is signed with the
@@ -80,7 +83,7 @@ SIGNED_HEADERS = frozenset((*REQUIRED_HEADERS, REQUEST_ID_HEADER))
 ACTING_USER_HEADER = "x-silt-acting-user"
 # The address of the client a call is made for (silt/source_address.py); signed when present.
 CLIENT_IP_HEADER = "x-silt-client-ip"
-ALGORITHM = "SILT2-HMAC-SHA256"
+ALGORITHM = "SILT3-HMAC-SHA256"
 NONCE_BYTES = 16
 
 # The services that verify signed calls, each for calls to itself.
@@ -176,8 +179,17 @@ def sign(
     acting: str = "",
     client_ip: str = "",
 ) -> str:
-    parts = (ALGORITHM, date, scope, nonce, method, access_key_id, digest) + ((acting,) if acting else ())
-    parts += (f"client-ip={client_ip}",) if client_ip else ()
+    parts = (
+        ALGORITHM,
+        date,
+        scope,
+        nonce,
+        method,
+        access_key_id,
+        digest,
+        f"acting-user={len(acting)}:{acting}",
+        f"client-ip={len(client_ip)}:{client_ip}",
+    )
     return hmac.new(key, "\n".join(parts).encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
 

@@ -49,8 +49,9 @@ from edge.gateway.operations.common import (
 from edge.gateway.payload import AwsChunked, DeclaredLength, Sha256Checked, Source
 from edge.gateway.request import decimal, decode_component
 from edge.gateway.routing import split_path
+from engine.core.validation import validate_ref_name
 from silt.block.adapter import PutResult
-from silt.errors import NotFound
+from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -101,6 +102,9 @@ def _http_date(value: str) -> datetime | None:
 
 # Keys one DeleteObjects takes (S3's limit, and graveler's for one DeleteEntries call).
 MAX_DELETE_KEYS = 1000
+# Branches one DeleteObjects names: each costs an AuthorizeKeys call before any key is deleted,
+# so the keys' own cap would let one request make a thousand (S3A's bulk deletes name one).
+MAX_DELETE_BRANCHES = 10
 
 # Entry metadata Silt keeps for itself; never a header of its own, kept through copies.
 PART_SIZES = "x-silt-part-sizes"
@@ -560,8 +564,9 @@ async def delete_object(ctx: Context) -> Response:
 
 
 async def delete_objects(ctx: Context) -> Response:
-    """DeleteObjects: parse, authorize once, then one graveler call per branch named (S3A's
-    bulk deletes of directory markers name one), each key with its own outcome."""
+    """DeleteObjects: parse, authorize once per branch named (at most MAX_DELETE_BRANCHES; S3A's
+    bulk deletes of directory markers name one), then one graveler call per branch, each key
+    with its own outcome."""
     repository = ctx.request.bucket
     raw = await ctx.request.body.read_all()
     root = parse_xml(raw)
@@ -571,20 +576,28 @@ async def delete_objects(ctx: Context) -> Response:
     if not paths or len(paths) > MAX_DELETE_KEYS:
         raise S3Error("MalformedXML", f"DeleteObjects takes 1 to {MAX_DELETE_KEYS} keys")
     refs = list(dict.fromkeys(split_path(path)[0] for path in paths))
+    if len(refs) > MAX_DELETE_BRANCHES:
+        raise S3Error("MalformedXML", f"DeleteObjects takes keys of at most {MAX_DELETE_BRANCHES} branches")
+    # A name that is no branch's is refused per key, without asking auth about it.
+    misnamed = {ref: error for ref in refs if (error := _branch_name_error(ref)) is not None}
     # Each branch's own scope (its WriteBranch statements count); a request allowed no key on any
     # of them is refused whole, as one without the action at all.
     scopes = {
         ref: await ctx.backend.key_scope(ctx.user_id, DELETE_OBJECT, repository, ref, ctx.request.source_ip)
         for ref in refs
+        if ref not in misnamed
     }
-    if all(scope.nothing for scope in scopes.values()):
-        raise S3Error("AccessDenied", f"{ctx.user_id} may not {DELETE_OBJECT} on {repository}")
-    await ctx.backend.namespace(repository)
+    if scopes:  # else every key is refused for its name alone, whoever asks and wherever
+        if all(scope.nothing for scope in scopes.values()):
+            raise S3Error("AccessDenied", f"{ctx.user_id} may not {DELETE_OBJECT} on {repository}")
+        await ctx.backend.namespace(repository)
     keys_by_ref: dict[str, list[str]] = {}
     outcomes: dict[tuple[str, str], S3Error | None] = {}
     for path in paths:
         ref, key = split_path(path)
-        if scopes[ref].allows(key):
+        if ref in misnamed:
+            outcomes[(ref, key)] = misnamed[ref]
+        elif scopes[ref].allows(key):
             keys_by_ref.setdefault(ref, []).append(key)
         else:  # refused alone, as S3 refuses a key the caller may not delete
             outcomes[(ref, key)] = S3Error("AccessDenied", f"{ctx.user_id} may not {DELETE_OBJECT} on {key}")
@@ -600,14 +613,23 @@ async def delete_objects(ctx: Context) -> Response:
     return xml_response(f'<DeleteResult xmlns="{XMLNS}">{"".join(parts)}</DeleteResult>')
 
 
+def _branch_name_error(ref: str) -> S3Error | None:
+    """The error of each key of ref when ref can name no branch, else None."""
+    if not ref:
+        return S3Error("InvalidArgument", "a key needs a branch and a name")
+    try:
+        validate_ref_name(ref)
+    except InvalidArgument as exc:
+        return S3Error("InvalidArgument", str(exc))
+    return None
+
+
 async def _delete_on_branch(ctx: Context, repository: str, ref: str, keys: list[str]) -> list[S3Error | None]:
     """Delete keys of one branch in one graveler call; the error of each key, None if deleted.
 
     A missing key counts as deleted (S3 deletes are idempotent), and so does "<branch>/", the
     branch root marker, which is never stored. Only an unavailable graveler fails the request.
     """
-    if not ref:
-        return [S3Error("InvalidArgument", "a key needs a branch and a name")] * len(keys)
     stored = list(dict.fromkeys(key for key in keys if key))
     backend = ctx.backend
     request = api.DeleteEntriesRequest(repository=repository, branch=ref, keys=stored)

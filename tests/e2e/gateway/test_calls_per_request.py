@@ -171,6 +171,36 @@ def test_delete_objects_is_one_graveler_call_per_branch(gw: GatewayStack, counte
     assert "Contents" not in s3.list_objects_v2(Bucket=bucket, Prefix="main/dir/")
 
 
+def test_delete_objects_asks_auth_only_about_branch_names_and_at_most_ten(gw: GatewayStack, counted: Counted) -> None:
+    s3 = _client(gw, counted.endpoint)
+    bucket = f"t-{secrets.token_hex(5)}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="main/a", Body=b"a")
+    counted.reset()
+    # Names no branch can have: each key refused for its name, auth asked about main alone.
+    misnamed = ["a..b/k", "-x/k", "x@y/k", "a b/k", "x~y/k", "/k", "0" * 64 + "/k"]
+    answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in ["main/a", *misnamed]]})
+    assert counted.authorized == [("DeleteObject", bucket)]
+    assert [d["Key"] for d in answer["Deleted"]] == ["main/a"]
+    assert sorted((e["Key"], e["Code"]) for e in answer["Errors"]) == sorted((k, "InvalidArgument") for k in misnamed)
+    counted.reset()
+    answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in misnamed]})
+    assert counted.authorized == [] and counted.graveler == {}
+    assert len(answer["Errors"]) == len(misnamed)
+    counted.reset()
+    # Ten branches (none of them there but main) are asked about one by one; eleven are refused whole.
+    ten = ["main/a", *(f"b{i}/k" for i in range(9))]
+    answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in ten]})
+    assert counted.authorized == [("DeleteObject", bucket)] * 10
+    assert [d["Key"] for d in answer["Deleted"]] == ["main/a"]
+    counted.reset()
+    with pytest.raises(s3.exceptions.ClientError) as refused:
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in [*ten, "b9/k", "b9/other"]]})
+    assert refused.value.response["Error"]["Code"] == "MalformedXML"
+    assert "at most 10 branches" in refused.value.response["Error"]["Message"]
+    assert counted.authorized == [] and counted.graveler == {}
+
+
 def test_without_direct_reads_a_read_is_one_graveler_call(gw: GatewayStack) -> None:
     """gateways.s3.direct_reads: false (or the mem driver): the same answers, by StatEntry and
     ListEntries calls."""
