@@ -614,13 +614,14 @@ async def delete_objects(ctx: Context) -> Response:
 
 
 def _branch_name_error(ref: str) -> S3Error | None:
-    """The error of each key of ref when ref can name no branch, else None."""
+    """The error of each key of ref when ref can name no branch, else None: MethodNotAllowed, as
+    a write to a ref expression, a tag or a commit answers."""
     if not ref:
         return S3Error("InvalidArgument", "a key needs a branch and a name")
     try:
         validate_ref_name(ref)
     except InvalidArgument as exc:
-        return S3Error("InvalidArgument", str(exc))
+        return S3Error("MethodNotAllowed", f"{exc}: only branches can be written")
     return None
 
 
