@@ -82,7 +82,7 @@ async def get_branch(ctx: Ctx, repository: str, branch: str) -> Response:
 @router.delete(BRANCH, status_code=204)
 async def delete_branch(ctx: Ctx, repository: str, branch: str, force: bool = False) -> Response:
     await ctx.authorize(DELETE_BRANCH, branch_resource(repository, branch))
-    request = api.DeleteBranchRequest(repository=repository, name=branch)
+    request = api.DeleteBranchRequest(repository=repository, name=branch, user=ctx.caller.user_id)
     await ctx.call(ctx.backend.graveler.DeleteBranch, request)
     return no_content()
 
