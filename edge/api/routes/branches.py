@@ -124,7 +124,7 @@ async def diff_branch(
         reply: api.DiffResponse = await ctx.call(ctx.backend.graveler.DiffBranch, request)
         return reply
 
-    visible = await visible_diff_page(scope, read, resume_after(ctx, page.after, listing), size)
+    visible = await visible_diff_page(scope, read, resume_after(ctx, page.after, listing, scope, delimiter), size)
     items, has_more = visible.items, visible.has_more
     body = DiffList(
         pagination=pagination(
