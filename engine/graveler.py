@@ -275,12 +275,18 @@ class Graveler:
             self.actions.post(repo, replace(record, event_type="post-create-branch", pre_run_id=pre_run))
         return branch
 
-    def delete_branch(self, repository: str, name: str, *, deadline: Deadline = NO_DEADLINE) -> None:
+    def delete_branch(
+        self, repository: str, name: str, *, deadline: Deadline = NO_DEADLINE, check: KeyCheck | None = None
+    ) -> None:
+        """check: the keys the deletion removes, when the caller's policies name keys (deleting
+        and creating a branch again is a hard reset)."""
         repo = self._repo(repository, deadline)
         if name == repo.record.default_branch:
             raise FailedPrecondition(f"branch {name!r} is the default branch of {repository!r} and cannot be deleted")
         self.protection.check_direct_write(repo, name, "deleting the branch")
         record = self.refs.get_branch(repo, name)
+        if check is not None:
+            self.branching.check_deletion(repo, record, check)
         hooks = HookRecord("pre-delete-branch", repository, record.branch.commit_id, branch_id=name, immutable=True)
         pre_run = "" if record.branch.hidden else self.actions.pre(repo, hooks, deadline)
         deleted = self._delete_branch_record(repo, name, deadline)

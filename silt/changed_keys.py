@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from silt.errors import KeysRefused
-from silt.iam_actions import DELETE_OBJECT, WRITE_OBJECT
+from silt.iam_actions import DELETE_OBJECT, WRITE_OBJECT, object_resource
 from silt.key_scope import KeyScope
 
 # One change to a key: the key (as stored, UTF-8) and whether the change removes it.
@@ -82,10 +82,43 @@ class ChangeCheck:
                         f"{self.repository}/{prefix}, where {what} would write"
                     )
 
+    def removal_prefixes(self) -> list[str]:
+        """The key prefixes outside which every user may remove every key (none nested in
+        another): the literal start of each DeleteObject Deny pattern, or the whole repository
+        ("") for a user holding no key but those an Allow pattern names. A branch deletion
+        reads the branch's keys only there."""
+        found: set[str] = set()
+        for scope in self.scopes:
+            if scope.delete.whole:
+                continue
+            if not scope.delete.every_key:
+                return [""]
+            for pattern in scope.delete.deny:
+                prefix = _key_prefix(self.repository, pattern)
+                if prefix == "":
+                    return [""]
+                if prefix is not None:
+                    found.add(prefix)
+        kept: list[str] = []
+        for prefix in sorted(found):
+            if not kept or not prefix.startswith(kept[-1]):
+                kept.append(prefix)
+        return kept
+
     def _refusal(self, user_id: str, action: str, key: str, what: str) -> str:
         if self.may_read(user_id, key):
             return f"user {user_id} may not {action} on {self.repository}/{key}, which {what} would change"
         return f"user {user_id} may not {action} on every key {what} would change in {self.repository}"
+
+
+def _key_prefix(repository: str, pattern: str) -> str | None:
+    """The literal key prefix of every key of repository the resource pattern may match ("":
+    any key), or None when it matches no key of repository."""
+    cut = min((i for i in (pattern.find("*"), pattern.find("?")) if i >= 0), default=len(pattern))
+    literal, start = pattern[:cut], object_resource(repository, "")
+    if literal.startswith(start):
+        return literal[len(start) :]
+    return "" if start.startswith(literal) else None
 
 
 def narrowed(repository: str, scopes: Sequence[ChangeScope], may_read: MayRead) -> ChangeCheck | None:

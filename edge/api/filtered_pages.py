@@ -9,7 +9,8 @@ from typing import Any
 
 from edge.api.context import Context
 from edge.api.errors import bad_request
-from edge.core.filtered_scan import InvalidCursor, Scanned, is_cursor
+from edge.core.filtered_scan import InvalidCursor, Scanned, is_cursor, raw_position_allowed
+from silt.key_scope import KeyScope
 
 
 def listing_of(ctx: Context, *parts: str) -> tuple[str, ...]:
@@ -17,10 +18,14 @@ def listing_of(ctx: Context, *parts: str) -> tuple[str, ...]:
     return ("api", ctx.caller.user_id, *parts)
 
 
-def resume_after(ctx: Context, after: str, listing: Sequence[str]) -> str:
-    """The position to list after: after itself, or the position its cursor seals (400 for a
-    cursor this listing was not given)."""
+def resume_after(ctx: Context, after: str, listing: Sequence[str], scope: KeyScope, delimiter: str) -> str:
+    """The position to list after: the position its cursor seals (400 for a cursor this listing
+    was not given), or after itself (400 in a filtered scope unless the caller may read there)."""
     if not is_cursor(after):
+        if not raw_position_allowed(scope, after, delimiter):
+            raise bad_request(
+                "after must be a key the caller may read or the previous page's next_offset, passed unchanged"
+            )
         return after
     try:
         return ctx.backend.scan_cursors.open(after, listing)

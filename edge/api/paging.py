@@ -15,7 +15,10 @@ from silt.paging import DEFAULT_PAGE, MAX_PAGE
 MAX_TOKEN = 1024
 
 Amount = Annotated[int, Query(ge=-1, le=MAX_PAGE, description="how many items to return")]
-After = Annotated[str, Query(max_length=MAX_TOKEN, description="return items after this value")]
+# `after` may also be a filtered listing's cursor (edge/core/filtered_scan.py), which seals a
+# position padded to the longest key: about 1,800 characters.
+MAX_AFTER = 2 * MAX_TOKEN
+After = Annotated[str, Query(max_length=MAX_AFTER, description="return items after this value")]
 Prefix = Annotated[str, Query(max_length=MAX_TOKEN, description="return items prefixed with this value")]
 
 

@@ -13,7 +13,9 @@ service secret) with the listing it continues (front end, caller, repository, re
 delimiter) as associated data. Clients hand it back unchanged (lakeFS clients pass `next_offset`
 as the next `after`; S3 clients the continuation token or marker). A value that starts like a
 cursor but does not open (forged, altered, cut, or from another listing or caller) is refused,
-never read as a position; any other value is a key, as before.
+never read as a position. A cursor's sealed position is padded to one size, so that its length
+says nothing of the key. Any other value is a key the client names itself: in a filtered scope
+it is accepted only where the caller may read (raw_position_allowed), never among hidden keys.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ import hashlib
 import hmac
 import json
 import os
+import struct
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from silt.key_scope import KeyScope
 
 # Listed items (shown or not) one filtered listing request reads at most: ten of the largest
 # pages a client may ask for (1,000 items). docs/security.md, "Policies on objects".
@@ -38,6 +43,9 @@ MAX_SCANNED = 10_000
 CURSOR_MARK = "~silt-scan~"
 _KEY_LABEL = b"silt edge scan cursor v1"
 _NONCE = 12
+# Sealed positions are padded to a multiple of this: the length frame and the longest key
+# (engine/core/validation.py MAX_KEY_BYTES) with a common prefix's delimiter after it.
+_PADDED = 4 + 1024 + 256
 
 T = TypeVar("T")
 
@@ -65,7 +73,7 @@ class ScanCursors:
 
     def seal(self, position: str, listing: Sequence[str]) -> str:
         nonce = os.urandom(_NONCE)
-        sealed = self._aead.encrypt(nonce, position.encode("utf-8", "surrogatepass"), _bound(listing))
+        sealed = self._aead.encrypt(nonce, _padded(position.encode("utf-8", "surrogatepass")), _bound(listing))
         return CURSOR_MARK + base64.urlsafe_b64encode(nonce + sealed).decode("ascii").rstrip("=")
 
     def open(self, cursor: str, listing: Sequence[str]) -> str:
@@ -83,7 +91,30 @@ class ScanCursors:
             plain = self._aead.decrypt(raw[:_NONCE], raw[_NONCE:], _bound(listing))
         except InvalidTag:
             raise InvalidCursor("the cursor was not given for this listing") from None
-        return plain.decode("utf-8", "surrogatepass")
+        return _unpadded(plain).decode("utf-8", "surrogatepass")
+
+
+def _padded(position: bytes) -> bytes:
+    """position, its length first, padded to a multiple of _PADDED (one block for any key), so
+    that a cursor's length says nothing of the key it seals."""
+    framed = struct.pack(">I", len(position)) + position
+    return framed + bytes(-len(framed) % _PADDED)
+
+
+def _unpadded(plain: bytes) -> bytes:
+    if len(plain) < 4 or (length := struct.unpack(">I", plain[:4])[0]) > len(plain) - 4:
+        raise InvalidCursor("malformed cursor")
+    return plain[4 : 4 + length]
+
+
+def raw_position_allowed(scope: KeyScope, after: str, delimiter: str) -> bool:
+    """Whether a listing may start after a position the client named itself (no cursor). In a
+    filtered scope only after a key the caller may read, or a common prefix it may be shown:
+    counting on the scan's cap from a position among hidden keys would tell how many hidden
+    keys follow it, and a binary search over positions would spell them out."""
+    if scope.whole or not after or scope.allows(after):
+        return True
+    return bool(delimiter) and after.endswith(delimiter) and scope.may_allow_under(after)
 
 
 def _bound(listing: Sequence[str]) -> bytes:

@@ -531,6 +531,25 @@ class Branching(OnCore):
             else:
                 return
 
+    def check_deletion(self, repo: RepoHandle, branch: BranchRecord, check: KeyCheck) -> None:
+        """Deleting the branch removes its head's keys and drops its uncommitted changes: shown
+        to check as removals, read only under the prefixes where it may refuse one (lazily, up
+        to the first refused key)."""
+        head = self._state.head_metarange(repo, branch.branch)
+
+        def under(prefix: bytes) -> Iterator[Change]:
+            for record in self._committed.iterate(repo.namespace, head, prefix):
+                if not record.key.startswith(prefix):
+                    break
+                yield record.key, True
+            for difference in self._uncommitted(repo, branch, prefix):
+                if not difference.key.startswith(prefix):
+                    break
+                yield difference.key, True
+
+        prefixes = [p.encode() for p in check.removal_prefixes()]
+        check.check(itertools.chain.from_iterable(under(p) for p in prefixes), "deleting the branch")
+
     def _check_move(self, repo: RepoHandle, branch: BranchRecord, target: CommitId, check: KeyCheck) -> None:
         """A hard reset's committed changes: from the branch's head to the target's."""
         head = self._refs.get_commit(repo, branch.branch.commit_id).metarange_id

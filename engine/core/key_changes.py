@@ -29,6 +29,11 @@ class KeyCheck(Protocol):
         """PermissionDenied for a prefix below which the caller may write no key."""
         ...
 
+    def removal_prefixes(self) -> list[str]:
+        """The key prefixes outside which every key may be removed (none nested in another):
+        all an operation removing many keys needs to show."""
+        ...
+
 
 def applied(differences: Iterable[Difference | DifferenceRun]) -> Iterator[Change]:
     """The changes that turn a diff's left side into its right side."""

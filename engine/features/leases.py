@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from silt.errors import AlreadyExists, NotFound, PredicateFailed, SiltError
+from silt.errors import Aborted, AlreadyExists, NotFound, PredicateFailed, SiltError
 from silt.kv import Store
 from silt.kv.store import Predicate
 
@@ -40,6 +40,7 @@ class Lease:
         self._predicate: Predicate | None = None
         self._done = threading.Event()
         self._guard = threading.Lock()
+        self._until = 0.0  # when the record last written expires, by this holder's clock
         self.lost = False
 
     @classmethod
@@ -62,6 +63,16 @@ class Lease:
     def _record(self) -> bytes:
         return json.dumps({"holder": self._holder, "until": self._clock() + self._seconds}).encode()
 
+    def check_held(self) -> None:
+        """Aborted once the lease is lost to another holder, or its term passed unrenewed (a
+        holder paused past it may be taken over any moment): what the guarded work checks
+        between its writes, so that it stops rather than write alongside the next holder."""
+        if self.lost or self._clock() >= self._until:
+            raise Aborted(
+                f"{self._what} lost its lease (paused past its {self._seconds:g} s term, or taken over) "
+                "and stopped: what it wrote so far stays; delete the repository and restore again"
+            )
+
     def _acquire(self) -> None:
         for _ in range(_ATTEMPTS):
             try:
@@ -71,11 +82,11 @@ class Lease:
             if current is not None and _until(current.value) > self._clock():
                 raise AlreadyExists(f"{self._what} is already running: wait for it to end")
             try:
-                self._kv.set_if(
-                    self._partition, self._key, self._record(), None if current is None else current.predicate
-                )
+                record = self._record()
+                self._kv.set_if(self._partition, self._key, record, None if current is None else current.predicate)
             except PredicateFailed:
                 continue  # taken (or renewed) between the read and the write: read again
+            self._until = _until(record)
             self._predicate = self._kv.get(self._partition, self._key).predicate
             return
         raise AlreadyExists(f"{self._what} is already running: wait for it to end")
@@ -86,7 +97,9 @@ class Lease:
                 if self._done.is_set() or self.lost:
                     return
                 try:
-                    self._kv.set_if(self._partition, self._key, self._record(), self._predicate)
+                    record = self._record()
+                    self._kv.set_if(self._partition, self._key, record, self._predicate)
+                    self._until = _until(record)
                     self._predicate = self._kv.get(self._partition, self._key).predicate
                 except PredicateFailed:
                     self.lost = True

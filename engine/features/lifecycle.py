@@ -388,11 +388,13 @@ class Lifecycle:
         """Restore a dump into the bare repository, holding its restore lease: the one given
         (the caller releases it) or one taken here (AlreadyExists while another restore runs)."""
         if lease is not None:
-            return self._restore_refs(repo, location)
-        with self.restore_lease(repo):
-            return self._restore_refs(repo, location)
+            return self._restore_refs(repo, location, lease)
+        with self.restore_lease(repo) as taken:
+            return self._restore_refs(repo, location, taken)
 
-    def _restore_refs(self, repo: RepoHandle, location: str) -> Restored:
+    def _restore_refs(self, repo: RepoHandle, location: str, lease: Lease) -> Restored:
+        """Every write checks the lease first (Aborted once lost): a restore paused past its
+        term, whose repository another restore may have taken, stops rather than write along."""
         self.check_restorable(repo, location)
         folder = location[: -len("manifest.json")]
         adapter = self._committed.adapter
@@ -412,10 +414,13 @@ class Lifecycle:
         for commit in commits:
             if commit_id_of(commit) != commit.id:
                 raise InvalidArgument(f"dump is corrupt: commit {commit.id[:12]} does not match its content")
+            lease.check_held()
             self._refs.put_commit(repo, commit)
         for tag in tags:
+            lease.check_held()
             self._refs.create_tag(repo, tag)
         for branch in branches:
+            lease.check_held()
             name = branch.name
             self._refs.create_branch(
                 repo,
@@ -426,13 +431,15 @@ class Lifecycle:
             raise InvalidArgument("dump is corrupt: the pull request records are truncated")
         protection = pb.BranchProtectionRules()
         try:
-            pulls = sum(
-                self._pulls.restore(repo, key, value) for key, value in zip(chunks[::2], chunks[1::2], strict=True)
-            )
+            pulls = 0
+            for key, value in zip(chunks[::2], chunks[1::2], strict=True):
+                lease.check_held()
+                pulls += self._pulls.restore(repo, key, value)
             protection.ParseFromString(protection_data)
         except DecodeError:
             raise InvalidArgument("dump is corrupt: a pull request or protection record does not decode") from None
         if protection.rules:
+            lease.check_held()
             self._protection.restore(repo, protection)
         return Restored(len(commits), len(branches), len(tags), pulls, bool(protection.rules))
 

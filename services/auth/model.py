@@ -604,21 +604,24 @@ class IamModel:
         the user it created. So two racing setups never make two admins, whatever their user ids.
 
         A setup that died after its claim (auth stopped before the key was issued, or before
-        it was shown) leaves setup not done, and retryable: a call naming the claimed user
-        finishes it, with a new key (keys issued by the attempt that died, never shown, are
-        removed); a call naming another user takes the claim over once it is CLAIM_SECONDS
-        old (the claimed user, who never had a key shown, is removed). Completion is
-        conditional on the claim as read, so of two calls finishing one claim, exactly one
-        answers its key; the other removes its key and answers AlreadyExists."""
+        it was shown) leaves setup not done, and retryable once the claim is CLAIM_SECONDS old
+        (abandoned): a call naming the claimed user then finishes it, with a new key (keys
+        issued by the attempt that died, never shown, are removed); a call naming another user
+        takes the claim over (the claimed user, who never had a key shown, is removed). A
+        younger claim is a setup under way, whatever name a call gives: no one but its caller
+        may finish it, as the setup request carries nothing but a user name, so a racer naming
+        the same user can neither take its key nor remove it. Completion is conditional on the
+        claim as read, so of two calls finishing one abandoned claim, exactly one answers its
+        key; the other removes its own key and answers AlreadyExists."""
         claim = self._setup_claim()
         if claim is not None:
             record, predicate = claim
             if record.HasField("completed"):
                 raise AlreadyExists("setup has completed already")
-            if record.admin_user_id == user_id:
-                return self._finish_first_admin(user_id, admins_group, predicate)
             if not self._claim_abandoned(record):
                 raise AlreadyExists(f"setup of admin {record.admin_user_id!r} is under way")
+            if record.admin_user_id == user_id:
+                return self._finish_first_admin(user_id, admins_group, predicate)
         self.create_user(user_id, "administrator created by setup")
         pending = pb.SetupRecord(admin_user_id=user_id).SerializeToString()
         try:

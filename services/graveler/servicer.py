@@ -357,7 +357,8 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         return api.ListBranchesResponse(branches=[_branch_info(b) for b in branches], has_more=more)
 
     def DeleteBranch(self, request: api.DeleteBranchRequest, context: grpc.ServicerContext) -> api.DeleteBranchResponse:
-        self.g.delete_branch(request.repository, request.name, deadline=_deadline(context))
+        check = self._key_check(request.repository, request.name, request.user)
+        self.g.delete_branch(request.repository, request.name, deadline=_deadline(context), check=check)
         self._ref_event(ev.BRANCH_DELETED, request.repository, request.name)
         return api.DeleteBranchResponse()
 

@@ -82,7 +82,7 @@ async def get_branch(ctx: Ctx, repository: str, branch: str) -> Response:
 @router.delete(BRANCH, status_code=204)
 async def delete_branch(ctx: Ctx, repository: str, branch: str, force: bool = False) -> Response:
     await ctx.authorize(DELETE_BRANCH, branch_resource(repository, branch))
-    request = api.DeleteBranchRequest(repository=repository, name=branch)
+    request = api.DeleteBranchRequest(repository=repository, name=branch, user=ctx.caller.user_id)
     await ctx.call(ctx.backend.graveler.DeleteBranch, request)
     return no_content()
 
@@ -124,7 +124,7 @@ async def diff_branch(
         reply: api.DiffResponse = await ctx.call(ctx.backend.graveler.DiffBranch, request)
         return reply
 
-    visible = await visible_diff_page(scope, read, resume_after(ctx, page.after, listing), size)
+    visible = await visible_diff_page(scope, read, resume_after(ctx, page.after, listing, scope, delimiter), size)
     items, has_more = visible.items, visible.has_more
     body = DiffList(
         pagination=pagination(

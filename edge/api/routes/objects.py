@@ -244,7 +244,7 @@ async def list_objects(
         ref=ref,
         prefix=prefix,
         delimiter=delimiter,
-        after=resume_after(ctx, after, cursor_listing),
+        after=resume_after(ctx, after, cursor_listing, scope, delimiter),
         amount=size,
     )
     offset = None

@@ -64,7 +64,7 @@ async def diff_refs(
         reply: api.DiffResponse = await ctx.call(ctx.backend.graveler.Diff, request)
         return reply
 
-    visible = await visible_diff_page(scope, read, resume_after(ctx, page.after, listing), size)
+    visible = await visible_diff_page(scope, read, resume_after(ctx, page.after, listing, scope, delimiter), size)
     items, has_more = visible.items, visible.has_more
     results = []
     for item in items:

@@ -4,8 +4,8 @@ First-run setup (lakeFS's /setup_lakefs) creates the admin user through auth's S
 only an installation whose auth setup left the admin to it (`services.auth.setup --defer-admin`)
 is ever "not_initialized"; every other is set up before the API starts (docs/getting-started.md).
 A setup that auth could not finish (it stopped between claiming the admin and issuing its key)
-leaves the state "not_initialized", and setting up again finishes it (services/auth/model.py
-create_first_admin).
+leaves the state "not_initialized", and setting up again once the claim is abandoned (60 s)
+finishes it (services/auth/model.py create_first_admin).
 """
 
 from __future__ import annotations
@@ -146,7 +146,8 @@ async def _initialized_soon(request: Request) -> bool:
     """Whether setup is done, or gets done within SETUP_SETTLE_SECONDS: a setup that lost to
     another still under way (auth's claim of the first admin is written before its key is
     issued) answers as one that lost to a setup done, once the winner is done, in milliseconds.
-    A claim that stays unfinished is a setup that died: not initialized, and a retry finishes it."""
+    A claim that stays unfinished is a setup that died: not initialized, and a retry once it is
+    abandoned finishes it."""
     deadline = time.monotonic() + SETUP_SETTLE_SECONDS
     while not await _initialized(request):
         if time.monotonic() >= deadline:

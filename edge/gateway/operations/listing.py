@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from edge.core.filtered_scan import MAX_SCANNED, InvalidCursor, Scanned, is_cursor
+from edge.core.filtered_scan import MAX_SCANNED, InvalidCursor, Scanned, is_cursor, raw_position_allowed
 from edge.gateway.errors import S3Error
 from edge.gateway.operations.common import Context, Response, x, xml_response
 from edge.gateway.operations.listing_xml import TimeFormat, etag_texts, url_text, url_texts, xml_text, xml_texts
@@ -168,6 +168,15 @@ def _resumed(ctx: Context, value: str, listing: tuple[str, ...], argument: str) 
         raise S3Error("InvalidArgument", f"The {argument} provided is incorrect", ArgumentName=argument) from None
 
 
+def _named(scope: KeyScope, position: str, delimiter: str, argument: str) -> str:
+    """A position the client named (no cursor, `<ref>/<key>`): InvalidArgument where the caller
+    may not read (edge/core/filtered_scan.py raw_position_allowed). A position with no `/` lies
+    between refs' keys, never among them."""
+    if not raw_position_allowed(scope, position.partition("/")[2], delimiter):
+        raise S3Error("InvalidArgument", f"The {argument} provided is incorrect", ArgumentName=argument)
+    return position
+
+
 async def list_objects(ctx: Context, v2: bool) -> Response:
     request = ctx.request
     repository = request.bucket
@@ -191,10 +200,16 @@ async def list_objects(ctx: Context, v2: bool) -> Response:
     if v2:
         if token and is_cursor(token):
             after = _resumed(ctx, token, listing, "continuation-token")
+        elif token:
+            after = _named(scope, decode_token(token), delimiter, "continuation-token")
         else:
-            after = decode_token(token) if token else start_after
+            after = _named(scope, start_after, delimiter, "start-after")
     else:
-        after = _resumed(ctx, marker, listing, "marker") if is_cursor(marker) else marker
+        after = (
+            _resumed(ctx, marker, listing, "marker")
+            if is_cursor(marker)
+            else _named(scope, marker, delimiter, "marker")
+        )
     collected = await collect(ctx, repository, prefix, delimiter, after, limit, scope)
     items, truncated = collected.items, collected.has_more
     # Where a filtered scan stopped may be a key the caller may not read: only ever sealed.

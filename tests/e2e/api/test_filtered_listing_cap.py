@@ -73,9 +73,13 @@ def test_rest_listing_stops_at_the_cap_and_resumes_from_a_sealed_cursor(api: Api
     assert _status(lambda: user.objects.list_objects(crowded, "main", prefix="g", after=cursor))[0] == 400
     other = _raw_reader(api, crowded)
     assert _status(lambda: other.objects.list_objects(crowded, "main", after=cursor))[0] == 400
-    # A plain key as `after` is a key, as before.
-    plain = user.objects.list_objects(crowded, "main", after=f"gold/{HIDDEN - 1:05d}")
+    # A plain key as `after` is a key where the user may read; among hidden keys it is refused,
+    # lest the cap tell how many hidden keys follow it (a binary search would spell them out).
+    plain = user.objects.list_objects(crowded, "main", after="raw/a")
     assert [r.path for r in plain.results] == ["raw/x"]
+    status, message = _status(lambda: user.objects.list_objects(crowded, "main", after=f"gold/{HIDDEN - 1:05d}"))
+    assert status == 400 and "gold" not in message
+    assert _status(lambda: user.objects.list_objects(crowded, "main", after="gold/0"))[0] == 400
 
 
 def test_rest_diff_stops_at_the_cap_too(api: Api, crowded: str) -> None:
@@ -131,6 +135,19 @@ def test_s3_listing_stops_at_the_cap_and_resumes_from_a_sealed_token(api: Api, c
         else:
             s3.list_objects(Bucket=crowded, Prefix="main/", Marker=altered)
     assert caught.value.response["Error"]["Code"] == "InvalidArgument"
+    with pytest.raises(ClientError) as caught:  # a hidden key named as the position
+        if v2:
+            s3.list_objects_v2(Bucket=crowded, Prefix="main/", StartAfter="main/gold/0")
+        else:
+            s3.list_objects(Bucket=crowded, Prefix="main/", Marker="main/gold/0")
+    assert caught.value.response["Error"]["Code"] == "InvalidArgument"
+    named = {"StartAfter": "main/raw/a"} if v2 else {"Marker": "main/raw/a"}
+    after_raw = (
+        s3.list_objects_v2(Bucket=crowded, Prefix="main/", **named)
+        if v2
+        else s3.list_objects(Bucket=crowded, Prefix="main/", **named)
+    )
+    assert [c["Key"] for c in after_raw["Contents"]] == ["main/raw/x"]
     with pytest.raises(ClientError) as caught:  # another listing's
         if v2:
             s3.list_objects_v2(Bucket=crowded, Prefix="main/g", ContinuationToken=token)

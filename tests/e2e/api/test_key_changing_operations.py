@@ -176,6 +176,52 @@ def test_branch_reset_dropping_a_denied_key_is_refused(api: Api, seeded: str) ->
     assert _uncommitted(api, seeded) == []
 
 
+def test_deleting_a_branch_holding_denied_keys_is_refused(api: Api, seeded: str) -> None:
+    """Deleting a branch and creating it again from another ref is a hard reset: the deletion
+    removes the branch's keys, so a denied key on it (committed or uncommitted) refuses it."""
+    user = _writer_denied_secret(api, seeded)
+    _branch(api, seeded, "prod")
+    _put(api, seeded, "main", {"secret/s": b"v2"})
+    _commit(api, seeded, "main", "secret v2")
+    head = _head(api, seeded, "prod")
+    branches = lakefs_sdk.BranchesApi(user)
+    # hidden/h comes first, unnamed: the user may not read it.
+    message = _denied(lambda: branches.delete_branch(seeded, "prod"))
+    assert (
+        message
+        == f"user {_id(api, user)} may not DeleteObject on every key deleting the branch would change in {seeded}"
+    )
+    assert _head(api, seeded, "prod") == head
+    lakefs_sdk.ObjectsApi(api.sdk()).delete_object(seeded, "prod", "hidden/h")
+    _commit(api, seeded, "prod", "drop hidden")
+    message = _denied(lambda: branches.delete_branch(seeded, "prod"))
+    assert f"DeleteObject on {seeded}/secret/s, which deleting the branch would change" in message
+    assert lakefs_sdk.ObjectsApi(api.sdk()).get_object(seeded, "prod", "secret/s") == b"s"
+
+    # A denied key only staged on a branch refuses its deletion too.
+    _branch(api, seeded, "scratch", source="main")
+    lakefs_sdk.ObjectsApi(api.sdk()).delete_object(seeded, "scratch", "secret/s")
+    lakefs_sdk.ObjectsApi(api.sdk()).delete_object(seeded, "scratch", "hidden/h")
+    _commit(api, seeded, "scratch", "no secrets")
+    _put(api, seeded, "scratch", {"hidden/new": b"x"})
+    message = _denied(lambda: branches.delete_branch(seeded, "scratch"))
+    assert "hidden/new" not in message and "DeleteObject on every key deleting the branch would change" in message
+
+    # A branch without denied keys goes, by the same user.
+    lakefs_sdk.BranchesApi(api.sdk()).reset_branch(seeded, "scratch", lakefs_sdk.ResetCreation(type="reset"))
+    branches.delete_branch(seeded, "scratch")
+    names = [b.id for b in lakefs_sdk.BranchesApi(api.sdk()).list_branches(seeded).results]
+    assert "scratch" not in names and "prod" in names
+
+
+def test_a_user_without_object_rules_deletes_branches(api: Api, seeded: str) -> None:
+    user = _user(api, [{"effect": "allow", "action": ["ReadRepo", "WriteRepo"], "resource": seeded}])
+    _branch(api, seeded, "prod")
+    lakefs_sdk.BranchesApi(user).delete_branch(seeded, "prod")
+    lakefs_sdk.BranchesApi(user).create_branch(seeded, lakefs_sdk.BranchCreation(name="prod", source="main"))
+    assert _head(api, seeded, "prod") == _head(api, seeded)
+
+
 def test_object_and_prefix_reset_of_denied_keys_are_refused(api: Api, seeded: str) -> None:
     user = _writer_denied_secret(api, seeded)
     _put(api, seeded, "main", {"open/a": b"dirty", "secret/s": b"dirty", "secret/t": b"new"})

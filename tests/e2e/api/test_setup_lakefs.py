@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -16,9 +17,11 @@ from dataclasses import dataclass
 import lakefs_sdk
 import pytest
 import urllib3
+from google.protobuf.timestamp_pb2 import Timestamp
 from lakefs_sdk.exceptions import ApiException
 from pydantic import SecretStr
 
+from services.auth import model as auth_model
 from services.auth.model import IamModel, IssuedCredential
 from services.auth.secrets import SecretBox
 from services.auth.setup import ADMINS
@@ -148,9 +151,10 @@ def test_setup_bodies_are_bounded_and_json(fresh: Fresh) -> None:
 
 
 @pytest.fixture
-def unfinished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fresh]:
+def unfinished(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fresh]:
     """A stack whose first-run setup died half way: auth claimed the admin `boss` and stopped
-    before issuing its key (the model's own code, stopped there, on the stack's KV)."""
+    before issuing its key (the model's own code, stopped there, on the stack's KV), longer
+    ago than a setup under way could be (CLAIM_SECONDS: a younger claim no one may finish)."""
     stack = Stack(
         tmp_path_factory.mktemp("unfinished-setup"),
         ports={"auth": 0, "graveler": 0, "gateway": 0},
@@ -171,8 +175,11 @@ def unfinished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fresh]:
                 raise RuntimeError("auth stopped before issuing the admin's key")
 
             iam.create_credentials = stopped  # type: ignore[method-assign]
-            with pytest.raises(RuntimeError):
-                iam.create_first_admin("boss", ADMINS)
+            long_ago = int(time.time() - 2 * auth_model.CLAIM_SECONDS)
+            with monkeypatch.context() as patched:
+                patched.setattr(auth_model, "_now", lambda: Timestamp(seconds=long_ago))
+                with pytest.raises(RuntimeError):
+                    iam.create_first_admin("boss", ADMINS)
         finally:
             store.close()
         yield Fresh(stack, urllib3.PoolManager())

@@ -339,6 +339,10 @@ def test_a_setup_that_died_before_showing_the_key_is_finished_by_the_next(
     with pytest.raises(RuntimeError):
         iam.create_first_admin("boss", ADMINS)
     assert iam.setup_record() is None  # not "set up": the admin has no key anyone saw
+    # Still young: it may be a setup under way, which no one else may finish, naming boss or not.
+    with pytest.raises(AlreadyExists, match="under way"):
+        iam.create_first_admin("boss", ADMINS)
+    monkeypatch.setattr(model_module, "CLAIM_SECONDS", 0.0)
     user, issued = iam.create_first_admin("boss", ADMINS)
     remember(issued.secret.get_secret_value())
     assert user.id == "boss" and iam.key_owner(issued.credential.access_key_id).user_id == "boss"
@@ -373,3 +377,31 @@ def test_a_died_setup_of_another_user_is_taken_over_only_once_abandoned(
         iam.get_user("boss")  # the abandoned claim's user, whose key no one saw
     record = iam.setup_record()
     assert record is not None and record.admin_user_id == "chief"
+
+
+def test_a_racer_naming_the_claimed_user_neither_finishes_nor_spoils_a_setup_under_way(
+    iam: IamModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second setup naming the same user, sent while the first is between its claim and its
+    key, is refused: it takes no key, and the first caller's key stands."""
+    assert auth_setup.setup_without_admin(iam, services=[]) is not None
+    issue = iam.create_credentials
+    raced: list[BaseException | tuple[pb.User, object]] = []
+
+    def racing(user_id: str) -> object:
+        monkeypatch.setattr(iam, "create_credentials", issue)
+        try:
+            raced.append(iam.create_first_admin("boss", ADMINS))
+        except AlreadyExists as exc:
+            raced.append(exc)
+        return issue(user_id)
+
+    monkeypatch.setattr(iam, "create_credentials", racing)
+    user, issued = iam.create_first_admin("boss", ADMINS)
+    remember(issued.secret.get_secret_value())
+    assert user.id == "boss"
+    assert len(raced) == 1 and isinstance(raced[0], AlreadyExists) and "under way" in str(raced[0])
+    assert [c.access_key_id for c in iam.list_credentials("boss")[0]] == [issued.credential.access_key_id]
+    assert iam.key_owner(issued.credential.access_key_id).user_id == "boss"
+    record = iam.setup_record()
+    assert record is not None and record.admin_user_id == "boss"

@@ -8,7 +8,16 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from edge.core.filtered_scan import CURSOR_MARK, InvalidCursor, ScanCursors, Scanned, is_cursor, scan_visible
+from edge.core.filtered_scan import (
+    CURSOR_MARK,
+    InvalidCursor,
+    ScanCursors,
+    Scanned,
+    is_cursor,
+    raw_position_allowed,
+    scan_visible,
+)
+from silt.key_scope import KeyScope
 
 LISTING = ("api", "u1", "repo", "main", "", "")
 
@@ -88,3 +97,24 @@ def test_an_altered_cursor_is_refused() -> None:
     altered = CURSOR_MARK + base64.urlsafe_b64encode(bytes(body)).decode().rstrip("=")
     with pytest.raises(InvalidCursor):
         cursors.open(altered, LISTING)
+
+
+def test_a_cursor_is_as_long_whatever_key_it_seals() -> None:
+    cursors = ScanCursors.from_secret("s3cret")
+    keys = ["x", "hr/salaries-2026.csv", "hr/layoffs/q3-list.xlsx", "k" * 1024, "é" * 512]
+    sealed = [cursors.seal(key, LISTING) for key in keys]
+    assert len({len(cursor) for cursor in sealed}) == 1
+    assert [cursors.open(cursor, LISTING) for cursor in sealed] == keys
+
+
+def test_a_named_position_is_taken_only_where_the_caller_may_read() -> None:
+    filtered = KeyScope("repo", every_key=True, deny=("repo/secret/*",))
+    assert raw_position_allowed(filtered, "", "")
+    assert raw_position_allowed(filtered, "open/a", "")
+    assert not raw_position_allowed(filtered, "secret/m", "")  # among hidden keys: the cap's oracle
+    assert not raw_position_allowed(filtered, "secret/", "/")  # a prefix every key of which is hidden
+    assert raw_position_allowed(filtered, "open/sub/", "/")  # a common prefix the caller is shown
+    only_raw = KeyScope("repo", every_key=False, allow=("repo/raw/*",))
+    assert raw_position_allowed(only_raw, "raw/x", "")
+    assert not raw_position_allowed(only_raw, "gold/00010", "")
+    assert raw_position_allowed(KeyScope("repo", every_key=True), "secret/m", "")  # whole: as before

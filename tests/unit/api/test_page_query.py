@@ -20,6 +20,7 @@ from tests.support.asgi import asgi_answer
 
 CREDENTIALS = {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}
 LONG = "a" * 1025
+LONGER = "a" * 2049  # `after` may be a filtered listing's cursor, longer than any key
 
 # One list route of each kind: auth's id pages, refs, runs, the log, pull requests, diffs.
 ROUTES = [
@@ -72,7 +73,7 @@ REFUSALS = [
     ("amount=1001", "amount", "amount: Input should be less than or equal to 1000"),
     ("amount=-2", "amount", "amount: Input should be greater than or equal to -1"),
     ("amount=ten", "amount", "amount: Input should be a valid integer, unable to parse string as an integer"),
-    ("after=" + LONG, "after", "after: String should have at most 1024 characters"),
+    ("after=" + LONGER, "after", "after: String should have at most 2048 characters"),
     ("prefix=" + LONG, "prefix", "prefix: String should have at most 1024 characters"),
 ]
 

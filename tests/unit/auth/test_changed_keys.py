@@ -104,3 +104,17 @@ def test_the_changes_of_a_diff_and_of_dropping_uncommitted_ones() -> None:
     assert list(applied(diff)) == [(b"a1", False), (b"a2", False), (b"c", False), (b"r", True), (b"r2", True)]
     staged = [Difference(b"new", "added", None, None), Difference(b"gone", "removed", None, None)]
     assert list(undone(staged)) == [(b"new", True), (b"gone", False)]
+
+
+def test_a_branch_deletion_reads_only_under_the_delete_deny_patterns_literal_prefixes() -> None:
+    both = _check(
+        _scope("alice", delete_deny=(f"{REPO}/secret/*", f"{REPO}/secret/deep/*", f"{REPO}/hr/?ay*")),
+        _scope("bob", write_deny=(f"{REPO}/open/*",)),  # may remove every key: nothing to read
+    )
+    assert both.removal_prefixes() == ["hr/", "secret/"]
+    # A pattern whose wildcard comes before the key, or other repositories' patterns.
+    assert _check(_scope("carol", delete_deny=(f"{REPO}*/x",))).removal_prefixes() == [""]
+    assert _check(_scope("dan", delete_deny=("other/secret/*", f"{REPO}/a"))).removal_prefixes() == ["a"]
+    # A user holding only the keys an Allow names may remove nothing else: every key is read.
+    allow_only = ChangeScope("erin", whole(REPO), KeyScope(REPO, every_key=False, allow=(f"{REPO}/open/*",)))
+    assert _check(allow_only).removal_prefixes() == [""]
