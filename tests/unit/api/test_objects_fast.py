@@ -22,6 +22,7 @@ from edge.api.context import context
 from edge.api.errors import ApiError
 from edge.api.fast.objects import ObjectsFastPath
 from edge.api.fast.table import Plan, query_pairs
+from edge.api.paging import MAX_AFTER
 from silt.config import Config
 from tests.support.asgi import http_scope
 
@@ -157,7 +158,7 @@ def test_plain_requests_go_where_fastapi_sends_them(
         ("GET", LIST, b"amount="),
         ("GET", LIST, b"amount=1&amount=2"),
         ("GET", LIST, b"user_metadata=2"),
-        ("GET", LIST, b"after=" + b"a" * 1025),
+        ("GET", LIST, b"after=" + b"a" * (MAX_AFTER + 1)),
         ("GET", LIST, b"prefix=" + b"p" * 1025),
         ("GET", LIST, b"delimiter=" + b"/" * 1025),
         ("HEAD", LIST, b""),
