@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from silt.errors import PermissionDenied
+from silt.errors import InvalidArgument, PermissionDenied
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.iam_actions import (
@@ -292,6 +292,10 @@ def _on_branch(method: str, inner: Rule) -> Narrowed:
     read_branch = branch_of(method)
 
     def narrow(call: Callable[[Any], Any], request: Any, may: MayFn) -> Any:
+        if not getattr(request, BRANCH_TABLE[method][1]):
+            # No branch is named "": the call is refused as the method itself would refuse it,
+            # not as a permission no policy can hold (`<repository>@` is no branch resource).
+            raise InvalidArgument("a branch name is needed")
         resource = read_branch(request)
 
         def on_branch(checked: Any) -> Any:

@@ -105,6 +105,8 @@ MAX_DELETE_KEYS = 1000
 # Branches one DeleteObjects names: each costs an AuthorizeKeys call before any key is deleted,
 # so the keys' own cap would let one request make a thousand (S3A's bulk deletes name one).
 MAX_DELETE_BRANCHES = 10
+# The longest branch, tag or ref name (engine/core/validation.py's limit).
+MAX_REF_BYTES = 256
 
 # Entry metadata Silt keeps for itself; never a header of its own, kept through copies.
 PART_SIZES = "x-silt-part-sizes"
@@ -618,6 +620,8 @@ def _branch_name_error(ref: str) -> S3Error | None:
     a write to a ref expression, a tag or a commit answers."""
     if not ref:
         return S3Error("InvalidArgument", "a key needs a branch and a name")
+    if len(ref.encode()) > MAX_REF_BYTES:  # no ref of any kind is this long; not echoed back
+        return S3Error("InvalidArgument", f"a key's branch is at most {MAX_REF_BYTES} bytes")
     try:
         validate_ref_name(ref)
     except InvalidArgument as exc:

@@ -8,6 +8,7 @@ import secrets
 import pytest
 import urllib3
 
+from edge.api.paging import MAX_AFTER
 from tests.e2e.api.conftest import Api
 
 
@@ -54,7 +55,7 @@ def test_a_body_over_the_limit_is_413(api: Api) -> None:
 
 
 @pytest.mark.parametrize(
-    "query", ["amount=1000000000", "amount=1001", "amount=-2", "amount=ten", "after=" + "a" * 2000]
+    "query", ["amount=1000000000", "amount=1001", "amount=-2", "amount=ten", "after=" + "a" * (MAX_AFTER + 1)]
 )
 def test_paging_parameters_out_of_range_are_400(api: Api, query: str) -> None:
     message = _error(api.request("GET", f"/repositories?{query}"), 400)
