@@ -154,13 +154,7 @@ def _held(statements: Sequence[CompiledStatement], holders: Iterable[tuple[str, 
 
 def _matched(statements: Sequence[CompiledStatement], action: str, resource: str) -> bool:
     """Some statement allows (action, resource) and none denies it."""
-    allowed = False
-    for statement in statements:
-        if statement.matches(action, resource):
-            if statement.deny:
-                return False
-            allowed = True
-    return allowed
+    return _held(statements, ((action, resource),))
 
 
 def key_scope(statements: Sequence[CompiledStatement], action: str, repository: str, branch: str = "") -> KeyScope:
