@@ -26,8 +26,6 @@ import itertools
 import json
 import re
 import secrets
-import time
-from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -157,21 +155,9 @@ async def create_presign_multipart_upload(
     address = signer.links.issue(repository, branch, key)
     block_id = await backend.run(backend.adapter.create_multipart_upload, place.namespace, address)
     upload_id = secrets.token_hex(16)
-    initiated_ns = time.time_ns()
-    record = {
-        "origin": ORIGIN,
-        # The S3 gateway's name of the object (ref/key): ListMultipartUploads lists it there.
-        "path": f"{branch}/{key}",
-        "branch": branch,
-        "key": key,
-        "namespace": place.namespace,
-        "repository_id": place.repository_id,
-        "address": address,
-        "block_id": block_id,
-        "initiated": datetime.fromtimestamp(initiated_ns / 1e9, UTC).isoformat(),
-        "initiated_ns": initiated_ns,
-        "initiator": ctx.caller.user_id,
-    }
+    # The path is the S3 gateway's name of the object (ref/key): ListMultipartUploads lists it there.
+    opened = uploads.new_record(f"{branch}/{key}", branch, key, place, address, block_id, ctx.caller.user_id)
+    record = {"origin": ORIGIN, **opened}
     try:
         await backend.run(uploads.save, backend.kv, repository, upload_id, record)
     except BaseException:
