@@ -39,6 +39,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from silt.block import BlockAdapter
@@ -122,6 +123,28 @@ def _listed_belongs(kv: Store, repository: str, listed: dict[str, Any], upload_i
     except NotFound:
         return False
     return belongs(record, place)
+
+
+def new_record(
+    path: str, branch: str, key: str, place: RepositoryPlace, address: str, block_id: str, initiator: str
+) -> dict[str, Any]:
+    """What every new upload's record holds, whichever front end opened it, initiated now: the
+    object's path (ref/key) and its parts, where its bytes go, and whose repository it is in."""
+    initiated_ns = time.time_ns()
+    return {
+        "path": path,
+        "branch": branch,
+        "key": key,
+        "namespace": place.namespace,
+        # The repository's identity: the upload is this repository's only, not that of one
+        # created again under its name.
+        "repository_id": place.repository_id,
+        "address": address,
+        "block_id": block_id,
+        "initiated": datetime.fromtimestamp(initiated_ns / 1e9, UTC).isoformat(),
+        "initiated_ns": initiated_ns,
+        "initiator": initiator,
+    }
 
 
 def save(kv: Store, repository: str, upload_id: str, record: dict[str, Any]) -> None:

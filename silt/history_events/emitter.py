@@ -1,6 +1,7 @@
-"""What a serving process (the S3 gateway, the REST API) uses to emit history events: `emit`
-builds an event and queues it, without waiting for anything; a task on the process's event loop
-flushes the queue to graveler's RecordEvents in batches (flush.py)."""
+"""What a process emits history events with: `emit` builds an event and queues it, without
+waiting for anything. In a serving process (the S3 gateway, the REST API) a task on the process's
+event loop flushes the queue to graveler's RecordEvents in batches (flush.py); graveler's own
+events are flushed to its recorder by a thread (engine/features/history_events/recorder.py)."""
 
 from __future__ import annotations
 
@@ -14,21 +15,16 @@ from silt.history_events.flush import FLUSH_INTERVAL_SECONDS, SEND_TIMEOUT_SECON
 from silt.history_events.queue import EventQueue
 
 
-class EventEmitter:
+class QueuedEmitter:
+    """Emits one source's events into a queue, for a flusher to take them out."""
+
     def __init__(
-        self,
-        source: ev.HistoryEventSource.ValueType,
-        graveler: Any,
-        queue: EventQueue | None = None,
-        enabled: bool = True,
+        self, source: ev.HistoryEventSource.ValueType, queue: EventQueue | None = None, enabled: bool = True
     ) -> None:
-        """graveler: a grpc.aio GravelerService stub, signed as the process's service user.
-        enabled: False (graveler.history.enabled) makes emit do nothing."""
+        """enabled: False (graveler.history.enabled) makes emit do nothing."""
         self.source = source
         self.enabled = enabled
         self.queue = queue or EventQueue()
-        self._graveler = graveler
-        self._task: asyncio.Task[None] | None = None
 
     def emit(
         self,
@@ -38,7 +34,11 @@ class EventEmitter:
         path: str,
         user: str,
         size: int = 0,
+        *,
+        commit_id: str = "",
+        message: str = "",
     ) -> None:
+        """Queue the event, stamped now; one that cannot be built is counted, never raised."""
         if not self.enabled:
             return
         try:
@@ -51,11 +51,27 @@ class EventEmitter:
                 user=user,
                 source=self.source,
                 size=size,
+                commit_id=commit_id,
+                message=message,
             )
         except (ValueError, TypeError):  # a name protobuf cannot carry (not UTF-8): never the request's problem
             self.queue.lost_one("invalid")
             return
         self.queue.emit(event)
+
+
+class EventEmitter(QueuedEmitter):
+    def __init__(
+        self,
+        source: ev.HistoryEventSource.ValueType,
+        graveler: Any,
+        queue: EventQueue | None = None,
+        enabled: bool = True,
+    ) -> None:
+        """graveler: a grpc.aio GravelerService stub, signed as the process's service user."""
+        super().__init__(source, queue, enabled)
+        self._graveler = graveler
+        self._task: asyncio.Task[None] | None = None
 
     def start(self, interval: float = FLUSH_INTERVAL_SECONDS) -> None:
         """Start flushing on the running event loop (an ASGI lifespan's)."""

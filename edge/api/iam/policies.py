@@ -83,37 +83,31 @@ REPOSITORY_ARN = "arn:lakefs:fs:::repository/"
 LAKEFS_PREFIXES = ("fs:", "auth:", "ci:", "retention:", "branches:", "pr:", "catalog:")
 REPO_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
+# lakeFS's reads of a repository without its objects: its record, commits, branches and tags.
+LAKEFS_REF_READS = frozenset(
+    {
+        "fs:ReadRepository",
+        "fs:ReadCommit",
+        "fs:ListCommits",
+        "fs:ReadBranch",
+        "fs:ListBranches",
+        "fs:ReadTag",
+        "fs:ListTags",
+    }
+)
 # Silt action -> the lakeFS actions it allows (each Silt action is at most these together).
 REPO_EQUIVALENT: dict[str, frozenset[str]] = {
-    a.READ_REPO: frozenset(
-        {
-            "fs:ReadRepository",
-            "fs:ReadObject",
-            "fs:ListObjects",
-            "fs:ReadCommit",
-            "fs:ListCommits",
-            "fs:ReadBranch",
-            "fs:ListBranches",
-            "fs:ReadTag",
-            "fs:ListTags",
-            "retention:GetGarbageCollectionRules",
-            "branches:GetBranchProtectionRules",
-            "pr:ReadPullRequest",
-            "pr:ListPullRequests",
-        }
-    ),
+    a.READ_REPO: LAKEFS_REF_READS
+    | {
+        "fs:ReadObject",
+        "fs:ListObjects",
+        "retention:GetGarbageCollectionRules",
+        "branches:GetBranchProtectionRules",
+        "pr:ReadPullRequest",
+        "pr:ListPullRequests",
+    },
     # The repository without its objects, as lakeFS's readers of some keys need it.
-    a.READ_REFS: frozenset(
-        {
-            "fs:ReadRepository",
-            "fs:ReadCommit",
-            "fs:ListCommits",
-            "fs:ReadBranch",
-            "fs:ListBranches",
-            "fs:ReadTag",
-            "fs:ListTags",
-        }
-    ),
+    a.READ_REFS: LAKEFS_REF_READS,
     a.WRITE_REPO: frozenset(
         {
             "fs:WriteObject",
@@ -442,103 +436,77 @@ def _deny_repository(resource: str) -> str:
 
 
 @dataclass(frozen=True)
-class _ObjectResource:
-    """`.../repository/<repository>/object/<key>` of a lakeFS statement."""
+class _InRepository:
+    """`.../repository/<repository><mark><pattern>` of a lakeFS statement: a pattern of keys of
+    the repository's objects (OBJECT_MARK) or of names of its branches (BRANCH_MARK)."""
 
     repository: str
-    key: str
+    mark: str
+    pattern: str
 
     @property
     def literal_repository(self) -> bool:
         return bool(self.repository) and set(self.repository) <= REPO_NAME_CHARS
 
-    @property
-    def silt(self) -> str:
-        return a.object_resource(self.repository, self.key)
 
-
-def _object_resource(resource: str) -> _ObjectResource | None:
+def _in_repository(resource: str, mark: str) -> _InRepository | None:
     if not resource.startswith(REPOSITORY_ARN):
         return None
-    repository, mark, key = resource[len(REPOSITORY_ARN) :].partition(OBJECT_MARK)
-    if not mark or "/" in repository:
+    repository, found, pattern = resource[len(REPOSITORY_ARN) :].partition(mark)
+    if not found or "/" in repository:
         return None
-    return _ObjectResource(repository, key)
+    return _InRepository(repository, mark, pattern)
 
 
-def _object_actions(n: int, statement: Statement) -> list[str]:
-    """The Silt object actions a statement's lakeFS actions name (400 for an unknown one)."""
+def _on_literal_repository(n: int, statement: Statement, resource: _InRepository, what: str, pattern: str) -> bool:
+    """Whether the statement is about one repository, named without wildcards. A Deny about
+    repositories a wildcard names is not (it is widened to them whole: _translate_deny); an
+    Allow of one is refused (400), naming what the resource is and the pattern it has."""
+    if resource.literal_repository:
+        return True
+    if _EFFECTS[statement.effect] == pb.EFFECT_DENY:
+        return False
+    raise bad_request(
+        f"statement {n}: cannot allow on {statement.resource!r}: {what} needs a repository name "
+        f"without wildcards, '{REPOSITORY_ARN}<name>{resource.mark}<{pattern}>'"
+    )
+
+
+def _lakefs_actions(n: int, statement: Statement, star: frozenset[str]) -> set[str]:
+    """The concrete lakeFS actions a statement's action patterns name, `*` naming those of `star`
+    (400 for a pattern that names none)."""
     named: set[str] = set()
     for action in statement.action:
-        found = LAKEFS_OBJECT_ACTIONS if action == "*" else _named_one(action)
+        found = star if action == "*" else _named_one(action)
         if not found:
             raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
         named |= found
-    return [silt for silt, lakefs in OBJECT_EQUIVALENT.items() if lakefs in named]
+    return named
 
 
-def _translate_object(n: int, statement: Statement, resource: _ObjectResource) -> list[pb.Statement]:
-    effect = _EFFECTS[statement.effect]
-    if effect == pb.EFFECT_DENY and not resource.literal_repository:
+def _translate_object(n: int, statement: Statement, resource: _InRepository) -> list[pb.Statement]:
+    if not _on_literal_repository(n, statement, resource, "an object resource", "key pattern"):
         return _translate_deny(n, statement)
-    if not resource.literal_repository:
-        raise bad_request(
-            f"statement {n}: cannot allow on {statement.resource!r}: an object resource needs a repository name "
-            f"without wildcards, '{REPOSITORY_ARN}<name>{OBJECT_MARK}<key pattern>'"
-        )
-    actions = _object_actions(n, statement)
+    effect = _EFFECTS[statement.effect]
+    named = _lakefs_actions(n, statement, LAKEFS_OBJECT_ACTIONS)
+    actions = [silt for silt, lakefs in OBJECT_EQUIVALENT.items() if lakefs in named]
     if not actions:
         raise bad_request(
             f"statement {n}: {', '.join(statement.action)} on an object: lakeFS checks only fs:ReadObject, "
             "fs:WriteObject and fs:DeleteObject there (fs:ListObjects is checked on the repository; a listing "
             "here shows the keys fs:ReadObject allows)"
         )
-    return [_statement(effect, actions, resource.silt)]
+    return [_statement(effect, actions, a.object_resource(resource.repository, resource.pattern))]
 
 
-@dataclass(frozen=True)
-class _BranchResource:
-    """`.../repository/<repository>/branch/<branch>` of a lakeFS statement."""
-
-    repository: str
-    branch: str
-
-    @property
-    def literal_repository(self) -> bool:
-        return bool(self.repository) and set(self.repository) <= REPO_NAME_CHARS
-
-    @property
-    def silt(self) -> str:
-        return a.branch_resource(self.repository, self.branch)
-
-
-def _branch_resource(resource: str) -> _BranchResource | None:
-    if not resource.startswith(REPOSITORY_ARN):
-        return None
-    repository, mark, branch = resource[len(REPOSITORY_ARN) :].partition(BRANCH_MARK)
-    if not mark or "/" in repository:
-        return None
-    return _BranchResource(repository, branch)
-
-
-def _translate_branch(n: int, statement: Statement, resource: _BranchResource) -> list[pb.Statement]:
-    effect = _EFFECTS[statement.effect]
-    if effect == pb.EFFECT_DENY and not resource.literal_repository:
+def _translate_branch(n: int, statement: Statement, resource: _InRepository) -> list[pb.Statement]:
+    if not _on_literal_repository(n, statement, resource, "a branch resource", "branch pattern"):
         return _translate_deny(n, statement)
-    if not resource.literal_repository:
-        raise bad_request(
-            f"statement {n}: cannot allow on {statement.resource!r}: a branch resource needs a repository name "
-            f"without wildcards, '{REPOSITORY_ARN}<name>{BRANCH_MARK}<branch pattern>'"
-        )
-    if not resource.branch or "/" in resource.branch:
+    effect = _EFFECTS[statement.effect]
+    if not resource.pattern or "/" in resource.pattern:
         # Branch names have no '/': such a pattern matches no branch (and an empty one none).
         raise bad_request(f"statement {n}: {statement.resource!r} names no branch: a branch name has no '/'")
-    named: set[str] = set()
-    for action in statement.action:
-        found = LAKEFS_ACTIONS if action == "*" else _named_one(action)
-        if not found:
-            raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
-        named |= found
+    named = _lakefs_actions(n, statement, LAKEFS_ACTIONS)
     actions = [silt for silt, lakefs in BRANCH_EQUIVALENT.items() if lakefs in named]
     if effect == pb.EFFECT_DENY and named & BRANCH_WRITE_DENIED_BY:
         actions.insert(0, a.WRITE_BRANCH)
@@ -548,19 +516,14 @@ def _translate_branch(n: int, statement: Statement, resource: _BranchResource) -
             f"statement {n}: {', '.join(statement.action)} on a branch: lakeFS checks only {checked} there "
             "(an import's halves need WriteRepo here)"
         )
-    return [_statement(effect, actions, resource.silt)]
+    return [_statement(effect, actions, a.branch_resource(resource.repository, resource.pattern))]
 
 
 def _translate_deny(n: int, statement: Statement) -> list[pb.Statement]:
     repository = _deny_repository(statement.resource)
     if "*" in statement.action:
         return [_statement(pb.EFFECT_DENY, ["*"], repository)]
-    named: set[str] = set()
-    for action in statement.action:
-        found = _named_one(action)
-        if not found:
-            raise bad_request(f"statement {n}: unknown lakeFS action {action!r}")
-        named |= found
+    named = _lakefs_actions(n, statement, LAKEFS_ACTIONS)  # no `*` here: denied whole above
     repo_actions = [x for x, lakefs in REPO_EQUIVALENT.items() if lakefs & named]
     # A Deny of ReadRepo takes ReadRefs too (services/auth/policies.py).
     repo_actions = [x for x in repo_actions if HELD_THROUGH.get(x) not in repo_actions]
@@ -598,8 +561,8 @@ def to_silt(policy: Policy) -> list[pb.Statement]:
             raise bad_request(f"statement {n}: {silt_only[0]!r} is Silt's vocabulary; do not mix it with lakeFS's")
         if any("?" in x for x in statement.action):
             raise bad_request(f"statement {n}: '?' wildcards are not supported in actions")
-        on_object = _object_resource(statement.resource)
-        on_branch = _branch_resource(statement.resource)
+        on_object = _in_repository(statement.resource, OBJECT_MARK)
+        on_branch = _in_repository(statement.resource, BRANCH_MARK)
         if on_object is not None:
             translated = _translate_object(n, statement, on_object)
         elif on_branch is not None:

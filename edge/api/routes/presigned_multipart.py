@@ -26,11 +26,10 @@ import itertools
 import json
 import re
 import secrets
-import time
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from lakefs_sdk.models import (
     AbortPresignMultipartUpload,
     CompletePresignMultipartUpload,
@@ -84,6 +83,22 @@ UploadId = Annotated[str, Path(alias="uploadId", max_length=64)]
 PartNumber = Annotated[int, Path(alias="partNumber", ge=1, le=MAX_PARTS)]
 
 
+@dataclass(frozen=True)
+class PartQuery:
+    """The part a call about one part names, read as one value: FastAPI validates each field as
+    the path parameter (or, `path`, the query parameter) of its name."""
+
+    repository: str
+    branch: str
+    upload_id: UploadId
+    part_number: PartNumber
+    path: str | None = None
+
+
+# What a part route declares to take the part it is about.
+PartParams = Annotated[PartQuery, Depends()]
+
+
 def _load(ctx: Ctx, repository: str, upload_id: str) -> dict[str, Any] | None:
     try:
         return dict(json.loads(ctx.backend.kv.get(uploads.PARTITION, uploads.upload_key(repository, upload_id)).value))
@@ -120,6 +135,18 @@ async def _open_upload(
     return record, place
 
 
+async def _writable_key(
+    ctx: Ctx, request: Request, repository: str, branch: str, path: str | None
+) -> tuple[str, Presigner]:
+    """What every call about an upload starts with: the key it writes, once the caller may write
+    it on the branch and presigned multipart uploads are on (with the presigner that says so)."""
+    key = checked_path(path)
+    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
+    signer = presigner(request)
+    signer.check_multipart_enabled()
+    return key, signer
+
+
 def _forget(ctx: Ctx, repository: str, upload_id: str, record: dict[str, Any]) -> None:
     uploads.forget(ctx.backend.kv, repository, upload_id, record, [])
 
@@ -145,10 +172,7 @@ async def create_presign_multipart_upload(
     path: str | None = None,
     parts: Annotated[int | None, Query()] = None,
 ) -> Response:
-    key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
-    signer = presigner(request)
-    signer.check_multipart_enabled()
+    key, signer = await _writable_key(ctx, request, repository, branch, path)
     if parts is not None and not 0 <= parts <= MAX_PARTS:
         raise bad_request(f"parts can be between 0 and {MAX_PARTS}")
     backend = ctx.backend
@@ -157,21 +181,9 @@ async def create_presign_multipart_upload(
     address = signer.links.issue(repository, branch, key)
     block_id = await backend.run(backend.adapter.create_multipart_upload, place.namespace, address)
     upload_id = secrets.token_hex(16)
-    initiated_ns = time.time_ns()
-    record = {
-        "origin": ORIGIN,
-        # The S3 gateway's name of the object (ref/key): ListMultipartUploads lists it there.
-        "path": f"{branch}/{key}",
-        "branch": branch,
-        "key": key,
-        "namespace": place.namespace,
-        "repository_id": place.repository_id,
-        "address": address,
-        "block_id": block_id,
-        "initiated": datetime.fromtimestamp(initiated_ns / 1e9, UTC).isoformat(),
-        "initiated_ns": initiated_ns,
-        "initiator": ctx.caller.user_id,
-    }
+    # The path is the S3 gateway's name of the object (ref/key): ListMultipartUploads lists it there.
+    opened = uploads.new_record(f"{branch}/{key}", branch, key, place, address, block_id, ctx.caller.user_id)
+    record = {"origin": ORIGIN, **opened}
     try:
         await backend.run(uploads.save, backend.kv, repository, upload_id, record)
     except BaseException:
@@ -198,38 +210,22 @@ _PartBody = TypeVar("_PartBody", UploadPartFrom, UploadPartCopyFrom)
 
 
 async def _part_call(
-    ctx: Ctx,
-    request: Request,
-    repository: str,
-    branch: str,
-    upload_id: str,
-    path: str | None,
-    model: type[_PartBody],
+    ctx: Ctx, request: Request, part: PartQuery, model: type[_PartBody]
 ) -> tuple[Presigner, _PartBody, dict[str, Any], RepositoryPlace]:
     """What a call about one part starts with: the caller may write the key, presigned multipart is on,
     and the body names this upload's own address (the upload's record and the repository's place)."""
-    key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
-    signer = presigner(request)
-    signer.check_multipart_enabled()
+    key, signer = await _writable_key(ctx, request, part.repository, part.branch, part.path)
     body = await json_body(request, model, SMALL_BODY_BYTES)
-    record, place = await _open_upload(ctx, request, repository, branch, key, upload_id, body.physical_address)
+    given = body.physical_address
+    record, place = await _open_upload(ctx, request, part.repository, part.branch, key, part.upload_id, given)
     return signer, body, record, place
 
 
 @router.put(PART)
-async def upload_part(
-    ctx: Ctx,
-    request: Request,
-    repository: str,
-    branch: str,
-    upload_id: UploadId,
-    part_number: PartNumber,
-    path: str | None = None,
-) -> Response:
-    signer, _, record, place = await _part_call(ctx, request, repository, branch, upload_id, path, UploadPartFrom)
+async def upload_part(ctx: Ctx, request: Request, part: PartParams) -> Response:
+    signer, _, record, place = await _part_call(ctx, request, part, UploadPartFrom)
     url = await ctx.backend.run(
-        signer.sign_part, request, place.namespace, record["address"], record["block_id"], part_number
+        signer.sign_part, request, place.namespace, record["address"], record["block_id"], part.part_number
     )
     return model_response(UploadTo(presigned_url=url.url))
 
@@ -247,16 +243,8 @@ def _copy_range(text: str | None, size: int) -> tuple[int, int] | None:
 
 
 @router.put(PART + "/copy", status_code=204)
-async def upload_part_copy(
-    ctx: Ctx,
-    request: Request,
-    repository: str,
-    branch: str,
-    upload_id: UploadId,
-    part_number: PartNumber,
-    path: str | None = None,
-) -> Response:
-    _, body, record, _ = await _part_call(ctx, request, repository, branch, upload_id, path, UploadPartCopyFrom)
+async def upload_part_copy(ctx: Ctx, request: Request, part: PartParams) -> Response:
+    _, body, record, _ = await _part_call(ctx, request, part, UploadPartCopyFrom)
     source = body.copy_source
     # The part's bytes are the source key's: read like any copy source, key by key.
     await ctx.authorize_key(READ_OBJECT, source.repository, checked_path(source.path))
@@ -266,17 +254,17 @@ async def upload_part_copy(
     byte_range = _copy_range(source.range, int(entry.size))
     source_namespace = await backend.namespace(source.repository, ctx.deadline)
     store_namespace, store_key = split_address(source_namespace, entry.physical_address)
-    part = await backend.run(
+    copied = await backend.run(
         backend.entry_reader(source_namespace, entry).upload_part_copy,
         record["namespace"],
         record["address"],
         record["block_id"],
-        part_number,
+        part.part_number,
         store_namespace,
         store_key,
         byte_range,
     )
-    return Response(status_code=204, headers={"ETag": f'"{part.etag}"'})
+    return Response(status_code=204, headers={"ETag": f'"{copied.etag}"'})
 
 
 def _listed_parts(body: CompletePresignMultipartUpload) -> list[PartInfo]:
@@ -301,9 +289,7 @@ def _listed_parts(body: CompletePresignMultipartUpload) -> list[PartInfo]:
 async def complete_presign_multipart_upload(
     ctx: Ctx, request: Request, repository: str, branch: str, upload_id: UploadId, path: str | None = None
 ) -> Response:
-    key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
-    presigner(request).check_multipart_enabled()
+    key, _ = await _writable_key(ctx, request, repository, branch, path)
     body = await json_body(request, CompletePresignMultipartUpload, COMPLETE_BODY_BYTES)
     parts = _listed_parts(body)
     user = checked_user_metadata(dict(body.user_metadata or {}))
@@ -336,9 +322,7 @@ async def complete_presign_multipart_upload(
 async def abort_presign_multipart_upload(
     ctx: Ctx, request: Request, repository: str, branch: str, upload_id: UploadId, path: str | None = None
 ) -> Response:
-    key = checked_path(path)
-    await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=branch)
-    presigner(request).check_multipart_enabled()
+    key, _ = await _writable_key(ctx, request, repository, branch, path)
     body = await json_body(request, AbortPresignMultipartUpload, SMALL_BODY_BYTES)
     record, _ = await _open_upload(ctx, request, repository, branch, key, upload_id, body.physical_address)
     await ctx.backend.run(_abort, ctx, repository, upload_id, record)

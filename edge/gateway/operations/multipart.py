@@ -174,22 +174,10 @@ async def create(ctx: Context) -> Response:
     address = new_physical_address()
     block_id = await ctx.backend.run(ctx.backend.adapter.create_multipart_upload, place.namespace, address)
     upload_id = secrets.token_hex(16)
-    initiated_ns = time.time_ns()
     record = {
-        "path": request.path,
-        "branch": ref,
-        "key": key,
-        "namespace": place.namespace,
-        # The repository's identity: the upload is this repository's only, not that of one
-        # created again under its name (silt/multipart_uploads.py).
-        "repository_id": place.repository_id,
-        "address": address,
-        "block_id": block_id,
-        "initiated": datetime.fromtimestamp(initiated_ns / 1e9, UTC).isoformat(),
-        "initiated_ns": initiated_ns,
+        **uploads.new_record(request.path, ref, key, place, address, block_id, ctx.user_id),
         "content_type": request.headers.get("content-type", DEFAULT_CONTENT_TYPE),
         "metadata": user_metadata(request),
-        "initiator": ctx.user_id,
         "checksum_algorithm": algorithm,
     }
     await ctx.backend.run(uploads.save, ctx.backend.kv, repository, upload_id, record)

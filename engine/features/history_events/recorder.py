@@ -12,6 +12,7 @@ from engine.core.validation import validate_ref_name
 from engine.features.history_events.writer import EventWriter
 from silt.errors import InvalidArgument, NotFound
 from silt.graveler.v1 import events_pb2 as ev
+from silt.history_events.emitter import QueuedEmitter
 from silt.history_events.flush import ThreadFlusher
 from silt.history_events.queue import MAX_BATCH, EventQueue
 from silt.names import validate_repository_name
@@ -109,9 +110,8 @@ class OwnEvents:
         self, recorder: EventRecorder, queue: EventQueue | None = None, interval: float = 0.2, enabled: bool = True
     ) -> None:
         self._recorder = recorder
-        self.enabled = enabled
-        self.queue = queue or EventQueue()
-        self._flusher = ThreadFlusher(self.queue, self._store, interval)
+        self._emitter = QueuedEmitter(ev.GRAVELER, queue, enabled)
+        self._flusher = ThreadFlusher(self._emitter.queue, self._store, interval)
 
     def start(self) -> OwnEvents:
         self._flusher.start()
@@ -128,20 +128,8 @@ class OwnEvents:
         message: str = "",
         path: str = "",
     ) -> None:
-        if not self.enabled:
-            return
-        self.queue.emit(
-            ev.HistoryEvent(
-                timestamp_us=time.time_ns() // 1000,
-                repository=repository,
-                branch=branch,
-                type=event_type,
-                path=path,
-                user=user,
-                source=ev.GRAVELER,
-                commit_id=commit_id,
-                message=message[:OWN_MESSAGE_CHARS],
-            )
+        self._emitter.emit(
+            event_type, repository, branch, path, user, commit_id=commit_id, message=message[:OWN_MESSAGE_CHARS]
         )
 
     def flush(self) -> None:
