@@ -18,7 +18,7 @@ An event that names no user (HookRecord.user is None) reads nothing: every call 
 without auth (embedded use, tests) there is no authority and nothing is checked per key, as
 nowhere else in graveler is.
 
-The scope is asked once per hook run, at its first call, and kept for the run (auth's answers
+The scope is asked once per hook, at its first call, and kept for the hook (auth's answers
 are cached for auth.cache_ttl_seconds anyway).
 """
 
