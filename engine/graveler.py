@@ -54,7 +54,7 @@ from engine.core.entries import (
     Entries,
     StageOutcome,
 )
-from engine.core.hooks import HookRecord, after_commit
+from engine.core.hooks import EventUser, HookRecord, after_commit
 from engine.core.key_changes import KeyCheck
 from engine.core.model import MergeStrategy
 from engine.core.parts import CoreParts
@@ -258,8 +258,17 @@ class Graveler:
     # --- branches ------------------------------------------------------------------------
 
     def create_branch(
-        self, repository: str, name: str, source_ref: str, *, hidden: bool = False, deadline: Deadline = NO_DEADLINE
+        self,
+        repository: str,
+        name: str,
+        source_ref: str,
+        *,
+        hidden: bool = False,
+        deadline: Deadline = NO_DEADLINE,
+        by: EventUser | None = None,
     ) -> pb.Branch:
+        """by: who creates it (its hooks read as that user; engine/core/hooks.py), as for every
+        operation that runs hooks."""
         repo = self._repo(repository, deadline)
         validate_ref_name(name)
         source_ref = source_ref or repo.record.default_branch
@@ -268,7 +277,9 @@ class Graveler:
             name=name, commit_id=source.commit_id, staging_token=new_token(repo.partition, name), hidden=hidden
         )
         # Hidden branches are Silt's own machinery (imports), not a user's operation.
-        record = HookRecord("pre-create-branch", repository, source_ref, branch_id=name, commit_id=source.commit_id)
+        record = HookRecord(
+            "pre-create-branch", repository, source_ref, branch_id=name, commit_id=source.commit_id, user=by
+        )
         pre_run = "" if hidden else self.actions.pre(repo, record, deadline)
         self.refs.create_branch(repo, branch)
         if not hidden:
@@ -276,7 +287,13 @@ class Graveler:
         return branch
 
     def delete_branch(
-        self, repository: str, name: str, *, deadline: Deadline = NO_DEADLINE, check: KeyCheck | None = None
+        self,
+        repository: str,
+        name: str,
+        *,
+        deadline: Deadline = NO_DEADLINE,
+        check: KeyCheck | None = None,
+        by: EventUser | None = None,
     ) -> None:
         """check: the keys the deletion removes, when the caller's policies name keys (deleting
         and creating a branch again is a hard reset)."""
@@ -287,7 +304,9 @@ class Graveler:
         record = self.refs.get_branch(repo, name)
         if check is not None:
             self.branching.check_deletion(repo, record, check)
-        hooks = HookRecord("pre-delete-branch", repository, record.branch.commit_id, branch_id=name, immutable=True)
+        hooks = HookRecord(
+            "pre-delete-branch", repository, record.branch.commit_id, branch_id=name, immutable=True, user=by
+        )
         pre_run = "" if record.branch.hidden else self.actions.pre(repo, hooks, deadline)
         deleted = self._delete_branch_record(repo, name, deadline)
         if deleted is not None:
@@ -329,38 +348,43 @@ class Graveler:
 
     # --- tags ----------------------------------------------------------------------------
 
-    def create_tag(self, repository: str, tag_id: str, ref: str, *, deadline: Deadline = NO_DEADLINE) -> pb.Tag:
+    def create_tag(
+        self, repository: str, tag_id: str, ref: str, *, deadline: Deadline = NO_DEADLINE, by: EventUser | None = None
+    ) -> pb.Tag:
         repo = self._repo(repository, deadline)
         validate_ref_name(tag_id, "tag")
         tag = pb.Tag(id=tag_id, commit_id=self.refs.resolve(repo, ref).commit_id)
         record = HookRecord(
-            "pre-create-tag", repository, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id, immutable=True
+            "pre-create-tag", repository, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id, immutable=True, user=by
         )
         pre_run = self.actions.pre(repo, record, deadline)
         self.refs.create_tag(repo, tag)
         self.actions.post(repo, replace(record, event_type="post-create-tag", pre_run_id=pre_run))
         return tag
 
-    def _tag_from_hook(self, repo: RepoHandle, tag_id: str, ref: str, deadline: Deadline) -> None:
+    def _tag_from_hook(self, repo: RepoHandle, tag_id: str, ref: str, deadline: Deadline, by: EventUser | None) -> None:
         """A tag a Lua hook creates (lakefs.create_tag) passes the repository's pre-create-tag hooks
         as any other tag does (lakeFS runs them too), within the creating hook's deadline: a rule
         on tags cannot be got round by having a hook make the tag. A hook of that run creating a
         tag again nests one more run, each holding a run slot, so nesting ends at
         actions.max_runs_per_repository. Its post-create-tag hooks do not run: a post-create-tag
-        hook that tags would otherwise feed itself an endless chain of background runs."""
+        hook that tags would otherwise feed itself an endless chain of background runs. Its hooks
+        read as the creating hook's user (by)."""
         validate_ref_name(tag_id, "tag")
         tag = pb.Tag(id=tag_id, commit_id=self.refs.resolve(repo, ref).commit_id)
         record = HookRecord(
-            "pre-create-tag", repo.name, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id, immutable=True
+            "pre-create-tag", repo.name, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id, immutable=True, user=by
         )
         self.actions.pre(repo, record, deadline)
         self.refs.create_tag(repo, tag)
 
-    def delete_tag(self, repository: str, tag_id: str, *, deadline: Deadline = NO_DEADLINE) -> None:
+    def delete_tag(
+        self, repository: str, tag_id: str, *, deadline: Deadline = NO_DEADLINE, by: EventUser | None = None
+    ) -> None:
         repo = self._repo(repository, deadline)
         tag = self.refs.get_tag(repo, tag_id)
         record = HookRecord(
-            "pre-delete-tag", repository, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id, immutable=True
+            "pre-delete-tag", repository, tag.commit_id, tag_id=tag_id, commit_id=tag.commit_id, immutable=True, user=by
         )
         pre_run = self.actions.pre(repo, record, deadline)
         self.refs.delete_tag(repo, tag_id)
@@ -454,6 +478,7 @@ class Graveler:
         *,
         deadline: Deadline = NO_DEADLINE,
         recorded: Recorded | None = None,
+        by: EventUser | None = None,
     ) -> pb.Commit:
         """Commit the staged changes of a branch (only those under prefixes, if given).
 
@@ -474,6 +499,7 @@ class Graveler:
             commit_message=message,
             committer=committer,
             commit_metadata=metadata,
+            user=by,
         )
         pre_runs: list[str] = []
 
@@ -589,12 +615,15 @@ class Graveler:
         *,
         deadline: Deadline = NO_DEADLINE,
         check: KeyCheck | None = None,
+        by: EventUser | None = None,
     ) -> MergeOutcome:
         repo = self._repo(repository, deadline)
         self.protection.check_direct_merge(repo, destination)
         source_commit = self.refs.resolve(repo, source_ref).commit_id
         message = message or f"Merge {source_ref!r} into {destination!r}"
-        record = HookRecord.pre_merge(repository, source_commit, destination, source_ref, message, committer, metadata)
+        record = HookRecord.pre_merge(
+            repository, source_commit, destination, source_ref, message, committer, metadata, by
+        )
         # The commit the hooks were shown, not the ref: a push to the source meanwhile is not merged.
         return self._hooked_merge(
             repo,
@@ -629,6 +658,7 @@ class Graveler:
         allow_empty: bool = False,
         deadline: Deadline = NO_DEADLINE,
         check: KeyCheck | None = None,
+        by: EventUser | None = None,
     ) -> MergeOutcome:
         """Undo a commit's change on a branch: a three-way merge from the commit to its parent."""
         repo = self._repo(repository, deadline)
@@ -641,6 +671,7 @@ class Graveler:
             commit_message=message,
             committer=committer,
             commit_metadata=dict(metadata or {}),
+            user=by,
         )
         return self._hooked_merge(
             repo,
@@ -671,11 +702,14 @@ class Graveler:
         pick: CherryPickOverrides | None = None,
         deadline: Deadline = NO_DEADLINE,
         check: KeyCheck | None = None,
+        by: EventUser | None = None,
     ) -> MergeOutcome:
         """Apply a commit's change onto a branch: a three-way merge from its parent to it."""
         repo = self._repo(repository, deadline)
         self.protection.check_direct_write(repo, branch_name, "cherry-pick")
-        record = HookRecord("pre-cherry-pick", repository, branch_name, branch_id=branch_name, committer=committer)
+        record = HookRecord(
+            "pre-cherry-pick", repository, branch_name, branch_id=branch_name, committer=committer, user=by
+        )
         return self._hooked_merge(
             repo,
             record,

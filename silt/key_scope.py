@@ -84,6 +84,15 @@ class KeyScope:
             return False
         return self.every_key or any(overlaps(allowed, below) for allowed in self.allow)
 
+    def may_start_after(self, after: str, delimiter: str) -> bool:
+        """Whether a filtered listing may start after a position its client named itself (no
+        cursor): only after a key the caller may read, or a common prefix it may be shown.
+        Counting on a filtered scan's cap from a position among hidden keys would tell how many
+        hidden keys follow it, and a binary search over positions would spell them out."""
+        if self.whole or not after or self.allows(after):
+            return True
+        return bool(delimiter) and after.endswith(delimiter) and self.may_allow_under(after)
+
 
 def whole(repository: str) -> KeyScope:
     """Every key of repository (for callers that authorized otherwise)."""

@@ -108,13 +108,9 @@ def _unpadded(plain: bytes) -> bytes:
 
 
 def raw_position_allowed(scope: KeyScope, after: str, delimiter: str) -> bool:
-    """Whether a listing may start after a position the client named itself (no cursor). In a
-    filtered scope only after a key the caller may read, or a common prefix it may be shown:
-    counting on the scan's cap from a position among hidden keys would tell how many hidden
-    keys follow it, and a binary search over positions would spell them out."""
-    if scope.whole or not after or scope.allows(after):
-        return True
-    return bool(delimiter) and after.endswith(delimiter) and scope.may_allow_under(after)
+    """Whether a listing may start after a position the client named itself (no cursor): the
+    rule every filtered listing keeps, hooks' included (KeyScope.may_start_after)."""
+    return scope.may_start_after(after, delimiter)
 
 
 def _bound(listing: Sequence[str]) -> bytes:

@@ -29,7 +29,7 @@ from engine.actions.files import InvalidActionFile
 from engine.actions.manager import Actions
 from engine.actions.runs import new_run_id
 from engine.core.deadline import NO_DEADLINE, Deadline
-from engine.core.hooks import PULL_REQUEST, HookRecord
+from engine.core.hooks import PULL_REQUEST, EventUser, HookRecord
 from engine.core.refs import RefManager, RepoHandle
 from engine.core.refs.manager import now
 from engine.features.pulls import OPEN, PULLS, PullRequests
@@ -157,7 +157,10 @@ class Checks:
     def _record(self, repo: RepoHandle, pull: pb.PullRequest, head: str, why: str) -> HookRecord:
         """The event of a check of head. Its actions are the destination's (its head commit now):
         checks read from the source would let the pull request's author rewrite the very checks
-        a protection rule requires (GitHub's pull_request_target makes the same choice)."""
+        a protection rule requires (GitHub's pull_request_target makes the same choice). Its
+        hooks read as the pull request's author, whoever asked for the run: what a check shows
+        in its output is what the author could read. A check runs in the background, for no
+        request, so the author's address is unknown (a policy conditioned on one holds nothing)."""
         destination = str(self._refs.resolve(repo, pull.destination_branch).commit_id)
         return HookRecord(
             PULL_REQUEST,
@@ -170,6 +173,7 @@ class Checks:
             pull_request_action=why,
             actions_ref=destination,
             immutable=True,
+            user=EventUser(pull.author) if pull.author else None,
         )
 
     # --- running -------------------------------------------------------------------------

@@ -46,14 +46,15 @@ from engine.actions.files import (
 )
 from engine.actions.hook_process import HookProcesses, NotParsed
 from engine.actions.lua.runtime import LuaLimits
+from engine.actions.read_access import HookAuthority, ReadAccess
 from engine.actions.reads import RepositoryReads, ScopedCalls
 from engine.actions.runs import RunStore, new_run_id
 from engine.actions.scheduler import FairScheduler
 from engine.actions.webhook import EnvPolicy, InvalidHook, WebhookPolicy, parse_webhook, send_webhook
 from engine.core.deadline import NO_DEADLINE, Deadline
-from engine.core.hooks import HookRecord, payload_bytes
+from engine.core.hooks import EventUser, HookRecord, payload_bytes
 from engine.core.refs import BranchRecord, RepoHandle
-from silt.errors import HOOK_ABORTED, HookAborted, NotFound, ResourceExhausted, SiltError
+from silt.errors import HOOK_ABORTED, HookAborted, NotFound, PermissionDenied, ResourceExhausted, SiltError
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import background_context
 
@@ -110,10 +111,13 @@ class Actions:
         self,
         reads: RepositoryReads,
         runs: RunStore,
-        create_tag: Callable[[RepoHandle, str, str, Deadline], None],
+        create_tag: Callable[[RepoHandle, str, str, Deadline, EventUser | None], None],
         options: ActionsOptions | None = None,
     ) -> None:
         self.options = options or ActionsOptions()
+        # What a hook's user may read (read_access.py), set by the service that serves behind
+        # auth; None (embedded use, tests): nothing is checked per key, as nowhere else.
+        self.authority: HookAuthority | None = None
         self.reads = reads
         self.runs = runs
         self._create_tag = create_tag
@@ -233,14 +237,19 @@ class Actions:
 
     # --- running -------------------------------------------------------------------------
 
-    def _script(self, repo: RepoHandle, record: HookRecord, hook: Hook, deadline: Deadline) -> str:
+    def _script(self, repo: RepoHandle, record: HookRecord, hook: Hook, deadline: Deadline, access: ReadAccess) -> str:
         script = hook.properties.get("script")
         path = hook.properties.get("script_path") or hook.properties.get("script_file")
         if isinstance(script, str) and script and not path:
             return script
         if isinstance(path, str) and path and not script:
             # Where the action file was read: a check's script is the destination's, like its
-            # action file, or the pull request's author could rewrite what it must pass.
+            # action file, or the pull request's author could rewrite what it must pass. Read as
+            # the hook's user, as lakeFS loads it: a script they may not read does not run.
+            try:
+                access.check_key(path)
+            except PermissionDenied as exc:
+                raise InvalidHook(f"could not load script_path {path!r}: {exc}") from None
             entry = self.reads.entries.stat(repo, record.actions_at, path, deadline)
             return self.reads.read(repo, entry, 256 * 1024).decode()
         raise InvalidHook("a lua hook needs exactly one of 'script' and 'script_path'")
@@ -262,7 +271,8 @@ class Actions:
                 spec = parse_webhook(hook.properties, self.options.env.for_repository(repo.name))
                 sent = send_webhook(spec, payload_bytes(payload), self.options.webhook, ends_at)
                 return sent.ok, sent.output, sent.error
-            script = self._script(repo, record, hook, deadline)
+            access = ReadAccess(self.authority, record.user, repo.name)
+            script = self._script(repo, record, hook, deadline, access)
             args = hook.properties.get("args") or {}
             if not isinstance(args, dict):
                 raise InvalidHook("'args' of a lua hook must be a mapping")
@@ -279,7 +289,11 @@ class Actions:
             hook_end = ends_at if remaining is None else min(ends_at, time.monotonic() + remaining)
             hook_deadline = Deadline(hook_end, time.monotonic, deadline.is_active)
             calls = ScopedCalls(
-                self.reads, repo, hook_deadline, lambda tag, ref: self._create_tag(repo, tag, ref, hook_deadline)
+                self.reads,
+                repo,
+                hook_deadline,
+                lambda tag, ref: self._create_tag(repo, tag, ref, hook_deadline, record.user),
+                access,
             )
             lua_action = {**payload, "run_id": run_id, "storage_namespace": repo.namespace}
             ran = self.processes.run_lua(script, lua_action, args, calls, limits, f"{action.file}:{hook.id}")

@@ -13,11 +13,13 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from engine.actions.read_access import ReadAccess
+from engine.actions.visible_pages import HookCursors, scan_visible
 from engine.core.branching import Branching
 from engine.core.committed.diff import Difference
 from engine.core.deadline import Deadline
 from engine.core.entries import Entries
-from engine.core.paging import CommonPrefix, Page
+from engine.core.paging import CommonPrefix, Page, page_amount
 from engine.core.refs import BranchRecord, RefManager, RepoHandle
 from engine.core.values import decode_entry
 from silt.block.adapter import BlockAdapter
@@ -30,6 +32,7 @@ from silt.errors import (
     PermissionDenied,
     ResourceExhausted,
     SiltError,
+    Unavailable,
 )
 from silt.graveler.v1 import model_pb2 as pb
 from silt.objects import split_address
@@ -93,10 +96,12 @@ def _stats(path: str, entry: pb.Entry, user_metadata: bool = True) -> dict[str, 
     return shown
 
 
-def _pagination(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+def _pagination(items: list[dict[str, Any]], has_more: bool, next_offset: str | None = None) -> dict[str, Any]:
+    if next_offset is None:
+        next_offset = items[-1]["path"] if has_more and items else ""
     return {
         "has_more": has_more,
-        "next_offset": items[-1]["path"] if has_more and items else "",
+        "next_offset": next_offset,
         "results": len(items),
         "max_per_page": MAX_PAGE,
     }
@@ -111,6 +116,7 @@ def _error(exc: SiltError) -> tuple[int, dict[str, Any]]:
         (PermissionDenied, 403),
         (FailedPrecondition, 412),
         (ResourceExhausted, 429),
+        (Unavailable, 503),
     )
     for kind, status in statuses:
         if isinstance(exc, kind):
@@ -119,7 +125,8 @@ def _error(exc: SiltError) -> tuple[int, dict[str, Any]]:
 
 
 class ScopedCalls:
-    """lakeFS's Lua `lakefs` client, answering for one repository only."""
+    """lakeFS's Lua `lakefs` client, answering for one repository only, and of it only what the
+    user who fired the event may read (read_access.py)."""
 
     def __init__(
         self,
@@ -127,11 +134,14 @@ class ScopedCalls:
         repo: RepoHandle,
         deadline: Deadline,
         create_tag: Callable[[str, str], None],
+        access: ReadAccess | None = None,
     ) -> None:
         self._reads = reads
         self._repo = repo
         self._deadline = deadline
         self._create_tag = create_tag
+        self._access = access or ReadAccess(None, None, repo.name)
+        self._cursors = HookCursors()
 
     def _scoped(self, repository: str) -> None:
         if repository != self._repo.name:
@@ -147,6 +157,7 @@ class ScopedCalls:
     def stat_object(self, repository: str, ref: str, path: str, user_metadata: bool = True) -> tuple[int, Any]:
         def call() -> tuple[int, Any]:
             self._scoped(repository)
+            self._access.check_key(path)
             return 200, _stats(path, self._reads.entries.stat(self._repo, ref, path, self._deadline), user_metadata)
 
         return self._answer(call)
@@ -154,6 +165,7 @@ class ScopedCalls:
     def get_object(self, repository: str, ref: str, path: str) -> tuple[int, bytes]:
         def call() -> tuple[int, Any]:
             self._scoped(repository)
+            self._access.check_key(path)
             entry = self._reads.entries.stat(self._repo, ref, path, self._deadline)
             return 200, self._reads.read(self._repo, entry, MAX_READ_BYTES)
 
@@ -174,26 +186,72 @@ class ScopedCalls:
     ) -> tuple[int, Any]:
         def call() -> tuple[int, Any]:
             self._scoped(repository)
-            page = self._reads.entries.list(self._repo, ref, prefix, delimiter, after, amount, self._deadline)
+            scope = self._access.listing_scope()
+            listing = ("objects", ref, prefix, delimiter)
+            start = self._cursors.resume_after(scope, after, delimiter, listing)
+
+            def read(position: str, count: int) -> tuple[list[tuple[bytes, pb.Entry | None]], bool]:
+                page = self._reads.entries.list(self._repo, ref, prefix, delimiter, position, count, self._deadline)
+                return list(page.items), page.has_more
+
+            def shown(item: tuple[bytes, pb.Entry | None]) -> bool:
+                key = item[0].decode()
+                return scope.may_allow_under(key) if item[1] is None else scope.allows(key)
+
+            offset: str | None = None
+            if scope.whole:
+                items, has_more = read(start, amount)
+            else:
+                scanned = scan_visible(read, shown, _item_key, start, page_amount(amount), self._deadline)
+                items, has_more = scanned.items, scanned.has_more
+                offset = self._cursors.next_offset(scanned, listing, _item_key(items[-1]) if items else "")
             results = [
                 {"path": key.decode(), "path_type": "common_prefix"}
                 if entry is None
                 else _stats(key.decode(), entry, user_metadata)
-                for key, entry in page.items
+                for key, entry in items
             ]
-            return 200, {"pagination": _pagination(results, page.has_more), "results": results}
+            return 200, {"pagination": _pagination(results, has_more, offset), "results": results}
 
         return self._answer(call)
+
+    def _visible_diff(
+        self, read: Callable[[str, int], Page[Difference]], after: str, amount: int, listing: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """A diff's page with the changes to keys the user may not read left out."""
+        scope = self._access.diff_scope()
+        if scope.whole:
+            return _diff_list(read(after, amount))
+        delimiter = listing[-1]
+        start = self._cursors.resume_after(scope, after, delimiter, listing)
+
+        def items(position: str, count: int) -> tuple[list[Difference | CommonPrefix], bool]:
+            page = read(position, count)
+            return list(page.items), page.has_more
+
+        def shown(item: Difference | CommonPrefix) -> bool:
+            key = item.key.decode()
+            return scope.may_allow_under(key) if isinstance(item, CommonPrefix) else scope.allows(key)
+
+        def key_of(item: Difference | CommonPrefix) -> str:
+            return item.key.decode()
+
+        scanned = scan_visible(items, shown, key_of, start, page_amount(amount), self._deadline)
+        offset = self._cursors.next_offset(scanned, listing, key_of(scanned.items[-1]) if scanned.items else "")
+        return _diff_list(Page(scanned.items, scanned.has_more), offset)
 
     def diff_branch(
         self, repository: str, branch: str, after: str, amount: int, prefix: str, delimiter: str
     ) -> tuple[int, Any]:
         def call() -> tuple[int, Any]:
             self._scoped(repository)
-            page = self._reads.branching.diff_branch(
-                self._repo, branch, prefix, delimiter, after, amount, self._deadline
-            )
-            return 200, _diff_list(page)
+
+            def read(position: str, count: int) -> Page[Difference]:
+                return self._reads.branching.diff_branch(
+                    self._repo, branch, prefix, delimiter, position, count, self._deadline
+                )
+
+            return 200, self._visible_diff(read, after, amount, ("diff_branch", branch, prefix, delimiter))
 
         return self._answer(call)
 
@@ -209,14 +267,20 @@ class ScopedCalls:
     ) -> tuple[int, dict[str, Any]]:
         def call() -> tuple[int, Any]:
             self._scoped(repository)
-            page = self._reads.branching.diff(self._repo, left_ref, right_ref, True, prefix, delimiter, after, amount)
-            return 200, _diff_list(page)
+
+            def read(position: str, count: int) -> Page[Difference]:
+                return self._reads.branching.diff(
+                    self._repo, left_ref, right_ref, True, prefix, delimiter, position, count
+                )
+
+            return 200, self._visible_diff(read, after, amount, ("diff_refs", left_ref, right_ref, prefix, delimiter))
 
         return self._answer(call)
 
     def create_tag(self, repository: str, ref: str, tag: str) -> tuple[int, dict[str, Any]]:
         def call() -> tuple[int, Any]:
             self._scoped(repository)
+            self._access.check_write_repo()
             self._create_tag(tag, ref)
             commit_id = self._reads.refs.resolve(self._repo, tag).commit_id
             return 201, {"id": tag, "commit_id": commit_id}
@@ -224,7 +288,11 @@ class ScopedCalls:
         return self._answer(call)
 
 
-def _diff_list(page: Page[Difference]) -> dict[str, Any]:
+def _item_key(item: tuple[bytes, pb.Entry | None]) -> str:
+    return item[0].decode()
+
+
+def _diff_list(page: Page[Difference], next_offset: str | None = None) -> dict[str, Any]:
     """lakeFS's DiffList."""
     results: list[dict[str, Any]] = []
     for item in page.items:
@@ -234,4 +302,4 @@ def _diff_list(page: Page[Difference]) -> dict[str, Any]:
         record = item.right if item.right is not None else item.left
         size = decode_entry(record.value).size if record is not None else 0
         results.append({"type": item.kind, "path": item.key.decode(), "path_type": "object", "size_bytes": size})
-    return {"pagination": _pagination(results, page.has_more), "results": results}
+    return {"pagination": _pagination(results, page.has_more, next_offset), "results": results}

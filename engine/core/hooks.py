@@ -7,6 +7,10 @@ is where the action files are read (lakeFS's choice for each event: the branch b
 to, the commit merged from, the ref a branch is created from, the commit a tag names, and for a
 post-event the commit the operation made). The payload a webhook receives and a Lua hook's
 `action` are built from it, with lakeFS's field names.
+
+A record also names the user whose operation fired the event (`user`): a Lua hook's `lakefs`
+calls read as that user, as lakeFS's Lua client acts as the user who triggered the action
+(engine/actions/read_access.py). It is not part of the payload.
 """
 
 from __future__ import annotations
@@ -49,6 +53,15 @@ def post_of(pre_event: str) -> str:
 
 
 @dataclass(frozen=True)
+class EventUser:
+    """The user an operation is made by or for, and the address their request came from ("" unknown),
+    as graveler judged them for the operation itself."""
+
+    user_id: str
+    source_ip: str = ""
+
+
+@dataclass(frozen=True)
 class HookRecord:
     event_type: str
     repository: str
@@ -69,6 +82,8 @@ class HookRecord:
     # Whether the ref the actions are read at is a commit id (immutable: its actions are cached);
     # a branch may be named like one, so the name's shape does not say.
     immutable: bool = False
+    # Who fired the event; None: nobody known, and a hook then reads nothing (fails closed).
+    user: EventUser | None = None
 
     @classmethod
     def pre_merge(
@@ -80,6 +95,7 @@ class HookRecord:
         message: str,
         committer: str,
         metadata: Mapping[str, str] | None,
+        user: EventUser | None = None,
     ) -> HookRecord:
         """A merge's pre-merge event (a merge's or a pull request's): read at the source commit
         the merge decided on, an immutable ref, so that a push to the source meanwhile is
@@ -94,6 +110,7 @@ class HookRecord:
             commit_message=message,
             committer=committer,
             commit_metadata=dict(metadata or {}),
+            user=user,
         )
 
     @property

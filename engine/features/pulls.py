@@ -46,7 +46,7 @@ from engine.core.branching import Branching, MergeOutcome
 from engine.core.commit_graph import GetCommit
 from engine.core.deadline import NO_DEADLINE, Deadline
 from engine.core.filtered_page import filtered_page
-from engine.core.hooks import HookRecord, Hooks, after_commit
+from engine.core.hooks import EventUser, HookRecord, Hooks, after_commit
 from engine.core.key_changes import KeyCheck
 from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from engine.core.refs import RefManager, RepoHandle
@@ -504,6 +504,7 @@ class PullRequests:
         committer: str,
         deadline: Deadline,
         check: KeyCheck | None = None,
+        by: EventUser | None = None,
     ) -> tuple[pb.PullRequest, MergeOutcome]:
         """Merge source into destination through the merge path, once, if protection allows it
         (and check, the keys it changes: engine/core/key_changes.py)."""
@@ -527,7 +528,7 @@ class PullRequests:
         claimed = self._change(repo, pull_id, take, "merge", deadline)
         message = message or f"Merge pull request {pull_id}: {claimed.title}"
         record = HookRecord.pre_merge(
-            repo.name, heads[0], claimed.destination_branch, claimed.source_branch, message, committer, metadata
+            repo.name, heads[0], claimed.destination_branch, claimed.source_branch, message, committer, metadata, by
         )
         try:
             pre_run = self._hooks.pre(repo, record, deadline)

@@ -8,6 +8,7 @@ from typing import Any
 import grpc
 
 from engine.core.deadline import Deadline
+from engine.core.hooks import EventUser
 from engine.features.imports.locations import COMMON_PREFIX, OBJECT, Kind
 from engine.features.imports.manager import Imports
 from services.graveler.commit_info import commit_info
@@ -42,6 +43,8 @@ class ImportHandlers:
     # GravelerServicer's: the check of the keys an operation changes (repository, branch,
     # requested user).
     _key_check: Callable[[str, str, str], ChangeCheck | None]
+    # GravelerServicer's: who an operation is made for, as its hooks read (requested user).
+    _event_user: Callable[[str], EventUser]
 
     def _import_deadline(self, context: grpc.ServicerContext) -> Deadline:
         return Deadline.after(context.time_remaining(), is_active=context.is_active)
@@ -56,6 +59,7 @@ class ImportHandlers:
             self._committing(request.committer, COMMIT_BRANCH, request.repository, request.branch),
             self._import_deadline(context),
             self._key_check(request.repository, request.branch, request.committer),
+            self._event_user(request.committer),
         )
         return api.StartImportResponse(id=import_id)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import grpc
 
+from engine.actions.read_access import HookAuthority
 from silt.changed_keys import ChangeCheck, ChangeScope, narrowed
 from silt.iam_actions import DELETE_OBJECT, READ_OBJECT, WRITE_OBJECT
 from silt.key_scope import KeyScope
@@ -32,6 +33,13 @@ def key_scopes(interceptors: Sequence[grpc.ServerInterceptor]) -> KeyScopeFn | N
     (embedded use, tests), where nothing is checked per key, as nothing is per repository."""
     auth = next((i for i in interceptors if isinstance(i, AuthInterceptor)), None)
     return None if auth is None else auth.authority.key_scope
+
+
+def hook_authority(interceptors: Sequence[grpc.ServerInterceptor]) -> HookAuthority | None:
+    """Auth's cached answers, for what hooks' users may read (engine/actions/read_access.py);
+    None served without auth, where hooks read every key of their repository."""
+    auth = next((i for i in interceptors if isinstance(i, AuthInterceptor)), None)
+    return None if auth is None else auth.authority
 
 
 class KeyChecks:

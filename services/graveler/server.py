@@ -17,7 +17,7 @@ from engine.features.history_events.streams import StreamLimits, stream_authorit
 from engine.graveler import Graveler
 from engine.open import open_engine
 from services.graveler.journaling import JournalContextInterceptor
-from services.graveler.key_checks import key_scopes
+from services.graveler.key_checks import hook_authority, key_scopes
 from services.graveler.permissions import RULES
 from services.graveler.registration import add_graveler_service
 from services.graveler.sensor import Sensor, Thresholds, Trigger
@@ -94,6 +94,7 @@ def start(
         stream_authority(interceptors),
         user_may(interceptors),
         key_scopes(interceptors),
+        hook_authority(interceptors),
     )
     add_graveler_service(servicer, server, {"ListEntries": servicer.serialized_list_entries})
     port = bind(server, address, tls)

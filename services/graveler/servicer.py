@@ -14,11 +14,13 @@ from typing import Any, TypeVar
 import grpc
 
 from engine import metered
+from engine.actions.read_access import HookAuthority
 from engine.core.branching import CherryPickOverrides, MergeOutcome
 from engine.core.commits import Recorded
 from engine.core.committed.model import Record
 from engine.core.deadline import Deadline
 from engine.core.entries import Condition, DeleteOutcome, StageOutcome
+from engine.core.hooks import EventUser
 from engine.core.list_answer import serialized_list_response
 from engine.core.model import REQUESTED_COMMITTER_KEY, CommitId, MergeStrategy
 from engine.core.refs import RepoHandle
@@ -219,11 +221,14 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         authority: Authority | None = None,
         named_user_may: UserMay | None = None,
         key_scopes: KeyScopeFn | None = None,
+        hook_authority: HookAuthority | None = None,
     ) -> None:
         """authority: auth's uncached answers, for re-checking open event streams (None: no auth).
         named_user_may: whether a user a call is made for holds an action (None: nobody does).
         key_scopes: auth's key scopes, for the keys merges, resets and imports change (None:
-        served without auth, nothing checked per key)."""
+        served without auth, nothing checked per key).
+        hook_authority: auth's cached answers, for what hooks' users may read (None: served
+        without auth, hooks read every key of their repository)."""
         self.g = graveler
         # Served behind the auth interceptor: decisions the permission table cannot make (they
         # need a record read first) are made here too.
@@ -231,6 +236,9 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         self._may = may or caller_may(())
         self._user_may = named_user_may or user_may(())
         self._key_checks = KeyChecks(key_scopes)
+        if hook_authority is not None:
+            # Hooks' `lakefs` reads are their user's (engine/actions/read_access.py).
+            graveler.actions.authority = hook_authority
         if history is None:
             # Its own recorder (in-process uses, tests): its flusher writes to the engine's store,
             # so it must stop with the engine, before the store is closed under it.
@@ -280,13 +288,13 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             commit = outcome.commit
             self._ref_event(event_type, repository, branch, requested, commit_id=commit.id, message=commit.message)
 
-    def _tag_event(self, event_type: ev.HistoryEventType.ValueType, repository: str, tag: str) -> None:
+    def _tag_event(self, event_type: ev.HistoryEventType.ValueType, repository: str, tag: str, requested: str) -> None:
         # Tags belong to no branch: their events go to the repository's default branch.
         try:
             branch = self.g.refs.get_repository(repository).record.default_branch
         except SiltError:  # deleted meanwhile, or KV away: the tag change stands, the event is lost
             return
-        self._ref_event(event_type, repository, branch, path=tag)
+        self._ref_event(event_type, repository, branch, requested, path=tag)
 
     def _may_restore(self, repository: str, on_behalf_of: str) -> bool:
         # A bare repository on exactly another's namespace is where that one's dump is
@@ -342,9 +350,14 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
     # branches
     def CreateBranch(self, request: api.CreateBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
         branch = self.g.create_branch(
-            request.repository, request.name, request.source_ref, hidden=request.hidden, deadline=_deadline(context)
+            request.repository,
+            request.name,
+            request.source_ref,
+            hidden=request.hidden,
+            deadline=_deadline(context),
+            by=self._event_user(request.user),
         )
-        self._ref_event(ev.BRANCH_CREATED, request.repository, request.name, path=request.source_ref)
+        self._ref_event(ev.BRANCH_CREATED, request.repository, request.name, request.user, path=request.source_ref)
         return _branch_info(branch)
 
     def GetBranch(self, request: api.GetBranchRequest, context: grpc.ServicerContext) -> api.BranchInfo:
@@ -358,14 +371,22 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
 
     def DeleteBranch(self, request: api.DeleteBranchRequest, context: grpc.ServicerContext) -> api.DeleteBranchResponse:
         check = self._key_check(request.repository, request.name, request.user)
-        self.g.delete_branch(request.repository, request.name, deadline=_deadline(context), check=check)
-        self._ref_event(ev.BRANCH_DELETED, request.repository, request.name)
+        self.g.delete_branch(
+            request.repository,
+            request.name,
+            deadline=_deadline(context),
+            check=check,
+            by=self._event_user(request.user),
+        )
+        self._ref_event(ev.BRANCH_DELETED, request.repository, request.name, request.user)
         return api.DeleteBranchResponse()
 
     # tags
     def CreateTag(self, request: api.CreateTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
-        tag = self.g.create_tag(request.repository, request.id, request.ref, deadline=_deadline(context))
-        self._tag_event(ev.TAG_CREATED, request.repository, request.id)
+        tag = self.g.create_tag(
+            request.repository, request.id, request.ref, deadline=_deadline(context), by=self._event_user(request.user)
+        )
+        self._tag_event(ev.TAG_CREATED, request.repository, request.id, request.user)
         return api.TagInfo(id=tag.id, commit_id=tag.commit_id)
 
     def GetTag(self, request: api.GetTagRequest, context: grpc.ServicerContext) -> api.TagInfo:
@@ -378,8 +399,10 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         return api.ListTagsResponse(tags=[api.TagInfo(id=t.id, commit_id=t.commit_id) for t in tags], has_more=more)
 
     def DeleteTag(self, request: api.DeleteTagRequest, context: grpc.ServicerContext) -> api.DeleteTagResponse:
-        self.g.delete_tag(request.repository, request.id, deadline=_deadline(context))
-        self._tag_event(ev.TAG_DELETED, request.repository, request.id)
+        self.g.delete_tag(
+            request.repository, request.id, deadline=_deadline(context), by=self._event_user(request.user)
+        )
+        self._tag_event(ev.TAG_DELETED, request.repository, request.id, request.user)
         return api.DeleteTagResponse()
 
     # commits
@@ -410,6 +433,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             list(request.prefixes),
             deadline=_deadline(context),
             recorded=recorded,
+            by=self._event_user(request.committer),
         )
 
     def GetCommit(self, request: api.GetCommitRequest, context: grpc.ServicerContext) -> api.CommitInfo:
@@ -556,6 +580,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             self._committing(request.committer, COMMIT_BRANCH, request.repository, request.destination_branch),
             deadline=_deadline(context),
             check=self._key_check(request.repository, request.destination_branch, request.committer),
+            by=self._event_user(request.committer),
         )
         self._merge_event(ev.MERGE, request.repository, request.destination_branch, request.committer, outcome)
         return _merge_response(outcome)
@@ -572,6 +597,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             allow_empty=request.allow_empty,
             deadline=_deadline(context),
             check=self._key_check(request.repository, request.branch, request.committer),
+            by=self._event_user(request.committer),
         )
         self._merge_event(ev.REVERT, request.repository, request.branch, request.committer, outcome)
         return _merge_response(outcome)
@@ -591,6 +617,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             pick=pick,
             deadline=_deadline(context),
             check=self._key_check(request.repository, request.branch, request.committer),
+            by=self._event_user(request.committer),
         )
         self._merge_event(ev.CHERRY_PICK, request.repository, request.branch, request.committer, outcome)
         return _merge_response(outcome)
@@ -757,6 +784,14 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             repository, branch, [(user, principal.reported_ip), (caller, principal.source_ip)]
         )
 
+    def _event_user(self, requested: str) -> EventUser:
+        """Who an operation that runs hooks is made for (`_user`), from the address graveler
+        judges them from (as `_key_check` does): its hooks' `lakefs` reads are that user's."""
+        user, caller = self._user(requested)
+        if user == caller:
+            return EventUser(user, _caller_address())
+        return EventUser(user, current_principal().reported_ip)
+
     # pull requests
     def _user(self, requested: str) -> tuple[str, str]:
         """(who opens, reviews, comments or merges; who really called): the caller, or the user
@@ -876,7 +911,15 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
         committer = self._committing(request.committer, COMMIT_BRANCH, request.repository, destination)
         check = self._key_check(request.repository, destination, request.committer)
         pull, outcome = self.g.pulls.merge(
-            repo, request.id, strategy, request.message, metadata, committer, deadline, check
+            repo,
+            request.id,
+            strategy,
+            request.message,
+            metadata,
+            committer,
+            deadline,
+            check,
+            self._event_user(request.committer),
         )
         if outcome.commit is not None:  # a push to the destination: pull requests from it are checked again
             self.g.checks.pushed(repo, pull.destination_branch)

@@ -64,8 +64,13 @@ async def create_branch(ctx: Ctx, request: Request, repository: str) -> Response
     # read it, kept small, first.
     body = await json_body(request, BranchCreation, cap=SMALL_BODY_BYTES)
     await ctx.authorize(CREATE_BRANCH, branch_resource(repository, body.name))
+    # Made for the caller: its hooks read as the caller (engine/actions/read_access.py).
     created = api.CreateBranchRequest(
-        repository=repository, name=body.name, source_ref=body.source, hidden=bool(body.hidden)
+        repository=repository,
+        name=body.name,
+        source_ref=body.source,
+        hidden=bool(body.hidden),
+        user=ctx.caller.user_id,
     )
     info = await ctx.call(ctx.backend.graveler.CreateBranch, created)
     # lakeFS answers the new branch's commit id as text.

@@ -43,7 +43,8 @@ async def create_tag(ctx: Ctx, request: Request, repository: str) -> Response:
     await ctx.authorize(WRITE_REPO, repository)
     body = await json_body(request, TagCreation)
     await _refuse_branch_name(ctx, repository, body.id)
-    created = api.CreateTagRequest(repository=repository, id=body.id, ref=body.ref)
+    # Made for the caller: its hooks read as the caller (engine/actions/read_access.py).
+    created = api.CreateTagRequest(repository=repository, id=body.id, ref=body.ref, user=ctx.caller.user_id)
     try:
         info = await ctx.call(ctx.backend.graveler.CreateTag, created)
     except ApiError as exc:
@@ -77,5 +78,6 @@ async def get_tag(ctx: Ctx, repository: str, tag: str) -> Response:
 async def delete_tag(ctx: Ctx, repository: str, tag: str, force: bool = False) -> Response:
     # `force`: as on create, only meaningful for lakeFS's read-only repositories.
     await ctx.authorize(WRITE_REPO, repository)
-    await ctx.call(ctx.backend.graveler.DeleteTag, api.DeleteTagRequest(repository=repository, id=tag))
+    deletion = api.DeleteTagRequest(repository=repository, id=tag, user=ctx.caller.user_id)
+    await ctx.call(ctx.backend.graveler.DeleteTag, deletion)
     return no_content()

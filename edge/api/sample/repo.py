@@ -49,7 +49,9 @@ async def fill_with_sample(ctx: Context, info: api.RepositoryInfo) -> None:
         steps = await asyncio.get_running_loop().run_in_executor(None, sample_steps, main)
         for step in steps:
             if step.branch != main:
-                branch = api.CreateBranchRequest(repository=repository, name=step.branch, source_ref=main)
+                branch = api.CreateBranchRequest(
+                    repository=repository, name=step.branch, source_ref=main, user=ctx.caller.user_id
+                )
                 await ctx.call(ctx.backend.graveler.CreateBranch, branch)
             for file in step.files:
                 await _write(ctx, repository, RepositoryPlace.of(info), step.branch, file)

@@ -35,7 +35,7 @@ from engine.core.cleanup import Cleaner
 from engine.core.committed.model import MetaRangeId
 from engine.core.committed.replace import Region
 from engine.core.deadline import Deadline
-from engine.core.hooks import BranchWatch, HookRecord, Hooks, after_commit
+from engine.core.hooks import BranchWatch, EventUser, HookRecord, Hooks, after_commit
 from engine.core.key_changes import KeyCheck, applied
 from engine.core.model import CommitId, StagingToken
 from engine.core.parts import CoreParts, OnCore
@@ -90,6 +90,8 @@ class _Plan:
     committer: str
     # The keys the commit changes, when the caller's policies name keys (engine/core/key_changes.py).
     check: KeyCheck | None = None
+    # Who started it: the commit's hooks read as that user (engine/core/hooks.py).
+    user: EventUser | None = None
 
 
 class Imports(OnCore):
@@ -135,6 +137,7 @@ class Imports(OnCore):
         committer: str,
         deadline: Deadline,
         check: KeyCheck | None = None,
+        by: EventUser | None = None,
     ) -> str:
         """Check and record an import, start it in the background; its id.
 
@@ -157,7 +160,15 @@ class Imports(OnCore):
         record = pb.ImportRecord(id=new_import_id(), branch=branch, created=now, update_time=now)
         self.records.create(repo.partition, record)
         plan = _Plan(
-            repository, repo.partition, branch, region, message or DEFAULT_MESSAGE, dict(metadata), committer, check
+            repository,
+            repo.partition,
+            branch,
+            region,
+            message or DEFAULT_MESSAGE,
+            dict(metadata),
+            committer,
+            check,
+            by,
         )
         job = IngestJob(
             record.id,
@@ -297,6 +308,7 @@ class Imports(OnCore):
             commit_message=plan.message,
             committer=plan.committer,
             commit_metadata=dict(plan.metadata),
+            user=plan.user,
         )
         pre_run = self._hooks.pre(repo, hooked)
         what = f"import onto branch {plan.branch!r}"

@@ -621,3 +621,96 @@ def test_an_import_runs_the_branchs_commit_hooks(
     done = imported("landing")
     assert done["completed"], done
     receiver.wait_for("post-commit", repo, branch_id="landing", commit_id=done["commit"]["id"])
+
+
+READING_HOOK = """name: reader
+on:
+  pre-commit:
+  pre-create-branch:
+  pre-create-tag:
+  pre-delete-tag:
+hooks:
+  - id: read
+    type: lua
+    properties:
+      script: |
+        local lakefs = require("lakefs")
+        local code, listing = lakefs.list_objects(action.repository_id, "main", "", "", "")
+        print("list " .. code)
+        for _, o in ipairs(listing.results) do print("listed " .. o.path) end
+        for _, path in ipairs({"raw/a", "gold/b"}) do
+          local status, _ = lakefs.get_object(action.repository_id, "main", path)
+          print("get " .. path .. " " .. status)
+        end
+"""
+
+
+def _outputs(api: Api, repo: str, event_type: str, count: int) -> list[list[str]]:
+    """The output lines of the first hook of each of event_type's runs, oldest first, once there
+    are count of them."""
+    ends = time.monotonic() + 10
+    while len(runs := [r for r in _runs(api, repo) if r["event_type"] == event_type]) < count:
+        assert time.monotonic() < ends, runs
+        time.sleep(0.05)
+    runs.sort(key=lambda r: r["run_id"], reverse=True)  # run ids count down in nanoseconds
+    return [
+        api.request("GET", f"/repositories/{repo}/actions/runs/{r['run_id']}/hooks/0000_0000/output")
+        .data.decode()
+        .splitlines()
+        for r in runs
+    ]
+
+
+def test_a_lua_hook_reads_only_what_the_user_who_fired_the_event_may_read(
+    api: Api, client: lakefs_sdk.ApiClient, repo: str
+) -> None:
+    """lakeFS's Lua client acts as the user who triggered the action: a user allowed `raw/*`
+    only commits and creates a branch, and the hooks those run list `raw/` only and are refused
+    `gold/b` (403, as the REST API refuses that user); the admin's hooks read both; a tag made
+    and deleted by a writer whose reads a Deny narrows runs hooks that read as that writer."""
+    from tests.e2e.api.test_object_policies import REPO_ARN, _user_with_policy
+
+    for path, data in (("raw/a", b"raw a"), ("gold/b", b"gold b")):
+        _upload(client, repo, "main", path, data)
+    _action(client, repo, "reader", READING_HOOK)
+    objects = f"{REPO_ARN}{repo}/object/raw/*"
+    user, _ = _user_with_policy(
+        api,
+        [
+            {"effect": "allow", "action": ["fs:ReadObject", "fs:WriteObject", "fs:ListObjects"], "resource": objects},
+            {"effect": "allow", "action": ["fs:CreateCommit"], "resource": f"{REPO_ARN}{repo}/branch/main"},
+            {"effect": "allow", "action": ["fs:CreateBranch"], "resource": f"{REPO_ARN}{repo}/branch/u-*"},
+        ],
+    )
+    _upload(user.sdk, repo, "main", "raw/u", b"by u")
+    _commit(user.sdk, repo, "main", "u's commit")
+    lakefs_sdk.BranchesApi(user.sdk).create_branch(repo, lakefs_sdk.BranchCreation(name="u-dev", source="main"))
+    # A writer of the repository whose reads a Deny narrows tags (and untags) after the admin.
+    writer, _ = _user_with_policy(
+        api,
+        [
+            {"effect": "allow", "action": ["ReadRepo", "WriteRepo"], "resource": repo},
+            {"effect": "deny", "action": ["ReadObject"], "resource": f"{repo}/gold/*"},
+        ],
+    )
+    for tagger in (client, writer.sdk):
+        lakefs_sdk.TagsApi(tagger).create_tag(repo, lakefs_sdk.TagCreation(id="v1", ref="main"))
+        lakefs_sdk.TagsApi(tagger).delete_tag(repo, "v1")
+
+    admin_commit, user_commit = _outputs(api, repo, "pre-commit", 2)
+    everything = ["list 200", "listed _lakefs_actions/reader.yaml", "listed gold/b", "listed raw/a"]
+    assert admin_commit == [*everything, "get raw/a 200", "get gold/b 200"]
+    narrowed = ["list 200", "listed raw/a", "listed raw/u", "get raw/a 200", "get gold/b 403"]
+    assert user_commit == narrowed
+    assert _outputs(api, repo, "pre-create-branch", 1) == [narrowed]
+    for event_type in ("pre-create-tag", "pre-delete-tag"):
+        by_admin, by_writer = _outputs(api, repo, event_type, 2)
+        assert by_admin == [*everything, "listed raw/u", "get raw/a 200", "get gold/b 200"], (event_type, by_admin)
+        assert by_writer == [
+            "list 200",
+            "listed _lakefs_actions/reader.yaml",
+            "listed raw/a",
+            "listed raw/u",
+            "get raw/a 200",
+            "get gold/b 403",
+        ], (event_type, by_writer)

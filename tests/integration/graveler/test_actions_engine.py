@@ -19,12 +19,14 @@ from engine.actions.manager import ActionsOptions
 from engine.actions.targets import WebhookPolicy
 from engine.actions.webhook import EnvPolicy
 from engine.core.deadline import NO_DEADLINE
+from engine.core.hooks import EventUser
 from engine.core.refs import RepoHandle
 from engine.graveler import Graveler, GravelerOptions
 from engine.open import open_graveler
 from silt.block.local import LocalAdapter
 from silt.errors import HookAborted, NotFound, ResourceExhausted
 from silt.graveler.v1 import model_pb2 as pb
+from silt.key_scope import KeyScope
 from silt.kv.mem import MemStore
 
 
@@ -348,3 +350,108 @@ def test_a_hook_reads_a_diff_of_two_refs_with_sizes_and_common_prefixes(engine: 
         "grouped prefix_changed dir/ common_prefix",
         "grouped removed gone.txt object",
     ], output
+
+
+READ_AS_USER = {
+    "_lakefs_actions/peek.yaml": b"""name: peek
+on:
+  pre-commit:
+    branches: ["scripted"]
+hooks:
+  - id: peek
+    type: lua
+    properties:
+      script_path: scripts/peek.lua
+""",
+    "scripts/peek.lua": b"""local lakefs = require("lakefs")
+local code, _ = lakefs.get_object(action.repository_id, "main", "gold/b")
+print("peek gold/b " .. code)
+""",
+    "_lakefs_actions/tagger.yaml": b"""name: tagger
+on:
+  post-commit:
+    branches: ["tagging"]
+hooks:
+  - id: tag
+    type: lua
+    properties:
+      script: |
+        local lakefs = require("lakefs")
+        local code, _ = lakefs.create_tag(action.repository_id, action.commit_id, "t-1")
+        print("tagged " .. code)
+""",
+    "_lakefs_actions/reader.yaml": b"""name: reader
+on:
+  pre-create-tag:
+  pull-request:
+    branches: ["main"]
+hooks:
+  - id: read
+    type: lua
+    properties:
+      script: |
+        local lakefs = require("lakefs")
+        -- The listing tells the user's reads (raw/ only) from nobody's (403).
+        local listed, _ = lakefs.list_objects(action.repository_id, "main", "", "raw/", "")
+        local code, _ = lakefs.get_object(action.repository_id, "main", "gold/b")
+        print(action.event_type .. " list " .. listed .. " gold/b " .. code)
+""",
+}
+
+
+class RawOnlyAuthority:
+    """Auth's answers: `u` reads `raw/*` only and writes the repository; anyone else reads all."""
+
+    def key_scope(self, user_id: str, action: str, repository: str, branch: str = "", source_ip: str = "") -> KeyScope:
+        if user_id == "u":
+            return KeyScope(repository, every_key=False, allow=(f"{repository}/raw/*",))
+        return KeyScope(repository, every_key=True)
+
+    def allowed(self, user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
+        return True
+
+
+def _run_output(engine: Graveler, handle: RepoHandle, event_type: str, branch: str = "") -> str:
+    """The output of the first hook of the newest ended run of event_type."""
+    ends = time.monotonic() + 10
+    while True:
+        runs, _, _ = engine.actions.runs.list_page(handle, branch, "", "", 100, NO_DEADLINE)
+        ended = [r for r in runs if r.event_type == event_type and r.HasField("end_time")]
+        if ended:
+            return engine.actions.runs.get(handle, ended[0].run_id).hooks[0].output
+        assert time.monotonic() < ends, f"no {event_type} run ended"
+        time.sleep(0.01)
+
+
+def test_a_hook_reads_as_its_user_in_scripts_tags_it_makes_and_pull_request_checks(engine: Graveler) -> None:
+    engine.actions.authority = RawOnlyAuthority()
+    u, admin = EventUser("u", "10.0.0.9"), EventUser("admin")
+    repo = _repo(engine, "as-user")
+    _put(engine, repo, "main", "raw/a")
+    _put(engine, repo, "main", "gold/b")
+    for path, data in READ_AS_USER.items():
+        _put(engine, repo, "main", path, data)
+    engine.commit(repo, "main", "setup", by=admin)
+    handle = engine.refs.repository(repo)
+
+    # script_path is read as the user: one they may not read does not run.
+    engine.create_branch(repo, "scripted", "main", by=u)
+    _put(engine, repo, "scripted", "raw/s")
+    with pytest.raises(HookAborted) as refused:
+        engine.commit(repo, "scripted", "by u", by=u)
+    assert "could not load script_path 'scripts/peek.lua': user u may not ReadObject" in str(refused.value)
+
+    # A tag a hook makes runs its pre-create-tag hooks as the making hook's user.
+    engine.create_branch(repo, "tagging", "main", by=u)
+    _put(engine, repo, "tagging", "raw/t")
+    engine.commit(repo, "tagging", "by u", by=u)
+    assert "tagged 201" in _run_output(engine, handle, "post-commit", "tagging")
+    assert "pre-create-tag list 200 gold/b 403" in _run_output(engine, handle, "pre-create-tag")
+
+    # A pull request's check reads as its author.
+    engine.create_branch(repo, "feature", "main", by=u)
+    _put(engine, repo, "feature", "raw/f")
+    engine.commit(repo, "feature", "by u", by=u)
+    pull = engine.pulls.create(handle, "data", "", "feature", "main", "u")
+    engine.checks.opened(handle, pull)
+    assert "pull-request list 200 gold/b 403" in _run_output(engine, handle, "pull-request")
