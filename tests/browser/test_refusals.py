@@ -20,6 +20,8 @@ name: Gatekeeper
 on:
   pre-commit:
     branches: ["guarded"]
+  pre-merge:
+    branches: ["guarded"]
 hooks:
   - id: refuse
     type: lua
@@ -119,6 +121,22 @@ def test_refusals_name_their_cause_and_link_to_it(
     expect(page).to_have_url(re.compile(rf"/actions/{failed[0]['run_id']}$"))
     expect(page.get_by_test_id("run-id")).to_have_text(failed[0]["run_id"])
     expect(page.get_by_test_id("run-page")).to_have_class(re.compile(r"\brun-failed\b"))
+
+    # A merge the hook refuses says the same, where the merge was asked (the Compare page).
+    reset = rest.call("PUT", f"/repositories/{repo}/branches/guarded", {"type": "reset"})
+    assert reset.status == 204, reset.data  # a merge needs a clean destination
+    _branch(rest, repo, "feature")
+    _put(ui_stack, repo, "feature", "f.txt", b"f")
+    _commit(rest, repo, "feature", "feature work")
+    page.goto(ui.url(f"/repositories/{repo}/compare?base=guarded&compare=feature"))
+    merge = page.get_by_test_id("merge-form")
+    merge.get_by_role("button", name="Merge").click()
+    note = merge.get_by_test_id("error-note")
+    expect(note).to_contain_text("Refused by a pre-merge hook")
+    expect(note).to_contain_text("commits to guarded need a ticket")
+    expect(note.get_by_test_id("refusal-run")).to_have_attribute(
+        "href", re.compile(rf"/repositories/{repo}/actions/\w+")
+    )
 
     # A protection rule's refusal: the rule that matched, and the settings where it is.
     _put(ui_stack, repo, "main", "b.txt", b"b")  # staged before the rule comes

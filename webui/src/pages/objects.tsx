@@ -390,8 +390,9 @@ function ProtectedBadge(props: { repo: string; branch: string; patterns: string[
       data-testid="branch-protected"
       title="Branch protection refuses uploads, deletes and commits here: change it through a pull request"
     >
-      protected: {props.branch} matches <code>{props.patterns.join(", ")}</code>, so uploads are refused{" "}
-      <Link href={href(`/repositories/${encodeURIComponent(props.repo)}/settings`) + "#branch-protection"}>(rule)</Link>
+      {props.branch} is protected by the rule{props.patterns.length > 1 ? "s" : ""} <code>{props.patterns.join(", ")}</code>: no uploads or deletes
+      here, changes come through a pull request.{" "}
+      <Link href={href(`/repositories/${encodeURIComponent(props.repo)}/settings`) + "#branch-protection"}>Protection settings</Link>
     </span>
   );
 }
