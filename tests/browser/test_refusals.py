@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import FilePayload, Page, expect
 
 from tests.browser.conftest import RestApi, Ui
 from tests.support.gateway_stack import GatewayStack
@@ -183,7 +183,8 @@ def test_a_protected_branch_is_marked_and_a_refused_upload_fails_visibly(
     # The rule arrives while the form is open: the server refuses, the page says why.
     rest.ok("PUT", f"/repositories/{repo}/settings/branch_protection", [{"pattern": "main"}])
     name = f"up-{secrets.token_hex(3)}.csv"
-    form.locator("input[type=file]").set_input_files([{"name": name, "mimeType": "text/csv", "buffer": b"a,b\n1,2\n"}])
+    upload: FilePayload = {"name": name, "mimeType": "text/csv", "buffer": b"a,b\n1,2\n"}
+    form.locator("input[type=file]").set_input_files([upload])
     form.get_by_role("button", name="Upload").click()
     item = form.get_by_test_id("upload-item")
     expect(item).to_have_attribute("data-state", "failed")

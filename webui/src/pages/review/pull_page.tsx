@@ -128,6 +128,8 @@ function MergeBox({ repo, pull, version, onChange }: { repo: string; pull: PullR
       onChange();
     } catch (failure) {
       setError(failure);
+      // The branches may have moved since the check: a conflict it did not see is listed now.
+      check.reload();
     } finally {
       setBusy(false);
     }
