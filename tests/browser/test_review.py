@@ -112,7 +112,7 @@ def test_two_user_review_flow_with_protection(
     # Merging anyway is refused by the server, and the page shows its reason.
     page.get_by_test_id("merge").click()
     note = page.get_by_test_id("merge-box").get_by_test_id("error-note")
-    expect(note).to_contain_text("Not allowed")
+    expect(note).to_contain_text("Refused by branch protection")
     expect(note).to_contain_text(PROTECTED)
     ui.shot(page, "merge-refused-without-approval")
 
@@ -248,10 +248,10 @@ def test_conflicting_merge_names_paths_and_a_strategy_resolves_it(
         {"title": "clash", "source_branch": "topic", "destination_branch": "main"},
     )
     page.goto(ui.url(f"/repositories/{repo}/pulls/{created['id']}"))
-    page.get_by_test_id("merge").click()
-    note = page.get_by_test_id("merge-box").get_by_test_id("error-note")
-    expect(note).to_contain_text("conflict found")
-    expect(note).to_contain_text("same.txt")
+    # Checked before anyone presses Merge: the conflict is listed and Merge is off without a strategy.
+    conflicts = page.get_by_test_id("merge-box").get_by_test_id("pull-conflicts")
+    expect(conflicts.get_by_test_id("conflict-row")).to_contain_text("same.txt")
+    expect(page.get_by_test_id("merge")).to_be_disabled()
     expect(page.get_by_test_id("pull-status")).to_have_text("open")
     ui.shot(page, "conflict")
     page.get_by_test_id("merge-strategy").select_option("source-wins")

@@ -13,6 +13,7 @@ from edge.api.context import Ctx
 from edge.api.diff.visible import visible_diff_page
 from edge.api.filtered_pages import listing_of, next_offset, resume_after
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
+from edge.api.refs.conflicts import check_merge
 from edge.api.refs.merge import (
     STRATEGY_LABELS,
     STRATEGY_METADATA_KEY,
@@ -132,6 +133,22 @@ async def find_merge_base(
     base = await ctx.call(ctx.backend.graveler.FindMergeBase, request)
     result = FindMergeBaseResult(source_commit_id=source, destination_commit_id=dest, base_commit_id=base.commit_id)
     return model_response(result)
+
+
+@router.get(MERGE + "/conflicts")
+async def find_merge_conflicts(
+    ctx: Ctx,
+    repository: str,
+    source_ref: SourceRef,
+    destination: DestinationBranch,
+) -> Response:
+    """Silt's own: whether merging source into destination would conflict now, and where, without
+    merging (edge/api/refs/conflicts.py). The conflicts are listed as a failed merge's 409 lists
+    them; the commits compared are named, as findMergeBase names them."""
+    # The answer names changed keys: only for a caller who may read every key.
+    await ctx.authorize_every_key(repository)
+    check = await check_merge(ctx, repository, source_ref, destination)
+    return JSONResponse(check.body())
 
 
 async def _resolve(ctx: Ctx, repository: str, ref: str) -> str:

@@ -33,13 +33,19 @@ from lakefs_sdk.models import Config as LakeFSConfig
 
 from edge.api.backend import Caller
 from edge.api.bodies import SMALL_BODY_BYTES, json_body
-from edge.api.context import SESSION_COOKIE, authenticate, backend_of, refuse_cross_site
+from edge.api.context import SESSION_COOKIE, Context, Ctx, authenticate, backend_of, refuse_cross_site
 from edge.api.errors import ApiError, bad_request
+from edge.api.iam.calls import iam_call
 from edge.api.objects.presign import presign_settings, presigned_multipart_offered
 from edge.api.responses import model_response
 from edge.api.session_cookie import drop_session_cookie, set_session_cookie
 from silt import __version__ as silt_version
+from silt.auth.v1 import auth_pb2 as auth_api
+from silt.auth.v1 import model_pb2 as auth_pb
 from silt.gc_grace import DEFAULT_GRACE_SECONDS
+from silt.iam_actions import CREATE_REPO, READ_USER, USERS
+from silt.paging import MAX_PAGE
+from silt.wildcards import compile_pattern
 
 router = APIRouter()
 
@@ -220,6 +226,45 @@ async def get_current_user(caller: Annotated[Caller, Depends(authenticate)]) -> 
     return model_response(
         CurrentUser(user=User(id=caller.user_id, creation_date=caller.creation_date, friendly_name=None, email=None))
     )
+
+
+# Effective policies read to find where the caller may create repositories, at most.
+MAX_POLICY_PAGES = 10
+
+
+async def _may_create_a_repository(ctx: Context) -> bool:
+    """Whether some repository name is one the caller may create. Every name is a question to
+    auth like any other: `*` (a policy on every name), then each resource pattern of the
+    caller's own Allow statements naming CreateRepo, asked as a name (the pattern `team-*`
+    matches the name "team-*"), so auth's Denies and conditions decide as they would."""
+    user, ip = ctx.caller.user_id, ctx.source_ip
+    if await ctx.backend.allowed(user, CREATE_REPO, "*", ip):
+        return True
+    candidates: list[str] = []
+    after = ""
+    for _ in range(MAX_POLICY_PAGES):
+        listed = auth_api.ListUserPoliciesRequest(user_id=user, effective=True, after=after, amount=MAX_PAGE)
+        reply = await iam_call(ctx, ctx.backend.auth.ListUserPolicies, listed)
+        for policy in reply.policies:
+            for statement in policy.statements:
+                if statement.effect == auth_pb.EFFECT_ALLOW and any(
+                    compile_pattern(action)(CREATE_REPO) for action in statement.actions
+                ):
+                    candidates.extend(statement.resources)
+        if not reply.has_more or not reply.policies:
+            break
+        after = reply.policies[-1].id
+    names = sorted(set(candidates))[:MAX_PAGE]
+    return any(await ctx.backend.allowed_many(user, CREATE_REPO, names, ip))
+
+
+@router.get("/user/permissions")
+async def get_current_user_permissions(ctx: Ctx) -> Response:
+    """Silt's own: what the caller may do that changes what a client offers them: create a
+    repository (the web UI's first-run offer) and administer users (its Administration pages,
+    whose first page lists users). About the caller only, so anyone signed in may ask."""
+    administer = await ctx.backend.allowed(ctx.caller.user_id, READ_USER, USERS, ctx.source_ip)
+    return JSONResponse({"create_repository": await _may_create_a_repository(ctx), "administer": administer})
 
 
 @router.post("/auth/login")

@@ -59,6 +59,26 @@ class SiltReviewList(BaseModel, extra=Extra.forbid):
     required_approvals: StrictInt
 
 
+class SiltMergeConflict(BaseModel, extra=Extra.forbid):
+    path: StrictStr
+    source: StrictStr
+    destination: StrictStr
+
+
+class SiltMergeCheck(BaseModel, extra=Extra.forbid):
+    source_commit_id: StrictStr
+    destination_commit_id: StrictStr
+    base_commit_id: StrictStr
+    mergeable: StrictBool
+    conflicts: list[SiltMergeConflict]
+    conflicts_truncated: StrictBool
+
+
+class SiltUserPermissions(BaseModel, extra=Extra.forbid):
+    create_repository: StrictBool
+    administer: StrictBool
+
+
 class SiltComment(BaseModel, extra=Extra.forbid):
     id: StrictStr
     author: StrictStr
@@ -180,6 +200,8 @@ class AuthCapabilities(BaseModel, extra=Extra.forbid):
 SILT_MODELS: dict[str, type[BaseModel]] = {
     "SiltReviewList": SiltReviewList,
     "SiltComment": SiltComment,
+    "SiltMergeCheck": SiltMergeCheck,
+    "SiltUserPermissions": SiltUserPermissions,
     "SiltCommentList": SiltCommentList,
     "SiltObjectPreview": SiltObjectPreview,
     "SiltDiffSummary": SiltDiffSummary,
@@ -228,6 +250,7 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     # Silt keeps no usage report: lakeFS's answer without an installation id.
     ("GET", "/usage-report/summary"): Contract("getUsageReportSummary", 404, "Error"),
     ("GET", "/user"): Contract("getCurrentUser", 200, "CurrentUser"),
+    ("GET", "/user/permissions"): Contract("silt:getCurrentUserPermissions", 200, "SiltUserPermissions"),
     ("POST", "/auth/login"): Contract("login", 200, "AuthenticationToken"),
     ("POST", "/auth/logout"): Contract("silt:logout", 204, NO_BODY),  # lakeFS's UI logs out elsewhere
     ("GET", "/repositories"): Contract("listRepositories", 200, "RepositoryList"),
@@ -295,6 +318,7 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("GET", "/repositories/{}/refs/{}/diff/{}/summary"): Contract("silt:summarizeDiff", 200, "SiltDiffSummary"),
     ("POST", "/repositories/{}/refs/{}/merge/{}"): Contract("mergeIntoBranch", 200, "MergeResult"),
     ("GET", "/repositories/{}/refs/{}/merge/{}"): Contract("findMergeBase", 200, "FindMergeBaseResult"),
+    ("GET", "/repositories/{}/refs/{}/merge/{}/conflicts"): Contract("silt:findMergeConflicts", 200, "SiltMergeCheck"),
     ("GET", "/repositories/{}/tags"): Contract("listTags", 200, "RefList"),
     ("POST", "/repositories/{}/tags"): Contract("createTag", 201, "Ref"),
     ("GET", "/repositories/{}/tags/{}"): Contract("getTag", 200, "Ref"),
@@ -506,6 +530,7 @@ def _steps() -> list[Step]:
         Step("POST", "/statistics", json={"events": [{"class": "ui-event", "name": "contract", "count": 1}]}),
         Step("GET", "/usage-report/summary"),
         Step("GET", "/user"),
+        Step("GET", "/user/permissions"),
         Step("POST", "/auth/login", json={"access_key_id": "{key}", "secret_access_key": "{secret}"}),
         Step("POST", "/auth/logout"),
         Step("POST", "/repositories", json={"name": "{repo}", "storage_namespace": "local://{repo}"}),
@@ -622,6 +647,7 @@ def _steps() -> list[Step]:
         Step("GET", REPO + "/refs/main/diff/dev/summary", query={"prefix": "data/"}),
         Step("GET", REPO + "/refs/main/diff/dev/object", query={"path": "data/t.parquet"}),
         Step("GET", REPO + "/refs/dev/merge/main"),
+        Step("GET", REPO + "/refs/dev/merge/main/conflicts"),
         Step("POST", REPO + "/refs/dev/merge/main", json={"message": "dev into main"}),
         Step(
             "GET",

@@ -6,6 +6,7 @@ import { ConfirmDialog } from "./confirm_dialog";
 import type { CurrentUser } from "../session";
 import { Link, href } from "./router";
 import type { RepoTab } from "./routes";
+import { usePermissions } from "./user";
 
 export const REPO_TABS: { tab: RepoTab; label: string }[] = [
   { tab: "objects", label: "Objects" },
@@ -36,6 +37,8 @@ export function Shell(props: {
   children: ComponentChildren;
 }) {
   const [asking, setAsking] = useState(false);
+  // Offered only to who may use it: the administration pages start by listing users.
+  const administer = usePermissions()?.administer ?? false;
   return (
     <div class="shell">
       <header class="topbar">
@@ -44,7 +47,7 @@ export function Shell(props: {
         </Link>
         <nav class="topnav">
           <Link href={href("/")}>Repositories</Link>
-          <Link href={href("/admin")}>Administration</Link>
+          {administer && <Link href={href("/admin")}>Administration</Link>}
         </nav>
         <span class="whoami" data-testid="whoami">
           {props.user.id}

@@ -10,7 +10,8 @@ import { CopyUris } from "../components/copy_uri";
 import { ErrorPage, Loading } from "../components/error_page";
 import { formatBytes, formatTime } from "../components/format";
 import { RefPicker } from "../components/ref_picker";
-import { Link, navigate } from "../components/router";
+import { Link, href, navigate } from "../components/router";
+import { useWriteProtection } from "../components/refusal";
 import { useAsync } from "../components/use_async";
 import { useIsAdmin } from "../components/user";
 import { ImportDialog, useStorageConfig } from "./objects_import";
@@ -83,6 +84,9 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
   const { repo, ref_: ref, path, after } = props;
   const branch = useIsBranch(repo, ref);
   const storage = useStorageConfig();
+  // A branch whose protection refuses direct writes is marked, and offers no upload or import.
+  const protectedBy = useWriteProtection(repo, branch === true ? ref : "");
+  const writable = branch === true && protectedBy.length === 0;
   const [uploading, setUploading] = useState(false);
   const [importing, setImporting] = useState(false);
   const listing = useAsync(
@@ -96,23 +100,24 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
         <RefPicker repo={repo} current={ref} onSelect={(next) => navigate(objectsHref(repo, next, path))} />
         <Breadcrumbs repo={repo} ref={ref} path={path} />
         <span class="spacer" />
-        {branch === true && (
+        {writable && (
           <button type="button" onClick={() => setUploading(!uploading)}>
             Upload
           </button>
         )}
-        {branch === true && storage?.import_support && (
+        {writable && storage?.import_support && (
           <button type="button" onClick={() => setImporting(true)}>
             Import
           </button>
         )}
+        {branch === true && protectedBy.length > 0 && <ProtectedBadge repo={repo} branch={ref} patterns={protectedBy} />}
         {branch === false && (
           <span class="read-only-badge" data-testid="read-only" title="A tag or a commit cannot change: no upload, import or delete here">
             read-only: {ref} is not a branch
           </span>
         )}
       </div>
-      {uploading && (
+      {uploading && writable && (
         <UploadForm
           repo={repo}
           branch={ref}
@@ -136,7 +141,7 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
       {listing.loading && <Loading what="objects" />}
       {listing.error !== undefined && <ErrorPage error={listing.error} />}
       {listing.data && (
-        <UploadDropZone enabled={branch === true} repo={repo} branch={ref} prefix={path} onUploaded={listing.reload}>
+        <UploadDropZone enabled={writable} repo={repo} branch={ref} prefix={path} onUploaded={listing.reload}>
           <DirectoryTable {...props} listing={listing.data} />
         </UploadDropZone>
       )}
@@ -373,6 +378,21 @@ function LastChangeCell({ repo, commit, full = false }: { repo: string; commit: 
       </Link>{" "}
       {commit.committer}, {formatTime(commit.creation_date)}
       : {full || commit.message.length <= 40 ? commit.message : `${commit.message.slice(0, 40)}…`}
+    </span>
+  );
+}
+
+/** A protected branch, before anyone tries to write to it: which rule, and where it is set. */
+function ProtectedBadge(props: { repo: string; branch: string; patterns: string[] }) {
+  return (
+    <span
+      class="read-only-badge protected-badge"
+      data-testid="branch-protected"
+      title="Branch protection refuses uploads, deletes and commits here: change it through a pull request"
+    >
+      {props.branch} is protected by the rule{props.patterns.length > 1 ? "s" : ""} <code>{props.patterns.join(", ")}</code>: no uploads or deletes
+      here, changes come through a pull request.{" "}
+      <Link href={href(`/repositories/${encodeURIComponent(props.repo)}/settings`) + "#branch-protection"}>Protection settings</Link>
     </span>
   );
 }

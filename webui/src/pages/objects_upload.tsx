@@ -4,7 +4,7 @@
 // the listing is refreshed once the queue is empty if anything was uploaded.
 import type { ComponentChildren } from "preact";
 import { useRef, useState } from "preact/hooks";
-import { messageOf } from "../api";
+import { ErrorNote } from "../components/error_page";
 import { formatBytes } from "../components/format";
 import { uploadWithProgress } from "./upload_xhr";
 
@@ -17,7 +17,8 @@ export interface UploadItem {
   size: number;
   sent: number;
   state: "queued" | "uploading" | "done" | "failed";
-  error?: string;
+  /** Why it failed: the API's refusal, shown with its cause (ErrorNote). */
+  error?: unknown;
 }
 
 /** The upload queue of a directory page. */
@@ -42,7 +43,7 @@ function useUploads(repo: string, branch: string, onUploaded: (failed: number) =
         update(key, { state: "done", sent: file.size });
         uploaded.current += 1;
       } catch (failure) {
-        update(key, { state: "failed", error: messageOf(failure) });
+        update(key, { state: "failed", error: failure });
         failed.current += 1;
       }
     }
@@ -68,7 +69,7 @@ function useUploads(repo: string, branch: string, onUploaded: (failed: number) =
   return { items, add, busy, clear: () => setItems((previous) => previous.filter((item) => item.state === "uploading" || item.state === "queued")) };
 }
 
-function UploadList({ items, onClear }: { items: UploadItem[]; onClear: () => void }) {
+function UploadList({ items, onClear, repo, branch }: { items: UploadItem[]; onClear: () => void; repo: string; branch: string }) {
   if (items.length === 0) return null;
   return (
     <div class="upload-list card" data-testid="upload-list" aria-live="polite">
@@ -76,16 +77,23 @@ function UploadList({ items, onClear }: { items: UploadItem[]; onClear: () => vo
         {items.map((item) => (
           <li key={item.key} class={`upload-item ${item.state}`} data-testid="upload-item" data-state={item.state}>
             <span class="upload-path">{item.path}</span>
-            <progress max={Math.max(item.size, 1)} value={item.state === "done" ? Math.max(item.size, 1) : item.sent} aria-label={`upload of ${item.path}`} />
-            <span class="upload-status">
-              {item.state === "failed"
-                ? item.error
-                : item.state === "done"
+            {item.state === "failed" ? (
+              <span class="upload-failed" data-testid="upload-failed">
+                failed
+              </span>
+            ) : (
+              <progress max={Math.max(item.size, 1)} value={item.state === "done" ? Math.max(item.size, 1) : item.sent} aria-label={`upload of ${item.path}`} />
+            )}
+            <div class="upload-status">
+              {item.state === "failed" ? (
+                <ErrorNote error={item.error} repo={repo} branch={branch} />
+              ) : item.state === "done"
                   ? `${formatBytes(item.size)} uploaded`
                   : item.state === "queued"
                     ? "waiting"
-                    : `${formatBytes(item.sent)} of ${formatBytes(item.size)}`}
-            </span>
+                    : `${formatBytes(item.sent)} of ${formatBytes(item.size)}`
+              }
+            </div>
           </li>
         ))}
       </ul>
@@ -134,7 +142,8 @@ export function UploadDropZone(props: {
           {refused}
         </p>
       )}
-      <UploadList items={uploads.items} onClear={uploads.clear} />
+      <UploadList items={uploads.items} onClear={uploads.clear} repo={props.repo} branch={props.branch} />
+      <UploadSummary items={uploads.items} />
       {props.children}
     </div>
   );
@@ -146,7 +155,6 @@ export function UploadForm(props: { repo: string; branch: string; prefix: string
   // The form closes (the page's onUploaded) only when every file went up; otherwise it stays,
   // each failure shown beside its file.
   const uploads = useUploads(props.repo, props.branch, (refused) => refused === 0 && props.onUploaded());
-  const failed = uploads.items.some((item) => item.state === "failed");
   const submit = (event: Event) => {
     event.preventDefault();
     uploads.add(files, prefix);
@@ -161,11 +169,32 @@ export function UploadForm(props: { repo: string; branch: string; prefix: string
         Into directory (prefix) on branch {props.branch}
         <input name="prefix" maxLength={1024} value={prefix} onInput={(event) => setPrefix(event.currentTarget.value)} />
       </label>
-      <UploadList items={uploads.items} onClear={uploads.clear} />
-      {failed && <p class="note">Some files failed; the others were uploaded.</p>}
+      <UploadList items={uploads.items} onClear={uploads.clear} repo={props.repo} branch={props.branch} />
+      <UploadSummary items={uploads.items} />
       <button type="submit" class="primary" disabled={files.length === 0 || uploads.busy}>
         Upload
       </button>
     </form>
+  );
+}
+
+/** How the finished uploads went, counted: never "the others were uploaded" when none was. */
+export function uploadSummary(items: readonly Pick<UploadItem, "state">[]): string {
+  if (items.some((item) => item.state === "queued" || item.state === "uploading")) return "";
+  const failed = items.filter((item) => item.state === "failed").length;
+  if (failed === 0) return "";
+  const done = items.filter((item) => item.state === "done").length;
+  const files = (n: number) => `${n} file${n === 1 ? "" : "s"}`;
+  if (done === 0) return `Nothing was uploaded: ${failed === 1 ? "the file was" : `all ${files(failed)} were`} refused.`;
+  return `${files(failed)} failed; ${files(done)} uploaded.`;
+}
+
+function UploadSummary({ items }: { items: readonly UploadItem[] }) {
+  const summary = uploadSummary(items);
+  if (!summary) return null;
+  return (
+    <p class="error-note" role="alert" data-testid="upload-summary">
+      {summary}
+    </p>
   );
 }

@@ -7,6 +7,7 @@ import { formatTime } from "../components/format";
 import { repoHref } from "../components/layout";
 import { PagedTable } from "../components/paged_table";
 import { Link, navigate } from "../components/router";
+import { usePermissions } from "../components/user";
 import { CreateRepository, FirstRun, SAMPLE_NAME } from "./repos_create";
 
 const PAGE = 100;
@@ -24,6 +25,20 @@ export function ReposPage() {
   const [creating, setCreating] = useState<"plain" | "sample" | null>(null);
   const [deleting, setDeleting] = useState<string | null>(null);
   const refresh = () => setGeneration((n) => n + 1);
+  const permissions = usePermissions();
+  // An empty list is a first run only for who may create repositories; for anyone else it is
+  // the repositories they have been given access to, none (the API lists only those).
+  const none = search ? (
+    "No repository matches."
+  ) : creating ? (
+    "No repositories yet."
+  ) : permissions === undefined ? (
+    "No repositories to show."
+  ) : permissions.create_repository ? (
+    <FirstRun onSample={() => setCreating("sample")} />
+  ) : (
+    <NoAccess />
+  );
   return (
     <section class="repos">
       <div class="toolbar">
@@ -56,7 +71,7 @@ export function ReposPage() {
         resetKey={`${search}|${generation}`}
         load={(after, signal) => api.page<Repository>("/repositories", { search }, after, PAGE, signal)}
         rowKey={(repo) => repo.id}
-        empty={search ? "No repository matches." : creating ? "No repositories yet." : <FirstRun onSample={() => setCreating("sample")} />}
+        empty={none}
         columns={[
           { title: "Name", cell: (repo) => <Link href={repoHref(repo.id, "objects", { ref: repo.default_branch })}>{repo.id}</Link> },
           { title: "Default branch", cell: (repo) => repo.default_branch },
@@ -88,5 +103,18 @@ export function ReposPage() {
         </ConfirmDialog>
       )}
     </section>
+  );
+}
+
+/** The empty list of a user who may not create repositories and has been given access to none. */
+function NoAccess() {
+  return (
+    <div class="first-run" data-testid="no-access">
+      <p>
+        <strong>You have no access to any repository.</strong> Repositories appear here once an administrator gives you
+        access to them (a policy allowing ReadRepo, attached to you or a group of yours); you may not create repositories
+        yourself.
+      </p>
+    </div>
   );
 }

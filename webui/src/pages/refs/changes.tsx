@@ -49,7 +49,7 @@ function BranchChanges({ repo, branch }: { repo: string; branch: string }) {
       <CommitForm repo={repo} branch={branch} onCommitted={changed} />
       <h2>Uncommitted changes on {branch}</h2>
       <div data-testid="reset-result">
-        <ErrorNote error={actionError} />
+        <ErrorNote error={actionError} branch={branch} />
       </div>
       <DiffTree
         path={`${branchPath}/diff/summary`}
@@ -119,7 +119,7 @@ function CommitForm(props: { repo: string; branch: string; onCommitted: () => vo
         <input name="message" value={message} required maxLength={4096} onInput={(e) => setMessage(e.currentTarget.value)} />
       </label>
       <MetadataEditor key={editorKey} onChange={setMetadata} />
-      <ErrorNote error={error} />
+      <ErrorNote error={error} repo={props.repo} branch={props.branch} />
       <div class="actions">
         <button type="submit" class="primary" disabled={busy || !message.trim()}>
           Commit changes

@@ -97,7 +97,7 @@ function MergeForm(props: { repo: string; base: string; compare: string; onMerge
         Merge message
         <input value={message} maxLength={4096} placeholder={`Merge '${props.compare}' into '${props.base}'`} onInput={(e) => setMessage(e.currentTarget.value)} />
       </label>
-      <ErrorNote error={error} />
+      <ErrorNote error={error} repo={props.repo} branch={props.base} />
       <div class="actions">
         <button type="submit" class="primary" disabled={busy}>
           Merge
@@ -122,31 +122,34 @@ function Conflicts(props: { outcome: Extract<MergeOutcome, { kind: "conflicts" }
         Both sides changed these paths since they diverged. Nothing was merged; choose a strategy to let one side win, or
         resolve them on a branch.
       </p>
-      {conflicts.length === 0 ? (
-        <p class="error-note">{props.outcome.message}</p>
-      ) : (
-        <table>
-          <thead>
-            <tr>
-              <th>Path</th>
-              <th>{props.compare}</th>
-              <th>{props.base}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {conflicts.map((conflict: Conflict) => (
-              <tr key={conflict.path} data-testid="conflict-row">
-                <td>
-                  <code>{conflict.path}</code>
-                </td>
-                <td>{conflict.source}</td>
-                <td>{conflict.destination}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      {conflicts.length === 0 ? <p class="error-note">{props.outcome.message}</p> : <ConflictTable conflicts={conflicts} base={props.base} compare={props.compare} />}
       {truncated && <p class="note">More conflicts were not examined.</p>}
     </div>
+  );
+}
+
+/** Conflicting paths, with what each side did to each since they diverged. */
+export function ConflictTable(props: { conflicts: readonly Conflict[]; base: string; compare: string }) {
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th>Path</th>
+          <th>{props.compare}</th>
+          <th>{props.base}</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.conflicts.map((conflict: Conflict) => (
+          <tr key={conflict.path} data-testid="conflict-row">
+            <td>
+              <code>{conflict.path}</code>
+            </td>
+            <td>{conflict.source}</td>
+            <td>{conflict.destination}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }

@@ -1,7 +1,7 @@
 // Merging one ref into a branch. A conflict is an answer the page shows path by path (the API's
 // 409 lists them in `conflicts`), not only an error message, so this call reads the answer's
 // body itself instead of going through api.ts, which keeps only the message of a failure.
-import { ApiError, apiUrl, seg } from "../../api";
+import { ApiError, api, apiUrl, seg } from "../../api";
 import { repoPath } from "./model";
 
 export type Strategy = "" | "dest-wins" | "source-wins";
@@ -52,4 +52,18 @@ export async function mergeRefs(
   const text = answer.message ?? `${response.status} ${response.statusText}`.trim();
   if (response.status !== 409) throw new ApiError(response.status, text);
   return { kind: "conflicts", message: text, conflicts: answer.conflicts ?? [], truncated: answer.conflicts_truncated ?? false };
+}
+
+/** What merging `source` into `destination` would meet now, asked without merging. */
+export interface MergeCheck {
+  source_commit_id: string;
+  destination_commit_id: string;
+  base_commit_id: string;
+  mergeable: boolean;
+  conflicts: Conflict[];
+  conflicts_truncated: boolean;
+}
+
+export function checkMerge(repo: string, source: string, destination: string, signal?: AbortSignal): Promise<MergeCheck> {
+  return api.get<MergeCheck>(`${repoPath(repo)}/refs/${seg(source)}/merge/${seg(destination)}/conflicts`, undefined, signal);
 }

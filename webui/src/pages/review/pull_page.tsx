@@ -1,11 +1,14 @@
-// One pull request: what it is, its checks, where its merge stands (approvals, and the API's
-// reason when the merge is blocked), merge / close / reopen, its diff, reviews and comment thread.
+// One pull request: what it is, its checks, where its merge stands (approvals, the API's reason
+// when the merge is blocked, and the conflicts a merge would meet, asked before anyone presses
+// Merge), merge / close / reopen, its diff, reviews and comment thread.
 // While a check is pending or running the pull request is read again every few seconds.
 import { useEffect, useState } from "preact/hooks";
 import { ErrorNote, ErrorPage, Loading } from "../../components/error_page";
 import { href, Link } from "../../components/router";
-import { useAsync } from "../../components/use_async";
-import { ApiError, seg } from "../../api";
+import { type Async, useAsync } from "../../components/use_async";
+import { ApiError, messageOf, seg } from "../../api";
+import { ConflictTable } from "../refs/compare";
+import { type MergeCheck, checkMerge } from "../refs/merge";
 import { ChecksPanel } from "./pull_checks";
 import { PullDiff } from "./pull_diff";
 import { CommentThread } from "./pull_comments";
@@ -86,7 +89,7 @@ export function PullPage({ repo, id }: { repo: string; id: string }) {
         </p>
       )}
       <ChecksPanel repo={repo} pull={pull} onChange={rerun} />
-      <MergeBox repo={repo} pull={pull} onChange={changed} />
+      <MergeBox repo={repo} pull={pull} version={version} onChange={changed} />
       <ReviewsPanel repo={repo} pull={pull} version={version} onChange={changed} />
       <h3>Changes</h3>
       <PullDiff repo={repo} pull={pull} />
@@ -102,8 +105,19 @@ const STRATEGIES: { value: MergeStrategy; label: string }[] = [
   { value: "dest-wins", label: "destination wins conflicts" },
 ];
 
-function MergeBox({ repo, pull, onChange }: { repo: string; pull: PullRequest; onChange: () => void }) {
+function MergeBox({ repo, pull, version, onChange }: { repo: string; pull: PullRequest; version: number; onChange: () => void }) {
   const [strategy, setStrategy] = useState<MergeStrategy>("");
+  const open = pull.status === "open";
+  // Asked again after every change made here (a review, a failed merge) and whenever the
+  // checks name a new source head.
+  const head = pull.checks?.[0]?.commit_id ?? "";
+  const check = useAsync(
+    (signal) => (open ? checkMerge(repo, pull.source_branch, pull.destination_branch, signal) : Promise.resolve(null)),
+    [repo, pull.source_branch, pull.destination_branch, open, version, head],
+  );
+  const conflicts = check.data?.conflicts ?? [];
+  // Conflicts stop a merge only when no strategy lets one side win.
+  const stopped = conflicts.length > 0 && strategy === "";
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
   const act = async (action: () => Promise<unknown>) => {
@@ -114,6 +128,8 @@ function MergeBox({ repo, pull, onChange }: { repo: string; pull: PullRequest; o
       onChange();
     } catch (failure) {
       setError(failure);
+      // The branches may have moved since the check: a conflict it did not see is listed now.
+      check.reload();
     } finally {
       setBusy(false);
     }
@@ -136,7 +152,7 @@ function MergeBox({ repo, pull, onChange }: { repo: string; pull: PullRequest; o
       ? `${pull.approvals} of ${pull.required_approvals} required approval(s)`
       : `${pull.approvals} approval(s); ${pull.destination_branch} requires none`;
   return (
-    <section class="merge-box" data-testid="merge-box">
+    <section class={conflicts.length > 0 ? "merge-box conflicted" : "merge-box"} data-testid="merge-box">
       <p class="approvals" data-testid="approvals">
         {approvals}
       </p>
@@ -145,7 +161,8 @@ function MergeBox({ repo, pull, onChange }: { repo: string; pull: PullRequest; o
           <strong>Merge blocked:</strong> {pull.merge_blocked_reason}
         </p>
       )}
-      <ErrorNote error={error} />
+      {open && <MergeCheckNote repo={repo} pull={pull} check={check} />}
+      <ErrorNote error={error} repo={repo} branch={pull.destination_branch} />
       <div class="actions">
         {pull.status === "open" && (
           <>
@@ -159,7 +176,15 @@ function MergeBox({ repo, pull, onChange }: { repo: string; pull: PullRequest; o
                 ))}
               </select>
             </label>
-            <button type="button" class="primary" disabled={busy} onClick={() => void act(() => pullsApi.merge(repo, pull.id, strategy))} data-testid="merge">
+            <button
+              type="button"
+              class="primary"
+              disabled={busy || stopped}
+              title={stopped ? "Conflicts would stop this merge: choose a strategy" : undefined}
+              aria-describedby={stopped ? "merge-stopped" : undefined}
+              onClick={() => void act(() => pullsApi.merge(repo, pull.id, strategy))}
+              data-testid="merge"
+            >
               Merge
             </button>
             <button type="button" disabled={busy} onClick={() => void act(() => pullsApi.update(repo, pull.id, { status: "closed" }))} data-testid="close">
@@ -173,8 +198,52 @@ function MergeBox({ repo, pull, onChange }: { repo: string; pull: PullRequest; o
           </button>
         )}
       </div>
+      {stopped && (
+        <p class="hint" id="merge-stopped" data-testid="merge-stopped">
+          Merge is off while it would stop on these conflicts: choose a strategy that lets one side win, or resolve them on{" "}
+          {pull.source_branch}.
+        </p>
+      )}
       {pull.status === "open" && <p class="hint">A merge that fails on conflicts leaves the pull request open.</p>}
       {pull.status === "closed" && <p class="hint">Reopening starts the review afresh: earlier reviews are dropped.</p>}
     </section>
+  );
+}
+
+/** Where the merge stands against the destination now: checking, no conflicts, or the
+ * conflicts it would meet (as the Compare page lists them) with what to do about them. */
+function MergeCheckNote(props: { repo: string; pull: PullRequest; check: Async<MergeCheck | null> }) {
+  const { pull, check } = props;
+  if (check.error) {
+    return (
+      <p class="hint" data-testid="merge-check">
+        Could not check for conflicts: {messageOf(check.error)}
+      </p>
+    );
+  }
+  if (!check.data) return <p class="hint" data-testid="merge-check">Checking for conflicts with {pull.destination_branch}…</p>;
+  const { conflicts, conflicts_truncated: truncated } = check.data;
+  if (conflicts.length === 0) {
+    return (
+      <p class="mergeable" role="status" data-testid="merge-check" data-mergeable="true">
+        No conflicts with {pull.destination_branch}
+        {truncated ? " among the changes examined (more were not)" : ""}.
+      </p>
+    );
+  }
+  return (
+    <div class="conflicts" role="alert" data-testid="pull-conflicts" data-mergeable="false">
+      <h3>
+        This merge would conflict on {conflicts.length}
+        {truncated ? "+" : ""} path{conflicts.length === 1 && !truncated ? "" : "s"}
+      </h3>
+      <p>
+        Both {pull.source_branch} and {pull.destination_branch} changed these paths since they diverged. Choose a strategy to let one side win
+        (source wins: {pull.source_branch}&apos;s version; destination wins: {pull.destination_branch}&apos;s), or resolve them with a
+        commit on {pull.source_branch}.
+      </p>
+      <ConflictTable conflicts={conflicts} base={pull.destination_branch} compare={pull.source_branch} />
+      {truncated && <p class="note">More conflicts were not examined.</p>}
+    </div>
   );
 }

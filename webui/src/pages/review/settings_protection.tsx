@@ -90,7 +90,7 @@ export function ProtectionSettings({ repo }: { repo: string }) {
   };
   return (
     <form class="card protection" onSubmit={(event) => void save(event)} data-testid="protection-form">
-      <h3>Branch protection</h3>
+      <h3 id="branch-protection">Branch protection</h3>
       <p class="hint">
         A pattern matches branch names (<code>*</code> is the only wildcard). Forbidding direct writes refuses uploads,
         deletes, commits, resets and reverts on the branch through every client; changes then arrive by merge.
