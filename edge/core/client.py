@@ -52,9 +52,10 @@ from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
 from silt.errors import NotApplied as CertainlyNotApplied
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
+from silt.graveler.v1.model_pb2 import Entry
 from silt.history_events.emitter import EventEmitter
 from silt.key_scope import KeyScope
-from silt.objects import new_physical_address
+from silt.objects import new_physical_address, split_address
 from silt.repository_place import RepositoryPlace
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
 from silt.rpc.errors import error_from_rpc
@@ -401,6 +402,45 @@ class EdgeClient:
             entry.content_type = body.content_type
         entry.metadata.update(written.metadata)
         entry.last_modified.CopyFrom(_now())
+        try:
+            return await self.stage_new_bytes(request, place, deadline)
+        except SiltError as exc:
+            raise ObjectWriteFailed(WritePhase.STAGING, exc) from exc
+
+    async def copy_entry(
+        self,
+        request: graveler_pb2.StageEntryRequest,
+        place: RepositoryPlace,
+        source: Entry,
+        source_namespace: str = "",
+        read_in: str = "",
+        deadline: float | None = None,
+    ) -> RepositoryPlace:
+        """A copy of `source` staged in one call: request.entry (source's copy as the front end
+        wants it: its time, its metadata) staged at request.key on request.branch, a branch of the repository at `place`
+        (writable_place). Within that repository (no source_namespace) the entry shares the
+        source's bytes (objects are immutable; garbage collection keeps bytes any entry names)
+        and names `read_in`, the identity of the repository looked up before the source was read
+        (graveler refuses the write if it is another by now; "" not checked). From another
+        repository's namespace the bytes are first copied to a fresh address of place.namespace
+        (with the reader entry_reader gives, so an imported source is read only as imported) and
+        staged as stage_new_bytes stages new bytes. Returns where the entry was staged; a silt
+        error is raised as ObjectWriteFailed (BYTES: the copy, STAGING: the staging)."""
+        if not source_namespace:
+            request.repository_id = read_in
+            try:
+                await self.graveler_call(self.staging.StageEntry, request, deadline, changes=True)
+            except SiltError as exc:
+                raise ObjectWriteFailed(WritePhase.STAGING, exc) from exc
+            return place
+        source_ns, source_address = split_address(source_namespace, source.physical_address)
+        address = new_physical_address()
+        try:
+            copy = self.entry_reader(source_namespace, source).copy
+            await self.run(copy, source_ns, source_address, place.namespace, address)
+        except SiltError as exc:
+            raise ObjectWriteFailed(WritePhase.BYTES, exc) from exc
+        request.entry.physical_address = address
         try:
             return await self.stage_new_bytes(request, place, deadline)
         except SiltError as exc:

@@ -529,3 +529,42 @@ def test_a_write_checked_by_branch_name_refuses_an_existing_key_before_its_body_
         assert len([f for f in _files(tmp_path) if not f.name.startswith(".silt-etag-")]) == 1
 
     asyncio.run(_with_client(tmp_path, body))
+
+
+def test_a_copy_is_one_call_sharing_bytes_within_a_repository_and_copying_them_from_another(tmp_path: Path) -> None:
+    other = "local://other"
+
+    async def body(client: EdgeClient) -> None:
+        refused = _rpc_error(grpc.StatusCode.FAILED_PRECONDITION, "the branch is protected")
+        graveler = _Graveler(stage=[None, None, refused], repository=(NAMESPACE, "id-1"), refs={"main": _BRANCH})
+        _answer(client, graveler)
+        place = RepositoryPlace(NAMESPACE, "id-1")
+        client.adapter.put(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
+        client.adapter.put(other, ADDRESS, io.BytesIO(b"elsewhere"), 9)
+        source = pb.Entry(physical_address=ADDRESS, size=7)
+
+        within = _request()
+        within.entry.CopyFrom(source)
+        assert await client.copy_entry(within, place, source, read_in="id-1") == place
+        staged = graveler.staged[-1]
+        assert staged.entry.physical_address == ADDRESS  # the source's own bytes
+        assert staged.repository_id == "id-1" and not staged.fresh_address
+
+        across = _request()
+        across.entry.CopyFrom(source)
+        await client.copy_entry(across, place, source, other, read_in="ignored")
+        staged = graveler.staged[-1]
+        assert staged.fresh_address and staged.entry.physical_address != ADDRESS
+        with client.adapter.get(NAMESPACE, staged.entry.physical_address) as stored:
+            assert stored.read() == b"elsewhere"
+
+        refused_copy = _request()
+        refused_copy.entry.CopyFrom(source)
+        with pytest.raises(ObjectWriteFailed) as failed:
+            await client.copy_entry(refused_copy, place, source, other)
+        assert failed.value.phase is WritePhase.STAGING
+        # Graveler certainly refused it: the copied bytes are gone (only the two written remain).
+        kept = sorted(f.name for f in _files(tmp_path) if not f.name.startswith(".silt-etag-"))
+        assert len(kept) == 3 and refused_copy.entry.physical_address.rsplit("/", 1)[-1] not in kept
+
+    asyncio.run(_with_client(tmp_path, body))
