@@ -9,9 +9,10 @@ write or a check on it fails), then stages the entry with one StageEntry through
 That deletes the bytes again only when graveler certainly did not take the entry in any
 attempt, judged from the client's own signals (edge/core/write_outcome.py; the uncommitted sweep
 of garbage collection removes what a timeout, a lost answer or a crash leaves); bytes nothing
-refers to are deleted with `delete_bytes`. Each front end keeps its own service user
-(svc-gateway, svc-api), its own history source and its own errors: graveler's answers are
-mapped to S3 codes or lakeFS statuses at each edge, not here.
+refers to are deleted with `delete_bytes`. A copy is staged in one call too (`copy_entry`).
+Each front end keeps its own service user (svc-gateway, svc-api), its own history source and
+its own errors: graveler's answers are mapped to S3 codes or lakeFS statuses at each edge, not
+here.
 """
 
 from __future__ import annotations
