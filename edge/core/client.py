@@ -9,9 +9,10 @@ write or a check on it fails), then stages the entry with one StageEntry through
 That deletes the bytes again only when graveler certainly did not take the entry in any
 attempt, judged from the client's own signals (edge/core/write_outcome.py; the uncommitted sweep
 of garbage collection removes what a timeout, a lost answer or a crash leaves); bytes nothing
-refers to are deleted with `delete_bytes`. Each front end keeps its own service user
-(svc-gateway, svc-api), its own history source and its own errors: graveler's answers are
-mapped to S3 codes or lakeFS statuses at each edge, not here.
+refers to are deleted with `delete_bytes`. A copy is staged in one call too (`copy_entry`).
+Each front end keeps its own service user (svc-gateway, svc-api), its own history source and
+its own errors: graveler's answers are mapped to S3 codes or lakeFS statuses at each edge, not
+here.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from edge.core.filtered_scan import ScanCursors
 from edge.core.object_writes import (
     BodyReader,
     CheckedBody,
+    ConditionFailed,
     NoSuchBranch,
     NotABranch,
     ObjectWriteFailed,
@@ -51,9 +53,10 @@ from silt.errors import InvalidArgument, NotFound, SiltError, Unavailable
 from silt.errors import NotApplied as CertainlyNotApplied
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
+from silt.graveler.v1.model_pb2 import Entry
 from silt.history_events.emitter import EventEmitter
 from silt.key_scope import KeyScope
-from silt.objects import new_physical_address
+from silt.objects import new_physical_address, split_address
 from silt.repository_place import RepositoryPlace
 from silt.rpc.authority import AioCachedAuthority, AioRemoteAuthority, Clock, TTLCache
 from silt.rpc.errors import error_from_rpc
@@ -273,13 +276,22 @@ class EdgeClient:
     def remember_branch(self, repository: str, branch: str) -> None:
         self._branches.put((repository, branch), True)
 
-    async def writable_place(self, repository: str, ref: str, deadline: float | None = None) -> RepositoryPlace:
+    async def writable_place(
+        self, repository: str, ref: str, deadline: float | None = None, *, by_name: bool = False
+    ) -> RepositoryPlace:
         """Where a write to repository/ref puts its bytes, once ref is known to be a branch:
         NotFound (what="repository") without the repository, NoSuchBranch without the branch,
         NotABranch for a tag, a commit or a ref expression. Both lookups are remembered briefly,
-        so a write to a known branch costs no graveler call here."""
+        so a write to a known branch costs no graveler call here.
+        by_name: the branch looked up by its name (GetBranch), any refusal as graveler gives it,
+        as lakeFS answers a write to a name that is no branch; not resolved as a ref."""
         place = await self.look_up_place(repository, deadline)
         if self.known_branch(repository, ref):
+            return place
+        if by_name:
+            named = graveler_pb2.GetBranchRequest(repository=repository, name=ref)
+            await self.graveler_call(self.graveler.GetBranch, named, deadline)
+            self.remember_branch(repository, ref)
             return place
         if any(mark in ref for mark in "~^@"):
             # An ancestor, or a branch's committed state, names a commit; no branch name has these.
@@ -359,15 +371,22 @@ class EdgeClient:
         deadline: float | None = None,
         *,
         pool: Executor | None = None,
+        branch_by_name: bool = False,
+        absent_first: bool = False,
     ) -> RepositoryPlace:
-        """A whole object write: request.branch checked to be a branch (writable_place), the body
-        written at a fresh physical address of the repository's namespace (nothing is left there
-        if the body or the store fails), request.entry completed with what was written (address,
-        size, ETag, the body's metadata, the time) and staged as stage_new_bytes stages it.
+        """A whole object write: request.branch checked to be a branch (writable_place, by_name
+        as branch_by_name says), the body written at a fresh physical address of the repository's
+        namespace (nothing is left there if the body or the store fails), request.entry completed
+        with what was written (address, size, ETag, the body's content type and metadata, the
+        time) and staged as stage_new_bytes stages it.
+        absent_first: a write with request.if_absent over an entry that exists is refused
+        (ConditionFailed) before the body is started, not only when graveler stages it.
         Returns where the entry was staged; request.entry names what was. A silt error is raised
         as ObjectWriteFailed, which says in which phase; the body's own errors as it raised them."""
         try:
-            place = await self.writable_place(request.repository, request.branch, deadline)
+            place = await self.writable_place(request.repository, request.branch, deadline, by_name=branch_by_name)
+            if absent_first and request.if_absent and await self._entry_exists(request, deadline):
+                raise ConditionFailed(f"{request.key} already exists on {request.branch}")
         except SiltError as exc:
             raise ObjectWriteFailed(WritePhase.TARGET, exc) from exc
         address = new_physical_address()
@@ -380,12 +399,71 @@ class EdgeClient:
         entry.physical_address = address
         entry.size = written.size
         entry.etag = written.etag
+        if body.content_type:
+            entry.content_type = body.content_type
         entry.metadata.update(written.metadata)
         entry.last_modified.CopyFrom(_now())
         try:
             return await self.stage_new_bytes(request, place, deadline)
         except SiltError as exc:
             raise ObjectWriteFailed(WritePhase.STAGING, exc) from exc
+
+    async def copy_entry(
+        self,
+        request: graveler_pb2.StageEntryRequest,
+        place: RepositoryPlace,
+        source: Entry,
+        source_namespace: str = "",
+        read_in: str = "",
+        deadline: float | None = None,
+    ) -> RepositoryPlace:
+        """A copy of `source` staged in one call: request.entry (source's copy as the front end
+        wants it: its time, its metadata) staged at request.key on request.branch, a branch of the repository at `place`
+        (writable_place). Within that repository (no source_namespace) the entry shares the
+        source's bytes (objects are immutable; garbage collection keeps bytes any entry names)
+        and names `read_in`, the identity of the repository looked up before the source was read
+        (graveler refuses the write if it is another by now; "" not checked). From another
+        repository's namespace the bytes are first copied to a fresh address of place.namespace
+        (with the reader entry_reader gives, so an imported source is read only as imported) and
+        staged as stage_new_bytes stages new bytes. Returns where the entry was staged; a silt
+        error is raised as ObjectWriteFailed (BYTES: the copy, STAGING: the staging)."""
+        if not source_namespace:
+            request.repository_id = read_in
+            try:
+                await self.graveler_call(self.staging.StageEntry, request, deadline, changes=True)
+            except SiltError as exc:
+                raise ObjectWriteFailed(WritePhase.STAGING, exc) from exc
+            return place
+        source_ns, source_address = split_address(source_namespace, source.physical_address)
+        address = new_physical_address()
+        try:
+            copy = self.entry_reader(source_namespace, source).copy
+            await self.run(copy, source_ns, source_address, place.namespace, address)
+        except SiltError as exc:
+            raise ObjectWriteFailed(WritePhase.BYTES, exc) from exc
+        request.entry.physical_address = address
+        try:
+            return await self.stage_new_bytes(request, place, deadline)
+        except SiltError as exc:
+            raise ObjectWriteFailed(WritePhase.STAGING, exc) from exc
+
+    async def _entry_exists(self, request: graveler_pb2.StageEntryRequest, deadline: float | None) -> bool:
+        """Whether request.key has an entry on request.branch now: read in this process when the
+        edge composed a reader, else by a call. A missing repository or branch is raised."""
+        stat = graveler_pb2.StatEntryRequest(repository=request.repository, ref=request.branch, key=request.key)
+        try:
+            if self.reads is None:
+                await self.graveler_call(self.graveler.StatEntry, stat, deadline)
+            else:
+                left = (time.monotonic() + CALL_TIMEOUT if deadline is None else deadline) - time.monotonic()
+                if left <= 0:
+                    raise Unavailable("graveler did not answer within the request's deadline")
+                await self.read_entries(self.reads.StatEntry, stat, left)
+        except NotFound as exc:
+            if exc.what not in (None, "object"):
+                raise
+            return False
+        return True
 
     async def delete_bytes(self, namespace: str, address: str) -> None:
         """Delete bytes no entry refers to; a failure leaves them to garbage collection."""

@@ -35,6 +35,12 @@ class NoSuchBranch(NotFound):
         super().__init__(message, what="branch")
 
 
+class ConditionFailed(FailedPrecondition):
+    """A conditional write whose condition certainly does not hold, found before any byte of the
+    body was read (If-None-Match: * over an entry that exists); graveler checks it again as it
+    stages, for the writes that race."""
+
+
 class ShortBody(InvalidArgument):
     """The body ended before the size its request declared."""
 
@@ -62,6 +68,10 @@ class CheckedBody(Protocol):
     # How long a worker thread waits for the next piece before it gives the write up: a
     # request that the event loop no longer serves must not pin a thread forever.
     stall_seconds: float
+
+    # The object's content type as the body itself says it (a form part's own), known once
+    # started; None or "": the entry's own stands.
+    content_type: str | None
 
     async def start(self) -> None:
         """The checks made before any byte is read (the headers that describe the body), once
@@ -92,6 +102,7 @@ class SourceBody(abc.ABC):
     adds to: the size its request declares, and the reads as the source answers them."""
 
     stall_seconds = BODY_STALL_SECONDS
+    content_type: str | None = None
 
     def __init__(self, source: Readable, declared: int | None) -> None:
         self._source = source

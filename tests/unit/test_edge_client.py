@@ -17,7 +17,15 @@ from pydantic import SecretStr
 
 from edge.api.errors import from_rpc
 from edge.core.client import SMALL_BODY, EdgeClient
-from edge.core.object_writes import NoSuchBranch, NotABranch, ObjectWriteFailed, ShortBody, SourceBody, WritePhase
+from edge.core.object_writes import (
+    ConditionFailed,
+    NoSuchBranch,
+    NotABranch,
+    ObjectWriteFailed,
+    ShortBody,
+    SourceBody,
+    WritePhase,
+)
 from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
 from edge.gateway.backend import s3_error
 from silt.block.adapter import PutResult
@@ -196,12 +204,27 @@ class _Graveler:
         self.looked_up = 0
         self.lookup_error: grpc.aio.AioRpcError | None = None
         self.resolved: list[str] = []
+        self.named: list[str] = []  # GetBranch
+        self.present: set[str] = set()  # keys StatEntry finds
+        self.stated: list[str] = []
 
     async def ResolveRef(self, request: api.ResolveRefRequest, *, timeout: float | None = None) -> object:
         self.resolved.append(request.ref)
         if request.ref not in self._refs:
             raise _rpc_error(grpc.StatusCode.NOT_FOUND, f"ref {request.ref} not found")
         return api.ResolveRefResponse(type=self._refs[request.ref])
+
+    async def GetBranch(self, request: api.GetBranchRequest, *, timeout: float | None = None) -> object:
+        self.named.append(request.name)
+        if self._refs.get(request.name) != api.ResolveRefResponse.REF_TYPE_BRANCH:
+            raise _rpc_error(grpc.StatusCode.NOT_FOUND, f"branch {request.name} not found")
+        return api.BranchInfo(name=request.name)
+
+    async def StatEntry(self, request: api.StatEntryRequest, *, timeout: float | None = None) -> object:
+        self.stated.append(request.key)
+        if request.key not in self.present:
+            raise _rpc_error(grpc.StatusCode.NOT_FOUND, f"object {request.key} not found")
+        return api.EntryInfo(entry=pb.Entry(physical_address="elsewhere"))
 
     async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float | None = None) -> object:
         copy = api.StageEntryRequest()
@@ -455,5 +478,93 @@ def test_only_a_branch_takes_a_write(tmp_path: Path, ref: str, raised: type[Exce
         assert failed.value.phase is WritePhase.TARGET and isinstance(failed.value.error, raised)
         assert graveler.resolved == resolved
         assert graveler.staged == [] and _files(tmp_path) == []
+
+    asyncio.run(_with_client(tmp_path, body))
+
+
+class _TypedBody(_Body):
+    """A body that says its own content type once started (as a form part does)."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data, len(data))
+        self.started = False
+
+    async def start(self) -> None:
+        self.started = True
+        self.content_type = "text/csv"
+
+
+def test_a_write_checked_by_branch_name_refuses_an_existing_key_before_its_body_starts(tmp_path: Path) -> None:
+    """The REST API's upload: the branch looked up by name, refused as graveler refuses it (not as
+    a ref that is no branch), and If-None-Match: * over an existing key refused before any byte."""
+
+    async def body(client: EdgeClient) -> None:
+        graveler = _Graveler(stage=[None], repository=(NAMESPACE, "id-1"), refs={"main": _BRANCH, "v1": _TAG})
+        graveler.present = {"k"}
+        _answer(client, graveler)
+        options = {"branch_by_name": True, "absent_first": True}
+        request = _request()
+        request.if_absent = True
+        first = _TypedBody(b"payload")
+        with pytest.raises(ObjectWriteFailed) as failed:
+            await client.write_object(request, first, **options)  # type: ignore[arg-type]
+        assert failed.value.phase is WritePhase.TARGET and isinstance(failed.value.error, ConditionFailed)
+        assert not first.started and graveler.named == ["main"] and graveler.resolved == []
+
+        tagged = _request()
+        tagged.branch = "v1"
+        with pytest.raises(ObjectWriteFailed) as failed:
+            await client.write_object(tagged, _TypedBody(b"payload"), **options)  # type: ignore[arg-type]
+        assert isinstance(failed.value.error, NotFound) and not isinstance(failed.value.error, NoSuchBranch)
+        assert "branch v1 not found" in str(failed.value.error)
+
+        absent = _request()
+        absent.key, absent.if_absent = "k2", True
+        await client.write_object(absent, _TypedBody(b"payload"), **options)  # type: ignore[arg-type]
+        assert graveler.stated == ["k", "k2"] and graveler.named == ["main", "v1"]  # main remembered
+        staged = graveler.staged[-1]
+        assert staged.key == "k2" and staged.if_absent and staged.entry.content_type == "text/csv"
+        with client.adapter.get(NAMESPACE, staged.entry.physical_address) as stored:
+            assert stored.read() == b"payload"  # the one write whose body was read
+        assert len([f for f in _files(tmp_path) if not f.name.startswith(".silt-etag-")]) == 1
+
+    asyncio.run(_with_client(tmp_path, body))
+
+
+def test_a_copy_is_one_call_sharing_bytes_within_a_repository_and_copying_them_from_another(tmp_path: Path) -> None:
+    other = "local://other"
+
+    async def body(client: EdgeClient) -> None:
+        refused = _rpc_error(grpc.StatusCode.FAILED_PRECONDITION, "the branch is protected")
+        graveler = _Graveler(stage=[None, None, refused], repository=(NAMESPACE, "id-1"), refs={"main": _BRANCH})
+        _answer(client, graveler)
+        place = RepositoryPlace(NAMESPACE, "id-1")
+        client.adapter.put(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
+        client.adapter.put(other, ADDRESS, io.BytesIO(b"elsewhere"), 9)
+        source = pb.Entry(physical_address=ADDRESS, size=7)
+
+        within = _request()
+        within.entry.CopyFrom(source)
+        assert await client.copy_entry(within, place, source, read_in="id-1") == place
+        staged = graveler.staged[-1]
+        assert staged.entry.physical_address == ADDRESS  # the source's own bytes
+        assert staged.repository_id == "id-1" and not staged.fresh_address
+
+        across = _request()
+        across.entry.CopyFrom(source)
+        await client.copy_entry(across, place, source, other, read_in="ignored")
+        staged = graveler.staged[-1]
+        assert staged.fresh_address and staged.entry.physical_address != ADDRESS
+        with client.adapter.get(NAMESPACE, staged.entry.physical_address) as stored:
+            assert stored.read() == b"elsewhere"
+
+        refused_copy = _request()
+        refused_copy.entry.CopyFrom(source)
+        with pytest.raises(ObjectWriteFailed) as failed:
+            await client.copy_entry(refused_copy, place, source, other)
+        assert failed.value.phase is WritePhase.STAGING
+        # Graveler certainly refused it: the copied bytes are gone (only the two written remain).
+        kept = sorted(f.name for f in _files(tmp_path) if not f.name.startswith(".silt-etag-"))
+        assert len(kept) == 3 and refused_copy.entry.physical_address.rsplit("/", 1)[-1] not in kept
 
     asyncio.run(_with_client(tmp_path, body))

@@ -6,6 +6,7 @@ or a crash leaves)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +25,7 @@ from edge.api.objects.body import (
     Source,
     multipart_boundary,
 )
-from edge.core.object_writes import ObjectWriteFailed, ShortBody, SourceBody, WritePhase
+from edge.core.object_writes import ConditionFailed, ObjectWriteFailed, ShortBody, SourceBody, WritePhase
 from edge.core.write_outcome import certainly_not_applied
 from silt.block.adapter import PutResult
 from silt.errors import Aborted, FailedPrecondition, SiltError
@@ -119,20 +120,6 @@ class UploadBody(SourceBody):
         self.content_type = content_type
         self._received = received
 
-    @classmethod
-    async def of(cls, backend: Backend, request: Request, received: Callable[[], None] | None = None) -> UploadBody:
-        chunks = RawChunks(request, MAX_UPLOAD_BYTES, backend.upload_limits)
-        header_type = request.headers.get("content-type", "")
-        boundary = multipart_boundary(header_type)
-        if boundary is None:
-            body = cls(RawBody(chunks), chunks.declared, header_type or DEFAULT_CONTENT_TYPE, received)
-        else:
-            form = MultipartContent(chunks, boundary)
-            await form.start()
-            body = cls(form, None, form.content_type or DEFAULT_CONTENT_TYPE, received)
-        checked_content_type(body.content_type)
-        return body
-
     async def finish(self, written: PutResult) -> dict[str, str]:
         # Read to its end: a body cut short of its Content-Length is refused (RawChunks).
         if not await self.ended():
@@ -140,6 +127,42 @@ class UploadBody(SourceBody):
         if self._received is not None:
             self._received()
         return {}
+
+
+class _NotStarted:
+    """The source of a RequestUpload not started yet: the core starts a body before it reads."""
+
+    async def read(self, n: int) -> bytes:
+        raise RuntimeError("an upload's body is read once it is started")
+
+
+class RequestUpload(UploadBody):
+    """An upload route's body, opened only once the edge's core knows the write's target takes it
+    (start): one of the process's upload slots taken in `held` (given back once the body is in,
+    or when `held` closes), then the raw body or the form's part named `content`, whose content
+    type is checked. Refused before any byte is written: all slots taken (503), a declared size
+    over the limit, a bad content type."""
+
+    def __init__(self, backend: Backend, request: Request, held: contextlib.ExitStack) -> None:
+        super().__init__(_NotStarted(), None, "")
+        self._backend = backend
+        self._request = request
+        self._held = held
+
+    async def start(self) -> None:
+        self._received = self._held.enter_context(self._backend.upload_slot())
+        chunks = RawChunks(self._request, MAX_UPLOAD_BYTES, self._backend.upload_limits)
+        header_type = self._request.headers.get("content-type", "")
+        boundary = multipart_boundary(header_type)
+        if boundary is None:
+            self._source, self._declared = RawBody(chunks), chunks.declared
+            self.content_type = header_type or DEFAULT_CONTENT_TYPE
+        else:
+            form = MultipartContent(chunks, boundary)
+            await form.start()
+            self._source, self._declared = form, None
+            self.content_type = form.content_type or DEFAULT_CONTENT_TYPE
+        checked_content_type(self.content_type)
 
 
 async def stage_new_bytes(
@@ -161,6 +184,8 @@ def write_error(failed: ObjectWriteFailed, request: api.StageEntryRequest) -> Ap
     target's lookup as graveler's answer, the store's error as any (400 for a body that ended
     early), the staging as staging_error."""
     error = failed.error
+    if isinstance(error, ConditionFailed):
+        return ApiError(412, "path already exists")  # found before the body was read
     if failed.phase is WritePhase.STAGING:
         return staging_error(error, request)
     if isinstance(error, ShortBody):

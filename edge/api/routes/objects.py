@@ -10,6 +10,7 @@ in `physical_address`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -32,7 +33,7 @@ from edge.api.objects.listing import EMPTY, USER, listing_page, namespace_base, 
 from edge.api.objects.presign import Presigner, download_name, presigner
 from edge.api.objects.stats import object_headers
 from edge.api.objects.write import (
-    UploadBody,
+    RequestUpload,
     checked_path,
     checked_user_metadata,
     ensure_branch,
@@ -310,11 +311,6 @@ async def upload_object(
         raise ApiError(501, "If-None-Match on an upload takes only *")
     if_match = (request.headers.get("if-match") or "").strip().strip('"')
     backend = ctx.backend
-    # The repository and the branch as lakeFS checks them (the core finds both remembered).
-    await backend.place(repository, ctx.deadline)
-    await ensure_branch(ctx, repository, branch)
-    if if_none_match is not None and await _exists(ctx, repository, branch, key):
-        raise ApiError(412, "path already exists")  # before the body is read; graveler checks again
     staged = api.StageEntryRequest(
         repository=repository,
         branch=branch,
@@ -323,11 +319,15 @@ async def upload_object(
         if_absent=if_none_match is not None,
         if_match_etag=if_match,
     )
+    # One write through the edge's core: the repository and the branch as lakeFS checks them, an
+    # If-None-Match: * refused before the body is read (graveler checks it again), then the
+    # body (an upload slot held until it is in, edge/api/objects/write.py) and the entry staged.
     try:
-        with backend.upload_slot() as received:  # given back once the body is in, before staging
-            body = await UploadBody.of(backend, request, received)
-            staged.entry.content_type = body.content_type
-            place = await backend.write_object(staged, body, ctx.deadline, pool=backend.upload_pool)
+        with contextlib.ExitStack() as held:
+            body = RequestUpload(backend, request, held)
+            place = await backend.write_object(
+                staged, body, ctx.deadline, pool=backend.upload_pool, branch_by_name=True, absent_first=True
+            )
     except ApiError as exc:  # the body's own (413, 408, 400), or all upload slots taken
         # The rest of the body is not read: the connection cannot carry another request.
         headers = {"Connection": "close"}
@@ -341,17 +341,6 @@ async def upload_object(
     # The ObjectStats as its model writes it, without building the model: a tenth of the time of
     # a small upload's answer (tests/unit/api/test_object_rows.py holds the two to the same bytes).
     return Response(object_row(key, staged.entry, namespace_base(place.namespace)), status_code=201, media_type=JSON)
-
-
-async def _exists(ctx: Ctx, repository: str, branch: str, key: str) -> bool:
-    request = api.StatEntryRequest(repository=repository, ref=branch, key=key)
-    try:
-        await ctx.backend.stat_entry(request, ctx.deadline, typed=True)
-    except NotFound as exc:
-        if exc.what not in (None, "object"):
-            raise
-        return False
-    return True
 
 
 async def _delete(ctx: Ctx, repository: str, branch: str, key: str) -> None:

@@ -254,27 +254,6 @@ def staging_error(error: SiltError, request: api.StageEntryRequest) -> S3Error:
     return s3_error(error, "NoSuchBucket")
 
 
-async def stage(
-    ctx: Context,
-    repository: str,
-    branch: str,
-    key: str,
-    entry: pb.Entry,
-    condition: WriteCondition | None = None,
-    repository_id: str = "",
-) -> None:
-    """StageEntry of an entry for bytes this request did not write (a copy's, an upload's);
-    repository_id: the identity of the repository whose namespace holds the entry's bytes, as
-    looked up before the request read the entry it copies (graveler refuses the write if the
-    repository is another one by now); empty: not checked."""
-    request = stage_request(repository, branch, key, entry, condition)
-    request.repository_id = repository_id
-    try:
-        await ctx.backend.graveler_call(ctx.backend.staging.StageEntry, request, changes=True)
-    except SiltError as exc:
-        raise staging_error(exc, request) from None
-
-
 async def stage_new_bytes(
     ctx: Context,
     repository: str,

@@ -30,14 +30,11 @@ from edge.gateway.operations.common import (
     entry_time,
     http_time,
     iso_time,
-    new_physical_address,
     object_key_required,
     parse_xml,
     quoted_etag,
     repository_replaced,
     split_address,
-    stage,
-    stage_new_bytes,
     stage_request,
     stat_entry,
     user_metadata,
@@ -519,18 +516,14 @@ async def _copy_object(ctx: Context) -> Response:
         entry.ClearField("metadata")
         entry.metadata.update(user_metadata(request))
         entry.metadata.update(kept)  # the same bytes: their checksum still holds
-    if src_repo != repository:
-        # Another repository has its own storage namespace (and garbage collection): copy the bytes.
-        src_namespace = await ctx.backend.namespace(src_repo)
-        src_ns, src_address = split_address(src_namespace, source.physical_address)
-        address = new_physical_address()
-        copy = ctx.backend.entry_reader(src_namespace, source).copy
-        await ctx.backend.run(copy, src_ns, src_address, place.namespace, address)
-        entry.physical_address = address
-        await stage_new_bytes(ctx, repository, ref, key, entry, place)
-    else:
-        # Within one repository the new entry shares the source's bytes: objects are immutable.
-        await stage(ctx, repository, ref, key, entry, repository_id=read_in)
+    # Another repository has its own storage namespace (and garbage collection): the core copies
+    # the bytes; within one repository the new entry shares them, objects being immutable.
+    src_namespace = await ctx.backend.namespace(src_repo) if src_repo != repository else ""
+    staged = stage_request(repository, ref, key, entry)
+    try:
+        await ctx.backend.copy_entry(staged, place, source, src_namespace, read_in)
+    except ObjectWriteFailed as failed:
+        raise core_write_error(failed, staged) from None
     ctx.record(ev.WRITE, repository, ref, key, entry.size)
     body = (
         f"<CopyObjectResult><LastModified>{iso_time(entry_time(entry))}</LastModified>"
