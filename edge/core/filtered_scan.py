@@ -28,17 +28,18 @@ import json
 import os
 import struct
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from silt.key_scope import KeyScope
+from silt.visible_scan import MAX_SCANNED as MAX_SCANNED
+from silt.visible_scan import Scanned as Scanned
+from silt.visible_scan import VisibleScan
 
 # Listed items (shown or not) one filtered listing request reads at most: ten of the largest
 # pages a client may ask for (1,000 items). docs/security.md, "Policies on objects".
-MAX_SCANNED = 10_000
 # How a cursor starts: `~` sorts after every letter and digit, and no key is expected to begin so.
 CURSOR_MARK = "~silt-scan~"
 _KEY_LABEL = b"silt edge scan cursor v1"
@@ -117,16 +118,6 @@ def _bound(listing: Sequence[str]) -> bytes:
     return json.dumps(list(listing), ensure_ascii=True).encode("ascii")
 
 
-@dataclass(frozen=True)
-class Scanned(Generic[T]):
-    """A filtered page: the items shown, whether more follow, and, when the scan stopped at
-    MAX_SCANNED rather than on a full page, the last key scanned (to seal in a cursor)."""
-
-    items: list[T]
-    has_more: bool
-    stopped_at: str | None = None
-
-
 async def scan_visible(
     read: Callable[[str, int], Awaitable[tuple[Sequence[T], bool]]],
     shown: Callable[[T], bool],
@@ -139,16 +130,8 @@ async def scan_visible(
     """Up to size items after `after` that shown keeps, reading pages of up to `page` items
     (read(after, amount) -> (items, has_more)) until one more than asked is found, the listing
     ends, or cap items were scanned."""
-    found: list[T] = []
-    scanned = 0
+    scan = VisibleScan(shown, key_of, after, size, cap)
     while True:
-        items, more = await read(after, max(1, min(page, cap - scanned)))
-        scanned += len(items)
-        found += [item for item in items if shown(item)]
-        if len(found) > size:
-            return Scanned(found[:size], True)
-        if not more or not items:
-            return Scanned(found, False)
-        after = key_of(items[-1])
-        if scanned >= cap:
-            return Scanned(found, True, after)
+        items, more = await read(scan.after, scan.amount(page))
+        if (answer := scan.take(items, more)) is not None:
+            return answer

@@ -15,31 +15,19 @@ from __future__ import annotations
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from engine.core.deadline import Deadline
 from silt.errors import InvalidArgument
 from silt.key_scope import KeyScope
 from silt.paging import MAX_PAGE
+from silt.visible_scan import MAX_SCANNED, Scanned, VisibleScan
 
-# Listed items (shown or not) one call reads at most: the edges' bound (edge/core/filtered_scan.py).
-MAX_SCANNED = 10_000
 CURSOR_MARK = "~silt-hook-scan~"
 # Cursors one hook run keeps; the oldest are forgotten past this.
 MAX_CURSORS = 256
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Scanned(Generic[T]):
-    """A filtered page: the items shown, whether more follow, and, when the scan stopped at the
-    cap rather than on a full page, the last key scanned."""
-
-    items: list[T]
-    has_more: bool
-    stopped_at: str | None = None
 
 
 def scan_visible(
@@ -55,20 +43,12 @@ def scan_visible(
     (items, has_more)) until one more than asked is found, the listing ends, or cap items
     (MAX_SCANNED by default) were scanned."""
     cap = MAX_SCANNED if cap is None else cap
-    found: list[T] = []
-    scanned = 0
+    scan = VisibleScan(shown, key_of, after, size, cap)
     while True:
         deadline.check("a Lua hook's filtered listing")
-        items, more = read(after, max(1, min(MAX_PAGE, cap - scanned)))
-        scanned += len(items)
-        found += [item for item in items if shown(item)]
-        if len(found) > size:
-            return Scanned(found[:size], True)
-        if not more or not items:
-            return Scanned(found, False)
-        after = key_of(items[-1])
-        if scanned >= cap:
-            return Scanned(found, True, after)
+        items, more = read(scan.after, scan.amount(MAX_PAGE))
+        if (answer := scan.take(items, more)) is not None:
+            return answer
 
 
 class HookCursors:
