@@ -144,6 +144,8 @@ class SiltObjectDiff(BaseModel, extra=Extra.forbid):
     # By kind (docs/design/api.md): tables and texts only, none when identical.
     format: StrictStr | None
     key: StrictStr | None
+    match: StrictStr | None = None
+    key_detected: StrictBool | None = None
     schema_: dict[str, Any] | None = Field(alias="schema")
     counts: dict[str, StrictInt] | None
     rows: list[dict[str, Any]] | None
