@@ -45,3 +45,13 @@ describe("row matching in the URL", () => {
     expect(objectDiffHref("r", "a", "b", "p", "two_dot", undefined, "auto")).toBe("/ui/repositories/r/diff?left=a&right=b&path=p");
   });
 });
+
+describe("removedEntries on a page with more after it", () => {
+  it("keeps the removed objects up to the page's last entry", () => {
+    const changes = new Map([
+      ["d/a.csv", "removed"],
+      ["d/z.csv", "removed"],
+    ] as const);
+    expect(removedEntries(new Map(changes), [object("d/m.csv")], true)).toEqual(["d/a.csv"]);
+  });
+});

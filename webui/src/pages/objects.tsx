@@ -151,8 +151,8 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
   const { repo, ref_: ref, path, listing, page } = props;
   const { has_more: more, next_offset: next } = listing.pagination;
   const changes = useLastChanges(repo, ref, listing.results.map((item) => item.path));
-  const uncommitted = useUncommitted(repo, ref, path, props.branch, listing);
-  const removed = props.after === "" ? removedEntries(uncommitted, listing.results) : [];
+  const uncommitted = useUncommitted(repo, ref, path, props.after, props.branch, listing);
+  const removed = removedEntries(uncommitted, listing.results, more);
   const readme = readmeOf(listing.results, path);
   return (
     <div data-testid="directory">

@@ -1,6 +1,7 @@
 // A branch's uncommitted changes marked in its listing: the branch's diff against its head
 // commit (lakeFS's diffBranch), one level deep as the listing is (a folder with changes inside
-// is marked as such), and the objects removed since the head shown where they were.
+// is marked as such) and from the listing page's own start, and the objects removed since the
+// head shown under the page's entries.
 import { api, seg } from "../api";
 import { useAsync } from "../components/use_async";
 import type { ObjectStats } from "./objects";
@@ -16,23 +17,30 @@ interface DiffRow {
 // The changes marked: one page of the diff, as many as a listing's page holds.
 const MARKED = 1000;
 
-/** What changed since the branch's head, by path; empty for a ref that is not a branch. */
-export function useUncommitted(repo: string, ref: string, directory: string, branch: boolean | undefined, listing: unknown): Map<string, Change> {
+/** What changed since the branch's head, by path, from where the listing's page starts (its
+ * `after`, a key); empty for a ref that is not a branch, or when the diff cannot be read. */
+export function useUncommitted(repo: string, ref: string, directory: string, after: string, branch: boolean | undefined, listing: unknown): Map<string, Change> {
   const changes = useAsync(
     async (signal) => {
       if (branch !== true) return new Map<string, Change>();
-      const page = await api.page<DiffRow>(`/repositories/${seg(repo)}/branches/${seg(ref)}/diff`, { prefix: directory, delimiter: "/" }, "", MARKED, signal);
+      const page = await api.page<DiffRow>(`/repositories/${seg(repo)}/branches/${seg(ref)}/diff`, { prefix: directory, delimiter: "/" }, after, MARKED, signal);
       return new Map(page.results.map((row) => [row.path, row.type]));
     },
-    [repo, ref, directory, branch, listing],
+    [repo, ref, directory, after, branch, listing],
   );
+  // Marks are an aid: a diff the server refuses leaves the listing as it is.
   return changes.data ?? new Map<string, Change>();
 }
 
-/** The objects removed since the head, which the listing no longer has, in path order. */
-export function removedEntries(changes: Map<string, Change>, listed: ObjectStats[]): string[] {
+/** The objects removed since the head, which the listing no longer has, in path order: those
+ * up to the page's last entry when more pages follow (the next page shows the rest). */
+export function removedEntries(changes: Map<string, Change>, listed: ObjectStats[], more = false): string[] {
   const present = new Set(listed.map((item) => item.path));
-  return [...changes].filter(([path, change]) => change === "removed" && !present.has(path)).map(([path]) => path).sort();
+  const last = listed.length ? listed[listed.length - 1].path : "";
+  return [...changes]
+    .filter(([path, change]) => change === "removed" && !present.has(path) && (!more || path < last))
+    .map(([path]) => path)
+    .sort();
 }
 
 const LABELS: Record<Change, [string, string]> = {

@@ -19,7 +19,7 @@ export function DirectoryReadme({ repo, ref, item }: { repo: string; ref: string
   const head = useAsync((signal) => firstBytes(repo, ref, item.path, item.size_bytes ?? 0, signal), [repo, ref, item.path, item.checksum]);
   const name = item.path.slice(item.path.lastIndexOf("/") + 1);
   return (
-    <section class="card directory-readme" data-testid="directory-readme" aria-label={name}>
+    <section class="directory-readme" data-testid="directory-readme" aria-label={name}>
       <h3>{name}</h3>
       {head.error !== undefined && <ErrorNote error={head.error} />}
       {head.data && <Markdown text={head.data.text} base={{ repo, ref, path: item.path }} />}
