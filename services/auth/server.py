@@ -35,6 +35,7 @@ from silt.iam_actions import (
     policy_resource,
     user_resource,
 )
+from silt.iam_system import SYSTEM_GROUPS, SYSTEM_POLICIES, undeletable
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import current_principal
 from silt.rpc.limits import AUTH_LIMITS
@@ -124,6 +125,8 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         return api.ListGroupsResponse(groups=groups, has_more=more)
 
     def DeleteGroup(self, request: api.DeleteGroupRequest, context: grpc.ServicerContext) -> api.DeleteGroupResponse:
+        if request.id in SYSTEM_GROUPS:
+            raise FailedPrecondition(undeletable("group", request.id))
         self.grants.delete_group(current_principal().user_id, request.id)
         self.model.delete_group(request.id)
         log.info("group %r deleted by %s", request.id, describe_caller())
@@ -170,6 +173,8 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         return api.ListPoliciesResponse(policies=policies, has_more=more)
 
     def DeletePolicy(self, request: api.DeletePolicyRequest, context: grpc.ServicerContext) -> api.DeletePolicyResponse:
+        if request.id in SYSTEM_POLICIES:
+            raise FailedPrecondition(undeletable("policy", request.id))
         self.grants.delete_policy(current_principal().user_id, request.id)
         self.model.delete_policy(request.id)
         log.info("policy %r deleted by %s", request.id, describe_caller())

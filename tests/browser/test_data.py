@@ -1,5 +1,5 @@
 """Reviewing data in Chromium: a changed object's diff followed from a commit and a compare view
-(a CSV's rows by key, a Parquet file's schema and rows, a text's lines), SQL over an object with
+(a CSV's rows by position and by key, a Parquet file's schema and rows, a text's lines), SQL over an object with
 paged results, and a Markdown README rendered."""
 
 from __future__ import annotations
@@ -53,12 +53,13 @@ def test_diffs_followed_from_a_compare_and_a_commit(
     _put(ui_stack, repo, "src/job.py", job, "text/x-python")
     commit = rest.ok("POST", f"/repositories/{repo}/branches/main/commits", {"message": "second"})
 
-    # From the compare view: the CSV, compared by position, then on its key column.
+    # From the compare view: the CSV, by position as asked, then on its key column.
     page.goto(ui.url(f"/repositories/{repo}/compare?base=before&compare=main"))
     page.get_by_role("button", name="Expand t/", exact=True).click()
     _tree_object(page, "t/people.csv").click()
+    page.get_by_label("key column").select_option(label="their position")
     expect(page.get_by_test_id("diff-counts")).to_contain_text("3 changed")
-    page.get_by_label("key column").select_option("id")
+    page.get_by_label("key column").select_option(label="key column id")
     counts = page.get_by_test_id("diff-counts")
     expect(counts).to_contain_text("1 added")
     expect(counts).to_contain_text("1 removed")
@@ -77,7 +78,7 @@ def test_diffs_followed_from_a_compare_and_a_commit(
     expect(schema).to_contain_text("added wind BIGINT")
     expect(schema).to_contain_text("removed city VARCHAR")
     expect(schema).to_contain_text("type changed temp INTEGER → DOUBLE")
-    page.get_by_label("key column").select_option("id")
+    page.get_by_label("key column").select_option(label="key column id")
     expect(page.get_by_test_id("row-added")).to_contain_text("40.0")
     expect(page.get_by_test_id("diff-metadata")).to_contain_text(commit["id"][:12])
     _shot(ui, page, "object-diff-parquet")

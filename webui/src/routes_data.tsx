@@ -1,7 +1,7 @@
 // Routes of the data pages: one object's diff between two refs, and SQL over one object.
 import type { RouteDef } from "./components/routes";
 import "./pages/diff/diff.css";
-import { ObjectDiff } from "./pages/diff/object_diff";
+import { ObjectDiff, rowMatch } from "./pages/diff/object_diff";
 import { QueryPage } from "./pages/query/query_page";
 
 export const dataRoutes: RouteDef[] = [
@@ -17,6 +17,7 @@ export const dataRoutes: RouteDef[] = [
         path={query.get("path") ?? ""}
         type={query.get("type") === "three_dot" ? "three_dot" : "two_dot"}
         keyColumn={query.get("key") ?? ""}
+        match={rowMatch(query.get("match"))}
       />
     ),
   },

@@ -62,7 +62,8 @@ def _diff(sources: list[Source], params: dict[str, Any], budget: int) -> dict[st
     key = params.get("key")
     limit = max(1, min(int(params.get("limit") or 100), limits.MAX_LISTED))
     with _database() as (con, workdir):
-        return table_diff.diff(con, fmt, sides["left"], sides["right"], key, limit, budget, workdir)
+        match = str(params.get("match") or "auto")
+        return table_diff.diff(con, fmt, sides["left"], sides["right"], key, limit, budget, workdir, match)
 
 
 def _query(sources: list[Source], params: dict[str, Any], budget: int) -> dict[str, Any]:

@@ -1,12 +1,16 @@
 """Two samples of a table (CSV, TSV or Parquet; preview/table_load.py) compared in DuckDB, in the
 sandbox's child: the schema change (columns added, removed, of another type) and the rows
-added, removed and changed, matched on a key column or, without one, by position. Counts cover
+added, removed and changed. Rows are matched (MATCHES) on a key column, the one asked for or
+else one detected (a column named like an id, unique and never empty on both sides); without
+one, on their content (equal rows pair up, and the rest pair by their order among the rest, so
+a deleted row is one change, not every row after it); or, when asked, by position. Counts cover
 the whole samples; at most `limit` changed rows are listed, in key (or position) order."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 
@@ -15,6 +19,13 @@ from edge.api.preview.parquet import MAX_CELL_CHARS, ReadRange
 from edge.api.preview.table_load import JobRefused, Sample, columns, load, quoted
 
 LEFT, RIGHT = "left_rows", "right_rows"
+
+Match = Literal["key", "content", "position"]
+# What a caller may ask for: "auto" is a detected key, else content.
+MATCHES = ("auto", "content", "position")
+# Column names that say "identifier": id, key, uuid, pk, and names ending in one (order_id,
+# customer-key, userId).
+_ID_LIKE = re.compile(r"^(id|key|uuid|pk)$|[_\-\s.](id|key|uuid)$|[a-z0-9](Id|ID|Key|Uuid)$")
 
 
 def _schema_change(left: list[dict[str, str]], right: list[dict[str, str]]) -> dict[str, Any]:
@@ -52,17 +63,70 @@ def _check_key(con: duckdb.DuckDBPyConnection, table: str, key: str, side: str) 
         )
 
 
+def _unique(con: duckdb.DuckDBPyConnection, table: str, key: str) -> bool:
+    row = con.execute(f"SELECT count(*) - count(DISTINCT {quoted(key)}) FROM {table}").fetchone()
+    return row is not None and int(row[0]) == 0
+
+
+def detect_key(con: duckdb.DuckDBPyConnection, left: dict[str, str], right: dict[str, str]) -> str | None:
+    """The column rows are matched on when none is asked for: one both sides have, named like an
+    identifier (`id` first, then in the left side's order), with a value in every row and no
+    value twice on either side; None when no column qualifies."""
+    named = [name for name in left if name in right and _ID_LIKE.search(name)]
+    named.sort(key=lambda name: name.lower() != "id")
+    for name in named:
+        if _unique(con, LEFT, name) and _unique(con, RIGHT, name):
+            return name
+    return None
+
+
+def _content_pairs(con: duckdb.DuckDBPyConnection, common: list[str], same: dict[str, bool]) -> None:
+    """PAIRED (lr, rr): equal rows paired (the n-th copy of a row with the n-th copy), then the
+    remaining rows of each side paired by their order among the remaining (a row edited in
+    place is one changed row); the rest have no partner."""
+    for table, alias, side in ((LEFT, "lc", "l"), (RIGHT, "rc", "r")):
+        values = ", ".join(
+            f"{quoted(name) if same[name] else f'CAST({quoted(name)} AS VARCHAR)'} AS v{i}"
+            for i, name in enumerate(common)
+        )
+        partition = ", ".join(f"v{i}" for i in range(len(common)))
+        con.execute(
+            f"""CREATE TEMP TABLE {alias} AS
+                SELECT *, row_number() OVER (PARTITION BY {partition} ORDER BY {side}r) AS n
+                FROM (SELECT rowid AS {side}r, {values} FROM {table})"""
+        )
+    equal = " AND ".join(f"lc.v{i} IS NOT DISTINCT FROM rc.v{i}" for i in range(len(common)))
+    con.execute(f"CREATE TEMP TABLE same_rows AS SELECT lc.lr, rc.rr FROM lc JOIN rc ON lc.n = rc.n AND {equal}")
+    con.execute(
+        """CREATE TEMP TABLE paired AS
+           SELECT lr, rr FROM same_rows
+           UNION ALL
+           SELECT lu.lr, ru.rr
+           FROM (SELECT lr, row_number() OVER (ORDER BY lr) AS k FROM lc ANTI JOIN same_rows USING (lr)) lu
+           FULL OUTER JOIN (SELECT rr, row_number() OVER (ORDER BY rr) AS k FROM rc ANTI JOIN same_rows USING (rr)) ru
+           ON lu.k = ru.k"""
+    )
+
+
 def _cells(values: tuple[Any, ...]) -> list[str | None]:
     return [None if value is None else str(value)[:MAX_CELL_CHARS] for value in values]
 
 
 def compare(
-    con: duckdb.DuckDBPyConnection, left: dict[str, str], right: dict[str, str], key: str | None, limit: int
+    con: duckdb.DuckDBPyConnection,
+    left: dict[str, str],
+    right: dict[str, str],
+    key: str | None,
+    limit: int,
+    match: Match = "position",
 ) -> dict[str, Any]:
     """Counts and the first `limit` differing rows of LEFT against RIGHT; `left` and `right` are
-    each side's columns (name: type, in order)."""
+    each side's columns (name: type, in order). Rows are matched on `key` when there is one,
+    else as `match` says."""
     common = [name for name in left if name in right]
     same = {name: left[name] == right[name] for name in common}
+    tests = [f"{_value(name, 'l', same[name])} IS DISTINCT FROM {_value(name, 'r', same[name])}" for name in common]
+    differs = " OR ".join(tests) or "false"
     if key is not None:
         for table, names, side in ((LEFT, left, "left"), (RIGHT, right, "right")):
             if key not in names:
@@ -73,14 +137,20 @@ def compare(
     else:
         join = "l.rowid = r.rowid"
         order = "coalesce(l.rowid, r.rowid)"
-    tests = [f"{_value(name, 'l', same[name])} IS DISTINCT FROM {_value(name, 'r', same[name])}" for name in common]
-    differs = " OR ".join(tests) or "false"
     # The join once, into a table both the counts and the listing read.
-    con.execute(
-        f"""CREATE TEMP TABLE pairs AS
-            SELECT l.rowid AS lr, r.rowid AS rr, ({differs}) AS differs, {order} AS ord
-            FROM {LEFT} l FULL OUTER JOIN {RIGHT} r ON {join}"""
-    )
+    if key is None and match == "content" and common:
+        _content_pairs(con, common, same)
+        con.execute(
+            f"""CREATE TEMP TABLE pairs AS
+                SELECT p.lr, p.rr, ({differs}) AS differs, coalesce(p.rr, p.lr) AS ord
+                FROM paired p LEFT JOIN {LEFT} l ON l.rowid = p.lr LEFT JOIN {RIGHT} r ON r.rowid = p.rr"""
+        )
+    else:
+        con.execute(
+            f"""CREATE TEMP TABLE pairs AS
+                SELECT l.rowid AS lr, r.rowid AS rr, ({differs}) AS differs, {order} AS ord
+                FROM {LEFT} l FULL OUTER JOIN {RIGHT} r ON {join}"""
+        )
     counted = con.execute(
         """SELECT count(*) FILTER (WHERE lr IS NULL), count(*) FILTER (WHERE rr IS NULL),
                   count(*) FILTER (WHERE lr IS NOT NULL AND rr IS NOT NULL AND differs),
@@ -132,10 +202,12 @@ def diff(
     limit: int,
     budget: int,
     workdir: Path,
+    match: str = "auto",
 ) -> dict[str, Any]:
-    """{format, key, schema: {left, right, added, removed, changed}, counts, rows, sample:
-    {left, right, limit_bytes, limit_rows}}. A side that is None (the object is absent there)
-    compares as a table with no rows and no columns."""
+    """{format, key, match, key_detected, schema: {left, right, added, removed, changed},
+    counts, rows, sample: {left, right, limit_bytes, limit_rows}}. `match` (MATCHES) applies
+    when no key is asked for. A side that is None (the object is absent there) compares as a
+    table with no rows and no columns."""
     samples: dict[str, Sample | None] = {}
     for table, side, source in ((LEFT, "left", left), (RIGHT, "right", right)):
         samples[side] = None
@@ -153,10 +225,21 @@ def diff(
     right_types = {column["name"]: column["type"] for column in (right_schema or left_schema)}
     if key is not None and (not left or not right):
         key = key if key in left_types else None
-    result = compare(con, left_types, right_types, key, limit)
+    detected = False
+    how: Match = "key" if key is not None else "position"
+    if key is None and match == "auto" and left and right:
+        key = detect_key(con, left_types, right_types)
+        detected = key is not None
+    if key is not None:
+        how = "key"
+    elif match in ("auto", "content") and left and right and any(name in right_types for name in left_types):
+        how = "content"
+    result = compare(con, left_types, right_types, key, limit, how)
     return {
         "format": fmt,
         "key": key,
+        "match": how,
+        "key_detected": detected,
         "schema": _schema_change(left_schema, right_schema),
         **result,
         "sample": {

@@ -35,6 +35,12 @@ MAX_KEY_CHARS = 256
 MAX_OFFSET = MAX_PAGE * PAGE_SIZE
 
 Key = Annotated[str | None, Query(max_length=MAX_KEY_CHARS, description="the key column of a table diff")]
+RowMatch = Annotated[
+    Literal["auto", "content", "position"],
+    Query(
+        description="without a key: auto (a detected key column, else the rows' content), content, or position",
+    ),
+]
 Limit = Annotated[int, Query(ge=1, le=MAX_LISTED, description="changed rows listed at most")]
 DiffType = Annotated[
     Literal["two_dot", "three_dot"],
@@ -96,6 +102,7 @@ async def diff_object(
     right: str,
     path: ObjectPath = None,
     key: Key = None,
+    match: RowMatch = "auto",
     limit: Limit = 100,
     type: DiffType = "two_dot",  # lakeFS's name for it, as on the diff list
 ) -> Response:
@@ -124,6 +131,7 @@ async def diff_object(
     params: dict[str, Any] = {
         "format": kind,
         "key": key or None,
+        "match": match,
         "limit": limit,
         "left": next(indices) if entries[0] is not None else None,
         "right": next(indices) if entries[1] is not None else None,

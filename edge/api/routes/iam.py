@@ -37,6 +37,7 @@ from edge.api.session_cookie import drop_session_cookie
 from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.errors import SILT_OWN_POLICY
+from silt.iam_system import SYSTEM_ENTITY, SYSTEM_GROUPS, SYSTEM_POLICIES
 from silt.paging import MAX_PAGE
 
 router = APIRouter()
@@ -89,11 +90,20 @@ class _Listed(NamedTuple):
     model: Callable[..., Any]
     shown: Callable[[Any], Any]
     id_of: Callable[[Any], str] = _id_of
+    system: frozenset[str] = frozenset()
 
 
 _USERS = _Listed("users", UserList, iam_models.user)
-_GROUPS = _Listed("groups", GroupList, iam_models.group)
-_POLICIES = _Listed("policies", PolicyList, from_silt)
+_GROUPS = _Listed("groups", GroupList, iam_models.group, system=SYSTEM_GROUPS)
+_POLICIES = _Listed("policies", PolicyList, from_silt, system=SYSTEM_POLICIES)
+
+
+def _marked(shown: dict[str, Any], system: frozenset[str]) -> dict[str, Any]:
+    """A group or policy as answered, with Silt's `system: true` on its own (silt/iam_system.py:
+    auth refuses to delete them, the admin pages show them apart); lakeFS's clients ignore it."""
+    return {**shown, "system": True} if shown.get("id") in system else shown
+
+
 _CREDENTIALS = _Listed("credentials", CredentialsList, iam_models.credentials, _access_key_id_of)
 
 
@@ -108,7 +118,19 @@ async def _listing(
         return getattr(reply, listed.items), reply.has_more
 
     found, paging = await id_page(fetch, listed.id_of, page.prefix, page.after, page.amount)
-    return model_response(listed.model(pagination=paging, results=[listed.shown(r) for r in found]))
+    body = listed.model(pagination=paging, results=[listed.shown(r) for r in found]).to_dict()
+    body["results"] = [_marked(shown, listed.system) for shown in body["results"]]
+    return JSONResponse(body)
+
+
+async def _delete_unless_system(ctx: Context, method: Any, request: Any) -> None:
+    try:
+        await iam_call(ctx, method, request)
+    except ApiError as exc:
+        if exc.status == 400 and SYSTEM_ENTITY in exc.message:
+            # Not a malformed request: the group or policy is Silt's own and stays.
+            raise ApiError(409, exc.message) from None
+        raise
 
 
 # --- users --------------------------------------------------------------------------------
@@ -262,13 +284,13 @@ async def create_group(ctx: Ctx, request: Request) -> Response:
 async def get_group(ctx: Ctx, group_id: GroupId) -> Response:
     await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
     found = await iam_call(ctx, ctx.backend.auth.GetGroup, auth_api.GetGroupRequest(id=group_id))
-    return model_response(iam_models.group(found))
+    return JSONResponse(_marked(iam_models.group(found).to_dict(), SYSTEM_GROUPS))
 
 
 @router.delete(GROUP, status_code=204)
 async def delete_group(ctx: Ctx, group_id: GroupId) -> Response:
     await ctx.authorize(a.DELETE_GROUP, a.group_resource(group_id))
-    await iam_call(ctx, ctx.backend.auth.DeleteGroup, auth_api.DeleteGroupRequest(id=group_id))
+    await _delete_unless_system(ctx, ctx.backend.auth.DeleteGroup, auth_api.DeleteGroupRequest(id=group_id))
     return no_content()
 
 
@@ -430,7 +452,7 @@ async def create_policy(ctx: Ctx, request: Request) -> Response:
 async def get_policy(ctx: Ctx, policy_id: PolicyId) -> Response:
     await ctx.authorize(a.READ_POLICY, a.policy_resource(policy_id))
     found = await iam_call(ctx, ctx.backend.auth.GetPolicy, auth_api.GetPolicyRequest(id=policy_id))
-    return model_response(from_silt(found))
+    return JSONResponse(_marked(from_silt(found).to_dict(), SYSTEM_POLICIES))
 
 
 @router.put(POLICY)
@@ -456,5 +478,5 @@ async def update_policy(ctx: Ctx, policy_id: PolicyId, request: Request) -> Resp
 @router.delete(POLICY, status_code=204)
 async def delete_policy(ctx: Ctx, policy_id: PolicyId) -> Response:
     await ctx.authorize(a.DELETE_POLICY, a.policy_resource(policy_id))
-    await iam_call(ctx, ctx.backend.auth.DeletePolicy, auth_api.DeletePolicyRequest(id=policy_id))
+    await _delete_unless_system(ctx, ctx.backend.auth.DeletePolicy, auth_api.DeletePolicyRequest(id=policy_id))
     return no_content()

@@ -164,6 +164,8 @@ class SiltObjectDiff(BaseModel, extra=Extra.forbid):
     # By kind (docs/design/api.md): tables and texts only, none when identical.
     format: StrictStr | None
     key: StrictStr | None
+    match: StrictStr | None = None
+    key_detected: StrictBool | None = None
     schema_: dict[str, Any] | None = Field(alias="schema")
     counts: dict[str, StrictInt] | None
     rows: list[dict[str, Any]] | None
@@ -221,6 +223,9 @@ SWAGGER_ONLY_MODELS: dict[str, type[BaseModel]] = {"ACL": LakeFSACL}
 EXTENSIONS: dict[str, frozenset[str]] = {
     "PullRequest": frozenset({"approvals", "required_approvals", "merge_blocked_reason", "checks", "required_checks"}),
     "BranchProtectionRule": frozenset({"block_direct_writes", "required_approvals", "required_checks"}),
+    # Silt's own groups and policies (silt/iam_system.py), which cannot be deleted.
+    "Group": frozenset({"system"}),
+    "Policy": frozenset({"system"}),
     # Not Silt's: the swagger's LoginConfig fields, which the lakefs-sdk's trimmed model leaves out.
     "LoginConfig": frozenset({"RBAC", "login_url", "login_url_method", "login_cookie_names", "logout_url"}),
 }

@@ -1,6 +1,6 @@
-"""One object compared between two refs over the wire: CSV rows by key and by position, a
-Parquet file's schema change and rows, a text's lines, an image or binary's metadata, and a
-large object compared on a bounded sample that the answer reports."""
+"""One object compared between two refs over the wire: CSV rows by key (asked for or detected),
+on content and by position, a Parquet file's schema change and rows, a text's lines, an image
+or binary's metadata, and a large object compared on a bounded sample that the answer reports."""
 
 from __future__ import annotations
 
@@ -32,9 +32,19 @@ def test_csv_rows_by_key_and_by_position(api: Api, repo: str) -> None:
     assert keyed["left"]["size_bytes"] == len(CSV_BEFORE) and keyed["right"]["content_type"] == "text/csv"
     assert "physical_address" not in keyed["left"]
 
+    # With no key asked for, the id column is found (named like one, unique on both sides).
+    detected = diff_ok(api, repo, "t/people.csv")
+    assert detected["key"] == "id" and detected["key_detected"] and detected["match"] == "key"
+    assert detected["counts"] == keyed["counts"]
+
+    # On content: ann and dee are equal on both sides; the rest pair in their order.
+    by_content = diff_ok(api, repo, "t/people.csv", match="content")
+    assert by_content["key"] is None and by_content["match"] == "content"
+    assert by_content["counts"] == {"added": 0, "removed": 0, "changed": 2, "unchanged": 2}
+
     # By position, each row is compared with the row at its place: all four differ.
-    placed = diff_ok(api, repo, "t/people.csv")
-    assert placed["key"] is None
+    placed = diff_ok(api, repo, "t/people.csv", match="position")
+    assert placed["key"] is None and placed["match"] == "position"
     assert placed["counts"] == {"added": 0, "removed": 0, "changed": 4, "unchanged": 0}
     assert [row["position"] for row in placed["rows"]] == [0, 1, 2, 3]
 

@@ -77,3 +77,29 @@ export function CopyUris({ repo, ref, path, compact = false }: { repo: string; r
     </details>
   );
 }
+
+/** One value copied by one button (a commit id): the value is the button's data-value, and a
+ * note beside it says whether the browser took it. */
+export function CopyButton({ value, label, testId }: { value: string; label: string; testId?: string }) {
+  const [copied, setCopied] = useState("");
+  const copy = async () => {
+    try {
+      await copyText(value);
+      setCopied("Copied");
+    } catch (error) {
+      setCopied(`Could not copy: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
+  return (
+    <>
+      <button type="button" class="copy-button" title={value} data-value={value} data-testid={testId} onClick={() => void copy()}>
+        {label}
+      </button>
+      {copied && (
+        <span class="note" role="status">
+          {copied}
+        </span>
+      )}
+    </>
+  );
+}

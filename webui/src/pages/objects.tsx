@@ -2,7 +2,8 @@
 // API's cursor in the URL, so 100,000 entries are as quick as 1,000), and one object's page
 // with details, preview, download and delete. Any ref can be browsed: a tag or a commit is
 // read-only (no upload, import or delete). Each entry shows the last commit that changed it,
-// links to its history and copies its URIs.
+// links to its history and copies its URIs; on a branch, uncommitted changes are marked
+// (objects_changes.tsx), and a directory's README.md is rendered under it (objects_readme.tsx).
 import { useState } from "preact/hooks";
 import { ApiError, type Page, api, apiUrl, seg } from "../api";
 import { ConfirmDialog } from "../components/confirm_dialog";
@@ -14,10 +15,12 @@ import { Link, href, navigate } from "../components/router";
 import { useWriteProtection } from "../components/refusal";
 import { useAsync } from "../components/use_async";
 import { useIsAdmin } from "../components/user";
+import { ChangeMark, removedEntries, useUncommitted } from "./objects_changes";
 import { ImportDialog, useStorageConfig } from "./objects_import";
 import { crumbs, objectHref, objectsHref, parentOf } from "./objects_paths";
 import { queryHref } from "./diff/diff_links";
 import { Preview, objectUrlPath, previewKind } from "./objects_preview";
+import { DirectoryReadme, readmeOf } from "./objects_readme";
 import { UploadDropZone, UploadForm } from "./objects_upload";
 import { BLAME_ROWS, type LastChange, OLDER, lastChange, useLastChanges } from "./refs/last_change";
 import { commitHref, shortId } from "./refs/model";
@@ -142,17 +145,20 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
       {listing.error !== undefined && <ErrorPage error={listing.error} />}
       {listing.data && (
         <UploadDropZone enabled={writable} repo={repo} branch={ref} prefix={path} onUploaded={listing.reload}>
-          <DirectoryTable {...props} listing={listing.data} />
+          <DirectoryTable {...props} listing={listing.data} branch={branch} />
         </UploadDropZone>
       )}
     </section>
   );
 }
 
-function DirectoryTable(props: { repo: string; ref_: string; path: string; after: string; page: number; listing: Page<ObjectStats> }) {
+function DirectoryTable(props: { repo: string; ref_: string; path: string; after: string; page: number; listing: Page<ObjectStats>; branch: boolean | undefined }) {
   const { repo, ref_: ref, path, listing, page } = props;
   const { has_more: more, next_offset: next } = listing.pagination;
   const changes = useLastChanges(repo, ref, listing.results.map((item) => item.path));
+  const uncommitted = useUncommitted(repo, ref, path, props.after, props.branch, listing);
+  const removed = removedEntries(uncommitted, listing.results, more);
+  const readme = readmeOf(listing.results, path);
   return (
     <div data-testid="directory">
       <table class="listing">
@@ -179,7 +185,8 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
                 <td>
                   <Link href={objectsHref(repo, ref, item.path)} class="entry-name" data-testid="entry">
                     {item.path.slice(path.length)}
-                  </Link>
+                  </Link>{" "}
+                  <ChangeMark change={uncommitted.get(item.path)} />
                 </td>
                 <td />
                 <td />
@@ -195,7 +202,8 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
                 <td>
                   <Link href={objectHref(repo, ref, item.path)} class="entry-name" data-testid="entry">
                     {item.path.slice(path.length)}
-                  </Link>
+                  </Link>{" "}
+                  <ChangeMark change={uncommitted.get(item.path)} />
                 </td>
                 <td>{formatBytes(item.size_bytes ?? 0)}</td>
                 <td>{formatTime(item.mtime)}</td>
@@ -211,9 +219,16 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
               </tr>
             ),
           )}
+          {removed.map((removedPath) => (
+            <tr key={`removed-${removedPath}`} class="removed-row" data-testid="removed-entry">
+              <td colSpan={5}>
+                <s>{removedPath.slice(path.length)}</s> <ChangeMark change="removed" />
+              </td>
+            </tr>
+          ))}
         </tbody>
       </table>
-      {listing.results.length === 0 && <p class="empty">This directory is empty.</p>}
+      {listing.results.length === 0 && removed.length === 0 && <p class="empty">This directory is empty.</p>}
       {listing.results.length > BLAME_ROWS && <p class="note">Last changes are shown for the first {BLAME_ROWS} entries.</p>}
       <p class="table-footer">
         <span data-testid="page-info">
@@ -226,6 +241,7 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
           </Link>
         )}
       </p>
+      {readme && <DirectoryReadme repo={repo} ref={ref} item={readme} />}
     </div>
   );
 }

@@ -45,7 +45,7 @@ interface Head {
   truncated: boolean;
 }
 
-async function firstBytes(repo: string, ref: string, path: string, size: number, signal: AbortSignal): Promise<Head> {
+export async function firstBytes(repo: string, ref: string, path: string, size: number, signal: AbortSignal): Promise<Head> {
   if (size === 0) return { text: "", truncated: false };
   const response = await call(objectUrlPath(repo, ref), {
     query: { path },

@@ -2,7 +2,7 @@
 // the first-run offer shown where the list is empty. The namespace may be left out when the
 // server places repositories itself (GET /config: storage_config.default_namespace_prefix),
 // as lakeFS's clients do; the sample is the API's RepositoryCreation.sample_data.
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { api } from "../api";
 import { ErrorNote } from "../components/error_page";
 import { useAsync } from "../components/use_async";
@@ -30,6 +30,31 @@ function useDefaultPrefix(): string | null | undefined {
   return config.data.storage_config?.default_namespace_prefix ?? null;
 }
 
+/** Seconds since `since` (ms), ticking once a second while `since` is set. */
+function useElapsed(since: number | null): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (since === null) return undefined;
+    setNow(Date.now());
+    const timer = window.setInterval(() => setNow(Date.now()), 1000);
+    return () => window.clearInterval(timer);
+  }, [since]);
+  return since === null ? 0 : Math.max(0, Math.floor((now - since) / 1000));
+}
+
+/** What the server is doing while the repository is created: one request, so the steps are
+ * said up front and the time counted, and a slow server is named as such, not left silent. */
+function CreationProgress({ sample, seconds }: { sample: boolean; seconds: number }) {
+  return (
+    <div class="creation-progress" role="status" data-testid="create-progress">
+      <progress aria-label="Creating the repository" />{" "}
+      {sample ? "Creating the repository, then writing the sample: 5 files, 3 commits, a branch and a pull request" : "Creating the repository"}
+      … {seconds} s
+      {seconds >= 15 && <span class="note"> The server is taking longer than usual; it is still working.</span>}
+    </div>
+  );
+}
+
 export function CreateRepository(props: { sample?: boolean; initialName?: string; onCreated: (repo: Created) => void }) {
   const prefix = useDefaultPrefix();
   const [name, setName] = useState(props.initialName ?? "");
@@ -37,10 +62,13 @@ export function CreateRepository(props: { sample?: boolean; initialName?: string
   const [branch, setBranch] = useState("main");
   const [sample, setSample] = useState(props.sample ?? false);
   const [busy, setBusy] = useState(false);
+  const [started, setStarted] = useState<number | null>(null);
+  const seconds = useElapsed(started);
   const [error, setError] = useState<unknown>(undefined);
   const submit = async (event: Event) => {
     event.preventDefault();
     setBusy(true);
+    setStarted(Date.now());
     setError(undefined);
     const body: Record<string, unknown> = { name: name.trim(), default_branch: branch.trim() };
     if (namespace.trim()) body.storage_namespace = namespace.trim();
@@ -51,9 +79,11 @@ export function CreateRepository(props: { sample?: boolean; initialName?: string
     } catch (failure) {
       setError(failure);
       setBusy(false);
+      setStarted(null);
       return;
     }
     setBusy(false);
+    setStarted(null);
     props.onCreated(created);
   };
   const optional = typeof prefix === "string";
@@ -83,6 +113,7 @@ export function CreateRepository(props: { sample?: boolean; initialName?: string
         Add sample data (CSV and Parquet tables, two commits and a pull request to review)
       </label>
       <ErrorNote error={error} />
+      {busy && <CreationProgress sample={sample} seconds={seconds} />}
       <button type="submit" class="primary" disabled={busy}>
         {busy && sample ? "Creating with sample data…" : "Create"}
       </button>

@@ -1,7 +1,7 @@
 // The object diff API's answer (docs/design/api.md): both sides' metadata, and by kind a table's
 // schema change and rows, a text's hunks, or nothing more (images and binary objects).
 import { api, seg } from "../../api";
-import type { DiffType } from "./diff_links";
+import type { DiffType, RowMatch } from "./diff_links";
 
 export interface Side {
   ref: string;
@@ -53,6 +53,10 @@ export interface ObjectDiffAnswer {
   right: Side;
   // Tables
   key?: string | null;
+  /** How rows were paired: on `key`, on their content, or by position. */
+  match?: "key" | "content" | "position";
+  /** Whether `key` was found by the API (no key was asked for). */
+  key_detected?: boolean;
   schema?: { left: Column[]; right: Column[]; added: Column[]; removed: Column[]; changed: { name: string; left: string; right: string }[] };
   counts?: { added: number; removed: number; changed?: number; unchanged?: number };
   rows?: DiffRowChange[];
@@ -68,6 +72,7 @@ export interface ObjectDiffAnswer {
   };
 }
 
-export function getObjectDiff(repo: string, left: string, right: string, path: string, type: DiffType, key: string, signal: AbortSignal): Promise<ObjectDiffAnswer> {
-  return api.get<ObjectDiffAnswer>(`/repositories/${seg(repo)}/refs/${seg(left)}/diff/${seg(right)}/object`, { path, type, key, limit: 200 }, signal);
+export function getObjectDiff(repo: string, left: string, right: string, path: string, type: DiffType, key: string, match: RowMatch, signal: AbortSignal): Promise<ObjectDiffAnswer> {
+  const how = key ? { key } : { match };
+  return api.get<ObjectDiffAnswer>(`/repositories/${seg(repo)}/refs/${seg(left)}/diff/${seg(right)}/object`, { path, type, ...how, limit: 200 }, signal);
 }

@@ -30,8 +30,12 @@ export function diffRefsOf(apiPath: string, type?: string): DiffRefs | null {
 }
 
 /** The UI URL of one object's diff between two refs (two_dot, the default, left out). */
-export function objectDiffHref(repo: string, left: string, right: string, path: string, type: DiffType = "two_dot", key?: string): string {
-  return repoHref(repo, "diff", { left, right, path, type: type === "three_dot" ? type : undefined, key });
+/** How a table diff pairs rows without a key column: a detected key, else their content
+ * ("auto", the API's default), their content, or their position. */
+export type RowMatch = "auto" | "content" | "position";
+
+export function objectDiffHref(repo: string, left: string, right: string, path: string, type: DiffType = "two_dot", key?: string, match?: RowMatch): string {
+  return repoHref(repo, "diff", { left, right, path, type: type === "three_dot" ? type : undefined, key, match: match && match !== "auto" ? match : undefined });
 }
 
 /** The UI URL of the query page of an object. */

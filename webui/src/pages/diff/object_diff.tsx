@@ -1,5 +1,6 @@
 // One object compared between two refs: both sides' metadata, then by kind a table's schema
-// change and changed rows (on a key column the user picks, or by position), a text's unified
+// change and changed rows (paired on a key column the API detects or the user picks, else on
+// their content, or by position as the user may ask), a text's unified
 // diff, or two images side by side. Large objects are compared on a sample the page states.
 import { apiUrl } from "../../api";
 import { ErrorPage, Loading } from "../../components/error_page";
@@ -9,7 +10,7 @@ import { useAsync } from "../../components/use_async";
 import { objectHref } from "../objects_paths";
 import { cellText, objectUrlPath } from "../objects_preview";
 import { type Column, type DiffRowChange, type ObjectDiffAnswer, type Side, getObjectDiff } from "./diff_api";
-import { type DiffType, isComment, languageOf, objectDiffHref, shortRef } from "./diff_links";
+import { type DiffType, type RowMatch, isComment, languageOf, objectDiffHref, shortRef } from "./diff_links";
 
 export interface ObjectDiffProps {
   repo: string;
@@ -18,13 +19,19 @@ export interface ObjectDiffProps {
   path: string;
   /** three_dot compares the refs' merge base with `right` (what `right` changed). */
   type: DiffType;
-  /** The key column of a table diff ("" compares rows by position). */
+  /** The key column of a table diff ("": none asked for, rows are paired as `match` says). */
   keyColumn: string;
+  match: RowMatch;
+}
+
+/** The URL's row matching: anything unknown is the default. */
+export function rowMatch(value: string | null): RowMatch {
+  return value === "content" || value === "position" ? value : "auto";
 }
 
 export function ObjectDiff(props: ObjectDiffProps) {
-  const { repo, left, right, path, type, keyColumn } = props;
-  const diff = useAsync((signal) => getObjectDiff(repo, left, right, path, type, keyColumn, signal), [repo, left, right, path, type, keyColumn]);
+  const { repo, left, right, path, type, keyColumn, match } = props;
+  const diff = useAsync((signal) => getObjectDiff(repo, left, right, path, type, keyColumn, match, signal), [repo, left, right, path, type, keyColumn, match]);
   return (
     <section class="object-diff" data-testid="object-diff">
       <div class="toolbar">
@@ -199,18 +206,25 @@ function TextDiff({ answer, path }: { answer: ObjectDiffAnswer; path: string }) 
   );
 }
 
-function KeyPicker(props: ObjectDiffProps & { columns: string[] }) {
+function KeyPicker(props: ObjectDiffProps & { columns: string[]; answer: ObjectDiffAnswer }) {
+  const { answer } = props;
+  // One select for both: "match:<how>" without a key, "key:<column>" with one.
+  const value = props.keyColumn ? `key:${props.keyColumn}` : `match:${props.match}`;
+  const detected = answer.key_detected && answer.key ? `a detected key: ${answer.key}` : answer.match === "content" ? "their content (no key column found)" : "a detected key, else their content";
+  const choose = (chosen: string) => {
+    const [kind, ...rest] = chosen.split(":");
+    const name = rest.join(":");
+    navigate(objectDiffHref(props.repo, props.left, props.right, props.path, props.type, kind === "key" ? name : undefined, kind === "match" ? rowMatch(name) : undefined));
+  };
   return (
     <label class="inline key-picker">
       Match rows on
-      <select
-        aria-label="key column"
-        value={props.keyColumn}
-        onChange={(event) => navigate(objectDiffHref(props.repo, props.left, props.right, props.path, props.type, (event.target as HTMLSelectElement).value || undefined))}
-      >
-        <option value="">their position</option>
+      <select aria-label="key column" value={value} data-match={answer.match} onChange={(event) => choose((event.target as HTMLSelectElement).value)}>
+        <option value="match:auto">{detected}</option>
+        <option value="match:content">their content</option>
+        <option value="match:position">their position</option>
         {props.columns.map((name) => (
-          <option key={name} value={name}>
+          <option key={name} value={`key:${name}`}>
             key column {name}
           </option>
         ))}

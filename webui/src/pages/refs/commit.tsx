@@ -1,12 +1,14 @@
-// One commit: its id, message, committer, date, metadata and parents, a link to the action
-// runs of the commit, its diff against its first parent as a tree of folders, and revert /
+// One commit: its id (copied with a button), message, committer, date, metadata and parents,
+// the object browser at this commit, a link to the action runs of the commit, its diff against its first parent as a tree of folders, and revert /
 // cherry-pick onto a branch.
 import { seg } from "../../api";
+import { CopyButton } from "../../components/copy_uri";
 import { ErrorPage, Loading } from "../../components/error_page";
 import { formatTime } from "../../components/format";
 import { Link } from "../../components/router";
 import { useAsync } from "../../components/use_async";
 import { runsHref } from "../actions/model";
+import { objectsHref } from "../objects_paths";
 import { CommitActions } from "./commit_actions";
 import { DiffTree } from "./diff_tree";
 import { type Commit, commitHref, getCommit, repoPath, shortId } from "./model";
@@ -24,13 +26,19 @@ function CommitDetails({ repo, commit }: { repo: string; commit: Commit }) {
   return (
     <div class="refs-page" data-testid="commit-page">
       <h2 class="commit-message">{commit.message}</h2>
+      <div class="toolbar">
+        <Link href={objectsHref(repo, commit.id, "")} class="button" data-testid="browse-at-commit">
+          Browse at this commit
+        </Link>
+      </div>
       <CommitActions repo={repo} commit={commit} />
       <table class="details">
         <tbody>
           <tr>
             <th>ID</th>
             <td>
-              <code data-testid="commit-id">{commit.id}</code>
+              <code data-testid="commit-id">{commit.id}</code>{" "}
+              <CopyButton value={commit.id} label="Copy ID" testId="copy-commit-id" />
             </td>
           </tr>
           <tr>

@@ -1,10 +1,10 @@
-// Groups: list, create (id and description), delete; and one group's page with its members and
-// attached policies.
+// Groups: list, create (id and description), delete (not Silt's own, badged "system"); and one
+// group's page with its members and attached policies.
 import { ErrorNote } from "../../../components/error_page";
 import { useAsync } from "../../../components/use_async";
 import { AdminFrame } from "./admin_frame";
 import { type Group, iamApi, type User } from "./iam_api";
-import { PrincipalList } from "./principal_list";
+import { PrincipalList, SystemBadge } from "./principal_list";
 import { AttachedPolicies, RelatedTable, usePageAction } from "./related_table";
 
 export function GroupsPage() {
@@ -42,6 +42,7 @@ function GroupDetails({ groupId }: { groupId: string }) {
     <div class="group-page" data-testid="group-page">
       <h2>
         Group <span data-testid="group-id">{groupId}</span>
+        {group.data?.system && <SystemBadge kind="group" />}
       </h2>
       {group.data?.description && <p class="description">{group.data.description}</p>}
       <ErrorNote error={error} />

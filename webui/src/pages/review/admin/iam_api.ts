@@ -11,6 +11,8 @@ export interface Group {
   name?: string | null;
   description?: string | null;
   creation_date: number;
+  /** One of Silt's own (setup's): it cannot be deleted. */
+  system?: boolean;
 }
 
 export interface Statement {
@@ -23,6 +25,8 @@ export interface Policy {
   id: string;
   creation_date?: number | null;
   statement: Statement[];
+  /** One of Silt's own (setup's): it can be neither edited nor deleted. */
+  system?: boolean;
 }
 
 export interface Credentials {

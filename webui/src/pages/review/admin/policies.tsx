@@ -1,5 +1,7 @@
 // Policies: list, view as JSON, create, edit in place, copy, delete (the editor is
-// policy_editor.tsx).
+// policy_editor.tsx). Silt's own policies (the API marks them `system`: setup writes them again
+// at every start) are badged in the list and can be neither edited nor deleted (auth refuses
+// both, 409): the page offers a copy to restrict instead.
 import { useState } from "preact/hooks";
 import { ConfirmDialog } from "../../../components/confirm_dialog";
 import { ErrorNote, ErrorPage, Loading } from "../../../components/error_page";
@@ -9,28 +11,10 @@ import { href, Link, navigate } from "../../../components/router";
 import { useAsync } from "../../../components/use_async";
 import { AdminFrame, adminHref } from "./admin_frame";
 import { iamApi, type Policy, type Statement } from "./iam_api";
+import { SystemBadge } from "./principal_list";
 import { PolicyEditor } from "./policy_editor";
 
 const EXAMPLE: Statement[] = [{ effect: "allow", action: ["ReadRepo"], resource: "*" }];
-
-// Silt's own policies (services/auth/setup.py SILT_POLICIES; a unit test keeps the two lists
-// equal). Setup rewrites them at every start, so auth refuses to edit them (409): the page
-// offers no Edit, only a copy to restrict instead.
-export const SILT_POLICIES: ReadonlySet<string> = new Set([
-  "FullAccess",
-  "RepoReadWriteAll",
-  "RepoReadAll",
-  "ServiceAccess",
-  "GatewayRepoLifecycle",
-  "GarbageCollection",
-  "ApiActsForUsers",
-  "ApiRepoSettings",
-  "HistoryEventRecorder",
-  "GravelerCallVerifier",
-  "CompactorCallVerifier",
-  "S3SignatureVerifier",
-  "ApiCredentialVerifier",
-]);
 
 export function newPolicyHref(from?: string): string {
   return href("/admin/new-policy", { from });
@@ -53,7 +37,15 @@ export function PoliciesPage() {
         rowKey={(p) => p.id}
         empty="No policies."
         columns={[
-          { title: "Policy", cell: (p) => <Link href={adminHref("policies", p.id)}>{p.id}</Link> },
+          {
+            title: "Policy",
+            cell: (p) => (
+              <>
+                <Link href={adminHref("policies", p.id)}>{p.id}</Link>
+                {p.system && <SystemBadge kind="policy" />}
+              </>
+            ),
+          },
           { title: "Statements", className: "number", cell: (p) => String(p.statement.length) },
           { title: "Created", cell: (p) => formatTime(p.creation_date) },
         ]}
@@ -70,7 +62,7 @@ export function PolicyPage({ policyId }: { policyId: string }) {
   const policy = useAsync((signal) => iamApi.getPolicy(policyId, signal), [policyId, version]);
   const [deleting, setDeleting] = useState(false);
   const [editing, setEditing] = useState(false);
-  const siltOwn = SILT_POLICIES.has(policyId);
+  const siltOwn = policy.data?.system === true;
   return (
     <AdminFrame section="policies" probe={(signal) => iamApi.getPolicy(policyId, signal)} probeKey={policyId}>
       <div class="policy-page" data-testid="policy-page">
@@ -78,7 +70,7 @@ export function PolicyPage({ policyId }: { policyId: string }) {
           <h2>
             Policy <span data-testid="policy-id">{policyId}</span>
           </h2>
-          {!siltOwn && (
+          {policy.data && !siltOwn && (
             <button
               type="button"
               onClick={() => setEditing(true)}
@@ -91,13 +83,16 @@ export function PolicyPage({ policyId }: { policyId: string }) {
           <Link class="button" href={newPolicyHref(policyId)} data-testid="edit-as-new">
             Copy as a new policy
           </Link>
-          <button type="button" class="danger" onClick={() => setDeleting(true)} data-testid="delete-policy">
-            Delete
-          </button>
+          {policy.data && !siltOwn && (
+            <button type="button" class="danger" onClick={() => setDeleting(true)} data-testid="delete-policy">
+              Delete
+            </button>
+          )}
         </header>
         {siltOwn && (
           <p class="hint" data-testid="silt-policy-note">
-            This is one of Silt&apos;s own policies: Silt writes it again at every start, so it cannot be edited. To
+            This is one of Silt&apos;s own policies: Silt writes it again at every start, so it can be neither edited nor
+            deleted. To
             restrict what it allows, create a new policy (e.g. copy this one), attach it instead of this one, or attach
             a policy with Deny statements next to it.
           </p>

@@ -1,5 +1,5 @@
 // The list of users or of groups: a form that creates one, a paged table of links to them,
-// and a delete control that asks first.
+// and a delete control that asks first (none for Silt's own groups, badged "system").
 import { useState } from "preact/hooks";
 import type { Page } from "../../../api";
 import { ConfirmDialog } from "../../../components/confirm_dialog";
@@ -8,7 +8,16 @@ import { type Column, PagedTable } from "../../../components/paged_table";
 import { Link } from "../../../components/router";
 import { adminHref, type Field, InlineForm } from "./admin_frame";
 
-export function PrincipalList<T extends { id: string; creation_date: number }>(props: {
+/** Marks one of Silt's own groups or policies, which its services or preset roles need. */
+export function SystemBadge({ kind }: { kind: "group" | "policy" }) {
+  return (
+    <span class="system-badge" data-testid="system-badge" title={`One of Silt's own ${kind === "group" ? "groups" : "policies"}: setup writes it again at every start, so it cannot be deleted`}>
+      system
+    </span>
+  );
+}
+
+export function PrincipalList<T extends { id: string; creation_date: number; system?: boolean }>(props: {
   /** Names the page's labels and test ids: "Create user", users-table, delete-user. */
   kind: "user" | "group";
   createFields: Field[];
@@ -43,16 +52,25 @@ export function PrincipalList<T extends { id: string; creation_date: number }>(p
         rowKey={(row) => row.id}
         empty={`No ${kind}s.`}
         columns={[
-          { title, cell: (row) => <Link href={adminHref(`${kind}s`, row.id)}>{row.id}</Link> },
+          {
+            title,
+            cell: (row) => (
+              <>
+                <Link href={adminHref(`${kind}s`, row.id)}>{row.id}</Link>
+                {row.system && <SystemBadge kind="group" />}
+              </>
+            ),
+          },
           ...props.columns,
           { title: "Created", cell: (row) => formatTime(row.creation_date) },
           {
             title: "",
-            cell: (row) => (
-              <button type="button" class="danger" onClick={() => setDeleting(row.id)} data-testid={`delete-${kind}`}>
-                Delete
-              </button>
-            ),
+            cell: (row) =>
+              row.system ? null : (
+                <button type="button" class="danger" onClick={() => setDeleting(row.id)} data-testid={`delete-${kind}`}>
+                  Delete
+                </button>
+              ),
           },
         ]}
       />
