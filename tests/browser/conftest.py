@@ -188,6 +188,19 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         _CHROMIUM.stop()
 
 
+# Playwright's expectations give up after 5 s by default; the stack shares a loaded machine (a
+# table diff's first preview starts its sandbox there), so they wait as long as the page's other
+# waits do. An expectation that holds returns at once; only a failing one waits this long.
+PLAYWRIGHT_DEFAULT_EXPECT_MS = 5_000
+
+
+@pytest.fixture(autouse=True)
+def patient_expectations() -> Iterator[None]:
+    expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    yield
+    expect.set_options(timeout=PLAYWRIGHT_DEFAULT_EXPECT_MS)
+
+
 @pytest.fixture
 def browser() -> Browser:
     """The run's one Chromium (see _Chromium)."""

@@ -4,31 +4,16 @@ user refused on every write control."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.conftest import PAGE_TIMEOUT_MS, RestApi, Ui
+from tests.browser.conftest import RestApi, Ui
 from tests.support.gateway_stack import GatewayStack
 
 # The refs pages ask the API for this many rows at a time (webui/src/pages/refs/model.ts).
 PAGE_SIZE = 50
-
-
-# Playwright's expectations give up after 5 s by default; the stack shares a loaded machine, so
-# they wait as long as the page's other waits do. (Waits with a promise of their own, such as the
-# live feed's 2 s, pass their timeout explicitly.)
-PLAYWRIGHT_DEFAULT_EXPECT_MS = 5_000
-
-
-@pytest.fixture(autouse=True)
-def patient_expectations() -> Iterator[None]:
-    expect.set_options(timeout=PAGE_TIMEOUT_MS)
-    yield
-    expect.set_options(timeout=PLAYWRIGHT_DEFAULT_EXPECT_MS)
 
 
 def _put(s3: Any, repo: str, branch: str, key: str, body: bytes) -> None:

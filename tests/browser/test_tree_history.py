@@ -4,22 +4,13 @@ revert and cherry-pick from a commit's page, and copying a path's URIs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
 from playwright.sync_api import BrowserContext, Locator, Page, expect
 
-from tests.browser.conftest import PAGE_TIMEOUT_MS, SCREENSHOTS, RestApi, Ui
+from tests.browser.conftest import SCREENSHOTS, RestApi, Ui
 from tests.support.gateway_stack import GatewayStack
-
-
-@pytest.fixture(autouse=True)
-def patient_expectations() -> Iterator[None]:
-    expect.set_options(timeout=PAGE_TIMEOUT_MS)
-    yield
-    expect.set_options(timeout=5_000)
 
 
 def _put(s3: Any, repo: str, branch: str, key: str, body: bytes) -> None:
