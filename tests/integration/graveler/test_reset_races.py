@@ -78,10 +78,17 @@ RESETS = {
 }
 
 
+@pytest.mark.parametrize("compacted", [False, True], ids=["staged", "compacted"])
 @pytest.mark.parametrize("kind", RESETS)
-def test_a_write_staged_between_the_check_and_the_drop_is_kept(env: GravelerEnv, repo: str, kind: str) -> None:
-    """On a branch with only keys the user may change uncommitted, the reset passes its check;
-    the late write (to a key the user may not change, or to the very key being reset) is kept."""
+def test_a_write_staged_between_the_check_and_the_drop_is_kept(
+    env: GravelerEnv, repo: str, kind: str, compacted: bool
+) -> None:
+    """On a branch with only keys the user may change uncommitted (staged, or compacted), the
+    reset passes its check; the late write (to a key the user may not change, or to the very
+    key being reset) is kept."""
+    if compacted:
+        env.graveler.compact(repo, "main")
+        assert env.graveler.refs.get_branch(env.graveler.refs.repository(repo), "main").branch.compacted_metarange_id
     target, late_key = RESETS[kind]
     check = WritesAfterChecking(repo, lambda: env.put(repo, "main", late_key, "late"))
     env.graveler.reset_branch(repo, "main", key=target.key, prefix=target.prefix, hard_ref=target.hard_ref, check=check)
