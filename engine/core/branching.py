@@ -40,9 +40,9 @@ from engine.core.paging import (
     paginate,
 )
 from engine.core.parts import CoreParts, OnCore
-from engine.core.refs import BranchRecord, RepoHandle, Resolved, new_commit, set_tokens
+from engine.core.refs import BranchRecord, RepoHandle, Resolved, branch_tokens, new_commit, set_tokens
 from engine.core.staging import new_token
-from engine.core.updater import REDO, Raced, modify_branch
+from engine.core.updater import REDO, Applied, Raced, modify_branch
 from engine.core.validation import validate_key
 from silt.errors import FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
@@ -460,72 +460,169 @@ class Branching(OnCore):
 
         `check` is shown the keys the reset changes before anything is dropped: the uncommitted
         changes it drops (a key added since the head is removed, any other written back) and,
-        for a move, the differences between the head and the target."""
+        for a move, the differences between the head and the target.
+
+        With a check, what is checked is exactly what is dropped. The reset then drops only
+        sealed tokens (whole, or their keys at `key` or under `prefix`) and the compacted
+        metarange, never the staging token writers are writing to: when that token holds
+        something the reset drops, it is sealed first, once (the set_if a commit seals with),
+        and the attempt runs again on the sealed record. Nothing written to a sealed token stays
+        there unseen: a writer that finds its token sealed writes again to the new one, so every
+        acknowledged value in a sealed token was there before the seal, hence before the check
+        read it. A write that lands after the seal is in the new staging token, which the reset
+        keeps, as it keeps a write made after it. Without a check (the caller holds every key)
+        nothing needs sealing: the staging token's changes are dropped with the rest, and a
+        write racing with the reset may go with them.
+        """
+        sealed_once: list[bool] = []
+
+        def seal_once(current: BranchRecord, holds: Callable[[StagingToken], bool]) -> None:
+            """Seal the staging token of current if it holds something the reset drops (Raced:
+            the attempt runs again on the sealed record); after the reset's own seal, what the
+            staging token holds was written since and stays."""
+            if check is not None and not sealed_once and holds(StagingToken(current.branch.staging_token)):
+                self._seal(repo, branch_name, current)
+                sealed_once.append(True)
+                raise Raced
+
         if key is not None or prefix is not None:
             under = validate_key(key) if key is not None else (prefix or "").encode()
-            branch = self._refs.get_branch(repo, branch_name)
-            if check is not None:
-                check.check(self._dropped(repo, branch, under, key is not None), "the reset")
-            # Oldest token first, as a partial commit's clean-up does: until the newest copy goes,
-            # reads keep answering it, never an older staged value it had overwritten.
-            for token in reversed(branch.tokens):
-                if key is not None:
-                    self._staging.drop_key(token, under)
-                else:
-                    self._staging.drop_under(token, under)
-            if branch.branch.compacted_metarange_id:
-                self._reset_compacted(repo, branch_name, under, key is not None, deadline)
-            return self._refs.get_branch(repo, branch_name).branch
+            exact = key is not None
+
+            def attempt_under(_: int) -> pb.Branch:
+                current = self._refs.get_branch(repo, branch_name)
+                seal_once(current, lambda token: self._staging.holds(token, under, exact))
+                return self._reset_under(repo, current, under, exact, check, deadline)
+
+            return self._updater.retry(attempt_under, f"reset of branch {branch_name!r}", deadline)
+
         target = self._refs.resolve(repo, hard_ref).commit_id if hard_ref else None
-        # Every token of every record the reset was made over: once it applied, the branch holds
-        # a fresh token only, and tokens never come back, so none of them is referenced any more.
+        # Every token of every record an attempt was made over: those the final record no
+        # longer names were removed by the reset's update or by the change it lost a race to,
+        # each of which recorded their drops (updater.set_branch_if).
         seen: dict[StagingToken, None] = {}
-        last: list[tuple[BranchRecord, pb.Branch]] = []
 
-        def reset(current: BranchRecord) -> pb.Branch:
-            def change(branch: pb.Branch) -> None:
-                set_tokens(branch, new_token(repo.partition, branch_name), [])
-                branch.compacted_metarange_id = ""
-                if target is not None:
-                    branch.commit_id = target
-
+        def attempt(_: int) -> tuple[BranchRecord, pb.Branch]:
+            current = self._refs.get_branch(repo, branch_name)
+            seal_once(current, lambda token: self._staging.holds(token, b""))
             if check is not None:
                 check.check(self._dropped(repo, current, b"", False), "the reset")
                 if target is not None:
                     self._check_move(repo, current, target, check)
             seen.update(dict.fromkeys(current.tokens))
-            updated = modify_branch(current, change)
-            last[:] = [(current, updated)]
-            return updated
+            updated = modify_branch(current, lambda branch: self._reset_record(repo, branch, target, check is None))
+            if updated != current.branch:
+                # A reset of the uncommitted changes made again on the branch as it is now is
+                # right whether or not it applied: it checks and drops what was sealed since,
+                # which raced with it. A hard reset made again could undo a commit made on top
+                # of it: only what its tokens tell (OutcomeUnknown when they cannot).
+                applied = REDO if target is None else _moved_by(current, updated)
+                self._updater.set_if(repo, current, updated, f"reset of branch {branch_name!r}", applied)
+            return current, updated
 
-        def applied(record: BranchRecord) -> bool | None:
-            """Whether the reset whose outcome was unknown applied, by its tokens: the fresh one
-            it gave the branch is there (it applied), or one it removed is (it did not);
-            neither, when later changes replaced them all: cannot tell."""
-            before, after = last[0]
-            if after.staging_token in record.tokens:
-                return True
-            if any(token in record.tokens for token in before.tokens):
-                return False
-            return None
-
-        # A reset of the uncommitted changes made again on the branch as it is now is right
-        # whether or not it applied: it drops what was written since, which raced with it. A
-        # hard reset made again could undo a commit made on top of it: only what its tokens
-        # tell (OutcomeUnknown when they cannot).
-        _, updated = self._updater.update(
-            repo, branch_name, reset, "reset", deadline, REDO if target is None else applied
-        )
-        # The reset's own update recorded the drops of the tokens it removed; any other token seen
-        # was removed, and recorded, by the change it lost a race to (updater.set_branch_if).
-        self._cleaner.drop_recorded(repo.partition, seen)
+        before, updated = self._updater.retry(attempt, f"reset of branch {branch_name!r}", deadline)
+        moved = StagingToken(before.branch.staging_token)
+        if moved in updated.sealed_tokens and self._staging.is_empty(moved):
+            # Nothing was written to it before the move sealed it, and a writer that finds it
+            # sealed writes again to the fresh token: it holds nothing to keep.
+            self._unseal(repo, branch_name, moved, deadline)
+            updated = self._refs.get_branch(repo, branch_name).branch
+        kept = set(branch_tokens(updated))
+        self._cleaner.drop_recorded(repo.partition, [token for token in seen if token not in kept])
         self._entries.observer.cleared(repo.name, branch_name)
         return updated
 
+    def _unseal(self, repo: RepoHandle, branch_name: str, token: StagingToken, deadline: Deadline) -> None:
+        def unseal(current: BranchRecord) -> pb.Branch:
+            return modify_branch(
+                current,
+                lambda branch: set_tokens(
+                    branch, branch.staging_token, [t for t in branch.sealed_tokens if t != token]
+                ),
+            )
+
+        # Unsealing is idempotent: made again on the branch as it is now, it removes the token if still there.
+        self._updater.update(repo, branch_name, unseal, "unsealing", deadline, REDO)
+
+    @staticmethod
+    def _reset_record(repo: RepoHandle, branch: pb.Branch, target: CommitId | None, everything: bool) -> None:
+        """The branch without its sealed tokens and compaction, and without its staging token's
+        changes too when everything goes (a fresh staging token); moved to target, if any.
+
+        Otherwise a soft reset keeps the staging token (what it holds was written after the
+        reset's seal), and a move keeps it sealed on top of the new head and gives the branch
+        a fresh staging token, by which an unknown outcome of the move is told (_moved_by).
+        """
+        branch.compacted_metarange_id = ""
+        if everything:
+            set_tokens(branch, new_token(repo.partition, branch.name), [])
+        elif target is None:
+            set_tokens(branch, branch.staging_token, [])
+        else:
+            set_tokens(branch, new_token(repo.partition, branch.name), [branch.staging_token])
+        if target is not None:
+            branch.commit_id = target
+
+    def _reset_under(
+        self,
+        repo: RepoHandle,
+        current: BranchRecord,
+        under: bytes,
+        exact: bool,
+        check: KeyCheck | None,
+        deadline: Deadline,
+    ) -> pb.Branch:
+        """One attempt of a reset of one key (exact) or a prefix, on current: check what the
+        sealed tokens and the compaction change there (the staging token holds nothing there
+        the reset drops, or what it holds was written after the reset's seal), drop it from the
+        sealed tokens, then give the compaction the head's values there and unseal the tokens
+        left empty, all against current (Raced or PredicateFailed if the branch changed
+        meanwhile: a commit or a compaction may have read the tokens before the drops, and the
+        attempt runs again on what it made). Without a check, from the staging token too."""
+        sealed = current.sealed_tokens
+        if check is not None:
+            check.check(self._dropped(repo, current, under, exact), "the reset")
+        dropped_from = sealed if check is not None else current.tokens
+        # Oldest token first, as a partial commit's clean-up does: until the newest copy goes,
+        # reads keep answering it, never an older staged value it had overwritten.
+        for token in reversed(dropped_from):
+            if exact:
+                self._staging.drop_key(token, under)
+            else:
+                self._staging.drop_under(token, under)
+        emptied = [token for token in sealed if self._staging.is_empty(token)]
+        compacted = current.branch.compacted_metarange_id
+        restored = compacted
+        if compacted:
+            head = self._state.head_metarange(repo, current.branch)
+            changes = self._state.restoring(repo.namespace, head, MetaRangeId(compacted), under)
+            if exact:
+                changes = (c for c in changes if c.key == under)
+            deadline.check(f"reset of branch {current.branch.name!r}")
+            result = self._committed.apply(repo.namespace, MetaRangeId(compacted), changes)
+            restored = "" if result.metarange_id == head else result.metarange_id
+
+        def change(branch: pb.Branch) -> None:
+            set_tokens(branch, branch.staging_token, [t for t in branch.sealed_tokens if t not in emptied])
+            branch.compacted_metarange_id = restored
+
+        updated = modify_branch(current, change)
+        what = f"reset of branch {current.branch.name!r}"
+        if updated == current.branch:
+            if self._refs.get_branch(repo, current.branch.name).predicate != current.predicate:
+                raise Raced
+            return updated
+        # Made again on the branch as it is now, it checks and drops again what is there.
+        self._updater.set_if(repo, current, updated, what, REDO)
+        self._cleaner.drop_recorded(repo.partition, emptied)  # recorded with the update
+        return updated
+
     def _dropped(self, repo: RepoHandle, branch: BranchRecord, under: bytes, exact: bool) -> Iterator[Change]:
-        """What dropping the branch's uncommitted changes at key `under` (exact) or under that
-        prefix changes, lazily."""
-        for change in undone(self._uncommitted(repo, branch, under)):
+        """What dropping the branch's sealed tokens and compaction at key `under` (exact) or
+        under that prefix changes, lazily (the staging token stays: see reset_branch)."""
+        head = self._state.head_metarange(repo, branch.branch)
+        changes = self._state.pending(repo, branch.branch, branch.sealed_tokens, head, under)
+        for change in undone(self._committed.diff_changes(repo.namespace, head, changes)):
             if (change[0] == under) if exact else change[0].startswith(under):
                 yield change
             else:
@@ -558,31 +655,26 @@ class Branching(OnCore):
             changes = self._committed.diff_grouped(repo.namespace, MetaRangeId(head), MetaRangeId(moved))
             check.check(applied(changes), "the reset")
 
-    def _reset_compacted(
-        self, repo: RepoHandle, branch_name: str, under: bytes, exact: bool, deadline: Deadline
-    ) -> None:
-        """Give the compacted metarange the head's values at one key or under a prefix."""
 
-        def reset(current: BranchRecord) -> pb.Branch:
-            branch = current.branch
-            if not branch.compacted_metarange_id:
-                return branch
-            head = self._state.head_metarange(repo, branch)
-            compacted = MetaRangeId(branch.compacted_metarange_id)
-            changes = self._state.restoring(repo.namespace, head, compacted, under)
-            if exact:
-                changes = (c for c in changes if c.key == under)
-            result = self._committed.apply(repo.namespace, compacted, changes)
-            return modify_branch(
-                current,
-                lambda b: setattr(
-                    b, "compacted_metarange_id", "" if result.metarange_id == head else result.metarange_id
-                ),
-            )
+def _moved_by(before: BranchRecord, after: pb.Branch) -> Applied:
+    """Whether a hard reset whose outcome was unknown applied, by its tokens: the fresh one it
+    gave the branch is there (it applied); the staging token it replaced is still the staging
+    token, or a token it removed is there (it did not: tokens never come back); neither, when
+    later changes replaced them all: cannot tell."""
 
-        # Made again on the branch as it is now, it gives the compaction the head's values there
-        # again: right whether or not it applied (what was compacted in since raced with it).
-        self._updater.update(repo, branch_name, reset, "reset", deadline, REDO)
+    kept = set(branch_tokens(after))
+    removed = [token for token in before.tokens if token not in kept]
+
+    def applied(record: BranchRecord) -> bool | None:
+        if after.staging_token in record.tokens:
+            return True
+        if record.branch.staging_token == before.branch.staging_token:
+            return False
+        if any(token in record.tokens for token in removed):
+            return False
+        return None
+
+    return applied
 
 
 def _within(keys: list[bytes], room: int, budget: int, first: bool) -> int:

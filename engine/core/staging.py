@@ -359,6 +359,16 @@ class StagingStore:
                 return
             yield kv.key
 
+    def holds(self, token: StagingToken, prefix: bytes, exact: bool = False) -> bool:
+        """Whether token has a staged value or a guard (a conditional write under way) at key
+        prefix (exact) or under it."""
+        partition = token.encode()
+        for kind in (KEY_PREFIX, GUARD_PREFIX):
+            found = next(iter(self.kv.scan(partition, kind + prefix)), None)
+            if found is not None and ((found.key == kind + prefix) if exact else found.key.startswith(kind + prefix)):
+                return True
+        return False
+
     def is_empty(self, token: StagingToken) -> bool:
         return next(iter(self.kv.scan(token.encode(), KEY_PREFIX)), None) is None
 

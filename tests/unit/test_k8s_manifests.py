@@ -357,3 +357,19 @@ def test_prod_runs_three_cassandra_nodes_with_local_quorum(tmp_path: Path) -> No
     # Prod holds no Secret values: they are created out of band, or written by the setup Job.
     for secret in of_kind(docs, "Secret"):
         assert not secret.get("data") and not secret.get("stringData"), secret["metadata"]["name"]
+
+
+def test_no_http_proxy_in_front_of_the_gateway_so_no_proxy_is_trusted(overlay: str, tmp_path: Path) -> None:
+    """The gateway's Service forwards TCP (ClusterIP, no header rewritten) and nothing renders an
+    Ingress in front of it: the TCP peer is the client, so trusted_proxies is empty and no
+    X-Forwarded-For is believed. An overlay that adds an HTTP proxy must list it
+    (docs/operations/kubernetes.md, "Client addresses")."""
+    docs = render(overlay)
+    config = config_of(docs, tmp_path)
+    assert not of_kind(docs, "Ingress") and not of_kind(docs, "HTTPRoute")
+    assert named(docs, "Service", "gateway")["spec"].get("type", "ClusterIP") == "ClusterIP"
+    assert config.gateways.trusted_proxies == []
+    if overlay == "prod":
+        # The overlay says why it is empty, with an example of what to set behind a proxy.
+        text = silt_config_text(docs)
+        assert "  trusted_proxies: []" in text and "  # trusted_proxies: [" in text

@@ -183,11 +183,12 @@ class DiesBeforeItsValue:
             condition: Condition | None = None,
             timestamp: int | None = None,
             before_write: Callable[[], None] | None = None,
+            **rest: Any,
         ) -> None:
             if not self.died and timestamp is not None and puts and puts[0][0].startswith(KEY_PREFIX):
                 self.died = True
                 raise Unavailable("the writer died before writing its value")
-            self.inner(partition, puts, deletes, condition, timestamp, before_write=before_write)
+            self.inner(partition, puts, deletes, condition, timestamp, before_write=before_write, **rest)
 
         monkeypatch.setattr(kv, "apply", apply)
 

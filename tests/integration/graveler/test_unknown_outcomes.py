@@ -21,12 +21,15 @@ from pathlib import Path
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from engine.core.key_changes import KeyCheck
 from engine.core.model import StagingToken
 from engine.core.refs import BranchRecord
 from engine.graveler import Graveler, GravelerOptions
+from silt.changed_keys import ChangeScope, narrowed
 from silt.errors import OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
+from silt.key_scope import KeyScope
 from silt.kv import Store
 from silt.kv.forwarding import ForwardingStore
 from silt.kv.store import Condition, Predicate
@@ -481,6 +484,53 @@ def test_a_reset_of_uncommitted_changes_with_an_unknown_outcome_is_made_again(
     assert faulty.fired == 1
     assert contents(env, repo, "main") == {"base": "base@1"}
     assert history(graveler, repo) == ["base"]
+    assert_nothing_left_staged(env, faulty, repo)
+
+
+def narrowed_check(repo: str) -> KeyCheck:
+    """A real check of a user denied only keys under secret/: the reset checks what it drops."""
+    denied = KeyScope(repo, every_key=True, deny=(f"{repo}/secret/*",))
+    check = narrowed(repo, [ChangeScope("u", denied, denied)], lambda user, key: True)
+    assert check is not None
+    return check
+
+
+def drops_the_sealed_tokens(old: pb.Branch, new: pb.Branch) -> bool:
+    """A checked reset's own update: the sealed tokens go, the staging token stays."""
+    return bool(old.sealed_tokens) and not new.sealed_tokens and new.staging_token == old.staging_token
+
+
+@pytest.mark.parametrize("applied", [True, False])
+def test_a_checked_reset_with_an_unknown_outcome_is_checked_and_made_again(
+    env: GravelerEnv, faulty: UnknownOutcomes, applied: bool
+) -> None:
+    """Checked, the reset seals the staging token first and then drops the sealed tokens; its
+    update's unknown outcome is made again on the branch as it is now."""
+    graveler = env.graveler
+    repo = repository(env)
+    stage(graveler, repo, "main", "a", "a@1")
+    faulty.arm(drops_the_sealed_tokens, applied, a_claim(graveler, repo))
+    graveler.reset_branch(repo, "main", check=narrowed_check(repo))
+    assert faulty.fired == 1
+    assert contents(env, repo, "main") == {"base": "base@1"}
+    assert history(graveler, repo) == ["base"]
+    assert_nothing_left_staged(env, faulty, repo)
+
+
+def test_a_checked_hard_reset_that_applied_unseen_is_done(env: GravelerEnv, faulty: UnknownOutcomes) -> None:
+    """Checked, the hard reset keeps the staging token it sealed on top of the new head (and
+    unseals it once found empty) under a fresh one, by which the unknown outcome is told."""
+    graveler = env.graveler
+    repo = repository(env)
+    first = record(graveler, repo).commit_id
+    stage(graveler, repo, "main", "a", "a@1")
+    graveler.commit(repo, "main", "second")
+    stage(graveler, repo, "main", "b", "b@1")
+    faulty.arm(moves_head, True, a_claim(graveler, repo))
+    graveler.reset_branch(repo, "main", hard_ref=first, check=narrowed_check(repo))
+    assert faulty.fired == 1
+    assert record(graveler, repo).commit_id == first
+    assert contents(env, repo, "main") == {"base": "base@1"}
     assert_nothing_left_staged(env, faulty, repo)
 
 
