@@ -1,8 +1,9 @@
 // The comment thread of a pull request, oldest first, a page at a time, with a form to add one.
 // Comments are allowed whatever the pull request's status.
+import { formatIsoTime } from "../../components/format";
 import { useEffect, useState } from "preact/hooks";
 import { ErrorNote, Loading } from "../../components/error_page";
-import { type Comment, formatDate, pullsApi } from "./pulls_api";
+import { type Comment, pullsApi } from "./pulls_api";
 
 export function CommentThread({ repo, id }: { repo: string; id: string }) {
   const [comments, setComments] = useState<Comment[]>([]);
@@ -39,7 +40,7 @@ export function CommentThread({ repo, id }: { repo: string; id: string }) {
         {comments.map((comment) => (
           <li key={comment.id} class="comment" data-testid="comment">
             <p class="comment-head">
-              <strong data-testid="comment-author">{comment.author}</strong> <span class="when">{formatDate(comment.creation_date)}</span>
+              <strong data-testid="comment-author">{comment.author}</strong> <span class="when">{formatIsoTime(comment.creation_date)}</span>
             </p>
             <p class="comment-body" data-testid="comment-body">
               {comment.body}

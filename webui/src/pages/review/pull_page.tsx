@@ -2,6 +2,7 @@
 // when the merge is blocked, and the conflicts a merge would meet, asked before anyone presses
 // Merge), merge / close / reopen, its diff, reviews and comment thread.
 // While a check is pending or running the pull request is read again every few seconds.
+import { formatIsoTime } from "../../components/format";
 import { useEffect, useState } from "preact/hooks";
 import { ErrorNote, ErrorPage, Loading } from "../../components/error_page";
 import { href, Link } from "../../components/router";
@@ -13,7 +14,7 @@ import { ChecksPanel } from "./pull_checks";
 import { PullDiff } from "./pull_diff";
 import { CommentThread } from "./pull_comments";
 import { ReviewsPanel } from "./pull_reviews";
-import { checksInProgress, formatDate, type MergeStrategy, type PullRequest, pullsApi } from "./pulls_api";
+import { checksInProgress, type MergeStrategy, type PullRequest, pullsApi } from "./pulls_api";
 import { pullsPath, StatusBadge } from "./pulls_list";
 
 const VERBS: Record<string, string> = { open: "wants to merge", merged: "merged", closed: "proposed merging" };
@@ -80,8 +81,8 @@ export function PullPage({ repo, id }: { repo: string; id: string }) {
       <p class="pull-meta">
         <strong data-testid="pull-author">{pull.author}</strong> {VERBS[pull.status]}{" "}
         <code data-testid="pull-source">{pull.source_branch}</code> into{" "}
-        <code data-testid="pull-destination">{pull.destination_branch}</code>, opened {formatDate(pull.creation_date)}
-        {pull.closed_date ? `, ${pull.status} ${formatDate(pull.closed_date)}` : ""}
+        <code data-testid="pull-destination">{pull.destination_branch}</code>, opened {formatIsoTime(pull.creation_date)}
+        {pull.closed_date ? `, ${pull.status} ${formatIsoTime(pull.closed_date)}` : ""}
       </p>
       {pull.description && (
         <p class="description" data-testid="pull-description">

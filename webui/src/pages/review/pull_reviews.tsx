@@ -1,10 +1,11 @@
 // Reviews of a pull request: who approved or asked for changes, of which commit (a review of an
 // older head is stale and no longer counts), and a form to submit one's own verdict.
+import { formatIsoTime } from "../../components/format";
 import { useState } from "preact/hooks";
 import { ErrorNote, Loading } from "../../components/error_page";
 import { useUser } from "../../components/user";
 import { useAsync } from "../../components/use_async";
-import { formatDate, type PullRequest, pullsApi, type Verdict } from "./pulls_api";
+import { type PullRequest, pullsApi, type Verdict } from "./pulls_api";
 
 const VERDICT_LABELS: Record<Verdict, string> = { approve: "approved", request_changes: "requested changes" };
 
@@ -22,7 +23,7 @@ export function ReviewsPanel(props: { repo: string; pull: PullRequest; version: 
         {(reviews.data?.results ?? []).map((review) => (
           <li key={review.author} class={`review verdict-${review.verdict}${review.current ? "" : " stale"}`} data-testid="review">
             <strong>{review.author}</strong> {VERDICT_LABELS[review.verdict]}{" "}
-            <span class="when">{formatDate(review.creation_date)}</span>
+            <span class="when">{formatIsoTime(review.creation_date)}</span>
             {!review.current && <span class="badge stale"> stale: of commit {review.commit_id.slice(0, 12)}, no longer the source's head</span>}
             {review.body && <p class="review-body">{review.body}</p>}
           </li>

@@ -158,9 +158,3 @@ export function checksInProgress(checks: readonly PullCheck[] | null | undefined
   return (checks ?? []).some((check) => check.status === "pending" || check.status === "running");
 }
 
-/** An RFC 3339 date as local date and time. */
-export function formatDate(value: string | null | undefined): string {
-  if (!value) return "";
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? value : date.toLocaleString();
-}

@@ -1,9 +1,10 @@
 // Pull requests of a repository by status, a page at a time (the API's cursor), newest last as
 // the API lists them (creation order).
+import { formatIsoTime } from "../../components/format";
 import { href, Link } from "../../components/router";
 import { PagedTable } from "../../components/paged_table";
 import { seg } from "../../api";
-import { formatDate, type PullRequest, pullsApi } from "./pulls_api";
+import { type PullRequest, pullsApi } from "./pulls_api";
 
 const STATUSES: { value: string; label: string }[] = [
   { value: "open", label: "Open" },
@@ -72,7 +73,7 @@ export function PullsPage({ repo, status }: { repo: string; status: string }) {
           { title: "Status", cell: (pr) => <StatusBadge status={pr.status} /> },
           { title: "Branches", cell: (pr) => `${pr.source_branch} → ${pr.destination_branch}` },
           { title: "Author", cell: (pr) => pr.author },
-          { title: "Opened", cell: (pr) => formatDate(pr.creation_date) },
+          { title: "Opened", cell: (pr) => formatIsoTime(pr.creation_date) },
         ]}
       />
     </section>

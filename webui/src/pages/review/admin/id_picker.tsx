@@ -79,7 +79,7 @@ export function IdPicker(props: {
           // Only while the list is there: a reference to a missing element is invalid ARIA.
           aria-controls={listed ? listId : undefined}
           autoComplete="off"
-          placeholder={`Search ${props.label.toLowerCase()}s by name`}
+          placeholder={`Search ${plural(props.label.toLowerCase())} by name`}
           maxLength={MAX_QUERY}
           value={chosen ?? query}
           onFocus={() => setOpen(true)}
@@ -106,4 +106,9 @@ export function IdPicker(props: {
       <ErrorNote error={error} />
     </div>
   );
+}
+
+/** A picker's noun in the plural ("policy" -> "policies", "user" -> "users"). */
+export function plural(noun: string): string {
+  return /[^aeiou]y$/.test(noun) ? `${noun.slice(0, -1)}ies` : `${noun}s`;
 }
