@@ -7,7 +7,6 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import RestApi, Ui
-from tests.browser.test_refs import patient_expectations  # noqa: F401  (autouse: patient waits)
 from tests.support.gateway_stack import GatewayStack
 
 # The promise: a write shows in the open page within this long.

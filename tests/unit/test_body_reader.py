@@ -16,6 +16,7 @@ class Pieces:
         self.asked: list[int] = []
 
     stall_seconds = 5.0
+    content_type: str | None = None
 
     async def start(self) -> None:
         return None
