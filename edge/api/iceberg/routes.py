@@ -185,7 +185,11 @@ async def create_namespace(ctx: Ctx, request: Request, prefix: str = "") -> dict
         raise bad_request("name a namespace below <repository>.<ref>")
     properties = {str(k): str(v) for k, v in (body.get("properties") or {}).items()}
     objects = Objects(ctx)
-    await _parent_exists(objects, where)
+    try:
+        await _parent_exists(objects, where)
+    except IcebergError as missing:
+        # The spec's createNamespace has no 404: a missing parent is a bad request.
+        raise bad_request(f"the parent namespace does not exist: {missing.message}") from None
     try:
         await objects.write_json(where, where.key + NAMESPACE_MARKER, {"properties": properties}, if_absent=True)
     except Conflict:
