@@ -141,8 +141,20 @@ class Objects:
                 staged, _JsonBody(data), self.ctx.deadline, branch_by_name=True, absent_first=if_absent
             )
         except ObjectWriteFailed as failed:
-            raise _write_error(where, failed.error) from None
+            error = _write_error(where, failed.error)
+            if isinstance(error, RefGone) and await self._readable(where):
+                error = _read_only(where)
+            raise error from None
         return staged.entry.etag.strip('"')
+
+    async def _readable(self, where: Where) -> bool:
+        """Whether where's ref resolves (a tag or a commit, when it is not a branch)."""
+        request = api.ResolveRefRequest(repository=where.repository, ref=where.ref)
+        try:
+            await typed_call(self.ctx, self.ctx.backend.graveler.ResolveRef, request)
+        except NotFound:
+            return False
+        return True
 
     async def delete(self, where: Where, key: str) -> None:
         await self.ctx.authorize_key(DELETE_OBJECT, where.repository, key, branch=where.ref)
@@ -151,6 +163,8 @@ class Objects:
             await typed_call(self.ctx, self.ctx.backend.graveler.DeleteEntry, request)
         except NotFound as exc:
             if exc.what not in (None, "object"):
+                if await self._readable(where):
+                    raise _read_only(where) from None
                 raise RefGone(str(exc)) from None
         except FailedPrecondition as exc:
             raise _write_error(where, exc) from None
@@ -189,11 +203,15 @@ class Objects:
                 return
 
 
+def _read_only(where: Where) -> IcebergError:
+    return IcebergError(
+        403, f"{where.repository}.{where.ref} is not a branch: tags and commits are read-only", "ForbiddenException"
+    )
+
+
 def _write_error(where: Where, error: SiltError) -> Exception:
     if isinstance(error, NotABranch):
-        return IcebergError(
-            403, f"{where.repository}.{where.ref} is not a branch: tags and commits are read-only", "ForbiddenException"
-        )
+        return _read_only(where)
     if isinstance(error, NoSuchBranch) or (isinstance(error, NotFound) and error.what in ("branch", "repository")):
         return RefGone(str(error))
     if isinstance(error, FailedPrecondition | NotFound):
