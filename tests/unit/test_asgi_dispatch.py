@@ -138,3 +138,21 @@ def test_ui_paths_and_browser_root_go_to_the_ui_signed_requests_stay_s3() -> Non
 
 async def _never(*args: Any) -> Any:
     raise AssertionError("the recorder neither receives nor sends")
+
+
+def test_the_iceberg_catalog_goes_to_the_api_unless_signed() -> None:
+    events: list[str] = []
+    dispatcher = Dispatcher(_Recorder("s3", events), _Recorder("api", events), _Recorder("ui", events))
+    signed = [(b"authorization", b"AWS4-HMAC-SHA256 Credential=x")]
+    scopes = [
+        {**_scope("/iceberg/api/v1/config"), "method": "GET"},
+        {**_scope("/iceberg/api/v1/config", signed), "method": "GET"},
+        {**_scope("/iceberg/apix"), "method": "GET"},
+    ]
+
+    async def run() -> None:
+        for scope in scopes:
+            await dispatcher(scope, _never, _never)
+
+    asyncio.run(run())
+    assert events == ["api /iceberg/api/v1/config", "s3 /iceberg/api/v1/config", "s3 /iceberg/apix"]
