@@ -10,7 +10,7 @@ import pytest
 from edge.api.iceberg.errors import IcebergError
 from edge.api.iceberg.metadata import apply_updates, check_requirements, new_metadata
 
-SCHEMA = {
+SCHEMA: dict[str, Any] = {
     "type": "struct",
     "schema-id": 0,
     "fields": [
