@@ -70,7 +70,7 @@ def test_each_requirement_holds_or_fails_as_a_commit_failure() -> None:
     ]
     check_requirements(metadata, holding)
     check_requirements(None, [{"type": "assert-create"}])
-    failing = [
+    failing: list[dict[str, Any]] = [
         {"type": "assert-create"},
         {"type": "assert-table-uuid", "uuid": "other"},
         {"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 9},
