@@ -7,7 +7,8 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from edge.api.errors import ApiError
+from edge.api.errors import ApiError, from_silt
+from silt.errors import SiltError
 
 _TYPES = {
     400: "BadRequestException",
@@ -66,9 +67,21 @@ async def api_error(request: Request, exc: Exception) -> JSONResponse:
     return body(exc.status, exc.message, _TYPES.get(exc.status, "RESTException"))
 
 
+async def silt_error(request: Request, exc: Exception) -> JSONResponse:
+    """A service's typed failure that no route turned into the catalog's terms (Unavailable, a
+    deadline): as the REST API would answer it."""
+    assert isinstance(exc, SiltError)
+    return await api_error(request, from_silt(exc))
+
+
 async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     return body(400, f"malformed request: {exc.errors()[:3]}", "BadRequestException")
 
 
-HANDLERS = {IcebergError: iceberg_error, ApiError: api_error, RequestValidationError: invalid_request}
+HANDLERS = {
+    IcebergError: iceberg_error,
+    ApiError: api_error,
+    SiltError: silt_error,
+    RequestValidationError: invalid_request,
+}
