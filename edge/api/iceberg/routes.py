@@ -8,14 +8,15 @@ namespaces are relative to it. Tags and commit ids are read-only refs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from edge.api.context import Ctx, backend_of
@@ -32,6 +33,8 @@ from edge.api.iceberg.metadata import Metadata, apply_updates, check_requirement
 from edge.api.iceberg.store import NAMESPACE_MARKER, TABLE_POINTER, Conflict, Objects, RefGone, Stored, Where
 
 SEPARATOR = "\x1f"
+# A page of namespaces or tables when the client names no size.
+MAX_PAGE = 1000
 
 router = APIRouter()
 
@@ -56,13 +59,19 @@ def _valid_level(level: str) -> str:
     return level
 
 
+def _fixes_ref(prefix: str) -> bool:
+    """Whether the prefix is `<repository>.<ref>` (a warehouse's). Any other prefix (lakeFS's
+    examples configure `prefix: lakefs`) names no ref: namespaces are then absolute."""
+    return "." in prefix
+
+
 def _where(prefix: str, levels: tuple[str, ...] | list[str]) -> Where:
     """A namespace's repository, ref and levels, from the prefix (`<repository>.<ref>`, or
     none) and its levels as the client names them."""
     levels = tuple(levels)
-    if prefix:
-        repository, dot, ref = prefix.partition(".")
-        if not dot or not repository or not ref:
+    if _fixes_ref(prefix):
+        repository, _, ref = prefix.partition(".")
+        if not repository or not ref:
             raise bad_request(f"the prefix {prefix!r} is not <repository>.<ref>")
     else:
         if len(levels) < 2:
@@ -77,7 +86,7 @@ def _parse_namespace(prefix: str, namespace: str) -> Where:
 
 def _names(where: Where, prefix: str) -> list[str]:
     """The namespace as the client names it."""
-    return list(where.levels) if prefix else [where.repository, where.ref, *where.levels]
+    return list(where.levels) if _fixes_ref(prefix) else [where.repository, where.ref, *where.levels]
 
 
 def _child(where: Where, name: str) -> Where:
@@ -101,6 +110,8 @@ async def _json(request: Request) -> dict[str, Any]:
 async def get_config(ctx: Ctx, warehouse: str = "") -> dict[str, Any]:
     overrides: dict[str, str] = {}
     if warehouse:
+        if not _fixes_ref(warehouse):
+            raise bad_request(f"the warehouse {warehouse!r} is not <repository>.<ref>")
         _where(warehouse, ())
         overrides["prefix"] = warehouse
     return {"defaults": {}, "overrides": overrides, "endpoints": ENDPOINTS}
@@ -153,22 +164,40 @@ async def _parent_exists(objects: Objects, where: Where) -> None:
         await _namespace(objects, Where(where.repository, where.ref, where.levels[:-1]))
 
 
+def _page_size(size: int | None) -> int:
+    if size is not None and size <= 0:
+        raise bad_request("pageSize must be positive")
+    return size or MAX_PAGE
+
+
 @_route("GET", "namespaces")
-async def list_namespaces(ctx: Ctx, prefix: str = "", parent: str = "") -> dict[str, Any]:
+async def list_namespaces(
+    ctx: Ctx,
+    prefix: str = "",
+    parent: str = "",
+    page_token: Annotated[str, Query(alias="pageToken")] = "",
+    page_size: Annotated[int | None, Query(alias="pageSize")] = None,
+) -> dict[str, Any]:
     objects = Objects(ctx)
-    if not parent and not prefix:
-        return {"namespaces": []}
+    if not parent and not _fixes_ref(prefix):
+        # Above <repository>.<ref> there are no namespaces to list.
+        return {"namespaces": [], "next-page-token": None}
+    limit = _page_size(page_size)
     where = _parse_namespace(prefix, parent) if parent else _where(prefix, ())
     if where.levels:
         await _namespace(objects, where)
-    found = []
+    found: list[list[str]] = []
+    last = ""
     try:
-        async for name in objects.children(where, where.key):
+        async for name in objects.children(where, where.key, after=page_token):
             child = _child(where, name)
             if name.startswith("_iceberg"):
                 continue
             if await objects.read_json(child, child.key + NAMESPACE_MARKER) is not None:
+                if len(found) == limit:
+                    return {"namespaces": found, "next-page-token": last}
                 found.append(_names(child, prefix))
+                last = name
     except RefGone:
         raise no_such_namespace((where.repository, where.ref, *where.levels)) from None
     return {"namespaces": found, "next-page-token": None}
@@ -342,14 +371,25 @@ async def _write_table(
 
 
 @_route("GET", "namespaces/{namespace}/tables")
-async def list_tables(ctx: Ctx, namespace: str, prefix: str = "") -> dict[str, Any]:
+async def list_tables(
+    ctx: Ctx,
+    namespace: str,
+    prefix: str = "",
+    page_token: Annotated[str, Query(alias="pageToken")] = "",
+    page_size: Annotated[int | None, Query(alias="pageSize")] = None,
+) -> dict[str, Any]:
+    limit = _page_size(page_size)
     where = _parse_namespace(prefix, namespace)
     objects = Objects(ctx)
     await _namespace(objects, where)
-    identifiers = []
-    async for name in objects.children(where, where.key):
+    identifiers: list[dict[str, Any]] = []
+    last = ""
+    async for name in objects.children(where, where.key, after=page_token):
         if await objects.read_json(where, where.table_key(name) + TABLE_POINTER) is not None:
+            if len(identifiers) == limit:
+                return {"identifiers": identifiers, "next-page-token": last}
             identifiers.append({"namespace": _names(where, prefix), "name": name})
+            last = name
     return {"identifiers": identifiers, "next-page-token": None}
 
 
@@ -518,7 +558,11 @@ async def commit_transaction(ctx: Ctx, request: Request, prefix: str = "") -> Re
             done.append((where, name, current, etag))
     except IcebergError:
         for where, name, current, etag in reversed(done):
-            await objects.write_json(where, where.table_key(name) + TABLE_POINTER, current.pointer.value, if_match=etag)
+            pointer_key = where.table_key(name) + TABLE_POINTER
+            # If-Match what this request wrote: a writer that committed on top of it since keeps
+            # its commit (the table then holds this transaction's change too).
+            with contextlib.suppress(Conflict):
+                await objects.write_json(where, pointer_key, current.pointer.value, if_match=etag)
         raise
     return Response(status_code=204)
 

@@ -169,10 +169,11 @@ class Objects:
         except FailedPrecondition as exc:
             raise _write_error(where, exc) from None
 
-    async def children(self, where: Where, prefix: str) -> AsyncIterator[str]:
-        """The names of the "directories" right under prefix on where's ref."""
+    async def children(self, where: Where, prefix: str, after: str = "") -> AsyncIterator[str]:
+        """The names of the "directories" right under prefix on where's ref, in order, from the
+        one after `after` (a name) on."""
         await self.ctx.read_repo_scope(where.repository)
-        after = ""
+        after = f"{prefix}{after}/" if after else ""
         while True:
             request = api.ListEntriesRequest(
                 repository=where.repository, ref=where.ref, prefix=prefix, delimiter="/", after=after, amount=1000

@@ -200,3 +200,14 @@ def test_branch_isolation(stack: Stack, repo: str, catalog_for: CatalogFactory) 
     assert main.load_table((repo, "v1", "db", "t")).scan().to_arrow().num_rows == 10
     with pytest.raises(ForbiddenError, match="read-only"):
         main.create_namespace((repo, "v1", "other"))
+
+
+def test_lakefs_prefix_and_paged_lists(repo: str, catalog_for: CatalogFactory) -> None:
+    """lakeFS's examples configure `prefix: lakefs` with absolute names; lists page."""
+    catalog = catalog_for(prefix="lakefs", **{"rest-page-size": "2"})
+    for name in ("a", "b", "c", "d", "e"):
+        catalog.create_namespace((repo, "main", name))
+    assert catalog.list_namespaces((repo, "main")) == [(repo, "main", n) for n in "abcde"]
+    for name in ("t1", "t2", "t3"):
+        catalog.create_table((repo, "main", "a", name), SCHEMA)
+    assert catalog.list_tables((repo, "main", "a")) == [(repo, "main", "a", n) for n in ("t1", "t2", "t3")]

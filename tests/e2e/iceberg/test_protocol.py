@@ -114,3 +114,14 @@ def test_a_user_without_permissions_is_refused(stack: Stack, repo: str, catalog_
         assert "ReadObject" in str(refused)
     else:
         raise AssertionError("a user without permissions read a namespace")
+
+
+def test_lists_page_by_page_size_and_token(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:
+    catalog = catalog_for()
+    for name in ("a", "b", "c"):
+        catalog.create_namespace((repo, "main", name))
+    first = catalog_call(stack, "GET", f"/{repo}.main/namespaces?pageSize=2").json()
+    assert first["namespaces"] == [["a"], ["b"]] and first["next-page-token"] == "b"
+    second = catalog_call(stack, "GET", f"/{repo}.main/namespaces?pageSize=2&pageToken=b").json()
+    assert second == {"namespaces": [["c"]], "next-page-token": None}
+    error_of(catalog_call(stack, "GET", f"/{repo}.main/namespaces?pageSize=0"), 400, "BadRequestException")
