@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pyarrow as pa
 import pytest
 from pyiceberg.exceptions import (
@@ -111,6 +114,31 @@ def test_concurrent_commits_one_wins(repo: str, catalog_for: CatalogFactory) -> 
     mine.append(rows(1, 1))
     theirs.append(rows(2, 1))
     assert first.load_table("db.retried").scan().to_arrow().num_rows == 3
+
+
+def test_racing_commits_from_one_snapshot_exactly_one_wins(repo: str, catalog_for: CatalogFactory) -> None:
+    """Four clients append at once over the same snapshot, without pyiceberg's retries: whichever
+    way their requests interleave (the requirement check or the pointer's conditional staging
+    refuses the losers), exactly one commit lands."""
+    catalog = catalog_for(warehouse=f"{repo}.main")
+    catalog.create_namespace("db")
+    catalog.create_table("db.race", SCHEMA, properties={"commit.retry.num-retries": "0"}).append(rows(0, 1))
+    tables = [catalog_for(warehouse=f"{repo}.main").load_table("db.race") for _ in range(4)]
+    start = threading.Barrier(len(tables))
+
+    def append(index: int) -> str:
+        start.wait()
+        try:
+            tables[index].append(rows(100 * (index + 1), index + 1))
+        except CommitFailedException:
+            return "refused"
+        return "landed"
+
+    with ThreadPoolExecutor(len(tables)) as pool:
+        outcomes = list(pool.map(append, range(len(tables))))
+    assert sorted(outcomes) == ["landed", "refused", "refused", "refused"]
+    winner = outcomes.index("landed")
+    assert catalog.load_table("db.race").scan().to_arrow().num_rows == 1 + winner + 1
 
 
 def test_schema_evolution_and_stage_create(repo: str, catalog_for: CatalogFactory) -> None:
