@@ -32,6 +32,7 @@ PRESIGNED_PREFIX = "/_silt/presigned/"
 # The Iceberg REST catalog, served by the API's app (no bucket is called `iceberg` with a key
 # `api/...` that an unsigned request could reach: S3 requests are signed).
 ICEBERG_PREFIX = "/iceberg/api"
+ICEBERG_RELATIVE_PREFIX = "/iceberg/relative_to/"
 
 
 def _query_has(query: bytes, *names: bytes) -> bool:
@@ -52,7 +53,7 @@ def is_api_path(path: str) -> bool:
 
 
 def is_iceberg_path(path: str) -> bool:
-    return path == ICEBERG_PREFIX or path.startswith(ICEBERG_PREFIX + "/")
+    return path == ICEBERG_PREFIX or path.startswith((ICEBERG_PREFIX + "/", ICEBERG_RELATIVE_PREFIX))
 
 
 def is_presigned_path(path: str) -> bool:

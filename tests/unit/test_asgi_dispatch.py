@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from edge.api.iceberg.app import relative_path
 from edge.core.asgi import Dispatcher, is_browser_root, is_s3_request
 
 
@@ -148,6 +149,7 @@ def test_the_iceberg_catalog_goes_to_the_api_unless_signed() -> None:
         {**_scope("/iceberg/api/v1/config"), "method": "GET"},
         {**_scope("/iceberg/api/v1/config", signed), "method": "GET"},
         {**_scope("/iceberg/apix"), "method": "GET"},
+        {**_scope("/iceberg/relative_to/r.main/api/v1/config"), "method": "GET"},
     ]
 
     async def run() -> None:
@@ -155,4 +157,26 @@ def test_the_iceberg_catalog_goes_to_the_api_unless_signed() -> None:
             await dispatcher(scope, _never, _never)
 
     asyncio.run(run())
-    assert events == ["api /iceberg/api/v1/config", "s3 /iceberg/api/v1/config", "s3 /iceberg/apix"]
+    assert events == [
+        "api /iceberg/api/v1/config",
+        "s3 /iceberg/api/v1/config",
+        "s3 /iceberg/apix",
+        "api /iceberg/relative_to/r.main/api/v1/config",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "catalog_path"),
+    [
+        ("/iceberg/relative_to/repo.main/api/v1/config", "/iceberg/api/v1/config"),
+        ("/iceberg/relative_to/repo.main/api/v1/oauth/tokens", "/iceberg/api/v1/oauth/tokens"),
+        (
+            "/iceberg/relative_to/repo.main/api/v1/namespaces/db/tables",
+            "/iceberg/api/v1/repo.main/namespaces/db/tables",
+        ),
+        ("/iceberg/relative_to/repo.main/v1/config", None),
+        ("/iceberg/api/v1/config", None),
+    ],
+)
+def test_lakefs_relative_form_is_the_prefix_form(path: str, catalog_path: str | None) -> None:
+    assert relative_path(path) == catalog_path

@@ -230,6 +230,15 @@ def test_branch_isolation(stack: Stack, repo: str, catalog_for: CatalogFactory) 
         main.create_namespace((repo, "v1", "other"))
 
 
+def test_lakefs_relative_uri(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:
+    """lakeFS's relative form: the catalog's URI names the repository and ref."""
+    relative = catalog_for(uri=f"{stack.endpoints['gateway']}/iceberg/relative_to/{repo}.main/api")
+    relative.create_namespace("db")
+    relative.create_table("db.t", SCHEMA).append(rows(0, 2))
+    assert relative.list_namespaces() == [("db",)]
+    assert catalog_for().load_table((repo, "main", "db", "t")).scan().to_arrow().num_rows == 2
+
+
 def test_lakefs_prefix_and_paged_lists(repo: str, catalog_for: CatalogFactory) -> None:
     """lakeFS's examples configure `prefix: lakefs` with absolute names; lists page."""
     catalog = catalog_for(prefix="lakefs", **{"rest-page-size": "2"})
