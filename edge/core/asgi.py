@@ -3,9 +3,10 @@
 lakeFS users configure one endpoint for S3 and the API, so the gateway's port serves all three:
 a request carrying an AWS signature (an `Authorization: AWS4-HMAC-SHA256 ...` or `AWS ...`
 header, or presigned query parameters) is S3; otherwise a path under `/api/v1` goes to the API
-(and one under `/iceberg/api`, the Iceberg REST catalog it serves), a path under `/ui` to the web
-UI (no bucket is called `ui`: repository names have at least 3 characters), and an unsigned
-browser `GET /` (it accepts text/html) to the UI, which redirects it to `/ui/`; a path under
+(and those of the Iceberg REST catalog it serves, under `/iceberg/api` and
+`/iceberg/relative_to/`), a path under `/ui` to the web UI (no bucket is called `ui`:
+repository names have at least 3 characters), and an unsigned browser `GET /` (it accepts
+text/html) to the UI, which redirects it to `/ui/`; a path under
 `/_silt/presigned/` (the local blockstore's presigned URLs, signed and served by the API's app;
 no bucket name has a `_`) goes to the API too; everything else stays S3.
 
