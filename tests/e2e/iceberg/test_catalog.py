@@ -222,8 +222,16 @@ def test_branch_isolation(stack: Stack, repo: str, catalog_for: CatalogFactory) 
     assert any(c["path"].startswith("db/t/data/") for c in changes)
     assert "db/t/_iceberg_table.json" in {c["path"] for c in changes}
 
+    # Committed on the branch and merged into main (only the branch changed the table), main
+    # reads the branch's rows.
+    committed = api_call(stack, "POST", f"/repositories/{repo}/branches/dev/commits", {"message": "append"})
+    assert committed.status == 201, committed.data
+    merged = api_call(stack, "POST", f"/repositories/{repo}/refs/dev/merge/main", {})
+    assert merged.status == 200, merged.data
+    assert main.load_table((repo, "main", "db", "t")).scan().to_arrow().num_rows == 15
+
     # A tag is a read-only ref: readable, never written.
-    tagged = api_call(stack, "POST", f"/repositories/{repo}/tags", {"id": "v1", "ref": "main"})
+    tagged = api_call(stack, "POST", f"/repositories/{repo}/tags", {"id": "v1", "ref": "main~1"})
     assert tagged.status == 201, tagged.data
     assert main.load_table((repo, "v1", "db", "t")).scan().to_arrow().num_rows == 10
     with pytest.raises(ForbiddenError, match="read-only"):
