@@ -35,6 +35,8 @@ from edge.api.iceberg.store import NAMESPACE_MARKER, TABLE_POINTER, Conflict, Ob
 SEPARATOR = "\x1f"
 # A page of namespaces or tables when the client names no size.
 MAX_PAGE = 1000
+# A catalog request is metadata: schemas, snapshots and properties, never data.
+MAX_BODY_BYTES = 16 * 1024 * 1024
 
 router = APIRouter()
 
@@ -93,9 +95,19 @@ def _child(where: Where, name: str) -> Where:
     return Where(where.repository, where.ref, (*where.levels, name))
 
 
+async def _body(request: Request) -> bytes:
+    """The request's body, refused past MAX_BODY_BYTES as it arrives."""
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > MAX_BODY_BYTES:
+            raise IcebergError(413, f"the body is larger than {MAX_BODY_BYTES} bytes", "BadRequestException")
+    return bytes(data)
+
+
 async def _json(request: Request) -> dict[str, Any]:
     try:
-        value = json.loads(await request.body() or b"{}")
+        value = json.loads(await _body(request) or b"{}")
     except ValueError:
         raise bad_request("the body is not JSON") from None
     if not isinstance(value, dict):
@@ -121,7 +133,7 @@ async def get_config(ctx: Ctx, warehouse: str = "") -> dict[str, Any]:
 async def get_token(request: Request) -> JSONResponse:
     """OAuth2 client credentials: client_id is an access key id, client_secret its secret; the
     token is a login session's, as lakeFS's."""
-    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    form = parse_qs((await _body(request)).decode("utf-8", "replace"))
     grant = form.get("grant_type", [""])[0]
     if grant != "client_credentials":
         return JSONResponse({"error": "unsupported_grant_type", "error_description": grant}, status_code=400)
