@@ -262,9 +262,9 @@ async def drop_namespace(ctx: Ctx, namespace: str, prefix: str = "") -> Response
     await _namespace(objects, where)
     async for name in objects.children(where, where.key):
         child = _child(where, name)
-        for marker in (child.key + NAMESPACE_MARKER, where.table_key(name) + TABLE_POINTER):
-            if await objects.read_json(child, marker) is not None:
-                raise IcebergError(409, f"Namespace is not empty: {name} is in it", "NamespaceNotEmptyException")
+        nested = await objects.read_json(child, child.key + NAMESPACE_MARKER)
+        if nested is not None or _live(await objects.read_json(where, where.table_key(name) + TABLE_POINTER)):
+            raise IcebergError(409, f"Namespace is not empty: {name} is in it", "NamespaceNotEmptyException")
     await objects.delete(where, where.key + NAMESPACE_MARKER)
     return Response(status_code=204)
 
@@ -311,12 +311,39 @@ def _table_where(prefix: str, namespace: str, table: str) -> tuple[Where, str]:
     return _parse_namespace(prefix, namespace), _valid_level(table)
 
 
-async def _read_table(objects: Objects, where: Where, name: str) -> Table | None:
+def _live(pointer: Stored | None) -> bool:
+    """Whether a table pointer names a table: a renamed table leaves its old pointer behind as
+    a tombstone (no metadata-key), replaced by a conditional write like any other."""
+    return pointer is not None and "metadata-key" in pointer.value
+
+
+async def _read_pointer(objects: Objects, where: Where, name: str) -> Stored | None:
     try:
-        pointer = await objects.read_json(where, where.table_key(name) + TABLE_POINTER)
+        return await objects.read_json(where, where.table_key(name) + TABLE_POINTER)
     except RefGone:
         raise no_such_namespace((where.repository, where.ref, *where.levels)) from None
-    if pointer is None:
+
+
+async def _claim(objects: Objects, where: Where, name: str, metadata_key: str) -> str:
+    """Point a new table `name` at metadata_key: only if no table has the name (no pointer, or
+    a tombstone still as read), as one conditional staging; AlreadyExistsException otherwise.
+    Returns the pointer's ETag."""
+    current = await _read_pointer(objects, where, name)
+    if _live(current):
+        raise already_exists(f"Table already exists: {'.'.join((*where.levels, name))}")
+    pointer_key = where.table_key(name) + TABLE_POINTER
+    value = {"metadata-key": metadata_key}
+    try:
+        if current is None:
+            return await objects.write_json(where, pointer_key, value, if_absent=True)
+        return await objects.write_json(where, pointer_key, value, if_match=current.etag)
+    except Conflict:
+        raise already_exists(f"Table already exists: {'.'.join((*where.levels, name))}") from None
+
+
+async def _read_table(objects: Objects, where: Where, name: str) -> Table | None:
+    pointer = await _read_pointer(objects, where, name)
+    if pointer is None or not _live(pointer):
         return None
     key = str(pointer.value["metadata-key"])
     stored = await objects.read_json(where, key)
@@ -367,17 +394,14 @@ async def _write_table(
         metadata = {**metadata, "metadata-log": log}
     key = _metadata_key(where, name, metadata)
     await objects.write_json(where, key, metadata)
+    if base is None:
+        return key, await _claim(objects, where, name, key)
     pointer = {"metadata-key": key}
     try:
-        if base is None:
-            etag = await objects.write_json(where, where.table_key(name) + TABLE_POINTER, pointer, if_absent=True)
-        else:
-            etag = await objects.write_json(
-                where, where.table_key(name) + TABLE_POINTER, pointer, if_match=base.pointer.etag
-            )
+        etag = await objects.write_json(
+            where, where.table_key(name) + TABLE_POINTER, pointer, if_match=base.pointer.etag
+        )
     except Conflict:
-        if base is None:
-            raise already_exists(f"Table already exists: {name}") from None
         raise commit_failed(f"Commit failed: {name} was changed concurrently; refresh and retry") from None
     return key, etag
 
@@ -397,7 +421,7 @@ async def list_tables(
     identifiers: list[dict[str, Any]] = []
     last = ""
     async for name in objects.children(where, where.key, after=page_token):
-        if await objects.read_json(where, where.table_key(name) + TABLE_POINTER) is not None:
+        if _live(await objects.read_json(where, where.table_key(name) + TABLE_POINTER)):
             if len(identifiers) == limit:
                 return {"identifiers": identifiers, "next-page-token": last}
             identifiers.append({"namespace": _names(where, prefix), "name": name})
@@ -500,16 +524,14 @@ async def register_table(ctx: Ctx, request: Request, namespace: str, prefix: str
     if stored is None:
         raise IcebergError(404, f"no metadata file {key} on {where.ref}", "NotFoundException")
     existing = await _read_table(objects, where, name)
-    pointer_key = where.table_key(name) + TABLE_POINTER
-    try:
-        if existing is None:
-            await objects.write_json(where, pointer_key, {"metadata-key": key}, if_absent=True)
-        elif body.get("overwrite"):
+    if existing is None or not body.get("overwrite"):
+        await _claim(objects, where, name, key)
+    else:
+        pointer_key = where.table_key(name) + TABLE_POINTER
+        try:
             await objects.write_json(where, pointer_key, {"metadata-key": key}, if_match=existing.pointer.etag)
-        else:
-            raise already_exists(f"Table already exists: {name}")
-    except Conflict:
-        raise already_exists(f"Table already exists: {name}") from None
+        except Conflict:
+            raise commit_failed(f"Commit failed: {name} was changed concurrently; retry") from None
     return _result(where, key, stored.value)
 
 
@@ -527,14 +549,21 @@ async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response
     objects = Objects(ctx)
     table = await _existing_table(objects, from_where, from_name)
     await _namespace(objects, to_where)
+    # The new pointer names the same metadata file: the table's files stay where they are. The
+    # old one becomes a tombstone If-Match it as read, so a commit that lands on the old name
+    # meanwhile is never lost: the rename then fails and its new name is given up.
+    claimed = await _claim(objects, to_where, to_name, table.metadata_key)
+    tombstone = {"renamed-to": [*to_where.levels, to_name]}
     try:
-        # The new pointer names the same metadata file: the table's files stay where they are.
         await objects.write_json(
-            to_where, to_where.table_key(to_name) + TABLE_POINTER, {"metadata-key": table.metadata_key}, if_absent=True
+            from_where, from_where.table_key(from_name) + TABLE_POINTER, tombstone, if_match=table.pointer.etag
         )
     except Conflict:
-        raise already_exists(f"Table already exists: {to_name}") from None
-    await objects.delete(from_where, from_where.table_key(from_name) + TABLE_POINTER)
+        with contextlib.suppress(Conflict):
+            await objects.write_json(
+                to_where, to_where.table_key(to_name) + TABLE_POINTER, {"released": True}, if_match=claimed
+            )
+        raise commit_failed(f"Commit failed: {from_name} was changed during the rename; retry") from None
     return Response(status_code=204)
 
 

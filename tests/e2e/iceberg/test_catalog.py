@@ -183,6 +183,10 @@ def test_rename_drop_purge_and_register(stack: Stack, repo: str, catalog_for: Ca
     catalog.create_table("db.other", SCHEMA)
     with pytest.raises(TableAlreadyExistsError):
         catalog.rename_table("db.other", "archive.t2")
+    # The old name is free again (its pointer a tombstone), and the namespace lists only tables.
+    catalog.create_table("db.t", SCHEMA)
+    assert sorted(catalog.list_tables("db")) == [("db", "other"), ("db", "t")]
+    catalog.drop_table("db.t")
 
     registered = catalog.register_table("db.again", metadata_location)
     assert registered.scan().to_arrow().num_rows == 6
