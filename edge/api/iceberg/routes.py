@@ -121,9 +121,9 @@ async def _json(request: Request) -> dict[str, Any]:
 @router.get("/v1/config")
 async def get_config(ctx: Ctx, warehouse: str = "") -> dict[str, Any]:
     overrides: dict[str, str] = {}
-    if warehouse:
-        if not _fixes_ref(warehouse):
-            raise bad_request(f"the warehouse {warehouse!r} is not <repository>.<ref>")
+    # A warehouse that is not <repository>.<ref> fixes nothing, as such a prefix does: names
+    # stay absolute (a client's generic warehouse setting must not break it).
+    if _fixes_ref(warehouse):
         _where(warehouse, ())
         overrides["prefix"] = warehouse
     return {"defaults": {}, "overrides": overrides, "endpoints": ENDPOINTS}

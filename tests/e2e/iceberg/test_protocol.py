@@ -80,6 +80,11 @@ def test_error_model_and_credentials(stack: Stack, repo: str, catalog_for: Catal
     )
     error_of(unknown, 400, "BadRequestException")
 
+    assert catalog_call(stack, "GET", f"/config?warehouse={repo}.main").json()["overrides"] == {
+        "prefix": f"{repo}.main"
+    }
+    assert catalog_call(stack, "GET", "/config?warehouse=s3://lake").json()["overrides"] == {}
+
     anonymous = catalog_call(stack, "GET", "/config", headers={})
     error_of(anonymous, 401, "NotAuthorizedException")
     wrong = urllib3.make_headers(basic_auth=f"{stack.admin.access_key_id}:not-the-secret")  # type: ignore[union-attr]
