@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from edge.api.backend import Backend
 from edge.api.error_responses import HANDLERS
 from edge.api.fast.objects import ObjectsFastPath
+from edge.api.iceberg.app import RelativeForm, create_catalog_app
 from edge.api.observe import Observed
 from edge.api.routes import (
     actions,
@@ -45,7 +46,7 @@ from edge.api.routes import (
     symlinks,
     tags,
 )
-from edge.core.asgi import API_PREFIX, ASGIApp
+from edge.core.asgi import API_PREFIX, ICEBERG_PREFIX, ASGIApp
 from edge.core.client import EntryReads
 from silt.config import Config
 
@@ -57,9 +58,13 @@ def create_app(
     graveler's reader); without it every read is a call to graveler. fast_paths: the hot object
     routes answered before FastAPI's routing (fast/objects.py); off, FastAPI answers everything."""
 
+    # The Iceberg REST catalog (edge/api/iceberg), on the API's backend and credentials.
+    catalog = create_catalog_app()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.backend = Backend(config, reads=open_reads() if open_reads is not None else None)
+        catalog.state.backend = app.state.backend
         app.state.backend.history.start()
         try:
             yield
@@ -107,7 +112,8 @@ def create_app(
         app.include_router(router, prefix=API_PREFIX)
     # The local blockstore's presigned URLs: outside /api/v1, as a store's URLs are.
     app.include_router(presigned.router)
+    app.mount(ICEBERG_PREFIX, catalog)
     for kind, handler in HANDLERS.items():
         app.add_exception_handler(kind, handler)
     # Telemetry around both: the fast path's requests are observed as the app's are.
-    return Observed(ObjectsFastPath(app) if fast_paths else app)
+    return Observed(RelativeForm(ObjectsFastPath(app) if fast_paths else app))

@@ -2,11 +2,13 @@
 
 lakeFS users configure one endpoint for S3 and the API, so the gateway's port serves all three:
 a request carrying an AWS signature (an `Authorization: AWS4-HMAC-SHA256 ...` or `AWS ...`
-header, or presigned query parameters) is S3; otherwise a path under `/api/v1` goes to the API,
-a path under `/ui` to the web UI (no bucket is called `ui`: repository names have at least 3
-characters), and an unsigned browser `GET /` (it accepts text/html) to the UI, which redirects
-it to `/ui/`; a path under `/_silt/presigned/` (the local blockstore's presigned URLs, signed and
-served by the API's app; no bucket name has a `_`) goes to the API too; everything else stays S3.
+header, or presigned query parameters) is S3; otherwise a path under `/api/v1` goes to the API
+(and those of the Iceberg REST catalog it serves, under `/iceberg/api` and
+`/iceberg/relative_to/`), a path under `/ui` to the web UI (no bucket is called `ui`:
+repository names have at least 3 characters), and an unsigned browser `GET /` (it accepts
+text/html) to the UI, which redirects it to `/ui/`; a path under
+`/_silt/presigned/` (the local blockstore's presigned URLs, signed and served by the API's app;
+no bucket name has a `_`) goes to the API too; everything else stays S3.
 
 Services never import each other: the apps are built by the edge process's composition root
 (edge/app.py) and handed to the Dispatcher; this module only routes between them.
@@ -28,6 +30,10 @@ ASGIApp = Callable[..., Awaitable[None]]
 API_PREFIX = "/api/v1"
 UI_PREFIX = "/ui"
 PRESIGNED_PREFIX = "/_silt/presigned/"
+# The Iceberg REST catalog, served by the API's app (no bucket is called `iceberg` with a key
+# `api/...` that an unsigned request could reach: S3 requests are signed).
+ICEBERG_PREFIX = "/iceberg/api"
+ICEBERG_RELATIVE_PREFIX = "/iceberg/relative_to/"
 
 
 def _query_has(query: bytes, *names: bytes) -> bool:
@@ -45,6 +51,10 @@ def is_s3_request(scope: Scope) -> bool:
 
 def is_api_path(path: str) -> bool:
     return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+def is_iceberg_path(path: str) -> bool:
+    return path == ICEBERG_PREFIX or path.startswith((ICEBERG_PREFIX + "/", ICEBERG_RELATIVE_PREFIX))
 
 
 def is_presigned_path(path: str) -> bool:
@@ -84,7 +94,7 @@ class Dispatcher:
         if is_s3_request(scope):
             return self.s3
         path = scope.get("path", "")
-        if self.api is not None and (is_api_path(path) or is_presigned_path(path)):
+        if self.api is not None and (is_api_path(path) or is_presigned_path(path) or is_iceberg_path(path)):
             return self.api
         if self.ui is not None and (is_ui_path(path) or is_browser_root(scope)):
             return self.ui

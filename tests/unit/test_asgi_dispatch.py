@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from edge.api.iceberg.app import relative_path
 from edge.core.asgi import Dispatcher, is_browser_root, is_s3_request
 
 
@@ -138,3 +139,44 @@ def test_ui_paths_and_browser_root_go_to_the_ui_signed_requests_stay_s3() -> Non
 
 async def _never(*args: Any) -> Any:
     raise AssertionError("the recorder neither receives nor sends")
+
+
+def test_the_iceberg_catalog_goes_to_the_api_unless_signed() -> None:
+    events: list[str] = []
+    dispatcher = Dispatcher(_Recorder("s3", events), _Recorder("api", events), _Recorder("ui", events))
+    signed = [(b"authorization", b"AWS4-HMAC-SHA256 Credential=x")]
+    scopes = [
+        {**_scope("/iceberg/api/v1/config"), "method": "GET"},
+        {**_scope("/iceberg/api/v1/config", signed), "method": "GET"},
+        {**_scope("/iceberg/apix"), "method": "GET"},
+        {**_scope("/iceberg/relative_to/r.main/api/v1/config"), "method": "GET"},
+    ]
+
+    async def run() -> None:
+        for scope in scopes:
+            await dispatcher(scope, _never, _never)
+
+    asyncio.run(run())
+    assert events == [
+        "api /iceberg/api/v1/config",
+        "s3 /iceberg/api/v1/config",
+        "s3 /iceberg/apix",
+        "api /iceberg/relative_to/r.main/api/v1/config",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "catalog_path"),
+    [
+        ("/iceberg/relative_to/repo.main/api/v1/config", "/iceberg/api/v1/config"),
+        ("/iceberg/relative_to/repo.main/api/v1/oauth/tokens", "/iceberg/api/v1/oauth/tokens"),
+        (
+            "/iceberg/relative_to/repo.main/api/v1/namespaces/db/tables",
+            "/iceberg/api/v1/repo.main/namespaces/db/tables",
+        ),
+        ("/iceberg/relative_to/repo.main/v1/config", None),
+        ("/iceberg/api/v1/config", None),
+    ],
+)
+def test_lakefs_relative_form_is_the_prefix_form(path: str, catalog_path: str | None) -> None:
+    assert relative_path(path) == catalog_path

@@ -1,0 +1,57 @@
+"""The catalog as an app of its own, mounted in the REST API's app at /iceberg/api: it shares the
+API's backend and authentication, and answers errors in the Iceberg spec's model. Also lakeFS's
+relative form of its paths (RelativeForm, around the REST API's app)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+
+from edge.api.iceberg.errors import HANDLERS
+from edge.api.iceberg.routes import router
+
+# lakeFS's relative form: `/iceberg/relative_to/<repository>.<ref>/api` as the catalog's URI
+# makes namespaces relative to that ref, as the warehouse prefix does.
+from edge.core.asgi import ICEBERG_PREFIX
+from edge.core.asgi import ICEBERG_RELATIVE_PREFIX as RELATIVE_PREFIX
+
+# Routes the spec serves without its {prefix}.
+_UNPREFIXED = ("config", "oauth/tokens")
+
+
+def create_catalog_app() -> FastAPI:
+    """The backend (app.state.backend) is set by the REST API's lifespan."""
+    app = FastAPI(title="Silt: Iceberg REST catalog", openapi_url=None, docs_url=None, redoc_url=None)
+    app.include_router(router)
+    for kind, handler in HANDLERS.items():
+        app.add_exception_handler(kind, handler)
+    return app
+
+
+def relative_path(path: str) -> str | None:
+    """The catalog path a relative-form path stands for (`.../relative_to/<r>.<ref>/api/v1/x`
+    is `/iceberg/api/v1/<r>.<ref>/x`); None for a path of another form."""
+    if not path.startswith(RELATIVE_PREFIX):
+        return None
+    fixed, sep, rest = path[len(RELATIVE_PREFIX) :].partition("/api/v1/")
+    if not sep or not fixed or "/" in fixed:
+        return None
+    if rest in _UNPREFIXED:
+        return f"{ICEBERG_PREFIX}/v1/{rest}"
+    return f"{ICEBERG_PREFIX}/v1/{fixed}/{rest}"
+
+
+class RelativeForm:
+    """Serves lakeFS's relative form of the catalog's paths by rewriting them to the prefix form
+    before the wrapped app routes them."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            rewritten = relative_path(scope.get("path", ""))
+            if rewritten is not None:
+                scope = {**scope, "path": rewritten, "raw_path": rewritten.encode()}
+        await self.app(scope, receive, send)

@@ -1,0 +1,630 @@
+"""The Iceberg REST catalog's routes (the spec's rest-catalog-open-api.yaml), each served with and
+without the spec's `{prefix}`.
+
+Names follow lakeFS's catalog: a namespace is `<repository>.<ref>.<namespace>...`; a catalog
+whose `warehouse` is `<repository>.<ref>` gets that as its prefix from GET /v1/config, and its
+namespaces are relative to it. Tags and commit ids are read-only refs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from edge.api.context import Ctx, backend_of
+from edge.api.errors import ApiError
+from edge.api.iceberg.errors import (
+    IcebergError,
+    already_exists,
+    bad_request,
+    commit_failed,
+    no_such_namespace,
+    no_such_table,
+)
+from edge.api.iceberg.metadata import Metadata, apply_updates, check_requirements, empty_metadata, new_metadata
+from edge.api.iceberg.store import NAMESPACE_MARKER, TABLE_POINTER, Conflict, Objects, RefGone, Stored, Where
+
+SEPARATOR = "\x1f"
+# A page of namespaces or tables when the client names no size.
+MAX_PAGE = 1000
+# A catalog request is metadata: schemas, snapshots and properties, never data.
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+router = APIRouter()
+
+
+def _route(method: str, path: str, status: int = 200) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers a handler at /v1/<path> and at /v1/{prefix}/<path>."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        router.add_api_route(f"/v1/{path}", fn, methods=[method], status_code=status)
+        router.add_api_route(f"/v1/{{prefix}}/{path}", fn, methods=[method], status_code=status)
+        return fn
+
+    return register
+
+
+# --- names ---------------------------------------------------------------------------------
+
+
+def _valid_level(level: str) -> str:
+    if not level or "/" in level or level in (".", "..") or level.startswith("_iceberg"):
+        raise bad_request(f"invalid namespace or table name {level!r}")
+    return level
+
+
+def _fixes_ref(prefix: str) -> bool:
+    """Whether the prefix is `<repository>.<ref>` (a warehouse's). Any other prefix (lakeFS's
+    examples configure `prefix: lakefs`) names no ref: namespaces are then absolute."""
+    return "." in prefix
+
+
+def _where(prefix: str, levels: tuple[str, ...] | list[str]) -> Where:
+    """A namespace's repository, ref and levels, from the prefix (`<repository>.<ref>`, or
+    none) and its levels as the client names them."""
+    levels = tuple(levels)
+    if _fixes_ref(prefix):
+        repository, _, ref = prefix.partition(".")
+        if not repository or not ref:
+            raise bad_request(f"the prefix {prefix!r} is not <repository>.<ref>")
+    else:
+        if len(levels) < 2:
+            raise bad_request("a namespace is <repository>.<ref>.<namespace>...: name a repository and a ref")
+        repository, ref, levels = levels[0], levels[1], levels[2:]
+    return Where(repository, ref, tuple(_valid_level(level) for level in levels))
+
+
+def _parse_namespace(prefix: str, namespace: str) -> Where:
+    return _where(prefix, namespace.split(SEPARATOR))
+
+
+def _names(where: Where, prefix: str) -> list[str]:
+    """The namespace as the client names it."""
+    return list(where.levels) if _fixes_ref(prefix) else [where.repository, where.ref, *where.levels]
+
+
+def _child(where: Where, name: str) -> Where:
+    return Where(where.repository, where.ref, (*where.levels, name))
+
+
+async def _body(request: Request) -> bytes:
+    """The request's body, refused past MAX_BODY_BYTES as it arrives."""
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > MAX_BODY_BYTES:
+            raise IcebergError(413, f"the body is larger than {MAX_BODY_BYTES} bytes", "BadRequestException")
+    return bytes(data)
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    try:
+        value = json.loads(await _body(request) or b"{}")
+    except ValueError:
+        raise bad_request("the body is not JSON") from None
+    if not isinstance(value, dict):
+        raise bad_request("the body is not a JSON object")
+    return value
+
+
+# --- config and tokens ---------------------------------------------------------------------
+
+
+@router.get("/v1/config")
+async def get_config(ctx: Ctx, warehouse: str = "") -> dict[str, Any]:
+    overrides: dict[str, str] = {}
+    # A warehouse that is not <repository>.<ref> fixes nothing, as such a prefix does: names
+    # stay absolute (a client's generic warehouse setting must not break it).
+    if _fixes_ref(warehouse):
+        _where(warehouse, ())
+        overrides["prefix"] = warehouse
+    return {"defaults": {}, "overrides": overrides, "endpoints": ENDPOINTS}
+
+
+@router.post("/v1/oauth/tokens")
+async def get_token(request: Request) -> JSONResponse:
+    """OAuth2 client credentials: client_id is an access key id, client_secret its secret; the
+    token is a login session's, as lakeFS's."""
+    form = parse_qs((await _body(request)).decode("utf-8", "replace"))
+    grant = form.get("grant_type", [""])[0]
+    if grant != "client_credentials":
+        return JSONResponse({"error": "unsupported_grant_type", "error_description": grant}, status_code=400)
+    client_id = form.get("client_id", [""])[0]
+    secret = form.get("client_secret", [""])[0]
+    try:
+        _, token, expires = await backend_of(request).create_session(client_id, secret)
+    except ApiError:
+        return JSONResponse(
+            {"error": "invalid_client", "error_description": "invalid access key or secret"}, status_code=401
+        )
+    return JSONResponse(
+        {
+            "access_token": token,
+            "token_type": "bearer",
+            "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "expires_in": max(0, expires - int(time.time())),
+        }
+    )
+
+
+# --- namespaces ----------------------------------------------------------------------------
+
+
+async def _namespace(objects: Objects, where: Where) -> Stored:
+    """The namespace's marker; NoSuchNamespaceException if it does not exist."""
+    if not where.levels:
+        raise no_such_namespace((where.repository, where.ref))
+    try:
+        stored = await objects.read_json(where, where.key + NAMESPACE_MARKER)
+    except RefGone:
+        stored = None
+    if stored is None:
+        raise no_such_namespace((where.repository, where.ref, *where.levels))
+    return stored
+
+
+async def _parent_exists(objects: Objects, where: Where) -> None:
+    if len(where.levels) > 1:
+        await _namespace(objects, Where(where.repository, where.ref, where.levels[:-1]))
+
+
+def _page_size(size: int | None) -> int:
+    if size is not None and size <= 0:
+        raise bad_request("pageSize must be positive")
+    return size or MAX_PAGE
+
+
+@_route("GET", "namespaces")
+async def list_namespaces(
+    ctx: Ctx,
+    prefix: str = "",
+    parent: str = "",
+    page_token: Annotated[str, Query(alias="pageToken")] = "",
+    page_size: Annotated[int | None, Query(alias="pageSize")] = None,
+) -> dict[str, Any]:
+    objects = Objects(ctx)
+    if not parent and not _fixes_ref(prefix):
+        # Above <repository>.<ref> there are no namespaces to list.
+        return {"namespaces": [], "next-page-token": None}
+    limit = _page_size(page_size)
+    where = _parse_namespace(prefix, parent) if parent else _where(prefix, ())
+    if where.levels:
+        await _namespace(objects, where)
+    found: list[list[str]] = []
+    last = ""
+    try:
+        async for name in objects.children(where, where.key, after=page_token):
+            child = _child(where, name)
+            if name.startswith("_iceberg"):
+                continue
+            if await objects.read_json(child, child.key + NAMESPACE_MARKER) is not None:
+                if len(found) == limit:
+                    return {"namespaces": found, "next-page-token": last}
+                found.append(_names(child, prefix))
+                last = name
+    except RefGone:
+        raise no_such_namespace((where.repository, where.ref, *where.levels)) from None
+    return {"namespaces": found, "next-page-token": None}
+
+
+@_route("POST", "namespaces")
+async def create_namespace(ctx: Ctx, request: Request, prefix: str = "") -> dict[str, Any]:
+    body = await _json(request)
+    names = body.get("namespace")
+    if not isinstance(names, list) or not names:
+        raise bad_request("namespace must be a list of names")
+    where = _where(prefix, names)
+    if not where.levels:
+        raise bad_request("name a namespace below <repository>.<ref>")
+    properties = {str(k): str(v) for k, v in (body.get("properties") or {}).items()}
+    objects = Objects(ctx)
+    try:
+        await _parent_exists(objects, where)
+    except IcebergError as missing:
+        # The spec's createNamespace has no 404: a missing parent is a bad request.
+        raise bad_request(f"the parent namespace does not exist: {missing.message}") from None
+    try:
+        await objects.write_json(where, where.key + NAMESPACE_MARKER, {"properties": properties}, if_absent=True)
+    except Conflict:
+        raise IcebergError(
+            409, f"Namespace already exists: {'.'.join(names)}", "NamespaceAlreadyExistsException"
+        ) from None
+    except RefGone:
+        raise no_such_namespace((where.repository, where.ref)) from None
+    return {"namespace": names, "properties": properties}
+
+
+@_route("GET", "namespaces/{namespace}")
+async def load_namespace(ctx: Ctx, namespace: str, prefix: str = "") -> dict[str, Any]:
+    where = _parse_namespace(prefix, namespace)
+    stored = await _namespace(Objects(ctx), where)
+    return {"namespace": _names(where, prefix), "properties": stored.value.get("properties", {})}
+
+
+@_route("HEAD", "namespaces/{namespace}", status=204)
+async def namespace_exists(ctx: Ctx, namespace: str, prefix: str = "") -> Response:
+    await _namespace(Objects(ctx), _parse_namespace(prefix, namespace))
+    return Response(status_code=204)
+
+
+@_route("DELETE", "namespaces/{namespace}", status=204)
+async def drop_namespace(ctx: Ctx, namespace: str, prefix: str = "") -> Response:
+    where = _parse_namespace(prefix, namespace)
+    objects = Objects(ctx)
+    await _namespace(objects, where)
+    async for name in objects.children(where, where.key):
+        child = _child(where, name)
+        nested = await objects.read_json(child, child.key + NAMESPACE_MARKER)
+        if nested is not None or _live(await objects.read_json(where, where.table_key(name) + TABLE_POINTER)):
+            raise IcebergError(409, f"Namespace is not empty: {name} is in it", "NamespaceNotEmptyException")
+    await objects.delete(where, where.key + NAMESPACE_MARKER)
+    return Response(status_code=204)
+
+
+@_route("POST", "namespaces/{namespace}/properties")
+async def update_namespace_properties(ctx: Ctx, request: Request, namespace: str, prefix: str = "") -> dict[str, Any]:
+    where = _parse_namespace(prefix, namespace)
+    body = await _json(request)
+    removals = [str(k) for k in body.get("removals") or []]
+    updates = {str(k): str(v) for k, v in (body.get("updates") or {}).items()}
+    if set(removals) & set(updates):
+        raise IcebergError(422, "a property is both removed and updated", "UnprocessableEntityException")
+    objects = Objects(ctx)
+    stored = await _namespace(objects, where)
+    properties = dict(stored.value.get("properties", {}))
+    missing = [k for k in removals if k not in properties]
+    for key in removals:
+        properties.pop(key, None)
+    properties.update(updates)
+    try:
+        await objects.write_json(where, where.key + NAMESPACE_MARKER, {"properties": properties}, if_match=stored.etag)
+    except Conflict:
+        raise commit_failed("the namespace's properties changed concurrently: retry") from None
+    removed = [k for k in removals if k not in missing]
+    return {"updated": list(updates), "removed": removed, "missing": missing}
+
+
+# --- tables --------------------------------------------------------------------------------
+
+
+class Table:
+    """A table as read: its pointer (and ETag, for the conditional write that replaces it) and
+    its current metadata."""
+
+    def __init__(self, where: Where, name: str, pointer: Stored, metadata_key: str, metadata: Metadata) -> None:
+        self.where = where
+        self.name = name
+        self.pointer = pointer
+        self.metadata_key = metadata_key
+        self.metadata = metadata
+
+
+def _table_where(prefix: str, namespace: str, table: str) -> tuple[Where, str]:
+    return _parse_namespace(prefix, namespace), _valid_level(table)
+
+
+def _live(pointer: Stored | None) -> bool:
+    """Whether a table pointer names a table: a renamed table leaves its old pointer behind as
+    a tombstone (no metadata-key), replaced by a conditional write like any other."""
+    return pointer is not None and "metadata-key" in pointer.value
+
+
+async def _read_pointer(objects: Objects, where: Where, name: str) -> Stored | None:
+    try:
+        return await objects.read_json(where, where.table_key(name) + TABLE_POINTER)
+    except RefGone:
+        raise no_such_namespace((where.repository, where.ref, *where.levels)) from None
+
+
+async def _claim(objects: Objects, where: Where, name: str, metadata_key: str) -> str:
+    """Point a new table `name` at metadata_key: only if no table has the name (no pointer, or
+    a tombstone still as read), as one conditional staging; AlreadyExistsException otherwise.
+    Returns the pointer's ETag."""
+    current = await _read_pointer(objects, where, name)
+    if _live(current):
+        raise already_exists(f"Table already exists: {'.'.join((*where.levels, name))}")
+    pointer_key = where.table_key(name) + TABLE_POINTER
+    value = {"metadata-key": metadata_key}
+    try:
+        if current is None:
+            return await objects.write_json(where, pointer_key, value, if_absent=True)
+        return await objects.write_json(where, pointer_key, value, if_match=current.etag)
+    except Conflict:
+        raise already_exists(f"Table already exists: {'.'.join((*where.levels, name))}") from None
+
+
+async def _read_table(objects: Objects, where: Where, name: str) -> Table | None:
+    pointer = await _read_pointer(objects, where, name)
+    if pointer is None or not _live(pointer):
+        return None
+    key = str(pointer.value["metadata-key"])
+    stored = await objects.read_json(where, key)
+    if stored is None:
+        raise IcebergError(500, f"the metadata file {key} of {name} is missing on {where.ref}")
+    return Table(where, name, pointer, key, stored.value)
+
+
+async def _existing_table(objects: Objects, where: Where, name: str) -> Table:
+    table = await _read_table(objects, where, name)
+    if table is None:
+        if where.levels:
+            await _namespace(objects, where)
+        raise no_such_table((where.repository, where.ref, *where.levels), name)
+    return table
+
+
+def _served(where: Where, metadata: Metadata) -> Metadata:
+    """The metadata as served from where's ref: a location in the repository names that ref, so
+    a client writes a branch's data files on that branch."""
+    location = str(metadata.get("location", ""))
+    head = f"s3://{where.repository}/"
+    if location.startswith(head):
+        _, _, rest = location[len(head) :].partition("/")
+        return {**metadata, "location": f"{head}{where.ref}/{rest}"}
+    return metadata
+
+
+def _result(where: Where, key: str, metadata: Metadata) -> dict[str, Any]:
+    return {"metadata-location": where.location(key), "metadata": _served(where, metadata), "config": {}}
+
+
+def _metadata_key(where: Where, name: str, metadata: Metadata) -> str:
+    version = len(metadata.get("metadata-log", [])) + 1
+    return f"{where.table_key(name)}metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
+
+
+async def _write_table(
+    objects: Objects, where: Where, name: str, metadata: Metadata, base: Table | None
+) -> tuple[str, str]:
+    """Write metadata as a new metadata file and point the table at it, if the pointer is still
+    the one base read (or, for a new table, there is none): CommitFailedException otherwise."""
+    if base is not None:
+        log = [*metadata.get("metadata-log", [])]
+        log.append(
+            {"metadata-file": where.location(base.metadata_key), "timestamp-ms": base.metadata["last-updated-ms"]}
+        )
+        metadata = {**metadata, "metadata-log": log}
+    key = _metadata_key(where, name, metadata)
+    await objects.write_json(where, key, metadata)
+    if base is None:
+        return key, await _claim(objects, where, name, key)
+    pointer = {"metadata-key": key}
+    try:
+        etag = await objects.write_json(
+            where, where.table_key(name) + TABLE_POINTER, pointer, if_match=base.pointer.etag
+        )
+    except Conflict:
+        raise commit_failed(f"Commit failed: {name} was changed concurrently; refresh and retry") from None
+    return key, etag
+
+
+@_route("GET", "namespaces/{namespace}/tables")
+async def list_tables(
+    ctx: Ctx,
+    namespace: str,
+    prefix: str = "",
+    page_token: Annotated[str, Query(alias="pageToken")] = "",
+    page_size: Annotated[int | None, Query(alias="pageSize")] = None,
+) -> dict[str, Any]:
+    limit = _page_size(page_size)
+    where = _parse_namespace(prefix, namespace)
+    objects = Objects(ctx)
+    await _namespace(objects, where)
+    identifiers: list[dict[str, Any]] = []
+    last = ""
+    async for name in objects.children(where, where.key, after=page_token):
+        if _live(await objects.read_json(where, where.table_key(name) + TABLE_POINTER)):
+            if len(identifiers) == limit:
+                return {"identifiers": identifiers, "next-page-token": last}
+            identifiers.append({"namespace": _names(where, prefix), "name": name})
+            last = name
+    return {"identifiers": identifiers, "next-page-token": None}
+
+
+@_route("POST", "namespaces/{namespace}/tables")
+async def create_table(ctx: Ctx, request: Request, namespace: str, prefix: str = "") -> dict[str, Any]:
+    where = _parse_namespace(prefix, namespace)
+    body = await _json(request)
+    name = _valid_level(str(body.get("name", "")))
+    if "schema" not in body:
+        raise bad_request("a table needs a schema")
+    objects = Objects(ctx)
+    await _namespace(objects, where)
+    if await _read_table(objects, where, name) is not None:
+        raise already_exists(f"Table already exists: {'.'.join((*_names(where, prefix), name))}")
+    location = body.get("location") or where.location(where.table_key(name).rstrip("/"))
+    metadata = new_metadata(body, str(location))
+    if body.get("stage-create"):
+        # Nothing is written: the client's first commit (assert-create) creates the table.
+        return {"metadata": _served(where, metadata), "config": {}}
+    key, _ = await _write_table(objects, where, name, metadata, None)
+    return _result(where, key, metadata)
+
+
+@_route("GET", "namespaces/{namespace}/tables/{table}")
+async def load_table(ctx: Ctx, namespace: str, table: str, prefix: str = "") -> dict[str, Any]:
+    where, name = _table_where(prefix, namespace, table)
+    found = await _existing_table(Objects(ctx), where, name)
+    return _result(where, found.metadata_key, found.metadata)
+
+
+@_route("HEAD", "namespaces/{namespace}/tables/{table}", status=204)
+async def table_exists(ctx: Ctx, namespace: str, table: str, prefix: str = "") -> Response:
+    where, name = _table_where(prefix, namespace, table)
+    await _existing_table(Objects(ctx), where, name)
+    return Response(status_code=204)
+
+
+async def _commit(objects: Objects, where: Where, name: str, body: dict[str, Any]) -> tuple[str, Metadata]:
+    requirements = body.get("requirements") or []
+    updates = body.get("updates") or []
+    current = await _read_table(objects, where, name)
+    creating = any(r.get("type") == "assert-create" for r in requirements)
+    if current is None and not creating:
+        if where.levels:
+            await _namespace(objects, where)
+        raise no_such_table((where.repository, where.ref, *where.levels), name)
+    check_requirements(None if current is None else current.metadata, requirements)
+    if current is None:
+        await _namespace(objects, where)
+        location = where.location(where.table_key(name).rstrip("/"))
+        base = empty_metadata(location)
+    else:
+        base = current.metadata
+    metadata = apply_updates(base, updates)
+    key, _ = await _write_table(objects, where, name, metadata, current)
+    return key, metadata
+
+
+@_route("POST", "namespaces/{namespace}/tables/{table}")
+async def commit_table(ctx: Ctx, request: Request, namespace: str, table: str, prefix: str = "") -> dict[str, Any]:
+    where, name = _table_where(prefix, namespace, table)
+    key, metadata = await _commit(Objects(ctx), where, name, await _json(request))
+    return {"metadata-location": where.location(key), "metadata": _served(where, metadata)}
+
+
+@_route("DELETE", "namespaces/{namespace}/tables/{table}", status=204)
+async def drop_table(ctx: Ctx, namespace: str, table: str, prefix: str = "", purgeRequested: bool = False) -> Response:
+    where, name = _table_where(prefix, namespace, table)
+    objects = Objects(ctx)
+    await _existing_table(objects, where, name)
+    await objects.delete(where, where.table_key(name) + TABLE_POINTER)
+    if purgeRequested:
+        # The table's files on this branch: metadata and data under its location. Other
+        # branches and commits keep theirs.
+        keys = [key async for key in objects.list_keys(where, where.table_key(name))]
+        for key in keys:
+            await objects.delete(where, key)
+    return Response(status_code=204)
+
+
+@_route("POST", "namespaces/{namespace}/register")
+async def register_table(ctx: Ctx, request: Request, namespace: str, prefix: str = "") -> dict[str, Any]:
+    where = _parse_namespace(prefix, namespace)
+    body = await _json(request)
+    name = _valid_level(str(body.get("name", "")))
+    location = str(body.get("metadata-location", ""))
+    head = f"s3://{where.repository}/"
+    if not location.startswith(head) or "/" not in location[len(head) :]:
+        raise bad_request(
+            f"metadata-location must be an object of {where.repository}: s3://{where.repository}/<ref>/<key>"
+        )
+    key = location[len(head) :].partition("/")[2]
+    objects = Objects(ctx)
+    await _namespace(objects, where)
+    stored = await objects.read_json(where, key)
+    if stored is None:
+        raise IcebergError(404, f"no metadata file {key} on {where.ref}", "NotFoundException")
+    existing = await _read_table(objects, where, name)
+    if existing is None or not body.get("overwrite"):
+        await _claim(objects, where, name, key)
+    else:
+        pointer_key = where.table_key(name) + TABLE_POINTER
+        try:
+            await objects.write_json(where, pointer_key, {"metadata-key": key}, if_match=existing.pointer.etag)
+        except Conflict:
+            raise commit_failed(f"Commit failed: {name} was changed concurrently; retry") from None
+    return _result(where, key, stored.value)
+
+
+@_route("POST", "tables/rename", status=204)
+async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response:
+    body = await _json(request)
+    try:
+        source, destination = body["source"], body["destination"]
+        from_where, from_name = _where(prefix, source["namespace"]), _valid_level(source["name"])
+        to_where, to_name = _where(prefix, destination["namespace"]), _valid_level(destination["name"])
+    except (KeyError, TypeError):
+        raise bad_request("rename takes a source and a destination, each a namespace and a name") from None
+    if (from_where.repository, from_where.ref) != (to_where.repository, to_where.ref):
+        raise bad_request("a table is renamed within one repository and ref")
+    objects = Objects(ctx)
+    table = await _existing_table(objects, from_where, from_name)
+    await _namespace(objects, to_where)
+    # The new pointer names the same metadata file: the table's files stay where they are. The
+    # old one becomes a tombstone If-Match it as read, so a commit that lands on the old name
+    # meanwhile is never lost: the rename then fails and its new name is given up.
+    claimed = await _claim(objects, to_where, to_name, table.metadata_key)
+    tombstone = {"renamed-to": [*to_where.levels, to_name]}
+    try:
+        await objects.write_json(
+            from_where, from_where.table_key(from_name) + TABLE_POINTER, tombstone, if_match=table.pointer.etag
+        )
+    except Conflict:
+        with contextlib.suppress(Conflict):
+            await objects.write_json(
+                to_where, to_where.table_key(to_name) + TABLE_POINTER, {"released": True}, if_match=claimed
+            )
+        raise commit_failed(f"Commit failed: {from_name} was changed during the rename; retry") from None
+    return Response(status_code=204)
+
+
+@_route("POST", "transactions/commit", status=204)
+async def commit_transaction(ctx: Ctx, request: Request, prefix: str = "") -> Response:
+    """Every table's requirements are checked and its metadata written before any pointer moves;
+    then the pointers move one conditional write each. A later one that fails puts the earlier
+    ones back (each If-Match what this request wrote), so the transaction stands whole or not at
+    all for every writer that goes through the catalog."""
+    body = await _json(request)
+    changes = body.get("table-changes")
+    if not isinstance(changes, list) or not changes:
+        raise bad_request("table-changes must be a non-empty list")
+    objects = Objects(ctx)
+    planned: list[tuple[Where, str, Table | None, Metadata]] = []
+    for change in changes:
+        identifier = change.get("identifier") or {}
+        where = _where(prefix, identifier.get("namespace") or [])
+        name = _valid_level(str(identifier.get("name", "")))
+        current = await _read_table(objects, where, name)
+        requirements = change.get("requirements") or []
+        if current is None:
+            raise no_such_table((where.repository, where.ref, *where.levels), name)
+        check_requirements(current.metadata, requirements)
+        planned.append((where, name, current, apply_updates(current.metadata, change.get("updates") or [])))
+    if len({(w.repository, w.ref, w.levels, n) for w, n, _, _ in planned}) != len(planned):
+        raise bad_request("a transaction names a table twice")
+    done: list[tuple[Where, str, Table, str]] = []
+    try:
+        for where, name, current, metadata in planned:
+            assert current is not None
+            _, etag = await _write_table(objects, where, name, metadata, current)
+            done.append((where, name, current, etag))
+    except IcebergError:
+        for where, name, current, etag in reversed(done):
+            pointer_key = where.table_key(name) + TABLE_POINTER
+            # If-Match what this request wrote: a writer that committed on top of it since keeps
+            # its commit (the table then holds this transaction's change too).
+            with contextlib.suppress(Conflict):
+                await objects.write_json(where, pointer_key, current.pointer.value, if_match=etag)
+        raise
+    return Response(status_code=204)
+
+
+ENDPOINTS = [
+    f"{method} /v1/{{prefix}}/{path}"
+    for method, path in (
+        ("GET", "namespaces"),
+        ("POST", "namespaces"),
+        ("GET", "namespaces/{namespace}"),
+        ("HEAD", "namespaces/{namespace}"),
+        ("DELETE", "namespaces/{namespace}"),
+        ("POST", "namespaces/{namespace}/properties"),
+        ("GET", "namespaces/{namespace}/tables"),
+        ("POST", "namespaces/{namespace}/tables"),
+        ("GET", "namespaces/{namespace}/tables/{table}"),
+        ("HEAD", "namespaces/{namespace}/tables/{table}"),
+        ("POST", "namespaces/{namespace}/tables/{table}"),
+        ("DELETE", "namespaces/{namespace}/tables/{table}"),
+        ("POST", "namespaces/{namespace}/register"),
+        ("POST", "tables/rename"),
+        ("POST", "transactions/commit"),
+    )
+]

@@ -1,0 +1,220 @@
+"""Where the catalog keeps what it knows: small JSON objects on a repository's ref, read and
+written through the REST API's backend like any object, so a branch, a diff, a commit and a
+merge carry them.
+
+A namespace `a.b` on `<repository>.<ref>` is the object `a/b/_iceberg_namespace.json` (its
+properties); a table `a.b.t` lives under `a/b/t/`: its metadata files in `metadata/` (new ones
+named `NNNNN-<uuid>.metadata.json` as Iceberg names them) and the table's pointer,
+`a/b/t/_iceberg_table.json`, which names the current metadata file. A catalog change is one
+conditional staging of the pointer on the branch (If-Match its ETag as read, or absent for a
+new table): two writers that read the same pointer cannot both replace it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from edge.api.context import Context
+from edge.api.errors import ApiError
+from edge.api.iceberg.errors import IcebergError
+from edge.api.objects.write import typed_call
+from edge.core.object_reads import read_whole
+from edge.core.object_writes import NoSuchBranch, NotABranch, ObjectWriteFailed, SourceBody
+from silt.block.adapter import PutResult
+from silt.errors import FailedPrecondition, NotFound, SiltError
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.graveler.v1 import model_pb2 as pb
+from silt.iam_actions import DELETE_OBJECT, READ_OBJECT, WRITE_OBJECT
+from silt.objects import split_address
+
+NAMESPACE_MARKER = "_iceberg_namespace.json"
+TABLE_POINTER = "_iceberg_table.json"
+JSON = "application/json"
+
+
+class RefGone(Exception):
+    """The repository or the ref is not there: what holds the namespace does not exist."""
+
+
+class Conflict(Exception):
+    """A conditional write whose condition did not hold: another writer was first."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """A namespace's place: the repository, the ref, and its levels below them."""
+
+    repository: str
+    ref: str
+    levels: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        """The namespace's key prefix, ending in "/" ("" for the ref's root)."""
+        return "".join(level + "/" for level in self.levels)
+
+    def table_key(self, name: str) -> str:
+        return f"{self.key}{name}/"
+
+    def location(self, key: str) -> str:
+        return f"s3://{self.repository}/{self.ref}/{key}"
+
+
+@dataclass(frozen=True)
+class Stored:
+    value: dict[str, Any]
+    etag: str
+
+
+class _Bytes:
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    async def read(self, n: int) -> bytes:
+        chunk, self._data = self._data[:n], self._data[n:]
+        return chunk
+
+
+class _JsonBody(SourceBody):
+    content_type: str | None = JSON
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(_Bytes(data), len(data))
+
+    async def finish(self, written: PutResult) -> dict[str, str]:
+        return {}
+
+
+class Objects:
+    """The catalog's reads and writes for one request, each authorized as the object action it is."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    async def read_json(self, where: Where, key: str) -> Stored | None:
+        """The JSON object at key on where's ref; None if there is no such object."""
+        await self.ctx.authorize_key(READ_OBJECT, where.repository, key)
+        backend = self.ctx.backend
+        request = api.StatEntryRequest(repository=where.repository, ref=where.ref, key=key)
+        try:
+            info = await backend.stat_entry(request, self.ctx.deadline, typed=True)
+        except NotFound as exc:
+            if exc.what in (None, "object"):
+                return None
+            raise RefGone(str(exc)) from None
+        except ApiError as exc:
+            if exc.status == 404:
+                raise RefGone(exc.message) from None
+            raise
+        entry = info.entry
+        repository_namespace = await backend.namespace(where.repository, self.ctx.deadline)
+        namespace, address = split_address(repository_namespace, entry.physical_address)
+        source = backend.entry_reader(repository_namespace, entry)
+        data = await backend.run(read_whole, source, namespace, address, None)
+        try:
+            value = json.loads(data)
+        except ValueError:
+            raise IcebergError(500, f"{key} on {where.ref} is not JSON") from None
+        return Stored(value, entry.etag.strip('"'))
+
+    async def write_json(
+        self, where: Where, key: str, value: dict[str, Any], *, if_absent: bool = False, if_match: str = ""
+    ) -> str:
+        """Stage value at key on where's ref (a branch); with if_absent or if_match (an ETag) only
+        if the key is absent or still has that ETag, checked and staged as one step: Conflict
+        otherwise. Returns the new ETag."""
+        await self.ctx.authorize_key(WRITE_OBJECT, where.repository, key, branch=where.ref)
+        data = json.dumps(value, separators=(",", ":")).encode()
+        staged = api.StageEntryRequest(
+            repository=where.repository,
+            branch=where.ref,
+            key=key,
+            entry=pb.Entry(content_type=JSON),
+            if_absent=if_absent,
+            if_match_etag=if_match,
+        )
+        try:
+            await self.ctx.backend.write_object(
+                staged, _JsonBody(data), self.ctx.deadline, branch_by_name=True, absent_first=if_absent
+            )
+        except ObjectWriteFailed as failed:
+            error = _write_error(where, failed.error)
+            if isinstance(error, RefGone) and await self._readable(where):
+                error = _read_only(where)
+            raise error from None
+        return staged.entry.etag.strip('"')
+
+    async def _readable(self, where: Where) -> bool:
+        """Whether where's ref resolves (a tag or a commit, when it is not a branch)."""
+        request = api.ResolveRefRequest(repository=where.repository, ref=where.ref)
+        try:
+            await typed_call(self.ctx, self.ctx.backend.graveler.ResolveRef, request)
+        except NotFound:
+            return False
+        return True
+
+    async def delete(self, where: Where, key: str) -> None:
+        await self.ctx.authorize_key(DELETE_OBJECT, where.repository, key, branch=where.ref)
+        request = api.DeleteEntryRequest(repository=where.repository, branch=where.ref, key=key)
+        try:
+            await typed_call(self.ctx, self.ctx.backend.graveler.DeleteEntry, request)
+        except NotFound as exc:
+            if exc.what not in (None, "object"):
+                if await self._readable(where):
+                    raise _read_only(where) from None
+                raise RefGone(str(exc)) from None
+        except FailedPrecondition as exc:
+            raise _write_error(where, exc) from None
+
+    async def children(self, where: Where, prefix: str, after: str = "") -> AsyncIterator[str]:
+        """The names of the "directories" right under prefix on where's ref, in order, from the
+        one after `after` (a name) on."""
+        await self.ctx.read_repo_scope(where.repository)
+        after = f"{prefix}{after}/" if after else ""
+        while True:
+            request = api.ListEntriesRequest(
+                repository=where.repository, ref=where.ref, prefix=prefix, delimiter="/", after=after, amount=1000
+            )
+            try:
+                page = await self.ctx.backend.list_entries(request, self.ctx.deadline)
+            except ApiError as exc:
+                if exc.status == 404:
+                    raise RefGone(exc.message) from None
+                raise
+            for item in page.items:
+                if item.common_prefix:
+                    yield item.key[len(prefix) :].rstrip("/")
+                after = item.key
+            if not page.has_more or not page.items:
+                return
+
+    async def list_keys(self, where: Where, prefix: str) -> AsyncIterator[str]:
+        """Every key under prefix on where's ref."""
+        after = ""
+        while True:
+            request = api.ListEntriesRequest(repository=where.repository, ref=where.ref, prefix=prefix, after=after)
+            page = await self.ctx.backend.list_entries(request, self.ctx.deadline)
+            for item in page.items:
+                yield item.key
+                after = item.key
+            if not page.has_more or not page.items:
+                return
+
+
+def _read_only(where: Where) -> IcebergError:
+    return IcebergError(
+        403, f"{where.repository}.{where.ref} is not a branch: tags and commits are read-only", "ForbiddenException"
+    )
+
+
+def _write_error(where: Where, error: SiltError) -> Exception:
+    if isinstance(error, NotABranch):
+        return _read_only(where)
+    if isinstance(error, NoSuchBranch) or (isinstance(error, NotFound) and error.what in ("branch", "repository")):
+        return RefGone(str(error))
+    if isinstance(error, FailedPrecondition | NotFound):
+        return Conflict(str(error))
+    return IcebergError(503, f"the write failed: {error}", "ServiceUnavailableException")
