@@ -36,3 +36,14 @@ def undeletable(kind: str, entity_id: str) -> str:
         f"{kind} {entity_id!r} {SYSTEM_ENTITY} {kind}s: setup writes it again at every start and Silt's "
         f"services or preset roles depend on it, so it cannot be deleted; detach it or remove members instead"
     )
+
+
+def kept_binding(binding: str) -> str:
+    """Why a binding setup makes (a preset group's policy, a service user's rights or group)
+    stays: setup makes it again at every start, so undoing it would be undone in turn, and a
+    group narrowed that way would silently hold its policy again after a restart."""
+    return (
+        f"{binding} {SYSTEM_ENTITY} bindings: setup makes it again at every start, so undoing it would "
+        "silently come undone; to narrow a preset group, move its members to a group of your own or "
+        "attach a policy with Deny statements to it"
+    )

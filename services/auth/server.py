@@ -20,7 +20,7 @@ from services.auth.model import IamModel
 from services.auth.policies import check_resource
 from services.auth.secrets import SecretBox
 from services.auth.sessions import SessionTokens, secrets_match
-from services.auth.setup import ADMINS, SILT_POLICIES
+from services.auth.setup import ADMINS, SILT_POLICIES, bound_by_setup, member_by_setup
 from silt.access_keys import check_access_key_id
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
@@ -35,7 +35,7 @@ from silt.iam_actions import (
     policy_resource,
     user_resource,
 )
-from silt.iam_system import SYSTEM_GROUPS, SYSTEM_POLICIES, undeletable
+from silt.iam_system import SYSTEM_GROUPS, SYSTEM_POLICIES, kept_binding, undeletable
 from silt.rpc.channels import server_credentials
 from silt.rpc.interceptor import current_principal
 from silt.rpc.limits import AUTH_LIMITS
@@ -141,6 +141,8 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     def RemoveGroupMember(
         self, request: api.GroupMemberRequest, context: grpc.ServicerContext
     ) -> api.GroupMemberResponse:
+        if member_by_setup(request.group_id, request.user_id):
+            raise FailedPrecondition(kept_binding(f"membership of {request.user_id!r} in group {request.group_id!r}"))
         self.grants.remove_member(current_principal().user_id, request.group_id)
         self.model.remove_member(request.group_id, request.user_id)
         log.info("user %r removed from group %r by %s", request.user_id, request.group_id, describe_caller())
@@ -232,6 +234,9 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     def DetachPolicy(
         self, request: api.PolicyAttachmentRequest, context: grpc.ServicerContext
     ) -> api.PolicyAttachmentResponse:
+        if bound_by_setup(request.policy_id, request.user_id, request.group_id):
+            holder = f"group {request.group_id!r}" if request.group_id else f"user {request.user_id!r}"
+            raise FailedPrecondition(kept_binding(f"policy {request.policy_id!r} on {holder}"))
         self.grants.detach_policy(current_principal().user_id, request.policy_id)
         self.model.detach_policy(request.policy_id, user_id=request.user_id, group_id=request.group_id)
         _log_attachment(request, "detached from")

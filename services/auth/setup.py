@@ -197,6 +197,19 @@ def service_rights(service: str) -> tuple[list[str], list[str]]:
     return [SERVICES], verifier
 
 
+def bound_by_setup(policy_id: str, user_id: str = "", group_id: str = "") -> bool:
+    """Whether every setup run attaches policy_id to this group (a preset group's own policy)
+    or to this user (a service user's rights): a detach of it would not last."""
+    if group_id:
+        return group_id in PRESET_GROUPS and PRESET_GROUPS[group_id][1] == policy_id
+    return any(user_id == service_user_id(s) and policy_id in service_rights(s)[1] for s in DEFAULT_SERVICES)
+
+
+def member_by_setup(group_id: str, user_id: str) -> bool:
+    """Whether every setup run puts user_id in group_id (a service user in its group)."""
+    return any(user_id == service_user_id(s) and group_id in service_rights(s)[0] for s in DEFAULT_SERVICES)
+
+
 def _sync_presets(model: IamModel, services: Sequence[str]) -> None:
     """Silt's policies as this version defines them, the preset groups with their policy, and
     each named service's user with its rights. Creates what is missing and rewrites Silt's own

@@ -536,7 +536,9 @@ def test_a_copy_is_one_call_sharing_bytes_within_a_repository_and_copying_them_f
 
     async def body(client: EdgeClient) -> None:
         refused = _rpc_error(grpc.StatusCode.FAILED_PRECONDITION, "the branch is protected")
-        graveler = _Graveler(stage=[None, None, refused], repository=(NAMESPACE, "id-1"), refs={"main": _BRANCH})
+        graveler = _Graveler(
+            stage=[None, None, refused, refused], repository=(NAMESPACE, "id-1"), refs={"main": _BRANCH}
+        )
         _answer(client, graveler)
         place = RepositoryPlace(NAMESPACE, "id-1")
         client.adapter.put(NAMESPACE, ADDRESS, io.BytesIO(b"payload"), 7)
@@ -566,5 +568,14 @@ def test_a_copy_is_one_call_sharing_bytes_within_a_repository_and_copying_them_f
         # Graveler certainly refused it: the copied bytes are gone (only the two written remain).
         kept = sorted(f.name for f in _files(tmp_path) if not f.name.startswith(".silt-etag-"))
         assert len(kept) == 3 and refused_copy.entry.physical_address.rsplit("/", 1)[-1] not in kept
+
+        # A refused copy within the repository deletes nothing: the bytes are the source's own.
+        refused_within = _request()
+        refused_within.entry.CopyFrom(source)
+        with pytest.raises(ObjectWriteFailed) as failed:
+            await client.copy_entry(refused_within, place, source, read_in="id-1")
+        assert failed.value.phase is WritePhase.STAGING
+        with client.adapter.get(NAMESPACE, ADDRESS) as stored:
+            assert stored.read() == b"payload"
 
     asyncio.run(_with_client(tmp_path, body))

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../src/api";
 import { errorTitle } from "../src/components/error_page";
-import { patternRegExp, refusalOf, repoOfPath, rulesFor } from "../src/components/refusal";
+import { patternMatches, refusalOf, repoOfPath, rulesFor } from "../src/components/refusal";
 import { uploadSummary } from "../src/pages/objects_upload";
 
 describe("refusalOf", () => {
@@ -26,13 +26,70 @@ describe("refusalOf", () => {
 
 describe("protection patterns", () => {
   it("match whole branch names as graveler does", () => {
-    expect(patternRegExp("main").test("main")).toBe(true);
-    expect(patternRegExp("main").test("mainline")).toBe(false);
-    expect(patternRegExp("rel-*").test("rel-1")).toBe(true);
-    expect(patternRegExp("rel-*").test("rel-1/x")).toBe(false);
-    expect(patternRegExp("rel/**").test("rel/a/b")).toBe(true);
-    expect(patternRegExp("a.b").test("axb")).toBe(false);
+    expect(patternMatches("main", "main")).toBe(true);
+    expect(patternMatches("main", "mainline")).toBe(false);
+    expect(patternMatches("rel-*", "rel-1")).toBe(true);
+    expect(patternMatches("rel-*", "rel-1/x")).toBe(false);
+    expect(patternMatches("rel/**", "rel/a/b")).toBe(true);
+    expect(patternMatches("a.b", "axb")).toBe(false);
+    expect(patternMatches("*", "")).toBe(true);
+    expect(patternMatches("**", "a/b")).toBe(true);
+    // `**/` at a segment's start: any whole segments, also none.
+    expect(patternMatches("**/rel", "rel")).toBe(true);
+    expect(patternMatches("**/rel", "team/a/rel")).toBe(true);
+    expect(patternMatches("**/rel", "teamrel")).toBe(false);
+    expect(patternMatches("team/**/rel", "team/rel")).toBe(true);
+    expect(patternMatches("team/**/rel", "team/x/y/rel")).toBe(true);
+    expect(patternMatches("team/**/rel", "team/xrel")).toBe(false);
+    expect(patternMatches("a**b", "a/x/b")).toBe(true);
+    expect(patternMatches("a*b", "a/b")).toBe(false);
     expect(rulesFor([{ pattern: "ma*" }, { pattern: "dev" }], "main").map((r) => r.pattern)).toEqual(["ma*"]);
+  });
+
+  it("agree with graveler's RE2 reading on short patterns and names", () => {
+    // graveler's glob as a regular expression (engine/core/committed/globs.py), safe on inputs this short.
+    const reading = (pattern: string): RegExp => {
+      let source = "";
+      for (let i = 0; i < pattern.length; ) {
+        if (pattern.startsWith("**", i)) {
+          const segments = (i === 0 || pattern[i - 1] === "/") && pattern[i + 2] === "/";
+          source += segments ? "(?:.*/)?" : ".*";
+          i += segments ? 3 : 2;
+        } else {
+          source += pattern[i] === "*" ? "[^/]*" : pattern[i];
+          i += 1;
+        }
+      }
+      return new RegExp(`^${source}$`, "s");
+    };
+    let seed = 7;
+    const pick = (alphabet: string, most: number): string => {
+      let text = "";
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      for (let n = seed % (most + 1); n > 0; n--) {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        text += alphabet[seed % alphabet.length];
+      }
+      return text;
+    };
+    for (let round = 0; round < 3000; round++) {
+      const pattern = pick("ab/**", 7);
+      const name = pick("ab/", 8);
+      expect([pattern, name, patternMatches(pattern, name)]).toEqual([pattern, name, reading(pattern).test(name)]);
+    }
+  });
+
+  it("match in time linear in the name, whatever the pattern", () => {
+    // A backtracking RegExp of this one takes about 6 s over 60 characters (and grows exponentially).
+    let started = performance.now();
+    expect(patternMatches("*a".repeat(6) + "*b", "a".repeat(60))).toBe(false);
+    expect(performance.now() - started).toBeLessThan(500);
+    const hostile = "*a".repeat(16) + "*b";
+    started = performance.now();
+    expect(patternMatches(hostile, "a".repeat(256))).toBe(false);
+    expect(patternMatches(hostile, "a".repeat(255) + "b")).toBe(true);
+    expect(rulesFor([{ pattern: hostile }], "a".repeat(200))).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(500);
   });
 
   it("find the repository of a UI path", () => {

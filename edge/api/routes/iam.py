@@ -37,7 +37,7 @@ from edge.api.session_cookie import drop_session_cookie
 from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.errors import SILT_OWN_POLICY
-from silt.iam_system import SYSTEM_ENTITY, SYSTEM_GROUPS, SYSTEM_POLICIES
+from silt.iam_system import SYSTEM_ENTITY, SYSTEM_GROUPS, SYSTEM_POLICIES, kept_binding
 from silt.paging import MAX_PAGE
 
 router = APIRouter()
@@ -123,12 +123,14 @@ async def _listing(
     return JSONResponse(body)
 
 
-async def _delete_unless_system(ctx: Context, method: Any, request: Any) -> None:
+async def _unless_system(ctx: Context, method: Any, request: Any) -> None:
+    """An IAM call that auth refuses for what Silt's setup writes (a system group or policy
+    deleted, a preset binding undone): 409, not 400."""
     try:
         await iam_call(ctx, method, request)
     except ApiError as exc:
         if exc.status == 400 and SYSTEM_ENTITY in exc.message:
-            # Not a malformed request: the group or policy is Silt's own and stays.
+            # Not a malformed request: the group, policy or binding is Silt's own and stays.
             raise ApiError(409, exc.message) from None
         raise
 
@@ -189,7 +191,7 @@ async def _attachment(ctx: Context, action: str, method: Any, principal: str, po
     # Both ends, as auth's rule: whoever attaches to a user must also hold the action on the policy.
     await ctx.authorize(action, principal)
     await ctx.authorize(action, a.policy_resource(policy_id))
-    await iam_call(ctx, method, auth_api.PolicyAttachmentRequest(policy_id=policy_id, **ids))
+    await _unless_system(ctx, method, auth_api.PolicyAttachmentRequest(policy_id=policy_id, **ids))
 
 
 @router.put(USER + "/policies/{policyId}", status_code=201)
@@ -290,7 +292,7 @@ async def get_group(ctx: Ctx, group_id: GroupId) -> Response:
 @router.delete(GROUP, status_code=204)
 async def delete_group(ctx: Ctx, group_id: GroupId) -> Response:
     await ctx.authorize(a.DELETE_GROUP, a.group_resource(group_id))
-    await _delete_unless_system(ctx, ctx.backend.auth.DeleteGroup, auth_api.DeleteGroupRequest(id=group_id))
+    await _unless_system(ctx, ctx.backend.auth.DeleteGroup, auth_api.DeleteGroupRequest(id=group_id))
     return no_content()
 
 
@@ -305,7 +307,7 @@ async def _membership(ctx: Context, action: str, method: Any, group_id: str, use
     # Both ends, as auth's rule: a membership changes what the user may do.
     await ctx.authorize(action, a.group_resource(group_id))
     await ctx.authorize(action, a.user_resource(user_id))
-    await iam_call(ctx, method, auth_api.GroupMemberRequest(group_id=group_id, user_id=user_id))
+    await _unless_system(ctx, method, auth_api.GroupMemberRequest(group_id=group_id, user_id=user_id))
 
 
 @router.put(GROUP + "/members/{userId}", status_code=201)
@@ -378,6 +380,10 @@ async def set_group_acl(ctx: Ctx, group_id: GroupId, request: Request) -> Respon
     ACL is all the group grants. Each call is auth's, made for the caller (grants included)."""
     acl_policy = acl.settable_policy_id(group_id)
     await ctx.authorize(a.READ_GROUP, a.group_resource(group_id))
+    if group_id in SYSTEM_GROUPS:
+        # Its policy would be detached, and setup attaches it again at every start: refused
+        # before anything is written, as auth refuses that detach.
+        raise ApiError(409, kept_binding(f"the preset policy of group {group_id!r}"))
     # Writing the policy may replace it (delete and create) and attaches it to the group.
     for action in (a.CREATE_POLICY, a.DELETE_POLICY, a.ATTACH_POLICY):
         await ctx.authorize(action, a.policy_resource(acl_policy))
@@ -478,5 +484,5 @@ async def update_policy(ctx: Ctx, policy_id: PolicyId, request: Request) -> Resp
 @router.delete(POLICY, status_code=204)
 async def delete_policy(ctx: Ctx, policy_id: PolicyId) -> Response:
     await ctx.authorize(a.DELETE_POLICY, a.policy_resource(policy_id))
-    await _delete_unless_system(ctx, ctx.backend.auth.DeletePolicy, auth_api.DeletePolicyRequest(id=policy_id))
+    await _unless_system(ctx, ctx.backend.auth.DeletePolicy, auth_api.DeletePolicyRequest(id=policy_id))
     return no_content()

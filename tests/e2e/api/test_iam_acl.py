@@ -187,3 +187,22 @@ def test_only_administrators_set_or_read_acls(api: Api, client: lakefs_sdk.ApiCl
     member = _member(api, client, group_id)
     error_message(_set(api, group_id, {"permission": "Admin"}, member), 403)
     assert json.loads(_get(api, group_id).data) == {"permission": "Read"}
+
+
+def test_what_setup_binds_again_is_kept_with_409(api: Api, client: lakefs_sdk.ApiClient) -> None:
+    """A preset group's policy, a service user's rights and group: setup binds them again at
+    every start, so undoing one (an ACL set on a preset group detaches its policy) would not
+    last; the API answers 409 and writes nothing."""
+    auth = lakefs_sdk.AuthApi(client)
+    for undo in (
+        lambda: auth.detach_policy_from_group("Analysts", "RepoReadAll"),
+        lambda: auth.detach_policy_from_user("svc-api", "ApiActsForUsers"),
+        lambda: auth.delete_group_membership("Services", "svc-gateway"),
+    ):
+        with pytest.raises(ApiException) as refused:
+            undo()
+        assert refused.value.status == 409 and "setup makes it again at every start" in str(refused.value.body)
+    assert "setup makes it again" in error_message(_set(api, "Analysts", {"permission": "Read"}), 409)
+    analysts = [p.id for p in auth.list_group_policies("Analysts").results]
+    assert "RepoReadAll" in analysts and "ACL_-_Analysts" not in analysts
+    assert "svc-gateway" in [u.id for u in auth.list_group_members("Services").results]

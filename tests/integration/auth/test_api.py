@@ -5,11 +5,14 @@ from __future__ import annotations
 import grpc
 from pydantic import SecretStr
 
+from services.auth import setup as auth_setup
+from services.auth.setup import ANALYSTS, API_ACTOR_POLICY, PRESET_GROUPS, SERVICES, service_user_id
 from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import model_pb2 as pb
+from silt.iam_system import SYSTEM_ENTITY
 from silt.rpc.signing import Credentials
-from tests.integration.auth.support import Stack, code_of, remember, unique
+from tests.integration.auth.support import Stack, code_of, details_of, remember, unique
 
 
 def test_users_groups_and_members(stack: Stack) -> None:
@@ -106,3 +109,36 @@ def test_credentials_lifecycle(stack: Stack) -> None:
     ]
     stack.pass_cache_ttl()
     assert code_of(lambda: stack.auth(key).WhoAmI(api.WhoAmIRequest())) == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_what_setup_binds_again_at_every_start_cannot_be_detached_or_removed(stack: Stack) -> None:
+    """Setup attaches each preset group's policy and each service user's rights again at every
+    start: a detach or removal through the API would be silently undone (an Analysts group
+    narrowed by detaching RepoReadAll reads every repository again after a restart), so auth
+    refuses it; the same policy attached elsewhere detaches as any other."""
+    admin = stack.auth(stack.admin)
+    refused = grpc.StatusCode.FAILED_PRECONDITION
+    kept = [
+        api.PolicyAttachmentRequest(policy_id=PRESET_GROUPS[ANALYSTS][1], group_id=ANALYSTS),
+        api.PolicyAttachmentRequest(policy_id=API_ACTOR_POLICY, user_id=service_user_id("api")),
+    ]
+    for attachment in kept:
+        assert code_of(lambda: admin.DetachPolicy(attachment)) == refused  # noqa: B023
+        assert SYSTEM_ENTITY in details_of(lambda: admin.DetachPolicy(attachment))  # noqa: B023
+    membership = api.GroupMemberRequest(group_id=SERVICES, user_id=service_user_id("gateway"))
+    assert code_of(lambda: admin.RemoveGroupMember(membership)) == refused
+    analysts = admin.ListGroupPolicies(api.ListGroupPoliciesRequest(group_id=ANALYSTS)).policies
+    assert PRESET_GROUPS[ANALYSTS][1] in [p.id for p in analysts]
+    # Why: setup binds them again (here run on the model, as every start runs it).
+    stack.model.detach_policy(PRESET_GROUPS[ANALYSTS][1], group_id=ANALYSTS)
+    assert auth_setup.setup(stack.model) is None
+    analysts = admin.ListGroupPolicies(api.ListGroupPoliciesRequest(group_id=ANALYSTS)).policies
+    assert PRESET_GROUPS[ANALYSTS][1] in [p.id for p in analysts]
+    # A system policy attached by an administrator detaches, and a member they added leaves.
+    user = unique("u")
+    admin.CreateUser(api.CreateUserRequest(id=user))
+    mine = api.PolicyAttachmentRequest(policy_id=PRESET_GROUPS[ANALYSTS][1], user_id=user)
+    admin.AttachPolicy(mine)
+    admin.DetachPolicy(mine)
+    admin.AddGroupMember(api.GroupMemberRequest(group_id=ANALYSTS, user_id=user))
+    admin.RemoveGroupMember(api.GroupMemberRequest(group_id=ANALYSTS, user_id=user))

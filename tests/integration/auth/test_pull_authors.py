@@ -4,12 +4,17 @@ it acts for, and the real caller is recorded beside that name. Through real, aut
 
 from __future__ import annotations
 
+import io
+
 import grpc
 
 from services.auth.setup import ANALYSTS, DEVELOPERS, SERVICES
+from silt import iam_actions as a
+from silt.auth.v1 import auth_pb2 as auth_api
+from silt.auth.v1 import model_pb2 as auth_pb
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as gpb
-from tests.integration.auth.support import Stack, code_of
+from tests.integration.auth.support import Stack, code_of, unique
 
 
 def test_authors_are_callers_unless_a_trusted_service_names_them(stack: Stack) -> None:
@@ -84,3 +89,64 @@ def test_authors_are_callers_unless_a_trusted_service_names_them(stack: Stack) -
     rule = gpb.BranchProtectionRule(pattern="main", block_direct_writes=True)
     protect = api.SetBranchProtectionRequest(repository=repo, rules=[rule])
     assert code_of(lambda: stack.gv(dev).SetBranchProtection(protect)) == grpc.StatusCode.PERMISSION_DENIED
+
+
+# Refuses the branch or tag change when its hook could read secret.txt: whose reads the hook
+# made shows in whether the change went through.
+SECRET_READER_HOOK = b"""name: secret-reader
+on:
+  pre-create-branch:
+  pre-create-tag:
+  pre-delete-tag:
+hooks:
+  - id: read
+    type: lua
+    properties:
+      script: |
+        local lakefs = require("lakefs")
+        local status, _ = lakefs.get_object(action.repository_id, "main", "secret.txt")
+        if status == 200 then error("read secret.txt") end
+"""
+
+
+def _commit_files(stack: Stack, repo: str, files: dict[str, bytes]) -> None:
+    admin = stack.gv(stack.admin)
+    namespace = stack.graveler.refs.repository(repo).namespace
+    for key, data in files.items():
+        address = unique("data/hook")
+        stack.graveler.committed.adapter.put(namespace, address, io.BytesIO(data), len(data))
+        entry = gpb.Entry(physical_address=address, size=len(data), etag=address)
+        admin.StageEntry(api.StageEntryRequest(repository=repo, branch="main", key=key, entry=entry))
+    admin.Commit(api.CommitRequest(repository=repo, branch="main", message="files"))
+
+
+def test_hooks_read_as_the_named_user_only_when_a_trusted_service_names_them(stack: Stack) -> None:
+    """CreateBranch, CreateTag and DeleteTag name the user their hooks read as (`user`); a caller
+    without auth:ActForUser naming someone who may read more still has its hooks read as itself."""
+    repo = stack.new_repo()
+    _commit_files(stack, repo, {"secret.txt": b"s", "_lakefs_actions/reader.yaml": SECRET_READER_HOOK})
+    reader_id, _ = stack.new_user([DEVELOPERS], prefix="reader")
+    narrowed_id, narrowed = stack.new_user([DEVELOPERS], prefix="narrowed")
+    deny = auth_pb.Statement(
+        effect=auth_pb.EFFECT_DENY, actions=[a.READ_OBJECT], resources=[a.object_resource(repo, "secret.txt")]
+    )
+    policy_id = unique("no-secret")
+    admin_auth = stack.auth(stack.admin)
+    admin_auth.CreatePolicy(auth_api.CreatePolicyRequest(id=policy_id, statements=[deny]))
+    admin_auth.AttachPolicy(auth_api.PolicyAttachmentRequest(policy_id=policy_id, user_id=narrowed_id))
+    narrowed_gv, service = stack.gv(narrowed), stack.gv(stack.services["api"])
+    refused = grpc.StatusCode.FAILED_PRECONDITION
+
+    # The narrowed user naming the reader: its hooks still read as itself, and cannot read the secret.
+    narrowed_gv.CreateBranch(api.CreateBranchRequest(repository=repo, name="b1", source_ref="main", user=reader_id))
+    narrowed_gv.CreateTag(api.CreateTagRequest(repository=repo, id="t1", ref="main", user=reader_id))
+    narrowed_gv.DeleteTag(api.DeleteTagRequest(repository=repo, id="t1", user=reader_id))
+    # The REST API's user naming the narrowed user: read as that user, refused the secret too.
+    service.CreateTag(api.CreateTagRequest(repository=repo, id="t2", ref="main", user=narrowed_id))
+    # The REST API's user naming the reader: its hooks read the secret, and refuse each change.
+    by_reader = api.CreateBranchRequest(repository=repo, name="b2", source_ref="main", user=reader_id)
+    assert code_of(lambda: service.CreateBranch(by_reader)) == refused
+    tag_by_reader = api.CreateTagRequest(repository=repo, id="t3", ref="main", user=reader_id)
+    assert code_of(lambda: service.CreateTag(tag_by_reader)) == refused
+    untag_by_reader = api.DeleteTagRequest(repository=repo, id="t2", user=reader_id)
+    assert code_of(lambda: service.DeleteTag(untag_by_reader)) == refused

@@ -35,38 +35,79 @@ export interface ProtectionRule {
   required_checks?: string[];
 }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
+type Piece = { kind: "char"; char: string } | { kind: "segment" } | { kind: "anything" } | { kind: "segments" };
 
-/** A protection pattern as a RegExp over whole branch names, as graveler matches it:
- * `*` within a segment, `**` across `/`, `**` + `/` at a segment's start any whole segments. */
-export function patternRegExp(pattern: string): RegExp {
-  let source = "";
+/** A protection pattern's pieces, as graveler reads it (engine/core/committed/globs.py): `*`
+ * within a segment, `**` across `/`, `**` + `/` at a segment's start any whole segments. */
+function pieces(pattern: string): Piece[] {
+  const found: Piece[] = [];
   for (let i = 0; i < pattern.length; ) {
     if (pattern.startsWith("**", i)) {
       const startsSegment = i === 0 || pattern[i - 1] === "/";
       if (startsSegment && pattern[i + 2] === "/") {
-        source += "(?:.*/)?";
+        found.push({ kind: "segments" });
         i += 3;
       } else {
-        source += ".*";
+        found.push({ kind: "anything" });
         i += 2;
       }
     } else if (pattern[i] === "*") {
-      source += "[^/]*";
+      found.push({ kind: "segment" });
       i += 1;
     } else {
-      source += escapeRegExp(pattern[i]);
+      found.push({ kind: "char", char: pattern[i] });
       i += 1;
     }
   }
-  return new RegExp(`^${source}$`, "s");
+  return found;
+}
+
+/** Whether a protection pattern matches a whole branch name, as graveler matches it, in time
+ * linear in the name (every position of the pattern followed at once). Graveler uses RE2 for
+ * this reason: a backtracking RegExp takes time exponential in the wildcards on a pattern like
+ * `*a*a*a*a*a*a*b` over a long name of `a`s, which would freeze the page of everyone who opens
+ * such a branch. */
+export function patternMatches(pattern: string, name: string): boolean {
+  const glob = pieces(pattern);
+  const end = glob.length;
+  // States: i (0..end) "before piece i"; end + 1 + i "inside the `**/` piece i, owing a '/'".
+  const add = (states: Set<number>, i: number): void => {
+    if (states.has(i)) return;
+    states.add(i);
+    if (i < end && glob[i].kind !== "char") add(states, i + 1); // a wildcard may match nothing
+  };
+  let states = new Set<number>();
+  add(states, 0);
+  for (let k = 0; k < name.length && states.size > 0; k++) {
+    const char = name[k];
+    const next = new Set<number>();
+    for (const state of states) {
+      if (state > end) {
+        next.add(state);
+        if (char === "/") add(next, state - end);
+        continue;
+      }
+      if (state === end) continue;
+      const piece = glob[state];
+      if (piece.kind === "char") {
+        if (piece.char === char) add(next, state + 1);
+      } else if (piece.kind === "segment") {
+        if (char !== "/") add(next, state);
+      } else if (piece.kind === "anything") {
+        add(next, state);
+      } else {
+        next.add(end + 1 + state);
+        if (char === "/") add(next, state + 1);
+      }
+    }
+    states = next;
+  }
+  return states.has(end);
 }
 
 /** The rules whose pattern matches the branch. */
 export function rulesFor(rules: readonly ProtectionRule[], branch: string): ProtectionRule[] {
-  return rules.filter((rule) => patternRegExp(rule.pattern).test(branch));
+  return rules.filter((rule) => patternMatches(rule.pattern, branch));
 }
 
 /** Whether a rule keeps direct writes (uploads, deletes, commits) off its branches: a lakeFS

@@ -191,3 +191,24 @@ def test_a_listing_stopped_at_the_scan_cap_hands_out_a_token_not_a_hidden_key(
         "after: a position the hook's user may not list from",
     )
     assert _paths(other.list_objects(REPO, "main", "raw/a", "", "")) == ["raw/new", "raw/staged", "raw/sub/c"]
+
+
+def test_a_diff_starts_only_where_the_user_may_read_and_a_token_serves_its_own_listing(
+    engine: Graveler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _calls(engine, Authority({"v": NO_GOLD}), EventUser("v"))
+    # A diff's `after` among hidden keys would count them through the scan cap, as a listing's.
+    refused = (400, "after: a position the hook's user may not list from")
+    assert _message(calls.diff_refs(REPO, "base", "main", "gold/a")) == refused
+    assert _message(calls.diff_refs(REPO, "base", "main", "gold/", "", "/")) == refused
+    assert _message(calls.diff_branch(REPO, "main", "gold/a", 100, "", "")) == refused
+    # A token stands for a position in one listing: another listing of the same run refuses it.
+    monkeypatch.setattr(visible_pages, "MAX_SCANNED", 1)
+    status, page = calls.list_objects(REPO, "main", "", "", "")
+    token = page["pagination"]["next_offset"]
+    assert status == 200 and token.startswith(visible_pages.CURSOR_MARK)
+    foreign = (400, "after: not a position this hook was given for this listing")
+    assert _message(calls.diff_refs(REPO, "base", "main", token)) == foreign
+    assert _message(calls.list_objects(REPO, "main", token, "g", "")) == foreign
+    assert _message(calls.list_objects(REPO, "base", token, "", "")) == foreign
+    assert calls.list_objects(REPO, "main", token, "", "")[0] == 200
