@@ -141,6 +141,7 @@ class Mover:
         self._gateway = gateway  # the CLI's Client: its boto3 client is made only if needed
         self.api = api
         self._pools: dict[bool, Any] = {}
+        self._file_mode = new_file_mode()
         if api is not None:
             import urllib3
 
@@ -246,6 +247,8 @@ class Mover:
                         progress(len(chunk))
                 if received != size or (announced is not None and announced.isdigit() and int(announced) != size):
                     raise ClientError(f"{what}: incomplete download: {received} of {size} bytes")
+                # mkstemp's file is 0600; a downloaded file gets what any new file would.
+                tmp.chmod(self._file_mode)
                 tmp.replace(local)
             except BaseException:
                 tmp.unlink(missing_ok=True)
@@ -284,6 +287,16 @@ class Mover:
             return self._pools[own].request(method, url, timeout=60.0, **kwargs)
         except HTTPError as exc:
             raise ClientError(f"{what}: presigned {method} failed: {exc}", EXIT_UNAVAILABLE) from None
+
+
+def new_file_mode() -> int:
+    """The mode a new file gets here (0666 less the umask), read once in the command's thread:
+    the umask can only be read by setting it."""
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
