@@ -97,9 +97,17 @@ def _source_auth(source: LakeFSSource) -> object:
 def _target_auth() -> object:
     import lakefs_sdk
 
-    from cli.presign import rest_api
+    from cli.common import state
 
-    return lakefs_sdk.AuthApi(rest_api()._api_client)
+    connection = state().connection()
+    configuration = lakefs_sdk.Configuration(
+        host=connection.endpoint.rstrip("/") + "/api/v1",
+        username=connection.access_key_id,
+        password=connection.secret_access_key,
+    )
+    if connection.ca_file:
+        configuration.ssl_ca_cert = connection.ca_file
+    return lakefs_sdk.AuthApi(lakefs_sdk.ApiClient(configuration))
 
 
 @migrate.command("lakefs")

@@ -137,8 +137,8 @@ class Mover:
     """Makes the transfer jobs of one command: through presigned URLs (api given) or the S3
     gateway. Made in the command's thread; its jobs run in transfer threads."""
 
-    def __init__(self, gateway: Any, api: RestApi | None) -> None:
-        self._gateway = gateway  # the CLI's Client: its boto3 client is made only if needed
+    def __init__(self, gateway: Callable[[], Any], api: RestApi | None) -> None:
+        self._gateway = gateway  # the CLI's Client, made (gRPC imported) only if the gateway is used
         self.api = api
         self._pools: dict[bool, Any] = {}
         self._file_mode = new_file_mode()
@@ -156,7 +156,7 @@ class Mover:
 
     @property
     def s3(self) -> Any:
-        return self._gateway.s3
+        return self._gateway().s3
 
     def download(
         self, repo: str, ref: str, key: str, local: Path, size: int, after: Callable[[], None] | None = None
@@ -334,8 +334,7 @@ def _check_status(response: Any, what: str, *ok: int) -> None:
 def mover(presign: bool | None) -> Mover:
     """The command's Mover: presigned URLs unless presign is False or the server does not
     support them (asked once per invocation), else the S3 gateway."""
-    c = client()
     if presign is False:
-        return Mover(c, None)
+        return Mover(client, None)
     api = rest_api()
-    return Mover(c, api if api.presigns() else None)
+    return Mover(client, api if api.presigns() else None)
