@@ -3,9 +3,9 @@
 No timing here (bench/cli.py measures, `make bench-cli`): each test runs a fresh interpreter and
 checks which modules it imported. Importing cli.main, `silt --version`, `silt --help` and
 completing a command name import no command's module, nor gRPC, protobuf, pydantic, boto3,
-pyarrow and the like; `silt repo list` imports what a gRPC call needs and nothing of the
-journal, object stores or data frames, nor gRPC (it is a REST call), and builds the validator of the configuration sections it
-reads alone (silt.config.load_client_config), or, its configuration cached, no pydantic at all
+pyarrow and the like; `silt repo list` imports what a REST call needs (cli/rest.py) and nothing
+of gRPC, the journal, object stores or data frames, and builds the validator of the configuration
+sections it reads alone (silt.config.load_client_config), or, its configuration cached, no pydantic at all
 (cli/config_cache.py). Re-adding an eager import to cli/main.py or
 cli/common.py fails these.
 """
