@@ -233,3 +233,62 @@ def download(uri: str, destination: Path | None, recursive: bool, quiet: bool, p
 
 
 fs.add_command(presign)  # lakectl's `fs presign`, in a module of its own (it needs lakeFS's client)
+
+
+@fs.command("stage")
+@click.argument("uri", metavar="lakefs://REPO/BRANCH/PATH")
+@click.option("--location", required=True, help="The object's full address in the store (s3://bucket/key...).")
+@click.option("--size", type=int, required=True, help="Its size in bytes.")
+@click.option("--checksum", required=True, help="Its ETag (MD5, hex).")
+@click.option("--mtime", type=int, default=None, help="Its modification time, Unix seconds (default: now).")
+@click.option("--content-type", help="Its content type.")
+@click.option("--meta", multiple=True, metavar="KEY=VALUE", help="User metadata; repeatable.")
+@json_option
+def stage(
+    uri: str,
+    location: str,
+    size: int,
+    checksum: str,
+    mtime: int | None,
+    content_type: str | None,
+    meta: tuple[str, ...],
+) -> None:
+    """Name an object that is already in the store (below an allowed import prefix) at PATH on
+    the branch, without copying it (lakectl's fs stage)."""
+    from cli.common import meta_pairs
+
+    repo, branch, path = parse_uri(uri)
+    if not path:
+        raise ClientError(f"expected lakefs://<repository>/<branch>/<path>, got {uri!r}", EXIT_USAGE)
+    body: dict[str, Any] = {"physical_address": location, "checksum": checksum, "size_bytes": size}
+    if mtime is not None:
+        body["mtime"] = mtime
+    if content_type:
+        body["content_type"] = content_type
+    if meta:
+        body["metadata"] = meta_pairs(meta)
+    with on_branch(repo, branch):
+        info = rest().put(f"/repositories/{segment(repo)}/branches/{segment(branch)}/objects", body, {"path": path})
+    output({"path": info["path"], **records.entry(info)}, lambda: click.echo(f"Staged {info['path']} from {location}"))
+
+
+@fs.command("update-metadata")
+@click.argument("uri", metavar="lakefs://REPO/BRANCH/PATH")
+@click.option("--metadata", multiple=True, required=True, metavar="KEY=VALUE[,KEY=VALUE]", help="User metadata to set.")
+@json_option
+def update_metadata(uri: str, metadata: tuple[str, ...]) -> None:
+    """Replace an object's user metadata on a branch (lakectl's fs update-metadata)."""
+    from cli.common import meta_pairs
+
+    repo, branch, path = parse_uri(uri)
+    if not path:
+        raise ClientError(f"expected lakefs://<repository>/<branch>/<path>, got {uri!r}", EXIT_USAGE)
+    pairs = meta_pairs(tuple(pair for item in metadata for pair in item.split(",") if pair))
+    with on_branch(repo, branch):
+        rest().put(
+            f"/repositories/{segment(repo)}/branches/{segment(branch)}/objects/stat/user_metadata",
+            {"set": pairs},
+            {"path": path},
+            what=f"lakefs://{repo}/{branch}/{path}",
+        )
+    done(f"Metadata of {path} updated", path=path, metadata=pairs)

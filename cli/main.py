@@ -34,6 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "auth": ("cli.iam:auth", "Users, groups, policies and credentials."),
     "branch": ("cli.branch:branch", "Branches."),
     "branch-protect": ("cli.protect:branch_protect", "Branch protection rules (lakectl's branch-protect)."),
+    "completion": (
+        "cli.completion:completion",
+        "The shell completion script for SHELL: `source <(silt completion bash)`, or in ~/.bashrc.",
+    ),
     "commit": (
         "cli.commits:commit",
         "Commit a branch's uncommitted changes (only those under PREFIX when given).",
@@ -71,6 +75,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Merge SOURCE into the branch DESTINATION; conflicts are listed and exit with code 5.",
     ),
     "migrate": ("cli.migrate:migrate", "Bring repositories across from another system, with their history."),
+    "refs-dump": (
+        "cli.refs:refs_dump",
+        "Dump a repository's refs to its storage namespace; print the manifest refs-restore reads.",
+    ),
+    "refs-restore": (
+        "cli.refs:refs_restore",
+        "Restore refs from a manifest into a new, empty repository (made with the dump's storage namespace).",
+    ),
     "repo": ("cli.repo:repo", "Repositories."),
     "run": (
         "cli.run:run",
@@ -78,6 +90,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "show": ("cli.commits:show_commit", "The commit a ref resolves to."),
     "tag": ("cli.branch:tag", "Tags: immutable names for commits."),
+    "usage": ("cli.usage:usage", "The installation's usage report (lakectl's usage)."),
 }
 
 
