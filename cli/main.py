@@ -46,7 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cli.commits:diff",
         "Differences between two refs, or a branch's uncommitted changes when only LEFT is given.",
     ),
-    "doctor": ("cli.doctor:doctor", "Check credentials and connectivity to auth, graveler and the S3 gateway."),
+    "doctor": (
+        "cli.doctor:doctor",
+        "Check credentials and connectivity to the REST API, auth, graveler and the S3 gateway.",
+    ),
     "events": (
         "cli.events:events",
         "A branch's history events: reads, writes and deletes through S3 and the REST API,"

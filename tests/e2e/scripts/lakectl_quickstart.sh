@@ -10,6 +10,8 @@ repo="lakefs://${REPO}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
+echo "--- doctor"
+lakectl doctor
 lakectl repo create "$repo" "$NAMESPACE"
 lakectl repo list
 
