@@ -105,6 +105,13 @@ def test_round_trip_pull_and_conflict(silt: Silt, repo: str, tmp_path: Path) -> 
     staged = silt("local", "commit", str(work), "-m", "would take theirs", ok=False)
     assert staged.code == 5 and "uncommitted" in staged.err and "conflict: staged.txt" in staged.out
 
+    # Uncommitted changes outside the path are not the checkout's: its commit leaves them staged.
+    silt("branch", "reset", f"lakefs://{repo}/main/data/staged.txt", "-y")
+    silt("fs", "upload", "-q", str(theirs), f"silt://{repo}/main/outside.txt")
+    silt("local", "commit", str(work), "-m", "only mine")
+    assert silt("diff", f"lakefs://{repo}/main", "--json").json() == [{"key": "outside.txt", "type": "added"}]
+    assert "data/mine.txt" in silt("fs", "ls", f"lakefs://{repo}/main~0/data/", "--json").out
+
 
 def test_checkout_list_lakefs_uri_and_bad_input(silt: Silt, repo: str, tmp_path: Path) -> None:
     _seed(silt, repo, tmp_path)
