@@ -113,22 +113,6 @@ def segment(value: str) -> str:
     return quote(value, safe="")
 
 
-class Response:
-    """A streamed answer: read() in pieces, then close()."""
-
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw
-        self.status: int = raw.status
-        self.headers = raw.headers
-
-    def read(self, size: int = -1) -> bytes:
-        data: bytes = self._raw.read(size if size >= 0 else None)
-        return data
-
-    def close(self) -> None:
-        self._raw.close()
-
-
 class RestClient:
     """lakeFS's REST API at one endpoint; safe to share between threads (a connection each)."""
 
@@ -175,18 +159,21 @@ class RestClient:
                 conn.close()
             self._all.clear()
 
-    def _send(self, method: str, url: str, body: Any, headers: dict[str, str]) -> Any:
-        """The raw answer; a connection a server closed while idle is opened again once."""
+    def _send(self, method: str, url: str, body: bytes | None, headers: dict[str, str]) -> Any:
+        """The raw answer. A kept-alive connection the server closed while it was idle fails the
+        next request at once: that request is sent again, once, on a new connection."""
         import http.client
 
         for attempt in (1, 2):
+            reused = getattr(self._local, "conn", None) is not None
             conn = self._connection()
             try:
                 conn.request(method, url, body=body, headers=headers)
                 return conn.getresponse()
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 conn.close()
-                if attempt == 2 or (body is not None and not isinstance(body, bytes)):
+                self._local.conn = None
+                if attempt == 2 or not reused:
                     raise
             except OSError:
                 conn.close()
@@ -194,32 +181,21 @@ class RestClient:
         raise AssertionError("unreachable")
 
     def request(
-        self,
-        method: str,
-        path: str,
-        params: Mapping[str, Any] | None = None,
-        body: Any = None,
-        *,
-        data: Any = None,
-        headers: Mapping[str, str] | None = None,
-        what: str = "",
-        stream: bool = False,
+        self, method: str, path: str, params: Mapping[str, Any] | None = None, body: Any = None, what: str = ""
     ) -> Any:
-        """Call the API: the decoded JSON answer (None when it has no body), or the Response
-        when stream. body is sent as JSON; data as it is (bytes or a file)."""
+        """Call the API: the decoded JSON answer (its text when it is not JSON, None when it has
+        no body). body is sent as JSON; parameters that are None, empty or False are left out."""
         import http.client
 
         query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
         url = self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
-        sent = {"Authorization": self._auth, "Accept": "application/json", **(headers or {})}
-        payload = data
+        sent = {"Authorization": self._auth, "Accept": "application/json"}
+        payload = None
         if body is not None:
             payload = json.dumps(body).encode()
             sent["Content-Type"] = "application/json"
         try:
             raw = self._send(method, url, payload, sent)
-            if stream and raw.status < 300:
-                return Response(raw)
             content = raw.read()
         except (OSError, http.client.HTTPException) as exc:
             self._local.conn = None
