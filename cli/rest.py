@@ -185,11 +185,23 @@ class RestClient:
     ) -> Any:
         """Call the API: the decoded JSON answer (its text when it is not JSON, None when it has
         no body). body is sent as JSON; parameters that are None, empty or False are left out."""
+        return self.exchange(method, path, params, body, what=what)[0]
+
+    def exchange(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        what: str = "",
+    ) -> tuple[Any, Mapping[str, str]]:
+        """request(), with headers to send (If-Match) and the answer's headers (ETag)."""
         import http.client
 
         query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
         url = self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
-        sent = {"Authorization": self._auth, "Accept": "application/json"}
+        sent = {"Authorization": self._auth, "Accept": "application/json", **(headers or {})}
         payload = None
         if body is not None:
             payload = json.dumps(body).encode()
@@ -206,11 +218,11 @@ class RestClient:
         if raw.status >= 300:
             raise api_error(raw.status, content, what or f"{method} {path}")
         if not content:
-            return None
+            return None, raw.headers
         try:
-            return json.loads(content)
+            return json.loads(content), raw.headers
         except ValueError:
-            return content
+            return content, raw.headers
 
     def get(self, path: str, params: Mapping[str, Any] | None = None, what: str = "") -> Any:
         return self.request("GET", path, params, what=what)
