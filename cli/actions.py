@@ -45,7 +45,7 @@ def runs() -> None:
 
 
 @runs.command("list")
-@click.argument("uri", metavar="silt://REPO")
+@click.argument("uri", metavar="lakefs://REPO")
 @click.option("--branch", default="", help="Only runs of this branch.")
 @click.option("--commit", default="", help="Only runs of this commit.")
 @click.option("--amount", type=click.IntRange(1, 1000), default=100, show_default=True, help="How many runs.")
@@ -87,7 +87,7 @@ def runs_list(uri: str, branch: str, commit: str, amount: int, after: str) -> No
 
 
 @runs.command("describe")
-@click.argument("uri", metavar="silt://REPO")
+@click.argument("uri", metavar="lakefs://REPO")
 @click.argument("run_id")
 @json_option
 def runs_describe(uri: str, run_id: str) -> None:

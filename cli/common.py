@@ -335,7 +335,7 @@ def repository_argument(uri: str) -> str:
 
     repo, ref, path = parse_uri(uri, need_ref=False)
     if ref or path:
-        raise ClientError(f"expected silt://<repository> (or lakefs://<repository>), got {uri!r}", EXIT_USAGE)
+        raise ClientError(f"expected lakefs://<repository> (or silt://<repository>), got {uri!r}", EXIT_USAGE)
     return repo
 
 
@@ -368,7 +368,7 @@ def on_branch(repo: str, name: str) -> Iterator[None]:
         if exc.exit_code == EXIT_NOT_FOUND and _is_tag(repo, name):
             raise ClientError(
                 f"{name!r} is a tag of {repo}, not a branch: tags never change; to work on it, create a branch"
-                f" from it: silt branch create silt://{repo}/NEW-BRANCH --source {name}",
+                f" from it: silt branch create lakefs://{repo}/NEW-BRANCH --source {name}",
                 EXIT_USAGE,
             ) from None
         raise

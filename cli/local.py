@@ -176,7 +176,7 @@ def _changes_json(changes: Iterable[Change]) -> list[dict[str, str]]:
 
 
 @local.command("clone")
-@click.argument("uri", metavar="silt://REPO/REF[/PATH]")
+@click.argument("uri", metavar="lakefs://REPO/REF[/PATH]")
 @click.argument("directory", required=False, type=click.Path(path_type=Path))
 @progress_option
 @presign_option

@@ -123,12 +123,12 @@ def presigned_url(repo: str, ref: str, path: str) -> str:
 
 
 @click.command("presign")
-@click.argument("uri", metavar="silt://REPO/REF/PATH")
+@click.argument("uri", metavar="lakefs://REPO/REF/PATH")
 @json_option
 def presign(uri: str) -> None:
     """A URL that reads the object without credentials until it expires."""
     repo, ref, path = parse_uri(uri)
     if not path:
-        raise ClientError(f"expected silt://<repository>/<ref>/<path> of an object, got {uri!r}", EXIT_USAGE)
+        raise ClientError(f"expected lakefs://<repository>/<ref>/<path> of an object, got {uri!r}", EXIT_USAGE)
     url = presigned_url(repo, ref, path)
     output({"url": url}, lambda: click.echo(url))

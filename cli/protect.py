@@ -53,7 +53,7 @@ def branch_protect() -> None:
 
 
 @branch_protect.command("list")
-@click.argument("uri", metavar="silt://REPO")
+@click.argument("uri", metavar="lakefs://REPO")
 @json_option
 def protect_list(uri: str) -> None:
     """The protection rules of a repository."""
@@ -89,7 +89,7 @@ def protect_list(uri: str) -> None:
 
 
 @branch_protect.command("add")
-@click.argument("uri", metavar="silt://REPO")
+@click.argument("uri", metavar="lakefs://REPO")
 @click.argument("pattern")
 @click.option(
     "--required-approvals",
@@ -133,7 +133,7 @@ def protect_add(uri: str, pattern: str, required_approvals: int, required_checks
 
 
 @branch_protect.command("delete")
-@click.argument("uri", metavar="silt://REPO")
+@click.argument("uri", metavar="lakefs://REPO")
 @click.argument("pattern")
 @json_option
 def protect_delete(uri: str, pattern: str) -> None:

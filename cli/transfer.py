@@ -114,7 +114,7 @@ def upload_job(s3: Any, repo: str, branch: str, key: str, local: Path, extra: di
     s3, the client's boto3 client (made beforehand: jobs run in threads)."""
 
     def run(progress: Callable[[int], object]) -> None:
-        with s3_errors(f"silt://{repo}/{branch}/{key}"):
+        with s3_errors(f"lakefs://{repo}/{branch}/{key}"):
             s3.upload_file(str(local), repo, f"{branch}/{key}", ExtraArgs=extra, Callback=progress)
 
     return run
@@ -125,7 +125,7 @@ def download_job(s3: Any, repo: str, ref: str, key: str, local: Path, after: Cal
 
     def run(progress: Callable[[int], object]) -> None:
         local.parent.mkdir(parents=True, exist_ok=True)
-        with s3_errors(f"silt://{repo}/{ref}/{key}"):
+        with s3_errors(f"lakefs://{repo}/{ref}/{key}"):
             s3.download_file(repo, f"{ref}/{key}", str(local), Callback=progress)
         if after is not None:
             after()
@@ -169,7 +169,7 @@ class Mover:
         def run(progress: Callable[[int], object]) -> None:
             local.parent.mkdir(parents=True, exist_ok=True)
             url = api.presigned_url(repo, ref, key)
-            self._get(url, f"silt://{repo}/{ref}/{key}", local, size, progress)
+            self._get(url, f"lakefs://{repo}/{ref}/{key}", local, size, progress)
             if after is not None:
                 after()
 
@@ -197,14 +197,14 @@ class Mover:
 
         def run(progress: Callable[[int], object]) -> None:
             address, url = api.upload_location(repo, branch, key)
-            etag = self._put(url, f"silt://{repo}/{branch}/{key}", local, size, progress)
+            etag = self._put(url, f"lakefs://{repo}/{branch}/{key}", local, size, progress)
             api.link(repo, branch, key, address, etag, size, metadata, content_type)
 
         return run
 
     def stream(self, repo: str, ref: str, key: str, write: Callable[[bytes], object]) -> None:
         """An object's bytes, in pieces, to write (as `silt fs cat` writes them to stdout)."""
-        what = f"silt://{repo}/{ref}/{key}"
+        what = f"lakefs://{repo}/{ref}/{key}"
         if self.api is None:
             with s3_errors(what):
                 body = self.s3.get_object(Bucket=repo, Key=f"{ref}/{key}")["Body"]

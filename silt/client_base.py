@@ -172,11 +172,11 @@ def parse_uri(uri: str, need_ref: bool = True) -> tuple[str, str, str]:
         uri = URI_SCHEMES[0] + uri  # a bare repository name, as `silt repo show NAME` takes it
     if not is_uri(uri):
         raise ClientError(
-            f"expected a URI like silt://<repository>/<ref>/<path> (or lakefs://...), got {uri!r}", EXIT_USAGE
+            f"expected a URI like lakefs://<repository>/<ref>/<path> (or silt://...), got {uri!r}", EXIT_USAGE
         )
     repo, _, rest = strip_scheme(uri).partition("/")
     ref, _, path = rest.partition("/")
     if not repo or (need_ref and not ref):
-        what = "silt://<repository>/<ref>[/<path>]" if need_ref else "silt://<repository>"
-        raise ClientError(f"expected a URI like {what} (or lakefs://...), got {uri!r}", EXIT_USAGE)
+        what = "lakefs://<repository>/<ref>[/<path>]" if need_ref else "lakefs://<repository>"
+        raise ClientError(f"expected a URI like {what} (or silt://...), got {uri!r}", EXIT_USAGE)
     return repo, ref, path
