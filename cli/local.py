@@ -205,6 +205,30 @@ def clone(uri: str, directory: Path | None, quiet: bool, presign: bool | None) -
     )
 
 
+@local.command("init")
+@click.argument("uri", metavar="lakefs://REPO/REF[/PATH]")
+@click.argument("directory", required=False, default=".", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--force", is_flag=True, help="Connect a directory that already is a checkout (of anything).")
+@json_option
+def init(uri: str, directory: Path, force: bool) -> None:
+    """Connect DIRECTORY (default: here), as it is, to PATH at REF's head, downloading nothing
+    (lakectl's local init): `status` then shows its files against that commit, `commit` uploads them."""
+    repo, ref, path = parse_uri(uri)
+    if (directory / REF_FILE).exists() and not force:
+        raise ClientError(
+            f"{directory} is a local checkout already ({REF_FILE}); --force connects it anew", EXIT_CONFLICT
+        )
+    source = Source(repo, ref, path, _resolve(repo, ref))
+    directory.mkdir(parents=True, exist_ok=True)
+    write_source(directory, source)
+    done(
+        f"{directory} connected to {source.src} at {source.at_head[:12]}",
+        directory=os.fspath(directory),
+        src=source.src,
+        at_head=source.at_head,
+    )
+
+
 @local.command("status")
 @dir_argument
 @json_option
