@@ -38,3 +38,16 @@ def test_completion_prints_the_shells_script() -> None:
     for shell, marker in (("bash", "complete -o nosort -F"), ("zsh", "compdef"), ("fish", "complete --no-files")):
         result = CliRunner().invoke(cli, ["completion", shell], obj=State())
         assert result.exit_code == 0 and marker in result.stdout and "_SILT_COMPLETE" in result.stdout
+
+
+def test_branch_reset_takes_lakectls_prefix_and_object_flags_and_silts_path() -> None:
+    from cli.branch import branch_reset
+
+    def parsed(*args: str) -> tuple[object, object]:
+        params = branch_reset.make_context("reset", list(args)).params
+        return params["prefix"], params["object_path"]
+
+    assert parsed("lakefs://r/b", "--prefix", "data/", "-y") == ("data/", None)  # lakectl's
+    assert parsed("lakefs://r/b/data/", "--prefix", "-y") == ("", None)  # Silt's: the URI's path
+    assert parsed("lakefs://r/b", "--object", "x.csv") == (None, "x.csv")
+    assert parsed("lakefs://r/b/x.csv") == (None, None)
