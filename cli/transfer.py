@@ -23,7 +23,7 @@ import click
 from cli.common import client
 from cli.presign import RestApi, http_error, rest_api
 from cli.progress import TransferProgress
-from silt.client import EXIT_DENIED, EXIT_NOT_FOUND, EXIT_UNAVAILABLE, ClientError
+from silt.client_base import EXIT_DENIED, EXIT_NOT_FOUND, EXIT_UNAVAILABLE, ClientError
 
 TRANSFER_THREADS = 8
 

@@ -117,6 +117,15 @@ def test_repo_list_loads_only_what_a_rest_call_needs() -> None:
     assert _imported(modules, others) == []
 
 
+def test_a_transfer_off_a_terminal_loads_neither_grpc_nor_lakefs_sdk_nor_rich() -> None:
+    # `fs cat` asks the REST API whether it presigns (the REST client) and would move bytes with
+    # urllib3; gRPC (the gateway's boto3 client) and rich's bars (a terminal) only when needed.
+    env = {"SILT_ACCESS_KEY_ID": "a", "SILT_SECRET_ACCESS_KEY": "b"}
+    modules = _modules_after(["--endpoint", "http://127.0.0.1:1", "fs", "cat", "lakefs://r/main/x"], env)
+    assert "cli.transfer" in modules
+    assert _imported(modules, (*NEVER, "grpc", "silt.client", "lakefs_sdk")) == []
+
+
 def test_repo_list_with_its_configuration_cached_imports_no_pydantic(tmp_path: Path) -> None:
     # The first run validates the configuration (pydantic) and caches what the client reads
     # (cli/config_cache.py); the next ones read the cache alone: no pydantic, no YAML.
