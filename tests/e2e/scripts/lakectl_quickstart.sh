@@ -13,11 +13,9 @@ trap 'rm -rf "$work"' EXIT
 echo "--- doctor"
 lakectl doctor
 lakectl repo create "$repo" "$NAMESPACE"
-lakectl repo list
 
 # A branch to work on, its source given as a URI.
 lakectl branch create "$repo/denmark-lakes" --source "$repo/main"
-lakectl branch list "$repo"
 
 printf 'id,name,country\n1,Esrum Sø,Denmark\n2,Furesø,Denmark\n' > "$work/lakes.csv"
 lakectl fs upload "$repo/denmark-lakes/lakes.csv" --source "$work/lakes.csv"
@@ -39,7 +37,6 @@ lakectl log --amount 5 --objects lakes.csv "$repo/main"
 lakectl show commit "$repo/main"
 
 lakectl tag create "$repo/v1" "$repo/main"
-lakectl tag list "$repo"
 
 echo "--- cat v1"
 lakectl fs cat "$repo/v1/lakes.csv"
