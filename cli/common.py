@@ -65,9 +65,17 @@ class State:
     def connection(self) -> Connection:
         """Where the REST API is and as whom it is called (cli/rest.py)."""
         if self._connection is None:
-            from cli.rest import resolve_connection
+            from cli.rest import Connection, resolve_connection
 
-            self._connection = resolve_connection(self.config_path, self.endpoint or self.s3_endpoint)
+            if self._client is not None:
+                # A client given whole (an embedding program, a test): its gateway and key.
+                settings, key = self._client.settings, self._client.credentials()
+                secret = key.secret_access_key.get_secret_value()
+                self._connection = Connection(
+                    settings.s3_endpoint, key.access_key_id, secret, settings.s3_ca_file, settings.credentials_source
+                )
+            else:
+                self._connection = resolve_connection(self.config_path, self.endpoint or self.s3_endpoint)
         return self._connection
 
     def rest(self) -> RestClient:
