@@ -40,6 +40,8 @@ class State:
     auth: str | None = None
     s3_endpoint: str | None = None
     endpoint: str | None = None
+    # lakectl's configuration ignored (`silt migrate lakefs`, where it names the source).
+    silt_settings_only: bool = False
     _client: Client | None = field(default=None, repr=False)
     _rest: RestClient | None = field(default=None, repr=False)
     _connection: Connection | None = field(default=None, repr=False)
@@ -75,7 +77,9 @@ class State:
                     settings.s3_endpoint, key.access_key_id, secret, settings.s3_ca_file, settings.credentials_source
                 )
             else:
-                self._connection = resolve_connection(self.config_path, self.endpoint or self.s3_endpoint)
+                self._connection = resolve_connection(
+                    self.config_path, self.endpoint or self.s3_endpoint, lakectl=not self.silt_settings_only
+                )
         return self._connection
 
     def rest(self) -> RestClient:

@@ -165,6 +165,8 @@ def lakefs(
     addresses: nothing is copied, and the source's storage is only read. A migration stopped
     at any point goes on from where it was when run again with the same ledger.
     """
+    # lakectl's settings name the source here: the target is only ever Silt's own.
+    state().silt_settings_only = True
     target = target or repository
     ledger_path = ledger or Path(f"lakefs-migration-{target}.jsonl")
     header = {"endpoint": endpoint, "source": repository, "target": target}

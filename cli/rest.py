@@ -69,17 +69,18 @@ class Connection:
     source: str  # where the credentials were found
 
 
-def resolve_connection(config_path: str | None, endpoint: str | None) -> Connection:
-    """The endpoint and key the CLI's REST calls use (the module's docstring says which)."""
+def resolve_connection(config_path: str | None, endpoint: str | None, lakectl: bool = True) -> Connection:
+    """The endpoint and key the CLI's REST calls use (the module's docstring says which);
+    lakectl False: never lakectl's."""
     from cli import lakectl_config
 
     explicit = config_path is not None or any(os.environ.get(name) for name in _SILT_CHOICES)
-    if not explicit:
-        lakectl = lakectl_config.load()
-        if lakectl.has_credentials:
-            url = endpoint or lakectl.endpoint_url or _silt_endpoint(config_path, {})[0]
+    if lakectl and not explicit:
+        theirs = lakectl_config.load()
+        if theirs.has_credentials:
+            url = endpoint or theirs.endpoint_url or _silt_endpoint(config_path, {})[0]
             return Connection(
-                lakectl_config.base_url(url), lakectl.access_key_id, lakectl.secret_access_key, None, lakectl.source
+                lakectl_config.base_url(url), theirs.access_key_id, theirs.secret_access_key, None, theirs.source
             )
     saved, source = _saved()
     if os.environ.get(ACCESS_KEY_ENV) and os.environ.get(SECRET_KEY_ENV):

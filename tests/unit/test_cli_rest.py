@@ -144,3 +144,11 @@ def test_refs_and_paths_are_one_escaped_segment() -> None:
     assert segment("main~1") == "main~1"
     assert segment("feature/x") == "feature%2Fx"
     assert segment("a b?c#d") == "a%20b%3Fc%23d"
+
+
+def test_lakectls_settings_can_be_set_aside(clean_env: Path) -> None:
+    # `silt migrate lakefs` reads lakectl's settings as its source: its target is never them.
+    _lakectl_yaml(clean_env)
+    with pytest.raises(ClientError) as err:
+        resolve_connection(None, None, lakectl=False)
+    assert "no credentials" in str(err.value)
