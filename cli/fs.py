@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from cli import records
-from cli.common import directory_prefix, done, human_size, json_option, on_branch, output, rest, table, when
+from cli.common import directory_prefix, done, human_size, json_option, on_branch, output, rest, state, table, when
 from cli.presign import presign
 from cli.rest import exit_of_status, segment
 from cli.transfer import mover, presign_option, progress_option, run_transfers
@@ -36,6 +36,11 @@ def objects(repo: str, ref: str, prefix: str, delimiter: str = "") -> Iterator[d
     return rest().pages(path, {"prefix": prefix, "delimiter": delimiter, "user_metadata": "true"})
 
 
+def namespace_of(repo: str) -> str:
+    """The repository's storage namespace: objects' addresses are printed relative to it."""
+    return str(rest().get(f"/repositories/{segment(repo)}").get("storage_namespace") or "")
+
+
 def stat_object(repo: str, ref: str, path: str) -> dict[str, Any]:
     info: dict[str, Any] = rest().get(
         f"/repositories/{segment(repo)}/refs/{segment(ref)}/objects/stat",
@@ -53,6 +58,7 @@ def ls(uri: str, recursive: bool) -> None:
     """Objects and directories under a prefix."""
     repo, ref, path = parse_uri(uri)
     items = list(objects(repo, ref, directory_prefix(path), "" if recursive else "/"))
+    namespace = namespace_of(repo) if state().json else ""
 
     def human() -> None:
         rows = []
@@ -68,7 +74,7 @@ def ls(uri: str, recursive: bool) -> None:
             {
                 "path": i["path"],
                 "type": "dir" if i.get("path_type") == "common_prefix" else "object",
-                **records.entry(i),
+                **records.entry(i, namespace),
             }
             for i in items
         ],
@@ -84,6 +90,7 @@ def stat(uri: str) -> None:
     repo, ref, path = parse_uri(uri)
     info = stat_object(repo, ref, path)
     size = info.get("size_bytes") or 0
+    record = records.entry(info, namespace_of(repo))
 
     def human() -> None:
         rows = [
@@ -92,12 +99,12 @@ def stat(uri: str) -> None:
             ("etag", info.get("checksum", "")),
             ("modified", when(info.get("mtime"))),
             ("content type", info.get("content_type") or ""),
-            ("physical address", info.get("physical_address", "")),
+            ("physical address", record.get("physical_address", "")),
         ]
         rows += [(f"metadata {k}", v) for k, v in sorted((info.get("metadata") or {}).items())]
         table(["field", "value"], rows)
 
-    output({"path": info["path"], **records.entry(info)}, human)
+    output({"path": info["path"], **record}, human)
 
 
 @fs.command("rm")

@@ -48,10 +48,18 @@ def commit(c: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def entry(stats: dict[str, Any]) -> dict[str, Any]:
+def relative_address(address: str, namespace: str) -> str:
+    """An object's address as graveler keeps it: relative to the repository's storage namespace
+    when it is inside it (the REST API answers it absolute, as lakeFS's does), else as it is."""
+    root = namespace.rstrip("/") + "/"
+    return address[len(root) :] if namespace and address.startswith(root) else address
+
+
+def entry(stats: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+    """An object's record; its address relative to namespace (the repository's) when inside it."""
     return _compact(
         {
-            "physical_address": stats.get("physical_address"),
+            "physical_address": relative_address(str(stats.get("physical_address") or ""), namespace),
             "size": stats.get("size_bytes"),
             "etag": stats.get("checksum"),
             "last_modified": iso_time(stats.get("mtime")),
