@@ -141,7 +141,8 @@ class ClientView:
             graveler=config.graveler.dial_address,
             auth=config.auth.endpoint,
             compactor=config.compactor.dial_address,
-            s3_endpoint=f"{'https' if s3.tls.enabled else 'http'}://{dialable_address(s3.listen_address)}",
+            s3_endpoint=s3.endpoint
+            or f"{'https' if s3.tls.enabled else 'http'}://{dialable_address(s3.listen_address)}",
             region=s3.region,
             s3_ca_file=s3.tls.ca_file,
             tls=TLSView(tls.enabled, tls.ca_file, tls.cert_file, tls.key_file, tls.server_name),
