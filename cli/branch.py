@@ -12,8 +12,8 @@ import click
 from cli import records
 from cli.commits import print_commit
 from cli.common import confirm, done, json_option, on_branch, output, rest, table
-from cli.rest import segment
-from silt.client_base import EXIT_UNAVAILABLE, EXIT_USAGE, ClientError, is_uri, parse_uri
+from cli.rest import ApiError, segment
+from silt.client_base import EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE, ClientError, is_uri, parse_uri
 
 # Seconds `branch show` waits for the compactor's state: an internal port a laptop may not reach.
 _COMPACTOR_STATUS_TIMEOUT = 3.0
@@ -270,8 +270,12 @@ def tag_create(uri: str, ref: str, force: bool) -> None:
     """Create tag TAG at REF."""
     repo, name = _repo_and_name(uri, "tag")
     body: dict[str, Any] = {"id": name, "ref": ref_argument(repo, ref, "REF")}
-    if force:
-        body["force"] = True
+    if force:  # as lakectl's: the old tag deleted first (the API's own `force` is for read-only repositories)
+        try:
+            rest().delete(f"/repositories/{segment(repo)}/tags/{segment(name)}")
+        except ApiError as exc:
+            if exc.exit_code != EXIT_NOT_FOUND:
+                raise
     info = rest().post(f"/repositories/{segment(repo)}/tags", body, what=f"create tag {name}")
     output(records.tag(info), lambda: click.echo(f"Tag {info['id']} created at {info['commit_id'][:12]}"))
 

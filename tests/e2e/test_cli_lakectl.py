@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from silt.client import EXIT_DENIED, EXIT_NOT_FOUND, EXIT_USAGE
+from silt.client import EXIT_CONFLICT, EXIT_DENIED, EXIT_NOT_FOUND, EXIT_USAGE
 from silt.errors import is_protection_refusal
 from tests.e2e.conftest import Silt
 
@@ -116,7 +116,9 @@ def test_lakectl_syntax_and_commands_over_the_rest_api(silt: Silt, tmp_path: Pat
     first = silt("commit", f"lakefs://{repo}/dev", "-m", "first", "--json").json()["id"]
     _upload(silt, tmp_path, f"lakefs://{repo}/dev/other.txt", "x")
     second = silt("commit", f"lakefs://{repo}/dev", "-m", "second", "--json").json()["id"]
-    silt("tag", "create", f"lakefs://{repo}/v1", f"lakefs://{repo}/dev")
+    silt("tag", "create", f"lakefs://{repo}/v1", f"lakefs://{repo}/dev~1")
+    assert silt("tag", "create", f"lakefs://{repo}/v1", "dev", ok=False).code == EXIT_CONFLICT
+    silt("tag", "create", f"lakefs://{repo}/v1", f"lakefs://{repo}/dev", "-f")  # lakectl's: replaces it
     assert silt("tag", "show", f"lakefs://{repo}/v1", "--json").json()["commit_id"] == second
 
     assert [c["id"] for c in silt("log", f"lakefs://{repo}/dev", "--amount", "1", "--json").json()] == [second]
