@@ -9,7 +9,7 @@ fresh interpreter spends before it answers: user + sys seconds of the whole proc
 - `cli.repo_list_cpu_s`: `python -m cli.main repo list` against a stack this benchmark
   starts itself (silt.launcher.Stack on 127.0.0.1, free ports, a temporary data directory):
   configuration (cached: cli/config_cache.py, filled by the warm-up run), credentials,
-  one gRPC call. Target: 0.15 s.
+  one REST API call (cli/rest.py). Target: 0.15 s.
 
 Wall time is printed as a note on stderr; it includes waiting for the stack's answer. Bytecode
 is compiled once, by a warm-up run, as an installed package has it (PYTHONPYCACHEPREFIX in the

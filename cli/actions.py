@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -44,7 +45,7 @@ def runs() -> None:
 
 
 @runs.command("list")
-@click.argument("uri", metavar="silt://REPO")
+@click.argument("uri", metavar="lakefs://REPO")
 @click.option("--branch", default="", help="Only runs of this branch.")
 @click.option("--commit", default="", help="Only runs of this commit.")
 @click.option("--amount", type=click.IntRange(1, 1000), default=100, show_default=True, help="How many runs.")
@@ -86,7 +87,7 @@ def runs_list(uri: str, branch: str, commit: str, amount: int, after: str) -> No
 
 
 @runs.command("describe")
-@click.argument("uri", metavar="silt://REPO")
+@click.argument("uri", metavar="lakefs://REPO")
 @click.argument("run_id")
 @json_option
 def runs_describe(uri: str, run_id: str) -> None:
@@ -121,3 +122,28 @@ def runs_describe(uri: str, run_id: str) -> None:
                 click.echo("  " + str(hook["output"]).rstrip().replace("\n", "\n  "))
 
     output(data, human)
+
+
+@actions.command("validate")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option
+def validate(files: tuple[Path, ...]) -> None:
+    """Check action files as the server reads them, offline (lakectl's actions validate)."""
+    from engine.actions.files import InvalidActionFile, parse_action
+
+    results = []
+    for file in files:
+        try:
+            action = parse_action(file.read_bytes(), str(file))
+        except InvalidActionFile as exc:
+            results.append({"file": str(file), "valid": False, "error": str(exc)})
+        else:
+            results.append({"file": str(file), "valid": True, "name": action.name, "hooks": len(action.hooks)})
+
+    def human() -> None:
+        for r in results:
+            click.echo(f"{r['file']}: {'ok' if r['valid'] else r['error']}", err=not r["valid"])
+
+    output(results, human)
+    if not all(r["valid"] for r in results):
+        raise click.exceptions.Exit(1)

@@ -29,7 +29,7 @@ def last_commit(repo: str, ref: str, key: str) -> api.CommitInfo | None:
 
 
 @click.command()
-@click.argument("uri", metavar="silt://REPO/REF[/PATH]")
+@click.argument("uri", metavar="lakefs://REPO/REF[/PATH]")
 @click.option("--recursive", "-r", is_flag=True, help="Every object under PATH, not only one level.")
 @json_option
 def annotate(uri: str, recursive: bool) -> None:

@@ -1,55 +1,59 @@
-"""`silt branch` and `silt tag`: refs, and undoing with reset, revert and cherry-pick."""
+"""`silt branch` and `silt tag`: refs, and undoing with reset, revert and cherry-pick, over the
+REST API. A branch's compaction (`branch show`'s state, `branch compact`) is the compactor's, an
+operator's gRPC service with no REST form."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
 import click
 
-from cli.commits import print_merge_result
-from cli.common import as_dict, client, done, json_option, on_branch, output, table
-from silt.client import EXIT_UNAVAILABLE, ClientError, paged, parse_uri
-from silt.compactor.v1 import compactor_pb2 as capi
-from silt.graveler.v1 import graveler_pb2 as api
+from cli import records
+from cli.commits import print_commit
+from cli.common import confirm, done, json_option, on_branch, output, rest, table
+from cli.rest import ApiError, segment
+from silt.client_base import EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_USAGE, ClientError, is_uri, parse_uri
 
-_LIST_PAGE = 1000
+# Seconds `branch show` waits for the compactor's state: an internal port a laptop may not reach.
+_COMPACTOR_STATUS_TIMEOUT = 3.0
 
 
 def _repo_and_name(uri: str, what: str) -> tuple[str, str]:
     repo, name, path = parse_uri(uri)
     if path:
-        raise ClientError(f"expected silt://<repository>/<{what}>, got {uri!r}", 2)
+        raise ClientError(f"expected lakefs://<repository>/<{what}>, got {uri!r}", EXIT_USAGE)
     return repo, name
 
 
-def _ref_created(kind: str, name: str, info: Any) -> None:
-    """Answer a created branch or tag: its record, or a line naming the commit it points at."""
-    output(as_dict(info), lambda: click.echo(f"{kind} {name} created at {info.commit_id[:12]}"))
+def ref_argument(repo: str, ref: str, what: str) -> str:
+    """A ref given by name (main, a commit ID, main~1) or, as lakectl gives it, by URI in the
+    same repository (lakefs://repo/main)."""
+    if not is_uri(ref):
+        return ref
+    other, name, path = parse_uri(ref)
+    if other != repo:
+        raise ClientError(f"{what} {ref!r} is in repository {other}, not {repo}", EXIT_USAGE)
+    if path:
+        raise ClientError(f"expected lakefs://<repository>/<ref> as {what}, got {ref!r}", EXIT_USAGE)
+    return name
 
 
-def _add_list_command(
-    group: click.Group,
-    column: str,
-    items: str,
-    key: Callable[[Any], str],
-    rpc: Callable[[Any], Callable[[Any], Any]],
-    request: Callable[..., Any],
-) -> None:
+def _branch_path(repo: str, name: str) -> str:
+    return f"/repositories/{segment(repo)}/branches/{segment(name)}"
+
+
+def _add_list_command(group: click.Group, column: str, items: str, record: Callable[[Any], dict[str, Any]]) -> None:
     """Give group its `list` command: the records of the repository's branches or tags, or a table
-    of name and commit. The two listings differ only in these arguments: rpc(graveler stub) is the
-    call that answers one page of request(repository, after, amount), the refs under the field items,
-    each named by key."""
+    of name and commit."""
 
     @group.command("list", help=f"The {items} of a repository.")
-    @click.argument("uri", metavar="silt://REPO")
+    @click.argument("uri", metavar="lakefs://REPO")
     @json_option
     def list_refs(uri: str) -> None:
         repo, _, _ = parse_uri(uri, need_ref=False)
-        call = rpc(client().graveler)
-        refs = list(paged(lambda after: call(request(repository=repo, after=after, amount=_LIST_PAGE)), items, key))
-        output([as_dict(r) for r in refs], lambda: table([column, "commit"], [(key(r), r.commit_id) for r in refs]))
+        refs = list(rest().pages(f"/repositories/{segment(repo)}/{items}", what=f"list {items} of {repo}"))
+        output([record(r) for r in refs], lambda: table([column, "commit"], [(r["id"], r["commit_id"]) for r in refs]))
 
 
 @click.group()
@@ -58,47 +62,37 @@ def branch() -> None:
 
 
 @branch.command("create")
-@click.argument("uri", metavar="silt://REPO/BRANCH")
-@click.option("--source", "-s", required=True, help="Ref to branch from (branch, tag, commit, expression).")
+@click.argument("uri", metavar="lakefs://REPO/BRANCH")
+@click.option(
+    "--source", "-s", required=True, help="Ref to branch from: a branch, tag, commit or expression, or its URI."
+)
 @json_option
 def branch_create(uri: str, source: str) -> None:
     """Create a branch pointing at SOURCE."""
     repo, name = _repo_and_name(uri, "branch")
-    info = client().graveler.CreateBranch(api.CreateBranchRequest(repository=repo, name=name, source_ref=source))
-    _ref_created("Branch", name, info)
+    body = {"name": name, "source": ref_argument(repo, source, "--source")}
+    rest().post(f"/repositories/{segment(repo)}/branches", body, what=f"create branch {name}")
+    info = rest().get(_branch_path(repo, name))
+    output(records.branch(info), lambda: click.echo(f"Branch {name} created at {info['commit_id'][:12]}"))
 
 
-_add_list_command(branch, "branch", "branches", attrgetter("name"), lambda g: g.ListBranches, api.ListBranchesRequest)
+_add_list_command(branch, "branch", "branches", records.branch)
 
 
 @branch.command("show")
-@click.argument("uri", metavar="silt://REPO/BRANCH")
+@click.argument("uri", metavar="lakefs://REPO/BRANCH")
 @json_option
 def branch_show(uri: str) -> None:
-    """A branch's head commit and its staging compaction state (docs/design/compaction.md)."""
+    """A branch's head commit, and its staging compaction state when the compactor (an internal
+    gRPC service) is reachable (docs/design/compaction.md)."""
     repo, name = _repo_and_name(uri, "branch")
-    c = client()
     with on_branch(repo, name):
-        info = c.graveler.GetBranch(api.GetBranchRequest(repository=repo, name=name))
-    data: dict[str, object] = {"name": name, "commit_id": info.commit_id}
-    try:
-        status = c.compactor.GetStatus(capi.GetStatusRequest(repository=repo, branch=name))
-    except ClientError as exc:
-        if exc.exit_code != EXIT_UNAVAILABLE:
-            raise
-        data["compaction"] = None  # the compactor is not running: its state is unknown
-    else:
-        started = status.compaction_start_time.ToJsonString() if status.HasField("compaction_start_time") else None
-        data["compaction"] = {
-            "compacted_metarange_id": status.compacted_metarange_id or None,
-            "last_started": started,
-            "sealed_tokens": status.sealed_tokens,
-            "running": status.running,
-        }
+        info = rest().get(_branch_path(repo, name))
+    data: dict[str, object] = {"name": name, "commit_id": info["commit_id"], "compaction": _compaction(repo, name)}
 
     def human() -> None:
         click.echo(f"Branch:     {name}")
-        click.echo(f"Commit:     {info.commit_id}")
+        click.echo(f"Commit:     {info['commit_id']}")
         state = data["compaction"]
         if not isinstance(state, dict):
             click.echo("Compaction: unknown (compactor unavailable)")
@@ -112,12 +106,40 @@ def branch_show(uri: str) -> None:
     output(data, human)
 
 
+def _compaction(repo: str, name: str) -> dict[str, object] | None:
+    """The compactor's state of the branch; None when it cannot be asked (not running, not
+    reachable from here, or no gRPC credentials)."""
+    from cli.common import client
+    from silt.compactor.v1 import compactor_pb2 as capi
+
+    try:
+        status = client().compactor.GetStatus(
+            capi.GetStatusRequest(repository=repo, branch=name), timeout=_COMPACTOR_STATUS_TIMEOUT
+        )
+    except ClientError as exc:
+        if exc.exit_code not in (EXIT_UNAVAILABLE, EXIT_USAGE) and "deadline" not in str(exc).lower():
+            raise
+        return None
+    started = status.compaction_start_time.ToJsonString() if status.HasField("compaction_start_time") else None
+    return {
+        "compacted_metarange_id": status.compacted_metarange_id or None,
+        "last_started": started,
+        "sealed_tokens": status.sealed_tokens,
+        "running": status.running,
+    }
+
+
 @branch.command("compact")
-@click.argument("uri", metavar="silt://REPO/BRANCH")
+@click.argument("uri", metavar="lakefs://REPO/BRANCH")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds to wait for the compaction.")
 @json_option
 def branch_compact(uri: str, timeout: float) -> None:
-    """Fold the branch's staged changes into a compacted metarange now (no commit is made)."""
+    """Fold the branch's staged changes into a compacted metarange now (no commit is made).
+
+    An operator command: it calls the compactor's gRPC service, which has no REST form."""
+    from cli.common import as_dict, client
+    from silt.compactor.v1 import compactor_pb2 as capi
+
     repo, name = _repo_and_name(uri, "branch")
     with on_branch(repo, name):
         resp = client().compactor.Compact(capi.CompactRequest(repository=repo, branch=name), timeout=timeout)
@@ -130,73 +152,108 @@ def branch_compact(uri: str, timeout: float) -> None:
     )
 
 
+yes_option = click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (lakectl's -y).")
+
+
 @branch.command("delete")
-@click.argument("uri", metavar="silt://REPO/BRANCH")
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.argument("uri", metavar="lakefs://REPO/BRANCH")
+@yes_option
 @json_option
 def branch_delete(uri: str, yes: bool) -> None:
     """Delete a branch (its commits stay reachable from other refs)."""
     repo, name = _repo_and_name(uri, "branch")
-    g = client().graveler
     with on_branch(repo, name):  # a missing branch fails here, before anyone is asked
-        g.GetBranch(api.GetBranchRequest(repository=repo, name=name))
-    if not yes:
-        click.confirm(f"Delete branch {name} of {repo}, with its uncommitted changes?", abort=True)
-    g.DeleteBranch(api.DeleteBranchRequest(repository=repo, name=name))
+        rest().get(_branch_path(repo, name))
+    confirm(f"Delete branch {name} of {repo}, with its uncommitted changes?", yes)
+    rest().delete(_branch_path(repo, name))
     done(f"Branch {name} deleted", repository=repo, branch=name)
 
 
 @branch.command("reset")
-@click.argument("uri", metavar="silt://REPO/BRANCH[/PATH]")
-@click.option("--prefix", is_flag=True, help="Treat PATH as a prefix: drop every change under it.")
+@click.argument("uri", metavar="lakefs://REPO/BRANCH[/PATH]")
+@click.option(
+    "--prefix",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[PREFIX]",
+    help="Drop every change under PREFIX (lakectl's --prefix p), or under the URI's PATH when given alone.",
+)
+@click.option("--object", "object_path", metavar="PATH", help="Drop one object's change (lakectl's --object).")
 @click.option("--hard", "hard_ref", metavar="REF", help="Point the branch at REF, dropping uncommitted changes.")
+@yes_option
 @json_option
-def branch_reset(uri: str, prefix: bool, hard_ref: str | None) -> None:
+def branch_reset(uri: str, prefix: str | None, object_path: str | None, hard_ref: str | None, yes: bool) -> None:
     """Drop uncommitted changes: all of them, one object's (PATH), or under a prefix."""
     repo, name, path = parse_uri(uri)
-    req = api.ResetBranchRequest(repository=repo, branch=name)
-    if hard_ref:
-        req.hard_ref = hard_ref
-    elif path and prefix:
-        req.prefix = path
-    elif path:
-        req.key = path
+    if prefix is not None:
+        body, scope = {"type": "common_prefix", "path": prefix or path}, f" under {prefix or path}"
+        if not body["path"]:
+            raise ClientError("--prefix needs a prefix: --prefix P, or the URI's path", EXIT_USAGE)
+    elif object_path or path:
+        body, scope = {"type": "object", "path": object_path or path}, f" to {object_path or path}"
     else:
-        req.all = True
-    with on_branch(repo, name):
-        resp = client().graveler.ResetBranch(req)
-    output(as_dict(resp.branch), lambda: click.echo(f"Branch {name} reset (at {resp.branch.commit_id[:12]})"))
+        body, scope = {"type": "reset"}, ""
+    api = rest()
+    with on_branch(repo, name):  # a missing branch fails here, before anyone is asked
+        api.get(_branch_path(repo, name))
+    if hard_ref:
+        confirm(f"Point branch {name} of {repo} at {hard_ref}, dropping its uncommitted changes?", yes)
+        with on_branch(repo, name):
+            api.put(_branch_path(repo, name) + "/hard_reset", params={"ref": ref_argument(repo, hard_ref, "--hard")})
+    else:
+        confirm(f"Drop the uncommitted changes{scope} of branch {name} of {repo}?", yes)
+        with on_branch(repo, name):
+            api.put(_branch_path(repo, name), body)
+    info = api.get(_branch_path(repo, name))
+    output(records.branch(info), lambda: click.echo(f"Branch {name} reset (at {info['commit_id'][:12]})"))
 
 
 @branch.command("revert")
-@click.argument("uri", metavar="silt://REPO/BRANCH")
-@click.argument("ref")
+@click.argument("uri", metavar="lakefs://REPO/BRANCH")
+@click.argument("refs", nargs=-1, required=True, metavar="REF...")
 @click.option("--parent-number", "-m", type=int, default=0, help="For merge commits: the parent to keep (1-based).")
 @click.option("--message", default="", help="Commit message (default: Revert <commit>).")
+@click.option("--allow-empty", is_flag=True, help="Commit even when the revert changes nothing.")
+@yes_option
 @json_option
-def branch_revert(uri: str, ref: str, parent_number: int, message: str) -> None:
-    """Undo the changes of commit REF on the branch, as a new commit."""
+def branch_revert(
+    uri: str, refs: tuple[str, ...], parent_number: int, message: str, allow_empty: bool, yes: bool
+) -> None:
+    """Undo the changes of commits REF... on the branch, each as a new commit."""
     repo, name = _repo_and_name(uri, "branch")
+    api = rest()
     with on_branch(repo, name):
-        resp = client().graveler.Revert(
-            api.RevertRequest(repository=repo, branch=name, ref=ref, parent_number=parent_number, message=message)
-        )
-    print_merge_result(resp, f"Reverted {ref} on {name}")
+        api.get(_branch_path(repo, name))
+    confirm(f"Revert the effect of {', '.join(refs)} on branch {name} of {repo}?", yes)
+    for ref in refs:
+        body: dict[str, Any] = {"ref": ref_argument(repo, ref, "REF"), "parent_number": parent_number}
+        if message:
+            body["commit_overrides"] = {"message": message}
+        if allow_empty:
+            body["allow_empty"] = True
+        with on_branch(repo, name):
+            api.post(_branch_path(repo, name) + "/revert", body)
+    head = api.get(_branch_path(repo, name))["commit_id"]
+    print_commit(
+        api.get(f"/repositories/{segment(repo)}/commits/{segment(head)}"), f"Reverted {', '.join(refs)} on {name}"
+    )
 
 
 @branch.command("cherry-pick")
-@click.argument("uri", metavar="silt://REPO/BRANCH")
+@click.argument("uri", metavar="lakefs://REPO/BRANCH")
 @click.argument("ref")
 @click.option("--parent-number", "-m", type=int, default=0, help="For merge commits: the parent to diff against.")
 @json_option
 def branch_cherry_pick(uri: str, ref: str, parent_number: int) -> None:
     """Apply the changes of commit REF to the branch, as a new commit."""
     repo, name = _repo_and_name(uri, "branch")
+    body: dict[str, Any] = {"ref": ref_argument(repo, ref, "REF")}
+    if parent_number:
+        body["parent_number"] = parent_number
     with on_branch(repo, name):
-        resp = client().graveler.CherryPick(
-            api.CherryPickRequest(repository=repo, branch=name, ref=ref, parent_number=parent_number)
-        )
-    print_merge_result(resp, f"Cherry-picked {ref} onto {name}")
+        info = rest().post(_branch_path(repo, name) + "/cherry-pick", body)
+    print_commit(info, f"Cherry-picked {ref} onto {name}")
 
 
 @click.group()
@@ -205,34 +262,46 @@ def tag() -> None:
 
 
 @tag.command("create")
-@click.argument("uri", metavar="silt://REPO/TAG")
-@click.argument("ref")
+@click.argument("uri", metavar="lakefs://REPO/TAG")
+@click.argument("ref", metavar="REF | lakefs://REPO/REF")
+@click.option("--force", "-f", is_flag=True, help="Replace the tag if it exists (lakectl's --force).")
 @json_option
-def tag_create(uri: str, ref: str) -> None:
+def tag_create(uri: str, ref: str, force: bool) -> None:
     """Create tag TAG at REF."""
     repo, name = _repo_and_name(uri, "tag")
-    info = client().graveler.CreateTag(api.CreateTagRequest(repository=repo, id=name, ref=ref))
-    _ref_created("Tag", info.id, info)
+    body: dict[str, Any] = {"id": name, "ref": ref_argument(repo, ref, "REF")}
+    if force:  # as lakectl's: the old tag deleted first (the API's own `force` is for read-only repositories)
+        try:
+            rest().delete(f"/repositories/{segment(repo)}/tags/{segment(name)}")
+        except ApiError as exc:
+            if exc.exit_code != EXIT_NOT_FOUND:
+                raise
+    info = rest().post(f"/repositories/{segment(repo)}/tags", body, what=f"create tag {name}")
+    output(records.tag(info), lambda: click.echo(f"Tag {info['id']} created at {info['commit_id'][:12]}"))
 
 
-_add_list_command(tag, "tag", "tags", attrgetter("id"), lambda g: g.ListTags, api.ListTagsRequest)
+_add_list_command(tag, "tag", "tags", records.tag)
 
 
 @tag.command("show")
-@click.argument("uri", metavar="silt://REPO/TAG")
+@click.argument("uri", metavar="lakefs://REPO/TAG")
 @json_option
 def tag_show(uri: str) -> None:
     """The commit a tag points at."""
     repo, name = _repo_and_name(uri, "tag")
-    info = client().graveler.GetTag(api.GetTagRequest(repository=repo, id=name))
-    output(as_dict(info), lambda: click.echo(f"{info.id} {info.commit_id}"))
+    info = rest().get(f"/repositories/{segment(repo)}/tags/{segment(name)}")
+    output(records.tag(info), lambda: click.echo(f"{info['id']} {info['commit_id']}"))
 
 
 @tag.command("delete")
-@click.argument("uri", metavar="silt://REPO/TAG")
+@click.argument("uri", metavar="lakefs://REPO/TAG")
+@yes_option
 @json_option
-def tag_delete(uri: str) -> None:
+def tag_delete(uri: str, yes: bool) -> None:
     """Delete a tag."""
     repo, name = _repo_and_name(uri, "tag")
-    client().graveler.DeleteTag(api.DeleteTagRequest(repository=repo, id=name))
+    path = f"/repositories/{segment(repo)}/tags/{segment(name)}"
+    rest().get(path)  # a missing tag fails here, before anyone is asked
+    confirm(f"Delete tag {name} of {repo}?", yes)
+    rest().delete(path)
     done(f"Tag {name} deleted", repository=repo, tag=name)

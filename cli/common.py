@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from silt.client_base import ClientError
 from silt.errors import ConfigError, SiltError
 
 # Every `silt` invocation imports this module, `silt --version` and completion included: what
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from google.protobuf.message import Message
     from google.protobuf.timestamp_pb2 import Timestamp
 
+    from cli.rest import Connection, RestClient
     from silt.client import Client
     from silt.config import ClientConfig, Config
 
@@ -37,7 +39,12 @@ class State:
     graveler: str | None = None
     auth: str | None = None
     s3_endpoint: str | None = None
+    endpoint: str | None = None
+    # lakectl's configuration ignored (`silt migrate lakefs`, where it names the source).
+    silt_settings_only: bool = False
     _client: Client | None = field(default=None, repr=False)
+    _rest: RestClient | None = field(default=None, repr=False)
+    _connection: Connection | None = field(default=None, repr=False)
     # The REST API's client (cli/presign.py), made on first use: one per invocation, so
     # what it learns from the server (does it presign?) is asked once.
     rest_api: Any = field(default=None, repr=False)
@@ -57,14 +64,54 @@ class State:
 
         return load_client_config(find_config_path(self.config_path))
 
+    def connection(self) -> Connection:
+        """Where the REST API is and as whom it is called (cli/rest.py)."""
+        if self._connection is None:
+            from cli.rest import Connection, resolve_connection
+
+            if self._client is not None:
+                # A client given whole (an embedding program, a test): its gateway and key.
+                settings, key = self._client.settings, self._client.credentials()
+                secret = key.secret_access_key.get_secret_value()
+                self._connection = Connection(
+                    settings.s3_endpoint, key.access_key_id, secret, settings.s3_ca_file, settings.credentials_source
+                )
+            else:
+                self._connection = resolve_connection(
+                    self.config_path, self.endpoint or self.s3_endpoint, lakectl=not self.silt_settings_only
+                )
+        return self._connection
+
+    def rest(self) -> RestClient:
+        """The REST API's client, the transport of the user commands (cli/rest.py)."""
+        if self._rest is None:
+            from cli.rest import RestClient
+
+            self._rest = RestClient(self.connection())
+        return self._rest
+
     def client(self) -> Client:
+        """Graveler's and auth's gRPC services, for the operator commands with no REST form;
+        its gateway and key are the REST API's (lakectl's configuration when that is what the
+        CLI was given), for the transfers that go through the S3 gateway."""
         if self._client is None:
             from cli.config_cache import client_view
             from silt.client import Client, find_config_path, resolve_settings
+            from silt.rpc.signing import Credentials
+            from silt.secret import Secret
 
             # Validated once per change of the file or SILT_* variables (cli/config_cache.py).
             view = client_view(find_config_path(self.config_path))
-            settings = resolve_settings(view, self.graveler, self.auth, self.s3_endpoint)
+            settings = resolve_settings(view, self.graveler, self.auth, self.endpoint or self.s3_endpoint)
+            try:
+                connection = self.connection()
+            except ClientError:
+                connection = None  # no credentials: Client says so when a call needs them
+            if connection is not None:
+                settings.s3_endpoint = connection.endpoint
+                settings.s3_ca_file = connection.ca_file
+                settings.credentials = Credentials(connection.access_key_id, Secret(connection.secret_access_key))
+                settings.credentials_source = connection.source
             self._client = Client(settings)
         return self._client
 
@@ -75,6 +122,24 @@ def state() -> State:
 
 def client() -> Client:
     return state().client()
+
+
+def rest() -> RestClient:
+    return state().rest()
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask before a destructive change, as lakectl does (`-y`/`--yes` answers for the user);
+    with no terminal to ask on and no --yes, refuse rather than act unasked."""
+    import sys
+
+    from silt.client_base import EXIT_USAGE
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise ClientError(f"{question} Not confirmed: stdin is not a terminal; pass --yes (-y) to confirm", EXIT_USAGE)
+    click.confirm(question, abort=True)
 
 
 class SiltGroup(click.Group):
@@ -157,7 +222,7 @@ class SiltGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except SiltError as exc:
-            from silt.client import EXIT_USAGE, ClientError, exit_code_of
+            from silt.client_base import EXIT_USAGE, exit_code_of
 
             click.echo(f"silt: {exc}", err=True)
             if isinstance(exc, ClientError):
@@ -173,14 +238,29 @@ class SiltGroup(click.Group):
             ctx.exit(_EXIT_FAILURE)
         finally:
             root = ctx.find_root().obj
-            if isinstance(root, State) and root._client is not None and ctx.parent is None:
-                root._client.close()
+            if isinstance(root, State) and ctx.parent is None:
+                if root._client is not None:
+                    root._client.close()
+                if root._rest is not None:
+                    root._rest.close()
 
 
-def when(ts: Timestamp) -> str:
-    if not ts.seconds and not ts.nanos:
+def when(ts: Timestamp | int | None) -> str:
+    """A time for people: a protobuf Timestamp, or the REST API's Unix seconds."""
+    if ts is None or isinstance(ts, int):
+        seconds = ts or 0
+    elif ts.seconds or ts.nanos:
+        seconds = ts.seconds
+    else:
         return ""
-    return datetime.fromtimestamp(ts.seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S") if seconds else ""
+
+
+def iso_time(seconds: int | None) -> str | None:
+    """The REST API's Unix seconds as --json printed graveler's times (RFC 3339, UTC)."""
+    if not seconds:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @functools.cache
@@ -263,17 +343,17 @@ def output(data: Any, human: Callable[[], None]) -> None:
 def repository_argument(uri: str) -> str:
     """The repository a command's `silt://REPO` argument names (lakectl's `lakefs://REPO`, or a
     bare name); a ref or path after it is a usage error, not a name the server would refuse."""
-    from silt.client import EXIT_USAGE, ClientError, parse_uri
+    from silt.client_base import EXIT_USAGE, parse_uri
 
     repo, ref, path = parse_uri(uri, need_ref=False)
     if ref or path:
-        raise ClientError(f"expected silt://<repository> (or lakefs://<repository>), got {uri!r}", EXIT_USAGE)
+        raise ClientError(f"expected lakefs://<repository> (or silt://<repository>), got {uri!r}", EXIT_USAGE)
     return repo
 
 
 def meta_pairs(pairs: tuple[str, ...]) -> dict[str, str]:
     """--meta KEY=VALUE options (commit and import metadata) as a dict; a later key wins."""
-    from silt.client import EXIT_USAGE, ClientError
+    from silt.client_base import EXIT_USAGE
 
     out = {}
     for pair in pairs:
@@ -292,7 +372,7 @@ def directory_prefix(path: str) -> str:
 @contextmanager
 def on_branch(repo: str, name: str) -> Iterator[None]:
     """Around a call that needs a branch: when name is a tag instead, say so, not "not found"."""
-    from silt.client import EXIT_NOT_FOUND, EXIT_USAGE, ClientError
+    from silt.client_base import EXIT_NOT_FOUND, EXIT_USAGE
 
     try:
         yield
@@ -300,19 +380,18 @@ def on_branch(repo: str, name: str) -> Iterator[None]:
         if exc.exit_code == EXIT_NOT_FOUND and _is_tag(repo, name):
             raise ClientError(
                 f"{name!r} is a tag of {repo}, not a branch: tags never change; to work on it, create a branch"
-                f" from it: silt branch create silt://{repo}/NEW-BRANCH --source {name}",
+                f" from it: silt branch create lakefs://{repo}/NEW-BRANCH --source {name}",
                 EXIT_USAGE,
             ) from None
         raise
 
 
 def _is_tag(repo: str, name: str) -> bool:
-    from silt.client import ClientError
-    from silt.graveler.v1 import graveler_pb2 as api
+    from cli.rest import segment
 
     try:
-        client().graveler.GetTag(api.GetTagRequest(repository=repo, id=name))
-    except (ClientError, SiltError):
+        rest().get(f"/repositories/{segment(repo)}/tags/{segment(name)}")
+    except SiltError:
         return False
     return True
 

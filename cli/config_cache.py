@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import silt
-from silt.client import ClientView, TLSView
+from silt.client_base import ClientView, TLSView
 
 FORMAT = 1
 FILE_NAME = "client-config.json"

@@ -73,7 +73,7 @@ def _watch(repository: str, branch: str, since_us: int, follow: bool) -> Iterato
 
 
 @click.command("events")
-@click.argument("uri", metavar="silt://REPO/BRANCH")
+@click.argument("uri", metavar="lakefs://REPO/BRANCH")
 @click.option(
     "--since",
     default="1h",
@@ -89,7 +89,7 @@ def events(uri: str, since: str, follow: bool) -> None:
     JSON object per line."""
     repository, branch, rest = parse_uri(uri)
     if rest:
-        raise ClientError("events are per branch: give silt://REPO/BRANCH", EXIT_USAGE)
+        raise ClientError("events are per branch: give lakefs://REPO/BRANCH", EXIT_USAGE)
     since_us = parse_since(since)
     as_json = state().json
     try:

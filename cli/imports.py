@@ -74,7 +74,7 @@ class ImportProgress:
     help="s3://bucket/prefix/, gs://bucket/prefix/, https://ACCOUNT.blob.core.windows.net/CONTAINER/prefix/ "
     "or local:///directory/.",
 )
-@click.option("--to", "destination", required=True, metavar="silt://REPO/BRANCH[/PATH]", help="Where it goes.")
+@click.option("--to", "destination", required=True, metavar="lakefs://REPO/BRANCH[/PATH]", help="Where it goes.")
 @click.option("--object", "one_object", is_flag=True, help="Import exactly the object --from names, at PATH.")
 @click.option("--message", "-m", default="", help="Commit message (default: Import objects).")
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Commit metadata; repeatable.")
@@ -93,7 +93,7 @@ def import_(
     """
     repo, branch, path = parse_uri(destination)
     if one_object and not path:
-        raise ClientError("--object needs the object's key in --to: silt://REPO/BRANCH/KEY", EXIT_USAGE)
+        raise ClientError("--object needs the object's key in --to: lakefs://REPO/BRANCH/KEY", EXIT_USAGE)
     kind = api.ImportLocation.TYPE_OBJECT if one_object else api.ImportLocation.TYPE_COMMON_PREFIX
     request = api.StartImportRequest(
         repository=repo,

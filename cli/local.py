@@ -1,6 +1,10 @@
 """`silt local`: lakectl's local checkouts. A directory holds the objects under a path of a ref
 and a `.lakefs_ref.yaml` naming its source and the commit it was synced at (`at_head`);
-status, commit, pull and checkout compare it with that commit and with the ref's head now."""
+status, commit, pull and checkout compare it with that commit and with the ref's head now.
+
+Over the REST API, as the other user commands. One case calls graveler's gRPC service instead: a
+commit of a checkout of a path while the branch has other uncommitted changes outside it (the
+REST API commits a whole branch; graveler commits one prefix)."""
 
 from __future__ import annotations
 
@@ -8,10 +12,11 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import click
 
-from cli.common import client, done, human_size, json_option, meta_pairs, on_branch, output, state, table
+from cli.common import done, human_size, json_option, meta_pairs, on_branch, output, rest, state, table
 from cli.local_index import (
     ADDED,
     MODIFIED,
@@ -30,20 +35,16 @@ from cli.local_index import (
     scan,
     write_source,
 )
+from cli.rest import ApiError, segment
 from cli.transfer import Job, mover, presign_option, progress_option, run_transfers
-from silt.client import EXIT_CONFLICT, EXIT_USAGE, ClientError, paged, parse_uri
-from silt.graveler.v1 import graveler_pb2 as api
+from silt.client_base import EXIT_CONFLICT, EXIT_NOT_FOUND, EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import model_pb2 as pb
 
 # A change to make in the checkout: the object to download, or None to delete the file.
 Plan = list[tuple[str, pb.Entry | None]]
 
-_DIFF_KIND = {api.DIFF_TYPE_ADDED: ADDED, api.DIFF_TYPE_REMOVED: REMOVED, api.DIFF_TYPE_CHANGED: MODIFIED}
-_REF_KIND = {
-    api.ResolveRefResponse.REF_TYPE_BRANCH: "branch",
-    api.ResolveRefResponse.REF_TYPE_TAG: "tag",
-    api.ResolveRefResponse.REF_TYPE_COMMIT: "commit",
-}
+_DIFF_KIND = {"added": ADDED, "removed": REMOVED, "changed": MODIFIED}
+
 
 dir_argument = click.argument("directory", required=False, default=".", type=click.Path(path_type=Path))
 
@@ -56,18 +57,53 @@ def local() -> None:
 # --- remote side ---------------------------------------------------------------------------
 
 
-def _resolve(repo: str, ref: str) -> api.ResolveRefResponse:
-    return client().graveler.ResolveRef(api.ResolveRefRequest(repository=repo, ref=ref))
+def _repo_path(repo: str) -> str:
+    return f"/repositories/{segment(repo)}"
+
+
+def _resolve(repo: str, ref: str) -> str:
+    """The commit ref names now."""
+    info = rest().get(f"{_repo_path(repo)}/commits/{segment(ref)}", what=f"lakefs://{repo}/{ref}")
+    return str(info["id"])
+
+
+def _ref_kind(repo: str, ref: str) -> str:
+    """ "branch", "tag" or "commit": what ref is (only a branch takes commits)."""
+    for kind, plural in (("branch", "branches"), ("tag", "tags")):
+        try:
+            rest().get(f"{_repo_path(repo)}/{plural}/{segment(ref)}")
+        except ApiError as exc:
+            if exc.exit_code != EXIT_NOT_FOUND:
+                raise
+        else:
+            return kind
+    return "commit"
+
+
+def _entry(stats: dict[str, Any]) -> pb.Entry:
+    """The REST API's object record as the entry the checkout's index compares files with."""
+    entry = pb.Entry(
+        physical_address=str(stats.get("physical_address") or ""),
+        size=int(stats.get("size_bytes") or 0),
+        etag=str(stats.get("checksum") or ""),
+        content_type=str(stats.get("content_type") or ""),
+        metadata={str(k): str(v) for k, v in (stats.get("metadata") or {}).items()},
+    )
+    entry.last_modified.FromSeconds(int(stats.get("mtime") or 0))
+    return entry
 
 
 def _objects(source: Source, commit_id: str) -> dict[str, pb.Entry]:
     """The objects of the checkout's path at a commit, by path relative to it."""
     prefix = source.prefix
     out = {}
-    for item in client().entries(source.repo, commit_id, prefix):
-        rel = item.key[len(prefix) :]
-        if not item.common_prefix and rel and not rel.endswith("/") and rel != REF_FILE:
-            out[rel] = item.entry
+    listing = rest().pages(
+        f"{_repo_path(source.repo)}/refs/{segment(commit_id)}/objects/ls", {"prefix": prefix, "user_metadata": "true"}
+    )
+    for item in listing:
+        rel = item["path"][len(prefix) :]
+        if item.get("path_type") != "common_prefix" and rel and not rel.endswith("/") and rel != REF_FILE:
+            out[rel] = _entry(item)
     return out
 
 
@@ -75,26 +111,17 @@ def _remote_changes(source: Source, head: str) -> list[tuple[Change, pb.Entry | 
     """What changed under the checkout's path between at_head and head, with the new object."""
     if head == source.at_head:
         return []
-    g = client().graveler
-
-    def fetch(after: str) -> api.DiffResponse:
-        request = api.DiffRequest(
-            repository=source.repo,
-            left_ref=source.at_head,
-            right_ref=head,
-            prefix=source.prefix,
-            after=after,
-            amount=1000,
-        )
-        return g.Diff(request)
-
-    out = []
-    for item in paged(fetch, "items", lambda i: i.key):
-        rel = item.key[len(source.prefix) :]
-        if item.type in _DIFF_KIND and rel and not rel.endswith("/") and rel != REF_FILE:
-            kind = _DIFF_KIND[item.type]
-            out.append((Change(rel, kind), None if kind == REMOVED else item.right))
-    return out
+    path = f"{_repo_path(source.repo)}/refs/{segment(source.at_head)}/diff/{segment(head)}"
+    changed = []
+    for item in rest().pages(path, {"prefix": source.prefix, "type": "two_dot"}):
+        rel = item["path"][len(source.prefix) :]
+        if item["type"] in _DIFF_KIND and rel and not rel.endswith("/") and rel != REF_FILE:
+            changed.append(Change(rel, _DIFF_KIND[item["type"]]))
+    if not changed:
+        return []
+    # The diff names paths; the new objects' records (size, ETag, mtime) come from one listing.
+    at_head = _objects(source, head) if any(c.kind != REMOVED for c in changed) else {}
+    return [(c, None if c.kind == REMOVED else at_head[c.path]) for c in changed]
 
 
 # --- local side ----------------------------------------------------------------------------
@@ -149,7 +176,7 @@ def _changes_json(changes: Iterable[Change]) -> list[dict[str, str]]:
 
 
 @local.command("clone")
-@click.argument("uri", metavar="silt://REPO/REF[/PATH]")
+@click.argument("uri", metavar="lakefs://REPO/REF[/PATH]")
 @click.argument("directory", required=False, type=click.Path(path_type=Path))
 @progress_option
 @presign_option
@@ -161,7 +188,7 @@ def clone(uri: str, directory: Path | None, quiet: bool, presign: bool | None) -
     root = directory or Path(path.rstrip("/").rpartition("/")[2] or repo)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise ClientError(f"{root} already exists and is not an empty directory", EXIT_CONFLICT)
-    head = _resolve(repo, ref).commit_id
+    head = _resolve(repo, ref)
     source = Source(repo, ref, path, head)
     objects = _objects(source, head)
     root.mkdir(parents=True, exist_ok=True)
@@ -178,6 +205,30 @@ def clone(uri: str, directory: Path | None, quiet: bool, presign: bool | None) -
     )
 
 
+@local.command("init")
+@click.argument("uri", metavar="lakefs://REPO/REF[/PATH]")
+@click.argument("directory", required=False, default=".", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--force", is_flag=True, help="Connect a directory that already is a checkout (of anything).")
+@json_option
+def init(uri: str, directory: Path, force: bool) -> None:
+    """Connect DIRECTORY (default: here), as it is, to PATH at REF's head, downloading nothing
+    (lakectl's local init): `status` then shows its files against that commit, `commit` uploads them."""
+    repo, ref, path = parse_uri(uri)
+    if (directory / REF_FILE).exists() and not force:
+        raise ClientError(
+            f"{directory} is a local checkout already ({REF_FILE}); --force connects it anew", EXIT_CONFLICT
+        )
+    source = Source(repo, ref, path, _resolve(repo, ref))
+    directory.mkdir(parents=True, exist_ok=True)
+    write_source(directory, source)
+    done(
+        f"{directory} connected to {source.src} at {source.at_head[:12]}",
+        directory=os.fspath(directory),
+        src=source.src,
+        at_head=source.at_head,
+    )
+
+
 @local.command("status")
 @dir_argument
 @json_option
@@ -185,7 +236,7 @@ def status(directory: Path) -> None:
     """Local changes against the synced commit and, if the ref moved since, remote changes."""
     source = read_source(directory)
     changes = local_changes(scan(directory), _objects(source, source.at_head))
-    head = _resolve(source.repo, source.ref).commit_id
+    head = _resolve(source.repo, source.ref)
     remote = [change for change, _ in _remote_changes(source, head)]
 
     def human() -> None:
@@ -222,9 +273,8 @@ def commit(directory: Path, message: str, meta: tuple[str, ...], quiet: bool, pr
     """Upload added and modified files, delete removed ones, and commit them on the branch."""
     source = read_source(directory)
     metadata = meta_pairs(meta)
-    resolved = _resolve(source.repo, source.ref)
-    if resolved.type != api.ResolveRefResponse.REF_TYPE_BRANCH:
-        kind = _REF_KIND.get(resolved.type, "ref")
+    kind = _ref_kind(source.repo, source.ref)
+    if kind != "branch":
         raise ClientError(
             f"{source.ref!r} is a {kind}, not a branch: only a branch takes commits; "
             f"`silt local checkout {directory} --ref BRANCH` first",
@@ -235,46 +285,61 @@ def commit(directory: Path, message: str, meta: tuple[str, ...], quiet: bool, pr
         done("No local changes: nothing to commit", commit=None, changes=[])
         return
     mine = {c.path for c in changes}
-    remote = _remote_changes(source, resolved.commit_id)
+    remote = _remote_changes(source, _resolve(source.repo, source.ref))
     overlap = mine & {c.path for c, _ in remote}
     if overlap:
         _refuse(overlap, f"{source.ref} changed them since {source.at_head[:12]}; `silt local pull` first")
-    _check_clean_branch(source)
+    others_outside = _check_clean_branch(source)
     _push(directory, source, changes, quiet, presign)
     with on_branch(source.repo, source.ref):
-        info = client().graveler.Commit(
-            api.CommitRequest(
-                repository=source.repo,
-                branch=source.ref,
-                message=message,
-                metadata=metadata,
-                prefixes=[source.prefix] if source.prefix else [],
-            )
-        )
+        if others_outside:
+            commit_id = _commit_prefix(source, message, metadata)
+        else:
+            body = {"message": message, "metadata": metadata}
+            branch = f"{_repo_path(source.repo)}/branches/{segment(source.ref)}"
+            commit_id = str(rest().post(branch + "/commits", body)["id"])
     # Others' commits since at_head (none on our paths) come in too: the checkout is at the new commit.
-    theirs = [(c.path, e) for c, e in _remote_changes(source, info.id) if c.path not in mine]
-    _apply(directory, source, info.id, theirs, quiet, presign)
-    write_source(directory, Source(source.repo, source.ref, source.path, info.id))
+    theirs = [(c.path, e) for c, e in _remote_changes(source, commit_id) if c.path not in mine]
+    _apply(directory, source, commit_id, theirs, quiet, presign)
+    write_source(directory, Source(source.repo, source.ref, source.path, commit_id))
     done(
-        f"Commit {info.id} on {source.ref}: {len(changes)} change(s)",
-        commit=info.id,
+        f"Commit {commit_id} on {source.ref}: {len(changes)} change(s)",
+        commit=commit_id,
         changes=_changes_json(changes),
     )
 
 
-def _check_clean_branch(source: Source) -> None:
-    """Refuse when the branch has uncommitted changes under the path: the commit would take them."""
-    g = client().graveler
-    resp = g.DiffBranch(
-        api.DiffBranchRequest(repository=source.repo, branch=source.ref, prefix=source.prefix, amount=100)
+def _commit_prefix(source: Source, message: str, metadata: dict[str, str]) -> str:
+    """A commit of the checkout's path alone: graveler's gRPC call (the REST API commits whole branches)."""
+    from cli.common import client
+    from silt.graveler.v1 import graveler_pb2 as api
+
+    info = client().graveler.Commit(
+        api.CommitRequest(
+            repository=source.repo,
+            branch=source.ref,
+            message=message,
+            metadata=metadata,
+            prefixes=[source.prefix] if source.prefix else [],
+        )
     )
-    if resp.items:
-        keys = [item.key[len(source.prefix) :] for item in resp.items]  # as paths in the checkout
+    return str(info.id)
+
+
+def _check_clean_branch(source: Source) -> bool:
+    """Refuse when the branch has uncommitted changes under the path: the commit would take them.
+    Whether it has some outside the path (then only a commit of the path leaves them staged)."""
+    staged = rest().get(f"{_repo_path(source.repo)}/branches/{segment(source.ref)}/diff", {"amount": 100}, what="diff")
+    paths = [str(item["path"]) for item in staged.get("results") or []]
+    inside = [p for p in paths if p.startswith(source.prefix)]
+    if inside:
+        keys = [p[len(source.prefix) :] for p in inside]  # as paths in the checkout
         _refuse(
             keys,
             f"{source.ref} has uncommitted changes under {source.prefix or '/'} that are not from this "
             f"checkout; commit or reset them first (silt branch reset)",
         )
+    return len(inside) < len(paths) or bool(staged.get("pagination", {}).get("has_more"))
 
 
 def _push(root: Path, source: Source, changes: list[Change], quiet: bool, presign: bool | None) -> None:
@@ -291,11 +356,10 @@ def _push(root: Path, source: Source, changes: list[Change], quiet: bool, presig
         jobs.append((change.path, f.size, move.upload(source.repo, source.ref, key, f.path, metadata)))
     if jobs:
         run_transfers(jobs, "uploading", quiet)
-    g = client().graveler
+    objects = f"{_repo_path(source.repo)}/branches/{segment(source.ref)}/objects"
     for change in changes:
         if change.kind == REMOVED:
-            key = source.prefix + change.path
-            g.DeleteEntry(api.DeleteEntryRequest(repository=source.repo, branch=source.ref, key=key))
+            rest().delete(objects, {"path": source.prefix + change.path})
 
 
 @local.command("pull")
@@ -307,7 +371,7 @@ def _push(root: Path, source: Source, changes: list[Change], quiet: bool, presig
 def pull(directory: Path, force: bool, quiet: bool, presign: bool | None) -> None:
     """Bring the ref's changes since the synced commit into the checkout."""
     source = read_source(directory)
-    head = _resolve(source.repo, source.ref).commit_id
+    head = _resolve(source.repo, source.ref)
     remote = _remote_changes(source, head)
     if not force:
         mine = {c.path for c in local_changes(scan(directory), _objects(source, source.at_head))}
@@ -336,7 +400,7 @@ def checkout(directory: Path, new_ref: str | None, force: bool, quiet: bool, pre
         if changes:
             _refuse((c.path for c in changes), "local changes would be lost; commit them, or --force")
     ref = new_ref or source.ref
-    target = Source(source.repo, ref, source.path, _resolve(source.repo, ref).commit_id)
+    target = Source(source.repo, ref, source.path, _resolve(source.repo, ref))
     wanted = _objects(target, target.at_head)
     plan: Plan = [(rel, None) for rel in files if rel not in wanted]
     plan += [(rel, e) for rel, e in wanted.items() if rel not in files or not same_content(files[rel], e)]

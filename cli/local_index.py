@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from cli.common import directory_prefix
-from silt.client import EXIT_FAILURE, EXIT_NOT_FOUND, ClientError, parse_uri
+from silt.client_base import EXIT_FAILURE, EXIT_NOT_FOUND, ClientError, parse_uri
 from silt.graveler.v1 import model_pb2 as pb
 
 REF_FILE = ".lakefs_ref.yaml"

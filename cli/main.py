@@ -34,6 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "auth": ("cli.iam:auth", "Users, groups, policies and credentials."),
     "branch": ("cli.branch:branch", "Branches."),
     "branch-protect": ("cli.protect:branch_protect", "Branch protection rules (lakectl's branch-protect)."),
+    "completion": (
+        "cli.completion:completion",
+        "The shell completion script for SHELL: `source <(silt completion bash)`, or in ~/.bashrc.",
+    ),
     "commit": (
         "cli.commits:commit",
         "Commit a branch's uncommitted changes (only those under PREFIX when given).",
@@ -42,13 +46,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cli.commits:diff",
         "Differences between two refs, or a branch's uncommitted changes when only LEFT is given.",
     ),
-    "doctor": ("cli.doctor:doctor", "Check credentials and connectivity to auth, graveler and the S3 gateway."),
+    "doctor": (
+        "cli.doctor:doctor",
+        "Check credentials and connectivity to the REST API, auth, graveler and the S3 gateway.",
+    ),
     "events": (
         "cli.events:events",
         "A branch's history events: reads, writes and deletes through S3 and the REST API,"
         " and commits, merges, reverts, cherry-picks, resets, branch and tag changes.",
     ),
-    "fs": ("cli.fs:fs", "Objects in a repository: silt://REPO/REF/PATH."),
+    "find-merge-base": (
+        "cli.commits:find_merge_base",
+        "The commit a merge of SOURCE into DESTINATION would start from (lakectl's find-merge-base).",
+    ),
+    "fs": ("cli.fs:fs", "Objects in a repository: lakefs://REPO/REF/PATH."),
     "gc": ("cli.gc:gc", "Garbage collection: retention rules and runs."),
     "import": (
         "cli.imports:import_",
@@ -67,6 +78,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Merge SOURCE into the branch DESTINATION; conflicts are listed and exit with code 5.",
     ),
     "migrate": ("cli.migrate:migrate", "Bring repositories across from another system, with their history."),
+    "refs-dump": (
+        "cli.refs:refs_dump",
+        "Dump a repository's refs to its storage namespace; print the manifest refs-restore reads.",
+    ),
+    "refs-restore": (
+        "cli.refs:refs_restore",
+        "Restore refs from a manifest into a new, empty repository (made with the dump's storage namespace).",
+    ),
     "repo": ("cli.repo:repo", "Repositories."),
     "run": (
         "cli.run:run",
@@ -74,20 +93,28 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "show": ("cli.commits:show_commit", "The commit a ref resolves to."),
     "tag": ("cli.branch:tag", "Tags: immutable names for commits."),
+    "usage": ("cli.usage:usage", "The installation's usage report (lakectl's usage)."),
 }
 
 
 @click.group(cls=SiltGroup, lazy_commands=COMMANDS)
 @click.version_option(package_name="silt", prog_name="silt", message="%(prog)s, version %(version)s")
 @click.option("--config", "config_path", envvar="SILT_CONFIG", help="YAML configuration file.")
-@click.option("--graveler", metavar="HOST:PORT", help="Graveler endpoint (default: saved by `silt run`, or config).")
-@click.option("--auth", "auth_endpoint", metavar="HOST:PORT", help="Auth endpoint.")
-@click.option("--s3-endpoint", metavar="URL", help="S3 gateway URL, for object bytes.")
+@click.option(
+    "--endpoint",
+    metavar="URL",
+    help="The server's URL: its REST API (/api/v1) and S3 gateway, all the user commands need"
+    " (default: lakectl's server.endpoint_url, or the gateway `silt run` saved, or config).",
+)
+@click.option("--graveler", metavar="HOST:PORT", help="Graveler's gRPC endpoint, for operator commands.")
+@click.option("--auth", "auth_endpoint", metavar="HOST:PORT", help="Auth's gRPC endpoint, for operator commands.")
+@click.option("--s3-endpoint", metavar="URL", help="S3 gateway URL (the same as --endpoint).")
 @json_option
 @click.pass_context
 def cli(
     ctx: click.Context,
     config_path: str | None,
+    endpoint: str | None,
     graveler: str | None,
     auth_endpoint: str | None,
     s3_endpoint: str | None,
@@ -95,12 +122,15 @@ def cli(
     """Silt: git-like version control for data lakes.
 
     \b
-    Objects are named by URIs: silt://REPOSITORY/REF/PATH (lakectl's lakefs://... too)
+    Objects are named by URIs: lakefs://REPOSITORY/REF/PATH (silt://... too).
+    User commands call the REST API at one endpoint; lakectl's configuration
+    (~/.lakectl.yaml, LAKECTL_*) is read as well as Silt's.
     Exit codes: 0 ok, 1 failure, 2 usage or configuration, 3 unavailable,
     4 not found, 5 conflict, 6 permission denied or not authenticated.
     """
     state = ctx.ensure_object(State)
     state.config_path = config_path
+    state.endpoint = endpoint
     state.graveler = graveler
     state.auth = auth_endpoint
     state.s3_endpoint = s3_endpoint

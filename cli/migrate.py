@@ -97,9 +97,17 @@ def _source_auth(source: LakeFSSource) -> object:
 def _target_auth() -> object:
     import lakefs_sdk
 
-    from cli.presign import rest_api
+    from cli.common import state
 
-    return lakefs_sdk.AuthApi(rest_api()._api_client)
+    connection = state().connection()
+    configuration = lakefs_sdk.Configuration(
+        host=connection.endpoint.rstrip("/") + "/api/v1",
+        username=connection.access_key_id,
+        password=connection.secret_access_key,
+    )
+    if connection.ca_file:
+        configuration.ssl_ca_cert = connection.ca_file
+    return lakefs_sdk.AuthApi(lakefs_sdk.ApiClient(configuration))
 
 
 @migrate.command("lakefs")
@@ -157,6 +165,8 @@ def lakefs(
     addresses: nothing is copied, and the source's storage is only read. A migration stopped
     at any point goes on from where it was when run again with the same ledger.
     """
+    # lakectl's settings name the source here: the target is only ever Silt's own.
+    state().silt_settings_only = True
     target = target or repository
     ledger_path = ledger or Path(f"lakefs-migration-{target}.jsonl")
     header = {"endpoint": endpoint, "source": repository, "target": target}

@@ -23,7 +23,7 @@ import click
 from cli.common import client
 from cli.presign import RestApi, http_error, rest_api
 from cli.progress import TransferProgress
-from silt.client import EXIT_DENIED, EXIT_NOT_FOUND, EXIT_UNAVAILABLE, ClientError
+from silt.client_base import EXIT_DENIED, EXIT_NOT_FOUND, EXIT_UNAVAILABLE, ClientError
 
 TRANSFER_THREADS = 8
 
@@ -114,7 +114,7 @@ def upload_job(s3: Any, repo: str, branch: str, key: str, local: Path, extra: di
     s3, the client's boto3 client (made beforehand: jobs run in threads)."""
 
     def run(progress: Callable[[int], object]) -> None:
-        with s3_errors(f"silt://{repo}/{branch}/{key}"):
+        with s3_errors(f"lakefs://{repo}/{branch}/{key}"):
             s3.upload_file(str(local), repo, f"{branch}/{key}", ExtraArgs=extra, Callback=progress)
 
     return run
@@ -125,7 +125,7 @@ def download_job(s3: Any, repo: str, ref: str, key: str, local: Path, after: Cal
 
     def run(progress: Callable[[int], object]) -> None:
         local.parent.mkdir(parents=True, exist_ok=True)
-        with s3_errors(f"silt://{repo}/{ref}/{key}"):
+        with s3_errors(f"lakefs://{repo}/{ref}/{key}"):
             s3.download_file(repo, f"{ref}/{key}", str(local), Callback=progress)
         if after is not None:
             after()
@@ -137,10 +137,11 @@ class Mover:
     """Makes the transfer jobs of one command: through presigned URLs (api given) or the S3
     gateway. Made in the command's thread; its jobs run in transfer threads."""
 
-    def __init__(self, gateway: Any, api: RestApi | None) -> None:
-        self._gateway = gateway  # the CLI's Client: its boto3 client is made only if needed
+    def __init__(self, gateway: Callable[[], Any], api: RestApi | None) -> None:
+        self._gateway = gateway  # the CLI's Client, made (gRPC imported) only if the gateway is used
         self.api = api
         self._pools: dict[bool, Any] = {}
+        self._file_mode = new_file_mode()
         if api is not None:
             import urllib3
 
@@ -155,7 +156,7 @@ class Mover:
 
     @property
     def s3(self) -> Any:
-        return self._gateway.s3
+        return self._gateway().s3
 
     def download(
         self, repo: str, ref: str, key: str, local: Path, size: int, after: Callable[[], None] | None = None
@@ -168,7 +169,7 @@ class Mover:
         def run(progress: Callable[[int], object]) -> None:
             local.parent.mkdir(parents=True, exist_ok=True)
             url = api.presigned_url(repo, ref, key)
-            self._get(url, f"silt://{repo}/{ref}/{key}", local, size, progress)
+            self._get(url, f"lakefs://{repo}/{ref}/{key}", local, size, progress)
             if after is not None:
                 after()
 
@@ -196,14 +197,14 @@ class Mover:
 
         def run(progress: Callable[[int], object]) -> None:
             address, url = api.upload_location(repo, branch, key)
-            etag = self._put(url, f"silt://{repo}/{branch}/{key}", local, size, progress)
+            etag = self._put(url, f"lakefs://{repo}/{branch}/{key}", local, size, progress)
             api.link(repo, branch, key, address, etag, size, metadata, content_type)
 
         return run
 
     def stream(self, repo: str, ref: str, key: str, write: Callable[[bytes], object]) -> None:
         """An object's bytes, in pieces, to write (as `silt fs cat` writes them to stdout)."""
-        what = f"silt://{repo}/{ref}/{key}"
+        what = f"lakefs://{repo}/{ref}/{key}"
         if self.api is None:
             with s3_errors(what):
                 body = self.s3.get_object(Bucket=repo, Key=f"{ref}/{key}")["Body"]
@@ -246,6 +247,8 @@ class Mover:
                         progress(len(chunk))
                 if received != size or (announced is not None and announced.isdigit() and int(announced) != size):
                     raise ClientError(f"{what}: incomplete download: {received} of {size} bytes")
+                # mkstemp's file is 0600; a downloaded file gets what any new file would.
+                tmp.chmod(self._file_mode)
                 tmp.replace(local)
             except BaseException:
                 tmp.unlink(missing_ok=True)
@@ -286,6 +289,16 @@ class Mover:
             raise ClientError(f"{what}: presigned {method} failed: {exc}", EXIT_UNAVAILABLE) from None
 
 
+def new_file_mode() -> int:
+    """The mode a new file gets here (0666 less the umask), read once in the command's thread:
+    the umask can only be read by setting it."""
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _origin(url: str) -> tuple[str, str, int | None]:
     from urllib.parse import urlsplit
 
@@ -321,8 +334,7 @@ def _check_status(response: Any, what: str, *ok: int) -> None:
 def mover(presign: bool | None) -> Mover:
     """The command's Mover: presigned URLs unless presign is False or the server does not
     support them (asked once per invocation), else the S3 gateway."""
-    c = client()
     if presign is False:
-        return Mover(c, None)
+        return Mover(client, None)
     api = rest_api()
-    return Mover(c, api if api.presigns() else None)
+    return Mover(client, api if api.presigns() else None)

@@ -71,6 +71,17 @@ def _check_optional_endpoint(value: str | None) -> str | None:
     return None if value is None else _check_endpoint(value)
 
 
+def _check_optional_url(value: str | None) -> str | None:
+    """An http(s) URL a client dials (a host, a port and no more than a base path)."""
+    if value is None:
+        return None
+    scheme, sep, rest = value.partition("://")
+    host = rest.split("/", 1)[0]
+    if not sep or scheme not in ("http", "https") or not host or "?" in value or "#" in value:
+        raise ValueError("expected an http:// or https:// URL, e.g. http://gateway.silt.svc.cluster.local:8000")
+    return value.rstrip("/")
+
+
 class LoggingConfig(_Section):
     format: Literal["text", "json"] = "text"
     """log lines as plain text, or one JSON object per line"""
@@ -362,6 +373,10 @@ class TLSConfig(_Section):
 class S3GatewayConfig(_Section):
     listen_address: str = "0.0.0.0:8000"
     """S3 endpoint"""
+    endpoint: str | None = None
+    """the URL clients dial for the gateway and the REST API beside it (the `silt` CLI's user commands), e.g.
+    `http://gateway.silt.svc.cluster.local:8000` in a cluster; unset: `http(s)://` and the listen address
+    """
     domain_name: str = "s3.local"
     """for virtual-host-style requests"""
     region: str = "us-east-1"
@@ -428,6 +443,7 @@ class S3GatewayConfig(_Section):
     """decoded ranges and metaranges each edge process keeps in memory for direct reads"""
 
     _listen = field_validator("listen_address")(_check_listen_address)
+    _endpoint = field_validator("endpoint")(_check_optional_url)
     _metrics_listen = field_validator("metrics_listen_address")(_check_optional_listen_address)
 
 

@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from silt.client import EXIT_DENIED, EXIT_NOT_FOUND, EXIT_USAGE
+from silt.client import EXIT_CONFLICT, EXIT_DENIED, EXIT_NOT_FOUND, EXIT_USAGE
 from silt.errors import is_protection_refusal
 from tests.e2e.conftest import Silt
 
@@ -103,3 +103,60 @@ def test_fs_presign_reads_without_credentials_and_fails_clearly(silt: Silt, tmp_
     missing = silt("fs", "presign", f"silt://{repo}/main/nothing.csv", ok=False)
     assert missing.code == EXIT_NOT_FOUND and missing.err.count("\n") == 1
     assert silt("fs", "presign", f"silt://{repo}/main", ok=False).code == EXIT_USAGE
+
+
+def test_lakectl_syntax_and_commands_over_the_rest_api(silt: Silt, tmp_path: Path) -> None:
+    repo = "e2e-cli-lakectl-syntax"
+    created = silt("repo", "create", f"lakefs://{repo}", f"local://{repo}", "-d", "main")
+    assert f"Repository: lakefs://{repo}" in created.out and f"local://{repo}" in created.out
+    silt("branch", "create", f"lakefs://{repo}/dev", "--source", f"lakefs://{repo}/main")
+    wrong_repo = silt("branch", "create", f"lakefs://{repo}/x", "--source", "lakefs://other/main", ok=False)
+    assert wrong_repo.code == EXIT_USAGE
+    _upload(silt, tmp_path, f"lakefs://{repo}/dev/table.csv", "id\n1\n")
+    first = silt("commit", f"lakefs://{repo}/dev", "-m", "first", "--json").json()["id"]
+    _upload(silt, tmp_path, f"lakefs://{repo}/dev/other.txt", "x")
+    second = silt("commit", f"lakefs://{repo}/dev", "-m", "second", "--json").json()["id"]
+    silt("tag", "create", f"lakefs://{repo}/v1", f"lakefs://{repo}/dev~1")
+    assert silt("tag", "create", f"lakefs://{repo}/v1", "dev", ok=False).code == EXIT_CONFLICT
+    silt("tag", "create", f"lakefs://{repo}/v1", f"lakefs://{repo}/dev", "-f")  # lakectl's: replaces it
+    assert silt("tag", "show", f"lakefs://{repo}/v1", "--json").json()["commit_id"] == second
+
+    assert [c["id"] for c in silt("log", f"lakefs://{repo}/dev", "--amount", "1", "--json").json()] == [second]
+    touched = silt("log", f"lakefs://{repo}/dev", "--objects", "table.csv", "--json").json()
+    assert [c["id"] for c in touched] == [first]
+    assert silt("show", "commit", f"lakefs://{repo}/v1", "--json").json()["id"] == second
+    base = silt("find-merge-base", f"lakefs://{repo}/dev", f"lakefs://{repo}/main", "--json").json()
+    assert base["destination_commit_id"] == base["base_commit_id"]
+
+    stat = silt("fs", "stat", f"lakefs://{repo}/dev/table.csv", "--json").json()
+    assert stat["content_type"] == "text/csv"  # guessed from the name
+    silt("fs", "update-metadata", f"lakefs://{repo}/dev/table.csv", "--metadata", "owner=ana,tier=gold")
+    assert silt("fs", "stat", f"lakefs://{repo}/dev/table.csv", "--json").json()["metadata"] == {
+        "owner": "ana",
+        "tier": "gold",
+    }
+    # This stack allows no import prefix: the server's own refusal, in one line, exit code 2.
+    outside = silt(
+        "fs",
+        "stage",
+        f"lakefs://{repo}/dev/staged.csv",
+        "--location",
+        "s3://elsewhere/staged.csv",
+        "--size",
+        "3",
+        "--checksum",
+        "abc",
+        ok=False,
+    )
+    assert outside.code == EXIT_USAGE and outside.err.count("\n") == 1
+
+    # Destructive commands refuse without a terminal and without -y; -y does it.
+    refused = silt("tag", "delete", f"lakefs://{repo}/v1", ok=False)
+    assert refused.code == EXIT_USAGE and "--yes" in refused.err
+    silt("tag", "delete", f"lakefs://{repo}/v1", "-y")
+    assert silt("tag", "list", f"lakefs://{repo}", "--json").json() == []
+
+    manifest = silt("refs-dump", f"lakefs://{repo}").json()
+    assert manifest["commits_meta_range_id"] and manifest["branches_meta_range_id"]
+    missing = silt("usage", "summary", ok=False)  # Silt keeps no usage report: lakeFS's 404, its message
+    assert missing.code == EXIT_NOT_FOUND and "usage report" in missing.err

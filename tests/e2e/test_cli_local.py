@@ -105,6 +105,13 @@ def test_round_trip_pull_and_conflict(silt: Silt, repo: str, tmp_path: Path) -> 
     staged = silt("local", "commit", str(work), "-m", "would take theirs", ok=False)
     assert staged.code == 5 and "uncommitted" in staged.err and "conflict: staged.txt" in staged.out
 
+    # Uncommitted changes outside the path are not the checkout's: its commit leaves them staged.
+    silt("branch", "reset", f"lakefs://{repo}/main/data/staged.txt", "-y")
+    silt("fs", "upload", "-q", str(theirs), f"silt://{repo}/main/outside.txt")
+    silt("local", "commit", str(work), "-m", "only mine")
+    assert silt("diff", f"lakefs://{repo}/main", "--json").json() == [{"key": "outside.txt", "type": "added"}]
+    assert "data/mine.txt" in silt("fs", "ls", f"lakefs://{repo}/main~0/data/", "--json").out
+
 
 def test_checkout_list_lakefs_uri_and_bad_input(silt: Silt, repo: str, tmp_path: Path) -> None:
     _seed(silt, repo, tmp_path)
@@ -146,3 +153,18 @@ def test_checkout_list_lakefs_uri_and_bad_input(silt: Silt, repo: str, tmp_path:
     plain = silt("local", "status", str(busy), ok=False)
     assert plain.code == 4 and ".lakefs_ref.yaml" in plain.err and plain.err.count("\n") == 1
     assert silt("local", "clone", f"silt://{repo}/nope/data", str(tmp_path / "n"), ok=False).code == 4
+
+
+def test_init_connects_a_directory_without_downloading(silt: Silt, repo: str, tmp_path: Path) -> None:
+    _seed(silt, repo, tmp_path)
+    work = tmp_path / "existing"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")  # as main has it: no change
+    (work / "fresh.csv").write_text("id\n1\n")
+    silt("local", "init", f"lakefs://{repo}/main/data/", str(work))
+    assert not (work / "sub").exists()  # nothing downloaded
+    assert _changes(_status(silt, work)["local"]) == {("added", "fresh.csv"), ("removed", "sub/b.txt")}
+    again = silt("local", "init", f"lakefs://{repo}/main/data/", str(work), ok=False)
+    assert again.code == 5 and "--force" in again.err
+    silt("local", "init", f"lakefs://{repo}/main/", str(work), "--force")
+    assert _status(silt, work)["src"] == f"lakefs://{repo}/main/"

@@ -50,8 +50,8 @@ def test_cli_writes_to_a_protected_branch_are_refused(stack: Stack, silt: Silt, 
     _refused(silt, "fs", "upload", str(data), f"silt://{REPO}/main/direct.txt", "-q")
     _refused(silt, "fs", "rm", f"silt://{REPO}/main/kept.txt")
     _refused(silt, "commit", f"silt://{REPO}/main", "-m", "direct", "--allow-empty")
-    _refused(silt, "branch", "reset", f"silt://{REPO}/main", "--hard", first)
-    _refused(silt, "branch", "revert", f"silt://{REPO}/main", first)
+    _refused(silt, "branch", "reset", f"silt://{REPO}/main", "--hard", first, "-y")
+    _refused(silt, "branch", "revert", f"silt://{REPO}/main", first, "-y")
     _refused(silt, "branch", "delete", f"silt://{REPO}/stable", "--yes")
     assert "pull request" in _refused(silt, "merge", f"silt://{REPO}/feature", "main")
 

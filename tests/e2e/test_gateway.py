@@ -69,7 +69,7 @@ def test_upload_branch_merge_and_read_old_versions(stack: Stack, silt: Silt, tmp
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == keys
     assert (out / keys[5]).read_text() == f"version 1 of {keys[5]}\n"
 
-    silt("branch", "revert", f"silt://{REPO}/main", "main", "--parent-number", "1")
+    silt("branch", "revert", f"silt://{REPO}/main", "main", "--parent-number", "1", "-y")
     assert silt.proc("fs", "cat", f"silt://{REPO}/main/aws/{keys[0]}").out == f"version 1 of {keys[0]}\n"
 
 

@@ -219,7 +219,7 @@ def test_commit_merge_and_reset_are_recorded(s3: Any, silt: Silt, repo: str) -> 
     commit = silt("commit", f"silt://{repo}/feature", "-m", "add f", "--json").json()
     merged = silt("merge", f"silt://{repo}/feature", "main", "-m", "feature into main", "--json").json()
     s3.put_object(Bucket=repo, Key="main/scratch", Body=b"s")
-    silt("branch", "reset", f"silt://{repo}/main")
+    silt("branch", "reset", f"silt://{repo}/main", "-y")
 
     def kinds(branch: str) -> list[dict[str, Any]]:
         out = silt("events", f"silt://{repo}/{branch}", "--since", "10m", "--json").out

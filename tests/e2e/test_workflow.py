@@ -61,7 +61,7 @@ def test_branch_change_diff_commit_merge_revert(stack: Stack, silt: Silt, import
     assert [i["path"] for i in listing] == ["tables/t0/", "tables/t1/"]
 
     silt("tag", "create", f"silt://{REPO}/before-revert", "main")
-    reverted = silt("branch", "revert", f"silt://{REPO}/main", "main", "--parent-number", "1", "--json").json()
+    reverted = silt("branch", "revert", f"silt://{REPO}/main", "main", "--parent-number", "1", "-y", "--json").json()
     assert reverted["id"]
     back = silt("fs", "stat", f"silt://{REPO}/main/{TREE[250]}", "--json").json()
     assert back["etag"] == f"v1-{TREE[250]}"
@@ -90,9 +90,9 @@ def test_merge_conflicts_are_listed_with_exit_code_5(stack: Stack, silt: Silt, i
 def test_reset_and_cherry_pick(stack: Stack, silt: Silt, imported: str) -> None:
     silt("branch", "create", f"silt://{REPO}/scratch", "--source", imported)
     stage_tree(stack, REPO, "scratch", TREE[:3], version="junk")
-    silt("branch", "reset", f"silt://{REPO}/scratch/{TREE[0]}")
+    silt("branch", "reset", f"silt://{REPO}/scratch/{TREE[0]}", "-y")
     assert len(silt("diff", f"silt://{REPO}/scratch", "--json").json()) == 2
-    silt("branch", "reset", f"silt://{REPO}/scratch")
+    silt("branch", "reset", f"silt://{REPO}/scratch", "--yes")
     assert silt("diff", f"silt://{REPO}/scratch", "--json").json() == []
 
     stage_tree(stack, REPO, "scratch", ["extra/new.csv"], version="pick")
@@ -132,7 +132,7 @@ def test_lakectl_uris_work_in_every_command_group(silt: Silt, tmp_path: Path) ->
     silt("tag", "create", f"{uri}/v1", "main")
     assert silt("tag", "show", f"{uri}/v1", "--json").json()["commit_id"] == merged["id"]
     silt("fs", "rm", f"{uri}/main/docs/hello.txt")
-    silt("branch", "reset", f"{uri}/main")
+    silt("branch", "reset", f"{uri}/main", "-y")
     assert silt("fs", "stat", f"silt://{repo}/main/docs/hello.txt").code == 0
 
     silt("gc", "rules", "set", uri, "--default-days", "7")

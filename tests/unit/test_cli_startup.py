@@ -3,9 +3,9 @@
 No timing here (bench/cli.py measures, `make bench-cli`): each test runs a fresh interpreter and
 checks which modules it imported. Importing cli.main, `silt --version`, `silt --help` and
 completing a command name import no command's module, nor gRPC, protobuf, pydantic, boto3,
-pyarrow and the like; `silt repo list` imports what a gRPC call needs and nothing of the
-journal, object stores or data frames, and builds the validator of the configuration sections it
-reads alone (silt.config.load_client_config), or, its configuration cached, no pydantic at all
+pyarrow and the like; `silt repo list` imports what a REST call needs (cli/rest.py) and nothing
+of gRPC, the journal, object stores or data frames, and builds the validator of the configuration
+sections it reads alone (silt.config.load_client_config), or, its configuration cached, no pydantic at all
 (cli/config_cache.py). Re-adding an eager import to cli/main.py or
 cli/common.py fails these.
 """
@@ -107,13 +107,23 @@ def test_completing_a_command_name_loads_no_command() -> None:
     assert _imported(_modules_after([], env), NO_SERVER) == []
 
 
-def test_repo_list_loads_only_what_a_grpc_call_needs() -> None:
+def test_repo_list_loads_only_what_a_rest_call_needs() -> None:
     # No server listens on port 1: the call fails, after everything it needs was imported.
-    modules = _modules_after(["--graveler", "127.0.0.1:1", "repo", "list"], {"SILT_ACCESS_KEY_ID": "a"})
-    assert "cli.repo" in modules
-    assert _imported(modules, NEVER) == []
+    env = {"SILT_ACCESS_KEY_ID": "a", "SILT_SECRET_ACCESS_KEY": "b"}
+    modules = _modules_after(["--endpoint", "http://127.0.0.1:1", "repo", "list"], env)
+    assert "cli.repo" in modules and "cli.rest" in modules
+    assert _imported(modules, (*NEVER, "grpc", "google.protobuf", "silt.client", "lakefs_sdk")) == []
     others = tuple(path.partition(":")[0] for name, (path, _) in COMMANDS.items() if name != "repo")
     assert _imported(modules, others) == []
+
+
+def test_a_transfer_off_a_terminal_loads_neither_grpc_nor_lakefs_sdk_nor_rich() -> None:
+    # `fs cat` asks the REST API whether it presigns (the REST client) and would move bytes with
+    # urllib3; gRPC (the gateway's boto3 client) and rich's bars (a terminal) only when needed.
+    env = {"SILT_ACCESS_KEY_ID": "a", "SILT_SECRET_ACCESS_KEY": "b"}
+    modules = _modules_after(["--endpoint", "http://127.0.0.1:1", "fs", "cat", "lakefs://r/main/x"], env)
+    assert "cli.transfer" in modules
+    assert _imported(modules, (*NEVER, "grpc", "silt.client", "lakefs_sdk")) == []
 
 
 def test_repo_list_with_its_configuration_cached_imports_no_pydantic(tmp_path: Path) -> None:
@@ -121,18 +131,24 @@ def test_repo_list_with_its_configuration_cached_imports_no_pydantic(tmp_path: P
     # (cli/config_cache.py); the next ones read the cache alone: no pydantic, no YAML.
     config = tmp_path / "config.yaml"
     config.write_text("graveler:\n  endpoint: 127.0.0.1:1\n")
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "SILT_CONFIG": str(config), "SILT_ACCESS_KEY_ID": "a"}
+    env = {
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "SILT_CONFIG": str(config),
+        "SILT_ACCESS_KEY_ID": "a",
+        "SILT_SECRET_ACCESS_KEY": "b",
+        "SILT_GATEWAYS_S3_LISTEN_ADDRESS": "127.0.0.1:1",
+    }
     first = _modules_after(["repo", "list"], env)
     assert "pydantic" in first
     again = _modules_after(["repo", "list"], env)
-    assert "cli.repo" in again and "grpc" in again
+    assert "cli.repo" in again and "cli.rest" in again and "grpc" not in again
     assert _imported(again, ("pydantic", "pydantic_core", "yaml", "silt.config")) == []
 
 
 _BUILT_PROBE = """
 import sys
 from cli.main import main
-sys.argv = ["silt", "--graveler", "127.0.0.1:1", "repo", "list"]
+sys.argv = ["silt", "--endpoint", "http://127.0.0.1:1", "repo", "list"]
 try:
     main()
 except SystemExit:
