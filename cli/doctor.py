@@ -55,6 +55,10 @@ def doctor() -> None:
     if blockstore is not None:
         config, source = blockstore
         check("blockstore", source, lambda: _blockstore(config))
+        if config.database.type == "cassandra":
+            found = _cassandra(config)
+            checks += found
+            exit_codes += [EXIT_UNAVAILABLE for x in found if x["status"] == "FAIL"]
     output(
         checks,
         lambda: table(
@@ -62,7 +66,7 @@ def doctor() -> None:
             [(x["service"], x["endpoint"], x["status"], x["detail"]) for x in checks],
         ),
     )
-    failed = [x for x in checks if x["status"] != "ok"]
+    failed = [x for x in checks if x["status"] == "FAIL"]
     if failed:
         names = ", ".join(x["service"] for x in failed)
         raise ClientError(f"{len(failed)} check(s) failed: {names}", _exit_code(exit_codes))
@@ -99,6 +103,21 @@ def _blockstore(config: Config) -> str:
         return f"{config.blockstore.type} {probe_blockstore(open_adapter(config.blockstore), config)}"
     except SiltError as exc:
         raise ClientError(f"blockstore: {exc}", EXIT_UNAVAILABLE) from None
+
+
+def _cassandra(config: Config) -> list[dict[str, str]]:
+    """The Cassandra cluster's settings that work against Silt's driver: WARN, not a failure."""
+    from silt.kv.cassandra_settings import check_cluster
+
+    endpoint = ",".join(config.database.cassandra.contact_points)
+    try:
+        findings = check_cluster(config.database.cassandra)
+    except Exception as exc:
+        return [{"service": "cassandra", "endpoint": endpoint, "status": "FAIL", "detail": str(exc).splitlines()[0]}]
+    return [
+        {"service": f"cassandra {f.name}", "endpoint": endpoint, "status": "ok" if f.ok else "WARN", "detail": f.detail}
+        for f in findings
+    ]
 
 
 def _credentials(c: Client) -> str:
