@@ -240,7 +240,15 @@ class _Suspects:
 
 
 class _SuspectsLastPolicy(WrapperPolicy):
-    """The child's plan (replicas first), with suspected nodes moved to its end."""
+    """The child's plan (replicas first), with suspected nodes moved to its end; then the same
+    hosts once more.
+
+    The second pass is for retries: speculative copies take hosts from the same plan, so with
+    two copies out on three nodes a retry after the first send's connection was lost (a node
+    killed) would find the plan empty, and the driver then fails the whole request although
+    both copies are still waiting for their answers. A second send to a host that holds a copy
+    is harmless: only idempotent statements are retried after a lost connection.
+    """
 
     def __init__(self, child_policy: Any, suspects: _Suspects) -> None:
         super().__init__(child_policy)
@@ -248,17 +256,10 @@ class _SuspectsLastPolicy(WrapperPolicy):
 
     def make_query_plan(self, working_keyspace: str | None = None, query: Statement | None = None) -> Iterator[Host]:
         suspects = self._suspects.current()
-        plan = self._child_policy.make_query_plan(working_keyspace, query)
-        if not suspects:
-            yield from plan
-            return
-        later = []
-        for host in plan:
-            if host in suspects:
-                later.append(host)
-            else:
-                yield host
-        yield from later
+        plan = list(self._child_policy.make_query_plan(working_keyspace, query))
+        ordered = [host for host in plan if host not in suspects] + [host for host in plan if host in suspects]
+        yield from ordered
+        yield from ordered
 
 
 class _HostStates(HostStateListener):

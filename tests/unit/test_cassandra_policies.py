@@ -192,3 +192,18 @@ def test_doctor_warns_of_a_percentile_speculative_retry() -> None:
     assert speculative_retry_finding("50.0ms").ok and speculative_retry_finding("50ms").ok
     for option in ("99.0PERCENTILE", "99p", "NONE", None):
         assert not speculative_retry_finding(option).ok
+
+
+class _FixedPlan:
+    def __init__(self, hosts: list[str]) -> None:
+        self.hosts = hosts
+
+    def make_query_plan(self, working_keyspace: str | None = None, query: Any = None) -> Any:
+        return iter(self.hosts)
+
+
+def test_plan_puts_suspects_last_and_leaves_hosts_for_a_retry_after_the_speculative_copies() -> None:
+    suspects = _Suspects()
+    suspects.add("a")
+    policy = _SuspectsLastPolicy(_FixedPlan(["a", "b", "c"]), suspects)
+    assert list(policy.make_query_plan()) == ["b", "c", "a", "b", "c", "a"]
