@@ -95,14 +95,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause", type=float, default=10.0, help="seconds a node stays stopped")
     parser.add_argument("--workers", type=int, default=4, help="S3 client threads")
     parser.add_argument("--seed", type=int, default=60)
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a database.cassandra setting instead of Silt's default (e.g. heartbeat_timeout_s=1.0)",
+    )
     args = parser.parse_args(argv)
     os.environ[TIMEOUTS_ENV] = args.timeouts
     cluster = CassandraCluster.start()
     root = Path(tempfile.mkdtemp(prefix="silt-bench-cassandra-faults-"))
     try:
         # Silt's own defaults for everything but where the cluster is and what it keeps.
+        overrides = dict(item.split("=", 1) for item in args.set)
         config = cluster.database_config(
-            keyspace="bench_faults", request_timeout_s=CassandraConfig.model_fields["request_timeout_s"].default
+            keyspace="bench_faults",
+            request_timeout_s=CassandraConfig.model_fields["request_timeout_s"].default,
+            **overrides,
         )
         database = config.model_dump(mode="json", exclude_none=True)
         topology = start_topology(root, database, random.Random(args.seed), log_level="INFO")
@@ -117,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                         result = run_once(
                             f"faults-{fault}-{node}", topology, cluster, seed, [], args.workers, windows=[window]
                         )
-                        print(json.dumps(measure(fault, node, run, result)), flush=True)
+                        print(json.dumps({**measure(fault, node, run, result), **overrides}), flush=True)
                         time.sleep(2.0)  # hints delivered, the restarted node warm again
         finally:
             topology.stop()

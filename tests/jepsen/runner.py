@@ -266,8 +266,10 @@ def summary(result: Result) -> str:
     ops = result.history.ops
     outcomes = Counter(op.outcome.value for op in ops if op.outcome)
     faults = sum(len(w.kinds) for w in result.windows if w.injected_ns)
+    failed = failed_by_fault(ops, result.windows)
+    node_faults = sum(n for kind, n in failed.items() if kind.startswith("cassandra-"))
     return (
         f"jepsen {result.leg} seed {result.seed}: {len(ops)} ops ({outcomes['ok']} ok, {outcomes['fail']} fail,"
-        f" {outcomes['unknown']} unknown), {faults} faults, {len(result.violations)} violations;"
-        f" report: {result.report_path}"
+        f" {outcomes['unknown']} unknown), {faults} faults, {len(result.violations)} violations,"
+        f" {node_faults} failed requests during Cassandra node faults; report: {result.report_path}"
     )
