@@ -40,7 +40,8 @@ from tests.jepsen.topology import start_topology
 from tests.support.cassandra_cluster import CassandraCluster
 
 TIMEOUTS_ENV = "SILT_CASSANDRA_CLUSTER_TIMEOUTS"
-KINDS = {"kill": "cassandra-kill", "pause": "cassandra-pause"}
+# "none": a control run, the same load and windows without a fault (what the load alone fails).
+KINDS = {"kill": ("cassandra-kill",), "pause": ("cassandra-pause",), "none": ()}
 # The checker's kinds of violation that mean an acknowledged write was lost, and those that
 # mean a read saw an overwritten value (not linearizable) or no longer saw a write.
 LOST = ("lost", "commit misses a write", "merge misses a write", "unreadable")
@@ -86,7 +87,7 @@ def measure(fault: str, node: int, run: int, result: Result) -> dict[str, object
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--faults", default="kill,pause", help="comma-separated: kill, pause")
+    parser.add_argument("--faults", default="kill,pause", help="comma-separated: kill, pause, none")
     parser.add_argument("--nodes", default="0,1,2", help="comma-separated node indexes (0 is the seed)")
     parser.add_argument("--runs", type=int, default=1, help="runs per fault and node")
     parser.add_argument("--timeouts", choices=("stock", "tuned"), default="stock", help="the server's timeouts")
@@ -122,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
                 for node in (int(n) for n in args.nodes.split(",")):
                     for run in range(args.runs):
                         seed += 1
-                        duration = args.down if fault == "kill" else args.pause
-                        window = Window((KINDS[fault],), args.before, duration, (node,))
+                        duration = args.pause if fault == "pause" else args.down
+                        kinds = KINDS[fault]
+                        window = Window(kinds, args.before, duration, (node,) if kinds else ())
                         result = run_once(
                             f"faults-{fault}-{node}", topology, cluster, seed, [], args.workers, windows=[window]
                         )
