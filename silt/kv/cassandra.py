@@ -51,8 +51,9 @@ Riding out one lost replica of three (docs/design/kv.md, "Faults on a cluster"):
   their timestamp is fixed before sending, after a lost connection. A read (or a write whose
   timestamp is fixed) not answered within ``speculative_delay_s`` is also sent to the next
   replica (execution_profiles).
-* A frozen node is noticed by the driver's heartbeat in about 3 s, and a node that timed
-  out a request is tried last for a few seconds (_SuspectsLastPolicy).
+* A frozen node is noticed by the driver's heartbeat in about 2 s; a node that timed out a
+  request is tried last for a few seconds, and one a request had to go past (a speculative
+  copy answered) for two (_SuspectsLastPolicy, _Suspects.add_slow).
 * An LWT whose outcome a fault left unknown is resolved by a read at SERIAL, and sent again
   only when that read shows it did not apply (_conditional, _resolve); when that cannot
   tell, OutcomeUnknown, which graveler resolves for branch records from their content.
