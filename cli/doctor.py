@@ -67,6 +67,10 @@ def doctor() -> None:
     if blockstore is not None:
         config, source = blockstore
         check("blockstore", source, lambda: _blockstore(config))
+        if config.database.type == "cassandra":
+            found = _cassandra(config)
+            checks += found
+            exit_codes += [EXIT_UNAVAILABLE for x in found if x["status"] == "FAIL"]
     output(
         checks,
         lambda: table(
@@ -119,6 +123,21 @@ def _rest_user() -> str:
 
     user = rest().get("/user", what="GET /user") or {}
     return "signed in as " + str((user.get("user") or {}).get("id", "?"))
+
+
+def _cassandra(config: Config) -> list[dict[str, str]]:
+    """The Cassandra cluster's settings that work against Silt's driver: WARN, not a failure."""
+    from silt.kv.cassandra_settings import check_cluster
+
+    endpoint = ",".join(config.database.cassandra.contact_points)
+    try:
+        findings = check_cluster(config.database.cassandra)
+    except Exception as exc:
+        return [{"service": "cassandra", "endpoint": endpoint, "status": "FAIL", "detail": str(exc).splitlines()[0]}]
+    return [
+        {"service": f"cassandra {f.name}", "endpoint": endpoint, "status": "ok" if f.ok else "WARN", "detail": f.detail}
+        for f in findings
+    ]
 
 
 def _credentials(c: Client) -> str:

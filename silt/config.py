@@ -147,6 +147,23 @@ class CassandraConfig(_Section):
     """bounds every read, write and LWT, retries included: a frozen or overloaded node fails the request (gateway 503
     `SlowDown`, graveler `UNAVAILABLE`) after this long, never hangs it
     """
+    speculative_delay_s: float = Field(0.2, gt=0)
+    """a read, or a write whose timestamp is fixed before it is sent, not answered within this long is also sent to
+    the next replica (and again after as long, up to `speculative_executions` copies); the first answer wins. Never
+    lightweight transactions, nor writes the coordinator timestamps
+    """
+    speculative_executions: int = Field(2, ge=0, le=4)
+    """extra copies of such a statement at most (0: none); 2 reaches every replica of RF 3"""
+    retries: int = Field(2, ge=0, le=5)
+    """sends of one statement to the next replica after an error that allows it (a server timeout, a lost
+    connection), within `request_timeout_s`
+    """
+    heartbeat_interval_s: float = Field(0.5, gt=0)
+    """a connection that received nothing for this long is sent a heartbeat"""
+    heartbeat_timeout_s: float = Field(1.5, gt=0)
+    """a heartbeat not answered within this long closes the connection and marks its node down: a frozen node is
+    left after about `heartbeat_interval_s` + this, where gossip takes ~18 s
+    """
     page_size: int = Field(1000, ge=1)
     """rows per scan page"""
     create_schema: bool = True

@@ -48,10 +48,12 @@ Riding out one lost replica of three (docs/design/kv.md, "Faults on a cluster"):
 * Requests a replica could not serve move to another one when that is safe (_RetryPolicy):
   every statement after an Unavailable (nothing was attempted), reads after any error,
   plain writes after a server write timeout (their timestamp is already fixed) and, when
-  their timestamp is fixed before sending, after a lost connection. A read not answered
-  within _SPECULATIVE_DELAY_S is also sent to the next replica.
-* A frozen node is noticed by the driver's heartbeat in about 3 s, and a node that timed
-  out a request is tried last for a few seconds (_SuspectsLastPolicy).
+  their timestamp is fixed before sending, after a lost connection. A read (or a write whose
+  timestamp is fixed) not answered within ``speculative_delay_s`` is also sent to the next
+  replica (execution_profiles).
+* A frozen node is noticed by the driver's heartbeat in about 2 s; a node that timed out a
+  request is tried last for a few seconds, and one a request had to go past (a speculative
+  copy answered) for two (_SuspectsLastPolicy, _Suspects.add_slow).
 * An LWT whose outcome a fault left unknown is resolved by a read at SERIAL, and sent again
   only when that read shows it did not apply (_conditional, _resolve); when that cannot
   tell, OutcomeUnknown, which graveler resolves for branch records from their content.
@@ -127,27 +129,16 @@ TABLE = "kv"
 # every 2 s: a cluster that comes back is used again within about two seconds.
 _RECONNECT_BASE_DELAY_S = 0.25
 _RECONNECT_MAX_DELAY_S = 2.0
-# A connection that received nothing for this long is sent a heartbeat (OPTIONS); with no
-# answer within the timeout it is closed and its node marked down, so that requests go to
-# the other replicas. Together they notice a frozen node (paused, swapping, a dropped NAT
-# entry: no FIN, no RST) in about 3 s, where gossip takes ~18 s to convict it; a GC pause
-# shorter than the timeout does not trip them.
-_HEARTBEAT_INTERVAL_S = 1.0
-_HEARTBEAT_TIMEOUT_S = 2.0
-# A read not answered within this long is also sent to the next replica, and the first
-# answer wins: a replica that died or froze (before anyone noticed) costs a read this much
-# instead of the request timeout. Far above a healthy read's latency (~1 ms), so it adds
-# a duplicate only for reads that are stalled anyway.
-_SPECULATIVE_DELAY_S = 0.2
 # A node that left a request unanswered (timeout) or dropped its connection is tried last
 # for this long, so that the next requests (and the resolution of an LWT it left unknown)
 # do not wait for it again before the heartbeat has marked it down.
 _SUSPECT_FOR_S = 5.0
+# A node that a request had to go past (a speculative copy or a retry answered) is tried last
+# for this long: about as long as the heartbeat takes to tell a frozen node from a slow one.
+_SLOW_SUSPECT_FOR_S = 2.0
 # An LWT left in doubt by a fault is resolved and, if it certainly did not apply, sent again:
 # at most this many sends in all.
 _LWT_ATTEMPTS = 3
-# Retries on another replica of one request (not counting speculative executions).
-_MAX_RETRIES = 2
 _READ_PROFILE = "silt-read"
 
 # Servers from this version on give plain writes and ballots one node-wide monotonic clock
@@ -168,7 +159,12 @@ class _RetryPolicy(RetryPolicy):
       here: its outcome is unknown and ``CassandraStore._conditional`` resolves it.
     * Connection errors and other request errors: only statements marked idempotent (reads,
       writes whose timestamp is fixed; see ``CassandraStore._prepare``) are sent again.
+
+    At most ``retries`` sends to another replica per request (speculative copies not counted).
     """
+
+    def __init__(self, retries: int) -> None:
+        self.retries = retries
 
     def on_read_timeout(
         self,
@@ -179,7 +175,7 @@ class _RetryPolicy(RetryPolicy):
         data_retrieved: bool,
         retry_num: int,
     ) -> tuple[int, Any]:
-        if _idempotent(query) and retry_num < _MAX_RETRIES:
+        if _idempotent(query) and retry_num < self.retries:
             return self.RETRY_NEXT_HOST, None
         return self.RETHROW, None
 
@@ -193,19 +189,19 @@ class _RetryPolicy(RetryPolicy):
         retry_num: int,
     ) -> tuple[int, Any]:
         retryable = write_type in (WriteType.SIMPLE, WriteType.BATCH, WriteType.UNLOGGED_BATCH)
-        if retryable and _plain_write(query) and retry_num < _MAX_RETRIES:
+        if retryable and _plain_write(query) and retry_num < self.retries:
             return self.RETRY_NEXT_HOST, None
         return self.RETHROW, None
 
     def on_unavailable(
         self, query: Statement, consistency: int, required_replicas: int, alive_replicas: int, retry_num: int
     ) -> tuple[int, Any]:
-        if retry_num == 0:
+        if retry_num == 0 and self.retries > 0:
             return self.RETRY_NEXT_HOST, None
         return self.RETHROW, None
 
     def on_request_error(self, query: Statement, consistency: int, error: Exception, retry_num: int) -> tuple[int, Any]:
-        if _idempotent(query) and retry_num < _MAX_RETRIES:
+        if _idempotent(query) and retry_num < self.retries:
             return self.RETRY_NEXT_HOST, None
         return self.RETHROW, None
 
@@ -217,10 +213,20 @@ class _Suspects:
         self._lock = threading.Lock()
         self._until: dict[Host, float] = {}
 
-    def add(self, host: Host | None) -> None:
+    def add(self, host: Host | None, seconds: float = _SUSPECT_FOR_S) -> None:
         if host is not None:
             with self._lock:
-                self._until[host] = time.monotonic() + _SUSPECT_FOR_S
+                self._until[host] = max(self._until.get(host, 0.0), time.monotonic() + seconds)
+
+    def add_slow(self, result: Any) -> None:
+        """After a request that succeeded: the nodes it was sent to before the one that answered
+        (a speculative copy or a retry went further) are tried last for a short while. A node
+        that just froze is then left by the next requests, LWTs included, after one slow read
+        rather than after the heartbeat has noticed it; a node merely slow for a moment loses
+        its place for as short."""
+        attempted = getattr(getattr(result, "response_future", None), "attempted_hosts", None) or []
+        for host in attempted[:-1]:
+            self.add(host, _SLOW_SUSPECT_FOR_S)
 
     def clear(self, host: Host) -> None:
         with self._lock:
@@ -235,7 +241,15 @@ class _Suspects:
 
 
 class _SuspectsLastPolicy(WrapperPolicy):
-    """The child's plan (replicas first), with suspected nodes moved to its end."""
+    """The child's plan (replicas first), with suspected nodes moved to its end; then the same
+    hosts once more.
+
+    The second pass is for retries: speculative copies take hosts from the same plan, so with
+    two copies out on three nodes a retry after the first send's connection was lost (a node
+    killed) would find the plan empty, and the driver then fails the whole request although
+    both copies are still waiting for their answers. A second send to a host that holds a copy
+    is harmless: only idempotent statements are retried after a lost connection.
+    """
 
     def __init__(self, child_policy: Any, suspects: _Suspects) -> None:
         super().__init__(child_policy)
@@ -243,17 +257,10 @@ class _SuspectsLastPolicy(WrapperPolicy):
 
     def make_query_plan(self, working_keyspace: str | None = None, query: Statement | None = None) -> Iterator[Host]:
         suspects = self._suspects.current()
-        plan = self._child_policy.make_query_plan(working_keyspace, query)
-        if not suspects:
-            yield from plan
-            return
-        later = []
-        for host in plan:
-            if host in suspects:
-                later.append(host)
-            else:
-                yield host
-        yield from later
+        plan = list(self._child_policy.make_query_plan(working_keyspace, query))
+        ordered = [host for host in plan if host not in suspects] + [host for host in plan if host in suspects]
+        yield from ordered
+        yield from ordered
 
 
 class _HostStates(HostStateListener):
@@ -430,6 +437,52 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[object, ExecutionProfile]:
+    """The driver's execution profiles: the default one (writes, LWTs) and one for reads.
+
+    Both route token-aware (the partition's replicas first, in ring order, so that one
+    coordinator orders a partition's writes while it is up), within the local datacenter, nodes
+    that recently left a request unanswered last. Both speculate, and the driver speculates
+    only statements marked idempotent (``CassandraStore._prepare``): reads, and writes whose
+    timestamp is fixed before they are sent. Never an LWT, nor a write its coordinator
+    timestamps: a copy of one queued at a frozen coordinator would be stamped when that node
+    wakes, over a later write of the key.
+    """
+    speculation = (
+        ConstantSpeculativeExecutionPolicy(config.speculative_delay_s, config.speculative_executions)
+        if config.speculative_executions > 0
+        else None
+    )
+
+    def profile() -> ExecutionProfile:
+        return ExecutionProfile(
+            load_balancing_policy=_SuspectsLastPolicy(
+                TokenAwarePolicy(
+                    # An empty local_dc makes the driver adopt the first contact point's
+                    # datacenter, which is right when contact points are local.
+                    DCAwareRoundRobinPolicy(local_dc=config.local_datacenter or ""),
+                    shuffle_replicas=False,
+                ),
+                suspects,
+            ),
+            retry_policy=_RetryPolicy(config.retries),
+            consistency_level=ConsistencyLevel.name_to_value[config.consistency],
+            serial_consistency_level=ConsistencyLevel.name_to_value[config.serial_consistency],
+            request_timeout=config.request_timeout_s,
+            row_factory=tuple_factory,
+            speculative_execution_policy=speculation,
+        )
+
+    return {EXEC_PROFILE_DEFAULT: profile(), _READ_PROFILE: profile()}
+
+
+def _auth_provider(config: CassandraConfig) -> PlainTextAuthProvider | None:
+    if config.username is None:
+        return None
+    password = config.password.get_secret_value() if config.password is not None else ""
+    return PlainTextAuthProvider(username=config.username, password=password)
+
+
 class CassandraStore(Store):
     """The KV Store on a Cassandra keyspace; thread-safe, one driver Session shared."""
 
@@ -482,54 +535,22 @@ class CassandraStore(Store):
 
     @staticmethod
     def _make_cluster(config: CassandraConfig, suspects: _Suspects) -> Cluster:
-        def profile(**extra: Any) -> ExecutionProfile:
-            return ExecutionProfile(
-                load_balancing_policy=_SuspectsLastPolicy(
-                    TokenAwarePolicy(
-                        # An empty local_dc makes the driver adopt the first contact point's
-                        # datacenter, which is right when contact points are local.
-                        DCAwareRoundRobinPolicy(local_dc=config.local_datacenter or ""),
-                        shuffle_replicas=False,
-                    ),
-                    suspects,
-                ),
-                retry_policy=_RetryPolicy(),
-                consistency_level=ConsistencyLevel.name_to_value[config.consistency],
-                serial_consistency_level=ConsistencyLevel.name_to_value[config.serial_consistency],
-                request_timeout=config.request_timeout_s,
-                row_factory=tuple_factory,
-                **extra,
-            )
-
-        profiles = {
-            EXEC_PROFILE_DEFAULT: profile(),
-            # Reads only: a speculative duplicate of a write could reach a frozen coordinator,
-            # be given its timestamp when that node wakes, and overwrite a later write.
-            _READ_PROFILE: profile(
-                speculative_execution_policy=ConstantSpeculativeExecutionPolicy(_SPECULATIVE_DELAY_S, 1)
-            ),
-        }
-        auth = None
-        if config.username is not None:
-            password = config.password.get_secret_value() if config.password is not None else ""
-            auth = PlainTextAuthProvider(username=config.username, password=password)
-        extra: dict[str, Any] = {}
-        if config.protocol_version is not None:
-            extra["protocol_version"] = config.protocol_version
         return Cluster(
             contact_points=list(config.contact_points),
             port=config.port,
-            execution_profiles=profiles,
-            auth_provider=auth,
+            execution_profiles=execution_profiles(config, suspects),
+            auth_provider=_auth_provider(config),
             connect_timeout=config.connect_timeout_s,
             control_connection_timeout=config.connect_timeout_s,
             reconnection_policy=ExponentialReconnectionPolicy(
                 base_delay=_RECONNECT_BASE_DELAY_S, max_delay=_RECONNECT_MAX_DELAY_S, max_attempts=None
             ),
-            idle_heartbeat_interval=_HEARTBEAT_INTERVAL_S,
-            idle_heartbeat_timeout=_HEARTBEAT_TIMEOUT_S,
+            # A frozen node (paused, swapping, a dropped NAT entry: no FIN, no RST) is noticed
+            # by the heartbeat of its idle connections, where gossip takes ~18 s to convict it.
+            idle_heartbeat_interval=config.heartbeat_interval_s,
+            idle_heartbeat_timeout=config.heartbeat_timeout_s,
             max_schema_agreement_wait=max(config.request_timeout_s, 10.0),
-            **extra,
+            **({} if config.protocol_version is None else {"protocol_version": config.protocol_version}),
         )
 
     def _connect(self) -> Session:
@@ -666,12 +687,14 @@ class CassandraStore(Store):
         if self._closed:
             raise NotApplied("cassandra: the store is closed")
         try:
-            return self._session.execute(statement, params, execution_profile=profile)
+            result = self._session.execute(statement, params, execution_profile=profile)
         except OperationTimedOut as exc:
             self._suspects.add(exc.last_host)
             self._raise(op, exc)
         except Exception as exc:
             self._raise(op, exc)
+        self._suspects.add_slow(result)
+        return result
 
     def _write(self, op: str, statement: Statement, params: tuple[bytes, ...] | None) -> Any:
         if self._fence is None:

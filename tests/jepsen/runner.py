@@ -17,7 +17,7 @@ from pathlib import Path
 
 import requests
 
-from tests.jepsen.checker import Verdict, Violation, check_key, commit_misses, resurrections, unreadable
+from tests.jepsen.checker import FINAL, Verdict, Violation, check_key, commit_misses, resurrections, unreadable
 from tests.jepsen.history import COMMIT, History, Op, Outcome
 from tests.jepsen.nemesis import Nemesis, Window, schedule
 from tests.jepsen.topology import Topology
@@ -57,9 +57,13 @@ def run_once(
     mixed: bool = True,
     keys_per_branch: int = 6,
     fault_s: tuple[float, float] = (2.0, 4.0),
+    windows: list[Window] | None = None,
 ) -> Result:
+    """windows: a fixed schedule instead of one drawn from the seed (kinds, mixed and fault_s then
+    unused)."""
     rng = random.Random(seed)
-    windows = schedule(rng, kinds, mixed, fault_s)
+    drawn = schedule(rng, kinds, mixed, fault_s)
+    windows = drawn if windows is None else windows
     repo = f"jepsen-{leg}-{seed}".lower()
     history = History()
     # Two written branches, keys named apart (a commit's listing of a branch's keys is by prefix).
@@ -154,21 +158,49 @@ def _p99_ms(latencies: list[int]) -> str:
     return f"{ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] / 1e6:.0f}"
 
 
+def _kinds_during(op: Op, windows: list[Window]) -> set[str]:
+    """The fault kinds whose window overlaps op's interval ('none': no window does)."""
+    end = op.complete_ns if op.complete_ns is not None else op.invoke_ns
+    kinds = {
+        kind
+        for w in windows
+        for kind in w.kinds
+        if w.injected_ns and op.invoke_ns < (w.healed_ns or end) and end > w.injected_ns
+    }
+    return kinds or {"none"}
+
+
 def latency_by_fault(ops: list[Op], windows: list[Window]) -> dict[str, tuple[int, str]]:
     """Fault kind ('none': outside every window) -> (ok operations, their p99 latency in ms)."""
     buckets: dict[str, list[int]] = {}
     for op in ops:
         if op.outcome is not Outcome.OK or op.complete_ns is None:
             continue
-        kinds = {
-            kind
-            for w in windows
-            for kind in w.kinds
-            if w.injected_ns and op.invoke_ns < (w.healed_ns or op.complete_ns) and op.complete_ns > w.injected_ns
-        }
-        for kind in kinds or {"none"}:
+        for kind in _kinds_during(op, windows):
             buckets.setdefault(kind, []).append(op.complete_ns - op.invoke_ns)
     return {kind: (len(values), _p99_ms(values)) for kind, values in sorted(buckets.items())}
+
+
+def failed_request(op: Op) -> bool:
+    """Whether op failed for the service's sake: an answer of 5xx or none at all (a timeout, a
+    connection refused or lost). A 4xx is the service refusing what the request asked (a
+    conditional write whose condition no longer holds), not a failure."""
+    if op.outcome in (Outcome.OK, None):
+        return False
+    return op.outcome is Outcome.UNKNOWN or op.error[:1] != "4"
+
+
+def failed_by_fault(ops: list[Op], windows: list[Window]) -> dict[str, int]:
+    """Fault kind ('none': outside every window) -> requests that failed or whose outcome the
+    client could not tell (an error status, a timeout): what a user of the service would see as
+    a failed request. A Cassandra node lost while a quorum lives should cause none."""
+    failed: Counter[str] = Counter()
+    for op in ops:
+        if op.process == FINAL or not failed_request(op):
+            continue
+        for kind in _kinds_during(op, windows):
+            failed[kind] += 1
+    return dict(sorted(failed.items()))
 
 
 def faults_during(ops: list[Op], windows: list[Window]) -> str:
@@ -202,6 +234,9 @@ def render(result: Result) -> str:
     lines += ["", "p99 latency of ok operations during each fault (ms):"]
     for kind, (n, p99) in latency_by_fault(ops, result.windows).items():
         lines.append(f"  {kind:<16} {p99:>7} ms over {n} ops")
+    lines += ["", "failed requests (fail or unknown) during each fault:"]
+    failed = failed_by_fault(ops, result.windows)
+    lines += [f"  {kind:<16} {n}" for kind, n in failed.items()] or ["  none"]
     if result.undecided:
         lines += ["", f"keys too large to decide: {', '.join(result.undecided)}"]
     lines += ["", f"violations: {len(result.violations)}"]
@@ -231,8 +266,10 @@ def summary(result: Result) -> str:
     ops = result.history.ops
     outcomes = Counter(op.outcome.value for op in ops if op.outcome)
     faults = sum(len(w.kinds) for w in result.windows if w.injected_ns)
+    failed = failed_by_fault(ops, result.windows)
+    node_faults = sum(n for kind, n in failed.items() if kind.startswith("cassandra-"))
     return (
         f"jepsen {result.leg} seed {result.seed}: {len(ops)} ops ({outcomes['ok']} ok, {outcomes['fail']} fail,"
-        f" {outcomes['unknown']} unknown), {faults} faults, {len(result.violations)} violations;"
-        f" report: {result.report_path}"
+        f" {outcomes['unknown']} unknown), {faults} faults, {len(result.violations)} violations,"
+        f" {node_faults} failed requests during Cassandra node faults; report: {result.report_path}"
     )

@@ -47,3 +47,23 @@ def test_a_node_paused_with_a_kill_in_the_same_window_is_resumed_before_the_rest
     nemesis.run()
     assert nemesis.errors == []
     assert done == ["pause node0", "kill node1", "resume node0", "restart node1"]
+
+
+def test_failed_requests_are_counted_per_fault_4xx_refusals_and_final_reads_apart() -> None:
+    from tests.jepsen.checker import FINAL
+    from tests.jepsen.history import Op, Outcome
+    from tests.jepsen.runner import failed_by_fault
+
+    def op(i: int, start: int, end: int, outcome: Outcome, error: str = "", process: str = "s3-0") -> Op:
+        return Op(i, process, "write", "dev/a0", start, complete_ns=end, outcome=outcome, error=error)
+
+    window = Window(("cassandra-kill",), 0.0, 1.0, (1,), injected_ns=100, healed_ns=200)
+    ops = [
+        op(0, 10, 20, Outcome.UNKNOWN, "503 SlowDown"),  # before the fault
+        op(1, 90, 110, Outcome.UNKNOWN, "503 ServiceUnavailable"),  # overlaps it
+        op(2, 120, 130, Outcome.FAIL, "EndpointConnectionError"),  # never sent: still failed
+        op(3, 120, 130, Outcome.FAIL, "404 NoSuchKey"),  # a refusal, not a failure
+        op(4, 120, 130, Outcome.OK),
+        op(5, 150, 160, Outcome.UNKNOWN, "ReadTimeoutError", process=FINAL),
+    ]
+    assert failed_by_fault(ops, [window]) == {"cassandra-kill": 2, "none": 1}

@@ -140,15 +140,15 @@ class Topology:
             proxy.stop()
 
 
-def start_topology(data_dir: Path, database: dict[str, Any], rng: random.Random) -> Topology:
+def start_topology(data_dir: Path, database: dict[str, Any], rng: random.Random, log_level: str = "WARN") -> Topology:
     """Everything started and listening; database: the config's `database` section."""
     data_dir.mkdir(parents=True, exist_ok=True)
     config = initial_config(data_dir)
     config["database"] = database
-    config["logging"] = {"level": "WARN"}
+    config["logging"] = {"level": log_level}
     (data_dir / "config.yaml").write_text(yaml.safe_dump(config))
     names = ["auth", "graveler", "gateway", "compactor"]
-    stack = Stack(data_dir, ports=dict.fromkeys(names, 0), services=names, restart=False, log_level="WARN")
+    stack = Stack(data_dir, ports=dict.fromkeys(names, 0), services=names, restart=False, log_level=log_level)
     stack.prepare()
     assert stack.admin is not None
     envs: dict[str, dict[str, str]] = {name: dict(svc.env) for name, svc in stack._services.items()}

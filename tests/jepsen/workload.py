@@ -181,6 +181,7 @@ class Worker:
                 History.complete(op, Outcome.OK, why, precondition_failed=True)
                 self.known.pop(s3_key, None)
             else:
+                op.result["message"] = str(exc.response.get("Error", {}).get("Message", ""))[:500]
                 History.complete(op, outcome, why)
             return
         except Exception as exc:

@@ -310,3 +310,15 @@ def test_hung_node_times_out_and_conditional_outcome_is_unknown(
             while store.get(partition, b"k").value != b"v2" and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert store.get(partition, b"k").value == b"v2"
+
+
+def test_doctor_reads_the_tables_speculative_retry_and_says_when_timeouts_are_unreadable(
+    cassandra_server: CassandraServer, store: Store
+) -> None:
+    from silt.kv.cassandra_settings import check_cluster
+
+    findings = {f.name: f for f in check_cluster(cassandra_server.database_config(KEYSPACE).cassandra)}
+    assert findings["cassandra version"].detail.startswith("2.1")
+    assert findings["kv speculative_retry"].ok, findings["kv speculative_retry"].detail
+    # Cassandra 2.1 has no system_views: the doctor says so instead of guessing.
+    assert "not readable" in findings["server timeouts"].detail

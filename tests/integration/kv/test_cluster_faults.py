@@ -28,6 +28,7 @@ from typing import TypeVar
 
 import pytest
 
+from silt.config import CassandraConfig
 from silt.errors import NotFound, PredicateFailed, Unavailable
 from silt.kv import Store, open_store
 from silt.kv.store import Predicate
@@ -344,9 +345,10 @@ def test_a_paused_node_costs_at_most_the_driver_timeouts(healthy: CassandraClust
     lost = work.lost()
     during = work.window(paused_at, time.monotonic())
     failed = errors(during)
-    # The heartbeat (1 s idle, 2 s to answer) takes the node out; requests sent to it before
-    # that end with the request timeout. After that, nothing may fail.
-    noticed_by = paused_at + REQUEST_TIMEOUT_S + 1.0 + 2.0 + 1.0
+    # The heartbeat (an idle interval, then its timeout to answer) takes the node out; requests
+    # sent to it before that end with the request timeout. After that, nothing may fail.
+    defaults = CassandraConfig()
+    noticed_by = paused_at + REQUEST_TIMEOUT_S + defaults.heartbeat_interval_s + defaults.heartbeat_timeout_s + 1.0
     late = [op for op in failed if op.started > noticed_by]
     slowest = max(op.seconds for op in during)
     print(
