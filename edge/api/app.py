@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from edge.api.backend import Backend
 from edge.api.error_responses import HANDLERS
 from edge.api.fast.objects import ObjectsFastPath
-from edge.api.iceberg.app import RelativeForm, create_catalog_app
+from edge.api.iceberg.app import RELATIVE_PREFIX, RelativeForm, create_catalog_app
 from edge.api.observe import Observed
 from edge.api.routes import (
     actions,
@@ -113,7 +113,8 @@ def create_app(
     # The local blockstore's presigned URLs: outside /api/v1, as a store's URLs are.
     app.include_router(presigned.router)
     app.mount(ICEBERG_PREFIX, catalog)
+    app.mount(RELATIVE_PREFIX.rstrip("/"), RelativeForm(catalog))
     for kind, handler in HANDLERS.items():
         app.add_exception_handler(kind, handler)
     # Telemetry around both: the fast path's requests are observed as the app's are.
-    return Observed(RelativeForm(ObjectsFastPath(app) if fast_paths else app))
+    return Observed(ObjectsFastPath(app) if fast_paths else app)

@@ -61,7 +61,7 @@ def test_silt_run_first_run_ctrl_c_and_reuse(tmp_path: Path) -> None:
     try:
         saved = json.loads((data_dir / "credentials.json").read_text())
         assert f"secret_access_key: {saved['secret_access_key']}" in banner
-        assert "silt repo create quickstart" in banner
+        assert "silt repo create sample --sample" in banner
         for name in ("credentials.json", "secret.key", "services.json"):
             assert stat.S_IMODE((data_dir / name).stat().st_mode) == 0o600, name
         # The CLI finds the stack through SILT_DATA_DIR alone: as a real process once, the other

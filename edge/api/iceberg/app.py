@@ -1,6 +1,6 @@
 """The catalog as an app of its own, mounted in the REST API's app at /iceberg/api: it shares the
 API's backend and authentication, and answers errors in the Iceberg spec's model. Also lakeFS's
-relative form of its paths (RelativeForm, around the REST API's app)."""
+relative form of its paths (RelativeForm, mounted beside it)."""
 
 from __future__ import annotations
 
@@ -43,15 +43,19 @@ def relative_path(path: str) -> str | None:
 
 
 class RelativeForm:
-    """Serves lakeFS's relative form of the catalog's paths by rewriting them to the prefix form
-    before the wrapped app routes them."""
+    """lakeFS's relative form of the catalog's paths, mounted at its prefix in the REST API's app:
+    each request is handed to the catalog at the prefix form's path. A mount, not a middleware
+    around the app: the object fast path serves only an app without middleware."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, catalog: Any) -> None:
+        self.catalog = catalog
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             rewritten = relative_path(scope.get("path", ""))
-            if rewritten is not None:
-                scope = {**scope, "path": rewritten, "raw_path": rewritten.encode()}
-        await self.app(scope, receive, send)
+            if rewritten is None:
+                rewritten = f"{ICEBERG_PREFIX}/v1/not-a-relative-form"  # the catalog's own 404
+            # The mount made its prefix the root path; the catalog is mounted at the prefix form's.
+            root = scope.get("root_path", "").removesuffix(RELATIVE_PREFIX.rstrip("/"))
+            scope = {**scope, "path": rewritten, "raw_path": rewritten.encode(), "root_path": root + ICEBERG_PREFIX}
+        await self.catalog(scope, receive, send)
