@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from cli.common import client, json_option, output, table, when
-from silt.client import EXIT_USAGE, ClientError, parse_uri
+from silt.client_base import EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 
 # Objects annotated at most per call: each costs a walk of the history, bounded by graveler.

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from silt.config import ClientConfig, Config
 
 
-_EXIT_FAILURE = 1  # silt.client.EXIT_FAILURE, without importing gRPC
+_EXIT_FAILURE = 1  # silt.client_base.EXIT_FAILURE
 
 
 @dataclass
@@ -51,7 +51,7 @@ class State:
 
     def config(self) -> Config:
         """The whole configuration, every section validated: for commands that open the stores."""
-        from silt.client import find_config_path
+        from silt.client_base import find_config_path
         from silt.config import load_config
 
         return load_config(find_config_path(self.config_path))
@@ -59,7 +59,7 @@ class State:
     def client_config(self) -> ClientConfig:
         """The sections a client dials the services with, validated alone (fast: no other
         section's model is built; an error elsewhere is the services' to report)."""
-        from silt.client import find_config_path
+        from silt.client_base import find_config_path
         from silt.config import load_client_config
 
         return load_client_config(find_config_path(self.config_path))
@@ -96,7 +96,8 @@ class State:
         CLI was given), for the transfers that go through the S3 gateway."""
         if self._client is None:
             from cli.config_cache import client_view
-            from silt.client import Client, find_config_path, resolve_settings
+            from silt.client import Client, resolve_settings
+            from silt.client_base import find_config_path
             from silt.rpc.signing import Credentials
             from silt.secret import Secret
 

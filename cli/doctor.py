@@ -9,7 +9,8 @@ import click
 
 from cli.common import client, json_option, output, table
 from silt.auth.v1 import auth_pb2 as aapi
-from silt.client import EXIT_DENIED, EXIT_UNAVAILABLE, Client, ClientError
+from silt.client import Client
+from silt.client_base import EXIT_DENIED, EXIT_UNAVAILABLE, ClientError
 from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.rpc.channels import ClientTLS
 
@@ -94,7 +95,7 @@ def _blockstore_config() -> tuple[Config, str] | None:
     """The services' configuration, if this machine has one (else the store is not checked here:
     the services' health above includes their own view of it)."""
     from cli.common import state
-    from silt.client import find_config_path
+    from silt.client_base import find_config_path
     from silt.config import load_config
 
     path = find_config_path(state().config_path)

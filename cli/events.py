@@ -13,7 +13,8 @@ import click
 import grpc
 
 from cli.common import client, json_option, state
-from silt.client import EXIT_USAGE, ClientError, error_of_rpc, parse_uri
+from silt.client import error_of_rpc
+from silt.client_base import EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import events_pb2 as ev
 from silt.history_events.codec import source_name, to_json, type_name
 

@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from cli.common import as_dict, client, human_size, output, repository_argument, state, table
-from silt.client import ClientError
+from silt.client_base import ClientError
 from silt.errors import InvalidArgument
 from silt.gc_grace import DEFAULT_GRACE, MIN_GRACE_SECONDS, check_grace, parse_grace
 from silt.graveler.v1 import graveler_pb2 as api

@@ -13,7 +13,8 @@ import click
 from cli.common import as_dict, client, done, json_option, output, table, when
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import model_pb2 as pb
-from silt.client import EXIT_USAGE, ClientError, paged
+from silt.client import paged
+from silt.client_base import EXIT_USAGE, ClientError
 from silt.policy_conditions import OPERATORS
 from silt.spark import S3AEndpoint, builder_lines, spark_defaults_conf, spark_settings
 

@@ -18,7 +18,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from cli.common import as_dict, client, json_option, meta_pairs, on_branch, output, state
 from cli.progress import _duration, _interval
-from silt.client import EXIT_FAILURE, EXIT_USAGE, ClientError, parse_uri
+from silt.client_base import EXIT_FAILURE, EXIT_USAGE, ClientError, parse_uri
 from silt.graveler.v1 import graveler_pb2 as api
 
 POLL_SECONDS = 0.5

@@ -137,7 +137,7 @@ def cli(
 
 
 def _config(ctx: click.Context) -> Config:
-    from silt.client import find_config_path
+    from silt.client_base import find_config_path
     from silt.config import load_config
 
     return load_config(find_config_path(ctx.find_root().ensure_object(State).config_path))
@@ -163,7 +163,7 @@ def config_check(ctx: click.Context) -> None:
 def check(ctx: click.Context) -> None:
     """Validate the configuration and reach the KV store and the object store; creates nothing."""
     from cli.stack_check import run_check
-    from silt.client import find_config_path
+    from silt.client_base import find_config_path
     from silt.config import load_config
 
     path = find_config_path(ctx.find_root().ensure_object(State).config_path)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cli.common import output
-from silt.client import EXIT_UNAVAILABLE, ClientError
+from silt.client_base import EXIT_UNAVAILABLE, ClientError
 from silt.config import Config
 from silt.errors import InvalidArgument, NotFound, SiltError
 from silt.namespaces import parse_namespace

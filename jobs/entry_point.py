@@ -48,7 +48,7 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
 def job_config(path: str | None) -> Config:
     """The whole configuration, every section validated: a job opens the stores (--config, else
     $SILT_CONFIG, else where the CLI looks)."""
-    from silt.client import find_config_path
+    from silt.client_base import find_config_path
     from silt.config import load_config
 
     return load_config(find_config_path(path))
@@ -91,7 +91,7 @@ def write_summary(blockstore: BlockstoreConfig, namespace: str, key: str, summar
 
 def exit_code_of_main(prog: str, main: Callable[[], int]) -> int:
     """Run a job's main; a Silt error is one line and the CLI's exit codes, for cron jobs and scripts."""
-    from silt.client import ClientError, exit_code_of
+    from silt.client_base import ClientError, exit_code_of
     from silt.errors import SiltError
 
     try:

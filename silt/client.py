@@ -27,30 +27,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
-# Re-exported: what needs no gRPC lives in silt.client_base (the CLI's REST commands import it alone).
 from silt.client_base import (
     _WORDS_OF,
     ACCESS_KEY_ENV,
-    CREDENTIALS_FILE_ENV,
-    EXIT_CONFLICT,
-    EXIT_DENIED,
-    EXIT_FAILURE,
-    EXIT_NOT_FOUND,
-    EXIT_OK,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     SECRET_KEY_ENV,
-    URI_SCHEMES,
     ClientError,
     ClientView,
-    TLSView,
     _saved,
     credentials_file_candidates,
     exit_code_of,
-    find_config_path,
-    is_uri,
-    parse_uri,
-    strip_scheme,
 )
 from silt.errors import ConfigError, Unavailable
 from silt.graveler.v1 import graveler_pb2 as gapi
@@ -63,33 +50,6 @@ from silt.secret import Secret
 if TYPE_CHECKING:
     from silt.config import ClientConfig, Config
 
-__all__ = [
-    "ACCESS_KEY_ENV",
-    "CREDENTIALS_FILE_ENV",
-    "EXIT_CONFLICT",
-    "EXIT_DENIED",
-    "EXIT_FAILURE",
-    "EXIT_NOT_FOUND",
-    "EXIT_OK",
-    "EXIT_UNAVAILABLE",
-    "EXIT_USAGE",
-    "SECRET_KEY_ENV",
-    "URI_SCHEMES",
-    "Client",
-    "ClientError",
-    "ClientView",
-    "Settings",
-    "TLSView",
-    "config_error",
-    "credentials_file_candidates",
-    "exit_code_of",
-    "find_config_path",
-    "is_uri",
-    "paged",
-    "parse_uri",
-    "resolve_settings",
-    "strip_scheme",
-]
 
 CALL_TIMEOUT_SECONDS = 60.0
 

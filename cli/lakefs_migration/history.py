@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cli.lakefs_migration.source import SourceCommit
-from silt.client import EXIT_FAILURE, ClientError
+from silt.client_base import EXIT_FAILURE, ClientError
 
 
 def parents_first(commits: Mapping[str, SourceCommit]) -> list[SourceCommit]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from silt.client import EXIT_USAGE, ClientError
+from silt.client_base import EXIT_USAGE, ClientError
 
 VERSION = 1
 

@@ -20,7 +20,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from cli.lakefs_migration.history import parents_first
 from cli.lakefs_migration.ledger import Ledger
 from cli.lakefs_migration.source import Changes, LakeFSSource, SourceCommit, SourceObject
-from silt.client import EXIT_FAILURE, EXIT_NOT_FOUND, ClientError
+from silt.client_base import EXIT_FAILURE, EXIT_NOT_FOUND, ClientError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.objects import MAX_USER_METADATA_BYTES, user_metadata_problem, user_metadata_size, with_user_metadata

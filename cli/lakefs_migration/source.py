@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from silt.client import EXIT_FAILURE, EXIT_UNAVAILABLE, ClientError
+from silt.client_base import EXIT_FAILURE, EXIT_UNAVAILABLE, ClientError
 
 PAGE = 1000
 # A commit changing more keys than this is read by listing the commit whole rather than one

@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from silt.client import EXIT_CONFLICT, EXIT_DENIED, EXIT_NOT_FOUND, EXIT_USAGE
+from silt.client_base import EXIT_CONFLICT, EXIT_DENIED, EXIT_NOT_FOUND, EXIT_USAGE
 from silt.errors import is_protection_refusal
 from tests.e2e.conftest import Silt
 

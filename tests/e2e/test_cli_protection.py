@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from silt.client import EXIT_DENIED
+from silt.client_base import EXIT_DENIED
 from silt.errors import is_protection_refusal
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb

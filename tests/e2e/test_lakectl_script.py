@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from silt.client import EXIT_USAGE
+from silt.client_base import EXIT_USAGE
 from silt.launcher import Stack
 from tests.e2e.conftest import REPO_ROOT, isolated_aws_env
 

@@ -12,17 +12,16 @@ from click.testing import CliRunner
 from cli.common import State, directory_prefix, repository_argument
 from cli.main import cli
 from cli.run import _hint_data_dir
-from silt.client import (
+from silt.client import error_of_rpc, resolve_settings
+from silt.client_base import (
     EXIT_CONFLICT,
     EXIT_DENIED,
     EXIT_NOT_FOUND,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     ClientError,
-    error_of_rpc,
     find_config_path,
     parse_uri,
-    resolve_settings,
 )
 from silt.config import load_config
 

@@ -14,7 +14,8 @@ from pydantic import SecretStr
 
 from cli import config_cache
 from cli.config_cache import cache_path, client_view
-from silt.client import ClientView, resolve_settings
+from silt.client import resolve_settings
+from silt.client_base import ClientView
 from silt.config import ClientConfig, _leaf_paths, load_client_config
 from silt.errors import ConfigError
 from silt.secret import Secret

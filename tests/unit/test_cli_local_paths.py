@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli.local_index import REF_FILE, local_path, scan
-from silt.client import ClientError
+from silt.client_base import ClientError
 
 
 @pytest.mark.parametrize("name", ["../x", "a/../../x", "/etc/passwd", "a//b", "./a", "a/.", "a\\..\\x", ""])

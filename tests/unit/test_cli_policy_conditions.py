@@ -6,7 +6,7 @@ import pytest
 
 from cli.iam import _statements
 from silt.auth.v1 import model_pb2 as pb
-from silt.client import ClientError
+from silt.client_base import ClientError
 
 
 def test_a_statement_s_condition_becomes_silt_s() -> None:

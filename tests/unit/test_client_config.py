@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from cli.common import State
 from cli.main import cli
-from silt.client import EXIT_USAGE, resolve_settings
+from silt.client import resolve_settings
+from silt.client_base import EXIT_USAGE
 from silt.config import ClientConfig, Config, load_client_config, load_config
 from silt.errors import ConfigError
 

@@ -10,7 +10,7 @@ import pytest
 from cli.lakefs_migration.history import parents_first
 from cli.lakefs_migration.ledger import Ledger
 from cli.lakefs_migration.source import SourceCommit
-from silt.client import ClientError
+from silt.client_base import ClientError
 
 
 def _commit(commit_id: str, *parents: str, date: int = 0) -> SourceCommit:
