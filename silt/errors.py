@@ -100,6 +100,12 @@ class PermissionDenied(SiltError):
     """The caller is authenticated but no policy allows the action on the resource."""
 
 
+class KeptBySetup(FailedPrecondition):
+    """Auth refuses to delete or undo what its setup writes again at every start (a system group
+    or policy, a preset binding, silt/iam_system.py): the change would be undone, so it is a
+    conflict with Silt's own state, not a malformed request."""
+
+
 class KeysRefused(PermissionDenied):
     """An operation would change a key the user it is made for may not change (object-scoped
     policies, silt/changed_keys.py): that user's refusal, even when a service made the call for

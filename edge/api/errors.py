@@ -13,6 +13,7 @@ from silt.errors import (
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
+    KeptBySetup,
     KeysRefused,
     NotFound,
     PermissionDenied,
@@ -60,6 +61,8 @@ _STATUS: tuple[tuple[type[SiltError], int], ...] = (
     (NotFound, 404),
     (AlreadyExists, 409),
     (InvalidArgument, 400),
+    # What auth's setup writes again at every start: a conflict with Silt's own state.
+    (KeptBySetup, 409),
     (FailedPrecondition, 400),
     (PermissionDenied, 403),
     (Unauthenticated, 401),

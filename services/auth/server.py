@@ -25,7 +25,7 @@ from silt.access_keys import check_access_key_id
 from silt.auth.v1 import auth_pb2 as api
 from silt.auth.v1 import auth_pb2_grpc as api_grpc
 from silt.auth.v1 import model_pb2 as pb
-from silt.errors import SILT_OWN_POLICY, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from silt.errors import SILT_OWN_POLICY, FailedPrecondition, InvalidArgument, KeptBySetup, NotFound, PermissionDenied
 from silt.iam_actions import (
     ATTACH_POLICY,
     DELETE_POLICY,
@@ -126,7 +126,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
 
     def DeleteGroup(self, request: api.DeleteGroupRequest, context: grpc.ServicerContext) -> api.DeleteGroupResponse:
         if request.id in SYSTEM_GROUPS:
-            raise FailedPrecondition(undeletable("group", request.id))
+            raise KeptBySetup(undeletable("group", request.id))
         self.grants.delete_group(current_principal().user_id, request.id)
         self.model.delete_group(request.id)
         log.info("group %r deleted by %s", request.id, describe_caller())
@@ -142,7 +142,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         self, request: api.GroupMemberRequest, context: grpc.ServicerContext
     ) -> api.GroupMemberResponse:
         if member_by_setup(request.group_id, request.user_id):
-            raise FailedPrecondition(kept_binding(f"membership of {request.user_id!r} in group {request.group_id!r}"))
+            raise KeptBySetup(kept_binding(f"membership of {request.user_id!r} in group {request.group_id!r}"))
         self.grants.remove_member(current_principal().user_id, request.group_id)
         self.model.remove_member(request.group_id, request.user_id)
         log.info("user %r removed from group %r by %s", request.user_id, request.group_id, describe_caller())
@@ -176,7 +176,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
 
     def DeletePolicy(self, request: api.DeletePolicyRequest, context: grpc.ServicerContext) -> api.DeletePolicyResponse:
         if request.id in SYSTEM_POLICIES:
-            raise FailedPrecondition(undeletable("policy", request.id))
+            raise KeptBySetup(undeletable("policy", request.id))
         self.grants.delete_policy(current_principal().user_id, request.id)
         self.model.delete_policy(request.id)
         log.info("policy %r deleted by %s", request.id, describe_caller())
@@ -236,7 +236,7 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     ) -> api.PolicyAttachmentResponse:
         if bound_by_setup(request.policy_id, request.user_id, request.group_id):
             holder = f"group {request.group_id!r}" if request.group_id else f"user {request.user_id!r}"
-            raise FailedPrecondition(kept_binding(f"policy {request.policy_id!r} on {holder}"))
+            raise KeptBySetup(kept_binding(f"policy {request.policy_id!r} on {holder}"))
         self.grants.detach_policy(current_principal().user_id, request.policy_id)
         self.model.detach_policy(request.policy_id, user_id=request.user_id, group_id=request.group_id)
         _log_attachment(request, "detached from")

@@ -23,6 +23,7 @@ from silt.errors import (
     DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
+    KeptBySetup,
     KeysRefused,
     NotFound,
     NotFoundKind,
@@ -60,6 +61,8 @@ _KINDS: frozenset[str] = frozenset(get_args(NotFoundKind))
 # The ResourceInfo type a KeysRefused travels with: a PERMISSION_DENIED carrying it is a user's
 # object-scoped refusal, told apart from a refusal of the caller's own credentials by type.
 KEYS_REFUSED = "object-keys"
+# The ResourceInfo type a KeptBySetup travels with: a FAILED_PRECONDITION told apart by type.
+KEPT_BY_SETUP = "kept-by-setup"
 
 
 # A status message travels in a trailer, percent-encoded, and a peer refuses trailers over
@@ -102,6 +105,8 @@ def abort(context: grpc.ServicerContext, exc: SiltError) -> NoReturn:
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, exc.what)),))
     elif isinstance(exc, KeysRefused):
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, KEYS_REFUSED)),))
+    elif isinstance(exc, KeptBySetup):
+        context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, KEPT_BY_SETUP)),))
     context.abort(code, message)
     raise AssertionError("grpc's abort returned")  # it raises; this keeps the NoReturn honest
 
@@ -142,6 +147,8 @@ def error_from_rpc(exc: grpc.RpcError) -> SiltError:
         return NotFound(details, what=_what(exc))
     if cls is PermissionDenied and _resource_type(exc) == KEYS_REFUSED:
         return KeysRefused(details)
+    if cls is FailedPrecondition and _resource_type(exc) == KEPT_BY_SETUP:
+        return KeptBySetup(details)
     return cls(details)
 
 

@@ -37,7 +37,7 @@ from edge.api.session_cookie import drop_session_cookie
 from silt import iam_actions as a
 from silt.auth.v1 import auth_pb2 as auth_api
 from silt.errors import SILT_OWN_POLICY
-from silt.iam_system import SYSTEM_ENTITY, SYSTEM_GROUPS, SYSTEM_POLICIES, kept_binding
+from silt.iam_system import SYSTEM_GROUPS, SYSTEM_POLICIES, kept_binding
 from silt.paging import MAX_PAGE
 
 router = APIRouter()
@@ -123,18 +123,6 @@ async def _listing(
     return JSONResponse(body)
 
 
-async def _unless_system(ctx: Context, method: Any, request: Any) -> None:
-    """An IAM call that auth refuses for what Silt's setup writes (a system group or policy
-    deleted, a preset binding undone): 409, not 400."""
-    try:
-        await iam_call(ctx, method, request)
-    except ApiError as exc:
-        if exc.status == 400 and SYSTEM_ENTITY in exc.message:
-            # Not a malformed request: the group, policy or binding is Silt's own and stays.
-            raise ApiError(409, exc.message) from None
-        raise
-
-
 # --- users --------------------------------------------------------------------------------
 
 
@@ -191,7 +179,7 @@ async def _attachment(ctx: Context, action: str, method: Any, principal: str, po
     # Both ends, as auth's rule: whoever attaches to a user must also hold the action on the policy.
     await ctx.authorize(action, principal)
     await ctx.authorize(action, a.policy_resource(policy_id))
-    await _unless_system(ctx, method, auth_api.PolicyAttachmentRequest(policy_id=policy_id, **ids))
+    await iam_call(ctx, method, auth_api.PolicyAttachmentRequest(policy_id=policy_id, **ids))
 
 
 @router.put(USER + "/policies/{policyId}", status_code=201)
@@ -292,7 +280,7 @@ async def get_group(ctx: Ctx, group_id: GroupId) -> Response:
 @router.delete(GROUP, status_code=204)
 async def delete_group(ctx: Ctx, group_id: GroupId) -> Response:
     await ctx.authorize(a.DELETE_GROUP, a.group_resource(group_id))
-    await _unless_system(ctx, ctx.backend.auth.DeleteGroup, auth_api.DeleteGroupRequest(id=group_id))
+    await iam_call(ctx, ctx.backend.auth.DeleteGroup, auth_api.DeleteGroupRequest(id=group_id))
     return no_content()
 
 
@@ -307,7 +295,7 @@ async def _membership(ctx: Context, action: str, method: Any, group_id: str, use
     # Both ends, as auth's rule: a membership changes what the user may do.
     await ctx.authorize(action, a.group_resource(group_id))
     await ctx.authorize(action, a.user_resource(user_id))
-    await _unless_system(ctx, method, auth_api.GroupMemberRequest(group_id=group_id, user_id=user_id))
+    await iam_call(ctx, method, auth_api.GroupMemberRequest(group_id=group_id, user_id=user_id))
 
 
 @router.put(GROUP + "/members/{userId}", status_code=201)
@@ -484,5 +472,5 @@ async def update_policy(ctx: Ctx, policy_id: PolicyId, request: Request) -> Resp
 @router.delete(POLICY, status_code=204)
 async def delete_policy(ctx: Ctx, policy_id: PolicyId) -> Response:
     await ctx.authorize(a.DELETE_POLICY, a.policy_resource(policy_id))
-    await _unless_system(ctx, ctx.backend.auth.DeletePolicy, auth_api.DeletePolicyRequest(id=policy_id))
+    await iam_call(ctx, ctx.backend.auth.DeletePolicy, auth_api.DeletePolicyRequest(id=policy_id))
     return no_content()
