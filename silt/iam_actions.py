@@ -6,7 +6,8 @@ dump and restore, branch protection rules, hooks' outputs) that writers do not h
 (`iam:*`) manage users, groups, policies, credentials and external principals, on resources
 `users/<id>`, `groups/<id>`, `policies/<id>` and `external_principals/<id>`; listing a whole
 collection is an action on its prefix (`users/`), so `users/*` grants it and `users/alice` does
-not. The `auth:*` actions are for services that verify other principals' requests. Attaching or
+not. The `catalog:*` actions are the Iceberg catalog's, on lakeFS's catalog resources. The
+`auth:*` actions are for services that verify other principals' requests. Attaching or
 detaching a policy needs the action on both ends: the user or group, and the policy. Repository
 names never contain `/`, so a repository pattern such as `prod-*` cannot match an IAM resource.
 Objects and branches below a repository have resources of their own (`<repository>/<key>`,
@@ -135,6 +136,64 @@ IAM_ACTIONS = (
     READ_EXTERNAL_PRINCIPAL,
 )
 
+# The Iceberg REST catalog (edge/api/iceberg), with lakeFS's names and resources: namespaces,
+# tables and views of a repository, `arn:lakefs:catalog:::namespace/<repository>/<namespace>`,
+# `.../table/<repository>/<namespace>/<table>` and `.../view/...`, a namespace written dotted
+# (`sales.daily`) and never naming a ref, so that a grant holds on every branch. The catalog asks
+# for them beside the object actions on the files it reads and writes: a user needs both, as a
+# lakeFS user needs catalog: and fs: statements. Listing a ref's top-level namespaces is on the
+# repository's root namespace, `.../namespace/<repository>/` (empty after the slash).
+CATALOG_LIST_NAMESPACES = "catalog:ListNamespaces"
+CATALOG_GET_NAMESPACE = "catalog:GetNamespace"
+CATALOG_CREATE_NAMESPACE = "catalog:CreateNamespace"
+CATALOG_UPDATE_NAMESPACE = "catalog:UpdateNamespace"
+CATALOG_DELETE_NAMESPACE = "catalog:DeleteNamespace"
+CATALOG_LIST_TABLES = "catalog:ListTables"
+CATALOG_READ_TABLE = "catalog:ReadTable"
+CATALOG_CREATE_TABLE = "catalog:CreateTable"
+CATALOG_UPDATE_TABLE = "catalog:UpdateTable"
+CATALOG_DELETE_TABLE = "catalog:DeleteTable"
+CATALOG_LIST_VIEWS = "catalog:ListViews"
+CATALOG_READ_VIEW = "catalog:ReadView"
+CATALOG_CREATE_VIEW = "catalog:CreateView"
+CATALOG_UPDATE_VIEW = "catalog:UpdateView"
+CATALOG_DELETE_VIEW = "catalog:DeleteView"
+CATALOG_READ_ACTIONS = (
+    CATALOG_LIST_NAMESPACES,
+    CATALOG_GET_NAMESPACE,
+    CATALOG_LIST_TABLES,
+    CATALOG_READ_TABLE,
+    CATALOG_LIST_VIEWS,
+    CATALOG_READ_VIEW,
+)
+CATALOG_ACTIONS = (
+    *CATALOG_READ_ACTIONS,
+    CATALOG_CREATE_NAMESPACE,
+    CATALOG_UPDATE_NAMESPACE,
+    CATALOG_DELETE_NAMESPACE,
+    CATALOG_CREATE_TABLE,
+    CATALOG_UPDATE_TABLE,
+    CATALOG_DELETE_TABLE,
+    CATALOG_CREATE_VIEW,
+    CATALOG_UPDATE_VIEW,
+    CATALOG_DELETE_VIEW,
+)
+CATALOG_ARN = "arn:lakefs:catalog:::"
+
+
+def catalog_namespace_resource(repository: str, namespace: str) -> str:
+    """A namespace's resource; namespace "" is the repository's root (its top-level listing)."""
+    return f"{CATALOG_ARN}namespace/{repository}/{namespace}"
+
+
+def catalog_table_resource(repository: str, namespace: str, table: str) -> str:
+    return f"{CATALOG_ARN}table/{repository}/{namespace}/{table}"
+
+
+def catalog_view_resource(repository: str, namespace: str, view: str) -> str:
+    return f"{CATALOG_ARN}view/{repository}/{namespace}/{view}"
+
+
 # Ask for decisions about other users. Verify signatures addressed to an audience, on
 # `audiences/<audience>`: S3 requests (audience `s3`, the gateway) or gRPC calls to graveler
 # or the compactor (`graveler`, `compactor`; auth verifies calls to itself and never hands out
@@ -164,6 +223,7 @@ ALL_ACTIONS = (
     *BRANCH_ACTIONS,
     *REPO_ADMIN_ACTIONS,
     *IAM_ACTIONS,
+    *CATALOG_ACTIONS,
     *SERVICE_ACTIONS,
 )
 _KNOWN = frozenset(ALL_ACTIONS)

@@ -8,7 +8,10 @@ the repository's action holds every key, and a Deny of either wins. ReadRefs (th
 without its objects) is held through ReadRefs or ReadRepo, and a Deny of either takes it.
 A branch action on `<repository>@<branch>` (silt/iam_actions.py BRANCH_ACTIONS) is held through
 itself, WriteBranch on the branch (for the write ones) or the repository's action (WriteRepo; ReadRefs
-or ReadRepo for ReadBranch), and a Deny of any of those takes it (branch_holders). A staged write or
+or ReadRepo for ReadBranch), and a Deny of any of those takes it (branch_holders). A catalog action
+(`catalog:ReadTable` on `arn:lakefs:catalog:::table/<repository>/...`) is held through itself or the
+repository's action (ReadRepo for the reads, WriteRepo for the changes), and a Deny of either takes
+it (catalog_holders). A staged write or
 delete asks key_scope with the branch: a Deny of WriteBranch on it leaves no key, an Allow of it
 every key of the branch.
 An action of silt.iam_actions.LITERAL_ONLY_ACTIONS (auth:VerifySignature) is allowed only by a
@@ -31,6 +34,9 @@ from silt.iam_actions import (
     BRANCH_ACTIONS,
     BRANCH_MARK,
     BRANCH_WRITE_ACTIONS,
+    CATALOG_ACTIONS,
+    CATALOG_ARN,
+    CATALOG_READ_ACTIONS,
     DELETE_OBJECT,
     LITERAL_ONLY_ACTIONS,
     MAX_RESOURCE_LENGTH,
@@ -128,7 +134,21 @@ def is_allowed(statements: Sequence[CompiledStatement], action: str, resource: s
         if not repository or not mark or not branch:
             return False
         return _held(statements, branch_holders(action, repository, branch))
+    if action in CATALOG_ACTIONS:
+        return _held(statements, catalog_holders(action, resource))
     return _matched(statements, action, resource)
+
+
+def catalog_holders(action: str, resource: str) -> tuple[tuple[str, str], ...]:
+    """The (action, resource) pairs any of which holds a catalog action: the action itself, and
+    the repository's action (ReadRepo for the reads, WriteRepo for the changes) on the repository
+    the catalog resource is in, as a table is files of that repository."""
+    _kind, slash, rest = resource.removeprefix(CATALOG_ARN).partition("/")
+    repository = rest.partition("/")[0]
+    if not resource.startswith(CATALOG_ARN) or not slash or not repository:
+        return ((action, resource),)
+    repo_action = READ_REPO if action in CATALOG_READ_ACTIONS else WRITE_REPO
+    return ((action, resource), (repo_action, repository))
 
 
 def branch_holders(action: str, repository: str, branch: str) -> tuple[tuple[str, str], ...]:

@@ -45,6 +45,11 @@ A lakeFS policy statement is `{effect, action: [...], resource}`. Two vocabulari
   such a Deny is written for. As with objects, an Allow needs a literal repository name, and a
   Deny with a wildcard there denies on every repository it may touch.
 
+lakeFS's catalog actions (`catalog:ReadTable`, ...) are Silt's own (silt/iam_actions.py), on the same
+resources (`arn:lakefs:catalog:::table/<repository>/<namespace>/<table>`): on `*` or a catalog
+resource they translate as they are; on any other resource lakeFS never checks them, so there
+they allow and deny nothing (and alone are refused, as allowing nothing).
+
 A statement's `condition` (lakeFS's `{"IpAddress": {"SourceIp": [...]}}`, or NotIpAddress) goes
 unchanged onto every Silt statement it translates into (silt/policy_conditions.py), the branch
 actions of a statement on a branch included: a Deny widened to more actions or repositories (or
@@ -166,26 +171,6 @@ NO_COUNTERPART = frozenset(
         "auth:CreateUserExternalPrincipal",
         "auth:DeleteUserExternalPrincipal",
         "auth:ReadExternalPrincipal",
-        *(
-            f"catalog:{verb}"
-            for verb in (
-                "ListNamespaces",
-                "GetNamespace",
-                "CreateNamespace",
-                "UpdateNamespace",
-                "DeleteNamespace",
-                "ListTables",
-                "ReadTable",
-                "CreateTable",
-                "UpdateTable",
-                "DeleteTable",
-                "ListViews",
-                "ReadView",
-                "CreateView",
-                "UpdateView",
-                "DeleteView",
-            )
-        ),
     }
 )
 # Silt's object action -> the lakeFS action it is, on `.../repository/<name>/object/<key>`.
@@ -215,7 +200,9 @@ HELD_THROUGH = {a.READ_REFS: a.READ_REPO}
 # repository lists every key in lakeFS; here a listing shows the keys ReadObject allows, so
 # beside ReadRefs it gives nothing.
 ACCOUNTED_WITH = {a.READ_REFS: frozenset({"fs:ListObjects"})}
-LAKEFS_ACTIONS = frozenset().union(*EQUIVALENT.values(), NO_COUNTERPART)
+# lakeFS's catalog: actions are Silt's own too (_catalog_statements).
+CATALOG_ACTIONS = frozenset(a.CATALOG_ACTIONS)
+LAKEFS_ACTIONS = frozenset().union(*EQUIVALENT.values(), NO_COUNTERPART, CATALOG_ACTIONS)
 LAKEFS_OBJECT_ACTIONS = frozenset(OBJECT_EQUIVALENT.values())
 LAKEFS_BRANCH_ACTIONS = frozenset(BRANCH_EQUIVALENT.values())
 
@@ -378,7 +365,8 @@ def _translate_allow(n: int, statement: Statement, pairs: dict[_PairKey, _Pair])
     candidates = EQUIVALENT if scope.everything else REPO_EQUIVALENT
     granted = [silt for silt, lakefs in candidates.items() if lakefs <= covered]
     granted = [x for x in granted if HELD_THROUGH.get(x) not in granted]
-    accounted = set(NO_COUNTERPART).union(*(EQUIVALENT[x] for x in granted))
+    # catalog: actions are translated beside (_catalog_statements), or allow nothing on a repository.
+    accounted = set(NO_COUNTERPART | CATALOG_ACTIONS).union(*(EQUIVALENT[x] for x in granted))
     accounted = accounted.union(*(ACCOUNTED_WITH.get(x, frozenset()) for x in granted))
     if not scope.everything:
         # lakeFS checks its auth: actions on auth: resources only: on a repository they allow nothing.
@@ -536,6 +524,37 @@ def _translate_deny(n: int, statement: Statement) -> list[pb.Statement]:
     return out
 
 
+def _catalog_statements(statement: Statement) -> list[pb.Statement]:
+    """A statement's catalog: actions, which are Silt's as they are: lakeFS checks them on its
+    catalog resources only, so on `*` or a catalog resource they translate exactly, and on an
+    fs: or auth: resource they allow and deny nothing."""
+    resource = statement.resource
+    if resource != "*" and not resource.startswith(a.CATALOG_ARN):
+        return []
+    named = CATALOG_ACTIONS if "*" in statement.action else _named(statement.action) & CATALOG_ACTIONS
+    if not named:
+        return []
+    actions = ["catalog:*"] if named == CATALOG_ACTIONS else [x for x in a.CATALOG_ACTIONS if x in named]
+    return [_statement(_EFFECTS[statement.effect], actions, resource)]
+
+
+def _translate_lakefs(n: int, statement: Statement, effect: int, pairs: dict[_PairKey, _Pair]) -> list[pb.Statement]:
+    """A lakeFS statement's actions other than its catalog: ones."""
+    on_object = _in_repository(statement.resource, OBJECT_MARK)
+    on_branch = _in_repository(statement.resource, BRANCH_MARK)
+    if on_object is not None:
+        return _translate_object(n, statement, on_object)
+    if on_branch is not None:
+        return _translate_branch(n, statement, on_branch)
+    if effect == pb.EFFECT_DENY:
+        return _translate_deny(n, statement)
+    if "?" in statement.resource:
+        raise bad_request(
+            f"statement {n}: '?' wildcards are supported in an object's key pattern or a branch pattern only"
+        )
+    return _translate_allow(n, statement, pairs)
+
+
 def _statement(effect: int, actions: Sequence[str], resource: str) -> pb.Statement:
     return pb.Statement(effect=effect, actions=list(actions), resources=[resource])  # type: ignore[arg-type]
 
@@ -561,20 +580,24 @@ def to_silt(policy: Policy) -> list[pb.Statement]:
             raise bad_request(f"statement {n}: {silt_only[0]!r} is Silt's vocabulary; do not mix it with lakeFS's")
         if any("?" in x for x in statement.action):
             raise bad_request(f"statement {n}: '?' wildcards are not supported in actions")
-        on_object = _in_repository(statement.resource, OBJECT_MARK)
-        on_branch = _in_repository(statement.resource, BRANCH_MARK)
-        if on_object is not None:
-            translated = _translate_object(n, statement, on_object)
-        elif on_branch is not None:
-            translated = _translate_branch(n, statement, on_branch)
-        elif effect == pb.EFFECT_DENY:
-            translated = _translate_deny(n, statement)
-        elif "?" in statement.resource:
-            raise bad_request(
-                f"statement {n}: '?' wildcards are supported in an object's key pattern or a branch pattern only"
-            )
+        catalog = _catalog_statements(statement)
+        if statement.resource.startswith(a.CATALOG_ARN):
+            if not catalog:
+                raise bad_request(
+                    f"statement {n}: {', '.join(statement.action)} on a catalog resource: lakeFS checks only "
+                    "catalog: actions there"
+                )
+            translated = catalog
+        elif not all(_named_one(x) and _named_one(x) <= CATALOG_ACTIONS for x in statement.action):
+            # The catalog: actions a pattern names too (`*Table`) are the catalog statements beside.
+            translated = [*_translate_lakefs(n, statement, effect, pairs), *catalog]
+        elif catalog:
+            translated = catalog
         else:
-            translated = _translate_allow(n, statement, pairs)
+            raise bad_request(
+                f"statement {n}: {', '.join(statement.action)} on {statement.resource!r}: lakeFS checks catalog: "
+                "actions on its catalog resources only"
+            )
         condition = _conditions(n, statement)
         for silt_statement in translated:
             silt_statement.conditions.extend(condition)

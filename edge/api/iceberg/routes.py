@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 
 from edge.api.context import Ctx, backend_of
 from edge.api.errors import ApiError
+from edge.api.iceberg import grants
 from edge.api.iceberg.errors import (
     IcebergError,
     already_exists,
@@ -31,6 +32,7 @@ from edge.api.iceberg.errors import (
 )
 from edge.api.iceberg.metadata import Metadata, apply_updates, check_requirements, empty_metadata, new_metadata
 from edge.api.iceberg.store import NAMESPACE_MARKER, TABLE_POINTER, Conflict, Objects, RefGone, Stored, Where
+from silt import iam_actions as a
 
 SEPARATOR = "\x1f"
 # A page of namespaces or tables when the client names no size.
@@ -196,6 +198,7 @@ async def list_namespaces(
         return {"namespaces": [], "next-page-token": None}
     limit = _page_size(page_size)
     where = _parse_namespace(prefix, parent) if parent else _where(prefix, ())
+    await grants.on_namespace(ctx, a.CATALOG_LIST_NAMESPACES, where)
     if where.levels:
         await _namespace(objects, where)
     found: list[list[str]] = []
@@ -224,6 +227,7 @@ async def create_namespace(ctx: Ctx, request: Request, prefix: str = "") -> dict
     where = _where(prefix, names)
     if not where.levels:
         raise bad_request("name a namespace below <repository>.<ref>")
+    await grants.on_namespace(ctx, a.CATALOG_CREATE_NAMESPACE, where)
     properties = {str(k): str(v) for k, v in (body.get("properties") or {}).items()}
     objects = Objects(ctx)
     try:
@@ -245,19 +249,23 @@ async def create_namespace(ctx: Ctx, request: Request, prefix: str = "") -> dict
 @_route("GET", "namespaces/{namespace}")
 async def load_namespace(ctx: Ctx, namespace: str, prefix: str = "") -> dict[str, Any]:
     where = _parse_namespace(prefix, namespace)
+    await grants.on_namespace(ctx, a.CATALOG_GET_NAMESPACE, where)
     stored = await _namespace(Objects(ctx), where)
     return {"namespace": _names(where, prefix), "properties": stored.value.get("properties", {})}
 
 
 @_route("HEAD", "namespaces/{namespace}", status=204)
 async def namespace_exists(ctx: Ctx, namespace: str, prefix: str = "") -> Response:
-    await _namespace(Objects(ctx), _parse_namespace(prefix, namespace))
+    where = _parse_namespace(prefix, namespace)
+    await grants.on_namespace(ctx, a.CATALOG_GET_NAMESPACE, where)
+    await _namespace(Objects(ctx), where)
     return Response(status_code=204)
 
 
 @_route("DELETE", "namespaces/{namespace}", status=204)
 async def drop_namespace(ctx: Ctx, namespace: str, prefix: str = "") -> Response:
     where = _parse_namespace(prefix, namespace)
+    await grants.on_namespace(ctx, a.CATALOG_DELETE_NAMESPACE, where)
     objects = Objects(ctx)
     await _namespace(objects, where)
     async for name in objects.children(where, where.key):
@@ -272,6 +280,7 @@ async def drop_namespace(ctx: Ctx, namespace: str, prefix: str = "") -> Response
 @_route("POST", "namespaces/{namespace}/properties")
 async def update_namespace_properties(ctx: Ctx, request: Request, namespace: str, prefix: str = "") -> dict[str, Any]:
     where = _parse_namespace(prefix, namespace)
+    await grants.on_namespace(ctx, a.CATALOG_UPDATE_NAMESPACE, where)
     body = await _json(request)
     removals = [str(k) for k in body.get("removals") or []]
     updates = {str(k): str(v) for k, v in (body.get("updates") or {}).items()}
@@ -416,6 +425,7 @@ async def list_tables(
 ) -> dict[str, Any]:
     limit = _page_size(page_size)
     where = _parse_namespace(prefix, namespace)
+    await grants.on_namespace(ctx, a.CATALOG_LIST_TABLES, where)
     objects = Objects(ctx)
     await _namespace(objects, where)
     identifiers: list[dict[str, Any]] = []
@@ -434,6 +444,7 @@ async def create_table(ctx: Ctx, request: Request, namespace: str, prefix: str =
     where = _parse_namespace(prefix, namespace)
     body = await _json(request)
     name = _valid_level(str(body.get("name", "")))
+    await grants.on_table(ctx, a.CATALOG_CREATE_TABLE, where, name)
     if "schema" not in body:
         raise bad_request("a table needs a schema")
     objects = Objects(ctx)
@@ -452,6 +463,7 @@ async def create_table(ctx: Ctx, request: Request, namespace: str, prefix: str =
 @_route("GET", "namespaces/{namespace}/tables/{table}")
 async def load_table(ctx: Ctx, namespace: str, table: str, prefix: str = "") -> dict[str, Any]:
     where, name = _table_where(prefix, namespace, table)
+    await grants.on_table(ctx, a.CATALOG_READ_TABLE, where, name)
     found = await _existing_table(Objects(ctx), where, name)
     return _result(where, found.metadata_key, found.metadata)
 
@@ -459,6 +471,7 @@ async def load_table(ctx: Ctx, namespace: str, table: str, prefix: str = "") -> 
 @_route("HEAD", "namespaces/{namespace}/tables/{table}", status=204)
 async def table_exists(ctx: Ctx, namespace: str, table: str, prefix: str = "") -> Response:
     where, name = _table_where(prefix, namespace, table)
+    await grants.on_table(ctx, a.CATALOG_READ_TABLE, where, name)
     await _existing_table(Objects(ctx), where, name)
     return Response(status_code=204)
 
@@ -487,6 +500,7 @@ async def _commit(objects: Objects, where: Where, name: str, body: dict[str, Any
 @_route("POST", "namespaces/{namespace}/tables/{table}")
 async def commit_table(ctx: Ctx, request: Request, namespace: str, table: str, prefix: str = "") -> dict[str, Any]:
     where, name = _table_where(prefix, namespace, table)
+    await grants.on_table(ctx, a.CATALOG_UPDATE_TABLE, where, name)
     key, metadata = await _commit(Objects(ctx), where, name, await _json(request))
     return {"metadata-location": where.location(key), "metadata": _served(where, metadata)}
 
@@ -494,6 +508,7 @@ async def commit_table(ctx: Ctx, request: Request, namespace: str, table: str, p
 @_route("DELETE", "namespaces/{namespace}/tables/{table}", status=204)
 async def drop_table(ctx: Ctx, namespace: str, table: str, prefix: str = "", purgeRequested: bool = False) -> Response:
     where, name = _table_where(prefix, namespace, table)
+    await grants.on_table(ctx, a.CATALOG_DELETE_TABLE, where, name)
     objects = Objects(ctx)
     await _existing_table(objects, where, name)
     await objects.delete(where, where.table_key(name) + TABLE_POINTER)
@@ -511,6 +526,7 @@ async def register_table(ctx: Ctx, request: Request, namespace: str, prefix: str
     where = _parse_namespace(prefix, namespace)
     body = await _json(request)
     name = _valid_level(str(body.get("name", "")))
+    await grants.on_table(ctx, a.CATALOG_CREATE_TABLE, where, name)
     location = str(body.get("metadata-location", ""))
     head = f"s3://{where.repository}/"
     if not location.startswith(head) or "/" not in location[len(head) :]:
@@ -546,6 +562,9 @@ async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response
         raise bad_request("rename takes a source and a destination, each a namespace and a name") from None
     if (from_where.repository, from_where.ref) != (to_where.repository, to_where.ref):
         raise bad_request("a table is renamed within one repository and ref")
+    # A rename takes the table away from its name and gives it another.
+    await grants.on_table(ctx, a.CATALOG_DELETE_TABLE, from_where, from_name)
+    await grants.on_table(ctx, a.CATALOG_CREATE_TABLE, to_where, to_name)
     objects = Objects(ctx)
     table = await _existing_table(objects, from_where, from_name)
     await _namespace(objects, to_where)
@@ -583,6 +602,7 @@ async def commit_transaction(ctx: Ctx, request: Request, prefix: str = "") -> Re
         identifier = change.get("identifier") or {}
         where = _where(prefix, identifier.get("namespace") or [])
         name = _valid_level(str(identifier.get("name", "")))
+        await grants.on_table(ctx, a.CATALOG_UPDATE_TABLE, where, name)
         current = await _read_table(objects, where, name)
         requirements = change.get("requirements") or []
         if current is None:

@@ -98,7 +98,8 @@ def test_error_model_and_credentials(stack: Stack, repo: str, catalog_for: Catal
 
 
 def test_a_user_without_permissions_is_refused(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:
-    """Each request is authorized as the object reads and writes it makes."""
+    """Each request is authorized for its catalog action first (then for the object reads and
+    writes it makes: tests/e2e/iceberg/test_catalog_grants.py)."""
     user = f"nobody-{secrets.token_hex(3)}"
     assert api_call(stack, "POST", "/auth/users", {"id": user}).status == 201
     made = api_call(stack, "POST", f"/auth/users/{user}/credentials")
@@ -110,13 +111,13 @@ def test_a_user_without_permissions_is_refused(stack: Stack, repo: str, catalog_
     try:
         outsider.create_namespace((repo, "main", "mine"))
     except ForbiddenError as refused:
-        assert "WriteObject" in str(refused)
+        assert "catalog:CreateNamespace" in str(refused)
     else:
         raise AssertionError("a user without permissions created a namespace")
     try:
         outsider.load_namespace_properties((repo, "main", "db"))
     except ForbiddenError as refused:
-        assert "ReadObject" in str(refused)
+        assert "catalog:GetNamespace" in str(refused)
     else:
         raise AssertionError("a user without permissions read a namespace")
 

@@ -34,11 +34,19 @@ EXPECTED: dict[str, set[str]] = {
     # it (FullAccess's `*` does not), and only the verifier service users have one.
     ADMINS: set(a.ALL_ACTIONS) - set(a.LITERAL_ONLY_ACTIONS),
     # The repository's action holds its object actions on every key, its branch actions on
-    # every branch.
-    DEVELOPERS: {a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS, *a.BRANCH_ACTIONS},
-    ANALYSTS: {a.READ_REPO, a.READ_REFS, a.READ_OBJECT, a.READ_BRANCH},
+    # every branch, its catalog's actions on its namespaces and tables.
+    DEVELOPERS: {a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS, *a.BRANCH_ACTIONS, *a.CATALOG_ACTIONS},
+    ANALYSTS: {a.READ_REPO, a.READ_REFS, a.READ_OBJECT, a.READ_BRANCH, *a.CATALOG_READ_ACTIONS},
     # Verifying signatures is held by each service's own user, for its audience, not the group.
-    SERVICES: {a.AUTHORIZE, a.READ_REPO, a.READ_REFS, a.WRITE_REPO, *a.OBJECT_ACTIONS, *a.BRANCH_ACTIONS},
+    SERVICES: {
+        a.AUTHORIZE,
+        a.READ_REPO,
+        a.READ_REFS,
+        a.WRITE_REPO,
+        *a.OBJECT_ACTIONS,
+        *a.BRANCH_ACTIONS,
+        *a.CATALOG_ACTIONS,
+    },
     NO_GROUP: set(),
 }
 
@@ -380,9 +388,11 @@ def members(stack: Stack) -> dict[str, Credentials]:
 
 
 def test_every_action_has_a_probe_and_an_expectation() -> None:
-    # Object and branch actions are probed through the edges (tests/e2e/api/test_object_policies.py,
-    # test_branch_policies.py) and decided below.
-    assert set(PROBES) == set(a.ALL_ACTIONS) - {*a.OBJECT_ACTIONS, *a.BRANCH_ACTIONS, a.READ_REFS}
+    # Object, branch and catalog actions are probed through the edges (tests/e2e/api/
+    # test_object_policies.py, test_branch_policies.py, tests/e2e/iceberg/test_catalog_grants.py)
+    # and decided below.
+    edges = {*a.OBJECT_ACTIONS, *a.BRANCH_ACTIONS, *a.CATALOG_ACTIONS, a.READ_REFS}
+    assert set(PROBES) == set(a.ALL_ACTIONS) - edges
     assert set(EXPECTED) == set(GROUPS)
 
 
@@ -409,6 +419,8 @@ def test_authorize_answers_the_same_matrix(stack: Stack, members: dict[str, Cred
             resource = a.object_resource("some-repo", "raw/a")
         if action in a.BRANCH_ACTIONS:
             resource = a.branch_resource("some-repo", "dev")
+        if action in a.CATALOG_ACTIONS:
+            resource = a.catalog_table_resource("some-repo", "sales", "orders")
         reply = admin.Authorize(auth_api.AuthorizeRequest(user_id=me, action=action, resource=resource))
         assert reply.allowed == (action in EXPECTED[group]), (group, action)
 
