@@ -22,7 +22,7 @@ from engine.core.deadline import Deadline
 from engine.core.entries import Condition, DeleteOutcome, StageOutcome
 from engine.core.hooks import EventUser
 from engine.core.list_answer import serialized_list_response
-from engine.core.merge_resolutions import MergeResolution
+from engine.core.merge_resolutions import MergeResolution, Resolutions
 from engine.core.model import REQUESTED_COMMITTER_KEY, CommitId, MergeStrategy
 from engine.core.refs import RepoHandle
 from engine.core.validation import validate_key
@@ -922,6 +922,9 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             deadline,
             check,
             self._event_user(request.committer),
+            Resolutions(
+                [_resolution(r) for r in request.resolutions], repo.namespace, self.g.options.allowed_import_prefixes
+            ),
         )
         if outcome.commit is not None:  # a push to the destination: pull requests from it are checked again
             self.g.checks.pushed(repo, pull.destination_branch)
