@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Operation, Summary
 from pyiceberg.types import LongType, StringType
 
 from silt.launcher import Stack
@@ -27,6 +29,12 @@ def commit(stack: Stack, repo: str, branch: str) -> None:
 def branch_off(stack: Stack, repo: str, *names: str) -> None:
     for name in names:
         ok(stack, "POST", f"/repositories/{repo}/branches", {"name": name, "source": "main"}, 201)
+
+
+def summary_of(table: Table, snapshot_id: int) -> Summary:
+    snapshot = table.snapshot_by_id(snapshot_id)
+    assert snapshot is not None and snapshot.summary is not None
+    return snapshot.summary
 
 
 def test_appends_on_two_branches_merge(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:
@@ -58,9 +66,10 @@ def test_appends_on_two_branches_merge(stack: Stack, repo: str, catalog_for: Cat
     assert sorted(ids) == [*range(10), *range(1000, 1100), *range(2000, 2050)]
     history = merged.history()
     assert len(history) == 3
-    added = [merged.snapshot_by_id(entry.snapshot_id).summary["added-records"] for entry in history]
-    assert added == ["10", "100", "50"]
-    assert merged.current_snapshot().summary["total-records"] == "160"
+    summaries = [summary_of(merged, entry.snapshot_id) for entry in history]
+    assert [summary["added-records"] for summary in summaries] == ["10", "100", "50"]
+    assert [summary.operation for summary in summaries] == [Operation.APPEND] * 3
+    assert summaries[-1]["total-records"] == "160"
     # Each snapshot reads its rows: the one b1 added, then b2's on top.
     assert merged.scan(snapshot_id=history[1].snapshot_id).to_arrow().num_rows == 110
     # Nothing was staged on main: the combined files are in the merge commit.
