@@ -27,7 +27,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from edge.api.context import Context
 from edge.api.errors import ApiError
 from edge.api.iceberg.store import TABLE_POINTER
-from edge.api.iceberg.table_merge import Combined, Incompatible, Sides, combine, lists_needed
+from edge.api.iceberg.table_merge import Combined, Incompatible, Sides, check, combine, lists_needed
 from edge.core.object_reads import read_whole
 from silt.errors import NotFound
 from silt.graveler.v1 import graveler_pb2 as api
@@ -83,7 +83,7 @@ async def merge(ctx: Context, repository: str, source_ref: str, destination: str
     reply = await run([])
     if reply.HasField("commit") or not reply.conflicts or reply.conflicts_truncated:
         return MergeAnswer(reply)
-    tables = _tables_of(reply.conflicts)
+    tables = _tables_of([conflict.key for conflict in reply.conflicts])
     if tables is None:
         return MergeAnswer(reply)
     try:
@@ -106,12 +106,39 @@ async def merge(ctx: Context, repository: str, source_ref: str, destination: str
     return MergeAnswer(await run(resolutions))
 
 
-def _tables_of(conflicts: Any) -> list[_Table] | None:
-    """The tables the conflicts are of, or None if a conflict is not a table's pointer or a
+async def predict(
+    ctx: Context, repository: str, commits: tuple[str, str, str], destination: str, conflicting: list[str]
+) -> tuple[list[str], list[TableConflict]] | None:
+    """For a merge that would conflict at the keys `conflicting` (source, destination and base
+    commits as given): the tables a merge would combine and those it would not (with the
+    reason), judged from their metadata; None when a conflict is not a table's (or a table's
+    files may not be read by the caller)."""
+    tables = _tables_of(conflicting)
+    if tables is None:
+        return None
+    combiner = _Combiner(ctx, repository, destination)
+    combiner.source, combiner.dest, combiner.base = commits
+    combined: list[str] = []
+    refused: list[TableConflict] = []
+    try:
+        for table in tables:
+            try:
+                check(await combiner.sides(table))
+                combined.append(table.name)
+            except Incompatible as exc:
+                refused.append(TableConflict(table.name, str(exc)))
+    except ApiError as exc:
+        if exc.status == 403:
+            return None
+        raise
+    return combined, refused
+
+
+def _tables_of(keys: list[str]) -> list[_Table] | None:
+    """The tables the conflicting keys are of, or None if a key is not a table's pointer or a
     metadata file of a table whose pointer conflicts too."""
     tables: dict[str, _Table] = {}
-    for conflict in conflicts:
-        key: str = conflict.key
+    for key in keys:
         if key.endswith("/" + TABLE_POINTER):
             prefix = key[: -len(TABLE_POINTER)]
             tables.setdefault(prefix, _Table(prefix)).pointer = True
@@ -179,8 +206,11 @@ class _Combiner:
             raise Incompatible(f"{what} {key} is not a JSON object")
         return read.entry, value
 
-    async def table(self, table: _Table) -> list[api.MergeResolution]:
-        """The resolutions that combine one table's two sides; Incompatible if they do not."""
+    async def sides(self, table: _Table) -> Sides:
+        """The table's metadata at the base, on the source and on the destination."""
+        return (await self._read_sides(table))[1]
+
+    async def _read_sides(self, table: _Table) -> tuple[dict[str, tuple[pb.Entry, dict[str, Any]]], Sides]:
         pointer_key = table.prefix + TABLE_POINTER
         pointers: dict[str, tuple[pb.Entry, dict[str, Any]]] = {}
         metadata: dict[str, dict[str, Any]] = {}
@@ -196,7 +226,11 @@ class _Combiner:
                 raise Incompatible(f"the table was renamed or dropped on the {side}")
             pointers[side] = (read.entry, pointer)
             _, metadata[side] = await self.read_json(commit, str(pointer["metadata-key"]), "the metadata file")
-        sides = Sides(metadata["base"], metadata["source"], metadata["destination"])
+        return pointers, Sides(metadata["base"], metadata["source"], metadata["destination"])
+
+    async def table(self, table: _Table) -> list[api.MergeResolution]:
+        """The resolutions that combine one table's two sides; Incompatible if they do not."""
+        pointers, sides = await self._read_sides(table)
         from_source, from_dest = lists_needed(sides)
         lists: dict[str, bytes] = {}
         for paths, commit in ((from_source, self.source), (from_dest, self.dest)):
