@@ -14,17 +14,14 @@ Incompatible, with the reason the merge's conflict answer shows.
 from __future__ import annotations
 
 import copy
-import io
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyiceberg.avro.codecs import AvroCompressionCodec
-from pyiceberg.io import InputFile, InputStream, OutputFile, OutputStream
-from pyiceberg.manifest import ManifestContent, ManifestFile, read_manifest_list, write_manifest_list
+if TYPE_CHECKING:
+    from pyiceberg.manifest import ManifestFile
 
 Metadata = dict[str, Any]
 
@@ -49,7 +46,6 @@ TOTALS = {
 # What a combined snapshot's summary carries over from the source snapshot it stands for.
 ADDED = ("added-data-files", "added-records", "added-files-size", "changed-partition-count")
 MERGED_FROM = "silt.merged-from-snapshot-id"
-AVRO_CODEC: AvroCompressionCodec = "deflate"
 
 
 class Incompatible(Exception):
@@ -166,6 +162,9 @@ def combine(
     lists: the bytes of every manifest list lists_needed() names; list_address: where the
     manifest list of a new snapshot (by id) is written; previous_metadata: the destination's
     current metadata file, for the metadata log."""
+    # pyiceberg's Avro, only once a merge combines a table (manifest_lists.py).
+    from edge.api.iceberg import manifest_lists
+
     check(sides)
     version = int(sides.dest.get("format-version", 1))
     metadata = copy.deepcopy(sides.dest)
@@ -174,22 +173,18 @@ def combine(
     used |= {int(s["snapshot-id"]) for s in sides.source.get("snapshots", [])}
     by_id = {int(s["snapshot-id"]): s for s in metadata.get("snapshots", [])}
     head = head_of(metadata)
-    manifests = [] if head is None else _read(lists[str(by_id[head]["manifest-list"])])
+    manifests = [] if head is None else manifest_lists.read(lists[str(by_id[head]["manifest-list"])])
     totals = dict((by_id[head].get("summary") or {}) if head is not None else {})
-    parent_paths = _paths(_read(lists[_base_list(sides)])) if base_head is not None else set()
+    parent_paths = _paths(manifest_lists.read(lists[_base_list(sides)])) if base_head is not None else set()
     stamp = max(now_ms if now_ms is not None else int(time.time() * 1000), int(metadata.get("last-updated-ms", 0)))
     written: dict[str, bytes] = {}
     for snapshot in appended(sides.source, base_head, "source"):
-        own = _read(lists[str(snapshot["manifest-list"])])
+        own = manifest_lists.read(lists[str(snapshot["manifest-list"])])
         if not parent_paths <= _paths(own):
             raise Incompatible(f"the source's snapshot {snapshot['snapshot-id']} rewrote manifests")
         added = [m for m in own if m.manifest_path not in parent_paths]
         for manifest in added:
-            if (
-                manifest.content != ManifestContent.DATA
-                or (manifest.existing_files_count or 0)
-                or (manifest.deleted_files_count or 0)
-            ):
+            if not manifest_lists.only_adds_data(manifest):
                 raise Incompatible(f"the source's snapshot {snapshot['snapshot-id']} did more than add data files")
         parent_paths = _paths(own)
         snapshot_id = _new_id(used)
@@ -207,7 +202,7 @@ def combine(
             readded.append(again)
         manifests = [*manifests, *readded]
         address = list_address(snapshot_id)
-        written[address] = _write(version, manifests, snapshot_id, head, sequence)
+        written[address] = manifest_lists.write(version, manifests, snapshot_id, head, sequence)
         summary = {"operation": "append", MERGED_FROM: str(snapshot["snapshot-id"])}
         source_summary = snapshot.get("summary") or {}
         summary.update({k: str(source_summary[k]) for k in ADDED if k in source_summary})
@@ -253,84 +248,3 @@ def _new_id(used: set[int]) -> int:
 
 def _paths(manifests: list[ManifestFile]) -> set[str]:
     return {m.manifest_path for m in manifests}
-
-
-# --- manifest lists in memory, through pyiceberg's Avro reader and writer ----------------------
-
-
-class _Stream(io.BytesIO):
-    """A pyiceberg stream over bytes; what was written stays readable after close."""
-
-    def __init__(self, data: bytes = b"") -> None:
-        super().__init__(data)
-        self.written = b""
-
-    def close(self) -> None:
-        if not self.closed:
-            self.written = self.getvalue()
-        super().close()
-
-    def __enter__(self) -> _Stream:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class _InMemoryInput(InputFile):
-    def __init__(self, data: bytes) -> None:
-        super().__init__("memory:manifest-list")
-        self._data = data
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def exists(self) -> bool:
-        return True
-
-    def open(self, seekable: bool = True) -> InputStream:
-        return _Stream(self._data)
-
-
-class _InMemoryOutput(OutputFile):
-    def __init__(self) -> None:
-        super().__init__("memory:manifest-list")
-        self.stream: _Stream | None = None
-
-    def __len__(self) -> int:
-        return 0 if self.stream is None else len(self.stream.written or self.stream.getvalue())
-
-    def exists(self) -> bool:
-        return self.stream is not None
-
-    def to_input_file(self) -> InputFile:
-        return _InMemoryInput(b"" if self.stream is None else self.stream.written)
-
-    def create(self, overwrite: bool = False) -> OutputStream:
-        self.stream = _Stream()
-        return self.stream
-
-
-def _read(data: bytes) -> list[ManifestFile]:
-    return list(_manifests(data))
-
-
-def _manifests(data: bytes) -> Iterator[ManifestFile]:
-    yield from read_manifest_list(_InMemoryInput(data))
-
-
-def _write(version: int, manifests: list[ManifestFile], snapshot_id: int, parent: int | None, sequence: int) -> bytes:
-    output = _InMemoryOutput()
-    with write_manifest_list(
-        version,  # type: ignore[arg-type]
-        output,
-        snapshot_id,
-        parent,
-        sequence if version >= 2 else None,
-        AVRO_CODEC,
-    ) as writer:
-        writer.add_manifests(manifests)
-    assert output.stream is not None
-    return output.stream.written

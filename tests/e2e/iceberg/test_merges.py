@@ -50,8 +50,11 @@ def test_appends_on_two_branches_merge(stack: Stack, repo: str, catalog_for: Cat
     ok(stack, "POST", f"/repositories/{repo}/tags", {"id": "b1-done", "ref": "b1"}, 201)
 
     ok(stack, "POST", f"/repositories/{repo}/refs/b1/merge/main", {}, 200)
-    # The second merge conflicts on the table's pointer as objects: it goes through a pull
-    # request, whose merge combines the table as a direct merge does.
+    # The second merge conflicts on the table's pointer as objects; the conflict check says the
+    # merge combines the table. It goes through a pull request, whose merge combines the table
+    # as a direct merge does.
+    check = ok(stack, "GET", f"/repositories/{repo}/refs/b2/merge/main/conflicts", None, 200)
+    assert (check["mergeable"], check["conflicts"], check["tables_combined"]) == (True, [], ["db.t"])
     pull = ok(
         stack,
         "POST",
@@ -97,6 +100,9 @@ def test_schema_changed_on_both_sides_is_a_conflict_naming_the_table(
         commit(stack, repo, name)
     ok(stack, "POST", f"/repositories/{repo}/refs/c1/merge/main", {}, 200)
 
+    check = ok(stack, "GET", f"/repositories/{repo}/refs/c2/merge/main/conflicts", None, 200)
+    assert check["mergeable"] is False
+    assert check["tables"] == [{"table": "db.s", "reason": "schema changed on both sides"}]
     refused = api_call(stack, "POST", f"/repositories/{repo}/refs/c2/merge/main", {})
     assert refused.status == 409, refused.data
     body = refused.json()
