@@ -10,7 +10,11 @@ import pytest
 
 from edge.api.iceberg.table_merge import Incompatible, Sides, check, merged_properties
 
-SCHEMA: dict[str, Any] = {"schema-id": 0, "type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+SCHEMA: dict[str, Any] = {
+    "schema-id": 0,
+    "type": "struct",
+    "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
+}
 
 
 def table(*snapshots: tuple[int, str]) -> dict[str, Any]:
