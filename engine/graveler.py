@@ -56,6 +56,7 @@ from engine.core.entries import (
 )
 from engine.core.hooks import EventUser, HookRecord, after_commit
 from engine.core.key_changes import KeyCheck
+from engine.core.merge_resolutions import MergeResolution, Resolutions
 from engine.core.model import MergeStrategy
 from engine.core.parts import CoreParts
 from engine.core.placement import Placement
@@ -616,8 +617,10 @@ class Graveler:
         deadline: Deadline = NO_DEADLINE,
         check: KeyCheck | None = None,
         by: EventUser | None = None,
+        resolutions: Sequence[MergeResolution] = (),
     ) -> MergeOutcome:
         repo = self._repo(repository, deadline)
+        resolved = Resolutions(resolutions, repo.namespace, self.options.allowed_import_prefixes)
         self.protection.check_direct_merge(repo, destination)
         source_commit = self.refs.resolve(repo, source_ref).commit_id
         message = message or f"Merge {source_ref!r} into {destination!r}"
@@ -642,6 +645,7 @@ class Graveler:
                 committer,
                 deadline,
                 check,
+                resolved,
             ),
         )
 

@@ -17,10 +17,11 @@ from engine.core.cleanup import Cleaner
 from engine.core.commit_graph import find_merge_base
 from engine.core.committed.diff import Difference, DifferenceRun
 from engine.core.committed.merge import Conflict, Resolver, by_pattern
-from engine.core.committed.model import MetaRangeId
+from engine.core.committed.model import MetaRangeId, Record
 from engine.core.deadline import Deadline
 from engine.core.entries import Entries
 from engine.core.key_changes import Change, KeyCheck, applied, undone
+from engine.core.merge_resolutions import Resolutions
 from engine.core.model import (
     MERGE_STRATEGIES,
     REQUESTED_COMMITTER_KEY,
@@ -251,7 +252,10 @@ class Branching(OnCore):
         committer: str,
         deadline: Deadline,
         check: KeyCheck | None = None,
+        resolutions: Resolutions | None = None,
     ) -> MergeOutcome:
+        """Merge source_ref into the branch destination; with resolutions, their keys get what
+        they say, and only while both sides hold what they expect (merge_resolutions.py)."""
         resolver = resolver_for(strategy, path_strategies)
         source_id = self._refs.resolve(repo, source_ref).commit_id
         source = self._refs.get_commit(repo, source_id)
@@ -276,7 +280,9 @@ class Branching(OnCore):
 
         # A merge records the source's history even when the content ends up unchanged (e.g.
         # dest-wins on every conflict); "nothing to merge" is decided by ancestry above.
-        return self._combine(repo, destination, "merging", plan, resolver, True, metadata, committer, deadline, check)
+        return self._combine(
+            repo, destination, "merging", plan, resolver, True, metadata, committer, deadline, check, resolutions
+        )
 
     def revert(
         self,
@@ -370,8 +376,12 @@ class Branching(OnCore):
         committer: str,
         deadline: Deadline,
         check: KeyCheck | None = None,
+        resolutions: Resolutions | None = None,
     ) -> MergeOutcome:
         """Three-way merge onto a branch's head, committed and moved with set_if; redone if the branch moved.
+
+        `resolutions` are checked against the plan's source and destination (a stale one fails
+        the attempt as a conflict at its key) and written over the merged metarange.
 
         `check` is shown the keys the result changes on the head, before the commit is written:
         a refusal ends the operation with nothing committed (the ranges the merge wrote are
@@ -396,21 +406,31 @@ class Branching(OnCore):
                 self._seal(repo, branch_name, dest)
                 raise Raced
             planned = plan(dest)
+            if resolutions:
+                stale = resolutions.stale(lambda key: self._sides(repo, planned, key))
+                if stale:
+                    return MergeOutcome(conflicts=stale)
             result = self._committed.merge(
-                repo.namespace, planned.base, planned.source, planned.dest, resolver, deadline
+                repo.namespace,
+                planned.base,
+                planned.source,
+                planned.dest,
+                resolver if resolutions is None else resolutions.resolver(resolver),
+                deadline,
             )
             if not result.succeeded:
                 return MergeOutcome(conflicts=list(result.conflicts), conflicts_truncated=result.conflicts_truncated)
             assert result.metarange_id is not None
-            if result.metarange_id == planned.dest and not allow_empty:
+            merged = result.metarange_id
+            if resolutions:
+                merged = self._committed.apply(repo.namespace, merged, resolutions.changes()).metarange_id
+            if merged == planned.dest and not allow_empty:
                 raise FailedPrecondition(f"{what} changes nothing on branch {branch_name!r}")
-            if check is not None and result.metarange_id != planned.dest:
-                changes = self._committed.diff_grouped(repo.namespace, planned.dest, result.metarange_id)
+            if check is not None and merged != planned.dest:
+                changes = self._committed.diff_grouped(repo.namespace, planned.dest, merged)
                 check.check(applied(changes), what)
             deadline.check(f"{what} onto {branch_name!r}")
-            commit = new_commit(
-                planned.message, dict(metadata), committer, result.metarange_id, planned.parents, planned.generation
-            )
+            commit = new_commit(planned.message, dict(metadata), committer, merged, planned.parents, planned.generation)
             self._refs.put_commit(repo, commit)
 
             def point(branch: pb.Branch) -> None:
@@ -433,6 +453,15 @@ class Branching(OnCore):
             self._cleaner.drop_recorded(repo.partition, dropped)  # recorded with the move (updater.set_branch_if)
             self._entries.observer.cleared(repo.name, branch_name)
         return outcome
+
+    def _sides(self, repo: RepoHandle, planned: Plan, key: bytes) -> tuple[Record | None, Record | None, Record | None]:
+        """A key's records in a plan's base, source and destination."""
+        get = self._committed.get
+        return (
+            get(repo.namespace, planned.base, key),
+            get(repo.namespace, planned.source, key),
+            get(repo.namespace, planned.dest, key),
+        )
 
     def _seal(self, repo: RepoHandle, branch_name: str, current: BranchRecord) -> None:
         """Seal the staging token of the branch as read (PredicateFailed if it changed since;

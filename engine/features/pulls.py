@@ -48,6 +48,7 @@ from engine.core.deadline import NO_DEADLINE, Deadline
 from engine.core.filtered_page import filtered_page
 from engine.core.hooks import EventUser, HookRecord, Hooks, after_commit
 from engine.core.key_changes import KeyCheck
+from engine.core.merge_resolutions import Resolutions
 from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from engine.core.refs import RefManager, RepoHandle
 from engine.core.refs.manager import now
@@ -505,6 +506,7 @@ class PullRequests:
         deadline: Deadline,
         check: KeyCheck | None = None,
         by: EventUser | None = None,
+        resolutions: Resolutions | None = None,
     ) -> tuple[pb.PullRequest, MergeOutcome]:
         """Merge source into destination through the merge path, once, if protection allows it
         (and check, the keys it changes: engine/core/key_changes.py)."""
@@ -547,6 +549,7 @@ class PullRequests:
                 committer,
                 deadline,
                 check,
+                resolutions,
             )
         except BaseException:
             self._release(repo, pull_id, claim, deadline)

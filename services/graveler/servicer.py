@@ -22,6 +22,7 @@ from engine.core.deadline import Deadline
 from engine.core.entries import Condition, DeleteOutcome, StageOutcome
 from engine.core.hooks import EventUser
 from engine.core.list_answer import serialized_list_response
+from engine.core.merge_resolutions import MergeResolution, Resolutions
 from engine.core.model import REQUESTED_COMMITTER_KEY, CommitId, MergeStrategy
 from engine.core.refs import RepoHandle
 from engine.core.validation import validate_key
@@ -581,6 +582,7 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             deadline=_deadline(context),
             check=self._key_check(request.repository, request.destination_branch, request.committer),
             by=self._event_user(request.committer),
+            resolutions=[_resolution(r) for r in request.resolutions],
         )
         self._merge_event(ev.MERGE, request.repository, request.destination_branch, request.committer, outcome)
         return _merge_response(outcome)
@@ -920,6 +922,9 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             deadline,
             check,
             self._event_user(request.committer),
+            Resolutions(
+                [_resolution(r) for r in request.resolutions], repo.namespace, self.g.options.allowed_import_prefixes
+            ),
         )
         if outcome.commit is not None:  # a push to the destination: pull requests from it are checked again
             self.g.checks.pushed(repo, pull.destination_branch)
@@ -966,6 +971,15 @@ _STRATEGY: dict[int, MergeStrategy] = {
 
 def _entry(record: Record | None) -> pb.Entry | None:
     return None if record is None else decode_entry(record.value)
+
+
+def _resolution(resolution: api.MergeResolution) -> MergeResolution:
+    return MergeResolution(
+        resolution.key,
+        resolution.expected_source if resolution.HasField("expected_source") else None,
+        resolution.expected_destination if resolution.HasField("expected_destination") else None,
+        resolution.result if resolution.HasField("result") else None,
+    )
 
 
 def _merge_response(outcome: MergeOutcome) -> api.MergeResponse:

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { OLDER, lastChange } from "../src/pages/refs/last_change";
+import { tableOfPointer } from "../src/pages/refs/compare";
 import { mergeRefs } from "../src/pages/refs/merge";
 import { commitHref, shortId } from "../src/pages/refs/model";
 import {
@@ -50,7 +51,21 @@ describe("mergeRefs", () => {
       message: "conflict",
       conflicts: [{ path: "a", source: "changed", destination: "removed" }],
       truncated: true,
+      tables: [],
     });
+  });
+
+  it("keeps the Iceberg tables a 409 names, and finds a table by its pointer's path", async () => {
+    const tables = [{ table: "db.t", reason: "schema changed on both sides" }];
+    stubAnswer(409, {
+      message: "conflict found: conflicting paths: db/t/_iceberg_table.json; table db.t: schema changed on both sides",
+      conflicts: [{ path: "db/t/_iceberg_table.json", source: "changed", destination: "changed" }],
+      tables,
+    });
+    const outcome = await mergeRefs("r", "s", "d", "", "");
+    expect(outcome).toMatchObject({ kind: "conflicts", tables });
+    expect(tableOfPointer("db/t/_iceberg_table.json", tables)).toEqual(tables[0]);
+    expect(tableOfPointer("db/t/data/x.parquet", tables)).toBeUndefined();
   });
 
   it("fails on any other error status with the API's message", async () => {

@@ -370,15 +370,39 @@ async def _existing_table(objects: Objects, where: Where, name: str) -> Table:
     return table
 
 
-def _served(where: Where, metadata: Metadata) -> Metadata:
-    """The metadata as served from where's ref: a location in the repository names that ref, so
-    a client writes a branch's data files on that branch."""
-    location = str(metadata.get("location", ""))
+# Table properties that name where a writer puts new files: served through the ref, as the
+# location is.
+WRITE_PATH_PROPERTIES = (
+    "write.data.path",
+    "write.metadata.path",
+    "write.object-storage.path",
+    "write.folder-storage.path",
+)
+
+
+def _through_ref(where: Where, path: str) -> str:
+    """path (an s3:// address) seen through where's ref: an address in where's repository
+    names that ref, whichever ref wrote it; any other address is left as it is."""
     head = f"s3://{where.repository}/"
-    if location.startswith(head):
-        _, _, rest = location[len(head) :].partition("/")
-        return {**metadata, "location": f"{head}{where.ref}/{rest}"}
-    return metadata
+    if not path.startswith(head):
+        return path
+    _, _, rest = path[len(head) :].partition("/")
+    return f"{head}{where.ref}/{rest}"
+
+
+def _served(where: Where, metadata: Metadata) -> Metadata:
+    """The metadata as served from where's ref: its location and its write paths in the
+    repository name that ref, so a client writes a branch's new files on that branch. What is
+    stored keeps the addresses as written; files the table already references (manifest lists,
+    manifests, data files) keep their absolute paths."""
+    served = {**metadata, "location": _through_ref(where, str(metadata.get("location", "")))}
+    properties = metadata.get("properties") or {}
+    if any(name in properties for name in WRITE_PATH_PROPERTIES):
+        served["properties"] = {
+            name: _through_ref(where, value) if name in WRITE_PATH_PROPERTIES else value
+            for name, value in properties.items()
+        }
+    return served
 
 
 def _result(where: Where, key: str, metadata: Metadata) -> dict[str, Any]:

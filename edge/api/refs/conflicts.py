@@ -17,7 +17,9 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 
 from edge.api.context import Context
+from edge.api.refs import table_merges
 from edge.api.refs.merge import MAX_PATH_SHOWN
+from edge.api.refs.table_merges import TableConflict
 from engine.core.values import entry_value
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.paging import MAX_PAGE
@@ -37,6 +39,10 @@ class MergeCheck:
     base_commit_id: str
     conflicts: list[dict[str, str]] = field(default_factory=list)
     conflicts_truncated: bool = False
+    # Iceberg tables both sides changed: those the merge combines (their pointers are not
+    # listed as conflicts), and those it would not, each with the reason (table_merges.py).
+    tables_combined: list[str] = field(default_factory=list)
+    tables: list[TableConflict] = field(default_factory=list)
 
     def body(self) -> dict[str, object]:
         return {
@@ -46,6 +52,8 @@ class MergeCheck:
             "mergeable": not self.conflicts,
             "conflicts": self.conflicts,
             "conflicts_truncated": self.conflicts_truncated,
+            "tables_combined": self.tables_combined,
+            "tables": [table.body() for table in self.tables],
         }
 
 
@@ -112,6 +120,13 @@ async def check_merge(ctx: Context, repository: str, source_ref: str, destinatio
         await theirs.aclose()
     if not check.conflicts_truncated:
         check.conflicts_truncated = source_budget.exhausted or dest_budget.exhausted
+    if check.conflicts and not check.conflicts_truncated:
+        keys = [conflict["path"] for conflict in check.conflicts]
+        tables = await table_merges.predict(ctx, repository, (source, dest, base), destination, keys)
+        if tables is not None:
+            check.tables_combined, check.tables = tables
+            if not check.tables:
+                check.conflicts = []
     return check
 
 

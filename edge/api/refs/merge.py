@@ -3,8 +3,8 @@ clients match ("conflict found", "no changes", "dirty branch"), and a body that 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from fastapi import Request
 from pydantic.v1 import BaseModel
@@ -54,12 +54,16 @@ def conflict_message(reply: api.MergeResponse) -> str:
     return f"{CONFLICT_FOUND}: conflicting paths: {listed}"
 
 
-def conflict_body(reply: api.MergeResponse) -> dict[str, object]:
+def conflict_body(reply: api.MergeResponse, tables: Sequence[TableConflictLike] = ()) -> dict[str, object]:
     """A merge's 409: lakeFS's `message` and `reference` (valid as `MergeResult` and `Error`), and
     Silt's `conflicts`, every examined conflicting path with what each side did to it, so a
-    client need not parse paths out of the text (a path may hold ", ")."""
+    client need not parse paths out of the text (a path may hold ", "); and `tables`, the Iceberg
+    tables whose two sides' changes did not combine, each with the reason (table_merges.py)."""
+    message = conflict_message(reply)
+    if tables:
+        message += "; " + "; ".join(table.text() for table in tables)
     return {
-        "message": conflict_message(reply),
+        "message": message,
         "reference": "",
         "conflicts": [
             {
@@ -70,7 +74,14 @@ def conflict_body(reply: api.MergeResponse) -> dict[str, object]:
             for c in reply.conflicts
         ],
         "conflicts_truncated": reply.conflicts_truncated,
+        "tables": [table.body() for table in tables],
     }
+
+
+class TableConflictLike(Protocol):
+    def text(self) -> str: ...
+
+    def body(self) -> dict[str, str]: ...
 
 
 def _side_change(conflict: api.Conflict, present: bool) -> str:

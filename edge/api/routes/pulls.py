@@ -19,6 +19,7 @@ from edge.api.context import Ctx
 from edge.api.errors import ApiError, bad_request
 from edge.api.paging import PageParams, PrefixPageParams, pagination
 from edge.api.pulls import convert
+from edge.api.refs import table_merges
 from edge.api.refs.merge import optional_body, strategy_of
 from edge.api.responses import model_response, no_content
 from silt.graveler.v1 import graveler_pb2 as api
@@ -171,17 +172,27 @@ async def merge_pull_request(ctx: Ctx, request: Request, repository: str, pull_r
     )
     await ctx.authorize(COMMIT_BRANCH, branch_resource(repository, opened.pull_request.destination_branch))
     options = await optional_body(request, PullRequestMergeOptions)
-    merge = api.MergePullRequestRequest(
-        repository=repository,
-        id=pull_request,
-        strategy=strategy_of(options.strategy),
-        committer=ctx.caller.user_id,
-    )
-    reply = await ctx.call(ctx.backend.graveler.MergePullRequest, merge)
-    if not reply.merge.HasField("commit"):
+    strategy = strategy_of(options.strategy)
+
+    async def run(resolutions: list[api.MergeResolution]) -> api.MergeResponse:
+        merge = api.MergePullRequestRequest(
+            repository=repository,
+            id=pull_request,
+            strategy=strategy,
+            committer=ctx.caller.user_id,
+            resolutions=resolutions,
+        )
+        reply: api.MergePullRequestResponse = await ctx.call(ctx.backend.graveler.MergePullRequest, merge)
+        return reply.merge
+
+    pulled = opened.pull_request
+    answer = await table_merges.merge(ctx, repository, pulled.source_branch, pulled.destination_branch, run)
+    if not answer.reply.HasField("commit"):
         # lakeFS's schema names MergeResult for 409 and says it becomes Error: this body is both.
-        return JSONResponse({"message": _conflicts(reply.merge), "reference": ""}, status_code=409)
-    return model_response(MergeResult(reference=reply.merge.commit.id))
+        message = "; ".join([_conflicts(answer.reply), *(table.text() for table in answer.tables)])
+        body = {"message": message, "reference": "", "tables": [table.body() for table in answer.tables]}
+        return JSONResponse(body, status_code=409)
+    return model_response(MergeResult(reference=answer.reply.commit.id))
 
 
 # --- Silt's own: reviews, comments and checks (lakeFS has none) ----------------------------

@@ -13,6 +13,7 @@ from edge.api.context import Ctx
 from edge.api.diff.visible import visible_diff_page
 from edge.api.filtered_pages import listing_of, next_offset, resume_after
 from edge.api.paging import MAX_TOKEN, PrefixPageParams, pagination
+from edge.api.refs import table_merges
 from edge.api.refs.conflicts import check_merge
 from edge.api.refs.merge import (
     STRATEGY_LABELS,
@@ -98,23 +99,30 @@ async def merge_into_branch(
     body = await optional_body(request, Merge)
     strategy = strategy_of(body.strategy)
     metadata = {**(body.metadata or {}), STRATEGY_METADATA_KEY: STRATEGY_LABELS[body.strategy or ""]}
-    merge = api.MergeRequest(
-        repository=repository,
-        source_ref=source_ref,
-        destination_branch=destination,
-        strategy=strategy,
-        squash=bool(body.squash_merge),
-        # lakeFS's `force` also lets a merge with nothing new through (and writes to read-only
-        # repositories, which Silt does not have).
-        allow_empty=bool(body.allow_empty or body.force),
-        message=body.message or f"Merge '{source_ref}' into '{destination}'",
-        metadata=metadata,
-        committer=ctx.caller.user_id,
-    )
-    reply = await lakefs_call(ctx.call(ctx.backend.graveler.Merge, merge))
+
+    async def run(resolutions: list[api.MergeResolution]) -> api.MergeResponse:
+        merge = api.MergeRequest(
+            repository=repository,
+            source_ref=source_ref,
+            destination_branch=destination,
+            strategy=strategy,
+            squash=bool(body.squash_merge),
+            # lakeFS's `force` also lets a merge with nothing new through (and writes to read-only
+            # repositories, which Silt does not have).
+            allow_empty=bool(body.allow_empty or body.force),
+            message=body.message or f"Merge '{source_ref}' into '{destination}'",
+            metadata=metadata,
+            committer=ctx.caller.user_id,
+            resolutions=resolutions,
+        )
+        reply: api.MergeResponse = await lakefs_call(ctx.call(ctx.backend.graveler.Merge, merge))
+        return reply
+
+    answer = await table_merges.merge(ctx, repository, source_ref, destination, run)
+    reply = answer.reply
     if not reply.HasField("commit"):
         # The schema names MergeResult for a 409 and lakeFS plans the Error model: both fit.
-        return JSONResponse(conflict_body(reply), status_code=409)
+        return JSONResponse(conflict_body(reply, answer.tables), status_code=409)
     return model_response(MergeResult(reference=reply.commit.id))
 
 

@@ -65,6 +65,11 @@ class SiltMergeConflict(BaseModel, extra=Extra.forbid):
     destination: StrictStr
 
 
+class SiltTableConflict(BaseModel, extra=Extra.forbid):
+    table: StrictStr
+    reason: StrictStr
+
+
 class SiltMergeCheck(BaseModel, extra=Extra.forbid):
     source_commit_id: StrictStr
     destination_commit_id: StrictStr
@@ -72,6 +77,8 @@ class SiltMergeCheck(BaseModel, extra=Extra.forbid):
     mergeable: StrictBool
     conflicts: list[SiltMergeConflict]
     conflicts_truncated: StrictBool
+    tables_combined: list[StrictStr]
+    tables: list[SiltTableConflict]
 
 
 class SiltUserPermissions(BaseModel, extra=Extra.forbid):

@@ -23,9 +23,15 @@ def admin_auth(stack: Stack) -> dict[str, str]:
 
 
 def api_call(stack: Stack, method: str, path: str, body: Any = None) -> urllib3.BaseHTTPResponse:
-    """A call to the lakeFS REST API as the admin."""
+    """A call to the lakeFS REST API as the admin (urllib3.request's own read timeout is 3
+    seconds: a merge that combines tables on a loaded machine may take longer)."""
     return urllib3.request(
-        method, stack.endpoints["gateway"] + "/api/v1" + path, json=body, headers=admin_auth(stack), retries=False
+        method,
+        stack.endpoints["gateway"] + "/api/v1" + path,
+        json=body,
+        headers=admin_auth(stack),
+        retries=False,
+        timeout=60,
     )
 
 

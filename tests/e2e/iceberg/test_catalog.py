@@ -210,7 +210,9 @@ def test_branch_isolation(stack: Stack, repo: str, catalog_for: CatalogFactory) 
     and the branch's data files are written on the branch."""
     main = catalog_for()
     main.create_namespace((repo, "main", "db"))
-    main.create_table((repo, "main", "db", "t"), SCHEMA).append(rows(0, 10))
+    # A write path in the repository is served through the ref, as the location is.
+    write_path = {"write.data.path": f"s3://{repo}/main/db/t/files"}
+    main.create_table((repo, "main", "db", "t"), SCHEMA, properties=write_path).append(rows(0, 10))
     committed = api_call(stack, "POST", f"/repositories/{repo}/branches/main/commits", {"message": "table"})
     assert committed.status == 201, committed.data
     branched = api_call(stack, "POST", f"/repositories/{repo}/branches", {"name": "dev", "source": "main"})
@@ -218,12 +220,16 @@ def test_branch_isolation(stack: Stack, repo: str, catalog_for: CatalogFactory) 
 
     on_dev = main.load_table((repo, "dev", "db", "t"))
     assert on_dev.location() == f"s3://{repo}/dev/db/t"
+    assert on_dev.properties["write.data.path"] == f"s3://{repo}/dev/db/t/files"
     on_dev.append(rows(10, 5))
+    # Everything the append wrote (data, manifests, metadata) was staged on dev, nothing on main.
+    on_main = api_call(stack, "GET", f"/repositories/{repo}/branches/main/diff?amount=1000").json()["results"]
+    assert on_main == []
 
     assert main.load_table((repo, "dev", "db", "t")).scan().to_arrow().num_rows == 15
     assert main.load_table((repo, "main", "db", "t")).scan().to_arrow().num_rows == 10
     changes = api_call(stack, "GET", f"/repositories/{repo}/branches/dev/diff?amount=1000").json()["results"]
-    assert any(c["path"].startswith("db/t/data/") for c in changes)
+    assert any(c["path"].startswith("db/t/files/") for c in changes)
     assert "db/t/_iceberg_table.json" in {c["path"] for c in changes}
 
     # Committed on the branch and merged into main (only the branch changed the table), main

@@ -9,7 +9,7 @@ import { RefPicker } from "../../components/ref_picker";
 import { Link, navigate } from "../../components/router";
 import { useAsync } from "../../components/use_async";
 import { DiffTree } from "./diff_tree";
-import { type Conflict, type MergeOutcome, type Strategy, mergeRefs } from "./merge";
+import { type Conflict, type MergeOutcome, type Strategy, type TableConflict, mergeRefs } from "./merge";
 import { commitHref, refOrDefault, repoPath, shortId } from "./model";
 
 export function ComparePage({ repo, query }: { repo: string; query: URLSearchParams }) {
@@ -114,7 +114,7 @@ function MergeForm(props: { repo: string; base: string; compare: string; onMerge
 }
 
 function Conflicts(props: { outcome: Extract<MergeOutcome, { kind: "conflicts" }>; base: string; compare: string }) {
-  const { conflicts, truncated } = props.outcome;
+  const { conflicts, truncated, tables } = props.outcome;
   return (
     <div class="conflicts" role="alert" data-testid="conflicts">
       <h3>Merge stopped: conflicts</h3>
@@ -122,14 +122,14 @@ function Conflicts(props: { outcome: Extract<MergeOutcome, { kind: "conflicts" }
         Both sides changed these paths since they diverged. Nothing was merged; choose a strategy to let one side win, or
         resolve them on a branch.
       </p>
-      {conflicts.length === 0 ? <p class="error-note">{props.outcome.message}</p> : <ConflictTable conflicts={conflicts} base={props.base} compare={props.compare} />}
+      {conflicts.length === 0 ? <p class="error-note">{props.outcome.message}</p> : <ConflictTable conflicts={conflicts} tables={tables} base={props.base} compare={props.compare} />}
       {truncated && <p class="note">More conflicts were not examined.</p>}
     </div>
   );
 }
 
 /** Conflicting paths, with what each side did to each since they diverged. */
-export function ConflictTable(props: { conflicts: readonly Conflict[]; base: string; compare: string }) {
+export function ConflictTable(props: { conflicts: readonly Conflict[]; tables?: readonly TableConflict[]; base: string; compare: string }) {
   return (
     <table>
       <thead>
@@ -140,16 +140,29 @@ export function ConflictTable(props: { conflicts: readonly Conflict[]; base: str
         </tr>
       </thead>
       <tbody>
-        {props.conflicts.map((conflict: Conflict) => (
-          <tr key={conflict.path} data-testid="conflict-row">
-            <td>
-              <code>{conflict.path}</code>
-            </td>
-            <td>{conflict.source}</td>
-            <td>{conflict.destination}</td>
-          </tr>
-        ))}
+        {props.conflicts.map((conflict: Conflict) => {
+          const table = tableOfPointer(conflict.path, props.tables ?? []);
+          return (
+            <tr key={conflict.path} data-testid="conflict-row">
+              <td>
+                <code>{conflict.path}</code>
+                {table && (
+                  <p class="note" data-testid="table-conflict">
+                    Iceberg table {table.table}: {table.reason}
+                  </p>
+                )}
+              </td>
+              <td>{conflict.source}</td>
+              <td>{conflict.destination}</td>
+            </tr>
+          );
+        })}
       </tbody>
     </table>
   );
+}
+
+/** The table whose pointer (`<namespace>/<table>/_iceberg_table.json`) is at path, if any. */
+export function tableOfPointer(path: string, tables: readonly TableConflict[]): TableConflict | undefined {
+  return tables.find((table) => `${table.table.split(".").join("/")}/_iceberg_table.json` === path);
 }

@@ -12,15 +12,22 @@ export interface Conflict {
   destination: string;
 }
 
+/** An Iceberg table both sides changed in ways the merge does not combine, and why. */
+export interface TableConflict {
+  table: string;
+  reason: string;
+}
+
 export type MergeOutcome =
   | { kind: "merged"; commitId: string }
-  | { kind: "conflicts"; message: string; conflicts: Conflict[]; truncated: boolean };
+  | { kind: "conflicts"; message: string; conflicts: Conflict[]; truncated: boolean; tables: TableConflict[] };
 
 interface MergeAnswer {
   reference?: string;
   message?: string;
   conflicts?: Conflict[];
   conflicts_truncated?: boolean;
+  tables?: TableConflict[];
 }
 
 export async function mergeRefs(
@@ -51,7 +58,13 @@ export async function mergeRefs(
   if (response.ok) return { kind: "merged", commitId: answer.reference ?? "" };
   const text = answer.message ?? `${response.status} ${response.statusText}`.trim();
   if (response.status !== 409) throw new ApiError(response.status, text);
-  return { kind: "conflicts", message: text, conflicts: answer.conflicts ?? [], truncated: answer.conflicts_truncated ?? false };
+  return {
+    kind: "conflicts",
+    message: text,
+    conflicts: answer.conflicts ?? [],
+    truncated: answer.conflicts_truncated ?? false,
+    tables: answer.tables ?? [],
+  };
 }
 
 /** What merging `source` into `destination` would meet now, asked without merging. */
@@ -62,6 +75,9 @@ export interface MergeCheck {
   mergeable: boolean;
   conflicts: Conflict[];
   conflicts_truncated: boolean;
+  /** Iceberg tables the merge combines (their pointers are not listed as conflicts). */
+  tables_combined?: string[];
+  tables?: TableConflict[];
 }
 
 export function checkMerge(repo: string, source: string, destination: string, signal?: AbortSignal): Promise<MergeCheck> {

@@ -243,7 +243,7 @@ function MergeCheckNote(props: { repo: string; pull: PullRequest; check: Async<M
         (source wins: {pull.source_branch}&apos;s version; destination wins: {pull.destination_branch}&apos;s), or resolve them with a
         commit on {pull.source_branch}.
       </p>
-      <ConflictTable conflicts={conflicts} base={pull.destination_branch} compare={pull.source_branch} />
+      <ConflictTable conflicts={conflicts} tables={check.data.tables} base={pull.destination_branch} compare={pull.source_branch} />
       {truncated && <p class="note">More conflicts were not examined.</p>}
     </div>
   );
