@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "auth": ("cli.iam:auth", "Users, groups, policies and credentials."),
     "branch": ("cli.branch:branch", "Branches."),
+    "cat-hook-output": ("cli.actions:cat_hook_output", "A hook run's output, as it came (lakectl's cat-hook-output)."),
     "branch-protect": ("cli.protect:branch_protect", "Branch protection rules (lakectl's branch-protect)."),
     "completion": (
         "cli.completion:completion",
@@ -61,6 +62,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "fs": ("cli.fs:fs", "Objects in a repository: lakefs://REPO/REF/PATH."),
     "gc": ("cli.gc:gc", "Garbage collection: retention rules and runs."),
+    "identity": ("cli.iam:identity", "The user your credentials belong to (lakectl's identity)."),
     "import": (
         "cli.imports:import_",
         "Import objects in place, zero-copy: entries naming them where they are, committed as one commit.",
