@@ -278,6 +278,28 @@ class RestClient:
             raise api_error(answer.status, content, f"GET {path}")
         return answer
 
+    def send_bytes(
+        self, method: str, path: str, data: bytes, params: Mapping[str, Any] | None = None, what: str = ""
+    ) -> Any:
+        """A request whose body is bytes (application/octet-stream): the decoded JSON answer."""
+        import http.client
+
+        query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
+        url = self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
+        sent = {"Authorization": self._auth, "Accept": "application/json", "Content-Type": "application/octet-stream"}
+        try:
+            answer = self._send(method, url, data, sent)
+            content = answer.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self._local.conn = None
+            raise ClientError(
+                f"REST API unavailable at {self.endpoint} ({exc or type(exc).__name__}; is the server running?)",
+                EXIT_UNAVAILABLE,
+            ) from None
+        if answer.status >= 300:
+            raise api_error(answer.status, content, what or f"{method} {path}")
+        return json.loads(content) if content else None
+
     def get(self, path: str, params: Mapping[str, Any] | None = None, what: str = "") -> Any:
         return self.request("GET", path, params, what=what)
 

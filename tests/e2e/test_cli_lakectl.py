@@ -121,6 +121,16 @@ def test_lakectl_syntax_and_commands_over_the_rest_api(silt: Silt, tmp_path: Pat
     silt("tag", "create", f"lakefs://{repo}/v1", f"lakefs://{repo}/dev", "-f")  # lakectl's: replaces it
     assert silt("tag", "show", f"lakefs://{repo}/v1", "--json").json()["commit_id"] == second
 
+    # diff as lakectl's: what dev brings since it left main (three-dot); --two-way also shows main's own change.
+    _upload(silt, tmp_path, f"lakefs://{repo}/main/main-only.txt", "m")
+    silt("commit", f"lakefs://{repo}/main", "-m", "main's own")
+    three_dot = silt("diff", f"lakefs://{repo}/main", f"lakefs://{repo}/dev", "--json").json()
+    assert three_dot == [{"key": "other.txt", "type": "added"}, {"key": "table.csv", "type": "added"}]
+    two_way = silt("diff", f"lakefs://{repo}/main", f"lakefs://{repo}/dev", "--two-way", "--json").json()
+    assert {"key": "main-only.txt", "type": "removed"} in two_way and len(two_way) == 3
+    both = silt("diff", f"lakefs://{repo}/main", "dev", "--two-way", "--three-dot", ok=False)
+    assert both.code == EXIT_USAGE
+
     assert [c["id"] for c in silt("log", f"lakefs://{repo}/dev", "--amount", "1", "--json").json()] == [second]
     touched = silt("log", f"lakefs://{repo}/dev", "--objects", "table.csv", "--json").json()
     assert [c["id"] for c in touched] == [first]

@@ -1,11 +1,13 @@
 """A lakectl script runs unchanged against Silt: tests/e2e/scripts/lakectl_quickstart.sh, written
 as lakeFS's quickstart and lakectl's documentation write them (lakefs:// URIs, lakectl's
-arguments and flags), with `lakectl` being the `silt` CLI. The CLI is configured by
+arguments and flags), with `lakectl` being the `silt` CLI, then the rest of lakectl's commands
+(identity, annotate, actions, bisect, auth, gc, abuse). The CLI is configured by
 ~/.lakectl.yaml alone and reaches only the edge's HTTP port (the REST API and the S3 gateway):
 Silt's gRPC endpoints point at a port nothing listens on, so any gRPC call would fail the script."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -94,12 +96,35 @@ def test_quickstart_script_runs_unchanged(lakectl_env: dict[str, str], tmp_path:
     branches = _section(out, "branches")
     assert "main" in branches and "denmark-lakes" not in branches
 
+    # The rest of lakectl's commands, through the REST API alone.
+    assert _section(out, "identity").startswith("User ID:          admin")
+    assert "lakes.csv" in _section(out, "annotate") and "(uncommitted)" not in _section(out, "annotate")
+    found = _section(out, "bisect").splitlines()[-1]
+    assert found.startswith(f"Found commit lakefs://{REPO}/") and "lakes in Denmark" in found, _section(out, "bisect")
+    auth = _section(out, "auth")
+    assert "Permission: Read" in auth and "DeleteRepo" in auth and "secret_access_key" in auth
+    assert "quickstart-analyst" not in _section(out, "users")
+    gc = _section(out, "gc")
+    assert "Default Retention Days: 21" in gc and '"retention_days": 28' in gc and "GC commits task" in gc
+    abuse = _section(out, "abuse")
+    for summary in ("stage object: 20 completed, 0 failed", "read: 20 completed", "merge: 3 completed, 0 failed"):
+        assert summary in abuse, abuse
+
     # After the script: a download is created with the umask's mode, not 0600.
     downloaded = _lakectl(lakectl_env, tmp_path, "fs", "download", f"lakefs://{REPO}/v1/lakes.csv", "got.csv")
     assert downloaded.returncode == 0, downloaded.stderr
     umask = os.umask(0o022)
     os.umask(umask)
     assert (tmp_path / "got.csv").stat().st_mode & 0o777 == 0o666 & ~umask
+
+    # Silt's own commands over the same endpoint: a branch's events, and an import this stack refuses.
+    events = _lakectl(lakectl_env, tmp_path, "events", f"lakefs://{REPO}/main", "--since", "1h", "--json")
+    assert events.returncode == 0, events.stderr
+    assert {"merge", "commit"} <= {json.loads(line)["type"] for line in events.stdout.splitlines()}
+    refused = _lakectl(
+        lakectl_env, tmp_path, "import", "--from", "s3://elsewhere/x/", "--to", f"lakefs://{REPO}/main/x/"
+    )
+    assert refused.returncode == EXIT_USAGE and refused.stderr.count("\n") == 1, refused.stderr
 
     # Without -y and without a terminal to ask on, a destructive command refuses, as lakectl's.
     refused = _lakectl(lakectl_env, tmp_path, "branch", "reset", f"lakefs://{REPO}/main")
