@@ -4,8 +4,8 @@ summary: how many succeeded and failed (by HTTP status or error type), the rate,
 percentiles. Ctrl-C stops early and still prints the summary.
 
 What differs from lakectl: writes upload a few real bytes (Silt's REST API refuses to link an
-address with no object behind it), and `link-same-object` stages the one object's address again
-and again rather than asking for a new, empty address each time.
+address with no object behind it), and `link-same-object` uploads one object through a presigned
+URL and links that one address again and again, rather than a new, empty address each time.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 import click
 
 from cli.common import output, rest
-from cli.rest import ApiError, segment
-from silt.client_base import EXIT_FAILURE, EXIT_USAGE, ClientError, parse_uri
+from cli.rest import ApiError, RestClient, exit_of_status, segment
+from silt.client_base import EXIT_FAILURE, EXIT_UNAVAILABLE, EXIT_USAGE, ClientError, parse_uri
 
 # lakectl's defaults.
 DEFAULT_AMOUNT = 1_000_000
@@ -173,11 +173,12 @@ def abuse() -> None:
 def random_read(uri: str, from_file: str, amount: int, parallelism: int) -> None:
     """Stat randomly chosen keys of a file on a ref."""
     repo, ref, _ = parse_uri(uri)
+    api = rest()  # click's context is this thread's alone: the workers use this client
     keys = _read_keys(from_file)
     click.echo(f"Source ref: lakefs://{repo}/{ref}\nread a total of {len(keys)} keys from key file", err=True)
     path = f"{_repo_path(repo)}/refs/{segment(ref)}/objects/stat"
     items = (random.choice(keys) for _ in range(amount))
-    _report(run_load("read", items, parallelism, lambda key: rest().get(path, {"path": key})))
+    _report(run_load("read", items, parallelism, lambda key: api.get(path, {"path": key})))
 
 
 @abuse.command("random-delete")
@@ -188,11 +189,12 @@ def random_read(uri: str, from_file: str, amount: int, parallelism: int) -> None
 def random_delete(uri: str, from_file: str, amount: int, parallelism: int) -> None:
     """Delete randomly chosen keys of a file from a branch."""
     repo, branch, _ = parse_uri(uri)
+    api = rest()  # click's context is this thread's alone: the workers use this client
     keys = _read_keys(from_file)
     click.echo(f"Source branch: lakefs://{repo}/{branch}\nread a total of {len(keys)} keys from key file", err=True)
     path = f"{_repo_path(repo)}/branches/{segment(branch)}/objects"
     items = (random.choice(keys) for _ in range(amount))
-    _report(run_load("delete", items, parallelism, lambda key: rest().delete(path, {"path": key})))
+    _report(run_load("delete", items, parallelism, lambda key: api.delete(path, {"path": key})))
 
 
 @abuse.command("random-write")
@@ -203,12 +205,13 @@ def random_delete(uri: str, from_file: str, amount: int, parallelism: int) -> No
 def random_write(uri: str, prefix: str, amount: int, parallelism: int) -> None:
     """Upload small objects PREFIXfile-N to a branch."""
     repo, branch, _ = parse_uri(uri)
+    api = rest()  # click's context is this thread's alone: the workers use this client
     click.echo(f"Source branch: lakefs://{repo}/{branch}", err=True)
-    rest().get(_repo_path(repo))  # a missing repository fails once, not once per write
+    api.get(_repo_path(repo))  # a missing repository fails once, not once per write
     path = f"{_repo_path(repo)}/branches/{segment(branch)}/objects"
 
     def write(key: str) -> None:
-        rest().send_bytes("POST", path, secrets.token_bytes(16), {"path": key})
+        api.send_bytes("POST", path, secrets.token_bytes(16), {"path": key})
 
     items = (f"{prefix}file-{i}" for i in range(amount))
     _report(run_load("stage object", items, parallelism, write))
@@ -222,10 +225,11 @@ def random_write(uri: str, prefix: str, amount: int, parallelism: int) -> None:
 def list_(uri: str, prefix: str, amount: int, parallelism: int) -> None:
     """List the first page under a prefix of a ref, again and again."""
     repo, ref, _ = parse_uri(uri)
+    api = rest()  # click's context is this thread's alone: the workers use this client
     click.echo(f"Source ref: lakefs://{repo}/{ref}", err=True)
     path = f"{_repo_path(repo)}/refs/{segment(ref)}/objects/ls"
     items = (prefix for _ in range(amount))
-    _report(run_load("list", items, parallelism, lambda p: rest().get(path, {"prefix": p, "amount": 1000})))
+    _report(run_load("list", items, parallelism, lambda p: api.get(path, {"prefix": p, "amount": 1000})))
 
 
 @abuse.command("commit")
@@ -235,14 +239,15 @@ def list_(uri: str, prefix: str, amount: int, parallelism: int) -> None:
 def commit(uri: str, amount: int, gap: str) -> None:
     """Commit to a branch, one after another (empty commits allowed)."""
     repo, branch, _ = parse_uri(uri)
+    api = rest()  # click's context is this thread's alone: the workers use this client
     click.echo(f"Source branch: lakefs://{repo}/{branch}", err=True)
-    rest().get(_repo_path(repo))
+    api.get(_repo_path(repo))
     pause = parse_duration(gap)
     path = f"{_repo_path(repo)}/branches/{segment(branch)}/commits"
 
     def one(n: str) -> None:
         try:
-            rest().post(path, {"message": n, "allow_empty": True})
+            api.post(path, {"message": n, "allow_empty": True})
         finally:
             time.sleep(pause)
 
@@ -268,22 +273,22 @@ def parse_duration(text: str) -> float:
     return value * units[unit]
 
 
-def _branches_with_prefix(repo: str, prefix: str) -> list[str]:
+def _branches_with_prefix(api: RestClient, repo: str, prefix: str) -> list[str]:
     return [
         b["id"]
-        for b in rest().pages(f"{_repo_path(repo)}/branches", {"prefix": prefix})
+        for b in api.pages(f"{_repo_path(repo)}/branches", {"prefix": prefix})
         if str(b["id"]).startswith(prefix)
     ]
 
 
-def _remove_branches(repo: str, prefix: str, parallelism: int) -> Summary:
-    names = _branches_with_prefix(repo, prefix)
+def _remove_branches(api: RestClient, repo: str, prefix: str, parallelism: int) -> Summary:
+    names = _branches_with_prefix(api, repo, prefix)
     click.echo(f"deleting {len(names)} branches with prefix {prefix!r}", err=True)
     return run_load(
         "delete branch",
         iter(names),
         parallelism,
-        lambda name: rest().delete(f"{_repo_path(repo)}/branches/{segment(name)}"),
+        lambda name: api.delete(f"{_repo_path(repo)}/branches/{segment(name)}"),
     )
 
 
@@ -296,10 +301,11 @@ def _remove_branches(repo: str, prefix: str, parallelism: int) -> Summary:
 def create_branches(uri: str, branch_prefix: str, clean_only: bool, amount: int, parallelism: int) -> None:
     """Delete the branches of earlier runs, then create many branches from a ref quickly."""
     repo, ref, _ = parse_uri(uri)
+    api = rest()  # click's context is this thread's alone: the workers use this client
     if not branch_prefix:
         raise ClientError("--branch-prefix must not be empty: the cleanup deletes every branch it names", EXIT_USAGE)
     click.echo(f"Source ref: lakefs://{repo}/{ref}", err=True)
-    cleaned = _remove_branches(repo, branch_prefix, parallelism)
+    cleaned = _remove_branches(api, repo, branch_prefix, parallelism)
     if clean_only:
         _report(cleaned)
         return
@@ -307,30 +313,53 @@ def create_branches(uri: str, branch_prefix: str, clean_only: bool, amount: int,
     items = (f"{branch_prefix}{i}" for i in range(amount))
 
     def create(name: str) -> None:
-        rest().post(path, {"name": name, "source": ref})
+        api.post(path, {"name": name, "source": ref})
 
     _report(run_load("create branch", items, parallelism, create))
 
 
 @abuse.command("link-same-object")
 @click.argument("uri", metavar="lakefs://REPO/BRANCH")
-@click.option("--key", default="linked-object", show_default=True, help="The key staged again and again.")
+@click.option("--key", default="linked-object", show_default=True, help="The key linked again and again.")
 @amount_option
 @parallelism_option
 def link_same_object(uri: str, key: str, amount: int, parallelism: int) -> None:
-    """Stage one object's address at one key, in parallel (writes racing on one key)."""
+    """Link one uploaded address at one key, in parallel (lakeFS's linkPhysicalAddress racing on one key)."""
     repo, branch, _ = parse_uri(uri)
+    api = rest()  # click's context is this thread's alone: the workers use this client
     click.echo(f"Source ref: lakefs://{repo}/{branch}\nObject key: {key}", err=True)
-    objects = f"{_repo_path(repo)}/branches/{segment(branch)}/objects"
-    rest().send_bytes("POST", objects, secrets.token_bytes(16), {"path": key})
-    stat = rest().get(f"{_repo_path(repo)}/refs/{segment(branch)}/objects/stat", {"path": key})
-    body = {
-        "physical_address": stat["physical_address"],
-        "checksum": stat["checksum"],
-        "size_bytes": stat["size_bytes"],
-    }
+    staging = f"{_repo_path(repo)}/branches/{segment(branch)}/staging/backing"
+    location = api.get(staging, {"path": key, "presign": "true"})
+    if not location.get("presigned_url"):
+        raise ClientError("link-same-object uploads through a presigned URL: this server's store gives none")
+    data = secrets.token_bytes(16)
+    etag = _put_presigned(str(location["presigned_url"]), data, api.connection.ca_file)
+    body = {"staging": {"physical_address": location["physical_address"]}, "checksum": etag, "size_bytes": len(data)}
     items = (key for _ in range(amount))
-    _report(run_load("get-and-link", items, parallelism, lambda k: rest().put(objects, body, {"path": k})))
+    _report(run_load("get-and-link", items, parallelism, lambda k: api.put(staging, body, {"path": k})))
+
+
+def _put_presigned(url: str, data: bytes, ca_file: str | None) -> str:
+    """PUT bytes to a presigned URL; the ETag the store answers."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    from silt.block.rules import signed_upload_headers
+
+    headers = {"Content-Type": "application/octet-stream", **signed_upload_headers(url)}
+    request = urllib.request.Request(url, data=data, method="PUT", headers=headers)
+    context = ssl.create_default_context(cafile=ca_file or None) if url.startswith("https:") else None
+    try:
+        with urllib.request.urlopen(request, timeout=60, context=context) as answer:
+            etag = str(answer.headers.get("ETag") or "").strip().strip('"')
+    except urllib.error.HTTPError as exc:
+        raise ClientError(f"the presigned upload failed: HTTP {exc.code}", exit_of_status(exc.code)) from None
+    except OSError as exc:
+        raise ClientError(f"the presigned upload failed: {exc}", EXIT_UNAVAILABLE) from None
+    if not etag:
+        raise ClientError("the store answered the presigned upload without an ETag")
+    return etag
 
 
 @abuse.command("merge")
@@ -341,20 +370,21 @@ def merge(uri: str, amount: int, parallelism: int) -> None:
     """Merge non-conflicting changes into a branch in parallel: each a new branch with one object
     of its own, committed and merged; the branches are deleted at the end."""
     repo, branch, _ = parse_uri(uri)
+    api = rest()  # click's context is this thread's alone: the workers use this client
     prefix = f"merge-{secrets.token_hex(6)}"
     click.echo(f"Source branch: lakefs://{repo}/{branch}\nBranch prefix: {prefix}", err=True)
-    rest().get(_repo_path(repo))
+    api.get(_repo_path(repo))
     base = _repo_path(repo)
 
     def merge_one(name: str) -> None:
-        rest().post(f"{base}/branches", {"name": name, "source": branch})
+        api.post(f"{base}/branches", {"name": name, "source": branch})
         path = f"object-{name}"
-        rest().send_bytes("POST", f"{base}/branches/{segment(name)}/objects", secrets.token_bytes(16), {"path": path})
-        rest().post(f"{base}/branches/{segment(name)}/commits", {"message": f"commit {name}"})
-        rest().post(f"{base}/refs/{segment(name)}/merge/{segment(branch)}", {"message": f"merge {name}"})
+        api.send_bytes("POST", f"{base}/branches/{segment(name)}/objects", secrets.token_bytes(16), {"path": path})
+        api.post(f"{base}/branches/{segment(name)}/commits", {"message": f"commit {name}"})
+        api.post(f"{base}/refs/{segment(name)}/merge/{segment(branch)}", {"message": f"merge {name}"})
 
     try:
         summary = run_load("merge", (f"{prefix}-{i + 1:04d}" for i in range(amount)), parallelism, merge_one)
     finally:
-        _remove_branches(repo, prefix, parallelism)
+        _remove_branches(api, repo, prefix, parallelism)
     _report(summary)
