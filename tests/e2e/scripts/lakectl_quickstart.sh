@@ -69,49 +69,4 @@ lakectl bisect run sh -c '! lakectl fs stat "lakefs://'"$REPO"'/$BISECT_ID/lakes
 lakectl bisect log
 lakectl bisect reset
 
-echo "--- auth"
-lakectl auth users create --id quickstart-analyst
-lakectl auth groups create --id quickstart-readers
-lakectl auth groups members add --id quickstart-readers --user quickstart-analyst
-lakectl auth groups members list --id quickstart-readers
-lakectl auth groups acl set --id quickstart-readers --permission Read
-lakectl auth groups acl get --id quickstart-readers
-lakectl auth users groups list --id quickstart-analyst
-cat > "$work/policy.json" <<JSON
-{"statement": [{"effect": "deny", "action": ["fs:DeleteRepository"], "resource": "arn:lakefs:fs:::repository/${REPO}"}]}
-JSON
-lakectl auth policies create --id quickstart-keep-repo --statement-document "$work/policy.json"
-lakectl auth policies show --id quickstart-keep-repo
-lakectl auth users policies attach --id quickstart-analyst --policy quickstart-keep-repo
-lakectl auth users policies list --id quickstart-analyst
-lakectl auth users policies detach --id quickstart-analyst --policy quickstart-keep-repo
-lakectl auth users credentials create --id quickstart-analyst
-lakectl auth users credentials list --id quickstart-analyst
-lakectl auth groups members remove --id quickstart-readers --user quickstart-analyst
-lakectl auth policies delete --id quickstart-keep-repo
-lakectl auth users delete --id quickstart-analyst
-lakectl auth groups delete --id quickstart-readers
-echo "--- users"
-lakectl auth users list
-
-echo "--- gc"
-printf '{"default_retention_days": 21, "branches": [{"branch_id": "main", "retention_days": 28}]}' > "$work/gc.json"
-lakectl gc set-config "$repo" -f "$work/gc.json"
-lakectl gc get-config "$repo"
-lakectl gc get-config "$repo" -p
-task="$(lakectl gc prepare-async "$repo" | sed -n 's/^Started prepare GC commits task \(.*\)\.$/\1/p')"
-lakectl gc check-async "$repo" --id "$task"
-lakectl gc delete-config "$repo"
-
-echo "--- abuse"
-lakectl abuse random-write "$repo/main" --prefix abuse/ --amount 20 --parallelism 4
-printf 'abuse/file-%s\n' 0 1 2 3 4 > "$work/keys.txt"
-lakectl abuse random-read "$repo/main" --from-file "$work/keys.txt" --amount 20 --parallelism 4
-lakectl abuse list "$repo/main" --prefix abuse/ --amount 5 --parallelism 2
-lakectl abuse link-same-object "$repo/main" --amount 10 --parallelism 5
-lakectl abuse commit "$repo/main" --amount 2 --gap 10ms
-lakectl abuse create-branches "$repo/main" --branch-prefix abuse- --amount 5 --parallelism 5
-lakectl abuse create-branches "$repo/main" --branch-prefix abuse- --clean-only --parallelism 5
-lakectl abuse merge "$repo/main" --amount 3 --parallelism 3
-lakectl abuse random-delete "$repo/main" --from-file "$work/keys.txt" --amount 5 --parallelism 2
 echo "--- end"
