@@ -1,4 +1,5 @@
-"""`silt actions`: the runs of a repository's hooks (lakectl's `actions runs list|describe`)."""
+"""`silt actions`: the runs of a repository's hooks (lakectl's `actions runs list|describe`), over
+the REST API; `actions validate` reads action files offline."""
 
 from __future__ import annotations
 
@@ -7,31 +8,29 @@ from typing import Any
 
 import click
 
-from cli.common import client, json_option, output, repository_argument, table
-from silt.graveler.v1 import graveler_pb2 as api
-from silt.graveler.v1 import model_pb2 as pb
+from cli.common import json_option, output, repository_argument, rest, table
+from cli.rest import ApiError, segment
 
 
-def _when(run_or_hook: Any, field: str) -> str:
-    if not run_or_hook.HasField(field):
-        return ""
-    return str(getattr(run_or_hook, field).ToDatetime().strftime("%Y-%m-%d %H:%M:%S"))
+def _when(stamp: str | None) -> str:
+    """The REST API's RFC 3339 time as the table shows it."""
+    return (stamp or "").replace("T", " ")[:19]
 
 
-def _status(failed: bool) -> str:
-    return "failed" if failed else "completed"
-
-
-def _run(run: pb.ActionRun) -> dict[str, Any]:
+def _run(run: dict[str, Any]) -> dict[str, Any]:
     return {
-        "run_id": run.run_id,
-        "event_type": run.event_type,
-        "branch": run.branch,
-        "commit_id": run.commit_id,
-        "status": _status(run.failed),
-        "start_time": _when(run, "start_time"),
-        "end_time": _when(run, "end_time"),
+        "run_id": run.get("run_id", ""),
+        "event_type": run.get("event_type", ""),
+        "branch": run.get("branch", ""),
+        "commit_id": run.get("commit_id", ""),
+        "status": run.get("status", ""),
+        "start_time": _when(run.get("start_time")),
+        "end_time": _when(run.get("end_time")),
     }
+
+
+def _runs_path(repo: str) -> str:
+    return f"/repositories/{segment(repo)}/actions/runs"
 
 
 @click.group("actions")
@@ -54,16 +53,15 @@ def runs() -> None:
 def runs_list(uri: str, branch: str, commit: str, amount: int, after: str) -> None:
     """The runs of a repository's hooks, newest first."""
     repo = repository_argument(uri)
-    found: list[pb.ActionRun] = []
-    more = True
-    while more and len(found) < amount:
-        reply = client().graveler.ListActionRuns(
-            api.ListActionRunsRequest(
-                repository=repo, branch=branch, commit_id=commit, after=after, amount=amount - len(found)
-            )
-        )
-        found.extend(reply.runs)
-        more, after = reply.has_more, reply.next_after
+    found: list[dict[str, Any]] = []
+    while len(found) < amount:
+        params = {"branch": branch, "commit": commit, "after": after, "amount": amount - len(found)}
+        answer = rest().get(_runs_path(repo), params)
+        found.extend(answer.get("results") or [])
+        pagination = answer.get("pagination") or {}
+        if not pagination.get("has_more") or not pagination.get("next_offset"):
+            break
+        after = pagination["next_offset"]
     shown = [_run(r) for r in found[:amount]]
 
     def human() -> None:
@@ -86,39 +84,50 @@ def runs_list(uri: str, branch: str, commit: str, amount: int, after: str) -> No
     output(shown, human)
 
 
+def hook_output(repo: str, run_id: str, hook_run_id: str) -> str:
+    """A hook's output (lakeFS's getRunHookOutput), as text."""
+    path = f"{_runs_path(repo)}/{segment(run_id)}/hooks/{segment(hook_run_id)}/output"
+    return rest().raw(path, what=f"hook run {hook_run_id} of run {run_id}").decode("utf-8", "replace")
+
+
 @runs.command("describe")
 @click.argument("uri", metavar="lakefs://REPO")
 @click.argument("run_id")
+@click.option("--amount", type=click.IntRange(0), default=0, help="At most this many hooks (0: all; lakectl's).")
+@click.option("--after", default="", help="Hooks after this hook run id (lakectl's).")
 @json_option
-def runs_describe(uri: str, run_id: str) -> None:
+def runs_describe(uri: str, run_id: str, amount: int, after: str) -> None:
     """One run: its hooks, their status and their output."""
     repo = repository_argument(uri)
-    run = client().graveler.GetActionRun(api.GetActionRunRequest(repository=repo, run_id=run_id))
-    hooks = [
-        {
-            "hook_run_id": h.hook_run_id,
-            "action": h.action,
-            "hook_id": h.hook_id,
-            "status": "skipped" if h.skipped else _status(h.failed),
-            "start_time": _when(h, "start_time"),
-            "end_time": _when(h, "end_time"),
-            "error": h.error,
-            "output": h.output,
+    run = rest().get(f"{_runs_path(repo)}/{segment(run_id)}")
+    hooks: list[dict[str, Any]] = []
+    for h in rest().pages(f"{_runs_path(repo)}/{segment(run_id)}/hooks", {"after": after} if after else None):
+        if amount and len(hooks) >= amount:
+            break
+        hook = {
+            "hook_run_id": h.get("hook_run_id", ""),
+            "action": h.get("action", ""),
+            "hook_id": h.get("hook_id", ""),
+            "status": h.get("status", ""),
+            "start_time": _when(h.get("start_time")),
+            "end_time": _when(h.get("end_time")),
         }
-        for h in run.hooks
-    ]
-    data = {**_run(run), "source_ref": run.source_ref, "hooks": hooks}
+        try:
+            hook["output"] = hook_output(repo, run_id, hook["hook_run_id"])
+        except ApiError as exc:
+            if exc.status != 403:  # reading outputs is a permission of its own; the rest is shown
+                raise
+        hooks.append(hook)
+    data = {**_run(run), "hooks": hooks}
 
     def human() -> None:
-        click.echo(f"Run {run.run_id}: {run.event_type} on {run.branch or run.tag_id or run.source_ref}")
+        click.echo(f"Run {data['run_id']}: {data['event_type']} on {data['branch']}")
         click.echo(f"Status {data['status']}, started {data['start_time']}, ended {data['end_time']}")
-        if run.commit_id:
-            click.echo(f"Commit {run.commit_id}")
+        if data["commit_id"]:
+            click.echo(f"Commit {data['commit_id']}")
         for hook in hooks:
             click.echo(f"\n{hook['hook_run_id']}  {hook['action']} / {hook['hook_id']}: {hook['status']}")
-            if hook["error"]:
-                click.echo(f"  error: {hook['error']}")
-            if hook["output"]:
+            if hook.get("output"):
                 click.echo("  " + str(hook["output"]).rstrip().replace("\n", "\n  "))
 
     output(data, human)
@@ -147,3 +156,14 @@ def validate(files: tuple[Path, ...]) -> None:
     output(results, human)
     if not all(r["valid"] for r in results):
         raise click.exceptions.Exit(1)
+
+
+@click.command("cat-hook-output")
+@click.argument("uri", metavar="lakefs://REPO")
+@click.argument("run_id")
+@click.argument("hook_run_id")
+def cat_hook_output(uri: str, run_id: str, hook_run_id: str) -> None:
+    """A hook run's output, as it came (lakectl's cat-hook-output)."""
+    repo = repository_argument(uri)
+    click.echo(f"Repository: lakefs://{repo}")
+    click.echo(hook_output(repo, run_id, hook_run_id))

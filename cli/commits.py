@@ -176,8 +176,18 @@ def log(
 @click.command("diff")
 @click.argument("left", metavar="lakefs://REPO/REF[/PREFIX]")
 @click.argument("right", required=False, metavar="[lakefs://REPO/REF | REF]")
-@click.option("--three-dot", is_flag=True, help="Compare RIGHT with the merge base of LEFT and RIGHT.")
-@click.option("--two-way", is_flag=True, help="Compare the two refs as they are (the default; lakectl's flag).")
+@click.option(
+    "--three-dot",
+    is_flag=True,
+    help="What changed on RIGHT since the merge base of LEFT and RIGHT (the default, as lakectl's; kept for scripts).",
+)
+@click.option(
+    "--two-way",
+    "--two-dot",
+    "two_way",
+    is_flag=True,
+    help="Compare the two refs as they are, whatever their common ancestor (lakectl's --two-way).",
+)
 @click.option("--prefix", "prefix_option", default="", help="Only changes under this prefix (lakectl's --prefix).")
 @click.option("--delimiter", default="", help='"/" to summarise changes per directory.')
 @json_option
@@ -187,7 +197,10 @@ def diff(left: str, right: str | None, three_dot: bool, two_way: bool, prefix_op
     params: dict[str, Any] = {"prefix": prefix_option or prefix, "delimiter": delimiter}
     if right is not None:
         right_ref = _same_repository(repo, right, "both sides of a diff")
-        params["type"] = "three_dot" if three_dot and not two_way else "two_dot"
+        if three_dot and two_way:
+            raise ClientError("--three-dot and --two-way exclude each other", EXIT_USAGE)
+        # lakectl's default: the changes RIGHT brings since it left LEFT's history (a merge's preview).
+        params["type"] = "two_dot" if two_way else "three_dot"
         path = f"/repositories/{segment(repo)}/refs/{segment(left_ref)}/diff/{segment(right_ref)}"
     else:
         path = f"/repositories/{segment(repo)}/branches/{segment(left_ref)}/diff"

@@ -1,27 +1,26 @@
 """`silt events`: a branch's history events (reads, writes, deletes, commits, merges...), from
-a time on, optionally following new ones as they happen."""
+a time on, optionally following new ones as they happen: the REST API's event stream
+(GET /repositories/{repository}/branches/{branch}/events, Server-Sent Events; Silt's own,
+lakeFS has none and lakectl no such command)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import click
-import grpc
 
-from cli.common import client, json_option, state
-from silt.client import error_of_rpc
-from silt.client_base import EXIT_USAGE, ClientError, parse_uri
-from silt.graveler.v1 import events_pb2 as ev
-from silt.history_events.codec import source_name, to_json, type_name
+from cli.common import json_option, rest, state
+from cli.rest import exit_of_status, segment
+from silt.client_base import EXIT_UNAVAILABLE, EXIT_USAGE, ClientError, parse_uri
 
 _DURATION = re.compile(r"(\d+)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-# One WatchEvents call lasts at most this long; --follow then continues after the last id.
-WATCH_CALL_SECONDS = 300.0
 
 
 def parse_since(text: str, now: float | None = None) -> int:
@@ -42,33 +41,67 @@ def parse_since(text: str, now: float | None = None) -> int:
     return max(0, int(moment.timestamp() * 1_000_000))
 
 
-def describe(event: ev.HistoryEvent) -> str:
+def describe(event: dict[str, Any]) -> str:
     """One line for people: time, type, source, user, and what it was about."""
-    moment = datetime.fromtimestamp(event.timestamp_us / 1_000_000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-    subject = event.path
-    if event.commit_id:
-        subject = f"{event.commit_id[:12]} {event.message!r}" if event.message else event.commit_id[:12]
-    size = f" ({event.size} bytes)" if event.size else ""
+    stamp = int(event.get("timestamp_us") or 0)
+    moment = datetime.fromtimestamp(stamp / 1_000_000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    subject = str(event.get("path") or "")
+    commit_id, message = str(event.get("commit_id") or ""), event.get("message")
+    if commit_id:
+        subject = f"{commit_id[:12]} {message!r}" if message else commit_id[:12]
+    size = f" ({event['size']} bytes)" if event.get("size") else ""
     return (
-        f"{moment}  {type_name(event.type):<14} {source_name(event.source):<8} {event.user or '-':<16} {subject}{size}"
+        f"{moment}  {event.get('type', ''):<14} {event.get('source', ''):<8} {event.get('user') or '-':<16}"
+        f" {subject}{size}"
     )
 
 
-def _watch(repository: str, branch: str, since_us: int, follow: bool) -> Iterator[ev.HistoryEvent]:
-    graveler = client().graveler
-    target = client().settings.graveler
+def server_sent_events(lines: Iterable[bytes]) -> Iterator[tuple[str, str, str]]:
+    """(id, event, data) of each event of a text/event-stream; comments (keepalives) skipped."""
+    event_id, kind = "", ""
+    data: list[str] = []
+    for raw in lines:
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not line:
+            if data:
+                yield event_id, kind or "message", "\n".join(data)
+            kind, data = "", []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "id":
+            event_id = value
+        elif field == "event":
+            kind = value
+        elif field == "data":
+            data.append(value)
+
+
+def _watch(repository: str, branch: str, since_us: int, follow: bool) -> Iterator[dict[str, Any]]:
+    """The branch's events from the REST API's stream; a followed stream the server ends (a
+    restart) is opened again after the last event seen."""
+    path = f"/repositories/{segment(repository)}/branches/{segment(branch)}/events"
     after = ""
     while True:
-        request = ev.WatchEventsRequest(
-            repository=repository, branch=branch, since_us=since_us, after=after, follow=follow
-        )
+        headers = {"Last-Event-ID": after} if after else None
+        answer = rest().stream(path, {"since": since_us, "follow": "true" if follow else "false"}, headers)
         try:
-            for event in graveler.WatchEvents(request, timeout=WATCH_CALL_SECONDS):
-                after = event.id
-                yield event
-        except grpc.RpcError as exc:
-            if not (follow and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED):
-                raise error_of_rpc(exc, "graveler", target) from None
+            for event_id, kind, data in server_sent_events(answer):
+                if kind == "error":
+                    failure = json.loads(data)
+                    status = int(failure.get("status") or 500)
+                    raise ClientError(str(failure.get("message") or f"HTTP {status}"), exit_of_status(status))
+                if kind != "history":
+                    continue
+                after = event_id or after
+                yield json.loads(data)
+        except (OSError, http.client.HTTPException):
+            if not follow:
+                raise ClientError(f"the events stream of {repository}/{branch} broke off", EXIT_UNAVAILABLE) from None
+        finally:
+            answer.close()
         if not follow:
             return
 
@@ -88,13 +121,13 @@ def events(uri: str, since: str, follow: bool) -> None:
     """A branch's history events: reads, writes and deletes through S3 and the REST API, and
     commits, merges, reverts, cherry-picks, resets, branch and tag changes. With --json, one
     JSON object per line."""
-    repository, branch, rest = parse_uri(uri)
-    if rest:
+    repository, branch, path = parse_uri(uri)
+    if path:
         raise ClientError("events are per branch: give lakefs://REPO/BRANCH", EXIT_USAGE)
     since_us = parse_since(since)
     as_json = state().json
     try:
         for event in _watch(repository, branch, since_us, follow):
-            click.echo(json.dumps(to_json(event)) if as_json else describe(event))
+            click.echo(json.dumps(event) if as_json else describe(event))
     except KeyboardInterrupt:
         return

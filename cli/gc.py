@@ -1,10 +1,13 @@
 """`silt gc`: retention rules, garbage-collection runs (jobs/gc) and last-access expiry
 runs (jobs/retention) on Spark.
 
-Changing rules and running GC are administration, not writing (silt/iam_actions.py): setting and
-deleting rules need SetGCRules and DeleteGCRules, a run needs PrepareGC and ReadRepo, and so
-does an expiry run. The Admins preset holds them all; the user svc-gc, which auth setup
-creates for scheduled runs, holds only what a run needs. Showing rules needs ReadRepo.
+Rules are read and written through the REST API (lakeFS's GC rules, with Silt's last-access
+rules beside them), as are lakectl's set-config, get-config, delete-config and the commits'
+export (prepare, prepare-async, check-async). Changing rules and running GC are
+administration, not writing (silt/iam_actions.py): setting and deleting rules need SetGCRules and
+DeleteGCRules, a run needs PrepareGC and ReadRepo, and so does an expiry run. The Admins preset
+holds them all; the user svc-gc, which auth setup creates for scheduled runs, holds only what a
+run needs. Showing rules needs ReadRepo.
 """
 
 from __future__ import annotations
@@ -18,12 +21,11 @@ from typing import Any
 
 import click
 
-from cli.common import as_dict, client, human_size, output, repository_argument, state, table
-from silt.client_base import ClientError
+from cli.common import human_size, output, repository_argument, rest, state, table
+from cli.rest import ApiError, segment
+from silt.client_base import EXIT_USAGE, ClientError
 from silt.errors import InvalidArgument
 from silt.gc_grace import DEFAULT_GRACE, MIN_GRACE_SECONDS, check_grace, parse_grace
-from silt.graveler.v1 import graveler_pb2 as api
-from silt.graveler.v1 import model_pb2 as pb
 
 # The GC job's entry point (jobs/gc/job.py), the one the CronJob runs too.
 GC_JOB = "jobs.gc.job"
@@ -42,18 +44,18 @@ def rules() -> None:
     """Retention rules of a repository."""
 
 
-def _last_access_rules(texts: tuple[str, ...]) -> list[pb.LastAccessRule]:
+def _last_access_rules(texts: tuple[str, ...]) -> list[dict[str, Any]]:
     """BRANCH=DAYS:PREFIX options as rules: those with the same branch and days are one rule
     with several prefixes, in the order first given. graveler checks the bounds."""
-    rules: dict[tuple[str, int], pb.LastAccessRule] = {}
+    rules: dict[tuple[str, int], dict[str, Any]] = {}
     for text in texts:
-        branch, sep, rest = text.partition("=")
-        days, colon, prefix = rest.partition(":")
+        branch, sep, rest_ = text.partition("=")
+        days, colon, prefix = rest_.partition(":")
         if not sep or not colon or not branch or not days.isdigit():
             raise click.BadParameter(f"{text!r}: expected BRANCH=DAYS:PREFIX", param_hint="--last-access")
-        rule = rules.setdefault((branch, int(days)), pb.LastAccessRule(branch=branch, days=int(days)))
-        if prefix not in rule.prefixes:
-            rule.prefixes.append(prefix)
+        rule = rules.setdefault((branch, int(days)), {"branch": branch, "prefixes": [], "days": int(days)})
+        if prefix not in rule["prefixes"]:
+            rule["prefixes"].append(prefix)
     return list(rules.values())
 
 
@@ -62,6 +64,24 @@ def _branch_rule(text: str) -> tuple[str, int]:
     if not sep or not name or not days.isdigit():
         raise click.BadParameter(f"{text!r}: expected BRANCH=DAYS", param_hint="--branch")
     return name, int(days)
+
+
+def _rules_path(repository: str) -> str:
+    return f"/repositories/{segment(repository)}/settings/gc_rules"
+
+
+def _read_rules(repository: str) -> dict[str, Any] | None:
+    """The repository's rules as the REST API answers them (lakeFS's shape, with Silt's
+    last_access_rules); None when it has none. lakeFS answers 404 for both a repository without
+    rules and one that does not exist: the repository is asked for to tell them apart."""
+    try:
+        rules: dict[str, Any] = rest().get(_rules_path(repository))
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        rest().get(f"/repositories/{segment(repository)}")  # 404 again: no such repository
+        return None
+    return rules
 
 
 @rules.command("set")
@@ -79,15 +99,15 @@ def rules_set(repository: str, default_days: int, branches: tuple[str, ...], las
     """Replace REPOSITORY's retention rules (needs SetGCRules: administrators)."""
     overrides = dict(_branch_rule(b) for b in branches)
     expiring = _last_access_rules(last_access)
-    request = api.SetGCRulesRequest(
-        repository=repository_argument(repository),
-        rules=pb.GCRules(
-            default_retention_days=default_days, branch_retention_days=overrides, last_access_rules=expiring
-        ),
-    )
-    client().graveler.SetGCRules(request)
+    name = repository_argument(repository)
+    body = {
+        "default_retention_days": default_days,
+        "branches": [{"branch_id": b, "retention_days": d} for b, d in overrides.items()],
+        "last_access_rules": expiring,
+    }
+    rest().put(_rules_path(name), body)
     click.echo(
-        f"GC rules of {request.repository} set: {default_days} days by default, {len(overrides)} branch rules, "
+        f"GC rules of {name} set: {default_days} days by default, {len(overrides)} branch rules, "
         f"{len(expiring)} last-access rules"
     )
 
@@ -96,24 +116,33 @@ def rules_set(repository: str, default_days: int, branches: tuple[str, ...], las
 @click.argument("repository")
 def rules_show(repository: str) -> None:
     """REPOSITORY's retention rules."""
-    request = api.GetGCRulesRequest(repository=repository_argument(repository))
-    info = client().graveler.GetGCRules(request)
+    name = repository_argument(repository)
+    found = _read_rules(name)
+    rules_ = found or {}
+    shown: dict[str, Any] = {
+        "default_retention_days": rules_.get("default_retention_days", 0),
+        "branch_retention_days": {b["branch_id"]: b["retention_days"] for b in rules_.get("branches") or []},
+        "last_access_rules": rules_.get("last_access_rules") or [],
+    }
+    data = {"repository": name, "is_set": found is not None, "rules": shown}
 
     def human() -> None:
-        if not info.is_set:
-            click.echo(f"{info.repository} has no GC rules; `silt gc run` refuses to run until they are set")
+        if found is None:
+            click.echo(f"{name} has no GC rules; `silt gc run` refuses to run until they are set")
             return
-        click.echo(f"default retention: {info.rules.default_retention_days} days")
-        overrides = sorted(info.rules.branch_retention_days.items())
+        click.echo(f"default retention: {shown['default_retention_days']} days")
+        overrides = sorted(shown["branch_retention_days"].items())
         if overrides:
             table(["branch", "retention days"], overrides)
-        expiring = info.rules.last_access_rules
+        expiring = shown["last_access_rules"]
         if expiring:
             click.echo("expire by last access (`silt gc expire`):")
-            rows = [(n, r.branch, r.days, " ".join(repr(p) for p in r.prefixes)) for n, r in enumerate(expiring, 1)]
+            rows = [
+                (n, r["branch"], r["days"], " ".join(repr(p) for p in r["prefixes"])) for n, r in enumerate(expiring, 1)
+            ]
             table(["rule", "branch", "days", "prefixes"], rows)
 
-    output(as_dict(info), human)
+    output(data, human)
 
 
 @rules.command("delete")
@@ -121,8 +150,110 @@ def rules_show(repository: str) -> None:
 def rules_delete(repository: str) -> None:
     """Remove REPOSITORY's retention rules; GC then refuses to run on it (needs DeleteGCRules)."""
     name = repository_argument(repository)
-    client().graveler.DeleteGCRules(api.DeleteGCRulesRequest(repository=name))
+    rest().delete(_rules_path(name))
     click.echo(f"GC rules of {name} deleted")
+
+
+# --- lakectl's gc commands ----------------------------------------------------------------
+
+
+@gc.command("set-config")
+@click.argument("repository", metavar="lakefs://REPO")
+@click.option("--filename", "-f", required=True, metavar="FILE", help='The rules as JSON ("-": stdin).')
+def set_config(repository: str, filename: str) -> None:
+    """Set the GC rules from lakeFS's JSON: {"default_retention_days": 21, "branches":
+    [{"branch_id": "main", "retention_days": 28}]} (lakectl's gc set-config)."""
+    name = repository_argument(repository)
+    text = sys.stdin.read() if filename == "-" else _read_file(filename)
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise ClientError(f"{filename}: not valid JSON: {exc}", EXIT_USAGE) from None
+    rest().put(_rules_path(name), body)
+
+
+def _read_file(name: str) -> str:
+    try:
+        with open(name) as file:
+            return file.read()
+    except OSError as exc:
+        raise ClientError(f"cannot read {name}: {exc}", EXIT_USAGE) from None
+
+
+@gc.command("get-config")
+@click.argument("repository", metavar="lakefs://REPO")
+@click.option("--json", "-p", "as_json", is_flag=True, help="The rules as JSON (lakectl's -p).")
+def get_config(repository: str, as_json: bool) -> None:
+    """The GC rules in lakeFS's shape (lakectl's gc get-config); 404 when none are set."""
+    rules_ = rest().get(_rules_path(repository_argument(repository)))
+    if as_json or state().json:
+        click.echo(json.dumps(rules_, indent=2))
+        return
+    click.echo(f"Default Retention Days: {rules_.get('default_retention_days')}")
+    click.echo("Branch Rules:")
+    for b in rules_.get("branches") or []:
+        click.echo(f"  - Branch: {b['branch_id']}\n    Retention Days: {b['retention_days']}")
+
+
+@gc.command("delete-config")
+@click.argument("repository", metavar="lakefs://REPO")
+def delete_config(repository: str) -> None:
+    """Delete the GC rules (lakectl's gc delete-config)."""
+    rest().delete(_rules_path(repository_argument(repository)))
+
+
+@gc.command("prepare")
+@click.argument("repository", metavar="lakefs://REPO")
+def prepare(repository: str) -> None:
+    """Export the commits GC reads (lakeFS's prepareGarbageCollectionCommits): where they are."""
+    name = repository_argument(repository)
+    run_ = rest().post(f"/repositories/{segment(name)}/gc/prepare_commits")
+
+    def human() -> None:
+        click.echo(f"Run ID:           {run_.get('run_id')}")
+        click.echo(f"Commits location: {run_.get('gc_commits_location')}")
+        if run_.get("gc_commits_presigned_url"):
+            click.echo(f"Presigned URL:    {run_['gc_commits_presigned_url']}")
+
+    output(run_, human)
+
+
+@gc.command("prepare-async")
+@click.argument("repository", metavar="lakefs://REPO")
+def prepare_async(repository: str) -> None:
+    """Start the commits' export as a task (lakectl's gc prepare-async); `gc check-async` follows it."""
+    name = repository_argument(repository)
+    task = rest().post(f"/repositories/{segment(name)}/gc/prepare_commits/async")
+    output(
+        task,
+        lambda: click.echo(
+            f"Started prepare GC commits task {task['id']}.\nCheck it using\n"
+            f"    silt gc check-async lakefs://{name} --id {task['id']}"
+        ),
+    )
+
+
+@gc.command("check-async")
+@click.argument("repository", metavar="lakefs://REPO")
+@click.option("--id", "task_id", required=True, help='The task id "gc prepare-async" printed.')
+def check_async(repository: str, task_id: str) -> None:
+    """The status of a commits' export task (lakectl's gc check-async)."""
+    name = repository_argument(repository)
+    status = rest().get(f"/repositories/{segment(name)}/gc/prepare_commits/status", {"id": task_id})
+
+    def human() -> None:
+        click.echo(f"GC commits task {task_id}: {'Completed' if status.get('completed') else 'Running'}.")
+        if status.get("error"):
+            click.echo(f"Failed: {status['error'].get('message')}")
+        result = status.get("result") or {}
+        if result:
+            click.echo(f"Commits location: {result.get('gc_commits_location')}")
+            if result.get("gc_commits_presigned_url"):
+                click.echo(f"  Presigned URL:  {result['gc_commits_presigned_url']}")
+            click.echo(f"  Run ID:           {result.get('run_id')}")
+        click.echo(f"Last updated {status.get('update_time')}.")
+
+    output(status, human)
 
 
 @gc.command("run")

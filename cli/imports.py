@@ -2,8 +2,9 @@
 
 As lakectl's import: one source, a prefix (or with --object exactly one object), placed under
 the destination and committed as one commit. The import runs in graveler; this command starts
-it, shows its progress (a live counter on a terminal, a line every few seconds elsewhere) and
-waits for its commit. Ctrl-C cancels the import before it commits.
+it through the REST API (lakeFS's importStart, importStatus, importCancel), shows its progress
+(a live counter on a terminal, a line every few seconds elsewhere) and waits for its commit.
+Ctrl-C cancels the import before it commits.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from cli.common import as_dict, client, json_option, meta_pairs, on_branch, output, state
+from cli.common import json_option, meta_pairs, on_branch, output, rest, state
 from cli.progress import _duration, _interval
+from cli.rest import segment
 from silt.client_base import EXIT_FAILURE, EXIT_USAGE, ClientError, parse_uri
-from silt.graveler.v1 import graveler_pb2 as api
 
 POLL_SECONDS = 0.5
 
@@ -79,9 +80,18 @@ class ImportProgress:
 @click.option("--message", "-m", default="", help="Commit message (default: Import objects).")
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Commit metadata; repeatable.")
 @click.option("--no-progress", is_flag=True, help="No progress display.")
+@click.option(
+    "--merge", is_flag=True, hidden=True, help="lakectl's deprecated flag: the import commits on the branch itself."
+)
 @json_option
 def import_(
-    source: str, destination: str, one_object: bool, message: str, meta: tuple[str, ...], no_progress: bool
+    source: str,
+    destination: str,
+    one_object: bool,
+    message: str,
+    meta: tuple[str, ...],
+    no_progress: bool,
+    merge: bool,
 ) -> None:
     """Import objects in place, zero-copy: entries naming them where they are, committed as one commit.
 
@@ -94,32 +104,28 @@ def import_(
     repo, branch, path = parse_uri(destination)
     if one_object and not path:
         raise ClientError("--object needs the object's key in --to: lakefs://REPO/BRANCH/KEY", EXIT_USAGE)
-    kind = api.ImportLocation.TYPE_OBJECT if one_object else api.ImportLocation.TYPE_COMMON_PREFIX
-    request = api.StartImportRequest(
-        repository=repo,
-        branch=branch,
-        locations=[api.ImportLocation(type=kind, path=source, destination=path)],
-        message=message,
-        metadata=meta_pairs(meta),
-    )
-    graveler = client().graveler
+    body = {
+        "paths": [{"type": "object" if one_object else "common_prefix", "path": source, "destination": path}],
+        "commit": {"message": message, "metadata": meta_pairs(meta)},
+    }
+    api = rest()
+    where = f"/repositories/{segment(repo)}/branches/{segment(branch)}/import"
     with on_branch(repo, branch):
-        import_id = graveler.StartImport(request).id
-    asked = api.GetImportStatusRequest(repository=repo, branch=branch, id=import_id)
+        import_id = api.post(where, body)["id"]
     try:
         with ImportProgress(quiet=no_progress or state().json) as progress:
             while True:
-                status = graveler.GetImportStatus(asked)
-                progress.update(status.ingested_objects)
-                if status.completed or status.error:
+                status = api.get(where, {"id": import_id})
+                progress.update(int(status.get("ingested_objects") or 0))
+                if status.get("completed") or status.get("error"):
                     break
                 time.sleep(POLL_SECONDS)
     except KeyboardInterrupt:
-        graveler.CancelImport(api.CancelImportRequest(repository=repo, branch=branch, id=import_id))
+        api.delete(where, {"id": import_id})
         raise
-    if status.error:
-        raise ClientError(f"import {import_id}: {status.error}", EXIT_FAILURE)
-    output(
-        as_dict(status),
-        lambda: click.echo(f"Imported {status.ingested_objects:,} objects into {branch}: commit {status.commit.id}"),
-    )
+    error = status.get("error")
+    if error:
+        raise ClientError(f"import {import_id}: {error.get('message') or error}", EXIT_FAILURE)
+    commit_id = (status.get("commit") or {}).get("id", "")
+    count = int(status.get("ingested_objects") or 0)
+    output(status, lambda: click.echo(f"Imported {count:,} objects into {branch}: commit {commit_id}"))

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 # name -> ("module:attribute", the first line of its help, as `silt --help` shows it).
 COMMANDS: dict[str, tuple[str, str]] = {
+    "abuse": ("cli.abuse:abuse", "Load on a running server through the REST API (lakectl's abuse)."),
     "actions": ("cli.actions:actions", "Hooks' runs (lakectl's actions)."),
     "admin": (
         "cli.admin:admin",
@@ -32,7 +33,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Each object under PATH with the last commit that changed it (lakectl's annotate).",
     ),
     "auth": ("cli.iam:auth", "Users, groups, policies and credentials."),
+    "bisect": (
+        "cli.bisect:bisect",
+        "Binary search of a ref's history for the commit that introduced a change (lakectl's bisect).",
+    ),
     "branch": ("cli.branch:branch", "Branches."),
+    "cat-hook-output": ("cli.actions:cat_hook_output", "A hook run's output, as it came (lakectl's cat-hook-output)."),
     "branch-protect": ("cli.protect:branch_protect", "Branch protection rules (lakectl's branch-protect)."),
     "completion": (
         "cli.completion:completion",
@@ -61,6 +67,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "fs": ("cli.fs:fs", "Objects in a repository: lakefs://REPO/REF/PATH."),
     "gc": ("cli.gc:gc", "Garbage collection: retention rules and runs."),
+    "identity": ("cli.iam:identity", "The user your credentials belong to (lakectl's identity)."),
     "import": (
         "cli.imports:import_",
         "Import objects in place, zero-copy: entries naming them where they are, committed as one commit.",

@@ -225,6 +225,81 @@ class RestClient:
         except ValueError:
             return content, raw.headers
 
+    def raw(self, path: str, params: Mapping[str, Any] | None = None, what: str = "") -> bytes:
+        """A GET's body as it came, never decoded (a hook's output may happen to be JSON)."""
+        import http.client
+
+        query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
+        url = self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
+        sent = {"Authorization": self._auth, "Accept": "*/*"}
+        try:
+            answer = self._send("GET", url, None, sent)
+            content: bytes = answer.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self._local.conn = None
+            raise ClientError(
+                f"REST API unavailable at {self.endpoint} ({exc or type(exc).__name__}; is the server running?)",
+                EXIT_UNAVAILABLE,
+            ) from None
+        if answer.status >= 300:
+            raise api_error(answer.status, content, what or f"GET {path}")
+        return content
+
+    def stream(
+        self, path: str, params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None
+    ) -> Any:
+        """A GET whose answer is read as it comes (Server-Sent Events): the open response, on a
+        connection of its own that the caller closes (response.close()). No read timeout: a
+        followed stream may be quiet between keepalives."""
+        import http.client
+
+        query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
+        url = self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
+        sent = {"Authorization": self._auth, "Accept": "text/event-stream", **(headers or {})}
+        if self._https:
+            import ssl
+
+            context = ssl.create_default_context(cafile=self.connection.ca_file or None)
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(self._host, self._port, context=context)
+        else:
+            conn = http.client.HTTPConnection(self._host, self._port)
+        try:
+            conn.request("GET", url, headers=sent)
+            answer = conn.getresponse()
+        except (OSError, http.client.HTTPException) as exc:
+            conn.close()
+            raise ClientError(
+                f"REST API unavailable at {self.endpoint} ({exc or type(exc).__name__}; is the server running?)",
+                EXIT_UNAVAILABLE,
+            ) from None
+        if answer.status >= 300:
+            content = answer.read()
+            conn.close()
+            raise api_error(answer.status, content, f"GET {path}")
+        return answer
+
+    def send_bytes(
+        self, method: str, path: str, data: bytes, params: Mapping[str, Any] | None = None, what: str = ""
+    ) -> Any:
+        """A request whose body is bytes (application/octet-stream): the decoded JSON answer."""
+        import http.client
+
+        query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
+        url = self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
+        sent = {"Authorization": self._auth, "Accept": "application/json", "Content-Type": "application/octet-stream"}
+        try:
+            answer = self._send(method, url, data, sent)
+            content = answer.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self._local.conn = None
+            raise ClientError(
+                f"REST API unavailable at {self.endpoint} ({exc or type(exc).__name__}; is the server running?)",
+                EXIT_UNAVAILABLE,
+            ) from None
+        if answer.status >= 300:
+            raise api_error(answer.status, content, what or f"{method} {path}")
+        return json.loads(content) if content else None
+
     def get(self, path: str, params: Mapping[str, Any] | None = None, what: str = "") -> Any:
         return self.request("GET", path, params, what=what)
 

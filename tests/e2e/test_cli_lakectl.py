@@ -128,6 +128,16 @@ def test_lakectl_syntax_and_commands_over_the_rest_api(silt: Silt, tmp_path: Pat
     base = silt("find-merge-base", f"lakefs://{repo}/dev", f"lakefs://{repo}/main", "--json").json()
     assert base["destination_commit_id"] == base["base_commit_id"]
 
+    # diff as lakectl's: what dev brings since it left main (three-dot); --two-way also shows main's own change.
+    _upload(silt, tmp_path, f"lakefs://{repo}/main/main-only.txt", "m")
+    silt("commit", f"lakefs://{repo}/main", "-m", "main's own")
+    three_dot = silt("diff", f"lakefs://{repo}/main", f"lakefs://{repo}/dev", "--json").json()
+    assert three_dot == [{"key": "other.txt", "type": "added"}, {"key": "table.csv", "type": "added"}]
+    two_way = silt("diff", f"lakefs://{repo}/main", f"lakefs://{repo}/dev", "--two-way", "--json").json()
+    assert {"key": "main-only.txt", "type": "removed"} in two_way and len(two_way) == 3
+    both = silt("diff", f"lakefs://{repo}/main", "dev", "--two-way", "--three-dot", ok=False)
+    assert both.code == EXIT_USAGE
+
     stat = silt("fs", "stat", f"lakefs://{repo}/dev/table.csv", "--json").json()
     assert stat["content_type"] == "text/csv"  # guessed from the name
     silt("fs", "update-metadata", f"lakefs://{repo}/dev/table.csv", "--metadata", "owner=ana,tier=gold")
@@ -160,3 +170,32 @@ def test_lakectl_syntax_and_commands_over_the_rest_api(silt: Silt, tmp_path: Pat
     assert manifest["commits_meta_range_id"] and manifest["branches_meta_range_id"]
     missing = silt("usage", "summary", ok=False)  # Silt keeps no usage report: lakeFS's 404, its message
     assert missing.code == EXIT_NOT_FOUND and "usage report" in missing.err
+
+
+def test_gc_rules_with_last_access_rules_over_the_rest_api(silt: Silt) -> None:
+    repo = "e2e-cli-gc-rules"
+    silt("repo", "create", f"lakefs://{repo}")
+    assert silt("gc", "rules", "show", repo, "--json").json()["is_set"] is False
+    done = silt(
+        "gc", "rules", "set", f"lakefs://{repo}", "--default-days", "7", "--branch", "main=30",
+        "--last-access", "main=30:logs/", "--last-access", "main=30:tmp/a=b:c",
+        "--last-access", "scratch=5:", "--last-access", "main=30:logs/",
+    )  # fmt: skip
+    assert "2 last-access rules" in done.out
+    shown = silt("gc", "rules", "show", f"lakefs://{repo}", "--json").json()
+    assert shown["is_set"] and shown["rules"]["branch_retention_days"] == {"main": 30}
+    assert shown["rules"]["last_access_rules"] == [
+        {"branch": "main", "prefixes": ["logs/", "tmp/a=b:c"], "days": 30},
+        {"branch": "scratch", "prefixes": [""], "days": 5},
+    ]
+    human = silt("gc", "rules", "show", repo).out
+    assert "expire by last access" in human and "'logs/' 'tmp/a=b:c'" in human
+
+    malformed = silt("gc", "rules", "set", repo, "--default-days", "1", "--last-access", "main:logs/", ok=False)
+    assert malformed.code == EXIT_USAGE and "BRANCH=DAYS:PREFIX" in malformed.err
+    too_long = silt("gc", "rules", "set", repo, "--default-days", "1", "--last-access", "main=3651:x", ok=False)
+    assert too_long.code == EXIT_USAGE and "3650" in too_long.err
+    assert silt("gc", "rules", "show", repo, "--json").json()["rules"]["default_retention_days"] == 7
+    silt("gc", "rules", "delete", repo)
+    assert silt("gc", "rules", "show", repo, "--json").json()["is_set"] is False
+    assert silt("gc", "rules", "show", "no-such-repo", ok=False).code == EXIT_NOT_FOUND

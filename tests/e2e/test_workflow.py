@@ -65,7 +65,7 @@ def test_branch_change_diff_commit_merge_revert(stack: Stack, silt: Silt, import
     assert reverted["id"]
     back = silt("fs", "stat", f"silt://{REPO}/main/{TREE[250]}", "--json").json()
     assert back["etag"] == f"v1-{TREE[250]}"
-    assert silt("diff", f"silt://{REPO}/main", imported, "--json").json() == []
+    assert silt("diff", f"silt://{REPO}/main", imported, "--two-way", "--json").json() == []
 
     log = silt("log", f"silt://{REPO}/main", "--json").json()
     messages = [c["message"] for c in log]

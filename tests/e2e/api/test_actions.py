@@ -589,6 +589,19 @@ def test_runs_are_listed_by_the_cli(api: Api, client: lakefs_sdk.ApiClient, repo
     )
     assert described.exit_code == 0, described.output
     assert "cli / hook_cli: completed" in described.output and "Response" in described.output
+    as_json = runner.invoke(
+        cli,
+        ["--json", "actions", "runs", "describe", f"lakefs://{repo}", runs[0]["run_id"]],
+        obj=State(_client=Client(settings)),
+    )
+    (hook,) = json.loads(as_json.output)["hooks"]
+    output = runner.invoke(
+        cli,
+        ["cat-hook-output", f"lakefs://{repo}", runs[0]["run_id"], hook["hook_run_id"]],
+        obj=State(_client=Client(settings)),
+    )
+    assert output.exit_code == 0, output.output
+    assert output.output.startswith(f"Repository: lakefs://{repo}\n") and hook["output"] in output.output
 
 
 def test_an_import_runs_the_branchs_commit_hooks(

@@ -25,6 +25,7 @@ from lakefs.client import Client
 from lakefs_sdk.exceptions import ApiException
 
 from tests.e2e.api.conftest import Api, error_message, json_post
+from tests.e2e.conftest import Silt
 from tests.support.gateway_stack import gateway_stack
 from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY
 from tests.support.wait import wait_until
@@ -295,3 +296,34 @@ def test_the_lakefs_clients_import_manager(local_api: Api, landing: Path) -> Non
     assert result.commit is not None and result.commit.metadata == {"by": "wrapper"}
     assert [o.path for o in branch.objects()] == ["d/f0", "d/f1", "d/f2", "x/one"]
     assert branch.object("x/one").reader().read() == b"one"
+
+
+def test_silt_import_over_the_rest_api_waits_for_the_commit_and_reports_progress(
+    local_api: Api, landing: Path, tmp_path: Path
+) -> None:
+    """`silt import` with lakectl's flags: started, followed and committed through the REST API
+    alone (graveler's gRPC endpoint is unreachable from the CLI)."""
+    source = landing / uuid.uuid4().hex
+    for i in range(300):
+        (source / "cli" / f"{i:04d}.csv").parent.mkdir(parents=True, exist_ok=True)
+        (source / "cli" / f"{i:04d}.csv").write_bytes(b"a,b\n")
+    (source / "one.bin").write_bytes(b"1")
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("SILT_", "AWS_", "LAKECTL_"))}
+    env.update(local_api.stack.stack.env_for_clients())
+    env.update(
+        SILT_GRAVELER_ENDPOINT="127.0.0.1:1", SILT_AUTH_ENDPOINT="127.0.0.1:1", SILT_PROGRESS_INTERVAL_SECONDS="0"
+    )
+    silt = Silt(env, tmp_path)
+    repo = new_repo(local_api.sdk(), "local://{repo}")
+    done = silt("import", "--from", f"local://{source}/cli/", "--to", f"lakefs://{repo}/main/csv/", "-m", "csv in")
+    assert "Imported 300 objects into main: commit" in done.out
+    assert "silt: importing:" in done.err  # a line per interval off a terminal
+    as_json = silt(
+        "import", "--json", "--object", "--from", f"local://{source}/one.bin", "--to", f"lakefs://{repo}/main/x/one"
+    ).json()
+    assert as_json["ingested_objects"] == 1 and as_json["commit"]["message"]
+    assert [c["message"] for c in silt("log", f"lakefs://{repo}/main", "--amount", "2", "--json").json()][1] == "csv in"
+    stat = silt("fs", "stat", f"lakefs://{repo}/main/x/one", "--json").json()
+    assert stat["physical_address"] == f"local://{source}/one.bin"
+    refused = silt("import", "--from", "local:///etc", "--to", f"lakefs://{repo}/main/etc/", ok=False)
+    assert refused.code == 2 and "allowed_external_prefixes" in refused.err

@@ -53,3 +53,20 @@ lakectl diff "$repo/main"
 lakectl branch delete "$repo/denmark-lakes" -y
 echo "--- branches"
 lakectl branch list "$repo"
+
+# --- beyond the quickstart: the rest of lakectl's commands, each through the REST API alone.
+echo "--- identity"
+lakectl identity
+echo "--- annotate"
+lakectl annotate "$repo/main/"
+lakectl actions runs list "$repo"
+
+echo "--- bisect"
+# Which commit brought lakes.csv into main? A run marks a commit good while the file is absent.
+lakectl bisect start "$repo/main" "$repo/main~1"
+lakectl bisect view
+lakectl bisect run sh -c '! lakectl fs stat "lakefs://'"$REPO"'/$BISECT_ID/lakes.csv" >/dev/null 2>&1'
+lakectl bisect log
+lakectl bisect reset
+
+echo "--- end"

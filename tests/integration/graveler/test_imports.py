@@ -5,7 +5,6 @@ had there as lakeFS does, in one commit, cancelable, with progress."""
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 import uuid
@@ -18,11 +17,8 @@ from typing import Any
 import boto3
 import grpc
 import pytest
-from click.testing import CliRunner, Result
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 
-from cli.common import State
-from cli.main import cli
 from engine.features.imports import manager
 from engine.features.imports.ingest import IngestJob, IngestResult
 from engine.features.imports.manager import STALE_SECONDS
@@ -33,7 +29,6 @@ from engine.open import import_prefixes, open_graveler
 from services.graveler.server import start
 from silt.block.local import LocalAdapter
 from silt.block.s3 import S3Adapter
-from silt.client import Client, Settings
 from silt.config import Config, DatabaseConfig, LocalDatabaseConfig
 from silt.errors import ConfigError
 from silt.graveler.v1 import events_pb2 as ev
@@ -42,7 +37,6 @@ from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store, open_store
 from silt.objects import SOURCE_MTIME_KEY
-from silt.rpc.signing import Credentials
 from tests.integration.graveler.conftest import GravelerEnv, graveler_env
 from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, s3_blockstore_config
 from tests.support.wait import wait_until
@@ -405,36 +399,6 @@ def test_an_s3_prefix_and_exactly_one_s3_object(s3env: tuple[GravelerEnv, Any]) 
     )
     failed = wait_for(env.stub, repo, missing)
     assert not failed.completed and "import failed" in failed.error and "missing" in failed.error
-
-
-# --- the CLI -------------------------------------------------------------------------------------
-
-
-def silt(env: ImportEnv, *args: str) -> Result:
-    # graveler here runs without the auth interceptor: any key signs, none is checked.
-    settings = Settings(env.target, "", "", "us-east-1", Credentials("AKIATEST", SecretStr("secret")), "test")
-    return CliRunner().invoke(cli, list(args), obj=State(_client=Client(settings)), catch_exceptions=False)
-
-
-def test_silt_import_waits_for_the_commit_and_reports_progress(
-    env: ImportEnv, landing: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    tree(landing, {f"cli/{i:04d}.csv": b"a,b\n" for i in range(3000)} | {"one.bin": b"1"})
-    monkeypatch.setenv("SILT_PROGRESS_INTERVAL_SECONDS", "0")
-    repo = env.new_repo()
-    done = silt(env, "import", "--from", f"local://{landing}/cli/", "--to", f"silt://{repo}/main/csv/", "-m", "csv in")
-    assert done.exit_code == 0, done.stderr
-    assert "Imported 3,000 objects into main: commit" in done.stdout
-    assert "silt: importing:" in done.stderr  # a line per interval off a terminal
-    as_json = silt(
-        env, "import", "--json", "--object", "--from", f"local://{landing}/one.bin", "--to", f"silt://{repo}/main/x/one"
-    )
-    assert as_json.exit_code == 0 and json.loads(as_json.stdout)["ingested_objects"] == 1
-    assert "importing" not in as_json.stderr
-    found = entries(env.stub, repo, "main")
-    assert len(found) == 3001 and found["x/one"].physical_address == f"local://{landing}/one.bin"
-    refused = silt(env, "import", "--from", "local:///etc", "--to", f"silt://{repo}/main/etc/")
-    assert refused.exit_code == 2 and "allowed_external_prefixes" in refused.stderr
 
 
 # --- configuration -------------------------------------------------------------------------------
