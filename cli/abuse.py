@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from cli.common import output, rest
+from cli.common import json_option, output, rest
 from cli.rest import ApiError, RestClient, exit_of_status, segment
 from silt.client_base import EXIT_FAILURE, EXIT_UNAVAILABLE, EXIT_USAGE, ClientError, parse_uri
 
@@ -166,6 +166,7 @@ def abuse() -> None:
 
 
 @abuse.command("random-read")
+@json_option
 @click.argument("uri", metavar="lakefs://REPO/REF")
 @click.option("--from-file", required=True, metavar="FILE", help='Keys to read, one a line ("-": stdin).')
 @amount_option
@@ -182,6 +183,7 @@ def random_read(uri: str, from_file: str, amount: int, parallelism: int) -> None
 
 
 @abuse.command("random-delete")
+@json_option
 @click.argument("uri", metavar="lakefs://REPO/BRANCH")
 @click.option("--from-file", required=True, metavar="FILE", help='Keys to delete, one a line ("-": stdin).')
 @amount_option
@@ -198,6 +200,7 @@ def random_delete(uri: str, from_file: str, amount: int, parallelism: int) -> No
 
 
 @abuse.command("random-write")
+@json_option
 @click.argument("uri", metavar="lakefs://REPO/BRANCH")
 @click.option("--prefix", default="abuse/", show_default=True, help="Where the objects are written.")
 @amount_option
@@ -218,6 +221,7 @@ def random_write(uri: str, prefix: str, amount: int, parallelism: int) -> None:
 
 
 @abuse.command("list")
+@json_option
 @click.argument("uri", metavar="lakefs://REPO/REF")
 @click.option("--prefix", default="abuse/", show_default=True, help="What to list under.")
 @amount_option
@@ -233,6 +237,7 @@ def list_(uri: str, prefix: str, amount: int, parallelism: int) -> None:
 
 
 @abuse.command("commit")
+@json_option
 @click.argument("uri", metavar="lakefs://REPO/BRANCH")
 @click.option("--amount", type=click.IntRange(1), default=DEFAULT_PARALLELISM, show_default=True, help="Commits.")
 @click.option("--gap", default="2s", show_default=True, help="Time between commits (500ms, 2s, 1m).")
@@ -293,6 +298,7 @@ def _remove_branches(api: RestClient, repo: str, prefix: str, parallelism: int) 
 
 
 @abuse.command("create-branches")
+@json_option
 @click.argument("uri", metavar="lakefs://REPO/REF")
 @click.option("--branch-prefix", default="abuse-", show_default=True, help="Names of the branches made.")
 @click.option("--clean-only", is_flag=True, help="Only delete the branches of earlier runs.")
@@ -319,6 +325,7 @@ def create_branches(uri: str, branch_prefix: str, clean_only: bool, amount: int,
 
 
 @abuse.command("link-same-object")
+@json_option
 @click.argument("uri", metavar="lakefs://REPO/BRANCH")
 @click.option("--key", default="linked-object", show_default=True, help="The key linked again and again.")
 @amount_option
@@ -363,6 +370,7 @@ def _put_presigned(url: str, data: bytes, ca_file: str | None) -> str:
 
 
 @abuse.command("merge")
+@json_option
 @click.argument("uri", metavar="lakefs://REPO/BRANCH")
 @click.option("--amount", type=click.IntRange(1), default=1000, show_default=True, help="Merges to do.")
 @parallelism_option
