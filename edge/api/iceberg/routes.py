@@ -26,17 +26,30 @@ from edge.api.iceberg.errors import (
     already_exists,
     bad_request,
     commit_failed,
+    commit_state_unknown,
     no_such_namespace,
     no_such_table,
 )
 from edge.api.iceberg.metadata import Metadata, apply_updates, check_requirements, empty_metadata, new_metadata
-from edge.api.iceberg.store import NAMESPACE_MARKER, TABLE_POINTER, Conflict, Objects, RefGone, Stored, Where
+from edge.api.iceberg.store import (
+    NAMESPACE_MARKER,
+    TABLE_POINTER,
+    Conflict,
+    Objects,
+    OutcomeUnknown,
+    RefGone,
+    Replacement,
+    Stored,
+    Where,
+)
 
 SEPARATOR = "\x1f"
 # A page of namespaces or tables when the client names no size.
 MAX_PAGE = 1000
 # A catalog request is metadata: schemas, snapshots and properties, never data.
 MAX_BODY_BYTES = 16 * 1024 * 1024
+# Tables one transaction changes: graveler moves their pointers in one compare-and-set.
+MAX_TRANSACTION_TABLES = 32
 
 router = APIRouter()
 
@@ -381,11 +394,8 @@ def _metadata_key(where: Where, name: str, metadata: Metadata) -> str:
     return f"{where.table_key(name)}metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
 
 
-async def _write_table(
-    objects: Objects, where: Where, name: str, metadata: Metadata, base: Table | None
-) -> tuple[str, str]:
-    """Write metadata as a new metadata file and point the table at it, if the pointer is still
-    the one base read (or, for a new table, there is none): CommitFailedException otherwise."""
+async def _write_metadata(objects: Objects, where: Where, name: str, metadata: Metadata, base: Table | None) -> str:
+    """Write metadata as the table's next metadata file (its log naming base's); its key."""
     if base is not None:
         log = [*metadata.get("metadata-log", [])]
         log.append(
@@ -394,6 +404,15 @@ async def _write_table(
         metadata = {**metadata, "metadata-log": log}
     key = _metadata_key(where, name, metadata)
     await objects.write_json(where, key, metadata)
+    return key
+
+
+async def _write_table(
+    objects: Objects, where: Where, name: str, metadata: Metadata, base: Table | None
+) -> tuple[str, str]:
+    """Write metadata as a new metadata file and point the table at it, if the pointer is still
+    the one base read (or, for a new table, there is none): CommitFailedException otherwise."""
+    key = await _write_metadata(objects, where, name, metadata, base)
     if base is None:
         return key, await _claim(objects, where, name, key)
     pointer = {"metadata-key": key}
@@ -569,42 +588,46 @@ async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response
 
 @_route("POST", "transactions/commit", status=204)
 async def commit_transaction(ctx: Ctx, request: Request, prefix: str = "") -> Response:
-    """Every table's requirements are checked and its metadata written before any pointer moves;
-    then the pointers move one conditional write each. A later one that fails puts the earlier
-    ones back (each If-Match what this request wrote), so the transaction stands whole or not at
-    all for every writer that goes through the catalog."""
+    """Every table's requirements are checked and its metadata file written; then every pointer
+    moves in one compare-and-set of the branch (graveler's StageEntriesIf): each still the one
+    read, and all of them move, or none does (409). Readers see the tables before the
+    transaction or after it, never some of each. The tables share one repository and branch:
+    a branch's staging is the unit graveler changes atomically."""
     body = await _json(request)
     changes = body.get("table-changes")
     if not isinstance(changes, list) or not changes:
         raise bad_request("table-changes must be a non-empty list")
+    if len(changes) > MAX_TRANSACTION_TABLES:
+        raise bad_request(f"a transaction changes at most {MAX_TRANSACTION_TABLES} tables")
     objects = Objects(ctx)
-    planned: list[tuple[Where, str, Table | None, Metadata]] = []
+    targets: list[tuple[Where, str]] = []
     for change in changes:
         identifier = change.get("identifier") or {}
-        where = _where(prefix, identifier.get("namespace") or [])
-        name = _valid_level(str(identifier.get("name", "")))
+        targets.append(
+            (_where(prefix, identifier.get("namespace") or []), _valid_level(str(identifier.get("name", ""))))
+        )
+    if len({(where.repository, where.levels, name) for where, name in targets}) != len(targets):
+        raise bad_request("a transaction names a table twice")
+    if len({(where.repository, where.ref) for where, _ in targets}) != 1:
+        raise bad_request("the tables of a transaction must be on one repository and branch")
+    planned: list[tuple[Where, str, Table, Metadata]] = []
+    for (where, name), change in zip(targets, changes, strict=True):
         current = await _read_table(objects, where, name)
-        requirements = change.get("requirements") or []
         if current is None:
             raise no_such_table((where.repository, where.ref, *where.levels), name)
-        check_requirements(current.metadata, requirements)
+        check_requirements(current.metadata, change.get("requirements") or [])
         planned.append((where, name, current, apply_updates(current.metadata, change.get("updates") or [])))
-    if len({(w.repository, w.ref, w.levels, n) for w, n, _, _ in planned}) != len(planned):
-        raise bad_request("a transaction names a table twice")
-    done: list[tuple[Where, str, Table, str]] = []
+    moves: list[Replacement] = []
+    for where, name, current, metadata in planned:
+        key = await _write_metadata(objects, where, name, metadata, current)
+        moves.append(Replacement(where.table_key(name) + TABLE_POINTER, {"metadata-key": key}, current.pointer.etag))
     try:
-        for where, name, current, metadata in planned:
-            assert current is not None
-            _, etag = await _write_table(objects, where, name, metadata, current)
-            done.append((where, name, current, etag))
-    except IcebergError:
-        for where, name, current, etag in reversed(done):
-            pointer_key = where.table_key(name) + TABLE_POINTER
-            # If-Match what this request wrote: a writer that committed on top of it since keeps
-            # its commit (the table then holds this transaction's change too).
-            with contextlib.suppress(Conflict):
-                await objects.write_json(where, pointer_key, current.pointer.value, if_match=etag)
-        raise
+        await objects.replace_all_json(targets[0][0], moves)
+    except Conflict as conflict:
+        changed = conflict.key.removesuffix("/" + TABLE_POINTER).replace("/", ".")
+        raise commit_failed(f"Commit failed: {changed} was changed concurrently; refresh and retry") from None
+    except OutcomeUnknown as unknown:
+        raise commit_state_unknown(str(unknown)) from None
     return Response(status_code=204)
 
 
