@@ -117,8 +117,9 @@ class Objects:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    async def read_json(self, where: Where, key: str) -> Stored | None:
-        """The JSON object at key on where's ref; None if there is no such object."""
+    async def read_json(self, where: Where, key: str, max_bytes: int | None = None) -> Stored | None:
+        """The JSON object at key on where's ref; None if there is no such object. One larger
+        than max_bytes is not read: IcebergError 413."""
         await self.ctx.authorize_key(READ_OBJECT, where.repository, key)
         backend = self.ctx.backend
         request = api.StatEntryRequest(repository=where.repository, ref=where.ref, key=key)
@@ -133,6 +134,8 @@ class Objects:
                 raise RefGone(exc.message) from None
             raise
         entry = info.entry
+        if max_bytes is not None and entry.size > max_bytes:
+            raise IcebergError(413, f"{key} on {where.ref} is larger than {max_bytes} bytes")
         repository_namespace = await backend.namespace(where.repository, self.ctx.deadline)
         namespace, address = split_address(repository_namespace, entry.physical_address)
         source = backend.entry_reader(repository_namespace, entry)
