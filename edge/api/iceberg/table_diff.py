@@ -49,7 +49,8 @@ def schema_changes(left: dict[str, Any] | None, right: dict[str, Any] | None) ->
         elif new is None and old is not None:
             changes.append({"change": "removed", "field_id": field_id, "name": old[0], "type": old[1]})
         elif old is not None and new is not None:
-            if old[0] != new[0]:
+            # Renamed: its own name changed (a field under a renamed one is not renamed itself).
+            if old[2] != new[2]:
                 changes.append(
                     {"change": "renamed", "field_id": field_id, "name": new[0], "previous_name": old[0], "type": new[1]}
                 )
@@ -116,15 +117,15 @@ def _current_schema(metadata: Metadata | None) -> dict[str, Any] | None:
     return None
 
 
-def _fields(schema: dict[str, Any]) -> dict[int, tuple[str, str]]:
-    """Every field of schema, nested ones included: id -> (dotted name, type as text)."""
-    found: dict[int, tuple[str, str]] = {}
+def _fields(schema: dict[str, Any]) -> dict[int, tuple[str, str, str]]:
+    """Every field of schema, nested ones included: id -> (dotted name, type as text, own name)."""
+    found: dict[int, tuple[str, str, str]] = {}
 
     def walk(fields: list[dict[str, Any]], prefix: str) -> None:
         for field in fields:
             name = prefix + str(field.get("name"))
             kind = field.get("type")
-            found[int(field["id"])] = (name, _type_name(kind))
+            found[int(field["id"])] = (name, _type_name(kind), str(field.get("name")))
             _nested(kind, name + ".")
 
     def _nested(kind: Any, prefix: str) -> None:
@@ -133,11 +134,11 @@ def _fields(schema: dict[str, Any]) -> dict[int, tuple[str, str]]:
         if kind.get("type") == "struct":
             walk(kind.get("fields") or [], prefix)
         elif kind.get("type") == "list":
-            found[int(kind["element-id"])] = (prefix + "element", _type_name(kind.get("element")))
+            found[int(kind["element-id"])] = (prefix + "element", _type_name(kind.get("element")), "element")
             _nested(kind.get("element"), prefix + "element.")
         elif kind.get("type") == "map":
-            found[int(kind["key-id"])] = (prefix + "key", _type_name(kind.get("key")))
-            found[int(kind["value-id"])] = (prefix + "value", _type_name(kind.get("value")))
+            found[int(kind["key-id"])] = (prefix + "key", _type_name(kind.get("key")), "key")
+            found[int(kind["value-id"])] = (prefix + "value", _type_name(kind.get("value")), "value")
             _nested(kind.get("value"), prefix + "value.")
 
     walk(schema.get("fields") or [], "")

@@ -119,10 +119,10 @@ def test_a_transaction_moves_every_table_or_none_and_readers_never_see_part(
             column = NestedField(table.metadata.last_column_id + 1, f"c_{mark.replace('-', '_')}", LongType())
             grown = Schema(*schema.fields, column, schema_id=schema.schema_id + 1)
             request = CommitTableRequest(
-                identifier=TableIdentifier(namespace=("db",), name=name),
+                identifier=TableIdentifier(namespace=["db"], name=name),
                 requirements=(AssertCurrentSchemaId(current_schema_id=schema.schema_id),),
                 updates=(
-                    AddSchemaUpdate(schema=grown),
+                    AddSchemaUpdate(schema=grown),  # type: ignore[call-arg]  # pydantic's alias
                     SetCurrentSchemaUpdate(schema_id=-1),
                     SetPropertiesUpdate(updates={"txn": mark}),
                 ),
