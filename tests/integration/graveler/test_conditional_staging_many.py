@@ -60,6 +60,7 @@ def test_racing_sets_never_both_win_and_are_never_seen_in_part(env: GravelerEnv)
     won: list[tuple[str, str]] = []
     undecided: list[tuple[str, str]] = []
     seen_partial: list[dict[str, str]] = []
+    reads = [0]
     errors: list[BaseException] = []
     stop = threading.Event()
     lock = threading.Lock()
@@ -85,6 +86,7 @@ def test_racing_sets_never_both_win_and_are_never_seen_in_part(env: GravelerEnv)
     def reader() -> None:
         while not stop.is_set():
             etags = _etags(env, repo)
+            reads[0] += 1
             if len(set(etags.values())) != 1 or len(etags) != len(KEYS):
                 seen_partial.append(etags)
 
@@ -104,6 +106,7 @@ def test_racing_sets_never_both_win_and_are_never_seen_in_part(env: GravelerEnv)
         thread.join()
     assert not errors, errors
     assert not seen_partial, seen_partial[:3]
+    assert reads[0] > 0
     assert won, "no set won at all"
     # Never both: each version was replaced by at most one set that won.
     expected = [before for before, _ in won]
