@@ -8,7 +8,6 @@ namespaces are relative to it. Tags and commit ids are read-only refs.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 import uuid
@@ -568,21 +567,33 @@ async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response
     objects = Objects(ctx)
     table = await _existing_table(objects, from_where, from_name)
     await _namespace(objects, to_where)
-    # The new pointer names the same metadata file: the table's files stay where they are. The
-    # old one becomes a tombstone If-Match it as read, so a commit that lands on the old name
-    # meanwhile is never lost: the rename then fails and its new name is given up.
-    claimed = await _claim(objects, to_where, to_name, table.metadata_key)
-    tombstone = {"renamed-to": [*to_where.levels, to_name]}
+    # The new pointer names the same metadata file: the table's files stay where they are. Both
+    # pointers change in one compare-and-set: the new name only while no table has it (no
+    # pointer, or a tombstone still as read), the old one becomes a tombstone only while it is
+    # as read, so a commit that lands on the old name meanwhile is never lost (the rename fails
+    # whole), and no reader sees the table under both names or neither.
+    current = await _read_pointer(objects, to_where, to_name)
+    if _live(current):
+        raise already_exists(f"Table already exists: {'.'.join((*to_where.levels, to_name))}")
+    to_key = to_where.table_key(to_name) + TABLE_POINTER
+    moves = [
+        Replacement(
+            to_key, {"metadata-key": table.metadata_key}, "" if current is None else current.etag, current is None
+        ),
+        Replacement(
+            from_where.table_key(from_name) + TABLE_POINTER,
+            {"renamed-to": [*to_where.levels, to_name]},
+            table.pointer.etag,
+        ),
+    ]
     try:
-        await objects.write_json(
-            from_where, from_where.table_key(from_name) + TABLE_POINTER, tombstone, if_match=table.pointer.etag
-        )
-    except Conflict:
-        with contextlib.suppress(Conflict):
-            await objects.write_json(
-                to_where, to_where.table_key(to_name) + TABLE_POINTER, {"released": True}, if_match=claimed
-            )
+        await objects.replace_all_json(from_where, moves)
+    except Conflict as conflict:
+        if conflict.key == to_key:
+            raise already_exists(f"Table already exists: {'.'.join((*to_where.levels, to_name))}") from None
         raise commit_failed(f"Commit failed: {from_name} was changed during the rename; retry") from None
+    except OutcomeUnknown as unknown:
+        raise commit_state_unknown(str(unknown)) from None
     return Response(status_code=204)
 
 

@@ -59,11 +59,13 @@ class OutcomeUnknown(Exception):
 
 @dataclass(frozen=True)
 class Replacement:
-    """One key of a write of several: its new JSON value, only while its ETag is if_match."""
+    """One key of a write of several: its new JSON value, only while its ETag is if_match (or,
+    with if_absent, only while there is no such key)."""
 
     key: str
     value: dict[str, Any]
     if_match: str
+    if_absent: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ class Objects:
 
     async def replace_all_json(self, where: Where, replacements: Sequence[Replacement]) -> None:
         """Stage every replacement on where's ref (a branch) as one compare-and-set: each key
-        still has its if_match ETag and every value is staged, or none is (Conflict naming the
+        still has its if_match ETag (or is absent, if_absent) and every value is staged, or none is (Conflict naming the
         first key that changed). The bytes are written first, each at an address of its own;
         those of a write graveler certainly did not take are deleted. OutcomeUnknown when the
         write may stand."""
@@ -209,7 +211,12 @@ class Objects:
                     last_modified=modified,
                 )
                 request.entries.append(
-                    api.ConditionalEntry(key=replacement.key, entry=entry, if_match_etag=replacement.if_match)
+                    api.ConditionalEntry(
+                        key=replacement.key,
+                        entry=entry,
+                        if_match_etag=replacement.if_match,
+                        if_absent=replacement.if_absent,
+                    )
                 )
             await backend.graveler_call(backend.graveler.StageEntriesIf, request, self.ctx.deadline, changes=True)
         except SiltError as exc:
