@@ -565,6 +565,21 @@ class Graveler:
         self.protection.check_direct_write(repo, branch_name, "writing an object")
         return self.entries.stage_many(repo, branch_name, entries, deadline, entry_deadlines)
 
+    def stage_entries_if(
+        self,
+        repository: str,
+        branch_name: str,
+        writes: Sequence[tuple[str, pb.Entry, Condition]],
+        *,
+        repository_id: str = "",
+        deadline: Deadline = NO_DEADLINE,
+    ) -> None:
+        """Stage every (key, entry) only if every condition holds, as one compare-and-set:
+        all of them or none (ConditionFailed naming the first key whose condition failed)."""
+        repo = self._written_repo(repository, repository_id, deadline)
+        self.protection.check_direct_write(repo, branch_name, "writing an object")
+        self.entries.stage_if_many(repo, branch_name, writes, deadline)
+
     def delete_entry(self, repository: str, branch_name: str, key: str, *, deadline: Deadline = NO_DEADLINE) -> None:
         validate_key(key)
         repo = self._repo(repository, deadline)

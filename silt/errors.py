@@ -106,6 +106,15 @@ class KeptBySetup(FailedPrecondition):
     conflict with Silt's own state, not a malformed request."""
 
 
+class ConditionFailed(FailedPrecondition):
+    """One condition of a conditional write of several keys at once did not hold, so nothing
+    was written; key names the first such key (in the order the caller gave them)."""
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 class KeysRefused(PermissionDenied):
     """An operation would change a key the user it is made for may not change (object-scoped
     policies, silt/changed_keys.py): that user's refusal, even when a service made the call for

@@ -44,6 +44,7 @@ from edge.api.routes import (
     staging,
     statistics,
     symlinks,
+    table_diff,
     tags,
 )
 from edge.core.asgi import API_PREFIX, ICEBERG_PREFIX, ASGIApp
@@ -92,6 +93,7 @@ def create_app(
         refs.router,
         refs_dump.router,
         diff_summary.router,
+        table_diff.router,
         tags.router,
         preview.router,
         data.router,

@@ -28,7 +28,7 @@ from engine.core.staging import Staged, new_token
 from engine.core.updater import Raced
 from engine.core.validation import validate_entry_size, validate_key
 from engine.core.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
-from silt.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import Aborted, ConditionFailed, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import chunk_size, chunked
 
@@ -38,6 +38,12 @@ _T = TypeVar("_T")
 MAX_DELETE_KEYS = 1000
 # Entries one stage_entries call takes: what an edge gathers from its clients' concurrent writes.
 MAX_STAGE_ENTRIES = 256
+# Keys one stage_if_many call takes: a conditional write of several keys is one KV write that
+# cannot be split (a multi-table catalog transaction is a handful).
+MAX_CONDITIONAL_ENTRIES = 32
+# Bytes of that one write, as _write_weight counts them: under what Cassandra 2.2 to 3.5 refuse
+# in one batch (50 KiB), the guards carrying each value and the journal row repeating them.
+CONDITIONAL_WRITE_BYTES = 40 * 1024
 # Bytes per KV write of a stage_many, as _write_weight counts them (everything Cassandra counts
 # against batch_size_fail_threshold_in_kb, over-estimated): well under the 50 KiB that Cassandra
 # 2.2 to 3.5 refuse in one batch.
@@ -150,6 +156,39 @@ class Entries(OnCore):
             StageOutcome(outcome.key, "expired") if encoded in expired else outcome
             for outcome, encoded in zip(outcomes, keys, strict=True)
         ]
+
+    def stage_if_many(
+        self,
+        repo: RepoHandle,
+        branch_name: str,
+        writes: Sequence[tuple[str, pb.Entry, Condition]],
+        deadline: Deadline,
+    ) -> None:
+        """Stage each (key, entry) only if every condition holds for its key's current value,
+        all as one compare-and-set: every entry is staged or none is. ConditionFailed names the
+        first key (in the order given) whose condition does not hold; InvalidArgument for an
+        invalid key or entry, a key given twice, or more than one KV write can take."""
+        if not writes:
+            raise InvalidArgument("no entries to stage")
+        if len(writes) > MAX_CONDITIONAL_ENTRIES:
+            raise InvalidArgument(f"at most {MAX_CONDITIONAL_ENTRIES} conditional entries per call, got {len(writes)}")
+        token_bytes = len(new_token(repo.partition, branch_name).encode())
+        values: list[tuple[bytes, Value, Condition]] = []
+        size = _WRITE_OVERHEAD_BYTES
+        for key, entry, condition in writes:
+            encoded = validate_key(key)
+            validate_entry_size(entry.ByteSize())
+            validate_physical_address(entry.physical_address, repo.namespace, self._allowed_import_prefixes)
+            value = entry_value(entry)
+            values.append((encoded, value, condition))
+            size += 2 * _write_weight(encoded, value, token_bytes)
+        if len({key for key, _, _ in values}) != len(values):
+            raise InvalidArgument("a key is given twice")
+        if size > CONDITIONAL_WRITE_BYTES:
+            raise InvalidArgument(
+                f"the entries are too large for one conditional write ({CONDITIONAL_WRITE_BYTES} bytes)"
+            )
+        self._write_if_many(repo, branch_name, values, deadline)
 
     def delete(self, repo: RepoHandle, branch_name: str, key: str, deadline: Deadline) -> None:
         encoded = validate_key(key)
@@ -315,6 +354,67 @@ class Entries(OnCore):
 
         sealed = self._updater.retry(attempt, f"conditional write to branch {branch_name!r}", deadline)
         if sealed is not None:
+            self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
+
+    def _write_if_many(
+        self, repo: RepoHandle, branch_name: str, writes: list[tuple[bytes, Value, Condition]], deadline: Deadline
+    ) -> None:
+        """_write_if for several keys, as one compare-and-set (StagingStore.set_if_many).
+
+        The same flow: every key's current value comes from one consistent view of the branch,
+        every condition is checked against it (the first that fails refuses the whole write),
+        and the guards of all keys are set in one conditional KV write, so a conditional writer
+        of any of the keys in between makes all of them be judged again. Once that write
+        succeeded the outcome is never a refusal: if a commit sealed the token meanwhile, the
+        values are staged again in the new token while every one of them is still current; if
+        another writer's value is current for any of them, Aborted (the write may stand).
+        """
+        written = False
+
+        def current(resolved: Resolved) -> tuple[StagingToken, list[tuple[Value | None, Staged]]]:
+            if resolved.branch is None:
+                raise FailedPrecondition("conditional writes go to branches only")
+            token = resolved.branch.tokens[0]
+            found: list[tuple[Value | None, Staged]] = []
+            for key, _, _ in writes:
+                staged = self._staging.read_for_write(token, key)
+                if staged.value is not None:
+                    found.append((None if staged.value.tombstone else staged.value, staged))
+                    continue
+                sealed, stamp = self._staging.newest_sealed(resolved.branch.tokens[1:], key)
+                staged = staged.judging(stamp)
+                if sealed is not None:
+                    found.append((None if sealed.tombstone else sealed, staged))
+                    continue
+                record = self._committed.get(repo.namespace, self._base(repo, resolved), key)
+                found.append((None if record is None else Value(record.identity, record.value), staged))
+            return token, found
+
+        def attempt(number: int) -> int:
+            nonlocal written
+            token, found = self.read(repo, branch_name, current, deadline)
+            for (key, value, condition), (value_now, _) in zip(writes, found, strict=True):
+                if not written:
+                    try:
+                        condition.check(value_now, key)
+                    except (FailedPrecondition, NotFound) as failed:
+                        name = key.decode(errors="replace")
+                        raise ConditionFailed(f"condition on {name!r} failed: {failed}", key=name) from None
+                elif value_now != value:
+                    raise Aborted(f"conditional write of {key!r} conflicted with a concurrent write; retry")
+            self._staging.set_if_many(
+                token,
+                [(key, value, staged) for (key, value, _), (_, staged) in zip(writes, found, strict=True)],
+                before_write=lambda: deadline.check(f"conditional write to branch {branch_name!r}"),
+            )
+            written = True
+            fresh = self._refs.fresh_branch(repo, branch_name).branch
+            if fresh.staging_token != token:
+                raise Raced
+            return len(fresh.sealed_tokens)
+
+        sealed = self._updater.retry(attempt, f"conditional write to branch {branch_name!r}", deadline)
+        for _, value, _ in writes:
             self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
 
     # --- reader flow -------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from silt.journal.record import STAGED_DELETED_AT, is_journal_key, parse_record_
 from silt.journal.store import JournaledStore, journaled, raw_store
 from silt.kv import Store
 from silt.kv.conditional import delete_current
-from silt.kv.store import SCAN_CHUNK, Predicate, scan_prefix
+from silt.kv.store import SCAN_CHUNK, AllOf, Predicate, scan_prefix
 
 KEY_PREFIX = b"key/"
 GUARD_PREFIX = b"guard/"
@@ -172,12 +172,34 @@ class StagingStore:
             guard = self.kv.get(partition, GUARD_PREFIX + key)
         except NotFound:
             return Staged(value, None, None if legacy else judged_at)
-        admitted_at, admitted = _decode_guard(guard.value)
+        admitted_at, admitted, admitted_with = _decode_guard(guard.value)
         self.kv.clock.observe(admitted_at)
         if admitted_at > judged_at:
-            self.kv.apply(partition, [(KEY_PREFIX + key, _encode(admitted, _CONDITIONAL))], timestamp=admitted_at)
+            # The keys admitted with this one are finished in the same write, so that a reader
+            # sees the writer's keys all staged or none of them.
+            rows = [(KEY_PREFIX + key, _encode(admitted, _CONDITIONAL), admitted_at)]
+            rows += [row for other in admitted_with if (row := self._unfinished(partition, other)) is not None]
+            self.kv.apply(partition, [(k, v) for k, v, _ in rows], timestamp=tuple(at for _, _, at in rows))
             value, judged_at, legacy = admitted, admitted_at, False
         return Staged(value, guard.predicate, None if legacy else judged_at)
+
+    def _unfinished(self, partition: bytes, key: bytes) -> tuple[bytes, bytes, int] | None:
+        """The staged row that key's guard admitted and its writer has not written yet (with its
+        stamp), or None: what read_for_write finishes, for a key admitted with another."""
+        found = self.kv.observe_staged(partition, [KEY_PREFIX + key, staged_key_deleted_at(KEY_PREFIX + key)])
+        judged_at = -1
+        for stored in (found.get(KEY_PREFIX + key), found.get(staged_key_deleted_at(KEY_PREFIX + key))):
+            if stored is not None:
+                judged_at = max(judged_at, envelope.unwrap(stored)[0])
+        try:
+            guard = self.kv.get(partition, GUARD_PREFIX + key)
+        except NotFound:
+            return None
+        admitted_at, admitted, _ = _decode_guard(guard.value)
+        self.kv.clock.observe(admitted_at)
+        if admitted_at <= judged_at:
+            return None
+        return KEY_PREFIX + key, _encode(admitted, _CONDITIONAL), admitted_at
 
     def set_if(
         self,
@@ -208,6 +230,38 @@ class StagingStore:
             before_write()
         self.kv.set_if(partition, GUARD_PREFIX + key, _encode_guard(at, value), read.guard)
         self.kv.apply(partition, [(KEY_PREFIX + key, _encode(value, _CONDITIONAL))], timestamp=at)
+
+    def set_if_many(
+        self,
+        token: StagingToken,
+        writes: Sequence[tuple[bytes, Value, Staged]],
+        before_write: Callable[[], None] | None = None,
+    ) -> None:
+        """set_if for several keys of token as one compare-and-set: each (key, value, read) is
+        staged only if no conditional writer of any of the keys got in since its read, and
+        either all are or none is (PredicateFailed).
+
+        The guards of every key are written in one conditional KV write (one partition, the
+        token's: one Paxos round on Cassandra, one transaction on SQLite), each admitting its
+        own write at its own stamp, just past what was judged for that key, and naming the
+        other keys. Then the values are written in one plain KV write, each at its own stamp,
+        so that a reader sees all of them or none. A writer that dies between the two leaves
+        them to the next conditional writer of any of the keys, who writes all of them
+        (read_for_write)."""
+        partition = token.encode()
+        stamps = [
+            self.kv.clock.now() if read.judged_at is None else max(read.judged_at + 1, 1) for _, _, read in writes
+        ]
+        keys = [key for key, _, _ in writes]
+        guards = [
+            (GUARD_PREFIX + key, _encode_guard(at, value, [other for other in keys if other != key]))
+            for (key, value, _), at in zip(writes, stamps, strict=True)
+        ]
+        if before_write is not None:
+            before_write()
+        self.kv.apply(partition, guards, condition=AllOf((GUARD_PREFIX + key, read.guard) for key, _, read in writes))
+        values = [(KEY_PREFIX + key, _encode(value, _CONDITIONAL)) for key, value, _ in writes]
+        self.kv.apply(partition, values, timestamp=tuple(stamps))
 
     def newest_sealed(self, tokens: Sequence[StagingToken], key: bytes) -> tuple[Value | None, int]:
         """The value of key in the first of tokens (sealed, newest first) that has one, with its
@@ -401,9 +455,15 @@ def _decode(data: bytes) -> Value:
     return Value(record.identity, record.data, record.tombstone)
 
 
-def _encode_guard(at: int, value: Value) -> bytes:
-    return _GUARD_TIMESTAMP.pack(at) + _encode(value, _CONDITIONAL)
+def _encode_guard(at: int, value: Value, admitted_with: Sequence[bytes] = ()) -> bytes:
+    record = pb.StagedValue(
+        identity=value.identity, data=value.data, tombstone=value.tombstone, admitted_with=admitted_with
+    )
+    return _GUARD_TIMESTAMP.pack(at) + _CONDITIONAL + record.SerializeToString()
 
 
-def _decode_guard(data: bytes) -> tuple[int, Value]:
-    return _GUARD_TIMESTAMP.unpack_from(data)[0], _decode(data[_GUARD_TIMESTAMP.size :])
+def _decode_guard(data: bytes) -> tuple[int, Value, list[bytes]]:
+    record = pb.StagedValue()
+    record.ParseFromString(data[_GUARD_TIMESTAMP.size :])
+    value = Value(record.identity, record.data, record.tombstone)
+    return _GUARD_TIMESTAMP.unpack_from(data)[0], value, list(record.admitted_with)

@@ -25,6 +25,7 @@ _EVENT_TYPES = {
     "DeleteEntry": "object_delete",
     "DeleteEntries": "objects_delete",
     "StageEntries": "objects_write",
+    "StageEntriesIf": "objects_write_if",
     "ResetBranch": "reset",
     "CherryPick": "cherry_pick",
 }

@@ -88,6 +88,7 @@ TABLE: dict[str, tuple[str, str]] = {
     "ListEntries": (READ_REPO, "repository"),
     "StageEntry": (WRITE_REPO, "repository"),
     "StageEntries": (WRITE_REPO, "repository"),
+    "StageEntriesIf": (WRITE_REPO, "repository"),
     "DeleteEntry": (WRITE_REPO, "repository"),
     "DeleteEntries": (WRITE_REPO, "repository"),
     "ResolveRef": (READ_REPO, "repository"),
@@ -227,6 +228,7 @@ EVERY_KEY: dict[str, tuple[str, Callable[[Any], bool] | None]] = {
     "ListEvents": (READ_OBJECT, None),
     "StageEntry": (WRITE_OBJECT, None),
     "StageEntries": (WRITE_OBJECT, None),
+    "StageEntriesIf": (WRITE_OBJECT, None),
     "DeleteEntry": (DELETE_OBJECT, None),
     "DeleteEntries": (DELETE_OBJECT, None),
 }
@@ -270,6 +272,7 @@ BRANCH_TABLE: dict[str, tuple[str, str]] = {
     # REST API check it per request, with the keys: silt/key_scope.py).
     "StageEntry": (WRITE_BRANCH, "branch"),
     "StageEntries": (WRITE_BRANCH, "branch"),
+    "StageEntriesIf": (WRITE_BRANCH, "branch"),
     "DeleteEntry": (WRITE_BRANCH, "branch"),
     "DeleteEntries": (WRITE_BRANCH, "branch"),
 }

@@ -511,6 +511,26 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             api.StageEntriesResponse(per_entry_deadlines=True), outcomes, _STAGE_RESULTS, "staged", "put"
         )
 
+    def StageEntriesIf(
+        self, request: api.StageEntriesIfRequest, context: grpc.ServicerContext
+    ) -> api.StageEntriesIfResponse:
+        writes: list[tuple[str, pb.Entry, Condition]] = []
+        for staged in request.entries:
+            if not staged.if_absent and not staged.if_match_etag:
+                raise InvalidArgument(f"the entry for {staged.key!r} has no condition (if_absent or if_match_etag)")
+            condition = Condition(if_absent=staged.if_absent, if_match_etag=staged.if_match_etag)
+            writes.append((staged.key, staged.entry, condition))
+        self.g.stage_entries_if(
+            request.repository,
+            request.branch,
+            writes,
+            repository_id=request.repository_id,
+            deadline=_deadline(context),
+        )
+        for _ in writes:
+            metered.staged("put")
+        return api.StageEntriesIfResponse()
+
     def DeleteEntry(self, request: api.DeleteEntryRequest, context: grpc.ServicerContext) -> api.DeleteEntryResponse:
         self.g.delete_entry(request.repository, request.branch, request.key, deadline=_deadline(context))
         metered.staged("delete")

@@ -39,12 +39,14 @@ from silt.journal.record import (
 from silt.journal.v1.journal_pb2 import Change, Record
 from silt.kv.store import (
     SCAN_CHUNK,
+    AllOf,
     CheckedBatch,
     Condition,
     Entry,
     Pair,
     Predicate,
     Store,
+    Timestamp,
     ValueWithPredicate,
     check_apply,
 )
@@ -160,8 +162,8 @@ class JournaledStore(Store):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: Timestamp | None = None,
         *,
         before_write: Callable[[], None] | None = None,
         unjournaled: Sequence[tuple[bytes, bytes]] = (),
@@ -180,8 +182,9 @@ class JournaledStore(Store):
         The logical timestamp is this store's to choose, with one exception: a blind write of
         staged values may be given the logical timestamp another writer chose for it (a
         conditional staging write finished on its owner's behalf, engine/core/staging.py),
-        so that it lands exactly as the owner's own write would. Anything else with a timestamp
-        is InvalidArgument."""
+        so that it lands exactly as the owner's own write would; several such writes finished at
+        once (a conditional write of several keys) give each put its own (a tuple). Anything
+        else with a timestamp is InvalidArgument."""
         check_apply(partition, [*puts, *unjournaled], deletes, condition, timestamp)
         keys = [*(k for k, _ in puts), *deletes]
         for key, _ in unjournaled:
@@ -195,7 +198,7 @@ class JournaledStore(Store):
         # ordered by what the writer read; a plain write or delete of such a key (deleting a
         # branch) must sort after the last compare-and-set, whose write time on Cassandra is its
         # Paxos ballot from the coordinator's clock, so it takes the coordinator's clock too.
-        blind_staged = condition is None and all(key_kind(key) == STAGED_KIND for key in keys)
+        blind_staged = not condition and all(key_kind(key) == STAGED_KIND for key in keys)
         if timestamp is not None and not blind_staged:
             raise InvalidArgument("JournaledStore.apply: the logical clock chooses the write timestamp")
         if unjournaled and blind_staged:
@@ -207,15 +210,24 @@ class JournaledStore(Store):
             return
         # Even unjournaled, staged values keep their envelope and write time: conditional staging
         # writes compare the timestamps of what they read (StagingStore.read_for_write).
+        stamps: tuple[int, ...] | None = None
         if timestamp is None:
             if blind_staged:
                 # A blind write reads the stamps it could shadow first (see observe_staged).
                 self.observe_staged(partition, keys)
             logical = self.clock.now()
+        elif isinstance(timestamp, tuple):
+            # Each put at its own stamp; the journal row at the newest of them.
+            stamps = timestamp
+            logical = max(stamps)
+            self.clock.observe(logical)
         else:
             self.clock.observe(timestamp)
             logical = timestamp
-        stored = [(bytes(key), envelope.wrap(logical, bytes(value))) for key, value in puts]
+        stored = [
+            (bytes(key), envelope.wrap(logical if stamps is None else stamps[i], bytes(value)))
+            for i, (key, value) in enumerate(puts)
+        ]
         if deletes and blind_staged:
             # A deletion leaves nothing to read: its time stays in the partition's mark and in
             # each deleted key's own (what a conditional writer's guard is judged against).
@@ -231,11 +243,14 @@ class JournaledStore(Store):
         rows += unjournaled
         if before_write is not None:
             before_write()
-        self._inner.apply(partition, rows, deletes, condition, logical if blind_staged else None)
+        written_at: Timestamp | None = logical if blind_staged else None
+        if stamps is not None:
+            written_at = stamps + (logical,) * (len(rows) - len(stamps))
+        self._inner.apply(partition, rows, deletes, condition, written_at)
 
     def apply_checked(self, batch: CheckedBatch) -> None:
         # Through apply: its own checks (journal keys, timestamps) and the journal row.
-        self.apply(*batch)
+        self.apply(*batch.as_arguments())
 
     def observe_staged(self, partition: bytes, keys: Sequence[bytes]) -> dict[bytes, bytes]:
         """Read keys' stored values and the partition's deletion mark in one request, and make

@@ -831,33 +831,38 @@ class CassandraStore(Store):
         ) from cause
 
     def apply_checked(self, batch: CheckedBatch) -> None:
-        partition, puts, deletes, condition, timestamp = batch
+        partition, puts, deletes, conditions, timestamp = batch
         # One partition: Cassandra applies the batch as a single mutation, atomic and isolated,
-        # so no batch log is needed; with a condition the whole batch is one Paxos round.
+        # so no batch log is needed; with conditions the whole batch is one Paxos round, which
+        # applies every row only if every condition holds (a conditional batch may carry
+        # conditions on several rows as long as they share the partition).
         statement = BatchStatement(batch_type=BatchType.UNLOGGED)
-        cond_key, predicate = condition or (None, None)
-        for key, value in puts:
-            if key == cond_key and predicate is None:
+        predicates = dict(conditions)
+        for index, (key, value) in enumerate(puts):
+            stamp = batch.stamp_of(index)
+            if key in predicates and predicates[key] is None:
                 statement.add(self._insert_if_absent, (partition, key, value))
-            elif key == cond_key:
-                statement.add(self._update_if, (value, partition, key, predicate))
-            elif timestamp is not None:
-                statement.add(self._set_at, (partition, key, value, timestamp))
+            elif key in predicates:
+                statement.add(self._update_if, (value, partition, key, predicates[key]))
+            elif stamp is not None:
+                statement.add(self._set_at, (partition, key, value, stamp))
             else:
                 statement.add(self._set, (partition, key, value))
         for key in deletes:
-            if key == cond_key:
-                statement.add(self._delete_if, (partition, key, predicate))
+            if key in predicates:
+                statement.add(self._delete_if, (partition, key, predicates[key]))
             elif timestamp is not None:
                 statement.add(self._delete_at, (timestamp, partition, key))
             else:
                 statement.add(self._delete, (partition, key))
-        if condition is not None:
-            assert cond_key is not None
+        if conditions:
+            # The batch is all or nothing: its first condition's row tells whether it applied
+            # when a fault leaves the outcome unknown.
+            cond_key, predicate = conditions[0]
             after = next((value for key, value in puts if key == cond_key), None)
             self._conditional("apply", statement, None, _Change(partition, cond_key, predicate, after))
             return
-        # An unconditional batch is a plain write (see _prepare), with a fixed timestamp if given.
+        # An unconditional batch is a plain write (see _prepare), with fixed timestamps if given.
         statement.is_idempotent = timestamp is not None or self._session.use_client_timestamp
         setattr(statement, _PLAIN_WRITE, True)
         self._write("apply", statement, None)

@@ -43,7 +43,7 @@ class ForwardingStore(Store):
         if self._inner_applies_itself:
             # A store that writes its applies in apply itself (a test's store that injects
             # faults there): going round it to apply_checked would skip what it does.
-            self.inner.apply(*batch)
+            self.inner.apply(*batch.as_arguments())
         else:
             self.inner.apply_checked(batch)
 

@@ -232,9 +232,9 @@ class LocalStore(Store):
             self._conn().execute(_DELETE, (partition, key))
 
     def apply_checked(self, batch: CheckedBatch) -> None:
-        partition, puts, deletes, condition, timestamp = batch
+        partition, puts, deletes, conditions, timestamp = batch
         conn = self._conn()
-        if condition is None and not deletes and len(puts) <= _MAX_ROWS_PER_INSERT:
+        if not conditions and not deletes and len(puts) <= _MAX_ROWS_PER_INSERT and not isinstance(timestamp, tuple):
             # The common case (a value and its journal row): one multi-row statement, which in
             # autocommit mode is its own transaction, costs a third of an explicit one.
             with self._errors():
@@ -245,12 +245,13 @@ class LocalStore(Store):
             # are one serialised step; readers in WAL mode see the transaction whole or not at all.
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if condition is not None:
+                for condition in conditions:
                     self._check_condition(conn, partition, condition)
                 if puts and timestamp is None:
                     conn.executemany(_SET, [(partition, key, value) for key, value in puts])
                 elif puts:
-                    conn.executemany(_SET_AT, [(partition, key, value, timestamp) for key, value in puts])
+                    rows = [(partition, key, value, batch.stamp_of(i)) for i, (key, value) in enumerate(puts)]
+                    conn.executemany(_SET_AT, rows)
                 if deletes and timestamp is None:
                     conn.executemany(_DELETE, [(partition, key) for key in deletes])
                 elif deletes:

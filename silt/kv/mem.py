@@ -117,22 +117,21 @@ class MemStore(Store):
             self._remove(bytes(partition), bytes(key))
 
     def apply_checked(self, batch: CheckedBatch) -> None:
-        partition, puts, deletes, condition, timestamp = batch
+        partition, puts, deletes, conditions = batch.partition, batch.puts, batch.deletes, batch.conditions
         # Under the one lock: a scan copies its page under it too, so it sees all or none.
         with self._lock:
-            if condition is not None:
-                key, predicate = condition
-                part = self._partitions.get(partition)
+            part = self._partitions.get(partition)
+            for key, predicate in conditions:
                 current = part.values.get(key) if part else None
                 if predicate is None and current is not None:
                     raise PredicateFailed(f"key {key!r} exists already")
                 if predicate is not None and current != predicate:
                     raise PredicateFailed(f"key {key!r} changed since it was read")
-            for key, value in puts:
-                self._put(partition, key, value, timestamp)
+            for index, (key, value) in enumerate(puts):
+                self._put(partition, key, value, batch.stamp_of(index))
             for key in deletes:
-                self._remove(partition, key, timestamp)
-            if deletes and timestamp is not None:
+                self._remove(partition, key, batch.deletes_at())
+            if deletes and batch.deletes_at() is not None:
                 self._purge_old_tombstones()
 
     def _purge_old_tombstones(self) -> None:

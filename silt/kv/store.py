@@ -62,6 +62,17 @@ MAX_APPLY_ROWS = 1000
 Condition = tuple[bytes, Predicate | None]
 
 
+class AllOf(tuple[Condition, ...]):
+    """Several conditions of one apply, each on its own key: the apply is made only if every
+    one of them holds (a compare-and-set of several keys of one partition), and none of its
+    rows is written otherwise."""
+
+
+# The write time of an apply's rows: one for all of them, or one per put, in order (a batch
+# that stages values each at the stamp its own writer chose, in one atomic write).
+Timestamp = int | tuple[int, ...]
+
+
 class Store(abc.ABC):
     """A partitioned, byte-ordered key/value store with compare-and-set."""
 
@@ -89,17 +100,19 @@ class Store(abc.ABC):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: Timestamp | None = None,
     ) -> None:
         """Write puts and delete deletes in partition, atomically: all rows or none.
 
         With a condition (key, predicate), only if that key's current value matches predicate
         (None: the key must be absent); PredicateFailed otherwise, and nothing is written. The
-        condition's key must be one of the rows written or deleted. timestamp (microseconds)
+        condition's key must be one of the rows written or deleted. AllOf(conditions): every
+        one of them must hold, checked and written as one step. timestamp (microseconds)
         is the write time of every row of an unconditional apply, last write wins: a row
-        stored with a newer timestamp is left as it is (every driver; Cassandra natively).
-        It cannot be combined with a condition. See check_apply.
+        stored with a newer timestamp is left as it is (every driver; Cassandra natively); a
+        tuple gives each put its own (then nothing is deleted). It cannot be combined with a
+        condition. See check_apply.
 
         The arguments are checked here, once for every driver: a driver implements
         apply_checked, which a wrapper also calls to pass a checked batch on unchecked.
@@ -190,16 +203,38 @@ class CheckedBatch(NamedTuple):
     partition: bytes
     puts: list[tuple[bytes, bytes]]
     deletes: list[bytes]
-    condition: Condition | None
-    timestamp: int | None
+    conditions: AllOf  # empty: unconditional
+    timestamp: Timestamp | None
+
+    def stamp_of(self, index: int) -> int | None:
+        """The write time of puts[index] (None: the store's own)."""
+        if isinstance(self.timestamp, tuple):
+            return self.timestamp[index]
+        return self.timestamp
+
+    def as_arguments(
+        self,
+    ) -> tuple[bytes, list[tuple[bytes, bytes]], list[bytes], Condition | AllOf | None, Timestamp | None]:
+        """The batch as apply's arguments again, its conditions as a caller gives them (None,
+        one condition, or AllOf several): for a store that applies it through apply."""
+        conditions: Condition | AllOf | None = None
+        if len(self.conditions) == 1:
+            conditions = self.conditions[0]
+        elif self.conditions:
+            conditions = self.conditions
+        return self.partition, self.puts, self.deletes, conditions, self.timestamp
+
+    def deletes_at(self) -> int | None:
+        """The write time of the deletes (a batch with stamps per put has none)."""
+        return self.timestamp if isinstance(self.timestamp, int) else None
 
 
 def check_apply(
     partition: bytes,
     puts: Sequence[tuple[bytes, bytes]],
     deletes: Sequence[bytes],
-    condition: Condition | None,
-    timestamp: int | None,
+    condition: Condition | AllOf | None,
+    timestamp: Timestamp | None,
 ) -> CheckedBatch:
     """Reject an apply no driver can do atomically or that would be ambiguous; the checked apply."""
     keys: set[bytes] = set()
@@ -216,23 +251,33 @@ def check_apply(
         raise InvalidArgument("KV apply: nothing to write")
     if len(keys) > MAX_APPLY_ROWS:
         raise InvalidArgument(f"KV apply: at most {MAX_APPLY_ROWS} rows at once")
-    if condition is not None:
-        key, predicate = condition
+    conditions: list[Condition] = []
+    if isinstance(condition, AllOf):
+        conditions = list(condition)
+    elif condition is not None:
+        conditions = [condition]
+    deleted = {bytes(k) for k in deletes}
+    checked: list[Condition] = []
+    for key, predicate in conditions:
         if bytes(key) not in keys:
             raise InvalidArgument("KV apply: the condition's key must be one of the rows written")
         if predicate is not None:
             check_value(predicate)
-        if predicate is None and bytes(key) in {bytes(k) for k in deletes}:
+        if predicate is None and bytes(key) in deleted:
             raise InvalidArgument("KV apply: deleting a key on condition that it is absent")
-        if timestamp is not None:
-            raise InvalidArgument("KV apply: a conditional apply cannot carry a write timestamp")
-    if timestamp is not None and (not isinstance(timestamp, int) or timestamp <= 0 or timestamp >= 2**63):
-        raise InvalidArgument("KV apply: timestamp must be a positive 64-bit integer of microseconds")
-    if condition is not None:
-        key, predicate = condition
-        condition = (bytes(key), None if predicate is None else Predicate(bytes(predicate)))
+        checked.append((bytes(key), None if predicate is None else Predicate(bytes(predicate))))
+    if len({key for key, _ in checked}) != len(checked):
+        raise InvalidArgument("KV apply: one condition per key")
+    if checked and timestamp is not None:
+        raise InvalidArgument("KV apply: a conditional apply cannot carry a write timestamp")
+    stamps = timestamp if isinstance(timestamp, tuple) else (() if timestamp is None else (timestamp,))
+    if isinstance(timestamp, tuple) and (len(timestamp) != len(puts) or deletes):
+        raise InvalidArgument("KV apply: write times per row are one per put, with nothing deleted")
+    for stamp in stamps:
+        if not isinstance(stamp, int) or stamp <= 0 or stamp >= 2**63:
+            raise InvalidArgument("KV apply: timestamp must be a positive 64-bit integer of microseconds")
     rows = [(bytes(key), bytes(value)) for key, value in puts]
-    return CheckedBatch(bytes(partition), rows, [bytes(key) for key in deletes], condition, timestamp)
+    return CheckedBatch(bytes(partition), rows, [bytes(key) for key in deletes], AllOf(checked), timestamp)
 
 
 def scan_prefix(store: Store, partition: bytes, prefix: bytes) -> Iterator[Entry]:

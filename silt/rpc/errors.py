@@ -19,6 +19,7 @@ from google.rpc import error_details_pb2, status_pb2
 from silt.errors import (
     Aborted,
     AlreadyExists,
+    ConditionFailed,
     ConfigError,
     DeadlineExceeded,
     FailedPrecondition,
@@ -63,6 +64,8 @@ _KINDS: frozenset[str] = frozenset(get_args(NotFoundKind))
 KEYS_REFUSED = "object-keys"
 # The ResourceInfo type a KeptBySetup travels with: a FAILED_PRECONDITION told apart by type.
 KEPT_BY_SETUP = "kept-by-setup"
+# The ResourceInfo type a ConditionFailed travels with, its resource_name the key that failed.
+CONDITION_FAILED = "condition-failed"
 
 
 # A status message travels in a trailer, percent-encoded, and a peer refuses trailers over
@@ -87,12 +90,12 @@ def status_of(exc: SiltError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-def rich_status(code: grpc.StatusCode, message: str, what: str | None = None) -> bytes:
-    """The serialized google.rpc.Status for a failure; `what` becomes a ResourceInfo detail."""
+def rich_status(code: grpc.StatusCode, message: str, what: str | None = None, name: str = "") -> bytes:
+    """The serialized google.rpc.Status for a failure; `what` (and `name`) become a ResourceInfo detail."""
     status = status_pb2.Status(code=code.value[0], message=message)
     if what is not None:
         detail = any_pb2.Any()
-        detail.Pack(error_details_pb2.ResourceInfo(resource_type=what, description=message))
+        detail.Pack(error_details_pb2.ResourceInfo(resource_type=what, resource_name=name, description=message))
         status.details.append(detail)
     return status.SerializeToString()
 
@@ -107,6 +110,9 @@ def abort(context: grpc.ServicerContext, exc: SiltError) -> NoReturn:
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, KEYS_REFUSED)),))
     elif isinstance(exc, KeptBySetup):
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, KEPT_BY_SETUP)),))
+    elif isinstance(exc, ConditionFailed):
+        trailer = rich_status(code, message, CONDITION_FAILED, exc.key)
+        context.set_trailing_metadata(((STATUS_DETAILS_KEY, trailer),))
     context.abort(code, message)
     raise AssertionError("grpc's abort returned")  # it raises; this keeps the NoReturn honest
 
@@ -118,6 +124,12 @@ def _what(exc: grpc.RpcError) -> NotFoundKind | None:
 
 def _resource_type(exc: grpc.RpcError) -> str | None:
     """The ResourceInfo type in a failed call's rich status, if it has one."""
+    info = _resource_info(exc)
+    return None if info is None else str(info.resource_type)
+
+
+def _resource_info(exc: grpc.RpcError) -> error_details_pb2.ResourceInfo | None:
+    """The ResourceInfo in a failed call's rich status, if it has one."""
     trailing = getattr(exc, "trailing_metadata", None)
     for key, value in (trailing() if callable(trailing) else None) or ():
         if key != STATUS_DETAILS_KEY or not isinstance(value, bytes):
@@ -130,7 +142,7 @@ def _resource_type(exc: grpc.RpcError) -> str | None:
         for detail in status.details:
             info = error_details_pb2.ResourceInfo()
             if detail.Unpack(info):
-                return str(info.resource_type)
+                return info
     return None
 
 
@@ -147,8 +159,12 @@ def error_from_rpc(exc: grpc.RpcError) -> SiltError:
         return NotFound(details, what=_what(exc))
     if cls is PermissionDenied and _resource_type(exc) == KEYS_REFUSED:
         return KeysRefused(details)
-    if cls is FailedPrecondition and _resource_type(exc) == KEPT_BY_SETUP:
-        return KeptBySetup(details)
+    if cls is FailedPrecondition:
+        info = _resource_info(exc)
+        if info is not None and info.resource_type == KEPT_BY_SETUP:
+            return KeptBySetup(details)
+        if info is not None and info.resource_type == CONDITION_FAILED:
+            return ConditionFailed(details, key=str(info.resource_name))
     return cls(details)
 
 

@@ -4,6 +4,7 @@ user refused on every write control."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -231,6 +232,50 @@ def test_compare_then_merge_with_a_message(
     page.get_by_role("button", name="dev", exact=True).click()
     expect(page).to_have_url(ui.url(f"/repositories/{repo}/compare?base=dev&compare=dev"))
     expect(page.get_by_text("No differences.")).to_be_visible()
+
+
+def _iceberg_table(s3: Any, repo: str, branch: str, name: str, snapshots: int, column: str) -> None:
+    """A table as the Iceberg catalog stores it (its pointer and one metadata file), written
+    through S3: `snapshots` appends of 10 rows each, one column named `column` (field id 1)."""
+    key = f"db/{name}/metadata/{snapshots:05d}-{column}.metadata.json"
+    metadata = {
+        "format-version": 2,
+        "table-uuid": f"00000000-0000-0000-0000-{len(name):012d}",
+        "current-schema-id": 0,
+        "schemas": [{"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": column, "type": "long"}]}],
+        "current-snapshot-id": snapshots,
+        "snapshots": [
+            {"snapshot-id": n, "timestamp-ms": n, "summary": {"operation": "append", "added-records": "10"}}
+            for n in range(1, snapshots + 1)
+        ],
+    }
+    _put(s3, repo, branch, key, json.dumps(metadata).encode())
+    _put(s3, repo, branch, f"db/{name}/_iceberg_table.json", json.dumps({"metadata-key": key}).encode())
+
+
+def test_compare_shows_the_iceberg_tables_changed(
+    admin_page: Page, ui: Ui, ui_stack: GatewayStack, rest: RestApi, repo: str
+) -> None:
+    page, s3 = admin_page, ui_stack.client()
+    page.goto(ui.url(f"/repositories/{repo}/compare?base=main&compare=main"))
+    expect(page.get_by_text("No differences.")).to_be_visible()
+    expect(page.get_by_test_id("table-changes")).to_have_count(0)  # no table, no section
+    _iceberg_table(s3, repo, "main", "events", 1, "name")
+    _commit(rest, repo, "main", "a table")
+    _branch(rest, repo, "dev")
+    _iceberg_table(s3, repo, "dev", "events", 3, "label")
+    _iceberg_table(s3, repo, "dev", "fresh", 1, "id")
+    _commit(rest, repo, "dev", "two appends and a rename; a new table")
+
+    page.goto(ui.url(f"/repositories/{repo}/compare?base=main&compare=dev"))
+    tables = _rows(page, "table-changes")
+    expect(tables).to_have_count(2)
+    expect(_row(page, "table-changes", "db.events")).to_contain_text("changed")
+    expect(_row(page, "table-changes", "db.events")).to_contain_text("+2")
+    expect(_row(page, "table-changes", "db.events")).to_contain_text("+20 \u22120")
+    expect(_row(page, "table-changes", "db.events")).to_contain_text("renamed name → label")
+    expect(_row(page, "table-changes", "db.fresh")).to_contain_text("added")
+    ui.shot(page, "compare-tables")
 
 
 def test_merge_conflicts_are_listed_per_path(

@@ -22,7 +22,7 @@ import grpc
 from silt.errors import Unavailable
 from silt.kv import Store
 from silt.kv.forwarding import ForwardingStore
-from silt.kv.store import Condition
+from silt.kv.store import AllOf, Condition, Timestamp
 
 SERVICE = "/silt.graveler.v1.GravelerService/"
 # What a failed connection says, word for word: the text the edge once trusted.
@@ -158,7 +158,7 @@ class StagingWriteFaults(ForwardingStore):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: Timestamp | None = None,
     ) -> None:
         self._fault([key for key, _ in puts], lambda: self.inner.apply(partition, puts, deletes, condition, timestamp))

@@ -47,6 +47,12 @@ def commit_failed(message: str) -> IcebergError:
     return IcebergError(409, message, "CommitFailedException")
 
 
+def commit_state_unknown(message: str) -> IcebergError:
+    """A commit that may or may not stand: the spec's 500 CommitStateUnknownException, after
+    which a client reloads the table instead of cleaning up what it wrote."""
+    return IcebergError(500, message, "CommitStateUnknownException")
+
+
 def already_exists(message: str) -> IcebergError:
     return IcebergError(409, message, "AlreadyExistsException")
 

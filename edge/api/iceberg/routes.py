@@ -8,7 +8,6 @@ namespaces are relative to it. Tags and commit ids are read-only refs.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 import uuid
@@ -27,11 +26,22 @@ from edge.api.iceberg.errors import (
     already_exists,
     bad_request,
     commit_failed,
+    commit_state_unknown,
     no_such_namespace,
     no_such_table,
 )
 from edge.api.iceberg.metadata import Metadata, apply_updates, check_requirements, empty_metadata, new_metadata
-from edge.api.iceberg.store import NAMESPACE_MARKER, TABLE_POINTER, Conflict, Objects, RefGone, Stored, Where
+from edge.api.iceberg.store import (
+    NAMESPACE_MARKER,
+    TABLE_POINTER,
+    Conflict,
+    Objects,
+    OutcomeUnknown,
+    RefGone,
+    Replacement,
+    Stored,
+    Where,
+)
 from silt import iam_actions as a
 
 SEPARATOR = "\x1f"
@@ -39,6 +49,8 @@ SEPARATOR = "\x1f"
 MAX_PAGE = 1000
 # A catalog request is metadata: schemas, snapshots and properties, never data.
 MAX_BODY_BYTES = 16 * 1024 * 1024
+# Tables one transaction changes: graveler moves their pointers in one compare-and-set.
+MAX_TRANSACTION_TABLES = 32
 
 router = APIRouter()
 
@@ -414,11 +426,8 @@ def _metadata_key(where: Where, name: str, metadata: Metadata) -> str:
     return f"{where.table_key(name)}metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
 
 
-async def _write_table(
-    objects: Objects, where: Where, name: str, metadata: Metadata, base: Table | None
-) -> tuple[str, str]:
-    """Write metadata as a new metadata file and point the table at it, if the pointer is still
-    the one base read (or, for a new table, there is none): CommitFailedException otherwise."""
+async def _write_metadata(objects: Objects, where: Where, name: str, metadata: Metadata, base: Table | None) -> str:
+    """Write metadata as the table's next metadata file (its log naming base's); its key."""
     if base is not None:
         log = [*metadata.get("metadata-log", [])]
         log.append(
@@ -427,6 +436,15 @@ async def _write_table(
         metadata = {**metadata, "metadata-log": log}
     key = _metadata_key(where, name, metadata)
     await objects.write_json(where, key, metadata)
+    return key
+
+
+async def _write_table(
+    objects: Objects, where: Where, name: str, metadata: Metadata, base: Table | None
+) -> tuple[str, str]:
+    """Write metadata as a new metadata file and point the table at it, if the pointer is still
+    the one base read (or, for a new table, there is none): CommitFailedException otherwise."""
+    key = await _write_metadata(objects, where, name, metadata, base)
     if base is None:
         return key, await _claim(objects, where, name, key)
     pointer = {"metadata-key": key}
@@ -592,63 +610,81 @@ async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response
     objects = Objects(ctx)
     table = await _existing_table(objects, from_where, from_name)
     await _namespace(objects, to_where)
-    # The new pointer names the same metadata file: the table's files stay where they are. The
-    # old one becomes a tombstone If-Match it as read, so a commit that lands on the old name
-    # meanwhile is never lost: the rename then fails and its new name is given up.
-    claimed = await _claim(objects, to_where, to_name, table.metadata_key)
-    tombstone = {"renamed-to": [*to_where.levels, to_name]}
+    # The new pointer names the same metadata file: the table's files stay where they are. Both
+    # pointers change in one compare-and-set: the new name only while no table has it (no
+    # pointer, or a tombstone still as read), the old one becomes a tombstone only while it is
+    # as read, so a commit that lands on the old name meanwhile is never lost (the rename fails
+    # whole), and no reader sees the table under both names or neither.
+    current = await _read_pointer(objects, to_where, to_name)
+    if _live(current):
+        raise already_exists(f"Table already exists: {'.'.join((*to_where.levels, to_name))}")
+    to_key = to_where.table_key(to_name) + TABLE_POINTER
+    moves = [
+        Replacement(
+            to_key, {"metadata-key": table.metadata_key}, "" if current is None else current.etag, current is None
+        ),
+        Replacement(
+            from_where.table_key(from_name) + TABLE_POINTER,
+            {"renamed-to": [*to_where.levels, to_name]},
+            table.pointer.etag,
+        ),
+    ]
     try:
-        await objects.write_json(
-            from_where, from_where.table_key(from_name) + TABLE_POINTER, tombstone, if_match=table.pointer.etag
-        )
-    except Conflict:
-        with contextlib.suppress(Conflict):
-            await objects.write_json(
-                to_where, to_where.table_key(to_name) + TABLE_POINTER, {"released": True}, if_match=claimed
-            )
+        await objects.replace_all_json(from_where, moves)
+    except Conflict as conflict:
+        if conflict.key == to_key:
+            raise already_exists(f"Table already exists: {'.'.join((*to_where.levels, to_name))}") from None
         raise commit_failed(f"Commit failed: {from_name} was changed during the rename; retry") from None
+    except OutcomeUnknown as unknown:
+        raise commit_state_unknown(str(unknown)) from None
     return Response(status_code=204)
 
 
 @_route("POST", "transactions/commit", status=204)
 async def commit_transaction(ctx: Ctx, request: Request, prefix: str = "") -> Response:
-    """Every table's requirements are checked and its metadata written before any pointer moves;
-    then the pointers move one conditional write each. A later one that fails puts the earlier
-    ones back (each If-Match what this request wrote), so the transaction stands whole or not at
-    all for every writer that goes through the catalog."""
+    """Every table's requirements are checked and its metadata file written; then every pointer
+    moves in one compare-and-set of the branch (graveler's StageEntriesIf): each still the one
+    read, and all of them move, or none does (409). Readers see the tables before the
+    transaction or after it, never some of each. The tables share one repository and branch:
+    a branch's staging is the unit graveler changes atomically."""
     body = await _json(request)
     changes = body.get("table-changes")
     if not isinstance(changes, list) or not changes:
         raise bad_request("table-changes must be a non-empty list")
+    if len(changes) > MAX_TRANSACTION_TABLES:
+        raise bad_request(f"a transaction changes at most {MAX_TRANSACTION_TABLES} tables")
     objects = Objects(ctx)
-    planned: list[tuple[Where, str, Table | None, Metadata]] = []
+    targets: list[tuple[Where, str]] = []
     for change in changes:
         identifier = change.get("identifier") or {}
-        where = _where(prefix, identifier.get("namespace") or [])
-        name = _valid_level(str(identifier.get("name", "")))
+        targets.append(
+            (_where(prefix, identifier.get("namespace") or []), _valid_level(str(identifier.get("name", ""))))
+        )
+    if len({(where.repository, where.levels, name) for where, name in targets}) != len(targets):
+        raise bad_request("a transaction names a table twice")
+    if len({(where.repository, where.ref) for where, _ in targets}) != 1:
+        raise bad_request("the tables of a transaction must be on one repository and branch")
+    # Every table's catalog action before any is read: a refusal tells nothing of what exists.
+    for where, name in targets:
         await grants.on_table(ctx, a.CATALOG_UPDATE_TABLE, where, name)
+    planned: list[tuple[Where, str, Table, Metadata]] = []
+    for (where, name), change in zip(targets, changes, strict=True):
         current = await _read_table(objects, where, name)
-        requirements = change.get("requirements") or []
         if current is None:
             raise no_such_table((where.repository, where.ref, *where.levels), name)
-        check_requirements(current.metadata, requirements)
+        check_requirements(current.metadata, change.get("requirements") or [])
         planned.append((where, name, current, apply_updates(current.metadata, change.get("updates") or [])))
-    if len({(w.repository, w.ref, w.levels, n) for w, n, _, _ in planned}) != len(planned):
-        raise bad_request("a transaction names a table twice")
-    done: list[tuple[Where, str, Table, str]] = []
+    moves: list[Replacement] = []
+    for where, name, current, metadata in planned:
+        key = await _write_metadata(objects, where, name, metadata, current)
+        moves.append(Replacement(where.table_key(name) + TABLE_POINTER, {"metadata-key": key}, current.pointer.etag))
     try:
-        for where, name, current, metadata in planned:
-            assert current is not None
-            _, etag = await _write_table(objects, where, name, metadata, current)
-            done.append((where, name, current, etag))
-    except IcebergError:
-        for where, name, current, etag in reversed(done):
-            pointer_key = where.table_key(name) + TABLE_POINTER
-            # If-Match what this request wrote: a writer that committed on top of it since keeps
-            # its commit (the table then holds this transaction's change too).
-            with contextlib.suppress(Conflict):
-                await objects.write_json(where, pointer_key, current.pointer.value, if_match=etag)
-        raise
+        await objects.replace_all_json(targets[0][0], moves)
+    except Conflict as conflict:
+        changed = conflict.key.removesuffix("/" + TABLE_POINTER).replace("/", ".")
+        raise commit_failed(f"Commit failed: {changed} was changed concurrently; refresh and retry") from None
+    except OutcomeUnknown as unknown:
+        raise commit_state_unknown(str(unknown)) from None
     return Response(status_code=204)
 
 

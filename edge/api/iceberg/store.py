@@ -12,10 +12,14 @@ new table): two writers that read the same pointer cannot both replace it.
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.api.context import Context
 from edge.api.errors import ApiError
@@ -23,12 +27,13 @@ from edge.api.iceberg.errors import IcebergError
 from edge.api.objects.write import typed_call
 from edge.core.object_reads import read_whole
 from edge.core.object_writes import NoSuchBranch, NotABranch, ObjectWriteFailed, SourceBody
+from edge.core.write_outcome import certainly_not_applied
 from silt.block.adapter import PutResult
-from silt.errors import FailedPrecondition, NotFound, SiltError
+from silt.errors import ConditionFailed, FailedPrecondition, NotFound, SiltError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.iam_actions import DELETE_OBJECT, READ_OBJECT, WRITE_OBJECT
-from silt.objects import split_address
+from silt.objects import new_physical_address, split_address
 
 NAMESPACE_MARKER = "_iceberg_namespace.json"
 TABLE_POINTER = "_iceberg_table.json"
@@ -41,6 +46,26 @@ class RefGone(Exception):
 
 class Conflict(Exception):
     """A conditional write whose condition did not hold: another writer was first."""
+
+    def __init__(self, message: str, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key  # the key whose condition failed, when known
+
+
+class OutcomeUnknown(Exception):
+    """A write that failed in a way that says nothing final: it may stand (the client must
+    reload to know)."""
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """One key of a write of several: its new JSON value, only while its ETag is if_match (or,
+    with if_absent, only while there is no such key)."""
+
+    key: str
+    value: dict[str, Any]
+    if_match: str
+    if_absent: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,8 +119,9 @@ class Objects:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    async def read_json(self, where: Where, key: str) -> Stored | None:
-        """The JSON object at key on where's ref; None if there is no such object."""
+    async def read_json(self, where: Where, key: str, max_bytes: int | None = None) -> Stored | None:
+        """The JSON object at key on where's ref; None if there is no such object. One larger
+        than max_bytes is not read: IcebergError 413."""
         await self.ctx.authorize_key(READ_OBJECT, where.repository, key)
         backend = self.ctx.backend
         request = api.StatEntryRequest(repository=where.repository, ref=where.ref, key=key)
@@ -110,6 +136,8 @@ class Objects:
                 raise RefGone(exc.message) from None
             raise
         entry = info.entry
+        if max_bytes is not None and entry.size > max_bytes:
+            raise IcebergError(413, f"{key} on {where.ref} is larger than {max_bytes} bytes")
         repository_namespace = await backend.namespace(where.repository, self.ctx.deadline)
         namespace, address = split_address(repository_namespace, entry.physical_address)
         source = backend.entry_reader(repository_namespace, entry)
@@ -146,6 +174,61 @@ class Objects:
                 error = _read_only(where)
             raise error from None
         return staged.entry.etag.strip('"')
+
+    async def replace_all_json(self, where: Where, replacements: Sequence[Replacement]) -> None:
+        """Stage every replacement on where's ref (a branch) as one compare-and-set: each key
+        still has its if_match ETag (or is absent, if_absent) and every value is staged, or none is (Conflict naming the
+        first key that changed). The bytes are written first, each at an address of its own;
+        those of a write graveler certainly did not take are deleted. OutcomeUnknown when the
+        write may stand."""
+        for replacement in replacements:
+            await self.ctx.authorize_key(WRITE_OBJECT, where.repository, replacement.key, branch=where.ref)
+        backend = self.ctx.backend
+        try:
+            place = await backend.writable_place(where.repository, where.ref, self.ctx.deadline, by_name=True)
+        except SiltError as exc:
+            error = _write_error(where, exc)
+            if isinstance(error, RefGone) and await self._readable(where):
+                error = _read_only(where)
+            raise error from None
+        request = api.StageEntriesIfRequest(
+            repository=where.repository, branch=where.ref, repository_id=place.repository_id
+        )
+        modified = Timestamp()
+        modified.FromNanoseconds(time.time_ns())
+        written: list[str] = []
+        try:
+            for replacement in replacements:
+                data = json.dumps(replacement.value, separators=(",", ":")).encode()
+                address = new_physical_address()
+                put = await backend.write_bytes(place.namespace, address, io.BytesIO(data), len(data))
+                written.append(address)
+                entry = pb.Entry(
+                    physical_address=address,
+                    size=put.size,
+                    etag=put.etag,
+                    content_type=JSON,
+                    last_modified=modified,
+                )
+                request.entries.append(
+                    api.ConditionalEntry(
+                        key=replacement.key,
+                        entry=entry,
+                        if_match_etag=replacement.if_match,
+                        if_absent=replacement.if_absent,
+                    )
+                )
+            await backend.graveler_call(backend.graveler.StageEntriesIf, request, self.ctx.deadline, changes=True)
+        except SiltError as exc:
+            if not certainly_not_applied(exc) and written and len(written) == len(replacements):
+                # Sent, and perhaps applied: the bytes stay (garbage collection removes them if
+                # no entry came to name them).
+                raise OutcomeUnknown(f"the write may or may not stand: {exc}") from None
+            for address in written:
+                await backend.delete_bytes(place.namespace, address)
+            if isinstance(exc, ConditionFailed):
+                raise Conflict(str(exc), exc.key) from None
+            raise _write_error(where, exc) from None
 
     async def _readable(self, where: Where) -> bool:
         """Whether where's ref resolves (a tag or a commit, when it is not a branch)."""

@@ -197,6 +197,29 @@ class SiltObjectQuery(BaseModel, extra=Extra.forbid):
     sample: dict[str, Any]
 
 
+class SiltTableDiff(BaseModel, extra=Extra.forbid):
+    table: StrictStr
+    path: StrictStr
+    type: StrictStr
+    left: dict[str, Any] | None
+    right: dict[str, Any] | None
+    snapshots_added: list[dict[str, Any]]
+    snapshots_added_count: StrictInt
+    snapshots_removed: list[dict[str, Any]]
+    snapshots_removed_count: StrictInt
+    rows_added: StrictInt
+    rows_deleted: StrictInt
+    schema_changes: list[dict[str, Any]]
+    errors: list[StrictStr] | None = None
+
+
+class SiltTableDiffList(BaseModel, extra=Extra.forbid):
+    left_commit: StrictStr
+    right_commit: StrictStr
+    pagination: lakefs_sdk.models.Pagination
+    results: list[SiltTableDiff]
+
+
 class AuthCapabilities(BaseModel, extra=Extra.forbid):
     """lakeFS's AuthCapabilities, which lakefs-sdk 1.88 has no model of."""
 
@@ -214,6 +237,7 @@ SILT_MODELS: dict[str, type[BaseModel]] = {
     "SiltCommentList": SiltCommentList,
     "SiltObjectPreview": SiltObjectPreview,
     "SiltDiffSummary": SiltDiffSummary,
+    "SiltTableDiffList": SiltTableDiffList,
     "SiltObjectDiff": SiltObjectDiff,
     "SiltObjectQuery": SiltObjectQuery,
     "AuthCapabilities": AuthCapabilities,
@@ -328,6 +352,7 @@ CONTRACTS: dict[tuple[str, str], Contract] = {
     ("GET", "/repositories/{}/refs/{}/commits"): Contract("logCommits", 200, "CommitList"),
     ("GET", "/repositories/{}/refs/{}/diff/{}"): Contract("diffRefs", 200, "DiffList"),
     ("GET", "/repositories/{}/refs/{}/diff/{}/summary"): Contract("silt:summarizeDiff", 200, "SiltDiffSummary"),
+    ("GET", "/repositories/{}/refs/{}/diff/{}/tables"): Contract("silt:diffTables", 200, "SiltTableDiffList"),
     ("POST", "/repositories/{}/refs/{}/merge/{}"): Contract("mergeIntoBranch", 200, "MergeResult"),
     ("GET", "/repositories/{}/refs/{}/merge/{}"): Contract("findMergeBase", 200, "FindMergeBaseResult"),
     ("GET", "/repositories/{}/refs/{}/merge/{}/conflicts"): Contract("silt:findMergeConflicts", 200, "SiltMergeCheck"),
@@ -657,6 +682,7 @@ def _steps() -> list[Step]:
         Step("POST", REPO + "/branches/dev/commits", json={"message": "d.csv"}),
         Step("GET", REPO + "/refs/main/diff/dev"),
         Step("GET", REPO + "/refs/main/diff/dev/summary", query={"prefix": "data/"}),
+        Step("GET", REPO + "/refs/main/diff/dev/tables"),
         Step("GET", REPO + "/refs/main/diff/dev/object", query={"path": "data/t.parquet"}),
         Step("GET", REPO + "/refs/dev/merge/main"),
         Step("GET", REPO + "/refs/dev/merge/main/conflicts"),

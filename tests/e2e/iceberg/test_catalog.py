@@ -18,7 +18,7 @@ from pyiceberg.exceptions import (
     TableAlreadyExistsError,
 )
 from pyiceberg.schema import Schema
-from pyiceberg.types import LongType, NestedField, StringType
+from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType
 
 from silt.launcher import Stack
 from tests.e2e.iceberg.conftest import CatalogFactory, api_call
@@ -266,3 +266,62 @@ def test_lakefs_prefix_and_paged_lists(repo: str, catalog_for: CatalogFactory) -
     for name in ("t1", "t2", "t3"):
         catalog.create_table((repo, "main", "a", name), SCHEMA)
     assert catalog.list_tables((repo, "main", "a")) == [(repo, "main", "a", n) for n in ("t1", "t2", "t3")]
+
+
+def test_table_level_diff_between_refs(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:
+    """GET .../refs/{left}/diff/{right}/tables: per table, snapshots, rows and schema changes."""
+    main = catalog_for(warehouse=f"{repo}.main")
+    main.create_namespace("db")
+    events = main.create_table("db.events", Schema(*SCHEMA.fields, NestedField(3, "n", IntegerType(), required=False)))
+    events.append(rows(0, 3).append_column("n", pa.array([1, 2, 3], pa.int32())))
+    main.create_table("db.gone", SCHEMA)
+    main.create_table("db.same", SCHEMA)
+    assert api_call(stack, "POST", f"/repositories/{repo}/branches/main/commits", {"message": "base"}).status == 201
+    assert api_call(stack, "POST", f"/repositories/{repo}/branches", {"name": "dev", "source": "main"}).status == 201
+
+    dev = catalog_for(warehouse=f"{repo}.dev")
+    changed = dev.load_table("db.events")
+    base_snapshots = {s.snapshot_id for s in changed.snapshots()}
+    changed.append(rows(10, 4).append_column("n", pa.array([4, 5, 6, 7], pa.int32())))
+    changed.delete("id = 0")
+    with changed.update_schema() as update:
+        update.add_column("score", DoubleType())
+        update.rename_column("name", "label")
+        update.update_column("n", LongType())
+    dev.drop_table("db.gone")
+    dev.create_table("db.added", SCHEMA).append(rows(0, 2))
+    assert api_call(stack, "POST", f"/repositories/{repo}/branches/dev/commits", {"message": "dev"}).status == 201
+
+    answer = api_call(stack, "GET", f"/repositories/{repo}/refs/main/diff/dev/tables")
+    assert answer.status == 200, answer.data
+    body = answer.json()
+    tables = {t["table"]: t for t in body["results"]}
+    assert set(tables) == {"db.added", "db.events", "db.gone"}  # db.same is unchanged
+    assert tables["db.added"]["type"] == "added" and tables["db.added"]["left"] is None
+    assert tables["db.added"]["rows_added"] == 2
+    assert tables["db.gone"]["type"] == "removed" and tables["db.gone"]["right"] is None
+
+    diff = tables["db.events"]
+    assert diff["type"] == "changed"
+    # As pyiceberg's own snapshots of the table on dev count them.
+    new = [s for s in dev.load_table("db.events").snapshots() if s.snapshot_id not in base_snapshots]
+    assert diff["snapshots_added_count"] == len(new) == 2
+    assert [s["snapshot_id"] for s in diff["snapshots_added"]] == [s.snapshot_id for s in new]
+    assert diff["rows_added"] == sum(int(s.summary.get("added-records") or 0) for s in new if s.summary) >= 4
+    assert diff["rows_deleted"] == sum(int(s.summary.get("deleted-records") or 0) for s in new if s.summary) >= 1
+    assert diff["snapshots_removed_count"] == 0
+    assert diff["left"]["total_records"] == 3 and diff["right"]["total_records"] == 6
+    changes = {(c["change"], c["name"]) for c in diff["schema_changes"]}
+    assert changes == {("added", "score"), ("renamed", "label"), ("type_changed", "n")}
+    type_change = next(c for c in diff["schema_changes"] if c["change"] == "type_changed")
+    assert (type_change["previous_type"], type_change["type"]) == ("int", "long")
+
+    # Pages of tables, the next one after the last key a page scanned.
+    first = api_call(stack, "GET", f"/repositories/{repo}/refs/main/diff/dev/tables?amount=1&type=two_dot").json()
+    assert len(first["results"]) == 1 and first["pagination"]["has_more"]
+    after = first["pagination"]["next_offset"]
+    rest = api_call(stack, "GET", f"/repositories/{repo}/refs/main/diff/dev/tables?amount=10&after={after}").json()
+    assert {t["table"] for t in first["results"] + rest["results"]} == set(tables)
+    # Typed errors: an unknown ref, a page size out of range.
+    assert api_call(stack, "GET", f"/repositories/{repo}/refs/main/diff/nope/tables").status == 404
+    assert api_call(stack, "GET", f"/repositories/{repo}/refs/main/diff/dev/tables?amount=0").status == 400

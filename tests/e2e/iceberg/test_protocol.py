@@ -3,12 +3,22 @@ model on the wire, and authentication and authorization, driven over HTTP."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
+import threading
 from typing import Any
 
 import urllib3
 from pyiceberg.exceptions import ForbiddenError, OAuthError
 from pyiceberg.schema import Schema
+from pyiceberg.table import CommitTableRequest, TableIdentifier
+from pyiceberg.table.update import (
+    AddSchemaUpdate,
+    AssertCurrentSchemaId,
+    SetCurrentSchemaUpdate,
+    SetPropertiesUpdate,
+)
 from pyiceberg.types import LongType, NestedField
 
 from silt.launcher import Stack
@@ -64,6 +74,138 @@ def test_transaction_commits_every_table_or_none(stack: Stack, repo: str, catalo
     assert "uuid" in error_of(refused, 409, "CommitFailedException").lower()
     assert catalog.load_table("db.one").properties["batch"] == "1"
     assert catalog.load_table("db.two").properties["batch"] == "1"
+
+
+TABLES = ["t0", "t1", "t2"]
+WRITERS = 2
+ROUNDS = 5
+
+
+def _pointer_etags(stack: Stack, repo: str) -> dict[str, str]:
+    """Each table's pointer ETag on main, from one listing (one consistent read of the branch)."""
+    listed = api_call(stack, "GET", f"/repositories/{repo}/refs/main/objects/ls?prefix=db/&amount=1000")
+    assert listed.status == 200, listed.data
+    return {
+        item["path"].split("/")[1]: item["checksum"].strip('"')
+        for item in listed.json()["results"]
+        if item["path"].endswith("/_iceberg_table.json")
+    }
+
+
+def test_a_transaction_moves_every_table_or_none_and_readers_never_see_part(
+    stack: Stack, repo: str, catalog_for: CatalogFactory
+) -> None:
+    """Writers race multi-table transactions (each adds a column to every table and marks it
+    with its name) while a reader lists the tables' pointers: each listing shows every table at
+    one transaction's state, losers change nothing, and no two transactions from one state win."""
+    catalog = catalog_for(warehouse=f"{repo}.main")
+    catalog.create_namespace("db")
+    for name in TABLES:
+        catalog.create_table(f"db.{name}", SCHEMA, properties={"txn": "created"})
+    won: list[tuple[int, str]] = []  # (the schema id it required, its name)
+    refused: list[str] = []
+    listings: list[dict[str, str]] = []
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def transaction(writer: int, round_: int) -> None:
+        mark = f"w{writer}-{round_}"
+        changes = []
+        schema_ids = set()
+        for name in TABLES:
+            table = catalog.load_table(f"db.{name}")
+            schema = table.schema()
+            schema_ids.add(schema.schema_id)
+            column = NestedField(table.metadata.last_column_id + 1, f"c_{mark.replace('-', '_')}", LongType())
+            grown = Schema(*schema.fields, column, schema_id=schema.schema_id + 1)
+            request = CommitTableRequest(
+                identifier=TableIdentifier(namespace=["db"], name=name),
+                requirements=(AssertCurrentSchemaId(current_schema_id=schema.schema_id),),
+                updates=(
+                    AddSchemaUpdate(schema=grown),  # type: ignore[call-arg]  # pydantic's alias
+                    SetCurrentSchemaUpdate(schema_id=-1),
+                    SetPropertiesUpdate(updates={"txn": mark}),
+                ),
+            )
+            changes.append(json.loads(request.model_dump_json(by_alias=True)))
+        answer = catalog_call(stack, "POST", f"/{repo}.main/transactions/commit", {"table-changes": changes})
+        if answer.status == 204:
+            # Every table moved from the schema this writer read: one id for all of them.
+            assert len(schema_ids) == 1, schema_ids
+            won.append((schema_ids.pop(), mark))
+        else:
+            error_of(answer, 409, "CommitFailedException")
+            refused.append(mark)
+
+    def writer(number: int) -> None:
+        try:
+            for round_ in range(ROUNDS):
+                transaction(number, round_)
+        except BaseException as exc:  # reported by the test's thread
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                listings.append(_pointer_etags(stack, repo))
+        except BaseException as exc:
+            errors.append(exc)
+
+    writers = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
+    watcher = threading.Thread(target=reader)
+    watcher.start()
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    watcher.join()
+    assert not errors, errors
+    assert won, "no transaction won"
+    # Never two from one state.
+    required = [schema_id for schema_id, _ in won]
+    assert len(required) == len(set(required)), won
+    final = {name: catalog.load_table(f"db.{name}") for name in TABLES}
+    for table in final.values():
+        assert table.schema().schema_id == len(won)  # every winner's column, no loser's
+        assert len(table.schema().fields) == 1 + len(won)
+    assert len({table.properties["txn"] for table in final.values()}) == 1
+
+    # Each pointer ETag a reader saw, resolved to the transaction that wrote it (the pointer
+    # names its metadata file; pointers are written compactly by the catalog).
+    mark_of: dict[str, str] = {}
+    for name in TABLES:
+        listed = api_call(stack, "GET", f"/repositories/{repo}/refs/main/objects/ls?prefix=db/{name}/metadata/")
+        for item in listed.json()["results"]:
+            if not item["path"].endswith(".metadata.json"):
+                continue
+            pointer = json.dumps({"metadata-key": item["path"]}, separators=(",", ":")).encode()
+            got = api_call(stack, "GET", f"/repositories/{repo}/refs/main/objects?path={item['path']}")
+            mark_of[hashlib.md5(pointer).hexdigest()] = json.loads(got.data)["properties"]["txn"]
+    assert listings
+    for listing in listings:
+        assert sorted(listing) == TABLES, listing
+        marks = {mark_of[etag] for etag in listing.values()}
+        assert len(marks) == 1, (listing, marks)
+    assert {mark for listing in listings for mark in {mark_of[e] for e in listing.values()}} <= {
+        "created",
+        *(mark for _, mark in won),
+    }
+
+
+def test_a_transaction_spans_one_branch(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:
+    catalog = catalog_for()
+    catalog.create_namespace((repo, "main", "db"))
+    api_call(stack, "POST", f"/repositories/{repo}/branches", {"name": "dev", "source": "main"})
+    catalog.create_namespace((repo, "dev", "db"))
+    catalog.create_table((repo, "main", "db", "a"), SCHEMA)
+    catalog.create_table((repo, "dev", "db", "b"), SCHEMA)
+    changes = [
+        {"identifier": {"namespace": [repo, ref, "db"], "name": name}, "requirements": [], "updates": []}
+        for ref, name in (("main", "a"), ("dev", "b"))
+    ]
+    answer = catalog_call(stack, "POST", "/transactions/commit", {"table-changes": changes})
+    error_of(answer, 400, "BadRequestException")
 
 
 def test_error_model_and_credentials(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:

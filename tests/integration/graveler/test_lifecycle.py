@@ -22,7 +22,8 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.store import JournaledStore, raw_store
 from silt.kv import Store
 from silt.kv.forwarding import ForwardingStore
-from silt.kv.store import Condition, scan_prefix
+from silt.kv.store import AllOf, Condition, scan_prefix
+from silt.kv.store import Timestamp as KvTimestamp
 from silt.repository_place import RepositoryPlace
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
@@ -46,8 +47,8 @@ class FailingDeletes(ForwardingStore):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: KvTimestamp | None = None,
     ) -> None:
         if self.armed and deletes and partition != GRAVELER_PARTITION:
             raise Unavailable("injected: KV went away mid-deletion")

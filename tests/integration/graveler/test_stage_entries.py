@@ -22,7 +22,7 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
 from silt.kv.forwarding import ForwardingStore
-from silt.kv.store import Condition
+from silt.kv.store import AllOf, Condition, Timestamp
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.integration.graveler.test_api import code_of
 
@@ -121,8 +121,8 @@ class SealsOnFirstStagedWrite(ForwardingStore):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: Timestamp | None = None,
     ) -> None:
         self.inner.apply(partition, puts, deletes, condition, timestamp)
         then, self.then = self.then, None

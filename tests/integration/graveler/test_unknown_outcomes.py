@@ -32,7 +32,8 @@ from silt.journal import envelope
 from silt.key_scope import KeyScope
 from silt.kv import Store
 from silt.kv.forwarding import ForwardingStore
-from silt.kv.store import Condition, Predicate
+from silt.kv.store import AllOf, Condition, Predicate
+from silt.kv.store import Timestamp as KvTimestamp
 from tests.integration.graveler.conftest import GravelerEnv, graveler_env
 from tests.integration.graveler.test_branching import contents
 
@@ -124,8 +125,8 @@ class UnknownOutcomes(ForwardingStore):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: KvTimestamp | None = None,
     ) -> None:
         def write() -> None:
             self.inner.apply(partition, puts, deletes, condition, timestamp)
@@ -135,7 +136,8 @@ class UnknownOutcomes(ForwardingStore):
             for key, put in puts:
                 self._note(key, put)
             return
-        key, predicate = condition
+        # Several conditions (one batch, all or none): judged by the first, as the driver does.
+        key, predicate = condition[0] if isinstance(condition, AllOf) else condition
         self._conditional(key, next((v for k, v in puts if k == key), None), predicate, write)
 
     def close(self) -> None:
@@ -603,14 +605,17 @@ class RefusedAfterApplying(ForwardingStore):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: KvTimestamp | None = None,
     ) -> None:
         self.inner.apply(partition, puts, deletes, condition, timestamp)
-        if condition is None or condition[0] != BRANCH_KEY or condition[1] is None or self.picks is None:
+        if condition is None or isinstance(condition, AllOf) or self.picks is None:
+            return
+        key, predicate = condition
+        if key != BRANCH_KEY or predicate is None:
             return
         new = next((v for k, v in puts if k == BRANCH_KEY), None)
-        if new is not None and self.picks(_branch(condition[1]), _branch(new)):
+        if new is not None and self.picks(_branch(predicate), _branch(new)):
             self.picks = None
             self.fired += 1
             raise PredicateFailed("test: the branch record changed since it was read")

@@ -25,7 +25,7 @@ from silt.journal.ship_tokens import ShippedTokens
 from silt.journal.shipper import Shipper
 from silt.kv.forwarding import ForwardingStore
 from silt.kv.mem import MemStore
-from silt.kv.store import Condition, Entry, Store, scan_prefix
+from silt.kv.store import AllOf, Condition, Entry, Store, Timestamp, scan_prefix
 from silt.namespaces import parse_recorded
 from tests.integration.journal.test_ship_deleted_and_many_tokens import stale_row
 from tests.integration.journal.workload import JOURNAL_KEY, InCalls, put, raw
@@ -202,8 +202,8 @@ class PlainDeletes(ForwardingStore):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: Timestamp | None = None,
     ) -> None:
         if condition is None:
             self.plain.extend(deletes)

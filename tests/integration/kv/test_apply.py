@@ -10,7 +10,7 @@ import pytest
 
 from silt.errors import InvalidArgument, NotFound, PredicateFailed
 from silt.kv import Store
-from silt.kv.store import MAX_APPLY_ROWS
+from silt.kv.store import MAX_APPLY_ROWS, AllOf
 from tests.integration.kv.racing import race, replicated
 
 
@@ -44,6 +44,37 @@ def test_apply_on_predicate_is_a_compare_and_set_of_every_row(store: Store, part
 def _mutable(data: bytes) -> Any:
     """A bytearray where the interface says bytes: callers may hand one in (a buffer they filled)."""
     return bytearray(data)
+
+
+def test_apply_on_all_of_several_conditions_writes_only_if_every_one_holds(store: Store, partition: bytes) -> None:
+    store.set(partition, b"a", b"1")
+    a = store.get(partition, b"a").predicate
+    store.set(partition, b"b", b"1")
+    b = store.get(partition, b"b").predicate
+    # One stale condition (c exists) refuses the whole batch.
+    store.set(partition, b"c", b"1")
+    with pytest.raises(PredicateFailed):
+        store.apply(
+            partition, [(b"a", b"2"), (b"b", b"2"), (b"c", b"2")], condition=AllOf([(b"a", a), (b"b", b), (b"c", None)])
+        )
+    assert rows(store, partition) == {b"a": b"1", b"b": b"1", b"c": b"1"}
+    store.apply(
+        partition, [(b"a", b"2"), (b"b", b"2"), (b"d", b"2")], condition=AllOf([(b"a", a), (b"b", b), (b"d", None)])
+    )
+    assert rows(store, partition) == {b"a": b"2", b"b": b"2", b"c": b"1", b"d": b"2"}
+    with pytest.raises(PredicateFailed):  # every predicate is stale now
+        store.apply(partition, [(b"a", b"3"), (b"b", b"3")], condition=AllOf([(b"a", a), (b"b", b)]))
+    assert rows(store, partition)[b"a"] == b"2"
+
+
+def test_timestamps_per_put_keep_each_rows_latest(store: Store, partition: bytes) -> None:
+    store.apply(partition, [(b"x", b"new"), (b"y", b"old")], timestamp=(200, 100))
+    store.apply(partition, [(b"x", b"older"), (b"y", b"newer")], timestamp=(150, 150))
+    assert rows(store, partition) == {b"x": b"new", b"y": b"newer"}
+    with pytest.raises(InvalidArgument):
+        store.apply(partition, [(b"x", b"v")], timestamp=(1, 2))
+    with pytest.raises(InvalidArgument):
+        store.apply(partition, [(b"x", b"v")], [b"y"], timestamp=(1,))
 
 
 def test_apply_takes_bytearrays_and_stores_bytes(store: Store, partition: bytes) -> None:

@@ -10,7 +10,7 @@ from silt.errors import Aborted, NotFound, PredicateFailed
 from silt.kv import Store
 from silt.kv.conditional import delete_current, replace
 from silt.kv.forwarding import ForwardingStore
-from silt.kv.store import Condition, Predicate
+from silt.kv.store import AllOf, Condition, Predicate, Timestamp
 
 
 def test_replace_writes_whatever_is_there(store: Store, partition: bytes) -> None:
@@ -44,8 +44,8 @@ class _AlwaysRaced(ForwardingStore):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: Timestamp | None = None,
     ) -> None:
         assert condition is not None, "an unconditional apply"
         raise PredicateFailed("raced")

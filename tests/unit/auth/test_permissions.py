@@ -43,6 +43,7 @@ def test_every_auth_method_has_a_rule() -> None:
 WRITES = {
     "StageEntry",
     "StageEntries",
+    "StageEntriesIf",
     "DeleteEntry",
     "DeleteEntries",
     "Commit",

@@ -13,7 +13,7 @@ from engine.core.staging import StagingStore
 from engine.core.values import Value
 from silt.config import DatabaseConfig
 from silt.kv import open_store
-from silt.kv.store import Condition
+from silt.kv.store import AllOf, Condition, Timestamp
 
 DOOMED = StagingToken("doomed")
 KEPT = StagingToken("kept")
@@ -65,8 +65,8 @@ def test_a_prefix_reset_deletes_long_keys_in_writes_of_bounded_bytes() -> None:
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: Timestamp | None = None,
     ) -> None:
         deleted_bytes.append(sum(len(key) for key in deletes))
         apply(partition, puts, deletes, condition, timestamp)

@@ -16,7 +16,7 @@ from engine.core.updater import REDO, UNKNOWN_SENDS, UNKNOWN_WALK, BranchUpdater
 from silt.errors import OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.mem import MemStore
-from silt.kv.store import Condition, Predicate
+from silt.kv.store import AllOf, Condition, Predicate, Timestamp
 
 # --- the walk -------------------------------------------------------------------------------------
 
@@ -100,8 +100,8 @@ class Doubtful(MemStore):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: Timestamp | None = None,
     ) -> None:
         # A branch update that drops tokens is a conditional apply (with its drop records).
         write = lambda: super(Doubtful, self).apply(partition, puts, deletes, condition, timestamp)  # noqa: E731

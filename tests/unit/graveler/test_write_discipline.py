@@ -31,7 +31,7 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.record import JOURNAL_PREFIX
 from silt.kv.forwarding import ForwardingStore
 from silt.kv.mem import MemStore
-from silt.kv.store import Condition, Predicate, Store
+from silt.kv.store import AllOf, Condition, Predicate, Store, Timestamp
 
 PLAIN, LWT = "plain", "lwt"
 Touch = tuple[str, str]  # (PLAIN or LWT, "write" or "delete")
@@ -66,8 +66,8 @@ class RecordingStore(ForwardingStore):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: Timestamp | None = None,
     ) -> None:
         # A conditional batch is one Paxos round: every row of it takes the ballot's timestamp.
         kind = PLAIN if condition is None else LWT
@@ -144,6 +144,21 @@ def test_graveler_managers_never_mix_plain_writes_and_lwts_on_a_key(tmp_path: Pa
         graveler.reset_branch("repo", "feature", prefix="f/")
         graveler.commit("repo", "feature", "g only", committer="alice", prefixes=["g/"])
         _stage_if(graveler, "repo", "feature", "e.csv", WriteCondition(if_absent=True))
+        # Several keys as one compare-and-set (their guards in one conditional batch, their
+        # values in one plain write), beside single conditional and blind writes of the same keys.
+        many = [(key, pb.Entry(physical_address=f"data/m-{key}", size=1, etag="m")) for key in ("e.csv", "h.csv")]
+        with pytest.raises(FailedPrecondition):
+            graveler.stage_entries_if("repo", "feature", [(k, e, WriteCondition(if_absent=True)) for k, e in many])
+        graveler.stage_entries_if(
+            "repo",
+            "feature",
+            [
+                (many[0][0], many[0][1], WriteCondition(if_match_etag="e")),
+                (many[1][0], many[1][1], WriteCondition(if_absent=True)),
+            ],
+        )
+        _stage(graveler, "repo", "feature", "h.csv")
+        _stage_if(graveler, "repo", "feature", "e.csv", WriteCondition(if_match_etag="m"))
         graveler.commit("repo", "feature", "the rest", committer="alice")
         graveler.create_tag("repo", "v1", "feature")
         graveler.create_tag("repo", "v2", "feature")

@@ -11,6 +11,7 @@ import { useAsync } from "../../components/use_async";
 import { DiffTree } from "./diff_tree";
 import { type Conflict, type MergeOutcome, type Strategy, type TableConflict, mergeRefs } from "./merge";
 import { commitHref, refOrDefault, repoPath, shortId } from "./model";
+import { TableChanges } from "./table_changes";
 
 export function ComparePage({ repo, query }: { repo: string; query: URLSearchParams }) {
   const base = useAsync((signal) => refOrDefault(repo, query.get("base"), signal), [repo, query.get("base")]);
@@ -44,6 +45,7 @@ function Comparison({ repo, base, compare }: { repo: string; base: string; compa
   return (
     <>
       <MergeForm repo={repo} base={base} compare={compare} onMerged={() => setGeneration((n) => n + 1)} />
+      <TableChanges repo={repo} base={base} compare={compare} resetKey={String(generation)} />
       <h2>
         Changes of {compare} relative to {base}
       </h2>
