@@ -4,6 +4,8 @@ import { api, call, seg } from "../../api";
 import { ErrorPage, Loading } from "../../components/error_page";
 import { repoHref } from "../../components/layout";
 import { PagedTable } from "../../components/paged_table";
+import { protectionSettingsHref } from "../../components/protected_badge";
+import { type ProtectionRule, blocksWrites, protectionRules, rulesFor } from "../../components/refusal";
 import { Link } from "../../components/router";
 import { useAsync } from "../../components/use_async";
 import { type NamedRef, PAGE_SIZE, refOrDefault, repoPath } from "./model";
@@ -11,6 +13,9 @@ import { CreateRefForm, DeleteRefButton, HeadCommit } from "./ref_forms";
 
 export function BranchesPage({ repo }: { repo: string }) {
   const defaultBranch = useAsync((signal) => refOrDefault(repo, null, signal), [repo]);
+  // A branch whose protection refuses deletion offers no Delete: it names the rule instead. The
+  // rules cannot always be read ([]): the server still refuses what they forbid.
+  const rules = useAsync((signal) => protectionRules(repo, signal).catch(() => []), [repo]).data ?? [];
   const [generation, setGeneration] = useState(0);
   if (defaultBranch.error) return <ErrorPage error={defaultBranch.error} />;
   if (!defaultBranch.data) return <Loading what="branches" />;
@@ -47,12 +52,7 @@ export function BranchesPage({ repo }: { repo: string }) {
               <>
                 <Link href={repoHref(repo, "commits", { ref: branch.id })}>History</Link>{" "}
                 <Link href={repoHref(repo, "changes", { ref: branch.id })}>Changes</Link>{" "}
-                <DeleteRefButton
-                  kind="branch"
-                  name={branch.id}
-                  remove={() => api.del(`${branches}/${seg(branch.id)}`)}
-                  onDeleted={changed}
-                />
+                <BranchDelete repo={repo} name={branch.id} patterns={protecting(rules, branch.id)} remove={() => api.del(`${branches}/${seg(branch.id)}`)} onDeleted={changed} />
               </>
             ),
           },
@@ -63,5 +63,28 @@ export function BranchesPage({ repo }: { repo: string }) {
         testId="branches-table"
       />
     </div>
+  );
+}
+
+function protecting(rules: readonly ProtectionRule[], branch: string): string[] {
+  return rulesFor(rules, branch)
+    .filter(blocksWrites)
+    .map((rule) => rule.pattern);
+}
+
+function BranchDelete(props: { repo: string; name: string; patterns: string[]; remove: () => Promise<void>; onDeleted: () => void }) {
+  if (props.patterns.length === 0) {
+    return <DeleteRefButton kind="branch" name={props.name} remove={props.remove} onDeleted={props.onDeleted} />;
+  }
+  const rules = props.patterns.join(", ");
+  return (
+    <Link
+      href={protectionSettingsHref(props.repo)}
+      class="read-only-badge protected-badge"
+      data-testid="branch-protected"
+      title={`Protected by the rule${props.patterns.length > 1 ? "s" : ""} ${rules}: the branch cannot be deleted while the rule stands`}
+    >
+      protected ({rules})
+    </Link>
   );
 }

@@ -3,6 +3,7 @@
 import { useState } from "preact/hooks";
 import { ApiError, api, messageOf, seg } from "../../api";
 import { ConfirmDialog } from "../../components/confirm_dialog";
+import { refusalOf as causeOf } from "../../components/refusal";
 import { Link } from "../../components/router";
 import { useAsync } from "../../components/use_async";
 import { type Commit, type NamedRef, commitHref, repoPath, shortId } from "./model";
@@ -12,10 +13,13 @@ const BRANCHES_SHOWN = 100;
 
 type Action = "revert" | "cherry-pick";
 
-/** What a refusal means for this action, in words. */
+/** What a refusal means for this action, in words; a refusal whose cause the dialog names and
+ * links to (a protection rule, a hook: components/refusal.ts) stays as the API said it. */
 export function refusalOf(action: Action, branch: string, error: unknown): Error {
   const message = messageOf(error);
   if (!(error instanceof ApiError)) return new Error(message);
+  const named = causeOf(error);
+  if (named?.kind === "protection" || named?.kind === "hook") return error;
   const what = action === "revert" ? "The revert" : "The cherry-pick";
   switch (error.status) {
     case 409:

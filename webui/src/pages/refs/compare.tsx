@@ -97,7 +97,7 @@ function MergeForm(props: { repo: string; base: string; compare: string; onMerge
         Merge message
         <input value={message} maxLength={4096} placeholder={`Merge '${props.compare}' into '${props.base}'`} onInput={(e) => setMessage(e.currentTarget.value)} />
       </label>
-      <ErrorNote error={error} repo={props.repo} branch={props.base} />
+      <ErrorNote error={error} repo={props.repo} />
       <div class="actions">
         <button type="submit" class="primary" disabled={busy}>
           Merge

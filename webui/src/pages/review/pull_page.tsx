@@ -163,7 +163,7 @@ function MergeBox({ repo, pull, version, onChange }: { repo: string; pull: PullR
         </p>
       )}
       {open && <MergeCheckNote repo={repo} pull={pull} check={check} />}
-      <ErrorNote error={error} repo={repo} branch={pull.destination_branch} />
+      <ErrorNote error={error} repo={repo} />
       <div class="actions">
         {pull.status === "open" && (
           <>
