@@ -94,6 +94,22 @@ def test_a_conflicting_pull_request_says_so_before_merge(
     expect(page.get_by_test_id("merge-check")).to_have_attribute("data-mergeable", "true")
     expect(page.get_by_test_id("merge")).to_be_enabled()
 
+    # Once merged, there is nothing to merge: Compare and a new pull request say so instead of
+    # offering a Merge the API refuses ("no changes"); the pull request can still be closed.
+    page.goto(ui.url(f"/repositories/{repo}/compare?base=main&compare=fix"))
+    merge = page.get_by_test_id("merge-form")
+    expect(merge.get_by_test_id("nothing-to-merge")).to_have_text("Nothing to merge: fix is already in main.")
+    expect(merge.get_by_role("button", name="Merge")).to_be_disabled()
+    ui.shot(page, "compare-nothing-to-merge")
+    again = rest.ok(
+        "POST", f"/repositories/{repo}/pulls", {"title": "again", "source_branch": "fix", "destination_branch": "main"}
+    )
+    page.goto(ui.url(f"/repositories/{repo}/pulls/{again['id']}"))
+    expect(page.get_by_test_id("nothing-to-merge")).to_contain_text("fix is already in main")
+    expect(page.get_by_test_id("merge")).to_be_disabled()
+    page.get_by_test_id("close").click()
+    expect(page.get_by_test_id("pull-status")).to_have_text("closed")
+
 
 def test_refusals_name_their_cause_and_link_to_it(
     admin_page: Page, ui: Ui, rest: RestApi, ui_stack: GatewayStack, repo: str
@@ -178,11 +194,17 @@ def test_refusals_name_their_cause_and_link_to_it(
     ui.shot(page, "object-protected")
     badge.get_by_test_id("protection-settings").click()
     expect(page.get_by_test_id("protection-form")).to_be_visible()
+    # The branches list offers no Delete the API would refuse: not for a protected branch, not
+    # for the default one; each says why.
+    rest.ok("PUT", f"/repositories/{repo}/settings/branch_protection", [{"pattern": "ma*"}, {"pattern": "guarded"}])
     page.goto(ui.url(f"/repositories/{repo}/branches"))
     table = page.get_by_test_id("branches-table")
-    expect(table.get_by_test_id("branch-protected")).to_have_text("protected (ma*)")
+    expect(table.get_by_test_id("branch-protected")).to_have_text("protected (guarded)")
+    expect(table.get_by_role("button", name="Delete branch guarded")).to_have_count(0)
+    expect(table.get_by_test_id("default-branch")).to_have_attribute("title", re.compile("cannot be deleted"))
     expect(table.get_by_role("button", name="Delete branch main")).to_have_count(0)
     expect(table.get_by_role("button", name="Delete branch feature")).to_be_visible()
+    ui.shot(page, "branches-protected-and-default")
 
 
 def test_a_user_without_access_is_told_so(page: Page, ui: Ui, rest: RestApi, repo: str) -> None:

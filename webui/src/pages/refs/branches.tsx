@@ -1,4 +1,5 @@
-// Branches: the list with each head commit, create from any ref, delete (confirmed).
+// Branches: the list with each head commit, create from any ref, delete (confirmed; not offered
+// for the default branch nor for one a protection rule keeps, which say why instead).
 import { useState } from "preact/hooks";
 import { api, call, seg } from "../../api";
 import { ErrorPage, Loading } from "../../components/error_page";
@@ -52,7 +53,14 @@ export function BranchesPage({ repo }: { repo: string }) {
               <>
                 <Link href={repoHref(repo, "commits", { ref: branch.id })}>History</Link>{" "}
                 <Link href={repoHref(repo, "changes", { ref: branch.id })}>Changes</Link>{" "}
-                <BranchDelete repo={repo} name={branch.id} patterns={protecting(rules, branch.id)} remove={() => api.del(`${branches}/${seg(branch.id)}`)} onDeleted={changed} />
+                <BranchDelete
+                  repo={repo}
+                  name={branch.id}
+                  isDefault={branch.id === defaultBranch.data}
+                  patterns={protecting(rules, branch.id)}
+                  remove={() => api.del(`${branches}/${seg(branch.id)}`)}
+                  onDeleted={changed}
+                />
               </>
             ),
           },
@@ -72,7 +80,22 @@ function protecting(rules: readonly ProtectionRule[], branch: string): string[] 
     .map((rule) => rule.pattern);
 }
 
-function BranchDelete(props: { repo: string; name: string; patterns: string[]; remove: () => Promise<void>; onDeleted: () => void }) {
+function BranchDelete(props: {
+  repo: string;
+  name: string;
+  isDefault: boolean;
+  patterns: string[];
+  remove: () => Promise<void>;
+  onDeleted: () => void;
+}) {
+  if (props.isDefault) {
+    // The API refuses to delete a repository's default branch (400): no Delete to be refused.
+    return (
+      <span class="read-only-badge" data-testid="default-branch" title="The repository's default branch: it cannot be deleted">
+        default branch
+      </span>
+    );
+  }
   if (props.patterns.length === 0) {
     return <DeleteRefButton kind="branch" name={props.name} remove={props.remove} onDeleted={props.onDeleted} />;
   }

@@ -68,3 +68,9 @@ export interface MergeCheck {
 export function checkMerge(repo: string, source: string, destination: string, signal?: AbortSignal): Promise<MergeCheck> {
   return api.get<MergeCheck>(`${repoPath(repo)}/refs/${seg(source)}/merge/${seg(destination)}/conflicts`, undefined, signal);
 }
+
+/** Whether the merge would have nothing to bring: the source's head is the merge base, already
+ * in the destination (the API would answer 400 "no changes"). */
+export function nothingToMerge(check: MergeCheck): boolean {
+  return check.source_commit_id !== "" && check.source_commit_id === check.base_commit_id;
+}
