@@ -156,6 +156,8 @@ def test_revert_and_cherry_pick_from_the_commit_page(
     for action, button in (("cherry-pick-button", "Cherry-pick"), ("revert-button", "Revert")):
         page.get_by_test_id(action).click()
         dialog.get_by_test_id("action-branch").select_option("guarded")
+        # Named before anyone tries; the server's refusal is named the same way.
+        expect(dialog.get_by_test_id("target-protected").get_by_test_id("protected-rule")).to_have_text("guard*")
         dialog.get_by_role("button", name=button).click()
         note = dialog.get_by_test_id("error-note")
         expect(note).to_contain_text("Refused by branch protection")

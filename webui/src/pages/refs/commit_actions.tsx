@@ -3,7 +3,8 @@
 import { useState } from "preact/hooks";
 import { ApiError, api, messageOf, seg } from "../../api";
 import { ConfirmDialog } from "../../components/confirm_dialog";
-import { refusalOf as causeOf } from "../../components/refusal";
+import { ProtectedBadge } from "../../components/protected_badge";
+import { refusalOf as causeOf, useWriteProtection } from "../../components/refusal";
 import { Link } from "../../components/router";
 import { useAsync } from "../../components/use_async";
 import { type Commit, type NamedRef, commitHref, repoPath, shortId } from "./model";
@@ -83,6 +84,8 @@ function ActionDialog(props: {
   );
   const [branch, setBranch] = useState("");
   const target = branch || branches.data?.results[0]?.id || "";
+  // A target a rule keeps direct writes off is named before anyone tries (the server refuses).
+  const protectedBy = useWriteProtection(repo, target);
   const run = async () => {
     const path = `${repoPath(repo)}/branches/${seg(target)}/${action}`;
     // A merge commit is reverted or picked against its first parent; a revert always names
@@ -124,6 +127,11 @@ function ActionDialog(props: {
           ))}
         </select>
       </label>
+      {protectedBy.length > 0 && (
+        <p class="note" data-testid="target-protected">
+          <ProtectedBadge repo={repo} branch={target} patterns={protectedBy} refuses={action === "revert" ? "reverts" : "cherry-picks"} />
+        </p>
+      )}
     </ConfirmDialog>
   );
 }
