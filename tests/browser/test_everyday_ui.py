@@ -169,16 +169,20 @@ def test_system_groups_and_policies_are_shown_apart_and_kept(admin_page: Page, u
     # a badge says they are kept, its tooltip why; a binding of one's own stays removable.
     rest.ok("PUT", f"/auth/groups/{group}/policies/RepoReadAll")
     why = re.compile("again at every start")
-    for path, listing, kept, control in (
-        ("/admin/groups/Analysts", "group-policies", "RepoReadAll", "detach-policy"),
-        ("/admin/groups/Services", "group-members", "svc-gateway", "remove-member"),
-        ("/admin/users/svc-api", "user-groups", "Services", "leave-group"),
-        ("/admin/users/svc-api", "user-policies", "ApiActsForUsers", "detach-policy"),
+    for path, bindings in (
+        ("/admin/groups/Analysts", [("group-policies", "RepoReadAll", "detach-policy")]),
+        ("/admin/groups/Services", [("group-members", "svc-gateway", "remove-member")]),
+        (
+            "/admin/users/svc-api",
+            [("user-groups", "Services", "leave-group"), ("user-policies", "ApiActsForUsers", "detach-policy")],
+        ),
     ):
         page.goto(ui.url(path))
-        row = page.get_by_test_id(listing).locator("tr").filter(has=page.get_by_role("link", name=kept, exact=True))
-        expect(row.get_by_test_id("kept-by-setup")).to_have_attribute("title", why)
-        expect(row.get_by_test_id(control)).to_have_count(0)
+        for listing, kept, control in bindings:
+            link = page.get_by_role("link", name=kept, exact=True)
+            row = page.get_by_test_id(listing).locator("tr").filter(has=link)
+            expect(row.get_by_test_id("kept-by-setup")).to_have_attribute("title", why)
+            expect(row.get_by_test_id(control)).to_have_count(0)
     ui.shot(page, "kept-bindings")
     page.goto(ui.url(f"/admin/groups/{group}"))
     row = page.get_by_test_id("group-policies").locator("tr").filter(has_text="RepoReadAll")
