@@ -133,6 +133,18 @@ PROTECTED_BRANCH = "cannot write to protected branch"
 PROTECTED_BRANCH_COMMIT = "cannot commit to protected branch"
 
 
+class ProtectedBranch(PermissionDenied):
+    """A change of a branch its protection rules forbid (lakeFS: 403 "cannot write to protected
+    branch"): a refusal by the branch's rules, not of the caller. `branch` is the branch and
+    `rules` the patterns of the rules that matched it, so that a client can name them and link to
+    them without reading the text (they travel over gRPC in the rich status: silt/rpc/errors.py)."""
+
+    def __init__(self, message: str = "", *, branch: str = "", rules: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.branch = branch
+        self.rules = rules
+
+
 def direct_write_refusal(sentence: str, detail: str) -> str:
     """Graveler's text for a change a protection rule forbids: lakeFS's sentence, a colon, why."""
     return f"{sentence}: {detail}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -21,16 +22,16 @@ log = logging.getLogger("edge.api.app")
 Handler = Callable[[Request, Exception], Awaitable[JSONResponse]]
 
 
-def message_response(status: int, message: str) -> JSONResponse:
+def message_response(status: int, message: str, extra: dict[str, Any] | None = None) -> JSONResponse:
     headers = {"Retry-After": "1"} if status == 503 else None
-    return JSONResponse({"message": message}, status_code=status, headers=headers)
+    return JSONResponse({"message": message, **(extra or {})}, status_code=status, headers=headers)
 
 
 async def api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     if exc.status >= 500:
         log.warning("%s %s: %d %s", request.method, request.url.path, exc.status, exc.message)
-    return message_response(exc.status, exc.message)
+    return message_response(exc.status, exc.message, exc.extra)
 
 
 async def silt_error(request: Request, exc: Exception) -> JSONResponse:

@@ -17,13 +17,13 @@ from silt.errors import (
     KeysRefused,
     NotFound,
     PermissionDenied,
+    ProtectedBranch,
     ResourceExhausted,
     SiltError,
     SourceChanged,
     Unauthenticated,
     Unavailable,
     is_hook_refusal,
-    is_protection_refusal,
     lakefs_refusal,
 )
 from silt.rpc.errors import error_from_rpc
@@ -32,10 +32,13 @@ from silt.rpc.errors import error_from_rpc
 class ApiError(Exception):
     """An answer other than success: its HTTP status and the message clients see."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, extra: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        # Typed fields the JSON error carries next to lakeFS's message (lakeFS's clients read
+        # only the message): what a client needs to name the cause without parsing the text.
+        self.extra = extra or {}
 
 
 def bad_request(message: str) -> ApiError:
@@ -72,7 +75,18 @@ _STATUS: tuple[tuple[type[SiltError], int], ...] = (
 )
 
 
+def protection_refusal(error: ProtectedBranch) -> ApiError:
+    """A branch protection rule refused the change: the caller's problem, answered as lakeFS does
+    (403, lakeFS's whole sentence: lakectl and scripts compare it), with the branch and the rules
+    that matched it as a typed field for clients that name them (the web UI)."""
+    text = str(error)
+    protection = {"branch": error.branch, "rules": list(error.rules)}
+    return ApiError(403, lakefs_refusal(text) or text, {"branch_protection": protection})
+
+
 def from_silt(exc: SiltError) -> ApiError:
+    if isinstance(exc, ProtectedBranch):
+        return protection_refusal(exc)
     if isinstance(exc, FailedPrecondition) and is_hook_refusal(str(exc)):
         return ApiError(412, str(exc))
     for kind, status in _STATUS:
@@ -89,10 +103,8 @@ def from_rpc(exc: grpc.aio.AioRpcError, service: str) -> ApiError:
 
 def from_graveler(error: SiltError, service: str) -> ApiError:
     """What graveler or auth answered a call, as the API answers it (from_rpc)."""
-    if isinstance(error, PermissionDenied) and is_protection_refusal(str(error)):
-        # A branch protection rule refused the write: the caller's problem, answered as lakeFS
-        # does (lakectl and scripts compare the whole text), not the API's credentials.
-        return ApiError(403, lakefs_refusal(str(error)) or str(error))
+    if isinstance(error, ProtectedBranch):
+        return protection_refusal(error)
     if isinstance(error, KeysRefused):
         # The user the API named may not change a key the operation would (silt/changed_keys.py).
         return ApiError(403, str(error))

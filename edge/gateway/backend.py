@@ -31,11 +31,11 @@ from silt.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    ProtectedBranch,
     ResourceExhausted,
     SiltError,
     Unauthenticated,
     Unavailable,
-    is_protection_refusal,
 )
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
@@ -98,7 +98,7 @@ def _s3_error(error: SiltError, not_found: str, failed_precondition: str) -> S3E
         return S3Error("BucketAlreadyOwnedByYou", details)
     if isinstance(error, FailedPrecondition):
         return S3Error(failed_precondition, details)
-    if isinstance(error, PermissionDenied) and is_protection_refusal(details):
+    if isinstance(error, ProtectedBranch):
         return S3Error("AccessDenied", details)  # the branch's protection rules refuse the write
     if isinstance(error, PermissionDenied | Unauthenticated):
         # The caller was authorized by auth; graveler refusing the gateway is a deployment problem.

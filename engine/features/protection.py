@@ -41,7 +41,7 @@ from silt.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
-    PermissionDenied,
+    ProtectedBranch,
     direct_write_refusal,
 )
 from silt.graveler.v1 import model_pb2 as pb
@@ -57,10 +57,6 @@ MAX_CHECK_NAME_BYTES = 512  # "<action name>/<hook id>": 256 bytes each
 PROTECTED = PROTECTED_BRANCH
 # The action named by a commit: lakeFS refuses it with its own sentence.
 COMMIT = "commit"
-
-
-class ProtectedBranch(PermissionDenied):
-    """A write to a branch its protection rules forbid (lakeFS: 403 "cannot write to protected branch")."""
 
 
 @dataclass(frozen=True)
@@ -208,7 +204,7 @@ class Protection:
         if policy.blocks_direct_writes:
             sentence = PROTECTED_BRANCH_COMMIT if action == COMMIT else PROTECTED
             detail = f"{branch!r}, {action} is not allowed ({_why(policy)})"
-            raise ProtectedBranch(direct_write_refusal(sentence, detail))
+            raise ProtectedBranch(direct_write_refusal(sentence, detail), branch=branch, rules=policy.patterns)
 
     def check_direct_merge(self, repo: RepoHandle, branch: str) -> None:
         """Refuse a merge that is not a pull request's into a branch that requires approvals."""
@@ -220,7 +216,9 @@ class Protection:
             if policy.required_checks:
                 needs.append(f"passing check(s) {', '.join(policy.required_checks)}")
             raise ProtectedBranch(
-                f"{PROTECTED} {branch!r}: merge through a pull request with {' and '.join(needs)} ({_why(policy)})"
+                f"{PROTECTED} {branch!r}: merge through a pull request with {' and '.join(needs)} ({_why(policy)})",
+                branch=branch,
+                rules=policy.patterns,
             )
 
 

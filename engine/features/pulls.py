@@ -53,8 +53,8 @@ from engine.core.model import REQUESTED_COMMITTER_KEY, MergeStrategy
 from engine.core.refs import RefManager, RepoHandle
 from engine.core.refs.manager import now
 from engine.core.updater import BranchUpdater
-from engine.features.protection import PROTECTED, BranchPolicy, ProtectedBranch, Protection
-from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed
+from engine.features.protection import PROTECTED, BranchPolicy, Protection
+from silt.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed, ProtectedBranch
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Predicate
 from silt.kv.conditional import replace
@@ -522,7 +522,9 @@ class PullRequests:
             head = self._head(repo, pull.source_branch)  # once per attempt: decide and merge on it
             reason = self._standing(repo, pull, head, deadline).blocked_reason
             if reason:
-                raise ProtectedBranch(reason)
+                destination = pull.destination_branch
+                rules = self._protection.policy(repo, destination).patterns
+                raise ProtectedBranch(reason, branch=destination, rules=rules)
             heads[:] = [head]
             pull.merge_claim = claim
             pull.merge_claim_expires.CopyFrom(_stamp_after(lease))

@@ -152,13 +152,16 @@ class AuthServicer(api_grpc.AuthServiceServicer):
         self, request: api.ListGroupMembersRequest, context: grpc.ServicerContext
     ) -> api.ListUsersResponse:
         users, more = self.model.list_members(request.group_id, request.after, request.amount)
-        return api.ListUsersResponse(users=users, has_more=more)
+        kept = [u.id for u in users if member_by_setup(request.group_id, u.id)]
+        return api.ListUsersResponse(users=users, has_more=more, kept_by_setup=kept)
 
     def ListUserGroups(
         self, request: api.ListUserGroupsRequest, context: grpc.ServicerContext
     ) -> api.ListGroupsResponse:
-        groups, more = self.model.list_user_groups(_subject(request.user_id), request.after, request.amount)
-        return api.ListGroupsResponse(groups=groups, has_more=more)
+        user_id = _subject(request.user_id)
+        groups, more = self.model.list_user_groups(user_id, request.after, request.amount)
+        kept = [g.id for g in groups if member_by_setup(g.id, user_id)]
+        return api.ListGroupsResponse(groups=groups, has_more=more, kept_by_setup=kept)
 
     # policies
     def CreatePolicy(self, request: api.CreatePolicyRequest, context: grpc.ServicerContext) -> pb.Policy:
@@ -245,16 +248,17 @@ class AuthServicer(api_grpc.AuthServiceServicer):
     def ListUserPolicies(
         self, request: api.ListUserPoliciesRequest, context: grpc.ServicerContext
     ) -> api.ListPoliciesResponse:
-        policies, more = self.model.list_user_policies(
-            _subject(request.user_id), request.effective, request.after, request.amount
-        )
-        return api.ListPoliciesResponse(policies=policies, has_more=more)
+        user_id = _subject(request.user_id)
+        policies, more = self.model.list_user_policies(user_id, request.effective, request.after, request.amount)
+        kept = [p.id for p in policies if bound_by_setup(p.id, user_id=user_id)]
+        return api.ListPoliciesResponse(policies=policies, has_more=more, kept_by_setup=kept)
 
     def ListGroupPolicies(
         self, request: api.ListGroupPoliciesRequest, context: grpc.ServicerContext
     ) -> api.ListPoliciesResponse:
         policies, more = self.model.list_group_policies(request.group_id, request.after, request.amount)
-        return api.ListPoliciesResponse(policies=policies, has_more=more)
+        kept = [p.id for p in policies if bound_by_setup(p.id, group_id=request.group_id)]
+        return api.ListPoliciesResponse(policies=policies, has_more=more, kept_by_setup=kept)
 
     # credentials
     def CreateCredentials(

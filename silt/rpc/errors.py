@@ -30,6 +30,7 @@ from silt.errors import (
     NotFoundKind,
     PermissionDenied,
     PredicateFailed,
+    ProtectedBranch,
     ResourceExhausted,
     SiltError,
     Unauthenticated,
@@ -66,6 +67,11 @@ KEYS_REFUSED = "object-keys"
 KEPT_BY_SETUP = "kept-by-setup"
 # The ResourceInfo type a ConditionFailed travels with, its resource_name the key that failed.
 CONDITION_FAILED = "condition-failed"
+# A ProtectedBranch travels with a ResourceInfo of this type naming the branch, then one of
+# PROTECTION_RULE per rule that matched it (at most MAX_RULES_CARRIED: a trailer is bounded).
+PROTECTED_BRANCH_INFO = "protected-branch"
+PROTECTION_RULE = "protection-rule"
+MAX_RULES_CARRIED = 8
 
 
 # A status message travels in a trailer, percent-encoded, and a peer refuses trailers over
@@ -90,14 +96,25 @@ def status_of(exc: SiltError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-def rich_status(code: grpc.StatusCode, message: str, what: str | None = None, name: str = "") -> bytes:
-    """The serialized google.rpc.Status for a failure; `what` (and `name`) become a ResourceInfo detail."""
+def rich_status(
+    code: grpc.StatusCode, message: str, what: str | None = None, resources: tuple[tuple[str, str], ...] = ()
+) -> bytes:
+    """The serialized google.rpc.Status for a failure; `what` becomes a ResourceInfo detail, and
+    so does each (type, name) of resources after it."""
     status = status_pb2.Status(code=code.value[0], message=message)
-    if what is not None:
+    infos = [error_details_pb2.ResourceInfo(resource_type=what, description=message)] if what is not None else []
+    infos += [error_details_pb2.ResourceInfo(resource_type=kind, resource_name=name) for kind, name in resources]
+    for info in infos:
         detail = any_pb2.Any()
-        detail.Pack(error_details_pb2.ResourceInfo(resource_type=what, resource_name=name, description=message))
+        detail.Pack(info)
         status.details.append(detail)
     return status.SerializeToString()
+
+
+def _protection_details(code: grpc.StatusCode, message: str, exc: ProtectedBranch) -> bytes:
+    rules = [(PROTECTION_RULE, rule) for rule in exc.rules[:MAX_RULES_CARRIED]]
+    resources = ((PROTECTED_BRANCH_INFO, exc.branch), *rules)
+    return rich_status(code, message, resources=resources)
 
 
 def abort(context: grpc.ServicerContext, exc: SiltError) -> NoReturn:
@@ -111,8 +128,10 @@ def abort(context: grpc.ServicerContext, exc: SiltError) -> NoReturn:
     elif isinstance(exc, KeptBySetup):
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, KEPT_BY_SETUP)),))
     elif isinstance(exc, ConditionFailed):
-        trailer = rich_status(code, message, CONDITION_FAILED, exc.key)
+        trailer = rich_status(code, message, resources=((CONDITION_FAILED, exc.key),))
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, trailer),))
+    elif isinstance(exc, ProtectedBranch):
+        context.set_trailing_metadata(((STATUS_DETAILS_KEY, _protection_details(code, message, exc)),))
     context.abort(code, message)
     raise AssertionError("grpc's abort returned")  # it raises; this keeps the NoReturn honest
 
@@ -123,13 +142,13 @@ def _what(exc: grpc.RpcError) -> NotFoundKind | None:
 
 
 def _resource_type(exc: grpc.RpcError) -> str | None:
-    """The ResourceInfo type in a failed call's rich status, if it has one."""
-    info = _resource_info(exc)
-    return None if info is None else str(info.resource_type)
+    """The first ResourceInfo type in a failed call's rich status, if it has one."""
+    infos = _resource_infos(exc)
+    return str(infos[0].resource_type) if infos else None
 
 
-def _resource_info(exc: grpc.RpcError) -> error_details_pb2.ResourceInfo | None:
-    """The ResourceInfo in a failed call's rich status, if it has one."""
+def _resource_infos(exc: grpc.RpcError) -> list[error_details_pb2.ResourceInfo]:
+    """The ResourceInfo details in a failed call's rich status, in order."""
     trailing = getattr(exc, "trailing_metadata", None)
     for key, value in (trailing() if callable(trailing) else None) or ():
         if key != STATUS_DETAILS_KEY or not isinstance(value, bytes):
@@ -138,12 +157,19 @@ def _resource_info(exc: grpc.RpcError) -> error_details_pb2.ResourceInfo | None:
         try:
             status.ParseFromString(value)
         except DecodeError:  # a malformed trailer from a foreign server: no details
-            return None
+            return []
+        infos = []
         for detail in status.details:
             info = error_details_pb2.ResourceInfo()
             if detail.Unpack(info):
-                return info
-    return None
+                infos.append(info)
+        return infos
+    return []
+
+
+def _protected_branch(details: str, infos: list[error_details_pb2.ResourceInfo]) -> ProtectedBranch:
+    rules = tuple(str(info.resource_name) for info in infos[1:] if info.resource_type == PROTECTION_RULE)
+    return ProtectedBranch(details, branch=str(infos[0].resource_name), rules=rules)
 
 
 def error_from_rpc(exc: grpc.RpcError) -> SiltError:
@@ -157,14 +183,16 @@ def error_from_rpc(exc: grpc.RpcError) -> SiltError:
     cls = _ERROR_OF.get(code, SiltError)
     if cls is NotFound:
         return NotFound(details, what=_what(exc))
-    if cls is PermissionDenied and _resource_type(exc) == KEYS_REFUSED:
+    infos = _resource_infos(exc)
+    first = str(infos[0].resource_type) if infos else None
+    if cls is PermissionDenied and first == KEYS_REFUSED:
         return KeysRefused(details)
-    if cls is FailedPrecondition:
-        info = _resource_info(exc)
-        if info is not None and info.resource_type == KEPT_BY_SETUP:
-            return KeptBySetup(details)
-        if info is not None and info.resource_type == CONDITION_FAILED:
-            return ConditionFailed(details, key=str(info.resource_name))
+    if cls is PermissionDenied and first == PROTECTED_BRANCH_INFO:
+        return _protected_branch(details, infos)
+    if cls is FailedPrecondition and first == KEPT_BY_SETUP:
+        return KeptBySetup(details)
+    if cls is FailedPrecondition and first == CONDITION_FAILED:
+        return ConditionFailed(details, key=str(infos[0].resource_name))
     return cls(details)
 
 

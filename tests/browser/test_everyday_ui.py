@@ -7,6 +7,7 @@ sample repository created with progress and errors shown."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from typing import Any
 from urllib.parse import quote
@@ -163,6 +164,32 @@ def test_system_groups_and_policies_are_shown_apart_and_kept(admin_page: Page, u
     expect(page.get_by_test_id("policy-json")).to_be_visible()
     expect(page.get_by_test_id("delete-policy")).to_have_count(0)
     expect(page.get_by_test_id("edit-policy")).to_have_count(0)
+
+    # The bindings setup keeps (the API answers 409 to undoing them) offer no Detach or Remove:
+    # a badge says they are kept, its tooltip why; a binding of one's own stays removable.
+    rest.ok("PUT", f"/auth/groups/{group}/policies/RepoReadAll")
+    why = re.compile("again at every start")
+    for path, bindings in (
+        ("/admin/groups/Analysts", [("group-policies", "RepoReadAll", "detach-policy")]),
+        ("/admin/groups/Services", [("group-members", "svc-gateway", "remove-member")]),
+        (
+            "/admin/users/svc-api",
+            [("user-groups", "Services", "leave-group"), ("user-policies", "ApiActsForUsers", "detach-policy")],
+        ),
+    ):
+        page.goto(ui.url(path))
+        for listing, kept, control in bindings:
+            link = page.get_by_role("link", name=kept, exact=True)
+            row = page.get_by_test_id(listing).locator("tr").filter(has=link)
+            expect(row.get_by_test_id("kept-by-setup")).to_have_attribute("title", why)
+            expect(row.get_by_test_id(control)).to_have_count(0)
+    ui.shot(page, "kept-bindings")
+    page.goto(ui.url(f"/admin/groups/{group}"))
+    row = page.get_by_test_id("group-policies").locator("tr").filter(has_text="RepoReadAll")
+    expect(row.get_by_test_id("detach-policy")).to_be_visible()
+    expect(row.get_by_test_id("kept-by-setup")).to_have_count(0)
+    row.get_by_test_id("detach-policy").click()
+    expect(page.get_by_test_id("group-policies")).to_contain_text("No policies attached.")
 
 
 def test_the_first_run_sample_shows_progress_and_errors_and_lands_on_the_repository(

@@ -94,6 +94,22 @@ def test_a_conflicting_pull_request_says_so_before_merge(
     expect(page.get_by_test_id("merge-check")).to_have_attribute("data-mergeable", "true")
     expect(page.get_by_test_id("merge")).to_be_enabled()
 
+    # Once merged, there is nothing to merge: Compare and a new pull request say so instead of
+    # offering a Merge the API refuses ("no changes"); the pull request can still be closed.
+    page.goto(ui.url(f"/repositories/{repo}/compare?base=main&compare=fix"))
+    merge = page.get_by_test_id("merge-form")
+    expect(merge.get_by_test_id("nothing-to-merge")).to_have_text("Nothing to merge: fix is already in main.")
+    expect(merge.get_by_role("button", name="Merge")).to_be_disabled()
+    ui.shot(page, "compare-nothing-to-merge")
+    again = rest.ok(
+        "POST", f"/repositories/{repo}/pulls", {"title": "again", "source_branch": "fix", "destination_branch": "main"}
+    )
+    page.goto(ui.url(f"/repositories/{repo}/pulls/{again['id']}"))
+    expect(page.get_by_test_id("nothing-to-merge")).to_contain_text("fix is already in main")
+    expect(page.get_by_test_id("merge")).to_be_disabled()
+    page.get_by_test_id("close").click()
+    expect(page.get_by_test_id("pull-status")).to_have_text("closed")
+
 
 def test_refusals_name_their_cause_and_link_to_it(
     admin_page: Page, ui: Ui, rest: RestApi, ui_stack: GatewayStack, repo: str
@@ -138,11 +154,21 @@ def test_refusals_name_their_cause_and_link_to_it(
         "href", re.compile(rf"/repositories/{repo}/actions/\w+")
     )
 
-    # A protection rule's refusal: the rule that matched, and the settings where it is.
-    _put(ui_stack, repo, "main", "b.txt", b"b")  # staged before the rule comes
-    rest.ok("PUT", f"/repositories/{repo}/settings/branch_protection", [{"pattern": "ma*"}])
+    # A protection rule's refusal: the rule that matched, and the settings where it is. The rule
+    # arrives while the page is open (opened afresh, the page offers neither: below).
+    _put(ui_stack, repo, "main", "b.txt", b"b")
     page.goto(ui.url(f"/repositories/{repo}/changes?ref=main"))
     form = page.get_by_test_id("commit-form")
+    expect(form).to_be_visible()
+    page.get_by_role("button", name="Reset all changes").click()
+    dialog = page.get_by_test_id("confirm-dialog")
+    rest.ok("PUT", f"/repositories/{repo}/settings/branch_protection", [{"pattern": "ma*"}])
+    dialog.get_by_role("button", name="Reset all").click()
+    note = dialog.get_by_test_id("error-note")
+    expect(note).to_contain_text("Refused by branch protection")
+    expect(note.get_by_test_id("refusal-rule")).to_have_text("ma*")
+    expect(note.get_by_test_id("refusal-settings")).to_be_visible()
+    dialog.get_by_role("button", name="Cancel").click()
     form.get_by_label("Commit message").fill("direct")
     form.get_by_role("button", name="Commit changes").click()
     note = form.get_by_test_id("error-note")
@@ -151,6 +177,34 @@ def test_refusals_name_their_cause_and_link_to_it(
     ui.shot(page, "protection-refusal")
     note.get_by_test_id("refusal-settings").click()
     expect(page.get_by_test_id("protection-form")).to_be_visible()
+
+    # Opened afresh, no page offers what the rule refuses: each says why and links to the rule.
+    page.goto(ui.url(f"/repositories/{repo}/changes?ref=main"))
+    badge = page.get_by_test_id("branch-protected")
+    expect(badge.get_by_test_id("protected-rule")).to_have_text("ma*")
+    expect(page.get_by_test_id("changes-table")).to_contain_text("b.txt")
+    expect(page.get_by_test_id("commit-form")).to_have_count(0)
+    expect(page.get_by_role("button", name=re.compile("^Reset"))).to_have_count(0)
+    ui.shot(page, "changes-protected")
+    page.goto(ui.url(f"/repositories/{repo}/object?ref=main&path=b.txt"))
+    badge = page.get_by_test_id("branch-protected")
+    expect(badge).to_contain_text("no deletes here")
+    expect(page.get_by_test_id("object-name")).to_have_text("b.txt")
+    expect(page.get_by_role("button", name="Delete")).to_have_count(0)
+    ui.shot(page, "object-protected")
+    badge.get_by_test_id("protection-settings").click()
+    expect(page.get_by_test_id("protection-form")).to_be_visible()
+    # The branches list offers no Delete the API would refuse: not for a protected branch, not
+    # for the default one; each says why.
+    rest.ok("PUT", f"/repositories/{repo}/settings/branch_protection", [{"pattern": "ma*"}, {"pattern": "guarded"}])
+    page.goto(ui.url(f"/repositories/{repo}/branches"))
+    table = page.get_by_test_id("branches-table")
+    expect(table.get_by_test_id("branch-protected")).to_have_text("protected (guarded)")
+    expect(table.get_by_role("button", name="Delete branch guarded")).to_have_count(0)
+    expect(table.get_by_test_id("default-branch")).to_have_attribute("title", re.compile("cannot be deleted"))
+    expect(table.get_by_role("button", name="Delete branch main")).to_have_count(0)
+    expect(table.get_by_role("button", name="Delete branch feature")).to_be_visible()
+    ui.shot(page, "branches-protected-and-default")
 
 
 def test_a_user_without_access_is_told_so(page: Page, ui: Ui, rest: RestApi, repo: str) -> None:

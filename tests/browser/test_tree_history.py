@@ -149,15 +149,24 @@ def test_revert_and_cherry_pick_from_the_commit_page(
     expect(page.get_by_test_id("commit-action-done")).to_contain_text("Cherry-picked onto dev")
     assert s3.get_object(Bucket=repo, Key="dev/fix.txt")["Body"].read() == b"fix"
 
-    # A protected branch refuses: the dialog says so and stays open.
-    protected = rest.call("PUT", f"/repositories/{repo}/settings/branch_protection", [{"pattern": "guarded"}])
+    # A protected branch refuses: the dialog says so, names the rule, links to the settings, and
+    # stays open; a revert the same.
+    protected = rest.call("PUT", f"/repositories/{repo}/settings/branch_protection", [{"pattern": "guard*"}])
     assert protected.status == 204, protected.data
-    page.get_by_test_id("cherry-pick-button").click()
-    dialog.get_by_test_id("action-branch").select_option("guarded")
-    dialog.get_by_role("button", name="Cherry-pick").click()
-    expect(dialog.get_by_test_id("error-note")).to_contain_text("refused on guarded")
-    ui.shot(page, "cherry-pick-refused")
-    dialog.get_by_role("button", name="Cancel").click()
+    for action, button in (("cherry-pick-button", "Cherry-pick"), ("revert-button", "Revert")):
+        page.get_by_test_id(action).click()
+        dialog.get_by_test_id("action-branch").select_option("guarded")
+        # Named before anyone tries; the server's refusal is named the same way.
+        expect(dialog.get_by_test_id("target-protected").get_by_test_id("protected-rule")).to_have_text("guard*")
+        dialog.get_by_role("button", name=button).click()
+        note = dialog.get_by_test_id("error-note")
+        expect(note).to_contain_text("Refused by branch protection")
+        expect(note.get_by_test_id("refusal-rule")).to_have_text("guard*")
+        expect(note.get_by_test_id("refusal-settings")).to_have_attribute(
+            "href", f"/ui/repositories/{repo}/settings#branch-protection"
+        )
+        ui.shot(page, f"{button}-refused")
+        dialog.get_by_role("button", name="Cancel").click()
 
     page.get_by_test_id("revert-button").click()
     dialog.get_by_test_id("action-branch").select_option("main")

@@ -24,6 +24,7 @@ from silt.errors import (
     KeysRefused,
     NotFound,
     PermissionDenied,
+    ProtectedBranch,
     ResourceExhausted,
     SiltError,
     Unauthenticated,
@@ -46,6 +47,11 @@ RAISES: dict[str, SiltError] = {
     "aborted": Aborted("lost the race"),
     "unavailable": Unavailable("KV is down"),
     "denied": PermissionDenied("may not"),
+    "protected": ProtectedBranch(
+        "cannot write to protected branch: 'main', delete is not allowed (rule 'ma*', 'main')",
+        branch="main",
+        rules=("ma*", "main"),
+    ),
     "keys": KeysRefused("user u may not WriteObject on r/k, which merging would change"),
     "unauthenticated": Unauthenticated("who are you"),
     "exhausted": ResourceExhausted("too many requests"),
@@ -113,6 +119,9 @@ def test_every_error_comes_back_as_its_own_type_and_message(server: Server, valu
     assert str(decoded) == str(raised)
     if isinstance(raised, NotFound):
         assert isinstance(decoded, NotFound) and decoded.what == raised.what
+    if isinstance(raised, ProtectedBranch):
+        assert isinstance(decoded, ProtectedBranch)
+        assert (decoded.branch, decoded.rules) == (raised.branch, raised.rules)
 
 
 def test_what_travels_as_standard_rich_status(server: Server) -> None:
@@ -135,6 +144,17 @@ def test_a_refused_key_is_the_users_403_at_the_rest_api_not_a_credentials_proble
     refused = from_graveler(error_from_rpc(server.failure("keys")), "graveler")
     assert (refused.status, refused.message) == (403, str(RAISES["keys"]))
     assert from_graveler(error_from_rpc(server.failure("denied")), "graveler").status == 503
+
+
+def test_a_protection_refusal_is_lakefs_403_with_its_rules_typed(server: Server) -> None:
+    """Decided by the rich status's type, not the text: lakeFS's sentence alone as the message,
+    the branch and the matching rules as a field of the JSON error."""
+    refused = from_graveler(error_from_rpc(server.failure("protected")), "graveler")
+    assert (refused.status, refused.message) == (403, "cannot write to protected branch")
+    assert refused.extra == {"branch_protection": {"branch": "main", "rules": ["ma*", "main"]}}
+    # A plain PERMISSION_DENIED saying the same words is still the API's credentials refused.
+    lookalike = PermissionDenied("cannot write to protected branch: 'main'")
+    assert from_graveler(lookalike, "graveler").status == 503
 
 
 def test_streaming_errors_carry_what(server: Server) -> None:
@@ -183,6 +203,7 @@ async def _aio_failure(address: str, value: str) -> grpc.aio.AioRpcError:
         ("exhausted", "NoSuchKey", "SlowDown"),
         ("invalid", "NoSuchKey", "InvalidArgument"),
         ("denied", "NoSuchKey", "AccessDenied"),
+        ("protected", "NoSuchKey", "AccessDenied"),
     ],
 )
 def test_gateway_maps_the_decoded_error(server: Server, value: str, default: str, s3_code: str) -> None:

@@ -4,13 +4,22 @@
 
 export const API_BASE = "/api/v1";
 
+/** The branch protection that refused a change, as the API's JSON error carries it next to
+ * lakeFS's message (`branch_protection`): the branch and the patterns of the rules matching it. */
+export interface ProtectionRefusal {
+  branch: string;
+  rules: string[];
+}
+
 export class ApiError extends Error {
   readonly status: number;
+  readonly protection: ProtectionRefusal | null;
 
-  constructor(status: number, message: string) {
+  constructor(status: number, message: string, protection: ProtectionRefusal | null = null) {
     super(message);
     this.name = "ApiError";
     this.status = status;
+    this.protection = protection;
   }
 
   get forbidden(): boolean {
@@ -60,17 +69,34 @@ export function onUnauthenticated(listener: () => void): () => void {
   return () => unauthenticatedListeners.delete(listener);
 }
 
-async function errorOf(response: Response): Promise<ApiError> {
-  let message = `${response.status} ${response.statusText}`.trim();
+function protectionOf(body: object): ProtectionRefusal | null {
+  if (!("branch_protection" in body)) return null;
+  const field: unknown = body.branch_protection;
+  if (!field || typeof field !== "object" || !("branch" in field) || typeof field.branch !== "string") return null;
+  const rules = "rules" in field && Array.isArray(field.rules) ? field.rules.filter((rule): rule is string => typeof rule === "string") : [];
+  return { branch: field.branch, rules };
+}
+
+/** The ApiError of a failed answer: its status, the JSON error's message (the status line when
+ * the body is not lakeFS's JSON error: a proxy's page, say) and its typed fields. */
+export function apiErrorOf(status: number, statusText: string, bodyText: string): ApiError {
+  let message = `${status} ${statusText}`.trim();
+  let protection: ProtectionRefusal | null = null;
   try {
-    const body: unknown = await response.json();
-    if (body && typeof body === "object" && "message" in body && typeof body.message === "string") {
-      message = body.message;
+    const body: unknown = JSON.parse(bodyText);
+    if (body && typeof body === "object") {
+      if ("message" in body && typeof body.message === "string") message = body.message;
+      protection = protectionOf(body);
     }
   } catch {
-    // Not JSON (a proxy's page, say): the status line is the best message there is.
+    // Not JSON: the status line is the best message there is.
   }
-  return new ApiError(response.status, message);
+  return new ApiError(status, message, protection);
+}
+
+async function errorOf(response: Response): Promise<ApiError> {
+  const text = await response.text().catch(() => "");
+  return apiErrorOf(response.status, response.statusText, text);
 }
 
 export interface CallOptions {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../src/api";
+import { ApiError, apiErrorOf } from "../src/api";
 import { errorTitle } from "../src/components/error_page";
 import { patternMatches, refusalOf, repoOfPath, rulesFor } from "../src/components/refusal";
 import { uploadSummary } from "../src/pages/objects_upload";
@@ -11,10 +11,20 @@ describe("refusalOf", () => {
     expect(errorTitle(error)).toBe("Refused by a pre-commit hook");
   });
 
-  it("tells a protection rule's 403 from a policy's", () => {
-    expect(refusalOf(new ApiError(403, "cannot commit to protected branch"))?.kind).toBe("protection");
+  it("tells a protection rule's 403 from a policy's by the error's typed field, not its text", () => {
+    const refused = apiErrorOf(
+      403,
+      "Forbidden",
+      JSON.stringify({ message: "cannot commit to protected branch", branch_protection: { branch: "main", rules: ["ma*"] } }),
+    );
+    expect(refusalOf(refused)).toEqual({ kind: "protection", message: "cannot commit to protected branch", branch: "main", rules: ["ma*"] });
+    expect(errorTitle(refused)).toBe("Refused by branch protection");
+    // The same words without the field are a policy's refusal (or a proxy's): not named a rule's.
+    expect(refusalOf(apiErrorOf(403, "Forbidden", JSON.stringify({ message: "cannot write to protected branch" })))).toBeNull();
     expect(refusalOf(new ApiError(403, "user u may not WriteRepo on r"))).toBeNull();
-    expect(errorTitle(new ApiError(403, "cannot write to protected branch"))).toBe("Refused by branch protection");
+    // A body that is not lakeFS's JSON keeps the status line.
+    const proxied = apiErrorOf(403, "Forbidden", "<html>denied</html>");
+    expect([proxied.message, proxied.protection]).toEqual(["403 Forbidden", null]);
   });
 
   it("names a conflict and leaves other failures alone", () => {

@@ -15,12 +15,17 @@ describe("copy URIs", () => {
 describe("revert and cherry-pick refusals", () => {
   it("says what a status means", () => {
     expect(refusalOf("revert", "main", new ApiError(409, "conflict found")).message).toContain("conflicts with changes on main");
-    expect(refusalOf("cherry-pick", "prod", new ApiError(403, "cannot write to protected branch")).message).toContain(
+    expect(refusalOf("cherry-pick", "prod", new ApiError(403, "user u may not WriteRepo on r")).message).toContain(
       "refused on prod",
     );
     expect(refusalOf("revert", "main", new ApiError(412, "pre-commit hook refused")).message).toBe(
       "A hook refused the revert: pre-commit hook refused",
     );
+    // A refusal the dialog names and links to (the rule, the hook's run) stays the API's own.
+    const protectedBranch = new ApiError(403, "cannot write to protected branch", { branch: "prod", rules: ["pr*"] });
+    expect(refusalOf("cherry-pick", "prod", protectedBranch)).toBe(protectedBranch);
+    const hook = new ApiError(412, "pre-commit hook aborted, run id 'r1': no ticket");
+    expect(refusalOf("revert", "main", hook)).toBe(hook);
     expect(refusalOf("revert", "main", new Error("offline")).message).toBe("offline");
   });
 });

@@ -112,15 +112,25 @@ async def _listing(
 ) -> Response:
     """A lakeFS page (prefix, after, amount) of an auth list call made for the caller."""
 
+    kept: set[str] = set()
+
     async def fetch(cursor: str, want: int) -> tuple[Any, bool]:
         request.after, request.amount = cursor, want  # one call at a time: the request is reused
         reply = await iam_call(ctx, method, request)
+        kept.update(getattr(reply, "kept_by_setup", ()))
         return getattr(reply, listed.items), reply.has_more
 
     found, paging = await id_page(fetch, listed.id_of, page.prefix, page.after, page.amount)
     body = listed.model(pagination=paging, results=[listed.shown(r) for r in found]).to_dict()
-    body["results"] = [_marked(shown, listed.system) for shown in body["results"]]
+    body["results"] = [_kept(_marked(shown, listed.system), kept) for shown in body["results"]]
     return JSONResponse(body)
+
+
+def _kept(shown: dict[str, Any], kept: set[str]) -> dict[str, Any]:
+    """An item of a relation's listing (a group's members, a user's groups, the policies attached
+    to either) with Silt's `kept_by_setup: true` when auth says setup makes that binding again at
+    every start (it refuses to undo it: 409): the admin pages offer no Detach or Remove for it."""
+    return {**shown, "kept_by_setup": True} if shown.get("id") in kept else shown
 
 
 # --- users --------------------------------------------------------------------------------

@@ -206,3 +206,19 @@ def test_what_setup_binds_again_is_kept_with_409(api: Api, client: lakefs_sdk.Ap
     analysts = [p.id for p in auth.list_group_policies("Analysts").results]
     assert "RepoReadAll" in analysts and "ACL_-_Analysts" not in analysts
     assert "svc-gateway" in [u.id for u in auth.list_group_members("Services").results]
+    # The listings say which bindings those are (auth's own answer, not a copy of its rule), so
+    # that a client offers no Detach or Remove for them; the others carry no mark.
+    for path, kept, free in (
+        ("/auth/groups/Analysts/policies", "RepoReadAll", None),
+        ("/auth/groups/Services/members", "svc-gateway", None),
+        ("/auth/users/svc-api/groups", "Services", None),
+        ("/auth/users/svc-api/policies", "ApiActsForUsers", None),
+        ("/auth/groups/Admins/members", None, "admin"),
+    ):
+        listed = api.request("GET", path, headers=_headers(api.stack.admin))
+        assert listed.status == 200, (path, listed.data)
+        marks = {item["id"]: item.get("kept_by_setup", False) for item in json.loads(listed.data)["results"]}
+        if kept:
+            assert marks[kept] is True, (path, marks)
+        if free:
+            assert marks[free] is False, (path, marks)

@@ -215,7 +215,11 @@ def test_protected_branch_refuses_uploads(api: Api, client: lakefs_sdk.ApiClient
         put(lakefs_sdk.ObjectsApi(client), repo, "main", "f", b"x")
     # lakeFS's text exactly: lakectl and scripts compare the whole message.
     assert refused.value.status == 403
-    assert json.loads(refused.value.body or "{}") == {"message": PROTECTED_BRANCH}
+    # Next to it, typed, the branch and the rule that refused (the web UI names and links it).
+    assert json.loads(refused.value.body or "{}") == {
+        "message": PROTECTED_BRANCH,
+        "branch_protection": {"branch": "main", "rules": ["main"]},
+    }
     namespace = api.stack.stack.data_dir / "data" / repo / "data"
     assert not namespace.exists() or not [p for p in namespace.iterdir() if not p.name.startswith(".")]
 

@@ -76,8 +76,11 @@ def test_a_protected_branch_refuses_a_commit_with_403(api: Api, client: lakefs_s
     api.stack.graveler.SetBranchProtection(api_pb.SetBranchProtectionRequest(repository=repo, rules=[rule]))
     with pytest.raises(ForbiddenException) as refused:
         lakefs_sdk.CommitsApi(client).commit(repo, "main", lakefs_sdk.CommitCreation(message="m"))
-    # lakeFS's text exactly: lakectl and scripts compare the whole message.
-    assert json.loads(refused.value.body or "{}") == {"message": PROTECTED_BRANCH_COMMIT}
+    # lakeFS's text exactly (lakectl and scripts compare the whole message), the rule beside it.
+    assert json.loads(refused.value.body or "{}") == {
+        "message": PROTECTED_BRANCH_COMMIT,
+        "branch_protection": {"branch": "main", "rules": ["main"]},
+    }
 
 
 @pytest.mark.parametrize(

@@ -33,14 +33,14 @@ export function ErrorPage({ error }: { error: unknown }) {
   );
 }
 
-/** An error next to the control that caused it (a form, a dialog). `branch`: the branch the
- * refused change was to, so a protection refusal names the rule that matched it. */
-export function ErrorNote({ error, repo, branch }: { error: unknown; repo?: string; branch?: string }) {
+/** An error next to the control that caused it (a form, a dialog); a protection refusal names
+ * the branch and the rules that matched it, as the API's answer does. */
+export function ErrorNote({ error, repo }: { error: unknown; repo?: string }) {
   if (!error) return null;
   const refusal = refusalOf(error);
   const repository = repo ?? repoOfPath(currentLocation().path);
   if (refusal && refusal.kind !== "conflict" && repository) {
-    return <RefusalNote error={error} refusal={refusal} repo={repository} branch={branch} />;
+    return <RefusalNote error={error} refusal={refusal} repo={repository} />;
   }
   return (
     <p class="error-note" role="alert" data-testid="error-note">
@@ -49,7 +49,7 @@ export function ErrorNote({ error, repo, branch }: { error: unknown; repo?: stri
   );
 }
 
-function RefusalNote(props: { error: unknown; refusal: Exclude<Refusal, { kind: "conflict" }>; repo: string; branch?: string }) {
+function RefusalNote(props: { error: unknown; refusal: Exclude<Refusal, { kind: "conflict" }>; repo: string }) {
   const { refusal, repo } = props;
   if (refusal.kind === "hook") {
     return (
@@ -61,17 +61,23 @@ function RefusalNote(props: { error: unknown; refusal: Exclude<Refusal, { kind: 
       </div>
     );
   }
-  return <ProtectionNote error={props.error} message={refusal.message} repo={repo} branch={props.branch} />;
+  return <ProtectionNote error={props.error} refusal={refusal} repo={repo} />;
 }
 
-function ProtectionNote(props: { error: unknown; message: string; repo: string; branch?: string }) {
-  const { repo, branch } = props;
-  // Readers may read the rules; a failure to read them leaves the rule unnamed, not the note.
-  const rules = useAsync((signal) => (branch ? protectionRules(repo, signal).catch(() => []) : Promise.resolve([])), [repo, branch]);
-  const matching = branch && rules.data ? rulesFor(rules.data, branch).map((rule) => rule.pattern) : [];
+function ProtectionNote(props: { error: unknown; refusal: Extract<Refusal, { kind: "protection" }>; repo: string }) {
+  const { repo, refusal } = props;
+  const branch = refusal.branch;
+  // The API names the rules that matched; an answer without them (a rule of a pull request's
+  // merge from an older server) is matched here against the rules, which readers may read.
+  const named = refusal.rules.length > 0;
+  const rules = useAsync(
+    (signal) => (branch && !named ? protectionRules(repo, signal).catch(() => []) : Promise.resolve([])),
+    [repo, branch, named],
+  );
+  const matching = named ? refusal.rules : branch && rules.data ? rulesFor(rules.data, branch).map((rule) => rule.pattern) : [];
   return (
     <div class="error-note refusal" role="alert" data-testid="error-note" data-refusal="protection">
-      <strong>{errorTitle(props.error)}:</strong> {props.message}
+      <strong>{errorTitle(props.error)}:</strong> {refusal.message}
       {matching.length > 0 && (
         <>
           {" "}

@@ -1,27 +1,29 @@
 // Why the server refused a change, read from its answer: a pre-event hook (lakeFS's 412, whose
 // message names the run: "pre-commit hook aborted, run id '<id>': <why>"), a branch protection
-// rule (lakeFS's 403 "cannot write to protected branch" / "cannot commit to protected branch"),
-// or a merge conflict (409 "conflict found"). Pages name the cause and link to it (the run's
-// page, the repository's protection settings) instead of a bare "Something went wrong".
+// rule (lakeFS's 403 with the JSON error's typed `branch_protection`: the branch and the rules
+// that matched it), or a merge conflict (409 "conflict found"). Pages name the cause and link to
+// it (the run's page, the repository's protection settings) instead of a bare "Something went
+// wrong".
 import { ApiError, api, seg } from "../api";
 import { useAsync } from "./use_async";
 
 export type Refusal =
   | { kind: "hook"; event: string; runId: string; detail: string }
-  | { kind: "protection"; message: string }
+  | { kind: "protection"; message: string; branch: string; rules: string[] }
   | { kind: "conflict"; message: string };
 
 const HOOK = /^(\S+) hook aborted, run id '([^']+)'(?::\s*([\s\S]*))?$/;
-const PROTECTED = ["cannot write to protected branch", "cannot commit to protected branch"];
 const CONFLICT = "conflict found";
 
 /** The cause of a refusal the UI can name, or null for any other failure. */
 export function refusalOf(error: unknown): Refusal | null {
   if (!(error instanceof ApiError)) return null;
-  const hook = HOOK.exec(error.message);
-  if (hook) return { kind: "hook", event: hook[1], runId: hook[2], detail: (hook[3] ?? "").trim() };
-  if (error.status === 403 && PROTECTED.some((sentence) => error.message.startsWith(sentence))) {
-    return { kind: "protection", message: error.message };
+  if (error.status === 412) {
+    const hook = HOOK.exec(error.message);
+    if (hook) return { kind: "hook", event: hook[1], runId: hook[2], detail: (hook[3] ?? "").trim() };
+  }
+  if (error.status === 403 && error.protection) {
+    return { kind: "protection", message: error.message, branch: error.protection.branch, rules: error.protection.rules };
   }
   if (error.status === 409 && error.message.startsWith(CONFLICT)) return { kind: "conflict", message: error.message };
   return null;

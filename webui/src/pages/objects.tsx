@@ -7,11 +7,12 @@
 import { useState } from "preact/hooks";
 import { ApiError, type Page, api, apiUrl, seg } from "../api";
 import { ConfirmDialog } from "../components/confirm_dialog";
+import { ProtectedBadge } from "../components/protected_badge";
 import { CopyUris } from "../components/copy_uri";
 import { ErrorPage, Loading } from "../components/error_page";
 import { formatBytes, formatTime } from "../components/format";
 import { RefPicker } from "../components/ref_picker";
-import { Link, href, navigate } from "../components/router";
+import { Link, navigate } from "../components/router";
 import { useWriteProtection } from "../components/refusal";
 import { useAsync } from "../components/use_async";
 import { useIsAdmin } from "../components/user";
@@ -113,7 +114,7 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
             Import
           </button>
         )}
-        {branch === true && protectedBy.length > 0 && <ProtectedBadge repo={repo} branch={ref} patterns={protectedBy} />}
+        {branch === true && protectedBy.length > 0 && <ProtectedBadge repo={repo} branch={ref} patterns={protectedBy} refuses="uploads or deletes" />}
         {branch === false && (
           <span class="read-only-badge" data-testid="read-only" title="A tag or a commit cannot change: no upload, import or delete here">
             read-only: {ref} is not a branch
@@ -256,6 +257,8 @@ export function ObjectPage({ repo, query }: { repo: string; query: URLSearchPara
 function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; path: string }) {
   const admin = useIsAdmin();
   const branch = useIsBranch(repo, ref) === true;
+  // A branch whose protection refuses direct writes offers no Delete: it says why instead.
+  const protectedBy = useWriteProtection(repo, branch ? ref : "");
   const [deleting, setDeleting] = useState(false);
   const stat = useAsync(
     (signal) => api.get<ObjectStats>(`${objectUrlPath(repo, ref)}/stat`, { path, user_metadata: true }, signal),
@@ -295,11 +298,12 @@ function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; 
                 read-only
               </span>
             )}
-            {branch && (
+            {branch && protectedBy.length === 0 && (
               <button type="button" class="danger" onClick={() => setDeleting(true)}>
                 Delete
               </button>
             )}
+            {branch && protectedBy.length > 0 && <ProtectedBadge repo={repo} branch={ref} patterns={protectedBy} refuses="deletes" />}
           </div>
           <table class="details" data-testid="object-details">
             <tbody>
@@ -357,7 +361,7 @@ function ObjectDetails({ repo, ref_: ref, path }: { repo: string; ref_: string; 
           <Preview repo={repo} ref={ref} path={path} size={stat.data.size_bytes ?? 0} contentType={stat.data.content_type ?? ""} url={url} />
         </>
       )}
-      {deleting && (
+      {deleting && protectedBy.length === 0 && (
         <ConfirmDialog
           title={`Delete ${name}?`}
           confirmLabel="Delete object"
@@ -394,21 +398,6 @@ function LastChangeCell({ repo, commit, full = false }: { repo: string; commit: 
       </Link>{" "}
       {commit.committer}, {formatTime(commit.creation_date)}
       : {full || commit.message.length <= 40 ? commit.message : `${commit.message.slice(0, 40)}…`}
-    </span>
-  );
-}
-
-/** A protected branch, before anyone tries to write to it: which rule, and where it is set. */
-function ProtectedBadge(props: { repo: string; branch: string; patterns: string[] }) {
-  return (
-    <span
-      class="read-only-badge protected-badge"
-      data-testid="branch-protected"
-      title="Branch protection refuses uploads, deletes and commits here: change it through a pull request"
-    >
-      {props.branch} is protected by the rule{props.patterns.length > 1 ? "s" : ""} <code>{props.patterns.join(", ")}</code>: no uploads or deletes
-      here, changes come through a pull request.{" "}
-      <Link href={href(`/repositories/${encodeURIComponent(props.repo)}/settings`) + "#branch-protection"}>Protection settings</Link>
     </span>
   );
 }

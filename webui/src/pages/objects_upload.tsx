@@ -69,7 +69,7 @@ function useUploads(repo: string, branch: string, onUploaded: (failed: number) =
   return { items, add, busy, clear: () => setItems((previous) => previous.filter((item) => item.state === "uploading" || item.state === "queued")) };
 }
 
-function UploadList({ items, onClear, repo, branch }: { items: UploadItem[]; onClear: () => void; repo: string; branch: string }) {
+function UploadList({ items, onClear, repo }: { items: UploadItem[]; onClear: () => void; repo: string }) {
   if (items.length === 0) return null;
   return (
     <div class="upload-list card" data-testid="upload-list" aria-live="polite">
@@ -86,7 +86,7 @@ function UploadList({ items, onClear, repo, branch }: { items: UploadItem[]; onC
             )}
             <div class="upload-status">
               {item.state === "failed" ? (
-                <ErrorNote error={item.error} repo={repo} branch={branch} />
+                <ErrorNote error={item.error} repo={repo} />
               ) : item.state === "done"
                   ? `${formatBytes(item.size)} uploaded`
                   : item.state === "queued"
@@ -142,7 +142,7 @@ export function UploadDropZone(props: {
           {refused}
         </p>
       )}
-      <UploadList items={uploads.items} onClear={uploads.clear} repo={props.repo} branch={props.branch} />
+      <UploadList items={uploads.items} onClear={uploads.clear} repo={props.repo} />
       <UploadSummary items={uploads.items} />
       {props.children}
     </div>
@@ -169,7 +169,7 @@ export function UploadForm(props: { repo: string; branch: string; prefix: string
         Into directory (prefix) on branch {props.branch}
         <input name="prefix" maxLength={1024} value={prefix} onInput={(event) => setPrefix(event.currentTarget.value)} />
       </label>
-      <UploadList items={uploads.items} onClear={uploads.clear} repo={props.repo} branch={props.branch} />
+      <UploadList items={uploads.items} onClear={uploads.clear} repo={props.repo} />
       <UploadSummary items={uploads.items} />
       <button type="submit" class="primary" disabled={files.length === 0 || uploads.busy}>
         Upload

@@ -1,7 +1,7 @@
 // One file's upload with progress: fetch() reports no upload progress, XMLHttpRequest does
 // (its upload "progress" events). The same multipart POST as the upload form's, so the same
 // route, limits and errors (lakeFS's JSON message, shown as it is).
-import { ApiError, apiUrl, seg } from "../api";
+import { ApiError, apiErrorOf, apiUrl, seg } from "../api";
 
 // A stalled upload gives up after this long (the server's own read timeout is shorter).
 export const UPLOAD_TIMEOUT_MS = 30 * 60 * 1000;
@@ -11,14 +11,7 @@ export function objectUploadUrl(repo: string, branch: string, path: string): str
 }
 
 function errorOf(xhr: XMLHttpRequest): ApiError {
-  let message = `${xhr.status} ${xhr.statusText}`.trim();
-  try {
-    const body: unknown = JSON.parse(xhr.responseText);
-    if (body && typeof body === "object" && "message" in body && typeof body.message === "string") message = body.message;
-  } catch {
-    // Not JSON (a proxy's page): the status line is the best message there is.
-  }
-  return new ApiError(xhr.status, message);
+  return apiErrorOf(xhr.status, xhr.statusText, xhr.responseText);
 }
 
 /** Uploads `file` as `path` on the branch; `onProgress(sent, total)` as bytes go out. */

@@ -3,6 +3,8 @@
 import { useState } from "preact/hooks";
 import { api, seg } from "../../api";
 import { ConfirmDialog } from "../../components/confirm_dialog";
+import { ProtectedBadge } from "../../components/protected_badge";
+import { useWriteProtection } from "../../components/refusal";
 import { ErrorNote, ErrorPage, Loading } from "../../components/error_page";
 import { repoHref } from "../../components/layout";
 import { type Metadata, MetadataEditor } from "../../components/metadata_editor";
@@ -26,6 +28,9 @@ function BranchChanges({ repo, branch }: { repo: string; branch: string }) {
   const [confirmReset, setConfirmReset] = useState(false);
   const branchPath = `${repoPath(repo)}/branches/${seg(branch)}`;
   const changed = () => setGeneration((n) => n + 1);
+  // A branch whose protection refuses direct writes offers no commit or reset: it says why.
+  const protectedBy = useWriteProtection(repo, branch);
+  const writable = protectedBy.length === 0;
 
   const resetPath = async (row: TreeRow) => {
     setActionError(undefined);
@@ -42,14 +47,18 @@ function BranchChanges({ repo, branch }: { repo: string; branch: string }) {
     <div class="refs-page" data-testid="changes-page">
       <div class="toolbar">
         <RefPicker repo={repo} current={branch} onSelect={(ref) => navigate(repoHref(repo, "changes", { ref }))} />
-        <button type="button" class="danger" onClick={() => setConfirmReset(true)}>
-          Reset all changes
-        </button>
+        {writable ? (
+          <button type="button" class="danger" onClick={() => setConfirmReset(true)}>
+            Reset all changes
+          </button>
+        ) : (
+          <ProtectedBadge repo={repo} branch={branch} patterns={protectedBy} refuses="commits or resets" />
+        )}
       </div>
-      <CommitForm repo={repo} branch={branch} onCommitted={changed} />
+      {writable && <CommitForm repo={repo} branch={branch} onCommitted={changed} />}
       <h2>Uncommitted changes on {branch}</h2>
       <div data-testid="reset-result">
-        <ErrorNote error={actionError} branch={branch} />
+        <ErrorNote error={actionError} />
       </div>
       <DiffTree
         path={`${branchPath}/diff/summary`}
@@ -58,13 +67,17 @@ function BranchChanges({ repo, branch }: { repo: string; branch: string }) {
         resetKey={`${branch}/${generation}`}
         empty="No uncommitted changes."
         testId="changes-table"
-        actions={(row) => (
-          <button type="button" onClick={() => void resetPath(row)} aria-label={`Reset ${row.path}`}>
-            Reset
-          </button>
-        )}
+        actions={
+          writable
+            ? (row) => (
+                <button type="button" onClick={() => void resetPath(row)} aria-label={`Reset ${row.path}`}>
+                  Reset
+                </button>
+              )
+            : undefined
+        }
       />
-      {confirmReset && (
+      {confirmReset && writable && (
         <ConfirmDialog
           title={`Reset all uncommitted changes on ${branch}?`}
           confirmLabel="Reset all"
@@ -119,7 +132,7 @@ function CommitForm(props: { repo: string; branch: string; onCommitted: () => vo
         <input name="message" value={message} required maxLength={4096} onInput={(e) => setMessage(e.currentTarget.value)} />
       </label>
       <MetadataEditor key={editorKey} onChange={setMetadata} />
-      <ErrorNote error={error} repo={props.repo} branch={props.branch} />
+      <ErrorNote error={error} repo={props.repo} />
       <div class="actions">
         <button type="submit" class="primary" disabled={busy || !message.trim()}>
           Commit changes

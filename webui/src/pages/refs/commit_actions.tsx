@@ -3,6 +3,8 @@
 import { useState } from "preact/hooks";
 import { ApiError, api, messageOf, seg } from "../../api";
 import { ConfirmDialog } from "../../components/confirm_dialog";
+import { ProtectedBadge } from "../../components/protected_badge";
+import { refusalOf as causeOf, useWriteProtection } from "../../components/refusal";
 import { Link } from "../../components/router";
 import { useAsync } from "../../components/use_async";
 import { type Commit, type NamedRef, commitHref, repoPath, shortId } from "./model";
@@ -12,10 +14,13 @@ const BRANCHES_SHOWN = 100;
 
 type Action = "revert" | "cherry-pick";
 
-/** What a refusal means for this action, in words. */
+/** What a refusal means for this action, in words; a refusal whose cause the dialog names and
+ * links to (a protection rule, a hook: components/refusal.ts) stays as the API said it. */
 export function refusalOf(action: Action, branch: string, error: unknown): Error {
   const message = messageOf(error);
   if (!(error instanceof ApiError)) return new Error(message);
+  const named = causeOf(error);
+  if (named?.kind === "protection" || named?.kind === "hook") return error;
   const what = action === "revert" ? "The revert" : "The cherry-pick";
   switch (error.status) {
     case 409:
@@ -79,6 +84,8 @@ function ActionDialog(props: {
   );
   const [branch, setBranch] = useState("");
   const target = branch || branches.data?.results[0]?.id || "";
+  // A target a rule keeps direct writes off is named before anyone tries (the server refuses).
+  const protectedBy = useWriteProtection(repo, target);
   const run = async () => {
     const path = `${repoPath(repo)}/branches/${seg(target)}/${action}`;
     // A merge commit is reverted or picked against its first parent; a revert always names
@@ -120,6 +127,11 @@ function ActionDialog(props: {
           ))}
         </select>
       </label>
+      {protectedBy.length > 0 && (
+        <p class="note" data-testid="target-protected">
+          <ProtectedBadge repo={repo} branch={target} patterns={protectedBy} refuses={action === "revert" ? "reverts" : "cherry-picks"} />
+        </p>
+      )}
     </ConfirmDialog>
   );
 }

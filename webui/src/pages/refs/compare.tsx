@@ -9,7 +9,7 @@ import { RefPicker } from "../../components/ref_picker";
 import { Link, navigate } from "../../components/router";
 import { useAsync } from "../../components/use_async";
 import { DiffTree } from "./diff_tree";
-import { type Conflict, type MergeOutcome, type Strategy, type TableConflict, mergeRefs } from "./merge";
+import { type Conflict, type MergeOutcome, type Strategy, type TableConflict, checkMerge, mergeRefs, nothingToMerge } from "./merge";
 import { commitHref, refOrDefault, repoPath, shortId } from "./model";
 import { TableChanges } from "./table_changes";
 
@@ -44,7 +44,7 @@ function Comparison({ repo, base, compare }: { repo: string; base: string; compa
   const [generation, setGeneration] = useState(0);
   return (
     <>
-      <MergeForm repo={repo} base={base} compare={compare} onMerged={() => setGeneration((n) => n + 1)} />
+      <MergeForm repo={repo} base={base} compare={compare} generation={generation} onMerged={() => setGeneration((n) => n + 1)} />
       <TableChanges repo={repo} base={base} compare={compare} resetKey={String(generation)} />
       <h2>
         Changes of {compare} relative to {base}
@@ -61,7 +61,13 @@ function Comparison({ repo, base, compare }: { repo: string; base: string; compa
   );
 }
 
-function MergeForm(props: { repo: string; base: string; compare: string; onMerged: () => void }) {
+function MergeForm(props: { repo: string; base: string; compare: string; generation: number; onMerged: () => void }) {
+  // Asked again after each merge here; a failed check leaves Merge offered (the API decides).
+  const check = useAsync(
+    (signal) => checkMerge(props.repo, props.compare, props.base, signal).catch(() => null),
+    [props.repo, props.compare, props.base, props.generation],
+  );
+  const empty = check.data ? nothingToMerge(check.data) : false;
   const [strategy, setStrategy] = useState<Strategy>("");
   const [message, setMessage] = useState("");
   const [busy, setBusy] = useState(false);
@@ -99,9 +105,14 @@ function MergeForm(props: { repo: string; base: string; compare: string; onMerge
         Merge message
         <input value={message} maxLength={4096} placeholder={`Merge '${props.compare}' into '${props.base}'`} onInput={(e) => setMessage(e.currentTarget.value)} />
       </label>
-      <ErrorNote error={error} repo={props.repo} branch={props.base} />
+      <ErrorNote error={error} repo={props.repo} />
+      {empty && outcome === null && (
+        <p class="note" role="status" id="nothing-to-merge" data-testid="nothing-to-merge">
+          Nothing to merge: {props.compare} is already in {props.base}.
+        </p>
+      )}
       <div class="actions">
-        <button type="submit" class="primary" disabled={busy}>
+        <button type="submit" class="primary" disabled={busy || empty} aria-describedby={empty ? "nothing-to-merge" : undefined}>
           Merge
         </button>
       </div>

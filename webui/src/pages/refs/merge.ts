@@ -1,7 +1,7 @@
 // Merging one ref into a branch. A conflict is an answer the page shows path by path (the API's
 // 409 lists them in `conflicts`), not only an error message, so this call reads the answer's
 // body itself instead of going through api.ts, which keeps only the message of a failure.
-import { ApiError, api, apiUrl, seg } from "../../api";
+import { ApiError, api, apiErrorOf, apiUrl, seg } from "../../api";
 import { repoPath } from "./model";
 
 export type Strategy = "" | "dest-wins" | "source-wins";
@@ -49,15 +49,16 @@ export async function mergeRefs(
   } catch {
     throw new ApiError(0, "the server could not be reached");
   }
+  const body = await response.text().catch(() => "");
   let answer: MergeAnswer = {};
   try {
-    answer = (await response.json()) as MergeAnswer;
+    answer = JSON.parse(body) as MergeAnswer;
   } catch {
     // Not JSON (a proxy's page, say): the status line is the best message there is.
   }
   if (response.ok) return { kind: "merged", commitId: answer.reference ?? "" };
   const text = answer.message ?? `${response.status} ${response.statusText}`.trim();
-  if (response.status !== 409) throw new ApiError(response.status, text);
+  if (response.status !== 409) throw apiErrorOf(response.status, response.statusText, body);
   return {
     kind: "conflicts",
     message: text,
@@ -82,4 +83,10 @@ export interface MergeCheck {
 
 export function checkMerge(repo: string, source: string, destination: string, signal?: AbortSignal): Promise<MergeCheck> {
   return api.get<MergeCheck>(`${repoPath(repo)}/refs/${seg(source)}/merge/${seg(destination)}/conflicts`, undefined, signal);
+}
+
+/** Whether the merge would have nothing to bring: the source's head is the merge base, already
+ * in the destination (the API would answer 400 "no changes"). */
+export function nothingToMerge(check: MergeCheck): boolean {
+  return check.source_commit_id !== "" && check.source_commit_id === check.base_commit_id;
 }

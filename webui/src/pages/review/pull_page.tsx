@@ -9,7 +9,7 @@ import { href, Link } from "../../components/router";
 import { type Async, useAsync } from "../../components/use_async";
 import { ApiError, messageOf, seg } from "../../api";
 import { ConflictTable } from "../refs/compare";
-import { type MergeCheck, checkMerge } from "../refs/merge";
+import { type MergeCheck, checkMerge, nothingToMerge } from "../refs/merge";
 import { ChecksPanel } from "./pull_checks";
 import { PullDiff } from "./pull_diff";
 import { CommentThread } from "./pull_comments";
@@ -119,6 +119,8 @@ function MergeBox({ repo, pull, version, onChange }: { repo: string; pull: PullR
   const conflicts = check.data?.conflicts ?? [];
   // Conflicts stop a merge only when no strategy lets one side win.
   const stopped = conflicts.length > 0 && strategy === "";
+  // Nothing to merge (the source is already in the destination): Merge is not offered, Close is.
+  const empty = check.data ? nothingToMerge(check.data) : false;
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
   const act = async (action: () => Promise<unknown>) => {
@@ -163,7 +165,13 @@ function MergeBox({ repo, pull, version, onChange }: { repo: string; pull: PullR
         </p>
       )}
       {open && <MergeCheckNote repo={repo} pull={pull} check={check} />}
-      <ErrorNote error={error} repo={repo} branch={pull.destination_branch} />
+      {open && empty && (
+        <p class="note" role="status" id="nothing-to-merge" data-testid="nothing-to-merge">
+          Nothing to merge: {pull.source_branch} is already in {pull.destination_branch}. Add commits to {pull.source_branch}, or close the pull
+          request.
+        </p>
+      )}
+      <ErrorNote error={error} repo={repo} />
       <div class="actions">
         {pull.status === "open" && (
           <>
@@ -180,9 +188,9 @@ function MergeBox({ repo, pull, version, onChange }: { repo: string; pull: PullR
             <button
               type="button"
               class="primary"
-              disabled={busy || stopped}
-              title={stopped ? "Conflicts would stop this merge: choose a strategy" : undefined}
-              aria-describedby={stopped ? "merge-stopped" : undefined}
+              disabled={busy || stopped || empty}
+              title={stopped ? "Conflicts would stop this merge: choose a strategy" : empty ? "Nothing to merge" : undefined}
+              aria-describedby={stopped ? "merge-stopped" : empty ? "nothing-to-merge" : undefined}
               onClick={() => void act(() => pullsApi.merge(repo, pull.id, strategy))}
               data-testid="merge"
             >

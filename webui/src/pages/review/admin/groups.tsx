@@ -5,7 +5,7 @@ import { useAsync } from "../../../components/use_async";
 import { AdminFrame } from "./admin_frame";
 import { type Group, iamApi, type User } from "./iam_api";
 import { PrincipalList, SystemBadge } from "./principal_list";
-import { AttachedPolicies, RelatedTable, usePageAction } from "./related_table";
+import { AttachedPolicies, KEPT_GROUP_POLICY, KEPT_MEMBER, RelatedTable, usePageAction } from "./related_table";
 
 export function GroupsPage() {
   return (
@@ -66,6 +66,7 @@ function GroupDetails({ groupId }: { groupId: string }) {
           label: "Remove",
           action: (userId) => iamApi.removeMember(groupId, userId),
         }}
+        keptWhy={KEPT_MEMBER}
         run={run}
       />
       <AttachedPolicies
@@ -76,6 +77,7 @@ function GroupDetails({ groupId }: { groupId: string }) {
         load={(after, signal) => iamApi.groupPolicies(groupId, after, signal)}
         attach={(policyId) => iamApi.attachToGroup(groupId, policyId)}
         detach={(policyId) => iamApi.detachFromGroup(groupId, policyId)}
+        keptWhy={KEPT_GROUP_POLICY}
         run={run}
       />
     </div>

@@ -1,12 +1,19 @@
 // The REST API's IAM endpoints (lakeFS's /auth/...) as the administration pages use them.
 import { api, seg } from "../../../api";
 
-export interface User {
+/** An item of a relation's listing (a group's members, a user's groups, the policies attached
+ * to either): `kept_by_setup` when setup makes that binding again at every start, so the API
+ * refuses to undo it (409) and the pages offer no Detach or Remove for it. */
+export interface Bound {
+  kept_by_setup?: boolean;
+}
+
+export interface User extends Bound {
   id: string;
   creation_date: number;
 }
 
-export interface Group {
+export interface Group extends Bound {
   id: string;
   name?: string | null;
   description?: string | null;
@@ -21,7 +28,7 @@ export interface Statement {
   action: string[];
 }
 
-export interface Policy {
+export interface Policy extends Bound {
   id: string;
   creation_date?: number | null;
   statement: Statement[];

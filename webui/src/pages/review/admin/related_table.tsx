@@ -1,13 +1,20 @@
 // What a user's or a group's page shows of its relations (a group's members, a user's groups,
 // the policies attached to either): a searchable list to add one from, and a paged table of
-// links to them with a control that removes one.
+// links to them with a control that removes one (none for a binding setup keeps: a badge says
+// why instead).
 import { useState } from "preact/hooks";
 import type { Page } from "../../../api";
 import { PagedTable } from "../../../components/paged_table";
 import { Link } from "../../../components/router";
 import { type AdminSection, adminHref } from "./admin_frame";
-import { iamApi, type Policy } from "./iam_api";
+import { type Bound, iamApi, type Policy } from "./iam_api";
 import { IdPicker } from "./id_picker";
+
+// Why each kind of binding setup keeps stays (auth's own reasons, silt/iam_system.py).
+export const KEPT_GROUP_POLICY =
+  "Setup attaches this preset group's policy again at every start, so detaching it would silently come undone: to narrow the group, move its members to a group of your own or attach a policy with Deny statements to it.";
+export const KEPT_MEMBER = "Setup puts this service user in the group again at every start, and Silt's services need it there: removing it would silently come undone.";
+export const KEPT_USER_POLICY = "Setup attaches this policy to the service user again at every start, and Silt's services need it: detaching it would silently come undone.";
 
 /** Runs an action of the page, then `after`; a failure goes to the page's one error note. */
 export type PageAction = (action: () => Promise<unknown>, after: () => void) => Promise<void>;
@@ -27,7 +34,17 @@ export function usePageAction(): { error: unknown; run: PageAction } {
   return { error, run };
 }
 
-export function RelatedTable<T extends { id: string }>(props: {
+/** A binding setup makes again at every start, where a Remove or Detach would be: why it stays. */
+export function KeptBadge({ why }: { why: string }) {
+  return (
+    <span class="system-badge" data-testid="kept-by-setup" title={why}>
+      kept by the system
+      <span class="visually-hidden">: {why}</span>
+    </span>
+  );
+}
+
+export function RelatedTable<T extends Bound & { id: string }>(props: {
   heading: string;
   /** The page's own id: the table starts over when it or the relations change. */
   ownerId: string;
@@ -45,6 +62,8 @@ export function RelatedTable<T extends { id: string }>(props: {
   column: string;
   empty: string;
   remove: { testId: string; label: string; action: (id: string) => Promise<unknown> };
+  /** Why a binding setup keeps stays (the tooltip of its badge). */
+  keptWhy: string;
   run: PageAction;
 }) {
   const [version, setVersion] = useState(0);
@@ -73,15 +92,14 @@ export function RelatedTable<T extends { id: string }>(props: {
           { title: props.column, cell: (row) => <Link href={adminHref(props.section, row.id)}>{row.id}</Link> },
           {
             title: "",
-            cell: (row) => (
-              <button
-                type="button"
-                onClick={() => void props.run(() => remove.action(row.id), changed)}
-                data-testid={remove.testId}
-              >
-                {remove.label}
-              </button>
-            ),
+            cell: (row) =>
+              row.kept_by_setup ? (
+                <KeptBadge why={props.keptWhy} />
+              ) : (
+                <button type="button" onClick={() => void props.run(() => remove.action(row.id), changed)} data-testid={remove.testId}>
+                  {remove.label}
+                </button>
+              ),
           },
         ]}
       />
@@ -98,6 +116,7 @@ export function AttachedPolicies(props: {
   load: (after: string, signal: AbortSignal) => Promise<Page<Policy>>;
   attach: (policyId: string) => Promise<unknown>;
   detach: (policyId: string) => Promise<unknown>;
+  keptWhy: string;
   run: PageAction;
 }) {
   return (
@@ -117,6 +136,7 @@ export function AttachedPolicies(props: {
       column="Policy"
       empty="No policies attached."
       remove={{ testId: "detach-policy", label: "Detach", action: props.detach }}
+      keptWhy={props.keptWhy}
       run={props.run}
     />
   );

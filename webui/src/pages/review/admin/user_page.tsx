@@ -6,7 +6,7 @@ import { useAsync } from "../../../components/use_async";
 import { AdminFrame } from "./admin_frame";
 import { CredentialsPanel } from "./credentials";
 import { type Group, iamApi } from "./iam_api";
-import { AttachedPolicies, RelatedTable, usePageAction } from "./related_table";
+import { AttachedPolicies, KEPT_MEMBER, KEPT_USER_POLICY, RelatedTable, usePageAction } from "./related_table";
 import { SessionsPanel } from "./sessions_panel";
 
 export function UserPage({ userId }: { userId: string }) {
@@ -47,6 +47,7 @@ function UserDetails({ userId }: { userId: string }) {
           label: "Remove from group",
           action: (groupId) => iamApi.removeMember(groupId, userId),
         }}
+        keptWhy={KEPT_MEMBER}
         run={run}
       />
       <AttachedPolicies
@@ -57,6 +58,7 @@ function UserDetails({ userId }: { userId: string }) {
         load={(after, signal) => iamApi.userPolicies(userId, after, signal)}
         attach={(policyId) => iamApi.attachToUser(userId, policyId)}
         detach={(policyId) => iamApi.detachFromUser(userId, policyId)}
+        keptWhy={KEPT_USER_POLICY}
         run={run}
       />
       <CredentialsPanel userId={userId} />
