@@ -6,7 +6,9 @@ process's first figure), so a figure can be compared with one taken elsewhere, o
 day, by the speed of the same fixed work:
 
 * ``cpu_loop_s``: 10,000,000 additions in a CPython ``for`` loop (one core, interpreter-bound,
-  as Silt's request handling is);
+  as Silt's request handling is), wall time; ``cpu_loop_cpu_s`` the CPU time the loop got. On
+  a loaded machine the first grows with the wait for a core, the second only with what sharing
+  a core costs: compare wall figures with the first, CPU figures with the second;
 * ``fsync_round_s``: 200 rounds of writing 4 KiB to a file and fsyncing it, in a temporary
   directory beside the benchmark's (the durable-write path of the KV store and the blockstore).
 
@@ -30,21 +32,22 @@ FSYNC_BYTES = 4096
 @dataclass(frozen=True)
 class Calibration:
     cpu_loop_s: float
+    cpu_loop_cpu_s: float
     fsync_round_s: float
     load_1m: float
     cpus: int
     python: str
 
 
-def cpu_loop(additions: int = LOOP_ADDITIONS) -> float:
-    """Seconds for `additions` additions in a plain CPython loop."""
-    started = time.perf_counter()
+def cpu_loop(additions: int = LOOP_ADDITIONS) -> tuple[float, float]:
+    """Wall and CPU seconds for `additions` additions in a plain CPython loop."""
+    started, cpu_started = time.perf_counter(), time.thread_time()
     total = 0
     for i in range(additions):
         total += i
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
     assert total == additions * (additions - 1) // 2  # the loop ran, whatever the optimizer
-    return elapsed
+    return elapsed, cpu
 
 
 def fsync_round(rounds: int = FSYNC_ROUNDS, size: int = FSYNC_BYTES, directory: str | None = None) -> float:
@@ -64,8 +67,10 @@ def fsync_round(rounds: int = FSYNC_ROUNDS, size: int = FSYNC_BYTES, directory: 
 
 
 def calibrate() -> Calibration:
+    wall, cpu = cpu_loop()
     return Calibration(
-        cpu_loop_s=cpu_loop(),
+        cpu_loop_s=wall,
+        cpu_loop_cpu_s=cpu,
         fsync_round_s=fsync_round(),
         load_1m=os.getloadavg()[0],
         cpus=os.cpu_count() or 1,
@@ -75,7 +80,7 @@ def calibrate() -> Calibration:
 
 def calibration_line(calibration: Calibration) -> str:
     fields = asdict(calibration)
-    for name in ("cpu_loop_s", "fsync_round_s", "load_1m"):
+    for name in ("cpu_loop_s", "cpu_loop_cpu_s", "fsync_round_s", "load_1m"):
         fields[name] = round(fields[name], 3)
     return json.dumps({"name": "calibration", **fields})
 
