@@ -10,7 +10,6 @@ them one RPC at a time would dominate the run without measuring anything asked f
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import statistics
 import tempfile
@@ -24,6 +23,7 @@ from typing import NamedTuple
 
 import grpc
 
+from bench.processes import cpu_seconds
 from bench.report import emit, p99
 from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import Record
@@ -88,17 +88,6 @@ def range_files(root: Path) -> set[str]:
     return {p.name for p in root.rglob("*") if p.is_file() and _HEX64.match(p.name) and "ranges" in p.parent.name}
 
 
-def _cpu_seconds(pid: int | None) -> float:
-    """User and system CPU seconds a process has used (0 without one)."""
-    if pid is None:
-        return 0.0
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class Listed(NamedTuple):
     wall: float
     graveler_cpu: float
@@ -107,7 +96,7 @@ class Listed(NamedTuple):
 
 def list_all(stub: api_grpc.GravelerServiceStub, repo: str, amount: int, graveler_pid: int | None) -> Listed:
     """Every entry of repo's main, page after page of `amount`: the times it took."""
-    graveler_before, client_before = _cpu_seconds(graveler_pid), time.thread_time()
+    graveler_before, client_before = cpu_seconds(graveler_pid), time.thread_time()
     started = time.perf_counter()
     listed, after = 0, ""
     while True:
@@ -118,7 +107,7 @@ def list_all(stub: api_grpc.GravelerServiceStub, repo: str, amount: int, gravele
         after = page.items[-1].key
     elapsed = time.perf_counter() - started
     assert listed > 0
-    return Listed(elapsed, _cpu_seconds(graveler_pid) - graveler_before, time.thread_time() - client_before)
+    return Listed(elapsed, cpu_seconds(graveler_pid) - graveler_before, time.thread_time() - client_before)
 
 
 def bench_list(
