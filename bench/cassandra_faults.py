@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from bench.report import emit_calibration
 from silt.config import CassandraConfig
 from tests.jepsen.checker import FINAL
 from tests.jepsen.history import Outcome
@@ -129,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                         result = run_once(
                             f"faults-{fault}-{node}", topology, cluster, seed, [], args.workers, windows=[window]
                         )
+                        emit_calibration()
                         print(json.dumps({**measure(fault, node, run, result), **overrides}), flush=True)
                         time.sleep(2.0)  # hints delivered, the restarted node warm again
         finally:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
-import json
 import random
 import statistics
 import tempfile
@@ -20,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from bench import report
 from engine.core.committed.cache import CommittedCache
 from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import Change, Record
@@ -31,7 +31,7 @@ T = TypeVar("T")
 
 
 def emit(name: str, value: float, unit: str, target: float | None = None) -> None:
-    print(json.dumps({"name": name, "value": round(value, 4), "unit": unit, "target": target}), flush=True)
+    report.emit(name, value, unit, target, digits=4)
 
 
 def key_of(index: int) -> bytes:

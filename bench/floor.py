@@ -27,7 +27,8 @@ from typing import Any
 
 import grpc
 
-from bench.gateway import _cpu_seconds, _hammer, _own_cpu, _process_tree
+from bench.gateway import _hammer, _own_cpu
+from bench.processes import cpu_seconds, process_tree
 from bench.report import emit
 from silt.launcher import free_port
 
@@ -146,10 +147,10 @@ def bench_http(count: int, workers: int) -> None:
         for method in ("PUT", "GET"):
             urls = [(method, f"http://127.0.0.1:{port}/bucket/key{i}?X-Amz-Signature=0") for i in range(count)]
             _hammer(urls[:500], BODY, 32)  # warm up
-            tree = _process_tree(server.pid)
-            before, client = sum(_cpu_seconds(p) for p in tree), _own_cpu()
+            tree = process_tree(server.pid)
+            before, client = sum(cpu_seconds(p) for p in tree), _own_cpu()
             rate = _hammer(urls, BODY, 32)
-            used = sum(_cpu_seconds(p) for p in tree) - before
+            used = sum(cpu_seconds(p) for p in tree) - before
             name = method.lower()
             emit(f"floor.http_{name}_4kib.req_per_s", rate, "req/s", None)
             emit(f"floor.http_{name}_4kib.cpu_ms_per_request.server", used * 1000 / count, "ms", None)
@@ -185,10 +186,10 @@ def _bench_grpc_server(count: int, name: str, serve: str) -> None:
             "asyncio.run(call_grpc(int(sys.argv[1]), int(sys.argv[2]), 32))"
         )
         subprocess.run([sys.executable, "-c", client_code, str(port), "500"], cwd=root, check=True, capture_output=True)
-        before = _cpu_seconds(server.pid)
+        before = cpu_seconds(server.pid)
         command = [sys.executable, "-c", client_code, str(port), str(count)]
         out = subprocess.run(command, cwd=root, check=True, capture_output=True, text=True).stdout.split()
-        used = _cpu_seconds(server.pid) - before
+        used = cpu_seconds(server.pid) - before
         elapsed, client_cpu = float(out[0]), float(out[1])
         emit(f"floor.grpc_unary.{name}.calls_per_s", count / elapsed, "calls/s", None)
         emit(f"floor.grpc_unary.cpu_ms_per_call.{name}", used * 1000 / count, "ms", None)

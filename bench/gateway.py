@@ -37,6 +37,7 @@ import botocore.session
 import requests
 from botocore.config import Config as BotoConfig
 
+from bench.processes import cpu_seconds, process_tree
 from bench.report import emit
 from silt.launcher import free_port
 from tests.support.gateway_stack import GatewayStack, gateway_stack
@@ -281,27 +282,6 @@ def bench_latency(gw: GatewayStack, workdir: Path, count: int, rounds: int) -> N
         _stop(moto_process)
 
 
-def _process_tree(pid: int) -> list[int]:
-    # Every thread's children: a child is listed under the thread that started it (a span
-    # export process under the span processor's thread, not the main one).
-    pids = [pid]
-    with contextlib.suppress(OSError):
-        for children in Path(f"/proc/{pid}/task").glob("*/children"):
-            with contextlib.suppress(OSError):
-                for child in children.read_text().split():
-                    pids += _process_tree(int(child))
-    return pids
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds a process has used (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _is_export_process(pid: int) -> bool:
     try:
         return b"silt.telemetry.export_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -316,8 +296,8 @@ def _service_cpu(gw: GatewayStack) -> dict[str, float]:
     for service in ("gateway", "graveler", "auth"):
         pid = gw.stack.pid(service)
         used[service] = 0.0
-        for p in _process_tree(pid) if pid is not None else []:
-            seconds = _cpu_seconds(p)
+        for p in process_tree(pid) if pid is not None else []:
+            seconds = cpu_seconds(p)
             used[service] += seconds
             if _is_export_process(p):
                 used["export"] += seconds
@@ -555,7 +535,7 @@ def bench_memory(gw: GatewayStack, workdir: Path, size_mib: int) -> None:
 def _rss_kib(pid: int | None) -> int:
     """The largest RSS among the gateway and its worker processes (the upload runs in one of them)."""
     peak = 0
-    for one in _process_tree(pid) if pid is not None else []:
+    for one in process_tree(pid) if pid is not None else []:
         with contextlib.suppress(OSError):
             for line in Path(f"/proc/{one}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):

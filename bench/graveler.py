@@ -19,13 +19,16 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import grpc
 
+from bench.processes import cpu_seconds
 from bench.report import emit, p99
 from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import Record
 from engine.core.model import CommitId, StagingToken
+from engine.core.paging import MAX_PAGE
 from engine.core.refs import new_commit
 from engine.core.values import entry_value
 from engine.graveler import Graveler
@@ -55,12 +58,19 @@ def key_for(i: int) -> str:
 @contextmanager
 def stack(workdir: Path) -> Iterator[api_grpc.GravelerServiceStub]:
     """Auth and graveler as processes (as `make run` starts them), and a stub signed as the admin."""
+    with started_stack(workdir) as (stub, _):
+        yield stub
+
+
+@contextmanager
+def started_stack(workdir: Path) -> Iterator[tuple[api_grpc.GravelerServiceStub, Stack]]:
+    """stack(), with the Stack (its processes' ids)."""
     with Stack(workdir, ports={"auth": 0, "graveler": 0}, services=["auth", "graveler"], log_level="WARN") as s:
         assert s.admin is not None
         channel = signed_channel(s.endpoints["graveler"], s.admin)
         try:
             grpc.channel_ready_future(channel).result(timeout=60)
-            yield api_grpc.GravelerServiceStub(channel)
+            yield api_grpc.GravelerServiceStub(channel), s
         finally:
             channel.close()
 
@@ -78,21 +88,46 @@ def range_files(root: Path) -> set[str]:
     return {p.name for p in root.rglob("*") if p.is_file() and _HEX64.match(p.name) and "ranges" in p.parent.name}
 
 
-def bench_list(stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: int) -> None:
-    repo = "bench-list"
-    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
-    stage_in_process(graveler, repo, "main", count)
+class Listed(NamedTuple):
+    wall: float
+    graveler_cpu: float
+    client_cpu: float
+
+
+def list_all(stub: api_grpc.GravelerServiceStub, repo: str, amount: int, graveler_pid: int | None) -> Listed:
+    """Every entry of repo's main, page after page of `amount`: the times it took."""
+    graveler_before, client_before = cpu_seconds(graveler_pid), time.thread_time()
     started = time.perf_counter()
     listed, after = 0, ""
     while True:
-        page = stub.ListEntries(api.ListEntriesRequest(repository=repo, ref="main", after=after, amount=1000))
+        page = stub.ListEntries(api.ListEntriesRequest(repository=repo, ref="main", after=after, amount=amount))
         listed += len(page.items)
         if not page.has_more:
             break
         after = page.items[-1].key
     elapsed = time.perf_counter() - started
-    assert listed == count, (listed, count)
-    emit(f"graveler.list_staged_{count // 1000}k", elapsed, "s", 4.0)
+    assert listed > 0
+    return Listed(elapsed, cpu_seconds(graveler_pid) - graveler_before, time.thread_time() - client_before)
+
+
+def bench_list(
+    stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: int, graveler_pid: int | None, rounds: int = 3
+) -> None:
+    """A whole listing over gRPC in pages of MAX_PAGE entries (the most a call gives), of 2,500
+    and of 1,000 (S3's page), in turn: medians of the wall time, of graveler's CPU and of this
+    client's. Fewer calls pay the call's toll fewer times; larger answers cost more to move."""
+    repo = "bench-list"
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    stage_in_process(graveler, repo, "main", count)
+    runs: dict[int, list[Listed]] = {MAX_PAGE: [], 2500: [], 1000: []}
+    for _ in range(rounds):
+        for amount, listed in runs.items():
+            listed.append(list_all(stub, repo, amount, graveler_pid))
+    for amount, listed in runs.items():
+        name = f"graveler.list_staged_{count // 1000}k" + ("" if amount == MAX_PAGE else f".pages_of_{amount}")
+        emit(name, statistics.median(r.wall for r in listed), "s", 0.4 if amount > 1000 else None)
+        emit(f"{name}.graveler_cpu", statistics.median(r.graveler_cpu for r in listed), "s", None)
+        emit(f"{name}.client_cpu", statistics.median(r.client_cpu for r in listed), "s", None)
 
 
 def bench_commit(stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: int) -> None:
@@ -309,9 +344,9 @@ def main() -> None:
         graveler = open_graveler(kv, LocalAdapter(workdir / "data"))
         committed = graveler.committed
         try:
-            with stack(workdir) as stub:
+            with started_stack(workdir) as (stub, services):
                 if "list" in only:
-                    bench_list(stub, graveler, args.list_count)
+                    bench_list(stub, graveler, args.list_count, services.pid("graveler"))
                 if "commit" in only:
                     bench_commit(stub, graveler, args.commit_count)
                 if "large" in only:

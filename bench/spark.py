@@ -33,7 +33,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.gateway import _cpu_seconds, _process_tree
+from bench.processes import cpu_seconds, process_tree
 from bench.report import emit
 from silt.launcher import free_port
 from silt.spark import S3AEndpoint, local_session, use_endpoint_for_bucket
@@ -133,7 +133,7 @@ def graveler_calls(metrics_url: str) -> dict[str, float]:
 
 def tree_cpu(roots: list[int]) -> float:
     """CPU seconds used so far by the processes under roots (each with its descendants)."""
-    return sum(_cpu_seconds(pid) for root in roots for pid in _process_tree(root))
+    return sum(cpu_seconds(pid) for root in roots for pid in process_tree(root))
 
 
 def main() -> None:

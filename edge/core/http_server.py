@@ -11,6 +11,13 @@ import uvicorn
 from silt.service import STOP_GRACE_SECONDS
 from silt.source_address import with_mapped_forms
 
+# How long uvicorn's supervisor waits for a worker to answer its health check before it kills
+# the worker as hung and starts another. A worker answers only once its process has imported
+# the server's module again (multiprocessing's spawn does that before the worker's code runs),
+# which takes seconds on a loaded machine: with uvicorn's 5 s, every new worker was killed
+# before it could answer and the gateway never became ready.
+WORKER_HEALTHCHECK_SECONDS = 60
+
 
 def serve_http(app: Any, listen_address: str, trusted_proxies: Sequence[str], **options: Any) -> None:
     """Serve app (an ASGI app, or with factory=True an import path to a factory) on
@@ -44,5 +51,6 @@ def http_settings(listen_address: str, trusted_proxies: Sequence[str]) -> dict[s
         "timeout_graceful_shutdown": int(STOP_GRACE_SECONDS),
         "proxy_headers": True,
         "forwarded_allow_ips": with_mapped_forms(trusted_proxies),
+        "timeout_worker_healthcheck": WORKER_HEALTHCHECK_SECONDS,
     }
     return settings
