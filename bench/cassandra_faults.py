@@ -10,7 +10,7 @@ checker over the whole history. One JSON object a line per run:
 
     {"fault": "kill", "node": 1, "run": 0, "requests": ..., "failed": ..., "failed_during": ...,
      "lost": ..., "stale": ..., "violations": {...}, "p99_before_ms": ..., "p99_during_ms": ...,
-     "errors": {...}, "report": "build/jepsen/...txt"}
+     "errors": {...}, "report": "build/jepsen/...txt", "load_avg": [1, 5, 15 min]}
 
 `failed` counts requests answered 5xx or not at all (a client timeout; 4xx refusals are not failures);
 `lost` and `stale` are the checker's violations (an acknowledged write a read or commit missed,
@@ -129,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
                         result = run_once(
                             f"faults-{fault}-{node}", topology, cluster, seed, [], args.workers, windows=[window]
                         )
-                        print(json.dumps({**measure(fault, node, run, result), **overrides}), flush=True)
+                        # The machine may be shared: its load says how far latencies are the fault's.
+                        load = [round(x, 1) for x in os.getloadavg()]
+                        line = {**measure(fault, node, run, result), "load_avg": load, **overrides}
+                        print(json.dumps(line), flush=True)
                         time.sleep(2.0)  # hints delivered, the restarted node warm again
         finally:
             topology.stop()
