@@ -27,6 +27,7 @@ from silt.errors import (
     KeysRefused,
     NotFound,
     NotFoundKind,
+    OutcomeUnknown,
     PermissionDenied,
     PredicateFailed,
     ResourceExhausted,
@@ -63,6 +64,10 @@ _KINDS: frozenset[str] = frozenset(get_args(NotFoundKind))
 KEYS_REFUSED = "object-keys"
 # The ResourceInfo type a KeptBySetup travels with: a FAILED_PRECONDITION told apart by type.
 KEPT_BY_SETUP = "kept-by-setup"
+# The ResourceInfo type an OutcomeUnknown travels with: an UNAVAILABLE whose write may or may not
+# have been applied (a compare-and-set the KV could not settle), told apart from a dependency
+# that refused or could not be reached. Overload is a code of its own (RESOURCE_EXHAUSTED).
+OUTCOME_UNKNOWN = "outcome-unknown"
 
 
 # A status message travels in a trailer, percent-encoded, and a peer refuses trailers over
@@ -107,6 +112,8 @@ def abort(context: grpc.ServicerContext, exc: SiltError) -> NoReturn:
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, KEYS_REFUSED)),))
     elif isinstance(exc, KeptBySetup):
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, KEPT_BY_SETUP)),))
+    elif isinstance(exc, OutcomeUnknown):
+        context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, OUTCOME_UNKNOWN)),))
     context.abort(code, message)
     raise AssertionError("grpc's abort returned")  # it raises; this keeps the NoReturn honest
 
@@ -136,7 +143,8 @@ def _resource_type(exc: grpc.RpcError) -> str | None:
 
 def error_from_rpc(exc: grpc.RpcError) -> SiltError:
     """The typed error for a failed call, sync or grpc.aio: the class follows the status code
-    (UNAVAILABLE when the server is unreachable), NotFound carries `what` when the server sent it.
+    (UNAVAILABLE when the server is unreachable), NotFound carries `what` when the server sent it, and
+    an UNAVAILABLE marked OUTCOME_UNKNOWN is an OutcomeUnknown.
     Codes without a Silt meaning (UNKNOWN, INTERNAL, CANCELLED, ...) give a plain SiltError."""
     code_of = getattr(exc, "code", None)
     code = code_of() if callable(code_of) else grpc.StatusCode.UNKNOWN
@@ -149,6 +157,8 @@ def error_from_rpc(exc: grpc.RpcError) -> SiltError:
         return KeysRefused(details)
     if cls is FailedPrecondition and _resource_type(exc) == KEPT_BY_SETUP:
         return KeptBySetup(details)
+    if cls is Unavailable and _resource_type(exc) == OUTCOME_UNKNOWN:
+        return OutcomeUnknown(details)
     return cls(details)
 
 
