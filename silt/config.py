@@ -147,6 +147,11 @@ class CassandraConfig(_Section):
     """bounds every read, write and LWT, retries included: a frozen or overloaded node fails the request (gateway 503
     `ServiceUnavailable`, graveler `UNAVAILABLE`) after this long, never hangs it
     """
+    lwt_timeout_s: float | None = Field(None, gt=0)
+    """bounds one send of a lightweight transaction (unset: `request_timeout_s`). One not answered in time (a frozen
+    coordinator) is read back at SERIAL through another node and sent again only when that read proves it did not
+    apply; below the server's write timeout it trades a coordinator's wait for that read
+    """
     speculative_delay_s: float = Field(0.2, gt=0)
     """a read, or a write whose timestamp is fixed before it is sent, not answered within this long is also sent to
     the next replica (and again after as long, up to `speculative_executions` copies); the first answer wins. Never
