@@ -17,7 +17,7 @@ from cassandra.query import SimpleStatement
 
 from silt.config import CassandraConfig
 from silt.errors import OutcomeUnknown, PredicateFailed, Unavailable
-from silt.kv.cassandra import _LWT_PROFILE, _READ_PROFILE, CassandraStore, _Suspects, execution_profiles
+from silt.kv.cassandra import _LWT_PROFILE, _READ_PROFILE, CassandraStore, _Suspects
 from silt.kv.store import Predicate
 
 
@@ -92,13 +92,6 @@ def test_read_back_showing_the_new_value_means_applied(fault: BaseException) -> 
     assert [kind for kind, _ in session.calls] == ["lwt", "serial read"]
     assert session.calls[0][1] == _LWT_PROFILE  # bounded by lwt_timeout_s
     assert session.calls[1][1] == _READ_PROFILE  # the read-back may go to another replica early
-
-
-def test_an_lwt_send_is_bounded_by_its_own_timeout_and_the_rest_by_the_request_timeout() -> None:
-    profiles = execution_profiles(CassandraConfig(request_timeout_s=3.0, lwt_timeout_s=1.0), _Suspects())
-    assert profiles[_LWT_PROFILE].request_timeout == 1.0
-    assert profiles[_READ_PROFILE].request_timeout == 3.0
-    assert execution_profiles(CassandraConfig(request_timeout_s=3.0), _Suspects())[_LWT_PROFILE].request_timeout == 3.0
 
 
 def test_read_back_showing_the_old_value_sends_it_again() -> None:
