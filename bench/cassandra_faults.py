@@ -135,9 +135,10 @@ def run_variant(
     """Every fault, node and run of args on a fresh Silt stack with these driver settings, seeds
     (and so repositories) from seed on; the last seed used."""
     root.mkdir(parents=True)
-    # Silt's own defaults for everything but where the cluster is and what it keeps.
+    # Silt's own defaults for everything but where the cluster is and what it keeps. A keyspace
+    # per stack: a stack's auth setup is its own (its keys live in its data directory).
     config = cluster.database_config(
-        keyspace="bench_faults",
+        keyspace=f"bench_faults_{root.name.replace('-', '_')}",
         request_timeout_s=CassandraConfig.model_fields["request_timeout_s"].default,
         **overrides,
     )
