@@ -10,13 +10,17 @@ checker over the whole history. One JSON object a line per run:
 
     {"fault": "kill", "node": 1, "run": 0, "requests": ..., "failed": ..., "failed_during": ...,
      "lost": ..., "stale": ..., "violations": {...}, "p99_before_ms": ..., "p99_during_ms": ...,
-     "errors": {...}, "report": "build/jepsen/...txt"}
+     "errors": {...}, "report": "build/jepsen/...txt", "load_avg": [1, 5, 15 min]}
 
 `failed` counts requests answered 5xx or not at all (a client timeout; 4xx refusals are not failures);
 `lost` and `stale` are the checker's violations (an acknowledged write a read or commit missed,
 a read that returned an overwritten value). Usage:
 
     .venv/bin/python -m bench.cassandra_faults --faults kill,pause --nodes 0,1,2 --runs 1
+
+--compare KEY=VALUE runs every fault again, on the same cluster right after, with that driver
+setting added (a fresh Silt stack): a before/after of one setting in one session, e.g.
+``--faults pause --nodes 1 --runs 3 --compare lwt_timeout_s=1.0``.
 """
 
 from __future__ import annotations
@@ -104,40 +108,63 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="a database.cassandra setting instead of Silt's default (e.g. heartbeat_timeout_s=1.0)",
     )
+    parser.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="then run every fault again with this database.cassandra setting added (repeatable: all at once)",
+    )
     args = parser.parse_args(argv)
     os.environ[TIMEOUTS_ENV] = args.timeouts
     cluster = CassandraCluster.start()
     root = Path(tempfile.mkdtemp(prefix="silt-bench-cassandra-faults-"))
     try:
-        # Silt's own defaults for everything but where the cluster is and what it keeps.
-        overrides = dict(item.split("=", 1) for item in args.set)
-        config = cluster.database_config(
-            keyspace="bench_faults",
-            request_timeout_s=CassandraConfig.model_fields["request_timeout_s"].default,
-            **overrides,
-        )
-        database = config.model_dump(mode="json", exclude_none=True)
-        topology = start_topology(root, database, random.Random(args.seed), log_level="INFO")
-        try:
-            seed = args.seed
-            for fault in args.faults.split(","):
-                for node in (int(n) for n in args.nodes.split(",")):
-                    for run in range(args.runs):
-                        seed += 1
-                        duration = args.pause if fault == "pause" else args.down
-                        kinds = KINDS[fault]
-                        window = Window(kinds, args.before, duration, (node,) if kinds else ())
-                        result = run_once(
-                            f"faults-{fault}-{node}", topology, cluster, seed, [], args.workers, windows=[window]
-                        )
-                        emit_calibration()
-                        print(json.dumps({**measure(fault, node, run, result), **overrides}), flush=True)
-                        time.sleep(2.0)  # hints delivered, the restarted node warm again
-        finally:
-            topology.stop()
+        base = dict(item.split("=", 1) for item in args.set)
+        variants = [base] + ([{**base, **dict(item.split("=", 1) for item in args.compare)}] if args.compare else [])
+        seed = args.seed
+        for number, overrides in enumerate(variants):
+            seed = run_variant(args, cluster, root / f"variant-{number}", overrides, seed)
     finally:
         cluster.stop()
     return 0
+
+
+def run_variant(
+    args: argparse.Namespace, cluster: CassandraCluster, root: Path, overrides: dict[str, str], seed: int
+) -> int:
+    """Every fault, node and run of args on a fresh Silt stack with these driver settings, seeds
+    (and so repositories) from seed on; the last seed used."""
+    root.mkdir(parents=True)
+    # Silt's own defaults for everything but where the cluster is and what it keeps. A keyspace
+    # per stack: a stack's auth setup is its own (its keys live in its data directory).
+    config = cluster.database_config(
+        keyspace=f"bench_faults_{root.name.replace('-', '_')}",
+        request_timeout_s=CassandraConfig.model_fields["request_timeout_s"].default,
+        **overrides,
+    )
+    database = config.model_dump(mode="json", exclude_none=True)
+    topology = start_topology(root, database, random.Random(args.seed), log_level="INFO")
+    try:
+        for fault in args.faults.split(","):
+            for node in (int(n) for n in args.nodes.split(",")):
+                for run in range(args.runs):
+                    seed += 1
+                    duration = args.pause if fault == "pause" else args.down
+                    kinds = KINDS[fault]
+                    window = Window(kinds, args.before, duration, (node,) if kinds else ())
+                    result = run_once(
+                        f"faults-{fault}-{node}", topology, cluster, seed, [], args.workers, windows=[window]
+                    )
+                    emit_calibration()
+                    # The machine may be shared: its load says how far latencies are the fault's.
+                    load = [round(x, 1) for x in os.getloadavg()]
+                    line = {**measure(fault, node, run, result), "load_avg": load, **overrides}
+                    print(json.dumps(line), flush=True)
+                    time.sleep(2.0)  # hints delivered, the restarted node warm again
+    finally:
+        topology.stop()
+    return seed
 
 
 if __name__ == "__main__":

@@ -69,7 +69,9 @@ class OutcomeUnknown(Unavailable):
     An Unavailable, so every caller that does not know better treats it as one (and a gRPC
     call fails UNAVAILABLE). A caller that can tell from the key's current value whether its
     write is in there resolves it: graveler does for branch records
-    (engine/core/updater.py, docs/design/kv.md).
+    (engine/core/updater.py) and for the guards of conditional staging writes
+    (engine/core/staging.py), docs/design/kv.md. Across gRPC it is an UNAVAILABLE typed
+    outcome-unknown (silt/rpc/errors.py).
     """
 
 

@@ -76,10 +76,6 @@ IO_THREADS = 32
 # trip to a worker thread instead of one per read.
 SMALL_BODY = 256 * 1024
 
-
-# An UNAVAILABLE that took this long came from a timeout in graveler (a frozen KV store), not
-# from a restarting graveler.
-SLOW_FAILURE_SECONDS = 1.0
 # Answers of a write that say what they say even after an attempt that may have been applied:
 # ABORTED (a conditional write raced another across a commit: it may stand) and
 # RESOURCE_EXHAUSTED (graveler sheds load).
@@ -88,24 +84,18 @@ _RETRYABLE_ANSWERS = frozenset({grpc.StatusCode.ABORTED, grpc.StatusCode.RESOURC
 
 class MaybeApplied(Unavailable):
     """A graveler call that failed in a way that says nothing final: it may have been applied
-    (the connection broke after it was sent, or a write timed out). Clients retry it."""
+    (the connection broke after it was sent, a write timed out, or graveler's KV could not settle
+    a compare-and-set: OutcomeUnknown). Clients retry it. Not overload: however long the call
+    took, only graveler's RESOURCE_EXHAUSTED (ResourceExhausted) asks clients to slow down."""
 
 
-class SlowlyUnavailable(MaybeApplied):
-    """Graveler answered UNAVAILABLE only after a while: something it depends on timed out. The
-    call was sent, so it may have been applied, as any MaybeApplied; only its answer to the
-    client differs (S3's SlowDown). A loaded machine makes a plain lost answer this slow too."""
-
-
-def call_failure(exc: grpc.aio.AioRpcError, attempts: Attempts, seconds: float, changes: bool) -> SiltError:
+def call_failure(exc: grpc.aio.AioRpcError, attempts: Attempts, changes: bool) -> SiltError:
     """What a failed call to graveler says, as a silt error: graveler's refusal as its engine
     raised it, or what the edge can tell of an attempt that may have been applied."""
     unavailable = exc.code() == grpc.StatusCode.UNAVAILABLE
     sent = not isinstance(exc, NotApplied)
     error: SiltError
-    if unavailable and sent and seconds >= SLOW_FAILURE_SECONDS:
-        error = SlowlyUnavailable(f"graveler: {exc.details() or 'unavailable'}")
-    elif (changes and attempts.maybe_applied and exc.code() not in _RETRYABLE_ANSWERS) or (unavailable and sent):
+    if (changes and attempts.maybe_applied and exc.code() not in _RETRYABLE_ANSWERS) or (unavailable and sent):
         error = MaybeApplied(f"graveler: the call may have been applied: {exc.details()}")
     else:
         error = error_from_rpc(exc)
@@ -197,9 +187,8 @@ class EdgeClient:
         until = time.monotonic() + CALL_TIMEOUT if deadline is None else deadline
         attempts = Attempts()
         for delay in (*UNAVAILABLE_RETRY_DELAYS, None):
-            started = time.monotonic()
             try:
-                await self.gate.ready(max(until - started, 0.0))
+                await self.gate.ready(max(until - time.monotonic(), 0.0))
                 left = until - time.monotonic()
                 if left <= 0:
                     raise not_applied_error(
@@ -214,7 +203,7 @@ class EdgeClient:
                 if unsent_unavailable and delay is not None and until - time.monotonic() > delay:
                     await asyncio.sleep(delay)
                     continue
-                raise call_failure(exc, attempts, time.monotonic() - started, changes) from None
+                raise call_failure(exc, attempts, changes) from None
         raise AssertionError("unreachable: the last attempt raises")
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:

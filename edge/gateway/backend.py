@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-from edge.core.client import CALL_TIMEOUT, EdgeClient, EntryReads, MaybeApplied, SlowlyUnavailable
+from edge.core.client import CALL_TIMEOUT, EdgeClient, EntryReads, MaybeApplied
 from edge.gateway.errors import S3Error
 from edge.gateway.identity import S3Identities
 from silt.config import Config
@@ -75,8 +75,10 @@ def s3_error(error: SiltError, not_found: str = "NoSuchKey", failed_precondition
 
 def _s3_error(error: SiltError, not_found: str, failed_precondition: str) -> S3Error:
     details = str(error)
-    if isinstance(error, SlowlyUnavailable):
-        return S3Error("SlowDown", details)  # a dependency that timed out (a frozen KV)
+    # By type alone, never by how long the call took: SlowDown ("reduce your request rate") only
+    # for graveler shedding load (ResourceExhausted, below); a dependency that timed out or
+    # refused (a frozen KV, a lost Cassandra quorum) and an outcome left unknown are 503
+    # ServiceUnavailable, which S3 clients retry just the same.
     if isinstance(error, MaybeApplied):
         return S3Error("ServiceUnavailable", details)
     if isinstance(error, Aborted) and failed_precondition == "PreconditionFailed":

@@ -14,6 +14,8 @@ the ``key/`` prefix only, so guards never show in listings or commits.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import struct
 import time
 import uuid
@@ -23,7 +25,7 @@ from itertools import takewhile
 
 from engine.core.model import StagingToken
 from engine.core.values import Columns, KeyValue, Value
-from silt.errors import NotFound
+from silt.errors import NotFound, OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
 from silt.journal.record import STAGED_DELETED_AT, is_journal_key, parse_record_key, staged_key_deleted_at
@@ -34,8 +36,11 @@ from silt.kv.store import SCAN_CHUNK, AllOf, Predicate, scan_prefix
 
 KEY_PREFIX = b"key/"
 GUARD_PREFIX = b"guard/"
-# A guard's value: the logical timestamp of the write it admitted, then the staged value.
+# A guard's value: the logical timestamp of the write it admitted, then the staged value, whose
+# admitted_over names the guard it replaced: _guard_id of that guard's value, or _NO_GUARD.
 _GUARD_TIMESTAMP = struct.Struct(">Q")
+_NO_GUARD = b"\x00"
+log = logging.getLogger(__name__)
 # A staged value's first bytes as stored: its precedence field (StagedValue.precedence, tag 15
 # varint), written before every other field. Two writes of a key at one stamp are a blind write
 # that never saw the value a conditional write judged (its writer's clock behind that value's
@@ -57,11 +62,13 @@ class Staged:
     """What a conditional writer read of one key in one token: the staged value (None: nothing
     staged; a tombstone is a value), the predicate of the key's guard (None: no guard), and the
     newest stamp the judgement rests on (the value's or the partition's deletion mark's; -1:
-    neither; None: a value written before stamps, whose write time no stamp orders)."""
+    neither; None: a value written before stamps, whose write time no stamp orders), and the
+    guard's value as read (None: no guard)."""
 
     value: Value | None
     guard: Predicate | None
     judged_at: int | None = -1
+    guard_value: bytes | None = None
 
     def judging(self, stamp: int) -> Staged:
         """This read, its judgement also resting on a value stamped stamp (found in a sealed
@@ -181,7 +188,7 @@ class StagingStore:
             rows += [row for other in admitted_with if (row := self._unfinished(partition, other)) is not None]
             self.kv.apply(partition, [(k, v) for k, v, _ in rows], timestamp=tuple(at for _, _, at in rows))
             value, judged_at, legacy = admitted, admitted_at, False
-        return Staged(value, guard.predicate, None if legacy else judged_at)
+        return Staged(value, guard.predicate, None if legacy else judged_at, guard.value)
 
     def _unfinished(self, partition: bytes, key: bytes) -> tuple[bytes, bytes, int] | None:
         """The staged row that key's guard admitted and its writer has not written yet (with its
@@ -221,14 +228,27 @@ class StagingStore:
         before it, as its judgement was. One that landed before the judgement was judged. A
         writer that dies between the two steps leaves its write to the next conditional writer
         of the key (read_for_write). before_write is called once the timestamp is chosen, before
-        the guard is written (as for set)."""
+        the guard is written (as for set).
+
+        A compare-and-set of the guard whose outcome the store could not tell (OutcomeUnknown:
+        a Paxos round cut short, after which another writer changed the guard) is settled from
+        the guard as it is now (_guard_landed): landed, the write goes on; certainly not,
+        PredicateFailed, and the caller judges its condition again on what the other writer
+        staged; undecidable, the OutcomeUnknown is passed on."""
         partition = token.encode()
         # A value from before stamps was written at the coordinator's time, which no logical
         # stamp orders: a write over it takes the clock's time, as every write did then.
         at = self.kv.clock.now() if read.judged_at is None else max(read.judged_at + 1, 1)
         if before_write is not None:
             before_write()
-        self.kv.set_if(partition, GUARD_PREFIX + key, _encode_guard(at, value), read.guard)
+        guard = _encode_guard(at, value, read.guard_value)
+        try:
+            self.kv.set_if(partition, GUARD_PREFIX + key, guard, read.guard)
+        except OutcomeUnknown as unknown:
+            if not self._guard_landed(partition, key, guard, read, unknown):
+                log.warning("conditional staging write of %r: %s; the guard shows it did not apply", key, unknown)
+                raise PredicateFailed(f"conditional staging write of {key!r}: another writer got in first") from None
+            log.warning("conditional staging write of %r: %s; the guard shows it applied", key, unknown)
         self.kv.apply(partition, [(KEY_PREFIX + key, _encode(value, _CONDITIONAL))], timestamp=at)
 
     def set_if_many(
@@ -254,14 +274,52 @@ class StagingStore:
         ]
         keys = [key for key, _, _ in writes]
         guards = [
-            (GUARD_PREFIX + key, _encode_guard(at, value, [other for other in keys if other != key]))
-            for (key, value, _), at in zip(writes, stamps, strict=True)
+            (GUARD_PREFIX + key, _encode_guard(at, value, read.guard_value, [other for other in keys if other != key]))
+            for (key, value, read), at in zip(writes, stamps, strict=True)
         ]
         if before_write is not None:
             before_write()
         self.kv.apply(partition, guards, condition=AllOf((GUARD_PREFIX + key, read.guard) for key, _, read in writes))
         values = [(KEY_PREFIX + key, _encode(value, _CONDITIONAL)) for key, value, _ in writes]
         self.kv.apply(partition, values, timestamp=tuple(stamps))
+
+    def _guard_landed(self, partition: bytes, key: bytes, guard: bytes, read: Staged, unknown: OutcomeUnknown) -> bool:
+        """Whether the guard compare-and-set that ended in unknown applied, from the key's guard
+        as it is now; unknown raised again when that cannot be told.
+
+        The store's read-back at SERIAL has finished any Paxos round in flight and found another
+        writer's guard, so ours either applied before that writer's or never will. Every guard
+        names the guard it was admitted over (admitted_over), and guards never repeat (each holds
+        its write's stamp and a value at a fresh physical address): a guard admitted over ours
+        proves ours applied; one admitted over the guard we judged proves ours did not (both
+        compared against it and theirs won). When we judged no guard, "admitted over none" could
+        also follow a deletion of our guard since (drop_key); a deleter marks the key's deletion
+        stamped past every guard it read, so a mark no newer than our judgement rules that out.
+        Anything else (a third writer in between, a guard deleted, guards from before
+        admitted_over) is undecidable."""
+        try:
+            current = self.kv.get(partition, GUARD_PREFIX + key).value
+        except NotFound:
+            raise unknown from None
+        if current == guard:
+            return True
+        over = _admitted_over(current)
+        if over and over == _guard_id(guard):
+            return True
+        if read.guard_value is not None:
+            if over and over == _guard_id(read.guard_value):
+                return False
+        elif over == _NO_GUARD and self._not_deleted_since(partition, key, read.judged_at):
+            return False
+        raise unknown
+
+    def _not_deleted_since(self, partition: bytes, key: bytes, judged_at: int | None) -> bool:
+        """Whether key's deletion mark is no newer than judged_at (the stamp a read judged)."""
+        if judged_at is None:
+            return False
+        mark = staged_key_deleted_at(KEY_PREFIX + key)
+        stored = self.kv.observe_staged(partition, [mark]).get(mark)
+        return stored is None or envelope.unwrap(stored)[0] <= judged_at
 
     def newest_sealed(self, tokens: Sequence[StagingToken], key: bytes) -> tuple[Value | None, int]:
         """The value of key in the first of tokens (sealed, newest first) that has one, with its
@@ -455,11 +513,24 @@ def _decode(data: bytes) -> Value:
     return Value(record.identity, record.data, record.tombstone)
 
 
-def _encode_guard(at: int, value: Value, admitted_with: Sequence[bytes] = ()) -> bytes:
+def _encode_guard(at: int, value: Value, replaced: bytes | None, admitted_with: Sequence[bytes] = ()) -> bytes:
+    """A guard admitting value at stamp at, over the guard whose value is replaced (None: none),
+    naming the other keys admitted by the same compare-and-set (admitted_with)."""
     record = pb.StagedValue(
         identity=value.identity, data=value.data, tombstone=value.tombstone, admitted_with=admitted_with
     )
+    record.admitted_over = _NO_GUARD if replaced is None else _guard_id(replaced)
     return _GUARD_TIMESTAMP.pack(at) + _CONDITIONAL + record.SerializeToString()
+
+
+def _guard_id(guard: bytes) -> bytes:
+    return hashlib.sha256(guard).digest()[:16]
+
+
+def _admitted_over(guard: bytes) -> bytes:
+    record = pb.StagedValue()
+    record.ParseFromString(guard[_GUARD_TIMESTAMP.size :])
+    return record.admitted_over
 
 
 def _decode_guard(data: bytes) -> tuple[int, Value, list[bytes]]:

@@ -56,7 +56,8 @@ Riding out one lost replica of three (docs/design/kv.md, "Faults on a cluster"):
   copy answered) for two (_SuspectsLastPolicy, _Suspects.add_slow).
 * An LWT whose outcome a fault left unknown is resolved by a read at SERIAL, and sent again
   only when that read shows it did not apply (_conditional, _resolve); when that cannot
-  tell, OutcomeUnknown, which graveler resolves for branch records from their content.
+  tell, OutcomeUnknown, which graveler resolves for branch records and staging guards from
+  their content. Each send is bounded by lwt_timeout_s (its own profile, _LWT_PROFILE).
 * One warning line per node going down or coming back (_HostStates); the driver's own
   records about it, some with tracebacks and one per reconnection attempt, are dropped.
 """
@@ -140,6 +141,8 @@ _SLOW_SUSPECT_FOR_S = 2.0
 # at most this many sends in all.
 _LWT_ATTEMPTS = 3
 _READ_PROFILE = "silt-read"
+# Lightweight transactions: the default profile but for their own timeout (lwt_timeout_s).
+_LWT_PROFILE = "silt-lwt"
 
 # Servers from this version on give plain writes and ballots one node-wide monotonic clock
 # (see the module docstring); the change came within 2.1, all of 2.1 is treated as older.
@@ -438,7 +441,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[object, ExecutionProfile]:
-    """The driver's execution profiles: the default one (writes, LWTs) and one for reads.
+    """The driver's execution profiles: the default one (writes), one for reads and one for
+    LWTs, whose sends may be bounded shorter (lwt_timeout_s: _conditional resolves a send that
+    timed out by a read at SERIAL through another node, and sends again only if it did not land).
 
     Both route token-aware (the partition's replicas first, in ring order, so that one
     coordinator orders a partition's writes while it is up), within the local datacenter, nodes
@@ -454,7 +459,7 @@ def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[obj
         else None
     )
 
-    def profile() -> ExecutionProfile:
+    def profile(timeout_s: float = config.request_timeout_s) -> ExecutionProfile:
         return ExecutionProfile(
             load_balancing_policy=_SuspectsLastPolicy(
                 TokenAwarePolicy(
@@ -468,12 +473,13 @@ def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[obj
             retry_policy=_RetryPolicy(config.retries),
             consistency_level=ConsistencyLevel.name_to_value[config.consistency],
             serial_consistency_level=ConsistencyLevel.name_to_value[config.serial_consistency],
-            request_timeout=config.request_timeout_s,
+            request_timeout=timeout_s,
             row_factory=tuple_factory,
             speculative_execution_policy=speculation,
         )
 
-    return {EXEC_PROFILE_DEFAULT: profile(), _READ_PROFILE: profile()}
+    lwt_timeout_s = config.lwt_timeout_s or config.request_timeout_s
+    return {EXEC_PROFILE_DEFAULT: profile(), _READ_PROFILE: profile(), _LWT_PROFILE: profile(lwt_timeout_s)}
 
 
 def _auth_provider(config: CassandraConfig) -> PlainTextAuthProvider | None:
@@ -752,7 +758,7 @@ class CassandraStore(Store):
             if self._fence is not None:
                 self._fence.before_lwt()
             try:
-                result = self._execute(op, statement, params)
+                result = self._execute(op, statement, params, _LWT_PROFILE)
             except Unavailable as exc:
                 cause = exc.__cause__
                 # The server refusing up front (not enough replicas, no node to ask) means the

@@ -28,6 +28,7 @@ from silt.errors import (
     KeysRefused,
     NotFound,
     NotFoundKind,
+    OutcomeUnknown,
     PermissionDenied,
     PredicateFailed,
     ProtectedBranch,
@@ -72,6 +73,10 @@ CONDITION_FAILED = "condition-failed"
 PROTECTED_BRANCH_INFO = "protected-branch"
 PROTECTION_RULE = "protection-rule"
 MAX_RULES_CARRIED = 8
+# The ResourceInfo type an OutcomeUnknown travels with: an UNAVAILABLE whose write may or may not
+# have been applied (a compare-and-set the KV could not settle), told apart from a dependency
+# that refused or could not be reached. Overload is a code of its own (RESOURCE_EXHAUSTED).
+OUTCOME_UNKNOWN = "outcome-unknown"
 
 
 # A status message travels in a trailer, percent-encoded, and a peer refuses trailers over
@@ -132,6 +137,8 @@ def abort(context: grpc.ServicerContext, exc: SiltError) -> NoReturn:
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, trailer),))
     elif isinstance(exc, ProtectedBranch):
         context.set_trailing_metadata(((STATUS_DETAILS_KEY, _protection_details(code, message, exc)),))
+    elif isinstance(exc, OutcomeUnknown):
+        context.set_trailing_metadata(((STATUS_DETAILS_KEY, rich_status(code, message, OUTCOME_UNKNOWN)),))
     context.abort(code, message)
     raise AssertionError("grpc's abort returned")  # it raises; this keeps the NoReturn honest
 
@@ -174,7 +181,8 @@ def _protected_branch(details: str, infos: list[error_details_pb2.ResourceInfo])
 
 def error_from_rpc(exc: grpc.RpcError) -> SiltError:
     """The typed error for a failed call, sync or grpc.aio: the class follows the status code
-    (UNAVAILABLE when the server is unreachable), NotFound carries `what` when the server sent it.
+    (UNAVAILABLE when the server is unreachable), NotFound carries `what` when the server sent it, and
+    an UNAVAILABLE marked OUTCOME_UNKNOWN is an OutcomeUnknown.
     Codes without a Silt meaning (UNKNOWN, INTERNAL, CANCELLED, ...) give a plain SiltError."""
     code_of = getattr(exc, "code", None)
     code = code_of() if callable(code_of) else grpc.StatusCode.UNKNOWN
@@ -193,6 +201,8 @@ def error_from_rpc(exc: grpc.RpcError) -> SiltError:
         return KeptBySetup(details)
     if cls is FailedPrecondition and first == CONDITION_FAILED:
         return ConditionFailed(details, key=str(infos[0].resource_name))
+    if cls is Unavailable and _resource_type(exc) == OUTCOME_UNKNOWN:
+        return OutcomeUnknown(details)
     return cls(details)
 
 

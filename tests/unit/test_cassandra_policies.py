@@ -20,6 +20,7 @@ from cassandra.query import SimpleStatement
 
 from silt.config import CassandraConfig
 from silt.kv.cassandra import (
+    _LWT_PROFILE,
     _READ_PROFILE,
     CassandraStore,
     _RetryPolicy,
@@ -71,6 +72,12 @@ def test_reads_and_fixed_timestamp_writes_are_idempotent_lwts_never(client_times
     assert store._get_serial.consistency_level == ConsistencyLevel.LOCAL_SERIAL
 
 
+def test_an_lwt_send_is_bounded_by_its_own_timeout_and_the_rest_by_the_request_timeout() -> None:
+    profiles = execution_profiles(CassandraConfig(request_timeout_s=3.0, lwt_timeout_s=1.0), _Suspects())
+    assert profiles[_LWT_PROFILE].request_timeout == 1.0
+    assert profiles[_READ_PROFILE].request_timeout == profiles[EXEC_PROFILE_DEFAULT].request_timeout == 3.0
+
+
 def test_profiles_route_token_aware_within_the_datacenter_and_speculate_per_config() -> None:
     config = CassandraConfig(
         local_datacenter="dc2",
@@ -82,7 +89,7 @@ def test_profiles_route_token_aware_within_the_datacenter_and_speculate_per_conf
         serial_consistency="SERIAL",
     )
     profiles = execution_profiles(config, _Suspects())
-    assert set(profiles) == {EXEC_PROFILE_DEFAULT, _READ_PROFILE}
+    assert set(profiles) == {EXEC_PROFILE_DEFAULT, _READ_PROFILE, _LWT_PROFILE}
     for profile in profiles.values():
         suspects_last = profile.load_balancing_policy
         assert isinstance(suspects_last, _SuspectsLastPolicy)

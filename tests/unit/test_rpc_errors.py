@@ -23,6 +23,7 @@ from silt.errors import (
     InvalidArgument,
     KeysRefused,
     NotFound,
+    OutcomeUnknown,
     PermissionDenied,
     ProtectedBranch,
     ResourceExhausted,
@@ -46,6 +47,7 @@ RAISES: dict[str, SiltError] = {
     "precondition": FailedPrecondition("nothing to commit"),
     "aborted": Aborted("lost the race"),
     "unavailable": Unavailable("KV is down"),
+    "unknown": OutcomeUnknown("cassandra: apply: outcome unknown, the write may or may not have been applied"),
     "denied": PermissionDenied("may not"),
     "protected": ProtectedBranch(
         "cannot write to protected branch: 'main', delete is not allowed (rule 'ma*', 'main')",
@@ -199,6 +201,7 @@ async def _aio_failure(address: str, value: str) -> grpc.aio.AioRpcError:
         ("branch", "NoSuchKey", "NoSuchKey"),
         ("unsaid", "NoSuchKey", "NoSuchKey"),
         ("unavailable", "NoSuchKey", "ServiceUnavailable"),
+        ("unknown", "NoSuchKey", "ServiceUnavailable"),
         ("aborted", "NoSuchKey", "ServiceUnavailable"),
         ("exhausted", "NoSuchKey", "SlowDown"),
         ("invalid", "NoSuchKey", "InvalidArgument"),
@@ -212,6 +215,24 @@ def test_gateway_maps_the_decoded_error(server: Server, value: str, default: str
     assert s3.code == s3_code
     expected_what = RAISES[value].what if isinstance(RAISES[value], NotFound) else None  # type: ignore[attr-defined]
     assert getattr(s3, "what", None) == expected_what
+
+
+def test_overload_unavailability_and_unknown_outcomes_are_told_apart_by_type(server: Server) -> None:
+    """Graveler's three kinds of "not now", by status code and rich-status type, never by text or
+    time: shedding load (RESOURCE_EXHAUSTED: S3 SlowDown, REST 429), a dependency down
+    (UNAVAILABLE: 503 ServiceUnavailable) and a write left in doubt (UNAVAILABLE typed
+    outcome-unknown: 503 too, and an OutcomeUnknown to graveler's own clients)."""
+    overloaded, down, unknown = (error_from_rpc(server.failure(v)) for v in ("exhausted", "unavailable", "unknown"))
+    assert isinstance(overloaded, ResourceExhausted)
+    assert type(down) is Unavailable
+    assert isinstance(unknown, OutcomeUnknown)
+    assert (s3_error(overloaded).code, s3_error(down).code, s3_error(unknown).code) == (
+        "SlowDown",
+        "ServiceUnavailable",
+        "ServiceUnavailable",
+    )
+    statuses = [from_graveler(error, "graveler").status for error in (overloaded, down, unknown)]
+    assert statuses == [429, 503, 503]
 
 
 def test_a_conditional_write_that_may_stand_is_answered_503_not_s3s_409() -> None:

@@ -12,6 +12,7 @@ leg runs on each KV driver, Cassandra's included (marked ``cassandra``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -21,12 +22,13 @@ from pathlib import Path
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from engine.core.entries import Condition as WriteCondition
 from engine.core.key_changes import KeyCheck
 from engine.core.model import StagingToken
 from engine.core.refs import BranchRecord
 from engine.graveler import Graveler, GravelerOptions
 from silt.changed_keys import ChangeScope, narrowed
-from silt.errors import OutcomeUnknown, PredicateFailed
+from silt.errors import FailedPrecondition, OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
 from silt.key_scope import KeyScope
@@ -641,3 +643,63 @@ def test_a_publish_that_finds_its_own_compaction_in_place_is_done_not_lost(store
         assert current.sealed_tokens == []
         assert current.branch.compacted_metarange_id == result.compacted_metarange_id != ""
         assert contents(env, repo, "main") == {"base": "base@1", "a": "a@1"}
+
+
+# --- conditional staging writes (their guards) ----------------------------------------------------
+
+
+class UnknownGuard(ForwardingStore):
+    """inner, except that the next compare-and-set of a staging guard runs `between` (another
+    writer's conditional write of the same object) and then raises OutcomeUnknown, having applied
+    first or not: Paxos contention under load, the other writer's guard read back at SERIAL."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.armed: tuple[bool, Callable[[], None]] | None = None
+        self.fired = 0
+
+    def apply(
+        self,
+        partition: bytes,
+        puts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes] = (),
+        condition: Condition | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        armed = self.armed
+        if armed is None or condition is None or not condition[0].startswith(b"guard/"):
+            self.inner.apply(partition, puts, deletes, condition, timestamp)
+            return
+        self.armed = None
+        self.fired += 1
+        applied, between = armed
+        if applied:
+            self.inner.apply(partition, puts, deletes, condition, timestamp)
+        between()
+        raise OutcomeUnknown("test: apply: outcome unknown; another writer has changed the key since")
+
+    def close(self) -> None:
+        pass  # the store fixture's to close
+
+
+@pytest.mark.parametrize("applied", [True, False], ids=["applied, then theirs", "theirs won"])
+def test_a_conditional_write_whose_guard_had_an_unknown_outcome_is_settled(
+    store: Store, tmp_path: Path, applied: bool
+) -> None:
+    """Ours and theirs are conditional writes of one object. Ours applied and theirs then judged
+    it (If-Match ours): ours succeeds, theirs is current. Or both judged the same entry and theirs
+    won: ours is judged again on theirs and refused (412) — never a 503 either way."""
+    faulty = UnknownGuard(store)
+    for env in graveler_env(faulty, tmp_path, GravelerOptions(branch_cache_seconds=0)):
+        graveler = env.graveler
+        repo = repository(env)
+        judged = WriteCondition(if_match_etag="ours" if applied else "base@1")
+        theirs = functools.partial(graveler.stage_entry, repo, "main", "base", entry("theirs"), judged)
+        faulty.armed = (applied, theirs)
+        if applied:
+            graveler.stage_entry(repo, "main", "base", entry("ours"), WriteCondition(if_match_etag="base@1"))
+        else:
+            with pytest.raises(FailedPrecondition):
+                graveler.stage_entry(repo, "main", "base", entry("ours"), WriteCondition(if_match_etag="base@1"))
+        assert faulty.fired == 1
+        assert contents(env, repo, "main")["base"] == "theirs"

@@ -17,7 +17,7 @@ from cassandra.query import SimpleStatement
 
 from silt.config import CassandraConfig
 from silt.errors import OutcomeUnknown, PredicateFailed, Unavailable
-from silt.kv.cassandra import _READ_PROFILE, CassandraStore, _Suspects
+from silt.kv.cassandra import _LWT_PROFILE, _READ_PROFILE, CassandraStore, _Suspects
 from silt.kv.store import Predicate
 
 
@@ -90,6 +90,7 @@ def test_read_back_showing_the_new_value_means_applied(fault: BaseException) -> 
     store, session = scripted_store([fails(fault), value(b"new")])
     store.set_if(b"p", b"k", b"new", Predicate(b"old"))
     assert [kind for kind, _ in session.calls] == ["lwt", "serial read"]
+    assert session.calls[0][1] == _LWT_PROFILE  # bounded by lwt_timeout_s
     assert session.calls[1][1] == _READ_PROFILE  # the read-back may go to another replica early
 
 
