@@ -74,7 +74,7 @@ $(ICEBERG_SPARK_STAMP): $(LOCKS)/iceberg-spark.txt $(LOCKS)/build.txt $(UV_BOOT)
 	$(UV) $(UV_LOCKED) --python $(ICEBERG_SPARK_VENV)/bin/python --no-deps -r $(LOCKS)/iceberg-spark.txt
 	spark=$$(echo $(ICEBERG_SPARK_VENV)/lib/python3*/site-packages/pyspark/jars) && \
 	$(ICEBERG_SPARK_VENV)/bin/python devtools/shade_jars.py $(ICEBERG_SPARK_VENV)/jars/iceberg-shaded-deps.jar \
-		$(ICEBERG_SPARK_SHADE) /usr/share/java/httpclient5.jar /usr/share/java/httpcore5.jar \
+		$(ICEBERG_SPARK_SHADE) /usr/share/java/httpclient5.jar /usr/share/java/httpcore5.jar /usr/share/java/httpcore5-h2.jar \
 		$$spark/jackson-annotations-2.15.2.jar $$spark/jackson-core-2.15.2.jar \
 		$$spark/jackson-databind-2.15.2.jar $$spark/jackson-datatype-jsr310-2.15.2.jar
 	@touch $@

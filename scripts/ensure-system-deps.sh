@@ -25,7 +25,7 @@ if [ "${1:-}" = podman ]; then
 fi
 if [ "${1:-}" = iceberg-spark ]; then
   [ -f /usr/share/java/httpclient5.jar ] || missing+=(libhttpclient5-java)
-  [ -f /usr/share/java/httpcore5.jar ] || missing+=(libhttpcore5-java)
+  [ -f /usr/share/java/httpcore5-h2.jar ] || missing+=(libhttpcore5-java)
 fi
 if [ "${1:-}" = bench ]; then
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)

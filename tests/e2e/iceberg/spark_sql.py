@@ -73,6 +73,9 @@ def main() -> None:
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "2",
         "spark.driver.memory": "1g",
+        # C1 alone and the serial collector, as for the suite's own SparkSession (tests/support/spark.py):
+        # a JVM that lives a minute over a few rows.
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         "spark.jars": ",".join(jars()),
         **request["conf"],
     }

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[3]
 SPARK_PYTHON = ROOT / ".venv-iceberg-spark" / "bin" / "python"
 DRIVER = Path(__file__).with_name("spark_sql.py")
 CATALOG = "lakefs"
+# Under a minute on an idle 2-core machine; minutes where other JVMs share the cores (the Spark leg's).
+SESSION_TIMEOUT_S = 540
 
 
 def run_sql(stack: Stack, statements: list[str]) -> list[dict[str, Any]]:
@@ -36,7 +38,11 @@ def run_sql(stack: Stack, statements: list[str]) -> list[dict[str, Any]]:
     )
     request = {"conf": catalog_settings(CATALOG, target), "statements": statements}
     done = subprocess.run(
-        [str(SPARK_PYTHON), str(DRIVER)], input=json.dumps(request), capture_output=True, text=True, timeout=300
+        [str(SPARK_PYTHON), str(DRIVER)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=SESSION_TIMEOUT_S,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -79,6 +85,7 @@ def test_create_insert_and_read_back(stack: Stack, repo: str) -> None:
 
 
 @pytest.mark.nightly
+@pytest.mark.timeout(2 * SESSION_TIMEOUT_S + 60)
 def test_branch_isolation_merge_into_and_a_read_only_tag(stack: Stack, repo: str) -> None:
     first = run_sql(
         stack,
