@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt engine services jobs bench edge cli devtools tests
 
-.PHONY: all venv clients emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients iceberg-spark emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export bench-iceberg cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -56,6 +56,31 @@ $(CLIENTS_STAMP): $(LOCKS)/clients.txt $(UV_BOOT)
 
 clients: $(CLIENTS_STAMP)
 
+# Spark 3.5 with Iceberg's Spark runtime (1.10.2) for the Iceberg catalog's Spark leg
+# (tests/e2e/iceberg/test_spark_iceberg.py), in its own venv beside the main venv's Spark 4. PyPI's
+# pyspark 3.5 is built for Scala 2.12 only, and the runtime's only PyPI home
+# (snowpark-connect-deps-iceberg) ships it for 2.12 as well as 2.13; sagemaker-pyspark brings S3A's
+# jars as for the main venv. That runtime jar was built without the HTTP client and Jackson that Iceberg
+# relocates into it, so devtools/shade_jars.py relocates Debian's HttpClient 5 and Spark's own Jackson
+# into one more jar (jars/iceberg-shaded-deps.jar in the venv).
+ICEBERG_SPARK_VENV  := .venv-iceberg-spark
+ICEBERG_SPARK_STAMP := $(ICEBERG_SPARK_VENV)/.installed-stamp
+ICEBERG_SPARK_SHADE := --package org.apache.hc --package com.fasterxml.jackson \
+	--interface org.apache.iceberg.shaded.org.apache.hc.client5.http.ssl.TlsSocketStrategy
+$(ICEBERG_SPARK_STAMP): $(LOCKS)/iceberg-spark.txt $(LOCKS)/build.txt $(UV_BOOT) devtools/shade_jars.py
+	@scripts/ensure-system-deps.sh iceberg-spark
+	@test -x $(ICEBERG_SPARK_VENV)/bin/python || $(PYTHON) -m venv $(ICEBERG_SPARK_VENV)
+	$(UV) $(UV_LOCKED) --python $(ICEBERG_SPARK_VENV)/bin/python -r $(LOCKS)/build.txt
+	$(UV) $(UV_LOCKED) --python $(ICEBERG_SPARK_VENV)/bin/python --no-deps -r $(LOCKS)/iceberg-spark.txt
+	spark=$$(echo $(ICEBERG_SPARK_VENV)/lib/python3*/site-packages/pyspark/jars) && \
+	$(ICEBERG_SPARK_VENV)/bin/python devtools/shade_jars.py $(ICEBERG_SPARK_VENV)/jars/iceberg-shaded-deps.jar \
+		$(ICEBERG_SPARK_SHADE) /usr/share/java/httpclient5.jar /usr/share/java/httpcore5.jar /usr/share/java/httpcore5-h2.jar \
+		$$spark/jackson-annotations-2.15.2.jar $$spark/jackson-core-2.15.2.jar \
+		$$spark/jackson-databind-2.15.2.jar $$spark/jackson-datatype-jsr310-2.15.2.jar
+	@touch $@
+
+iceberg-spark: $(ICEBERG_SPARK_STAMP)
+
 # Recompiles requirements/*.txt after a change to pyproject.toml or requirements/*.in, for
 # Linux x86_64 and Python 3.11 (hashes of every file of each version: aarch64 wheels too).
 # Pins already in a lock are kept where they still fit; LOCK_ARGS=--upgrade (or
@@ -71,6 +96,7 @@ lock: $(STAMP)
 	$(UV_COMPILE) $(LOCKS)/installer.in -c $(LOCKS)/dev.txt -o $(LOCKS)/installer.txt
 	$(UV_COMPILE) --no-deps $(LOCKS)/s3a-jars.in -o $(LOCKS)/s3a-jars.txt
 	$(UV_COMPILE) $(LOCKS)/clients.in -o $(LOCKS)/clients.txt
+	$(UV_COMPILE) --no-deps $(LOCKS)/iceberg-spark.in -o $(LOCKS)/iceberg-spark.txt
 
 # Generated code lands beside the library (silt/<service>/v1/*_pb2*.py), never committed.
 $(PROTO_STAMP): $(STAMP) $(PROTOS)
@@ -167,7 +193,7 @@ test-all:
 # after the other and overlap well. -Otarget keeps each install's output in one piece.
 INSTALL_JOBS := -j5 -Otarget
 SYSTEM_DEPS ?=
-test-deps: proto clients ui emulators system-deps cassandra-package
+test-deps: proto clients iceberg-spark ui emulators system-deps cassandra-package
 
 # The tests' processes write the .pyc files of what they import (git-ignored __pycache__/), even
 # where the machine sets PYTHONDONTWRITEBYTECODE (some CI machines do): the suite starts about a
@@ -233,7 +259,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export
+bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export bench-iceberg
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -281,6 +307,12 @@ bench-api: proto
 # both by curl (target: the GET at least 0.9 of the gateway's); BENCH_ARGS="--large-mib 64" for a quick run.
 bench-presign: proto
 	$(PY) -m bench.presign $(BENCH_ARGS)
+
+# The Iceberg REST catalog against pyiceberg's SQL catalog on SQLite: load_table and commit p50 and
+# their ratios, and load_table over 1,000 commits to one table (the first and last 100 loads' p50);
+# BENCH_ARGS="--commits 200" for a quick run.
+bench-iceberg: proto
+	$(PY) -m bench.iceberg $(BENCH_ARGS)
 
 # Zero-copy import: 100,000 local files (target 20,000 objects/s), 100,000 moto S3 objects, and peak
 # RSS and rate over generated listings of 100,000 and 1,000,000 objects; BENCH_ARGS="--only local".

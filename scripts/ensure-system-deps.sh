@@ -4,9 +4,11 @@
 # tests). With `podman` (`make test-all`), also podman and what it builds and runs images with
 # (the podman-marked tests, which only `make test-all` runs: `make test` needs none of it);
 # with `bench`, also nginx and curl (the gateway benchmark's reference server and client);
-# with `ui`, only npm (`make ui`). Uses Debian's packages; does nothing when present.
+# with `ui`, only npm (`make ui`); with `iceberg-spark`, also Apache HttpClient 5's jars (`make
+# iceberg-spark` relocates them into Iceberg's Spark runtime). Uses Debian's packages; does nothing
+# when present.
 #
-#   scripts/ensure-system-deps.sh [ui | bench | podman]
+#   scripts/ensure-system-deps.sh [ui | bench | podman | iceberg-spark]
 set -euo pipefail
 
 missing=()
@@ -20,6 +22,10 @@ if [ "${1:-}" = podman ]; then
   # Container images and the podman-marked tests (scripts/images/): podman with runc, and
   # debootstrap for the local base image when no registry answers.
   command -v podman >/dev/null 2>&1 || missing+=(podman buildah runc debootstrap uidmap fuse-overlayfs slirp4netns)
+fi
+if [ "${1:-}" = iceberg-spark ]; then
+  [ -f /usr/share/java/httpclient5.jar ] || missing+=(libhttpclient5-java)
+  [ -f /usr/share/java/httpcore5-h2.jar ] || missing+=(libhttpcore5-java)
 fi
 if [ "${1:-}" = bench ]; then
   command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)

@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCKS = ROOT / "requirements"
-LOCK_NAMES = ("build", "installer", "dev", "runtime", "gc", "protoc", "s3a-jars", "clients")
+LOCK_NAMES = ("build", "installer", "dev", "runtime", "gc", "protoc", "s3a-jars", "clients", "iceberg-spark")
 _PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 _HASH_RE = re.compile(r"--hash=sha256:[0-9a-f]{64}\b")
 
@@ -86,6 +86,7 @@ def test_every_declared_dependency_is_locked_at_its_version(group: str, locks: t
         ("protoc.in", ("protoc",)),
         ("s3a-jars.in", ("s3a-jars",)),
         ("clients.in", ("clients",)),
+        ("iceberg-spark.in", ("iceberg-spark",)),
         ("installer.in", ("installer",)),
     ],
 )
@@ -99,6 +100,8 @@ def test_every_lock_input_is_locked_at_its_version(source: str, locks: tuple[str
             )
     if source == "s3a-jars.in":  # installed with --no-deps: the jar package alone
         assert len(read_lock("s3a-jars")) == 1
+    if source == "iceberg-spark.in":  # installed with --no-deps: exactly what the input names
+        assert len(read_lock("iceberg-spark")) == len(read_inputs(LOCKS / source))
 
 
 def test_locks_that_share_packages_agree_with_the_dev_lock() -> None:

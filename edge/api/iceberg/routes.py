@@ -506,7 +506,12 @@ async def create_table(ctx: Ctx, request: Request, namespace: str, prefix: str =
 async def load_table(ctx: Ctx, namespace: str, table: str, prefix: str = "") -> dict[str, Any]:
     where, name = _table_where(prefix, namespace, table)
     await grants.on_table(ctx, a.CATALOG_READ_TABLE, where, name)
-    found = await _existing_table(Objects(ctx), where, name)
+    # NoSuchTable even where the namespace is missing, as the spec answers a load: Spark's Iceberg catalog
+    # reads `db.t.snapshots` (and `db.t.branch_x`) as the table `snapshots` in the namespace `db.t`
+    # first, and falls back to the metadata table only on NoSuchTable.
+    found = await _read_table(Objects(ctx), where, name)
+    if found is None:
+        raise no_such_table((where.repository, where.ref, *where.levels), name)
     return _result(where, found.metadata_key, found.metadata)
 
 
