@@ -173,6 +173,10 @@ class ObjectStore:
         except IndexUnreadable as exc:
             self._count("indexes_refused")
             _log.warning("%s in %s; reading the metarange instead", exc, namespace)
+            if self._cache.disk is not None:
+                # Named by content, a cached copy would never be replaced: the rewritten index
+                # below is fetched again instead.
+                self._cache.disk.discard(cache_key(INDEX, namespace, object_id))
         else:
             self._cache.memory.put(cache_key(INDEX, namespace, object_id), decoded, decoded.memory_size)
             return decoded

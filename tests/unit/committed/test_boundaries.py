@@ -8,6 +8,7 @@ with a damaged one must still be read right, and the file must never be needed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO
 
 import pytest
@@ -103,7 +104,7 @@ def test_a_metarange_without_an_index_is_read_and_then_indexed() -> None:
     assert (later.stats().index_reads, later.stats().metarange_reads) == (2, 0)
 
 
-def test_a_damaged_index_is_refused_and_replaced() -> None:
+def test_a_damaged_index_is_refused_and_replaced(tmp_path: Path) -> None:
     adapter = MemoryAdapter()
     writer = CommittedManager(adapter, CommittedCache(), SMALL_POLICY)
     left = writer.write_metarange(NS, iter(records(range(2000))))
@@ -111,10 +112,17 @@ def test_a_damaged_index_is_refused_and_replaced() -> None:
     # The left index claims the right metarange's rows: believed, it would say key 0 is unchanged.
     adapter.objects[(NS, metarange_index_key(left))] = adapter.objects[(NS, metarange_index_key(right))]
 
-    reader = CommittedManager(adapter, CommittedCache(), SMALL_POLICY)
+    # A remote store: fetched indexes are kept in the disk cache, the damaged one too at first.
+    reader = CommittedManager(adapter, CommittedCache(disk_directory=tmp_path / "cache"), SMALL_POLICY)
     assert reader.changed_paths(NS, left, right, [key_of(0)])
     assert (reader.stats().indexes_refused, reader.stats().metarange_reads) == (1, 1)
     assert decode_index(left, adapter.objects[(NS, metarange_index_key(left))]).ranges == reader.ranges(NS, left)
+
+    # The next process on that disk cache fetches the rewritten index, not the damaged copy.
+    later = CommittedManager(adapter, CommittedCache(disk_directory=tmp_path / "cache"), SMALL_POLICY)
+    assert later.changed_paths(NS, left, right, [key_of(0)])
+    stats = later.stats()
+    assert (stats.indexes_refused, stats.metarange_reads, stats.index_reads, stats.index_disk_hits) == (0, 0, 1, 1)
 
 
 def test_never_needed_when_it_cannot_be_written() -> None:
