@@ -17,6 +17,7 @@ def test_objects_silt_could_have_written_are_candidates(key: str) -> None:
     "key",
     [
         "_silt/ranges/abc",  # Silt's own metadata
+        "_silt/metarange-index/abc",  # kept as its metarange is: GC never deletes either
         ".silt-uploads/123",  # the adapters' bookkeeping
         "data/.silt-tmp-1",
         "folder/",  # a console's "folder" placeholder: no adapter accepts the key, nor deletes it

@@ -155,6 +155,15 @@ class DiskCache:
             self._evict_locked()
         return reader
 
+    def discard(self, key: CacheKey) -> None:
+        """Forget an entry and remove its file: for a copy found unusable (a damaged index)."""
+        with self._lock:
+            size = self._entries.pop(key, None)
+            if size is None:
+                return
+            self._bytes -= size
+            self._path(key).unlink(missing_ok=True)
+
     def _evict_locked(self) -> None:
         # The newest entry always stays, even alone over the bound: a caller is about to read it.
         while self._bytes > self._max_bytes and len(self._entries) > 1:

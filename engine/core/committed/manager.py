@@ -165,6 +165,7 @@ class CommittedManager:
         """
         if left == right:
             return False
-        left_metarange = self._store.read_metarange(namespace, left)
-        right_metarange = self._store.read_metarange(namespace, right)
+        # Range-boundary indexes: a small file per commit of the history, not its metarange.
+        left_metarange = self._store.read_boundaries(namespace, left)
+        right_metarange = self._store.read_boundaries(namespace, right)
         return spans_differ(self._store, namespace, left_metarange, right_metarange, keys, prefixes)

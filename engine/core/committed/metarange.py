@@ -77,7 +77,15 @@ def _columns(ranges: list[RangeInfo]) -> tuple[list[str], list[bytes], list[byte
 
 def metarange_id(ranges: list[RangeInfo]) -> MetaRangeId:
     ids, mins, maxs, counts, sizes = _columns(ranges)
-    return MetaRangeId(content_digest(FORMAT_TAG, ([i.encode() for i in ids], mins, maxs), (counts, sizes)))
+    return metarange_id_of_columns([i.encode() for i in ids], mins, maxs, counts, sizes)
+
+
+def metarange_id_of_columns(
+    ascii_ids: list[bytes], mins: list[bytes], maxs: list[bytes], counts: list[int], sizes: list[int]
+) -> MetaRangeId:
+    """metarange_id of the rows given column by column, range ids as ASCII bytes: for a reader
+    that has the columns already (the range-boundary index)."""
+    return MetaRangeId(content_digest(FORMAT_TAG, (ascii_ids, mins, maxs), (counts, sizes)))
 
 
 def encode_metarange(ranges: list[RangeInfo]) -> bytes:

@@ -10,21 +10,32 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import threading
 from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol, TypeVar, cast
 
+from engine.core.committed.boundaries import IndexUnreadable, decode_index, encode_index, metarange_index_key
 from engine.core.committed.cache import CommittedCache, DiskCache, cache_key
 from engine.core.committed.metarange import MetaRange, decode_metarange, encode_metarange, metarange_id
 from engine.core.committed.model import MetaRangeId, RangeId, RangeInfo, metarange_key, range_key
 from engine.core.committed.ranges import RangeData, decode_range, encode_range, identity_in_file, range_id
 from silt.block.adapter import BlockAdapter
-from silt.errors import NotFound
+from silt.errors import NotFound, SiltError
 
 LOCAL_SCHEME = "local"
 RANGE = "range"
 METARANGE = "metarange"
+# A metarange decoded from its range-boundary index (boundaries.py): cached apart from those
+# decoded from the metarange file, so that a read of the metarange itself still proves the
+# file is there (a commit record naming a metarange is only accepted if it is).
+INDEX = "index"
+# One key's identity in a range, as read from the range file (identity_in_range).
+IDENTITY = "identity"
+_ANSWER_OVERHEAD = 250  # the cache key's strings and tuple, the answer's tuple
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,6 +51,13 @@ class CommittedStats:
     ranges_uploaded: int = 0
     metaranges_uploaded: int = 0
     uploads_skipped: int = 0  # the object existed already: content addressing made the write free
+    index_reads: int = 0  # range-boundary indexes fetched from the block adapter
+    index_memory_hits: int = 0
+    index_disk_hits: int = 0
+    indexes_uploaded: int = 0  # with their metarange, or later by a reader that found none
+    indexes_missing: int = 0  # reads that found no index (a metarange older than indexes)
+    indexes_refused: int = 0  # index files that did not decode to their metarange's rows
+    identity_memory_hits: int = 0  # one key's identity in a range, answered from memory
 
     @property
     def range_loads(self) -> int:
@@ -97,9 +115,21 @@ class ObjectStore:
         new_id = metarange_id(ranges)
         if self._upload_if_absent(namespace, metarange_key(new_id), lambda: encode_metarange(ranges)):
             self._count("metaranges_uploaded")
+            # After the metarange: an index never names a metarange that is not stored.
+            self._write_index(namespace, new_id, ranges)
         decoded = MetaRange.of(new_id, ranges)
         self._cache.memory.put(cache_key(METARANGE, namespace, new_id), decoded, decoded.memory_size)
         return new_id
+
+    def _write_index(self, namespace: str, metarange_id: MetaRangeId, ranges: list[RangeInfo]) -> None:
+        """Store the metarange's range-boundary index, best effort: readers do without one."""
+        payload = encode_index(ranges)
+        try:
+            self._adapter.put(namespace, metarange_index_key(metarange_id), io.BytesIO(payload), len(payload))
+        except SiltError as exc:
+            _log.warning("metarange index of %s not written in %s: %s", metarange_id, namespace, exc)
+            return
+        self._count("indexes_uploaded")
 
     def _upload_if_absent(self, namespace: str, key: str, encode: Callable[[], bytes]) -> bool:
         try:
@@ -125,6 +155,36 @@ class ObjectStore:
             lambda stream: decode_metarange(object_id, stream),
         )
 
+    def read_boundaries(self, namespace: str, object_id: MetaRangeId) -> MetaRange:
+        """The metarange's rows, for readers that look up which range holds a key and compare
+        range ids (a log filtered by path): from memory, else from its range-boundary index,
+        a small file decoded with a few slices, else from the metarange file itself, after
+        which the missing index is written (a metarange older than indexes)."""
+        for kind in (METARANGE, INDEX):
+            cached = self._cache.memory.get(cache_key(kind, namespace, object_id))
+            if cached is not None:
+                self._count(f"{kind}_memory_hits")
+                return cached  # type: ignore[return-value]  # both kinds hold MetaRanges
+        try:
+            with self._open(namespace, INDEX, object_id, metarange_index_key) as stream:
+                decoded = decode_index(object_id, stream.read())
+        except NotFound:
+            self._count("indexes_missing")
+        except IndexUnreadable as exc:
+            self._count("indexes_refused")
+            _log.warning("%s in %s; reading the metarange instead", exc, namespace)
+            if self._cache.disk is not None:
+                # Named by content, a cached copy would never be replaced: the rewritten index
+                # below is fetched again instead.
+                self._cache.disk.discard(cache_key(INDEX, namespace, object_id))
+        else:
+            self._cache.memory.put(cache_key(INDEX, namespace, object_id), decoded, decoded.memory_size)
+            return decoded
+        metarange = self.read_metarange(namespace, object_id)
+        # Replaces a refused file too: the index is named by content, so any writer writes the same.
+        self._write_index(namespace, object_id, metarange.ranges)
+        return metarange
+
     def _load(
         self,
         namespace: str,
@@ -147,16 +207,25 @@ class ObjectStore:
         """The identity of key's record in the range (None: no such record).
 
         From the decoded range when it is in memory; otherwise from the part of the file that
-        holds key, and nothing is kept: a reader of one key in many ranges (a log filtered by
-        path) would otherwise decode them whole and push out what other readers use.
+        holds key, and only that answer is kept: a reader of one key in many ranges (a log
+        filtered by path) would otherwise decode them whole and push out what other readers
+        use. The answer is kept because that reader asks again at once: a range that differs
+        from its parent's in one commit is the parent's range in the next commit down the log.
         """
         cached = self._cache.memory.get(cache_key(RANGE, namespace, object_id))
         if cached is not None:
             self._count("range_memory_hits")
             record = cast(RangeData, cached).find(key)
             return None if record is None else record.identity
+        answer_key = cache_key(IDENTITY, namespace, f"{object_id}/{key.hex()}")
+        answer = self._cache.memory.get(answer_key)
+        if answer is not None:
+            self._count("identity_memory_hits")
+            return cast(tuple[bytes | None], answer)[0]
         with self._open(namespace, RANGE, object_id, range_key) as stream:
-            return identity_in_file(stream, key)
+            identity = identity_in_file(stream, key)
+        self._cache.memory.put(answer_key, (identity,), _ANSWER_OVERHEAD + 2 * len(key) + len(identity or b""))
+        return identity
 
     def _open(self, namespace: str, kind: str, object_id: str, key_of: Callable[[str], str]) -> BinaryIO:
         # Only ids validated here name files (disk cache, object store); the memory cache holds

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 import jobs.gc.job
 import jobs.retention.last_access
+from engine.core.committed.boundaries import METARANGE_INDEX_PREFIX
 from jobs.gc.adapter_parquet import dataset_files, read_dataset, write_dataset
 from jobs.gc.job import REPORT_SCHEMA, GCOptions, run_gc
 from jobs.gc.listing import list_objects
@@ -148,6 +149,11 @@ def _files(env: GCEnv, repo: str) -> set[str]:
     return {item.key for item in env.adapter.list_objects(f"local://{repo}") if not item.key.startswith("_silt/")}
 
 
+def _range_boundary_indexes(env: GCEnv, repo: str) -> set[str]:
+    listed = env.adapter.list_objects(f"local://{repo}", prefix=METARANGE_INDEX_PREFIX)
+    return {item.key for item in listed if not item.key.rsplit("/", 1)[-1].startswith(".")}
+
+
 def _scenario(env: GCEnv) -> str:
     """Garbage of both reasons, beside what must stay (the scenario of test_gc_run)."""
     repo = env.new_repo(default_days=0)
@@ -182,6 +188,8 @@ def test_gc_through_the_adapter_deletes_what_the_hadoop_path_marks(
 
     forced_adapter_roots(monkeypatch)
     before = _files(env, repo)
+    indexes = _range_boundary_indexes(env, repo)
+    assert len(indexes) >= 3  # one beside each commit's metarange
     real = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(grace_seconds=600, unsafe_short_grace=True))
     assert (real.objects, real.bytes) == (hadoop.objects, hadoop.bytes)
     root = adapter_root(f"local://{repo}", env.blockstore)
@@ -195,6 +203,8 @@ def test_gc_through_the_adapter_deletes_what_the_hadoop_path_marks(
 
     again = run_gc(spark, env.stub, repo, env.blockstore, GCOptions(sweep_only=real.run_id))
     assert again.objects == real.objects and before - _files(env, repo) == marked
+    # Metaranges outlive their commits' expiry, and so do their indexes (Spark never reads them).
+    assert _range_boundary_indexes(env, repo) == indexes
     with pytest.raises(InvalidArgument, match="no report of GC run"):
         run_gc(spark, env.stub, repo, env.blockstore, GCOptions(sweep_only="20200101T000000Z-00000000"))
 

@@ -367,7 +367,10 @@ def test_filtered_log_over_unrelated_commits_reads_nothing(
     keys = [key_of(5), key_of(40_000), key_of(SMALL_BIG - 1)]
     prefixes = [b"tables/events/date=2026-01-01/part-0000", b"tables/other/"]
     assert _filtered_log(manager, history, keys, prefixes) == []
-    assert manager.stats().range_loads == 0
+    stats = manager.stats()
+    assert stats.range_loads == 0
+    # One range-boundary index per commit, no metarange: the parent's index is the last commit's.
+    assert (stats.metarange_reads, stats.index_reads) == (0, len(history))
 
 
 def test_filtered_log_finds_the_commits_touching_the_paths(
@@ -398,7 +401,10 @@ def test_filtered_log_with_changes_next_to_the_paths(
     history = _history(adapter, small_id, [first + step % (last - first) for step in range(50)])
     manager = CommittedManager(adapter, CommittedCache(), SMALL_POLICY)
     assert _filtered_log(manager, history, [shared.max_key], []) == []
-    assert manager.stats().range_loads == 2 * 50  # that range's two versions, per commit
+    # Each version of that range read once: the key's identity in the parent's version is
+    # kept from the step before, where that version was the newer side.
+    assert manager.stats().range_loads == 50 + 1
+    assert manager.stats().identity_memory_hits == 50 - 1
 
 
 def test_changed_paths_reads_only_ranges_under_the_prefixes(manager: CommittedManager, adapter: MemoryAdapter) -> None:

@@ -64,7 +64,8 @@ def test_objects_live_under_the_reserved_prefix_and_are_uploaded_once(memory_ada
     metarange_id = manager.write_metarange(MEM_NAMESPACE, iter(records(range(500))))
     ranges = manager.ranges(MEM_NAMESPACE, metarange_id)
     assert memory_adapter.keys(MEM_NAMESPACE) == sorted(
-        [f"_silt/metaranges/{metarange_id}"] + [f"_silt/ranges/{info.id}" for info in ranges]
+        [f"_silt/metaranges/{metarange_id}", f"_silt/metarange-index/{metarange_id}"]
+        + [f"_silt/ranges/{info.id}" for info in ranges]
     )
     puts = memory_adapter.puts
     again = CommittedManager(memory_adapter, CommittedCache(), SMALL_POLICY)
