@@ -728,6 +728,15 @@ class ApiCredentialsConfig(CredentialsConfig):
     """its secret; never logged"""
 
 
+class IcebergConfig(_Section):
+    """The Iceberg REST catalog the API serves at /iceberg/api (docs/iceberg.md)."""
+
+    commit_per_change: bool = False
+    """commit each catalog change on its branch (only the keys it touched: a namespace's marker, a table's directory),
+    committed by the caller with `iceberg_operation` in its metadata; false: changes are staged, as in lakeFS
+    """
+
+
 class ApiConfig(_Section):
     """lakeFS's REST API (edge/api). It answers on the S3 gateway's port (requests without
     an AWS signature under /api/v1/) and, run as `python -m edge.api.server`, on its own."""
@@ -752,6 +761,7 @@ class ApiConfig(_Section):
     # The API signs its calls to auth and graveler with its own service user (svc-api) when
     # these are set, else with the process's `credentials` (its own process sets those).
     credentials: ApiCredentialsConfig = Field(default_factory=lambda: ApiCredentialsConfig())
+    iceberg: IcebergConfig = Field(default_factory=IcebergConfig)
     # The live feed (GET .../branches/{branch}/events): open streams per process and per user,
     # and how often an open stream checks its caller's credential and permission again.
     max_live_feeds: int = Field(64, ge=1, le=10_000)

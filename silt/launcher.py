@@ -373,6 +373,11 @@ class Stack:
         if self.admin is not None:
             self._save_client_credentials()
 
+    def service_env(self, name: str) -> dict[str, str]:
+        """The environment a service of this stack runs with (its config file, addresses and
+        keys): another process of that service's kind started with it joins the stack."""
+        return dict(self._services[name].env)
+
     # --- what clients need ------------------------------------------------------------
 
     @property

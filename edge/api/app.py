@@ -61,6 +61,7 @@ def create_app(
 
     # The Iceberg REST catalog (edge/api/iceberg), on the API's backend and credentials.
     catalog = create_catalog_app()
+    catalog.state.commit_per_change = config.api.iceberg.commit_per_change
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

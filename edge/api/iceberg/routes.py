@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from edge.api.context import Ctx, backend_of
 from edge.api.errors import ApiError
 from edge.api.iceberg import grants
+from edge.api.iceberg.commits import committed
 from edge.api.iceberg.errors import (
     IcebergError,
     already_exists,
@@ -103,6 +104,11 @@ def _parse_namespace(prefix: str, namespace: str) -> Where:
 def _names(where: Where, prefix: str) -> list[str]:
     """The namespace as the client names it."""
     return list(where.levels) if _fixes_ref(prefix) else [where.repository, where.ref, *where.levels]
+
+
+def _dotted(where: Where, name: str = "") -> str:
+    """A namespace, or a table in it, as a commit message names it: `db.events`."""
+    return ".".join((*where.levels, name) if name else where.levels)
 
 
 def _child(where: Where, name: str) -> Where:
@@ -247,8 +253,10 @@ async def create_namespace(ctx: Ctx, request: Request, prefix: str = "") -> dict
     except IcebergError as missing:
         # The spec's createNamespace has no 404: a missing parent is a bad request.
         raise bad_request(f"the parent namespace does not exist: {missing.message}") from None
+    marker = where.key + NAMESPACE_MARKER
     try:
-        await objects.write_json(where, where.key + NAMESPACE_MARKER, {"properties": properties}, if_absent=True)
+        async with committed(request, ctx, where, "create namespace", _dotted(where), [marker]):
+            await objects.write_json(where, marker, {"properties": properties}, if_absent=True)
     except Conflict:
         raise IcebergError(
             409, f"Namespace already exists: {'.'.join(names)}", "NamespaceAlreadyExistsException"
@@ -275,7 +283,7 @@ async def namespace_exists(ctx: Ctx, namespace: str, prefix: str = "") -> Respon
 
 
 @_route("DELETE", "namespaces/{namespace}", status=204)
-async def drop_namespace(ctx: Ctx, namespace: str, prefix: str = "") -> Response:
+async def drop_namespace(ctx: Ctx, request: Request, namespace: str, prefix: str = "") -> Response:
     where = _parse_namespace(prefix, namespace)
     await grants.on_namespace(ctx, a.CATALOG_DELETE_NAMESPACE, where)
     objects = Objects(ctx)
@@ -285,7 +293,9 @@ async def drop_namespace(ctx: Ctx, namespace: str, prefix: str = "") -> Response
         nested = await objects.read_json(child, child.key + NAMESPACE_MARKER)
         if nested is not None or _live(await objects.read_json(where, where.table_key(name) + TABLE_POINTER)):
             raise IcebergError(409, f"Namespace is not empty: {name} is in it", "NamespaceNotEmptyException")
-    await objects.delete(where, where.key + NAMESPACE_MARKER)
+    marker = where.key + NAMESPACE_MARKER
+    async with committed(request, ctx, where, "drop namespace", _dotted(where), [marker]):
+        await objects.delete(where, marker)
     return Response(status_code=204)
 
 
@@ -305,8 +315,10 @@ async def update_namespace_properties(ctx: Ctx, request: Request, namespace: str
     for key in removals:
         properties.pop(key, None)
     properties.update(updates)
+    marker = where.key + NAMESPACE_MARKER
     try:
-        await objects.write_json(where, where.key + NAMESPACE_MARKER, {"properties": properties}, if_match=stored.etag)
+        async with committed(request, ctx, where, "update namespace", _dotted(where), [marker]):
+            await objects.write_json(where, marker, {"properties": properties}, if_match=stored.etag)
     except Conflict:
         raise commit_failed("the namespace's properties changed concurrently: retry") from None
     removed = [k for k in removals if k not in missing]
@@ -498,7 +510,8 @@ async def create_table(ctx: Ctx, request: Request, namespace: str, prefix: str =
     if body.get("stage-create"):
         # Nothing is written: the client's first commit (assert-create) creates the table.
         return {"metadata": _served(where, metadata), "config": {}}
-    key, _ = await _write_table(objects, where, name, metadata, None)
+    async with committed(request, ctx, where, "create table", _dotted(where, name), [where.table_key(name)]):
+        key, _ = await _write_table(objects, where, name, metadata, None)
     return _result(where, key, metadata)
 
 
@@ -548,23 +561,28 @@ async def _commit(objects: Objects, where: Where, name: str, body: dict[str, Any
 async def commit_table(ctx: Ctx, request: Request, namespace: str, table: str, prefix: str = "") -> dict[str, Any]:
     where, name = _table_where(prefix, namespace, table)
     await grants.on_table(ctx, a.CATALOG_UPDATE_TABLE, where, name)
-    key, metadata = await _commit(Objects(ctx), where, name, await _json(request))
+    body = await _json(request)
+    async with committed(request, ctx, where, "commit table", _dotted(where, name), [where.table_key(name)]):
+        key, metadata = await _commit(Objects(ctx), where, name, body)
     return {"metadata-location": where.location(key), "metadata": _served(where, metadata)}
 
 
 @_route("DELETE", "namespaces/{namespace}/tables/{table}", status=204)
-async def drop_table(ctx: Ctx, namespace: str, table: str, prefix: str = "", purgeRequested: bool = False) -> Response:
+async def drop_table(
+    ctx: Ctx, request: Request, namespace: str, table: str, prefix: str = "", purgeRequested: bool = False
+) -> Response:
     where, name = _table_where(prefix, namespace, table)
     await grants.on_table(ctx, a.CATALOG_DELETE_TABLE, where, name)
     objects = Objects(ctx)
     await _existing_table(objects, where, name)
-    await objects.delete(where, where.table_key(name) + TABLE_POINTER)
-    if purgeRequested:
-        # The table's files on this branch: metadata and data under its location. Other
-        # branches and commits keep theirs.
-        keys = [key async for key in objects.list_keys(where, where.table_key(name))]
-        for key in keys:
-            await objects.delete(where, key)
+    async with committed(request, ctx, where, "drop table", _dotted(where, name), [where.table_key(name)]):
+        await objects.delete(where, where.table_key(name) + TABLE_POINTER)
+        if purgeRequested:
+            # The table's files on this branch: metadata and data under its location. Other
+            # branches and commits keep theirs.
+            keys = [key async for key in objects.list_keys(where, where.table_key(name))]
+            for key in keys:
+                await objects.delete(where, key)
     return Response(status_code=204)
 
 
@@ -587,14 +605,15 @@ async def register_table(ctx: Ctx, request: Request, namespace: str, prefix: str
     if stored is None:
         raise IcebergError(404, f"no metadata file {key} on {where.ref}", "NotFoundException")
     existing = await _read_table(objects, where, name)
-    if existing is None or not body.get("overwrite"):
-        await _claim(objects, where, name, key)
-    else:
-        pointer_key = where.table_key(name) + TABLE_POINTER
-        try:
-            await objects.write_json(where, pointer_key, {"metadata-key": key}, if_match=existing.pointer.etag)
-        except Conflict:
-            raise commit_failed(f"Commit failed: {name} was changed concurrently; retry") from None
+    async with committed(request, ctx, where, "register table", _dotted(where, name), [where.table_key(name), key]):
+        if existing is None or not body.get("overwrite"):
+            await _claim(objects, where, name, key)
+        else:
+            pointer_key = where.table_key(name) + TABLE_POINTER
+            try:
+                await objects.write_json(where, pointer_key, {"metadata-key": key}, if_match=existing.pointer.etag)
+            except Conflict:
+                raise commit_failed(f"Commit failed: {name} was changed concurrently; retry") from None
     return _result(where, key, stored.value)
 
 
@@ -634,8 +653,12 @@ async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response
             table.pointer.etag,
         ),
     ]
+    renamed = f"{_dotted(from_where, from_name)} to {_dotted(to_where, to_name)}"
+    # Both directories: the new name's pointer names metadata files under the old one's.
+    touched = [from_where.table_key(from_name), to_where.table_key(to_name)]
     try:
-        await objects.replace_all_json(from_where, moves)
+        async with committed(request, ctx, from_where, "rename table", renamed, touched):
+            await objects.replace_all_json(from_where, moves)
     except Conflict as conflict:
         if conflict.key == to_key:
             raise already_exists(f"Table already exists: {'.'.join((*to_where.levels, to_name))}") from None
@@ -683,8 +706,11 @@ async def commit_transaction(ctx: Ctx, request: Request, prefix: str = "") -> Re
     for where, name, current, metadata in planned:
         key = await _write_metadata(objects, where, name, metadata, current)
         moves.append(Replacement(where.table_key(name) + TABLE_POINTER, {"metadata-key": key}, current.pointer.etag))
+    names = ", ".join(_dotted(where, name) for where, name in targets)
+    touched = [where.table_key(name) for where, name in targets]
     try:
-        await objects.replace_all_json(targets[0][0], moves)
+        async with committed(request, ctx, targets[0][0], "commit transaction", names, touched):
+            await objects.replace_all_json(targets[0][0], moves)
     except Conflict as conflict:
         changed = conflict.key.removesuffix("/" + TABLE_POINTER).replace("/", ".")
         raise commit_failed(f"Commit failed: {changed} was changed concurrently; refresh and retry") from None
