@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation, Summary
 from pyiceberg.types import LongType, StringType
@@ -37,7 +38,9 @@ def summary_of(table: Table, snapshot_id: int) -> Summary:
     return snapshot.summary
 
 
-def test_appends_on_two_branches_merge(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:
+def appended_on_two_branches(stack: Stack, repo: str, catalog_for: CatalogFactory) -> Catalog:
+    """`db.t` with 10 rows (ids 0..9) on main, committed; branches b1 and b2 from it, 100 rows
+    (ids 1000..) appended on b1 and 50 (ids 2000..) on b2, each committed. main's catalog."""
     main = catalog_for(warehouse=f"{repo}.main")
     main.create_namespace("db")
     main.create_table("db.t", SCHEMA).append(rows(0, 10))
@@ -47,6 +50,11 @@ def test_appends_on_two_branches_merge(stack: Stack, repo: str, catalog_for: Cat
     commit(stack, repo, "b1")
     catalog_for(warehouse=f"{repo}.b2").load_table("db.t").append(rows(2000, 50))
     commit(stack, repo, "b2")
+    return main
+
+
+def test_appends_on_two_branches_merge(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:
+    main = appended_on_two_branches(stack, repo, catalog_for)
     ok(stack, "POST", f"/repositories/{repo}/tags", {"id": "b1-done", "ref": "b1"}, 201)
 
     ok(stack, "POST", f"/repositories/{repo}/refs/b1/merge/main", {}, 200)

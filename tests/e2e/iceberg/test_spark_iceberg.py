@@ -17,7 +17,8 @@ import pytest
 from silt.iceberg_spark import catalog_settings
 from silt.launcher import Stack
 from silt.spark import S3AEndpoint
-from tests.e2e.iceberg.conftest import api_call
+from tests.e2e.iceberg.conftest import CatalogFactory, api_call
+from tests.e2e.iceberg.test_merges import appended_on_two_branches, ok
 
 pytestmark = pytest.mark.spark
 
@@ -125,3 +126,27 @@ def test_branch_isolation_merge_into_and_a_read_only_tag(stack: Stack, repo: str
     assert rows(second[4]) == [[2]]
     # Spark writes the data files before it asks the catalog to commit: the gateway refuses the first one.
     assert "com.amazonaws.services.s3.model.AmazonS3Exception" in second[5].get("error", []), second[5]
+
+
+@pytest.mark.nightly
+@pytest.mark.timeout(SESSION_TIMEOUT_S + 120)
+def test_spark_reads_a_table_combined_by_merges(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:
+    # pyiceberg appends on two branches; the second merge into main combines the table (docs/iceberg.md).
+    appended_on_two_branches(stack, repo, catalog_for)
+    ok(stack, "POST", f"/repositories/{repo}/refs/b1/merge/main", {}, 200)
+    ok(stack, "POST", f"/repositories/{repo}/refs/b2/merge/main", {}, 200)
+
+    table = f"`{repo}`.main.db.t"
+    results = run_sql(
+        stack,
+        [
+            f"SELECT count(*), sum(id) FROM {table}",
+            f"SELECT count(*) FROM {table} WHERE id >= 2000",
+            f"SELECT count(*) FROM {table}.snapshots",
+        ],
+    )
+    # The base's 10 rows, b1's 100 and b2's 50, read through the manifests each branch wrote.
+    expected_sum = sum(range(10)) + sum(range(1000, 1100)) + sum(range(2000, 2050))
+    assert rows(results[0]) == [[160, expected_sum]]
+    assert rows(results[1]) == [[50]]
+    assert rows(results[2]) == [[3]]
