@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import urllib3
 from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.exceptions import ForbiddenError
 
 from silt.launcher import Stack, free_port
 from silt.lifeline import PARENT_PID_ENV
@@ -60,9 +61,11 @@ def committing_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> It
         process.wait(timeout=10)
 
 
-def catalog_at(stack: Stack, api: str, warehouse: str) -> Catalog:
+def catalog_at(stack: Stack, api: str, warehouse: str, key: str = "", secret: str = "") -> Catalog:
+    """A pyiceberg catalog on the API at api, as the admin unless a key and secret are given."""
     assert stack.admin is not None
-    key, secret = stack.admin.access_key_id, stack.admin.secret_access_key.get_secret_value()
+    if not key:
+        key, secret = stack.admin.access_key_id, stack.admin.secret_access_key.get_secret_value()
     gateway = stack.endpoints["gateway"]
     return load_catalog(
         f"silt-{secrets.token_hex(3)}",
@@ -116,3 +119,22 @@ def test_each_change_is_committed_alone(stack: Stack, repo: str, committing_api:
     assert [d["path"] for d in staged] == ["notes/todo.txt"]
     committed = ok(stack, "GET", f"/repositories/{repo}/refs/main/diff/main~3?type=two_dot")["results"]
     assert any(d["path"].startswith("db/events/data/") for d in committed)
+
+
+def test_a_caller_who_may_not_commit_changes_nothing(stack: Stack, repo: str, committing_api: str) -> None:
+    user = f"ice-{secrets.token_hex(4)}"
+    assert api_call(stack, "POST", "/auth/users", {"id": user}).status == 201
+    statements = [
+        {"effect": "allow", "action": ["ReadRepo", "WriteRepo"], "resource": repo},
+        {"effect": "deny", "action": ["CommitBranch"], "resource": "*"},
+    ]
+    policy = f"p-{secrets.token_hex(4)}"
+    assert api_call(stack, "POST", "/auth/policies", {"id": policy, "statement": statements}).status == 201
+    assert api_call(stack, "PUT", f"/auth/users/{user}/policies/{policy}").status == 201
+    issued = api_call(stack, "POST", f"/auth/users/{user}/credentials").json()
+    writer = catalog_at(stack, committing_api, f"{repo}.main", issued["access_key_id"], issued["secret_access_key"])
+
+    with pytest.raises(ForbiddenError, match="CommitBranch"):
+        writer.create_namespace("db")
+    assert not catalog_at(stack, committing_api, f"{repo}.main").namespace_exists("db")
+    assert ok(stack, "GET", f"/repositories/{repo}/branches/main/diff")["results"] == []
