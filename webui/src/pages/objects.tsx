@@ -153,7 +153,7 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
       {listing.loading && <Loading what="objects" />}
       {listing.error !== undefined && <ErrorPage error={listing.error} />}
       {listing.data && (path !== "" && isTableDirectory(listing.data.results, path) ? (
-        <TableTabs repo={repo} ref={ref} directory={path} files={files(listing.data)} />
+        <TableTabs key={`${ref}:${path}`} repo={repo} ref={ref} directory={path} files={files(listing.data)} />
       ) : (
         files(listing.data)
       ))}
