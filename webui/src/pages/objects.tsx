@@ -4,6 +4,8 @@
 // read-only (no upload, import or delete). Each entry shows the last commit that changed it,
 // links to its history and copies its URIs; on a branch, uncommitted changes are marked
 // (objects_changes.tsx), and a directory's README.md is rendered under it (objects_readme.tsx).
+// An Iceberg table's directory is badged in its namespace's listing and opens on the table's
+// schema and snapshots, its files one tab away (objects_iceberg.tsx).
 import { useState } from "preact/hooks";
 import { ApiError, type Page, api, apiUrl, seg } from "../api";
 import { ConfirmDialog } from "../components/confirm_dialog";
@@ -17,6 +19,7 @@ import { useWriteProtection } from "../components/refusal";
 import { useAsync } from "../components/use_async";
 import { useIsAdmin } from "../components/user";
 import { ChangeMark, removedEntries, useUncommitted } from "./objects_changes";
+import { TableBadge, TableTabs, isTableDirectory, useTableDirectories } from "./objects_iceberg";
 import { ImportDialog, useStorageConfig } from "./objects_import";
 import { crumbs, objectHref, objectsHref, parentOf } from "./objects_paths";
 import { queryHref } from "./diff/diff_links";
@@ -98,6 +101,11 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
       api.page<ObjectStats>(`${objectUrlPath(repo, ref)}/ls`, { prefix: path, delimiter: "/", user_metadata: false }, after, DIRECTORY_PAGE, signal),
     [repo, ref, path, after],
   );
+  const files = (data: Page<ObjectStats>) => (
+    <UploadDropZone enabled={writable} repo={repo} branch={ref} prefix={path} onUploaded={listing.reload}>
+      <DirectoryTable {...props} listing={data} branch={branch} />
+    </UploadDropZone>
+  );
   return (
     <section class="objects">
       <div class="toolbar">
@@ -144,11 +152,11 @@ function Directory(props: { repo: string; ref_: string; path: string; after: str
       )}
       {listing.loading && <Loading what="objects" />}
       {listing.error !== undefined && <ErrorPage error={listing.error} />}
-      {listing.data && (
-        <UploadDropZone enabled={writable} repo={repo} branch={ref} prefix={path} onUploaded={listing.reload}>
-          <DirectoryTable {...props} listing={listing.data} branch={branch} />
-        </UploadDropZone>
-      )}
+      {listing.data && (path !== "" && isTableDirectory(listing.data.results, path) ? (
+        <TableTabs key={`${ref}:${path}`} repo={repo} ref={ref} directory={path} files={files(listing.data)} />
+      ) : (
+        files(listing.data)
+      ))}
     </section>
   );
 }
@@ -160,6 +168,7 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
   const uncommitted = useUncommitted(repo, ref, path, props.after, props.branch, listing);
   const removed = removedEntries(uncommitted, listing.results, more);
   const readme = readmeOf(listing.results, path);
+  const tables = useTableDirectories(repo, ref, path, listing.results);
   return (
     <div data-testid="directory">
       <table class="listing">
@@ -187,7 +196,7 @@ function DirectoryTable(props: { repo: string; ref_: string; path: string; after
                   <Link href={objectsHref(repo, ref, item.path)} class="entry-name" data-testid="entry">
                     {item.path.slice(path.length)}
                   </Link>{" "}
-                  <ChangeMark change={uncommitted.get(item.path)} />
+                  {tables.has(item.path) && <TableBadge />} <ChangeMark change={uncommitted.get(item.path)} />
                 </td>
                 <td />
                 <td />
