@@ -198,42 +198,41 @@ class RestClient:
         what: str = "",
     ) -> tuple[Any, Mapping[str, str]]:
         """request(), with headers to send (If-Match) and the answer's headers (ETag)."""
-        import http.client
-
-        query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
-        url = self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
-        sent = {"Authorization": self._auth, "Accept": "application/json", **(headers or {})}
+        sent = {"Accept": "application/json", **(headers or {})}
         payload = None
         if body is not None:
             payload = json.dumps(body).encode()
             sent["Content-Type"] = "application/json"
-        try:
-            raw = self._send(method, url, payload, sent)
-            content = raw.read()
-        except (OSError, http.client.HTTPException) as exc:
-            self._local.conn = None
-            raise ClientError(
-                f"REST API unavailable at {self.endpoint} ({exc or type(exc).__name__}; is the server running?)",
-                EXIT_UNAVAILABLE,
-            ) from None
-        if raw.status >= 300:
-            raise api_error(raw.status, content, what or f"{method} {path}")
+        content, raw_headers = self._call(method, path, params, payload, sent, what)
         if not content:
-            return None, raw.headers
+            return None, raw_headers
         try:
-            return json.loads(content), raw.headers
+            return json.loads(content), raw_headers
         except ValueError:
-            return content, raw.headers
+            return content, raw_headers
 
-    def raw(self, path: str, params: Mapping[str, Any] | None = None, what: str = "") -> bytes:
-        """A GET's body as it came, never decoded (a hook's output may happen to be JSON)."""
+    def _url(self, path: str, params: Mapping[str, Any] | None) -> str:
+        """The request's URL; parameters that are None, empty or False are left out."""
+        query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
+        return self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        payload: bytes | None,
+        headers: Mapping[str, str],
+        what: str,
+    ) -> tuple[bytes, Mapping[str, str]]:
+        """One request on this thread's connection: the answer's body and headers, or the
+        ClientError its failure is (unreachable: EXIT_UNAVAILABLE; a status of 300 or more: the
+        API's error)."""
         import http.client
 
-        query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
-        url = self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
-        sent = {"Authorization": self._auth, "Accept": "*/*"}
+        sent = {"Authorization": self._auth, **headers}
         try:
-            answer = self._send("GET", url, None, sent)
+            answer = self._send(method, self._url(path, params), payload, sent)
             content: bytes = answer.read()
         except (OSError, http.client.HTTPException) as exc:
             self._local.conn = None
@@ -242,8 +241,12 @@ class RestClient:
                 EXIT_UNAVAILABLE,
             ) from None
         if answer.status >= 300:
-            raise api_error(answer.status, content, what or f"GET {path}")
-        return content
+            raise api_error(answer.status, content, what or f"{method} {path}")
+        return content, answer.headers
+
+    def raw(self, path: str, params: Mapping[str, Any] | None = None, what: str = "") -> bytes:
+        """A GET's body as it came, never decoded (a hook's output may happen to be JSON)."""
+        return self._call("GET", path, params, None, {"Accept": "*/*"}, what)[0]
 
     def stream(
         self, path: str, params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None
@@ -253,8 +256,7 @@ class RestClient:
         followed stream may be quiet between keepalives."""
         import http.client
 
-        query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
-        url = self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
+        url = self._url(path, params)
         sent = {"Authorization": self._auth, "Accept": "text/event-stream", **(headers or {})}
         if self._https:
             import ssl
@@ -282,22 +284,8 @@ class RestClient:
         self, method: str, path: str, data: bytes, params: Mapping[str, Any] | None = None, what: str = ""
     ) -> Any:
         """A request whose body is bytes (application/octet-stream): the decoded JSON answer."""
-        import http.client
-
-        query = {k: v for k, v in (params or {}).items() if v is not None and v != "" and v is not False}
-        url = self._base + path + ("?" + urlencode(query, doseq=True) if query else "")
-        sent = {"Authorization": self._auth, "Accept": "application/json", "Content-Type": "application/octet-stream"}
-        try:
-            answer = self._send(method, url, data, sent)
-            content = answer.read()
-        except (OSError, http.client.HTTPException) as exc:
-            self._local.conn = None
-            raise ClientError(
-                f"REST API unavailable at {self.endpoint} ({exc or type(exc).__name__}; is the server running?)",
-                EXIT_UNAVAILABLE,
-            ) from None
-        if answer.status >= 300:
-            raise api_error(answer.status, content, what or f"{method} {path}")
+        sent = {"Accept": "application/json", "Content-Type": "application/octet-stream"}
+        content = self._call(method, path, params, data, sent, what)[0]
         return json.loads(content) if content else None
 
     def get(self, path: str, params: Mapping[str, Any] | None = None, what: str = "") -> Any:
