@@ -184,6 +184,10 @@ class Entries(OnCore):
             size += 2 * _write_weight(encoded, value, token_bytes)
         if len({key for key, _, _ in values}) != len(values):
             raise InvalidArgument("a key is given twice")
+        # Each key's guard names every other key (admitted_with): the guards' write grows with
+        # the square of the keys, and must fit the KV write as the values do.
+        all_keys = sum(len(key) for key, _, _ in values)
+        size += sum(all_keys - len(key) + 4 * (len(values) - 1) for key, _, _ in values)
         if size > CONDITIONAL_WRITE_BYTES:
             raise InvalidArgument(
                 f"the entries are too large for one conditional write ({CONDITIONAL_WRITE_BYTES} bytes)"

@@ -72,7 +72,7 @@ from silt import iam_actions as a
 from silt import policy_conditions as conditions
 from silt.auth.v1 import model_pb2 as pb
 from silt.errors import InvalidArgument
-from silt.wildcards import compile_pattern
+from silt.wildcards import compile_pattern, overlaps
 
 # Bounds on a policy body, far above any real policy (lakeFS's own are a few statements of a
 # few actions) yet keeping translation to milliseconds. Auth stores at most MAX_STATEMENTS too,
@@ -526,10 +526,12 @@ def _translate_deny(n: int, statement: Statement) -> list[pb.Statement]:
 
 def _catalog_statements(statement: Statement) -> list[pb.Statement]:
     """A statement's catalog: actions, which are Silt's as they are: lakeFS checks them on its
-    catalog resources only, so on `*` or a catalog resource they translate exactly, and on an
-    fs: or auth: resource they allow and deny nothing."""
+    catalog resources only, so on a pattern that may match one they translate exactly, and on
+    an fs: or auth: resource they allow and deny nothing."""
     resource = statement.resource
-    if resource != "*" and not resource.startswith(a.CATALOG_ARN):
+    # lakeFS's matcher and Silt's are the same glob, and the catalog resources the same strings:
+    # any pattern that may match one (`*`, `arn:lakefs:*`, a catalog ARN) translates exactly.
+    if not overlaps(resource, a.CATALOG_ARN + "*"):
         return []
     named = CATALOG_ACTIONS if "*" in statement.action else _named(statement.action) & CATALOG_ACTIONS
     if not named:

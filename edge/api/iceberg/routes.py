@@ -71,7 +71,9 @@ def _route(method: str, path: str, status: int = 200) -> Callable[[Callable[...,
 
 
 def _valid_level(level: str) -> str:
-    if not level or "/" in level or level in (".", "..") or level.startswith("_iceberg"):
+    # No "." in a level: names are written dotted (`db.sales`), in lakeFS's form and in the
+    # catalog's policy resources, where ("a", "b") and ("a.b",) would be one name.
+    if not level or "/" in level or "." in level or level.startswith("_iceberg"):
         raise bad_request(f"invalid namespace or table name {level!r}")
     return level
 

@@ -38,6 +38,8 @@ from silt.objects import new_physical_address, split_address
 NAMESPACE_MARKER = "_iceberg_namespace.json"
 TABLE_POINTER = "_iceberg_table.json"
 JSON = "application/json"
+# The largest catalog JSON read (a metadata file of thousands of snapshots is a few MiB).
+MAX_JSON_BYTES = 32 * 1024 * 1024
 
 
 class RefGone(Exception):
@@ -119,9 +121,10 @@ class Objects:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    async def read_json(self, where: Where, key: str, max_bytes: int | None = None) -> Stored | None:
+    async def read_json(self, where: Where, key: str, max_bytes: int = MAX_JSON_BYTES) -> Stored | None:
         """The JSON object at key on where's ref; None if there is no such object. One larger
-        than max_bytes is not read: IcebergError 413."""
+        than max_bytes is not read: IcebergError 413 (a writer of the branch chooses what is
+        there, through S3 too)."""
         await self.ctx.authorize_key(READ_OBJECT, where.repository, key)
         backend = self.ctx.backend
         request = api.StatEntryRequest(repository=where.repository, ref=where.ref, key=key)
@@ -136,14 +139,14 @@ class Objects:
                 raise RefGone(exc.message) from None
             raise
         entry = info.entry
-        if max_bytes is not None and entry.size > max_bytes:
+        if entry.size > max_bytes:
             raise IcebergError(413, f"{key} on {where.ref} is larger than {max_bytes} bytes")
         repository_namespace = await backend.namespace(where.repository, self.ctx.deadline)
         namespace, address = split_address(repository_namespace, entry.physical_address)
         source = backend.entry_reader(repository_namespace, entry)
         data = await backend.run(read_whole, source, namespace, address, None)
         try:
-            value = json.loads(data)
+            value = await backend.run(json.loads, data)
         except ValueError:
             raise IcebergError(500, f"{key} on {where.ref} is not JSON") from None
         return Stored(value, entry.etag.strip('"'))

@@ -36,6 +36,14 @@ from silt.iam_actions import READ_OBJECT
 from silt.objects import new_physical_address, split_address
 
 METADATA_DIR = "metadata/"
+# What a merge reads of a table, refused past these sizes before a byte is read: the files are
+# written by whoever wrote the branch, so a merge (or the merge check, which readers ask) must
+# not be made to hold or parse an arbitrary object. Far above real tables' files.
+MAX_POINTER_BYTES = 64 * 1024
+MAX_METADATA_BYTES = 32 * 1024 * 1024
+MAX_MANIFEST_LIST_BYTES = 8 * 1024 * 1024
+# Metadata a writer could make malformed in any of these ways: the table does not combine.
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 METADATA_SUFFIX = ".metadata.json"
 JSON = "application/json"
 AVRO = "application/octet-stream"
@@ -123,7 +131,10 @@ async def predict(
     try:
         for table in tables:
             try:
-                check(await combiner.sides(table))
+                try:
+                    check(await combiner.sides(table))
+                except MALFORMED as exc:
+                    raise Incompatible(f"its metadata is malformed ({type(exc).__name__})") from None
                 combined.append(table.name)
             except Incompatible as exc:
                 refused.append(TableConflict(table.name, str(exc)))
@@ -179,7 +190,8 @@ class _Combiner:
         base = api.FindMergeBaseRequest(repository=self.repository, left_ref=self.source, right_ref=self.dest)
         self.base = (await self.ctx.call(graveler.FindMergeBase, base)).commit_id
 
-    async def read(self, commit: str, key: str) -> _Read | None:
+    async def read(self, commit: str, key: str, max_bytes: int) -> _Read | None:
+        """key's entry and bytes at commit (None if absent); Incompatible past max_bytes."""
         await self.ctx.authorize_key(READ_OBJECT, self.repository, key)
         request = api.StatEntryRequest(repository=self.repository, ref=commit, key=key)
         backend = self.ctx.backend
@@ -189,17 +201,19 @@ class _Combiner:
             if exc.what in (None, "object"):
                 return None
             raise
+        if info.entry.size > max_bytes:
+            raise Incompatible(f"{key} is {info.entry.size} bytes, more than the {max_bytes} a merge reads")
         namespace = await backend.namespace(self.repository, self.ctx.deadline)
         store_namespace, address = split_address(namespace, info.entry.physical_address)
         source = backend.entry_reader(namespace, info.entry)
         return _Read(info.entry, await backend.run(read_whole, source, store_namespace, address, None))
 
     async def read_json(self, commit: str, key: str, what: str) -> tuple[pb.Entry, dict[str, Any]]:
-        read = await self.read(commit, key)
+        read = await self.read(commit, key, MAX_METADATA_BYTES)
         if read is None:
             raise Incompatible(f"{what} {key} is missing")
         try:
-            value = json.loads(read.data)
+            value = await self.ctx.backend.run(json.loads, read.data)
         except ValueError:
             raise Incompatible(f"{what} {key} is not JSON") from None
         if not isinstance(value, dict):
@@ -215,7 +229,7 @@ class _Combiner:
         pointers: dict[str, tuple[pb.Entry, dict[str, Any]]] = {}
         metadata: dict[str, dict[str, Any]] = {}
         for side, commit in (("base", self.base), ("source", self.source), ("destination", self.dest)):
-            read = await self.read(commit, pointer_key)
+            read = await self.read(commit, pointer_key, MAX_POINTER_BYTES)
             if read is None:
                 raise Incompatible(f"the table does not exist on the {side}")
             try:
@@ -225,36 +239,54 @@ class _Combiner:
             if not isinstance(pointer, dict) or "metadata-key" not in pointer:
                 raise Incompatible(f"the table was renamed or dropped on the {side}")
             pointers[side] = (read.entry, pointer)
-            _, metadata[side] = await self.read_json(commit, str(pointer["metadata-key"]), "the metadata file")
+            metadata_key = str(pointer["metadata-key"])
+            if not metadata_key.startswith(table.prefix):
+                # A file elsewhere (a table renamed to this name, or registered from another path)
+                # would be read with the merger's rights into a file this table's writers read.
+                raise Incompatible(f"its metadata file on the {side} is not under {table.prefix}")
+            _, metadata[side] = await self.read_json(commit, metadata_key, "the metadata file")
         return pointers, Sides(metadata["base"], metadata["source"], metadata["destination"])
 
     async def table(self, table: _Table) -> list[api.MergeResolution]:
         """The resolutions that combine one table's two sides; Incompatible if they do not."""
         pointers, sides = await self._read_sides(table)
-        from_source, from_dest = lists_needed(sides)
+        try:
+            from_source, from_dest = lists_needed(sides)
+        except MALFORMED as exc:
+            raise Incompatible(f"its metadata is malformed ({type(exc).__name__})") from None
         lists: dict[str, bytes] = {}
         for paths, commit in ((from_source, self.source), (from_dest, self.dest)):
             for path in paths:
-                read = await self.read(commit, self._key_of(path))
+                read = await self.read(commit, self._key_of(table, path), MAX_MANIFEST_LIST_BYTES)
                 if read is None:
                     raise Incompatible(f"the manifest list {path} is missing")
                 lists[path] = read.data
         dest_root = f"s3://{self.repository}/{self.destination}/"
         dest_metadata_key = str(pointers["destination"][1]["metadata-key"])
-        combined = combine(
-            sides,
-            lists,
-            lambda snapshot_id: f"{dest_root}{table.prefix}{METADATA_DIR}snap-{snapshot_id}-1-{uuid.uuid4()}.avro",
-            dest_root + dest_metadata_key,
-        )
+        try:
+            # Parsing and writing Avro is CPU work: off the event loop.
+            combined = await self.ctx.backend.run(
+                combine,
+                sides,
+                lists,
+                lambda snapshot_id: f"{dest_root}{table.prefix}{METADATA_DIR}snap-{snapshot_id}-1-{uuid.uuid4()}.avro",
+                dest_root + dest_metadata_key,
+            )
+        except MALFORMED as exc:
+            raise Incompatible(f"its metadata or a manifest list is malformed ({type(exc).__name__})") from None
         return await self._write(table, combined, pointers, dest_root)
 
-    def _key_of(self, path: str) -> str:
-        """The key of an s3:// path in this repository (whichever ref it names)."""
+    def _key_of(self, table: _Table, path: str) -> str:
+        """The key of an s3:// path in this repository (whichever ref it names), which must be
+        one of the table's own files: a merge reads it with the merger's rights and writes what
+        it read where the table's writers read it."""
         head = f"s3://{self.repository}/"
         if not path.startswith(head) or "/" not in path[len(head) :]:
             raise Incompatible(f"{path} is not an object of {self.repository}")
-        return path[len(head) :].partition("/")[2]
+        key = path[len(head) :].partition("/")[2]
+        if not key.startswith(table.prefix):
+            raise Incompatible(f"the manifest list {path} is not under {table.prefix}")
+        return key
 
     async def _write(
         self,
@@ -285,8 +317,8 @@ class _Combiner:
         # A metadata file both sides wrote under one name (the catalog names them by a UUID, so
         # hardly ever): the destination's stays; the combined metadata's log names its own.
         for key in table.metadata_files:
-            source = await self.read(self.source, key)
-            dest = await self.read(self.dest, key)
+            source = await self.read(self.source, key, MAX_METADATA_BYTES)
+            dest = await self.read(self.dest, key, MAX_METADATA_BYTES)
             resolution = api.MergeResolution(key=key)
             if source is not None:
                 resolution.expected_source.CopyFrom(source.entry)

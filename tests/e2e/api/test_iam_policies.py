@@ -94,6 +94,11 @@ def test_partial_grants_are_refused_naming_the_action() -> None:
     assert "unknown lakeFS action" in _refusal(("allow", ["fs:Frobnicate"], "*"))
     assert "Silt's vocabulary" in _refusal(("allow", ["fs:ReadObject", "ReadRepo"], "*"))
     assert "catalog resources only" in _refusal(("allow", ["catalog:*"], "arn:lakefs:fs:::repository/foo*"))
+    # A pattern that may match catalog resources keeps its catalog actions exactly, a Deny too.
+    assert _silt(("deny", ["catalog:ReadTable", "fs:WriteObject"], "arn:lakefs:*")) == [
+        ("deny", ["WriteRepo"], ["*"]),
+        ("deny", ["catalog:ReadTable"], ["arn:lakefs:*"]),
+    ]
     assert "'?'" in _refusal(("allow", ["fs:Read?bject"], "*"))
 
 

@@ -102,3 +102,34 @@ def test_properties_merge_key_by_key() -> None:
     assert merged_properties(Sides(BASE, source, dest)) == {"owner": "bo", "tier": "1"}
     with pytest.raises(Incompatible, match="property owner changed on both sides"):
         merged_properties(Sides(BASE, {**BASE, "properties": {"owner": "cy"}}, dest))
+
+
+def _zigzag(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | 0x80 if n else low)
+        if not n:
+            return bytes(out)
+
+
+def test_a_manifest_list_that_decodes_past_the_bound_is_refused_before_it_is_read() -> None:
+    """A writer chooses a table's manifest lists; a deflate block of a few hundred KiB that
+    expands to 200 MiB is refused before pyiceberg's reader inflates it whole."""
+    import zlib
+
+    from edge.api.iceberg import manifest_lists
+
+    real = manifest_lists.write(2, [], 1, None, 1)
+    assert manifest_lists.read(real) == []
+    sync = real[-16:]
+    header = real[: real.index(sync) + 16]
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = deflate.compress(bytes(200 * 1024 * 1024)) + deflate.flush()
+    bomb = header + _zigzag(1) + _zigzag(len(block)) + block + sync
+    assert len(bomb) < 1024 * 1024
+    with pytest.raises(ValueError, match="decodes past"):
+        manifest_lists.read(bomb)
+    with pytest.raises(ValueError, match="Avro"):
+        manifest_lists.read(b"not avro at all")
