@@ -153,23 +153,25 @@ def test_the_legs_move_a_file_by_what_the_slice_loads(tmp_path: Path, monkeypatc
         (suite / name).write_text(text)
     # Files the jvm leg may take (leg_balance.JVM_LEG_FILES), at the paths they have there.
     files = {
-        "tests/e2e/test_run.py": "test_a_run_file",
-        "tests/e2e/test_journal_crash.py": "test_a_crash_file",
         "tests/e2e/test_connection_limits.py": "test_a_limits_file",
+        "tests/e2e/test_journal_crash.py": "test_a_crash_file",
+        "tests/e2e/test_hook_isolation.py": "test_a_hooks_file",
+        "tests/e2e/test_gateway.py": "test_a_gateway_file",
+        "tests/e2e/test_observability.py": "test_a_traces_file",
     }
     for path, test in files.items():
         (suite / path).write_text(f"def {test}():\n    pass\n")
-    run, crash, limits = (leg_balance.JVM_LEG_FILES[path] for path in files)
+    seconds = [leg_balance.JVM_LEG_FILES[path] for path in files]
     monkeypatch.delenv("SILT_JEPSEN_RUNS", raising=False)
     monkeypatch.delenv("SILT_JEPSEN_FIRST_RUN", raising=False)
     # Eight nightly tests of the default estimate, in the jvm leg, in seven slices: one of two,
-    # six of one. A slice of one leaves the rest leg longer by enough for all three files;
-    # a slice of two by enough for the two longest, and moving the third would overshoot.
+    # six of one.
+    # A slice of one leaves the rest leg longer by enough for all five files; a slice of two by
+    # enough for the three longest, and moving a fourth would overshoot.
     one = -(rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2
     two = -(2 * rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2
-    assert run + crash + limits <= one
-    assert max(run, crash, limits) == run and min(run, crash, limits) == limits
-    assert leg_balance.MIN_MOVE_S <= run + crash <= two < run + crash + limits
+    assert seconds == sorted(seconds, reverse=True) and sum(seconds) <= one
+    assert leg_balance.MIN_MOVE_S <= sum(seconds[:3]) <= two < sum(seconds[:4])
     plan = rotation.slices(
         dict.fromkeys((f"test_heavy.py::test_nightly_on_cassandra[{n}]" for n in range(8)), rotation.DEFAULT_ESTIMATE_S)
     )
@@ -183,14 +185,14 @@ def test_the_legs_move_a_file_by_what_the_slice_loads(tmp_path: Path, monkeypatc
     assert _legs_of_tests(tmp_path, "8", monkeypatch) == {
         **common,
         **{test.split("::")[-1]: "jvm" for test in plan[1]},
-        "test_a_run_file": "jvm",
-        "test_a_crash_file": "jvm",
-        "test_a_limits_file": "jvm",
+        **dict.fromkeys(files.values(), "jvm"),
     }
     assert _legs_of_tests(tmp_path, "7", monkeypatch) == {
         **common,
         **{test.split("::")[-1]: "jvm" for test in plan[0]},
-        "test_a_run_file": "jvm",
+        "test_a_limits_file": "jvm",
         "test_a_crash_file": "jvm",
-        "test_a_limits_file": "rest",
+        "test_a_hooks_file": "jvm",
+        "test_a_gateway_file": "rest",
+        "test_a_traces_file": "rest",
     }
