@@ -663,11 +663,13 @@ class UnknownGuard(ForwardingStore):
         partition: bytes,
         puts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes] = (),
-        condition: Condition | None = None,
-        timestamp: int | None = None,
+        condition: Condition | AllOf | None = None,
+        timestamp: KvTimestamp | None = None,
     ) -> None:
         armed = self.armed
-        if armed is None or condition is None or not condition[0].startswith(b"guard/"):
+        # One guard's compare-and-set (a key and its predicate), not a many-key AllOf.
+        guard = condition is not None and not isinstance(condition, AllOf) and condition[0].startswith(b"guard/")
+        if armed is None or not guard:
             self.inner.apply(partition, puts, deletes, condition, timestamp)
             return
         self.armed = None
