@@ -111,14 +111,19 @@ def test_racing_sets_never_both_win_and_are_never_seen_in_part(env: GravelerEnv)
     # Never both: each version was replaced by at most one set that won.
     expected = [before for before, _ in won]
     assert len(expected) == len(set(expected)), won
-    # The chain of versions from v0 is made of the winners (and undecided ones that stood),
-    # ending at the current version.
-    successors = dict(won + undecided)
-    version, chain = "v0", 0
-    while version in successors and chain <= len(successors):
-        version, chain = successors[version], chain + 1
-    assert _etags(env, repo) == dict.fromkeys(KEYS, version)
-    assert chain >= len(won)
+    # Every version is written by one set, so each has one predecessor: walking back from the
+    # current version must reach v0 through sets that won or were undecided, and pass every
+    # set that won. (An undecided set that expected the same version as a winner did not stand.)
+    written_over = {mine: before for before, mine in won + undecided}
+    current = _etags(env, repo)
+    assert len(set(current.values())) == 1, current
+    version = current[KEYS[0]]
+    path = [version]
+    while version != "v0":
+        assert version in written_over and len(path) <= len(written_over), (version, path, won, undecided)
+        version = written_over[version]
+        path.append(version)
+    assert {mine for _, mine in won} <= set(path), (path, won)
 
 
 def test_one_failed_condition_stages_nothing_and_is_named(env: GravelerEnv) -> None:
