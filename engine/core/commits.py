@@ -235,6 +235,9 @@ class Committer:
         deadline: Deadline,
     ) -> ApplyResult:
         """The metarange a commit of tokens (and of the branch's compaction) makes over head."""
+        for token in tokens:
+            # Every conditional write admitted into a token is in what is built from it.
+            self._staging.close(token)
         if not branch.compacted_metarange_id:
             return self.builder.apply_tokens(Build(repo.namespace, head, tokens, only), deadline)
         if only is None:

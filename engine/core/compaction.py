@@ -127,6 +127,10 @@ class CompactedState:
             )
         return changes_of(combined(sources), prefixes)
 
+    def close(self, token: StagingToken) -> None:
+        """StagingStore.close: before a sealed token is read to build from it."""
+        self._staging.close(token)
+
     def compacted_values(
         self, namespace: str, head: MetaRangeId, compacted: MetaRangeId, start: bytes = b""
     ) -> Iterator[KeyValue]:
@@ -219,6 +223,9 @@ class Compaction:
         base = self._state.base_metarange(repo, sealed)
         # 2. Build: the commit's apply, tombstones as deletes, onto the compacted metarange or the head's.
         deadline.check(f"compacting branch {branch_name!r}")
+        for token in tokens:
+            # Every conditional write admitted into a token is in what is built from it.
+            self._state.close(token)
         result = self.builder_of().apply_tokens(Build(repo.namespace, base, tokens), deadline)
         compacted = "" if result.metarange_id == head else result.metarange_id
         deadline.check(f"compacting branch {branch_name!r}")

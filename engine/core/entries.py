@@ -28,11 +28,13 @@ from engine.core.staging import Staged, new_token
 from engine.core.updater import Raced
 from engine.core.validation import validate_entry_size, validate_key
 from engine.core.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
-from silt.errors import Aborted, ConditionFailed, FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import Aborted, ConditionFailed, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import chunk_size, chunked
 
 _T = TypeVar("_T")
+# A sealed token a conditional writer judged a key through, with what it read there.
+Fence = tuple[StagingToken, bytes, Staged]
 
 # Keys one delete_entries call takes: S3's DeleteObjects limit.
 MAX_DELETE_KEYS = 1000
@@ -309,27 +311,30 @@ class Entries(OnCore):
         its answer was lost) is a success, not a refusal.
         """
         written = False
+        judged: Value | None = None  # the value the condition was checked against
 
-        def current(resolved: Resolved) -> tuple[StagingToken, Value | None, Staged]:
+        def current(resolved: Resolved) -> tuple[StagingToken, Value | None, Staged, list[Fence]]:
             if resolved.branch is None:
                 raise FailedPrecondition("conditional writes go to branches only")
             token = resolved.branch.tokens[0]
-            staged = self._staging.read_for_write(token, key)
-            if staged.value is not None:
-                return token, (None if staged.value.tombstone else staged.value), staged
-            # Judged on a sealed token's value, the write is stamped past it too: a blind write
-            # there, written again into the new token at its own stamp (_write), must not
-            # come back over this one.
-            found, stamp = self._staging.newest_sealed(resolved.branch.tokens[1:], key)
-            staged = staged.judging(stamp)
-            if found is not None:
-                return token, (None if found.tombstone else found), staged
-            record = self._committed.get(repo.namespace, self._base(repo, resolved), key)
-            return token, (None if record is None else Value(record.identity, record.value)), staged
+            value_now, staged, fences = self._judge(repo, resolved, key)
+            return token, value_now, staged, fences
 
         def attempt(number: int) -> int | None:
-            nonlocal written
-            token, value_now, staged = self.read(repo, branch_name, current, deadline)
+            nonlocal written, judged
+            token, value_now, staged, fences = self.read(repo, branch_name, current, deadline)
+            if written and value_now != value:
+                if value_now != judged:
+                    # A commit sealed our token around the write and another value is current
+                    # now. Every conditional writer of a newer token fenced ours first (so
+                    # judged ours, or made our compare-and-set fail), and a blind writer is
+                    # concurrent with ours: that value came after ours, which stood.
+                    return None
+                # The key shows the very value ours was judged on: ours is in no token and no
+                # commit (a commit read the token before it landed, and dropped the token
+                # since; or a write of that earlier value, written again into the new
+                # token, hides it). Nothing came after ours, so it is judged again from here.
+                written = False
             if not written:
                 try:
                     condition.check(value_now, key)
@@ -339,9 +344,9 @@ class Entries(OnCore):
                         # landed, its answer was lost): it is done, not refused.
                         return None
                     raise
-            elif value_now != value:
-                raise Aborted(f"conditional write of {key!r} conflicted with a concurrent write; retry")
+                judged = value_now
             # PredicateFailed (another conditional writer got in since the read) retries the attempt.
+            self._fence(fences)
             # The deadline is checked once the write's timestamp is chosen (as _write does).
             self._staging.set_if(
                 token,
@@ -374,38 +379,43 @@ class Entries(OnCore):
         another writer's value is current for any of them, Aborted (the write may stand).
         """
         written = False
+        judged: list[Value | None] = []  # the values the conditions were checked against
 
-        def current(resolved: Resolved) -> tuple[StagingToken, list[tuple[Value | None, Staged]]]:
+        def current(resolved: Resolved) -> tuple[StagingToken, list[tuple[Value | None, Staged]], list[Fence]]:
             if resolved.branch is None:
                 raise FailedPrecondition("conditional writes go to branches only")
             token = resolved.branch.tokens[0]
             found: list[tuple[Value | None, Staged]] = []
+            fences: list[Fence] = []
             for key, _, _ in writes:
-                staged = self._staging.read_for_write(token, key)
-                if staged.value is not None:
-                    found.append((None if staged.value.tombstone else staged.value, staged))
-                    continue
-                sealed, stamp = self._staging.newest_sealed(resolved.branch.tokens[1:], key)
-                staged = staged.judging(stamp)
-                if sealed is not None:
-                    found.append((None if sealed.tombstone else sealed, staged))
-                    continue
-                record = self._committed.get(repo.namespace, self._base(repo, resolved), key)
-                found.append((None if record is None else Value(record.identity, record.value), staged))
-            return token, found
+                value_now, staged, fenced = self._judge(repo, resolved, key)
+                found.append((value_now, staged))
+                fences += fenced
+            return token, found, fences
 
-        def attempt(number: int) -> int:
-            nonlocal written
-            token, found = self.read(repo, branch_name, current, deadline)
-            for (key, value, condition), (value_now, _) in zip(writes, found, strict=True):
-                if not written:
+        def attempt(number: int) -> int | None:
+            nonlocal written, judged
+            token, found, fences = self.read(repo, branch_name, current, deadline)
+            now = [value_now for value_now, _ in found]
+            if written and any(value_now != value for value_now, (_, value, _) in zip(now, writes, strict=True)):
+                # As for one key (_write_if): a commit sealed our token around the write.
+                if all(
+                    value_now not in (value, before)
+                    for value_now, (_, value, _), before in zip(now, writes, judged, strict=True)
+                ):
+                    return None  # every key has a value that came after ours
+                if now != judged:
+                    raise Aborted("conditional write of several keys conflicted with a concurrent write; retry")
+                written = False  # ours is nowhere: judged again from here
+            if not written:
+                for (key, _, condition), value_now in zip(writes, now, strict=True):
                     try:
                         condition.check(value_now, key)
                     except (FailedPrecondition, NotFound) as failed:
                         name = key.decode(errors="replace")
                         raise ConditionFailed(f"condition on {name!r} failed: {failed}", key=name) from None
-                elif value_now != value:
-                    raise Aborted(f"conditional write of {key!r} conflicted with a concurrent write; retry")
+                judged = now
+            self._fence(fences)
             self._staging.set_if_many(
                 token,
                 [(key, value, staged) for (key, value, _), (_, staged) in zip(writes, found, strict=True)],
@@ -418,8 +428,46 @@ class Entries(OnCore):
             return len(fresh.sealed_tokens)
 
         sealed = self._updater.retry(attempt, f"conditional write to branch {branch_name!r}", deadline)
-        for _, value, _ in writes:
-            self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
+        if sealed is not None:
+            for _, value, _ in writes:
+                self.observer.staged(repo.name, branch_name, value.tombstone, sealed)
+
+    def _judge(self, repo: RepoHandle, resolved: Resolved, key: bytes) -> tuple[Value | None, Staged, list[Fence]]:
+        """key's current value on the branch as a conditional writer judges it (None: absent),
+        what it read of the key in the staging token, and the sealed tokens it judged the key
+        through, each with what it read there: the conditional writer fences them (_fence)
+        before it writes."""
+        assert resolved.branch is not None
+        tokens = resolved.branch.tokens
+        staged = self._staging.read_for_write(tokens[0], key)
+        if staged.closed:
+            # A commit closed the token after sealing it: this view of the branch is stale.
+            raise PredicateFailed(f"staging token of {resolved.branch.branch.name!r} is closed; read again")
+        if staged.value is not None:
+            return (None if staged.value.tombstone else staged.value), staged, []
+        fences: list[Fence] = []
+        for sealed in tokens[1:]:
+            # Read as a conditional writer of that token would, which finishes a write its
+            # guard admitted whose writer has not written it yet.
+            held = self._staging.read_for_write(sealed, key)
+            fences.append((sealed, key, held))
+            if held.value is not None:
+                # Judged on a sealed token's value, the write is stamped past it too: a blind
+                # write there, written again into the new token at its own stamp (_write),
+                # must not come back over this one.
+                stamp = -1 if held.judged_at is None else held.judged_at
+                return (None if held.value.tombstone else held.value), staged.judging(stamp), fences
+        record = self._committed.get(repo.namespace, self._base(repo, resolved), key)
+        return (None if record is None else Value(record.identity, record.value)), staged, fences
+
+    def _fence(self, fences: Sequence[Fence]) -> None:
+        """Fence the guards of the keys judged through sealed tokens (StagingStore.fence), one
+        compare-and-set per token; PredicateFailed (a late writer of one got in) retries."""
+        by_token: dict[StagingToken, list[tuple[bytes, Staged]]] = {}
+        for token, key, held in fences:
+            by_token.setdefault(token, []).append((key, held))
+        for token, reads in by_token.items():
+            self._staging.fence(token, reads)
 
     # --- reader flow -------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from itertools import takewhile
 
 from engine.core.model import StagingToken
 from engine.core.values import Columns, KeyValue, Value
-from silt.errors import NotFound, OutcomeUnknown, PredicateFailed
+from silt.errors import Aborted, NotFound, OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
 from silt.journal.record import STAGED_DELETED_AT, is_journal_key, parse_record_key, staged_key_deleted_at
@@ -36,6 +36,16 @@ from silt.kv.store import SCAN_CHUNK, AllOf, Predicate, scan_prefix
 
 KEY_PREFIX = b"key/"
 GUARD_PREFIX = b"guard/"
+# The guard of the empty object key (no object key is empty): whether the token admits
+# conditional writes. Every conditional writer's compare-and-set writes it OPEN, on condition
+# that it is as the writer read it (absent or OPEN; concurrent writers of other keys write the
+# same value and so never fail each other). A commit or compaction about to read a sealed token
+# sets it CLOSED first (StagingStore.close), so no conditional write is admitted into the token
+# afterwards, and finishes the ones admitted before. Written and deleted as guards are (by
+# compare-and-set), and skipped wherever guards are read as writes.
+ADMISSION = GUARD_PREFIX
+OPEN = b"open"
+CLOSED = b"closed"
 # A guard's value: the logical timestamp of the write it admitted, then the staged value, whose
 # admitted_over names the guard it replaced: _guard_id of that guard's value, or _NO_GUARD.
 _GUARD_TIMESTAMP = struct.Struct(">Q")
@@ -49,6 +59,9 @@ log = logging.getLogger(__name__)
 # and the larger is the blind write's. Protobuf reads fields in any order: no slicing.
 _CONDITIONAL = b"\x78\x01"
 _BLIND = b"\x78\x02"
+# Compare-and-sets a close makes before it gives up (each lost only to a conditional writer
+# that got in just before: at most the writers then in flight).
+_CLOSE_ATTEMPTS = 20
 # Staged keys deleted by one KV write when many go.
 _DELETE_CHUNK = 100
 # Bytes of keys one journaled deletion of staged keys carries, each key counted four times (its
@@ -69,6 +82,9 @@ class Staged:
     guard: Predicate | None
     judged_at: int | None = -1
     guard_value: bytes | None = None
+    # The token's ADMISSION row as read (None: absent), and whether it was CLOSED.
+    admission: Predicate | None = None
+    closed: bool = False
 
     def judging(self, stamp: int) -> Staged:
         """This read, its judgement also resting on a value stamped stamp (found in a sealed
@@ -175,20 +191,29 @@ class StagingStore:
         # partition's mark, which other keys' deletions move: a blind write of this key that
         # the condition never saw must still be stamped past this write).
         judged_at = written_at
+        admission, closed = self._admission(partition)
         try:
             guard = self.kv.get(partition, GUARD_PREFIX + key)
         except NotFound:
-            return Staged(value, None, None if legacy else judged_at)
-        admitted_at, admitted, admitted_with = _decode_guard(guard.value)
+            return Staged(value, None, None if legacy else judged_at, admission=admission, closed=closed)
+        admitted_at, admitted, admitted_with, fence = _decode_guard(guard.value)
         self.kv.clock.observe(admitted_at)
-        if admitted_at > judged_at:
+        if admitted_at > judged_at and not fence:
             # The keys admitted with this one are finished in the same write, so that a reader
             # sees the writer's keys all staged or none of them.
             rows = [(KEY_PREFIX + key, _encode(admitted, _CONDITIONAL), admitted_at)]
             rows += [row for other in admitted_with if (row := self._unfinished(partition, other)) is not None]
             self.kv.apply(partition, [(k, v) for k, v, _ in rows], timestamp=tuple(at for _, _, at in rows))
             value, judged_at, legacy = admitted, admitted_at, False
-        return Staged(value, guard.predicate, None if legacy else judged_at, guard.value)
+        return Staged(value, guard.predicate, None if legacy else judged_at, guard.value, admission, closed)
+
+    def _admission(self, partition: bytes) -> tuple[Predicate | None, bool]:
+        """The token's ADMISSION row's predicate (None: absent) and whether it is CLOSED."""
+        try:
+            found = self.kv.get(partition, ADMISSION)
+        except NotFound:
+            return None, False
+        return found.predicate, found.value == CLOSED
 
     def _unfinished(self, partition: bytes, key: bytes) -> tuple[bytes, bytes, int] | None:
         """The staged row that key's guard admitted and its writer has not written yet (with its
@@ -202,9 +227,9 @@ class StagingStore:
             guard = self.kv.get(partition, GUARD_PREFIX + key)
         except NotFound:
             return None
-        admitted_at, admitted, _ = _decode_guard(guard.value)
+        admitted_at, admitted, _, fence = _decode_guard(guard.value)
         self.kv.clock.observe(admitted_at)
-        if admitted_at <= judged_at:
+        if admitted_at <= judged_at or fence:
             return None
         return KEY_PREFIX + key, _encode(admitted, _CONDITIONAL), admitted_at
 
@@ -243,7 +268,11 @@ class StagingStore:
             before_write()
         guard = _encode_guard(at, value, read.guard_value)
         try:
-            self.kv.set_if(partition, GUARD_PREFIX + key, guard, read.guard)
+            self.kv.apply(
+                partition,
+                [(GUARD_PREFIX + key, guard), (ADMISSION, OPEN)],
+                condition=AllOf([(GUARD_PREFIX + key, read.guard), (ADMISSION, read.admission)]),
+            )
         except OutcomeUnknown as unknown:
             if not self._guard_landed(partition, key, guard, read, unknown):
                 log.warning("conditional staging write of %r: %s; the guard shows it did not apply", key, unknown)
@@ -279,9 +308,63 @@ class StagingStore:
         ]
         if before_write is not None:
             before_write()
-        self.kv.apply(partition, guards, condition=AllOf((GUARD_PREFIX + key, read.guard) for key, _, read in writes))
+        conditions = [(GUARD_PREFIX + key, read.guard) for key, _, read in writes]
+        # The keys were read one after another: the last read of the admission row is the newest.
+        admission = writes[-1][2].admission
+        self.kv.apply(partition, [*guards, (ADMISSION, OPEN)], condition=AllOf([*conditions, (ADMISSION, admission)]))
         values = [(KEY_PREFIX + key, _encode(value, _CONDITIONAL)) for key, value, _ in writes]
         self.kv.apply(partition, values, timestamp=tuple(stamps))
+
+    def close(self, token: StagingToken) -> None:
+        """Admit no more conditional writes into token (CLOSED), then finish every write one
+        admitted whose writer has not written it yet: what a commit or compaction does before
+        it reads a sealed token, so that it reads every conditional write admitted into the
+        token, and a conditional writer whose compare-and-set succeeded knows its write is in
+        whatever was built from the token (or still in the token)."""
+        partition = token.encode()
+        for _ in range(_CLOSE_ATTEMPTS):
+            admission, closed = self._admission(partition)
+            if closed:
+                break
+            try:
+                self.kv.set_if(partition, ADMISSION, CLOSED, admission)
+                break
+            except (PredicateFailed, OutcomeUnknown):
+                continue  # a writer got in (or the outcome is unknown): read and close again
+        else:
+            raise Aborted(f"closing staging token {token!r} raced with conditional writers {_CLOSE_ATTEMPTS} times")
+        for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX)):
+            if guard.key == ADMISSION:
+                continue
+            key = guard.key[len(GUARD_PREFIX) :]
+            rows = [row for row in [self._unfinished(partition, key)] if row is not None]
+            if rows:
+                admitted_with = _decode_guard(guard.value)[2]
+                rows += [row for other in admitted_with if (row := self._unfinished(partition, other)) is not None]
+                self.kv.apply(partition, [(k, v) for k, v, _ in rows], timestamp=tuple(at for _, _, at in rows))
+
+    def fence(self, token: StagingToken, reads: Sequence[tuple[bytes, Staged]]) -> None:
+        """Set the guard of each (key, read) in token, a sealed token its writer judged the key
+        through, to a fence: a guard that admits no write (PredicateFailed if any guard changed
+        since its read, and nothing set).
+
+        A late conditional writer of token (one that read it while it was the staging token)
+        compares its guard against what it read before; a fence set since makes it fail and
+        judge again on the branch as it is, where this writer's value is. One that got in before
+        the fence makes the fence fail: its write is then finished and judged (read_for_write)
+        when this writer reads again. So a conditional writer of a newer token never judges a
+        key without a write admitted in a sealed token, and a late writer whose token a commit
+        sealed knows that a value current after its own was judged on its own.
+
+        An outcome the store could not tell is a PredicateFailed: the caller reads and fences
+        again, which is as good whether or not this one landed."""
+        guards = [(GUARD_PREFIX + key, _encode_fence(read.guard_value)) for key, read in reads]
+        try:
+            self.kv.apply(
+                token.encode(), guards, condition=AllOf((GUARD_PREFIX + key, read.guard) for key, read in reads)
+            )
+        except OutcomeUnknown as unknown:
+            raise PredicateFailed(f"fencing a sealed token's guards: {unknown}") from None
 
     def _guard_landed(self, partition: bytes, key: bytes, guard: bytes, read: Staged, unknown: OutcomeUnknown) -> bool:
         """Whether the guard compare-and-set that ended in unknown applied, from the key's guard
@@ -320,16 +403,6 @@ class StagingStore:
         mark = staged_key_deleted_at(KEY_PREFIX + key)
         stored = self.kv.observe_staged(partition, [mark]).get(mark)
         return stored is None or envelope.unwrap(stored)[0] <= judged_at
-
-    def newest_sealed(self, tokens: Sequence[StagingToken], key: bytes) -> tuple[Value | None, int]:
-        """The value of key in the first of tokens (sealed, newest first) that has one, with its
-        stamp read with it (-1: none found, or written before stamps); the clock passes it."""
-        for token in tokens:
-            stored = self.kv.observe_staged(token.encode(), [KEY_PREFIX + key]).get(KEY_PREFIX + key)
-            if stored is not None:
-                written_at, data = envelope.unwrap(stored)
-                return _decode(data), (-1 if data is stored else written_at)
-        return None, -1
 
     def get(self, token: StagingToken, key: bytes) -> Value | None:
         try:
@@ -403,7 +476,8 @@ class StagingStore:
         """drop_key of every staged key of token under prefix (all guards first)."""
         partition = token.encode()
         for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX + prefix)):
-            delete_current(self.kv, partition, guard.key)
+            if guard.key != ADMISSION:  # the token's, not a key's: it stays closed
+                delete_current(self.kv, partition, guard.key)
         chunk: list[bytes] = []
         size = 0
         for key in self.keys_under(token, prefix):
@@ -476,7 +550,9 @@ class StagingStore:
         prefix (exact) or under it."""
         partition = token.encode()
         for kind in (KEY_PREFIX, GUARD_PREFIX):
-            found = next(iter(self.kv.scan(partition, kind + prefix)), None)
+            # A key's guards only, never the token's ADMISSION row.
+            start = ADMISSION + b"\x00" if kind + prefix == ADMISSION else kind + prefix
+            found = next(iter(self.kv.scan(partition, start)), None)
             if found is not None and ((found.key == kind + prefix) if exact else found.key.startswith(kind + prefix)):
                 return True
         return False
@@ -523,6 +599,14 @@ def _encode_guard(at: int, value: Value, replaced: bytes | None, admitted_with: 
     return _GUARD_TIMESTAMP.pack(at) + _CONDITIONAL + record.SerializeToString()
 
 
+def _encode_fence(replaced: bytes | None) -> bytes:
+    """A guard that admits no write (StagedValue.fence), over the guard whose value is replaced.
+    Its identity is new, so that no two guards are ever equal (_guard_landed relies on it)."""
+    record = pb.StagedValue(identity=uuid.uuid4().bytes, fence=True)
+    record.admitted_over = _NO_GUARD if replaced is None else _guard_id(replaced)
+    return _GUARD_TIMESTAMP.pack(0) + _CONDITIONAL + record.SerializeToString()
+
+
 def _guard_id(guard: bytes) -> bytes:
     return hashlib.sha256(guard).digest()[:16]
 
@@ -533,8 +617,10 @@ def _admitted_over(guard: bytes) -> bytes:
     return record.admitted_over
 
 
-def _decode_guard(data: bytes) -> tuple[int, Value, list[bytes]]:
+def _decode_guard(data: bytes) -> tuple[int, Value, list[bytes], bool]:
+    """A guard's stamp, the value it admitted, the keys admitted with it, and whether it is a
+    fence (admitting nothing)."""
     record = pb.StagedValue()
     record.ParseFromString(data[_GUARD_TIMESTAMP.size :])
     value = Value(record.identity, record.data, record.tombstone)
-    return _GUARD_TIMESTAMP.unpack_from(data)[0], value, list(record.admitted_with)
+    return _GUARD_TIMESTAMP.unpack_from(data)[0], value, list(record.admitted_with), record.fence

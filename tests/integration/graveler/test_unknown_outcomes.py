@@ -26,6 +26,7 @@ from engine.core.entries import Condition as WriteCondition
 from engine.core.key_changes import KeyCheck
 from engine.core.model import StagingToken
 from engine.core.refs import BranchRecord
+from engine.core.staging import ADMISSION
 from engine.graveler import Graveler, GravelerOptions
 from silt.changed_keys import ChangeScope, narrowed
 from silt.errors import FailedPrecondition, OutcomeUnknown, PredicateFailed
@@ -667,8 +668,11 @@ class UnknownGuard(ForwardingStore):
         timestamp: KvTimestamp | None = None,
     ) -> None:
         armed = self.armed
-        # One guard's compare-and-set (a key and its predicate), not a many-key AllOf.
-        guard = condition is not None and not isinstance(condition, AllOf) and condition[0].startswith(b"guard/")
+        # One guard's compare-and-set (a key's guard and the token's ADMISSION row), not a
+        # many-key one.
+        conditions = [] if condition is None else list(condition) if isinstance(condition, AllOf) else [condition]
+        keys = [key for key, _ in conditions if key != ADMISSION]
+        guard = ADMISSION in [key for key, _ in conditions] and len(keys) == 1 and keys[0].startswith(b"guard/")
         if armed is None or not guard:
             self.inner.apply(partition, puts, deletes, condition, timestamp)
             return
