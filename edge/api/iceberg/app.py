@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from edge.api.iceberg.errors import HANDLERS
 from edge.api.iceberg.routes import router
+from edge.api.iceberg.views import router as view_router
 
 # lakeFS's relative form: `/iceberg/relative_to/<repository>.<ref>/api` as the catalog's URI
 # makes namespaces relative to that ref, as the warehouse prefix does.
@@ -24,6 +25,7 @@ def create_catalog_app() -> FastAPI:
     """The backend (app.state.backend) is set by the REST API's lifespan."""
     app = FastAPI(title="Silt: Iceberg REST catalog", openapi_url=None, docs_url=None, redoc_url=None)
     app.include_router(router)
+    app.include_router(view_router)
     for kind, handler in HANDLERS.items():
         app.add_exception_handler(kind, handler)
     return app

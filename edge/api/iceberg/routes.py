@@ -35,6 +35,7 @@ from edge.api.iceberg.metadata import Metadata, apply_updates, check_requirement
 from edge.api.iceberg.store import (
     NAMESPACE_MARKER,
     TABLE_POINTER,
+    VIEW_POINTER,
     Conflict,
     Objects,
     OutcomeUnknown,
@@ -56,12 +57,14 @@ MAX_TRANSACTION_TABLES = 32
 router = APIRouter()
 
 
-def _route(method: str, path: str, status: int = 200) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Registers a handler at /v1/<path> and at /v1/{prefix}/<path>."""
+def _route(
+    method: str, path: str, status: int = 200, on: APIRouter = router
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers a handler at /v1/<path> and at /v1/{prefix}/<path> of the router `on`."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        router.add_api_route(f"/v1/{path}", fn, methods=[method], status_code=status)
-        router.add_api_route(f"/v1/{{prefix}}/{path}", fn, methods=[method], status_code=status)
+        on.add_api_route(f"/v1/{path}", fn, methods=[method], status_code=status)
+        on.add_api_route(f"/v1/{{prefix}}/{path}", fn, methods=[method], status_code=status)
         return fn
 
     return register
@@ -293,7 +296,7 @@ async def drop_namespace(ctx: Ctx, request: Request, namespace: str, prefix: str
     async for name in objects.children(where, where.key):
         child = _child(where, name)
         nested = await objects.read_json(child, child.key + NAMESPACE_MARKER)
-        if nested is not None or _live(await objects.read_json(where, where.table_key(name) + TABLE_POINTER)):
+        if nested is not None or await _name_taken(objects, where, name):
             raise IcebergError(409, f"Namespace is not empty: {name} is in it", "NamespaceNotEmptyException")
     marker = where.key + NAMESPACE_MARKER
     async with committed(request, ctx, where, "drop namespace", _dotted(where), [marker]):
@@ -352,6 +355,23 @@ def _live(pointer: Stored | None) -> bool:
     return pointer is not None and "metadata-key" in pointer.value
 
 
+async def view_holds(objects: Objects, where: Where, name: str) -> bool:
+    """Whether a view has the name: a table may not take it (views.py keeps views)."""
+    try:
+        return _live(await objects.read_json(where, where.table_key(name) + VIEW_POINTER))
+    except RefGone:
+        raise no_such_namespace((where.repository, where.ref, *where.levels)) from None
+
+
+async def _name_taken(objects: Objects, where: Where, name: str) -> bool:
+    """Whether a table or a view has the name."""
+    return _live(await _read_pointer(objects, where, name)) or await view_holds(objects, where, name)
+
+
+def view_exists_error(where: Where, name: str) -> IcebergError:
+    return already_exists(f"View with same name already exists: {'.'.join((*where.levels, name))}")
+
+
 async def _read_pointer(objects: Objects, where: Where, name: str) -> Stored | None:
     try:
         return await objects.read_json(where, where.table_key(name) + TABLE_POINTER)
@@ -366,6 +386,10 @@ async def _claim(objects: Objects, where: Where, name: str, metadata_key: str) -
     current = await _read_pointer(objects, where, name)
     if _live(current):
         raise already_exists(f"Table already exists: {'.'.join((*where.levels, name))}")
+    # Checked before the pointer's conditional write, not in it: a view and a table created at
+    # once under one name may both stand (docs/iceberg.md, known limits).
+    if await view_holds(objects, where, name):
+        raise view_exists_error(where, name)
     pointer_key = where.table_key(name) + TABLE_POINTER
     value = {"metadata-key": metadata_key}
     try:
@@ -507,6 +531,8 @@ async def create_table(ctx: Ctx, request: Request, namespace: str, prefix: str =
     await _namespace(objects, where)
     if await _read_table(objects, where, name) is not None:
         raise already_exists(f"Table already exists: {'.'.join((*_names(where, prefix), name))}")
+    if await view_holds(objects, where, name):
+        raise view_exists_error(where, name)
     location = body.get("location") or where.location(where.table_key(name).rstrip("/"))
     metadata = new_metadata(body, str(location))
     if body.get("stage-create"):
@@ -588,19 +614,24 @@ async def drop_table(
     return Response(status_code=204)
 
 
+def metadata_location_key(where: Where, location: str) -> str:
+    """The key of a metadata file a register request names (read on where's ref, whichever ref
+    the address names)."""
+    head = f"s3://{where.repository}/"
+    if not location.startswith(head) or "/" not in location[len(head) :]:
+        raise bad_request(
+            f"metadata-location must be an object of {where.repository}: s3://{where.repository}/<ref>/<key>"
+        )
+    return location[len(head) :].partition("/")[2]
+
+
 @_route("POST", "namespaces/{namespace}/register")
 async def register_table(ctx: Ctx, request: Request, namespace: str, prefix: str = "") -> dict[str, Any]:
     where = _parse_namespace(prefix, namespace)
     body = await _json(request)
     name = _valid_level(str(body.get("name", "")))
     await grants.on_table(ctx, a.CATALOG_CREATE_TABLE, where, name)
-    location = str(body.get("metadata-location", ""))
-    head = f"s3://{where.repository}/"
-    if not location.startswith(head) or "/" not in location[len(head) :]:
-        raise bad_request(
-            f"metadata-location must be an object of {where.repository}: s3://{where.repository}/<ref>/<key>"
-        )
-    key = location[len(head) :].partition("/")[2]
+    key = metadata_location_key(where, str(body.get("metadata-location", "")))
     objects = Objects(ctx)
     await _namespace(objects, where)
     stored = await objects.read_json(where, key)
@@ -644,6 +675,8 @@ async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response
     current = await _read_pointer(objects, to_where, to_name)
     if _live(current):
         raise already_exists(f"Table already exists: {'.'.join((*to_where.levels, to_name))}")
+    if await view_holds(objects, to_where, to_name):
+        raise view_exists_error(to_where, to_name)
     to_key = to_where.table_key(to_name) + TABLE_POINTER
     moves = [
         Replacement(
@@ -739,5 +772,13 @@ ENDPOINTS = [
         ("POST", "namespaces/{namespace}/register"),
         ("POST", "tables/rename"),
         ("POST", "transactions/commit"),
+        ("GET", "namespaces/{namespace}/views"),
+        ("POST", "namespaces/{namespace}/views"),
+        ("GET", "namespaces/{namespace}/views/{view}"),
+        ("HEAD", "namespaces/{namespace}/views/{view}"),
+        ("POST", "namespaces/{namespace}/views/{view}"),
+        ("DELETE", "namespaces/{namespace}/views/{view}"),
+        ("POST", "namespaces/{namespace}/register-view"),
+        ("POST", "views/rename"),
     )
 ]
