@@ -4,6 +4,7 @@ register, drop) on a branch and through a merge, and over HTTP what pyiceberg do
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from tests.e2e.iceberg.test_protocol import catalog_call, error_of
 
 def version(sql: str) -> ViewVersion:
     representation = ViewRepresentation(SQLViewRepresentation(type="sql", sql=sql, dialect="spark"))
-    return ViewVersion(schema_id=0, representations=[representation], default_namespace=["db"])
+    return ViewVersion(schema_id=0, representations=[representation], default_namespace=("db",))
 
 
 def representation(sql: str) -> dict[str, Any]:
@@ -82,7 +83,11 @@ def test_replace_rename_and_errors_over_http(stack: Stack, repo: str, catalog_fo
     catalog.create_namespace("other")
     catalog.create_table("db.events", SCHEMA)
     base = f"/{repo}.main/namespaces/db/views"
-    schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+    schema: dict[str, Any] = {
+        "type": "struct",
+        "schema-id": 0,
+        "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
+    }
     first = {
         "version-id": 1,
         "schema-id": 0,
@@ -196,3 +201,28 @@ def test_the_view_actions(stack: Stack, repo: str, catalog_for: CatalogFactory) 
     with pytest.raises(ForbiddenError, match="catalog:DeleteView"):
         user.drop_view("db.mine")
     assert admin.view_exists("db.mine")
+
+
+def test_racing_replaces_lose_no_update(stack: Stack, repo: str, catalog_for: CatalogFactory) -> None:
+    """Replaces sent at once: each is applied to the view as it stands or refused (409), and every
+    one that succeeded is in the view afterwards (no last-writer-wins)."""
+    catalog = catalog_for(warehouse=f"{repo}.main")
+    catalog.create_namespace("db")
+    uuid = catalog.create_view("db.v", SCHEMA, version("SELECT 1")).metadata.view_uuid
+    path = f"/{repo}.main/namespaces/db/views/v"
+
+    def replace(n: int) -> int:
+        body = {
+            "requirements": [{"type": "assert-view-uuid", "uuid": uuid}],
+            "updates": [{"action": "set-properties", "updates": {f"k{n}": str(n)}}],
+        }
+        response = catalog_call(stack, "POST", path, body)
+        if response.status != 200:
+            error_of(response, 409, "CommitFailedException")
+        return response.status
+
+    with ThreadPoolExecutor(6) as pool:
+        statuses = list(pool.map(replace, range(6)))
+    assert 200 in statuses
+    won = {f"k{n}" for n, status in enumerate(statuses) if status == 200}
+    assert set(catalog.load_view("db.v").properties) == won
