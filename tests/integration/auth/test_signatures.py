@@ -144,8 +144,9 @@ def test_the_gateway_learns_who_signed_and_the_scope_key_never_the_secret(stack:
 
 
 def test_auth_checks_s3_signatures_scoped_to_s3_only(stack: Stack) -> None:
-    """A SigV4 signature scoped to another service (iam, sts) is not an S3 request's: auth
-    refuses to check it, so no key for that scope is ever handed out."""
+    """A SigV4 signature scoped to another service (iam, sts) is not an S3 request's (nor the
+    Iceberg catalog's, scoped to execute-api): auth refuses to check it, so no key for that
+    scope is ever handed out."""
     _, user = stack.new_user(prefix="s3user")
     gateway = stack.auth(stack.services["gateway"])
     day = _today()
@@ -158,7 +159,7 @@ def test_auth_checks_s3_signatures_scoped_to_s3_only(stack: Stack) -> None:
         request.service = service
         call = lambda r=request: gateway.VerifyS3Signature(r)  # noqa: E731
         assert code_of(call) == INVALID, service
-        assert "is not 's3'" in details_of(call)
+        assert "is not 's3' or 'execute-api'" in details_of(call)
 
 
 def test_call_keys_are_derived_per_day_and_audience(stack: Stack) -> None:

@@ -1,7 +1,9 @@
-"""AWS Signature Version 4 for S3: the Authorization header, presigned URLs, and aws-chunked bodies.
+"""AWS Signature Version 4: the Authorization header, presigned URLs, and aws-chunked bodies.
 
-Parsing and the strings to sign live here. The secret never reaches the gateway: auth checks a
-request's first signature and returns the signing key of its scope (edge/gateway/identity.py).
+Parsing and the strings to sign live here, for the S3 gateway and for the Iceberg REST catalog
+(which accepts header signatures scoped to `execute-api`, as Iceberg's REST clients sign). The
+secret never reaches the edge: auth checks a request's first signature and returns the signing
+key of its scope (edge/core/sigv4_identity.py).
 """
 
 from __future__ import annotations
@@ -9,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Protocol
 from urllib.parse import quote, unquote
 
-from edge.gateway.errors import S3Error
-from edge.gateway.request import Request
+from edge.core.s3_errors import S3Error
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 UNSIGNED = "UNSIGNED-PAYLOAD"
@@ -27,6 +30,9 @@ MAX_PRESIGNED_EXPIRY = 7 * 24 * 3600
 # The service a credential scope must name: a signature scoped to another service (iam, sts)
 # is not an S3 signature, and auth refuses to check one (services/auth/signatures.py).
 SERVICE = "s3"
+# The service the Iceberg catalog's signatures name: pyiceberg's and Iceberg Java's default
+# `rest.signing-name` (API Gateway's). Never `s3`: an S3-scoped request is the gateway's.
+CATALOG_SERVICE = "execute-api"
 
 _HEADER_RE = re.compile(r"AWS4-HMAC-SHA256\s+(.*)")
 _HEADER_FIELDS = frozenset(("Credential", "SignedHeaders", "Signature"))
@@ -45,6 +51,29 @@ _SPACES = re.compile(r"\s+")
 # cannot sign it, and its value must then agree with the URL's X-Amz-Content-Sha256.
 _MAY_BE_UNSIGNED = frozenset(("x-amz-content-sha256",))
 NOT_SIGNED_MESSAGE = "There were headers present in the request which were not signed"
+
+
+class Request(Protocol):
+    """What a signature covers of an HTTP request (the gateway's Request is one)."""
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def raw_path(self) -> str: ...  # percent-encoded, as sent, without the query
+    @property
+    def query(self) -> list[tuple[str, str]]: ...  # decoded, in the order sent
+    @property
+    def headers(self) -> Mapping[str, str]: ...  # lower-case names
+
+
+@dataclass(frozen=True)
+class SignedRequest:
+    """A Request built by a front end other than the gateway (the Iceberg catalog)."""
+
+    method: str
+    raw_path: str
+    query: list[tuple[str, str]]
+    headers: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -154,9 +183,14 @@ def parse_header(request: Request) -> V4Request:
     return V4Request(key, date, region, service, amz_date, signed, signature, payload, presigned=False)
 
 
+def _arg(request: Request, name: str) -> str | None:
+    """The first value of a query parameter; None if absent."""
+    return next((value for key, value in request.query if key == name), None)
+
+
 def parse_query(request: Request) -> V4Request:
     def need(name: str) -> str:
-        value = request.arg(name)
+        value = _arg(request, name)
         if value is None:
             raise S3Error("AccessDenied", f"the presigned URL lacks {name}")
         return value
@@ -177,7 +211,7 @@ def parse_query(request: Request) -> V4Request:
     # The payload hash is the URL's (signed) X-Amz-Content-Sha256, UNSIGNED-PAYLOAD without
     # one. A header cannot be signed here, so it may not say anything else: it would otherwise
     # choose how the body is checked (UNSIGNED-PAYLOAD skipping the signed hash).
-    payload = request.arg("X-Amz-Content-Sha256") or UNSIGNED
+    payload = _arg(request, "X-Amz-Content-Sha256") or UNSIGNED
     check_payload_hash(payload)
     header = request.headers.get("x-amz-content-sha256")
     if header is not None and header != payload:
@@ -233,21 +267,22 @@ def _sign(key: bytes, text: str) -> str:
     return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
-def check_service(claim: V4Request) -> None:
-    """The credential scope's service is `s3`, with S3's answer otherwise: the header's or the
-    presigned URL's parameter is malformed (AuthorizationHeaderMalformed or
-    AuthorizationQueryParametersError, 400), naming the service it expected."""
-    if claim.service == SERVICE:
+def check_service(claim: V4Request, service: str = SERVICE) -> None:
+    """The credential scope's service is `service` (`s3` for the gateway), with S3's answer
+    otherwise: the header's or the presigned URL's parameter is malformed
+    (AuthorizationHeaderMalformed or AuthorizationQueryParametersError, 400), naming the
+    service it expected."""
+    if claim.service == service:
         return
-    incorrect = f'incorrect service "{claim.service[:32]}". This endpoint belongs to "{SERVICE}".'
+    incorrect = f'incorrect service "{claim.service[:32]}". This endpoint belongs to "{service}".'
     if claim.presigned:
         raise S3Error("AuthorizationQueryParametersError", f"Error parsing the X-Amz-Credential parameter; {incorrect}")
     raise S3Error("AuthorizationHeaderMalformed", f"The authorization header is malformed; {incorrect}")
 
 
-def check_claim(claim: V4Request, region: str, now: datetime, max_skew: float) -> None:
+def check_claim(claim: V4Request, region: str, now: datetime, max_skew: float, service: str = SERVICE) -> None:
     """What a claim must satisfy before its signature is worth checking: its scope and time."""
-    check_service(claim)
+    check_service(claim, service)
     when = parse_time(claim.amz_date)
     if claim.date != claim.amz_date[:8]:
         raise S3Error("SignatureDoesNotMatch", "the credential scope date does not match X-Amz-Date")
@@ -272,7 +307,7 @@ def check_claim(claim: V4Request, region: str, now: datetime, max_skew: float) -
 def strings_to_sign(request: Request, claim: V4Request) -> list[bytes]:
     """The strings to sign the request may have been signed over, as bytes: clients differ in
     how they encode the path, and S3 accepts the form the client signed. The HMAC itself is
-    computed where the key is (edge/gateway/identity.py)."""
+    computed where the key is (edge/core/sigv4_identity.py)."""
     candidates = [request.raw_path, quote(unquote(request.raw_path), safe="/~")]
     return [
         "\n".join(
