@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -150,7 +150,10 @@ def check_payload_hash(payload: str) -> None:
         raise S3Error("InvalidArgument", PAYLOAD_HASH_MESSAGE, ArgumentName="x-amz-content-sha256")
 
 
-def parse_header(request: Request) -> V4Request:
+def parse_header(request: Request, body_sha256: str = "") -> V4Request:
+    """The claim of an Authorization header. S3 clients name the payload hash in
+    x-amz-content-sha256; a front end whose clients may leave it out (botocore's plain SigV4
+    signs the body's hash without sending it) passes the hash of the body it read."""
     match = _HEADER_RE.match(request.headers.get("authorization", ""))
     if not match:
         raise S3Error("InvalidArgument", "malformed AWS4-HMAC-SHA256 Authorization header")
@@ -175,7 +178,7 @@ def parse_header(request: Request) -> V4Request:
     amz_date = request.headers.get("x-amz-date") or _from_date_header(request.headers.get("date", ""))
     if not amz_date:
         raise S3Error("AccessDenied", "AWS authentication requires a valid Date or X-Amz-Date header")
-    payload = request.headers.get("x-amz-content-sha256", "")
+    payload = request.headers.get("x-amz-content-sha256", "") or body_sha256
     if not payload:
         raise S3Error("InvalidRequest", "missing required header for this request: x-amz-content-sha256")
     check_payload_hash(payload)
@@ -304,11 +307,18 @@ def check_claim(claim: V4Request, region: str, now: datetime, max_skew: float, s
         raise S3Error("AuthorizationHeaderMalformed", f"the region is wrong; expecting {region!r}", Region=region)
 
 
-def strings_to_sign(request: Request, claim: V4Request) -> list[bytes]:
-    """The strings to sign the request may have been signed over, as bytes: clients differ in
-    how they encode the path, and S3 accepts the form the client signed. The HMAC itself is
-    computed where the key is (edge/core/sigv4_identity.py)."""
-    candidates = [request.raw_path, quote(unquote(request.raw_path), safe="/~")]
+def double_encoded_path(raw_path: str) -> str:
+    """The canonical URI of services other than S3: the path as sent, percent-encoded once
+    more (AWS's SigV4 rule; botocore's SigV4Auth and the AWS SDKs sign it so)."""
+    return quote(raw_path or "/", safe="/~")
+
+
+def strings_to_sign(request: Request, claim: V4Request, uris: Sequence[str] = ()) -> list[bytes]:
+    """The strings to sign the request may have been signed over, as bytes: for S3, clients
+    differ in how they encode the path, and S3 accepts the form the client signed; another
+    service names its one canonical URI (uris). The HMAC itself is computed where the key is
+    (edge/core/sigv4_identity.py)."""
+    candidates = list(uris) or [request.raw_path, quote(unquote(request.raw_path), safe="/~")]
     return [
         "\n".join(
             (
