@@ -153,7 +153,7 @@ def check_payload_hash(payload: str) -> None:
 def parse_header(request: Request, body_sha256: str = "") -> V4Request:
     """The claim of an Authorization header. S3 clients name the payload hash in
     x-amz-content-sha256; a front end whose clients may leave it out (botocore's plain SigV4
-    signs the body's hash without sending it) passes the hash of the body it read."""
+    signs the body's hash without sending it) names the hash to take instead (body_sha256)."""
     match = _HEADER_RE.match(request.headers.get("authorization", ""))
     if not match:
         raise S3Error("InvalidArgument", "malformed AWS4-HMAC-SHA256 Authorization header")

@@ -10,13 +10,15 @@ hands `s3`-scoped requests to the S3 gateway) and a region the gateway accepts (
 us-east-1 or auto), dated within MAX_SKEW_SECONDS of the clock, over the path encoded twice as
 AWS signs for services other than S3, and over the body: its SHA-256 is what the signature
 covers, whether the client sends it as x-amz-content-sha256 (which must then match the body)
-or leaves it out, as botocore's SigV4 does. Every failure is the spec's 401.
+or leaves it out, as botocore's SigV4 does. Every failure is the spec's 401 (503 while auth
+cannot be reached).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
@@ -91,15 +93,19 @@ async def verify(request: Request) -> Caller:
     """The signer of a SigV4-signed catalog request; the spec's 401 if it proves nothing."""
     backend = backend_of(request)
     signed = signed_request(request.scope)
-    body_sha256 = hashlib.sha256(await read_body(request)).hexdigest()
     try:
-        claim = sigv4.parse_header(signed, body_sha256)
-        if claim.presigned or claim.payload_hash.lower() != body_sha256:
-            # A keyword (UNSIGNED-PAYLOAD, streaming) or another body's hash: the body must be signed.
-            raise S3Error("XAmzContentSHA256Mismatch", "x-amz-content-sha256 must be the SHA-256 of the body")
+        # The claim's scope, date and key id are checked before the body is read: a stale or
+        # foreign request costs no body. Its payload hash is settled once the body is read.
+        claim = sigv4.parse_header(signed, sigv4.EMPTY_SHA256)
         if not is_access_key_id(claim.access_key_id):
             raise S3Error("InvalidAccessKeyId")
         sigv4.check_claim(claim, backend.region, datetime.now(UTC), MAX_SKEW_SECONDS, sigv4.CATALOG_SERVICE)
+        body_sha256 = hashlib.sha256(await read_body(request)).hexdigest()
+        if "x-amz-content-sha256" not in signed.headers:
+            claim = replace(claim, payload_hash=body_sha256)
+        elif claim.payload_hash.lower() != body_sha256:
+            # A keyword (UNSIGNED-PAYLOAD, streaming) or another body's hash: the body must be signed.
+            raise S3Error("XAmzContentSHA256Mismatch", "x-amz-content-sha256 must be the SHA-256 of the body")
         strings = sigv4.strings_to_sign(signed, claim, [sigv4.double_encoded_path(signed.raw_path)])
         identity = await backend.signers.verify_v4(claim, strings, sigv4.CATALOG_SERVICE)
     except S3Error as exc:
