@@ -10,12 +10,13 @@ hands `s3`-scoped requests to the S3 gateway) and a region the gateway accepts (
 us-east-1 or auto), dated within MAX_SKEW_SECONDS of the clock, over the path encoded twice as
 AWS signs for services other than S3, and over the body: its SHA-256 is what the signature
 covers, whether the client sends it as x-amz-content-sha256 (which must then match the body)
-or leaves it out, as botocore's SigV4 does. Every failure is the spec's 401 (503 while auth
+or leaves it out, as botocore's SigV4 does (_payload_hash). Every failure is the spec's 401 (503 while auth
 cannot be reached).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Mapping
 from dataclasses import replace
@@ -39,6 +40,7 @@ MAX_SKEW_SECONDS = 15 * 60
 MAX_BODY_BYTES = 16 * 1024 * 1024
 # The scope key where RelativeForm keeps the path as the client sent (and signed) it.
 SIGNED_PATH = "silt.iceberg.signed_path"
+PAYLOAD_HEADER = "x-amz-content-sha256"
 # Headers read as one value: sent twice, their joined value is what neither copy says.
 _SINGLE_VALUED = frozenset(("authorization", "host", "x-amz-date", "date", "x-amz-content-sha256", "content-length"))
 
@@ -89,6 +91,20 @@ def signed_request(scope: Mapping[str, Any]) -> sigv4.SignedRequest:
     )
 
 
+def _payload_hash(sent: str | None, body: bytes) -> str:
+    """What the canonical request ends with: the body's SHA-256 in hex. A client may also send
+    it as x-amz-content-sha256, which must then be the body's: in hex (botocore's and the
+    AWS SDKs' form, and the one signed as sent), or in base64 (Iceberg Java's signer, the AWS
+    SDK v2 with a SHA-256 checksum, sends that and signs the hex form). A keyword
+    (UNSIGNED-PAYLOAD, streaming) or another body's hash is refused: the body must be signed."""
+    digest = hashlib.sha256(body).digest()
+    if sent is None or sent == base64.b64encode(digest).decode():
+        return digest.hex()
+    if sent.lower() == digest.hex():
+        return sent
+    raise S3Error("XAmzContentSHA256Mismatch", "x-amz-content-sha256 must be the SHA-256 of the body")
+
+
 async def verify(request: Request) -> Caller:
     """The signer of a SigV4-signed catalog request; the spec's 401 if it proves nothing."""
     backend = backend_of(request)
@@ -96,16 +112,13 @@ async def verify(request: Request) -> Caller:
     try:
         # The claim's scope, date and key id are checked before the body is read: a stale or
         # foreign request costs no body. Its payload hash is settled once the body is read.
-        claim = sigv4.parse_header(signed, sigv4.EMPTY_SHA256)
+        sent_hash = signed.headers.get(PAYLOAD_HEADER)
+        unsent = {name: value for name, value in signed.headers.items() if name != PAYLOAD_HEADER}
+        claim = sigv4.parse_header(replace(signed, headers=unsent), sigv4.EMPTY_SHA256)
         if not is_access_key_id(claim.access_key_id):
             raise S3Error("InvalidAccessKeyId")
         sigv4.check_claim(claim, backend.region, datetime.now(UTC), MAX_SKEW_SECONDS, sigv4.CATALOG_SERVICE)
-        body_sha256 = hashlib.sha256(await read_body(request)).hexdigest()
-        if "x-amz-content-sha256" not in signed.headers:
-            claim = replace(claim, payload_hash=body_sha256)
-        elif claim.payload_hash.lower() != body_sha256:
-            # A keyword (UNSIGNED-PAYLOAD, streaming) or another body's hash: the body must be signed.
-            raise S3Error("XAmzContentSHA256Mismatch", "x-amz-content-sha256 must be the SHA-256 of the body")
+        claim = replace(claim, payload_hash=_payload_hash(sent_hash, await read_body(request)))
         strings = sigv4.strings_to_sign(signed, claim, [sigv4.double_encoded_path(signed.raw_path)])
         identity = await backend.signers.verify_v4(claim, strings, sigv4.CATALOG_SERVICE)
     except S3Error as exc:

@@ -4,6 +4,7 @@ what is refused: a wrong secret, a body other than the signed one, an old date, 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import secrets
@@ -89,17 +90,33 @@ def test_a_signer_is_authorized_as_a_bearer_user_is(stack: Stack, repo: str) -> 
         catalog.create_namespace("db")
 
 
+class _JavaStyle(SigV4Auth):
+    """As Iceberg Java's signer (the AWS SDK v2 with a SHA-256 checksum) signs: it sends
+    x-amz-content-sha256 as the body's hash in base64, and ends the canonical request with it
+    in hex."""
+
+    def canonical_request(self, request: AWSRequest) -> str:
+        text: str = super().canonical_request(request)
+        return f"{text.rpartition(chr(10))[0]}\n{self.payload(request)}"
+
+
 def _signed(
-    stack: Stack, method: str, path: str, body: bytes = b"", region: str = REGION, **headers: str
+    stack: Stack,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    region: str = REGION,
+    signer: type[SigV4Auth] = SigV4Auth,
+    headers: dict[str, str] | None = None,
 ) -> AWSRequest:
     key, secret = _admin_keys(stack)
     request = AWSRequest(
         method=method,
         url=f"{stack.endpoints['gateway']}/iceberg/api{path}",
         data=body,
-        headers={"Content-Type": "application/json", **headers},
+        headers={"Content-Type": "application/json", **(headers or {})},
     )
-    SigV4Auth(Credentials(key, secret), "execute-api", region).add_auth(request)
+    signer(Credentials(key, secret), "execute-api", region).add_auth(request)
     return request
 
 
@@ -132,9 +149,16 @@ def test_raw_signed_requests_bind_body_date_and_region(stack: Stack, repo: str) 
 
     # x-amz-content-sha256, when sent, is the body's hash: not another's, not UNSIGNED-PAYLOAD.
     other = hashlib.sha256(tampered).hexdigest()
-    _refused(_send(_signed(stack, "POST", "/v1/namespaces", body, **{"x-amz-content-sha256": other})), "SHA256")
-    unsigned = _signed(stack, "POST", "/v1/namespaces", body, **{"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    _refused(_send(_signed(stack, "POST", "/v1/namespaces", body, headers={"x-amz-content-sha256": other})), "SHA256")
+    unsigned = _signed(stack, "POST", "/v1/namespaces", body, headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
     _refused(_send(unsigned), "SHA256")
+    java = json.dumps({"namespace": [repo, "main", "java"], "properties": {}}).encode()
+    in_base64 = base64.b64encode(hashlib.sha256(java).digest()).decode()
+    java_style = _signed(
+        stack, "POST", "/v1/namespaces", java, signer=_JavaStyle, headers={"x-amz-content-sha256": in_base64}
+    )
+    assert _send(java_style)[0] == 200
+    _refused(_send(java_style, tampered), "SHA256")
 
     # A request signed 20 minutes ago (a replay of a captured one) is outside the clock window.
     old = datetime.now(UTC).replace(tzinfo=None) - timedelta(minutes=20)
@@ -142,7 +166,10 @@ def test_raw_signed_requests_bind_body_date_and_region(stack: Stack, repo: str) 
         stale = _signed(stack, "GET", f"/v1/namespaces?parent={repo}%1Fmain")
     _refused(_send(stale), "RequestTimeTooSkewed")
     fresh = _signed(stack, "GET", f"/v1/namespaces?parent={repo}%1Fmain")
-    assert _send(fresh) == (200, {"namespaces": [[repo, "main", "raw"]], "next-page-token": None})
+    assert _send(fresh) == (
+        200,
+        {"namespaces": [[repo, "main", "java"], [repo, "main", "raw"]], "next-page-token": None},
+    )
 
     _refused(_send(_signed(stack, "GET", "/v1/config", region="eu-north-9")), "region")
     # No signature at all: the catalog's own 401, as for a missing token.
