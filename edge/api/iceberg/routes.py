@@ -32,6 +32,7 @@ from edge.api.iceberg.errors import (
     no_such_table,
 )
 from edge.api.iceberg.metadata import Metadata, apply_updates, check_requirements, empty_metadata, new_metadata
+from edge.api.iceberg.signed import read_body
 from edge.api.iceberg.store import (
     NAMESPACE_MARKER,
     TABLE_POINTER,
@@ -49,8 +50,6 @@ from silt import iam_actions as a
 SEPARATOR = "\x1f"
 # A page of namespaces or tables when the client names no size.
 MAX_PAGE = 1000
-# A catalog request is metadata: schemas, snapshots and properties, never data.
-MAX_BODY_BYTES = 16 * 1024 * 1024
 # Tables one transaction changes: graveler moves their pointers in one compare-and-set.
 MAX_TRANSACTION_TABLES = 32
 
@@ -120,19 +119,9 @@ def _child(where: Where, name: str) -> Where:
     return Where(where.repository, where.ref, (*where.levels, name))
 
 
-async def _body(request: Request) -> bytes:
-    """The request's body, refused past MAX_BODY_BYTES as it arrives."""
-    data = bytearray()
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > MAX_BODY_BYTES:
-            raise IcebergError(413, f"the body is larger than {MAX_BODY_BYTES} bytes", "BadRequestException")
-    return bytes(data)
-
-
 async def _json(request: Request) -> dict[str, Any]:
     try:
-        value = json.loads(await _body(request) or b"{}")
+        value = json.loads(await read_body(request) or b"{}")
     except ValueError:
         raise bad_request("the body is not JSON") from None
     if not isinstance(value, dict):
@@ -158,7 +147,7 @@ async def get_config(ctx: Ctx, warehouse: str = "") -> dict[str, Any]:
 async def get_token(request: Request) -> JSONResponse:
     """OAuth2 client credentials: client_id is an access key id, client_secret its secret; the
     token is a login session's, as lakeFS's."""
-    form = parse_qs((await _body(request)).decode("utf-8", "replace"))
+    form = parse_qs((await read_body(request)).decode("utf-8", "replace"))
     grant = form.get("grant_type", [""])[0]
     if grant != "client_credentials":
         return JSONResponse({"error": "unsupported_grant_type", "error_description": grant}, status_code=400)
