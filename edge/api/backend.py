@@ -37,6 +37,7 @@ from edge.api.errors import (
 )
 from edge.api.live_feed import FeedAccess, FeedSlots
 from edge.core.client import CALL_TIMEOUT, EdgeClient, EntryReads
+from edge.core.sigv4_identity import S3Identities
 from silt.access_keys import is_access_key_id
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.config import Config
@@ -115,6 +116,10 @@ class Backend(EdgeClient):
         super().__init__(config, service_credentials(config), ev.API, "api-io", clock, reads)
         self.auth = auth_pb2_grpc.AuthServiceStub(self.auth_channel)
         ttl = config.auth.cache_ttl_seconds
+        # SigV4-signed Iceberg catalog requests (edge/api/iceberg/signed.py): checked as the
+        # gateway checks S3's, with scope keys cached the same way, in the gateway's region.
+        self.signers = S3Identities(self.auth_channel, ttl, clock, CALL_TIMEOUT)
+        self.region = config.gateways.s3.region
         # (access key id, keyed digest of the secret) -> Caller; unknown ids in a room of their own.
         self._secrets: KeyCache[bytes, Caller] = KeyCache(ttl, clock)
         self._digest_key = os.urandom(32)

@@ -2,7 +2,9 @@
 
 lakeFS users configure one endpoint for S3 and the API, so the gateway's port serves all three:
 a request carrying an AWS signature (an `Authorization: AWS4-HMAC-SHA256 ...` or `AWS ...`
-header, or presigned query parameters) is S3; otherwise a path under `/api/v1` goes to the API
+header, or presigned query parameters) is S3, unless it is a SigV4 header signature scoped to
+`execute-api` under the Iceberg catalog's paths (its REST clients sign so; edge/core/sigv4.py);
+otherwise a path under `/api/v1` goes to the API
 (and those of the Iceberg REST catalog it serves, under `/iceberg/api` and
 `/iceberg/relative_to/`), a path under `/ui` to the web UI (no bucket is called `ui`:
 repository names have at least 3 characters), and an unsigned browser `GET /` (it accepts
@@ -17,6 +19,7 @@ Services never import each other: the apps are built by the edge process's compo
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -36,17 +39,30 @@ ICEBERG_PREFIX = "/iceberg/api"
 ICEBERG_RELATIVE_PREFIX = "/iceberg/relative_to/"
 
 
+# A SigV4 credential scoped to the catalog's service: `Credential=<key>/<day>/<region>/execute-api/...`.
+_CATALOG_CREDENTIAL = re.compile(rb"AWS4-HMAC-SHA256\s+Credential=[^/,\s]+/[0-9]{8}/[^/,\s]+/execute-api/aws4_request,")
+
+
 def _query_has(query: bytes, *names: bytes) -> bool:
     return any(pair.partition(b"=")[0] in names for pair in query.split(b"&"))
 
 
 def is_s3_request(scope: Scope) -> bool:
-    """Whether an HTTP request is signed the AWS way (header or presigned URL)."""
+    """Whether an HTTP request is signed the AWS way (header or presigned URL) for S3: not a
+    signed catalog request (is_signed_catalog_request)."""
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
+            if value.startswith(b"AWS4-HMAC-SHA256") and is_signed_catalog_request(scope, value):
+                return False
             return value.startswith((b"AWS4-HMAC-SHA256", b"AWS "))
     query = scope.get("query_string", b"")
     return bool(query) and _query_has(query, b"X-Amz-Algorithm", b"AWSAccessKeyId")
+
+
+def is_signed_catalog_request(scope: Scope, authorization: bytes) -> bool:
+    """A SigV4 header signature scoped to `execute-api` on a catalog path. S3's requests to a
+    repository called `iceberg` are signed for `s3`, so they still reach the gateway."""
+    return is_iceberg_path(scope.get("path", "")) and _CATALOG_CREDENTIAL.match(authorization) is not None
 
 
 def is_api_path(path: str) -> bool:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from edge.gateway import sigv2, sigv4
+from edge.core import sigv4
+from edge.gateway import sigv2
 from edge.gateway.errors import S3Error
 from edge.gateway.operations.common import Context
 from edge.gateway.request import Request

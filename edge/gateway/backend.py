@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from edge.core.client import CALL_TIMEOUT, EdgeClient, EntryReads, MaybeApplied
+from edge.core.sigv4_identity import S3Identities
 from edge.gateway.errors import S3Error
-from edge.gateway.identity import S3Identities
 from silt.config import Config
 from silt.errors import (
     Aborted,

@@ -102,7 +102,7 @@ def check_claim(request: Request, claim: V2Request, now: float, max_skew: float)
 
 def strings_to_sign(request: Request, claim: V2Request) -> list[bytes]:
     """The strings to sign (at most 4) the request may have been signed over, as bytes. SigV2
-    signs with the secret itself, so auth computes the HMAC (edge/gateway/identity.py)."""
+    signs with the secret itself, so auth computes the HMAC (edge/core/sigv4_identity.py)."""
     resource = "/" + request.bucket + request.raw_path if request.virtual_host else request.raw_path
     resources = [resource]
     if request.bucket and not request.path:

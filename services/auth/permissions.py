@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from services.auth.signatures import check_call_key_audience
+from services.auth.signatures import CATALOG_SERVICE, check_call_key_audience
 from silt import iam_actions as a
+from silt.auth.v1 import auth_pb2 as pb
 from silt.rpc.interceptor import Authenticated, Require, Rule
 
 SERVICE = "silt.auth.v1.AuthService"
@@ -66,6 +67,15 @@ def _call_key_audience(request: Any) -> str:
     return a.audience_resource(check_call_key_audience(request.audience))
 
 
+def _signature_audience(request: Any) -> str:
+    """An S3 request's signature is verified for the gateway's audience; a SigV4 signature
+    scoped to the Iceberg catalog's service (execute-api) for the REST API's, which serves the
+    catalog: neither front end can have the other's requests verified, nor get their keys."""
+    if request.version == pb.S3_SIGNATURE_VERSION_V4 and request.service == CATALOG_SERVICE:
+        return a.audience_resource(a.API_AUDIENCE)
+    return a.audience_resource(a.S3_AUDIENCE)
+
+
 _RULES: dict[str, Rule] = {
     "CreateUser": Require(a.CREATE_USER, _user("id")),
     "GetUser": Require(a.READ_USER, _user("id"), unless_self=_self("id")),
@@ -109,7 +119,7 @@ _RULES: dict[str, Rule] = {
     # Whoever verifies for an audience can act as any signer toward it: each service user holds
     # auth:VerifySignature on its own audience only (services/auth/setup.py), and only a
     # statement naming the action allows it (`*` does not: silt.iam_actions.LITERAL_ONLY_ACTIONS).
-    "VerifyS3Signature": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.S3_AUDIENCE))),
+    "VerifyS3Signature": Require(a.VERIFY_SIGNATURE, _signature_audience),
     "GetCallSigningKey": Require(a.VERIFY_SIGNATURE, _call_key_audience),
     # Checking a secret, or a session opened with one, is verifying for the REST API's audience.
     "VerifySecret": Require(a.VERIFY_SIGNATURE, _const(a.audience_resource(a.API_AUDIENCE))),

@@ -7,7 +7,8 @@ says whose key it is. For SigV4 it also returns the signing key of the request's
 scope (AWS's kSigning: the secret's HMAC chain over date, region and service), which the
 gateway needs for aws-chunked chunk signatures and uses to check later requests of the same
 key and scope itself. That key signs for that day, region and service only (the service is
-always `s3`), and is handed out only for a request that proved it holds it: for a scope its
+`s3`, or `execute-api` for the Iceberg REST catalog's signed requests, which the gateway
+refuses), and is handed out only for a request that proved it holds it: for a scope its
 signer already used.
 
 Call keys (GetCallSigningKey) are handed out for the audiences of CALL_KEY_AUDIENCES only:
@@ -39,9 +40,13 @@ V4_ALGORITHM = "AWS4-HMAC-SHA256"
 # A SigV4 scope's date may be up to a week old (a presigned URL lives up to 7 days), and a day
 # ahead of ours (clients in other time zones sign with their own UTC date, skewed).
 MAX_SCOPE_AGE_DAYS = 8
-# The only service a SigV4 credential scope may name: Silt speaks S3 only, and a signature for
-# another service's scope is not a signature for an S3 request.
+# The services a SigV4 credential scope may name: S3's, and `execute-api`, the name Iceberg's
+# REST clients sign catalog requests with (pyiceberg's and Iceberg Java's default
+# rest.signing-name). Each front end accepts its own service only (edge/core/sigv4.py): a
+# signature for another service's scope (iam, sts) is a signature for none of Silt's requests.
 S3_SERVICE = "s3"
+CATALOG_SERVICE = "execute-api"
+V4_SERVICES = (S3_SERVICE, CATALOG_SERVICE)
 # The audiences whose call keys auth hands out (to the service users verifying for them).
 CALL_KEY_AUDIENCES = (GRAVELER_AUDIENCE, COMPACTOR_AUDIENCE)
 _SCOPE_PART_RE = re.compile(r"[A-Za-z0-9-]{1,32}")
@@ -91,8 +96,8 @@ def check_v4_scope(scope_date: str, region: str, service: str, now: datetime) ->
         raise InvalidArgument(f"credential scope date {scope_date} is too far from today ({now:%Y%m%d})")
     if not _SCOPE_PART_RE.fullmatch(region):
         raise InvalidArgument(f"invalid credential scope region {region[:40]!r}")
-    if service != S3_SERVICE:
-        raise InvalidArgument(f"credential scope service {service[:40]!r} is not {S3_SERVICE!r}")
+    if service not in V4_SERVICES:
+        raise InvalidArgument(f"credential scope service {service[:40]!r} is not {' or '.join(map(repr, V4_SERVICES))}")
     return f"{scope_date}/{region}/{service}/aws4_request"
 
 

@@ -141,7 +141,14 @@ async def _never(*args: Any) -> Any:
     raise AssertionError("the recorder neither receives nor sends")
 
 
-def test_the_iceberg_catalog_goes_to_the_api_unless_signed() -> None:
+def _v4(service: str) -> list[tuple[bytes, bytes]]:
+    credential = f"Credential=AKIAIOSFODNN7EXAMPLE/20250101/us-east-1/{service}/aws4_request"
+    return [(b"authorization", f"AWS4-HMAC-SHA256 {credential}, SignedHeaders=host, Signature=00".encode())]
+
+
+def test_the_iceberg_catalog_goes_to_the_api_unless_signed_for_s3() -> None:
+    """Signed for S3 (a repository called `iceberg`), a request is the gateway's; signed for
+    the catalog's service (execute-api), the catalog's, on its paths only."""
     events: list[str] = []
     dispatcher = Dispatcher(_Recorder("s3", events), _Recorder("api", events), _Recorder("ui", events))
     signed = [(b"authorization", b"AWS4-HMAC-SHA256 Credential=x")]
@@ -150,6 +157,11 @@ def test_the_iceberg_catalog_goes_to_the_api_unless_signed() -> None:
         {**_scope("/iceberg/api/v1/config", signed), "method": "GET"},
         {**_scope("/iceberg/apix"), "method": "GET"},
         {**_scope("/iceberg/relative_to/r.main/api/v1/config"), "method": "GET"},
+        {**_scope("/iceberg/api/v1/config", _v4("s3")), "method": "GET"},
+        {**_scope("/iceberg/api/v1/namespaces", _v4("execute-api")), "method": "POST"},
+        {**_scope("/iceberg/relative_to/r.main/api/v1/config", _v4("execute-api")), "method": "GET"},
+        {**_scope("/repo/iceberg/api/v1/config", _v4("execute-api")), "method": "GET"},
+        {**_scope("/iceberg/api/v1/config", _v4("execute-apix")), "method": "GET"},
     ]
 
     async def run() -> None:
@@ -162,6 +174,11 @@ def test_the_iceberg_catalog_goes_to_the_api_unless_signed() -> None:
         "s3 /iceberg/api/v1/config",
         "s3 /iceberg/apix",
         "api /iceberg/relative_to/r.main/api/v1/config",
+        "s3 /iceberg/api/v1/config",
+        "api /iceberg/api/v1/namespaces",
+        "api /iceberg/relative_to/r.main/api/v1/config",
+        "s3 /repo/iceberg/api/v1/config",
+        "s3 /iceberg/api/v1/config",
     ]
 
 

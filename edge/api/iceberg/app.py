@@ -8,8 +8,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from edge.api.context import authenticate
 from edge.api.iceberg.errors import HANDLERS
 from edge.api.iceberg.routes import router
+from edge.api.iceberg.signed import SIGNED_PATH, authenticate_catalog
+from edge.api.iceberg.views import router as view_router
 
 # lakeFS's relative form: `/iceberg/relative_to/<repository>.<ref>/api` as the catalog's URI
 # makes namespaces relative to that ref, as the warehouse prefix does.
@@ -24,6 +27,9 @@ def create_catalog_app() -> FastAPI:
     """The backend (app.state.backend) is set by the REST API's lifespan."""
     app = FastAPI(title="Silt: Iceberg REST catalog", openapi_url=None, docs_url=None, redoc_url=None)
     app.include_router(router)
+    app.include_router(view_router)
+    # SigV4-signed requests besides the REST API's credentials, in the catalog only.
+    app.dependency_overrides[authenticate] = authenticate_catalog
     for kind, handler in HANDLERS.items():
         app.add_exception_handler(kind, handler)
     return app
@@ -57,5 +63,12 @@ class RelativeForm:
                 rewritten = f"{ICEBERG_PREFIX}/v1/not-a-relative-form"  # the catalog's own 404
             # The mount made its prefix the root path; the catalog is mounted at the prefix form's.
             root = scope.get("root_path", "").removesuffix(RELATIVE_PREFIX.rstrip("/"))
-            scope = {**scope, "path": rewritten, "raw_path": rewritten.encode(), "root_path": root + ICEBERG_PREFIX}
+            scope = {
+                **scope,
+                "path": rewritten,
+                "raw_path": rewritten.encode(),
+                "root_path": root + ICEBERG_PREFIX,
+                # A SigV4 signature covers the path the client sent (signed.py).
+                SIGNED_PATH: scope.get("raw_path") or scope.get("path", "").encode(),
+            }
         await self.catalog(scope, receive, send)

@@ -43,6 +43,10 @@ def no_such_table(levels: tuple[str, ...], name: str) -> IcebergError:
     return IcebergError(404, f"Table does not exist: {'.'.join((*levels, name))}", "NoSuchTableException")
 
 
+def no_such_view(levels: tuple[str, ...], name: str) -> IcebergError:
+    return IcebergError(404, f"View does not exist: {'.'.join((*levels, name))}", "NoSuchViewException")
+
+
 def commit_failed(message: str) -> IcebergError:
     return IcebergError(409, message, "CommitFailedException")
 

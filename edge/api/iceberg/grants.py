@@ -16,6 +16,10 @@ def namespace_resource(where: Where) -> str:
     return a.catalog_namespace_resource(where.repository, ".".join(where.levels))
 
 
+def view_resource(where: Where, name: str) -> str:
+    return a.catalog_view_resource(where.repository, ".".join(where.levels), name)
+
+
 def table_resource(where: Where, name: str) -> str:
     return a.catalog_table_resource(where.repository, ".".join(where.levels), name)
 
@@ -28,3 +32,7 @@ async def on_namespace(ctx: Context, action: str, where: Where) -> None:
 
 async def on_table(ctx: Context, action: str, where: Where, name: str) -> None:
     await ctx.authorize(action, table_resource(where, name))
+
+
+async def on_view(ctx: Context, action: str, where: Where, name: str) -> None:
+    await ctx.authorize(action, view_resource(where, name))

@@ -32,9 +32,11 @@ from edge.api.iceberg.errors import (
     no_such_table,
 )
 from edge.api.iceberg.metadata import Metadata, apply_updates, check_requirements, empty_metadata, new_metadata
+from edge.api.iceberg.signed import read_body
 from edge.api.iceberg.store import (
     NAMESPACE_MARKER,
     TABLE_POINTER,
+    VIEW_POINTER,
     Conflict,
     Objects,
     OutcomeUnknown,
@@ -48,20 +50,20 @@ from silt import iam_actions as a
 SEPARATOR = "\x1f"
 # A page of namespaces or tables when the client names no size.
 MAX_PAGE = 1000
-# A catalog request is metadata: schemas, snapshots and properties, never data.
-MAX_BODY_BYTES = 16 * 1024 * 1024
 # Tables one transaction changes: graveler moves their pointers in one compare-and-set.
 MAX_TRANSACTION_TABLES = 32
 
 router = APIRouter()
 
 
-def _route(method: str, path: str, status: int = 200) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Registers a handler at /v1/<path> and at /v1/{prefix}/<path>."""
+def _route(
+    method: str, path: str, status: int = 200, on: APIRouter = router
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers a handler at /v1/<path> and at /v1/{prefix}/<path> of the router `on`."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        router.add_api_route(f"/v1/{path}", fn, methods=[method], status_code=status)
-        router.add_api_route(f"/v1/{{prefix}}/{path}", fn, methods=[method], status_code=status)
+        on.add_api_route(f"/v1/{path}", fn, methods=[method], status_code=status)
+        on.add_api_route(f"/v1/{{prefix}}/{path}", fn, methods=[method], status_code=status)
         return fn
 
     return register
@@ -117,19 +119,9 @@ def _child(where: Where, name: str) -> Where:
     return Where(where.repository, where.ref, (*where.levels, name))
 
 
-async def _body(request: Request) -> bytes:
-    """The request's body, refused past MAX_BODY_BYTES as it arrives."""
-    data = bytearray()
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > MAX_BODY_BYTES:
-            raise IcebergError(413, f"the body is larger than {MAX_BODY_BYTES} bytes", "BadRequestException")
-    return bytes(data)
-
-
 async def _json(request: Request) -> dict[str, Any]:
     try:
-        value = json.loads(await _body(request) or b"{}")
+        value = json.loads(await read_body(request) or b"{}")
     except ValueError:
         raise bad_request("the body is not JSON") from None
     if not isinstance(value, dict):
@@ -155,7 +147,7 @@ async def get_config(ctx: Ctx, warehouse: str = "") -> dict[str, Any]:
 async def get_token(request: Request) -> JSONResponse:
     """OAuth2 client credentials: client_id is an access key id, client_secret its secret; the
     token is a login session's, as lakeFS's."""
-    form = parse_qs((await _body(request)).decode("utf-8", "replace"))
+    form = parse_qs((await read_body(request)).decode("utf-8", "replace"))
     grant = form.get("grant_type", [""])[0]
     if grant != "client_credentials":
         return JSONResponse({"error": "unsupported_grant_type", "error_description": grant}, status_code=400)
@@ -293,7 +285,7 @@ async def drop_namespace(ctx: Ctx, request: Request, namespace: str, prefix: str
     async for name in objects.children(where, where.key):
         child = _child(where, name)
         nested = await objects.read_json(child, child.key + NAMESPACE_MARKER)
-        if nested is not None or _live(await objects.read_json(where, where.table_key(name) + TABLE_POINTER)):
+        if nested is not None or await _name_taken(objects, where, name):
             raise IcebergError(409, f"Namespace is not empty: {name} is in it", "NamespaceNotEmptyException")
     marker = where.key + NAMESPACE_MARKER
     async with committed(request, ctx, where, "drop namespace", _dotted(where), [marker]):
@@ -352,6 +344,23 @@ def _live(pointer: Stored | None) -> bool:
     return pointer is not None and "metadata-key" in pointer.value
 
 
+async def view_holds(objects: Objects, where: Where, name: str) -> bool:
+    """Whether a view has the name: a table may not take it (views.py keeps views)."""
+    try:
+        return _live(await objects.read_json(where, where.table_key(name) + VIEW_POINTER))
+    except RefGone:
+        raise no_such_namespace((where.repository, where.ref, *where.levels)) from None
+
+
+async def _name_taken(objects: Objects, where: Where, name: str) -> bool:
+    """Whether a table or a view has the name."""
+    return _live(await _read_pointer(objects, where, name)) or await view_holds(objects, where, name)
+
+
+def view_exists_error(where: Where, name: str) -> IcebergError:
+    return already_exists(f"View with same name already exists: {'.'.join((*where.levels, name))}")
+
+
 async def _read_pointer(objects: Objects, where: Where, name: str) -> Stored | None:
     try:
         return await objects.read_json(where, where.table_key(name) + TABLE_POINTER)
@@ -366,6 +375,10 @@ async def _claim(objects: Objects, where: Where, name: str, metadata_key: str) -
     current = await _read_pointer(objects, where, name)
     if _live(current):
         raise already_exists(f"Table already exists: {'.'.join((*where.levels, name))}")
+    # Checked before the pointer's conditional write, not in it: a view and a table created at
+    # once under one name may both stand (docs/iceberg.md, known limits).
+    if await view_holds(objects, where, name):
+        raise view_exists_error(where, name)
     pointer_key = where.table_key(name) + TABLE_POINTER
     value = {"metadata-key": metadata_key}
     try:
@@ -507,6 +520,8 @@ async def create_table(ctx: Ctx, request: Request, namespace: str, prefix: str =
     await _namespace(objects, where)
     if await _read_table(objects, where, name) is not None:
         raise already_exists(f"Table already exists: {'.'.join((*_names(where, prefix), name))}")
+    if await view_holds(objects, where, name):
+        raise view_exists_error(where, name)
     location = body.get("location") or where.location(where.table_key(name).rstrip("/"))
     metadata = new_metadata(body, str(location))
     if body.get("stage-create"):
@@ -588,19 +603,24 @@ async def drop_table(
     return Response(status_code=204)
 
 
+def metadata_location_key(where: Where, location: str) -> str:
+    """The key of a metadata file a register request names (read on where's ref, whichever ref
+    the address names)."""
+    head = f"s3://{where.repository}/"
+    if not location.startswith(head) or "/" not in location[len(head) :]:
+        raise bad_request(
+            f"metadata-location must be an object of {where.repository}: s3://{where.repository}/<ref>/<key>"
+        )
+    return location[len(head) :].partition("/")[2]
+
+
 @_route("POST", "namespaces/{namespace}/register")
 async def register_table(ctx: Ctx, request: Request, namespace: str, prefix: str = "") -> dict[str, Any]:
     where = _parse_namespace(prefix, namespace)
     body = await _json(request)
     name = _valid_level(str(body.get("name", "")))
     await grants.on_table(ctx, a.CATALOG_CREATE_TABLE, where, name)
-    location = str(body.get("metadata-location", ""))
-    head = f"s3://{where.repository}/"
-    if not location.startswith(head) or "/" not in location[len(head) :]:
-        raise bad_request(
-            f"metadata-location must be an object of {where.repository}: s3://{where.repository}/<ref>/<key>"
-        )
-    key = location[len(head) :].partition("/")[2]
+    key = metadata_location_key(where, str(body.get("metadata-location", "")))
     objects = Objects(ctx)
     await _namespace(objects, where)
     stored = await objects.read_json(where, key)
@@ -644,6 +664,8 @@ async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response
     current = await _read_pointer(objects, to_where, to_name)
     if _live(current):
         raise already_exists(f"Table already exists: {'.'.join((*to_where.levels, to_name))}")
+    if await view_holds(objects, to_where, to_name):
+        raise view_exists_error(to_where, to_name)
     to_key = to_where.table_key(to_name) + TABLE_POINTER
     moves = [
         Replacement(
@@ -739,5 +761,13 @@ ENDPOINTS = [
         ("POST", "namespaces/{namespace}/register"),
         ("POST", "tables/rename"),
         ("POST", "transactions/commit"),
+        ("GET", "namespaces/{namespace}/views"),
+        ("POST", "namespaces/{namespace}/views"),
+        ("GET", "namespaces/{namespace}/views/{view}"),
+        ("HEAD", "namespaces/{namespace}/views/{view}"),
+        ("POST", "namespaces/{namespace}/views/{view}"),
+        ("DELETE", "namespaces/{namespace}/views/{view}"),
+        ("POST", "namespaces/{namespace}/register-view"),
+        ("POST", "views/rename"),
     )
 ]

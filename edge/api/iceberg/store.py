@@ -7,7 +7,9 @@ properties); a table `a.b.t` lives under `a/b/t/`: its metadata files in `metada
 named `NNNNN-<uuid>.metadata.json` as Iceberg names them) and the table's pointer,
 `a/b/t/_iceberg_table.json`, which names the current metadata file. A catalog change is one
 conditional staging of the pointer on the branch (If-Match its ETag as read, or absent for a
-new table): two writers that read the same pointer cannot both replace it.
+new table): two writers that read the same pointer cannot both replace it. A view `a.b.v` is
+kept the same way under `a/b/v/`, its pointer `a/b/v/_iceberg_view.json` naming its current view
+metadata file; a name is a table's or a view's, never both.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from silt.objects import new_physical_address, split_address
 
 NAMESPACE_MARKER = "_iceberg_namespace.json"
 TABLE_POINTER = "_iceberg_table.json"
+VIEW_POINTER = "_iceberg_view.json"
 JSON = "application/json"
 # The largest catalog JSON read (a metadata file of thousands of snapshots is a few MiB).
 MAX_JSON_BYTES = 32 * 1024 * 1024

@@ -14,10 +14,11 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from edge.core import sigv4
 from edge.core.client import SMALL_BODY
 from edge.core.object_reads import NotOneRange, RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
 from edge.core.object_writes import ObjectWriteFailed, ShortBody, SourceBody
-from edge.gateway import checksums, sigv4
+from edge.gateway import checksums
 from edge.gateway.backend import Backend
 from edge.gateway.errors import S3Error
 from edge.gateway.metadata_values import header_value

@@ -24,6 +24,7 @@ from silt.launcher import Stack, free_port
 from silt.lifeline import PARENT_PID_ENV
 from tests.e2e.iceberg.conftest import admin_auth, api_call
 from tests.e2e.iceberg.test_catalog import SCHEMA, rows
+from tests.e2e.iceberg.test_views import version
 
 START_TIMEOUT_SECONDS = 60.0
 
@@ -103,21 +104,31 @@ def test_each_change_is_committed_alone(stack: Stack, repo: str, committing_api:
     catalog = catalog_at(stack, committing_api, f"{repo}.main")
     catalog.create_namespace("db")
     catalog.create_table("db.events", SCHEMA).append(rows(0, 5))
+    catalog.create_view("db.recent", SCHEMA, version("SELECT * FROM events"))
+    catalog.drop_view("db.recent")
 
-    log = ok(stack, "GET", f"/repositories/{repo}/refs/main/commits?amount=4")["results"]
-    assert [c["message"] for c in log[:3]] == [
+    log = ok(stack, "GET", f"/repositories/{repo}/refs/main/commits?amount=6")["results"]
+    assert [c["message"] for c in log[:5]] == [
+        "iceberg: drop view db.recent",
+        "iceberg: create view db.recent",
         "iceberg: commit table db.events",
         "iceberg: create table db.events",
         "iceberg: create namespace db",
     ]
-    assert [c["metadata"]["iceberg_operation"] for c in log[:3]] == ["commit_table", "create_table", "create_namespace"]
+    assert [c["metadata"]["iceberg_operation"] for c in log[:5]] == [
+        "drop_view",
+        "create_view",
+        "commit_table",
+        "create_table",
+        "create_namespace",
+    ]
     me = ok(stack, "GET", "/user")["user"]["id"]
-    assert {c["committer"] for c in log[:3]} == {me}
+    assert {c["committer"] for c in log[:5]} == {me}
     # The append's data files and manifests were committed with its pointer; the user's object
     # is still staged, alone.
     staged = ok(stack, "GET", f"/repositories/{repo}/branches/main/diff")["results"]
     assert [d["path"] for d in staged] == ["notes/todo.txt"]
-    committed = ok(stack, "GET", f"/repositories/{repo}/refs/main/diff/main~3?type=two_dot")["results"]
+    committed = ok(stack, "GET", f"/repositories/{repo}/refs/main/diff/main~5?type=two_dot")["results"]
     assert any(d["path"].startswith("db/events/data/") for d in committed)
 
 

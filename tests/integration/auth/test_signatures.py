@@ -144,8 +144,9 @@ def test_the_gateway_learns_who_signed_and_the_scope_key_never_the_secret(stack:
 
 
 def test_auth_checks_s3_signatures_scoped_to_s3_only(stack: Stack) -> None:
-    """A SigV4 signature scoped to another service (iam, sts) is not an S3 request's: auth
-    refuses to check it, so no key for that scope is ever handed out."""
+    """A SigV4 signature scoped to another service (iam, sts) is not an S3 request's (nor the
+    Iceberg catalog's, scoped to execute-api): auth refuses to check it, so no key for that
+    scope is ever handed out."""
     _, user = stack.new_user(prefix="s3user")
     gateway = stack.auth(stack.services["gateway"])
     day = _today()
@@ -158,7 +159,30 @@ def test_auth_checks_s3_signatures_scoped_to_s3_only(stack: Stack) -> None:
         request.service = service
         call = lambda r=request: gateway.VerifyS3Signature(r)  # noqa: E731
         assert code_of(call) == INVALID, service
-        assert "is not 's3'" in details_of(call)
+        assert "is not 's3' or 'execute-api'" in details_of(call)
+
+
+def test_catalog_signatures_are_verified_for_the_api_only(stack: Stack) -> None:
+    """A SigV4 signature scoped to execute-api (the Iceberg catalog's, served by the REST API)
+    is verified for the API's user, and for it alone; an S3 signature for the gateway's alone."""
+    user_id, user = stack.new_user(prefix="catalog")
+    day = _today()
+    text = _v4_string(day).replace(b"/s3/", b"/execute-api/")
+    key = ("AWS4" + user.secret_access_key.get_secret_value()).encode()
+    for part in (day, "us-east-1", "execute-api", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    catalog = _v4_request(user.access_key_id, text, hmac.new(key, text, hashlib.sha256).hexdigest().encode(), day)
+    catalog.service = "execute-api"
+    api_auth, gateway = stack.auth(stack.services["api"]), stack.auth(stack.services["gateway"])
+    reply = api_auth.VerifyS3Signature(catalog)
+    assert (reply.valid, reply.user_id, reply.signing_key) == (True, user_id, key)
+    assert code_of(lambda: gateway.VerifyS3Signature(catalog)) == DENIED
+    s3_text = _v4_string(day)
+    s3 = _v4_request(
+        user.access_key_id, s3_text, _sigv4(user.secret_access_key.get_secret_value(), day, s3_text)[1], day
+    )
+    assert gateway.VerifyS3Signature(s3).valid
+    assert code_of(lambda: api_auth.VerifyS3Signature(s3)) == DENIED
 
 
 def test_call_keys_are_derived_per_day_and_audience(stack: Stack) -> None:

@@ -79,8 +79,9 @@ def test_call_keys_are_for_graveler_and_the_compactor_only() -> None:
             signatures.check_call_scope("20130524", audience, WHEN)
 
 
-def test_v4_scopes_name_the_s3_service_only() -> None:
+def test_v4_scopes_name_s3_or_the_catalogs_service_only() -> None:
     assert signatures.check_v4_scope("20130524", "us-east-1", "s3", WHEN) == "20130524/us-east-1/s3/aws4_request"
-    for service in ("iam", "sts", "S3", "s3x"):
-        with pytest.raises(InvalidArgument, match="is not 's3'"):
+    assert signatures.check_v4_scope("20130524", "eu-west-1", "execute-api", WHEN).endswith("/execute-api/aws4_request")
+    for service in ("iam", "sts", "S3", "s3x", "execute-apix"):
+        with pytest.raises(InvalidArgument, match="is not 's3' or 'execute-api'"):
             signatures.check_v4_scope("20130524", "us-east-1", service, WHEN)

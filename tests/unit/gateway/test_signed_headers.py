@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from edge.gateway import sigv4
+from edge.core import sigv4
 from edge.gateway.errors import S3Error
 from edge.gateway.request import Body, Request, parse_query
 

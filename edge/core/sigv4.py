@@ -1,7 +1,9 @@
-"""AWS Signature Version 4 for S3: the Authorization header, presigned URLs, and aws-chunked bodies.
+"""AWS Signature Version 4: the Authorization header, presigned URLs, and aws-chunked bodies.
 
-Parsing and the strings to sign live here. The secret never reaches the gateway: auth checks a
-request's first signature and returns the signing key of its scope (edge/gateway/identity.py).
+Parsing and the strings to sign live here, for the S3 gateway and for the Iceberg REST catalog
+(which accepts header signatures scoped to `execute-api`, as Iceberg's REST clients sign). The
+secret never reaches the edge: auth checks a request's first signature and returns the signing
+key of its scope (edge/core/sigv4_identity.py).
 """
 
 from __future__ import annotations
@@ -9,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Protocol
 from urllib.parse import quote, unquote
 
-from edge.gateway.errors import S3Error
-from edge.gateway.request import Request
+from edge.core.s3_errors import S3Error
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 UNSIGNED = "UNSIGNED-PAYLOAD"
@@ -27,6 +30,9 @@ MAX_PRESIGNED_EXPIRY = 7 * 24 * 3600
 # The service a credential scope must name: a signature scoped to another service (iam, sts)
 # is not an S3 signature, and auth refuses to check one (services/auth/signatures.py).
 SERVICE = "s3"
+# The service the Iceberg catalog's signatures name: pyiceberg's and Iceberg Java's default
+# `rest.signing-name` (API Gateway's). Never `s3`: an S3-scoped request is the gateway's.
+CATALOG_SERVICE = "execute-api"
 
 _HEADER_RE = re.compile(r"AWS4-HMAC-SHA256\s+(.*)")
 _HEADER_FIELDS = frozenset(("Credential", "SignedHeaders", "Signature"))
@@ -45,6 +51,29 @@ _SPACES = re.compile(r"\s+")
 # cannot sign it, and its value must then agree with the URL's X-Amz-Content-Sha256.
 _MAY_BE_UNSIGNED = frozenset(("x-amz-content-sha256",))
 NOT_SIGNED_MESSAGE = "There were headers present in the request which were not signed"
+
+
+class Request(Protocol):
+    """What a signature covers of an HTTP request (the gateway's Request is one)."""
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def raw_path(self) -> str: ...  # percent-encoded, as sent, without the query
+    @property
+    def query(self) -> list[tuple[str, str]]: ...  # decoded, in the order sent
+    @property
+    def headers(self) -> Mapping[str, str]: ...  # lower-case names
+
+
+@dataclass(frozen=True)
+class SignedRequest:
+    """A Request built by a front end other than the gateway (the Iceberg catalog)."""
+
+    method: str
+    raw_path: str
+    query: list[tuple[str, str]]
+    headers: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -121,7 +150,10 @@ def check_payload_hash(payload: str) -> None:
         raise S3Error("InvalidArgument", PAYLOAD_HASH_MESSAGE, ArgumentName="x-amz-content-sha256")
 
 
-def parse_header(request: Request) -> V4Request:
+def parse_header(request: Request, body_sha256: str = "") -> V4Request:
+    """The claim of an Authorization header. S3 clients name the payload hash in
+    x-amz-content-sha256; a front end whose clients may leave it out (botocore's plain SigV4
+    signs the body's hash without sending it) names the hash to take instead (body_sha256)."""
     match = _HEADER_RE.match(request.headers.get("authorization", ""))
     if not match:
         raise S3Error("InvalidArgument", "malformed AWS4-HMAC-SHA256 Authorization header")
@@ -146,7 +178,7 @@ def parse_header(request: Request) -> V4Request:
     amz_date = request.headers.get("x-amz-date") or _from_date_header(request.headers.get("date", ""))
     if not amz_date:
         raise S3Error("AccessDenied", "AWS authentication requires a valid Date or X-Amz-Date header")
-    payload = request.headers.get("x-amz-content-sha256", "")
+    payload = request.headers.get("x-amz-content-sha256", "") or body_sha256
     if not payload:
         raise S3Error("InvalidRequest", "missing required header for this request: x-amz-content-sha256")
     check_payload_hash(payload)
@@ -154,9 +186,14 @@ def parse_header(request: Request) -> V4Request:
     return V4Request(key, date, region, service, amz_date, signed, signature, payload, presigned=False)
 
 
+def _arg(request: Request, name: str) -> str | None:
+    """The first value of a query parameter; None if absent."""
+    return next((value for key, value in request.query if key == name), None)
+
+
 def parse_query(request: Request) -> V4Request:
     def need(name: str) -> str:
-        value = request.arg(name)
+        value = _arg(request, name)
         if value is None:
             raise S3Error("AccessDenied", f"the presigned URL lacks {name}")
         return value
@@ -177,7 +214,7 @@ def parse_query(request: Request) -> V4Request:
     # The payload hash is the URL's (signed) X-Amz-Content-Sha256, UNSIGNED-PAYLOAD without
     # one. A header cannot be signed here, so it may not say anything else: it would otherwise
     # choose how the body is checked (UNSIGNED-PAYLOAD skipping the signed hash).
-    payload = request.arg("X-Amz-Content-Sha256") or UNSIGNED
+    payload = _arg(request, "X-Amz-Content-Sha256") or UNSIGNED
     check_payload_hash(payload)
     header = request.headers.get("x-amz-content-sha256")
     if header is not None and header != payload:
@@ -233,21 +270,22 @@ def _sign(key: bytes, text: str) -> str:
     return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
 
-def check_service(claim: V4Request) -> None:
-    """The credential scope's service is `s3`, with S3's answer otherwise: the header's or the
-    presigned URL's parameter is malformed (AuthorizationHeaderMalformed or
-    AuthorizationQueryParametersError, 400), naming the service it expected."""
-    if claim.service == SERVICE:
+def check_service(claim: V4Request, service: str = SERVICE) -> None:
+    """The credential scope's service is `service` (`s3` for the gateway), with S3's answer
+    otherwise: the header's or the presigned URL's parameter is malformed
+    (AuthorizationHeaderMalformed or AuthorizationQueryParametersError, 400), naming the
+    service it expected."""
+    if claim.service == service:
         return
-    incorrect = f'incorrect service "{claim.service[:32]}". This endpoint belongs to "{SERVICE}".'
+    incorrect = f'incorrect service "{claim.service[:32]}". This endpoint belongs to "{service}".'
     if claim.presigned:
         raise S3Error("AuthorizationQueryParametersError", f"Error parsing the X-Amz-Credential parameter; {incorrect}")
     raise S3Error("AuthorizationHeaderMalformed", f"The authorization header is malformed; {incorrect}")
 
 
-def check_claim(claim: V4Request, region: str, now: datetime, max_skew: float) -> None:
+def check_claim(claim: V4Request, region: str, now: datetime, max_skew: float, service: str = SERVICE) -> None:
     """What a claim must satisfy before its signature is worth checking: its scope and time."""
-    check_service(claim)
+    check_service(claim, service)
     when = parse_time(claim.amz_date)
     if claim.date != claim.amz_date[:8]:
         raise S3Error("SignatureDoesNotMatch", "the credential scope date does not match X-Amz-Date")
@@ -269,11 +307,18 @@ def check_claim(claim: V4Request, region: str, now: datetime, max_skew: float) -
         raise S3Error("AuthorizationHeaderMalformed", f"the region is wrong; expecting {region!r}", Region=region)
 
 
-def strings_to_sign(request: Request, claim: V4Request) -> list[bytes]:
-    """The strings to sign the request may have been signed over, as bytes: clients differ in
-    how they encode the path, and S3 accepts the form the client signed. The HMAC itself is
-    computed where the key is (edge/gateway/identity.py)."""
-    candidates = [request.raw_path, quote(unquote(request.raw_path), safe="/~")]
+def double_encoded_path(raw_path: str) -> str:
+    """The canonical URI of services other than S3: the path as sent, percent-encoded once
+    more (AWS's SigV4 rule; botocore's SigV4Auth and the AWS SDKs sign it so)."""
+    return quote(raw_path or "/", safe="/~")
+
+
+def strings_to_sign(request: Request, claim: V4Request, uris: Sequence[str] = ()) -> list[bytes]:
+    """The strings to sign the request may have been signed over, as bytes: for S3, clients
+    differ in how they encode the path, and S3 accepts the form the client signed; another
+    service names its one canonical URI (uris). The HMAC itself is computed where the key is
+    (edge/core/sigv4_identity.py)."""
+    candidates = list(uris) or [request.raw_path, quote(unquote(request.raw_path), safe="/~")]
     return [
         "\n".join(
             (

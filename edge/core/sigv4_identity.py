@@ -1,7 +1,8 @@
-"""Who signed an S3 request, without the gateway ever holding a secret.
+"""Who signed an AWS-signed request, without the edge ever holding a secret.
 
-The gateway parses the request and builds the strings to sign (sigv2.py, sigv4.py); auth
-checks the signature with the secret (VerifyS3Signature, services/auth/signatures.py).
+The S3 gateway (and, for SigV4 scoped to `execute-api`, the Iceberg catalog) parses the request
+and builds the strings to sign (edge/gateway/sigv2.py, edge/core/sigv4.py); auth checks the
+signature with the secret (VerifyS3Signature, services/auth/signatures.py).
 
 * **SigV4**: auth's answer carries the signing key of the request's credential scope (date,
   region, service). It is cached per (access key id, scope) for ``auth.cache_ttl_seconds``:
@@ -23,8 +24,8 @@ from dataclasses import dataclass, field
 import grpc
 import grpc.aio
 
-from edge.gateway import sigv4
-from edge.gateway.errors import S3Error
+from edge.core import sigv4
+from edge.core.s3_errors import S3Error
 from silt.access_keys import is_access_key_id
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.errors import InvalidArgument, NotFound
@@ -49,10 +50,11 @@ class S3Identities:
         self._timeout = timeout or AUTH_CALL_TIMEOUT_SECONDS
         self.keys: KeyCache[tuple[str, str, str], V4Identity] = KeyCache(ttl, clock)
 
-    async def verify_v4(self, claim: sigv4.V4Request, strings: list[bytes]) -> V4Identity:
-        """The signer of a V4 request whose time and scope were checked (sigv4.check_claim)."""
+    async def verify_v4(self, claim: sigv4.V4Request, strings: list[bytes], service: str = sigv4.SERVICE) -> V4Identity:
+        """The signer of a V4 request whose time and scope were checked (sigv4.check_claim),
+        for the service its front end serves (`s3`, or the catalog's `execute-api`)."""
         _check_key_id(claim.access_key_id)
-        sigv4.check_service(claim)  # (checked with the claim already; the key cache relies on it)
+        sigv4.check_service(claim, service)  # (checked with the claim already; the key cache relies on it)
         if not _DAY_RE.fullmatch(claim.date):
             raise S3Error("AuthorizationHeaderMalformed", f"malformed credential scope {claim.scope[:80]!r}")
         scope = (claim.date, claim.region, claim.service)
