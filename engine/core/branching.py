@@ -401,6 +401,10 @@ class Branching(OnCore):
 
         def attempt(_: int) -> MergeOutcome:
             dest = self._refs.get_branch(repo, branch_name)
+            for token in dest.sealed_tokens:
+                # The move drops them: every conditional write admitted into one must show in
+                # the check below (StagingStore.close).
+                self._staging.close(token)
             self._require_clean(repo, dest, what)
             if not self._staging.is_empty(StagingToken(dest.branch.staging_token)):
                 self._seal(repo, branch_name, dest)

@@ -33,6 +33,7 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import chunk_size, chunked
 
 _T = TypeVar("_T")
+
 # A sealed token a conditional writer judged a key through, with what it read there.
 Fence = tuple[StagingToken, bytes, Staged]
 

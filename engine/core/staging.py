@@ -9,7 +9,10 @@ conditional writers' guards, written and deleted only by compare-and-set: on Cas
 written both ways is unsafe (a plain write and a Paxos ballot are not ordered on one cell), so
 conditional writers exclude each other on the guard and then write the value plainly
 (docs/design/lockfree-staging.md, conditional writer flow). Every scan of staged values reads
-the ``key/`` prefix only, so guards never show in listings or commits.
+the ``key/`` prefix only, so guards never show in listings or commits. The guard of the empty
+key, ``guard/``, is the token's own: whether it still admits conditional writes (ADMISSION,
+closed by whoever builds from the sealed token); a guard in a sealed token may be a fence, set
+by a conditional writer of a newer token that judged the key through it.
 """
 
 from __future__ import annotations
@@ -43,9 +46,12 @@ GUARD_PREFIX = b"guard/"
 # sets it CLOSED first (StagingStore.close), so no conditional write is admitted into the token
 # afterwards, and finishes the ones admitted before. Written and deleted as guards are (by
 # compare-and-set), and skipped wherever guards are read as writes.
+# CLOSED sorts after OPEN: on a Cassandra whose compare-and-sets of one millisecond carry one
+# write time (before 2.2), the larger value is kept, and a close must win over the open it
+# was ordered after.
 ADMISSION = GUARD_PREFIX
-OPEN = b"open"
-CLOSED = b"closed"
+OPEN = b"1 open"
+CLOSED = b"2 closed"
 # A guard's value: the logical timestamp of the write it admitted, then the staged value, whose
 # admitted_over names the guard it replaced: _guard_id of that guard's value, or _NO_GUARD.
 _GUARD_TIMESTAMP = struct.Struct(">Q")
@@ -601,10 +607,16 @@ def _encode_guard(at: int, value: Value, replaced: bytes | None, admitted_with: 
 
 def _encode_fence(replaced: bytes | None) -> bytes:
     """A guard that admits no write (StagedValue.fence), over the guard whose value is replaced.
-    Its identity is new, so that no two guards are ever equal (_guard_landed relies on it)."""
+    Its identity is new, so that no two guards are ever equal (_guard_landed relies on it).
+
+    Stamped one past the guard it replaces, so that it also sorts after it: on a Cassandra
+    whose compare-and-sets of one millisecond carry one write time (before 2.2), the larger
+    value is kept, and a fence that lost to the guard it was ordered after would let that
+    guard's late writer in again."""
     record = pb.StagedValue(identity=uuid.uuid4().bytes, fence=True)
     record.admitted_over = _NO_GUARD if replaced is None else _guard_id(replaced)
-    return _GUARD_TIMESTAMP.pack(0) + _CONDITIONAL + record.SerializeToString()
+    at = 1 if replaced is None else _GUARD_TIMESTAMP.unpack_from(replaced)[0] + 1
+    return _GUARD_TIMESTAMP.pack(at) + _CONDITIONAL + record.SerializeToString()
 
 
 def _guard_id(guard: bytes) -> bytes:

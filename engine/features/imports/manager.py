@@ -361,6 +361,10 @@ class Imports(OnCore):
         sealed = current.sealed_tokens
         if not sealed:
             return
+        for token in sealed:
+            # The import drops them: every conditional write admitted into one must show in
+            # the check below (StagingStore.close).
+            self._staging.close(token)
         below = MetaRangeId(current.branch.compacted_metarange_id) if current.branch.compacted_metarange_id else head
         if next(iter(self._committed.diff_changes(repo.namespace, below, staged_changes(self._staging, sealed))), None):
             raise Raced

@@ -16,12 +16,13 @@ from typing import Any
 import grpc
 import pytest
 
+from engine.core.deadline import Deadline
 from engine.core.model import StagingToken
 from engine.core.staging import ADMISSION, GUARD_PREFIX, KEY_PREFIX
 from silt.errors import Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.kv.store import Condition
+from silt.kv.store import AllOf, Condition
 from tests.integration.graveler.conftest import GravelerEnv
 
 CREATORS = 6
@@ -249,3 +250,88 @@ def test_a_reset_key_stays_reset_after_an_unfinished_write(env: GravelerEnv, mon
     assert [row.key for row in env.graveler.staging.kv.scan(token.encode(), GUARD_PREFIX) if row.key != ADMISSION] == []
     assert _stage(env, repo, "k", "fresh", if_absent=True) == "ok"
     assert env.etag(repo, "main", "k") == "fresh"
+
+
+class Between:
+    """Runs `between` once, inside the next conditional writer's flow: right before its guard's
+    compare-and-set (at="guard"), or right after it, before the plain write of its value
+    (at="value")."""
+
+    def __init__(self, env: GravelerEnv, monkeypatch: pytest.MonkeyPatch, at: str, between: Callable[[], None]) -> None:
+        kv = env.graveler.staging.kv
+        self.inner = kv.apply
+        self.fired = False
+
+        def apply(
+            partition: bytes,
+            puts: Sequence[tuple[bytes, bytes]],
+            deletes: Sequence[bytes] = (),
+            condition: Condition | AllOf | None = None,
+            timestamp: int | tuple[int, ...] | None = None,
+            before_write: Callable[[], None] | None = None,
+            **rest: Any,
+        ) -> None:
+            guard = isinstance(condition, AllOf) and ADMISSION in [key for key, _ in condition]
+            if not self.fired and at == "guard" and guard:
+                self.fired = True
+                between()
+            self.inner(partition, puts, deletes, condition, timestamp, before_write=before_write, **rest)
+            if not self.fired and at == "value" and guard:
+                self.fired = True
+                between()
+
+        monkeypatch.setattr(kv, "apply", apply)
+
+
+class RefusedAfterSeal(Exception):
+    pass
+
+
+def _refuse(_: object) -> None:
+    raise RefusedAfterSeal
+
+
+def test_a_late_conditional_writer_of_a_sealed_token_is_fenced_out(
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judged the key in token T; before its compare-and-set a commit seals T (and stops, as a
+    refusing pre-commit hook leaves it: T sealed, not yet read), and B judges the same value
+    through T and writes into the new token. A's compare-and-set then fails on the fence B left
+    in T, and A, judged again on B's value, is refused: never two successes on one version."""
+    repo = env.new_repo("fenced")
+    assert _stage(env, repo, "k", "v0", if_absent=True) == "ok"
+    handle = env.graveler.refs.repository(repo)
+    outcomes: dict[str, str] = {}
+
+    def between() -> None:
+        with pytest.raises(RefusedAfterSeal):
+            env.graveler.committer.commit(handle, "main", "m", {}, "t", True, [], Deadline(), after_seal=_refuse)
+        outcomes["b"] = _stage(env, repo, "k", "b", if_match_etag="v0")
+
+    Between(env, monkeypatch, "guard", between)
+    outcomes["a"] = _stage(env, repo, "k", "a", if_match_etag="v0")
+    assert outcomes == {"a": "FAILED_PRECONDITION", "b": "ok"}
+    assert env.etag(repo, "main", "k") == "b"
+
+
+def test_a_conditional_write_whose_token_a_commit_closed_under_it_is_committed_and_succeeds(
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A's compare-and-set landed in token T; before A writes its value, a commit seals T,
+    closes it (finishing A's admitted write) and commits it, and B writes over A's value
+    (If-Match A) in the new token. A's outcome is then known: its value is in the commit and
+    B came after it, so A succeeds (it was answered ABORTED, "may have been applied", before
+    commits closed the tokens they read)."""
+    repo = env.new_repo("closed")
+    assert _stage(env, repo, "k", "v0", if_absent=True) == "ok"
+    seen: dict[str, str] = {}
+
+    def between() -> None:
+        seen["commit"] = env.commit(repo, "main", allow_empty=True).id
+        seen["b"] = _stage(env, repo, "k", "b", if_match_etag="a")
+
+    Between(env, monkeypatch, "value", between)
+    assert _stage(env, repo, "k", "a", if_match_etag="v0") == "ok"
+    assert seen["b"] == "ok"
+    assert env.etag(repo, seen["commit"], "k") == "a"
+    assert env.etag(repo, "main", "k") == "b"
