@@ -1,24 +1,26 @@
-"""The local blockstore's 4 KiB PUT, each put syncing on its own against group sync (concurrent
-puts sharing their fsyncs, silt/block/groupsync.py): ``python -m bench.local_block``.
+"""The local blockstore's 4 KiB PUT under each value of blockstore.local.sync (each put syncing on
+its own, or concurrent puts sharing their syncs: silt/block/groupsync.py): ``python -m bench.local_block``.
 
 THREADS threads put COUNT objects of 4 KiB through one LocalAdapter, into 4 directories of one
 namespace, in a temporary directory on the file system that holds the working directory (the
-one a blockstore.local.path would usually be on). The two modes take turns, ROUNDS times each,
-and the median round of each counts. Figures per thread count: puts/s of each mode, their
-ratio (target: group sync at least as fast with one thread and faster with many), and the
-fsyncs per put of each mode.
+one a blockstore.local.path would usually be on). The modes take turns, ROUNDS times each, and
+the median round of each counts. Figures per thread count: puts/s of each mode, its ratio to
+`fsync` (each put alone), and the sync calls (fsync or syncfs) per put. With --bulk, another
+thread keeps rewriting a 256 MiB file on the same file system without syncing it, as another
+program writing there would.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from bench import report
@@ -30,9 +32,9 @@ DIRECTORIES = 4
 NAMESPACE = "local://bench"
 
 
-# Each put syncing on its own; batches synced with one fsync per file and per directory; batches
-# synced with one syncfs per file system.
-MODES = ("alone", "group_fsync", "group_syncfs")
+# The values of blockstore.local.sync: each put syncing on its own; batches synced with one
+# fsync per file and per directory; batches synced with one syncfs per file system.
+MODES = ("fsync", "group_fsync", "group_syncfs")
 
 
 class _Counting:
@@ -51,13 +53,13 @@ class _Counting:
 
 def _syncer(mode: str) -> tuple[GroupSync, list[_Counting]]:
     fsync = _Counting(os.fsync)
-    if mode == "alone":
+    if mode == "fsync":
         return GroupSync(batching=False, fsync=fsync), [fsync]
     if mode == "group_fsync":
         return GroupSync(fsync=fsync), [fsync]
     found = libc_syncfs()
     if found is None:
-        raise SystemExit("syncfs is not available here: run with --modes alone,group_fsync")
+        raise SystemExit("syncfs is not available here: run with --modes fsync,group_fsync")
     syncfs = _Counting(found)
     return GroupSync(fsync=fsync, syncfs=syncfs), [fsync, syncfs]
 
@@ -84,15 +86,47 @@ def _round(root: str, mode: str, threads: int, count: int) -> tuple[float, float
     return count / elapsed, sum(counter.count for counter in counters) / count
 
 
+@contextlib.contextmanager
+def _bulk(workdir: str, on: bool) -> Iterator[None]:
+    """Another writer on the same file system, leaving its pages for the kernel to write back."""
+    if not on:
+        yield
+        return
+    stop = threading.Event()
+
+    def write() -> None:
+        chunk = os.urandom(1024 * 1024)
+        with open(os.path.join(workdir, "bulk"), "wb") as f:
+            while not stop.is_set():
+                for _ in range(256):
+                    f.write(chunk)
+                f.seek(0)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--count", type=int, default=2000, help="puts per round")
     parser.add_argument("--threads", default="1,8,32", help="thread counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="alternated rounds per mode")
+    parser.add_argument(
+        "--bulk", action="store_true", help="meanwhile, another thread rewrites a 256 MiB file there without syncing"
+    )
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     args = parser.parse_args()
     report.emit_calibration()
-    with tempfile.TemporaryDirectory(prefix="bench-local-block-", dir=os.getcwd()) as workdir:
+    prefix = "local_block.put_4k" + (".bulk" if args.bulk else "")
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-local-block-", dir=os.getcwd()) as workdir,
+        _bulk(workdir, args.bulk),
+    ):
         modes = args.modes.split(",")
         for threads in (int(t) for t in args.threads.split(",")):
             rates: dict[str, list[float]] = {mode: [] for mode in modes}
@@ -104,19 +138,17 @@ def main() -> None:
                     syncs[mode].append(per_put)
             for mode in modes:
                 rate = statistics.median(rates[mode])
-                report.emit(f"local_block.put_4k.t{threads}.{mode}", rate, "puts/s", None, digits=0)
+                report.emit(f"{prefix}.t{threads}.{mode}", rate, "puts/s", None, digits=0)
                 report.emit(
-                    f"local_block.put_4k.t{threads}.{mode}.syncs_per_put",
+                    f"{prefix}.t{threads}.{mode}.syncs_per_put",
                     statistics.median(syncs[mode]),
                     "calls",
                     None,
                     digits=2,
                 )
-                if mode != "alone" and "alone" in rates:
-                    ratio = rate / statistics.median(rates["alone"])
-                    report.emit(
-                        f"local_block.put_4k.t{threads}.{mode}.vs_alone", ratio, "x", 1.0 if threads == 1 else 1.2
-                    )
+                if mode != "fsync" and "fsync" in rates:
+                    ratio = rate / statistics.median(rates["fsync"])
+                    report.emit(f"{prefix}.t{threads}.{mode}.vs_fsync", ratio, "x", None)
 
 
 if __name__ == "__main__":

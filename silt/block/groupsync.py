@@ -18,6 +18,7 @@ make them durable); a waiter that gives up is never reported durable either. The
 themselves are system calls, unbounded as an fsync always was: a waiter stops waiting for one
 after WAIT_SECONDS, the caller that runs it cannot.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,6 +29,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterable
+from typing import Literal
 
 from silt.errors import NotApplied, Unavailable
 
@@ -85,15 +87,22 @@ def libc_syncfs() -> Callable[[int], None] | None:
     return syncfs
 
 
-def default_syncer(group_sync: bool = True) -> GroupSync:
-    """Batches synced with syncfs where it is trusted; elsewhere, or with `group_sync` off, each
-    put syncing on its own. Measured on ext4 (docs/benchmarks.md), batches of per-file fsyncs run
-    one after another in the leader were slower than the same fsyncs from concurrent callers, whose
-    journal commits the kernel already merges; one syncfs per batch was faster than both."""
-    syncfs = libc_syncfs() if group_sync else None
-    if syncfs is None:
+SyncMode = Literal["fsync", "group_fsync", "group_syncfs"]
+
+
+def default_syncer(mode: SyncMode = "fsync") -> GroupSync:
+    """The policy of blockstore.local.sync. Each put syncing on its own is the default because
+    on ext4 it measured as fast as any batching (docs/benchmarks.md): the journal already merges
+    the commits of concurrent fsyncs. Batches of fsyncs run one after another by the leader were
+    slower; one syncfs per batch was faster only while fsyncs were contended, and far slower
+    while another program had unsynced writes on the same file system, which syncfs waits for."""
+    if mode == "fsync":
         return GroupSync(batching=False)
-    return GroupSync(syncfs=syncfs)
+    if mode == "group_syncfs":
+        syncfs = libc_syncfs()
+        if syncfs is not None:
+            return GroupSync(syncfs=syncfs)
+    return GroupSync()
 
 
 class GroupSync:

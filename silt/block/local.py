@@ -60,7 +60,7 @@ from silt.block.adapter import (
     PutResult,
     UploadPart,
 )
-from silt.block.groupsync import GroupSync, default_syncer
+from silt.block.groupsync import GroupSync, SyncMode, default_syncer
 from silt.block.overlap import BackgroundMD5, EarlyFlush
 from silt.block.rules import (
     RESERVED_PREFIX,
@@ -350,11 +350,10 @@ class LocalAdapter(BlockAdapter):
     scheme = "local"
 
     def __init__(
-        self, root: str | os.PathLike[str], *, group_sync: bool = True, syncer: GroupSync | None = None
+        self, root: str | os.PathLike[str], *, sync: SyncMode = "fsync", syncer: GroupSync | None = None
     ) -> None:
-        """`group_sync` lets concurrent puts share their fsyncs (silt/block/groupsync.py); off, each
-        put syncs on its own. `syncer` replaces the whole policy (tests pass one with a
-        fault-injecting fsync)."""
+        """`sync` is blockstore.local.sync: how puts are made durable (silt/block/groupsync.py).
+        `syncer` replaces it (tests pass one with a fault-injecting fsync)."""
         path = os.path.expanduser(os.fspath(root))
         try:
             os.makedirs(path, exist_ok=True)
@@ -363,7 +362,7 @@ class LocalAdapter(BlockAdapter):
         # Resolved once: everything below is checked against the real root.
         self._root = os.path.realpath(path)
         self._uploads = os.path.join(self._root, _UPLOADS)
-        self._syncer = syncer if syncer is not None else default_syncer(group_sync)
+        self._syncer = syncer if syncer is not None else default_syncer(sync)
         self._durability = _Durability(self._root, self._syncer)
 
     def close(self) -> None:

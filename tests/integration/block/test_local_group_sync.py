@@ -253,7 +253,7 @@ from concurrent.futures import ThreadPoolExecutor
 from silt.block.local import LocalAdapter
 from tests.integration.block.test_local_group_sync import SIZE, body_of
 
-adapter = LocalAdapter(sys.argv[1])
+adapter = LocalAdapter(sys.argv[1], sync="group_syncfs")
 lock = threading.Lock()
 
 def put(i):
@@ -283,14 +283,14 @@ def test_every_put_acknowledged_before_a_kill_reads_back_whole(tmp_path: Path) -
 
     reader, _ = _start(read)
     try:
-        wait_until(lambda: len(acked) >= 300 or child.poll() is not None, 20, "the writer's first acknowledged puts")
+        wait_until(lambda: len(acked) >= 200 or child.poll() is not None, 20, "the writer's first acknowledged puts")
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(10)
         reader.join(10)
     assert child.returncode == -signal.SIGKILL, child.stderr.read() if child.stderr else ""
     keys = [line[:-1] for line in acked if line.endswith("\n")]
-    assert len(keys) >= 300
+    assert len(keys) >= 200
     adapter = LocalAdapter(root)
     for key in keys:
         assert adapter.get("local://ns", key).read() == body_of("local://ns", key), key
@@ -304,12 +304,14 @@ def test_every_put_acknowledged_before_a_kill_reads_back_whole(tmp_path: Path) -
         child.stderr.close()
 
 
-def test_the_default_batches_with_syncfs_where_linux_reports_its_errors(tmp_path: Path) -> None:
+def test_the_sync_setting_picks_the_policy_and_syncfs_only_where_linux_reports_its_errors(tmp_path: Path) -> None:
     found = libc_syncfs()
     if sys.platform == "linux":
         major, minor = (int(part) for part in os.uname().release.split(".")[:2])
         assert (found is not None) == ((major, minor) >= (5, 8))
     else:
         assert found is None
-    assert LocalAdapter(tmp_path / "a")._syncer.batching == (found is not None)
-    assert not LocalAdapter(tmp_path / "b", group_sync=False)._syncer.batching
+    assert not LocalAdapter(tmp_path / "a")._syncer.batching
+    assert LocalAdapter(tmp_path / "b", sync="group_fsync")._syncer.batching
+    grouped = LocalAdapter(tmp_path / "c", sync="group_syncfs")._syncer
+    assert grouped.batching and (grouped._syncfs is not None) == (found is not None)
