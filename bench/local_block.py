@@ -5,7 +5,8 @@ THREADS threads put COUNT objects of 4 KiB through one LocalAdapter, into 4 dire
 namespace, in a temporary directory on the file system that holds the working directory (the
 one a blockstore.local.path would usually be on). The modes take turns, ROUNDS times each, and
 the median round of each counts. Figures per thread count: puts/s of each mode, its ratio to
-`fsync` (each put alone), and the sync calls (fsync or syncfs) per put. With --bulk, another
+`fsync` (each put alone), the median put's milliseconds, and the sync calls (fsync or
+syncfs) per put. With --bulk, another
 thread keeps rewriting a 256 MiB file on the same file system without syncing it, as another
 program writing there would.
 """
@@ -64,8 +65,8 @@ def _syncer(mode: str) -> tuple[GroupSync, list[_Counting]]:
     return GroupSync(fsync=fsync, syncfs=syncfs), [fsync, syncfs]
 
 
-def _round(root: str, mode: str, threads: int, count: int) -> tuple[float, float]:
-    """(puts per second, sync calls per put) of one round in a fresh root."""
+def _round(root: str, mode: str, threads: int, count: int) -> tuple[float, float, float]:
+    """(puts per second, sync calls per put, median put in seconds) of one round in a fresh root."""
     syncer, counters = _syncer(mode)
     adapter = LocalAdapter(root, syncer=syncer)
     body = os.urandom(SIZE)
@@ -75,15 +76,19 @@ def _round(root: str, mode: str, threads: int, count: int) -> tuple[float, float
     for counter in counters:
         counter.count = 0
 
+    latencies: list[float] = []
+
     def put(i: int) -> None:
+        started = time.perf_counter()
         adapter.put(NAMESPACE, f"d{i % DIRECTORIES}/k{i:06d}", io.BytesIO(body), SIZE)
+        latencies.append(time.perf_counter() - started)
 
     start = time.perf_counter()
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(put, range(count)))
     elapsed = time.perf_counter() - start
     adapter.close()
-    return count / elapsed, sum(counter.count for counter in counters) / count
+    return count / elapsed, sum(counter.count for counter in counters) / count, statistics.median(latencies)
 
 
 @contextlib.contextmanager
@@ -131,14 +136,19 @@ def main() -> None:
         for threads in (int(t) for t in args.threads.split(",")):
             rates: dict[str, list[float]] = {mode: [] for mode in modes}
             syncs: dict[str, list[float]] = {mode: [] for mode in modes}
+            medians: dict[str, list[float]] = {mode: [] for mode in modes}
             for n in range(args.rounds):
                 for mode in modes:
-                    rate, per_put = _round(os.path.join(workdir, f"{threads}-{n}-{mode}"), mode, threads, args.count)
+                    rate, per_put, median = _round(
+                        os.path.join(workdir, f"{threads}-{n}-{mode}"), mode, threads, args.count
+                    )
                     rates[mode].append(rate)
                     syncs[mode].append(per_put)
+                    medians[mode].append(median)
             for mode in modes:
                 rate = statistics.median(rates[mode])
                 report.emit(f"{prefix}.t{threads}.{mode}", rate, "puts/s", None, digits=0)
+                report.emit(f"{prefix}.t{threads}.{mode}.p50", statistics.median(medians[mode]) * 1000, "ms", None)
                 report.emit(
                     f"{prefix}.t{threads}.{mode}.syncs_per_put",
                     statistics.median(syncs[mode]),

@@ -22,6 +22,14 @@ Atomicity. Bytes are written to a temporary file in the object's own directory, 
 and renamed over the object, so a reader sees the old object or the new one, whole; a put
 that fails or crashes leaves at most a ``.silt-tmp-*`` file behind, which no key names.
 
+Durability. A put returns only after a sync that began after its bytes were written and,
+later, one that began after its rename, so an acknowledged object survives a power cut, and
+the rename never reaches the disk before the bytes. The first put into a directory (one it
+made, or the first since start) also syncs the directories above it, so that the directory's
+own entry is durable. Each put syncs on its own by default; blockstore.local.sync can make
+concurrent puts share batched syncs (silt/block/groupsync.py). A failed sync fails the put
+(Unavailable), never acknowledges it.
+
 ETag records. A multipart ETag cannot be recomputed from the bytes, so each object's ETag
 is kept in a small record beside it. A rename cannot move two files at once, so the record
 names the exact file it describes — inode number, size and mtime in nanoseconds — and is
