@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Literal
 
-from silt.errors import NotApplied, Unavailable
+from silt.errors import Unavailable
 
 # An fsync that has not returned after this long means the disk is wedged; the puts waiting on
 # it fail instead of holding their threads.
@@ -158,7 +158,8 @@ class GroupSync:
 
     def _sync(self, fds: list[int], dirs: list[str], what: str) -> None:
         if self._closed:
-            raise NotApplied(f"local blockstore: {what}: the blockstore is closed")
+            # Not NotApplied: refused a rename's sync, a put has already made its object visible.
+            raise Unavailable(f"local blockstore: {what}: the blockstore is closed")
         if not self.batching:
             try:
                 for fd in fds:

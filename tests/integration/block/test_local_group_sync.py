@@ -20,7 +20,7 @@ import pytest
 
 from silt.block.groupsync import GroupSync, libc_syncfs
 from silt.block.local import LocalAdapter
-from silt.errors import NotApplied, NotFound, Unavailable
+from silt.errors import NotFound, Unavailable
 from tests.integration.block.page_cache import PageCache
 from tests.support.wait import wait_until
 
@@ -240,10 +240,12 @@ def test_waits_are_bounded_and_close_waits_for_the_running_batch(tmp_path: Path)
     leader.join(10)
     # Closed while its bytes were being synced: the put is refused its rename's sync, never
     # acknowledged.
-    assert isinstance(leader_result[0], NotApplied), leader_result
+    assert isinstance(leader_result[0], Unavailable) and "closed" in str(leader_result[0]), leader_result
     adapter.close()
-    with pytest.raises(NotApplied):
+    with pytest.raises(Unavailable, match="closed"):
         adapter.put("local://ns", "c", io.BytesIO(b"c"), 1)
+    with pytest.raises(NotFound):
+        adapter.stat("local://ns", "c")  # refused its bytes' sync: never published
     assert adapter.get("local://ns", "a").read() == b"a"  # reads still work
 
 
