@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt engine services jobs bench edge cli devtools tests
 
-.PHONY: all venv clients iceberg-spark emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export bench-iceberg cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients iceberg-spark emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-actions bench-tracing-export bench-iceberg cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -259,7 +259,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-cli bench-actions bench-tracing-export bench-iceberg
+bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-actions bench-tracing-export bench-iceberg
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -318,6 +318,11 @@ bench-iceberg: proto
 # RSS and rate over generated listings of 100,000 and 1,000,000 objects; BENCH_ARGS="--only local".
 bench-import: proto
 	$(PY) -m bench.imports $(BENCH_ARGS)
+
+# 4 KiB PUTs from 1, 8 and 32 threads to the local blockstore under each blockstore.local.sync
+# policy; BENCH_ARGS="--bulk" adds another writer's unsynced pages on the same file system.
+bench-local-block:
+	$(PY) -m bench.local_block $(BENCH_ARGS)
 
 # What history events cost a request: emit time, and 4 KiB PUT/GET with events on against off.
 bench-events: proto

@@ -218,6 +218,12 @@ class PreSignedConfig(_Section):
 class LocalBlockstoreConfig(PreSignedConfig):
     path: str = "~/silt/data"
     """root directory of `local://` namespaces"""
+    sync: Literal["fsync", "group_fsync", "group_syncfs"] = "fsync"
+    """how a put is made durable before it is acknowledged: `fsync` each put's file and directory; `group_fsync`
+    concurrent puts batched, one fsync per file and per directory of a batch; `group_syncfs` one `syncfs` per
+    batch (Linux 5.8 or later, else `group_fsync`): fastest when fsyncs are contended, but it also waits for
+    every other unsynced write on that file system, so only for a file system of its own (see docs/architecture.md)
+    """
     disable_pre_signed_multipart: bool = False
     """refuse lakeFS's presigned multipart uploads (501) and report `pre_sign_multipart_upload: false` in `/config`
     (they are offered while presigned URLs are on)

@@ -22,6 +22,14 @@ Atomicity. Bytes are written to a temporary file in the object's own directory, 
 and renamed over the object, so a reader sees the old object or the new one, whole; a put
 that fails or crashes leaves at most a ``.silt-tmp-*`` file behind, which no key names.
 
+Durability. A put returns only after a sync that began after its bytes were written and,
+later, one that began after its rename, so an acknowledged object survives a power cut, and
+the rename never reaches the disk before the bytes. The first put into a directory (one it
+made, or the first since start) also syncs the directories above it, so that the directory's
+own entry is durable. Each put syncs on its own by default; blockstore.local.sync can make
+concurrent puts share batched syncs (silt/block/groupsync.py). A failed sync fails the put
+(Unavailable), never acknowledges it.
+
 ETag records. A multipart ETag cannot be recomputed from the bytes, so each object's ETag
 is kept in a small record beside it. A rename cannot move two files at once, so the record
 names the exact file it describes — inode number, size and mtime in nanoseconds — and is
@@ -60,6 +68,7 @@ from silt.block.adapter import (
     PutResult,
     UploadPart,
 )
+from silt.block.groupsync import GroupSync, SyncMode, default_syncer
 from silt.block.overlap import BackgroundMD5, EarlyFlush
 from silt.block.rules import (
     RESERVED_PREFIX,
@@ -177,15 +186,6 @@ def _md5_of_fd(fd: int, size: int) -> str:
     return md5.hexdigest()
 
 
-def _fsync_dir(path: str) -> None:
-    # Makes the renames and unlinks in the directory durable, not only the file contents.
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _fingerprint(st: os.stat_result) -> list[int]:
     # Inode and mtime tell apart two files of the same size written in one mtime tick;
     # st_dev is left out because it can change across remounts of the same file system.
@@ -245,12 +245,49 @@ class _Target:
         return os.path.join(self.directory, _ETAG_PREFIX + self.name)
 
 
+class _Durability:
+    """What makes a put durable: its file's fsync, then its directory's (shared with concurrent
+    puts, silt/block/groupsync.py), and once per directory the fsyncs of the directories above it,
+    so that the directory's own entry is durable too (a directory made by a put, or found at start).
+
+    Directories known durable are remembered, up to a bound (forgetting only costs fsyncs).
+    """
+
+    _REMEMBERED = 65536
+
+    def __init__(self, root: str, syncer: GroupSync) -> None:
+        self.root = root
+        self.syncer = syncer
+        self._durable: set[str] = set()
+
+    def file(self, fd: int, what: str) -> None:
+        self.syncer.sync_file(fd, what)
+
+    def directory(self, path: str, what: str) -> None:
+        """Make every rename, link and unlink in path durable, and path's own entry."""
+        chain, current = [path], path
+        while current != self.root and current not in self._durable and current.startswith(self.root):
+            current = os.path.dirname(current)
+            chain.append(current)
+        self.syncer.sync_directories(chain, what)
+        if len(self._durable) >= self._REMEMBERED:
+            self._durable.clear()
+        # Each one's parent was synced after it existed: its entry is durable.
+        self._durable.update(chain[:-1])
+
+    def forget(self, paths: list[str]) -> None:
+        """Directories just made: their entries are not durable until their parents are synced."""
+        for path in paths:
+            self._durable.discard(path)
+
+
 class _TempFile:
     """A temporary file in a directory: renamed into place by publish, removed otherwise."""
 
-    def __init__(self, directory: str, what: str) -> None:
+    def __init__(self, directory: str, what: str, durability: _Durability) -> None:
         self.directory = directory
         self.what = what
+        self.durability = durability
         with _mapped(what):
             self.fd, self.path = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=directory)
         self._published = False
@@ -268,26 +305,26 @@ class _TempFile:
 
     def publish(self, path: str, etag_path: str | None = None, etag: str | None = None) -> None:
         """fsync, write the ETag record (if any), rename over path, make the renames durable."""
+        self.durability.file(self.fd, self.what)
         with _mapped(self.what):
-            os.fsync(self.fd)
             if etag_path is not None:
                 # The record only saves reading the file again for its MD5, and names the file it
                 # describes: one lost or torn in a crash is ignored and the MD5 recomputed, so it
                 # needs no fsync of its own (the directory's, below, covers its rename).
                 record = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
-                with _TempFile(self.directory, self.what) as rec:
+                with _TempFile(self.directory, self.what, self.durability) as rec:
                     _write_all(rec.fd, record)
                     os.replace(rec.path, etag_path)
                     rec._published = True
             os.replace(self.path, path)
             self._published = True
-            _fsync_dir(self.directory)
+        self.durability.directory(self.directory, self.what)
 
     def publish_new(self, path: str, etag_path: str, etag: str) -> None:
         """fsync and link into place at path only if nothing is there (AlreadyExists otherwise);
         then write the ETag record and make both durable."""
+        self.durability.file(self.fd, self.what)
         with _mapped(self.what):
-            os.fsync(self.fd)
             try:
                 # link() never replaces: of two racing writers exactly one succeeds.
                 os.link(self.path, path, follow_symlinks=False)
@@ -298,11 +335,11 @@ class _TempFile:
             # Written after the link: until it lands, a reader recomputes the MD5, never reads
             # a record that describes another file.
             record = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
-            with _TempFile(self.directory, self.what) as rec:
+            with _TempFile(self.directory, self.what, self.durability) as rec:
                 _write_all(rec.fd, record)
                 os.replace(rec.path, etag_path)
                 rec._published = True
-            _fsync_dir(self.directory)
+        self.durability.directory(self.directory, self.what)
 
 
 def _read_etag_record(target: _Target, st: os.stat_result) -> str | None:
@@ -320,7 +357,11 @@ def _read_etag_record(target: _Target, st: os.stat_result) -> str | None:
 class LocalAdapter(BlockAdapter):
     scheme = "local"
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, sync: SyncMode = "fsync", syncer: GroupSync | None = None
+    ) -> None:
+        """`sync` is blockstore.local.sync: how puts are made durable (silt/block/groupsync.py).
+        `syncer` replaces it (tests pass one with a fault-injecting fsync)."""
         path = os.path.expanduser(os.fspath(root))
         try:
             os.makedirs(path, exist_ok=True)
@@ -329,6 +370,12 @@ class LocalAdapter(BlockAdapter):
         # Resolved once: everything below is checked against the real root.
         self._root = os.path.realpath(path)
         self._uploads = os.path.join(self._root, _UPLOADS)
+        self._syncer = syncer if syncer is not None else default_syncer(sync)
+        self._durability = _Durability(self._root, self._syncer)
+
+    def close(self) -> None:
+        """Refuse further writes once a sync batch in progress has finished (reads still work)."""
+        self._syncer.close()
 
     @property
     def root(self) -> str:
@@ -388,6 +435,11 @@ class LocalAdapter(BlockAdapter):
         """Create the directories above target, unless the containment walk saw them all."""
         if exists:
             return
+        made, current = [], target.directory
+        while current != self._root and not os.path.lexists(current):
+            made.append(current)
+            current = os.path.dirname(current)
+        self._durability.forget(made)
         try:
             os.makedirs(target.directory, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
@@ -431,7 +483,7 @@ class LocalAdapter(BlockAdapter):
         it into place only if there is none (AlreadyExists otherwise)."""
         target, exists = self._located(namespace, key)
         self._make_directory(target, exists)
-        with _TempFile(target.directory, target.what) as tmp:
+        with _TempFile(target.directory, target.what, self._durability) as tmp:
             total, digest = _copy_stream(stream, tmp.fd, size, target.what)
             etag = digest.hex()
             if replace:
@@ -534,7 +586,7 @@ class LocalAdapter(BlockAdapter):
                 os.unlink(target.etag_path)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(target.path)
-            _fsync_dir(target.directory)
+        self._durability.directory(target.directory, target.what)
 
     def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
         src = self._target(src_namespace, src_key)
@@ -547,7 +599,7 @@ class LocalAdapter(BlockAdapter):
             # Walked again: computing the ETag may have read the whole source, time enough
             # for a directory on the destination's path to be swapped for a link.
             self._make_directory(dst, self._check_contained(dst))
-            with _TempFile(dst.directory, dst.what) as tmp:
+            with _TempFile(dst.directory, dst.what, self._durability) as tmp:
                 with _mapped(f"copying {src.what} to {dst.what}"):
                     _copy_fd_range(fd, tmp.fd, 0, st.st_size)
                 tmp.publish(dst.path, dst.etag_path, etag)
@@ -580,7 +632,7 @@ class LocalAdapter(BlockAdapter):
         with _mapped(target.what):
             os.makedirs(path)
             # A directory without its record (a crash right here) is not an upload.
-            with _TempFile(path, target.what) as tmp:
+            with _TempFile(path, target.what, self._durability) as tmp:
                 _write_all(tmp.fd, json.dumps({"path": target.relpath}).encode())
                 tmp.publish(os.path.join(path, _UPLOAD_TARGET))
         return upload_id
@@ -588,7 +640,7 @@ class LocalAdapter(BlockAdapter):
     def _upload_part(self, part: UploadPart, stream: BinaryIO, size: int | None) -> PartInfo:
         target = self._target(part.namespace, part.key)
         path = self._upload_dir(target, part.upload_id)
-        with _TempFile(path, target.what) as tmp:
+        with _TempFile(path, target.what, self._durability) as tmp:
             _, digest = _copy_stream(stream, tmp.fd, size, target.what)
             tmp.publish(os.path.join(path, f"part-{part.number:05d}"))
         return PartInfo(part_number=part.number, etag=digest.hex())
@@ -606,7 +658,7 @@ class LocalAdapter(BlockAdapter):
                     f"{src.what}: copy range {start}-{end} is outside the object's {st.st_size} bytes"
                 )
             md5 = BackgroundMD5()
-            with _TempFile(path, target.what) as tmp:
+            with _TempFile(path, target.what, self._durability) as tmp:
                 with _mapped(f"copying {src.what}"):
                     _copy_fd_range(fd, tmp.fd, start, end - start + 1, md5)
                 tmp.publish(os.path.join(path, f"part-{part.number:05d}"))
@@ -620,7 +672,7 @@ class LocalAdapter(BlockAdapter):
         self._make_directory(target)
         digests: list[bytes] = []
         total = 0
-        with _TempFile(target.directory, target.what) as tmp, EarlyFlush(tmp.fd) as flush:
+        with _TempFile(target.directory, target.what, self._durability) as tmp, EarlyFlush(tmp.fd) as flush:
             for part in parts:
                 part_path = os.path.join(path, f"part-{part.part_number:05d}")
                 try:

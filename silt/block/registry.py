@@ -26,7 +26,7 @@ from silt.namespaces import split_store_uri
 def _open_local(config: BlockstoreConfig) -> BlockAdapter:
     from silt.block.local import LocalAdapter
 
-    return LocalAdapter(os.path.expanduser(config.local.path))
+    return LocalAdapter(os.path.expanduser(config.local.path), sync=config.local.sync)
 
 
 def _open_s3(config: BlockstoreConfig) -> BlockAdapter:

@@ -28,6 +28,8 @@ from tests.support.moto import s3_blockstore_config
 
 ADAPTERS = [
     "local",
+    # The same adapter with concurrent puts' syncs batched (silt/block/groupsync.py).
+    "local-group_syncfs",
     pytest.param("s3", marks=pytest.mark.s3),
     pytest.param("azure", marks=pytest.mark.azure),
     pytest.param("gs", marks=pytest.mark.gs),
@@ -107,9 +109,10 @@ def azure_container(azure_adapter: AzureAdapter, azurite_server: str) -> Iterato
 
 @pytest.fixture(params=ADAPTERS)
 def blocks(request: pytest.FixtureRequest, tmp_path: Path) -> Blocks:
-    if request.param == "local":
+    if request.param.startswith("local"):
         root = tmp_path / "blocks"
-        return Blocks("local", LocalAdapter(root), "local://repo-ns/some/prefix", root)
+        adapter = LocalAdapter(root, sync="group_syncfs" if request.param.endswith("group_syncfs") else "fsync")
+        return Blocks("local", adapter, "local://repo-ns/some/prefix", root)
     if request.param == "gs":
         bucket = request.getfixturevalue("gcs_bucket")
         return Blocks("gs", request.getfixturevalue("gcs_adapter"), f"gs://{bucket}/some/prefix")
