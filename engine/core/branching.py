@@ -555,6 +555,8 @@ class Branching(OnCore):
 
         before, updated = self._updater.retry(attempt, f"reset of branch {branch_name!r}", deadline)
         moved = StagingToken(before.branch.staging_token)
+        if moved in updated.sealed_tokens:
+            self._staging.close(moved)  # as _reset_under: before it is found empty and unsealed
         if moved in updated.sealed_tokens and self._staging.is_empty(moved):
             # Nothing was written to it before the move sealed it, and a writer that finds it
             # sealed writes again to the fresh token: it holds nothing to keep.
@@ -613,6 +615,10 @@ class Branching(OnCore):
         meanwhile: a commit or a compaction may have read the tokens before the drops, and the
         attempt runs again on what it made). Without a check, from the staging token too."""
         sealed = current.sealed_tokens
+        for token in sealed:
+            # Those left empty go: every conditional write admitted into one must be in it
+            # first, and none admitted after (StagingStore.close).
+            self._staging.close(token)
         if check is not None:
             check.check(self._dropped(repo, current, under, exact), "the reset")
         dropped_from = sealed if check is not None else current.tokens

@@ -331,11 +331,11 @@ class Entries(OnCore):
                     # judged ours, or made our compare-and-set fail), and a blind writer is
                     # concurrent with ours: that value came after ours, which stood.
                     return None
-                # The key shows the very value ours was judged on: ours is in no token and no
-                # commit (a commit read the token before it landed, and dropped the token
-                # since; or a write of that earlier value, written again into the new
-                # token, hides it). Nothing came after ours, so it is judged again from here.
-                written = False
+                # The key shows the very value ours was judged on. Ours is hidden (a blind
+                # write of that value, written again into the new token at its first stamp,
+                # reads first), or it stood and a later write (a delete, a revert) brought that
+                # value back: nothing read here tells which, so the write is undecided.
+                raise Aborted(f"conditional write of {key!r} conflicted with a concurrent write; retry")
             if not written:
                 try:
                     condition.check(value_now, key)
@@ -405,9 +405,9 @@ class Entries(OnCore):
                     for value_now, (_, value, _), before in zip(now, writes, judged, strict=True)
                 ):
                     return None  # every key has a value that came after ours
-                if now != judged:
-                    raise Aborted("conditional write of several keys conflicted with a concurrent write; retry")
-                written = False  # ours is nowhere: judged again from here
+                # Otherwise (a key showing the value ours judged, as for one key, or keys still
+                # ours beside keys replaced): undecided.
+                raise Aborted("conditional write of several keys conflicted with a concurrent write; retry")
             if not written:
                 for (key, _, condition), value_now in zip(writes, now, strict=True):
                     try:

@@ -31,7 +31,13 @@ from engine.core.values import Columns, KeyValue, Value
 from silt.errors import Aborted, NotFound, OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
-from silt.journal.record import STAGED_DELETED_AT, is_journal_key, parse_record_key, staged_key_deleted_at
+from silt.journal.record import (
+    STAGED_ADMISSION,
+    STAGED_DELETED_AT,
+    is_journal_key,
+    parse_record_key,
+    staged_key_deleted_at,
+)
 from silt.journal.store import JournaledStore, journaled, raw_store
 from silt.kv import Store
 from silt.kv.conditional import delete_current
@@ -49,7 +55,7 @@ GUARD_PREFIX = b"guard/"
 # CLOSED sorts after OPEN: on a Cassandra whose compare-and-sets of one millisecond carry one
 # write time (before 2.2), the larger value is kept, and a close must win over the open it
 # was ordered after.
-ADMISSION = GUARD_PREFIX
+ADMISSION = STAGED_ADMISSION
 OPEN = b"1 open"
 CLOSED = b"2 closed"
 # A guard's value: the logical timestamp of the write it admitted, then the staged value, whose
@@ -328,17 +334,7 @@ class StagingStore:
         token, and a conditional writer whose compare-and-set succeeded knows its write is in
         whatever was built from the token (or still in the token)."""
         partition = token.encode()
-        for _ in range(_CLOSE_ATTEMPTS):
-            admission, closed = self._admission(partition)
-            if closed:
-                break
-            try:
-                self.kv.set_if(partition, ADMISSION, CLOSED, admission)
-                break
-            except (PredicateFailed, OutcomeUnknown):
-                continue  # a writer got in (or the outcome is unknown): read and close again
-        else:
-            raise Aborted(f"closing staging token {token!r} raced with conditional writers {_CLOSE_ATTEMPTS} times")
+        self._close_admission(token)
         for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX)):
             if guard.key == ADMISSION:
                 continue
@@ -348,6 +344,20 @@ class StagingStore:
                 admitted_with = _decode_guard(guard.value)[2]
                 rows += [row for other in admitted_with if (row := self._unfinished(partition, other)) is not None]
                 self.kv.apply(partition, [(k, v) for k, v, _ in rows], timestamp=tuple(at for _, _, at in rows))
+
+    def _close_admission(self, token: StagingToken) -> None:
+        """Set token's ADMISSION row CLOSED (it stays so: nothing writes it afterwards)."""
+        partition = token.encode()
+        for _ in range(_CLOSE_ATTEMPTS):
+            admission, closed = self._admission(partition)
+            if closed:
+                return
+            try:
+                self.kv.set_if(partition, ADMISSION, CLOSED, admission)
+                return
+            except (PredicateFailed, OutcomeUnknown):
+                continue  # a writer got in (or the outcome is unknown): read and close again
+        raise Aborted(f"closing staging token {token!r} raced with conditional writers {_CLOSE_ATTEMPTS} times")
 
     def fence(self, token: StagingToken, reads: Sequence[tuple[bytes, Staged]]) -> None:
         """Set the guard of each (key, read) in token, a sealed token its writer judged the key
@@ -511,9 +521,14 @@ class StagingStore:
         """
         raw = raw_store(self.kv)
         partition = token.encode()
+        # Closed, never deleted: a late conditional writer that read the token while it still
+        # admitted writes (ADMISSION absent or OPEN) must find its compare-and-set refused, not
+        # land in a token nothing reads and be taken for a write that stood.
+        self._close_admission(token)
         # Guards before values, as drop_key; by compare-and-set, as they are written.
         for guard in list(scan_prefix(raw, partition, GUARD_PREFIX)):
-            delete_current(raw, partition, guard.key)
+            if guard.key != ADMISSION:
+                delete_current(raw, partition, guard.key)
         # Values are written at their logical timestamps, which may be ahead of any clock here or
         # on Cassandra's coordinator: each list of them is deleted at a write time past all of
         # their stamps, or the deletes would be no-ops. The deletion marks (the partition's and

@@ -38,6 +38,10 @@ def staged_key_deleted_at(key: bytes) -> bytes:
 
 # Conditional staging writers' guards (`guard/<object key>` in a staging-token partition).
 GUARD_KIND = "staging_guard"
+# The guard of the empty object key: whether the token admits conditional writes (its
+# ADMISSION row, engine/core/staging.py). Kept, closed, when the token is dropped, so that a
+# stale conditional writer cannot land in it; deleted by the shipper once no writer can.
+STAGED_ADMISSION = b"guard/"
 
 # Keys of the `graveler` partition and of a repository partition, by prefix, most specific first.
 _KINDS_BY_PREFIX: tuple[tuple[bytes, str], ...] = (

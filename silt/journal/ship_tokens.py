@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from silt.errors import NotFound, PredicateFailed, Unavailable
@@ -115,10 +115,11 @@ class ShippedTokens:
             token = entry.key[len(TOKEN_PREFIX) :].decode("utf-8", "surrogateescape")
             yield SavedToken(token, _parse(entry.value) or 0.0)
 
-    def forget_if_unused(self, token: str, now: float) -> bool:
+    def forget_if_unused(self, token: str, now: float, before_forget: Callable[[], object] | None = None) -> bool:
         """Delete token from the list if it has been out of use long enough (the caller found its
         partition empty); whether it is gone. Conditional on the time judged: a save that came
-        in between keeps it."""
+        in between keeps it. before_forget runs first, once the grace has passed: what may
+        be done to the partition only when no stale writer can reach it any more."""
         key = _key(token)
         try:
             current = self._kv.get(self.partition, key)
@@ -127,6 +128,8 @@ class ShippedTokens:
         seen = _parse(current.value)
         if seen is None or now - seen < TOKEN_GRACE_SECONDS + REFRESH_SECONDS:
             return False
+        if before_forget is not None:
+            before_forget()
         try:
             self._kv.apply(self.partition, [], [key], condition=(key, current.predicate))
         except PredicateFailed:

@@ -32,6 +32,7 @@ journaled store, and the shipper's own keys must not be journaled.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -49,10 +50,11 @@ from silt.journal.batch import ShippedRecord, batch_key, encode_batch
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import unwrap
 from silt.journal.mac import sign
-from silt.journal.record import JOURNAL_PREFIX, decode_record
+from silt.journal.record import JOURNAL_PREFIX, STAGED_ADMISSION, decode_record
 from silt.journal.ship_deleted import DeletedRepositories, Swept, drop_saved_tokens
 from silt.journal.ship_tokens import TOKEN_GRACE_SECONDS, ShippedTokens
 from silt.journal.v1.journal_pb2 import Record
+from silt.kv.conditional import delete_current
 from silt.kv.store import MAX_APPLY_ROWS, Store, scan_prefix
 
 log = logging.getLogger(__name__)
@@ -155,7 +157,13 @@ class Shipper:
                 else:
                     # Empty: forgotten once the grace period since it was last in use has
                     # passed (a stale writer's row may still land in it until then).
-                    tokens.forget_if_unused(saved.token, self._clock())
+                    # Its closed admission row goes then too: no stale conditional writer can
+                    # reach the token any more, and nothing else is left in it.
+                    tokens.forget_if_unused(
+                        saved.token,
+                        self._clock(),
+                        before_forget=functools.partial(delete_current, self._kv, saved.partition, STAGED_ADMISSION),
+                    )
             self._step("tokens saved")
         finally:
             # Also after a round that failed part-way: its saves so far may outlive the repository.

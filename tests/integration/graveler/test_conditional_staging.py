@@ -335,3 +335,30 @@ def test_a_conditional_write_whose_token_a_commit_closed_under_it_is_committed_a
     assert seen["b"] == "ok"
     assert env.etag(repo, seen["commit"], "k") == "a"
     assert env.etag(repo, "main", "k") == "b"
+
+
+def test_a_late_conditional_writer_of_a_dropped_token_is_refused(
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judged the key in token T (which had admitted no conditional write yet); before its
+    compare-and-set, a reset of the uncommitted changes drops T, and B writes over the same
+    value in the new token. A dropped token stays closed to conditional writers, so A's
+    compare-and-set is refused and A, judged again on B's value, is refused: A's write never
+    lands where nothing reads it, to be taken for one that stood."""
+    repo = env.new_repo("dropped")
+    assert _stage(env, repo, "k", "v0", if_absent=True) == "ok"
+    env.commit(repo, "main")
+    env.put(repo, "main", "other", "x")  # the reset has something to drop
+    token = _token(env, repo)
+    outcomes: dict[str, str] = {}
+
+    def between() -> None:
+        env.stub.ResetBranch(api.ResetBranchRequest(repository=repo, branch="main", all=True))
+        assert _token(env, repo) != token
+        env.graveler.staging.drop(token)  # the cleaner's work, done now
+        outcomes["b"] = _stage(env, repo, "k", "b", if_match_etag="v0")
+
+    Between(env, monkeypatch, "guard", between)
+    outcomes["a"] = _stage(env, repo, "k", "a", if_match_etag="v0")
+    assert outcomes == {"a": "FAILED_PRECONDITION", "b": "ok"}
+    assert env.etag(repo, "main", "k") == "b"

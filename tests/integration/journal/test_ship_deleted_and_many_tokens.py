@@ -23,8 +23,9 @@ from silt.journal.batch import decode_batch, position
 from silt.journal.bucket import JournalBucket
 from silt.journal.context import journal_context, note_repository_partition
 from silt.journal.envelope import wrap
-from silt.journal.record import JOURNAL_PREFIX, decode_record, record_key
+from silt.journal.record import JOURNAL_PREFIX, STAGED_ADMISSION, decode_record, record_key
 from silt.journal.ship_deleted import SAFETY_SECONDS
+from silt.journal.ship_tokens import REFRESH_SECONDS
 from silt.journal.shipper import TOKEN_GRACE_SECONDS, Shipper, ShipResult
 from silt.journal.v1.journal_pb2 import Change, Record
 from silt.kv.mem import MemStore
@@ -96,6 +97,32 @@ def test_a_token_beyond_ten_thousand_saved_ones_is_still_shipped(tmp_path: Path)
     assert shipped.records == 1, "a token the saved list dropped was never scanned again"
     assert journal_rows(kv, oldest.encode()) == []
     assert shipped_positions(adapter, namespace) == {position(late)}
+
+
+def test_a_dropped_tokens_closed_admission_row_goes_once_no_stale_writer_can_reach_it(tmp_path: Path) -> None:
+    """A dropped token keeps its admission row, closed, so that a stale conditional writer
+    cannot land in it (engine/core/staging.py); the shipper deletes the row when it forgets
+    the token, after the grace that outlasts any writer's deadline, and not before."""
+    kv = MemStore()
+    adapter = LocalAdapter(tmp_path / "data")
+    name, unique_id = "closed", "c" * 32
+    partition = f"{name}-{unique_id}"
+    repository = pb.Repository(
+        name=name, storage_namespace=f"local://{name}", default_branch="main", unique_id=unique_id
+    )
+    kv.set(b"graveler", b"repos/" + name.encode(), wrap(1, repository.SerializeToString()))
+    branch = pb.Branch(name="main", commit_id="c0", staging_token=f"{partition}_main_{1:032x}")
+    kv.set(partition.encode(), b"branches/main", wrap(2, branch.SerializeToString()))
+    dropped = f"{partition}_main_{2:032x}"
+    kv.set(partition.encode(), b"journal_ship/tokens", json.dumps({dropped: NOW - 60}).encode())
+    kv.set(dropped.encode(), STAGED_ADMISSION, b"2 closed")
+
+    clock = [NOW]
+    Shipper(kv, adapter, hmac_key=JOURNAL_KEY, clock=lambda: clock[0]).ship(name)
+    assert [entry.key for entry in kv.scan(dropped.encode())] == [STAGED_ADMISSION]
+    clock[0] = NOW + TOKEN_GRACE_SECONDS + REFRESH_SECONDS
+    Shipper(kv, adapter, hmac_key=JOURNAL_KEY, clock=lambda: clock[0]).ship(name)
+    assert list(kv.scan(dropped.encode())) == []
 
 
 # --- deleted repositories ----------------------------------------------------------------
