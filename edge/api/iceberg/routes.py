@@ -639,9 +639,9 @@ async def register_table(ctx: Ctx, request: Request, namespace: str, prefix: str
     return _result(where, key, stored.value)
 
 
-@_route("POST", "tables/rename", status=204)
-async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response:
-    body = await _json(request)
+def rename_parties(prefix: str, body: dict[str, Any], what: str) -> tuple[Where, str, Where, str]:
+    """A rename request's source and destination (where and name each), both in one
+    repository and ref."""
     try:
         source, destination = body["source"], body["destination"]
         from_where, from_name = _where(prefix, source["namespace"]), _valid_level(source["name"])
@@ -649,7 +649,13 @@ async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response
     except (KeyError, TypeError):
         raise bad_request("rename takes a source and a destination, each a namespace and a name") from None
     if (from_where.repository, from_where.ref) != (to_where.repository, to_where.ref):
-        raise bad_request("a table is renamed within one repository and ref")
+        raise bad_request(f"{what} is renamed within one repository and ref")
+    return from_where, from_name, to_where, to_name
+
+
+@_route("POST", "tables/rename", status=204)
+async def rename_table(ctx: Ctx, request: Request, prefix: str = "") -> Response:
+    from_where, from_name, to_where, to_name = rename_parties(prefix, await _json(request), "a table")
     # A rename takes the table away from its name and gives it another.
     await grants.on_table(ctx, a.CATALOG_DELETE_TABLE, from_where, from_name)
     await grants.on_table(ctx, a.CATALOG_CREATE_TABLE, to_where, to_name)

@@ -39,8 +39,8 @@ from edge.api.iceberg.routes import (
     _route,
     _through_ref,
     _valid_level,
-    _where,
     metadata_location_key,
+    rename_parties,
     view_exists_error,
 )
 from edge.api.iceberg.store import VIEW_POINTER, Conflict, Objects, OutcomeUnknown, RefGone, Replacement, Stored, Where
@@ -250,15 +250,7 @@ async def register_view(ctx: Ctx, request: Request, namespace: str, prefix: str 
 
 @_route("POST", "views/rename", status=204, on=router)
 async def rename_view(ctx: Ctx, request: Request, prefix: str = "") -> Response:
-    body = await _json(request)
-    try:
-        source, destination = body["source"], body["destination"]
-        from_where, from_name = _where(prefix, source["namespace"]), _valid_level(source["name"])
-        to_where, to_name = _where(prefix, destination["namespace"]), _valid_level(destination["name"])
-    except (KeyError, TypeError):
-        raise bad_request("rename takes a source and a destination, each a namespace and a name") from None
-    if (from_where.repository, from_where.ref) != (to_where.repository, to_where.ref):
-        raise bad_request("a view is renamed within one repository and ref")
+    from_where, from_name, to_where, to_name = rename_parties(prefix, await _json(request), "a view")
     await grants.on_view(ctx, a.CATALOG_DELETE_VIEW, from_where, from_name)
     await grants.on_view(ctx, a.CATALOG_CREATE_VIEW, to_where, to_name)
     objects = Objects(ctx)
