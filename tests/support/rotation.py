@@ -83,6 +83,10 @@ ESTIMATES: dict[str, float] = {
     # The model test's longer searches (30 and 10 sequences): 107 s and 57 s on a busy 2-core machine.
     f"{_M}_on_cassandra": 130.0,
     f"{_M}_on_a_cluster": 80.0,
+    # Spark 3.5 with Iceberg's runtime, in the module's Spark session: 20 and 10 s on a quiet
+    # machine, 21 s cold beside the other leg (2026-11-28) for the second.
+    "tests/e2e/iceberg/test_spark_iceberg.py::test_branch_isolation_merge_into_and_a_read_only_tag": 40.0,
+    "tests/e2e/iceberg/test_spark_iceberg.py::test_spark_reads_a_table_combined_by_merges": 25.0,
     # The shipper killed at every step boundary: 28 scenarios against `make test`'s 18.
     **{
         f"{_S}[{kv}-{after}-every-boundary]": s
