@@ -48,10 +48,11 @@ GUARD_PREFIX = b"guard/"
 # The guard of the empty object key (no object key is empty): whether the token admits
 # conditional writes. Every conditional writer's compare-and-set writes it OPEN, on condition
 # that it is as the writer read it (absent or OPEN; concurrent writers of other keys write the
-# same value and so never fail each other). A commit or compaction about to read a sealed token
+# same value and so never fail each other). Whoever builds from a sealed token or drops it
 # sets it CLOSED first (StagingStore.close), so no conditional write is admitted into the token
-# afterwards, and finishes the ones admitted before. Written and deleted as guards are (by
-# compare-and-set), and skipped wherever guards are read as writes.
+# afterwards, and finishes the ones admitted before. Written by compare-and-set, as guards are,
+# and skipped wherever guards are read as writes; a dropped token keeps it CLOSED until the
+# journal shipper forgets the token, after a grace no writer's deadline outlasts.
 # CLOSED sorts after OPEN: on a Cassandra whose compare-and-sets of one millisecond carry one
 # write time (before 2.2), the larger value is kept, and a close must win over the open it
 # was ordered after.
