@@ -484,6 +484,37 @@ async def _write_table(
     return key, etag
 
 
+async def list_identifiers(
+    ctx: Ctx,
+    action: str,
+    prefix: str,
+    namespace: str,
+    page_token: str,
+    page_size: int | None,
+    pointer_key: Callable[[Where, str], str],
+) -> dict[str, Any]:
+    """One page of a namespace's live tables or views (whichever pointer_key names): the spec's
+    listTables and listViews answer alike, a child being listed only while its pointer is live."""
+    limit = _page_size(page_size)
+    where = _parse_namespace(prefix, namespace)
+    await grants.on_namespace(ctx, action, where)
+    objects = Objects(ctx)
+    await _namespace(objects, where)
+    identifiers: list[dict[str, Any]] = []
+    last = ""
+    async for name in objects.children(where, where.key, after=page_token):
+        if _live(await objects.read_json(where, pointer_key(where, name))):
+            if len(identifiers) == limit:
+                return {"identifiers": identifiers, "next-page-token": last}
+            identifiers.append({"namespace": _names(where, prefix), "name": name})
+            last = name
+    return {"identifiers": identifiers, "next-page-token": None}
+
+
+def _table_pointer_key(where: Where, name: str) -> str:
+    return where.table_key(name) + TABLE_POINTER
+
+
 @_route("GET", "namespaces/{namespace}/tables")
 async def list_tables(
     ctx: Ctx,
@@ -492,20 +523,9 @@ async def list_tables(
     page_token: Annotated[str, Query(alias="pageToken")] = "",
     page_size: Annotated[int | None, Query(alias="pageSize")] = None,
 ) -> dict[str, Any]:
-    limit = _page_size(page_size)
-    where = _parse_namespace(prefix, namespace)
-    await grants.on_namespace(ctx, a.CATALOG_LIST_TABLES, where)
-    objects = Objects(ctx)
-    await _namespace(objects, where)
-    identifiers: list[dict[str, Any]] = []
-    last = ""
-    async for name in objects.children(where, where.key, after=page_token):
-        if _live(await objects.read_json(where, where.table_key(name) + TABLE_POINTER)):
-            if len(identifiers) == limit:
-                return {"identifiers": identifiers, "next-page-token": last}
-            identifiers.append({"namespace": _names(where, prefix), "name": name})
-            last = name
-    return {"identifiers": identifiers, "next-page-token": None}
+    return await list_identifiers(
+        ctx, a.CATALOG_LIST_TABLES, prefix, namespace, page_token, page_size, _table_pointer_key
+    )
 
 
 @_route("POST", "namespaces/{namespace}/tables")

@@ -31,14 +31,13 @@ from edge.api.iceberg.routes import (
     _dotted,
     _json,
     _live,
-    _names,
     _namespace,
-    _page_size,
     _parse_namespace,
     _read_pointer,
     _route,
     _through_ref,
     _valid_level,
+    list_identifiers,
     metadata_location_key,
     rename_parties,
     view_exists_error,
@@ -144,20 +143,7 @@ async def list_views(
     page_token: Annotated[str, Query(alias="pageToken")] = "",
     page_size: Annotated[int | None, Query(alias="pageSize")] = None,
 ) -> dict[str, Any]:
-    limit = _page_size(page_size)
-    where = _parse_namespace(prefix, namespace)
-    await grants.on_namespace(ctx, a.CATALOG_LIST_VIEWS, where)
-    objects = Objects(ctx)
-    await _namespace(objects, where)
-    identifiers: list[dict[str, Any]] = []
-    last = ""
-    async for name in objects.children(where, where.key, after=page_token):
-        if _live(await objects.read_json(where, _pointer_key(where, name))):
-            if len(identifiers) == limit:
-                return {"identifiers": identifiers, "next-page-token": last}
-            identifiers.append({"namespace": _names(where, prefix), "name": name})
-            last = name
-    return {"identifiers": identifiers, "next-page-token": None}
+    return await list_identifiers(ctx, a.CATALOG_LIST_VIEWS, prefix, namespace, page_token, page_size, _pointer_key)
 
 
 @_route("POST", "namespaces/{namespace}/views", on=router)
