@@ -63,6 +63,10 @@ CLOSED = b"2 closed"
 # admitted_over names the guard it replaced: _guard_id of that guard's value, or _NO_GUARD.
 _GUARD_TIMESTAMP = struct.Struct(">Q")
 _NO_GUARD = b"\x00"
+# Guards a guard names of its line (StagedValue.admitted_over and lineage): how many writers of
+# one key may go after a writer whose compare-and-set outcome was lost before it can no longer
+# tell whether its own applied. 16 bytes each.
+_LINEAGE = 16
 log = logging.getLogger(__name__)
 # A staged value's first bytes as stored: its precedence field (StagedValue.precedence, tag 15
 # varint), written before every other field. Two writes of a key at one stamp are a blind write
@@ -324,7 +328,24 @@ class StagingStore:
         conditions = [(GUARD_PREFIX + key, read.guard) for key, _, read in writes]
         # The keys were read one after another: the last read of the admission row is the newest.
         admission = writes[-1][2].admission
-        self.kv.apply(partition, [*guards, (ADMISSION, OPEN)], condition=AllOf([*conditions, (ADMISSION, admission)]))
+        try:
+            self.kv.apply(
+                partition, [*guards, (ADMISSION, OPEN)], condition=AllOf([*conditions, (ADMISSION, admission)])
+            )
+        except OutcomeUnknown as unknown:
+            # One compare-and-set wrote every guard or none: any key whose line tells, tells.
+            if not self._guards_landed(
+                partition,
+                [(key, guard, read) for (key, _, read), (_, guard) in zip(writes, guards, strict=True)],
+                unknown,
+            ):
+                log.warning(
+                    "conditional staging write of %d keys: %s; the guards show it did not apply", len(writes), unknown
+                )
+                raise PredicateFailed(
+                    "conditional staging write of several keys: another writer got in first"
+                ) from None
+            log.warning("conditional staging write of %d keys: %s; the guards show it applied", len(writes), unknown)
         values = [(KEY_PREFIX + key, _encode(value, _CONDITIONAL)) for key, value, _ in writes]
         self.kv.apply(partition, values, timestamp=tuple(stamps))
 
@@ -389,28 +410,41 @@ class StagingStore:
 
         The store's read-back at SERIAL has finished any Paxos round in flight and found another
         writer's guard, so ours either applied before that writer's or never will. Every guard
-        names the guard it was admitted over (admitted_over), and guards never repeat (each holds
-        its write's stamp and a value at a fresh physical address): a guard admitted over ours
-        proves ours applied; one admitted over the guard we judged proves ours did not (both
-        compared against it and theirs won). When we judged no guard, "admitted over none" could
-        also follow a deletion of our guard since (drop_key); a deleter marks the key's deletion
-        stamped past every guard it read, so a mark no newer than our judgement rules that out.
-        Anything else (a third writer in between, a guard deleted, guards from before
-        admitted_over) is undecidable."""
+        names the line of guards it was admitted over (admitted_over and lineage, newest first,
+        _LINEAGE of them), each admitted over the one before by a compare-and-set, and guards
+        never repeat (each holds its write's stamp and a value at a fresh physical address): ours
+        in the current guard's line proves ours applied; the guard we judged in it without ours
+        proves ours did not (the guard after it compared against it and won). When we judged no
+        guard, a line reaching a guard admitted over none could also follow a deletion of our
+        guard since (drop_key); a deleter marks the key's deletion stamped past every guard it
+        read, so a mark no newer than our judgement rules that out. Anything else (more writers
+        in between than a line holds, a guard deleted, guards from before lines) is undecidable."""
         try:
             current = self.kv.get(partition, GUARD_PREFIX + key).value
         except NotFound:
             raise unknown from None
         if current == guard:
             return True
-        over = _admitted_over(current)
-        if over and over == _guard_id(guard):
+        line = _lineage(current)
+        if _guard_id(guard) in line:
             return True
         if read.guard_value is not None:
-            if over and over == _guard_id(read.guard_value):
+            if _guard_id(read.guard_value) in line:
                 return False
-        elif over == _NO_GUARD and self._not_deleted_since(partition, key, read.judged_at):
+        elif _NO_GUARD in line and self._not_deleted_since(partition, key, read.judged_at):
             return False
+        raise unknown
+
+    def _guards_landed(
+        self, partition: bytes, guards: Sequence[tuple[bytes, bytes, Staged]], unknown: OutcomeUnknown
+    ) -> bool:
+        """_guard_landed for guards written by one compare-and-set: the first key whose guard
+        line tells whether it applied answers for all; unknown when none does."""
+        for key, guard, read in guards:
+            try:
+                return self._guard_landed(partition, key, guard, read, unknown)
+            except OutcomeUnknown:
+                continue
         raise unknown
 
     def _not_deleted_since(self, partition: bytes, key: bytes, judged_at: int | None) -> bool:
@@ -617,8 +651,31 @@ def _encode_guard(at: int, value: Value, replaced: bytes | None, admitted_with: 
     record = pb.StagedValue(
         identity=value.identity, data=value.data, tombstone=value.tombstone, admitted_with=admitted_with
     )
-    record.admitted_over = _NO_GUARD if replaced is None else _guard_id(replaced)
+    _link(record, replaced)
     return _GUARD_TIMESTAMP.pack(at) + _CONDITIONAL + record.SerializeToString()
+
+
+def _link(record: pb.StagedValue, replaced: bytes | None) -> None:
+    """Name in record the guard it replaces (None: none) and that guard's own line, cut to
+    _LINEAGE guards: a writer whose compare-and-set outcome was lost reads it (_guard_landed)."""
+    if replaced is None:
+        record.admitted_over = _NO_GUARD
+        return
+    record.admitted_over = _guard_id(replaced)
+    before = _lineage(replaced)
+    record.lineage.extend(before[: _LINEAGE - 1])
+
+
+def _lineage(guard: bytes) -> list[bytes]:
+    """The guards guard was admitted over, newest first, as far as it names them (ending with
+    _NO_GUARD when that reaches a guard admitted over none); empty for a guard from before."""
+    record = pb.StagedValue()
+    record.ParseFromString(guard[_GUARD_TIMESTAMP.size :])
+    if not record.admitted_over:
+        return []
+    if record.admitted_over == _NO_GUARD:
+        return [_NO_GUARD]
+    return [record.admitted_over, *record.lineage]
 
 
 def _encode_fence(replaced: bytes | None) -> bytes:
@@ -630,19 +687,13 @@ def _encode_fence(replaced: bytes | None) -> bytes:
     value is kept, and a fence that lost to the guard it was ordered after would let that
     guard's late writer in again."""
     record = pb.StagedValue(identity=uuid.uuid4().bytes, fence=True)
-    record.admitted_over = _NO_GUARD if replaced is None else _guard_id(replaced)
+    _link(record, replaced)
     at = 1 if replaced is None else _GUARD_TIMESTAMP.unpack_from(replaced)[0] + 1
     return _GUARD_TIMESTAMP.pack(at) + _CONDITIONAL + record.SerializeToString()
 
 
 def _guard_id(guard: bytes) -> bytes:
     return hashlib.sha256(guard).digest()[:16]
-
-
-def _admitted_over(guard: bytes) -> bytes:
-    record = pb.StagedValue()
-    record.ParseFromString(guard[_GUARD_TIMESTAMP.size :])
-    return record.admitted_over
 
 
 def _decode_guard(data: bytes) -> tuple[int, Value, list[bytes], bool]:

@@ -7,10 +7,12 @@ writer's step run before the raise."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from engine.core.model import StagingToken
-from engine.core.staging import StagingStore
+from engine.core.staging import _LINEAGE, StagingStore
 from engine.core.values import Value
 from silt.errors import OutcomeUnknown, PredicateFailed
 from tests.unit.graveler.test_unknown_outcome import Doubtful
@@ -80,19 +82,90 @@ def test_a_create_whose_guard_was_dropped_before_another_create_stays_unknown() 
         stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
 
 
-def test_a_third_writer_in_between_leaves_it_unknown() -> None:
+def writers(stage: StagingStore, count: int) -> Callable[[], None]:
+    """count other conditional writers of KEY, one after another."""
+
+    def run() -> None:
+        for number in range(count):
+            write(stage, b"w%d" % number)
+
+    return run
+
+
+@pytest.mark.parametrize("after", [2, _LINEAGE])
+def test_writers_after_ours_show_ours_applied_as_far_as_a_guard_line_reaches(after: int) -> None:
+    store, stage = staging()
+    write(stage, b"old")
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = ["applied"]
+    store.between = writers(stage, after)
+    stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)  # settled: no error
+    assert staged(stage) == b"w%d" % (after - 1)
+
+
+@pytest.mark.parametrize("after", [2, _LINEAGE - 1])
+def test_writers_after_the_one_we_judged_show_ours_did_not_apply(after: int) -> None:
     store, stage = staging()
     write(stage, b"old")
     read = stage.read_for_write(TOKEN, KEY)
     store.script = ["lost"]
+    store.between = writers(stage, after)
+    with pytest.raises(PredicateFailed):
+        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
 
-    def two_writers() -> None:
-        write(stage, b"theirs")
-        write(stage, b"third")
 
-    store.between = two_writers
+def test_a_create_beaten_by_a_create_and_writers_after_it_did_not_apply() -> None:
+    store, stage = staging()
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = ["lost"]
+    store.between = writers(stage, 4)
+    with pytest.raises(PredicateFailed):
+        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+
+
+@pytest.mark.parametrize("script", ["applied", "lost"])
+def test_more_writers_in_between_than_a_guard_line_holds_leave_it_unknown(script: str) -> None:
+    store, stage = staging()
+    write(stage, b"old")
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = [script]
+    store.between = writers(stage, _LINEAGE + 1)
     with pytest.raises(OutcomeUnknown):
         stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+
+
+def test_a_fence_keeps_the_line_it_replaces() -> None:
+    # A fence set over our guard by a writer of a newer token, then read by us: ours applied.
+    store, stage = staging()
+    write(stage, b"old")
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = ["applied"]
+    store.between = lambda: stage.fence(TOKEN, [(KEY, stage.read_for_write(TOKEN, KEY))])
+    stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)  # settled: no error
+
+
+@pytest.mark.parametrize(("script", "applied"), [("applied", True), ("lost", False)])
+def test_a_write_of_several_keys_is_settled_by_any_key_whose_line_tells(script: str, applied: bool) -> None:
+    store, stage = staging()
+    other = b"j"
+    write(stage, b"old")
+    reads = [(KEY, stage.read_for_write(TOKEN, KEY)), (other, stage.read_for_write(TOKEN, other))]
+    store.script = [script]
+
+    # The first key's guard was deleted since (undecidable there); the second key tells.
+    def between() -> None:
+        stage.drop_key(TOKEN, KEY)
+        stage.set_if(TOKEN, other, Value(b"theirs", b"theirs"), stage.read_for_write(TOKEN, other))
+
+    store.between = between
+    writes = [(key, Value(b"ours" + key, b"ours"), read) for key, read in reads]
+    if applied:
+        stage.set_if_many(TOKEN, writes)
+        found = stage.get(TOKEN, other)
+        assert found is not None and found.identity == b"theirs"
+    else:
+        with pytest.raises(PredicateFailed):
+            stage.set_if_many(TOKEN, writes)
 
 
 def test_a_guard_deleted_since_leaves_it_unknown() -> None:
