@@ -75,6 +75,15 @@ class OutcomeUnknown(Unavailable):
     """
 
 
+class ResendRefused(OutcomeUnknown):
+    """An OutcomeUnknown of a compare-and-set sent again after a fault: the resend ran a round of
+    its own and did not apply (a condition failed), and the key it changes reads as it did
+    before the write. An earlier send still pending would have been finished by that round, or is
+    superseded by the commit that made the condition fail, so the write did not apply unless the
+    key's value came back since (a deleted key absent again): a caller that can rule that out
+    knows (engine/core/staging.py). Across gRPC it is a plain OutcomeUnknown."""
+
+
 class ConfigError(SiltError):
     """The configuration file or an environment override is invalid."""
 

@@ -28,7 +28,7 @@ from itertools import takewhile
 
 from engine.core.model import StagingToken
 from engine.core.values import Columns, KeyValue, Value
-from silt.errors import Aborted, NotFound, OutcomeUnknown, PredicateFailed
+from silt.errors import Aborted, NotFound, OutcomeUnknown, PredicateFailed, ResendRefused
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
 from silt.journal.record import (
@@ -417,14 +417,25 @@ class StagingStore:
         proves ours did not (the guard after it compared against it and won). When we judged no
         guard, a line reaching a guard admitted over none could also follow a deletion of our
         guard since (drop_key); a deleter marks the key's deletion stamped past every guard it
-        read, so a mark no newer than our judgement rules that out. Anything else (more writers
-        in between than a line holds, a guard deleted, guards from before lines) is undecidable."""
+        read, so a mark no newer than our judgement rules that out.
+
+        A resend refused with the guard still as ours read it (ResendRefused: the round it ran
+        would have finished an earlier send still pending, and the commit that made its
+        condition fail, such as a close of the token, supersedes one it did not see) did not
+        apply either: the guard ours judged is current, or, when ours judged none, there is
+        still none and no deletion since. Anything else (more writers in between than a line
+        holds, a guard deleted, guards from before lines) is undecidable."""
+        unchanged = isinstance(unknown, ResendRefused)
         try:
             current = self.kv.get(partition, GUARD_PREFIX + key).value
         except NotFound:
+            if unchanged and read.guard_value is None and self._not_deleted_since(partition, key, read.judged_at):
+                return False
             raise unknown from None
         if current == guard:
             return True
+        if unchanged and current == read.guard_value:
+            return False
         line = _lineage(current)
         if _guard_id(guard) in line:
             return True

@@ -105,6 +105,7 @@ from silt.errors import (
     NotFound,
     OutcomeUnknown,
     PredicateFailed,
+    ResendRefused,
     SiltError,
     Unavailable,
 )
@@ -790,7 +791,10 @@ class CassandraStore(Store):
             # coordinator was frozen, not dead, and woke up), or another writer got in.
             if self._resolve(op, change, None):
                 return
-            raise OutcomeUnknown(f"cassandra: {op} on {self._contacts}: outcome unknown after resending it")
+            raise ResendRefused(
+                f"cassandra: {op} on {self._contacts}: outcome unknown after resending it: the resend did not"
+                " apply and the key reads as before"
+            )
         raise OutcomeUnknown(
             f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been applied:"
             f" not applied after {_LWT_ATTEMPTS} attempts, each interrupted by a fault"

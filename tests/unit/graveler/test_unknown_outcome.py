@@ -13,7 +13,7 @@ from engine.core.commit_graph import descends_from
 from engine.core.deadline import Deadline
 from engine.core.refs import BranchRecord, RefManager, RepoHandle
 from engine.core.updater import REDO, UNKNOWN_SENDS, UNKNOWN_WALK, BranchUpdater, Raced, set_branch_if
-from silt.errors import OutcomeUnknown, PredicateFailed
+from silt.errors import OutcomeUnknown, PredicateFailed, ResendRefused
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.mem import MemStore
 from silt.kv.store import AllOf, Condition, Predicate, Timestamp
@@ -85,7 +85,9 @@ def test_past_the_bound_it_cannot_tell() -> None:
 
 class Doubtful(MemStore):
     """A MemStore whose set_ifs and conditional applies follow a script: "applied" (apply, then OutcomeUnknown), "lost"
-    (OutcomeUnknown, nothing written), "ok" (as MemStore); the script's end is "ok"."""
+    (OutcomeUnknown, nothing written), "refused" (ResendRefused, nothing written), "applied-refused" (apply, then
+    ResendRefused: what a store answers when the key reads as before by the time it checks), "ok" (as
+    MemStore); the script's end is "ok"."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -115,11 +117,13 @@ class Doubtful(MemStore):
         if step == "ok":
             write()
             return
-        if step == "applied":
+        if step in ("applied", "applied-refused"):
             write()
         if self.between is not None:
             between, self.between = self.between, None
             between()
+        if step in ("refused", "applied-refused"):
+            raise ResendRefused("test: a resend refused, the key as before")
         raise OutcomeUnknown("test: outcome unknown")
 
 

@@ -176,3 +176,44 @@ def test_a_guard_deleted_since_leaves_it_unknown() -> None:
     store.between = lambda: stage.drop_key(TOKEN, KEY)
     with pytest.raises(OutcomeUnknown):
         stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+
+
+def test_a_resend_refused_with_the_guard_as_judged_did_not_apply() -> None:
+    # The store's resend ran a round of its own and was refused (another condition of the write
+    # failed: a commit closed the token), and the guard is still the one ours judged.
+    store, stage = staging()
+    write(stage, b"old")
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = ["refused"]
+    with pytest.raises(PredicateFailed):
+        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+    assert staged(stage) == b"old"
+
+
+def test_a_plain_outcome_unknown_with_the_guard_as_judged_stays_unknown() -> None:
+    # No round ran after ours: a proposal of ours still pending may land later.
+    store, stage = staging()
+    write(stage, b"old")
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = ["lost"]
+    with pytest.raises(OutcomeUnknown):
+        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+
+
+def test_a_create_whose_resend_was_refused_with_no_guard_since_did_not_apply() -> None:
+    store, stage = staging()
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = ["refused"]
+    with pytest.raises(PredicateFailed):
+        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+
+
+def test_a_create_whose_resend_was_refused_after_a_deletion_of_the_key_stays_unknown() -> None:
+    # Ours applied and was dropped since (a reset of the object), so the key reads as before
+    # (no guard) when the store checks: the deletion mark tells it may have applied.
+    store, stage = staging()
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = ["applied-refused"]
+    store.between = lambda: stage.drop_key(TOKEN, KEY)
+    with pytest.raises(OutcomeUnknown):
+        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
