@@ -241,6 +241,12 @@ async def get_neutral_object(ctx: Context, head: bool = False) -> Response:
     await ctx.authorize_key(READ_OBJECT, repository, key)
     entry = await neutral_entry(ctx, repository, key)
     try:
+        if head:
+            # A HEAD reads no bytes: whether they are still there is asked of the store, so that
+            # HEAD and GET agree on a record whose bytes were collected.
+            namespace = await ctx.backend.namespace(repository)
+            ns, address = split_address(namespace, entry.physical_address)
+            await ctx.backend.run(ctx.backend.entry_reader(namespace, entry).stat, ns, address)
         return await serve_entry(ctx, repository, branch, key, entry, head)
     except NotFound:
         # Recorded, and its bytes collected since: no commit or staged entry held them.
