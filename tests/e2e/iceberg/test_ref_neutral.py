@@ -18,7 +18,7 @@ from tests.e2e.iceberg.test_catalog import SCHEMA, rows
 from tests.e2e.iceberg.test_merges import branch_off, commit, ok
 
 
-def _s3(stack: Stack) -> Any:
+def s3_client(stack: Stack) -> Any:
     assert stack.admin is not None
     return boto3.client(
         "s3",
@@ -67,7 +67,7 @@ def test_a_branch_reads_after_main_deletes_its_files(stack: Stack, repo: str, ca
     branch_off(stack, repo, "dev")
     # On main, the data files' keys go (as expire_snapshots with purge deletes them), one by its
     # branch form and one by its ref-neutral form, and main's change is committed.
-    s3 = _s3(stack)
+    s3 = s3_client(stack)
     files = sorted(_data_files(table))
     assert len(files) == 2 and all(path.startswith(f"s3://{repo}/@main/") for path in files)
     first, second = (path.removeprefix(f"s3://{repo}/@main/") for path in files)
