@@ -6,7 +6,7 @@ reads through that branch's current state, so deleting the branch, or the key on
 every table that kept the path (a merged table on main, a branch forked from main). The S3
 gateway's `@<branch>/<key>` form names the file instead: a write through it stages the key on
 the branch as any write does and records key -> entry here; a read through it reads the record,
-whatever any ref holds now (docs/design/kv.md, "Ref-neutral keys"; docs/gateway.md).
+whatever any ref holds now (docs/design/kv.md, "Ref-neutral keys"; docs/clients/s3.md).
 
 Partition `<repository>-<unique id>`, key `neutral/<object key>`, value NeutralEntry. Rules:
 

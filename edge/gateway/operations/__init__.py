@@ -84,7 +84,7 @@ def dispatch(ctx: Context) -> Handler:
         raise S3Error("MethodNotAllowed")
     if request.path.startswith(NEUTRAL_MARKER):
         # A ref-neutral address: reads by the key alone; everything else acts on the branch as
-        # `<branch>/<key>` would, a write also recording the key (docs/gateway.md).
+        # `<branch>/<key>` would, a write also recording the key (docs/clients/s3.md, "Ref-neutral addresses").
         branch, key = parse_neutral(request.path)
         if method in ("GET", "HEAD") and not request.has("uploadId"):
             return lambda c: objects.get_neutral_object(c, head=method == "HEAD")
