@@ -37,8 +37,9 @@ from dataclasses import dataclass
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from engine.core.physical_addresses import validate_physical_address
 from engine.core.refs import RepoHandle
-from engine.core.validation import validate_key
+from engine.core.validation import validate_entry_size, validate_key
 from silt.block.adapter import BlockAdapter
 from silt.errors import Aborted, ConditionFailed, InvalidArgument, NotFound, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
@@ -68,13 +69,18 @@ def _etag(entry: pb.Entry) -> str:
     return entry.etag.strip('"')
 
 
-def check_recordable(key: str, entry: pb.Entry) -> None:
+def check_recordable(repo: RepoHandle, key: str, entry: pb.Entry) -> None:
+    """InvalidArgument unless entry may be recorded for key: bytes inside the repository's
+    storage namespace (as every staged entry's are checked: never Silt's own `_silt/` tree), with
+    an ETag, the entry no larger than staging takes."""
     validate_key(key)
+    validate_entry_size(entry.ByteSize())
     address = entry.physical_address
     if not address or "://" in address:
         # A full URI is an imported or linked object outside the namespace: it may change or
         # vanish under the record, and its address would be handed to readers of the key.
         raise InvalidArgument(f"a ref-neutral key names bytes in the repository's storage namespace, not {address!r}")
+    validate_physical_address(address, repo.namespace)
     if not _etag(entry):
         raise InvalidArgument("a ref-neutral entry needs its ETag")
 
@@ -96,7 +102,7 @@ class NeutralKeys:
     def record(self, repo: RepoHandle, branch: str, key: str, entry: pb.Entry) -> Recorded:
         """Record key -> entry unless key is recorded already: then the recorded entry if it has
         entry's ETag (this entry if the recorded bytes are gone), ConditionFailed if not."""
-        check_recordable(key, entry)
+        check_recordable(repo, key, entry)
         row_key = neutral_key(key)
         row = pb.NeutralEntry(entry=entry, branch=branch)
         row.recorded.CopyFrom(_now())

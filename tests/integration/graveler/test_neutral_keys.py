@@ -99,10 +99,19 @@ def test_a_missing_branch_records_nothing(env: GravelerEnv) -> None:
 
 def test_only_addresses_in_the_namespace_are_recorded(env: GravelerEnv) -> None:
     repo = env.new_repo()
-    outside = pb.Entry(physical_address="s3://elsewhere/x", size=1, etag="e")
-    with pytest.raises(grpc.RpcError) as refused:
-        _stage(env, repo, "main", "k", outside)
-    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    for address in ("s3://elsewhere/x", f"local://{repo}/data/x", "_silt/metaranges/abc", "data/../_silt/x"):
+        entry = pb.Entry(physical_address=address, size=1, etag="e")
+        with pytest.raises(grpc.RpcError) as refused:
+            _stage(env, repo, "main", "k", entry)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        with pytest.raises(grpc.RpcError) as refused:
+            env.stub.RecordNeutralEntries(
+                api.RecordNeutralEntriesRequest(repository=repo, entries=[api.EntryInfo(key="k", entry=entry)])
+            )
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as missing:
+        _neutral(env, repo, "k")
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 def test_record_without_staging_and_first_conflict_named(env: GravelerEnv) -> None:
