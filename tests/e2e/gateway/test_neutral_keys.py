@@ -98,6 +98,15 @@ def test_multipart_upload_is_recorded(s3: Any, bucket: str) -> None:
     assert code(refused) == "PreconditionFailed"
 
 
+def test_copy_to_and_from_the_form(s3: Any, bucket: str) -> None:
+    s3.put_object(Bucket=bucket, Key="main/plain", Body=b"copied")
+    s3.copy_object(Bucket=bucket, Key="@main/db/copy", CopySource={"Bucket": bucket, "Key": "main/plain"})
+    s3.delete_object(Bucket=bucket, Key="main/db/copy")
+    assert s3.get_object(Bucket=bucket, Key="@x/db/copy")["Body"].read() == b"copied"  # recorded
+    s3.copy_object(Bucket=bucket, Key="main/again", CopySource={"Bucket": bucket, "Key": "@gone/db/copy"})
+    assert s3.get_object(Bucket=bucket, Key="main/again")["Body"].read() == b"copied"
+
+
 def test_collected_bytes_are_no_such_key(gw: GatewayStack, s3: Any, bucket: str) -> None:
     s3.put_object(Bucket=bucket, Key="@main/x/file", Body=b"soon gone")
     recorded = gw.graveler.GetNeutralEntry(api.GetNeutralEntryRequest(repository=bucket, key="x/file")).entry
