@@ -85,6 +85,18 @@ def check_recordable(repo: RepoHandle, key: str, entry: pb.Entry) -> None:
         raise InvalidArgument("a ref-neutral entry needs its ETag")
 
 
+def recorded_entry(kv: Store, repo: RepoHandle, key: str) -> pb.Entry:
+    """The entry recorded for key in repo, read from kv (graveler's, or an edge's read-only view
+    of it: a record is written once, so any read after its write sees it); NotFound
+    (what=object) if none is."""
+    validate_key(key)
+    try:
+        data = kv.get(repo.partition, neutral_key(key)).value
+    except NotFound:
+        raise NotFound(f"no ref-neutral key {key!r}", what="object") from None
+    return _decode(data).entry
+
+
 class NeutralKeys:
     def __init__(self, kv: Store, adapter: BlockAdapter) -> None:
         self._kv = kv
@@ -92,12 +104,7 @@ class NeutralKeys:
 
     def get(self, repo: RepoHandle, key: str) -> pb.Entry:
         """The entry recorded for key; NotFound (what=object) if none is."""
-        validate_key(key)
-        try:
-            data = self._kv.get(repo.partition, neutral_key(key)).value
-        except NotFound:
-            raise NotFound(f"no ref-neutral key {key!r}", what="object") from None
-        return _decode(data).entry
+        return recorded_entry(self._kv, repo, key)
 
     def record(self, repo: RepoHandle, branch: str, key: str, entry: pb.Entry) -> Recorded:
         """Record key -> entry unless key is recorded already: then the recorded entry if it has

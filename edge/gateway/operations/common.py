@@ -214,9 +214,7 @@ async def neutral_entry(ctx: Context, repository: str, key: str) -> pb.Entry:
     none is. The caller has authorized ReadObject on the key."""
     if not key:
         raise S3Error("NoSuchKey")
-    backend = ctx.backend
-    request = api.GetNeutralEntryRequest(repository=repository, key=key)
-    info = await backend.call(backend.graveler.GetNeutralEntry, request, "NoSuchKey")
+    info = await ctx.backend.neutral_entry(api.GetNeutralEntryRequest(repository=repository, key=key))
     return info.entry
 
 
