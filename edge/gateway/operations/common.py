@@ -218,6 +218,15 @@ async def neutral_entry(ctx: Context, repository: str, key: str) -> pb.Entry:
     return info.entry
 
 
+async def source_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.Entry:
+    """A copy source's entry (CopyObject, UploadPartCopy): at ref/key, or, for a ref-neutral
+    `@<branch>`, the record of key. The caller has authorized ReadObject on the key."""
+    if ref.startswith(NEUTRAL_MARKER):
+        parse_neutral(f"{ref}/{key}")
+        return await neutral_entry(ctx, repository, key)
+    return await stat_entry(ctx, repository, ref, key)
+
+
 @dataclass(frozen=True)
 class WriteCondition:
     """S3's conditional write headers (PutObject, CompleteMultipartUpload)."""

@@ -38,6 +38,7 @@ from edge.gateway.operations.common import (
     parse_xml,
     quoted_etag,
     repository_replaced,
+    source_entry,
     split_address,
     stage_request,
     stat_entry,
@@ -526,11 +527,7 @@ async def _copy_object(ctx: Context) -> Response:
     # graveler taking the entry means the source was read in that same repository, and its
     # address is one of that repository's namespace, not of one deleted since.
     read_in = (await ctx.backend.place(repository)).repository_id if src_repo == repository else ""
-    if src_ref.startswith(NEUTRAL_MARKER):
-        parse_neutral(src_ref + "/" + src_key)
-        source = await neutral_entry(ctx, src_repo, src_key)
-    else:
-        source = await stat_entry(ctx, src_repo, src_ref, src_key)
+    source = await source_entry(ctx, src_repo, src_ref, src_key)
     check_copy_source_conditions(ctx, source)
     await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=ref)
     object_key_required(ref, key)

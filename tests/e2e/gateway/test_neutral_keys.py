@@ -105,6 +105,17 @@ def test_copy_to_and_from_the_form(s3: Any, bucket: str) -> None:
     assert s3.get_object(Bucket=bucket, Key="@x/db/copy")["Body"].read() == b"copied"  # recorded
     s3.copy_object(Bucket=bucket, Key="main/again", CopySource={"Bucket": bucket, "Key": "@gone/db/copy"})
     assert s3.get_object(Bucket=bucket, Key="main/again")["Body"].read() == b"copied"
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="main/parts")["UploadId"]
+    part = s3.upload_part_copy(
+        Bucket=bucket,
+        Key="main/parts",
+        UploadId=upload,
+        PartNumber=1,
+        CopySource={"Bucket": bucket, "Key": "@x/db/copy"},
+    )
+    parts = [{"PartNumber": 1, "ETag": part["CopyPartResult"]["ETag"]}]
+    s3.complete_multipart_upload(Bucket=bucket, Key="main/parts", UploadId=upload, MultipartUpload={"Parts": parts})
+    assert s3.get_object(Bucket=bucket, Key="main/parts")["Body"].read() == b"copied"
 
 
 def test_collected_bytes_are_no_such_key(gw: GatewayStack, s3: Any, bucket: str) -> None:
