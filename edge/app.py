@@ -56,6 +56,10 @@ class SharedReads:
         assert self._engine is not None
         return self._engine.ListEntries(request, timeout=timeout)
 
+    def GetNeutralEntry(self, request: api.GetNeutralEntryRequest, *, timeout: float) -> api.EntryInfo:
+        assert self._engine is not None
+        return self._engine.GetNeutralEntry(request, timeout=timeout)
+
     def close(self) -> None:
         with self._lock:
             self._users -= 1

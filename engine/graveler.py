@@ -14,7 +14,8 @@
 * Retention (retention.py): garbage-collection rules and the export a GC run starts from;
 * PrepareTasks (gc_tasks.py): that export in the background, its status in KV;
 * LastAccess (last_access.py): the export a last-access run reads, and the expiries it asks for;
-* Cleaner (cleanup.py): background deletion of staged values nothing refers to.
+* Cleaner (cleanup.py): background deletion of staged values nothing refers to;
+* NeutralKeys (neutral_keys.py): each key's entry as first written through a ref-neutral address.
 
 Graveler's own methods are the operations that span components or carry logic of their own
 (a write checked against protection first, a branch or tag made from a resolved ref, a log);
@@ -72,12 +73,13 @@ from engine.features.imports.manager import Imports
 from engine.features.imports.runner import IngestRunner, InProcessRunner
 from engine.features.last_access import LastAccess
 from engine.features.lifecycle import DEFAULT_BRANCH, Lifecycle
+from engine.features.neutral_keys import MAX_RECORD_ENTRIES, NeutralKeys
 from engine.features.protection import COMMIT, Protection
 from engine.features.pulls import PullRequests
 from engine.features.refs_tasks import RefsTasks
 from engine.features.retention import Retention
 from silt.block.external import ExternalFiles
-from silt.errors import FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from silt.graveler.v1 import model_pb2 as pb
 from silt.journal.context import background_context
 from silt.journal.store import raw_store
@@ -196,6 +198,7 @@ class Graveler:
             self.checks,
         )
         self.refs_tasks = RefsTasks(kv, self.lifecycle)
+        self.neutral = NeutralKeys(kv, committed.adapter)
         # Drops a graveler asked for and did not finish (it was killed): done in the background.
         self.cleaner.resume()
 
@@ -534,12 +537,50 @@ class Graveler:
         *,
         repository_id: str = "",
         deadline: Deadline = NO_DEADLINE,
+        neutral: bool = False,
     ) -> None:
         """Stage entry at key; with a condition, only if it holds for the key's current value.
-        repository_id: the identity the caller wrote the entry's bytes under (see `_written_repo`)."""
+        repository_id: the identity the caller wrote the entry's bytes under (see `_written_repo`).
+        neutral: record key -> entry in the ref-neutral index first (create-only), and stage the
+        entry recorded (engine/features/neutral_keys.py)."""
         repo = self._written_repo(repository, repository_id, deadline)
         self.protection.check_direct_write(repo, branch_name, "writing an object")
-        self.entries.stage(repo, branch_name, key, entry, deadline, condition)
+        if not neutral:
+            self.entries.stage(repo, branch_name, key, entry, deadline, condition)
+            return
+        # What would refuse the staging is checked before anything is recorded: a refused write's
+        # bytes are deleted by its edge, and a record must not name them.
+        validate_key(key)
+        self.refs.get_branch(repo, branch_name)
+        deadline.check(f"recording {key!r}")
+        recorded = self.neutral.record(repo, branch_name, key, entry)
+        try:
+            self.entries.stage(repo, branch_name, key, recorded.entry, deadline, condition)
+        except (NotFound, FailedPrecondition, InvalidArgument) as exc:
+            if not recorded.created:
+                raise
+            # Refused after the record was made (the branch went meanwhile): answered as an
+            # outcome the edge may not act on, so it keeps the bytes the record names (garbage
+            # collection removes them if nothing stages them).
+            raise Unavailable(f"{key!r} was recorded but not staged ({exc}); retry") from exc
+
+    def record_neutral_entries(
+        self,
+        repository: str,
+        branch_name: str,
+        entries: Sequence[tuple[str, pb.Entry]],
+        *,
+        repository_id: str = "",
+        deadline: Deadline = NO_DEADLINE,
+    ) -> None:
+        """Record each (key, entry) in the ref-neutral index, in order, without staging it (a
+        merge stages them); ConditionFailed naming the first key recorded with other content."""
+        if len(entries) > MAX_RECORD_ENTRIES:
+            raise InvalidArgument(f"at most {MAX_RECORD_ENTRIES} entries per call, got {len(entries)}")
+        repo = self._written_repo(repository, repository_id, deadline)
+        for key, entry in entries:
+            deadline.check(f"recording {key!r}")
+            self.neutral.record(repo, branch_name, key, entry)
 
     def stage_entries(
         self,

@@ -27,6 +27,7 @@ from engine.core.refs import RefManager
 from engine.core.staging import StagingStore
 from engine.core.updater import BranchUpdater, RetryPolicy
 from engine.core.validation import validate_key
+from engine.features.neutral_keys import recorded_entry
 from silt.config import Config, DatabaseConfig
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.kv.store import Store
@@ -36,7 +37,7 @@ BRANCH_CACHE_SECONDS = 0.05
 
 
 class ReadEngine:
-    """StatEntry and ListEntries as graveler answers them, in this process."""
+    """StatEntry, ListEntries and GetNeutralEntry as graveler answers them, in this process."""
 
     def __init__(
         self,
@@ -66,6 +67,11 @@ class ReadEngine:
             repo, request.ref, request.prefix, request.delimiter, request.after, request.amount, deadline
         )
         return list_response(page)
+
+    def GetNeutralEntry(self, request: api.GetNeutralEntryRequest, *, timeout: float) -> api.EntryInfo:
+        deadline = Deadline.after(timeout, self._clock)
+        repo = self.refs.repository(request.repository, deadline)
+        return api.EntryInfo(key=request.key, entry=recorded_entry(self._kv, repo, request.key))
 
     def close(self) -> None:
         self._kv.close()

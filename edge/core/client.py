@@ -111,7 +111,7 @@ class Readable(Protocol):
 
 
 class EntryReads(Protocol):
-    """Graveler's StatEntry and ListEntries answered in the edge process from the KV store and the
+    """Graveler's StatEntry, ListEntries and GetNeutralEntry answered in the edge process from the KV store and the
     committed ranges (engine/reads.py, composed by edge/app.py): blocking, so they run
     in the client's threads; errors are silt.errors, as graveler's engine raises them."""
 
@@ -120,6 +120,10 @@ class EntryReads(Protocol):
     def ListEntries(
         self, request: graveler_pb2.ListEntriesRequest, *, timeout: float
     ) -> graveler_pb2.ListEntriesResponse: ...
+
+    def GetNeutralEntry(
+        self, request: graveler_pb2.GetNeutralEntryRequest, *, timeout: float
+    ) -> graveler_pb2.EntryInfo: ...
 
     def close(self) -> None: ...
 

@@ -14,7 +14,8 @@ acknowledged only when graveler's answer for it arrived, so an acknowledged writ
 (seed 000's first guarantee), and a write still counts as finished only once acknowledged, so a
 commit that started after it includes it.
 
-Conditional writes (If-None-Match, If-Match) are single calls: their outcome is their own.
+Conditional writes (If-None-Match, If-Match) and ref-neutral ones (whose key is recorded, create-only,
+before it is staged) are single calls: their outcome is their own.
 
 **Deadlines.** A write whose caller was answered DEADLINE_EXCEEDED must never land later (its
 caller may have deleted or rewritten the key since, acknowledged). So graveler is never given
@@ -147,7 +148,7 @@ class StageBatcher:
 
     async def StageEntry(self, request: api.StageEntryRequest, *, timeout: float) -> api.StageEntryResponse:
         deadline = self._clock() + timeout
-        if request.if_absent or request.if_match_etag:
+        if request.if_absent or request.if_match_etag or request.neutral:
             return await self._alone(request, deadline)
         # Writes for two incarnations of a repository's name never share a call: each names its own.
         key = (request.repository, request.branch, request.repository_id)

@@ -162,7 +162,14 @@ class Backend(EdgeClient):
         page: api.ListEntriesResponse = await self._read("ListEntries", request, not_found)
         return page
 
-    async def _read(self, method: Literal["StatEntry", "ListEntries"], request: Any, not_found: str) -> Any:
+    async def neutral_entry(self, request: api.GetNeutralEntryRequest) -> api.EntryInfo:
+        """GetNeutralEntry, read in this process when the edge composed a reader, else by a call."""
+        info: api.EntryInfo = await self._read("GetNeutralEntry", request, "NoSuchKey")
+        return info
+
+    async def _read(
+        self, method: Literal["StatEntry", "ListEntries", "GetNeutralEntry"], request: Any, not_found: str
+    ) -> Any:
         if self.reads is None:
             return await self.call(getattr(self.graveler, method), request, not_found)
         try:

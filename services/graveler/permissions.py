@@ -92,6 +92,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "DeleteEntry": (WRITE_REPO, "repository"),
     "DeleteEntries": (WRITE_REPO, "repository"),
     "ResolveRef": (READ_REPO, "repository"),
+    "GetNeutralEntry": (READ_REPO, "repository"),
+    "RecordNeutralEntries": (WRITE_REPO, "repository"),
     "Diff": (READ_REPO, "repository"),
     "DiffBranch": (READ_REPO, "repository"),
     "DiffSummary": (READ_REPO, "repository"),
@@ -231,6 +233,8 @@ EVERY_KEY: dict[str, tuple[str, Callable[[Any], bool] | None]] = {
     "StageEntriesIf": (WRITE_OBJECT, None),
     "DeleteEntry": (DELETE_OBJECT, None),
     "DeleteEntries": (DELETE_OBJECT, None),
+    "GetNeutralEntry": (READ_OBJECT, None),
+    "RecordNeutralEntries": (WRITE_OBJECT, None),
 }
 
 

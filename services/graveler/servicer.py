@@ -491,9 +491,26 @@ class GravelerServicer(HistoryHandlers, ImportHandlers, api_grpc.GravelerService
             condition,
             repository_id=request.repository_id,
             deadline=_deadline(context),
+            neutral=request.neutral,
         )
         metered.staged("put")
         return api.StageEntryResponse()
+
+    def GetNeutralEntry(self, request: api.GetNeutralEntryRequest, context: grpc.ServicerContext) -> api.EntryInfo:
+        repo, _ = self._repository(request.repository, context)
+        return api.EntryInfo(key=request.key, entry=self.g.neutral.get(repo, request.key))
+
+    def RecordNeutralEntries(
+        self, request: api.RecordNeutralEntriesRequest, context: grpc.ServicerContext
+    ) -> api.RecordNeutralEntriesResponse:
+        self.g.record_neutral_entries(
+            request.repository,
+            request.branch,
+            [(info.key, info.entry) for info in request.entries],
+            repository_id=request.repository_id,
+            deadline=_deadline(context),
+        )
+        return api.RecordNeutralEntriesResponse()
 
     def StageEntries(self, request: api.StageEntriesRequest, context: grpc.ServicerContext) -> api.StageEntriesResponse:
         deadline = _deadline(context)

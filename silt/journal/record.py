@@ -56,6 +56,7 @@ _KINDS_BY_PREFIX: tuple[tuple[bytes, str], ...] = (
     (b"actions/runs/", "action_run"),
     (b"gc/rules", "gc_rules"),
     (b"settings/", "settings"),
+    (b"neutral/", "neutral"),
     (b"key/", STAGED_KIND),
     (STAGED_DELETED_AT, STAGED_KIND),  # and every key's own mark under it
     (b"guard/", GUARD_KIND),

@@ -44,6 +44,8 @@ from edge.api.iceberg.store import (
     Replacement,
     Stored,
     Where,
+    metadata_location,
+    pointer_to,
 )
 from silt import iam_actions as a
 
@@ -368,7 +370,9 @@ async def _read_pointer(objects: Objects, where: Where, name: str) -> Stored | N
         raise no_such_namespace((where.repository, where.ref, *where.levels)) from None
 
 
-async def _claim(objects: Objects, where: Where, name: str, metadata_key: str) -> str:
+async def _claim(
+    objects: Objects, where: Where, name: str, metadata_key: str, value: dict[str, Any] | None = None
+) -> str:
     """Point a new table `name` at metadata_key: only if no table has the name (no pointer, or
     a tombstone still as read), as one conditional staging; AlreadyExistsException otherwise.
     Returns the pointer's ETag."""
@@ -380,7 +384,7 @@ async def _claim(objects: Objects, where: Where, name: str, metadata_key: str) -
     if await view_holds(objects, where, name):
         raise view_exists_error(where, name)
     pointer_key = where.table_key(name) + TABLE_POINTER
-    value = {"metadata-key": metadata_key}
+    value = value or {"metadata-key": metadata_key}
     try:
         if current is None:
             return await objects.write_json(where, pointer_key, value, if_absent=True)
@@ -419,33 +423,36 @@ WRITE_PATH_PROPERTIES = (
 )
 
 
-def _through_ref(where: Where, path: str) -> str:
+def _through_ref(where: Where, path: str, branch: bool = False) -> str:
     """path (an s3:// address) seen through where's ref: an address in where's repository
-    names that ref, whichever ref wrote it; any other address is left as it is."""
+    names that ref, whichever ref wrote it (`<ref>/...` or `@<branch>/...`); on a branch
+    (branch), in the ref-neutral form `@<branch>/...`, so that the files a client writes there
+    keep an address that outlives the branch. Any other address is left as it is."""
     head = f"s3://{where.repository}/"
     if not path.startswith(head):
         return path
     _, _, rest = path[len(head) :].partition("/")
-    return f"{head}{where.ref}/{rest}"
+    return where.neutral_location(rest) if branch else where.location(rest)
 
 
-def _served(where: Where, metadata: Metadata) -> Metadata:
+def _served(where: Where, metadata: Metadata, branch: bool) -> Metadata:
     """The metadata as served from where's ref: its location and its write paths in the
-    repository name that ref, so a client writes a branch's new files on that branch. What is
-    stored keeps the addresses as written; files the table already references (manifest lists,
-    manifests, data files) keep their absolute paths."""
-    served = {**metadata, "location": _through_ref(where, str(metadata.get("location", "")))}
+    repository name that ref, so a client writes a branch's new files on that branch (branch:
+    where's ref is one), through the ref-neutral form. What is stored keeps the addresses as
+    written; files the table already references (manifest lists, manifests, data files) keep
+    their absolute paths, the old form's included."""
+    served = {**metadata, "location": _through_ref(where, str(metadata.get("location", "")), branch)}
     properties = metadata.get("properties") or {}
     if any(name in properties for name in WRITE_PATH_PROPERTIES):
         served["properties"] = {
-            name: _through_ref(where, value) if name in WRITE_PATH_PROPERTIES else value
+            name: _through_ref(where, value, branch) if name in WRITE_PATH_PROPERTIES else value
             for name, value in properties.items()
         }
     return served
 
 
-def _result(where: Where, key: str, metadata: Metadata) -> dict[str, Any]:
-    return {"metadata-location": where.location(key), "metadata": _served(where, metadata), "config": {}}
+def _result(where: Where, location: str, metadata: Metadata, branch: bool) -> dict[str, Any]:
+    return {"metadata-location": location, "metadata": _served(where, metadata, branch), "config": {}}
 
 
 def _metadata_key(where: Where, name: str, metadata: Metadata) -> str:
@@ -457,12 +464,12 @@ async def _write_metadata(objects: Objects, where: Where, name: str, metadata: M
     """Write metadata as the table's next metadata file (its log naming base's); its key."""
     if base is not None:
         log = [*metadata.get("metadata-log", [])]
-        log.append(
-            {"metadata-file": where.location(base.metadata_key), "timestamp-ms": base.metadata["last-updated-ms"]}
-        )
+        previous = metadata_location(where, base.pointer.value, base.metadata_key)
+        log.append({"metadata-file": previous, "timestamp-ms": base.metadata["last-updated-ms"]})
         metadata = {**metadata, "metadata-log": log}
     key = _metadata_key(where, name, metadata)
-    await objects.write_json(where, key, metadata)
+    # Written once under a name of its own: recorded for its ref-neutral address too.
+    await objects.write_json(where, key, metadata, neutral=True)
     return key
 
 
@@ -473,8 +480,8 @@ async def _write_table(
     the one base read (or, for a new table, there is none): CommitFailedException otherwise."""
     key = await _write_metadata(objects, where, name, metadata, base)
     if base is None:
-        return key, await _claim(objects, where, name, key)
-    pointer = {"metadata-key": key}
+        return key, await _claim(objects, where, name, key, pointer_to(where, key))
+    pointer = pointer_to(where, key)
     try:
         etag = await objects.write_json(
             where, where.table_key(name) + TABLE_POINTER, pointer, if_match=base.pointer.etag
@@ -546,10 +553,10 @@ async def create_table(ctx: Ctx, request: Request, namespace: str, prefix: str =
     metadata = new_metadata(body, str(location))
     if body.get("stage-create"):
         # Nothing is written: the client's first commit (assert-create) creates the table.
-        return {"metadata": _served(where, metadata), "config": {}}
+        return {"metadata": _served(where, metadata, await objects.is_branch(where)), "config": {}}
     async with committed(request, ctx, where, "create table", _dotted(where, name), [where.table_key(name)]):
         key, _ = await _write_table(objects, where, name, metadata, None)
-    return _result(where, key, metadata)
+    return _result(where, where.neutral_location(key), metadata, True)
 
 
 @_route("GET", "namespaces/{namespace}/tables/{table}")
@@ -559,10 +566,12 @@ async def load_table(ctx: Ctx, namespace: str, table: str, prefix: str = "") -> 
     # NoSuchTable even where the namespace is missing, as the spec answers a load: Spark's Iceberg catalog
     # reads `db.t.snapshots` (and `db.t.branch_x`) as the table `snapshots` in the namespace `db.t`
     # first, and falls back to the metadata table only on NoSuchTable.
-    found = await _read_table(Objects(ctx), where, name)
+    objects = Objects(ctx)
+    found = await _read_table(objects, where, name)
     if found is None:
         raise no_such_table((where.repository, where.ref, *where.levels), name)
-    return _result(where, found.metadata_key, found.metadata)
+    location = metadata_location(where, found.pointer.value, found.metadata_key)
+    return _result(where, location, found.metadata, await objects.is_branch(where))
 
 
 @_route("HEAD", "namespaces/{namespace}/tables/{table}", status=204)
@@ -601,7 +610,7 @@ async def commit_table(ctx: Ctx, request: Request, namespace: str, table: str, p
     body = await _json(request)
     async with committed(request, ctx, where, "commit table", _dotted(where, name), [where.table_key(name)]):
         key, metadata = await _commit(Objects(ctx), where, name, body)
-    return {"metadata-location": where.location(key), "metadata": _served(where, metadata)}
+    return {"metadata-location": where.neutral_location(key), "metadata": _served(where, metadata, True)}
 
 
 @_route("DELETE", "namespaces/{namespace}/tables/{table}", status=204)
@@ -656,7 +665,7 @@ async def register_table(ctx: Ctx, request: Request, namespace: str, prefix: str
                 await objects.write_json(where, pointer_key, {"metadata-key": key}, if_match=existing.pointer.etag)
             except Conflict:
                 raise commit_failed(f"Commit failed: {name} was changed concurrently; retry") from None
-    return _result(where, key, stored.value)
+    return _result(where, where.location(key), stored.value, await objects.is_branch(where))
 
 
 def rename_parties(prefix: str, body: dict[str, Any], what: str) -> tuple[Where, str, Where, str]:
@@ -755,7 +764,7 @@ async def commit_transaction(ctx: Ctx, request: Request, prefix: str = "") -> Re
     moves: list[Replacement] = []
     for where, name, current, metadata in planned:
         key = await _write_metadata(objects, where, name, metadata, current)
-        moves.append(Replacement(where.table_key(name) + TABLE_POINTER, {"metadata-key": key}, current.pointer.etag))
+        moves.append(Replacement(where.table_key(name) + TABLE_POINTER, pointer_to(where, key), current.pointer.etag))
     names = ", ".join(_dotted(where, name) for where, name in targets)
     touched = [where.table_key(name) for where, name in targets]
     try:

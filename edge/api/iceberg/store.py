@@ -31,7 +31,7 @@ from edge.core.object_reads import read_whole
 from edge.core.object_writes import NoSuchBranch, NotABranch, ObjectWriteFailed, SourceBody
 from edge.core.write_outcome import certainly_not_applied
 from silt.block.adapter import PutResult
-from silt.errors import ConditionFailed, FailedPrecondition, NotFound, SiltError
+from silt.errors import ConditionFailed, FailedPrecondition, InvalidArgument, NotFound, SiltError
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from silt.iam_actions import DELETE_OBJECT, READ_OBJECT, WRITE_OBJECT
@@ -90,7 +90,33 @@ class Where:
         return f"{self.key}{name}/"
 
     def location(self, key: str) -> str:
+        """key's address through the ref: what the ref holds there now."""
         return f"s3://{self.repository}/{self.ref}/{key}"
+
+    def neutral_location(self, key: str) -> str:
+        """key's ref-neutral address (the ref a branch): the file written there through it, for
+        good, whatever becomes of the branch (the S3 gateway's `@<branch>/<key>`)."""
+        return f"s3://{self.repository}/@{self.ref}/{key}"
+
+
+def pointer_to(where: Where, key: str) -> dict[str, Any]:
+    """A table pointer naming the metadata file the catalog wrote at key on where's branch
+    (recorded for its ref-neutral address): the key, read through the ref, and that address,
+    which clients are given."""
+    return {"metadata-key": key, "metadata-location": where.neutral_location(key)}
+
+
+def metadata_location(where: Where, pointer: dict[str, Any], key: str) -> str:
+    """The address a table's current metadata file is served at: the ref-neutral one its
+    pointer records (a file the catalog wrote), else key through where's ref (a pointer written
+    before, registered or renamed: the file is on the ref now)."""
+    recorded = pointer.get("metadata-location")
+    head = f"s3://{where.repository}/@"
+    # Only an address of this key in this repository: a pointer is an object a branch's writers
+    # can write, and must not send readers elsewhere.
+    if isinstance(recorded, str) and recorded.startswith(head) and recorded[len(head) :].partition("/")[2] == key:
+        return recorded
+    return where.location(key)
 
 
 @dataclass(frozen=True)
@@ -123,6 +149,21 @@ class Objects:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        self._branches: dict[tuple[str, str], bool] = {}
+
+    async def is_branch(self, where: Where) -> bool:
+        """Whether where's ref is a branch (a tag, a commit or a ref expression is not; nor a
+        ref that does not resolve)."""
+        known = self._branches.get((where.repository, where.ref))
+        if known is None:
+            request = api.ResolveRefRequest(repository=where.repository, ref=where.ref)
+            try:
+                resolved = await typed_call(self.ctx, self.ctx.backend.graveler.ResolveRef, request)
+            except (NotFound, InvalidArgument):
+                return False
+            known = resolved.type == api.ResolveRefResponse.REF_TYPE_BRANCH
+            self._branches[(where.repository, where.ref)] = known
+        return known
 
     async def read_json(self, where: Where, key: str, max_bytes: int = MAX_JSON_BYTES) -> Stored | None:
         """The JSON object at key on where's ref; None if there is no such object. One larger
@@ -155,11 +196,19 @@ class Objects:
         return Stored(value, entry.etag.strip('"'))
 
     async def write_json(
-        self, where: Where, key: str, value: dict[str, Any], *, if_absent: bool = False, if_match: str = ""
+        self,
+        where: Where,
+        key: str,
+        value: dict[str, Any],
+        *,
+        if_absent: bool = False,
+        if_match: str = "",
+        neutral: bool = False,
     ) -> str:
         """Stage value at key on where's ref (a branch); with if_absent or if_match (an ETag) only
         if the key is absent or still has that ETag, checked and staged as one step: Conflict
-        otherwise. Returns the new ETag."""
+        otherwise. neutral: the key is also recorded for its ref-neutral address (a metadata file,
+        written once under a name of its own). Returns the new ETag."""
         await self.ctx.authorize_key(WRITE_OBJECT, where.repository, key, branch=where.ref)
         data = json.dumps(value, separators=(",", ":")).encode()
         staged = api.StageEntryRequest(
@@ -169,6 +218,7 @@ class Objects:
             entry=pb.Entry(content_type=JSON),
             if_absent=if_absent,
             if_match_etag=if_match,
+            neutral=neutral,
         )
         try:
             await self.ctx.backend.write_object(

@@ -26,7 +26,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.api.context import Context
 from edge.api.errors import ApiError
-from edge.api.iceberg.store import TABLE_POINTER
+from edge.api.iceberg.store import TABLE_POINTER, Where, metadata_location, pointer_to
 from edge.api.iceberg.table_merge import Combined, Incompatible, Sides, check, combine, lists_needed
 from edge.core.object_reads import read_whole
 from silt.errors import NotFound
@@ -261,7 +261,10 @@ class _Combiner:
                 if read is None:
                     raise Incompatible(f"the manifest list {path} is missing")
                 lists[path] = read.data
-        dest_root = f"s3://{self.repository}/{self.destination}/"
+        # The new files are named by their ref-neutral addresses on the destination (and recorded
+        # for them before the merge stages them), as the catalog names the files it writes.
+        dest = Where(self.repository, self.destination, ())
+        dest_root = dest.neutral_location("")
         dest_metadata_key = str(pointers["destination"][1]["metadata-key"])
         try:
             # Parsing and writing Avro is CPU work: off the event loop.
@@ -270,11 +273,11 @@ class _Combiner:
                 sides,
                 lists,
                 lambda snapshot_id: f"{dest_root}{table.prefix}{METADATA_DIR}snap-{snapshot_id}-1-{uuid.uuid4()}.avro",
-                dest_root + dest_metadata_key,
+                metadata_location(dest, pointers["destination"][1], dest_metadata_key),
             )
         except MALFORMED as exc:
             raise Incompatible(f"its metadata or a manifest list is malformed ({type(exc).__name__})") from None
-        return await self._write(table, combined, pointers, dest_root)
+        return await self._write(table, combined, pointers, dest)
 
     def _key_of(self, table: _Table, path: str) -> str:
         """The key of an s3:// path in this repository (whichever ref it names), which must be
@@ -293,9 +296,10 @@ class _Combiner:
         table: _Table,
         combined: Combined,
         pointers: dict[str, tuple[pb.Entry, dict[str, Any]]],
-        dest_root: str,
+        dest: Where,
     ) -> list[api.MergeResolution]:
         resolutions = []
+        dest_root = dest.neutral_location("")
         for address, data in combined.manifest_lists.items():
             entry = await self._put(data, AVRO)
             resolutions.append(api.MergeResolution(key=address[len(dest_root) :], result=entry))
@@ -303,8 +307,11 @@ class _Combiner:
         metadata_key = f"{table.prefix}{METADATA_DIR}{version:05d}-{uuid.uuid4()}{METADATA_SUFFIX}"
         metadata_entry = await self._put(json.dumps(combined.metadata, separators=(",", ":")).encode(), JSON)
         resolutions.append(api.MergeResolution(key=metadata_key, result=metadata_entry))
+        # Recorded before the merge stages them: if the merge does not take them, the records
+        # name bytes nothing holds (their names are new), which garbage collection removes.
+        await self._record([(r.key, r.result) for r in resolutions])
         pointer_entry = await self._put(
-            json.dumps({"metadata-key": metadata_key}, separators=(",", ":")).encode(), JSON
+            json.dumps(pointer_to(dest, metadata_key), separators=(",", ":")).encode(), JSON
         )
         resolutions.append(
             api.MergeResolution(
@@ -318,15 +325,27 @@ class _Combiner:
         # hardly ever): the destination's stays; the combined metadata's log names its own.
         for key in table.metadata_files:
             source = await self.read(self.source, key, MAX_METADATA_BYTES)
-            dest = await self.read(self.dest, key, MAX_METADATA_BYTES)
+            on_dest = await self.read(self.dest, key, MAX_METADATA_BYTES)
             resolution = api.MergeResolution(key=key)
             if source is not None:
                 resolution.expected_source.CopyFrom(source.entry)
-            if dest is not None:
-                resolution.expected_destination.CopyFrom(dest.entry)
-                resolution.result.CopyFrom(dest.entry)
+            if on_dest is not None:
+                resolution.expected_destination.CopyFrom(on_dest.entry)
+                resolution.result.CopyFrom(on_dest.entry)
             resolutions.append(resolution)
         return resolutions
+
+    async def _record(self, entries: list[tuple[str, pb.Entry]]) -> None:
+        """Record the merge's new files for their ref-neutral addresses (graveler's index)."""
+        backend = self.ctx.backend
+        place = await backend.place(self.repository, self.ctx.deadline)
+        request = api.RecordNeutralEntriesRequest(
+            repository=self.repository,
+            repository_id=place.repository_id,
+            branch=self.destination,
+            entries=[api.EntryInfo(key=key, entry=entry) for key, entry in entries],
+        )
+        await self.ctx.call(backend.graveler.RecordNeutralEntries, request)
 
     async def _put(self, data: bytes, content_type: str) -> pb.Entry:
         """data at a fresh physical address of the repository's namespace, not staged: the entry

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 from edge.gateway.errors import S3Error
 from edge.gateway.operations import buckets, listing, multipart, objects
-from edge.gateway.operations.common import Context, Response
+from edge.gateway.operations.common import NEUTRAL_MARKER, Context, Response, parse_neutral
 
 Handler = Callable[[Context], Awaitable[Response]]
 
@@ -82,6 +82,14 @@ def dispatch(ctx: Context) -> Handler:
         if method == "POST" and request.has("delete"):
             return objects.delete_objects
         raise S3Error("MethodNotAllowed")
+    if request.path.startswith(NEUTRAL_MARKER):
+        # A ref-neutral address: reads by the key alone; everything else acts on the branch as
+        # `<branch>/<key>` would, a write also recording the key (docs/clients/s3.md, "Ref-neutral addresses").
+        branch, key = parse_neutral(request.path)
+        if method in ("GET", "HEAD") and not request.has("uploadId"):
+            return lambda c: objects.get_neutral_object(c, head=method == "HEAD")
+        ctx.neutral = True
+        request.path = f"{branch}/{key}"
     if method in ("GET", "HEAD"):
         if request.has("uploadId") and method == "GET":
             return multipart.list_parts

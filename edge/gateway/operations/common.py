@@ -14,8 +14,9 @@ from edge.gateway.backend import Backend, s3_error, store_error
 from edge.gateway.errors import S3Error
 from edge.gateway.metadata_values import stored_value
 from edge.gateway.request import DECIMAL_CAP, Request, decimal
+from engine.core.validation import validate_ref_name
 from silt.config import S3GatewayConfig
-from silt.errors import SiltError
+from silt.errors import InvalidArgument, SiltError
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -52,6 +53,9 @@ class Context:
     access_key_id: str = ""
     # (signing key, claim) of a SigV4-signed request: aws-chunked bodies verify each chunk with them.
     v4: tuple[bytes, Any] | None = None
+    # The request named its object by a ref-neutral address (`@<branch>/<key>`): a write records
+    # the key (StageEntryRequest.neutral); request.path then names the branch as `<branch>/<key>`.
+    neutral: bool = False
 
     async def authorize(self, action: str, repository: str) -> None:
         if not await self.backend.allowed(self.user_id, action, repository, self.request.source_ip):
@@ -185,6 +189,44 @@ async def stat_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.En
     return info.entry
 
 
+# A path's first element that starts with this names no ref but a ref-neutral key: ref names
+# never hold "@" (engine/core/validation.py) and a ref expression has it only after its base
+# (`main@`, committed only), so a leading "@" is unambiguous.
+NEUTRAL_MARKER = "@"
+
+
+def parse_neutral(path: str) -> tuple[str, str]:
+    """(branch, key) of a ref-neutral path `@<branch>/<key>` (key "" for `@<branch>` or
+    `@<branch>/`); InvalidArgument, saying the form, for anything else after the marker."""
+    branch, _, key = path[len(NEUTRAL_MARKER) :].partition("/")
+    try:
+        validate_ref_name(branch)
+    except InvalidArgument as exc:
+        raise S3Error(
+            "InvalidArgument",
+            f"a ref-neutral address is @<branch>/<key>; {branch[:64]!r} is not a branch name: {exc}",
+        ) from None
+    return branch, key
+
+
+async def neutral_entry(ctx: Context, repository: str, key: str) -> pb.Entry:
+    """The entry recorded for a ref-neutral key, read by the key alone (no ref): NoSuchKey if
+    none is. The caller has authorized ReadObject on the key."""
+    if not key:
+        raise S3Error("NoSuchKey")
+    info = await ctx.backend.neutral_entry(api.GetNeutralEntryRequest(repository=repository, key=key))
+    return info.entry
+
+
+async def source_entry(ctx: Context, repository: str, ref: str, key: str) -> pb.Entry:
+    """A copy source's entry (CopyObject, UploadPartCopy): at ref/key, or, for a ref-neutral
+    `@<branch>`, the record of key. The caller has authorized ReadObject on the key."""
+    if ref.startswith(NEUTRAL_MARKER):
+        parse_neutral(f"{ref}/{key}")
+        return await neutral_entry(ctx, repository, key)
+    return await stat_entry(ctx, repository, ref, key)
+
+
 @dataclass(frozen=True)
 class WriteCondition:
     """S3's conditional write headers (PutObject, CompleteMultipartUpload)."""
@@ -251,6 +293,9 @@ def staging_error(error: SiltError, request: api.StageEntryRequest) -> S3Error:
     the bytes were written)."""
     if request.if_absent or request.if_match_etag:
         return s3_error(error, "NoSuchKey", "PreconditionFailed")
+    if request.neutral:
+        # The key was recorded with other content: a ref-neutral key never changes.
+        return s3_error(error, "NoSuchBucket", "PreconditionFailed")
     return s3_error(error, "NoSuchBucket")
 
 
@@ -270,6 +315,7 @@ async def stage_new_bytes(
     a repository created again under the name followed unless follow_replacement is off, as
     for a write that belongs to the old repository alone: an upload opened in it)."""
     request = stage_request(repository, branch, key, entry, condition)
+    request.neutral = ctx.neutral
     try:
         await ctx.backend.stage_new_bytes(request, place, follow_replacement=follow_replacement)
     except SiltError as exc:

@@ -3,7 +3,8 @@
 A bucket key is `<ref>/<key>`. A prefix naming a ref (`main/...`) lists that ref through
 graveler; a prefix without `/` is at the repository root, where the branches are listed one
 after another, each collapsing into a common prefix when the delimiter occurs in `<ref>/`
-(with delimiter `/`, every branch is the common prefix `<ref>/`).
+(with delimiter `/`, every branch is the common prefix `<ref>/`). A prefix `@<branch>/...` (a
+ref-neutral address) lists that branch, its keys named under the prefix as asked.
 
 A caller who may read only some keys (silt/key_scope.py) sees only those: objects it may not
 read are left out, and a common prefix is shown only when a key it may read can lie below. Such
@@ -19,7 +20,7 @@ import binascii
 
 from edge.core.filtered_scan import MAX_SCANNED, InvalidCursor, Scanned, is_cursor, raw_position_allowed
 from edge.gateway.errors import S3Error
-from edge.gateway.operations.common import Context, Response, x, xml_response
+from edge.gateway.operations.common import NEUTRAL_MARKER, Context, Response, parse_neutral, x, xml_response
 from edge.gateway.operations.listing_xml import TimeFormat, etag_texts, url_text, url_texts, xml_text, xml_texts
 from edge.gateway.request import decimal
 from silt.graveler.v1 import graveler_pb2 as api
@@ -112,7 +113,9 @@ async def collect(
             wanted = limit + 1 - len(items) if scope.whole else min(max(limit + 1, 1000), MAX_SCANNED - scanned)
             request = api.ListEntriesRequest(
                 repository=repository,
-                ref=ref,
+                # `@<branch>/...` lists the branch (Iceberg's orphan-file removal and S3A's
+                # directory probes list a table's location), its keys under the prefix asked.
+                ref=parse_neutral(ref)[0] if ref.startswith(NEUTRAL_MARKER) else ref,
                 prefix=inner,
                 delimiter=delimiter,
                 after=inner_after,

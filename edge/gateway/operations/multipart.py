@@ -56,9 +56,9 @@ from edge.gateway.operations.common import (
     parse_xml,
     precheck_write_condition,
     quoted_etag,
+    source_entry,
     split_address,
     stage_new_bytes,
-    stat_entry,
     user_metadata,
     writable_branch,
     write_condition,
@@ -225,7 +225,7 @@ async def _upload_part_copy(ctx: Context, upload_id: str, record: dict, number: 
     headers = ctx.request.headers
     src_repo, src_ref, src_key = parse_copy_source(headers["x-amz-copy-source"])
     await ctx.authorize_key(READ_OBJECT, src_repo, src_key)
-    source = await stat_entry(ctx, src_repo, src_ref, src_key)
+    source = await source_entry(ctx, src_repo, src_ref, src_key)
     check_copy_source_conditions(ctx, source)
     src_range = None
     size = source.size

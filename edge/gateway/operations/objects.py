@@ -23,6 +23,7 @@ from edge.gateway.backend import Backend
 from edge.gateway.errors import S3Error
 from edge.gateway.metadata_values import header_value
 from edge.gateway.operations.common import (
+    NEUTRAL_MARKER,
     XMLNS,
     Context,
     Response,
@@ -31,10 +32,13 @@ from edge.gateway.operations.common import (
     entry_time,
     http_time,
     iso_time,
+    neutral_entry,
     object_key_required,
+    parse_neutral,
     parse_xml,
     quoted_etag,
     repository_replaced,
+    source_entry,
     split_address,
     stage_request,
     stat_entry,
@@ -230,6 +234,26 @@ async def get_object(ctx: Context, head: bool = False) -> Response:
         return await _get_object(ctx, head)
 
 
+async def get_neutral_object(ctx: Context, head: bool = False) -> Response:
+    """GET/HEAD of `@<branch>/<key>`: the entry recorded for key, whatever any ref holds now
+    (the branch named is not read: it may be gone). Authorized as the key's read on any ref."""
+    repository = ctx.request.bucket
+    branch, key = parse_neutral(ctx.request.path)
+    await ctx.authorize_key(READ_OBJECT, repository, key)
+    entry = await neutral_entry(ctx, repository, key)
+    try:
+        if head:
+            # A HEAD reads no bytes: whether they are still there is asked of the store, so that
+            # HEAD and GET agree on a record whose bytes were collected.
+            namespace = await ctx.backend.namespace(repository)
+            ns, address = split_address(namespace, entry.physical_address)
+            await ctx.backend.run(ctx.backend.entry_reader(namespace, entry).stat, ns, address)
+        return await serve_entry(ctx, repository, branch, key, entry, head)
+    except NotFound:
+        # Recorded, and its bytes collected since: no commit or staged entry held them.
+        raise S3Error("NoSuchKey", f"the bytes of {key} are gone: no ref held them") from None
+
+
 async def _get_object(ctx: Context, head: bool) -> Response:
     repository = ctx.request.bucket
     ref, key = split_path(ctx.request.path)
@@ -242,6 +266,14 @@ async def _get_object(ctx: Context, head: bool) -> Response:
         namespace = await backend.namespace(repository)
         request = api.StatEntryRequest(repository=repository, ref=ref, key=key)
         entry, small = await backend.stat_entry_then(request, functools.partial(_read_small, backend, namespace))
+    return await serve_entry(ctx, repository, ref, key, entry, head, small)
+
+
+async def serve_entry(
+    ctx: Context, repository: str, ref: str, key: str, entry: pb.Entry, head: bool, small: bytes | None = None
+) -> Response:
+    """GET/HEAD's answer for entry (read at ref/key, or by a ref-neutral key): conditions,
+    ranges, parts and headers as S3 has them; small: its whole bytes when already read."""
     try:
         _check_conditions(ctx, entry)
     except S3Error as exc:
@@ -439,6 +471,7 @@ async def put_object(ctx: Context) -> Response:
         metadata=user_metadata(request),  # refused before any byte is written
     )
     staged = stage_request(repository, ref, key, entry, write_condition(request))
+    staged.neutral = ctx.neutral
     body = S3Body(ctx)
     try:
         await ctx.backend.write_object(staged, body)
@@ -494,7 +527,7 @@ async def _copy_object(ctx: Context) -> Response:
     # graveler taking the entry means the source was read in that same repository, and its
     # address is one of that repository's namespace, not of one deleted since.
     read_in = (await ctx.backend.place(repository)).repository_id if src_repo == repository else ""
-    source = await stat_entry(ctx, src_repo, src_ref, src_key)
+    source = await source_entry(ctx, src_repo, src_ref, src_key)
     check_copy_source_conditions(ctx, source)
     await ctx.authorize_key(WRITE_OBJECT, repository, key, branch=ref)
     object_key_required(ref, key)
@@ -521,6 +554,7 @@ async def _copy_object(ctx: Context) -> Response:
     # the bytes; within one repository the new entry shares them, objects being immutable.
     src_namespace = await ctx.backend.namespace(src_repo) if src_repo != repository else ""
     staged = stage_request(repository, ref, key, entry)
+    staged.neutral = ctx.neutral
     try:
         await ctx.backend.copy_entry(staged, place, source, src_namespace, read_in)
     except ObjectWriteFailed as failed:
@@ -571,7 +605,7 @@ async def delete_objects(ctx: Context) -> Response:
     paths = [(obj.findtext(f"{ns}Key") or "") for obj in root.findall(f"{ns}Object")]
     if not paths or len(paths) > MAX_DELETE_KEYS:
         raise S3Error("MalformedXML", f"DeleteObjects takes 1 to {MAX_DELETE_KEYS} keys")
-    refs = list(dict.fromkeys(split_path(path)[0] for path in paths))
+    refs = list(dict.fromkeys(_deleted_at(path)[0] for path in paths))
     if len(refs) > MAX_DELETE_BRANCHES:
         raise S3Error("MalformedXML", f"DeleteObjects takes keys of at most {MAX_DELETE_BRANCHES} branches")
     # A name that is no branch's is refused per key, without asking auth about it.
@@ -590,7 +624,7 @@ async def delete_objects(ctx: Context) -> Response:
     keys_by_ref: dict[str, list[str]] = {}
     outcomes: dict[tuple[str, str], S3Error | None] = {}
     for path in paths:
-        ref, key = split_path(path)
+        ref, key = _deleted_at(path)
         if ref in misnamed:
             outcomes[(ref, key)] = misnamed[ref]
         elif scopes[ref].allows(key):
@@ -600,13 +634,26 @@ async def delete_objects(ctx: Context) -> Response:
     for ref, keys in keys_by_ref.items():
         for key, error in zip(keys, await _delete_on_branch(ctx, repository, ref, keys), strict=True):
             outcomes[(ref, key)] = error
-    deleted = [path for path in paths if outcomes[split_path(path)] is None]
-    errors = [(path, error) for path in paths if (error := outcomes[split_path(path)]) is not None]
+    deleted = [path for path in paths if outcomes[_deleted_at(path)] is None]
+    errors = [(path, error) for path in paths if (error := outcomes[_deleted_at(path)]) is not None]
     parts = [] if quiet else [f"<Deleted><Key>{x(k)}</Key></Deleted>" for k in deleted]
     parts += [
         f"<Error><Key>{x(k)}</Key><Code>{e.code}</Code><Message>{x(e.message)}</Message></Error>" for k, e in errors
     ]
     return xml_response(f'<DeleteResult xmlns="{XMLNS}">{"".join(parts)}</DeleteResult>')
+
+
+def _deleted_at(path: str) -> tuple[str, str]:
+    """(branch or ref, key) a DeleteObjects key names: `@<branch>/<key>` deletes on the branch
+    (S3A deletes a ref-neutral file's parent directory markers so); a malformed marker is left
+    for _branch_name_error to refuse."""
+    ref, key = split_path(path)
+    if ref.startswith(NEUTRAL_MARKER):
+        try:
+            return parse_neutral(path)
+        except S3Error:
+            pass
+    return ref, key
 
 
 def _branch_name_error(ref: str) -> S3Error | None:

@@ -234,3 +234,21 @@ def test_without_direct_reads_a_read_is_one_graveler_call(gw: GatewayStack) -> N
 
     etag, keys = asyncio.run(read())
     assert etag == hashlib.md5(b"payload").hexdigest() and keys == ["a.txt"]
+
+
+def test_ref_neutral_put_and_get_cost_one_call_each(gw: GatewayStack, counted: Counted) -> None:
+    """A write through `@<branch>/<key>` is one StageEntry (the key recorded in it, never batched
+    with others); a read of it is one read of the record in this process, no graveler call."""
+    s3 = _client(gw, counted.endpoint)
+    bucket = f"t-{secrets.token_hex(5)}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="main/warm", Body=b"caches the namespace and the branch")
+    counted.reset()
+    s3.put_object(Bucket=bucket, Key="@main/db/t/data/f.parquet", Body=b"x" * 4096)
+    assert counted.authorized == [("WriteObject", bucket)]
+    assert counted.graveler == {"StageEntry": 1}
+    counted.reset()
+    assert s3.get_object(Bucket=bucket, Key="@gone/db/t/data/f.parquet")["Body"].read() == b"x" * 4096
+    assert counted.authorized == [("ReadObject", bucket)]
+    assert counted.graveler == {}
+    assert counted.direct == {"GetNeutralEntry": 1}

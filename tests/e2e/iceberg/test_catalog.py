@@ -67,7 +67,7 @@ def test_create_append_load_and_errors(stack: Stack, repo: str, catalog_for: Cat
     catalog = catalog_for(warehouse=f"{repo}.main")
     catalog.create_namespace("db")
     table = catalog.create_table("db.events", SCHEMA)
-    assert table.location() == f"s3://{repo}/main/db/events"
+    assert table.location() == f"s3://{repo}/@main/db/events"  # a branch's: ref-neutral
     with pytest.raises(TableAlreadyExistsError):
         catalog.create_table("db.events", SCHEMA)
     with pytest.raises(NoSuchNamespaceError):
@@ -210,7 +210,8 @@ def test_branch_isolation(stack: Stack, repo: str, catalog_for: CatalogFactory) 
     and the branch's data files are written on the branch."""
     main = catalog_for()
     main.create_namespace((repo, "main", "db"))
-    # A write path in the repository is served through the ref, as the location is.
+    # A write path in the repository is served through the ref, as the location is (on a branch
+    # in the ref-neutral form).
     write_path = {"write.data.path": f"s3://{repo}/main/db/t/files"}
     main.create_table((repo, "main", "db", "t"), SCHEMA, properties=write_path).append(rows(0, 10))
     committed = api_call(stack, "POST", f"/repositories/{repo}/branches/main/commits", {"message": "table"})
@@ -219,8 +220,8 @@ def test_branch_isolation(stack: Stack, repo: str, catalog_for: CatalogFactory) 
     assert branched.status == 201, branched.data
 
     on_dev = main.load_table((repo, "dev", "db", "t"))
-    assert on_dev.location() == f"s3://{repo}/dev/db/t"
-    assert on_dev.properties["write.data.path"] == f"s3://{repo}/dev/db/t/files"
+    assert on_dev.location() == f"s3://{repo}/@dev/db/t"
+    assert on_dev.properties["write.data.path"] == f"s3://{repo}/@dev/db/t/files"
     on_dev.append(rows(10, 5))
     # Everything the append wrote (data, manifests, metadata) was staged on dev, nothing on main.
     on_main = api_call(stack, "GET", f"/repositories/{repo}/branches/main/diff?amount=1000").json()["results"]

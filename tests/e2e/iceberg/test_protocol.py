@@ -179,7 +179,8 @@ def test_a_transaction_moves_every_table_or_none_and_readers_never_see_part(
         for item in listed.json()["results"]:
             if not item["path"].endswith(".metadata.json"):
                 continue
-            pointer = json.dumps({"metadata-key": item["path"]}, separators=(",", ":")).encode()
+            value = {"metadata-key": item["path"], "metadata-location": f"s3://{repo}/@main/{item['path']}"}
+            pointer = json.dumps(value, separators=(",", ":")).encode()
             got = api_call(stack, "GET", f"/repositories/{repo}/refs/main/objects?path={item['path']}")
             mark_of[hashlib.md5(pointer).hexdigest()] = json.loads(got.data)["properties"]["txn"]
     assert listings

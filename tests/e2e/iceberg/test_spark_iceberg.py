@@ -19,6 +19,7 @@ from silt.launcher import Stack
 from silt.spark import S3AEndpoint
 from tests.e2e.iceberg.conftest import CatalogFactory, api_call
 from tests.e2e.iceberg.test_merges import appended_on_two_branches, ok
+from tests.e2e.iceberg.test_ref_neutral import s3_client
 
 pytestmark = pytest.mark.spark
 
@@ -72,11 +73,18 @@ def test_create_insert_and_read_back(stack: Stack, repo: str) -> None:
             f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b'), (3, 'c')",
             f"SELECT id, name FROM {table} ORDER BY id",
             f"SELECT count(*) FROM {table}.snapshots",
+            f"SELECT file_path FROM {table}.files",
         ],
     )
-    assert [r.get("error") for r in results] == [None] * 5, results[-1]
+    assert [r.get("error") for r in results] == [None] * 6, results[-1]
     assert rows(results[3]) == [[1, "a"], [2, "b"], [3, "c"]]
     assert rows(results[4]) == [[1]]
+    # S3A wrote the files by their ref-neutral addresses (the catalog serves the table's location
+    # so), and each is recorded: read by the key alone, through a branch name that never was.
+    paths = [row[0] for row in rows(results[5])]
+    assert paths and all(path.startswith(f"s3://{repo}/@main/db/events/data/") for path in paths), paths
+    key = paths[0].removeprefix(f"s3://{repo}/@main/")
+    assert s3_client(stack).head_object(Bucket=repo, Key=f"@never-a-branch/{key}")["ContentLength"] > 0
     # Spark wrote the data and manifests on the branch through the gateway; the catalog staged the
     # pointer and the metadata beside them.
     keys = staged_keys(stack, repo, "main", "db/events/")

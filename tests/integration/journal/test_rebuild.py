@@ -17,7 +17,14 @@ from silt.journal.record import JOURNAL_PREFIX, decode_record
 from silt.journal.shipper import Shipper
 from silt.journal.store import JournaledStore
 from silt.kv.store import Store, scan_prefix
-from tests.integration.journal.workload import JOURNAL_KEY, InCalls, api_dump, mixed_workload, raw_dump
+from tests.integration.journal.workload import (
+    JOURNAL_KEY,
+    NEUTRAL_KEY,
+    InCalls,
+    api_dump,
+    mixed_workload,
+    raw_dump,
+)
 
 
 def raw(graveler: Graveler) -> Store:
@@ -63,6 +70,8 @@ def test_a_lost_kv_is_rebuilt_from_the_namespace_alone(store: Store, empty_store
     try:
         assert raw_dump(empty_store, rebuilt, repo) == before_rows
         assert api_dump(rebuilt, adapter, repo) == before_api
+        # The ref-neutral record of a file whose branch was deleted is rebuilt with the rest.
+        assert rebuilt.neutral.get(rebuilt.refs.repository(repo), NEUTRAL_KEY).size > 0
         with pytest.raises(AlreadyExists):
             Rebuild(empty_store, adapter, namespace, repo, hmac_key=JOURNAL_KEY).run()
     finally:

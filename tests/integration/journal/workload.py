@@ -55,14 +55,21 @@ class InCalls:
         return call
 
 
-def put(graveler: Any, adapter: BlockAdapter, repo: str, branch: str, key: str, data: bytes = b"") -> None:
-    """Write an object's bytes to the namespace and stage it, as the gateway does."""
+def put(
+    graveler: Any, adapter: BlockAdapter, repo: str, branch: str, key: str, data: bytes = b"", neutral: bool = False
+) -> None:
+    """Write an object's bytes to the namespace and stage it, as the gateway does (neutral: as
+    its `@<branch>/<key>` form does, the key recorded too)."""
     data = data or f"{key} {uuid.uuid4().hex}".encode()
     address = f"data/{uuid.uuid4().hex}"
     namespace = graveler.refs.get_repository(repo).record.storage_namespace
     adapter.put(namespace, address, io.BytesIO(data), len(data))
     entry = pb.Entry(physical_address=address, size=len(data), etag=hashlib.md5(data).hexdigest())
-    graveler.stage_entry(repo, branch, key, entry)
+    graveler.stage_entry(repo, branch, key, entry, neutral=neutral)
+
+
+# A file written through a ref-neutral address on a branch that is then deleted: its record stays.
+NEUTRAL_KEY = "db/t/data/00000-scratch.parquet"
 
 
 # A pre-commit hook that passes: its run is repository metadata the rebuild must bring back.
@@ -80,7 +87,7 @@ hooks:
 
 def mixed_workload(graveler: Any, adapter: BlockAdapter, repo: str) -> None:
     """Writes, deletes, commits, merges, reverts, resets, tags, branch deletes, a compaction,
-    pull requests, settings and an action run."""
+    pull requests, settings, an action run and a ref-neutral key."""
     for i in range(20):
         put(graveler, adapter, repo, "main", f"data/{i:03d}")
     graveler.commit(repo, "main", "first")
@@ -96,6 +103,7 @@ def mixed_workload(graveler: Any, adapter: BlockAdapter, repo: str) -> None:
     graveler.create_tag(repo, "v1", "main")
     graveler.create_branch(repo, "scratch", "main")
     put(graveler, adapter, repo, "scratch", "tmp/x")
+    put(graveler, adapter, repo, "scratch", NEUTRAL_KEY, neutral=True)
     graveler.create_tag(repo, "gone", "main")
     graveler.delete_tag(repo, "gone")
     graveler.delete_branch(repo, "scratch")

@@ -6,7 +6,7 @@ import pytest
 
 from edge.api.iceberg.errors import IcebergError
 from edge.api.iceberg.routes import _names, _parse_namespace, _served, _where
-from edge.api.iceberg.store import Where
+from edge.api.iceberg.store import Where, metadata_location, pointer_to
 
 
 def test_absolute_names_start_with_the_repository_and_the_ref() -> None:
@@ -34,5 +34,20 @@ def test_names_that_cannot_be_keys_are_bad_requests(levels: tuple[str, ...]) -> 
 
 def test_a_location_in_the_repository_is_served_on_the_ref_it_is_read_from() -> None:
     where = Where("repo", "dev", ("db",))
-    assert _served(where, {"location": "s3://repo/main/db/t"})["location"] == "s3://repo/dev/db/t"
-    assert _served(where, {"location": "s3://other/main/db/t"})["location"] == "s3://other/main/db/t"
+    # A branch: the ref-neutral form, whichever form was stored.
+    for stored in ("s3://repo/main/db/t", "s3://repo/@main/db/t"):
+        assert _served(where, {"location": stored}, branch=True)["location"] == "s3://repo/@dev/db/t"
+        # A tag or a commit: through the ref, read-only.
+        assert _served(where, {"location": stored}, branch=False)["location"] == "s3://repo/dev/db/t"
+    assert _served(where, {"location": "s3://other/main/db/t"}, branch=True)["location"] == "s3://other/main/db/t"
+
+
+def test_a_pointer_names_a_ref_neutral_metadata_file_only_of_its_own_key() -> None:
+    where = Where("repo", "main", ("db",))
+    key = "db/t/metadata/00001-u.metadata.json"
+    assert metadata_location(where, pointer_to(Where("repo", "b1", ("db",)), key), key) == f"s3://repo/@b1/{key}"
+    assert metadata_location(where, {"metadata-key": key}, key) == f"s3://repo/main/{key}"
+    for forged in (f"s3://other/@b1/{key}", f"s3://repo/@b1/elsewhere/{key}", f"http://repo/@b1/{key}", 7):
+        assert (
+            metadata_location(where, {"metadata-key": key, "metadata-location": forged}, key) == f"s3://repo/main/{key}"
+        )

@@ -67,6 +67,8 @@ WRITES = {
     # An import is one commit on the branch, as lakeFS requires of it (fs:Import... are WriteRepo's).
     "StartImport",
     "CancelImport",
+    # Recording ref-neutral keys (a table merge's new files) is writing them.
+    "RecordNeutralEntries",
 }
 # Destructive administration: its own actions, not WriteRepo (writers must not hold them).
 ADMINISTRATION = {

@@ -129,6 +129,13 @@ def test_graveler_managers_never_mix_plain_writes_and_lwts_on_a_key(tmp_path: Pa
         _stage(graveler, "repo", "feature", "c.csv")
         graveler.compact("repo", "feature")
         graveler.reset_branch("repo", "feature", key="c.csv")
+        # Ref-neutral keys: recorded (created, then an identical write over bytes that are gone
+        # replaces the record), read, and deleted with the repository below.
+        neutral = pb.Entry(physical_address="data/neutral", size=1, etag="n")
+        graveler.stage_entry("repo", "feature", "db/t/f.parquet", neutral, neutral=True)
+        again = pb.Entry(physical_address="data/neutral-again", size=1, etag="n")
+        graveler.stage_entry("repo", "doomed", "db/t/f.parquet", again, neutral=True)
+        graveler.record_neutral_entries("repo", "feature", [("db/t/m.avro", neutral)])
         # Conditional staging writes (S3's If-None-Match / If-Match, expiry's conditional
         # deletes) next to plain ones of the same keys; keys and prefixes reset, a partial commit
         # dropping what it committed: staged values stay plain, their guards compare-and-set.
