@@ -1,0 +1,217 @@
+"""Conditional staging writes racing an operation that moves the branch's head under its staging
+area: merge, revert, cherry-pick and import (docs/design/lockfree-staging.md, "Moving the head
+under the staging area"). A conditional write judged on the old head whose compare-and-set comes
+after the move is refused and judged again on the new head; one admitted before the move stays
+on top of the new head, as a plain write that raced with the operation does.
+
+Every leg runs on each KV driver, Cassandra's included (marked ``cassandra``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.core.model import StagingToken
+from engine.core.staging import ADMISSION, CLOSED
+from engine.graveler import GravelerOptions
+from silt.errors import Unavailable
+from silt.graveler.v1 import graveler_pb2 as api
+from silt.kv import Store
+from tests.integration.graveler.conftest import GravelerEnv, graveler_env
+from tests.integration.graveler.test_conditional_staging import Between, _stage, _token
+from tests.integration.graveler.test_imports import PREFIX, Location, start_import, tree, wait_for
+
+
+def _branch_from_main(env: GravelerEnv, repo: str, name: str) -> None:
+    env.stub.CreateBranch(api.CreateBranchRequest(repository=repo, name=name, source_ref="main"))
+
+
+def _merge(env: GravelerEnv, repo: str, source: str) -> None:
+    env.stub.Merge(api.MergeRequest(repository=repo, source_ref=source, destination_branch="main"))
+
+
+def _closed(env: GravelerEnv, token: StagingToken) -> bool:
+    return env.graveler.staging.kv.get(token.encode(), ADMISSION).value == CLOSED
+
+
+def test_an_if_none_match_judged_before_a_merge_that_brings_the_key_is_refused(
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judged key k absent on main; before its compare-and-set, a merge brings k in. A's
+    compare-and-set then finds the token it judged closed, and A, judged again on the merged
+    head, is refused: it never lands on top of a head where k already was."""
+    repo = env.new_repo("merged")
+    env.put(repo, "main", "base", "base")
+    env.commit(repo, "main")
+    _branch_from_main(env, repo, "feature")
+    env.put(repo, "feature", "k", "merged")
+    env.commit(repo, "feature")
+    token = _token(env, repo)
+
+    Between(env, monkeypatch, "guard", lambda: _merge(env, repo, "feature"))
+    assert _stage(env, repo, "k", "a", if_absent=True) == "FAILED_PRECONDITION"
+    assert env.etag(repo, "main", "k") == "merged"
+    # The merge gave the branch a fresh staging token, and the empty one it sealed went.
+    branch = env.graveler.refs.get_branch(env.graveler.refs.repository(repo), "main").branch
+    assert branch.staging_token != token and list(branch.sealed_tokens) == []
+    assert _closed(env, token)
+
+
+def test_an_if_match_judged_before_a_revert_that_replaces_the_etag_is_refused(
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = env.new_repo("reverted")
+    env.put(repo, "main", "k", "v1")
+    env.commit(repo, "main")
+    env.put(repo, "main", "k", "v2")
+    second = env.commit(repo, "main")
+
+    def revert() -> None:
+        env.stub.Revert(api.RevertRequest(repository=repo, branch="main", ref=second.id))
+
+    Between(env, monkeypatch, "guard", revert)
+    assert _stage(env, repo, "k", "a", if_match_etag="v2") == "FAILED_PRECONDITION"
+    assert env.etag(repo, "main", "k") == "v1"
+    # Judged again on the reverted head, If-Match on its etag holds.
+    assert _stage(env, repo, "k", "b", if_match_etag="v1") == "ok"
+    assert env.etag(repo, "main", "k") == "b"
+
+
+def test_an_if_none_match_judged_before_a_cherry_pick_that_brings_the_key_is_refused(
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = env.new_repo("picked")
+    env.put(repo, "main", "base", "base")
+    env.commit(repo, "main")
+    _branch_from_main(env, repo, "feature")
+    env.put(repo, "feature", "k", "picked")
+    picked = env.commit(repo, "feature")
+
+    def cherry_pick() -> None:
+        env.stub.CherryPick(api.CherryPickRequest(repository=repo, branch="main", ref=picked.id))
+
+    Between(env, monkeypatch, "guard", cherry_pick)
+    assert _stage(env, repo, "k", "a", if_absent=True) == "FAILED_PRECONDITION"
+    assert env.etag(repo, "main", "k") == "picked"
+
+
+def test_a_conditional_write_admitted_before_the_merge_and_a_racing_plain_write_stay_on_top(
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A's compare-and-set lands before the merge (its value not yet written, so the merge finds
+    the staging area clean), and a plain write lands in the same token after the merge's check:
+    both were made before the move, on the head as it then was, and stay on top of the merged
+    head, in the token the merge sealed there (closed: no conditional write gets in after it)."""
+    repo = env.new_repo("before")
+    env.put(repo, "main", "base", "base")
+    env.commit(repo, "main")
+    _branch_from_main(env, repo, "feature")
+    env.put(repo, "feature", "k", "merged")
+    env.put(repo, "feature", "racer", "merged")
+    env.commit(repo, "feature")
+    token = _token(env, repo)
+    staging = env.graveler.staging
+    updater = env.graveler.updater
+    set_if = updater.set_if
+    raced: list[str] = []
+
+    def move_after_a_plain_write(*args: object, **kwargs: object) -> None:
+        if str(args[3]).startswith("merging") and not raced:
+            raced.append("racer")
+            env.put(repo, "main", "racer", "plain")  # acknowledged: the token is still the branch's
+        set_if(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(updater, "set_if", move_after_a_plain_write)
+    Between(env, monkeypatch, "value", lambda: _merge(env, repo, "feature"))
+    assert _stage(env, repo, "k", "a", if_absent=True) == "ok"
+    assert raced and env.etag(repo, "main", "k") == "a"
+    assert env.etag(repo, "main", "racer") == "plain"
+    branch = env.graveler.refs.get_branch(env.graveler.refs.repository(repo), "main").branch
+    assert branch.staging_token != token and list(branch.sealed_tokens) == [token]
+    assert _closed(env, token) and staging.get(token, b"racer") is not None
+    # Both are uncommitted changes on top of the merge, and the next commit takes them.
+    diff = env.stub.DiffBranch(api.DiffBranchRequest(repository=repo, branch="main")).items
+    assert sorted(d.key for d in diff) == ["k", "racer"]
+    committed = env.commit(repo, "main")
+    assert env.etag(repo, committed.id, "k") == "a"
+    assert env.etag(repo, committed.id, "racer") == "plain"
+
+
+def test_a_merge_that_fails_after_closing_the_staging_token_seals_it(
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The move's compare-and-set fails (the store went away) after the token was closed: the
+    branch gets a fresh staging token, so conditional writes go on."""
+    repo = env.new_repo("failed")
+    env.put(repo, "main", "base", "base")
+    env.commit(repo, "main")
+    _branch_from_main(env, repo, "feature")
+    env.put(repo, "feature", "k", "merged")
+    env.commit(repo, "feature")
+    token = _token(env, repo)
+    updater = env.graveler.updater
+    set_if = updater.set_if
+
+    def fails_on_merge(*args: object, **kwargs: object) -> None:
+        if str(args[3]).startswith("merging"):
+            raise Unavailable("the store went away")
+        set_if(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(updater, "set_if", fails_on_merge)
+    with pytest.raises(Exception, match="went away"):
+        _merge(env, repo, "feature")
+    monkeypatch.setattr(updater, "set_if", set_if)
+    assert _closed(env, token) and _token(env, repo) != token
+    assert _stage(env, repo, "k", "a", if_absent=True) == "ok"
+    assert env.etag(repo, "main", "k") == "a"
+
+
+@pytest.fixture
+def landing(tmp_path: Path) -> Path:
+    path = tmp_path / "landing"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def import_env(store: Store, tmp_path: Path, landing: Path) -> Iterator[GravelerEnv]:
+    yield from graveler_env(store, tmp_path, GravelerOptions(allowed_import_prefixes=(f"local://{landing}",)))
+
+
+def test_an_if_none_match_judged_before_an_import_that_brings_the_key_is_refused(
+    import_env: GravelerEnv, landing: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As for a merge; the branch's uncommitted change stays on top of the import, in the token
+    the import sealed there, and a second import keeps it there too (it no longer waits for
+    sealed tokens that hold changes)."""
+    env = import_env
+    tree(landing, {"new/k": b"k", "more/m": b"m"})
+    repo = env.new_repo("imported")
+    env.put(repo, "main", "other", "uncommitted")
+    token = _token(env, repo)
+
+    def run_import() -> None:
+        import_id = start_import(
+            env.stub, repo, Location(type=PREFIX, path=f"local://{landing}/new", destination="in/")
+        )
+        status = wait_for(env.stub, repo, import_id)
+        assert status.completed, status.error
+
+    Between(env, monkeypatch, "guard", run_import)
+    assert _stage(env, repo, "in/k", "a", if_absent=True) == "FAILED_PRECONDITION"
+    assert env.etag(repo, "main", "in/k") == hashlib.md5(b"k").hexdigest()  # the imported object's
+    branch = env.graveler.refs.get_branch(env.graveler.refs.repository(repo), "main").branch
+    assert branch.staging_token != token and list(branch.sealed_tokens) == [token]
+    assert _closed(env, token)
+
+    import_id = start_import(env.stub, repo, Location(type=PREFIX, path=f"local://{landing}/more", destination="m/"))
+    status = wait_for(env.stub, repo, import_id)
+    assert status.completed, status.error
+    assert env.etag(repo, "main", "m/m") == hashlib.md5(b"m").hexdigest()
+    diff = env.stub.DiffBranch(api.DiffBranchRequest(repository=repo, branch="main")).items
+    assert [d.key for d in diff] == ["other"]
+    assert env.etag(repo, "main", "other") == "uncommitted"
