@@ -10,17 +10,21 @@ Every leg runs on each KV driver, Cassandra's included (marked ``cassandra``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from engine.core.key_changes import Change
 from engine.core.model import StagingToken
 from engine.core.staging import ADMISSION, CLOSED
 from engine.graveler import GravelerOptions
 from silt.errors import Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.kv import Store
+from silt.kv.store import AllOf
 from tests.integration.graveler.conftest import GravelerEnv, graveler_env
 from tests.integration.graveler.test_conditional_staging import Between, _stage, _token
 from tests.integration.graveler.test_imports import PREFIX, Location, start_import, tree, wait_for
@@ -215,3 +219,68 @@ def test_an_if_none_match_judged_before_an_import_that_brings_the_key_is_refused
     diff = env.stub.DiffBranch(api.DiffBranchRequest(repository=repo, branch="main")).items
     assert [d.key for d in diff] == ["other"]
     assert env.etag(repo, "main", "other") == "uncommitted"
+
+
+class AllowEveryKey:
+    """A reset's key check that allows every change, so that the reset takes its checked path."""
+
+    def check(self, changes: Iterable[Change], what: str) -> None:
+        list(changes)
+
+    def check_keys(self, keys: Iterable[str], what: str) -> None:
+        pass
+
+    def check_prefixes(self, prefixes: Iterable[str], what: str) -> None:
+        pass
+
+    def removal_prefixes(self) -> list[str]:
+        return [""]
+
+
+def test_an_if_match_judged_before_a_checked_hard_reset_is_refused_even_right_after_the_move(
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checked hard reset keeps the staging token sealed on top of the head it moves to. A
+    judged k on the old head; its compare-and-set is made right after the reset's move (the
+    reset waits there until it is). Closed before the move, the token refuses it, and A,
+    judged again on the head the reset moved to, is refused."""
+    repo = env.new_repo("hardreset")
+    env.put(repo, "main", "k", "v1")
+    first = env.commit(repo, "main")
+    env.put(repo, "main", "k", "v2")
+    env.commit(repo, "main")
+    judged, moved, tried = threading.Event(), threading.Event(), threading.Event()
+    kv = env.graveler.staging.kv
+    apply = kv.apply
+
+    def guard_after_the_move(partition: bytes, puts: Any, *args: Any, **kwargs: Any) -> None:
+        condition = args[1] if len(args) > 1 else kwargs.get("condition")
+        if not tried.is_set() and isinstance(condition, AllOf) and ADMISSION in [key for key, _ in condition]:
+            judged.set()
+            assert moved.wait(30)
+            try:
+                apply(partition, puts, *args, **kwargs)
+            finally:
+                tried.set()
+            return
+        apply(partition, puts, *args, **kwargs)
+
+    updater = env.graveler.updater
+    set_if = updater.set_if
+
+    def move_then_wait(*args: Any, **kwargs: Any) -> None:
+        set_if(*args, **kwargs)
+        if str(args[3]).startswith("reset"):
+            moved.set()
+            assert tried.wait(30)
+
+    monkeypatch.setattr(kv, "apply", guard_after_the_move)
+    monkeypatch.setattr(updater, "set_if", move_then_wait)
+    outcome: list[str] = []
+    writer = threading.Thread(target=lambda: outcome.append(_stage(env, repo, "k", "a", if_match_etag="v2")))
+    writer.start()
+    assert judged.wait(30)
+    env.graveler.reset_branch(repo, "main", hard_ref=first.id, check=AllowEveryKey())
+    writer.join(60)
+    assert outcome == ["FAILED_PRECONDITION"]
+    assert env.etag(repo, "main", "k") == "v1"
