@@ -17,16 +17,18 @@ from typing import Any
 
 import pytest
 
+from engine.core.deadline import Deadline
 from engine.core.key_changes import Change
 from engine.core.model import StagingToken
 from engine.core.staging import ADMISSION, CLOSED
+from engine.features.imports import manager
 from engine.graveler import GravelerOptions
 from silt.errors import Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.kv import Store
 from silt.kv.store import AllOf
 from tests.integration.graveler.conftest import GravelerEnv, graveler_env
-from tests.integration.graveler.test_conditional_staging import Between, _stage, _token
+from tests.integration.graveler.test_conditional_staging import Between, RefusedAfterSeal, _refuse, _stage, _token
 from tests.integration.graveler.test_imports import PREFIX, Location, start_import, tree, wait_for
 
 
@@ -284,3 +286,55 @@ def test_an_if_match_judged_before_a_checked_hard_reset_is_refused_even_right_af
     writer.join(60)
     assert outcome == ["FAILED_PRECONDITION"]
     assert env.etag(repo, "main", "k") == "v1"
+
+
+def _seal_by_a_commit_in_flight(env: GravelerEnv, repo: str) -> None:
+    """Leave the branch's staging token sealed by a commit that has not moved the branch yet (a
+    refusing hook stops it right after its seal)."""
+    handle = env.graveler.refs.repository(repo)
+    with pytest.raises(RefusedAfterSeal):
+        env.graveler.committer.commit(handle, "main", "m", {}, "t", True, [], Deadline(), after_seal=_refuse)
+
+
+def test_an_import_keeps_a_commit_in_flight_on_top_and_waits_for_copies_in_its_region(
+    import_env: GravelerEnv, landing: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sealed tokens holding changes (a commit in flight) stay on top of the import's head, and
+    the next commit takes them; while one also holds a copy of the head's value inside the
+    import's region (which would hide the imported object), the import waits."""
+    env = import_env
+    tree(landing, {"new/k": b"k"})
+    repo = env.new_repo("inflight")
+    env.put(repo, "main", "in/k", "old")
+    env.commit(repo, "main")
+    env.put(repo, "main", "other", "in flight")
+    _seal_by_a_commit_in_flight(env, repo)
+
+    def run_import() -> api.ImportStatusInfo:
+        import_id = start_import(
+            env.stub, repo, Location(type=PREFIX, path=f"local://{landing}/new", destination="in/")
+        )
+        return wait_for(env.stub, repo, import_id)
+
+    status = run_import()
+    assert status.completed, status.error
+    assert env.etag(repo, "main", "in/k") == hashlib.md5(b"k").hexdigest()
+    diff = env.stub.DiffBranch(api.DiffBranchRequest(repository=repo, branch="main")).items
+    assert [d.key for d in diff] == ["other"]
+    committed = env.commit(repo, "main")
+    assert env.etag(repo, committed.id, "other") == "in flight"
+
+    # The head's own entry staged again: a copy (what a partial commit leaves in its tokens).
+    env.stub.StageEntry(
+        api.StageEntryRequest(
+            repository=repo,
+            branch="main",
+            key="in/k",
+            entry=env.stub.StatEntry(api.StatEntryRequest(repository=repo, ref="main@", key="in/k")).entry,
+        )
+    )
+    env.put(repo, "main", "other", "again")
+    _seal_by_a_commit_in_flight(env, repo)
+    monkeypatch.setattr(manager, "COMMIT_WAIT_SECONDS", 0.5)
+    status = run_import()
+    assert status.error and not status.completed, status
