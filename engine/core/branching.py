@@ -20,6 +20,7 @@ from engine.core.committed.merge import Conflict, Resolver, by_pattern
 from engine.core.committed.model import MetaRangeId, Record
 from engine.core.deadline import Deadline
 from engine.core.entries import Entries
+from engine.core.head_moves import HeadMove
 from engine.core.key_changes import Change, KeyCheck, applied, undone
 from engine.core.merge_resolutions import Resolutions
 from engine.core.model import (
@@ -110,6 +111,7 @@ def resolver_for(strategy: str, path_strategies: list[tuple[str, MergeStrategy]]
 class Branching(OnCore):
     def __init__(self, core: CoreParts, entries: Entries, cleaner: Cleaner) -> None:
         super().__init__(core)
+        self._core = core
         self._entries = entries
         self._cleaner = cleaner
 
@@ -396,8 +398,16 @@ class Branching(OnCore):
         that finds its token sealed writes again to the new one), and a staging token that
         holds anything is sealed first (a set_if of its own) and checked again, so that a
         write racing with the merge lands in a token the move keeps, on top of the new head.
+
+        That token is closed right before the move, which seals it on top of the new head and
+        gives the branch a fresh staging token (head_moves.py): a conditional write judged on
+        the old head is admitted before the move or refused and judged again, never admitted
+        into a token that shows on top of a head it did not judge. The kept token is unsealed
+        afterwards when nothing was written to it.
         """
         dropped: list[StagingToken] = []
+        move = HeadMove(self._core, self._cleaner, repo, branch_name)
+        moved_over: list[BranchRecord] = []
 
         def attempt(_: int) -> MergeOutcome:
             dest = self._refs.get_branch(repo, branch_name)
@@ -440,22 +450,33 @@ class Branching(OnCore):
             def point(branch: pb.Branch) -> None:
                 branch.commit_id = commit.id
                 # The branch was clean: a compacted metarange and the sealed tokens held only
-                # the old head's content.
+                # the old head's content. The staging token holds what raced with the merge.
                 branch.compacted_metarange_id = ""
-                set_tokens(branch, branch.staging_token, [])
+                move.seal_on_top(branch)
 
             # PredicateFailed: the branch moved (a commit or another merge); the updater
             # starts over on its new head. An unknown outcome: the commit is in the head's
             # history (the move applied, finish as it does) or the move did not apply.
             moved_to = self._updater.moved_to(repo, commit)
-            self._updater.set_if(repo, dest, modify_branch(dest, point), f"{what} onto {branch_name!r}", moved_to)
+            updated = modify_branch(dest, point)
+            move.close_staging(dest)
+            self._updater.set_if(repo, dest, updated, f"{what} onto {branch_name!r}", moved_to)
             dropped[:] = dest.sealed_tokens
+            moved_over[:] = [dest]
             return MergeOutcome(commit=commit)
 
-        outcome = self._updater.retry(attempt, f"{what} onto {branch_name!r}", deadline)
+        try:
+            outcome = self._updater.retry(attempt, f"{what} onto {branch_name!r}", deadline)
+        except BaseException:
+            move.release()
+            raise
         if dropped:
             self._cleaner.drop_recorded(repo.partition, dropped)  # recorded with the move (updater.set_branch_if)
             self._entries.observer.cleared(repo.name, branch_name)
+        if moved_over:
+            move.settle(moved_over[0])
+        else:
+            move.release()  # conflicts, after an attempt that closed the token lost its move
         return outcome
 
     def _sides(self, repo: RepoHandle, planned: Plan, key: bytes) -> tuple[Record | None, Record | None, Record | None]:
@@ -545,6 +566,11 @@ class Branching(OnCore):
             seen.update(dict.fromkeys(current.tokens))
             updated = modify_branch(current, lambda branch: self._reset_record(repo, branch, target, check is None))
             if updated != current.branch:
+                if target is not None and check is not None:
+                    # The move keeps the staging token sealed on top of the new head: closed
+                    # first, so that no conditional write judged on the old head lands there
+                    # after the move (head_moves.py).
+                    move.close_staging(current)
                 # A reset of the uncommitted changes made again on the branch as it is now is
                 # right whether or not it applied: it checks and drops what was sealed since,
                 # which raced with it. A hard reset made again could undo a commit made on top
@@ -553,7 +579,12 @@ class Branching(OnCore):
                 self._updater.set_if(repo, current, updated, f"reset of branch {branch_name!r}", applied)
             return current, updated
 
-        before, updated = self._updater.retry(attempt, f"reset of branch {branch_name!r}", deadline)
+        move = HeadMove(self._core, self._cleaner, repo, branch_name)
+        try:
+            before, updated = self._updater.retry(attempt, f"reset of branch {branch_name!r}", deadline)
+        except BaseException:
+            move.release()
+            raise
         moved = StagingToken(before.branch.staging_token)
         if moved in updated.sealed_tokens:
             self._staging.close(moved)  # as _reset_under: before it is found empty and unsealed

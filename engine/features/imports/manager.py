@@ -11,9 +11,13 @@ background in two steps:
    caller's message and metadata, the branch moved with set_if like a merge.
 
 Uncommitted changes stay uncommitted, on top of the new head, as lakeFS leaves them: the
-staging token is kept as it is, and a compaction's changes are applied onto the new head.
-Sealed tokens (a commit in flight) must hold nothing to commit: the import waits for such a
-commit to finish, and only then moves the branch.
+staging token is closed and sealed on top of the new head, a fresh one taking its place
+(engine/core/head_moves.py: no conditional write judged on the old head lands on top of the
+new one), and a compaction's changes are applied onto the new head. Sealed tokens holding
+changes (uncommitted changes sealed by an earlier import or merge, or a commit in flight, which
+then builds on the import's head) stay on top too; those holding only copies of what the head
+shows (a partial commit's) go. While a copy lies inside the import's region, where it would
+hide the imported value, the import waits for the partial commit's clean-up.
 
 A graveler thread owns each running import: it keeps the record's update_time fresh (a record
 that stops beating for STALE_SECONDS reads as interrupted: the process owning it stopped), waits
@@ -26,20 +30,21 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from engine.core.builder import staged_changes
 from engine.core.cleanup import Cleaner
-from engine.core.committed.model import MetaRangeId
+from engine.core.committed.model import Change, MetaRangeId
 from engine.core.committed.replace import Region
 from engine.core.deadline import Deadline
+from engine.core.head_moves import HeadMove
 from engine.core.hooks import BranchWatch, EventUser, HookRecord, Hooks, after_commit
 from engine.core.key_changes import KeyCheck, applied
 from engine.core.model import CommitId, StagingToken
 from engine.core.parts import CoreParts, OnCore
-from engine.core.refs import BranchRecord, RepoHandle, new_commit, set_tokens
+from engine.core.refs import BranchRecord, RepoHandle, new_commit
 from engine.core.repo_metadata import RepositoryMetadata
 from engine.core.updater import Raced, modify_branch
 from engine.features.imports.ingest import IngestJob, IngestResult
@@ -107,6 +112,7 @@ class Imports(OnCore):
         watch: BranchWatch,
     ) -> None:
         super().__init__(core)
+        self._core = core
         self._cleaner = cleaner
         self._protection = protection
         self._repo_metadata = repo_metadata
@@ -313,13 +319,15 @@ class Imports(OnCore):
         pre_run = self._hooks.pre(repo, hooked)
         what = f"import onto branch {plan.branch!r}"
         dropped: list[StagingToken] = []
+        move = HeadMove(self._core, self._cleaner, repo, plan.branch)
+        moved_over: list[BranchRecord] = []
 
         def attempt(_: int) -> pb.Commit:
             if self.records.get(plan.partition, import_id).canceled:
                 raise ImportCanceled
             current = self._refs.get_branch(repo, plan.branch)
             head = self._refs.get_commit(repo, current.branch.commit_id)
-            self._require_no_commit_in_flight(repo, current, MetaRangeId(head.metarange_id))
+            kept = self._kept_sealed(repo, current, MetaRangeId(head.metarange_id), plan.region)
             metarange = self._committed.replace(repo.namespace, MetaRangeId(head.metarange_id), source, plan.region)
             if plan.check is not None and metarange != head.metarange_id:
                 changes = self._committed.diff_grouped(repo.namespace, MetaRangeId(head.metarange_id), metarange)
@@ -333,41 +341,79 @@ class Imports(OnCore):
             def point(branch: pb.Branch) -> None:
                 branch.commit_id = commit.id
                 branch.compacted_metarange_id = compacted
-                # Sealed tokens held nothing to commit (checked above): they go, the staging token stays.
-                set_tokens(branch, branch.staging_token, [])
+                # The uncommitted changes stay on top of the new head: the staging token sealed
+                # over the sealed tokens holding changes (checked above), a fresh one in its
+                # place; sealed tokens holding nothing go.
+                move.seal_on_top(branch, kept)
 
             moved_to = self._updater.moved_to(repo, commit)
-            self._updater.set_if(repo, current, modify_branch(current, point), what, moved_to)
-            dropped[:] = current.sealed_tokens
+            updated = modify_branch(current, point)
+            move.close_staging(current)
+            self._updater.set_if(repo, current, updated, what, moved_to)
+            dropped[:] = [token for token in current.sealed_tokens if token not in kept]
+            moved_over[:] = [current]
             return commit
 
         waited_until = time.monotonic() + COMMIT_WAIT_SECONDS
-        while True:
-            try:
-                commit = self._updater.retry(attempt, what, Deadline.after(COMMIT_WAIT_SECONDS))
-                break
-            except Aborted:
-                if time.monotonic() > waited_until or self._closing.is_set():
-                    raise
-                time.sleep(0.5)  # a commit in flight on the branch: let it finish
+        try:
+            while True:
+                try:
+                    commit = self._updater.retry(attempt, what, Deadline.after(COMMIT_WAIT_SECONDS))
+                    break
+                except Aborted:
+                    if time.monotonic() > waited_until or self._closing.is_set():
+                        raise
+                    time.sleep(0.5)  # a commit in flight on the branch: let it finish
+        except BaseException:
+            move.release()
+            raise
         self._cleaner.drop_recorded(repo.partition, dropped)  # recorded with the move (updater.set_branch_if)
+        move.settle(moved_over[0])
         after_commit(self._hooks, repo, hooked, pre_run, commit)
         self._watch.pushed(repo, plan.branch)
         return commit
 
-    def _require_no_commit_in_flight(self, repo: RepoHandle, current: BranchRecord, head: MetaRangeId) -> None:
-        """Sealed tokens may only hold what their view below already shows (copies a partial
-        commit left): anything else belongs to a commit still in flight, which is waited for."""
+    def _kept_sealed(self, repo: RepoHandle, current: BranchRecord, head: MetaRangeId, region: Region) -> list[str]:
+        """The sealed tokens the move keeps on top of the new head: none when they only hold
+        what their view below already shows (copies a partial commit left: they go), all of
+        them when they hold changes (uncommitted changes a merge or an earlier import sealed on
+        top of its head, or a commit in flight, which then builds on the import's head from its
+        tokens still sealed). Raced (the import waits) while a staged key inside the import's
+        region shows nothing against the view below: a copy there would hide the import's value.
+        """
         sealed = current.sealed_tokens
         if not sealed:
-            return
+            return []
         for token in sealed:
-            # The import drops them: every conditional write admitted into one must show in
-            # the check below (StagingStore.close).
+            # The import drops them or keeps them on top: every conditional write admitted into
+            # one must show in the checks below (StagingStore.close).
             self._staging.close(token)
         below = MetaRangeId(current.branch.compacted_metarange_id) if current.branch.compacted_metarange_id else head
         if next(iter(self._committed.diff_changes(repo.namespace, below, staged_changes(self._staging, sealed))), None):
-            raise Raced
+            if any(self._shows_nothing(repo.namespace, below, change) for change in self._staged_in(sealed, region)):
+                raise Raced
+            return list(sealed)
+        return []
+
+    def _staged_in(self, tokens: Sequence[str], region: Region) -> Iterator[Change]:
+        """The changes tokens hold inside region."""
+        staged = [StagingToken(token) for token in tokens]
+        for prefix in region.prefixes:
+            for change in staged_changes(self._staging, staged, prefix):
+                if not change.key.startswith(prefix):
+                    break
+                yield change
+        for key in sorted(region.keys):
+            found = next(iter(staged_changes(self._staging, staged, key)), None)
+            if found is not None and found.key == key:
+                yield found
+
+    def _shows_nothing(self, namespace: str, below: MetaRangeId, change: Change) -> bool:
+        """Whether change leaves below as it is at its key (the same record, or a delete of a key it lacks)."""
+        record = self._committed.get(namespace, below, change.key)
+        if change.record is None:
+            return record is None
+        return record is not None and record.identity == change.record.identity
 
     def _rebased_compaction(
         self, repo: RepoHandle, current: BranchRecord, head: MetaRangeId, new_head: MetaRangeId
