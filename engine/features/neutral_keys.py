@@ -41,7 +41,7 @@ from engine.core.physical_addresses import validate_physical_address
 from engine.core.refs import RepoHandle
 from engine.core.validation import validate_entry_size, validate_key
 from silt.block.adapter import BlockAdapter
-from silt.errors import Aborted, ConditionFailed, InvalidArgument, NotFound, PredicateFailed
+from silt.errors import Aborted, ConditionFailed, InvalidArgument, NotFound, OutcomeUnknown, PredicateFailed
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv import Store
 
@@ -118,13 +118,18 @@ class NeutralKeys:
             try:
                 self._kv.set_if(repo.partition, row_key, value, None)
                 return Recorded(entry, True)
-            except PredicateFailed:
+            except (PredicateFailed, OutcomeUnknown):
+                # An outcome the store could not tell (another writer's record read back) is
+                # settled by the record as it is now: this entry's fresh address is no one
+                # else's, so a record naming it is this write's.
                 pass
             try:
                 got = self._kv.get(repo.partition, row_key)
             except NotFound:
                 continue  # never deleted but with the repository: try the create again
             current = _decode(got.value).entry
+            if current.physical_address == entry.physical_address:
+                return Recorded(current, True)
             if _etag(current) != _etag(entry) or current.size != entry.size:
                 raise ConditionFailed(
                     f"{key!r} was written once already through a ref-neutral address, with other content"
@@ -136,8 +141,8 @@ class NeutralKeys:
             try:
                 self._kv.set_if(repo.partition, row_key, value, got.predicate)
                 return Recorded(entry, True)
-            except PredicateFailed:
-                continue
+            except (PredicateFailed, OutcomeUnknown):
+                continue  # read again: a record naming this entry's address is this write's
         raise Aborted(f"recording the ref-neutral key {key!r} lost {_MAX_RACES} races; retry")
 
     def _bytes_exist(self, repo: RepoHandle, entry: pb.Entry) -> bool:

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from engine.core.deadline import NO_DEADLINE
 from engine.graveler import Graveler
 from engine.open import open_graveler
 from silt.block.local import LocalAdapter
-from silt.errors import NotFound, Unavailable
+from silt.errors import NotFound, OutcomeUnknown, Unavailable
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.mem import MemStore
 
@@ -55,3 +56,37 @@ def test_an_identical_write_over_gone_bytes_stages_its_own(graveler: Graveler) -
     graveler.stage_entry(REPO, "main", "k", _written(graveler, "data/two"), neutral=True)
     handle = graveler.refs.repository(REPO)
     assert graveler.neutral.get(handle, "k").physical_address == "data/two"
+
+
+class _LostAnswers(MemStore):
+    """A MemStore whose next compare-and-set of a ref-neutral record applies (or not) and then
+    answers OutcomeUnknown, as Cassandra does when a Paxos round is cut short."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.apply_then_lose: bool | None = None
+
+    def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Any) -> None:
+        step, self.apply_then_lose = self.apply_then_lose, None
+        if step is None or not key.startswith(b"neutral/"):
+            super().set_if(partition, key, value, predicate)
+            return
+        if step:
+            super().set_if(partition, key, value, predicate)
+        raise OutcomeUnknown("test: outcome unknown")
+
+
+@pytest.mark.parametrize("applied", [True, False])
+def test_a_record_whose_outcome_was_lost_is_settled_by_its_address(tmp_path: Path, applied: bool) -> None:
+    store = _LostAnswers()
+    g = open_graveler(store, LocalAdapter(tmp_path))
+    try:
+        g.lifecycle.create_repository(REPO, f"local://{REPO}", "", False)
+        store.apply_then_lose = applied
+        # Not applied: the store's read-back then finds nothing, and the create is sent again.
+        g.stage_entry(REPO, "main", "k", _written(g, "data/one"), neutral=True)
+        handle = g.refs.repository(REPO)
+        assert g.neutral.get(handle, "k").physical_address == "data/one"
+        assert g.entries.stat(handle, "main", "k", NO_DEADLINE).physical_address == "data/one"
+    finally:
+        g.close()
