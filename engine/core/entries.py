@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from engine.core.closed_staging import ClosedStagingWatch, StagingClosed
 from engine.core.committed.model import MetaRangeId, Record
 from engine.core.compaction import StagingObserver
 from engine.core.deadline import Deadline
@@ -28,7 +29,7 @@ from engine.core.staging import Staged, new_token
 from engine.core.updater import Raced
 from engine.core.validation import validate_entry_size, validate_key
 from engine.core.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
-from silt.errors import Aborted, ConditionFailed, FailedPrecondition, InvalidArgument, NotFound, PredicateFailed
+from silt.errors import Aborted, ConditionFailed, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
 from silt.kv.store import chunk_size, chunked
 
@@ -95,6 +96,7 @@ class Entries(OnCore):
         super().__init__(core)
         self.observer = observer
         self._allowed_import_prefixes = allowed_import_prefixes
+        self._closed_staging = ClosedStagingWatch(self._updater)
 
     # --- writer flow -------------------------------------------------------------------------
 
@@ -442,8 +444,12 @@ class Entries(OnCore):
         tokens = resolved.branch.tokens
         staged = self._staging.read_for_write(tokens[0], key)
         if staged.closed:
-            # A commit closed the token after sealing it: this view of the branch is stale.
-            raise PredicateFailed(f"staging token of {resolved.branch.branch.name!r} is closed; read again")
+            # A commit closed the token after sealing it (this view of the branch is stale), or a
+            # move of the head closed it before its set_if: read again. A token closed this way
+            # for long is one whose mover died before its set_if (closed_staging.py).
+            name = resolved.branch.branch.name
+            self._closed_staging.refused(repo, name, tokens[0])
+            raise StagingClosed(f"staging token of {name!r} is closed; read again", tokens[0])
         if staged.value is not None:
             return (None if staged.value.tombstone else staged.value), staged, []
         fences: list[Fence] = []

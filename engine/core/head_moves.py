@@ -28,6 +28,7 @@ import logging
 from collections.abc import Sequence
 
 from engine.core.cleanup import Cleaner
+from engine.core.closed_staging import seal_staging
 from engine.core.deadline import Deadline
 from engine.core.model import StagingToken
 from engine.core.parts import CoreParts, OnCore
@@ -94,7 +95,8 @@ class HeadMove(OnCore):
     def release(self) -> None:
         """After the operation failed: seal a staging token it closed that is still the
         branch's staging token (the move did not apply), so that conditional writers get a
-        fresh one. Best effort: a token left closed is sealed by the branch's next commit."""
+        fresh one. Best effort: a token left closed is sealed by the branch's next commit, or by
+        the conditional writers it refuses (closed_staging.py)."""
         if not self._closed:
             return
         try:
@@ -102,17 +104,6 @@ class HeadMove(OnCore):
             token = StagingToken(current.branch.staging_token)
             if token not in self._closed:
                 return
-
-            def seal(record: BranchRecord) -> pb.Branch:
-                if record.branch.staging_token != token:
-                    return record.branch
-                return modify_branch(
-                    record,
-                    lambda branch: set_tokens(
-                        branch, new_token(self._repo.partition, branch.name), [token, *branch.sealed_tokens]
-                    ),
-                )
-
-            self._updater.update(self._repo, self._branch_name, seal, "sealing", Deadline.after(30), REDO)
+            seal_staging(self._updater, self._repo, self._branch_name, token, "sealing")
         except SiltError as exc:
             log.warning("branch %r keeps a staging token closed to conditional writes: %s", self._branch_name, exc)

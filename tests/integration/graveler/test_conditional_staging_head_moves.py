@@ -338,3 +338,21 @@ def test_an_import_keeps_a_commit_in_flight_on_top_and_waits_for_copies_in_its_r
     monkeypatch.setattr(manager, "COMMIT_WAIT_SECONDS", 0.5)
     status = run_import()
     assert status.error and not status.completed, status
+
+
+def test_a_staging_token_left_closed_by_a_mover_that_died_is_sealed_by_the_writers_it_refuses(
+    env: GravelerEnv,
+) -> None:
+    """A mover closed the staging token and died before its set_if (no move, no release): the
+    conditional writers it refuses seal it once it has stayed closed for SEAL_AFTER_S, and the
+    write succeeds in the fresh token; what the closed token held stays, sealed."""
+    repo = env.new_repo("stuck")
+    env.put(repo, "main", "before", "kept")
+    token = _token(env, repo)
+    env.graveler.staging.close(token)
+    assert _stage(env, repo, "k", "a", if_absent=True) == "ok"
+    branch = env.graveler.refs.get_branch(env.graveler.refs.repository(repo), "main").branch
+    assert branch.staging_token != token and token in branch.sealed_tokens
+    assert env.etag(repo, "main", "k") == "a" and env.etag(repo, "main", "before") == "kept"
+    env.commit(repo, "main")
+    assert env.etag(repo, "main", "before") == "kept"
