@@ -259,6 +259,14 @@ class Lifecycle:
                 break
             record = pb.Repository()
             record.ParseFromString(entry.value)
+            try:
+                if self._refs.get_repository(record.name).record.unique_id == record.unique_id:
+                    # Its deletion wrote this entry and has not removed the record: it died
+                    # there, or failed, or is still going. The repository stands, and so does
+                    # everything in its partitions; a deletion made again finishes it.
+                    continue
+            except NotFound:
+                pass
             if self._clean_deleted(RepoHandle(record)):
                 finished += 1
         return finished

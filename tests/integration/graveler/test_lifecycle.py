@@ -100,6 +100,29 @@ def test_deletion_interrupted_after_the_record_leaves_nothing_reachable(env: Gra
         store.get(GRAVELER_PARTITION, TO_DELETE + old.partition)
 
 
+def test_a_deletion_that_died_before_removing_the_record_leaves_the_repository_whole(env: GravelerEnv) -> None:
+    """The deletion's first step (its to-delete entry) written, then the process died (or the
+    record's removal failed): the repository stands, so the cleaner leaves its partitions alone,
+    and a deletion made again finishes it."""
+    store = env.graveler.refs.kv
+    repo = env.new_repo("half-deleted")
+    env.put(repo, "main", "committed")
+    env.commit(repo, "main")
+    env.put(repo, "main", "staged")
+    handle = env.graveler.refs.get_repository(repo)
+    store.set(GRAVELER_PARTITION, TO_DELETE + handle.partition, handle.record.SerializeToString())
+
+    assert env.graveler.lifecycle.clean_deleted_repositories() == 0
+    assert sorted(env.list_all(repo, "main")) == ["committed", "staged"]
+
+    env.stub.DeleteRepository(api.DeleteRepositoryRequest(name=repo))
+    env.graveler.cleaner.flush(30)
+    env.graveler.lifecycle.clean_deleted_repositories()
+    assert list(raw_store(store).scan(handle.partition)) == []
+    with pytest.raises(Exception, match="not found"):
+        store.get(GRAVELER_PARTITION, TO_DELETE + handle.partition)
+
+
 def test_dump_and_restore_preserve_every_commit_id(env: GravelerEnv) -> None:
     repo = env.new_repo("dump")
     env.put(repo, "main", "a", "1")
