@@ -431,6 +431,7 @@ class StagingStore:
         except NotFound:
             if unchanged and read.guard_value is None and self._not_deleted_since(partition, key, read.judged_at):
                 return False
+            log.warning("conditional staging write of %r: %s; the guard is gone, which cannot tell", key, unknown)
             raise unknown from None
         if current == guard:
             return True
@@ -444,6 +445,13 @@ class StagingStore:
                 return False
         elif _NO_GUARD in line and self._not_deleted_since(partition, key, read.judged_at):
             return False
+        log.warning(
+            "conditional staging write of %r: %s; the guard cannot tell (a line of %d, ours judged %s)",
+            key,
+            unknown,
+            len(line),
+            "a guard" if read.guard_value is not None else "none",
+        )
         raise unknown
 
     def _guards_landed(
@@ -571,10 +579,14 @@ class StagingStore:
         # admitted writes (ADMISSION absent or OPEN) must find its compare-and-set refused, not
         # land in a token nothing reads and be taken for a write that stood.
         self._close_admission(token)
-        # Guards before values, as drop_key; by compare-and-set, as they are written.
-        for guard in list(scan_prefix(raw, partition, GUARD_PREFIX)):
+        # Guards before values, as drop_key, by compare-and-set, as they are written; each becomes
+        # a fence (admitting nothing, so no read finishes a write into the dropped token) kept
+        # with the closed admission row until the shipper forgets the token: a conditional
+        # writer whose compare-and-set outcome was lost while the token went still reads its
+        # key's line there (_guard_landed).
+        for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX)):
             if guard.key != ADMISSION:
-                delete_current(raw, partition, guard.key)
+                self._fence_dropped(partition, guard.key)
         # Values are written at their logical timestamps, which may be ahead of any clock here or
         # on Cassandra's coordinator: each list of them is deleted at a write time past all of
         # their stamps, or the deletes would be no-ops. The deletion marks (the partition's and
@@ -597,6 +609,23 @@ class StagingStore:
                             burst_started = time.perf_counter()
                 if len(rows) < len(chunk):
                     break
+
+    def _fence_dropped(self, partition: bytes, key: bytes) -> None:
+        """Replace a dropped token's guard at key with a fence over it (nothing if it is one)."""
+        for _ in range(_CLOSE_ATTEMPTS):
+            try:
+                guard = self.kv.get(partition, key)
+            except NotFound:
+                return
+            if _decode_guard(guard.value)[3]:
+                return
+            try:
+                fence = _encode_fence(guard.value)
+                self.kv.apply(partition, [(key, fence)], condition=AllOf([(key, guard.predicate)]))
+                return
+            except (PredicateFailed, OutcomeUnknown):
+                continue  # a late writer's fence got in, or the outcome is unknown: read and go again
+        log.warning("dropping staging token %r: guard %r kept changing; left as it is", partition, key)
 
     def _delete_past(self, raw: Store, partition: bytes, keys: list[bytes], stored: list[bytes]) -> None:
         """Delete keys, unjournaled, at a write time after every stamp in stored (their values)."""

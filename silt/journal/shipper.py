@@ -157,12 +157,13 @@ class Shipper:
                 else:
                     # Empty: forgotten once the grace period since it was last in use has
                     # passed (a stale writer's row may still land in it until then).
-                    # Its closed admission row goes then too: no stale conditional writer can
-                    # reach the token any more, and nothing else is left in it.
+                    # Its guards (fences by now) and closed admission row go then too: no stale
+                    # conditional writer can reach the token any more, nor wait on an outcome
+                    # its guards tell, and nothing else is left in it.
                     tokens.forget_if_unused(
                         saved.token,
                         self._clock(),
-                        before_forget=functools.partial(delete_current, self._kv, saved.partition, STAGED_ADMISSION),
+                        before_forget=functools.partial(_forget_guards, self._kv, saved.partition),
                     )
             self._step("tokens saved")
         finally:
@@ -325,3 +326,12 @@ def _decode(message: _M, stored: bytes) -> _M:
     except DecodeError:
         raise InvalidArgument(f"corrupt {type(message).__name__} record in KV") from None
     return message
+
+
+def _forget_guards(kv: Store, partition: bytes) -> None:
+    """Delete a dropped token's guard rows (engine/core/staging.py keeps them as fences until
+    now), its admission row last."""
+    for entry in list(scan_prefix(kv, partition, STAGED_ADMISSION)):
+        if entry.key != STAGED_ADMISSION:
+            delete_current(kv, partition, entry.key)
+    delete_current(kv, partition, STAGED_ADMISSION)

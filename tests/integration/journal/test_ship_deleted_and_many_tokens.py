@@ -101,8 +101,9 @@ def test_a_token_beyond_ten_thousand_saved_ones_is_still_shipped(tmp_path: Path)
 
 def test_a_dropped_tokens_closed_admission_row_goes_once_no_stale_writer_can_reach_it(tmp_path: Path) -> None:
     """A dropped token keeps its admission row, closed, so that a stale conditional writer
-    cannot land in it (engine/core/staging.py); the shipper deletes the row when it forgets
-    the token, after the grace that outlasts any writer's deadline, and not before."""
+    cannot land in it, and its guards as fences (engine/core/staging.py); the shipper deletes
+    them when it forgets the token, after the grace that outlasts any writer's deadline, and
+    not before."""
     kv = MemStore()
     adapter = LocalAdapter(tmp_path / "data")
     name, unique_id = "closed", "c" * 32
@@ -116,10 +117,14 @@ def test_a_dropped_tokens_closed_admission_row_goes_once_no_stale_writer_can_rea
     dropped = f"{partition}_main_{2:032x}"
     kv.set(partition.encode(), b"journal_ship/tokens", json.dumps({dropped: NOW - 60}).encode())
     kv.set(dropped.encode(), STAGED_ADMISSION, b"2 closed")
+    # Its guards, fences since the drop: what a writer whose outcome was lost reads its key's line in.
+    fences = [STAGED_ADMISSION + b"obj/a", STAGED_ADMISSION + b"obj/b"]
+    for fence in fences:
+        kv.set(dropped.encode(), fence, b"a fence")
 
     clock = [NOW]
     Shipper(kv, adapter, hmac_key=JOURNAL_KEY, clock=lambda: clock[0]).ship(name)
-    assert [entry.key for entry in kv.scan(dropped.encode())] == [STAGED_ADMISSION]
+    assert [entry.key for entry in kv.scan(dropped.encode())] == [STAGED_ADMISSION, *fences]
     clock[0] = NOW + TOKEN_GRACE_SECONDS + REFRESH_SECONDS
     Shipper(kv, adapter, hmac_key=JOURNAL_KEY, clock=lambda: clock[0]).ship(name)
     assert list(kv.scan(dropped.encode())) == []

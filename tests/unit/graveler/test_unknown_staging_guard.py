@@ -217,3 +217,34 @@ def test_a_create_whose_resend_was_refused_after_a_deletion_of_the_key_stays_unk
     store.between = lambda: stage.drop_key(TOKEN, KEY)
     with pytest.raises(OutcomeUnknown):
         stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+
+
+@pytest.mark.parametrize(("script", "applied"), [("applied", True), ("lost", False)])
+def test_a_write_whose_token_was_dropped_meanwhile_is_settled_by_the_fences_it_left(script: str, applied: bool) -> None:
+    # The commit that sealed the token closed it and dropped it while ours was in flight: the
+    # drop leaves each guard a fence over it, whose line still tells.
+    store, stage = staging()
+    write(stage, b"old")
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = [script]
+
+    def theirs_then_drop() -> None:
+        if not applied:
+            write(stage, b"theirs")
+        stage.drop(TOKEN)
+
+    store.between = theirs_then_drop
+    if applied:
+        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)  # settled: no error
+    else:
+        with pytest.raises(PredicateFailed):
+            stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+
+
+def test_a_dropped_tokens_fences_admit_nothing_and_finish_nothing() -> None:
+    _, stage = staging()
+    write(stage, b"old")
+    stage.drop(TOKEN)
+    after = stage.read_for_write(TOKEN, KEY)
+    assert after.value is None and after.closed  # nothing brought back into the dropped token
+    assert stage.get(TOKEN, KEY) is None
