@@ -46,13 +46,23 @@ class Api:
         return self.http.request(method, self.base + path, headers=headers, retries=False, timeout=30, **kwargs)
 
 
+# A loopback address the api stack trusts as a proxy.
+TRUSTED_PROXY = "127.0.0.3"
+
+
 @pytest.fixture(scope="session")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     # The suite's webhook receivers are threads of the test on 127.0.0.1: this deployment opts
     # in to webhooks reaching loopback and private addresses (off by default).
     # Auth's caches keep a key for a second rather than five: a test of an IAM change taking
     # effect waits that long.
-    overrides = {"actions": {"webhook": {"allow_private": True}}, "auth": {"cache_ttl_seconds": 1.0}}
+    # Requests from TRUSTED_PROXY may name their client in X-Forwarded-For (the policy
+    # conditions' tests); every other test connects from 127.0.0.1, whose header is ignored.
+    overrides = {
+        "actions": {"webhook": {"allow_private": True}},
+        "auth": {"cache_ttl_seconds": 1.0},
+        "gateways": {"trusted_proxies": [TRUSTED_PROXY]},
+    }
     with gateway_stack(tmp_path_factory.mktemp("api-stack"), overrides=overrides) as stack:
         yield Api(stack, urllib3.PoolManager())
 
