@@ -37,11 +37,32 @@ def cassandra_store(request: pytest.FixtureRequest) -> Iterator[Store]:
     store.close()
 
 
+@pytest.fixture(scope="session")
+def cassandra_stores_by_directory(request: pytest.FixtureRequest) -> Iterator[dict[str, Store]]:
+    """The `store` fixture's Cassandra stores: one keyspace per test directory, opened on first
+    use. Not one for the run: every graveler started on a keyspace reads each repository's
+    partition there for drops left to do (engine/core/cleanup.py, resume), and a flush waits for
+    that; on one keyspace for the run, the journal's and the clean-up's tests, late in the run,
+    each read the partitions of every repository the graveler tests had made before them (about
+    a second a graveler). A keyspace costs about half a second."""
+    opened: dict[str, Store] = {}
+    yield opened
+    for store in opened.values():
+        store.close()
+
+
 @pytest.fixture(params=KV_DRIVERS)
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    """A KV Store of each driver in turn: fresh for mem and local, the shared one for Cassandra."""
+    """A KV Store of each driver in turn: fresh for mem and local, the test directory's for
+    Cassandra (shared by its tests: repository names are each test's own)."""
     if request.param == "cassandra":
-        yield request.getfixturevalue("cassandra_store")
+        stores: dict[str, Store] = request.getfixturevalue("cassandra_stores_by_directory")
+        directory = request.path.parent.relative_to(request.config.rootpath)
+        keyspace = "silt_tests_" + "_".join(directory.parts[1:])[:36]
+        if keyspace not in stores:
+            server = request.getfixturevalue("cassandra_server")
+            stores[keyspace] = open_store(server.database_config(keyspace=keyspace))
+        yield stores[keyspace]
         return
     path = tmp_path_factory.mktemp("kv") / "metadata.db"
     opened = open_store(DatabaseConfig(type=request.param, local=LocalDatabaseConfig(path=str(path))))
