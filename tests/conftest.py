@@ -7,6 +7,7 @@ each started on first use.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 
 import pytest
@@ -37,11 +38,28 @@ def cassandra_store(request: pytest.FixtureRequest) -> Iterator[Store]:
     store.close()
 
 
+@pytest.fixture(scope="module")
+def module_cassandra_store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    """The `store` fixture's Cassandra store: a keyspace of the test module's own. Not one for
+    the run: every graveler started on a keyspace reads each repository's partition there for
+    drops left to do (engine/core/cleanup.py, resume), and its close and a flush wait for that;
+    on one keyspace for the run, each graveler of a module late in the run read the partitions
+    of every repository the modules before it had made (about a second a graveler in the
+    journal's tests). A keyspace costs about half a second."""
+    server = request.getfixturevalue("cassandra_server")
+    module = request.path.relative_to(request.config.rootpath).as_posix()
+    keyspace = f"silt_{request.path.stem[:30]}_{hashlib.sha1(module.encode()).hexdigest()[:6]}"
+    store = open_store(server.database_config(keyspace=keyspace))
+    yield store
+    store.close()
+
+
 @pytest.fixture(params=KV_DRIVERS)
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    """A KV Store of each driver in turn: fresh for mem and local, the shared one for Cassandra."""
+    """A KV Store of each driver in turn: fresh for mem and local, the test module's for
+    Cassandra (shared by its tests: repository names are each test's own)."""
     if request.param == "cassandra":
-        yield request.getfixturevalue("cassandra_store")
+        yield request.getfixturevalue("module_cassandra_store")
         return
     path = tmp_path_factory.mktemp("kv") / "metadata.db"
     opened = open_store(DatabaseConfig(type=request.param, local=LocalDatabaseConfig(path=str(path))))

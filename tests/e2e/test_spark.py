@@ -19,6 +19,7 @@ import pytest
 
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.spark import S3AEndpoint, s3a_jars, use_endpoint_for_bucket
+from tests.e2e.conftest import SHORT_JVM_ENV
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 
 SPARK_PAGE = Path(__file__).resolve().parents[2] / "docs" / "clients" / "spark.md"
@@ -143,6 +144,9 @@ def test_the_readme_spark_example_runs_as_written(stack: GatewayStack, tmp_path:
         PYSPARK_PYTHON=sys.executable,
         SPARK_LOCAL_IP="127.0.0.1",
     )
+    # C1 alone and the serial collector for its JVM, as for the CLI's Spark jobs (tests/e2e/
+    # conftest.py's SHORT_JVM_ENV): the same program, started and finished sooner.
+    env.update(SHORT_JVM_ENV)
     done = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )

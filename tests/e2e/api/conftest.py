@@ -7,6 +7,7 @@ import json
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import lakefs_sdk
@@ -15,6 +16,7 @@ import urllib3
 
 from silt.rpc.signing import Credentials
 from tests.support.gateway_stack import GatewayStack, gateway_stack
+from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, moto_client
 
 
 @dataclass
@@ -44,14 +46,77 @@ class Api:
         return self.http.request(method, self.base + path, headers=headers, retries=False, timeout=30, **kwargs)
 
 
+# A loopback address the api stack trusts as a proxy.
+TRUSTED_PROXY = "127.0.0.3"
+
+
 @pytest.fixture(scope="session")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     # The suite's webhook receivers are threads of the test on 127.0.0.1: this deployment opts
     # in to webhooks reaching loopback and private addresses (off by default).
     # Auth's caches keep a key for a second rather than five: a test of an IAM change taking
     # effect waits that long.
-    overrides = {"actions": {"webhook": {"allow_private": True}}, "auth": {"cache_ttl_seconds": 1.0}}
+    # Requests from TRUSTED_PROXY may name their client in X-Forwarded-For (the policy
+    # conditions' tests); every other test connects from 127.0.0.1, whose header is ignored.
+    overrides = {
+        "actions": {"webhook": {"allow_private": True}},
+        "auth": {"cache_ttl_seconds": 1.0},
+        "gateways": {"trusted_proxies": [TRUSTED_PROXY]},
+    }
     with gateway_stack(tmp_path_factory.mktemp("api-stack"), overrides=overrides) as stack:
+        yield Api(stack, urllib3.PoolManager())
+
+
+@pytest.fixture(scope="session")
+def import_landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory import_api's blockstore imports from: each test lands its files in a
+    directory of its own below it."""
+    return tmp_path_factory.mktemp("import-landing")
+
+
+@pytest.fixture(scope="session")
+def import_api(tmp_path_factory: pytest.TempPathFactory, import_landing: Path) -> Iterator[Api]:
+    """A second stack, whose local blockstore imports from import_landing (api's stays as
+    deployed by default: imports off), shared by the suite's import, stage-object and
+    key-changing tests (a stack each cost three starts of the services). Auth's caches keep a
+    key for a second, as api's do."""
+    overrides = {
+        "blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": [str(import_landing)]}},
+        "auth": {"cache_ttl_seconds": 1.0},
+    }
+    with gateway_stack(tmp_path_factory.mktemp("import-stack"), overrides=overrides) as stack:
+        yield Api(stack, urllib3.PoolManager())
+
+
+# The buckets of s3_api's blockstore: the repositories' namespaces, and the landing bucket whose
+# exports/ imports and linked objects may name (and nothing else of it).
+S3_DATA = "silt-api-s3-data"
+S3_LANDING = "silt-api-s3-landing"
+
+
+@pytest.fixture(scope="session")
+def s3_api(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    """A stack on an S3 blockstore (moto_server), shared by the suite's tests on S3 (presigned
+    URLs, presigned multipart uploads, imports; a stack each cost three starts of the services)."""
+    store = moto_client(moto_server)
+    for bucket in (S3_DATA, S3_LANDING):
+        store.create_bucket(Bucket=bucket)
+    overrides = {
+        "blockstore": {
+            "type": "s3",
+            "s3": {
+                "endpoint_url": moto_server,
+                "force_path_style": True,
+                "credentials": {"access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY},
+            },
+        },
+        "graveler": {
+            "allowed_namespace_roots": [f"s3://{S3_DATA}/"],
+            "allowed_import_prefixes": [f"s3://{S3_LANDING}/exports/"],
+        },
+        "gateways": {"s3": {"storage_namespace_template": f"s3://{S3_DATA}/{{repo}}"}},
+    }
+    with gateway_stack(tmp_path_factory.mktemp("api-s3-stack"), overrides=overrides) as stack:
         yield Api(stack, urllib3.PoolManager())
 
 

@@ -10,24 +10,20 @@ import os
 import secrets
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
 import lakefs
 import lakefs_sdk
 import pytest
-import urllib3
 from botocore.exceptions import ClientError
 from lakefs.client import Client
 from lakefs_sdk.exceptions import ApiException
 
-from tests.e2e.api.conftest import Api, error_message, json_post
+from tests.e2e.api.conftest import S3_DATA, S3_LANDING, Api, error_message, json_post
 from tests.e2e.conftest import Silt
-from tests.support.gateway_stack import gateway_stack
-from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY
+from tests.support.moto import moto_client
 from tests.support.wait import wait_until
 
 TREE = {
@@ -86,21 +82,9 @@ def refused_as_changed(api: Api, repo: str, key: str, source: str) -> None:
 # --- the local blockstore ------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("landing")
-
-
-@pytest.fixture(scope="module")
-def local_api(tmp_path_factory: pytest.TempPathFactory, landing: Path) -> Iterator[Api]:
-    overrides = {"blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": [str(landing)]}}}
-    with gateway_stack(tmp_path_factory.mktemp("import-stack"), overrides=overrides) as stack:
-        yield Api(stack, urllib3.PoolManager())
-
-
-def test_import_a_directory_tree_and_read_it_back_everywhere(local_api: Api, landing: Path) -> None:
-    api, client = local_api, local_api.sdk()
-    source = landing / uuid.uuid4().hex
+def test_import_a_directory_tree_and_read_it_back_everywhere(import_api: Api, import_landing: Path) -> None:
+    api, client = import_api, import_api.sdk()
+    source = import_landing / uuid.uuid4().hex
     for name, content in TREE.items():
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         (source / name).write_bytes(content)
@@ -146,14 +130,14 @@ def test_import_a_directory_tree_and_read_it_back_everywhere(local_api: Api, lan
     assert read_both_ways(api, repo, "lake/events/2024-02/c.json")[0] == TREE["events/2024-02/c.json"]
 
 
-def test_imports_are_checked_before_they_start(local_api: Api, landing: Path, tmp_path: Path) -> None:
-    api, client = local_api, local_api.sdk()
+def test_imports_are_checked_before_they_start(import_api: Api, import_landing: Path, tmp_path: Path) -> None:
+    api, client = import_api, import_api.sdk()
     repo = new_repo(client, "local://{repo}")
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     cases = [
         (f"local://{outside}", "allowed_external_prefixes"),
-        (f"local://{landing}/../etc", "not a plain absolute path"),
+        (f"local://{import_landing}/../etc", "not a plain absolute path"),
         ("s3://bucket/prefix/", "s3 blockstore"),
         (f"local://{repo}/data", "overlaps the repository's storage namespace"),
         ("local://other-store-dir", "local:// and an absolute path"),
@@ -162,7 +146,10 @@ def test_imports_are_checked_before_they_start(local_api: Api, landing: Path, tm
         body = {"paths": [{"type": "common_prefix", "path": path, "destination": "x/"}], "commit": {"message": "m"}}
         response = json_post(api, f"/repositories/{repo}/branches/main/import", body)
         assert says in error_message(response, 400), path
-    body = {"paths": [{"type": "all", "path": f"local://{landing}", "destination": ""}], "commit": {"message": "m"}}
+    body = {
+        "paths": [{"type": "all", "path": f"local://{import_landing}", "destination": ""}],
+        "commit": {"message": "m"},
+    }
     assert "type" in error_message(json_post(api, f"/repositories/{repo}/branches/main/import", body), 400)
     reader = json_post(
         api,
@@ -192,37 +179,7 @@ def test_imports_are_checked_before_they_start(local_api: Api, landing: Path, tm
 
 @pytest.fixture(scope="module")
 def s3_store(moto_server: str) -> Any:
-    store = boto3.client(
-        "s3",
-        endpoint_url=moto_server,
-        aws_access_key_id=ACCESS_KEY_ID,
-        aws_secret_access_key=SECRET_ACCESS_KEY,
-        region_name="us-east-1",
-    )
-    for bucket in ("silt-api-import-ns", "silt-api-landing"):
-        store.create_bucket(Bucket=bucket)
-    return store
-
-
-@pytest.fixture(scope="module")
-def s3_api(moto_server: str, s3_store: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    overrides = {
-        "blockstore": {
-            "type": "s3",
-            "s3": {
-                "endpoint_url": moto_server,
-                "force_path_style": True,
-                "credentials": {"access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY},
-            },
-        },
-        "graveler": {
-            "allowed_namespace_roots": ["s3://silt-api-import-ns/"],
-            "allowed_import_prefixes": ["s3://silt-api-landing/exports/"],
-        },
-        "gateways": {"s3": {"storage_namespace_template": "s3://silt-api-import-ns/{repo}"}},
-    }
-    with gateway_stack(tmp_path_factory.mktemp("import-s3-stack"), overrides=overrides) as stack:
-        yield Api(stack, urllib3.PoolManager())
+    return moto_client(moto_server)
 
 
 @pytest.mark.s3
@@ -230,14 +187,14 @@ def test_import_an_s3_prefix_and_read_it_back_everywhere(s3_api: Api, s3_store: 
     api, client = s3_api, s3_api.sdk()
     base = f"exports/{uuid.uuid4().hex}"
     for name, content in TREE.items():
-        s3_store.put_object(Bucket="silt-api-landing", Key=f"{base}/{name}", Body=content)
-    repo = new_repo(client, "s3://silt-api-import-ns/{repo}")
+        s3_store.put_object(Bucket=S3_LANDING, Key=f"{base}/{name}", Body=content)
+    repo = new_repo(client, f"s3://{S3_DATA}/{{repo}}")
     status = import_and_wait(
         client,
         repo,
         [
-            location("common_prefix", f"s3://silt-api-landing/{base}/events/", "lake/events/"),
-            location("object", f"s3://silt-api-landing/{base}/model.bin", "models/current.bin"),
+            location("common_prefix", f"s3://{S3_LANDING}/{base}/events/", "lake/events/"),
+            location("object", f"s3://{S3_LANDING}/{base}/model.bin", "models/current.bin"),
         ],
         message="from the export bucket",
     )
@@ -248,18 +205,18 @@ def test_import_an_s3_prefix_and_read_it_back_everywhere(s3_api: Api, s3_store: 
         assert read_both_ways(api, repo, key) == (content, content), key
     ranged = api.stack.client().get_object(Bucket=repo, Key="main/models/current.bin", Range="bytes=7-299999")
     assert ranged["Body"].read() == TREE["model.bin"][7:]
-    listed = s3_store.list_objects_v2(Bucket="silt-api-import-ns", Prefix=f"{repo}/").get("Contents", [])
+    listed = s3_store.list_objects_v2(Bucket=S3_DATA, Prefix=f"{repo}/").get("Contents", [])
     assert listed and all(item["Key"].startswith(f"{repo}/_silt/") for item in listed)
     assert sum(item["Size"] for item in listed) < len(TREE["model.bin"])
 
     # Copied into another repository through the gateway: the checked source is the copy's bytes.
-    other = new_repo(client, "s3://silt-api-import-ns/{repo}")
+    other = new_repo(client, f"s3://{S3_DATA}/{{repo}}")
     gateway = api.stack.client()
     gateway.copy_object(Bucket=other, Key="main/copy.csv", CopySource=f"{repo}/main/lake/events/top.csv")
     assert gateway.get_object(Bucket=other, Key="main/copy.csv")["Body"].read() == TREE["events/top.csv"]
 
-    s3_store.put_object(Bucket="silt-api-landing", Key=f"{base}/events/top.csv", Body=b"rewritten!")
-    refused_as_changed(api, repo, "lake/events/top.csv", f"s3://silt-api-landing/{base}/events/top.csv")
+    s3_store.put_object(Bucket=S3_LANDING, Key=f"{base}/events/top.csv", Body=b"rewritten!")
+    refused_as_changed(api, repo, "lake/events/top.csv", f"s3://{S3_LANDING}/{base}/events/top.csv")
     with pytest.raises(ClientError):
         gateway.copy_object(Bucket=other, Key="main/again.csv", CopySource=f"{repo}/main/lake/events/top.csv")
 
@@ -267,22 +224,22 @@ def test_import_an_s3_prefix_and_read_it_back_everywhere(s3_api: Api, s3_store: 
         api,
         f"/repositories/{repo}/branches/main/import",
         {
-            "paths": [{"type": "common_prefix", "path": "s3://silt-api-landing/other/", "destination": ""}],
+            "paths": [{"type": "common_prefix", "path": f"s3://{S3_LANDING}/other/", "destination": ""}],
             "commit": {"message": "m"},
         },
     )
     assert "allowed_import_prefixes" in error_message(outside, 400)
 
 
-def test_the_lakefs_clients_import_manager(local_api: Api, landing: Path) -> None:
-    source = landing / uuid.uuid4().hex
+def test_the_lakefs_clients_import_manager(import_api: Api, import_landing: Path) -> None:
+    source = import_landing / uuid.uuid4().hex
     (source / "d").mkdir(parents=True)
     for index in range(3):
         (source / "d" / f"f{index}").write_text(str(index))
     (source / "one").write_text("one")
-    admin = local_api.stack.admin
+    admin = import_api.stack.admin
     client = Client(
-        host=local_api.stack.endpoint,
+        host=import_api.stack.endpoint,
         username=admin.access_key_id,
         password=admin.secret_access_key.get_secret_value(),
     )
@@ -299,22 +256,22 @@ def test_the_lakefs_clients_import_manager(local_api: Api, landing: Path) -> Non
 
 
 def test_silt_import_over_the_rest_api_waits_for_the_commit_and_reports_progress(
-    local_api: Api, landing: Path, tmp_path: Path
+    import_api: Api, import_landing: Path, tmp_path: Path
 ) -> None:
     """`silt import` with lakectl's flags: started, followed and committed through the REST API
     alone (graveler's gRPC endpoint is unreachable from the CLI)."""
-    source = landing / uuid.uuid4().hex
+    source = import_landing / uuid.uuid4().hex
     for i in range(300):
         (source / "cli" / f"{i:04d}.csv").parent.mkdir(parents=True, exist_ok=True)
         (source / "cli" / f"{i:04d}.csv").write_bytes(b"a,b\n")
     (source / "one.bin").write_bytes(b"1")
     env: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("SILT_", "AWS_", "LAKECTL_"))}
-    env.update(local_api.stack.stack.env_for_clients())
+    env.update(import_api.stack.stack.env_for_clients())
     env.update(
         SILT_GRAVELER_ENDPOINT="127.0.0.1:1", SILT_AUTH_ENDPOINT="127.0.0.1:1", SILT_PROGRESS_INTERVAL_SECONDS="0"
     )
     silt = Silt(env, tmp_path)
-    repo = new_repo(local_api.sdk(), "local://{repo}")
+    repo = new_repo(import_api.sdk(), "local://{repo}")
     done = silt("import", "--from", f"local://{source}/cli/", "--to", f"lakefs://{repo}/main/csv/", "-m", "csv in")
     assert "Imported 300 objects into main: commit" in done.out
     assert "silt: importing:" in done.err  # a line per interval off a terminal

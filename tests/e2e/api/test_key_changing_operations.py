@@ -13,7 +13,6 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ from pydantic import SecretStr
 
 from silt.rpc.signing import Credentials
 from tests.e2e.api.conftest import Api
-from tests.support.gateway_stack import gateway_stack
 
 
 def _user(api: Api, statements: list[dict[str, Any]]) -> lakefs_sdk.ApiClient:
@@ -274,22 +272,7 @@ def _basic(api: Api, user: lakefs_sdk.ApiClient) -> dict[str, str]:
     return urllib3.make_headers(basic_auth=f"{config.username}:{config.password}")
 
 
-# --- imports: a stack whose local blockstore imports from a landing directory ---------------------
-
-
-@pytest.fixture(scope="module")
-def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("landing")
-
-
-@pytest.fixture(scope="module")
-def import_api(tmp_path_factory: pytest.TempPathFactory, landing: Path) -> Iterator[Api]:
-    overrides = {
-        "blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": [str(landing)]}},
-        "auth": {"cache_ttl_seconds": 1.0},
-    }
-    with gateway_stack(tmp_path_factory.mktemp("import-stack"), overrides=overrides) as stack:
-        yield Api(stack, urllib3.PoolManager())
+# --- imports: the suite's stack whose local blockstore imports from a landing directory ----------
 
 
 def _import(user: lakefs_sdk.ApiClient, repo: str, source: Path, destination: str) -> str:
@@ -307,7 +290,7 @@ def _import_status(user: lakefs_sdk.ApiClient, repo: str, import_id: str) -> lak
         time.sleep(0.05)
 
 
-def test_import_changing_a_denied_key_is_refused(import_api: Api, landing: Path) -> None:
+def test_import_changing_a_denied_key_is_refused(import_api: Api, import_landing: Path) -> None:
     api = import_api
     repo = f"r-{secrets.token_hex(5)}"
     creation = lakefs_sdk.RepositoryCreation(name=repo, storage_namespace=f"local://{repo}")
@@ -315,7 +298,7 @@ def test_import_changing_a_denied_key_is_refused(import_api: Api, landing: Path)
     _put(api, repo, "main", {"open/a": b"a", "secret/s": b"s"})
     _commit(api, repo, "main", "seed")
     user = _writer_denied_secret(api, repo)
-    source = landing / uuid.uuid4().hex
+    source = import_landing / uuid.uuid4().hex
     source.mkdir()
     (source / "x.csv").write_bytes(b"1,2\n")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -27,9 +26,10 @@ from edge.api.context import SESSION_COOKIE
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.rpc.signing import Credentials, signed_channel
-from tests.support.gateway_stack import GatewayStack, gateway_stack
+from tests.e2e.api.conftest import TRUSTED_PROXY, Api
+from tests.support.gateway_stack import GatewayStack
 
-INSIDE, OUTSIDE, PROXY = "127.0.0.2", "127.0.0.1", "127.0.0.3"
+INSIDE, OUTSIDE, PROXY = "127.0.0.2", "127.0.0.1", TRUSTED_PROXY
 FROM_INSIDE = {"IpAddress": {"SourceIp": [f"{INSIDE}/32"]}}
 BODY = b"inside only"
 # lakeFS's actions for all of a repository (fs:* alone leaves out pull requests and the rules).
@@ -37,10 +37,11 @@ REPOSITORY = ["fs:*", "pr:*", "retention:*", "branches:*"]
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
-    overrides = {"gateways": {"trusted_proxies": [PROXY]}, "auth": {"cache_ttl_seconds": 1.0}}
-    with gateway_stack(tmp_path_factory.mktemp("conditions"), overrides=overrides) as running:
-        yield running
+def stack(request: pytest.FixtureRequest) -> GatewayStack:
+    """The suite's stack (fixture `api`; here `api` names graveler's messages): it trusts
+    PROXY's X-Forwarded-For, and auth's caches keep a key for a second."""
+    suite: Api = request.getfixturevalue("api")
+    return suite.stack
 
 
 def _admin_sdk(stack: GatewayStack) -> lakefs_sdk.ApiClient:

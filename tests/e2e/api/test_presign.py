@@ -10,7 +10,6 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,12 +28,9 @@ from edge.api.objects.edge_urls import EdgeUrls
 from edge.api.objects.signing import edge_signing_key, purpose_key
 from silt.config import Config
 from silt.launcher import SERVICE_KEYS_FILE
-from tests.e2e.api.conftest import Api, error_message
-from tests.support.gateway_stack import gateway_stack
+from tests.e2e.api.conftest import S3_DATA, S3_LANDING, Api, error_message
 from tests.support.moto import moto_client
 
-S3_DATA = "silt-presign-data"
-S3_LANDING = "silt-presign-landing"
 HTTP = urllib3.PoolManager(retries=False, timeout=30)
 
 
@@ -51,30 +47,6 @@ class Store:
 
     def sdk(self) -> lakefs_sdk.ApiClient:
         return self.api.sdk()
-
-
-@pytest.fixture(scope="module")
-def s3_api(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    store = moto_client(moto_server)
-    for bucket in (S3_DATA, S3_LANDING):
-        store.create_bucket(Bucket=bucket)
-    overrides = {
-        "blockstore": {
-            "type": "s3",
-            "s3": {
-                "endpoint_url": moto_server,
-                "force_path_style": True,
-                "credentials": {"access_key_id": "silt-test", "secret_access_key": "silt-test-secret"},
-            },
-        },
-        "graveler": {
-            "allowed_namespace_roots": [f"s3://{S3_DATA}/"],
-            "allowed_import_prefixes": [f"s3://{S3_LANDING}/"],
-        },
-        "gateways": {"s3": {"storage_namespace_template": f"s3://{S3_DATA}/{{repo}}"}},
-    }
-    with gateway_stack(Path(tmp_path_factory.mktemp("presign-s3")), overrides=overrides) as stack:
-        yield Api(stack, urllib3.PoolManager())
 
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])

@@ -10,10 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import lakefs
@@ -23,11 +21,9 @@ import urllib3
 from lakefs.client import Client
 from lakefs_sdk.exceptions import ApiException
 
-from tests.e2e.api.conftest import Api, error_message
-from tests.support.gateway_stack import gateway_stack
+from tests.e2e.api.conftest import S3_DATA, Api, error_message
 from tests.support.moto import moto_client
 
-S3_DATA = "silt-pmpu-data"
 HTTP = urllib3.PoolManager(retries=False, timeout=60, maxsize=8)
 MIB = 1024 * 1024
 PART_SIZE = 5 * MIB  # lakectl's part size (S3's least but for the last part)
@@ -49,25 +45,6 @@ class Store:
 
     def pmpu(self, suffix: str = "") -> str:
         return f"/repositories/{self.repo}/branches/main/staging/pmpu{suffix}"
-
-
-@pytest.fixture(scope="module")
-def s3_api(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    moto_client(moto_server).create_bucket(Bucket=S3_DATA)
-    overrides = {
-        "blockstore": {
-            "type": "s3",
-            "s3": {
-                "endpoint_url": moto_server,
-                "force_path_style": True,
-                "credentials": {"access_key_id": "silt-test", "secret_access_key": "silt-test-secret"},
-            },
-        },
-        "graveler": {"allowed_namespace_roots": [f"s3://{S3_DATA}/"]},
-        "gateways": {"s3": {"storage_namespace_template": f"s3://{S3_DATA}/{{repo}}"}},
-    }
-    with gateway_stack(Path(tmp_path_factory.mktemp("pmpu-s3")), overrides=overrides) as stack:
-        yield Api(stack, urllib3.PoolManager())
 
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])

@@ -9,7 +9,6 @@ import hashlib
 import json
 import secrets
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +21,6 @@ from edge.api.routes.symlinks import MAX_SYMLINK_FILES
 from silt.graveler.v1 import graveler_pb2 as gapi
 from silt.graveler.v1 import model_pb2 as pb
 from tests.e2e.api.conftest import Api, error_message
-from tests.support.gateway_stack import gateway_stack
-
-
-@pytest.fixture(scope="module")
-def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("stage-landing")
-
-
-@pytest.fixture(scope="module")
-def local_api(tmp_path_factory: pytest.TempPathFactory, landing: Path) -> Iterator[Api]:
-    overrides = {"blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": [str(landing)]}}}
-    with gateway_stack(tmp_path_factory.mktemp("stage-stack"), overrides=overrides) as stack:
-        yield Api(stack, urllib3.PoolManager())
 
 
 def _repo(client: lakefs_sdk.ApiClient) -> str:
@@ -56,11 +42,11 @@ def _staging(address: str, checksum: str, size: int, **more: Any) -> lakefs_sdk.
     return lakefs_sdk.ObjectStageCreation(physical_address=address, checksum=checksum, size_bytes=size, **more)
 
 
-def test_stage_an_object_in_place_and_read_it_back(local_api: Api, landing: Path) -> None:
-    client = local_api.sdk()
+def test_stage_an_object_in_place_and_read_it_back(import_api: Api, import_landing: Path) -> None:
+    client = import_api.sdk()
     repo = _repo(client)
     content = b"id,name\n1,a\n"
-    address, md5 = _landed(landing, content)
+    address, md5 = _landed(import_landing, content)
     internal = lakefs_sdk.InternalApi(client)
     staged = internal.stage_object(
         repo,
@@ -75,15 +61,15 @@ def test_stage_an_object_in_place_and_read_it_back(local_api: Api, landing: Path
     stat = objects.stat_object(repo, "main", "tables/t/part-0.csv")
     assert stat.metadata == {"team": "data"} and stat.content_type == "text/csv"
     # Over S3 too, and nothing was copied: the entry names the landing file.
-    body = local_api.stack.client().get_object(Bucket=repo, Key="main/tables/t/part-0.csv")["Body"].read()
+    body = import_api.stack.client().get_object(Bucket=repo, Key="main/tables/t/part-0.csv")["Body"].read()
     assert body == content and stat.physical_address == address
 
 
-def test_stage_object_refuses_addresses_outside_the_import_prefixes(local_api: Api, landing: Path) -> None:
-    client = local_api.sdk()
+def test_stage_object_refuses_addresses_outside_the_import_prefixes(import_api: Api, import_landing: Path) -> None:
+    client = import_api.sdk()
     repo, other = _repo(client), _repo(client)
     objects = lakefs_sdk.ObjectsApi(client)
-    _put(local_api, other, "secret.csv", b"theirs")
+    _put(import_api, other, "secret.csv", b"theirs")
     theirs = objects.stat_object(other, "main", "secret.csv")
     md5 = hashlib.md5(b"theirs").hexdigest()
     path = f"/repositories/{repo}/branches/main/objects?path=x.csv"
@@ -91,15 +77,15 @@ def test_stage_object_refuses_addresses_outside_the_import_prefixes(local_api: A
         "another repository's bytes": theirs.physical_address,
         "its own namespace": f"local://{repo}/data/anything",
         "outside every prefix": "local:///etc/passwd",
-        "a path escaping a prefix": f"local://{landing}/../etc/passwd",
+        "a path escaping a prefix": f"local://{import_landing}/../etc/passwd",
         "not an address": "no-scheme",
     }
     for what, address in cases.items():
         body = {"physical_address": address, "checksum": md5, "size_bytes": 6}
-        response = local_api.request(
+        response = import_api.request(
             "PUT",
             path,
-            headers={**_admin(local_api), "Content-Type": "application/json"},
+            headers={**_admin(import_api), "Content-Type": "application/json"},
             body=_json(body),
         )
         assert error_message(response, 400), what
@@ -108,10 +94,10 @@ def test_stage_object_refuses_addresses_outside_the_import_prefixes(local_api: A
     assert refused.value.status == 404
 
 
-def test_stage_object_checks_the_object_it_names(local_api: Api, landing: Path) -> None:
-    client = local_api.sdk()
+def test_stage_object_checks_the_object_it_names(import_api: Api, import_landing: Path) -> None:
+    client = import_api.sdk()
     repo = _repo(client)
-    address, md5 = _landed(landing, b"12345")
+    address, md5 = _landed(import_landing, b"12345")
     internal = lakefs_sdk.InternalApi(client)
     for staging, needle in (
         (_staging(address, md5, 4), "size_bytes"),
@@ -127,13 +113,13 @@ def test_stage_object_checks_the_object_it_names(local_api: Api, landing: Path) 
     assert no_branch.value.status == 404
 
 
-def test_writers_may_stage_readers_may_not(local_api: Api, landing: Path) -> None:
-    client = local_api.sdk()
+def test_writers_may_stage_readers_may_not(import_api: Api, import_landing: Path) -> None:
+    client = import_api.sdk()
     repo = _repo(client)
-    address, md5 = _landed(landing, b"r")
+    address, md5 = _landed(import_landing, b"r")
     internal = lakefs_sdk.InternalApi(client)
     internal.upload_object_preflight(repo, "main", "any/path.csv")  # 204: the admin may write
-    reader = lakefs_sdk.InternalApi(local_api.sdk(local_api.stack.reader))
+    reader = lakefs_sdk.InternalApi(import_api.sdk(import_api.stack.reader))
     with pytest.raises(ApiException) as preflight:
         reader.upload_object_preflight(repo, "main", "any/path.csv")
     assert preflight.value.status == 403
@@ -143,34 +129,34 @@ def test_writers_may_stage_readers_may_not(local_api: Api, landing: Path) -> Non
     with pytest.raises(ApiException) as symlink:
         reader.create_symlink_file(repo, "main")
     assert symlink.value.status == 403
-    missing_path = local_api.request("GET", f"/repositories/{repo}/branches/main/objects/stage_allowed")
+    missing_path = import_api.request("GET", f"/repositories/{repo}/branches/main/objects/stage_allowed")
     assert error_message(missing_path, 400)
 
 
-def test_underlying_properties_of_a_local_object_have_no_storage_class(local_api: Api) -> None:
-    client = local_api.sdk()
+def test_underlying_properties_of_a_local_object_have_no_storage_class(import_api: Api) -> None:
+    client = import_api.sdk()
     repo = _repo(client)
-    _put(local_api, repo, "a.txt", b"a")
-    reader = lakefs_sdk.ObjectsApi(local_api.sdk(local_api.stack.reader))
+    _put(import_api, repo, "a.txt", b"a")
+    reader = lakefs_sdk.ObjectsApi(import_api.sdk(import_api.stack.reader))
     properties = reader.get_underlying_properties(repo, "main", "a.txt")
     assert properties.storage_class is None
-    raw = local_api.request("GET", f"/repositories/{repo}/refs/main/objects/underlyingProperties?path=a.txt")
+    raw = import_api.request("GET", f"/repositories/{repo}/refs/main/objects/underlyingProperties?path=a.txt")
     assert raw.status == 200 and raw.data == b'{"storage_class":null}'
     with pytest.raises(ApiException) as missing:
         reader.get_underlying_properties(repo, "main", "nope.txt")
     assert missing.value.status == 404
 
 
-def test_symlink_files_list_each_directorys_physical_addresses(local_api: Api) -> None:
-    client = local_api.sdk()
+def test_symlink_files_list_each_directorys_physical_addresses(import_api: Api) -> None:
+    client = import_api.sdk()
     repo = _repo(client)
     objects = lakefs_sdk.ObjectsApi(client)
     keys = ["t/p=1/a.csv", "t/p=1/b.csv", "t/p=2/c.csv", "t/top.csv", "other/x.csv"]
     for key in keys:
-        _put(local_api, repo, key, key.encode())
+        _put(import_api, repo, key, key.encode())
     uri = lakefs_sdk.InternalApi(client).create_symlink_file(repo, "main", location="t/")
     assert uri.location == f"local://{repo}/_silt/symlinks"
-    config = local_api.stack.stack.config
+    config = import_api.stack.stack.config
     assert config is not None
     root = Path(config.blockstore.local.path) / repo / "_silt" / "symlinks" / repo / "main"
     written = {str(p.parent.relative_to(root)): p.read_text().split("\n") for p in root.rglob("symlink.txt")}
@@ -203,10 +189,10 @@ def _json(body: dict[str, object]) -> bytes:
     return json.dumps(body).encode()
 
 
-def test_symlink_files_are_bounded_per_call(local_api: Api) -> None:
+def test_symlink_files_are_bounded_per_call(import_api: Api) -> None:
     """More directories than one call writes files for (MAX_SYMLINK_FILES): 400 naming the bound,
     and no file written; a narrower location within the bounds is served."""
-    client = local_api.sdk()
+    client = import_api.sdk()
     repo = _repo(client)
     staged = [
         gapi.StagedEntry(
@@ -216,13 +202,13 @@ def test_symlink_files_are_bounded_per_call(local_api: Api) -> None:
     ]
     for start in range(0, len(staged), 256):
         request = gapi.StageEntriesRequest(repository=repo, branch="main", entries=staged[start : start + 256])
-        local_api.stack.graveler.StageEntries(request, timeout=60)
+        import_api.stack.graveler.StageEntries(request, timeout=60)
     internal = lakefs_sdk.InternalApi(client)
     with pytest.raises(ApiException) as refused:
         internal.create_symlink_file(repo, "main", location="t/")
     message = json.loads(refused.value.body)["message"]
     assert refused.value.status == 400 and f"more than {MAX_SYMLINK_FILES} directories" in message
-    config = local_api.stack.stack.config
+    config = import_api.stack.stack.config
     assert config is not None
     assert not (Path(config.blockstore.local.path) / repo / "_silt" / "symlinks").exists()
     assert internal.create_symlink_file(repo, "main", location="t/p=0001/").location == f"local://{repo}/_silt/symlinks"
