@@ -92,56 +92,52 @@ def writers(stage: StagingStore, count: int) -> Callable[[], None]:
     return run
 
 
+def settled(script: str, between: Callable[[StagingStore], None] | None = None, old: bool = True) -> str:
+    """How our conditional write of KEY ends when the store answers it as script says, with
+    between (given the staging store) run before that answer: "applied" (settled, no error),
+    "not applied" (PredicateFailed: judged again) or "unknown". old: KEY held a conditional
+    writer's value when ours read it (otherwise ours is a create over no guard)."""
+    store, stage = staging()
+    if old:
+        write(stage, b"old")
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = [script]
+    if between is not None:
+        store.between = lambda: between(stage)
+    try:
+        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+    except PredicateFailed:
+        return "not applied"
+    except OutcomeUnknown:
+        return "unknown"
+    return "applied"
+
+
 @pytest.mark.parametrize("after", [2, _LINEAGE])
 def test_writers_after_ours_show_ours_applied_as_far_as_a_guard_line_reaches(after: int) -> None:
-    store, stage = staging()
-    write(stage, b"old")
-    read = stage.read_for_write(TOKEN, KEY)
-    store.script = ["applied"]
-    store.between = writers(stage, after)
-    stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)  # settled: no error
-    assert staged(stage) == b"w%d" % (after - 1)
+    assert settled("applied", lambda stage: writers(stage, after)()) == "applied"
 
 
 @pytest.mark.parametrize("after", [2, _LINEAGE - 1])
 def test_writers_after_the_one_we_judged_show_ours_did_not_apply(after: int) -> None:
-    store, stage = staging()
-    write(stage, b"old")
-    read = stage.read_for_write(TOKEN, KEY)
-    store.script = ["lost"]
-    store.between = writers(stage, after)
-    with pytest.raises(PredicateFailed):
-        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+    assert settled("lost", lambda stage: writers(stage, after)()) == "not applied"
 
 
 def test_a_create_beaten_by_a_create_and_writers_after_it_did_not_apply() -> None:
-    store, stage = staging()
-    read = stage.read_for_write(TOKEN, KEY)
-    store.script = ["lost"]
-    store.between = writers(stage, 4)
-    with pytest.raises(PredicateFailed):
-        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+    assert settled("lost", lambda stage: writers(stage, 4)(), old=False) == "not applied"
 
 
 @pytest.mark.parametrize("script", ["applied", "lost"])
 def test_more_writers_in_between_than_a_guard_line_holds_leave_it_unknown(script: str) -> None:
-    store, stage = staging()
-    write(stage, b"old")
-    read = stage.read_for_write(TOKEN, KEY)
-    store.script = [script]
-    store.between = writers(stage, _LINEAGE + 1)
-    with pytest.raises(OutcomeUnknown):
-        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+    assert settled(script, lambda stage: writers(stage, _LINEAGE + 1)()) == "unknown"
 
 
 def test_a_fence_keeps_the_line_it_replaces() -> None:
-    # A fence set over our guard by a writer of a newer token, then read by us: ours applied.
-    store, stage = staging()
-    write(stage, b"old")
-    read = stage.read_for_write(TOKEN, KEY)
-    store.script = ["applied"]
-    store.between = lambda: stage.fence(TOKEN, [(KEY, stage.read_for_write(TOKEN, KEY))])
-    stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)  # settled: no error
+    # A fence set over our guard by a writer of a newer token: ours applied.
+    def fence(stage: StagingStore) -> None:
+        stage.fence(TOKEN, [(KEY, stage.read_for_write(TOKEN, KEY))])
+
+    assert settled("applied", fence) == "applied"
 
 
 @pytest.mark.parametrize(("script", "applied"), [("applied", True), ("lost", False)])
@@ -181,64 +177,34 @@ def test_a_guard_deleted_since_leaves_it_unknown() -> None:
 def test_a_resend_refused_with_the_guard_as_judged_did_not_apply() -> None:
     # The store's resend ran a round of its own and was refused (another condition of the write
     # failed: a commit closed the token), and the guard is still the one ours judged.
-    store, stage = staging()
-    write(stage, b"old")
-    read = stage.read_for_write(TOKEN, KEY)
-    store.script = ["refused"]
-    with pytest.raises(PredicateFailed):
-        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
-    assert staged(stage) == b"old"
+    assert settled("refused") == "not applied"
 
 
 def test_a_plain_outcome_unknown_with_the_guard_as_judged_stays_unknown() -> None:
     # No round ran after ours: a proposal of ours still pending may land later.
-    store, stage = staging()
-    write(stage, b"old")
-    read = stage.read_for_write(TOKEN, KEY)
-    store.script = ["lost"]
-    with pytest.raises(OutcomeUnknown):
-        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+    assert settled("lost") == "unknown"
 
 
 def test_a_create_whose_resend_was_refused_with_no_guard_since_did_not_apply() -> None:
-    store, stage = staging()
-    read = stage.read_for_write(TOKEN, KEY)
-    store.script = ["refused"]
-    with pytest.raises(PredicateFailed):
-        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+    assert settled("refused", old=False) == "not applied"
 
 
 def test_a_create_whose_resend_was_refused_after_a_deletion_of_the_key_stays_unknown() -> None:
     # Ours applied and was dropped since (a reset of the object), so the key reads as before
     # (no guard) when the store checks: the deletion mark tells it may have applied.
-    store, stage = staging()
-    read = stage.read_for_write(TOKEN, KEY)
-    store.script = ["applied-refused"]
-    store.between = lambda: stage.drop_key(TOKEN, KEY)
-    with pytest.raises(OutcomeUnknown):
-        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+    assert settled("applied-refused", lambda stage: stage.drop_key(TOKEN, KEY), old=False) == "unknown"
 
 
-@pytest.mark.parametrize(("script", "applied"), [("applied", True), ("lost", False)])
-def test_a_write_whose_token_was_dropped_meanwhile_is_settled_by_the_fences_it_left(script: str, applied: bool) -> None:
+@pytest.mark.parametrize(("script", "outcome"), [("applied", "applied"), ("lost", "not applied")])
+def test_a_write_whose_token_was_dropped_meanwhile_is_settled_by_the_fences_it_left(script: str, outcome: str) -> None:
     # The commit that sealed the token closed it and dropped it while ours was in flight: the
     # drop leaves each guard a fence over it, whose line still tells.
-    store, stage = staging()
-    write(stage, b"old")
-    read = stage.read_for_write(TOKEN, KEY)
-    store.script = [script]
-
-    def theirs_then_drop() -> None:
-        if not applied:
+    def theirs_then_drop(stage: StagingStore) -> None:
+        if script == "lost":
             write(stage, b"theirs")
         stage.drop(TOKEN)
 
-    store.between = theirs_then_drop
-    if applied:
-        stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)  # settled: no error
-    else:
-        with pytest.raises(PredicateFailed):
-            stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
+    assert settled(script, theirs_then_drop) == outcome
 
 
 def test_a_dropped_tokens_fences_admit_nothing_and_finish_nothing() -> None:
