@@ -64,6 +64,19 @@ def moto_client(endpoint_url: str) -> Any:
     )
 
 
+def s3_blockstore_overrides(endpoint_url: str) -> dict[str, Any]:
+    """A stack's `blockstore` setting (tests/support/gateway_stack.py overrides) for objects on
+    the moto_server at endpoint_url."""
+    return {
+        "type": "s3",
+        "s3": {
+            "endpoint_url": endpoint_url,
+            "force_path_style": True,
+            "credentials": {"access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY},
+        },
+    }
+
+
 def s3_blockstore_config(endpoint_url: str, *, max_retries: int = 1) -> S3BlockstoreConfig:
     """blockstore.s3 settings for talking to the test server."""
     return S3BlockstoreConfig(

@@ -16,7 +16,7 @@ import urllib3
 
 from silt.rpc.signing import Credentials
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, moto_client
+from tests.support.moto import moto_client, s3_blockstore_overrides
 
 
 @dataclass
@@ -102,14 +102,7 @@ def s3_api(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     for bucket in (S3_DATA, S3_LANDING):
         store.create_bucket(Bucket=bucket)
     overrides = {
-        "blockstore": {
-            "type": "s3",
-            "s3": {
-                "endpoint_url": moto_server,
-                "force_path_style": True,
-                "credentials": {"access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY},
-            },
-        },
+        "blockstore": s3_blockstore_overrides(moto_server),
         "graveler": {
             "allowed_namespace_roots": [f"s3://{S3_DATA}/"],
             "allowed_import_prefixes": [f"s3://{S3_LANDING}/exports/"],

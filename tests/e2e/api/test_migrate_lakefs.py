@@ -28,7 +28,7 @@ from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
 from tests.e2e.conftest import Silt
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY
+from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, s3_blockstore_overrides
 
 SOURCE_BUCKET, TARGET_BUCKET = "migrate-source", "migrate-target"
 REPO = "weather"
@@ -44,14 +44,7 @@ pytestmark = [pytest.mark.s3, pytest.mark.slow]
 
 def _s3_overrides(moto: str, root: str, imports: list[str]) -> dict[str, Any]:
     return {
-        "blockstore": {
-            "type": "s3",
-            "s3": {
-                "endpoint_url": moto,
-                "force_path_style": True,
-                "credentials": {"access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY},
-            },
-        },
+        "blockstore": s3_blockstore_overrides(moto),
         "graveler": {"allowed_namespace_roots": [root], "allowed_import_prefixes": imports},
         "gateways": {"s3": {"storage_namespace_template": root + "{repo}"}},
     }

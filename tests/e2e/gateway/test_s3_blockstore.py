@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY
+from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, s3_blockstore_overrides
 
 pytestmark = pytest.mark.s3
 MIB = 1024 * 1024
@@ -28,14 +28,7 @@ def s3gw(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     )
     store.create_bucket(Bucket="silt-gateway-data")
     overrides = {
-        "blockstore": {
-            "type": "s3",
-            "s3": {
-                "endpoint_url": moto_server,
-                "force_path_style": True,
-                "credentials": {"access_key_id": ACCESS_KEY_ID, "secret_access_key": SECRET_ACCESS_KEY},
-            },
-        },
+        "blockstore": s3_blockstore_overrides(moto_server),
         "graveler": {"allowed_namespace_roots": ["s3://silt-gateway-data/"]},
         "gateways": {"s3": {"storage_namespace_template": "s3://silt-gateway-data/{repo}"}},
     }

@@ -36,6 +36,19 @@ def _branch_from_main(env: GravelerEnv, repo: str, name: str) -> None:
     env.stub.CreateBranch(api.CreateBranchRequest(repository=repo, name=name, source_ref="main"))
 
 
+def _feature_to_merge(env: GravelerEnv, name: str, *keys: str) -> str:
+    """A repository whose main holds a commit of "base" and whose branch feature, made from it,
+    has a commit of keys (etag "merged") to merge into main."""
+    repo = env.new_repo(name)
+    env.put(repo, "main", "base", "base")
+    env.commit(repo, "main")
+    _branch_from_main(env, repo, "feature")
+    for key in keys:
+        env.put(repo, "feature", key, "merged")
+    env.commit(repo, "feature")
+    return repo
+
+
 def _merge(env: GravelerEnv, repo: str, source: str) -> None:
     env.stub.Merge(api.MergeRequest(repository=repo, source_ref=source, destination_branch="main"))
 
@@ -50,12 +63,7 @@ def test_an_if_none_match_judged_before_a_merge_that_brings_the_key_is_refused(
     """A judged key k absent on main; before its compare-and-set, a merge brings k in. A's
     compare-and-set then finds the token it judged closed, and A, judged again on the merged
     head, is refused: it never lands on top of a head where k already was."""
-    repo = env.new_repo("merged")
-    env.put(repo, "main", "base", "base")
-    env.commit(repo, "main")
-    _branch_from_main(env, repo, "feature")
-    env.put(repo, "feature", "k", "merged")
-    env.commit(repo, "feature")
+    repo = _feature_to_merge(env, "merged", "k")
     token = _token(env, repo)
 
     Between(env, monkeypatch, "guard", lambda: _merge(env, repo, "feature"))
@@ -112,13 +120,7 @@ def test_a_conditional_write_admitted_before_the_merge_and_a_racing_plain_write_
     the staging area clean), and a plain write lands in the same token after the merge's check:
     both were made before the move, on the head as it then was, and stay on top of the merged
     head, in the token the merge sealed there (closed: no conditional write gets in after it)."""
-    repo = env.new_repo("before")
-    env.put(repo, "main", "base", "base")
-    env.commit(repo, "main")
-    _branch_from_main(env, repo, "feature")
-    env.put(repo, "feature", "k", "merged")
-    env.put(repo, "feature", "racer", "merged")
-    env.commit(repo, "feature")
+    repo = _feature_to_merge(env, "before", "k", "racer")
     token = _token(env, repo)
     staging = env.graveler.staging
     updater = env.graveler.updater
@@ -152,12 +154,7 @@ def test_a_merge_that_fails_after_closing_the_staging_token_seals_it(
 ) -> None:
     """The move's compare-and-set fails (the store went away) after the token was closed: the
     branch gets a fresh staging token, so conditional writes go on."""
-    repo = env.new_repo("failed")
-    env.put(repo, "main", "base", "base")
-    env.commit(repo, "main")
-    _branch_from_main(env, repo, "feature")
-    env.put(repo, "feature", "k", "merged")
-    env.commit(repo, "feature")
+    repo = _feature_to_merge(env, "failed", "k")
     token = _token(env, repo)
     updater = env.graveler.updater
     set_if = updater.set_if
