@@ -76,12 +76,16 @@ class OutcomeUnknown(Unavailable):
 
 
 class ResendRefused(OutcomeUnknown):
-    """An OutcomeUnknown of a compare-and-set sent again after a fault: the resend ran a round of
-    its own and did not apply (a condition failed), and the key it changes reads as it did
-    before the write. An earlier send still pending would have been finished by that round, or is
-    superseded by the commit that made the condition fail, so the write did not apply unless the
-    key's value came back since (a deleted key absent again): a caller that can rule that out
-    knows (engine/core/staging.py). Across gRPC it is a plain OutcomeUnknown."""
+    """An OutcomeUnknown of a compare-and-set sent again after a fault: the resend ran and did not
+    apply (a condition failed), and the key it changes reads as it did before the write.
+
+    What failed the resend's condition is a change committed by a Paxos round of its own. Either
+    that round's ballot is higher than an earlier send's, so every later round sees a newer commit
+    and never proposes that send again; or it was accepted before the earlier send prepared, and
+    that send's own read saw it, failed its condition and proposed nothing. So the write did not
+    apply, as long as the rows it is conditioned on are written by compare-and-set only and never
+    come back to a value they had (a deleted key absent again is one): a caller that can rule that
+    out knows (engine/core/staging.py). Across gRPC it is a plain OutcomeUnknown."""
 
 
 class ConfigError(SiltError):

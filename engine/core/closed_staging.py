@@ -5,7 +5,7 @@ branch-record set_if that seals it on top of the new head. A graveler that dies 
 (or whose release fails) leaves the branch with a staging token closed to conditional writers,
 and nothing of its own ever seals it. So the conditional writers it refuses (StagingClosed) note
 when they first saw it closed, and once that is longer ago than a live mover's close and set_if
-take (SEAL_AFTER_S), one of them seals it: the change release makes, the token sealed and a
+ever take (SEAL_AFTER_S), one of them seals it: the change release makes, the token sealed and a
 fresh staging token in its place, made only while that token is still the staging token. A
 mover that was only slow then fails its set_if on the changed record and goes again, as after
 any race; nothing in the token is lost (it is read as a sealed token, and committed with the next
@@ -31,14 +31,16 @@ from silt.graveler.v1 import model_pb2 as pb
 log = logging.getLogger(__name__)
 
 # How long a staging token may stay closed under writers before one of them seals it: longer than
-# a mover's close and set_if take but for a stalled store, well within a conditional write's
-# retries (50 attempts of up to 50 ms each, ~1.1 s). Sealing early costs a slow mover one attempt.
-SEAL_AFTER_S = 0.5
+# a live mover's close and set_if ever take (a round stuck at a frozen Cassandra coordinator is
+# settled within about 4 s), since sealing under a live one makes its next attempt find the
+# writes that raced it and fail. A mover's death then costs conditional writes to its branch this
+# long (answered Aborted, retryable), once.
+SEAL_AFTER_S = 10.0
 # Closed staging tokens remembered per process (a token that became the staging token of no
 # branch is never seen again; the oldest are forgotten first).
 _REMEMBERED = 1024
-# How long sealing a closed staging token may take.
-_SEAL_TIMEOUT_S = 5.0
+# How long sealing a closed staging token may take (past the refused writer's own deadline).
+_SEAL_TIMEOUT_S = 2.0
 
 
 class StagingClosed(PredicateFailed):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import struct
 import time
 import uuid
@@ -33,7 +34,6 @@ from silt.graveler.v1 import model_pb2 as pb
 from silt.journal import envelope
 from silt.journal.record import (
     STAGED_ADMISSION,
-    STAGED_DELETED_AT,
     is_journal_key,
     parse_record_key,
     staged_key_deleted_at,
@@ -67,6 +67,8 @@ _NO_GUARD = b"\x00"
 # one key may go after a writer whose compare-and-set outcome was lost before it can no longer
 # tell whether its own applied. 16 bytes each.
 _LINEAGE = 16
+# Random bytes in every guard (StagedValue.nonce): two guards are never equal.
+_NONCE_BYTES = 8
 log = logging.getLogger(__name__)
 # A staged value's first bytes as stored: its precedence field (StagedValue.precedence, tag 15
 # varint), written before every other field. Two writes of a key at one stamp are a blind write
@@ -295,6 +297,8 @@ class StagingStore:
                 log.warning("conditional staging write of %r: %s; the guard shows it did not apply", key, unknown)
                 raise PredicateFailed(f"conditional staging write of {key!r}: another writer got in first") from None
             log.warning("conditional staging write of %r: %s; the guard shows it applied", key, unknown)
+            if self._admission(partition)[1]:
+                return  # closed since: its closer finishes (or finished) what the token admitted
         self.kv.apply(partition, [(KEY_PREFIX + key, _encode(value, _CONDITIONAL))], timestamp=at)
 
     def set_if_many(
@@ -346,6 +350,8 @@ class StagingStore:
                     "conditional staging write of several keys: another writer got in first"
                 ) from None
             log.warning("conditional staging write of %d keys: %s; the guards show it applied", len(writes), unknown)
+            if self._admission(partition)[1]:
+                return  # closed since: its closer finishes (or finished) what the token admitted
         values = [(KEY_PREFIX + key, _encode(value, _CONDITIONAL)) for key, value, _ in writes]
         self.kv.apply(partition, values, timestamp=tuple(stamps))
 
@@ -419,11 +425,11 @@ class StagingStore:
         guard since (drop_key); a deleter marks the key's deletion stamped past every guard it
         read, so a mark no newer than our judgement rules that out.
 
-        A resend refused with the guard still as ours read it (ResendRefused: the round it ran
-        would have finished an earlier send still pending, and the commit that made its
-        condition fail, such as a close of the token, supersedes one it did not see) did not
-        apply either: the guard ours judged is current, or, when ours judged none, there is
-        still none and no deletion since. Anything else (more writers in between than a line
+        A resend refused with the guard still as ours read it did not apply either
+        (ResendRefused: the committed change that failed its condition, such as a close of the
+        token, either outranks an earlier send's ballot or was seen by that send's own read):
+        the guard ours judged is current, or, when ours judged none, there is still none and no
+        deletion since. Anything else (more writers in between than a line
         holds, a guard deleted, guards from before lines) is undecidable."""
         unchanged = isinstance(unknown, ResendRefused)
         try:
@@ -589,26 +595,27 @@ class StagingStore:
                 self._fence_dropped(partition, guard.key)
         # Values are written at their logical timestamps, which may be ahead of any clock here or
         # on Cassandra's coordinator: each list of them is deleted at a write time past all of
-        # their stamps, or the deletes would be no-ops. The deletion marks (the partition's and
-        # every key's own, sorted together) go last, the same way.
+        # their stamps, or the deletes would be no-ops. The deletion marks stay with the fences
+        # (a writer that judged no guard tells from its key's mark whether a reset removed its
+        # guard, _not_deleted_since), and go with them when the shipper forgets the token.
         burst_started = time.perf_counter()
-        for prefix in (KEY_PREFIX, STAGED_DELETED_AT):
-            for chunk in raw.scan_chunks(partition, prefix, _DELETE_CHUNK):
-                ours = next((i for i, (key, _) in enumerate(chunk) if not key.startswith(prefix)), len(chunk))
-                rows = chunk[:ours]
-                if pace <= 0:
-                    if rows:
-                        self._delete_past(raw, partition, [key for key, _ in rows], [stored for _, stored in rows])
-                else:
-                    # One key a write, so that no write holds the embedded driver's lock for long.
-                    for key, stored in rows:
-                        self._delete_past(raw, partition, [key], [stored])
-                        spent = time.perf_counter() - burst_started
-                        if spent >= pace:
-                            time.sleep(spent)
-                            burst_started = time.perf_counter()
-                if len(rows) < len(chunk):
-                    break
+        prefix = KEY_PREFIX
+        for chunk in raw.scan_chunks(partition, prefix, _DELETE_CHUNK):
+            ours = next((i for i, (key, _) in enumerate(chunk) if not key.startswith(prefix)), len(chunk))
+            rows = chunk[:ours]
+            if pace <= 0:
+                if rows:
+                    self._delete_past(raw, partition, [key for key, _ in rows], [stored for _, stored in rows])
+            else:
+                # One key a write, so that no write holds the embedded driver's lock for long.
+                for key, stored in rows:
+                    self._delete_past(raw, partition, [key], [stored])
+                    spent = time.perf_counter() - burst_started
+                    if spent >= pace:
+                        time.sleep(spent)
+                        burst_started = time.perf_counter()
+            if len(rows) < len(chunk):
+                break
 
     def _fence_dropped(self, partition: bytes, key: bytes) -> None:
         """Replace a dropped token's guard at key with a fence over it (nothing if it is one)."""
@@ -689,7 +696,11 @@ def _encode_guard(at: int, value: Value, replaced: bytes | None, admitted_with: 
     """A guard admitting value at stamp at, over the guard whose value is replaced (None: none),
     naming the other keys admitted by the same compare-and-set (admitted_with)."""
     record = pb.StagedValue(
-        identity=value.identity, data=value.data, tombstone=value.tombstone, admitted_with=admitted_with
+        identity=value.identity,
+        data=value.data,
+        tombstone=value.tombstone,
+        admitted_with=admitted_with,
+        nonce=os.urandom(_NONCE_BYTES),
     )
     _link(record, replaced)
     return _GUARD_TIMESTAMP.pack(at) + _CONDITIONAL + record.SerializeToString()

@@ -52,7 +52,7 @@ from engine.features.history_events.retention import drop_history
 from engine.features.leases import Lease
 from engine.features.protection import Protection
 from engine.features.pulls import PullRequests
-from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+from silt.errors import Aborted, AlreadyExists, FailedPrecondition, InvalidArgument, NotFound, SiltError
 from silt.graveler.v1 import model_pb2 as pb
 from silt.history_events.layout import HOURS_PREFIX
 from silt.journal.context import background_context, note_repository_partition
@@ -267,6 +267,13 @@ class Lifecycle:
                     continue
             except NotFound:
                 pass
+            except SiltError as exc:
+                log.warning(
+                    "repository %r: could not tell whether it still stands (%s); left for the next pass",
+                    record.name,
+                    exc,
+                )
+                continue
             if self._clean_deleted(RepoHandle(record)):
                 finished += 1
         return finished

@@ -50,7 +50,7 @@ from silt.journal.batch import ShippedRecord, batch_key, encode_batch
 from silt.journal.bucket import JournalBucket
 from silt.journal.envelope import unwrap
 from silt.journal.mac import sign
-from silt.journal.record import JOURNAL_PREFIX, STAGED_ADMISSION, decode_record
+from silt.journal.record import JOURNAL_PREFIX, STAGED_ADMISSION, STAGED_DELETED_AT, decode_record
 from silt.journal.ship_deleted import DeletedRepositories, Swept, drop_saved_tokens
 from silt.journal.ship_tokens import TOKEN_GRACE_SECONDS, ShippedTokens
 from silt.journal.v1.journal_pb2 import Record
@@ -157,9 +157,9 @@ class Shipper:
                 else:
                     # Empty: forgotten once the grace period since it was last in use has
                     # passed (a stale writer's row may still land in it until then).
-                    # Its guards (fences by now) and closed admission row go then too: no stale
-                    # conditional writer can reach the token any more, nor wait on an outcome
-                    # its guards tell, and nothing else is left in it.
+                    # Its deletion marks, guards (fences by now) and closed admission row go then
+                    # too: no stale conditional writer can reach the token any more, nor wait on
+                    # an outcome they tell, and nothing else is left in it.
                     tokens.forget_if_unused(
                         saved.token,
                         self._clock(),
@@ -329,8 +329,11 @@ def _decode(message: _M, stored: bytes) -> _M:
 
 
 def _forget_guards(kv: Store, partition: bytes) -> None:
-    """Delete a dropped token's guard rows (engine/core/staging.py keeps them as fences until
-    now), its admission row last."""
+    """Delete what a dropped token keeps until now (engine/core/staging.py, drop): its deletion
+    marks, its guards (fences by now), and its admission row last."""
+    for entry in list(scan_prefix(kv, partition, STAGED_DELETED_AT)):
+        # Written at their logical stamps, which may be ahead of any clock: deleted past them.
+        kv.apply(partition, [], [entry.key], timestamp=unwrap(entry.value)[0] + 1)
     for entry in list(scan_prefix(kv, partition, STAGED_ADMISSION)):
         if entry.key != STAGED_ADMISSION:
             delete_current(kv, partition, entry.key)

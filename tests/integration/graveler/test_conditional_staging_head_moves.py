@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from engine.core import closed_staging
 from engine.core.deadline import Deadline
 from engine.core.key_changes import Change
 from engine.core.model import StagingToken
@@ -338,11 +339,13 @@ def test_an_import_keeps_a_commit_in_flight_on_top_and_waits_for_copies_in_its_r
 
 
 def test_a_staging_token_left_closed_by_a_mover_that_died_is_sealed_by_the_writers_it_refuses(
-    env: GravelerEnv,
+    env: GravelerEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A mover closed the staging token and died before its set_if (no move, no release): the
-    conditional writers it refuses seal it once it has stayed closed for SEAL_AFTER_S, and the
-    write succeeds in the fresh token; what the closed token held stays, sealed."""
+    conditional writers it refuses seal it once it has stayed closed for SEAL_AFTER_S (shortened
+    here to within one write's retries), and the write succeeds in the fresh token; what the
+    closed token held stays, sealed."""
+    monkeypatch.setattr(closed_staging, "SEAL_AFTER_S", 0.2)
     repo = env.new_repo("stuck")
     env.put(repo, "main", "before", "kept")
     token = _token(env, repo)

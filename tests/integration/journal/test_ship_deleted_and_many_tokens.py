@@ -23,7 +23,14 @@ from silt.journal.batch import decode_batch, position
 from silt.journal.bucket import JournalBucket
 from silt.journal.context import journal_context, note_repository_partition
 from silt.journal.envelope import wrap
-from silt.journal.record import JOURNAL_PREFIX, STAGED_ADMISSION, decode_record, record_key
+from silt.journal.record import (
+    JOURNAL_PREFIX,
+    STAGED_ADMISSION,
+    STAGED_DELETED_AT,
+    decode_record,
+    record_key,
+    staged_key_deleted_at,
+)
 from silt.journal.ship_deleted import SAFETY_SECONDS
 from silt.journal.ship_tokens import REFRESH_SECONDS
 from silt.journal.shipper import TOKEN_GRACE_SECONDS, Shipper, ShipResult
@@ -121,10 +128,15 @@ def test_a_dropped_tokens_closed_admission_row_goes_once_no_stale_writer_can_rea
     fences = [STAGED_ADMISSION + b"obj/a", STAGED_ADMISSION + b"obj/b"]
     for fence in fences:
         kv.set(dropped.encode(), fence, b"a fence")
+    # And its deletion marks, stamped (logical microseconds) ahead of any clock that deletes them.
+    ahead = int((NOW + 3600) * 1e6)
+    marks = [STAGED_DELETED_AT, staged_key_deleted_at(b"key/obj/a")]
+    for mark in marks:
+        kv.apply(dropped.encode(), [(mark, wrap(ahead, b""))], timestamp=ahead)
 
     clock = [NOW]
     Shipper(kv, adapter, hmac_key=JOURNAL_KEY, clock=lambda: clock[0]).ship(name)
-    assert [entry.key for entry in kv.scan(dropped.encode())] == [STAGED_ADMISSION, *fences]
+    assert [entry.key for entry in kv.scan(dropped.encode())] == [*marks, STAGED_ADMISSION, *fences]
     clock[0] = NOW + TOKEN_GRACE_SECONDS + REFRESH_SECONDS
     Shipper(kv, adapter, hmac_key=JOURNAL_KEY, clock=lambda: clock[0]).ship(name)
     assert list(kv.scan(dropped.encode())) == []

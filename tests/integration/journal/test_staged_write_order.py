@@ -18,7 +18,7 @@ from engine.core.staging import StagingStore, purge
 from engine.core.values import Value
 from silt.journal.clock import CLOCK_OFFSET_ENV, HybridLogicalClock, wall_micros
 from silt.journal.context import journal_context
-from silt.journal.record import STAGED_ADMISSION
+from silt.journal.record import STAGED_ADMISSION, STAGED_DELETED_AT, staged_key_deleted_at
 from silt.journal.store import JournaledStore
 from silt.kv import Store
 
@@ -121,9 +121,10 @@ def test_dropping_a_token_deletes_values_stamped_ahead_of_the_dropping_clock(sto
     behind.drop(token)
     assert behind.is_empty(token)
     assert behind.get(token, b"k") is None
-    # Only the token's admission row stays, closed (the shipper deletes it after the token's grace).
+    # Only the token's deletion marks and admission row stay, closed (the shipper deletes them after
+    # the token's grace): a conditional writer whose outcome was lost judges by its key's mark.
     left = [entry.key for entry in store.scan(token.encode()) if not entry.key.startswith(b"journal/")]
-    assert left == [STAGED_ADMISSION]
+    assert left == [STAGED_DELETED_AT, staged_key_deleted_at(b"key/reset"), STAGED_ADMISSION]
 
 
 def test_the_clock_offset_comes_from_the_environment() -> None:
