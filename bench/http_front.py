@@ -9,7 +9,9 @@ One stack (auth, graveler and a gateway) and, joining it with the gateway's own 
 - `uvicorn_plain`: uvicorn + uvloop + httptools without that protocol: what the bounds cost;
 - `granian`: granian's ASGI interface (Rust, hyper), uvloop, HTTP/1 only, with the settings
   closest to Silt's limits (head read timeout, HTTP/1 buffer as the head's cap);
-- `hypercorn`: hypercorn on uvloop (h11).
+- `hypercorn`: hypercorn on uvloop (h11);
+- `socketify`: socketify.py's ASGI interface (uWebSockets, C++); it has no factory option, so it
+  serves `LAZY_GATEWAY`, which builds the app on its first event (the lifespan's startup).
 
 Each server runs `--workers` processes, as the gateway does. 4 KiB PUTs and GETs from 32
 keep-alive client threads with presigned URLs made by boto3 before the clock starts (as
@@ -52,15 +54,21 @@ from silt.lifeline import PARENT_PID_ENV
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVERS = ("uvicorn", "uvicorn_plain", "granian", "hypercorn")
+SERVERS = ("uvicorn", "uvicorn_plain", "granian", "hypercorn", "socketify")
 BASELINE = "uvicorn"
 # The module each server needs, and how to get it without touching the project's environment.
-MODULES = {"uvicorn": "uvicorn", "uvicorn_plain": "uvicorn", "granian": "granian", "hypercorn": "hypercorn"}
+MODULES = {
+    "uvicorn": "uvicorn",
+    "uvicorn_plain": "uvicorn",
+    "granian": "granian",
+    "hypercorn": "hypercorn",
+    "socketify": "socketify",
+}
 GET_IT = (
-    "python3 -m venv /tmp/httpfront-venv && "
+    "$(readlink -f .venv/bin/python) -m venv /tmp/httpfront-venv && "
     "echo $PWD/.venv/lib/python3.11/site-packages > /tmp/httpfront-venv/lib/python3.11/site-packages/project.pth && "
-    "/tmp/httpfront-venv/bin/pip install granian==2.8.7 hypercorn==0.18.0, then run this module "
-    "with /tmp/httpfront-venv/bin/python"
+    "/tmp/httpfront-venv/bin/pip install granian==2.8.7 hypercorn==0.18.0 socketify==0.0.31; then "
+    "make bench-http-front BENCH_HTTP_FRONT_PY=/tmp/httpfront-venv/bin/python"
 )
 SILT_APP = "edge.server:create_app"
 FLOOR_APP = "bench.floor:http_app"
@@ -119,7 +127,32 @@ def server_command(server: str, app: str, port: int, workers: int, limits: Limit
             *("--read-timeout", str(int(limits.head_timeout_s))),
             f"{app}()" if factory else app,
         ]
+    if server == "socketify":
+        # No setting of its own for heads, timeouts or connections: uWebSockets' fixed ones.
+        return [
+            *(py, "-m", "socketify", "bench.http_front:LAZY_GATEWAY" if factory else app, "--port", str(port)),
+            *("--workers", str(workers), "--interface", "asgi", "--ws", "none", "--disable-listen-log", "true"),
+            *("--lifespan", "on" if factory else "off"),
+        ]
     raise ValueError(f"unknown server {server!r}; known: {', '.join(SERVERS)}")
+
+
+class _LazyGateway:
+    """The gateway app for a server that cannot call a factory: built in the worker, on the
+    first event it is given (the lifespan's startup), as edge.server:create_app builds it."""
+
+    def __init__(self) -> None:
+        self._app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._app is None:
+            from edge.server import create_app
+
+            self._app = create_app()
+        await self._app(scope, receive, send)
+
+
+LAZY_GATEWAY = _LazyGateway()
 
 
 def missing(server: str) -> str | None:
@@ -215,6 +248,8 @@ def _start(server: str, app: str, env: dict[str, str], workers: int, limits: Lim
     command = server_command(server, app, port, workers, limits)
     env = {**env, "SILT_GATEWAYS_S3_LISTEN_ADDRESS": f"127.0.0.1:{port}", "SILT_GATEWAYS_S3_WORKERS": str(workers)}
     env[PARENT_PID_ENV] = str(os.getpid())  # the app's workers stop if this process dies
+    # A server's workers import the app by name, from this tree whatever their own cwd.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     log = open(logs / f"{server}.log", "ab")  # noqa: SIM115 (kept open for the child)
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return Front(server, f"http://127.0.0.1:{port}", proc)
