@@ -45,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from bench.gateway import _hammer, _own_cpu
 from bench.processes import cpu_seconds, process_tree
@@ -344,7 +345,8 @@ def _print(lines: list[dict[str, Any]]) -> None:
 
 def bench_silt(servers: list[str], workdir: Path, args: argparse.Namespace) -> None:
     limits = Limits()
-    with gateway_stack(workdir / "stack", workers=args.workers) as gw:
+    # The stack's own gateway only creates the bucket: one worker.
+    with gateway_stack(workdir / "stack", workers=1) as gw:
         gw.client().create_bucket(Bucket="bench")
         # Every front, uvicorn's included, is a gateway process of its own joining this stack.
         env = gw.stack.service_env("gateway")
@@ -357,9 +359,6 @@ def bench_floor(servers: list[str], workdir: Path, args: argparse.Namespace) -> 
     env = dict(os.environ)
     with started(servers, FLOOR_APP, env, args.workers, Limits(), workdir, "/ready") as fronts:
         samples = run_rounds(fronts, None, args.count, args.threads, args.rounds, args.warmup)
-    for metrics in samples.values():
-        for metric in [m for m in metrics if ".backend" in m]:
-            del metrics[metric]
     _print(figures("floor", samples))
 
 
@@ -388,18 +387,26 @@ def bench_limits(servers: list[str], workdir: Path, args: argparse.Namespace) ->
         env = gw.stack.service_env("gateway")
         health = "/_silt/health/live"
         with started(servers, SILT_APP, env, 1, limits, workdir, health) as fronts:
+            reader = gw.client()  # through the stack's own gateway, whatever the front under probe
             for front in fronts:
                 s3 = dataclasses.replace(gw, endpoint=front.endpoint).client()
-                seen = probes.probe(front.endpoint, health, "/bench/main/probe", PROBE_TIMEOUT_S, PROBE_PER_CLIENT + 8)
+
+                def put_url(key: str, s3: Any = s3) -> str:
+                    return str(s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": key}))
+
+                # The 100 Continue probe needs a PUT the app accepts, so that it reads the body.
+                accepted = urlsplit(put_url(f"main/limits/{front.name}/continue"))
+                seen = probes.probe(
+                    front.endpoint, health, f"{accepted.path}?{accepted.query}", PROBE_TIMEOUT_S, PROBE_PER_CLIENT + 8
+                )
                 for name in ("overrun", "half_closed"):
                     key = f"main/limits/{front.name}/{name}"
-                    url = s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": key})
 
-                    def stored(key: str = key, s3: Any = s3) -> bool:
-                        return bool(s3.list_objects_v2(Bucket="bench", Prefix=key)["KeyCount"])
+                    def stored(key: str = key) -> bool:
+                        return bool(reader.list_objects_v2(Bucket="bench", Prefix=key)["KeyCount"])
 
                     check = probes.body_overrun if name == "overrun" else probes.half_closed_body
-                    seen[name] = check(front.endpoint, url, stored)
+                    seen[name] = check(front.endpoint, put_url(key), stored)
                 emit_calibration()
                 for name, observed in seen.items():
                     print(json.dumps({"name": f"http_front.limits.{front.name}.{name}", **observed}), flush=True)
