@@ -11,7 +11,7 @@ One stack (auth, graveler and a gateway) and, joining it with the gateway's own 
   closest to Silt's limits (head read timeout, HTTP/1 buffer as the head's cap);
 - `hypercorn`: hypercorn on uvloop (h11);
 - `socketify`: socketify.py's ASGI interface (uWebSockets, C++); it has no factory option, so it
-  serves `LAZY_GATEWAY`, which builds the app on its first event (the lifespan's startup).
+  serves `lazy_gateway`, which builds the app on its first event (the lifespan's startup).
 
 Each server runs `--workers` processes, as the gateway does. 4 KiB PUTs and GETs from 32
 keep-alive client threads with presigned URLs made by boto3 before the clock starts (as
@@ -131,7 +131,7 @@ def server_command(server: str, app: str, port: int, workers: int, limits: Limit
     if server == "socketify":
         # No setting of its own for heads, timeouts or connections: uWebSockets' fixed ones.
         return [
-            *(py, "-m", "socketify", "bench.http_front:LAZY_GATEWAY" if factory else app, "--port", str(port)),
+            *(py, "-m", "socketify", "bench.http_front:lazy_gateway" if factory else app, "--port", str(port)),
             *("--workers", str(workers), "--interface", "asgi", "--ws", "none", "--disable-listen-log", "true"),
             *("--lifespan", "on" if factory else "off"),
         ]
@@ -153,7 +153,8 @@ class _LazyGateway:
         await self._app(scope, receive, send)
 
 
-LAZY_GATEWAY = _LazyGateway()
+# Lower case: socketify's command line lowercases the name it is given.
+lazy_gateway = _LazyGateway()
 
 
 def missing(server: str) -> str | None:
@@ -248,7 +249,8 @@ def _start(server: str, app: str, env: dict[str, str], workers: int, limits: Lim
     port = free_port()
     command = server_command(server, app, port, workers, limits)
     env = {**env, "SILT_GATEWAYS_S3_LISTEN_ADDRESS": f"127.0.0.1:{port}", "SILT_GATEWAYS_S3_WORKERS": str(workers)}
-    env[PARENT_PID_ENV] = str(os.getpid())  # the app's workers stop if this process dies
+    # Not watched as the launcher's services are: a server's workers are its children, not ours.
+    env.pop(PARENT_PID_ENV, None)
     # A server's workers import the app by name, from this tree whatever their own cwd.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     log = open(logs / f"{server}.log", "ab")  # noqa: SIM115 (kept open for the child)
