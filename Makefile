@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt engine services jobs bench edge cli devtools tests
 
-.PHONY: all venv clients iceberg-spark emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-actions bench-tracing-export bench-iceberg cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients iceberg-spark emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-http-front bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-actions bench-tracing-export bench-iceberg cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -259,7 +259,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-actions bench-tracing-export bench-iceberg
+bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-http-front bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-actions bench-tracing-export bench-iceberg
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -297,6 +297,15 @@ bench-blockstores: proto emulators
 # cost per request with no Silt code at all: the floor under bench-gateway's CPU per request.
 bench-floor: proto
 	$(PY) -m bench.floor $(BENCH_ARGS)
+
+# The same gateway app behind uvicorn (as served today, and without Silt's bounded protocol),
+# granian and hypercorn, interleaved: 4 KiB PUT/GET rates and CPU per request, and protocol.py's
+# guarantees probed on each. granian and hypercorn are not project dependencies: a server that is
+# not importable is skipped with a line saying how to get it; BENCH_HTTP_FRONT_PY names a Python
+# that has them (a venv beside this one, as that line says).
+BENCH_HTTP_FRONT_PY ?= $(PY)
+bench-http-front: proto
+	$(BENCH_HTTP_FRONT_PY) -m bench.http_front $(BENCH_ARGS)
 
 # The lakeFS REST API against the S3 gateway on the same port, in the same run: 4 KiB uploads and
 # downloads at 32 clients, and listing staged objects; BENCH_API_LIST_COUNT=10000 for a quick run.
