@@ -137,8 +137,10 @@ def test_an_allow_limited_to_one_address_at_the_rest_api(stack: GatewayStack, re
         assert refused.status == 403, (path, refused.data)
         assert json.loads(refused.data)["message"]
     # The repository list shows what the caller may read from where it is.
-    listed = json.loads(_rest(stack, INSIDE, "/repositories", user).data)["results"]
+    # (By its prefix: the suite's stack holds other tests' repositories, more than a page.)
+    listed = json.loads(_rest(stack, INSIDE, f"/repositories?prefix={repo}", user).data)["results"]
     assert repo in [r["id"] for r in listed]
+    assert json.loads(_rest(stack, OUTSIDE, f"/repositories?prefix={repo}", user).data)["results"] == []
     assert json.loads(_rest(stack, OUTSIDE, "/repositories", user).data)["results"] == []
     # Presigning is judged when asked: the URL is issued only inside.
     assert _rest(stack, OUTSIDE, f"/repositories/{repo}/refs/main/objects/stat?path=a&presign=true", user).status == 403

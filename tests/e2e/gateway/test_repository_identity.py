@@ -386,7 +386,7 @@ def test_a_copy_within_the_bucket_is_not_staged_from_a_deleted_repository_s_entr
     s3.put_object(Bucket=bucket, Key="main/src", Body=b"old source")  # the edge now knows the namespace
 
     recreate_after_first(
-        gateway_objects, "stat_entry", monkeypatch, rewritten_after_recreating(gw, bucket, "src", b"new source")
+        gateway_objects, "source_entry", monkeypatch, rewritten_after_recreating(gw, bucket, "src", b"new source")
     )
     s3.copy_object(Bucket=bucket, Key="main/copy", CopySource=f"{bucket}/main/src")
 
