@@ -11,10 +11,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-import boto3
-from botocore.config import Config as BotoConfig
-
 from silt.launcher import Stack
+from tests.support.gateway_stack import stack_s3_client
 
 
 def test_gateway_reaches_graveler_through_its_endpoint_not_its_listen_address(tmp_path: Path) -> None:
@@ -39,15 +37,7 @@ def test_gateway_reaches_graveler_through_its_endpoint_not_its_listen_address(tm
 
 def _put_and_get_through_the_gateway(stack: Stack) -> None:
     with stack:
-        assert stack.admin is not None
-        s3 = boto3.client(
-            "s3",
-            endpoint_url=stack.endpoints["gateway"],
-            aws_access_key_id=stack.admin.access_key_id,
-            aws_secret_access_key=stack.admin.secret_access_key.get_secret_value(),
-            region_name="us-east-1",
-            config=BotoConfig(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-        )
+        s3 = stack_s3_client(stack)
         s3.create_bucket(Bucket="endpoints")
         s3.put_object(Bucket="endpoints", Key="main/a.txt", Body=b"through the endpoint")
         body = s3.get_object(Bucket="endpoints", Key="main/a.txt")["Body"].read()

@@ -116,3 +116,16 @@ def gateway_stack(
         auth_channel.close()
         graveler_channel.close()
         stack.stop()
+
+
+def stack_s3_client(stack: Stack) -> Any:
+    """A boto3 S3 client of a started Stack's gateway as its admin, path-style, one attempt a call."""
+    assert stack.admin is not None
+    return boto3.client(
+        "s3",
+        endpoint_url=stack.endpoints["gateway"],
+        aws_access_key_id=stack.admin.access_key_id,
+        aws_secret_access_key=stack.admin.secret_access_key.get_secret_value(),
+        region_name="us-east-1",
+        config=BotoConfig(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )

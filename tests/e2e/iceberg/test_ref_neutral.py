@@ -7,27 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 import pyarrow.parquet as pq
-from botocore.config import Config as BotoConfig
 from pyarrow import fs
 
 from silt.launcher import Stack
 from tests.e2e.iceberg.conftest import CatalogFactory
 from tests.e2e.iceberg.test_catalog import SCHEMA, rows
 from tests.e2e.iceberg.test_merges import branch_off, commit, ok
-
-
-def s3_client(stack: Stack) -> Any:
-    assert stack.admin is not None
-    return boto3.client(
-        "s3",
-        endpoint_url=stack.endpoints["gateway"],
-        aws_access_key_id=stack.admin.access_key_id,
-        aws_secret_access_key=stack.admin.secret_access_key.get_secret_value(),
-        region_name="us-east-1",
-        config=BotoConfig(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-    )
+from tests.support.gateway_stack import stack_s3_client
 
 
 def _data_files(table: Any) -> list[str]:
@@ -67,7 +54,7 @@ def test_a_branch_reads_after_main_deletes_its_files(stack: Stack, repo: str, ca
     branch_off(stack, repo, "dev")
     # On main, the data files' keys go (as expire_snapshots with purge deletes them), one by its
     # branch form and one by its ref-neutral form, and main's change is committed.
-    s3 = s3_client(stack)
+    s3 = stack_s3_client(stack)
     files = sorted(_data_files(table))
     assert len(files) == 2 and all(path.startswith(f"s3://{repo}/@main/") for path in files)
     first, second = (path.removeprefix(f"s3://{repo}/@main/") for path in files)
