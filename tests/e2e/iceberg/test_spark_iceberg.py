@@ -19,7 +19,7 @@ from silt.launcher import Stack
 from silt.spark import S3AEndpoint
 from tests.e2e.iceberg.conftest import CatalogFactory, api_call
 from tests.e2e.iceberg.test_merges import appended_on_two_branches, ok
-from tests.e2e.iceberg.test_ref_neutral import s3_client
+from tests.support.gateway_stack import stack_s3_client
 
 pytestmark = pytest.mark.spark
 
@@ -84,7 +84,7 @@ def test_create_insert_and_read_back(stack: Stack, repo: str) -> None:
     paths = [row[0] for row in rows(results[5])]
     assert paths and all(path.startswith(f"s3://{repo}/@main/db/events/data/") for path in paths), paths
     key = paths[0].removeprefix(f"s3://{repo}/@main/")
-    assert s3_client(stack).head_object(Bucket=repo, Key=f"@never-a-branch/{key}")["ContentLength"] > 0
+    assert stack_s3_client(stack).head_object(Bucket=repo, Key=f"@never-a-branch/{key}")["ContentLength"] > 0
     # Spark wrote the data and manifests on the branch through the gateway; the catalog staged the
     # pointer and the metadata beside them.
     keys = staged_keys(stack, repo, "main", "db/events/")
