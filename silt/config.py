@@ -152,6 +152,14 @@ class CassandraConfig(_Section):
     coordinator) is read back at SERIAL through another node and sent again only when that read proves it did not
     apply. Measured on the test cluster, 1 s made a paused node's p99 worse than unset: leave it unset
     """
+    lwt_patience_factor: float = Field(3.0, ge=0, le=100)
+    """the first send of a lightweight transaction is waited for this many times the p99 of the store's recent sends
+    (at least `lwt_patience_floor_s`, at most `lwt_timeout_s`), then read back at SERIAL through another node and sent
+    again only if it did not apply: a coordinator that froze mid-round costs about this much, not the ~2 s the
+    heartbeat takes to find it. 0: wait `lwt_timeout_s`
+    """
+    lwt_patience_floor_s: float = Field(0.3, gt=0)
+    """the least a first LWT send is waited for, however fast recent rounds were"""
     speculative_delay_s: float = Field(0.2, gt=0)
     """a read, or a write whose timestamp is fixed before it is sent, not answered within this long is also sent to
     the next replica (and again after as long, up to `speculative_executions` copies); the first answer wins. Never

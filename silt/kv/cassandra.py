@@ -110,6 +110,7 @@ from silt.errors import (
     Unavailable,
 )
 from silt.kv.durability import durability_warnings
+from silt.kv.lwt_patience import LwtPatience
 from silt.kv.store import (
     CheckedBatch,
     Entry,
@@ -500,6 +501,9 @@ class CassandraStore(Store):
         self._close_lock = threading.Lock()
         self._fence: _LegacyBallotFence | None = None
         self._suspects = _Suspects()
+        self._lwt_patience = LwtPatience(
+            config.lwt_timeout_s or config.request_timeout_s, config.lwt_patience_factor, config.lwt_patience_floor_s
+        )
         _quiet_driver_logs()
         try:
             self._cluster = self._make_cluster(config, self._suspects)
@@ -677,27 +681,36 @@ class CassandraStore(Store):
     _scan_all: PreparedStatement
     _scan_from: PreparedStatement
 
-    def _raise(self, op: str, exc: BaseException, what: str | None = None) -> NoReturn:
+    def _raise(self, op: str, exc: BaseException, what: str | None = None, timeout_s: float | None = None) -> NoReturn:
         if isinstance(exc, SiltError):
             raise exc
         if isinstance(exc, InvalidRequest):
             raise InvalidArgument(f"cassandra: {what or op} rejected: {_first_line(exc)}") from exc
         if self._closed:
             raise NotApplied("cassandra: the store is closed") from exc
-        reason = _reason(exc, self._config.request_timeout_s)
+        reason = _reason(exc, timeout_s or self._config.request_timeout_s)
         error = NotApplied if not_attempted(exc) else Unavailable
         raise error(f"cassandra: {what or op} on {self._contacts} failed: {reason}") from exc
 
     def _execute(
-        self, op: str, statement: Statement, params: tuple[Any, ...] | None, profile: object = EXEC_PROFILE_DEFAULT
+        self,
+        op: str,
+        statement: Statement,
+        params: tuple[Any, ...] | None,
+        profile: object = EXEC_PROFILE_DEFAULT,
+        timeout_s: float | None = None,
     ) -> Any:
+        """Run statement on profile; timeout_s, when given, in place of the profile's timeout."""
         if self._closed:
             raise NotApplied("cassandra: the store is closed")
         try:
-            result = self._session.execute(statement, params, execution_profile=profile)
+            if timeout_s is None:
+                result = self._session.execute(statement, params, execution_profile=profile)
+            else:
+                result = self._session.execute(statement, params, timeout=timeout_s, execution_profile=profile)
         except OperationTimedOut as exc:
             self._suspects.add(exc.last_host)
-            self._raise(op, exc)
+            self._raise(op, exc, timeout_s=timeout_s)
         except Exception as exc:
             self._raise(op, exc)
         self._suspects.add_slow(result)
@@ -758,10 +771,18 @@ class CassandraStore(Store):
         for _ in range(_LWT_ATTEMPTS):
             if self._fence is not None:
                 self._fence.before_lwt()
+            # The first send is waited for as long as healthy rounds take (LwtPatience): one
+            # held by a coordinator that froze is then read back through another node, well
+            # before the heartbeat would find that node out. A resend waits the whole timeout,
+            # so that a loaded cluster's slow rounds are not given up again and again.
+            patience_s = None if resent else self._lwt_patience.bound_s()
+            started = time.monotonic()
             try:
-                result = self._execute(op, statement, params, _LWT_PROFILE)
+                result = self._execute(op, statement, params, _LWT_PROFILE, patience_s)
             except Unavailable as exc:
                 cause = exc.__cause__
+                if patience_s is not None and isinstance(cause, OperationTimedOut):
+                    self._lwt_patience.gave_up(patience_s)
                 # The server refusing up front (not enough replicas, no node to ask) means the
                 # write was not attempted; anything else may have been applied.
                 if isinstance(cause, DriverUnavailable | NoHostAvailable) or cause is None:
@@ -777,10 +798,12 @@ class CassandraStore(Store):
                         f"cassandra: {op} on {self._contacts}: outcome unknown, an earlier send interrupted by"
                         f" a fault may still apply; sending it again failed: {why}"
                     ) from exc
-                if self._resolve(op, change, cause):
+                if self._resolve(op, change, cause, patience_s):
                     return
                 resent = True
                 continue
+            if patience_s is not None:
+                self._lwt_patience.answered(time.monotonic() - started)
             row = result.one()
             # The first column of an LWT's result is always [applied].
             if row is not None and row[0]:
@@ -800,7 +823,7 @@ class CassandraStore(Store):
             f" not applied after {_LWT_ATTEMPTS} attempts, each interrupted by a fault"
         )
 
-    def _resolve(self, op: str, change: _Change, cause: BaseException | None) -> bool:
+    def _resolve(self, op: str, change: _Change, cause: BaseException | None, timeout_s: float | None = None) -> bool:
         """Whether an LWT whose outcome is unknown applied (True), or has not so far and is to be
         sent again (False); OutcomeUnknown (an Unavailable) when that cannot be known.
 
@@ -817,7 +840,7 @@ class CassandraStore(Store):
         wrote counts as applied: Silt's conditional values (records with fresh ids, counters,
         timestamps) do not repeat.
         """
-        reason = "" if cause is None else f": {_reason(cause, self._config.request_timeout_s)}"
+        reason = "" if cause is None else f": {_reason(cause, timeout_s or self._config.request_timeout_s)}"
         try:
             row = self._execute(op, self._get_serial, (change.partition, change.key), _READ_PROFILE).one()
         except Unavailable as exc:

@@ -6,21 +6,26 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from cassandra import OperationTimedOut, WriteTimeout
 from cassandra import Unavailable as DriverUnavailable
-from cassandra import WriteTimeout
 
 from silt.config import CassandraConfig
 from silt.errors import OutcomeUnknown, Unavailable
 from silt.kv.cassandra import CassandraStore, _Change
+from silt.kv.lwt_patience import LwtPatience
 
 CHANGE = _Change(b"p", b"k", b"before", b"after")
 
 
-def scripted(sends: list[BaseException | None], serial_reads: list[bytes]) -> CassandraStore:
+def scripted(
+    sends: list[BaseException | None], serial_reads: list[bytes], waits: list[float | None] | None = None
+) -> CassandraStore:
     """A store whose LWT sends raise (an Unavailable caused by the given driver error) or apply
-    (None) in turn, and whose SERIAL read-backs return the given values in turn."""
+    (None) in turn, and whose SERIAL read-backs return the given values in turn; each send's
+    bound (None: the profile's whole timeout) is appended to waits."""
     store = CassandraStore.__new__(CassandraStore)
     store._config = CassandraConfig()
+    store._lwt_patience = LwtPatience(3.0, 3.0, 0.3)
     store._contacts = "127.0.0.1:9042"
     store._fence = None
     store._get_serial = object()
@@ -32,9 +37,13 @@ def scripted(sends: list[BaseException | None], serial_reads: list[bytes]) -> Ca
         def one(self) -> tuple[Any, ...]:
             return self._values
 
-    def execute(op: str, statement: object, params: object, profile: object = None) -> Row:
+    def execute(
+        op: str, statement: object, params: object, profile: object = None, timeout_s: float | None = None
+    ) -> Row:
         if statement is store._get_serial:
             return Row((serial_reads.pop(0),))
+        if waits is not None:
+            waits.append(timeout_s)
         error = sends.pop(0)
         if error is None:
             return Row((True,))
@@ -68,3 +77,21 @@ def test_a_resend_refused_up_front_leaves_the_outcome_unknown() -> None:
     with pytest.raises(OutcomeUnknown) as err:
         store._conditional("set_if", object(), (), CHANGE)
     assert "may still apply" in str(err.value)
+
+
+def test_only_the_first_send_is_bounded_by_the_patience_and_a_send_given_up_counts_as_slow() -> None:
+    """A frozen coordinator's round is given up after the patience's bound and read back; the
+    resend waits the whole timeout, so a busy cluster's slow rounds are not given up twice, and
+    the send given up enters the patience's samples at its bound."""
+    waits: list[float | None] = []
+    store = scripted([OperationTimedOut("no answer"), None], [b"before"], waits)
+    given_up: list[float] = []
+    store._lwt_patience.gave_up = given_up.append  # type: ignore[method-assign]
+    store._conditional("set_if", object(), (), CHANGE)
+    assert waits == [3.0, None]
+    assert given_up == [3.0]
+
+
+def test_a_first_send_timed_out_and_found_applied_is_done() -> None:
+    store = scripted([OperationTimedOut("no answer")], [b"after"])
+    store._conditional("set_if", object(), (), CHANGE)
