@@ -405,8 +405,8 @@ class Branching(OnCore):
         into a token that shows on top of a head it did not judge. The kept token is unsealed
         afterwards when nothing was written to it.
         """
-        dropped: list[StagingToken] = []
         move = HeadMove(self._core, self._cleaner, repo, branch_name)
+        # The branch record the move applied over, once it has: its sealed tokens are dropped.
         moved_over: list[BranchRecord] = []
 
         def attempt(_: int) -> MergeOutcome:
@@ -461,7 +461,6 @@ class Branching(OnCore):
             updated = modify_branch(dest, point)
             move.close_staging(dest)
             self._updater.set_if(repo, dest, updated, f"{what} onto {branch_name!r}", moved_to)
-            dropped[:] = dest.sealed_tokens
             moved_over[:] = [dest]
             return MergeOutcome(commit=commit)
 
@@ -470,13 +469,14 @@ class Branching(OnCore):
         except BaseException:
             move.release()
             raise
+        if not moved_over:
+            move.release()  # conflicts, after an attempt that closed the token lost its move
+            return outcome
+        dropped = list(moved_over[0].sealed_tokens)
         if dropped:
             self._cleaner.drop_recorded(repo.partition, dropped)  # recorded with the move (updater.set_branch_if)
             self._entries.observer.cleared(repo.name, branch_name)
-        if moved_over:
-            move.settle(moved_over[0])
-        else:
-            move.release()  # conflicts, after an attempt that closed the token lost its move
+        move.settle(moved_over[0])
         return outcome
 
     def _sides(self, repo: RepoHandle, planned: Plan, key: bytes) -> tuple[Record | None, Record | None, Record | None]:

@@ -17,7 +17,9 @@ new head, as any write acknowledged before the move does.
 
 Between the close and the move the staging token admits no conditional write, so the close
 comes last, right before the set_if; a move that does not apply leaves the closed token
-sealed (release), so the branch never keeps a staging token closed to conditional writers.
+sealed (release), so a live mover never leaves the branch's staging token closed to
+conditional writers. A mover that dies between the close and the move does: the writers it
+refuses seal that token themselves once it has stayed closed long enough (closed_staging.py).
 A plain write into the kept token after the move finds its token sealed and writes again into
 the fresh one; so a kept token still empty after the move holds nothing and is unsealed.
 """
