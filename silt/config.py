@@ -148,9 +148,10 @@ class CassandraConfig(_Section):
     `ServiceUnavailable`, graveler `UNAVAILABLE`) after this long, never hangs it
     """
     lwt_timeout_s: float | None = Field(None, gt=0)
-    """bounds one send of a lightweight transaction (unset: `request_timeout_s`). One not answered in time (a frozen
-    coordinator) is read back at SERIAL through another node and sent again only when that read proves it did not
-    apply. Measured on the test cluster, 1 s made a paused node's p99 worse than unset: leave it unset
+    """bounds every send of a lightweight transaction (unset: `request_timeout_s`), the first one's patience
+    included. One not answered in time (a frozen coordinator) is read back at SERIAL through another node and sent
+    again only when that read proves it did not apply. Measured on the test cluster, a fixed 1 s made a paused node's
+    p99 worse than unset, where `lwt_patience_factor` follows the load: leave it unset
     """
     lwt_patience_factor: float = Field(3.0, ge=0, le=100)
     """the first send of a lightweight transaction is waited for this many times the p99 of the store's recent sends

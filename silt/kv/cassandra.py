@@ -57,7 +57,9 @@ Riding out one lost replica of three (docs/design/kv.md, "Faults on a cluster"):
 * An LWT whose outcome a fault left unknown is resolved by a read at SERIAL, and sent again
   only when that read shows it did not apply (_conditional, _resolve); when that cannot
   tell, OutcomeUnknown, which graveler resolves for branch records and staging guards from
-  their content. Each send is bounded by lwt_timeout_s (its own profile, _LWT_PROFILE).
+  their content. Each send is bounded by lwt_timeout_s (its own profile, _LWT_PROFILE); the
+  first one by a multiple of the p99 of recent sends (LwtPatience), so that a round held by a
+  coordinator that froze is read back through another node well before the heartbeat.
 * One warning line per node going down or coming back (_HostStates); the driver's own
   records about it, some with tracebacks and one per reconnection attempt, are dropped.
 """
