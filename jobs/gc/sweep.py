@@ -12,10 +12,14 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from silt.block.adapter import MAX_DELETE_BATCH, BlockAdapter
 from silt.config import BlockstoreConfig
+from silt.kv.store import chunked
 
-# Deletes are I/O bound (one request each on S3): a few threads per task keep them flowing.
-THREADS_PER_TASK = 8
+# Deletes go in batches, one store call each where the store allows (S3's DeleteObjects, a
+# local disk's one directory sync per batch: BlockAdapter.delete_many); a few batches in
+# flight per task keep an object store's requests flowing.
+THREADS_PER_TASK = 4
 
 
 def sweep(report: DataFrame, namespace: str, blockstore: BlockstoreConfig, partitions: int) -> dict[str, int]:
@@ -26,11 +30,17 @@ def sweep(report: DataFrame, namespace: str, blockstore: BlockstoreConfig, parti
         from jobs.executor_adapters import executor_adapter
 
         adapter = executor_adapter(blockstore)
+        batches = chunked((row.address for row in rows), MAX_DELETE_BATCH)
         count = 0
         with ThreadPoolExecutor(THREADS_PER_TASK) as pool:
-            for _ in pool.map(lambda row: adapter.delete(namespace, row.address), rows):
-                count += 1
+            for size in pool.map(lambda batch: _delete(adapter, namespace, batch), batches):
+                count += size
         yield count
 
     deleted = report.select("address").repartition(partitions).rdd.mapPartitions(delete_partition).sum()
     return {"deleted": int(deleted)}
+
+
+def _delete(adapter: BlockAdapter, namespace: str, batch: list[str]) -> int:
+    adapter.delete_many(namespace, batch)
+    return len(batch)

@@ -53,7 +53,7 @@ import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
@@ -67,6 +67,7 @@ from silt.block.adapter import (
     PartInfo,
     PutResult,
     UploadPart,
+    check_delete_batch,
 )
 from silt.block.groupsync import GroupSync, SyncMode, default_syncer
 from silt.block.overlap import BackgroundMD5, EarlyFlush
@@ -573,20 +574,37 @@ class LocalAdapter(BlockAdapter):
 
     def delete(self, namespace: str, key: str) -> None:
         target = self._target(namespace, key)
+        if self._unlink(target):
+            self._durability.directory(target.directory, target.what)
+
+    def delete_many(self, namespace: str, keys: Sequence[str]) -> None:
+        check_delete_batch(keys)
+        # Every unlink first, then one sync per directory: a garbage collector's sweep deletes
+        # thousands of objects from one `data/` directory, and a sync each was its whole cost.
+        directories: dict[str, str] = {}
+        for target in [self._target(namespace, key) for key in keys]:
+            if self._unlink(target):
+                directories.setdefault(target.directory, target.what)
+        for directory, what in directories.items():
+            self._durability.directory(directory, what)
+
+    def _unlink(self, target: _Target) -> bool:
+        """Remove the object's file and ETag record; whether there was an object (a directory, or
+        anything else that is not a regular file, is not one)."""
         with _mapped(target.what):
             try:
                 st = os.lstat(target.path)
             except (FileNotFoundError, NotADirectoryError):
-                return
+                return False
             if not stat.S_ISREG(st.st_mode):
-                return  # a directory (or anything else) is not an object: nothing to delete
+                return False
             # The record goes first: a crash in between leaves bytes without a record, whose
             # ETag is then recomputed, rather than a record that could outlive its file.
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(target.etag_path)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(target.path)
-        self._durability.directory(target.directory, target.what)
+        return True
 
     def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
         src = self._target(src_namespace, src_key)

@@ -29,7 +29,7 @@ import io
 import os
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
@@ -49,6 +49,7 @@ from silt.block.adapter import (
     PresignMethod,
     PutResult,
     UploadPart,
+    check_delete_batch,
 )
 from silt.block.common import Calls, Pieces, Spool, check_part_size, check_size, one_line, spool_part
 from silt.block.pinned import Pin, PinnedReadAdapter
@@ -355,6 +356,28 @@ class S3Adapter(PinnedReadAdapter):
         # Like a missing object, a missing bucket leaves nothing to delete.
         with contextlib.suppress(NotFound), _calls(what):
             self._client.delete_object(Bucket=bucket, Key=name)
+
+    def delete_many(self, namespace: str, keys: Sequence[str]) -> None:
+        check_delete_batch(keys)
+        if not keys:
+            return
+        located = [self._locate(namespace, key) for key in keys]
+        bucket = located[0][0]
+        what = f"s3://{bucket}/ (deleting {len(keys)} objects)"
+        response: dict[str, Any] = {}
+        # Like a missing object, a missing bucket leaves nothing to delete. Quiet: the answer
+        # lists only the keys S3 could not delete.
+        with contextlib.suppress(NotFound), _calls(what):
+            response = self._client.delete_objects(
+                Bucket=bucket, Delete={"Objects": [{"Key": name} for _, name, _ in located], "Quiet": True}
+            )
+        errors = [error for error in response.get("Errors", []) if error.get("Code") != "NoSuchKey"]
+        if errors:
+            first = errors[0]
+            raise Unavailable(
+                f"s3 {what}: {len(errors)} not deleted; s3://{bucket}/{first.get('Key')}:"
+                f" {first.get('Code')}: {one_line(first.get('Message') or '')}"
+            )
 
     def copy(self, src_namespace: str, src_key: str, dst_namespace: str, dst_key: str) -> PutResult:
         src_bucket, src_name, src_what = self._locate(src_namespace, src_key)

@@ -63,6 +63,7 @@ class TracedAdapter(BlockAdapter):
     get_range = _traced("get_range")
     stat = _traced("stat")
     delete = _traced("delete")
+    delete_many = _traced("delete_many")
     copy = _traced("copy")
     # One span for opening a listing: its pages are read as the caller goes.
     list_objects = _traced("list_objects")

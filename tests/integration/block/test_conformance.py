@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from silt.block import PartInfo
+from silt.block.adapter import MAX_DELETE_BATCH
 from silt.errors import InvalidArgument, NotFound
 from tests.integration.block.conftest import Blocks
 from tests.integration.block.streams import GeneratorStream, MiB, md5_hex, multipart_etag, pattern_chunks
@@ -160,6 +161,28 @@ def test_delete_removes_and_is_idempotent(blocks: Blocks) -> None:
         blocks.adapter.stat(blocks.namespace, "gone")
     blocks.adapter.delete(blocks.namespace, "gone")
     blocks.adapter.delete(blocks.namespace, "never/existed")
+
+
+def test_delete_many_removes_every_key_in_one_call_and_only_those(blocks: Blocks) -> None:
+    keys = [f"batch/{index:04d}" for index in range(150)] + ["other/dir/one", "top"]
+    for key in keys:
+        put_bytes(blocks, key, key.encode())
+    put_bytes(blocks, "batch/kept", b"kept")
+    blocks.adapter.delete_many(blocks.namespace, [*keys, "never/existed", "batch/never"])
+    listed = [item.key for item in blocks.adapter.list_objects(blocks.namespace, "")]
+    assert listed == ["batch/kept"]
+    assert read_all(blocks, "batch/kept") == b"kept"
+    blocks.adapter.delete_many(blocks.namespace, keys)
+    blocks.adapter.delete_many(blocks.namespace, [])
+
+
+def test_delete_many_refuses_more_than_a_batch_and_invalid_keys(blocks: Blocks) -> None:
+    put_bytes(blocks, "stays", b"x")
+    with pytest.raises(InvalidArgument):
+        blocks.adapter.delete_many(blocks.namespace, [f"k{index}" for index in range(MAX_DELETE_BATCH + 1)])
+    with pytest.raises(InvalidArgument):
+        blocks.adapter.delete_many(blocks.namespace, ["../escape", "stays"])
+    assert read_all(blocks, "stays") == b"x"
 
 
 @pytest.mark.parametrize(
