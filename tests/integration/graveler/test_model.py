@@ -496,7 +496,7 @@ def cassandra_model_env(cassandra_store: Store, tmp_path: Path) -> Iterator[Mode
 @pytest.mark.nightly
 @pytest.mark.timeout(max(600, NIGHTLY_CASSANDRA_EXAMPLES * STEPS // 4))
 def test_graveler_matches_a_dictionary_model_in_a_longer_search_on_cassandra(cassandra_model_env: Modelled) -> None:
-    """The single node's search at three times `make test`'s size."""
+    """The single node's search at six times `make test`'s size."""
     search(cassandra_model_env, NIGHTLY_CASSANDRA_EXAMPLES)
 
 
@@ -514,7 +514,7 @@ def test_graveler_matches_a_dictionary_model_on_a_cluster(cluster_env: Modelled)
 @pytest.mark.nightly
 @pytest.mark.timeout(max(600, NIGHTLY_CLUSTER_EXAMPLES * STEPS // 2))
 def test_graveler_matches_a_dictionary_model_in_a_longer_search_on_a_cluster(cluster_env: Modelled) -> None:
-    """The cluster's search at two and a half times `make test`'s size."""
+    """The cluster's search at five times `make test`'s size."""
     search(cluster_env, NIGHTLY_CLUSTER_EXAMPLES)
 
 
