@@ -281,6 +281,8 @@ def run(
         check_grace(parse_grace(grace), unsafe_short_grace=unsafe_short_grace)
     except InvalidArgument as exc:
         raise click.BadParameter(str(exc), param_hint="--grace") from None
+    if not sweep_only:  # a sweep of an earlier run's report needs no rules
+        _refuse_without_rules(repository_argument(repository))
     args = [repository_argument(repository), "--master", master, "--grace", grace]
     args += ["--unsafe-short-grace"] if unsafe_short_grace else []
     args += ["--dry-run"] if dry_run else []
@@ -346,6 +348,19 @@ def expire(repository: str, branch: str, dry_run: bool, master: str, batch_size:
             click.echo(f"commits by the system user: {' '.join(summary['commits'])}")
 
     output(summary, human)
+
+
+def _refuse_without_rules(name: str) -> None:
+    """A repository without GC rules refused here, before a Spark JVM starts for a run the job
+    would refuse at its first call (graveler's PrepareGC, the refusal that counts). Reading the
+    rules needs ReadRepo, which a run needs too; when they cannot be read here (no REST API
+    configured, an error answer), the job decides, as it always does."""
+    try:
+        found = _read_rules(name)
+    except ClientError:
+        return
+    if found is None:
+        raise ClientError(f"repository {name!r} has no GC rules: set them first with `silt gc rules set {name}`")
 
 
 def submit(args: list[str], module: str) -> dict[str, Any]:

@@ -80,9 +80,10 @@ ESTIMATES: dict[str, float] = {
     "tests/integration/graveler/test_history_events.py::test_unread_streams_are_bounded_and_released[cassandra]": 90.0,
     # The 1,000-example search, bounded at 45 s, and its module's stack.
     "tests/e2e/gateway/test_fuzz.py::test_fuzz_the_gateway[nightly]": 60.0,
-    # The model test's longer searches (30 and 10 sequences): 107 s and 57 s on a busy 2-core machine.
+    # The model test's longer searches (30 and 10 sequences): 107 s and 57 s on a busy 2-core
+    # machine; the cluster's took 107 s in the cold run of 2026-11-28 (commit ordinal 537).
     f"{_M}_on_cassandra": 130.0,
-    f"{_M}_on_a_cluster": 80.0,
+    f"{_M}_on_a_cluster": 110.0,
     # Spark 3.5 with Iceberg's runtime, in the module's Spark session: 20 and 10 s on a quiet
     # machine, 21 s cold beside the other leg (2026-11-28) for the second.
     "tests/e2e/iceberg/test_spark_iceberg.py::test_branch_isolation_merge_into_and_a_read_only_tag": 40.0,

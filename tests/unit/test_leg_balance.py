@@ -151,48 +151,35 @@ def test_the_legs_move_a_file_by_what_the_slice_loads(tmp_path: Path, monkeypatc
     (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n" + "".join(f"    {m}: x\n" for m in names))
     for name, text in FILES.items():
         (suite / name).write_text(text)
-    # Files the jvm leg may take (leg_balance.JVM_LEG_FILES), at the paths they have there.
-    files = {
-        "tests/e2e/test_connection_limits.py": "test_a_limits_file",
-        "tests/e2e/test_journal_crash.py": "test_a_crash_file",
-        "tests/e2e/test_hook_isolation.py": "test_a_hooks_file",
-        "tests/e2e/test_gateway.py": "test_a_gateway_file",
-        "tests/e2e/test_observability.py": "test_a_traces_file",
-    }
+    # Every file the jvm leg may take (leg_balance.JVM_LEG_FILES), at the paths it has there.
+    files = {path: f"test_{Path(path).stem.removeprefix('test_')}_file" for path in leg_balance.JVM_LEG_FILES}
     for path, test in files.items():
         (suite / path).write_text(f"def {test}():\n    pass\n")
-    seconds = [leg_balance.JVM_LEG_FILES[path] for path in files]
     monkeypatch.delenv("SILT_JEPSEN_RUNS", raising=False)
     monkeypatch.delenv("SILT_JEPSEN_FIRST_RUN", raising=False)
     # Eight nightly tests of the default estimate, in the jvm leg, in seven slices: one of two,
-    # six of one.
-    # A slice of one leaves the rest leg longer by enough for all five files; a slice of two by
-    # enough for the three longest, and moving a fourth would overshoot.
-    one = -(rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2
-    two = -(2 * rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S) / 2
-    assert seconds == sorted(seconds, reverse=True) and sum(seconds) <= one
-    assert leg_balance.MIN_MOVE_S <= sum(seconds[:3]) <= two < sum(seconds[:4])
+    # six of one. The jvm leg takes, longest first, the files within half of what the rest leg
+    # has more: a slice of one leaves it more than a slice of two, so it takes more files then.
     plan = rotation.slices(
         dict.fromkeys((f"test_heavy.py::test_nightly_on_cassandra[{n}]" for n in range(8)), rotation.DEFAULT_ESTIMATE_S)
     )
     assert [len(tests) for tests in plan] == [2, 1, 1, 1, 1, 1, 1]
+    moved = {
+        count: leg_balance.files_to_move(
+            -(count * rotation.DEFAULT_ESTIMATE_S + leg_balance.BASE_EXCESS_S), files, leg_balance.JVM_LEG_FILES
+        )
+        for count in (1, 2)
+    }
+    assert moved[2] and set(moved[2]) < set(moved[1])
     common = {
         "test_needs_spark_only": "jvm",
         "test_needs_nothing": "rest",
         "test_spark_here": "jvm",
         "test_cassandra_here": "jvm",
     }
-    assert _legs_of_tests(tmp_path, "8", monkeypatch) == {
-        **common,
-        **{test.split("::")[-1]: "jvm" for test in plan[1]},
-        **dict.fromkeys(files.values(), "jvm"),
-    }
-    assert _legs_of_tests(tmp_path, "7", monkeypatch) == {
-        **common,
-        **{test.split("::")[-1]: "jvm" for test in plan[0]},
-        "test_a_limits_file": "jvm",
-        "test_a_crash_file": "jvm",
-        "test_a_hooks_file": "jvm",
-        "test_a_gateway_file": "rest",
-        "test_a_traces_file": "rest",
-    }
+    for ordinal, slice_, count in (("8", plan[1], 1), ("7", plan[0], 2)):
+        assert _legs_of_tests(tmp_path, ordinal, monkeypatch) == {
+            **common,
+            **{test.split("::")[-1]: "jvm" for test in slice_},
+            **{test: "jvm" if path in moved[count] else "rest" for path, test in files.items()},
+        }

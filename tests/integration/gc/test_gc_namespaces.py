@@ -1,7 +1,9 @@
 """A GC run refuses, before Spark does anything, a repository whose storage namespace overlaps
 another live repository's: listing its namespace would find the other's objects and metadata,
 and the sweep would delete them. Through graveler's real gRPC API; no Spark session is needed,
-which is the point: the refusal comes first."""
+which is the point: the refusal comes first. So does a run of a repository without GC rules
+(`silt gc run` refuses it before it starts the job, tests/e2e/test_gc.py; the job's own refusal,
+which the CronJob meets, is this one)."""
 
 from __future__ import annotations
 
@@ -68,3 +70,12 @@ def test_gc_refuses_a_namespace_outside_the_allowed_roots(gc_env: GCEnv) -> None
     gc_env.graveler.lifecycle.placement = Placement(("local://elsewhere/",))  # the operator moved the roots
     details = _refused(gc_env, repo)
     assert "outside the allowed namespace roots" in details
+
+
+def test_gc_refuses_a_repository_without_rules(gc_env: GCEnv) -> None:
+    repo = gc_env.new_repo(default_days=None)
+    assert "has no GC rules" in _refused(gc_env, repo)
+    with pytest.raises(grpc.RpcError) as caught:
+        run_gc(None, gc_env.stub, repo, gc_env.blockstore, GCOptions(grace_seconds=0, unsafe_short_grace=True))
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "has no GC rules" in (caught.value.details() or "")

@@ -9,13 +9,14 @@ for a while (a prefix commit's copies in sealed tokens), not only what it leaves
 run.
 
 Its size is SILT_MODEL_EXAMPLES sequences of up to SILT_MODEL_STEPS steps (20 of 40 by default)
-on the mem and local drivers, SILT_MODEL_CASSANDRA_EXAMPLES on the single Cassandra node (10 by
+on the mem and local drivers, SILT_MODEL_CASSANDRA_EXAMPLES on the single Cassandra node (5 by
 default, SILT_MODEL_EXAMPLES when only that is set) and SILT_MODEL_CLUSTER_EXAMPLES on the 3-node
-Cassandra cluster (4); `make test-model` runs 300 of each. The search of graveler's logic is the
+Cassandra cluster (2); `make test-model` runs 300 of each. The search of graveler's logic is the
 same on every driver, and mem and local search the most: on Cassandra every sequence still
 takes the driver's paths (conditional writes, batches, paged scans of staging and of the
-branch's tokens after every step), with nightly variants searching 30 sequences on the node and
-10 on the cluster."""
+branch's tokens after every step), and on the cluster the same paths at its quorum and serial
+consistency, with nightly variants searching 30 sequences on the node and 10 on the cluster.
+(Hypothesis tries its simplest sequence first; the others are random ones of STEPS steps.)"""
 
 from __future__ import annotations
 
@@ -71,8 +72,8 @@ STEPS = int(os.environ.get("SILT_MODEL_STEPS", "40"))
 # Cassandra's legs search less in `make test`: each step is tens of round trips to a JVM (on the
 # cluster, Paxos rounds on three), and the search itself is the same as mem's and local's.
 # `make test-model` sets them to the full size; the nightly variants search more.
-CASSANDRA_EXAMPLES = int(os.environ.get("SILT_MODEL_CASSANDRA_EXAMPLES", os.environ.get("SILT_MODEL_EXAMPLES", "10")))
-CLUSTER_EXAMPLES = int(os.environ.get("SILT_MODEL_CLUSTER_EXAMPLES", "4"))
+CASSANDRA_EXAMPLES = int(os.environ.get("SILT_MODEL_CASSANDRA_EXAMPLES", os.environ.get("SILT_MODEL_EXAMPLES", "5")))
+CLUSTER_EXAMPLES = int(os.environ.get("SILT_MODEL_CLUSTER_EXAMPLES", "2"))
 NIGHTLY_CASSANDRA_EXAMPLES = 30
 NIGHTLY_CLUSTER_EXAMPLES = 10
 Snapshot = dict[str, str]
@@ -495,7 +496,7 @@ def cassandra_model_env(cassandra_store: Store, tmp_path: Path) -> Iterator[Mode
 @pytest.mark.nightly
 @pytest.mark.timeout(max(600, NIGHTLY_CASSANDRA_EXAMPLES * STEPS // 4))
 def test_graveler_matches_a_dictionary_model_in_a_longer_search_on_cassandra(cassandra_model_env: Modelled) -> None:
-    """The single node's search at three times `make test`'s size."""
+    """The single node's search at six times `make test`'s size."""
     search(cassandra_model_env, NIGHTLY_CASSANDRA_EXAMPLES)
 
 
@@ -513,7 +514,7 @@ def test_graveler_matches_a_dictionary_model_on_a_cluster(cluster_env: Modelled)
 @pytest.mark.nightly
 @pytest.mark.timeout(max(600, NIGHTLY_CLUSTER_EXAMPLES * STEPS // 2))
 def test_graveler_matches_a_dictionary_model_in_a_longer_search_on_a_cluster(cluster_env: Modelled) -> None:
-    """The cluster's search at two and a half times `make test`'s size."""
+    """The cluster's search at five times `make test`'s size."""
     search(cluster_env, NIGHTLY_CLUSTER_EXAMPLES)
 
 
