@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypeVar, cast
 
 from engine.core.closed_staging import ClosedStagingWatch, StagingClosed
-from engine.core.committed.model import MetaRangeId, Record
+from engine.core.committed.model import MetaRangeId
 from engine.core.compaction import StagingObserver
 from engine.core.deadline import Deadline
 from engine.core.iterators import combined, combined_columns, live, live_columns
@@ -31,7 +31,7 @@ from engine.core.validation import validate_entry_size, validate_key
 from engine.core.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
 from silt.errors import Aborted, ConditionFailed, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
-from silt.kv.store import chunk_size, chunked
+from silt.kv.store import chunk_size
 
 _T = TypeVar("_T")
 
@@ -588,8 +588,8 @@ class Entries(OnCore):
             sources.extend(
                 self._staging.scan_columns(token, start, size, identities=False) for token in resolved.branch.tokens
             )
-        records = self._committed.iterate(repo.namespace, self._base(repo, resolved), start)
-        sources.append(Columns.of(chunk) for chunk in chunked(map(_committed_value, records), size))
+        slices = self._committed.iterate_slices(repo.namespace, self._base(repo, resolved), start, size)
+        sources.append(Columns(keys, identities, values, [False] * len(keys)) for keys, identities, values in slices)
         return combined_columns(sources)
 
     def _base(self, repo: RepoHandle, resolved: Resolved) -> MetaRangeId:
@@ -662,10 +662,6 @@ def _write_weight(key: bytes, value: Value, token_bytes: int) -> int:
     journal envelope, and the journal row's change repeating key, value and the token's name."""
     stored = len(value.data) + len(value.identity) + 32  # envelope, message framing, tombstone flag
     return 3 * (len(key) + 8) + 2 * stored + token_bytes + 64
-
-
-def _committed_value(record: Record) -> KeyValue:
-    return KeyValue(record.key, Value(record.identity, record.value))
 
 
 def _key_of(kv: KeyValue) -> bytes:
