@@ -13,10 +13,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, cast
 
 from engine.core.closed_staging import ClosedStagingWatch, StagingClosed
-from engine.core.committed.model import MetaRangeId, Record
+from engine.core.committed.model import MetaRangeId
 from engine.core.compaction import StagingObserver
 from engine.core.deadline import Deadline
 from engine.core.iterators import combined, combined_columns, live, live_columns
@@ -31,7 +31,7 @@ from engine.core.validation import validate_entry_size, validate_key
 from engine.core.values import TOMBSTONE, Columns, KeyValue, Value, decode_entry, entry_value
 from silt.errors import Aborted, ConditionFailed, FailedPrecondition, InvalidArgument, NotFound
 from silt.graveler.v1 import model_pb2 as pb
-from silt.kv.store import chunk_size, chunked
+from silt.kv.store import chunk_size
 
 _T = TypeVar("_T")
 
@@ -83,10 +83,20 @@ class ListPage:
 @dataclass
 class StoredListPage:
     """A ListPage with each entry as stored (a serialized pb.Entry): what a caller that only
-    passes entries on, such as the gRPC answer, takes without parsing them."""
+    passes entries on, such as the gRPC answer, takes without parsing them. Column by column
+    (the items' keys, their entries) as the walk gives them, with no pair made per item."""
 
-    items: list[tuple[bytes, bytes | None]] = field(default_factory=list)  # None = common prefix
+    keys: list[bytes] = field(default_factory=list)
+    data: list[bytes | None] = field(default_factory=list)  # None = common prefix
     has_more: bool = False
+
+    @classmethod
+    def of(cls, items: list[tuple[bytes, bytes | None]], has_more: bool) -> StoredListPage:
+        return cls([key for key, _ in items], [data for _, data in items], has_more)
+
+    @property
+    def items(self) -> list[tuple[bytes, bytes | None]]:
+        return list(zip(self.keys, self.data, strict=True))
 
 
 class Entries(OnCore):
@@ -543,7 +553,7 @@ class Entries(OnCore):
             start = first_key(prefix, delimiter, after)
             chunks = live_columns(self._iterate_columns(repo, resolved, start, amount + 1))
             keys, data, has_more = page_of_columns(((c.keys, c.data) for c in chunks), prefix, amount)
-            return StoredListPage(list(zip(keys, data, strict=True)), has_more)
+            return StoredListPage(keys, cast(list[bytes | None], data), has_more)
         page = paginate(
             lambda start: self._iterate(repo, resolved, start),
             _key_of,
@@ -556,7 +566,7 @@ class Entries(OnCore):
         items: list[tuple[bytes, bytes | None]] = [
             (item.key, None) if isinstance(item, CommonPrefix) else (item.key, item.value.data) for item in page.items
         ]
-        return StoredListPage(items, page.has_more)
+        return StoredListPage.of(items, page.has_more)
 
     def _iterate(self, repo: RepoHandle, resolved: Resolved, start: bytes) -> Iterator[KeyValue]:
         sources: list[Iterator[KeyValue]] = []
@@ -570,13 +580,16 @@ class Entries(OnCore):
 
     def _iterate_columns(self, repo: RepoHandle, resolved: Resolved, start: bytes, wanted: int) -> Iterator[Columns]:
         """_iterate's values, tombstones included, as Columns of consecutive ones, read in lists
-        of `wanted`: as many as the caller may take."""
+        of `wanted`: as many as the caller may take. The staged values' identities are left
+        empty: a listing never reads them."""
         size = chunk_size(wanted)
         sources: list[Iterator[Columns]] = []
         if resolved.branch is not None:
-            sources.extend(self._staging.scan_columns(token, start, size) for token in resolved.branch.tokens)
-        records = self._committed.iterate(repo.namespace, self._base(repo, resolved), start)
-        sources.append(Columns.of(chunk) for chunk in chunked(map(_committed_value, records), size))
+            sources.extend(
+                self._staging.scan_columns(token, start, size, identities=False) for token in resolved.branch.tokens
+            )
+        slices = self._committed.iterate_slices(repo.namespace, self._base(repo, resolved), start, size)
+        sources.append(Columns(keys, identities, values, [False] * len(keys)) for keys, identities, values in slices)
         return combined_columns(sources)
 
     def _base(self, repo: RepoHandle, resolved: Resolved) -> MetaRangeId:
@@ -649,10 +662,6 @@ def _write_weight(key: bytes, value: Value, token_bytes: int) -> int:
     journal envelope, and the journal row's change repeating key, value and the token's name."""
     stored = len(value.data) + len(value.identity) + 32  # envelope, message framing, tombstone flag
     return 3 * (len(key) + 8) + 2 * stored + token_bytes + 64
-
-
-def _committed_value(record: Record) -> KeyValue:
-    return KeyValue(record.key, Value(record.identity, record.value))
 
 
 def _key_of(kv: KeyValue) -> bytes:

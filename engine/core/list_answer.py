@@ -108,15 +108,15 @@ def serialized_list_response(page: StoredListPage, tags: WireTags = TAGS) -> byt
     """The ListEntriesResponse of page, serialized: what gRPC sends, with no message between.
     tags: TAGS (those of other descriptors only in tests)."""
     try:
-        parts = _short_items(page.items, tags)
+        parts = _short_items(page.keys, page.data, tags)
     except IndexError:  # a length of 16 KiB or more: not in the table
-        parts = _items(page.items, tags)
+        parts = _items(page.keys, page.data, tags)
     if page.has_more:
         parts.append(tags.response_has_more)
     return b"".join(parts)
 
 
-def _short_items(items: list[tuple[bytes, bytes | None]], tags: WireTags) -> list[bytes]:
+def _short_items(keys: list[bytes], entries: list[bytes | None], tags: WireTags) -> list[bytes]:
     """_items for items whose lengths are all in _SHORT (IndexError otherwise).
 
     The loop every listed entry runs through, kept to the fewest bytecodes: the table indexed
@@ -133,7 +133,7 @@ def _short_items(items: list[tuple[bytes, bytes | None]], tags: WireTags) -> lis
     prefix_bytes, entry_bytes = tags.prefix_bytes, tags.entry_bytes
     parts: list[bytes] = []
     extend = parts.extend
-    for key, data in items:
+    for key, data in zip(keys, entries, strict=True):
         key_length = short[len(key)]
         if data is None:
             size = short[prefix_bytes + len(key_length) + len(key)]
@@ -145,10 +145,10 @@ def _short_items(items: list[tuple[bytes, bytes | None]], tags: WireTags) -> lis
     return parts
 
 
-def _items(items: list[tuple[bytes, bytes | None]], tags: WireTags) -> list[bytes]:
+def _items(keys: list[bytes], entries: list[bytes | None], tags: WireTags) -> list[bytes]:
     parts: list[bytes] = []
     extend = parts.extend
-    for key, data in items:
+    for key, data in zip(keys, entries, strict=True):
         key_length = length_varint(len(key))
         if data is None:
             size = tags.prefix_bytes + len(key_length) + len(key)

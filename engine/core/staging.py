@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import takewhile
+from operator import itemgetter
 
 from engine.core.model import StagingToken
 from engine.core.values import Columns, KeyValue, Value
@@ -500,18 +501,20 @@ class StagingStore:
             record.ParseFromString(entry.value)
             yield KeyValue(key[skip:], Value(record.identity, record.data, record.tombstone))
 
-    def scan_columns(self, token: StagingToken, start: bytes = b"", size: int = SCAN_CHUNK) -> Iterator[Columns]:
-        """scan's values as Columns of consecutive ones, none empty, of at most size."""
-        # The hot loop of every listing and commit: one pass per value takes it out of its
-        # journal envelope (as the journaled store's reads do: the clock observes the newest
-        # timestamp before any value is handed out) and parses it into one message used again
-        # and again, each field appended to its column (no object per value). The store
-        # underneath is scanned directly: staged keys sort after every journal row.
+    def scan_columns(
+        self, token: StagingToken, start: bytes = b"", size: int = SCAN_CHUNK, identities: bool = True
+    ) -> Iterator[Columns]:
+        """scan's values as Columns of consecutive ones, none empty, of at most size.
+        identities: False for a walk that never reads them (a listing), whose identities column
+        is then all empty."""
+        # The hot loop of every listing and commit: one pass per value parses it into one
+        # message used again and again, each field appended to its column (no object per
+        # value). The store underneath is scanned directly: staged keys sort after every
+        # journal row.
         record = pb.StagedValue()
         parse = record.ParseFromString
         skip = len(KEY_PREFIX)
-        magic, header, timestamp_of = envelope.MAGIC, envelope.HEADER_SIZE, envelope.TIMESTAMP.unpack_from
-        magic_size = len(magic)
+        header = envelope.HEADER_SIZE
         observe = self.kv.clock.observe
         for chunk in raw_store(self.kv).scan_chunks(token.encode(), KEY_PREFIX + start, size):
             # Keys come sorted from KEY_PREFIX on: they all start with it when the last does.
@@ -520,24 +523,39 @@ class StagingStore:
                 chunk = list(takewhile(lambda pair: pair[0].startswith(KEY_PREFIX), chunk))
                 if not chunk:
                     return
-            identities: list[bytes] = []
+            # As the journaled store's reads do, the clock observes the newest timestamp before
+            # any value is handed out.
+            newest = _newest_enveloped(chunk)
             data: list[bytes] = []
             tombstones: list[bool] = []
-            add_identity, add_data, add_tombstone = identities.append, data.append, tombstones.append
-            newest = 0
-            for _, stored in chunk:
-                if stored.startswith(magic) and len(stored) >= header:
-                    timestamp = timestamp_of(stored, magic_size)[0]
-                    if timestamp > newest:
-                        newest = timestamp
+            add_data, add_tombstone = data.append, tombstones.append
+            if newest is None:  # some value written before journaling: each one looked at
+                newest = 0
+                identity_column: list[bytes] = []
+                add_identity = identity_column.append
+                for _, stored in chunk:
+                    timestamp, value = envelope.unwrap(stored)
+                    newest = max(newest, timestamp)
+                    parse(value)
+                    add_identity(record.identity)
+                    add_data(record.data)
+                    add_tombstone(record.tombstone)
+            elif identities:
+                identity_column = []
+                add_identity = identity_column.append
+                for _, stored in chunk:
                     parse(stored[header:])
-                else:
-                    parse(stored)  # written before journaling: timestamp 0
-                add_identity(record.identity)
-                add_data(record.data)
-                add_tombstone(record.tombstone)
+                    add_identity(record.identity)
+                    add_data(record.data)
+                    add_tombstone(record.tombstone)
+            else:
+                for _, stored in chunk:
+                    parse(stored[header:])
+                    add_data(record.data)
+                    add_tombstone(record.tombstone)
+                identity_column = [b""] * len(chunk)
             observe(newest)
-            yield Columns([pair[0][skip:] for pair in chunk], identities, data, tombstones)
+            yield Columns([pair[0][skip:] for pair in chunk], identity_column, data, tombstones)
             if not last:
                 return
 
@@ -754,3 +772,21 @@ def _decode_guard(data: bytes) -> tuple[int, Value, list[bytes], bool]:
     record.ParseFromString(data[_GUARD_TIMESTAMP.size :])
     value = Value(record.identity, record.data, record.tombstone)
     return _GUARD_TIMESTAMP.unpack_from(data)[0], value, list(record.admitted_with), record.fence
+
+
+def _newest_enveloped(chunk: Sequence[tuple[bytes, bytes]]) -> int | None:
+    """The newest timestamp of chunk's stored values when every one of them is in its journal
+    envelope, None when any is not.
+
+    Found without a look at each value in Python: the values between the smallest and the
+    largest all start with the magic when those two do, and the envelope's timestamp follows
+    it big-endian, so the largest bytes hold the newest. (A value without the envelope is a
+    protobuf message, whose first byte is never the magic's zero.)
+    """
+    values = list(map(itemgetter(1), chunk))
+    top = max(values)
+    if not (top.startswith(envelope.MAGIC) and min(values).startswith(envelope.MAGIC)):
+        return None
+    if min(map(len, values)) < envelope.HEADER_SIZE:
+        return None
+    return int(envelope.TIMESTAMP.unpack_from(top, len(envelope.MAGIC))[0])

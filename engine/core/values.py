@@ -71,6 +71,12 @@ class Columns(NamedTuple):
         """The first count values."""
         return Columns(self.keys[:count], self.identities[:count], self.data[:count], self.tombstones[:count])
 
+    def tail(self, start: int) -> Columns:
+        """The values from index start on (self when start is 0)."""
+        if start == 0:
+            return self
+        return Columns(self.keys[start:], self.identities[start:], self.data[start:], self.tombstones[start:])
+
 
 def entry_value(entry: pb.Entry) -> Value:
     """An entry and its identity: what the object is, not where or when its bytes were written.

@@ -15,7 +15,7 @@ from engine.core.committed.diff import (
     diff_metaranges_grouped,
     spans_differ,
 )
-from engine.core.committed.iterators import iterate_records
+from engine.core.committed.iterators import iterate_records, iterate_slices
 from engine.core.committed.merge import MergeResult, Resolver, merge_metaranges
 from engine.core.committed.model import ApplyResult, Change, ChangeBatch, MetaRangeId, RangeId, RangeInfo, Record
 from engine.core.committed.replace import Region, replace_region
@@ -77,6 +77,13 @@ class CommittedManager:
         # Read eagerly so a missing metarange fails here, not at the caller's first next().
         metarange = self._store.read_metarange(namespace, metarange_id)
         return iterate_records(self._store, namespace, metarange, start)
+
+    def iterate_slices(
+        self, namespace: str, metarange_id: MetaRangeId, start: bytes, size: int
+    ) -> Iterator[tuple[list[bytes], list[bytes], list[bytes]]]:
+        """iterate's records as (keys, identities, values) lists of at most size, none empty."""
+        metarange = self._store.read_metarange(namespace, metarange_id)
+        return iterate_slices(self._store, namespace, metarange, start, size)
 
     def get(self, namespace: str, metarange_id: MetaRangeId, key: bytes) -> Record | None:
         metarange = self._store.read_metarange(namespace, metarange_id)

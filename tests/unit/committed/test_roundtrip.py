@@ -139,3 +139,16 @@ def test_bad_and_missing_ids(manager: CommittedManager) -> None:
         manager.iterate(NAMESPACE, "0" * 64)  # type: ignore[arg-type]
     with pytest.raises(NotFound):
         manager.apply(NAMESPACE, "0" * 64, [])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("size", [1, 7, 500, 100_000])
+@pytest.mark.parametrize("start", [b"", key_of(0), key_of(1), key_of(1999), key_of(3998), b"zzz"])
+def test_slices_are_the_records_in_lists(manager: CommittedManager, start: bytes, size: int) -> None:
+    metarange_id = manager.write_metarange(NAMESPACE, iter(EVEN))
+    slices = list(manager.iterate_slices(NAMESPACE, metarange_id, start, size))
+    assert all(keys and len(keys) <= size for keys, _, _ in slices)
+    assert [
+        Record(key, identity, value)
+        for keys, identities, values in slices
+        for key, identity, value in zip(keys, identities, values, strict=True)
+    ] == list(manager.iterate(NAMESPACE, metarange_id, start))

@@ -55,8 +55,26 @@ def test_merging_columns_of_values_gives_what_merging_values_gives() -> None:
         size = rng.randint(1, 6)
         chunks = list(combined_columns(iter(_chunks(s, size)) for s in sources))
         assert all(chunk.keys for chunk in chunks), "no Columns is empty"
+        assert all(len(chunk.keys) <= size for chunk in chunks)
         merged = [kv for chunk in chunks for kv in chunk.values()]
         assert merged == list(combined(iter(s) for s in sources))
+
+
+def test_merging_runs_of_columns_gives_what_merging_values_gives() -> None:
+    """Sources of many keys with a few of another's between them: whole runs are taken."""
+    rng = random.Random(13)
+    tomb = Value(b"", b"", True)
+    for _ in range(100):
+        dense = _source("dense", [b"%05d" % i for i in range(rng.randrange(1, 400))])
+        sparse = [
+            _source(str(rank), [b"%05d" % rng.randrange(500) for _ in range(rng.randrange(8))]) for rank in range(2)
+        ]
+        sparse = [[KeyValue(kv.key, tomb) if rng.random() < 0.3 else kv for kv in s] for s in sparse]
+        sources = [*sparse, dense] if rng.random() < 0.5 else [sparse[0], dense, sparse[1]]
+        size = rng.choice([1, 7, 64, 1000])
+        chunks = list(combined_columns(iter(_chunks(s, size)) for s in sources))
+        assert all(chunk.keys and len(chunk.keys) <= size for chunk in chunks)
+        assert [kv for chunk in chunks for kv in chunk.values()] == list(combined(iter(s) for s in sources))
 
 
 def test_the_only_source_with_values_passes_its_columns_through() -> None:

@@ -34,7 +34,7 @@ def test_answer_equals_the_message_built_field_by_field(has_more: bool) -> None:
         (b"y" * 128, _entry(3, 100)),
         (b"z" * 20_000, _entry(4, 70_000)),
     ]
-    page = StoredListPage([(k, None if e is None else e.SerializeToString()) for k, e in entries], has_more)
+    page = StoredListPage.of([(k, None if e is None else e.SerializeToString()) for k, e in entries], has_more)
     expected = api.ListEntriesResponse(
         items=[
             api.ListItem(key=k.decode(), common_prefix=True) if e is None else api.ListItem(key=k.decode(), entry=e)
@@ -46,7 +46,7 @@ def test_answer_equals_the_message_built_field_by_field(has_more: bool) -> None:
 
 
 def test_empty_page() -> None:
-    assert list_response(StoredListPage([], False)) == api.ListEntriesResponse()
+    assert list_response(StoredListPage()) == api.ListEntriesResponse()
 
 
 @pytest.mark.parametrize("n", [0, 1, 127, 128, 300, 16_383, 16_384, 2_097_151, 2_097_152, 1 << 40])
@@ -109,7 +109,7 @@ def test_a_renumbered_field_is_written_under_its_new_number() -> None:
     Item = message_factory.GetMessageClass(item)
     Entry = message_factory.GetMessageClass(entry)
     entries = [(b"a", _entry(0)), (b"dir/", None), (b"z" * 20_000, _entry(4, 70_000))]
-    page = StoredListPage([(k, None if e is None else e.SerializeToString()) for k, e in entries], True)
+    page = StoredListPage.of([(k, None if e is None else e.SerializeToString()) for k, e in entries], True)
     expected = Response(
         items=[
             Item(key=k.decode(), common_prefix=True)
