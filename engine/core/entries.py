@@ -590,7 +590,7 @@ class Entries(OnCore):
             )
         slices = self._committed.iterate_slices(repo.namespace, self._base(repo, resolved), start, size)
         sources.append(Columns(keys, identities, values, [False] * len(keys)) for keys, identities, values in slices)
-        return combined_columns(sources)
+        return combined_columns(sources, size)
 
     def _base(self, repo: RepoHandle, resolved: Resolved) -> MetaRangeId:
         # A branch's combined view ends in its compacted metarange when it has one; a

@@ -47,12 +47,14 @@ def live(values: Iterator[KeyValue]) -> Iterator[KeyValue]:
     return (kv for kv in values if not kv.value.tombstone)
 
 
-def combined_columns(sources: Iterable[Iterator[Columns]]) -> Iterator[Columns]:
-    """combined, over sources given as Columns of consecutive values (none empty).
+def combined_columns(sources: Iterable[Iterator[Columns]], size: int | None = None) -> Iterator[Columns]:
+    """combined, over sources given as Columns of consecutive values (none empty), merged into
+    Columns of at most size values (default: the longest first Columns of any source).
 
     The Columns of the only source holding values pass through as they are, as they do on a
     branch with nothing committed or nothing staged; several sources are merged run by run
-    (_merged_columns).
+    (_merged_columns). Give size when a source's first Columns may be short (a committed
+    range's tail after a start key): merged Columns as short would cost a Columns per value.
     """
     primed: list[tuple[Columns, Iterator[Columns]]] = []
     for source in sources:
@@ -65,7 +67,7 @@ def combined_columns(sources: Iterable[Iterator[Columns]]) -> Iterator[Columns]:
         yield from source
     elif primed:
         # Ranks follow the order of sources given, empty ones left out: newest first still.
-        yield from _merged_columns(primed, max(len(first.keys) for first, _ in primed))
+        yield from _merged_columns(primed, size or max(len(first.keys) for first, _ in primed))
 
 
 class _Head:

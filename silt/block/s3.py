@@ -24,9 +24,12 @@ Unavailable with a one-line message.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import io
 import os
+import re
 import threading
 import time
 from collections.abc import Generator, Iterator, Sequence
@@ -211,9 +214,27 @@ def build_client(
             signature_version=signature_version,
         )
         endpoint = endpoint_url or config.endpoint_url
-        return session.client("s3", endpoint_url=endpoint, config=client_config, **static)
+        client = session.client("s3", endpoint_url=endpoint, config=client_config, **static)
+        client.meta.events.register("before-sign.s3.DeleteObjects", _content_md5_instead_of_crc)
+        return client
     except BotoCoreError as exc:
         raise ConfigError(f"blockstore.s3: cannot create the S3 client: {one_line(exc)}") from None
+
+
+def _content_md5_instead_of_crc(request: Any, **_: Any) -> None:
+    """DeleteObjects must carry a checksum of its body: botocore sends a CRC32, which S3-compatible
+    stores that predate it refuse; Content-MD5 is what every one of them takes."""
+    body = request.body if isinstance(request.body, bytes) else str(request.body or "").encode()
+    for header in [
+        name for name in request.headers if name.lower().startswith(("x-amz-checksum-", "x-amz-sdk-checksum-"))
+    ]:
+        del request.headers[header]
+    request.headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()
+
+
+# Characters XML 1.0 cannot carry, which botocore sends unescaped in DeleteObjects's body: a
+# key holding one is deleted by a call of its own.
+_NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 class S3Adapter(PinnedReadAdapter):
@@ -362,8 +383,13 @@ class S3Adapter(PinnedReadAdapter):
         if not keys:
             return
         located = [self._locate(namespace, key) for key in keys]
+        for key in [key for key in keys if _NOT_IN_XML.search(key)]:
+            self.delete(namespace, key)
+        located = [where for where in located if not _NOT_IN_XML.search(where[1])]
+        if not located:
+            return
         bucket = located[0][0]
-        what = f"s3://{bucket}/ (deleting {len(keys)} objects)"
+        what = f"s3://{bucket}/ (deleting {len(located)} objects)"
         response: dict[str, Any] = {}
         # Like a missing object, a missing bucket leaves nothing to delete. Quiet: the answer
         # lists only the keys S3 could not delete.

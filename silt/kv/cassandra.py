@@ -57,15 +57,17 @@ Riding out one lost replica of three (docs/design/kv.md, "Faults on a cluster"):
 * An LWT whose outcome a fault left unknown is resolved by a read at SERIAL, and sent again
   only when that read shows it did not apply (_conditional, _resolve); when that cannot
   tell, OutcomeUnknown, which graveler resolves for branch records and staging guards from
-  their content. Each send is bounded by lwt_timeout_s (its own profile, _LWT_PROFILE); the
-  first one by a multiple of the p99 of recent sends (LwtPatience), so that a round held by a
-  coordinator that froze is read back through another node well before the heartbeat.
+  their content. Each send is bounded by lwt_timeout_s (its own profile, _LWT_PROFILE). A first
+  send still unanswered past a multiple of the p99 of recent sends (LwtPatience) is read back
+  at SERIAL through another node while it goes on waiting (_first_send): a round held by a
+  coordinator that froze is settled well before the heartbeat finds the node out.
 * One warning line per node going down or coming back (_HostStates); the driver's own
   records about it, some with tracebacks and one per reconnection attempt, are dropped.
 """
 
 from __future__ import annotations
 
+import enum
 import errno
 import logging
 import socket
@@ -86,7 +88,14 @@ from cassandra import (
 )
 from cassandra import Unavailable as DriverUnavailable
 from cassandra.auth import PlainTextAuthProvider
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
+from cassandra.cluster import (
+    EXEC_PROFILE_DEFAULT,
+    Cluster,
+    ExecutionProfile,
+    NoHostAvailable,
+    ResponseFuture,
+    Session,
+)
 from cassandra.connection import ConnectionException
 from cassandra.policies import (
     ConstantSpeculativeExecutionPolicy,
@@ -363,6 +372,13 @@ class _LegacyBallotFence:
         now_ms = time.time_ns() // 1_000_000
         with self._lock:
             self._last_plain_ms = max(self._last_plain_ms, now_ms)
+
+
+class _ReadBack(enum.Enum):
+    """What a read at SERIAL told of a first LWT send still unanswered (CassandraStore._first_send)."""
+
+    APPLIED = "applied"
+    SEND_AGAIN = "not applied: send it again"
 
 
 class _Change(NamedTuple):
@@ -683,36 +699,37 @@ class CassandraStore(Store):
     _scan_all: PreparedStatement
     _scan_from: PreparedStatement
 
-    def _raise(self, op: str, exc: BaseException, what: str | None = None, timeout_s: float | None = None) -> NoReturn:
+    def _raise(self, op: str, exc: BaseException, what: str | None = None) -> NoReturn:
         if isinstance(exc, SiltError):
             raise exc
         if isinstance(exc, InvalidRequest):
             raise InvalidArgument(f"cassandra: {what or op} rejected: {_first_line(exc)}") from exc
         if self._closed:
             raise NotApplied("cassandra: the store is closed") from exc
-        reason = _reason(exc, timeout_s or self._config.request_timeout_s)
+        reason = _reason(exc, self._config.request_timeout_s)
         error = NotApplied if not_attempted(exc) else Unavailable
         raise error(f"cassandra: {what or op} on {self._contacts} failed: {reason}") from exc
 
     def _execute(
-        self,
-        op: str,
-        statement: Statement,
-        params: tuple[Any, ...] | None,
-        profile: object = EXEC_PROFILE_DEFAULT,
-        timeout_s: float | None = None,
+        self, op: str, statement: Statement, params: tuple[Any, ...] | None, profile: object = EXEC_PROFILE_DEFAULT
     ) -> Any:
-        """Run statement on profile; timeout_s, when given, in place of the profile's timeout."""
+        return self._await(op, self._send(op, statement, params, profile))
+
+    def _send(self, op: str, statement: Statement, params: tuple[Any, ...] | None, profile: object) -> ResponseFuture:
         if self._closed:
             raise NotApplied("cassandra: the store is closed")
         try:
-            if timeout_s is None:
-                result = self._session.execute(statement, params, execution_profile=profile)
-            else:
-                result = self._session.execute(statement, params, timeout=timeout_s, execution_profile=profile)
+            return self._session.execute_async(statement, params, execution_profile=profile)
+        except Exception as exc:
+            self._raise(op, exc)
+
+    def _await(self, op: str, future: ResponseFuture) -> Any:
+        """The answer to a request sent, or its error as a Silt error."""
+        try:
+            result = future.result()
         except OperationTimedOut as exc:
             self._suspects.add(exc.last_host)
-            self._raise(op, exc, timeout_s=timeout_s)
+            self._raise(op, exc)
         except Exception as exc:
             self._raise(op, exc)
         self._suspects.add_slow(result)
@@ -763,28 +780,27 @@ class CassandraStore(Store):
         else:
             statement, params = self._update_if, (bytes(value), bytes(partition), bytes(key), bytes(predicate))
         before = None if predicate is None else bytes(predicate)
-        self._conditional("set_if", statement, params, _Change(bytes(partition), bytes(key), before, bytes(value)))
+        change = _Change(bytes(partition), bytes(key), before, bytes(value))
+        self._conditional("set_if", statement, params, change, on_values=predicate is not None)
 
-    def _conditional(self, op: str, statement: Statement, params: tuple[bytes, ...] | None, change: _Change) -> None:
+    def _conditional(
+        self, op: str, statement: Statement, params: tuple[bytes, ...] | None, change: _Change, *, on_values: bool
+    ) -> None:
         """Run an LWT (one statement or a conditional batch) that makes change; PredicateFailed
         if not applied. One whose outcome a fault left unknown is resolved (_resolve), never
-        taken as failed or done."""
+        taken as failed or done. on_values: every condition is on a row's value, none on its
+        absence (see _first_send)."""
         resent = False
         for _ in range(_LWT_ATTEMPTS):
             if self._fence is not None:
                 self._fence.before_lwt()
-            # The first send is waited for as long as healthy rounds take (LwtPatience): one
-            # held by a coordinator that froze is then read back through another node, well
-            # before the heartbeat would find that node out. A resend waits the whole timeout,
-            # so that a loaded cluster's slow rounds are not given up again and again.
-            patience_s = None if resent else self._lwt_patience.bound_s()
-            started = time.monotonic()
             try:
-                result = self._execute(op, statement, params, _LWT_PROFILE, patience_s)
+                if resent:
+                    result = self._execute(op, statement, params, _LWT_PROFILE)
+                else:
+                    result = self._first_send(op, statement, params, change, on_values)
             except Unavailable as exc:
                 cause = exc.__cause__
-                if patience_s is not None and isinstance(cause, OperationTimedOut):
-                    self._lwt_patience.gave_up(patience_s)
                 # The server refusing up front (not enough replicas, no node to ask) means the
                 # write was not attempted; anything else may have been applied.
                 if isinstance(cause, DriverUnavailable | NoHostAvailable) or cause is None:
@@ -800,12 +816,15 @@ class CassandraStore(Store):
                         f"cassandra: {op} on {self._contacts}: outcome unknown, an earlier send interrupted by"
                         f" a fault may still apply; sending it again failed: {why}"
                     ) from exc
-                if self._resolve(op, change, cause, patience_s):
+                if self._resolve(op, change, cause):
                     return
                 resent = True
                 continue
-            if patience_s is not None:
-                self._lwt_patience.answered(time.monotonic() - started)
+            if result is _ReadBack.APPLIED:
+                return
+            if result is _ReadBack.SEND_AGAIN:
+                resent = True
+                continue
             row = result.one()
             # The first column of an LWT's result is always [applied].
             if row is not None and row[0]:
@@ -825,7 +844,51 @@ class CassandraStore(Store):
             f" not applied after {_LWT_ATTEMPTS} attempts, each interrupted by a fault"
         )
 
-    def _resolve(self, op: str, change: _Change, cause: BaseException | None, timeout_s: float | None = None) -> bool:
+    def _first_send(
+        self, op: str, statement: Statement, params: tuple[bytes, ...] | None, change: _Change, on_values: bool
+    ) -> Any:
+        """The first send of an LWT: its answer, or what a read at SERIAL through another node
+        tells once it has waited past the patience's bound (LwtPatience: a multiple of the p99 of
+        recent sends), for a coordinator that froze in the middle of its round holds it until the
+        heartbeat finds the node out, about 2 s. What the read shows:
+
+        * the LWT's value: it applied (APPLIED);
+        * the value it was conditioned on, when every condition is on a value (on_values): send it
+          again (SEND_AGAIN). The first copy cannot apply after the resend has changed the value,
+          for Silt's conditional values never repeat. A row's absence does repeat (created, then
+          deleted), and a coordinator that is slow, not frozen, retries its round's condition
+          until the server's CAS contention timeout: a copy conditioned on absence could apply
+          after the resend and a delete, so such an LWT waits for its own answer;
+        * anything else, or a read that fails: the first send's own answer, waited for up to the
+          whole timeout, as without the bound: another writer got in, and only that answer tells
+          whether ours came first.
+        """
+        future = self._send(op, statement, params, _LWT_PROFILE)
+        answered = threading.Event()
+        future.add_callbacks(lambda _: answered.set(), lambda _: answered.set())
+        bound_s = self._lwt_patience.bound_s()
+        started = time.monotonic()
+        if answered.wait(bound_s):
+            self._lwt_patience.answered(time.monotonic() - started)
+            return self._await(op, future)
+        self._lwt_patience.gave_up(bound_s)
+        # Its coordinator goes last for a moment, so that the read below, a resend and the next
+        # requests go elsewhere; the heartbeat takes over if it froze.
+        self._suspects.add(future.attempted_hosts[-1] if future.attempted_hosts else None, _SLOW_SUSPECT_FOR_S)
+        try:
+            row = self._execute(op, self._get_serial, (change.partition, change.key), _READ_PROFILE).one()
+        except Unavailable:
+            return self._await(op, future)
+        current = None if row is None or row[0] is None else bytes(row[0])
+        if current == change.after:
+            _log.info("cassandra: %s: no answer within %.2f s; read back at SERIAL: applied", op, bound_s)
+            return _ReadBack.APPLIED
+        if current == change.before and on_values:
+            _log.info("cassandra: %s: no answer within %.2f s; read back: not applied, sending it again", op, bound_s)
+            return _ReadBack.SEND_AGAIN
+        return self._await(op, future)
+
+    def _resolve(self, op: str, change: _Change, cause: BaseException | None) -> bool:
         """Whether an LWT whose outcome is unknown applied (True), or has not so far and is to be
         sent again (False); OutcomeUnknown (an Unavailable) when that cannot be known.
 
@@ -842,7 +905,7 @@ class CassandraStore(Store):
         wrote counts as applied: Silt's conditional values (records with fresh ids, counters,
         timestamps) do not repeat.
         """
-        reason = "" if cause is None else f": {_reason(cause, timeout_s or self._config.request_timeout_s)}"
+        reason = "" if cause is None else f": {_reason(cause, self._config.request_timeout_s)}"
         try:
             row = self._execute(op, self._get_serial, (change.partition, change.key), _READ_PROFILE).one()
         except Unavailable as exc:
@@ -895,7 +958,9 @@ class CassandraStore(Store):
             # when a fault leaves the outcome unknown.
             cond_key, predicate = conditions[0]
             after = next((value for key, value in puts if key == cond_key), None)
-            self._conditional("apply", statement, None, _Change(partition, cond_key, predicate, after))
+            change = _Change(partition, cond_key, predicate, after)
+            on_values = all(expected is not None for _, expected in conditions)
+            self._conditional("apply", statement, None, change, on_values=on_values)
             return
         # An unconditional batch is a plain write (see _prepare), with fixed timestamps if given.
         statement.is_idempotent = timestamp is not None or self._session.use_client_timestamp

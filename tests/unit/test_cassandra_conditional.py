@@ -6,29 +6,31 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cassandra import OperationTimedOut, WriteTimeout
 from cassandra import Unavailable as DriverUnavailable
+from cassandra import WriteTimeout
 
 from silt.config import CassandraConfig
-from silt.errors import OutcomeUnknown, Unavailable
-from silt.kv.cassandra import CassandraStore, _Change
+from silt.errors import OutcomeUnknown, PredicateFailed, Unavailable
+from silt.kv.cassandra import CassandraStore, _Change, _Suspects
 from silt.kv.lwt_patience import LwtPatience
 
 CHANGE = _Change(b"p", b"k", b"before", b"after")
 
 
 def scripted(
-    sends: list[BaseException | None], serial_reads: list[bytes], waits: list[float | None] | None = None
+    sends: list[BaseException | bool | None], serial_reads: list[bytes | None], *, first_answers: bool = True
 ) -> CassandraStore:
-    """A store whose LWT sends raise (an Unavailable caused by the given driver error) or apply
-    (None) in turn, and whose SERIAL read-backs return the given values in turn; each send's
-    bound (None: the profile's whole timeout) is appended to waits."""
+    """A store whose LWT sends raise (an Unavailable caused by the given driver error), apply
+    (None) or do not (False) in turn, and whose SERIAL read-backs return the given values in
+    turn. Without first_answers, the first send's answer comes only when it is waited for to
+    the end: the patience (0.05 s here) runs out first."""
     store = CassandraStore.__new__(CassandraStore)
     store._config = CassandraConfig()
-    store._lwt_patience = LwtPatience(3.0, 3.0, 0.3)
     store._contacts = "127.0.0.1:9042"
     store._fence = None
     store._get_serial = object()
+    store._lwt_patience = LwtPatience(0.05, 3.0, 0.01)
+    store._suspects = _Suspects()
 
     class Row:
         def __init__(self, values: tuple[Any, ...]) -> None:
@@ -37,20 +39,42 @@ def scripted(
         def one(self) -> tuple[Any, ...]:
             return self._values
 
-    def execute(
-        op: str, statement: object, params: object, profile: object = None, timeout_s: float | None = None
-    ) -> Row:
+    def answer(op: str) -> Row:
+        outcome = sends.pop(0)
+        if outcome is None or outcome is False:
+            return Row((outcome is None,))
+        assert isinstance(outcome, BaseException)
+        raise Unavailable(f"cassandra: {op} failed") from outcome
+
+    def execute(op: str, statement: object, params: object, profile: object = None) -> Row:
         if statement is store._get_serial:
             return Row((serial_reads.pop(0),))
-        if waits is not None:
-            waits.append(timeout_s)
-        error = sends.pop(0)
-        if error is None:
-            return Row((True,))
-        raise Unavailable(f"cassandra: {op} failed") from error
+        return answer(op)
+
+    class Future:
+        attempted_hosts: list[object] = []
+
+        def add_callbacks(self, callback: Any, errback: Any) -> None:
+            if first_answers:
+                callback(None)
 
     store._execute = execute  # type: ignore[method-assign]
+    store._send = lambda op, statement, params, profile: Future()  # type: ignore[method-assign]
+    store._await = lambda op, future: answer(op)  # type: ignore[method-assign]
     return store
+
+
+class RecordingPatience(LwtPatience):
+    def __init__(self) -> None:
+        super().__init__(0.05, 3.0, 0.01)
+        self.answers: list[float] = []
+        self.given_up: list[float] = []
+
+    def answered(self, seconds: float) -> None:
+        self.answers.append(seconds)
+
+    def gave_up(self, bound_s: float) -> None:
+        self.given_up.append(bound_s)
 
 
 def write_timeout() -> WriteTimeout:
@@ -59,13 +83,13 @@ def write_timeout() -> WriteTimeout:
 
 def test_an_unknown_lwt_read_back_unapplied_is_sent_again() -> None:
     store = scripted([write_timeout(), None], [b"before"])
-    store._conditional("set_if", object(), (), CHANGE)
+    store._conditional("set_if", object(), (), CHANGE, on_values=True)
 
 
 def test_a_first_send_refused_up_front_is_a_plain_unavailable() -> None:
     store = scripted([DriverUnavailable("not enough replicas")], [])
     with pytest.raises(Unavailable) as err:
-        store._conditional("set_if", object(), (), CHANGE)
+        store._conditional("set_if", object(), (), CHANGE, on_values=True)
     assert not isinstance(err.value, OutcomeUnknown)
 
 
@@ -75,23 +99,47 @@ def test_a_resend_refused_up_front_leaves_the_outcome_unknown() -> None:
     before it ran, settled nothing: OutcomeUnknown, never "nothing was written"."""
     store = scripted([write_timeout(), DriverUnavailable("not enough replicas")], [b"before"])
     with pytest.raises(OutcomeUnknown) as err:
-        store._conditional("set_if", object(), (), CHANGE)
+        store._conditional("set_if", object(), (), CHANGE, on_values=True)
     assert "may still apply" in str(err.value)
 
 
-def test_only_the_first_send_is_bounded_by_the_patience_and_a_send_given_up_counts_as_slow() -> None:
-    """A frozen coordinator's round is given up after the patience's bound and read back; the
-    resend waits the whole timeout, so a busy cluster's slow rounds are not given up twice, and
-    the send given up enters the patience's samples at its bound."""
-    waits: list[float | None] = []
-    store = scripted([OperationTimedOut("no answer"), None], [b"before"], waits)
-    given_up: list[float] = []
-    store._lwt_patience.gave_up = given_up.append  # type: ignore[method-assign]
-    store._conditional("set_if", object(), (), CHANGE)
-    assert waits == [3.0, None]
-    assert given_up == [3.0]
+def test_a_first_send_past_its_patience_read_back_applied_is_done_without_waiting_for_it() -> None:
+    sends: list[BaseException | bool | None] = [None]
+    store = scripted(sends, [b"after"], first_answers=False)
+    store._conditional("set_if", object(), (), CHANGE, on_values=True)
+    assert sends == [None], "the first send's own answer was never needed"
 
 
-def test_a_first_send_timed_out_and_found_applied_is_done() -> None:
-    store = scripted([OperationTimedOut("no answer")], [b"after"])
-    store._conditional("set_if", object(), (), CHANGE)
+def test_a_first_send_past_its_patience_read_back_unapplied_is_sent_again_when_conditioned_on_a_value() -> None:
+    # The resend applies; the first send's answer is never waited for.
+    sends: list[BaseException | bool | None] = [None, None]
+    store = scripted(sends, [b"before"], first_answers=False)
+    store._conditional("set_if", object(), (), CHANGE, on_values=True)
+    assert len(sends) == 1
+
+
+def test_a_first_send_conditioned_on_absence_is_never_sent_again_while_it_may_still_apply() -> None:
+    """A slow coordinator retries its round's condition: a copy of an IF NOT EXISTS sent again
+    after a read-back could let the first copy apply after a later delete. So it waits for its
+    own answer."""
+    created = _Change(b"p", b"k", None, b"after")
+    sends: list[BaseException | bool | None] = [None, None]
+    store = scripted(sends, [None], first_answers=False)
+    store._conditional("set_if", object(), (), created, on_values=False)
+    assert len(sends) == 1, "one send only: its own answer"
+
+
+def test_a_first_send_past_its_patience_with_another_value_current_takes_its_own_answer() -> None:
+    """Another writer got in: only the first send's own answer says whether ours came first, so
+    it is waited for, and a plain not-applied answer is PredicateFailed, never unknown."""
+    store = scripted([False], [b"someone else's"], first_answers=False)
+    with pytest.raises(PredicateFailed):
+        store._conditional("set_if", object(), (), CHANGE, on_values=True)
+
+
+def test_a_send_answered_in_time_feeds_the_patience_and_one_past_it_counts_at_the_bound() -> None:
+    for first_answers, answers, given_up in ((True, 1, []), (False, 0, [0.05])):
+        store = scripted([None], [b"after"], first_answers=first_answers)
+        patience = store._lwt_patience = RecordingPatience()
+        store._conditional("set_if", object(), (), CHANGE, on_values=True)
+        assert (len(patience.answers), patience.given_up) == (answers, given_up)

@@ -177,6 +177,34 @@ def test_a_missing_bucket_is_not_found(s3_adapter: S3Adapter) -> None:
     with pytest.raises(NotFound):
         s3_adapter.get("s3://no-such-bucket-for-silt", "k")
     s3_adapter.delete("s3://no-such-bucket-for-silt", "k")  # nothing to delete is fine
+    s3_adapter.delete_many("s3://no-such-bucket-for-silt", ["k", "j"])
+
+
+def test_delete_many_sends_one_request_with_content_md5_and_deletes_keys_xml_cannot_carry(
+    s3_adapter: S3Adapter, s3_bucket: str
+) -> None:
+    """DeleteObjects carries Content-MD5, not botocore's CRC32, which older S3-compatible stores
+    refuse; a key with a control character XML 1.0 cannot carry is deleted by a call of its own
+    instead of making the whole batch's XML malformed."""
+    namespace = f"s3://{s3_bucket}/sweep"
+    keys = ["data/a", "data/b", "data/ctl\x01char"]
+    for key in keys:
+        s3_adapter.put(namespace, key, io.BytesIO(b"x"))
+    sent: list[dict[str, str]] = []
+
+    def capture(request: Any, **_: Any) -> None:
+        sent.append(dict(request.headers))
+
+    s3_adapter.client.meta.events.register("before-send.s3.DeleteObjects", capture)
+    try:
+        s3_adapter.delete_many(namespace, [*keys, "data/never-existed"])
+    finally:
+        s3_adapter.client.meta.events.unregister("before-send.s3.DeleteObjects", capture)
+    assert s3_adapter.client.list_objects_v2(Bucket=s3_bucket, Prefix="sweep/").get("Contents", []) == []
+    assert len(sent) == 1
+    headers = {name.lower(): value for name, value in sent[0].items()}
+    assert "content-md5" in headers
+    assert not [name for name in headers if name.startswith("x-amz-checksum-")]
 
 
 # --- client configuration ------------------------------------------------------------

@@ -97,3 +97,16 @@ def test_columns_are_the_values_they_were_made_of() -> None:
     assert Columns.of(values).values() == values
     assert Columns.of(values).select([False, True]).values() == values[1:]
     assert Columns.of(values).head(1).values() == values[:1]
+
+
+def test_merged_columns_take_the_size_asked_for_when_a_first_columns_is_short() -> None:
+    """A committed range's tail after a listing's start key can be one value: merged Columns
+    sized by it would be one value each."""
+
+    def columns(keys: list[bytes]) -> Columns:
+        return Columns(keys, [b""] * len(keys), [b"d"] * len(keys), [False] * len(keys))
+
+    committed = [columns([b"a00000"])] + [columns([b"b%05d" % (i * 1000 + j) for j in range(1000)]) for i in range(3)]
+    merged = list(combined_columns([iter([columns([b"z"])]), iter(committed)], 1000))
+    assert [key for c in merged for key in c.keys] == [key for c in committed for key in c.keys] + [b"z"]
+    assert len(merged) <= 5
