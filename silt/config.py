@@ -154,10 +154,11 @@ class CassandraConfig(_Section):
     p99 worse than unset, where `lwt_patience_factor` follows the load: leave it unset
     """
     lwt_patience_factor: float = Field(3.0, ge=0, le=100)
-    """the first send of a lightweight transaction is waited for this many times the p99 of the store's recent sends
-    (at least `lwt_patience_floor_s`, at most `lwt_timeout_s`), then read back at SERIAL through another node and sent
-    again only if it did not apply: a coordinator that froze mid-round costs about this much, not the ~2 s the
-    heartbeat takes to find it. 0: wait `lwt_timeout_s`
+    """a first send of a lightweight transaction still unanswered after this many times the p99 of the store's recent
+    sends (at least `lwt_patience_floor_s`, at most `lwt_timeout_s`) is read back at SERIAL through another node while
+    it goes on waiting: found applied, it is done; found not applied, it is sent again when its conditions are on
+    values, never on a row's absence. A coordinator that froze mid-round then costs about this much, not the ~2 s the
+    heartbeat takes to find it. 0: no read-back
     """
     lwt_patience_floor_s: float = Field(0.3, gt=0)
     """the least a first LWT send is waited for, however fast recent rounds were"""

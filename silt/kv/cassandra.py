@@ -868,6 +868,11 @@ class CassandraStore(Store):
         future.add_callbacks(lambda _: answered.set(), lambda _: answered.set())
         bound_s = self._lwt_patience.bound_s()
         started = time.monotonic()
+        if bound_s is None:
+            try:
+                return self._await(op, future)
+            finally:
+                self._lwt_patience.answered(time.monotonic() - started)
         if answered.wait(bound_s):
             self._lwt_patience.answered(time.monotonic() - started)
             return self._await(op, future)

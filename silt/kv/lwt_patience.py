@@ -41,9 +41,11 @@ class LwtPatience:
         self._bound_s = ceiling_s
         self._lock = threading.Lock()
 
-    def bound_s(self) -> float:
-        """Seconds to wait for a send before reading it back through another node."""
-        return self._bound_s
+    def bound_s(self) -> float | None:
+        """Seconds to wait for a send before reading it back through another node; None while the
+        bound is the ceiling (too few sends seen, or factor 0): then the send's own timeout rules."""
+        bound = self._bound_s
+        return None if bound >= self._ceiling_s else bound
 
     def answered(self, seconds: float) -> None:
         """A send was answered (applied or not) after seconds."""

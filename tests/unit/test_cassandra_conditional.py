@@ -12,7 +12,7 @@ from cassandra import WriteTimeout
 from silt.config import CassandraConfig
 from silt.errors import OutcomeUnknown, PredicateFailed, Unavailable
 from silt.kv.cassandra import CassandraStore, _Change, _Suspects
-from silt.kv.lwt_patience import LwtPatience
+from silt.kv.lwt_patience import WINDOW, LwtPatience
 
 CHANGE = _Change(b"p", b"k", b"before", b"after")
 
@@ -29,7 +29,7 @@ def scripted(
     store._contacts = "127.0.0.1:9042"
     store._fence = None
     store._get_serial = object()
-    store._lwt_patience = LwtPatience(0.05, 3.0, 0.01)
+    store._lwt_patience = _patience_of(0.05)
     store._suspects = _Suspects()
 
     class Row:
@@ -64,9 +64,20 @@ def scripted(
     return store
 
 
+def _patience_of(bound_s: float) -> LwtPatience:
+    """A patience whose bound is bound_s, as after many fast sends."""
+    patience = LwtPatience(3.0, 3.0, bound_s)
+    for _ in range(2 * WINDOW):
+        patience.answered(0.001)
+    assert patience.bound_s() == bound_s
+    return patience
+
+
 class RecordingPatience(LwtPatience):
     def __init__(self) -> None:
-        super().__init__(0.05, 3.0, 0.01)
+        super().__init__(3.0, 3.0, 0.05)
+        for _ in range(2 * WINDOW):
+            super().answered(0.001)
         self.answers: list[float] = []
         self.given_up: list[float] = []
 
