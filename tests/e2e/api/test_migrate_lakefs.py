@@ -37,6 +37,12 @@ REPO = "weather"
 # pages and batches as it does at any size. (10,000 made the test take five times as long and
 # reached no path these do not.)
 OBJECTS = 2_500
+# Commits on each line of the history: enough that the migration is killed (at KILL_AFTER
+# recorded) with more left than done, and that writes and deletions are replayed on each branch
+# several times over. (Twice as many, 50 commits, took twice as long and reached no path these
+# do not.)
+MAIN_DAYS, DEV_CHANGES, FEATURE_STEPS, LATE_ON_MAIN = 7, 7, 5, 3
+KILL_AFTER = 10
 REAL_OBJECTS = {f"real/{n}.csv": f"city,celsius\nOslo,{n}\n".encode() * (n + 1) for n in range(5)}
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
@@ -113,7 +119,7 @@ def _commit(stack: GatewayStack, branch: str, message: str, **metadata: str) -> 
 
 
 def _history(stack: GatewayStack) -> None:
-    """3 branches, 2 tags, over 50 commits, 2,500 objects, a merge, a revert, and uncommitted changes."""
+    """3 branches, 2 tags, 27 commits, 2,500 objects, a merge, a revert, and uncommitted changes."""
     g = stack.graveler
     g.CreateRepository(api.CreateRepositoryRequest(name=REPO, storage_namespace=f"s3://{SOURCE_BUCKET}/{REPO}"))
     gateway = stack.client()
@@ -121,22 +127,22 @@ def _history(stack: GatewayStack) -> None:
         gateway.put_object(Bucket=REPO, Key=f"main/{key}", Body=body)
     _stage(stack, "main", {f"station-{n % 40:02d}/day-{n:05d}.csv": _entry(f"{n}", 1) for n in range(OBJECTS)})
     _commit(stack, "main", "the backfill", source="backfill")
-    for n in range(15):
+    for n in range(MAIN_DAYS):
         _stage(stack, "main", {f"station-{n:02d}/day-{n:05d}.csv": _entry(f"{n}", 2), f"daily/{n}.csv": _entry("d", n)})
         _commit(stack, "main", f"main day {n}")
     g.CreateBranch(api.CreateBranchRequest(repository=REPO, name="dev", source_ref="main"))
-    for n in range(15):
+    for n in range(DEV_CHANGES):
         g.DeleteEntry(api.DeleteEntryRequest(repository=REPO, branch="dev", key=f"daily/{n}.csv"))
         _stage(stack, "dev", {f"dev/{n}.csv": _entry("dev", n)})
         _commit(stack, "dev", f"dev change {n}", ticket=f"DATA-{n}")
     g.CreateTag(api.CreateTagRequest(repository=REPO, id="v1", ref="main"))
     g.CreateBranch(api.CreateBranchRequest(repository=REPO, name="feature", source_ref="dev"))
-    for n in range(10):
+    for n in range(FEATURE_STEPS):
         _stage(stack, "feature", {f"feature/{n}.csv": _entry("feature", n)})
         _commit(stack, "feature", f"feature step {n}")
     _stage(stack, "dev", {"dev/after-feature.csv": _entry("after", 1)})
     _commit(stack, "dev", "dev after feature branched")
-    for n in range(5):
+    for n in range(LATE_ON_MAIN):
         _stage(stack, "main", {f"late/{n}.csv": _entry("late", n)})
         _commit(stack, "main", f"main late {n}")
     g.Merge(api.MergeRequest(repository=REPO, source_ref="feature", destination_branch="dev", message="merge feature"))
@@ -218,7 +224,7 @@ def test_a_repository_migrates_with_its_history_zero_copy_and_resumes_after_a_ki
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 240
-    while _mapped_lines(ledger) < 20 and killed.poll() is None and time.monotonic() < deadline:
+    while _mapped_lines(ledger) < KILL_AFTER and killed.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert killed.poll() is None, f"the migration ended before it could be killed: {killed.communicate()}"
     killed.send_signal(signal.SIGKILL)
@@ -227,7 +233,8 @@ def test_a_repository_migrates_with_its_history_zero_copy_and_resumes_after_a_ki
 
     resumed = silt.proc(*args, "--json")
     report = json.loads(resumed.out)
-    assert report["commits"] >= 50 and report["branches"] == 3 and report["tags"] == 2
+    every_commit = {c.id for branch in ("main", "dev", "feature") for c in _log(source, REPO, branch)}
+    assert report["commits"] == len(every_commit) and report["branches"] == 3 and report["tags"] == 2
     assert report["recorded_now"] <= report["commits"] - recorded_before_kill + 1
     assert report["objects"] >= OBJECTS and report["uncommitted_changes"] == 2
 
