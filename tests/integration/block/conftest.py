@@ -92,8 +92,9 @@ def gcs_bucket(gcs_adapter: GCSAdapter) -> Iterator[str]:
     # fake-gcs-server keeps objects in memory for the whole run; drop each test's bytes. A
     # request per blob (the emulator answers no batch requests), several at a time: one at a
     # time was most of the time of a listing test.
+    blobs = list(gcs_adapter.client.list_blobs(bucket))  # listed whole before any is deleted
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda blob: blob.delete(), gcs_adapter.client.list_blobs(bucket)))
+        list(pool.map(lambda blob: blob.delete(), blobs))
     gcs_adapter.client.bucket(bucket).delete()
 
 
