@@ -78,10 +78,13 @@ def import_api(tmp_path_factory: pytest.TempPathFactory, import_landing: Path) -
     """A second stack, whose local blockstore imports from import_landing (api's stays as
     deployed by default: imports off), shared by the suite's import, stage-object and
     key-changing tests (a stack each cost three starts of the services). Auth's caches keep a
-    key for a second, as api's do."""
+    key for a second, as api's do. Its session cookies are Secure, as behind a TLS-terminating
+    proxy (api.secure_cookies; api's follow its http scheme): the session-cookie test's second
+    deployment, which none of the others signs in to."""
     overrides = {
         "blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": [str(import_landing)]}},
         "auth": {"cache_ttl_seconds": 1.0},
+        "api": {"secure_cookies": True},
     }
     with gateway_stack(tmp_path_factory.mktemp("import-stack"), overrides=overrides) as stack:
         yield Api(stack, urllib3.PoolManager())
