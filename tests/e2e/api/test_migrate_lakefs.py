@@ -1,10 +1,10 @@
 """`silt migrate lakefs`: a repository with branches, tags, merges and a revert, served by a
 second Silt through lakeFS's REST API only, brought into this Silt with its history, zero-copy.
 
-Two stacks share one moto S3: the source's namespaces under s3://migrate-source/, the target's
-under s3://migrate-target/, and the target allows entries naming the source's objects
-(graveler.allowed_import_prefixes). The migration is killed part-way and run again: it ends
-with every commit recorded once.
+Two stacks share one moto S3: the source, a stack of this module's, keeps its namespaces under
+SOURCE_ROOT, in the landing bucket's exports/ that the target, the e2e tests' stack on S3
+(tests/e2e/conftest.py s3_stack), allows entries to name (graveler.allowed_import_prefixes).
+The migration is killed part-way and run again: it ends with every commit recorded once.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from tests.e2e.conftest import Silt
+from tests.e2e.conftest import S3_LANDING, Silt
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, s3_blockstore_overrides
+from tests.support.moto import moto_client, s3_blockstore_overrides
 
-SOURCE_BUCKET, TARGET_BUCKET = "migrate-source", "migrate-target"
+SOURCE_PREFIX = "exports/migrate-source/"
+SOURCE_ROOT = f"s3://{S3_LANDING}/{SOURCE_PREFIX}"
 REPO = "weather"
 # Objects of the first commit: more than two pages of the source's listings (cli/lakefs_migration:
 # 1,000 a page) and ten StageEntries batches of the target's (256 each), so that the migration
@@ -58,29 +58,21 @@ def _s3_overrides(moto: str, root: str, imports: list[str]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def store(moto_server: str) -> Any:
-    client = boto3.client(
-        "s3",
-        endpoint_url=moto_server,
-        aws_access_key_id=ACCESS_KEY_ID,
-        aws_secret_access_key=SECRET_ACCESS_KEY,
-        region_name="us-east-1",
-    )
-    for bucket in (SOURCE_BUCKET, TARGET_BUCKET):
-        client.create_bucket(Bucket=bucket)
-    return client
+    return moto_client(moto_server)
 
 
 @pytest.fixture(scope="module")
-def source(moto_server: str, store: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
-    overrides = _s3_overrides(moto_server, f"s3://{SOURCE_BUCKET}/", [])
+def target(s3_stack: GatewayStack) -> GatewayStack:
+    """The e2e tests' stack on S3 (a stack of this module's cost three starts of the services):
+    its repositories' namespaces are in S3_DATA, and it may import from S3_LANDING's exports/."""
+    return s3_stack
+
+
+@pytest.fixture(scope="module")
+def source(moto_server: str, target: GatewayStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
+    # After the target: its fixture makes the landing bucket.
+    overrides = _s3_overrides(moto_server, SOURCE_ROOT, [])
     with gateway_stack(tmp_path_factory.mktemp("migrate-source"), overrides=overrides) as stack:
-        yield stack
-
-
-@pytest.fixture(scope="module")
-def target(moto_server: str, store: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
-    overrides = _s3_overrides(moto_server, f"s3://{TARGET_BUCKET}/", [f"s3://{SOURCE_BUCKET}/"])
-    with gateway_stack(tmp_path_factory.mktemp("migrate-target"), overrides=overrides) as stack:
         yield stack
 
 
@@ -121,7 +113,7 @@ def _commit(stack: GatewayStack, branch: str, message: str, **metadata: str) -> 
 def _history(stack: GatewayStack) -> None:
     """3 branches, 2 tags, 27 commits, 2,500 objects, a merge, a revert, and uncommitted changes."""
     g = stack.graveler
-    g.CreateRepository(api.CreateRepositoryRequest(name=REPO, storage_namespace=f"s3://{SOURCE_BUCKET}/{REPO}"))
+    g.CreateRepository(api.CreateRepositoryRequest(name=REPO, storage_namespace=SOURCE_ROOT + REPO))
     gateway = stack.client()
     for key, body in REAL_OBJECTS.items():
         gateway.put_object(Bucket=REPO, Key=f"main/{key}", Body=body)
@@ -210,7 +202,7 @@ def test_a_repository_migrates_with_its_history_zero_copy_and_resumes_after_a_ki
     source: GatewayStack, target: GatewayStack, store: Any, tmp_path: Path
 ) -> None:
     _history(source)
-    before = {o["Key"] for o in _all_objects(store, SOURCE_BUCKET)}
+    before = {o["Key"] for o in _source_objects(store)}
     silt = Silt(_cli_env(source, target), tmp_path)
     ledger = tmp_path / "weather.jsonl"
     args = ["migrate", "lakefs", "--repository", REPO, "--to", "weather-moved", "--ledger", str(ledger)]
@@ -286,7 +278,7 @@ def test_a_repository_migrates_with_its_history_zero_copy_and_resumes_after_a_ki
     gateway = target.client()
     for key, body in REAL_OBJECTS.items():
         assert gateway.get_object(Bucket="weather-moved", Key=f"main/{key}")["Body"].read() == body
-    assert {o["Key"] for o in _all_objects(store, SOURCE_BUCKET)} == before
+    assert {o["Key"] for o in _source_objects(store)} == before
 
     # Run again, it has nothing left to record and changes nothing.
     again = json.loads(silt.proc(*args, "--json").out)
@@ -307,9 +299,9 @@ def test_a_migration_refuses_a_target_it_did_not_create(
     assert missing.code != 0 and "no-such-repo" in missing.err and "404" in missing.err
 
 
-def _all_objects(store: Any, bucket: str) -> list[dict[str, Any]]:
+def _source_objects(store: Any) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
-    for page in store.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+    for page in store.get_paginator("list_objects_v2").paginate(Bucket=S3_LANDING, Prefix=SOURCE_PREFIX):
         found += page.get("Contents", [])
     return found
 
