@@ -582,6 +582,8 @@ class HistoryEventsConfig(_Section):
     """the most an open stream's ReadRepo decision can age (asked of auth, checked before every event and poll); a
     lost right ends the stream with `PERMISSION_DENIED`
     """
+    stream_write_timeout_seconds: float = Field(10.0, gt=0, le=300)
+    """a `WatchEvents` stream whose client takes no event for this long is cancelled, freeing its slot and thread"""
 
     @model_validator(mode="after")
     def _reserve_below_total(self) -> HistoryEventsConfig:

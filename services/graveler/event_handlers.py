@@ -9,7 +9,7 @@ import grpc
 
 from engine.core.deadline import Deadline
 from engine.features.history_events.manager import HistoryEvents
-from engine.features.history_events.streams import WRITE_TIMEOUT_SECONDS, EventStreams, sent_within_deadline
+from engine.features.history_events.streams import EventStreams, sent_within_deadline
 from services.graveler.permissions import TABLE
 from silt.errors import SiltError
 from silt.graveler.v1 import events_pb2 as ev
@@ -36,7 +36,6 @@ class HistoryHandlers:
     history: HistoryEvents
     _may: May
     _streams: EventStreams
-    stream_write_timeout: float = WRITE_TIMEOUT_SECONDS
 
     def RecordEvents(self, request: ev.RecordEventsRequest, context: grpc.ServicerContext) -> ev.RecordEventsResponse:
         recorded, skipped = self.history.recorder.record(list(request.events))
@@ -63,4 +62,4 @@ class HistoryHandlers:
         )
         with self._streams.slots.hold(caller, admin=self._streams.access.is_admin(caller, source_ip)):
             shown = shown_to(watch, reads_viewer(self._may, request.repository))
-            yield from sent_within_deadline(shown, context.cancel, self.stream_write_timeout)
+            yield from sent_within_deadline(shown, context.cancel, self._streams.limits.write_timeout_seconds)

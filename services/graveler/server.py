@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
             section.max_streams_per_caller,
             section.stream_admin_reserve,
             section.stream_reauthorize_seconds,
+            section.stream_write_timeout_seconds,
         ),
     ).start()
     closing.append(history.close)

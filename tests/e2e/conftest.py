@@ -24,6 +24,8 @@ from silt.graveler.v1 import graveler_pb2_grpc as api_grpc
 from silt.graveler.v1 import model_pb2 as pb
 from silt.launcher import Stack, available_services
 from silt.rpc.signing import Credentials, signed_channel
+from tests.support.gateway_stack import GatewayStack, gateway_stack
+from tests.support.moto import moto_client, s3_blockstore_overrides
 from tests.support.proxied_stack import proxied_kv_stack  # noqa: F401
 from tests.support.spark import SHORT_JVM_OPTIONS
 
@@ -111,6 +113,32 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     ports = dict.fromkeys(available_services(), 0)
     with Stack(data_dir, ports=ports, on_event=lambda _: None, log_level="WARN") as running:
         yield running
+
+
+# The buckets of s3_stack's blockstore: the repositories' namespaces, and the landing bucket whose
+# exports/ imports and linked objects may name (and nothing else of it).
+S3_DATA = "silt-api-s3-data"
+S3_LANDING = "silt-api-s3-landing"
+
+
+@pytest.fixture(scope="session")
+def s3_stack(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
+    """A stack on an S3 blockstore (moto_server), shared by the e2e tests on S3 (the REST API's
+    presigned URLs, presigned multipart uploads and imports: tests/e2e/api's s3_api; the
+    gateway's data path on S3): a stack each cost three starts of the services."""
+    store = moto_client(moto_server)
+    for bucket in (S3_DATA, S3_LANDING):
+        store.create_bucket(Bucket=bucket)
+    overrides = {
+        "blockstore": s3_blockstore_overrides(moto_server),
+        "graveler": {
+            "allowed_namespace_roots": [f"s3://{S3_DATA}/"],
+            "allowed_import_prefixes": [f"s3://{S3_LANDING}/exports/"],
+        },
+        "gateways": {"s3": {"storage_namespace_template": f"s3://{S3_DATA}/{{repo}}"}},
+    }
+    with gateway_stack(tmp_path_factory.mktemp("e2e-s3-stack"), overrides=overrides) as stack:
+        yield stack
 
 
 @pytest.fixture(scope="session")

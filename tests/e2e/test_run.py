@@ -1,9 +1,13 @@
-"""`silt run` (what `make run` runs) as a real process: first run, Ctrl-C, second run reusing the data."""
+"""`silt run` (what `make run` runs) as a real process: first run, Ctrl-C, second run reusing the data.
+
+The first run's banner gives one endpoint for lakeFS clients, which lakefs-sdk uses with the
+admin key the run saved (checked on that run: a `silt run` start costs seconds)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -11,6 +15,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import lakefs_sdk
+import urllib3
 
 from silt.launcher import free_port
 from tests.e2e.conftest import REPO_ROOT, Silt
@@ -54,6 +61,31 @@ def _closed(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
+def _lakefs_clients_are_served(banner: str, saved: dict[str, str]) -> None:
+    """The banner's one endpoint for lakeFS clients: S3, the REST API (lakefs-sdk with the saved
+    admin key) and the web UI."""
+    found = re.search(r"lakeFS API:\s+(\S+)", banner)
+    assert found, banner
+    endpoint = found.group(1)
+    assert endpoint == re.search(r"S3 endpoint:\s+(\S+)", banner).group(1)  # type: ignore[union-attr]
+    config = lakefs_sdk.Configuration(
+        host=endpoint + "/api/v1", username=saved["access_key_id"], password=saved["secret_access_key"]
+    )
+    client = lakefs_sdk.ApiClient(config)
+    assert lakefs_sdk.AuthApi(client).get_current_user().user.id == saved["user_id"]
+    created = lakefs_sdk.RepositoriesApi(client).create_repository(
+        # storage_id is optional in lakeFS's API; the SDK's pydantic model makes mypy ask for it.
+        lakefs_sdk.RepositoryCreation(name="quickstart", storage_namespace="local://quickstart")  # type: ignore[call-arg]
+    )
+    assert created.default_branch == "main"
+    # The web UI on the same endpoint: the bundle's page (200), or the page saying to build it.
+    ui = re.search(r"^Web UI: (\S+)", banner, re.MULTILINE)
+    assert ui and ui.group(1) == endpoint + "/ui/", banner
+    page = urllib3.request("GET", ui.group(1), timeout=30, retries=False)
+    assert page.status in (200, 503) and page.headers["Content-Type"].startswith("text/html")
+    assert page.headers["Content-Security-Policy"].startswith("default-src 'self'")
+
+
 def test_silt_run_first_run_ctrl_c_and_reuse(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     ports = {"auth": free_port(), "graveler": free_port(), "gateway": free_port(), "compactor": free_port()}
@@ -71,6 +103,7 @@ def test_silt_run_first_run_ctrl_c_and_reuse(tmp_path: Path) -> None:
         doctor = user.proc("doctor", "--json", ok=False)
         checks = {c["service"]: c["status"] for c in json.loads(doctor.out)}
         assert checks["auth"] == checks["graveler"] == checks["credentials"] == "ok"
+        _lakefs_clients_are_served(banner, saved)
     finally:
         tail = _stop(proc)
     assert "Stopped." in tail
@@ -80,7 +113,7 @@ def test_silt_run_first_run_ctrl_c_and_reuse(tmp_path: Path) -> None:
     try:
         assert saved["secret_access_key"] not in banner and "from the first run" in banner
         listed = user("repo", "list", "--json").json()
-        assert [r["name"] for r in listed] == ["kept"]
+        assert sorted(r["name"] for r in listed) == ["kept", "quickstart"]
     finally:
         _stop(proc)
 

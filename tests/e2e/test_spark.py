@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from silt.graveler.v1 import graveler_pb2 as api
-from silt.spark import S3AEndpoint, s3a_jars, use_endpoint_for_bucket
+from silt.spark import S3AEndpoint, use_endpoint_for_bucket
 from tests.e2e.conftest import SHORT_JVM_ENV
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 
@@ -152,27 +152,3 @@ def test_the_readme_spark_example_runs_as_written(stack: GatewayStack, tmp_path:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "1000"
-
-
-def test_auth_env_spark_prints_the_settings_for_the_callers_key(stack: GatewayStack, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SILT_", "AWS_"))}
-    env.update(
-        HOME=str(tmp_path),  # no saved credentials: the key comes from the environment
-        SILT_ACCESS_KEY_ID=stack.admin.access_key_id,
-        SILT_SECRET_ACCESS_KEY=stack.admin.secret_access_key.get_secret_value(),
-    )
-    silt = str(Path(sys.executable).parent / "silt")
-    for fmt, expected in (("conf", "spark.hadoop.fs.s3a.endpoint "), ("builder", "SparkSession.builder")):
-        done = subprocess.run(
-            [silt, "--s3-endpoint", stack.endpoint, "auth", "env", "--spark", fmt],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
-        assert expected in done.stdout
-        assert stack.admin.access_key_id in done.stdout
-        assert stack.endpoint in done.stdout
-        for jar in s3a_jars():
-            assert jar in done.stdout

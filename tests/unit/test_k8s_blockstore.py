@@ -6,8 +6,11 @@ a valid configuration of that type, its secrets from the Secret and none of them
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +85,20 @@ def env_file_for(text: str, store: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def prod_with(store: str, tmp_path: Path) -> list[dict[str, Any]]:
-    copy = tmp_path / "k8s"
-    shutil.copytree(K8S, copy)
-    env_file = copy / "overlays" / "prod" / "blockstore.env"
-    env_file.write_text(env_file_for(env_file.read_text(), store))
-    return render_directory(copy / "overlays" / "prod")
+def prod_with(store: str) -> list[dict[str, Any]]:
+    """The prod overlay switched to store, rendered: a copy of the rendering, made once per
+    type (kustomize takes a second or two each time)."""
+    return copy.deepcopy(_rendered_prod_with(store))
+
+
+@functools.cache
+def _rendered_prod_with(store: str) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        k8s = Path(tmp) / "k8s"
+        shutil.copytree(K8S, k8s)
+        env_file = k8s / "overlays" / "prod" / "blockstore.env"
+        env_file.write_text(env_file_for(env_file.read_text(), store))
+        return render_directory(k8s / "overlays" / "prod")
 
 
 def secret_values(store: str) -> dict[str, str]:
@@ -136,7 +147,7 @@ def test_the_example_env_files_switch_the_type(store: str) -> None:
 
 
 def test_every_store_workload_runs_with_the_selected_type(store: str, tmp_path: Path) -> None:
-    docs = prod_with(store, tmp_path)
+    docs = prod_with(store)
     settings = blockstore_settings(docs)
     assert settings["SILT_BLOCKSTORE_TYPE"] == store
     blockstore = secret_values(store)
@@ -158,7 +169,7 @@ def test_every_store_workload_runs_with_the_selected_type(store: str, tmp_path: 
 
 
 def test_azure_takes_a_connection_string_instead_of_the_key(tmp_path: Path) -> None:
-    docs = prod_with("azure", tmp_path)
+    docs = prod_with("azure")
     doc = named(docs, "Deployment", "silt-graveler")
     container = container_of(doc)
     blockstore = {"azure-connection-string": "DefaultEndpointsProtocol=https;AccountName=siltprod;AccountKey=x"}
@@ -170,7 +181,7 @@ def test_azure_takes_a_connection_string_instead_of_the_key(tmp_path: Path) -> N
 def test_workload_identity_needs_no_secret_key(store: str, tmp_path: Path) -> None:
     # Azure's default credential, GCS's application default credentials (and IRSA for S3): the
     # Secret silt-blockstore may be missing altogether, and every key of it is optional.
-    docs = prod_with(store, tmp_path)
+    docs = prod_with(store)
     for kind, name in STORE_WORKLOADS:
         doc = named(docs, kind, name)
         container = container_of(doc)
@@ -224,7 +235,7 @@ def test_no_secret_in_a_configmap_and_silt_yaml_agrees_with_the_switch(overlay: 
 
 
 def test_no_sample_secret_value_lands_in_a_configmap(store: str, tmp_path: Path) -> None:
-    docs = prod_with(store, tmp_path)
+    docs = prod_with(store)
     values = set(secret_values(store).values())
     for config_map in of_kind(docs, "ConfigMap"):
         text = str(config_map.get("data"))

@@ -62,6 +62,7 @@ class StreamLimits:
     per_caller: int = MAX_STREAMS_PER_CALLER
     admin_reserve: int = ADMIN_RESERVE
     reauthorize_seconds: float = REAUTHORIZE_SECONDS
+    write_timeout_seconds: float = WRITE_TIMEOUT_SECONDS
 
     def __post_init__(self) -> None:
         if not 0 <= self.admin_reserve < self.total:
@@ -69,8 +70,8 @@ class StreamLimits:
                 f"the admin reserve ({self.admin_reserve}) must leave other callers at least one of "
                 f"{self.total} streams"
             )
-        if self.per_caller < 1 or self.reauthorize_seconds <= 0:
-            raise ValueError("per_caller must be at least 1 and reauthorize_seconds positive")
+        if self.per_caller < 1 or self.reauthorize_seconds <= 0 or self.write_timeout_seconds <= 0:
+            raise ValueError("per_caller must be at least 1, reauthorize_seconds and write_timeout_seconds positive")
 
 
 class StreamSlots:

@@ -16,7 +16,6 @@ import urllib3
 
 from silt.rpc.signing import Credentials
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.moto import moto_client, s3_blockstore_overrides
 
 
 @dataclass
@@ -79,38 +78,23 @@ def import_api(tmp_path_factory: pytest.TempPathFactory, import_landing: Path) -
     """A second stack, whose local blockstore imports from import_landing (api's stays as
     deployed by default: imports off), shared by the suite's import, stage-object and
     key-changing tests (a stack each cost three starts of the services). Auth's caches keep a
-    key for a second, as api's do."""
+    key for a second, as api's do. Its session cookies are Secure, as behind a TLS-terminating
+    proxy (api.secure_cookies; api's follow its http scheme): the session-cookie test's second
+    deployment, which none of the others signs in to."""
     overrides = {
         "blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": [str(import_landing)]}},
         "auth": {"cache_ttl_seconds": 1.0},
+        "api": {"secure_cookies": True},
     }
     with gateway_stack(tmp_path_factory.mktemp("import-stack"), overrides=overrides) as stack:
         yield Api(stack, urllib3.PoolManager())
 
 
-# The buckets of s3_api's blockstore: the repositories' namespaces, and the landing bucket whose
-# exports/ imports and linked objects may name (and nothing else of it).
-S3_DATA = "silt-api-s3-data"
-S3_LANDING = "silt-api-s3-landing"
-
-
 @pytest.fixture(scope="session")
-def s3_api(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    """A stack on an S3 blockstore (moto_server), shared by the suite's tests on S3 (presigned
-    URLs, presigned multipart uploads, imports; a stack each cost three starts of the services)."""
-    store = moto_client(moto_server)
-    for bucket in (S3_DATA, S3_LANDING):
-        store.create_bucket(Bucket=bucket)
-    overrides = {
-        "blockstore": s3_blockstore_overrides(moto_server),
-        "graveler": {
-            "allowed_namespace_roots": [f"s3://{S3_DATA}/"],
-            "allowed_import_prefixes": [f"s3://{S3_LANDING}/exports/"],
-        },
-        "gateways": {"s3": {"storage_namespace_template": f"s3://{S3_DATA}/{{repo}}"}},
-    }
-    with gateway_stack(tmp_path_factory.mktemp("api-s3-stack"), overrides=overrides) as stack:
-        yield Api(stack, urllib3.PoolManager())
+def s3_api(s3_stack: GatewayStack) -> Api:
+    """The e2e tests' stack on an S3 blockstore (tests/e2e/conftest.py s3_stack), for the suite's
+    tests on S3 (presigned URLs, presigned multipart uploads, imports)."""
+    return Api(s3_stack, urllib3.PoolManager())
 
 
 @pytest.fixture(scope="session")

@@ -21,8 +21,8 @@ from botocore.exceptions import ClientError
 from lakefs.client import Client
 from lakefs_sdk.exceptions import ApiException
 
-from tests.e2e.api.conftest import S3_DATA, S3_LANDING, Api, error_message, json_post
-from tests.e2e.conftest import Silt
+from tests.e2e.api.conftest import Api, error_message, json_post
+from tests.e2e.conftest import S3_DATA, S3_LANDING, Silt
 from tests.support.moto import moto_client
 from tests.support.wait import wait_until
 

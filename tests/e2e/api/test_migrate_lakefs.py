@@ -1,10 +1,10 @@
 """`silt migrate lakefs`: a repository with branches, tags, merges and a revert, served by a
 second Silt through lakeFS's REST API only, brought into this Silt with its history, zero-copy.
 
-Two stacks share one moto S3: the source's namespaces under s3://migrate-source/, the target's
-under s3://migrate-target/, and the target allows entries naming the source's objects
-(graveler.allowed_import_prefixes). The migration is killed part-way and run again: it ends
-with every commit recorded once.
+Two stacks share one moto S3: the source, a stack of this module's, keeps its namespaces under
+SOURCE_ROOT, in the landing bucket's exports/ that the target, the e2e tests' stack on S3
+(tests/e2e/conftest.py s3_stack), allows entries to name (graveler.allowed_import_prefixes).
+The migration is killed part-way and run again: it ends with every commit recorded once.
 """
 
 from __future__ import annotations
@@ -20,23 +20,29 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from tests.e2e.conftest import Silt
+from tests.e2e.conftest import S3_LANDING, Silt
 from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, s3_blockstore_overrides
+from tests.support.moto import moto_client, s3_blockstore_overrides
 
-SOURCE_BUCKET, TARGET_BUCKET = "migrate-source", "migrate-target"
+SOURCE_PREFIX = "exports/migrate-source/"
+SOURCE_ROOT = f"s3://{S3_LANDING}/{SOURCE_PREFIX}"
 REPO = "weather"
 # Objects of the first commit: more than two pages of the source's listings (cli/lakefs_migration:
 # 1,000 a page) and ten StageEntries batches of the target's (256 each), so that the migration
 # pages and batches as it does at any size. (10,000 made the test take five times as long and
 # reached no path these do not.)
 OBJECTS = 2_500
+# Commits on each line of the history: enough that the migration is killed (at KILL_AFTER
+# recorded) with more left than done, and that writes and deletions are replayed on each branch
+# several times over. (Twice as many, 50 commits, took twice as long and reached no path these
+# do not.)
+MAIN_DAYS, DEV_CHANGES, FEATURE_STEPS, LATE_ON_MAIN = 7, 7, 5, 3
+KILL_AFTER = 10
 REAL_OBJECTS = {f"real/{n}.csv": f"city,celsius\nOslo,{n}\n".encode() * (n + 1) for n in range(5)}
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
@@ -52,29 +58,21 @@ def _s3_overrides(moto: str, root: str, imports: list[str]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def store(moto_server: str) -> Any:
-    client = boto3.client(
-        "s3",
-        endpoint_url=moto_server,
-        aws_access_key_id=ACCESS_KEY_ID,
-        aws_secret_access_key=SECRET_ACCESS_KEY,
-        region_name="us-east-1",
-    )
-    for bucket in (SOURCE_BUCKET, TARGET_BUCKET):
-        client.create_bucket(Bucket=bucket)
-    return client
+    return moto_client(moto_server)
 
 
 @pytest.fixture(scope="module")
-def source(moto_server: str, store: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
-    overrides = _s3_overrides(moto_server, f"s3://{SOURCE_BUCKET}/", [])
+def target(s3_stack: GatewayStack) -> GatewayStack:
+    """The e2e tests' stack on S3 (a stack of this module's cost three starts of the services):
+    its repositories' namespaces are in S3_DATA, and it may import from S3_LANDING's exports/."""
+    return s3_stack
+
+
+@pytest.fixture(scope="module")
+def source(moto_server: str, target: GatewayStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
+    # After the target: its fixture makes the landing bucket.
+    overrides = _s3_overrides(moto_server, SOURCE_ROOT, [])
     with gateway_stack(tmp_path_factory.mktemp("migrate-source"), overrides=overrides) as stack:
-        yield stack
-
-
-@pytest.fixture(scope="module")
-def target(moto_server: str, store: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
-    overrides = _s3_overrides(moto_server, f"s3://{TARGET_BUCKET}/", [f"s3://{SOURCE_BUCKET}/"])
-    with gateway_stack(tmp_path_factory.mktemp("migrate-target"), overrides=overrides) as stack:
         yield stack
 
 
@@ -113,30 +111,30 @@ def _commit(stack: GatewayStack, branch: str, message: str, **metadata: str) -> 
 
 
 def _history(stack: GatewayStack) -> None:
-    """3 branches, 2 tags, over 50 commits, 2,500 objects, a merge, a revert, and uncommitted changes."""
+    """3 branches, 2 tags, 27 commits, 2,500 objects, a merge, a revert, and uncommitted changes."""
     g = stack.graveler
-    g.CreateRepository(api.CreateRepositoryRequest(name=REPO, storage_namespace=f"s3://{SOURCE_BUCKET}/{REPO}"))
+    g.CreateRepository(api.CreateRepositoryRequest(name=REPO, storage_namespace=SOURCE_ROOT + REPO))
     gateway = stack.client()
     for key, body in REAL_OBJECTS.items():
         gateway.put_object(Bucket=REPO, Key=f"main/{key}", Body=body)
     _stage(stack, "main", {f"station-{n % 40:02d}/day-{n:05d}.csv": _entry(f"{n}", 1) for n in range(OBJECTS)})
     _commit(stack, "main", "the backfill", source="backfill")
-    for n in range(15):
+    for n in range(MAIN_DAYS):
         _stage(stack, "main", {f"station-{n:02d}/day-{n:05d}.csv": _entry(f"{n}", 2), f"daily/{n}.csv": _entry("d", n)})
         _commit(stack, "main", f"main day {n}")
     g.CreateBranch(api.CreateBranchRequest(repository=REPO, name="dev", source_ref="main"))
-    for n in range(15):
+    for n in range(DEV_CHANGES):
         g.DeleteEntry(api.DeleteEntryRequest(repository=REPO, branch="dev", key=f"daily/{n}.csv"))
         _stage(stack, "dev", {f"dev/{n}.csv": _entry("dev", n)})
         _commit(stack, "dev", f"dev change {n}", ticket=f"DATA-{n}")
     g.CreateTag(api.CreateTagRequest(repository=REPO, id="v1", ref="main"))
     g.CreateBranch(api.CreateBranchRequest(repository=REPO, name="feature", source_ref="dev"))
-    for n in range(10):
+    for n in range(FEATURE_STEPS):
         _stage(stack, "feature", {f"feature/{n}.csv": _entry("feature", n)})
         _commit(stack, "feature", f"feature step {n}")
     _stage(stack, "dev", {"dev/after-feature.csv": _entry("after", 1)})
     _commit(stack, "dev", "dev after feature branched")
-    for n in range(5):
+    for n in range(LATE_ON_MAIN):
         _stage(stack, "main", {f"late/{n}.csv": _entry("late", n)})
         _commit(stack, "main", f"main late {n}")
     g.Merge(api.MergeRequest(repository=REPO, source_ref="feature", destination_branch="dev", message="merge feature"))
@@ -204,7 +202,7 @@ def test_a_repository_migrates_with_its_history_zero_copy_and_resumes_after_a_ki
     source: GatewayStack, target: GatewayStack, store: Any, tmp_path: Path
 ) -> None:
     _history(source)
-    before = {o["Key"] for o in _all_objects(store, SOURCE_BUCKET)}
+    before = {o["Key"] for o in _source_objects(store)}
     silt = Silt(_cli_env(source, target), tmp_path)
     ledger = tmp_path / "weather.jsonl"
     args = ["migrate", "lakefs", "--repository", REPO, "--to", "weather-moved", "--ledger", str(ledger)]
@@ -218,7 +216,7 @@ def test_a_repository_migrates_with_its_history_zero_copy_and_resumes_after_a_ki
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 240
-    while _mapped_lines(ledger) < 20 and killed.poll() is None and time.monotonic() < deadline:
+    while _mapped_lines(ledger) < KILL_AFTER and killed.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert killed.poll() is None, f"the migration ended before it could be killed: {killed.communicate()}"
     killed.send_signal(signal.SIGKILL)
@@ -227,7 +225,8 @@ def test_a_repository_migrates_with_its_history_zero_copy_and_resumes_after_a_ki
 
     resumed = silt.proc(*args, "--json")
     report = json.loads(resumed.out)
-    assert report["commits"] >= 50 and report["branches"] == 3 and report["tags"] == 2
+    every_commit = {c.id for branch in ("main", "dev", "feature") for c in _log(source, REPO, branch)}
+    assert report["commits"] == len(every_commit) and report["branches"] == 3 and report["tags"] == 2
     assert report["recorded_now"] <= report["commits"] - recorded_before_kill + 1
     assert report["objects"] >= OBJECTS and report["uncommitted_changes"] == 2
 
@@ -279,7 +278,7 @@ def test_a_repository_migrates_with_its_history_zero_copy_and_resumes_after_a_ki
     gateway = target.client()
     for key, body in REAL_OBJECTS.items():
         assert gateway.get_object(Bucket="weather-moved", Key=f"main/{key}")["Body"].read() == body
-    assert {o["Key"] for o in _all_objects(store, SOURCE_BUCKET)} == before
+    assert {o["Key"] for o in _source_objects(store)} == before
 
     # Run again, it has nothing left to record and changes nothing.
     again = json.loads(silt.proc(*args, "--json").out)
@@ -300,9 +299,9 @@ def test_a_migration_refuses_a_target_it_did_not_create(
     assert missing.code != 0 and "no-such-repo" in missing.err and "404" in missing.err
 
 
-def _all_objects(store: Any, bucket: str) -> list[dict[str, Any]]:
+def _source_objects(store: Any) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
-    for page in store.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+    for page in store.get_paginator("list_objects_v2").paginate(Bucket=S3_LANDING, Prefix=SOURCE_PREFIX):
         found += page.get("Contents", [])
     return found
 

@@ -28,7 +28,8 @@ from edge.api.objects.edge_urls import EdgeUrls
 from edge.api.objects.signing import edge_signing_key, purpose_key
 from silt.config import Config
 from silt.launcher import SERVICE_KEYS_FILE
-from tests.e2e.api.conftest import S3_DATA, S3_LANDING, Api, error_message
+from tests.e2e.api.conftest import Api, error_message
+from tests.e2e.conftest import S3_DATA, S3_LANDING
 from tests.support.moto import moto_client
 
 HTTP = urllib3.PoolManager(retries=False, timeout=30)

@@ -21,7 +21,8 @@ import urllib3
 from lakefs.client import Client
 from lakefs_sdk.exceptions import ApiException
 
-from tests.e2e.api.conftest import S3_DATA, Api, error_message
+from tests.e2e.api.conftest import Api, error_message
+from tests.e2e.conftest import S3_DATA
 from tests.support.moto import moto_client
 
 HTTP = urllib3.PoolManager(retries=False, timeout=60, maxsize=8)

@@ -4,6 +4,7 @@ requests for bad input; objects are written with boto3 on the same port."""
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 
 import lakefs
@@ -51,8 +52,7 @@ def _head(client: lakefs_sdk.ApiClient, repo: str, branch: str) -> lakefs_sdk.Co
     return head
 
 
-@pytest.fixture
-def history(client: lakefs_sdk.ApiClient, s3: Any, repo: str) -> str:
+def _make_history(client: lakefs_sdk.ApiClient, s3: Any, repo: str) -> str:
     """main: "one" adds a.txt; "two" changes a.txt and adds b.txt."""
     _put(s3, repo, "main", "a.txt", b"v1")
     _commit(client, repo, "main", "one")
@@ -60,6 +60,21 @@ def history(client: lakefs_sdk.ApiClient, s3: Any, repo: str) -> str:
     _put(s3, repo, "main", "b.txt", b"b")
     _commit(client, repo, "main", "two")
     return repo
+
+
+@pytest.fixture
+def history(client: lakefs_sdk.ApiClient, s3: Any, repo: str) -> str:
+    return _make_history(client, s3, repo)
+
+
+@pytest.fixture(scope="module")
+def unchanged_history(client: lakefs_sdk.ApiClient, s3: Any) -> str:
+    """history's repository made once, for the tests of refusals: each of them checks that it
+    changed nothing (a fresh one each cost those tests most of their time)."""
+    name = f"r-{secrets.token_hex(5)}"
+    creation = lakefs_sdk.RepositoryCreation(name=name, storage_namespace=f"local://{name}")
+    lakefs_sdk.RepositoriesApi(client).create_repository(creation)
+    return _make_history(client, s3, name)
 
 
 def test_revert_undoes_a_commit(client: lakefs_sdk.ApiClient, s3: Any, history: str) -> None:
@@ -226,20 +241,31 @@ def test_cherry_pick_conflicts_and_merge_commits(api: Api, client: lakefs_sdk.Ap
     ],
 )
 def test_bad_revert_and_cherry_pick_bodies_change_nothing(
-    api: Api, client: lakefs_sdk.ApiClient, history: str, what: str, body: dict[str, Any], status: int, says: str
+    api: Api,
+    client: lakefs_sdk.ApiClient,
+    unchanged_history: str,
+    what: str,
+    body: dict[str, Any],
+    status: int,
+    says: str,
 ) -> None:
+    history = unchanged_history
     before = _head(client, history, "main").id
     assert says in _message(_post(api, f"/repositories/{history}/branches/main/{what}", body), status)
     assert _head(client, history, "main").id == before
 
 
-def test_unknown_branch_or_repository_is_404(api: Api, history: str) -> None:
+def test_unknown_branch_or_repository_is_404(api: Api, client: lakefs_sdk.ApiClient, unchanged_history: str) -> None:
+    history = unchanged_history
+    before = _head(client, history, "main").id
     _message(_post(api, f"/repositories/{history}/branches/nope/revert", {"ref": "main", "parent_number": 0}), 404)
     _message(_post(api, f"/repositories/{history}/branches/nope/cherry-pick", {"ref": "main~1"}), 404)
     _message(_post(api, "/repositories/no-such-repo/branches/main/revert", {"ref": "main", "parent_number": 0}), 404)
+    assert _head(client, history, "main").id == before
 
 
-def test_a_reader_cannot_revert_or_cherry_pick(api: Api, client: lakefs_sdk.ApiClient, history: str) -> None:
+def test_a_reader_cannot_revert_or_cherry_pick(api: Api, client: lakefs_sdk.ApiClient, unchanged_history: str) -> None:
+    history = unchanged_history
     before = _head(client, history, "main").id
     reader = api.stack.reader
     path = f"/repositories/{history}/branches/main"

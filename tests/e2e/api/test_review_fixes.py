@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import socket
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import lakefs_sdk
@@ -19,7 +18,6 @@ from silt.errors import PROTECTED_BRANCH_COMMIT
 from silt.graveler.v1 import graveler_pb2 as api_pb
 from silt.graveler.v1 import model_pb2 as pb
 from tests.e2e.api.conftest import Api
-from tests.support.gateway_stack import gateway_stack
 
 
 def _message(response: urllib3.BaseHTTPResponse, status: int) -> str:
@@ -180,13 +178,13 @@ def test_a_header_over_the_limit_on_the_api_is_json(api: Api) -> None:
     assert list(json.loads(body)) == ["message"]
 
 
-def test_the_session_cookie_is_secure_when_configured(api: Api, tmp_path: Path) -> None:
+def test_the_session_cookie_is_secure_when_configured(api: Api, import_api: Api) -> None:
     # By default it follows the scheme: this stack speaks http.
     assert "secure" not in _login(api).headers["set-cookie"].lower()
-    with gateway_stack(tmp_path, overrides={"api": {"secure_cookies": True}}) as stack:
-        behind_a_proxy = Api(stack, urllib3.PoolManager())
-        attributes = [a.strip().lower() for a in _login(behind_a_proxy).headers["set-cookie"].split(";")]
-        assert "secure" in attributes and "httponly" in attributes
-        same_origin = {"Cookie": _admin_cookie(behind_a_proxy), "Origin": stack.endpoint}
-        logout = behind_a_proxy.request("POST", "/auth/logout", headers=same_origin)
-        assert logout.status == 204 and "secure" in logout.headers["set-cookie"].lower()
+    # import_api is configured with api.secure_cookies, as behind a TLS-terminating proxy.
+    behind_a_proxy = import_api
+    attributes = [a.strip().lower() for a in _login(behind_a_proxy).headers["set-cookie"].split(";")]
+    assert "secure" in attributes and "httponly" in attributes
+    same_origin = {"Cookie": _admin_cookie(behind_a_proxy), "Origin": behind_a_proxy.stack.endpoint}
+    logout = behind_a_proxy.request("POST", "/auth/logout", headers=same_origin)
+    assert logout.status == 204 and "secure" in logout.headers["set-cookie"].lower()

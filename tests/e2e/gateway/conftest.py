@@ -14,10 +14,17 @@ from silt.config import load_config
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 from tests.support.in_process import served_in_process
 
+# The stack's dependency checks, for its readiness endpoint (test_readiness.py): often, and a
+# short timeout, so that a paused graveler shows within a second. Only /_silt/health/ready
+# answers from them; nothing else the suite does with the stack depends on them.
+HEALTH_INTERVAL_S = 0.3
+HEALTH_TIMEOUT_S = 1.0
+
 
 @pytest.fixture(scope="session")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
-    with gateway_stack(tmp_path_factory.mktemp("gateway-stack")) as stack:
+    telemetry = {"health_check_interval_seconds": HEALTH_INTERVAL_S, "health_check_timeout_seconds": HEALTH_TIMEOUT_S}
+    with gateway_stack(tmp_path_factory.mktemp("gateway-stack"), overrides={"telemetry": telemetry}) as stack:
         yield stack
 
 

@@ -6,7 +6,6 @@ They live in .venv-clients (`make clients`): their botocore pins conflict with o
 from __future__ import annotations
 
 import base64
-import json
 import os
 import secrets
 import subprocess
@@ -55,14 +54,12 @@ def test_aws_cli(gw: GatewayStack, s3: Any, bucket: str, tmp_path: Path) -> None
     top = aws(gw, "s3", "ls", f"s3://{bucket}/")
     assert "PRE main/" in top
 
-    head = json.loads(aws(gw, "s3api", "head-object", "--bucket", bucket, "--key", "main/tree/a.txt"))
-    assert head["ContentLength"] == len("a.txt")
-    listed = json.loads(aws(gw, "s3api", "list-objects-v2", "--bucket", bucket, "--prefix", "main/tree/d/"))
-    assert [o["Key"] for o in listed["Contents"]] == ["main/tree/d/b.txt", "main/tree/d/e/c.txt"]
-    aws(gw, "s3api", "put-object", "--bucket", bucket, "--key", "main/api.txt", "--body", str(tree / "a.txt"))
+    # Each `aws` is an interpreter's start (seconds on a loaded machine): the low-level calls are
+    # the ones the commands above make (cp's download heads the object, ls lists a prefix), and
+    # `s3api put-object` is the checksums test's.
     aws(gw, "s3", "rm", "--recursive", f"s3://{bucket}/main/tree/")
     left = s3.list_objects_v2(Bucket=bucket, Prefix="main/")
-    assert sorted(o["Key"] for o in left["Contents"]) == ["main/api.txt", "main/big.bin"]
+    assert sorted(o["Key"] for o in left["Contents"]) == ["main/big.bin"]
 
 
 def test_aws_cli_checksums_and_default_presigned_urls(gw: GatewayStack, s3: Any, bucket: str, tmp_path: Path) -> None:

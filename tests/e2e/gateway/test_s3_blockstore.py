@@ -1,43 +1,21 @@
-"""The gateway on the S3 block adapter (moto_server as the object store): the same data path,
-with real S3 multipart uploads and server-side copies underneath."""
+"""The gateway on the S3 block adapter (moto_server as the object store, the e2e tests' shared
+s3_stack): the same data path, with real S3 multipart uploads and server-side copies underneath."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
-from tests.support.gateway_stack import GatewayStack, gateway_stack
-from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, s3_blockstore_overrides
+from tests.support.gateway_stack import GatewayStack
 
 pytestmark = pytest.mark.s3
 MIB = 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def s3gw(moto_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
-    store = boto3.client(
-        "s3",
-        endpoint_url=moto_server,
-        aws_access_key_id=ACCESS_KEY_ID,
-        aws_secret_access_key=SECRET_ACCESS_KEY,
-        region_name="us-east-1",
-    )
-    store.create_bucket(Bucket="silt-gateway-data")
-    overrides = {
-        "blockstore": s3_blockstore_overrides(moto_server),
-        "graveler": {"allowed_namespace_roots": ["s3://silt-gateway-data/"]},
-        "gateways": {"s3": {"storage_namespace_template": "s3://silt-gateway-data/{repo}"}},
-    }
-    with gateway_stack(Path(tmp_path_factory.mktemp("gateway-s3")), overrides=overrides) as stack:
-        yield stack
-
-
-def test_objects_multipart_and_copies_on_s3(s3gw: GatewayStack) -> None:
-    s3: Any = s3gw.client()
+def test_objects_multipart_and_copies_on_s3(s3_stack: GatewayStack) -> None:
+    # The e2e tests' stack on S3 (tests/e2e/conftest.py): its repositories' namespaces are in moto.
+    s3: Any = s3_stack.client()
     s3.create_bucket(Bucket="on-s3")
     s3.create_bucket(Bucket="on-s3-other")
     s3.put_object(Bucket="on-s3", Key="main/a", Body=b"0123456789", ContentType="text/plain")

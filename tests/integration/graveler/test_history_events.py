@@ -14,7 +14,7 @@ import pytest
 from engine.features.history_events import reading
 from engine.features.history_events.manager import HistoryEvents
 from engine.features.history_events.retention import RetentionPolicy
-from engine.features.history_events.streams import MAX_STREAMS_PER_CALLER, WRITE_TIMEOUT_SECONDS
+from engine.features.history_events.streams import MAX_STREAMS_PER_CALLER, StreamLimits
 from engine.open import open_graveler
 from services.graveler.server import start
 from silt.block.local import LocalAdapter
@@ -27,11 +27,17 @@ from silt.kv import Store
 from tests.integration.graveler.conftest import GravelerEnv
 from tests.support.wait import wait_until
 
+# graveler.history.stream_write_timeout_seconds, shorter than its 10 s default: the bounded-streams
+# test waits it out (the timeout works alike at any length), and must see the streams held first.
+WRITE_TIMEOUT_SECONDS = 3.0
+
 
 @pytest.fixture
 def history_env(store: Store, tmp_path: Path) -> Iterator[tuple[GravelerEnv, HistoryEvents]]:
     graveler = open_graveler(store, LocalAdapter(tmp_path / "data"))
-    history = HistoryEvents(graveler.refs, RetentionPolicy(retention_days=1), flush_interval=0.05).start()
+    streams = StreamLimits(write_timeout_seconds=WRITE_TIMEOUT_SECONDS)
+    policy = RetentionPolicy(retention_days=1)
+    history = HistoryEvents(graveler.refs, policy, flush_interval=0.05, streams=streams).start()
     server, port = start(graveler, "127.0.0.1:0", history=history)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
