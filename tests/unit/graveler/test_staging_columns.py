@@ -35,15 +35,23 @@ def test_columns_are_the_scan_from_any_start(size: int) -> None:
         assert [kv for c in columns for kv in c.values()] == list(staging.scan(TOKEN, start))
 
 
-def test_columns_move_the_clock_past_every_value_they_hand_out() -> None:
-    """As the journaled store's reads do: a value read is never newer than the clock."""
+def _five_journaled(rewrite: bytes | None = None) -> tuple[StagingStore, int]:
+    """A reader, on a clock at 0, of five values staged by a writer (then rewrite, if given,
+    staged again), and the newest of their timestamps."""
     kv = open_store(DatabaseConfig(type="mem"))
     writer = StagingStore(JournaledStore(kv, clock=HybridLogicalClock()))
     with journal_context("stage", "test", "repo"):
         for i in range(5):
             writer.set(TOKEN, f"k{i}".encode(), Value(b"id", b"d"))
+        if rewrite is not None:
+            writer.set(TOKEN, rewrite, Value(b"id", b"again"))
     newest = max(writer.kv.get_stamped(TOKEN.encode(), f"key/k{i}".encode())[1] for i in range(5))
-    reader = StagingStore(JournaledStore(kv, clock=HybridLogicalClock(wall=lambda: 0)))
+    return StagingStore(JournaledStore(kv, clock=HybridLogicalClock(wall=lambda: 0))), newest
+
+
+def test_columns_move_the_clock_past_every_value_they_hand_out() -> None:
+    """As the journaled store's reads do: a value read is never newer than the clock."""
+    reader, newest = _five_journaled()
     assert [len(c.keys) for c in reader.scan_columns(TOKEN, b"", 2)] == [2, 2, 1]
     assert reader.kv.clock.now() > newest
 
@@ -84,14 +92,7 @@ def test_columns_without_identities_leave_them_empty(size: int) -> None:
 
 
 def test_columns_move_the_clock_past_the_newest_value_wherever_it_sorts() -> None:
-    kv = open_store(DatabaseConfig(type="mem"))
-    writer = StagingStore(JournaledStore(kv, clock=HybridLogicalClock()))
-    with journal_context("stage", "test", "repo"):
-        for i in range(5):
-            writer.set(TOKEN, f"k{i}".encode(), Value(b"id", b"d"))
-        writer.set(TOKEN, b"k1", Value(b"id", b"again"))  # the newest, not the last key
-    newest = writer.kv.get_stamped(TOKEN.encode(), b"key/k1")[1]
-    assert newest == max(writer.kv.get_stamped(TOKEN.encode(), f"key/k{i}".encode())[1] for i in range(5))
-    reader = StagingStore(JournaledStore(kv, clock=HybridLogicalClock(wall=lambda: 0)))
+    reader, newest = _five_journaled(rewrite=b"k1")  # the newest, not the last key
+    assert newest == reader.kv.get_stamped(TOKEN.encode(), b"key/k1")[1]
     assert len(next(reader.scan_columns(TOKEN, b"", 100)).keys) == 5
     assert reader.kv.clock.now() > newest
