@@ -197,6 +197,20 @@ def test_lwt_race_between_separate_clients_has_one_winner(cassandra_server: Cass
 # --- reachability ------------------------------------------------------------------------------
 
 
+def test_each_page_of_a_scan_has_the_whole_request_timeout(cassandra_server: CassandraServer, partition: bytes) -> None:
+    """A scan read slowly takes longer in all than the request timeout: each page fetched is
+    timed on its own."""
+    config = cassandra_server.database_config(KEYSPACE, request_timeout_s=1.0, page_size=2)
+    with open_store(config) as slow_reader:
+        for index in range(6):
+            slow_reader.set(partition, b"k%d" % index, b"v")
+        read = []
+        for entry in slow_reader.scan(partition):
+            read.append(entry.key)
+            time.sleep(0.4)
+    assert read == [b"k%d" % index for index in range(6)]
+
+
 def test_unreachable_cluster_fails_fast_with_one_line(cassandra_server: CassandraServer) -> None:
     port = free_port()  # nothing listens there
     config = cassandra_server.database_config("silt_unreachable", port=port, connect_timeout_s=2.0)
