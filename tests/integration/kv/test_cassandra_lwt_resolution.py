@@ -18,6 +18,7 @@ from cassandra.query import SimpleStatement
 from silt.config import CassandraConfig
 from silt.errors import OutcomeUnknown, PredicateFailed, Unavailable
 from silt.kv.cassandra import _LWT_PROFILE, _READ_PROFILE, CassandraStore, _Suspects
+from silt.kv.lwt_patience import LwtPatience
 from silt.kv.store import Predicate
 
 
@@ -47,19 +48,34 @@ def fails(exc: BaseException) -> Step:
     return raise_it
 
 
+class _Answered:
+    """A request the script has answered, as the driver's ResponseFuture shows it."""
+
+    attempted_hosts: list[object] = []
+
+    def __init__(self, step: Step) -> None:
+        self._step = step
+
+    def add_callbacks(self, callback: Callable[[object], None], errback: Callable[[object], None]) -> None:
+        callback(None)
+
+    def result(self) -> _Rows:
+        return self._step()
+
+
 class _ScriptedSession:
-    """Answers each execute with the next step; records (kind, profile) of every call."""
+    """Answers each request with the next step; records (kind, profile) of every call."""
 
     def __init__(self, store: CassandraStore, steps: list[Step]) -> None:
         self.steps = list(steps)
         self.calls: list[tuple[str, object]] = []
         self._store = store
 
-    def execute(self, statement: Any, params: Any, execution_profile: object) -> _Rows:
+    def execute_async(self, statement: Any, params: Any, execution_profile: object) -> _Answered:
         kind = "serial read" if statement is self._store._get_serial else "lwt"
         self.calls.append((kind, execution_profile))
         assert self.steps, f"unexpected {kind}"
-        return self.steps.pop(0)()
+        return _Answered(self.steps.pop(0))
 
 
 def scripted_store(steps: list[Step]) -> tuple[CassandraStore, _ScriptedSession]:
@@ -76,6 +92,7 @@ def scripted_store(steps: list[Step]) -> tuple[CassandraStore, _ScriptedSession]
     for name, count in arity.items():
         setattr(store, name, SimpleStatement(f"-- {name}" + " %s" * count))
     store._suspects = _Suspects()
+    store._lwt_patience = LwtPatience(3.0, 3.0, 0.3)
     session = _ScriptedSession(store, steps)
     store._session = session
     return store, session
