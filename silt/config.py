@@ -169,11 +169,6 @@ class CassandraConfig(_Section):
     """
     speculative_executions: int = Field(2, ge=0, le=4)
     """extra copies of such a statement at most (0: none); 2 reaches every replica of RF 3"""
-    speculative_late_s: float = Field(1.0, ge=0)
-    """one more copy of such a statement still unanswered this long after its first send (0: none): a Cassandra 2.1
-    coordinator whose read met a racing write waits for a dead replica until the server's read timeout, and with one
-    node dead the quick copies reach only the two live coordinators, which may both meet the same writes
-    """
     retries: int = Field(2, ge=0, le=5)
     """sends of one statement to the next replica after an error that allows it (a server timeout, a lost
     connection), within `request_timeout_s`

@@ -98,12 +98,11 @@ from cassandra.cluster import (
 )
 from cassandra.connection import ConnectionException
 from cassandra.policies import (
+    ConstantSpeculativeExecutionPolicy,
     DCAwareRoundRobinPolicy,
     ExponentialReconnectionPolicy,
     HostStateListener,
     RetryPolicy,
-    SpeculativeExecutionPlan,
-    SpeculativeExecutionPolicy,
     TokenAwarePolicy,
     WrapperPolicy,
 )
@@ -375,34 +374,6 @@ class _LegacyBallotFence:
             self._last_plain_ms = max(self._last_plain_ms, now_ms)
 
 
-class _SpeculationSchedule(SpeculativeExecutionPolicy):
-    """Copies of a stalled idempotent statement: one every delay_s, copies of them, then one more
-    late_s after the first send (0: none).
-
-    The late copy is for a Cassandra 2.1 coordinator that met a write racing its read: it then
-    waits for every replica it asked, a dead one included, until the server's read timeout. With
-    a node dead the quick copies reach the two live coordinators, both of which may meet the same
-    burst of writes; a copy a moment later no longer does.
-    """
-
-    def __init__(self, delay_s: float, copies: int, late_s: float) -> None:
-        self.delay_s, self.copies, self.late_s = delay_s, copies, late_s
-
-    def new_plan(self, keyspace: str | None, statement: Statement | None) -> SpeculativeExecutionPlan:
-        delays = [self.delay_s] * self.copies
-        if self.late_s > self.delay_s * self.copies:
-            delays.append(self.late_s - self.delay_s * self.copies)
-        return _Delays(delays)
-
-
-class _Delays(SpeculativeExecutionPlan):
-    def __init__(self, delays: list[float]) -> None:
-        self._delays = iter(delays)
-
-    def next_execution(self, host: Host) -> float:
-        return next(self._delays, -1)
-
-
 class _ReadBack(enum.Enum):
     """What a read at SERIAL told of a first LWT send still unanswered (CassandraStore._first_send)."""
 
@@ -503,7 +474,7 @@ def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[obj
     wakes, over a later write of the key.
     """
     speculation = (
-        _SpeculationSchedule(config.speculative_delay_s, config.speculative_executions, config.speculative_late_s)
+        ConstantSpeculativeExecutionPolicy(config.speculative_delay_s, config.speculative_executions)
         if config.speculative_executions > 0
         else None
     )

@@ -10,6 +10,7 @@ import pytest
 from cassandra import ConsistencyLevel, WriteType
 from cassandra.cluster import EXEC_PROFILE_DEFAULT
 from cassandra.policies import (
+    ConstantSpeculativeExecutionPolicy,
     DCAwareRoundRobinPolicy,
     NoSpeculativeExecutionPolicy,
     RetryPolicy,
@@ -23,7 +24,6 @@ from silt.kv.cassandra import (
     _READ_PROFILE,
     CassandraStore,
     _RetryPolicy,
-    _SpeculationSchedule,
     _Suspects,
     _SuspectsLastPolicy,
     execution_profiles,
@@ -99,10 +99,8 @@ def test_profiles_route_token_aware_within_the_datacenter_and_speculate_per_conf
         assert isinstance(token_aware._child_policy, DCAwareRoundRobinPolicy)
         assert token_aware._child_policy.local_dc == "dc2"
         speculation = profile.speculative_execution_policy
-        assert isinstance(speculation, _SpeculationSchedule)
-        plan = speculation.new_plan(None, None)
-        # One copy at 0.3 s, then the late one at 1.0 s after the first send.
-        assert [plan.next_execution(None) for _ in range(3)] == [0.3, pytest.approx(0.7), -1]
+        assert isinstance(speculation, ConstantSpeculativeExecutionPolicy)
+        assert (speculation.delay, speculation.max_attempts) == (0.3, 1)
         assert isinstance(profile.retry_policy, _RetryPolicy) and profile.retry_policy.retries == 3
         assert profile.request_timeout == 7.0
         assert profile.consistency_level == ConsistencyLevel.QUORUM
