@@ -382,10 +382,14 @@ class S3Adapter(PinnedReadAdapter):
         check_delete_batch(keys)
         if not keys:
             return
-        located = [self._locate(namespace, key) for key in keys]
-        for key in [key for key in keys if _NOT_IN_XML.search(key)]:
-            self.delete(namespace, key)
-        located = [where for where in located if not _NOT_IN_XML.search(where[1])]
+        located = [self._locate(namespace, key) for key in keys]  # every key checked before any delete
+        batched = []
+        for key, where in zip(keys, located, strict=True):
+            if _NOT_IN_XML.search(key):
+                self.delete(namespace, key)
+            else:
+                batched.append(where)
+        located = batched
         if not located:
             return
         bucket = located[0][0]

@@ -864,8 +864,6 @@ class CassandraStore(Store):
           whether ours came first.
         """
         future = self._send(op, statement, params, _LWT_PROFILE)
-        answered = threading.Event()
-        future.add_callbacks(lambda _: answered.set(), lambda _: answered.set())
         bound_s = self._lwt_patience.bound_s()
         started = time.monotonic()
         if bound_s is None:
@@ -873,6 +871,8 @@ class CassandraStore(Store):
                 return self._await(op, future)
             finally:
                 self._lwt_patience.answered(time.monotonic() - started)
+        answered = threading.Event()
+        future.add_callbacks(lambda _: answered.set(), lambda _: answered.set())
         if answered.wait(bound_s):
             self._lwt_patience.answered(time.monotonic() - started)
             return self._await(op, future)
@@ -881,10 +881,9 @@ class CassandraStore(Store):
         # requests go elsewhere; the heartbeat takes over if it froze.
         self._suspects.add(future.attempted_hosts[-1] if future.attempted_hosts else None, _SLOW_SUSPECT_FOR_S)
         try:
-            row = self._execute(op, self._get_serial, (change.partition, change.key), _READ_PROFILE).one()
+            current = self._read_serial(op, change)
         except Unavailable:
             return self._await(op, future)
-        current = None if row is None or row[0] is None else bytes(row[0])
         if current == change.after:
             _log.info("cassandra: %s: no answer within %.2f s; read back at SERIAL: applied", op, bound_s)
             return _ReadBack.APPLIED
@@ -892,6 +891,12 @@ class CassandraStore(Store):
             _log.info("cassandra: %s: no answer within %.2f s; read back: not applied, sending it again", op, bound_s)
             return _ReadBack.SEND_AGAIN
         return self._await(op, future)
+
+    def _read_serial(self, op: str, change: _Change) -> bytes | None:
+        """The changed key's value read at serial_consistency (None: absent): what any Paxos
+        round in progress on it left, finished first."""
+        row = self._execute(op, self._get_serial, (change.partition, change.key), _READ_PROFILE).one()
+        return None if row is None or row[0] is None else bytes(row[0])
 
     def _resolve(self, op: str, change: _Change, cause: BaseException | None) -> bool:
         """Whether an LWT whose outcome is unknown applied (True), or has not so far and is to be
@@ -912,14 +917,13 @@ class CassandraStore(Store):
         """
         reason = "" if cause is None else f": {_reason(cause, self._config.request_timeout_s)}"
         try:
-            row = self._execute(op, self._get_serial, (change.partition, change.key), _READ_PROFILE).one()
+            current = self._read_serial(op, change)
         except Unavailable as exc:
             raise OutcomeUnknown(
                 f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been"
                 f" applied{reason}; reading it back at {self._config.serial_consistency} failed too:"
                 f" {_reason(exc.__cause__ or exc, self._config.request_timeout_s)}"
             ) from cause or exc
-        current = None if row is None or row[0] is None else bytes(row[0])
         if current == change.after:
             _log.info(
                 "cassandra: %s: interrupted%s; read back at %s: applied", op, reason, self._config.serial_consistency
