@@ -141,6 +141,7 @@ def run_variant(
     config = cluster.database_config(
         keyspace=f"bench_faults_{root.name.replace('-', '_')}",
         request_timeout_s=CassandraConfig.model_fields["request_timeout_s"].default,
+        read_timeout_s=CassandraConfig.model_fields["read_timeout_s"].default,
         **overrides,
     )
     database = config.model_dump(mode="json", exclude_none=True)

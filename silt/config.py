@@ -147,6 +147,13 @@ class CassandraConfig(_Section):
     """bounds every read, write and LWT, retries included: a frozen or overloaded node fails the request (gateway 503
     `ServiceUnavailable`, graveler `UNAVAILABLE`) after this long, never hangs it
     """
+    read_timeout_s: float = Field(7.0, gt=0)
+    """bounds every read (a point read, a scan page, a SERIAL read), retries included. Keep it above the server's
+    `read_request_timeout_in_ms` (5 s by default): a coordinator whose read repair waits on a replica that died and
+    that gossip does not yet know is dead then answers ReadTimeout, and the read is sent to another coordinator,
+    which by then reads around the dead node; with a shorter bound the client gives up first and the request fails.
+    Reads also go to other replicas after `speculative_delay_s`, so a healthy read never waits this long
+    """
     lwt_timeout_s: float | None = Field(None, gt=0)
     """bounds every send of a lightweight transaction (unset: `request_timeout_s`), the first one's patience
     included. One not answered in time (a frozen coordinator) is read back at SERIAL through another node and sent

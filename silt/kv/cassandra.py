@@ -51,6 +51,9 @@ Riding out one lost replica of three (docs/design/kv.md, "Faults on a cluster"):
   their timestamp is fixed before sending, after a lost connection. A read (or a write whose
   timestamp is fixed) not answered within ``speculative_delay_s`` is also sent to the next
   replica (execution_profiles).
+* Reads are bounded by ``read_timeout_s``, above the server's read timeout: a Cassandra 2.1
+  coordinator whose read repair waits on a replica that just died answers ReadTimeout when
+  that timeout ends, and the read goes to the next host, by then reading around the dead node.
 * A frozen node is noticed by the driver's heartbeat in about 2 s; a node that timed out a
   request is tried last for a few seconds, and one a request had to go past (a speculative
   copy answered) for two (_SuspectsLastPolicy, _Suspects.add_slow).
@@ -461,9 +464,12 @@ def _first_line(exc: BaseException) -> str:
 
 
 def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[object, ExecutionProfile]:
-    """The driver's execution profiles: the default one (writes), one for reads and one for
-    LWTs, whose sends may be bounded shorter (lwt_timeout_s: _conditional resolves a send that
-    timed out by a read at SERIAL through another node, and sends again only if it did not land).
+    """The driver's execution profiles: the default one (writes); one for reads, bounded by
+    read_timeout_s (above the server's read timeout, so that a read a coordinator holds for a
+    dead replica comes back as a server ReadTimeout, which _RetryPolicy sends to the next host,
+    rather than failing here); and one for LWTs, whose sends may be bounded shorter
+    (lwt_timeout_s: _conditional resolves a send that timed out by a read at SERIAL through
+    another node, and sends again only if it did not land).
 
     Both route token-aware (the partition's replicas first, in ring order, so that one
     coordinator orders a partition's writes while it is up), within the local datacenter, nodes
@@ -499,7 +505,11 @@ def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[obj
         )
 
     lwt_timeout_s = config.lwt_timeout_s or config.request_timeout_s
-    return {EXEC_PROFILE_DEFAULT: profile(), _READ_PROFILE: profile(), _LWT_PROFILE: profile(lwt_timeout_s)}
+    return {
+        EXEC_PROFILE_DEFAULT: profile(),
+        _READ_PROFILE: profile(config.read_timeout_s),
+        _LWT_PROFILE: profile(lwt_timeout_s),
+    }
 
 
 def _auth_provider(config: CassandraConfig) -> PlainTextAuthProvider | None:
@@ -699,14 +709,14 @@ class CassandraStore(Store):
     _scan_all: PreparedStatement
     _scan_from: PreparedStatement
 
-    def _raise(self, op: str, exc: BaseException, what: str | None = None) -> NoReturn:
+    def _raise(self, op: str, exc: BaseException, what: str | None = None, timeout_s: float | None = None) -> NoReturn:
         if isinstance(exc, SiltError):
             raise exc
         if isinstance(exc, InvalidRequest):
             raise InvalidArgument(f"cassandra: {what or op} rejected: {_first_line(exc)}") from exc
         if self._closed:
             raise NotApplied("cassandra: the store is closed") from exc
-        reason = _reason(exc, self._config.request_timeout_s)
+        reason = _reason(exc, timeout_s or self._config.request_timeout_s)
         error = NotApplied if not_attempted(exc) else Unavailable
         raise error(f"cassandra: {what or op} on {self._contacts} failed: {reason}") from exc
 
@@ -729,7 +739,7 @@ class CassandraStore(Store):
             result = future.result()
         except OperationTimedOut as exc:
             self._suspects.add(exc.last_host)
-            self._raise(op, exc)
+            self._raise(op, exc, timeout_s=future.timeout)
         except Exception as exc:
             self._raise(op, exc)
         self._suspects.add_slow(result)

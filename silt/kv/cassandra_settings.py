@@ -8,7 +8,10 @@ Silt rides out one lost or frozen node with its driver settings alone (docs/desi
   asking another replica in time; Silt creates the table with a fixed delay;
 * write and Paxos (CAS contention) timeouts at or above `database.cassandra.request_timeout_s`:
   the client then gives up on a write before the server can answer that it timed out, so
-  writes the server would have reported as retryable end with an unknown outcome.
+  writes the server would have reported as retryable end with an unknown outcome;
+* a read timeout that does not end well before `database.cassandra.read_timeout_s`: a read
+  a coordinator holds for a replica that just died then fails at the client, where the
+  server's ReadTimeout would have sent it to another coordinator.
 
 Server timeouts are readable from `system_views.settings`, which exists from Cassandra 4.0;
 on older servers only the table's options are checked, and the answer says so.
@@ -95,8 +98,27 @@ def timeout_findings(timeouts_ms: dict[str, float], config: CassandraConfig) -> 
             )
         findings.append(Finding(f"server {kind} timeout", ok, detail))
     if "read" in timeouts_ms:
-        findings.append(Finding("server read timeout", True, f"{timeouts_ms['read']:g} ms"))
+        findings.append(read_timeout_finding(timeouts_ms["read"], config))
     return findings
+
+
+# What a read sent again after the server's ReadTimeout needs, within read_timeout_s, to be answered.
+_READ_RETRY_MARGIN_MS = 1000.0
+
+
+def read_timeout_finding(server_ms: float, config: CassandraConfig) -> Finding:
+    """The server's read timeout must end well before the client's: a coordinator holding a read
+    for a replica that died answers ReadTimeout then, and the read goes to another coordinator."""
+    client_ms = config.read_timeout_s * 1000
+    ok = server_ms + _READ_RETRY_MARGIN_MS <= client_ms
+    detail = f"{server_ms:g} ms (database.cassandra.read_timeout_s: {config.read_timeout_s:g} s)"
+    if not ok:
+        least_s = (server_ms + _READ_RETRY_MARGIN_MS) / 1000
+        detail += (
+            ": a read a coordinator holds for a replica that just died fails at the client before the server"
+            f" answers and it is sent elsewhere; raise read_timeout_s to {least_s:g} s or more"
+        )
+    return Finding("server read timeout", ok, detail)
 
 
 def check_cluster(config: CassandraConfig) -> list[Finding]:

@@ -269,6 +269,7 @@ class CassandraServer:
             "protocol_version": self.protocol_version,
             "connect_timeout_s": 5.0,
             "request_timeout_s": 10.0,
+            "read_timeout_s": 10.0,
             "page_size": 500,
         }
         fields.update(cassandra)

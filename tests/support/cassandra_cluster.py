@@ -325,6 +325,7 @@ class CassandraCluster:
             "serial_consistency": "SERIAL",
             "connect_timeout_s": 5.0,
             "request_timeout_s": 10.0,
+            "read_timeout_s": 10.0,
             "page_size": 500,
         }
         fields.update(cassandra)

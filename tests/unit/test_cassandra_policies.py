@@ -72,10 +72,20 @@ def test_reads_and_fixed_timestamp_writes_are_idempotent_lwts_never(client_times
     assert store._get_serial.consistency_level == ConsistencyLevel.LOCAL_SERIAL
 
 
-def test_an_lwt_send_is_bounded_by_its_own_timeout_and_the_rest_by_the_request_timeout() -> None:
-    profiles = execution_profiles(CassandraConfig(request_timeout_s=3.0, lwt_timeout_s=1.0), _Suspects())
+def test_lwts_reads_and_writes_are_each_bounded_by_their_own_timeout() -> None:
+    config = CassandraConfig(request_timeout_s=3.0, lwt_timeout_s=1.0, read_timeout_s=6.5)
+    profiles = execution_profiles(config, _Suspects())
     assert profiles[_LWT_PROFILE].request_timeout == 1.0
-    assert profiles[_READ_PROFILE].request_timeout == profiles[EXEC_PROFILE_DEFAULT].request_timeout == 3.0
+    assert profiles[_READ_PROFILE].request_timeout == 6.5
+    assert profiles[EXEC_PROFILE_DEFAULT].request_timeout == 3.0
+
+
+def test_reads_outlast_the_servers_stock_read_timeout_by_default() -> None:
+    # Cassandra's read_request_timeout_in_ms is 5 s from 2.1 to 5.0; a read held that long must
+    # still have time to be sent to another coordinator after the server's ReadTimeout.
+    profiles = execution_profiles(CassandraConfig(), _Suspects())
+    assert profiles[_READ_PROFILE].request_timeout >= 5.0 + 1.0
+    assert profiles[EXEC_PROFILE_DEFAULT].request_timeout == profiles[_LWT_PROFILE].request_timeout == 3.0
 
 
 def test_profiles_route_token_aware_within_the_datacenter_and_speculate_per_config() -> None:
@@ -191,6 +201,19 @@ def test_doctor_warns_of_server_timeouts_the_client_outlasts_not_of_stock_ones()
     slow = timeout_findings({"write": 10000.0, "cas_contention": 1000.0}, CassandraConfig())
     assert [f.name for f in slow if not f.ok] == ["server write timeout"]
     assert "request_timeout_s" in slow[0].detail
+
+
+def test_doctor_warns_when_the_server_holds_a_read_until_the_client_has_given_up() -> None:
+    from silt.kv.cassandra_settings import timeout_findings
+
+    # A client bound at or under the server's read timeout plus a retry fails the request
+    # before the server answers ReadTimeout and the read is sent elsewhere.
+    for client_s in (3.0, 5.0, 5.5):
+        findings = timeout_findings({"read": 5000.0}, CassandraConfig(read_timeout_s=client_s))
+        assert [f.ok for f in findings] == [False], client_s
+        assert "read_timeout_s to 6 s" in findings[0].detail
+    assert timeout_findings({"read": 5000.0}, CassandraConfig(read_timeout_s=6.0))[0].ok
+    assert timeout_findings({"read": 1500.0}, CassandraConfig(read_timeout_s=3.0))[0].ok
 
 
 def test_doctor_warns_of_a_percentile_speculative_retry() -> None:

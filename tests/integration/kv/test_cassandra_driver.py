@@ -200,7 +200,7 @@ def test_lwt_race_between_separate_clients_has_one_winner(cassandra_server: Cass
 def test_each_page_of_a_scan_has_the_whole_request_timeout(cassandra_server: CassandraServer, partition: bytes) -> None:
     """A scan read slowly takes longer in all than the request timeout: each page fetched is
     timed on its own."""
-    config = cassandra_server.database_config(KEYSPACE, request_timeout_s=1.0, page_size=2)
+    config = cassandra_server.database_config(KEYSPACE, request_timeout_s=1.0, read_timeout_s=1.0, page_size=2)
     with open_store(config) as slow_reader:
         for index in range(6):
             slow_reader.set(partition, b"k%d" % index, b"v")
@@ -298,7 +298,11 @@ def test_hung_node_times_out_and_conditional_outcome_is_unknown(
     request_timeout = 2.0
     with TcpProxy(cassandra_server.host, cassandra_server.port) as proxy:
         config = cassandra_server.database_config(
-            KEYSPACE, port=proxy.port, request_timeout_s=request_timeout, connect_timeout_s=2.0
+            KEYSPACE,
+            port=proxy.port,
+            request_timeout_s=request_timeout,
+            read_timeout_s=request_timeout,
+            connect_timeout_s=2.0,
         )
         with open_store(config) as store:
             store.set(partition, b"k", b"v1")

@@ -53,8 +53,9 @@ class _Answered:
 
     attempted_hosts: list[object] = []
 
-    def __init__(self, step: Step) -> None:
+    def __init__(self, step: Step, timeout: float) -> None:
         self._step = step
+        self.timeout = timeout
 
     def add_callbacks(self, callback: Callable[[object], None], errback: Callable[[object], None]) -> None:
         callback(None)
@@ -75,7 +76,10 @@ class _ScriptedSession:
         kind = "serial read" if statement is self._store._get_serial else "lwt"
         self.calls.append((kind, execution_profile))
         assert self.steps, f"unexpected {kind}"
-        return _Answered(self.steps.pop(0))
+        config = self._store._config
+        timeouts: dict[object, float] = {_LWT_PROFILE: config.lwt_timeout_s or config.request_timeout_s}
+        timeouts[_READ_PROFILE] = config.read_timeout_s
+        return _Answered(self.steps.pop(0), timeouts.get(execution_profile, config.request_timeout_s))
 
 
 def scripted_store(steps: list[Step]) -> tuple[CassandraStore, _ScriptedSession]:

@@ -38,8 +38,9 @@ pytestmark = pytest.mark.cassandra_cluster
 
 T = TypeVar("T")
 
-# Production's default (config.CassandraConfig): the bound every fault is measured against.
+# Production's defaults (config.CassandraConfig): the bounds every fault is measured against.
 REQUEST_TIMEOUT_S = 3.0
+READ_TIMEOUT_S = 7.0
 # How long creating a test's keyspace and table may wait for all nodes to agree on the schema.
 SCHEMA_WAIT_S = 120.0
 WRITERS = 4
@@ -85,7 +86,9 @@ def fault_store(cluster: CassandraCluster) -> Iterator[Store]:
     # delay. So the schema is created by a store allowed SCHEMA_WAIT_S for it, and the test's
     # store, at production's timeout, only prepares its statements on it.
     open_store(cluster.database_config(keyspace, request_timeout_s=SCHEMA_WAIT_S)).close()
-    store = open_store(cluster.database_config(keyspace, request_timeout_s=REQUEST_TIMEOUT_S))
+    store = open_store(
+        cluster.database_config(keyspace, request_timeout_s=REQUEST_TIMEOUT_S, read_timeout_s=READ_TIMEOUT_S)
+    )
     yield store
     store.close()
 
@@ -248,12 +251,13 @@ def errors(ops: list[Op]) -> list[Op]:
     return [op for op in ops if op.error is not None]
 
 
-# Cassandra 2.1's coordinator, after a digest mismatch (a read racing a write of its key), reads
+# Cassandra 2.1's coordinator, after a digest mismatch (two replicas answered differently), reads
 # the data again from every replica it had contacted and waits for all of them: one that died
 # and that gossip does not yet know is dead holds the read until the server's read timeout,
 # though a quorum answered. The server says so ("2 of 3 replicas answered"); later servers wait
-# for the quorum only. The driver sends such a read to the next coordinator, which may meet the
-# same race; what is left of them is counted apart, and bounded.
+# for the quorum only. Reads outlast that timeout (read_timeout_s), and the driver sends such a
+# read to the next coordinator, which may still meet it before its snitch has seen the dead
+# node's requests expire; what is left of them is counted apart, and bounded.
 _QUORUM_ANSWERED = re.compile(r"read timed out on the server \((\d+) of (\d+) replicas answered\)")
 REPAIR_READ_TIMEOUTS_MAX = 0.01  # of the reads during the fault
 
