@@ -157,6 +157,8 @@ _SLOW_SUSPECT_FOR_S = 2.0
 # at most this many sends in all.
 _LWT_ATTEMPTS = 3
 _READ_PROFILE = "silt-read"
+# A request this slow is logged, with where it went (_note_if_slow).
+_SLOW_REQUEST_S = 1.0
 # Lightweight transactions: the default profile but for their own timeout (lwt_timeout_s).
 _LWT_PROFILE = "silt-lwt"
 
@@ -458,6 +460,14 @@ def not_attempted(exc: BaseException) -> bool:
     return False
 
 
+def _note_if_slow(op: str, future: ResponseFuture, seconds: float) -> None:
+    """One line for a request that took _SLOW_REQUEST_S or more, with the nodes it went to in
+    order: what a lost or frozen node held, and for how long, is read from these."""
+    if seconds >= _SLOW_REQUEST_S:
+        hosts = ", ".join(str(host.endpoint) for host in future.attempted_hosts or ())
+        _log.info("cassandra: %s took %.2f s (sent to %s)", op, seconds, hosts or "no node")
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -723,7 +733,12 @@ class CassandraStore(Store):
     def _execute(
         self, op: str, statement: Statement, params: tuple[Any, ...] | None, profile: object = EXEC_PROFILE_DEFAULT
     ) -> Any:
-        return self._await(op, self._send(op, statement, params, profile))
+        started = time.monotonic()
+        future = self._send(op, statement, params, profile)
+        try:
+            return self._await(op, future)
+        finally:
+            _note_if_slow(op, future, time.monotonic() - started)
 
     def _send(self, op: str, statement: Statement, params: tuple[Any, ...] | None, profile: object) -> ResponseFuture:
         if self._closed:
@@ -873,34 +888,39 @@ class CassandraStore(Store):
           whole timeout, as without the bound: another writer got in, and only that answer tells
           whether ours came first.
         """
-        future = self._send(op, statement, params, _LWT_PROFILE)
-        bound_s = self._lwt_patience.bound_s()
         started = time.monotonic()
-        if bound_s is None:
-            try:
-                return self._await(op, future)
-            finally:
-                self._lwt_patience.answered(time.monotonic() - started)
-        answered = threading.Event()
-        future.add_callbacks(lambda _: answered.set(), lambda _: answered.set())
-        if answered.wait(bound_s):
-            self._lwt_patience.answered(time.monotonic() - started)
-            return self._await(op, future)
-        self._lwt_patience.gave_up(bound_s)
-        # Its coordinator goes last for a moment, so that the read below, a resend and the next
-        # requests go elsewhere; the heartbeat takes over if it froze.
-        self._suspects.add(future.attempted_hosts[-1] if future.attempted_hosts else None, _SLOW_SUSPECT_FOR_S)
+        future = self._send(op, statement, params, _LWT_PROFILE)
         try:
-            current = self._read_serial(op, change)
-        except Unavailable:
+            bound_s = self._lwt_patience.bound_s()
+            if bound_s is None:
+                try:
+                    return self._await(op, future)
+                finally:
+                    self._lwt_patience.answered(time.monotonic() - started)
+            answered = threading.Event()
+            future.add_callbacks(lambda _: answered.set(), lambda _: answered.set())
+            if answered.wait(bound_s):
+                self._lwt_patience.answered(time.monotonic() - started)
+                return self._await(op, future)
+            self._lwt_patience.gave_up(bound_s)
+            # Its coordinator goes last for a moment, so that the read below, a resend and the next
+            # requests go elsewhere; the heartbeat takes over if it froze.
+            self._suspects.add(future.attempted_hosts[-1] if future.attempted_hosts else None, _SLOW_SUSPECT_FOR_S)
+            try:
+                current = self._read_serial(op, change)
+            except Unavailable:
+                return self._await(op, future)
+            if current == change.after:
+                _log.info("cassandra: %s: no answer within %.2f s; read back at SERIAL: applied", op, bound_s)
+                return _ReadBack.APPLIED
+            if current == change.before and on_values:
+                _log.info(
+                    "cassandra: %s: no answer within %.2f s; read back: not applied, sending it again", op, bound_s
+                )
+                return _ReadBack.SEND_AGAIN
             return self._await(op, future)
-        if current == change.after:
-            _log.info("cassandra: %s: no answer within %.2f s; read back at SERIAL: applied", op, bound_s)
-            return _ReadBack.APPLIED
-        if current == change.before and on_values:
-            _log.info("cassandra: %s: no answer within %.2f s; read back: not applied, sending it again", op, bound_s)
-            return _ReadBack.SEND_AGAIN
-        return self._await(op, future)
+        finally:
+            _note_if_slow(op, future, time.monotonic() - started)
 
     def _read_serial(self, op: str, change: _Change) -> bytes | None:
         """The changed key's value read at serial_consistency (None: absent): what any Paxos

@@ -237,3 +237,19 @@ def test_plan_puts_suspects_last_and_leaves_hosts_for_a_retry_after_the_speculat
     suspects.add("a")
     policy = _SuspectsLastPolicy(_FixedPlan(["a", "b", "c"]), suspects)
     assert list(policy.make_query_plan()) == ["b", "c", "a", "b", "c", "a"]
+
+
+def test_a_slow_request_is_logged_once_with_the_nodes_it_went_to(caplog: pytest.LogCaptureFixture) -> None:
+    from types import SimpleNamespace
+
+    from silt.kv.cassandra import _note_if_slow
+
+    hosts = [SimpleNamespace(endpoint="127.0.0.2:9042"), SimpleNamespace(endpoint="127.0.0.3:9042")]
+    future: Any = SimpleNamespace(attempted_hosts=hosts)
+    with caplog.at_level("INFO", logger="silt.kv.cassandra"):
+        _note_if_slow("get", future, 0.99)
+        assert not caplog.records
+        _note_if_slow("get", future, 2.5)
+    assert [r.getMessage() for r in caplog.records] == [
+        "cassandra: get took 2.50 s (sent to 127.0.0.2:9042, 127.0.0.3:9042)"
+    ]
