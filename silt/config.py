@@ -141,14 +141,15 @@ class CassandraConfig(_Section):
     """pin the protocol (3 to 5); negotiated when unset"""
     connect_timeout_s: float = Field(5.0, gt=0)
     """per connection attempt"""
-    # Bounds every read, write and LWT (retries included): a frozen node fails the request
-    # Unavailable after this long instead of hanging it.
+    # Bounds every write and LWT (retries included; reads have read_timeout_s): a frozen node
+    # fails the request Unavailable after this long instead of hanging it.
     request_timeout_s: float = Field(3.0, gt=0)
-    """bounds every read, write and LWT, retries included: a frozen or overloaded node fails the request (gateway 503
-    `ServiceUnavailable`, graveler `UNAVAILABLE`) after this long, never hangs it
+    """bounds every write and LWT, retries included (reads: `read_timeout_s`): a frozen or overloaded node fails the
+    request (gateway 503 `ServiceUnavailable`, graveler `UNAVAILABLE`) after this long, never hangs it
     """
     read_timeout_s: float = Field(7.0, gt=0)
-    """bounds every read (a point read, a scan page, a SERIAL read), retries included. Keep it above the server's
+    """bounds every read (a point read, each page of a scan), retries included; an LWT's read-back at SERIAL keeps
+    the LWT's bound. Keep it above the server's
     `read_request_timeout_in_ms` (5 s by default): a coordinator whose read repair waits on a replica that died and
     that gossip does not yet know is dead then answers ReadTimeout, and the read is sent to another coordinator,
     which by then reads around the dead node; with a shorter bound the client gives up first and the request fails.
@@ -178,7 +179,7 @@ class CassandraConfig(_Section):
     """extra copies of such a statement at most (0: none); 2 reaches every replica of RF 3"""
     retries: int = Field(2, ge=0, le=5)
     """sends of one statement to the next replica after an error that allows it (a server timeout, a lost
-    connection), within `request_timeout_s`
+    connection), within the statement's timeout; a read may also be sent again once for each of its speculative copies
     """
     heartbeat_interval_s: float = Field(0.5, gt=0)
     """a connection that received nothing for this long is sent a heartbeat"""

@@ -157,8 +157,11 @@ _SLOW_SUSPECT_FOR_S = 2.0
 # at most this many sends in all.
 _LWT_ATTEMPTS = 3
 _READ_PROFILE = "silt-read"
-# A request this slow is logged, with where it went (_note_if_slow).
+# Reads at SERIAL: an LWT's read-back and resolution.
+_SERIAL_READ_PROFILE = "silt-serial-read"
+# A request this slow is logged, with where it went, at most so many lines a second (_SlowRequests).
 _SLOW_REQUEST_S = 1.0
+_SLOW_LINES_PER_S = 10
 # Lightweight transactions: the default profile but for their own timeout (lwt_timeout_s).
 _LWT_PROFILE = "silt-lwt"
 
@@ -263,25 +266,27 @@ class _Suspects:
 
 class _SuspectsLastPolicy(WrapperPolicy):
     """The child's plan (replicas first), with suspected nodes moved to its end; then the same
-    hosts once more.
+    hosts again, ``passes`` times in all.
 
-    The second pass is for retries: speculative copies take hosts from the same plan, so with
-    two copies out on three nodes a retry after the first send's connection was lost (a node
-    killed) would find the plan empty, and the driver then fails the whole request although
-    both copies are still waiting for their answers. A second send to a host that holds a copy
-    is harmless: only idempotent statements are retried after a lost connection.
+    The further passes are for retries: speculative copies and retries take hosts from the
+    same plan, one per send, and the driver skips a host it has marked down. With two copies
+    out on three nodes, one of them dead, a single pass is empty after the first retry, and
+    the driver then fails the whole request although copies are still waiting for their
+    answers. So the plan holds as many passes as a request can make sends. A second send to a
+    host that holds a copy is harmless: only idempotent statements are retried.
     """
 
-    def __init__(self, child_policy: Any, suspects: _Suspects) -> None:
+    def __init__(self, child_policy: Any, suspects: _Suspects, passes: int = 2) -> None:
         super().__init__(child_policy)
         self._suspects = suspects
+        self._passes = passes
 
     def make_query_plan(self, working_keyspace: str | None = None, query: Statement | None = None) -> Iterator[Host]:
         suspects = self._suspects.current()
         plan = list(self._child_policy.make_query_plan(working_keyspace, query))
         ordered = [host for host in plan if host not in suspects] + [host for host in plan if host in suspects]
-        yield from ordered
-        yield from ordered
+        for _ in range(self._passes):
+            yield from ordered
 
 
 class _HostStates(HostStateListener):
@@ -460,12 +465,37 @@ def not_attempted(exc: BaseException) -> bool:
     return False
 
 
-def _note_if_slow(op: str, future: ResponseFuture, seconds: float) -> None:
-    """One line for a request that took _SLOW_REQUEST_S or more, with the nodes it went to in
-    order: what a lost or frozen node held, and for how long, is read from these."""
-    if seconds >= _SLOW_REQUEST_S:
+class _SlowRequests:
+    """One INFO line for a request that took _SLOW_REQUEST_S or more, with the nodes it went to
+    in order: what a lost or frozen node held, and for how long, is read from these. At most
+    _SLOW_LINES_PER_S lines a second, so that a cluster slow for minutes does not flood the
+    log; the next line says how many were left out."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._second = 0
+        self._lines = 0
+        self._left_out = 0
+
+    def note(self, op: str, future: ResponseFuture, seconds: float) -> None:
+        if seconds < _SLOW_REQUEST_S:
+            return
+        second = int(time.monotonic())
+        with self._lock:
+            if second != self._second:
+                self._second, self._lines = second, 0
+            if self._lines >= _SLOW_LINES_PER_S:
+                self._left_out += 1
+                return
+            self._lines += 1
+            left_out, self._left_out = self._left_out, 0
         hosts = ", ".join(str(host.endpoint) for host in future.attempted_hosts or ())
-        _log.info("cassandra: %s took %.2f s (sent to %s)", op, seconds, hosts or "no node")
+        more = f"; {left_out} more slow requests not logged before this one" if left_out else ""
+        _log.info("cassandra: %s took %.2f s (sent to %s)%s", op, seconds, hosts or "no node", more)
+
+
+_slow_requests = _SlowRequests()
+_note_if_slow = _slow_requests.note
 
 
 def _first_line(exc: BaseException) -> str:
@@ -495,7 +525,19 @@ def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[obj
         else None
     )
 
-    def profile(timeout_s: float = config.request_timeout_s) -> ExecutionProfile:
+    # Reads may be sent again once per copy besides the retries: when every coordinator holding
+    # a copy answers a server ReadTimeout (a replica that died, which the 2.1 repair read waits
+    # for), a retry budget the first timeouts spent would make the next one end the request,
+    # though the first retry may be about to answer.
+    read_retries = config.retries + config.speculative_executions
+    # A read's plan holds one host per send it can make: the first, its copies, its retries.
+    # Other plans pass over the hosts twice: the driver's control connection also walks the
+    # default profile's plan to (re)connect, a connect timeout per host it lists.
+    read_passes = 1 + config.speculative_executions + read_retries
+
+    def profile(
+        timeout_s: float = config.request_timeout_s, retries: int = config.retries, passes: int = 2
+    ) -> ExecutionProfile:
         return ExecutionProfile(
             load_balancing_policy=_SuspectsLastPolicy(
                 TokenAwarePolicy(
@@ -505,8 +547,9 @@ def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[obj
                     shuffle_replicas=False,
                 ),
                 suspects,
+                passes,
             ),
-            retry_policy=_RetryPolicy(config.retries),
+            retry_policy=_RetryPolicy(retries),
             consistency_level=ConsistencyLevel.name_to_value[config.consistency],
             serial_consistency_level=ConsistencyLevel.name_to_value[config.serial_consistency],
             request_timeout=timeout_s,
@@ -517,7 +560,10 @@ def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[obj
     lwt_timeout_s = config.lwt_timeout_s or config.request_timeout_s
     return {
         EXEC_PROFILE_DEFAULT: profile(),
-        _READ_PROFILE: profile(config.read_timeout_s),
+        _READ_PROFILE: profile(config.read_timeout_s, read_retries, read_passes),
+        # An LWT's read-back and resolution keep the LWT's bound, so that one in doubt is
+        # settled (or reported unknown) within a few sends' time.
+        _SERIAL_READ_PROFILE: profile(lwt_timeout_s, read_retries, read_passes),
         _LWT_PROFILE: profile(lwt_timeout_s),
     }
 
@@ -719,6 +765,11 @@ class CassandraStore(Store):
     _scan_all: PreparedStatement
     _scan_from: PreparedStatement
 
+    @property
+    def _lwt_timeout_s(self) -> float:
+        """What bounds each send of an LWT, and its read-back at SERIAL."""
+        return self._config.lwt_timeout_s or self._config.request_timeout_s
+
     def _raise(self, op: str, exc: BaseException, what: str | None = None, timeout_s: float | None = None) -> NoReturn:
         if isinstance(exc, SiltError):
             raise exc
@@ -731,20 +782,34 @@ class CassandraStore(Store):
         raise error(f"cassandra: {what or op} on {self._contacts} failed: {reason}") from exc
 
     def _execute(
-        self, op: str, statement: Statement, params: tuple[Any, ...] | None, profile: object = EXEC_PROFILE_DEFAULT
+        self,
+        op: str,
+        statement: Statement,
+        params: tuple[Any, ...] | None,
+        profile: object = EXEC_PROFILE_DEFAULT,
+        paging_state: bytes | None = None,
     ) -> Any:
         started = time.monotonic()
-        future = self._send(op, statement, params, profile)
+        future = self._send(op, statement, params, profile, paging_state)
         try:
             return self._await(op, future)
         finally:
             _note_if_slow(op, future, time.monotonic() - started)
 
-    def _send(self, op: str, statement: Statement, params: tuple[Any, ...] | None, profile: object) -> ResponseFuture:
+    def _send(
+        self,
+        op: str,
+        statement: Statement,
+        params: tuple[Any, ...] | None,
+        profile: object,
+        paging_state: bytes | None = None,
+    ) -> ResponseFuture:
         if self._closed:
             raise NotApplied("cassandra: the store is closed")
         try:
-            return self._session.execute_async(statement, params, execution_profile=profile)
+            if paging_state is None:
+                return self._session.execute_async(statement, params, execution_profile=profile)
+            return self._session.execute_async(statement, params, execution_profile=profile, paging_state=paging_state)
         except Exception as exc:
             self._raise(op, exc)
 
@@ -836,7 +901,7 @@ class CassandraStore(Store):
                     # by replicas outside its quorum, and the next Paxos round that reaches one
                     # of them commits it (Cassandra before 3.0.24 and 3.11.10). Only a resend
                     # that runs its own round settles it; this one did not run.
-                    why = _reason(cause, self._config.request_timeout_s) if cause is not None else str(exc)
+                    why = _reason(cause, self._lwt_timeout_s) if cause is not None else str(exc)
                     raise OutcomeUnknown(
                         f"cassandra: {op} on {self._contacts}: outcome unknown, an earlier send interrupted by"
                         f" a fault may still apply; sending it again failed: {why}"
@@ -925,7 +990,7 @@ class CassandraStore(Store):
     def _read_serial(self, op: str, change: _Change) -> bytes | None:
         """The changed key's value read at serial_consistency (None: absent): what any Paxos
         round in progress on it left, finished first."""
-        row = self._execute(op, self._get_serial, (change.partition, change.key), _READ_PROFILE).one()
+        row = self._execute(op, self._get_serial, (change.partition, change.key), _SERIAL_READ_PROFILE).one()
         return None if row is None or row[0] is None else bytes(row[0])
 
     def _resolve(self, op: str, change: _Change, cause: BaseException | None) -> bool:
@@ -945,14 +1010,14 @@ class CassandraStore(Store):
         wrote counts as applied: Silt's conditional values (records with fresh ids, counters,
         timestamps) do not repeat.
         """
-        reason = "" if cause is None else f": {_reason(cause, self._config.request_timeout_s)}"
+        reason = "" if cause is None else f": {_reason(cause, self._lwt_timeout_s)}"
         try:
             current = self._read_serial(op, change)
         except Unavailable as exc:
             raise OutcomeUnknown(
                 f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been"
                 f" applied{reason}; reading it back at {self._config.serial_consistency} failed too:"
-                f" {_reason(exc.__cause__ or exc, self._config.request_timeout_s)}"
+                f" {_reason(exc.__cause__ or exc, self._lwt_timeout_s)}"
             ) from cause or exc
         if current == change.after:
             _log.info(
@@ -1020,18 +1085,24 @@ class CassandraStore(Store):
         return self._scan(self._scan_all, (bytes(partition),))
 
     def _scan(self, statement: PreparedStatement, params: tuple[bytes, ...]) -> Iterator[Entry]:
-        # A generator, so that nothing is sent until the first entry is asked for and the
-        # driver fetches each following page only when the previous one is consumed.
-        result = self._execute("scan", statement, params, _READ_PROFILE)
-        rows = iter(result)
+        # A generator, so that nothing is sent until the first entry is asked for, and each
+        # following page only once the previous one is consumed. Every page is a request of its
+        # own, from its paging state: the driver's own paging reuses the first page's request
+        # object, so a following page would have no timeout and no speculative copy (its timer
+        # is the first page's, cancelled), and a first-page copy answering late would be taken
+        # for the next page's answer, its rows read twice.
+        paging_state: bytes | None = None
         while True:
-            try:
-                key, value = next(rows)
-            except StopIteration:
+            page = self._execute("scan", statement, params, _READ_PROFILE, paging_state)
+            rows = page.current_rows
+            for key, value in rows:
+                yield Entry(bytes(key), b"" if value is None else bytes(value))
+            paging_state = page.paging_state
+            # One page held at a time: the driver keeps a page's request, and so its rows, until
+            # its speculation timer has run out, which is longer than reading a page can take.
+            rows.clear()
+            if paging_state is None:
                 return
-            except Exception as exc:
-                self._raise("scan", exc)
-            yield Entry(bytes(key), b"" if value is None else bytes(value))
 
     def close(self) -> None:
         with self._close_lock:

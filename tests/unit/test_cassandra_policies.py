@@ -22,6 +22,7 @@ from silt.config import CassandraConfig
 from silt.kv.cassandra import (
     _LWT_PROFILE,
     _READ_PROFILE,
+    _SERIAL_READ_PROFILE,
     CassandraStore,
     _RetryPolicy,
     _Suspects,
@@ -76,8 +77,22 @@ def test_lwts_reads_and_writes_are_each_bounded_by_their_own_timeout() -> None:
     config = CassandraConfig(request_timeout_s=3.0, lwt_timeout_s=1.0, read_timeout_s=6.5)
     profiles = execution_profiles(config, _Suspects())
     assert profiles[_LWT_PROFILE].request_timeout == 1.0
+    # An LWT's read-back at SERIAL keeps the LWT's bound: one in doubt is settled within it.
+    assert profiles[_SERIAL_READ_PROFILE].request_timeout == 1.0
     assert profiles[_READ_PROFILE].request_timeout == 6.5
     assert profiles[EXEC_PROFILE_DEFAULT].request_timeout == 3.0
+
+
+def test_reads_may_be_sent_again_once_per_copy_and_their_plans_hold_a_host_per_send() -> None:
+    config = CassandraConfig(retries=2, speculative_executions=2)
+    profiles = execution_profiles(config, _Suspects())
+    for name in (_READ_PROFILE, _SERIAL_READ_PROFILE):
+        assert profiles[name].retry_policy.retries == 4, name
+    assert profiles[EXEC_PROFILE_DEFAULT].retry_policy.retries == profiles[_LWT_PROFILE].retry_policy.retries == 2
+    for name in (_READ_PROFILE, _SERIAL_READ_PROFILE):
+        assert profiles[name].load_balancing_policy._passes == 1 + 2 + 4, name
+    # The control connection walks the default plan to connect: a connect timeout per host listed.
+    assert profiles[EXEC_PROFILE_DEFAULT].load_balancing_policy._passes == 2
 
 
 def test_reads_outlast_the_servers_stock_read_timeout_by_default() -> None:
@@ -94,12 +109,13 @@ def test_profiles_route_token_aware_within_the_datacenter_and_speculate_per_conf
         speculative_delay_s=0.3,
         speculative_executions=1,
         retries=3,
-        request_timeout_s=7.0,
+        request_timeout_s=4.0,
+        read_timeout_s=9.0,
         consistency="QUORUM",
         serial_consistency="SERIAL",
     )
     profiles = execution_profiles(config, _Suspects())
-    assert set(profiles) == {EXEC_PROFILE_DEFAULT, _READ_PROFILE, _LWT_PROFILE}
+    assert set(profiles) == {EXEC_PROFILE_DEFAULT, _READ_PROFILE, _SERIAL_READ_PROFILE, _LWT_PROFILE}
     for profile in profiles.values():
         suspects_last = profile.load_balancing_policy
         assert isinstance(suspects_last, _SuspectsLastPolicy)
@@ -111,8 +127,8 @@ def test_profiles_route_token_aware_within_the_datacenter_and_speculate_per_conf
         speculation = profile.speculative_execution_policy
         assert isinstance(speculation, ConstantSpeculativeExecutionPolicy)
         assert (speculation.delay, speculation.max_attempts) == (0.3, 1)
-        assert isinstance(profile.retry_policy, _RetryPolicy) and profile.retry_policy.retries == 3
-        assert profile.request_timeout == 7.0
+        assert isinstance(profile.retry_policy, _RetryPolicy) and profile.retry_policy.retries in (3, 3 + 1)
+        assert profile.request_timeout == (9.0 if profile is profiles[_READ_PROFILE] else 4.0)
         assert profile.consistency_level == ConsistencyLevel.QUORUM
         assert profile.serial_consistency_level == ConsistencyLevel.SERIAL
 
@@ -237,19 +253,44 @@ def test_plan_puts_suspects_last_and_leaves_hosts_for_a_retry_after_the_speculat
     suspects.add("a")
     policy = _SuspectsLastPolicy(_FixedPlan(["a", "b", "c"]), suspects)
     assert list(policy.make_query_plan()) == ["b", "c", "a", "b", "c", "a"]
+    assert list(_SuspectsLastPolicy(_FixedPlan(["a", "b"]), _Suspects(), passes=3).make_query_plan()) == ["a", "b"] * 3
 
 
 def test_a_slow_request_is_logged_once_with_the_nodes_it_went_to(caplog: pytest.LogCaptureFixture) -> None:
     from types import SimpleNamespace
 
-    from silt.kv.cassandra import _note_if_slow
+    from silt.kv.cassandra import _SlowRequests
 
     hosts = [SimpleNamespace(endpoint="127.0.0.2:9042"), SimpleNamespace(endpoint="127.0.0.3:9042")]
     future: Any = SimpleNamespace(attempted_hosts=hosts)
+    slow = _SlowRequests()
     with caplog.at_level("INFO", logger="silt.kv.cassandra"):
-        _note_if_slow("get", future, 0.99)
+        slow.note("get", future, 0.99)
         assert not caplog.records
-        _note_if_slow("get", future, 2.5)
+        slow.note("get", future, 2.5)
     assert [r.getMessage() for r in caplog.records] == [
         "cassandra: get took 2.50 s (sent to 127.0.0.2:9042, 127.0.0.3:9042)"
     ]
+
+
+def test_slow_requests_are_logged_at_most_ten_lines_a_second_and_say_how_many_were_left_out(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from silt.kv import cassandra
+
+    now = [100.2]
+    monkeypatch.setattr(cassandra.time, "monotonic", lambda: now[0])
+    future: Any = SimpleNamespace(attempted_hosts=[])
+    slow = cassandra._SlowRequests()
+    with caplog.at_level("INFO", logger="silt.kv.cassandra"):
+        for _ in range(25):
+            slow.note("scan", future, 1.5)
+        now[0] = 101.1
+        slow.note("scan", future, 1.5)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 11
+    assert lines[-1] == (
+        "cassandra: scan took 1.50 s (sent to no node); 15 more slow requests not logged before this one"
+    )

@@ -292,6 +292,33 @@ def test_outage_then_reconnect_without_a_new_store(cassandra_server: CassandraSe
             assert [e.key for e in store.scan(partition)] == [b"a", b"c", b"d", b"e"]
 
 
+def test_a_following_page_of_a_scan_is_bounded_by_the_read_timeout(
+    cassandra_server: CassandraServer, partition: bytes
+) -> None:
+    """Each page is a request of its own, timed from its own send: the driver's paging would
+    send the second page on the first page's request object, with no timer at all."""
+    read_timeout = 1.0
+    with TcpProxy(cassandra_server.host, cassandra_server.port) as proxy:
+        config = cassandra_server.database_config(
+            KEYSPACE, port=proxy.port, read_timeout_s=read_timeout, connect_timeout_s=2.0, page_size=2
+        )
+        with open_store(config) as store:
+            for key in (b"a", b"b", b"c", b"d"):
+                store.set(partition, key, key)
+            scan = store.scan(partition)
+            assert [next(scan).key, next(scan).key] == [b"a", b"b"]  # the first page, whole
+            proxy.freeze()
+            try:
+                started = time.monotonic()
+                with pytest.raises(Unavailable) as err:
+                    next(scan)
+                # Before the heartbeat (0.5 + 1.5 s) would have closed the connection.
+                assert time.monotonic() - started < read_timeout + 0.8
+                assert "no answer within 1 s" in str(err.value)
+            finally:
+                proxy.thaw()
+
+
 def test_hung_node_times_out_and_conditional_outcome_is_unknown(
     cassandra_server: CassandraServer, partition: bytes
 ) -> None:

@@ -17,7 +17,7 @@ from cassandra.query import SimpleStatement
 
 from silt.config import CassandraConfig
 from silt.errors import OutcomeUnknown, PredicateFailed, Unavailable
-from silt.kv.cassandra import _LWT_PROFILE, _READ_PROFILE, CassandraStore, _Suspects
+from silt.kv.cassandra import _LWT_PROFILE, _SERIAL_READ_PROFILE, CassandraStore, _Suspects
 from silt.kv.lwt_patience import LwtPatience
 from silt.kv.store import Predicate
 
@@ -77,9 +77,8 @@ class _ScriptedSession:
         self.calls.append((kind, execution_profile))
         assert self.steps, f"unexpected {kind}"
         config = self._store._config
-        timeouts: dict[object, float] = {_LWT_PROFILE: config.lwt_timeout_s or config.request_timeout_s}
-        timeouts[_READ_PROFILE] = config.read_timeout_s
-        return _Answered(self.steps.pop(0), timeouts.get(execution_profile, config.request_timeout_s))
+        assert execution_profile in (_LWT_PROFILE, _SERIAL_READ_PROFILE), execution_profile
+        return _Answered(self.steps.pop(0), config.lwt_timeout_s or config.request_timeout_s)
 
 
 def scripted_store(steps: list[Step]) -> tuple[CassandraStore, _ScriptedSession]:
@@ -112,7 +111,7 @@ def test_read_back_showing_the_new_value_means_applied(fault: BaseException) -> 
     store.set_if(b"p", b"k", b"new", Predicate(b"old"))
     assert [kind for kind, _ in session.calls] == ["lwt", "serial read"]
     assert session.calls[0][1] == _LWT_PROFILE  # bounded by lwt_timeout_s
-    assert session.calls[1][1] == _READ_PROFILE  # the read-back may go to another replica early
+    assert session.calls[1][1] == _SERIAL_READ_PROFILE  # the read-back may go to another replica early
 
 
 def test_read_back_showing_the_old_value_sends_it_again() -> None:
