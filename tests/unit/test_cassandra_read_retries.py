@@ -176,3 +176,59 @@ def test_a_read_whose_retries_all_time_out_too_ends_with_the_servers_timeout() -
         session._pools[pending[0]].connection.answer_oldest(_server_read_timeout())
     with pytest.raises(ReadTimeout):
         future.result()
+
+
+class _Page:
+    def __init__(self, rows: list[tuple[bytes, bytes]], paging_state: bytes | None) -> None:
+        self.current_rows = rows
+        self.paging_state = paging_state
+
+
+class _PageFuture:
+    attempted_hosts: list[object] = []
+    timeout = 7.0
+
+    def __init__(self, page: _Page) -> None:
+        self._page = page
+
+    def result(self) -> _Page:
+        return self._page
+
+
+class _PagingSession:
+    """Three pages of two rows, each answered from the paging state it is asked with."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[object, bytes | None]] = []
+        self.pages = {
+            None: _Page([(b"a", b"1"), (b"b", b"2")], b"after-b"),
+            b"after-b": _Page([(b"c", b"3"), (b"d", b"4")], b"after-d"),
+            b"after-d": _Page([(b"e", b"5")], None),
+        }
+
+    def execute_async(
+        self, statement: Any, params: Any, execution_profile: object, paging_state: bytes | None = None
+    ) -> _PageFuture:
+        self.requests.append((execution_profile, paging_state))
+        return _PageFuture(self.pages[paging_state])
+
+
+def test_each_page_of_a_scan_is_a_request_of_its_own_sent_when_the_previous_page_is_read() -> None:
+    from silt.kv.cassandra import CassandraStore
+
+    store = CassandraStore.__new__(CassandraStore)
+    store._config = CassandraConfig()
+    store._closed = False
+    store._suspects = _Suspects()
+    session = _PagingSession()
+    store._session = session
+    scan = store._scan(object(), (b"p",))
+    assert session.requests == []  # nothing sent before the first entry is asked for
+    first_page = session.pages[None].current_rows
+    assert [next(scan).key, next(scan).key] == [b"a", b"b"]
+    assert session.requests == [(_READ_PROFILE, None)]
+    assert next(scan).key == b"c"
+    assert session.requests == [(_READ_PROFILE, None), (_READ_PROFILE, b"after-b")]
+    assert first_page == []  # a page read is let go, though the driver holds its request a while
+    assert [entry.key for entry in scan] == [b"d", b"e"]
+    assert [state for _, state in session.requests] == [None, b"after-b", b"after-d"]
