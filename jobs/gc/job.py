@@ -111,11 +111,7 @@ def run_gc(
     progress("marking: listing the namespace and reading the committed layer")
     listing = list_objects(spark, root, blockstore, options.listing_shards)
     report_path = prepared.location + "report"
-    report, cached = mark(spark, root, prepared.location, listing, cutoff)
-    try:
-        _write(report, root, report_path)
-    finally:
-        cached.unpersist()
+    _write(mark(spark, root, prepared.location, listing, cutoff), root, report_path)
     summary = _summarise(spark, root, repository, prepared.run_id, report_path, options.dry_run)
     timings["mark"] = time.perf_counter() - phase
     progress(f"marked {sum(summary.objects.values())} objects, report at {root.namespace}/{prepared.location}report")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -45,8 +46,17 @@ def _physical_address(value: bytes | None) -> str | None:
     return entry.physical_address
 
 
-# Through a lambda: PySpark would read the hints as a request for a pandas UDF.
-physical_address = F.udf(lambda value: _physical_address(value), T.StringType())
+@F.arrow_udf(T.StringType())  # type: ignore[call-overload]
+def decoded_addresses(values: pa.Array) -> pa.Array:
+    """The physical address of each serialized Entry, through the protobuf decoder; null for null.
+
+    with_addresses sends only the entries it cannot read in SQL and a null for every other: a
+    batch of nulls costs no decode at all.
+    """
+    if values.null_count == len(values):
+        return pa.nulls(len(values), pa.string())
+    return pa.array([_physical_address(value) for value in values.to_pylist()], pa.string())
+
 
 # An Entry as graveler's serializer writes it starts with its physical address, field 1 (the
 # serializer emits fields in number order): the tag byte 0x0A, the length as a varint, the UTF-8
@@ -72,10 +82,16 @@ def with_addresses(frame: DataFrame, value: str, alias: str) -> DataFrame:
     length = F.when(one_byte, first).otherwise(first - 128 + second * 128)
     start = F.when(one_byte, F.lit(3)).otherwise(F.lit(4))
     readable = (tag == _ADDRESS_TAG) & (one_byte | (second < 128)) & (F.length(column) >= start + length - 1)
-    flagged = frame.withColumn("__readable", F.coalesce(readable, F.lit(False)))
-    native = flagged.filter(F.col("__readable")).withColumn(alias, F.substring(column, start, length).cast("string"))
-    decoded = flagged.filter(~F.col("__readable")).withColumn(alias, physical_address(column))
-    return native.unionByName(decoded).drop("__readable")
+    readable = F.coalesce(readable, F.lit(False))
+    # One projection, so the input is read once: the UDF runs over every row (Spark evaluates a
+    # Python UDF before the expression around it), but is handed the bytes of only the entries
+    # SQL cannot read.
+    # Marked nondeterministic only so the optimizer never inlines it into each use of the
+    # column (relative_to reads it twice), which would run it once per use.
+    decoded = decoded_addresses.asNondeterministic()(F.when(~readable, column))
+    return frame.withColumn(
+        alias, F.when(readable, F.substring(column, start, length).cast("string")).otherwise(decoded)
+    )
 
 
 def relative_to(namespace: str, column: Any) -> Any:
@@ -129,30 +145,47 @@ def mark(
     run_location: str,
     listing: DataFrame,
     cutoff_micros: int,
-) -> tuple[DataFrame, DataFrame]:
-    """The report, (address, size, reason) of every object to delete, and the cached frame to
-    unpersist once the report is written (the decoded ranges, read by three branches of the plan)."""
+) -> DataFrame:
+    """The report: (address, size, reason) of every object to delete."""
     entries, expired_ranges, staged = _export_views(spark, root, run_location)
-    entries = entries.persist()
-    expired_side = entries.join(expired_ranges, "range_id", "left_semi").select("address")
-    kept_side = entries.join(expired_ranges, "range_id", "left_anti").select("address")
-    committed = entries.select("address")
+    return garbage(entries, expired_ranges, staged, listing, cutoff_micros)
 
+
+def garbage(
+    entries: DataFrame, expired_ranges: DataFrame, staged: DataFrame, listing: DataFrame, cutoff_micros: int
+) -> DataFrame:
+    """(address, size, reason) of each listed object older than the cutoff that no staged entry
+    and no range of a kept metarange names: expired-commit if some range names it, unreferenced
+    if none does.
+
+    One plan that reads each input once (the listing is listed by Python workers: a second read
+    would list the namespace again): the ranges are reduced to one row per address, keyed by
+    the address's 64-bit hash, saying whether any range that is not only expired names it, and
+    the listing meets them in one join. A long key makes the aggregation and the join several
+    times cheaper than the address. Two addresses sharing a hash can only spare an object,
+    never report one: a listed object is reported only when no kept range names any address
+    with its hash, and so when none names its own (a collision may also label an unreferenced
+    object expired-commit). Staged addresses are compared whole.
+    """
+    flagged = entries.join(expired_ranges.withColumn("__expired_range", F.lit(True)), "range_id", "left")
+    per_key = flagged.groupBy(F.xxhash64("address").alias("__key")).agg(
+        F.bool_or(F.col("__expired_range").isNull()).alias("__kept")
+    )
     old_enough = listing.filter(F.col("mtime_micros") < F.lit(cutoff_micros)).select(
         F.col("key").alias("address"), "size"
     )
-    expired = (
-        old_enough.join(expired_side, "address", "left_semi")
-        .join(kept_side, "address", "left_anti")
-        .join(staged, "address", "left_anti")
-        .withColumn("reason", F.lit(EXPIRED))
+    candidates = (
+        old_enough.join(staged, "address", "left_anti")
+        .withColumn("__key", F.xxhash64("address"))
+        # A hash join: the planner would otherwise broadcast the reduced ranges (its size
+        # estimate is far below their million rows) or sort both sides.
+        .join(per_key.hint("shuffle_hash"), "__key", "left")
     )
-    unreferenced = (
-        old_enough.join(committed, "address", "left_anti")
-        .join(staged, "address", "left_anti")
-        .withColumn("reason", F.lit(UNREFERENCED))
+    return candidates.filter(~F.coalesce(F.col("__kept"), F.lit(False))).select(
+        "address",
+        "size",
+        F.when(F.col("__kept").isNull(), F.lit(UNREFERENCED)).otherwise(F.lit(EXPIRED)).alias("reason"),
     )
-    return expired.unionByName(unreferenced), entries
 
 
 def still_referenced(spark: Any, root: NamespaceRoot, run_location: str) -> DataFrame:

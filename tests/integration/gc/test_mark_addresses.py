@@ -1,12 +1,16 @@
 """The mark phase reads each committed entry's physical address from its bytes in Spark SQL, and
 through the protobuf decoder for an entry that does not start with it: both give what the
-decoder gives, for every length and spelling of an address."""
+decoder gives, for every length and spelling of an address, in one read of the entries; and
+the report over both kinds of entry is exactly the garbage."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from jobs.gc.mark import with_addresses
+from pyspark.sql import functions as F
+
+from jobs.gc.mark import EXPIRED, UNREFERENCED, garbage, with_addresses
 from silt.graveler.v1 import model_pb2 as pb
 
 
@@ -38,3 +42,64 @@ def test_addresses_read_from_the_bytes_match_the_decoder(spark: Any) -> None:
     assert found == expected
     assert found["reordered"] == "data/after-etag"
     assert found["no-address"] == ""
+
+
+def test_the_entries_are_read_once(spark: Any, tmp_path: Path) -> None:
+    # Both kinds of entry in one input: still one scan of it, and one trip through the decoder.
+    rows = [(str(index), _entry(address)) for index, address in enumerate(ADDRESSES)]
+    rows.append(("reordered", pb.Entry(etag="first").SerializeToString() + _entry("data/after-etag")))
+    spark.createDataFrame(rows, "id string, value binary").write.parquet(str(tmp_path / "ranges"))
+    addressed = with_addresses(spark.read.parquet(str(tmp_path / "ranges")), "value", "address")
+    # The address read twice, as the mark reads it (relative_to): the decoder still runs once.
+    used = addressed.select("id", F.when(F.col("address") != "", F.col("address")).otherwise(F.col("address")))
+    plan = used._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("FileScan parquet") == 1, plan
+    assert plan.count("ArrowEvalPython") == 1, plan
+    expected = {row_id: pb.Entry.FromString(value).physical_address for row_id, value in rows}
+    assert {row.id: row.address for row in addressed.collect()} == expected
+
+
+def test_garbage_of_both_kinds_of_entries(spark: Any) -> None:
+    """The mark's report over entries read in SQL and by the decoder in one run: exactly the
+    objects no kept range and no staged entry names, each with its reason."""
+
+    def reordered(address: str) -> bytes:
+        return pb.Entry(etag="first").SerializeToString() + _entry(address)
+
+    ranges = [
+        ("kept", _entry("data/kept")),
+        ("kept", reordered("data/kept-reordered")),
+        ("kept", _entry("data/in-both")),
+        ("old", reordered("data/in-both")),
+        ("old", _entry("data/expired")),
+        ("old", reordered("data/expired-reordered")),
+        ("old", _entry("data/expired-but-staged")),
+        ("old", _entry("data/expired-but-new")),
+        ("old", _entry("data/expired-not-listed")),
+    ]
+    ranges_frame = spark.createDataFrame(ranges, "range_id string, value binary")
+    entries = with_addresses(ranges_frame, "value", "address").select("range_id", "address")
+    expired_ranges = spark.createDataFrame([("old",)], "range_id string")
+    staged = spark.createDataFrame([("data/expired-but-staged",), ("data/staged-only",)], "address string")
+    cutoff = 1_000
+    listed = [
+        "data/kept",
+        "data/kept-reordered",
+        "data/in-both",
+        "data/expired",
+        "data/expired-reordered",
+        "data/expired-but-staged",
+        "data/staged-only",
+        "data/orphan",
+    ]
+    listing_rows = [(key, len(key), cutoff - 1) for key in listed]
+    listing_rows += [("data/expired-but-new", 1, cutoff), ("data/orphan-but-new", 1, cutoff + 5)]
+    listing = spark.createDataFrame(listing_rows, "key string, size bigint, mtime_micros bigint")
+
+    report = garbage(entries, expired_ranges, staged, listing, cutoff).collect()
+
+    assert sorted((row.address, row.size, row.reason) for row in report) == [
+        ("data/expired", len("data/expired"), EXPIRED),
+        ("data/expired-reordered", len("data/expired-reordered"), EXPIRED),
+        ("data/orphan", len("data/orphan"), UNREFERENCED),
+    ]
