@@ -7,6 +7,7 @@ going away, coming back, or hanging.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -249,47 +250,57 @@ def test_password_appears_in_no_message_or_log(
     assert secret not in caplog.text
 
 
-def test_outage_then_reconnect_without_a_new_store(cassandra_server: CassandraServer, partition: bytes) -> None:
-    request_timeout = 3.0
+@contextlib.contextmanager
+def _four_keys_behind_a_proxy(
+    cassandra_server: CassandraServer, partition: bytes, **settings: float
+) -> Iterator[tuple[TcpProxy, Store]]:
+    """A store reaching the node through a proxy the test can stop or freeze, with keys a to d
+    written (two pages of two)."""
     with TcpProxy(cassandra_server.host, cassandra_server.port) as proxy:
         config = cassandra_server.database_config(
-            KEYSPACE, port=proxy.port, request_timeout_s=request_timeout, connect_timeout_s=2.0, page_size=2
+            KEYSPACE, port=proxy.port, connect_timeout_s=2.0, page_size=2, **settings
         )
         with open_store(config) as store:
             for key in (b"a", b"b", b"c", b"d"):
                 store.set(partition, key, key)
-            scan = store.scan(partition)
-            assert next(scan).key == b"a"  # first page (a, b) fetched
+            yield proxy, store
 
-            proxy.stop()  # the node goes away: connections dropped, new ones refused
-            gone = time.monotonic()
-            outage_ops = {
-                "get": lambda: store.get(partition, b"a"),
-                "set": lambda: store.set(partition, b"e", b"e"),
-                "set_if": lambda: store.set_if(partition, b"a", b"x", Predicate(b"a")),
-                "delete": lambda: store.delete(partition, b"a"),
-                "scan": lambda: list(store.scan(partition)),
-                "scan across a page": lambda: list(scan),
-            }
-            for name, op in outage_ops.items():
-                started = time.monotonic()
-                with pytest.raises(Unavailable) as err:
-                    op()
-                assert time.monotonic() - started < request_timeout + 2.0, f"{name} hung"
-                message = str(err.value)
-                assert "\n" not in message and f"127.0.0.1:{proxy.port}" in message, f"{name}: {message}"
-            # Deliberate: the node stays away until the driver has backed off to its longest
-            # delay between reconnections (0.25 + 0.5 + 1 s, then 2 s); nothing signals that.
-            time.sleep(max(0.0, gone + 2.0 - time.monotonic()))
 
-            proxy.start()  # back on the same port
-            elapsed = _wait_until_ok(store, partition, b"a", within_s=10.0)
-            assert elapsed < 10.0
-            assert store.get(partition, b"a").value == b"a"
-            store.set(partition, b"e", b"e")
-            store.set_if(partition, b"e", b"E", Predicate(b"e"))
-            store.delete(partition, b"b")
-            assert [e.key for e in store.scan(partition)] == [b"a", b"c", b"d", b"e"]
+def test_outage_then_reconnect_without_a_new_store(cassandra_server: CassandraServer, partition: bytes) -> None:
+    request_timeout = 3.0
+    with _four_keys_behind_a_proxy(cassandra_server, partition, request_timeout_s=request_timeout) as (proxy, store):
+        scan = store.scan(partition)
+        assert next(scan).key == b"a"  # first page (a, b) fetched
+
+        proxy.stop()  # the node goes away: connections dropped, new ones refused
+        gone = time.monotonic()
+        outage_ops = {
+            "get": lambda: store.get(partition, b"a"),
+            "set": lambda: store.set(partition, b"e", b"e"),
+            "set_if": lambda: store.set_if(partition, b"a", b"x", Predicate(b"a")),
+            "delete": lambda: store.delete(partition, b"a"),
+            "scan": lambda: list(store.scan(partition)),
+            "scan across a page": lambda: list(scan),
+        }
+        for name, op in outage_ops.items():
+            started = time.monotonic()
+            with pytest.raises(Unavailable) as err:
+                op()
+            assert time.monotonic() - started < request_timeout + 2.0, f"{name} hung"
+            message = str(err.value)
+            assert "\n" not in message and f"127.0.0.1:{proxy.port}" in message, f"{name}: {message}"
+        # Deliberate: the node stays away until the driver has backed off to its longest
+        # delay between reconnections (0.25 + 0.5 + 1 s, then 2 s); nothing signals that.
+        time.sleep(max(0.0, gone + 2.0 - time.monotonic()))
+
+        proxy.start()  # back on the same port
+        elapsed = _wait_until_ok(store, partition, b"a", within_s=10.0)
+        assert elapsed < 10.0
+        assert store.get(partition, b"a").value == b"a"
+        store.set(partition, b"e", b"e")
+        store.set_if(partition, b"e", b"E", Predicate(b"e"))
+        store.delete(partition, b"b")
+        assert [e.key for e in store.scan(partition)] == [b"a", b"c", b"d", b"e"]
 
 
 def test_a_following_page_of_a_scan_is_bounded_by_the_read_timeout(
@@ -298,25 +309,19 @@ def test_a_following_page_of_a_scan_is_bounded_by_the_read_timeout(
     """Each page is a request of its own, timed from its own send: the driver's paging would
     send the second page on the first page's request object, with no timer at all."""
     read_timeout = 1.0
-    with TcpProxy(cassandra_server.host, cassandra_server.port) as proxy:
-        config = cassandra_server.database_config(
-            KEYSPACE, port=proxy.port, read_timeout_s=read_timeout, connect_timeout_s=2.0, page_size=2
-        )
-        with open_store(config) as store:
-            for key in (b"a", b"b", b"c", b"d"):
-                store.set(partition, key, key)
-            scan = store.scan(partition)
-            assert [next(scan).key, next(scan).key] == [b"a", b"b"]  # the first page, whole
-            proxy.freeze()
-            try:
-                started = time.monotonic()
-                with pytest.raises(Unavailable) as err:
-                    next(scan)
-                # Before the heartbeat (0.5 + 1.5 s) would have closed the connection.
-                assert time.monotonic() - started < read_timeout + 0.8
-                assert "no answer within 1 s" in str(err.value)
-            finally:
-                proxy.thaw()
+    with _four_keys_behind_a_proxy(cassandra_server, partition, read_timeout_s=read_timeout) as (proxy, store):
+        scan = store.scan(partition)
+        assert [next(scan).key, next(scan).key] == [b"a", b"b"]  # the first page, whole
+        proxy.freeze()
+        try:
+            started = time.monotonic()
+            with pytest.raises(Unavailable) as err:
+                next(scan)
+            # Before the heartbeat (0.5 + 1.5 s) would have closed the connection.
+            assert time.monotonic() - started < read_timeout + 0.8
+            assert "no answer within 1 s" in str(err.value)
+        finally:
+            proxy.thaw()
 
 
 def test_hung_node_times_out_and_conditional_outcome_is_unknown(
