@@ -149,11 +149,11 @@ class CassandraConfig(_Section):
     """
     read_timeout_s: float = Field(7.0, gt=0)
     """bounds every read (a point read, each page of a scan), retries included; an LWT's read-back at SERIAL keeps
-    the LWT's bound. Keep it above the server's
-    `read_request_timeout_in_ms` (5 s by default): a coordinator whose read repair waits on a replica that died and
-    that gossip does not yet know is dead then answers ReadTimeout, and the read is sent to another coordinator,
-    which by then reads around the dead node; with a shorter bound the client gives up first and the request fails.
-    Reads also go to other replicas after `speculative_delay_s`, so a healthy read never waits this long
+    the LWT's bound. Keep it at least 1 s above the server's `read_request_timeout_in_ms` (5 s by default): a
+    coordinator whose read repair waits on a replica that died and that gossip does not yet know is dead then answers
+    ReadTimeout, and the read is sent to another coordinator, which by then usually reads around the dead node; with a
+    shorter bound the client gives up first and the request fails. Reads also go to other replicas after
+    `speculative_delay_s`, so a healthy read never waits this long
     """
     lwt_timeout_s: float | None = Field(None, gt=0)
     """bounds every send of a lightweight transaction (unset: `request_timeout_s`), the first one's patience

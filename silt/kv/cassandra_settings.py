@@ -155,7 +155,8 @@ def check_cluster(config: CassandraConfig) -> list[Finding]:
                     "server timeouts",
                     True,
                     "not readable here (system_views.settings exists from Cassandra 4.0); Silt's driver defaults"
-                    " ride out one lost node with Cassandra's default timeouts",
+                    " ride out one lost node with Cassandra's default timeouts (a read_request_timeout_in_ms at"
+                    f" least 1 s below read_timeout_s, {config.read_timeout_s:g} s, keeps it so)",
                 )
             )
         else:
