@@ -851,7 +851,7 @@ class CassandraStore(Store):
         if not keys:
             return {}
         params = (bytes(partition), [bytes(key) for key in dict.fromkeys(keys)])
-        rows = self._execute("get_many", self._get_many, params, _READ_PROFILE)
+        rows = self._rows("get_many", self._get_many, params)
         return {bytes(key): bytes(value) for key, value in rows if value is not None}
 
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
@@ -1086,17 +1086,21 @@ class CassandraStore(Store):
 
     def _scan(self, statement: PreparedStatement, params: tuple[bytes, ...]) -> Iterator[Entry]:
         # A generator, so that nothing is sent until the first entry is asked for, and each
-        # following page only once the previous one is consumed. Every page is a request of its
-        # own, from its paging state: the driver's own paging reuses the first page's request
-        # object, so a following page would have no timeout and no speculative copy (its timer
-        # is the first page's, cancelled), and a first-page copy answering late would be taken
-        # for the next page's answer, its rows read twice.
+        # following page only once the previous one is consumed.
+        for key, value in self._rows("scan", statement, params):
+            yield Entry(bytes(key), b"" if value is None else bytes(value))
+
+    def _rows(self, op: str, statement: PreparedStatement, params: tuple[Any, ...]) -> Iterator[Any]:
+        """The rows a read returns, page by page, each page a request of its own sent from the
+        previous page's paging state once that page is consumed. The driver's own paging reuses
+        the first page's request object: a following page would have no timeout and no
+        speculative copy (its timer is the first page's, cancelled), and a first-page copy
+        answering late would be taken for the next page's answer, its rows read twice."""
         paging_state: bytes | None = None
         while True:
-            page = self._execute("scan", statement, params, _READ_PROFILE, paging_state)
+            page = self._execute(op, statement, params, _READ_PROFILE, paging_state)
             rows = page.current_rows
-            for key, value in rows:
-                yield Entry(bytes(key), b"" if value is None else bytes(value))
+            yield from rows
             paging_state = page.paging_state
             # One page held at a time: the driver keeps a page's request, and so its rows, until
             # its speculation timer has run out, which is longer than reading a page can take.
