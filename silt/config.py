@@ -188,7 +188,7 @@ class CassandraConfig(_Section):
     left after about `heartbeat_interval_s` + this, where gossip takes ~18 s
     """
     page_size: int = Field(1000, ge=1)
-    """rows per scan page"""
+    """rows per scan page, and keys per `get_many` request"""
     create_schema: bool = True
     """create keyspace and table if missing"""
     speculative_retry: str = Field("50ms", pattern=_SPECULATIVE_RETRY)

@@ -476,21 +476,28 @@ class _SlowRequests:
         self._second = 0
         self._lines = 0
         self._left_out = 0
+        self._first_left_out = 0.0
 
     def note(self, op: str, future: ResponseFuture, seconds: float) -> None:
         if seconds < _SLOW_REQUEST_S:
             return
-        second = int(time.monotonic())
+        now = time.monotonic()
         with self._lock:
-            if second != self._second:
-                self._second, self._lines = second, 0
+            if int(now) != self._second:
+                self._second, self._lines = int(now), 0
             if self._lines >= _SLOW_LINES_PER_S:
+                if not self._left_out:
+                    self._first_left_out = now
                 self._left_out += 1
                 return
             self._lines += 1
             left_out, self._left_out = self._left_out, 0
         hosts = ", ".join(str(host.endpoint) for host in future.attempted_hosts or ())
-        more = f"; {left_out} more slow requests not logged before this one" if left_out else ""
+        more = (
+            f"; {left_out} more slow requests not logged in the {now - self._first_left_out:.0f} s before this one"
+            if left_out
+            else ""
+        )
         _log.info("cassandra: %s took %.2f s (sent to %s)%s", op, seconds, hosts or "no node", more)
 
 
@@ -511,9 +518,9 @@ def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[obj
     (lwt_timeout_s: _conditional resolves a send that timed out by a read at SERIAL through
     another node, and sends again only if it did not land).
 
-    Both route token-aware (the partition's replicas first, in ring order, so that one
+    All route token-aware (the partition's replicas first, in ring order, so that one
     coordinator orders a partition's writes while it is up), within the local datacenter, nodes
-    that recently left a request unanswered last. Both speculate, and the driver speculates
+    that recently left a request unanswered last. All speculate, and the driver speculates
     only statements marked idempotent (``CassandraStore._prepare``): reads, and writes whose
     timestamp is fixed before they are sent. Never an LWT, nor a write its coordinator
     timestamps: a copy of one queued at a frozen coordinator would be stamped when that node
@@ -782,34 +789,20 @@ class CassandraStore(Store):
         raise error(f"cassandra: {what or op} on {self._contacts} failed: {reason}") from exc
 
     def _execute(
-        self,
-        op: str,
-        statement: Statement,
-        params: tuple[Any, ...] | None,
-        profile: object = EXEC_PROFILE_DEFAULT,
-        paging_state: bytes | None = None,
+        self, op: str, statement: Statement, params: tuple[Any, ...] | None, profile: object = EXEC_PROFILE_DEFAULT
     ) -> Any:
         started = time.monotonic()
-        future = self._send(op, statement, params, profile, paging_state)
+        future = self._send(op, statement, params, profile)
         try:
             return self._await(op, future)
         finally:
             _note_if_slow(op, future, time.monotonic() - started)
 
-    def _send(
-        self,
-        op: str,
-        statement: Statement,
-        params: tuple[Any, ...] | None,
-        profile: object,
-        paging_state: bytes | None = None,
-    ) -> ResponseFuture:
+    def _send(self, op: str, statement: Statement, params: tuple[Any, ...] | None, profile: object) -> ResponseFuture:
         if self._closed:
             raise NotApplied("cassandra: the store is closed")
         try:
-            if paging_state is None:
-                return self._session.execute_async(statement, params, execution_profile=profile)
-            return self._session.execute_async(statement, params, execution_profile=profile, paging_state=paging_state)
+            return self._session.execute_async(statement, params, execution_profile=profile)
         except Exception as exc:
             self._raise(op, exc)
 
@@ -821,7 +814,7 @@ class CassandraStore(Store):
             self._suspects.add(exc.last_host)
             self._raise(op, exc, timeout_s=future.timeout)
         except Exception as exc:
-            self._raise(op, exc)
+            self._raise(op, exc, timeout_s=future.timeout)
         self._suspects.add_slow(result)
         return result
 
@@ -850,9 +843,15 @@ class CassandraStore(Store):
             check_key(partition, key)
         if not keys:
             return {}
-        params = (bytes(partition), [bytes(key) for key in dict.fromkeys(keys)])
-        rows = self._rows("get_many", self._get_many, params)
-        return {bytes(key): bytes(value) for key, value in rows if value is not None}
+        unique = [bytes(key) for key in dict.fromkeys(keys)]
+        found: dict[bytes, bytes] = {}
+        # A request per page_size keys: each answer fits in one page, so the driver's paging
+        # (see _scan) is never used.
+        step = self._config.page_size
+        for at in range(0, len(unique), step):
+            rows = self._execute("get_many", self._get_many, (bytes(partition), unique[at : at + step]), _READ_PROFILE)
+            found.update((bytes(key), bytes(value)) for key, value in rows.current_rows if value is not None)
+        return found
 
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
         check_key(partition, key)
@@ -1085,28 +1084,31 @@ class CassandraStore(Store):
         return self._scan(self._scan_all, (bytes(partition),))
 
     def _scan(self, statement: PreparedStatement, params: tuple[bytes, ...]) -> Iterator[Entry]:
-        # A generator, so that nothing is sent until the first entry is asked for, and each
-        # following page only once the previous one is consumed.
-        for key, value in self._rows("scan", statement, params):
-            yield Entry(bytes(key), b"" if value is None else bytes(value))
+        """The entries, a page of page_size rows per request, each page sent once the previous
+        one is consumed (a generator: nothing is sent before the first entry is asked for).
 
-    def _rows(self, op: str, statement: PreparedStatement, params: tuple[Any, ...]) -> Iterator[Any]:
-        """The rows a read returns, page by page, each page a request of its own sent from the
-        previous page's paging state once that page is consumed. The driver's own paging reuses
-        the first page's request object: a following page would have no timeout and no
-        speculative copy (its timer is the first page's, cancelled), and a first-page copy
-        answering late would be taken for the next page's answer, its rows read twice."""
-        paging_state: bytes | None = None
+        A following page is read from the key after the last one returned, never from the
+        driver's paging state: the driver's own paging reuses the first page's request object
+        (whose timer is cancelled, so the next page would have no timeout and no speculative
+        copy), and a speculative copy answering late overwrites that object's paging state and
+        result, so the next page would start after another copy's last key, skipping or
+        repeating rows. Each page here is the rows of the one answer that finished its request;
+        the scan ends at a page shorter than page_size that the answer also says is the last.
+        """
+        partition = params[0]
         while True:
-            page = self._execute(op, statement, params, _READ_PROFILE, paging_state)
+            page = self._execute("scan", statement, params, _READ_PROFILE)
             rows = page.current_rows
-            yield from rows
-            paging_state = page.paging_state
+            last_page = page.paging_state is None and len(rows) < self._config.page_size
+            for key, value in rows:
+                yield Entry(bytes(key), b"" if value is None else bytes(value))
+            if last_page or not rows:
+                return
+            # The smallest key after the last one, in byte order.
+            statement, params = self._scan_from, (partition, bytes(rows[-1][0]) + b"\x00")
             # One page held at a time: the driver keeps a page's request, and so its rows, until
             # its speculation timer has run out, which is longer than reading a page can take.
             rows.clear()
-            if paging_state is None:
-                return
 
     def close(self) -> None:
         with self._close_lock:

@@ -292,5 +292,5 @@ def test_slow_requests_are_logged_at_most_ten_lines_a_second_and_say_how_many_we
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 11
     assert lines[-1] == (
-        "cassandra: scan took 1.50 s (sent to no node); 15 more slow requests not logged before this one"
+        "cassandra: scan took 1.50 s (sent to no node); 15 more slow requests not logged in the 1 s before this one"
     )

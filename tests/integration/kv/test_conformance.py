@@ -232,7 +232,7 @@ def small_page_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
     opened.close()
 
 
-def test_get_many_of_more_keys_than_a_page_returns_each_once(small_page_store: Store, partition: bytes) -> None:
+def test_get_many_of_more_keys_than_a_page_returns_all_that_exist(small_page_store: Store, partition: bytes) -> None:
     store = small_page_store
     keys = [b"k%05d" % i for i in range(2 * SCAN_PAGE + 7)]
     bulk_set(store, partition, [(k, k[::-1]) for k in keys[::2]])  # every other key exists
