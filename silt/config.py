@@ -197,6 +197,11 @@ class CassandraConfig(_Section):
     percentile grows with the stalled reads and can exceed the request timeout
     """
 
+    @property
+    def lwt_bound_s(self) -> float:
+        """What bounds each send of a lightweight transaction, and its read-back at SERIAL."""
+        return self.lwt_timeout_s or self.request_timeout_s
+
 
 class DatabaseConfig(_Section):
     type: Literal["local", "mem", "cassandra"] = "local"

@@ -1,8 +1,8 @@
 """Listing the objects physically under a storage namespace, in shards listed on the executors.
 
 The driver only builds a handful of shard descriptions; each executor task lists its shard
-and streams rows ``(key, size, mtime_micros)`` as Arrow batches, so neither the driver's memory nor its time
-grows with the number of objects.
+and streams rows ``(key, size, mtime_micros)`` as Arrow batches, so neither the driver's memory
+nor its time grows with the number of objects.
 
 * local: each of N tasks (no more than Spark's parallelism) walks the namespace's directory
   tree (names only) and stats the files whose key hashes to its shard;

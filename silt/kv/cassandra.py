@@ -564,14 +564,13 @@ def execution_profiles(config: CassandraConfig, suspects: _Suspects) -> dict[obj
             speculative_execution_policy=speculation,
         )
 
-    lwt_timeout_s = config.lwt_timeout_s or config.request_timeout_s
     return {
         EXEC_PROFILE_DEFAULT: profile(),
         _READ_PROFILE: profile(config.read_timeout_s, read_retries, read_passes),
         # An LWT's read-back and resolution keep the LWT's bound, so that one in doubt is
         # settled (or reported unknown) within a few sends' time.
-        _SERIAL_READ_PROFILE: profile(lwt_timeout_s, read_retries, read_passes),
-        _LWT_PROFILE: profile(lwt_timeout_s),
+        _SERIAL_READ_PROFILE: profile(config.lwt_bound_s, read_retries, read_passes),
+        _LWT_PROFILE: profile(config.lwt_bound_s),
     }
 
 
@@ -592,9 +591,7 @@ class CassandraStore(Store):
         self._close_lock = threading.Lock()
         self._fence: _LegacyBallotFence | None = None
         self._suspects = _Suspects()
-        self._lwt_patience = LwtPatience(
-            config.lwt_timeout_s or config.request_timeout_s, config.lwt_patience_factor, config.lwt_patience_floor_s
-        )
+        self._lwt_patience = LwtPatience(config.lwt_bound_s, config.lwt_patience_factor, config.lwt_patience_floor_s)
         _quiet_driver_logs()
         try:
             self._cluster = self._make_cluster(config, self._suspects)
@@ -772,11 +769,6 @@ class CassandraStore(Store):
     _scan_all: PreparedStatement
     _scan_from: PreparedStatement
 
-    @property
-    def _lwt_timeout_s(self) -> float:
-        """What bounds each send of an LWT, and its read-back at SERIAL."""
-        return self._config.lwt_timeout_s or self._config.request_timeout_s
-
     def _raise(self, op: str, exc: BaseException, what: str | None = None, timeout_s: float | None = None) -> NoReturn:
         if isinstance(exc, SiltError):
             raise exc
@@ -900,7 +892,7 @@ class CassandraStore(Store):
                     # by replicas outside its quorum, and the next Paxos round that reaches one
                     # of them commits it (Cassandra before 3.0.24 and 3.11.10). Only a resend
                     # that runs its own round settles it; this one did not run.
-                    why = _reason(cause, self._lwt_timeout_s) if cause is not None else str(exc)
+                    why = _reason(cause, self._config.lwt_bound_s) if cause is not None else str(exc)
                     raise OutcomeUnknown(
                         f"cassandra: {op} on {self._contacts}: outcome unknown, an earlier send interrupted by"
                         f" a fault may still apply; sending it again failed: {why}"
@@ -955,36 +947,37 @@ class CassandraStore(Store):
         started = time.monotonic()
         future = self._send(op, statement, params, _LWT_PROFILE)
         try:
-            bound_s = self._lwt_patience.bound_s()
-            if bound_s is None:
-                try:
-                    return self._await(op, future)
-                finally:
-                    self._lwt_patience.answered(time.monotonic() - started)
-            answered = threading.Event()
-            future.add_callbacks(lambda _: answered.set(), lambda _: answered.set())
-            if answered.wait(bound_s):
-                self._lwt_patience.answered(time.monotonic() - started)
-                return self._await(op, future)
-            self._lwt_patience.gave_up(bound_s)
-            # Its coordinator goes last for a moment, so that the read below, a resend and the next
-            # requests go elsewhere; the heartbeat takes over if it froze.
-            self._suspects.add(future.attempted_hosts[-1] if future.attempted_hosts else None, _SLOW_SUSPECT_FOR_S)
-            try:
-                current = self._read_serial(op, change)
-            except Unavailable:
-                return self._await(op, future)
-            if current == change.after:
-                _log.info("cassandra: %s: no answer within %.2f s; read back at SERIAL: applied", op, bound_s)
-                return _ReadBack.APPLIED
-            if current == change.before and on_values:
-                _log.info(
-                    "cassandra: %s: no answer within %.2f s; read back: not applied, sending it again", op, bound_s
-                )
-                return _ReadBack.SEND_AGAIN
-            return self._await(op, future)
+            return self._first_answer(op, future, started, change, on_values)
         finally:
             _note_if_slow(op, future, time.monotonic() - started)
+
+    def _first_answer(self, op: str, future: ResponseFuture, started: float, change: _Change, on_values: bool) -> Any:
+        bound_s = self._lwt_patience.bound_s()
+        if bound_s is None:
+            try:
+                return self._await(op, future)
+            finally:
+                self._lwt_patience.answered(time.monotonic() - started)
+        answered = threading.Event()
+        future.add_callbacks(lambda _: answered.set(), lambda _: answered.set())
+        if answered.wait(bound_s):
+            self._lwt_patience.answered(time.monotonic() - started)
+            return self._await(op, future)
+        self._lwt_patience.gave_up(bound_s)
+        # Its coordinator goes last for a moment, so that the read below, a resend and the next
+        # requests go elsewhere; the heartbeat takes over if it froze.
+        self._suspects.add(future.attempted_hosts[-1] if future.attempted_hosts else None, _SLOW_SUSPECT_FOR_S)
+        try:
+            current = self._read_serial(op, change)
+        except Unavailable:
+            return self._await(op, future)
+        if current == change.after:
+            _log.info("cassandra: %s: no answer within %.2f s; read back at SERIAL: applied", op, bound_s)
+            return _ReadBack.APPLIED
+        if current == change.before and on_values:
+            _log.info("cassandra: %s: no answer within %.2f s; read back: not applied, sending it again", op, bound_s)
+            return _ReadBack.SEND_AGAIN
+        return self._await(op, future)
 
     def _read_serial(self, op: str, change: _Change) -> bytes | None:
         """The changed key's value read at serial_consistency (None: absent): what any Paxos
@@ -1009,14 +1002,14 @@ class CassandraStore(Store):
         wrote counts as applied: Silt's conditional values (records with fresh ids, counters,
         timestamps) do not repeat.
         """
-        reason = "" if cause is None else f": {_reason(cause, self._lwt_timeout_s)}"
+        reason = "" if cause is None else f": {_reason(cause, self._config.lwt_bound_s)}"
         try:
             current = self._read_serial(op, change)
         except Unavailable as exc:
             raise OutcomeUnknown(
                 f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been"
                 f" applied{reason}; reading it back at {self._config.serial_consistency} failed too:"
-                f" {_reason(exc.__cause__ or exc, self._lwt_timeout_s)}"
+                f" {_reason(exc.__cause__ or exc, self._config.lwt_bound_s)}"
             ) from cause or exc
         if current == change.after:
             _log.info(

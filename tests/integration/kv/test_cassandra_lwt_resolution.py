@@ -78,7 +78,7 @@ class _ScriptedSession:
         assert self.steps, f"unexpected {kind}"
         config = self._store._config
         assert execution_profile in (_LWT_PROFILE, _SERIAL_READ_PROFILE), execution_profile
-        return _Answered(self.steps.pop(0), config.lwt_timeout_s or config.request_timeout_s)
+        return _Answered(self.steps.pop(0), config.lwt_bound_s)
 
 
 def scripted_store(steps: list[Step]) -> tuple[CassandraStore, _ScriptedSession]:
