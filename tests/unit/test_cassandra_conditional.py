@@ -46,7 +46,7 @@ def scripted(
         assert isinstance(outcome, BaseException)
         raise Unavailable(f"cassandra: {op} failed") from outcome
 
-    def execute(op: str, statement: object, params: object, profile: object = None, paging_state: object = None) -> Row:
+    def execute(op: str, statement: object, params: object, profile: object = None) -> Row:
         if statement is store._get_serial:
             return Row((serial_reads.pop(0),))
         return answer(op)
@@ -59,7 +59,7 @@ def scripted(
                 callback(None)
 
     store._execute = execute  # type: ignore[method-assign]
-    store._send = lambda op, statement, params, profile, paging_state=None: Future()  # type: ignore[method-assign]
+    store._send = lambda op, statement, params, profile: Future()  # type: ignore[method-assign]
     store._await = lambda op, future: answer(op)  # type: ignore[method-assign]
     return store
 
