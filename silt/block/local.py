@@ -31,7 +31,8 @@ concurrent puts share batched syncs (silt/block/groupsync.py). A failed sync fai
 (Unavailable), never acknowledges it.
 
 ETag records. A multipart ETag cannot be recomputed from the bytes, so each object's ETag
-is kept in a small record beside it. A rename cannot move two files at once, so the record
+is kept in a small record beside it; except an object put whole in at most RECORDLESS_BYTES,
+whose ETag is the MD5 of its bytes, recomputed from one read. A rename cannot move two files at once, so the record
 names the exact file it describes — inode number, size and mtime in nanoseconds — and is
 written before the data is renamed into place. A record that does not describe the
 current file (a crash between the two renames, two writers racing on one key, a file put
@@ -89,6 +90,10 @@ _UPLOAD_TARGET = "target.json"
 _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
 # The ETag record's name is the object's with a prefix; both must fit in NAME_MAX (255).
 MAX_COMPONENT_BYTES = 255 - len(_ETAG_PREFIX)
+# Objects put whole up to this size have no ETag record: their ETag is their MD5, recomputed
+# by stat from one read (the record would take a put five more file-system calls in its worker
+# thread, each a hand-off of the GIL while the event loop is busy).
+RECORDLESS_BYTES = 64 * 1024
 # Readers buffer small reads only; large reads go straight into the caller's buffer, so
 # many concurrent downloads do not each pin a CHUNK_SIZE buffer.
 _READ_BUFFER = 64 * 1024
@@ -194,18 +199,18 @@ def _fingerprint(st: os.stat_result) -> list[int]:
 
 
 class _FileReader(ObjectStream):
-    """Bytes offset..offset+length of an open file; closing it closes the file."""
+    """Bytes offset..offset+length of an open file; closing it closes the file.
+
+    Read with pread at its own offset: no seek and no file object to set up, so a small object
+    costs open, fstat, one read and close, each a call that lets go of the GIL (and, while the
+    event loop holds it, a hand-off to get it back)."""
 
     def __init__(self, fd: int, offset: int, length: int, what: str) -> None:
         super().__init__()
-        self._file = io.FileIO(fd, "rb", closefd=True)
+        self._fd = fd
+        self._offset = offset
         self._remaining = length
         self._what = what
-        try:
-            self._file.seek(offset)
-        except OSError as exc:
-            self._file.close()
-            raise _error(exc, what) from None
 
     def readinto(self, buffer: Any) -> int:
         if self._remaining <= 0:
@@ -215,19 +220,21 @@ class _FileReader(ObjectStream):
         if want == 0:
             return 0
         try:
-            count = self._file.readinto(view[:want]) or 0
+            count = os.preadv(self._fd, [view[:want]], self._offset)
         except OSError as exc:
             raise Unavailable(f"local blockstore: reading {self._what}: {exc.strerror or exc}") from None
         if count == 0:
             # Objects are replaced by rename, never rewritten in place; this file was
             # truncated behind our back. Handing out fewer bytes silently would be worse.
             raise Unavailable(f"local blockstore: {self._what} was truncated while being read")
+        self._offset += count
         self._remaining -= count
         return count
 
     def close(self) -> None:
         if not self.closed:
-            self._file.close()
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
         super().close()
 
 
@@ -304,11 +311,12 @@ class _TempFile:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
 
-    def publish(self, path: str, etag_path: str | None = None, etag: str | None = None) -> None:
-        """fsync, write the ETag record (if any), rename over path, make the renames durable."""
+    def publish(self, path: str, etag_path: str | None = None, etag: str | None = None, *, record: bool = True) -> None:
+        """fsync, write the ETag record at etag_path (without `record`: remove one left there by
+        an earlier object), rename over path, make the renames durable."""
         self.durability.file(self.fd, self.what)
         with _mapped(self.what):
-            if etag_path is not None:
+            if etag_path is not None and record:
                 # The record only saves reading the file again for its MD5, and names the file it
                 # describes: one lost or torn in a crash is ignored and the MD5 recomputed, so it
                 # needs no fsync of its own (the directory's, below, covers its rename).
@@ -319,11 +327,16 @@ class _TempFile:
                     rec._published = True
             os.replace(self.path, path)
             self._published = True
+            if etag_path is not None and not record:
+                # It names the file just replaced, never this one; removed so that it does not
+                # outlive it (no sync of its own: a stale one left by a crash is ignored).
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(etag_path)
         self.durability.directory(self.directory, self.what)
 
-    def publish_new(self, path: str, etag_path: str, etag: str) -> None:
+    def publish_new(self, path: str, etag_path: str, etag: str, *, record: bool = True) -> None:
         """fsync and link into place at path only if nothing is there (AlreadyExists otherwise);
-        then write the ETag record and make both durable."""
+        then write the ETag record (if `record`) and make both durable."""
         self.durability.file(self.fd, self.what)
         with _mapped(self.what):
             try:
@@ -333,6 +346,9 @@ class _TempFile:
                 raise AlreadyExists(f"{self.what}: the object already exists") from None
             os.unlink(self.path)
             self._published = True
+            if not record:
+                self.durability.directory(self.directory, self.what)
+                return
             # Written after the link: until it lands, a reader recomputes the MD5, never reads
             # a record that describes another file.
             record = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
@@ -487,10 +503,13 @@ class LocalAdapter(BlockAdapter):
         with _TempFile(target.directory, target.what, self._durability) as tmp:
             total, digest = _copy_stream(stream, tmp.fd, size, target.what)
             etag = digest.hex()
+            # A small object's ETag is the MD5 of its bytes, as cheap to recompute from one read
+            # as its record is to read: it gets none, which saves a put five file-system calls.
+            record = total > RECORDLESS_BYTES
             if replace:
-                tmp.publish(target.path, target.etag_path, etag)
+                tmp.publish(target.path, target.etag_path, etag, record=record)
             else:
-                tmp.publish_new(target.path, target.etag_path, etag)
+                tmp.publish_new(target.path, target.etag_path, etag, record=record)
         return PutResult(size=total, etag=etag)
 
     def get(self, namespace: str, key: str) -> BinaryIO:
