@@ -239,6 +239,15 @@ class _FileReader(ObjectStream):
 
 
 @dataclass(frozen=True)
+class _Walk:
+    """What the containment walk found: every directory above the object, and the object's own
+    name (a file, or anything else in the way)."""
+
+    directories: bool
+    final: bool
+
+
+@dataclass(frozen=True)
 class _Target:
     """Where an object lives on disk, after validation."""
 
@@ -320,9 +329,9 @@ class _TempFile:
                 # The record only saves reading the file again for its MD5, and names the file it
                 # describes: one lost or torn in a crash is ignored and the MD5 recomputed, so it
                 # needs no fsync of its own (the directory's, below, covers its rename).
-                record = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
+                content = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
                 with _TempFile(self.directory, self.what, self.durability) as rec:
-                    _write_all(rec.fd, record)
+                    _write_all(rec.fd, content)
                     os.replace(rec.path, etag_path)
                     rec._published = True
             os.replace(self.path, path)
@@ -351,9 +360,9 @@ class _TempFile:
                 return
             # Written after the link: until it lands, a reader recomputes the MD5, never reads
             # a record that describes another file.
-            record = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
+            content = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
             with _TempFile(self.directory, self.what, self.durability) as rec:
-                _write_all(rec.fd, record)
+                _write_all(rec.fd, content)
                 os.replace(rec.path, etag_path)
                 rec._published = True
         self.durability.directory(self.directory, self.what)
@@ -406,6 +415,11 @@ class LocalAdapter(BlockAdapter):
 
     def _located(self, namespace: str, key: str) -> tuple[_Target, bool]:
         """The object's validated target, and whether every directory above it exists."""
+        target, walked = self._located_walk(namespace, key)
+        return target, walked.directories
+
+    def _located_walk(self, namespace: str, key: str) -> tuple[_Target, _Walk]:
+        """The object's validated target, and what the containment walk found on its path."""
         name, prefix = split_namespace(namespace, self.scheme)
         parts = [name, *prefix, *split_key(key)]
         what = f"{namespace} {key!r}"
@@ -417,10 +431,14 @@ class LocalAdapter(BlockAdapter):
         path = os.path.join(self._root, *parts)
         directory, base = os.path.split(path)
         target = _Target(path, directory, base, "/".join(parts), what)
-        return target, self._check_contained(target)
+        return target, self._walk(target)
 
     def _check_contained(self, target: _Target) -> bool:
-        """Refuse a path that passes through a symbolic link; say whether its directories all exist.
+        """Refuse a path that passes through a symbolic link; say whether its directories all exist."""
+        return self._walk(target).directories
+
+    def _walk(self, target: _Target) -> _Walk:
+        """Refuse a path that passes through a symbolic link; say what exists on it.
 
         Components are never empty, "." or "..", and the root was resolved when the adapter was
         made, so a walk that meets no link proves the path stays under the root: resolving it
@@ -433,7 +451,7 @@ class LocalAdapter(BlockAdapter):
             try:
                 root_mode = os.lstat(current).st_mode
             except FileNotFoundError:
-                return False  # the root was removed: creating the directories brings it back
+                return _Walk(False, False)  # the root was removed: creating the directories brings it back
             if stat.S_ISLNK(root_mode):
                 raise InvalidArgument(f"{target.what}: the blockstore root is now a symbolic link; refused")
             for depth, part in enumerate(parts):
@@ -441,12 +459,12 @@ class LocalAdapter(BlockAdapter):
                 try:
                     st = os.lstat(current)
                 except (FileNotFoundError, NotADirectoryError):
-                    return depth == last  # nothing exists below a missing component
+                    return _Walk(depth == last, False)  # nothing exists below a missing component
                 if stat.S_ISLNK(st.st_mode):
                     raise InvalidArgument(f"{target.what}: path passes through a symbolic link; refused")
                 if depth < last and not stat.S_ISDIR(st.st_mode):
-                    return False  # creating the directories reports the object in the way
-        return True
+                    return _Walk(False, False)  # creating the directories reports the object in the way
+        return _Walk(True, True)
 
     def _make_directory(self, target: _Target, exists: bool = False) -> None:
         """Create the directories above target, unless the containment walk saw them all."""
@@ -498,8 +516,8 @@ class LocalAdapter(BlockAdapter):
     def _put(self, namespace: str, key: str, stream: BinaryIO, size: int | None, *, replace: bool) -> PutResult:
         """Write the stream to a temporary file, then rename it over the object (`replace`) or link
         it into place only if there is none (AlreadyExists otherwise)."""
-        target, exists = self._located(namespace, key)
-        self._make_directory(target, exists)
+        target, walked = self._located_walk(namespace, key)
+        self._make_directory(target, walked.directories)
         with _TempFile(target.directory, target.what, self._durability) as tmp:
             total, digest = _copy_stream(stream, tmp.fd, size, target.what)
             etag = digest.hex()
@@ -507,7 +525,11 @@ class LocalAdapter(BlockAdapter):
             # as its record is to read: it gets none, which saves a put five file-system calls.
             record = total > RECORDLESS_BYTES
             if replace:
-                tmp.publish(target.path, target.etag_path, etag, record=record)
+                # Without a record of its own, one left by the object it replaces is removed;
+                # when the walk found nothing at the path there is none (one a racing writer
+                # leaves names that writer's file, never this one, which both outlived).
+                stale = None if record or not walked.final else target.etag_path
+                tmp.publish(target.path, target.etag_path if record else stale, etag, record=record)
             else:
                 tmp.publish_new(target.path, target.etag_path, etag, record=record)
         return PutResult(size=total, etag=etag)
