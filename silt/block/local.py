@@ -31,7 +31,8 @@ concurrent puts share batched syncs (silt/block/groupsync.py). A failed sync fai
 (Unavailable), never acknowledges it.
 
 ETag records. A multipart ETag cannot be recomputed from the bytes, so each object's ETag
-is kept in a small record beside it. A rename cannot move two files at once, so the record
+is kept in a small record beside it; except an object put whole in at most RECORDLESS_BYTES,
+whose ETag is the MD5 of its bytes, recomputed from one read. A rename cannot move two files at once, so the record
 names the exact file it describes — inode number, size and mtime in nanoseconds — and is
 written before the data is renamed into place. A record that does not describe the
 current file (a crash between the two renames, two writers racing on one key, a file put
@@ -89,6 +90,10 @@ _UPLOAD_TARGET = "target.json"
 _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
 # The ETag record's name is the object's with a prefix; both must fit in NAME_MAX (255).
 MAX_COMPONENT_BYTES = 255 - len(_ETAG_PREFIX)
+# Objects put whole up to this size have no ETag record: their ETag is their MD5, recomputed
+# by stat from one read (the record would take a put five more file-system calls in its worker
+# thread, each a hand-off of the GIL while the event loop is busy).
+RECORDLESS_BYTES = 64 * 1024
 # Readers buffer small reads only; large reads go straight into the caller's buffer, so
 # many concurrent downloads do not each pin a CHUNK_SIZE buffer.
 _READ_BUFFER = 64 * 1024
@@ -194,18 +199,18 @@ def _fingerprint(st: os.stat_result) -> list[int]:
 
 
 class _FileReader(ObjectStream):
-    """Bytes offset..offset+length of an open file; closing it closes the file."""
+    """Bytes offset..offset+length of an open file; closing it closes the file.
+
+    Read with pread at its own offset: no seek and no file object to set up, so a small object
+    costs open, fstat, one read and close, each a call that lets go of the GIL (and, while the
+    event loop holds it, a hand-off to get it back)."""
 
     def __init__(self, fd: int, offset: int, length: int, what: str) -> None:
         super().__init__()
-        self._file = io.FileIO(fd, "rb", closefd=True)
+        self._fd = fd
+        self._offset = offset
         self._remaining = length
         self._what = what
-        try:
-            self._file.seek(offset)
-        except OSError as exc:
-            self._file.close()
-            raise _error(exc, what) from None
 
     def readinto(self, buffer: Any) -> int:
         if self._remaining <= 0:
@@ -215,20 +220,31 @@ class _FileReader(ObjectStream):
         if want == 0:
             return 0
         try:
-            count = self._file.readinto(view[:want]) or 0
+            count = os.preadv(self._fd, [view[:want]], self._offset)
         except OSError as exc:
             raise Unavailable(f"local blockstore: reading {self._what}: {exc.strerror or exc}") from None
         if count == 0:
             # Objects are replaced by rename, never rewritten in place; this file was
             # truncated behind our back. Handing out fewer bytes silently would be worse.
             raise Unavailable(f"local blockstore: {self._what} was truncated while being read")
+        self._offset += count
         self._remaining -= count
         return count
 
     def close(self) -> None:
         if not self.closed:
-            self._file.close()
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
         super().close()
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """What the containment walk found: every directory above the object, and the object's own
+    name (a file, or anything else in the way)."""
+
+    directories: bool
+    final: bool
 
 
 @dataclass(frozen=True)
@@ -304,26 +320,32 @@ class _TempFile:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
 
-    def publish(self, path: str, etag_path: str | None = None, etag: str | None = None) -> None:
-        """fsync, write the ETag record (if any), rename over path, make the renames durable."""
+    def publish(self, path: str, etag_path: str | None = None, etag: str | None = None, *, record: bool = True) -> None:
+        """fsync, write the ETag record at etag_path (without `record`: remove one left there by
+        an earlier object), rename over path, make the renames durable."""
         self.durability.file(self.fd, self.what)
         with _mapped(self.what):
-            if etag_path is not None:
+            if etag_path is not None and record:
                 # The record only saves reading the file again for its MD5, and names the file it
                 # describes: one lost or torn in a crash is ignored and the MD5 recomputed, so it
                 # needs no fsync of its own (the directory's, below, covers its rename).
-                record = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
+                content = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
                 with _TempFile(self.directory, self.what, self.durability) as rec:
-                    _write_all(rec.fd, record)
+                    _write_all(rec.fd, content)
                     os.replace(rec.path, etag_path)
                     rec._published = True
             os.replace(self.path, path)
             self._published = True
+            if etag_path is not None and not record:
+                # It names the file just replaced, never this one; removed so that it does not
+                # outlive it (no sync of its own: a stale one left by a crash is ignored).
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(etag_path)
         self.durability.directory(self.directory, self.what)
 
-    def publish_new(self, path: str, etag_path: str, etag: str) -> None:
+    def publish_new(self, path: str, etag_path: str, etag: str, *, record: bool = True) -> None:
         """fsync and link into place at path only if nothing is there (AlreadyExists otherwise);
-        then write the ETag record and make both durable."""
+        then write the ETag record (if `record`) and make both durable."""
         self.durability.file(self.fd, self.what)
         with _mapped(self.what):
             try:
@@ -333,11 +355,14 @@ class _TempFile:
                 raise AlreadyExists(f"{self.what}: the object already exists") from None
             os.unlink(self.path)
             self._published = True
+            if not record:
+                self.durability.directory(self.directory, self.what)
+                return
             # Written after the link: until it lands, a reader recomputes the MD5, never reads
             # a record that describes another file.
-            record = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
+            content = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
             with _TempFile(self.directory, self.what, self.durability) as rec:
-                _write_all(rec.fd, record)
+                _write_all(rec.fd, content)
                 os.replace(rec.path, etag_path)
                 rec._published = True
         self.durability.directory(self.directory, self.what)
@@ -390,6 +415,11 @@ class LocalAdapter(BlockAdapter):
 
     def _located(self, namespace: str, key: str) -> tuple[_Target, bool]:
         """The object's validated target, and whether every directory above it exists."""
+        target, walked = self._located_walk(namespace, key)
+        return target, walked.directories
+
+    def _located_walk(self, namespace: str, key: str) -> tuple[_Target, _Walk]:
+        """The object's validated target, and what the containment walk found on its path."""
         name, prefix = split_namespace(namespace, self.scheme)
         parts = [name, *prefix, *split_key(key)]
         what = f"{namespace} {key!r}"
@@ -401,10 +431,14 @@ class LocalAdapter(BlockAdapter):
         path = os.path.join(self._root, *parts)
         directory, base = os.path.split(path)
         target = _Target(path, directory, base, "/".join(parts), what)
-        return target, self._check_contained(target)
+        return target, self._walk(target)
 
     def _check_contained(self, target: _Target) -> bool:
-        """Refuse a path that passes through a symbolic link; say whether its directories all exist.
+        """Refuse a path that passes through a symbolic link; say whether its directories all exist."""
+        return self._walk(target).directories
+
+    def _walk(self, target: _Target) -> _Walk:
+        """Refuse a path that passes through a symbolic link; say what exists on it.
 
         Components are never empty, "." or "..", and the root was resolved when the adapter was
         made, so a walk that meets no link proves the path stays under the root: resolving it
@@ -417,7 +451,7 @@ class LocalAdapter(BlockAdapter):
             try:
                 root_mode = os.lstat(current).st_mode
             except FileNotFoundError:
-                return False  # the root was removed: creating the directories brings it back
+                return _Walk(False, False)  # the root was removed: creating the directories brings it back
             if stat.S_ISLNK(root_mode):
                 raise InvalidArgument(f"{target.what}: the blockstore root is now a symbolic link; refused")
             for depth, part in enumerate(parts):
@@ -425,12 +459,12 @@ class LocalAdapter(BlockAdapter):
                 try:
                     st = os.lstat(current)
                 except (FileNotFoundError, NotADirectoryError):
-                    return depth == last  # nothing exists below a missing component
+                    return _Walk(depth == last, False)  # nothing exists below a missing component
                 if stat.S_ISLNK(st.st_mode):
                     raise InvalidArgument(f"{target.what}: path passes through a symbolic link; refused")
                 if depth < last and not stat.S_ISDIR(st.st_mode):
-                    return False  # creating the directories reports the object in the way
-        return True
+                    return _Walk(False, False)  # creating the directories reports the object in the way
+        return _Walk(True, True)
 
     def _make_directory(self, target: _Target, exists: bool = False) -> None:
         """Create the directories above target, unless the containment walk saw them all."""
@@ -482,15 +516,22 @@ class LocalAdapter(BlockAdapter):
     def _put(self, namespace: str, key: str, stream: BinaryIO, size: int | None, *, replace: bool) -> PutResult:
         """Write the stream to a temporary file, then rename it over the object (`replace`) or link
         it into place only if there is none (AlreadyExists otherwise)."""
-        target, exists = self._located(namespace, key)
-        self._make_directory(target, exists)
+        target, walked = self._located_walk(namespace, key)
+        self._make_directory(target, walked.directories)
         with _TempFile(target.directory, target.what, self._durability) as tmp:
             total, digest = _copy_stream(stream, tmp.fd, size, target.what)
             etag = digest.hex()
+            # A small object's ETag is the MD5 of its bytes, as cheap to recompute from one read
+            # as its record is to read: it gets none, which saves a put five file-system calls.
+            record = total > RECORDLESS_BYTES
             if replace:
-                tmp.publish(target.path, target.etag_path, etag)
+                # Without a record of its own, one left by the object it replaces is removed;
+                # when the walk found nothing at the path there is none (one a racing writer
+                # leaves names that writer's file, never this one, which both outlived).
+                stale = None if record or not walked.final else target.etag_path
+                tmp.publish(target.path, target.etag_path if record else stale, etag, record=record)
             else:
-                tmp.publish_new(target.path, target.etag_path, etag)
+                tmp.publish_new(target.path, target.etag_path, etag, record=record)
         return PutResult(size=total, etag=etag)
 
     def get(self, namespace: str, key: str) -> BinaryIO:

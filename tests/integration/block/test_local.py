@@ -233,11 +233,12 @@ def test_a_put_into_existing_directories_looks_at_each_component_once(
 def test_a_destination_swapped_for_a_link_while_copy_reads_the_source_is_refused(
     adapter: LocalAdapter, sandbox: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # With no ETag record, a copy reads its whole source for the MD5 first: for a large object
-    # that takes long enough for a destination directory to be swapped for a link meanwhile.
+    # With no ETag record (a small object has none), a copy reads its whole source for the MD5
+    # first: for a large object that takes long enough for a destination directory to be
+    # swapped for a link meanwhile.
     put(adapter, "source", b"bytes to copy")
     put(adapter, "d/existing", b"makes d a real directory")
-    (ns_dir(adapter) / ".silt-etag-source").unlink()
+    assert not (ns_dir(adapter) / ".silt-etag-source").exists()
     real_md5 = local_adapter._md5_of_fd
 
     def md5_then_swap(fd: int, size: int) -> str:
@@ -334,7 +335,7 @@ def test_a_failed_overwrite_keeps_the_old_object(adapter: LocalAdapter) -> None:
         adapter.put(NS, "k", GeneratorStream(failing_chunks(2 * MiB)).binary())
     assert read(adapter, "k") == b"old and whole"
     assert adapter.stat(NS, "k").etag == md5_hex(b"old and whole")
-    assert files_under(ns_dir(adapter)) == [".silt-etag-k", "k"]
+    assert files_under(ns_dir(adapter)) == ["k"]  # small: no ETag record
 
 
 class _StallingStream(io.RawIOBase):
@@ -481,6 +482,21 @@ def test_a_missing_or_corrupt_record_falls_back_to_the_md5(adapter: LocalAdapter
     assert adapter.stat(NS, "k").etag == md5_hex(b"bytes")
     (ns_dir(adapter) / "foreign").write_bytes(b"dropped in by hand")
     assert adapter.stat(NS, "foreign").etag == md5_hex(b"dropped in by hand")
+
+
+def test_a_small_put_has_no_record_and_replaces_a_multipart_ones(adapter: LocalAdapter) -> None:
+    _multipart(adapter, "k", [b"abc", b"def"])
+    assert ".silt-etag-k" in files_under(ns_dir(adapter))
+    put(adapter, "k", b"small")
+    assert files_under(ns_dir(adapter)) == ["k"]
+    assert adapter.stat(NS, "k").etag == md5_hex(b"small")
+    large = b"x" * (local_adapter.RECORDLESS_BYTES + 1)
+    put(adapter, "k", large)
+    assert files_under(ns_dir(adapter)) == [".silt-etag-k", "k"]
+    assert adapter.stat(NS, "k").etag == md5_hex(large)
+    assert adapter.put_if_absent(NS, "new", io.BytesIO(b"small")).etag == md5_hex(b"small")
+    assert ".silt-etag-new" not in files_under(ns_dir(adapter))
+    assert adapter.stat(NS, "new").etag == md5_hex(b"small")
 
 
 def test_delete_removes_the_record_too(adapter: LocalAdapter) -> None:
