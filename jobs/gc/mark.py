@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -168,7 +168,7 @@ def garbage(
     object expired-commit). Staged addresses are compared whole.
     """
     flagged = entries.join(expired_ranges.withColumn("__expired_range", F.lit(True)), "range_id", "left")
-    per_key = flagged.groupBy(F.xxhash64("address").alias("__key")).agg(
+    per_key = flagged.groupBy(address_key(F.col("address")).alias("__key")).agg(
         F.bool_or(F.col("__expired_range").isNull()).alias("__kept")
     )
     old_enough = listing.filter(F.col("mtime_micros") < F.lit(cutoff_micros)).select(
@@ -176,7 +176,7 @@ def garbage(
     )
     candidates = (
         old_enough.join(staged, "address", "left_anti")
-        .withColumn("__key", F.xxhash64("address"))
+        .withColumn("__key", address_key(F.col("address")))
         # A hash join: the planner would otherwise broadcast the reduced ranges (its size
         # estimate is far below their million rows) or sort both sides.
         .join(per_key.hint("shuffle_hash"), "__key", "left")
@@ -186,6 +186,11 @@ def garbage(
         "size",
         F.when(F.col("__kept").isNull(), F.lit(UNREFERENCED)).otherwise(F.lit(EXPIRED)).alias("reason"),
     )
+
+
+def address_key(address: Column) -> Column:
+    """The key the mark joins addresses on: their 64-bit hash (see garbage)."""
+    return F.xxhash64(address)
 
 
 def still_referenced(spark: Any, root: NamespaceRoot, run_location: str) -> DataFrame:

@@ -103,3 +103,39 @@ def test_garbage_of_both_kinds_of_entries(spark: Any) -> None:
         ("data/expired-reordered", len("data/expired-reordered"), EXPIRED),
         ("data/orphan", len("data/orphan"), UNREFERENCED),
     ]
+
+
+def test_addresses_sharing_a_key_only_spare_objects(spark: Any, monkeypatch: Any) -> None:
+    """The mark joins addresses on a 64-bit hash. Collisions are forced here by keying on the
+    address's length: an object whose key a kept address shares is spared (never reported, as a
+    kept object never is), one whose key only expired addresses share is labeled expired-commit
+    and reported, and only keys nothing names are reported unreferenced."""
+    monkeypatch.setattr("jobs.gc.mark.address_key", F.length)
+    ranges = [
+        ("kept", _entry("data/kept-1")),  # length 11
+        ("old", _entry("data/old-22")),  # length 11 too: the key is kept by the range above
+        ("old", _entry("data/expired-333")),  # length 16
+    ]
+    entries = with_addresses(spark.createDataFrame(ranges, "range_id string, value binary"), "value", "address")
+    expired_ranges = spark.createDataFrame([("old",)], "range_id string")
+    staged = spark.createDataFrame([], "address string")
+    cutoff = 1_000
+    listed = [
+        "data/kept-1",
+        "data/old-22",  # expired, but spared: its key is a kept address's
+        "data/orph-3",  # unreferenced, spared the same way
+        "data/expired-333",
+        "data/orphan-4444",  # unreferenced, labeled expired-commit: its key is an expired address's
+        "data/unreferenced",  # length 17: nothing shares its key
+    ]
+    listing = spark.createDataFrame(
+        [(key, len(key), cutoff - 1) for key in listed], "key string, size bigint, mtime_micros bigint"
+    )
+
+    report = garbage(entries.select("range_id", "address"), expired_ranges, staged, listing, cutoff).collect()
+
+    assert sorted((row.address, row.reason) for row in report) == [
+        ("data/expired-333", EXPIRED),
+        ("data/orphan-4444", EXPIRED),
+        ("data/unreferenced", UNREFERENCED),
+    ]
