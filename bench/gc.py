@@ -182,6 +182,36 @@ def _serve_graveler(store_at: Store, ports: Connection, stop: Event) -> None:
     store.close()
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(pid: int) -> list[int]:
+    """The process and every process under it (the JVM's Python workers)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(stat.parent.name))
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        pending.extend(children.get(current, []))
+    return found
+
+
+def _sweep_cpu(jvm_pid: int, moto: _Moto | None) -> tuple[float, float]:
+    """CPU seconds so far of the JVM with its Python workers, and of moto's process."""
+    spark = 0.0
+    for pid in _descendants(jvm_pid):
+        with contextlib.suppress(OSError):
+            spark += _cpu_seconds(pid)
+    return spark, 0.0 if moto is None else _cpu_seconds(moto.pid)
+
+
 def _peak_rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -237,6 +267,7 @@ class _Moto:
             self.stop()
             raise SystemExit("moto did not start within 60 s")
         self.endpoint = f"http://127.0.0.1:{self._requests.recv()}"
+        self.pid = self._process.pid or 0
 
     def ask(self, request: object) -> int:
         self._requests.send(request)
@@ -268,7 +299,7 @@ def main() -> None:
         moto = _Moto() if args.blockstore == "s3" else None
         try:
             store = Store(root, None if moto is None else moto.endpoint)
-            summary, driver_kib, jvm_kib = _run(store, moto, args, label)
+            summary, driver_kib, jvm_kib, spark_cpu, store_cpu = _run(store, moto, args, label)
             left = None if moto is None else moto.ask(("count", f"{REPO}/data/"))
         finally:
             if moto is not None:
@@ -280,6 +311,10 @@ def main() -> None:
     emit(f"gc.mark.{label}", summary.seconds["prepare"] + summary.seconds["mark"], "s", 20.0, 1)
     emit(f"gc.recheck.{label}", summary.seconds["recheck"], "s", None, 1)
     emit(f"gc.sweep.{label}", summary.deleted / summary.seconds["sweep"], "deletes/s", 20000.0, 0)
+    # Where a sweep's time goes on a machine of two cores the store shares: CPU per 1,000 deletes.
+    emit(f"gc.sweep_cpu_per_1000.spark.{label}", spark_cpu / summary.deleted * 1000, "s", None, 3)
+    if moto is not None:
+        emit(f"gc.sweep_cpu_per_1000.moto.{label}", store_cpu / summary.deleted * 1000, "s", None, 3)
     emit(f"gc.driver_peak_rss.python.{label}", driver_kib / 1024, "MiB", 200.0, 0)
     emit(f"gc.driver_peak_rss.jvm_with_local_executors.{label}", jvm_kib / 1024, "MiB", None, 0)
     if marked != expected:
@@ -288,9 +323,10 @@ def main() -> None:
         raise SystemExit(f"{left} objects left in the bucket, expected {args.objects - args.objects // 2}")
 
 
-def _run(store: Store, moto: _Moto | None, args: argparse.Namespace, label: str) -> tuple[Any, int, int]:
-    """Generate the repository, then one GC run over it: its summary and the driver's peak RSS
-    (Python's and the JVM's, in KiB)."""
+def _run(store: Store, moto: _Moto | None, args: argparse.Namespace, label: str) -> tuple[Any, int, int, float, float]:
+    """Generate the repository, then one GC run over it: its summary, the driver's peak RSS
+    (Python's and the JVM's, in KiB), and the CPU seconds the sweep took of Spark (the JVM
+    and its Python workers) and of the store (moto's process; 0 on local)."""
     import grpc
 
     from jobs.gc.job import GCOptions, run_gc
@@ -326,9 +362,18 @@ def _run(store: Store, moto: _Moto | None, args: argparse.Namespace, label: str)
     try:
         # Grace 0: every generated object predates the run; the default 6 h would spare them all.
         options = GCOptions(grace_seconds=0, unsafe_short_grace=True)
-        summary = run_gc(spark, api_grpc.GravelerServiceStub(channel), REPO, store.blockstore(), options)
-        jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-        jvm_peak = _peak_rss_kib(int(jvm_pid))
+        jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+        at_sweep: list[tuple[float, float]] = []
+
+        def progress(message: str) -> None:
+            if message.startswith("sweeping"):
+                at_sweep.append(_sweep_cpu(jvm_pid, moto))
+
+        stub = api_grpc.GravelerServiceStub(channel)
+        summary = run_gc(spark, stub, REPO, store.blockstore(), options, progress)
+        (spark_after, store_after), (spark_before, store_before) = _sweep_cpu(jvm_pid, moto), at_sweep[0]
+        spark_cpu, store_cpu = spark_after - spark_before, store_after - store_before
+        jvm_peak = _peak_rss_kib(jvm_pid)
         # Read before the teardown: stopping Spark and its gateway is not part of the run.
         driver_kib = _peak_rss_kib(os.getpid())
     finally:
@@ -338,7 +383,7 @@ def _run(store: Store, moto: _Moto | None, args: argparse.Namespace, label: str)
         graveler.join(30)
         if graveler.is_alive():
             graveler.kill()
-    return summary, driver_kib, jvm_peak
+    return summary, driver_kib, jvm_peak, spark_cpu, store_cpu
 
 
 if __name__ == "__main__":
