@@ -299,7 +299,7 @@ def main() -> None:
         moto = _Moto() if args.blockstore == "s3" else None
         try:
             store = Store(root, None if moto is None else moto.endpoint)
-            summary, driver_kib, jvm_kib, spark_cpu, store_cpu = _run(store, moto, args, label)
+            summary, driver_kib, jvm_kib, spark_cpu, store_cpu, recheck_cpu = _run(store, moto, args, label)
             left = None if moto is None else moto.ask(("count", f"{REPO}/data/"))
         finally:
             if moto is not None:
@@ -310,6 +310,7 @@ def main() -> None:
     emit(f"gc.marked_objects.{label}", marked, "objects", expected, 0)
     emit(f"gc.mark.{label}", summary.seconds["prepare"] + summary.seconds["mark"], "s", 20.0, 1)
     emit(f"gc.recheck.{label}", summary.seconds["recheck"], "s", None, 1)
+    emit(f"gc.recheck_cpu.spark.{label}", recheck_cpu, "s", None, 1)
     emit(f"gc.sweep.{label}", summary.deleted / summary.seconds["sweep"], "deletes/s", 20000.0, 0)
     # Where a sweep's time goes on a machine of two cores the store shares: CPU per 1,000 deletes.
     emit(f"gc.sweep_cpu_per_1000.spark.{label}", spark_cpu / summary.deleted * 1000, "s", None, 3)
@@ -323,10 +324,13 @@ def main() -> None:
         raise SystemExit(f"{left} objects left in the bucket, expected {args.objects - args.objects // 2}")
 
 
-def _run(store: Store, moto: _Moto | None, args: argparse.Namespace, label: str) -> tuple[Any, int, int, float, float]:
+def _run(
+    store: Store, moto: _Moto | None, args: argparse.Namespace, label: str
+) -> tuple[Any, int, int, float, float, float]:
     """Generate the repository, then one GC run over it: its summary, the driver's peak RSS
     (Python's and the JVM's, in KiB), and the CPU seconds the sweep took of Spark (the JVM
-    and its Python workers) and of the store (moto's process; 0 on local)."""
+    and its Python workers) and of the store (moto's process; 0 on local), and the CPU seconds
+    the re-check took of Spark (graveler's fresh export is another process's)."""
     import grpc
 
     from jobs.gc.job import GCOptions, run_gc
@@ -363,9 +367,12 @@ def _run(store: Store, moto: _Moto | None, args: argparse.Namespace, label: str)
         # Grace 0: every generated object predates the run; the default 6 h would spare them all.
         options = GCOptions(grace_seconds=0, unsafe_short_grace=True)
         jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+        at_recheck: list[tuple[float, float]] = []
         at_sweep: list[tuple[float, float]] = []
 
         def progress(message: str) -> None:
+            if message.startswith("re-checking"):
+                at_recheck.append(_sweep_cpu(jvm_pid, moto))
             if message.startswith("sweeping"):
                 at_sweep.append(_sweep_cpu(jvm_pid, moto))
 
@@ -373,6 +380,7 @@ def _run(store: Store, moto: _Moto | None, args: argparse.Namespace, label: str)
         summary = run_gc(spark, stub, REPO, store.blockstore(), options, progress)
         (spark_after, store_after), (spark_before, store_before) = _sweep_cpu(jvm_pid, moto), at_sweep[0]
         spark_cpu, store_cpu = spark_after - spark_before, store_after - store_before
+        recheck_cpu = spark_before - at_recheck[0][0]
         jvm_peak = _peak_rss_kib(jvm_pid)
         # Read before the teardown: stopping Spark and its gateway is not part of the run.
         driver_kib = _peak_rss_kib(os.getpid())
@@ -383,7 +391,7 @@ def _run(store: Store, moto: _Moto | None, args: argparse.Namespace, label: str)
         graveler.join(30)
         if graveler.is_alive():
             graveler.kill()
-    return summary, driver_kib, jvm_peak, spark_cpu, store_cpu
+    return summary, driver_kib, jvm_peak, spark_cpu, store_cpu, recheck_cpu
 
 
 if __name__ == "__main__":
