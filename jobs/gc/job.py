@@ -33,7 +33,7 @@ from jobs.entry_point import (
 from jobs.gc.adapter_parquet import read_dataset, write_dataset
 from jobs.gc.listing import list_objects
 from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root
-from jobs.gc.mark import EXPIRED, UNREFERENCED, mark, still_referenced
+from jobs.gc.mark import EXPIRED, UNREFERENCED, mark, still_referenced, unprotected
 from jobs.gc.sweep import sweep
 from silt.config import BlockstoreConfig
 from silt.errors import InvalidArgument, NotFound
@@ -214,7 +214,7 @@ def _sweep(
         fresh = graveler.PrepareGC(api.PrepareGCRequest(repository=summary.repository), timeout=3600)
     checked_path = f"{report_path.rstrip('/')}-checked-{fresh.run_id}"
     protected = still_referenced(spark, root, fresh.location)
-    _write(_read(spark, root, report_path).join(protected, "address", "left_anti"), root, checked_path)
+    _write(unprotected(_read(spark, root, report_path), protected), root, checked_path)
     to_delete = _read(spark, root, checked_path)
     summary.spared = sum(summary.objects.values()) - to_delete.count()
     summary.seconds["recheck"] = time.perf_counter() - phase

@@ -199,3 +199,21 @@ def still_referenced(spark: Any, root: NamespaceRoot, run_location: str) -> Data
     entries, expired_ranges, staged = _export_views(spark, root, run_location)
     kept = entries.join(expired_ranges, "range_id", "left_anti").select("address")
     return kept.unionByName(staged)
+
+
+def unprotected(report: DataFrame, protected: DataFrame) -> DataFrame:
+    """The report's rows whose address shares its key (address_key) with no protected address.
+
+    Joined on the key, as the mark joins, for the same reason: a long key is several times
+    cheaper to shuffle and join than the address. A shared key can only keep an object: a
+    reported address is let through only when no protected address has its key, and so when
+    none is the address itself.
+    """
+    keys = protected.select(address_key(F.col("address")).alias("__key"))
+    return (
+        report.withColumn("__key", address_key(F.col("address")))
+        # A hash join, as in garbage: the planner's size estimate of the protected side is far
+        # below its rows.
+        .join(keys.hint("shuffle_hash"), "__key", "left_anti")
+        .drop("__key")
+    )

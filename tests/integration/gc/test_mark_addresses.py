@@ -10,7 +10,8 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from jobs.gc.mark import EXPIRED, UNREFERENCED, garbage, with_addresses
+from jobs.gc.job import REPORT_SCHEMA
+from jobs.gc.mark import EXPIRED, UNREFERENCED, garbage, unprotected, with_addresses
 from silt.graveler.v1 import model_pb2 as pb
 
 
@@ -139,3 +140,33 @@ def test_addresses_sharing_a_key_only_spare_objects(spark: Any, monkeypatch: Any
         ("data/orphan-4444", EXPIRED),
         ("data/unreferenced", UNREFERENCED),
     ]
+
+
+def test_the_recheck_lets_through_only_addresses_no_protected_one_shares_a_key_with(spark: Any) -> None:
+    report = spark.createDataFrame(
+        [("data/a", 1, EXPIRED), ("data/b", 2, UNREFERENCED), ("data/c", 3, EXPIRED)], REPORT_SCHEMA
+    )
+    protected = spark.createDataFrame([("data/b",), ("data/elsewhere",)], "address string")
+
+    assert sorted(unprotected(report, protected).collect()) == [("data/a", 1, EXPIRED), ("data/c", 3, EXPIRED)]
+
+
+def test_addresses_sharing_a_key_only_spare_objects_in_the_recheck(spark: Any, monkeypatch: Any) -> None:
+    """The re-check joins on the mark's key too. With collisions forced (the key is the length),
+    a reported object whose key a protected address shares is kept though nothing protects its
+    own address; only the one whose key no protected address has is let through."""
+    monkeypatch.setattr("jobs.gc.mark.address_key", F.length)
+    report = spark.createDataFrame(
+        [
+            ("data/kept-1", 0, EXPIRED),  # length 11: protected itself
+            ("data/near-2", 0, EXPIRED),  # length 11 too: spared by the key it shares
+            ("data/staged-33", 0, UNREFERENCED),  # length 14: the key of another staged address
+            ("data/deleted-444", 0, UNREFERENCED),  # length 16: no protected address has it
+        ],
+        REPORT_SCHEMA,
+    )
+    protected = spark.createDataFrame([("data/kept-1",), ("data/staged-99",)], "address string")
+
+    checked = unprotected(report, protected).collect()
+
+    assert [row.address for row in checked] == ["data/deleted-444"]
