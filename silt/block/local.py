@@ -32,9 +32,10 @@ concurrent puts share batched syncs (silt/block/groupsync.py). A failed sync fai
 
 ETag records. A multipart ETag cannot be recomputed from the bytes, so each object's ETag
 is kept in a small record beside it; except an object put whole in at most RECORDLESS_BYTES,
-whose ETag is the MD5 of its bytes, recomputed from one read. A rename cannot move two files at once, so the record
-names the exact file it describes — inode number, size and mtime in nanoseconds — and is
-written before the data is renamed into place. A record that does not describe the
+whose ETag is the MD5 of its bytes, recomputed from one read (its put removes any record left at
+its path). A rename cannot move two files at once, so the record names the exact file it
+describes — inode number, size and mtime in nanoseconds — and is written before the data is
+renamed into place (after it is linked, for a put that must not replace). A record that does not describe the
 current file (a crash between the two renames, two writers racing on one key, a file put
 there by hand or restored from a copy) is ignored and the ETag is recomputed as the MD5 of
 the bytes. So stat can report a plain MD5 where the last writer's multipart ETag was lost,
@@ -213,6 +214,9 @@ class _FileReader(ObjectStream):
         self._what = what
 
     def readinto(self, buffer: Any) -> int:
+        if self.closed:
+            # The descriptor number may already belong to another file.
+            raise ValueError(f"local blockstore: reading {self._what} after it was closed")
         if self._remaining <= 0:
             return 0
         view = memoryview(buffer).cast("B")
@@ -236,15 +240,6 @@ class _FileReader(ObjectStream):
             with contextlib.suppress(OSError):
                 os.close(self._fd)
         super().close()
-
-
-@dataclass(frozen=True)
-class _Walk:
-    """What the containment walk found: every directory above the object, and the object's own
-    name (a file, or anything else in the way)."""
-
-    directories: bool
-    final: bool
 
 
 @dataclass(frozen=True)
@@ -337,10 +332,7 @@ class _TempFile:
             os.replace(self.path, path)
             self._published = True
             if etag_path is not None and not record:
-                # It names the file just replaced, never this one; removed so that it does not
-                # outlive it (no sync of its own: a stale one left by a crash is ignored).
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(etag_path)
+                _remove_stale_record(etag_path)
         self.durability.directory(self.directory, self.what)
 
     def publish_new(self, path: str, etag_path: str, etag: str, *, record: bool = True) -> None:
@@ -356,6 +348,7 @@ class _TempFile:
             os.unlink(self.path)
             self._published = True
             if not record:
+                _remove_stale_record(etag_path)
                 self.durability.directory(self.directory, self.what)
                 return
             # Written after the link: until it lands, a reader recomputes the MD5, never reads
@@ -366,6 +359,18 @@ class _TempFile:
                 os.replace(rec.path, etag_path)
                 rec._published = True
         self.durability.directory(self.directory, self.what)
+
+
+def _remove_stale_record(etag_path: str) -> None:
+    """Remove whatever ETag record is at etag_path, after an object without one was put there.
+
+    Any record there names another file: the one just replaced, or one a delete, a failed
+    rename or a crash freed, whose inode number a new file can be given again (with the same
+    size and, on a coarse clock, mtime, the fingerprint would match). Always tried, even where
+    nothing was at the path, and best effort: the object is already in place, and a record
+    that survives is still checked against the file's fingerprint."""
+    with contextlib.suppress(OSError):
+        os.unlink(etag_path)
 
 
 def _read_etag_record(target: _Target, st: os.stat_result) -> str | None:
@@ -415,11 +420,6 @@ class LocalAdapter(BlockAdapter):
 
     def _located(self, namespace: str, key: str) -> tuple[_Target, bool]:
         """The object's validated target, and whether every directory above it exists."""
-        target, walked = self._located_walk(namespace, key)
-        return target, walked.directories
-
-    def _located_walk(self, namespace: str, key: str) -> tuple[_Target, _Walk]:
-        """The object's validated target, and what the containment walk found on its path."""
         name, prefix = split_namespace(namespace, self.scheme)
         parts = [name, *prefix, *split_key(key)]
         what = f"{namespace} {key!r}"
@@ -431,14 +431,10 @@ class LocalAdapter(BlockAdapter):
         path = os.path.join(self._root, *parts)
         directory, base = os.path.split(path)
         target = _Target(path, directory, base, "/".join(parts), what)
-        return target, self._walk(target)
+        return target, self._check_contained(target)
 
     def _check_contained(self, target: _Target) -> bool:
-        """Refuse a path that passes through a symbolic link; say whether its directories all exist."""
-        return self._walk(target).directories
-
-    def _walk(self, target: _Target) -> _Walk:
-        """Refuse a path that passes through a symbolic link; say what exists on it.
+        """Refuse a path that passes through a symbolic link; say whether its directories all exist.
 
         Components are never empty, "." or "..", and the root was resolved when the adapter was
         made, so a walk that meets no link proves the path stays under the root: resolving it
@@ -451,7 +447,7 @@ class LocalAdapter(BlockAdapter):
             try:
                 root_mode = os.lstat(current).st_mode
             except FileNotFoundError:
-                return _Walk(False, False)  # the root was removed: creating the directories brings it back
+                return False  # the root was removed: creating the directories brings it back
             if stat.S_ISLNK(root_mode):
                 raise InvalidArgument(f"{target.what}: the blockstore root is now a symbolic link; refused")
             for depth, part in enumerate(parts):
@@ -459,12 +455,12 @@ class LocalAdapter(BlockAdapter):
                 try:
                     st = os.lstat(current)
                 except (FileNotFoundError, NotADirectoryError):
-                    return _Walk(depth == last, False)  # nothing exists below a missing component
+                    return depth == last  # nothing exists below a missing component
                 if stat.S_ISLNK(st.st_mode):
                     raise InvalidArgument(f"{target.what}: path passes through a symbolic link; refused")
                 if depth < last and not stat.S_ISDIR(st.st_mode):
-                    return _Walk(False, False)  # creating the directories reports the object in the way
-        return _Walk(True, True)
+                    return False  # creating the directories reports the object in the way
+        return True
 
     def _make_directory(self, target: _Target, exists: bool = False) -> None:
         """Create the directories above target, unless the containment walk saw them all."""
@@ -516,8 +512,8 @@ class LocalAdapter(BlockAdapter):
     def _put(self, namespace: str, key: str, stream: BinaryIO, size: int | None, *, replace: bool) -> PutResult:
         """Write the stream to a temporary file, then rename it over the object (`replace`) or link
         it into place only if there is none (AlreadyExists otherwise)."""
-        target, walked = self._located_walk(namespace, key)
-        self._make_directory(target, walked.directories)
+        target, exists = self._located(namespace, key)
+        self._make_directory(target, exists)
         with _TempFile(target.directory, target.what, self._durability) as tmp:
             total, digest = _copy_stream(stream, tmp.fd, size, target.what)
             etag = digest.hex()
@@ -525,11 +521,7 @@ class LocalAdapter(BlockAdapter):
             # as its record is to read: it gets none, which saves a put five file-system calls.
             record = total > RECORDLESS_BYTES
             if replace:
-                # Without a record of its own, one left by the object it replaces is removed;
-                # when the walk found nothing at the path there is none (one a racing writer
-                # leaves names that writer's file, never this one, which both outlived).
-                stale = None if record or not walked.final else target.etag_path
-                tmp.publish(target.path, target.etag_path if record else stale, etag, record=record)
+                tmp.publish(target.path, target.etag_path, etag, record=record)
             else:
                 tmp.publish_new(target.path, target.etag_path, etag, record=record)
         return PutResult(size=total, etag=etag)
