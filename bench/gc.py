@@ -378,6 +378,8 @@ def _run(
 
         stub = api_grpc.GravelerServiceStub(channel)
         summary = run_gc(spark, stub, REPO, store.blockstore(), options, progress)
+        if not summary.deleted or not at_sweep or not at_recheck:
+            raise SystemExit(f"the run did not re-check and sweep anything: {summary}")
         (spark_after, store_after), (spark_before, store_before) = _sweep_cpu(jvm_pid, moto), at_sweep[0]
         spark_cpu, store_cpu = spark_after - spark_before, store_after - store_before
         recheck_cpu = spark_before - at_recheck[0][0]
