@@ -92,7 +92,7 @@ _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
 # The ETag record's name is the object's with a prefix; both must fit in NAME_MAX (255).
 MAX_COMPONENT_BYTES = 255 - len(_ETAG_PREFIX)
 # Objects put whole up to this size have no ETag record: their ETag is their MD5, recomputed
-# by stat from one read (the record would take a put five more file-system calls in its worker
+# by stat from one read (the record would take a put four more file-system calls in its worker
 # thread, each a hand-off of the GIL while the event loop is busy).
 RECORDLESS_BYTES = 64 * 1024
 # Readers buffer small reads only; large reads go straight into the caller's buffer, so
@@ -321,14 +321,7 @@ class _TempFile:
         self.durability.file(self.fd, self.what)
         with _mapped(self.what):
             if etag_path is not None and record:
-                # The record only saves reading the file again for its MD5, and names the file it
-                # describes: one lost or torn in a crash is ignored and the MD5 recomputed, so it
-                # needs no fsync of its own (the directory's, below, covers its rename).
-                content = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
-                with _TempFile(self.directory, self.what, self.durability) as rec:
-                    _write_all(rec.fd, content)
-                    os.replace(rec.path, etag_path)
-                    rec._published = True
+                self._write_record(etag_path, etag)
             os.replace(self.path, path)
             self._published = True
             if etag_path is not None and not record:
@@ -347,18 +340,23 @@ class _TempFile:
                 raise AlreadyExists(f"{self.what}: the object already exists") from None
             os.unlink(self.path)
             self._published = True
-            if not record:
+            if record:
+                # Written after the link: until it lands, a reader recomputes the MD5, never reads
+                # a record that describes another file.
+                self._write_record(etag_path, etag)
+            else:
                 _remove_stale_record(etag_path)
-                self.durability.directory(self.directory, self.what)
-                return
-            # Written after the link: until it lands, a reader recomputes the MD5, never reads
-            # a record that describes another file.
-            content = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
-            with _TempFile(self.directory, self.what, self.durability) as rec:
-                _write_all(rec.fd, content)
-                os.replace(rec.path, etag_path)
-                rec._published = True
         self.durability.directory(self.directory, self.what)
+
+    def _write_record(self, etag_path: str, etag: str | None) -> None:
+        """The ETag record of this file at etag_path. It only saves reading the file again for
+        its MD5, and names the file it describes: one lost or torn in a crash is ignored and the
+        MD5 recomputed, so it needs no fsync of its own (the directory's covers its rename)."""
+        content = json.dumps({"etag": etag, "file": _fingerprint(os.fstat(self.fd))}).encode()
+        with _TempFile(self.directory, self.what, self.durability) as rec:
+            _write_all(rec.fd, content)
+            os.replace(rec.path, etag_path)
+            rec._published = True
 
 
 def _remove_stale_record(etag_path: str) -> None:
@@ -518,7 +516,7 @@ class LocalAdapter(BlockAdapter):
             total, digest = _copy_stream(stream, tmp.fd, size, target.what)
             etag = digest.hex()
             # A small object's ETag is the MD5 of its bytes, as cheap to recompute from one read
-            # as its record is to read: it gets none, which saves a put five file-system calls.
+            # as its record is to read: it gets none, which saves a put four file-system calls.
             record = total > RECORDLESS_BYTES
             if replace:
                 tmp.publish(target.path, target.etag_path, etag, record=record)
