@@ -191,10 +191,11 @@ class CassandraConfig(_Section):
     """rows per scan page, and keys per `get_many` request"""
     create_schema: bool = True
     """create keyspace and table if missing"""
-    speculative_retry: str = Field("50ms", pattern=_SPECULATIVE_RETRY)
-    """the `kv` table's `speculative_retry`, set when Silt creates it: a coordinator waiting this long on a replica asks
-    another. A fixed delay: a replica that died before gossip noticed costs a read this much, where the table's own
-    percentile grows with the stalled reads and can exceed the request timeout
+    speculative_retry: str = Field("ALWAYS", pattern=_SPECULATIVE_RETRY)
+    """the `kv` table's `speculative_retry`, set when Silt creates it. `ALWAYS`: a coordinator asks one replica more
+    than the consistency level needs, at once, so a replica that froze or died before gossip noticed costs a read
+    nothing; a fixed delay (`50ms`) costs such a read that delay, and a percentile (Cassandra's default) grows with the
+    stalled reads until it can exceed the request timeout
     """
 
     @property

@@ -5,7 +5,8 @@ Silt rides out one lost or frozen node with its driver settings alone (docs/desi
 
 * the `kv` table's `speculative_retry`: a percentile (Cassandra's default for tables Silt did
   not create) grows with the reads stalled on a dead replica, until the coordinator stops
-  asking another replica in time; Silt creates the table with a fixed delay;
+  asking another replica in time; Silt creates the table with ALWAYS (a fixed delay works
+  too, at that delay per read while a frozen replica is still believed alive);
 * write and Paxos (CAS contention) timeouts at or above `database.cassandra.request_timeout_s`:
   the client then gives up on a write before the server can answer that it timed out, so
   writes the server would have reported as retryable end with an unknown outcome;
@@ -72,13 +73,20 @@ def speculative_retry_finding(option: str | None) -> Finding:
     if option is None:
         return Finding("kv speculative_retry", False, "the kv table was not found in the keyspace")
     text = str(option).strip()
-    if _FIXED_DELAY.match(text):
+    if text.upper() == "ALWAYS":
         return Finding("kv speculative_retry", True, text)
+    if _FIXED_DELAY.match(text):
+        return Finding(
+            "kv speculative_retry",
+            True,
+            f"{text}: a replica that froze costs each read that sends to it this long until the server's timeouts"
+            " expire; ALWAYS costs nothing (ALTER TABLE <keyspace>.kv WITH speculative_retry = 'ALWAYS')",
+        )
     return Finding(
         "kv speculative_retry",
         False,
-        f"{text}: a node that died is waited on until the server's read timeout; set a fixed delay"
-        " (ALTER TABLE <keyspace>.kv WITH speculative_retry = '50ms')",
+        f"{text}: a node that died is waited on until the server's read timeout; set ALWAYS"
+        " (ALTER TABLE <keyspace>.kv WITH speculative_retry = 'ALWAYS')",
     )
 
 

@@ -235,7 +235,11 @@ def test_doctor_warns_when_the_server_holds_a_read_until_the_client_has_given_up
 def test_doctor_warns_of_a_percentile_speculative_retry() -> None:
     from silt.kv.cassandra_settings import speculative_retry_finding
 
+    assert speculative_retry_finding("ALWAYS").ok and speculative_retry_finding("always").ok
+    assert speculative_retry_finding("ALWAYS").detail == "ALWAYS"
+    # A fixed delay works, and the finding says what it costs while a replica is frozen.
     assert speculative_retry_finding("50.0ms").ok and speculative_retry_finding("50ms").ok
+    assert "ALWAYS" in speculative_retry_finding("50ms").detail
     for option in ("99.0PERCENTILE", "99p", "NONE", None):
         assert not speculative_retry_finding(option).ok
 
