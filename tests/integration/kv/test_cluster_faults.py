@@ -75,7 +75,7 @@ def healthy(cluster: CassandraCluster) -> Iterator[CassandraCluster]:
 
 @pytest.fixture
 def fault_store(cluster: CassandraCluster) -> Iterator[Store]:
-    """A store on a table of its own (Silt's, with its fixed speculative retry), so that no
+    """A store on a table of its own (Silt's, with its own speculative retry), so that no
     other cluster test's scans or earlier faults shape what this one's coordinators do."""
     keyspace = f"silt_faults_{uuid.uuid4().hex[:8]}"
     # These are the cluster leg's only schema changes after the session's start. The store waits
