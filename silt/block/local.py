@@ -315,22 +315,23 @@ class _TempFile:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
 
-    def publish(self, path: str, etag_path: str | None = None, etag: str | None = None, *, record: bool = True) -> None:
-        """fsync, write the ETag record at etag_path (without `record`: remove one left there by
+    def publish(self, path: str, etag_path: str | None = None, etag: str | None = None) -> None:
+        """fsync, write the ETag record at etag_path (without an etag: remove one left there by
         an earlier object), rename over path, make the renames durable."""
         self.durability.file(self.fd, self.what)
         with _mapped(self.what):
-            if etag_path is not None and record:
+            if etag_path is not None and etag is not None:
                 self._write_record(etag_path, etag)
             os.replace(self.path, path)
             self._published = True
-            if etag_path is not None and not record:
+            if etag_path is not None and etag is None:
                 _remove_stale_record(etag_path)
         self.durability.directory(self.directory, self.what)
 
-    def publish_new(self, path: str, etag_path: str, etag: str, *, record: bool = True) -> None:
+    def publish_new(self, path: str, etag_path: str, etag: str | None) -> None:
         """fsync and link into place at path only if nothing is there (AlreadyExists otherwise);
-        then write the ETag record (if `record`) and make both durable."""
+        then write the ETag record (with an etag; without one, remove any left at etag_path) and
+        make both durable."""
         self.durability.file(self.fd, self.what)
         with _mapped(self.what):
             try:
@@ -340,7 +341,7 @@ class _TempFile:
                 raise AlreadyExists(f"{self.what}: the object already exists") from None
             os.unlink(self.path)
             self._published = True
-            if record:
+            if etag is not None:
                 # Written after the link: until it lands, a reader recomputes the MD5, never reads
                 # a record that describes another file.
                 self._write_record(etag_path, etag)
@@ -348,7 +349,7 @@ class _TempFile:
                 _remove_stale_record(etag_path)
         self.durability.directory(self.directory, self.what)
 
-    def _write_record(self, etag_path: str, etag: str | None) -> None:
+    def _write_record(self, etag_path: str, etag: str) -> None:
         """The ETag record of this file at etag_path. It only saves reading the file again for
         its MD5, and names the file it describes: one lost or torn in a crash is ignored and the
         MD5 recomputed, so it needs no fsync of its own (the directory's covers its rename)."""
@@ -517,11 +518,11 @@ class LocalAdapter(BlockAdapter):
             etag = digest.hex()
             # A small object's ETag is the MD5 of its bytes, as cheap to recompute from one read
             # as its record is to read: it gets none, which saves a put four file-system calls.
-            record = total > RECORDLESS_BYTES
+            recorded = etag if total > RECORDLESS_BYTES else None
             if replace:
-                tmp.publish(target.path, target.etag_path, etag, record=record)
+                tmp.publish(target.path, target.etag_path, recorded)
             else:
-                tmp.publish_new(target.path, target.etag_path, etag, record=record)
+                tmp.publish_new(target.path, target.etag_path, recorded)
         return PutResult(size=total, etag=etag)
 
     def get(self, namespace: str, key: str) -> BinaryIO:
