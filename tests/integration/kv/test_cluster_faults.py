@@ -73,21 +73,36 @@ def healthy(cluster: CassandraCluster) -> Iterator[CassandraCluster]:
         cluster.heal()
 
 
+@pytest.fixture(scope="module")
+def fault_keyspaces(request: pytest.FixtureRequest, cluster: CassandraCluster) -> list[str]:
+    """A keyspace (with Silt's table) for each of this module's tests that will run, all created
+    before the first of them faults a node.
+
+    These are the cluster leg's only schema changes after the session's start, and a schema change
+    just after a fault is slow on Cassandra 2.1: a change is pushed only to the peers the
+    coordinator takes for alive, and a node that missed the push pulls it only after a minute
+    (its migration delay, once it has been up that long). The store waits max(request timeout,
+    10 s) for every node to report the change and then fails (Unavailable, "did not agree on the
+    schema in time"). Made after the kill and after the pause, a test's keyspace took 60-122 s to
+    agree in the full suite (alone, 2 s). Made up front, on the quiet cluster, they agree in
+    seconds; each is still allowed SCHEMA_WAIT_S."""
+    wanted = sum(1 for item in request.session.items if item.path == request.path)
+    cluster.heal()
+    names = [f"silt_faults_{uuid.uuid4().hex[:8]}" for _ in range(wanted)]
+    for name in names:
+        open_store(cluster.database_config(name, request_timeout_s=SCHEMA_WAIT_S)).close()
+    return names
+
+
 @pytest.fixture
-def fault_store(cluster: CassandraCluster) -> Iterator[Store]:
-    """A store on a table of its own (Silt's, with its own speculative retry), so that no
-    other cluster test's scans or earlier faults shape what this one's coordinators do."""
-    keyspace = f"silt_faults_{uuid.uuid4().hex[:8]}"
-    # These are the cluster leg's only schema changes after the session's start. The store waits
-    # max(request timeout, 10 s) for every node to report a new keyspace or table, then fails
-    # (Unavailable, "did not agree on the schema in time"); a Cassandra 2.1 node can take far
-    # longer to learn a change: it is pushed only to the peers gossip already takes for alive
-    # (not yet a node the previous test restarted), and a node that missed it pulls it after a
-    # delay. So the schema is created by a store allowed SCHEMA_WAIT_S for it, and the test's
-    # store, at production's timeout, only prepares its statements on it.
-    open_store(cluster.database_config(keyspace, request_timeout_s=SCHEMA_WAIT_S)).close()
+def fault_store(cluster: CassandraCluster, fault_keyspaces: list[str]) -> Iterator[Store]:
+    """A store on a table of its own (Silt's, created by fault_keyspaces), so that no other
+    cluster test's scans or earlier faults shape what this one's coordinators do. It is opened at
+    production's timeouts and only prepares its statements."""
     store = open_store(
-        cluster.database_config(keyspace, request_timeout_s=REQUEST_TIMEOUT_S, read_timeout_s=READ_TIMEOUT_S)
+        cluster.database_config(
+            fault_keyspaces.pop(), request_timeout_s=REQUEST_TIMEOUT_S, read_timeout_s=READ_TIMEOUT_S
+        )
     )
     yield store
     store.close()
