@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt engine services jobs bench edge cli devtools tests
 
-.PHONY: all venv clients iceberg-spark emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-http-front bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-actions bench-tracing-export bench-iceberg cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients iceberg-spark emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package spark-cds test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-http-front bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-actions bench-tracing-export bench-iceberg cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -193,7 +193,7 @@ test-all:
 # after the other and overlap well. -Otarget keeps each install's output in one piece.
 INSTALL_JOBS := -j5 -Otarget
 SYSTEM_DEPS ?=
-test-deps: proto clients iceberg-spark ui emulators system-deps cassandra-package
+test-deps: proto clients iceberg-spark ui emulators system-deps cassandra-package spark-cds
 
 # The tests' processes write the .pyc files of what they import (git-ignored __pycache__/), even
 # where the machine sets PYTHONDONTWRITEBYTECODE (some CI machines do): the suite starts about a
@@ -212,6 +212,13 @@ system-deps:
 # fetches it, which system-deps installs where it is missing).
 cassandra-package: system-deps
 	@scripts/cassandra.sh fetch
+
+# A class-data-sharing archive of the Spark JVM's classes (build/jvm/), which the tests' Spark
+# JVMs start from: a SparkSession starts in about half the time (tests/support/spark_cds.py).
+# It needs only the venv and Java, so that it is made while the other installs download; where
+# Java comes with system-deps instead, it says there is no Java and the tests' JVMs start without.
+spark-cds: $(STAMP)
+	@$(PY) -m tests.support.spark_cds
 
 # Every test's time from the last `make test` or `make test-all` (build/test-times.tsv, written
 # by the legs): the slowest tests, and with TIMES_ARGS="--by-dir" the total per directory.
@@ -404,5 +411,5 @@ k8s-render:
 	done
 
 clean:
-	rm -rf $(VENV) $(CLIENTS_VENV) .cache $(PROTO_STAMP) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(CLIENTS_VENV) .cache $(PROTO_STAMP) .pytest_cache .ruff_cache build/jvm
 	find silt -name '*_pb2*.py*' -delete

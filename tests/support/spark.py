@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from silt.spark import local_session
+from tests.support import spark_cds
 
-# C1 alone and the serial collector: for JVMs that live seconds to minutes over little data.
-SHORT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# C1 alone and the serial collector: for JVMs that live seconds to minutes over little data; and
+# the classes from the archive `make test-deps` builds, when it is there.
+SHORT_JVM_OPTIONS = spark_cds.options()
 
 
 @pytest.fixture(scope="session")
