@@ -213,7 +213,7 @@ system-deps:
 cassandra-package: system-deps
 	@scripts/cassandra.sh fetch
 
-# A class-data-sharing archive of the Spark JVM's classes (build/jvm/), which the tests' Spark
+# A class-data-sharing archive of the Spark JVM's classes (in the venv), which the tests' Spark
 # JVMs start from: a SparkSession starts in about half the time (tests/support/spark_cds.py).
 # It needs only the venv and Java, so that it is made while the other installs download; where
 # Java comes with system-deps instead, it says there is no Java and the tests' JVMs start without.
@@ -411,5 +411,5 @@ k8s-render:
 	done
 
 clean:
-	rm -rf $(VENV) $(CLIENTS_VENV) .cache $(PROTO_STAMP) .pytest_cache .ruff_cache build/jvm
+	rm -rf $(VENV) $(CLIENTS_VENV) .cache $(PROTO_STAMP) .pytest_cache .ruff_cache
 	find silt -name '*_pb2*.py*' -delete

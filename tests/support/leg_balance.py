@@ -69,8 +69,11 @@ JVM_LEG_FILES: dict[str, float] = {
 # there (the replicas torture test's 3 rounds, the model test's smaller Cassandra searches, the
 # shipper crash test's boundaries on Cassandra, test_gc.py's refused run without Spark), plus
 # about 135 s the rest leg's cuts saved there (shared stacks, batched bucket clean-ups, a
-# shorter migration history, a configurable history stream timeout).
-BASE_EXCESS_S = -515.0
+# shorter migration history, a configurable history stream timeout). Then (2026-11-29) the jvm
+# leg's cluster fault tests lost 178 s of schema waits and its Spark JVMs about 40 s to a class
+# archive, and the next run (ordinal 592, slice 4) left the rest leg 150 s longer: half of that
+# is about 55 s more of the estimates below, so the excess grows by twice that.
+BASE_EXCESS_S = -625.0
 # A second Spark JVM's start and its share of the files' setup, or another leg's start of a
 # stack: moving less gains nothing.
 MIN_MOVE_S = 30.0

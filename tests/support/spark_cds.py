@@ -9,11 +9,13 @@ repaid by about ten JVM starts: `make test` has that many (each leg's session, `
 
 `make test-deps` builds the archive (`python -m tests.support.spark_cds`): one small Spark job
 run with -XX:ArchiveClassesAtExit, which the JVM writes as it exits. The archive is valid only
-for the JDK and the jar files it was made from, so its file name carries a digest of both
-(ARCHIVE_DIR/spark-<digest>.jsa) and a changed venv or JDK looks for another file. The tests
-add the archive to their JVMs' options only when it exists (`options()`); a JVM whose class path
-does not match it (spark-submit's launcher, say) runs without it, silently: the JVM's CDS
-messages are turned off, because some callers parse what a JVM prints.
+for the JDK and the jar files it was made from, so it lives in the venv whose jars it holds
+(<venv>/jvm/, gone with the venv) and its name carries a digest of the JDK's and the jars'
+files: a changed venv or JDK looks for another file. A build that fails or runs out of time says
+so and leaves none. The tests add the archive to their JVMs' options only when it exists
+(`options()`); a JVM whose class path does not match it (spark-submit's launcher, say) runs
+without it, silently: the JVM's CDS messages are turned off, because some callers parse what a
+JVM prints.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-ARCHIVE_DIR = REPO / "build" / "jvm"
+# Beside the jars it is made from; resolved, so that worktrees sharing a venv share its archive.
+ARCHIVE_DIR = Path(sys.prefix).resolve() / "jvm"
 # The JVM options the tests give their short-lived Spark JVMs (tests/support/spark.py), which
 # the archive is made with.
 BASE_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -63,8 +66,10 @@ def archive_path() -> Path | None:
     site = _site_packages()
     if java is None or site is None or not (site / "pyspark" / "jars").is_dir():
         return None
+    # The JVM refuses an archive made by another build of itself (its base archive included).
+    jdk = [java, *(f for f in (java.parents[1] / "lib" / "server").glob("*") if f.suffix in (".so", ".jsa"))]
     digest = hashlib.sha256()
-    for file in [java, *sorted(site.glob("*/jars/*.jar"))]:
+    for file in [*jdk, *sorted(site.resolve().glob("*/jars/*.jar"))]:
         stat = file.stat()
         digest.update(f"{file}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return ARCHIVE_DIR / f"spark-{digest.hexdigest()[:16]}.jsa"
@@ -73,7 +78,9 @@ def archive_path() -> Path | None:
 def options() -> str:
     """The JVM options for a short-lived Spark JVM: BASE_OPTIONS, and the archive when it is built."""
     archive = archive_path()
-    if archive is None or not archive.is_file():
+    # The options are split on white space wherever they are passed (JAVA_TOOL_OPTIONS,
+    # spark-submit's --driver-java-options): a path with a space would be two options.
+    if archive is None or not archive.is_file() or any(c.isspace() for c in str(archive)):
         return BASE_OPTIONS
     return f"{BASE_OPTIONS} -XX:SharedArchiveFile={archive} {QUIET}"
 
@@ -112,21 +119,29 @@ def build() -> Path | None:
         return archive
     ARCHIVE_DIR.mkdir(parents=True, exist_ok=True)
     for stale in ARCHIVE_DIR.glob("spark-*.jsa"):
-        stale.unlink()
+        stale.unlink(missing_ok=True)  # another build may have taken it first
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=ARCHIVE_DIR) as scratch:
         dumped = Path(scratch) / "dump.jsa"
-        done = subprocess.run(
-            [sys.executable, "-c", _JOB, f"{BASE_OPTIONS} -XX:ArchiveClassesAtExit={dumped}"],
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=BUILD_WAIT_S,
-            check=False,
-        )
-        if done.returncode != 0:
-            print(f"spark_cds: the job failed: no archive\n{done.stderr[-2000:]}", file=sys.stderr)
+        log = Path(scratch) / "job.log"
+        # The job's output to a file, not a pipe: the JVM inherits it and outlives the job.
+        try:
+            with log.open("wb") as out:
+                code = subprocess.run(
+                    [sys.executable, "-c", _JOB, f"{BASE_OPTIONS} -XX:ArchiveClassesAtExit={dumped}"],
+                    cwd=REPO,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=BUILD_WAIT_S,
+                    check=False,
+                ).returncode
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            print(f"spark_cds: the job did not finish ({exc}): no archive", file=sys.stderr)
+            return None
+        if code != 0:
+            tail = log.read_text(errors="replace")[-2000:]
+            print(f"spark_cds: the job failed ({code}): no archive\n{tail}", file=sys.stderr)
             return None
         # The JVM writes the archive after the job's process ended: it exits when PySpark's pipe
         # to it closes.
@@ -144,4 +159,8 @@ def build() -> Path | None:
 
 
 if __name__ == "__main__":
-    build()
+    # The archive only saves time: whatever goes wrong in making it must not stop the tests.
+    try:
+        build()
+    except Exception as exc:
+        print(f"spark_cds: no archive: {exc!r}", file=sys.stderr)
