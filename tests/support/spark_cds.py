@@ -88,10 +88,10 @@ def options() -> str:
 # The job the archive is made from: a session as the tests start one, a DataFrame job, and a
 # Parquet write and read (the GC jobs' reports), so that their classes are among the archived.
 _JOB = """
-import os, sys, tempfile
+import sys
 from silt.spark import local_session
 spark = local_session(None, app_name="silt-cds", extra={"spark.driver.extraJavaOptions": sys.argv[1]})
-out = os.path.join(tempfile.mkdtemp(), "t")
+out = sys.argv[2]
 spark.range(1000).selectExpr("id", "id % 7 AS k").groupBy("k").count().write.parquet(out)
 assert spark.read.parquet(out).count() == 7
 spark.sql("SELECT 1").collect()
@@ -128,7 +128,7 @@ def build() -> Path | None:
         try:
             with log.open("wb") as out:
                 code = subprocess.run(
-                    [sys.executable, "-c", _JOB, f"{BASE_OPTIONS} -XX:ArchiveClassesAtExit={dumped}"],
+                    [sys.executable, "-c", _JOB, f"{BASE_OPTIONS} -XX:ArchiveClassesAtExit={dumped}", f"{scratch}/t"],
                     cwd=REPO,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
