@@ -154,8 +154,12 @@ _SUSPECT_FOR_S = 5.0
 # for this long: about as long as the heartbeat takes to tell a frozen node from a slow one.
 _SLOW_SUSPECT_FOR_S = 2.0
 # An LWT left in doubt by a fault is resolved and, if it certainly did not apply, sent again:
-# at most this many sends in all.
+# this many sends in all, and more while the first was sent less than the LWT bound ago, up to
+# _LWT_MAX_SENDS. Around a pause faults come in quick succession (the heartbeat closes the frozen
+# node's connections with every request on them; a node just resumed answers late for about a
+# second): three sends can be cut short well within the time a caller waits for one.
 _LWT_ATTEMPTS = 3
+_LWT_MAX_SENDS = 6
 _READ_PROFILE = "silt-read"
 # Reads at SERIAL: an LWT's read-back and resolution.
 _SERIAL_READ_PROFILE = "silt-serial-read"
@@ -872,7 +876,11 @@ class CassandraStore(Store):
         taken as failed or done. on_values: every condition is on a row's value, none on its
         absence (see _first_send)."""
         resent = False
-        for _ in range(_LWT_ATTEMPTS):
+        first_sent = time.monotonic()
+        sends = 0
+        fault = ""
+        while self._may_send(sends, first_sent):
+            sends += 1
             if self._fence is not None:
                 self._fence.before_lwt()
             try:
@@ -899,11 +907,13 @@ class CassandraStore(Store):
                     ) from exc
                 if self._resolve(op, change, cause):
                     return
+                fault = _reason(cause, self._config.lwt_bound_s)
                 resent = True
                 continue
             if result is _ReadBack.APPLIED:
                 return
             if result is _ReadBack.SEND_AGAIN:
+                fault = "no answer within the first send's patience"
                 resent = True
                 continue
             row = result.one()
@@ -922,8 +932,16 @@ class CassandraStore(Store):
             )
         raise OutcomeUnknown(
             f"cassandra: {op} on {self._contacts}: outcome unknown, the write may or may not have been applied:"
-            f" not applied after {_LWT_ATTEMPTS} attempts, each interrupted by a fault"
+            f" not applied after {sends} sends in {time.monotonic() - first_sent:.1f} s, each interrupted by a"
+            f" fault (the last: {fault})"
         )
+
+    def _may_send(self, sends: int, first_sent: float) -> bool:
+        """Whether an LWT sent `sends` times so far, first at first_sent, and each time found not
+        applied after a fault, is sent again (see _LWT_ATTEMPTS)."""
+        if sends < _LWT_ATTEMPTS:
+            return True
+        return sends < _LWT_MAX_SENDS and time.monotonic() - first_sent < self._config.lwt_bound_s
 
     def _first_send(
         self, op: str, statement: Statement, params: tuple[bytes, ...] | None, change: _Change, on_values: bool

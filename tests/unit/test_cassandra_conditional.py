@@ -3,6 +3,7 @@ driver session replaced by scripted answers (the real server's side: tests/integ
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from cassandra import WriteTimeout
 
 from silt.config import CassandraConfig
 from silt.errors import OutcomeUnknown, PredicateFailed, Unavailable
-from silt.kv.cassandra import CassandraStore, _Change, _Suspects
+from silt.kv.cassandra import _LWT_ATTEMPTS, _LWT_MAX_SENDS, CassandraStore, _Change, _Suspects
 from silt.kv.lwt_patience import WINDOW, LwtPatience
 
 CHANGE = _Change(b"p", b"k", b"before", b"after")
@@ -154,3 +155,40 @@ def test_a_send_answered_in_time_feeds_the_patience_and_one_past_it_counts_at_th
         patience = store._lwt_patience = RecordingPatience()
         store._conditional("set_if", object(), (), CHANGE, on_values=True)
         assert (len(patience.answers), patience.given_up) == (answers, given_up)
+
+
+def test_faults_in_quick_succession_are_sent_past_three_within_the_bound() -> None:
+    """A node resuming after a pause cuts rounds short for about a second: three sends found
+    not applied within the LWT bound are not a reason to give up, a fourth may apply."""
+    sends: list[BaseException | bool | None] = [write_timeout(), write_timeout(), write_timeout(), None]
+    store = scripted(sends, [b"before"] * 3)
+    store._conditional("set_if", object(), (), CHANGE, on_values=True)
+    assert sends == []
+
+
+def test_faults_that_never_stop_end_in_an_unknown_outcome_naming_the_last() -> None:
+    sends: list[BaseException | bool | None] = [write_timeout()] * 10
+    store = scripted(sends, [b"before"] * 10)
+    with pytest.raises(OutcomeUnknown) as err:
+        store._conditional("set_if", object(), (), CHANGE, on_values=True)
+    assert len(sends) == 10 - _LWT_MAX_SENDS, "at most _LWT_MAX_SENDS sends"
+    assert f"not applied after {_LWT_MAX_SENDS} sends" in str(err.value)
+    assert "(the last: write timed out on the server (CAS, 1 of 2 replicas answered))" in str(err.value)
+
+
+def test_faults_past_the_bound_stop_after_three_sends() -> None:
+    """Sends that each take longer than the LWT bound had their time: three, as before."""
+    sends: list[BaseException | bool | None] = [write_timeout()] * 10
+    store = scripted(sends, [b"before"] * 10)
+    store._config = CassandraConfig(lwt_timeout_s=0.01)
+    execute = store._execute
+
+    def slow_execute(op: str, statement: object, params: tuple[Any, ...] | None, profile: object = None) -> Any:
+        time.sleep(0.01)
+        return execute(op, statement, params, profile)
+
+    store._execute = slow_execute  # type: ignore[method-assign]
+    with pytest.raises(OutcomeUnknown) as err:
+        store._conditional("set_if", object(), (), CHANGE, on_values=True)
+    assert len(sends) == 10 - _LWT_ATTEMPTS
+    assert f"not applied after {_LWT_ATTEMPTS} sends" in str(err.value)
