@@ -3,7 +3,7 @@
 # plus Spark and Java, for the GC CronJob). Build: `make image` (docker or podman), which builds
 # the web UI's bundle first (`make ui`, into edge/ui/static/dist/, carried by the wheel as
 # package data). Every process is chosen by the manifest's command, e.g.
-# `python -m services.graveler.server`.
+# `python -m services.graveler`.
 
 # The base image, pinned by digest: a tag moves (and could be repointed), a digest names exactly
 # one multi-platform image index. This one is python:3.11-slim-bookworm (Python 3.11.16) as the

@@ -90,7 +90,10 @@ def restart_delay(
 ALL_SERVICES = ("auth", "graveler", "compactor", "gateway")
 # The module each service runs as (`python -m`): the gateway's port is the edge process, which
 # composes the S3 gateway, the REST API and the web UI.
-ENTRY_POINTS = {name: f"services.{name}.server" for name in ALL_SERVICES} | {"gateway": "edge.server"}
+ENTRY_POINTS = {name: f"services.{name}.server" for name in ALL_SERVICES} | {
+    "graveler": "services.graveler",
+    "gateway": "edge.server",
+}
 
 
 class StackError(SiltError):

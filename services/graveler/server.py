@@ -1,4 +1,4 @@
-"""The graveler process: `python -m services.graveler.server [--config FILE]`; its handlers are
+"""The graveler process (run as `python -m services.graveler [--config FILE]`: see __main__.py); its handlers are
 services/graveler/servicer.py, its engine wired by engine/open.py."""
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ DIALABLE = ("auth", "graveler", "compactor")
 # graveler only (jobs.gc.job). An entry point missing here fails the tests: add what it dials.
 CALLS: dict[str, frozenset[str]] = {
     "services.auth.server": frozenset(),
-    "services.graveler.server": frozenset({"auth", "compactor"}),
+    "services.graveler": frozenset({"auth", "compactor"}),
     "services.compactor.server": frozenset({"auth"}),
     "edge.server": frozenset({"auth", "graveler"}),
     "silt gc": frozenset({"graveler"}),
