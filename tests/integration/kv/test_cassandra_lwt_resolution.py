@@ -17,7 +17,7 @@ from cassandra.query import SimpleStatement
 
 from silt.config import CassandraConfig
 from silt.errors import OutcomeUnknown, PredicateFailed, Unavailable
-from silt.kv.cassandra import _LWT_PROFILE, _SERIAL_READ_PROFILE, CassandraStore, _Suspects
+from silt.kv.cassandra import _LWT_MAX_SENDS, _LWT_PROFILE, _SERIAL_READ_PROFILE, CassandraStore, _Suspects
 from silt.kv.lwt_patience import LwtPatience
 from silt.kv.store import Predicate
 
@@ -155,13 +155,16 @@ def test_a_failed_read_back_keeps_the_outcome_unknown_and_says_why() -> None:
 
 
 def test_faults_on_every_send_end_unknown_after_a_bounded_number_of_sends() -> None:
+    # Faults in quick succession: sent again past three while the LWT bound has not run out,
+    # up to _LWT_MAX_SENDS in all (faults spread over the bound stop at _LWT_ATTEMPTS:
+    # tests/unit/test_cassandra_conditional.py).
     steps: list[Step] = []
-    for _ in range(3):
+    for _ in range(_LWT_MAX_SENDS):
         steps += [fails(TIMEOUT), value(b"old")]
     store, session = scripted_store(steps)
-    with pytest.raises(OutcomeUnknown, match="outcome unknown"):
+    with pytest.raises(OutcomeUnknown, match=f"outcome unknown.*not applied after {_LWT_MAX_SENDS} sends"):
         store.set_if(b"p", b"k", b"new", Predicate(b"old"))
-    assert [kind for kind, _ in session.calls].count("lwt") == 3
+    assert [kind for kind, _ in session.calls].count("lwt") == _LWT_MAX_SENDS
 
 
 def test_refused_up_front_is_not_attempted_and_not_read_back() -> None:
