@@ -42,7 +42,8 @@ def load_models_alone() -> None:
                 if not completed:
                     completed = True
                     loader.exec_module(package)
-                    package.__dict__.pop("__getattr__", None)
+                    if package.__dict__.get("__getattr__") is complete:
+                        del package.__dict__["__getattr__"]
             try:
                 return package.__dict__[name]
             except KeyError:
