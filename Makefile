@@ -20,7 +20,7 @@ PROTOC_STUBS := --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --mypy_out=
 # Everything mypy checks in `make lint`: the whole tree.
 MYPY_CLEAN := silt engine services jobs bench edge cli devtools tests
 
-.PHONY: all venv clients iceberg-spark emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package spark-cds test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-http-front bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-actions bench-tracing-export bench-iceberg cassandra clean image k8s-render k8s-up k8s-down
+.PHONY: all venv clients iceberg-spark emulators lock proto ui docs docs-serve run test test-all test-deps system-deps cassandra-package spark-cds test-times test-ui test-fast test-model test-jepsen lint format bench bench-kv bench-committed bench-graveler bench-auth bench-floor bench-http-front bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-startup bench-actions bench-tracing-export bench-iceberg cassandra clean image k8s-render k8s-up k8s-down
 
 all: proto
 
@@ -266,7 +266,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-http-front bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-actions bench-tracing-export bench-iceberg
+bench: bench-kv bench-committed bench-graveler bench-auth bench-floor bench-http-front bench-gateway bench-blockstores bench-api bench-presign bench-import bench-ui bench-gc bench-compaction bench-spark bench-events bench-journal bench-local-block bench-cli bench-startup bench-actions bench-tracing-export bench-iceberg
 
 bench-kv: proto
 	$(PY) -m bench.kv $(BENCH_ARGS)
@@ -376,6 +376,11 @@ bench-journal: proto
 # `--version`, `--help` and `repo list` against its own stack, median of 10 (target 0.15 s).
 bench-cli: proto
 	$(PY) -m bench.cli $(BENCH_ARGS)
+
+# What each service's process spends to start (every restart, replica and test stack pays it):
+# CPU of auth, graveler, the gateway and a commit worker until ready, median of 5 stacks.
+bench-startup: proto
+	$(PY) -m bench.startup $(BENCH_ARGS)
 
 # A Cassandra in the foreground for manual use: scripts/cassandra.sh run
 cassandra:
