@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from edge.api.sdk_models import load_models_alone
 from edge.core.asgi import ASGIApp
 from edge.core.http_server import serve_http
 from edge.gateway.protocol import BoundedHttpToolsProtocol
@@ -33,6 +34,7 @@ def create_app() -> ASGIApp:
     # environment, not getppid(): a worker started just before the supervisor died has been
     # reparented, and would watch the wrong process.
     watch_parent_from_env(grace=5.0)
+    load_models_alone()
     from edge.app import worker_app  # after the watch: see the module docstring
 
     return worker_app()
@@ -46,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[PARENT_PID_ENV] = str(os.getpid())  # what each worker watches
         app: ASGIApp | str = WORKER_APP_FACTORY
     else:
+        load_models_alone()
         from edge.app import serving_app  # only here: see the module docstring
 
         app = serving_app(config)

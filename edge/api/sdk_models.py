@@ -6,10 +6,14 @@ API class, and pydantic wraps each of their methods in a validator as it is defi
 most of a second of CPU at every gateway start (a third of the start), for code no server calls.
 
 `load_models_alone` puts the package in sys.modules without running its `__init__.py`, so that
-`lakefs_sdk.models` and its submodules load alone. Nothing is lost for a client in the same
-process (a test, a tool): the first attribute it asks of the package itself (`ApiClient`,
-`Configuration`, `__version__`) runs `__init__.py` into the same module, and from then on the
-package is what a plain import makes, with the same model classes.
+`lakefs_sdk.models` and its submodules load alone. The first attribute anything asks of the
+package itself (`ApiClient`, `Configuration`, `__version__`) runs `__init__.py` into the same
+module, and from then on the package is what a plain import makes, with the same model classes.
+
+Only the serving process calls it (edge/server.py), before it imports the app: nothing there
+uses the client. A process that does (a test, a tool) keeps the plain package. There, a client
+module imported first (`from lakefs_sdk.api_client import ApiClient`) would run `__init__.py`
+from inside its own import, and the package's imports of that half-made module would fail.
 """
 
 from __future__ import annotations
@@ -41,7 +45,11 @@ def load_models_alone() -> None:
             with _completing:
                 if not completed:
                     completed = True
-                    loader.exec_module(package)
+                    try:
+                        loader.exec_module(package)
+                    except BaseException:
+                        completed = False  # as a failed import: the next ask tries again
+                        raise
                     if package.__dict__.get("__getattr__") is complete:
                         del package.__dict__["__getattr__"]
             try:

@@ -1,4 +1,5 @@
-"""lakefs-sdk's models load without its client, and the client is whole when asked for.
+"""lakefs-sdk's models load without its client in the serving process (edge/server.py calls
+load_models_alone before it imports the app), and the client is whole when asked for.
 
 Each check runs in a fresh interpreter: the test process may have imported lakefs_sdk already, and
 load_models_alone leaves an imported package as it is."""
@@ -31,6 +32,8 @@ def test_the_rest_api_loads_the_models_and_none_of_the_client() -> None:
     out = _run(
         """
         import sys
+        from edge.api.sdk_models import load_models_alone
+        load_models_alone()
         import edge.api.app
         client = sorted(n for n in sys.modules if n.startswith(("lakefs_sdk.api", "lakefs_sdk.api_client")))
         print(client, "ObjectStats" in dir(sys.modules["lakefs_sdk.models"]))
@@ -42,7 +45,8 @@ def test_the_rest_api_loads_the_models_and_none_of_the_client() -> None:
 def test_the_client_asked_for_afterwards_is_whole_and_shares_the_model_classes() -> None:
     out = _run(
         """
-        import edge.api
+        from edge.api.sdk_models import load_models_alone
+        load_models_alone()
         from lakefs_sdk.models import ObjectStats
         import lakefs_sdk
         from lakefs_sdk import Configuration
@@ -63,7 +67,8 @@ def test_the_client_asked_for_afterwards_is_whole_and_shares_the_model_classes()
 def test_a_name_the_package_does_not_have_is_an_attribute_error() -> None:
     out = _run(
         """
-        import edge.api
+        from edge.api.sdk_models import load_models_alone
+        load_models_alone()
         import lakefs_sdk
         try:
             lakefs_sdk.NoSuchThing
@@ -79,9 +84,25 @@ def test_a_client_imported_first_is_left_as_it_is() -> None:
         """
         import lakefs_sdk
         before = __import__("sys").modules["lakefs_sdk"]
-        import edge.api
+        from edge.api.sdk_models import load_models_alone
+        load_models_alone()
         import sys
         print(sys.modules["lakefs_sdk"] is before, "lakefs_sdk.api" in sys.modules)
         """
     )
     assert out == "True True"
+
+
+def test_importing_the_api_outside_the_serving_process_keeps_the_plain_package() -> None:
+    """A test or tool that imports the REST API's modules and then a client module first gets
+    lakefs-sdk as a plain import makes it."""
+    out = _run(
+        """
+        import edge.api.app
+        from lakefs_sdk.api_client import ApiClient
+        from lakefs_sdk.api.objects_api import ObjectsApi
+        import lakefs_sdk
+        print(lakefs_sdk.ApiClient is ApiClient, hasattr(lakefs_sdk, "__getattr__"))
+        """
+    )
+    assert out == "True False"
