@@ -154,10 +154,13 @@ _SUSPECT_FOR_S = 5.0
 # for this long: about as long as the heartbeat takes to tell a frozen node from a slow one.
 _SLOW_SUSPECT_FOR_S = 2.0
 # An LWT left in doubt by a fault is resolved and, if it certainly did not apply, sent again:
-# this many sends in all, and more while the first was sent less than the LWT bound ago, up to
-# _LWT_MAX_SENDS. Around a pause faults come in quick succession (the heartbeat closes the frozen
-# node's connections with every request on them; a node just resumed answers late for about a
-# second): three sends can be cut short well within the time a caller waits for one.
+# this many sends in all, and for an LWT whose every condition is on a value, more while the
+# first was sent less than the LWT bound ago, up to _LWT_MAX_SENDS. Around a pause faults come in
+# quick succession (the heartbeat closes the frozen node's connections with every request on
+# them; a node just resumed answers late for about a second): three sends can be cut short well
+# within the time a caller waits for one. Not for a condition on absence: a copy of one still
+# held by a frozen coordinator could apply after a later copy and a delete (see _first_send),
+# and every copy sent is one more that could.
 _LWT_ATTEMPTS = 3
 _LWT_MAX_SENDS = 6
 _READ_PROFILE = "silt-read"
@@ -879,7 +882,7 @@ class CassandraStore(Store):
         first_sent = time.monotonic()
         sends = 0
         fault = ""
-        while self._may_send(sends, first_sent):
+        while self._may_send(sends, first_sent, on_values):
             sends += 1
             if self._fence is not None:
                 self._fence.before_lwt()
@@ -936,12 +939,12 @@ class CassandraStore(Store):
             f" fault (the last: {fault})"
         )
 
-    def _may_send(self, sends: int, first_sent: float) -> bool:
+    def _may_send(self, sends: int, first_sent: float, on_values: bool) -> bool:
         """Whether an LWT sent `sends` times so far, first at first_sent, and each time found not
         applied after a fault, is sent again (see _LWT_ATTEMPTS)."""
         if sends < _LWT_ATTEMPTS:
             return True
-        return sends < _LWT_MAX_SENDS and time.monotonic() - first_sent < self._config.lwt_bound_s
+        return on_values and sends < _LWT_MAX_SENDS and time.monotonic() - first_sent < self._config.lwt_bound_s
 
     def _first_send(
         self, op: str, statement: Statement, params: tuple[bytes, ...] | None, change: _Change, on_values: bool

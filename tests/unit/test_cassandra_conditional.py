@@ -192,3 +192,15 @@ def test_faults_past_the_bound_stop_after_three_sends() -> None:
         store._conditional("set_if", object(), (), CHANGE, on_values=True)
     assert len(sends) == 10 - _LWT_ATTEMPTS
     assert f"not applied after {_LWT_ATTEMPTS} sends" in str(err.value)
+
+
+def test_a_create_cut_short_in_quick_succession_still_stops_after_three_sends() -> None:
+    """A condition on absence repeats: every copy sent could apply after a later one and a
+    delete, so only LWTs conditioned on values get the extra sends."""
+    created = _Change(b"p", b"k", None, b"after")
+    sends: list[BaseException | bool | None] = [write_timeout()] * 10
+    store = scripted(sends, [None] * 10)
+    with pytest.raises(OutcomeUnknown) as err:
+        store._conditional("set_if", object(), (), created, on_values=False)
+    assert len(sends) == 10 - _LWT_ATTEMPTS
+    assert f"not applied after {_LWT_ATTEMPTS} sends" in str(err.value)
