@@ -4,7 +4,8 @@ Every `silt run`, every replica a Deployment adds and every restart after a cras
 so does every test that starts a stack (a few hundred per `make test`, whose CPU bounds the
 suite's time). For --runs stacks of auth, graveler and the gateway (silt.launcher.Stack on
 127.0.0.1, free ports, local KV and blockstore, a temporary data directory), the user + sys
-seconds of each process from its start until it accepts connections, read from /proc:
+seconds of each process from its start until the whole stack is up (so auth's and graveler's
+include answering the later services' start), read from /proc:
 
 - `startup.auth_cpu_s`, `startup.graveler_cpu_s`, `startup.gateway_cpu_s`: each service
   (the gateway: the edge process, with the REST API and the web UI);
@@ -44,9 +45,21 @@ def cpu_s(pid: int) -> float:
 
 
 def spawned_workers(pid: int) -> list[int]:
-    """pid's children that multiprocessing spawned to run work (not its resource tracker)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [int(child) for child in children if b"multiprocessing.spawn" in Path(f"/proc/{child}/cmdline").read_bytes()]
+    """pid's children (of any of its threads) that multiprocessing spawned to run work, not its
+    resource tracker."""
+    workers = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue  # the thread ended
+        for child in children:
+            try:
+                if b"multiprocessing.spawn" in Path(f"/proc/{child}/cmdline").read_bytes():
+                    workers.append(int(child))
+            except OSError:
+                continue  # the child ended
+    return workers
 
 
 def idle_cpu_s(pid: int) -> float:

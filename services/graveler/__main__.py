@@ -6,6 +6,10 @@ before anything else, unless that module is a package's `__main__`. Run as `-m
 services.graveler.server`, every worker imported the whole gRPC server for nothing."""
 
 if __name__ == "__main__":
+    import sys
+
     from services.graveler.server import main
 
+    # What --help and a usage error name: not this file's name, __main__.py.
+    sys.argv[0] = "python -m services.graveler"
     main()
