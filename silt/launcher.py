@@ -89,7 +89,8 @@ def restart_delay(
 # In start order: everything else needs auth; the gateway and compactor call graveler.
 ALL_SERVICES = ("auth", "graveler", "compactor", "gateway")
 # The module each service runs as (`python -m`): the gateway's port is the edge process, which
-# composes the S3 gateway, the REST API and the web UI.
+# composes the S3 gateway, the REST API and the web UI; graveler runs as its package, for its
+# spawned commit workers' sake (services/graveler/__main__.py).
 ENTRY_POINTS = {name: f"services.{name}.server" for name in ALL_SERVICES} | {
     "graveler": "services.graveler",
     "gateway": "edge.server",

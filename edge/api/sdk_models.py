@@ -3,7 +3,8 @@
 The REST API answers in lakefs-sdk's own models, so that its shapes are lakeFS's. Imported the
 usual way, they cost the whole client first: `lakefs_sdk/__init__.py` imports every generated
 API class, and pydantic wraps each of their methods in a validator as it is defined. That was
-most of a second of CPU at every gateway start (a third of the start), for code no server calls.
+about 0.75 s of CPU at every gateway start (a fifth to a quarter of it, `make bench-startup`),
+for code no server calls.
 
 `load_models_alone` puts the package in sys.modules without running its `__init__.py`, so that
 `lakefs_sdk.models` and its submodules load alone. The first attribute anything asks of the
