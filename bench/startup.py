@@ -29,46 +29,33 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.processes import cpu_seconds, process_tree
 from bench.report import emit
 
-TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 SERVICES = ("auth", "graveler", "gateway")
 WORKER_IDLE_S = 0.5
 WORKER_WAIT_S = 60.0
 
 
-def cpu_s(pid: int) -> float:
-    """user + sys seconds of pid so far (its own, not its children's)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS_PER_S
-
-
 def spawned_workers(pid: int) -> list[int]:
-    """pid's children (of any of its threads) that multiprocessing spawned to run work, not its
-    resource tracker."""
+    """pid's descendants that multiprocessing spawned to run work, not its resource tracker."""
     workers = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    for child in process_tree(pid)[1:]:
         try:
-            children = (task / "children").read_text().split()
+            if b"multiprocessing.spawn" in Path(f"/proc/{child}/cmdline").read_bytes():
+                workers.append(child)
         except OSError:
-            continue  # the thread ended
-        for child in children:
-            try:
-                if b"multiprocessing.spawn" in Path(f"/proc/{child}/cmdline").read_bytes():
-                    workers.append(int(child))
-            except OSError:
-                continue  # the child ended
+            continue  # the child ended
     return workers
 
 
 def idle_cpu_s(pid: int) -> float:
     """pid's CPU once it has stopped using any for WORKER_IDLE_S."""
     deadline = time.monotonic() + WORKER_WAIT_S
-    last = cpu_s(pid)
+    last = cpu_seconds(pid)
     while time.monotonic() < deadline:
         time.sleep(WORKER_IDLE_S)
-        now = cpu_s(pid)
+        now = cpu_seconds(pid)
         if now == last:
             return now
         last = now
@@ -92,7 +79,7 @@ def one_stack(data_dir: Path) -> dict[str, float]:
         for name in SERVICES:
             pid = stack.pid(name)
             assert pid is not None, f"{name} is not running"
-            figures[name] = cpu_s(pid)
+            figures[name] = cpu_seconds(pid)
         graveler = stack.pid("graveler")
         assert graveler is not None
         deadline = time.monotonic() + WORKER_WAIT_S
