@@ -2,8 +2,8 @@
 answers requests (graveler's staging writes above all).
 
 A lower priority alone is not enough: measured on a 2-vCPU VM (engine/core/builder.py,
-worker_cpus), an unpinned CPU-bound process even at SCHED_IDLE raised the p99 of staging
-writes several times over, the same process pinned to one CPU left it as it was. So the
+worker_cpus), an unpinned CPU-bound process even at the lowest priority raised the p99 of
+staging writes several times over, the same process pinned to one CPU left it as it was. So the
 compactor runs niced and on the CPUs graveler's commit workers use
 (`graveler.commit_worker_cpus`, by default the upper half), still taking any idle cycle there.
 

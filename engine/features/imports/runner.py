@@ -7,7 +7,7 @@ ingests in a worker process of its own, started with the graveler when imports a
 with the first import); with ``mem`` (tests, embedded use) a thread ingests. Either way, imports
 run one at a time per graveler process and later ones wait their turn.
 
-The worker runs at the serving processes' priority, unlike a commit's build (SCHED_IDLE): an
+The worker runs at the serving processes' priority, unlike a commit's build (nice 10): an
 import is one process on one core whatever its size, and its caller waits for it; measured on a
 shared 2-core VM, nice 5 took a 100,000-file import from 23,000 to 18,000 objects/s.
 """

@@ -58,6 +58,11 @@ def test_a_commit_built_by_workers_is_complete_and_its_token_is_dropped(tmp_path
         assert pids, "the commit ran in no worker process"
         expected = worker_cpus(cpus, os.sched_getaffinity(0)) or os.sched_getaffinity(0)
         assert all(os.sched_getaffinity(pid) == expected for pid in pids)
+        # Niced, not at SCHED_IDLE, which gets no CPU at all while the machine is saturated:
+        # a commit waits for its build, and the build's KV reads time out.
+        assert all(os.sched_getscheduler(pid) == os.SCHED_OTHER for pid in pids)
+        niced = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 10)
+        assert all(os.getpriority(os.PRIO_PROCESS, pid) == niced for pid in pids)
     finally:
         graveler.close()
         kv.close()
