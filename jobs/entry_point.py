@@ -1,16 +1,13 @@
-"""What the jobs' spark-submit entry points share: the session, the client options, the
-summary file and the exit codes (``python -m jobs.gc.job``, ``python -m jobs.retention.last_access``)."""
+"""What the jobs' spark-submit entry points share: the session, the client options and the
+exit codes (``python -m jobs.gc.job``, ``python -m jobs.retention.last_access``)."""
 
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-from silt.config import BlockstoreConfig
 
 if TYPE_CHECKING:
     from silt.client import Client
@@ -79,14 +76,6 @@ def repository_name(argument: str) -> str:
 def print_progress(message: str) -> None:
     """Progress goes to stderr: stdout carries only the summary, for scripts."""
     print(message, file=sys.stderr, flush=True)
-
-
-def write_summary(blockstore: BlockstoreConfig, namespace: str, key: str, summary_json: str) -> None:
-    """Keep a run's summary beside its report, for operators."""
-    from silt.block import open_adapter
-
-    data = summary_json.encode()
-    open_adapter(blockstore).put(namespace, key, io.BytesIO(data), len(data))
 
 
 def exit_code_of_main(prog: str, main: Callable[[], int]) -> int:

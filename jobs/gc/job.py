@@ -28,11 +28,10 @@ from jobs.entry_point import (
     print_progress,
     repository_name,
     start_job,
-    write_summary,
 )
 from jobs.gc.adapter_parquet import read_dataset, write_dataset
 from jobs.gc.listing import list_objects
-from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root
+from jobs.gc.location import NamespaceRoot, configure_s3a, namespace_root, write_small_file
 from jobs.gc.mark import EXPIRED, UNREFERENCED, mark, still_referenced, unprotected
 from jobs.gc.sweep import sweep
 from silt.config import BlockstoreConfig
@@ -119,7 +118,7 @@ def run_gc(
     if not options.dry_run:
         timings["sweep"] = _sweep(spark, graveler, root, report_path, blockstore, options, summary, progress)
     summary.seconds = {**timings, **summary.seconds, "total": time.perf_counter() - started}
-    _write_summary(blockstore, root.namespace, summary)
+    _write_summary(spark, root, blockstore, summary)
     return summary
 
 
@@ -151,7 +150,7 @@ def _sweep_only(
         spark, graveler, root, report_path, blockstore, options, summary, progress, fresh=fresh
     )
     summary.seconds["total"] = time.perf_counter() - started
-    _write_summary(blockstore, root.namespace, summary)
+    _write_summary(spark, root, blockstore, summary)
     return summary
 
 
@@ -225,10 +224,10 @@ def _sweep(
     return time.perf_counter() - phase
 
 
-def _write_summary(blockstore: BlockstoreConfig, namespace: str, summary: Summary) -> None:
+def _write_summary(spark: Any, root: NamespaceRoot, blockstore: BlockstoreConfig, summary: Summary) -> None:
     """Beside the report, for operators and for the next run's comparison."""
     key = f"{GC_PREFIX}{summary.run_id}/summary{'-dry-run' if summary.dry_run else ''}.json"
-    write_summary(blockstore, namespace, key, summary.as_json())
+    write_small_file(spark, root, blockstore, key, summary.as_json().encode())
 
 
 # --- entry point for spark-submit -------------------------------------------------------

@@ -68,3 +68,26 @@ def configure_s3a(spark: Any, root: NamespaceRoot, blockstore: BlockstoreConfig)
         # Plain AWS: S3A's default credential chain and endpoint resolution apply.
         return
     use_endpoint_for_bucket(spark, root.bucket, S3AEndpoint(s3.endpoint_url, key_id, secret.get_secret_value()))
+
+
+def write_small_file(spark: Any, root: NamespaceRoot, blockstore: BlockstoreConfig, key: str, data: bytes) -> None:
+    """Write a small object (a run's summary) at `key` in the namespace, from the driver.
+
+    On S3 it goes through the session's S3A file system, as the run's datasets do, rather than
+    the block adapter: the driver then never imports boto3, which costs it about 27 MiB of
+    memory. Elsewhere the block adapter writes it (on a local disk, Hadoop's would leave a
+    checksum file beside it)."""
+    if root.kind != "s3":
+        import io
+
+        from silt.block import open_adapter
+
+        open_adapter(blockstore).put(root.namespace, key, io.BytesIO(data), len(data))
+        return
+    context = spark.sparkContext
+    path = context._jvm.org.apache.hadoop.fs.Path(root.child(key))
+    stream = path.getFileSystem(context._jsc.hadoopConfiguration()).create(path, True)
+    try:
+        stream.write(bytearray(data))
+    finally:
+        stream.close()

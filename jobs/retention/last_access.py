@@ -34,10 +34,9 @@ from jobs.entry_point import (
     print_progress,
     repository_name,
     start_job,
-    write_summary,
 )
 from jobs.gc.adapter_parquet import read_dataset, write_dataset
-from jobs.gc.location import configure_s3a, namespace_root
+from jobs.gc.location import configure_s3a, namespace_root, write_small_file
 from jobs.retention.expired import expired, last_access
 from silt.config import BlockstoreConfig
 from silt.errors import InvalidArgument
@@ -170,7 +169,7 @@ def run_last_access(
         summary.seconds["expire"] = time.perf_counter() - phase
     summary.seconds["total"] = time.perf_counter() - started
     key = f"{prepared.location}summary{'-dry-run' if summary.dry_run else ''}.json"
-    write_summary(blockstore, prepared.storage_namespace, key, summary.as_json())
+    write_small_file(spark, root, blockstore, key, summary.as_json().encode())
     return summary
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -88,3 +89,6 @@ def test_gc_on_s3(spark: Any, s3_env: tuple[api_grpc.GravelerServiceStub, S3Adap
     }
     assert remaining == {f"repos/repo1/{head}", f"repos/repo1/{staged}"}
     assert f"repos/repo1/{expired}" not in remaining and f"repos/repo1/{orphan}" not in remaining
+    # The summary beside the report, written through S3A (the driver never opens boto3).
+    written = adapter.client.get_object(Bucket=bucket, Key=f"repos/repo1/_silt/gc/{summary.run_id}/summary.json")
+    assert json.loads(written["Body"].read()) == json.loads(summary.as_json())
