@@ -4,9 +4,11 @@ The suite runs two legs side by side on two cores and keeps both busy, so what a
 run is its CPU, not its wall time: a test that sleeps costs little, one that starts a stack of
 services costs its processes' start-up. A test's CPU here is this pytest process's own plus that
 of every child it reaped (services started and stopped by the test or its fixtures, and their
-own reaped children), from the start of its setup to the end of its teardown. Processes that
-outlive the test (the session's Cassandra nodes and Spark JVM) are counted by no test; a
-module's or the session's fixtures are counted by the test that sets them up or tears them down.
+own reaped children), from the start of its setup to the end of its teardown. A child's CPU
+counts only once it is reaped, so it all lands on the test in which it is reaped: a module's
+stack, stopped in its last test's teardown, counts whole in that test, and processes that
+outlive every test (the session's Cassandra nodes and Spark JVM) count in none. Rank files and
+directories by it; a single test's figure may carry its module's services.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     yield
 
 
-@pytest.hookimpl(hookwrapper=True, trylast=True)
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
     yield
     # Before the teardown's report is made: the JUnit writer takes a test's properties from it.
