@@ -126,7 +126,7 @@ def report(rows: list[Timing], count: int, by_dir: bool, cpu: bool = False) -> s
         counted = [r for r in rows if r.cpu is not None]
         out.append(
             f"{sum(r.cpu or 0.0 for r in counted) / 60:.1f} min of CPU counted in {len(counted)} tests "
-            "(the session's JVMs are in none)"
+            "(processes outside the legs' trees in none)"
         )
     out.append(f"\nthe {min(count, len(rows))} {'most CPU' if cpu else 'slowest'}:")
     out += [
