@@ -29,7 +29,12 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _descendants_ticks(root: int) -> int:
-    """utime + stime + cutime + cstime of every live process below root, in clock ticks."""
+    """utime + stime + cutime + cstime of every live process below root, in clock ticks.
+
+    One pass over /proc/*/stat, parents from each process's ppid, rather than bench/processes.py's
+    walk of every thread's `children` file: the JVMs below a leg have hundreds of threads each,
+    a file apiece, where the whole machine has a hundred-odd processes. And cutime + cstime
+    too, which bench's `cpu_seconds` leaves out: a live service's reaped workers count."""
     parents: dict[int, int] = {}
     spent: dict[int, int] = {}
     try:
