@@ -30,7 +30,7 @@ import grpc
 from bench.gateway import _hammer, _own_cpu
 from bench.processes import cpu_seconds, process_tree
 from bench.report import emit
-from silt.launcher import free_port
+from silt.free_ports import free_port
 
 BODY = b"x" * 4096
 MESSAGE = b"m" * 200

@@ -39,7 +39,7 @@ from botocore.config import Config as BotoConfig
 
 from bench.processes import cpu_seconds, process_tree
 from bench.report import emit
-from silt.launcher import free_port
+from silt.free_ports import free_port
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 from tests.support.moto import _stop, moto_client, start_moto_server
 

@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 from bench.gateway import _hammer, _own_cpu
 from bench.processes import cpu_seconds, process_tree
 from bench.report import emit_calibration
-from silt.launcher import free_port
+from silt.free_ports import free_port
 from silt.lifeline import PARENT_PID_ENV
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 

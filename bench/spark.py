@@ -35,7 +35,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.processes import cpu_seconds, process_tree
 from bench.report import emit
-from silt.launcher import free_port
+from silt.free_ports import free_port
 from silt.spark import S3AEndpoint, local_session, use_endpoint_for_bucket
 from tests.support.gateway_stack import gateway_stack
 from tests.support.moto import ACCESS_KEY_ID, SECRET_ACCESS_KEY, _stop, moto_client, start_moto_server

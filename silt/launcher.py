@@ -43,6 +43,7 @@ from pydantic import SecretStr
 
 from silt.config import Config, dialable_address, dialable_host, load_config
 from silt.errors import ConfigError, SiltError
+from silt.free_ports import free_port
 from silt.lifeline import PARENT_PID_ENV
 from silt.listeners import owns_listener
 from silt.rpc.signing import Credentials
@@ -112,30 +113,6 @@ def default_data_dir() -> Path:
 def available_services() -> list[str]:
     """The services whose entry point exists in this installation (gateway and compactor are newer)."""
     return [name for name in ALL_SERVICES if importlib.util.find_spec(ENTRY_POINTS[name]) is not None]
-
-
-# Where free_port looks: below Linux's ephemeral range (32768-60999 by default), from which the
-# kernel picks both bind(0)'s port and every outgoing connection's. A port from bind(0) is free only
-# until the server binds it, seconds later, and any connection opened meanwhile (a client's, another
-# test run's) can take it: "address already in use". Below 20000: the test Cassandra nodes' ports
-# are drawn from 20000-32000.
-_FREE_PORTS = range(10000, 20000)
-_FREE_PORT_DRAWS = 100
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on or connects from now, for a server to bind soon after."""
-    for _ in range(_FREE_PORT_DRAWS):
-        port = _FREE_PORTS[secrets.randbelow(len(_FREE_PORTS))]
-        with socket.socket() as sock:
-            try:
-                sock.bind((host, port))
-            except OSError:
-                continue  # taken, or left in TIME_WAIT by a server that just stopped
-            return port
-    with socket.socket() as sock:  # the whole range busy: any port the kernel has
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def _write_private(path: Path, text: str) -> None:

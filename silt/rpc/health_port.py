@@ -79,7 +79,7 @@ class HealthPort:
         except RuntimeError:
             port = 0
         if port == 0:
-            raise OSError(f"cannot listen on {address}")
+            raise OSError(f"cannot listen on {address}: the address is in use or not this host's")
         await server.start()
         self._server = server
         return port

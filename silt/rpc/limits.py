@@ -120,6 +120,10 @@ class ServerLimits:
             ("grpc.keepalive_time_ms", int(self.keepalive_seconds * 1000)),
             ("grpc.keepalive_timeout_ms", int(self.keepalive_timeout_seconds * 1000)),
             ("grpc.server_handshake_timeout_ms", int(self.handshake_timeout_seconds * 1000)),
+            # gRPC sets SO_REUSEPORT by default, so a second server binding a port another already
+            # listens on succeeds, and the kernel then splits connections between the two: a
+            # client of one gets the other's "Method not found". Without it the second bind fails.
+            ("grpc.so_reuseport", 0),
         ]
 
 

@@ -50,9 +50,12 @@ def build_server(
 def bind(server: grpc.Server, address: str, tls: grpc.ServerCredentials | None = None) -> int:
     """Listen on address (host:port; port 0 picks a free one), over TLS when tls is given;
     return the port."""
-    port = server.add_insecure_port(address) if tls is None else server.add_secure_port(address, tls)
+    try:
+        port = server.add_insecure_port(address) if tls is None else server.add_secure_port(address, tls)
+    except RuntimeError:  # newer gRPC raises where older returned 0
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen on {address}")
+        raise OSError(f"cannot listen on {address}: the address is in use or not this host's")
     return port
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from silt.launcher import Stack, free_port
+from silt.free_ports import free_port
+from silt.launcher import Stack
 from tests.e2e.conftest import CLIENTS_BIN, REPO_ROOT, Silt, isolated_aws_env
 
 REPO = "cli-edges"

@@ -17,8 +17,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
+from silt.free_ports import free_port
 from silt.graveler.v1 import graveler_pb2 as gapi
-from silt.launcher import free_port
 from tests.e2e.conftest import Silt
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 from tests.support.otlp import OtlpReceiver, ReceivedSpan, environment, otel_env

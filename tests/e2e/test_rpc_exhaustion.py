@@ -20,7 +20,8 @@ import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
-from silt.launcher import Stack, free_port, initial_config
+from silt.free_ports import free_port
+from silt.launcher import Stack, initial_config
 from silt.rpc.limits import DEFAULT_LIMITS
 from silt.rpc.signing import (
     ACCESS_KEY_HEADER,

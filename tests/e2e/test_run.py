@@ -19,7 +19,7 @@ from pathlib import Path
 import lakefs_sdk
 import urllib3
 
-from silt.launcher import free_port
+from silt.free_ports import free_port
 from tests.e2e.conftest import REPO_ROOT, Silt
 
 # The in-process CLI sees the test's environment under its own: none of it may point elsewhere.

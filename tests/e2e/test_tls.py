@@ -23,8 +23,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from silt.auth.v1 import auth_pb2, auth_pb2_grpc
 from silt.compactor.v1 import compactor_pb2, compactor_pb2_grpc
+from silt.free_ports import free_port
 from silt.graveler.v1 import graveler_pb2, graveler_pb2_grpc
-from silt.launcher import Stack, free_port, initial_config
+from silt.launcher import Stack, initial_config
 from silt.rpc.channels import ClientTLS, open_channel
 from silt.rpc.signing import signed_channel
 from tests.support.tls import Authority, Issued, new_authority

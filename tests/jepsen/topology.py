@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from silt.launcher import ENTRY_POINTS, Stack, free_port, initial_config
+from silt.free_ports import free_port
+from silt.launcher import ENTRY_POINTS, Stack, initial_config
 from silt.lifeline import PARENT_PID_ENV
 from silt.listeners import owns_listener
 from silt.rpc.signing import Credentials

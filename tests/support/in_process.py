@@ -10,7 +10,7 @@ from typing import Any
 
 import uvicorn
 
-from silt.launcher import free_port
+from silt.free_ports import free_port
 from tests.support.wait import wait_until
 
 START_TIMEOUT_S = 30.0

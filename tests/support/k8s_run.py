@@ -46,7 +46,7 @@ from botocore.config import Config as BotoConfig
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from silt.config import Config, load_config
-from silt.launcher import free_port
+from silt.free_ports import free_port
 from silt.lifeline import PARENT_PID_ENV
 from tests.support.cassandra import CassandraServer
 from tests.support.cassandra_cluster import CassandraCluster

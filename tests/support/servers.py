@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from silt.child_process import set_parent_death_signal
-from silt.launcher import free_port
+from silt.free_ports import free_port
 
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 10.0

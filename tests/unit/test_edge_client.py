@@ -32,10 +32,10 @@ from silt.block.adapter import PutResult
 from silt.config import Config
 from silt.errors import NotApplied as SiltNotApplied
 from silt.errors import NotFound, SiltError
+from silt.free_ports import free_port
 from silt.graveler.v1 import events_pb2 as ev
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
-from silt.launcher import free_port
 from silt.repository_place import RepositoryPlace
 from silt.rpc.errors import STATUS_DETAILS_KEY, error_from_rpc, rich_status
 from silt.rpc.signing import Credentials

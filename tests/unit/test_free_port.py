@@ -1,25 +1,49 @@
-"""silt.launcher.free_port: a port for a server to bind soon after, out of the way of the ports
-the kernel gives outgoing connections."""
+"""silt.free_ports.free_port: a port for a server to bind soon after, out of the way of the ports
+the kernel gives outgoing connections, and never handed to two callers, in one process or in
+two, within the reservation's time."""
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from silt import launcher
+from silt import free_ports
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _ephemeral_low() -> int:
     return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
 
 
+@pytest.fixture(autouse=True)
+def own_reservations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "ports" / "reserved.json"
+    monkeypatch.setattr(free_ports, "reservations_path", lambda: path)
+    return path
+
+
+def _bindable_pair() -> range:
+    """Two neighbouring ports in the drawing range that nothing holds now."""
+    for low in range(free_ports.FREE_PORTS.start + 4000, free_ports.FREE_PORTS.stop - 1, 7):
+        if free_ports._bindable("127.0.0.1", low) and free_ports._bindable("127.0.0.1", low + 1):
+            return range(low, low + 2)
+    raise AssertionError("no two free neighbouring ports")
+
+
 def test_free_ports_are_bindable_and_below_the_ephemeral_range() -> None:
-    ports = {launcher.free_port() for _ in range(20)}
-    assert len(ports) > 1  # drawn, not the same one each time
+    ports = {free_ports.free_port() for _ in range(20)}
+    assert len(ports) == 20  # drawn, and none handed out twice
     for port in ports:
-        assert port in launcher._FREE_PORTS and port < _ephemeral_low()
+        assert port in free_ports.FREE_PORTS and port < _ephemeral_low()
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))
 
@@ -30,5 +54,101 @@ def test_a_port_in_use_is_never_handed_out(monkeypatch: pytest.MonkeyPatch) -> N
         held.listen()
         taken = held.getsockname()[1]
         # The range is that one port: nothing free in it, so the kernel's answer.
-        monkeypatch.setattr(launcher, "_FREE_PORTS", range(taken, taken + 1))
-        assert launcher.free_port() != taken
+        monkeypatch.setattr(free_ports, "FREE_PORTS", range(taken, taken + 1))
+        assert free_ports.free_port() != taken
+
+
+def test_a_port_handed_out_is_not_handed_out_again_while_reserved(monkeypatch: pytest.MonkeyPatch) -> None:
+    pair = _bindable_pair()
+    monkeypatch.setattr(free_ports, "FREE_PORTS", pair)
+    first, second = free_ports.free_port(), free_ports.free_port()
+    assert {first, second} == set(pair)
+    # Both still free, both reserved: the kernel's answer, outside the range.
+    assert free_ports.free_port() not in pair
+
+
+def test_another_process_skips_the_ports_this_one_was_given(
+    own_reservations: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pair = _bindable_pair()
+    monkeypatch.setattr(free_ports, "FREE_PORTS", pair)
+    mine = free_ports.free_port()
+    script = (
+        "import sys; from pathlib import Path; from silt import free_ports\n"
+        f"free_ports.reservations_path = lambda: Path({str(own_reservations)!r})\n"
+        f"free_ports.FREE_PORTS = range({pair.start}, {pair.stop})\n"
+        "print(free_ports.free_port())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert int(done.stdout) == ({*pair} - {mine}).pop()
+
+
+def _ended_process() -> int:
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait(timeout=60)
+    return done.pid
+
+
+def test_an_old_reservation_of_an_ended_process_frees_its_port(
+    own_reservations: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pair = _bindable_pair()
+    monkeypatch.setattr(free_ports, "FREE_PORTS", range(pair.start, pair.start + 1))
+    own_reservations.parent.mkdir(mode=0o700)
+    stale = time.time() - free_ports.RESERVATION_SECONDS - 1
+    gone = _ended_process()
+    own_reservations.write_text(json.dumps({str(pair.start): [stale, gone], "1": [stale, gone]}))
+    assert free_ports.free_port() == pair.start
+    # Those no longer in force are dropped as the file is written back.
+    assert json.loads(own_reservations.read_text()) == {
+        str(pair.start): [pytest.approx(time.time(), abs=60), os.getpid()]
+    }
+
+
+def test_a_live_process_keeps_its_ports_past_the_window(
+    own_reservations: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A service down between a kill and its restart leaves its port unbound for a while: the
+    # process that will restart it still holds it.
+    pair = _bindable_pair()
+    monkeypatch.setattr(free_ports, "FREE_PORTS", range(pair.start, pair.start + 1))
+    own_reservations.parent.mkdir(mode=0o700)
+    stale = time.time() - free_ports.RESERVATION_SECONDS - 1
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as holder:
+        try:
+            own_reservations.write_text(json.dumps({str(pair.start): [stale, holder.pid]}))
+            assert free_ports.free_port() != pair.start
+        finally:
+            holder.kill()
+
+
+def test_a_damaged_reservations_file_is_started_over(own_reservations: Path) -> None:
+    own_reservations.parent.mkdir(mode=0o700)
+    own_reservations.write_text('{"12345": ')
+    port = free_ports.free_port()
+    assert port in free_ports.FREE_PORTS
+    assert json.loads(own_reservations.read_text()) == {str(port): [pytest.approx(time.time(), abs=60), os.getpid()]}
+
+
+def test_a_directory_others_can_write_is_not_trusted_and_ports_still_come(own_reservations: Path) -> None:
+    own_reservations.parent.mkdir()
+    os.chmod(own_reservations.parent, 0o777)
+    assert free_ports.free_port() in free_ports.FREE_PORTS
+    assert not own_reservations.exists()
+
+
+def test_a_held_lock_is_waited_for_boundedly(own_reservations: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(free_ports, "_LOCK_WAIT_SECONDS", 0.2)
+    own_reservations.parent.mkdir(mode=0o700)
+    holder = os.open(own_reservations, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        started = time.monotonic()
+        # Another open file description of the same file: flock conflicts with it as with
+        # another process.
+        assert free_ports.free_port() in free_ports.FREE_PORTS
+        assert time.monotonic() - started < 5
+    finally:
+        os.close(holder)

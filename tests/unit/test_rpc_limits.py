@@ -369,3 +369,18 @@ def test_the_health_port_answers_probes_while_others_stall_checks() -> None:
         for channel in channels:
             channel.close()
         assert port.stop(None).wait(5)
+
+
+@pytest.mark.parametrize("running", [ServerLimits()], indirect=True)
+def test_a_second_server_cannot_bind_a_port_a_server_listens_on(running: Running) -> None:
+    # gRPC's default SO_REUSEPORT would let both bind and split connections between them, so
+    # a client of one could be answered "Method not found" by the other.
+    port = int(running.address.rsplit(":", 1)[1])
+    other = build_server()
+    with pytest.raises(OSError, match=r"cannot listen on 127\.0\.0\.1:"):
+        bind(other, f"127.0.0.1:{port}")
+    other.stop(grace=None)
+    health = HealthPort(HealthServicer())
+    with pytest.raises(OSError, match=r"cannot listen on 127\.0\.0\.1:"):
+        health.start(f"127.0.0.1:{port}")
+    health.stop().wait(5)

@@ -14,7 +14,8 @@ import lakefs_sdk
 import pytest
 import urllib3
 
-from silt.launcher import SERVICE_KEYS_FILE, free_port
+from silt.free_ports import free_port
+from silt.launcher import SERVICE_KEYS_FILE
 from tests.e2e.api.conftest import Api
 from tests.support.wait import wait_until
 

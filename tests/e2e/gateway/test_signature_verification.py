@@ -16,7 +16,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
-from silt.launcher import free_port
+from silt.free_ports import free_port
 from silt.rpc.signing import Credentials
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 

@@ -20,7 +20,8 @@ import urllib3
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.exceptions import ForbiddenError
 
-from silt.launcher import Stack, free_port
+from silt.free_ports import free_port
+from silt.launcher import Stack
 from silt.lifeline import PARENT_PID_ENV
 from tests.e2e.iceberg.conftest import admin_auth, api_call
 from tests.e2e.iceberg.test_catalog import SCHEMA, rows

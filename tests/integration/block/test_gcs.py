@@ -22,7 +22,7 @@ from silt.block.adapter import PresignedURL
 from silt.block.gcs import GCSAdapter, load_credentials
 from silt.config import BlockstoreConfig, GSBlockstoreConfig
 from silt.errors import AlreadyExists, ConfigError, InvalidArgument, NotFound, Unavailable
-from silt.launcher import free_port
+from silt.free_ports import free_port
 from tests.integration.block.streams import md5_hex, multipart_etag
 from tests.support.emulators import gs_blockstore_config
 

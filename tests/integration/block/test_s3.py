@@ -17,7 +17,7 @@ from silt.block import PartInfo, open_adapter
 from silt.block.s3 import PART_SIZE, S3Adapter
 from silt.config import BlockstoreConfig, S3BlockstoreConfig, S3CredentialsConfig
 from silt.errors import ConfigError, InvalidArgument, NotFound, Unavailable
-from silt.launcher import free_port
+from silt.free_ports import free_port
 from tests.integration.block.streams import GeneratorStream, MiB, md5_hex, multipart_etag, pattern_chunks
 from tests.support.moto import s3_blockstore_config
 from tests.support.tcp_proxy import TcpProxy

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from cli.common import State
 from cli.main import cli
-from silt.launcher import free_port
+from silt.free_ports import free_port
 
 
 def _check(tmp_path: Path, blockstore: dict[str, Any], roots: list[str]) -> Any:

@@ -20,9 +20,9 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import RoundRobinPolicy
 
 from silt.errors import NotFound, OutcomeUnknown, PredicateFailed, Unavailable
+from silt.free_ports import free_port
 from silt.kv import Store, open_store
 from silt.kv.store import Predicate
-from silt.launcher import free_port
 from tests.support.cassandra import CassandraServer
 from tests.support.tcp_proxy import TcpProxy
 
