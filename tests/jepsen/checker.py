@@ -2,7 +2,8 @@
 
 * Linearizability of each key as a register (read, write, delete; PUT If-None-Match: * and
   If-Match as compare-and-set): a search in the manner of Wing & Gong / Lowe, as Knossos does,
-  over which operations have taken effect, memoized on (taken, register value). An acknowledged
+  over which operations have taken effect, memoized on (taken, register value), a configuration
+  covered by one that took fewer unknown operations left out (see linearizable). An acknowledged
   operation took effect exactly once between its invocation and its completion; an unknown one
   at most once, at any time after its invocation; a failed one never. The search is bounded
   (MAX_CONFIGURATIONS): past it a key is reported as too large to decide, not as a violation.
@@ -136,32 +137,60 @@ def linearizable(ops: Iterable[Op], limit: int = MAX_CONFIGURATIONS, initial: st
         if kind and (kind == "delete" or op.value in unobserved):
             before_in_class[i] = last_of_class.get(kind, -1)
             last_of_class[kind] = i
-    all_required = 0
+    all_required = unknown = 0
     for i in required:
         all_required |= 1 << i
-    seen: set[tuple[int, object]] = set()
-    stack: list[tuple[int, object]] = [(0, initial)]
+    blind = [False] * n
+    for i, op in enumerate(history):
+        if op.outcome is Outcome.UNKNOWN:
+            unknown |= 1 << i
+            blind[i] = op.kind in (WRITE, MULTIPART, DELETE)
+    # A configuration is the register's value, the acknowledged operations taken, and the
+    # unknown ones taken. Of two with the same value and the same acknowledged ones taken, the
+    # one that took a subset of the other's unknown operations can do all the other can: an
+    # unknown operation may take effect later or never, so having it still to take only adds
+    # choices (in a class of interchangeable ones, its earliest untaken stands in for it). So a
+    # configuration is skipped when one seen had taken a subset of its unknown operations.
+    # For the same reason, a blind unknown operation (a write or delete, whose effect does not
+    # depend on the value) is never taken right after another: the second alone leaves the
+    # same value with the first still to take. Without these, each subset of the unknown
+    # writes taken is searched on its own: 2**k of them.
+    seen: dict[tuple[int, object], list[int]] = {}
+    configurations = 0
+    stack: list[tuple[int, object, bool]] = [(0, initial, False)]
     while stack:
-        taken, state = stack.pop()
+        taken, state, after_blind = stack.pop()
         if taken & all_required == all_required:
             return Verdict.LINEARIZABLE
-        if (taken, state) in seen:
+        taken_unknown = taken & unknown
+        subsets = seen.setdefault((taken & ~unknown, state), [])
+        if any(prior & ~taken_unknown == 0 for prior in subsets):
             continue
-        seen.add((taken, state))
-        if len(seen) > limit:
+        subsets.append(taken_unknown)
+        configurations += 1
+        if configurations > limit:
             return Verdict.TOO_LARGE
         # The next to take effect began before every remaining acknowledged operation ended.
         horizon = next(completes[i] for i in required if not taken >> i & 1)
+        # Pushed last, popped first: acknowledged operations before unknown ones, so that the
+        # configurations with fewer unknown operations taken are searched first.
+        unknown_steps: list[tuple[int, object, bool]] = []
+        acknowledged_steps: list[tuple[int, object, bool]] = []
         for i in range(n):
             if invokes[i] > horizon:  # (one that began as another ended may precede it)
                 break
             if taken >> i & 1:
                 continue
+            if blind[i] and after_blind:
+                continue
             if before_in_class[i] >= 0 and not taken >> before_in_class[i] & 1:
                 continue  # an earlier one of its class first
             after = step(history[i], state)  # type: ignore[arg-type]
             if after is not _ILLEGAL:
-                stack.append((taken | 1 << i, UNOBSERVED if after in unobserved else after))
+                steps = unknown_steps if unknown >> i & 1 else acknowledged_steps
+                steps.append((taken | 1 << i, UNOBSERVED if after in unobserved else after, blind[i]))
+        stack += unknown_steps
+        stack += acknowledged_steps
     return Verdict.VIOLATION
 
 
