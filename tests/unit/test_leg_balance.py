@@ -154,6 +154,7 @@ def test_the_legs_move_a_file_by_what_the_slice_loads(tmp_path: Path, monkeypatc
     # Every file the jvm leg may take (leg_balance.JVM_LEG_FILES), at the paths it has there.
     files = {path: f"test_{Path(path).stem.removeprefix('test_')}_file" for path in leg_balance.JVM_LEG_FILES}
     for path, test in files.items():
+        (suite / path).parent.mkdir(parents=True, exist_ok=True)
         (suite / path).write_text(f"def {test}():\n    pass\n")
     monkeypatch.delenv("SILT_JEPSEN_RUNS", raising=False)
     monkeypatch.delenv("SILT_JEPSEN_FIRST_RUN", raising=False)
