@@ -22,7 +22,13 @@ from tests.support.moto import moto_server  # noqa: F401
 # Fails the run if anything it started is still running at its end (a leaked process or
 # thread outlives the test that started it and skews every later one); starts
 # Spark's JVM first when the run needs it; adds the services' recent errors to a failure's report.
-pytest_plugins = ["tests.support.leaks", "tests.support.spark", "tests.support.service_logs", "tests.support.cpu_times"]
+pytest_plugins = [
+    "tests.support.leaks",
+    "tests.support.spark",
+    "tests.support.service_logs",
+    "tests.support.cpu_times",
+    "tests.support.cluster_last",
+]
 
 # Every KV-backed suite runs on each driver; the Cassandra leg is marked so it can be selected.
 KV_DRIVERS = ["mem", "local", pytest.param("cassandra", marks=pytest.mark.cassandra)]
