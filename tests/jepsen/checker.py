@@ -27,6 +27,9 @@ from enum import StrEnum
 from tests.jepsen.history import CAS, CREATE, DELETE, MULTIPART, MUTATIONS, READ, WRITE, Op, Outcome
 
 MAX_CONFIGURATIONS = 200_000
+# How many sets of unknown operations taken each configuration's value and acknowledged
+# operations keep to compare with (see linearizable).
+COVERS_KEPT = 32
 # Searches spent narrowing a violation's slice (each on a slice no longer than the history).
 NARROW_CHECKS = 400
 # A violation's slice is printed with at most this many of its last operations.
@@ -155,20 +158,27 @@ def linearizable(ops: Iterable[Op], limit: int = MAX_CONFIGURATIONS, initial: st
     # depend on the value) is never taken right after another: the second alone leaves the
     # same value with the first still to take. Without these, each subset of the unknown
     # writes taken is searched on its own: 2**k of them.
-    seen: dict[tuple[int, object], list[int]] = {}
-    configurations = 0
+    # Each (acknowledged taken, value) keeps the first COVERS_KEPT sets of unknown operations
+    # seen with it (the search meets those with fewer first): comparing with every one would
+    # cost each configuration as many comparisons as configurations seen, and leaving some out
+    # only searches more.
+    seen: set[tuple[int, object]] = set()
+    covers: dict[tuple[int, object], list[int]] = {}
     stack: list[tuple[int, object, bool]] = [(0, initial, False)]
     while stack:
         taken, state, after_blind = stack.pop()
         if taken & all_required == all_required:
             return Verdict.LINEARIZABLE
+        if (taken, state) in seen:
+            continue
         taken_unknown = taken & unknown
-        subsets = seen.setdefault((taken & ~unknown, state), [])
+        subsets = covers.setdefault((taken & ~unknown, state), [])
         if any(prior & ~taken_unknown == 0 for prior in subsets):
             continue
-        subsets.append(taken_unknown)
-        configurations += 1
-        if configurations > limit:
+        seen.add((taken, state))
+        if len(subsets) < COVERS_KEPT:
+            subsets.append(taken_unknown)
+        if len(seen) > limit:
             return Verdict.TOO_LARGE
         # The next to take effect began before every remaining acknowledged operation ended.
         horizon = next(completes[i] for i in required if not taken >> i & 1)

@@ -142,7 +142,7 @@ def test_a_directory_others_can_write_is_not_trusted_and_ports_still_come(own_re
 def test_a_held_lock_is_waited_for_boundedly(own_reservations: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(free_ports, "_LOCK_WAIT_SECONDS", 0.2)
     own_reservations.parent.mkdir(mode=0o700)
-    holder = os.open(own_reservations, os.O_RDWR | os.O_CREAT, 0o600)
+    holder = os.open(own_reservations.with_name("lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)
         started = time.monotonic()
@@ -150,5 +150,35 @@ def test_a_held_lock_is_waited_for_boundedly(own_reservations: Path, monkeypatch
         # another process.
         assert free_ports.free_port() in free_ports.FREE_PORTS
         assert time.monotonic() - started < 5
+        assert not own_reservations.exists()  # not recorded without the lock
     finally:
         os.close(holder)
+
+
+def test_when_every_port_in_range_is_reserved_the_kernel_gives_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    pair = _bindable_pair()
+    monkeypatch.setattr(free_ports, "FREE_PORTS", range(pair.start, pair.start + 1))
+    assert free_ports.free_port() == pair.start
+    # Free, but promised to this process: never handed out again, not even unrecorded.
+    assert free_ports.free_port() not in pair
+
+
+def test_pids_that_cannot_be_a_process_hold_nothing(own_reservations: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pair = _bindable_pair()
+    monkeypatch.setattr(free_ports, "FREE_PORTS", range(pair.start, pair.start + 1))
+    own_reservations.parent.mkdir(mode=0o700)
+    stale = time.time() - free_ports.RESERVATION_SECONDS - 1
+    # -1 would signal every process (and so look alive), 0 the caller's group; 2**70 overflows.
+    for pid in (-1, 0, 2**70, True):
+        own_reservations.write_text(json.dumps({str(pair.start): [stale, pid]}))
+        assert free_ports.free_port() == pair.start, pid
+        own_reservations.unlink()
+
+
+def test_the_file_is_replaced_whole_and_left_private(own_reservations: Path) -> None:
+    free_ports.free_port()
+    inode = own_reservations.stat().st_ino
+    free_ports.free_port()
+    assert own_reservations.stat().st_ino != inode  # a new file renamed over the old one
+    assert own_reservations.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in own_reservations.parent.iterdir()) == ["lock", "reserved.json"]
