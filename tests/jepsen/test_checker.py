@@ -319,17 +319,28 @@ def _legal(order: tuple[Op, ...], initial: str | None) -> bool:
     return True
 
 
-def test_the_search_agrees_with_brute_force_on_random_small_histories() -> None:
-    rng = random.Random(53)
-    for _ in range(400):
+def _check_against_brute_force(
+    seed: int,
+    histories: int,
+    sizes: tuple[int, int],
+    kinds: list[str],
+    outcomes: list[Outcome],
+    read_outcomes: list[Outcome],
+    reads_of_written: int,
+) -> None:
+    """Random histories of one key: the search's verdict, from absence and from any value, must
+    be brute force's. reads_of_written: how much likelier a read returns a written value than
+    absence."""
+    rng = random.Random(seed)
+    for _ in range(histories):
         h, written = H(), list[str | None]()
-        for i in range(rng.randint(1, 6)):
-            kind = rng.choice([WRITE, READ, DELETE, CREATE, CAS, READ])
+        for i in range(rng.randint(*sizes)):
+            kind = rng.choice(kinds)
             start = rng.randint(0, 40)
-            outcome = rng.choice([OK, OK, OK, UNKNOWN, FAIL])
+            outcome = rng.choice(read_outcomes if kind == READ else outcomes)
             value = f"v{i}" if kind != DELETE else None
             if kind == READ:
-                value = rng.choice([*written, None])
+                value = rng.choice([*written * reads_of_written, None])
             elif value is not None:
                 written.append(value)
             expected = rng.choice([*written[:-1], "other"]) if kind == CAS else None
@@ -339,30 +350,19 @@ def test_the_search_agrees_with_brute_force_on_random_small_histories() -> None:
         for initial in (None, ANY):
             expected_verdict = Verdict.LINEARIZABLE if _brute_force(h.ops, initial) else Verdict.VIOLATION
             assert linearizable(h.ops, initial=initial) is expected_verdict, [op.describe() for op in h.ops]
+
+
+def test_the_search_agrees_with_brute_force_on_random_small_histories() -> None:
+    outcomes = [OK, OK, OK, UNKNOWN, FAIL]
+    kinds = [WRITE, READ, DELETE, CREATE, CAS, READ]
+    _check_against_brute_force(53, 400, (1, 6), kinds, outcomes, read_outcomes=outcomes, reads_of_written=1)
 
 
 def test_the_search_agrees_with_brute_force_where_most_outcomes_are_unknown() -> None:
     """Unknown writes whose values are read, unknown creates and compare-and-sets: the
     configurations the search skips as covered by one with fewer unknown operations taken."""
-    rng = random.Random(61)
-    for _ in range(300):
-        h, written = H(), list[str | None]()
-        for i in range(rng.randint(3, 7)):
-            kind = rng.choice([WRITE, WRITE, READ, READ, DELETE, CREATE, CAS])
-            start = rng.randint(0, 30)
-            outcome = rng.choice([OK, UNKNOWN, UNKNOWN]) if kind != READ else OK
-            value = f"v{i}" if kind != DELETE else None
-            if kind == READ:
-                value = rng.choice([*written, *written, None])
-            elif value is not None:
-                written.append(value)
-            expected = rng.choice([*written[:-1], "other"]) if kind == CAS else None
-            refused = kind in (CREATE, CAS) and outcome is OK and rng.random() < 0.4
-            end = None if outcome is UNKNOWN else start + rng.randint(1, 15)
-            h.op(kind, start, end, outcome, value, expected, f"p{i}", refused)
-        for initial in (None, ANY):
-            expected_verdict = Verdict.LINEARIZABLE if _brute_force(h.ops, initial) else Verdict.VIOLATION
-            assert linearizable(h.ops, initial=initial) is expected_verdict, [op.describe() for op in h.ops]
+    kinds = [WRITE, WRITE, READ, READ, DELETE, CREATE, CAS]
+    _check_against_brute_force(61, 300, (3, 7), kinds, [OK, UNKNOWN, UNKNOWN], read_outcomes=[OK], reads_of_written=2)
 
 
 def test_unknown_writes_that_were_read_are_decided_without_searching_their_subsets() -> None:

@@ -91,13 +91,19 @@ def _ended_process() -> int:
     return done.pid
 
 
-def test_an_old_reservation_of_an_ended_process_frees_its_port(
-    own_reservations: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _one_port_reserved_long_ago(own_reservations: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, float]:
+    """The drawing range narrowed to one free port; a time past the reservations' window."""
     pair = _bindable_pair()
     monkeypatch.setattr(free_ports, "FREE_PORTS", range(pair.start, pair.start + 1))
     own_reservations.parent.mkdir(mode=0o700)
-    stale = time.time() - free_ports.RESERVATION_SECONDS - 1
+    return pair.start, time.time() - free_ports.RESERVATION_SECONDS - 1
+
+
+def test_an_old_reservation_of_an_ended_process_frees_its_port(
+    own_reservations: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port, stale = _one_port_reserved_long_ago(own_reservations, monkeypatch)
+    pair = range(port, port + 1)
     gone = _ended_process()
     own_reservations.write_text(json.dumps({str(pair.start): [stale, gone], "1": [stale, gone]}))
     assert free_ports.free_port() == pair.start
@@ -112,10 +118,8 @@ def test_a_live_process_keeps_its_ports_past_the_window(
 ) -> None:
     # A service down between a kill and its restart leaves its port unbound for a while: the
     # process that will restart it still holds it.
-    pair = _bindable_pair()
-    monkeypatch.setattr(free_ports, "FREE_PORTS", range(pair.start, pair.start + 1))
-    own_reservations.parent.mkdir(mode=0o700)
-    stale = time.time() - free_ports.RESERVATION_SECONDS - 1
+    port, stale = _one_port_reserved_long_ago(own_reservations, monkeypatch)
+    pair = range(port, port + 1)
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as holder:
         try:
             own_reservations.write_text(json.dumps({str(pair.start): [stale, holder.pid]}))
@@ -164,10 +168,8 @@ def test_when_every_port_in_range_is_reserved_the_kernel_gives_one(monkeypatch: 
 
 
 def test_pids_that_cannot_be_a_process_hold_nothing(own_reservations: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pair = _bindable_pair()
-    monkeypatch.setattr(free_ports, "FREE_PORTS", range(pair.start, pair.start + 1))
-    own_reservations.parent.mkdir(mode=0o700)
-    stale = time.time() - free_ports.RESERVATION_SECONDS - 1
+    port, stale = _one_port_reserved_long_ago(own_reservations, monkeypatch)
+    pair = range(port, port + 1)
     # -1 would signal every process (and so look alive), 0 the caller's group; 2**70 overflows.
     for pid in (-1, 0, 2**70, True):
         own_reservations.write_text(json.dumps({str(pair.start): [stale, pid]}))
