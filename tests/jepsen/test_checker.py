@@ -327,16 +327,17 @@ def _check_against_brute_force(
     outcomes: list[Outcome],
     read_outcomes: list[Outcome],
     reads_of_written: int,
+    span: int = 40,
 ) -> None:
     """Random histories of one key: the search's verdict, from absence and from any value, must
     be brute force's. reads_of_written: how much likelier a read returns a written value than
-    absence."""
+    absence; span: the milliseconds over which operations begin."""
     rng = random.Random(seed)
     for _ in range(histories):
         h, written = H(), list[str | None]()
         for i in range(rng.randint(*sizes)):
             kind = rng.choice(kinds)
-            start = rng.randint(0, 40)
+            start = rng.randint(0, span)
             outcome = rng.choice(read_outcomes if kind == READ else outcomes)
             value = f"v{i}" if kind != DELETE else None
             if kind == READ:
@@ -362,7 +363,9 @@ def test_the_search_agrees_with_brute_force_where_most_outcomes_are_unknown() ->
     """Unknown writes whose values are read, unknown creates and compare-and-sets: the
     configurations the search skips as covered by one with fewer unknown operations taken."""
     kinds = [WRITE, WRITE, READ, READ, DELETE, CREATE, CAS]
-    _check_against_brute_force(61, 300, (3, 7), kinds, [OK, UNKNOWN, UNKNOWN], read_outcomes=[OK], reads_of_written=2)
+    _check_against_brute_force(
+        61, 600, (3, 7), kinds, [OK, UNKNOWN, UNKNOWN], read_outcomes=[OK], reads_of_written=2, span=30
+    )
 
 
 def test_unknown_writes_that_were_read_are_decided_without_searching_their_subsets() -> None:
