@@ -45,7 +45,7 @@ PULL_ROWS_SHOWN = 1
 PULL_TARGET_S = 1.0
 COMPARE_BRANCH = "cmp-100k"
 COMPARE_TARGET_S = 0.3
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = "/usr/bin/chromium-headless-shell"  # what scripts/ensure-system-deps.sh installs, as the browser tests use
 TARGET_S = 0.5
 TIMEOUT_MS = 60_000
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs outside Python when it is missing: Java 17 (to run the
-# test Cassandra), npm (to fetch it and to build the web UI) and Chromium (the UI's browser
-# tests). With `podman` (`make test-all`), also podman and what it builds and runs images with
+# test Cassandra), npm (to fetch it and to build the web UI) and Chromium's headless shell (the
+# UI's browser tests). With `podman` (`make test-all`), also podman and what it builds and runs images with
 # (the podman-marked tests, which only `make test-all` runs: `make test` needs none of it);
 # with `bench`, also nginx and curl (the gateway benchmark's reference server and client);
 # with `ui`, only npm (`make ui`); with `iceberg-spark`, also Apache HttpClient 5's jars (`make
@@ -15,8 +15,9 @@ missing=()
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ "${1:-}" != ui ]; then
   command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
-  # The web UI's browser tests drive Debian's Chromium (Playwright's own download is not used).
-  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  # The web UI's browser tests drive Debian's Chromium headless shell (Playwright's own download
+  # is not used).
+  [ -x /usr/bin/chromium-headless-shell ] || missing+=(chromium-headless-shell)
 fi
 if [ "${1:-}" = podman ]; then
   # Container images and the podman-marked tests (scripts/images/): podman with runc, and
