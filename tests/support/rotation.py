@@ -205,12 +205,20 @@ def _balance_legs(items: list[pytest.Item], chosen: Mapping[str, float]) -> tupl
     excess = leg_balance.BASE_EXCESS_S
     for test, seconds in chosen.items():
         excess += seconds if leg_balance.leg_of(marks.get(test, ())) == "jvm" else -seconds
+    # A file that moves takes the slice's tests in it along: they count for it where it goes.
+    in_slice: dict[str, float] = {}
+    for test, seconds in chosen.items():
+        path = test.split("::")[0]
+        in_slice[path] = in_slice.get(path, 0.0) + seconds
     if excess >= 0:
         taker, mark = "rest", leg_balance.MOVED_MARK
-        moved = leg_balance.files_to_move(excess, leg_balance.movable_files(marks))
+        files = leg_balance.movable_files(marks)
+        known = {f: leg_balance.FILE_ESTIMATES.get(f, leg_balance.DEFAULT_FILE_S) + in_slice.get(f, 0.0) for f in files}
     else:
         taker, mark = "jvm", leg_balance.TO_JVM_MARK
-        moved = leg_balance.files_to_move(-excess, leg_balance.jvm_leg_files(marks), leg_balance.JVM_LEG_FILES)
+        files = leg_balance.jvm_leg_files(marks)
+        known = {f: leg_balance.JVM_LEG_FILES.get(f, leg_balance.DEFAULT_FILE_S) + in_slice.get(f, 0.0) for f in files}
+    moved = leg_balance.files_to_move(abs(excess), files, known)
     for item in items:
         if item.nodeid.split("::")[0] in moved:
             item.add_marker(mark)

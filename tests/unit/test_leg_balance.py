@@ -87,6 +87,19 @@ def test_the_shorter_leg_takes_files_from_the_longer(monkeypatch: pytest.MonkeyP
     assert [m.name for m in spark.marks] == ["spark"]
 
 
+def test_a_file_that_moves_takes_its_slice_tests_along(monkeypatch: pytest.MonkeyPatch) -> None:
+    crash = _Item("tests/e2e/test_journal_crash.py::t", "e2e")
+    fuzz = _Item("tests/e2e/gateway/test_fuzz.py::t[make-test]", "e2e")
+    fuzz_nightly = _Item("tests/e2e/gateway/test_fuzz.py::t[nightly]", "e2e", "nightly")
+    items: list[pytest.Item] = [crash, fuzz, fuzz_nightly]  # type: ignore[list-item]
+    # The rest leg has 300 s more with the slice (120 s of it the fuzzer's nightly case): the
+    # jvm leg takes up to 150 s. The fuzzer's file is 61 s, and 181 s with its slice test, which
+    # it would take along: too much; the crash test's file alone moves.
+    monkeypatch.setattr(leg_balance, "BASE_EXCESS_S", -180.0)
+    taker, moved = rotation._balance_legs(items, {fuzz_nightly.nodeid: 120.0})
+    assert (taker, moved) == ("jvm", ["tests/e2e/test_journal_crash.py"])
+
+
 def test_a_test_runs_in_the_jvm_leg_when_it_needs_a_jvm() -> None:
     assert [leg_balance.leg_of(m) for m in (["spark"], ["cassandra", "e2e"], ["e2e"], [])] == [
         "jvm",
