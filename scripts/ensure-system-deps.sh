@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs outside Python when it is missing: Java 17 (to run the
 # test Cassandra), npm (to fetch it and to build the web UI) and Chromium's headless shell (the
-# UI's browser tests). With `podman` (`make test-all`), also podman and what it builds and runs images with
-# (the podman-marked tests, which only `make test-all` runs: `make test` needs none of it);
+# UI's browser tests). With `podman` (`make test-all`), also podman and what it builds and runs
+# images with (the podman-marked tests, which only `make test-all` runs: `make test` needs none);
 # with `bench`, also nginx and curl (the gateway benchmark's reference server and client);
 # with `ui`, only npm (`make ui`); with `iceberg-spark`, also Apache HttpClient 5's jars (`make
 # iceberg-spark` relocates them into Iceberg's Spark runtime). Uses Debian's packages; does nothing
