@@ -211,13 +211,20 @@ def _balance_legs(items: list[pytest.Item], chosen: Mapping[str, float]) -> tupl
         path = test.split("::")[0]
         in_slice[path] = in_slice.get(path, 0.0) + seconds
     if excess >= 0:
-        taker, mark = "rest", leg_balance.MOVED_MARK
-        files = leg_balance.movable_files(marks)
-        known = {f: leg_balance.FILE_ESTIMATES.get(f, leg_balance.DEFAULT_FILE_S) + in_slice.get(f, 0.0) for f in files}
+        taker, mark, files, estimates = (
+            "rest",
+            leg_balance.MOVED_MARK,
+            leg_balance.movable_files(marks),
+            leg_balance.FILE_ESTIMATES,
+        )
     else:
-        taker, mark = "jvm", leg_balance.TO_JVM_MARK
-        files = leg_balance.jvm_leg_files(marks)
-        known = {f: leg_balance.JVM_LEG_FILES.get(f, leg_balance.DEFAULT_FILE_S) + in_slice.get(f, 0.0) for f in files}
+        taker, mark, files, estimates = (
+            "jvm",
+            leg_balance.TO_JVM_MARK,
+            leg_balance.jvm_leg_files(marks),
+            leg_balance.JVM_LEG_FILES,
+        )
+    known = {f: estimates.get(f, leg_balance.DEFAULT_FILE_S) + in_slice.get(f, 0.0) for f in files}
     moved = leg_balance.files_to_move(abs(excess), files, known)
     for item in items:
         if item.nodeid.split("::")[0] in moved:
