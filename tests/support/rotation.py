@@ -203,11 +203,10 @@ def _balance_legs(items: list[pytest.Item], chosen: Mapping[str, float]) -> tupl
     takes them, and the files."""
     marks = {item.nodeid: [mark.name for mark in item.iter_markers()] for item in items}
     excess = leg_balance.BASE_EXCESS_S
-    for test, seconds in chosen.items():
-        excess += seconds if leg_balance.leg_of(marks.get(test, ())) == "jvm" else -seconds
     # A file that moves takes the slice's tests in it along: they count for it where it goes.
     in_slice: dict[str, float] = {}
     for test, seconds in chosen.items():
+        excess += seconds if leg_balance.leg_of(marks.get(test, ())) == "jvm" else -seconds
         path = test.split("::")[0]
         in_slice[path] = in_slice.get(path, 0.0) + seconds
     if excess >= 0:
