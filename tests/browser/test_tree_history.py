@@ -184,7 +184,7 @@ def test_copy_uris_of_an_object(
     _put(ui_stack.client(), repo, "main", "dir/file name.csv", b"a,b")
     page.goto(ui.url(f"/repositories/{repo}/object?ref=main&path=dir/file name.csv"))
     copies = page.get_by_test_id("object-name").locator("..").get_by_test_id("copy-uris")
-    copies.locator("summary").click()
+    copies.get_by_test_id("copy-toggle").click()
     copies.get_by_test_id("copy-lakefs").click()
     expect(copies.get_by_role("status")).to_contain_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == f"lakefs://{repo}/main/dir/file name.csv"
@@ -192,10 +192,19 @@ def test_copy_uris_of_an_object(
     assert page.evaluate("navigator.clipboard.readText()") == f"s3://{repo}/main/dir/file name.csv"
     copies.get_by_test_id("copy-http").click()
     assert page.evaluate("navigator.clipboard.readText()") == f"{ui_stack.endpoint}/{repo}/main/dir/file%20name.csv"
-    # A listing row copies its own path.
+    # Escape closes the menu (focus is on the button just clicked) and gives focus back to its toggle.
+    toggle = copies.get_by_test_id("copy-toggle")
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    page.keyboard.press("Escape")
+    expect(copies.get_by_test_id("copy-http")).to_have_count(0)
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(toggle).to_be_focused()
+    # A listing row copies its own path; a closed menu is not in the page (one per row would be).
     page.goto(ui.url(f"/repositories/{repo}/objects?ref=main&path=dir/"))
+    expect(page.get_by_test_id("copy-toggle").first).to_be_visible()
+    expect(page.locator(".copy-menu")).to_have_count(0)
     row = page.locator("tr", has_text="file name.csv").get_by_test_id("copy-uris")
-    row.locator("summary").click()
+    row.get_by_test_id("copy-toggle").click()
     row.get_by_test_id("copy-s3").click()
     expect(row.get_by_role("status")).to_contain_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == f"s3://{repo}/main/dir/file name.csv"

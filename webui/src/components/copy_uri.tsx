@@ -1,6 +1,6 @@
 // Copy a path's addresses: lakeFS's URI, the S3 URI clients use with the gateway, and the
 // gateway's HTTP URL (the gateway serves S3 on this very origin, beside the API and the UI).
-import { useState } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 
 export interface Uris {
   lakefs: string;
@@ -48,33 +48,60 @@ const LABELS: [keyof Uris, string][] = [
   ["http", "S3 gateway URL"],
 ];
 
+/** A "Copy" button that opens a menu of the path's URIs. The menu is in the page only while
+ * open: a listing shows one per row, and a closed <details> per row made Chromium lay out each
+ * row's hidden menu on its own whenever anything measured the page (a 1,000-row listing: 1,000
+ * layouts, 18 s of the browser's CPU for one accessibility audit, 5 s without them). */
 export function CopyUris({ repo, ref, path, compact = false }: { repo: string; ref: string; path: string; compact?: boolean }) {
+  const [open, setOpen] = useState(false);
   const [copied, setCopied] = useState("");
-  const uris = urisOf(repo, ref, path);
+  const toggle = useRef<HTMLButtonElement>(null);
   const copy = async (kind: keyof Uris, label: string) => {
     try {
-      await copyText(uris[kind]);
+      await copyText(urisOf(repo, ref, path)[kind]);
       setCopied(`Copied ${label}`);
     } catch (error) {
       setCopied(`Could not copy: ${error instanceof Error ? error.message : String(error)}`);
     }
   };
+  const close = (event: KeyboardEvent) => {
+    if (event.key !== "Escape" || !open) return;
+    event.stopPropagation();
+    setOpen(false);
+    toggle.current?.focus();
+  };
+  const uris = open ? urisOf(repo, ref, path) : undefined;
   return (
-    <details class="copy-uris" data-testid="copy-uris">
-      <summary aria-label={`Copy URI of ${path}`}>{compact ? "Copy" : "Copy URI"}</summary>
-      <div class="copy-menu">
-        {LABELS.map(([kind, label]) => (
-          <button type="button" key={kind} title={uris[kind]} onClick={() => void copy(kind, label)} data-testid={`copy-${kind}`}>
-            {label}
-          </button>
-        ))}
-        {copied && (
-          <span class="note" role="status">
-            {copied}
-          </span>
-        )}
-      </div>
-    </details>
+    <span class="copy-uris" data-testid="copy-uris" onKeyDown={close}>
+      <button
+        type="button"
+        ref={toggle}
+        class="copy-toggle"
+        aria-label={`Copy URI of ${path}`}
+        aria-expanded={open}
+        onClick={() => {
+          setOpen(!open);
+          setCopied("");
+        }}
+        data-testid="copy-toggle"
+      >
+        {compact ? "Copy" : "Copy URI"}
+      </button>
+      {uris && (
+        <div class="copy-menu" role="group" aria-label={`URIs of ${path}`}>
+          {LABELS.map(([kind, label]) => (
+            <button type="button" key={kind} title={uris[kind]} onClick={() => void copy(kind, label)} data-testid={`copy-${kind}`}>
+              {label}
+            </button>
+          ))}
+          {copied && (
+            <span class="note" role="status">
+              {copied}
+            </span>
+          )}
+        </div>
+      )}
+    </span>
   );
 }
 
