@@ -148,6 +148,9 @@ class BlockAdapter(ObjectReader):
     """Stores and streams object bytes. Every method may raise NotFound, InvalidArgument or Unavailable."""
 
     scheme: str
+    # Keys a listing asks the store for per call; None: the store's own default (1,000 on S3
+    # and GCS, 5,000 on Azure). A local disk lists without pages.
+    list_page_size: int | None = None
 
     @abc.abstractmethod
     def put(self, namespace: str, key: str, stream: BinaryIO, size: int | None = None) -> PutResult:

@@ -698,11 +698,13 @@ class AzureAdapter(PinnedReadAdapter):
         base = "/".join(parts) + "/" if parts else ""
         return self._listing(client, base, prefix, after, self._address(account, container, base + prefix))
 
-    @staticmethod
-    def _listing(client: ContainerClient, base: str, prefix: str, after: str, what: str) -> Iterator[ListedObject]:
+    def _listing(
+        self, client: ContainerClient, base: str, prefix: str, after: str, what: str
+    ) -> Iterator[ListedObject]:
         after_bytes = after.encode("utf-8", "surrogatepass")
+        paging: dict[str, Any] = {"results_per_page": self.list_page_size} if self.list_page_size else {}
         with _calls(f"listing {what}"):
-            for props in client.list_blobs(name_starts_with=base + prefix, include=["metadata"]):
+            for props in client.list_blobs(name_starts_with=base + prefix, include=["metadata"], **paging):
                 key = str(props.name)[len(base) :]
                 if any(part.startswith(RESERVED_PREFIX) for part in key.split("/")):
                     continue

@@ -724,6 +724,8 @@ class GCSAdapter(PinnedReadAdapter):
         base = "/".join(parts) + "/" if parts else ""
         what = f"listing gs://{bucket}/{base}{prefix}"
         arguments: dict[str, Any] = {"prefix": base + prefix, "timeout": self._timeout, "retry": self._retry()}
+        if self.list_page_size:
+            arguments["page_size"] = self.list_page_size
         if after:
             # startOffset is inclusive; the key equal to `after` is dropped below.
             arguments["start_offset"] = base + after

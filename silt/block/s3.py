@@ -444,7 +444,8 @@ class S3Adapter(PinnedReadAdapter):
         arguments: dict[str, str] = {"Bucket": bucket, "Prefix": base + prefix}
         if after:
             arguments["StartAfter"] = base + after
-        pages = self._client.get_paginator("list_objects_v2").paginate(**arguments)
+        paging = {"PaginationConfig": {"PageSize": self.list_page_size}} if self.list_page_size else {}
+        pages = self._client.get_paginator("list_objects_v2").paginate(**arguments, **paging)
         with _calls(f"listing s3://{bucket}/{base}{prefix}"):
             for page in pages:
                 for item in page.get("Contents", []):

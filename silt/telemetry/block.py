@@ -28,6 +28,15 @@ class TracedAdapter(BlockAdapter):
         self.scheme = inner.scheme
         self._tracer = tracer
 
+    # The inner adapter lists, so its page size is the one that counts.
+    @property
+    def list_page_size(self) -> int | None:
+        return self.inner.list_page_size
+
+    @list_page_size.setter
+    def list_page_size(self, value: int | None) -> None:
+        self.inner.list_page_size = value
+
     def _span(self, op: str) -> Any:
         # Only the adapter and the operation: namespaces and keys are the users' data.
         return self._tracer.start_as_current_span(

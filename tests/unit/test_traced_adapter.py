@@ -82,3 +82,12 @@ def test_a_part_the_interface_refuses_never_reaches_the_store(
     part = adapter.upload_part("ns", "t", upload, 1, io.BytesIO(b"x"))
     adapter.complete_multipart_upload("ns", "t", upload, [part])
     assert [s.name for s in exporter.get_finished_spans()] == ["block.upload_part", "block.complete_multipart_upload"]
+
+
+def test_the_listing_page_size_is_the_inner_adapters(
+    traced: tuple[TracedAdapter, MemoryAdapter, InMemorySpanExporter],
+) -> None:
+    adapter, inner, _ = traced
+    assert adapter.list_page_size is None
+    adapter.list_page_size = 10
+    assert inner.list_page_size == 10 and adapter.list_page_size == 10
