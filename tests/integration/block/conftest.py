@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -45,6 +46,26 @@ class Blocks:
     adapter: BlockAdapter
     namespace: str
     root: Path | None = None  # the local adapter's root directory
+
+
+# What a listing request's URL carries: S3's ListObjectsV2, Azure's List Blobs, GCS's objects.list.
+LISTING_MARKS = ("list-type=2", "comp=list", "/o?")
+
+
+def count_listing_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The URLs of the listing requests the test's adapters send from now on (each store's SDK
+    sends through urllib3, whose requests still go out), so that a test can tell how many pages
+    a listing took."""
+    calls: list[str] = []
+    urlopen = urllib3.connectionpool.HTTPConnectionPool.urlopen
+
+    def counted(pool: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "GET" and any(mark in url for mark in LISTING_MARKS):
+            calls.append(url)
+        return urlopen(pool, method, url, *args, **kwargs)
+
+    monkeypatch.setattr(urllib3.connectionpool.HTTPConnectionPool, "urlopen", counted)
+    return calls
 
 
 def _empty_bucket(client: Any, bucket: str) -> None:

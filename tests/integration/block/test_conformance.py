@@ -9,22 +9,18 @@ import tracemalloc
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-import urllib3
 
 from silt.block import PartInfo
 from silt.block.adapter import MAX_DELETE_BATCH
 from silt.errors import InvalidArgument, NotFound
-from tests.integration.block.conftest import Blocks
+from tests.integration.block.conftest import Blocks, count_listing_calls
 from tests.integration.block.streams import GeneratorStream, MiB, md5_hex, multipart_etag, pattern_chunks
 
 # S3 refuses parts under 5 MiB except the last, so multipart tests use parts just above it.
 PART = 5 * MiB + 3
 BIG = 64 * MiB
-# What a listing request's URL carries: S3's ListObjectsV2, Azure's List Blobs, GCS's objects.list.
-LISTING_MARKS = ("list-type=2", "comp=list", "/o?")
 
 
 def put_bytes(blocks: Blocks, key: str, data: bytes, *, sized: bool = True) -> None:
@@ -455,21 +451,12 @@ def test_listing_leaves_out_uploads_in_progress_and_other_namespaces(blocks: Blo
 def test_listing_many_objects_crosses_pages(blocks: Blocks, monkeypatch: pytest.MonkeyPatch) -> None:
     # Pages of 10 keys (the stores' own hold 1,000 keys on S3 and GCS, 5,000 on Azure: as many
     # objects put through an emulator cost the suite 11 s of CPU a store): 25 keys are three
-    # pages, and a listing after a key starts in the middle of one. Each listing call the
-    # adapter makes is counted on the wire; a local disk lists without pages.
+    # pages, and a listing after a key starts in the middle of one. A local disk has no pages.
     monkeypatch.setattr(blocks.adapter, "list_page_size", 10)
-    listing_calls: list[str] = []
-    urlopen = urllib3.connectionpool.HTTPConnectionPool.urlopen
-
-    def counted(pool: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        if method == "GET" and any(mark in url for mark in LISTING_MARKS):
-            listing_calls.append(url)
-        return urlopen(pool, method, url, *args, **kwargs)
-
     keys = [f"many/{n:05d}" for n in range(25)]
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda key: blocks.adapter.put(blocks.namespace, key, io.BytesIO(b""), 0), keys))
-    monkeypatch.setattr(urllib3.connectionpool.HTTPConnectionPool, "urlopen", counted)
+    calls = count_listing_calls(monkeypatch)
     assert [i.key for i in blocks.adapter.list_objects(blocks.namespace, "many/")] == keys
-    assert len(listing_calls) == (0 if blocks.kind.startswith("local") else 3), listing_calls
+    assert len(calls) == (0 if blocks.kind.startswith("local") else 3), calls
     assert [i.key for i in blocks.adapter.list_objects(blocks.namespace, "many/", after="many/00012")] == keys[13:]

@@ -1,5 +1,6 @@
 """The one lister import and garbage collection share (silt/block/registry.py list_under), against
-an S3 store (moto) with more keys than one ListObjectsV2 page: every key once, in UTF-8 order,
+an S3 store (moto) with more keys than one ListObjectsV2 page (the adapter's pages made 10 keys
+long, so that the module puts 30 objects, not a thousand): every key once, in UTF-8 order,
 relative to the namespace, and the adapter's own names never."""
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from silt.block.registry import list_under
 from silt.block.s3 import S3Adapter
 from silt.config import BlockstoreConfig
 from silt.errors import NotFound
-from tests.integration.block.conftest import _empty_bucket
+from tests.integration.block.conftest import _empty_bucket, count_listing_calls
 from tests.support.moto import s3_blockstore_config
 
 pytestmark = pytest.mark.s3
 
-# More than S3's page of 1,000 keys, so that every lister must follow a continuation.
-PAGE = 1000
+# More than a page of keys, so that every lister must follow a continuation.
+PAGE = 10
 
 
 LISTED = sorted(f"repo/data/{i:05x}" for i in range(PAGE + 7))
@@ -36,7 +37,8 @@ OTHERS += ["in-not/x", "in/.silt-x"]
 
 @pytest.fixture(scope="module")
 def filled(s3_adapter: S3Adapter) -> Iterator[str]:
-    """One bucket for the module: writing a page's worth of keys to moto takes seconds."""
+    """One bucket for the module, listed by s3_adapter in pages of PAGE keys."""
+    s3_adapter.list_page_size = PAGE
     bucket = f"silt-test-{uuid.uuid4().hex[:20]}"
     s3_adapter.client.create_bucket(Bucket=bucket)
 
@@ -45,17 +47,22 @@ def filled(s3_adapter: S3Adapter) -> Iterator[str]:
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(put, [*LISTED, *IMPORTED, *OTHERS]))
-    yield bucket
-    _empty_bucket(s3_adapter.client, bucket)
+    try:
+        yield bucket
+    finally:
+        s3_adapter.list_page_size = None
+        _empty_bucket(s3_adapter.client, bucket)
 
 
-def test_list_under_pages_through_a_prefix(s3_adapter: S3Adapter, filled: str) -> None:
+def test_list_under_pages_through_a_prefix(s3_adapter: S3Adapter, filled: str, monkeypatch: pytest.MonkeyPatch) -> None:
     s3_bucket, keys = filled, LISTED
+    calls = count_listing_calls(monkeypatch)
     listed = [o.key for o in list_under(s3_adapter, f"s3://{s3_bucket}/repo", "data/")]
     # A folder placeholder is an object like any other here: what to do with it is the caller's.
     assert listed == ["data/", *(k.removeprefix("repo/") for k in keys)]
-    after = [o.key for o in list_under(s3_adapter, f"s3://{s3_bucket}/repo", "data/", after="data/003e7")]
-    assert after == [k.removeprefix("repo/") for k in keys if k > "repo/data/003e7"]
+    assert len(calls) == 2, calls  # the placeholder and 17 keys: a page and a continuation
+    after = [o.key for o in list_under(s3_adapter, f"s3://{s3_bucket}/repo", "data/", after="data/0000b")]
+    assert after == [k.removeprefix("repo/") for k in keys if k > "repo/data/0000b"]
     # The adapter's own names are never listed.
     assert [o.key for o in list_under(s3_adapter, f"s3://{s3_bucket}/repo", ".silt")] == []
 
