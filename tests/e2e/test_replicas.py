@@ -10,7 +10,10 @@ it (authentication on, a login per service), in two variants of the module's sta
   services read and write at the overlay's LOCAL_QUORUM / LOCAL_SERIAL: with one datacenter,
   2 of 3 replicas, as in production.
 
-Both check first that the keyspaces have the replication factor meant, then:
+`make test` runs the cluster's case at every commit, and the node's in its rotating slice of the
+nightly tests (tests/support/rotation.py keeps the node's tests in one slice, so that its stack
+starts once); `make test-all` runs both. Both check first that the keyspaces have the
+replication factor meant, then:
 
 * the concurrency torture test of tests/integration/graveler/test_concurrency.py across
   processes: 8 writers spread over both gateways (S3 PUT/DELETE), 2 committers, one per
@@ -94,7 +97,13 @@ class Running:
 
 @pytest.fixture(
     scope="module",
-    params=["node", pytest.param("cluster", marks=pytest.mark.cassandra_cluster)],
+    # The node case's tests run in `make test`'s rotating slice, all in one (the module's stack
+    # starts once): the cluster's run every commit, the dev overlay on one node is
+    # test_k8s_deploy.py's at every commit.
+    params=[
+        pytest.param("node", marks=pytest.mark.nightly),
+        pytest.param("cluster", marks=pytest.mark.cassandra_cluster),
+    ],
 )
 def running(
     request: pytest.FixtureRequest, moto_server: str, tmp_path_factory: pytest.TempPathFactory

@@ -63,7 +63,8 @@ JEPSEN_NIGHTLY_RUNS = 20  # `make test-all`'s runs of the Jepsen-style nightly v
 _J = "tests/jepsen/test_jepsen.py::test_many_runs_with_every_nemesis_on"
 _M = "tests/integration/graveler/test_model.py::test_graveler_matches_a_dictionary_model_in_a_longer_search"
 _S = "tests/integration/journal/test_ship_crash.py::test_a_shipper_killed_at_any_step_strands_nothing"
-_R = "tests/e2e/test_replicas.py::test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothing"
+_RF = "tests/e2e/test_replicas.py"
+_R = f"{_RF}::test_writers_over_two_gateways_and_committers_over_two_gravelers_lose_nothing"
 # Seconds each nightly test takes on the 2-core CI machine, cold, with the other leg running,
 # at ROTATION_ENV's sizes. The replicas tests' long case at 40 rounds a committer (`make
 # test-all`: 120): its time is the committers', about 2.3 s a round on one node under the
@@ -75,6 +76,11 @@ _R = "tests/e2e/test_replicas.py::test_writers_over_two_gateways_and_committers_
 ESTIMATES: dict[str, float] = {
     f"{_R}[cluster-many-rounds]": 130.0,
     f"{_R}[node-many-rounds]": 110.0,
+    # The replicas tests on one node (the cluster's run at every commit), in the long case's
+    # slice (TOGETHER): their calls only, the module's stack counted once, in the long case.
+    f"{_R}[node-3-rounds]": 15.0,
+    f"{_RF}::test_what_one_graveler_did_the_other_sees_on_the_next_call[node]": 3.0,
+    f"{_RF}::test_a_credential_deleted_through_one_auth_replica_stops_working_everywhere_in_bound[node]": 8.0,
     f"{_J}_the_cassandra_cluster": 105.0,
     f"{_J}_sqlite": 70.0,
     "tests/integration/graveler/test_history_events.py::test_unread_streams_are_bounded_and_released[cassandra]": 90.0,
@@ -96,26 +102,43 @@ ESTIMATES: dict[str, float] = {
     },
 }
 
+# Nightly tests that share a module's stack, so they go into one slice, where the stack starts
+# once: each entry's tests are those whose ids hold every one of its strings.
+TOGETHER: dict[str, tuple[str, ...]] = {
+    "the replicas tests on one node": (f"{_RF}::", "[node"),
+}
+
 
 def estimates_for(tests: Iterable[str], known: Mapping[str, float] = ESTIMATES) -> dict[str, float]:
     return {test: known.get(test, DEFAULT_ESTIMATE_S) for test in tests}
 
 
+def together(test: str) -> str:
+    """The unit `test` is packed in: the name of its entry in TOGETHER, else the test itself."""
+    return next((name for name, marks in TOGETHER.items() if all(mark in test for mark in marks)), test)
+
+
 def slices(estimates: Mapping[str, float], count: int = PERIOD) -> list[list[str]]:
-    """The tests packed into `count` slices: longest first, each into the slice with the least
-    estimated time so far (the lower slice on a tie); each slice's tests sorted by id."""
+    """The tests packed into `count` slices by unit (together: the tests of one TOGETHER entry
+    are one unit, their estimates summed): longest first, each into the slice with the least
+    estimated time so far (the lower slice on a tie, equal times by name); each slice's tests
+    sorted by id."""
+    units: dict[str, list[str]] = {}
+    for test in estimates:
+        units.setdefault(together(test), []).append(test)
+    weight = {unit: sum(estimates[t] for t in tests) for unit, tests in units.items()}
     packed: list[list[str]] = [[] for _ in range(count)]
     loads = [0.0] * count
-    for test in sorted(estimates, key=lambda t: (-estimates[t], t)):
+    for unit in sorted(units, key=lambda u: (-weight[u], u)):
         emptiest = min(range(count), key=lambda i: (loads[i], i))
-        packed[emptiest].append(test)
-        loads[emptiest] += estimates[test]
+        packed[emptiest].extend(units[unit])
+        loads[emptiest] += weight[unit]
     return [sorted(tests) for tests in packed]
 
 
 def fits(tests: list[str], estimates: Mapping[str, float], share_s: float = SHARE_S) -> bool:
-    """Within the share, or a single test (which no selection can divide)."""
-    return len(tests) <= 1 or sum(estimates[t] for t in tests) <= share_s
+    """Within the share, or a single unit (which no selection can divide)."""
+    return len({together(t) for t in tests}) <= 1 or sum(estimates[t] for t in tests) <= share_s
 
 
 def period_of(estimates: Mapping[str, float], share_s: float = SHARE_S) -> int:

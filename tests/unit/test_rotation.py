@@ -76,6 +76,26 @@ def test_slices_are_filled_longest_first_into_the_emptiest() -> None:
     assert rotation.slices({"t::b": 50.0, "t::a": 50.0, "t::c": 50.0}, 2) == [["t::a", "t::c"], ["t::b"]]
 
 
+def test_the_tests_of_one_together_entry_share_a_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module's stack starts once in the slice that holds all its nightly tests."""
+    # The real plan: the replicas tests on one node, in one slice.
+    real = SETS["real"]
+    node = [t for t in real if rotation.together(t) == "the replicas tests on one node"]
+    assert len(node) == 4
+    assert sum(set(node) <= set(tests) for tests in rotation.slices(real)) == 1
+    # A unit is packed by its summed estimate, longest first, and never divided.
+    monkeypatch.setattr(rotation, "TOGETHER", {"pair": ("t::p",)})
+    estimates = {"t::p1": 70.0, "t::p2": 60.0, "t::a": 120.0, "t::b": 110.0, "t::c": 20.0}
+    assert rotation.slices(estimates, 2) == [["t::c", "t::p1", "t::p2"], ["t::a", "t::b"]]
+    assert rotation.slices(estimates, 3) == [["t::p1", "t::p2"], ["t::a"], ["t::b", "t::c"]]
+    for ordinal in range(rotation.PERIOD):
+        chosen = rotation.selected(ordinal, estimates)
+        assert ("t::p1" in chosen) == ("t::p2" in chosen)
+    # Over the share, a unit alone still fits: no selection can divide it.
+    assert rotation.fits(["t::p1", "t::p2"], {"t::p1": 200.0, "t::p2": 200.0})
+    assert not rotation.fits(["t::a", "t::b"], {"t::a": 200.0, "t::b": 200.0})
+
+
 def test_tests_that_outgrow_the_share_lengthen_the_period_and_still_all_run() -> None:
     estimates = {f"t::n{i}": 200.0 for i in range(8)}  # 1,600 s: two per slice would be 400 s
     period = rotation.period_of(estimates)
