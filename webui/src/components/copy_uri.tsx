@@ -54,16 +54,8 @@ const LABELS: [keyof Uris, string][] = [
  * layouts, 18 s of the browser's CPU for one accessibility audit, 5 s without them). */
 export function CopyUris({ repo, ref, path, compact = false }: { repo: string; ref: string; path: string; compact?: boolean }) {
   const [open, setOpen] = useState(false);
-  const [copied, setCopied] = useState("");
+  const [copied, copy, forget] = useCopy();
   const toggle = useRef<HTMLButtonElement>(null);
-  const copy = async (kind: keyof Uris, label: string) => {
-    try {
-      await copyText(urisOf(repo, ref, path)[kind]);
-      setCopied(`Copied ${label}`);
-    } catch (error) {
-      setCopied(`Could not copy: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  };
   const close = (event: KeyboardEvent) => {
     if (event.key !== "Escape" || !open) return;
     event.stopPropagation();
@@ -81,7 +73,7 @@ export function CopyUris({ repo, ref, path, compact = false }: { repo: string; r
         aria-expanded={open}
         onClick={() => {
           setOpen(!open);
-          setCopied("");
+          forget();
         }}
         data-testid="copy-toggle"
       >
@@ -90,15 +82,11 @@ export function CopyUris({ repo, ref, path, compact = false }: { repo: string; r
       {uris && (
         <div class="copy-menu" role="group" aria-label={`URIs of ${path}`}>
           {LABELS.map(([kind, label]) => (
-            <button type="button" key={kind} title={uris[kind]} onClick={() => void copy(kind, label)} data-testid={`copy-${kind}`}>
+            <button type="button" key={kind} title={uris[kind]} onClick={() => void copy(uris[kind], `Copied ${label}`)} data-testid={`copy-${kind}`}>
               {label}
             </button>
           ))}
-          {copied && (
-            <span class="note" role="status">
-              {copied}
-            </span>
-          )}
+          <CopyNote copied={copied} />
         </div>
       )}
     </span>
@@ -108,25 +96,36 @@ export function CopyUris({ repo, ref, path, compact = false }: { repo: string; r
 /** One value copied by one button (a commit id): the value is the button's data-value, and a
  * note beside it says whether the browser took it. */
 export function CopyButton({ value, label, testId }: { value: string; label: string; testId?: string }) {
+  const [copied, copy] = useCopy();
+  return (
+    <>
+      <button type="button" class="copy-button" title={value} data-value={value} data-testid={testId} onClick={() => void copy(value, "Copied")}>
+        {label}
+      </button>
+      <CopyNote copied={copied} />
+    </>
+  );
+}
+
+/** The note of the last copy (`done`, or why the browser refused), a function that copies, and
+ * one that forgets the note. */
+function useCopy(): [string, (text: string, done: string) => Promise<void>, () => void] {
   const [copied, setCopied] = useState("");
-  const copy = async () => {
+  const copy = async (text: string, done: string) => {
     try {
-      await copyText(value);
-      setCopied("Copied");
+      await copyText(text);
+      setCopied(done);
     } catch (error) {
       setCopied(`Could not copy: ${error instanceof Error ? error.message : String(error)}`);
     }
   };
-  return (
-    <>
-      <button type="button" class="copy-button" title={value} data-value={value} data-testid={testId} onClick={() => void copy()}>
-        {label}
-      </button>
-      {copied && (
-        <span class="note" role="status">
-          {copied}
-        </span>
-      )}
-    </>
-  );
+  return [copied, copy, () => setCopied("")];
+}
+
+function CopyNote({ copied }: { copied: string }) {
+  return copied ? (
+    <span class="note" role="status">
+      {copied}
+    </span>
+  ) : null;
 }
