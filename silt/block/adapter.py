@@ -148,8 +148,9 @@ class BlockAdapter(ObjectReader):
     """Stores and streams object bytes. Every method may raise NotFound, InvalidArgument or Unavailable."""
 
     scheme: str
-    # Keys a listing asks the store for per call; None: the store's own default (1,000 on S3
-    # and GCS, 5,000 on Azure). A local disk lists without pages.
+    # Keys a listing asks the store for per call (list_page_size_of checks it); None: the
+    # store's own default (1,000 on S3 and GCS, 5,000 on Azure), which is also the most a store
+    # gives. A local disk lists without pages.
     list_page_size: int | None = None
 
     @abc.abstractmethod
@@ -250,3 +251,12 @@ class BlockAdapter(ObjectReader):
 def check_delete_batch(keys: Sequence[str]) -> None:
     if len(keys) > MAX_DELETE_BATCH:
         raise InvalidArgument(f"at most {MAX_DELETE_BATCH} objects are deleted in one call, not {len(keys)}")
+
+
+def list_page_size_of(adapter: BlockAdapter) -> int | None:
+    """The adapter's listing page size, None or a positive int (InvalidArgument otherwise: a page
+    of 0 keys would never end a listing, a negative one is the store's error)."""
+    size = adapter.list_page_size
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise InvalidArgument(f"{adapter.scheme} blockstore: a listing page holds 1 key or more, not {size!r}")
+    return size

@@ -121,6 +121,7 @@ from silt.block.adapter import (
     PresignMethod,
     PutResult,
     UploadPart,
+    list_page_size_of,
 )
 from silt.block.common import Calls, Pieces, Spool, check_part_size, check_size, one_line, spool_part
 from silt.block.pinned import Pin, PinnedReadAdapter, check_as_imported
@@ -702,7 +703,8 @@ class AzureAdapter(PinnedReadAdapter):
         self, client: ContainerClient, base: str, prefix: str, after: str, what: str
     ) -> Iterator[ListedObject]:
         after_bytes = after.encode("utf-8", "surrogatepass")
-        paging: dict[str, Any] = {"results_per_page": self.list_page_size} if self.list_page_size else {}
+        page_size = list_page_size_of(self)
+        paging: dict[str, Any] = {"results_per_page": page_size} if page_size is not None else {}
         with _calls(f"listing {what}"):
             for props in client.list_blobs(name_starts_with=base + prefix, include=["metadata"], **paging):
                 key = str(props.name)[len(base) :]

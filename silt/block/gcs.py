@@ -91,6 +91,7 @@ from silt.block.adapter import (
     PresignMethod,
     PutResult,
     UploadPart,
+    list_page_size_of,
 )
 from silt.block.common import Calls, check_size, one_line
 from silt.block.pinned import Pin, PinnedReadAdapter, check_as_imported
@@ -724,8 +725,9 @@ class GCSAdapter(PinnedReadAdapter):
         base = "/".join(parts) + "/" if parts else ""
         what = f"listing gs://{bucket}/{base}{prefix}"
         arguments: dict[str, Any] = {"prefix": base + prefix, "timeout": self._timeout, "retry": self._retry()}
-        if self.list_page_size:
-            arguments["page_size"] = self.list_page_size
+        page_size = list_page_size_of(self)
+        if page_size is not None:
+            arguments["page_size"] = page_size
         if after:
             # startOffset is inclusive; the key equal to `after` is dropped below.
             arguments["start_offset"] = base + after

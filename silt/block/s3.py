@@ -53,6 +53,7 @@ from silt.block.adapter import (
     PutResult,
     UploadPart,
     check_delete_batch,
+    list_page_size_of,
 )
 from silt.block.common import Calls, Pieces, Spool, check_part_size, check_size, one_line, spool_part
 from silt.block.pinned import Pin, PinnedReadAdapter
@@ -444,7 +445,8 @@ class S3Adapter(PinnedReadAdapter):
         arguments: dict[str, str] = {"Bucket": bucket, "Prefix": base + prefix}
         if after:
             arguments["StartAfter"] = base + after
-        paging = {"PaginationConfig": {"PageSize": self.list_page_size}} if self.list_page_size else {}
+        page_size = list_page_size_of(self)
+        paging = {"PaginationConfig": {"PageSize": page_size}} if page_size is not None else {}
         pages = self._client.get_paginator("list_objects_v2").paginate(**arguments, **paging)
         with _calls(f"listing s3://{bucket}/{base}{prefix}"):
             for page in pages:

@@ -199,6 +199,11 @@ def test_copy_uris_of_an_object(
     expect(copies.get_by_test_id("copy-http")).to_have_count(0)
     expect(toggle).to_have_attribute("aria-expanded", "false")
     expect(toggle).to_be_focused()
+    # A click elsewhere closes it too.
+    toggle.click()
+    expect(copies.get_by_test_id("copy-http")).to_be_visible()
+    page.get_by_test_id("object-name").click()
+    expect(copies.get_by_test_id("copy-http")).to_have_count(0)
     # A listing row copies its own path; a closed menu is not in the page (one per row would be).
     page.goto(ui.url(f"/repositories/{repo}/objects?ref=main&path=dir/"))
     expect(page.get_by_test_id("copy-toggle").first).to_be_visible()

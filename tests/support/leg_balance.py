@@ -81,7 +81,7 @@ JVM_LEG_FILES: dict[str, float] = {
 # the files moved and the slice), -620 s; a warm run on this machine (ordinal 625) -697 s, and
 # its legs ended 103 s apart; the cold container again (ordinal 629, a machine about 20 % slower
 # that hour) -719 s. About their mean, -680 s; then (2026-11-29, evening) the rest leg's tests
-# lost about 78 s: the 2,500-object listing's accessibility audits 13 s (no closed <details> per
+# lost about 79 s: the 2,500-object listing's accessibility audits 13 s (no closed <details> per
 # row), the block listing tests 46 s (pages of 10 keys, not 1,001 objects a store), the made-up
 # key ids flood 20 s (5,000 ids, not 10,000), -600 s; and the jvm leg's replicas tests on one
 # node, 71 s, went to the rotating slice (the cluster's run every commit):

@@ -9,6 +9,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from silt.block.adapter import list_page_size_of
 from silt.errors import InvalidArgument, NotFound
 from silt.telemetry.block import TracedAdapter
 from tests.unit.committed.support import MemoryAdapter
@@ -91,3 +92,13 @@ def test_the_listing_page_size_is_the_inner_adapters(
     assert adapter.list_page_size is None
     adapter.list_page_size = 10
     assert inner.list_page_size == 10 and adapter.list_page_size == 10
+
+
+@pytest.mark.parametrize("size", [0, -1, 2.5, True, "10"])
+def test_a_listing_page_size_that_is_not_a_positive_int_is_refused(size: object) -> None:
+    adapter = MemoryAdapter()
+    adapter.list_page_size = size  # type: ignore[assignment]
+    with pytest.raises(InvalidArgument, match="a listing page holds 1 key or more"):
+        list_page_size_of(adapter)
+    adapter.list_page_size = 1
+    assert list_page_size_of(adapter) == 1

@@ -8,6 +8,7 @@ tests/conftest.py.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -48,8 +49,8 @@ class Blocks:
     root: Path | None = None  # the local adapter's root directory
 
 
-# What a listing request's URL carries: S3's ListObjectsV2, Azure's List Blobs, GCS's objects.list.
-LISTING_MARKS = ("list-type=2", "comp=list", "/o?")
+# A listing request's target: S3's ListObjectsV2, Azure's List Blobs, GCS's objects.list.
+LISTING = re.compile(r"[?&]list-type=2(&|$)|[?&]comp=list(&|$)|/storage/v1/b/[^/?]+/o\?")
 
 
 def count_listing_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -60,7 +61,7 @@ def count_listing_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     urlopen = urllib3.connectionpool.HTTPConnectionPool.urlopen
 
     def counted(pool: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        if method == "GET" and any(mark in url for mark in LISTING_MARKS):
+        if method == "GET" and LISTING.search(url):
             calls.append(url)
         return urlopen(pool, method, url, *args, **kwargs)
 

@@ -38,7 +38,6 @@ OTHERS += ["in-not/x", "in/.silt-x"]
 @pytest.fixture(scope="module")
 def filled(s3_adapter: S3Adapter) -> Iterator[str]:
     """One bucket for the module, listed by s3_adapter in pages of PAGE keys."""
-    s3_adapter.list_page_size = PAGE
     bucket = f"silt-test-{uuid.uuid4().hex[:20]}"
     s3_adapter.client.create_bucket(Bucket=bucket)
 
@@ -47,6 +46,7 @@ def filled(s3_adapter: S3Adapter) -> Iterator[str]:
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(put, [*LISTED, *IMPORTED, *OTHERS]))
+    s3_adapter.list_page_size = PAGE  # set only here: a failed fixture leaves the session's adapter as it was
     try:
         yield bucket
     finally:

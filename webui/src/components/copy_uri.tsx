@@ -1,6 +1,6 @@
 // Copy a path's addresses: lakeFS's URI, the S3 URI clients use with the gateway, and the
 // gateway's HTTP URL (the gateway serves S3 on this very origin, beside the API and the UI).
-import { useRef, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 export interface Uris {
   lakefs: string;
@@ -33,12 +33,15 @@ export async function copyText(text: string): Promise<void> {
   area.setAttribute("readonly", "");
   area.style.position = "fixed";
   area.style.opacity = "0";
+  // Selecting the text area takes the focus: it goes back where it was (a menu's button).
+  const focused = document.activeElement instanceof HTMLElement ? document.activeElement : null;
   document.body.appendChild(area);
   area.select();
   try {
     if (!document.execCommand("copy")) throw new Error("the browser refused to copy");
   } finally {
     area.remove();
+    focused?.focus();
   }
 }
 
@@ -50,21 +53,35 @@ const LABELS: [keyof Uris, string][] = [
 
 /** A "Copy" button that opens a menu of the path's URIs. The menu is in the page only while
  * open: a listing shows one per row, and a closed <details> per row made Chromium lay out each
- * row's hidden menu on its own whenever anything measured the page (a 1,000-row listing: 1,000
- * layouts, 18 s of the browser's CPU for one accessibility audit, 5 s without them). */
+ * row's hidden menu on its own whenever anything measured the page (docs/testing.md). */
 export function CopyUris({ repo, ref, path, compact = false }: { repo: string; ref: string; path: string; compact?: boolean }) {
   const [open, setOpen] = useState(false);
   const [copied, copy, forget] = useCopy();
+  const wrapper = useRef<HTMLDivElement>(null);
   const toggle = useRef<HTMLButtonElement>(null);
-  const close = (event: KeyboardEvent) => {
-    if (event.key !== "Escape" || !open) return;
-    event.stopPropagation();
-    setOpen(false);
-    toggle.current?.focus();
-  };
+  useEffect(() => {
+    if (!open) return;
+    // Escape is heard on the document, not the menu: a click does not focus a button in every
+    // browser, so the key may come from anywhere while the menu is open.
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key !== "Escape") return;
+      setOpen(false);
+      toggle.current?.focus();
+    };
+    // A click elsewhere closes it, so that open menus never pile up over the rows below.
+    const onPointer = (event: PointerEvent) => {
+      if (!(event.target instanceof Node && wrapper.current?.contains(event.target))) setOpen(false);
+    };
+    document.addEventListener("keydown", onKey);
+    document.addEventListener("pointerdown", onPointer);
+    return () => {
+      document.removeEventListener("keydown", onKey);
+      document.removeEventListener("pointerdown", onPointer);
+    };
+  }, [open]);
   const uris = open ? urisOf(repo, ref, path) : undefined;
   return (
-    <span class="copy-uris" data-testid="copy-uris" onKeyDown={close}>
+    <div class="copy-uris" data-testid="copy-uris" ref={wrapper}>
       <button
         type="button"
         ref={toggle}
@@ -89,7 +106,7 @@ export function CopyUris({ repo, ref, path, compact = false }: { repo: string; r
           <CopyNote copied={copied} />
         </div>
       )}
-    </span>
+    </div>
   );
 }
 
@@ -122,10 +139,12 @@ function useCopy(): [string, (text: string, done: string) => Promise<void>, () =
   return [copied, copy, () => setCopied("")];
 }
 
+/** A live region that is in the page before its text: screen readers announce a change of its
+ * text, not a region that appears with it. */
 function CopyNote({ copied }: { copied: string }) {
-  return copied ? (
+  return (
     <span class="note" role="status">
       {copied}
     </span>
-  ) : null;
+  );
 }

@@ -48,8 +48,9 @@ export function useLastChanges(repo: string, ref: string, paths: string[]): Map<
     const controller = new AbortController();
     setFound(new Map());
     const queue = paths.slice(0, BLAME_ROWS);
-    // Answers are shown in batches: each update re-renders the whole listing (up to 1,000 rows),
-    // so one per answer would cost a hundred renders.
+    // Answers are shown in batches: each update renders the listing again (its rows skip what
+    // did not change, but the page's own work is per update), so one per answer would cost a
+    // hundred renders.
     const ready = new Map<string, LastChange>();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const flush = () => {
