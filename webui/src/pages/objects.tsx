@@ -183,41 +183,28 @@ class ListingRow extends Component<ListingRowProps> {
 
   render() {
     const { repo, ref_: ref, dir, item, change, mark, table } = this.props;
-    return item.path_type === "common_prefix" ? (
-      <tr class="directory-row">
+    const directory = item.path_type === "common_prefix";
+    const name = item.path.slice(dir.length);
+    return (
+      <tr class={directory ? "directory-row" : undefined}>
         <td>
-          <Link href={objectsHref(repo, ref, item.path)} class="entry-name" data-testid="entry">
-            {item.path.slice(dir.length)}
+          <Link href={(directory ? objectsHref : objectHref)(repo, ref, item.path)} class="entry-name" data-testid="entry">
+            {name}
           </Link>{" "}
-          {table && <TableBadge />} <ChangeMark change={mark} />
+          {directory && table && <TableBadge />} <ChangeMark change={mark} />
         </td>
-        <td />
-        <td />
+        <td>{directory ? null : formatBytes(item.size_bytes ?? 0)}</td>
+        <td>{directory ? null : formatTime(item.mtime)}</td>
         <td>
           <LastChangeCell repo={repo} commit={change} />
         </td>
         <td class="row-actions">
           <CopyUris repo={repo} ref={ref} path={item.path} compact />
-        </td>
-      </tr>
-    ) : (
-      <tr>
-        <td>
-          <Link href={objectHref(repo, ref, item.path)} class="entry-name" data-testid="entry">
-            {item.path.slice(dir.length)}
-          </Link>{" "}
-          <ChangeMark change={mark} />
-        </td>
-        <td>{formatBytes(item.size_bytes ?? 0)}</td>
-        <td>{formatTime(item.mtime)}</td>
-        <td>
-          <LastChangeCell repo={repo} commit={change} />
-        </td>
-        <td class="row-actions">
-          <CopyUris repo={repo} ref={ref} path={item.path} compact />
-          <a href={apiUrl(objectUrlPath(repo, ref), { path: item.path })} download={item.path.slice(dir.length)}>
-            Download
-          </a>
+          {!directory && (
+            <a href={apiUrl(objectUrlPath(repo, ref), { path: item.path })} download={name}>
+              Download
+            </a>
+          )}
         </td>
       </tr>
     );
