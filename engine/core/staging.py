@@ -5,10 +5,14 @@ stamped with the journal's logical clock (unconditional and conditional writes a
 stamped after what it replaces or deletes and after the partition's deletion mark
 ``deleted-at`` (silt/journal/store.py, observe_staged); each deletion also stamps the key's own
 mark ``deleted-at/key/<object key>``, against which a guard's write is judged. Keys ``guard/<object key>`` are the
-conditional writers' guards, written and deleted only by compare-and-set: on Cassandra a key
-written both ways is unsafe (a plain write and a Paxos ballot are not ordered on one cell), so
-conditional writers exclude each other on the guard and then write the value plainly
-(docs/design/lockfree-staging.md, conditional writer flow). Every scan of staged values reads
+conditional writers' guards, written only by compare-and-set: on Cassandra a key written both
+ways is unsafe (a plain write and a Paxos ballot are not ordered on one cell), so conditional
+writers exclude each other on the guard and then write the value plainly
+(docs/design/lockfree-staging.md, conditional writer flow). A guard, once written, is never
+deleted while the token is in use: whoever drops its key replaces it with a fence, a guard that
+admits nothing. So a key's guard is absent only before its first conditional write, and a copy
+of that write conditioned on the absence, still in flight after a later copy applied, can never
+apply after a reset (AllOf.absence_is_final: the store may send it again early). Every scan of staged values reads
 the ``key/`` prefix only, so guards never show in listings or commits. The guard of the empty
 key, ``guard/``, is the token's own: whether it still admits conditional writes (ADMISSION,
 closed by whoever builds from the sealed token); a guard in a sealed token may be a fence, set
@@ -187,7 +191,7 @@ class StagingStore:
         bytes, same write time; a later write of the key still wins) and is the value judged.
         """
         partition = token.encode()
-        # The value before the guard: deleters of staged keys remove the guard first (drop_key,
+        # The value before the guard: deleters of staged keys fence the guard first (drop_key,
         # drop_under, drop), so a value found deleted is never brought back from a guard read
         # before the deletion.
         # With the partition's deletion mark, so that this write's timestamp passes a deletion.
@@ -291,7 +295,7 @@ class StagingStore:
             self.kv.apply(
                 partition,
                 [(GUARD_PREFIX + key, guard), (ADMISSION, OPEN)],
-                condition=AllOf([(GUARD_PREFIX + key, read.guard), (ADMISSION, read.admission)]),
+                condition=AllOf([(GUARD_PREFIX + key, read.guard), (ADMISSION, read.admission)], absence_is_final=True),
             )
         except OutcomeUnknown as unknown:
             if not self._guard_landed(partition, key, guard, read, unknown):
@@ -335,7 +339,9 @@ class StagingStore:
         admission = writes[-1][2].admission
         try:
             self.kv.apply(
-                partition, [*guards, (ADMISSION, OPEN)], condition=AllOf([*conditions, (ADMISSION, admission)])
+                partition,
+                [*guards, (ADMISSION, OPEN)],
+                condition=AllOf([*conditions, (ADMISSION, admission)], absence_is_final=True),
             )
         except OutcomeUnknown as unknown:
             # One compare-and-set wrote every guard or none: any key whose line tells, tells.
@@ -406,7 +412,9 @@ class StagingStore:
         guards = [(GUARD_PREFIX + key, _encode_fence(read.guard_value)) for key, read in reads]
         try:
             self.kv.apply(
-                token.encode(), guards, condition=AllOf((GUARD_PREFIX + key, read.guard) for key, read in reads)
+                token.encode(),
+                guards,
+                condition=AllOf(((GUARD_PREFIX + key, read.guard) for key, read in reads), absence_is_final=True),
             )
         except OutcomeUnknown as unknown:
             raise PredicateFailed(f"fencing a sealed token's guards: {unknown}") from None
@@ -421,10 +429,12 @@ class StagingStore:
         _LINEAGE of them), each admitted over the one before by a compare-and-set, and guards
         never repeat (each holds its write's stamp and a value at a fresh physical address): ours
         in the current guard's line proves ours applied; the guard we judged in it without ours
-        proves ours did not (the guard after it compared against it and won). When we judged no
-        guard, a line reaching a guard admitted over none could also follow a deletion of our
-        guard since (drop_key); a deleter marks the key's deletion stamped past every guard it
-        read, so a mark no newer than our judgement rules that out.
+        proves ours did not (the guard after it compared against it and won). A reset since
+        replaced the guard with a fence over it (drop_key), so the fence's line tells too. When
+        we judged no guard, a line reaching a guard admitted over none could also follow a
+        deletion of our guard (tokens of before fences, a deleted repository's purge); a deleter
+        marks the key's deletion stamped past every guard it read, so a mark no newer than our
+        judgement rules that out.
 
         A resend refused with the guard still as ours read it did not apply either
         (ResendRefused: the committed change that failed its condition, such as a close of the
@@ -560,10 +570,13 @@ class StagingStore:
                 return
 
     def drop_key(self, token: StagingToken, key: bytes) -> None:
-        """Delete key's staged value and guard from token. The guard goes first, by
-        compare-and-set as it is written: a conditional writer reads the value before the guard,
-        so it never finishes, from a guard read before the deletion, a write deleted since."""
-        delete_current(self.kv, token.encode(), GUARD_PREFIX + key)
+        """Delete key's staged value from token, its guard made a fence. The guard goes first,
+        by compare-and-set as it is written: a conditional writer reads the value before the
+        guard, so it never finishes, from a guard read before the fence, a write deleted since.
+        A fence, not a deletion: the guard's absence never comes back (see the module's
+        docstring), and a writer whose compare-and-set outcome was lost finds its guard in the
+        fence's line (_guard_landed)."""
+        self._fence_guard(token.encode(), GUARD_PREFIX + key)
         self.kv.delete(token.encode(), KEY_PREFIX + key)
 
     def drop_under(self, token: StagingToken, prefix: bytes) -> None:
@@ -571,7 +584,7 @@ class StagingStore:
         partition = token.encode()
         for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX + prefix)):
             if guard.key != ADMISSION:  # the token's, not a key's: it stays closed
-                delete_current(self.kv, partition, guard.key)
+                self._fence_guard(partition, guard.key)
         chunk: list[bytes] = []
         size = 0
         for key in self.keys_under(token, prefix):
@@ -637,20 +650,34 @@ class StagingStore:
 
     def _fence_dropped(self, partition: bytes, key: bytes) -> None:
         """Replace a dropped token's guard at key with a fence over it (nothing if it is one)."""
+        if not self._fenced(partition, key):
+            log.warning("dropping staging token %r: guard %r kept changing; left as it is", partition, key)
+
+    def _fence_guard(self, partition: bytes, key: bytes) -> None:
+        """Replace the guard at key with a fence over it (nothing if there is none or it is one);
+        Aborted if conditional writers kept changing it."""
+        if not self._fenced(partition, key):
+            raise Aborted(
+                f"staging guard {key[:64]!r} kept changing under {_CLOSE_ATTEMPTS} tries to fence it; try again"
+            )
+
+    def _fenced(self, partition: bytes, key: bytes) -> bool:
+        """Whether the guard at key is (now) a fence or absent: set by compare-and-set over the
+        guard read, read and set again while other writers get in (False after _CLOSE_ATTEMPTS)."""
         for _ in range(_CLOSE_ATTEMPTS):
             try:
                 guard = self.kv.get(partition, key)
             except NotFound:
-                return
+                return True
             if _decode_guard(guard.value)[3]:
-                return
+                return True
             try:
                 fence = _encode_fence(guard.value)
                 self.kv.apply(partition, [(key, fence)], condition=AllOf([(key, guard.predicate)]))
-                return
+                return True
             except (PredicateFailed, OutcomeUnknown):
-                continue  # a late writer's fence got in, or the outcome is unknown: read and go again
-        log.warning("dropping staging token %r: guard %r kept changing; left as it is", partition, key)
+                continue  # a writer got in, or the outcome is unknown: read and go again
+        return False
 
     def _delete_past(self, raw: Store, partition: bytes, keys: list[bytes], stored: list[bytes]) -> None:
         """Delete keys, unjournaled, at a write time after every stamp in stored (their values)."""
@@ -667,14 +694,22 @@ class StagingStore:
             yield kv.key
 
     def holds(self, token: StagingToken, prefix: bytes, exact: bool = False) -> bool:
-        """Whether token has a staged value or a guard (a conditional write under way) at key
-        prefix (exact) or under it."""
+        """Whether token has a staged value or a guard that is not a fence (a conditional write
+        under way) at key prefix (exact) or under it."""
         partition = token.encode()
-        for kind in (KEY_PREFIX, GUARD_PREFIX):
-            # A key's guards only, never the token's ADMISSION row.
-            start = ADMISSION + b"\x00" if kind + prefix == ADMISSION else kind + prefix
-            found = next(iter(self.kv.scan(partition, start)), None)
-            if found is not None and ((found.key == kind + prefix) if exact else found.key.startswith(kind + prefix)):
+
+        def matches(key: bytes, kind: bytes) -> bool:
+            return key == kind + prefix if exact else key.startswith(kind + prefix)
+
+        found = next(iter(self.kv.scan(partition, KEY_PREFIX + prefix)), None)
+        if found is not None and matches(found.key, KEY_PREFIX):
+            return True
+        # A key's guards only, never the token's ADMISSION row; fences are what resets left.
+        start = ADMISSION + b"\x00" if GUARD_PREFIX + prefix == ADMISSION else GUARD_PREFIX + prefix
+        for guard in self.kv.scan(partition, start):
+            if not matches(guard.key, GUARD_PREFIX):
+                return False
+            if not _decode_guard(guard.value)[3]:
                 return True
         return False
 

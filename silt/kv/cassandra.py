@@ -158,9 +158,10 @@ _SLOW_SUSPECT_FOR_S = 2.0
 # first was sent less than the LWT bound ago, up to _LWT_MAX_SENDS. Around a pause faults come in
 # quick succession (the heartbeat closes the frozen node's connections with every request on
 # them; a node just resumed answers late for about a second): three sends can be cut short well
-# within the time a caller waits for one. Not for a condition on absence: a copy of one still
-# held by a frozen coordinator could apply after a later copy and a delete (see _first_send),
-# and every copy sent is one more that could.
+# within the time a caller waits for one. Not for a condition on absence (unless the row is never
+# deleted once written, AllOf.absence_is_final): a copy of one still held by a frozen coordinator
+# could apply after a later copy and a delete (see _first_send), and every copy sent is one more
+# that could.
 _LWT_ATTEMPTS = 3
 _LWT_MAX_SENDS = 6
 _READ_PROFILE = "silt-read"
@@ -876,8 +877,8 @@ class CassandraStore(Store):
     ) -> None:
         """Run an LWT (one statement or a conditional batch) that makes change; PredicateFailed
         if not applied. One whose outcome a fault left unknown is resolved (_resolve), never
-        taken as failed or done. on_values: every condition is on a row's value, none on its
-        absence (see _first_send)."""
+        taken as failed or done. on_values: every condition is on a row's value, or on the
+        absence of a row that is never absent again once written (see _first_send)."""
         resent = False
         first_sent = time.monotonic()
         sends = 0
@@ -957,10 +958,12 @@ class CassandraStore(Store):
         * the LWT's value: it applied (APPLIED);
         * the value it was conditioned on, when every condition is on a value (on_values): send it
           again (SEND_AGAIN). The first copy cannot apply after the resend has changed the value,
-          for Silt's conditional values never repeat. A row's absence does repeat (created, then
+          for Silt's conditional values never repeat. A row's absence may repeat (created, then
           deleted), and a coordinator that is slow, not frozen, retries its round's condition
           until the server's CAS contention timeout: a copy conditioned on absence could apply
-          after the resend and a delete, so such an LWT waits for its own answer;
+          after the resend and a delete, so such an LWT waits for its own answer, unless its
+          caller promises the row is never deleted once written (AllOf.absence_is_final, which
+          on_values then includes: staging guards);
         * anything else, or a read that fails: the first send's own answer, waited for up to the
           whole timeout, as without the bound: another writer got in, and only that answer tells
           whether ours came first.
@@ -1076,7 +1079,9 @@ class CassandraStore(Store):
             cond_key, predicate = conditions[0]
             after = next((value for key, value in puts if key == cond_key), None)
             change = _Change(partition, cond_key, predicate, after)
-            on_values = all(expected is not None for _, expected in conditions)
+            # A condition on absence is as safe to send again as one on a value when its caller
+            # promises the key's absence never comes back (AllOf.absence_is_final).
+            on_values = conditions.absence_is_final or all(expected is not None for _, expected in conditions)
             self._conditional("apply", statement, None, change, on_values=on_values)
             return
         # An unconditional batch is a plain write (see _prepare), with fixed timestamps if given.

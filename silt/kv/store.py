@@ -65,7 +65,22 @@ Condition = tuple[bytes, Predicate | None]
 class AllOf(tuple[Condition, ...]):
     """Several conditions of one apply, each on its own key: the apply is made only if every
     one of them holds (a compare-and-set of several keys of one partition), and none of its
-    rows is written otherwise."""
+    rows is written otherwise.
+
+    absence_is_final: the caller's promise that every key these conditions require absent is
+    never absent again once written (its writers replace it, none deletes it, while the
+    partition is in use). A copy of the apply still in flight can then never apply after a
+    later copy has written the key, whatever is deleted in between, so a driver that cannot
+    tell whether a send applied may send the apply again without waiting for that send's own
+    answer, as it may when every condition is on a value (values that never repeat). Stores
+    that never resend ignore it."""
+
+    absence_is_final: bool
+
+    def __new__(cls, conditions: Iterable[Condition] = (), *, absence_is_final: bool = False) -> AllOf:
+        made = super().__new__(cls, conditions)
+        made.absence_is_final = absence_is_final
+        return made
 
 
 # The write time of an apply's rows: one for all of them, or one per put, in order (a batch
@@ -218,7 +233,7 @@ class CheckedBatch(NamedTuple):
         """The batch as apply's arguments again, its conditions as a caller gives them (None,
         one condition, or AllOf several): for a store that applies it through apply."""
         conditions: Condition | AllOf | None = None
-        if len(self.conditions) == 1:
+        if len(self.conditions) == 1 and not self.conditions.absence_is_final:
             conditions = self.conditions[0]
         elif self.conditions:
             conditions = self.conditions
@@ -252,8 +267,10 @@ def check_apply(
     if len(keys) > MAX_APPLY_ROWS:
         raise InvalidArgument(f"KV apply: at most {MAX_APPLY_ROWS} rows at once")
     conditions: list[Condition] = []
+    absence_is_final = False
     if isinstance(condition, AllOf):
         conditions = list(condition)
+        absence_is_final = condition.absence_is_final
     elif condition is not None:
         conditions = [condition]
     deleted = {bytes(k) for k in deletes}
@@ -277,7 +294,13 @@ def check_apply(
         if not isinstance(stamp, int) or stamp <= 0 or stamp >= 2**63:
             raise InvalidArgument("KV apply: timestamp must be a positive 64-bit integer of microseconds")
     rows = [(bytes(key), bytes(value)) for key, value in puts]
-    return CheckedBatch(bytes(partition), rows, [bytes(key) for key in deletes], AllOf(checked), timestamp)
+    return CheckedBatch(
+        bytes(partition),
+        rows,
+        [bytes(key) for key in deletes],
+        AllOf(checked, absence_is_final=absence_is_final and bool(checked)),
+        timestamp,
+    )
 
 
 def scan_prefix(store: Store, partition: bytes, prefix: bytes) -> Iterator[Entry]:

@@ -18,7 +18,7 @@ import pytest
 
 from engine.core.deadline import Deadline
 from engine.core.model import StagingToken
-from engine.core.staging import ADMISSION, GUARD_PREFIX, KEY_PREFIX
+from engine.core.staging import ADMISSION, GUARD_PREFIX, KEY_PREFIX, _decode_guard
 from silt.errors import Unavailable
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
@@ -240,14 +240,17 @@ def test_an_unfinished_write_never_overrides_a_later_plain_write(
 
 
 def test_a_reset_key_stays_reset_after_an_unfinished_write(env: GravelerEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Resetting a key deletes its guard too: the write that died is not finished afterwards."""
+    """Resetting a key fences its guard: the write that died is not finished afterwards, and the
+    guard is never absent again (a late copy of a create on its absence cannot land)."""
     repo = env.new_repo("reset")
     DiesBeforeItsValue(env, monkeypatch)
     assert _stage(env, repo, "k", "died", if_absent=True) == "UNAVAILABLE"
     env.stub.ResetBranch(api.ResetBranchRequest(repository=repo, branch="main", key="k"))
     token = _token(env, repo)
-    # No key's guard is left (the token's ADMISSION row, under the same prefix, is not one).
-    assert [row.key for row in env.graveler.staging.kv.scan(token.encode(), GUARD_PREFIX) if row.key != ADMISSION] == []
+    # The key's guard is a fence (the token's ADMISSION row, under the same prefix, is not a key's).
+    guards = [row for row in env.graveler.staging.kv.scan(token.encode(), GUARD_PREFIX) if row.key != ADMISSION]
+    assert [row.key for row in guards] == [GUARD_PREFIX + b"k"]
+    assert _decode_guard(guards[0].value)[3]
     assert _stage(env, repo, "k", "fresh", if_absent=True) == "ok"
     assert env.etag(repo, "main", "k") == "fresh"
 

@@ -12,9 +12,10 @@ from collections.abc import Callable
 import pytest
 
 from engine.core.model import StagingToken
-from engine.core.staging import _LINEAGE, StagingStore
+from engine.core.staging import _LINEAGE, GUARD_PREFIX, KEY_PREFIX, StagingStore
 from engine.core.values import Value
 from silt.errors import OutcomeUnknown, PredicateFailed
+from silt.kv.conditional import delete_current
 from tests.unit.graveler.test_unknown_outcome import Doubtful
 
 TOKEN = StagingToken("repo-u-main-t1")
@@ -66,9 +67,10 @@ def test_a_create_beaten_by_another_create_did_not_apply() -> None:
         stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
 
 
-def test_a_create_whose_guard_was_dropped_before_another_create_stays_unknown() -> None:
+def test_a_create_whose_guard_was_dropped_before_another_create_applied() -> None:
     # Ours applied, the key was dropped (a reset of the object), then another writer created it:
-    # "admitted over no guard" as if ours had never landed; the key's deletion mark tells.
+    # the reset left a fence over our guard, and theirs was admitted over the fence, so the line
+    # names ours. Ours came before the reset, theirs after it: theirs stays.
     store, stage = staging()
     read = stage.read_for_write(TOKEN, KEY)
     store.script = ["applied"]
@@ -78,6 +80,23 @@ def test_a_create_whose_guard_was_dropped_before_another_create_stays_unknown() 
         write(stage, b"theirs")
 
     store.between = drop_then_create
+    stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)  # settled: no error
+    assert staged(stage) == b"theirs"
+
+
+def test_a_create_whose_guard_was_deleted_before_another_create_stays_unknown() -> None:
+    # A guard deleted outright (a token from before resets fenced, a deleted repository's purge)
+    # leaves "admitted over no guard" as if ours had never landed; the key's deletion mark tells.
+    store, stage = staging()
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = ["applied"]
+
+    def delete_then_create() -> None:
+        delete_current(store, TOKEN.encode(), GUARD_PREFIX + KEY)
+        stage.kv.delete(TOKEN.encode(), KEY_PREFIX + KEY)
+        write(stage, b"theirs")
+
+    store.between = delete_then_create
     with pytest.raises(OutcomeUnknown):
         stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
 
@@ -164,12 +183,28 @@ def test_a_write_of_several_keys_is_settled_by_any_key_whose_line_tells(script: 
             stage.set_if_many(TOKEN, writes)
 
 
-def test_a_guard_deleted_since_leaves_it_unknown() -> None:
+def test_a_guard_dropped_since_shows_ours_applied_before_the_reset() -> None:
+    # The reset's fence is over our guard: ours applied, then the reset dropped it, and the
+    # value ours writes afterwards is stamped before the reset's deletion, which hides it.
     store, stage = staging()
     write(stage, b"old")
     read = stage.read_for_write(TOKEN, KEY)
     store.script = ["applied"]
     store.between = lambda: stage.drop_key(TOKEN, KEY)
+    stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)  # settled: no error
+    assert staged(stage) is None
+
+
+def test_a_guard_deleted_since_leaves_it_unknown() -> None:
+    store, stage = staging()
+    write(stage, b"old")
+    read = stage.read_for_write(TOKEN, KEY)
+    store.script = ["applied"]
+
+    def delete() -> None:
+        delete_current(store, TOKEN.encode(), GUARD_PREFIX + KEY)
+
+    store.between = delete
     with pytest.raises(OutcomeUnknown):
         stage.set_if(TOKEN, KEY, Value(b"ours", b"ours"), read)
 
@@ -189,10 +224,19 @@ def test_a_create_whose_resend_was_refused_with_no_guard_since_did_not_apply() -
     assert settled("refused", old=False) == "not applied"
 
 
-def test_a_create_whose_resend_was_refused_after_a_deletion_of_the_key_stays_unknown() -> None:
-    # Ours applied and was dropped since (a reset of the object), so the key reads as before
-    # (no guard) when the store checks: the deletion mark tells it may have applied.
-    assert settled("applied-refused", lambda stage: stage.drop_key(TOKEN, KEY), old=False) == "unknown"
+def test_a_create_whose_resend_was_refused_after_a_reset_of_the_key_applied() -> None:
+    # Ours applied and was dropped since (a reset of the object): the reset's fence names ours.
+    assert settled("applied-refused", lambda stage: stage.drop_key(TOKEN, KEY), old=False) == "applied"
+
+
+def test_a_create_whose_resend_was_refused_after_a_deletion_of_its_guard_stays_unknown() -> None:
+    # The guard deleted outright, so the key reads as before (no guard) when the store checks:
+    # the deletion mark tells it may have applied.
+    def delete(stage: StagingStore) -> None:
+        delete_current(stage.kv, TOKEN.encode(), GUARD_PREFIX + KEY)
+        stage.kv.delete(TOKEN.encode(), KEY_PREFIX + KEY)
+
+    assert settled("applied-refused", delete, old=False) == "unknown"
 
 
 @pytest.mark.parametrize(("script", "outcome"), [("applied", "applied"), ("lost", "not applied")])
