@@ -165,8 +165,9 @@ class CassandraConfig(_Section):
     """a first send of a lightweight transaction still unanswered after this many times the p99 of the store's recent
     sends (at least `lwt_patience_floor_s`, at most `lwt_timeout_s`) is read back at SERIAL through another node while
     it goes on waiting: found applied, it is done; found not applied, it is sent again when its conditions are on
-    values, never on a row's absence. A coordinator that froze mid-round then costs about this much, not the ~2 s the
-    heartbeat takes to find it. 0: no read-back
+    values or on the absence of rows never absent again while in use (staging's guards), never on other absences. A
+    coordinator that froze mid-round then costs about this much, not the ~2 s the heartbeat takes to find it. 0: no
+    read-back
     """
     lwt_patience_floor_s: float = Field(0.3, gt=0)
     """the least a first LWT send is waited for, however fast recent rounds were"""

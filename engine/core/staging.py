@@ -583,7 +583,8 @@ class StagingStore:
         """drop_key of every staged key of token under prefix (all guards first)."""
         partition = token.encode()
         for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX + prefix)):
-            if guard.key != ADMISSION:  # the token's, not a key's: it stays closed
+            # ADMISSION is the token's, not a key's: it stays closed. A fence is fenced already.
+            if guard.key != ADMISSION and not _decode_guard(guard.value)[3]:
                 self._fence_guard(partition, guard.key)
         chunk: list[bytes] = []
         size = 0
@@ -622,7 +623,7 @@ class StagingStore:
         # writer whose compare-and-set outcome was lost while the token went still reads its
         # key's line there (_guard_landed).
         for guard in list(scan_prefix(self.kv, partition, GUARD_PREFIX)):
-            if guard.key != ADMISSION:
+            if guard.key != ADMISSION and not _decode_guard(guard.value)[3]:
                 self._fence_dropped(partition, guard.key)
         # Values are written at their logical timestamps, which may be ahead of any clock here or
         # on Cassandra's coordinator: each list of them is deleted at a write time past all of
