@@ -330,7 +330,11 @@ def test_a_suspect_peers_grace_grows_with_how_long_requests_take_to_arrive() -> 
 
 def test_the_health_port_answers_probes_while_others_stall_checks() -> None:
     health = HealthServicer()
-    port = HealthPort(health, ServerLimits(receive_grace_seconds=0.2, slow_calls_per_peer=2, slow_calls=8))
+    # The checks holding the two slots stay stalled for the whole test (receive timeout past it):
+    # on a loaded machine the 100 calls arrive over seconds, and a holder cancelled at the default
+    # 2 s would hand its slot to a late arrival, which then is not refused.
+    limits = ServerLimits(receive_grace_seconds=0.2, receive_timeout_seconds=30, slow_calls_per_peer=2, slow_calls=8)
+    port = HealthPort(health, limits)
     address = f"127.0.0.1:{port.start('127.0.0.1:0')}"
     release = threading.Event()
 
