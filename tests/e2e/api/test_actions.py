@@ -582,7 +582,9 @@ def test_runs_are_listed_by_the_cli(api: Api, client: lakefs_sdk.ApiClient, repo
         obj=State(_client=Client(settings)),
     )
     assert listed.exit_code == 0, listed.output
-    runs = json.loads(listed.output)
+    # The JSON is the standard output; a warning logged meanwhile goes to the standard error,
+    # which Click's result.output interleaves with it.
+    runs = json.loads(listed.stdout)
     assert [r["event_type"] for r in runs] == ["pre-commit"] and runs[0]["commit_id"] == commit_id
     described = runner.invoke(
         cli, ["actions", "runs", "describe", f"lakefs://{repo}", runs[0]["run_id"]], obj=State(_client=Client(settings))
@@ -594,7 +596,7 @@ def test_runs_are_listed_by_the_cli(api: Api, client: lakefs_sdk.ApiClient, repo
         ["--json", "actions", "runs", "describe", f"lakefs://{repo}", runs[0]["run_id"]],
         obj=State(_client=Client(settings)),
     )
-    (hook,) = json.loads(as_json.output)["hooks"]
+    (hook,) = json.loads(as_json.stdout)["hooks"]
     output = runner.invoke(
         cli,
         ["cat-hook-output", f"lakefs://{repo}", runs[0]["run_id"], hook["hook_run_id"]],

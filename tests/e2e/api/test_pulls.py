@@ -414,6 +414,6 @@ def test_commits_through_the_cli_are_by_its_user(api: Api, repo: str, developer:
         cli, ["--json", "commit", f"silt://{repo}/main", "-m", "from the cli"], obj=State(_client=Client(settings))
     )
     assert result.exit_code == 0, result.output
-    commit_id = json.loads(result.output)["id"]
+    commit_id = json.loads(result.stdout)["id"]
     recorded = api.stack.graveler.GetCommit(api_pb2.GetCommitRequest(repository=repo, commit_id=commit_id))
     assert recorded.committer == user
