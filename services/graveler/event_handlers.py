@@ -62,4 +62,6 @@ class HistoryHandlers:
         )
         with self._streams.slots.hold(caller, admin=self._streams.access.is_admin(caller, source_ip)):
             shown = shown_to(watch, reads_viewer(self._may, request.repository))
-            yield from sent_within_deadline(shown, context.cancel, self._streams.limits.write_timeout_seconds)
+            yield from sent_within_deadline(
+                shown, context.cancel, self._streams.limits.write_timeout_seconds, context.add_callback
+            )

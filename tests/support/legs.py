@@ -39,7 +39,7 @@ from ctypes import CDLL
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support import leg_balance, rotation, times
+from tests.support import leg_balance, rotation, running_test, times
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = REPO_ROOT / "build" / "test-legs"
@@ -61,6 +61,7 @@ _SUMMARY = re.compile(r"^(no tests ran|\d+ [a-z]+(, \d+ [a-z]+)*) in [\d.]+s\b")
 # pytest's short test summary names each failed or erroring test on a line of its own.
 _NOT_PASSED = ("FAILED ", "ERROR ")
 MAX_NAMED = 20
+MAX_FAULT_LINES = 16
 NIGHTLY_SLICE = "--nightly-slice"
 
 
@@ -73,6 +74,10 @@ class Leg:
     started: float = 0.0
     seconds: float = 0.0
     returncode: int | None = None
+
+    @property
+    def running_file(self) -> Path:
+        return self.log.with_suffix(".running")
 
     def counts(self) -> dict[str, int]:
         """The leg's closing pytest line, as counts by outcome ('error' for errors)."""
@@ -123,17 +128,28 @@ def _die_with_parent() -> None:
 
 def _start(leg: Leg, args: list[str], env: dict[str, str] | None = None) -> None:
     leg.log.parent.mkdir(parents=True, exist_ok=True)
+    leg.running_file.unlink(missing_ok=True)
     with leg.log.open("wb") as out:
         # A session of its own, so that a timeout or an interrupt ends the leg with everything
         # it started; the leak check of each leg still fails it if a process outlives its tests.
         leg.process = subprocess.Popen(
             # Every test's time, beside the log, for balancing the legs.
-            [sys.executable, "-m", "pytest", f"--junitxml={leg.log.with_suffix('.xml')}", "-m", leg.marks, *args],
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                f"--junitxml={leg.log.with_suffix('.xml')}",
+                "-p",
+                "tests.support.running_test",
+                "-m",
+                leg.marks,
+                *args,
+            ],
             cwd=REPO_ROOT,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=env,
+            env={**(os.environ if env is None else env), running_test.ENV: str(leg.running_file)},
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
@@ -171,6 +187,34 @@ def _wait(legs: list[Leg], timeout_s: float) -> bool:
         time.sleep(0.5)
 
 
+def killed(leg: Leg) -> list[str]:
+    """For a leg a signal ended: the signal, the test it was in, and the fault handler's dump of
+    the thread that faulted (the log's own copy is printed above it, and may be cut short)."""
+    if leg.returncode is None or leg.returncode >= 0:
+        return []
+    try:
+        name = signal.Signals(-leg.returncode).name
+    except ValueError:
+        name = f"signal {-leg.returncode}"
+    try:
+        running = leg.running_file.read_text(errors="replace").strip() or "(before the first test)"
+    except OSError:
+        running = "(before the first test)"
+    lines = [f"ended by {name} in {running}"]
+    log = leg.log.read_text(errors="replace").splitlines()
+    fatal = next((i for i, line in enumerate(log) if "Fatal Python error" in line), None)
+    if fatal is None:
+        return lines
+    lines.append(log[fatal][log[fatal].index("Fatal Python error") :])
+    current = next((i for i in range(fatal, len(log)) if log[i].startswith("Current thread")), None)
+    if current is None:
+        lines.append("no Python thread was current: the fault was in a thread a C extension started")
+        return lines
+    end = next((i for i in range(current, len(log)) if not log[i].strip()), len(log))
+    lines.extend(log[current : min(end, current + MAX_FAULT_LINES)])
+    return lines
+
+
 def _report(legs: list[Leg], timed_out: bool) -> int:
     for leg in sorted(legs, key=lambda leg: leg.ok):  # a failing leg first: its lines are kept
         print(f"\n######## leg {leg.name}: pytest -m {leg.marks!r} ########", flush=True)
@@ -183,6 +227,8 @@ def _report(legs: list[Leg], timed_out: bool) -> int:
             total[key] = total.get(key, 0) + value
         shown = ", ".join(f"{v} {k}" for k, v in counts.items()) or "no tests"
         print(f"{leg.name}: {leg.seconds / 60:.1f} min, exit {leg.returncode}, {shown}")
+        for line in killed(leg):
+            print(f"  {line}")
         named = leg.not_passed()
         for line in named[:MAX_NAMED]:
             print(f"  {line}")

@@ -107,3 +107,37 @@ def test_the_legs_together_select_every_test_once() -> None:
         jvm = present & {"cassandra", "cassandra_cluster", "spark"} and "rest_leg" not in present
         jvm = jvm or "jvm_leg" in present  # the balancing sets one of the two, never both
         assert chosen == (["jvm"] if jvm else ["rest"]), marks
+
+
+CRASHING = """
+import ctypes
+
+import pytest
+
+
+def test_before():
+    pass
+
+
+@pytest.mark.cassandra
+def test_faults_in_c():
+    ctypes.string_at(0)  # a read of address 0: SIGSEGV, as a fault in a C extension
+"""
+
+
+def test_a_leg_ended_by_a_signal_names_the_test_it_was_in_and_the_faulting_thread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _suite(tmp_path)
+    (root / "test_sample.py").write_text(CRASHING)
+    code = legs.main(["-p", "no:cacheprovider", "-q", str(root)], tmp_path / "logs")
+    out = capsys.readouterr().out
+    assert code == -11, out
+    closing = out[out.index("######## legs ########") :].splitlines()
+    jvm = next(i for i, line in enumerate(closing) if line.startswith("jvm:"))
+    assert closing[jvm + 1] == "  ended by SIGSEGV in test_sample.py::test_faults_in_c"
+    assert closing[jvm + 2] == "  Fatal Python error: Segmentation fault"
+    assert closing[jvm + 3].startswith("  Current thread 0x")
+    assert any("test_sample.py" in line and "test_faults_in_c" in line for line in closing[jvm + 4 :])
+    # The other leg ran to its end.
+    assert next(line for line in closing if line.startswith("rest:")).endswith("1 passed, 1 deselected")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
@@ -200,10 +200,16 @@ class WriteWatchdog:
         with self._condition:
             self._armed_until = None
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Never fires from now on. Returns at once: gRPC calls it on its own thread when the call
+        ends, and a generator gRPC stops reading (the client went away mid-send) stays suspended,
+        armed, until it is collected; cancelling a call that has ended is what must not happen."""
         with self._condition:
             self._closed = True
             self._condition.notify()
+
+    def close(self) -> None:
+        self.stop()
         self._thread.join(timeout=self._seconds)
 
     def _run(self) -> None:
@@ -223,10 +229,19 @@ class WriteWatchdog:
             self._cancel()
 
 
-def sent_within_deadline(items: Iterator[T], cancel: Callable[[], object], seconds: float) -> Iterator[T]:
+def sent_within_deadline(
+    items: Iterator[T],
+    cancel: Callable[[], object],
+    seconds: float,
+    on_call_end: Callable[[Callable[[], None]], bool] | None = None,
+) -> Generator[T, None, None]:
     """items, cancelling the call when the client takes longer than `seconds` to take one: the
-    time between a yield and the next request for an item is the send of the item yielded."""
+    time between a yield and the next request for an item is the send of the item yielded.
+    on_call_end (the servicer context's add_callback) stops the watchdog when the call ends,
+    whether or not the generator is ever resumed or closed."""
     watchdog = WriteWatchdog(cancel, seconds)
+    if on_call_end is not None and not on_call_end(watchdog.stop):
+        watchdog.stop()  # the call has ended already
     try:
         for item in items:
             watchdog.arm()

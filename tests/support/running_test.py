@@ -1,0 +1,29 @@
+"""The test a leg is in, kept in a file beside the leg's log (tests/support/legs.py).
+
+A fault in a C extension (grpc's core, the Cassandra driver's event loop) ends pytest at once:
+nothing reports the test it was in, and what CI keeps of a long log may cut the fault handler's
+dump short. With this file the legs' report names the test the leg was running when it died.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+ENV = "SILT_RUNNING_TEST_FILE"
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    path = os.environ.get(ENV)
+    if path:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(nodeid)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    path = os.environ.get(ENV)
+    if path:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write("(the session's end)")
