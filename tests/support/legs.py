@@ -62,6 +62,9 @@ _SUMMARY = re.compile(r"^(no tests ran|\d+ [a-z]+(, \d+ [a-z]+)*) in [\d.]+s\b")
 _NOT_PASSED = ("FAILED ", "ERROR ")
 MAX_NAMED = 20
 MAX_FAULT_LINES = 16
+# The signals of a fault in the process itself, after which Python's fault handler has dumped
+# the threads; SIGTERM and SIGKILL come from outside (the run's timeout) and leave no dump.
+FAULT_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT})
 NIGHTLY_SLICE = "--nightly-slice"
 
 
@@ -201,14 +204,20 @@ def killed(leg: Leg) -> list[str]:
     except OSError:
         running = "(before the first test)"
     lines = [f"ended by {name} in {running}"]
+    if -leg.returncode not in FAULT_SIGNALS:
+        return lines  # ended from outside (the run's timeout, an interrupt): no dump to show
     log = leg.log.read_text(errors="replace").splitlines()
-    fatal = next((i for i, line in enumerate(log) if "Fatal Python error" in line), None)
+    # The last dump: a child's output or an earlier dump may be in the log too.
+    fatal = next((i for i in reversed(range(len(log))) if "Fatal Python error" in log[i]), None)
     if fatal is None:
         return lines
     lines.append(log[fatal][log[fatal].index("Fatal Python error") :])
     current = next((i for i in range(fatal, len(log)) if log[i].startswith("Current thread")), None)
     if current is None:
-        lines.append("no Python thread was current: the fault was in a thread a C extension started")
+        lines.append(
+            "no 'Current thread' in the dump: the fault was in a thread without Python's state (one a C"
+            " extension started), or past the fault handler's 100 threads"
+        )
         return lines
     end = next((i for i in range(current, len(log)) if not log[i].strip()), len(log))
     lines.extend(log[current : min(end, current + MAX_FAULT_LINES)])

@@ -14,16 +14,21 @@ import pytest
 ENV = "SILT_RUNNING_TEST_FILE"
 
 
+def _write(text: str) -> None:
+    path = os.environ.get(ENV)
+    if not path:
+        return
+    # Whole or not at all: a fault between a truncation and a write would leave it empty.
+    partial = f"{path}.partial"
+    with open(partial, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(partial, path)
+
+
 def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    path = os.environ.get(ENV)
-    if path:
-        with open(path, "w", encoding="utf-8") as out:
-            out.write(nodeid)
+    _write(nodeid)
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)  # before the session's fixtures (its servers) are torn down
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    path = os.environ.get(ENV)
-    if path:
-        with open(path, "w", encoding="utf-8") as out:
-            out.write("(the session's end)")
+    _write("(the session's teardown)")

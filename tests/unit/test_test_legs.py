@@ -111,6 +111,7 @@ def test_the_legs_together_select_every_test_once() -> None:
 
 CRASHING = """
 import ctypes
+import resource
 
 import pytest
 
@@ -121,6 +122,7 @@ def test_before():
 
 @pytest.mark.cassandra
 def test_faults_in_c():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file left in the working directory
     ctypes.string_at(0)  # a read of address 0: SIGSEGV, as a fault in a C extension
 """
 

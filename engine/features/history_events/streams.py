@@ -201,9 +201,11 @@ class WriteWatchdog:
             self._armed_until = None
 
     def stop(self) -> None:
-        """Never fires from now on. Returns at once: gRPC calls it on its own thread when the call
-        ends, and a generator gRPC stops reading (the client went away mid-send) stays suspended,
-        armed, until it is collected; cancelling a call that has ended is what must not happen."""
+        """Does not fire from now on (a cancel already under way still happens). Returns at once:
+        gRPC runs it on its polling thread when the call ends, where blocking would stall every
+        call. Without it, a generator that gRPC stops reading mid-send (the client gone) and that
+        is not closed at once (held in a reference cycle) keeps its watchdog armed and its thread
+        alive until it is collected, and the watchdog then cancels a call that has ended."""
         with self._condition:
             self._closed = True
             self._condition.notify()
