@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import statistics
 import threading
 import time
 
@@ -27,14 +28,21 @@ def _dropped(reason: str) -> float:
 def test_a_full_queue_drops_and_counts_without_waiting() -> None:
     queue = EventQueue(capacity=100)
     before = _dropped("queue_full")
-    started = time.perf_counter()
-    accepted = sum(queue.emit(_event(n)) for n in range(10_000))
-    elapsed = time.perf_counter() - started
+    accepted = 0
+    durations: list[float] = []
+    for n in range(10_000):
+        event = _event(n)
+        started = time.perf_counter()
+        accepted += queue.emit(event)
+        durations.append(time.perf_counter() - started)
     assert accepted == 100 and len(queue) == 100
     assert queue.dropped == 9_900
     assert _dropped("queue_full") - before == 9_900
-    # 10,000 emits, most of them refused: far under a millisecond each.
-    assert elapsed < 1.0, elapsed
+    # A refusal takes microseconds. The median refusal, not the total: a pause of the whole
+    # process (a collection over a long run's heap, a loaded machine; once 3 s for all 10,000)
+    # cannot fail it, while a wait in every refusal, even of a millisecond, would.
+    typical = statistics.median(durations[100:])
+    assert typical < 0.001, typical
     assert [e.path for e in queue.take(3)] == ["k0", "k1", "k2"]  # the oldest are kept, in order
 
 
