@@ -29,6 +29,9 @@ def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) 
     _write(nodeid)
 
 
-@pytest.hookimpl(tryfirst=True)  # before the session's fixtures (its servers) are torn down
+# First at the session's end, before the other plugins' work there (the leak check, the reports).
+# The session's fixtures (its servers) are torn down with the last test's teardown, which
+# still names that test.
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    _write("(the session's teardown)")
+    _write("(the session's end)")
