@@ -1,9 +1,10 @@
 """The span export process: `python -m silt.telemetry.export_worker <parent pid>`.
 
 Reads frames (spanwire.py) from stdin: the parent's resource first, then batches of spans,
-each rebuilt into SDK spans and exported at once with OTLPSpanExporter — the parent's
-BatchSpanProcessor already batched them (OTEL_BSP_*), and while an export is slow the pipe
-fills and the parent drops, so nothing here queues without bound. A flush frame is answered
+each written as an OTLP request (otlp_wire.py) and exported at once with the SDK's
+OTLPSpanExporter — the parent's BatchSpanProcessor already batched them (OTEL_BSP_*), and
+while an export is slow the pipe fills and the parent drops, so nothing here queues without
+bound. A flush frame is answered
 on stdout once everything before it is exported. Exits at EOF (the parent shut down or
 died) and, through silt/lifeline.py, the moment the parent is gone.
 """
@@ -16,11 +17,12 @@ import marshal
 import os
 import signal
 import sys
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from silt.child_process import set_not_dumpable
 from silt.lifeline import die_with_parent
-from silt.telemetry.spanwire import ACK, FLUSH, HEADER, RESOURCE, SPANS, Decoder
+from silt.telemetry.otlp_wire import OtlpWriter
+from silt.telemetry.spanwire import ACK, FLUSH, HEADER, RESOURCE, SPANS
 
 log = logging.getLogger("silt.telemetry.export_worker")
 
@@ -33,10 +35,20 @@ def _read(stream: BinaryIO, size: int) -> bytes | None:
 def serve(source: BinaryIO, acks: BinaryIO) -> None:
     # Imported here: the gRPC exporter is the heavy import, and only this process needs it.
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    exporter = OTLPSpanExporter()
-    decoder = Decoder(Resource.get_empty())
+    class WrittenRequestExporter(OTLPSpanExporter):
+        """The SDK's OTLP exporter (its settings, channel, retries, timeout), handed requests
+        otlp_wire.py wrote instead of spans to encode: `export((request bytes, span count))`."""
+
+        def _translate_data(self, data: Any) -> ExportTraceServiceRequest:
+            return ExportTraceServiceRequest.FromString(data[0])
+
+        def _count_data(self, data: Any) -> int:
+            return int(data[1])
+
+    exporter = WrittenRequestExporter()
+    writer = OtlpWriter({}, None)
     try:
         while (header := _read(source, HEADER.size)) is not None:
             kind, size = HEADER.unpack(header)
@@ -45,10 +57,11 @@ def serve(source: BinaryIO, acks: BinaryIO) -> None:
                 break
             value = marshal.loads(payload)
             if kind == SPANS:
-                exporter.export(decoder.spans(value))
+                if value:
+                    exporter.export((writer.request(value), len(value)))  # type: ignore[arg-type]
             elif kind == RESOURCE:
                 attributes, schema_url = value
-                decoder.resource = Resource(attributes, schema_url)
+                writer = OtlpWriter(attributes, schema_url)
             elif kind == FLUSH:
                 acks.write(ACK.pack(value))
                 acks.flush()

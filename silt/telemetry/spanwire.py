@@ -1,9 +1,10 @@
 """Finished spans as plain values, for handing them to the export process (export_process.py).
 
-The serving process pays for to_wire and marshal.dumps only; building the SDK's spans again
-(from_wire) and encoding them to OTLP protobuf happen in the export process. A wire span
-carries every field the OTLP encoder reads from a ReadableSpan, so a span exported through
-the child is the span exported in-process, field for field (tests compare them).
+The serving process pays for to_wire and marshal.dumps only; writing them as an OTLP request
+(otlp_wire.py) happens in the export process. A wire span carries every field the OTLP
+encoder reads from a ReadableSpan (a PlainSpan writes its own, plain_span.py), so a span
+exported through the child is the span exported in-process, field for field (tests compare
+them).
 
 A frame on the pipe is a kind byte, a little-endian u32 length and a marshal payload.
 marshal, not pickle: the payload is only tuples, dicts, strings and numbers (what span
@@ -14,14 +15,13 @@ from __future__ import annotations
 
 import marshal
 import struct
-from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry.attributes import BoundedAttributes
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
+
+from silt.telemetry.plain_span import PlainSpan
 
 HEADER = struct.Struct("<cI")
 RESOURCE = b"R"  # (attributes, schema_url), once, before any spans
@@ -58,7 +58,10 @@ class Encoder:
         self._scopes[id(scope)] = (scope, wire)  # keeps scope alive, so its id is not reused
         return wire
 
-    def to_wire(self, span: ReadableSpan) -> WireSpan:
+    def to_wire(self, span: ReadableSpan | PlainSpan) -> WireSpan:
+        if type(span) is PlainSpan:
+            return span.to_wire(self._scope(span.scope))
+        assert isinstance(span, ReadableSpan)
         context = span.context
         assert context is not None  # a finished SDK span always has one
         parent = span.parent
@@ -96,97 +99,3 @@ class Encoder:
             self._scope(span.instrumentation_scope),
             (span.dropped_attributes, span.dropped_events, span.dropped_links),
         )
-
-
-class _WireReadableSpan(ReadableSpan):
-    """A ReadableSpan whose dropped counts are the ones the serving process recorded."""
-
-    def __init__(self, dropped: tuple[int, int, int], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._dropped = dropped
-
-    @property
-    def dropped_attributes(self) -> int:
-        return self._dropped[0]
-
-    @property
-    def dropped_events(self) -> int:
-        return self._dropped[1]
-
-    @property
-    def dropped_links(self) -> int:
-        return self._dropped[2]
-
-
-def _bounded(attributes: dict[str, Any], dropped: int) -> dict[str, Any] | BoundedAttributes:
-    """The attributes as the SDK reports them: BoundedAttributes only to carry a dropped count
-    (building one validates every value again, which the serving process already did)."""
-    if not dropped:
-        return attributes
-    bounded = BoundedAttributes(maxlen=None, attributes=attributes, immutable=True)
-    bounded.dropped = dropped
-    return bounded
-
-
-_KINDS = {kind.value: kind for kind in SpanKind}
-_STATUS_CODES = {code.value: code for code in StatusCode}
-_UNSET = Status(StatusCode.UNSET)
-
-
-class Decoder:
-    """from_wire, in the export process: SDK spans with the serving process's resource."""
-
-    def __init__(self, resource: Resource) -> None:
-        self.resource = resource
-        self._scopes: dict[tuple[Any, ...], InstrumentationScope] = {}
-
-    def _scope(self, wire: tuple[Any, ...] | None) -> InstrumentationScope | None:
-        if wire is None:
-            return None
-        key = wire[:3]
-        scope = self._scopes.get(key)
-        if scope is None:
-            name, version, schema_url, attributes = wire
-            scope = self._scopes[key] = InstrumentationScope(name, version, schema_url, attributes or None)
-        return scope
-
-    def from_wire(self, wire: WireSpan) -> ReadableSpan:
-        (
-            name,
-            trace_id,
-            span_id,
-            flags,
-            state,
-            parent,
-            kind,
-            start,
-            end,
-            status_code,
-            status_description,
-            attributes,
-            events,
-            links,
-            scope,
-            dropped,
-        ) = wire
-        context = SpanContext(
-            trace_id, span_id, False, TraceFlags(flags), TraceState(list(state)) if state is not None else None
-        )
-        return _WireReadableSpan(
-            dropped,
-            name=name,
-            context=context,
-            parent=None if parent is None else SpanContext(trace_id, parent[0], parent[1]),
-            resource=self.resource,
-            attributes=_bounded(attributes, dropped[0]),
-            events=[Event(n, _bounded(a, d), ts) for n, ts, a, d in events],
-            links=[Link(SpanContext(t, s, remote, TraceFlags(f)), _bounded(a, d)) for t, s, f, remote, a, d in links],
-            kind=_KINDS[kind],
-            status=_UNSET if status_code == 0 else Status(_STATUS_CODES[status_code], status_description),
-            start_time=start,
-            end_time=end,
-            instrumentation_scope=self._scope(scope),
-        )
-
-    def spans(self, wires: Sequence[WireSpan]) -> list[ReadableSpan]:
-        return [self.from_wire(w) for w in wires]

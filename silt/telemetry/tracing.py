@@ -23,8 +23,10 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from silt.errors import ConfigError
+from silt.telemetry.plain_span import PlainTracer
 
 TRACER_NAME = "silt"
 EXPORT_PROCESS_ENV = "SILT_TRACES_EXPORT_PROCESS"
@@ -79,11 +81,27 @@ def configure(service: str) -> bool:
     name = os.environ.get("OTEL_SERVICE_NAME") or f"silt-{service}"
     resource = Resource.create({"service.name": name, "service.namespace": "silt"})
     provider = TracerProvider(resource=resource)
-    for exporter in _exporters(resource if export_process_enabled() else None):
-        provider.add_span_processor(_processor(exporter))
+    processors = [_processor(exporter) for exporter in _exporters(resource if export_process_enabled() else None)]
+    for processor in processors:
+        provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
-    _tracer = trace.get_tracer(TRACER_NAME)
+    _tracer = _plain_tracer(trace.get_tracer(TRACER_NAME), provider, processors)
     return True
+
+
+def _plain_tracer(sdk: trace.Tracer, provider: TracerProvider, processors: list[SpanProcessor]) -> trace.Tracer:
+    """The SDK's tracer, or a PlainTracer over it when every span goes to the export process."""
+    from silt.telemetry.export_process import FlushingBatchSpanProcessor
+
+    if trace.get_tracer_provider() is not provider or not processors:
+        return sdk  # another provider was installed first: its tracer makes the spans
+    if not all(type(p) is FlushingBatchSpanProcessor for p in processors):
+        return sdk
+    if os.environ.get("OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED", "").strip().lower() == "true":
+        return sdk  # the SDK's tracer counts the spans it starts; plain spans would not
+    # The scope the provider gives get_tracer(TRACER_NAME).
+    plain = PlainTracer(sdk, provider, InstrumentationScope(TRACER_NAME, "", None, None), processors)
+    return plain if plain.usable else sdk
 
 
 def tracer() -> trace.Tracer | None:
