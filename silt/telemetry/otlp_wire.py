@@ -13,13 +13,15 @@ What is written is what the SDK's encoder (opentelemetry-exporter-otlp-proto-com
 field and every kind of attribute value. The message and field numbers are OTLP's
 (opentelemetry/proto/trace/v1/trace.proto, common/v1/common.proto, resource/v1/
 resource.proto; stable since OTLP 1.0). Like the SDK's encoder, an attribute whose value
-cannot be encoded (an integer outside int64, a type OTLP has no value for) is logged and
-left out, not the span.
+cannot be encoded (an integer outside int64, a type OTLP has no value for, a string UTF-8
+cannot carry) is logged and left out, not the span; a span that cannot be written at all (a
+name UTF-8 cannot carry) is logged and left out, not the batch.
 """
 
 from __future__ import annotations
 
 import logging
+import marshal
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -98,6 +100,16 @@ def _key_value(key: str, value: Any) -> bytes:
     return _string(1, key) + _field(2, _any_value(value))
 
 
+def _scope_key(scope: tuple[Any, ...]) -> Any:
+    """What tells two instrumentation scopes apart, as InstrumentationScope's equality does:
+    name, version, schema URL and attributes, whatever their order."""
+    name, version, schema_url, attributes = scope
+    try:
+        return (name, version, schema_url, frozenset(attributes.items()) if attributes else None)
+    except TypeError:  # a value that cannot be hashed: told apart by its exact form
+        return (name, version, schema_url, marshal.dumps(attributes))
+
+
 class OtlpWriter:
     """Writes ExportTraceServiceRequest bytes for one resource (the serving process's)."""
 
@@ -105,14 +117,14 @@ class OtlpWriter:
         self._resource = _field(1, self._attributes(1, resource_attributes))
         self._resource_schema_url = _string(3, resource_schema_url)
         self._pairs: dict[tuple[str, type, Any], bytes] = {}
-        self._scopes: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}
+        self._scopes: dict[Any, tuple[bytes, bytes]] = {}
 
     def _attributes(self, tag: int, attributes: Mapping[str, Any]) -> bytes:
         out = []
         for key, value in attributes.items():
             try:
                 out.append(_field(tag, _key_value(key, value)))
-            except _Unencodable as exc:
+            except Exception as exc:  # as the SDK's encoder: the attribute is lost, not the span
                 log.warning("span attribute %r left out: %s", key, exc)
         return b"".join(out)
 
@@ -121,12 +133,13 @@ class OtlpWriter:
         out = []
         for key, value in attributes.items():
             kind = type(value)
-            cacheable = kind is str or kind is int or kind is bool or kind is float
+            # Not floats: 0.0 and -0.0 are equal keys with different bytes.
+            cacheable = kind is str or kind is int or kind is bool
             cached = pairs.get((key, kind, value)) if cacheable else None
             if cached is None:
                 try:
                     cached = _field(9, _key_value(key, value))
-                except _Unencodable as exc:
+                except Exception as exc:  # as the SDK's encoder: the attribute is lost, not the span
                     log.warning("span attribute %r left out: %s", key, exc)
                     continue
                 if cacheable:
@@ -187,16 +200,21 @@ class OtlpWriter:
     def request(self, wires: Iterable[WireSpan]) -> bytes:
         """The ExportTraceServiceRequest holding wires: one ResourceSpans, a ScopeSpans per
         instrumentation scope in the order first met, as the SDK's encoder groups them."""
-        by_scope: dict[tuple[Any, ...] | None, list[bytes]] = {}
-        scopes: dict[tuple[Any, ...] | None, tuple[Any, ...] | None] = {}
+        by_scope: dict[Any, list[bytes]] = {}
+        scopes: dict[Any, tuple[Any, ...] | None] = {}
         for wire in wires:
+            try:
+                written = self._span(wire)
+            except Exception:  # one span the encoder cannot write is lost, not the batch
+                log.exception("span %r left out of the export", wire[0] if wire else None)
+                continue
             scope = wire[14]
-            key = None if scope is None else scope[:3]
+            key = None if scope is None else _scope_key(scope)
             spans = by_scope.get(key)
             if spans is None:
                 spans = by_scope[key] = []
                 scopes[key] = scope
-            spans.append(self._span(wire))
+            spans.append(written)
         if not by_scope:
             return b""
         scope_spans = []
@@ -210,7 +228,7 @@ class OtlpWriter:
         scope message when the span had none)."""
         if scope is None:
             return b"\x0a\x00", b""
-        key = scope[:3]
+        key = _scope_key(scope)
         written = self._scopes.get(key)
         if written is None:
             name, version, schema_url, attributes = scope

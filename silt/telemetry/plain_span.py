@@ -2,11 +2,11 @@
 
 Each traced S3 request starts a server span, and each gRPC call it makes a client span in
 the caller and a server span in the callee. The SDK's `Tracer.start_span` and `Span` cost
-about 16 µs of the request's CPU to make one (the sampler called through the current
+15–20 µs of the request's CPU to make one (the sampler called through the current
 context, every attribute value validated through a bounded dict under a lock, a
 `ReadableSpan` made again at its end) and 3.3 µs more to hand it to the export process
 (`make bench-tracing-export`). `PlainTracer` makes a `PlainSpan` instead, which keeps what
-the export needs in slots and writes its wire tuple (spanwire.py) itself: about 4.5 µs and
+the export needs in slots and writes its wire tuple (spanwire.py) itself: 5.2–5.6 µs and
 1.3 µs.
 
 It is used only where it makes the span the SDK would make (`PlainTracer.usable`):
@@ -19,10 +19,6 @@ It is used only where it makes the span the SDK would make (`PlainTracer.usable`
   the SDK's own metrics are off;
 - per span: no links, start time or exception options given (those go to the SDK's tracer).
 
-A span is one thread's at a time, as Silt uses spans (the request's; a blocking call's
-client span is ended by gRPC's callback thread once the call is over): unlike the SDK's, it
-takes no lock.
-
 Its ids come from the provider's id generator, its sampling decision from the provider's
 sampler (asked as the SDK asks it, except for the default samplers, whose answer is known),
 its trace flags and trace state as the SDK sets them, and the attribute, event and link
@@ -32,8 +28,8 @@ an SDK span, made by the same calls, to the same wire tuple field by field.
 
 from __future__ import annotations
 
-import contextlib
 import logging
+import threading
 import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,10 +39,11 @@ from opentelemetry import trace
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, Sampler
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, Sampler, StaticSampler
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.util import types
+from opentelemetry.util._decorator import _agnosticcontextmanager
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +76,10 @@ class PlainTracer(trace.Tracer):
         self._span_id = ids.generate_span_id
         self._random_flag = TraceFlags.RANDOM_TRACE_ID if ids.is_trace_id_random() else 0
         self.sampler: Sampler = provider.sampler
+        # By exact type and description, so that a sampler of another kind is always asked.
         description = self.sampler.get_description()
-        self._always_on = description == _ALWAYS_ON
-        self._parent_based_always_on = description == _PARENT_BASED_ALWAYS_ON
+        self._always_on = type(self.sampler) is StaticSampler and description == _ALWAYS_ON
+        self._parent_based_always_on = type(self.sampler) is ParentBased and description == _PARENT_BASED_ALWAYS_ON
         self.usable = self.limits.max_span_attribute_length is None
 
     def start_span(
@@ -124,9 +122,10 @@ class PlainTracer(trace.Tracer):
             return trace.NonRecordingSpan(span_context)
         return PlainSpan(self, name, span_context, parent, kind, attributes)
 
-    # The API types it as its own context manager class, which a generator's is in all but name.
-    @contextlib.contextmanager
-    def start_as_current_span(  # type: ignore[override]
+    # The SDK's decorator (not contextlib's), so that, used on a coroutine function, the span
+    # covers the coroutine's run and not just its creation.
+    @_agnosticcontextmanager
+    def start_as_current_span(
         self,
         name: str,
         context: Context | None = None,
@@ -159,6 +158,7 @@ class PlainSpan(trace.Span):
         "_dropped_links",
         "_events",
         "_links",
+        "_lock",
         "_tracer",
         "context",
         "end_time",
@@ -179,6 +179,9 @@ class PlainSpan(trace.Span):
         attributes: types.Attributes,
     ) -> None:
         self._tracer = tracer
+        # As the SDK's span, every change under a lock: a span may be ended by one thread (a
+        # blocking call's client span by gRPC's callback) while another still holds it.
+        self._lock = threading.Lock()
         self.name = name
         self.context = context
         self.parent = parent
@@ -219,68 +222,73 @@ class PlainSpan(trace.Span):
         return held
 
     def set_attributes(self, attributes: Mapping[str, types.AnyValue]) -> None:
-        if self.end_time is not None:
-            log.warning("Setting attribute on ended span.")
-            return
-        held = self._attributes
-        limit = self._tracer.limits.max_span_attributes
-        if type(held) is dict and _plain(attributes) and (limit is None or len(held) + len(attributes) <= limit):
-            for key, value in attributes.items():
-                held.pop(key, None)  # a key set again moves to the end, as in the SDK's dict
-                held[key] = value
-        else:
-            self._bounded()._set_items(attributes)  # what the SDK's span calls
+        with self._lock:
+            if self.end_time is not None:
+                log.warning("Setting attribute on ended span.")
+                return
+            held = self._attributes
+            limit = self._tracer.limits.max_span_attributes
+            if type(held) is dict and _plain(attributes) and (limit is None or len(held) + len(attributes) <= limit):
+                for key, value in attributes.items():
+                    held.pop(key, None)  # a key set again moves to the end, as in the SDK's dict
+                    held[key] = value
+            else:
+                self._bounded()._set_items(attributes)  # what the SDK's span calls
 
     def set_attribute(self, key: str, value: types.AnyValue) -> None:
-        if self.end_time is not None:
-            log.warning("Setting attribute on ended span.")
-            return
-        held = self._attributes
-        limit = self._tracer.limits.max_span_attributes
-        if (
-            type(held) is dict
-            and type(key) is str
-            and key
-            and type(value) in _PLAIN
-            and (limit is None or len(held) < limit)
-        ):
-            held.pop(key, None)
-            held[key] = value
-        else:
-            self._bounded()[key] = value
+        with self._lock:
+            if self.end_time is not None:
+                log.warning("Setting attribute on ended span.")
+                return
+            held = self._attributes
+            limit = self._tracer.limits.max_span_attributes
+            if (
+                type(held) is dict
+                and type(key) is str
+                and key
+                and type(value) in _PLAIN
+                and (limit is None or len(held) < limit)
+            ):
+                held.pop(key, None)
+                held[key] = value
+            else:
+                self._bounded()[key] = value
 
     def update_name(self, name: str) -> None:
-        if self.end_time is None:
-            self.name = name
+        with self._lock:
+            if self.end_time is None:
+                self.name = name
 
     def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
-        if self.end_time is not None or (self.status is not None and self.status.status_code is StatusCode.OK):
-            return
-        if isinstance(status, Status):
-            if status.status_code is not StatusCode.UNSET:
-                self.status = status
-        elif status is not StatusCode.UNSET:
-            self.status = Status(status, description)
+        with self._lock:
+            if self.end_time is not None or (self.status is not None and self.status.status_code is StatusCode.OK):
+                return
+            if isinstance(status, Status):
+                if status.status_code is not StatusCode.UNSET:
+                    self.status = status
+            elif status is not StatusCode.UNSET:
+                self.status = Status(status, description)
 
     def add_event(self, name: str, attributes: types.Attributes = None, timestamp: int | None = None) -> None:
-        if self.end_time is not None:
-            return
         limits = self._tracer.limits
         bounded = BoundedAttributes(
             limits.max_event_attributes, attributes, max_value_len=limits.max_attribute_length, immutable=True
         )
         event = (name, time.time_ns() if timestamp is None else timestamp, dict(bounded._dict), bounded.dropped)
-        if limits.max_events is not None and len(self._events) >= limits.max_events:
-            # The SDK's bounded list drops the oldest event to make room.
-            if not self._events:
-                self._dropped_events += 1
+        with self._lock:
+            if self.end_time is not None:
                 return
-            del self._events[0]
-            self._dropped_events += 1
-        self._events.append(event)
+            if limits.max_events is not None and len(self._events) >= limits.max_events:
+                # The SDK's bounded list drops the oldest event to make room.
+                self._dropped_events += 1
+                if not self._events:
+                    return
+                del self._events[0]
+            self._events.append(event)
 
     def add_link(self, context: SpanContext, attributes: types.Attributes = None) -> None:
-        if self.end_time is not None or context is None or not context.is_valid:
+        # The SDK's rule: an invalid context is still a link if it has attributes or a trace state.
+        if not (context and (context.is_valid or attributes or context.trace_state)):
             return
         limits = self._tracer.limits
         bounded = BoundedAttributes(
@@ -294,13 +302,15 @@ class PlainSpan(trace.Span):
             dict(bounded._dict),
             bounded.dropped,
         )
-        if limits.max_links is not None and len(self._links) >= limits.max_links:
-            if not self._links:
-                self._dropped_links += 1
+        with self._lock:
+            if self.end_time is not None:
                 return
-            del self._links[0]
-            self._dropped_links += 1
-        self._links.append(link)
+            if limits.max_links is not None and len(self._links) >= limits.max_links:
+                self._dropped_links += 1
+                if not self._links:
+                    return
+                del self._links[0]
+            self._links.append(link)
 
     def record_exception(
         self,
@@ -329,10 +339,11 @@ class PlainSpan(trace.Span):
         super().__exit__(exc_type, exc_val, exc_tb)
 
     def end(self, end_time: int | None = None) -> None:
-        if self.end_time is not None:
-            log.warning("calling end() on an ended span")
-            return
-        self.end_time = time.time_ns() if end_time is None else end_time
+        with self._lock:
+            if self.end_time is not None:
+                log.warning("Calling end() on an ended span.")
+                return
+            self.end_time = time.time_ns() if end_time is None else end_time
         for processor in self._tracer.processors:
             processor.on_end(self)
 

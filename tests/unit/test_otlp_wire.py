@@ -12,6 +12,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import (
     Link,
     NonRecordingSpan,
@@ -181,3 +182,54 @@ def test_special_doubles_are_written_bit_for_bit() -> None:
     )
     ours = _written([span]).SerializeToString(deterministic=True)
     assert ours == encode_spans([span]).SerializeToString(deterministic=True)
+
+
+def test_scopes_that_differ_only_in_attributes_are_kept_apart_in_every_batch() -> None:
+    first = InstrumentationScope("lib", "1", None, {"shard": "a"})
+    second = InstrumentationScope("lib", "1", None, {"shard": "b"})
+    spans = [
+        ReadableSpan(
+            name=name, context=SpanContext(1, i + 2, False), resource=RESOURCE, instrumentation_scope=scope, end_time=2
+        )
+        for i, (name, scope) in enumerate([("A", first), ("B", second)])
+    ]
+    encoder = Encoder()
+    writer = OtlpWriter(dict(RESOURCE.attributes), RESOURCE.schema_url)
+    both = ExportTraceServiceRequest.FromString(writer.request([encoder.to_wire(s) for s in spans]))
+    assert both == encode_spans(spans)
+    assert len(both.resource_spans[0].scope_spans) == 2
+    later = ExportTraceServiceRequest.FromString(writer.request([encoder.to_wire(spans[1])]))
+    assert later == encode_spans(spans[1:])
+
+
+def test_a_string_utf8_cannot_carry_costs_its_attribute_or_its_span_never_the_batch(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    surrogate = "bad \udcff"  # what os.fsdecode makes of a byte that is not UTF-8
+    kept = ReadableSpan(
+        name="S3",
+        context=SpanContext(0x1, 0x2, False),
+        resource=RESOURCE,
+        attributes={"path": surrogate, "ok": "yes"},
+        end_time=2,
+    )
+    with caplog.at_level(logging.WARNING):
+        written = _written([kept])
+    assert written == encode_spans([kept])
+    assert [kv.key for kv in written.resource_spans[0].scope_spans[0].spans[0].attributes] == ["ok"]
+    unwritable = ReadableSpan(name=surrogate, context=SpanContext(0x1, 0x3, False), resource=RESOURCE, end_time=2)
+    with caplog.at_level(logging.ERROR):
+        written = _written([unwritable, kept])
+    assert [s.name for s in written.resource_spans[0].scope_spans[0].spans] == ["S3"]
+    assert "left out of the export" in caplog.text
+
+
+def test_zero_and_negative_zero_keep_their_own_bytes_whichever_comes_first() -> None:
+    spans = [
+        ReadableSpan(
+            name=str(i), context=SpanContext(0x1, 0x2 + i, False), resource=RESOURCE, attributes={"d": d}, end_time=2
+        )
+        for i, d in enumerate((0.0, -0.0, 0.0))
+    ]
+    ours = _written(spans).SerializeToString(deterministic=True)
+    assert ours == encode_spans(spans).SerializeToString(deterministic=True)

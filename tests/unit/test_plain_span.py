@@ -4,7 +4,9 @@ field, ids included, only the clock's readings left out."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -273,3 +275,51 @@ def test_a_length_limit_on_attribute_values_leaves_every_span_to_the_sdk(monkeyp
 def _no_current_span() -> Iterator[None]:
     assert not trace.get_current_span().get_span_context().is_valid
     yield
+
+
+def test_a_link_to_an_invalid_context_is_kept_when_it_carries_attributes_or_a_trace_state() -> None:
+    def scenario(tracer: trace.Tracer) -> None:
+        span = tracer.start_span("S3")
+        span.add_link(trace.INVALID_SPAN_CONTEXT, {"reason": "no parent"})
+        span.add_link(trace.INVALID_SPAN_CONTEXT)  # neither: dropped
+        span.add_link(trace.SpanContext(0x1, 0x2, True, trace.TraceFlags(1)))
+        span.end()
+
+    (wire,) = _same(scenario)
+    assert [link[4] for link in wire[13]] == [{"reason": "no parent"}, {}]
+
+
+def test_start_as_current_span_on_a_coroutine_function_covers_its_run() -> None:
+    async def run(tracer: trace.Tracer) -> bool:
+        @tracer.start_as_current_span("S3 async")
+        async def handler() -> bool:
+            await asyncio.sleep(0.01)
+            return trace.get_current_span().get_span_context().is_valid
+
+        return await handler()
+
+    current = []
+
+    def scenario(tracer: trace.Tracer) -> None:
+        current.append(asyncio.run(run(tracer)))
+
+    assert len(_same(scenario)) == 1
+    assert current == [True, True]
+
+
+def test_a_span_ended_by_two_threads_at_once_is_exported_once() -> None:
+    (_, _), (plain, ended) = _tracers()
+    spans = [plain.start_span(f"call {i}") for i in range(20_000)]
+    barrier = threading.Barrier(2)
+
+    def end_all() -> None:
+        barrier.wait()
+        for span in spans:
+            span.end()
+
+    threads = [threading.Thread(target=end_all) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(ended.spans) == len(spans)
