@@ -2,11 +2,11 @@
 
 Each traced S3 request starts a server span, and each gRPC call it makes a client span in
 the caller and a server span in the callee. The SDK's `Tracer.start_span` and `Span` cost
-15–20 µs of the request's CPU to make one (the sampler called through the current
+15 to 20 µs of the request's CPU to make one (the sampler called through the current
 context, every attribute value validated through a bounded dict under a lock, a
 `ReadableSpan` made again at its end) and 3.3 µs more to hand it to the export process
 (`make bench-tracing-export`). `PlainTracer` makes a `PlainSpan` instead, which keeps what
-the export needs in slots and writes its wire tuple (spanwire.py) itself: 5.2–5.6 µs and
+the export needs in slots and writes its wire tuple (spanwire.py) itself: 5.2 to 5.6 µs and
 1.3 µs.
 
 It is used only where it makes the span the SDK would make (`PlainTracer.usable`):
