@@ -19,32 +19,11 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from engine.core.entries import StoredListPage
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.graveler.v1 import model_pb2 as pb
+from silt.protobuf_wire import SHORT_VARINTS, length_varint, varint
 
 # Wire types: a varint, and a length-delimited field (strings, bytes, messages).
 _VARINT, _LENGTH_DELIMITED = 0, 2
 _TRUE = b"\x01"
-
-
-def varint(value: int) -> bytes:
-    """value (non-negative) as a protobuf base-128 varint."""
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-# The varints of every length below 16 KiB (one or two bytes each), looked up rather than
-# computed: keys, entries and items are almost always shorter.
-_SHORT = [varint(n) for n in range(1 << 14)]
-
-
-def length_varint(n: int) -> bytes:
-    """varint(n), looked up for the usual short lengths."""
-    return _SHORT[n] if n < 1 << 14 else varint(n)
 
 
 @dataclass(frozen=True)
@@ -123,7 +102,7 @@ def _short_items(keys: list[bytes], entries: list[bytes | None], tags: WireTags)
     in line rather than through length_varint, and each item's pieces added to one list joined
     once (concatenating them per item made several intermediate bytes objects per entry).
     """
-    short = _SHORT
+    short = SHORT_VARINTS
     response_item, item_key, item_common_prefix, item_entry = (
         tags.response_item,
         tags.item_key,

@@ -26,6 +26,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from silt.protobuf_wire import length_varint, varint
 from silt.telemetry.spanwire import WireSpan
 
 log = logging.getLogger(__name__)
@@ -42,20 +43,9 @@ _HAS_IS_REMOTE, _IS_REMOTE = 0x100, 0x200
 _PAIR_CACHE_LIMIT = 4096
 
 
-def _varint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _field(tag: int, payload: bytes) -> bytes:
     """A length-delimited field (string, bytes, message) with its one-byte or two-byte tag."""
-    return _varint(tag << 3 | 2) + _varint(len(payload)) + payload
+    return varint(tag << 3 | 2) + length_varint(len(payload)) + payload
 
 
 def _string(tag: int, value: str | None) -> bytes:
@@ -64,7 +54,7 @@ def _string(tag: int, value: str | None) -> bytes:
 
 
 def _uint(tag: int, value: int) -> bytes:
-    return _varint(tag << 3) + _varint(value) if value else b""
+    return varint(tag << 3) + varint(value) if value else b""
 
 
 class _Unencodable(ValueError):
@@ -80,11 +70,11 @@ def _any_value(value: Any) -> bytes:
         return b"\x10\x01" if value else b"\x10\x00"
     if isinstance(value, str):
         encoded = value.encode()
-        return b"\x0a" + _varint(len(encoded)) + encoded
+        return b"\x0a" + varint(len(encoded)) + encoded
     if isinstance(value, int):
         if not _INT64_MIN <= value <= _INT64_MAX:
             raise _Unencodable(f"integer out of int64's range: {value}")
-        return b"\x18" + _varint(value & 0xFFFFFFFFFFFFFFFF)
+        return b"\x18" + varint(value & 0xFFFFFFFFFFFFFFFF)
     if isinstance(value, float):
         return b"\x21" + _DOUBLE(value)
     if isinstance(value, bytes):

@@ -281,7 +281,13 @@ def main(argv: list[str], log_dir: Path = LOG_DIR) -> int:
         raise SystemExit(128 + signum)
 
     previous = {sig: signal.signal(sig, interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
+    # A runner whose make (or shell) is killed gets SIGTERM too, and so stops its legs, instead
+    # of running them on with no one to report to; one whose parent is already gone stops now.
+    parent = os.getppid()
+    _die_with_parent()
     try:
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
         for leg in legs:
             _start(leg, args, env)
             print(f"leg {leg.name} started: pytest -m {leg.marks!r} (log: {leg.log})", flush=True)

@@ -3,6 +3,11 @@ report adds them up, the failing leg first."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -143,3 +148,78 @@ def test_a_leg_ended_by_a_signal_names_the_test_it_was_in_and_the_faulting_threa
     assert any("test_sample.py" in line and "test_faults_in_c" in line for line in closing[jvm + 4 :])
     # The other leg ran to its end.
     assert next(line for line in closing if line.startswith("rest:")).endswith("1 passed, 1 deselected")
+
+
+SLEEPING = """
+import os
+import time
+
+import pytest
+
+OUT = {out!r}
+
+
+def _sleep(name):
+    with open(os.path.join(OUT, name), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(120)
+
+
+@pytest.mark.cassandra
+def test_sleeps_in_the_jvm_leg():
+    _sleep("jvm")
+
+
+def test_sleeps_in_the_other_leg():
+    _sleep("rest")
+"""
+
+PARENT = """
+import subprocess, sys, time
+main = (
+    "import sys; from pathlib import Path; from tests.support import legs; "
+    "sys.exit(legs.main(sys.argv[2:], Path(sys.argv[1])))"
+)
+runner = subprocess.Popen([sys.executable, "-c", main, *sys.argv[1:]])
+print(runner.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")  # a zombie no one has reaped yet has ended all the same
+
+
+def test_the_runner_and_its_legs_end_when_the_process_that_started_them_is_killed(tmp_path: Path) -> None:
+    root = _suite(tmp_path)
+    out = tmp_path / "pids"
+    out.mkdir()
+    (root / "test_sample.py").write_text(SLEEPING.format(out=str(out)))
+    args = [str(tmp_path / "logs"), "-p", "no:cacheprovider", "-q", str(root)]
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, *args], stdout=subprocess.PIPE, text=True, cwd=legs.REPO_ROOT
+    )
+    runner = 0
+    try:
+        assert parent.stdout is not None
+        runner = int(parent.stdout.readline())
+        deadline = time.monotonic() + 60
+        while not ((out / "jvm").exists() and (out / "rest").exists()):
+            assert time.monotonic() < deadline, "the legs did not start their tests"
+            time.sleep(0.1)
+        tests = [int((out / name).read_text()) for name in ("jvm", "rest")]
+        parent.kill()
+        parent.wait(10)
+        deadline = time.monotonic() + 30
+        while not all(_gone(pid) for pid in (runner, *tests)):
+            assert time.monotonic() < deadline, "the runner or a leg outlived the process that started them"
+            time.sleep(0.1)
+    finally:
+        parent.kill()
+        parent.wait(10)
+        if runner and not _gone(runner):  # the runner stops its legs on SIGTERM
+            os.kill(runner, signal.SIGTERM)
