@@ -4,9 +4,9 @@ Reads frames (spanwire.py) from stdin: the parent's resource first, then batches
 each written as an OTLP request (otlp_wire.py) and exported at once with the SDK's
 OTLPSpanExporter — the parent's BatchSpanProcessor already batched them (OTEL_BSP_*), and
 while an export is slow the pipe fills and the parent drops, so nothing here queues without
-bound. A flush frame is answered
-on stdout once everything before it is exported. Exits at EOF (the parent shut down or
-died) and, through silt/lifeline.py, the moment the parent is gone.
+bound. A flush frame is answered on stdout once everything before it is exported. Exits at
+EOF (the parent shut down or died) and, through silt/lifeline.py, the moment the parent is
+gone.
 """
 
 from __future__ import annotations
