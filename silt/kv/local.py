@@ -9,7 +9,9 @@ other processes wait rather than fail.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import sqlite3
 import threading
 import time
@@ -35,6 +37,8 @@ from silt.kv.store import (
     entries_of,
     register_driver,
 )
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (
@@ -107,6 +111,10 @@ class LocalStore(Store):
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
+        # Statements running now; close() waits for them: closing a connection while another
+        # thread steps a statement on it frees what SQLite is reading (a segmentation fault).
+        self._in_use = 0
+        self._idle = threading.Condition(self._connections_lock)
         self._closed = False
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,13 +187,28 @@ class LocalStore(Store):
             raise
         return conn
 
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, for one operation; close() waits for it to end."""
+        with self._connections_lock:
+            if self._closed:
+                raise NotApplied("local KV: store is closed")
+            self._in_use += 1
+        try:
+            yield self._conn()
+        finally:
+            with self._connections_lock:
+                self._in_use -= 1
+                if not self._in_use:
+                    self._idle.notify_all()
+
     def _errors(self) -> _SqliteErrors:
         return _SqliteErrors(self._path)
 
     def get(self, partition: bytes, key: bytes) -> ValueWithPredicate:
         check_key(partition, key)
-        with self._errors():
-            row = self._conn().execute(_GET, (partition, key)).fetchone()
+        with self._using() as conn, self._errors():
+            row = conn.execute(_GET, (partition, key)).fetchone()
         if row is None:
             raise NotFound(f"key {key!r} not found")
         value = bytes(row[0])
@@ -195,12 +218,11 @@ class LocalStore(Store):
         for key in keys:
             check_key(partition, key)
         found: dict[bytes, bytes] = {}
-        conn = self._conn()
         # Within SQLite's 999 parameters a statement, one of them the partition.
         for start in range(0, len(keys), _MAX_ROWS_PER_INSERT * 4):
             some = [bytes(key) for key in keys[start : start + _MAX_ROWS_PER_INSERT * 4]]
             marks = ", ".join("?" * len(some))
-            with self._errors():
+            with self._using() as conn, self._errors():
                 rows = conn.execute(
                     f"SELECT key, value FROM kv WHERE partition_key = ? AND key IN ({marks}) AND tombstone = 0",
                     (partition, *some),
@@ -211,29 +233,32 @@ class LocalStore(Store):
     def set(self, partition: bytes, key: bytes, value: bytes) -> None:
         check_key(partition, key)
         check_value(value)
-        with self._errors():
-            self._conn().execute(_SET, (partition, key, value))
+        with self._using() as conn, self._errors():
+            conn.execute(_SET, (partition, key, value))
 
     def set_if(self, partition: bytes, key: bytes, value: bytes, predicate: Predicate | None) -> None:
         check_key(partition, key)
         check_value(value)
-        with self._errors():
+        with self._using() as conn, self._errors():
             if predicate is None:
-                changed = self._conn().execute(_INSERT_IF_ABSENT, (partition, key, value)).rowcount
+                changed = conn.execute(_INSERT_IF_ABSENT, (partition, key, value)).rowcount
             else:
-                changed = self._conn().execute(_UPDATE_IF, (value, partition, key, bytes(predicate))).rowcount
+                changed = conn.execute(_UPDATE_IF, (value, partition, key, bytes(predicate))).rowcount
         if changed != 1:
             reason = "exists already" if predicate is None else "changed since it was read"
             raise PredicateFailed(f"key {key!r} {reason}")
 
     def delete(self, partition: bytes, key: bytes) -> None:
         check_key(partition, key)
-        with self._errors():
-            self._conn().execute(_DELETE, (partition, key))
+        with self._using() as conn, self._errors():
+            conn.execute(_DELETE, (partition, key))
 
     def apply_checked(self, batch: CheckedBatch) -> None:
+        with self._using() as conn:
+            self._apply_on(conn, batch)
+
+    def _apply_on(self, conn: sqlite3.Connection, batch: CheckedBatch) -> None:
         partition, puts, deletes, conditions, timestamp = batch
-        conn = self._conn()
         if not conditions and not deletes and len(puts) <= _MAX_ROWS_PER_INSERT and not isinstance(timestamp, tuple):
             # The common case (a value and its journal row): one multi-row statement, which in
             # autocommit mode is its own transaction, costs a third of an explicit one.
@@ -293,8 +318,8 @@ class LocalStore(Store):
         # Each page is its own short read so a slow consumer never pins a WAL snapshot.
         query, cursor = _SCAN_FIRST, bytes(start)
         while True:
-            with self._errors():
-                rows = self._conn().execute(query, (partition, cursor, page_size)).fetchall()
+            with self._using() as conn, self._errors():
+                rows = conn.execute(query, (partition, cursor, page_size)).fetchall()
             if rows:
                 yield rows  # (key, value) tuples of bytes: the columns are BLOBs
             if len(rows) < page_size:
@@ -302,12 +327,20 @@ class LocalStore(Store):
             query, cursor = _SCAN_NEXT, bytes(rows[-1][0])
 
     def close(self) -> None:
-        self._closed = True
         with self._connections_lock:
+            self._closed = True
+            # A statement waits for a lock at most the busy timeout: past that and a margin,
+            # the connections are left to be closed when their threads drop them.
+            done = self._idle.wait_for(lambda: not self._in_use, self._config.busy_timeout_ms / 1000 + 5)
             connections, self._connections = self._connections, []
+        self._local = threading.local()
+        if not done:
+            log.warning(
+                "local KV %s: closed with statements still running; their connections are left open", self._path
+            )
+            return
         for conn in connections:
             conn.close()
-        self._local = threading.local()
 
 
 def _upsert_rows(
