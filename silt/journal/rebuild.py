@@ -60,7 +60,7 @@ from silt.journal.envelope import unwrap
 from silt.journal.mac import matches, signer
 from silt.journal.record import STAGED_KIND, is_journal_key, key_kind, parse_record_key
 from silt.kv.conditional import delete_current, replace
-from silt.kv.store import MAX_APPLY_ROWS, Store
+from silt.kv.store import MAX_APPLY_ROWS, SPLIT_WRITE_BYTES, Store, writes_by_weight
 
 GRAVELER_PARTITION = b"graveler"
 REPOS = b"repos/"
@@ -72,10 +72,10 @@ TO_DELETE = b"to_delete/"
 # Records applied between two checkpoints: bounds what a resumed run applies again.
 CHECKPOINT_RECORDS = 50_000
 SPOOL_BLOCK_BYTES = 1024 * 1024
-# Bytes per KV write of staged rows, as _row_weight counts them (what Cassandra counts against
-# batch_size_fail_threshold_in_kb, over-estimated): well under the 50 KiB that Cassandra 2.2 to
-# 3.5 refuse in one batch, as graveler's own staging writes are.
-REBUILD_WRITE_BYTES = 16 * 1024
+# Bytes per KV write of staged rows, as silt.kv.store.row_weight counts them (what Cassandra
+# counts against batch_size_fail_threshold_in_kb, over-estimated): well under the 50 KiB that
+# Cassandra 2.2 to 3.5 refuse in one batch, as graveler's own staging writes are.
+REBUILD_WRITE_BYTES = SPLIT_WRITE_BYTES
 
 
 @dataclass
@@ -434,7 +434,7 @@ class Rebuild:
         # Split by bytes too: the sub-writes share the group's timestamp, so their order among
         # themselves changes nothing (each key is in one of them).
         timestamp = min(stamp for _, stamp in staged.values())
-        for some_puts, some_deletes in _by_weight(puts, deletes):
+        for some_puts, some_deletes in writes_by_weight(puts, deletes, REBUILD_WRITE_BYTES):
             self._kv.apply(partition, some_puts, some_deletes, timestamp=timestamp or None)
         newest = max(stamp for _, stamp in staged.values())
         self._flushed_newest[partition] = {key: row for key, row in staged.items() if row[1] == newest}
@@ -455,33 +455,6 @@ def _compare_and_set(key: bytes) -> bool:
 
 
 _order: Callable[[ReplayRecord], Position] = REPLAY_ORDER
-
-
-def _row_weight(key: bytes, value: bytes | None) -> int:
-    """What one row adds to a KV write as Cassandra sizes a batch, over-estimated: its clustering
-    key for the row marker and the value cell, 8-byte timestamps, component headers."""
-    return 2 * (len(key) + 8) + (len(value) if value is not None else 0) + 64
-
-
-def _by_weight(
-    puts: list[tuple[bytes, bytes]], deletes: list[bytes]
-) -> Iterator[tuple[list[tuple[bytes, bytes]], list[bytes]]]:
-    """puts and deletes in writes of at most REBUILD_WRITE_BYTES each (a larger row alone)."""
-    some_puts: list[tuple[bytes, bytes]] = []
-    some_deletes: list[bytes] = []
-    size = 0
-    for key, value in [*puts, *((key, None) for key in deletes)]:
-        weight = _row_weight(key, value)
-        if (some_puts or some_deletes) and size + weight > REBUILD_WRITE_BYTES:
-            yield some_puts, some_deletes
-            some_puts, some_deletes, size = [], [], 0
-        if value is None:
-            some_deletes.append(key)
-        else:
-            some_puts.append((key, value))
-        size += weight
-    if some_puts or some_deletes:
-        yield some_puts, some_deletes
 
 
 def _stamp_of(key: bytes, stored: bytes) -> int:

@@ -185,6 +185,41 @@ def chunked(items: Iterable[_T], size: int = SCAN_CHUNK) -> Iterator[list[_T]]:
         yield chunk
 
 
+# Bytes of one unconditional apply, as row_weight counts them, for writers that split many rows
+# into several applies: well under the 50 KiB batch that Cassandra 2.2 to 3.5 refuse
+# (batch_size_fail_threshold_in_kb), and small enough that one apply is one short transaction.
+SPLIT_WRITE_BYTES = 16 * 1024
+
+
+def row_weight(key: bytes, value: bytes | None) -> int:
+    """What one row adds to an apply as Cassandra sizes a batch, over-estimated: its clustering
+    key for the row marker and the value cell, 8-byte timestamps, component headers."""
+    return 2 * (len(key) + 8) + (len(value) if value is not None else 0) + 64
+
+
+def writes_by_weight(
+    puts: Sequence[tuple[bytes, bytes]], deletes: Sequence[bytes] = (), limit: int = SPLIT_WRITE_BYTES
+) -> Iterator[tuple[list[tuple[bytes, bytes]], list[bytes]]]:
+    """puts and deletes as the (puts, deletes) of successive applies, each of at most `limit`
+    bytes by row_weight (a larger row alone) and MAX_APPLY_ROWS rows, in their order."""
+    some_puts: list[tuple[bytes, bytes]] = []
+    some_deletes: list[bytes] = []
+    size = 0
+    for key, value in [*puts, *((key, None) for key in deletes)]:
+        weight = row_weight(key, value)
+        rows = len(some_puts) + len(some_deletes)
+        if rows and (size + weight > limit or rows == MAX_APPLY_ROWS):
+            yield some_puts, some_deletes
+            some_puts, some_deletes, size = [], [], 0
+        if value is None:
+            some_deletes.append(key)
+        else:
+            some_puts.append((key, value))
+        size += weight
+    if some_puts or some_deletes:
+        yield some_puts, some_deletes
+
+
 def entries_of(chunks: Iterable[Sequence[Pair]]) -> Iterator[Entry]:
     """The entries of scan_chunks one by one, as Entry: scan in terms of scan_chunks."""
     for chunk in chunks:

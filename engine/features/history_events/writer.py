@@ -1,7 +1,11 @@
 """Writes history events into their hour partitions (silt/history_events/layout.py).
 
-Each event is one plain `set`: no compare-and-set, no key shared between writers. The writer id is
+Events are plain writes: no compare-and-set, no key shared between writers. The writer id is
 random per process and the sequence a per-process counter, so no two writers ever make the same key.
+A call's events of one partition (repository, branch and hour) go as few unconditional applies,
+each bounded in bytes (silt.kv.store.writes_by_weight): on SQLite one transaction instead of one a
+row, on Cassandra one single-partition batch. The edges send an event for every object read,
+write and delete, so a busy gateway's batches are large.
 The hour index key is written before the first event of an hour, so a reader that lists the
 index never misses an hour that holds events; this process remembers which it wrote.
 """
@@ -11,11 +15,12 @@ from __future__ import annotations
 import itertools
 import secrets
 import threading
+from collections import defaultdict
 from collections.abc import Iterable
 
 from silt.graveler.v1 import events_pb2 as ev
 from silt.history_events import layout
-from silt.kv.store import Store
+from silt.kv.store import Store, writes_by_weight
 
 # Index keys this process remembers having written; past this the memory starts over (a few
 # extra index writes, harmless: they are idempotent).
@@ -33,7 +38,7 @@ class EventWriter:
 
     def write(self, repository_partition: bytes, events: Iterable[ev.HistoryEvent]) -> int:
         """Store events (their `id` is set here); return how many were stored."""
-        stored = 0
+        rows: defaultdict[bytes, list[tuple[bytes, bytes]]] = defaultdict(list)
         for event in events:
             hour = layout.hour_of(event.timestamp_us)
             self._index(repository_partition, event.branch, hour)
@@ -41,9 +46,11 @@ class EventWriter:
                 seq = next(self._seq)
             event.id = layout.event_key(event.timestamp_us, self.writer_id, seq)
             partition = layout.events_partition(repository_partition, event.branch, hour)
-            self.kv.set(partition, event.id.encode(), event.SerializeToString())
-            stored += 1
-        return stored
+            rows[partition].append((event.id.encode(), event.SerializeToString()))
+        for partition, puts in rows.items():
+            for some_puts, _ in writes_by_weight(puts):
+                self.kv.apply(partition, some_puts)
+        return sum(len(puts) for puts in rows.values())
 
     def _index(self, repository_partition: bytes, branch: str, hour: int) -> None:
         remembered = (repository_partition, branch, hour)

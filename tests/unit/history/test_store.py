@@ -19,6 +19,8 @@ from silt.history_events import layout
 from silt.history_events.codec import to_json
 from silt.history_events.reader import event_hours, list_branches_with_events, scan_events
 from silt.kv import Store, open_store
+from silt.kv.mem import MemStore
+from silt.kv.store import MAX_APPLY_ROWS, SPLIT_WRITE_BYTES, CheckedBatch, row_weight, writes_by_weight
 
 HOUR = 3_600_000_000
 # 2026-11-23 10:00:00 UTC
@@ -89,6 +91,84 @@ def test_events_of_the_same_microsecond_are_all_kept(kv: Store, repo: RepoHandle
     _write(two, repo, T0)
     read = list(scan_events(kv, "lake", "main"))
     assert len(read) == 3 and len({e.id for e in read}) == 3
+
+
+class CountingStore(MemStore):
+    """The mem driver, noting each write it is asked for: (call, partition, rows)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[str, bytes, int]] = []
+
+    def set(self, partition: bytes, key: bytes, value: bytes) -> None:
+        self.writes.append(("set", partition, 1))
+        super().set(partition, key, value)
+
+    def apply_checked(self, batch: CheckedBatch) -> None:
+        self.writes.append(("apply", batch.partition, len(batch.puts)))
+        super().apply_checked(batch)
+
+
+def test_a_batch_of_events_is_one_write_per_partition_not_one_per_event() -> None:
+    kv = CountingStore()
+    repo = RefManager(kv).create_repository(
+        pb.Repository(name="lake", storage_namespace="local://lake", default_branch="main", unique_id="u1")
+    )
+    writer = EventWriter(kv, writer_id=1)
+    kv.writes.clear()
+    # 60 events in two hours of main and one of dev, in two calls (as the edge's batches come).
+    stamps = [T0 + i for i in range(30)] + [T0 + HOUR + i for i in range(20)]
+    events = _write(writer, repo, *stamps) + _write(writer, repo, *(T0 + i for i in range(10)), branch="dev")
+
+    event_writes = [w for w in kv.writes if b"-history-" in w[1]]
+    assert sorted(event_writes) == [
+        ("apply", layout.events_partition(repo.partition, "dev", 2026112310), 10),
+        ("apply", layout.events_partition(repo.partition, "main", 2026112310), 30),
+        ("apply", layout.events_partition(repo.partition, "main", 2026112311), 20),
+    ]
+    # Besides them, one index key per hour, written before the hour's events.
+    assert [w[0] for w in kv.writes].count("set") == 3
+    read = list(scan_events(kv, "lake", "main")) + list(scan_events(kv, "lake", "dev"))
+    assert sorted(e.id for e in read) == sorted(e.id for e in events) and len(read) == 60
+
+
+def test_a_large_batch_is_split_into_writes_within_the_byte_bound() -> None:
+    kv = CountingStore()
+    repo = RefManager(kv).create_repository(
+        pb.Repository(name="lake", storage_namespace="local://lake", default_branch="main", unique_id="u1")
+    )
+    writer = EventWriter(kv, writer_id=1)
+    kv.writes.clear()
+    # 300 events with 900-byte paths: about 290 KB, more than any one write may carry.
+    events = [
+        ev.HistoryEvent(timestamp_us=T0 + i, repository="lake", branch="main", type=ev.READ, path=f"{i:04d}" * 225)
+        for i in range(300)
+    ]
+    assert writer.write(repo.partition, events) == 300
+    applies = [rows for call, _, rows in kv.writes if call == "apply"]
+    assert len(applies) > 10 and sum(applies) == 300
+    partition = layout.events_partition(repo.partition, "main", 2026112310)
+    stored = {entry.key: entry.value for entry in kv.scan(partition)}
+    assert len(stored) == 300
+    assert max(rows for rows in applies) * (2 * (layout.EVENT_ID_LENGTH + 8) + 900 + 64) <= SPLIT_WRITE_BYTES
+
+
+def test_writes_by_weight_keeps_order_and_both_bounds() -> None:
+    puts = [(b"k%05d" % i, b"v" * (i % 50)) for i in range(3000)]
+    deletes = [b"d%05d" % i for i in range(10)]
+    writes = list(writes_by_weight(puts, deletes, limit=4096))
+    assert [p for some, _ in writes for p in some] == puts
+    assert [d for _, some in writes for d in some] == deletes
+    for some_puts, some_deletes in writes:
+        weight = sum(row_weight(k, v) for k, v in some_puts) + sum(row_weight(k, None) for k in some_deletes)
+        assert weight <= 4096
+    # A row over the bound goes alone; no write passes MAX_APPLY_ROWS rows.
+    assert list(writes_by_weight([(b"big", b"x" * 10_000), (b"small", b"y")], limit=4096)) == [
+        ([(b"big", b"x" * 10_000)], []),
+        ([(b"small", b"y")], []),
+    ]
+    tiny = [(b"%d" % i, b"") for i in range(2500)]
+    assert [len(p) for p, _ in writes_by_weight(tiny, limit=10**9)] == [MAX_APPLY_ROWS, MAX_APPLY_ROWS, 500]
 
 
 def test_retention_drops_whole_hours_past_the_cutoff(kv: Store, repo: RepoHandle) -> None:
