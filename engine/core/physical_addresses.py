@@ -9,6 +9,7 @@ runs would otherwise be readable, and overwritable, as an object.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from urllib.parse import unquote
@@ -20,6 +21,9 @@ METADATA_TREE = "_silt"
 # Each round of percent-decoding at least shortens the text, so a handful covers every nesting
 # an adapter or proxy could plausibly undo, while bounding the work per address.
 _MAX_DECODE_ROUNDS = 4
+# A control character or a backslash, which no adapter treats as an ordinary name character:
+# found by the regex engine, as every staged entry's address is checked on the write path.
+_FORBIDDEN_CHARACTER = re.compile(r"[\x00-\x1f\\\x7f]")
 
 
 def _decodings(path: str) -> list[str]:
@@ -37,6 +41,8 @@ def _decodings(path: str) -> list[str]:
 def is_metadata_tree(segment: str) -> bool:
     # Folded like the stores that fold names would: case-insensitive file systems, compatibility
     # forms of Unicode (a fullwidth "_silt"), and Windows dropping trailing dots and spaces.
+    if segment.isascii():  # NFKC leaves ASCII as it is, and casefolds it as lower() does
+        return segment.lower().rstrip(". ") == METADATA_TREE
     folded = unicodedata.normalize("NFKC", segment).casefold().rstrip(". ")
     return folded == METADATA_TREE
 
@@ -49,9 +55,7 @@ def _refuse_metadata_tree(address: str, path: str) -> None:
     """
     for form in _decodings(path):
         segments = form.split("/")
-        if not all(part not in ("", ".", "..") for part in segments) or any(
-            ord(c) < 0x20 or c in "\\\x7f" for c in form
-        ):
+        if not all(part not in ("", ".", "..") for part in segments) or _FORBIDDEN_CHARACTER.search(form):
             raise InvalidArgument(
                 f"physical address {address!r} decodes to an empty, '.' or '..' path segment, "
                 "a control character or a backslash"
@@ -90,7 +94,7 @@ def validate_physical_address(address: str, namespace: str, allowed_prefixes: Se
         return  # no bytes named at all (metadata-only entries): nothing to escape with
     if len(address.encode("utf-8", "surrogatepass")) > MAX_ADDRESS_BYTES:
         raise InvalidArgument(f"physical address is longer than {MAX_ADDRESS_BYTES} bytes")
-    if any(ord(c) < 0x20 or c in "\\\x7f" for c in address):
+    if _FORBIDDEN_CHARACTER.search(address):
         raise InvalidArgument("physical address contains a control character or a backslash")
     if "://" not in address:
         # Relative to the namespace: it must stay below it.

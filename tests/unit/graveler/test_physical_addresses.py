@@ -112,3 +112,26 @@ def test_no_namespace_is_derived_below_a_repository_holding_the_whole_root(grave
     graveler.refs.create_repository(pb.Repository(name="everything", storage_namespace="local://", unique_id="u"))
     with pytest.raises(FailedPrecondition):
         graveler.lifecycle.create_repository("late", "", "main", False)
+
+
+def test_every_control_character_backslash_and_delete_is_refused_raw_or_percent_encoded() -> None:
+    for code in [*range(0x20), 0x5C, 0x7F]:
+        for address in (f"data/a{chr(code)}b", f"local://repoa/data/a{chr(code)}b", f"data/a%{code:02X}b"):
+            with pytest.raises(InvalidArgument):
+                validate_physical_address(address, NAMESPACE)
+    # Everything else a name may hold passes, non-ASCII included.
+    for text in ("a b", "a~b", "ä", "日本", "a%20b", "\u0080", "\u2028", "_silty", "x_silt"):
+        validate_physical_address(f"local://repoa/data/{text}", NAMESPACE)
+
+
+# Upper case, trailing dots and spaces, percent-encoded once and twice, a fullwidth low line, a
+# fullwidth letter and a long s (NFKC makes both plain).
+FOLDED_FORMS = ["_silt", "_SILT", "_Silt.", "_silt. .", "%5fsilt", "%255Fsilt"]
+FOLDED_FORMS += ["\uff3fsilt", "_\uff53ilt", "_\u017filt"]
+
+
+@pytest.mark.parametrize("segment", FOLDED_FORMS)
+def test_the_metadata_tree_is_refused_in_any_case_form_or_encoding(segment: str) -> None:
+    for address in (f"data/{segment}/ranges/x", f"local://repoa/{segment}/x"):
+        with pytest.raises(InvalidArgument, match="metadata"):
+            validate_physical_address(address, NAMESPACE)
