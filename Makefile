@@ -1,5 +1,9 @@
 # Silt's front door. `make test` and `make run` work from a fresh clone.
-PYTHON ?= python3
+# The venvs' interpreter: Debian's python3.11 where it is installed with venv (a build with
+# profile-guided and link-time optimization, as the images' python:3.11-slim is), else python3. A
+# CPython built without them (pyenv's default) spends 20-35 % more CPU on the same Python code, and
+# the suite and the benchmarks are bound by it (docs/testing.md, "The interpreter").
+PYTHON ?= $(shell /usr/bin/python3.11 -c "import ensurepip, venv, sqlite3, ssl" >/dev/null 2>&1 && echo /usr/bin/python3.11 || echo python3)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
