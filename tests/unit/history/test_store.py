@@ -33,11 +33,15 @@ def kv() -> Iterator[Store]:
         yield store
 
 
-@pytest.fixture
-def repo(kv: Store) -> RepoHandle:
+def _lake(kv: Store) -> RepoHandle:
     return RefManager(kv).create_repository(
         pb.Repository(name="lake", storage_namespace="local://lake", default_branch="main", unique_id="u1")
     )
+
+
+@pytest.fixture
+def repo(kv: Store) -> RepoHandle:
+    return _lake(kv)
 
 
 def _write(writer: EventWriter, repo: RepoHandle, *stamps: int, branch: str = "main") -> list[ev.HistoryEvent]:
@@ -109,13 +113,20 @@ class CountingStore(MemStore):
         super().apply_checked(batch)
 
 
-def test_a_batch_of_events_is_one_write_per_partition_not_one_per_event() -> None:
+Counted = tuple[CountingStore, RepoHandle, EventWriter]
+
+
+@pytest.fixture
+def counted() -> Counted:
+    """A counting store with the repository made, its writes so far forgotten, and a writer."""
     kv = CountingStore()
-    repo = RefManager(kv).create_repository(
-        pb.Repository(name="lake", storage_namespace="local://lake", default_branch="main", unique_id="u1")
-    )
-    writer = EventWriter(kv, writer_id=1)
+    repo = _lake(kv)
     kv.writes.clear()
+    return kv, repo, EventWriter(kv, writer_id=1)
+
+
+def test_a_batch_of_events_is_one_write_per_partition_not_one_per_event(counted: Counted) -> None:
+    kv, repo, writer = counted
     # 60 events in two hours of main and one of dev, in two calls (as the edge's batches come).
     stamps = [T0 + i for i in range(30)] + [T0 + HOUR + i for i in range(20)]
     events = _write(writer, repo, *stamps) + _write(writer, repo, *(T0 + i for i in range(10)), branch="dev")
@@ -132,13 +143,8 @@ def test_a_batch_of_events_is_one_write_per_partition_not_one_per_event() -> Non
     assert sorted(e.id for e in read) == sorted(e.id for e in events) and len(read) == 60
 
 
-def test_a_large_batch_is_split_into_writes_within_the_byte_bound() -> None:
-    kv = CountingStore()
-    repo = RefManager(kv).create_repository(
-        pb.Repository(name="lake", storage_namespace="local://lake", default_branch="main", unique_id="u1")
-    )
-    writer = EventWriter(kv, writer_id=1)
-    kv.writes.clear()
+def test_a_large_batch_is_split_into_writes_within_the_byte_bound(counted: Counted) -> None:
+    kv, repo, writer = counted
     # 300 events with 900-byte paths: about 290 KB, more than any one write may carry.
     events = [
         ev.HistoryEvent(timestamp_us=T0 + i, repository="lake", branch="main", type=ev.READ, path=f"{i:04d}" * 225)
