@@ -20,6 +20,7 @@ from silt.names import validate_repository_name
 MAX_PATH_BYTES = 1024  # S3's longest key
 MAX_USER_BYTES = 256
 MAX_MESSAGE_BYTES = 4096
+MAX_COMMIT_ID_BYTES = 128  # a commit id is 64 hex digits
 # Events arrive within a flush interval of happening; accepting only recent ones keeps an hour
 # that retention has dropped from coming back, and a caller's clock from writing the future.
 MAX_AGE_SECONDS = 3600.0
@@ -40,6 +41,7 @@ def check_batch(events: Sequence[ev.HistoryEvent]) -> None:
             ("path", event.path, MAX_PATH_BYTES),
             ("user", event.user, MAX_USER_BYTES),
             ("message", event.message, MAX_MESSAGE_BYTES),
+            ("commit_id", event.commit_id, MAX_COMMIT_ID_BYTES),
         ):
             if len(value.encode()) > limit:
                 raise InvalidArgument(f"history event {name} is longer than {limit} bytes")
@@ -66,6 +68,10 @@ class EventRecorder:
         """Store events; return (recorded, skipped). Skipped: the repository (or, with
         require_branch, the branch) does not exist or cannot be named so, or the timestamp is far
         from now."""
+        # Fields this version does not know (a newer emitter's) are not stored: with the bounds
+        # above they keep every stored event a few KiB, so that any one fits a KV write.
+        for event in events:
+            event.DiscardUnknownFields()
         check_batch(events)
         now_us = int(self._clock() * 1_000_000)
         oldest, newest = now_us - int(MAX_AGE_SECONDS * 1e6), now_us + int(MAX_AHEAD_SECONDS * 1e6)

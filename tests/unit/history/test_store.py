@@ -9,6 +9,7 @@ import pytest
 from cli.events import parse_since
 from engine.core.refs import RefManager
 from engine.core.refs.manager import RepoHandle
+from engine.features.history_events.recorder import EventRecorder
 from engine.features.history_events.retention import HistoryRetention, RetentionPolicy
 from engine.features.history_events.writer import EventWriter
 from silt.config import DatabaseConfig
@@ -226,3 +227,30 @@ def test_since_takes_a_duration_or_a_time() -> None:
     for bad in ("yesterday", "5w", "-1h", ""):
         with pytest.raises(Exception, match="--since"):
             parse_since(bad, now)
+
+
+def test_a_stored_event_is_bounded_whatever_a_caller_sends(counted: Counted) -> None:
+    kv, repo, writer = counted
+    refs = RefManager(kv)
+    recorder = EventRecorder(refs, writer, clock=lambda: T0 / 1e6)
+    event = ev.HistoryEvent(timestamp_us=T0, repository="lake", branch="main", type=ev.WRITE, path="k")
+    long_commit = ev.HistoryEvent()
+    long_commit.CopyFrom(event)
+    long_commit.commit_id = "c" * 200
+    with pytest.raises(InvalidArgument, match="commit_id"):
+        recorder.record([long_commit], require_branch=False)
+    # 60,000 bytes of a field this version does not know (number 100): stored without it.
+    padded = ev.HistoryEvent()
+    padded.ParseFromString(event.SerializeToString() + b"\xa2\x06" + _varint(60_000) + b"x" * 60_000)
+    assert recorder.record([padded], require_branch=False) == (1, 0)
+    partition = layout.events_partition(repo.partition, "main", layout.hour_of(T0))
+    (stored,) = kv.scan(partition)
+    assert len(stored.value) < 100 and ev.HistoryEvent.FromString(stored.value).path == "k"
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes([*out, value])
