@@ -5,7 +5,9 @@ random per process and the sequence a per-process counter, so no two writers eve
 A call's events of one partition (repository, branch and hour) go as few unconditional applies,
 each bounded in bytes (silt.kv.store.writes_by_weight): on SQLite one transaction instead of one a
 row, on Cassandra one single-partition batch. The edges send an event for every object read,
-write and delete, so a busy gateway's batches are large.
+write and delete, so a busy gateway's batches are large. A call that fails partway has stored the
+applies before the failure and none after (the edge drops such a batch and counts it; the events
+are a lossy stream, never retried).
 The hour index key is written before the first event of an hour, so a reader that lists the
 index never misses an hour that holds events; this process remembers which it wrote.
 """
