@@ -151,8 +151,6 @@ class LocalStore(Store):
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None:
             return conn
-        if self._closed:
-            raise NotApplied("local KV: store is closed")
         with self._errors():
             # Switching a new file to WAL takes an exclusive lock for which SQLite does not
             # wait (SQLITE_BUSY at once, busy timeout or not): when several processes open a
