@@ -12,6 +12,7 @@ so readers and retention never guess hours.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -26,7 +27,14 @@ _EVENT_ID = re.compile(r"[0-9a-f]{16}/[0-9a-f]{16}/[0-9a-f]{8}")
 
 def hour_of(timestamp_us: int) -> int:
     """The UTC hour of a timestamp as the number yyyymmddhh."""
-    moment = datetime.fromtimestamp(timestamp_us / 1_000_000, UTC)
+    # Unix time has no leap seconds, so every hour is HOUR_US long and starts at a multiple of
+    # it: the hour's number depends on that multiple alone, and a batch's events share a few.
+    return _hour_number(timestamp_us // HOUR_US)
+
+
+@functools.lru_cache(maxsize=256)
+def _hour_number(hours_since_epoch: int) -> int:
+    moment = datetime.fromtimestamp(hours_since_epoch * 3600, UTC)
     return int(moment.strftime("%Y%m%d%H"))
 
 

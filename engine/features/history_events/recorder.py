@@ -29,13 +29,19 @@ MAX_AHEAD_SECONDS = 300.0
 OWN_MESSAGE_CHARS = 1024
 
 
+_KNOWN_TYPES = frozenset(ev.HistoryEventType.values()) - {ev.HISTORY_EVENT_TYPE_UNSPECIFIED}
+# UTF-8 takes at most 4 bytes a character: a text of at most limit // 4 characters is within limit
+# bytes without encoding it (most are).
+_UTF8_MAX = 4
+
+
 def check_batch(events: Sequence[ev.HistoryEvent]) -> None:
     """InvalidArgument for a batch no emitter of Silt's sends: too many events, oversized fields,
     unknown types. (A ref that is no branch name is normal: a read of a commit or tag; skipped.)"""
     if len(events) > MAX_BATCH:
         raise InvalidArgument(f"{len(events)} events in one call; at most {MAX_BATCH} are allowed")
     for event in events:
-        if event.type not in ev.HistoryEventType.values() or event.type == ev.HISTORY_EVENT_TYPE_UNSPECIFIED:
+        if event.type not in _KNOWN_TYPES:
             raise InvalidArgument(f"unknown history event type {event.type}")
         for name, value, limit in (
             ("path", event.path, MAX_PATH_BYTES),
@@ -43,16 +49,16 @@ def check_batch(events: Sequence[ev.HistoryEvent]) -> None:
             ("message", event.message, MAX_MESSAGE_BYTES),
             ("commit_id", event.commit_id, MAX_COMMIT_ID_BYTES),
         ):
-            if len(value.encode()) > limit:
+            if len(value) * _UTF8_MAX > limit and len(value.encode()) > limit:
                 raise InvalidArgument(f"history event {name} is longer than {limit} bytes")
         if event.size < 0:
             raise InvalidArgument("history event size must not be negative")
 
 
-def _names_branch(event: ev.HistoryEvent) -> bool:
+def _names_branch(repository: str, branch: str) -> bool:
     try:
-        validate_repository_name(event.repository)
-        validate_ref_name(event.branch)
+        validate_repository_name(repository)
+        validate_ref_name(branch)
     except InvalidArgument:
         return False
     return True
@@ -76,10 +82,14 @@ class EventRecorder:
         now_us = int(self._clock() * 1_000_000)
         oldest, newest = now_us - int(MAX_AGE_SECONDS * 1e6), now_us + int(MAX_AHEAD_SECONDS * 1e6)
         groups: dict[tuple[str, str], list[ev.HistoryEvent]] = {}
+        named: dict[tuple[str, str], bool] = {}  # each pair's names checked once a batch
         skipped = 0
         for event in events:
-            if oldest <= event.timestamp_us <= newest and _names_branch(event):
-                groups.setdefault((event.repository, event.branch), []).append(event)
+            pair = (event.repository, event.branch)
+            if pair not in named:
+                named[pair] = _names_branch(*pair)
+            if named[pair] and oldest <= event.timestamp_us <= newest:
+                groups.setdefault(pair, []).append(event)
             else:
                 skipped += 1
         recorded = 0

@@ -40,14 +40,20 @@ class EventWriter:
 
     def write(self, repository_partition: bytes, events: Iterable[ev.HistoryEvent]) -> int:
         """Store events (their `id` is set here); return how many were stored."""
+        events = list(events)
+        with self._lock:  # the call's sequence numbers in one turn of the lock
+            seqs = [next(self._seq) for _ in events]
         rows: defaultdict[bytes, list[tuple[bytes, bytes]]] = defaultdict(list)
-        for event in events:
+        partitions: dict[tuple[str, int], bytes] = {}
+        for event, seq in zip(events, seqs, strict=True):
             hour = layout.hour_of(event.timestamp_us)
-            self._index(repository_partition, event.branch, hour)
-            with self._lock:
-                seq = next(self._seq)
+            partition = partitions.get((event.branch, hour))
+            if partition is None:
+                self._index(repository_partition, event.branch, hour)
+                partition = partitions[event.branch, hour] = layout.events_partition(
+                    repository_partition, event.branch, hour
+                )
             event.id = layout.event_key(event.timestamp_us, self.writer_id, seq)
-            partition = layout.events_partition(repository_partition, event.branch, hour)
             rows[partition].append((event.id.encode(), event.SerializeToString()))
         for partition, puts in rows.items():
             for some_puts, _ in writes_by_weight(puts):

@@ -8,7 +8,9 @@ import contextlib
 import statistics
 import threading
 import time
+from collections.abc import Callable
 
+import pytest
 from prometheus_client import REGISTRY
 
 from silt.graveler.v1 import events_pb2 as ev
@@ -130,6 +132,57 @@ def test_the_async_flusher_sends_in_batches_of_at_most_batch_size() -> None:
     assert [len(b) for b in batches] == [500, 500, 250]
     assert [p for b in batches for p in b] == [f"k{n}" for n in range(1_250)]  # order kept
     assert len(queue) == 0
+
+
+def _flush_with(kind: str, queue: EventQueue, deliver: Callable[[list[ev.HistoryEvent]], None]) -> None:
+    """One flush of queue by the flusher of that kind, delivering through deliver."""
+    if kind == "thread":
+        ThreadFlusher(queue, deliver, batch_size=500).flush()
+        return
+
+    async def send(batch: list[ev.HistoryEvent]) -> None:
+        deliver(batch)
+
+    asyncio.run(flush_async(queue, send, batch_size=500, timeout=1.0))
+
+
+@pytest.mark.parametrize("kind", ["async", "thread"])
+def test_a_flush_under_steady_traffic_ends_and_leaves_the_stragglers_to_the_next(kind: str) -> None:
+    """Events that arrive while a flush sends wait for the next flush, unless they make a whole
+    batch: a flush that took whatever came in since its last send never ended under steady
+    traffic, and sent a call every few requests instead of one an interval."""
+    queue = EventQueue()
+    sizes: list[int] = []
+    arriving = iter(range(1_000, 10_000))
+
+    def steady(batch: list[ev.HistoryEvent]) -> None:
+        sizes.append(len(batch))
+        for _ in range(3):  # requests served during the call's round trip
+            queue.emit(_event(next(arriving)))
+
+    for n in range(7):
+        queue.emit(_event(n))
+    _flush_with(kind, queue, steady)
+    assert sizes == [7]
+    assert [e.path for e in queue.take()] == ["k1000", "k1001", "k1002"]
+
+    # A backlog of whole batches still goes out at once, arrivals included while they fill a
+    # batch; what is left of a batch waits.
+    sizes.clear()
+    for n in range(1_200):
+        queue.emit(_event(n))
+
+    def flood(batch: list[ev.HistoryEvent]) -> None:
+        sizes.append(len(batch))
+        if len(sizes) == 1:
+            for _ in range(900):
+                queue.emit(_event(next(arriving)))
+
+    _flush_with(kind, queue, flood)
+    # 1,200 owed and 900 arriving after the first send: four whole batches (the third takes
+    # the last 200 owed with 300 that arrived), and the 100 left wait.
+    assert sizes == [500, 500, 500, 500]
+    assert len(queue) == 100
 
 
 def test_a_failed_or_slow_delivery_drops_the_batch_and_counts_it() -> None:

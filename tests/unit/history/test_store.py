@@ -9,7 +9,7 @@ import pytest
 from cli.events import parse_since
 from engine.core.refs import RefManager
 from engine.core.refs.manager import RepoHandle
-from engine.features.history_events.recorder import EventRecorder
+from engine.features.history_events.recorder import EventRecorder, check_batch
 from engine.features.history_events.retention import HistoryRetention, RetentionPolicy
 from engine.features.history_events.writer import EventWriter
 from silt.config import DatabaseConfig
@@ -227,6 +227,44 @@ def test_since_takes_a_duration_or_a_time() -> None:
     for bad in ("yesterday", "5w", "-1h", ""):
         with pytest.raises(Exception, match="--since"):
             parse_since(bad, now)
+
+
+def test_an_events_hour_is_its_utc_hour_at_every_boundary() -> None:
+    """hour_of from the hour's ordinal equals formatting the timestamp itself, around hour,
+    day, month, year and leap-day boundaries, before 1970 too."""
+    from datetime import UTC, datetime
+
+    def formatted(timestamp_us: int) -> int:
+        return int(datetime.fromtimestamp(timestamp_us / 1_000_000, UTC).strftime("%Y%m%d%H"))
+
+    starts = [
+        datetime(2026, 11, 23, 10, tzinfo=UTC),
+        datetime(2026, 12, 31, 23, tzinfo=UTC),
+        datetime(2028, 2, 29, 0, tzinfo=UTC),
+        datetime(1970, 1, 1, 0, tzinfo=UTC),
+        datetime(1969, 12, 31, 23, tzinfo=UTC),
+    ]
+    for start in starts:
+        base = int(start.timestamp()) * 1_000_000
+        for delta in (-HOUR, -1, 0, 1, HOUR // 2, HOUR - 1, HOUR):
+            assert layout.hour_of(base + delta) == formatted(base + delta), (start, delta)
+    assert layout.hour_of(T0 - 1) == 2026112309
+
+
+@pytest.mark.parametrize(("field", "limit"), [("path", 1024), ("user", 256), ("message", 4096), ("commit_id", 128)])
+def test_an_events_fields_are_bounded_in_utf8_bytes_not_characters(field: str, limit: int) -> None:
+    def event(value: str) -> ev.HistoryEvent:
+        made = ev.HistoryEvent(timestamp_us=T0, repository="lake", branch="main", type=ev.WRITE)
+        setattr(made, field, value)
+        return made
+
+    for fits in ("a" * limit, "é" * (limit // 2), "€" * (limit // 3), "😀" * (limit // 4)):
+        check_batch([event(fits)])
+    for too_long in ("a" * (limit + 1), "é" * (limit // 2 + 1), "€" * (limit // 3 + 1), "😀" * (limit // 4 + 1)):
+        with pytest.raises(InvalidArgument, match=f"{field} is longer than {limit} bytes"):
+            check_batch([event(too_long)])
+    with pytest.raises(InvalidArgument, match="unknown history event type 0"):
+        check_batch([ev.HistoryEvent(timestamp_us=T0, repository="lake", branch="main")])
 
 
 def test_a_stored_event_is_bounded_whatever_a_caller_sends(counted: Counted) -> None:
