@@ -22,6 +22,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from edge.core.asgi import is_api_path
 from edge.core.request_body import BodyEnd, track_body
+from edge.gateway.coalescing import CoalescingTransport
 from edge.gateway.errors import S3Error, error_body
 from silt.rpc.limits import peer_address
 
@@ -67,7 +68,8 @@ class _HeaderTooLarge(Exception):
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        # An answer's head and body leave as one write (coalescing.py).
+        super().connection_made(CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
         self._head_bytes = 0
         self._in_head = True
         self._header_too_large = False
