@@ -45,6 +45,10 @@ PAYLOAD_HASH_MESSAGE = (
     f"{STREAMING_TRAILER} or a valid sha256 value."
 )
 _SPACES = re.compile(r"\s+")
+# What percent-encoding leaves as it is (RFC 3986's unreserved characters), and in a path also
+# "/": most query values and paths are only these, and need no quoting pass.
+_UNRESERVED = re.compile(r"[A-Za-z0-9\-_.~]*")
+_UNRESERVED_PATH = re.compile(r"[A-Za-z0-9\-_.~/]*")
 
 # The one x-amz-* header S3 lets a request carry unsigned: for a header signature its value is
 # the payload hash the canonical request ends with (so it is bound anyway); a presigned URL
@@ -236,7 +240,17 @@ def parse_query(request: Request) -> V4Request:
 
 
 def _encode(value: str) -> str:
+    if _UNRESERVED.fullmatch(value):
+        return value
     return quote(value, safe="-_.~")
+
+
+def _requoted_path(raw_path: str) -> str:
+    """The path decoded and encoded again as AWS's SDKs encode it (a path of unreserved
+    characters and "/" only comes back as it is)."""
+    if _UNRESERVED_PATH.fullmatch(raw_path):
+        return raw_path
+    return quote(unquote(raw_path), safe="/~")
 
 
 def canonical_request(request: Request, claim: V4Request, uri: str) -> str:
@@ -318,7 +332,7 @@ def strings_to_sign(request: Request, claim: V4Request, uris: Sequence[str] = ()
     differ in how they encode the path, and S3 accepts the form the client signed; another
     service names its one canonical URI (uris). The HMAC itself is computed where the key is
     (edge/core/sigv4_identity.py)."""
-    candidates = list(uris) or [request.raw_path, quote(unquote(request.raw_path), safe="/~")]
+    candidates = list(uris) or [request.raw_path, _requoted_path(request.raw_path)]
     return [
         "\n".join(
             (

@@ -157,6 +157,8 @@ def decode_component(text: str) -> str:
     The text arrives as latin-1 (one char per raw byte), so it is turned back into those bytes
     before decoding.
     """
+    if "%" not in text and text.isascii():
+        return text  # no escape, and ASCII is its own UTF-8: decoding would give it back
     try:
         raw = text.encode("latin-1")
     except UnicodeEncodeError:

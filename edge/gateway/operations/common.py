@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
@@ -134,10 +134,16 @@ def http_time(when: datetime) -> str:
     )
 
 
+_EPOCH = datetime.fromtimestamp(0, UTC)
+
+
 def entry_time(entry: pb.Entry) -> datetime:
     if entry.HasField("last_modified"):
-        return entry.last_modified.ToDatetime(tzinfo=UTC)
-    return datetime.fromtimestamp(0, UTC)
+        # What Timestamp.ToDatetime(tzinfo=UTC) gives (nanoseconds cut to microseconds),
+        # without its general conversion: every object answer reads it.
+        stamp = entry.last_modified
+        return _EPOCH + timedelta(seconds=stamp.seconds, microseconds=stamp.nanos // 1000)
+    return _EPOCH
 
 
 def quoted_etag(etag: str) -> str:

@@ -167,7 +167,6 @@ def check_conditions(headers: dict[str, str], entry: pb.Entry, prefix: str, read
     """RFC 7232 as S3 applies it: If-Match wins over If-Unmodified-Since, If-None-Match over
     If-Modified-Since; a failed If-None-Match or If-Modified-Since is NotModified when reading."""
     etag = entry.etag.strip('"')
-    modified = entry_time(entry).replace(microsecond=0)
 
     def matches(header: str) -> bool:
         tags = [t.strip().strip('"') for t in header.split(",")]
@@ -182,7 +181,7 @@ def check_conditions(headers: dict[str, str], entry: pb.Entry, prefix: str, read
     if_unmodified = headers.get(prefix + "if-unmodified-since")
     if if_match is None and if_unmodified:
         when = _http_date(if_unmodified)
-        if when is not None and modified > when:
+        if when is not None and _modified(entry) > when:
             raise S3Error("PreconditionFailed", Condition=prefix + "If-Unmodified-Since")
     if_none_match = headers.get(prefix + "if-none-match")
     if if_none_match is not None and matches(if_none_match):
@@ -190,8 +189,13 @@ def check_conditions(headers: dict[str, str], entry: pb.Entry, prefix: str, read
     if_modified = headers.get(prefix + "if-modified-since")
     if if_none_match is None and if_modified:
         when = _http_date(if_modified)
-        if when is not None and modified <= when:
+        if when is not None and _modified(entry) <= when:
             raise not_modified(prefix + "If-Modified-Since")
+
+
+def _modified(entry: pb.Entry) -> datetime:
+    """When entry was last modified, to the second, as HTTP dates compare."""
+    return entry_time(entry).replace(microsecond=0)
 
 
 def _object_headers(ctx: Context, entry: pb.Entry) -> list[tuple[str, str]]:
