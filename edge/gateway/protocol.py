@@ -69,7 +69,8 @@ class _HeaderTooLarge(Exception):
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # An answer's head and body leave as one write (coalescing.py).
-        super().connection_made(CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
+        self._coalescing = CoalescingTransport(transport, self.loop)
+        super().connection_made(self._coalescing)  # type: ignore[arg-type]
         self._head_bytes = 0
         self._in_head = True
         self._header_too_large = False
@@ -110,8 +111,14 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def eof_received(self) -> bool | None:  # type: ignore[override]
         """A client that half-closes mid-body sent fewer bytes than its Content-Length: the
         body ends there, the operation answers IncompleteBody over the still-open write side,
-        and the connection closes after that answer. Otherwise the transport closes as usual."""
+        and the connection closes after that answer. A client that half-closes after a whole
+        request reads its answer, and then the connection closes. Otherwise the transport
+        closes as usual, after sending what this turn wrote."""
+        self._coalescing.flush()  # what a transport that closes itself must still send
         cycle = self.cycle
+        if cycle is not None and not cycle.response_complete and not cycle.more_body:
+            cycle.keep_alive = False  # the request is whole and its answer on its way
+            return True
         if cycle is None or self._in_head or cycle.response_complete or not cycle.more_body:
             return None
         cycle.more_body = False

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from edge.gateway.coalescing import CoalescingTransport
+from edge.gateway.coalescing import KEEP_AT_MOST, CoalescingTransport
 
 
 class RecordingTransport:
@@ -23,6 +23,13 @@ class RecordingTransport:
 
     def close(self) -> None:
         self.calls.append(("close", b""))
+        self.closing = True
+
+    def write_eof(self) -> None:
+        self.calls.append(("write_eof", b""))
+
+    def abort(self) -> None:
+        self.calls.append(("abort", b""))
         self.closing = True
 
     def is_closing(self) -> bool:
@@ -95,3 +102,37 @@ def test_a_client_reads_an_answer_written_in_pieces_whole_over_a_real_socket() -
         return received
 
     assert asyncio.run(scenario()).startswith(b"0.0;1.0;1.1;")
+
+
+def test_a_large_turn_is_handed_over_at_once_and_eof_and_abort_keep_their_meaning() -> None:
+    async def scenario() -> RecordingTransport:
+        inner = RecordingTransport()
+        transport = CoalescingTransport(inner, asyncio.get_running_loop())  # type: ignore[arg-type]
+        transport.write(b"h" * 100)
+        transport.write(b"b" * KEEP_AT_MOST)  # past the bound: the socket's flow control sees it now
+        assert inner.calls == [("write", b"h" * 100 + b"b" * KEEP_AT_MOST)]
+        assert transport.get_write_buffer_size() == 0
+        transport.write(b"end")
+        transport.write_eof()  # what is kept goes before the end of the stream
+        transport.write(b"dropped")
+        transport.abort()  # an abort drops what is kept, as the socket's own buffer is dropped
+        await asyncio.sleep(0)
+        return inner
+
+    inner = asyncio.run(scenario())
+    assert inner.calls[1:] == [("write", b"end"), ("write_eof", b""), ("abort", b"")]
+
+
+def test_a_write_that_fails_at_the_turns_end_closes_the_connection() -> None:
+    class Refusing(RecordingTransport):
+        def write(self, data: bytes) -> None:
+            raise RuntimeError("cannot write")
+
+    async def scenario() -> RecordingTransport:
+        inner = Refusing()
+        transport = CoalescingTransport(inner, asyncio.get_running_loop())  # type: ignore[arg-type]
+        transport.write(b"answer")
+        await asyncio.sleep(0)
+        return inner
+
+    assert asyncio.run(scenario()).calls == [("abort", b"")]
