@@ -37,20 +37,22 @@ async def run_async_flusher(
     batch_size: int = MAX_BATCH,
     timeout: float = SEND_TIMEOUT_SECONDS,
 ) -> None:
-    """Flush queue through send until cancelled; on cancellation, one last bounded flush."""
+    """Flush queue through send until cancelled; on cancellation, one last flush of everything
+    queued, each batch bounded by timeout."""
     try:
         while True:
             await asyncio.sleep(interval)
             await flush_async(queue, send, batch_size, timeout)
     except asyncio.CancelledError:
-        await asyncio.shield(flush_async(queue, send, batch_size, timeout))
+        await asyncio.shield(flush_async(queue, send, batch_size, timeout, last=True))
         raise
 
 
-def batches(queue: EventQueue, batch_size: int) -> Iterator[list[ev.HistoryEvent]]:
-    """The batches of one flush: every event queued when it began, then whole batches only."""
+def batches(queue: EventQueue, batch_size: int, last: bool = False) -> Iterator[list[ev.HistoryEvent]]:
+    """The batches of one flush: every event queued when it began, then whole batches only;
+    the last flush (a shutdown's) takes everything, arrivals included."""
     owed = len(queue)
-    while owed > 0 or len(queue) >= batch_size:
+    while last or owed > 0 or len(queue) >= batch_size:
         batch = queue.take(batch_size)
         if not batch:
             return
@@ -58,13 +60,25 @@ def batches(queue: EventQueue, batch_size: int) -> Iterator[list[ev.HistoryEvent
         yield batch
 
 
-async def flush_async(queue: EventQueue, send: AsyncSend, batch_size: int, timeout: float) -> None:
-    for batch in batches(queue, batch_size):
+def _give_up(queue: EventQueue, batch: list[ev.HistoryEvent], last: bool) -> None:
+    """A batch that failed is lost, and counted; after a last flush's failure, so is the rest,
+    which no later flush will take."""
+    queue.lost(batch)
+    if last:
+        while rest := queue.take():
+            queue.lost(rest)
+
+
+async def flush_async(queue: EventQueue, send: AsyncSend, batch_size: int, timeout: float, last: bool = False) -> None:
+    for batch in batches(queue, batch_size, last):
         try:
             await asyncio.wait_for(send(batch), timeout)
+        except asyncio.CancelledError:
+            queue.lost(batch)  # whether it arrived is unknown: counted with the lost
+            raise
         except Exception as exc:  # any failure loses this batch only, and is counted
             log.warning("history events: %d dropped, delivery failed: %s", len(batch), exc)
-            queue.lost(batch)
+            _give_up(queue, batch, last)
             return
         metrics.HISTORY_EVENTS_SENT.inc(len(batch))
 
@@ -89,16 +103,18 @@ class ThreadFlusher:
         self._thread.start()
         return self
 
-    def flush(self) -> None:
-        """Store what is queued; on return, every event queued before the call is stored (or
-        counted lost), whichever thread took it."""
+    def flush(self, last: bool = False) -> None:
+        """Store what is queued; on return, every event queued before the call is stored,
+        whichever thread took it, or, after a batch that failed (counted lost), still queued for
+        the next flush. The last flush (close's) takes arrivals too and counts what it cannot
+        store as lost."""
         with self._flushing:
-            for batch in batches(self.queue, self._batch_size):
+            for batch in batches(self.queue, self._batch_size, last):
                 try:
                     self._send(batch)
                 except Exception as exc:  # any failure loses this batch only, and is counted
                     log.warning("history events: %d dropped, storing failed: %s", len(batch), exc)
-                    self.queue.lost(batch)
+                    _give_up(self.queue, batch, last)
                     return
                 metrics.HISTORY_EVENTS_SENT.inc(len(batch))
 
@@ -111,4 +127,4 @@ class ThreadFlusher:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
-        self.flush()
+        self.flush(last=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import statistics
 import threading
 import time
@@ -183,6 +184,66 @@ def test_a_flush_under_steady_traffic_ends_and_leaves_the_stragglers_to_the_next
     # the last 200 owed with 300 that arrived), and the 100 left wait.
     assert sizes == [500, 500, 500, 500]
     assert len(queue) == 100
+
+
+@pytest.mark.parametrize("kind", ["async", "thread"])
+def test_the_last_flush_takes_everything_and_counts_what_it_cannot_deliver(kind: str) -> None:
+    """A shutdown's flush sends arrivals too (requests still finishing), and when a batch fails
+    counts the rest as lost: no later flush would take them."""
+    queue = EventQueue()
+    delivered: list[str] = []
+    arrivals = iter(range(1_000, 1_006))
+
+    def finishing(batch: list[ev.HistoryEvent]) -> None:
+        delivered.extend(e.path for e in batch)
+        for n in itertools.islice(arrivals, 3):
+            queue.emit(_event(n))
+
+    def last_flush(deliver: Callable[[list[ev.HistoryEvent]], None]) -> None:
+        if kind == "thread":
+            ThreadFlusher(queue, deliver, batch_size=500).close()
+            return
+
+        async def send(batch: list[ev.HistoryEvent]) -> None:
+            deliver(batch)
+
+        asyncio.run(flush_async(queue, send, batch_size=500, timeout=1.0, last=True))
+
+    for n in range(2):
+        queue.emit(_event(n))
+    last_flush(finishing)
+    assert delivered == ["k0", "k1", "k1000", "k1001", "k1002", "k1003", "k1004", "k1005"]
+
+    def failing(batch: list[ev.HistoryEvent]) -> None:
+        raise OSError("graveler is gone")
+
+    for n in range(1_200):
+        queue.emit(_event(n))
+    before = _dropped("send_failed")
+    last_flush(failing)
+    assert _dropped("send_failed") - before == 1_200
+    assert len(queue) == 0
+
+
+def test_a_flush_cancelled_mid_send_counts_its_batch_lost() -> None:
+    queue = EventQueue()
+    before = _dropped("send_failed")
+
+    async def stalls(batch: list[ev.HistoryEvent]) -> None:
+        await asyncio.sleep(60)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(flush_async(queue, stalls, batch_size=500, timeout=30.0))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    for n in range(700):
+        queue.emit(_event(n))
+    asyncio.run(scenario())
+    assert _dropped("send_failed") - before == 500  # the batch in flight; 200 still queued
+    assert len(queue) == 200
 
 
 def test_a_failed_or_slow_delivery_drops_the_batch_and_counts_it() -> None:
