@@ -135,16 +135,23 @@ def test_the_async_flusher_sends_in_batches_of_at_most_batch_size() -> None:
     assert len(queue) == 0
 
 
-def _flush_with(kind: str, queue: EventQueue, deliver: Callable[[list[ev.HistoryEvent]], None]) -> None:
-    """One flush of queue by the flusher of that kind, delivering through deliver."""
+def _flush_with(
+    kind: str, queue: EventQueue, deliver: Callable[[list[ev.HistoryEvent]], None], last: bool = False
+) -> None:
+    """One flush of queue by the flusher of that kind, delivering through deliver; last: the
+    shutdown's (for the thread's, its close)."""
     if kind == "thread":
-        ThreadFlusher(queue, deliver, batch_size=500).flush()
+        flusher = ThreadFlusher(queue, deliver, batch_size=500)
+        if last:
+            flusher.close()
+        else:
+            flusher.flush()
         return
 
     async def send(batch: list[ev.HistoryEvent]) -> None:
         deliver(batch)
 
-    asyncio.run(flush_async(queue, send, batch_size=500, timeout=1.0))
+    asyncio.run(flush_async(queue, send, batch_size=500, timeout=1.0, last=last))
 
 
 @pytest.mark.parametrize("kind", ["async", "thread"])
@@ -199,19 +206,9 @@ def test_the_last_flush_takes_everything_and_counts_what_it_cannot_deliver(kind:
         for n in itertools.islice(arrivals, 3):
             queue.emit(_event(n))
 
-    def last_flush(deliver: Callable[[list[ev.HistoryEvent]], None]) -> None:
-        if kind == "thread":
-            ThreadFlusher(queue, deliver, batch_size=500).close()
-            return
-
-        async def send(batch: list[ev.HistoryEvent]) -> None:
-            deliver(batch)
-
-        asyncio.run(flush_async(queue, send, batch_size=500, timeout=1.0, last=True))
-
     for n in range(2):
         queue.emit(_event(n))
-    last_flush(finishing)
+    _flush_with(kind, queue, finishing, last=True)
     assert delivered == ["k0", "k1", "k1000", "k1001", "k1002", "k1003", "k1004", "k1005"]
 
     def failing(batch: list[ev.HistoryEvent]) -> None:
@@ -220,7 +217,7 @@ def test_the_last_flush_takes_everything_and_counts_what_it_cannot_deliver(kind:
     for n in range(1_200):
         queue.emit(_event(n))
     before = _dropped("send_failed")
-    last_flush(failing)
+    _flush_with(kind, queue, failing, last=True)
     assert _dropped("send_failed") - before == 1_200
     assert len(queue) == 0
 
