@@ -14,7 +14,13 @@ def test_calibration_precedes_the_first_figure_once(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fixed = calibration.Calibration(
-        cpu_loop_s=0.5, cpu_loop_cpu_s=0.4, fsync_round_s=0.25, load_1m=1.0, cpus=2, python="3.11.7"
+        cpu_loop_s=0.5,
+        cpu_loop_cpu_s=0.4,
+        fsync_round_s=0.25,
+        wakeup_cpu_us=43.21,
+        load_1m=1.0,
+        cpus=2,
+        python="3.11.7",
     )
     monkeypatch.setattr(report, "calibrate", lambda: fixed)
     monkeypatch.setattr(report, "_calibrated", False)
@@ -27,6 +33,7 @@ def test_calibration_precedes_the_first_figure_once(
         "cpu_loop_s": 0.5,
         "cpu_loop_cpu_s": 0.4,
         "fsync_round_s": 0.25,
+        "wakeup_cpu_us": 43.2,
         "load_1m": 1.0,
         "cpus": 2,
         "python": "3.11.7",
@@ -38,4 +45,5 @@ def test_the_fixed_work_is_timed(tmp_path: Path) -> None:
     wall, cpu = calibration.cpu_loop(10_000)
     assert wall > 0 and cpu >= 0
     assert calibration.fsync_round(rounds=3, size=512, directory=str(tmp_path)) > 0
+    assert calibration.wakeup_cpu(wakeups=5, sleep_s=0.001) >= 0
     assert list(tmp_path.iterdir()) == []
