@@ -111,14 +111,12 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def eof_received(self) -> bool | None:  # type: ignore[override]
         """A client that half-closes mid-body sent fewer bytes than its Content-Length: the
         body ends there, the operation answers IncompleteBody over the still-open write side,
-        and the connection closes after that answer. A client that half-closes after a whole
-        request reads its answer, and then the connection closes. Otherwise the transport
-        closes as usual, after sending what this turn wrote."""
+        and the connection closes after that answer. Otherwise the transport closes as usual,
+        after sending what was written before the end arrived: a client's end after a whole
+        request is taken as its going away (a live feed's reader closing it), as uvicorn takes
+        it, so an answer not written yet is not sent."""
         self._coalescing.flush()  # what a transport that closes itself must still send
         cycle = self.cycle
-        if cycle is not None and not cycle.response_complete and not cycle.more_body:
-            cycle.keep_alive = False  # the request is whole and its answer on its way
-            return True
         if cycle is None or self._in_head or cycle.response_complete or not cycle.more_body:
             return None
         cycle.more_body = False
