@@ -30,7 +30,8 @@ KEEP_AT_MOST = 64 * 1024
 
 
 class CoalescingTransport:
-    """Wraps a socket transport; everything but write, close and the buffer size is its own."""
+    """Wraps a socket transport: writing, ending, aborting and the buffer's size go through
+    what is kept; everything else is the socket transport's own."""
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport

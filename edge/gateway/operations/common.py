@@ -134,7 +134,7 @@ def http_time(when: datetime) -> str:
     )
 
 
-_EPOCH = datetime.fromtimestamp(0, UTC)
+EPOCH = datetime.fromtimestamp(0, UTC)
 
 
 def entry_time(entry: pb.Entry) -> datetime:
@@ -142,8 +142,8 @@ def entry_time(entry: pb.Entry) -> datetime:
         # What Timestamp.ToDatetime(tzinfo=UTC) gives (nanoseconds cut to microseconds),
         # without its general conversion: every object answer reads it.
         stamp = entry.last_modified
-        return _EPOCH + timedelta(seconds=stamp.seconds, microseconds=stamp.nanos // 1000)
-    return _EPOCH
+        return EPOCH + timedelta(seconds=stamp.seconds, microseconds=stamp.nanos // 1000)
+    return EPOCH
 
 
 def quoted_etag(etag: str) -> str:

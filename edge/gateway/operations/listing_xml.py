@@ -13,10 +13,10 @@ page's time in the gateway.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from urllib.parse import quote
 
-from edge.gateway.operations.common import quoted_etag, x
+from edge.gateway.operations.common import EPOCH, quoted_etag, x
 from silt.graveler.v1 import model_pb2 as pb
 
 # What common.x changes: markup characters and the C0 controls.
@@ -25,7 +25,6 @@ _NEEDS_ESCAPING = re.compile(r"[&<>\x00-\x1f]")
 # its output for any value is made of these and "%", none of which XML escapes.
 _URL_AS_IS = re.compile(r"[A-Za-z0-9_.~/-]*")
 _URL_ENCODED = re.compile(r"[^A-Za-z0-9_.~/-]+")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The bytes quote(value, safe="/") leaves as they are, and the line feed that joins a page's keys.
 _URL_SAFE_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~/-"
 _SEPARATOR = "\n"
@@ -132,6 +131,6 @@ class TimeFormat:
         if text is None:
             if len(self._seconds) >= self.MAX_CACHED:
                 self._seconds.clear()
-            text = (_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.")
+            text = (EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.")
             self._seconds[seconds] = text
         return text
