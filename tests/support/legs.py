@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,17 +40,18 @@ from ctypes import CDLL
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support import leg_balance, rotation, running_test, times
+from tests.support import leg_balance, rotation, running_test, times, work_sharing
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = REPO_ROOT / "build" / "test-legs"
 JVM_MARKS = " or ".join(leg_balance.JVM_MARKS)
-TO_REST, TO_JVM = leg_balance.MOVED_MARK, leg_balance.TO_JVM_MARK
-# (name, marker expression): together they select every test exactly once (the files the
-# balancing moves run in the leg their mark names: tests/support/leg_balance.py).
+SHARED = leg_balance.SHARED_MARK
+# (name, marker expression): each test that needs a JVM in the first, every other in the second,
+# and both select the shared files' tests, each of which only the leg that claims its file runs
+# (tests/support/work_sharing.py).
 LEGS = (
-    ("jvm", f"(({JVM_MARKS}) and not {TO_REST}) or {TO_JVM}"),
-    ("rest", f"(not ({JVM_MARKS}) or {TO_REST}) and not {TO_JVM}"),
+    ("jvm", f"({JVM_MARKS}) or {SHARED}"),
+    ("rest", f"not ({JVM_MARKS})"),
 )
 # Far above the suite's budget and under CI's limit: a run that hangs is ended and reported.
 RUN_TIMEOUT_S = 80 * 60.0
@@ -129,7 +131,7 @@ def _die_with_parent() -> None:
         CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _start(leg: Leg, args: list[str], env: dict[str, str] | None = None) -> None:
+def _start(leg: Leg, args: list[str], claims: Path, env: dict[str, str] | None = None) -> None:
     leg.log.parent.mkdir(parents=True, exist_ok=True)
     leg.running_file.unlink(missing_ok=True)
     with leg.log.open("wb") as out:
@@ -144,6 +146,8 @@ def _start(leg: Leg, args: list[str], env: dict[str, str] | None = None) -> None
                 f"--junitxml={leg.log.with_suffix('.xml')}",
                 "-p",
                 "tests.support.running_test",
+                "-p",
+                "tests.support.work_sharing",
                 "-m",
                 leg.marks,
                 *args,
@@ -152,7 +156,12 @@ def _start(leg: Leg, args: list[str], env: dict[str, str] | None = None) -> None
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env={**(os.environ if env is None else env), running_test.ENV: str(leg.running_file)},
+            env={
+                **(os.environ if env is None else env),
+                running_test.ENV: str(leg.running_file),
+                work_sharing.CLAIMS_ENV: str(claims),
+                work_sharing.LEG_ENV: leg.name,
+            },
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
@@ -288,8 +297,12 @@ def main(argv: list[str], log_dir: Path = LOG_DIR) -> int:
     try:
         if os.getppid() != parent:
             os.kill(os.getpid(), signal.SIGTERM)
+        # The shared files' claims, empty at every run's start (tests/support/work_sharing.py).
+        claims = log_dir / "claims"
+        shutil.rmtree(claims, ignore_errors=True)
+        claims.mkdir(parents=True)
         for leg in legs:
-            _start(leg, args, env)
+            _start(leg, args, claims, env)
             print(f"leg {leg.name} started: pytest -m {leg.marks!r} (log: {leg.log})", flush=True)
         timed_out = not _wait(legs, RUN_TIMEOUT_S)
     finally:

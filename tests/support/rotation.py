@@ -49,8 +49,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import leg_balance
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PERIOD = 7
 SHARE_S = 240.0
@@ -216,44 +214,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in nightly:
         if item.nodeid in chosen:
             item.add_marker(SLICE_MARK)
-    taker, moved = _balance_legs(items, {t: s for t, s in estimates.items() if t in chosen})
-    shown = f"\nthe {taker} leg takes, to balance the legs: {', '.join(moved)}" if moved else ""
-    config.stash[_SUMMARY] = f"commit ordinal {ordinal}\n{describe(ordinal, estimates)}{shown}"
-
-
-def _balance_legs(items: list[pytest.Item], chosen: Mapping[str, float]) -> tuple[str, list[str]]:
-    """Marks the tests of the files that change legs this commit (tests/support/leg_balance.py),
-    from the legs' marks (applied by tests/conftest.py's hook, which runs before this one) and the
-    slice's estimates (the chosen tests) telling how much more the `jvm` leg has; the leg that
-    takes them, and the files."""
-    marks = {item.nodeid: [mark.name for mark in item.iter_markers()] for item in items}
-    excess = leg_balance.BASE_EXCESS_S
-    # A file that moves takes the slice's tests in it along: they count for it where it goes.
-    in_slice: dict[str, float] = {}
-    for test, seconds in chosen.items():
-        excess += seconds if leg_balance.leg_of(marks.get(test, ())) == "jvm" else -seconds
-        path = test.split("::")[0]
-        in_slice[path] = in_slice.get(path, 0.0) + seconds
-    if excess >= 0:
-        taker, mark, files, estimates = (
-            "rest",
-            leg_balance.MOVED_MARK,
-            leg_balance.movable_files(marks),
-            leg_balance.FILE_ESTIMATES,
-        )
-    else:
-        taker, mark, files, estimates = (
-            "jvm",
-            leg_balance.TO_JVM_MARK,
-            leg_balance.jvm_leg_files(marks),
-            leg_balance.JVM_LEG_FILES,
-        )
-    known = {f: estimates.get(f, leg_balance.DEFAULT_FILE_S) + in_slice.get(f, 0.0) for f in files}
-    moved = leg_balance.files_to_move(abs(excess), files, known)
-    for item in items:
-        if item.nodeid.split("::")[0] in moved:
-            item.add_marker(mark)
-    return taker, moved
+    config.stash[_SUMMARY] = f"commit ordinal {ordinal}\n{describe(ordinal, estimates)}"
 
 
 _SUMMARY = pytest.StashKey[str]()
