@@ -7,8 +7,9 @@ CPU trace), and a third leg (tried: Cassandra's tests, Spark's with the browser'
 the rest) made each leg about 1.6 times as slow, which gained nothing.
 The legs split by what their session fixtures start: the JVM leg holds every test that needs
 Cassandra, the 3-node cluster or Spark, so each of those servers is started once, in one
-process; the other leg holds the rest. Whole files move from the longer leg to the other, by
-how much the commit's nightly slice loads each (tests/support/leg_balance.py). Each leg is a
+process; the other leg holds the rest. The tests that need no JVM and start nothing only the
+other leg has are a pool both legs draw whole files from at run time, once each has run its own
+(tests/support/leg_balance.py, work_sharing.py), so the legs end together. Each leg is a
 whole pytest run of its own: its own session fixtures, its own leak check
 (tests/support/leaks.py marks each run's processes), its own slowest-tests list.
 
