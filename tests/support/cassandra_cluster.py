@@ -450,6 +450,30 @@ def _retry_until(deadline: float, call: Callable[[], Any]) -> Any:
             time.sleep(0.25)
 
 
+# What the session's cluster fixtures hold open, newest first: release_cluster() closes them before
+# the session's end, once the last test that needs the cluster is done (cluster_last.py).
+_RELEASES: list[Callable[[], None]] = []
+
+
+def _once(close: Callable[[], None]) -> Callable[[], None]:
+    done = False
+
+    def closing() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            close()
+
+    return closing
+
+
+def release_cluster() -> None:
+    """Close the session's store on the cluster and stop the cluster now; their fixtures' own
+    teardowns then find nothing left to do."""
+    while _RELEASES:
+        _RELEASES.pop()()
+
+
 @pytest.fixture(scope="session")
 def cassandra_cluster() -> Iterator[CassandraCluster]:
     """The 3-node cluster, started on first use (SILT_TEST_CASSANDRA_CLUSTER: an external one)."""
@@ -457,10 +481,12 @@ def cassandra_cluster() -> Iterator[CassandraCluster]:
         cluster = CassandraCluster.from_env() or CassandraCluster.start()
     except CassandraStartError as exc:
         pytest.fail(str(exc), pytrace=False)
+    stop = _once(cluster.stop)
+    _RELEASES.append(stop)
     try:
         yield cluster
     finally:
-        cluster.stop()
+        stop()
 
 
 @pytest.fixture(scope="session")
@@ -468,5 +494,7 @@ def cassandra_cluster_store(cassandra_cluster: CassandraCluster) -> Iterator[Sto
     """A Store on the cluster's RF-3 keyspace at QUORUM / SERIAL, shared by the session (tests
     isolate themselves by fresh partitions, as on the single node)."""
     store = open_store(cassandra_cluster.database_config())
+    close = _once(store.close)
+    _RELEASES.append(close)
     yield store
-    store.close()
+    close()

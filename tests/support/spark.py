@@ -46,8 +46,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 _WANTED = pytest.StashKey[bool]()
 
 
-# Last, after `-m` and `-k` have deselected: a leg whose selection holds no Spark test (the `rest`
-# leg of `make test`) starts no JVM; before, every leg started one and kept it idle to its end.
+# Last, after `-m` and `-k` have deselected (`--lf` filters later still): a leg whose selection
+# holds no Spark test (the `rest` leg of `make test`) starts no JVM; before, every leg started one
+# and kept it idle to its end.
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[_WANTED] = any("spark" in getattr(item, "fixturenames", ()) for item in items)

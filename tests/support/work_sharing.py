@@ -5,7 +5,9 @@ when CLAIMS_ENV names the run's claims directory. In each leg it marks the tests
 files `shared_file` (both legs select them: the legs' marker expressions), then runs the leg's
 own tests first and the pool after, a whole file at a time: a leg takes a file by creating its
 claim (O_CREAT | O_EXCL, which one of two processes wins), runs its tests if it won, and passes
-over them if the other leg did. Every test therefore runs exactly once, in one leg or the other.
+over them if the other leg did. Every test therefore runs once, in one leg or the other, unless
+a leg stops early (-x, --maxfail, an interrupt) after claiming a file it did not start: its log
+then names the file.
 
 A leg takes the next file just before the last test of the one it is running, because pytest
 tears a test's fixtures down by the test that comes next (a module's fixtures survive to the
@@ -14,7 +16,8 @@ next test of that module; the session's to the end).
     python -m tests.support.work_sharing --write-estimates
 
 writes the pool's order (tests/support/pool_estimates.tsv) from the last run's JUnit XMLs
-(build/test-legs/*.xml), where each shared test carries a `shared_file` property.
+(build/test-legs/*.xml), where each shared test carries a `shared_file` property; the files the
+run did not measure keep their seconds.
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ from tests.support import leg_balance
 CLAIMS_ENV = "SILT_LEG_CLAIMS"
 LEG_ENV = "SILT_LEG"
 PROPERTY = leg_balance.SHARED_MARK
-LEGS_DIR = Path(__file__).resolve().parents[2] / "build" / "test-legs"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LEGS_DIR = REPO_ROOT / "build" / "test-legs"
 _WON = pytest.StashKey[tuple[list[str], int]]()
+_STARTED = pytest.StashKey[set[str]]()
 
 
 class Claims:
@@ -72,9 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{leg_balance.SHARED_MARK}: {text}")
 
 
-# After tests/conftest.py's marks (a conftest registers after a `-p` plugin, so its hook of the
-# same order runs first) and before `-m` deselects by them.
-@pytest.hookimpl(tryfirst=True)
+# A plain hook: after every `tryfirst` one, tests/conftest.py's that marks what needs a JVM among
+# them, wherever this plugin is registered, and before pytest's own, which deselects by `-m`.
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if not os.environ.get(CLAIMS_ENV):
         return
@@ -113,10 +117,12 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
     won: list[str] = []
     pool = {_file_of(i) for i in session.items if i.get_closest_marker(leg_balance.SHARED_MARK)}
     session.config.stash[_WON] = (won, len(pool))
+    started = session.config.stash[_STARTED] = set()
     stream = _own_then_pool(session.items, Claims(Path(directory), os.environ.get(LEG_ENV, str(os.getpid()))), won)
     item = next(stream, None)
     while item is not None:
         nextitem = next(stream, None)  # claims the next file before this one's last test
+        started.add(_file_of(item))
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         if session.shouldfail:
             raise session.Failed(session.shouldfail)
@@ -135,6 +141,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         f"this leg ran {len(won)} of the pool's {pool} files; the other leg ran the rest"
         " (so this leg's progress stops short of 100 %)"
     )
+    # A leg that stops early (-x, --maxfail, an interrupt) may have claimed a file it never
+    # started: no leg runs it, so it is named here.
+    dropped = [f for f in won if f not in config.stash.get(_STARTED, set())]
+    if dropped:
+        terminalreporter.write_line(f"claimed and not run, as this leg stopped early: {', '.join(dropped)}", red=True)
 
 
 def measured(legs_dir: Path = LEGS_DIR) -> dict[str, float]:
@@ -159,8 +170,16 @@ def main(argv: list[str]) -> int:
     if not seconds:
         print(f"no shared test in {LEGS_DIR}/*.xml: run `make test` first", file=sys.stderr)
         return 1
-    leg_balance.write_estimates(seconds)
-    print(f"{leg_balance.ESTIMATES_FILE}: {len(seconds)} files, {sum(seconds.values()) / 60:.1f} min")
+    # A narrowed run measures some files: the others keep their seconds, unless gone or no
+    # longer shared.
+    kept = {
+        f: s
+        for f, s in leg_balance.read_estimates().items()
+        if leg_balance.shared_file(f) and (REPO_ROOT / f).is_file()
+    }
+    table = {**kept, **seconds}
+    leg_balance.write_estimates(table)
+    print(f"{leg_balance.ESTIMATES_FILE}: {len(seconds)} files measured, {len(table)} in all")
     return 0
 
 

@@ -42,6 +42,8 @@ def test_a_test_runs_in_the_jvm_leg_when_it_needs_a_jvm() -> None:
         ("tests/integration/graveler/test_x.py", ["cassandra"], False),
         ("tests/e2e/test_spark.py", ["e2e", "spark"], False),
         ("tests/jepsen/test_jepsen.py", ["jepsen", "cassandra_cluster"], False),
+        # The image builds of `make test-all` share podman's storage: one after the other.
+        ("tests/e2e/test_images_podman.py", ["e2e", "podman"], False),
     ],
 )
 def test_what_goes_to_the_pool(path: str, marks: list[str], expected: bool) -> None:
@@ -195,3 +197,33 @@ def test_the_legs_share_the_pool_and_run_every_test_once(tmp_path: Path, monkeyp
     # The claims name the leg that ran each file.
     claims = work_sharing.Claims(logs / "claims", "")
     assert {f: claims.taker(f) for f in files} == {path: next(iter(found)) for path, found in by_file.items()}
+
+
+FAILING_OWN = """
+import pytest
+
+
+@pytest.mark.cassandra
+def test_the_jvm_legs_own_fails():
+    assert False, "on purpose"
+"""
+
+
+def test_a_file_claimed_by_a_leg_that_stops_early_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite = tmp_path / "suite"
+    (suite / "tests" / "unit").mkdir(parents=True)
+    (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n    cassandra: x\n    cassandra_cluster: x\n    spark: x\n")
+    (suite / "test_own.py").write_text(FAILING_OWN)
+    files = [f"tests/unit/test_pool_{n}.py" for n in range(3)]
+    for path in files:
+        (suite / path).write_text(SHARED)
+    monkeypatch.setenv("SETUPS", str(tmp_path / "setups"))
+    logs = tmp_path / "logs"
+    # -x: the jvm leg stops at its own failing test, after claiming the pool file it would have
+    # run next (the claim comes before the test it follows).
+    assert legs.main(["-p", "no:cacheprovider", "-x", str(suite)], logs) == 1
+    claims = work_sharing.Claims(logs / "claims", "")
+    taken = [f for f in files if claims.taker(f) == "jvm"]
+    assert len(taken) == 1
+    assert f"claimed and not run, as this leg stopped early: {taken[0]}" in (logs / "jvm.log").read_text()
+    assert "claimed and not run" not in (logs / "rest.log").read_text()

@@ -26,8 +26,18 @@ def spark():
     Path(os.environ["SPARK_STARTED"]).write_text("started")
 """
 
+# The first test asks for no fixture: the JVM is started before it only if the plugin starts it
+# at the run's start, as it must before any gRPC channel opens.
 TESTS = """
+import os
+from pathlib import Path
+
 import pytest
+
+
+@pytest.mark.spark
+def test_started_before_the_first_test():
+    assert Path(os.environ["SPARK_STARTED"]).exists()
 
 
 @pytest.mark.spark
@@ -36,12 +46,17 @@ def test_with_spark(spark):
 
 
 def test_without_spark():
-    pass
+    assert not Path(os.environ["SPARK_STARTED"]).exists()
 """
 
 
-@pytest.mark.parametrize(("selection", "started"), [("spark", True), ("not spark", False)])
-def test_the_jvm_starts_only_for_a_selection_with_a_spark_test(tmp_path: Path, selection: str, started: bool) -> None:
+@pytest.mark.parametrize(
+    ("selection", "started", "counts"),
+    [("spark", True, "2 passed, 1 deselected"), ("not spark", False, "1 passed, 2 deselected")],
+)
+def test_the_jvm_starts_only_for_a_selection_with_a_spark_test(
+    tmp_path: Path, selection: str, started: bool, counts: str
+) -> None:
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n    spark: x\n")
@@ -58,5 +73,5 @@ def test_the_jvm_starts_only_for_a_selection_with_a_spark_test(tmp_path: Path, s
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 passed, 1 deselected" in done.stdout
+    assert counts in done.stdout
     assert flag.exists() is started
