@@ -167,14 +167,20 @@ def test_shared(once, n):
 """
 
 
-def test_the_legs_share_the_pool_and_run_every_test_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _pool_suite(tmp_path: Path, own: str, pool_files: int) -> tuple[Path, list[str]]:
+    """A suite of its own (its own ini and markers) with own tests and pool files of SHARED."""
     suite = tmp_path / "suite"
     (suite / "tests" / "unit").mkdir(parents=True)
     (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n    cassandra: x\n    cassandra_cluster: x\n    spark: x\n")
-    (suite / "test_own.py").write_text(OWN)
-    files = [f"tests/unit/test_pool_{n}.py" for n in range(6)]
+    (suite / "test_own.py").write_text(own)
+    files = [f"tests/unit/test_pool_{n}.py" for n in range(pool_files)]
     for path in files:
         (suite / path).write_text(SHARED)
+    return suite, files
+
+
+def test_the_legs_share_the_pool_and_run_every_test_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    suite, files = _pool_suite(tmp_path, OWN, 6)
     setups = tmp_path / "setups"
     monkeypatch.setenv("SETUPS", str(setups))
     logs = tmp_path / "logs"
@@ -210,13 +216,7 @@ def test_the_jvm_legs_own_fails():
 
 
 def test_a_file_claimed_by_a_leg_that_stops_early_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    suite = tmp_path / "suite"
-    (suite / "tests" / "unit").mkdir(parents=True)
-    (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n    cassandra: x\n    cassandra_cluster: x\n    spark: x\n")
-    (suite / "test_own.py").write_text(FAILING_OWN)
-    files = [f"tests/unit/test_pool_{n}.py" for n in range(3)]
-    for path in files:
-        (suite / path).write_text(SHARED)
+    suite, files = _pool_suite(tmp_path, FAILING_OWN, 3)
     monkeypatch.setenv("SETUPS", str(tmp_path / "setups"))
     logs = tmp_path / "logs"
     # -x: the jvm leg stops at its own failing test, after claiming the pool file it would have
