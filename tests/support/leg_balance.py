@@ -13,7 +13,7 @@ SHARED_FILES) and are not the `jvm` leg's; the browser's, the REST API's and the
 suites and the block stores' tests stay in the `rest` leg, whose session fixtures start their
 stacks (Chromium, a session's services, the storage emulators) once for all of them.
 
-The pool is drawn longest file first (POOL_ESTIMATES, each file's seconds from a whole run,
+The pool is drawn longest file first (ESTIMATES_FILE, each file's seconds from a whole run,
 written by `python -m tests.support.work_sharing --write-estimates`), so that what is left at
 the end is many short files and the legs end within a few seconds of each other.
 """
