@@ -122,6 +122,9 @@ class Op:
     seconds: float
     kind: str
     error: str | None = None
+    # The error is an Unavailable or one of its kinds (OutcomeUnknown, ResendRefused): typed,
+    # not a driver exception that escaped the store.
+    typed: bool = False
 
 
 @dataclass
@@ -151,16 +154,18 @@ class Workload:
     def _timed(self, kind: str, call: Callable[[], T]) -> T:
         started = time.monotonic()
         error: str | None = None
+        typed = False
         try:
             return call()
         except NotFound:
             raise  # an answer: a reader asked for a key not written yet
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
+            typed = isinstance(exc, Unavailable)
             raise
         finally:
             with self._lock:
-                self.ops.append(Op(started, time.monotonic() - started, kind, error))
+                self.ops.append(Op(started, time.monotonic() - started, kind, error, typed))
 
     def _resync(self, key: tuple[bytes, bytes]) -> int:
         """What is there now, after a write whose outcome is unknown (retried until answered)."""
@@ -381,7 +386,11 @@ def test_a_paused_node_costs_at_most_the_driver_timeouts(healthy: CassandraClust
     # An LWT sent to the frozen node: a request timeout, then its resolution elsewhere; a read
     # is bounded by its own timeout.
     assert slowest <= max(2 * REQUEST_TIMEOUT_S, READ_TIMEOUT_S) + 1.0
-    assert all(op.error is not None and op.error.startswith("Unavailable") for op in failed), failed[:3]
+    # Until the servers' gossip convicts the frozen node it stays a Paxos participant, and a
+    # Cassandra 2.1 coordinator can time a round out waiting for it ("CAS, 2 of 3 replicas
+    # answered") on every send within the LWT's bound: the store then says OutcomeUnknown, an
+    # Unavailable whose write the workload resolves by reading the key (lost and wrong above).
+    assert all(op.typed for op in failed), failed[:3]
     assert not late, [(op.kind, op.started - paused_at, op.error) for op in late][:3]
 
 
