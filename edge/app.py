@@ -48,9 +48,9 @@ class SharedReads:
             self._users += 1
             return None if self._engine is None else self
 
-    def StatEntry(self, request: api.StatEntryRequest, *, timeout: float) -> api.EntryInfo:
+    def StatEntry(self, request: api.StatEntryRequest, *, timeout: float, wait: bool = True) -> api.EntryInfo:
         assert self._engine is not None
-        return self._engine.StatEntry(request, timeout=timeout)
+        return self._engine.StatEntry(request, timeout=timeout, wait=wait)
 
     def ListEntries(self, request: api.ListEntriesRequest, *, timeout: float) -> api.ListEntriesResponse:
         assert self._engine is not None

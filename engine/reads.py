@@ -29,11 +29,17 @@ from engine.core.updater import BranchUpdater, RetryPolicy
 from engine.core.validation import validate_key
 from engine.features.neutral_keys import recorded_entry
 from silt.config import Config, DatabaseConfig
+from silt.errors import Aborted
 from silt.graveler.v1 import graveler_pb2 as api
 from silt.kv.store import Store
 
 # A read may start from a branch record this young; it is always re-checked against a fresh one.
 BRANCH_CACHE_SECONDS = 0.05
+
+
+class ReadWouldWait(Exception):
+    """A read asked not to wait (StatEntry's wait=False) met a branch changing under it: reading
+    again means backing off first. Its caller runs it again where it may wait."""
 
 
 class ReadEngine:
@@ -53,12 +59,24 @@ class ReadEngine:
         updater = BranchUpdater(self.refs, RetryPolicy())
         compacted = CompactedState(self.refs, staging, committed)
         self.entries = Entries(CoreParts(self.refs, staging, committed, updater, compacted), NoObserver())
+        # The same reader, but for its one attempt: a read that races a branch change is given up
+        # (Aborted) rather than backed off and tried again.
+        once = BranchUpdater(self.refs, RetryPolicy(max_attempts=1))
+        self._entries_once = Entries(CoreParts(self.refs, staging, committed, once, compacted), NoObserver())
 
-    def StatEntry(self, request: api.StatEntryRequest, *, timeout: float) -> api.EntryInfo:
+    def StatEntry(self, request: api.StatEntryRequest, *, timeout: float, wait: bool = True) -> api.EntryInfo:
+        """The entry at request's ref and key. wait=False: ReadWouldWait instead of sleeping
+        between attempts, for a caller that must not block for long (an event loop)."""
         validate_key(request.key)
         deadline = Deadline.after(timeout, self._clock)
         repo = self.refs.repository(request.repository, deadline)
-        return api.EntryInfo(key=request.key, entry=self.entries.stat(repo, request.ref, request.key, deadline))
+        if wait:
+            return api.EntryInfo(key=request.key, entry=self.entries.stat(repo, request.ref, request.key, deadline))
+        try:
+            entry = self._entries_once.stat(repo, request.ref, request.key, deadline)
+        except Aborted:
+            raise ReadWouldWait(f"{request.ref}/{request.key}: the branch changed during the read") from None
+        return api.EntryInfo(key=request.key, entry=entry)
 
     def ListEntries(self, request: api.ListEntriesRequest, *, timeout: float) -> api.ListEntriesResponse:
         deadline = Deadline.after(timeout, self._clock)

@@ -45,6 +45,7 @@ from edge.core.object_writes import (
 )
 from edge.core.stage_batching import StageBatcher
 from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
+from engine.reads import ReadWouldWait
 from silt.block import BlockAdapter
 from silt.block.adapter import PutResult
 from silt.block.external import ExternalFiles, ObjectReader, external_prefixes, source_reader
@@ -112,10 +113,15 @@ class Readable(Protocol):
 
 class EntryReads(Protocol):
     """Graveler's StatEntry, ListEntries and GetNeutralEntry answered in the edge process from the KV store and the
-    committed ranges (engine/reads.py, composed by edge/app.py): blocking, so they run
-    in the client's threads; errors are silt.errors, as graveler's engine raises them."""
+    committed ranges (engine/reads.py, composed by edge/app.py): blocking, so they run in the
+    client's threads, but for point reads of this machine's disk (EdgeClient.read_entry); errors
+    are silt.errors, as graveler's engine raises them."""
 
-    def StatEntry(self, request: graveler_pb2.StatEntryRequest, *, timeout: float) -> graveler_pb2.EntryInfo: ...
+    def StatEntry(
+        self, request: graveler_pb2.StatEntryRequest, *, timeout: float, wait: bool = True
+    ) -> graveler_pb2.EntryInfo:
+        """wait=False: ReadWouldWait (engine/reads.py) rather than backing off after a race."""
+        ...
 
     def ListEntries(
         self, request: graveler_pb2.ListEntriesRequest, *, timeout: float
@@ -149,6 +155,16 @@ class EdgeClient:
         self.staging = StageBatcher(self.gate)
         # Entries read without a call to graveler, when the edge composed a reader (None: by calls).
         self.reads = reads
+        # Point reads on the event loop itself, not in a worker thread (read_entry): only where the
+        # KV store and the object store are this machine's disk, whose reads neither wait on a
+        # network nor for long. A trip to a thread and back costs two wake-ups, more CPU on a
+        # virtual machine than the read itself (docs/benchmarks.md, "Point reads on the event loop").
+        self.inline_reads = (
+            reads is not None
+            and config.gateways.s3.inline_local_reads
+            and config.database.type == "local"
+            and config.blockstore.type == "local"
+        )
         ttl = config.auth.cache_ttl_seconds
         self.authority = AioCachedAuthority(AioRemoteAuthority(self.auth_channel, CALL_TIMEOUT), ttl, clock)
         # Object bytes go straight between the client and the object store; the adapter is
@@ -536,6 +552,17 @@ class EdgeClient:
     async def read_entries(self, method: Callable[..., T], request: Any, timeout: float = CALL_TIMEOUT) -> T:
         """One of self.reads' methods, in a worker thread, within a graveler call's time limit."""
         return await self.run(functools.partial(method, request, timeout=timeout))
+
+    async def read_entry(self, method: Callable[..., T], request: Any, timeout: float = CALL_TIMEOUT) -> T:
+        """read_entries for a read of one entry, whose method takes `wait` as StatEntry does: run
+        on the event loop when self.inline_reads, told not to wait; one that would (it raced a
+        branch change, ReadWouldWait) runs again in a worker thread, where it may back off."""
+        if self.inline_reads:
+            try:
+                return method(request, timeout=timeout, wait=False)
+            except ReadWouldWait:
+                pass
+        return await self.read_entries(method, request, timeout)
 
     # --- auth's decisions ----------------------------------------------------------------
 

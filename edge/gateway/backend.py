@@ -140,20 +140,21 @@ class Backend(EdgeClient):
 
     async def stat_entry_then(self, request: api.StatEntryRequest, then: Callable[[pb.Entry], T]) -> tuple[pb.Entry, T]:
         """StatEntry, then then(entry), a blocking step (a small object's bytes), in the same
-        worker-thread trip when the entry is read in this process: a GET's one trip, not two."""
+        worker-thread trip when the entry is read in this process, a GET's one trip, not two; or
+        with no trip, on the event loop, where that is this machine's disk (read_entry)."""
         if self.reads is None:
             entry = (await self.call(self.graveler.StatEntry, request)).entry
             return entry, await self.run(then, entry)
         stat = self.reads.StatEntry
 
-        def both(request: api.StatEntryRequest, *, timeout: float) -> tuple[pb.Entry, T]:
+        def both(request: api.StatEntryRequest, *, timeout: float, wait: bool = True) -> tuple[pb.Entry, T]:
             try:
-                entry = stat(request, timeout=timeout).entry
+                entry = stat(request, timeout=timeout, wait=wait).entry
             except SiltError as exc:  # the entry's refusal; then's own errors pass as they are
                 raise s3_error(exc) from None
             return entry, then(entry)
 
-        return await self.read_entries(both, request)
+        return await self.read_entry(both, request)
 
     async def list_entries(
         self, request: api.ListEntriesRequest, not_found: str = "NoSuchKey"
@@ -173,6 +174,8 @@ class Backend(EdgeClient):
         if self.reads is None:
             return await self.call(getattr(self.graveler, method), request, not_found)
         try:
+            if method == "StatEntry":
+                return await self.read_entry(self.reads.StatEntry, request)
             return await self.read_entries(getattr(self.reads, method), request)
         except SiltError as exc:
             raise s3_error(exc, not_found) from None

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import io
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -28,6 +30,7 @@ from edge.core.object_writes import (
 )
 from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
 from edge.gateway.backend import s3_error
+from engine.reads import ReadWouldWait
 from silt.block.adapter import PutResult
 from silt.config import Config
 from silt.errors import NotApplied as SiltNotApplied
@@ -579,3 +582,94 @@ def test_a_copy_is_one_call_sharing_bytes_within_a_repository_and_copying_them_f
             assert stored.read() == b"payload"
 
     asyncio.run(_with_client(tmp_path, body))
+
+
+class _PointReads:
+    """An EntryReads' StatEntry that records the thread each call ran on and the wait it was given,
+    and, while `races` lasts, gives up as a read told not to wait does when a branch changed."""
+
+    def __init__(self, races: int = 0) -> None:
+        self.calls: list[tuple[int, bool]] = []
+        self.races = races
+
+    def StatEntry(self, request: api.StatEntryRequest, *, timeout: float, wait: bool = True) -> api.EntryInfo:
+        self.calls.append((threading.get_ident(), wait))
+        if not wait and self.races:
+            self.races -= 1
+            raise ReadWouldWait("the branch changed during the read")
+        return api.EntryInfo(key=request.key, entry=pb.Entry(physical_address="data/x"))
+
+    def ListEntries(self, request: api.ListEntriesRequest, *, timeout: float) -> api.ListEntriesResponse:
+        raise AssertionError("not a point read")
+
+    def GetNeutralEntry(self, request: api.GetNeutralEntryRequest, *, timeout: float) -> api.EntryInfo:
+        raise AssertionError("not asked here")
+
+    def close(self) -> None:
+        return None
+
+
+def _read_one_entry(config: dict[str, Any], reads: _PointReads) -> tuple[int, bool]:
+    """EdgeClient.read_entry of one StatEntry: whether the client reads inline, and the loop's thread."""
+
+    async def scenario() -> tuple[int, bool]:
+        client = EdgeClient(
+            Config.model_validate(config),
+            Credentials("AKIAIOSFODNN7EXAMPLE", SecretStr("secret")),
+            ev.API,
+            "test-io",
+            reads=reads,
+        )
+        try:
+            request = api.StatEntryRequest(repository="repo", ref="main", key="k")
+            info = await client.read_entry(reads.StatEntry, request)
+            assert info.key == "k"
+            return threading.get_ident(), client.inline_reads
+        finally:
+            await client.close()
+
+    return asyncio.run(scenario())
+
+
+def _local(tmp_path: Path, **s3: object) -> dict[str, Any]:
+    return {
+        "database": {"type": "local", "local": {"path": str(tmp_path / "kv.db")}},
+        "blockstore": {"type": "local", "local": {"path": str(tmp_path / "data")}},
+        "gateways": {"s3": s3},
+    }
+
+
+def test_a_point_read_of_local_disk_runs_on_the_event_loop_without_waiting(tmp_path: Path) -> None:
+    reads = _PointReads()
+    loop_thread, inline = _read_one_entry(_local(tmp_path), reads)
+    assert inline
+    assert reads.calls == [(loop_thread, False)]
+
+
+def test_a_point_read_that_would_wait_runs_again_in_a_worker_thread(tmp_path: Path) -> None:
+    reads = _PointReads(races=1)
+    loop_thread, _ = _read_one_entry(_local(tmp_path), reads)
+    (first, first_wait), (second, second_wait) = reads.calls
+    assert (first, first_wait) == (loop_thread, False)
+    assert second != loop_thread and second_wait, "the second attempt must run in a thread, allowed to wait"
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param({"gateways": {"s3": {"inline_local_reads": False}}}, id="turned-off"),
+        pytest.param({"database": {"type": "cassandra"}}, id="cassandra"),
+        pytest.param({"blockstore": {"type": "s3", "s3": {"region": "us-east-1"}}}, id="object-store-s3"),
+    ],
+)
+def test_a_point_read_that_may_wait_on_a_network_or_a_slow_disk_runs_in_a_worker_thread(
+    tmp_path: Path, where: dict[str, Any]
+) -> None:
+    config = _local(tmp_path)
+    for section, values in where.items():
+        config[section] = {**config[section], **values}
+    reads = _PointReads()
+    loop_thread, inline = _read_one_entry(config, reads)
+    assert not inline
+    [(thread, wait)] = reads.calls
+    assert thread != loop_thread and wait

@@ -39,16 +39,35 @@ class Counted:
         self.authorized: list[tuple[str, str]] = []
         self.graveler: collections.Counter[str] = collections.Counter()
         self.direct: collections.Counter[str] = collections.Counter()
+        # The direct reads made on the event loop itself rather than in a worker thread.
+        self.on_the_loop: collections.Counter[str] = collections.Counter()
 
     def instrument(self, backend: Backend) -> None:
         real_allowed = backend.allowed
         real_scope = backend.key_scope
         real_call = backend.graveler_call
-        real_read = backend.read_entries
+        assert backend.reads is not None
+        real_reads = backend.reads
+        counted = self
 
-        async def read_entries(method: Any, request: Any, *args: Any) -> Any:
-            self.direct[type(request).__name__.removesuffix("Request")] += 1
-            return await real_read(method, request, *args)
+        class CountedReads:
+            """The reader's point reads and listings, counted where they run."""
+
+            def __getattr__(self, name: str) -> Any:
+                method = getattr(real_reads, name)
+                if name not in ("StatEntry", "ListEntries", "GetNeutralEntry"):
+                    return method
+
+                def read(request: Any, **kwargs: Any) -> Any:
+                    counted.direct[name] += 1
+                    try:
+                        asyncio.get_running_loop()
+                        counted.on_the_loop[name] += 1
+                    except RuntimeError:
+                        pass  # a worker thread
+                    return method(request, **kwargs)
+
+                return read
 
         async def allowed(user_id: str, action: str, resource: str, source_ip: str = "") -> bool:
             self.authorized.append((action, resource))
@@ -65,12 +84,13 @@ class Counted:
         backend.allowed = allowed  # type: ignore[method-assign]
         backend.key_scope = key_scope  # type: ignore[method-assign]
         backend.graveler_call = call  # type: ignore[method-assign]
-        backend.read_entries = read_entries  # type: ignore[method-assign,assignment]
+        backend.reads = CountedReads()
 
     def reset(self) -> None:
         self.authorized.clear()
         self.graveler.clear()
         self.direct.clear()
+        self.on_the_loop.clear()
 
 
 @pytest.fixture(scope="module")
@@ -121,14 +141,16 @@ def test_reads_and_copies_authorize_each_repository_once(gw: GatewayStack, count
     assert s3.get_object(Bucket=bucket, Key="main/a.txt")["Body"].read() == b"payload"
     s3.head_object(Bucket=bucket, Key="main/a.txt")
     # HEAD and GET call graveler not at all: the gateway resolves the ref and reads the entry
-    # itself, in one read.
+    # itself, in one read, on its event loop (this stack's KV and objects are on local disk).
     assert counted.authorized == [("ReadObject", bucket), ("ReadObject", bucket)]
     assert counted.graveler == {}
     assert counted.direct == {"StatEntry": 2}
+    assert counted.on_the_loop == {"StatEntry": 2}
     counted.reset()
     assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="main/")["Contents"]] == ["main/a.txt"]
     assert counted.graveler == {}
     assert counted.direct == {"ListEntries": 1}
+    assert counted.on_the_loop == {}, "a listing's page may be long work: it runs in a worker thread"
     counted.reset()
     s3.copy_object(Bucket=bucket, Key="main/b.txt", CopySource={"Bucket": bucket, "Key": "main/a.txt"})
     assert counted.authorized == [("ReadObject", bucket), ("WriteObject", bucket)]
