@@ -18,12 +18,14 @@ from __future__ import annotations
 import time
 
 from engine.core.committed.manager import CommittedManager
+from engine.core.committed.store import NotInMemory
 from engine.core.compaction import CompactedState, NoObserver
 from engine.core.deadline import Clock, Deadline
 from engine.core.entries import Entries
 from engine.core.list_answer import list_response
 from engine.core.parts import CoreParts
 from engine.core.refs import RefManager
+from engine.core.refs.expr import parse as parse_ref
 from engine.core.staging import StagingStore
 from engine.core.updater import BranchUpdater, RetryPolicy
 from engine.core.validation import validate_key
@@ -59,15 +61,22 @@ class ReadEngine:
         updater = BranchUpdater(self.refs, RetryPolicy())
         compacted = CompactedState(self.refs, staging, committed)
         self.entries = Entries(CoreParts(self.refs, staging, committed, updater, compacted), NoObserver())
-        # The same reader, but for its one attempt: a read that races a branch change is given up
-        # (Aborted) rather than backed off and tried again.
+        # The same reader for a caller that must not wait (StatEntry's wait=False): one attempt, a
+        # race given up (Aborted) rather than backed off and tried again, and committed records
+        # from the decoded ranges in memory alone (NotInMemory rather than a file read and decoded).
         once = BranchUpdater(self.refs, RetryPolicy(max_attempts=1))
-        self._entries_once = Entries(CoreParts(self.refs, staging, committed, once, compacted), NoObserver())
+        self._entries_once = Entries(
+            CoreParts(self.refs, staging, committed, once, compacted), NoObserver(), committed_in_memory_only=True
+        )
 
     def StatEntry(self, request: api.StatEntryRequest, *, timeout: float, wait: bool = True) -> api.EntryInfo:
-        """The entry at request's ref and key. wait=False: ReadWouldWait instead of sleeping
-        between attempts, for a caller that must not block for long (an event loop)."""
+        """The entry at request's ref and key. wait=False, for a caller that must not block for
+        long (an event loop): ReadWouldWait rather than anything that may take long, which is
+        sleeping between attempts after a race, reading and decoding a committed range not in
+        memory, and walking a commit's ancestors (`~N`, `^N`: one KV read per generation)."""
         validate_key(request.key)
+        if not wait and parse_ref(request.ref).modifiers:
+            raise ReadWouldWait(f"{request.ref!r} names an ancestor: resolving it walks the history")
         deadline = Deadline.after(timeout, self._clock)
         repo = self.refs.repository(request.repository, deadline)
         if wait:
@@ -76,6 +85,8 @@ class ReadEngine:
             entry = self._entries_once.stat(repo, request.ref, request.key, deadline)
         except Aborted:
             raise ReadWouldWait(f"{request.ref}/{request.key}: the branch changed during the read") from None
+        except NotInMemory as exc:
+            raise ReadWouldWait(str(exc)) from None
         return api.EntryInfo(key=request.key, entry=entry)
 
     def ListEntries(self, request: api.ListEntriesRequest, *, timeout: float) -> api.ListEntriesResponse:

@@ -157,13 +157,15 @@ class EdgeClient:
         self.reads = reads
         # Point reads on the event loop itself, not in a worker thread (read_entry): only where the
         # KV store and the object store are this machine's disk, whose reads neither wait on a
-        # network nor for long. A trip to a thread and back costs two wake-ups, more CPU on a
-        # virtual machine than the read itself (docs/benchmarks.md, "Point reads on the event loop").
+        # network nor for long, and no import prefix lets an entry name a file elsewhere (an
+        # import's directory may be a network mount). A trip to a thread and back costs two
+        # wake-ups, more CPU on a virtual machine than the read itself (docs/benchmarks.md).
         self.inline_reads = (
             reads is not None
             and config.gateways.s3.inline_local_reads
             and config.database.type == "local"
             and config.blockstore.type == "local"
+            and not external_prefixes(config.blockstore)
         )
         ttl = config.auth.cache_ttl_seconds
         self.authority = AioCachedAuthority(AioRemoteAuthority(self.auth_channel, CALL_TIMEOUT), ttl, clock)

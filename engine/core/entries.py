@@ -101,12 +101,20 @@ class StoredListPage:
 
 class Entries(OnCore):
     def __init__(
-        self, core: CoreParts, observer: StagingObserver, allowed_import_prefixes: tuple[str, ...] = ()
+        self,
+        core: CoreParts,
+        observer: StagingObserver,
+        allowed_import_prefixes: tuple[str, ...] = (),
+        *,
+        committed_in_memory_only: bool = False,
     ) -> None:
+        """committed_in_memory_only: point reads (stat) take committed records from the decoded
+        ranges in memory alone and raise NotInMemory for any other (a reader on an event loop)."""
         super().__init__(core)
         self.observer = observer
         self._allowed_import_prefixes = allowed_import_prefixes
         self._closed_staging = ClosedStagingWatch(self._updater)
+        self._committed_get = self._committed.get_in_memory if committed_in_memory_only else self._committed.get
 
     # --- writer flow -------------------------------------------------------------------------
 
@@ -515,7 +523,7 @@ class Entries(OnCore):
                 value = self._staging.get(token, key)
                 if value is not None:
                     return None if value.tombstone else value
-        record = self._committed.get(repo.namespace, self._base(repo, resolved), key)
+        record = self._committed_get(repo.namespace, self._base(repo, resolved), key)
         return None if record is None else Value(record.identity, record.value)
 
     def list(

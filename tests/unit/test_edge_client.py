@@ -660,6 +660,10 @@ def test_a_point_read_that_would_wait_runs_again_in_a_worker_thread(tmp_path: Pa
         pytest.param({"gateways": {"s3": {"inline_local_reads": False}}}, id="turned-off"),
         pytest.param({"database": {"type": "cassandra"}}, id="cassandra"),
         pytest.param({"blockstore": {"type": "s3", "s3": {"region": "us-east-1"}}}, id="object-store-s3"),
+        pytest.param(
+            {"blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": ["/mnt/landing"]}}},
+            id="imported-files-elsewhere",
+        ),
     ],
 )
 def test_a_point_read_that_may_wait_on_a_network_or_a_slow_disk_runs_in_a_worker_thread(
@@ -668,6 +672,8 @@ def test_a_point_read_that_may_wait_on_a_network_or_a_slow_disk_runs_in_a_worker
     config = _local(tmp_path)
     for section, values in where.items():
         config[section] = {**config[section], **values}
+        if section == "blockstore" and "local" in values:
+            config[section]["local"] = {**_local(tmp_path)["blockstore"]["local"], **values["local"]}
     reads = _PointReads()
     loop_thread, inline = _read_one_entry(config, reads)
     assert not inline

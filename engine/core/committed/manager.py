@@ -92,6 +92,15 @@ class CommittedManager:
             return None
         return self._store.read_range(namespace, info.id).find(key)
 
+    def get_in_memory(self, namespace: str, metarange_id: MetaRangeId, key: bytes) -> Record | None:
+        """get, answered from the decoded metarange and range in memory alone: NotInMemory
+        (store.py) when either is not there, for a caller that must not read and decode one."""
+        metarange = self._store.metarange_in_memory(namespace, metarange_id)
+        info = metarange.range_for(key)
+        if info is None:
+            return None
+        return self._store.range_in_memory(namespace, info.id).find(key)
+
     def ranges(self, namespace: str, metarange_id: MetaRangeId) -> list[RangeInfo]:
         """The metarange's ranges in key order, for walks that skip ranges with equal ids."""
         return list(self._store.read_metarange(namespace, metarange_id).ranges)

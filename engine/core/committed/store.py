@@ -25,6 +25,13 @@ from silt.block.adapter import BlockAdapter
 from silt.errors import NotFound, SiltError
 
 LOCAL_SCHEME = "local"
+
+
+class NotInMemory(Exception):
+    """A read asked to answer from the decoded objects in memory alone needed one that is not
+    there: reading and decoding it is work its caller must not do where it is (an event loop)."""
+
+
 RANGE = "range"
 METARANGE = "metarange"
 # A metarange decoded from its range-boundary index (boundaries.py): cached apart from those
@@ -154,6 +161,21 @@ class ObjectStore:
             metarange_key,
             lambda stream: decode_metarange(object_id, stream),
         )
+
+    def range_in_memory(self, namespace: str, object_id: RangeId) -> RangeData:
+        """read_range from the memory cache alone (NotInMemory otherwise)."""
+        return cast(RangeData, self._in_memory(RANGE, namespace, object_id))
+
+    def metarange_in_memory(self, namespace: str, object_id: MetaRangeId) -> MetaRange:
+        """read_metarange from the memory cache alone (NotInMemory otherwise)."""
+        return cast(MetaRange, self._in_memory(METARANGE, namespace, object_id))
+
+    def _in_memory(self, kind: str, namespace: str, object_id: str) -> object:
+        cached = self._cache.memory.get(cache_key(kind, namespace, object_id))
+        if cached is None:
+            raise NotInMemory(f"{kind} {object_id} of {namespace} is not in memory")
+        self._count(f"{kind}_memory_hits")
+        return cached
 
     def read_boundaries(self, namespace: str, object_id: MetaRangeId) -> MetaRange:
         """The metarange's rows, for readers that look up which range holds a key and compare

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import hashlib
 import secrets
 from collections.abc import Iterator
@@ -19,9 +20,11 @@ from botocore.config import Config as BotoConfig
 
 from edge.gateway.app import GatewayApp
 from edge.gateway.backend import Backend
+from engine.core.refs.manager import BranchRecord
 from engine.open import open_engine
 from silt.config import load_config
 from silt.graveler.v1 import graveler_pb2 as api
+from silt.kv.store import Predicate
 from tests.support.gateway_stack import GatewayStack
 from tests.support.in_process import served_in_process
 
@@ -41,6 +44,9 @@ class Counted:
         self.direct: collections.Counter[str] = collections.Counter()
         # The direct reads made on the event loop itself rather than in a worker thread.
         self.on_the_loop: collections.Counter[str] = collections.Counter()
+        # Each StatEntry: whether it ran on the loop, and whether it was allowed to wait.
+        self.stats: list[tuple[bool, bool]] = []
+        self.real_reads: Any = None
 
     def instrument(self, backend: Backend) -> None:
         real_allowed = backend.allowed
@@ -48,6 +54,7 @@ class Counted:
         real_call = backend.graveler_call
         assert backend.reads is not None
         real_reads = backend.reads
+        self.real_reads = real_reads
         counted = self
 
         class CountedReads:
@@ -62,9 +69,12 @@ class Counted:
                     counted.direct[name] += 1
                     try:
                         asyncio.get_running_loop()
+                        on_the_loop = True
                         counted.on_the_loop[name] += 1
                     except RuntimeError:
-                        pass  # a worker thread
+                        on_the_loop = False  # a worker thread
+                    if name == "StatEntry":
+                        counted.stats.append((on_the_loop, kwargs.get("wait", True)))
                     return method(request, **kwargs)
 
                 return read
@@ -91,6 +101,7 @@ class Counted:
         self.graveler.clear()
         self.direct.clear()
         self.on_the_loop.clear()
+        self.stats.clear()
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +166,35 @@ def test_reads_and_copies_authorize_each_repository_once(gw: GatewayStack, count
     s3.copy_object(Bucket=bucket, Key="main/b.txt", CopySource={"Bucket": bucket, "Key": "main/a.txt"})
     assert counted.authorized == [("ReadObject", bucket), ("WriteObject", bucket)]
     assert s3.get_object(Bucket=bucket, Key="main/b.txt")["Body"].read() == b"payload"
+
+
+def test_a_get_whose_read_on_the_loop_meets_a_branch_change_is_read_again_in_a_thread(
+    gw: GatewayStack, counted: Counted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loop's read is not allowed to wait: when the branch changes under it (as a commit
+    makes it), it gives up and the gateway reads again in a worker thread, where the reader may
+    back off; the client sees one ordinary answer."""
+    s3 = _client(gw, counted.endpoint)
+    bucket = f"t-{secrets.token_hex(5)}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="main/a.txt", Body=b"payload")
+    refs = counted.real_reads.refs
+    fresh_branch = refs.fresh_branch
+    raced: list[str] = []
+
+    def changed_once(repo: Any, name: str) -> BranchRecord:
+        record: BranchRecord = fresh_branch(repo, name)
+        if raced:
+            return record
+        raced.append(name)
+        return dataclasses.replace(record, predicate=Predicate(record.predicate + b"-changed"))
+
+    monkeypatch.setattr(refs, "fresh_branch", changed_once)
+    counted.reset()
+    assert s3.get_object(Bucket=bucket, Key="main/a.txt")["Body"].read() == b"payload"
+    assert raced == ["main"]
+    assert counted.stats == [(True, False), (False, True)]
+    assert counted.graveler == {}
 
 
 def test_a_refused_put_writes_nothing_and_asks_once(gw: GatewayStack, counted: Counted) -> None:

@@ -1,6 +1,7 @@
 """engine/reads.py: a point read told not to wait (StatEntry's wait=False), as the edge runs it on
-its event loop. It answers what the waiting read answers, or gives up with ReadWouldWait when a
-branch changed under it, rather than sleeping before the next attempt."""
+its event loop. It answers what the waiting read answers, or gives up with ReadWouldWait where
+that read could take long: a branch changed under it (the next attempt sleeps first), a committed
+range not decoded in memory, an ancestor to walk to."""
 
 from __future__ import annotations
 
@@ -49,11 +50,42 @@ def test_a_read_told_not_to_wait_answers_as_the_waiting_read(env: GravelerEnv) -
             request = api.StatEntryRequest(repository=repo, ref=ref, key=key)
             if ref == "main@" and key == "later":
                 with pytest.raises(NotFound):
+                    reads.StatEntry(request, timeout=10)
+                with pytest.raises(NotFound):
                     reads.StatEntry(request, timeout=10, wait=False)
                 continue
-            assert reads.StatEntry(request, timeout=10, wait=False) == reads.StatEntry(request, timeout=10)
+            # The waiting read first: it leaves the committed ranges it read decoded in memory.
+            expected = reads.StatEntry(request, timeout=10)
+            assert reads.StatEntry(request, timeout=10, wait=False) == expected
     got = reads.StatEntry(api.StatEntryRequest(repository=repo, ref="main", key="staged"), timeout=10, wait=False)
     assert got.entry.physical_address == entry.physical_address
+
+
+def test_a_committed_entry_not_in_memory_is_not_read_and_decoded_without_waiting(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    env.put(repo, "main", "k", "committed")
+    env.stub.Commit(api.CommitRequest(repository=repo, branch="main", message="first"))
+    reads = _reads(env)
+    request = api.StatEntryRequest(repository=repo, ref="main", key="k")
+    with pytest.raises(ReadWouldWait, match="not in memory"):
+        reads.StatEntry(request, timeout=10, wait=False)
+    assert reads.StatEntry(request, timeout=10).entry.etag == "committed"
+    # Read and decoded once by the waiting read, the range answers the next read from memory.
+    assert reads.StatEntry(request, timeout=10, wait=False).entry.etag == "committed"
+
+
+def test_an_ancestor_is_not_resolved_without_waiting(env: GravelerEnv) -> None:
+    repo = env.new_repo()
+    env.put(repo, "main", "k", "one")
+    env.stub.Commit(api.CommitRequest(repository=repo, branch="main", message="first"))
+    env.put(repo, "main", "k", "two")
+    env.stub.Commit(api.CommitRequest(repository=repo, branch="main", message="second"))
+    reads = _reads(env)
+    for ref in ("main~1", "main^", "main@~1"):
+        request = api.StatEntryRequest(repository=repo, ref=ref, key="k")
+        with pytest.raises(ReadWouldWait, match="ancestor"):
+            reads.StatEntry(request, timeout=10, wait=False)
+        assert reads.StatEntry(request, timeout=10).entry.etag == "one"
 
 
 def test_a_read_that_meets_a_branch_change_gives_up_rather_than_wait(env: GravelerEnv) -> None:
