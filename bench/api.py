@@ -36,6 +36,7 @@ import urllib3
 
 from bench.graveler import stage_in_process
 from bench.report import emit
+from edge.api.backend import UploadLimits
 from engine.graveler import Graveler
 from engine.open import open_graveler
 from silt.block.local import LocalAdapter
@@ -204,7 +205,10 @@ def bench_list(gw: GatewayStack, count: int, rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small-count", type=int, default=5000, help="4 KiB uploads (and downloads) per round")
-    parser.add_argument("--threads", type=int, default=32)
+    # At most as many clients as one process takes uploads at once: past that the API refuses an
+    # upload (503 with Retry-After, which lakeFS's clients retry) rather than queue it, and a
+    # refused request would end the benchmark.
+    parser.add_argument("--threads", type=int, default=UploadLimits().in_flight)
     parser.add_argument("--rounds", type=int, default=3, help="rounds per comparison; the median counts")
     parser.add_argument(
         "--list-count",
