@@ -40,8 +40,9 @@ BRANCH_CACHE_SECONDS = 0.05
 
 
 class ReadWouldWait(Exception):
-    """A read asked not to wait (StatEntry's wait=False) met a branch changing under it: reading
-    again means backing off first. Its caller runs it again where it may wait."""
+    """A read asked not to wait (StatEntry's wait=False) met something that may take long: a
+    branch changing under it (the next attempt backs off first), a committed range not decoded in
+    memory, or an ancestor to walk to. Its caller runs it again where it may wait."""
 
 
 class ReadEngine:

@@ -120,7 +120,7 @@ class EntryReads(Protocol):
     def StatEntry(
         self, request: graveler_pb2.StatEntryRequest, *, timeout: float, wait: bool = True
     ) -> graveler_pb2.EntryInfo:
-        """wait=False: ReadWouldWait (engine/reads.py) rather than backing off after a race."""
+        """wait=False: ReadWouldWait (engine/reads.py) rather than anything that may take long."""
         ...
 
     def ListEntries(
@@ -557,8 +557,8 @@ class EdgeClient:
 
     async def read_entry(self, method: Callable[..., T], request: Any, timeout: float = CALL_TIMEOUT) -> T:
         """read_entries for a read of one entry, whose method takes `wait` as StatEntry does: run
-        on the event loop when self.inline_reads, told not to wait; one that would (it raced a
-        branch change, ReadWouldWait) runs again in a worker thread, where it may back off."""
+        on the event loop when self.inline_reads, told not to wait; one that would (ReadWouldWait)
+        runs again in a worker thread, where it may."""
         if self.inline_reads:
             try:
                 return method(request, timeout=timeout, wait=False)
