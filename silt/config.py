@@ -489,10 +489,11 @@ class S3GatewayConfig(_Section):
     """
     inline_local_reads: bool = True
     """with direct reads, the `local` KV driver and the `local` blockstore without imports: a point read of an entry
-    (HEAD, GET with a small object's bytes, a copy's source), read on the request's event loop instead of in a
-    worker thread, which costs two thread wake-ups a request (a 4 KiB GET's CPU 12-26 % lower); a read that would
-    wait (a branch changing under it, a committed range not in memory, an ancestor to walk to) goes to a thread as
-    before. `false` where the disk can stall for long (a network volume): every read then runs in a thread
+    (HEAD, GET, a copy's source; the REST API's stat and get of an object) and a small object's bytes, read on the
+    request's event loop instead of in a worker thread, which costs two thread wake-ups a request (a 4 KiB GET's
+    CPU 12-26 % lower); a read that would wait (a branch changing under it, a committed range not in memory, an
+    ancestor to walk to) goes to a thread as before. `false` where the disk can stall for long (a network volume):
+    every read then runs in a thread
     """
     graveler_keyspace: str | None = Field(None, pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
     """on Cassandra, graveler's keyspace, which direct reads query with the edge's own login (granted SELECT there

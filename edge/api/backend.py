@@ -200,7 +200,7 @@ class Backend(EdgeClient):
             if typed:
                 return await typed_graveler_call(self.graveler.StatEntry, request, deadline)
             return await self.call(self.graveler.StatEntry, request, deadline)
-        return await self._read(self.reads.StatEntry, request, deadline, typed)
+        return await self._read(self.reads.StatEntry, request, deadline, typed, point=True)
 
     async def list_entries(self, request: api.ListEntriesRequest, deadline: float) -> api.ListEntriesResponse:
         """ListEntries, read in this process when the edge composed a reader, else by a call."""
@@ -208,10 +208,15 @@ class Backend(EdgeClient):
             return await self.call(self.graveler.ListEntries, request, deadline)
         return await self._read(self.reads.ListEntries, request, deadline, False)
 
-    async def _read(self, method: Callable[..., T], request: Any, deadline: float, typed: bool) -> T:
+    async def _read(
+        self, method: Callable[..., T], request: Any, deadline: float, typed: bool, *, point: bool = False
+    ) -> T:
+        """method of the edge's reader within deadline; point: a read of one entry, which may run
+        on the event loop (read_entry), where a listing always runs in a worker thread."""
         remaining = time_left(deadline)
+        read = self.read_entry if point else self.read_entries
         try:
-            return await self.read_entries(method, request, remaining)
+            return await read(method, request, remaining)
         except SiltError as exc:
             if typed and isinstance(exc, TYPED_REFUSALS):
                 raise

@@ -555,6 +555,13 @@ class EdgeClient:
         """One of self.reads' methods, in a worker thread, within a graveler call's time limit."""
         return await self.run(functools.partial(method, request, timeout=timeout))
 
+    async def read_small(self, fn: Callable[..., bytes], *args: Any) -> bytes:
+        """fn(*args), a read of at most SMALL_BODY bytes of an object (read_whole): on the event
+        loop when self.inline_reads (one pread of this machine's disk), else in a worker thread."""
+        if self.inline_reads:
+            return fn(*args)
+        return await self.run(fn, *args)
+
     async def read_entry(self, method: Callable[..., T], request: Any, timeout: float = CALL_TIMEOUT) -> T:
         """read_entries for a read of one entry, whose method takes `wait` as StatEntry does: run
         on the event loop when self.inline_reads, told not to wait; one that would (ReadWouldWait)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import grpc.aio
 import pytest
 from pydantic import SecretStr
 
+from edge.api.backend import Backend as ApiBackend
 from edge.api.errors import from_rpc
 from edge.core.client import SMALL_BODY, EdgeClient
 from edge.core.object_writes import (
@@ -584,6 +586,14 @@ def test_a_copy_is_one_call_sharing_bytes_within_a_repository_and_copying_them_f
     asyncio.run(_with_client(tmp_path, body))
 
 
+def _on_the_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class _PointReads:
     """An EntryReads' StatEntry that records the thread each call ran on and the wait it was given,
     and, while `races` lasts, gives up as a read told not to wait does when a branch changed."""
@@ -591,6 +601,7 @@ class _PointReads:
     def __init__(self, races: int = 0) -> None:
         self.calls: list[tuple[int, bool]] = []
         self.races = races
+        self.listed_on_the_loop: bool | None = None
 
     def StatEntry(self, request: api.StatEntryRequest, *, timeout: float, wait: bool = True) -> api.EntryInfo:
         self.calls.append((threading.get_ident(), wait))
@@ -600,6 +611,7 @@ class _PointReads:
         return api.EntryInfo(key=request.key, entry=pb.Entry(physical_address="data/x"))
 
     def ListEntries(self, request: api.ListEntriesRequest, *, timeout: float) -> api.ListEntriesResponse:
+        self.listed_on_the_loop = _on_the_loop()
         raise AssertionError("not a point read")
 
     def GetNeutralEntry(self, request: api.GetNeutralEntryRequest, *, timeout: float) -> api.EntryInfo:
@@ -679,3 +691,53 @@ def test_a_point_read_that_may_wait_on_a_network_or_a_slow_disk_runs_in_a_worker
     assert not inline
     [(thread, wait)] = reads.calls
     assert thread != loop_thread and wait
+
+
+def test_the_rest_apis_object_stat_is_a_point_read_and_its_listing_is_not(tmp_path: Path) -> None:
+    """lakeFS's stat and get of an object read the entry as the gateway does, on the event loop
+    where the disk is local; a listing's page runs in a worker thread."""
+    reads = _PointReads()
+
+    async def scenario() -> int:
+        keys = {"credentials": {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "secret"}}
+        backend = ApiBackend(Config.model_validate({**_local(tmp_path), **keys}), reads=reads)
+        try:
+            request = api.StatEntryRequest(repository="repo", ref="main", key="k")
+            info = await backend.stat_entry(request, time.monotonic() + 10)
+            assert info.key == "k"
+            with pytest.raises(AssertionError, match="not a point read"):
+                await backend.list_entries(api.ListEntriesRequest(repository="repo", ref="main"), time.monotonic() + 10)
+            return threading.get_ident()
+        finally:
+            await backend.close()
+
+    loop_thread = asyncio.run(scenario())
+    assert reads.calls == [(loop_thread, False)]
+    assert reads.listed_on_the_loop is False
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["local-disk", "turned-off"])
+def test_a_small_objects_bytes_are_read_where_its_entry_is(tmp_path: Path, inline: bool) -> None:
+    """read_small: a small object's bytes (a ranged GET's, the REST API's) on the event loop
+    where point reads run there, in a worker thread otherwise."""
+    ran_on_the_loop: list[bool] = []
+
+    def read(data: bytes) -> bytes:
+        ran_on_the_loop.append(_on_the_loop())
+        return data
+
+    async def scenario() -> bytes:
+        client = EdgeClient(
+            Config.model_validate(_local(tmp_path, inline_local_reads=inline)),
+            Credentials("AKIAIOSFODNN7EXAMPLE", SecretStr("secret")),
+            ev.API,
+            "test-io",
+            reads=_PointReads(),
+        )
+        try:
+            return await client.read_small(read, b"bytes")
+        finally:
+            await client.close()
+
+    assert asyncio.run(scenario()) == b"bytes"
+    assert ran_on_the_loop == [inline]

@@ -154,7 +154,7 @@ async def _read_object(
     namespace, address = split_address(repository_namespace, entry.physical_address)
     source = backend.entry_reader(repository_namespace, entry)
     if length <= SMALL_BODY:
-        data = await backend.run(read_whole, source, namespace, address, byte_range)
+        data = await backend.read_small(read_whole, source, namespace, address, byte_range)
         return Response(data, status_code=status, headers=headers)
     if byte_range is None:
         reader = await backend.run(source.get, namespace, address)

@@ -320,7 +320,7 @@ async def serve_entry(
     if size == 0:
         return Response(status, headers, b"")
     if length <= SMALL_BODY:
-        data = await ctx.backend.run(read_whole, adapter, ns, address, byte_range)
+        data = await ctx.backend.read_small(read_whole, adapter, ns, address, byte_range)
         return Response(status, headers, data)
     if byte_range is not None:
         reader = await ctx.backend.run(adapter.get_range, ns, address, byte_range[0], byte_range[1])
