@@ -488,12 +488,13 @@ class S3GatewayConfig(_Section):
     and ref changes always go through graveler. Off, or with the `mem` KV driver: every read is a graveler call
     """
     inline_local_reads: bool = True
-    """with direct reads, the `local` KV driver and the `local` blockstore without imports: a point read of an entry
-    (HEAD, GET, a copy's source; the REST API's stat and get of an object) and a small object's bytes, read on the
-    request's event loop instead of in a worker thread, which costs two thread wake-ups a request (a 4 KiB GET's
-    CPU 12-26 % lower); a read that would wait (a branch changing under it, a committed range not in memory, an
-    ancestor to walk to) goes to a thread as before. `false` where the disk can stall for long (a network volume):
-    every read then runs in a thread
+    """with direct reads, the `local` KV driver and the `local` blockstore without imports (no
+    `blockstore.local.allowed_external_prefixes` and no `graveler.allowed_import_prefixes`): a point read of an
+    entry (HEAD, GET, a copy's source; the REST API's stat and get of an object) and a small object's bytes (never
+    an imported or linked object's), read on the request's event loop instead of in a worker thread, which costs two
+    thread wake-ups a request (a 4 KiB GET's CPU 12-26 % lower); a read that would wait (a branch changing under it,
+    a committed range not in memory, an ancestor to walk to) goes to a thread as before. `false` where the disk can
+    stall for long (a network volume): every read then runs in a thread
     """
     graveler_keyspace: str | None = Field(None, pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
     """on Cassandra, graveler's keyspace, which direct reads query with the edge's own login (granted SELECT there

@@ -32,6 +32,7 @@ import grpc.aio
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.core.filtered_scan import ScanCursors
+from edge.core.object_reads import read_whole
 from edge.core.object_writes import (
     BodyReader,
     CheckedBody,
@@ -157,15 +158,17 @@ class EdgeClient:
         self.reads = reads
         # Point reads on the event loop itself, not in a worker thread (read_entry): only where the
         # KV store and the object store are this machine's disk, whose reads neither wait on a
-        # network nor for long, and no import prefix lets an entry name a file elsewhere (an
-        # import's directory may be a network mount). A trip to a thread and back costs two
-        # wake-ups, more CPU on a virtual machine than the read itself (docs/benchmarks.md).
+        # network nor for long, and no import prefix (the blockstore's or graveler's) lets an
+        # entry name a file elsewhere (an import's directory may be a network mount). A trip to a
+        # thread and back costs two wake-ups, more CPU on a virtual machine than the read itself
+        # (docs/benchmarks.md).
         self.inline_reads = (
             reads is not None
             and config.gateways.s3.inline_local_reads
             and config.database.type == "local"
             and config.blockstore.type == "local"
             and not external_prefixes(config.blockstore)
+            and not config.graveler.allowed_import_prefixes
         )
         ttl = config.auth.cache_ttl_seconds
         self.authority = AioCachedAuthority(AioRemoteAuthority(self.auth_channel, CALL_TIMEOUT), ttl, clock)
@@ -555,12 +558,30 @@ class EdgeClient:
         """One of self.reads' methods, in a worker thread, within a graveler call's time limit."""
         return await self.run(functools.partial(method, request, timeout=timeout))
 
-    async def read_small(self, fn: Callable[..., bytes], *args: Any) -> bytes:
-        """fn(*args), a read of at most SMALL_BODY bytes of an object (read_whole): on the event
-        loop when self.inline_reads (one pread of this machine's disk), else in a worker thread."""
-        if self.inline_reads:
-            return fn(*args)
-        return await self.run(fn, *args)
+    def reads_on_loop(self, source: ObjectReader) -> bool:
+        """Whether a small read through source (entry_reader's) may run on the event loop: point
+        reads run there (inline_reads) and source is the block adapter itself. An imported or
+        linked object's reader first checks its source, which for a file with no ETag record
+        means hashing the whole file, however large it has grown since."""
+        return self.inline_reads and source is self.adapter
+
+    async def read_small(
+        self, source: ObjectReader, namespace: str, address: str, byte_range: tuple[int, int] | None
+    ) -> bytes:
+        """read_whole of at most SMALL_BODY bytes (a small object, or a range of one): on the
+        event loop where reads_on_loop (one pread of this machine's disk), else in a worker thread."""
+        if self.reads_on_loop(source):
+            return read_whole(source, namespace, address, byte_range)
+        return await self.run(read_whole, source, namespace, address, byte_range)
+
+    def read_small_here(
+        self, source: ObjectReader, namespace: str, address: str, byte_range: tuple[int, int] | None, *, wait: bool
+    ) -> bytes:
+        """read_whole where the caller runs, as a read_entry method's step: told not to wait (on
+        the event loop), ReadWouldWait for a source that is not reads_on_loop."""
+        if not wait and not self.reads_on_loop(source):
+            raise ReadWouldWait("an imported or linked object's bytes are read in a worker thread")
+        return read_whole(source, namespace, address, byte_range)
 
     async def read_entry(self, method: Callable[..., T], request: Any, timeout: float = CALL_TIMEOUT) -> T:
         """read_entries for a read of one entry, whose method takes `wait` as StatEntry does: run

@@ -138,13 +138,17 @@ class Backend(EdgeClient):
         info: api.EntryInfo = await self._read("StatEntry", request, not_found)
         return info
 
-    async def stat_entry_then(self, request: api.StatEntryRequest, then: Callable[[pb.Entry], T]) -> tuple[pb.Entry, T]:
-        """StatEntry, then then(entry), a blocking step (a small object's bytes), in the same
-        worker-thread trip when the entry is read in this process, a GET's one trip, not two; or
-        with no trip, on the event loop, where that is this machine's disk (read_entry)."""
+    async def stat_entry_then(
+        self, request: api.StatEntryRequest, then: Callable[[pb.Entry, bool], T]
+    ) -> tuple[pb.Entry, T]:
+        """StatEntry, then then(entry, wait), a blocking step (a small object's bytes), in the
+        same worker-thread trip when the entry is read in this process, a GET's one trip, not
+        two; or with no trip, on the event loop, where that is this machine's disk (read_entry).
+        then is told wait=False on the loop, where it raises ReadWouldWait rather than do what
+        may take long, and both steps run again in a thread."""
         if self.reads is None:
             entry = (await self.call(self.graveler.StatEntry, request)).entry
-            return entry, await self.run(then, entry)
+            return entry, await self.run(then, entry, True)
         stat = self.reads.StatEntry
 
         def both(request: api.StatEntryRequest, *, timeout: float, wait: bool = True) -> tuple[pb.Entry, T]:
@@ -152,7 +156,7 @@ class Backend(EdgeClient):
                 entry = stat(request, timeout=timeout, wait=wait).entry
             except SiltError as exc:  # the entry's refusal; then's own errors pass as they are
                 raise s3_error(exc) from None
-            return entry, then(entry)
+            return entry, then(entry, wait)
 
         return await self.read_entry(both, request)
 

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import grpc.aio
@@ -31,9 +31,10 @@ from edge.core.object_writes import (
     WritePhase,
 )
 from edge.core.write_outcome import Attempts, NotApplied, SentWhenReady, certainly_not_applied, not_applied_error
+from edge.gateway.backend import Backend as GatewayBackend
 from edge.gateway.backend import s3_error
 from engine.reads import ReadWouldWait
-from silt.block.adapter import PutResult
+from silt.block.adapter import ObjectReader, PutResult
 from silt.config import Config
 from silt.errors import NotApplied as SiltNotApplied
 from silt.errors import NotFound, SiltError
@@ -676,6 +677,7 @@ def test_a_point_read_that_would_wait_runs_again_in_a_worker_thread(tmp_path: Pa
             {"blockstore": {"local": {"import_enabled": True, "allowed_external_prefixes": ["/mnt/landing"]}}},
             id="imported-files-elsewhere",
         ),
+        pytest.param({"graveler": {"allowed_import_prefixes": ["local://landing/"]}}, id="graveler-import-prefixes"),
     ],
 )
 def test_a_point_read_that_may_wait_on_a_network_or_a_slow_disk_runs_in_a_worker_thread(
@@ -683,7 +685,7 @@ def test_a_point_read_that_may_wait_on_a_network_or_a_slow_disk_runs_in_a_worker
 ) -> None:
     config = _local(tmp_path)
     for section, values in where.items():
-        config[section] = {**config[section], **values}
+        config[section] = {**config.get(section, {}), **values}
         if section == "blockstore" and "local" in values:
             config[section]["local"] = {**_local(tmp_path)["blockstore"]["local"], **values["local"]}
     reads = _PointReads()
@@ -716,28 +718,101 @@ def test_the_rest_apis_object_stat_is_a_point_read_and_its_listing_is_not(tmp_pa
     assert reads.listed_on_the_loop is False
 
 
-@pytest.mark.parametrize("inline", [True, False], ids=["local-disk", "turned-off"])
-def test_a_small_objects_bytes_are_read_where_its_entry_is(tmp_path: Path, inline: bool) -> None:
-    """read_small: a small object's bytes (a ranged GET's, the REST API's) on the event loop
-    where point reads run there, in a worker thread otherwise."""
-    ran_on_the_loop: list[bool] = []
+class _RecordingReader:
+    """An ObjectReader whose get and get_range record whether they ran on the event loop."""
 
-    def read(data: bytes) -> bytes:
-        ran_on_the_loop.append(_on_the_loop())
-        return data
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.on_the_loop: list[bool] = []
+
+    def get(self, namespace: str, address: str) -> io.BytesIO:
+        self.on_the_loop.append(_on_the_loop())
+        return io.BytesIO(self.data)
+
+    def get_range(self, namespace: str, address: str, start: int, end: int) -> io.BytesIO:
+        self.on_the_loop.append(_on_the_loop())
+        return io.BytesIO(self.data[start : end + 1])
+
+
+def _client(tmp_path: Path, inline: bool) -> EdgeClient:
+    return EdgeClient(
+        Config.model_validate(_local(tmp_path, inline_local_reads=inline)),
+        Credentials("AKIAIOSFODNN7EXAMPLE", SecretStr("secret")),
+        ev.API,
+        "test-io",
+        reads=_PointReads(),
+    )
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["local-disk", "turned-off"])
+@pytest.mark.parametrize("byte_range", [None, (1, 3)], ids=["whole", "ranged"])
+def test_a_small_objects_bytes_are_read_where_its_entry_is(
+    tmp_path: Path, inline: bool, byte_range: tuple[int, int] | None
+) -> None:
+    """read_small through the block adapter itself: a small object's bytes (a ranged GET's, the
+    REST API's) on the event loop where point reads run there, in a worker thread otherwise."""
+    reader = _RecordingReader(b"bytes")
 
     async def scenario() -> bytes:
-        client = EdgeClient(
-            Config.model_validate(_local(tmp_path, inline_local_reads=inline)),
-            Credentials("AKIAIOSFODNN7EXAMPLE", SecretStr("secret")),
-            ev.API,
-            "test-io",
-            reads=_PointReads(),
-        )
+        client = _client(tmp_path, inline)
+        client.adapter = reader  # type: ignore[assignment]
         try:
-            return await client.read_small(read, b"bytes")
+            return await client.read_small(cast(ObjectReader, reader), "ns", "data/x", byte_range)
         finally:
             await client.close()
 
-    assert asyncio.run(scenario()) == b"bytes"
-    assert ran_on_the_loop == [inline]
+    assert asyncio.run(scenario()) == (b"bytes" if byte_range is None else b"yte")
+    assert reader.on_the_loop == [inline]
+
+
+def test_an_imported_or_linked_objects_bytes_are_never_read_on_the_event_loop(tmp_path: Path) -> None:
+    """A reader other than the block adapter (an imported or linked object's, which checks its
+    source first, possibly hashing a whole file) reads in a worker thread, and a read_entry step
+    told not to wait gives up on it (ReadWouldWait) rather than read it."""
+    source = _RecordingReader(b"bytes")
+    plain = _RecordingReader(b"plain")
+
+    async def scenario() -> None:
+        client = _client(tmp_path, inline=True)
+        client.adapter = plain  # type: ignore[assignment]
+        try:
+            assert client.inline_reads
+            imported, own = cast(ObjectReader, source), cast(ObjectReader, plain)
+            assert await client.read_small(imported, "ns", "data/x", None) == b"bytes"
+            with pytest.raises(ReadWouldWait):
+                client.read_small_here(imported, "ns", "data/x", None, wait=False)
+            assert client.read_small_here(own, "ns", "data/x", None, wait=False) == b"plain"
+            assert client.read_small_here(imported, "ns", "data/x", None, wait=True) == b"bytes"
+        finally:
+            await client.close()
+
+    asyncio.run(scenario())
+    assert source.on_the_loop == [False, True]
+    assert plain.on_the_loop == [True]
+
+
+def test_a_gets_step_that_would_wait_on_the_loop_runs_again_with_its_entry_in_a_thread(tmp_path: Path) -> None:
+    """stat_entry_then: a GET's step told not to wait that gives up (an imported object's bytes)
+    runs again, entry and step together, in a worker thread told it may wait."""
+    reads = _PointReads()
+    steps: list[tuple[bool, bool]] = []
+
+    def step(entry: pb.Entry, wait: bool) -> bytes:
+        steps.append((_on_the_loop(), wait))
+        if not wait:
+            raise ReadWouldWait("an imported object's bytes")
+        return entry.physical_address.encode()
+
+    async def scenario() -> tuple[pb.Entry, bytes]:
+        keys = {"credentials": {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "secret"}}
+        backend = GatewayBackend(Config.model_validate({**_local(tmp_path), **keys}), reads=reads)
+        try:
+            request = api.StatEntryRequest(repository="repo", ref="main", key="k")
+            return await backend.stat_entry_then(request, step)
+        finally:
+            await backend.close()
+
+    entry, small = asyncio.run(scenario())
+    assert small == b"data/x" == entry.physical_address.encode()
+    assert steps == [(True, False), (False, True)]
+    assert [wait for _, wait in reads.calls] == [False, True]

@@ -47,7 +47,7 @@ from edge.api.paging import MAX_TOKEN, After, Amount, Prefix, page_size
 from edge.api.responses import model_response, no_content
 from edge.core.client import SMALL_BODY
 from edge.core.filtered_scan import Scanned, scan_visible
-from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
+from edge.core.object_reads import RangeNotSatisfiable, parse_byte_range, stream_reader
 from edge.core.object_writes import ObjectWriteFailed
 from silt.block.adapter import PresignedURL
 from silt.errors import FailedPrecondition, NotFound, SiltError
@@ -154,7 +154,7 @@ async def _read_object(
     namespace, address = split_address(repository_namespace, entry.physical_address)
     source = backend.entry_reader(repository_namespace, entry)
     if length <= SMALL_BODY:
-        data = await backend.read_small(read_whole, source, namespace, address, byte_range)
+        data = await backend.read_small(source, namespace, address, byte_range)
         return Response(data, status_code=status, headers=headers)
     if byte_range is None:
         reader = await backend.run(source.get, namespace, address)

@@ -16,7 +16,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from edge.core import sigv4
 from edge.core.client import SMALL_BODY
-from edge.core.object_reads import NotOneRange, RangeNotSatisfiable, parse_byte_range, read_whole, stream_reader
+from edge.core.object_reads import NotOneRange, RangeNotSatisfiable, parse_byte_range, stream_reader
 from edge.core.object_writes import ObjectWriteFailed, ShortBody, SourceBody
 from edge.gateway import checksums
 from edge.gateway.backend import Backend
@@ -320,7 +320,7 @@ async def serve_entry(
     if size == 0:
         return Response(status, headers, b"")
     if length <= SMALL_BODY:
-        data = await ctx.backend.read_small(read_whole, adapter, ns, address, byte_range)
+        data = await ctx.backend.read_small(adapter, ns, address, byte_range)
         return Response(status, headers, data)
     if byte_range is not None:
         reader = await ctx.backend.run(adapter.get_range, ns, address, byte_range[0], byte_range[1])
@@ -329,14 +329,15 @@ async def serve_entry(
     return Response(status, headers, stream=stream_reader(ctx.backend.run, reader), length=length)
 
 
-def _read_small(backend: Backend, namespace: str, entry: pb.Entry) -> bytes | None:
-    """A whole object of at most SMALL_BODY bytes (None if it is larger), as get_object answers it."""
+def _read_small(backend: Backend, namespace: str, entry: pb.Entry, wait: bool) -> bytes | None:
+    """A whole object of at most SMALL_BODY bytes (None if it is larger), as get_object answers
+    it; wait as stat_entry_then's step has it (read_small_here)."""
     if entry.size > SMALL_BODY:
         return None
     if entry.size == 0:
         return b""
     ns, address = split_address(namespace, entry.physical_address)
-    return read_whole(backend.entry_reader(namespace, entry), ns, address, None)
+    return backend.read_small_here(backend.entry_reader(namespace, entry), ns, address, None, wait=wait)
 
 
 # --- writing -------------------------------------------------------------------------------
