@@ -19,7 +19,7 @@ import pytest
 from pydantic import SecretStr
 
 from edge.api.backend import Backend as ApiBackend
-from edge.api.errors import from_rpc
+from edge.api.errors import ApiError, from_rpc
 from edge.core.client import SMALL_BODY, EdgeClient
 from edge.core.object_writes import (
     ConditionFailed,
@@ -816,3 +816,39 @@ def test_a_gets_step_that_would_wait_on_the_loop_runs_again_with_its_entry_in_a_
     assert small == b"data/x" == entry.physical_address.encode()
     assert steps == [(True, False), (False, True)]
     assert [wait for _, wait in reads.calls] == [False, True]
+
+
+class _MissingEntry(_PointReads):
+    """A StatEntry that finds no entry, wherever it runs."""
+
+    def StatEntry(self, request: api.StatEntryRequest, *, timeout: float, wait: bool = True) -> api.EntryInfo:
+        self.calls.append((threading.get_ident(), wait))
+        raise NotFound(f"{request.key} not found", what="object")
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["lakefs-error", "typed"])
+def test_a_refusal_read_on_the_event_loop_reaches_the_api_as_one_read_in_a_thread_does(
+    tmp_path: Path, typed: bool
+) -> None:
+    """The REST API's stat of a missing object, read on the loop: a lakeFS 404 for a route, the
+    silt NotFound itself for a caller that asked for typed refusals (the Iceberg catalog's and the
+    table merges' reads), and no second attempt in a thread."""
+    reads = _MissingEntry()
+
+    async def scenario() -> BaseException:
+        keys = {"credentials": {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "secret"}}
+        backend = ApiBackend(Config.model_validate({**_local(tmp_path), **keys}), reads=reads)
+        try:
+            request = api.StatEntryRequest(repository="repo", ref="main", key="k")
+            with pytest.raises((NotFound, ApiError)) as caught:
+                await backend.stat_entry(request, time.monotonic() + 10, typed=typed)
+            return caught.value
+        finally:
+            await backend.close()
+
+    error = asyncio.run(scenario())
+    if typed:
+        assert isinstance(error, NotFound)
+    else:
+        assert isinstance(error, ApiError) and error.status == 404, error
+    assert [wait for _, wait in reads.calls] == [False]
