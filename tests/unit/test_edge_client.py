@@ -652,6 +652,12 @@ def _local(tmp_path: Path, **s3: object) -> dict[str, Any]:
     }
 
 
+def _keyed(tmp_path: Path) -> Config:
+    """_local's configuration with the service credentials a front end's backend signs with."""
+    keys = {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "secret"}
+    return Config.model_validate({**_local(tmp_path), "credentials": keys})
+
+
 def test_a_point_read_of_local_disk_runs_on_the_event_loop_without_waiting(tmp_path: Path) -> None:
     reads = _PointReads()
     loop_thread, inline = _read_one_entry(_local(tmp_path), reads)
@@ -701,8 +707,7 @@ def test_the_rest_apis_object_stat_is_a_point_read_and_its_listing_is_not(tmp_pa
     reads = _PointReads()
 
     async def scenario() -> int:
-        keys = {"credentials": {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "secret"}}
-        backend = ApiBackend(Config.model_validate({**_local(tmp_path), **keys}), reads=reads)
+        backend = ApiBackend(_keyed(tmp_path), reads=reads)
         try:
             request = api.StatEntryRequest(repository="repo", ref="main", key="k")
             info = await backend.stat_entry(request, time.monotonic() + 10)
@@ -804,8 +809,7 @@ def test_a_gets_step_that_would_wait_on_the_loop_runs_again_with_its_entry_in_a_
         return entry.physical_address.encode()
 
     async def scenario() -> tuple[pb.Entry, bytes]:
-        keys = {"credentials": {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "secret"}}
-        backend = GatewayBackend(Config.model_validate({**_local(tmp_path), **keys}), reads=reads)
+        backend = GatewayBackend(_keyed(tmp_path), reads=reads)
         try:
             request = api.StatEntryRequest(repository="repo", ref="main", key="k")
             return await backend.stat_entry_then(request, step)
@@ -836,8 +840,7 @@ def test_a_refusal_read_on_the_event_loop_reaches_the_api_as_one_read_in_a_threa
     reads = _MissingEntry()
 
     async def scenario() -> BaseException:
-        keys = {"credentials": {"access_key_id": "AKIAIOSFODNN7EXAMPLE", "secret_access_key": "secret"}}
-        backend = ApiBackend(Config.model_validate({**_local(tmp_path), **keys}), reads=reads)
+        backend = ApiBackend(_keyed(tmp_path), reads=reads)
         try:
             request = api.StatEntryRequest(repository="repo", ref="main", key="k")
             with pytest.raises((NotFound, ApiError)) as caught:
