@@ -622,17 +622,22 @@ class _PointReads:
         return None
 
 
+def _client(config: dict[str, Any], reads: _PointReads) -> EdgeClient:
+    """An EdgeClient of this configuration whose entry reads are reads'."""
+    return EdgeClient(
+        Config.model_validate(config),
+        Credentials("AKIAIOSFODNN7EXAMPLE", SecretStr("secret")),
+        ev.API,
+        "test-io",
+        reads=reads,
+    )
+
+
 def _read_one_entry(config: dict[str, Any], reads: _PointReads) -> tuple[int, bool]:
     """EdgeClient.read_entry of one StatEntry: whether the client reads inline, and the loop's thread."""
 
     async def scenario() -> tuple[int, bool]:
-        client = EdgeClient(
-            Config.model_validate(config),
-            Credentials("AKIAIOSFODNN7EXAMPLE", SecretStr("secret")),
-            ev.API,
-            "test-io",
-            reads=reads,
-        )
+        client = _client(config, reads)
         try:
             request = api.StatEntryRequest(repository="repo", ref="main", key="k")
             info = await client.read_entry(reads.StatEntry, request)
@@ -739,16 +744,6 @@ class _RecordingReader:
         return io.BytesIO(self.data[start : end + 1])
 
 
-def _client(tmp_path: Path, inline: bool) -> EdgeClient:
-    return EdgeClient(
-        Config.model_validate(_local(tmp_path, inline_local_reads=inline)),
-        Credentials("AKIAIOSFODNN7EXAMPLE", SecretStr("secret")),
-        ev.API,
-        "test-io",
-        reads=_PointReads(),
-    )
-
-
 @pytest.mark.parametrize("inline", [True, False], ids=["local-disk", "turned-off"])
 @pytest.mark.parametrize("byte_range", [None, (1, 3)], ids=["whole", "ranged"])
 def test_a_small_objects_bytes_are_read_where_its_entry_is(
@@ -759,7 +754,7 @@ def test_a_small_objects_bytes_are_read_where_its_entry_is(
     reader = _RecordingReader(b"bytes")
 
     async def scenario() -> bytes:
-        client = _client(tmp_path, inline)
+        client = _client(_local(tmp_path, inline_local_reads=inline), _PointReads())
         client.adapter = reader  # type: ignore[assignment]
         try:
             return await client.read_small(cast(ObjectReader, reader), "ns", "data/x", byte_range)
@@ -778,7 +773,7 @@ def test_an_imported_or_linked_objects_bytes_are_never_read_on_the_event_loop(tm
     plain = _RecordingReader(b"plain")
 
     async def scenario() -> None:
-        client = _client(tmp_path, inline=True)
+        client = _client(_local(tmp_path, inline_local_reads=True), _PointReads())
         client.adapter = plain  # type: ignore[assignment]
         try:
             assert client.inline_reads
