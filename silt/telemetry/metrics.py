@@ -8,7 +8,26 @@ much data Silt holds. deploy/grafana/silt.json is built on these names.
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, multiprocess, start_http_server
+from prometheus_client import values as _values
+
+# In multiprocess mode (the gateway's workers) every increment asks which process it is in, to
+# start files of its own after a fork: by default a getpid system call each time, several per
+# request, which measured 30 us of a 0.45 ms GET's CPU. The id is kept here instead and renewed
+# in a forked child, the one moment it changes; a spawned process imports this module afresh.
+_process_id = [os.getpid()]
+os.register_at_fork(after_in_child=lambda: _process_id.__setitem__(0, os.getpid()))
+
+
+def _this_process() -> int:
+    return _process_id[0]
+
+
+if _values.ValueClass is not _values.MutexValue:
+    # Replaced before any metric below makes a value, so no file is open under the first class.
+    _values.ValueClass = _values.MultiProcessValue(process_identifier=_this_process)
 
 # Seconds; from sub-millisecond cache hits to slow object-store transfers.
 REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
