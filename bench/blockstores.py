@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.processes import cpu_seconds, process_tree
 from bench.report import emit
 from tests.support.emulators import (
     AZURITE_ACCOUNT,
@@ -228,22 +229,9 @@ def _small_rates(
     return SmallRun(puts, gets, put_cpu, get_cpu)
 
 
-def _process_tree(pid: int) -> list[int]:
-    pids = [pid]
-    with contextlib.suppress(OSError):
-        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-            pids += _process_tree(int(child))
-    return pids
-
-
 def _cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds a process and its children alive now have used."""
-    total = 0.0
-    for one in _process_tree(pid):
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    """CPU seconds a process and its children alive now have used."""
+    return sum(cpu_seconds(one) for one in process_tree(pid))
 
 
 def _large_rates(

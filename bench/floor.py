@@ -9,7 +9,7 @@ alone, as CPU milliseconds, to set against `make bench-gateway`'s per-request CP
   engine would have to under it.
 
 No Silt code runs in either: the figures are the floor one S3 request through a gateway and a
-graveler pays on these frameworks, whatever Silt does. CPU time is read from /proc, so the
+graveler pays on these frameworks, whatever Silt does. CPU time is read per process (bench/processes.py), so the
 figures hold on a loaded machine where request rates do not.
 """
 

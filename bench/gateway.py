@@ -337,6 +337,31 @@ def _small_rates_and_cpu(
     return put_rate, get_rate, put_cpu, get_cpu, put_export, get_export
 
 
+def _sequential_cpu(
+    gw: GatewayStack, count: int, round_no: int, stored: list[str]
+) -> tuple[float, float, float, float]:
+    """4 KiB GETs of the keys stored, then PUTs of fresh keys, count of each, one at a time on one
+    connection: the CPU milliseconds the stack's processes spent per PUT and per GET, then the
+    part of those in span export processes. Without concurrency, a request's cost is the same
+    whatever else the machine does between requests, which a throughput under 32 clients is
+    not. The GETs go first: what the PUTs leave behind (history events flushed every 0.2 s) falls
+    before the stack's next turn, not into its GETs."""
+    s3 = gw.client()
+    body = os.urandom(4096)
+    fresh = [f"main/telemetry-sequential/{round_no}/{i:06d}" for i in range(count)]
+    read = [stored[i % len(stored)] for i in range(count)]
+    spent = {}
+    for method, op, keys in (("GET", "get_object", read), ("PUT", "put_object", fresh)):
+        urls = [(method, s3.generate_presigned_url(op, Params={"Bucket": "bench", "Key": k})) for k in keys]
+        before = _service_cpu(gw)
+        _sequential_ms(urls, body)
+        after = _service_cpu(gw)
+        export = (after.pop("export") - before.pop("export")) * 1000 / count
+        spent[method] = ((sum(after.values()) - sum(before.values())) * 1000 / count, export)
+    (put_cpu, put_export), (get_cpu, get_export) = spent["PUT"], spent["GET"]
+    return put_cpu, get_cpu, put_export, get_export
+
+
 def _telemetry_overrides(mode: str) -> dict[str, Any]:
     if mode == "off":
         return {}
@@ -350,21 +375,42 @@ def _telemetry_overrides(mode: str) -> dict[str, Any]:
     return overrides
 
 
+# The span processor's batching delay, the SDK's default (OTEL_BSP_SCHEDULE_DELAY), as in production.
+EXPORT_DELAY_SECONDS = 5
+
 # tracing_inproc: tracing every request with OTLP export in the serving processes themselves
 # (SILT_TRACES_EXPORT_PROCESS=0), to compare with the export process in the same rounds.
 TELEMETRY_MODES = ("off", "metrics", "tracing", "tracing_10pct", "tracing_inproc")
 
 
+def _turns(modes: tuple[str, ...], round_no: int) -> tuple[str, ...]:
+    """The order of the stacks' turns in a round: rotated each round. Measured in a fixed order,
+    the stack going second paid 11-15 % more CPU per PUT than the first, whichever mode it ran
+    (--telemetry-modes metrics,off against off,metrics), what the one before it left running."""
+    start = round_no % len(modes)
+    return modes[start:] + modes[:start]
+
+
 def bench_telemetry(
-    workdir: Path, count: int, threads: int, workers: int, rounds: int, modes: tuple[str, ...] = TELEMETRY_MODES
+    workdir: Path,
+    count: int,
+    threads: int,
+    workers: int,
+    rounds: int,
+    modes: tuple[str, ...] = TELEMETRY_MODES,
+    sequential_count: int = 500,
 ) -> None:
     """Throughput of 4 KiB PUT/GET with telemetry off, metrics only, and tracing (every request
     sampled — the target's case — or one in ten, exported over OTLP/gRPC to a receiver in this
     process) plus metrics.
 
-    The stacks run side by side and take turns, round after round, so that load from anything
-    else on the machine falls on all of them alike. A mode's cost is computed per round against
-    that round's "off" figure; min, median and max over the rounds are reported.
+    The stacks run side by side and take turns, round after round, in an order rotated each
+    round, so that load from anything else on the machine (the stack before included) falls on
+    all of them alike. A mode's cost is computed per round against
+    that round's "off" figure; min, median and max over the rounds are reported. Before those
+    rounds, as many rounds send sequential_count PUTs and GETs one at a time to each stack in
+    turn (0: none), whose CPU per request is the mode's cost without the contention of 32
+    clients on 2 cores.
     """
     from tests.support.otlp import OtlpReceiver, environment, otel_env
 
@@ -380,8 +426,12 @@ def bench_telemetry(
     with contextlib.ExitStack() as stacks, OtlpReceiver() as receiver:
         running = {}
         for mode in modes:
-            # The SDK's default batching (every 5 s or 512 spans), as in production.
-            env = otel_env(receiver, sampler=samplers[mode], delay_ms=5000) if mode in samplers else {}
+            # The SDK's default batching (every EXPORT_DELAY_SECONDS or 512 spans).
+            env = (
+                otel_env(receiver, sampler=samplers[mode], delay_ms=EXPORT_DELAY_SECONDS * 1000)
+                if mode in samplers
+                else {}
+            )
             if mode == "tracing_10pct":
                 env["OTEL_TRACES_SAMPLER_ARG"] = "0.1"
             if mode == "tracing_inproc":
@@ -393,8 +443,18 @@ def bench_telemetry(
             running[mode].client().create_bucket(Bucket="bench")
         for mode in modes:  # warm-up: connections, caches, first files
             _small_rates(running[mode], min(count, 500), threads, -1)
+        sequential: dict[str, list[tuple[float, float, float, float]]] = {mode: [] for mode in modes}
+        if sequential_count:
+            # Before any burst, and once the warm-up's spans are exported (the batches' delay):
+            # what a burst leaves behind (batches, flushes, checkpoints) would be counted as the
+            # requests that follow it, and moved these figures by a third from round to round.
+            time.sleep(EXPORT_DELAY_SECONDS + 1)
+            for round_no in range(rounds):
+                for mode in _turns(modes, round_no):
+                    stored = [f"main/telemetry/-1/{i:06d}" for i in range(min(count, 500))]  # the warm-up's
+                    sequential[mode].append(_sequential_cpu(running[mode], sequential_count, round_no, stored))
         for round_no in range(rounds):
-            for mode in modes:
+            for mode in _turns(modes, round_no):
                 rates[mode].append(_small_rates_and_cpu(running[mode], count, threads, round_no))
         spans = len(receiver.spans())
     for mode in modes:
@@ -441,7 +501,31 @@ def bench_telemetry(
                 json.dumps({"name": serving_name, "min": round(serving[0], 1), "max": round(serving[-1], 1)}),
                 flush=True,
             )
+    if sequential_count:
+        _emit_sequential_telemetry(sequential)
     print(json.dumps({"note": f"the tracing runs exported {spans} spans to the local OTLP receiver"}), flush=True)
+
+
+def _emit_sequential_telemetry(sequential: dict[str, list[tuple[float, float, float, float]]]) -> None:
+    """The CPU per request of one request at a time in the serving processes, per mode, and each
+    mode's against "off" in the same round (min, median and max over the rounds); and the span
+    export processes' CPU per request over all rounds, apart: a batch's export can fall in the
+    next request's count, not in its own."""
+    for mode, runs in sequential.items():
+        for i, op in enumerate(("put", "get")):
+            serving = [r[i] - r[i + 2] for r in runs]
+            name = f"gateway.telemetry_{mode}.{op}_4kib.sequential_serving_cpu_ms_per_request"
+            emit(name, statistics.median(serving), "ms", None)
+            if any(r[i + 2] for r in runs):
+                export = statistics.mean(r[i + 2] for r in runs)
+                emit(f"gateway.telemetry_{mode}.{op}_4kib.sequential_export_cpu_ms_per_request", export, "ms", None)
+            if mode == "off":
+                continue
+            off = [r[i] - r[i + 2] for r in sequential["off"]]
+            extra = sorted(100.0 * (one / base - 1.0) for one, base in zip(serving, off, strict=True))
+            extra_name = f"gateway.{mode}_sequential_serving_cpu_overhead.{op}_4kib"
+            emit(extra_name, statistics.median(extra), "% more CPU per request", None, digits=1)
+            print(json.dumps({"name": extra_name, "min": round(extra[0], 1), "max": round(extra[-1], 1)}), flush=True)
 
 
 def bench_list(gw: GatewayStack, count: int) -> None:
@@ -557,6 +641,12 @@ def main() -> None:
     parser.add_argument("--telemetry-count", type=int, default=2000, help="4 KiB PUTs and GETs per telemetry round")
     parser.add_argument("--telemetry-rounds", type=int, default=5)
     parser.add_argument(
+        "--telemetry-sequential-count",
+        type=int,
+        default=500,
+        help="4 KiB PUTs and GETs sent one at a time per telemetry round and mode (0: none)",
+    )
+    parser.add_argument(
         "--telemetry-modes",
         default="off,metrics,tracing,tracing_10pct",
         help="stacks compared, among " + ",".join(TELEMETRY_MODES),
@@ -567,7 +657,15 @@ def main() -> None:
         workdir = Path(tmp)
         if "telemetry" in only:
             modes = tuple(args.telemetry_modes.split(","))
-            bench_telemetry(workdir, args.telemetry_count, args.threads, args.workers, args.telemetry_rounds, modes)
+            bench_telemetry(
+                workdir,
+                args.telemetry_count,
+                args.threads,
+                args.workers,
+                args.telemetry_rounds,
+                modes,
+                args.telemetry_sequential_count,
+            )
             only.discard("telemetry")
             if not only:
                 return

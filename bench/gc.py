@@ -39,6 +39,7 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
+from bench.processes import cpu_seconds
 from bench.report import emit
 
 REPO = "bench-gc"
@@ -182,12 +183,6 @@ def _serve_graveler(store_at: Store, ports: Connection, stop: Event) -> None:
     store.close()
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _descendants(pid: int) -> list[int]:
     """The process and every process under it (the JVM's Python workers)."""
     children: dict[int, list[int]] = {}
@@ -205,11 +200,8 @@ def _descendants(pid: int) -> list[int]:
 
 def _sweep_cpu(jvm_pid: int, moto: _Moto | None) -> tuple[float, float]:
     """CPU seconds so far of the JVM with its Python workers, and of moto's process."""
-    spark = 0.0
-    for pid in _descendants(jvm_pid):
-        with contextlib.suppress(OSError):
-            spark += _cpu_seconds(pid)
-    return spark, 0.0 if moto is None else _cpu_seconds(moto.pid)
+    spark = sum(cpu_seconds(pid) for pid in _descendants(jvm_pid))
+    return spark, 0.0 if moto is None else cpu_seconds(moto.pid)
 
 
 def _peak_rss_kib(pid: int) -> int:

@@ -10,17 +10,18 @@ them one RPC at a time would dominate the run without measuring anything asked f
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import re
 import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import grpc
 
@@ -129,6 +130,91 @@ def bench_list(
         emit(name, statistics.median(r.wall for r in listed), "s", 0.4 if amount > 1000 else None)
         emit(f"{name}.graveler_cpu", statistics.median(r.graveler_cpu for r in listed), "s", None)
         emit(f"{name}.client_cpu", statistics.median(r.client_cpu for r in listed), "s", None)
+
+
+def _bare_server(ports: Any) -> None:
+    """A gRPC server of the same grpcio with one method answering ten bytes and nothing else
+    (no interceptor, no signature, no store): the floor every graveler call stands on."""
+    server = grpc.server(ThreadPoolExecutor(max_workers=8))
+    echo: grpc.RpcMethodHandler = grpc.unary_unary_rpc_method_handler(lambda request, context: request[:10])
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Bare", {"Echo": echo}),))
+    ports.put(server.add_insecure_port("127.0.0.1:0"))
+    server.start()
+    server.wait_for_termination(timeout=600)  # a bound, should the benchmark die without stopping it
+
+
+class Called(NamedTuple):
+    wall_ms: float
+    server_cpu_ms: float
+    client_cpu_ms: float
+
+
+def _calls(call: Callable[[int], object], server_pid: int, count: int) -> Called:
+    """count calls one after another: each one's wall time and the server's and this client's
+    CPU, in milliseconds."""
+    server_before, client_before = cpu_seconds(server_pid), time.process_time()
+    started = time.perf_counter()
+    for i in range(count):
+        call(i)
+    wall = time.perf_counter() - started
+    server, client = cpu_seconds(server_pid) - server_before, time.process_time() - client_before
+    return Called(wall * 1000 / count, server * 1000 / count, client * 1000 / count)
+
+
+def bench_calls(stub: api_grpc.GravelerServiceStub, graveler_pid: int, count: int, rounds: int = 3) -> None:
+    """What one call costs graveler, one call at a time (a lone client's write): a bare gRPC
+    server of the same grpcio, GetRepository (signed, authorized, one record read), StageEntry
+    and StageEntries of one entry (what the gateway sends for a lone PUT and for a batch), in
+    turn, round after round; medians of the rounds."""
+    repo = "bench-calls"
+    stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
+    spawn = multiprocessing.get_context("spawn")
+    ports = spawn.Queue()
+    bare_process = spawn.Process(target=_bare_server, args=(ports,), daemon=True)
+    bare_process.start()
+    try:
+        assert bare_process.pid is not None
+        channel = grpc.insecure_channel(f"127.0.0.1:{ports.get(timeout=60)}")
+        echo: grpc.UnaryUnaryMultiCallable = channel.unary_unary("/bench.Bare/Echo")
+        request = api.GetRepositoryRequest(name=repo).SerializeToString() * 8
+        probes: dict[str, tuple[Callable[[int], object], int]] = {
+            "bare_grpc": (lambda i: echo(request, timeout=10), bare_process.pid),
+            "get_repository": (
+                lambda i: stub.GetRepository(api.GetRepositoryRequest(name=repo), timeout=10),
+                graveler_pid,
+            ),
+            "stage_entry": (
+                lambda i: stub.StageEntry(
+                    api.StageEntryRequest(repository=repo, branch="main", key=key_for(i), entry=entry_for(i)),
+                    timeout=10,
+                ),
+                graveler_pid,
+            ),
+            "stage_entries_of_1": (
+                lambda i: stub.StageEntries(
+                    api.StageEntriesRequest(
+                        repository=repo,
+                        branch="main",
+                        entries=[api.StagedEntry(key=key_for(count + i), entry=entry_for(count + i))],
+                    ),
+                    timeout=10,
+                ),
+                graveler_pid,
+            ),
+        }
+        runs: dict[str, list[Called]] = {name: [] for name in probes}
+        for call, pid in probes.values():  # warm-up: connections, caches, the first rows
+            _calls(call, pid, min(count, 300))
+        for _ in range(rounds):
+            for name, (call, pid) in probes.items():
+                runs[name].append(_calls(call, pid, count))
+        channel.close()
+    finally:
+        bare_process.kill()
+        bare_process.join(10)
+    for name, called in runs.items():
+        for field in Called._fields:
+            emit(f"graveler.call.{name}.{field}", statistics.median(getattr(c, field) for c in called), "ms", None)
 
 
 def bench_commit(stub: api_grpc.GravelerServiceStub, graveler: Graveler, count: int) -> None:
@@ -345,7 +431,8 @@ def main() -> None:
     parser.add_argument("--list-count", type=int, default=240_000)
     parser.add_argument("--commit-count", type=int, default=100_000)
     parser.add_argument("--large-count", type=int, default=1_000_000)
-    parser.add_argument("--only", default="list,commit,large,longcommit,diff,merge,log")
+    parser.add_argument("--only", default="list,commit,large,longcommit,diff,merge,log,calls")
+    parser.add_argument("--call-count", type=int, default=2000, help="calls per probe and round (--only calls)")
     parser.add_argument("--rounds", type=int, default=3, help="commits in the long-commit scenario")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -372,6 +459,8 @@ def main() -> None:
                     bench_merge(stub, graveler, committed, args.large_count)
                 if "log" in only:
                     bench_log_one_object(stub, graveler, committed, graveler_pid)
+                if "calls" in only:
+                    bench_calls(stub, graveler_pid, args.call_count)
         finally:
             graveler.close()
             kv.close()

@@ -18,7 +18,7 @@ keep-alive client threads with presigned URLs made by boto3 before the clock sta
 `make bench-gateway`), fresh keys each round; the servers take turns round after round (the
 order rotating), so that the machine's load falls on all alike, and each figure is given as
 min, median and max over the rounds, a rate also as its ratio to uvicorn's in the same round.
-CPU per request is read from /proc for the front's processes (the HTTP server and the app in
+CPU per request is read (bench/processes.py) for the front's processes (the HTTP server and the app in
 it), and for graveler and auth together ("backend"), which do the same work whatever the front.
 
 `--only floor` puts each server in front of bench/floor.py's app (no Silt code): the servers'

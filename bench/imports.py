@@ -18,7 +18,6 @@ Files and objects are created before the clock starts.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import multiprocessing
 import os
@@ -31,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.processes import cpu_seconds
 from bench.report import emit
 from silt.block.adapter import ListedObject
 
@@ -52,14 +52,8 @@ def _config(root: Path, blockstore: dict[str, Any], graveler: dict[str, Any] | N
 
 def _cpu_seconds() -> float:
     """CPU time of this process (graveler's engine) and its children alive now (the import worker
-    and the commit workers), from /proc: what an import costs whatever else the machine runs."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    for pid in [os.getpid(), *(child.pid for child in multiprocessing.active_children())]:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-    return total
+    and the commit workers): what an import costs whatever else the machine runs."""
+    return sum(cpu_seconds(pid) for pid in [os.getpid(), *(child.pid for child in multiprocessing.active_children())])
 
 
 @dataclass(frozen=True)
