@@ -8,15 +8,18 @@ much data Silt holds. deploy/grafana/silt.json is built on these names.
 
 from __future__ import annotations
 
+import inspect
 import os
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, multiprocess, start_http_server
 from prometheus_client import values as _values
 
-# In multiprocess mode (the gateway's workers) every increment asks which process it is in, to
-# start files of its own after a fork: by default a getpid system call each time, several per
-# request, which measured 30 us of a 0.45 ms GET's CPU. The id is kept here instead and renewed
-# in a forked child, the one moment it changes; a spawned process imports this module afresh.
+# In multiprocess mode (the gateway's workers) every increment first asks which process it is in,
+# to start files of its own after a fork: by default a getpid system call each time, several per
+# request. The id is kept here instead and renewed in a forked child (os.register_at_fork: the one
+# moment it changes; a spawned worker imports this module afresh). A fork made below Python (a C
+# extension's, without PyOS_AfterFork_Child) would keep the parent's id, and its child write the
+# parent's files: no Silt process forks so, and none may while counting metrics.
 _process_id = [os.getpid()]
 os.register_at_fork(after_in_child=lambda: _process_id.__setitem__(0, os.getpid()))
 
@@ -26,7 +29,10 @@ def _this_process() -> int:
 
 
 if _values.ValueClass is not _values.MutexValue:
-    # Replaced before any metric below makes a value, so no file is open under the first class.
+    # Two classes in one process would each open this process's files and write over each other's
+    # entries, so the default one must not have made a value yet: this module makes every metric.
+    if inspect.getclosurevars(_values.ValueClass.__init__).nonlocals.get("values"):
+        raise RuntimeError("prometheus_client values were made before silt.telemetry.metrics was imported")
     _values.ValueClass = _values.MultiProcessValue(process_identifier=_this_process)
 
 # Seconds; from sub-millisecond cache hits to slow object-store transfers.

@@ -49,3 +49,12 @@ def test_increments_ask_no_process_id_and_a_forked_child_counts_apart(tmp_path: 
     assert result["total"] == 1005.0
     assert result["observed"] == 1000.0
     assert result["counter_files"] == [f"counter_{result['parent']}.db", f"counter_{result['child']}.db"]
+
+
+def test_values_made_before_the_metrics_module_stop_it_from_loading(tmp_path: Path) -> None:
+    # Two value classes would each open the process's files and write over each other's entries.
+    script = "from prometheus_client import Counter\nCounter('early', 'made first')\nimport silt.telemetry.metrics"
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "values were made before silt.telemetry.metrics was imported" in done.stderr
