@@ -39,6 +39,7 @@ from botocore.config import Config as BotoConfig
 
 from bench.processes import cpu_seconds, process_tree
 from bench.report import emit
+from bench.turns import balanced_rounds, turn_order
 from silt.free_ports import free_port
 from tests.support.gateway_stack import GatewayStack, gateway_stack
 from tests.support.moto import _stop, moto_client, start_moto_server
@@ -218,8 +219,9 @@ def _probe_urls(s3: Any, bucket: str, prefix: str, count: int) -> dict[str, list
     }
 
 
-def _sequential_ms(urls: list[tuple[str, str]], body: bytes) -> list[float]:
-    """Milliseconds of each request, sent one after another on one keep-alive connection."""
+def _sequential_ms(urls: list[tuple[str, str]], body: bytes, answers: tuple[int, ...] = (200, 404)) -> list[float]:
+    """Milliseconds of each request, sent one after another on one keep-alive connection; an
+    answer outside answers (a missing key's 404 is one by default) ends the run."""
     parts = urlsplit(urls[0][1])
     assert parts.hostname, urls[0][1]
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
@@ -232,7 +234,7 @@ def _sequential_ms(urls: list[tuple[str, str]], body: bytes) -> list[float]:
             response = conn.getresponse()
             response.read()
             took.append((time.perf_counter() - started) * 1000)
-            if response.status not in (200, 404):
+            if response.status not in answers:
                 raise RuntimeError(f"{method} {target.path}: HTTP {response.status}")
     finally:
         conn.close()
@@ -305,8 +307,7 @@ def _service_cpu(gw: GatewayStack) -> dict[str, float]:
 
 
 def _own_cpu() -> float:
-    times = os.times()
-    return times.user + times.system
+    return time.process_time()
 
 
 def _small_rates(gw: GatewayStack, count: int, threads: int, round_no: int) -> tuple[float, float]:
@@ -354,7 +355,7 @@ def _sequential_cpu(
     for method, op, keys in (("GET", "get_object", read), ("PUT", "put_object", fresh)):
         urls = [(method, s3.generate_presigned_url(op, Params={"Bucket": "bench", "Key": k})) for k in keys]
         before = _service_cpu(gw)
-        _sequential_ms(urls, body)
+        _sequential_ms(urls, body, answers=(200,))
         after = _service_cpu(gw)
         export = (after.pop("export") - before.pop("export")) * 1000 / count
         spent[method] = ((sum(after.values()) - sum(before.values())) * 1000 / count, export)
@@ -383,20 +384,12 @@ EXPORT_DELAY_SECONDS = 5
 TELEMETRY_MODES = ("off", "metrics", "tracing", "tracing_10pct", "tracing_inproc")
 
 
-def _turns(modes: tuple[str, ...], round_no: int) -> tuple[str, ...]:
-    """The order of the stacks' turns in a round: rotated each round. Measured in a fixed order,
-    the stack going second paid 11-15 % more CPU per PUT than the first, whichever mode it ran
-    (--telemetry-modes metrics,off against off,metrics), what the one before it left running."""
-    start = round_no % len(modes)
-    return modes[start:] + modes[:start]
-
-
 def bench_telemetry(
     workdir: Path,
     count: int,
     threads: int,
     workers: int,
-    rounds: int,
+    rounds: int | None,
     modes: tuple[str, ...] = TELEMETRY_MODES,
     sequential_count: int = 500,
 ) -> None:
@@ -404,9 +397,11 @@ def bench_telemetry(
     sampled — the target's case — or one in ten, exported over OTLP/gRPC to a receiver in this
     process) plus metrics.
 
-    The stacks run side by side and take turns, round after round, in an order rotated each
-    round, so that load from anything else on the machine (the stack before included) falls on
-    all of them alike. A mode's cost is computed per round against
+    The stacks run side by side and take turns, round after round, in the orders of a Williams
+    design (bench/turns.py), so that load from anything else on the machine, the stack before
+    included, falls on all of them alike. In a fixed order, in two runs of two modes, the stack
+    going second paid 11-15 % more CPU per PUT than the first whichever mode it ran: an order
+    effect or chance, which a balanced order keeps from favouring either. A mode's cost is computed per round against
     that round's "off" figure; min, median and max over the rounds are reported. Before those
     rounds, as many rounds send sequential_count PUTs and GETs one at a time to each stack in
     turn (0: none), whose CPU per request is the mode's cost without the contention of 32
@@ -422,6 +417,7 @@ def bench_telemetry(
         "tracing_10pct": "parentbased_traceidratio",
         "tracing_inproc": "parentbased_always_on",
     }
+    rounds = rounds or balanced_rounds(len(modes))
     rates: dict[str, list[tuple[float, float, float, float, float, float]]] = {mode: [] for mode in modes}
     with contextlib.ExitStack() as stacks, OtlpReceiver() as receiver:
         running = {}
@@ -444,17 +440,26 @@ def bench_telemetry(
         for mode in modes:  # warm-up: connections, caches, first files
             _small_rates(running[mode], min(count, 500), threads, -1)
         sequential: dict[str, list[tuple[float, float, float, float]]] = {mode: [] for mode in modes}
+        sequential_export: dict[str, float] = {}
         if sequential_count:
             # Before any burst, and once the warm-up's spans are exported (the batches' delay):
             # what a burst leaves behind (batches, flushes, checkpoints) would be counted as the
             # requests that follow it, and moved these figures by a third from round to round.
             time.sleep(EXPORT_DELAY_SECONDS + 1)
+            stored = [f"main/telemetry/-1/{i:06d}" for i in range(min(count, 500))]  # the warm-up's keys
+            exported = {mode: _service_cpu(running[mode])["export"] for mode in modes}
             for round_no in range(rounds):
-                for mode in _turns(modes, round_no):
-                    stored = [f"main/telemetry/-1/{i:06d}" for i in range(min(count, 500))]  # the warm-up's
+                for mode in turn_order(modes, round_no):
                     sequential[mode].append(_sequential_cpu(running[mode], sequential_count, round_no, stored))
+            # A batch is exported when it is full or its delay ends, often in another stack's turn:
+            # the export processes' CPU is counted over all the rounds, their last batches included.
+            time.sleep(EXPORT_DELAY_SECONDS + 1)
+            requests = 2 * sequential_count * rounds
+            for mode in modes:
+                spent = _service_cpu(running[mode])["export"] - exported[mode]
+                sequential_export[mode] = spent * 1000 / requests
         for round_no in range(rounds):
-            for mode in _turns(modes, round_no):
+            for mode in turn_order(modes, round_no):
                 rates[mode].append(_small_rates_and_cpu(running[mode], count, threads, round_no))
         spans = len(receiver.spans())
     for mode in modes:
@@ -502,23 +507,23 @@ def bench_telemetry(
                 flush=True,
             )
     if sequential_count:
-        _emit_sequential_telemetry(sequential)
+        _emit_sequential_telemetry(sequential, sequential_export)
     print(json.dumps({"note": f"the tracing runs exported {spans} spans to the local OTLP receiver"}), flush=True)
 
 
-def _emit_sequential_telemetry(sequential: dict[str, list[tuple[float, float, float, float]]]) -> None:
+def _emit_sequential_telemetry(
+    sequential: dict[str, list[tuple[float, float, float, float]]], exported: dict[str, float]
+) -> None:
     """The CPU per request of one request at a time in the serving processes, per mode, and each
     mode's against "off" in the same round (min, median and max over the rounds); and the span
-    export processes' CPU per request over all rounds, apart: a batch's export can fall in the
-    next request's count, not in its own."""
+    export processes' CPU per request (PUTs and GETs together) over all the rounds."""
     for mode, runs in sequential.items():
+        if exported.get(mode):
+            emit(f"gateway.telemetry_{mode}.sequential_export_cpu_ms_per_request", exported[mode], "ms", None)
         for i, op in enumerate(("put", "get")):
             serving = [r[i] - r[i + 2] for r in runs]
             name = f"gateway.telemetry_{mode}.{op}_4kib.sequential_serving_cpu_ms_per_request"
             emit(name, statistics.median(serving), "ms", None)
-            if any(r[i + 2] for r in runs):
-                export = statistics.mean(r[i + 2] for r in runs)
-                emit(f"gateway.telemetry_{mode}.{op}_4kib.sequential_export_cpu_ms_per_request", export, "ms", None)
             if mode == "off":
                 continue
             off = [r[i] - r[i + 2] for r in sequential["off"]]
@@ -639,7 +644,12 @@ def main() -> None:
     parser.add_argument("--latency-rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2, help="gateways.s3.workers")
     parser.add_argument("--telemetry-count", type=int, default=2000, help="4 KiB PUTs and GETs per telemetry round")
-    parser.add_argument("--telemetry-rounds", type=int, default=5)
+    parser.add_argument(
+        "--telemetry-rounds",
+        type=int,
+        default=None,
+        help="rounds of turns (default: the fewest, at least 4, that balance the modes' order)",
+    )
     parser.add_argument(
         "--telemetry-sequential-count",
         type=int,

@@ -27,6 +27,7 @@ import grpc
 
 from bench.processes import cpu_seconds
 from bench.report import emit, p99
+from bench.turns import turn_order
 from engine.core.committed.manager import CommittedManager
 from engine.core.committed.model import Record
 from engine.core.model import CommitId, StagingToken
@@ -161,11 +162,13 @@ def _calls(call: Callable[[int], object], server_pid: int, count: int) -> Called
     return Called(wall * 1000 / count, server * 1000 / count, client * 1000 / count)
 
 
-def bench_calls(stub: api_grpc.GravelerServiceStub, graveler_pid: int, count: int, rounds: int = 3) -> None:
+def bench_calls(stub: api_grpc.GravelerServiceStub, graveler_pid: int, count: int, rounds: int = 4) -> None:
     """What one call costs graveler, one call at a time (a lone client's write): a bare gRPC
     server of the same grpcio, GetRepository (signed, authorized, one record read), StageEntry
     and StageEntries of one entry (what the gateway sends for a lone PUT and for a batch), in
-    turn, round after round; medians of the rounds."""
+    turn, round after round, in a balanced order (bench/turns.py), each write of a key not
+    staged before, with a pause between turns for what a turn leaves (history events are
+    flushed every 0.2 s); medians of the rounds."""
     repo = "bench-calls"
     stub.CreateRepository(api.CreateRepositoryRequest(name=repo, storage_namespace=f"local://{repo}"))
     spawn = multiprocessing.get_context("spawn")
@@ -177,6 +180,7 @@ def bench_calls(stub: api_grpc.GravelerServiceStub, graveler_pid: int, count: in
         channel = grpc.insecure_channel(f"127.0.0.1:{ports.get(timeout=60)}")
         echo: grpc.UnaryUnaryMultiCallable = channel.unary_unary("/bench.Bare/Echo")
         request = api.GetRepositoryRequest(name=repo).SerializeToString() * 8
+        fresh = [0]  # where the next turn's keys start: every write stages a key for the first time
         probes: dict[str, tuple[Callable[[int], object], int]] = {
             "bare_grpc": (lambda i: echo(request, timeout=10), bare_process.pid),
             "get_repository": (
@@ -185,7 +189,9 @@ def bench_calls(stub: api_grpc.GravelerServiceStub, graveler_pid: int, count: in
             ),
             "stage_entry": (
                 lambda i: stub.StageEntry(
-                    api.StageEntryRequest(repository=repo, branch="main", key=key_for(i), entry=entry_for(i)),
+                    api.StageEntryRequest(
+                        repository=repo, branch="main", key=key_for(fresh[0] + i), entry=entry_for(i)
+                    ),
                     timeout=10,
                 ),
                 graveler_pid,
@@ -195,19 +201,27 @@ def bench_calls(stub: api_grpc.GravelerServiceStub, graveler_pid: int, count: in
                     api.StageEntriesRequest(
                         repository=repo,
                         branch="main",
-                        entries=[api.StagedEntry(key=key_for(count + i), entry=entry_for(count + i))],
+                        entries=[api.StagedEntry(key=key_for(fresh[0] + i), entry=entry_for(i))],
                     ),
                     timeout=10,
                 ),
                 graveler_pid,
             ),
         }
+
+        def turn(name: str, calls: int) -> Called:
+            call, pid = probes[name]
+            called = _calls(call, pid, calls)
+            fresh[0] += calls
+            time.sleep(0.5)
+            return called
+
         runs: dict[str, list[Called]] = {name: [] for name in probes}
-        for call, pid in probes.values():  # warm-up: connections, caches, the first rows
-            _calls(call, pid, min(count, 300))
-        for _ in range(rounds):
-            for name, (call, pid) in probes.items():
-                runs[name].append(_calls(call, pid, count))
+        for name in probes:  # warm-up: connections, caches, the first rows
+            turn(name, min(count, 300))
+        for round_no in range(rounds):
+            for name in turn_order(list(probes), round_no):
+                runs[name].append(turn(name, count))
         channel.close()
     finally:
         bare_process.kill()
