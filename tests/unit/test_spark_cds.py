@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,12 @@ def test_a_jvm_still_writing_the_archive_is_waited_for(tmp_path: Path) -> None:
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
     writer = subprocess.Popen([*sleeper, f"-XX:ArchiveClassesAtExit={dumped}"])
     try:
+        # Popen returns once the child's exec has begun, and the kernel shows its new command
+        # line only once exec has laid out its arguments: under load, a read between the two
+        # found an empty one (5 times in 150 with both cores busy).
+        deadline = time.monotonic() + 10
+        while not spark_cds._dumping(dumped) and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert spark_cds._dumping(dumped)
     finally:
         writer.kill()
