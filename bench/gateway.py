@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import http.client
 import json
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import boto3
@@ -45,6 +46,7 @@ from tests.support.gateway_stack import GatewayStack, gateway_stack
 from tests.support.moto import _stop, moto_client, start_moto_server
 
 MIB = 1024 * 1024
+_Sent = TypeVar("_Sent")
 NGINX_CONF = """
 worker_processes 1;
 {user}
@@ -327,15 +329,19 @@ def _small_rates_and_cpu(
     keys = [f"main/telemetry/{round_no}/{i:06d}" for i in range(count)]
     puts = [("PUT", s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k})) for k in keys]
     gets = [("GET", s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k})) for k in keys]
-    results = []
-    for urls in (puts, gets):
-        before = _service_cpu(gw)
-        rate = _hammer(urls, body, threads)
-        after = _service_cpu(gw)
-        export = (after.pop("export") - before.pop("export")) * 1000 / count
-        results.append((rate, (sum(after.values()) - sum(before.values())) * 1000 / count, export))
-    (put_rate, put_cpu, put_export), (get_rate, get_cpu, get_export) = results
+    put_rate, put_cpu, put_export = _with_stack_cpu(gw, functools.partial(_hammer, puts, body, threads), count)
+    get_rate, get_cpu, get_export = _with_stack_cpu(gw, functools.partial(_hammer, gets, body, threads), count)
     return put_rate, get_rate, put_cpu, get_cpu, put_export, get_export
+
+
+def _with_stack_cpu(gw: GatewayStack, send: Callable[[], _Sent], count: int) -> tuple[_Sent, float, float]:
+    """What send() gave, then the CPU milliseconds per request the stack's processes spent while
+    it sent count requests, then the part of those in span export processes."""
+    before = _service_cpu(gw)
+    sent = send()
+    after = _service_cpu(gw)
+    export = (after.pop("export") - before.pop("export")) * 1000 / count
+    return sent, (sum(after.values()) - sum(before.values())) * 1000 / count, export
 
 
 def _sequential_cpu(
@@ -351,15 +357,11 @@ def _sequential_cpu(
     body = os.urandom(4096)
     fresh = [f"main/telemetry-sequential/{round_no}/{i:06d}" for i in range(count)]
     read = [stored[i % len(stored)] for i in range(count)]
-    spent = {}
-    for method, op, keys in (("GET", "get_object", read), ("PUT", "put_object", fresh)):
-        urls = [(method, s3.generate_presigned_url(op, Params={"Bucket": "bench", "Key": k})) for k in keys]
-        before = _service_cpu(gw)
-        _sequential_ms(urls, body, answers=(200,))
-        after = _service_cpu(gw)
-        export = (after.pop("export") - before.pop("export")) * 1000 / count
-        spent[method] = ((sum(after.values()) - sum(before.values())) * 1000 / count, export)
-    (put_cpu, put_export), (get_cpu, get_export) = spent["PUT"], spent["GET"]
+    gets = [("GET", s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k})) for k in read]
+    puts = [("PUT", s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k})) for k in fresh]
+    one_at_a_time = functools.partial(_sequential_ms, body=body, answers=(200,))
+    _, get_cpu, get_export = _with_stack_cpu(gw, functools.partial(one_at_a_time, gets), count)
+    _, put_cpu, put_export = _with_stack_cpu(gw, functools.partial(one_at_a_time, puts), count)
     return put_cpu, get_cpu, put_export, get_export
 
 
@@ -401,8 +403,9 @@ def bench_telemetry(
     design (bench/turns.py), so that load from anything else on the machine, the stack before
     included, falls on all of them alike. In a fixed order, in two runs of two modes, the stack
     going second paid 11-15 % more CPU per PUT than the first whichever mode it ran: an order
-    effect or chance, which a balanced order keeps from favouring either. A mode's cost is computed per round against
-    that round's "off" figure; min, median and max over the rounds are reported. Before those
+    effect or chance, which a balanced order keeps from favouring either. A mode's cost is
+    computed per round against that round's "off" figure; min, median and max over the rounds
+    are reported. Before those
     rounds, as many rounds send sequential_count PUTs and GETs one at a time to each stack in
     turn (0: none), whose CPU per request is the mode's cost without the contention of 32
     clients on 2 cores.

@@ -10,6 +10,7 @@ them one RPC at a time would dominate the run without measuring anything asked f
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing
 import os
 import re
@@ -180,7 +181,7 @@ def bench_calls(stub: api_grpc.GravelerServiceStub, graveler_pid: int, count: in
         channel = grpc.insecure_channel(f"127.0.0.1:{ports.get(timeout=60)}")
         echo: grpc.UnaryUnaryMultiCallable = channel.unary_unary("/bench.Bare/Echo")
         request = api.GetRepositoryRequest(name=repo).SerializeToString() * 8
-        fresh = [0]  # where the next turn's keys start: every write stages a key for the first time
+        keys = itertools.count()  # every write stages a key for the first time
         probes: dict[str, tuple[Callable[[int], object], int]] = {
             "bare_grpc": (lambda i: echo(request, timeout=10), bare_process.pid),
             "get_repository": (
@@ -189,9 +190,7 @@ def bench_calls(stub: api_grpc.GravelerServiceStub, graveler_pid: int, count: in
             ),
             "stage_entry": (
                 lambda i: stub.StageEntry(
-                    api.StageEntryRequest(
-                        repository=repo, branch="main", key=key_for(fresh[0] + i), entry=entry_for(i)
-                    ),
+                    api.StageEntryRequest(repository=repo, branch="main", key=key_for(next(keys)), entry=entry_for(i)),
                     timeout=10,
                 ),
                 graveler_pid,
@@ -201,7 +200,7 @@ def bench_calls(stub: api_grpc.GravelerServiceStub, graveler_pid: int, count: in
                     api.StageEntriesRequest(
                         repository=repo,
                         branch="main",
-                        entries=[api.StagedEntry(key=key_for(fresh[0] + i), entry=entry_for(i))],
+                        entries=[api.StagedEntry(key=key_for(next(keys)), entry=entry_for(i))],
                     ),
                     timeout=10,
                 ),
@@ -212,7 +211,6 @@ def bench_calls(stub: api_grpc.GravelerServiceStub, graveler_pid: int, count: in
         def turn(name: str, calls: int) -> Called:
             call, pid = probes[name]
             called = _calls(call, pid, calls)
-            fresh[0] += calls
             time.sleep(0.5)
             return called
 
